@@ -1,0 +1,33 @@
+# edgespec: `make demo` runs the default job, `make test` runs every check.
+# Both create the project-local virtual environment .venv when it is missing.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.edgespec-installed
+
+.PHONY: demo test lint typecheck unit clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# torch first and pinned: 2.13.0 is a local CPU wheel; anything else pulls GBs of CUDA.
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e ".[runtime,dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/edgespec --help
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check edgespec tests
+	$(VENV)/bin/ruff format --check edgespec tests
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy edgespec
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest -q
+
+test: lint typecheck unit
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

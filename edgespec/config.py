@@ -1,0 +1,265 @@
+"""Config loading: YAML (plus ``key.path=value`` overrides) into frozen dataclasses.
+
+Validation happens once, here, and every error names the offending field by its full
+path (``servers[0].count``). Loaded configs are frozen: nothing mutates them at run time.
+Config dataclasses may define ``validate(self) -> None`` for cross-field checks; it is
+called after construction and its ``ValueError`` is reported against the section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A config value that is missing, unknown or of the wrong type or range."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path or "<root>"
+        super().__init__(f"config field '{self.path}': {message}")
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _describe(value: object) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _convert(tp: Any, value: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for option in (a for a in args if a is not type(None)):
+            try:
+                return _convert(option, value, path)
+            except ConfigError as exc:
+                errors.append(str(exc))
+        raise ConfigError(path, f"{_describe(value)} matches none of {tp}")
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(path, f"must be one of {list(args)}, got {value!r}")
+        return value
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return from_dict(tp, value, path)
+    if origin in (tuple, Sequence) or tp is tuple:
+        if isinstance(value, str) or not isinstance(value, Sequence):
+            raise ConfigError(path, f"expected a list, got {_describe(value)}")
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            if len(args) != len(value):
+                raise ConfigError(path, f"expected {len(args)} items, got {len(value)}")
+            return tuple(
+                _convert(a, v, _join(path, i))
+                for i, (a, v) in enumerate(zip(args, value, strict=True))
+            )
+        item_tp = args[0] if args else Any
+        return tuple(_convert(item_tp, v, _join(path, i)) for i, v in enumerate(value))
+    if origin in (dict, Mapping) or tp is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(path, f"expected a mapping, got {_describe(value)}")
+        key_tp, val_tp = args if args else (Any, Any)
+        return types.MappingProxyType(
+            {
+                _convert(key_tp, k, path): _convert(val_tp, v, _join(path, str(k)))
+                for k, v in value.items()
+            }
+        )
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"expected true/false, got {_describe(value)}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(path, f"expected an integer, got {_describe(value)}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(path, f"expected a number, got {_describe(value)}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, f"expected a string, got {_describe(value)}")
+        return value
+    if tp is Path:
+        if not isinstance(value, str | Path):
+            raise ConfigError(path, f"expected a path, got {_describe(value)}")
+        return Path(value)
+    raise ConfigError(path, f"unsupported config type {tp}")
+
+
+def from_dict(cls: type[T], data: Any, path: str = "") -> T:
+    """Build dataclass ``cls`` from a mapping, validating names, types and ranges."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(path, f"expected a mapping, got {_describe(data)}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(_join(path, unknown[0]), f"unknown field; known: {sorted(fields)}")
+    kwargs: dict[str, Any] = {}
+    for name, field in fields.items():
+        if name in data:
+            kwargs[name] = _convert(hints[name], data[name], _join(path, name))
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise ConfigError(_join(path, name), "required field is missing")
+    try:
+        obj = cls(**kwargs)
+        validate = getattr(obj, "validate", None)
+        if callable(validate):
+            validate()
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise ConfigError(path, str(exc)) from exc
+    return obj
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``servers.count=4`` → (['servers', 'count'], 4). Values are parsed as YAML."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(text, "override must look like key.path=value")
+    return key.strip().split("."), yaml.safe_load(raw) if raw.strip() else ""
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Return a deep copy of ``data`` with each ``key.path=value`` override applied."""
+    result: dict[str, Any] = _deep_copy(data)
+    for text in overrides:
+        keys, value = parse_override(text)
+        node: Any = result
+        for i, key in enumerate(keys[:-1]):
+            child = node.get(key) if isinstance(node, dict) else None
+            if child is None:
+                child = {}
+                node[key] = child
+            if not isinstance(child, dict):
+                raise ConfigError(".".join(keys[: i + 1]), "cannot override inside a non-mapping")
+            node = child
+        node[keys[-1]] = value
+    return result
+
+
+def _deep_copy(data: Any) -> Any:
+    if isinstance(data, Mapping):
+        return {k: _deep_copy(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_deep_copy(v) for v in data]
+    return data
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping, with errors that name the file."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(str(file), "file not found")
+    try:
+        data = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(file), f"invalid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(str(file), f"top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequence[str] = ()) -> T:
+    """Load ``cls`` from an optional YAML file plus CLI overrides; defaults fill the rest."""
+    data = read_yaml(path) if path is not None else {}
+    return from_dict(cls, apply_overrides(data, overrides))
+
+
+# --- configs shared by the CLI's serve and draft commands
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PolicySpec:
+    """A policy by registry name plus its keyword parameters."""
+
+    name: str
+    params: Mapping[str, Any] = dataclasses.field(
+        default_factory=lambda: types.MappingProxyType({})
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """The verification server (``edgespec serve``)."""
+
+    target: str = ""
+    host: str = "127.0.0.1"
+    port: int = 50051
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    batching: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("fcfs"))
+    max_batch_size: int = 16
+    max_batch_tokens: int = 4096
+    kv_budget_tokens: int = 65536
+    max_sessions: int = 256
+    max_queue_depth: int = 1024
+    max_draft_tokens: int = 32
+    max_message_bytes: int = 4 << 20
+    session_timeout_s: float = 300.0
+    auth_tokens: tuple[str, ...] = ()
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    prometheus_port: int | None = None
+
+    def validate(self) -> None:
+        for name in (
+            "port",
+            "max_batch_size",
+            "max_batch_tokens",
+            "kv_budget_tokens",
+            "max_sessions",
+            "max_queue_depth",
+            "max_draft_tokens",
+            "max_message_bytes",
+        ):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
+        if self.session_timeout_s <= 0:
+            raise ConfigError("session_timeout_s", "must be > 0")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DrafterConfig:
+    """An edge drafter client (``edgespec draft``)."""
+
+    server: str = "127.0.0.1:50051"
+    draft: str = "ngram"
+    window: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("static"))
+    max_new_tokens: int = 64
+    temperature: float = 0.0
+    slo_class: str = "default"
+    client_id: str = "edge-0"
+    auth_token: str | None = None
+    tls_ca: str | None = None
+    request_timeout_s: float = 30.0
+
+    def validate(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
+        if self.temperature < 0:
+            raise ConfigError("temperature", f"must be >= 0, got {self.temperature}")
+        if ":" not in self.server:
+            raise ConfigError("server", f"expected host:port, got {self.server!r}")

@@ -1,0 +1,1 @@
+"""Speculative-decoding core: shared record types, accept/reject math, draft-logit features."""

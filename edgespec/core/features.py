@@ -1,0 +1,101 @@
+"""Draft-logit features for WISP's rejection predictor (WISP §4.1, App. B).
+
+All features are computed per drafted position from the draft model's logits over the
+vocabulary, before sampling. They are cheap (one softmax and a partial sort per row)
+so a device can compute them while drafting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass(frozen=True, slots=True)
+class DraftFeatures:
+    """Statistics of one draft position's distribution.
+
+    - ``confidence``: max_x q(x), the probability of the most likely token.
+    - ``entropy_nats``: −Σ q log q.
+    - ``margin``: q(top-1) − q(top-2).
+    - ``logit_std``: standard deviation of the raw logits over the vocabulary.
+    - ``top5_mass``: Σ of the five largest probabilities (how peaked the head is).
+    - ``position``: index of the position inside the draft block (0-based).
+    """
+
+    confidence: float
+    entropy_nats: float
+    margin: float
+    logit_std: float
+    top5_mass: float
+    position: int
+
+    def as_vector(self) -> tuple[float, ...]:
+        return (
+            self.confidence,
+            self.entropy_nats,
+            self.margin,
+            self.logit_std,
+            self.top5_mass,
+            float(self.position),
+        )
+
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "confidence",
+    "entropy_nats",
+    "margin",
+    "logit_std",
+    "top5_mass",
+    "position",
+)
+
+
+def softmax(logits: npt.ArrayLike, temperature: float = 1.0) -> npt.NDArray[np.float64]:
+    """Numerically stable softmax along the last axis."""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    z = np.asarray(logits, dtype=np.float64) / temperature
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return np.asarray(e / e.sum(axis=-1, keepdims=True), dtype=np.float64)
+
+
+def feature_matrix(logits: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Features for every row of a K × V logit matrix, as a K × len(FEATURE_NAMES) array."""
+    z = np.atleast_2d(np.asarray(logits, dtype=np.float64))
+    if z.ndim != 2 or z.shape[1] < 2:
+        raise ValueError(f"expected a K×V logit matrix with V >= 2, got shape {z.shape}")
+    probs = softmax(z)
+    num_top = min(5, z.shape[1])
+    top = -np.sort(-np.partition(probs, z.shape[1] - num_top, axis=1)[:, -num_top:], axis=1)
+    log_probs = np.log(np.clip(probs, 1e-300, None))
+    entropy = -(probs * log_probs).sum(axis=1)
+    return np.stack(
+        [
+            top[:, 0],
+            entropy,
+            top[:, 0] - top[:, 1],
+            z.std(axis=1),
+            top.sum(axis=1),
+            np.arange(z.shape[0], dtype=np.float64),
+        ],
+        axis=1,
+    )
+
+
+def draft_features(logits: npt.ArrayLike) -> tuple[DraftFeatures, ...]:
+    """Per-position :class:`DraftFeatures` for a K × V (or V) logit array."""
+    return tuple(
+        DraftFeatures(
+            confidence=float(row[0]),
+            entropy_nats=float(row[1]),
+            margin=float(row[2]),
+            logit_std=float(row[3]),
+            top5_mass=float(row[4]),
+            position=int(row[5]),
+        )
+        for row in feature_matrix(logits)
+    )

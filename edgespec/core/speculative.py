@@ -1,0 +1,200 @@
+"""The speculative-decoding math, in one place.
+
+Terms (Leviathan et al. 2023; DSD §2; WISP §2):
+
+- γ (``gamma``), K: number of draft tokens proposed in one round.
+- q_i: the draft model's next-token distribution at drafted position i (i = 0..K-1).
+- p_i: the target model's next-token distribution at the same position; the target
+  also yields p_K, the distribution after all K draft tokens (the bonus position).
+- α: per-token acceptance probability, E[min(1, p(y)/q(y))] under y ~ q.
+- L: accepted length, the number of leading draft tokens accepted (0..K).
+- R: first-rejection index; equals L when L < K, undefined (``None``) when L == K.
+- τ: tokens committed per round, L + 1 (the accepted drafts plus the extra token).
+- c: cost ratio of one draft-model step to one target-model step.
+
+Greedy verification commits exactly the target's argmax sequence. Stochastic
+verification (accept y_i with prob. min(1, p_i(y_i)/q_i(y_i)); on rejection sample from
+norm(max(0, p_i - q_i)); if all K accepted sample the bonus from p_K) leaves the output
+distributed exactly as the target's own sampling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from edgespec.core.types import FloatArray, VerifyResult
+
+
+def greedy_verify(draft_tokens: Sequence[int], target_argmax: Sequence[int]) -> VerifyResult:
+    """Accept while ``draft_tokens[i] == target_argmax[i]``.
+
+    ``target_argmax`` has K + 1 entries: the target's argmax after the committed prefix
+    and after each of the K draft tokens. The extra token is ``target_argmax[L]``.
+    """
+    num_drafted = len(draft_tokens)
+    if len(target_argmax) != num_drafted + 1:
+        raise ValueError(
+            f"target_argmax needs K+1={num_drafted + 1} entries, got {len(target_argmax)}"
+        )
+    num_accepted = 0
+    while num_accepted < num_drafted and draft_tokens[num_accepted] == target_argmax[num_accepted]:
+        num_accepted += 1
+    return VerifyResult(
+        num_drafted=num_drafted,
+        num_accepted=num_accepted,
+        first_rejection=None if num_accepted == num_drafted else num_accepted,
+        extra_token=int(target_argmax[num_accepted]),
+        accepted_token_ids=tuple(int(t) for t in draft_tokens[:num_accepted]),
+    )
+
+
+def residual_distribution(target_probs: FloatArray, draft_probs: FloatArray) -> FloatArray:
+    """norm(max(0, p − q)): what to sample from after a rejection.
+
+    If p and q agree everywhere (numerically no residual mass), a rejection has
+    probability zero; fall back to p so the function is total.
+    """
+    residual = np.maximum(target_probs - draft_probs, 0.0)
+    total = float(residual.sum())
+    if total <= 1e-12:
+        return np.asarray(target_probs / target_probs.sum(), dtype=np.float64)
+    return np.asarray(residual / total, dtype=np.float64)
+
+
+def _sample(probs: FloatArray, rng: np.random.Generator) -> int:
+    cdf = np.cumsum(probs, dtype=np.float64)
+    u = rng.random() * cdf[-1]
+    return int(min(np.searchsorted(cdf, u, side="right"), len(cdf) - 1))
+
+
+def stochastic_verify(
+    draft_tokens: Sequence[int],
+    draft_probs: FloatArray,
+    target_probs: FloatArray,
+    rng: np.random.Generator,
+) -> VerifyResult:
+    """Speculative sampling with residual resampling.
+
+    ``draft_probs`` is K × V (row i is q_i); ``target_probs`` is (K + 1) × V (row i is p_i,
+    row K is the bonus distribution). Randomness comes only from ``rng``.
+    """
+    num_drafted = len(draft_tokens)
+    if draft_probs.shape[0] != num_drafted or target_probs.shape[0] != num_drafted + 1:
+        raise ValueError(
+            f"expected draft_probs K×V and target_probs (K+1)×V with K={num_drafted}, got "
+            f"{draft_probs.shape} and {target_probs.shape}"
+        )
+    if draft_probs.shape[1] != target_probs.shape[1]:
+        raise ValueError("draft and target vocabularies differ in size")
+    for i, token in enumerate(draft_tokens):
+        p, q = float(target_probs[i, token]), float(draft_probs[i, token])
+        accept_prob = 1.0 if q <= 0.0 and p > 0.0 else (min(1.0, p / q) if q > 0.0 else 0.0)
+        if rng.random() < accept_prob:
+            continue
+        extra = _sample(residual_distribution(target_probs[i], draft_probs[i]), rng)
+        return VerifyResult(
+            num_drafted=num_drafted,
+            num_accepted=i,
+            first_rejection=i,
+            extra_token=extra,
+            accepted_token_ids=tuple(int(t) for t in draft_tokens[:i]),
+        )
+    bonus = _sample(target_probs[num_drafted], rng)
+    return VerifyResult(
+        num_drafted=num_drafted,
+        num_accepted=num_drafted,
+        first_rejection=None,
+        extra_token=bonus,
+        accepted_token_ids=tuple(int(t) for t in draft_tokens),
+    )
+
+
+def acceptance_probability(target_probs: FloatArray, draft_probs: FloatArray) -> float:
+    """α for one position: Σ_x min(p(x), q(x)) = 1 − TV(p, q)."""
+    return float(np.minimum(target_probs, draft_probs).sum())
+
+
+def expected_committed_tokens(alpha: float, gamma: int) -> float:
+    """E[τ] = (1 − α^(γ+1)) / (1 − α): expected tokens committed per round (DSD Eq. 1).
+
+    Counts the L accepted drafts plus the extra token; equals γ + 1 at α = 1.
+    """
+    _check_alpha_gamma(alpha, gamma)
+    if alpha == 1.0:
+        return float(gamma + 1)
+    return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
+
+
+def expected_accepted_length(alpha: float, gamma: int) -> float:
+    """E[L] = E[τ] − 1 = α(1 − α^γ)/(1 − α): expected accepted draft tokens per round."""
+    return expected_committed_tokens(alpha, gamma) - 1.0
+
+
+def expected_speedup(alpha: float, gamma: int, cost_ratio: float) -> float:
+    """S = (1 − α^(γ+1)) / ((1 − α)(cγ + 1)) (DSD Eq. 2): speedup over target-only decoding
+    when one round costs γ draft steps (each c target steps) plus one target step."""
+    if cost_ratio < 0:
+        raise ValueError(f"cost_ratio must be >= 0, got {cost_ratio}")
+    return expected_committed_tokens(alpha, gamma) / (cost_ratio * gamma + 1.0)
+
+
+def optimal_gamma(alpha: float, cost_ratio: float, max_gamma: int = 16) -> int:
+    """The γ in 1..max_gamma that maximizes :func:`expected_speedup`."""
+    return max(range(1, max_gamma + 1), key=lambda g: expected_speedup(alpha, g, cost_ratio))
+
+
+def _check_alpha_gamma(alpha: float, gamma: int) -> None:
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    if gamma < 0:
+        raise ValueError(f"gamma must be >= 0, got {gamma}")
+
+
+# --- per-position acceptance (traces carry a 0/1 acceptance sequence per drafted position)
+
+
+def accepted_length_from_sequence(acceptance: Sequence[int], gamma: int) -> int:
+    """L for a window of ``gamma``: the number of leading 1s among the first γ flags.
+
+    A trace captured at γ_max gives the outcome at any shorter γ: verification stops at
+    the first rejection, and the prefix before it does not depend on the window length.
+    """
+    if gamma > len(acceptance):
+        raise ValueError(f"gamma={gamma} exceeds the {len(acceptance)} recorded positions")
+    length = 0
+    while length < gamma and acceptance[length]:
+        length += 1
+    return length
+
+
+def marginal_acceptance_by_position(
+    accepted_lengths: Sequence[int], gamma: int
+) -> npt.NDArray[np.float64]:
+    """P(position i accepted | positions < i accepted), for i = 0..γ-1.
+
+    ``accepted_lengths`` are observed L values of rounds with window γ. Positions never
+    reached get NaN.
+    """
+    lengths = np.asarray(accepted_lengths, dtype=np.int64)
+    if lengths.size and (lengths.min() < 0 or lengths.max() > gamma):
+        raise ValueError(f"accepted lengths must lie in 0..{gamma}")
+    rates = np.full(gamma, np.nan)
+    for i in range(gamma):
+        reached = int((lengths >= i).sum())
+        if reached:
+            rates[i] = float((lengths >= i + 1).sum()) / reached
+    return rates
+
+
+def expected_accepted_length_by_position(conditional_rates: Sequence[float]) -> float:
+    """E[L] = Σ_k Π_{i<k+1} a_i for conditional per-position acceptance rates a_i."""
+    expected, survive = 0.0, 1.0
+    for rate in conditional_rates:
+        if not 0.0 <= rate <= 1.0:
+            raise ValueError(f"acceptance rate {rate} outside [0, 1]")
+        survive *= rate
+        expected += survive
+    return expected

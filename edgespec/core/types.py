@@ -1,0 +1,202 @@
+"""Frozen records that cross module boundaries (simulator, server, drafter, policies).
+
+Conventions: times are seconds (``_s``) unless the name says otherwise, sizes are
+``num_`` counts or ``_bytes``; token ids are plain ``int``. Arrays (probabilities,
+hidden states) are numpy arrays owned by the record: callers must not mutate them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float32] | npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class SamplingParams:
+    """How the target's output is chosen. ``temperature == 0`` means greedy (argmax)."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_new_tokens: int = 128
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One generation request as it arrives at the system.
+
+    ``num_output_tokens`` is the length the target will produce (known to a simulator
+    from a trace; an upper bound for the real runtime).
+    """
+
+    request_id: str
+    client_id: str
+    arrival_s: float
+    num_prompt_tokens: int
+    num_output_tokens: int
+    slo_class: str = "default"
+    prompt_token_ids: tuple[int, ...] = ()
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DraftBlock:
+    """γ draft tokens proposed after a committed prefix of ``prefix_len`` tokens.
+
+    ``draft_probs`` (γ × V) is the draft distribution q at each drafted position; it is
+    needed only for stochastic verification. ``hidden_states`` (γ × H) is sent only by
+    semantic-verification protocols.
+    """
+
+    session_id: str
+    prefix_len: int
+    token_ids: tuple[int, ...]
+    draft_probs: FloatArray | None = None
+    hidden_states: FloatArray | None = None
+
+    def __post_init__(self) -> None:
+        if self.prefix_len < 0:
+            raise ValueError(f"prefix_len must be >= 0, got {self.prefix_len}")
+        if self.draft_probs is not None and self.draft_probs.shape[0] != len(self.token_ids):
+            raise ValueError(
+                f"draft_probs has {self.draft_probs.shape[0]} rows for "
+                f"{len(self.token_ids)} draft tokens"
+            )
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyResult:
+    """Outcome of verifying one draft block of K tokens.
+
+    ``num_accepted`` is L (0..K), the length of the accepted draft prefix.
+    ``first_rejection`` is R, the index in the block of the first rejected draft token,
+    or ``None`` when all K were accepted (then L == K).
+    ``extra_token`` is the target's own token at position L: the correction that
+    replaces the rejected draft token, or the bonus token when all K were accepted.
+    Every round therefore commits L + 1 tokens.
+    """
+
+    num_drafted: int
+    num_accepted: int
+    first_rejection: int | None
+    extra_token: int
+    accepted_token_ids: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.num_accepted <= self.num_drafted:
+            raise ValueError(f"num_accepted={self.num_accepted} outside 0..{self.num_drafted}")
+        if len(self.accepted_token_ids) != self.num_accepted:
+            raise ValueError("accepted_token_ids must hold exactly num_accepted tokens")
+        expected_r = None if self.num_accepted == self.num_drafted else self.num_accepted
+        if self.first_rejection != expected_r:
+            raise ValueError(f"first_rejection must be {expected_r}, got {self.first_rejection}")
+
+    @property
+    def all_accepted(self) -> bool:
+        return self.first_rejection is None
+
+    @property
+    def committed_token_ids(self) -> tuple[int, ...]:
+        return (*self.accepted_token_ids, self.extra_token)
+
+    @property
+    def num_committed(self) -> int:
+        return self.num_accepted + 1
+
+    @property
+    def num_wasted(self) -> int:
+        """Draft tokens computed and sent but thrown away."""
+        return self.num_drafted - self.num_accepted
+
+
+@dataclass(frozen=True, slots=True)
+class PendingVerification:
+    """What a batching policy sees of one queued verification request.
+
+    ``num_new_tokens`` is the number of positions the target must forward for this
+    entry: the draft tokens plus any uncached prefix (a cold start forwards the whole
+    prefix). ``num_cached_tokens`` is the prefix already in the server's KV cache.
+    """
+
+    entry_id: int
+    session_id: str
+    client_id: str
+    enqueued_s: float
+    num_draft_tokens: int
+    num_new_tokens: int
+    num_cached_tokens: int
+    slo_class: str = "default"
+    deadline_s: float | None = None
+
+    @property
+    def num_context_tokens(self) -> int:
+        return self.num_cached_tokens + self.num_new_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPlan:
+    """A batching decision: the ``entry_id`` s to verify together now, in order.
+
+    An empty plan means "wait": nothing is dispatched until the next event.
+    """
+
+    entry_ids: tuple[int, ...]
+    reason: str = ""
+
+    @property
+    def size(self) -> int:
+        return len(self.entry_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLoad:
+    """What a routing policy sees of one target server."""
+
+    server_id: int
+    queue_depth: int
+    num_active_sessions: int
+    busy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """Timing and outcome of one draft→verify round; emitted by simulator and drafter alike.
+
+    Time split: draft on the device, uplink, waiting in the server queue, the target's
+    verification forward, downlink. ``end_s - start_s`` is the round's wall time.
+    """
+
+    request_id: str
+    round_index: int
+    start_s: float
+    end_s: float
+    draft_s: float
+    uplink_s: float
+    queue_s: float
+    verify_s: float
+    downlink_s: float
+    num_drafted: int
+    num_accepted: int
+    num_committed: int
+    batch_size: int
+    server_id: int = 0

@@ -1,0 +1,74 @@
+"""Batching policies: which queued verifications share the next target forward pass."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from edgespec.core.types import BatchPlan, PendingVerification
+from edgespec.policies.interfaces import BatchLimits
+
+
+def _take_within_limits(
+    candidates: Iterable[PendingVerification], limits: BatchLimits
+) -> tuple[int, ...]:
+    """Greedily take candidates in order while the batch stays within ``limits``.
+
+    The first candidate is always taken, even if it alone exceeds a token limit:
+    otherwise an oversized request would block the queue forever.
+    """
+    chosen: list[int] = []
+    num_tokens = num_context = 0
+    for entry in candidates:
+        if len(chosen) >= limits.max_batch_size:
+            break
+        fits = (
+            num_tokens + entry.num_new_tokens <= limits.max_batch_tokens
+            and num_context + entry.num_context_tokens <= limits.max_context_tokens
+        )
+        if chosen and not fits:
+            continue
+        chosen.append(entry.entry_id)
+        num_tokens += entry.num_new_tokens
+        num_context += entry.num_context_tokens
+    return tuple(chosen)
+
+
+@dataclass(frozen=True, slots=True)
+class FcfsBatching:
+    """First come, first served (SLED-style FIFO): the oldest entries, in arrival order."""
+
+    def select(
+        self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits
+    ) -> BatchPlan:
+        ordered = sorted(queue, key=lambda e: (e.enqueued_s, e.entry_id))
+        return BatchPlan(_take_within_limits(ordered, limits), reason="fcfs")
+
+
+@dataclass(frozen=True, slots=True)
+class LengthAwareBatching:
+    """LAB (DSD §4): the head-of-line entry plus the entries whose context length is
+    closest to it, so padding in the batched forward pass stays small.
+
+    ``max_length_ratio`` bounds how much longer or shorter (as a ratio of context
+    lengths) a companion may be; ``None`` means no bound.
+    """
+
+    max_length_ratio: float | None = None
+
+    def select(
+        self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits
+    ) -> BatchPlan:
+        if not queue:
+            return BatchPlan((), reason="lab:empty")
+        head = min(queue, key=lambda e: (e.enqueued_s, e.entry_id))
+        head_len = head.num_context_tokens
+        others = [e for e in queue if e.entry_id != head.entry_id and self._close(e, head_len)]
+        others.sort(key=lambda e: (abs(e.num_context_tokens - head_len), e.enqueued_s, e.entry_id))
+        return BatchPlan(_take_within_limits([head, *others], limits), reason="lab")
+
+    def _close(self, entry: PendingVerification, head_len: int) -> bool:
+        if self.max_length_ratio is None:
+            return True
+        lo, hi = sorted((max(entry.num_context_tokens, 1), max(head_len, 1)))
+        return hi / lo <= self.max_length_ratio

@@ -1,0 +1,93 @@
+"""Policy Protocols: the one code path shared by the simulator and the real server.
+
+Every policy is a pure object: it takes immutable observations (records from
+``edgespec.core.types`` and the small ones here) and returns a decision. Time is passed
+in as ``now_s``; randomness as a ``numpy.random.Generator``. A policy imports nothing
+from ``sim/`` or ``runtime/`` and no grpc or torch.
+
+Call order in both hosts:
+
+1. A request arrives → ``RoutingPolicy.route(loads, rng)`` picks its target server
+   (once per session; the session stays there so its KV cache can be reused).
+2. Each round the device asks ``WindowPolicy.next_window(obs)`` for γ, drafts γ tokens
+   and sends them.
+3. The server enqueues a :class:`PendingVerification`; whenever the engine is free it
+   calls ``BatchingPolicy.select(queue, now_s, limits)``; an empty plan means "wait
+   for the next arrival", unless ``limits.force`` is set.
+4. The verification result goes back to the device, which builds the next
+   :class:`WindowObservation` from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLimits:
+    """Hard limits the server imposes on one batch.
+
+    ``max_batch_tokens`` bounds Σ num_new_tokens (compute); ``max_context_tokens`` bounds
+    Σ num_context_tokens (KV memory). ``force``: the engine is idle and nothing else can
+    wake it, so a policy that would wait must dispatch what it has.
+    """
+
+    max_batch_size: int = 16
+    max_batch_tokens: int = 4096
+    max_context_tokens: int = 1 << 30
+    force: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WindowObservation:
+    """What a window policy sees before a device drafts its next block.
+
+    ``recent_acceptance`` is the acceptance rate (accepted / drafted) over the
+    device's recent rounds, or ``None`` before the first verification.
+    """
+
+    previous_gamma: int
+    recent_acceptance: float | None
+    last_num_accepted: int | None = None
+    queue_depth: int = 0
+    rtt_s: float = 0.0
+    tpot_s: float | None = None
+
+
+@runtime_checkable
+class RoutingPolicy(Protocol):
+    """Chooses a target server for a new session. Called once per session."""
+
+    def route(self, loads: Sequence[ServerLoad], rng: np.random.Generator) -> int:
+        """Return the ``server_id`` of one of ``loads``."""
+        ...
+
+
+@runtime_checkable
+class BatchingPolicy(Protocol):
+    """Chooses which queued verifications run together in the next forward pass.
+
+    Called by the server each time the engine becomes free or a request arrives while
+    it is free. Must return ids from ``queue`` only, respecting ``limits``.
+    """
+
+    def select(
+        self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits
+    ) -> BatchPlan: ...
+
+
+@runtime_checkable
+class WindowPolicy(Protocol):
+    """Chooses the draft window γ for a device's next round.
+
+    Stateless: everything it needs (previous γ, recent acceptance) is in the
+    observation, which the host builds from its own round history.
+    """
+
+    def next_window(self, obs: WindowObservation) -> int: ...

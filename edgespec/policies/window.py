@@ -1,0 +1,52 @@
+"""Window policies: how many tokens γ a device drafts next (DSD §3.4, §4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgespec.policies.interfaces import WindowObservation
+
+
+@dataclass(frozen=True, slots=True)
+class StaticWindow:
+    """Always the same γ."""
+
+    gamma: int = 4
+
+    def __post_init__(self) -> None:
+        if self.gamma < 1:
+            raise ValueError(f"gamma must be >= 1, got {self.gamma}")
+
+    def next_window(self, obs: WindowObservation) -> int:
+        return self.gamma
+
+
+@dataclass(frozen=True, slots=True)
+class DynamicWindow:
+    """DSD's threshold rule: γ+1 when recent acceptance > ``raise_above``, γ−1 when
+    < ``lower_below``, clamped to [min_gamma, max_gamma]. Starts at ``initial_gamma``."""
+
+    initial_gamma: int = 4
+    min_gamma: int = 1
+    max_gamma: int = 8
+    raise_above: float = 0.75
+    lower_below: float = 0.25
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_gamma <= self.initial_gamma <= self.max_gamma:
+            raise ValueError(
+                "need 1 <= min_gamma <= initial_gamma <= max_gamma, got "
+                f"{self.min_gamma}, {self.initial_gamma}, {self.max_gamma}"
+            )
+        if not 0.0 <= self.lower_below <= self.raise_above <= 1.0:
+            raise ValueError("need 0 <= lower_below <= raise_above <= 1")
+
+    def next_window(self, obs: WindowObservation) -> int:
+        if obs.recent_acceptance is None:
+            return self.initial_gamma
+        gamma = obs.previous_gamma
+        if obs.recent_acceptance > self.raise_above:
+            gamma += 1
+        elif obs.recent_acceptance < self.lower_below:
+            gamma -= 1
+        return max(self.min_gamma, min(self.max_gamma, gamma))

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgespec.config import (
+    ConfigError,
+    DrafterConfig,
+    PolicySpec,
+    ServerConfig,
+    apply_overrides,
+    from_dict,
+    load_config,
+)
+
+
+def test_defaults_load() -> None:
+    cfg = load_config(ServerConfig)
+    assert cfg.port == 50051 and cfg.batching == PolicySpec("fcfs")
+
+
+def test_yaml_and_overrides(tmp_path: Path) -> None:
+    path = tmp_path / "server.yaml"
+    path.write_text("port: 6000\nbatching: {name: lab, params: {max_length_ratio: 2.0}}\n")
+    cfg = load_config(ServerConfig, path, ["max_batch_size=4", "batching.name=fcfs"])
+    assert (cfg.port, cfg.max_batch_size, cfg.batching.name) == (6000, 4, "fcfs")
+    assert cfg.batching.params["max_length_ratio"] == 2.0
+
+
+def test_unknown_field_is_named() -> None:
+    with pytest.raises(ConfigError, match="config field 'batching.nmae': unknown field"):
+        from_dict(ServerConfig, {"batching": {"nmae": "x"}})
+
+
+def test_wrong_type_is_named() -> None:
+    with pytest.raises(ConfigError, match="config field 'port': expected an integer, got 'abc'"):
+        load_config(ServerConfig, overrides=["port=abc"])
+
+
+def test_bad_literal_and_range() -> None:
+    with pytest.raises(ConfigError, match="'dtype': must be one of"):
+        from_dict(ServerConfig, {"dtype": "int3"})
+    with pytest.raises(ConfigError, match="'max_batch_size': must be >= 1"):
+        from_dict(ServerConfig, {"max_batch_size": 0})
+    with pytest.raises(ConfigError, match="'server': expected host:port"):
+        from_dict(DrafterConfig, {"server": "nohost"})
+
+
+def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load_config(ServerConfig, tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("port: [1, 2\n")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_config(ServerConfig, bad)
+
+
+def test_configs_are_frozen_and_overrides_do_not_mutate_input() -> None:
+    data = {"batching": {"name": "lab"}}
+    merged = apply_overrides(data, ["batching.name=fcfs"])
+    assert data == {"batching": {"name": "lab"}} and merged["batching"]["name"] == "fcfs"
+    cfg = from_dict(ServerConfig, merged)
+    with pytest.raises(AttributeError):
+        cfg.port = 1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        cfg.batching.params["x"] = 1  # type: ignore[index]
+
+
+def test_bad_override_syntax() -> None:
+    with pytest.raises(ConfigError, match="key.path=value"):
+        load_config(ServerConfig, overrides=["port"])
