@@ -200,3 +200,70 @@ class RoundRecord:
     num_committed: int
     batch_size: int
     server_id: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """One verification forward pass on a server: when, how big, how many tokens."""
+
+    server_id: int
+    start_s: float
+    end_s: float
+    batch_size: int
+    num_new_tokens: int
+    num_cached_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """Outcome of one request, emitted by simulator and runtime alike (DESIGN.md metrics).
+
+    ``first_token_s`` is when the first committed output token reached the user;
+    ``finish_s`` when the last did. ``slo_tokens_per_s`` is the class's token-speed
+    target (WISP), ``None`` when the class has none. The ``*_s`` totals split the
+    request's time across its rounds.
+    """
+
+    request_id: str
+    client_id: str
+    slo_class: str
+    server_id: int
+    arrival_s: float
+    first_token_s: float
+    finish_s: float
+    num_prompt_tokens: int
+    num_output_tokens: int
+    num_rounds: int
+    num_drafted: int
+    num_accepted: int
+    slo_tokens_per_s: float | None = None
+    draft_s: float = 0.0
+    network_s: float = 0.0
+    queue_s: float = 0.0
+    verify_s: float = 0.0
+
+    @property
+    def ttft_s(self) -> float:
+        return self.first_token_s - self.arrival_s
+
+    @property
+    def e2e_s(self) -> float:
+        return self.finish_s - self.arrival_s
+
+    @property
+    def tpot_s(self) -> float:
+        """Mean time per output token after the first (0 for one-token outputs)."""
+        if self.num_output_tokens <= 1:
+            return 0.0
+        return (self.finish_s - self.first_token_s) / (self.num_output_tokens - 1)
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Achieved token speed over the whole request, as WISP's SLO classes measure it."""
+        return self.num_output_tokens / self.e2e_s if self.e2e_s > 0 else float("inf")
+
+    @property
+    def slo_met(self) -> bool | None:
+        if self.slo_tokens_per_s is None:
+            return None
+        return self.tokens_per_s >= self.slo_tokens_per_s
