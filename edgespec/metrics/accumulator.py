@@ -1,0 +1,309 @@
+"""Streaming aggregation of RequestRecords and BatchRecords into SystemMetrics.
+
+Memory: a few floats per request (for exact percentiles) and O(num_servers + distinct
+batch sizes) for batches, so a simulator can feed millions of batches without keeping
+them. Every float total is an exactly rounded sum (Shewchuk's algorithm, as in
+``math.fsum``), so the result does not depend on the order records arrive in:
+``summarize()`` over lists and an accumulator fed online give identical metrics.
+
+Server busy time is the sum of its batches' durations clipped to [0, duration_s]: a
+server runs one forward pass at a time, so its batches do not overlap (if a backend
+overlapped them, utilization could exceed 1).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from array import array
+from collections import Counter
+
+import numpy as np
+
+from edgespec.core.types import BatchRecord, RequestRecord
+from edgespec.metrics.types import (
+    BatchSizeCount,
+    LatencyStats,
+    SloClassStats,
+    SystemMetrics,
+    TimeSplit,
+)
+
+
+class ExactSum:
+    """Running float sum with exact rounding (``math.fsum`` semantics, order-independent)."""
+
+    __slots__ = ("_partials",)
+
+    def __init__(self) -> None:
+        self._partials: list[float] = []
+
+    def add(self, x: float) -> None:
+        partials = self._partials
+        i = 0
+        for y in partials:
+            if abs(x) < abs(y):
+                x, y = y, x
+            hi = x + y
+            lo = y - (hi - x)
+            if lo:
+                partials[i] = lo
+                i += 1
+            x = hi
+        del partials[i:]
+        partials.append(x)
+
+    @property
+    def partials(self) -> tuple[float, ...]:
+        """Non-overlapping partial sums whose exact total is the running sum."""
+        return tuple(self._partials)
+
+    @property
+    def value(self) -> float:
+        return math.fsum(self._partials)
+
+
+def latency_stats(values: array[float] | list[float]) -> LatencyStats | None:
+    """Mean and p50/p90/p99/max of ``values`` (numpy's linear interpolation); None if empty."""
+    if len(values) == 0:
+        return None
+    data = np.asarray(values, dtype=np.float64)
+    p50, p90, p99 = np.percentile(data, [50.0, 90.0, 99.0])
+    return LatencyStats(
+        count=len(values),
+        mean_s=math.fsum(values) / len(values),
+        p50_s=float(p50),
+        p90_s=float(p90),
+        p99_s=float(p99),
+        max_s=float(data.max()),
+    )
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den > 0 else None
+
+
+class _ClassTally:
+    __slots__ = ("mixed_targets", "num_met", "num_requests", "num_with_target", "target")
+
+    def __init__(self) -> None:
+        self.num_requests = 0
+        self.num_with_target = 0
+        self.num_met = 0
+        self.target: float | None = None
+        self.mixed_targets = False
+
+
+class MetricsAccumulator:
+    """Feed records with ``add_request`` / ``add_batch`` as they complete; ``finish`` once.
+
+    Records are validated on entry (``ValueError`` naming the request or batch).
+    ``finish`` does not consume the accumulator: it can be called again after more adds.
+    """
+
+    def __init__(self) -> None:
+        self._ttft: array[float] = array("d")
+        self._tpot: array[float] = array("d")
+        self._e2e: array[float] = array("d")
+        self._num_prompt_tokens = 0
+        self._num_output_tokens = 0
+        self._num_rounds = 0
+        self._num_drafted = 0
+        self._num_accepted = 0
+        self._wasted_draft_s = ExactSum()
+        self._split = {name: ExactSum() for name in ("draft", "network", "queue", "verify")}
+        self._classes: dict[str, _ClassTally] = {}
+        self._num_batches = 0
+        self._num_forwarded = 0
+        self._num_cached = 0
+        self._batch_sizes: Counter[int] = Counter()
+        self._busy: dict[int, _ServerBusy] = {}
+
+    def add_request(self, record: RequestRecord) -> None:
+        """Count one completed request."""
+        rid = record.request_id
+        if not record.arrival_s <= record.first_token_s <= record.finish_s:
+            raise ValueError(
+                f"request {rid!r}: need arrival_s <= first_token_s <= finish_s, got "
+                f"{record.arrival_s}, {record.first_token_s}, {record.finish_s}"
+            )
+        if not 0 <= record.num_accepted <= record.num_drafted:
+            raise ValueError(
+                f"request {rid!r}: num_accepted={record.num_accepted} outside "
+                f"0..num_drafted={record.num_drafted}"
+            )
+        for name in ("num_prompt_tokens", "num_output_tokens", "num_rounds"):
+            if getattr(record, name) < 0:
+                raise ValueError(f"request {rid!r}: {name} must be >= 0")
+        self._ttft.append(record.ttft_s)
+        self._tpot.append(record.tpot_s)
+        self._e2e.append(record.e2e_s)
+        self._num_prompt_tokens += record.num_prompt_tokens
+        self._num_output_tokens += record.num_output_tokens
+        self._num_rounds += record.num_rounds
+        self._num_drafted += record.num_drafted
+        self._num_accepted += record.num_accepted
+        if record.num_drafted > 0:
+            wasted = record.num_drafted - record.num_accepted
+            self._wasted_draft_s.add(record.draft_s * wasted / record.num_drafted)
+        self._split["draft"].add(record.draft_s)
+        self._split["network"].add(record.network_s)
+        self._split["queue"].add(record.queue_s)
+        self._split["verify"].add(record.verify_s)
+        tally = self._classes.get(record.slo_class)
+        if tally is None:
+            tally = self._classes[record.slo_class] = _ClassTally()
+        tally.num_requests += 1
+        target = record.slo_tokens_per_s
+        if target is not None:
+            if tally.num_with_target and tally.target != target:
+                tally.mixed_targets = True
+            tally.target = target
+            tally.num_with_target += 1
+            tally.num_met += bool(record.slo_met)
+
+    def add_batch(self, record: BatchRecord) -> None:
+        """Count one verification forward pass."""
+        if record.end_s < record.start_s:
+            raise ValueError(
+                f"batch on server {record.server_id} at {record.start_s}: "
+                f"end_s={record.end_s} < start_s"
+            )
+        if record.batch_size < 1 or record.server_id < 0:
+            raise ValueError(
+                f"batch on server {record.server_id} at {record.start_s}: "
+                f"needs batch_size >= 1 and server_id >= 0, got batch_size={record.batch_size}"
+            )
+        self._num_batches += 1
+        self._num_forwarded += record.num_new_tokens
+        self._num_cached += record.num_cached_tokens
+        self._batch_sizes[record.batch_size] += 1
+        busy = self._busy.get(record.server_id)
+        if busy is None:
+            busy = self._busy[record.server_id] = _ServerBusy()
+        busy.add(record.start_s, record.end_s)
+
+    def finish(self, duration_s: float, num_servers: int) -> SystemMetrics:
+        """Metrics over a run of ``duration_s`` seconds on ``num_servers`` target servers."""
+        if not duration_s > 0:
+            raise ValueError(f"duration_s must be > 0, got {duration_s}")
+        if num_servers < 1:
+            raise ValueError(f"num_servers must be >= 1, got {num_servers}")
+        unknown = sorted(s for s in self._busy if s >= num_servers)
+        if unknown:
+            raise ValueError(
+                f"batch on server {unknown[0]} but num_servers={num_servers} "
+                f"(server ids are 0..{num_servers - 1})"
+            )
+        num_requests = len(self._e2e)
+        busy = tuple(
+            self._busy[s].total(s, duration_s) if s in self._busy else 0.0
+            for s in range(num_servers)
+        )
+        utilization = tuple(b / duration_s for b in busy)
+        with_target = sum(t.num_with_target for t in self._classes.values())
+        met = sum(t.num_met for t in self._classes.values())
+        attainment = _ratio(met, with_target)
+        batch_token_sum = sum(size * n for size, n in self._batch_sizes.items())
+        return SystemMetrics(
+            duration_s=duration_s,
+            num_servers=num_servers,
+            num_requests=num_requests,
+            num_prompt_tokens=self._num_prompt_tokens,
+            num_output_tokens=self._num_output_tokens,
+            ttft=latency_stats(self._ttft),
+            tpot=latency_stats(self._tpot),
+            e2e=latency_stats(self._e2e),
+            throughput_requests_per_s=num_requests / duration_s,
+            throughput_tokens_per_s=self._num_forwarded / duration_s,
+            goodput_tokens_per_s=self._num_output_tokens / duration_s,
+            slo_attainment=attainment,
+            slo_violation_rate=None if attainment is None else (with_target - met) / with_target,
+            slo_classes=tuple(
+                _class_stats(name, self._classes[name]) for name in sorted(self._classes)
+            ),
+            num_rounds=self._num_rounds,
+            num_drafted=self._num_drafted,
+            num_accepted=self._num_accepted,
+            acceptance_rate=_ratio(self._num_accepted, self._num_drafted),
+            aal=_ratio(self._num_accepted, self._num_rounds),
+            rounds_per_request=_ratio(self._num_rounds, num_requests),
+            num_wasted_draft_tokens=self._num_drafted - self._num_accepted,
+            wasted_draft_s=self._wasted_draft_s.value,
+            time_split=self._time_split(num_requests),
+            num_batches=self._num_batches,
+            num_forwarded_tokens=self._num_forwarded,
+            num_cached_tokens=self._num_cached,
+            mean_batch_size=_ratio(batch_token_sum, self._num_batches),
+            batch_sizes=tuple(
+                BatchSizeCount(size, self._batch_sizes[size]) for size in sorted(self._batch_sizes)
+            ),
+            server_busy_s=busy,
+            server_utilization=utilization,
+            mean_server_utilization=math.fsum(utilization) / num_servers,
+        )
+
+    def _time_split(self, num_requests: int) -> TimeSplit | None:
+        if num_requests == 0:
+            return None
+        totals = {name: s.value for name, s in self._split.items()}
+        whole = math.fsum(totals.values())
+        return TimeSplit(
+            mean_draft_s=totals["draft"] / num_requests,
+            mean_network_s=totals["network"] / num_requests,
+            mean_queue_s=totals["queue"] / num_requests,
+            mean_verify_s=totals["verify"] / num_requests,
+            draft_share=_ratio(totals["draft"], whole),
+            network_share=_ratio(totals["network"], whole),
+            queue_share=_ratio(totals["queue"], whole),
+            verify_share=_ratio(totals["verify"], whole),
+        )
+
+
+def _class_stats(name: str, tally: _ClassTally) -> SloClassStats:
+    return SloClassStats(
+        slo_class=name,
+        target_tokens_per_s=None if tally.mixed_targets else tally.target,
+        num_requests=tally.num_requests,
+        num_with_target=tally.num_with_target,
+        num_met=tally.num_met,
+        attainment=_ratio(tally.num_met, tally.num_with_target),
+    )
+
+
+class _ServerBusy:
+    """Busy time of one server, streaming: the ``keep`` latest-ending batches stay exact.
+
+    Older batches are folded into an exact sum of their lengths (clipped below at 0), so
+    memory is flat. A run's ``duration_s`` is only known at ``finish``; clipping at it is
+    exact as long as no folded batch ends after it, which ``total`` checks.
+    """
+
+    __slots__ = ("_folded", "_folded_max_end", "_keep", "_recent")
+
+    def __init__(self, keep: int = 1024) -> None:
+        self._folded = ExactSum()
+        self._folded_max_end = float("-inf")
+        self._keep = keep
+        self._recent: list[tuple[float, float]] = []
+
+    def add(self, start_s: float, end_s: float) -> None:
+        heapq.heappush(self._recent, (end_s, start_s))
+        if len(self._recent) > self._keep:
+            end, start = heapq.heappop(self._recent)
+            self._folded_max_end = max(self._folded_max_end, end)
+            if end > 0:
+                self._folded.add(end - max(start, 0.0))
+
+    def total(self, server_id: int, duration_s: float) -> float:
+        if self._folded_max_end > duration_s:
+            raise ValueError(
+                f"server {server_id}: more than {self._keep} batches end after "
+                f"duration_s={duration_s}; the run's duration is too short for its records"
+            )
+        parts = list(self._folded.partials)
+        for end, start in self._recent:
+            lo, hi = max(start, 0.0), min(end, duration_s)
+            if hi > lo:
+                parts.append(hi - lo)
+        return math.fsum(parts)
