@@ -1,0 +1,193 @@
+"""PNG plots of a run (matplotlib, Agg backend): latency CDFs, SLO attainment, utilization
+over time, batch sizes. Imported lazily so that ``edgespec --help`` stays fast."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from edgespec.core.types import BatchRecord, RequestRecord
+from edgespec.metrics.types import SystemMetrics
+
+FloatArray = npt.NDArray[np.float64]
+MAX_CLASS_LINES = 6
+MAX_SERVER_LINES = 8
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def utilization_over_time(
+    batches: Sequence[BatchRecord], num_servers: int, duration_s: float, num_bins: int = 100
+) -> tuple[FloatArray, FloatArray]:
+    """Busy fraction of each server in ``num_bins`` equal bins of [0, duration_s].
+
+    Returns (bin edges, array num_servers × num_bins). Uses the cumulative busy time
+    B(t) = Σ_{start<t} (t − start) − Σ_{end<t} (t − end) per server, evaluated at the
+    edges with sorted prefix sums: O(batches · log batches), no per-bin loop.
+    """
+    edges = np.linspace(0.0, duration_s, num_bins + 1)
+    width = duration_s / num_bins
+    util = np.zeros((num_servers, num_bins))
+    by_server: dict[int, list[tuple[float, float]]] = {}
+    for b in batches:
+        by_server.setdefault(b.server_id, []).append((b.start_s, b.end_s))
+    for server, spans in by_server.items():
+        if not 0 <= server < num_servers:
+            raise ValueError(f"batch on server {server} but num_servers={num_servers}")
+        arr = np.asarray(spans, dtype=np.float64)
+        cum = _cumulative(np.sort(arr[:, 0]), edges) - _cumulative(np.sort(arr[:, 1]), edges)
+        util[server] = np.diff(cum) / width
+    return edges, util
+
+
+def _cumulative(points: FloatArray, edges: FloatArray) -> FloatArray:
+    """Σ_{p < t} (t − p) for each t in ``edges``; ``points`` sorted."""
+    prefix = np.concatenate(([0.0], np.cumsum(points)))
+    count = np.searchsorted(points, edges, side="left")
+    return np.asarray(count * edges - prefix[count], dtype=np.float64)
+
+
+def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord]) -> None:
+    """Empirical CDFs of TTFT, TPOT (ms) and E2E (s), overall and per SLO class."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
+    classes = sorted({r.slo_class for r in requests})
+    groups: list[tuple[str, list[RequestRecord]]] = [("all", list(requests))]
+    if 1 < len(classes) <= MAX_CLASS_LINES:
+        groups += [(c, [r for r in requests if r.slo_class == c]) for c in classes]
+    panels = (
+        ("TTFT (ms)", "ttft_s", 1e3),
+        ("TPOT (ms)", "tpot_s", 1e3),
+        ("E2E latency (s)", "e2e_s", 1.0),
+    )
+    for ax, (label, attr, scale) in zip(axes, panels, strict=True):
+        for name, group in groups:
+            if not group:
+                continue
+            values = np.sort([getattr(r, attr) * scale for r in group])
+            ys = np.arange(1, len(values) + 1) / len(values)
+            style = {"color": "black", "lw": 2.0} if name == "all" else {"lw": 1.2, "alpha": 0.8}
+            ax.step(values, ys, where="post", label=name, **style)
+        ax.set_xlabel(label)
+        ax.set_ylabel("fraction of requests")
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+        if not requests:
+            ax.text(0.5, 0.5, "no completed requests", ha="center", transform=ax.transAxes)
+    if len(groups) > 1:
+        axes[0].legend(title="SLO class", fontsize=8)
+    fig.suptitle(f"Latency CDFs ({len(requests)} requests)")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_slo_attainment(path: Path, metrics: SystemMetrics) -> None:
+    """Bar per SLO class: share of its requests that met the class's token-speed target."""
+    plt = _pyplot()
+    stats = [s for s in metrics.slo_classes if s.attainment is not None]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(stats) + 2), 3.8), constrained_layout=True)
+    if stats:
+        labels = [
+            f"{s.slo_class}\n≥{s.target_tokens_per_s:g} tok/s"
+            if s.target_tokens_per_s is not None
+            else s.slo_class
+            for s in stats
+        ]
+        values = [100 * (s.attainment or 0.0) for s in stats]
+        bars = ax.bar(labels, values, color="tab:blue")
+        for bar, s in zip(bars, stats, strict=True):
+            ax.annotate(
+                f"{100 * (s.attainment or 0.0):.1f}%\n({s.num_met}/{s.num_with_target})",
+                (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
+    else:
+        ax.text(0.5, 0.5, "no request has an SLO target", ha="center", transform=ax.transAxes)
+    ax.set_ylim(0, 115)
+    ax.set_ylabel("SLO attainment (%)")
+    overall = metrics.slo_attainment
+    title = "SLO attainment per class"
+    ax.set_title(title if overall is None else f"{title} (overall {100 * overall:.1f}%)")
+    ax.grid(axis="y", alpha=0.3)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_utilization(
+    path: Path, metrics: SystemMetrics, batches: Sequence[BatchRecord], num_bins: int = 100
+) -> None:
+    """Server busy fraction over time: mean and min–max band, per-server lines when few."""
+    plt = _pyplot()
+    edges, util = utilization_over_time(batches, metrics.num_servers, metrics.duration_s, num_bins)
+    mids = (edges[:-1] + edges[1:]) / 2
+    fig, ax = plt.subplots(figsize=(9, 3.8), constrained_layout=True)
+    pct = 100 * util
+    if metrics.num_servers <= MAX_SERVER_LINES:
+        for s in range(metrics.num_servers):
+            ax.plot(mids, pct[s], lw=1.0, alpha=0.7, label=f"server {s}")
+    else:
+        ax.fill_between(mids, pct.min(axis=0), pct.max(axis=0), alpha=0.25, label="min–max")
+    ax.plot(mids, pct.mean(axis=0), color="black", lw=2.0, label="mean")
+    ax.set_xlim(0, metrics.duration_s)
+    ax.set_ylim(0, 105)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("busy (%)")
+    ax.set_title(
+        f"Server utilization over time ({metrics.num_servers} servers, "
+        f"bin {metrics.duration_s / num_bins:.3g} s, "
+        f"mean {100 * metrics.mean_server_utilization:.1f}%)"
+    )
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_batch_sizes(path: Path, metrics: SystemMetrics) -> None:
+    """Histogram of verification batch sizes (number of batches per size)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 3.8), constrained_layout=True)
+    if metrics.batch_sizes:
+        sizes = [b.batch_size for b in metrics.batch_sizes]
+        counts = [b.num_batches for b in metrics.batch_sizes]
+        ax.bar(sizes, counts, width=0.8, color="tab:green")
+        if len(sizes) <= 40:
+            ax.set_xticks(sizes)
+    else:
+        ax.text(0.5, 0.5, "no batches", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("batch size (entries)")
+    ax.set_ylabel("batches")
+    mean = metrics.mean_batch_size
+    ax.set_title(
+        f"Batch sizes ({metrics.num_batches} batches"
+        + (f", mean {mean:.2f})" if mean is not None else ")")
+    )
+    ax.grid(axis="y", alpha=0.3)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_plots(
+    run_dir: Path,
+    metrics: SystemMetrics,
+    requests: Sequence[RequestRecord],
+    batches: Sequence[BatchRecord],
+) -> None:
+    """All four PNGs into ``run_dir``."""
+    plot_latency_cdfs(run_dir / "latency_cdf.png", requests)
+    plot_slo_attainment(run_dir / "slo_attainment.png", metrics)
+    plot_utilization(run_dir / "utilization.png", metrics, batches)
+    plot_batch_sizes(run_dir / "batch_sizes.png", metrics)
