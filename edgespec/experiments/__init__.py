@@ -1,0 +1,1 @@
+"""Experiments: parameter sweeps, capacity search, and reproduced tables/figures."""
