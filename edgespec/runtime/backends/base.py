@@ -1,0 +1,104 @@
+"""Backend interfaces: what the engine needs from a target model, the drafter from a draft.
+
+A target backend runs one batched forward pass over many sessions' new tokens, each on
+top of that session's own KV prefix (an opaque :class:`KVState` the backend created).
+The engine owns the states (memory budget, LRU eviction, trimming); the backend only
+knows how to extend, crop and measure them. A vLLM backend would implement the same
+Protocol with paged blocks instead of per-session tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+KVState = Any
+"""Backend-specific KV cache of one session (covers its first ``kv_len`` tokens)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardItem:
+    """One session's part of a batched forward pass.
+
+    ``kv`` covers the session's first ``kv_len`` tokens (``None`` and 0 for a cold
+    start); ``new_token_ids`` are forwarded at positions ``kv_len ..``; logits are
+    returned for the last ``num_logits`` of them.
+    """
+
+    kv: KVState | None
+    kv_len: int
+    new_token_ids: tuple[int, ...]
+    num_logits: int
+
+    def __post_init__(self) -> None:
+        if not self.new_token_ids:
+            raise ValueError("a forward item needs at least one new token")
+        if not 1 <= self.num_logits <= len(self.new_token_ids):
+            raise ValueError(f"num_logits={self.num_logits} outside 1..{len(self.new_token_ids)}")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ForwardOutput:
+    """Logits (``num_logits`` × V, float32) and the extended KV state
+    (covering ``kv_len + len(new_token_ids)`` tokens)."""
+
+    logits: npt.NDArray[np.float32]
+    kv: KVState
+
+
+@runtime_checkable
+class TargetBackend(Protocol):
+    """A verifier model. ``forward`` must give each item the same logits it would get
+    alone (up to float rounding): padding and batching are the backend's business."""
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    @property
+    def eos_token_ids(self) -> frozenset[int]: ...
+
+    def forward(self, items: Sequence[ForwardItem]) -> list[ForwardOutput]:
+        """Run all items in one batched forward pass."""
+        ...
+
+    def crop(self, kv: KVState, num_tokens: int) -> KVState:
+        """Keep only the first ``num_tokens`` positions of ``kv`` (a new, compact state)."""
+        ...
+
+    def kv_bytes(self, kv: KVState) -> int:
+        """Memory held by ``kv``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DraftProposal:
+    """γ drafted tokens and, for stochastic verification, the draft distribution q
+    (γ × V float32, row i used to sample token i). Deterministic drafters give one-hot q."""
+
+    token_ids: tuple[int, ...]
+    probs: npt.NDArray[np.float32] | None
+
+
+@runtime_checkable
+class DraftBackend(Protocol):
+    """A drafter: proposes ``gamma`` tokens after ``context`` (all committed tokens).
+
+    It may keep its own cache across calls; ``context`` always starts with the tokens
+    of the previous call's context (the committed sequence only grows).
+    """
+
+    def propose(
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+    ) -> DraftProposal: ...
+
+    def reset(self) -> None:
+        """Forget cached state (a new sequence starts)."""
+        ...

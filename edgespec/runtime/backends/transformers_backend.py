@@ -1,0 +1,171 @@
+"""Hugging Face transformers backends (CPU or GPU, any causal LM).
+
+Batched verification: every item's cached prefix is left-padded to the longest prefix
+P in the batch and its new tokens are right-padded to the longest new block N, giving
+one ``[B, P + N]`` attention mask (0 on padding) and explicit position ids
+(``kv_len + j`` for new token j), so each item sees exactly its own tokens at its own
+positions. The per-item KV is cut back out of the padded batch cache afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import AutoModelForCausalLM, DynamicCache
+
+from edgespec.runtime.backends.base import DraftProposal, ForwardItem, ForwardOutput
+from edgespec.runtime.sampling import logits_to_probs, sample_token
+
+Layers = tuple[tuple[torch.Tensor, torch.Tensor], ...]
+"""Per-layer (keys, values), each [1, kv_heads, length, head_dim]."""
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def load_causal_lm(path: str, dtype: str = "float32", **kwargs: Any) -> Any:
+    """Load a causal LM from a local directory (or a GGUF via ``gguf_file=``), in eval mode."""
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=_DTYPES[dtype], **kwargs)
+    model.eval()  # type: ignore[no-untyped-call]
+    return model
+
+
+def _eos_ids(model: Any) -> frozenset[int]:
+    eos = getattr(model.generation_config, "eos_token_id", None)
+    if eos is None:
+        eos = getattr(model.config, "eos_token_id", None)
+    if eos is None:
+        return frozenset()
+    return frozenset([eos] if isinstance(eos, int) else eos)
+
+
+class TransformersTarget:
+    """:class:`~edgespec.runtime.backends.base.TargetBackend` over a transformers causal LM.
+
+    KV states are :data:`Layers` tuples holding exactly the session's real tokens.
+    """
+
+    def __init__(self, model: Any, eos_token_ids: frozenset[int] | None = None) -> None:
+        self._model = model
+        self._device = next(model.parameters()).device
+        self._vocab_size = int(model.config.get_text_config().vocab_size)
+        self._eos = _eos_ids(model) if eos_token_ids is None else eos_token_ids
+
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab_size
+
+    @property
+    def eos_token_ids(self) -> frozenset[int]:
+        return self._eos
+
+    @torch.inference_mode()
+    def forward(self, items: Sequence[ForwardItem]) -> list[ForwardOutput]:
+        batch = len(items)
+        max_prefix = max(item.kv_len for item in items)
+        max_new = max(len(item.new_token_ids) for item in items)
+        input_ids = torch.zeros((batch, max_new), dtype=torch.long)
+        position_ids = torch.zeros((batch, max_new), dtype=torch.long)
+        mask = torch.zeros((batch, max_prefix + max_new), dtype=torch.long)
+        for row, item in enumerate(items):
+            n = len(item.new_token_ids)
+            input_ids[row, :n] = torch.tensor(item.new_token_ids)
+            position_ids[row, :] = torch.arange(item.kv_len, item.kv_len + max_new)
+            mask[row, max_prefix - item.kv_len : max_prefix + n] = 1
+        cache = self._padded_cache(items, max_prefix)
+        out = self._model(
+            input_ids=input_ids.to(self._device),
+            attention_mask=mask.to(self._device),
+            position_ids=position_ids.to(self._device),
+            past_key_values=cache,
+            use_cache=True,
+        )
+        logits = out.logits.float().cpu()
+        layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        results = []
+        for row, item in enumerate(items):
+            n = len(item.new_token_ids)
+            start = max_prefix - item.kv_len
+            kv = tuple(
+                (
+                    k[row : row + 1, :, start : max_prefix + n].clone(),
+                    v[row : row + 1, :, start : max_prefix + n].clone(),
+                )
+                for k, v in layers
+            )
+            rows = logits[row, n - item.num_logits : n].numpy().astype(np.float32)
+            results.append(ForwardOutput(logits=rows, kv=kv))
+        return results
+
+    def _padded_cache(self, items: Sequence[ForwardItem], max_prefix: int) -> DynamicCache:
+        if max_prefix == 0:
+            return DynamicCache()
+        template: Layers = next(item.kv for item in items if item.kv is not None)
+        data = []
+        for layer_idx, (k0, v0) in enumerate(template):
+            keys = k0.new_zeros((len(items), k0.shape[1], max_prefix, k0.shape[3]))
+            values = v0.new_zeros((len(items), v0.shape[1], max_prefix, v0.shape[3]))
+            for row, item in enumerate(items):
+                if item.kv is not None and item.kv_len:
+                    k, v = item.kv[layer_idx]
+                    keys[row, :, max_prefix - item.kv_len :] = k[0]
+                    values[row, :, max_prefix - item.kv_len :] = v[0]
+            data.append((keys, values))
+        return DynamicCache(ddp_cache_data=data)
+
+    def crop(self, kv: Layers, num_tokens: int) -> Layers:
+        return tuple((k[:, :, :num_tokens].clone(), v[:, :, :num_tokens].clone()) for k, v in kv)
+
+    def kv_bytes(self, kv: Layers) -> int:
+        return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
+
+
+class TransformersDraft:
+    """:class:`~edgespec.runtime.backends.base.DraftBackend` over a causal LM, with its own
+    KV cache: each call forwards only the context tokens not yet cached (after cropping
+    the cache back to the longest common prefix with the new context) plus γ−1 steps."""
+
+    def __init__(self, model: Any) -> None:
+        self._target = TransformersTarget(model)
+        self._kv: Layers | None = None
+        self._cached: list[int] = []
+
+    def reset(self) -> None:
+        self._kv, self._cached = None, []
+
+    def propose(
+        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+    ) -> DraftProposal:
+        if not context:
+            raise ValueError("draft context must hold at least one token")
+        common = 0
+        limit = min(len(self._cached), len(context) - 1)
+        while common < limit and self._cached[common] == context[common]:
+            common += 1
+        kv = self._kv if common else None
+        if kv is not None and common < len(self._cached):
+            kv = self._target.crop(kv, common)
+        pending = tuple(context[common:])
+        tokens: list[int] = []
+        rows: list[np.ndarray] = []
+        cached = list(context[:common])
+        for _ in range(gamma):
+            out = self._target.forward([ForwardItem(kv, len(cached), pending, 1)])[0]
+            kv = out.kv
+            cached.extend(pending)
+            logits = out.logits[0]
+            if temperature > 0:
+                probs = logits_to_probs(logits[None, :], temperature)[0]
+                token = sample_token(probs, rng)
+                rows.append(probs.astype(np.float32))
+            else:
+                token = int(np.argmax(logits))
+            tokens.append(token)
+            pending = (token,)
+        self._kv, self._cached = kv, cached
+        probs_arr = np.stack(rows) if rows else None
+        return DraftProposal(token_ids=tuple(tokens), probs=probs_arr)

@@ -1,0 +1,223 @@
+"""The edge drafter loop, shared by the gRPC client and in-process speculative decoding.
+
+Each round: ask the window policy for γ, draft γ tokens with the draft backend, send
+them to a :class:`Verifier` (the engine in-process, or a remote server), append the
+committed tokens, stream them out, and record a :class:`RoundRecord`. A verifier that
+lost the session (server restart, idle expiry) or became unreachable is handled by
+reopening the session with every committed token as the new prompt, so the output is
+identical to an uninterrupted run (greedy) — the server keeps no state the client lacks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
+from edgespec.policies.interfaces import WindowObservation, WindowPolicy
+from edgespec.policies.window import StaticWindow
+from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
+
+RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
+
+
+class Verifier(Protocol):
+    """Where draft blocks get verified (in-process engine or a remote server)."""
+
+    def open(self, spec: SessionSpec) -> None: ...
+
+    def verify(self, call: VerifyCall) -> VerifyReply: ...
+
+    def close(self, session_id: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationResult:
+    output_token_ids: tuple[int, ...]
+    rounds: tuple[RoundRecord, ...]
+    request: RequestRecord
+    num_reconnects: int
+
+
+@dataclass(frozen=True, slots=True)
+class DraftOptions:
+    """Per-request drafter settings."""
+
+    session_id: str
+    client_id: str = "edge-0"
+    slo_class: str = "default"
+    retry_timeout_s: float = 30.0
+    retry_backoff_s: float = 0.05
+    acceptance_history: int = 8
+
+
+def generate(
+    verifier: Verifier,
+    drafter: DraftBackend,
+    prompt_ids: Sequence[int],
+    sampling: SamplingParams,
+    options: DraftOptions,
+    window: WindowPolicy | None = None,
+    on_tokens: Callable[[tuple[int, ...]], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> GenerationResult:
+    """Distributed speculative decoding of one request; returns the committed output."""
+    policy = window if window is not None else StaticWindow(4)
+    rng = np.random.default_rng(sampling.seed)
+    prompt = tuple(prompt_ids)
+    output: list[int] = []
+    rounds: list[RoundRecord] = []
+    accepted_hist: list[tuple[int, int]] = []
+    gamma_prev, reconnects = 0, 0
+    arrival = clock()
+    first_token_s: float | None = None
+    session_id = _open(verifier, options, options.session_id, prompt, sampling)
+    finished = False
+    while not finished:
+        drafted_hist = sum(d for d, _ in accepted_hist)
+        obs = WindowObservation(
+            previous_gamma=max(gamma_prev, 1),
+            recent_acceptance=(
+                sum(a for _, a in accepted_hist) / drafted_hist if drafted_hist else None
+            ),
+            last_num_accepted=accepted_hist[-1][1] if accepted_hist else None,
+            rtt_s=rounds[-1].uplink_s + rounds[-1].downlink_s if rounds else 0.0,
+        )
+        gamma = min(policy.next_window(obs), sampling.max_new_tokens - len(output))
+        gamma = max(gamma, 1)
+        start = clock()
+        context = (*prompt, *output)
+        proposal = drafter.propose(context, gamma, sampling.temperature, rng)
+        drafted = clock()
+        call = VerifyCall(
+            session_id=session_id,
+            prefix_len=len(context),
+            draft_token_ids=proposal.token_ids,
+            draft_probs=None if sampling.greedy else proposal.probs,
+        )
+        try:
+            reply = verifier.verify(call)
+        except RequestError as exc:
+            if exc.code not in RECOVERABLE or clock() - drafted > options.retry_timeout_s:
+                raise
+            reconnects += 1
+            session_id = _reopen(verifier, options, prompt, output, sampling, clock)
+            continue
+        end = clock()
+        outcome = reply.outcome
+        network_s = max(end - drafted - reply.queue_s - reply.verify_s, 0.0)
+        output.extend(outcome.committed_token_ids)
+        if outcome.committed_token_ids and first_token_s is None:
+            first_token_s = end
+        if on_tokens is not None and outcome.committed_token_ids:
+            on_tokens(outcome.committed_token_ids)
+        accepted_hist = [*accepted_hist, (len(call.draft_token_ids), outcome.result.num_accepted)]
+        accepted_hist = accepted_hist[-options.acceptance_history :]
+        rounds.append(
+            RoundRecord(
+                request_id=options.session_id,
+                round_index=len(rounds),
+                start_s=start,
+                end_s=end,
+                draft_s=drafted - start,
+                uplink_s=network_s / 2,
+                queue_s=reply.queue_s,
+                verify_s=reply.verify_s,
+                downlink_s=network_s / 2,
+                num_drafted=len(call.draft_token_ids),
+                num_accepted=outcome.result.num_accepted,
+                num_committed=len(outcome.committed_token_ids),
+                batch_size=reply.batch_size,
+            )
+        )
+        gamma_prev = gamma
+        finished = outcome.finished
+    verifier.close(session_id)
+    return GenerationResult(
+        output_token_ids=tuple(output),
+        rounds=tuple(rounds),
+        request=_request_record(options, prompt, output, rounds, arrival, first_token_s),
+        num_reconnects=reconnects,
+    )
+
+
+def _open(
+    verifier: Verifier,
+    options: DraftOptions,
+    session_id: str,
+    prompt: tuple[int, ...],
+    sampling: SamplingParams,
+) -> str:
+    verifier.open(
+        SessionSpec(
+            session_id=session_id,
+            client_id=options.client_id,
+            prompt_token_ids=prompt,
+            sampling=sampling,
+            slo_class=options.slo_class,
+        )
+    )
+    return session_id
+
+
+def _reopen(
+    verifier: Verifier,
+    options: DraftOptions,
+    prompt: tuple[int, ...],
+    output: list[int],
+    sampling: SamplingParams,
+    clock: Callable[[], float],
+) -> str:
+    """Open a fresh session holding every committed token, retrying until the server is back."""
+    remaining = SamplingParams(
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        max_new_tokens=sampling.max_new_tokens - len(output),
+        seed=sampling.seed,
+    )
+    deadline = clock() + options.retry_timeout_s
+    attempt = 0
+    while True:
+        attempt += 1
+        session_id = f"{options.session_id}#r{len(output)}.{attempt}"
+        try:
+            return _open(verifier, options, session_id, (*prompt, *output), remaining)
+        except RequestError as exc:
+            if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
+                raise
+            time.sleep(options.retry_backoff_s)
+
+
+def _request_record(
+    options: DraftOptions,
+    prompt: tuple[int, ...],
+    output: list[int],
+    rounds: list[RoundRecord],
+    arrival: float,
+    first_token_s: float | None,
+) -> RequestRecord:
+    finish = rounds[-1].end_s if rounds else arrival
+    return RequestRecord(
+        request_id=options.session_id,
+        client_id=options.client_id,
+        slo_class=options.slo_class,
+        server_id=0,
+        arrival_s=arrival,
+        first_token_s=first_token_s if first_token_s is not None else finish,
+        finish_s=finish,
+        num_prompt_tokens=len(prompt),
+        num_output_tokens=len(output),
+        num_rounds=len(rounds),
+        num_drafted=sum(r.num_drafted for r in rounds),
+        num_accepted=sum(r.num_accepted for r in rounds),
+        draft_s=sum(r.draft_s for r in rounds),
+        network_s=sum(r.uplink_s + r.downlink_s for r in rounds),
+        queue_s=sum(r.queue_s for r in rounds),
+        verify_s=sum(r.verify_s for r in rounds),
+    )

@@ -1,0 +1,317 @@
+"""Verification engine: batched one-step verification over a per-session KV prefix cache.
+
+Session invariant: ``tokens`` is the committed sequence (prompt + output); the KV cache
+covers ``tokens[:kv_len]`` with ``kv_len <= len(tokens) - 1`` (the newest committed
+token, the previous round's extra token, is forwarded next round). A verification of K
+draft tokens forwards ``tokens[kv_len:] + draft`` (normally 1 + K tokens) and reads the
+K + 1 target distributions from the last K + 1 positions; afterwards the cache keeps
+the accepted draft tokens and drops the rejected ones. The cache is bounded by a token
+budget with LRU eviction; an evicted session is re-prefilled from its stored tokens on
+its next verification, so clients never notice (``num_reprefills`` counts it).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from time import monotonic
+
+import numpy as np
+
+from edgespec.core.speculative import greedy_verify, stochastic_verify
+from edgespec.runtime.backends.base import ForwardItem, KVState, TargetBackend
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
+from edgespec.runtime.sampling import logits_to_probs
+
+
+@dataclass(frozen=True, slots=True)
+class EngineCounters:
+    num_forward_passes: int
+    num_tokens_forwarded: int
+    num_verifications: int
+    num_cache_hits: int
+    num_cache_misses: int
+    num_reprefills: int
+    num_evictions: int
+    num_cached_tokens: int
+    num_cached_bytes: int
+    num_sessions: int
+
+    @property
+    def cache_hit_ratio(self) -> float:
+        total = self.num_cache_hits + self.num_cache_misses
+        return self.num_cache_hits / total if total else 0.0
+
+
+@dataclass(slots=True)
+class _Session:
+    spec: SessionSpec
+    tokens: list[int]
+    rng: np.random.Generator
+    last_used_s: float
+    kv: KVState | None = None
+    kv_len: int = 0
+    was_evicted: bool = False
+    finished: bool = False
+    num_output_tokens: int = 0
+    in_flight: bool = field(default=False)
+
+
+class Engine:
+    """Owns the sessions and their KV caches; runs batches on a :class:`TargetBackend`.
+
+    Thread-safe: the server calls :meth:`verify_batch` from a worker thread while its
+    event loop opens, validates and closes sessions.
+    """
+
+    def __init__(
+        self,
+        backend: TargetBackend,
+        kv_budget_tokens: int = 65536,
+        max_sessions: int = 256,
+        clock: Callable[[], float] = monotonic,
+    ) -> None:
+        self.backend = backend
+        self._budget = kv_budget_tokens
+        self._max_sessions = max_sessions
+        self._clock = clock
+        self._sessions: dict[str, _Session] = {}
+        self._lru: OrderedDict[str, None] = OrderedDict()  # sessions holding KV, oldest first
+        self._lock = threading.Lock()
+        self._c = dict.fromkeys(
+            ("passes", "forwarded", "verifications", "hits", "misses", "reprefills", "evict"), 0
+        )
+
+    # --- sessions
+
+    def open_session(self, spec: SessionSpec) -> None:
+        if not spec.prompt_token_ids:
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, "prompt is empty")
+        self._check_vocab(spec.prompt_token_ids, "prompt token")
+        with self._lock:
+            if spec.session_id in self._sessions:
+                raise RequestError(
+                    ErrorCode.INVALID_ARGUMENT, f"session {spec.session_id!r} already exists"
+                )
+            if len(self._sessions) >= self._max_sessions:
+                raise RequestError(
+                    ErrorCode.RESOURCE_EXHAUSTED,
+                    f"session limit reached ({self._max_sessions} open sessions)",
+                )
+            self._sessions[spec.session_id] = _Session(
+                spec=spec,
+                tokens=list(spec.prompt_token_ids),
+                rng=np.random.default_rng(spec.sampling.seed),
+                last_used_s=self._clock(),
+            )
+
+    def close_session(self, session_id: str) -> bool:
+        with self._lock:
+            self._lru.pop(session_id, None)
+            return self._sessions.pop(session_id, None) is not None
+
+    def expire_idle(self, timeout_s: float, busy: Collection[str] = ()) -> list[str]:
+        """Close sessions idle for more than ``timeout_s``, except those in ``busy`` or
+        mid-verification; returns their ids. Frees their KV memory."""
+        now = self._clock()
+        with self._lock:
+            idle = [
+                sid
+                for sid, s in self._sessions.items()
+                if not s.in_flight and sid not in busy and now - s.last_used_s > timeout_s
+            ]
+        for sid in idle:
+            self.close_session(sid)
+        return idle
+
+    def session_tokens(self, session_id: str) -> tuple[int, ...]:
+        return tuple(self._get(session_id).tokens)
+
+    def session_spec(self, session_id: str) -> SessionSpec:
+        return self._get(session_id).spec
+
+    # --- verification
+
+    def validate(self, call: VerifyCall, max_draft_tokens: int, allow_empty: bool = False) -> None:
+        """Raise :class:`RequestError` saying what is wrong with ``call``."""
+        session = self._get(call.session_id)
+        k = len(call.draft_token_ids)
+        if session.finished:
+            raise RequestError(
+                ErrorCode.FAILED_PRECONDITION, f"session {call.session_id!r} already finished"
+            )
+        if k == 0 and not allow_empty:
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, "draft block is empty")
+        if k > max_draft_tokens:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"draft block has {k} tokens; the limit is {max_draft_tokens}",
+            )
+        if call.prefix_len != len(session.tokens):
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"prefix_len {call.prefix_len} does not match session {call.session_id!r}, "
+                f"which has {len(session.tokens)} committed tokens",
+            )
+        self._check_vocab(call.draft_token_ids, "draft token")
+        if not session.spec.sampling.greedy:
+            self._check_probs(call, k)
+
+    def pending_sizes(self, session_id: str, num_draft: int) -> tuple[int, int]:
+        """(num_new_tokens, num_cached_tokens) a verification of ``num_draft`` would have."""
+        s = self._get(session_id)
+        return len(s.tokens) - s.kv_len + num_draft, s.kv_len
+
+    def verify_batch(self, calls: Sequence[VerifyCall]) -> list[VerifyOutcome | RequestError]:
+        """Verify all calls in ONE backend forward pass. Calls must be pre-validated and
+        name distinct sessions; a call whose session vanished meanwhile gets its error."""
+        results: list[VerifyOutcome | RequestError] = []
+        live: list[tuple[int, _Session, VerifyCall, ForwardItem]] = []
+        with self._lock:
+            for index, c in enumerate(calls):
+                s = self._sessions.get(c.session_id)
+                if s is None or s.finished or c.prefix_len != len(s.tokens):
+                    results.append(
+                        RequestError(ErrorCode.NOT_FOUND, f"unknown session {c.session_id!r}")
+                        if s is None
+                        else RequestError(
+                            ErrorCode.FAILED_PRECONDITION,
+                            f"session {c.session_id!r} changed before verification",
+                        )
+                    )
+                    continue
+                results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))  # placeholder
+                s.in_flight = True
+                if s.kv is None:
+                    self._c["misses"] += 1
+                    self._c["reprefills"] += int(s.was_evicted)
+                    s.kv_len = 0
+                else:
+                    self._c["hits"] += 1
+                    self._lru.pop(c.session_id, None)  # not evictable while in flight
+                new = (*s.tokens[s.kv_len :], *c.draft_token_ids)
+                item = ForwardItem(s.kv, s.kv_len, new, len(c.draft_token_ids) + 1)
+                live.append((index, s, c, item))
+        if not live:
+            return results
+        try:
+            outputs = self.backend.forward([item for _, _, _, item in live])
+        finally:
+            with self._lock:
+                for _, s, _, _ in live:
+                    s.in_flight = False
+        with self._lock:
+            self._c["passes"] += 1
+            self._c["forwarded"] += sum(len(item.new_token_ids) for _, _, _, item in live)
+            self._c["verifications"] += len(live)
+            for (index, s, c, item), out in zip(live, outputs, strict=True):
+                results[index] = self._apply(s, c, item, out.logits, out.kv)
+            self._enforce_budget()
+        return results
+
+    def _apply(
+        self,
+        s: _Session,
+        call: VerifyCall,
+        item: ForwardItem,
+        logits: np.ndarray,
+        kv: KVState,
+    ) -> VerifyOutcome:
+        sampling = s.spec.sampling
+        draft = call.draft_token_ids
+        if sampling.greedy:
+            result = greedy_verify(draft, [int(t) for t in np.argmax(logits, axis=-1)])
+        else:
+            probs = logits_to_probs(logits, sampling.temperature, sampling.top_p)
+            q = np.zeros((0, probs.shape[1])) if call.draft_probs is None else call.draft_probs
+            result = stochastic_verify(draft, q, probs, s.rng)
+        committed = list(result.committed_token_ids)
+        budget = sampling.max_new_tokens - s.num_output_tokens
+        committed = committed[:budget]
+        eos = self.backend.eos_token_ids
+        for i, tok in enumerate(committed):
+            if tok in eos:
+                committed = committed[: i + 1]
+                break
+        old_total = len(s.tokens)
+        s.tokens.extend(committed)
+        s.num_output_tokens += len(committed)
+        s.finished = s.num_output_tokens >= sampling.max_new_tokens or (
+            bool(committed) and committed[-1] in eos
+        )
+        s.last_used_s = self._clock()
+        if call.session_id in self._sessions and not s.finished:
+            keep = old_total + min(result.num_accepted, len(committed) - 1)
+            s.kv = self.backend.crop(kv, keep)
+            s.kv_len = keep
+            self._lru[call.session_id] = None
+        else:
+            s.kv, s.kv_len = None, 0
+        return VerifyOutcome(result, tuple(committed), s.finished, len(item.new_token_ids))
+
+    def _enforce_budget(self) -> None:
+        total = sum(self._sessions[sid].kv_len for sid in self._lru)
+        while total > self._budget and self._lru:
+            sid, _ = self._lru.popitem(last=False)
+            s = self._sessions[sid]
+            total -= s.kv_len
+            s.kv, s.kv_len, s.was_evicted = None, 0, True
+            self._c["evict"] += 1
+
+    # --- helpers
+
+    def counters(self) -> EngineCounters:
+        with self._lock:
+            held = [self._sessions[sid] for sid in self._lru]
+            c = self._c
+            return EngineCounters(
+                num_forward_passes=c["passes"],
+                num_tokens_forwarded=c["forwarded"],
+                num_verifications=c["verifications"],
+                num_cache_hits=c["hits"],
+                num_cache_misses=c["misses"],
+                num_reprefills=c["reprefills"],
+                num_evictions=c["evict"],
+                num_cached_tokens=sum(s.kv_len for s in held),
+                num_cached_bytes=sum(self.backend.kv_bytes(s.kv) for s in held),
+                num_sessions=len(self._sessions),
+            )
+
+    def _get(self, session_id: str) -> _Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RequestError(ErrorCode.NOT_FOUND, f"unknown session {session_id!r}")
+        return session
+
+    def _check_vocab(self, token_ids: Sequence[int], what: str) -> None:
+        vocab = self.backend.vocab_size
+        for i, tok in enumerate(token_ids):
+            if not 0 <= tok < vocab:
+                raise RequestError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{what} {i} (id {tok}) is outside the vocabulary [0, {vocab})",
+                )
+
+    def _check_probs(self, call: VerifyCall, k: int) -> None:
+        vocab = self.backend.vocab_size
+        probs = call.draft_probs
+        if probs is None:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT, "stochastic verification needs draft_probs"
+            )
+        if probs.shape != (k, vocab):
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"draft_probs has shape {probs.shape}, expected ({k}, {vocab})",
+            )
+        if not np.all(np.isfinite(probs)) or probs.min() < 0:
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, "draft_probs must be finite and >= 0")
+        for i, tok in enumerate(call.draft_token_ids):
+            if probs[i, tok] <= 0:
+                raise RequestError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"draft_probs row {i} gives its own draft token {tok} probability 0",
+                )

@@ -1,0 +1,75 @@
+"""Plain records exchanged between drafter, server and engine (transport maps them to
+protobuf). Frozen: they cross thread and process boundaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
+
+PROTOCOL_VERSION = 1
+"""Bumped on any incompatible change of edgespec.proto; sessions of another version are refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpec:
+    """What a client asks for when it opens a session."""
+
+    session_id: str
+    client_id: str
+    prompt_token_ids: tuple[int, ...]
+    sampling: SamplingParams
+    slo_class: str = "default"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class VerifyCall:
+    """Verify ``draft_token_ids`` after the session's first ``prefix_len`` committed tokens."""
+
+    session_id: str
+    prefix_len: int
+    draft_token_ids: tuple[int, ...]
+    draft_probs: FloatArray | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyOutcome:
+    """``committed_token_ids`` is ``result.committed_token_ids`` cut at EOS / the token
+    budget; ``finished`` says the session is done."""
+
+    result: VerifyResult
+    committed_token_ids: tuple[int, ...]
+    finished: bool
+    num_forwarded: int
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyReply:
+    """What the drafter gets back: the outcome plus where the server spent the time."""
+
+    outcome: VerifyOutcome
+    queue_s: float
+    verify_s: float
+    batch_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStats:
+    """Snapshot for the stats RPC / Prometheus."""
+
+    queue_depth: int
+    num_sessions: int
+    num_batches: int
+    mean_batch_size: float
+    max_batch_size: int
+    batch_size_histogram: tuple[tuple[int, int], ...]
+    num_tokens_forwarded: int
+    num_cache_hits: int
+    num_cache_misses: int
+    cache_hit_ratio: float
+    num_evictions: int
+    num_reprefills: int
+    num_cached_tokens: int
+    num_cached_bytes: int
+    num_expired_sessions: int
+    num_rejected: int

@@ -1,0 +1,278 @@
+"""Verification service: requests → queue → batching policy → engine → replies.
+
+Transport-free (asyncio only): :mod:`edgespec.runtime.transport` adapts it to gRPC.
+The scheduler loop is continuous batching: whenever the engine is free it shows the
+queue (as :class:`PendingVerification` records) to the configured batching policy —
+the same policy objects the simulator uses — runs the chosen batch in one forward
+pass on a worker thread, and resolves each waiting call. Requests arriving during a
+forward pass join the next batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+from edgespec.config import ServerConfig
+from edgespec.core.types import BatchRecord, PendingVerification
+from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
+from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.engine import Engine
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import (
+    ServerStats,
+    SessionSpec,
+    VerifyCall,
+    VerifyOutcome,
+    VerifyReply,
+)
+
+_T = TypeVar("_T")
+
+
+@dataclass(slots=True)
+class _Entry:
+    pending: PendingVerification
+    call: VerifyCall
+    future: asyncio.Future[VerifyReply]
+
+
+class VerificationService:
+    """One target model's verification server (asyncio; run everything on one loop)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        config: ServerConfig,
+        batching: BatchingPolicy,
+        draft_factory: Callable[[], DraftBackend] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        batch_wait_s: float = 0.002,
+    ) -> None:
+        self.engine = engine
+        self.config = config
+        self._policy = batching
+        self._draft_factory = draft_factory
+        self._clock = clock
+        self._batch_wait_s = batch_wait_s
+        self._queue: dict[int, _Entry] = {}
+        self._in_flight: set[str] = set()
+        self._next_id = 0
+        self._wake = asyncio.Event()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
+        self._tasks: list[asyncio.Task[None]] = []
+        self.batches: deque[BatchRecord] = deque(maxlen=10_000)
+        self._batch_sizes: Counter[int] = Counter()
+        self._expired = 0
+        self._rejected = 0
+
+    async def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._schedule_loop()),
+            asyncio.create_task(self._expiry_loop()),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for entry in self._queue.values():
+            if not entry.future.done():
+                entry.future.set_exception(
+                    RequestError(ErrorCode.UNAVAILABLE, "server shutting down")
+                )
+        self._queue.clear()
+        self._executor.shutdown(wait=True)
+
+    # --- API used by the transport
+
+    def open_session(self, spec: SessionSpec) -> None:
+        self._guard(lambda: self.engine.open_session(spec))
+
+    def close_session(self, session_id: str) -> bool:
+        return self.engine.close_session(session_id)
+
+    async def verify(self, call: VerifyCall, allow_empty: bool = False) -> VerifyReply:
+        """Validate, enqueue and wait for the batch that verifies ``call``."""
+
+        def check() -> PendingVerification:
+            self.engine.validate(call, self.config.max_draft_tokens, allow_empty)
+            if call.session_id in self._in_flight:
+                raise RequestError(
+                    ErrorCode.FAILED_PRECONDITION,
+                    f"session {call.session_id!r} already has a verification in flight",
+                )
+            if len(self._queue) >= self.config.max_queue_depth:
+                raise RequestError(
+                    ErrorCode.RESOURCE_EXHAUSTED,
+                    f"verification queue is full ({self.config.max_queue_depth} waiting)",
+                )
+            num_new, num_cached = self.engine.pending_sizes(
+                call.session_id, len(call.draft_token_ids)
+            )
+            spec = self.engine.session_spec(call.session_id)
+            self._next_id += 1
+            return PendingVerification(
+                entry_id=self._next_id,
+                session_id=call.session_id,
+                client_id=spec.client_id,
+                enqueued_s=self._clock(),
+                num_draft_tokens=len(call.draft_token_ids),
+                num_new_tokens=num_new,
+                num_cached_tokens=num_cached,
+                slo_class=spec.slo_class,
+            )
+
+        pending = self._guard(check)
+        future: asyncio.Future[VerifyReply] = asyncio.get_running_loop().create_future()
+        self._queue[pending.entry_id] = _Entry(pending, call, future)
+        self._in_flight.add(call.session_id)
+        self._wake.set()
+        try:
+            return await future
+        finally:
+            self._in_flight.discard(call.session_id)
+
+    async def generate(
+        self, spec: SessionSpec, fused: bool, gamma: int
+    ) -> AsyncIterator[VerifyOutcome]:
+        """Baselines: centralized (K = 0 per step, i.e. plain autoregressive decoding
+        batched with everyone else) or fused (the server drafts γ tokens itself)."""
+        if fused and self._draft_factory is None:
+            raise RequestError(
+                ErrorCode.FAILED_PRECONDITION, "fused mode needs a server started with --draft"
+            )
+        if fused and not 1 <= gamma <= self.config.max_draft_tokens:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"gamma {gamma} outside 1..{self.config.max_draft_tokens}",
+            )
+        self.open_session(spec)
+        drafter = self._draft_factory() if fused and self._draft_factory else None
+        loop = asyncio.get_running_loop()
+        rng = np.random.default_rng(spec.sampling.seed)
+        try:
+            finished = False
+            while not finished:
+                tokens = self.engine.session_tokens(spec.session_id)
+                draft: tuple[int, ...] = ()
+                probs = None
+                if drafter is not None:
+                    proposal = await loop.run_in_executor(
+                        None, drafter.propose, tokens, gamma, spec.sampling.temperature, rng
+                    )
+                    draft, probs = proposal.token_ids, proposal.probs
+                call = VerifyCall(spec.session_id, len(tokens), draft, probs)
+                reply = await self.verify(call, allow_empty=drafter is None)
+                finished = reply.outcome.finished
+                yield reply.outcome
+        finally:
+            self.engine.close_session(spec.session_id)
+
+    def stats(self) -> ServerStats:
+        c = self.engine.counters()
+        num_batches = sum(self._batch_sizes.values())
+        total = sum(size * n for size, n in self._batch_sizes.items())
+        return ServerStats(
+            queue_depth=len(self._queue),
+            num_sessions=c.num_sessions,
+            num_batches=num_batches,
+            mean_batch_size=total / num_batches if num_batches else 0.0,
+            max_batch_size=max(self._batch_sizes, default=0),
+            batch_size_histogram=tuple(sorted(self._batch_sizes.items())),
+            num_tokens_forwarded=c.num_tokens_forwarded,
+            num_cache_hits=c.num_cache_hits,
+            num_cache_misses=c.num_cache_misses,
+            cache_hit_ratio=c.cache_hit_ratio,
+            num_evictions=c.num_evictions,
+            num_reprefills=c.num_reprefills,
+            num_cached_tokens=c.num_cached_tokens,
+            num_cached_bytes=c.num_cached_bytes,
+            num_expired_sessions=self._expired,
+            num_rejected=self._rejected,
+        )
+
+    # --- internals
+
+    def _guard(self, fn: Callable[[], _T]) -> _T:
+        try:
+            return fn()
+        except RequestError:
+            self._rejected += 1
+            raise
+
+    def _limits(self, force: bool) -> BatchLimits:
+        return BatchLimits(
+            max_batch_size=self.config.max_batch_size,
+            max_batch_tokens=self.config.max_batch_tokens,
+            force=force,
+        )
+
+    async def _next_plan(self) -> tuple[int, ...]:
+        while True:
+            while not self._queue:
+                self._wake.clear()
+                await self._wake.wait()
+            queue = [e.pending for e in self._queue.values()]
+            plan = self._policy.select(queue, self._clock(), self._limits(force=False))
+            if plan.entry_ids:
+                return plan.entry_ids
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._batch_wait_s)
+            except TimeoutError:
+                queue = [e.pending for e in self._queue.values()]
+                plan = self._policy.select(queue, self._clock(), self._limits(force=True))
+                if plan.entry_ids:
+                    return plan.entry_ids
+
+    async def _schedule_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            entry_ids = await self._next_plan()
+            entries = [self._queue.pop(i) for i in entry_ids]
+            start = self._clock()
+            calls = [e.call for e in entries]
+            try:
+                outcomes = await loop.run_in_executor(
+                    self._executor, self.engine.verify_batch, calls
+                )
+            except Exception as exc:  # a backend failure must not kill the server
+                for e in entries:
+                    if not e.future.done():
+                        e.future.set_exception(exc)
+                continue
+            end = self._clock()
+            self._batch_sizes[len(entries)] += 1
+            self.batches.append(
+                BatchRecord(
+                    server_id=0,
+                    start_s=start,
+                    end_s=end,
+                    batch_size=len(entries),
+                    num_new_tokens=sum(e.pending.num_new_tokens for e in entries),
+                    num_cached_tokens=sum(e.pending.num_cached_tokens for e in entries),
+                )
+            )
+            for e, outcome in zip(entries, outcomes, strict=True):
+                if e.future.done():
+                    continue
+                if isinstance(outcome, RequestError):
+                    e.future.set_exception(outcome)
+                    continue
+                queue_s = start - e.pending.enqueued_s
+                e.future.set_result(VerifyReply(outcome, queue_s, end - start, len(entries)))
+
+    async def _expiry_loop(self) -> None:
+        period = min(self.config.session_timeout_s / 4, 1.0)
+        while True:
+            await asyncio.sleep(period)
+            expired = self.engine.expire_idle(self.config.session_timeout_s, self._in_flight)
+            self._expired += len(expired)

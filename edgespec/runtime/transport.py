@@ -1,0 +1,365 @@
+"""gRPC transport: the only module that imports grpc.
+
+Server side: :func:`start_server` wraps a :class:`VerificationService` in a
+``grpc.aio`` server (auth tokens from metadata, optional TLS, message-size limits).
+:class:`ServerThread` runs one on its own event loop in a background thread (tests,
+benchmarks). Client side: :class:`RemoteVerifier` is the drafter's
+:class:`~edgespec.runtime.drafter.Verifier` over a blocking channel; grpc status codes
+come back as :class:`RequestError` with the same :class:`ErrorCode`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import grpc
+import numpy as np
+
+from edgespec.config import ServerConfig
+from edgespec.core.types import SamplingParams, VerifyResult
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import (
+    PROTOCOL_VERSION,
+    ServerStats,
+    SessionSpec,
+    VerifyCall,
+    VerifyOutcome,
+    VerifyReply,
+)
+from edgespec.runtime.server import VerificationService
+
+# generated stubs (see proto/edgespec.proto for the command); untyped, hence Any
+pb: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2")
+pb_grpc: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2_grpc")
+
+_TO_GRPC = {code: getattr(grpc.StatusCode, code.value) for code in ErrorCode}
+_FROM_GRPC = {v: k for k, v in _TO_GRPC.items()}
+
+
+def _grpc_options(max_message_bytes: int) -> list[tuple[str, int]]:
+    return [
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.max_send_message_length", max_message_bytes),
+    ]
+
+
+# --- conversions (shared by both sides)
+
+
+def spec_to_proto(spec: SessionSpec) -> Any:
+    s = spec.sampling
+    sampling = pb.Sampling(
+        temperature=s.temperature, top_p=s.top_p, max_new_tokens=s.max_new_tokens
+    )
+    if s.seed is not None:
+        sampling.seed = s.seed
+    return pb.OpenSessionRequest(
+        protocol_version=PROTOCOL_VERSION,
+        session_id=spec.session_id,
+        client_id=spec.client_id,
+        prompt_token_ids=list(spec.prompt_token_ids),
+        sampling=sampling,
+        slo_class=spec.slo_class,
+    )
+
+
+def spec_from_proto(msg: Any) -> SessionSpec:
+    if msg.protocol_version != PROTOCOL_VERSION:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"protocol version {msg.protocol_version} not supported; server speaks "
+            f"{PROTOCOL_VERSION}",
+        )
+    if not msg.session_id:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, "session_id is empty")
+    s = msg.sampling
+    try:
+        sampling = SamplingParams(
+            temperature=s.temperature,
+            top_p=s.top_p if s.top_p > 0 else 1.0,
+            max_new_tokens=s.max_new_tokens,
+            seed=s.seed if s.HasField("seed") else None,
+        )
+    except ValueError as exc:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, f"sampling: {exc}") from exc
+    return SessionSpec(
+        session_id=msg.session_id,
+        client_id=msg.client_id,
+        prompt_token_ids=tuple(msg.prompt_token_ids),
+        sampling=sampling,
+        slo_class=msg.slo_class or "default",
+    )
+
+
+def call_from_proto(msg: Any) -> VerifyCall:
+    tokens = tuple(msg.draft_token_ids)
+    probs = None
+    if len(msg.draft_probs):
+        flat = np.asarray(msg.draft_probs, dtype=np.float32)
+        if not tokens or flat.size % len(tokens):
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"draft_probs has {flat.size} values, not a multiple of {len(tokens)} tokens",
+            )
+        probs = flat.reshape(len(tokens), -1)
+    return VerifyCall(msg.session_id, msg.prefix_len, tokens, probs)
+
+
+def reply_to_proto(reply: VerifyReply) -> Any:
+    r = reply.outcome.result
+    return pb.VerifyResponse(
+        num_drafted=r.num_drafted,
+        num_accepted=r.num_accepted,
+        first_rejection=-1 if r.first_rejection is None else r.first_rejection,
+        extra_token=r.extra_token,
+        committed_token_ids=list(reply.outcome.committed_token_ids),
+        finished=reply.outcome.finished,
+        queue_s=reply.queue_s,
+        verify_s=reply.verify_s,
+        batch_size=reply.batch_size,
+    )
+
+
+def reply_from_proto(msg: Any, draft: tuple[int, ...]) -> VerifyReply:
+    n = msg.num_accepted
+    result = VerifyResult(
+        num_drafted=msg.num_drafted,
+        num_accepted=n,
+        first_rejection=None if msg.first_rejection < 0 else msg.first_rejection,
+        extra_token=msg.extra_token,
+        accepted_token_ids=draft[:n],
+    )
+    outcome = VerifyOutcome(result, tuple(msg.committed_token_ids), msg.finished, 0)
+    return VerifyReply(outcome, msg.queue_s, msg.verify_s, msg.batch_size)
+
+
+def stats_to_proto(s: ServerStats) -> Any:
+    fields = {k: getattr(s, k) for k in s.__slots__ if k != "batch_size_histogram"}
+    hist = [pb.BatchSizeCount(batch_size=b, count=c) for b, c in s.batch_size_histogram]
+    return pb.StatsResponse(batch_sizes=hist, **fields)
+
+
+def stats_from_proto(msg: Any) -> ServerStats:
+    fields = {k: getattr(msg, k) for k in ServerStats.__slots__ if k != "batch_size_histogram"}
+    hist = tuple((b.batch_size, b.count) for b in msg.batch_sizes)
+    return ServerStats(batch_size_histogram=hist, **fields)
+
+
+# --- server
+
+
+class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined]
+    def __init__(self, service: VerificationService) -> None:
+        self._service = service
+        self._tokens = frozenset(service.config.auth_tokens)
+
+    async def _run(self, context: Any, fn: Callable[[], Any]) -> Any:
+        try:
+            self._authenticate(context)
+            result = fn()
+            return await result if asyncio.iscoroutine(result) else result
+        except RequestError as exc:
+            await context.abort(_TO_GRPC[exc.code], exc.message)
+
+    def _authenticate(self, context: Any) -> None:
+        if not self._tokens:
+            return
+        metadata = dict(context.invocation_metadata() or ())
+        header = metadata.get("authorization", "")
+        token = header.removeprefix("Bearer ").strip()
+        if token not in self._tokens:
+            reason = "missing" if not header else "invalid"
+            raise RequestError(ErrorCode.UNAUTHENTICATED, f"{reason} auth token")
+
+    async def OpenSession(self, request: Any, context: Any) -> Any:
+        def open_() -> Any:
+            spec = spec_from_proto(request)
+            self._service.open_session(spec)
+            return pb.OpenSessionResponse(
+                session_id=spec.session_id,
+                vocab_size=self._service.engine.backend.vocab_size,
+                protocol_version=PROTOCOL_VERSION,
+            )
+
+        return await self._run(context, open_)
+
+    async def Verify(self, request: Any, context: Any) -> Any:
+        async def verify() -> Any:
+            return reply_to_proto(await self._service.verify(call_from_proto(request)))
+
+        return await self._run(context, verify)
+
+    async def CloseSession(self, request: Any, context: Any) -> Any:
+        return await self._run(
+            context,
+            lambda: pb.CloseSessionResponse(
+                existed=self._service.close_session(request.session_id)
+            ),
+        )
+
+    async def Generate(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        try:
+            self._authenticate(context)
+            spec = spec_from_proto(request.session)
+            fused = request.mode == pb.MODE_FUSED
+            async for outcome in self._service.generate(spec, fused, request.gamma):
+                yield pb.GenerateChunk(
+                    token_ids=list(outcome.committed_token_ids), finished=outcome.finished
+                )
+        except RequestError as exc:
+            await context.abort(_TO_GRPC[exc.code], exc.message)
+
+    async def Stats(self, request: Any, context: Any) -> Any:
+        return await self._run(context, lambda: stats_to_proto(self._service.stats()))
+
+    async def Health(self, request: Any, context: Any) -> Any:
+        return pb.HealthResponse(serving=True, protocol_version=PROTOCOL_VERSION)
+
+
+async def start_server(service: VerificationService, port: int | None = None) -> tuple[Any, int]:
+    """Start ``service`` on ``config.host:port`` (``port`` overrides the config; 0 picks a
+    free one). Returns the running ``grpc.aio.Server`` and the bound port."""
+    config: ServerConfig = service.config
+    server = grpc.aio.server(options=_grpc_options(config.max_message_bytes))
+    pb_grpc.add_VerificationServicer_to_server(_Servicer(service), server)
+    address = f"{config.host}:{config.port if port is None else port}"
+    if config.tls_cert is not None and config.tls_key is not None:
+        with open(config.tls_key, "rb") as key, open(config.tls_cert, "rb") as cert:
+            creds = grpc.ssl_server_credentials([(key.read(), cert.read())])
+        bound = server.add_secure_port(address, creds)
+    else:
+        bound = server.add_insecure_port(address)
+    await service.start()
+    await server.start()
+    return server, bound
+
+
+class ServerThread:
+    """A server on its own event loop in a daemon thread: ``with ServerThread(make) as s``.
+
+    ``make`` builds the :class:`VerificationService` inside that loop.
+    """
+
+    def __init__(self, make: Callable[[], VerificationService], port: int = 0) -> None:
+        self._make = make
+        self._port = port
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.port = 0
+        self.service: VerificationService | None = None
+        self._server: Any = None
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
+        future.result(timeout=30)
+        return self
+
+    async def _start(self) -> None:
+        self.service = self._make()
+        self._server, self.port = await start_server(self.service, self._port)
+
+    def stop(self, grace_s: float | None = None) -> None:
+        async def _stop() -> None:
+            await self._server.stop(grace_s)
+            if self.service is not None:
+                await self.service.stop()
+
+        asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# --- client
+
+
+class RemoteVerifier:
+    """Blocking gRPC client; a :class:`~edgespec.runtime.drafter.Verifier`."""
+
+    def __init__(
+        self,
+        address: str,
+        auth_token: str | None = None,
+        tls_ca: str | None = None,
+        timeout_s: float = 30.0,
+        max_message_bytes: int = 4 << 20,
+        tls_server_name: str | None = None,
+    ) -> None:
+        options = _grpc_options(max_message_bytes)
+        if tls_ca is not None:
+            with open(tls_ca, "rb") as f:
+                creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+            if tls_server_name:
+                options = [*options, ("grpc.ssl_target_name_override", tls_server_name)]  # type: ignore[list-item]
+            self._channel = grpc.secure_channel(address, creds, options=options)
+        else:
+            self._channel = grpc.insecure_channel(address, options=options)
+        self._stub = pb_grpc.VerificationStub(self._channel)
+        self._metadata = (("authorization", f"Bearer {auth_token}"),) if auth_token else ()
+        self._timeout_s = timeout_s
+
+    def _call(self, method: Callable[..., Any], request: Any) -> Any:
+        try:
+            return method(request, metadata=self._metadata, timeout=self._timeout_s)
+        except grpc.RpcError as exc:
+            raise _to_request_error(exc) from exc
+
+    def open(self, spec: SessionSpec) -> None:
+        self._call(self._stub.OpenSession, spec_to_proto(spec))
+
+    def verify(self, call: VerifyCall) -> VerifyReply:
+        request = pb.VerifyRequest(
+            session_id=call.session_id,
+            prefix_len=call.prefix_len,
+            draft_token_ids=list(call.draft_token_ids),
+        )
+        if call.draft_probs is not None:
+            request.draft_probs.extend(np.asarray(call.draft_probs, np.float32).ravel().tolist())
+        return reply_from_proto(self._call(self._stub.Verify, request), call.draft_token_ids)
+
+    def close(self, session_id: str) -> None:
+        self._call(self._stub.CloseSession, pb.CloseSessionRequest(session_id=session_id))
+
+    def stats(self) -> ServerStats:
+        return stats_from_proto(self._call(self._stub.Stats, pb.StatsRequest()))
+
+    def health(self) -> bool:
+        return bool(self._call(self._stub.Health, pb.HealthRequest()).serving)
+
+    def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
+        """Server-side baselines: yields committed token-id tuples as they stream in."""
+        request = pb.GenerateRequest(
+            session=spec_to_proto(spec),
+            mode=pb.MODE_FUSED if fused else pb.MODE_CENTRALIZED,
+            gamma=gamma,
+        )
+        try:
+            for chunk in self._stub.Generate(request, metadata=self._metadata):
+                yield tuple(chunk.token_ids)
+        except grpc.RpcError as exc:
+            raise _to_request_error(exc) from exc
+
+    def close_channel(self) -> None:
+        self._channel.close()
+
+
+def _to_request_error(exc: grpc.RpcError) -> RequestError:
+    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    mapped = _FROM_GRPC.get(code)
+    if mapped is None:
+        mapped = ErrorCode.UNAVAILABLE if code == grpc.StatusCode.DEADLINE_EXCEEDED else None
+    if mapped is None:
+        return RequestError(ErrorCode.INVALID_ARGUMENT, f"{code.name}: {details}")
+    return RequestError(mapped, details or code.name)

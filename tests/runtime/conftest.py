@@ -1,0 +1,75 @@
+"""Fixtures: tiny target/draft models and loopback gRPC servers on ephemeral ports."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("grpc")
+
+from edgespec.config import ServerConfig, from_dict  # noqa: E402
+from edgespec.policies.registry import build_policy  # noqa: E402
+from edgespec.runtime.backends.transformers_backend import (  # noqa: E402
+    TransformersDraft,
+    TransformersTarget,
+)
+from edgespec.runtime.engine import Engine  # noqa: E402
+from edgespec.runtime.server import VerificationService  # noqa: E402
+from edgespec.runtime.transport import ServerThread  # noqa: E402
+from tests.runtime.tiny import noisy_copy, tiny_llama  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="session")
+def target_model() -> Any:
+    return tiny_llama(seed=0)
+
+
+@pytest.fixture(scope="session")
+def target(target_model: Any) -> TransformersTarget:
+    return TransformersTarget(target_model)
+
+
+@pytest.fixture(scope="session")
+def draft_model(target_model: Any) -> Any:
+    return noisy_copy(target_model, noise=0.2, seed=1)
+
+
+@pytest.fixture
+def draft(draft_model: Any) -> TransformersDraft:
+    return TransformersDraft(draft_model)
+
+
+ServerFactory = Callable[..., ServerThread]
+
+
+@pytest.fixture
+def make_server(target: TransformersTarget, draft_model: Any) -> Iterator[ServerFactory]:
+    """Start servers with config overrides; all are stopped at teardown."""
+    started: list[ServerThread] = []
+
+    def make(port: int = 0, **overrides: Any) -> ServerThread:
+        config = from_dict(ServerConfig, {"port": 1, **overrides})
+
+        def build() -> VerificationService:
+            engine = Engine(target, config.kv_budget_tokens, config.max_sessions)
+            policy = build_policy("batching", config.batching.name, config.batching.params)
+            return VerificationService(
+                engine, config, policy, draft_factory=lambda: TransformersDraft(draft_model)
+            )
+
+        server = ServerThread(build, port=port).start()
+        started.append(server)
+        return server
+
+    yield make
+    for server in started:
+        try:
+            server.stop(grace_s=0)
+        except Exception:
+            pass
