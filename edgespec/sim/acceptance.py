@@ -1,0 +1,99 @@
+"""Acceptance models: how many of γ drafted tokens the target accepts in a round.
+
+All share :class:`AcceptanceModel`. ``position`` is the request's number of committed
+output tokens when the round was drafted, so the drafted tokens sit at output positions
+``position .. position + γ - 1``.
+
+* :class:`TraceAcceptance` — replays captured ``acceptance_seq`` s. Entry ``j`` of a
+  sequence says whether the draft's token at output position ``j`` (drafted on the
+  target's own prefix) matches the target. Under greedy decoding this is a property of
+  the position alone, so replay is exact for any γ: a round accepts the run of 1s that
+  starts at ``position``, capped at γ. Sequences shorter than the output wrap around.
+* :class:`IidAcceptance` — each drafted token accepted independently with probability α.
+* :class:`DecayAcceptance` — per-position conditional rates: the k-th drafted token of a
+  round is accepted with probability ``rates[k]`` given all before it were (the last
+  rate repeats for longer windows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from edgespec.sim.rng import UniformStream
+
+
+class AcceptanceModel(Protocol):
+    """Number of accepted draft tokens L in 0..γ for one round."""
+
+    def accepted(
+        self, seq: Sequence[int] | None, position: int, gamma: int, rng: UniformStream
+    ) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TraceAcceptance:
+    """Replay of captured acceptance sequences; ``pool`` serves requests that carry none."""
+
+    pool: tuple[tuple[int, ...], ...] = ()
+
+    def seq_for(self, request_index: int) -> tuple[int, ...]:
+        if not self.pool:
+            raise ValueError("trace acceptance: request has no acceptance_seq and no pool")
+        return self.pool[request_index % len(self.pool)]
+
+    def accepted(
+        self, seq: Sequence[int] | None, position: int, gamma: int, rng: UniformStream
+    ) -> int:
+        if not seq:
+            raise ValueError("trace acceptance needs a non-empty acceptance_seq")
+        n = len(seq)
+        for k in range(gamma):
+            if not seq[(position + k) % n]:
+                return k
+        return gamma
+
+
+@dataclass(frozen=True, slots=True)
+class IidAcceptance:
+    """Each drafted token accepted with probability ``alpha``, independently."""
+
+    alpha: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
+
+    def accepted(
+        self, seq: Sequence[int] | None, position: int, gamma: int, rng: UniformStream
+    ) -> int:
+        alpha = self.alpha
+        for k in range(gamma):
+            if rng.next() >= alpha:
+                return k
+        return gamma
+
+
+@dataclass(frozen=True, slots=True)
+class DecayAcceptance:
+    """Conditional acceptance rate by position in the window, ``rates[k]`` for token k."""
+
+    rates: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not self.rates:
+            raise ValueError("decay acceptance needs at least one rate")
+        for k, rate in enumerate(self.rates):
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f"rates[{k}] must be in [0, 1], got {rate}")
+
+    def accepted(
+        self, seq: Sequence[int] | None, position: int, gamma: int, rng: UniformStream
+    ) -> int:
+        rates = self.rates
+        last = len(rates) - 1
+        for k in range(gamma):
+            if rng.next() >= rates[k if k < last else last]:
+                return k
+        return gamma

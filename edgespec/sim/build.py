@@ -1,0 +1,163 @@
+"""Build the simulator's parts from a validated Scenario: entities, policies, models."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from edgespec.config import ConfigError
+from edgespec.policies.interfaces import BatchingPolicy, RoutingPolicy, WindowPolicy
+from edgespec.policies.registry import PolicyConfigError, build_policy
+from edgespec.sim.acceptance import (
+    AcceptanceModel,
+    DecayAcceptance,
+    IidAcceptance,
+    TraceAcceptance,
+)
+from edgespec.sim.cost_models import CostModel, build_cost_model, load_model
+from edgespec.sim.entities import DeviceState, ServerState
+from edgespec.sim.network import Link
+from edgespec.sim.rng import spawn_streams
+from edgespec.sim.scenario import CostModelConfig, Scenario, expand_topology
+from edgespec.sim.workload import (
+    LengthTable,
+    TraceEntry,
+    load_length_table,
+    load_trace,
+    resolve_trace,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Policies:
+    routing: RoutingPolicy
+    batching: BatchingPolicy
+    window: WindowPolicy
+
+
+def build_policies(scenario: Scenario) -> Policies:
+    built: dict[str, Any] = {}
+    for kind in ("routing", "batching", "window"):
+        spec = getattr(scenario.policies, kind)
+        try:
+            built[kind] = build_policy(kind, spec.name, spec.params)
+        except PolicyConfigError as exc:
+            raise ConfigError(f"policies.{kind}", str(exc)) from exc
+    return Policies(built["routing"], built["batching"], built["window"])
+
+
+def build_acceptance(scenario: Scenario) -> AcceptanceModel:
+    acc = scenario.acceptance
+    if acc.kind == "iid":
+        return IidAcceptance(acc.alpha)
+    if acc.kind == "decay":
+        return DecayAcceptance(acc.rates)
+    pool: list[tuple[int, ...]] = []
+    for i, name in enumerate(acc.traces):
+        try:
+            entries = load_trace(resolve_trace(name))
+        except ConfigError as exc:
+            raise ConfigError(f"acceptance.traces[{i}]", str(exc)) from exc
+        pool.extend(e.acceptance_seq for e in entries if e.acceptance_seq)
+    if acc.traces and not pool:
+        raise ConfigError("acceptance.traces", "the traces hold no acceptance_seq")
+    return TraceAcceptance(tuple(pool))
+
+
+def _link(scenario: Scenario, name: str) -> Link:
+    cfg = scenario.links[name]
+    return Link(
+        rtt_s=cfg.rtt_ms / 1000.0,
+        jitter_s=cfg.jitter_ms / 1000.0,
+        bandwidth_bytes_per_s=cfg.bandwidth_mbps * 1e6 / 8.0,
+        loss_rate=cfg.loss_rate,
+        retransmit_timeout_s=cfg.retransmit_timeout_ms / 1000.0,
+    )
+
+
+def _cost(cfg: CostModelConfig, model: str, hardware: str, where: str) -> CostModel:
+    try:
+        return build_cost_model(cfg.kind, model, hardware, cfg.profile, where)
+    except ConfigError as exc:
+        raise ConfigError(where, str(exc)) from exc
+
+
+def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerState]]:
+    """Expand ``auto_topology`` and give each device its link, draft cost and RNG stream.
+
+    In fused mode each server drafts with the first device pool's draft model on its own
+    hardware (roofline), in its own draft executor (no contention with verification).
+    """
+    device_specs, server_specs = expand_topology(scenario)
+    streams = spawn_streams(scenario.seed, "device", len(device_specs))
+    costs: dict[tuple[str, int], CostModel] = {}
+    devices: list[DeviceState] = []
+    for pool_index, pool in enumerate(scenario.auto_topology.devices):
+        where = f"auto_topology.devices[{pool_index}]"
+        costs[(where, 0)] = _cost(pool.cost_model, pool.draft_model, pool.hardware, where)
+    for spec in device_specs:
+        pool_index = scenario.auto_topology.devices.index(spec.pool)
+        where = f"auto_topology.devices[{pool_index}]"
+        devices.append(
+            DeviceState(
+                spec.device_id,
+                spec.slo_class,
+                _link(scenario, spec.pool.link),
+                costs[(where, 0)],
+                load_model(spec.pool.draft_model).vocab_size,
+                streams[spec.device_id],
+            )
+        )
+    draft_model = scenario.auto_topology.devices[0].draft_model
+    servers: list[ServerState] = []
+    server_costs: dict[int, tuple[CostModel, CostModel | None]] = {}
+    for pool_index, spool in enumerate(scenario.auto_topology.servers):
+        where = f"auto_topology.servers[{pool_index}].cost_model"
+        target = _cost(spool.cost_model, spool.target_model, spool.hardware, where)
+        fused_draft = None
+        if scenario.mode == "fused":
+            fused_draft = _cost(CostModelConfig(), draft_model, spool.hardware, where)
+        server_costs[pool_index] = (target, fused_draft)
+    for sspec in server_specs:
+        pool_index = scenario.auto_topology.servers.index(sspec.pool)
+        target, fused_draft = server_costs[pool_index]
+        servers.append(
+            ServerState(
+                sspec.server_id,
+                target,
+                fused_draft,
+                sspec.pool.kv_budget_tokens,
+                sspec.pool.max_batch_size,
+                sspec.pool.max_batch_tokens,
+            )
+        )
+    return devices, servers
+
+
+def build_lengths(scenario: Scenario) -> LengthTable | None:
+    wl = scenario.workload
+    if wl.kind == "trace":
+        return None
+    if wl.prompt_tokens:
+        return LengthTable("inline", wl.prompt_tokens, wl.output_tokens)
+    return load_length_table(wl.dataset)
+
+
+def build_trace(scenario: Scenario) -> tuple[TraceEntry, ...]:
+    if scenario.workload.kind != "trace" or scenario.workload.trace is None:
+        return ()
+    try:
+        entries = load_trace(resolve_trace(scenario.workload.trace))
+    except ConfigError as exc:
+        raise ConfigError("workload.trace", str(exc)) from exc
+    for entry in entries:
+        if entry.slo_class is not None and entry.slo_class not in scenario.slo_classes:
+            raise ConfigError(
+                "workload.trace",
+                f"request {entry.request_id!r} has unknown slo_class {entry.slo_class!r}",
+            )
+    return entries
+
+
+ProgressCallback = Callable[[float], None]

@@ -1,0 +1,227 @@
+"""Forward-pass cost models behind one interface, and the bundled model/hardware presets.
+
+A :class:`CostModel` maps a batch's aggregate shape (WISP Eq. 18: batch size, Σ new
+tokens, Σ query-key interactions, Σ cached tokens) to seconds. Three kinds:
+
+* :class:`RooflineCost` — FLOPs from the architecture (Zhu Eqs. 11–14 generalised to
+  grouped-query attention, gated FFNs and the LM head) and bytes moved (weights once per
+  pass, Eq. 9; KV cache read, Eq. 10), time = max(FLOPs / (peak·eff), bytes / (bw·eff))
+  + overhead.
+* :class:`WispCost` — WISP's additive estimator, Eq. 19, coefficients from a profile file.
+* :class:`LookupCost` — a measured table of time against Σ new tokens, linearly
+  interpolated (and extrapolated from the last two points).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol
+
+from edgespec.config import ConfigError, from_dict, read_yaml
+from edgespec.policies.estimator import WispCoefficients
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A transformer's architecture, as in its public ``config.json``."""
+
+    name: str
+    source: str
+    num_layers: int
+    hidden_size: int
+    ffn_size: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    tied_embeddings: bool = False
+    gated_ffn: bool = True
+    dtype_bytes: int = 2
+
+    @property
+    def linear_params_per_layer(self) -> int:
+        """Weights of one decoder block: Q, K, V, O projections and the FFN matrices."""
+        q_dim = self.num_heads * self.head_dim
+        kv_dim = self.num_kv_heads * self.head_dim
+        attn = self.hidden_size * (2 * q_dim + 2 * kv_dim)
+        ffn = (3 if self.gated_ffn else 2) * self.hidden_size * self.ffn_size
+        return attn + ffn
+
+    @property
+    def weight_bytes(self) -> int:
+        embed = self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
+        return (self.num_layers * self.linear_params_per_layer + embed) * self.dtype_bytes
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * self.dtype_bytes
+
+    def flops(self, num_linear: int, num_interactions: int) -> float:
+        """FLOPs of a pass: 2·params·N_lin (blocks and LM head) + 4·J·q_dim·N_int."""
+        per_token = 2 * (self.num_layers * self.linear_params_per_layer)
+        per_token += 2 * self.hidden_size * self.vocab_size
+        attn = 4 * self.num_layers * self.num_heads * self.head_dim
+        return float(per_token * num_linear + attn * num_interactions)
+
+
+@dataclass(frozen=True, slots=True)
+class HardwareSpec:
+    """An accelerator's peak numbers (vendor datasheet) and assumed efficiencies."""
+
+    name: str
+    source: str
+    peak_tflops: float
+    memory_bandwidth_gb_s: float
+    memory_gb: float
+    compute_efficiency: float = 0.5
+    memory_efficiency: float = 0.7
+    overhead_s: float = 0.002
+
+    def validate(self) -> None:
+        for name in ("peak_tflops", "memory_bandwidth_gb_s", "memory_gb"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(name, f"must be > 0, got {getattr(self, name)}")
+        for name in ("compute_efficiency", "memory_efficiency"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ConfigError(name, f"must be in (0, 1], got {getattr(self, name)}")
+
+
+class CostModel(Protocol):
+    """Seconds one forward pass takes, from the batch's aggregate shape."""
+
+    def batch_time_s(
+        self, batch_size: int, num_linear: int, num_interactions: int, num_cached: int
+    ) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RooflineCost:
+    """Roofline: compute- or memory-bound, whichever is slower, plus a fixed overhead."""
+
+    model: ModelSpec
+    hardware: HardwareSpec
+
+    def batch_time_s(
+        self, batch_size: int, num_linear: int, num_interactions: int, num_cached: int
+    ) -> float:
+        hw = self.hardware
+        compute_s = self.model.flops(num_linear, num_interactions) / (
+            hw.peak_tflops * 1e12 * hw.compute_efficiency
+        )
+        kv_bytes = self.model.kv_bytes_per_token * (num_cached + num_linear)
+        memory_s = (self.model.weight_bytes + kv_bytes) / (
+            hw.memory_bandwidth_gb_s * 1e9 * hw.memory_efficiency
+        )
+        return max(compute_s, memory_s) + hw.overhead_s
+
+
+@dataclass(frozen=True, slots=True)
+class WispCost:
+    """WISP Eq. 19 with coefficients fitted for one (model, hardware) pair."""
+
+    coefficients: WispCoefficients
+
+    def batch_time_s(
+        self, batch_size: int, num_linear: int, num_interactions: int, num_cached: int
+    ) -> float:
+        c = self.coefficients
+        return (
+            c.a_s * num_linear + c.b_compute_s * num_interactions + c.b_read_s * num_cached + c.c_s
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LookupCost:
+    """Measured time against Σ new tokens, piecewise linear; optional per-cached-token cost."""
+
+    num_linear: tuple[int, ...]
+    time_s: tuple[float, ...]
+    per_cached_token_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if len(self.num_linear) < 2 or len(self.num_linear) != len(self.time_s):
+            raise ValueError("a lookup table needs >= 2 points and as many times as sizes")
+        if any(b <= a for a, b in zip(self.num_linear, self.num_linear[1:], strict=False)):
+            raise ValueError("lookup num_linear must be strictly increasing")
+
+    def batch_time_s(
+        self, batch_size: int, num_linear: int, num_interactions: int, num_cached: int
+    ) -> float:
+        xs, ys = self.num_linear, self.time_s
+        i = min(max(bisect.bisect_left(xs, num_linear), 1), len(xs) - 1)
+        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+        base = y0 + (y1 - y0) * (num_linear - x0) / (x1 - x0)
+        return max(base, 0.0) + self.per_cached_token_s * num_cached
+
+
+def _data_dir(kind: str) -> Path:
+    return Path(str(resources.files("edgespec") / "data" / kind))
+
+
+def available(kind: str) -> list[str]:
+    """Names of the bundled presets of ``kind`` ('models', 'hardware', 'hardware/profiles')."""
+    return sorted(p.stem for p in _data_dir(kind).glob("*.yaml"))
+
+
+def _load_named(kind: str, name: str) -> dict[str, Any]:
+    path = _data_dir(kind) / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(name, f"no {kind} preset named {name!r}; known: {available(kind)}")
+    return read_yaml(path)
+
+
+def load_model(name: str) -> ModelSpec:
+    return from_dict(ModelSpec, _load_named("models", name), f"models/{name}")
+
+
+def load_hardware(name: str) -> HardwareSpec:
+    return from_dict(HardwareSpec, _load_named("hardware", name), f"hardware/{name}")
+
+
+def load_profile(name_or_path: str) -> CostModel:
+    """A WISP or lookup cost model from a profile YAML (bundled name or file path)."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml"):
+        data, where = read_yaml(path), str(path)
+    else:
+        data, where = _load_named("hardware/profiles", name_or_path), name_or_path
+    kind = data.get("kind")
+    params = {k: v for k, v in data.items() if k not in ("kind", "source", "hardware", "model")}
+    if kind == "wisp":
+        return WispCost(from_dict(WispCoefficients, params, where))
+    if kind == "lookup":
+        return from_dict(LookupCost, params, where)
+    raise ConfigError(f"{where}.kind", f"must be 'wisp' or 'lookup', got {kind!r}")
+
+
+def build_cost_model(
+    kind: str, model: str, hardware: str, profile: str | None, where: str
+) -> CostModel:
+    """The cost model a scenario names: roofline from presets, or a profile file."""
+    if kind == "roofline":
+        return RooflineCost(load_model(model), load_hardware(hardware))
+    if profile is None:
+        raise ConfigError(f"{where}.profile", f"cost model {kind!r} needs a profile")
+    return load_profile(profile)
+
+
+def decode_steps_s(cost: CostModel, num_steps: int, context: int, prefill: int = 0) -> float:
+    """Time of ``num_steps`` sequential one-token passes after ``context`` tokens.
+
+    When ``prefill`` > 0 the first pass instead forwards that many uncached tokens (the
+    prompt) and yields the first draft token: the drafter's cost for its first round.
+    """
+    if num_steps <= 0:
+        return 0.0
+    total = 0.0
+    first = 0
+    if prefill > 0:
+        total += cost.batch_time_s(1, prefill, prefill * prefill, 0)
+        context, first = prefill, 1
+    for step in range(first, num_steps):
+        cached = context + step
+        total += cost.batch_time_s(1, 1, cached + 1, cached)
+    return total

@@ -1,0 +1,448 @@
+"""Event handlers of the simulator: request arrival, drafting, uplink, batching,
+verification, downlink. See :mod:`edgespec.sim.simulator` for the round lifecycle."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from edgespec.core.types import (
+    BatchRecord,
+    PendingVerification,
+    Request,
+    RequestRecord,
+    RoundRecord,
+    ServerLoad,
+)
+from edgespec.policies.batching import FcfsBatching
+from edgespec.policies.interfaces import BatchLimits, WindowObservation
+from edgespec.policies.window import StaticWindow
+from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
+from edgespec.sim.build import Policies
+from edgespec.sim.cost_models import decode_steps_s
+from edgespec.sim.entities import DeviceState, ServerState, Session
+from edgespec.sim.kernel import EventQueue, Handler
+from edgespec.sim.network import downlink_bytes, uplink_bytes
+from edgespec.sim.rng import spawn_generator
+from edgespec.sim.scenario import Scenario
+from edgespec.sim.workload import LengthTable, TraceEntry
+
+BATCH_END, DELIVER, DRAFT_DONE, ARRIVE, REQUEST, DISPATCH = range(6)
+
+
+class RecordSink(Protocol):
+    """Where the engine emits its records."""
+
+    def request(self, record: RequestRecord) -> None: ...
+    def batch(self, record: BatchRecord) -> None: ...
+    def round(self, record: RoundRecord) -> None: ...
+
+
+class Engine:
+    """Holds the run's state; its bound methods are the kernel's event handlers."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        devices: list[DeviceState],
+        servers: list[ServerState],
+        policies: Policies,
+        acceptance: AcceptanceModel,
+        lengths: LengthTable | None,
+        trace: tuple[TraceEntry, ...],
+        sink: RecordSink,
+        *,
+        record_rounds: bool,
+    ) -> None:
+        self.scenario = scenario
+        self.devices = devices
+        self.servers = servers
+        self.policies = policies
+        self.acceptance = acceptance
+        self.lengths = lengths
+        self.trace = trace
+        self.sink = sink
+        self.record_rounds = record_rounds
+        self.mode = scenario.mode
+        self.distributed = scenario.mode == "distributed"
+        fast = scenario.fast_path
+        window = policies.window
+        self.static_gamma = window.gamma if fast and type(window) is StaticWindow else None
+        self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
+        self.fast = fast
+        self.send_probs = scenario.temperature > 0
+        self.route_rng = spawn_generator(scenario.seed, "routing")
+        self.workload_rng = spawn_generator(scenario.seed, "workload")
+        self.trace_pool = acceptance if isinstance(acceptance, TraceAcceptance) else None
+        self.limits = [
+            (
+                BatchLimits(s.max_batch_size, s.max_batch_tokens, s.kv_budget),
+                BatchLimits(s.max_batch_size, s.max_batch_tokens, s.kv_budget, force=True),
+            )
+            for s in servers
+        ]
+        self.num_rounds = 0
+        self.num_sessions = 0
+        self.num_created = 0
+        self.q = EventQueue()
+
+    def handlers(self) -> list[Handler]:
+        return [
+            self._batch_end,
+            self._deliver,
+            self._draft_done,
+            self._arrive,
+            self._request,
+            self._dispatch,
+        ]
+
+    # --- arrivals
+
+    def start(self, queue: EventQueue) -> None:
+        self.q = queue
+        wl = self.scenario.workload
+        if wl.kind == "closed_loop":
+            for dev in self.devices:
+                t0 = float(self.workload_rng.uniform(0.0, wl.ramp_s)) if wl.ramp_s > 0 else 0.0
+                if t0 <= self.scenario.duration_s:
+                    queue.push(t0, REQUEST, dev.device_id, dev)
+        elif wl.kind == "poisson":
+            queue.push(float(self.workload_rng.exponential(1.0 / wl.rate_per_s)), REQUEST, 0, None)
+        elif self.trace:
+            queue.push(self.trace[0].arrival_s, REQUEST, 0, 0)
+
+    def _request(self, t: float, payload: object) -> None:
+        wl = self.scenario.workload
+        rng = self.workload_rng
+        if isinstance(payload, DeviceState):
+            self._offer(payload, self._new_request(payload, t), None, t)
+        elif wl.kind == "poisson":
+            dev = self.devices[int(rng.integers(len(self.devices)))]
+            self._offer(dev, self._new_request(dev, t), None, t)
+            nxt = t + float(rng.exponential(1.0 / wl.rate_per_s))
+            if nxt <= self.scenario.duration_s:
+                self.q.push(nxt, REQUEST, 0, None)
+        else:
+            assert isinstance(payload, int)
+            entry = self.trace[payload]
+            dev = self.devices[entry.device_index(len(self.devices))]
+            request = Request(
+                request_id=entry.request_id,
+                client_id=entry.client_id,
+                arrival_s=t,
+                num_prompt_tokens=entry.num_prompt_tokens,
+                num_output_tokens=entry.num_output_tokens,
+                slo_class=entry.slo_class or dev.slo_class,
+            )
+            self._offer(dev, request, entry.acceptance_seq, t)
+            if payload + 1 < len(self.trace):
+                self.q.push(self.trace[payload + 1].arrival_s, REQUEST, 0, payload + 1)
+
+    def _new_request(self, dev: DeviceState, t: float) -> Request:
+        assert self.lengths is not None
+        prompt, output = self.lengths.sample(self.workload_rng)
+        cap = self.scenario.workload.max_output_tokens
+        if cap is not None:
+            output = min(output, cap)
+        self.num_created += 1
+        return Request(
+            request_id=f"r{self.num_created - 1}",
+            client_id=str(dev.device_id),
+            arrival_s=t,
+            num_prompt_tokens=prompt,
+            num_output_tokens=output,
+            slo_class=dev.slo_class,
+        )
+
+    def _offer(
+        self, dev: DeviceState, request: Request, seq: tuple[int, ...] | None, t: float
+    ) -> None:
+        if dev.session is None:
+            self._start(dev, request, seq, t)
+        else:
+            dev.pending.append((request, seq))
+
+    def _start(
+        self, dev: DeviceState, request: Request, seq: tuple[int, ...] | None, t: float
+    ) -> None:
+        index = self.num_sessions
+        self.num_sessions += 1
+        loads = [ServerLoad(s.server_id, len(s.queue), s.num_active, s.busy) for s in self.servers]
+        server = self.servers[self.policies.routing.route(loads, self.route_rng)]
+        if seq is None and self.trace_pool is not None:
+            seq = self.trace_pool.seq_for(index)
+        slo = self.scenario.slo_classes[request.slo_class]
+        session = Session(index, request, dev, server, seq, slo)
+        dev.session = session
+        server.num_active += 1
+        self._begin_round(session, t)
+
+    # --- one round
+
+    def _begin_round(self, s: Session, t: float) -> None:
+        request = s.request
+        remaining = request.num_output_tokens - s.committed
+        if self.mode == "centralized":
+            gamma = 0
+        else:
+            if self.static_gamma is not None:
+                chosen = self.static_gamma
+            else:
+                obs = WindowObservation(
+                    previous_gamma=s.gamma,
+                    recent_acceptance=s.recent_acceptance(),
+                    last_num_accepted=s.last_accepted,
+                    queue_depth=len(s.server.queue),
+                    rtt_s=s.device.link.rtt_s,
+                )
+                chosen = self.policies.window.next_window(obs)
+                if chosen < 1:
+                    raise RuntimeError(f"window policy returned gamma={chosen} (< 1)")
+            s.gamma = chosen
+            gamma = min(chosen, remaining - 1)
+        s.gamma_eff = gamma
+        first = s.num_rounds == 0
+        context = request.num_prompt_tokens + s.committed
+        prefill = request.num_prompt_tokens if first else 0
+        if self.distributed:
+            draft = decode_steps_s(s.device.draft_cost, gamma, context, prefill)
+        elif self.mode == "fused":
+            assert s.server.draft_cost is not None
+            draft = decode_steps_s(s.server.draft_cost, gamma, context, prefill)
+        else:
+            draft = 0.0
+        s.round_start_s = t
+        s.round_draft_s = draft
+        s.draft_s += draft
+        if self.fast:
+            self.q.push((t + draft) + self._uplink(s, first), ARRIVE, s.device.device_id, s)
+        else:
+            self.q.push(t + draft, DRAFT_DONE, s.device.device_id, s)
+
+    def _uplink(self, s: Session, first: bool) -> float:
+        dev = s.device
+        prompt_ids = s.request.num_prompt_tokens if first else 0
+        if self.distributed:
+            size = uplink_bytes(s.gamma_eff, prompt_ids, dev.vocab_size, self.send_probs)
+        elif first:
+            size = uplink_bytes(0, prompt_ids, dev.vocab_size, False)
+        else:
+            s.round_up_s = 0.0
+            return 0.0
+        up = dev.link.latency_s(size, dev.rng)
+        s.round_up_s = up
+        s.network_s += up
+        return up
+
+    def _draft_done(self, t: float, s: Session) -> None:
+        self.q.push(t + self._uplink(s, s.num_rounds == 0), ARRIVE, s.device.device_id, s)
+
+    def _arrive(self, t: float, s: Session) -> None:
+        server = s.server
+        s.enqueued_s = t
+        s.entry_id = server.num_enqueued
+        server.num_enqueued += 1
+        server.queue.append(s)
+        if not server.busy and not server.dispatch_pending:
+            server.dispatch_pending = True
+            self.q.push(t, DISPATCH, server.server_id, server)
+
+    # --- the server
+
+    def _dispatch(self, t: float, server: ServerState) -> None:
+        server.dispatch_pending = False
+        if server.busy or not server.queue:
+            return
+        if self.fcfs_inline:
+            chosen = self._select_fcfs(server)
+        else:
+            chosen = self._select_policy(server, t)
+            if not chosen:
+                return
+        n_lin = n_int = n_cached = 0
+        for s in chosen:
+            new, cached = s.batch_new, s.batch_cached
+            n_lin += new
+            n_int += (cached + new) * new
+            n_cached += cached
+        duration = server.cost.batch_time_s(len(chosen), n_lin, n_int, n_cached)
+        server.busy = True
+        server.batch = chosen
+        server.batch_start_s = t
+        server.batch_new = n_lin
+        server.batch_cached = n_cached
+        self.q.push(t + duration, BATCH_END, server.server_id, server)
+
+    def _shape(self, s: Session, server: ServerState) -> tuple[int, int]:
+        """(new, cached) tokens this entry forwards now: the uncached rest of its context."""
+        cached = server.kv.get(s.index, 0)
+        context = s.request.num_prompt_tokens + s.committed + s.gamma_eff
+        return context - cached, cached
+
+    def _select_fcfs(self, server: ServerState) -> list[Session]:
+        """FcfsBatching.select, inline: the queue is already in (enqueued_s, entry_id) order."""
+        queue = server.queue
+        chosen: list[Session] = []
+        max_size, max_tokens, max_context = (
+            server.max_batch_size,
+            server.max_batch_tokens,
+            server.kv_budget,
+        )
+        num_tokens = num_context = 0
+        skipped = False
+        for s in queue:
+            if len(chosen) >= max_size:
+                break
+            new, cached = self._shape(s, server)
+            if chosen and (
+                num_tokens + new > max_tokens or num_context + new + cached > max_context
+            ):
+                skipped = True
+                continue
+            s.batch_new, s.batch_cached = new, cached
+            chosen.append(s)
+            num_tokens += new
+            num_context += new + cached
+        if len(chosen) == len(queue):
+            server.queue = []
+        elif not skipped:
+            server.queue = queue[len(chosen) :]
+        else:
+            taken = {s.entry_id for s in chosen}
+            server.queue = [s for s in queue if s.entry_id not in taken]
+        return chosen
+
+    def _select_policy(self, server: ServerState, t: float) -> list[Session]:
+        by_id: dict[int, Session] = {}
+        pending = []
+        for s in server.queue:
+            new, cached = self._shape(s, server)
+            by_id[s.entry_id] = s
+            pending.append(
+                PendingVerification(
+                    entry_id=s.entry_id,
+                    session_id=s.request.request_id,
+                    client_id=s.request.client_id,
+                    enqueued_s=s.enqueued_s,
+                    num_draft_tokens=s.gamma_eff,
+                    num_new_tokens=new,
+                    num_cached_tokens=cached,
+                    slo_class=s.request.slo_class,
+                )
+            )
+        force = server.num_active == len(server.queue)  # nothing else in flight
+        plan = self.policies.batching.select(pending, t, self.limits[server.server_id][force])
+        if not plan.entry_ids:
+            if force:
+                raise RuntimeError("batching policy returned an empty plan with force set")
+            return []
+        if len(set(plan.entry_ids)) != len(plan.entry_ids) or not set(plan.entry_ids) <= set(by_id):
+            raise RuntimeError(
+                f"batching policy chose unknown or repeated entries {plan.entry_ids}"
+            )
+        chosen = [by_id[i] for i in plan.entry_ids]
+        for entry, s in zip(pending, server.queue, strict=True):
+            s.batch_new, s.batch_cached = entry.num_new_tokens, entry.num_cached_tokens
+        taken = set(plan.entry_ids)
+        server.queue = [s for s in server.queue if s.entry_id not in taken]
+        return chosen
+
+    def _batch_end(self, t: float, server: ServerState) -> None:
+        batch = server.batch
+        start = server.batch_start_s
+        server.busy = False
+        server.batch = []
+        self.sink.batch(
+            BatchRecord(
+                server.server_id, start, t, len(batch), server.batch_new, server.batch_cached
+            )
+        )
+        verify = t - start
+        accepted = self.acceptance.accepted
+        distributed = self.distributed
+        collapse = self.fast and (self.static_gamma is not None or self.mode == "centralized")
+        for s in batch:
+            dev = s.device
+            gamma = s.gamma_eff
+            num_acc = accepted(s.seq, s.committed, gamma, dev.rng) if gamma > 0 else 0
+            committed = num_acc + 1
+            s.committed += committed
+            s.num_rounds += 1
+            s.num_drafted += gamma
+            s.num_accepted += num_acc
+            s.last_accepted = num_acc
+            s.recent.append((gamma, num_acc))
+            queued = start - s.enqueued_s
+            s.queue_s += queued
+            s.verify_s += verify
+            request = s.request
+            done = s.committed >= request.num_output_tokens
+            down = 0.0
+            if distributed or s.num_rounds == 1 or done:
+                down = dev.link.latency_s(downlink_bytes(committed), dev.rng)
+                s.network_s += down
+            deliver = t + down
+            if s.num_rounds == 1:
+                s.first_token_s = deliver
+            if self.record_rounds:
+                self.sink.round(
+                    RoundRecord(
+                        request.request_id, s.num_rounds - 1, s.round_start_s,
+                        deliver if distributed else t, s.round_draft_s, s.round_up_s,
+                        queued, verify, down, gamma, num_acc, committed, len(batch),
+                        server.server_id,
+                    )
+                )  # fmt: skip
+            if done:
+                server.release(s.index)
+                server.num_active -= 1
+                self.q.push(deliver, DELIVER, dev.device_id, s)
+                continue
+            server.store(s.index, request.num_prompt_tokens + s.committed - 1)
+            resume = deliver if distributed else t
+            if collapse:
+                self._begin_round(s, resume)
+            else:
+                self.q.push(resume, DELIVER, dev.device_id, s)
+        self.num_rounds += len(batch)
+        if server.queue and not server.dispatch_pending:
+            server.dispatch_pending = True
+            self.q.push(t, DISPATCH, server.server_id, server)
+
+    # --- the device
+
+    def _deliver(self, t: float, s: Session) -> None:
+        request = s.request
+        if s.committed < request.num_output_tokens:
+            self._begin_round(s, t)
+            return
+        self.sink.request(
+            RequestRecord(
+                request_id=request.request_id,
+                client_id=request.client_id,
+                slo_class=request.slo_class,
+                server_id=s.server.server_id,
+                arrival_s=request.arrival_s,
+                first_token_s=s.first_token_s,
+                finish_s=t,
+                num_prompt_tokens=request.num_prompt_tokens,
+                num_output_tokens=s.committed,
+                num_rounds=s.num_rounds,
+                num_drafted=s.num_drafted,
+                num_accepted=s.num_accepted,
+                slo_tokens_per_s=s.slo_tokens_per_s,
+                draft_s=s.draft_s,
+                network_s=s.network_s,
+                queue_s=s.queue_s,
+                verify_s=s.verify_s,
+            )
+        )
+        dev = s.device
+        dev.session = None
+        if dev.pending:
+            nxt_request, seq = dev.pending.popleft()
+            self._start(dev, nxt_request, seq, t)
+        elif self.scenario.workload.kind == "closed_loop":
+            think = self.scenario.workload.think_time_s
+            nxt = t + (float(self.workload_rng.exponential(think)) if think > 0 else 0.0)
+            if nxt <= self.scenario.duration_s:
+                self.q.push(nxt, REQUEST, dev.device_id, dev)

@@ -1,0 +1,184 @@
+"""Mutable simulation entities: sessions (requests in flight), devices, servers.
+
+These are private to the simulator (never cross a boundary); they use ``__slots__``
+classes rather than frozen dataclasses because the event loop updates them millions
+of times per run.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+
+from edgespec.core.types import Request
+from edgespec.sim.cost_models import CostModel
+from edgespec.sim.network import Link
+from edgespec.sim.rng import UniformStream
+
+
+class Session:
+    """One request being served: its progress and per-round scratch values."""
+
+    __slots__ = (
+        "batch_cached",
+        "batch_new",
+        "committed",
+        "device",
+        "draft_s",
+        "enqueued_s",
+        "entry_id",
+        "first_token_s",
+        "gamma",
+        "gamma_eff",
+        "index",
+        "last_accepted",
+        "network_s",
+        "num_accepted",
+        "num_drafted",
+        "num_rounds",
+        "queue_s",
+        "recent",
+        "request",
+        "round_draft_s",
+        "round_start_s",
+        "round_up_s",
+        "seq",
+        "server",
+        "slo_tokens_per_s",
+        "verify_s",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        request: Request,
+        device: DeviceState,
+        server: ServerState,
+        seq: tuple[int, ...] | None,
+        slo_tokens_per_s: float | None,
+    ) -> None:
+        self.index = index
+        self.request = request
+        self.device = device
+        self.server = server
+        self.seq = seq
+        self.slo_tokens_per_s = slo_tokens_per_s
+        self.committed = 0
+        self.gamma = 0
+        self.gamma_eff = 0
+        self.last_accepted: int | None = None
+        self.recent: deque[tuple[int, int]] = deque(maxlen=4)
+        self.num_rounds = self.num_drafted = self.num_accepted = 0
+        self.draft_s = self.network_s = self.queue_s = self.verify_s = 0.0
+        self.first_token_s = -1.0
+        self.enqueued_s = self.round_start_s = self.round_draft_s = self.round_up_s = 0.0
+        self.entry_id = 0
+        self.batch_new = self.batch_cached = 0
+
+    def recent_acceptance(self) -> float | None:
+        """Accepted / drafted over the last (up to 4) rounds; None before any drafting."""
+        drafted = sum(d for d, _ in self.recent)
+        if drafted == 0:
+            return None
+        return sum(a for _, a in self.recent) / drafted
+
+
+class DeviceState:
+    """An edge device: serves its requests one at a time, in arrival order."""
+
+    __slots__ = (
+        "device_id",
+        "draft_cost",
+        "link",
+        "pending",
+        "rng",
+        "session",
+        "slo_class",
+        "vocab_size",
+    )
+
+    def __init__(
+        self,
+        device_id: int,
+        slo_class: str,
+        link: Link,
+        draft_cost: CostModel,
+        vocab_size: int,
+        rng: UniformStream,
+    ) -> None:
+        self.device_id = device_id
+        self.slo_class = slo_class
+        self.link = link
+        self.draft_cost = draft_cost
+        self.vocab_size = vocab_size
+        self.rng = rng
+        self.session: Session | None = None
+        self.pending: deque[tuple[Request, tuple[int, ...] | None]] = deque()
+
+
+class ServerState:
+    """A target server: verification queue, engine, per-session KV cache (LRU)."""
+
+    __slots__ = (
+        "batch",
+        "batch_cached",
+        "batch_new",
+        "batch_start_s",
+        "busy",
+        "cost",
+        "dispatch_pending",
+        "draft_cost",
+        "kv",
+        "kv_budget",
+        "kv_total",
+        "max_batch_size",
+        "max_batch_tokens",
+        "num_active",
+        "num_enqueued",
+        "queue",
+        "server_id",
+    )
+
+    def __init__(
+        self,
+        server_id: int,
+        cost: CostModel,
+        draft_cost: CostModel | None,
+        kv_budget: int,
+        max_batch_size: int,
+        max_batch_tokens: int,
+    ) -> None:
+        self.server_id = server_id
+        self.cost = cost
+        self.draft_cost = draft_cost
+        self.kv_budget = kv_budget
+        self.max_batch_size = max_batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.queue: list[Session] = []
+        self.batch: list[Session] = []
+        self.batch_start_s = 0.0
+        self.batch_new = self.batch_cached = 0
+        self.busy = False
+        self.dispatch_pending = False
+        self.num_active = 0
+        self.num_enqueued = 0
+        self.kv: OrderedDict[int, int] = OrderedDict()
+        self.kv_total = 0
+
+    def cached_tokens(self, session_index: int) -> int:
+        """KV tokens resident for a session (0: never verified here, or evicted)."""
+        return self.kv.get(session_index, 0)
+
+    def store(self, session_index: int, num_tokens: int) -> None:
+        """Record a session's KV after a pass (most recently used), evicting LRU sessions
+        while the resident total exceeds the budget."""
+        kv = self.kv
+        self.kv_total += num_tokens - kv.get(session_index, 0)
+        kv[session_index] = num_tokens
+        kv.move_to_end(session_index)
+        while self.kv_total > self.kv_budget and kv:
+            _, size = kv.popitem(last=False)
+            self.kv_total -= size
+
+    def release(self, session_index: int) -> None:
+        """Free a finished session's KV."""
+        self.kv_total -= self.kv.pop(session_index, 0)

@@ -1,0 +1,300 @@
+"""Scenario: the frozen, validated description of one simulation run (YAML → dataclasses).
+
+Loaded once through :mod:`edgespec.config` (``key.path=value`` overrides apply before
+validation); every error names the offending field, e.g.
+``config field 'auto_topology.devices[0].link': unknown link 'wan'; known: ['default']``.
+``auto_topology`` lists pools; :func:`expand_topology` turns them into explicit entities.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict, read_yaml
+
+Mode = Literal["distributed", "fused", "centralized"]
+
+
+def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    return types.MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True, slots=True)
+class LinkConfig:
+    """Edge↔server network path (both directions)."""
+
+    rtt_ms: float = 10.0
+    jitter_ms: float = 0.0
+    bandwidth_mbps: float = 100.0
+    loss_rate: float = 0.0
+    retransmit_timeout_ms: float = 200.0
+
+
+@dataclass(frozen=True, slots=True)
+class CostModelConfig:
+    """``roofline`` (from model + hardware presets), ``wisp`` or ``lookup`` (profile file)."""
+
+    kind: Literal["roofline", "wisp", "lookup"] = "roofline"
+    profile: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePool:
+    """``count`` identical edge devices running ``draft_model`` on ``hardware``."""
+
+    name: str = "edge"
+    count: int = 1
+    draft_model: str = "qwen3-0.6b"
+    hardware: str = "jetson-orin"
+    link: str = "default"
+    slo_mix: Mapping[str, float] = field(default_factory=lambda: _frozen({"default": 1.0}))
+    cost_model: CostModelConfig = field(default_factory=CostModelConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerPool:
+    """``count`` identical target servers; ``kv_budget_tokens`` bounds resident KV."""
+
+    name: str = "server"
+    count: int = 1
+    target_model: str = "qwen3-32b"
+    hardware: str = "a100"
+    kv_budget_tokens: int = 200_000
+    max_batch_size: int = 32
+    max_batch_tokens: int = 8192
+    cost_model: CostModelConfig = field(default_factory=CostModelConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyConfig:
+    devices: tuple[DevicePool, ...] = (DevicePool(),)
+    servers: tuple[ServerPool, ...] = (ServerPool(),)
+
+
+@dataclass(frozen=True, slots=True)
+class PoliciesConfig:
+    """Policies by registry name (``edgespec.policies.registry``) with parameters."""
+
+    routing: PolicySpec = field(default_factory=lambda: PolicySpec("round_robin"))
+    batching: PolicySpec = field(default_factory=lambda: PolicySpec("fcfs"))
+    window: PolicySpec = field(default_factory=lambda: PolicySpec("static"))
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptanceConfig:
+    """``trace`` (replay ``acceptance_seq``; ``traces`` = bundled names or JSONL paths,
+    used for requests whose workload carries none), ``iid`` (``alpha``) or ``decay``
+    (conditional ``rates`` by position in the window)."""
+
+    kind: Literal["trace", "iid", "decay"] = "decay"
+    alpha: float = 0.7
+    rates: tuple[float, ...] = (0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45)
+    traces: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadConfig:
+    """Where requests come from.
+
+    ``closed_loop``: every device issues a request, waits for it, thinks an exponential
+    ``think_time_s`` on average, repeats; first requests start uniformly over
+    [0, ``ramp_s``). ``poisson``: arrivals at ``rate_per_s`` in total,
+    each to a uniformly random device. ``trace``: replay the JSONL file ``trace``.
+    Lengths (closed loop, Poisson) are paired (prompt, output) samples from the length
+    table ``dataset`` (``edgespec/data/lengths/<dataset>.json``) unless ``prompt_tokens``
+    and ``output_tokens`` give a table inline.
+    """
+
+    kind: Literal["closed_loop", "poisson", "trace"] = "closed_loop"
+    dataset: str = "gsm8k"
+    prompt_tokens: tuple[int, ...] = ()
+    output_tokens: tuple[int, ...] = ()
+    rate_per_s: float = 10.0
+    think_time_s: float = 0.0
+    ramp_s: float = 1.0
+    trace: str | None = None
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One simulation run. ``duration_s`` of simulated time; requests unfinished then are
+    not reported. ``slo_classes`` maps a class to its token-speed target (tok/s) or null."""
+
+    name: str = "scenario"
+    seed: int = 0
+    duration_s: float = 60.0
+    mode: Mode = "distributed"
+    temperature: float = 0.0
+    slo_classes: Mapping[str, float | None] = field(
+        default_factory=lambda: _frozen({"default": None})
+    )
+    links: Mapping[str, LinkConfig] = field(
+        default_factory=lambda: _frozen({"default": LinkConfig()})
+    )
+    auto_topology: TopologyConfig = field(default_factory=TopologyConfig)
+    policies: PoliciesConfig = field(default_factory=PoliciesConfig)
+    acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    record_rounds: bool = False
+    fast_path: bool = True
+
+    def validate(self) -> None:
+        _positive("duration_s", self.duration_s)
+        if self.temperature < 0:
+            raise ConfigError("temperature", f"must be >= 0, got {self.temperature}")
+        for cls, target in self.slo_classes.items():
+            if target is not None and target <= 0:
+                raise ConfigError(f"slo_classes.{cls}", f"must be > 0 or null, got {target}")
+        for name, link in self.links.items():
+            _validate_link(f"links.{name}", link)
+        topo = self.auto_topology
+        if not topo.devices:
+            raise ConfigError("auto_topology.devices", "needs at least one device pool")
+        if not topo.servers:
+            raise ConfigError("auto_topology.servers", "needs at least one server pool")
+        for i, pool in enumerate(topo.devices):
+            _validate_devices(f"auto_topology.devices[{i}]", pool, self)
+        for i, spool in enumerate(topo.servers):
+            where = f"auto_topology.servers[{i}]"
+            for name in ("count", "kv_budget_tokens", "max_batch_size", "max_batch_tokens"):
+                if getattr(spool, name) < 1:
+                    raise ConfigError(
+                        f"{where}.{name}", f"must be >= 1, got {getattr(spool, name)}"
+                    )
+            _validate_cost(f"{where}.cost_model", spool.cost_model)
+        _validate_acceptance(self.acceptance)
+        _validate_workload(self.workload)
+
+
+def _positive(where: str, value: float) -> None:
+    if not value > 0 or math.isinf(value):
+        raise ConfigError(where, f"must be a finite number > 0, got {value}")
+
+
+def _validate_link(where: str, link: LinkConfig) -> None:
+    for name in ("rtt_ms", "jitter_ms", "retransmit_timeout_ms"):
+        if getattr(link, name) < 0:
+            raise ConfigError(f"{where}.{name}", f"must be >= 0, got {getattr(link, name)}")
+    _positive(f"{where}.bandwidth_mbps", link.bandwidth_mbps)
+    if not 0.0 <= link.loss_rate < 1.0:
+        raise ConfigError(f"{where}.loss_rate", f"must be in [0, 1), got {link.loss_rate}")
+
+
+def _validate_devices(where: str, pool: DevicePool, scenario: Scenario) -> None:
+    if pool.count < 1:
+        raise ConfigError(f"{where}.count", f"must be >= 1, got {pool.count}")
+    if pool.link not in scenario.links:
+        raise ConfigError(
+            f"{where}.link", f"unknown link {pool.link!r}; known: {sorted(scenario.links)}"
+        )
+    if not pool.slo_mix or sum(pool.slo_mix.values()) <= 0:
+        raise ConfigError(f"{where}.slo_mix", "needs at least one class with a positive share")
+    for cls, share in pool.slo_mix.items():
+        if cls not in scenario.slo_classes:
+            raise ConfigError(
+                f"{where}.slo_mix.{cls}",
+                f"unknown SLO class; known: {sorted(scenario.slo_classes)}",
+            )
+        if share < 0:
+            raise ConfigError(f"{where}.slo_mix.{cls}", f"must be >= 0, got {share}")
+    _validate_cost(f"{where}.cost_model", pool.cost_model)
+
+
+def _validate_cost(where: str, cost: CostModelConfig) -> None:
+    if cost.kind != "roofline" and cost.profile is None:
+        raise ConfigError(f"{where}.profile", f"cost model {cost.kind!r} needs a profile")
+
+
+def _validate_acceptance(acc: AcceptanceConfig) -> None:
+    if not 0.0 <= acc.alpha <= 1.0:
+        raise ConfigError("acceptance.alpha", f"must be in [0, 1], got {acc.alpha}")
+    if acc.kind == "decay" and not acc.rates:
+        raise ConfigError("acceptance.rates", "needs at least one rate")
+    for k, rate in enumerate(acc.rates):
+        if not 0.0 <= rate <= 1.0:
+            raise ConfigError(f"acceptance.rates[{k}]", f"must be in [0, 1], got {rate}")
+
+
+def _validate_workload(wl: WorkloadConfig) -> None:
+    if wl.kind == "trace" and wl.trace is None:
+        raise ConfigError("workload.trace", "workload kind 'trace' needs a trace file")
+    if wl.kind == "poisson":
+        _positive("workload.rate_per_s", wl.rate_per_s)
+    if wl.ramp_s < 0:
+        raise ConfigError("workload.ramp_s", f"must be >= 0, got {wl.ramp_s}")
+    if wl.think_time_s < 0:
+        raise ConfigError("workload.think_time_s", f"must be >= 0, got {wl.think_time_s}")
+    if len(wl.prompt_tokens) != len(wl.output_tokens):
+        raise ConfigError(
+            "workload.output_tokens",
+            f"has {len(wl.output_tokens)} entries but prompt_tokens has {len(wl.prompt_tokens)}",
+        )
+    for name in ("prompt_tokens", "output_tokens"):
+        for i, n in enumerate(getattr(wl, name)):
+            if n < (0 if name == "prompt_tokens" else 1):
+                raise ConfigError(f"workload.{name}[{i}]", f"out of range: {n}")
+    if wl.max_output_tokens is not None and wl.max_output_tokens < 1:
+        raise ConfigError("workload.max_output_tokens", "must be >= 1")
+
+
+def default_scenario_path() -> Path:
+    return Path(str(resources.files("edgespec") / "data" / "scenarios" / "default.yaml"))
+
+
+def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -> Scenario:
+    """Build a validated Scenario from a plain mapping (sweeps) plus overrides."""
+    return from_dict(Scenario, apply_overrides(data, overrides))
+
+
+def load_scenario(path: str | Path | None, overrides: Sequence[str] = ()) -> Scenario:
+    """Load a scenario YAML (``None``: the bundled default) with ``key.path=value`` overrides."""
+    return scenario_from_dict(read_yaml(path or default_scenario_path()), overrides)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSpec:
+    """One expanded edge device."""
+
+    device_id: int
+    pool: DevicePool
+    slo_class: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """One expanded target server."""
+
+    server_id: int
+    pool: ServerPool
+
+
+def _assign_classes(mix: Mapping[str, float], count: int) -> list[str]:
+    """Deterministic class per device: largest-remainder apportionment, classes in order."""
+    total = sum(mix.values())
+    quotas = [(cls, count * share / total) for cls, share in mix.items()]
+    counts = {cls: int(q) for cls, q in quotas}
+    left = count - sum(counts.values())
+    by_remainder = sorted(quotas, key=lambda cq: -(cq[1] - int(cq[1])))
+    for cls, _ in by_remainder[:left]:
+        counts[cls] += 1
+    return [cls for cls, _ in quotas for _ in range(counts[cls])]
+
+
+def expand_topology(scenario: Scenario) -> tuple[tuple[DeviceSpec, ...], tuple[ServerSpec, ...]]:
+    """Pools → explicit devices (ids 0..) and servers (ids 0..), in pool order."""
+    devices: list[DeviceSpec] = []
+    for pool in scenario.auto_topology.devices:
+        for cls in _assign_classes(pool.slo_mix, pool.count):
+            devices.append(DeviceSpec(len(devices), pool, cls))
+    servers: list[ServerSpec] = []
+    for spool in scenario.auto_topology.servers:
+        for _ in range(spool.count):
+            servers.append(ServerSpec(len(servers), spool))
+    return tuple(devices), tuple(servers)

@@ -1,0 +1,170 @@
+"""Workload: request traces (two JSONL schemas), length tables, arrival sampling.
+
+edgespec trace schema (DESIGN.md), one JSON object per line::
+
+    {"request_id": "r0", "arrival_ms": 5.3, "prompt_tokens": 27, "output_tokens": 94,
+     "drafter_id": 38, "slo_class": "silver", "acceptance_seq": [1, 0, 1, ...]}
+
+DSD-Sim's schema is read too: output length from ``target_tokens`` (or
+``output_length``), prompt length from ``prompt_length``, arrival from
+``arrivaltime_ms`` / ``arrival_time_ms``, the device from ``metadata.client_id``.
+Length fields may be counts or token-id lists (their length is used). A client id that
+is an integer (or an integer string) maps to device ``id % num_devices``; any other
+string maps through CRC-32, so the mapping is stable across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgespec.config import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEntry:
+    """One request of a replayed trace."""
+
+    request_id: str
+    arrival_s: float
+    num_prompt_tokens: int
+    num_output_tokens: int
+    client_id: str
+    slo_class: str | None = None
+    acceptance_seq: tuple[int, ...] | None = None
+
+    def device_index(self, num_devices: int) -> int:
+        cid = self.client_id.strip()
+        if cid.lstrip("-").isdigit():
+            return int(cid) % num_devices
+        return zlib.crc32(cid.encode()) % num_devices
+
+
+def _first(record: Mapping[str, Any], keys: tuple[str, ...], where: str) -> Any:
+    for key in keys:
+        if key in record:
+            return record[key]
+    raise ConfigError(where, f"missing field; expected one of {list(keys)}")
+
+
+def _count(value: Any, where: str, minimum: int) -> int:
+    if isinstance(value, list):
+        value = len(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(where, f"expected an integer >= {minimum} or a token list, got {value!r}")
+    return value
+
+
+def parse_trace_record(record: Any, where: str) -> TraceEntry:
+    """One trace line (either schema) → :class:`TraceEntry`; errors name line and field."""
+    if not isinstance(record, Mapping):
+        raise ConfigError(where, f"expected a JSON object, got {type(record).__name__}")
+    arrival_key = ("arrival_ms", "arrivaltime_ms", "arrival_time_ms")
+    arrival = _first(record, arrival_key, f"{where}.arrival_ms")
+    if isinstance(arrival, bool) or not isinstance(arrival, int | float) or arrival < 0:
+        raise ConfigError(f"{where}.arrival_ms", f"expected a number >= 0, got {arrival!r}")
+    prompt_keys = ("prompt_tokens", "prompt_length", "prompt_len")
+    prompt = _count(_first(record, prompt_keys, f"{where}.prompt_tokens"), where, 0)
+    out_keys = ("output_tokens", "target_tokens", "output_length", "output_len")
+    output = _count(_first(record, out_keys, f"{where}.output_tokens"), f"{where}.output_tokens", 1)
+    metadata = record.get("metadata")
+    if "drafter_id" in record:
+        client = record["drafter_id"]
+    elif isinstance(metadata, Mapping) and "client_id" in metadata:
+        client = metadata["client_id"]
+    else:
+        client = record.get("client_id", 0)
+    seq = record.get("acceptance_seq")
+    if seq is not None:
+        if not isinstance(seq, list) or any(v not in (0, 1) or isinstance(v, float) for v in seq):
+            raise ConfigError(f"{where}.acceptance_seq", "must be a list of 0/1 integers")
+        seq = tuple(int(v) for v in seq)
+    slo = record.get("slo_class")
+    rid = record.get("request_id", record.get("id"))
+    return TraceEntry(
+        request_id=str(rid) if rid is not None else where,
+        arrival_s=float(arrival) / 1000.0,
+        num_prompt_tokens=prompt,
+        num_output_tokens=output,
+        client_id=str(client),
+        slo_class=str(slo) if slo is not None else None,
+        acceptance_seq=seq,
+    )
+
+
+def load_trace(path: str | Path) -> tuple[TraceEntry, ...]:
+    """Read a JSONL trace (either schema), sorted by arrival (stable for ties)."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(str(file), "trace file not found")
+    entries = []
+    with file.open() as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{file.name}:{lineno}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(where, f"invalid JSON: {exc.msg}") from exc
+            entries.append(parse_trace_record(record, where))
+    if not entries:
+        raise ConfigError(str(file), "trace holds no requests")
+    return tuple(sorted(entries, key=lambda e: e.arrival_s))
+
+
+def resolve_trace(name_or_path: str) -> Path:
+    """A bundled trace name (``edgespec/data/traces/<name>.jsonl``) or a file path."""
+    path = Path(name_or_path)
+    if path.suffix == ".jsonl" or path.is_file():
+        return path
+    bundled = Path(str(resources.files("edgespec") / "data" / "traces" / f"{name_or_path}.jsonl"))
+    if not bundled.is_file():
+        raise ConfigError(name_or_path, "no such trace file or bundled trace")
+    return bundled
+
+
+def bundled_traces() -> list[Path]:
+    """The real acceptance traces shipped in ``edgespec/data/traces``, sorted by name."""
+    folder = Path(str(resources.files("edgespec") / "data" / "traces"))
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+@dataclass(frozen=True, slots=True)
+class LengthTable:
+    """Paired (prompt, output) length samples; a draw resamples one index."""
+
+    dataset: str
+    prompt_tokens: tuple[int, ...]
+    output_tokens: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not self.prompt_tokens or len(self.prompt_tokens) != len(self.output_tokens):
+            raise ValueError(f"length table {self.dataset!r}: needs equal, non-empty columns")
+        if min(self.output_tokens) < 1 or min(self.prompt_tokens) < 0:
+            raise ValueError(f"length table {self.dataset!r}: lengths out of range")
+
+    def sample(self, rng: np.random.Generator) -> tuple[int, int]:
+        i = int(rng.integers(len(self.prompt_tokens)))
+        return self.prompt_tokens[i], self.output_tokens[i]
+
+
+def load_length_table(dataset: str) -> LengthTable:
+    """``edgespec/data/lengths/<dataset>.json`` (keys prompt_tokens, output_tokens)."""
+    folder = Path(str(resources.files("edgespec") / "data" / "lengths"))
+    path = folder / f"{dataset}.json"
+    if not path.is_file():
+        known = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+        raise ConfigError("workload.dataset", f"no length table {dataset!r}; known: {known}")
+    data = json.loads(path.read_text())
+    try:
+        return LengthTable(dataset, tuple(data["prompt_tokens"]), tuple(data["output_tokens"]))
+    except (KeyError, ValueError) as exc:
+        raise ConfigError(str(path), f"bad length table: {exc}") from exc
