@@ -39,7 +39,10 @@ def _not_built(name: str) -> Handler:
 
 
 # Built subcommands: name → module defining add_arguments(parser) and run(args).
-COMMAND_MODULES: dict[str, str] = {}
+COMMAND_MODULES: dict[str, str] = {
+    "sim": "edgespec.sim.command",
+    "bench": "edgespec.sim.bench",
+}
 
 
 def _registered() -> dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler]]:

@@ -1,0 +1,130 @@
+"""``edgespec sim``: run a scenario (the bundled default when no file is given), a sweep,
+or a capacity search; write the run folder and print the summary table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from edgespec.config import ConfigError, apply_overrides, read_yaml
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "args",
+        nargs="*",
+        metavar="[SCENARIO.yaml] [key.path=value ...]",
+        help="scenario file (default: the bundled default scenario) and overrides",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="run folder (default runs/<name>-<time>)"
+    )
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument("--rounds", action="store_true", help="also write rounds.csv")
+    parser.add_argument(
+        "--sweep",
+        nargs="+",
+        metavar="key=v1,v2,...",
+        default=None,
+        help="run the cartesian product of these values (one run per point)",
+    )
+    parser.add_argument(
+        "--capacity",
+        metavar="KEY",
+        default=None,
+        help="capacity search (WISP Eq. 20): largest integer KEY with violation rate <= epsilon",
+    )
+    parser.add_argument("--lo", type=int, default=1, help="capacity search lower bound")
+    parser.add_argument("--hi", type=int, default=1000, help="capacity search upper bound")
+    parser.add_argument("--epsilon", type=float, default=0.05, help="allowed SLO violation rate")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _split(items: list[str]) -> tuple[str | None, list[str]]:
+    path: str | None = None
+    overrides = []
+    for item in items:
+        if "=" in item:
+            overrides.append(item)
+        elif path is None:
+            path = item
+        else:
+            raise ConfigError(item, "only one scenario file may be given")
+    return path, overrides
+
+
+def _run_metrics(data: dict[str, Any]) -> Any:
+    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.simulator import simulate
+
+    result = simulate(scenario_from_dict(data), keep_records=False)
+    return result.metrics
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from edgespec.metrics.sinks import print_summary, write_run
+    from edgespec.metrics.summary import summarize
+    from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
+    from edgespec.sim.simulator import simulate
+
+    path, overrides = _split(args.args)
+    data = apply_overrides(read_yaml(path or default_scenario_path()), overrides)
+    scenario = scenario_from_dict(data)  # validate once, before any run
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out: Path = args.out or Path("runs") / f"{scenario.name}-{stamp}"
+    console = Console()
+    if args.sweep:
+        from edgespec.experiments.sweep import parse_grid, run_sweep, write_sweep
+
+        points = run_sweep(data, parse_grid(args.sweep), _run_metrics, progress=not args.quiet)
+        json_path, csv_path = write_sweep(out / "sweep", points)
+        console.print(f"sweep: {len(points)} runs → {json_path}, {csv_path}")
+        return 0
+    if args.capacity:
+        from edgespec.experiments.capacity import capacity_search
+
+        result = capacity_search(
+            data,
+            args.capacity,
+            _run_metrics,
+            epsilon=args.epsilon,
+            lo=args.lo,
+            hi=args.hi,
+            progress=not args.quiet,
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "capacity.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        bound = " (at upper bound)" if result.at_upper_bound else ""
+        console.print(
+            f"capacity {args.capacity} at epsilon={args.epsilon}: {result.capacity}{bound}"
+            f" → {out / 'capacity.json'}"
+        )
+        return 0
+    if args.rounds:
+        scenario = scenario_from_dict(data, ["record_rounds=true"])
+    started = time.perf_counter()
+    sim = simulate(scenario, progress=not args.quiet)
+    wall_s = time.perf_counter() - started
+    metrics = summarize(sim.requests, sim.batches, sim.duration_s, sim.num_servers)
+    write_run(
+        out,
+        metrics,
+        sim.requests,
+        sim.batches,
+        sim.rounds if args.rounds else None,
+        plots=not args.no_plots,
+    )
+    (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    print_summary(metrics, console)
+    console.print(
+        f"{scenario.name}: {sim.num_rounds} rounds, {len(sim.requests)} requests, "
+        f"{sim.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"
+    )
+    return 0
