@@ -27,6 +27,13 @@ from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
 
 
+def draft_rng(seed: int | None) -> np.random.Generator:
+    """The drafter's random stream: independent of the verifier's, which is seeded with
+    the same session seed (sharing one stream would correlate the draft sample with the
+    acceptance test and bias the output)."""
+    return np.random.default_rng(None if seed is None else [seed, 1])
+
+
 class Verifier(Protocol):
     """Where draft blocks get verified (in-process engine or a remote server)."""
 
@@ -69,7 +76,7 @@ def generate(
 ) -> GenerationResult:
     """Distributed speculative decoding of one request; returns the committed output."""
     policy = window if window is not None else StaticWindow(4)
-    rng = np.random.default_rng(sampling.seed)
+    rng = draft_rng(sampling.seed)
     prompt = tuple(prompt_ids)
     output: list[int] = []
     rounds: list[RoundRecord] = []

@@ -18,12 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-import numpy as np
-
 from edgespec.config import ServerConfig
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.drafter import draft_rng
 from edgespec.runtime.engine import Engine
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
@@ -157,7 +156,7 @@ class VerificationService:
         self.open_session(spec)
         drafter = self._draft_factory() if fused and self._draft_factory else None
         loop = asyncio.get_running_loop()
-        rng = np.random.default_rng(spec.sampling.seed)
+        rng = draft_rng(spec.sampling.seed)
         try:
             finished = False
             while not finished:
