@@ -76,11 +76,16 @@ def _link(scenario: Scenario, name: str) -> Link:
     )
 
 
-def _cost(cfg: CostModelConfig, model: str, hardware: str, where: str) -> CostModel:
+def _cost(
+    cfg: CostModelConfig, model: str, hardware: str, where: str, model_field: str
+) -> CostModel:
+    """Build a pool's cost model; errors name the pool's field (``...devices[0].hardware``)."""
     try:
         return build_cost_model(cfg.kind, model, hardware, cfg.profile, where)
     except ConfigError as exc:
-        raise ConfigError(where, str(exc)) from exc
+        field = {"model": model_field, "hardware": "hardware"}.get(exc.path, "cost_model.profile")
+        message = str(exc).split("': ", 1)[-1]
+        raise ConfigError(f"{where}.{field}", message) from exc
 
 
 def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerState]]:
@@ -91,37 +96,33 @@ def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerSt
     """
     device_specs, server_specs = expand_topology(scenario)
     streams = spawn_streams(scenario.seed, "device", len(device_specs))
-    costs: dict[tuple[str, int], CostModel] = {}
-    devices: list[DeviceState] = []
+    per_pool: list[tuple[CostModel, int, Link]] = []
     for pool_index, pool in enumerate(scenario.auto_topology.devices):
         where = f"auto_topology.devices[{pool_index}]"
-        costs[(where, 0)] = _cost(pool.cost_model, pool.draft_model, pool.hardware, where)
+        cost = _cost(pool.cost_model, pool.draft_model, pool.hardware, where, "draft_model")
+        try:
+            vocab = load_model(pool.draft_model).vocab_size
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.draft_model", str(exc).split("': ", 1)[-1]) from exc
+        per_pool.append((cost, vocab, _link(scenario, pool.link)))
+    devices: list[DeviceState] = []
     for spec in device_specs:
-        pool_index = scenario.auto_topology.devices.index(spec.pool)
-        where = f"auto_topology.devices[{pool_index}]"
+        cost, vocab, link = per_pool[spec.pool_index]
         devices.append(
-            DeviceState(
-                spec.device_id,
-                spec.slo_class,
-                _link(scenario, spec.pool.link),
-                costs[(where, 0)],
-                load_model(spec.pool.draft_model).vocab_size,
-                streams[spec.device_id],
-            )
+            DeviceState(spec.device_id, spec.slo_class, link, cost, vocab, streams[spec.device_id])
         )
     draft_model = scenario.auto_topology.devices[0].draft_model
     servers: list[ServerState] = []
     server_costs: dict[int, tuple[CostModel, CostModel | None]] = {}
     for pool_index, spool in enumerate(scenario.auto_topology.servers):
-        where = f"auto_topology.servers[{pool_index}].cost_model"
-        target = _cost(spool.cost_model, spool.target_model, spool.hardware, where)
+        where = f"auto_topology.servers[{pool_index}]"
+        target = _cost(spool.cost_model, spool.target_model, spool.hardware, where, "target_model")
         fused_draft = None
         if scenario.mode == "fused":
-            fused_draft = _cost(CostModelConfig(), draft_model, spool.hardware, where)
+            fused_draft = _cost(CostModelConfig(), draft_model, spool.hardware, where, "hardware")
         server_costs[pool_index] = (target, fused_draft)
     for sspec in server_specs:
-        pool_index = scenario.auto_topology.servers.index(sspec.pool)
-        target, fused_draft = server_costs[pool_index]
+        target, fused_draft = server_costs[sspec.pool_index]
         servers.append(
             ServerState(
                 sspec.server_id,

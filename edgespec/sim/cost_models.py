@@ -169,7 +169,8 @@ def available(kind: str) -> list[str]:
 def _load_named(kind: str, name: str) -> dict[str, Any]:
     path = _data_dir(kind) / f"{name}.yaml"
     if not path.is_file():
-        raise ConfigError(name, f"no {kind} preset named {name!r}; known: {available(kind)}")
+        field = {"models": "model", "hardware": "hardware"}.get(kind, "profile")
+        raise ConfigError(field, f"no {kind} preset named {name!r}; known: {available(kind)}")
     return read_yaml(path)
 
 

@@ -265,6 +265,7 @@ class DeviceSpec:
     device_id: int
     pool: DevicePool
     slo_class: str
+    pool_index: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +274,7 @@ class ServerSpec:
 
     server_id: int
     pool: ServerPool
+    pool_index: int = 0
 
 
 def _assign_classes(mix: Mapping[str, float], count: int) -> list[str]:
@@ -290,11 +292,11 @@ def _assign_classes(mix: Mapping[str, float], count: int) -> list[str]:
 def expand_topology(scenario: Scenario) -> tuple[tuple[DeviceSpec, ...], tuple[ServerSpec, ...]]:
     """Pools → explicit devices (ids 0..) and servers (ids 0..), in pool order."""
     devices: list[DeviceSpec] = []
-    for pool in scenario.auto_topology.devices:
+    for i, pool in enumerate(scenario.auto_topology.devices):
         for cls in _assign_classes(pool.slo_mix, pool.count):
-            devices.append(DeviceSpec(len(devices), pool, cls))
+            devices.append(DeviceSpec(len(devices), pool, cls, i))
     servers: list[ServerSpec] = []
-    for spool in scenario.auto_topology.servers:
+    for i, spool in enumerate(scenario.auto_topology.servers):
         for _ in range(spool.count):
-            servers.append(ServerSpec(len(servers), spool))
+            servers.append(ServerSpec(len(servers), spool, i))
     return tuple(devices), tuple(servers)

@@ -1,0 +1,70 @@
+"""Small scenario builders shared by the simulator tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def write_wisp_profile(
+    path: Path, a_s: float, b_compute_s: float, b_read_s: float, c_s: float
+) -> str:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "kind": "wisp",
+                "a_s": a_s,
+                "b_compute_s": b_compute_s,
+                "b_read_s": b_read_s,
+                "c_s": c_s,
+            }
+        )
+    )
+    return str(path)
+
+
+def tiny_scenario(**sections: Any) -> dict[str, Any]:
+    """A quick distributed scenario (12 devices, 2 servers, 20 simulated seconds)."""
+    data: dict[str, Any] = {
+        "name": "tiny",
+        "seed": 7,
+        "duration_s": 20.0,
+        "slo_classes": {"slow": 2.0, "fast": 8.0},
+        "links": {
+            "wan": {"rtt_ms": 30.0, "jitter_ms": 3.0, "bandwidth_mbps": 20.0, "loss_rate": 0.02}
+        },
+        "auto_topology": {
+            "devices": [
+                {
+                    "name": "phones",
+                    "count": 12,
+                    "draft_model": "qwen3-0.6b",
+                    "hardware": "jetson-orin",
+                    "link": "wan",
+                    "slo_mix": {"slow": 0.5, "fast": 0.5},
+                }
+            ],
+            "servers": [
+                {
+                    "count": 2,
+                    "target_model": "qwen3-8b",
+                    "hardware": "a40",
+                    "kv_budget_tokens": 4000,
+                    "max_batch_size": 4,
+                    "max_batch_tokens": 200,
+                }
+            ],
+        },
+        "policies": {"routing": {"name": "jsq"}, "batching": {"name": "fcfs"}},
+        "acceptance": {"kind": "iid", "alpha": 0.7},
+        "workload": {
+            "kind": "closed_loop",
+            "prompt_tokens": [40, 120, 300, 75],
+            "output_tokens": [30, 80, 50, 120],
+            "think_time_s": 0.5,
+        },
+    }
+    data.update(sections)
+    return data

@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from edgespec.config import ConfigError
+from edgespec.sim.scenario import expand_topology, load_scenario, scenario_from_dict
+from edgespec.sim.simulator import simulate
+from tests.sim.helpers import tiny_scenario
+
+
+def test_default_scenario_loads_and_expands() -> None:
+    scenario = load_scenario(None)
+    devices, servers = expand_topology(scenario)
+    assert (len(devices), len(servers)) == (200, 4)
+    assert [d.slo_class for d in devices[:51:50]] == ["bronze", "silver"]
+    assert devices[-1].slo_class == "platinum"
+
+
+def test_slo_mix_is_apportioned_deterministically() -> None:
+    data = tiny_scenario()
+    data["auto_topology"]["devices"][0].update(count=5, slo_mix={"slow": 1, "fast": 2})
+    devices, _ = expand_topology(scenario_from_dict(data))
+    assert [d.slo_class for d in devices] == ["slow", "slow", "fast", "fast", "fast"]
+
+
+def _devices(**fields: Any) -> dict[str, Any]:
+    data = tiny_scenario()
+    data["auto_topology"]["devices"][0].update(fields)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "overrides", "message"),
+    [
+        (
+            _devices(link="lan"),
+            [],
+            "config field 'auto_topology.devices[0].link': unknown link 'lan'; known: ['wan']",
+        ),
+        (
+            _devices(count=0),
+            [],
+            "config field 'auto_topology.devices[0].count': must be >= 1, got 0",
+        ),
+        (
+            _devices(slo_mix={"platinum": 1.0}),
+            [],
+            "config field 'auto_topology.devices[0].slo_mix.platinum': unknown SLO class",
+        ),
+        (
+            _devices(cost_model={"kind": "wisp"}),
+            [],
+            "config field 'auto_topology.devices[0].cost_model.profile': cost model 'wisp' needs",
+        ),
+        (
+            tiny_scenario(),
+            ["duration_s=-1"],
+            "config field 'duration_s': must be a finite number > 0",
+        ),
+        (
+            tiny_scenario(),
+            ["links.wan.loss_rate=1.5"],
+            "config field 'links.wan.loss_rate': must be in [0, 1), got 1.5",
+        ),
+        (
+            tiny_scenario(),
+            ["acceptance.rates=[0.5, 2]"],
+            "config field 'acceptance.rates[1]': must be in [0, 1], got 2.0",
+        ),
+        (tiny_scenario(), ["mode=hybrid"], "config field 'mode': must be one of"),
+        (
+            tiny_scenario(),
+            ["workload.kind=trace"],
+            "config field 'workload.trace': workload kind 'trace' needs a trace file",
+        ),
+        (
+            tiny_scenario(),
+            ["workload.output_tokens=[3]"],
+            "config field 'workload.output_tokens': has 1 entries but prompt_tokens has 4",
+        ),
+        (
+            tiny_scenario(),
+            ["workload.thinktime=1"],
+            "config field 'workload.thinktime': unknown field",
+        ),
+    ],
+)
+def test_validation_errors_name_the_field(
+    data: dict[str, Any], overrides: list[str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        scenario_from_dict(data, overrides)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            ["policies.window.name=awc"],
+            "config field 'policies.window': unknown window policy 'awc'",
+        ),
+        (
+            ["policies.batching={name: lab, params: {ratio: 2}}"],
+            "config field 'policies.batching': batching policy 'lab' has no parameter(s) ['ratio']",
+        ),
+        (
+            [
+                "auto_topology={devices: [{hardware: tpu, link: wan, slo_mix: {slow: 1}}],"
+                " servers: [{}]}"
+            ],
+            "config field 'auto_topology.devices[0].hardware': no hardware preset named 'tpu'",
+        ),
+        (
+            ["auto_topology.servers=[{target_model: gpt5}]"],
+            "config field 'auto_topology.servers[0].target_model': no models preset named 'gpt5'",
+        ),
+        (
+            ["workload.dataset=nope", "workload.prompt_tokens=[]", "workload.output_tokens=[]"],
+            "config field 'workload.dataset': no length table 'nope'",
+        ),
+    ],
+)
+def test_build_errors_name_the_field(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        simulate(scenario_from_dict(tiny_scenario(), overrides))
+    assert message in str(info.value)
