@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/edgespec --help
+	$(VENV)/bin/edgespec sim
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check edgespec tests

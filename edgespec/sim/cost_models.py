@@ -15,7 +15,7 @@ tokens, Σ query-key interactions, Σ cached tokens) to seconds. Three kinds:
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol
@@ -99,23 +99,36 @@ class CostModel(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class RooflineCost:
-    """Roofline: compute- or memory-bound, whichever is slower, plus a fixed overhead."""
+    """Roofline: compute- or memory-bound, whichever is slower, plus a fixed overhead.
+
+    compute = (F_lin·N_linear + F_int·N_interactions) / (peak·eff_c), with F_lin the FLOPs
+    per new token and F_int per query-key interaction (:meth:`ModelSpec.flops`);
+    memory = (weights + KV bytes/token·(N_cached + N_linear)) / (bandwidth·eff_m).
+    The per-unit constants are computed once, at construction.
+    """
 
     model: ModelSpec
     hardware: HardwareSpec
+    _lin_s: float = field(init=False, repr=False)
+    _int_s: float = field(init=False, repr=False)
+    _weights_s: float = field(init=False, repr=False)
+    _kv_token_s: float = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        hw, m = self.hardware, self.model
+        flops_per_s = hw.peak_tflops * 1e12 * hw.compute_efficiency
+        bytes_per_s = hw.memory_bandwidth_gb_s * 1e9 * hw.memory_efficiency
+        object.__setattr__(self, "_lin_s", m.flops(1, 0) / flops_per_s)
+        object.__setattr__(self, "_int_s", m.flops(0, 1) / flops_per_s)
+        object.__setattr__(self, "_weights_s", m.weight_bytes / bytes_per_s)
+        object.__setattr__(self, "_kv_token_s", m.kv_bytes_per_token / bytes_per_s)
 
     def batch_time_s(
         self, batch_size: int, num_linear: int, num_interactions: int, num_cached: int
     ) -> float:
-        hw = self.hardware
-        compute_s = self.model.flops(num_linear, num_interactions) / (
-            hw.peak_tflops * 1e12 * hw.compute_efficiency
-        )
-        kv_bytes = self.model.kv_bytes_per_token * (num_cached + num_linear)
-        memory_s = (self.model.weight_bytes + kv_bytes) / (
-            hw.memory_bandwidth_gb_s * 1e9 * hw.memory_efficiency
-        )
-        return max(compute_s, memory_s) + hw.overhead_s
+        compute_s = self._lin_s * num_linear + self._int_s * num_interactions
+        memory_s = self._weights_s + self._kv_token_s * (num_cached + num_linear)
+        return (compute_s if compute_s > memory_s else memory_s) + self.hardware.overhead_s
 
 
 @dataclass(frozen=True, slots=True)
