@@ -130,6 +130,9 @@ class Engine:
     def session_tokens(self, session_id: str) -> tuple[int, ...]:
         return tuple(self._get(session_id).tokens)
 
+    def session_finished(self, session_id: str) -> bool:
+        return self._get(session_id).finished
+
     def session_spec(self, session_id: str) -> SessionSpec:
         return self._get(session_id).spec
 

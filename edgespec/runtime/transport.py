@@ -265,6 +265,10 @@ class ServerThread:
         self._server, self.port = await start_server(self.service, self._port)
 
     def stop(self, grace_s: float | None = None) -> None:
+        """Stop the server and its loop (idempotent)."""
+        if not self._thread.is_alive():
+            return
+
         async def _stop() -> None:
             await self._server.stop(grace_s)
             if self.service is not None:

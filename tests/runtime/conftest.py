@@ -69,7 +69,4 @@ def make_server(target: TransformersTarget, draft_model: Any) -> Iterator[Server
 
     yield make
     for server in started:
-        try:
-            server.stop(grace_s=0)
-        except Exception:
-            pass
+        server.stop(grace_s=0)

@@ -120,9 +120,9 @@ def test_lru_eviction_and_transparent_reprefill(target: TransformersTarget) -> N
         references[f"s{i}"] = target_greedy_decode(target, prompt, 12)
     drafter = NgramDrafter()
     rng = np.random.default_rng(0)
-    while any(not engine._sessions[s].finished for s in references):  # noqa: SLF001
+    while not all(engine.session_finished(s) for s in references):
         for sid in references:
-            if engine._sessions[sid].finished:  # noqa: SLF001
+            if engine.session_finished(sid):
                 continue
             tokens = engine.session_tokens(sid)
             _verify(engine, sid, drafter.propose(tokens, 3, 0.0, rng).token_ids)

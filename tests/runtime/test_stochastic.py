@@ -63,7 +63,7 @@ def test_two_token_distribution_matches_target(drafter_kind: str) -> None:
     if small.any():
         exp, obs = np.append(exp, expected[small].sum()), np.append(obs, observed[small].sum())
     result = scipy_stats.chisquare(obs, exp)
-    assert result.pvalue > 1e-3, (result, list(itertools.islice(zip(obs, exp), 10)))
+    assert result.pvalue > 1e-3, (result, list(itertools.islice(zip(obs, exp, strict=True), 10)))
 
 
 def test_stochastic_verification_is_not_greedy() -> None:

@@ -1,0 +1,307 @@
+"""Bad cases: malformed requests, auth, TLS, idle clients, restarts, resource limits."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import numpy as np
+import pytest
+
+from edgespec.config import ServerConfig, from_dict
+from edgespec.core.types import SamplingParams
+from edgespec.policies.batching import FcfsBatching
+from edgespec.runtime.backends.ngram import NgramDrafter
+from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
+from edgespec.runtime.drafter import DraftOptions, generate
+from edgespec.runtime.engine import Engine
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.inprocess import target_greedy_decode
+from edgespec.runtime.messages import SessionSpec, VerifyCall
+from edgespec.runtime.server import VerificationService
+from edgespec.runtime.transport import RemoteVerifier, pb
+from tests.runtime.conftest import ServerFactory
+
+PROMPT = (3, 1, 4, 1, 5, 9, 2, 6)
+GREEDY = SamplingParams(max_new_tokens=20)
+
+
+def _raises(code: ErrorCode, message: str, fn: Any, *args: Any) -> None:
+    with pytest.raises(RequestError) as info:
+        fn(*args)
+    assert (info.value.code, info.value.message) == (code, message)
+
+
+def test_malformed_requests_are_rejected_and_others_still_served(
+    make_server: ServerFactory, target: TransformersTarget
+) -> None:
+    server = make_server(max_draft_tokens=8)
+    bad = RemoteVerifier(f"127.0.0.1:{server.port}")
+    bad.open(SessionSpec("bad", "evil", PROMPT, GREEDY))
+    n = len(PROMPT)
+    invalid = ErrorCode.INVALID_ARGUMENT
+    cases = [
+        (
+            VerifyCall("bad", n, (1, 999)),
+            invalid,
+            "draft token 1 (id 999) is outside the vocabulary [0, 64)",
+        ),
+        (VerifyCall("bad", n, ()), invalid, "draft block is empty"),
+        (VerifyCall("bad", n, (1,) * 9), invalid, "draft block has 9 tokens; the limit is 8"),
+        (
+            VerifyCall("bad", n + 3, (1,)),
+            invalid,
+            "prefix_len 11 does not match session 'bad', which has 8 committed tokens",
+        ),
+        (VerifyCall("ghost", n, (1,)), ErrorCode.NOT_FOUND, "unknown session 'ghost'"),
+    ]
+    for call, code, message in cases:
+        _raises(code, message, bad.verify, call)
+    _raises(
+        invalid,
+        "prompt token 0 (id 64) is outside the vocabulary [0, 64)",
+        bad.open,
+        SessionSpec("bad2", "evil", (64,), GREEDY),
+    )
+    _raises(
+        invalid, "session 'bad' already exists", bad.open, SessionSpec("bad", "e", PROMPT, GREEDY)
+    )
+    _raises(invalid, "stochastic verification needs draft_probs", _stochastic_without_probs, bad)
+    # the server keeps serving a well-behaved client, losslessly
+    good = generate(
+        RemoteVerifier(f"127.0.0.1:{server.port}"),
+        NgramDrafter(),
+        PROMPT,
+        GREEDY,
+        DraftOptions(session_id="good"),
+    )
+    assert good.output_token_ids == target_greedy_decode(target, PROMPT, 20)
+    assert bad.stats().num_rejected == 8
+
+
+def _stochastic_without_probs(verifier: RemoteVerifier) -> None:
+    verifier.open(SessionSpec("sto", "x", PROMPT, SamplingParams(temperature=1.0, seed=1)))
+    verifier.verify(VerifyCall("sto", len(PROMPT), (1, 2)))
+
+
+def test_auth_tokens(make_server: ServerFactory) -> None:
+    server = make_server(auth_tokens=["alpha-secret", "beta-secret"])
+    address = f"127.0.0.1:{server.port}"
+    spec = SessionSpec("a", "x", PROMPT, GREEDY)
+    _raises(ErrorCode.UNAUTHENTICATED, "missing auth token", RemoteVerifier(address).open, spec)
+    _raises(
+        ErrorCode.UNAUTHENTICATED,
+        "invalid auth token",
+        RemoteVerifier(address, auth_token="wrong").open,
+        spec,
+    )
+    _raises(ErrorCode.UNAUTHENTICATED, "missing auth token", RemoteVerifier(address).stats)
+    for token in ("alpha-secret", "beta-secret"):  # per-client tokens
+        verifier = RemoteVerifier(address, auth_token=token)
+        result = generate(verifier, NgramDrafter(), PROMPT, GREEDY, DraftOptions(f"s-{token}"))
+        assert len(result.output_token_ids) == 20
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    try:
+        from cryptography import x509  # noqa: F401
+    except ImportError:
+        if shutil.which("openssl") is None:
+            pytest.skip(
+                "TLS test needs the `cryptography` package or the openssl CLI; neither found"
+            )
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=localhost",
+                "-addext",
+                "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+            ],
+            check=True,
+            capture_output=True,
+        )
+        return cert, key
+    return _cryptography_cert(cert, key)
+
+
+def _cryptography_cert(cert_path: Path, key_path: Path) -> tuple[Path, Path]:
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def test_tls(make_server: ServerFactory, tmp_path: Path, target: TransformersTarget) -> None:
+    cert, key = _self_signed(tmp_path)
+    server = make_server(tls_cert=str(cert), tls_key=str(key))
+    address = f"127.0.0.1:{server.port}"
+    secure = RemoteVerifier(address, tls_ca=str(cert), tls_server_name="localhost", timeout_s=5)
+    result = generate(secure, NgramDrafter(), PROMPT, GREEDY, DraftOptions("tls"))
+    assert result.output_token_ids == target_greedy_decode(target, PROMPT, 20)
+    plaintext = RemoteVerifier(address, timeout_s=2)
+    with pytest.raises(RequestError) as info:
+        plaintext.health()
+    assert info.value.code is ErrorCode.UNAVAILABLE
+
+
+def test_idle_client_kv_is_freed(make_server: ServerFactory) -> None:
+    server = make_server(session_timeout_s=0.2)
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    verifier.open(SessionSpec("idle", "gone", PROMPT, GREEDY))
+    verifier.verify(VerifyCall("idle", len(PROMPT), (1, 2, 3)))
+    assert verifier.stats().num_cached_tokens > 0
+    deadline = time.monotonic() + 5
+    while verifier.stats().num_sessions and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stats = verifier.stats()
+    assert (stats.num_sessions, stats.num_cached_tokens, stats.num_expired_sessions) == (0, 0, 1)
+    _raises(
+        ErrorCode.NOT_FOUND,
+        "unknown session 'idle'",
+        verifier.verify,
+        VerifyCall("idle", len(PROMPT) + 1, (1,)),
+    )
+
+
+def test_server_restart_mid_generation(
+    make_server: ServerFactory, target: TransformersTarget, draft_model: Any
+) -> None:
+    first = make_server()
+    port = first.port
+    restarted: list[Any] = []
+    chunks: list[tuple[int, ...]] = []
+
+    def on_tokens(tokens: tuple[int, ...]) -> None:
+        chunks.append(tokens)
+        if len(chunks) == 3:  # kill the server after the third round, start a new one
+            first.stop(grace_s=0)
+            restarted.append(make_server(port=port))
+
+    sampling = SamplingParams(max_new_tokens=30)
+    result = generate(
+        RemoteVerifier(f"127.0.0.1:{port}"),
+        TransformersDraft(draft_model),
+        PROMPT,
+        sampling,
+        DraftOptions("restart"),
+        on_tokens=on_tokens,
+    )
+    assert restarted and result.num_reconnects >= 1
+    assert result.output_token_ids == target_greedy_decode(target, PROMPT, 30)
+    # the new server only ever saw the reopened session: prompt + committed tokens so far
+    assert RemoteVerifier(f"127.0.0.1:{port}").stats().num_cache_misses == 1
+
+
+def test_session_and_message_limits(make_server: ServerFactory) -> None:
+    server = make_server(max_sessions=2, max_message_bytes=2048)
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    verifier.open(SessionSpec("a", "x", PROMPT, GREEDY))
+    verifier.open(SessionSpec("b", "x", PROMPT, GREEDY))
+    _raises(
+        ErrorCode.RESOURCE_EXHAUSTED,
+        "session limit reached (2 open sessions)",
+        verifier.open,
+        SessionSpec("c", "x", PROMPT, GREEDY),
+    )
+    verifier.close("a")
+    verifier.open(SessionSpec("c", "x", PROMPT, GREEDY))
+    huge = VerifyCall("c", len(PROMPT), (1,) * 4, np.full((4, 200), 0.005, np.float32))
+    with pytest.raises(RequestError) as info:
+        verifier.verify(huge)
+    assert info.value.code is ErrorCode.RESOURCE_EXHAUSTED
+    assert "Received message larger than max" in info.value.message
+    assert verifier.health()  # still up
+    assert grpc.StatusCode.RESOURCE_EXHAUSTED.name == "RESOURCE_EXHAUSTED"
+    assert pb.MODE_FUSED == 1
+
+
+def test_queue_depth_limit(target: TransformersTarget) -> None:
+    config = from_dict(ServerConfig, {"max_queue_depth": 1})
+
+    async def scenario() -> list[Any]:
+        service = VerificationService(Engine(target), config, FcfsBatching())
+        await service.start()
+        for sid in ("a", "b"):
+            service.open_session(SessionSpec(sid, "x", PROMPT, GREEDY))
+        calls = [service.verify(VerifyCall(sid, len(PROMPT), (1, 2))) for sid in ("a", "b")]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        again = await service.verify(VerifyCall("b", len(PROMPT), (1, 2)))  # drained: accepted
+        await service.stop()
+        return [*results, again]
+
+    first, second, again = asyncio.run(scenario())
+    assert first.outcome.result.num_drafted == 2
+    assert isinstance(second, RequestError)
+    assert (second.code, second.message) == (
+        ErrorCode.RESOURCE_EXHAUSTED,
+        "verification queue is full (1 waiting)",
+    )
+    assert again.outcome.result.num_drafted == 2
+
+
+def test_protocol_version_mismatch(make_server: ServerFactory) -> None:
+    server = make_server()
+    channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
+    stub = __import__("edgespec.runtime.transport", fromlist=["pb_grpc"]).pb_grpc.VerificationStub(
+        channel
+    )
+    request = pb.OpenSessionRequest(
+        protocol_version=99,
+        session_id="v",
+        prompt_token_ids=[1],
+        sampling=pb.Sampling(max_new_tokens=4),
+    )
+    with pytest.raises(grpc.RpcError) as info:
+        stub.OpenSession(request)
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert info.value.details() == "protocol version 99 not supported; server speaks 1"
