@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgespec.cli import main
+from tests.sim.helpers import tiny_scenario
+
+
+@pytest.fixture
+def scenario_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_scenario(duration_s=5.0)))
+    return path
+
+
+def test_sim_writes_a_run_folder(
+    scenario_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert main(["sim", str(scenario_file), "seed=3", "--out", str(out), "--quiet"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["num_requests"] > 0
+    assert (out / "requests.csv").read_text().count("\n") == metrics["num_requests"] + 1
+    assert yaml.safe_load((out / "scenario.yaml").read_text())["seed"] == 3
+    assert "rounds" in capsys.readouterr().out
+
+
+def test_sim_bad_override_names_the_field(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sim", str(scenario_file), "links.wan.rtt_ms=-5", "--quiet"]) == 2
+    assert "config field 'links.wan.rtt_ms': must be >= 0, got -5.0" in capsys.readouterr().err
+
+
+def test_sim_sweep_runs_each_point(scenario_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    args = ["sim", str(scenario_file), "--sweep", "seed=1,2", "--out", str(out), "--quiet"]
+    assert main(args) == 0
+    points = json.loads((out / "sweep.json").read_text())
+    assert [p["overrides"] for p in points] == [{"seed": 1}, {"seed": 2}]
+
+
+def test_bench_sim_reports_rounds_per_second(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "bench.json"
+    args = ["bench", "sim", "duration_s=3", "workload.prompt_tokens=[50]",
+            "workload.output_tokens=[40]", "--json", str(report)]  # fmt: skip
+    assert main(args) == 0
+    data = json.loads(report.read_text())
+    assert data["num_devices"] == 1000 and data["num_servers"] == 20
+    assert data["num_rounds"] > 1000 and data["rounds_per_s"] > 0

@@ -1,0 +1,138 @@
+"""Cost, acceptance and network models and the event kernel, on hand-built inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from edgespec.config import ConfigError
+from edgespec.sim.acceptance import DecayAcceptance, IidAcceptance, TraceAcceptance
+from edgespec.sim.cost_models import (
+    LookupCost,
+    RooflineCost,
+    WispCost,
+    available,
+    decode_steps_s,
+    load_hardware,
+    load_model,
+    load_profile,
+)
+from edgespec.sim.kernel import EventQueue
+from edgespec.sim.network import Link, downlink_bytes, uplink_bytes
+from edgespec.sim.rng import UniformStream
+
+
+def _stream(seed: int = 0) -> UniformStream:
+    return UniformStream(np.random.default_rng(seed), block=8)
+
+
+def test_every_preset_loads_and_names_its_source() -> None:
+    assert len(available("models")) >= 14 and len(available("hardware")) >= 8
+    for name in available("models"):
+        assert load_model(name).source.startswith("https://huggingface.co/")
+    for name in available("hardware"):
+        assert load_hardware(name).source
+
+
+def test_model_sizes_match_their_names() -> None:
+    # Parameter counts (weights incl. embeddings) within 10% of the advertised size.
+    sizes = [("qwen3-32b", 32.8), ("llama2-7b", 6.74), ("llama3-70b", 70.6)]
+    sizes += [("tinyllama-1.1b", 1.1), ("qwen3-0.6b", 0.6), ("gemma3-270m", 0.27)]
+    for name, billions in sizes:
+        params = load_model(name).weight_bytes / 2 / 1e9
+        assert params == pytest.approx(billions, rel=0.1), name
+
+
+def test_roofline_decode_is_memory_bound_and_prefill_compute_bound() -> None:
+    cost = RooflineCost(load_model("llama2-7b"), load_hardware("a100"))
+    hw = load_hardware("a100")
+    weights_s = load_model("llama2-7b").weight_bytes / (2039e9 * 0.7)
+    one = cost.batch_time_s(1, 1, 101, 100)
+    kv_s = load_model("llama2-7b").kv_bytes_per_token * 101 / (2039e9 * 0.7)
+    assert one == pytest.approx(weights_s + kv_s + hw.overhead_s, rel=1e-12)
+    big = cost.batch_time_s(1, 4000, 4000 * 4000, 0)
+    flops = load_model("llama2-7b").flops(4000, 4000 * 4000)
+    assert big == pytest.approx(flops / (312e12 * 0.5) + hw.overhead_s, rel=1e-12)
+
+
+def test_wisp_profile_and_lookup_table() -> None:
+    wisp = load_profile("a100-qwen3-32b")
+    assert isinstance(wisp, WispCost)
+    assert wisp.batch_time_s(1, 5, 2525, 500) == pytest.approx(0.0174228, abs=1e-7)
+    table = load_profile("generic-cpu-gemma3-270m")
+    assert isinstance(table, LookupCost)
+    assert table.batch_time_s(1, 5, 0, 195) == pytest.approx(0.168)
+    assert table.batch_time_s(1, 7, 0, 195) == pytest.approx((0.168 + 0.191) / 2)
+    assert table.batch_time_s(8, 40, 0, 0) == pytest.approx(0.283)
+    with pytest.raises(ConfigError, match="'profile': no hardware/profiles preset named 'x'"):
+        load_profile("x")
+
+
+def test_decode_steps_prefill_then_steps() -> None:
+    cost = LookupCost((1, 10), (1.0, 10.0))  # 1 s per forwarded token
+    assert decode_steps_s(cost, 3, context=7) == 3.0
+    assert decode_steps_s(cost, 3, context=0, prefill=5) == 5.0 + 2.0
+    assert decode_steps_s(cost, 0, context=5, prefill=5) == 0.0
+
+
+def test_trace_acceptance_takes_the_run_of_ones_from_the_position() -> None:
+    model = TraceAcceptance()
+    seq = (1, 1, 0, 1, 1, 1)
+    rng = _stream()
+    assert [model.accepted(seq, p, 4, rng) for p in range(6)] == [2, 1, 0, 4, 4, 3]  # wraps around
+    assert model.accepted(seq, 3, 2, rng) == 2
+    assert TraceAcceptance(((1,), (0,))).seq_for(3) == (0,)
+
+
+def test_iid_and_decay_acceptance_statistics() -> None:
+    rng = _stream(1)
+    iid = IidAcceptance(0.6)
+    draws = [iid.accepted(None, 0, 4, rng) for _ in range(40000)]
+    expected = sum(0.6**k for k in range(1, 5))  # E[L] = Σ_{k=1..γ} α^k
+    assert np.mean(draws) == pytest.approx(expected, rel=0.02)
+    decay = DecayAcceptance((1.0, 1.0, 0.0))
+    assert {decay.accepted(None, 0, 5, rng) for _ in range(100)} == {2}
+    assert IidAcceptance(1.0).accepted(None, 0, 7, rng) == 7
+
+
+def test_link_latency_exact_and_with_loss() -> None:
+    link = Link(0.02, 0.0, 1e6, 0.0, 0.2)
+    assert link.latency_s(uplink_bytes(4, 10, 32000, False), _stream()) == pytest.approx(
+        0.01 + (64 + 4 * 14) / 1e6
+    )
+    assert uplink_bytes(4, 0, 32000, True) == 64 + 16 + 2 * 4 * 32000
+    assert downlink_bytes(3) == 64 + 16
+    lossy = Link(0.02, 0.0, 1e9, 0.5, 0.2)
+    rng = _stream(2)
+    mean = np.mean([lossy.latency_s(0, rng) for _ in range(20000)])
+    assert mean == pytest.approx(0.01 + 0.2 * 1.0, rel=0.03)  # E[retries] = p/(1-p) = 1
+    jittery = Link(0.0, 0.005, 1e9, 0.0, 0.0)
+    assert np.mean([jittery.latency_s(0, rng) for _ in range(20000)]) == pytest.approx(
+        0.005, rel=0.03
+    )
+
+
+def test_uniform_stream_blocks_do_not_change_values() -> None:
+    a = UniformStream(np.random.default_rng(5), block=3)
+    b = np.random.default_rng(5)
+    assert [a.next() for _ in range(10)] == [float(b.random()) for _ in range(10)]
+
+
+def test_kernel_orders_by_time_then_kind_then_entity_then_insertion() -> None:
+    seen: list[tuple[float, str]] = []
+    q = EventQueue()
+    handlers = [lambda t, p: seen.append((t, f"k0:{p}")), lambda t, p: seen.append((t, f"k1:{p}"))]
+    q.push(1.0, 1, 5, "a")
+    q.push(1.0, 0, 9, "b")
+    q.push(1.0, 1, 2, "c")
+    q.push(0.5, 1, 0, "d")
+    q.push(1.0, 1, 2, "e")
+    q.push(3.0, 0, 0, "late")
+    q.run(handlers, until_s=2.0)
+    assert seen == [(0.5, "k1:d"), (1.0, "k0:b"), (1.0, "k1:c"), (1.0, "k1:e"), (1.0, "k1:a")]
+    assert len(q) == 1 and q.num_events == 5
+    with pytest.raises(ValueError, match="scheduled in the past"):
+        q.push(0.9, 0, 0, None)
+    assert math.isclose(q.now_s, 1.0)
