@@ -20,6 +20,7 @@ from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.build import Policies
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
+from edgespec.sim.fastpath import static_distributed_batch_end
 from edgespec.sim.kernel import EventQueue, Handler
 from edgespec.sim.network import downlink_bytes, uplink_bytes
 from edgespec.sim.rng import spawn_generator
@@ -88,8 +89,12 @@ class Engine:
         self.q = EventQueue()
 
     def handlers(self) -> list[Handler]:
+        batch_end: Handler = self._batch_end
+        specialised = self.fast and self.static_gamma is not None and self.distributed
+        if specialised and not self.record_rounds:
+            batch_end = static_distributed_batch_end(self, ARRIVE, DELIVER, DISPATCH)
         return [
-            self._batch_end,
+            batch_end,
             self._deliver,
             self._draft_done,
             self._arrive,

@@ -3,6 +3,8 @@ path exactly: same records, same metrics, on the same seed."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from edgespec.sim.scenario import scenario_from_dict
@@ -29,6 +31,11 @@ CASES = {
         "workload.rate_per_s=2",
         "policies.window={name: static, params: {gamma: 6}}",
     ],
+    "trace-acceptance-small-kv": [
+        "acceptance={kind: trace, traces: [TRACE]}",
+        "links.wan.jitter_ms=0",
+        "auto_topology.servers[0].kv_budget_tokens=300",
+    ],
 }
 
 
@@ -37,16 +44,22 @@ def _overrides(case: list[str]) -> list[str]:
     return [o for o in case if not o.startswith("auto_topology")]
 
 
+@pytest.mark.parametrize("rounds", [True, False])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_fast_path_equals_straightforward(name: str) -> None:
+def test_fast_path_equals_straightforward(name: str, rounds: bool) -> None:
+    """With round records on, the generic handlers run with collapsed events; with them
+    off, a static distributed run also uses the specialised BATCH_END closure."""
     data = tiny_scenario()
     if any(o.startswith("auto_topology.servers[0].kv_budget_tokens") for o in CASES[name]):
         data["auto_topology"]["servers"][0]["kv_budget_tokens"] = 300
-    overrides = [*_overrides(CASES[name]), "record_rounds=true"]
+    trace = Path(__file__).with_name("acceptance_trace.jsonl")
+    overrides = [o.replace("TRACE", str(trace)) for o in _overrides(CASES[name])]
+    overrides = [*overrides, f"record_rounds={str(rounds).lower()}"]
     fast = simulate(scenario_from_dict(data, [*overrides, "fast_path=true"]))
     slow = simulate(scenario_from_dict(data, [*overrides, "fast_path=false"]))
     assert fast.num_rounds == slow.num_rounds > 100
     assert fast.requests == slow.requests
     assert fast.batches == slow.batches
     assert fast.rounds == slow.rounds
+    assert len(fast.rounds) == (fast.num_rounds if rounds else 0)
     assert fast.num_events < slow.num_events  # it did take the shortcut
