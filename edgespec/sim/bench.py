@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         extra = ["fast_path=false"] if args.straightforward else []
         scenario = scenario_from_dict(data, [*args.overrides, *extra])
         started = time.perf_counter()
+        cpu_started = time.process_time()
         if args.profile is not None:
             import cProfile
 
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             result = simulate(scenario, keep_records=False)
         wall_s = time.perf_counter() - started
+        cpu_s = time.process_time() - cpu_started
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     assert result.metrics is not None
     report = {
@@ -84,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
         "num_events": result.num_events,
         "num_requests": result.metrics.num_requests,
         "wall_s": round(wall_s, 3),
+        "cpu_s": round(cpu_s, 3),
         "rounds_per_s": round(result.num_rounds / wall_s),
+        "rounds_per_cpu_s": round(result.num_rounds / cpu_s),
         "events_per_s": round(result.num_events / wall_s),
         "peak_rss_mib": round(peak_mib, 1),
     }

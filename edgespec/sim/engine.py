@@ -300,10 +300,12 @@ class Engine:
         )
         num_tokens = num_context = 0
         skipped = False
+        kv_get = server.kv.get
         for s in queue:
             if len(chosen) >= max_size:
                 break
-            new, cached = self._shape(s, server)
+            cached = kv_get(s.index, 0)  # _shape, inline
+            new = s.request.num_prompt_tokens + s.committed + s.gamma_eff - cached
             if chosen and (
                 num_tokens + new > max_tokens or num_context + new + cached > max_context
             ):

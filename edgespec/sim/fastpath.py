@@ -9,6 +9,7 @@ records are identical to the straightforward path's.
 
 from __future__ import annotations
 
+from math import log
 from typing import TYPE_CHECKING
 
 from edgespec.core.types import BatchRecord
@@ -61,7 +62,16 @@ def static_distributed_batch_end(
             s.queue_s += start - s.enqueued_s
             s.verify_s += verify
             link = dev.link
-            down = link.latency_s(HEADER_BYTES + TOKEN_ID_BYTES * (1 + committed), rng)
+            # Link.latency_s, inline (same expressions, same draws).
+            down = (
+                0.5 * link.rtt_s
+                + (HEADER_BYTES + TOKEN_ID_BYTES * (1 + committed)) / link.bandwidth_bytes_per_s
+            )
+            if link.jitter_s > 0:
+                down += -link.jitter_s * log(1.0 - rng.next())
+            if link.loss_rate > 0:
+                while rng.next() < link.loss_rate:
+                    down += link.retransmit_timeout_s
             s.network_s += down
             deliver = t + down
             if s.num_rounds == 1:
@@ -99,7 +109,12 @@ def static_distributed_batch_end(
             size = HEADER_BYTES + TOKEN_ID_BYTES * gamma
             if send_probs:
                 size += PROB_BYTES * gamma * dev.vocab_size
-            up = link.latency_s(size, rng)
+            up = 0.5 * link.rtt_s + size / link.bandwidth_bytes_per_s
+            if link.jitter_s > 0:
+                up += -link.jitter_s * log(1.0 - rng.next())
+            if link.loss_rate > 0:
+                while rng.next() < link.loss_rate:
+                    up += link.retransmit_timeout_s
             s.round_up_s = up
             s.network_s += up
             push((deliver + draft) + up, arrive_kind, dev.device_id, s)
