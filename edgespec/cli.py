@@ -42,6 +42,8 @@ def _not_built(name: str) -> Handler:
 COMMAND_MODULES: dict[str, str] = {
     "sim": "edgespec.sim.command",
     "bench": "edgespec.sim.bench",
+    "serve": "edgespec.runtime.serve_command",
+    "draft": "edgespec.runtime.draft_command",
 }
 
 

@@ -223,8 +223,9 @@ class ServerConfig:
     prometheus_port: int | None = None
 
     def validate(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ConfigError("port", f"must be in 0..65535 (0 = any free port), got {self.port}")
         for name in (
-            "port",
             "max_batch_size",
             "max_batch_tokens",
             "kv_budget_tokens",

@@ -217,7 +217,11 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
         return await self._run(context, lambda: stats_to_proto(self._service.stats()))
 
     async def Health(self, request: Any, context: Any) -> Any:
-        return pb.HealthResponse(serving=True, protocol_version=PROTOCOL_VERSION)
+        return pb.HealthResponse(
+            serving=True,
+            protocol_version=PROTOCOL_VERSION,
+            vocab_size=self._service.engine.backend.vocab_size,
+        )
 
 
 async def start_server(service: VerificationService, port: int | None = None) -> tuple[Any, int]:
@@ -340,6 +344,10 @@ class RemoteVerifier:
 
     def health(self) -> bool:
         return bool(self._call(self._stub.Health, pb.HealthRequest()).serving)
+
+    def vocab_size(self) -> int:
+        """The target's vocabulary size (drafters need it for one-hot q)."""
+        return int(self._call(self._stub.Health, pb.HealthRequest()).vocab_size)
 
     def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
         """Server-side baselines: yields committed token-id tuples as they stream in."""

@@ -54,7 +54,7 @@ def make_server(target: TransformersTarget, draft_model: Any) -> Iterator[Server
     started: list[ServerThread] = []
 
     def make(port: int = 0, **overrides: Any) -> ServerThread:
-        config = from_dict(ServerConfig, {"port": 1, **overrides})
+        config = from_dict(ServerConfig, {"port": 0, **overrides})
 
         def build() -> VerificationService:
             engine = Engine(target, config.kv_budget_tokens, config.max_sessions)

@@ -113,3 +113,35 @@ def test_drafter_records_round_timings(make_server: ServerFactory, draft_model: 
         assert r.draft_s > 0 and r.verify_s > 0 and r.queue_s >= 0 and r.uplink_s >= 0
         parts = r.draft_s + r.uplink_s + r.queue_s + r.verify_s + r.downlink_s
         assert abs(parts - (r.end_s - r.start_s)) < 1e-6
+
+
+def test_prometheus_endpoint(make_server: ServerFactory) -> None:
+    import socket
+    import urllib.request
+
+    import pytest
+
+    pytest.importorskip("prometheus_client")
+    from edgespec.runtime.prometheus import start_prometheus
+
+    server = make_server()
+    generate(
+        RemoteVerifier(f"127.0.0.1:{server.port}"),
+        NgramDrafter(),
+        PROMPTS[1],
+        SamplingParams(max_new_tokens=8),
+        DraftOptions(session_id="prom"),
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert server.service is not None
+    http = start_prometheus(port, server.service.stats)
+    try:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    finally:
+        http.shutdown()
+    stats = server.service.stats()
+    assert f"edgespec_num_tokens_forwarded_total {float(stats.num_tokens_forwarded)}" in body
+    assert f"edgespec_num_batches_total {float(stats.num_batches)}" in body
+    assert 'edgespec_batches_by_size{batch_size="1"}' in body

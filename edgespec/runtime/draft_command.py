@@ -1,0 +1,120 @@
+"""``edgespec draft``: an edge drafter client (or a baseline request) against a server."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", help="host:port of an edgespec serve")
+    parser.add_argument("--draft", help="draft model (HF directory, name) or 'ngram'")
+    prompt = parser.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--prompt", help="prompt text (needs a tokenizer)")
+    prompt.add_argument("--prompt-ids", help="comma-separated prompt token ids")
+    parser.add_argument("--tokenizer", help="tokenizer (model dir/name) if the draft has none")
+    parser.add_argument("--config", help="DrafterConfig YAML file")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--gamma", type=int, help="static window γ (default policy: static 4)")
+    parser.add_argument("--max-new-tokens", type=int)
+    parser.add_argument("--temperature", type=float)
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--auth-token")
+    parser.add_argument("--tls-ca")
+    parser.add_argument(
+        "--mode", choices=["distributed", "centralized", "fused"], default="distributed"
+    )
+    parser.add_argument("--records", help="write RoundRecords + RequestRecord here (JSONL)")
+
+
+def make_drafter(name: str, model: Any, vocab_size: int) -> Any:
+    """A draft backend: prompt lookup for 'ngram', else a transformers causal LM."""
+    from edgespec.runtime.backends.ngram import NgramDrafter
+    from edgespec.runtime.backends.transformers_backend import TransformersDraft
+
+    if name == "ngram":
+        return NgramDrafter(vocab_size=vocab_size)
+    return TransformersDraft(model)
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
+    import json
+
+    out = list(args.set)
+    for key in ("server", "draft", "max_new_tokens", "temperature", "auth_token", "tls_ca"):
+        value = getattr(args, key)
+        if value is not None:
+            out.append(f"{key}={json.dumps(value)}")
+    if args.gamma is not None:
+        out += ["window.name=static", f"window.params={{gamma: {args.gamma}}}"]
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+    import uuid
+
+    from edgespec.config import ConfigError, DrafterConfig, load_config
+    from edgespec.core.types import SamplingParams
+    from edgespec.policies.registry import build_policy
+    from edgespec.runtime.drafter import DraftOptions, generate
+    from edgespec.runtime.loading import load_model_and_tokenizer, load_tokenizer
+    from edgespec.runtime.messages import SessionSpec
+    from edgespec.runtime.transport import RemoteVerifier
+
+    config = load_config(DrafterConfig, args.config, _overrides(args))
+    model, tokenizer = (None, None)
+    if config.draft != "ngram" and args.mode == "distributed":
+        model, tokenizer = load_model_and_tokenizer(config.draft)
+    if args.tokenizer:
+        tokenizer = load_tokenizer(args.tokenizer)
+    if args.prompt_ids is not None:
+        try:
+            prompt = tuple(int(t) for t in args.prompt_ids.split(","))
+        except ValueError as exc:
+            raise ConfigError("prompt_ids", f"expected comma-separated ints: {exc}") from exc
+    else:
+        if tokenizer is None:
+            raise ConfigError("prompt", "text prompts need a tokenizer (--tokenizer MODEL)")
+        prompt = tuple(tokenizer(args.prompt)["input_ids"])
+
+    def show(tokens: tuple[int, ...]) -> None:
+        text = tokenizer.decode(list(tokens)) if tokenizer is not None else f"{list(tokens)} "
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    sampling = SamplingParams(
+        temperature=config.temperature, max_new_tokens=config.max_new_tokens, seed=args.seed
+    )
+    verifier = RemoteVerifier(
+        config.server, config.auth_token, config.tls_ca, config.request_timeout_s
+    )
+    session_id = f"{config.client_id}-{uuid.uuid4().hex[:12]}"
+    if args.mode != "distributed":
+        spec = SessionSpec(session_id, config.client_id, prompt, sampling, config.slo_class)
+        gamma = int(config.window.params.get("gamma", 4))
+        for chunk in verifier.generate(spec, fused=args.mode == "fused", gamma=gamma):
+            show(chunk)
+        sys.stdout.write("\n")
+        return 0
+    window = build_policy("window", config.window.name, config.window.params)
+    drafter = make_drafter(config.draft, model, verifier.vocab_size())
+    options = DraftOptions(session_id, config.client_id, config.slo_class)
+    result = generate(verifier, drafter, prompt, sampling, options, window, on_tokens=show)
+    sys.stdout.write("\n")
+    r = result.request
+    print(
+        f"[{r.num_output_tokens} tokens, {r.num_rounds} rounds, acceptance "
+        f"{r.num_accepted / max(r.num_drafted, 1):.2f}, {r.tokens_per_s:.1f} tok/s; "
+        f"draft {r.draft_s:.3f}s network {r.network_s:.3f}s queue {r.queue_s:.3f}s "
+        f"verify {r.verify_s:.3f}s]",
+        file=sys.stderr,
+    )
+    if args.records:
+        with open(args.records, "w") as f:
+            rows = [{"type": "RoundRecord", **dataclasses.asdict(r)} for r in result.rounds]
+            rows.append({"type": "RequestRecord", **dataclasses.asdict(result.request)})
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+    return 0

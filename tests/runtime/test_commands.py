@@ -1,0 +1,127 @@
+"""``edgespec serve`` + ``edgespec draft`` end to end, on a tiny model saved to disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.inprocess import target_greedy_decode
+
+PROMPT = (5, 6, 7, 8, 9)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, target_model: Any) -> Iterator[str]:
+    model_dir = tmp_path_factory.mktemp("model")
+    target_model.save_pretrained(model_dir)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edgespec.cli",
+            "serve",
+            "--target",
+            str(model_dir),
+            "--port",
+            "0",
+            "--draft",
+            str(model_dir),
+            "--threads",
+            "1",
+            "--set",
+            "max_batch_size=4",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "listening on" not in line:
+        proc.kill()
+        pytest.fail(f"server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+    address = line.split("listening on ")[1].split()[0]
+    yield f"{address}|{model_dir}"
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_draft_command_streams_lossless_output(
+    served: str, target: TransformersTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address, model_dir = served.split("|")
+    reference = list(target_greedy_decode(target, PROMPT, 12))
+    records = tmp_path / "rounds.jsonl"
+    ids = ",".join(map(str, PROMPT))
+    for draft in (model_dir, "ngram"):
+        code = main(
+            [
+                "draft",
+                "--server",
+                address,
+                "--draft",
+                draft,
+                "--prompt-ids",
+                ids,
+                "--max-new-tokens",
+                "12",
+                "--gamma",
+                "3",
+                "--records",
+                str(records),
+            ]
+        )
+        assert code == 0
+        out = capsys.readouterr()
+        streamed = [
+            int(t) for t in out.out.replace("[", " ").replace("]", " ").replace(",", " ").split()
+        ]
+        assert streamed == reference
+        assert "12 tokens" in out.err
+        rows = [json.loads(line) for line in records.read_text().splitlines()]
+        assert rows[-1]["type"] == "RequestRecord" and rows[-1]["num_output_tokens"] == 12
+        assert all(r["type"] == "RoundRecord" for r in rows[:-1])
+    for mode in ("centralized", "fused"):
+        assert (
+            main(
+                [
+                    "draft",
+                    "--server",
+                    address,
+                    "--mode",
+                    mode,
+                    "--prompt-ids",
+                    ids,
+                    "--max-new-tokens",
+                    "12",
+                ]
+            )
+            == 0
+        )
+        out = capsys.readouterr().out
+        assert [
+            int(t) for t in out.replace("[", " ").replace("]", " ").replace(",", " ").split()
+        ] == reference
+
+
+def test_serve_without_target_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve"]) == 2
+    assert (
+        "config field 'target': no target model given (--target MODEL)" in capsys.readouterr().err
+    )
+
+
+def test_draft_text_prompt_without_tokenizer(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["draft", "--draft", "ngram", "--prompt", "hello"]) == 2
+    assert "text prompts need a tokenizer" in capsys.readouterr().err
