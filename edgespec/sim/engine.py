@@ -20,7 +20,7 @@ from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.build import Policies
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
-from edgespec.sim.fastpath import static_distributed_batch_end
+from edgespec.sim.fastpath import fcfs_dispatch, static_distributed_batch_end
 from edgespec.sim.kernel import EventQueue, Handler
 from edgespec.sim.network import downlink_bytes, uplink_bytes
 from edgespec.sim.rng import spawn_generator
@@ -93,13 +93,16 @@ class Engine:
         specialised = self.fast and self.static_gamma is not None and self.distributed
         if specialised and not self.record_rounds:
             batch_end = static_distributed_batch_end(self, ARRIVE, DELIVER, DISPATCH)
+        dispatch: Handler = self._dispatch
+        if self.fcfs_inline:
+            dispatch = fcfs_dispatch(self, BATCH_END)
         return [
             batch_end,
             self._deliver,
             self._draft_done,
             self._arrive,
             self._request,
-            self._dispatch,
+            dispatch,
         ]
 
     # --- arrivals
@@ -260,15 +263,13 @@ class Engine:
     # --- the server
 
     def _dispatch(self, t: float, server: ServerState) -> None:
+        """Straightforward path: ask the batching policy (fast path: fastpath.fcfs_dispatch)."""
         server.dispatch_pending = False
         if server.busy or not server.queue:
             return
-        if self.fcfs_inline:
-            chosen = self._select_fcfs(server)
-        else:
-            chosen = self._select_policy(server, t)
-            if not chosen:
-                return
+        chosen = self._select_policy(server, t)
+        if not chosen:
+            return
         n_lin = n_int = n_cached = 0
         for s in chosen:
             new, cached = s.batch_new, s.batch_cached
@@ -288,41 +289,6 @@ class Engine:
         cached = server.kv.get(s.index, 0)
         context = s.request.num_prompt_tokens + s.committed + s.gamma_eff
         return context - cached, cached
-
-    def _select_fcfs(self, server: ServerState) -> list[Session]:
-        """FcfsBatching.select, inline: the queue is already in (enqueued_s, entry_id) order."""
-        queue = server.queue
-        chosen: list[Session] = []
-        max_size, max_tokens, max_context = (
-            server.max_batch_size,
-            server.max_batch_tokens,
-            server.kv_budget,
-        )
-        num_tokens = num_context = 0
-        skipped = False
-        kv_get = server.kv.get
-        for s in queue:
-            if len(chosen) >= max_size:
-                break
-            cached = kv_get(s.index, 0)  # _shape, inline
-            new = s.request.num_prompt_tokens + s.committed + s.gamma_eff - cached
-            if chosen and (
-                num_tokens + new > max_tokens or num_context + new + cached > max_context
-            ):
-                skipped = True
-                continue
-            s.batch_new, s.batch_cached = new, cached
-            chosen.append(s)
-            num_tokens += new
-            num_context += new + cached
-        if len(chosen) == len(queue):
-            server.queue = []
-        elif not skipped:
-            server.queue = queue[len(chosen) :]
-        else:
-            taken = {s.entry_id for s in chosen}
-            server.queue = [s for s in queue if s.entry_id not in taken]
-        return chosen
 
     def _select_policy(self, server: ServerState, t: float) -> list[Session]:
         by_id: dict[int, Session] = {}

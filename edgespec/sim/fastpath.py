@@ -1,10 +1,15 @@
-"""The fast path's specialised BATCH_END handler (distributed mode, static window).
+"""The fast path's specialised handlers.
 
-It does exactly what :meth:`Engine._batch_end` followed by ``DELIVER`` →
-``_begin_round`` → ``DRAFT_DONE`` → ``_uplink`` do, in the same order and with the same
-floating-point expressions, but in one closure with everything it touches bound to
-locals, and without the intermediate events. ``tests/sim/test_fast_path.py`` checks that
-records are identical to the straightforward path's.
+* :func:`static_distributed_batch_end` does exactly what :meth:`Engine._batch_end`
+  followed by ``DELIVER`` → ``_begin_round`` → ``DRAFT_DONE`` → ``_uplink`` do, in the
+  same order and with the same floating-point expressions, but in one closure with
+  everything it touches bound to locals, and without the intermediate events.
+* :func:`fcfs_dispatch` is ``Engine._dispatch`` with ``FcfsBatching.select`` inlined: the
+  server queue is appended in event order, which is (enqueued_s, entry_id) order, so FCFS
+  needs no sort and no ``PendingVerification`` objects.
+
+``tests/sim/test_fast_path.py`` checks that records are identical to the straightforward
+path's.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from math import log
 from typing import TYPE_CHECKING
 
 from edgespec.core.types import BatchRecord
+from edgespec.sim.acceptance import TraceAcceptance
 from edgespec.sim.cost_models import decode_steps_s
-from edgespec.sim.entities import ServerState
+from edgespec.sim.entities import ServerState, Session
 from edgespec.sim.kernel import Handler
 from edgespec.sim.network import HEADER_BYTES, PROB_BYTES, TOKEN_ID_BYTES
 
@@ -29,6 +35,7 @@ def static_distributed_batch_end(
     gamma_static = engine.static_gamma
     assert gamma_static is not None and engine.distributed and not engine.record_rounds
     accepted = engine.acceptance.accepted
+    replay = isinstance(engine.acceptance, TraceAcceptance)
     sink_batch = engine.sink.batch
     draft_times = engine.draft_times
     send_probs = engine.send_probs
@@ -50,15 +57,27 @@ def static_distributed_batch_end(
             dev = s.device
             rng = dev.rng
             gamma = s.gamma_eff
-            num_acc = accepted(s.seq, s.committed, gamma, rng) if gamma > 0 else 0
+            if gamma == 0:
+                num_acc = 0
+            elif replay:
+                # TraceAcceptance.accepted, inline.
+                seq = s.seq
+                assert seq is not None
+                n = len(seq)
+                position = s.committed
+                num_acc = gamma
+                for k in range(gamma):
+                    if not seq[(position + k) % n]:
+                        num_acc = k
+                        break
+            else:
+                num_acc = accepted(s.seq, s.committed, gamma, rng)
             committed = num_acc + 1
             total = s.committed + committed
             s.committed = total
             s.num_rounds += 1
             s.num_drafted += gamma
             s.num_accepted += num_acc
-            s.last_accepted = num_acc
-            s.recent.append((gamma, num_acc))
             s.queue_s += start - s.enqueued_s
             s.verify_s += verify
             link = dev.link
@@ -92,8 +111,8 @@ def static_distributed_batch_end(
             kv.move_to_end(index)
             while server.kv_total > server.kv_budget and kv:
                 server.kv_total -= kv.popitem(last=False)[1]
-            # Engine._begin_round with a static window, inline.
-            s.gamma = gamma_static
+            # Engine._begin_round with a static window, inline. (Session fields read only
+            # by window observations and round records are not maintained here.)
             gamma = gamma_static if gamma_static < remaining - 1 else remaining - 1
             s.gamma_eff = gamma
             context = prompt + total
@@ -103,8 +122,6 @@ def static_distributed_batch_end(
             if draft is None:
                 draft = decode_steps_s(cost, gamma, context, 0)
                 draft_times[key] = draft
-            s.round_start_s = deliver
-            s.round_draft_s = draft
             s.draft_s += draft
             size = HEADER_BYTES + TOKEN_ID_BYTES * gamma
             if send_probs:
@@ -115,7 +132,6 @@ def static_distributed_batch_end(
             if link.loss_rate > 0:
                 while rng.next() < link.loss_rate:
                     up += link.retransmit_timeout_s
-            s.round_up_s = up
             s.network_s += up
             push((deliver + draft) + up, arrive_kind, dev.device_id, s)
         engine.num_rounds += len(batch)
@@ -124,3 +140,53 @@ def static_distributed_batch_end(
             push(t, dispatch_kind, server.server_id, server)
 
     return batch_end
+
+
+def fcfs_dispatch(engine: Engine, batch_end_kind: int) -> Handler:
+    """DISPATCH with ``FcfsBatching`` inlined (``_take_within_limits`` semantics)."""
+    push = engine.q.push
+
+    def dispatch(t: float, server: ServerState) -> None:
+        server.dispatch_pending = False
+        queue = server.queue
+        if server.busy or not queue:
+            return
+        chosen: list[Session] = []
+        max_size = server.max_batch_size
+        max_tokens = server.max_batch_tokens
+        max_context = server.kv_budget
+        n_lin = n_int = n_cached = 0
+        skipped = False
+        kv_get = server.kv.get
+        for s in queue:
+            if len(chosen) >= max_size:
+                break
+            cached = kv_get(s.index, 0)
+            new = s.request.num_prompt_tokens + s.committed + s.gamma_eff - cached
+            if chosen and (
+                n_lin + new > max_tokens or n_lin + n_cached + new + cached > max_context
+            ):
+                skipped = True
+                continue
+            s.batch_new = new
+            s.batch_cached = cached
+            chosen.append(s)
+            n_lin += new
+            n_int += (cached + new) * new
+            n_cached += cached
+        if len(chosen) == len(queue):
+            server.queue = []
+        elif not skipped:
+            server.queue = queue[len(chosen) :]
+        else:
+            taken = {s.entry_id for s in chosen}
+            server.queue = [s for s in queue if s.entry_id not in taken]
+        server.busy = True
+        server.batch = chosen
+        server.batch_start_s = t
+        server.batch_new = n_lin
+        server.batch_cached = n_cached
+        duration = server.cost.batch_time_s(len(chosen), n_lin, n_int, n_cached)
+        push(t + duration, batch_end_kind, server.server_id, server)
+
+    return dispatch
