@@ -164,24 +164,20 @@ class MetricsAccumulator:
 
     def add_batch(self, record: BatchRecord) -> None:
         """Count one verification forward pass."""
-        if record.end_s < record.start_s:
+        start, end, size, server = record.start_s, record.end_s, record.batch_size, record.server_id
+        if end < start or size < 1 or server < 0:
             raise ValueError(
-                f"batch on server {record.server_id} at {record.start_s}: "
-                f"end_s={record.end_s} < start_s"
-            )
-        if record.batch_size < 1 or record.server_id < 0:
-            raise ValueError(
-                f"batch on server {record.server_id} at {record.start_s}: "
-                f"needs batch_size >= 1 and server_id >= 0, got batch_size={record.batch_size}"
+                f"batch on server {server} at {start}: need end_s >= start_s, "
+                f"batch_size >= 1, server_id >= 0; got end_s={end}, batch_size={size}"
             )
         self._num_batches += 1
         self._num_forwarded += record.num_new_tokens
         self._num_cached += record.num_cached_tokens
-        self._batch_sizes[record.batch_size] += 1
-        busy = self._busy.get(record.server_id)
+        self._batch_sizes[size] += 1
+        busy = self._busy.get(server)
         if busy is None:
-            busy = self._busy[record.server_id] = _ServerBusy()
-        busy.add(record.start_s, record.end_s)
+            busy = self._busy[server] = _ServerBusy()
+        busy.add(start, end)
 
     def finish(self, duration_s: float, num_servers: int) -> SystemMetrics:
         """Metrics over a run of ``duration_s`` seconds on ``num_servers`` target servers."""
@@ -288,12 +284,15 @@ class _ServerBusy:
         self._recent: list[tuple[float, float]] = []
 
     def add(self, start_s: float, end_s: float) -> None:
-        heapq.heappush(self._recent, (end_s, start_s))
-        if len(self._recent) > self._keep:
-            end, start = heapq.heappop(self._recent)
-            self._folded_max_end = max(self._folded_max_end, end)
-            if end > 0:
-                self._folded.add(end - max(start, 0.0))
+        recent = self._recent
+        if len(recent) < self._keep:
+            heapq.heappush(recent, (end_s, start_s))
+            return
+        end, start = heapq.heappushpop(recent, (end_s, start_s))
+        if end > self._folded_max_end:
+            self._folded_max_end = end
+        if end > 0:
+            self._folded.add(end - start if start > 0 else end)
 
     def total(self, server_id: int, duration_s: float) -> float:
         if self._folded_max_end > duration_s:

@@ -241,8 +241,10 @@ def test_bad_request_records_are_named(record: RequestRecord, message: str) -> N
 
 def test_bad_batches_and_arguments_are_named() -> None:
     acc = MetricsAccumulator()
-    with pytest.raises(ValueError, match="batch on server 1 at 2.0: end_s=1.0 < start_s"):
+    with pytest.raises(ValueError, match="batch on server 1 at 2.0: need end_s >= start_s, "):
         acc.add_batch(BatchRecord(1, 2.0, 1.0, 1, 1, 0))
+    with pytest.raises(ValueError, match="got end_s=3.0, batch_size=0"):
+        acc.add_batch(BatchRecord(1, 2.0, 3.0, 0, 1, 0))
     acc.add_batch(BatchRecord(3, 0.0, 1.0, 1, 1, 0))
     with pytest.raises(ValueError, match=r"batch on server 3 but num_servers=2 \(server ids"):
         acc.finish(10.0, 2)
