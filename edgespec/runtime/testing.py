@@ -1,4 +1,4 @@
-"""Tiny causal LMs built in-process (no downloads) for runtime tests and benchmarks."""
+"""Synthetic causal LMs built in-process (no downloads) for tests and benchmarks."""
 
 from __future__ import annotations
 
@@ -18,9 +18,16 @@ def tiny_llama(
     hidden_size: int = 32,
     logit_scale: float = 30.0,
     eos_token_id: int | None = None,
+    quiet_layers_from: int | None = None,
+    quiet_scale: float = 0.05,
 ) -> Any:
-    """A random fp32 Llama. ``logit_scale`` stretches the LM head so the top logits are
-    well separated: float rounding from padding/batching then never flips an argmax."""
+    """A random fp32 Llama, seeded locally (the global torch RNG is left as it was).
+
+    ``logit_scale`` stretches the LM head so the top logits are well separated: float
+    rounding from padding/batching then never flips an argmax. ``quiet_layers_from=k``
+    scales the residual outputs of layers ≥ k by ``quiet_scale``, so the first k layers
+    (see :func:`layer_truncated_copy`) make a cheaper draft that mostly agrees.
+    """
     config = LlamaConfig(
         vocab_size=vocab_size,
         hidden_size=hidden_size,
@@ -33,14 +40,19 @@ def tiny_llama(
         pad_token_id=None,
         eos_token_id=eos_token_id,
     )
-    generator_state = torch.random.get_rng_state()
+    state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
-    torch.random.set_rng_state(generator_state)
+    torch.random.set_rng_state(state)
     with torch.no_grad():
         model.lm_head.weight.mul_(logit_scale)
+        if quiet_layers_from is not None:
+            for layer in model.model.layers[quiet_layers_from:]:
+                layer.self_attn.o_proj.weight.mul_(quiet_scale)
+                layer.mlp.down_proj.weight.mul_(quiet_scale)
     model.generation_config.eos_token_id = eos_token_id
-    return model.eval()
+    model.eval()  # type: ignore[no-untyped-call]
+    return model
 
 
 def noisy_copy(model: Any, noise: float, seed: int = 1) -> Any:
@@ -50,4 +62,18 @@ def noisy_copy(model: Any, noise: float, seed: int = 1) -> Any:
     with torch.no_grad():
         for param in draft.parameters():
             param.add_(noise * torch.randn(param.shape, generator=generator) * param.std())
-    return draft.eval()
+    draft.eval()  # type: ignore[no-untyped-call]
+    return draft
+
+
+def layer_truncated_copy(model: Any, num_layers: int) -> Any:
+    """The first ``num_layers`` decoder layers of ``model`` with its embeddings and head."""
+    config = copy.deepcopy(model.config)
+    config.num_hidden_layers = num_layers
+    if getattr(config, "layer_types", None) is not None:
+        config.layer_types = config.layer_types[:num_layers]
+    draft = LlamaForCausalLM(config)
+    draft.load_state_dict(model.state_dict(), strict=False)
+    draft.generation_config.eos_token_id = model.generation_config.eos_token_id
+    draft.eval()  # type: ignore[no-untyped-call]
+    return draft

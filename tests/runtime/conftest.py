@@ -19,8 +19,8 @@ from edgespec.runtime.backends.transformers_backend import (  # noqa: E402
 )
 from edgespec.runtime.engine import Engine  # noqa: E402
 from edgespec.runtime.server import VerificationService  # noqa: E402
+from edgespec.runtime.testing import noisy_copy, tiny_llama  # noqa: E402
 from edgespec.runtime.transport import ServerThread  # noqa: E402
-from tests.runtime.tiny import noisy_copy, tiny_llama  # noqa: E402
 
 torch.set_num_threads(1)
 

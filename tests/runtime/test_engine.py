@@ -15,7 +15,7 @@ from edgespec.runtime.engine import Engine
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
-from tests.runtime.tiny import tiny_llama
+from edgespec.runtime.testing import tiny_llama
 
 PROMPTS = [(1, 2, 3, 4, 5), (9, 9, 9), (40, 2, 33, 17, 8, 60, 61), (5,), (12, 30, 12, 30, 12)]
 

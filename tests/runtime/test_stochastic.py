@@ -14,7 +14,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersDraft, Tr
 from edgespec.runtime.engine import Engine
 from edgespec.runtime.inprocess import speculative_generate
 from edgespec.runtime.sampling import logits_to_probs
-from tests.runtime.tiny import tiny_llama
+from edgespec.runtime.testing import tiny_llama
 
 scipy_stats = pytest.importorskip("scipy.stats")
 

@@ -1,0 +1,272 @@
+"""Runtime benchmark: ``python -m edgespec.runtime.bench``.
+
+Three measurements, side by side in one run, printed as Markdown tables:
+
+1. single client: target-only greedy decoding (in-process) vs distributed speculative
+   decoding through a loopback gRPC server (drafter in the client);
+2. N concurrent clients: aggregate goodput (committed tokens/s) of distributed SD vs
+   centralized serving (the server decodes for every client, batched) on one server;
+3. verification cost of a follow-up round (cached prefix) vs a cold start at several
+   prefix lengths.
+
+Default models are synthetic (built in-process, see :mod:`edgespec.runtime.testing`):
+an 8-layer target whose layers ≥ 2 are "quiet", and its first 2 layers as the draft.
+``--target``/``--draft`` take real models (directory or name) instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+
+def _parse_ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m edgespec.runtime.bench", description=__doc__)
+    p.add_argument("--target", default="synthetic", help="'synthetic' or a model dir/name")
+    p.add_argument(
+        "--draft",
+        default="truncated",
+        help="'truncated' (synthetic: target's first layers), 'ngram' or a model",
+    )
+    p.add_argument("--clients", default="1,4,8,16")
+    p.add_argument("--prefix-lens", default="128,512,1024")
+    p.add_argument("--max-new-tokens", type=int, default=48)
+    p.add_argument("--prompt-len", type=int, default=32)
+    p.add_argument("--gamma", type=int, default=4)
+    p.add_argument("--threads", type=int, default=2, help="torch threads")
+    p.add_argument("--repeats", type=int, default=5, help="timing repeats (prefix test)")
+    p.add_argument("--single-repeats", type=int, default=3, help="repeats (single client)")
+    p.add_argument(
+        "--skip", default="", help="comma list of sections to skip: single,clients,prefix"
+    )
+    return p
+
+
+def _models(args: argparse.Namespace) -> tuple[Any, Callable[[], Any], str]:
+    from edgespec.runtime.backends.ngram import NgramDrafter
+    from edgespec.runtime.backends.transformers_backend import TransformersDraft
+
+    if args.target == "synthetic":
+        from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
+
+        target = tiny_llama(
+            0,
+            num_layers=8,
+            vocab_size=1024,
+            hidden_size=256,
+            logit_scale=5.0,
+            quiet_layers_from=2,
+            quiet_scale=0.03,
+        )
+        draft = layer_truncated_copy(target, 2) if args.draft == "truncated" else None
+        desc = "synthetic Llama target (8 layers, hidden 256, vocab 1024)"
+    else:
+        from edgespec.runtime.loading import load_model_and_tokenizer
+
+        target = load_model_and_tokenizer(args.target)[0]
+        draft = None
+        if args.draft not in ("ngram", "truncated"):
+            draft = load_model_and_tokenizer(args.draft)[0]
+        desc = f"target {args.target}"
+    if draft is None:
+        return target, NgramDrafter, desc + ", n-gram draft"
+    return target, lambda: TransformersDraft(draft), desc + f", draft {args.draft}"
+
+
+def _prompts(n: int, length: int, vocab: int) -> list[tuple[int, ...]]:
+    rng = np.random.default_rng(1234)
+    return [tuple(int(t) for t in rng.integers(0, vocab, length)) for _ in range(n)]
+
+
+def _server(backend: Any, max_batch: int = 16) -> Any:
+    from edgespec.config import ServerConfig, from_dict
+    from edgespec.policies.batching import FcfsBatching
+    from edgespec.runtime.engine import Engine
+    from edgespec.runtime.server import VerificationService
+    from edgespec.runtime.transport import ServerThread
+
+    config = from_dict(ServerConfig, {"port": 0, "max_batch_size": max_batch})
+    return ServerThread(lambda: VerificationService(Engine(backend), config, FcfsBatching()))
+
+
+def _parallel(n: int, job: Callable[[int], int]) -> tuple[int, float]:
+    """Run job(i) for i < n in threads; return (total tokens, wall seconds)."""
+    counts = [0] * n
+    barrier = threading.Barrier(n + 1)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        counts[i] = job(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    return sum(counts), time.perf_counter() - start
+
+
+def bench_single(backend: Any, make_draft: Callable[[], Any], args: argparse.Namespace) -> None:
+    from edgespec.core.types import SamplingParams
+    from edgespec.runtime.drafter import DraftOptions, generate
+    from edgespec.runtime.inprocess import target_greedy_decode
+    from edgespec.runtime.transport import RemoteVerifier
+
+    prompt = _prompts(1, args.prompt_len, backend.vocab_size)[0]
+    n = args.max_new_tokens
+    target_greedy_decode(backend, prompt, 4)  # warm-up
+    ar_times, sd_times = [], []
+    with _server(backend) as server:
+        verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+        sampling = SamplingParams(max_new_tokens=n)
+        for rep in range(args.single_repeats):  # interleaved: load drift hits both alike
+            t0 = time.perf_counter()
+            reference = target_greedy_decode(backend, prompt, n)
+            t1 = time.perf_counter()
+            result = generate(
+                verifier,
+                make_draft(),
+                prompt,
+                sampling,
+                DraftOptions(f"bench{rep}"),
+                _window(args.gamma),
+            )
+            t2 = time.perf_counter()
+            ar_times.append(t1 - t0)
+            sd_times.append(t2 - t1)
+    ar_s, sd_s = statistics.median(ar_times), statistics.median(sd_times)
+    assert result.output_token_ids == reference, "speculative output differs from target-only"
+    r = result.request
+    print("\n### Single client\n")
+    print("| decoding | tokens | seconds | tokens/s | acceptance | tokens/round |")
+    print("|---|---|---|---|---|---|")
+    print(
+        f"| target-only greedy (in-process, median of {len(ar_times)}) | {n} | {ar_s:.3f} "
+        f"| {n / ar_s:.1f} | – | 1 |"
+    )
+    print(
+        f"| distributed SD, γ={args.gamma} (loopback gRPC) | {n} | {sd_s:.3f} | "
+        f"{n / sd_s:.1f} | {r.num_accepted / r.num_drafted:.2f} | {n / r.num_rounds:.2f} |"
+    )
+    print(f"\nspeedup SD / target-only: **{ar_s / sd_s:.2f}×** (outputs token-identical)")
+
+
+def _window(gamma: int) -> Any:
+    from edgespec.policies.window import StaticWindow
+
+    return StaticWindow(gamma)
+
+
+def bench_clients(
+    backend: Any, make_draft: Callable[[], Any], args: argparse.Namespace, counts: Sequence[int]
+) -> None:
+    from edgespec.core.types import SamplingParams
+    from edgespec.runtime.drafter import DraftOptions, generate
+    from edgespec.runtime.messages import SessionSpec
+    from edgespec.runtime.transport import RemoteVerifier
+
+    sampling = SamplingParams(max_new_tokens=args.max_new_tokens)
+    print("\n### Concurrent clients: aggregate goodput (committed tokens/s)\n")
+    print(
+        "| clients | distributed SD tok/s | mean batch | centralized tok/s | mean batch "
+        "| SD / centralized |"
+    )
+    print("|---|---|---|---|---|---|")
+    for n in counts:
+        prompts = _prompts(n, args.prompt_len, backend.vocab_size)
+        with _server(backend) as server:
+            address = f"127.0.0.1:{server.port}"
+
+            def sd(i: int, address: str = address, prompts: Any = prompts) -> int:
+                result = generate(
+                    RemoteVerifier(address),
+                    make_draft(),
+                    prompts[i],
+                    sampling,
+                    DraftOptions(f"sd{i}"),
+                    _window(args.gamma),
+                )
+                return len(result.output_token_ids)
+
+            sd_tokens, sd_s = _parallel(n, sd)
+            sd_batch = server.service.stats().mean_batch_size
+        with _server(backend) as server:
+            address = f"127.0.0.1:{server.port}"
+
+            def central(i: int, address: str = address, prompts: Any = prompts) -> int:
+                spec = SessionSpec(f"c{i}", f"c{i}", prompts[i], sampling)
+                return sum(len(c) for c in RemoteVerifier(address).generate(spec))
+
+            c_tokens, c_s = _parallel(n, central)
+            c_batch = server.service.stats().mean_batch_size
+        print(
+            f"| {n} | {sd_tokens / sd_s:.1f} | {sd_batch:.2f} | {c_tokens / c_s:.1f} | "
+            f"{c_batch:.2f} | {(sd_tokens / sd_s) / (c_tokens / c_s):.2f}× |"
+        )
+
+
+def bench_prefix(backend: Any, args: argparse.Namespace, lengths: Sequence[int]) -> None:
+    from edgespec.runtime.backends.base import ForwardItem
+
+    rng = np.random.default_rng(7)
+    k = args.gamma
+    print(f"\n### Verification cost: follow-up (cached prefix) vs cold start, γ={k}\n")
+    print(
+        "| prefix | cold start ms (forwards prefix+γ) | follow-up ms (forwards 1+γ) "
+        "| cold / follow-up |"
+    )
+    print("|---|---|---|---|")
+    for length in lengths:
+        prefix = tuple(int(t) for t in rng.integers(0, backend.vocab_size, length))
+        draft = tuple(int(t) for t in rng.integers(0, backend.vocab_size, k))
+        cached = backend.forward([ForwardItem(None, 0, prefix[:-1], 1)])[0].kv
+        cold, warm = [], []
+        for _ in range(args.repeats):  # interleaved, so drift hits both alike
+            t0 = time.perf_counter()
+            backend.forward([ForwardItem(None, 0, prefix + draft, k + 1)])
+            t1 = time.perf_counter()
+            backend.forward([ForwardItem(cached, length - 1, prefix[-1:] + draft, k + 1)])
+            t2 = time.perf_counter()
+            cold.append(t1 - t0)
+            warm.append(t2 - t1)
+        c_ms, w_ms = statistics.median(cold) * 1e3, statistics.median(warm) * 1e3
+        print(f"| {length} | {c_ms:.1f} | {w_ms:.1f} | {c_ms / w_ms:.1f}× |")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import torch
+
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+    torch.set_num_threads(args.threads)
+    model, make_draft, desc = _models(args)
+    backend = TransformersTarget(model)
+    skip = set(args.skip.split(","))
+    print(
+        f"## edgespec runtime bench: {desc}; torch threads {args.threads}; "
+        f"{args.max_new_tokens} new tokens, prompt {args.prompt_len}, fp32 CPU"
+    )
+    if "single" not in skip:
+        bench_single(backend, make_draft, args)
+    if "clients" not in skip:
+        bench_clients(backend, make_draft, args, _parse_ints(args.clients))
+    if "prefix" not in skip:
+        bench_prefix(backend, args, _parse_ints(args.prefix_lens))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
