@@ -39,7 +39,7 @@ def static_distributed_batch_end(
     sink_batch = engine.sink.batch
     draft_times = engine.draft_times
     send_probs = engine.send_probs
-    push = engine.q.push
+    push = engine.q.raw_push()
 
     def batch_end(t: float, server: ServerState) -> None:
         batch = server.batch
@@ -144,7 +144,7 @@ def static_distributed_batch_end(
 
 def fcfs_dispatch(engine: Engine, batch_end_kind: int) -> Handler:
     """DISPATCH with ``FcfsBatching`` inlined (``_take_within_limits`` semantics)."""
-    push = engine.q.push
+    push = engine.q.raw_push()
 
     def dispatch(t: float, server: ServerState) -> None:
         server.dispatch_pending = False
