@@ -79,7 +79,15 @@ def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord]) -> None:
             ys = np.arange(1, len(values) + 1) / len(values)
             style = {"color": "black", "lw": 2.0} if name == "all" else {"lw": 1.2, "alpha": 0.8}
             ax.step(values, ys, where="post", label=name, **style)
-        ax.set_xlabel(label)
+        xlabel = label
+        if requests:
+            everything = np.array([getattr(r, attr) * scale for r in requests])
+            p99, top = float(np.percentile(everything, 99)), float(everything.max())
+            if top > 1.5 * p99 > 0:
+                # A long tail squeezes the body of the CDF: cut the axis, say so.
+                ax.set_xlim(left=0, right=1.5 * p99)
+                xlabel = f"{label}; axis cut at 1.5×p99, max {top:.4g}"
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("fraction of requests")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
@@ -95,7 +103,7 @@ def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord]) -> None:
 def plot_slo_attainment(path: Path, metrics: SystemMetrics) -> None:
     """Bar per SLO class: share of its requests that met the class's token-speed target."""
     plt = _pyplot()
-    stats = [s for s in metrics.slo_classes if s.attainment is not None]
+    stats = [s for s in metrics.slo_classes_by_target() if s.attainment is not None]
     fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(stats) + 2), 3.8), constrained_layout=True)
     if stats:
         labels = [

@@ -155,11 +155,14 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
     tab.add_row("throughput", f"{_num(m.throughput_requests_per_s)} req/s")
     tab.add_row("goodput", f"{_num(m.goodput_tokens_per_s, '.4g')} tok/s")
     tab.add_row("server tokens", f"{_num(m.throughput_tokens_per_s, '.4g')} tok/s")
-    slo = _pct(m.slo_attainment)
-    per_class = ", ".join(
-        f"{s.slo_class} {_pct(s.attainment)}" for s in m.slo_classes if s.attainment is not None
-    )
-    tab.add_row("SLO attainment", f"{slo} ({per_class})" if per_class else slo)
+    tab.add_row("SLO attainment", _pct(m.slo_attainment))
+    for c in m.slo_classes_by_target():
+        if c.attainment is not None:
+            target = "" if c.target_tokens_per_s is None else f" ≥{c.target_tokens_per_s:g} tok/s"
+            tab.add_row(
+                f"  {c.slo_class}{target}",
+                f"{_pct(c.attainment)} ({c.num_met}/{c.num_with_target})",
+            )
     tab.add_row("acceptance rate", _pct(m.acceptance_rate))
     tab.add_row("AAL / rounds per req", f"{_num(m.aal)} / {_num(m.rounds_per_request)}")
     tab.add_row("wasted draft tokens", f"{m.num_wasted_draft_tokens}")

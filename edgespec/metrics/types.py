@@ -123,6 +123,15 @@ class SystemMetrics(_Record):
     server_utilization: tuple[float, ...]
     mean_server_utilization: float
 
+    def slo_classes_by_target(self) -> tuple[SloClassStats, ...]:
+        """SLO classes ordered by target speed (loosest first), classes without one last."""
+        return tuple(
+            sorted(
+                self.slo_classes,
+                key=lambda s: (s.target_tokens_per_s is None, s.target_tokens_per_s or 0.0),
+            )
+        )
+
     def slo_class(self, name: str) -> SloClassStats:
         """The stats of SLO class ``name``; ``KeyError`` naming the known classes otherwise."""
         for stats in self.slo_classes:

@@ -90,6 +90,8 @@ def test_print_summary_table() -> None:
     print_summary(summarize(REQUESTS, BATCHES, duration_s=4.0, num_servers=2), console)
     text = console.export_text()
     assert "TTFT   687.5   750.0  1000.0  1000.0" in text
-    assert "66.7% (c2 100.0%, c8 50.0%)" in text
+    assert "SLO attainment               66.7%" in text
+    assert "  c2 ≥2 tok/s                100.0% (1/1)" in text
+    assert "  c8 ≥8 tok/s                50.0% (1/2)" in text
     assert "goodput                      5.5 tok/s" in text
     assert "25.0% mean over 2" in text

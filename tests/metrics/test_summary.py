@@ -101,6 +101,7 @@ def test_hand_computed_metrics() -> None:
         ("c8", 2, 1, 0.5),
     ]
     assert m.slo_class("c8").target_tokens_per_s == 8.0
+    assert [s.slo_class for s in m.slo_classes_by_target()] == ["c2", "c8", "best"]
     assert violation_rate(m) == 1 / 3
     assert class_violation_rate("c8")(m) == 0.5
     assert class_violation_rate("c2")(m) == 0.0
