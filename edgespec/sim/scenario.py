@@ -112,7 +112,7 @@ class WorkloadConfig:
     """
 
     kind: Literal["closed_loop", "poisson", "trace"] = "closed_loop"
-    dataset: str = "gsm8k"
+    dataset: str = "sharegpt"
     prompt_tokens: tuple[int, ...] = ()
     output_tokens: tuple[int, ...] = ()
     rate_per_s: float = 10.0
