@@ -251,3 +251,50 @@ def test_bad_batches_and_arguments_are_named() -> None:
         acc.finish(10.0, 2)
     with pytest.raises(ValueError, match="duration_s must be > 0, got 0.0"):
         acc.finish(0.0, 4)
+
+
+def test_matches_straightforward_reference_computation() -> None:
+    rng = random.Random(11)
+    requests = []
+    for i in range(500):
+        arrival = rng.uniform(0, 50)
+        first = arrival + rng.uniform(0, 2)
+        finish = first + rng.uniform(0, 30)
+        drafted = rng.randint(1, 60)
+        target = rng.choice([2.0, 4.0, None])
+        requests.append(
+            _req(f"r{i}", arrival, first, finish, rng.randint(1, 300), target=target,
+                 cls=str(target), rounds=rng.randint(1, 20), drafted=drafted,
+                 accepted=rng.randint(0, drafted))
+        )  # fmt: skip
+    batches = []
+    for server in range(3):
+        t = -0.5
+        while t < 62:
+            start = t + rng.uniform(0, 0.05)
+            t = start + rng.uniform(0.01, 0.2)
+            batches.append(BatchRecord(server, start, t, rng.randint(1, 8), 5, 50))
+    m = summarize(requests, batches, duration_s=60.0, num_servers=3)
+
+    import numpy as np
+
+    e2e = np.array([r.e2e_s for r in requests])
+    assert m.e2e is not None
+    assert m.e2e.mean_s == pytest.approx(e2e.mean(), rel=1e-12)
+    assert m.e2e.p99_s == pytest.approx(np.quantile(e2e, 0.99), rel=1e-12)
+    with_target = [r for r in requests if r.slo_tokens_per_s is not None]
+    met = [r for r in with_target if r.num_output_tokens / r.e2e_s >= r.slo_tokens_per_s]  # type: ignore[operator]
+    assert m.slo_attainment == len(met) / len(with_target)
+    assert m.acceptance_rate == sum(r.num_accepted for r in requests) / sum(
+        r.num_drafted for r in requests
+    )
+    for server in range(3):
+        busy = sum(
+            max(0.0, min(b.end_s, 60.0) - max(b.start_s, 0.0))
+            for b in batches
+            if b.server_id == server
+        )
+        assert m.server_busy_s[server] == pytest.approx(busy, rel=1e-12)
+    assert m.mean_batch_size == pytest.approx(
+        sum(b.batch_size for b in batches) / len(batches), rel=1e-12
+    )
