@@ -172,8 +172,12 @@ def plot_batch_sizes(path: Path, metrics: SystemMetrics) -> None:
         sizes = [b.batch_size for b in metrics.batch_sizes]
         counts = [b.num_batches for b in metrics.batch_sizes]
         ax.bar(sizes, counts, width=0.8, color="tab:green")
-        if len(sizes) <= 40:
+        if len(sizes) <= 16:
             ax.set_xticks(sizes)
+        else:
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     else:
         ax.text(0.5, 0.5, "no batches", ha="center", transform=ax.transAxes)
     ax.set_xlabel("batch size (entries)")
