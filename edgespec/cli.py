@@ -44,6 +44,8 @@ COMMAND_MODULES: dict[str, str] = {
     "bench": "edgespec.sim.bench",
     "serve": "edgespec.runtime.serve_command",
     "draft": "edgespec.runtime.draft_command",
+    "trace": "edgespec.learn.trace_command",
+    "train": "edgespec.learn.train_command",
 }
 
 

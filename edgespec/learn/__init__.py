@@ -1,0 +1,1 @@
+"""Learning tools: distillation of draft models, trace capture from real model pairs."""

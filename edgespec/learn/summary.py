@@ -1,0 +1,83 @@
+"""Aggregate captured trace records into the numbers `edgespec trace` reports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from edgespec.learn.trace import TraceRecord, replay_accepted_lengths
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSummary:
+    """Per-group totals. Speeds are output tokens per wall second; ``None`` when not run.
+
+    ``measured_aal``: mean accepted draft tokens per round over the rounds actually run;
+    ``replayed_aal``: the same recomputed from ``acceptance_seq`` at window ``gamma``.
+    """
+
+    name: str
+    num_requests: int
+    num_output_tokens: int
+    num_rounds: int
+    measured_aal: float
+    replayed_aal: float
+    position_acceptance: float
+    sd_tokens_per_s: float | None
+    target_tokens_per_s: float | None
+    assisted_tokens_per_s: float | None
+    mean_draft_ms_per_token: float | None
+    all_lossless: bool | None
+
+    @property
+    def speedup_vs_target(self) -> float | None:
+        if self.sd_tokens_per_s is None or not self.target_tokens_per_s:
+            return None
+        return self.sd_tokens_per_s / self.target_tokens_per_s
+
+    @property
+    def speedup_vs_assisted(self) -> float | None:
+        if self.sd_tokens_per_s is None or not self.assisted_tokens_per_s:
+            return None
+        return self.sd_tokens_per_s / self.assisted_tokens_per_s
+
+
+def _speed(records: Sequence[TraceRecord], attr: str) -> float | None:
+    times = [getattr(r, attr) for r in records]
+    if not records or any(t is None for t in times):
+        return None
+    total_ms = sum(float(t) for t in times)
+    return sum(r.output_tokens for r in records) / (total_ms / 1e3) if total_ms > 0 else None
+
+
+def summarize(name: str, records: Sequence[TraceRecord], gamma: int) -> TraceSummary:
+    """Totals over ``records`` (speeds are total tokens / total time, not means of ratios)."""
+    rounds = [r for rec in records for r in rec.rounds]
+    replayed = [n for rec in records for n in replay_accepted_lengths(rec.acceptance_seq, gamma)]
+    flags = [f for rec in records for f in rec.acceptance_seq]
+    drafted = sum(r.gamma for r in rounds)
+    draft_ms = sum(r.draft_ms for r in rounds)
+    lossless_flags = [rec.lossless for rec in records if rec.lossless is not None]
+    return TraceSummary(
+        name=name,
+        num_requests=len(records),
+        num_output_tokens=sum(rec.output_tokens for rec in records),
+        num_rounds=len(rounds),
+        measured_aal=sum(r.num_accepted for r in rounds) / len(rounds) if rounds else 0.0,
+        replayed_aal=sum(replayed) / len(replayed) if replayed else 0.0,
+        position_acceptance=sum(flags) / len(flags) if flags else 0.0,
+        sd_tokens_per_s=_speed(records, "sd_ms"),
+        target_tokens_per_s=_speed(records, "target_only_ms"),
+        assisted_tokens_per_s=_speed(records, "assisted_ms"),
+        mean_draft_ms_per_token=draft_ms / drafted if drafted else None,
+        all_lossless=all(lossless_flags) if lossless_flags else None,
+    )
+
+
+def summarize_by_dataset(records: Sequence[TraceRecord], gamma: int) -> list[TraceSummary]:
+    """One summary per dataset (in first-seen order) and one for everything (``all``)."""
+    names = list(dict.fromkeys(r.dataset for r in records))
+    out = [summarize(n, [r for r in records if r.dataset == n], gamma) for n in names]
+    if len(names) > 1:
+        out.append(summarize("all", records, gamma))
+    return out

@@ -1,0 +1,215 @@
+"""Acceptance-trace records (DESIGN.md trace schema) and their JSONL form.
+
+One line per request. The DSD-Sim fields (``request_id, arrival_ms, prompt_tokens,
+output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
+
+- ``acceptance_seq``: for every output position j, 1 if the draft's greedy token on the
+  target's own prefix (prompt + output[:j]) equals the target's token j, else 0. Under
+  greedy verification a round that starts at position s with window γ accepts exactly
+  the run of 1s starting at s, capped at γ — so one sequence serves every γ, including
+  γ_max (this is how :class:`edgespec.sim.acceptance.TraceAcceptance` replays it).
+- ``draft_features``: per output position, the draft-logit features of
+  :mod:`edgespec.core.features` (``TRACE_FEATURE_NAMES``; the in-block ``position`` feature
+  is left out because it depends on where a round starts). For a trimmed-vocabulary draft
+  they are computed over its K kept tokens (the others have zero probability).
+- ``rounds``: the rounds actually run at ``gamma_max`` (window, accepted, draft and verify
+  milliseconds), and ``sd_ms`` / ``target_only_ms`` / ``assisted_ms`` wall times.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edgespec.config import ConfigError
+from edgespec.core.features import FEATURE_NAMES
+
+TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRound:
+    """One speculative round as run during capture."""
+
+    gamma: int
+    num_accepted: int
+    draft_ms: float
+    verify_ms: float
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    """One request of a captured trace (see the module docstring for field meanings)."""
+
+    request_id: str
+    arrival_ms: float
+    prompt_tokens: int
+    output_tokens: int
+    drafter_id: int
+    slo_class: str
+    dataset: str
+    draft_model: str
+    target_model: str
+    gamma_max: int
+    acceptance_seq: tuple[int, ...]
+    rounds: tuple[TraceRound, ...] = ()
+    draft_features: tuple[tuple[float, ...], ...] | None = None
+    sd_ms: float | None = None
+    target_only_ms: float | None = None
+    assisted_ms: float | None = None
+    lossless: bool | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.acceptance_seq) != self.output_tokens:
+            raise ValueError(
+                f"{self.request_id}: acceptance_seq has {len(self.acceptance_seq)} entries "
+                f"for {self.output_tokens} output tokens"
+            )
+        if self.draft_features is not None and len(self.draft_features) != self.output_tokens:
+            raise ValueError(
+                f"{self.request_id}: draft_features must have one row per output token"
+            )
+
+    @property
+    def measured_mean_accepted(self) -> float | None:
+        """Mean accepted draft tokens per round over the rounds actually run."""
+        if not self.rounds:
+            return None
+        return sum(r.num_accepted for r in self.rounds) / len(self.rounds)
+
+
+def replay_accepted_lengths(acceptance_seq: Sequence[int], gamma: int) -> list[int]:
+    """Accepted lengths of the greedy rounds a window of ``gamma`` would run over the sequence.
+
+    A round at position s accepts L = the run of 1s from s (capped at γ and at the end of
+    the output, as the runtime caps a round's window at the tokens still allowed) and
+    commits L + 1 tokens; the next round starts at s + L + 1.
+    """
+    if gamma < 1:
+        raise ValueError(f"gamma must be >= 1, got {gamma}")
+    lengths, pos, n = [], 0, len(acceptance_seq)
+    while pos < n:
+        length = 0
+        while length < gamma and pos + length < n and acceptance_seq[pos + length]:
+            length += 1
+        lengths.append(length)
+        pos += length + 1
+    return lengths
+
+
+def _round(value: float, digits: int = 3) -> float:
+    return round(float(value), digits)
+
+
+def record_to_json(record: TraceRecord) -> dict[str, Any]:
+    """A JSON-ready dict, DSD-Sim fields first; ``None`` fields are left out."""
+    out: dict[str, Any] = {
+        "request_id": record.request_id,
+        "arrival_ms": _round(record.arrival_ms),
+        "prompt_tokens": record.prompt_tokens,
+        "output_tokens": record.output_tokens,
+        "drafter_id": record.drafter_id,
+        "slo_class": record.slo_class,
+        "dataset": record.dataset,
+        "draft_model": record.draft_model,
+        "target_model": record.target_model,
+        "gamma_max": record.gamma_max,
+        "acceptance_seq": list(record.acceptance_seq),
+        "rounds": [
+            [r.gamma, r.num_accepted, _round(r.draft_ms), _round(r.verify_ms)]
+            for r in record.rounds
+        ],
+    }
+    if record.draft_features is not None:
+        out["draft_features"] = [[_round(v, 4) for v in row] for row in record.draft_features]
+    for key in ("sd_ms", "target_only_ms", "assisted_ms"):
+        value = getattr(record, key)
+        if value is not None:
+            out[key] = _round(value)
+    if record.lossless is not None:
+        out["lossless"] = record.lossless
+    return out
+
+
+def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in obj:
+        raise ConfigError(f"{where}.{key}", "missing field")
+    value = obj[key]
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+        raise ConfigError(f"{where}.{key}", f"expected {kind}, got {value!r}")
+    return value
+
+
+def record_from_json(obj: Any, where: str) -> TraceRecord:
+    """Parse one trace line; errors name the line and the field."""
+    if not isinstance(obj, dict):
+        raise ConfigError(where, f"expected a JSON object, got {type(obj).__name__}")
+    rounds_raw = obj.get("rounds", [])
+    try:
+        rounds = tuple(TraceRound(int(g), int(a), float(d), float(v)) for g, a, d, v in rounds_raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{where}.rounds", "expected [gamma, accepted, draft_ms, verify_ms] rows"
+        ) from exc
+    seq = _field(obj, "acceptance_seq", list, where)
+    if any(v not in (0, 1) or isinstance(v, bool | float) for v in seq):
+        raise ConfigError(f"{where}.acceptance_seq", "must be a list of 0/1 integers")
+    feats = obj.get("draft_features")
+    try:
+        return TraceRecord(
+            request_id=str(_field(obj, "request_id", str, where)),
+            arrival_ms=float(_field(obj, "arrival_ms", (int, float), where)),
+            prompt_tokens=int(_field(obj, "prompt_tokens", int, where)),
+            output_tokens=int(_field(obj, "output_tokens", int, where)),
+            drafter_id=int(_field(obj, "drafter_id", int, where)),
+            slo_class=str(_field(obj, "slo_class", str, where)),
+            dataset=str(obj.get("dataset", "")),
+            draft_model=str(obj.get("draft_model", "")),
+            target_model=str(obj.get("target_model", "")),
+            gamma_max=int(obj.get("gamma_max", 0)),
+            acceptance_seq=tuple(int(v) for v in seq),
+            rounds=rounds,
+            draft_features=None
+            if feats is None
+            else tuple(tuple(float(v) for v in row) for row in feats),
+            sd_ms=obj.get("sd_ms"),
+            target_only_ms=obj.get("target_only_ms"),
+            assisted_ms=obj.get("assisted_ms"),
+            lossless=obj.get("lossless"),
+        )
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise ConfigError(where, str(exc)) from exc
+
+
+def write_trace(path: Path, records: Iterable[TraceRecord]) -> int:
+    """Write records as JSONL (one compact object per line); returns the count."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("w") as fh:
+        for record in records:
+            fh.write(json.dumps(record_to_json(record), separators=(",", ":")) + "\n")
+            count += 1
+    return count
+
+
+def read_trace(path: Path) -> list[TraceRecord]:
+    """Read a JSONL trace written by :func:`write_trace`."""
+    if not path.is_file():
+        raise FileNotFoundError(f"trace file {str(path)!r} does not exist")
+    records = []
+    with path.open() as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path.name}:{line_no}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(where, f"invalid JSON: {exc.msg}") from exc
+            records.append(record_from_json(obj, where))
+    return records

@@ -1,0 +1,179 @@
+"""`edgespec trace`: capture acceptance traces from a real draft/target pair.
+
+Example (the bundled pair on 10 GSM8K test prompts, with both speed baselines)::
+
+    edgespec trace --target gemma3-270m --draft gemma3-270m-draft --dataset gsm8k \\
+        --limit 10 --baselines --out traces/gsm8k.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from edgespec.learn.prompts import DATASETS
+
+NGRAM = "ngram"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="gemma3-270m", help="target model name or local path")
+    parser.add_argument(
+        "--draft",
+        default="gemma3-270m-draft",
+        help=f"draft model name or local path, or {NGRAM!r} for the prompt-lookup drafter",
+    )
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        help=f"one of {', '.join(DATASETS)} or a JSONL file with a 'prompt' field (repeatable)",
+    )
+    parser.add_argument("--split", default="test", choices=("train", "test"))
+    parser.add_argument("--limit", type=int, default=10, help="prompts per dataset")
+    parser.add_argument("--gamma", type=int, default=4, help="window γ_max used while capturing")
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--max-prompt-tokens", type=int, default=256)
+    parser.add_argument(
+        "--baselines",
+        action="store_true",
+        help="also time target-only decoding and transformers assisted generation per prompt",
+    )
+    parser.add_argument("--slo-classes", default="default", help="comma-separated, round-robin")
+    parser.add_argument("--num-drafters", type=int, default=8, help="drafter_id = index mod this")
+    parser.add_argument("--rate", type=float, default=1.0, help="Poisson arrivals per second")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="write all records to this JSONL file")
+    parser.add_argument("--out-dir", type=Path, help="write <dataset>.jsonl files here")
+
+
+def _prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
+    from edgespec.learn.prompts import load_jsonl_prompts, load_prompts
+
+    sets = []
+    for name in args.dataset or ["gsm8k"]:
+        if name in DATASETS:
+            sets.append((name, load_prompts(name, args.split, args.limit)))
+        else:
+            path = Path(name)
+            prompts = load_jsonl_prompts(path, "humaneval")  # template "{prompt}": text as is
+            sets.append((path.stem, prompts[: args.limit]))
+    return sets
+
+
+def _check_args(args: argparse.Namespace) -> str | None:
+    if args.out is None and args.out_dir is None:
+        return "give --out FILE and/or --out-dir DIR"
+    for flag in ("gamma", "limit", "max_new_tokens", "num_drafters", "threads"):
+        if getattr(args, flag) < 1:
+            return f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}"
+    if args.max_prompt_tokens < 2:
+        return f"--max-prompt-tokens must be >= 2, got {args.max_prompt_tokens}"
+    if args.rate <= 0:
+        return f"--rate must be > 0, got {args.rate}"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from edgespec.learn.capture import CaptureSettings, PairInfo, capture
+    from edgespec.learn.distill_data import encode_prompt
+    from edgespec.learn.draft_backend import CausalLMDraft
+    from edgespec.learn.trace import TraceRecord, write_trace
+    from edgespec.models.loading import load_model
+    from edgespec.runtime.backends.ngram import NgramDrafter
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+    console = Console(stderr=True)
+    problem = _check_args(args)
+    if problem is not None:
+        console.print(f"edgespec trace: {problem}")
+        return 2
+    torch.set_num_threads(args.threads)
+    prompt_sets = _prompt_sets(args)
+    with console.status(f"loading target {args.target} and draft {args.draft}"):
+        target = load_model(args.target)
+        draft_model = None if args.draft == NGRAM else load_model(args.draft).model
+    drafter = NgramDrafter(max_ngram=3) if draft_model is None else CausalLMDraft(draft_model)
+    pair = PairInfo(args.target, args.draft, target.model, draft_model)
+    settings = CaptureSettings(
+        gamma_max=args.gamma,
+        max_new_tokens=args.max_new_tokens,
+        target_only=args.baselines,
+        assisted=args.baselines and draft_model is not None,
+        slo_classes=tuple(s.strip() for s in args.slo_classes.split(",") if s.strip()),
+        num_drafters=args.num_drafters,
+        arrival_rate_per_s=args.rate,
+        seed=args.seed,
+    )
+    work = [
+        (p.prompt_id, name, encode_prompt(target.tokenizer, p.text, args.max_prompt_tokens))
+        for name, prompts in prompt_sets
+        for p in prompts
+    ]
+    records: list[TraceRecord] = []
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("tracing", total=len(work))
+
+        def on_record(record: TraceRecord) -> None:
+            progress.update(task, advance=1, description=f"tracing {record.dataset}")
+
+        records = capture(
+            TransformersTarget(target.model), drafter, pair, work, settings, on_record
+        )
+    if args.out is not None:
+        write_trace(args.out, records)
+        console.print(f"wrote {len(records)} records to {args.out}")
+    if args.out_dir is not None:
+        for name, _ in prompt_sets:
+            subset = [r for r in records if r.dataset == name]
+            write_trace(args.out_dir / f"{name}.jsonl", subset)
+            console.print(f"wrote {len(subset)} records to {args.out_dir / (name + '.jsonl')}")
+    _print_summary(console, records, args.gamma)
+    return 0
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _print_summary(console: Any, records: list[Any], gamma: int) -> None:
+    from rich.table import Table
+
+    from edgespec.learn.summary import summarize_by_dataset
+
+    table = Table(title=f"speculative decoding, greedy, γ = {gamma}")
+    for col in (
+        "dataset", "requests", "out tokens", "rounds", "AAL", "AAL replay", "pos. acc.",
+        "draft ms/tok", "SD tok/s", "target tok/s", "assisted tok/s", "× target", "× assisted",
+        "lossless",
+    ):  # fmt: skip
+        table.add_column(col, justify="right")
+    for s in summarize_by_dataset(records, gamma):
+        table.add_row(
+            s.name,
+            str(s.num_requests),
+            str(s.num_output_tokens),
+            str(s.num_rounds),
+            _fmt(s.measured_aal),
+            _fmt(s.replayed_aal),
+            _fmt(s.position_acceptance, 3),
+            _fmt(s.mean_draft_ms_per_token, 1),
+            _fmt(s.sd_tokens_per_s),
+            _fmt(s.target_tokens_per_s),
+            _fmt(s.assisted_tokens_per_s),
+            _fmt(s.speedup_vs_target),
+            _fmt(s.speedup_vs_assisted),
+            "-" if s.all_lossless is None else str(s.all_lossless),
+        )
+    console.print(table)

@@ -1,0 +1,139 @@
+"""`edgespec train draft`: distil a trimmed-vocabulary draft from a target.
+
+Two stages, both resumable: (1) the target's greedy continuations of the training prompts
+are generated in batches into ``--data-dir`` shards (skipped shards already there);
+(2) a small draft is trained on them and saved (fp16 safetensors) to ``--out``.
+The bundled ``gemma3-270m-draft`` was made with the command in docs/LEARN.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from edgespec.learn.prompts import DATASETS
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
+    p = sub.add_parser("draft", help="distil a small trimmed-vocabulary draft model")
+    p.add_argument("--target", default="gemma3-270m", help="target model name or local path")
+    p.add_argument("--out", type=Path, required=True, help="directory to save the draft in")
+    p.add_argument("--data-dir", type=Path, required=True, help="distillation shards (resumable)")
+    p.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated prompt sets")
+    p.add_argument("--sharegpt-limit", type=int, default=600, help="ShareGPT training prompts")
+    p.add_argument("--gen-minutes", type=float, default=35.0, help="stop generating after this")
+    p.add_argument("--train-minutes", type=float, default=20.0, help="stop training after this")
+    p.add_argument("--batch-size", type=int, default=32, help="prompts generated together")
+    p.add_argument("--max-prompt-tokens", type=int, default=256)
+    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument("--kept-tokens", type=int, default=8192, help="draft vocabulary size K")
+    p.add_argument("--hidden-size", type=int, default=256)
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--intermediate-size", type=int, default=768)
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--tokens-per-step", type=int, default=8192)
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--skip-generate", action="store_true", help="train on the shards as they are")
+
+
+def run(args: argparse.Namespace) -> int:
+    import random
+    import time
+
+    import torch
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from edgespec.learn import distill
+    from edgespec.learn.distill_data import GenerationSettings, generate_distillation_data
+    from edgespec.learn.prompts import load_prompts
+    from edgespec.models.loading import load_model
+
+    console = Console(stderr=True)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    with console.status(f"loading target {args.target}"):
+        target = load_model(args.target)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    if not args.skip_generate:
+        prompts = []
+        for name in (d.strip() for d in args.datasets.split(",") if d.strip()):
+            limit = args.sharegpt_limit if name == "sharegpt" else None
+            prompts.extend(load_prompts(name, "train", limit))
+        settings = GenerationSettings(
+            batch_size=args.batch_size,
+            max_prompt_tokens=args.max_prompt_tokens,
+            max_new_tokens=args.max_new_tokens,
+            seed=args.seed,
+        )
+        with Progress(*columns, console=console) as progress:
+            task = progress.add_task("generating", total=None)
+
+            def on_batch(done: int, total: int, seconds: float) -> None:
+                progress.update(
+                    task,
+                    completed=done,
+                    total=total,
+                    description=f"generating ({seconds:.0f} s/batch)",
+                )
+
+            deadline = time.monotonic() + args.gen_minutes * 60
+            generate_distillation_data(
+                target.model, target.tokenizer, prompts, args.data_dir, settings, on_batch, deadline
+            )
+    samples = distill.load_shards(args.data_dir)
+    order = list(range(len(samples)))
+    random.Random(args.seed).shuffle(order)
+    num_val = max(1, len(samples) // 20)
+    val = [samples[i] for i in order[:num_val]]
+    train = [samples[i] for i in order[num_val:]]
+    tok = target.tokenizer
+    special = distill.special_token_ids(tok)
+    kept = distill.choose_kept_tokens(train, args.kept_tokens, always=sorted(set(special.values())))
+    arch = distill.DraftArchitecture(
+        num_kept_tokens=args.kept_tokens,
+        hidden_size=args.hidden_size,
+        num_layers=args.layers,
+        num_heads=args.heads,
+        intermediate_size=args.intermediate_size,
+    )
+    embeddings = target.model.get_input_embeddings().weight.detach()
+    draft = distill.init_draft(embeddings, kept, arch, special, args.target)
+    del target
+    train_settings = distill.TrainSettings(
+        epochs=args.epochs,
+        tokens_per_step=args.tokens_per_step,
+        learning_rate=args.lr,
+        seed=args.seed,
+        time_budget_s=args.train_minutes * 60,
+    )
+    console.print(
+        f"{len(train)} training / {len(val)} validation sequences, K = {len(kept)} kept tokens"
+    )
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("training", total=None)
+
+        def on_step(step: int, total: int, loss: float, agreement: float) -> None:
+            progress.update(
+                task,
+                completed=step,
+                total=total,
+                description=f"training loss {loss:.3f} agree {agreement:.3f}",
+            )
+
+        distill.train_draft(draft, train, train_settings, on_step)
+    agreement = distill.evaluate_agreement(draft, val, train_settings)
+    draft.save(args.out)
+    size_mb = sum(f.stat().st_size for f in args.out.iterdir()) / 1e6
+    console.print(f"validation top-1 agreement with the target: {agreement:.3f}")
+    console.print(f"saved draft to {args.out} ({size_mb:.1f} MB)")
+    return 0

@@ -1,0 +1,1 @@
+"""Model names, loading (torch imported lazily) and the trimmed-vocabulary draft."""

