@@ -140,20 +140,36 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 
 def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
-    """Return a deep copy of ``data`` with each ``key.path=value`` override applied."""
+    """Return a deep copy of ``data`` with each ``key.path=value`` override applied.
+
+    A numeric path segment indexes a list (``devices.0.count=50``); the item must exist.
+    Missing mapping keys are created.
+    """
     result: dict[str, Any] = _deep_copy(data)
     for text in overrides:
         keys, value = parse_override(text)
         node: Any = result
-        for i, key in enumerate(keys[:-1]):
-            child = node.get(key) if isinstance(node, dict) else None
-            if child is None:
-                child = {}
-                node[key] = child
-            if not isinstance(child, dict):
-                raise ConfigError(".".join(keys[: i + 1]), "cannot override inside a non-mapping")
-            node = child
-        node[keys[-1]] = value
+        for i, key in enumerate(keys):
+            where = ".".join(keys[: i + 1])
+            last = i == len(keys) - 1
+            if isinstance(node, list):
+                if not key.isdigit() or int(key) >= len(node):
+                    raise ConfigError(where, f"list index must be 0..{len(node) - 1}, got {key!r}")
+                if last:
+                    node[int(key)] = value
+                else:
+                    node = node[int(key)]
+            elif isinstance(node, dict):
+                if last:
+                    node[key] = value
+                else:
+                    if node.get(key) is None:
+                        node[key] = {}
+                    node = node[key]
+            else:
+                raise ConfigError(
+                    where, "cannot override inside a value that is not a mapping or list"
+                )
     return result
 
 

@@ -70,3 +70,12 @@ def test_configs_are_frozen_and_overrides_do_not_mutate_input() -> None:
 def test_bad_override_syntax() -> None:
     with pytest.raises(ConfigError, match="key.path=value"):
         load_config(ServerConfig, overrides=["port"])
+
+
+def test_overrides_index_into_lists() -> None:
+    data = {"pools": [{"count": 1}, {"count": 2}]}
+    assert apply_overrides(data, ["pools.1.count=50"])["pools"] == [{"count": 1}, {"count": 50}]
+    with pytest.raises(ConfigError, match=r"'pools.2': list index must be 0..1, got '2'"):
+        apply_overrides(data, ["pools.2.count=5"])
+    with pytest.raises(ConfigError, match="'pools.0.count.x': cannot override inside"):
+        apply_overrides(data, ["pools.0.count.x=5"])
