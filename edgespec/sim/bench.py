@@ -20,6 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--straightforward", action="store_true", help="disable the fast path (fast_path=false)"
     )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="also run the straightforward path and compare the metrics (must be identical)",
+    )
     parser.add_argument("--profile", type=Path, default=None, help="write cProfile stats here")
     parser.add_argument("--json", type=Path, default=None, help="also write the result as JSON")
 
@@ -73,6 +78,14 @@ def run(args: argparse.Namespace) -> int:
             result = simulate(scenario, keep_records=False)
         wall_s = time.perf_counter() - started
         cpu_s = time.process_time() - cpu_started
+        identical = None
+        if args.check:
+            other = simulate(
+                scenario_from_dict(data, [*args.overrides, f"fast_path={args.straightforward}"]),
+                keep_records=False,
+            )
+            assert other.metrics is not None and result.metrics is not None
+            identical = other.metrics.to_dict() == result.metrics.to_dict()
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     assert result.metrics is not None
     report = {
@@ -92,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
         "events_per_s": round(result.num_events / wall_s),
         "peak_rss_mib": round(peak_mib, 1),
     }
+    if identical is not None:
+        report["identical_to_other_path"] = identical
     for key, value in report.items():
         print(f"{key:>14}: {value}")
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return 0 if identical in (None, True) else 1
