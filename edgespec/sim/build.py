@@ -23,6 +23,7 @@ from edgespec.sim.scenario import CostModelConfig, Scenario, expand_topology
 from edgespec.sim.workload import (
     LengthTable,
     TraceEntry,
+    bundled_traces,
     load_length_table,
     load_trace,
     resolve_trace,
@@ -47,14 +48,18 @@ def build_policies(scenario: Scenario) -> Policies:
     return Policies(built["routing"], built["batching"], built["window"])
 
 
-def build_acceptance(scenario: Scenario) -> AcceptanceModel:
+def build_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> AcceptanceModel:
+    """The scenario's acceptance model. ``kind: trace`` without ``traces`` replays the
+    bundled real traces (``edgespec/data/traces/*.jsonl``) for requests that carry no
+    ``acceptance_seq`` of their own (sequences are assigned round-robin by request)."""
     acc = scenario.acceptance
     if acc.kind == "iid":
         return IidAcceptance(acc.alpha)
     if acc.kind == "decay":
         return DecayAcceptance(acc.rates)
+    names = [str(p) for p in bundled_traces()] if not acc.traces else list(acc.traces)
     pool: list[tuple[int, ...]] = []
-    for i, name in enumerate(acc.traces):
+    for i, name in enumerate(names):
         try:
             entries = load_trace(resolve_trace(name))
         except ConfigError as exc:
@@ -62,6 +67,12 @@ def build_acceptance(scenario: Scenario) -> AcceptanceModel:
         pool.extend(e.acceptance_seq for e in entries if e.acceptance_seq)
     if acc.traces and not pool:
         raise ConfigError("acceptance.traces", "the traces hold no acceptance_seq")
+    if not pool and (not trace or any(e.acceptance_seq is None for e in trace)):
+        raise ConfigError(
+            "acceptance.traces",
+            "trace acceptance needs acceptance_seq: none in the workload, none given here, "
+            "and none bundled in edgespec/data/traces/",
+        )
     return TraceAcceptance(tuple(pool))
 
 

@@ -85,14 +85,15 @@ def simulate(scenario: Scenario, *, progress: bool = False, keep_records: bool =
     sink: _ListSink | _StreamSink
     sink = _ListSink(scenario.record_rounds) if keep_records else _StreamSink()
     records: RecordSink = sink
+    trace = build.build_trace(scenario)
     engine = Engine(
         scenario,
         devices,
         servers,
         build.build_policies(scenario),
-        build.build_acceptance(scenario),
+        build.build_acceptance(scenario, trace),
         build.build_lengths(scenario),
-        build.build_trace(scenario),
+        trace,
         records,
         record_rounds=scenario.record_rounds and keep_records,
     )

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from edgespec.config import ConfigError
+from edgespec.sim import build
 from edgespec.sim.scenario import expand_topology, load_scenario, scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
@@ -127,3 +129,19 @@ def test_build_errors_name_the_field(overrides: list[str], message: str) -> None
     with pytest.raises(ConfigError) as info:
         simulate(scenario_from_dict(tiny_scenario(), overrides))
     assert message in str(info.value)
+
+
+def test_trace_acceptance_defaults_to_the_bundled_traces(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(build, "bundled_traces", lambda: [])
+    with pytest.raises(ConfigError) as info:
+        simulate(scenario_from_dict(tiny_scenario(), ["acceptance.kind=trace"]))
+    assert "config field 'acceptance.traces': trace acceptance needs acceptance_seq" in str(
+        info.value
+    )
+    bundled = Path(__file__).with_name("acceptance_trace.jsonl")
+    monkeypatch.setattr(build, "bundled_traces", lambda: [bundled])
+    result = simulate(scenario_from_dict(tiny_scenario(), ["acceptance.kind=trace"]))
+    explicit = simulate(
+        scenario_from_dict(tiny_scenario(), [f"acceptance={{kind: trace, traces: [{bundled}]}}"])
+    )
+    assert result.requests == explicit.requests and len(result.requests) > 20
