@@ -34,6 +34,21 @@ class CausalLMDraft:
     def reset(self) -> None:
         self._cache, self._cached = None, []
 
+    def _sync(self, context: Sequence[int]) -> Sequence[int]:
+        """Crop the cache to the longest common prefix with ``context`` (keeping at least
+        one token to forward); returns the context tokens still to be forwarded."""
+        common = 0
+        limit = min(len(self._cached), len(context) - 1)
+        while common < limit and self._cached[common] == context[common]:
+            common += 1
+        if self._cache is not None and common < len(self._cached):
+            if common == 0:
+                self.reset()
+            else:
+                self._cache.crop(common - len(self._cached))  # negative: tokens to drop
+                self._cached = self._cached[:common]
+        return context[common:]
+
     def _step(self, new_ids: Sequence[int]) -> torch.Tensor:
         from transformers import DynamicCache
 
@@ -70,17 +85,7 @@ class CausalLMDraft:
     ) -> DraftProposal:
         if not context:
             raise ValueError("draft context must hold at least one token")
-        common = 0
-        limit = min(len(self._cached), len(context) - 1)
-        while common < limit and self._cached[common] == context[common]:
-            common += 1
-        if self._cache is not None and common < len(self._cached):
-            if common == 0:
-                self.reset()
-            else:
-                self._cache.crop(common - len(self._cached))  # negative: tokens to drop
-                self._cached = self._cached[:common]
-        pending: Sequence[int] = context[common:]
+        pending = self._sync(context)
         tokens: list[int] = []
         rows: list[npt.NDArray[np.float32]] = []
         logit_rows: list[npt.NDArray[np.float32]] = []
@@ -97,3 +102,51 @@ class CausalLMDraft:
             pending = (token,)
         self.last_logits = np.stack(logit_rows)
         return DraftProposal(token_ids=tuple(tokens), probs=np.stack(rows) if rows else None)
+
+
+def suffix_match_next(seq: Sequence[int], max_ngram: int, min_ngram: int) -> int | None:
+    """The token that followed the most recent earlier occurrence of the longest suffix of
+    ``seq`` of length ``max_ngram`` down to ``min_ngram``; ``None`` when none occurs."""
+    for n in range(min(max_ngram, len(seq) - 1), min_ngram - 1, -1):
+        suffix = list(seq[-n:])
+        for start in range(len(seq) - n - 1, -1, -1):
+            if list(seq[start : start + n]) == suffix:
+                return int(seq[start + n])
+    return None
+
+
+class HybridDraft(CausalLMDraft):
+    """Neural draft with prompt lookup: at each drafted position, if the last
+    ``min_ngram``..``max_ngram`` tokens occurred earlier in the context (or the draft so far),
+    propose the token that followed them; otherwise the neural draft's argmax. Greedy only
+    (a lookup token has no draft probability); the neural model still runs every step, so
+    ``last_logits`` and its cache stay in step."""
+
+    def __init__(self, model: Any, max_ngram: int = 4, min_ngram: int = 2) -> None:
+        super().__init__(model)
+        if not 1 <= min_ngram <= max_ngram:
+            raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
+        self._max_ngram, self._min_ngram = max_ngram, min_ngram
+
+    @torch.inference_mode()
+    def propose(
+        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+    ) -> DraftProposal:
+        if temperature > 0:
+            raise ValueError("HybridDraft drafts greedily; use CausalLMDraft for sampling")
+        if not context:
+            raise ValueError("draft context must hold at least one token")
+        pending = self._sync(context)
+        seq = list(context)
+        tokens: list[int] = []
+        logit_rows: list[npt.NDArray[np.float32]] = []
+        for _ in range(gamma):
+            row = self._step(pending)
+            logit_rows.append(row.numpy().astype(np.float32))
+            looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
+            token = looked_up if looked_up is not None else self._to_target(int(torch.argmax(row)))
+            tokens.append(token)
+            seq.append(token)
+            pending = (token,)
+        self.last_logits = np.stack(logit_rows)
+        return DraftProposal(token_ids=tuple(tokens), probs=None)

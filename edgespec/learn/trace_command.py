@@ -25,6 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"draft model name or local path, or {NGRAM!r} for the prompt-lookup drafter",
     )
     parser.add_argument(
+        "--lookup",
+        action="store_true",
+        help="combine the neural draft with prompt lookup (n-gram match first, model otherwise)",
+    )
+    parser.add_argument(
         "--dataset",
         action="append",
         help=f"one of {', '.join(DATASETS)} or a JSONL file with a 'prompt' field (repeatable)",
@@ -82,13 +87,15 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.learn.capture import CaptureSettings, PairInfo, capture
     from edgespec.learn.distill_data import encode_prompt
-    from edgespec.learn.draft_backend import CausalLMDraft
+    from edgespec.learn.draft_backend import CausalLMDraft, HybridDraft
     from edgespec.learn.trace import TraceRecord, write_trace
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
     console = Console(stderr=True)
+    if not console.is_terminal:
+        console = Console(stderr=True, width=180)
     problem = _check_args(args)
     if problem is not None:
         console.print(f"edgespec trace: {problem}")
@@ -98,8 +105,13 @@ def run(args: argparse.Namespace) -> int:
     with console.status(f"loading target {args.target} and draft {args.draft}"):
         target = load_model(args.target)
         draft_model = None if args.draft == NGRAM else load_model(args.draft).model
-    drafter = NgramDrafter(max_ngram=3) if draft_model is None else CausalLMDraft(draft_model)
-    pair = PairInfo(args.target, args.draft, target.model, draft_model)
+    drafter: Any = NgramDrafter(max_ngram=3)
+    draft_name = args.draft
+    if draft_model is not None and args.lookup:
+        drafter, draft_name = HybridDraft(draft_model), f"{args.draft}+lookup"
+    elif draft_model is not None:
+        drafter = CausalLMDraft(draft_model)
+    pair = PairInfo(args.target, draft_name, target.model, draft_model)
     settings = CaptureSettings(
         gamma_max=args.gamma,
         max_new_tokens=args.max_new_tokens,

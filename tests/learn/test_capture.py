@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from edgespec.learn.capture import CaptureSettings, PairInfo, capture, per_position_acceptance
-from edgespec.learn.draft_backend import CausalLMDraft
+from edgespec.learn.draft_backend import CausalLMDraft, HybridDraft, suffix_match_next
 from edgespec.learn.trace import replay_accepted_lengths
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
@@ -67,3 +67,23 @@ def test_per_position_acceptance_matches_the_draft_argmax_on_the_target_prefix()
     # after 5,9 no bigram, unigram 9 never seen before → repeats 9 (miss, 7)
     assert flags == (1, 1, 0, 0)
     assert feats is None
+
+
+def test_suffix_match_next() -> None:
+    assert suffix_match_next([5, 6, 7, 9, 5, 6], 3, 2) == 7
+    assert suffix_match_next([5, 6, 7, 6, 5, 6], 3, 2) == 7  # longest match (5, 6) wins over (6,)
+    assert suffix_match_next([1, 2, 3, 4], 3, 1) is None
+    assert suffix_match_next([4, 8, 3, 4], 3, 2) is None
+    assert suffix_match_next([4, 8, 3, 4], 3, 1) == 8
+
+
+def test_hybrid_draft_uses_lookup_when_the_suffix_repeats_and_the_model_otherwise() -> None:
+    draft = tiny_draft(list(range(VOCAB)))
+    rng = np.random.default_rng(0)
+    neural = CausalLMDraft(draft).propose([2, 30, 31], 1, 0.0, rng).token_ids[0]
+    hybrid = HybridDraft(draft, max_ngram=3, min_ngram=2)
+    assert hybrid.propose([2, 30, 31], 1, 0.0, rng).token_ids == (neural,)
+    # (30, 31) occurred before, followed by 40 → lookup proposes 40, then (31, 40) → 41
+    proposal = hybrid.propose([2, 30, 31, 40, 41, 7, 30, 31], 2, 0.0, rng)
+    assert proposal.token_ids == (40, 41)
+    assert hybrid.last_logits is not None and hybrid.last_logits.shape == (2, VOCAB)
