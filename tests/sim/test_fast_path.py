@@ -21,7 +21,7 @@ CASES = {
     ],
     "fcfs-dynamic-kv-eviction": [
         "policies.window.name=dynamic",
-        "auto_topology.servers[0].kv_budget_tokens=300",
+        "auto_topology.servers.0.kv_budget_tokens=300",
     ],
     "fused": ["mode=fused", "policies.routing.name=round_robin"],
     "centralized-poisson": ["mode=centralized", "workload.kind=poisson", "workload.rate_per_s=3"],
@@ -34,14 +34,9 @@ CASES = {
     "trace-acceptance-small-kv": [
         "acceptance={kind: trace, traces: [TRACE]}",
         "links.wan.jitter_ms=0",
-        "auto_topology.servers[0].kv_budget_tokens=300",
+        "auto_topology.servers.0.kv_budget_tokens=300",
     ],
 }
-
-
-def _overrides(case: list[str]) -> list[str]:
-    # apply_overrides cannot index lists, so rewrite the kv budget case by hand.
-    return [o for o in case if not o.startswith("auto_topology")]
 
 
 @pytest.mark.parametrize("rounds", [True, False])
@@ -50,10 +45,8 @@ def test_fast_path_equals_straightforward(name: str, rounds: bool) -> None:
     """With round records on, the generic handlers run with collapsed events; with them
     off, a static distributed run also uses the specialised BATCH_END closure."""
     data = tiny_scenario()
-    if any(o.startswith("auto_topology.servers[0].kv_budget_tokens") for o in CASES[name]):
-        data["auto_topology"]["servers"][0]["kv_budget_tokens"] = 300
     trace = Path(__file__).with_name("acceptance_trace.jsonl")
-    overrides = [o.replace("TRACE", str(trace)) for o in _overrides(CASES[name])]
+    overrides = [o.replace("TRACE", str(trace)) for o in CASES[name]]
     overrides = [*overrides, f"record_rounds={str(rounds).lower()}"]
     fast = simulate(scenario_from_dict(data, [*overrides, "fast_path=true"]))
     slow = simulate(scenario_from_dict(data, [*overrides, "fast_path=false"]))
