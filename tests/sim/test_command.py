@@ -54,3 +54,14 @@ def test_bench_sim_reports_rounds_per_second(
     data = json.loads(report.read_text())
     assert data["num_devices"] == 1000 and data["num_servers"] == 20
     assert data["num_rounds"] > 1000 and data["rounds_per_s"] > 0
+
+
+def test_sim_capacity_search_writes_capacity_json(scenario_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cap"
+    key = "auto_topology.devices.0.count"
+    args = ["sim", str(scenario_file), "duration_s=20", "--capacity", key,
+            "--lo", "4", "--hi", "8", "--epsilon", "1.0", "--out", str(out), "--quiet"]  # fmt: skip
+    assert main(args) == 0
+    result = json.loads((out / "capacity.json").read_text())
+    assert result["capacity"] == 8 and result["at_upper_bound"] is True
+    assert [p["value"] for p in result["probes"]] == [4, 8]
