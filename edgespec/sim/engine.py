@@ -17,6 +17,7 @@ from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.interfaces import BatchLimits, WindowObservation
 from edgespec.policies.window import StaticWindow
 from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
+from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.build import Policies
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
@@ -59,8 +60,6 @@ class Engine:
         self.servers = servers
         self.policies = policies
         self.acceptance = acceptance
-        self.lengths = lengths
-        self.trace = trace
         self.sink = sink
         self.record_rounds = record_rounds
         self.mode = scenario.mode
@@ -72,7 +71,7 @@ class Engine:
         self.fast = fast
         self.send_probs = scenario.temperature > 0
         self.route_rng = spawn_generator(scenario.seed, "routing")
-        self.workload_rng = spawn_generator(scenario.seed, "workload")
+        self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST)
         self.trace_pool = acceptance if isinstance(acceptance, TraceAcceptance) else None
         self.limits = [
             (
@@ -85,7 +84,6 @@ class Engine:
         self.draft_times: dict[tuple[int, int, int, int], float] = {}
         self.num_rounds = 0
         self.num_sessions = 0
-        self.num_created = 0
         self.q = EventQueue()
 
     def handlers(self) -> list[Handler]:
@@ -101,67 +99,15 @@ class Engine:
             self._deliver,
             self._draft_done,
             self._arrive,
-            self._request,
+            self.arrivals.on_request,
             dispatch,
         ]
 
-    # --- arrivals
+    # --- arrivals (edgespec.sim.arrivals creates the requests)
 
     def start(self, queue: EventQueue) -> None:
         self.q = queue
-        wl = self.scenario.workload
-        if wl.kind == "closed_loop":
-            for dev in self.devices:
-                t0 = float(self.workload_rng.uniform(0.0, wl.ramp_s)) if wl.ramp_s > 0 else 0.0
-                if t0 <= self.scenario.duration_s:
-                    queue.push(t0, REQUEST, dev.device_id, dev)
-        elif wl.kind == "poisson":
-            queue.push(float(self.workload_rng.exponential(1.0 / wl.rate_per_s)), REQUEST, 0, None)
-        elif self.trace:
-            queue.push(self.trace[0].arrival_s, REQUEST, 0, 0)
-
-    def _request(self, t: float, payload: object) -> None:
-        wl = self.scenario.workload
-        rng = self.workload_rng
-        if isinstance(payload, DeviceState):
-            self._offer(payload, self._new_request(payload, t), None, t)
-        elif wl.kind == "poisson":
-            dev = self.devices[int(rng.integers(len(self.devices)))]
-            self._offer(dev, self._new_request(dev, t), None, t)
-            nxt = t + float(rng.exponential(1.0 / wl.rate_per_s))
-            if nxt <= self.scenario.duration_s:
-                self.q.push(nxt, REQUEST, 0, None)
-        else:
-            assert isinstance(payload, int)
-            entry = self.trace[payload]
-            dev = self.devices[entry.device_index(len(self.devices))]
-            request = Request(
-                request_id=entry.request_id,
-                client_id=entry.client_id,
-                arrival_s=t,
-                num_prompt_tokens=entry.num_prompt_tokens,
-                num_output_tokens=entry.num_output_tokens,
-                slo_class=entry.slo_class or dev.slo_class,
-            )
-            self._offer(dev, request, entry.acceptance_seq, t)
-            if payload + 1 < len(self.trace):
-                self.q.push(self.trace[payload + 1].arrival_s, REQUEST, 0, payload + 1)
-
-    def _new_request(self, dev: DeviceState, t: float) -> Request:
-        assert self.lengths is not None
-        prompt, output = self.lengths.sample(self.workload_rng)
-        cap = self.scenario.workload.max_output_tokens
-        if cap is not None:
-            output = min(output, cap)
-        self.num_created += 1
-        return Request(
-            request_id=f"r{self.num_created - 1}",
-            client_id=str(dev.device_id),
-            arrival_s=t,
-            num_prompt_tokens=prompt,
-            num_output_tokens=output,
-            slo_class=dev.slo_class,
-        )
+        self.arrivals.start(queue)
 
     def _offer(
         self, dev: DeviceState, request: Request, seq: tuple[int, ...] | None, t: float
@@ -420,8 +366,5 @@ class Engine:
         if dev.pending:
             nxt_request, seq = dev.pending.popleft()
             self._start(dev, nxt_request, seq, t)
-        elif self.scenario.workload.kind == "closed_loop":
-            think = self.scenario.workload.think_time_s
-            nxt = t + (float(self.workload_rng.exponential(think)) if think > 0 else 0.0)
-            if nxt <= self.scenario.duration_s:
-                self.q.push(nxt, REQUEST, dev.device_id, dev)
+        else:
+            self.arrivals.device_idle(dev, t)
