@@ -32,3 +32,8 @@ def test_streamed_metrics_equal_record_metrics() -> None:
     metrics = summarize(kept.requests, kept.batches, kept.duration_s, kept.num_servers)
     assert streamed.metrics.to_dict() == metrics.to_dict()
     assert streamed.num_rounds == kept.num_rounds
+
+
+def test_progress_bar_does_not_change_results() -> None:
+    scenario = scenario_from_dict(tiny_scenario(), ["duration_s=5"])
+    assert simulate(scenario, progress=True).requests == simulate(scenario).requests
