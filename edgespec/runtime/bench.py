@@ -46,13 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--repeats", type=int, default=5, help="timing repeats (prefix test)")
     p.add_argument("--single-repeats", type=int, default=3, help="repeats (single client)")
+    p.add_argument("--prompts", help="JSONL with a 'prompt' text field (needs a tokenizer)")
     p.add_argument(
         "--skip", default="", help="comma list of sections to skip: single,clients,prefix"
     )
     return p
 
 
-def _models(args: argparse.Namespace) -> tuple[Any, Callable[[], Any], str]:
+def _models(args: argparse.Namespace) -> tuple[Any, Callable[[], Any], str, Any]:
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_backend import TransformersDraft
 
@@ -70,22 +71,39 @@ def _models(args: argparse.Namespace) -> tuple[Any, Callable[[], Any], str]:
         )
         draft = layer_truncated_copy(target, 2) if args.draft == "truncated" else None
         desc = "synthetic Llama target (8 layers, hidden 256, vocab 1024)"
+        tokenizer = None
     else:
         from edgespec.runtime.loading import load_model_and_tokenizer
 
-        target = load_model_and_tokenizer(args.target)[0]
+        target, tokenizer = load_model_and_tokenizer(args.target)
         draft = None
         if args.draft not in ("ngram", "truncated"):
             draft = load_model_and_tokenizer(args.draft)[0]
         desc = f"target {args.target}"
     if draft is None:
-        return target, NgramDrafter, desc + ", n-gram draft"
-    return target, lambda: TransformersDraft(draft), desc + f", draft {args.draft}"
+        return target, NgramDrafter, desc + ", n-gram draft", tokenizer
+    return target, lambda: TransformersDraft(draft), desc + f", draft {args.draft}", tokenizer
+
+
+_TEXT_PROMPTS: list[tuple[int, ...]] = []
 
 
 def _prompts(n: int, length: int, vocab: int) -> list[tuple[int, ...]]:
+    """n prompts: the first n loaded with --prompts (cut to ``length`` tokens), else random."""
+    if _TEXT_PROMPTS:
+        return [_TEXT_PROMPTS[i % len(_TEXT_PROMPTS)][-length:] for i in range(n)]
     rng = np.random.default_rng(1234)
     return [tuple(int(t) for t in rng.integers(0, vocab, length)) for _ in range(n)]
+
+
+def _load_text_prompts(path: str, tokenizer: Any, limit: int = 32) -> None:
+    import json
+
+    if tokenizer is None:
+        raise SystemExit("--prompts needs a target with a tokenizer")
+    with open(path) as f:
+        for line in list(f)[:limit]:
+            _TEXT_PROMPTS.append(tuple(tokenizer(json.loads(line)["prompt"])["input_ids"]))
 
 
 def _server(backend: Any, max_batch: int = 16) -> Any:
@@ -252,7 +270,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
     torch.set_num_threads(args.threads)
-    model, make_draft, desc = _models(args)
+    model, make_draft, desc, tokenizer = _models(args)
+    if args.prompts:
+        _load_text_prompts(args.prompts, tokenizer)
+        desc += f", prompts {args.prompts}"
     backend = TransformersTarget(model)
     skip = set(args.skip.split(","))
     print(
