@@ -137,6 +137,8 @@ class VerificationService:
         try:
             return await future
         finally:
+            # a caller that went away before dispatch must not advance its session later
+            self._queue.pop(pending.entry_id, None)
             self._in_flight.discard(call.session_id)
 
     async def generate(

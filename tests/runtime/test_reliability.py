@@ -305,3 +305,22 @@ def test_protocol_version_mismatch(make_server: ServerFactory) -> None:
         stub.OpenSession(request)
     assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert info.value.details() == "protocol version 99 not supported; server speaks 1"
+
+
+def test_cancelled_verification_does_not_advance_the_session(target: TransformersTarget) -> None:
+    config = from_dict(ServerConfig, {})
+
+    async def scenario() -> tuple[int, int, int]:
+        service = VerificationService(Engine(target), config, FcfsBatching())
+        service.open_session(SessionSpec("a", "x", PROMPT, GREEDY))
+        task = asyncio.create_task(service.verify(VerifyCall("a", len(PROMPT), (1, 2))))
+        await asyncio.sleep(0)  # enqueued, scheduler not started yet
+        depth = service.stats().queue_depth
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await service.start()
+        reply = await service.verify(VerifyCall("a", len(PROMPT), (1, 2)))  # same prefix: valid
+        await service.stop()
+        return depth, service.stats().queue_depth, reply.batch_size
+
+    assert asyncio.run(scenario()) == (1, 0, 1)
