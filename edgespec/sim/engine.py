@@ -21,7 +21,11 @@ from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.build import Policies
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
-from edgespec.sim.fastpath import fcfs_dispatch, static_distributed_batch_end
+from edgespec.sim.fastpath import (
+    dispatch_when_alone,
+    fcfs_dispatch,
+    static_distributed_batch_end,
+)
 from edgespec.sim.kernel import EventQueue, Handler
 from edgespec.sim.network import downlink_bytes, uplink_bytes
 from edgespec.sim.rng import spawn_generator
@@ -87,18 +91,28 @@ class Engine:
         self.q = EventQueue()
 
     def handlers(self) -> list[Handler]:
-        batch_end: Handler = self._batch_end
-        specialised = self.fast and self.static_gamma is not None and self.distributed
-        if specialised and not self.record_rounds:
-            batch_end = static_distributed_batch_end(self, ARRIVE, DELIVER, DISPATCH)
+        """Handlers by event kind; the fast path swaps in the closures of fastpath.py."""
+        if not self.fast:
+            return [
+                self._batch_end,
+                self._deliver,
+                self._draft_done,
+                self._arrive,
+                self.arrivals.on_request,
+                self._dispatch,
+            ]
         dispatch: Handler = self._dispatch
         if self.fcfs_inline:
             dispatch = fcfs_dispatch(self, BATCH_END)
+        batch_end: Handler = self._batch_end
+        if self.static_gamma is not None and self.distributed and not self.record_rounds:
+            batch_end = static_distributed_batch_end(self, dispatch, ARRIVE, DELIVER, DISPATCH)
+        arrive = dispatch_when_alone(self, dispatch, DISPATCH)
         return [
             batch_end,
             self._deliver,
             self._draft_done,
-            self._arrive,
+            arrive,
             self.arrivals.on_request,
             dispatch,
         ]

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def static_distributed_batch_end(
-    engine: Engine, arrive_kind: int, deliver_kind: int, dispatch_kind: int
+    engine: Engine, dispatch: Handler, arrive_kind: int, deliver_kind: int, dispatch_kind: int
 ) -> Handler:
     """BATCH_END for a distributed run with a static window (γ) and no round records."""
     gamma_static = engine.static_gamma
@@ -40,6 +40,7 @@ def static_distributed_batch_end(
     draft_times = engine.draft_times
     send_probs = engine.send_probs
     push = engine.q.raw_push()
+    heap = engine.q.heap
 
     def batch_end(t: float, server: ServerState) -> None:
         batch = server.batch
@@ -136,10 +137,39 @@ def static_distributed_batch_end(
             push((deliver + draft) + up, arrive_kind, dev.device_id, s)
         engine.num_rounds += len(batch)
         if server.queue and not server.dispatch_pending:
-            server.dispatch_pending = True
-            push(t, dispatch_kind, server.server_id, server)
+            if heap and heap[0][0] <= t:
+                server.dispatch_pending = True
+                push(t, dispatch_kind, server.server_id, server)
+            else:  # no other event at t: the DISPATCH would run next anyway
+                dispatch(t, server)
 
     return batch_end
+
+
+def dispatch_when_alone(engine: Engine, dispatch: Handler, dispatch_kind: int) -> Handler:
+    """ARRIVE that dispatches at once when no other event shares its time.
+
+    A DISPATCH scheduled at ``t`` runs after every other event at ``t`` (its kind is the
+    largest). When the heap holds no event at ``t``, it would be the very next event, so
+    running it now is the same and saves a heap push and pop.
+    """
+    push = engine.q.raw_push()
+    heap = engine.q.heap
+
+    def arrive(t: float, s: Session) -> None:
+        server = s.server
+        s.enqueued_s = t
+        s.entry_id = server.num_enqueued
+        server.num_enqueued += 1
+        server.queue.append(s)
+        if not server.busy and not server.dispatch_pending:
+            if heap and heap[0][0] <= t:
+                server.dispatch_pending = True
+                push(t, dispatch_kind, server.server_id, server)
+            else:
+                dispatch(t, server)
+
+    return arrive
 
 
 def fcfs_dispatch(engine: Engine, batch_end_kind: int) -> Handler:

@@ -39,6 +39,11 @@ class EventQueue:
     def __len__(self) -> int:
         return len(self._heap)
 
+    @property
+    def heap(self) -> list[tuple[float, int, int, Any]]:
+        """The heap itself, for fast handlers that peek at the next event's time."""
+        return self._heap
+
     def push(self, time_s: float, kind: int, entity: int, payload: Any) -> None:
         if time_s < self.now_s:
             raise ValueError(f"event at {time_s} scheduled in the past (now {self.now_s})")
