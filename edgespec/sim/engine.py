@@ -15,6 +15,7 @@ from edgespec.core.types import (
 )
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.interfaces import BatchLimits, WindowObservation
+from edgespec.policies.routing import JoinShortestQueueRouting
 from edgespec.policies.window import StaticWindow
 from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
@@ -72,6 +73,7 @@ class Engine:
         window = policies.window
         self.static_gamma = window.gamma if fast and type(window) is StaticWindow else None
         self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
+        self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
         self.send_probs = scenario.temperature > 0
         self.route_rng = spawn_generator(scenario.seed, "routing")
@@ -136,8 +138,13 @@ class Engine:
     ) -> None:
         index = self.num_sessions
         self.num_sessions += 1
-        loads = [ServerLoad(s.server_id, len(s.queue), s.num_active, s.busy) for s in self.servers]
-        server = self.servers[self.policies.routing.route(loads, self.route_rng)]
+        if self.jsq_inline:
+            server = self._route_jsq()
+        else:
+            loads = [
+                ServerLoad(s.server_id, len(s.queue), s.num_active, s.busy) for s in self.servers
+            ]
+            server = self.servers[self.policies.routing.route(loads, self.route_rng)]
         if seq is None and self.trace_pool is not None:
             seq = self.trace_pool.seq_for(index)
         slo = self.scenario.slo_classes[request.slo_class]
@@ -145,6 +152,12 @@ class Engine:
         dev.session = session
         server.num_active += 1
         self._begin_round(session, t)
+
+    def _route_jsq(self) -> ServerState:
+        """JoinShortestQueueRouting.route, inline (same ties, same random draws)."""
+        best = min((len(s.queue), s.num_active) for s in self.servers)
+        tied = [s for s in self.servers if (len(s.queue), s.num_active) == best]
+        return tied[int(self.route_rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
 
     # --- one round
 
