@@ -53,8 +53,9 @@ def format_prompt(dataset: str, raw: str) -> str:
     return TEMPLATES[dataset].format(prompt=raw)
 
 
-def load_jsonl_prompts(path: Path, dataset: str) -> list[Prompt]:
-    """Prompts from a JSONL file whose rows carry a string ``prompt`` field."""
+def load_jsonl_prompts(path: Path, dataset: str, template: str | None = None) -> list[Prompt]:
+    """Prompts from a JSONL file whose rows carry a string ``prompt`` field, formatted with
+    the template of ``template`` (default: of ``dataset``; any other name: text as is)."""
     if not path.is_file():
         raise FileNotFoundError(f"prompt file {str(path)!r} does not exist")
     prompts = []
@@ -69,7 +70,9 @@ def load_jsonl_prompts(path: Path, dataset: str) -> list[Prompt]:
             raw = row.get("prompt") if isinstance(row, dict) else None
             if not isinstance(raw, str):
                 raise ValueError(f"{path}:{line_no}: expected a string field 'prompt'")
-            prompts.append(Prompt(f"{dataset}-{line_no - 1}", dataset, format_prompt(dataset, raw)))
+            style = dataset if template is None else template
+            text = format_prompt(style, raw) if style in TEMPLATES else raw
+            prompts.append(Prompt(f"{dataset}-{line_no - 1}", dataset, text))
     return prompts
 
 

@@ -62,7 +62,7 @@ def _prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
             sets.append((name, load_prompts(name, args.split, args.limit)))
         else:
             path = Path(name)
-            prompts = load_jsonl_prompts(path, "humaneval")  # template "{prompt}": text as is
+            prompts = load_jsonl_prompts(path, path.stem, template="raw")  # text as is
             sets.append((path.stem, prompts[: args.limit]))
     return sets
 
