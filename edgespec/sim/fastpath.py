@@ -88,7 +88,13 @@ def static_distributed_batch_end(
                 + (HEADER_BYTES + TOKEN_ID_BYTES * (1 + committed)) / link.bandwidth_bytes_per_s
             )
             if link.jitter_s > 0:
-                down += -link.jitter_s * log(1.0 - rng.next())
+                i = rng._i  # UniformStream.next, inline
+                if i < len(rng._buf):
+                    u = rng._buf[i]
+                    rng._i = i + 1
+                else:
+                    u = rng.next()
+                down += -link.jitter_s * log(1.0 - u)
             if link.loss_rate > 0:
                 while rng.next() < link.loss_rate:
                     down += link.retransmit_timeout_s
@@ -129,7 +135,13 @@ def static_distributed_batch_end(
                 size += PROB_BYTES * gamma * dev.vocab_size
             up = 0.5 * link.rtt_s + size / link.bandwidth_bytes_per_s
             if link.jitter_s > 0:
-                up += -link.jitter_s * log(1.0 - rng.next())
+                i = rng._i  # UniformStream.next, inline
+                if i < len(rng._buf):
+                    u = rng._buf[i]
+                    rng._i = i + 1
+                else:
+                    u = rng.next()
+                up += -link.jitter_s * log(1.0 - u)
             if link.loss_rate > 0:
                 while rng.next() < link.loss_rate:
                     up += link.retransmit_timeout_s
