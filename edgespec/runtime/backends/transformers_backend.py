@@ -92,11 +92,13 @@ class TransformersTarget:
             start = max_prefix - item.kv_len
             kv = tuple(
                 (
-                    k[row : row + 1, :, start : max_prefix + n].clone(),
-                    v[row : row + 1, :, start : max_prefix + n].clone(),
+                    k[row : row + 1, :, start : max_prefix + n],
+                    v[row : row + 1, :, start : max_prefix + n],
                 )
                 for k, v in layers
             )
+            if batch > 1 or start or n < max_new:  # own the memory, not a view of the batch
+                kv = tuple((k.clone(), v.clone()) for k, v in kv)
             rows = logits[row, n - item.num_logits : n].numpy().astype(np.float32)
             results.append(ForwardOutput(logits=rows, kv=kv))
         return results
@@ -105,6 +107,8 @@ class TransformersTarget:
         if max_prefix == 0:
             return DynamicCache()
         template: Layers = next(item.kv for item in items if item.kv is not None)
+        if len(items) == 1:  # nothing to pad: hand the session's tensors over as they are
+            return DynamicCache(ddp_cache_data=list(template))
         data = []
         for layer_idx, (k0, v0) in enumerate(template):
             keys = k0.new_zeros((len(items), k0.shape[1], max_prefix, k0.shape[3]))
@@ -118,7 +122,9 @@ class TransformersTarget:
         return DynamicCache(ddp_cache_data=data)
 
     def crop(self, kv: Layers, num_tokens: int) -> Layers:
-        return tuple((k[:, :, :num_tokens].clone(), v[:, :, :num_tokens].clone()) for k, v in kv)
+        """A view: the dropped tail (at most the rejected draft tokens) stays allocated
+        until the next forward pass replaces the tensors."""
+        return tuple((k[:, :, :num_tokens], v[:, :, :num_tokens]) for k, v in kv)
 
     def kv_bytes(self, kv: Layers) -> int:
         return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
