@@ -176,6 +176,7 @@ class Engine:
                     last_num_accepted=s.last_accepted,
                     queue_depth=len(s.server.queue),
                     rtt_s=s.device.link.rtt_s,
+                    tpot_s=(t - s.first_token_s) / (s.committed - 1) if s.committed > 1 else None,
                 )
                 chosen = self.policies.window.next_window(obs)
                 if chosen < 1:
@@ -257,6 +258,15 @@ class Engine:
         server.batch_cached = n_cached
         self.q.push(t + duration, BATCH_END, server.server_id, server)
 
+    @staticmethod
+    def _deadline(s: Session) -> float | None:
+        """When this round's committed tokens must exist to keep the request on its SLO
+        class's token-speed pace (WISP): arrival + (committed + 1) / target; None if the
+        class has no target."""
+        if s.slo_tokens_per_s is None:
+            return None
+        return s.request.arrival_s + (s.committed + 1) / s.slo_tokens_per_s
+
     def _shape(self, s: Session, server: ServerState) -> tuple[int, int]:
         """(new, cached) tokens this entry forwards now: the uncached rest of its context."""
         cached = server.kv.get(s.index, 0)
@@ -279,6 +289,7 @@ class Engine:
                     num_new_tokens=new,
                     num_cached_tokens=cached,
                     slo_class=s.request.slo_class,
+                    deadline_s=self._deadline(s),
                 )
             )
         force = server.num_active == len(server.queue)  # nothing else in flight

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from edgespec.core.types import BatchPlan, PendingVerification
+from edgespec.policies import registry
+from edgespec.policies.batching import FcfsBatching
+from edgespec.policies.interfaces import BatchLimits, WindowObservation
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
 from tests.sim.helpers import tiny_scenario
@@ -49,3 +58,43 @@ def test_follow_up_rounds_hit_the_cache_and_a_tiny_budget_forces_cold_starts() -
     assert sum(b.num_cached_tokens for b in cold.batches) == 0
     prompts = {r.request_id: r.num_prompt_tokens for r in cold.requests}
     assert sum(b.num_new_tokens for b in cold.batches) > sum(prompts.values()) * 3
+
+
+@dataclass
+class _RecordingFifo:
+    """FCFS that remembers what it was shown (test-only, deliberately stateful)."""
+
+    seen: list[PendingVerification] = field(default_factory=list)
+
+    def select(
+        self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits
+    ) -> BatchPlan:
+        self.seen.extend(queue)
+        return FcfsBatching().select(queue, now_s, limits)
+
+
+@dataclass
+class _RecordingWindow:
+    seen: list[WindowObservation] = field(default_factory=list)
+
+    def next_window(self, obs: WindowObservation) -> int:
+        self.seen.append(obs)
+        return 3
+
+
+def test_policies_see_deadlines_and_observations(monkeypatch: pytest.MonkeyPatch) -> None:
+    batching, window = _RecordingFifo(), _RecordingWindow()
+    monkeypatch.setitem(registry.BATCHING, "recording", lambda: batching)
+    monkeypatch.setitem(registry.WINDOW, "recording", lambda: window)
+    result = _run("policies.batching.name=recording", "policies.window.name=recording")
+    targets = {"slow": 2.0, "fast": 8.0}
+    arrivals = {r.request_id: (r.arrival_s, targets[r.slo_class]) for r in result.requests}
+    first = [p for p in batching.seen if p.num_cached_tokens == 0 and p.session_id in arrivals]
+    assert first
+    for p in first:  # a first round: deadline = arrival + 1 token / target speed
+        arrival, target = arrivals[p.session_id]
+        assert p.deadline_s == arrival + 1 / target
+    assert window.seen[0].tpot_s is None and window.seen[0].recent_acceptance is None
+    tpots = [o.tpot_s for o in window.seen if o.tpot_s is not None]
+    assert tpots and min(tpots) >= 0 and max(tpots) > 0
+    assert {o.rtt_s for o in window.seen} == {0.03}
