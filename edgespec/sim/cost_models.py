@@ -8,6 +8,8 @@ tokens, Σ query-key interactions, Σ cached tokens) to seconds. Three kinds:
   pass, Eq. 9; KV cache read, Eq. 10), time = max(FLOPs / (peak·eff), bytes / (bw·eff))
   + overhead.
 * :class:`WispCost` — WISP's additive estimator, Eq. 19, coefficients from a profile file.
+* :class:`ZhuCost` — Zhu's fitted runtime T(b, F) = c1·F·b + c2 (Eq. 17) over the
+  architecture's FLOPs, coefficients from a profile file.
 * :class:`LookupCost` — a measured table of time against Σ new tokens, linearly
   interpolated (and extrapolated from the last two points).
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from edgespec.config import ConfigError, from_dict, read_yaml
-from edgespec.policies.estimator import WispCoefficients
+from edgespec.policies.estimator import WispCoefficients, zhu_runtime_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,23 @@ class WispCost:
 
 
 @dataclass(frozen=True, slots=True)
+class ZhuCost:
+    """Zhu et al. Eq. 17, T(b, F) = c1·F·b + c2, with F·b the batch's total FLOPs
+    (:meth:`ModelSpec.flops`, so requests of different lengths may share a batch)."""
+
+    model: ModelSpec
+    c1_s_per_flop: float
+    c2_s: float
+
+    def batch_time_s(
+        self, batch_size: int, num_linear: int, num_interactions: int, num_cached: int
+    ) -> float:
+        return zhu_runtime_s(
+            self.c1_s_per_flop, self.c2_s, self.model.flops(num_linear, num_interactions), 1
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class LookupCost:
     """Measured time against Σ new tokens, piecewise linear; optional per-cached-token cost."""
 
@@ -208,7 +227,22 @@ def load_profile(name_or_path: str) -> CostModel:
         return WispCost(from_dict(WispCoefficients, params, where))
     if kind == "lookup":
         return from_dict(LookupCost, params, where)
-    raise ConfigError(f"{where}.kind", f"must be 'wisp' or 'lookup', got {kind!r}")
+    if kind == "zhu":
+        if not isinstance(data.get("model"), str):
+            raise ConfigError(f"{where}.model", "a zhu profile names its model preset")
+        coeffs = from_dict(_ZhuCoefficients, params, where)
+        return ZhuCost(load_model(data["model"]), coeffs.c1_s_per_flop, coeffs.c2_s)
+    raise ConfigError(f"{where}.kind", f"must be 'wisp', 'zhu' or 'lookup', got {kind!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _ZhuCoefficients:
+    c1_s_per_flop: float
+    c2_s: float
+
+    def validate(self) -> None:
+        if self.c1_s_per_flop < 0 or self.c2_s < 0:
+            raise ConfigError("c1_s_per_flop", "Zhu coefficients must be >= 0")
 
 
 def build_cost_model(

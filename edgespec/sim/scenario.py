@@ -38,9 +38,10 @@ class LinkConfig:
 
 @dataclass(frozen=True, slots=True)
 class CostModelConfig:
-    """``roofline`` (from model + hardware presets), ``wisp`` or ``lookup`` (profile file)."""
+    """``roofline`` (from model + hardware presets), or ``wisp``, ``zhu`` or ``lookup``
+    (coefficients from a profile file)."""
 
-    kind: Literal["roofline", "wisp", "lookup"] = "roofline"
+    kind: Literal["roofline", "wisp", "zhu", "lookup"] = "roofline"
     profile: str | None = None
 
 

@@ -136,3 +136,9 @@ def test_kernel_orders_by_time_then_kind_then_entity_then_insertion() -> None:
     with pytest.raises(ValueError, match="scheduled in the past"):
         q.push(0.9, 0, 0, None)
     assert math.isclose(q.now_s, 1.0)
+
+
+def test_zhu_profile_is_eq17_over_architecture_flops() -> None:
+    cost = load_profile("rtx4500-llama2-7b-zhu")
+    flops = load_model("llama2-7b").flops(5, 5 * 300)
+    assert cost.batch_time_s(1, 5, 5 * 300, 295) == pytest.approx(2.522e-14 * flops + 0.002)
