@@ -136,6 +136,6 @@ def test_override_into_non_mapping_names_the_key() -> None:
         raise AssertionError("must not run")
 
     with pytest.raises(
-        ConfigError, match="config field 'devices': cannot override inside a non-mapping"
+        ConfigError, match=r"config field 'devices.count': list index must be 0..1, got 'count'"
     ):
         run_sweep({"devices": [1, 2]}, {"devices.count": [1]}, runner, progress=False)
