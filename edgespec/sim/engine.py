@@ -23,6 +23,7 @@ from edgespec.sim.build import Policies
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
+    accept_runs,
     dispatch_when_alone,
     fcfs_dispatch,
     static_distributed_batch_end,
@@ -88,6 +89,7 @@ class Engine:
         ]
         # decode_steps_s is a pure function of these keys: memoized, values identical.
         self.draft_times: dict[tuple[int, int, int, int], float] = {}
+        self.runs_memo: dict[int, tuple[tuple[int, ...], list[int]]] = {}
         self.num_rounds = 0
         self.num_sessions = 0
         self.q = EventQueue()
@@ -149,9 +151,18 @@ class Engine:
             seq = self.trace_pool.seq_for(index)
         slo = self.scenario.slo_classes[request.slo_class]
         session = Session(index, request, dev, server, seq, slo)
+        if self.fast and seq and self.trace_pool is not None:
+            session.runs = self._accept_runs(seq)
         dev.session = session
         server.num_active += 1
         self._begin_round(session, t)
+
+    def _accept_runs(self, seq: tuple[int, ...]) -> list[int]:
+        """fastpath.accept_runs, memoised per sequence object (traces are kept alive)."""
+        hit = self.runs_memo.get(id(seq))
+        if hit is None or hit[0] is not seq:
+            hit = self.runs_memo[id(seq)] = (seq, accept_runs(seq))
+        return hit[1]
 
     def _route_jsq(self) -> ServerState:
         """JoinShortestQueueRouting.route, inline (same ties, same random draws)."""

@@ -41,6 +41,7 @@ class Session:
         "round_draft_s",
         "round_start_s",
         "round_up_s",
+        "runs",
         "seq",
         "server",
         "slo_tokens_per_s",
@@ -61,6 +62,7 @@ class Session:
         self.device = device
         self.server = server
         self.seq = seq
+        self.runs: list[int] | None = None  # fast path: accept_runs(seq) for trace replay
         self.slo_tokens_per_s = slo_tokens_per_s
         self.committed = 0
         self.gamma = 0

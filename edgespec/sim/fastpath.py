@@ -15,6 +15,7 @@ path's.
 from __future__ import annotations
 
 from math import log
+from sys import maxsize
 from typing import TYPE_CHECKING
 
 from edgespec.core.types import BatchRecord
@@ -22,25 +23,62 @@ from edgespec.sim.acceptance import TraceAcceptance
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import ServerState, Session
 from edgespec.sim.kernel import Handler
-from edgespec.sim.network import HEADER_BYTES, PROB_BYTES, TOKEN_ID_BYTES
+from edgespec.sim.network import HEADER_BYTES, TOKEN_ID_BYTES, uplink_bytes
 
 if TYPE_CHECKING:
     from edgespec.sim.engine import Engine
 
 
+def accept_runs(seq: tuple[int, ...]) -> list[int]:
+    """``runs[p]``: the number of consecutive accepted positions from ``p`` on (wrapping
+    around), so that ``TraceAcceptance.accepted(seq, p, γ)`` = ``min(runs[p % n], γ)``.
+    An all-accepted sequence gets ``sys.maxsize`` (larger than any window)."""
+    n = len(seq)
+    if all(seq):
+        return [maxsize] * n
+    runs = [0] * n
+    run = 0
+    for i in range(2 * n - 1, -1, -1):  # twice round, so every run meets its zero
+        run = run + 1 if seq[i % n] else 0
+        if i < n:
+            runs[i] = run
+    return runs
+
+
 def static_distributed_batch_end(
     engine: Engine, dispatch: Handler, arrive_kind: int, deliver_kind: int, dispatch_kind: int
 ) -> Handler:
-    """BATCH_END for a distributed run with a static window (γ) and no round records."""
+    """BATCH_END for a distributed run with a static window (γ) and no round records.
+
+    Per device, the link's latency without jitter and loss is tabulated by message size
+    (computed with the same expression as ``Link.latency_s``, so the values are the same
+    floats); trace replay reads :func:`accept_runs`; ``num_accepted`` is derived when the
+    request finishes (committed = accepted + rounds).
+    """
     gamma_static = engine.static_gamma
     assert gamma_static is not None and engine.distributed and not engine.record_rounds
     accepted = engine.acceptance.accepted
     replay = isinstance(engine.acceptance, TraceAcceptance)
     sink_batch = engine.sink.batch
-    draft_times = engine.draft_times
-    send_probs = engine.send_probs
     push = engine.q.raw_push()
     heap = engine.q.heap
+    key_base = gamma_static + 1
+    memos: dict[int, dict[int, float]] = {}
+    per_device: list[tuple[tuple[float, ...], tuple[float, ...], dict[int, float]]] = []
+    for i, dev in enumerate(engine.devices):
+        assert dev.device_id == i, "devices are indexed by id"
+        link = dev.link
+        rtt, bw = link.rtt_s, link.bandwidth_bytes_per_s
+        down_base = tuple(
+            0.5 * rtt + (HEADER_BYTES + TOKEN_ID_BYTES * (1 + c)) / bw
+            for c in range(gamma_static + 2)
+        )
+        up_base = tuple(
+            0.5 * rtt + uplink_bytes(g, 0, dev.vocab_size, engine.send_probs) / bw
+            for g in range(gamma_static + 1)
+        )
+        memo = memos.setdefault(id(dev.draft_cost), {})
+        per_device.append((down_base, up_base, memo))
 
     def batch_end(t: float, server: ServerState) -> None:
         batch = server.batch
@@ -54,39 +92,31 @@ def static_distributed_batch_end(
         )
         verify = t - start
         kv = server.kv
+        kv_pop = kv.pop
+        kv_total = server.kv_total
+        kv_budget = server.kv_budget
         for s in batch:
             dev = s.device
             rng = dev.rng
             gamma = s.gamma_eff
-            if gamma == 0:
-                num_acc = 0
-            elif replay:
-                # TraceAcceptance.accepted, inline.
-                seq = s.seq
-                assert seq is not None
-                n = len(seq)
-                position = s.committed
-                num_acc = gamma
-                for k in range(gamma):
-                    if not seq[(position + k) % n]:
-                        num_acc = k
-                        break
+            position = s.committed
+            if replay and s.runs is not None:
+                runs = s.runs
+                num_acc = runs[position % len(runs)]
+                if num_acc > gamma:
+                    num_acc = gamma
             else:
-                num_acc = accepted(s.seq, s.committed, gamma, rng)
-            committed = num_acc + 1
-            total = s.committed + committed
+                num_acc = accepted(s.seq, position, gamma, rng) if gamma else 0
+            total = position + num_acc + 1
             s.committed = total
-            s.num_rounds += 1
+            rounds = s.num_rounds = s.num_rounds + 1
             s.num_drafted += gamma
-            s.num_accepted += num_acc
             s.queue_s += start - s.enqueued_s
             s.verify_s += verify
             link = dev.link
+            down_base, up_base, memo = per_device[dev.device_id]
             # Link.latency_s, inline (same expressions, same draws).
-            down = (
-                0.5 * link.rtt_s
-                + (HEADER_BYTES + TOKEN_ID_BYTES * (1 + committed)) / link.bandwidth_bytes_per_s
-            )
+            down = down_base[num_acc + 1]
             if link.jitter_s > 0:
                 i = rng._i  # UniformStream.next, inline
                 if i < len(rng._buf):
@@ -100,40 +130,35 @@ def static_distributed_batch_end(
                     down += link.retransmit_timeout_s
             s.network_s += down
             deliver = t + down
-            if s.num_rounds == 1:
+            if rounds == 1:
                 s.first_token_s = deliver
             request = s.request
             remaining = request.num_output_tokens - total
+            index = s.index
             if remaining <= 0:
-                server.release(s.index)
+                s.num_accepted = total - rounds
+                kv_total -= kv_pop(index, 0)  # ServerState.release, inline
                 server.num_active -= 1
                 push(deliver, deliver_kind, dev.device_id, s)
                 continue
             prompt = request.num_prompt_tokens
-            # ServerState.store, inline.
-            index = s.index
+            # ServerState.store, inline (pop and re-insert = most recently used).
             kv_len = prompt + total - 1
-            server.kv_total += kv_len - kv.get(index, 0)
+            kv_total += kv_len - kv_pop(index, 0)
             kv[index] = kv_len
-            kv.move_to_end(index)
-            while server.kv_total > server.kv_budget and kv:
-                server.kv_total -= kv.popitem(last=False)[1]
+            while kv_total > kv_budget and kv:
+                kv_total -= kv.popitem(last=False)[1]
             # Engine._begin_round with a static window, inline. (Session fields read only
             # by window observations and round records are not maintained here.)
             gamma = gamma_static if gamma_static < remaining - 1 else remaining - 1
             s.gamma_eff = gamma
             context = prompt + total
-            cost = dev.draft_cost
-            key = (id(cost), gamma, context, 0)
-            draft = draft_times.get(key)
+            key = context * key_base + gamma
+            draft = memo.get(key)
             if draft is None:
-                draft = decode_steps_s(cost, gamma, context, 0)
-                draft_times[key] = draft
+                draft = memo[key] = decode_steps_s(dev.draft_cost, gamma, context, 0)
             s.draft_s += draft
-            size = HEADER_BYTES + TOKEN_ID_BYTES * gamma
-            if send_probs:
-                size += PROB_BYTES * gamma * dev.vocab_size
-            up = 0.5 * link.rtt_s + size / link.bandwidth_bytes_per_s
+            up = up_base[gamma]
             if link.jitter_s > 0:
                 i = rng._i  # UniformStream.next, inline
                 if i < len(rng._buf):
@@ -147,6 +172,7 @@ def static_distributed_batch_end(
                     up += link.retransmit_timeout_s
             s.network_s += up
             push((deliver + draft) + up, arrive_kind, dev.device_id, s)
+        server.kv_total = kv_total
         engine.num_rounds += len(batch)
         if server.queue and not server.dispatch_pending:
             if heap and heap[0][0] <= t:

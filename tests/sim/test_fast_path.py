@@ -6,7 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from numpy.random import default_rng
 
+from edgespec.sim.acceptance import TraceAcceptance
+from edgespec.sim.fastpath import accept_runs
+from edgespec.sim.rng import UniformStream
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
@@ -56,3 +60,18 @@ def test_fast_path_equals_straightforward(name: str, rounds: bool) -> None:
     assert fast.rounds == slow.rounds
     assert len(fast.rounds) == (fast.num_rounds if rounds else 0)
     assert fast.num_events < slow.num_events  # it did take the shortcut
+
+
+@pytest.mark.parametrize(
+    "seq",
+    [(1, 0, 1, 1, 0, 0, 1), (0,), (1,), (1, 1, 1), (0, 1, 1, 1, 1, 1), (1, 1, 0, 1, 1)],
+)
+def test_accept_runs_equal_trace_replay(seq: tuple[int, ...]) -> None:
+    """min(runs[p % n], γ) is TraceAcceptance.accepted for every position and window."""
+    runs = accept_runs(seq)
+    replay = TraceAcceptance()
+    for position in range(3 * len(seq)):
+        for gamma in range(9):
+            expected = replay.accepted(seq, position, gamma, UniformStream(default_rng(0)))
+            assert min(runs[position % len(seq)], gamma) == expected, (position, gamma)
+    assert accept_runs((1, 0, 1, 1, 0, 0, 1)) == [1, 0, 2, 1, 0, 0, 2]
