@@ -1,10 +1,13 @@
 """Hugging Face transformers backends (CPU or GPU, any causal LM).
 
 Batched verification: every item's cached prefix is left-padded to the longest prefix
-P in the batch and its new tokens are right-padded to the longest new block N, giving
+P in the batch and its new tokens are left-padded to the longest new block N, giving
 one ``[B, P + N]`` attention mask (0 on padding) and explicit position ids
 (``kv_len + j`` for new token j), so each item sees exactly its own tokens at its own
-positions. The per-item KV is cut back out of the padded batch cache afterwards.
+positions. Every row's new tokens end in the last column, so the LM head runs only on
+the last ``max(num_logits)`` positions (``logits_to_keep``): a cold start does not pay
+for vocabulary logits over its whole prompt. The per-item KV is cut back out of the
+padded batch cache afterwards.
 """
 
 from __future__ import annotations
@@ -68,40 +71,67 @@ class TransformersTarget:
         batch = len(items)
         max_prefix = max(item.kv_len for item in items)
         max_new = max(len(item.new_token_ids) for item in items)
+        keep = max(item.num_logits for item in items)
         input_ids = torch.zeros((batch, max_new), dtype=torch.long)
         position_ids = torch.zeros((batch, max_new), dtype=torch.long)
         mask = torch.zeros((batch, max_prefix + max_new), dtype=torch.long)
         for row, item in enumerate(items):
             n = len(item.new_token_ids)
-            input_ids[row, :n] = torch.tensor(item.new_token_ids)
-            position_ids[row, :] = torch.arange(item.kv_len, item.kv_len + max_new)
-            mask[row, max_prefix - item.kv_len : max_prefix + n] = 1
-        cache = self._padded_cache(items, max_prefix)
+            pad = max_new - n
+            input_ids[row, pad:] = torch.tensor(item.new_token_ids)
+            position_ids[row, :] = torch.arange(item.kv_len - pad, item.kv_len + n).clamp(min=0)
+            mask[row, max_prefix - item.kv_len : max_prefix] = 1
+            mask[row, max_prefix + pad :] = 1
         out = self._model(
             input_ids=input_ids.to(self._device),
             attention_mask=mask.to(self._device),
             position_ids=position_ids.to(self._device),
-            past_key_values=cache,
+            past_key_values=self._padded_cache(items, max_prefix),
             use_cache=True,
+            logits_to_keep=keep,
         )
-        logits = out.logits.float().cpu()
+        logits = out.logits[:, -keep:].float().cpu()
+        if torch.isnan(logits).any():  # padding must never leak into a real row
+            raise RuntimeError("NaN logits in a batched forward pass")
         layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         results = []
         for row, item in enumerate(items):
-            n = len(item.new_token_ids)
-            start = max_prefix - item.kv_len
-            kv = tuple(
-                (
-                    k[row : row + 1, :, start : max_prefix + n],
-                    v[row : row + 1, :, start : max_prefix + n],
-                )
-                for k, v in layers
+            kv = self._row_kv(
+                layers,
+                row,
+                max_prefix - item.kv_len,
+                max_new - len(item.new_token_ids),
+                max_prefix,
+                batch,
             )
-            if batch > 1 or start or n < max_new:  # own the memory, not a view of the batch
-                kv = tuple((k.clone(), v.clone()) for k, v in kv)
-            rows = logits[row, n - item.num_logits : n].numpy().astype(np.float32)
+            rows = logits[row, keep - item.num_logits :].numpy().astype(np.float32)
             results.append(ForwardOutput(logits=rows, kv=kv))
         return results
+
+    @staticmethod
+    def _row_kv(
+        layers: list[tuple[torch.Tensor, torch.Tensor]],
+        row: int,
+        prefix_pad: int,
+        new_pad: int,
+        max_prefix: int,
+        batch: int,
+    ) -> Layers:
+        """Row ``row``'s real tokens: its prefix and its new tokens, without padding."""
+        if batch == 1 and prefix_pad == 0 and new_pad == 0:
+            return tuple((k, v) for k, v in layers)  # the batch is this session's own cache
+        out = []
+        for k, v in layers:
+            parts_k = [
+                k[row : row + 1, :, prefix_pad:max_prefix],
+                k[row : row + 1, :, max_prefix + new_pad :],
+            ]
+            parts_v = [
+                v[row : row + 1, :, prefix_pad:max_prefix],
+                v[row : row + 1, :, max_prefix + new_pad :],
+            ]
+            out.append((torch.cat(parts_k, dim=2), torch.cat(parts_v, dim=2)))
+        return tuple(out)
 
     def _padded_cache(self, items: Sequence[ForwardItem], max_prefix: int) -> DynamicCache:
         if max_prefix == 0:
