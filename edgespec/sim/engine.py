@@ -17,6 +17,7 @@ from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.interfaces import BatchLimits, WindowObservation
 from edgespec.policies.routing import JoinShortestQueueRouting
 from edgespec.policies.window import StaticWindow
+from edgespec.sim import inbound
 from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.build import Policies
@@ -76,6 +77,8 @@ class Engine:
         self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
+        # The specialised BATCH_END (fastpath.py) and no ARRIVE events (inbound.py).
+        self.lazy = self.static_gamma is not None and self.distributed and not record_rounds
         self.send_probs = scenario.temperature > 0
         self.route_rng = spawn_generator(scenario.seed, "routing")
         self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST)
@@ -109,9 +112,11 @@ class Engine:
         if self.fcfs_inline:
             dispatch = fcfs_dispatch(self, BATCH_END)
         batch_end: Handler = self._batch_end
-        if self.static_gamma is not None and self.distributed and not self.record_rounds:
+        if self.lazy:
             batch_end = static_distributed_batch_end(self, dispatch, ARRIVE, DELIVER, DISPATCH)
-        arrive = dispatch_when_alone(self, dispatch, DISPATCH)
+            arrive = inbound.wake_handler(self, dispatch, ARRIVE, DISPATCH)
+        else:
+            arrive = dispatch_when_alone(self, dispatch, DISPATCH)
         return [
             batch_end,
             self._deliver,
@@ -131,15 +136,26 @@ class Engine:
         self, dev: DeviceState, request: Request, seq: tuple[int, ...] | None, t: float
     ) -> None:
         if dev.session is None:
-            self._start(dev, request, seq, t)
+            self._start(dev, request, seq, t, True)
         else:
             dev.pending.append((request, seq))
 
     def _start(
-        self, dev: DeviceState, request: Request, seq: tuple[int, ...] | None, t: float
+        self,
+        dev: DeviceState,
+        request: Request,
+        seq: tuple[int, ...] | None,
+        t: float,
+        after_arrive: bool,
     ) -> None:
+        """Start a request (``after_arrive``: the calling event's kind runs after ARRIVE)."""
         index = self.num_sessions
         self.num_sessions += 1
+        if self.lazy:  # routing reads the queues: bring them up to date (inbound.py)
+            for server in self.servers:
+                pending = server.inbound
+                if pending and (pending[0][0] < t or (after_arrive and pending[0][0] == t)):
+                    inbound.drain(server, t, after_arrive)
         if self.jsq_inline:
             server = self._route_jsq()
         else:
@@ -166,8 +182,15 @@ class Engine:
 
     def _route_jsq(self) -> ServerState:
         """JoinShortestQueueRouting.route, inline (same ties, same random draws)."""
-        best = min((len(s.queue), s.num_active) for s in self.servers)
-        tied = [s for s in self.servers if (len(s.queue), s.num_active) == best]
+        best = (0, 0)
+        tied: list[ServerState] = []
+        for s in self.servers:
+            load = (len(s.queue), s.num_active)
+            if not tied or load < best:
+                best = load
+                tied = [s]
+            elif load == best:
+                tied.append(s)
         return tied[int(self.route_rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
 
     # --- one round
@@ -212,7 +235,9 @@ class Engine:
         s.round_start_s = t
         s.round_draft_s = draft
         s.draft_s += draft
-        if self.fast:
+        if self.lazy:
+            inbound.send(self, (t + draft) + self._uplink(s, first), s, ARRIVE)
+        elif self.fast:
             self.q.push((t + draft) + self._uplink(s, first), ARRIVE, s.device.device_id, s)
         else:
             self.q.push(t + draft, DRAFT_DONE, s.device.device_id, s)
@@ -250,10 +275,14 @@ class Engine:
     def _dispatch(self, t: float, server: ServerState) -> None:
         """Straightforward path: ask the batching policy (fast path: fastpath.fcfs_dispatch)."""
         server.dispatch_pending = False
+        if self.lazy:
+            inbound.drain(server, t)
         if server.busy or not server.queue:
             return
         chosen = self._select_policy(server, t)
         if not chosen:
+            if self.lazy:  # the next arrival finds it idle
+                inbound.arm(self, server, ARRIVE)
             return
         n_lin = n_int = n_cached = 0
         for s in chosen:
@@ -414,6 +443,6 @@ class Engine:
         dev.session = None
         if dev.pending:
             nxt_request, seq = dev.pending.popleft()
-            self._start(dev, nxt_request, seq, t)
+            self._start(dev, nxt_request, seq, t, False)
         else:
             self.arrivals.device_idle(dev, t)

@@ -7,6 +7,7 @@ of times per run.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict, deque
 
 from edgespec.core.types import Request
@@ -129,6 +130,7 @@ class ServerState:
         "cost",
         "dispatch_pending",
         "draft_cost",
+        "inbound",
         "kv",
         "kv_budget",
         "kv_total",
@@ -138,6 +140,7 @@ class ServerState:
         "num_enqueued",
         "queue",
         "server_id",
+        "wake_s",
     )
 
     def __init__(
@@ -165,6 +168,10 @@ class ServerState:
         self.num_enqueued = 0
         self.kv: OrderedDict[int, int] = OrderedDict()
         self.kv_total = 0
+        # Fast path without ARRIVE events (edgespec.sim.inbound): blocks in flight to
+        # this server as a heap of (arrival_s, device_id, session), and its WAKE time.
+        self.inbound: list[tuple[float, int, Session]] = []
+        self.wake_s = math.inf
 
     def cached_tokens(self, session_index: int) -> int:
         """KV tokens resident for a session (0: never verified here, or evicted)."""

@@ -14,6 +14,7 @@ path's.
 
 from __future__ import annotations
 
+from heapq import heappop, heappush
 from math import log
 from sys import maxsize
 from typing import TYPE_CHECKING
@@ -92,6 +93,7 @@ def static_distributed_batch_end(
         )
         verify = t - start
         kv = server.kv
+        inbound = server.inbound
         kv_pop = kv.pop
         kv_total = server.kv_total
         kv_budget = server.kv_budget
@@ -171,15 +173,20 @@ def static_distributed_batch_end(
                 while rng.next() < link.loss_rate:
                     up += link.retransmit_timeout_s
             s.network_s += up
-            push((deliver + draft) + up, arrive_kind, dev.device_id, s)
+            heappush(inbound, ((deliver + draft) + up, dev.device_id, s))  # inbound.send
         server.kv_total = kv_total
         engine.num_rounds += len(batch)
-        if server.queue and not server.dispatch_pending:
+        # Not busy, no DISPATCH pending (none is scheduled while busy).
+        if server.queue or (inbound and inbound[0][0] <= t):
             if heap and heap[0][0] <= t:
                 server.dispatch_pending = True
                 push(t, dispatch_kind, server.server_id, server)
             else:  # no other event at t: the DISPATCH would run next anyway
                 dispatch(t, server)
+        elif inbound and inbound[0][0] < server.wake_s:  # inbound.arm
+            arrival_s, device_id, _ = inbound[0]
+            server.wake_s = arrival_s
+            push(arrival_s, arrive_kind, device_id, server)
 
     return batch_end
 
@@ -213,11 +220,26 @@ def dispatch_when_alone(engine: Engine, dispatch: Handler, dispatch_kind: int) -
 def fcfs_dispatch(engine: Engine, batch_end_kind: int) -> Handler:
     """DISPATCH with ``FcfsBatching`` inlined (``_take_within_limits`` semantics)."""
     push = engine.q.raw_push()
+    lazy = engine.lazy
 
     def dispatch(t: float, server: ServerState) -> None:
         server.dispatch_pending = False
+        if server.busy:
+            return
+        if lazy:
+            inbound = server.inbound
+            if inbound and inbound[0][0] <= t:  # inbound.drain, inline
+                queue = server.queue
+                n = server.num_enqueued
+                while inbound and inbound[0][0] <= t:
+                    arrival_s, _, s = heappop(inbound)
+                    s.enqueued_s = arrival_s
+                    s.entry_id = n
+                    n += 1
+                    queue.append(s)
+                server.num_enqueued = n
         queue = server.queue
-        if server.busy or not queue:
+        if not queue:
             return
         chosen: list[Session] = []
         max_size = server.max_batch_size

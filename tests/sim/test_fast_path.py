@@ -3,12 +3,22 @@ path exactly: same records, same metrics, on the same seed."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from heapq import heappush
 from pathlib import Path
 
 import pytest
 from numpy.random import default_rng
 
+from edgespec.core.types import BatchPlan, PendingVerification
+from edgespec.policies import registry
+from edgespec.policies.batching import FcfsBatching
+from edgespec.policies.interfaces import BatchLimits
+from edgespec.sim import inbound
 from edgespec.sim.acceptance import TraceAcceptance
+from edgespec.sim.cost_models import WispCoefficients, WispCost
+from edgespec.sim.entities import ServerState, Session
 from edgespec.sim.fastpath import accept_runs
 from edgespec.sim.rng import UniformStream
 from edgespec.sim.scenario import scenario_from_dict
@@ -35,6 +45,17 @@ CASES = {
         "workload.rate_per_s=2",
         "policies.window={name: static, params: {gamma: 6}}",
     ],
+    "lab-static-random": ["policies.batching.name=lab", "policies.routing.name=random"],
+    "idle-servers-simultaneous": [  # WAKE events, stale wakes and equal arrival times
+        "auto_topology.servers.0.count=8",
+        "links.wan={rtt_ms: 20.0, jitter_ms: 0.0, loss_rate: 0.0}",
+        "workload.think_time_s=0",
+        "workload.ramp_s=0",
+    ],
+    "zero-rtt-round-robin": [
+        "links.wan={rtt_ms: 0.0, jitter_ms: 0.0, loss_rate: 0.0}",
+        "policies.routing.name=round_robin",
+    ],
     "trace-acceptance-small-kv": [
         "acceptance={kind: trace, traces: [TRACE]}",
         "links.wan.jitter_ms=0",
@@ -60,6 +81,43 @@ def test_fast_path_equals_straightforward(name: str, rounds: bool) -> None:
     assert fast.rounds == slow.rounds
     assert len(fast.rounds) == (fast.num_rounds if rounds else 0)
     assert fast.num_events < slow.num_events  # it did take the shortcut
+    if not rounds and _lazy_arrivals(overrides):
+        # no ARRIVE events: BATCH_END, at most one WAKE per batch, DELIVER, REQUEST, ...
+        assert fast.num_events <= 2 * len(fast.batches) + 3 * len(fast.requests) + 100
+
+
+def _lazy_arrivals(overrides: list[str]) -> bool:
+    """Distributed, static window: the specialised BATCH_END and no ARRIVE events."""
+    window = next((o for o in overrides if o.startswith("policies.window")), "static")
+    return "static" in window and not any(o.startswith("mode=") for o in overrides)
+
+
+@dataclass
+class _HoldForTwo:
+    """FCFS that waits for a second block unless forced or the head has waited 5 ms
+    (test-only): empty plans, and decisions that depend on when it is asked."""
+
+    def select(
+        self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits
+    ) -> BatchPlan:
+        waited_s = now_s - min(e.enqueued_s for e in queue)
+        if len(queue) < 2 and not limits.force and waited_s < 0.005:
+            return BatchPlan((), reason="hold")
+        return FcfsBatching().select(queue, now_s, limits)
+
+
+@pytest.mark.parametrize("servers", [1, 3])
+def test_fast_path_with_empty_batching_plans(monkeypatch: pytest.MonkeyPatch, servers: int) -> None:
+    """A policy that declines to batch leaves an idle server with a queue; the next
+    arrival (a WAKE in the fast path) must dispatch again, and only then."""
+    monkeypatch.setitem(registry.BATCHING, "hold", _HoldForTwo)
+    overrides = ["policies.batching.name=hold", f"auto_topology.servers.0.count={servers}"]
+    fast = simulate(scenario_from_dict(tiny_scenario(), [*overrides, "fast_path=true"]))
+    slow = simulate(scenario_from_dict(tiny_scenario(), [*overrides, "fast_path=false"]))
+    assert fast.num_rounds == slow.num_rounds > 100
+    assert fast.requests == slow.requests
+    assert fast.batches == slow.batches
+    assert min(b.batch_size for b in fast.batches) == 1  # forced single batches happened
 
 
 @pytest.mark.parametrize(
@@ -75,3 +133,20 @@ def test_accept_runs_equal_trace_replay(seq: tuple[int, ...]) -> None:
             expected = replay.accepted(seq, position, gamma, UniformStream(default_rng(0)))
             assert min(runs[position % len(seq)], gamma) == expected, (position, gamma)
     assert accept_runs((1, 0, 1, 1, 0, 0, 1)) == [1, 0, 2, 1, 0, 0, 2]
+
+
+def test_inbound_drain_order_and_cutoff() -> None:
+    """Blocks enter the queue in ARRIVE-event order (time, then device); at the cutoff
+    time only when the reading event runs after ARRIVE."""
+    server = ServerState(0, WispCost(WispCoefficients(1e-4, 0.0, 0.0, 0.01)), None, 10**6, 8, 10**6)
+    sessions = {}
+    for device_id, arrival_s in [(5, 2.0), (3, 1.0), (1, 2.0), (4, 3.0)]:
+        s = object.__new__(Session)
+        sessions[device_id] = s
+        heappush(server.inbound, (arrival_s, device_id, s))
+    inbound.drain(server, 2.0, inclusive=False)  # e.g. routing at a DELIVER at t = 2
+    assert server.queue == [sessions[3]]
+    inbound.drain(server, 2.0)  # a DISPATCH (or REQUEST) at t = 2
+    assert server.queue == [sessions[3], sessions[1], sessions[5]]
+    assert [(s.enqueued_s, s.entry_id) for s in server.queue] == [(1.0, 0), (2.0, 1), (2.0, 2)]
+    assert server.inbound == [(3.0, 4, sessions[4])]

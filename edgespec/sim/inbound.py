@@ -1,0 +1,93 @@
+"""Fast path without a per-round ARRIVE event: per-server inbound heaps.
+
+The straightforward path schedules one ARRIVE event per round; its handler appends the
+block to the server's queue and, when the server is idle, schedules a DISPATCH at that
+time. Here a block in flight waits instead in its server's *inbound* heap, ordered by
+``(arrival_s, device_id)`` — the order in which the kernel would run those ARRIVE events
+(same time, same kind: entity order; a device has at most one block in flight, so the
+pair is unique). The queue is brought up to date lazily, exactly where it is read:
+
+* a DISPATCH at ``t`` (which runs after every other event at ``t``) first moves every
+  inbound block with ``arrival_s <= t`` into the queue;
+* routing, at an event of kind ``K`` at ``t``, moves blocks with ``arrival_s < t``, and
+  those with ``arrival_s == t`` when ``K`` runs after ARRIVE (REQUEST does, DELIVER
+  does not);
+* a BATCH_END at ``t`` dispatches when the queue or the inbound blocks due by ``t`` are
+  non-empty (an ARRIVE at ``t`` would have triggered that DISPATCH at ``t`` anyway).
+
+An idle server gets one WAKE event (kind ARRIVE, entity the device of its earliest
+inbound block) at that block's time: the ARRIVE that would have found it idle. A WAKE
+that finds nothing due (its block was taken by an earlier dispatch) re-arms for the
+next one and must not dispatch (no ARRIVE happens at its time). Moving a block sets
+``enqueued_s`` to its arrival time and ``entry_id`` in queue order, as
+``Engine._arrive`` does, so every observable is unchanged (tests/sim/test_fast_path.py).
+"""
+
+from __future__ import annotations
+
+from heapq import heappop, heappush
+from math import inf
+from typing import TYPE_CHECKING
+
+from edgespec.sim.entities import ServerState, Session
+from edgespec.sim.kernel import Handler
+
+if TYPE_CHECKING:
+    from edgespec.sim.engine import Engine
+
+
+def drain(server: ServerState, t: float, inclusive: bool = True) -> None:
+    """Move the inbound blocks that arrived before ``t`` (or at ``t`` if ``inclusive``)
+    into the queue, in arrival-event order."""
+    inbound = server.inbound
+    if not inbound:
+        return
+    queue = server.queue
+    n = server.num_enqueued
+    while inbound and (inbound[0][0] < t or (inclusive and inbound[0][0] == t)):
+        arrival_s, _, s = heappop(inbound)
+        s.enqueued_s = arrival_s
+        s.entry_id = n
+        n += 1
+        queue.append(s)
+    server.num_enqueued = n
+
+
+def arm(engine: Engine, server: ServerState, wake_kind: int) -> None:
+    """Schedule a WAKE at the earliest inbound block of an idle server (if none earlier)."""
+    inbound = server.inbound
+    if inbound and inbound[0][0] < server.wake_s:
+        arrival_s, device_id, _ = inbound[0]
+        server.wake_s = arrival_s
+        engine.q.push(arrival_s, wake_kind, device_id, server)
+
+
+def send(engine: Engine, arrival_s: float, s: Session, wake_kind: int) -> None:
+    """A block leaves its device; it reaches ``s.server`` at ``arrival_s``."""
+    server = s.server
+    heappush(server.inbound, (arrival_s, s.device.device_id, s))
+    if not server.busy and not server.dispatch_pending:
+        arm(engine, server, wake_kind)
+
+
+def wake_handler(engine: Engine, dispatch: Handler, wake_kind: int, dispatch_kind: int) -> Handler:
+    """The WAKE event (in ARRIVE's slot): what the ARRIVE finding the server idle does."""
+    push = engine.q.raw_push()
+    heap = engine.q.heap
+
+    def wake(t: float, server: ServerState) -> None:
+        if server.wake_s == t:
+            server.wake_s = inf
+        if server.busy or server.dispatch_pending:
+            return  # a dispatch already took (or will take) the due blocks
+        before = server.num_enqueued
+        drain(server, t)
+        if server.num_enqueued == before:  # stale: its block went with an earlier batch
+            arm(engine, server, wake_kind)
+        elif heap and heap[0][0] <= t:
+            server.dispatch_pending = True
+            push(t, dispatch_kind, server.server_id, server)
+        else:  # no other event at t: the DISPATCH would run next anyway
+            dispatch(t, server)
+
+    return wake
