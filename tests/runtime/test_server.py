@@ -145,3 +145,44 @@ def test_prometheus_endpoint(make_server: ServerFactory) -> None:
     assert f"edgespec_num_tokens_forwarded_total {float(stats.num_tokens_forwarded)}" in body
     assert f"edgespec_num_batches_total {float(stats.num_batches)}" in body
     assert 'edgespec_batches_by_size{batch_size="1"}' in body
+
+
+def test_stochastic_over_grpc_matches_in_process(
+    make_server: ServerFactory, target: TransformersTarget, draft_model: Any
+) -> None:
+    """Same seeds → same sampled output remotely and in-process (q crosses the wire)."""
+    from edgespec.runtime.inprocess import speculative_generate
+
+    server = make_server()
+    for seed in range(3):
+        sampling = SamplingParams(temperature=0.7, top_p=0.9, max_new_tokens=16, seed=seed)
+        remote = generate(
+            RemoteVerifier(f"127.0.0.1:{server.port}"),
+            TransformersDraft(draft_model),
+            PROMPTS[3],
+            sampling,
+            DraftOptions(session_id=f"sto{seed}"),
+        )
+        local = speculative_generate(
+            target, TransformersDraft(draft_model), PROMPTS[3], 4, sampling
+        )
+        assert remote.output_token_ids == local.output_token_ids
+        assert [r.num_accepted for r in remote.rounds] == [r.num_accepted for r in local.rounds]
+
+
+def test_dynamic_window_policy_drives_gamma(make_server: ServerFactory, target: Any) -> None:
+    from edgespec.policies.window import DynamicWindow
+
+    server = make_server()
+    window = DynamicWindow(initial_gamma=2, min_gamma=1, max_gamma=6)
+    result = generate(
+        RemoteVerifier(f"127.0.0.1:{server.port}"),
+        NgramDrafter(),
+        PROMPTS[4],
+        SamplingParams(max_new_tokens=MAX_NEW),
+        DraftOptions(session_id="dyn"),
+        window,
+    )
+    assert result.output_token_ids == target_greedy_decode(target, PROMPTS[4], MAX_NEW)
+    gammas = [r.num_drafted for r in result.rounds[:-1]]
+    assert gammas[0] == 2 and len(set(gammas)) > 1
