@@ -186,3 +186,14 @@ def test_dynamic_window_policy_drives_gamma(make_server: ServerFactory, target: 
     assert result.output_token_ids == target_greedy_decode(target, PROMPTS[4], MAX_NEW)
     gammas = [r.num_drafted for r in result.rounds[:-1]]
     assert gammas[0] == 2 and len(set(gammas)) > 1
+
+
+def test_eviction_under_a_small_kv_budget_is_transparent(
+    make_server: ServerFactory, target: TransformersTarget, draft_model: Any
+) -> None:
+    server = make_server(kv_budget_tokens=40)
+    results = _run_clients(server.port, draft_model, PROMPTS[:4])
+    for result, prompt in zip(results, PROMPTS[:4], strict=True):
+        assert result.output_token_ids == target_greedy_decode(target, prompt, MAX_NEW)
+    stats = RemoteVerifier(f"127.0.0.1:{server.port}").stats()
+    assert stats.num_evictions > 0 and stats.num_reprefills > 0
