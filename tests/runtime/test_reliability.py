@@ -18,13 +18,14 @@ from edgespec.core.types import SamplingParams
 from edgespec.policies.batching import FcfsBatching
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
+from edgespec.runtime.codec import pb
 from edgespec.runtime.drafter import DraftOptions, generate
 from edgespec.runtime.engine import Engine
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server import VerificationService
-from edgespec.runtime.transport import RemoteVerifier, pb
+from edgespec.runtime.transport import RemoteVerifier, pb_grpc
 from tests.runtime.conftest import ServerFactory
 
 PROMPT = (3, 1, 4, 1, 5, 9, 2, 6)
@@ -292,9 +293,7 @@ def test_queue_depth_limit(target: TransformersTarget) -> None:
 def test_protocol_version_mismatch(make_server: ServerFactory) -> None:
     server = make_server()
     channel = grpc.insecure_channel(f"127.0.0.1:{server.port}")
-    stub = __import__("edgespec.runtime.transport", fromlist=["pb_grpc"]).pb_grpc.VerificationStub(
-        channel
-    )
+    stub = pb_grpc.VerificationStub(channel)
     request = pb.OpenSessionRequest(
         protocol_version=99,
         session_id="v",
