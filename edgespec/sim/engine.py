@@ -3,6 +3,7 @@ verification, downlink. See :mod:`edgespec.sim.simulator` for the round lifecycl
 
 from __future__ import annotations
 
+from heapq import heappop
 from typing import Protocol
 
 from edgespec.core.types import (
@@ -155,7 +156,15 @@ class Engine:
             for server in self.servers:
                 pending = server.inbound
                 if pending and (pending[0][0] < t or (after_arrive and pending[0][0] == t)):
-                    inbound.drain(server, t, after_arrive)
+                    queue = server.queue
+                    n = server.num_enqueued
+                    while pending and (pending[0][0] < t or (after_arrive and pending[0][0] == t)):
+                        arrival_s, _, moved = heappop(pending)  # inbound.drain, inline
+                        moved.enqueued_s = arrival_s
+                        moved.entry_id = n
+                        n += 1
+                        queue.append(moved)
+                    server.num_enqueued = n
         if self.jsq_inline:
             server = self._route_jsq()
         else:

@@ -8,7 +8,7 @@ of times per run.
 from __future__ import annotations
 
 import math
-from collections import OrderedDict, deque
+from collections import deque
 
 from edgespec.core.types import Request
 from edgespec.sim.cost_models import CostModel
@@ -166,7 +166,8 @@ class ServerState:
         self.dispatch_pending = False
         self.num_active = 0
         self.num_enqueued = 0
-        self.kv: OrderedDict[int, int] = OrderedDict()
+        # Session index -> resident KV tokens, in LRU order (a dict keeps insertion order).
+        self.kv: dict[int, int] = {}
         self.kv_total = 0
         # Fast path without ARRIVE events (edgespec.sim.inbound): blocks in flight to
         # this server as a heap of (arrival_s, device_id, session), and its WAKE time.
@@ -181,12 +182,10 @@ class ServerState:
         """Record a session's KV after a pass (most recently used), evicting LRU sessions
         while the resident total exceeds the budget."""
         kv = self.kv
-        self.kv_total += num_tokens - kv.get(session_index, 0)
-        kv[session_index] = num_tokens
-        kv.move_to_end(session_index)
+        self.kv_total += num_tokens - kv.pop(session_index, 0)
+        kv[session_index] = num_tokens  # re-inserted: now the most recently used
         while self.kv_total > self.kv_budget and kv:
-            _, size = kv.popitem(last=False)
-            self.kv_total -= size
+            self.kv_total -= kv.pop(next(iter(kv)))  # the least recently used
 
     def release(self, session_index: int) -> None:
         """Free a finished session's KV."""

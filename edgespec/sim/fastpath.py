@@ -20,9 +20,8 @@ from sys import maxsize
 from typing import TYPE_CHECKING
 
 from edgespec.core.types import BatchRecord
-from edgespec.sim.acceptance import TraceAcceptance
 from edgespec.sim.cost_models import decode_steps_s
-from edgespec.sim.entities import ServerState, Session
+from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.kernel import Handler
 from edgespec.sim.network import HEADER_BYTES, TOKEN_ID_BYTES, uplink_bytes
 
@@ -46,6 +45,28 @@ def accept_runs(seq: tuple[int, ...]) -> list[int]:
     return runs
 
 
+_DeviceConstants = tuple[
+    tuple[float, ...], tuple[float, ...], dict[int, float], float, float, float
+]
+
+
+def _device_constants(dev: DeviceState, gamma_max: int, send_probs: bool) -> _DeviceConstants:
+    """Downlink latency by committed count and uplink latency by γ without jitter and
+    loss (``Link.latency_s``'s expression: the same floats), a draft-time memo, and the
+    link's jitter, loss rate and retransmission timeout."""
+    link = dev.link
+    rtt, bw = link.rtt_s, link.bandwidth_bytes_per_s
+    down_base = tuple(
+        0.5 * rtt + (HEADER_BYTES + TOKEN_ID_BYTES * (1 + c)) / bw for c in range(gamma_max + 2)
+    )
+    up_base = tuple(
+        0.5 * rtt + uplink_bytes(g, 0, dev.vocab_size, send_probs) / bw
+        for g in range(gamma_max + 1)
+    )
+    memo: dict[int, float] = {}  # decode_steps_s by context * (gamma_max + 1) + γ
+    return (down_base, up_base, memo, link.jitter_s, link.loss_rate, link.retransmit_timeout_s)
+
+
 def static_distributed_batch_end(
     engine: Engine, dispatch: Handler, arrive_kind: int, deliver_kind: int, dispatch_kind: int
 ) -> Handler:
@@ -59,27 +80,20 @@ def static_distributed_batch_end(
     gamma_static = engine.static_gamma
     assert gamma_static is not None and engine.distributed and not engine.record_rounds
     accepted = engine.acceptance.accepted
-    replay = isinstance(engine.acceptance, TraceAcceptance)
     sink_batch = engine.sink.batch
     push = engine.q.raw_push()
     heap = engine.q.heap
     key_base = gamma_static + 1
-    memos: dict[int, dict[int, float]] = {}
-    per_device: list[tuple[tuple[float, ...], tuple[float, ...], dict[int, float]]] = []
+    # One entry per (link, vocabulary, draft cost model), shared by the devices that have
+    # it (pools), so the hot loop touches little memory.
+    shared: dict[tuple[int, int, int], _DeviceConstants] = {}
+    per_device: list[_DeviceConstants] = []
     for i, dev in enumerate(engine.devices):
         assert dev.device_id == i, "devices are indexed by id"
-        link = dev.link
-        rtt, bw = link.rtt_s, link.bandwidth_bytes_per_s
-        down_base = tuple(
-            0.5 * rtt + (HEADER_BYTES + TOKEN_ID_BYTES * (1 + c)) / bw
-            for c in range(gamma_static + 2)
-        )
-        up_base = tuple(
-            0.5 * rtt + uplink_bytes(g, 0, dev.vocab_size, engine.send_probs) / bw
-            for g in range(gamma_static + 1)
-        )
-        memo = memos.setdefault(id(dev.draft_cost), {})
-        per_device.append((down_base, up_base, memo))
+        key = (id(dev.link), dev.vocab_size, id(dev.draft_cost))
+        if key not in shared:
+            shared[key] = _device_constants(dev, gamma_static, engine.send_probs)
+        per_device.append(shared[key])
 
     def batch_end(t: float, server: ServerState) -> None:
         batch = server.batch
@@ -102,8 +116,8 @@ def static_distributed_batch_end(
             rng = dev.rng
             gamma = s.gamma_eff
             position = s.committed
-            if replay and s.runs is not None:
-                runs = s.runs
+            runs = s.runs  # set only for trace replay
+            if runs is not None:
                 num_acc = runs[position % len(runs)]
                 if num_acc > gamma:
                     num_acc = gamma
@@ -115,22 +129,21 @@ def static_distributed_batch_end(
             s.num_drafted += gamma
             s.queue_s += start - s.enqueued_s
             s.verify_s += verify
-            link = dev.link
-            down_base, up_base, memo = per_device[dev.device_id]
+            down_base, up_base, memo, jitter_s, loss_rate, retransmit_s = per_device[dev.device_id]
             # Link.latency_s, inline (same expressions, same draws).
             down = down_base[num_acc + 1]
-            if link.jitter_s > 0:
+            if jitter_s > 0:
                 i = rng._i  # UniformStream.next, inline
-                if i < len(rng._buf):
-                    u = rng._buf[i]
+                buf = rng._buf
+                if i < len(buf):
+                    u = buf[i]
                     rng._i = i + 1
                 else:
                     u = rng.next()
-                down += -link.jitter_s * log(1.0 - u)
-            if link.loss_rate > 0:
-                while rng.next() < link.loss_rate:
-                    down += link.retransmit_timeout_s
-            s.network_s += down
+                down += -jitter_s * log(1.0 - u)
+            if loss_rate > 0:
+                while rng.next() < loss_rate:
+                    down += retransmit_s
             deliver = t + down
             if rounds == 1:
                 s.first_token_s = deliver
@@ -138,6 +151,7 @@ def static_distributed_batch_end(
             remaining = request.num_output_tokens - total
             index = s.index
             if remaining <= 0:
+                s.network_s += down
                 s.num_accepted = total - rounds
                 kv_total -= kv_pop(index, 0)  # ServerState.release, inline
                 server.num_active -= 1
@@ -149,7 +163,7 @@ def static_distributed_batch_end(
             kv_total += kv_len - kv_pop(index, 0)
             kv[index] = kv_len
             while kv_total > kv_budget and kv:
-                kv_total -= kv.popitem(last=False)[1]
+                kv_total -= kv_pop(next(iter(kv)))
             # Engine._begin_round with a static window, inline. (Session fields read only
             # by window observations and round records are not maintained here.)
             gamma = gamma_static if gamma_static < remaining - 1 else remaining - 1
@@ -161,18 +175,19 @@ def static_distributed_batch_end(
                 draft = memo[key] = decode_steps_s(dev.draft_cost, gamma, context, 0)
             s.draft_s += draft
             up = up_base[gamma]
-            if link.jitter_s > 0:
+            if jitter_s > 0:
                 i = rng._i  # UniformStream.next, inline
-                if i < len(rng._buf):
-                    u = rng._buf[i]
+                buf = rng._buf
+                if i < len(buf):
+                    u = buf[i]
                     rng._i = i + 1
                 else:
                     u = rng.next()
-                up += -link.jitter_s * log(1.0 - u)
-            if link.loss_rate > 0:
-                while rng.next() < link.loss_rate:
-                    up += link.retransmit_timeout_s
-            s.network_s += up
+                up += -jitter_s * log(1.0 - u)
+            if loss_rate > 0:
+                while rng.next() < loss_rate:
+                    up += retransmit_s
+            s.network_s = (s.network_s + down) + up
             heappush(inbound, ((deliver + draft) + up, dev.device_id, s))  # inbound.send
         server.kv_total = kv_total
         engine.num_rounds += len(batch)
@@ -248,26 +263,24 @@ def fcfs_dispatch(engine: Engine, batch_end_kind: int) -> Handler:
         n_lin = n_int = n_cached = 0
         skipped = False
         kv_get = server.kv.get
+        size = 0
         for s in queue:
-            if len(chosen) >= max_size:
-                break
             cached = kv_get(s.index, 0)
             new = s.request.num_prompt_tokens + s.committed + s.gamma_eff - cached
-            if chosen and (
-                n_lin + new > max_tokens or n_lin + n_cached + new + cached > max_context
-            ):
+            if size and (n_lin + new > max_tokens or n_lin + n_cached + new + cached > max_context):
                 skipped = True
                 continue
-            s.batch_new = new
-            s.batch_cached = cached
             chosen.append(s)
             n_lin += new
             n_int += (cached + new) * new
             n_cached += cached
-        if len(chosen) == len(queue):
+            size += 1
+            if size == max_size:
+                break
+        if size == len(queue):
             server.queue = []
         elif not skipped:
-            server.queue = queue[len(chosen) :]
+            server.queue = queue[size:]
         else:
             taken = {s.entry_id for s in chosen}
             server.queue = [s for s in queue if s.entry_id not in taken]
@@ -276,7 +289,7 @@ def fcfs_dispatch(engine: Engine, batch_end_kind: int) -> Handler:
         server.batch_start_s = t
         server.batch_new = n_lin
         server.batch_cached = n_cached
-        duration = server.cost.batch_time_s(len(chosen), n_lin, n_int, n_cached)
+        duration = server.cost.batch_time_s(size, n_lin, n_int, n_cached)
         push(t + duration, batch_end_kind, server.server_id, server)
 
     return dispatch
