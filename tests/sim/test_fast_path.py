@@ -3,6 +3,7 @@ path exactly: same records, same metrics, on the same seed."""
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass
 from heapq import heappush
@@ -150,3 +151,15 @@ def test_inbound_drain_order_and_cutoff() -> None:
     assert server.queue == [sessions[3], sessions[1], sessions[5]]
     assert [(s.enqueued_s, s.entry_id) for s in server.queue] == [(1.0, 0), (2.0, 1), (2.0, 2)]
     assert server.inbound == [(3.0, 4, sessions[4])]
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_simulate_restores_the_garbage_collector(enabled: bool) -> None:
+    """The run switches the cyclic collector off and leaves it as it found it."""
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        simulate(scenario_from_dict(tiny_scenario(), ["duration_s=2"]))
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
