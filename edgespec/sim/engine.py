@@ -191,14 +191,19 @@ class Engine:
 
     def _route_jsq(self) -> ServerState:
         """JoinShortestQueueRouting.route, inline (same ties, same random draws)."""
-        best = (0, 0)
+        best_queue = best_active = -1
         tied: list[ServerState] = []
-        for s in self.servers:
-            load = (len(s.queue), s.num_active)
-            if not tied or load < best:
-                best = load
+        for s in self.servers:  # lexicographic minimum of (queue length, active sessions)
+            queued = len(s.queue)
+            active = s.num_active
+            if (
+                best_queue < 0
+                or queued < best_queue
+                or (queued == best_queue and active < best_active)
+            ):
+                best_queue, best_active = queued, active
                 tied = [s]
-            elif load == best:
+            elif queued == best_queue and active == best_active:
                 tied.append(s)
         return tied[int(self.route_rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
 

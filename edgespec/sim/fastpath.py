@@ -130,25 +130,33 @@ def static_distributed_batch_end(
             s.queue_s += start - s.enqueued_s
             s.verify_s += verify
             down_base, up_base, memo, jitter_s, loss_rate, retransmit_s = per_device[dev.device_id]
+            request = s.request
+            remaining = request.num_output_tokens - total
             # Link.latency_s, inline (same expressions, same draws).
             down = down_base[num_acc + 1]
+            up_jitter = None
             if jitter_s > 0:
                 i = rng._i  # UniformStream.next, inline
                 buf = rng._buf
-                if i < len(buf):
-                    u = buf[i]
-                    rng._i = i + 1
+                if remaining > 0 and not loss_rate and i + 1 < len(buf):
+                    # The round goes on and no loss draws come between: this round's
+                    # downlink and uplink jitter are the stream's next two numbers.
+                    rng._i = i + 2
+                    down += -jitter_s * log(1.0 - buf[i])
+                    up_jitter = -jitter_s * log(1.0 - buf[i + 1])
                 else:
-                    u = rng.next()
-                down += -jitter_s * log(1.0 - u)
+                    if i < len(buf):
+                        u = buf[i]
+                        rng._i = i + 1
+                    else:
+                        u = rng.next()
+                    down += -jitter_s * log(1.0 - u)
             if loss_rate > 0:
                 while rng.next() < loss_rate:
                     down += retransmit_s
             deliver = t + down
             if rounds == 1:
                 s.first_token_s = deliver
-            request = s.request
-            remaining = request.num_output_tokens - total
             index = s.index
             if remaining <= 0:
                 s.network_s += down
@@ -175,7 +183,9 @@ def static_distributed_batch_end(
                 draft = memo[key] = decode_steps_s(dev.draft_cost, gamma, context, 0)
             s.draft_s += draft
             up = up_base[gamma]
-            if jitter_s > 0:
+            if up_jitter is not None:
+                up += up_jitter
+            elif jitter_s > 0:
                 i = rng._i  # UniformStream.next, inline
                 buf = rng._buf
                 if i < len(buf):

@@ -53,6 +53,7 @@ CASES = {
         "workload.think_time_s=0",
         "workload.ramp_s=0",
     ],
+    "jitter-without-loss": ["links.wan.loss_rate=0"],  # paired jitter draws
     "zero-rtt-round-robin": [
         "links.wan={rtt_ms: 0.0, jitter_ms: 0.0, loss_rate: 0.0}",
         "policies.routing.name=round_robin",
