@@ -15,7 +15,10 @@ REQUEST, DISPATCH. The fast path (``scenario.fast_path``) skips DRAFT_DONE (and 
 when the window policy is static and the request goes on), and runs FCFS batching inline
 instead of building observations for the policy. It creates the same remaining events
 at the same times, and the kernel orders ties by (kind, entity), so its metrics are
-identical to the straightforward path's (tests/sim/test_fast_path.py).
+identical to the straightforward path's (tests/sim/test_fast_path.py). With a static
+window in distributed mode and no round records it also drops the per-round ARRIVE
+event: blocks in flight wait in per-server heaps that are moved into the queue exactly
+where the queue is read (:mod:`edgespec.sim.inbound`).
 """
 
 from __future__ import annotations

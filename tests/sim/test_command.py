@@ -56,6 +56,16 @@ def test_bench_sim_reports_rounds_per_second(
     assert data["num_rounds"] > 1000 and data["rounds_per_s"] > 0
 
 
+def test_bench_sim_repeat_and_check(tmp_path: Path) -> None:
+    """--repeat reports the least-CPU run; --check compares with the straightforward path."""
+    report = tmp_path / "bench.json"
+    args = ["bench", "sim", "duration_s=1", "--repeat", "2", "--check", "--json", str(report)]
+    assert main(args) == 0
+    data = json.loads(report.read_text())
+    assert data["repeats"] == 2 and data["identical_to_other_path"] is True
+    assert data["rounds_per_cpu_s"] >= data["median_rounds_per_cpu_s"] > 0
+
+
 def test_sim_capacity_search_writes_capacity_json(scenario_file: Path, tmp_path: Path) -> None:
     out = tmp_path / "cap"
     key = "auto_topology.devices.0.count"
