@@ -24,6 +24,7 @@ where the queue is read (:mod:`edgespec.sim.inbound`).
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
@@ -72,12 +73,9 @@ class _StreamSink:
 
     def __init__(self) -> None:
         self.acc = MetricsAccumulator()
-
-    def request(self, record: RequestRecord) -> None:
-        self.acc.add_request(record)
-
-    def batch(self, record: BatchRecord) -> None:
-        self.acc.add_batch(record)
+        # The accumulator's bound methods themselves: one call less per record.
+        self.request: Callable[[RequestRecord], None] = self.acc.add_request
+        self.batch: Callable[[BatchRecord], None] = self.acc.add_batch
 
     def round(self, record: RoundRecord) -> None:
         pass
