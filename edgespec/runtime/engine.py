@@ -90,6 +90,14 @@ class Engine:
     def open_session(self, spec: SessionSpec) -> None:
         if not spec.prompt_token_ids:
             raise RequestError(ErrorCode.INVALID_ARGUMENT, "prompt is empty")
+        limit = self.backend.max_context_tokens
+        needed = len(spec.prompt_token_ids) + spec.sampling.max_new_tokens
+        if needed > limit:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"prompt ({len(spec.prompt_token_ids)} tokens) + max_new_tokens "
+                f"({spec.sampling.max_new_tokens}) exceeds the target's context of {limit}",
+            )
         self._check_vocab(spec.prompt_token_ids, "prompt token")
         with self._lock:
             if spec.session_id in self._sessions:
@@ -160,6 +168,12 @@ class Engine:
                 f"which has {len(session.tokens)} committed tokens",
             )
         self._check_vocab(call.draft_token_ids, "draft token")
+        if call.prefix_len + k > self.backend.max_context_tokens:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"prefix ({call.prefix_len}) + draft ({k}) exceeds the target's context of "
+                f"{self.backend.max_context_tokens}",
+            )
         if not session.spec.sampling.greedy:
             self._check_probs(call, k)
 
@@ -204,8 +218,10 @@ class Engine:
             outputs = self.backend.forward([item for _, _, _, item in live])
         finally:
             with self._lock:
-                for _, s, _, _ in live:
+                for _, s, c, _ in live:
                     s.in_flight = False
+                    if s.kv is not None:  # back in the LRU (matters if forward raised)
+                        self._lru[c.session_id] = None
         with self._lock:
             self._c["passes"] += 1
             self._c["forwarded"] += sum(len(item.new_token_ids) for _, _, _, item in live)

@@ -12,6 +12,7 @@ class ErrorCode(enum.Enum):
     FAILED_PRECONDITION = "FAILED_PRECONDITION"
     UNAUTHENTICATED = "UNAUTHENTICATED"
     UNAVAILABLE = "UNAVAILABLE"
+    INTERNAL = "INTERNAL"
 
 
 class RequestError(Exception):

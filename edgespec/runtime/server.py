@@ -11,6 +11,7 @@ forward pass join the next batch.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
@@ -71,6 +72,7 @@ class VerificationService:
         self._batch_sizes: Counter[int] = Counter()
         self._expired = 0
         self._rejected = 0
+        self._isolate: set[int] = set()
 
     async def start(self) -> None:
         self._tasks = [
@@ -216,7 +218,18 @@ class VerificationService:
             force=force,
         )
 
+    def _fail(self, entry: _Entry, exc: BaseException | None) -> None:
+        self._isolate.discard(entry.pending.entry_id)
+        if not entry.future.done():
+            message = f"verification failed in the target backend: {exc!r}"
+            entry.future.set_exception(RequestError(ErrorCode.INTERNAL, message))
+
     async def _next_plan(self) -> tuple[int, ...]:
+        if self._isolate:  # entries of a failed batch run one by one to find the culprit
+            entry_id = min(self._isolate)
+            self._isolate.discard(entry_id)
+            if entry_id in self._queue:
+                return (entry_id,)
         while True:
             while not self._queue:
                 self._wake.clear()
@@ -245,10 +258,13 @@ class VerificationService:
                 outcomes = await loop.run_in_executor(
                     self._executor, self.engine.verify_batch, calls
                 )
-            except Exception as exc:  # a backend failure must not kill the server
-                for e in entries:
-                    if not e.future.done():
-                        e.future.set_exception(exc)
+            except Exception:  # a backend failure must not kill the server ...
+                if len(entries) > 1:  # ... nor fail the other sessions of the batch
+                    for e in entries:
+                        self._queue[e.pending.entry_id] = e
+                    self._isolate.update(e.pending.entry_id for e in entries)
+                    continue
+                self._fail(entries[0], sys.exc_info()[1])
                 continue
             end = self._clock()
             self._batch_sizes[len(entries)] += 1

@@ -323,3 +323,62 @@ def test_cancelled_verification_does_not_advance_the_session(target: Transformer
         return depth, service.stats().queue_depth, reply.batch_size
 
     assert asyncio.run(scenario()) == (1, 0, 1)
+
+
+def test_context_limit(target: TransformersTarget) -> None:
+    engine = Engine(target)
+    assert target.max_context_tokens == 4096
+    spec = SessionSpec("long", "x", (1,) * 4000, SamplingParams(max_new_tokens=100))
+    _raises(
+        ErrorCode.INVALID_ARGUMENT,
+        "prompt (4000 tokens) + max_new_tokens (100) exceeds the target's context of 4096",
+        engine.open_session,
+        spec,
+    )
+
+
+class _PoisonedBackend:
+    """The real target, except that any forward pass containing token 13 raises."""
+
+    def __init__(self, inner: TransformersTarget) -> None:
+        self._inner = inner
+        self.vocab_size = inner.vocab_size
+        self.eos_token_ids = inner.eos_token_ids
+        self.max_context_tokens = inner.max_context_tokens
+        self.crop = inner.crop
+        self.kv_bytes = inner.kv_bytes
+        self.num_calls = 0
+
+    def forward(self, items: Any) -> Any:
+        self.num_calls += 1
+        if any(13 in item.new_token_ids for item in items):
+            raise RuntimeError("poisoned token 13")
+        return self._inner.forward(items)
+
+
+def test_backend_failure_fails_only_the_culprit(target: TransformersTarget) -> None:
+    backend = _PoisonedBackend(target)
+    config = from_dict(ServerConfig, {})
+
+    async def scenario() -> list[Any]:
+        service = VerificationService(Engine(backend), config, FcfsBatching())
+        for sid in ("a", "b", "c"):
+            service.open_session(SessionSpec(sid, "x", PROMPT, GREEDY))
+        drafts = {"a": (1, 2), "b": (13, 2), "c": (3,)}
+        calls = [service.verify(VerifyCall(s, len(PROMPT), d)) for s, d in drafts.items()]
+        tasks = [asyncio.ensure_future(c) for c in calls]
+        await asyncio.sleep(0)  # all three queued before the scheduler starts
+        await service.start()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        after = await service.verify(VerifyCall("b", len(PROMPT), (4,)))  # "b" still usable
+        await service.stop()
+        return [*results, after]
+
+    a, b, c, after = asyncio.run(scenario())
+    assert a.outcome.result.num_drafted == 2 and c.outcome.result.num_drafted == 1
+    assert isinstance(b, RequestError) and b.code is ErrorCode.INTERNAL
+    assert b.message == (
+        "verification failed in the target backend: RuntimeError('poisoned token 13')"
+    )
+    assert after.outcome.result.num_drafted == 1
+    assert backend.num_calls == 5  # the failed batch of 3, a, b, c one by one, then "after"

@@ -61,6 +61,11 @@ class TargetBackend(Protocol):
     @property
     def eos_token_ids(self) -> frozenset[int]: ...
 
+    @property
+    def max_context_tokens(self) -> int:
+        """Longest sequence (prompt + output + draft) the model can attend over."""
+        ...
+
     def forward(self, items: Sequence[ForwardItem]) -> list[ForwardOutput]:
         """Run all items in one batched forward pass."""
         ...

@@ -66,6 +66,11 @@ class TransformersTarget:
     def eos_token_ids(self) -> frozenset[int]:
         return self._eos
 
+    @property
+    def max_context_tokens(self) -> int:
+        text = self._model.config.get_text_config()
+        return int(getattr(text, "max_position_embeddings", None) or 1 << 31)
+
     @torch.inference_mode()
     def forward(self, items: Sequence[ForwardItem]) -> list[ForwardOutput]:
         batch = len(items)
