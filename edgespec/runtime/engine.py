@@ -216,12 +216,16 @@ class Engine:
             return results
         try:
             outputs = self.backend.forward([item for _, _, _, item in live])
+        except Exception:
+            with self._lock:  # sessions keep their caches: back into the LRU
+                for _, s, c, _ in live:
+                    if s.kv is not None and c.session_id in self._sessions:
+                        self._lru[c.session_id] = None
+            raise
         finally:
             with self._lock:
-                for _, s, c, _ in live:
+                for _, s, _, _ in live:
                     s.in_flight = False
-                    if s.kv is not None:  # back in the LRU (matters if forward raised)
-                        self._lru[c.session_id] = None
         with self._lock:
             self._c["passes"] += 1
             self._c["forwarded"] += sum(len(item.new_token_ids) for _, _, _, item in live)
