@@ -173,3 +173,18 @@ def test_validation_messages(
     assert str(info.value) == message
     with pytest.raises(RequestError, match="NOT_FOUND: unknown session 'nope'"):
         engine.validate(VerifyCall("nope", 5, (1,)), 32)
+
+
+def test_reference_decoding_equals_transformers_generate(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    """The reference itself is plain greedy decoding of the model (HF ``generate``)."""
+    import torch
+
+    for prompt in PROMPTS[:3]:
+        ids = torch.tensor([prompt])
+        with torch.no_grad():
+            out = target_model.generate(
+                ids, max_new_tokens=20, do_sample=False, attention_mask=torch.ones_like(ids)
+            )
+        assert tuple(out[0, len(prompt) :].tolist()) == target_greedy_decode(target, prompt, 20)
