@@ -4,6 +4,7 @@ memory on the reference scenario (``edgespec/data/scenarios/bench.yaml``)."""
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import resource
 import tempfile
@@ -77,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(f"--repeat must be >= 1, got {args.repeat}")
         runs: list[tuple[float, float]] = []  # (cpu_s, wall_s) per run
         for _ in range(args.repeat):
+            gc.collect()  # the previous run's cycles (simulate runs with the collector off)
             started = time.perf_counter()
             cpu_started = time.process_time()
             if args.profile is not None:
