@@ -53,7 +53,8 @@ class DraftArchitecture:
 
 @dataclass(frozen=True, slots=True)
 class TrainSettings:
-    """Optimisation settings; ``time_budget_s`` ends training early (checked per step)."""
+    """Optimisation settings. ``time_budget_s`` ends training early (checked per step); the
+    cosine learning-rate decay then follows elapsed time so it still finishes its decay."""
 
     epochs: int = 4
     tokens_per_step: int = 8192
@@ -248,14 +249,18 @@ def train_draft(
         lr=settings.learning_rate,
     )
 
+    start = time.monotonic()
+
     def lr_at(step: int) -> float:
+        # Cosine over whichever runs out first: the step schedule or the time budget.
         if step < settings.warmup_steps:
             return (step + 1) / settings.warmup_steps
         frac = (step - settings.warmup_steps) / max(1, total - settings.warmup_steps)
+        if settings.time_budget_s:
+            frac = max(frac, (time.monotonic() - start) / settings.time_budget_s)
         return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac)))
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
-    start = time.monotonic()
     step = 0
     draft.train()
     for _ in range(settings.epochs):

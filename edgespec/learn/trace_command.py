@@ -139,6 +139,12 @@ def run(args: argparse.Namespace) -> int:
 
         def on_record(record: TraceRecord) -> None:
             progress.update(task, advance=1, description=f"tracing {record.dataset}")
+            if not console.is_terminal:  # a log file gets one line per request
+                accepted = sum(r.num_accepted for r in record.rounds)
+                console.print(
+                    f"{record.request_id}: {record.output_tokens} tokens, {len(record.rounds)} "
+                    f"rounds, {accepted} drafts accepted, lossless={record.lossless}"
+                )
 
         records = capture(
             TransformersTarget(target.model), drafter, pair, work, settings, on_record

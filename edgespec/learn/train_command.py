@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
                     total=total,
                     description=f"generating ({seconds:.0f} s/batch)",
                 )
+                if not console.is_terminal:
+                    console.print(f"batch {done}/{total} generated in {seconds:.0f} s")
 
             deadline = time.monotonic() + args.gen_minutes * 60
             generate_distillation_data(
@@ -129,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
                 total=total,
                 description=f"training loss {loss:.3f} agree {agreement:.3f}",
             )
+            if not console.is_terminal and step % 20 == 0:  # a log file gets a line now and then
+                console.print(f"step {step}/{total} loss {loss:.3f} agreement {agreement:.3f}")
 
         distill.train_draft(draft, train, train_settings, on_step)
     agreement = distill.evaluate_agreement(draft, val, train_settings)
