@@ -25,6 +25,7 @@ from edgespec.runtime.backends.base import ForwardItem, KVState, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.sampling import logits_to_probs
+from edgespec.runtime.validation import check_draft_probs, check_vocab
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +99,7 @@ class Engine:
                 f"prompt ({len(spec.prompt_token_ids)} tokens) + max_new_tokens "
                 f"({spec.sampling.max_new_tokens}) exceeds the target's context of {limit}",
             )
-        self._check_vocab(spec.prompt_token_ids, "prompt token")
+        check_vocab(spec.prompt_token_ids, "prompt token", self.backend.vocab_size)
         with self._lock:
             if spec.session_id in self._sessions:
                 raise RequestError(
@@ -167,7 +168,7 @@ class Engine:
                 f"prefix_len {call.prefix_len} does not match session {call.session_id!r}, "
                 f"which has {len(session.tokens)} committed tokens",
             )
-        self._check_vocab(call.draft_token_ids, "draft token")
+        check_vocab(call.draft_token_ids, "draft token", self.backend.vocab_size)
         if call.prefix_len + k > self.backend.max_context_tokens:
             raise RequestError(
                 ErrorCode.INVALID_ARGUMENT,
@@ -175,7 +176,7 @@ class Engine:
                 f"{self.backend.max_context_tokens}",
             )
         if not session.spec.sampling.greedy:
-            self._check_probs(call, k)
+            check_draft_probs(call, self.backend.vocab_size)
 
     def pending_sizes(self, session_id: str, num_draft: int) -> tuple[int, int]:
         """(num_new_tokens, num_cached_tokens) a verification of ``num_draft`` would have."""
@@ -308,33 +309,3 @@ class Engine:
         if session is None:
             raise RequestError(ErrorCode.NOT_FOUND, f"unknown session {session_id!r}")
         return session
-
-    def _check_vocab(self, token_ids: Sequence[int], what: str) -> None:
-        vocab = self.backend.vocab_size
-        for i, tok in enumerate(token_ids):
-            if not 0 <= tok < vocab:
-                raise RequestError(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"{what} {i} (id {tok}) is outside the vocabulary [0, {vocab})",
-                )
-
-    def _check_probs(self, call: VerifyCall, k: int) -> None:
-        vocab = self.backend.vocab_size
-        probs = call.draft_probs
-        if probs is None:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT, "stochastic verification needs draft_probs"
-            )
-        if probs.shape != (k, vocab):
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"draft_probs has shape {probs.shape}, expected ({k}, {vocab})",
-            )
-        if not np.all(np.isfinite(probs)) or probs.min() < 0:
-            raise RequestError(ErrorCode.INVALID_ARGUMENT, "draft_probs must be finite and >= 0")
-        for i, tok in enumerate(call.draft_token_ids):
-            if probs[i, tok] <= 0:
-                raise RequestError(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"draft_probs row {i} gives its own draft token {tok} probability 0",
-                )

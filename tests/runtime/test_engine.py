@@ -188,3 +188,24 @@ def test_reference_decoding_equals_transformers_generate(
                 ids, max_new_tokens=20, do_sample=False, attention_mask=torch.ones_like(ids)
             )
         assert tuple(out[0, len(prompt) :].tolist()) == target_greedy_decode(target, prompt, 20)
+
+
+@pytest.mark.parametrize(
+    ("probs", "message"),
+    [
+        (np.full((2, 5), 0.2), "draft_probs has shape (2, 5), expected (2, 64)"),
+        (np.full((2, 64), -1.0), "draft_probs must be finite and >= 0"),
+        (np.full((2, 64), np.nan), "draft_probs must be finite and >= 0"),
+        (np.eye(2, 64)[::-1].copy(), "draft_probs row 0 gives its own draft token 0 probability 0"),
+    ],
+)
+def test_draft_probs_validation(
+    target: TransformersTarget, probs: np.ndarray, message: str
+) -> None:
+    engine = Engine(target)
+    sampling = SamplingParams(temperature=1.0, seed=0)
+    engine.open_session(SessionSpec("s", "c", PROMPTS[0], sampling))
+    call = VerifyCall("s", len(PROMPTS[0]), (0, 1), probs.astype(np.float32))
+    with pytest.raises(RequestError) as info:
+        engine.validate(call, 32)
+    assert info.value.message == message

@@ -1,0 +1,41 @@
+"""Request checks whose errors say exactly what is wrong (INVALID_ARGUMENT)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import VerifyCall
+
+
+def check_vocab(token_ids: Sequence[int], what: str, vocab: int) -> None:
+    """Every id in ``[0, vocab)``; the error names the position and the id."""
+    for i, tok in enumerate(token_ids):
+        if not 0 <= tok < vocab:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{what} {i} (id {tok}) is outside the vocabulary [0, {vocab})",
+            )
+
+
+def check_draft_probs(call: VerifyCall, vocab: int) -> None:
+    """Stochastic verification needs q: K × V, finite, ≥ 0, q_i(draft_i) > 0."""
+    k = len(call.draft_token_ids)
+    probs = call.draft_probs
+    if probs is None:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, "stochastic verification needs draft_probs")
+    if probs.shape != (k, vocab):
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"draft_probs has shape {probs.shape}, expected ({k}, {vocab})",
+        )
+    if not np.all(np.isfinite(probs)) or (probs.size and probs.min() < 0):
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, "draft_probs must be finite and >= 0")
+    for i, tok in enumerate(call.draft_token_ids):
+        if probs[i, tok] <= 0:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"draft_probs row {i} gives its own draft token {tok} probability 0",
+            )
