@@ -52,6 +52,17 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run one generation; a request the server refuses is reported in one line, exit 1."""
+    from edgespec.runtime.errors import RequestError
+
+    try:
+        return _run(args)
+    except RequestError as exc:
+        print(f"edgespec draft: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     import dataclasses
     import json
     import uuid

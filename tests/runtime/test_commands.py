@@ -125,3 +125,16 @@ def test_serve_without_target_is_a_clear_error(capsys: pytest.CaptureFixture[str
 def test_draft_text_prompt_without_tokenizer(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["draft", "--draft", "ngram", "--prompt", "hello"]) == 2
     assert "text prompts need a tokenizer" in capsys.readouterr().err
+
+
+def test_draft_command_reports_refused_request_in_one_line(
+    served: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address = served.split("|")[0]
+    code = main(["draft", "--server", address, "--draft", "ngram", "--prompt-ids", "1,2,999"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        "edgespec draft: INVALID_ARGUMENT: "
+        "prompt token 2 (id 999) is outside the vocabulary [0, 64)"
+    )
