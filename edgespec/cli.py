@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from edgespec import __version__
-from edgespec.config import ConfigError
+from edgespec.errors import UserInputError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
-    except ConfigError as exc:
+    except UserInputError as exc:
         print(f"edgespec {args.command}: {exc}", file=sys.stderr)
         return 2
     except FileNotFoundError as exc:

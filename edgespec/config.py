@@ -17,10 +17,12 @@ from typing import Any, Literal, TypeVar
 
 import yaml
 
+from edgespec.errors import UserInputError
+
 T = TypeVar("T")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserInputError, ValueError):
     """A config value that is missing, unknown or of the wrong type or range."""
 
     def __init__(self, path: str, message: str) -> None:

@@ -18,3 +18,9 @@ def test_unbuilt_subcommand_says_so_and_fails(
 ) -> None:
     assert main([name]) == 2
     assert "not built yet" in capsys.readouterr().err
+
+
+def test_user_input_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--target", "/nonexistent/model", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err == "edgespec serve: model path '/nonexistent/model' does not exist\n"

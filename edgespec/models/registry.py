@@ -13,6 +13,8 @@ from enum import Enum
 from importlib import resources
 from pathlib import Path
 
+from edgespec.errors import UserInputError
+
 
 class ModelSource(Enum):
     """How :func:`edgespec.models.loading.load_model` obtains the weights."""
@@ -41,7 +43,7 @@ KNOWN_MODELS: dict[str, str] = {
 }
 
 
-class ModelNotFoundError(ValueError):
+class ModelNotFoundError(UserInputError, ValueError):
     """An unknown model name or a path that does not hold a model."""
 
 
