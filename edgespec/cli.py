@@ -46,6 +46,7 @@ COMMAND_MODULES: dict[str, str] = {
     "draft": "edgespec.runtime.draft_command",
     "trace": "edgespec.learn.trace_command",
     "train": "edgespec.learn.train_command",
+    "profile": "edgespec.learn.profile_command",
 }
 
 

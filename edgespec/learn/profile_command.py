@@ -1,0 +1,167 @@
+"""``edgespec profile``: measure verification latency on this machine, fit WISP's
+estimator and Zhu's c₁, c₂, time the drafter, and write the simulator's profile files.
+
+Measurements go through the runtime's :class:`~edgespec.runtime.engine.Engine` with the
+:class:`~edgespec.runtime.backends.transformers_backend.TransformersTarget` backend, the
+code ``edgespec serve`` runs. See :mod:`edgespec.learn.profile` for the grid and
+:mod:`edgespec.learn.profile_run` for the files written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+NGRAM = "ngram"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", required=True, help="gemma3-270m, or a local HF model dir")
+    parser.add_argument("--draft", help="a draft model name/dir, or 'ngram'; omitted: no drafter")
+    parser.add_argument("--out", default="profile.yaml", help="target profile path (.yaml)")
+    parser.add_argument("--quick", action="store_true", help="reduced grid (tests, CI)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--runs", type=int, help="measured runs per configuration")
+    parser.add_argument("--warmup", type=int, help="discarded warm-up runs per configuration")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply the grid's token counts (e.g. 0.25 on a slow CPU); default 1 = WISP's",
+    )
+    parser.add_argument("--gamma", type=int, default=4, help="draft window for drafter timing")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def check_args(args: argparse.Namespace) -> str | None:
+    """An error message for bad arguments, or None."""
+    if not str(args.out).endswith((".yaml", ".yml")):
+        return f"--out must end in .yaml or .yml, got {args.out!r}"
+    for name in ("threads", "gamma", "bootstrap"):
+        if getattr(args, name) < 1:
+            return f"--{name} must be >= 1, got {getattr(args, name)}"
+    if args.runs is not None and args.runs < 1:
+        return f"--runs must be >= 1, got {args.runs}"
+    if args.warmup is not None and args.warmup < 0:
+        return f"--warmup must be >= 0, got {args.warmup}"
+    if not 0 < args.scale <= 1:
+        return f"--scale must be in (0, 1], got {args.scale}"
+    return None
+
+
+def grid_spec(args: argparse.Namespace) -> Any:
+    from dataclasses import replace
+
+    from edgespec.learn.profile import QUICK_GRID, GridSpec
+
+    spec = QUICK_GRID if args.quick else GridSpec()
+    if args.scale != 1.0:
+        s = args.scale
+        spec = replace(
+            spec,
+            cold_totals=tuple(max(2, round(t * s)) for t in spec.cold_totals),
+            totals=tuple(max(max(spec.new_tokens) + 1, round(t * s)) for t in spec.totals),
+        )
+    if args.runs is not None:
+        spec = replace(spec, runs=args.runs)
+    if args.warmup is not None:
+        spec = replace(spec, warmup_runs=args.warmup)
+    return replace(spec, seed=args.seed)
+
+
+def _load(name: str) -> Any:
+    from edgespec.runtime.loading import load_model_and_tokenizer
+
+    return load_model_and_tokenizer(name)[0]
+
+
+def run(args: argparse.Namespace) -> int:
+    error = check_args(args)
+    if error is not None:
+        print(f"edgespec profile: {error}", file=sys.stderr)
+        return 2
+    import torch
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from edgespec.learn.profile_run import profile_pair, write_profiles
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+    torch.set_num_threads(args.threads)
+    console = Console(stderr=True, width=max(Console(stderr=True).width, 140))
+    spec = grid_spec(args)
+    with console.status(f"loading {args.target}" + (f" and {args.draft}" if args.draft else "")):
+        target_model = _load(args.target)
+        draft: tuple[str, Any, Any] | None = None
+        if args.draft == NGRAM:
+            from edgespec.runtime.backends.ngram import NgramDrafter
+
+            draft = (NGRAM, NgramDrafter, None)
+        elif args.draft:
+            from edgespec.learn.draft_backend import CausalLMDraft
+
+            draft_model = _load(args.draft)
+            draft = (args.draft, lambda: CausalLMDraft(draft_model), draft_model)
+    from edgespec.learn.profile import design_grid
+
+    num_configs = len(design_grid(spec))
+    with Progress(console=console, transient=False) as progress:
+        task = progress.add_task(f"profiling {args.target}", total=num_configs)
+        result = profile_pair(
+            args.target,
+            target_model,
+            TransformersTarget(target_model),
+            spec,
+            draft,
+            gamma=args.gamma,
+            num_bootstrap=args.bootstrap,
+            on_config=lambda _: progress.advance(task),
+        )
+    command = "edgespec profile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [])
+    paths = write_profiles(result, Path(args.out), command)
+    print_summary(console, result, paths)
+    return 0
+
+
+def print_summary(console: Any, result: Any, paths: list[Path]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"edgespec profile: {result.target} on {result.hardware}")
+    for col in ("fit", "term", "value", "95% CI", "held-out R² / MAE ms / MAPE %"):
+        table.add_column(col)
+    fits = [("target WISP Eq. 19", result.wisp), ("target Zhu Eq. 17", result.zhu)]
+    if result.draft is not None:
+        fits.append((f"draft {result.draft.name} WISP", result.draft.wisp))
+        if result.draft.zhu is not None:
+            fits.append((f"draft {result.draft.name} Zhu", result.draft.zhu))
+    for label, fit in fits:
+        (r_lo, r_hi), (m_lo, m_hi), (p_lo, p_hi) = fit.test_intervals
+        t = fit.test
+        quality = (
+            f"{t.r2:.3f} [{r_lo:.3f}, {r_hi:.3f}] / {t.mae_s * 1e3:.3f} "
+            f"[{m_lo * 1e3:.3f}, {m_hi * 1e3:.3f}] / {t.mape_pct:.1f} [{p_lo:.1f}, {p_hi:.1f}]"
+        )
+        rows = zip(fit.names, fit.values, fit.intervals, strict=True)
+        for i, (name, value, (low, high)) in enumerate(rows):
+            table.add_row(
+                label if i == 0 else "",
+                name,
+                f"{value:.3e}",
+                f"[{low:.2e}, {high:.2e}]",
+                quality if i == 0 else "",
+            )
+    console.print(table)
+    n_train = sum(1 for c in result.grid if c.split == "train")
+    console.print(
+        f"{len(result.grid)} configurations ({n_train} train, {len(result.grid) - n_train} "
+        f"held out), {len(result.samples)} timed batches, {result.num_prompts} unique prompts; "
+        f"load average {' '.join(f'{x:.2f}' for x in result.load_average)}"
+    )
+    if result.draft is not None:
+        console.print(f"drafter {result.draft.name}: {result.draft.per_token_s * 1e3:.3f} ms/token")
+    for path in paths:
+        console.print(f"wrote {path}")
