@@ -150,11 +150,14 @@ class Sample:
 class PromptSource:
     """Fresh random prompts that are never repeated within one profile."""
 
-    def __init__(self, vocab_size: int, seed: int, avoid: frozenset[int] = frozenset()) -> None:
+    def __init__(
+        self, vocab_size: int, seed: int, avoid: frozenset[int] = frozenset(), max_draws: int = 100
+    ) -> None:
         self._rng = np.random.default_rng(seed)
         self._vocab = vocab_size
         self._avoid = avoid
         self._seen: set[tuple[int, ...]] = set()
+        self._max_draws = max_draws
 
     def tokens(self, length: int) -> tuple[int, ...]:
         """Random ids (draft tokens: not checked for uniqueness)."""
@@ -165,8 +168,11 @@ class PromptSource:
 
     def take(self, length: int) -> tuple[int, ...]:
         """A prompt never handed out before (raises on a duplicate, as App. C does)."""
-        prompt = self.tokens(length)
-        if prompt in self._seen:
+        for _ in range(self._max_draws):  # redraw a collision (only likely for tiny prompts)
+            prompt = self.tokens(length)
+            if prompt not in self._seen:
+                break
+        else:
             raise RuntimeError(f"duplicate profiling prompt of {length} tokens")
         self._seen.add(prompt)
         return prompt
@@ -187,7 +193,7 @@ def _prepare(
         if cached > 0:  # prompt of `cached` tokens + 1 drafted: the cache then covers ~cached
             prompt, draft = prompts.take(cached), 1
         else:
-            draft = min(4, new - 1)
+            draft = min(4, new // 2)
             prompt = prompts.take(new - draft)
         sampling = SamplingParams(max_new_tokens=new + 3)
         engine.open_session(SessionSpec(sid, "profile", prompt, sampling))
