@@ -53,7 +53,7 @@ _DeviceConstants = tuple[
 def _device_constants(dev: DeviceState, gamma_max: int, send_probs: bool) -> _DeviceConstants:
     """Downlink latency by committed count and uplink latency by γ without jitter and
     loss (``Link.latency_s``'s expression: the same floats), a draft-time memo, and the
-    link's jitter, loss rate and retransmission timeout."""
+    link's negated jitter, loss rate and retransmission timeout."""
     link = dev.link
     rtt, bw = link.rtt_s, link.bandwidth_bytes_per_s
     down_base = tuple(
@@ -64,7 +64,8 @@ def _device_constants(dev: DeviceState, gamma_max: int, send_probs: bool) -> _De
         for g in range(gamma_max + 1)
     )
     memo: dict[int, float] = {}  # decode_steps_s by context * (gamma_max + 1) + γ
-    return (down_base, up_base, memo, link.jitter_s, link.loss_rate, link.retransmit_timeout_s)
+    neg_jitter_s = -link.jitter_s  # `-j * x` is `(-j) * x`: the same float
+    return (down_base, up_base, memo, neg_jitter_s, link.loss_rate, link.retransmit_timeout_s)
 
 
 def static_distributed_batch_end(
@@ -129,28 +130,30 @@ def static_distributed_batch_end(
             s.num_drafted += gamma
             s.queue_s += start - s.enqueued_s
             s.verify_s += verify
-            down_base, up_base, memo, jitter_s, loss_rate, retransmit_s = per_device[dev.device_id]
+            down_base, up_base, memo, neg_jitter_s, loss_rate, retransmit_s = per_device[
+                dev.device_id
+            ]
             request = s.request
             remaining = request.num_output_tokens - total
             # Link.latency_s, inline (same expressions, same draws).
             down = down_base[num_acc + 1]
             up_jitter = None
-            if jitter_s > 0:
+            if neg_jitter_s < 0:  # jitter_s > 0
                 i = rng._i  # UniformStream.next, inline
                 buf = rng._buf
                 if remaining > 0 and not loss_rate and i + 1 < len(buf):
                     # The round goes on and no loss draws come between: this round's
                     # downlink and uplink jitter are the stream's next two numbers.
                     rng._i = i + 2
-                    down += -jitter_s * log(1.0 - buf[i])
-                    up_jitter = -jitter_s * log(1.0 - buf[i + 1])
+                    down += neg_jitter_s * log(1.0 - buf[i])
+                    up_jitter = neg_jitter_s * log(1.0 - buf[i + 1])
                 else:
                     if i < len(buf):
                         u = buf[i]
                         rng._i = i + 1
                     else:
                         u = rng.next()
-                    down += -jitter_s * log(1.0 - u)
+                    down += neg_jitter_s * log(1.0 - u)
             if loss_rate > 0:
                 while rng.next() < loss_rate:
                     down += retransmit_s
@@ -185,7 +188,7 @@ def static_distributed_batch_end(
             up = up_base[gamma]
             if up_jitter is not None:
                 up += up_jitter
-            elif jitter_s > 0:
+            elif neg_jitter_s < 0:
                 i = rng._i  # UniformStream.next, inline
                 buf = rng._buf
                 if i < len(buf):
@@ -193,7 +196,7 @@ def static_distributed_batch_end(
                     rng._i = i + 1
                 else:
                     u = rng.next()
-                up += -jitter_s * log(1.0 - u)
+                up += neg_jitter_s * log(1.0 - u)
             if loss_rate > 0:
                 while rng.next() < loss_rate:
                     up += retransmit_s
