@@ -1,0 +1,380 @@
+"""Calibration check: one small scenario run for real and in the simulator.
+
+``python -m edgespec.experiments.calibration [--target synthetic|NAME] [--draft ...]``
+
+1. Profile the pair on this machine (:func:`edgespec.learn.profile_run.profile_pair`, a
+   grid sized to the scenario) unless ``--profile`` names existing files.
+2. Measure the loopback link: one client runs a request through the gRPC server; the
+   median per-round network time (round wall time − draft − queue − verify) is the RTT.
+3. Real run: ``--clients`` drafter threads, each running ``--requests`` requests one
+   after another through :class:`RemoteVerifier` against one in-process server
+   (:class:`ServerThread`, FCFS batching), all started together.
+4. The requests' per-position acceptance (from their rounds) and lengths become a trace;
+   the simulator replays it with the profile's cost models, the measured RTT and the same
+   topology, batching and γ.
+5. TPOT (mean over requests), throughput (committed tokens / makespan) and AAL (accepted
+   draft tokens per round) of both runs, computed by the same code from the
+   ``RequestRecord`` s, and their relative differences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from edgespec.core.types import RequestRecord, RoundRecord
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """The compared quantities of one run."""
+
+    tpot_s: float
+    throughput_tokens_per_s: float
+    aal: float
+    ttft_s: float
+    makespan_s: float
+    num_requests: int
+    num_output_tokens: int
+    draft_ms_per_round: float
+    network_ms_per_round: float
+    queue_ms_per_round: float
+    verify_ms_per_round: float
+
+
+def summarize_records(records: Sequence[RequestRecord]) -> RunSummary:
+    """TPOT and TTFT via :func:`edgespec.metrics.summary.summarize`; throughput over the
+    makespan (first arrival to last finish)."""
+    from edgespec.metrics.summary import summarize
+
+    start = min(r.arrival_s for r in records)
+    makespan = max(r.finish_s for r in records) - start
+    m = summarize(records, [], makespan, 1)
+    if m.tpot is None or m.aal is None or m.ttft is None:
+        raise ValueError("calibration needs requests with >= 2 output tokens and >= 1 round")
+    tokens = sum(r.num_output_tokens for r in records)
+    rounds = sum(r.num_rounds for r in records)
+    split = [1e3 * sum(getattr(r, k) for r in records) / rounds
+             for k in ("draft_s", "network_s", "queue_s", "verify_s")]  # fmt: skip
+    return RunSummary(
+        m.tpot.mean_s, tokens / makespan, m.aal, m.ttft.mean_s, makespan, len(records), tokens,
+        *split,
+    )  # fmt: skip
+
+
+def acceptance_seq(rounds: Sequence[RoundRecord]) -> list[int]:
+    """Per-position acceptance from greedy rounds (docs/SIMULATOR.md): a round that
+    accepted L of γ contributes L ones and then 0 (the rejected position, whose correction
+    is the next committed token) or, when all γ were accepted, 1 for the bonus token's
+    position, which replay at the same γ never reads."""
+    seq: list[int] = []
+    for r in rounds:
+        seq += [1] * r.num_accepted + [0 if r.num_accepted < r.num_drafted else 1]
+    return seq
+
+
+@dataclass(frozen=True, slots=True)
+class RealRun:
+    records: tuple[RequestRecord, ...]
+    rounds: tuple[tuple[RoundRecord, ...], ...]
+    clients: tuple[int, ...]
+    outputs: tuple[tuple[int, ...], ...]
+    load_average: tuple[float, float, float]
+
+
+def run_real(
+    backend: Any,
+    make_draft: Callable[[], Any],
+    prompts: Sequence[Sequence[tuple[int, ...]]],
+    max_new_tokens: int,
+    gamma: int,
+    max_batch_size: int,
+    tag: str = "cal",
+) -> RealRun:
+    """Client i runs ``prompts[i]`` in order; all clients start together on one server."""
+    from edgespec.config import ServerConfig, from_dict
+    from edgespec.core.types import SamplingParams
+    from edgespec.policies.batching import FcfsBatching
+    from edgespec.policies.window import StaticWindow
+    from edgespec.runtime.drafter import DraftOptions, generate
+    from edgespec.runtime.engine import Engine
+    from edgespec.runtime.server import VerificationService
+    from edgespec.runtime.transport import RemoteVerifier, ServerThread
+
+    config = from_dict(ServerConfig, {"port": 0, "max_batch_size": max_batch_size})
+    sampling = SamplingParams(max_new_tokens=max_new_tokens)
+    results: list[list[Any]] = [[] for _ in prompts]
+    barrier = threading.Barrier(len(prompts))
+    errors: list[BaseException] = []
+
+    def client(i: int, address: str) -> None:
+        verifier, drafter = RemoteVerifier(address), make_draft()
+        barrier.wait()
+        try:
+            for j, prompt in enumerate(prompts[i]):
+                drafter.reset()
+                opts = DraftOptions(f"{tag}-{i}-{j}", client_id=str(i))
+                results[i].append(
+                    generate(verifier, drafter, prompt, sampling, opts, StaticWindow(gamma))
+                )
+        except BaseException as exc:  # reported after join
+            errors.append(exc)
+
+    server = ServerThread(lambda: VerificationService(Engine(backend), config, FcfsBatching()))
+    with server:
+        address = f"127.0.0.1:{server.port}"
+        threads = [threading.Thread(target=client, args=(i, address)) for i in range(len(prompts))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+    flat = [(i, r) for i, rs in enumerate(results) for r in rs]
+    start = min(r.request.arrival_s for _, r in flat)
+    return RealRun(  # arrivals at the common start, as in the simulated trace
+        records=tuple(replace(r.request, arrival_s=start) for _, r in flat),
+        rounds=tuple(r.rounds for _, r in flat),
+        clients=tuple(i for i, _ in flat),
+        outputs=tuple(r.output_token_ids for _, r in flat),
+        load_average=os.getloadavg(),
+    )
+
+
+def link_rtt_ms(run: RealRun) -> float:
+    """Median per-round network time (uplink + downlink) of a run, in ms."""
+    return 1e3 * statistics.median(r.uplink_s + r.downlink_s for rs in run.rounds for r in rs)
+
+
+def write_trace(run: RealRun, path: Path) -> Path:
+    """The real requests as a simulator trace (all arriving at 0 on their client's device,
+    which serves them in order, as the client thread did)."""
+    with path.open("w") as f:
+        for i, (rec, rounds, client) in enumerate(
+            zip(run.records, run.rounds, run.clients, strict=True)
+        ):
+            row = {
+                "request_id": f"r{i}", "arrival_ms": 0.0, "prompt_tokens": rec.num_prompt_tokens,
+                "output_tokens": rec.num_output_tokens, "drafter_id": client,
+                "acceptance_seq": acceptance_seq(rounds),
+            }  # fmt: skip
+            f.write(json.dumps(row) + "\n")
+    return path
+
+
+def simulate_run(
+    trace: Path,
+    target_profile: Path,
+    draft_profile: Path,
+    rtt_ms: float,
+    num_clients: int,
+    gamma: int,
+    max_batch_size: int,
+    seed: int = 0,
+) -> tuple[RequestRecord, ...]:
+    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.simulator import simulate
+
+    scenario = scenario_from_dict(
+        {
+            "name": "calibration", "seed": seed, "duration_s": 36000.0,
+            "links": {"loopback": {"rtt_ms": rtt_ms, "bandwidth_mbps": 10000.0}},
+            "auto_topology": {
+                "devices": [{
+                    "name": "client", "count": num_clients, "draft_model": "llama-68m",
+                    "hardware": "generic-cpu", "link": "loopback",
+                    "cost_model": {"kind": "wisp", "profile": str(draft_profile)},
+                }],
+                "servers": [{
+                    "name": "server", "count": 1, "target_model": "gemma3-270m",
+                    "hardware": "generic-cpu", "kv_budget_tokens": 1 << 30,
+                    "max_batch_size": max_batch_size, "max_batch_tokens": 1 << 30,
+                    "cost_model": {"kind": "wisp", "profile": str(target_profile)},
+                }],
+            },
+            "policies": {"batching": {"name": "fcfs"},
+                         "window": {"name": "static", "params": {"gamma": gamma}}},
+            "acceptance": {"kind": "trace", "traces": [str(trace)]},
+            "workload": {"kind": "trace", "trace": str(trace)},
+        },
+        [],
+    )  # fmt: skip
+    result = simulate(scenario, progress=False)
+    return tuple(result.requests)
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    real: RunSummary
+    sim: RunSummary
+    rtt_ms: float
+    load_average: tuple[float, float, float]
+
+    def error_pct(self, name: str) -> float:
+        real, sim = getattr(self.real, name), getattr(self.sim, name)
+        return float(100.0 * (sim - real) / real)
+
+    def table(self) -> str:
+        rows = [
+            ("TPOT (ms)", "tpot_s", 1e3), ("throughput (tok/s)", "throughput_tokens_per_s", 1.0),
+            ("AAL (accepted/round)", "aal", 1.0), ("TTFT (ms)", "ttft_s", 1e3),
+            ("makespan (s)", "makespan_s", 1.0),
+            ("draft ms / round", "draft_ms_per_round", 1.0),
+            ("network ms / round", "network_ms_per_round", 1.0),
+            ("queue ms / round", "queue_ms_per_round", 1.0),
+            ("verify ms / round", "verify_ms_per_round", 1.0),
+        ]  # fmt: skip
+        out = ["| metric | real (loopback gRPC) | simulator | sim − real |", "|---|---|---|---|"]
+        for label, attr, k in rows:
+            real, sim = getattr(self.real, attr) * k, getattr(self.sim, attr) * k
+            out.append(f"| {label} | {real:.3f} | {sim:.3f} | {self.error_pct(attr):+.1f}% |")
+        return "\n".join(out)
+
+
+def compare(real: RealRun, sim_records: Sequence[RequestRecord], rtt_ms: float) -> Comparison:
+    if len(sim_records) != len(real.records):
+        raise RuntimeError(
+            f"the simulator finished {len(sim_records)} of {len(real.records)} requests"
+        )
+    return Comparison(
+        summarize_records(real.records), summarize_records(sim_records), rtt_ms, real.load_average
+    )
+
+
+def wait_for_quiet(max_wait_s: float) -> None:
+    """Wait (up to ``max_wait_s``) until the 1-minute load average drops below the cores."""
+    deadline = time.monotonic() + max_wait_s
+    while os.getloadavg()[0] > (os.cpu_count() or 1) and time.monotonic() < deadline:
+        time.sleep(5)
+
+
+def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: int) -> Any:
+    """A profiling grid covering the scenario's shapes: cold starts of 1..clients prompts,
+    follow-ups of 1..γ+1 new tokens over the prompt plus half / all of the output."""
+    from edgespec.learn.profile import GridSpec
+
+    p, g = prompt_tokens, gamma
+    return GridSpec(
+        cold_totals=tuple(sorted({p + g, 2 * (p + g), clients * (p + g)})),
+        new_tokens=tuple(sorted({1, 2, max(1, g // 2 + 1), g + 1})),
+        totals=(p + max_new_tokens // 2, p + max_new_tokens),
+        memory_batch_sizes=tuple(sorted({1, max(1, clients // 2), clients})),
+        max_batch_size=clients, num_random=6, num_mixed=6, num_test=12,
+        warmup_runs=2, runs=3,
+    )  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m edgespec.experiments.calibration")
+    p.add_argument("--target", default="synthetic", help="'synthetic' or a model name/dir")
+    p.add_argument("--draft", default="truncated", help="'truncated' (synthetic), 'ngram', a model")
+    p.add_argument("--clients", type=int, default=4)
+    p.add_argument("--requests", type=int, default=2, help="requests per client, in sequence")
+    p.add_argument("--prompt-tokens", type=int, default=32, help="synthetic prompt length")
+    p.add_argument("--dataset", default="gsm8k", help="prompt set for a real target (test split)")
+    p.add_argument("--max-new-tokens", type=int, default=48)
+    p.add_argument("--gamma", type=int, default=4)
+    p.add_argument("--threads", type=int, default=2, help="torch threads")
+    p.add_argument("--profile", help="use this target profile (with its -draft file) instead")
+    p.add_argument("--out", default="runs/calibration", help="output directory")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], Any, Any]:
+    """(target name, target model, draft name, draft factory, draft model or None, tokenizer)"""
+    from edgespec.runtime.backends.ngram import NgramDrafter
+    from edgespec.runtime.backends.transformers_backend import TransformersDraft
+
+    if args.target == "synthetic":
+        from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
+
+        target = tiny_llama(0, num_layers=8, vocab_size=4096, hidden_size=256, logit_scale=5.0,
+                            quiet_layers_from=2, quiet_scale=0.03)  # fmt: skip
+        draft = layer_truncated_copy(target, 2)
+        return "synthetic", target, "truncated", lambda: TransformersDraft(draft), draft, None
+    from edgespec.runtime.loading import load_model_and_tokenizer
+
+    target, tokenizer = load_model_and_tokenizer(args.target)
+    if args.draft == "ngram":
+        return args.target, target, "ngram", NgramDrafter, None, tokenizer
+    from edgespec.learn.draft_backend import CausalLMDraft
+
+    model = load_model_and_tokenizer(args.draft)[0]
+    return args.target, target, args.draft, lambda: CausalLMDraft(model), model, tokenizer
+
+
+def _prompts(args: argparse.Namespace, tokenizer: Any, vocab: int) -> list[list[tuple[int, ...]]]:
+    n = args.clients * args.requests
+    if tokenizer is None:
+        from edgespec.learn.profile import PromptSource
+
+        source = PromptSource(vocab, args.seed + 100)
+        flat = [source.take(args.prompt_tokens) for _ in range(n)]
+    else:
+        from edgespec.learn.prompts import load_prompts
+
+        texts = [p.text for p in load_prompts(args.dataset, "test", n)]
+        flat = [tuple(tokenizer(t)["input_ids"]) for t in texts]
+    return [flat[i :: args.clients] for i in range(args.clients)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import torch
+
+    from edgespec.learn.profile_run import profile_pair, write_profiles
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+    args = build_parser().parse_args(argv)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t_name, t_model, d_name, make_draft, d_model, tokenizer = _pair(args)
+    backend = TransformersTarget(t_model)
+    prompts = _prompts(args, tokenizer, backend.vocab_size)
+    mean_prompt = round(statistics.mean(len(p) for ps in prompts for p in ps))
+    if args.profile is None:
+        spec = scenario_grid(mean_prompt, args.max_new_tokens, args.gamma, args.clients)
+        print(f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...", flush=True)
+        result = profile_pair(
+            t_name, t_model, backend, spec, (d_name, make_draft, d_model),
+            draft_contexts=(mean_prompt, mean_prompt + args.max_new_tokens), gamma=args.gamma,
+            num_bootstrap=200,
+        )  # fmt: skip
+        paths = write_profiles(result, out / "profile.yaml", "calibration " + " ".join(argv or []))
+        print(f"profile: target held-out R² {result.wisp.test.r2:.3f}, MAPE "
+              f"{result.wisp.test.mape_pct:.1f}%; wrote {paths[0]}", flush=True)  # fmt: skip
+        target_profile = out / "profile.yaml"
+    else:
+        target_profile = Path(args.profile)
+    draft_profile = target_profile.with_name(target_profile.stem + "-draft.yaml")
+    print("measuring the loopback link (1 client) ...", flush=True)
+    probe = run_real(backend, make_draft, [prompts[0][:1]], args.max_new_tokens, args.gamma,
+                     args.clients, "probe")  # fmt: skip
+    rtt = link_rtt_ms(probe)
+    print(f"real run: {args.clients} clients x {args.requests} requests ...", flush=True)
+    real = run_real(backend, make_draft, prompts, args.max_new_tokens, args.gamma, args.clients)
+    trace = write_trace(real, out / "trace.jsonl")
+    sim = simulate_run(trace, target_profile, draft_profile, rtt, args.clients, args.gamma,
+                       args.clients, args.seed)  # fmt: skip
+    result_cmp = compare(real, sim, rtt)
+    text = (
+        f"{t_name} + {d_name}, {args.clients} clients x {args.requests} requests, "
+        f"γ={args.gamma}, {args.max_new_tokens} new tokens, loopback RTT {rtt:.2f} ms, "
+        f"load average {' '.join(f'{x:.2f}' for x in real.load_average)}\n\n{result_cmp.table()}"
+    )
+    print(text)
+    (out / "comparison.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
