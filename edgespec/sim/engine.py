@@ -3,7 +3,6 @@ verification, downlink. See :mod:`edgespec.sim.simulator` for the round lifecycl
 
 from __future__ import annotations
 
-from heapq import heappop
 from typing import Protocol
 
 from edgespec.core.types import (
@@ -152,19 +151,8 @@ class Engine:
         """Start a request (``after_arrive``: the calling event's kind runs after ARRIVE)."""
         index = self.num_sessions
         self.num_sessions += 1
-        if self.lazy:  # routing reads the queues: bring them up to date (inbound.py)
-            for server in self.servers:
-                pending = server.inbound
-                if pending and (pending[0][0] < t or (after_arrive and pending[0][0] == t)):
-                    queue = server.queue
-                    n = server.num_enqueued
-                    while pending and (pending[0][0] < t or (after_arrive and pending[0][0] == t)):
-                        arrival_s, _, moved = heappop(pending)  # inbound.drain, inline
-                        moved.enqueued_s = arrival_s
-                        moved.entry_id = n
-                        n += 1
-                        queue.append(moved)
-                    server.num_enqueued = n
+        if self.lazy:  # routing reads the queues: bring them up to date
+            inbound.drain_all(self.servers, t, after_arrive)
         if self.jsq_inline:
             server = self._route_jsq()
         else:

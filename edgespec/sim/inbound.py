@@ -53,6 +53,22 @@ def drain(server: ServerState, t: float, inclusive: bool = True) -> None:
     server.num_enqueued = n
 
 
+def drain_all(servers: list[ServerState], t: float, inclusive: bool) -> None:
+    """:func:`drain` on every server with blocks due (before routing reads the queues)."""
+    for server in servers:
+        inbound = server.inbound
+        if inbound and (inbound[0][0] < t or (inclusive and inbound[0][0] == t)):
+            queue = server.queue
+            n = server.num_enqueued
+            while inbound and (inbound[0][0] < t or (inclusive and inbound[0][0] == t)):
+                arrival_s, _, s = heappop(inbound)
+                s.enqueued_s = arrival_s
+                s.entry_id = n
+                n += 1
+                queue.append(s)
+            server.num_enqueued = n
+
+
 def arm(engine: Engine, server: ServerState, wake_kind: int) -> None:
     """Schedule a WAKE at the earliest inbound block of an idle server (if none earlier)."""
     inbound = server.inbound
