@@ -38,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-generate", action="store_true", help="train on the shards as they are")
+    p.add_argument("--init-from", type=Path, help="continue training this saved draft")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,7 +110,13 @@ def run(args: argparse.Namespace) -> int:
         intermediate_size=args.intermediate_size,
     )
     embeddings = target.model.get_input_embeddings().weight.detach()
-    draft = distill.init_draft(embeddings, kept, arch, special, args.target)
+    if args.init_from is not None:
+        from edgespec.models.trimmed import TrimmedVocabDraft
+
+        draft = TrimmedVocabDraft.load(args.init_from)
+        kept = list(draft.config.draft_token_ids)
+    else:
+        draft = distill.init_draft(embeddings, kept, arch, special, args.target)
     del target
     train_settings = distill.TrainSettings(
         epochs=args.epochs,
