@@ -299,6 +299,8 @@ def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], A
 
         target = tiny_llama(0, num_layers=8, vocab_size=4096, hidden_size=256, logit_scale=5.0,
                             quiet_layers_from=2, quiet_scale=0.03)  # fmt: skip
+        if args.draft == "ngram":
+            return "synthetic", target, "ngram", NgramDrafter, None, None
         draft = layer_truncated_copy(target, 2)
         return "synthetic", target, "truncated", lambda: TransformersDraft(draft), draft, None
     from edgespec.runtime.loading import load_model_and_tokenizer
@@ -327,9 +329,15 @@ def _prompts(args: argparse.Namespace, tokenizer: Any, vocab: int) -> list[list[
     return [flat[i :: args.clients] for i in range(args.clients)]
 
 
+def _progress(index: int, total: int) -> None:
+    if (index + 1) % 10 == 0 or index + 1 == total:
+        print(f"  profiled {index + 1}/{total} configurations", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
+    from edgespec.learn.profile import design_grid
     from edgespec.learn.profile_run import profile_pair, write_profiles
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
@@ -343,11 +351,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     mean_prompt = round(statistics.mean(len(p) for ps in prompts for p in ps))
     if args.profile is None:
         spec = scenario_grid(mean_prompt, args.max_new_tokens, args.gamma, args.clients)
+        num_configs = len(design_grid(spec))
         print(f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...", flush=True)
         result = profile_pair(
             t_name, t_model, backend, spec, (d_name, make_draft, d_model),
             draft_contexts=(mean_prompt, mean_prompt + args.max_new_tokens), gamma=args.gamma,
-            num_bootstrap=200,
+            num_bootstrap=200, on_config=lambda i: _progress(i, num_configs),
         )  # fmt: skip
         paths = write_profiles(result, out / "profile.yaml", "calibration " + " ".join(argv or []))
         print(f"profile: target held-out R² {result.wisp.test.r2:.3f}, MAPE "
