@@ -9,15 +9,12 @@ import pytest
 import torch
 
 from edgespec.core.types import RoundRecord
-from edgespec.experiments.calibration import (
+from edgespec.experiments.calibration import compare, main, scenario_grid, summarize_records
+from edgespec.experiments.calibration_runs import (
     acceptance_seq,
-    compare,
     link_rtt_ms,
-    main,
     run_real,
-    scenario_grid,
     simulate_run,
-    summarize_records,
     write_trace,
 )
 from edgespec.learn.profile import PromptSource
