@@ -6,7 +6,7 @@ import csv
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -179,3 +179,37 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
         )
     console.print(lat)
     console.print(tab)
+
+
+def print_runs(
+    rows: Sequence[tuple[Mapping[str, Any], SystemMetrics]],
+    console: Console | None = None,
+    title: str = "",
+) -> None:
+    """One table row per run (a sweep point or a capacity probe): its settings, then
+    goodput, p50 TPOT, acceptance, SLO violation rate and mean server utilization."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    table = Table(title=title or None)
+    keys = list(rows[0][0]) if rows else []
+    for key in keys:
+        table.add_column(".".join(key.split(".")[-2:]))  # full keys are in the files
+    for name in ("goodput tok/s", "TPOT p50 ms", "acceptance", "SLO violation", "server util"):
+        table.add_column(name, justify="right")
+
+    def fmt(value: float | None, scale: float = 1.0, spec: str = ".1f") -> str:
+        return "-" if value is None else format(value * scale, spec)
+
+    for settings, m in rows:
+        table.add_row(
+            *(str(settings.get(k)) for k in keys),
+            fmt(m.goodput_tokens_per_s, spec=".0f"),
+            fmt(m.tpot.p50_s if m.tpot else None, 1000.0),
+            fmt(m.acceptance_rate, 100.0, ".1f") + ("%" if m.acceptance_rate is not None else ""),
+            fmt(m.slo_violation_rate, 100.0, ".1f")
+            + ("%" if m.slo_violation_rate is not None else ""),
+            fmt(m.mean_server_utilization, 100.0, ".1f") + "%",
+        )
+    console.print(table)

@@ -69,7 +69,7 @@ def _run_metrics(data: dict[str, Any]) -> Any:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from edgespec.metrics.sinks import print_summary, write_run
+    from edgespec.metrics.sinks import print_runs, print_summary, write_run
     from edgespec.metrics.summary import summarize
     from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
     from edgespec.sim.simulator import simulate
@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
         points = run_sweep(data, parse_grid(args.sweep), _run_metrics, progress=not args.quiet)
         json_path, csv_path = write_sweep(out / "sweep", points)
+        print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
         console.print(f"sweep: {len(points)} runs → {json_path}, {csv_path}")
         return 0
     if args.capacity:
@@ -102,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "capacity.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         bound = " (at upper bound)" if result.at_upper_bound else ""
+        if result.capacity is None:
+            bound = f" (even {args.capacity}={args.lo} violates more than epsilon)"
+        probes = sorted(result.probes, key=lambda p: p.value)
+        print_runs([({args.capacity: p.value}, p.metrics) for p in probes], console, "probes")
         console.print(
             f"capacity {args.capacity} at epsilon={args.epsilon}: {result.capacity}{bound}"
             f" → {out / 'capacity.json'}"

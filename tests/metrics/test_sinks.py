@@ -95,3 +95,26 @@ def test_print_summary_table() -> None:
     assert "  c8 ≥8 tok/s                50.0% (1/2)" in text
     assert "goodput                      5.5 tok/s" in text
     assert "25.0% mean over 2" in text
+
+
+def test_print_runs_one_row_per_run() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from edgespec.metrics.sinks import print_runs
+    from edgespec.metrics.summary import summarize
+
+    metrics = summarize([], [], 10.0, 1)
+    buffer = StringIO()
+    print_runs(
+        [
+            ({"policies.window.params.gamma": 2}, metrics),
+            ({"policies.window.params.gamma": 4}, metrics),
+        ],
+        Console(file=buffer, width=200),
+        "sweep",
+    )
+    lines = [line for line in buffer.getvalue().splitlines() if "│" in line]
+    assert "params.gamma" in buffer.getvalue()
+    assert [line.split("│")[1].strip() for line in lines] == ["2", "4"]
