@@ -9,9 +9,10 @@ called after construction and its ``ValueError`` is reported against the section
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -197,6 +198,23 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(str(file), f"top level must be a mapping, got {type(data).__name__}")
     return data
+
+
+def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]]:
+    """Yield ``(where, object)`` for each non-blank line of a JSONL file, ``where`` being
+    ``name:line`` for error messages; a missing file or a bad line is a ConfigError."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(str(file), f"{what} not found")
+    with file.open() as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{file.name}:{line_no}"
+            try:
+                yield where, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(where, f"invalid JSON: {exc.msg}") from exc
 
 
 def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequence[str] = ()) -> T:

@@ -79,3 +79,17 @@ def test_overrides_index_into_lists() -> None:
         apply_overrides(data, ["pools.2.count=5"])
     with pytest.raises(ConfigError, match="'pools.0.count.x': cannot override inside"):
         apply_overrides(data, ["pools.0.count.x=5"])
+
+
+def test_read_jsonl_names_file_and_line(tmp_path: Path) -> None:
+    from edgespec.config import read_jsonl
+
+    good = tmp_path / "t.jsonl"
+    good.write_text('{"a": 1}\n\n{"a": 2}\n')
+    assert list(read_jsonl(good)) == [("t.jsonl:1", {"a": 1}), ("t.jsonl:3", {"a": 2})]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"a": 1}\n{"a": \n')
+    with pytest.raises(ConfigError, match="'bad.jsonl:2': invalid JSON"):
+        list(read_jsonl(bad))
+    with pytest.raises(ConfigError, match="trace file not found"):
+        list(read_jsonl(tmp_path / "missing.jsonl", "trace file"))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgespec.config import ConfigError
+from edgespec.config import ConfigError, read_jsonl
 from edgespec.core.features import FEATURE_NAMES
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
@@ -199,17 +199,4 @@ def write_trace(path: Path, records: Iterable[TraceRecord]) -> int:
 
 def read_trace(path: Path) -> list[TraceRecord]:
     """Read a JSONL trace written by :func:`write_trace`."""
-    if not path.is_file():
-        raise FileNotFoundError(f"trace file {str(path)!r} does not exist")
-    records = []
-    with path.open() as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{path.name}:{line_no}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(where, f"invalid JSON: {exc.msg}") from exc
-            records.append(record_from_json(obj, where))
-    return records
+    return [record_from_json(obj, where) for where, obj in read_jsonl(path, "trace file")]

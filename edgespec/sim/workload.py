@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.config import ConfigError
+from edgespec.config import ConfigError, read_jsonl
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,19 +102,7 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
 def load_trace(path: str | Path) -> tuple[TraceEntry, ...]:
     """Read a JSONL trace (either schema), sorted by arrival (stable for ties)."""
     file = Path(path)
-    if not file.is_file():
-        raise ConfigError(str(file), "trace file not found")
-    entries = []
-    with file.open() as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{file.name}:{lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(where, f"invalid JSON: {exc.msg}") from exc
-            entries.append(parse_trace_record(record, where))
+    entries = [parse_trace_record(obj, where) for where, obj in read_jsonl(file, "trace file")]
     if not entries:
         raise ConfigError(str(file), "trace holds no requests")
     return tuple(sorted(entries, key=lambda e: e.arrival_s))
