@@ -82,14 +82,29 @@ def _zhu_design(spec: ModelSpec, rows: Sequence[tuple[int, int, int]]) -> Any:
     return np.array([[spec.flops(lin, inter), passes] for lin, inter, passes in rows])
 
 
+def median_runs(samples: Sequence[Sample]) -> list[Sample]:
+    """Per configuration, its median run (the lower median for an even count): one point
+    per configuration as in App. C, robust to a run slowed by another process."""
+    by_config: dict[int, list[Sample]] = {}
+    for s in samples:
+        by_config.setdefault(s.config_index, []).append(s)
+    out = []
+    for index in sorted(by_config):
+        runs = sorted(by_config[index], key=lambda s: s.time_s)
+        out.append(runs[(len(runs) - 1) // 2])
+    return out
+
+
 def fit_target(
     samples: Sequence[Sample], grid: Sequence[GridConfig], spec: ModelSpec, seed: int, boot: int
 ) -> tuple[LinearFit, LinearFit]:
-    """WISP and Zhu fits on the training configurations, metrics on the held-out ones."""
-    split = np.array([grid[s.config_index].split for s in samples])
+    """WISP and Zhu fits on the training configurations' median runs, metrics on the
+    held-out configurations' median runs."""
+    points = median_runs(samples)
+    split = np.array([grid[s.config_index].split for s in points])
     train, test = np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
-    y = np.array([s.time_s for s in samples])
-    shapes = [s.shape for s in samples]
+    y = np.array([s.time_s for s in points])
+    shapes = [s.shape for s in points]
     wisp = fit_linear(
         WISP_TERMS, wisp_design(shapes), y, train, test, np.random.default_rng(seed), boot
     )

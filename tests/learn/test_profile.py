@@ -283,3 +283,14 @@ def test_missing_target_fails_naming_it(tmp_path: Path) -> None:
 
     with pytest.raises(UserInputError, match="no-such-model"):
         run_command(_args("--target", str(tmp_path / "no-such-model"), "--quick"))
+
+
+def test_median_runs_picks_each_configurations_median() -> None:
+    from edgespec.learn.profile import Sample
+    from edgespec.learn.profile_run import median_runs
+
+    samples = [
+        Sample(0, 0, ((5, 10),), 0.3), Sample(0, 1, ((5, 11),), 9.0), Sample(0, 2, ((5, 10),), 0.2),
+        Sample(1, 0, ((1, 0),), 0.5), Sample(1, 1, ((1, 0),), 0.1),
+    ]  # fmt: skip
+    assert median_runs(samples) == [samples[0], samples[4]]
