@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--profile", help="use this target profile (with its -draft file) instead")
     p.add_argument("--out", default="runs/calibration", help="output directory")
+    p.add_argument("--warmup", type=int, default=2, help="profile warm-up runs per configuration")
+    p.add_argument("--runs", type=int, default=3, help="profile timed runs per configuration")
     p.add_argument("--seed", type=int, default=0)
     return p
 
@@ -206,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     mean_prompt = round(statistics.mean(len(p) for ps in prompts for p in ps))
     if args.profile is None:
         spec = scenario_grid(mean_prompt, args.max_new_tokens, args.gamma, args.clients)
+        spec = replace(spec, warmup_runs=args.warmup, runs=args.runs)
         num_configs = len(design_grid(spec))
         print(f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...", flush=True)
         result = profile_pair(
