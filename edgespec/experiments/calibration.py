@@ -211,9 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         spec = replace(spec, warmup_runs=args.warmup, runs=args.runs)
         num_configs = len(design_grid(spec))
         print(f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...", flush=True)
+        p = mean_prompt
         result = profile_pair(
             t_name, t_model, backend, spec, (d_name, make_draft, d_model),
-            draft_contexts=(mean_prompt, mean_prompt + args.max_new_tokens), gamma=args.gamma,
+            draft_contexts=(p, p + args.max_new_tokens // 2, p + args.max_new_tokens), gamma=args.gamma,
             num_bootstrap=200, on_config=lambda i: _progress(i, num_configs),
         )  # fmt: skip
         paths = write_profiles(result, out / "profile.yaml", "calibration " + " ".join(argv or []))

@@ -155,7 +155,7 @@ def profile_pair(
             backend.vocab_size,
             draft_contexts,
             gamma,
-            spec.runs,
+            max(spec.runs, 3),  # propose calls are cheap; the fit needs >= 4 training rows
             spec.warmup_runs,
             spec.seed + 7,
         )
