@@ -214,7 +214,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         p = mean_prompt
         result = profile_pair(
             t_name, t_model, backend, spec, (d_name, make_draft, d_model),
-            draft_contexts=(p, p + args.max_new_tokens // 2, p + args.max_new_tokens), gamma=args.gamma,
+            draft_contexts=(p, p + args.max_new_tokens // 2, p + args.max_new_tokens),
+            gamma=args.gamma,
             num_bootstrap=200, on_config=lambda i: _progress(i, num_configs),
         )  # fmt: skip
         paths = write_profiles(result, out / "profile.yaml", "calibration " + " ".join(argv or []))
