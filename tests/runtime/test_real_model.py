@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,20 +11,19 @@ from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode
 
-PROMPTS = Path(__file__).resolve().parents[2] / "data" / "prompts" / "gsm8k_test.jsonl"
-
 
 @pytest.mark.slow
 def test_gemma_backend_equals_generate_beyond_the_sliding_window() -> None:
     import torch
 
+    from edgespec.learn.prompts import prompt_dir
     from edgespec.runtime.loading import load_model_and_tokenizer
 
     try:
         model, tokenizer = load_model_and_tokenizer("gemma3-270m")
     except (ImportError, ValueError, OSError) as exc:
         pytest.skip(f"gemma3-270m not available: {exc}")
-    path = PROMPTS if PROMPTS.is_file() else Path("/work/shared/data/prompts/gsm8k_test.jsonl")
+    path = prompt_dir() / "gsm8k_test.jsonl"
     text = " ".join(json.loads(line)["prompt"] for line in path.read_text().splitlines()[:12])
     prompt = tuple(tokenizer(text)["input_ids"])[:700]  # longer than the 512-token window
     target = TransformersTarget(model)
