@@ -58,15 +58,7 @@ def drain_all(servers: list[ServerState], t: float, inclusive: bool) -> None:
     for server in servers:
         inbound = server.inbound
         if inbound and (inbound[0][0] < t or (inclusive and inbound[0][0] == t)):
-            queue = server.queue
-            n = server.num_enqueued
-            while inbound and (inbound[0][0] < t or (inclusive and inbound[0][0] == t)):
-                arrival_s, _, s = heappop(inbound)
-                s.enqueued_s = arrival_s
-                s.entry_id = n
-                n += 1
-                queue.append(s)
-            server.num_enqueued = n
+            drain(server, t, inclusive)
 
 
 def arm(engine: Engine, server: ServerState, wake_kind: int) -> None:
