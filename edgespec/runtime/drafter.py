@@ -96,7 +96,9 @@ def generate(
             last_num_accepted=accepted_hist[-1][1] if accepted_hist else None,
             rtt_s=rounds[-1].uplink_s + rounds[-1].downlink_s if rounds else 0.0,
         )
-        gamma = min(policy.next_window(obs), sampling.max_new_tokens - len(output))
+        # At most remaining − 1 drafts (the verifier adds one token), as the simulator
+        # does; a block holds at least one draft token.
+        gamma = min(policy.next_window(obs), sampling.max_new_tokens - len(output) - 1)
         gamma = max(gamma, 1)
         start = clock()
         context = (*prompt, *output)

@@ -209,3 +209,24 @@ def test_draft_probs_validation(
     with pytest.raises(RequestError) as info:
         engine.validate(call, 32)
     assert info.value.message == message
+
+
+def test_window_is_capped_at_remaining_minus_one(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    """The verifier adds one token to every round, so a drafter never drafts past the
+    budget: with a perfect draft, γ=4 and 7 new tokens the rounds draft 4 then 1."""
+    from edgespec.core.types import SamplingParams
+    from edgespec.runtime.backends.transformers_backend import TransformersDraft
+    from edgespec.runtime.inprocess import speculative_generate
+
+    result = speculative_generate(
+        target,
+        TransformersDraft(target_model),
+        (5, 6, 7, 8),
+        gamma=4,
+        sampling=SamplingParams(max_new_tokens=7),
+    )
+    assert [r.num_drafted for r in result.rounds] == [4, 1]
+    assert [r.num_committed for r in result.rounds] == [5, 2]
+    assert len(result.output_token_ids) == 7
