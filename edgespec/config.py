@@ -176,6 +176,14 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
     return result
 
 
+def overrides_from_flags(values: Mapping[str, Any]) -> list[str]:
+    """``key.path=value`` overrides for the CLI flags that were given (``None`` = not given).
+
+    Values are JSON-encoded, which YAML parses back to the same value.
+    """
+    return [f"{key}={json.dumps(value)}" for key, value in values.items() if value is not None]
+
+
 def _deep_copy(data: Any) -> Any:
     if isinstance(data, Mapping):
         return {k: _deep_copy(v) for k, v in data.items()}

@@ -93,3 +93,12 @@ def test_read_jsonl_names_file_and_line(tmp_path: Path) -> None:
         list(read_jsonl(bad))
     with pytest.raises(ConfigError, match="trace file not found"):
         list(read_jsonl(tmp_path / "missing.jsonl", "trace file"))
+
+
+def test_overrides_from_flags_skips_unset_and_round_trips() -> None:
+    from edgespec.config import overrides_from_flags
+
+    texts = overrides_from_flags({"port": 7, "host": None, "auth_tokens": ["a", "b"]})
+    assert texts == ["port=7", 'auth_tokens=["a", "b"]']
+    cfg = load_config(ServerConfig, overrides=texts)
+    assert (cfg.port, cfg.auth_tokens) == (7, ("a", "b"))

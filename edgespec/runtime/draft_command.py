@@ -39,13 +39,10 @@ def make_drafter(name: str, model: Any, vocab_size: int) -> Any:
 
 
 def _overrides(args: argparse.Namespace) -> list[str]:
-    import json
+    from edgespec.config import overrides_from_flags
 
-    out = list(args.set)
-    for key in ("server", "draft", "max_new_tokens", "temperature", "auth_token", "tls_ca"):
-        value = getattr(args, key)
-        if value is not None:
-            out.append(f"{key}={json.dumps(value)}")
+    keys = ("server", "draft", "max_new_tokens", "temperature", "auth_token", "tls_ca")
+    out = [*args.set, *overrides_from_flags({key: getattr(args, key) for key in keys})]
     if args.gamma is not None:
         out += ["window.name=static", f"window.params={{gamma: {args.gamma}}}"]
     return out

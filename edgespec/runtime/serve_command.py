@@ -33,18 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _overrides(args: argparse.Namespace) -> list[str]:
-    import json
+    from edgespec.config import overrides_from_flags
 
-    out = list(args.set)
-    for key in ("target", "host", "port", "tls_cert", "tls_key", "prometheus_port"):
-        value = getattr(args, key)
-        if value is not None:
-            out.append(f"{key}={json.dumps(value)}")
-    if args.batching is not None:
-        out.append(f"batching.name={json.dumps(args.batching)}")
-    if args.auth_token:
-        out.append(f"auth_tokens={json.dumps(args.auth_token)}")
-    return out
+    keys = ("target", "host", "port", "tls_cert", "tls_key", "prometheus_port")
+    flags = {key: getattr(args, key) for key in keys}
+    flags["batching.name"] = args.batching
+    flags["auth_tokens"] = args.auth_token or None
+    return [*args.set, *overrides_from_flags(flags)]
 
 
 def run(args: argparse.Namespace) -> int:
