@@ -67,11 +67,14 @@ class TrainSettings:
     time_budget_s: float | None = None
 
 
-def load_shards(directory: Path) -> list[Sample]:
-    """All samples of all ``shard_*.pt`` files in ``directory`` (sorted by name)."""
-    paths = sorted(directory.glob("shard_*.pt"))
-    if not paths:
-        raise FileNotFoundError(f"no distillation shards (shard_*.pt) in {str(directory)!r}")
+def load_shards(*directories: Path) -> list[Sample]:
+    """All samples of all ``shard_*.pt`` files in ``directories`` (each sorted by name)."""
+    paths = []
+    for directory in directories:
+        found = sorted(directory.glob("shard_*.pt"))
+        if not found:
+            raise FileNotFoundError(f"no distillation shards (shard_*.pt) in {str(directory)!r}")
+        paths.extend(found)
     samples = []
     for path in paths:
         data = torch.load(path, weights_only=True)
@@ -182,14 +185,16 @@ def batch_loss(
     for row, s in enumerate(samples):
         num_prompt, num_out = len(s.prompt_ids), len(s.output_ids)
         pos = torch.arange(num_prompt - 1, num_prompt - 1 + num_out)
-        target = labels[row, pos + 1]
+        top = draft.to_draft_ids(s.topk_ids)
+        # The target's argmax: the generated token for continuations, and for teacher-forced
+        # text (where the next token is the text's, not the target's) what it would say.
+        target = top[:, 0]
         valid = target < num_kept
         lp = log_probs[row, pos]
         if bool(valid.any()):
             hard_terms.append(-lp[valid].gather(1, target[valid, None]).squeeze(1))
             correct += int((lp[valid].argmax(-1) == target[valid]).sum())
             counted += int(valid.sum())
-        top = draft.to_draft_ids(s.topk_ids)
         weights = torch.softmax(s.topk_logits.masked_fill(top >= num_kept, float("-inf")), dim=-1)
         weights = torch.nan_to_num(weights, nan=0.0)
         soft_terms.append(-(weights * lp.gather(1, top.clamp(max=num_kept - 1))).sum(-1))

@@ -89,9 +89,82 @@ def generate_batch(
             pad_token_id=pad_id,
             logits_processor=LogitsProcessorList([_TopK()]),
         )
-    new = out[:, width:]
     topk_ids = torch.stack([r[0] for r in records], dim=1)  # B × T × k
     topk_logits = torch.stack([r[1] for r in records], dim=1)
+    return _split_rows(prompt_ids, out[:, width:], topk_ids, topk_logits, eos_ids)
+
+
+def generate_batch_trimmed(
+    model: Any,
+    prompt_ids: Sequence[Sequence[int]],
+    pad_id: int,
+    eos_ids: set[int],
+    settings: Any,
+    head_ids: Sequence[int],
+) -> dict[str, list[Any]]:
+    """Like :func:`generate_batch`, but the head covers only ``head_ids`` (a draft's kept
+    tokens): each step takes the target's argmax *among those tokens*.
+
+    The target's 262k-row head is most of its per-token cost, so this is several times
+    faster. The continuation equals the target's true greedy one up to the first position
+    where the target's argmax lies outside ``head_ids`` — a token the draft could never
+    propose anyway — and every label is still the target's own preference among the
+    tokens the draft can output, which is what the draft learns.
+    """
+    import torch
+
+    kept = torch.tensor(list(head_ids), dtype=torch.long)
+    head = model.get_output_embeddings().weight.detach()[kept]
+    batch = len(prompt_ids)
+    width = max(len(p) for p in prompt_ids)
+    input_ids = torch.full((batch, width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(input_ids)
+    for row, ids in enumerate(prompt_ids):
+        input_ids[row, width - len(ids) :] = torch.tensor(ids)
+        mask[row, width - len(ids) :] = 1
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    steps_ids, steps_topk, steps_logits = [], [], []
+    finished = torch.zeros(batch, dtype=torch.bool)
+    eos = torch.tensor(sorted(eos_ids), dtype=torch.long)
+    cache = None
+    with torch.inference_mode():
+        for _ in range(settings.max_new_tokens):
+            out = model.model(
+                input_ids=input_ids,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+            )
+            cache = out.past_key_values
+            logits = out.last_hidden_state[:, -1].float() @ head.T
+            values, indices = torch.topk(logits, settings.top_k, dim=-1)
+            next_ids = kept[indices[:, 0]]
+            steps_ids.append(next_ids)
+            steps_topk.append(kept[indices].to(torch.int32))
+            steps_logits.append(values.to(torch.float16))
+            finished |= torch.isin(next_ids, eos)
+            if bool(finished.all()):
+                break
+            input_ids = next_ids[:, None]
+            mask = torch.cat([mask, torch.ones((batch, 1), dtype=mask.dtype)], dim=1)
+            positions = positions[:, -1:] + 1
+    new = torch.stack(steps_ids, dim=1)
+    return _split_rows(
+        prompt_ids, new, torch.stack(steps_topk, dim=1), torch.stack(steps_logits, dim=1), eos_ids
+    )
+
+
+def _split_rows(
+    prompt_ids: Sequence[Sequence[int]],
+    new: Any,
+    topk_ids: Any,
+    topk_logits: Any,
+    eos_ids: set[int],
+) -> dict[str, list[Any]]:
+    """Per-row records, each continuation cut after its first EOS."""
+    import torch
+
     result: dict[str, list[Any]] = {
         "prompt_ids": [],
         "output_ids": [],
@@ -120,11 +193,13 @@ def generate_distillation_data(
     settings: GenerationSettings,
     progress: Callable[[int, int, float], None] | None = None,
     deadline_s: float | None = None,
+    head_ids: Sequence[int] | None = None,
 ) -> int:
     """Generate continuations for ``prompts`` into ``out_dir`` shards; returns batches done.
 
     Existing shards are skipped (resume). ``deadline_s`` (a ``time.monotonic()`` value)
-    stops cleanly after the batch that crosses it.
+    stops cleanly after the batch that crosses it. ``head_ids`` switches to the faster
+    :func:`generate_batch_trimmed` over those tokens.
     """
     import torch
 
@@ -143,8 +218,11 @@ def generate_distillation_data(
         if deadline_s is not None and time.monotonic() > deadline_s:
             break
         start = time.monotonic()
-        data: dict[str, Any] = generate_batch(
-            model, [encoded[i] for i in batch], pad_id, eos_ids, settings
+        rows = [encoded[i] for i in batch]
+        data: dict[str, Any] = (
+            generate_batch(model, rows, pad_id, eos_ids, settings)
+            if head_ids is None
+            else generate_batch_trimmed(model, rows, pad_id, eos_ids, settings, head_ids)
         )
         data["prompt_id"] = [prompts[i].prompt_id for i in batch]
         tmp = shard.with_suffix(".tmp")

@@ -1,0 +1,90 @@
+"""Faster distillation data: trimmed-head generation and teacher-forced text labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+from edgespec.learn.distill import load_shards
+from edgespec.learn.distill_data import generate_batch, generate_batch_trimmed
+from edgespec.learn.distill_text import label_batch, label_texts
+from tests.models.tiny import VOCAB, tiny_target
+
+PROMPTS = [[2, 5, 9, 11, 30], [2, 7], [2, 40, 41, 42]]
+
+
+def test_trimmed_generation_over_the_whole_vocabulary_equals_full_greedy() -> None:
+    model = tiny_target()
+    settings = SimpleNamespace(max_new_tokens=8, top_k=3)
+    full = generate_batch(model, PROMPTS, pad_id=0, eos_ids={1}, settings=settings)
+    fast = generate_batch_trimmed(model, PROMPTS, 0, {1}, settings, list(range(VOCAB)))
+    for key in ("output_ids", "topk_ids"):
+        for a, b in zip(full[key], fast[key], strict=True):
+            assert a.tolist() == b.tolist()
+
+
+def test_trimmed_generation_takes_the_argmax_among_the_head_tokens() -> None:
+    model = tiny_target()
+    kept = list(range(3, VOCAB, 2))  # odd ids from 3 (no EOS)
+    settings = SimpleNamespace(max_new_tokens=5, top_k=2)
+    fast = generate_batch_trimmed(model, PROMPTS, 0, {1}, settings, kept)
+    for row, ids in enumerate(PROMPTS):
+        context = list(ids)
+        for _ in range(5):
+            logits = model(torch.tensor([context])).logits[0, -1]
+            masked = torch.full_like(logits, float("-inf"))
+            masked[kept] = logits[kept]
+            context.append(int(masked.argmax()))
+        assert fast["output_ids"][row].tolist() == context[len(ids) :]
+
+
+def test_teacher_forced_labels_are_the_targets_argmax_at_each_position() -> None:
+    model = tiny_target()
+    kept = list(range(VOCAB))
+    seqs = [[2, 5, 9, 11, 30, 31], [2, 7, 8]]
+    out = label_batch(model, seqs, kept, top_k=3)
+    for row, seq in enumerate(seqs):
+        logits = model(torch.tensor([seq])).logits[0]
+        assert out["prompt_ids"][row].tolist() == seq[:1]
+        assert out["output_ids"][row].tolist() == seq[1:]
+        # position j's label is the target's choice after seq[: j + 1]: unaffected by padding
+        assert out["topk_ids"][row][:, 0].tolist() == logits[:-1].argmax(-1).tolist()
+
+
+def test_label_texts_writes_and_resumes_shards(tmp_path: Path) -> None:
+    class _Tok:
+        bos_token_id = 2
+
+        def __call__(self, text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
+            return {"input_ids": [int(t) for t in text.split()]}
+
+    model = tiny_target()
+    texts = ["5 6 7 8 9", "10 11", "12", "13 14 15 16 17 18 19 20"]  # "12" is too short
+    calls: list[int] = []
+    done = label_texts(
+        model,
+        _Tok(),
+        texts,
+        tmp_path,
+        list(range(VOCAB)),
+        max_tokens=5,
+        batch_size=2,
+        progress=lambda i, n, s: calls.append(i),
+    )
+    assert done == 2 and calls == [1, 2]
+    samples = load_shards(tmp_path)
+    assert [len(s.output_ids) for s in samples] == [4, 2, 4]
+    again: list[int] = []
+    label_texts(
+        model,
+        _Tok(),
+        texts,
+        tmp_path,
+        [3],
+        max_tokens=5,
+        batch_size=2,
+        progress=lambda i, n, s: again.append(i),
+    )
+    assert again == []
