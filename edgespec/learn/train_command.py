@@ -69,6 +69,10 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.prompts import load_prompts
     from edgespec.models.loading import load_model
 
+    if args.fast_head and args.init_from is None:
+        raise UserInputError("--fast-head needs --init-from (its kept tokens form the head)")
+    if args.init_from is not None and not args.init_from.is_dir():
+        raise UserInputError(f"--init-from {str(args.init_from)!r} is not a saved draft directory")
     console = Console(stderr=True)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -85,8 +89,6 @@ def run(args: argparse.Namespace) -> int:
         from edgespec.models.trimmed import TrimmedVocabDraft
 
         saved = TrimmedVocabDraft.load(args.init_from)
-    if args.fast_head and saved is None:
-        raise UserInputError("--fast-head needs --init-from (its kept tokens form the head)")
     if not args.skip_generate:
         prompts = []
         for name in (d.strip() for d in args.datasets.split(",") if d.strip()):

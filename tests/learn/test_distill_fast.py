@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 import torch
 
+from edgespec.cli import main
 from edgespec.learn.distill import load_shards
 from edgespec.learn.distill_data import generate_batch, generate_batch_trimmed
 from edgespec.learn.distill_text import label_batch, label_texts
@@ -88,3 +90,13 @@ def test_label_texts_writes_and_resumes_shards(tmp_path: Path) -> None:
         progress=lambda i, n, s: again.append(i),
     )
     assert again == []
+
+
+def test_train_draft_fast_head_without_a_draft_is_a_clear_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["train", "draft", "--out", str(tmp_path / "d"), "--data-dir", str(tmp_path)]
+    assert main([*args, "--fast-head"]) == 2
+    assert "--fast-head needs --init-from" in capsys.readouterr().err
+    assert main([*args, "--init-from", str(tmp_path / "missing")]) == 2
+    assert "is not a saved draft directory" in capsys.readouterr().err
