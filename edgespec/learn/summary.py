@@ -50,10 +50,17 @@ def _speed(records: Sequence[TraceRecord], attr: str) -> float | None:
     return sum(r.output_tokens for r in records) / (total_ms / 1e3) if total_ms > 0 else None
 
 
-def summarize(name: str, records: Sequence[TraceRecord], gamma: int) -> TraceSummary:
-    """Totals over ``records`` (speeds are total tokens / total time, not means of ratios)."""
+def summarize(
+    name: str, records: Sequence[TraceRecord], gamma: int, max_new_tokens: int | None = None
+) -> TraceSummary:
+    """Totals over ``records`` (speeds are total tokens / total time, not means of ratios);
+    the replay caps windows at the token budget when ``max_new_tokens`` is given."""
     rounds = [r for rec in records for r in rec.rounds]
-    replayed = [n for rec in records for n in replay_accepted_lengths(rec.acceptance_seq, gamma)]
+    replayed = [
+        n
+        for rec in records
+        for n in replay_accepted_lengths(rec.acceptance_seq, gamma, max_new_tokens)
+    ]
     flags = [f for rec in records for f in rec.acceptance_seq]
     drafted = sum(r.gamma for r in rounds)
     draft_ms = sum(r.draft_ms for r in rounds)
@@ -74,10 +81,14 @@ def summarize(name: str, records: Sequence[TraceRecord], gamma: int) -> TraceSum
     )
 
 
-def summarize_by_dataset(records: Sequence[TraceRecord], gamma: int) -> list[TraceSummary]:
+def summarize_by_dataset(
+    records: Sequence[TraceRecord], gamma: int, max_new_tokens: int | None = None
+) -> list[TraceSummary]:
     """One summary per dataset (in first-seen order) and one for everything (``all``)."""
     names = list(dict.fromkeys(r.dataset for r in records))
-    out = [summarize(n, [r for r in records if r.dataset == n], gamma) for n in names]
+    out = [
+        summarize(n, [r for r in records if r.dataset == n], gamma, max_new_tokens) for n in names
+    ]
     if len(names) > 1:
-        out.append(summarize("all", records, gamma))
+        out.append(summarize("all", records, gamma, max_new_tokens))
     return out

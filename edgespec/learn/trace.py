@@ -81,19 +81,25 @@ class TraceRecord:
         return sum(r.num_accepted for r in self.rounds) / len(self.rounds)
 
 
-def replay_accepted_lengths(acceptance_seq: Sequence[int], gamma: int) -> list[int]:
+def replay_accepted_lengths(
+    acceptance_seq: Sequence[int], gamma: int, max_new_tokens: int | None = None
+) -> list[int]:
     """Accepted lengths of the greedy rounds a window of ``gamma`` would run over the sequence.
 
-    A round at position s accepts L = the run of 1s from s (capped at γ and at the end of
-    the output, as the runtime caps a round's window at the tokens still allowed) and
-    commits L + 1 tokens; the next round starts at s + L + 1.
+    A round at position s accepts L = the run of 1s from s, capped at its window and at the
+    end of the output, and commits L + 1 tokens; the next round starts at s + L + 1. The
+    window is γ, or with ``max_new_tokens`` the runtime drafter's
+    max(1, min(γ, max_new_tokens − s − 1)): it never drafts past the token budget.
     """
     if gamma < 1:
         raise ValueError(f"gamma must be >= 1, got {gamma}")
     lengths, pos, n = [], 0, len(acceptance_seq)
     while pos < n:
+        window = gamma
+        if max_new_tokens is not None:
+            window = max(1, min(gamma, max_new_tokens - pos - 1))
         length = 0
-        while length < gamma and pos + length < n and acceptance_seq[pos + length]:
+        while length < window and pos + length < n and acceptance_seq[pos + length]:
             length += 1
         lengths.append(length)
         pos += length + 1

@@ -157,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
             subset = [r for r in records if r.dataset == name]
             write_trace(args.out_dir / f"{name}.jsonl", subset)
             console.print(f"wrote {len(subset)} records to {args.out_dir / (name + '.jsonl')}")
-    _print_summary(console, records, args.gamma)
+    _print_summary(console, records, args.gamma, args.max_new_tokens)
     return 0
 
 
@@ -165,7 +165,7 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _print_summary(console: Any, records: list[Any], gamma: int) -> None:
+def _print_summary(console: Any, records: list[Any], gamma: int, max_new_tokens: int) -> None:
     from rich.table import Table
 
     from edgespec.learn.summary import summarize_by_dataset
@@ -177,7 +177,7 @@ def _print_summary(console: Any, records: list[Any], gamma: int) -> None:
         "lossless",
     ):  # fmt: skip
         table.add_column(col, justify="right")
-    for s in summarize_by_dataset(records, gamma):
+    for s in summarize_by_dataset(records, gamma, max_new_tokens):
         table.add_row(
             s.name,
             str(s.num_requests),

@@ -20,7 +20,7 @@ def test_bundled_traces_cover_every_dataset_with_real_acceptance_data() -> None:
             assert r.draft_model == "gemma3-270m-draft+lookup" and r.gamma_max == 4
             assert r.draft_features is not None and len(r.draft_features[0]) == 5
             measured = [x.num_accepted for x in r.rounds]
-            assert replay_accepted_lengths(r.acceptance_seq, 4) == measured
+            assert replay_accepted_lengths(r.acceptance_seq, 4, 64) == measured
 
 
 def test_bundled_draft_resolves() -> None:
