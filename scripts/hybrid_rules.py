@@ -1,0 +1,120 @@
+"""Offline: how should the distilled draft and prompt lookup be combined?
+
+    python scripts/hybrid_rules.py [DRAFT_DIR] [PROMPTS_PER_DATASET] [THREADS]
+
+Greedy target outputs (64 tokens) of the test prompts are generated once and cached in
+runs/hybrid_rules_outputs_<N>.pt. Then, at every output position, the draft's argmax and
+confidence on the target's prefix and the prompt-lookup candidate are computed, and AAL at
+γ = 4 (budget-capped replay, as the runtime drafts) / per-position acceptance is printed
+for several combination rules. Greedy acceptance only depends on these per-position
+proposals, so this equals what a full run of each rule would measure.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+from edgespec.learn.distill_data import encode_prompt, generate_batch
+from edgespec.learn.draft_backend import suffix_match_next
+from edgespec.learn.prompts import load_prompts
+from edgespec.learn.trace import replay_accepted_lengths
+from edgespec.models.loading import load_model
+from edgespec.models.trimmed import TrimmedVocabDraft
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASETS = ("gsm8k", "cnndm", "humaneval", "sharegpt")
+NEW_TOKENS = 64
+Row = tuple[
+    int, int, float, int | None, int | None
+]  # target, draft, conf, lookup(4,2), lookup(8,2)
+
+
+def target_outputs(limit: int) -> dict[str, list[tuple[list[int], list[int]]]]:
+    cache = ROOT / "runs" / f"hybrid_rules_outputs_{limit}.pt"
+    if cache.exists():
+        data: dict[str, list[tuple[list[int], list[int]]]] = torch.load(cache)
+        return data
+    target = load_model("gemma3-270m")
+    data = {}
+    for name in DATASETS:
+        encoded = [
+            encode_prompt(target.tokenizer, p.text, 256) for p in load_prompts(name, "test", limit)
+        ]
+        outputs: list[list[int]] = []
+        for i in range(0, len(encoded), 8):
+            settings = SimpleNamespace(max_new_tokens=NEW_TOKENS, top_k=1)
+            result = generate_batch(target.model, encoded[i : i + 8], 0, {1}, settings)
+            outputs += [o.tolist() for o in result["output_ids"]]
+        data[name] = list(zip(encoded, outputs, strict=True))
+    cache.parent.mkdir(exist_ok=True)
+    torch.save(data, cache)
+    return data
+
+
+def rows_for(draft: TrimmedVocabDraft, prompt: list[int], output: list[int]) -> list[Row]:
+    seq = prompt + output
+    with torch.no_grad():
+        logits, _ = draft.trimmed_forward(torch.tensor([seq]), use_cache=False)
+    conf, index = torch.softmax(logits[0].float(), -1).max(-1)
+    draft_ids = draft.to_target_ids(index).tolist()
+    rows = []
+    for j, token in enumerate(output):
+        p = len(prompt) + j - 1
+        context = seq[: len(prompt) + j]
+        rows.append(
+            (token, draft_ids[p], float(conf[p]), suffix_match_next(context, 4, 2),
+             suffix_match_next(context, 8, 2))
+        )  # fmt: skip
+    return rows
+
+
+def confident_draft(threshold: float) -> Callable[[Row], int | None]:
+    """The draft's token when it is confident or lookup has nothing, else lookup's."""
+
+    def pick(r: Row) -> int | None:
+        return r[1] if r[3] is None or r[2] > threshold else r[3]
+
+    return pick
+
+
+RULES: dict[str, Callable[[Row], int | None]] = {
+    "draft": lambda r: r[1],
+    "lookup": lambda r: r[3],
+    "hybrid (lookup first)": lambda r: r[3] if r[3] is not None else r[1],
+    "hybrid, max n-gram 8": lambda r: r[4] if r[4] is not None else r[1],
+    **{f"draft if conf > {t}": confident_draft(t) for t in (0.5, 0.7, 0.9)},
+}
+
+
+def score(flags_per_request: Sequence[list[int]]) -> str:
+    accepted = [n for f in flags_per_request for n in replay_accepted_lengths(f, 4, NEW_TOKENS)]
+    flat = [x for f in flags_per_request for x in f]
+    return f"{sum(accepted) / len(accepted):.2f}/{sum(flat) / len(flat):.2f}"
+
+
+def main() -> None:
+    draft_dir = (
+        Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "edgespec/data/drafts/gemma3-270m-draft"
+    )
+    limit = int(sys.argv[2]) if len(sys.argv) > 2 else 6
+    torch.set_num_threads(int(sys.argv[3]) if len(sys.argv) > 3 else 2)
+    data = target_outputs(limit)
+    draft = TrimmedVocabDraft.load(draft_dir)
+    rows = {name: [rows_for(draft, p, o) for p, o in items] for name, items in data.items()}
+    print("rule: AAL/per-position acceptance per dataset, then all")
+    for rule, pick in RULES.items():
+        flags = {
+            n: [[int(pick(r) == r[0]) for r in req] for req in reqs] for n, reqs in rows.items()
+        }
+        cells = [f"{n} {score(f)}" for n, f in flags.items()]
+        cells.append("all " + score([f for fs in flags.values() for f in fs]))
+        print(f"{rule}: " + "  ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
