@@ -111,6 +111,13 @@ def run(args: argparse.Namespace) -> int:
     num_configs = len(design_grid(spec))
     with Progress(console=console, transient=False) as progress:
         task = progress.add_task(f"profiling {args.target}", total=num_configs)
+
+        def on_config(_: Any) -> None:
+            progress.advance(task)
+            done = int(progress.tasks[0].completed)
+            if not console.is_terminal and (done % 10 == 0 or done == num_configs):
+                console.print(f"profiled {done}/{num_configs} configurations")  # a log line
+
         result = profile_pair(
             args.target,
             target_model,
@@ -119,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             draft,
             gamma=args.gamma,
             num_bootstrap=args.bootstrap,
-            on_config=lambda _: progress.advance(task),
+            on_config=on_config,
         )
     command = "edgespec profile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [])
     paths = write_profiles(result, Path(args.out), command)

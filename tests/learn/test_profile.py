@@ -294,3 +294,19 @@ def test_median_runs_picks_each_configurations_median() -> None:
         Sample(1, 0, ((1, 0),), 0.5), Sample(1, 1, ((1, 0),), 0.1),
     ]  # fmt: skip
     assert median_runs(samples) == [samples[0], samples[4]]
+
+
+def test_command_logs_progress_lines_when_not_on_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_dir = tmp_path / "tiny"
+    tiny_llama().save_pretrained(str(model_dir))
+    argv = ("--target", str(model_dir), "--draft", "ngram", "--quick", "--threads", "1")
+    args = _args(*argv, "--bootstrap", "20", "--out", str(tmp_path / "p.yaml"))
+    assert run_command(args) == 0
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("profiled ")]
+    assert lines and lines[-1].endswith("configurations")
+    done, total = lines[-1].split()[1].split("/")
+    assert done == total
+    assert (tmp_path / "p.yaml").is_file()
