@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from edgespec.learn.prompts import TEMPLATES, _sharegpt_rows, _sharegpt_split
+from edgespec.learn.prompts import TEMPLATES, sharegpt_rows, sharegpt_split
 
 _SPEAKERS = {"human": "User", "gpt": "Assistant"}
 
@@ -27,8 +27,8 @@ def sharegpt_conversations(skip: int = 0, limit: int | None = None) -> Iterator[
     ShareGPT prompt template, continued turn by turn), skipping the first ``skip``."""
     seen = 0
     yielded = 0
-    for row in _sharegpt_rows():
-        if _sharegpt_split(str(row.get("id", ""))) != "train":
+    for row in sharegpt_rows():
+        if sharegpt_split(str(row.get("id", ""))) != "train":
             continue
         turns = [t for t in row.get("conversations") or [] if t.get("from") in _SPEAKERS]
         if len(turns) < 2 or turns[0].get("from") != "human":

