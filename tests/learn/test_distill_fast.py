@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import torch
@@ -100,3 +101,28 @@ def test_train_draft_fast_head_without_a_draft_is_a_clear_usage_error(
     assert "--fast-head needs --init-from" in capsys.readouterr().err
     assert main([*args, "--init-from", str(tmp_path / "missing")]) == 2
     assert "is not a saved draft directory" in capsys.readouterr().err
+
+
+def test_sharegpt_conversations_use_the_prompt_template_and_the_training_split(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from edgespec.learn import distill_text
+
+    def conv(cid: str, *turns: tuple[str, str]) -> dict[str, Any]:
+        return {"id": cid, "conversations": [{"from": f, "value": v} for f, v in turns]}
+
+    rows = [
+        conv("a", ("human", " hi "), ("gpt", "yo"), ("human", "more")),
+        conv("held-out", ("human", "x"), ("gpt", "y")),
+        conv("b", ("gpt", "starts with the model")),
+        conv("c", ("human", "q"), ("gpt", "r")),
+    ]
+    monkeypatch.setattr(distill_text, "sharegpt_rows", lambda: iter(rows))
+    monkeypatch.setattr(
+        distill_text, "sharegpt_split", lambda cid: "test" if cid == "held-out" else "train"
+    )
+    assert list(distill_text.sharegpt_conversations()) == [
+        "User: hi\nAssistant: yo\nUser: more",
+        "User: q\nAssistant: r",
+    ]
+    assert list(distill_text.sharegpt_conversations(skip=1, limit=1)) == ["User: q\nAssistant: r"]
