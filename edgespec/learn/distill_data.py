@@ -201,23 +201,14 @@ def generate_distillation_data(
     stops cleanly after the batch that crosses it. ``head_ids`` switches to the faster
     :func:`generate_batch_trimmed` over those tokens.
     """
-    import torch
-
-    out_dir.mkdir(parents=True, exist_ok=True)
     encoded = [encode_prompt(tokenizer, p.text, settings.max_prompt_tokens) for p in prompts]
     batches = plan_batches(prompts, [len(e) for e in encoded], settings.batch_size, settings.seed)
     eos = tokenizer.eos_token_id
     eos_ids = {int(eos)} if eos is not None else set()
     pad_id = int(tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0)
-    done = 0
-    for index, batch in enumerate(batches):
-        shard = out_dir / f"shard_{index:05d}.pt"
-        if shard.exists():
-            done += 1
-            continue
-        if deadline_s is not None and time.monotonic() > deadline_s:
-            break
-        start = time.monotonic()
+
+    def make(index: int) -> dict[str, Any]:
+        batch = batches[index]
         rows = [encoded[i] for i in batch]
         data: dict[str, Any] = (
             generate_batch(model, rows, pad_id, eos_ids, settings)
@@ -225,10 +216,38 @@ def generate_distillation_data(
             else generate_batch_trimmed(model, rows, pad_id, eos_ids, settings, head_ids)
         )
         data["prompt_id"] = [prompts[i].prompt_id for i in batch]
+        return data
+
+    return write_shards(out_dir, len(batches), make, progress, deadline_s)
+
+
+def write_shards(
+    out_dir: Path,
+    num_batches: int,
+    make_batch: Callable[[int], dict[str, Any]],
+    progress: Callable[[int, int, float], None] | None = None,
+    deadline_s: float | None = None,
+) -> int:
+    """Write ``make_batch(i)`` to ``out_dir/shard_{i:05d}.pt`` for every batch whose shard is
+    missing (resume), atomically; returns batches done. ``deadline_s`` (a
+    ``time.monotonic()`` value) stops cleanly after the batch that crosses it."""
+    import torch
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    done = 0
+    for index in range(num_batches):
+        shard = out_dir / f"shard_{index:05d}.pt"
+        if shard.exists():
+            done += 1
+            continue
+        if deadline_s is not None and time.monotonic() > deadline_s:
+            break
+        start = time.monotonic()
+        data = make_batch(index)
         tmp = shard.with_suffix(".tmp")
         torch.save(data, tmp)
         tmp.rename(shard)
         done += 1
         if progress is not None:
-            progress(index + 1, len(batches), time.monotonic() - start)
+            progress(index + 1, num_batches, time.monotonic() - start)
     return done

@@ -12,11 +12,11 @@ never the text's own next token.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from edgespec.learn.distill_data import write_shards
 from edgespec.learn.prompts import TEMPLATES, sharegpt_rows, sharegpt_split
 
 _SPEAKERS = {"human": "User", "gpt": "Assistant"}
@@ -101,28 +101,15 @@ def label_texts(
 
     ``deadline_s`` (a ``time.monotonic()`` value) stops cleanly after the batch crossing it.
     """
-    import torch
-
     if max_tokens < 3:
         raise ValueError(f"max_tokens must be >= 3, got {max_tokens}")
-    out_dir.mkdir(parents=True, exist_ok=True)
     encoded = [encode_text(tokenizer, t, max_tokens) for t in texts]
     encoded = [e for e in encoded if len(e) >= 3]
     batches = [encoded[i : i + batch_size] for i in range(0, len(encoded), batch_size)]
-    done = 0
-    for index, batch in enumerate(batches):
-        shard = out_dir / f"shard_{index:05d}.pt"
-        if shard.exists():
-            done += 1
-            continue
-        if deadline_s is not None and time.monotonic() > deadline_s:
-            break
-        start = time.monotonic()
-        data = label_batch(model, batch, head_ids, top_k)
-        tmp = shard.with_suffix(".tmp")
-        torch.save(data, tmp)
-        tmp.rename(shard)
-        done += 1
-        if progress is not None:
-            progress(index + 1, len(batches), time.monotonic() - start)
-    return done
+    return write_shards(
+        out_dir,
+        len(batches),
+        lambda index: label_batch(model, batches[index], head_ids, top_k),
+        progress,
+        deadline_s,
+    )

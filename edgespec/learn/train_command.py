@@ -132,9 +132,13 @@ def run(args: argparse.Namespace) -> int:
     train = [samples[i] for i in order[num_val:]]
     tok = target.tokenizer
     special = distill.special_token_ids(tok)
-    kept = distill.choose_kept_tokens(train, args.kept_tokens, always=sorted(set(special.values())))
-    if saved is not None:
-        kept = list(saved.config.draft_token_ids)
+    kept = (
+        list(saved.config.draft_token_ids)
+        if saved is not None
+        else distill.choose_kept_tokens(
+            train, args.kept_tokens, always=sorted(set(special.values()))
+        )
+    )
     if args.text_data_dir is not None:
         train.extend(_label_conversations(args, target, kept, columns, console))
     arch = distill.DraftArchitecture(
