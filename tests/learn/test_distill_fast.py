@@ -126,3 +126,9 @@ def test_sharegpt_conversations_use_the_prompt_template_and_the_training_split(
         "User: q\nAssistant: r",
     ]
     assert list(distill_text.sharegpt_conversations(skip=1, limit=1)) == ["User: q\nAssistant: r"]
+
+
+def test_label_texts_refuses_a_too_short_token_limit(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_tokens must be >= 3, got 2"):
+        label_texts(tiny_target(), None, ["5 6 7"], tmp_path, [3], max_tokens=2)
+    assert not list(tmp_path.iterdir())

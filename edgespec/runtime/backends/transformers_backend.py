@@ -65,9 +65,9 @@ def blocked_head(hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """``hidden @ weight.T`` for a few rows, one block of 2,048 vocabulary rows at a time.
 
     With a handful of rows (a γ + 1 verification block) and a 262k-row head, the CPU GEMM
-    for the whole matrix ran 2.2× slower than for one row (Gemma 3 270M, one thread: 152 ms
-    for 5 rows vs 70 ms for 1); blocks that stay in cache bring 5 rows to 108 ms. Used for
-    2..16 rows; one row (plain decoding) gains nothing.
+    for the whole matrix ran about 2× slower than for one row on one CPU thread (Gemma 3 270M);
+    blocks that stay in cache cut the 5-row head by 21–29% (``scripts/head_speed.py``). Used
+    for 2..16 rows; one row (plain decoding) gains nothing.
     """
     rows = hidden.reshape(-1, hidden.shape[-1])
     out = rows.new_empty((rows.shape[0], weight.shape[0]))
