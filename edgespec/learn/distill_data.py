@@ -21,13 +21,19 @@ from edgespec.learn.prompts import Prompt
 
 @dataclass(frozen=True, slots=True)
 class GenerationSettings:
-    """Batch generation limits. Prompts longer than ``max_prompt_tokens`` keep their tail."""
+    """Batch generation limits. Prompts longer than ``max_prompt_tokens`` keep their tail.
+
+    ``temperature`` > 0 samples the continuation at that temperature instead of taking the
+    argmax: more varied contexts from the same prompts, still close to what the target
+    writes. The labels stay the target's top-k at every position either way.
+    """
 
     batch_size: int = 32
     max_prompt_tokens: int = 256
     max_new_tokens: int = 96
     top_k: int = 16
     seed: int = 0
+    temperature: float = 0.0
 
 
 def encode_prompt(tokenizer: Any, text: str, max_prompt_tokens: int) -> list[int]:
@@ -99,11 +105,13 @@ def generate_batch_trimmed(
     prompt_ids: Sequence[Sequence[int]],
     pad_id: int,
     eos_ids: set[int],
-    settings: Any,
+    settings: GenerationSettings,
     head_ids: Sequence[int],
+    generator: Any = None,
 ) -> dict[str, list[Any]]:
     """Like :func:`generate_batch`, but the head covers only ``head_ids`` (a draft's kept
-    tokens): each step takes the target's argmax *among those tokens*.
+    tokens): each step takes the target's argmax *among those tokens* (or, when
+    ``settings.temperature`` > 0, samples among them with the torch ``generator``).
 
     The target's 262k-row head is most of its per-token cost, so this is several times
     faster. The continuation equals the target's true greedy one up to the first position
@@ -139,7 +147,11 @@ def generate_batch_trimmed(
             cache = out.past_key_values
             logits = out.last_hidden_state[:, -1].float() @ head.T
             values, indices = torch.topk(logits, settings.top_k, dim=-1)
-            next_ids = kept[indices[:, 0]]
+            if settings.temperature > 0:
+                probs = torch.softmax(logits / settings.temperature, dim=-1)
+                next_ids = kept[torch.multinomial(probs, 1, generator=generator)[:, 0]]
+            else:
+                next_ids = kept[indices[:, 0]]
             steps_ids.append(next_ids)
             steps_topk.append(kept[indices].to(torch.int32))
             steps_logits.append(values.to(torch.float16))
@@ -199,8 +211,12 @@ def generate_distillation_data(
 
     Existing shards are skipped (resume). ``deadline_s`` (a ``time.monotonic()`` value)
     stops cleanly after the batch that crosses it. ``head_ids`` switches to the faster
-    :func:`generate_batch_trimmed` over those tokens.
+    :func:`generate_batch_trimmed` over those tokens; sampling (``settings.temperature``
+    > 0) needs it, and batch ``i`` then draws from a generator seeded with
+    ``(settings.seed, i)``, so a resumed run writes the same shards.
     """
+    if settings.temperature > 0 and head_ids is None:
+        raise ValueError("sampled continuations (temperature > 0) need head_ids")
     encoded = [encode_prompt(tokenizer, p.text, settings.max_prompt_tokens) for p in prompts]
     batches = plan_batches(prompts, [len(e) for e in encoded], settings.batch_size, settings.seed)
     eos = tokenizer.eos_token_id
@@ -213,12 +229,20 @@ def generate_distillation_data(
         data: dict[str, Any] = (
             generate_batch(model, rows, pad_id, eos_ids, settings)
             if head_ids is None
-            else generate_batch_trimmed(model, rows, pad_id, eos_ids, settings, head_ids)
+            else generate_batch_trimmed(
+                model, rows, pad_id, eos_ids, settings, head_ids, _batch_generator(settings, index)
+            )
         )
         data["prompt_id"] = [prompts[i].prompt_id for i in batch]
         return data
 
     return write_shards(out_dir, len(batches), make, progress, deadline_s)
+
+
+def _batch_generator(settings: GenerationSettings, index: int) -> Any:
+    import torch
+
+    return torch.Generator().manual_seed(settings.seed * 1_000_003 + index)
 
 
 def write_shards(

@@ -29,6 +29,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=32, help="prompts generated together")
     p.add_argument("--max-prompt-tokens", type=int, default=256)
     p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument(
+        "--sample-temperature",
+        type=float,
+        default=0.0,
+        help="sample continuations at this temperature (needs --fast-head); 0 = greedy",
+    )
+    p.add_argument(
+        "--train-data-dir",
+        type=Path,
+        action="append",
+        default=[],
+        help="more shard directories to train on (repeatable)",
+    )
     p.add_argument("--kept-tokens", type=int, default=8192, help="draft vocabulary size K")
     p.add_argument("--hidden-size", type=int, default=256)
     p.add_argument("--layers", type=int, default=3)
@@ -71,6 +84,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.fast_head and args.init_from is None:
         raise UserInputError("--fast-head needs --init-from (its kept tokens form the head)")
+    if args.sample_temperature < 0:
+        raise UserInputError(f"--sample-temperature must be >= 0, got {args.sample_temperature}")
+    if args.sample_temperature > 0 and not args.fast_head:
+        raise UserInputError("--sample-temperature needs --fast-head (it samples the cut head)")
+    for extra in args.train_data_dir:
+        if not extra.is_dir():
+            raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")
     if args.init_from is not None and not args.init_from.is_dir():
         raise UserInputError(f"--init-from {str(args.init_from)!r} is not a saved draft directory")
     console = Console(stderr=True)
@@ -99,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
             max_prompt_tokens=args.max_prompt_tokens,
             max_new_tokens=args.max_new_tokens,
             seed=args.seed,
+            temperature=args.sample_temperature,
         )
         with Progress(*columns, console=console) as progress:
             task = progress.add_task("generating", total=None)
@@ -139,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
             train, args.kept_tokens, always=sorted(set(special.values()))
         )
     )
+    if args.train_data_dir:
+        train.extend(distill.load_shards(*args.train_data_dir))
     if args.text_data_dir is not None:
         train.extend(_label_conversations(args, target, kept, columns, console))
     arch = distill.DraftArchitecture(

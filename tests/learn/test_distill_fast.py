@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -11,7 +10,7 @@ import torch
 
 from edgespec.cli import main
 from edgespec.learn.distill import load_shards
-from edgespec.learn.distill_data import generate_batch, generate_batch_trimmed
+from edgespec.learn.distill_data import GenerationSettings, generate_batch, generate_batch_trimmed
 from edgespec.learn.distill_text import label_batch, label_texts
 from tests.models.tiny import VOCAB, tiny_target
 
@@ -20,7 +19,7 @@ PROMPTS = [[2, 5, 9, 11, 30], [2, 7], [2, 40, 41, 42]]
 
 def test_trimmed_generation_over_the_whole_vocabulary_equals_full_greedy() -> None:
     model = tiny_target()
-    settings = SimpleNamespace(max_new_tokens=8, top_k=3)
+    settings = GenerationSettings(max_new_tokens=8, top_k=3)
     full = generate_batch(model, PROMPTS, pad_id=0, eos_ids={1}, settings=settings)
     fast = generate_batch_trimmed(model, PROMPTS, 0, {1}, settings, list(range(VOCAB)))
     for key in ("output_ids", "topk_ids"):
@@ -31,7 +30,7 @@ def test_trimmed_generation_over_the_whole_vocabulary_equals_full_greedy() -> No
 def test_trimmed_generation_takes_the_argmax_among_the_head_tokens() -> None:
     model = tiny_target()
     kept = list(range(3, VOCAB, 2))  # odd ids from 3 (no EOS)
-    settings = SimpleNamespace(max_new_tokens=5, top_k=2)
+    settings = GenerationSettings(max_new_tokens=5, top_k=2)
     fast = generate_batch_trimmed(model, PROMPTS, 0, {1}, settings, kept)
     for row, ids in enumerate(PROMPTS):
         context = list(ids)
@@ -132,3 +131,67 @@ def test_label_texts_refuses_a_too_short_token_limit(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="max_tokens must be >= 3, got 2"):
         label_texts(tiny_target(), None, ["5 6 7"], tmp_path, [3], max_tokens=2)
     assert not list(tmp_path.iterdir())
+
+
+def _sampled(seed: int, temperature: float, new_tokens: int = 6) -> dict[str, list[Any]]:
+    settings = GenerationSettings(max_new_tokens=new_tokens, top_k=2, temperature=temperature)
+    generator = torch.Generator().manual_seed(seed)
+    return generate_batch_trimmed(
+        tiny_target(), PROMPTS, 0, set(), settings, list(range(3, VOCAB)), generator
+    )
+
+
+def test_sampled_generation_is_seeded_and_keeps_the_argmax_labels() -> None:
+    model = tiny_target()
+    a, b, c = _sampled(7, 2.0), _sampled(7, 2.0), _sampled(8, 2.0)
+    assert [t.tolist() for t in a["output_ids"]] == [t.tolist() for t in b["output_ids"]]
+    assert [t.tolist() for t in a["output_ids"]] != [t.tolist() for t in c["output_ids"]]
+    greedy = generate_batch_trimmed(
+        model,
+        PROMPTS,
+        0,
+        set(),
+        GenerationSettings(max_new_tokens=6, top_k=2),
+        list(range(3, VOCAB)),
+    )
+    assert [t.tolist() for t in a["output_ids"]] != [t.tolist() for t in greedy["output_ids"]]
+    for row, ids in enumerate(PROMPTS):
+        context = torch.tensor([[*ids, *a["output_ids"][row].tolist()]])
+        logits = model(context).logits[0, len(ids) - 1 : -1, 3:]
+        # labels: the target's argmax at each *sampled* context, not the sampled token
+        assert a["topk_ids"][row][:, 0].tolist() == (logits.argmax(-1) + 3).tolist()
+
+
+def test_sampled_first_tokens_follow_the_tempered_softmax() -> None:
+    model = tiny_target()
+    with torch.no_grad():
+        model.lm_head.weight.mul_(25)  # a peaked distribution, so the temperature matters
+    temperature, draws = 1.5, 3000
+    settings = GenerationSettings(max_new_tokens=1, top_k=1, temperature=temperature)
+    out = generate_batch_trimmed(
+        model,
+        [PROMPTS[0]] * draws,
+        0,
+        set(),
+        settings,
+        list(range(VOCAB)),
+        torch.Generator().manual_seed(0),
+    )
+    counts = torch.bincount(torch.cat(out["output_ids"]).long(), minlength=VOCAB).double()
+    logits = model(torch.tensor([PROMPTS[0]])).logits[0, -1].double()
+    expected = torch.softmax(logits / temperature, -1) * draws
+    big = expected >= 5  # Pearson's χ² over the well-populated cells, the rest pooled
+    assert 5 <= int(big.sum()) < VOCAB
+    observed = torch.cat([counts[big], counts[~big].sum(0, keepdim=True)])
+    wanted = torch.cat([expected[big], expected[~big].sum(0, keepdim=True)])
+    chi2 = float(((observed - wanted) ** 2 / wanted).sum())
+    dof = int(big.sum())  # cells - 1
+    assert chi2 < dof + 4 * (2 * dof) ** 0.5, (chi2, dof)
+
+
+def test_sampling_needs_the_cut_head(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["train", "draft", "--out", str(tmp_path / "d"), "--data-dir", str(tmp_path)]
+    assert main([*args, "--sample-temperature", "0.7"]) == 2
+    assert "--sample-temperature needs --fast-head" in capsys.readouterr().err
+    assert main([*args, "--train-data-dir", str(tmp_path / "nope")]) == 2
+    assert "--train-data-dir" in capsys.readouterr().err
