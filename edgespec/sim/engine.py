@@ -7,7 +7,6 @@ from typing import Protocol
 
 from edgespec.core.types import (
     BatchRecord,
-    PendingVerification,
     Request,
     RequestRecord,
     RoundRecord,
@@ -21,6 +20,7 @@ from edgespec.sim import inbound
 from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.build import Policies
+from edgespec.sim.choice import route_jsq, select_batch
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
@@ -154,7 +154,7 @@ class Engine:
         if self.lazy:  # routing reads the queues: bring them up to date
             inbound.drain_all(self.servers, t, after_arrive)
         if self.jsq_inline:
-            server = self._route_jsq()
+            server = route_jsq(self.servers, self.route_rng)
         else:
             loads = [
                 ServerLoad(s.server_id, len(s.queue), s.num_active, s.busy) for s in self.servers
@@ -176,24 +176,6 @@ class Engine:
         if hit is None or hit[0] is not seq:
             hit = self.runs_memo[id(seq)] = (seq, accept_runs(seq))
         return hit[1]
-
-    def _route_jsq(self) -> ServerState:
-        """JoinShortestQueueRouting.route, inline (same ties, same random draws)."""
-        best_queue = best_active = -1
-        tied: list[ServerState] = []
-        for s in self.servers:  # lexicographic minimum of (queue length, active sessions)
-            queued = len(s.queue)
-            active = s.num_active
-            if (
-                best_queue < 0
-                or queued < best_queue
-                or (queued == best_queue and active < best_active)
-            ):
-                best_queue, best_active = queued, active
-                tied = [s]
-            elif queued == best_queue and active == best_active:
-                tied.append(s)
-        return tied[int(self.route_rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
 
     # --- one round
 
@@ -281,7 +263,7 @@ class Engine:
             inbound.drain(server, t)
         if server.busy or not server.queue:
             return
-        chosen = self._select_policy(server, t)
+        chosen = select_batch(server, t, self.policies.batching, self.limits[server.server_id])
         if not chosen:
             if self.lazy:  # the next arrival finds it idle
                 inbound.arm(self, server, ARRIVE)
@@ -299,57 +281,6 @@ class Engine:
         server.batch_new = n_lin
         server.batch_cached = n_cached
         self.q.push(t + duration, BATCH_END, server.server_id, server)
-
-    @staticmethod
-    def _deadline(s: Session) -> float | None:
-        """When this round's committed tokens must exist to keep the request on its SLO
-        class's token-speed pace (WISP): arrival + (committed + 1) / target; None if the
-        class has no target."""
-        if s.slo_tokens_per_s is None:
-            return None
-        return s.request.arrival_s + (s.committed + 1) / s.slo_tokens_per_s
-
-    def _shape(self, s: Session, server: ServerState) -> tuple[int, int]:
-        """(new, cached) tokens this entry forwards now: the uncached rest of its context."""
-        cached = server.kv.get(s.index, 0)
-        context = s.request.num_prompt_tokens + s.committed + s.gamma_eff
-        return context - cached, cached
-
-    def _select_policy(self, server: ServerState, t: float) -> list[Session]:
-        by_id: dict[int, Session] = {}
-        pending = []
-        for s in server.queue:
-            new, cached = self._shape(s, server)
-            by_id[s.entry_id] = s
-            pending.append(
-                PendingVerification(
-                    entry_id=s.entry_id,
-                    session_id=s.request.request_id,
-                    client_id=s.request.client_id,
-                    enqueued_s=s.enqueued_s,
-                    num_draft_tokens=s.gamma_eff,
-                    num_new_tokens=new,
-                    num_cached_tokens=cached,
-                    slo_class=s.request.slo_class,
-                    deadline_s=self._deadline(s),
-                )
-            )
-        force = server.num_active == len(server.queue)  # nothing else in flight
-        plan = self.policies.batching.select(pending, t, self.limits[server.server_id][force])
-        if not plan.entry_ids:
-            if force:
-                raise RuntimeError("batching policy returned an empty plan with force set")
-            return []
-        if len(set(plan.entry_ids)) != len(plan.entry_ids) or not set(plan.entry_ids) <= set(by_id):
-            raise RuntimeError(
-                f"batching policy chose unknown or repeated entries {plan.entry_ids}"
-            )
-        chosen = [by_id[i] for i in plan.entry_ids]
-        for entry, s in zip(pending, server.queue, strict=True):
-            s.batch_new, s.batch_cached = entry.num_new_tokens, entry.num_cached_tokens
-        taken = set(plan.entry_ids)
-        server.queue = [s for s in server.queue if s.entry_id not in taken]
-        return chosen
 
     def _batch_end(self, t: float, server: ServerState) -> None:
         batch = server.batch
@@ -420,27 +351,7 @@ class Engine:
         if s.committed < request.num_output_tokens:
             self._begin_round(s, t)
             return
-        self.sink.request(
-            RequestRecord(
-                request_id=request.request_id,
-                client_id=request.client_id,
-                slo_class=request.slo_class,
-                server_id=s.server.server_id,
-                arrival_s=request.arrival_s,
-                first_token_s=s.first_token_s,
-                finish_s=t,
-                num_prompt_tokens=request.num_prompt_tokens,
-                num_output_tokens=s.committed,
-                num_rounds=s.num_rounds,
-                num_drafted=s.num_drafted,
-                num_accepted=s.num_accepted,
-                slo_tokens_per_s=s.slo_tokens_per_s,
-                draft_s=s.draft_s,
-                network_s=s.network_s,
-                queue_s=s.queue_s,
-                verify_s=s.verify_s,
-            )
-        )
+        self.sink.request(s.record(t))
         dev = s.device
         dev.session = None
         if dev.pending:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from edgespec.core.types import Request
+from edgespec.core.types import Request, RequestRecord
 from edgespec.sim.cost_models import CostModel
 from edgespec.sim.network import Link
 from edgespec.sim.rng import UniformStream
@@ -83,6 +83,29 @@ class Session:
         if drafted == 0:
             return None
         return sum(a for _, a in self.recent) / drafted
+
+    def record(self, finish_s: float) -> RequestRecord:
+        """The finished request's record."""
+        request = self.request
+        return RequestRecord(
+            request_id=request.request_id,
+            client_id=request.client_id,
+            slo_class=request.slo_class,
+            server_id=self.server.server_id,
+            arrival_s=request.arrival_s,
+            first_token_s=self.first_token_s,
+            finish_s=finish_s,
+            num_prompt_tokens=request.num_prompt_tokens,
+            num_output_tokens=self.committed,
+            num_rounds=self.num_rounds,
+            num_drafted=self.num_drafted,
+            num_accepted=self.num_accepted,
+            slo_tokens_per_s=self.slo_tokens_per_s,
+            draft_s=self.draft_s,
+            network_s=self.network_s,
+            queue_s=self.queue_s,
+            verify_s=self.verify_s,
+        )
 
 
 class DeviceState:
