@@ -195,3 +195,33 @@ def test_sampling_needs_the_cut_head(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "--sample-temperature needs --fast-head" in capsys.readouterr().err
     assert main([*args, "--train-data-dir", str(tmp_path / "nope")]) == 2
     assert "--train-data-dir" in capsys.readouterr().err
+
+
+def test_train_draft_adds_the_extra_shard_directories(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from edgespec.learn.distill_data import write_shards
+    from tests.learn.test_trace_command import _tokenizer
+    from tests.models.tiny import tiny_draft
+
+    target = tiny_target()
+    target.save_pretrained(tmp_path / "target")
+    _tokenizer().save_pretrained(tmp_path / "target")
+    kept = list(range(3, VOCAB))
+    tiny_draft(kept).save(tmp_path / "draft")
+    settings = GenerationSettings(max_new_tokens=5, top_k=2, temperature=1.0, seed=3)
+
+    def make(index: int) -> dict[str, Any]:
+        gen = torch.Generator().manual_seed(index)
+        return generate_batch_trimmed(target, PROMPTS, 0, set(), settings, kept, gen)
+
+    assert write_shards(tmp_path / "main", 2, make) == 2  # 6 sequences
+    assert write_shards(tmp_path / "extra", 3, make) == 3  # 9 more
+    args = ["train", "draft", "--target", str(tmp_path / "target"), "--skip-generate"]
+    args += ["--init-from", str(tmp_path / "draft"), "--data-dir", str(tmp_path / "main")]
+    args += ["--train-data-dir", str(tmp_path / "extra"), "--out", str(tmp_path / "out")]
+    args += ["--epochs", "1", "--tokens-per-step", "64", "--threads", "1"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "14 training / 1 validation sequences" in err  # 5 of main (1 held out) + 9
+    assert (tmp_path / "out" / "config.json").is_file()
