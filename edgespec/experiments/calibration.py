@@ -6,9 +6,9 @@
    grid sized to the scenario) unless ``--profile`` names existing files.
 2. Measure the loopback link: one client runs a request through the gRPC server; the
    median per-round network time (round wall time − draft − queue − verify) is the RTT.
-3. Real run: ``--clients`` drafter threads, each running ``--requests`` requests one
-   after another through :class:`RemoteVerifier` against one in-process server
-   (:class:`ServerThread`, FCFS batching), all started together.
+3. Real run: ``--clients`` drafter processes (one torch thread each), each running
+   ``--requests`` requests one after another through :class:`RemoteVerifier` against one
+   server in this process (:class:`ServerThread`, FCFS batching), all started together.
 4. The requests' per-position acceptance (from their rounds) and lengths become a trace;
    the simulator replays it with the profile's cost models, the measured RTT and the same
    topology, batching and γ.
@@ -23,6 +23,7 @@ import argparse
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], Any, Any]:
-    """(target name, target model, draft name, draft factory, draft model or None, tokenizer)"""
+    """(target name, target model, draft name, draft factory, draft model or None, tokenizer);
+    the factory is picklable: each drafter process of the real run calls it."""
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_backend import TransformersDraft
 
@@ -159,7 +161,7 @@ def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], A
         if args.draft == "ngram":
             return "synthetic", target, "ngram", NgramDrafter, None, None
         draft = layer_truncated_copy(target, 2)
-        return "synthetic", target, "truncated", lambda: TransformersDraft(draft), draft, None
+        return "synthetic", target, "truncated", partial(TransformersDraft, draft), draft, None
     from edgespec.runtime.loading import load_model_and_tokenizer
 
     target, tokenizer = load_model_and_tokenizer(args.target)
@@ -168,7 +170,7 @@ def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], A
     from edgespec.learn.draft_backend import CausalLMDraft
 
     model = load_model_and_tokenizer(args.draft)[0]
-    return args.target, target, args.draft, lambda: CausalLMDraft(model), model, tokenizer
+    return args.target, target, args.draft, partial(CausalLMDraft, model), model, tokenizer
 
 
 def _prompts(args: argparse.Namespace, tokenizer: Any, vocab: int) -> list[list[tuple[int, ...]]]:

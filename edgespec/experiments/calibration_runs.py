@@ -1,5 +1,5 @@
 """The two halves of the calibration check (:mod:`edgespec.experiments.calibration`):
-a real loopback run of drafter threads against one gRPC server, and the simulator
+a real loopback run of drafter processes against one gRPC server, and the simulator
 replaying that run's requests (lengths, devices, per-position acceptance)."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,47 +43,57 @@ def run_real(
     gamma: int,
     max_batch_size: int,
     tag: str = "cal",
+    timeout_s: float = 3600.0,
 ) -> RealRun:
-    """Client i runs ``prompts[i]`` in order; all clients start together on one server."""
+    """Client i runs ``prompts[i]`` in order, in its own drafter process (1 torch thread);
+    all clients start together on one gRPC server in this process.
+
+    Processes, not threads, as separate edge devices would be: drafter threads would
+    share this interpreter's lock with the server. ``make_draft`` is pickled into each
+    process (e.g. ``functools.partial(CausalLMDraft, model)``, or ``NgramDrafter``).
+    """
+    import multiprocessing as mp
+
     from edgespec.config import ServerConfig, from_dict
-    from edgespec.core.types import SamplingParams
     from edgespec.policies.batching import FcfsBatching
-    from edgespec.policies.window import StaticWindow
-    from edgespec.runtime.drafter import DraftOptions, generate
     from edgespec.runtime.engine import Engine
     from edgespec.runtime.server import VerificationService
-    from edgespec.runtime.transport import RemoteVerifier, ServerThread
+    from edgespec.runtime.transport import ServerThread
 
     config = from_dict(ServerConfig, {"port": 0, "max_batch_size": max_batch_size})
-    sampling = SamplingParams(max_new_tokens=max_new_tokens)
-    results: list[list[Any]] = [[] for _ in prompts]
-    barrier = threading.Barrier(len(prompts))
-    errors: list[BaseException] = []
-
-    def client(i: int, address: str) -> None:
-        verifier, drafter = RemoteVerifier(address), make_draft()
-        barrier.wait()
-        try:
-            for j, prompt in enumerate(prompts[i]):
-                drafter.reset()
-                opts = DraftOptions(f"{tag}-{i}-{j}", client_id=str(i))
-                results[i].append(
-                    generate(verifier, drafter, prompt, sampling, opts, StaticWindow(gamma))
-                )
-        except BaseException as exc:  # reported after join
-            errors.append(exc)
-
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(len(prompts))
+    queue = ctx.Queue()
+    results: dict[int, list[Any]] = {}
+    errors: list[str] = []
     server = ServerThread(lambda: VerificationService(Engine(backend), config, FcfsBatching()))
     with server:
         address = f"127.0.0.1:{server.port}"
-        threads = [threading.Thread(target=client, args=(i, address)) for i in range(len(prompts))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        procs = [
+            ctx.Process(
+                target=_client_process,
+                args=(i, make_draft, list(ps), address, max_new_tokens, gamma, tag, barrier, queue),
+                daemon=True,
+            )
+            for i, ps in enumerate(prompts)
+        ]
+        for proc in procs:
+            proc.start()
+        try:
+            for _ in procs:
+                i, done, error = queue.get(timeout=timeout_s)
+                results[i] = done
+                if error is not None:
+                    errors.append(f"drafter process {i}: {error}")
+                    barrier.abort()  # release any process still waiting to start
+        finally:
+            for proc in procs:
+                proc.join(timeout=10)
+                if proc.is_alive():
+                    proc.kill()
     if errors:
-        raise errors[0]
-    flat = [(i, r) for i, rs in enumerate(results) for r in rs]
+        raise RuntimeError("; ".join(errors))
+    flat = [(i, r) for i in range(len(prompts)) for r in results[i]]
     start = min(r.request.arrival_s for _, r in flat)
     return RealRun(  # arrivals at the common start, as in the simulated trace
         records=tuple(replace(r.request, arrival_s=start) for _, r in flat),
@@ -95,6 +104,43 @@ def run_real(
     )
 
 
+def _client_process(
+    index: int,
+    make_draft: Callable[[], Any],
+    prompts: list[tuple[int, ...]],
+    address: str,
+    max_new_tokens: int,
+    gamma: int,
+    tag: str,
+    barrier: Any,
+    queue: Any,
+) -> None:
+    """One drafter process: build the draft, wait for the others, run the prompts in order,
+    put (index, results, error text or None) on ``queue``. Timestamps come from
+    ``time.perf_counter`` (CLOCK_MONOTONIC on Linux: one clock for all processes)."""
+    done: list[Any] = []
+    try:
+        import torch
+
+        from edgespec.core.types import SamplingParams
+        from edgespec.policies.window import StaticWindow
+        from edgespec.runtime.drafter import DraftOptions, generate
+        from edgespec.runtime.transport import RemoteVerifier
+
+        torch.set_num_threads(1)
+        sampling = SamplingParams(max_new_tokens=max_new_tokens)
+        verifier, drafter = RemoteVerifier(address), make_draft()
+        barrier.wait()
+        for j, prompt in enumerate(prompts):
+            drafter.reset()
+            opts = DraftOptions(f"{tag}-{index}-{j}", client_id=str(index))
+            done.append(generate(verifier, drafter, prompt, sampling, opts, StaticWindow(gamma)))
+    except BaseException as exc:  # reported by the parent
+        queue.put((index, done, f"{type(exc).__name__}: {exc}"))
+        return
+    queue.put((index, done, None))
+
+
 def link_rtt_ms(run: RealRun) -> float:
     """Median per-round network time (uplink + downlink) of a run, in ms."""
     return 1e3 * statistics.median(r.uplink_s + r.downlink_s for rs in run.rounds for r in rs)
@@ -102,7 +148,7 @@ def link_rtt_ms(run: RealRun) -> float:
 
 def write_trace(run: RealRun, path: Path) -> Path:
     """The real requests as a simulator trace (all arriving at 0 on their client's device,
-    which serves them in order, as the client thread did)."""
+    which serves them in order, as the client process did)."""
     with path.open("w") as f:
         for i, (rec, rounds, client) in enumerate(
             zip(run.records, run.rounds, run.clients, strict=True)

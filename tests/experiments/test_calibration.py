@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,7 @@ def test_real_run_replayed_by_the_simulator(tmp_path: Path) -> None:
     backend = TransformersTarget(target)
     source = PromptSource(64, 5)
     prompts = [[source.take(12), source.take(12)], [source.take(12)]]
-    real = run_real(backend, lambda: TransformersDraft(draft), prompts, 16, 4, 2)
+    real = run_real(backend, partial(TransformersDraft, draft), prompts, 16, 4, 2)
     assert real.clients == (0, 0, 1)
     for output, client_prompts in zip(
         real.outputs, [prompts[0][0], prompts[0][1], prompts[1][0]], strict=True
@@ -90,3 +91,10 @@ def test_calibration_main_end_to_end(tmp_path: Path) -> None:
     assert main(["--out", str(tmp_path), "--threads", "1", "--requests", "1"]) == 0
     text = (tmp_path / "comparison.md").read_text()
     assert "| TPOT (ms) |" in text and (tmp_path / "profile-draft.yaml").is_file()
+
+
+def test_a_failing_drafter_process_is_reported() -> None:
+    backend = TransformersTarget(tiny_llama(0, num_layers=1, hidden_size=32))
+    prompts = [[(5, 6, 7)], [(8, 9)]]
+    with pytest.raises(RuntimeError, match=r"drafter process 0: ValueError: invalid literal"):
+        run_real(backend, partial(int, "not a draft"), prompts, 4, 2, 2, timeout_s=120)
