@@ -300,11 +300,18 @@ class DrafterConfig:
     auth_token: str | None = None
     tls_ca: str | None = None
     request_timeout_s: float = 30.0
+    lookup: bool = False  # prompt lookup first, the neural draft where it finds nothing
 
     def validate(self) -> None:
         if self.max_new_tokens < 1:
             raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
         if self.temperature < 0:
             raise ConfigError("temperature", f"must be >= 0, got {self.temperature}")
+        if self.lookup and self.draft == "ngram":
+            raise ConfigError("lookup", "needs a neural draft model (ngram is lookup alone)")
+        if self.lookup and self.temperature > 0:
+            raise ConfigError(
+                "lookup", f"drafts greedily: needs temperature 0, got {self.temperature}"
+            )
         if ":" not in self.server:
             raise ConfigError("server", f"expected host:port, got {self.server!r}")

@@ -20,11 +20,11 @@ from types import SimpleNamespace
 import torch
 
 from edgespec.learn.distill_data import encode_prompt, generate_batch
-from edgespec.learn.draft_backend import suffix_match_next
 from edgespec.learn.prompts import load_prompts
 from edgespec.learn.trace import replay_accepted_lengths
 from edgespec.models.loading import load_model
 from edgespec.models.trimmed import TrimmedVocabDraft
+from edgespec.runtime.backends.causal_lm import suffix_match_next
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ("gsm8k", "cnndm", "humaneval", "sharegpt")

@@ -167,7 +167,7 @@ def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], A
     target, tokenizer = load_model_and_tokenizer(args.target)
     if args.draft == "ngram":
         return args.target, target, "ngram", NgramDrafter, None, tokenizer
-    from edgespec.learn.draft_backend import CausalLMDraft
+    from edgespec.runtime.backends.causal_lm import CausalLMDraft
 
     model = load_model_and_tokenizer(args.draft)[0]
     return args.target, target, args.draft, partial(CausalLMDraft, model), model, tokenizer

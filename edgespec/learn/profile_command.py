@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
 
             draft = (NGRAM, NgramDrafter, None)
         elif args.draft:
-            from edgespec.learn.draft_backend import CausalLMDraft
+            from edgespec.runtime.backends.causal_lm import CausalLMDraft
 
             draft_model = _load(args.draft)
             draft = (args.draft, lambda: CausalLMDraft(draft_model), draft_model)

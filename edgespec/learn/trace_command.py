@@ -87,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.learn.capture import CaptureSettings, PairInfo, capture
     from edgespec.learn.distill_data import encode_prompt
-    from edgespec.learn.draft_backend import CausalLMDraft, HybridDraft
     from edgespec.learn.trace import TraceRecord, write_trace
     from edgespec.models.loading import load_model
+    from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 

@@ -26,15 +26,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--mode", choices=["distributed", "centralized", "fused"], default="distributed"
     )
     parser.add_argument("--records", help="write RoundRecords + RequestRecord here (JSONL)")
+    parser.add_argument(
+        "--lookup",
+        action="store_true",
+        help="prompt lookup first, the draft model where it finds nothing (greedy only)",
+    )
 
 
-def make_drafter(name: str, model: Any, vocab_size: int) -> Any:
-    """A draft backend: prompt lookup for 'ngram', else a transformers causal LM."""
+def make_drafter(name: str, model: Any, vocab_size: int, lookup: bool = False) -> Any:
+    """A draft backend: prompt lookup for 'ngram'; for a model, lookup first when
+    ``lookup``, else the model alone (trimmed-vocabulary drafts through their own head)."""
+    from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_backend import TransformersDraft
 
     if name == "ngram":
         return NgramDrafter(vocab_size=vocab_size)
+    if lookup:
+        return HybridDraft(model)
+    if hasattr(model, "trimmed_forward"):
+        return CausalLMDraft(model)
     return TransformersDraft(model)
 
 
@@ -45,6 +56,8 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     out = [*args.set, *overrides_from_flags({key: getattr(args, key) for key in keys})]
     if args.gamma is not None:
         out += ["window.name=static", f"window.params={{gamma: {args.gamma}}}"]
+    if args.lookup:
+        out.append("lookup=true")
     return out
 
 
@@ -108,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     window = build_policy("window", config.window.name, config.window.params)
-    drafter = make_drafter(config.draft, model, verifier.vocab_size())
+    drafter = make_drafter(config.draft, model, verifier.vocab_size(), config.lookup)
     options = DraftOptions(session_id, config.client_id, config.slo_class)
     result = generate(verifier, drafter, prompt, sampling, options, window, on_tokens=show)
     sys.stdout.write("\n")

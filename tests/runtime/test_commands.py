@@ -64,14 +64,14 @@ def test_draft_command_streams_lossless_output(
     reference = list(target_greedy_decode(target, PROMPT, 12))
     records = tmp_path / "rounds.jsonl"
     ids = ",".join(map(str, PROMPT))
-    for draft in (model_dir, "ngram"):
+    for draft in (model_dir, "ngram", f"{model_dir} --lookup"):
         code = main(
             [
                 "draft",
                 "--server",
                 address,
                 "--draft",
-                draft,
+                *draft.split(),
                 "--prompt-ids",
                 ids,
                 "--max-new-tokens",
@@ -138,3 +138,25 @@ def test_draft_command_reports_refused_request_in_one_line(
         "edgespec draft: INVALID_ARGUMENT: "
         "prompt token 2 (id 999) is outside the vocabulary [0, 64)"
     )
+
+
+def test_draft_lookup_needs_a_greedy_neural_draft(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["draft", "--prompt-ids", "5,6", "--lookup"]
+    assert main([*args, "--draft", "ngram"]) == 2
+    assert "config field 'lookup': needs a neural draft model" in capsys.readouterr().err
+    assert main([*args, "--draft", "some/model", "--temperature", "0.5"]) == 2
+    assert "drafts greedily: needs temperature 0, got 0.5" in capsys.readouterr().err
+
+
+def test_make_drafter_picks_the_backend() -> None:
+    from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft
+    from edgespec.runtime.backends.ngram import NgramDrafter
+    from edgespec.runtime.backends.transformers_backend import TransformersDraft
+    from edgespec.runtime.draft_command import make_drafter
+    from tests.models.tiny import tiny_draft, tiny_target
+
+    trimmed, plain = tiny_draft([3, 4, 5]), tiny_target()
+    assert type(make_drafter("ngram", None, 48)) is NgramDrafter
+    assert type(make_drafter("d", trimmed, 48)) is CausalLMDraft
+    assert type(make_drafter("d", plain, 48)) is TransformersDraft
+    assert type(make_drafter("d", plain, 48, lookup=True)) is HybridDraft
