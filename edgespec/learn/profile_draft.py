@@ -30,7 +30,7 @@ from edgespec.sim.cost_models import ModelSpec
 
 def model_spec(model: Any, name: str) -> ModelSpec:
     """The architecture of a loaded HF causal LM (a trimmed-vocabulary draft counts its
-    kept ids, ``num_kept``, as its head width)."""
+    kept ids, ``num_kept``, as its head width, and its head is tied to their embedding rows)."""
     c = model.config
     heads = int(c.num_attention_heads)
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // heads
@@ -44,7 +44,8 @@ def model_spec(model: Any, name: str) -> ModelSpec:
         num_kv_heads=int(getattr(c, "num_key_value_heads", None) or heads),
         head_dim=int(head_dim),
         vocab_size=int(getattr(model, "num_kept", None) or c.vocab_size),
-        tied_embeddings=bool(getattr(c, "tie_word_embeddings", False)),
+        tied_embeddings=hasattr(model, "num_kept")
+        or bool(getattr(c, "tie_word_embeddings", False)),
     )
 
 

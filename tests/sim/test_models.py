@@ -31,9 +31,25 @@ def _stream(seed: int = 0) -> UniformStream:
 def test_every_preset_loads_and_names_its_source() -> None:
     assert len(available("models")) >= 14 and len(available("hardware")) >= 8
     for name in available("models"):
-        assert load_model(name).source.startswith("https://huggingface.co/")
+        source = load_model(name).source
+        assert source.startswith(("https://huggingface.co/", "edgespec/data/drafts/")), name
     for name in available("hardware"):
         assert load_hardware(name).source
+
+
+def test_the_bundled_draft_preset_matches_the_bundled_draft() -> None:
+    from dataclasses import replace
+    from pathlib import Path
+
+    import edgespec
+    from edgespec.learn.profile_draft import model_spec
+    from edgespec.models.trimmed import TrimmedVocabDraft
+
+    preset = load_model("gemma3-270m-draft")
+    bundled = Path(edgespec.__file__).parent / "data" / "drafts" / "gemma3-270m-draft"
+    draft = TrimmedVocabDraft.load(bundled)
+    measured = model_spec(draft, preset.name)
+    assert replace(measured, source=preset.source) == preset
 
 
 def test_model_sizes_match_their_names() -> None:
