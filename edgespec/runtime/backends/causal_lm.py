@@ -122,7 +122,7 @@ class HybridDraft(CausalLMDraft):
     (a lookup token has no draft probability); the neural model still runs every step, so
     ``last_logits`` and its cache stay in step."""
 
-    def __init__(self, model: Any, max_ngram: int = 4, min_ngram: int = 2) -> None:
+    def __init__(self, model: Any, max_ngram: int = 8, min_ngram: int = 2) -> None:
         super().__init__(model)
         if not 1 <= min_ngram <= max_ngram:
             raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
