@@ -29,9 +29,8 @@ from edgespec.runtime.backends.causal_lm import suffix_match_next
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ("gsm8k", "cnndm", "humaneval", "sharegpt")
 NEW_TOKENS = 64
-Row = tuple[
-    int, int, float, int | None, int | None
-]  # target, draft, conf, lookup(4,2), lookup(8,2)
+# target, draft, conf, lookup(4,2), lookup(8,2), match length of lookup(8,2) (0: none)
+Row = tuple[int, int, float, int | None, int | None, int]
 
 
 def target_outputs(limit: int) -> dict[str, list[tuple[list[int], list[int]]]]:
@@ -68,9 +67,17 @@ def rows_for(draft: TrimmedVocabDraft, prompt: list[int], output: list[int]) -> 
         context = seq[: len(prompt) + j]
         rows.append(
             (token, draft_ids[p], float(conf[p]), suffix_match_next(context, 4, 2),
-             suffix_match_next(context, 8, 2))
+             suffix_match_next(context, 8, 2), match_length(context, 8, 2))
         )  # fmt: skip
     return rows
+
+
+def match_length(context: list[int], max_ngram: int, min_ngram: int) -> int:
+    """Length of the longest suffix (max_ngram..min_ngram) that occurred earlier, or 0."""
+    for n in range(min(max_ngram, len(context) - 1), min_ngram - 1, -1):
+        if suffix_match_next(context, n, n) is not None:
+            return n
+    return 0
 
 
 def confident_draft(threshold: float) -> Callable[[Row], int | None]:
@@ -88,6 +95,10 @@ RULES: dict[str, Callable[[Row], int | None]] = {
     "hybrid (lookup first)": lambda r: r[3] if r[3] is not None else r[1],
     "hybrid, max n-gram 8": lambda r: r[4] if r[4] is not None else r[1],
     **{f"draft if conf > {t}": confident_draft(t) for t in (0.5, 0.7, 0.9)},
+    "max n-gram 8, lookup if match >= 4 or conf < 0.7": lambda r: (
+        r[4] if r[4] is not None and (r[5] >= 4 or r[2] < 0.7) else r[1]
+    ),
+    "oracle: draft or lookup(8) right": lambda r: r[0] if r[0] in (r[1], r[4]) else -1,
 }
 
 
@@ -114,6 +125,15 @@ def main() -> None:
         cells = [f"{n} {score(f)}" for n, f in flags.items()]
         cells.append("all " + score([f for fs in flags.values() for f in fs]))
         print(f"{rule}: " + "  ".join(cells))
+    kept = set(draft.config.draft_token_ids)
+    cells = []
+    for name, reqs in rows.items():
+        flat = [r for req in reqs for r in req]
+        outside = sum(r[0] not in kept for r in flat) / len(flat)
+        unreachable = sum(r[0] not in kept and r[4] != r[0] for r in flat) / len(flat)
+        cells.append(f"{name} {outside:.3f}/{unreachable:.3f}")
+    print("target tokens outside the draft's vocabulary / of those not from lookup(8): "
+          + "  ".join(cells))  # fmt: skip
 
 
 if __name__ == "__main__":
