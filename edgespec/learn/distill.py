@@ -90,6 +90,16 @@ def load_shards(*directories: Path) -> list[Sample]:
     return samples
 
 
+def without_prompts_of(
+    samples: Sequence[Sample], held_out: Sequence[Sample]
+) -> tuple[list[Sample], int]:
+    """``samples`` minus those whose prompt is the prompt of a ``held_out`` sample (a
+    sampled continuation of a validation prompt would leak it), and how many were removed."""
+    prompts = {tuple(s.prompt_ids.tolist()) for s in held_out}
+    kept = [s for s in samples if tuple(s.prompt_ids.tolist()) not in prompts]
+    return kept, len(samples) - len(kept)
+
+
 def choose_kept_tokens(
     samples: Sequence[Sample], num_kept: int, always: Sequence[int] = ()
 ) -> list[int]:

@@ -181,8 +181,10 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         time_budget_s=args.train_minutes * 60,
     )
+    train, leaked = distill.without_prompts_of(train, val)
     console.print(
         f"{len(train)} training / {len(val)} validation sequences, K = {len(kept)} kept tokens"
+        f" ({leaked} sharing a validation prompt left out)"
     )
     with Progress(*columns, console=console) as progress:
         task = progress.add_task("training", total=None)
