@@ -17,7 +17,7 @@ timed pass's actual (L_new, L_cached) come from :meth:`Engine.pending_sizes`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 
@@ -151,7 +151,11 @@ class PromptSource:
     """Fresh random prompts that are never repeated within one profile."""
 
     def __init__(
-        self, vocab_size: int, seed: int, avoid: frozenset[int] = frozenset(), max_draws: int = 100
+        self,
+        vocab_size: int,
+        seed: int | Sequence[int],
+        avoid: frozenset[int] = frozenset(),
+        max_draws: int = 100,
     ) -> None:
         self._rng = np.random.default_rng(seed)
         self._vocab = vocab_size
@@ -247,17 +251,35 @@ def measure_grid(
     grid: Sequence[GridConfig],
     spec: GridSpec,
     on_config: Callable[[int], None] | None = None,
+    done: Mapping[int, Sequence[Sample]] | None = None,
+    on_measured: Callable[[int, list[Sample], int], None] | None = None,
 ) -> tuple[list[Sample], int]:
-    """Measure every configuration; returns the kept samples and the number of unique
-    prompts used. Warm-up runs are executed and discarded."""
+    """Measure every configuration not in ``done`` (samples of an interrupted profile,
+    kept as they are); returns all samples in grid order and the number of unique prompts
+    this call used. Warm-up runs are executed and discarded. ``on_measured(index, samples,
+    num_prompts)`` follows each newly measured configuration (the checkpoint's hook),
+    ``on_config(index)`` too (progress).
+
+    A resumed call draws its prompts from another random stream (seeded by the number of
+    configurations already done): its engine is new, so nothing measured before can be in
+    its cache, and its prompts are unique among themselves like every call's."""
+    done = done or {}
     engine = Engine(backend, kv_budget_tokens=1 << 30, max_sessions=4 * spec.max_batch_size + 64)
-    prompts = PromptSource(backend.vocab_size, spec.seed + 1, backend.eos_token_ids)
-    samples = []
+    seed = [spec.seed + 1, len(done)] if done else spec.seed + 1
+    prompts = PromptSource(backend.vocab_size, seed, backend.eos_token_ids)
+    samples: list[Sample] = []
     for index, config in enumerate(grid):
+        if index in done:
+            samples.extend(done[index])
+            continue
+        before, measured = prompts.num_prompts, []
         for run in range(spec.warmup_runs + spec.runs):
             actual, elapsed = measure_batch(engine, prompts, config.entries, f"c{index}r{run}")
             if run >= spec.warmup_runs:
-                samples.append(Sample(index, run - spec.warmup_runs, actual, elapsed))
+                measured.append(Sample(index, run - spec.warmup_runs, actual, elapsed))
+        samples.extend(measured)
+        if on_measured is not None:
+            on_measured(index, measured, prompts.num_prompts - before)
         if on_config is not None:
             on_config(index)
     return samples, prompts.num_prompts

@@ -35,6 +35,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gamma", type=int, default=4, help="draft window for drafter timing")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted profile from its checkpoint (NAME-samples.jsonl)",
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="start over, replacing an unfinished checkpoint"
+    )
 
 
 def check_args(args: argparse.Namespace) -> str | None:
@@ -50,7 +58,33 @@ def check_args(args: argparse.Namespace) -> str | None:
         return f"--warmup must be >= 0, got {args.warmup}"
     if not 0 < args.scale <= 1:
         return f"--scale must be in (0, 1], got {args.scale}"
+    if args.resume and args.fresh:
+        return "--resume and --fresh exclude each other"
     return None
+
+
+def read_checkpoint(args: argparse.Namespace, spec: Any) -> Any:
+    """The checkpoint to resume, or None. A checkpoint exists only while its profile is
+    unfinished (it is deleted once the files are written), so one found without --resume
+    or --fresh is an error rather than silently overwritten; raises CheckpointError with
+    the message to print."""
+    from edgespec.learn.profile_checkpoint import (
+        CheckpointError,
+        checkpoint_path,
+        load_checkpoint,
+        setup_of,
+    )
+
+    path = checkpoint_path(Path(args.out))
+    if not path.exists() or args.fresh:
+        return None
+    if not args.resume:
+        num_lines = len(path.read_text().splitlines())
+        raise CheckpointError(
+            f"{path} holds an unfinished profile ({max(num_lines - 1, 0)} configurations "
+            "measured): add --resume to continue it, or --fresh to start over"
+        )
+    return load_checkpoint(path, setup_of(args.target, spec, args.threads))
 
 
 def grid_spec(args: argparse.Namespace) -> Any:
@@ -79,6 +113,21 @@ def _load(name: str) -> Any:
     return load_model_and_tokenizer(name)[0]
 
 
+def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | None]:
+    """The target model and the drafter triple profile_pair takes (or None)."""
+    target_model = _load(args.target)
+    if args.draft == NGRAM:
+        from edgespec.runtime.backends.ngram import NgramDrafter
+
+        return target_model, (NGRAM, NgramDrafter, None)
+    if args.draft:
+        from edgespec.runtime.backends.causal_lm import CausalLMDraft
+
+        draft_model = _load(args.draft)
+        return target_model, (args.draft, lambda: CausalLMDraft(draft_model), draft_model)
+    return target_model, None
+
+
 def run(args: argparse.Namespace) -> int:
     error = check_args(args)
     if error is not None:
@@ -88,29 +137,36 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress
 
+    from edgespec.learn.profile import design_grid
+    from edgespec.learn.profile_checkpoint import (
+        CheckpointError,
+        CheckpointWriter,
+        checkpoint_path,
+        setup_of,
+    )
     from edgespec.learn.profile_run import profile_pair, write_profiles
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
     torch.set_num_threads(args.threads)
     console = Console(stderr=True, width=max(Console(stderr=True).width, 140))
     spec = grid_spec(args)
-    with console.status(f"loading {args.target}" + (f" and {args.draft}" if args.draft else "")):
-        target_model = _load(args.target)
-        draft: tuple[str, Any, Any] | None = None
-        if args.draft == NGRAM:
-            from edgespec.runtime.backends.ngram import NgramDrafter
-
-            draft = (NGRAM, NgramDrafter, None)
-        elif args.draft:
-            from edgespec.runtime.backends.causal_lm import CausalLMDraft
-
-            draft_model = _load(args.draft)
-            draft = (args.draft, lambda: CausalLMDraft(draft_model), draft_model)
-    from edgespec.learn.profile import design_grid
-
     num_configs = len(design_grid(spec))
-    with Progress(console=console, transient=False) as progress:
-        task = progress.add_task(f"profiling {args.target}", total=num_configs)
+    try:
+        resume = read_checkpoint(args, spec)
+    except CheckpointError as exc:
+        print(f"edgespec profile: {exc}", file=sys.stderr)
+        return 2
+    done_before = 0 if resume is None else len(resume.samples)
+    if args.resume:
+        console.print(f"resuming: {done_before} of {num_configs} configurations already measured")
+    with console.status(f"loading {args.target}" + (f" and {args.draft}" if args.draft else "")):
+        target_model, draft = _load_pair(args)
+    setup = setup_of(args.target, spec, args.threads)
+    writer = CheckpointWriter(checkpoint_path(Path(args.out)), setup, append=resume is not None)
+    with writer, Progress(console=console, transient=False) as progress:
+        task = progress.add_task(
+            f"profiling {args.target}", total=num_configs, completed=done_before
+        )
 
         def on_config(_: Any) -> None:
             progress.advance(task)
@@ -118,18 +174,22 @@ def run(args: argparse.Namespace) -> int:
             if not console.is_terminal and (done % 10 == 0 or done == num_configs):
                 console.print(f"profiled {done}/{num_configs} configurations")  # a log line
 
-        result = profile_pair(
-            args.target,
-            target_model,
-            TransformersTarget(target_model),
-            spec,
-            draft,
-            gamma=args.gamma,
-            num_bootstrap=args.bootstrap,
-            on_config=on_config,
-        )
+        try:
+            result = profile_pair(
+                args.target, target_model, TransformersTarget(target_model), spec, draft,
+                gamma=args.gamma, num_bootstrap=args.bootstrap, on_config=on_config,
+                resume=resume, on_measured=writer.add,
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            done = int(progress.tasks[0].completed)
+            console.print(
+                f"interrupted after {done}/{num_configs} configurations; they are kept in "
+                f"{writer.path}: run the same command with --resume to continue"
+            )
+            return 130
     command = "edgespec profile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [])
     paths = write_profiles(result, Path(args.out), command)
+    writer.path.unlink()  # the report holds every sample; no unfinished profile is left
     print_summary(console, result, paths)
     return 0
 

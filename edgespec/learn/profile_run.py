@@ -36,6 +36,7 @@ from edgespec.learn.fit import (
     wisp_design,
 )
 from edgespec.learn.profile import GridConfig, GridSpec, Sample, design_grid, measure_grid
+from edgespec.learn.profile_checkpoint import Checkpoint
 from edgespec.learn.profile_draft import DraftSample, measure_drafter, model_spec, per_token_s
 from edgespec.runtime.backends.base import TargetBackend
 from edgespec.sim.cost_models import ModelSpec, available
@@ -139,11 +140,16 @@ def profile_pair(
     gamma: int = 4,
     num_bootstrap: int = 1000,
     on_config: Callable[[int], None] | None = None,
+    resume: Checkpoint | None = None,
+    on_measured: Callable[[int, list[Sample], int], None] | None = None,
 ) -> ProfileResult:
     """Measure and fit a target (and optionally a drafter: (name, backend factory, HF
-    model or None for a model-free drafter)) on this machine."""
+    model or None for a model-free drafter)) on this machine; ``resume`` holds the
+    configurations an interrupted run already measured (see :func:`measure_grid`)."""
     grid = design_grid(spec)
-    samples, num_prompts = measure_grid(backend, grid, spec, on_config)
+    done = resume.samples if resume is not None else None
+    samples, num_prompts = measure_grid(backend, grid, spec, on_config, done, on_measured)
+    num_prompts += resume.num_prompts if resume is not None else 0
     wisp, zhu = fit_target(
         samples, grid, model_spec(target_model, target_name), spec.seed, num_bootstrap
     )
