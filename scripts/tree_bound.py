@@ -24,7 +24,7 @@ from edgespec.models.trimmed import TrimmedVocabDraft
 from edgespec.runtime.backends.causal_lm import suffix_match_next
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hybrid_rules import NEW_TOKENS, ROOT, target_outputs  # noqa: E402
+from hybrid_rules import NEW_TOKENS, ROOT, target_outputs
 
 GAMMA = 4
 # per position: (target token, draft top-4 target ids, lookup proposal or None)

@@ -7,7 +7,9 @@ one ``[B, P + N]`` attention mask (0 on padding) and explicit position ids
 positions. Every row's new tokens end in the last column, so the LM head runs only on
 the last ``max(num_logits)`` positions (``logits_to_keep``): a cold start does not pay
 for vocabulary logits over its whole prompt. The per-item KV is cut back out of the
-padded batch cache afterwards.
+padded batch cache afterwards. A batch whose items differ so much in shape that padding
+would dominate (a cold start beside follow-ups) is split into several passes
+(:mod:`edgespec.runtime.backends.padding`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 from transformers import AutoModelForCausalLM, DynamicCache
 
 from edgespec.runtime.backends.base import DraftProposal, ForwardItem, ForwardOutput
+from edgespec.runtime.backends.padding import pass_groups
 from edgespec.runtime.sampling import logits_to_probs, sample_token
 
 Layers = tuple[tuple[torch.Tensor, torch.Tensor], ...]
@@ -97,12 +100,14 @@ class TransformersTarget:
         model: Any,
         eos_token_ids: frozenset[int] | None = None,
         blocked_head_logits: bool = True,
+        split_padded_batches: bool = True,
     ) -> None:
         self._model = model
         self._device = next(model.parameters()).device
         self._vocab_size = int(model.config.get_text_config().vocab_size)
         self._eos = _eos_ids(model) if eos_token_ids is None else eos_token_ids
         self._head = plain_head(model) if blocked_head_logits else None
+        self._split = split_padded_batches
 
     @property
     def vocab_size(self) -> int:
@@ -117,8 +122,21 @@ class TransformersTarget:
         text = self._model.config.get_text_config()
         return int(getattr(text, "max_position_embeddings", None) or 1 << 31)
 
-    @torch.inference_mode()
     def forward(self, items: Sequence[ForwardItem]) -> list[ForwardOutput]:
+        """One padded pass, or (``split_padded_batches``) one per group of similar shape."""
+        groups = [list(range(len(items)))]
+        if self._split and len(items) > 1:
+            groups = pass_groups([(len(i.new_token_ids), i.kv_len) for i in items])
+        if len(groups) == 1:
+            return self._forward_pass(items)
+        results: dict[int, ForwardOutput] = {}
+        for group in groups:
+            outputs = self._forward_pass([items[i] for i in group])
+            results.update(zip(group, outputs, strict=True))
+        return [results[i] for i in range(len(items))]
+
+    @torch.inference_mode()
+    def _forward_pass(self, items: Sequence[ForwardItem]) -> list[ForwardOutput]:
         batch = len(items)
         max_prefix = max(item.kv_len for item in items)
         max_new = max(len(item.new_token_ids) for item in items)

@@ -1,0 +1,58 @@
+"""A/B: verification batches with and without splitting padded passes, side by side.
+
+    python scripts/mixed_batch_ab.py [THREADS] [REPEATS]
+
+Times each batch shape through the runtime engine (`edgespec.learn.profile.measure_batch`,
+the profile's code: fresh random prompts, untimed cache setup) on Gemma 3 270M, with
+`TransformersTarget(split_padded_batches=True)` (the default) and `=False` (one padded
+pass), alternating the two in every repeat; the first repeat is a discarded warm-up.
+Prints the median per shape and the ratio.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import torch
+
+from edgespec.learn.profile import PromptSource, measure_batch
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.engine import Engine
+from edgespec.runtime.loading import load_model_and_tokenizer
+
+SHAPES = {
+    "cold 971": [(971, 0)],
+    "follow-up 5 on 1000": [(5, 1000)],
+    "cold 971 + follow-up 5 on 1000": [(971, 0), (5, 1000)],
+    "cold 1200 + 3 follow-ups 5 on 500/1000/1500": [(1200, 0), (5, 500), (5, 1000), (5, 1500)],
+    "4 follow-ups 5 on 500..2000": [(5, 500), (5, 1000), (5, 1500), (5, 2000)],
+    "cold 600/400/200": [(600, 0), (400, 0), (200, 0)],
+}
+
+
+def main() -> None:
+    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    torch.set_num_threads(threads)
+    model = load_model_and_tokenizer("gemma3-270m")[0]
+    engines = {
+        split: Engine(TransformersTarget(model, split_padded_batches=split), 1 << 30, 200)
+        for split in (False, True)
+    }
+    prompts = PromptSource(engines[True].backend.vocab_size, 7, engines[True].backend.eos_token_ids)
+    times: dict[tuple[str, bool], list[float]] = {}
+    for rep in range(repeats):
+        for name, entries in SHAPES.items():
+            for split, engine in engines.items():
+                _, elapsed = measure_batch(engine, prompts, entries, f"{name}-{split}-{rep}")
+                if rep:
+                    times.setdefault((name, split), []).append(elapsed)
+    print(f"median of {repeats - 1} runs, {threads} threads: one padded pass / split / ratio")
+    for name in SHAPES:
+        one, split = (float(np.median(times[(name, s)])) for s in (False, True))
+        print(f"{name}: {one * 1e3:.0f} ms / {split * 1e3:.0f} ms / {split / one:.2f}")
+
+
+if __name__ == "__main__":
+    main()
