@@ -16,11 +16,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from edgespec.core.features import feature_matrix
 from edgespec.core.types import SamplingParams
 from edgespec.learn.trace import TraceRecord, TraceRound
-from edgespec.runtime.backends.base import DraftBackend, TargetBackend
+from edgespec.runtime.backends.base import (
+    DraftBackend,
+    FeatureDraftBackend,
+    ForwardItem,
+    TargetBackend,
+)
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode
 
 
@@ -49,11 +55,17 @@ class PairInfo:
 
 
 def per_position_acceptance(
-    drafter: DraftBackend, prompt_ids: Sequence[int], output_ids: Sequence[int]
+    drafter: DraftBackend,
+    prompt_ids: Sequence[int],
+    output_ids: Sequence[int],
+    target_hidden: npt.NDArray[np.float32] | None = None,
 ) -> tuple[tuple[int, ...], tuple[tuple[float, ...], ...] | None]:
-    """(acceptance flag per output position, feature rows or ``None``) — see trace.py."""
+    """(acceptance flag per output position, feature rows or ``None``) — see trace.py.
+    A feature draft is given ``target_hidden`` (the target's features of the sequence)."""
     rng = np.random.default_rng(0)
     drafter.reset()
+    if target_hidden is not None and isinstance(drafter, FeatureDraftBackend):
+        drafter.observe_target_hidden(0, target_hidden)
     flags: list[int] = []
     logit_rows = []
     context = list(prompt_ids)
@@ -69,6 +81,27 @@ def per_position_acceptance(
         return tuple(flags), None
     feats = feature_matrix(np.stack(logit_rows))[:, :5]
     return tuple(flags), tuple(tuple(float(v) for v in row) for row in feats)
+
+
+def wants_hidden(drafter: DraftBackend) -> bool:
+    return isinstance(drafter, FeatureDraftBackend) and bool(drafter.wants_target_hidden)
+
+
+def target_hidden_rows(target: TargetBackend, token_ids: Sequence[int]) -> npt.NDArray[np.float32]:
+    """The target's last-layer features at every position of ``token_ids`` (one pass)."""
+    out = target.forward([ForwardItem(None, 0, tuple(token_ids), 1, want_hidden=True)])[0]
+    if out.hidden is None:
+        raise ValueError("the target backend returned no hidden states")
+    return out.hidden
+
+
+def flags_from_rounds(accepted: Sequence[int], num_output: int) -> tuple[int, ...]:
+    """Per-position flags that replay to exactly these rounds at their window: a round
+    that accepted L tokens marks L ones and then a zero (its correction/bonus token)."""
+    flags: list[int] = []
+    for length in accepted:
+        flags.extend([1] * length + [0])
+    return tuple(flags[:num_output]) + (0,) * max(0, num_output - len(flags))
 
 
 def assisted_generate(
@@ -110,7 +143,12 @@ def capture_one(
     result = speculative_generate(target, drafter, prompt_ids, settings.gamma_max, sampling)
     sd_ms = (time.perf_counter() - start) * 1e3
     output = result.output_token_ids
-    seq, feats = per_position_acceptance(drafter, prompt_ids, output)
+    hidden = None
+    if wants_hidden(drafter):
+        hidden = target_hidden_rows(target, (*prompt_ids, *output))
+    seq, feats = per_position_acceptance(drafter, prompt_ids, output, hidden)
+    if hidden is not None:  # see trace.py: a feature draft's steps depend on the round
+        seq = flags_from_rounds([r.num_accepted for r in result.rounds], len(output))
     target_only_ms = assisted_ms = None
     lossless: bool | None = None
     if settings.target_only:

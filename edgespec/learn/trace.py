@@ -8,6 +8,11 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
   greedy verification a round that starts at position s with window γ accepts exactly
   the run of 1s starting at s, capped at γ — so one sequence serves every γ, including
   γ_max (this is how :class:`edgespec.sim.acceptance.TraceAcceptance` replays it).
+  A *feature draft* (edgespec/models/feature_draft.py) drafts its step s ≥ 2 from its own
+  predicted features, so its tokens depend on where the round started and one flag per
+  position cannot describe every γ: its ``acceptance_seq`` is built from the rounds it
+  ran at ``gamma_max`` (L ones then a zero per round), which replays exactly at
+  ``gamma_max`` and approximately below it.
 - ``draft_features``: per output position, the draft-logit features of
   :mod:`edgespec.core.features` (``TRACE_FEATURE_NAMES``; the in-block ``position`` feature
   is left out because it depends on where a round starts). For a trimmed-vocabulary draft

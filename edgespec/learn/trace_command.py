@@ -88,8 +88,10 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.capture import CaptureSettings, PairInfo, capture
     from edgespec.learn.distill_data import encode_prompt
     from edgespec.learn.trace import TraceRecord, write_trace
+    from edgespec.models.feature_draft import FeatureDraftNet
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft
+    from edgespec.runtime.backends.feature_draft import FeatureDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
@@ -104,10 +106,13 @@ def run(args: argparse.Namespace) -> int:
     prompt_sets = _prompt_sets(args)
     with console.status(f"loading target {args.target} and draft {args.draft}"):
         target = load_model(args.target)
-        draft_model = None if args.draft == NGRAM else load_model(args.draft).model
+        draft_model = None if args.draft == NGRAM else load_model(args.draft, target=target).model
     drafter: Any = NgramDrafter(max_ngram=3)
     draft_name = args.draft
-    if draft_model is not None and args.lookup:
+    if isinstance(draft_model, FeatureDraftNet):  # transformers' assisted generation cannot
+        drafter, draft_model = FeatureDraft(draft_model, lookup=args.lookup), None
+        draft_name += "+lookup" if args.lookup else ""
+    elif draft_model is not None and args.lookup:
         drafter, draft_name = HybridDraft(draft_model), f"{args.draft}+lookup"
     elif draft_model is not None:
         drafter = CausalLMDraft(draft_model)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.errors import UserInputError
+from edgespec.learn import feature_command
 from edgespec.learn.prompts import DATASETS
 
 
@@ -67,9 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--conversations", type=int, default=2000, help="conversations to label")
     p.add_argument("--text-minutes", type=float, default=15.0, help="stop labelling after this")
     p.add_argument("--text-max-tokens", type=int, default=256, help="tokens per conversation")
+    feature_command.add_arguments(sub)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.what == "feature-draft":
+        return feature_command.run(args)
     import random
     import time
 

@@ -97,9 +97,15 @@ def _draft_tokenizer(directory: Path, draft: Any) -> Any:
 
 
 def load_model(
-    name_or_spec: str | ModelSpec, dtype: torch.dtype | None = None, num_threads: int | None = None
+    name_or_spec: str | ModelSpec,
+    dtype: torch.dtype | None = None,
+    num_threads: int | None = None,
+    target: LoadedModel | None = None,
 ) -> LoadedModel:
-    """Load a model by name or path (see :func:`resolve_model`), in eval mode on CPU."""
+    """Load a model by name or path (see :func:`resolve_model`), in eval mode on CPU.
+
+    A feature draft (:mod:`edgespec.models.feature_draft`) takes its embedding and head
+    rows from its target: ``target`` if given, else the target named in its config."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -107,6 +113,8 @@ def load_model(
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     dtype = torch.float32 if dtype is None else dtype
+    if spec.source is ModelSource.FEATURE_DRAFT:
+        return _load_feature_draft(spec, target)
     if spec.source is ModelSource.BUNDLED_DRAFT or (
         spec.path is not None and (spec.path / "trimmed_vocab.json").is_file()
     ):
@@ -130,3 +138,15 @@ def load_model(
         tokenizer = AutoTokenizer.from_pretrained(str(spec.path))
     model.eval()  # type: ignore[no-untyped-call]
     return LoadedModel(spec=spec, model=model, tokenizer=tokenizer)
+
+
+def _load_feature_draft(spec: ModelSpec, target: LoadedModel | None) -> LoadedModel:
+    from edgespec.models.feature_draft import FeatureDraftConfig, load_feature_draft
+    from edgespec.models.registry import FEATURE_DRAFT_MARKER
+
+    assert spec.path is not None
+    if target is None:
+        config = FeatureDraftConfig.from_file(spec.path / FEATURE_DRAFT_MARKER)
+        target = load_model(config.target_name)
+    net = load_feature_draft(spec.path, target.model)
+    return LoadedModel(spec=spec, model=net, tokenizer=target.tokenizer)

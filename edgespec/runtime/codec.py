@@ -6,8 +6,9 @@ import importlib
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from edgespec.core.types import SamplingParams, VerifyResult
+from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     PROTOCOL_VERSION,
@@ -20,6 +21,8 @@ from edgespec.runtime.messages import (
 
 # generated stubs (see proto/edgespec.proto for the command); untyped, hence Any
 pb: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2")
+
+_F16_MAX = float(np.finfo(np.float16).max)
 
 
 def spec_to_proto(spec: SessionSpec) -> Any:
@@ -36,6 +39,7 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         prompt_token_ids=list(spec.prompt_token_ids),
         sampling=sampling,
         slo_class=spec.slo_class,
+        return_hidden=spec.return_hidden,
     )
 
 
@@ -64,6 +68,7 @@ def spec_from_proto(msg: Any) -> SessionSpec:
         prompt_token_ids=tuple(msg.prompt_token_ids),
         sampling=sampling,
         slo_class=msg.slo_class or "default",
+        return_hidden=msg.return_hidden,
     )
 
 
@@ -83,7 +88,8 @@ def call_from_proto(msg: Any) -> VerifyCall:
 
 def reply_to_proto(reply: VerifyReply) -> Any:
     r = reply.outcome.result
-    return pb.VerifyResponse(
+    hidden = reply.outcome.target_hidden
+    msg = pb.VerifyResponse(
         num_drafted=r.num_drafted,
         num_accepted=r.num_accepted,
         first_rejection=-1 if r.first_rejection is None else r.first_rejection,
@@ -94,9 +100,41 @@ def reply_to_proto(reply: VerifyReply) -> Any:
         verify_s=reply.verify_s,
         batch_size=reply.batch_size,
     )
+    if hidden is not None:
+        msg.target_hidden, msg.hidden_size = hidden_to_bytes(hidden)
+        msg.target_hidden_start = reply.outcome.target_hidden_start
+    return msg
 
 
-def reply_from_proto(msg: Any, draft: tuple[int, ...]) -> VerifyReply:
+def hidden_to_bytes(rows: FloatArray) -> tuple[bytes, int]:
+    """Hidden-state rows (rows × hidden_size) as float16 little-endian row-major bytes
+    (clipped to the float16 range, so a large activation stays finite) and hidden_size."""
+    if rows.ndim != 2:
+        raise ValueError(f"hidden rows must be 2-D (rows x hidden_size), got shape {rows.shape}")
+    half = np.clip(rows, -_F16_MAX, _F16_MAX).astype("<f2")
+    return half.tobytes(), int(rows.shape[1])
+
+
+def hidden_from_bytes(data: bytes, hidden_size: int) -> npt.NDArray[np.float32] | None:
+    """Inverse of :func:`hidden_to_bytes` (float32 rows); empty ``data`` gives ``None``.
+    Raises :class:`RequestError` when the length is not rows × hidden_size × 2 bytes."""
+    if not data:
+        return None
+    if hidden_size <= 0 or len(data) % (2 * hidden_size):
+        raise RequestError(
+            ErrorCode.INTERNAL,
+            f"malformed VerifyResponse: target_hidden has {len(data)} bytes, not "
+            f"rows x hidden_size ({hidden_size}) x 2 (float16)",
+        )
+    rows = np.frombuffer(data, dtype="<f2").reshape(-1, hidden_size)
+    return rows.astype(np.float32)
+
+
+def reply_from_proto(
+    msg: Any, draft: tuple[int, ...], prefix_len: int | None = None
+) -> VerifyReply:
+    """``prefix_len`` (the call's), when given, bounds the hidden rows: they may cover no
+    position beyond the committed sequence."""
     n = msg.num_accepted
     result = VerifyResult(
         num_drafted=msg.num_drafted,
@@ -105,7 +143,18 @@ def reply_from_proto(msg: Any, draft: tuple[int, ...]) -> VerifyReply:
         extra_token=msg.extra_token,
         accepted_token_ids=draft[:n],
     )
-    outcome = VerifyOutcome(result, tuple(msg.committed_token_ids), msg.finished, 0)
+    committed = tuple(msg.committed_token_ids)
+    hidden = hidden_from_bytes(msg.target_hidden, msg.hidden_size)
+    start = msg.target_hidden_start
+    if hidden is not None and prefix_len is not None:
+        end = prefix_len + len(committed)
+        if start + len(hidden) > end:
+            raise RequestError(
+                ErrorCode.INTERNAL,
+                f"malformed VerifyResponse: {len(hidden)} hidden rows from position {start} "
+                f"run past the {end} committed tokens",
+            )
+    outcome = VerifyOutcome(result, committed, msg.finished, 0, hidden, start)
     return VerifyReply(outcome, msg.queue_s, msg.verify_s, msg.batch_size)
 
 

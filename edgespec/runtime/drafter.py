@@ -6,6 +6,9 @@ committed tokens, stream them out, and record a :class:`RoundRecord`. A verifier
 lost the session (server restart, idle expiry) or became unreachable is handled by
 reopening the session with every committed token as the new prompt, so the output is
 identical to an uninterrupted run (greedy) — the server keeps no state the client lacks.
+A :class:`~edgespec.runtime.backends.base.FeatureDraftBackend` that wants the target's
+hidden states gets a session opened with ``return_hidden`` and sees every verification's
+rows (``observe_target_hidden``, timed as drafting) before it drafts again.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
 from edgespec.policies.interfaces import WindowObservation, WindowPolicy
 from edgespec.policies.window import StaticWindow
-from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 
@@ -84,7 +87,13 @@ def generate(
     gamma_prev, reconnects = 0, 0
     arrival = clock()
     first_token_s: float | None = None
-    session_id = _open(verifier, options, options.session_id, prompt, sampling)
+    feature = (
+        drafter
+        if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden
+        else None
+    )
+    hidden = feature is not None
+    session_id = _open(verifier, options, options.session_id, prompt, sampling, hidden)
     finished = False
     while not finished:
         drafted_hist = sum(d for d, _ in accepted_hist)
@@ -116,7 +125,7 @@ def generate(
             if exc.code not in RECOVERABLE or clock() - drafted > options.retry_timeout_s:
                 raise
             reconnects += 1
-            session_id = _reopen(verifier, options, prompt, output, sampling, clock)
+            session_id = _reopen(verifier, options, prompt, output, sampling, clock, hidden)
             continue
         end = clock()
         outcome = reply.outcome
@@ -126,6 +135,12 @@ def generate(
             first_token_s = end
         if on_tokens is not None and outcome.committed_token_ids:
             on_tokens(outcome.committed_token_ids)
+        observe_s = 0.0
+        if feature is not None and outcome.target_hidden is not None:
+            observed = clock()
+            rows = np.asarray(outcome.target_hidden, dtype=np.float32)
+            feature.observe_target_hidden(outcome.target_hidden_start, rows)
+            observe_s = clock() - observed
         accepted_hist = [*accepted_hist, (len(call.draft_token_ids), outcome.result.num_accepted)]
         accepted_hist = accepted_hist[-options.acceptance_history :]
         rounds.append(
@@ -134,7 +149,7 @@ def generate(
                 round_index=len(rounds),
                 start_s=start,
                 end_s=end,
-                draft_s=drafted - start,
+                draft_s=drafted - start + observe_s,
                 uplink_s=network_s / 2,
                 queue_s=reply.queue_s,
                 verify_s=reply.verify_s,
@@ -162,6 +177,7 @@ def _open(
     session_id: str,
     prompt: tuple[int, ...],
     sampling: SamplingParams,
+    return_hidden: bool = False,
 ) -> str:
     verifier.open(
         SessionSpec(
@@ -170,6 +186,7 @@ def _open(
             prompt_token_ids=prompt,
             sampling=sampling,
             slo_class=options.slo_class,
+            return_hidden=return_hidden,
         )
     )
     return session_id
@@ -182,6 +199,7 @@ def _reopen(
     output: list[int],
     sampling: SamplingParams,
     clock: Callable[[], float],
+    return_hidden: bool = False,
 ) -> str:
     """Open a fresh session holding every committed token, retrying until the server is back."""
     remaining = SamplingParams(
@@ -196,7 +214,8 @@ def _reopen(
         attempt += 1
         session_id = f"{options.session_id}#r{len(output)}.{attempt}"
         try:
-            return _open(verifier, options, session_id, (*prompt, *output), remaining)
+            context = (*prompt, *output)
+            return _open(verifier, options, session_id, context, remaining, return_hidden)
         except RequestError as exc:
             if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
                 raise

@@ -7,7 +7,9 @@ draft tokens forwards ``tokens[kv_len:] + draft`` (normally 1 + K tokens) and re
 K + 1 target distributions from the last K + 1 positions; afterwards the cache keeps
 the accepted draft tokens and drops the rejected ones. The cache is bounded by a token
 budget with LRU eviction; an evicted session is re-prefilled from its stored tokens on
-its next verification, so clients never notice (``num_reprefills`` counts it).
+its next verification, so clients never notice (``num_reprefills`` counts it). A session
+opened with ``return_hidden`` also gets the target's hidden states of the forwarded
+positions that are now committed (``VerifyOutcome.target_hidden``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from time import monotonic
 import numpy as np
 
 from edgespec.core.speculative import greedy_verify, stochastic_verify
-from edgespec.runtime.backends.base import ForwardItem, KVState, TargetBackend
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, KVState, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.sampling import logits_to_probs
@@ -211,7 +213,8 @@ class Engine:
                     self._c["hits"] += 1
                     self._lru.pop(c.session_id, None)  # not evictable while in flight
                 new = (*s.tokens[s.kv_len :], *c.draft_token_ids)
-                item = ForwardItem(s.kv, s.kv_len, new, len(c.draft_token_ids) + 1)
+                k = len(c.draft_token_ids)
+                item = ForwardItem(s.kv, s.kv_len, new, k + 1, s.spec.return_hidden)
                 live.append((index, s, c, item))
         if not live:
             return results
@@ -232,7 +235,7 @@ class Engine:
             self._c["forwarded"] += sum(len(item.new_token_ids) for _, _, _, item in live)
             self._c["verifications"] += len(live)
             for (index, s, c, item), out in zip(live, outputs, strict=True):
-                results[index] = self._apply(s, c, item, out.logits, out.kv)
+                results[index] = self._apply(s, c, item, out)
             self._enforce_budget()
         return results
 
@@ -241,10 +244,9 @@ class Engine:
         s: _Session,
         call: VerifyCall,
         item: ForwardItem,
-        logits: np.ndarray,
-        kv: KVState,
+        out: ForwardOutput,
     ) -> VerifyOutcome:
-        sampling = s.spec.sampling
+        sampling, logits = s.spec.sampling, out.logits
         draft = call.draft_token_ids
         if sampling.greedy:
             result = greedy_verify(draft, [int(t) for t in np.argmax(logits, axis=-1)])
@@ -269,12 +271,18 @@ class Engine:
         s.last_used_s = self._clock()
         if call.session_id in self._sessions and not s.finished:
             keep = old_total + min(result.num_accepted, len(committed) - 1)
-            s.kv = self.backend.crop(kv, keep)
+            s.kv = self.backend.crop(out.kv, keep)
             s.kv_len = keep
             self._lru[call.session_id] = None
         else:
             s.kv, s.kv_len = None, 0
-        return VerifyOutcome(result, tuple(committed), s.finished, len(item.new_token_ids))
+        hidden = None
+        if out.hidden is not None:  # forwarded positions now committed: context + accepted
+            num_context = len(item.new_token_ids) - len(draft)
+            hidden = out.hidden[: num_context + min(result.num_accepted, len(committed))]
+        return VerifyOutcome(
+            result, tuple(committed), s.finished, len(item.new_token_ids), hidden, item.kv_len
+        )
 
     def _enforce_budget(self) -> None:
         total = sum(self._sessions[sid].kv_len for sid in self._lru)

@@ -13,13 +13,16 @@ PROTOCOL_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class SessionSpec:
-    """What a client asks for when it opens a session."""
+    """What a client asks for when it opens a session. ``return_hidden`` asks for the
+    target's last-layer hidden states of the committed positions with every verification
+    (for feature drafts, EAGLE-style; see :attr:`VerifyOutcome.target_hidden`)."""
 
     session_id: str
     client_id: str
     prompt_token_ids: tuple[int, ...]
     sampling: SamplingParams
     slo_class: str = "default"
+    return_hidden: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -35,12 +38,22 @@ class VerifyCall:
 @dataclass(frozen=True, slots=True)
 class VerifyOutcome:
     """``committed_token_ids`` is ``result.committed_token_ids`` cut at EOS / the token
-    budget; ``finished`` says the session is done."""
+    budget; ``finished`` says the session is done.
+
+    For a session opened with ``return_hidden``: ``target_hidden`` (rows × hidden_size
+    float32) holds the target's last-layer hidden states of the committed positions
+    ``target_hidden_start ..`` that this verification forwarded (the uncached context
+    tokens and the accepted draft tokens; not the newest committed token, which is
+    forwarded next round); ``None`` otherwise. (Outcomes compare field by field: compare
+    two with ``target_hidden`` arrays by their other fields and ``np.allclose``.)
+    """
 
     result: VerifyResult
     committed_token_ids: tuple[int, ...]
     finished: bool
     num_forwarded: int
+    target_hidden: FloatArray | None = None
+    target_hidden_start: int = 0
 
 
 @dataclass(frozen=True, slots=True)

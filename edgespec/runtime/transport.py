@@ -239,7 +239,8 @@ class RemoteVerifier:
         )
         if call.draft_probs is not None:
             request.draft_probs.extend(np.asarray(call.draft_probs, np.float32).ravel().tolist())
-        return reply_from_proto(self._call(self._stub.Verify, request), call.draft_token_ids)
+        response = self._call(self._stub.Verify, request)
+        return reply_from_proto(response, call.draft_token_ids, call.prefix_len)
 
     def close(self, session_id: str) -> None:
         self._call(self._stub.CloseSession, pb.CloseSessionRequest(session_id=session_id))

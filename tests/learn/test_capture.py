@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -87,3 +89,29 @@ def test_hybrid_draft_uses_lookup_when_the_suffix_repeats_and_the_model_otherwis
     proposal = hybrid.propose([2, 30, 31, 40, 41, 7, 30, 31], 2, 0.0, rng)
     assert proposal.token_ids == (40, 41)
     assert hybrid.last_logits is not None and hybrid.last_logits.shape == (2, VOCAB)
+
+
+def test_feature_draft_capture_is_lossless_and_replays_its_rounds_at_gamma_max() -> None:
+    from edgespec.learn.capture import flags_from_rounds
+    from edgespec.runtime.backends.feature_draft import FeatureDraft
+    from tests.models.test_feature_draft import _net
+
+    class Counting(FeatureDraft):
+        fallbacks = 0
+
+        def _fallback(self, context: Any, gamma: int, temperature: float) -> Any:
+            self.fallbacks += 1
+            return super()._fallback(context, gamma, temperature)
+
+    target = TransformersTarget(tiny_target())
+    settings = CaptureSettings(gamma_max=4, max_new_tokens=24, target_only=True)
+    drafter = Counting(_net())
+    records = capture(target, drafter, PairInfo("tiny-target", "tiny-feature"), PROMPTS, settings)
+    assert drafter.fallbacks == len(PROMPTS)  # only each request's first round: no features yet
+    for record in records:
+        assert record.lossless is True
+        measured = [r.num_accepted for r in record.rounds]
+        assert replay_accepted_lengths(record.acceptance_seq, 4, 24) == measured
+        assert record.draft_features is not None  # step-1 logits on the target's features
+    assert flags_from_rounds([2, 0, 1], 6) == (1, 1, 0, 0, 1, 0)
+    assert flags_from_rounds([4], 3) == (1, 1, 1)

@@ -26,13 +26,15 @@ class ForwardItem:
 
     ``kv`` covers the session's first ``kv_len`` tokens (``None`` and 0 for a cold
     start); ``new_token_ids`` are forwarded at positions ``kv_len ..``; logits are
-    returned for the last ``num_logits`` of them.
+    returned for the last ``num_logits`` of them. ``want_hidden`` asks for the
+    last-layer hidden states of every new token too (:attr:`ForwardOutput.hidden`).
     """
 
     kv: KVState | None
     kv_len: int
     new_token_ids: tuple[int, ...]
     num_logits: int
+    want_hidden: bool = False
 
     def __post_init__(self) -> None:
         if not self.new_token_ids:
@@ -44,10 +46,16 @@ class ForwardItem:
 @dataclass(frozen=True, slots=True, eq=False)
 class ForwardOutput:
     """Logits (``num_logits`` × V, float32) and the extended KV state
-    (covering ``kv_len + len(new_token_ids)`` tokens)."""
+    (covering ``kv_len + len(new_token_ids)`` tokens).
+
+    ``hidden``: when the item had ``want_hidden``, the target's last-layer hidden states
+    (the LM head's input, after the final norm) of EVERY new token of the item,
+    ``len(new_token_ids)`` × hidden_size float32; otherwise ``None``.
+    """
 
     logits: npt.NDArray[np.float32]
     kv: KVState
+    hidden: npt.NDArray[np.float32] | None = None
 
 
 @runtime_checkable
@@ -106,4 +114,25 @@ class DraftBackend(Protocol):
 
     def reset(self) -> None:
         """Forget cached state (a new sequence starts)."""
+        ...
+
+
+@runtime_checkable
+class FeatureDraftBackend(DraftBackend, Protocol):
+    """A drafter that drafts from the target's hidden states (an EAGLE-style feature draft).
+
+    When ``wants_target_hidden`` is true, the drafter loop opens its session with
+    ``return_hidden`` and, after every verification, calls :meth:`observe_target_hidden`
+    with the rows the verifier returned, before the next :meth:`propose`.
+    """
+
+    @property
+    def wants_target_hidden(self) -> bool: ...
+
+    def observe_target_hidden(self, start_pos: int, rows: npt.NDArray[np.float32]) -> None:
+        """``rows`` are the target's last-layer hidden states of the committed positions
+        ``start_pos .. start_pos + len(rows) - 1`` of the sequence prompt + output (the
+        newest committed token has none yet: it is forwarded next round). The drafter loop
+        calls this after every verification; a drafter uses them to draft the next round.
+        Rows may repeat positions already observed (after a re-prefill they restart at 0)."""
         ...

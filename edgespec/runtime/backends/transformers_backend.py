@@ -158,9 +158,14 @@ class TransformersTarget:
             "past_key_values": self._padded_cache(items, max_prefix),
             "use_cache": True,
         }
-        if self._head is not None and 1 < batch * keep <= _BLOCKED_HEAD_MAX_ROWS:
+        weight = self._head if 1 < batch * keep <= _BLOCKED_HEAD_MAX_ROWS else None
+        hidden: torch.Tensor | None = None
+        if weight is not None or any(item.want_hidden for item in items):  # head applied here
             out = self._model.model(**inputs)
-            logits = blocked_head(out.last_hidden_state[:, -keep:], self._head).float().cpu()
+            hidden = out.last_hidden_state
+            last = hidden[:, -keep:]
+            head = self._head_logits(last) if weight is None else blocked_head(last, weight)
+            logits = head.float().cpu()
         else:
             out = self._model(**inputs, logits_to_keep=keep)
             logits = out.logits[:, -keep:].float().cpu()
@@ -178,8 +183,21 @@ class TransformersTarget:
                 batch,
             )
             rows = logits[row, keep - item.num_logits :].numpy().astype(np.float32)
-            results.append(ForwardOutput(logits=rows, kv=kv))
+            states = None
+            if item.want_hidden and hidden is not None:  # the real new tokens end the row
+                real = hidden[row, max_new - len(item.new_token_ids) :]
+                states = real.float().cpu().numpy().astype(np.float32)  # a copy, not a view
+            results.append(ForwardOutput(logits=rows, kv=kv, hidden=states))
         return results
+
+    def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The model's own head over ``hidden`` (as its causal-LM forward computes it,
+        soft-capped when the config says so, e.g. Gemma 2/3)."""
+        logits: torch.Tensor = self._model.lm_head(hidden)
+        cap = getattr(self._model.config.get_text_config(), "final_logit_softcapping", None)
+        if cap is not None:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
 
     @staticmethod
     def _row_kv(

@@ -1,0 +1,209 @@
+"""Train a feature draft (edgespec/models/feature_draft.py) on a target's own features.
+
+Data: token sequences (prompt + the target's continuation, from ``edgespec train draft``
+shards) and the target's last-layer features at every position, computed once per shard
+into ``features_<shard>.pt`` (resumable). Loss, summed over unrolled drafting steps
+s = 1..``num_steps`` at every base position: cross-entropy of the step's head logits to
+the target's argmax among the kept tokens at the predicted position, plus
+``feature_weight`` × smooth-L1 between predicted and true features (EAGLE's two terms).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from edgespec.models.feature_draft import FeatureDraftNet
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureSequence:
+    """A sequence in target ids, the target's features (fp16, L × d), and where its
+    prompt ends (``prompt_len``: the prompt identifies it for the validation hold-out)."""
+
+    ids: torch.Tensor
+    features: torch.Tensor
+    prompt_len: int
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureTrainSettings:
+    num_steps: int = 2
+    sequences_per_batch: int = 8
+    learning_rate: float = 1e-3
+    warmup_fraction: float = 0.03
+    feature_weight: float = 0.5
+    epochs: int = 3
+    time_budget_s: float | None = None
+    seed: int = 0
+
+
+@torch.inference_mode()
+def target_features(target_model: Any, ids: Sequence[int]) -> torch.Tensor:
+    """The target's last-layer hidden states (after the final norm) at every position."""
+    decoder = target_model.get_decoder()
+    out = decoder(input_ids=torch.tensor([list(ids)], dtype=torch.long))
+    features: torch.Tensor = out.last_hidden_state[0].to(torch.float16)
+    return features
+
+
+def featurize_shards(
+    target_model: Any,
+    shard_paths: Sequence[Path],
+    features_dir: Path,
+    deadline: float | None = None,
+    on_shard: Callable[[Path, int], None] | None = None,
+) -> list[Path]:
+    """Write ``features_<shard name>`` for each generation shard not yet done (before
+    ``deadline``, a ``time.monotonic()`` value); returns every features file now present."""
+    features_dir.mkdir(parents=True, exist_ok=True)
+    done = []
+    for path in shard_paths:
+        out = features_dir / f"features_{path.parent.name}_{path.name}"
+        if not out.exists():
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            data = torch.load(path, weights_only=True)
+            rows = []
+            for prompt, output in zip(data["prompt_ids"], data["output_ids"], strict=True):
+                ids = [int(t) for t in prompt] + [int(t) for t in output]
+                rows.append((torch.tensor(ids, dtype=torch.int32), len(prompt)))
+            feats = [target_features(target_model, ids.tolist()) for ids, _ in rows]
+            tmp = out.with_suffix(".tmp")
+            torch.save(
+                {
+                    "ids": [ids for ids, _ in rows],
+                    "prompt_len": [n for _, n in rows],
+                    "features": feats,
+                },
+                tmp,
+            )
+            tmp.rename(out)
+            if on_shard is not None:
+                on_shard(path, sum(len(ids) for ids, _ in rows))
+        done.append(out)
+    return done
+
+
+def load_feature_files(paths: Sequence[Path]) -> list[FeatureSequence]:
+    sequences = []
+    for path in paths:
+        data = torch.load(path, weights_only=True)
+        for ids, n, feats in zip(data["ids"], data["prompt_len"], data["features"], strict=True):
+            if len(ids) >= 2:
+                sequences.append(FeatureSequence(ids.long(), feats, int(n)))
+    return sequences
+
+
+def split_by_prompt(
+    sequences: Sequence[FeatureSequence], fraction: float, seed: int
+) -> tuple[list[FeatureSequence], list[FeatureSequence]]:
+    """(train, validation): validation takes ``fraction`` of the distinct prompts, with
+    every sequence continuing them."""
+    prompts = sorted({tuple(s.ids[: s.prompt_len].tolist()) for s in sequences})
+    random.Random(seed).shuffle(prompts)
+    held = set(prompts[: max(1, round(fraction * len(prompts)))])
+    val = [s for s in sequences if tuple(s.ids[: s.prompt_len].tolist()) in held]
+    return [s for s in sequences if tuple(s.ids[: s.prompt_len].tolist()) not in held], val
+
+
+def _batch(
+    net: FeatureDraftNet, seqs: Sequence[FeatureSequence]
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(draft ids B×L, features B×L×d, target's kept-token argmax B×L, lengths B)."""
+    length, width = max(len(s.ids) for s in seqs), net.config.hidden_size
+    ids = torch.zeros(len(seqs), length, dtype=torch.long)
+    feats = torch.zeros(len(seqs), length, width)
+    for row, s in enumerate(seqs):
+        ids[row, : len(s.ids)] = net.target_to_draft[s.ids]
+        feats[row, : len(s.ids)] = s.features.float()
+    with torch.no_grad():
+        labels = net.head_logits(feats).argmax(-1)
+    lengths = torch.tensor([len(s.ids) for s in seqs])
+    return ids, feats, labels, lengths
+
+
+def batch_loss(
+    net: FeatureDraftNet, seqs: Sequence[FeatureSequence], settings: FeatureTrainSettings
+) -> tuple[torch.Tensor, list[float]]:
+    """Summed loss over the unrolled steps, and each step's top-1 agreement."""
+    ids, feats, labels, lengths = _batch(net, seqs)
+    base = torch.arange(feats.shape[1] - 1)
+    total = torch.zeros(())
+    agreement = []
+    for step, pred in enumerate(net.unrolled(feats, ids, settings.num_steps), 1):
+        valid = (base[None] + step) < lengths[:, None]
+        target_pos = (base + step).clamp(max=feats.shape[1] - 1)
+        logits = net.head_logits(pred[valid])
+        wanted = labels[:, target_pos][valid]
+        total = total + F.cross_entropy(logits, wanted)
+        total = total + settings.feature_weight * F.smooth_l1_loss(
+            pred[valid], feats[:, target_pos][valid]
+        )
+        agreement.append(float((logits.argmax(-1) == wanted).float().mean()))
+    return total, agreement
+
+
+def evaluate(
+    net: FeatureDraftNet, seqs: Sequence[FeatureSequence], settings: FeatureTrainSettings
+) -> list[float]:
+    """Mean top-1 agreement per unrolled step over ``seqs``."""
+    net.eval()
+    sums = [0.0] * settings.num_steps
+    batches = [seqs[i : i + 8] for i in range(0, len(seqs), 8)]
+    with torch.no_grad():
+        for chunk in batches:
+            for i, value in enumerate(batch_loss(net, chunk, settings)[1]):
+                sums[i] += value
+    net.train()
+    return [v / max(len(batches), 1) for v in sums]
+
+
+def train_feature_draft(
+    net: FeatureDraftNet,
+    train: Sequence[FeatureSequence],
+    settings: FeatureTrainSettings,
+    on_step: Callable[[int, int, float, list[float]], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """AdamW with linear warm-up and cosine decay over ``epochs`` (or the time budget,
+    whichever ends first: the decay then follows elapsed time); returns steps run."""
+    rng = random.Random(settings.seed)
+    ordered = sorted(train, key=lambda s: len(s.ids))  # batches of similar length
+    size = settings.sequences_per_batch
+    batches = [ordered[i : i + size] for i in range(0, len(ordered), size)]
+    total_steps = settings.epochs * len(batches)
+    optimizer = torch.optim.AdamW(
+        [p for p in net.parameters() if p.requires_grad], lr=settings.learning_rate
+    )
+    start, step = clock(), 0
+    net.train()
+    for _ in range(settings.epochs):
+        rng.shuffle(batches)
+        for chunk in batches:
+            progress = step / total_steps
+            if settings.time_budget_s is not None:
+                progress = max(progress, (clock() - start) / settings.time_budget_s)
+            if progress >= 1.0:
+                return step
+            warm = min(1.0, progress / settings.warmup_fraction)
+            lr = settings.learning_rate * warm * 0.5 * (1 + math.cos(math.pi * progress))
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            loss, agreement = batch_loss(net, chunk, settings)
+            optimizer.zero_grad()
+            loss.backward()  # type: ignore[no-untyped-call]
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            optimizer.step()
+            step += 1
+            if on_step is not None:
+                on_step(step, total_steps, float(loss), agreement)
+    return step

@@ -1,0 +1,155 @@
+"""Feature draft: unrolled training-time steps equal incremental drafting; save/load; config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from edgespec.models.feature_draft import (
+    FEATURE_DRAFT_MARKER,
+    FeatureDraftConfig,
+    FeatureDraftNet,
+    load_feature_draft,
+    save_feature_draft,
+    target_rows,
+)
+from edgespec.runtime.backends.feature_draft import FeatureDraft
+from tests.models.tiny import VOCAB, tiny_target
+
+KEPT = tuple(range(3, 40))
+
+
+def _net(seed: int = 0) -> FeatureDraftNet:
+    torch.manual_seed(seed)
+    target = tiny_target()
+    config = FeatureDraftConfig(
+        target_name="tiny",
+        target_vocab_size=VOCAB,
+        hidden_size=32,
+        draft_token_ids=KEPT,
+        num_heads=2,
+        head_dim=8,
+        intermediate_size=24,
+    )
+    net = FeatureDraftNet(config, *target_rows(target, KEPT))
+    with torch.no_grad():
+        for p in net.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    return net.eval()
+
+
+def _sequence(length: int, seed: int) -> tuple[list[int], torch.Tensor]:
+    rng = np.random.default_rng(seed)
+    ids = [int(t) for t in rng.integers(3, VOCAB, size=length)]
+    return ids, torch.randn(length, 32, generator=torch.Generator().manual_seed(seed))
+
+
+def test_incremental_drafting_equals_unrolled_steps() -> None:
+    net = _net()
+    ids, feats = _sequence(14, seed=1)
+    n = 8  # committed x_0..x_8, features f_0..f_7 known
+    drafter = FeatureDraft(net)
+    drafter.observe_target_hidden(0, feats[:n].numpy())
+    proposal = drafter.propose(ids[: n + 1], 4, 0.0, np.random.default_rng(0))
+    # unrolled with the drafted tokens in place of the true ones
+    seq = list(ids)
+    seq[n + 1 : n + 4] = proposal.token_ids[:3]
+    with torch.no_grad():
+        steps = net.unrolled(feats[None], net.target_to_draft[torch.tensor(seq)][None], 4)
+    expected = [int(net.draft_to_target[net.head_logits(s[0, n - 1]).argmax()]) for s in steps]
+    assert list(proposal.token_ids) == expected
+    assert drafter.last_logits is not None and drafter.last_logits.shape == (4, len(KEPT))
+    assert drafter.num_entries == n  # temporary entries were not kept
+
+
+def test_cache_reuse_gives_the_same_proposal_as_a_fresh_drafter() -> None:
+    net = _net()
+    ids, feats = _sequence(20, seed=2)
+    warm = FeatureDraft(net)
+    warm.observe_target_hidden(0, feats[:6].numpy())
+    warm.propose(ids[:7], 3, 0.0, np.random.default_rng(0))
+    warm.observe_target_hidden(6, feats[6:11].numpy())  # contiguous, as the engine sends
+    got = warm.propose(ids[:12], 3, 0.0, np.random.default_rng(0))
+    cold = FeatureDraft(net)
+    cold.observe_target_hidden(0, feats[:11].numpy())
+    assert got.token_ids == cold.propose(ids[:12], 3, 0.0, np.random.default_rng(0)).token_ids
+    # a different continuation after a shared prefix re-uses only the shared entries
+    other = list(ids[:12])
+    other[9] = (other[9] + 1 - 3) % (VOCAB - 3) + 3
+    fresh = FeatureDraft(net)
+    fresh.observe_target_hidden(0, feats[:11].numpy())
+    want = fresh.propose(other, 3, 0.0, np.random.default_rng(0)).token_ids
+    assert warm.propose(other, 3, 0.0, np.random.default_rng(0)).token_ids == want
+
+
+def test_without_features_it_falls_back_to_lookup_then_repeat() -> None:
+    drafter = FeatureDraft(_net())
+    rng = np.random.default_rng(0)
+    assert drafter.propose([5, 6, 7, 5, 6], 3, 0.0, rng).token_ids == (7, 5, 6)
+    assert drafter.propose([9, 10, 11], 3, 0.0, rng).token_ids == (11,)
+    sampled = drafter.propose([9, 10, 11], 3, 1.0, rng)
+    assert sampled.probs is not None and sampled.probs[0, 11] == 1.0
+
+
+def test_sampling_gives_a_distribution_over_kept_tokens_only() -> None:
+    drafter = FeatureDraft(_net())
+    ids, feats = _sequence(6, seed=3)
+    drafter.observe_target_hidden(0, feats[:5].numpy())
+    proposal = drafter.propose(ids, 2, 0.8, np.random.default_rng(4))
+    assert proposal.probs is not None and proposal.probs.shape == (2, VOCAB)
+    np.testing.assert_allclose(proposal.probs.sum(axis=1), 1.0, rtol=1e-5)
+    outside = [t for t in range(VOCAB) if t not in KEPT]
+    assert float(proposal.probs[:, outside].sum()) == 0.0
+
+
+def test_observe_rejects_gaps_and_wrong_width() -> None:
+    drafter = FeatureDraft(_net())
+    with pytest.raises(ValueError, match="start at 3, but only 0 known"):
+        drafter.observe_target_hidden(3, np.zeros((2, 32), np.float32))
+    with pytest.raises(ValueError, match=r"must be \(n, 32\)"):
+        drafter.observe_target_hidden(0, np.zeros((2, 31), np.float32))
+
+
+def test_save_and_load_round_trip(tmp_path: Path) -> None:
+    net = _net()
+    save_feature_draft(net, tmp_path / "d")
+    loaded = load_feature_draft(tmp_path / "d", tiny_target())
+    ids, feats = _sequence(10, seed=5)
+    draft_ids = net.target_to_draft[torch.tensor(ids)][None]
+    with torch.no_grad():
+        want = net.unrolled(feats[None], draft_ids, 2)
+        got = loaded.unrolled(feats[None], draft_ids, 2)
+    for a, b in zip(want, got, strict=True):
+        torch.testing.assert_close(a, b, atol=5e-3, rtol=5e-3)  # fp16 on disk
+
+
+def test_config_errors_name_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="draft_token_ids must lie in 0..47"):
+        FeatureDraftConfig("t", VOCAB, 32, (1, 48))
+    path = tmp_path / FEATURE_DRAFT_MARKER
+    path.write_text('{"target_name": "t", "bogus": 1}')
+    with pytest.raises(ValueError, match="unknown field"):
+        FeatureDraftConfig.from_file(path)
+    save_feature_draft(_net(), tmp_path / "d")
+    wrong = tiny_target()
+    wrong.resize_token_embeddings(VOCAB + 2)
+    with pytest.raises(ValueError, match="vocabulary 48 and hidden size 32"):
+        load_feature_draft(tmp_path / "d", wrong)
+
+
+def test_a_saved_feature_draft_resolves_and_loads_with_its_target(tmp_path: Path) -> None:
+    from edgespec.models.loading import LoadedModel, load_model
+    from edgespec.models.registry import ModelSource, resolve_model
+
+    save_feature_draft(_net(), tmp_path / "fd")
+    spec = resolve_model(str(tmp_path / "fd"))
+    assert spec.source is ModelSource.FEATURE_DRAFT
+    target = LoadedModel(
+        spec=resolve_model(str(tmp_path / "fd")), model=tiny_target(), tokenizer=None
+    )
+    loaded = load_model(spec, target=target)
+    assert isinstance(loaded.model, FeatureDraftNet)
+    assert loaded.model.config.draft_token_ids == KEPT
