@@ -111,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
         intermediate_size=args.intermediate_size,
     )
     net = FeatureDraftNet(config, *target_rows(target.model, kept))
+    ft.init_output_scale(net, train)
     settings = ft.FeatureTrainSettings(
         num_steps=args.steps,
         learning_rate=args.lr,
