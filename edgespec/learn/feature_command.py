@@ -35,7 +35,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--heads", type=int, default=8)
     p.add_argument("--head-dim", type=int, default=64)
     p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--feature-minutes", type=float, default=60.0, help="stop featurizing after")
     p.add_argument("--train-minutes", type=float, default=30.0, help="stop training after this")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
@@ -111,7 +111,6 @@ def run(args: argparse.Namespace) -> int:
         intermediate_size=args.intermediate_size,
     )
     net = FeatureDraftNet(config, *target_rows(target.model, kept))
-    ft.init_output_scale(net, train)
     settings = ft.FeatureTrainSettings(
         num_steps=args.steps,
         learning_rate=args.lr,

@@ -76,7 +76,6 @@ def test_training_raises_unrolled_agreement(tmp_path: Path) -> None:
     config = FeatureDraftConfig("tiny", VOCAB, 32, kept, num_heads=2, head_dim=8)
     net = FeatureDraftNet(config, *target_rows(model, kept))
     settings = ft.FeatureTrainSettings(num_steps=2, epochs=30, learning_rate=3e-3)
-    ft.init_output_scale(net, sequences)
     before = ft.evaluate(net, sequences, settings)
     steps = ft.train_feature_draft(net, sequences, settings)
     after = ft.evaluate(net, sequences, settings)
