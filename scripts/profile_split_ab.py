@@ -1,6 +1,6 @@
 """Does splitting padded passes make WISP Eq. 19 fit the backend? Two profiles, same grid.
 
-    python scripts/profile_split_ab.py [SCALE] [THREADS]
+    python scripts/profile_split_ab.py [SCALE] [THREADS] [both|split|padded]
 
 Profiles Gemma 3 270M twice on the App. C grid scaled by SCALE (as `edgespec profile
 --scale`; 1 warm-up + 1 run per configuration, no drafter): with `TransformersTarget`'s
@@ -36,7 +36,9 @@ def main() -> None:
     )
     grid = design_grid(spec)
     model = load_model_and_tokenizer("gemma3-270m")[0]
-    for split in (True, False):
+    which = sys.argv[3] if len(sys.argv) > 3 else "both"
+    variants = {"both": (True, False), "split": (True,), "padded": (False,)}[which]
+    for split in variants:
         start = perf_counter()
         backend = TransformersTarget(model, split_padded_batches=split)
         result = profile_pair("gemma3-270m", model, backend, spec, num_bootstrap=200)

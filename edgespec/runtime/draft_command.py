@@ -42,6 +42,10 @@ def make_drafter(name: str, model: Any, vocab_size: int, lookup: bool = False) -
 
     if name == "ngram":
         return NgramDrafter(vocab_size=vocab_size)
+    if hasattr(model, "unrolled"):  # a feature draft: the server returns target features
+        from edgespec.runtime.backends.feature_draft import FeatureDraft
+
+        return FeatureDraft(model, lookup=lookup)
     if lookup:
         return HybridDraft(model)
     if hasattr(model, "trimmed_forward"):

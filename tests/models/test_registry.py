@@ -20,7 +20,6 @@ def test_unknown_name_lists_the_known_names() -> None:
         resolve_model("llama-9000")
     assert str(info.value) == (
         "unknown model 'llama-9000': known names are gemma3-270m, gemma3-270m-draft, "
-        "gemma3-270m-feature, "
         "or give a path to a local Hugging Face model directory or .gguf file"
     )
 

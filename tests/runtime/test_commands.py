@@ -160,3 +160,7 @@ def test_make_drafter_picks_the_backend() -> None:
     assert type(make_drafter("d", trimmed, 48)) is CausalLMDraft
     assert type(make_drafter("d", plain, 48)) is TransformersDraft
     assert type(make_drafter("d", plain, 48, lookup=True)) is HybridDraft
+    from edgespec.runtime.backends.feature_draft import FeatureDraft
+    from tests.models.test_feature_draft import _net
+
+    assert type(make_drafter("d", _net(), 48)) is FeatureDraft
