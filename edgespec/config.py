@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 
 import yaml
 
+from edgespec.core.tree import parse_branching
 from edgespec.errors import UserInputError
 
 T = TypeVar("T")
@@ -301,6 +302,7 @@ class DrafterConfig:
     tls_ca: str | None = None
     request_timeout_s: float = 30.0
     lookup: bool = False  # prompt lookup first, the neural draft where it finds nothing
+    tree: str | None = None  # token-tree branching per depth, e.g. "2,2,1,1" (greedy only)
 
     def validate(self) -> None:
         if self.max_new_tokens < 1:
@@ -313,5 +315,19 @@ class DrafterConfig:
             raise ConfigError(
                 "lookup", f"drafts greedily: needs temperature 0, got {self.temperature}"
             )
+        if self.tree is not None:
+            self._validate_tree()
         if ":" not in self.server:
             raise ConfigError("server", f"expected host:port, got {self.server!r}")
+
+    def _validate_tree(self) -> None:
+        try:
+            parse_branching(self.tree or "")
+        except ValueError as exc:
+            raise ConfigError("tree", str(exc)) from None
+        if self.draft == "ngram":
+            raise ConfigError("tree", "needs a neural draft model (ngram drafts chains)")
+        if self.temperature > 0:
+            raise ConfigError(
+                "tree", f"trees are verified greedily: needs temperature 0, got {self.temperature}"
+            )

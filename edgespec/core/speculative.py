@@ -12,7 +12,8 @@ Terms (Leviathan et al. 2023; DSD §2; WISP §2):
 - τ: tokens committed per round, L + 1 (the accepted drafts plus the extra token).
 - c: cost ratio of one draft-model step to one target-model step.
 
-Greedy verification commits exactly the target's argmax sequence. Stochastic
+Greedy verification commits exactly the target's argmax sequence, for a chain of K
+draft tokens or a tree of them (several candidates per position, one target pass). Stochastic
 verification (accept y_i with prob. min(1, p_i(y_i)/q_i(y_i)); on rejection sample from
 norm(max(0, p_i - q_i)); if all K accepted sample the bonus from p_K) leaves the output
 distributed exactly as the target's own sampling.
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.core.tree import check_tree, children, tree_depth
 from edgespec.core.types import FloatArray, VerifyResult
 
 
@@ -49,6 +51,46 @@ def greedy_verify(draft_tokens: Sequence[int], target_argmax: Sequence[int]) -> 
         extra_token=int(target_argmax[num_accepted]),
         accepted_token_ids=tuple(int(t) for t in draft_tokens[:num_accepted]),
     )
+
+
+def greedy_verify_tree(
+    draft_tokens: Sequence[int], parents: Sequence[int], target_argmax: Sequence[int]
+) -> tuple[VerifyResult, tuple[int, ...]]:
+    """Greedy verification of a token tree (:mod:`edgespec.core.tree`).
+
+    ``target_argmax`` has K + 1 entries: index 0 is the target's argmax after the committed
+    prefix (the root), index i + 1 its argmax after node i (on node i's own path). From the
+    root, move to the child whose token equals the target's argmax there, until no child
+    does; that argmax is the extra token. Returns the result, with ``num_drafted`` the tree's
+    depth D (so ``first_rejection`` is ``None`` only when a depth-D path was accepted), and
+    the accepted nodes in path order. The committed tokens are exactly the target's greedy
+    continuation, as for a chain; a chain gives the same result as :func:`greedy_verify`.
+    Among siblings with the same token the first is taken.
+    """
+    check_tree(parents, len(draft_tokens))
+    if len(target_argmax) != len(draft_tokens) + 1:
+        raise ValueError(
+            f"target_argmax needs K+1={len(draft_tokens) + 1} entries, got {len(target_argmax)}"
+        )
+    kids = children(parents)
+    path: list[int] = []
+    node = -1
+    while True:
+        want = int(target_argmax[node + 1])
+        nxt = next((c for c in kids.get(node, ()) if draft_tokens[c] == want), None)
+        if nxt is None:
+            break
+        path.append(nxt)
+        node = nxt
+    depth = tree_depth(parents)
+    result = VerifyResult(
+        num_drafted=depth,
+        num_accepted=len(path),
+        first_rejection=None if len(path) == depth else len(path),
+        extra_token=want,
+        accepted_token_ids=tuple(int(draft_tokens[i]) for i in path),
+    )
+    return result, tuple(path)
 
 
 def residual_distribution(target_probs: FloatArray, draft_probs: FloatArray) -> FloatArray:

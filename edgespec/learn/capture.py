@@ -27,6 +27,7 @@ from edgespec.runtime.backends.base import (
     ForwardItem,
     TargetBackend,
 )
+from edgespec.runtime.backends.tree_draft import TreeDraft
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode
 
 
@@ -147,7 +148,7 @@ def capture_one(
     if wants_hidden(drafter):
         hidden = target_hidden_rows(target, (*prompt_ids, *output))
     seq, feats = per_position_acceptance(drafter, prompt_ids, output, hidden)
-    if hidden is not None:  # see trace.py: a feature draft's steps depend on the round
+    if hidden is not None or isinstance(drafter, TreeDraft):  # see trace.py: their steps
         seq = flags_from_rounds([r.num_accepted for r in result.rounds], len(output))
     target_only_ms = assisted_ms = None
     lossless: bool | None = None

@@ -12,13 +12,15 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
   predicted features, so its tokens depend on where the round started and one flag per
   position cannot describe every γ: its ``acceptance_seq`` is built from the rounds it
   ran at ``gamma_max`` (L ones then a zero per round), which replays exactly at
-  ``gamma_max`` and approximately below it.
+  ``gamma_max`` and approximately below it. The same holds for a *token-tree* drafter
+  (``edgespec trace --tree``): a position's outcome depends on which candidates the round's
+  tree held.
 - ``draft_features``: per output position, the draft-logit features of
   :mod:`edgespec.core.features` (``TRACE_FEATURE_NAMES``; the in-block ``position`` feature
   is left out because it depends on where a round starts). For a trimmed-vocabulary draft
   they are computed over its K kept tokens (the others have zero probability).
-- ``rounds``: the rounds actually run at ``gamma_max`` (window, accepted, draft and verify
-  milliseconds), and ``sd_ms`` / ``target_only_ms`` / ``assisted_ms`` wall times.
+- ``rounds``: the rounds actually run at ``gamma_max`` (tokens drafted — for a token tree,
+  its node count — accepted, draft and verify milliseconds), and ``sd_ms`` / ``target_only_ms`` / ``assisted_ms`` wall times.
 """
 
 from __future__ import annotations

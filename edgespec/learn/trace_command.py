@@ -30,6 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="combine the neural draft with prompt lookup (n-gram match first, model otherwise)",
     )
     parser.add_argument(
+        "--tree",
+        metavar="B1,B2,...",
+        help="draft a token tree: the draft's top-B_d tokens at depth d (e.g. 2,2,1,1; "
+        "with --lookup plus the lookup chain), verified greedily in one target pass",
+    )
+    parser.add_argument(
         "--dataset",
         action="append",
         help=f"one of {', '.join(DATASETS)} or a JSONL file with a 'prompt' field (repeatable)",
@@ -77,6 +83,15 @@ def _check_args(args: argparse.Namespace) -> str | None:
         return f"--max-prompt-tokens must be >= 2, got {args.max_prompt_tokens}"
     if args.rate <= 0:
         return f"--rate must be > 0, got {args.rate}"
+    if args.tree is not None:
+        from edgespec.core.tree import parse_branching
+
+        if args.draft == NGRAM:
+            return "--tree needs a neural draft model (ngram drafts chains)"
+        try:
+            parse_branching(args.tree)
+        except ValueError as exc:
+            return f"--tree: {exc}"
     return None
 
 
@@ -85,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from edgespec.core.tree import parse_branching
     from edgespec.learn.capture import CaptureSettings, PairInfo, capture
     from edgespec.learn.distill_data import encode_prompt
     from edgespec.learn.trace import TraceRecord, write_trace
@@ -94,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.runtime.backends.feature_draft import FeatureDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.backends.tree_draft import TreeDraft
 
     console = Console(stderr=True)
     if not console.is_terminal:
@@ -110,8 +127,15 @@ def run(args: argparse.Namespace) -> int:
     drafter: Any = NgramDrafter(max_ngram=3)
     draft_name = args.draft
     if isinstance(draft_model, FeatureDraftNet):  # transformers' assisted generation cannot
+        if args.tree is not None:
+            console.print("edgespec trace: --tree needs a causal-LM draft (feature drafts: chains)")
+            return 2
         drafter, draft_model = FeatureDraft(draft_model, lookup=args.lookup), None
         draft_name += "+lookup" if args.lookup else ""
+    elif draft_model is not None and args.tree is not None:
+        branching = parse_branching(args.tree)
+        drafter = TreeDraft(draft_model, branching, lookup=args.lookup)
+        draft_name += f"+tree({args.tree})" + ("+lookup" if args.lookup else "")
     elif draft_model is not None and args.lookup:
         drafter, draft_name = HybridDraft(draft_model), f"{args.draft}+lookup"
     elif draft_model is not None:

@@ -83,7 +83,8 @@ def call_from_proto(msg: Any) -> VerifyCall:
                 f"draft_probs has {flat.size} values, not a multiple of {len(tokens)} tokens",
             )
         probs = flat.reshape(len(tokens), -1)
-    return VerifyCall(msg.session_id, msg.prefix_len, tokens, probs)
+    parents = tuple(msg.draft_parents) if len(msg.draft_parents) else None
+    return VerifyCall(msg.session_id, msg.prefix_len, tokens, probs, parents)
 
 
 def reply_to_proto(reply: VerifyReply) -> Any:
@@ -103,6 +104,8 @@ def reply_to_proto(reply: VerifyReply) -> Any:
     if hidden is not None:
         msg.target_hidden, msg.hidden_size = hidden_to_bytes(hidden)
         msg.target_hidden_start = reply.outcome.target_hidden_start
+    if reply.outcome.accepted_nodes is not None:
+        msg.accepted_nodes.extend(reply.outcome.accepted_nodes)
     return msg
 
 
@@ -136,12 +139,19 @@ def reply_from_proto(
     """``prefix_len`` (the call's), when given, bounds the hidden rows: they may cover no
     position beyond the committed sequence."""
     n = msg.num_accepted
+    nodes = tuple(msg.accepted_nodes) if len(msg.accepted_nodes) else None
+    if nodes is not None and (len(nodes) != n or max(nodes) >= len(draft)):
+        raise RequestError(
+            ErrorCode.INTERNAL,
+            f"malformed VerifyResponse: accepted_nodes {list(nodes)} do not name "
+            f"num_accepted={n} of the {len(draft)} draft tokens",
+        )
     result = VerifyResult(
         num_drafted=msg.num_drafted,
         num_accepted=n,
         first_rejection=None if msg.first_rejection < 0 else msg.first_rejection,
         extra_token=msg.extra_token,
-        accepted_token_ids=draft[:n],
+        accepted_token_ids=draft[:n] if nodes is None else tuple(draft[i] for i in nodes),
     )
     committed = tuple(msg.committed_token_ids)
     hidden = hidden_from_bytes(msg.target_hidden, msg.hidden_size)
@@ -154,7 +164,7 @@ def reply_from_proto(
                 f"malformed VerifyResponse: {len(hidden)} hidden rows from position {start} "
                 f"run past the {end} committed tokens",
             )
-    outcome = VerifyOutcome(result, committed, msg.finished, 0, hidden, start)
+    outcome = VerifyOutcome(result, committed, msg.finished, 0, hidden, start, nodes)
     return VerifyReply(outcome, msg.queue_s, msg.verify_s, msg.batch_size)
 
 

@@ -31,21 +31,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="prompt lookup first, the draft model where it finds nothing (greedy only)",
     )
+    parser.add_argument(
+        "--tree",
+        metavar="B1,B2,...",
+        help="draft a token tree: the draft's top-B_d tokens at depth d, e.g. 2,2,1,1 "
+        "(with --lookup plus the lookup chain; greedy only)",
+    )
 
 
-def make_drafter(name: str, model: Any, vocab_size: int, lookup: bool = False) -> Any:
-    """A draft backend: prompt lookup for 'ngram'; for a model, lookup first when
-    ``lookup``, else the model alone (trimmed-vocabulary drafts through their own head)."""
+def make_drafter(
+    name: str, model: Any, vocab_size: int, lookup: bool = False, tree: str | None = None
+) -> Any:
+    """A draft backend: prompt lookup for 'ngram'; for a model, a token tree when ``tree``
+    gives its branching, else lookup first when ``lookup``, else the model alone
+    (trimmed-vocabulary drafts through their own head)."""
+    from edgespec.config import ConfigError
+    from edgespec.core.tree import parse_branching
     from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_backend import TransformersDraft
+    from edgespec.runtime.backends.tree_draft import TreeDraft
 
     if name == "ngram":
         return NgramDrafter(vocab_size=vocab_size)
     if hasattr(model, "unrolled"):  # a feature draft: the server returns target features
         from edgespec.runtime.backends.feature_draft import FeatureDraft
 
+        if tree is not None:
+            raise ConfigError("tree", f"{name} is a feature draft, which drafts chains only")
         return FeatureDraft(model, lookup=lookup)
+    if tree is not None:
+        return TreeDraft(model, parse_branching(tree), lookup=lookup)
     if lookup:
         return HybridDraft(model)
     if hasattr(model, "trimmed_forward"):
@@ -56,7 +72,7 @@ def make_drafter(name: str, model: Any, vocab_size: int, lookup: bool = False) -
 def _overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.config import overrides_from_flags
 
-    keys = ("server", "draft", "max_new_tokens", "temperature", "auth_token", "tls_ca")
+    keys = ("server", "draft", "max_new_tokens", "temperature", "auth_token", "tls_ca", "tree")
     out = [*args.set, *overrides_from_flags({key: getattr(args, key) for key in keys})]
     if args.gamma is not None:
         out += ["window.name=static", f"window.params={{gamma: {args.gamma}}}"]
@@ -125,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     window = build_policy("window", config.window.name, config.window.params)
-    drafter = make_drafter(config.draft, model, verifier.vocab_size(), config.lookup)
+    drafter = make_drafter(config.draft, model, verifier.vocab_size(), config.lookup, config.tree)
     options = DraftOptions(session_id, config.client_id, config.slo_class)
     result = generate(verifier, drafter, prompt, sampling, options, window, on_tokens=show)
     sys.stdout.write("\n")

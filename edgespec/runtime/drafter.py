@@ -118,6 +118,7 @@ def generate(
             prefix_len=len(context),
             draft_token_ids=proposal.token_ids,
             draft_probs=None if sampling.greedy else proposal.probs,
+            draft_parents=proposal.parents,
         )
         try:
             reply = verifier.verify(call)

@@ -22,7 +22,8 @@ from time import monotonic
 
 import numpy as np
 
-from edgespec.core.speculative import greedy_verify, stochastic_verify
+from edgespec.core.speculative import greedy_verify, greedy_verify_tree, stochastic_verify
+from edgespec.core.tree import tree_problem
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, KVState, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
@@ -171,6 +172,8 @@ class Engine:
                 f"which has {len(session.tokens)} committed tokens",
             )
         check_vocab(call.draft_token_ids, "draft token", self.backend.vocab_size)
+        if call.draft_parents is not None:
+            self._validate_tree(session, call)
         if call.prefix_len + k > self.backend.max_context_tokens:
             raise RequestError(
                 ErrorCode.INVALID_ARGUMENT,
@@ -179,6 +182,19 @@ class Engine:
             )
         if not session.spec.sampling.greedy:
             check_draft_probs(call, self.backend.vocab_size)
+
+    @staticmethod
+    def _validate_tree(session: _Session, call: VerifyCall) -> None:
+        assert call.draft_parents is not None
+        problem = tree_problem(call.draft_parents, len(call.draft_token_ids))
+        if problem is not None:
+            raise RequestError(ErrorCode.INVALID_ARGUMENT, problem)
+        if not session.spec.sampling.greedy:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                "draft trees are verified greedily only; session "
+                f"{call.session_id!r} samples at temperature {session.spec.sampling.temperature}",
+            )
 
     def pending_sizes(self, session_id: str, num_draft: int) -> tuple[int, int]:
         """(num_new_tokens, num_cached_tokens) a verification of ``num_draft`` would have."""
@@ -214,7 +230,9 @@ class Engine:
                     self._lru.pop(c.session_id, None)  # not evictable while in flight
                 new = (*s.tokens[s.kv_len :], *c.draft_token_ids)
                 k = len(c.draft_token_ids)
-                item = ForwardItem(s.kv, s.kv_len, new, k + 1, s.spec.return_hidden)
+                item = ForwardItem(
+                    s.kv, s.kv_len, new, k + 1, s.spec.return_hidden, c.draft_parents
+                )
                 live.append((index, s, c, item))
         if not live:
             return results
@@ -248,7 +266,11 @@ class Engine:
     ) -> VerifyOutcome:
         sampling, logits = s.spec.sampling, out.logits
         draft = call.draft_token_ids
-        if sampling.greedy:
+        path: tuple[int, ...] | None = None
+        if call.draft_parents is not None:
+            argmax = [int(t) for t in np.argmax(logits, axis=-1)]
+            result, path = greedy_verify_tree(draft, call.draft_parents, argmax)
+        elif sampling.greedy:
             result = greedy_verify(draft, [int(t) for t in np.argmax(logits, axis=-1)])
         else:
             probs = logits_to_probs(logits, sampling.temperature, sampling.top_p)
@@ -269,19 +291,31 @@ class Engine:
             bool(committed) and committed[-1] in eos
         )
         s.last_used_s = self._clock()
+        accepted = path if path is not None else tuple(range(result.num_accepted))
+        kv_nodes = accepted[: max(len(committed) - 1, 0)]  # the newest token is forwarded next
         if call.session_id in self._sessions and not s.finished:
-            keep = old_total + min(result.num_accepted, len(committed) - 1)
-            s.kv = self.backend.crop(out.kv, keep)
-            s.kv_len = keep
+            s.kv_len = old_total + len(kv_nodes)
+            if path is None:
+                s.kv = self.backend.crop(out.kv, s.kv_len)
+            else:  # keep the accepted path's entries, drop the other branches
+                keep = [*range(old_total), *(old_total + i for i in kv_nodes)]
+                s.kv = self.backend.gather(out.kv, keep)
             self._lru[call.session_id] = None
         else:
             s.kv, s.kv_len = None, 0
         hidden = None
         if out.hidden is not None:  # forwarded positions now committed: context + accepted
             num_context = len(item.new_token_ids) - len(draft)
-            hidden = out.hidden[: num_context + min(result.num_accepted, len(committed))]
+            rows = [*range(num_context), *(num_context + i for i in accepted[: len(committed)])]
+            hidden = out.hidden[rows]
         return VerifyOutcome(
-            result, tuple(committed), s.finished, len(item.new_token_ids), hidden, item.kv_len
+            result,
+            tuple(committed),
+            s.finished,
+            len(item.new_token_ids),
+            hidden,
+            item.kv_len,
+            path,
         )
 
     def _enforce_budget(self) -> None:

@@ -27,12 +27,16 @@ class SessionSpec:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class VerifyCall:
-    """Verify ``draft_token_ids`` after the session's first ``prefix_len`` committed tokens."""
+    """Verify ``draft_token_ids`` after the session's first ``prefix_len`` committed tokens.
+
+    With ``draft_parents`` the tokens are a token tree (:mod:`edgespec.core.tree`), verified
+    greedily; ``None`` is a chain."""
 
     session_id: str
     prefix_len: int
     draft_token_ids: tuple[int, ...]
     draft_probs: FloatArray | None = None
+    draft_parents: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,9 @@ class VerifyOutcome:
     tokens and the accepted draft tokens; not the newest committed token, which is
     forwarded next round); ``None`` otherwise. (Outcomes compare field by field: compare
     two with ``target_hidden`` arrays by their other fields and ``np.allclose``.)
+
+    For a token tree, ``accepted_nodes`` holds the accepted path's node indices (the
+    tokens ``result.accepted_token_ids``); ``None`` for a chain.
     """
 
     result: VerifyResult
@@ -54,6 +61,7 @@ class VerifyOutcome:
     num_forwarded: int
     target_hidden: FloatArray | None = None
     target_hidden_start: int = 0
+    accepted_nodes: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

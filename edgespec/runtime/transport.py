@@ -236,6 +236,7 @@ class RemoteVerifier:
             session_id=call.session_id,
             prefix_len=call.prefix_len,
             draft_token_ids=list(call.draft_token_ids),
+            draft_parents=list(call.draft_parents or ()),
         )
         if call.draft_probs is not None:
             request.draft_probs.extend(np.asarray(call.draft_probs, np.float32).ravel().tolist())

@@ -141,6 +141,9 @@ class _Recording:
     def crop(self, kv: Any, n: int) -> Any:
         return self.inner.crop(kv, n)
 
+    def gather(self, kv: Any, positions: Sequence[int]) -> Any:
+        return self.inner.gather(kv, positions)
+
     def kv_bytes(self, kv: Any) -> int:
         return self.inner.kv_bytes(kv)
 

@@ -62,3 +62,26 @@ def test_trace_command_rejects_bad_numbers(
 ) -> None:
     assert main(["trace", "--gamma", "0", "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "--gamma must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_trace_command_with_a_token_tree(
+    pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompts = tmp_path / "toy.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"w5 w{9 + i} w7 w5"}) + "\n" for i in (0, 1)))
+    target, draft = pair
+    args = ["trace", "--target", str(target), "--draft", str(draft), "--dataset", str(prompts)]
+    args += ["--max-new-tokens", "8", "--baselines", "--threads", "1", "--tree", "2,2,1"]
+    assert main([*args, "--lookup", "--out", str(tmp_path / "t.jsonl")]) == 0
+    records = read_trace(tmp_path / "t.jsonl")
+    assert all(r.lossless and r.output_tokens == 8 for r in records)
+    assert records[0].draft_model.endswith("+tree(2,2,1)+lookup")
+    assert any(rnd.gamma > 4 for r in records for rnd in r.rounds)  # tree nodes were sent
+    for r in records:  # the acceptance sequence replays the rounds actually run
+        flags = [f for rnd in r.rounds for f in [1] * rnd.num_accepted + [0]][: r.output_tokens]
+        assert list(r.acceptance_seq) == flags
+    capsys.readouterr()
+    assert main(["trace", "--draft", "ngram", "--tree", "2", "--out", "x.jsonl"]) == 2
+    assert "--tree needs a neural draft model" in capsys.readouterr().err
+    assert main(["trace", "--tree", "2,x", "--out", "x.jsonl"]) == 2
+    assert "--tree: tree branching must be comma-separated integers" in capsys.readouterr().err

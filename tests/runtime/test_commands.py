@@ -64,7 +64,7 @@ def test_draft_command_streams_lossless_output(
     reference = list(target_greedy_decode(target, PROMPT, 12))
     records = tmp_path / "rounds.jsonl"
     ids = ",".join(map(str, PROMPT))
-    for draft in (model_dir, "ngram", f"{model_dir} --lookup"):
+    for draft in (model_dir, "ngram", f"{model_dir} --lookup", f"{model_dir} --tree 2,2,1"):
         code = main(
             [
                 "draft",
@@ -148,6 +148,17 @@ def test_draft_lookup_needs_a_greedy_neural_draft(capsys: pytest.CaptureFixture[
     assert "drafts greedily: needs temperature 0, got 0.5" in capsys.readouterr().err
 
 
+def test_draft_tree_flag_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["draft", "--prompt-ids", "5,6", "--draft", "some/model"]
+    assert main([*args, "--tree", "2,0"]) == 2
+    err = capsys.readouterr().err
+    assert "config field 'tree': tree branching needs integers >= 1, got '2,0'" in err
+    assert main([*args, "--tree", "2,1", "--temperature", "0.7"]) == 2
+    assert "trees are verified greedily: needs temperature 0, got 0.7" in capsys.readouterr().err
+    assert main(["draft", "--prompt-ids", "5", "--draft", "ngram", "--tree", "2"]) == 2
+    assert "config field 'tree': needs a neural draft model" in capsys.readouterr().err
+
+
 def test_make_drafter_picks_the_backend() -> None:
     from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
@@ -164,3 +175,10 @@ def test_make_drafter_picks_the_backend() -> None:
     from tests.models.test_feature_draft import _net
 
     assert type(make_drafter("d", _net(), 48)) is FeatureDraft
+    from edgespec.config import ConfigError
+    from edgespec.runtime.backends.tree_draft import TreeDraft
+
+    tree = make_drafter("d", trimmed, 48, lookup=True, tree="3,1")
+    assert type(tree) is TreeDraft and tree.branching == (3, 1) and tree.lookup
+    with pytest.raises(ConfigError, match="feature draft, which drafts chains only"):
+        make_drafter("d", _net(), 48, tree="2")

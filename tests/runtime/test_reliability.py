@@ -346,6 +346,7 @@ class _PoisonedBackend:
         self.eos_token_ids = inner.eos_token_ids
         self.max_context_tokens = inner.max_context_tokens
         self.crop = inner.crop
+        self.gather = inner.gather
         self.kv_bytes = inner.kv_bytes
         self.num_calls = 0
 

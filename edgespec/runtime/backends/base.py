@@ -16,6 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.core.tree import tree_problem
+
 KVState = Any
 """Backend-specific KV cache of one session (covers its first ``kv_len`` tokens)."""
 
@@ -28,6 +30,11 @@ class ForwardItem:
     start); ``new_token_ids`` are forwarded at positions ``kv_len ..``; logits are
     returned for the last ``num_logits`` of them. ``want_hidden`` asks for the
     last-layer hidden states of every new token too (:attr:`ForwardOutput.hidden`).
+
+    ``tree_parents``, when given, makes the last ``len(tree_parents)`` new tokens a token
+    tree (:mod:`edgespec.core.tree`) hanging off the new token just before them: tree node
+    i sits at position ``kv_len + c - 1 + depth(i)`` (c = the new tokens before the tree)
+    and attends only to the tokens before the tree and to its own ancestors.
     """
 
     kv: KVState | None
@@ -35,12 +42,24 @@ class ForwardItem:
     new_token_ids: tuple[int, ...]
     num_logits: int
     want_hidden: bool = False
+    tree_parents: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.new_token_ids:
             raise ValueError("a forward item needs at least one new token")
         if not 1 <= self.num_logits <= len(self.new_token_ids):
             raise ValueError(f"num_logits={self.num_logits} outside 1..{len(self.new_token_ids)}")
+        if self.tree_parents is not None:
+            if len(self.tree_parents) >= len(self.new_token_ids):
+                raise ValueError("a token tree needs at least one new token before it")
+            problem = tree_problem(self.tree_parents, len(self.tree_parents))
+            if problem is not None:
+                raise ValueError(problem)
+
+    @property
+    def num_context(self) -> int:
+        """New tokens before the tree (all of them when there is none)."""
+        return len(self.new_token_ids) - len(self.tree_parents or ())
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -82,6 +101,11 @@ class TargetBackend(Protocol):
         """Keep only the first ``num_tokens`` positions of ``kv`` (a new, compact state)."""
         ...
 
+    def gather(self, kv: KVState, positions: Sequence[int]) -> KVState:
+        """Keep only ``positions`` (ascending) of ``kv``, in that order: the accepted path
+        of a token tree after its verification (a new, compact state)."""
+        ...
+
     def kv_bytes(self, kv: KVState) -> int:
         """Memory held by ``kv``."""
         ...
@@ -90,10 +114,14 @@ class TargetBackend(Protocol):
 @dataclass(frozen=True, slots=True, eq=False)
 class DraftProposal:
     """γ drafted tokens and, for stochastic verification, the draft distribution q
-    (γ × V float32, row i used to sample token i). Deterministic drafters give one-hot q."""
+    (γ × V float32, row i used to sample token i). Deterministic drafters give one-hot q.
+
+    A tree drafter sets ``parents`` (:mod:`edgespec.core.tree`): then ``token_ids`` are
+    the tree's nodes, γ is its depth, and verification is greedy only."""
 
     token_ids: tuple[int, ...]
     probs: npt.NDArray[np.float32] | None
+    parents: tuple[int, ...] | None = None
 
 
 @runtime_checkable

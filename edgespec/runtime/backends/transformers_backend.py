@@ -9,7 +9,8 @@ the last ``max(num_logits)`` positions (``logits_to_keep``): a cold start does n
 for vocabulary logits over its whole prompt. The per-item KV is cut back out of the
 padded batch cache afterwards. A batch whose items differ so much in shape that padding
 would dominate (a cold start beside follow-ups) is split into several passes
-(:mod:`edgespec.runtime.backends.padding`).
+(:mod:`edgespec.runtime.backends.padding`). A batch holding a token tree gets explicit
+4-D masks and tree positions instead (:mod:`edgespec.runtime.backends.tree_mask`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from transformers import AutoModelForCausalLM, DynamicCache
 
 from edgespec.runtime.backends.base import DraftProposal, ForwardItem, ForwardOutput
 from edgespec.runtime.backends.padding import pass_groups
+from edgespec.runtime.backends.tree_mask import batch_attention
 from edgespec.runtime.sampling import logits_to_probs, sample_token
 
 Layers = tuple[tuple[torch.Tensor, torch.Tensor], ...]
@@ -108,6 +110,8 @@ class TransformersTarget:
         self._eos = _eos_ids(model) if eos_token_ids is None else eos_token_ids
         self._head = plain_head(model) if blocked_head_logits else None
         self._split = split_padded_batches
+        self._text_config = model.config.get_text_config()
+        self._dtype = next(model.parameters()).dtype
 
     @property
     def vocab_size(self) -> int:
@@ -158,6 +162,10 @@ class TransformersTarget:
             "past_key_values": self._padded_cache(items, max_prefix),
             "use_cache": True,
         }
+        if any(item.tree_parents is not None for item in items):  # explicit 4-D masks
+            inputs["attention_mask"], inputs["position_ids"] = batch_attention(
+                items, max_prefix, max_new, self._text_config, self._dtype, self._device
+            )
         weight = self._head if 1 < batch * keep <= _BLOCKED_HEAD_MAX_ROWS else None
         hidden: torch.Tensor | None = None
         if weight is not None or any(item.want_hidden for item in items):  # head applied here
@@ -246,6 +254,12 @@ class TransformersTarget:
         """A view: the dropped tail (at most the rejected draft tokens) stays allocated
         until the next forward pass replaces the tensors."""
         return tuple((k[:, :, :num_tokens], v[:, :, :num_tokens]) for k, v in kv)
+
+    def gather(self, kv: Layers, positions: Sequence[int]) -> Layers:
+        if list(positions) == list(range(len(positions))):
+            return self.crop(kv, len(positions))
+        index = torch.tensor(list(positions), dtype=torch.long, device=kv[0][0].device)
+        return tuple((k.index_select(2, index), v.index_select(2, index)) for k, v in kv)
 
     def kv_bytes(self, kv: Layers) -> int:
         return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)

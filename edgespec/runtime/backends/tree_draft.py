@@ -1,0 +1,151 @@
+"""A drafter that proposes a token tree (:mod:`edgespec.core.tree`): the neural draft's
+top-b_d tokens under every node of depth d − 1 on its branches, plus one prompt-lookup
+chain (a lookup token where the context repeats, the draft's argmax otherwise, as
+:class:`~edgespec.runtime.backends.causal_lm.HybridDraft` drafts). A lookup token that is
+also one of the draft's candidates is one node, not two.
+
+Drafting costs the same number of draft passes as a chain of the same depth: one pass
+over the uncached context gives the root's candidates, then one pass per depth forwards
+all nodes of that depth together, each attending to the context and its own ancestors
+(an explicit 4-D mask over the draft's KV cache). The tree's entries are cropped from the
+cache afterwards, so the cache only ever holds committed tokens. Greedy only: the target
+verifies trees greedily (:func:`edgespec.core.speculative.greedy_verify_tree`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from edgespec.runtime.backends.base import DraftProposal
+from edgespec.runtime.backends.causal_lm import CausalLMDraft, suffix_match_next
+
+
+@dataclass(slots=True)
+class _Node:
+    token: int
+    parent: int  # -1 = the root (the newest committed token)
+    branch: bool  # expand with the draft's top-b candidates
+    chain: bool  # expand with the lookup chain's next token
+    ancestors: tuple[int, ...]  # node indices from depth 1 to this node
+
+
+class TreeDraft(CausalLMDraft):
+    """Token-tree drafter over a HF-style causal LM (trimmed-vocabulary drafts included).
+
+    ``branching[d - 1]`` candidates are drafted under each draft-branch node of depth
+    d − 1 (1 beyond the tuple's length); ``lookup`` adds the prompt-lookup chain. With
+    ``branching`` all ones and no lookup the tree is the draft's greedy chain.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        branching: Sequence[int] = (2, 2, 1, 1),
+        lookup: bool = True,
+        max_ngram: int = 8,
+        min_ngram: int = 2,
+    ) -> None:
+        super().__init__(model)
+        if not branching or min(branching) < 1:
+            raise ValueError(f"tree branching needs integers >= 1, got {tuple(branching)}")
+        if not 1 <= min_ngram <= max_ngram:
+            raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
+        self.branching = tuple(int(b) for b in branching)
+        self.lookup = lookup
+        self._max_ngram, self._min_ngram = max_ngram, min_ngram
+
+    def max_nodes(self, depth: int) -> int:
+        """The most tokens a tree of ``depth`` can hold."""
+        total, width = 0, 1
+        for d in range(depth):
+            width *= self.branching[d] if d < len(self.branching) else 1
+            total += width
+        return total + (depth if self.lookup else 0)
+
+    @torch.inference_mode()
+    def propose(
+        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+    ) -> DraftProposal:
+        if temperature > 0:
+            raise ValueError("TreeDraft drafts greedily (trees are verified greedily only)")
+        if not context:
+            raise ValueError("draft context must hold at least one token")
+        root_row = self._step(self._sync(context))
+        self.last_logits = root_row.numpy().astype(np.float32)[None, :]
+        base = len(self._cached)
+        nodes: list[_Node] = []
+        frontier: list[tuple[int, torch.Tensor]] = [(-1, root_row)]
+        try:
+            for depth in range(1, gamma + 1):
+                first_new = len(nodes)
+                for parent, row in frontier:
+                    self._expand(nodes, parent, row, depth, context)
+                new = list(range(first_new, len(nodes)))
+                if depth == gamma or not new:
+                    break
+                rows = self._forward_nodes(nodes, new, base, depth)
+                frontier = list(zip(new, rows, strict=True))
+        finally:
+            extra = self._cache.get_seq_length() - base if self._cache is not None else 0
+            if extra > 0:
+                self._cache.crop(-extra)  # negative: tokens to drop
+        return DraftProposal(
+            token_ids=tuple(n.token for n in nodes),
+            probs=None,
+            parents=tuple(n.parent for n in nodes),
+        )
+
+    def _expand(
+        self, nodes: list[_Node], parent: int, row: torch.Tensor, depth: int, context: Sequence[int]
+    ) -> None:
+        """Append ``parent``'s children (draft candidates, then the chain's next token)."""
+        is_root = parent < 0
+        branch = is_root or nodes[parent].branch
+        chain = self.lookup and (is_root or nodes[parent].chain)
+        ancestors = () if is_root else nodes[parent].ancestors
+        kids: dict[int, int] = {}
+        if branch:
+            width = self.branching[depth - 1] if depth <= len(self.branching) else 1
+            for index in torch.topk(row, min(width, row.shape[0])).indices.tolist():
+                token = self._to_target(int(index))
+                if token not in kids:
+                    kids[token] = len(nodes)
+                    nodes.append(_Node(token, parent, True, False, (*ancestors, len(nodes))))
+        if chain:
+            seq = [*context, *(nodes[i].token for i in ancestors)]
+            looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
+            token = looked_up if looked_up is not None else self._to_target(int(torch.argmax(row)))
+            if token in kids:
+                nodes[kids[token]].chain = True
+            else:
+                nodes.append(_Node(token, parent, False, True, (*ancestors, len(nodes))))
+
+    def _forward_nodes(
+        self, nodes: list[_Node], new: list[int], base: int, depth: int
+    ) -> list[torch.Tensor]:
+        """One draft pass over the nodes ``new`` (all of depth ``depth``, appended to the
+        cache after the earlier nodes, which sit at cache column ``base + index``)."""
+        total = base + new[-1] + 1
+        allowed = np.zeros((len(new), total), dtype=np.bool_)
+        allowed[:, :base] = True
+        for row, index in enumerate(new):
+            allowed[row, [base + a for a in nodes[index].ancestors]] = True
+        dtype = next(self._model.parameters()).dtype
+        bias = torch.zeros(allowed.shape, dtype=dtype)
+        bias.masked_fill_(torch.from_numpy(~allowed), torch.finfo(dtype).min)
+        ids = torch.tensor([[nodes[i].token for i in new]], dtype=torch.long)
+        positions = torch.full((1, len(new)), base - 1 + depth, dtype=torch.long)
+        kwargs = {"attention_mask": bias[None, None], "position_ids": positions}
+        if self._trimmed:
+            logits, self._cache = self._model.trimmed_forward(
+                ids, past_key_values=self._cache, use_cache=True, **kwargs
+            )
+        else:
+            out = self._model(input_ids=ids, past_key_values=self._cache, use_cache=True, **kwargs)
+            logits, self._cache = out.logits, out.past_key_values
+        return list(logits[0].float())

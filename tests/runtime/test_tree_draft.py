@@ -1,0 +1,263 @@
+"""Token-tree drafting and verification end to end: exact trees, lossless output."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from edgespec.core.tree import parse_branching, path_to  # noqa: E402
+from edgespec.core.types import SamplingParams  # noqa: E402
+from edgespec.runtime.backends.causal_lm import CausalLMDraft, suffix_match_next  # noqa: E402
+from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
+from edgespec.runtime.backends.tree_draft import TreeDraft  # noqa: E402
+from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate  # noqa: E402
+from edgespec.runtime.engine import Engine  # noqa: E402
+from edgespec.runtime.errors import ErrorCode, RequestError  # noqa: E402
+from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode  # noqa: E402
+from edgespec.runtime.messages import SessionSpec, VerifyCall  # noqa: E402
+from edgespec.runtime.testing import tiny_llama  # noqa: E402
+from edgespec.runtime.transport import RemoteVerifier  # noqa: E402
+from tests.models.tiny import tiny_draft  # noqa: E402
+from tests.runtime.conftest import ServerFactory  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def sharp_flat_llama() -> Any:
+    """Flat logits and sharp attention: an error in a tree node's position or mask
+    reorders its candidates (a random tiny model barely depends on positions otherwise)."""
+    model = tiny_llama(seed=5, logit_scale=1.0)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.q_proj.weight.mul_(12.0)
+            layer.self_attn.k_proj.weight.mul_(12.0)
+    return model
+
+
+def _draft_row(model: Any, seq: Sequence[int]) -> torch.Tensor:
+    """The draft's next-token logits after ``seq`` by a fresh, uncached forward."""
+    with torch.inference_mode():
+        ids = torch.tensor([list(seq)])
+        if hasattr(model, "trimmed_forward"):
+            return model.trimmed_forward(ids, use_cache=False)[0][0, -1]
+        return model(input_ids=ids).logits[0, -1]
+
+
+def _to_target(model: Any, index: int) -> int:
+    if hasattr(model, "to_target_ids"):
+        return int(model.to_target_ids(torch.tensor(index)))
+    return index
+
+
+def reference_tree(
+    model: Any, context: Sequence[int], branching: Sequence[int], depth: int, lookup: bool
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The tree TreeDraft should draft, built with one uncached forward per node."""
+    tokens: list[int] = []
+    parents: list[int] = []
+    flags: list[tuple[bool, bool]] = []  # (branch, chain)
+    frontier = [-1]
+    for d in range(1, depth + 1):
+        first = len(tokens)
+        for parent in frontier:
+            path = [tokens[i] for i in path_to(parents, parent)] if parent >= 0 else []
+            row = _draft_row(model, [*context, *path])
+            branch, chain = (True, lookup) if parent < 0 else flags[parent]
+            kids: dict[int, int] = {}
+            if branch:
+                width = branching[d - 1] if d <= len(branching) else 1
+                for index in torch.topk(row, width).indices.tolist():
+                    token = _to_target(model, index)
+                    if token not in kids:
+                        kids[token] = len(tokens)
+                        tokens.append(token)
+                        parents.append(parent)
+                        flags.append((True, False))
+            if chain:
+                found = suffix_match_next([*context, *path], 8, 2)
+                token = found if found is not None else _to_target(model, int(row.argmax()))
+                if token in kids:
+                    flags[kids[token]] = (flags[kids[token]][0], True)
+                else:
+                    tokens.append(token)
+                    parents.append(parent)
+                    flags.append((False, True))
+        frontier = list(range(first, len(tokens)))
+    return tuple(tokens), tuple(parents)
+
+
+@pytest.mark.parametrize("lookup", [False, True])
+@pytest.mark.parametrize("kind", ["llama", "flat", "trimmed"])
+def test_tree_matches_uncached_reference(draft_model: Any, kind: str, lookup: bool) -> None:
+    models = {"llama": draft_model, "trimmed": tiny_draft(kept=range(3, 40))}
+    model = models[kind] if kind in models else sharp_flat_llama()
+    drafter = TreeDraft(model, branching=(3, 2, 1), lookup=lookup)
+    context = [5, 6, 7, 8, 5, 6, 7, 9, 10, 5, 6]  # repeats, so lookup finds matches
+    for step in range(3):  # the cache carries over between calls
+        proposal = drafter.propose(context, 4, 0.0, RNG)
+        expected = reference_tree(model, context, (3, 2, 1), 4, lookup)
+        assert (proposal.token_ids, proposal.parents) == expected
+        assert len(proposal.token_ids) <= drafter.max_nodes(4)
+        context = [*context, proposal.token_ids[0], 11 + step]
+
+
+def test_all_ones_without_lookup_is_the_greedy_chain(draft_model: Any) -> None:
+    context = [3, 4, 5, 6]
+    tree = TreeDraft(draft_model, branching=(1,), lookup=False).propose(context, 4, 0.0, RNG)
+    chain = CausalLMDraft(draft_model).propose(context, 4, 0.0, RNG)
+    assert tree.token_ids == chain.token_ids
+    assert tree.parents == (-1, 0, 1, 2)
+
+
+@pytest.mark.parametrize("branching", [(2, 2, 1, 1), (3, 1)])
+def test_tree_decoding_is_lossless(
+    target: TransformersTarget, draft_model: Any, branching: tuple[int, ...]
+) -> None:
+    drafter = TreeDraft(draft_model, branching=branching)
+    chain_rounds = 0
+    for prompt in ([1, 2, 3, 4, 5], [7, 7, 8, 9, 7, 7, 8], list(range(10, 30))):
+        sampling = SamplingParams(max_new_tokens=24)
+        result = speculative_generate(target, drafter, prompt, 4, sampling)
+        assert result.output_token_ids == target_greedy_decode(target, prompt, 24)
+        chain = speculative_generate(target, CausalLMDraft(draft_model), prompt, 4, sampling)
+        chain_rounds += len(chain.rounds)
+        assert all(r.num_accepted <= 4 for r in result.rounds)
+        assert any(r.num_drafted > 4 for r in result.rounds)  # trees really were sent
+    assert chain_rounds > 0
+
+
+def test_trees_accept_more_than_the_chain(target: TransformersTarget, draft_model: Any) -> None:
+    """A tree holds the chain's tokens and more, so it never needs more rounds here."""
+    sampling = SamplingParams(max_new_tokens=32)
+    prompts = ([1, 2, 3, 4, 5], [9, 8, 7, 6], list(range(10, 30)), [4, 4, 4, 5])
+    tree_rounds = chain_rounds = 0
+    for prompt in prompts:
+        tree = TreeDraft(draft_model, branching=(3, 2, 1, 1), lookup=False)
+        tree_rounds += len(speculative_generate(target, tree, prompt, 4, sampling).rounds)
+        chain = CausalLMDraft(draft_model)
+        chain_rounds += len(speculative_generate(target, chain, prompt, 4, sampling).rounds)
+    assert tree_rounds < chain_rounds
+
+
+def test_engine_refuses_bad_trees(target: TransformersTarget) -> None:
+    engine = Engine(target)
+    engine.open_session(SessionSpec("g", "c", (1, 2, 3), SamplingParams(max_new_tokens=8)))
+    bad = VerifyCall("g", 3, (4, 5), draft_parents=(-1, 1))
+    with pytest.raises(RequestError, match="node 1 has parent 1"):
+        engine.validate(bad, 32)
+    with pytest.raises(RequestError, match="3 parents for 2 tokens"):
+        engine.validate(VerifyCall("g", 3, (4, 5), draft_parents=(-1, 0, 0)), 32)
+    sampled = SamplingParams(temperature=0.8, max_new_tokens=8, seed=1)
+    engine.open_session(SessionSpec("s", "c", (1, 2, 3), sampled))
+    call = VerifyCall("s", 3, (4, 5), np.full((2, target.vocab_size), 1 / 64), (-1, -1))
+    with pytest.raises(RequestError, match="verified greedily only.*temperature 0.8"):
+        engine.validate(call, 32)
+
+
+def test_engine_keeps_only_the_accepted_branch(target: TransformersTarget) -> None:
+    prompt = (1, 2, 3, 4)
+    reference = target_greedy_decode(target, prompt, 6)
+    engine = Engine(target)
+    engine.open_session(SessionSpec("t", "c", prompt, SamplingParams(max_new_tokens=6)))
+    wrong = (reference[0] + 1) % 64
+    # node 0 is wrong, node 1 right; node 2 (under 1) right, node 3 (under 0) irrelevant
+    call = VerifyCall("t", 4, (wrong, reference[0], reference[1], 9), draft_parents=(-1, -1, 1, 0))
+    engine.validate(call, 32)
+    outcome = engine.verify_batch([call])[0]
+    assert not isinstance(outcome, RequestError)
+    assert outcome.accepted_nodes == (1, 2)
+    assert outcome.committed_token_ids == reference[:3]
+    assert engine._sessions["t"].kv_len == len(prompt) + 2
+    follow = VerifyCall("t", 7, (reference[3],))
+    second = engine.verify_batch([follow])[0]
+    assert not isinstance(second, RequestError)
+    assert second.committed_token_ids == reference[3:5]  # the pruned cache is right
+
+
+def test_parse_branching() -> None:
+    assert parse_branching("2,2,1,1") == (2, 2, 1, 1)
+    with pytest.raises(ValueError, match="integers >= 1"):
+        parse_branching("2,0")
+    with pytest.raises(ValueError, match="comma-separated integers"):
+        parse_branching("two")
+    with pytest.raises(ValueError, match="drafts greedily"):
+        TreeDraft(tiny_draft(kept=range(3, 9))).propose([1, 2], 2, 0.7, RNG)
+
+
+def test_trees_over_grpc_batched_with_chains(
+    make_server: ServerFactory, target: TransformersTarget, draft_model: Any
+) -> None:
+    """Tree and chain clients share batches; every output equals the target's, and a tree
+    client's rounds are the in-process ones (the accepted path crosses the wire)."""
+    server = make_server()
+    prompts = [tuple((5 * i + j) % 64 for j in range(4 + 3 * i)) for i in range(6)]
+    sampling = SamplingParams(max_new_tokens=20)
+    results: list[Any] = [None] * len(prompts)
+    barrier = threading.Barrier(len(prompts))
+
+    def client(i: int) -> None:
+        try:
+            drafter = TreeDraft(draft_model) if i % 2 == 0 else CausalLMDraft(draft_model)
+            barrier.wait()
+            results[i] = generate(
+                RemoteVerifier(f"127.0.0.1:{server.port}"),
+                drafter,
+                prompts[i],
+                sampling,
+                DraftOptions(session_id=f"tree{i}"),
+            )
+        except BaseException as exc:  # surfaced below
+            results[i] = exc
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    for i, (result, prompt) in enumerate(zip(results, prompts, strict=True)):
+        assert isinstance(result, GenerationResult), result
+        assert result.output_token_ids == target_greedy_decode(target, prompt, 20)
+        if i % 2 == 0:
+            local = speculative_generate(target, TreeDraft(draft_model), prompt, 4, sampling)
+            assert [r.num_accepted for r in result.rounds] == [r.num_accepted for r in local.rounds]
+    assert RemoteVerifier(f"127.0.0.1:{server.port}").stats().max_batch_size > 1
+
+
+def test_trees_over_grpc_errors_and_accepted_path(
+    make_server: ServerFactory, target: TransformersTarget
+) -> None:
+    server = make_server()
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    verifier.open(SessionSpec("b", "c", (1, 2, 3), SamplingParams(max_new_tokens=8)))
+    with pytest.raises(RequestError) as info:
+        verifier.verify(VerifyCall("b", 3, (4, 5, 6), draft_parents=(-1, 0, 2)))
+    assert info.value.code is ErrorCode.INVALID_ARGUMENT
+    assert "draft tree node 2 has parent 2" in str(info.value)
+    ref = target_greedy_decode(target, (1, 2, 3), 3)
+    draft = ((ref[0] + 1) % 64, ref[0], ref[1])
+    ok = verifier.verify(VerifyCall("b", 3, draft, draft_parents=(-1, -1, 1)))
+    assert ok.outcome.result.num_drafted == 2  # the tree's depth
+    assert ok.outcome.accepted_nodes == (1, 2)
+    assert ok.outcome.result.accepted_token_ids == ref[:2]
+    assert ok.outcome.committed_token_ids == ref
+
+
+def test_malformed_accepted_nodes_are_an_internal_error() -> None:
+    from edgespec.runtime.codec import reply_from_proto
+    from edgespec.runtime.proto import edgespec_pb2 as pb
+
+    msg = pb.VerifyResponse(num_drafted=2, num_accepted=2, first_rejection=-1, extra_token=3)
+    msg.committed_token_ids.extend([4, 6, 3])
+    msg.accepted_nodes.extend([0, 2])
+    reply = reply_from_proto(msg, (4, 5, 6), 3)
+    assert reply.outcome.result.accepted_token_ids == (4, 6)
+    assert reply.outcome.accepted_nodes == (0, 2)
+    msg.accepted_nodes[1] = 7
+    with pytest.raises(RequestError, match="accepted_nodes \\[0, 7\\] do not name"):
+        reply_from_proto(msg, (4, 5, 6), 3)
