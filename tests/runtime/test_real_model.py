@@ -36,3 +36,13 @@ def test_gemma_backend_equals_generate_beyond_the_sliding_window() -> None:
     assert list(mine) == out[0, len(prompt) :].tolist()
     sd = speculative_generate(target, NgramDrafter(), prompt, 4, SamplingParams(max_new_tokens=10))
     assert sd.output_token_ids == mine
+    # a token tree beyond the window: explicit masks must window the sliding layers right
+    from edgespec.models.loading import load_model
+    from edgespec.runtime.backends.tree_draft import TreeDraft
+
+    draft = load_model("gemma3-270m-draft").model
+    tree = speculative_generate(
+        target, TreeDraft(draft), prompt, 4, SamplingParams(max_new_tokens=10)
+    )
+    assert tree.output_token_ids == mine
+    assert any(r.num_drafted > 4 for r in tree.rounds)
