@@ -1,12 +1,13 @@
-"""Gemma 3 270M's LM head on one CPU thread: one GEMM vs `blocked_head`, 1 and 5 rows.
+"""Gemma 3 270M's LM head on CPU: one GEMM vs `blocked_head`, for a few row counts.
 
-    python scripts/head_speed.py
+    python scripts/head_speed.py [THREADS] [ROWS,ROWS,...]     # defaults: 1 thread, rows 1,5
 
 Prints the median of 6 timed calls (after one warm-up) and whether the logits are identical.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 
@@ -28,9 +29,10 @@ def median_ms(fn: Callable[[], torch.Tensor], repeats: int = 6) -> float:
 
 
 def main() -> None:
-    torch.set_num_threads(1)
+    torch.set_num_threads(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+    counts = [int(r) for r in sys.argv[2].split(",")] if len(sys.argv) > 2 else [1, 5]
     weight = load_model("gemma3-270m").model.get_output_embeddings().weight.detach()
-    for rows in (1, 5):
+    for rows in counts:
         hidden = torch.randn(rows, weight.shape[1], generator=torch.Generator().manual_seed(0))
         plain = median_ms(lambda h=hidden: torch.nn.functional.linear(h, weight))
         blocked = median_ms(lambda h=hidden: blocked_head(h, weight))
