@@ -303,6 +303,7 @@ class DrafterConfig:
     request_timeout_s: float = 30.0
     lookup: bool = False  # prompt lookup first, the neural draft where it finds nothing
     tree: str | None = None  # token-tree branching per depth, e.g. "2,2,1,1" (greedy only)
+    tree_min_prob: float = 0.0  # prune tree candidates below this draft path probability
 
     def validate(self) -> None:
         if self.max_new_tokens < 1:
@@ -317,6 +318,8 @@ class DrafterConfig:
             )
         if self.tree is not None:
             self._validate_tree()
+        if not 0.0 <= self.tree_min_prob < 1.0:
+            raise ConfigError("tree_min_prob", f"must be in [0, 1), got {self.tree_min_prob}")
         if ":" not in self.server:
             raise ConfigError("server", f"expected host:port, got {self.server!r}")
 

@@ -20,7 +20,8 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
   is left out because it depends on where a round starts). For a trimmed-vocabulary draft
   they are computed over its K kept tokens (the others have zero probability).
 - ``rounds``: the rounds actually run at ``gamma_max`` (tokens drafted — for a token tree,
-  its node count — accepted, draft and verify milliseconds), and ``sd_ms`` / ``target_only_ms`` / ``assisted_ms`` wall times.
+  its node count — accepted, draft and verify milliseconds), and ``sd_ms`` /
+  ``target_only_ms`` / ``assisted_ms`` wall times.
 """
 
 from __future__ import annotations

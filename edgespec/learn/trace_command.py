@@ -36,6 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "with --lookup plus the lookup chain), verified greedily in one target pass",
     )
     parser.add_argument(
+        "--tree-min-prob",
+        type=float,
+        default=0.0,
+        help="with --tree: leave out candidates whose path probability under the draft is "
+        "below this (the draft's first choice at the root always stays)",
+    )
+    parser.add_argument(
         "--dataset",
         action="append",
         help=f"one of {', '.join(DATASETS)} or a JSONL file with a 'prompt' field (repeatable)",
@@ -92,6 +99,8 @@ def _check_args(args: argparse.Namespace) -> str | None:
             parse_branching(args.tree)
         except ValueError as exc:
             return f"--tree: {exc}"
+    if not 0.0 <= args.tree_min_prob < 1.0:
+        return f"--tree-min-prob must be in [0, 1), got {args.tree_min_prob}"
     return None
 
 
@@ -134,8 +143,11 @@ def run(args: argparse.Namespace) -> int:
         draft_name += "+lookup" if args.lookup else ""
     elif draft_model is not None and args.tree is not None:
         branching = parse_branching(args.tree)
-        drafter = TreeDraft(draft_model, branching, lookup=args.lookup)
-        draft_name += f"+tree({args.tree})" + ("+lookup" if args.lookup else "")
+        drafter = TreeDraft(draft_model, branching, args.lookup, min_path_prob=args.tree_min_prob)
+        draft_name += f"+tree({args.tree}" + (
+            f",p>={args.tree_min_prob})" if args.tree_min_prob else ")"
+        )
+        draft_name += "+lookup" if args.lookup else ""
     elif draft_model is not None and args.lookup:
         drafter, draft_name = HybridDraft(draft_model), f"{args.draft}+lookup"
     elif draft_model is not None:

@@ -37,10 +37,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="draft a token tree: the draft's top-B_d tokens at depth d, e.g. 2,2,1,1 "
         "(with --lookup plus the lookup chain; greedy only)",
     )
+    parser.add_argument(
+        "--tree-min-prob",
+        type=float,
+        help="with --tree: leave out candidates whose draft path probability is below this",
+    )
 
 
 def make_drafter(
-    name: str, model: Any, vocab_size: int, lookup: bool = False, tree: str | None = None
+    name: str,
+    model: Any,
+    vocab_size: int,
+    lookup: bool = False,
+    tree: str | None = None,
+    tree_min_prob: float = 0.0,
 ) -> Any:
     """A draft backend: prompt lookup for 'ngram'; for a model, a token tree when ``tree``
     gives its branching, else lookup first when ``lookup``, else the model alone
@@ -61,7 +71,7 @@ def make_drafter(
             raise ConfigError("tree", f"{name} is a feature draft, which drafts chains only")
         return FeatureDraft(model, lookup=lookup)
     if tree is not None:
-        return TreeDraft(model, parse_branching(tree), lookup=lookup)
+        return TreeDraft(model, parse_branching(tree), lookup, min_path_prob=tree_min_prob)
     if lookup:
         return HybridDraft(model)
     if hasattr(model, "trimmed_forward"):
@@ -72,7 +82,8 @@ def make_drafter(
 def _overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.config import overrides_from_flags
 
-    keys = ("server", "draft", "max_new_tokens", "temperature", "auth_token", "tls_ca", "tree")
+    keys = ["server", "draft", "max_new_tokens", "temperature", "auth_token", "tls_ca"]
+    keys += ["tree", "tree_min_prob"]
     out = [*args.set, *overrides_from_flags({key: getattr(args, key) for key in keys})]
     if args.gamma is not None:
         out += ["window.name=static", f"window.params={{gamma: {args.gamma}}}"]

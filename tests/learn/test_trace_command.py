@@ -85,3 +85,5 @@ def test_trace_command_with_a_token_tree(
     assert "--tree needs a neural draft model" in capsys.readouterr().err
     assert main(["trace", "--tree", "2,x", "--out", "x.jsonl"]) == 2
     assert "--tree: tree branching must be comma-separated integers" in capsys.readouterr().err
+    assert main(["trace", "--tree", "2", "--tree-min-prob", "-1", "--out", "x.jsonl"]) == 2
+    assert "--tree-min-prob must be in [0, 1), got -1.0" in capsys.readouterr().err

@@ -157,6 +157,8 @@ def test_draft_tree_flag_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
     assert "trees are verified greedily: needs temperature 0, got 0.7" in capsys.readouterr().err
     assert main(["draft", "--prompt-ids", "5", "--draft", "ngram", "--tree", "2"]) == 2
     assert "config field 'tree': needs a neural draft model" in capsys.readouterr().err
+    assert main([*args, "--tree", "2", "--tree-min-prob", "1.5"]) == 2
+    assert "config field 'tree_min_prob': must be in [0, 1), got 1.5" in capsys.readouterr().err
 
 
 def test_make_drafter_picks_the_backend() -> None:
@@ -178,7 +180,8 @@ def test_make_drafter_picks_the_backend() -> None:
     from edgespec.config import ConfigError
     from edgespec.runtime.backends.tree_draft import TreeDraft
 
-    tree = make_drafter("d", trimmed, 48, lookup=True, tree="3,1")
+    tree = make_drafter("d", trimmed, 48, lookup=True, tree="3,1", tree_min_prob=0.1)
     assert type(tree) is TreeDraft and tree.branching == (3, 1) and tree.lookup
+    assert tree.min_path_prob == 0.1
     with pytest.raises(ConfigError, match="feature draft, which drafts chains only"):
         make_drafter("d", _net(), 48, tree="2")

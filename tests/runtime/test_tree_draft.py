@@ -56,12 +56,18 @@ def _to_target(model: Any, index: int) -> int:
 
 
 def reference_tree(
-    model: Any, context: Sequence[int], branching: Sequence[int], depth: int, lookup: bool
+    model: Any,
+    context: Sequence[int],
+    branching: Sequence[int],
+    depth: int,
+    lookup: bool,
+    min_prob: float = 0.0,
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The tree TreeDraft should draft, built with one uncached forward per node."""
     tokens: list[int] = []
     parents: list[int] = []
     flags: list[tuple[bool, bool]] = []  # (branch, chain)
+    path_probs: list[float] = []
     frontier = [-1]
     for d in range(1, depth + 1):
         first = len(tokens)
@@ -72,13 +78,18 @@ def reference_tree(
             kids: dict[int, int] = {}
             if branch:
                 width = branching[d - 1] if d <= len(branching) else 1
-                for index in torch.topk(row, width).indices.tolist():
+                probs = torch.softmax(row, -1)
+                for rank, index in enumerate(torch.topk(row, width).indices.tolist()):
+                    prob = (path_probs[parent] if parent >= 0 else 1.0) * float(probs[index])
+                    if prob < min_prob and (parent >= 0 or rank > 0):
+                        break
                     token = _to_target(model, index)
                     if token not in kids:
                         kids[token] = len(tokens)
                         tokens.append(token)
                         parents.append(parent)
                         flags.append((True, False))
+                        path_probs.append(prob)
             if chain:
                 found = suffix_match_next([*context, *path], 8, 2)
                 token = found if found is not None else _to_target(model, int(row.argmax()))
@@ -88,20 +99,24 @@ def reference_tree(
                     tokens.append(token)
                     parents.append(parent)
                     flags.append((False, True))
+                    path_probs.append(1.0)
         frontier = list(range(first, len(tokens)))
     return tuple(tokens), tuple(parents)
 
 
 @pytest.mark.parametrize("lookup", [False, True])
 @pytest.mark.parametrize("kind", ["llama", "flat", "trimmed"])
-def test_tree_matches_uncached_reference(draft_model: Any, kind: str, lookup: bool) -> None:
+@pytest.mark.parametrize("min_prob", [0.0, 0.02])
+def test_tree_matches_uncached_reference(
+    draft_model: Any, kind: str, lookup: bool, min_prob: float
+) -> None:
     models = {"llama": draft_model, "trimmed": tiny_draft(kept=range(3, 40))}
     model = models[kind] if kind in models else sharp_flat_llama()
-    drafter = TreeDraft(model, branching=(3, 2, 1), lookup=lookup)
+    drafter = TreeDraft(model, branching=(3, 2, 1), lookup=lookup, min_path_prob=min_prob)
     context = [5, 6, 7, 8, 5, 6, 7, 9, 10, 5, 6]  # repeats, so lookup finds matches
     for step in range(3):  # the cache carries over between calls
         proposal = drafter.propose(context, 4, 0.0, RNG)
-        expected = reference_tree(model, context, (3, 2, 1), 4, lookup)
+        expected = reference_tree(model, context, (3, 2, 1), 4, lookup, min_prob)
         assert (proposal.token_ids, proposal.parents) == expected
         assert len(proposal.token_ids) <= drafter.max_nodes(4)
         context = [*context, proposal.token_ids[0], 11 + step]
@@ -261,3 +276,15 @@ def test_malformed_accepted_nodes_are_an_internal_error() -> None:
     msg.accepted_nodes[1] = 7
     with pytest.raises(RequestError, match="accepted_nodes \\[0, 7\\] do not name"):
         reply_from_proto(msg, (4, 5, 6), 3)
+
+
+def test_min_path_prob_prunes_unlikely_candidates() -> None:
+    model = sharp_flat_llama()  # flat: every candidate's probability is about 1/64
+    context = [5, 6, 7, 8]
+    full = TreeDraft(model, branching=(3, 2, 1), lookup=False).propose(context, 3, 0.0, RNG)
+    assert len(full.token_ids) == 3 + 6 + 6
+    pruned = TreeDraft(model, (3, 2, 1), lookup=False, min_path_prob=0.5)
+    only = pruned.propose(context, 3, 0.0, RNG)
+    assert only.parents == (-1,) and only.token_ids == full.token_ids[:1]  # the first choice
+    with pytest.raises(ValueError, match="min_path_prob must be in"):
+        TreeDraft(model, (2,), min_path_prob=1.0)

@@ -32,6 +32,7 @@ class _Node:
     branch: bool  # expand with the draft's top-b candidates
     chain: bool  # expand with the lookup chain's next token
     ancestors: tuple[int, ...]  # node indices from depth 1 to this node
+    path_prob: float = 1.0  # the draft's probability of the path to this node
 
 
 class TreeDraft(CausalLMDraft):
@@ -40,6 +41,9 @@ class TreeDraft(CausalLMDraft):
     ``branching[d - 1]`` candidates are drafted under each draft-branch node of depth
     d − 1 (1 beyond the tuple's length); ``lookup`` adds the prompt-lookup chain. With
     ``branching`` all ones and no lookup the tree is the draft's greedy chain.
+    ``min_path_prob`` prunes: a candidate whose path probability under the draft (the
+    product of the draft's probabilities along it) is below it is left out, except the
+    draft's first choice at the root (every verified token costs target compute).
     """
 
     def __init__(
@@ -49,10 +53,14 @@ class TreeDraft(CausalLMDraft):
         lookup: bool = True,
         max_ngram: int = 8,
         min_ngram: int = 2,
+        min_path_prob: float = 0.0,
     ) -> None:
         super().__init__(model)
         if not branching or min(branching) < 1:
             raise ValueError(f"tree branching needs integers >= 1, got {tuple(branching)}")
+        if not 0.0 <= min_path_prob < 1.0:
+            raise ValueError(f"min_path_prob must be in [0, 1), got {min_path_prob}")
+        self.min_path_prob = min_path_prob
         if not 1 <= min_ngram <= max_ngram:
             raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
         self.branching = tuple(int(b) for b in branching)
@@ -111,11 +119,20 @@ class TreeDraft(CausalLMDraft):
         kids: dict[int, int] = {}
         if branch:
             width = self.branching[depth - 1] if depth <= len(self.branching) else 1
-            for index in torch.topk(row, min(width, row.shape[0])).indices.tolist():
+            prior = 1.0 if is_root else nodes[parent].path_prob
+            probs = torch.softmax(row, dim=-1)
+            top = torch.topk(probs, min(width, row.shape[0]))
+            for rank, (p, index) in enumerate(
+                zip(top.values.tolist(), top.indices.tolist(), strict=True)
+            ):
+                path_prob = prior * p
+                if path_prob < self.min_path_prob and not (is_root and rank == 0):
+                    break  # candidates come in falling probability
                 token = self._to_target(int(index))
                 if token not in kids:
                     kids[token] = len(nodes)
-                    nodes.append(_Node(token, parent, True, False, (*ancestors, len(nodes))))
+                    ancestry = (*ancestors, len(nodes))
+                    nodes.append(_Node(token, parent, True, False, ancestry, path_prob))
         if chain:
             seq = [*context, *(nodes[i].token for i in ancestors)]
             looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
