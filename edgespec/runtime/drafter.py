@@ -142,7 +142,8 @@ def generate(
             rows = np.asarray(outcome.target_hidden, dtype=np.float32)
             feature.observe_target_hidden(outcome.target_hidden_start, rows)
             observe_s = clock() - observed
-        accepted_hist = [*accepted_hist, (len(call.draft_token_ids), outcome.result.num_accepted)]
+        # the window's acceptance is per position: a token tree counts its depth, not its nodes
+        accepted_hist = [*accepted_hist, (outcome.result.num_drafted, outcome.result.num_accepted)]
         accepted_hist = accepted_hist[-options.acceptance_history :]
         rounds.append(
             RoundRecord(

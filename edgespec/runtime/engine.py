@@ -22,13 +22,11 @@ from time import monotonic
 
 import numpy as np
 
-from edgespec.core.speculative import greedy_verify, greedy_verify_tree, stochastic_verify
-from edgespec.core.tree import tree_problem
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, KVState, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
-from edgespec.runtime.sampling import logits_to_probs
-from edgespec.runtime.validation import check_draft_probs, check_vocab
+from edgespec.runtime.validation import check_draft_probs, check_tree_call, check_vocab
+from edgespec.runtime.verdict import cut_committed, verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +171,7 @@ class Engine:
             )
         check_vocab(call.draft_token_ids, "draft token", self.backend.vocab_size)
         if call.draft_parents is not None:
-            self._validate_tree(session, call)
+            check_tree_call(call, session.spec.sampling)
         if call.prefix_len + k > self.backend.max_context_tokens:
             raise RequestError(
                 ErrorCode.INVALID_ARGUMENT,
@@ -182,19 +180,6 @@ class Engine:
             )
         if not session.spec.sampling.greedy:
             check_draft_probs(call, self.backend.vocab_size)
-
-    @staticmethod
-    def _validate_tree(session: _Session, call: VerifyCall) -> None:
-        assert call.draft_parents is not None
-        problem = tree_problem(call.draft_parents, len(call.draft_token_ids))
-        if problem is not None:
-            raise RequestError(ErrorCode.INVALID_ARGUMENT, problem)
-        if not session.spec.sampling.greedy:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                "draft trees are verified greedily only; session "
-                f"{call.session_id!r} samples at temperature {session.spec.sampling.temperature}",
-            )
 
     def pending_sizes(self, session_id: str, num_draft: int) -> tuple[int, int]:
         """(num_new_tokens, num_cached_tokens) a verification of ``num_draft`` would have."""
@@ -264,31 +249,15 @@ class Engine:
         item: ForwardItem,
         out: ForwardOutput,
     ) -> VerifyOutcome:
-        sampling, logits = s.spec.sampling, out.logits
-        draft = call.draft_token_ids
-        path: tuple[int, ...] | None = None
-        if call.draft_parents is not None:
-            argmax = [int(t) for t in np.argmax(logits, axis=-1)]
-            result, path = greedy_verify_tree(draft, call.draft_parents, argmax)
-        elif sampling.greedy:
-            result = greedy_verify(draft, [int(t) for t in np.argmax(logits, axis=-1)])
-        else:
-            probs = logits_to_probs(logits, sampling.temperature, sampling.top_p)
-            q = np.zeros((0, probs.shape[1])) if call.draft_probs is None else call.draft_probs
-            result = stochastic_verify(draft, q, probs, s.rng)
-        committed = list(result.committed_token_ids)
+        sampling, draft = s.spec.sampling, call.draft_token_ids
+        result, path = verdict(call, sampling, out.logits, s.rng)
         budget = sampling.max_new_tokens - s.num_output_tokens
-        committed = committed[:budget]
-        eos = self.backend.eos_token_ids
-        for i, tok in enumerate(committed):
-            if tok in eos:
-                committed = committed[: i + 1]
-                break
+        committed = cut_committed(result.committed_token_ids, budget, self.backend.eos_token_ids)
         old_total = len(s.tokens)
         s.tokens.extend(committed)
         s.num_output_tokens += len(committed)
         s.finished = s.num_output_tokens >= sampling.max_new_tokens or (
-            bool(committed) and committed[-1] in eos
+            bool(committed) and committed[-1] in self.backend.eos_token_ids
         )
         s.last_used_s = self._clock()
         accepted = path if path is not None else tuple(range(result.num_accepted))

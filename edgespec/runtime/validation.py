@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from edgespec.core.tree import tree_problem
+from edgespec.core.types import SamplingParams
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall
 
@@ -39,3 +41,17 @@ def check_draft_probs(call: VerifyCall, vocab: int) -> None:
                 ErrorCode.INVALID_ARGUMENT,
                 f"draft_probs row {i} gives its own draft token {tok} probability 0",
             )
+
+
+def check_tree_call(call: VerifyCall, sampling: SamplingParams) -> None:
+    """A token tree's parents are well formed, and its session decodes greedily."""
+    assert call.draft_parents is not None
+    problem = tree_problem(call.draft_parents, len(call.draft_token_ids))
+    if problem is not None:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, problem)
+    if not sampling.greedy:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            "draft trees are verified greedily only; session "
+            f"{call.session_id!r} samples at temperature {sampling.temperature}",
+        )

@@ -288,3 +288,25 @@ def test_min_path_prob_prunes_unlikely_candidates() -> None:
     assert only.parents == (-1,) and only.token_ids == full.token_ids[:1]  # the first choice
     with pytest.raises(ValueError, match="min_path_prob must be in"):
         TreeDraft(model, (2,), min_path_prob=1.0)
+
+
+def test_window_policies_see_per_position_acceptance(
+    target: TransformersTarget, draft_model: Any
+) -> None:
+    """A tree's acceptance is counted over its depth (the window), not its node count."""
+    from edgespec.policies.interfaces import WindowObservation
+
+    class Recording:
+        def __init__(self) -> None:
+            self.seen: list[float | None] = []
+
+        def next_window(self, obs: WindowObservation) -> int:
+            self.seen.append(obs.recent_acceptance)
+            return 4
+
+    policy = Recording()
+    sampling = SamplingParams(max_new_tokens=24)
+    result = speculative_generate(target, TreeDraft(draft_model), [1, 2, 3, 4], policy, sampling)
+    first = result.rounds[0]
+    assert first.num_drafted > 4  # nodes sent
+    assert policy.seen[1] == pytest.approx(first.num_accepted / 4)
