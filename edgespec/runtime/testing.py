@@ -77,3 +77,38 @@ def layer_truncated_copy(model: Any, num_layers: int) -> Any:
     draft.generation_config.eos_token_id = model.generation_config.eos_token_id
     draft.eval()  # type: ignore[no-untyped-call]
     return draft
+
+
+def tiny_gemma3(
+    seed: int = 0,
+    num_layers: int = 2,
+    sliding_window: int = 512,
+    layer_types: list[str] | None = None,
+    final_logit_softcapping: float | None = None,
+) -> Any:
+    """A random fp32 Gemma 3 text model (sliding-window and global layers, optional logit
+    soft-cap), seeded locally like :func:`tiny_llama`."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    config = Gemma3TextConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=num_layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=256,
+        sliding_window=sliding_window,
+        layer_types=layer_types,
+        final_logit_softcapping=final_logit_softcapping,
+        bos_token_id=None,
+        pad_token_id=None,
+        eos_token_id=None,
+    )
+    state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    model = Gemma3ForCausalLM(config)
+    torch.random.set_rng_state(state)
+    model.eval()  # type: ignore[no-untyped-call]
+    return model

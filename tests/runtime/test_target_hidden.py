@@ -116,26 +116,9 @@ def test_backend_hidden_rows_equal_the_base_model_alone(
 
 
 def test_head_path_applies_the_final_logit_softcap() -> None:
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+    from edgespec.runtime.testing import tiny_gemma3
 
-    config = Gemma3TextConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        max_position_embeddings=256,
-        final_logit_softcapping=3.0,
-        bos_token_id=None,
-        pad_token_id=None,
-        eos_token_id=None,
-    )
-    state = torch.random.get_rng_state()
-    torch.manual_seed(0)
-    model = Gemma3ForCausalLM(config).eval()
-    torch.random.set_rng_state(state)
+    model = tiny_gemma3(final_logit_softcapping=3.0)
     with torch.no_grad():
         model.lm_head.weight.mul_(100.0)  # logits well beyond the cap
     target = TransformersTarget(model)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 
@@ -12,41 +10,18 @@ torch = pytest.importorskip("torch")
 from edgespec.core.tree import path_to  # noqa: E402
 from edgespec.runtime.backends.base import ForwardItem  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
-from edgespec.runtime.testing import tiny_llama  # noqa: E402
+from edgespec.runtime.testing import tiny_gemma3, tiny_llama  # noqa: E402
 
 PARENTS = (-1, -1, 0, 0, 2, 1, 5)
 NODES = (5, 9, 14, 3, 27, 9, 30)
 
 
-def tiny_gemma3(sliding_window: int = 6) -> Any:
-    """Three layers, the middle one global, a short sliding window."""
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
-    config = Gemma3TextConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=3,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        max_position_embeddings=256,
-        sliding_window=sliding_window,
-        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
-        bos_token_id=None,
-        pad_token_id=None,
-        eos_token_id=None,
-    )
-    state = torch.random.get_rng_state()
-    torch.manual_seed(0)
-    model = Gemma3ForCausalLM(config).eval()
-    torch.random.set_rng_state(state)
-    return model
-
-
 @pytest.fixture(scope="module", params=["llama", "gemma3"])
 def backend(request: pytest.FixtureRequest) -> TransformersTarget:
-    model = tiny_llama(seed=0) if request.param == "llama" else tiny_gemma3()
+    # Gemma 3: three layers, the middle one global, a sliding window of 6 tokens
+    layer_types = ["sliding_attention", "full_attention", "sliding_attention"]
+    gemma = tiny_gemma3(num_layers=3, sliding_window=6, layer_types=layer_types)
+    model = tiny_llama(seed=0) if request.param == "llama" else gemma
     return TransformersTarget(model)
 
 
