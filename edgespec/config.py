@@ -304,6 +304,7 @@ class DrafterConfig:
     lookup: bool = False  # prompt lookup first, the neural draft where it finds nothing
     tree: str | None = None  # token-tree branching per depth, e.g. "2,2,1,1" (greedy only)
     tree_min_prob: float = 0.0  # prune tree candidates below this draft path probability
+    tree_max_nodes: int = 24  # tokens per tree at most (keep <= the server's max_draft_tokens)
 
     def validate(self) -> None:
         if self.max_new_tokens < 1:
@@ -318,6 +319,8 @@ class DrafterConfig:
             )
         if self.tree is not None:
             self._validate_tree()
+        if self.tree_max_nodes < 1:
+            raise ConfigError("tree_max_nodes", f"must be >= 1, got {self.tree_max_nodes}")
         if not 0.0 <= self.tree_min_prob < 1.0:
             raise ConfigError("tree_min_prob", f"must be in [0, 1), got {self.tree_min_prob}")
         if ":" not in self.server:

@@ -43,6 +43,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "below this (the draft's first choice at the root always stays)",
     )
     parser.add_argument(
+        "--tree-max-nodes",
+        type=int,
+        default=24,
+        help="with --tree: the most tokens one tree may hold (default 24)",
+    )
+    parser.add_argument(
         "--dataset",
         action="append",
         help=f"one of {', '.join(DATASETS)} or a JSONL file with a 'prompt' field (repeatable)",
@@ -99,6 +105,8 @@ def _check_args(args: argparse.Namespace) -> str | None:
             parse_branching(args.tree)
         except ValueError as exc:
             return f"--tree: {exc}"
+    if args.tree_max_nodes < 1:
+        return f"--tree-max-nodes must be >= 1, got {args.tree_max_nodes}"
     if not 0.0 <= args.tree_min_prob < 1.0:
         return f"--tree-min-prob must be in [0, 1), got {args.tree_min_prob}"
     return None
@@ -143,7 +151,13 @@ def run(args: argparse.Namespace) -> int:
         draft_name += "+lookup" if args.lookup else ""
     elif draft_model is not None and args.tree is not None:
         branching = parse_branching(args.tree)
-        drafter = TreeDraft(draft_model, branching, args.lookup, min_path_prob=args.tree_min_prob)
+        drafter = TreeDraft(
+            draft_model,
+            branching,
+            args.lookup,
+            min_path_prob=args.tree_min_prob,
+            max_nodes=args.tree_max_nodes,
+        )
         draft_name += f"+tree({args.tree}" + (
             f",p>={args.tree_min_prob})" if args.tree_min_prob else ")"
         )

@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="with --tree: leave out candidates whose draft path probability is below this",
     )
+    parser.add_argument(
+        "--tree-max-nodes",
+        type=int,
+        help="with --tree: the most tokens one tree may hold (default 24; the server "
+        "refuses blocks over its max_draft_tokens, 32 by default)",
+    )
 
 
 def make_drafter(
@@ -51,6 +57,7 @@ def make_drafter(
     lookup: bool = False,
     tree: str | None = None,
     tree_min_prob: float = 0.0,
+    tree_max_nodes: int = 24,
 ) -> Any:
     """A draft backend: prompt lookup for 'ngram'; for a model, a token tree when ``tree``
     gives its branching, else lookup first when ``lookup``, else the model alone
@@ -71,7 +78,10 @@ def make_drafter(
             raise ConfigError("tree", f"{name} is a feature draft, which drafts chains only")
         return FeatureDraft(model, lookup=lookup)
     if tree is not None:
-        return TreeDraft(model, parse_branching(tree), lookup, min_path_prob=tree_min_prob)
+        branching = parse_branching(tree)
+        return TreeDraft(
+            model, branching, lookup, min_path_prob=tree_min_prob, max_nodes=tree_max_nodes
+        )
     if lookup:
         return HybridDraft(model)
     if hasattr(model, "trimmed_forward"):
@@ -83,7 +93,7 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.config import overrides_from_flags
 
     keys = ["server", "draft", "max_new_tokens", "temperature", "auth_token", "tls_ca"]
-    keys += ["tree", "tree_min_prob"]
+    keys += ["tree", "tree_min_prob", "tree_max_nodes"]
     out = [*args.set, *overrides_from_flags({key: getattr(args, key) for key in keys})]
     if args.gamma is not None:
         out += ["window.name=static", f"window.params={{gamma: {args.gamma}}}"]
@@ -152,7 +162,15 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     window = build_policy("window", config.window.name, config.window.params)
-    drafter = make_drafter(config.draft, model, verifier.vocab_size(), config.lookup, config.tree)
+    drafter = make_drafter(
+        config.draft,
+        model,
+        verifier.vocab_size(),
+        config.lookup,
+        config.tree,
+        config.tree_min_prob,
+        config.tree_max_nodes,
+    )
     options = DraftOptions(session_id, config.client_id, config.slo_class)
     result = generate(verifier, drafter, prompt, sampling, options, window, on_tokens=show)
     sys.stdout.write("\n")

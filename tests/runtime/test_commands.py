@@ -115,6 +115,26 @@ def test_draft_command_streams_lossless_output(
         ] == reference
 
 
+def test_draft_tree_settings_reach_the_drafter(
+    served: str, target: TransformersTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address, model_dir = served.split("|")
+    records = tmp_path / "rounds.jsonl"
+    args = ["draft", "--server", address, "--draft", model_dir, "--tree", "3,3"]
+    args += ["--prompt-ids", ",".join(map(str, PROMPT)), "--max-new-tokens", "12"]
+    assert main([*args, "--tree-max-nodes", "3", "--records", str(records)]) == 0
+    out = capsys.readouterr().out
+    streamed = [int(t) for t in out.replace("[", " ").replace("]", " ").replace(",", " ").split()]
+    assert streamed == list(target_greedy_decode(target, PROMPT, 12))
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    drafted = [r["num_drafted"] for r in rows if r["type"] == "RoundRecord"]
+    assert max(drafted) == 3  # capped (a 3,3 tree of depth 4 holds up to 3 + 9 + 9 + 9)
+    args[args.index("3,3")] = "3,3,3"  # up to 3 + 9 + 27 + 27 tokens: over the server's 32
+    assert main([*args, "--tree-max-nodes", "40"]) == 1
+    err = capsys.readouterr().err
+    assert "INVALID_ARGUMENT: draft block has 40 tokens; the limit is 32" in err
+
+
 def test_serve_without_target_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve"]) == 2
     assert (

@@ -112,13 +112,13 @@ def test_tree_matches_uncached_reference(
 ) -> None:
     models = {"llama": draft_model, "trimmed": tiny_draft(kept=range(3, 40))}
     model = models[kind] if kind in models else sharp_flat_llama()
-    drafter = TreeDraft(model, branching=(3, 2, 1), lookup=lookup, min_path_prob=min_prob)
+    drafter = TreeDraft(model, (3, 2, 1), lookup, min_path_prob=min_prob, max_nodes=64)
     context = [5, 6, 7, 8, 5, 6, 7, 9, 10, 5, 6]  # repeats, so lookup finds matches
     for step in range(3):  # the cache carries over between calls
         proposal = drafter.propose(context, 4, 0.0, RNG)
         expected = reference_tree(model, context, (3, 2, 1), 4, lookup, min_prob)
         assert (proposal.token_ids, proposal.parents) == expected
-        assert len(proposal.token_ids) <= drafter.max_nodes(4)
+        assert len(proposal.token_ids) <= 3 + 6 + 6 + 6 + (4 if lookup else 0)
         context = [*context, proposal.token_ids[0], 11 + step]
 
 
@@ -310,3 +310,48 @@ def test_window_policies_see_per_position_acceptance(
     first = result.rounds[0]
     assert first.num_drafted > 4  # nodes sent
     assert policy.seen[1] == pytest.approx(first.num_accepted / 4)
+
+
+def _paths(tokens: Sequence[int], parents: Sequence[int]) -> set[tuple[int, ...]]:
+    return {tuple(tokens[i] for i in path_to(parents, n)) for n in range(len(tokens))}
+
+
+@pytest.mark.parametrize("budget", [1, 5, 9, 16])
+def test_max_nodes_caps_the_tree_and_keeps_the_chain(draft_model: Any, budget: int) -> None:
+    from edgespec.runtime.backends.causal_lm import HybridDraft
+
+    context = [5, 6, 7, 8, 5, 6, 7, 9, 10, 5, 6]
+    full = TreeDraft(draft_model, (3, 3, 2, 1), max_nodes=64).propose(context, 4, 0.0, RNG)
+    capped = TreeDraft(draft_model, (3, 3, 2, 1), max_nodes=budget).propose(context, 4, 0.0, RNG)
+    assert len(full.token_ids) > 16
+    assert len(capped.token_ids) == budget  # the full tree has more than any budget here
+    assert capped.parents is not None and full.parents is not None
+    assert _paths(capped.token_ids, capped.parents) <= _paths(full.token_ids, full.parents)
+    chain = HybridDraft(draft_model).propose(context, 4, 0.0, RNG).token_ids
+    if budget >= 5:  # the draft's first choice, then the lookup chain, come first
+        assert chain in _paths(capped.token_ids, capped.parents)
+        first = TreeDraft(draft_model, (1,), lookup=False).propose(context, 1, 0.0, RNG)
+        assert first.token_ids[0] in capped.token_ids[:2]
+
+
+def test_max_nodes_keeps_the_most_probable_candidates() -> None:
+    """Within a depth, no dropped candidate (under a kept parent) is likelier than a kept
+    one; path probabilities come from uncached forwards."""
+    model = sharp_flat_llama()
+    context = [5, 6, 7, 8, 9]
+    drafter = TreeDraft(model, (3, 3, 2), lookup=False, max_nodes=8)
+    capped = drafter.propose(context, 3, 0.0, RNG)
+    assert capped.parents is not None and len(capped.token_ids) == 8
+    kept_paths = _paths(capped.token_ids, capped.parents)
+    prob: dict[tuple[int, ...], float] = {(): 1.0}
+    widths = (3, 3, 2)
+    for depth in (1, 2, 3):
+        kept, dropped = [], []
+        for path in [p for p in kept_paths if len(p) == depth - 1] or [()]:
+            row = torch.softmax(_draft_row(model, [*context, *path]), -1)
+            for index in torch.topk(row, widths[depth - 1]).indices.tolist():
+                child = (*path, index)
+                prob[child] = prob[path] * float(row[index])
+                (kept if child in kept_paths else dropped).append(prob[child])
+        if kept and dropped:
+            assert min(kept) >= max(dropped)

@@ -40,10 +40,13 @@ class TreeDraft(CausalLMDraft):
 
     ``branching[d - 1]`` candidates are drafted under each draft-branch node of depth
     d − 1 (1 beyond the tuple's length); ``lookup`` adds the prompt-lookup chain. With
-    ``branching`` all ones and no lookup the tree is the draft's greedy chain.
-    ``min_path_prob`` prunes: a candidate whose path probability under the draft (the
-    product of the draft's probabilities along it) is below it is left out, except the
-    draft's first choice at the root (every verified token costs target compute).
+    ``branching`` all ones and no lookup the tree is the draft's greedy chain. Every
+    verified token costs target compute, so two limits prune the tree: a candidate whose
+    path probability under the draft (the product of the draft's probabilities along it)
+    is below ``min_path_prob`` is left out, and a tree holds at most ``max_nodes`` tokens
+    (keep it within the server's ``max_draft_tokens``): the draft's first choice at the
+    root comes first, then the lookup chain, then the other candidates of each depth by
+    path probability.
     """
 
     def __init__(
@@ -54,26 +57,22 @@ class TreeDraft(CausalLMDraft):
         max_ngram: int = 8,
         min_ngram: int = 2,
         min_path_prob: float = 0.0,
+        max_nodes: int = 24,
     ) -> None:
         super().__init__(model)
         if not branching or min(branching) < 1:
             raise ValueError(f"tree branching needs integers >= 1, got {tuple(branching)}")
         if not 0.0 <= min_path_prob < 1.0:
             raise ValueError(f"min_path_prob must be in [0, 1), got {min_path_prob}")
-        self.min_path_prob = min_path_prob
+        if max_nodes < 1:
+            raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
         if not 1 <= min_ngram <= max_ngram:
             raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
         self.branching = tuple(int(b) for b in branching)
         self.lookup = lookup
+        self.min_path_prob = min_path_prob
+        self.max_nodes = max_nodes
         self._max_ngram, self._min_ngram = max_ngram, min_ngram
-
-    def max_nodes(self, depth: int) -> int:
-        """The most tokens a tree of ``depth`` can hold."""
-        total, width = 0, 1
-        for d in range(depth):
-            width *= self.branching[d] if d < len(self.branching) else 1
-            total += width
-        return total + (depth if self.lookup else 0)
 
     @torch.inference_mode()
     def propose(
@@ -91,8 +90,7 @@ class TreeDraft(CausalLMDraft):
         try:
             for depth in range(1, gamma + 1):
                 first_new = len(nodes)
-                for parent, row in frontier:
-                    self._expand(nodes, parent, row, depth, context)
+                self._expand(nodes, frontier, depth, gamma, context)
                 new = list(range(first_new, len(nodes)))
                 if depth == gamma or not new:
                     break
@@ -108,38 +106,72 @@ class TreeDraft(CausalLMDraft):
             parents=tuple(n.parent for n in nodes),
         )
 
-    def _expand(
-        self, nodes: list[_Node], parent: int, row: torch.Tensor, depth: int, context: Sequence[int]
-    ) -> None:
-        """Append ``parent``'s children (draft candidates, then the chain's next token)."""
-        is_root = parent < 0
-        branch = is_root or nodes[parent].branch
-        chain = self.lookup and (is_root or nodes[parent].chain)
-        ancestors = () if is_root else nodes[parent].ancestors
-        kids: dict[int, int] = {}
-        if branch:
-            width = self.branching[depth - 1] if depth <= len(self.branching) else 1
-            prior = 1.0 if is_root else nodes[parent].path_prob
-            probs = torch.softmax(row, dim=-1)
-            top = torch.topk(probs, min(width, row.shape[0]))
+    def _candidates(
+        self, nodes: list[_Node], frontier: list[tuple[int, torch.Tensor]], depth: int
+    ) -> list[tuple[float, int, int]]:
+        """(path probability, frontier index, target id) of every draft candidate at
+        ``depth`` that passes ``min_path_prob``, in frontier then rank order."""
+        width = self.branching[depth - 1] if depth <= len(self.branching) else 1
+        out = []
+        for slot, (parent, row) in enumerate(frontier):
+            if parent >= 0 and not nodes[parent].branch:
+                continue
+            prior = 1.0 if parent < 0 else nodes[parent].path_prob
+            top = torch.topk(torch.softmax(row, dim=-1), min(width, row.shape[0]))
             for rank, (p, index) in enumerate(
                 zip(top.values.tolist(), top.indices.tolist(), strict=True)
             ):
-                path_prob = prior * p
-                if path_prob < self.min_path_prob and not (is_root and rank == 0):
+                if prior * p < self.min_path_prob and not (parent < 0 and rank == 0):
                     break  # candidates come in falling probability
-                token = self._to_target(int(index))
-                if token not in kids:
+                out.append((prior * p, slot, self._to_target(int(index))))
+        return out
+
+    def _chain_token(
+        self, nodes: list[_Node], parent: int, row: torch.Tensor, context: Sequence[int]
+    ) -> int:
+        seq = [
+            *context,
+            *(nodes[i].token for i in (nodes[parent].ancestors if parent >= 0 else ())),
+        ]
+        looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
+        return looked_up if looked_up is not None else self._to_target(int(torch.argmax(row)))
+
+    def _expand(
+        self,
+        nodes: list[_Node],
+        frontier: list[tuple[int, torch.Tensor]],
+        depth: int,
+        gamma: int,
+        context: Sequence[int],
+    ) -> None:
+        """Append the nodes of ``depth`` (children of the frontier), within the budget."""
+        candidates = self._candidates(nodes, frontier, depth)
+        chain_slot = next(
+            (
+                slot
+                for slot, (parent, _) in enumerate(frontier)
+                if self.lookup and (parent < 0 or nodes[parent].chain)
+            ),
+            None,
+        )
+        chain_reserve = gamma - depth + 1 if chain_slot is not None else 0
+        room = max(self.max_nodes - len(nodes) - chain_reserve, 1 if depth == 1 else 0)
+        by_prob = sorted(range(len(candidates)), key=lambda i: -candidates[i][0])
+        kept = sorted(by_prob[:room])  # back in frontier then rank order
+        for slot, (parent, row) in enumerate(frontier):
+            ancestors = () if parent < 0 else nodes[parent].ancestors
+            kids: dict[int, int] = {}
+            for i in kept:
+                prob, at, token = candidates[i]
+                if at == slot and len(nodes) < self.max_nodes:
                     kids[token] = len(nodes)
-                    ancestry = (*ancestors, len(nodes))
-                    nodes.append(_Node(token, parent, True, False, ancestry, path_prob))
-        if chain:
-            seq = [*context, *(nodes[i].token for i in ancestors)]
-            looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
-            token = looked_up if looked_up is not None else self._to_target(int(torch.argmax(row)))
+                    nodes.append(_Node(token, parent, True, False, (*ancestors, len(nodes)), prob))
+            if slot != chain_slot:
+                continue
+            token = self._chain_token(nodes, parent, row, context)
             if token in kids:
                 nodes[kids[token]].chain = True
-            else:
+            elif len(nodes) < self.max_nodes:
                 nodes.append(_Node(token, parent, False, True, (*ancestors, len(nodes))))
 
     def _forward_nodes(
