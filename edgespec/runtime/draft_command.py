@@ -132,6 +132,8 @@ def _run(args: argparse.Namespace) -> int:
         model, tokenizer = load_model_and_tokenizer(config.draft)
     if args.tokenizer:
         tokenizer = load_tokenizer(args.tokenizer)
+        if tokenizer is None:
+            raise ConfigError("tokenizer", f"no tokenizer found at {args.tokenizer!r}")
     if args.prompt_ids is not None:
         try:
             prompt = tuple(int(t) for t in args.prompt_ids.split(","))
@@ -176,8 +178,10 @@ def _run(args: argparse.Namespace) -> int:
     sys.stdout.write("\n")
     r = result.request
     print(
-        f"[{r.num_output_tokens} tokens, {r.num_rounds} rounds, acceptance "
-        f"{r.num_accepted / max(r.num_drafted, 1):.2f}, {r.tokens_per_s:.1f} tok/s; "
+        f"[{r.num_output_tokens} tokens, {r.num_rounds} rounds, "
+        f"{r.num_accepted / max(r.num_rounds, 1):.2f} accepted per round, acceptance "
+        f"{r.num_accepted / max(r.num_drafted, 1):.2f} per drafted token, "
+        f"{r.tokens_per_s:.1f} tok/s; "
         f"draft {r.draft_s:.3f}s network {r.network_s:.3f}s queue {r.queue_s:.3f}s "
         f"verify {r.verify_s:.3f}s]",
         file=sys.stderr,

@@ -33,10 +33,15 @@ def load_model_and_tokenizer(name: str, dtype: str = "float32") -> tuple[Any, An
 
 
 def load_tokenizer(name: str) -> Any | None:
-    """The tokenizer saved with a model directory, or ``None`` if it has none."""
+    """The tokenizer saved with a model directory (``None`` if it has none), or that of a
+    known model name (``gemma3-270m``, bundled drafts). Never goes to the network."""
     from transformers import AutoTokenizer
 
+    from edgespec.models.registry import KNOWN_MODELS
+
+    if name in KNOWN_MODELS:
+        return load_model_and_tokenizer(name)[1]
     try:
-        return AutoTokenizer.from_pretrained(name)
+        return AutoTokenizer.from_pretrained(name, local_files_only=True)
     except (OSError, ValueError, TypeError):
         return None

@@ -142,9 +142,14 @@ def test_serve_without_target_is_a_clear_error(capsys: pytest.CaptureFixture[str
     )
 
 
-def test_draft_text_prompt_without_tokenizer(capsys: pytest.CaptureFixture[str]) -> None:
+def test_draft_text_prompt_without_tokenizer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     assert main(["draft", "--draft", "ngram", "--prompt", "hello"]) == 2
     assert "text prompts need a tokenizer" in capsys.readouterr().err
+    missing = str(tmp_path / "nowhere")
+    assert main(["draft", "--draft", "ngram", "--prompt", "hi", "--tokenizer", missing]) == 2
+    assert f"config field 'tokenizer': no tokenizer found at '{missing}'" in capsys.readouterr().err
 
 
 def test_draft_command_reports_refused_request_in_one_line(
