@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 
 from edgespec.core.tree import parse_branching, path_to  # noqa: E402
 from edgespec.core.types import SamplingParams  # noqa: E402
+from edgespec.runtime.backends.base import ForwardItem  # noqa: E402
 from edgespec.runtime.backends.causal_lm import CausalLMDraft, suffix_match_next  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.backends.tree_draft import TreeDraft  # noqa: E402
@@ -355,3 +356,23 @@ def test_max_nodes_keeps_the_most_probable_candidates() -> None:
                 (kept if child in kept_paths else dropped).append(prob[child])
         if kept and dropped:
             assert min(kept) >= max(dropped)
+
+
+def test_tree_verification_returns_the_accepted_paths_hidden_states(
+    target: TransformersTarget,
+) -> None:
+    prompt = (1, 2, 3, 4)
+    reference = target_greedy_decode(target, prompt, 6)
+    engine = Engine(target)
+    spec = SessionSpec("h", "c", prompt, SamplingParams(max_new_tokens=6), return_hidden=True)
+    engine.open_session(spec)
+    wrong = (reference[0] + 1) % 64
+    call = VerifyCall("h", 4, (wrong, reference[0], 9, reference[1]), draft_parents=(-1, -1, 0, 1))
+    outcome = engine.verify_batch([call])[0]
+    assert not isinstance(outcome, RequestError)
+    assert outcome.accepted_nodes == (1, 3)
+    assert outcome.target_hidden is not None and outcome.target_hidden_start == 0
+    seq = (*prompt, reference[0], reference[1])  # the prompt and the accepted path
+    full = target.forward([ForwardItem(None, 0, seq, 1, want_hidden=True)])[0].hidden
+    assert full is not None and outcome.target_hidden.shape == full.shape
+    np.testing.assert_allclose(outcome.target_hidden, full, rtol=1e-4, atol=1e-5)
