@@ -164,6 +164,15 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     window = build_policy("window", config.window.name, config.window.params)
+    max_nodes = config.tree_max_nodes
+    limit = verifier.max_draft_tokens() if config.tree is not None else None
+    if limit is not None and max_nodes > limit:
+        print(
+            f"edgespec draft: tree_max_nodes {max_nodes} exceeds the server's max_draft_tokens "
+            f"{limit}; using {limit}",
+            file=sys.stderr,
+        )
+        max_nodes = limit
     drafter = make_drafter(
         config.draft,
         model,
@@ -171,7 +180,7 @@ def _run(args: argparse.Namespace) -> int:
         config.lookup,
         config.tree,
         config.tree_min_prob,
-        config.tree_max_nodes,
+        max_nodes,
     )
     options = DraftOptions(session_id, config.client_id, config.slo_class)
     result = generate(verifier, drafter, prompt, sampling, options, window, on_tokens=show)

@@ -126,6 +126,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             serving=True,
             protocol_version=PROTOCOL_VERSION,
             vocab_size=self._service.engine.backend.vocab_size,
+            max_draft_tokens=self._service.config.max_draft_tokens,
         )
 
 
@@ -255,6 +256,11 @@ class RemoteVerifier:
     def vocab_size(self) -> int:
         """The target's vocabulary size (drafters need it for one-hot q)."""
         return int(self._call(self._stub.Health, pb.HealthRequest()).vocab_size)
+
+    def max_draft_tokens(self) -> int | None:
+        """The longest draft block the server verifies (``None`` from servers that do not
+        say: they predate the field)."""
+        return int(self._call(self._stub.Health, pb.HealthRequest()).max_draft_tokens) or None
 
     def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
         """Server-side baselines: yields committed token-id tuples as they stream in."""

@@ -130,9 +130,11 @@ def test_draft_tree_settings_reach_the_drafter(
     drafted = [r["num_drafted"] for r in rows if r["type"] == "RoundRecord"]
     assert max(drafted) == 3  # capped (a 3,3 tree of depth 4 holds up to 3 + 9 + 9 + 9)
     args[args.index("3,3")] = "3,3,3"  # up to 3 + 9 + 27 + 27 tokens: over the server's 32
-    assert main([*args, "--tree-max-nodes", "40"]) == 1
+    assert main([*args, "--tree-max-nodes", "40", "--records", str(records)]) == 0
     err = capsys.readouterr().err
-    assert "INVALID_ARGUMENT: draft block has 40 tokens; the limit is 32" in err
+    assert "tree_max_nodes 40 exceeds the server's max_draft_tokens 32; using 32" in err
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    assert max(r["num_drafted"] for r in rows if r["type"] == "RoundRecord") == 32
 
 
 def test_serve_without_target_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
