@@ -40,10 +40,7 @@ def tiny_llama(
         pad_token_id=None,
         eos_token_id=eos_token_id,
     )
-    state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
-    torch.random.set_rng_state(state)
+    model = _seeded(LlamaForCausalLM, config, seed)
     with torch.no_grad():
         model.lm_head.weight.mul_(logit_scale)
         if quiet_layers_from is not None:
@@ -53,6 +50,16 @@ def tiny_llama(
     model.generation_config.eos_token_id = eos_token_id
     model.eval()  # type: ignore[no-untyped-call]
     return model
+
+
+def _seeded(model_class: Any, config: Any, seed: int) -> Any:
+    """``model_class(config)`` initialised from ``seed``; the global torch RNG is left as it was."""
+    state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    try:
+        return model_class(config)
+    finally:
+        torch.random.set_rng_state(state)
 
 
 def noisy_copy(model: Any, noise: float, seed: int = 1) -> Any:
@@ -106,9 +113,6 @@ def tiny_gemma3(
         pad_token_id=None,
         eos_token_id=None,
     )
-    state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    model = Gemma3ForCausalLM(config)
-    torch.random.set_rng_state(state)
+    model = _seeded(Gemma3ForCausalLM, config, seed)
     model.eval()  # type: ignore[no-untyped-call]
     return model

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from edgespec.core.types import SamplingParams
+from edgespec.runtime.backends.base import DraftBackend
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate
@@ -18,20 +20,31 @@ PROMPTS = [tuple((7 * i + j) % 64 for j in range(3 + 4 * i)) for i in range(8)]
 MAX_NEW = 24
 
 
-def _run_clients(port: int, draft_model: Any, prompts: list[tuple[int, ...]]) -> list[Any]:
+def _run_clients(
+    port: int,
+    draft_model: Any,
+    prompts: list[tuple[int, ...]],
+    make_drafter: Callable[[int], DraftBackend] | None = None,
+    max_new_tokens: int = MAX_NEW,
+) -> list[Any]:
+    """Run one client thread per prompt at once; client i drafts with ``make_drafter(i)``
+    (default: the model for odd i, prompt lookup for even). Exceptions are returned."""
     results: list[GenerationResult | BaseException | None] = [None] * len(prompts)
     barrier = threading.Barrier(len(prompts))
 
     def client(i: int) -> None:
         try:
             verifier = RemoteVerifier(f"127.0.0.1:{port}")
-            drafter = TransformersDraft(draft_model) if i % 2 else NgramDrafter()
+            if make_drafter is not None:
+                drafter = make_drafter(i)
+            else:
+                drafter = TransformersDraft(draft_model) if i % 2 else NgramDrafter()
             barrier.wait()
             results[i] = generate(
                 verifier,
                 drafter,
                 prompts[i],
-                SamplingParams(max_new_tokens=MAX_NEW),
+                SamplingParams(max_new_tokens=max_new_tokens),
                 DraftOptions(session_id=f"s{i}", client_id=f"edge-{i}"),
             )
         except BaseException as exc:  # surfaced by the assertion below

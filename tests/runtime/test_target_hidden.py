@@ -34,6 +34,7 @@ from edgespec.runtime.inprocess import LocalVerifier, speculative_generate, targ
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome, VerifyReply
 from edgespec.runtime.transport import RemoteVerifier
 from tests.runtime.conftest import ServerFactory
+from tests.runtime.test_engine import _verify
 
 PROMPT = (3, 17, 42, 5, 9, 60, 1, 22)
 MAX_NEW = 24
@@ -131,14 +132,6 @@ def test_head_path_applies_the_final_logit_softcap() -> None:
 
 
 # --- engine
-
-
-def _verify(engine: Engine, sid: str, draft: tuple[int, ...]) -> VerifyOutcome:
-    call = VerifyCall(sid, len(engine.session_tokens(sid)), draft)
-    engine.validate(call, 32)
-    out = engine.verify_batch([call])[0]
-    assert isinstance(out, VerifyOutcome)
-    return out
 
 
 def test_engine_returns_rows_of_every_committed_forwarded_position(

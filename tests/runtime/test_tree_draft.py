@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,11 +12,11 @@ torch = pytest.importorskip("torch")
 
 from edgespec.core.tree import parse_branching, path_to  # noqa: E402
 from edgespec.core.types import SamplingParams  # noqa: E402
-from edgespec.runtime.backends.base import ForwardItem  # noqa: E402
+from edgespec.runtime.backends.base import DraftBackend, ForwardItem  # noqa: E402
 from edgespec.runtime.backends.causal_lm import CausalLMDraft, suffix_match_next  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.backends.tree_draft import TreeDraft  # noqa: E402
-from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate  # noqa: E402
+from edgespec.runtime.drafter import GenerationResult  # noqa: E402
 from edgespec.runtime.engine import Engine  # noqa: E402
 from edgespec.runtime.errors import ErrorCode, RequestError  # noqa: E402
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode  # noqa: E402
@@ -26,6 +25,7 @@ from edgespec.runtime.testing import tiny_llama  # noqa: E402
 from edgespec.runtime.transport import RemoteVerifier  # noqa: E402
 from tests.models.tiny import tiny_draft  # noqa: E402
 from tests.runtime.conftest import ServerFactory  # noqa: E402
+from tests.runtime.test_server import _run_clients  # noqa: E402
 
 RNG = np.random.default_rng(0)
 
@@ -214,28 +214,11 @@ def test_trees_over_grpc_batched_with_chains(
     server = make_server()
     prompts = [tuple((5 * i + j) % 64 for j in range(4 + 3 * i)) for i in range(6)]
     sampling = SamplingParams(max_new_tokens=20)
-    results: list[Any] = [None] * len(prompts)
-    barrier = threading.Barrier(len(prompts))
 
-    def client(i: int) -> None:
-        try:
-            drafter = TreeDraft(draft_model) if i % 2 == 0 else CausalLMDraft(draft_model)
-            barrier.wait()
-            results[i] = generate(
-                RemoteVerifier(f"127.0.0.1:{server.port}"),
-                drafter,
-                prompts[i],
-                sampling,
-                DraftOptions(session_id=f"tree{i}"),
-            )
-        except BaseException as exc:  # surfaced below
-            results[i] = exc
+    def make_drafter(i: int) -> DraftBackend:
+        return TreeDraft(draft_model) if i % 2 == 0 else CausalLMDraft(draft_model)
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(len(prompts))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    results = _run_clients(server.port, draft_model, prompts, make_drafter, 20)
     for i, (result, prompt) in enumerate(zip(results, prompts, strict=True)):
         assert isinstance(result, GenerationResult), result
         assert result.output_token_ids == target_greedy_decode(target, prompt, 20)

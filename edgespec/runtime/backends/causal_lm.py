@@ -143,10 +143,15 @@ class HybridDraft(CausalLMDraft):
         for _ in range(gamma):
             row = self._step(pending)
             logit_rows.append(row.numpy().astype(np.float32))
-            looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
-            token = looked_up if looked_up is not None else self._to_target(int(torch.argmax(row)))
+            token = self._lookup_or_argmax(seq, row)
             tokens.append(token)
             seq.append(token)
             pending = (token,)
         self.last_logits = np.stack(logit_rows)
         return DraftProposal(token_ids=tuple(tokens), probs=None)
+
+    def _lookup_or_argmax(self, seq: Sequence[int], row: torch.Tensor) -> int:
+        """The token after ``seq``: prompt lookup's if it finds one, else the draft's argmax
+        (``row`` is the draft's logits after ``seq``)."""
+        looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
+        return looked_up if looked_up is not None else self._to_target(int(torch.argmax(row)))

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from edgespec.runtime.backends.base import DraftProposal
-from edgespec.runtime.backends.causal_lm import CausalLMDraft, suffix_match_next
+from edgespec.runtime.backends.causal_lm import HybridDraft
 
 
 @dataclass(slots=True)
@@ -35,7 +35,7 @@ class _Node:
     path_prob: float = 1.0  # the draft's probability of the path to this node
 
 
-class TreeDraft(CausalLMDraft):
+class TreeDraft(HybridDraft):
     """Token-tree drafter over a HF-style causal LM (trimmed-vocabulary drafts included).
 
     ``branching[d - 1]`` candidates are drafted under each draft-branch node of depth
@@ -59,20 +59,17 @@ class TreeDraft(CausalLMDraft):
         min_path_prob: float = 0.0,
         max_nodes: int = 24,
     ) -> None:
-        super().__init__(model)
+        super().__init__(model, max_ngram, min_ngram)
         if not branching or min(branching) < 1:
             raise ValueError(f"tree branching needs integers >= 1, got {tuple(branching)}")
         if not 0.0 <= min_path_prob < 1.0:
             raise ValueError(f"min_path_prob must be in [0, 1), got {min_path_prob}")
         if max_nodes < 1:
             raise ValueError(f"max_nodes must be >= 1, got {max_nodes}")
-        if not 1 <= min_ngram <= max_ngram:
-            raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
         self.branching = tuple(int(b) for b in branching)
         self.lookup = lookup
         self.min_path_prob = min_path_prob
         self.max_nodes = max_nodes
-        self._max_ngram, self._min_ngram = max_ngram, min_ngram
 
     @torch.inference_mode()
     def propose(
@@ -126,16 +123,6 @@ class TreeDraft(CausalLMDraft):
                 out.append((prior * p, slot, self._to_target(int(index))))
         return out
 
-    def _chain_token(
-        self, nodes: list[_Node], parent: int, row: torch.Tensor, context: Sequence[int]
-    ) -> int:
-        seq = [
-            *context,
-            *(nodes[i].token for i in (nodes[parent].ancestors if parent >= 0 else ())),
-        ]
-        looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
-        return looked_up if looked_up is not None else self._to_target(int(torch.argmax(row)))
-
     def _expand(
         self,
         nodes: list[_Node],
@@ -168,7 +155,7 @@ class TreeDraft(CausalLMDraft):
                     nodes.append(_Node(token, parent, True, False, (*ancestors, len(nodes)), prob))
             if slot != chain_slot:
                 continue
-            token = self._chain_token(nodes, parent, row, context)
+            token = self._lookup_or_argmax([*context, *(nodes[i].token for i in ancestors)], row)
             if token in kids:
                 nodes[kids[token]].chain = True
             elif len(nodes) < self.max_nodes:
