@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from edgespec.models.loading import load_model
-from edgespec.runtime.backends.transformers_backend import blocked_head
+from edgespec.runtime.backends.lm_head import blocked_head
 
 
 def median_ms(fn: Callable[[], torch.Tensor], repeats: int = 6) -> float:

@@ -29,8 +29,8 @@ def test_verification_blocks_of_similar_length_stay_one_pass() -> None:
 
 class _CountingTarget(TransformersTarget):
     def __init__(self, model: Any, split: bool) -> None:
-        super().__init__(model, split_padded_batches=split)
         self.passes: list[list[int]] = []
+        super().__init__(model, split_padded_batches=split)
 
     def _forward_pass(self, items: Any) -> Any:
         self.passes.append([len(i.new_token_ids) for i in items])

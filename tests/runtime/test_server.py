@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from edgespec.core.types import SamplingParams
+from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
@@ -26,9 +27,11 @@ def _run_clients(
     prompts: list[tuple[int, ...]],
     make_drafter: Callable[[int], DraftBackend] | None = None,
     max_new_tokens: int = MAX_NEW,
+    gammas: Sequence[int] | None = None,
 ) -> list[Any]:
     """Run one client thread per prompt at once; client i drafts with ``make_drafter(i)``
-    (default: the model for odd i, prompt lookup for even). Exceptions are returned."""
+    (default: the model for odd i, prompt lookup for even), ``gammas[i]`` tokens a round
+    (default 4). Exceptions are returned."""
     results: list[GenerationResult | BaseException | None] = [None] * len(prompts)
     barrier = threading.Barrier(len(prompts))
 
@@ -46,6 +49,7 @@ def _run_clients(
                 prompts[i],
                 SamplingParams(max_new_tokens=max_new_tokens),
                 DraftOptions(session_id=f"s{i}", client_id=f"edge-{i}"),
+                StaticWindow(gammas[i] if gammas is not None else 4),
             )
         except BaseException as exc:  # surfaced by the assertion below
             results[i] = exc

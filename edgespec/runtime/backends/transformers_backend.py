@@ -1,16 +1,19 @@
-"""Hugging Face transformers backends (CPU or GPU, any causal LM).
+"""Hugging Face transformers backends (CPU or GPU, any causal LM whose attention
+:mod:`edgespec.runtime.backends.attention_mask` can mask exactly).
 
 Batched verification: every item's cached prefix is left-padded to the longest prefix
-P in the batch and its new tokens are left-padded to the longest new block N, giving
-one ``[B, P + N]`` attention mask (0 on padding) and explicit position ids
-(``kv_len + j`` for new token j), so each item sees exactly its own tokens at its own
-positions. Every row's new tokens end in the last column, so the LM head runs only on
-the last ``max(num_logits)`` positions (``logits_to_keep``): a cold start does not pay
-for vocabulary logits over its whole prompt. The per-item KV is cut back out of the
-padded batch cache afterwards. A batch whose items differ so much in shape that padding
-would dominate (a cold start beside follow-ups) is split into several passes
-(:mod:`edgespec.runtime.backends.padding`). A batch holding a token tree gets explicit
-4-D masks and tree positions instead (:mod:`edgespec.runtime.backends.tree_mask`).
+P in the batch and its new tokens are left-padded to the longest new block N; every pass,
+of one row or many, chain or token tree, gets explicit 4-D masks and position ids built
+from true token positions (:func:`~edgespec.runtime.backends.attention_mask.batch_attention`),
+so each item sees exactly its own tokens at its own positions, sliding windows included.
+Every row's new tokens end in the last column, so the LM head runs only on the last
+``max(num_logits)`` positions (``logits_to_keep``): a cold start does not pay for
+vocabulary logits over its whole prompt. The per-item KV is cut back out of the padded
+batch cache afterwards. A batch whose items differ so much in shape that padding would
+dominate (a cold start beside follow-ups) is split into several passes
+(:mod:`edgespec.runtime.backends.padding`). At load, a model whose attention cannot be
+masked exactly is refused (``UnsupportedAttentionError``), and a padded probe batch must
+reproduce the model's own unpadded logits.
 """
 
 from __future__ import annotations
@@ -22,9 +25,14 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, DynamicCache
 
+from edgespec.runtime.backends.attention_mask import (
+    UnsupportedAttentionError,
+    attention_layout,
+    batch_attention,
+)
 from edgespec.runtime.backends.base import DraftProposal, ForwardItem, ForwardOutput
+from edgespec.runtime.backends.lm_head import BLOCKED_HEAD_MAX_ROWS, blocked_head, plain_head
 from edgespec.runtime.backends.padding import pass_groups
-from edgespec.runtime.backends.tree_mask import batch_attention
 from edgespec.runtime.sampling import logits_to_probs, sample_token
 
 Layers = tuple[tuple[torch.Tensor, torch.Tensor], ...]
@@ -40,47 +48,6 @@ def load_causal_lm(path: str, dtype: str = "float32", **kwargs: Any) -> Any:
     model = AutoModelForCausalLM.from_pretrained(path, dtype=_DTYPES[dtype], **kwargs)
     model.eval()  # type: ignore[no-untyped-call]
     return model
-
-
-# Models whose logits are exactly ``lm_head(base_model(...).last_hidden_state)`` (no soft-cap,
-# no logit scale): for these the head can be applied here, in vocabulary blocks.
-_PLAIN_HEAD_TYPES = frozenset({"llama", "gemma", "gemma3_text", "mistral", "qwen2", "qwen3"})
-_HEAD_BLOCK_ROWS = 2048
-_BLOCKED_HEAD_MAX_ROWS = 48
-
-
-def plain_head(model: Any) -> torch.Tensor | None:
-    """The output-embedding matrix when ``model``'s logits are a bias-free linear head over
-    its base model's last hidden state, else ``None``."""
-    config = model.config
-    head = getattr(model, "lm_head", None)
-    if (
-        getattr(config, "model_type", None) not in _PLAIN_HEAD_TYPES
-        or not isinstance(head, torch.nn.Linear)
-        or head.bias is not None
-        or getattr(config, "final_logit_softcapping", None) is not None
-        or not hasattr(model, "model")
-    ):
-        return None
-    weight: torch.Tensor = head.weight
-    return weight
-
-
-def blocked_head(hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """``hidden @ weight.T`` for a few rows, one block of 2,048 vocabulary rows at a time.
-
-    With a handful of rows (a γ + 1 verification block) and a 262k-row head, the CPU GEMM
-    for the whole matrix ran about 2× slower than for one row on one CPU thread (Gemma 3 270M);
-    blocks that stay in cache cut the 5-row head by 21–29% (``scripts/head_speed.py``), and on
-    2 threads the 19-row head of a token tree from 146 to 108 ms, 48 rows from 244 to 184 ms.
-    Used for 2..48 rows; one row (plain decoding) gains nothing.
-    """
-    rows = hidden.reshape(-1, hidden.shape[-1])
-    out = rows.new_empty((rows.shape[0], weight.shape[0]))
-    for start in range(0, weight.shape[0], _HEAD_BLOCK_ROWS):
-        block = weight[start : start + _HEAD_BLOCK_ROWS]
-        out[:, start : start + block.shape[0]] = rows @ block.T
-    return out.reshape(*hidden.shape[:-1], weight.shape[0])
 
 
 def _eos_ids(model: Any) -> frozenset[int]:
@@ -111,8 +78,9 @@ class TransformersTarget:
         self._eos = _eos_ids(model) if eos_token_ids is None else eos_token_ids
         self._head = plain_head(model) if blocked_head_logits else None
         self._split = split_padded_batches
-        self._text_config = model.config.get_text_config()
         self._dtype = next(model.parameters()).dtype
+        self._layout = attention_layout(model)
+        self._check_exact_masking()
 
     @property
     def vocab_size(self) -> int:
@@ -147,27 +115,19 @@ class TransformersTarget:
         max_new = max(len(item.new_token_ids) for item in items)
         keep = max(item.num_logits for item in items)
         input_ids = torch.zeros((batch, max_new), dtype=torch.long)
-        position_ids = torch.zeros((batch, max_new), dtype=torch.long)
-        mask = torch.zeros((batch, max_prefix + max_new), dtype=torch.long)
         for row, item in enumerate(items):
-            n = len(item.new_token_ids)
-            pad = max_new - n
-            input_ids[row, pad:] = torch.tensor(item.new_token_ids)
-            position_ids[row, :] = torch.arange(item.kv_len - pad, item.kv_len + n).clamp(min=0)
-            mask[row, max_prefix - item.kv_len : max_prefix] = 1
-            mask[row, max_prefix + pad :] = 1
+            input_ids[row, max_new - len(item.new_token_ids) :] = torch.tensor(item.new_token_ids)
+        mask, position_ids = batch_attention(
+            items, max_prefix, max_new, self._layout, self._dtype, self._device
+        )
         inputs = {
             "input_ids": input_ids.to(self._device),
-            "attention_mask": mask.to(self._device),
-            "position_ids": position_ids.to(self._device),
+            "attention_mask": mask,
+            "position_ids": position_ids,
             "past_key_values": self._padded_cache(items, max_prefix),
             "use_cache": True,
         }
-        if any(item.tree_parents is not None for item in items):  # explicit 4-D masks
-            inputs["attention_mask"], inputs["position_ids"] = batch_attention(
-                items, max_prefix, max_new, self._text_config, self._dtype, self._device
-            )
-        weight = self._head if 1 < batch * keep <= _BLOCKED_HEAD_MAX_ROWS else None
+        weight = self._head if 1 < batch * keep <= BLOCKED_HEAD_MAX_ROWS else None
         hidden: torch.Tensor | None = None
         if weight is not None or any(item.want_hidden for item in items):  # head applied here
             out = self._model.model(**inputs)
@@ -198,6 +158,48 @@ class TransformersTarget:
                 states = real.float().cpu().numpy().astype(np.float32)  # a copy, not a view
             results.append(ForwardOutput(logits=rows, kv=kv, hidden=states))
         return results
+
+    @torch.inference_mode()
+    def _check_exact_masking(self) -> None:
+        """Refuse the model unless a padded two-row pass reproduces its own unpadded logits.
+
+        Probe: a sequence S one window plus four tokens long (12 tokens without a window;
+        at most 600 and the model's context). Its prefix S[:-2] is forwarded cold, then
+        S[-2:] in one pass beside a 5-token cold start, so S's new tokens are left-padded
+        past the window: exactly where a mask built from cache columns goes wrong. Each
+        row's logits must match the model's own forward over the unpadded tokens.
+        """
+        window = self._layout.sliding_window or 8
+        length = max(8, min(window + 4, 600, self.max_context_tokens))
+        seq = tuple((7 * i + 3) % self._vocab_size for i in range(length))
+        side = seq[:5]
+        reference = self._own_logits(seq, 3)
+        expected = [reference[:1], reference[1:], self._own_logits(side, 1)]
+        prefix = self._forward_pass([ForwardItem(None, 0, seq[:-2], 1)])[0]
+        pair = self._forward_pass(
+            [ForwardItem(prefix.kv, length - 2, seq[-2:], 2), ForwardItem(None, 0, side, 1)]
+        )
+        got = [prefix.logits, pair[0].logits, pair[1].logits]
+        tolerance = 1e-3 if self._dtype == torch.float32 else 5e-2
+        for what, want, have in zip(
+            ("cold prefix", "padded row", "cold row"), expected, got, strict=True
+        ):
+            want_np = want.float().cpu().numpy()
+            error = float(np.abs(want_np - have).max())
+            scale = 1.0 + float(np.abs(want_np).max())
+            if not error <= tolerance * scale:
+                raise UnsupportedAttentionError(
+                    f"model {getattr(self._model.config, 'model_type', '?')!r}: explicit "
+                    f"attention masks do not reproduce its own logits ({what} of a "
+                    f"{length}-token probe off by {error:.3g}); refusing to serve it "
+                    "approximately"
+                )
+
+    def _own_logits(self, tokens: Sequence[int], keep: int) -> torch.Tensor:
+        """The model's own forward (its own masks, no cache, no padding): last ``keep`` rows."""
+        ids = torch.tensor([list(tokens)], device=self._device)
+        logits: torch.Tensor = self._model(input_ids=ids, logits_to_keep=keep).logits[0]
+        return logits
 
     def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The model's own head over ``hidden`` (as its causal-LM forward computes it,
