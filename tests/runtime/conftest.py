@@ -48,22 +48,32 @@ def draft(draft_model: Any) -> TransformersDraft:
 ServerFactory = Callable[..., ServerThread]
 
 
+def start_server(
+    target: TransformersTarget,
+    draft_factory: Callable[[], TransformersDraft] | None = None,
+    port: int = 0,
+    **overrides: Any,
+) -> ServerThread:
+    """A loopback verification server for ``target`` with config ``overrides``."""
+    config = from_dict(ServerConfig, {"port": 0, **overrides})
+
+    def build() -> VerificationService:
+        engine = Engine(target, config.kv_budget_tokens, config.max_sessions)
+        policy = build_policy("batching", config.batching.name, config.batching.params)
+        return VerificationService(engine, config, policy, draft_factory=draft_factory)
+
+    return ServerThread(build, port=port).start()
+
+
 @pytest.fixture
 def make_server(target: TransformersTarget, draft_model: Any) -> Iterator[ServerFactory]:
     """Start servers with config overrides; all are stopped at teardown."""
     started: list[ServerThread] = []
 
     def make(port: int = 0, **overrides: Any) -> ServerThread:
-        config = from_dict(ServerConfig, {"port": 0, **overrides})
-
-        def build() -> VerificationService:
-            engine = Engine(target, config.kv_budget_tokens, config.max_sessions)
-            policy = build_policy("batching", config.batching.name, config.batching.params)
-            return VerificationService(
-                engine, config, policy, draft_factory=lambda: TransformersDraft(draft_model)
-            )
-
-        server = ServerThread(build, port=port).start()
+        server = start_server(
+            target, lambda: TransformersDraft(draft_model), port=port, **overrides
+        )
         started.append(server)
         return server
 

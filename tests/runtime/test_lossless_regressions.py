@@ -13,9 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from edgespec.config import ServerConfig, from_dict  # noqa: E402
 from edgespec.core.types import SamplingParams  # noqa: E402
-from edgespec.policies.registry import build_policy  # noqa: E402
 from edgespec.runtime.backends.attention_mask import (  # noqa: E402
     AttentionLayout,
     UnsupportedAttentionError,
@@ -26,9 +24,9 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget  #
 from edgespec.runtime.drafter import GenerationResult  # noqa: E402
 from edgespec.runtime.engine import Engine  # noqa: E402
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome  # noqa: E402
-from edgespec.runtime.server import VerificationService  # noqa: E402
 from edgespec.runtime.testing import tiny_gemma3, tiny_llama  # noqa: E402
 from edgespec.runtime.transport import RemoteVerifier, ServerThread  # noqa: E402
+from tests.runtime.conftest import start_server  # noqa: E402
 from tests.runtime.test_lossless_batching import oracle_greedy  # noqa: E402
 from tests.runtime.test_server import _run_clients  # noqa: E402
 
@@ -63,24 +61,18 @@ def test_two_sessions_with_one_and_two_draft_tokens_on_a_window_of_four() -> Non
 
 
 @pytest.fixture
-def gemma_server() -> Iterator[tuple[ServerThread, TransformersTarget]]:
-    model = tiny_gemma3(num_layers=3, sliding_window=6, layer_types=[S, F, S])
-    target = TransformersTarget(model)
-    config = from_dict(ServerConfig, {"port": 0})
-
-    def build() -> VerificationService:
-        policy = build_policy("batching", config.batching.name, config.batching.params)
-        return VerificationService(Engine(target), config, policy)
-
-    server = ServerThread(build, port=0).start()
-    yield server, target
+def gemma_server() -> Iterator[ServerThread]:
+    server = start_server(
+        TransformersTarget(tiny_gemma3(num_layers=3, sliding_window=6, layer_types=[S, F, S]))
+    )
+    yield server
     server.stop(grace_s=0)
 
 
 def test_concurrent_ngram_clients_over_grpc_match_centralized_decoding(
-    gemma_server: tuple[ServerThread, TransformersTarget],
+    gemma_server: ServerThread,
 ) -> None:
-    server, _ = gemma_server
+    server = gemma_server
     prompts = [
         tuple((5 * i + 3 * j * j) % 64 for j in range(n))
         for i, n in enumerate((7, 19, 31, 44, 52, 60))

@@ -46,3 +46,47 @@ def test_gemma_backend_equals_generate_beyond_the_sliding_window() -> None:
     )
     assert tree.output_token_ids == mine
     assert any(r.num_drafted > 4 for r in tree.rounds)
+
+
+@pytest.mark.slow
+def test_gemma_over_grpc_with_uneven_drafts_across_the_window_matches_centralized() -> None:
+    """4 concurrent n-gram clients on the real target, 1/2/3/5 draft tokens a round, their
+    contexts crossing Gemma's 512-token sliding window while they share padded passes."""
+    from edgespec.learn.prompts import prompt_dir
+    from edgespec.runtime.loading import load_model_and_tokenizer
+    from edgespec.runtime.messages import SessionSpec
+    from edgespec.runtime.transport import RemoteVerifier
+    from tests.runtime.conftest import start_server
+    from tests.runtime.test_server import _run_clients
+
+    try:
+        model, tokenizer = load_model_and_tokenizer("gemma3-270m")
+    except (ImportError, ValueError, OSError) as exc:
+        pytest.skip(f"gemma3-270m not available: {exc}")
+    lines = (prompt_dir() / "cnndm_test.jsonl").read_text().splitlines()
+    articles = [tuple(tokenizer(json.loads(line)["prompt"])["input_ids"]) for line in lines]
+    long_ones = [a for a in articles if len(a) >= 505]
+    prompts = [a[:n] for a, n in zip(long_ones, (490, 500, 496, 505), strict=False)]
+    assert [len(p) for p in prompts] == [490, 500, 496, 505], "CNN/DM articles too short"
+    max_new = 32
+    server = start_server(TransformersTarget(model))
+    try:
+        verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+        central = []
+        for i, prompt in enumerate(prompts):
+            spec = SessionSpec(f"central{i}", "x", prompt, SamplingParams(max_new_tokens=max_new))
+            central.append(tuple(t for chunk in verifier.generate(spec) for t in chunk))
+        results = _run_clients(
+            server.port,
+            None,
+            prompts,
+            make_drafter=lambda i: NgramDrafter(),
+            max_new_tokens=max_new,
+            gammas=[1, 2, 3, 5],
+        )
+        for i, result in enumerate(results):
+            assert not isinstance(result, BaseException), result
+            assert result.output_token_ids == central[i], f"client {i} diverged"
+        assert any(r.batch_size > 1 for res in results for r in res.rounds)
+    finally:
+        server.stop(grace_s=0)
