@@ -21,6 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
+from edgespec.policies.contracts import check_window
 from edgespec.policies.interfaces import WindowObservation, WindowPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend
@@ -107,8 +108,8 @@ def generate(
         )
         # At most remaining − 1 drafts (the verifier adds one token), as the simulator
         # does; a block holds at least one draft token.
-        gamma = min(policy.next_window(obs), sampling.max_new_tokens - len(output) - 1)
-        gamma = max(gamma, 1)
+        chosen = check_window(policy, policy.next_window(obs))
+        gamma = max(min(chosen, sampling.max_new_tokens - len(output) - 1), 1)
         start = clock()
         context = (*prompt, *output)
         proposal = drafter.propose(context, gamma, sampling.temperature, rng)

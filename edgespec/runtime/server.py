@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from edgespec.config import ServerConfig
 from edgespec.core.types import BatchRecord, PendingVerification
+from edgespec.policies.contracts import PolicyContractError, check_batch_plan, policy_name
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.runtime.backends.base import DraftBackend
 from edgespec.runtime.drafter import draft_rng
@@ -224,6 +225,26 @@ class VerificationService:
             message = f"verification failed in the target backend: {exc!r}"
             entry.future.set_exception(RequestError(ErrorCode.INTERNAL, message))
 
+    def _plan(self, force: bool) -> tuple[int, ...]:
+        """The batching policy's choice over the whole queue, checked by the shared
+        contract. A policy that raises or breaks its contract fails the calls it was shown
+        (``INTERNAL``, naming the policy) and the scheduler goes on with later ones."""
+        queue = [e.pending for e in self._queue.values()]
+        limits = self._limits(force)
+        try:
+            plan = self._policy.select(queue, self._clock(), limits)
+            return check_batch_plan(self._policy, plan, queue, limits)
+        except Exception as exc:
+            error = exc
+            if not isinstance(exc, PolicyContractError):
+                name = policy_name(self._policy)
+                error = PolicyContractError(f"batching policy {name} raised {exc!r}")
+        for pending in queue:
+            entry = self._queue.pop(pending.entry_id)
+            if not entry.future.done():
+                entry.future.set_exception(RequestError(ErrorCode.INTERNAL, str(error)))
+        return ()
+
     async def _next_plan(self) -> tuple[int, ...]:
         if self._isolate:  # entries of a failed batch run one by one to find the culprit
             entry_id = min(self._isolate)
@@ -234,18 +255,17 @@ class VerificationService:
             while not self._queue:
                 self._wake.clear()
                 await self._wake.wait()
-            queue = [e.pending for e in self._queue.values()]
-            plan = self._policy.select(queue, self._clock(), self._limits(force=False))
-            if plan.entry_ids:
-                return plan.entry_ids
+            entry_ids = self._plan(force=False)
+            if entry_ids:
+                return entry_ids
+            if not self._queue:  # the policy failed every call it was shown
+                continue
             self._wake.clear()
             try:
                 await asyncio.wait_for(self._wake.wait(), self._batch_wait_s)
             except TimeoutError:
-                queue = [e.pending for e in self._queue.values()]
-                plan = self._policy.select(queue, self._clock(), self._limits(force=True))
-                if plan.entry_ids:
-                    return plan.entry_ids
+                if self._queue and (entry_ids := self._plan(force=True)):
+                    return entry_ids
 
     async def _schedule_loop(self) -> None:
         loop = asyncio.get_running_loop()

@@ -12,6 +12,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("grpc")
 
 from edgespec.config import ServerConfig, from_dict  # noqa: E402
+from edgespec.policies.interfaces import BatchingPolicy  # noqa: E402
 from edgespec.policies.registry import build_policy  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import (  # noqa: E402
     TransformersDraft,
@@ -52,14 +53,18 @@ def start_server(
     target: TransformersTarget,
     draft_factory: Callable[[], TransformersDraft] | None = None,
     port: int = 0,
+    batching_policy: BatchingPolicy | None = None,
     **overrides: Any,
 ) -> ServerThread:
-    """A loopback verification server for ``target`` with config ``overrides``."""
+    """A loopback verification server for ``target`` with config ``overrides`` (and
+    ``batching_policy`` instead of the configured one, when given)."""
     config = from_dict(ServerConfig, {"port": 0, **overrides})
 
     def build() -> VerificationService:
         engine = Engine(target, config.kv_budget_tokens, config.max_sessions)
-        policy = build_policy("batching", config.batching.name, config.batching.params)
+        policy = batching_policy or build_policy(
+            "batching", config.batching.name, config.batching.params
+        )
         return VerificationService(engine, config, policy, draft_factory=draft_factory)
 
     return ServerThread(build, port=port).start()

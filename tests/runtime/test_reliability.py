@@ -383,3 +383,103 @@ def test_backend_failure_fails_only_the_culprit(target: TransformersTarget) -> N
     )
     assert after.outcome.result.num_drafted == 1
     assert backend.num_calls == 5  # the failed batch of 3, a, b, c one by one, then "after"
+
+
+class _BrokenBatching:
+    """FCFS, except that a queue holding session ``bad`` gets ``answer`` instead."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+    def select(self, queue: Any, now_s: float, limits: Any) -> Any:
+        from edgespec.core.types import BatchPlan
+
+        if not any(e.session_id == "bad" for e in queue):
+            return FcfsBatching().select(queue, now_s, limits)
+        if self.answer == "raise":
+            raise ValueError("policy bug")
+        if self.answer == "empty":
+            return BatchPlan(())
+        return BatchPlan((999,))
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (
+            "unknown",
+            "batching policy _BrokenBatching chose entry ids [999] that are not in the queue",
+        ),
+        ("raise", "batching policy _BrokenBatching raised ValueError('policy bug')"),
+        (
+            "empty",
+            "batching policy _BrokenBatching returned an empty plan although limits.force is set",
+        ),
+    ],
+)
+def test_a_broken_batching_policy_fails_its_calls_and_the_server_keeps_serving(
+    target: TransformersTarget, answer: str, message: str
+) -> None:
+    config = from_dict(ServerConfig, {})
+
+    async def scenario() -> tuple[Any, Any, Any]:
+        service = VerificationService(Engine(target), config, _BrokenBatching(answer))
+        await service.start()
+        for sid in ("bad", "good"):
+            service.open_session(SessionSpec(sid, "x", PROMPT, GREEDY))
+        bad = await asyncio.wait_for(
+            asyncio.gather(
+                service.verify(VerifyCall("bad", len(PROMPT), (1,))), return_exceptions=True
+            ),
+            timeout=10,
+        )
+        good = await asyncio.wait_for(service.verify(VerifyCall("good", len(PROMPT), (1,))), 10)
+        again = await asyncio.wait_for(
+            service.verify(
+                VerifyCall("good", len(PROMPT) + good.outcome.result.num_accepted + 1, (2,))
+            ),
+            10,
+        )
+        await service.stop()
+        return bad[0], good, again
+
+    bad, good, again = asyncio.run(scenario())
+    assert isinstance(bad, RequestError)
+    assert (bad.code, bad.message) == (ErrorCode.INTERNAL, message)
+    assert good.outcome.result.num_drafted == 1 and again.outcome.result.num_drafted == 1
+
+
+def test_a_broken_batching_policy_over_grpc_gives_internal(target: TransformersTarget) -> None:
+    from tests.runtime.conftest import start_server
+
+    server = start_server(target, batching_policy=_BrokenBatching("unknown"))
+    try:
+        verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+        verifier.open(SessionSpec("bad", "x", PROMPT, GREEDY))
+        _raises(
+            ErrorCode.INTERNAL,
+            "batching policy _BrokenBatching chose entry ids [999] that are not in the queue",
+            verifier.verify,
+            VerifyCall("bad", len(PROMPT), (1,)),
+        )
+        result = generate(verifier, NgramDrafter(), PROMPT, GREEDY, DraftOptions(session_id="ok"))
+        assert result.output_token_ids == target_greedy_decode(target, PROMPT, 20)
+    finally:
+        server.stop(grace_s=0)
+
+
+def test_a_window_policy_answering_zero_is_an_error_not_a_silent_clamp(
+    target: TransformersTarget,
+) -> None:
+    from edgespec.policies.contracts import PolicyContractError
+    from edgespec.runtime.inprocess import speculative_generate
+
+    class ZeroWindow:
+        def next_window(self, obs: Any) -> int:
+            return 0
+
+    with pytest.raises(PolicyContractError) as info:
+        speculative_generate(target, NgramDrafter(), PROMPT, ZeroWindow(), GREEDY)
+    assert str(info.value) == (
+        "window policy ZeroWindow returned gamma=0; expected an integer >= 1"
+    )

@@ -1,0 +1,91 @@
+"""Checks of a policy's answer, shared by the simulator and the real server.
+
+A host calls a policy, then passes the answer through the matching ``check_*`` function
+here before acting on it. A violation raises :class:`PolicyContractError` whose message
+names the policy (its class) and says exactly what was wrong; the simulator stops on it,
+the server fails the calls the answer concerned with ``INTERNAL`` and keeps serving.
+
+Contracts (see :mod:`edgespec.policies.interfaces` for the call order):
+
+- batching: every chosen id is in the queue shown, none twice; at most
+  ``limits.max_batch_size`` entries; a plan of two or more entries stays within
+  ``max_batch_tokens`` (Σ new tokens) and ``max_context_tokens`` (Σ context tokens) — one
+  entry alone may exceed them, or an oversized request would block the queue forever; an
+  empty plan ("wait") is allowed only without ``limits.force``.
+- window: γ is an integer ≥ 1 (the host then caps it to the tokens still to generate).
+- routing: the answer is the ``server_id`` of one of the loads shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from numbers import Integral
+
+from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
+from edgespec.policies.interfaces import BatchLimits
+
+
+class PolicyContractError(RuntimeError):
+    """A policy answered outside its contract."""
+
+
+def policy_name(policy: object) -> str:
+    return type(policy).__name__
+
+
+def batch_plan_problem(
+    plan: BatchPlan, queue: Sequence[PendingVerification], limits: BatchLimits
+) -> str | None:
+    """What is wrong with ``plan`` for ``queue`` under ``limits``, or ``None``."""
+    ids = plan.entry_ids
+    if not ids:
+        return "returned an empty plan although limits.force is set" if limits.force else None
+    by_id = {e.entry_id: e for e in queue}
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        return f"chose entry ids {unknown} that are not in the queue"
+    if len(set(ids)) != len(ids):
+        return f"chose an entry more than once: {list(ids)}"
+    if len(ids) > limits.max_batch_size:
+        return f"chose {len(ids)} entries; max_batch_size is {limits.max_batch_size}"
+    if len(ids) > 1:
+        tokens = sum(by_id[i].num_new_tokens for i in ids)
+        if tokens > limits.max_batch_tokens:
+            return f"chose {tokens} new tokens; max_batch_tokens is {limits.max_batch_tokens}"
+        context = sum(by_id[i].num_context_tokens for i in ids)
+        if context > limits.max_context_tokens:
+            return (
+                f"chose {context} context tokens; max_context_tokens is {limits.max_context_tokens}"
+            )
+    return None
+
+
+def check_batch_plan(
+    policy: object, plan: BatchPlan, queue: Sequence[PendingVerification], limits: BatchLimits
+) -> tuple[int, ...]:
+    """``plan.entry_ids`` when the plan keeps the batching contract, else the error."""
+    problem = batch_plan_problem(plan, queue, limits)
+    if problem is not None:
+        raise PolicyContractError(f"batching policy {policy_name(policy)} {problem}")
+    return plan.entry_ids
+
+
+def check_window(policy: object, gamma: object) -> int:
+    """``gamma`` (as an ``int``) when it is an integer ≥ 1, else the error."""
+    if isinstance(gamma, bool) or not isinstance(gamma, Integral) or gamma < 1:
+        raise PolicyContractError(
+            f"window policy {policy_name(policy)} returned gamma={gamma!r}; "
+            "expected an integer >= 1"
+        )
+    return int(gamma)
+
+
+def check_route(policy: object, server_id: object, loads: Sequence[ServerLoad]) -> int:
+    """``server_id`` (as an ``int``) when it names one of ``loads``, else the error."""
+    known = [load.server_id for load in loads]
+    if isinstance(server_id, bool) or not isinstance(server_id, Integral) or server_id not in known:
+        raise PolicyContractError(
+            f"routing policy {policy_name(policy)} returned server {server_id!r}; "
+            f"expected one of {known}"
+        )
+    return int(server_id)

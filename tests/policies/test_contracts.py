@@ -1,0 +1,69 @@
+"""The shared checks of a policy's answer: each contract clause, with its exact message."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
+from edgespec.policies.contracts import (
+    PolicyContractError,
+    batch_plan_problem,
+    check_batch_plan,
+    check_route,
+    check_window,
+)
+from edgespec.policies.interfaces import BatchLimits
+
+
+def _entry(entry_id: int, new: int, cached: int = 0) -> PendingVerification:
+    return PendingVerification(entry_id, f"s{entry_id}", "c", 0.0, 1, new, cached)
+
+
+QUEUE = [_entry(1, 5, 100), _entry(2, 3, 50), _entry(3, 900, 0)]
+LIMITS = BatchLimits(max_batch_size=2, max_batch_tokens=100, max_context_tokens=200)
+
+
+@pytest.mark.parametrize(
+    ("ids", "limits", "problem"),
+    [
+        ((1, 2), LIMITS, None),
+        ((3,), LIMITS, None),  # one entry alone may exceed the token limits
+        ((), LIMITS, None),  # "wait" is fine without force
+        ((), BatchLimits(force=True), "returned an empty plan although limits.force is set"),
+        ((1, 7), LIMITS, "chose entry ids [7] that are not in the queue"),
+        ((1, 1), LIMITS, "chose an entry more than once: [1, 1]"),
+        ((1, 2, 3), BatchLimits(max_batch_size=2), "chose 3 entries; max_batch_size is 2"),
+        ((1, 3), LIMITS, "chose 905 new tokens; max_batch_tokens is 100"),
+        (
+            (1, 2),
+            BatchLimits(max_context_tokens=150),
+            "chose 158 context tokens; max_context_tokens is 150",
+        ),
+    ],
+)
+def test_batch_plan_clauses(ids: tuple[int, ...], limits: BatchLimits, problem: str | None) -> None:
+    assert batch_plan_problem(BatchPlan(ids), QUEUE, limits) == problem
+
+
+def test_check_batch_plan_names_the_policy() -> None:
+    class Greedy:
+        pass
+
+    assert check_batch_plan(Greedy(), BatchPlan((2, 1)), QUEUE, LIMITS) == (2, 1)
+    with pytest.raises(PolicyContractError) as info:
+        check_batch_plan(Greedy(), BatchPlan((9,)), QUEUE, LIMITS)
+    assert str(info.value) == "batching policy Greedy chose entry ids [9] that are not in the queue"
+
+
+def test_window_and_route_contracts() -> None:
+    policy = object()
+    assert check_window(policy, np.int64(3)) == 3
+    for bad in (0, -2, 2.5, True, None):
+        with pytest.raises(PolicyContractError, match=r"window policy object returned gamma="):
+            check_window(policy, bad)
+    loads = [ServerLoad(4, 0, 0), ServerLoad(7, 1, 1)]
+    assert check_route(policy, np.int64(7), loads) == 7
+    with pytest.raises(PolicyContractError) as info:
+        check_route(policy, 5, loads)
+    assert str(info.value) == "routing policy object returned server 5; expected one of [4, 7]"
