@@ -48,8 +48,11 @@ class BatchLimits:
 class WindowObservation:
     """What a window policy sees before a device drafts its next block.
 
-    ``recent_acceptance`` is the acceptance rate (accepted / drafted) over the
-    device's recent rounds, or ``None`` before the first verification.
+    Built in both hosts by :class:`edgespec.policies.inputs.WindowHistory`, whose
+    docstring gives each field's one meaning (``previous_gamma``: the policy's last answer,
+    0 before round 1; ``recent_acceptance``: accepted / drafted over the last 4 rounds,
+    ``None`` before the first; ``queue_depth``: reported with the last verdict; ``rtt_s``:
+    the last round's uplink + downlink; ``tpot_s``: time per output token so far).
     """
 
     previous_gamma: int

@@ -100,6 +100,7 @@ def reply_to_proto(reply: VerifyReply) -> Any:
         queue_s=reply.queue_s,
         verify_s=reply.verify_s,
         batch_size=reply.batch_size,
+        queue_depth=reply.queue_depth,
     )
     if hidden is not None:
         msg.target_hidden, msg.hidden_size = hidden_to_bytes(hidden)
@@ -165,7 +166,7 @@ def reply_from_proto(
                 f"run past the {end} committed tokens",
             )
     outcome = VerifyOutcome(result, committed, msg.finished, 0, hidden, start, nodes)
-    return VerifyReply(outcome, msg.queue_s, msg.verify_s, msg.batch_size)
+    return VerifyReply(outcome, msg.queue_s, msg.verify_s, msg.batch_size, msg.queue_depth)
 
 
 def stats_to_proto(s: ServerStats) -> Any:

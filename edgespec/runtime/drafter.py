@@ -22,7 +22,8 @@ import numpy as np
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
 from edgespec.policies.contracts import check_window
-from edgespec.policies.interfaces import WindowObservation, WindowPolicy
+from edgespec.policies.inputs import RoundOutcome, WindowHistory
+from edgespec.policies.interfaces import WindowPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
@@ -65,7 +66,6 @@ class DraftOptions:
     slo_class: str = "default"
     retry_timeout_s: float = 30.0
     retry_backoff_s: float = 0.05
-    acceptance_history: int = 8
 
 
 def generate(
@@ -84,8 +84,8 @@ def generate(
     prompt = tuple(prompt_ids)
     output: list[int] = []
     rounds: list[RoundRecord] = []
-    accepted_hist: list[tuple[int, int]] = []
-    gamma_prev, reconnects = 0, 0
+    history = WindowHistory()
+    reconnects = 0
     arrival = clock()
     first_token_s: float | None = None
     feature = (
@@ -97,18 +97,9 @@ def generate(
     session_id = _open(verifier, options, options.session_id, prompt, sampling, hidden)
     finished = False
     while not finished:
-        drafted_hist = sum(d for d, _ in accepted_hist)
-        obs = WindowObservation(
-            previous_gamma=max(gamma_prev, 1),
-            recent_acceptance=(
-                sum(a for _, a in accepted_hist) / drafted_hist if drafted_hist else None
-            ),
-            last_num_accepted=accepted_hist[-1][1] if accepted_hist else None,
-            rtt_s=rounds[-1].uplink_s + rounds[-1].downlink_s if rounds else 0.0,
-        )
+        chosen = check_window(policy, policy.next_window(history.observation(clock())))
         # At most remaining − 1 drafts (the verifier adds one token), as the simulator
         # does; a block holds at least one draft token.
-        chosen = check_window(policy, policy.next_window(obs))
         gamma = max(min(chosen, sampling.max_new_tokens - len(output) - 1), 1)
         start = clock()
         context = (*prompt, *output)
@@ -144,8 +135,15 @@ def generate(
             feature.observe_target_hidden(outcome.target_hidden_start, rows)
             observe_s = clock() - observed
         # the window's acceptance is per position: a token tree counts its depth, not its nodes
-        accepted_hist = [*accepted_hist, (outcome.result.num_drafted, outcome.result.num_accepted)]
-        accepted_hist = accepted_hist[-options.acceptance_history :]
+        round_outcome = RoundOutcome(
+            gamma=chosen,
+            num_drafted=outcome.result.num_drafted,
+            num_accepted=outcome.result.num_accepted,
+            num_committed_total=len(output),
+            network_s=network_s,
+            queue_depth=reply.queue_depth,
+        )
+        history.record(round_outcome, end)
         rounds.append(
             RoundRecord(
                 request_id=options.session_id,
@@ -163,7 +161,6 @@ def generate(
                 batch_size=reply.batch_size,
             )
         )
-        gamma_prev = gamma
         finished = outcome.finished
     verifier.close(session_id)
     return GenerationResult(

@@ -66,12 +66,14 @@ class VerifyOutcome:
 
 @dataclass(frozen=True, slots=True)
 class VerifyReply:
-    """What the drafter gets back: the outcome plus where the server spent the time."""
+    """What the drafter gets back: the outcome, where the server spent the time, and the
+    server's queue depth when it sent the reply."""
 
     outcome: VerifyOutcome
     queue_s: float
     verify_s: float
     batch_size: int
+    queue_depth: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -216,6 +216,7 @@ class VerificationService:
         return BatchLimits(
             max_batch_size=self.config.max_batch_size,
             max_batch_tokens=self.config.max_batch_tokens,
+            max_context_tokens=self.config.kv_budget_tokens,
             force=force,
         )
 
@@ -305,7 +306,8 @@ class VerificationService:
                     e.future.set_exception(outcome)
                     continue
                 queue_s = start - e.pending.enqueued_s
-                e.future.set_result(VerifyReply(outcome, queue_s, end - start, len(entries)))
+                reply = VerifyReply(outcome, queue_s, end - start, len(entries), len(self._queue))
+                e.future.set_result(reply)
 
     async def _expiry_loop(self) -> None:
         period = min(self.config.session_timeout_s / 4, 1.0)

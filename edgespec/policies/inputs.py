@@ -1,0 +1,85 @@
+"""The one place that builds what a window policy sees, for the simulator and the real
+drafter alike.
+
+Each host keeps one :class:`WindowHistory` per session. Call order, every round:
+
+1. ``obs = history.observation(now_s)`` → ``gamma = check_window(policy,
+   policy.next_window(obs))`` (:mod:`edgespec.policies.contracts`); the host then caps γ to
+   the tokens still to generate (at most remaining − 1, at least 1: a verification always
+   carries a draft token) and drafts.
+2. After the verdict: ``history.record(outcome, now_s)`` with a :class:`RoundOutcome`.
+
+Meanings (:class:`~edgespec.policies.interfaces.WindowObservation`), the same in both hosts:
+
+- ``previous_gamma``: the γ the policy answered last round, before the host capped it
+  (0 before the first round), so a stateless policy can step from its own last answer.
+- ``recent_acceptance``: accepted / drafted positions over the last :data:`RECENT_ROUNDS`
+  rounds (a token tree counts its depth, not its nodes); ``None`` before any drafting.
+- ``last_num_accepted``: accepted draft tokens of the last round (``None`` before).
+- ``queue_depth``: the server's queue depth reported with the last verdict (0 before).
+- ``rtt_s``: the last round's network time, uplink + downlink (0.0 before the first).
+- ``tpot_s``: time per output token since the first one,
+  (now − first token) / (committed − 1), ``None`` until two tokens exist.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from edgespec.policies.interfaces import WindowObservation
+
+RECENT_ROUNDS = 4
+"""Rounds in ``recent_acceptance``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RoundOutcome:
+    """What a host learnt from one verified round of a session."""
+
+    gamma: int
+    """The policy's answer for the round (before capping)."""
+    num_drafted: int
+    """Draft positions verified (a token tree: its depth)."""
+    num_accepted: int
+    num_committed_total: int
+    """Output tokens committed so far, this round's included."""
+    network_s: float
+    """Uplink + downlink time of the round."""
+    queue_depth: int
+    """The server's queue depth reported with the verdict."""
+
+
+class WindowHistory:
+    """One session's rounds as window policies see them (see the module docstring)."""
+
+    __slots__ = ("_first_token_s", "_last", "_recent")
+
+    def __init__(self) -> None:
+        self._recent: deque[tuple[int, int]] = deque(maxlen=RECENT_ROUNDS)
+        self._last: RoundOutcome | None = None
+        self._first_token_s: float | None = None
+
+    def record(self, outcome: RoundOutcome, now_s: float) -> None:
+        if self._first_token_s is None and outcome.num_committed_total > 0:
+            self._first_token_s = now_s
+        self._recent.append((outcome.num_drafted, outcome.num_accepted))
+        self._last = outcome
+
+    def observation(self, now_s: float) -> WindowObservation:
+        last = self._last
+        if last is None:
+            return WindowObservation(previous_gamma=0, recent_acceptance=None)
+        drafted = sum(d for d, _ in self._recent)
+        committed = last.num_committed_total
+        first = self._first_token_s
+        return WindowObservation(
+            previous_gamma=last.gamma,
+            recent_acceptance=sum(a for _, a in self._recent) / drafted if drafted else None,
+            last_num_accepted=last.num_accepted,
+            queue_depth=last.queue_depth,
+            rtt_s=last.network_s,
+            tpot_s=(now_s - first) / (committed - 1)
+            if first is not None and committed > 1
+            else None,
+        )
