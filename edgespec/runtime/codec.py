@@ -40,6 +40,7 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         sampling=sampling,
         slo_class=spec.slo_class,
         return_hidden=spec.return_hidden,
+        verification_rule=spec.verification_rule,
     )
 
 
@@ -69,7 +70,40 @@ def spec_from_proto(msg: Any) -> SessionSpec:
         sampling=sampling,
         slo_class=msg.slo_class or "default",
         return_hidden=msg.return_hidden,
+        verification_rule=msg.verification_rule or "exact",
     )
+
+
+def call_to_proto(call: VerifyCall) -> Any:
+    request = pb.VerifyRequest(
+        session_id=call.session_id,
+        prefix_len=call.prefix_len,
+        draft_token_ids=list(call.draft_token_ids),
+        draft_parents=list(call.draft_parents or ()),
+    )
+    if call.draft_probs is not None:
+        request.draft_probs.extend(np.asarray(call.draft_probs, np.float32).ravel().tolist())
+    for name, array in call.payloads.items():
+        values = np.asarray(array, np.float32)
+        request.payloads.add(name=name, shape=list(values.shape), values=values.ravel().tolist())
+    return request
+
+
+def _payloads_from_proto(msg: Any) -> dict[str, npt.NDArray[np.float32]]:
+    payloads: dict[str, npt.NDArray[np.float32]] = {}
+    for item in msg.payloads:
+        if not item.name or item.name in payloads:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT, f"payload name {item.name!r} is empty or repeated"
+            )
+        shape = tuple(int(d) for d in item.shape)
+        if int(np.prod(shape)) != len(item.values):
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"payload {item.name!r} has {len(item.values)} values for shape {list(shape)}",
+            )
+        payloads[item.name] = np.asarray(item.values, dtype=np.float32).reshape(shape)
+    return payloads
 
 
 def call_from_proto(msg: Any) -> VerifyCall:
@@ -84,7 +118,9 @@ def call_from_proto(msg: Any) -> VerifyCall:
             )
         probs = flat.reshape(len(tokens), -1)
     parents = tuple(msg.draft_parents) if len(msg.draft_parents) else None
-    return VerifyCall(msg.session_id, msg.prefix_len, tokens, probs, parents)
+    return VerifyCall(
+        msg.session_id, msg.prefix_len, tokens, probs, parents, _payloads_from_proto(msg)
+    )
 
 
 def reply_to_proto(reply: VerifyReply) -> Any:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import monotonic
 
@@ -25,8 +25,8 @@ import numpy as np
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, KVState, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
-from edgespec.runtime.validation import check_draft_probs, check_tree_call, check_vocab
-from edgespec.runtime.verdict import cut_committed, verdict
+from edgespec.runtime.validation import check_vocab
+from edgespec.runtime.verdict import EXACT_RULES, VerificationRule, cut_committed
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +75,10 @@ class Engine:
         kv_budget_tokens: int = 65536,
         max_sessions: int = 256,
         clock: Callable[[], float] = monotonic,
+        rules: Mapping[str, VerificationRule] = EXACT_RULES,
     ) -> None:
         self.backend = backend
+        self._rules = dict(rules)
         self._budget = kv_budget_tokens
         self._max_sessions = max_sessions
         self._clock = clock
@@ -101,6 +103,12 @@ class Engine:
                 f"({spec.sampling.max_new_tokens}) exceeds the target's context of {limit}",
             )
         check_vocab(spec.prompt_token_ids, "prompt token", self.backend.vocab_size)
+        if spec.verification_rule not in self._rules:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"unknown verification rule {spec.verification_rule!r}; this server serves "
+                f"{sorted(self._rules)}",
+            )
         with self._lock:
             if spec.session_id in self._sessions:
                 raise RequestError(
@@ -170,16 +178,14 @@ class Engine:
                 f"which has {len(session.tokens)} committed tokens",
             )
         check_vocab(call.draft_token_ids, "draft token", self.backend.vocab_size)
-        if call.draft_parents is not None:
-            check_tree_call(call, session.spec.sampling)
         if call.prefix_len + k > self.backend.max_context_tokens:
             raise RequestError(
                 ErrorCode.INVALID_ARGUMENT,
                 f"prefix ({call.prefix_len}) + draft ({k}) exceeds the target's context of "
                 f"{self.backend.max_context_tokens}",
             )
-        if not session.spec.sampling.greedy:
-            check_draft_probs(call, self.backend.vocab_size)
+        rule = self._rules[session.spec.verification_rule]
+        rule.check(call, session.spec.sampling, self.backend.vocab_size)
 
     def pending_sizes(self, session_id: str, num_draft: int) -> tuple[int, int]:
         """(num_new_tokens, num_cached_tokens) a verification of ``num_draft`` would have."""
@@ -250,7 +256,8 @@ class Engine:
         out: ForwardOutput,
     ) -> VerifyOutcome:
         sampling, draft = s.spec.sampling, call.draft_token_ids
-        result, path = verdict(call, sampling, out.logits, s.rng)
+        judged = self._rules[s.spec.verification_rule].verdict(call, sampling, out.logits, s.rng)
+        result, path = judged.result, judged.path
         budget = sampling.max_new_tokens - s.num_output_tokens
         committed = cut_committed(result.committed_token_ids, budget, self.backend.eos_token_ids)
         old_total = len(s.tokens)

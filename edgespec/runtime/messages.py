@@ -3,7 +3,8 @@ protobuf). Frozen: they cross thread and process boundaries."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 
@@ -15,7 +16,9 @@ PROTOCOL_VERSION = 1
 class SessionSpec:
     """What a client asks for when it opens a session. ``return_hidden`` asks for the
     target's last-layer hidden states of the committed positions with every verification
-    (for feature drafts, EAGLE-style; see :attr:`VerifyOutcome.target_hidden`)."""
+    (for feature drafts, EAGLE-style; see :attr:`VerifyOutcome.target_hidden`).
+    ``verification_rule`` names the server's rule for this session
+    (:mod:`edgespec.runtime.verdict`; ``"exact"``, the default, is the lossless one)."""
 
     session_id: str
     client_id: str
@@ -23,6 +26,7 @@ class SessionSpec:
     sampling: SamplingParams
     slo_class: str = "default"
     return_hidden: bool = False
+    verification_rule: str = "exact"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -30,13 +34,15 @@ class VerifyCall:
     """Verify ``draft_token_ids`` after the session's first ``prefix_len`` committed tokens.
 
     With ``draft_parents`` the tokens are a token tree (:mod:`edgespec.core.tree`), verified
-    greedily; ``None`` is a chain."""
+    greedily; ``None`` is a chain. ``payloads``: extra named arrays for the session's
+    verification rule (e.g. per-token channel state); the exact rule takes none."""
 
     session_id: str
     prefix_len: int
     draft_token_ids: tuple[int, ...]
     draft_probs: FloatArray | None = None
     draft_parents: tuple[int, ...] | None = None
+    payloads: Mapping[str, FloatArray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import grpc
-import numpy as np
 
 from edgespec.config import ServerConfig
 from edgespec.runtime.codec import (
     call_from_proto,
+    call_to_proto,
     pb,
     reply_from_proto,
     reply_to_proto,
@@ -233,15 +233,7 @@ class RemoteVerifier:
         self._call(self._stub.OpenSession, spec_to_proto(spec))
 
     def verify(self, call: VerifyCall) -> VerifyReply:
-        request = pb.VerifyRequest(
-            session_id=call.session_id,
-            prefix_len=call.prefix_len,
-            draft_token_ids=list(call.draft_token_ids),
-            draft_parents=list(call.draft_parents or ()),
-        )
-        if call.draft_probs is not None:
-            request.draft_probs.extend(np.asarray(call.draft_probs, np.float32).ravel().tolist())
-        response = self._call(self._stub.Verify, request)
+        response = self._call(self._stub.Verify, call_to_proto(call))
         return reply_from_proto(response, call.draft_token_ids, call.prefix_len)
 
     def close(self, session_id: str) -> None:

@@ -1,34 +1,121 @@
-"""From one verification's target logits to its verdict and the tokens it commits."""
+"""Verification rules: how one verification's target logits become its verdict, and the
+tokens it commits.
+
+A session names its rule when it opens (:attr:`SessionSpec.verification_rule
+<edgespec.runtime.messages.SessionSpec.verification_rule>`, default ``"exact"``). The
+engine serves the rules it was given by name (``Engine(..., rules=...)``; default
+:data:`EXACT_RULES`), refuses an unknown name when the session opens, and calls the
+session's rule at two points of every verification:
+
+1. ``check(call, sampling, vocab_size)`` when the call arrives, after the engine's own
+   checks (session, prefix length, vocabulary, size): raise
+   :class:`~edgespec.runtime.errors.RequestError` (``INVALID_ARGUMENT``) naming what is
+   wrong — a missing draft distribution, a malformed tree, a payload the rule does not
+   take (``call.payloads``: named per-token arrays, e.g. channel state for a semantic
+   rule).
+2. ``verdict(call, sampling, logits, rng)`` once, after the batched forward pass:
+   ``logits`` holds the K + 1 target rows of the call's K draft tokens (for a token tree,
+   the root's row then one row per node); ``rng`` is the session's own generator. It
+   returns the :class:`Verdict`.
+
+:class:`ExactRule` (``"exact"``) is lossless: greedy chains and token trees by argmax,
+sampled chains by speculative sampling. A lossy rule is served only under its own name,
+so a session gets it only by asking for it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.speculative import greedy_verify, greedy_verify_tree, stochastic_verify
 from edgespec.core.types import SamplingParams, VerifyResult
+from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall
 from edgespec.runtime.sampling import logits_to_probs
+from edgespec.runtime.validation import check_draft_probs, check_tree_call
 
 
-def verdict(
-    call: VerifyCall,
-    sampling: SamplingParams,
-    logits: npt.NDArray[np.float32],
-    rng: np.random.Generator,
-) -> tuple[VerifyResult, tuple[int, ...] | None]:
-    """The verification result and, for a token tree, its accepted path."""
-    draft = call.draft_token_ids
-    if call.draft_parents is not None:
-        argmax = [int(t) for t in np.argmax(logits, axis=-1)]
-        return greedy_verify_tree(draft, call.draft_parents, argmax)
-    if sampling.greedy:
-        return greedy_verify(draft, [int(t) for t in np.argmax(logits, axis=-1)]), None
-    probs = logits_to_probs(logits, sampling.temperature, sampling.top_p)
-    q = np.zeros((0, probs.shape[1])) if call.draft_probs is None else call.draft_probs
-    return stochastic_verify(draft, q, probs, rng), None
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A verification's result and, for a token tree, its accepted path's node indices."""
+
+    result: VerifyResult
+    path: tuple[int, ...] | None = None
+
+
+class VerificationRule(Protocol):
+    """Turns a verification's target logits into its verdict (call order: module docstring)."""
+
+    @property
+    def lossless(self) -> bool:
+        """Whether the committed tokens follow the target exactly (greedy: token for
+        token; sampling: in distribution)."""
+        ...
+
+    def check(self, call: VerifyCall, sampling: SamplingParams, vocab_size: int) -> None: ...
+
+    def verdict(
+        self,
+        call: VerifyCall,
+        sampling: SamplingParams,
+        logits: npt.NDArray[np.float32],
+        rng: np.random.Generator,
+    ) -> Verdict: ...
+
+
+def refuse_payloads(call: VerifyCall, rule: str, accepted: Collection[str] = ()) -> None:
+    """``INVALID_ARGUMENT`` for payloads the rule named ``rule`` does not take."""
+    extra = sorted(set(call.payloads) - set(accepted))
+    if extra:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"verification rule {rule!r} takes no payload(s) {extra}"
+            + (f"; it takes {sorted(accepted)}" if accepted else ""),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ExactRule:
+    """Lossless verification: greedy chains and trees by argmax, sampled chains by
+    speculative sampling with residual resampling (:mod:`edgespec.core.speculative`)."""
+
+    @property
+    def lossless(self) -> bool:
+        return True
+
+    def check(self, call: VerifyCall, sampling: SamplingParams, vocab_size: int) -> None:
+        refuse_payloads(call, "exact")
+        if call.draft_parents is not None:
+            check_tree_call(call, sampling)
+        if not sampling.greedy:
+            check_draft_probs(call, vocab_size)
+
+    def verdict(
+        self,
+        call: VerifyCall,
+        sampling: SamplingParams,
+        logits: npt.NDArray[np.float32],
+        rng: np.random.Generator,
+    ) -> Verdict:
+        draft = call.draft_token_ids
+        if call.draft_parents is not None:
+            argmax = [int(t) for t in np.argmax(logits, axis=-1)]
+            result, path = greedy_verify_tree(draft, call.draft_parents, argmax)
+            return Verdict(result, path)
+        if sampling.greedy:
+            return Verdict(greedy_verify(draft, [int(t) for t in np.argmax(logits, axis=-1)]))
+        probs = logits_to_probs(logits, sampling.temperature, sampling.top_p)
+        q = np.zeros((0, probs.shape[1])) if call.draft_probs is None else call.draft_probs
+        return Verdict(stochastic_verify(draft, q, probs, rng))
+
+
+EXACT_RULES: Mapping[str, VerificationRule] = {"exact": ExactRule()}
+"""The rules an engine serves unless told otherwise: lossless only."""
 
 
 def cut_committed(tokens: Sequence[int], budget: int, eos: Collection[int]) -> list[int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -14,14 +14,13 @@ pytest.importorskip("grpc")
 from edgespec.config import ServerConfig, from_dict  # noqa: E402
 from edgespec.policies.interfaces import BatchingPolicy  # noqa: E402
 from edgespec.policies.registry import build_policy  # noqa: E402
-from edgespec.runtime.backends.transformers_backend import (  # noqa: E402
-    TransformersDraft,
-    TransformersTarget,
-)
+from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
+from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
 from edgespec.runtime.engine import Engine  # noqa: E402
 from edgespec.runtime.server import VerificationService  # noqa: E402
 from edgespec.runtime.testing import noisy_copy, tiny_llama  # noqa: E402
 from edgespec.runtime.transport import ServerThread  # noqa: E402
+from edgespec.runtime.verdict import EXACT_RULES, VerificationRule  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -54,14 +53,15 @@ def start_server(
     draft_factory: Callable[[], TransformersDraft] | None = None,
     port: int = 0,
     batching_policy: BatchingPolicy | None = None,
+    rules: Mapping[str, VerificationRule] = EXACT_RULES,
     **overrides: Any,
 ) -> ServerThread:
     """A loopback verification server for ``target`` with config ``overrides`` (and
-    ``batching_policy`` instead of the configured one, when given)."""
+    ``batching_policy`` instead of the configured one, when given), serving ``rules``."""
     config = from_dict(ServerConfig, {"port": 0, **overrides})
 
     def build() -> VerificationService:
-        engine = Engine(target, config.kv_budget_tokens, config.max_sessions)
+        engine = Engine(target, config.kv_budget_tokens, config.max_sessions, rules=rules)
         policy = batching_policy or build_policy(
             "batching", config.batching.name, config.batching.params
         )
