@@ -106,7 +106,10 @@ def residual_distribution(target_probs: FloatArray, draft_probs: FloatArray) -> 
     return np.asarray(residual / total, dtype=np.float64)
 
 
-def _sample(probs: FloatArray, rng: np.random.Generator) -> int:
+def sample_token(probs: FloatArray, rng: np.random.Generator) -> int:
+    """Draw one token id from a probability vector (float32 or float64; it need not sum to
+    exactly 1) with one ``rng.random()`` draw, inverting the float64 CDF. The one sampler of
+    the project: verification, drafters and every other caller draw tokens through it."""
     cdf = np.cumsum(probs, dtype=np.float64)
     u = rng.random() * cdf[-1]
     return int(min(np.searchsorted(cdf, u, side="right"), len(cdf) - 1))
@@ -136,7 +139,7 @@ def stochastic_verify(
         accept_prob = 1.0 if q <= 0.0 and p > 0.0 else (min(1.0, p / q) if q > 0.0 else 0.0)
         if rng.random() < accept_prob:
             continue
-        extra = _sample(residual_distribution(target_probs[i], draft_probs[i]), rng)
+        extra = sample_token(residual_distribution(target_probs[i], draft_probs[i]), rng)
         return VerifyResult(
             num_drafted=num_drafted,
             num_accepted=i,
@@ -144,7 +147,7 @@ def stochastic_verify(
             extra_token=extra,
             accepted_token_ids=tuple(int(t) for t in draft_tokens[:i]),
         )
-    bonus = _sample(target_probs[num_drafted], rng)
+    bonus = sample_token(target_probs[num_drafted], rng)
     return VerifyResult(
         num_drafted=num_drafted,
         num_accepted=num_drafted,

@@ -151,7 +151,7 @@ def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], A
     """(target name, target model, draft name, draft factory, draft model or None, tokenizer);
     the factory is picklable: each drafter process of the real run calls it."""
     from edgespec.runtime.backends.ngram import NgramDrafter
-    from edgespec.runtime.backends.transformers_backend import TransformersDraft
+    from edgespec.runtime.backends.transformers_draft import TransformersDraft
 
     if args.target == "synthetic":
         from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
@@ -162,15 +162,14 @@ def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], A
             return "synthetic", target, "ngram", NgramDrafter, None, None
         draft = layer_truncated_copy(target, 2)
         return "synthetic", target, "truncated", partial(TransformersDraft, draft), draft, None
-    from edgespec.runtime.loading import load_model_and_tokenizer
+    from edgespec.models.loading import load_model
 
-    target, tokenizer = load_model_and_tokenizer(args.target)
+    loaded = load_model(args.target)
+    target, tokenizer = loaded.model, loaded.tokenizer
     if args.draft == "ngram":
         return args.target, target, "ngram", NgramDrafter, None, tokenizer
-    from edgespec.runtime.backends.causal_lm import CausalLMDraft
-
-    model = load_model_and_tokenizer(args.draft)[0]
-    return args.target, target, args.draft, partial(CausalLMDraft, model), model, tokenizer
+    model = load_model(args.draft).model
+    return args.target, target, args.draft, partial(TransformersDraft, model), model, tokenizer
 
 
 def _prompts(args: argparse.Namespace, tokenizer: Any, vocab: int) -> list[list[tuple[int, ...]]]:

@@ -50,7 +50,7 @@ def run_real(
 
     Processes, not threads, as separate edge devices would be: drafter threads would
     share this interpreter's lock with the server. ``make_draft`` is pickled into each
-    process (e.g. ``functools.partial(CausalLMDraft, model)``, or ``NgramDrafter``).
+    process (e.g. ``functools.partial(TransformersDraft, model)``, or ``NgramDrafter``).
     """
     import multiprocessing as mp
 

@@ -1,10 +1,10 @@
 """`edgespec train feature-draft`: train an EAGLE-style feature draft for a target.
 
 Two stages, both resumable: (1) the target's features of every sequence in the
-``--data-dir`` generation shards (made by ``edgespec train draft``) are written to
-``--features-dir``; (2) the draft is trained on them and saved to ``--out``
-(edgespec/learn/feature_train.py). The bundled ``gemma3-270m-feature`` was made with the
-command in docs/LEARN.md.
+``--data-dir`` shards (generation shards of ``edgespec train draft``, or text shards of
+``edgespec train text-shards``) are written to ``--features-dir``; (2) the draft is trained
+on them and saved to ``--out`` (edgespec/learn/feature_train.py). No feature draft is
+bundled; the runs measured so far and their commands are in docs/LEARN.md.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=Path,
         action="append",
         required=True,
-        help="generation shards (shard_*.pt from `edgespec train draft`; repeatable)",
+        help="token shards (shard_*.pt from `edgespec train draft` or `edgespec train "
+        "text-shards`; repeatable)",
     )
     p.add_argument("--features-dir", type=Path, required=True, help="target features (resumable)")
     p.add_argument("--kept-from", type=Path, help="take the kept tokens of this trimmed draft")

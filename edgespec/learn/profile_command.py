@@ -108,9 +108,9 @@ def grid_spec(args: argparse.Namespace) -> Any:
 
 
 def _load(name: str) -> Any:
-    from edgespec.runtime.loading import load_model_and_tokenizer
+    from edgespec.models.loading import load_model
 
-    return load_model_and_tokenizer(name)[0]
+    return load_model(name).model
 
 
 def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | None]:
@@ -121,10 +121,10 @@ def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | No
 
         return target_model, (NGRAM, NgramDrafter, None)
     if args.draft:
-        from edgespec.runtime.backends.causal_lm import CausalLMDraft
+        from edgespec.runtime.backends.transformers_draft import TransformersDraft
 
         draft_model = _load(args.draft)
-        return target_model, (args.draft, lambda: CausalLMDraft(draft_model), draft_model)
+        return target_model, (args.draft, lambda: TransformersDraft(draft_model), draft_model)
     return target_model, None
 
 

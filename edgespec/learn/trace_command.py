@@ -123,10 +123,10 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.trace import TraceRecord, write_trace
     from edgespec.models.feature_draft import FeatureDraftNet
     from edgespec.models.loading import load_model
-    from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft
     from edgespec.runtime.backends.feature_draft import FeatureDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
     from edgespec.runtime.backends.tree_draft import TreeDraft
 
     console = Console(stderr=True)
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     prompt_sets = _prompt_sets(args)
     with console.status(f"loading target {args.target} and draft {args.draft}"):
-        target = load_model(args.target)
+        target = load_model(args.target, require_tokenizer=True)
         draft_model = None if args.draft == NGRAM else load_model(args.draft, target=target).model
     drafter: Any = NgramDrafter(max_ngram=3)
     draft_name = args.draft
@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     elif draft_model is not None and args.lookup:
         drafter, draft_name = HybridDraft(draft_model), f"{args.draft}+lookup"
     elif draft_model is not None:
-        drafter = CausalLMDraft(draft_model)
+        drafter = TransformersDraft(draft_model)
     pair = PairInfo(args.target, draft_name, target.model, draft_model)
     settings = CaptureSettings(
         gamma_max=args.gamma,

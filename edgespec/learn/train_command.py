@@ -4,6 +4,8 @@ Two stages, both resumable: (1) the target's greedy continuations of the trainin
 are generated in batches into ``--data-dir`` shards (skipped shards already there);
 (2) a small draft is trained on them and saved (fp16 safetensors) to ``--out``.
 The bundled ``gemma3-270m-draft`` was made with the command in docs/LEARN.md.
+``edgespec train feature-draft`` (feature_command.py) and ``edgespec train text-shards``
+(text_shards.py) are the other two ``WHAT``s.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.errors import UserInputError
-from edgespec.learn import feature_command
+from edgespec.learn import feature_command, text_shards
 from edgespec.learn.prompts import DATASETS
 
 
@@ -69,11 +71,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--text-minutes", type=float, default=15.0, help="stop labelling after this")
     p.add_argument("--text-max-tokens", type=int, default=256, help="tokens per conversation")
     feature_command.add_arguments(sub)
+    text_shards.add_arguments(sub)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.what == "feature-draft":
         return feature_command.run(args)
+    if args.what == "text-shards":
+        return text_shards.run(args)
     import random
     import time
 
@@ -101,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     with console.status(f"loading target {args.target}"):
-        target = load_model(args.target)
+        target = load_model(args.target, require_tokenizer=True)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),

@@ -1,4 +1,7 @@
-"""Load a resolved model and its tokenizer (torch and transformers imported lazily).
+"""The project's one model loader: a model name or path (resolved by
+:func:`edgespec.models.registry.resolve_model`) → the model in eval mode and its tokenizer,
+for the CLI, the runtime and the learning tools alike; and the one map of dtype names
+(torch and transformers imported lazily).
 
 Gemma 3 270M ships as a GGUF file; transformers dequantizes it on every load (~45 s on
 two cores). The first load therefore writes the dequantized fp32 weights once to a local
@@ -15,10 +18,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgespec.models.registry import ModelSource, ModelSpec, resolve_model
+from edgespec.models.registry import (
+    KNOWN_MODELS,
+    ModelNotFoundError,
+    ModelSource,
+    ModelSpec,
+    resolve_model,
+)
 
 if TYPE_CHECKING:
     import torch
+
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+"""The weight dtypes a model can be loaded in (``--dtype``, ``ServerConfig.dtype``)."""
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    """The torch dtype of a name in :data:`DTYPE_NAMES`."""
+    import torch
+
+    dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+    if name not in dtypes:
+        raise ValueError(f"dtype must be one of {sorted(dtypes)}, got {name!r}")
+    return dtypes[name]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,21 +120,50 @@ def _draft_tokenizer(directory: Path, draft: Any) -> Any:
 
 def load_model(
     name_or_spec: str | ModelSpec,
-    dtype: torch.dtype | None = None,
+    dtype: str = "float32",
     num_threads: int | None = None,
     target: LoadedModel | None = None,
+    require_tokenizer: bool = False,
 ) -> LoadedModel:
-    """Load a model by name or path (see :func:`resolve_model`), in eval mode on CPU.
+    """Load a model by name or path (see :func:`resolve_model`), in eval mode on CPU, with
+    weights in ``dtype`` (one of :data:`DTYPE_NAMES`).
 
+    A local Hugging Face directory saved without a tokenizer (tiny test models) loads with
+    ``tokenizer=None``, unless ``require_tokenizer`` (then :class:`ModelNotFoundError`).
     A feature draft (:mod:`edgespec.models.feature_draft`) takes its embedding and head
     rows from its target: ``target`` if given, else the target named in its config."""
+    spec = resolve_model(name_or_spec) if isinstance(name_or_spec, str) else name_or_spec
+    loaded = _load(spec, torch_dtype(dtype), num_threads, target)
+    if require_tokenizer and loaded.tokenizer is None:
+        raise ModelNotFoundError(f"model {spec.name!r} has no tokenizer")
+    return loaded
+
+
+def load_tokenizer(name: str) -> Any | None:
+    """The tokenizer saved with a model directory (``None`` if it has none), or that of a
+    known model name (``gemma3-270m``, bundled drafts). Never goes to the network."""
+    if name in KNOWN_MODELS:
+        return load_model(name).tokenizer
+    return _saved_tokenizer(name)
+
+
+def _saved_tokenizer(directory: str) -> Any | None:
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(directory, local_files_only=True)
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _load(
+    spec: ModelSpec, dtype: torch.dtype, num_threads: int | None, target: LoadedModel | None
+) -> LoadedModel:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    spec = resolve_model(name_or_spec) if isinstance(name_or_spec, str) else name_or_spec
     if num_threads is not None:
         torch.set_num_threads(num_threads)
-    dtype = torch.float32 if dtype is None else dtype
     if spec.source is ModelSource.FEATURE_DRAFT:
         return _load_feature_draft(spec, target)
     if spec.source is ModelSource.BUNDLED_DRAFT or (
@@ -123,6 +174,7 @@ def load_model(
         assert spec.path is not None
         draft = TrimmedVocabDraft.load(spec.path, dtype=dtype)
         return LoadedModel(spec=spec, model=draft, tokenizer=_draft_tokenizer(spec.path, draft))
+    tokenizer: Any
     if spec.source is ModelSource.GEMMA3_270M_GGUF:
         directory = _gemma_directory()
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
@@ -135,7 +187,7 @@ def load_model(
     else:
         assert spec.path is not None
         model = AutoModelForCausalLM.from_pretrained(str(spec.path), dtype=dtype)
-        tokenizer = AutoTokenizer.from_pretrained(str(spec.path))
+        tokenizer = _saved_tokenizer(str(spec.path))
     model.eval()  # type: ignore[no-untyped-call]
     return LoadedModel(spec=spec, model=model, tokenizer=tokenizer)
 

@@ -10,7 +10,8 @@ Three measurements, side by side in one run, printed as Markdown tables:
    prefix lengths.
 
 Default models are synthetic (built in-process, see :mod:`edgespec.runtime.testing`):
-an 8-layer target whose layers ≥ 2 are "quiet", and its first 2 layers as the draft.
+a 12-layer target (``--synthetic-layers``) whose layers ≥ 2 are "quiet", and its first 2
+layers as the draft.
 ``--target``/``--draft`` take real models (directory or name) instead.
 """
 
@@ -61,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _models(args: argparse.Namespace) -> tuple[Any, Callable[[], Any], str, Any]:
     from edgespec.runtime.backends.ngram import NgramDrafter
-    from edgespec.runtime.backends.transformers_backend import TransformersDraft
+    from edgespec.runtime.backends.transformers_draft import TransformersDraft
 
     if args.target == "synthetic":
         from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
@@ -82,12 +83,13 @@ def _models(args: argparse.Namespace) -> tuple[Any, Callable[[], Any], str, Any]
         )
         tokenizer = None
     else:
-        from edgespec.runtime.loading import load_model_and_tokenizer
+        from edgespec.models.loading import load_model
 
-        target, tokenizer = load_model_and_tokenizer(args.target)
+        loaded = load_model(args.target)
+        target, tokenizer = loaded.model, loaded.tokenizer
         draft = None
         if args.draft not in ("ngram", "truncated"):
-            draft = load_model_and_tokenizer(args.draft)[0]
+            draft = load_model(args.draft).model
         desc = f"target {args.target}"
     if draft is None:
         return target, NgramDrafter, desc + ", n-gram draft", tokenizer

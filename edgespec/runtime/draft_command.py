@@ -64,9 +64,8 @@ def make_drafter(
     (trimmed-vocabulary drafts through their own head)."""
     from edgespec.config import ConfigError
     from edgespec.core.tree import parse_branching
-    from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
-    from edgespec.runtime.backends.transformers_backend import TransformersDraft
+    from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
     from edgespec.runtime.backends.tree_draft import TreeDraft
 
     if name == "ngram":
@@ -84,8 +83,6 @@ def make_drafter(
         )
     if lookup:
         return HybridDraft(model)
-    if hasattr(model, "trimmed_forward"):
-        return CausalLMDraft(model)
     return TransformersDraft(model)
 
 
@@ -120,16 +117,17 @@ def _run(args: argparse.Namespace) -> int:
 
     from edgespec.config import ConfigError, DrafterConfig, load_config
     from edgespec.core.types import SamplingParams
+    from edgespec.models.loading import load_model, load_tokenizer
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.drafter import DraftOptions, generate
-    from edgespec.runtime.loading import load_model_and_tokenizer, load_tokenizer
     from edgespec.runtime.messages import SessionSpec
     from edgespec.runtime.transport import RemoteVerifier
 
     config = load_config(DrafterConfig, args.config, _overrides(args))
     model, tokenizer = (None, None)
     if config.draft != "ngram" and args.mode == "distributed":
-        model, tokenizer = load_model_and_tokenizer(config.draft)
+        loaded = load_model(config.draft)
+        model, tokenizer = loaded.model, loaded.tokenizer
     if args.tokenizer:
         tokenizer = load_tokenizer(args.tokenizer)
         if tokenizer is None:

@@ -1,4 +1,5 @@
-"""Logits → next-token distribution, shared by target verification and drafters."""
+"""Logits → next-token distribution, shared by target verification and drafters (a token
+is drawn from it with :func:`edgespec.core.speculative.sample_token`)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,3 @@ def logits_to_probs(
     np.put_along_axis(keep, order, keep_sorted, axis=-1)
     probs = np.where(keep, probs, 0.0)
     return np.asarray(probs / probs.sum(axis=-1, keepdims=True), dtype=np.float64)
-
-
-def sample_token(probs: npt.NDArray[np.float64], rng: np.random.Generator) -> int:
-    """Draw one token id from a probability vector using ``rng``."""
-    cdf = np.cumsum(probs)
-    u = rng.random() * cdf[-1]
-    return int(min(np.searchsorted(cdf, u, side="right"), len(cdf) - 1))

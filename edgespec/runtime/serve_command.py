@@ -60,21 +60,20 @@ async def _serve(config: Any, draft_name: str | None, threads: int | None) -> No
 
     import torch
 
+    from edgespec.models.loading import load_model
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
     from edgespec.runtime.draft_command import make_drafter
     from edgespec.runtime.engine import Engine
-    from edgespec.runtime.loading import load_model_and_tokenizer
     from edgespec.runtime.server import VerificationService
     from edgespec.runtime.transport import start_server
 
     if threads is not None:
         torch.set_num_threads(threads)
-    model, _tokenizer = load_model_and_tokenizer(config.target, config.dtype)
-    backend = TransformersTarget(model)
+    backend = TransformersTarget(load_model(config.target, config.dtype).model)
     draft_factory = None
     if draft_name is not None:
-        draft_model = None if draft_name == "ngram" else load_model_and_tokenizer(draft_name)[0]
+        draft_model = None if draft_name == "ngram" else load_model(draft_name).model
 
         def draft_factory() -> Any:
             return make_drafter(draft_name, draft_model, backend.vocab_size)

@@ -17,6 +17,7 @@ from edgespec.core.speculative import (
     marginal_acceptance_by_position,
     optimal_gamma,
     residual_distribution,
+    sample_token,
     stochastic_verify,
 )
 
@@ -175,3 +176,30 @@ class TestPerPosition:
             expected_accepted_length(0.6, 4)
         )
         assert expected_accepted_length_by_position([0.5, 0.5]) == pytest.approx(0.75)
+
+
+class TestSampleToken:
+    def test_inverts_the_cdf_with_one_draw(self) -> None:
+        probs = np.array([0.2, 0.0, 0.5, 0.3])
+        rng, twin = np.random.default_rng(7), np.random.default_rng(7)
+        for _ in range(50):
+            u = twin.random()  # the one draw sample_token makes
+            expected = int(np.searchsorted(np.cumsum(probs), u, side="right"))
+            assert sample_token(probs, rng) == expected
+        assert rng.random() == twin.random()  # nothing else was drawn
+
+    def test_float32_and_unnormalized_rows_draw_like_their_float64_normalized_twin(self) -> None:
+        rows = np.random.default_rng(1).random((20, 9)).astype(np.float32)
+        for seed, row in enumerate(rows):
+            as32 = sample_token(row, np.random.default_rng(seed))
+            as64 = sample_token(row.astype(np.float64), np.random.default_rng(seed))
+            assert as32 == as64
+            scaled = sample_token(row.astype(np.float64) * 4.0, np.random.default_rng(seed))
+            assert scaled == as64
+
+    def test_never_returns_past_the_last_token(self) -> None:
+        class One:
+            def random(self) -> float:
+                return 1.0
+
+        assert sample_token(np.array([0.5, 0.5, 0.0]), One()) == 2  # type: ignore[arg-type]

@@ -20,7 +20,8 @@ from edgespec.experiments.calibration_runs import (
 )
 from edgespec.learn.profile import PromptSource
 from edgespec.learn.profile_run import profile_pair, write_profiles
-from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
 

@@ -9,9 +9,9 @@ import torch
 
 from edgespec.learn.capture import CaptureSettings, PairInfo, capture, per_position_acceptance
 from edgespec.learn.trace import replay_accepted_lengths
-from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft, suffix_match_next
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
 from edgespec.runtime.inprocess import target_greedy_decode
 from tests.models.tiny import VOCAB, tiny_draft, tiny_target
 
@@ -20,7 +20,7 @@ PROMPTS = [("p0", "toy", (2, 17, 4, 9, 33, 4, 9)), ("p1", "toy", (2, 5, 6, 7, 5,
 
 def test_trimmed_draft_backend_proposes_the_full_vocab_argmax() -> None:
     draft = tiny_draft(list(range(1, VOCAB, 3)))
-    backend = CausalLMDraft(draft)
+    backend = TransformersDraft(draft)
     context = [2, 17, 4, 9]
     proposal = backend.propose(context, 3, 0.0, np.random.default_rng(0))
     seq = list(context)
@@ -37,7 +37,7 @@ def test_trimmed_draft_backend_proposes_the_full_vocab_argmax() -> None:
     )
     # a context that shares only a prefix with the cached one is handled by cropping
     again = backend.propose([2, 17, 5], 2, 0.0, np.random.default_rng(0))
-    fresh = CausalLMDraft(draft).propose([2, 17, 5], 2, 0.0, np.random.default_rng(0))
+    fresh = TransformersDraft(draft).propose([2, 17, 5], 2, 0.0, np.random.default_rng(0))
     assert again.token_ids == fresh.token_ids
 
 
@@ -45,7 +45,7 @@ def test_capture_is_lossless_and_its_acceptance_sequence_replays_the_measured_ro
     target_model = tiny_target()
     target = TransformersTarget(target_model)
     settings = CaptureSettings(gamma_max=4, max_new_tokens=24, target_only=True, num_drafters=3)
-    for drafter in (NgramDrafter(max_ngram=3), CausalLMDraft(tiny_draft(list(range(VOCAB))))):
+    for drafter in (NgramDrafter(max_ngram=3), TransformersDraft(tiny_draft(list(range(VOCAB))))):
         pair = PairInfo("tiny-target", "tiny-draft")
         records = capture(target, drafter, pair, PROMPTS, settings)
         assert [r.request_id for r in records] == ["p0", "p1"]
@@ -71,18 +71,10 @@ def test_per_position_acceptance_matches_the_draft_argmax_on_the_target_prefix()
     assert feats is None
 
 
-def test_suffix_match_next() -> None:
-    assert suffix_match_next([5, 6, 7, 9, 5, 6], 3, 2) == 7
-    assert suffix_match_next([5, 6, 7, 6, 5, 6], 3, 2) == 7  # longest match (5, 6) wins over (6,)
-    assert suffix_match_next([1, 2, 3, 4], 3, 1) is None
-    assert suffix_match_next([4, 8, 3, 4], 3, 2) is None
-    assert suffix_match_next([4, 8, 3, 4], 3, 1) == 8
-
-
 def test_hybrid_draft_uses_lookup_when_the_suffix_repeats_and_the_model_otherwise() -> None:
     draft = tiny_draft(list(range(VOCAB)))
     rng = np.random.default_rng(0)
-    neural = CausalLMDraft(draft).propose([2, 30, 31], 1, 0.0, rng).token_ids[0]
+    neural = TransformersDraft(draft).propose([2, 30, 31], 1, 0.0, rng).token_ids[0]
     hybrid = HybridDraft(draft, max_ngram=3, min_ngram=2)
     assert hybrid.propose([2, 30, 31], 1, 0.0, rng).token_ids == (neural,)
     # (30, 31) occurred before, followed by 40 → lookup proposes 40, then (31, 40) → 41

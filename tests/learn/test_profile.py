@@ -32,7 +32,8 @@ from edgespec.learn.profile_draft import measure_drafter, pass_shapes, per_token
 from edgespec.learn.profile_run import profile_pair, write_profiles
 from edgespec.policies.estimator import BatchShape
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
-from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
 from edgespec.sim.cost_models import WispCost, ZhuCost, load_profile
 from edgespec.sim.scenario import scenario_from_dict

@@ -1,25 +1,31 @@
-"""The shipped prompt/output length tables and the script that builds them."""
+"""The shipped prompt/output length tables and the builder that makes them
+(python -m edgespec.learn.length_tables), on tiny data without a tokenizer."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from edgespec.learn import length_tables as lt
 
 REPO = Path(__file__).resolve().parents[2]
 TABLES = sorted((REPO / "edgespec" / "data" / "lengths").glob("*.json"))
 KEYS = ["dataset", "source", "tokenizer", "num_samples", "prompt_tokens", "output_tokens"]
 
 
+def _count(texts: list[str]) -> list[int]:
+    return [len(t.split()) for t in texts]
+
+
 def test_expected_tables_are_shipped() -> None:
     assert {"sharegpt", "humaneval"} <= {t.stem for t in TABLES}
+    assert lt.default_out_dir().resolve() == TABLES[0].parent.resolve()
 
 
 @pytest.mark.parametrize("path", TABLES, ids=[t.stem for t in TABLES])
-def test_table_is_well_formed(path: Path) -> None:
+def test_table_is_well_formed_and_written_as_the_builder_writes(path: Path, tmp_path: Path) -> None:
     table = json.loads(path.read_text())
     assert list(table) == KEYS
     assert table["dataset"] == path.stem
@@ -31,39 +37,69 @@ def test_table_is_well_formed(path: Path) -> None:
         values = table[key]
         assert len(values) == n, key
         assert all(type(v) is int and v > 0 for v in values), key
-
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_length_tables", REPO / "scripts" / "build_length_tables.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    lt.write_table(tmp_path / "t.json", table)
+    assert (tmp_path / "t.json").read_text() == path.read_text()
 
 
 def test_truncated_json_array_keeps_complete_items() -> None:
-    script = _script()
-    assert script.complete_json_items('[{"a": 1}, {"b": [2, 3]}]') == (
+    assert lt.complete_json_items('[{"a": 1}, {"b": [2, 3]}]\n') == (
         [{"a": 1}, {"b": [2, 3]}],
         False,
     )
     text = '[\n  {"a": 1},\n  {"b": "cut here'
-    assert script.complete_json_items(text) == ([{"a": 1}], True)
+    assert lt.complete_json_items(text) == ([{"a": 1}], True)
 
 
 def test_build_table_samples_pairs_with_fixed_seed() -> None:
-    script = _script()
     pairs = [("p" * (i + 1), "o" * (2 * i + 1)) for i in range(10)]
-    table = script.build_table(
+    table = lt.build_table(
         "toy", pairs, "unit test", lambda texts: [len(t) for t in texts], max_pairs=4, seed=3
     )
-    again = script.build_table(
+    again = lt.build_table(
         "toy", pairs, "unit test", lambda texts: [len(t) for t in texts], max_pairs=4, seed=3
     )
     assert table == again
     assert table["num_samples"] == 4
+    assert table["source"] == "unit test; 4 pairs drawn with numpy default_rng(3)"
     # Pairs stay paired: output length = 2 * prompt length - 1 for every sample.
     assert [2 * p - 1 for p in table["prompt_tokens"]] == table["output_tokens"]
     assert table["prompt_tokens"] == sorted(table["prompt_tokens"])
+
+
+def test_build_table_leaves_out_pairs_without_tokens() -> None:
+    pairs = [(f"p {i} " * (i % 4), f"o {i}") for i in range(10)]
+    table = lt.build_table("toy", pairs, "src", _count, max_pairs=10, seed=0)
+    assert table["num_samples"] == 7  # i % 4 == 0: the prompt is empty
+    assert all(n > 0 for n in table["prompt_tokens"])
+
+
+def test_turn_pairs_takes_human_then_gpt_turns() -> None:
+    conversations = [
+        {"conversations": [
+            {"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"},
+            {"from": "human", "value": "again"}, {"from": "human", "value": "?"},
+            {"from": "gpt", "value": " "},
+        ]},
+        {"id": "no turns"},
+    ]  # fmt: skip
+    assert lt.turn_pairs(conversations) == [("hi", "hello")]
+
+
+def test_build_tables_writes_tables_with_references_and_skips_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    for split in ("test", "train"):
+        rows = [{"prompt": f"q {split} {i}", "answer": "a " * (i + 1)} for i in range(3)]
+        (prompts / f"gsm8k_{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (prompts / f"cnndm_{split}.jsonl").write_text('{"prompt": "article"}\n')
+    out = tmp_path / "lengths"
+    status = lt.build_tables(["gsm8k", "cnndm"], prompts, out, _count, max_pairs=4, seed=1)
+    assert status == 1  # cnndm has no reference field
+    table = json.loads((out / "gsm8k.json").read_text())
+    assert table["num_samples"] == 4 and table["prompt_tokens"] == [3, 3, 3, 3]
+    assert not (out / "cnndm.json").exists()
+    captured = capsys.readouterr()
+    assert "gsm8k.json: 4 pairs; prompt tokens mean 3.0" in captured.out
+    assert "skipped cnndm:" in captured.err and "no reference output" in captured.err

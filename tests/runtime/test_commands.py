@@ -189,15 +189,14 @@ def test_draft_tree_flag_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_make_drafter_picks_the_backend() -> None:
-    from edgespec.runtime.backends.causal_lm import CausalLMDraft, HybridDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
-    from edgespec.runtime.backends.transformers_backend import TransformersDraft
+    from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
     from edgespec.runtime.draft_command import make_drafter
     from tests.models.tiny import tiny_draft, tiny_target
 
     trimmed, plain = tiny_draft([3, 4, 5]), tiny_target()
     assert type(make_drafter("ngram", None, 48)) is NgramDrafter
-    assert type(make_drafter("d", trimmed, 48)) is CausalLMDraft
+    assert type(make_drafter("d", trimmed, 48)) is TransformersDraft
     assert type(make_drafter("d", plain, 48)) is TransformersDraft
     assert type(make_drafter("d", plain, 48, lookup=True)) is HybridDraft
     from edgespec.runtime.backends.feature_draft import FeatureDraft

@@ -10,7 +10,8 @@ import pytest
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.base import ForwardItem
 from edgespec.runtime.backends.ngram import NgramDrafter
-from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.engine import Engine
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode
@@ -217,7 +218,6 @@ def test_window_is_capped_at_remaining_minus_one(
     """The verifier adds one token to every round, so a drafter never drafts past the
     budget: with a perfect draft, γ=4 and 7 new tokens the rounds draft 4 then 1."""
     from edgespec.core.types import SamplingParams
-    from edgespec.runtime.backends.transformers_backend import TransformersDraft
     from edgespec.runtime.inprocess import speculative_generate
 
     result = speculative_generate(

@@ -17,12 +17,13 @@ def test_gemma_backend_equals_generate_beyond_the_sliding_window() -> None:
     import torch
 
     from edgespec.learn.prompts import prompt_dir
-    from edgespec.runtime.loading import load_model_and_tokenizer
+    from edgespec.models.loading import load_model
 
     try:
-        model, tokenizer = load_model_and_tokenizer("gemma3-270m")
+        loaded = load_model("gemma3-270m")
     except (ImportError, ValueError, OSError) as exc:
         pytest.skip(f"gemma3-270m not available: {exc}")
+    model, tokenizer = loaded.model, loaded.tokenizer
     path = prompt_dir() / "gsm8k_test.jsonl"
     text = " ".join(json.loads(line)["prompt"] for line in path.read_text().splitlines()[:12])
     prompt = tuple(tokenizer(text)["input_ids"])[:700]  # longer than the 512-token window
@@ -37,7 +38,6 @@ def test_gemma_backend_equals_generate_beyond_the_sliding_window() -> None:
     sd = speculative_generate(target, NgramDrafter(), prompt, 4, SamplingParams(max_new_tokens=10))
     assert sd.output_token_ids == mine
     # a token tree beyond the window: explicit masks must window the sliding layers right
-    from edgespec.models.loading import load_model
     from edgespec.runtime.backends.tree_draft import TreeDraft
 
     draft = load_model("gemma3-270m-draft").model
@@ -53,16 +53,17 @@ def test_gemma_over_grpc_with_uneven_drafts_across_the_window_matches_centralize
     """4 concurrent n-gram clients on the real target, 1/2/3/5 draft tokens a round, their
     contexts crossing Gemma's 512-token sliding window while they share padded passes."""
     from edgespec.learn.prompts import prompt_dir
-    from edgespec.runtime.loading import load_model_and_tokenizer
+    from edgespec.models.loading import load_model
     from edgespec.runtime.messages import SessionSpec
     from edgespec.runtime.transport import RemoteVerifier
     from tests.runtime.conftest import start_server
     from tests.runtime.test_server import _run_clients
 
     try:
-        model, tokenizer = load_model_and_tokenizer("gemma3-270m")
+        loaded = load_model("gemma3-270m")
     except (ImportError, ValueError, OSError) as exc:
         pytest.skip(f"gemma3-270m not available: {exc}")
+    model, tokenizer = loaded.model, loaded.tokenizer
     lines = (prompt_dir() / "cnndm_test.jsonl").read_text().splitlines()
     articles = [tuple(tokenizer(json.loads(line)["prompt"])["input_ids"]) for line in lines]
     long_ones = [a for a in articles if len(a) >= 505]

@@ -17,7 +17,8 @@ from edgespec.config import ServerConfig, from_dict
 from edgespec.core.types import SamplingParams
 from edgespec.policies.batching import FcfsBatching
 from edgespec.runtime.backends.ngram import NgramDrafter
-from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.codec import pb
 from edgespec.runtime.drafter import DraftOptions, generate
 from edgespec.runtime.engine import Engine

@@ -10,7 +10,8 @@ from edgespec.core.types import SamplingParams
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend
 from edgespec.runtime.backends.ngram import NgramDrafter
-from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec

@@ -10,7 +10,8 @@ import pytest
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.base import ForwardItem
 from edgespec.runtime.backends.ngram import NgramDrafter
-from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.engine import Engine
 from edgespec.runtime.inprocess import speculative_generate
 from edgespec.runtime.sampling import logits_to_probs

@@ -18,7 +18,8 @@ from edgespec.runtime.backends.base import (
     ForwardItem,
 )
 from edgespec.runtime.backends.padding import pass_groups
-from edgespec.runtime.backends.transformers_backend import TransformersDraft, TransformersTarget
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.codec import (
     hidden_to_bytes,
     pb,

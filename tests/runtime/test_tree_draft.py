@@ -13,8 +13,9 @@ torch = pytest.importorskip("torch")
 from edgespec.core.tree import parse_branching, path_to  # noqa: E402
 from edgespec.core.types import SamplingParams  # noqa: E402
 from edgespec.runtime.backends.base import DraftBackend, ForwardItem  # noqa: E402
-from edgespec.runtime.backends.causal_lm import CausalLMDraft, suffix_match_next  # noqa: E402
+from edgespec.runtime.backends.ngram import suffix_match_next  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
+from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
 from edgespec.runtime.backends.tree_draft import TreeDraft  # noqa: E402
 from edgespec.runtime.drafter import GenerationResult  # noqa: E402
 from edgespec.runtime.engine import Engine  # noqa: E402
@@ -126,7 +127,7 @@ def test_tree_matches_uncached_reference(
 def test_all_ones_without_lookup_is_the_greedy_chain(draft_model: Any) -> None:
     context = [3, 4, 5, 6]
     tree = TreeDraft(draft_model, branching=(1,), lookup=False).propose(context, 4, 0.0, RNG)
-    chain = CausalLMDraft(draft_model).propose(context, 4, 0.0, RNG)
+    chain = TransformersDraft(draft_model).propose(context, 4, 0.0, RNG)
     assert tree.token_ids == chain.token_ids
     assert tree.parents == (-1, 0, 1, 2)
 
@@ -141,7 +142,7 @@ def test_tree_decoding_is_lossless(
         sampling = SamplingParams(max_new_tokens=24)
         result = speculative_generate(target, drafter, prompt, 4, sampling)
         assert result.output_token_ids == target_greedy_decode(target, prompt, 24)
-        chain = speculative_generate(target, CausalLMDraft(draft_model), prompt, 4, sampling)
+        chain = speculative_generate(target, TransformersDraft(draft_model), prompt, 4, sampling)
         chain_rounds += len(chain.rounds)
         assert all(r.num_accepted <= 4 for r in result.rounds)
         assert any(r.num_drafted > 4 for r in result.rounds)  # trees really were sent
@@ -156,7 +157,7 @@ def test_trees_accept_more_than_the_chain(target: TransformersTarget, draft_mode
     for prompt in prompts:
         tree = TreeDraft(draft_model, branching=(3, 2, 1, 1), lookup=False)
         tree_rounds += len(speculative_generate(target, tree, prompt, 4, sampling).rounds)
-        chain = CausalLMDraft(draft_model)
+        chain = TransformersDraft(draft_model)
         chain_rounds += len(speculative_generate(target, chain, prompt, 4, sampling).rounds)
     assert tree_rounds < chain_rounds
 
@@ -216,7 +217,7 @@ def test_trees_over_grpc_batched_with_chains(
     sampling = SamplingParams(max_new_tokens=20)
 
     def make_drafter(i: int) -> DraftBackend:
-        return TreeDraft(draft_model) if i % 2 == 0 else CausalLMDraft(draft_model)
+        return TreeDraft(draft_model) if i % 2 == 0 else TransformersDraft(draft_model)
 
     results = _run_clients(server.port, draft_model, prompts, make_drafter, 20)
     for i, (result, prompt) in enumerate(zip(results, prompts, strict=True)):
@@ -302,7 +303,7 @@ def _paths(tokens: Sequence[int], parents: Sequence[int]) -> set[tuple[int, ...]
 
 @pytest.mark.parametrize("budget", [1, 5, 9, 16])
 def test_max_nodes_caps_the_tree_and_keeps_the_chain(draft_model: Any, budget: int) -> None:
-    from edgespec.runtime.backends.causal_lm import HybridDraft
+    from edgespec.runtime.backends.transformers_draft import HybridDraft
 
     context = [5, 6, 7, 8, 5, 6, 7, 9, 10, 5, 6]
     full = TreeDraft(draft_model, (3, 3, 2, 1), max_nodes=64).propose(context, 4, 0.0, RNG)

@@ -164,3 +164,13 @@ class FeatureDraftBackend(DraftBackend, Protocol):
         calls this after every verification; a drafter uses them to draft the next round.
         Rows may repeat positions already observed (after a re-prefill they restart at 0)."""
         ...
+
+
+def common_prefix_length(cached: Sequence[int], context: Sequence[int]) -> int:
+    """How many leading tokens ``cached`` (the tokens a drafter's cache was built from) and
+    ``context`` share: the longest common prefix a draft cache is cropped back to."""
+    limit = min(len(cached), len(context))
+    common = 0
+    while common < limit and cached[common] == context[common]:
+        common += 1
+    return common

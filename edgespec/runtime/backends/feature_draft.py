@@ -18,10 +18,11 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from edgespec.core.speculative import sample_token
 from edgespec.models.feature_draft import FeatureDraftNet
-from edgespec.runtime.backends.base import DraftProposal
-from edgespec.runtime.backends.causal_lm import suffix_match_next
-from edgespec.runtime.sampling import logits_to_probs, sample_token
+from edgespec.runtime.backends.base import DraftProposal, common_prefix_length
+from edgespec.runtime.backends.ngram import suffix_match_next
+from edgespec.runtime.sampling import logits_to_probs
 
 
 class FeatureDraft:
@@ -94,10 +95,7 @@ class FeatureDraft:
     def _extend(self, context: Sequence[int]) -> bool:
         """Cache entries 0..n−1 for context x_0..x_n; False when features are missing."""
         n = len(context) - 1
-        common = 0
-        limit = min(len(self._tokens), len(context))
-        while common < limit and self._tokens[common] == context[common]:
-            common += 1
+        common = common_prefix_length(self._tokens, context)
         self._crop(min(self.num_entries, max(common - 1, 0)))
         if self._features.shape[0] < n or n < 1:
             return False
@@ -177,7 +175,7 @@ class FeatureDraft:
             full = np.zeros(self._net.config.target_vocab_size, dtype=np.float32)
             full[self._net.draft_to_target.numpy()] = kept
             prob_rows.append(full)
-            return sample_token(full.astype(np.float64), rng)
+            return sample_token(full, rng)
         if self._lookup:
             looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
             if looked_up is not None:

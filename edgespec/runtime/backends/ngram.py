@@ -1,4 +1,5 @@
-"""Model-free drafting by prompt lookup (n-gram matching against the context itself)."""
+"""Prompt lookup (n-gram matching against the context itself): :func:`suffix_match_next`,
+the one lookup every drafter uses, and the model-free :class:`NgramDrafter`."""
 
 from __future__ import annotations
 
@@ -8,6 +9,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from edgespec.runtime.backends.base import DraftProposal
+
+
+def suffix_match_next(seq: Sequence[int], max_ngram: int, min_ngram: int) -> int | None:
+    """The token that followed the most recent earlier occurrence of the longest suffix of
+    ``seq`` of length ``max_ngram`` down to ``min_ngram``; ``None`` when none occurs."""
+    tokens = list(seq)
+    for n in range(min(max_ngram, len(tokens) - 1), min_ngram - 1, -1):
+        suffix = tokens[-n:]
+        for start in range(len(tokens) - n - 1, -1, -1):
+            if tokens[start : start + n] == suffix:
+                return int(tokens[start + n])
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,18 +49,11 @@ class NgramDrafter:
         seq = list(context)
         tokens: list[int] = []
         while len(tokens) < gamma:
-            tokens.append(self._next(seq))
+            looked_up = suffix_match_next(seq, self.max_ngram, 1)
+            tokens.append(seq[-1] if looked_up is None else looked_up)
             seq.append(tokens[-1])
         probs = None
         if self.vocab_size is not None:
             probs = np.zeros((gamma, self.vocab_size), dtype=np.float32)
             probs[np.arange(gamma), tokens] = 1.0
         return DraftProposal(token_ids=tuple(tokens), probs=probs)
-
-    def _next(self, seq: list[int]) -> int:
-        for n in range(min(self.max_ngram, len(seq) - 1), 0, -1):
-            suffix = seq[-n:]
-            for start in range(len(seq) - n - 1, -1, -1):
-                if seq[start : start + n] == suffix:
-                    return seq[start + n]
-        return seq[-1]

@@ -1,4 +1,4 @@
-"""Hugging Face transformers backends (CPU or GPU, any causal LM whose attention
+"""The Hugging Face transformers target backend (CPU or GPU, any causal LM whose attention
 :mod:`edgespec.runtime.backends.attention_mask` can mask exactly).
 
 Batched verification: every item's cached prefix is left-padded to the longest prefix
@@ -23,31 +23,19 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import AutoModelForCausalLM, DynamicCache
+from transformers import DynamicCache
 
 from edgespec.runtime.backends.attention_mask import (
     UnsupportedAttentionError,
     attention_layout,
     batch_attention,
 )
-from edgespec.runtime.backends.base import DraftProposal, ForwardItem, ForwardOutput
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.lm_head import BLOCKED_HEAD_MAX_ROWS, blocked_head, plain_head
 from edgespec.runtime.backends.padding import pass_groups
-from edgespec.runtime.sampling import logits_to_probs, sample_token
 
 Layers = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 """Per-layer (keys, values), each [1, kv_heads, length, head_dim]."""
-
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-def load_causal_lm(path: str, dtype: str = "float32", **kwargs: Any) -> Any:
-    """Load a causal LM from a local directory (or a GGUF via ``gguf_file=``), in eval mode."""
-    if dtype not in _DTYPES:
-        raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=_DTYPES[dtype], **kwargs)
-    model.eval()  # type: ignore[no-untyped-call]
-    return model
 
 
 def _eos_ids(model: Any) -> frozenset[int]:
@@ -266,50 +254,3 @@ class TransformersTarget:
 
     def kv_bytes(self, kv: Layers) -> int:
         return sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in kv)
-
-
-class TransformersDraft:
-    """:class:`~edgespec.runtime.backends.base.DraftBackend` over a causal LM, with its own
-    KV cache: each call forwards only the context tokens not yet cached (after cropping
-    the cache back to the longest common prefix with the new context) plus γ−1 steps."""
-
-    def __init__(self, model: Any) -> None:
-        self._target = TransformersTarget(model)
-        self._kv: Layers | None = None
-        self._cached: list[int] = []
-
-    def reset(self) -> None:
-        self._kv, self._cached = None, []
-
-    def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
-    ) -> DraftProposal:
-        if not context:
-            raise ValueError("draft context must hold at least one token")
-        common = 0
-        limit = min(len(self._cached), len(context) - 1)
-        while common < limit and self._cached[common] == context[common]:
-            common += 1
-        kv = self._kv if common else None
-        if kv is not None and common < len(self._cached):
-            kv = self._target.crop(kv, common)
-        pending = tuple(context[common:])
-        tokens: list[int] = []
-        rows: list[np.ndarray] = []
-        cached = list(context[:common])
-        for _ in range(gamma):
-            out = self._target.forward([ForwardItem(kv, len(cached), pending, 1)])[0]
-            kv = out.kv
-            cached.extend(pending)
-            logits = out.logits[0]
-            if temperature > 0:
-                probs = logits_to_probs(logits[None, :], temperature)[0]
-                token = sample_token(probs, rng)
-                rows.append(probs.astype(np.float32))
-            else:
-                token = int(np.argmax(logits))
-            tokens.append(token)
-            pending = (token,)
-        self._kv, self._cached = kv, cached
-        probs_arr = np.stack(rows) if rows else None
-        return DraftProposal(token_ids=tuple(tokens), probs=probs_arr)

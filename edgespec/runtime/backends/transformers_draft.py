@@ -1,10 +1,13 @@
-"""A :class:`~edgespec.runtime.backends.base.DraftBackend` for neural drafts that keeps the
-draft's logits, so traces can record per-position draft-logit features.
+"""The neural :class:`~edgespec.runtime.backends.base.DraftBackend` over a Hugging Face
+causal LM, and :class:`HybridDraft` (the same with prompt lookup first).
 
-For a :class:`~edgespec.models.trimmed.TrimmedVocabDraft` it runs the trimmed head only
-(K logits instead of the target's 262k) and maps the argmax back to target ids; for any
-other Hugging Face causal LM it uses the full logits. The KV cache is a transformers
-``DynamicCache`` cropped back to the longest common prefix with each new context.
+The draft keeps its own KV cache (a transformers ``DynamicCache``): each call crops it back
+to the longest common prefix with the new context, forwards only the context tokens not yet
+cached, then γ − 1 single-token steps, each through the model's own forward (one sequence,
+no padding, so no explicit masks). For a :class:`~edgespec.models.trimmed.TrimmedVocabDraft`
+it runs the trimmed head only (K logits instead of the target's 262k) and maps the choice
+back to target ids; for any other causal LM it uses the full logits. The draft's logits are
+kept, so traces can record per-position draft-logit features.
 """
 
 from __future__ import annotations
@@ -16,17 +19,20 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from edgespec.runtime.backends.base import DraftProposal
-from edgespec.runtime.sampling import logits_to_probs, sample_token
+from edgespec.core.speculative import sample_token
+from edgespec.runtime.backends.base import DraftProposal, common_prefix_length
+from edgespec.runtime.backends.ngram import suffix_match_next
+from edgespec.runtime.sampling import logits_to_probs
 
 
-class CausalLMDraft:
+class TransformersDraft:
     """Draft backend over a HF-style causal LM; ``last_logits`` holds the previous call's
     γ × V' logits (V' = K for trimmed drafts, the full vocabulary otherwise)."""
 
     def __init__(self, model: Any) -> None:
         self._model = model
         self._trimmed = hasattr(model, "trimmed_forward")
+        self._device = next(model.parameters()).device
         self._cache: Any = None
         self._cached: list[int] = []
         self.last_logits: npt.NDArray[np.float32] | None = None
@@ -37,10 +43,7 @@ class CausalLMDraft:
     def _sync(self, context: Sequence[int]) -> Sequence[int]:
         """Crop the cache to the longest common prefix with ``context`` (keeping at least
         one token to forward); returns the context tokens still to be forwarded."""
-        common = 0
-        limit = min(len(self._cached), len(context) - 1)
-        while common < limit and self._cached[common] == context[common]:
-            common += 1
+        common = min(common_prefix_length(self._cached, context), len(context) - 1)
         if self._cache is not None and common < len(self._cached):
             if common == 0:
                 self.reset()
@@ -50,11 +53,13 @@ class CausalLMDraft:
         return context[common:]
 
     def _step(self, new_ids: Sequence[int]) -> torch.Tensor:
+        """Forward ``new_ids`` on top of the cache; the draft's logits after the last one
+        (float32, on the CPU)."""
         from transformers import DynamicCache
 
         if self._cache is None:
             self._cache = DynamicCache()
-        ids = torch.tensor([list(new_ids)], dtype=torch.long)
+        ids = torch.tensor([list(new_ids)], dtype=torch.long, device=self._device)
         if self._trimmed:
             logits, self._cache = self._model.trimmed_forward(
                 ids, past_key_values=self._cache, use_cache=True, logits_to_keep=1
@@ -63,7 +68,7 @@ class CausalLMDraft:
             out = self._model(input_ids=ids, past_key_values=self._cache, use_cache=True)
             logits, self._cache = out.logits[:, -1:], out.past_key_values
         self._cached.extend(int(t) for t in new_ids)
-        row: torch.Tensor = logits[0, -1].float()
+        row: torch.Tensor = logits[0, -1].float().cpu()
         return row
 
     def _to_target(self, index: int) -> int:
@@ -71,13 +76,17 @@ class CausalLMDraft:
             return int(self._model.to_target_ids(torch.tensor(index)))
         return index
 
-    def _full_probs(self, row: torch.Tensor, temperature: float) -> npt.NDArray[np.float32]:
+    def _sample(
+        self, row: torch.Tensor, temperature: float, rng: np.random.Generator
+    ) -> tuple[int, npt.NDArray[np.float32]]:
+        """A token drawn from the draft's distribution and that distribution (q, over the
+        target's whole vocabulary, float32)."""
         probs = logits_to_probs(row.numpy()[None, :], temperature)[0]
         if not self._trimmed:
-            return np.asarray(probs, dtype=np.float32)
+            return sample_token(probs, rng), probs.astype(np.float32)
         full = np.zeros(int(self._model.config.vocab_size), dtype=np.float32)
         full[self._model.to_target_ids(torch.arange(row.shape[0])).numpy()] = probs
-        return full
+        return sample_token(full, rng), full
 
     @torch.inference_mode()
     def propose(
@@ -93,8 +102,7 @@ class CausalLMDraft:
             row = self._step(pending)
             logit_rows.append(row.numpy().astype(np.float32))
             if temperature > 0:
-                probs = self._full_probs(row, temperature)
-                token = sample_token(probs.astype(np.float64), rng)
+                token, probs = self._sample(row, temperature, rng)
                 rows.append(probs)
             else:
                 token = self._to_target(int(torch.argmax(row)))
@@ -104,18 +112,7 @@ class CausalLMDraft:
         return DraftProposal(token_ids=tuple(tokens), probs=np.stack(rows) if rows else None)
 
 
-def suffix_match_next(seq: Sequence[int], max_ngram: int, min_ngram: int) -> int | None:
-    """The token that followed the most recent earlier occurrence of the longest suffix of
-    ``seq`` of length ``max_ngram`` down to ``min_ngram``; ``None`` when none occurs."""
-    for n in range(min(max_ngram, len(seq) - 1), min_ngram - 1, -1):
-        suffix = list(seq[-n:])
-        for start in range(len(seq) - n - 1, -1, -1):
-            if list(seq[start : start + n]) == suffix:
-                return int(seq[start + n])
-    return None
-
-
-class HybridDraft(CausalLMDraft):
+class HybridDraft(TransformersDraft):
     """Neural draft with prompt lookup: at each drafted position, if the last
     ``min_ngram``..``max_ngram`` tokens occurred earlier in the context (or the draft so far),
     propose the token that followed them; otherwise the neural draft's argmax. Greedy only
@@ -133,7 +130,7 @@ class HybridDraft(CausalLMDraft):
         self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
     ) -> DraftProposal:
         if temperature > 0:
-            raise ValueError("HybridDraft drafts greedily; use CausalLMDraft for sampling")
+            raise ValueError("HybridDraft drafts greedily; use TransformersDraft for sampling")
         if not context:
             raise ValueError("draft context must hold at least one token")
         pending = self._sync(context)
