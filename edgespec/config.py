@@ -20,6 +20,7 @@ import yaml
 
 from edgespec.core.tree import parse_branching
 from edgespec.errors import UserInputError
+from edgespec.policies.registry import ROUTING
 
 T = TypeVar("T")
 
@@ -289,9 +290,12 @@ class ServerConfig:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class DrafterConfig:
-    """An edge drafter client (``edgespec draft``)."""
+    """An edge drafter client (``edgespec draft``). ``server``: one ``host:port`` or
+    several, comma-separated; with several, ``routing`` picks one per request from their
+    live loads."""
 
     server: str = "127.0.0.1:50051"
+    routing: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("jsq"))
     draft: str = "ngram"
     window: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("static"))
     max_new_tokens: int = 64
@@ -323,8 +327,19 @@ class DrafterConfig:
             raise ConfigError("tree_max_nodes", f"must be >= 1, got {self.tree_max_nodes}")
         if not 0.0 <= self.tree_min_prob < 1.0:
             raise ConfigError("tree_min_prob", f"must be in [0, 1), got {self.tree_min_prob}")
-        if ":" not in self.server:
-            raise ConfigError("server", f"expected host:port, got {self.server!r}")
+        for address in self.servers:
+            if ":" not in address:
+                raise ConfigError("server", f"expected host:port, got {address!r}")
+        if self.routing.name not in ROUTING:
+            raise ConfigError(
+                "routing.name",
+                f"unknown routing policy {self.routing.name!r}; known: {sorted(ROUTING)}",
+            )
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The addresses in ``server``."""
+        return tuple(a.strip() for a in self.server.split(","))
 
     def _validate_tree(self) -> None:
         try:

@@ -8,7 +8,13 @@ from typing import Any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", help="host:port of an edgespec serve")
+    parser.add_argument(
+        "--server",
+        action="append",
+        help="host:port of an edgespec serve; repeat (or separate by commas) for several, "
+        "and --routing picks one per request from their live loads",
+    )
+    parser.add_argument("--routing", help="routing policy across servers (default jsq)")
     parser.add_argument("--draft", help="draft model (HF directory, name) or 'ngram'")
     prompt = parser.add_mutually_exclusive_group(required=True)
     prompt.add_argument("--prompt", help="prompt text (needs a tokenizer)")
@@ -89,9 +95,13 @@ def make_drafter(
 def _overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.config import overrides_from_flags
 
-    keys = ["server", "draft", "max_new_tokens", "temperature", "auth_token", "tls_ca"]
+    keys = ["draft", "max_new_tokens", "temperature", "auth_token", "tls_ca"]
     keys += ["tree", "tree_min_prob", "tree_max_nodes"]
-    out = [*args.set, *overrides_from_flags({key: getattr(args, key) for key in keys})]
+    flags = {key: getattr(args, key) for key in keys}
+    flags["server"] = ",".join(args.server) if args.server else None
+    out = [*args.set, *overrides_from_flags(flags)]
+    if args.routing is not None:
+        out.append(f"routing.name={args.routing}")
     if args.gamma is not None:
         out += ["window.name=static", f"window.params={{gamma: {args.gamma}}}"]
     if args.lookup:
@@ -110,6 +120,33 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
+def _routed_verifier(config: Any) -> Any:
+    """A client of ``config.server``, or of the server ``config.routing`` picks from them."""
+    import numpy as np
+
+    from edgespec.policies.registry import build_policy
+    from edgespec.runtime.routing import route
+    from edgespec.runtime.transport import RemoteVerifier
+
+    verifiers = [
+        RemoteVerifier(address, config.auth_token, config.tls_ca, config.request_timeout_s)
+        for address in config.servers
+    ]
+    if len(verifiers) == 1:
+        return verifiers[0]
+    policy = build_policy("routing", config.routing.name, config.routing.params)
+    choice = route(verifiers, policy, np.random.default_rng())
+    for index in choice.unreachable:
+        print(f"edgespec draft: server {config.servers[index]} did not answer", file=sys.stderr)
+    load = next(x for x in choice.loads if x.server_id == choice.server_index)
+    print(
+        f"edgespec draft: {config.routing.name} routed to {config.servers[choice.server_index]} "
+        f"(queue {load.queue_depth}, sessions {load.num_active_sessions})",
+        file=sys.stderr,
+    )
+    return verifiers[choice.server_index]
+
+
 def _run(args: argparse.Namespace) -> int:
     import dataclasses
     import json
@@ -121,7 +158,6 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.drafter import DraftOptions, generate
     from edgespec.runtime.messages import SessionSpec
-    from edgespec.runtime.transport import RemoteVerifier
 
     config = load_config(DrafterConfig, args.config, _overrides(args))
     model, tokenizer = (None, None)
@@ -150,9 +186,7 @@ def _run(args: argparse.Namespace) -> int:
     sampling = SamplingParams(
         temperature=config.temperature, max_new_tokens=config.max_new_tokens, seed=args.seed
     )
-    verifier = RemoteVerifier(
-        config.server, config.auth_token, config.tls_ca, config.request_timeout_s
-    )
+    verifier = _routed_verifier(config)
     session_id = f"{config.client_id}-{uuid.uuid4().hex[:12]}"
     if args.mode != "distributed":
         spec = SessionSpec(session_id, config.client_id, prompt, sampling, config.slo_class)

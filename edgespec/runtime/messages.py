@@ -102,3 +102,5 @@ class ServerStats:
     num_cached_bytes: int
     num_expired_sessions: int
     num_rejected: int
+    busy: bool = False
+    """A verification pass is running now."""

@@ -74,6 +74,7 @@ class VerificationService:
         self._expired = 0
         self._rejected = 0
         self._isolate: set[int] = set()
+        self._busy = False
 
     async def start(self) -> None:
         self._tasks = [
@@ -201,6 +202,7 @@ class VerificationService:
             num_cached_bytes=c.num_cached_bytes,
             num_expired_sessions=self._expired,
             num_rejected=self._rejected,
+            busy=self._busy,
         )
 
     # --- internals
@@ -275,6 +277,7 @@ class VerificationService:
             entries = [self._queue.pop(i) for i in entry_ids]
             start = self._clock()
             calls = [e.call for e in entries]
+            self._busy = True
             try:
                 outcomes = await loop.run_in_executor(
                     self._executor, self.engine.verify_batch, calls
@@ -287,6 +290,8 @@ class VerificationService:
                     continue
                 self._fail(entries[0], sys.exc_info()[1])
                 continue
+            finally:
+                self._busy = False
             end = self._clock()
             self._batch_sizes[len(entries)] += 1
             self.batches.append(

@@ -1,0 +1,68 @@
+"""Routing a new request across several verification servers, with the same routing
+policy objects the simulator uses.
+
+Call order: :func:`server_loads` asks every server for its live load (the ``Stats`` RPC)
+and builds the :class:`~edgespec.core.types.ServerLoad` list the policy sees (one meaning
+per field, as in the simulator: ``queue_depth`` = verifications waiting, not yet in a
+batch; ``num_active_sessions`` = sessions the server holds; ``busy`` = a verification pass
+is running); :func:`route` calls the policy once and checks its answer
+(:func:`edgespec.policies.contracts.check_route`). A server that does not answer is left
+out of the loads (and named in ``unreachable``), so one dead server does not stop the
+others from taking requests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from edgespec.core.types import ServerLoad
+from edgespec.policies.contracts import check_route
+from edgespec.policies.interfaces import RoutingPolicy
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import ServerStats
+
+
+class StatsSource(Protocol):
+    def stats(self) -> ServerStats: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RouteChoice:
+    """The chosen server's index, the loads the policy saw and the servers that did not
+    answer (by index)."""
+
+    server_index: int
+    loads: tuple[ServerLoad, ...]
+    unreachable: tuple[int, ...]
+
+
+def load_from_stats(server_id: int, stats: ServerStats) -> ServerLoad:
+    return ServerLoad(server_id, stats.queue_depth, stats.num_sessions, stats.busy)
+
+
+def server_loads(servers: Sequence[StatsSource]) -> tuple[list[ServerLoad], list[int]]:
+    """(loads of the servers that answered, indices of those that did not)."""
+    loads, unreachable = [], []
+    for index, server in enumerate(servers):
+        try:
+            loads.append(load_from_stats(index, server.stats()))
+        except RequestError:
+            unreachable.append(index)
+    return loads, unreachable
+
+
+def route(
+    servers: Sequence[StatsSource], policy: RoutingPolicy, rng: np.random.Generator
+) -> RouteChoice:
+    """Where a new request goes; ``UNAVAILABLE`` when no server answers."""
+    loads, unreachable = server_loads(servers)
+    if not loads:
+        raise RequestError(
+            ErrorCode.UNAVAILABLE, f"none of the {len(servers)} servers answered a Stats call"
+        )
+    chosen = check_route(policy, policy.route(loads, rng), loads)
+    return RouteChoice(chosen, tuple(loads), tuple(unreachable))
