@@ -40,7 +40,7 @@ def _not_built(name: str) -> Handler:
 
 # Built subcommands: name → module defining add_arguments(parser) and run(args).
 COMMAND_MODULES: dict[str, str] = {
-    "sim": "edgespec.sim.command",
+    "sim": "edgespec.experiments.sim_command",
     "bench": "edgespec.sim.bench",
     "serve": "edgespec.runtime.serve_command",
     "draft": "edgespec.runtime.draft_command",

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from edgespec.config import ConfigError, apply_overrides
+from edgespec.experiments.executor import SerialExecutor, SweepExecutor
 from edgespec.metrics.types import SystemMetrics
 
 Runner = Callable[[dict[str, Any]], SystemMetrics]
@@ -89,24 +90,25 @@ def run_sweep(
     run: Runner,
     *,
     progress: bool = True,
+    executor: SweepExecutor | None = None,
 ) -> list[SweepPoint]:
-    """Run ``run`` once per grid point on ``base`` with that point's overrides applied.
+    """Run ``run`` once per grid point on ``base`` with that point's overrides applied,
+    on ``executor`` (default: serially in this process; ``run`` must pickle for a process
+    pool). Points come back in grid order.
 
     ``base`` is not modified; each run gets a fresh deep copy. A progress bar shows on the
     terminal when ``progress`` is true.
     """
     points = grid_points(grid)
-    results: list[SweepPoint] = []
+    scenarios = [apply_overrides(base, [override_text(k, v) for k, v in p.items()]) for p in points]
+    metrics: dict[int, SystemMetrics] = {}
     with progress_bar(progress) as bar:
-        task = bar.add_task("sweep", total=len(points))
-        for index, point in enumerate(points):
-            label = " ".join(f"{k}={v}" for k, v in point.items())
-            bar.update(task, description=f"sweep {label}")
-            scenario = apply_overrides(base, [override_text(k, v) for k, v in point.items()])
-            metrics = run(scenario)
-            results.append(SweepPoint(index, MappingProxyType(dict(point)), metrics))
-            bar.advance(task)
-    return results
+        task = bar.add_task(f"sweep of {len(points)} runs", total=len(points))
+        for index, result in (executor or SerialExecutor()).map_unordered(run, scenarios):
+            metrics[index] = result
+            label = " ".join(f"{k}={v}" for k, v in points[index].items())
+            bar.update(task, description=f"sweep: done {label}", advance=1)
+    return [SweepPoint(i, MappingProxyType(dict(p)), metrics[i]) for i, p in enumerate(points)]
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -60,7 +60,7 @@ def synthetic_acceptance_trace(path: Path, seed: int, num_requests: int = 512) -
 
 def run(args: argparse.Namespace) -> int:
     from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
-    from edgespec.sim.simulator import simulate
+    from edgespec.sim.simulator import paused_gc, simulate
     from edgespec.sim.workload import bundled_traces
 
     bench_yaml = default_scenario_path().with_name("bench.yaml")
@@ -78,17 +78,19 @@ def run(args: argparse.Namespace) -> int:
             raise SystemExit(f"--repeat must be >= 1, got {args.repeat}")
         runs: list[tuple[float, float]] = []  # (cpu_s, wall_s) per run
         for _ in range(args.repeat):
-            gc.collect()  # the previous run's cycles (simulate runs with the collector off)
+            gc.collect()  # the previous run's cycles (runs go with the collector paused)
             started = time.perf_counter()
             cpu_started = time.process_time()
             if args.profile is not None:
                 import cProfile
 
                 profiler = cProfile.Profile()
-                result = profiler.runcall(simulate, scenario, keep_records=False)
+                with paused_gc():
+                    result = profiler.runcall(simulate, scenario, keep_records=False)
                 profiler.dump_stats(str(args.profile))
             else:
-                result = simulate(scenario, keep_records=False)
+                with paused_gc():
+                    result = simulate(scenario, keep_records=False)
             runs.append((time.process_time() - cpu_started, time.perf_counter() - started))
         cpu_s, wall_s = min(runs)
         median_cpu_s = sorted(c for c, _ in runs)[len(runs) // 2]

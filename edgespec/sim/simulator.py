@@ -24,13 +24,15 @@ where the queue is read (:mod:`edgespec.sim.inbound`).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim import build
+from edgespec.sim.build import Policies
 from edgespec.sim.engine import Engine, RecordSink
 from edgespec.sim.kernel import EventQueue
 from edgespec.sim.scenario import Scenario
@@ -81,65 +83,86 @@ class _StreamSink:
         pass
 
 
-def simulate(scenario: Scenario, *, progress: bool = False, keep_records: bool = True) -> SimResult:
-    """Run ``scenario`` to ``duration_s`` and return its records (or streamed metrics)."""
+def simulate(
+    scenario: Scenario,
+    *,
+    policies: Policies | None = None,
+    sink: RecordSink | None = None,
+    progress: bool = False,
+    keep_records: bool = True,
+) -> SimResult:
+    """Run ``scenario`` to ``duration_s`` and return its records (or streamed metrics).
+
+    ``policies``: the policy instances to run (with their weights); default: the
+    scenario's policies built from their registry names. ``sink``: where every record
+    goes as it is produced (the result then holds none and no metrics). No process-wide
+    state is touched: a caller that owns its process may pause the cyclic garbage
+    collector around the run (:func:`paused_gc`, as the CLI does).
+    """
     devices, servers = build.build_entities(scenario)
-    sink: _ListSink | _StreamSink
-    sink = _ListSink(scenario.record_rounds) if keep_records else _StreamSink()
-    records: RecordSink = sink
+    collected: _ListSink | _StreamSink | None = None
+    if sink is None:
+        collected = _ListSink(scenario.record_rounds) if keep_records else _StreamSink()
+        sink = collected
     trace = build.build_trace(scenario)
     engine = Engine(
         scenario,
         devices,
         servers,
-        build.build_policies(scenario),
+        policies if policies is not None else build.build_policies(scenario),
         build.build_acceptance(scenario, trace),
         build.build_lengths(scenario),
         trace,
-        records,
-        record_rounds=scenario.record_rounds and keep_records,
+        sink,
+        record_rounds=scenario.record_rounds and (keep_records or collected is None),
     )
     queue = EventQueue()
     engine.start(queue)
-    # The event loop allocates millions of short-lived tuples and records but creates no
-    # garbage cycles (a device and its session point at each other only while the session
-    # runs), so the cyclic collector's passes are pure overhead during the run: off, and
-    # restored afterwards. Results do not depend on it; memory stays flat
-    # (docs/PERFORMANCE.md).
+    if progress:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task(f"simulating {scenario.name}", total=scenario.duration_s)
+            queue.run(
+                engine.handlers(), scenario.duration_s, lambda t: bar.update(task, completed=t)
+            )
+    else:
+        queue.run(engine.handlers(), scenario.duration_s)
+    done = SimResult((), (), engine.num_rounds, scenario.duration_s, len(servers), queue.num_events)
+    if isinstance(collected, _ListSink):
+        rounds = tuple(collected.rounds or ())
+        return replace(
+            done,
+            requests=tuple(collected.requests),
+            batches=tuple(collected.batches),
+            rounds=rounds,
+        )
+    if isinstance(collected, _StreamSink):
+        return replace(done, metrics=collected.acc.finish(scenario.duration_s, len(servers)))
+    return done
+
+
+def run_scenario(scenario: Scenario, policies: Policies | None = None) -> SystemMetrics:
+    """The scenario's metrics (records streamed, not kept): the pure scenario → metrics
+    function that sweeps, capacity searches and executors call."""
+    metrics = simulate(scenario, policies=policies, keep_records=False).metrics
+    assert metrics is not None
+    return metrics
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector off for the block, restored afterwards.
+
+    The event loop allocates millions of short-lived tuples and records but creates no
+    garbage cycles (a device and its session point at each other only while the session
+    runs), so the collector's passes are pure overhead during a run. This is a
+    process-wide switch: only a caller that owns its process (the CLI) uses it.
+    """
     collecting = gc.isenabled()
     gc.disable()
     try:
-        if progress:
-            from rich.progress import Progress
-
-            with Progress(transient=True) as bar:
-                task = bar.add_task(f"simulating {scenario.name}", total=scenario.duration_s)
-                queue.run(
-                    engine.handlers(),
-                    scenario.duration_s,
-                    lambda t: bar.update(task, completed=t),
-                )
-        else:
-            queue.run(engine.handlers(), scenario.duration_s)
+        yield
     finally:
         if collecting:
             gc.enable()
-    if isinstance(sink, _ListSink):
-        return SimResult(
-            requests=tuple(sink.requests),
-            batches=tuple(sink.batches),
-            num_rounds=engine.num_rounds,
-            duration_s=scenario.duration_s,
-            num_servers=len(servers),
-            num_events=queue.num_events,
-            rounds=tuple(sink.rounds or ()),
-        )
-    return SimResult(
-        requests=(),
-        batches=(),
-        num_rounds=engine.num_rounds,
-        duration_s=scenario.duration_s,
-        num_servers=len(servers),
-        num_events=queue.num_events,
-        metrics=sink.acc.finish(scenario.duration_s, len(servers)),
-    )

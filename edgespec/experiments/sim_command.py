@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hi", type=int, default=1000, help="capacity search upper bound")
     parser.add_argument("--epsilon", type=float, default=0.05, help="allowed SLO violation rate")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="sweep runs on this many local processes"
+    )
 
 
 def _split(items: list[str]) -> tuple[str | None, list[str]]:
@@ -58,12 +61,13 @@ def _split(items: list[str]) -> tuple[str | None, list[str]]:
     return path, overrides
 
 
-def _run_metrics(data: dict[str, Any]) -> Any:
+def run_scenario_dict(data: dict[str, Any]) -> Any:
+    """A scenario dict's metrics (module-level, so a process pool can pickle it)."""
     from edgespec.sim.scenario import scenario_from_dict
-    from edgespec.sim.simulator import simulate
+    from edgespec.sim.simulator import paused_gc, run_scenario
 
-    result = simulate(scenario_from_dict(data), keep_records=False)
-    return result.metrics
+    with paused_gc():  # a run owns its worker process (or the CLI's)
+        return run_scenario(scenario_from_dict(data))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.metrics.sinks import print_runs, print_summary, write_run
     from edgespec.metrics.summary import summarize
     from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
-    from edgespec.sim.simulator import simulate
+    from edgespec.sim.simulator import paused_gc, simulate
 
     path, overrides = _split(args.args)
     data = apply_overrides(read_yaml(path or default_scenario_path()), overrides)
@@ -81,9 +85,16 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out or Path("runs") / f"{scenario.name}-{stamp}"
     console = Console()
     if args.sweep:
+        from edgespec.experiments.executor import make_executor
         from edgespec.experiments.sweep import parse_grid, run_sweep, write_sweep
 
-        points = run_sweep(data, parse_grid(args.sweep), _run_metrics, progress=not args.quiet)
+        points = run_sweep(
+            data,
+            parse_grid(args.sweep),
+            run_scenario_dict,
+            progress=not args.quiet,
+            executor=make_executor(args.workers),
+        )
         json_path, csv_path = write_sweep(out / "sweep", points)
         print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
         console.print(f"sweep: {len(points)} runs → {json_path}, {csv_path}")
@@ -94,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         result = capacity_search(
             data,
             args.capacity,
-            _run_metrics,
+            run_scenario_dict,
             epsilon=args.epsilon,
             lo=args.lo,
             hi=args.hi,
@@ -115,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     if args.rounds:
         scenario = scenario_from_dict(data, ["record_rounds=true"])
     started = time.perf_counter()
-    sim = simulate(scenario, progress=not args.quiet)
+    with paused_gc():
+        sim = simulate(scenario, progress=not args.quiet)
     wall_s = time.perf_counter() - started
     metrics = summarize(sim.requests, sim.batches, sim.duration_s, sim.num_servers)
     write_run(
