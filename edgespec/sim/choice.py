@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from edgespec.core.types import PendingVerification
+from edgespec.policies.contracts import check_batch_plan
+from edgespec.policies.inputs import pace_deadline_s
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.sim.entities import ServerState, Session
 
@@ -32,7 +34,7 @@ def deadline_s(s: Session) -> float | None:
     class has no target."""
     if s.slo_tokens_per_s is None:
         return None
-    return s.request.arrival_s + (s.committed + 1) / s.slo_tokens_per_s
+    return pace_deadline_s(s.request.arrival_s, s.committed, s.slo_tokens_per_s)
 
 
 def batch_shape(s: Session, server: ServerState) -> tuple[int, int]:
@@ -70,16 +72,14 @@ def select_batch(
             )
         )
     force = server.num_active == len(server.queue)
-    plan = policy.select(pending, t, limits[force])
-    if not plan.entry_ids:
-        if force:
-            raise RuntimeError("batching policy returned an empty plan with force set")
+    entry_ids = check_batch_plan(
+        policy, policy.select(pending, t, limits[force]), pending, limits[force]
+    )
+    if not entry_ids:
         return []
-    if len(set(plan.entry_ids)) != len(plan.entry_ids) or not set(plan.entry_ids) <= set(by_id):
-        raise RuntimeError(f"batching policy chose unknown or repeated entries {plan.entry_ids}")
-    chosen = [by_id[i] for i in plan.entry_ids]
+    chosen = [by_id[i] for i in entry_ids]
     for entry, s in zip(pending, server.queue, strict=True):
         s.batch_new, s.batch_cached = entry.num_new_tokens, entry.num_cached_tokens
-    taken = set(plan.entry_ids)
+    taken = set(entry_ids)
     server.queue = [s for s in server.queue if s.entry_id not in taken]
     return chosen

@@ -13,7 +13,9 @@ from edgespec.core.types import (
     ServerLoad,
 )
 from edgespec.policies.batching import FcfsBatching
-from edgespec.policies.interfaces import BatchLimits, WindowObservation
+from edgespec.policies.contracts import check_route, check_window
+from edgespec.policies.inputs import RoundOutcome
+from edgespec.policies.interfaces import BatchLimits
 from edgespec.policies.routing import JoinShortestQueueRouting
 from edgespec.policies.window import StaticWindow
 from edgespec.sim import inbound
@@ -159,7 +161,8 @@ class Engine:
             loads = [
                 ServerLoad(s.server_id, len(s.queue), s.num_active, s.busy) for s in self.servers
             ]
-            server = self.servers[self.policies.routing.route(loads, self.route_rng)]
+            routing = self.policies.routing
+            server = self.servers[check_route(routing, routing.route(loads, self.route_rng), loads)]
         if seq is None and self.trace_pool is not None:
             seq = self.trace_pool.seq_for(index)
         slo = self.scenario.slo_classes[request.slo_class]
@@ -188,17 +191,8 @@ class Engine:
             if self.static_gamma is not None:
                 chosen = self.static_gamma
             else:
-                obs = WindowObservation(
-                    previous_gamma=s.gamma,
-                    recent_acceptance=s.recent_acceptance(),
-                    last_num_accepted=s.last_accepted,
-                    queue_depth=len(s.server.queue),
-                    rtt_s=s.device.link.rtt_s,
-                    tpot_s=(t - s.first_token_s) / (s.committed - 1) if s.committed > 1 else None,
-                )
-                chosen = self.policies.window.next_window(obs)
-                if chosen < 1:
-                    raise RuntimeError(f"window policy returned gamma={chosen} (< 1)")
+                window = self.policies.window
+                chosen = check_window(window, window.next_window(s.history.observation(t)))
             s.gamma = chosen
             gamma = min(chosen, remaining - 1)
         s.gamma_eff = gamma
@@ -305,8 +299,6 @@ class Engine:
             s.num_rounds += 1
             s.num_drafted += gamma
             s.num_accepted += num_acc
-            s.last_accepted = num_acc
-            s.recent.append((gamma, num_acc))
             queued = start - s.enqueued_s
             s.queue_s += queued
             s.verify_s += verify
@@ -319,6 +311,11 @@ class Engine:
             deliver = t + down
             if s.num_rounds == 1:
                 s.first_token_s = deliver
+            if self.static_gamma is None:  # the window policy will see this round
+                outcome = RoundOutcome(
+                    s.gamma, gamma, num_acc, s.committed, s.round_up_s + down, len(server.queue)
+                )
+                s.history.record(outcome, deliver)
             if self.record_rounds:
                 self.sink.round(
                     RoundRecord(

@@ -11,6 +11,7 @@ import math
 from collections import deque
 
 from edgespec.core.types import Request, RequestRecord
+from edgespec.policies.inputs import WindowHistory
 from edgespec.sim.cost_models import CostModel
 from edgespec.sim.network import Link
 from edgespec.sim.rng import UniformStream
@@ -30,14 +31,13 @@ class Session:
         "first_token_s",
         "gamma",
         "gamma_eff",
+        "history",
         "index",
-        "last_accepted",
         "network_s",
         "num_accepted",
         "num_drafted",
         "num_rounds",
         "queue_s",
-        "recent",
         "request",
         "round_draft_s",
         "round_start_s",
@@ -68,21 +68,13 @@ class Session:
         self.committed = 0
         self.gamma = 0
         self.gamma_eff = 0
-        self.last_accepted: int | None = None
-        self.recent: deque[tuple[int, int]] = deque(maxlen=4)
+        self.history = WindowHistory()  # what window policies see (straightforward path)
         self.num_rounds = self.num_drafted = self.num_accepted = 0
         self.draft_s = self.network_s = self.queue_s = self.verify_s = 0.0
         self.first_token_s = -1.0
         self.enqueued_s = self.round_start_s = self.round_draft_s = self.round_up_s = 0.0
         self.entry_id = 0
         self.batch_new = self.batch_cached = 0
-
-    def recent_acceptance(self) -> float | None:
-        """Accepted / drafted over the last (up to 4) rounds; None before any drafting."""
-        drafted = sum(d for d, _ in self.recent)
-        if drafted == 0:
-            return None
-        return sum(a for _, a in self.recent) / drafted
 
     def record(self, finish_s: float) -> RequestRecord:
         """The finished request's record."""

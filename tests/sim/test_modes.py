@@ -97,4 +97,7 @@ def test_policies_see_deadlines_and_observations(monkeypatch: pytest.MonkeyPatch
     assert window.seen[0].tpot_s is None and window.seen[0].recent_acceptance is None
     tpots = [o.tpot_s for o in window.seen if o.tpot_s is not None]
     assert tpots and min(tpots) >= 0 and max(tpots) > 0
-    assert {o.rtt_s for o in window.seen} == {0.03}
+    # rtt: the last round's uplink + downlink (policies.inputs), 0 before the first round
+    assert (window.seen[0].rtt_s, window.seen[0].previous_gamma) == (0.0, 0)
+    later = [o for o in window.seen if o.previous_gamma]
+    assert later and all(o.rtt_s >= 0.03 and o.previous_gamma == 3 for o in later)
