@@ -25,7 +25,7 @@ from edgespec.policies.contracts import check_window
 from edgespec.policies.inputs import RoundOutcome, WindowHistory
 from edgespec.policies.interfaces import WindowPolicy
 from edgespec.policies.window import StaticWindow
-from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend
+from edgespec.runtime.backends.base import DraftBackend, DraftProposal, FeatureDraftBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 
@@ -99,11 +99,15 @@ def generate(
     while not finished:
         chosen = check_window(policy, policy.next_window(history.observation(clock())))
         # At most remaining − 1 drafts (the verifier adds one token), as the simulator
-        # does; a block holds at least one draft token.
-        gamma = max(min(chosen, sampling.max_new_tokens - len(output) - 1), 1)
+        # does: the last token is a plain target step with an empty block (nothing drafted).
+        gamma = min(chosen, sampling.max_new_tokens - len(output) - 1)
         start = clock()
         context = (*prompt, *output)
-        proposal = drafter.propose(context, gamma, sampling.temperature, rng)
+        proposal = (
+            drafter.propose(context, gamma, sampling.temperature, rng)
+            if gamma > 0
+            else DraftProposal((), None)
+        )
         drafted = clock()
         call = VerifyCall(
             session_id=session_id,

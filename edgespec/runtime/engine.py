@@ -164,8 +164,12 @@ class Engine:
             raise RequestError(
                 ErrorCode.FAILED_PRECONDITION, f"session {call.session_id!r} already finished"
             )
-        if k == 0 and not allow_empty:
-            raise RequestError(ErrorCode.INVALID_ARGUMENT, "draft block is empty")
+        last_token = session.spec.sampling.max_new_tokens - session.num_output_tokens == 1
+        if k == 0 and not (allow_empty or last_token):
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                "draft block is empty (allowed only for a session's last token)",
+            )
         if k > max_draft_tokens:
             raise RequestError(
                 ErrorCode.INVALID_ARGUMENT,

@@ -169,9 +169,13 @@ class VerificationService:
                 tokens = self.engine.session_tokens(spec.session_id)
                 draft: tuple[int, ...] = ()
                 probs = None
-                if drafter is not None:
+                remaining = spec.sampling.max_new_tokens - (
+                    len(tokens) - len(spec.prompt_token_ids)
+                )
+                k = min(gamma, remaining - 1)  # as the drafter: the last token is a plain step
+                if drafter is not None and k > 0:
                     proposal = await loop.run_in_executor(
-                        None, drafter.propose, tokens, gamma, spec.sampling.temperature, rng
+                        None, drafter.propose, tokens, k, spec.sampling.temperature, rng
                     )
                     draft, probs = proposal.token_ids, proposal.probs
                 call = VerifyCall(spec.session_id, len(tokens), draft, probs)

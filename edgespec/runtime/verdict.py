@@ -92,7 +92,7 @@ class ExactRule:
         refuse_payloads(call, "exact")
         if call.draft_parents is not None:
             check_tree_call(call, sampling)
-        if not sampling.greedy:
+        if not sampling.greedy and call.draft_token_ids:  # an empty block needs no q
             check_draft_probs(call, vocab_size)
 
     def verdict(
