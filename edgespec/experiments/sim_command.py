@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epsilon", type=float, default=0.05, help="allowed SLO violation rate")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
+        "--verbose", action="store_true", help="also say which event-loop path ran and why"
+    )
+    parser.add_argument(
         "--workers", type=int, default=1, help="sweep runs on this many local processes"
     )
 
@@ -140,6 +143,8 @@ def run(args: argparse.Namespace) -> int:
     )
     (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     print_summary(metrics, console)
+    if args.verbose:
+        console.print(f"event loop: {sim.path}")
     console.print(
         f"{scenario.name}: {sim.num_rounds} rounds, {len(sim.requests)} requests, "
         f"{sim.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"

@@ -94,12 +94,17 @@ def run(args: argparse.Namespace) -> int:
             runs.append((time.process_time() - cpu_started, time.perf_counter() - started))
         cpu_s, wall_s = min(runs)
         median_cpu_s = sorted(c for c, _ in runs)[len(runs) // 2]
-        identical = None
+        identical = other = None
+        other_cpu_s = 0.0
         if args.check:
-            other = simulate(
-                scenario_from_dict(data, [*args.overrides, f"fast_path={args.straightforward}"]),
-                keep_records=False,
+            other_scenario = scenario_from_dict(
+                data, [*args.overrides, f"fast_path={args.straightforward}"]
             )
+            gc.collect()
+            other_started = time.process_time()
+            with paused_gc():
+                other = simulate(other_scenario, keep_records=False)
+            other_cpu_s = time.process_time() - other_started
             assert other.metrics is not None and result.metrics is not None
             identical = other.metrics.to_dict() == result.metrics.to_dict()
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
@@ -107,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
     report = {
         "scenario": scenario.name,
         "fast_path": scenario.fast_path,
+        "path": result.path,
         "acceptance": source,
         "simulated_s": result.duration_s,
         "num_devices": sum(p.count for p in scenario.auto_topology.devices),
@@ -123,8 +129,10 @@ def run(args: argparse.Namespace) -> int:
         "events_per_s": round(result.num_events / wall_s),
         "peak_rss_mib": round(peak_mib, 1),
     }
-    if identical is not None:
+    if identical is not None and other is not None:
         report["identical_to_other_path"] = identical
+        report["other_path"] = other.path
+        report["other_rounds_per_cpu_s"] = round(other.num_rounds / other_cpu_s)
     for key, value in report.items():
         print(f"{key:>14}: {value}")
     if args.json is not None:

@@ -28,6 +28,7 @@ from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
     accept_runs,
     dispatch_when_alone,
+    fast_path_blockers,
     fcfs_dispatch,
     static_distributed_batch_end,
 )
@@ -73,12 +74,14 @@ class Engine:
         self.record_rounds = record_rounds
         self.mode = scenario.mode
         self.distributed = scenario.mode == "distributed"
-        fast = scenario.fast_path
+        blockers = fast_path_blockers(devices, servers) if scenario.fast_path else []
+        fast = scenario.fast_path and not blockers
         window = policies.window
         self.static_gamma = window.gamma if fast and type(window) is StaticWindow else None
         self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
+        self.path = self._describe_path(scenario.fast_path, blockers)
         # The specialised BATCH_END (fastpath.py) and no ARRIVE events (inbound.py).
         self.lazy = self.static_gamma is not None and self.distributed and not record_rounds
         self.send_probs = scenario.temperature > 0
@@ -98,6 +101,23 @@ class Engine:
         self.num_rounds = 0
         self.num_sessions = 0
         self.q = EventQueue()
+
+    def _describe_path(self, wanted: bool, blockers: list[str]) -> str:
+        """Which event-loop path runs, and why (``edgespec sim --verbose``, the bench)."""
+        if not wanted:
+            return "straightforward (fast_path=false)"
+        if blockers:
+            return "straightforward (fast path refused: " + "; ".join(blockers) + ")"
+        inlined = [
+            name
+            for name, on in (
+                ("static window", self.static_gamma is not None),
+                ("fcfs batching", self.fcfs_inline),
+                ("jsq routing", self.jsq_inline),
+            )
+            if on
+        ]
+        return "fast (inlined: " + (", ".join(inlined) or "no policies") + ")"
 
     def handlers(self) -> list[Handler]:
         """Handlers by event kind; the fast path swaps in the closures of fastpath.py."""
@@ -167,7 +187,7 @@ class Engine:
             seq = self.trace_pool.seq_for(index)
         slo = self.scenario.slo_classes[request.slo_class]
         session = Session(index, request, dev, server, seq, slo)
-        if self.fast and seq and self.trace_pool is not None:
+        if self.fast and seq and type(self.acceptance) is TraceAcceptance:
             session.runs = self._accept_runs(seq)
         dev.session = session
         server.num_active += 1

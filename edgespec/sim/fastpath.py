@@ -23,10 +23,33 @@ from edgespec.core.types import BatchRecord
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.kernel import Handler
-from edgespec.sim.network import HEADER_BYTES, TOKEN_ID_BYTES, uplink_bytes
+from edgespec.sim.network import HEADER_BYTES, TOKEN_ID_BYTES, Link, uplink_bytes
+from edgespec.sim.rng import UniformStream
 
 if TYPE_CHECKING:
     from edgespec.sim.engine import Engine
+
+
+def fast_path_blockers(devices: list[DeviceState], servers: list[ServerState]) -> list[str]:
+    """Why the fast path would not compute this run exactly (empty: it would).
+
+    It inlines :meth:`Link.latency_s <edgespec.sim.network.Link.latency_s>`, the draws of
+    :class:`~edgespec.sim.rng.UniformStream` and :class:`ServerState`'s KV LRU, so every
+    device link, device stream and server must be exactly those classes (a subclass or
+    another model would silently run the old formulas). Trace runs are inlined only for
+    exactly :class:`~edgespec.sim.acceptance.TraceAcceptance` (see :class:`Engine`);
+    other acceptance and cost models are called, not inlined.
+    """
+    found: list[tuple[str, set[type], type]] = [
+        ("device link", {type(d.link) for d in devices}, Link),
+        ("device random stream", {type(d.rng) for d in devices}, UniformStream),
+        ("server", {type(s) for s in servers}, ServerState),
+    ]
+    return [
+        f"{what} {name} is not {expected.__name__}"
+        for what, kinds, expected in found
+        for name in sorted(k.__name__ for k in kinds if k is not expected)
+    ]
 
 
 def accept_runs(seq: tuple[int, ...]) -> list[int]:
@@ -139,18 +162,18 @@ def static_distributed_batch_end(
             down = down_base[num_acc + 1]
             up_jitter = None
             if neg_jitter_s < 0:  # jitter_s > 0
-                i = rng._i  # UniformStream.next, inline
-                buf = rng._buf
+                i = rng.index  # UniformStream.next, inline
+                buf = rng.buffer
                 if remaining > 0 and not loss_rate and i + 1 < len(buf):
                     # The round goes on and no loss draws come between: this round's
                     # downlink and uplink jitter are the stream's next two numbers.
-                    rng._i = i + 2
+                    rng.index = i + 2
                     down += neg_jitter_s * log(1.0 - buf[i])
                     up_jitter = neg_jitter_s * log(1.0 - buf[i + 1])
                 else:
                     if i < len(buf):
                         u = buf[i]
-                        rng._i = i + 1
+                        rng.index = i + 1
                     else:
                         u = rng.next()
                     down += neg_jitter_s * log(1.0 - u)
@@ -189,11 +212,11 @@ def static_distributed_batch_end(
             if up_jitter is not None:
                 up += up_jitter
             elif neg_jitter_s < 0:
-                i = rng._i  # UniformStream.next, inline
-                buf = rng._buf
+                i = rng.index  # UniformStream.next, inline
+                buf = rng.buffer
                 if i < len(buf):
                     u = buf[i]
-                    rng._i = i + 1
+                    rng.index = i + 1
                 else:
                     u = rng.next()
                 up += neg_jitter_s * log(1.0 - u)

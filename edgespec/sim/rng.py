@@ -12,23 +12,27 @@ class UniformStream:
 
     ``Generator.random(n)`` yields the same doubles as ``n`` single draws, so blocking
     changes speed only, never values.
+
+    ``buffer`` and ``index`` are public: ``buffer[index:]`` are the next draws, and the
+    fast path (:mod:`edgespec.sim.fastpath`) takes them directly, advancing ``index``
+    (only while ``index < len(buffer)``; :meth:`next` refills).
     """
 
-    __slots__ = ("_block", "_buf", "_gen", "_i")
+    __slots__ = ("_block", "_gen", "buffer", "index")
 
     def __init__(self, gen: np.random.Generator, block: int = 256) -> None:
         self._gen = gen
         self._block = block
-        self._buf: list[float] = []
-        self._i = 0
+        self.buffer: list[float] = []
+        self.index = 0
 
     def next(self) -> float:
-        i = self._i
-        if i == len(self._buf):
-            self._buf = self._gen.random(self._block).tolist()
+        i = self.index
+        if i == len(self.buffer):
+            self.buffer = self._gen.random(self._block).tolist()
             i = 0
-        self._i = i + 1
-        return self._buf[i]
+        self.index = i + 1
+        return self.buffer[i]
 
 
 def spawn_streams(seed: int, name: str, count: int) -> list[UniformStream]:

@@ -51,6 +51,8 @@ class SimResult:
     num_events: int
     rounds: tuple[RoundRecord, ...] = ()
     metrics: SystemMetrics | None = None
+    path: str = ""
+    """Which event-loop path ran, and why (fast, or straightforward with the reason)."""
 
 
 class _ListSink:
@@ -128,7 +130,15 @@ def simulate(
             )
     else:
         queue.run(engine.handlers(), scenario.duration_s)
-    done = SimResult((), (), engine.num_rounds, scenario.duration_s, len(servers), queue.num_events)
+    done = SimResult(
+        (),
+        (),
+        engine.num_rounds,
+        scenario.duration_s,
+        len(servers),
+        queue.num_events,
+        path=engine.path,
+    )
     if isinstance(collected, _ListSink):
         rounds = tuple(collected.rounds or ())
         return replace(

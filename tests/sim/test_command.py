@@ -21,12 +21,14 @@ def test_sim_writes_a_run_folder(
     scenario_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
-    assert main(["sim", str(scenario_file), "seed=3", "--out", str(out), "--quiet"]) == 0
+    args = ["sim", str(scenario_file), "seed=3", "--out", str(out), "--quiet", "--verbose"]
+    assert main(args) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["num_requests"] > 0
     assert (out / "requests.csv").read_text().count("\n") == metrics["num_requests"] + 1
     assert yaml.safe_load((out / "scenario.yaml").read_text())["seed"] == 3
-    assert "rounds" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "rounds" in printed and "event loop: fast (inlined: " in printed
 
 
 def test_sim_bad_override_names_the_field(
