@@ -72,6 +72,8 @@ def check_batch_plan(
 
 def check_window(policy: object, gamma: object) -> int:
     """``gamma`` (as an ``int``) when it is an integer ≥ 1, else the error."""
+    if type(gamma) is int and gamma >= 1:  # the common case, without the ABC check
+        return gamma
     if isinstance(gamma, bool) or not isinstance(gamma, Integral) or gamma < 1:
         raise PolicyContractError(
             f"window policy {policy_name(policy)} returned gamma={gamma!r}; "

@@ -53,35 +53,40 @@ class RoundOutcome:
 class WindowHistory:
     """One session's rounds as window policies see them (see the module docstring)."""
 
-    __slots__ = ("_first_token_s", "_last", "_recent")
+    __slots__ = ("_accepted", "_drafted", "_first_token_s", "_last", "_recent")
 
     def __init__(self) -> None:
-        self._recent: deque[tuple[int, int]] = deque(maxlen=RECENT_ROUNDS)
+        self._recent: deque[tuple[int, int]] = deque()
+        self._drafted = self._accepted = 0  # sums over _recent
         self._last: RoundOutcome | None = None
         self._first_token_s: float | None = None
 
     def record(self, outcome: RoundOutcome, now_s: float) -> None:
         if self._first_token_s is None and outcome.num_committed_total > 0:
             self._first_token_s = now_s
-        self._recent.append((outcome.num_drafted, outcome.num_accepted))
+        recent = self._recent
+        recent.append((outcome.num_drafted, outcome.num_accepted))
+        self._drafted += outcome.num_drafted
+        self._accepted += outcome.num_accepted
+        if len(recent) > RECENT_ROUNDS:
+            drafted, accepted = recent.popleft()
+            self._drafted -= drafted
+            self._accepted -= accepted
         self._last = outcome
 
     def observation(self, now_s: float) -> WindowObservation:
         last = self._last
         if last is None:
             return WindowObservation(previous_gamma=0, recent_acceptance=None)
-        drafted = sum(d for d, _ in self._recent)
         committed = last.num_committed_total
         first = self._first_token_s
         return WindowObservation(
-            previous_gamma=last.gamma,
-            recent_acceptance=sum(a for _, a in self._recent) / drafted if drafted else None,
-            last_num_accepted=last.num_accepted,
-            queue_depth=last.queue_depth,
-            rtt_s=last.network_s,
-            tpot_s=(now_s - first) / (committed - 1)
-            if first is not None and committed > 1
-            else None,
+            last.gamma,
+            self._accepted / self._drafted if self._drafted else None,
+            last.num_accepted,
+            last.queue_depth,
+            last.network_s,
+            (now_s - first) / (committed - 1) if first is not None and committed > 1 else None,
         )
 
 
