@@ -56,7 +56,7 @@ def run_real(
 
     from edgespec.config import ServerConfig, from_dict
     from edgespec.policies.batching import FcfsBatching
-    from edgespec.runtime.engine import Engine
+    from edgespec.runtime.engine import VerificationEngine
     from edgespec.runtime.server import VerificationService
     from edgespec.runtime.transport import ServerThread
 
@@ -66,7 +66,9 @@ def run_real(
     queue = ctx.Queue()
     results: dict[int, list[Any]] = {}
     errors: list[str] = []
-    server = ServerThread(lambda: VerificationService(Engine(backend), config, FcfsBatching()))
+    server = ServerThread(
+        lambda: VerificationService(VerificationEngine(backend), config, FcfsBatching())
+    )
     with server:
         address = f"127.0.0.1:{server.port}"
         procs = [

@@ -8,11 +8,11 @@ uncached requests, batch sizes 1–16. Training configurations and held-out conf
 come from different random streams (App. C: "generated with different random seeds").
 
 :func:`measure_grid` runs each configuration ``warmup_runs`` times (discarded) and then
-``runs`` times through :meth:`Engine.verify_batch`, the server's own code path. Every run
-opens fresh sessions whose prompts are fresh random token ids, checked unique across the
-whole profile (App. C raises on a duplicate, and so does this), so no KV state is reused
-by accident. A follow-up entry's cache is built by an untimed setup verification; the
-timed pass's actual (L_new, L_cached) come from :meth:`Engine.pending_sizes`.
+``runs`` times through :meth:`VerificationEngine.verify_batch`, the server's own code
+path. Every run opens fresh sessions whose prompts are fresh random token ids, checked
+unique across the whole profile (App. C raises on a duplicate, and so does this), so no
+KV state is reused by accident. A follow-up entry's cache is built by an untimed setup verification; the
+timed pass's actual (L_new, L_cached) come from :meth:`VerificationEngine.pending_sizes`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 from edgespec.core.types import SamplingParams
 from edgespec.policies.estimator import BatchShape
 from edgespec.runtime.backends.base import TargetBackend
-from edgespec.runtime.engine import Engine
+from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 
 Entry = tuple[int, int]
@@ -187,7 +187,7 @@ class PromptSource:
 
 
 def _prepare(
-    engine: Engine, prompts: PromptSource, entries: Sequence[Entry], tag: str
+    engine: VerificationEngine, prompts: PromptSource, entries: Sequence[Entry], tag: str
 ) -> list[VerifyCall] | None:
     """Open one session per entry and build its KV cache (untimed); return the timed calls,
     or ``None`` (sessions closed) when a setup pass ended a session with EOS."""
@@ -224,7 +224,7 @@ def _prepare(
 
 
 def measure_batch(
-    engine: Engine, prompts: PromptSource, entries: Sequence[Entry], tag: str
+    engine: VerificationEngine, prompts: PromptSource, entries: Sequence[Entry], tag: str
 ) -> tuple[tuple[Entry, ...], float]:
     """Time one verification batch of ``entries`` through the engine; sessions are closed.
     A setup that ends in EOS is retried with new prompts (3 attempts)."""
@@ -264,7 +264,9 @@ def measure_grid(
     configurations already done): its engine is new, so nothing measured before can be in
     its cache, and its prompts are unique among themselves like every call's."""
     done = done or {}
-    engine = Engine(backend, kv_budget_tokens=1 << 30, max_sessions=4 * spec.max_batch_size + 64)
+    engine = VerificationEngine(
+        backend, kv_budget_tokens=1 << 30, max_sessions=4 * spec.max_batch_size + 64
+    )
     seed = [spec.seed + 1, len(done)] if done else spec.seed + 1
     prompts = PromptSource(backend.vocab_size, seed, backend.eos_token_ids)
     samples: list[Sample] = []

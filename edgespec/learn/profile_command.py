@@ -1,7 +1,7 @@
 """``edgespec profile``: measure verification latency on this machine, fit WISP's
 estimator and Zhu's c₁, c₂, time the drafter, and write the simulator's profile files.
 
-Measurements go through the runtime's :class:`~edgespec.runtime.engine.Engine` with the
+Measurements go through the runtime's :class:`~edgespec.runtime.engine.VerificationEngine` with the
 :class:`~edgespec.runtime.backends.transformers_backend.TransformersTarget` backend, the
 code ``edgespec serve`` runs. See :mod:`edgespec.learn.profile` for the grid and
 :mod:`edgespec.learn.profile_run` for the files written.

@@ -10,7 +10,7 @@ call's passes are summed into one WISP-shaped row (Σ new tokens, Σ interaction
 calls' mean time / γ.
 
 :func:`model_spec` maps a Hugging Face config to the simulator's
-:class:`~edgespec.sim.cost_models.ModelSpec`, whose :meth:`flops` is the one FLOPs formula.
+:class:`~edgespec.sim.cost_models.ModelArchitecture`, whose :meth:`flops` is the one FLOPs formula.
 """
 
 from __future__ import annotations
@@ -25,16 +25,16 @@ import numpy as np
 from edgespec.learn.profile import PromptSource
 from edgespec.policies.estimator import BatchShape
 from edgespec.runtime.backends.base import DraftBackend
-from edgespec.sim.cost_models import ModelSpec
+from edgespec.sim.cost_models import ModelArchitecture
 
 
-def model_spec(model: Any, name: str) -> ModelSpec:
+def model_spec(model: Any, name: str) -> ModelArchitecture:
     """The architecture of a loaded HF causal LM (a trimmed-vocabulary draft counts its
     kept ids, ``num_kept``, as its head width, and its head is tied to their embedding rows)."""
     c = model.config
     heads = int(c.num_attention_heads)
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // heads
-    return ModelSpec(
+    return ModelArchitecture(
         name=name,
         source="profiled model's config",
         num_layers=int(c.num_hidden_layers),

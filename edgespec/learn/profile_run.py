@@ -39,7 +39,7 @@ from edgespec.learn.profile import GridConfig, GridSpec, Sample, design_grid, me
 from edgespec.learn.profile_checkpoint import Checkpoint
 from edgespec.learn.profile_draft import DraftSample, measure_drafter, model_spec, per_token_s
 from edgespec.runtime.backends.base import TargetBackend
-from edgespec.sim.cost_models import ModelSpec, available
+from edgespec.sim.cost_models import ModelArchitecture, available
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +78,7 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def _zhu_design(spec: ModelSpec, rows: Sequence[tuple[int, int, int]]) -> Any:
+def _zhu_design(spec: ModelArchitecture, rows: Sequence[tuple[int, int, int]]) -> Any:
     """[Σ FLOPs, passes] for rows of (N_linear, N_interactions, passes)."""
     return np.array([[spec.flops(lin, inter), passes] for lin, inter, passes in rows])
 
@@ -97,7 +97,11 @@ def median_runs(samples: Sequence[Sample]) -> list[Sample]:
 
 
 def fit_target(
-    samples: Sequence[Sample], grid: Sequence[GridConfig], spec: ModelSpec, seed: int, boot: int
+    samples: Sequence[Sample],
+    grid: Sequence[GridConfig],
+    spec: ModelArchitecture,
+    seed: int,
+    boot: int,
 ) -> tuple[LinearFit, LinearFit]:
     """WISP and Zhu fits on the training configurations' median runs, metrics on the
     held-out configurations' median runs."""
@@ -115,7 +119,7 @@ def fit_target(
 
 
 def fit_draft(
-    name: str, samples: Sequence[DraftSample], spec: ModelSpec | None, seed: int, boot: int
+    name: str, samples: Sequence[DraftSample], spec: ModelArchitecture | None, seed: int, boot: int
 ) -> DraftProfile:
     rng = np.random.default_rng(seed)
     train, test = split_indices(len(samples), 0.3, rng)

@@ -50,7 +50,7 @@ def _speed(records: Sequence[TraceRecord], attr: str) -> float | None:
     return sum(r.output_tokens for r in records) / (total_ms / 1e3) if total_ms > 0 else None
 
 
-def summarize(
+def summarize_traces(
     name: str, records: Sequence[TraceRecord], gamma: int, max_new_tokens: int | None = None
 ) -> TraceSummary:
     """Totals over ``records`` (speeds are total tokens / total time, not means of ratios);
@@ -87,8 +87,9 @@ def summarize_by_dataset(
     """One summary per dataset (in first-seen order) and one for everything (``all``)."""
     names = list(dict.fromkeys(r.dataset for r in records))
     out = [
-        summarize(n, [r for r in records if r.dataset == n], gamma, max_new_tokens) for n in names
+        summarize_traces(n, [r for r in records if r.dataset == n], gamma, max_new_tokens)
+        for n in names
     ]
     if len(names) > 1:
-        out.append(summarize("all", records, gamma, max_new_tokens))
+        out.append(summarize_traces("all", records, gamma, max_new_tokens))
     return out

@@ -62,7 +62,7 @@ class _Session:
     in_flight: bool = field(default=False)
 
 
-class Engine:
+class VerificationEngine:
     """Owns the sessions and their KV caches; runs batches on a :class:`TargetBackend`.
 
     Thread-safe: the server calls :meth:`verify_batch` from a worker thread while its

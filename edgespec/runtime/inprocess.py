@@ -1,7 +1,7 @@
 """In-process use of the runtime without gRPC: speculative decoding and reference decoding.
 
 :func:`speculative_generate` runs the exact drafter loop the gRPC client runs, against
-an :class:`~edgespec.runtime.engine.Engine` in the same process (one session, batch of
+an :class:`~edgespec.runtime.engine.VerificationEngine` in the same process (one session, batch of
 one). :func:`target_greedy_decode` is plain autoregressive decoding on a target backend,
 the reference that lossless speculative output must equal token for token.
 """
@@ -19,7 +19,7 @@ from edgespec.policies.interfaces import WindowPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend, ForwardItem, TargetBackend
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate
-from edgespec.runtime.engine import Engine
+from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 
@@ -27,7 +27,7 @@ from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 class LocalVerifier:
     """:class:`~edgespec.runtime.drafter.Verifier` calling an engine directly."""
 
-    def __init__(self, engine: Engine, max_draft_tokens: int = 64) -> None:
+    def __init__(self, engine: VerificationEngine, max_draft_tokens: int = 64) -> None:
         self.engine = engine
         self._max_draft = max_draft_tokens
 
@@ -52,11 +52,11 @@ def speculative_generate(
     prompt_ids: Sequence[int],
     gamma: int | WindowPolicy = 4,
     sampling: SamplingParams | None = None,
-    engine: Engine | None = None,
+    engine: VerificationEngine | None = None,
 ) -> GenerationResult:
     """Speculative decoding with draft and target in this process (fused mode)."""
     window = StaticWindow(gamma) if isinstance(gamma, int) else gamma
-    verifier = LocalVerifier(engine if engine is not None else Engine(target))
+    verifier = LocalVerifier(engine if engine is not None else VerificationEngine(target))
     drafter.reset()
     return generate(
         verifier,

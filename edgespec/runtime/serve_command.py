@@ -64,7 +64,7 @@ async def _serve(config: Any, draft_name: str | None, threads: int | None) -> No
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
     from edgespec.runtime.draft_command import make_drafter
-    from edgespec.runtime.engine import Engine
+    from edgespec.runtime.engine import VerificationEngine
     from edgespec.runtime.server import VerificationService
     from edgespec.runtime.transport import start_server
 
@@ -78,7 +78,7 @@ async def _serve(config: Any, draft_name: str | None, threads: int | None) -> No
         def draft_factory() -> Any:
             return make_drafter(draft_name, draft_model, backend.vocab_size)
 
-    engine = Engine(backend, config.kv_budget_tokens, config.max_sessions)
+    engine = VerificationEngine(backend, config.kv_budget_tokens, config.max_sessions)
     policy = build_policy("batching", config.batching.name, config.batching.params)
     service = VerificationService(engine, config, policy, draft_factory)
     server, port = await start_server(service)

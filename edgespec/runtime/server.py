@@ -25,7 +25,7 @@ from edgespec.policies.contracts import PolicyContractError, check_batch_plan, p
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.runtime.backends.base import DraftBackend
 from edgespec.runtime.drafter import draft_rng
-from edgespec.runtime.engine import Engine
+from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     ServerStats,
@@ -50,7 +50,7 @@ class VerificationService:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: VerificationEngine,
         config: ServerConfig,
         batching: BatchingPolicy,
         draft_factory: Callable[[], DraftBackend] | None = None,

@@ -3,7 +3,7 @@ tokens it commits.
 
 A session names its rule when it opens (:attr:`SessionSpec.verification_rule
 <edgespec.runtime.messages.SessionSpec.verification_rule>`, default ``"exact"``). The
-engine serves the rules it was given by name (``Engine(..., rules=...)``; default
+engine serves the rules it was given by name (``VerificationEngine(..., rules=...)``; default
 :data:`EXACT_RULES`), refuses an unknown name when the session opens, and calls the
 session's rule at two points of every verification:
 

@@ -15,7 +15,7 @@ from edgespec.sim.acceptance import (
     IidAcceptance,
     TraceAcceptance,
 )
-from edgespec.sim.cost_models import CostModel, build_cost_model, load_model
+from edgespec.sim.cost_models import CostModel, build_cost_model, load_architecture
 from edgespec.sim.entities import DeviceState, ServerState
 from edgespec.sim.network import Link
 from edgespec.sim.rng import spawn_streams
@@ -112,7 +112,7 @@ def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerSt
         where = f"auto_topology.devices[{pool_index}]"
         cost = _cost(pool.cost_model, pool.draft_model, pool.hardware, where, "draft_model")
         try:
-            vocab = load_model(pool.draft_model).vocab_size
+            vocab = load_architecture(pool.draft_model).vocab_size
         except ConfigError as exc:
             raise ConfigError(f"{where}.draft_model", str(exc).split("': ", 1)[-1]) from exc
         per_pool.append((cost, vocab, _link(scenario, pool.link)))

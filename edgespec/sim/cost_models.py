@@ -27,7 +27,7 @@ from edgespec.policies.estimator import WispCoefficients, zhu_runtime_s
 
 
 @dataclass(frozen=True, slots=True)
-class ModelSpec:
+class ModelArchitecture:
     """A transformer's architecture, as in its public ``config.json``."""
 
     name: str
@@ -104,12 +104,12 @@ class RooflineCost:
     """Roofline: compute- or memory-bound, whichever is slower, plus a fixed overhead.
 
     compute = (F_lin·N_linear + F_int·N_interactions) / (peak·eff_c), with F_lin the FLOPs
-    per new token and F_int per query-key interaction (:meth:`ModelSpec.flops`);
+    per new token and F_int per query-key interaction (:meth:`ModelArchitecture.flops`);
     memory = (weights + KV bytes/token·(N_cached + N_linear)) / (bandwidth·eff_m).
     The per-unit constants are computed once, at construction.
     """
 
-    model: ModelSpec
+    model: ModelArchitecture
     hardware: HardwareSpec
     _lin_s: float = field(init=False, repr=False)
     _int_s: float = field(init=False, repr=False)
@@ -151,9 +151,9 @@ class WispCost:
 @dataclass(frozen=True, slots=True)
 class ZhuCost:
     """Zhu et al. Eq. 17, T(b, F) = c1·F·b + c2, with F·b the batch's total FLOPs
-    (:meth:`ModelSpec.flops`, so requests of different lengths may share a batch)."""
+    (:meth:`ModelArchitecture.flops`, so requests of different lengths may share a batch)."""
 
-    model: ModelSpec
+    model: ModelArchitecture
     c1_s_per_flop: float
     c2_s: float
 
@@ -206,8 +206,8 @@ def _load_named(kind: str, name: str) -> dict[str, Any]:
     return read_yaml(path)
 
 
-def load_model(name: str) -> ModelSpec:
-    return from_dict(ModelSpec, _load_named("models", name), f"models/{name}")
+def load_architecture(name: str) -> ModelArchitecture:
+    return from_dict(ModelArchitecture, _load_named("models", name), f"models/{name}")
 
 
 def load_hardware(name: str) -> HardwareSpec:
@@ -231,7 +231,7 @@ def load_profile(name_or_path: str) -> CostModel:
         if not isinstance(data.get("model"), str):
             raise ConfigError(f"{where}.model", "a zhu profile names its model preset")
         coeffs = from_dict(_ZhuCoefficients, params, where)
-        return ZhuCost(load_model(data["model"]), coeffs.c1_s_per_flop, coeffs.c2_s)
+        return ZhuCost(load_architecture(data["model"]), coeffs.c1_s_per_flop, coeffs.c2_s)
     raise ConfigError(f"{where}.kind", f"must be 'wisp', 'zhu' or 'lookup', got {kind!r}")
 
 
@@ -250,7 +250,7 @@ def build_cost_model(
 ) -> CostModel:
     """The cost model a scenario names: roofline from presets, or a profile file."""
     if kind == "roofline":
-        return RooflineCost(load_model(model), load_hardware(hardware))
+        return RooflineCost(load_architecture(model), load_hardware(hardware))
     if profile is None:
         raise ConfigError(f"{where}.profile", f"cost model {kind!r} needs a profile")
     return load_profile(profile)

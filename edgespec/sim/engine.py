@@ -49,7 +49,7 @@ class RecordSink(Protocol):
     def round(self, record: RoundRecord) -> None: ...
 
 
-class Engine:
+class Simulation:
     """Holds the run's state; its bound methods are the kernel's event handlers."""
 
     def __init__(

@@ -1,10 +1,10 @@
 """The fast path's specialised handlers.
 
-* :func:`static_distributed_batch_end` does exactly what :meth:`Engine._batch_end`
+* :func:`static_distributed_batch_end` does exactly what :meth:`Simulation._batch_end`
   followed by ``DELIVER`` → ``_begin_round`` → ``DRAFT_DONE`` → ``_uplink`` do, in the
   same order and with the same floating-point expressions, but in one closure with
   everything it touches bound to locals, and without the intermediate events.
-* :func:`fcfs_dispatch` is ``Engine._dispatch`` with ``FcfsBatching.select`` inlined: the
+* :func:`fcfs_dispatch` is ``Simulation._dispatch`` with ``FcfsBatching.select`` inlined: the
   server queue is appended in event order, which is (enqueued_s, entry_id) order, so FCFS
   needs no sort and no ``PendingVerification`` objects.
 
@@ -27,7 +27,7 @@ from edgespec.sim.network import HEADER_BYTES, TOKEN_ID_BYTES, Link, uplink_byte
 from edgespec.sim.rng import UniformStream
 
 if TYPE_CHECKING:
-    from edgespec.sim.engine import Engine
+    from edgespec.sim.engine import Simulation
 
 
 def fast_path_blockers(devices: list[DeviceState], servers: list[ServerState]) -> list[str]:
@@ -37,7 +37,7 @@ def fast_path_blockers(devices: list[DeviceState], servers: list[ServerState]) -
     :class:`~edgespec.sim.rng.UniformStream` and :class:`ServerState`'s KV LRU, so every
     device link, device stream and server must be exactly those classes (a subclass or
     another model would silently run the old formulas). Trace runs are inlined only for
-    exactly :class:`~edgespec.sim.acceptance.TraceAcceptance` (see :class:`Engine`);
+    exactly :class:`~edgespec.sim.acceptance.TraceAcceptance` (see :class:`Simulation`);
     other acceptance and cost models are called, not inlined.
     """
     found: list[tuple[str, set[type], type]] = [
@@ -92,7 +92,7 @@ def _device_constants(dev: DeviceState, gamma_max: int, send_probs: bool) -> _De
 
 
 def static_distributed_batch_end(
-    engine: Engine, dispatch: Handler, arrive_kind: int, deliver_kind: int, dispatch_kind: int
+    engine: Simulation, dispatch: Handler, arrive_kind: int, deliver_kind: int, dispatch_kind: int
 ) -> Handler:
     """BATCH_END for a distributed run with a static window (γ) and no round records.
 
@@ -198,7 +198,7 @@ def static_distributed_batch_end(
             kv[index] = kv_len
             while kv_total > kv_budget and kv:
                 kv_total -= kv_pop(next(iter(kv)))
-            # Engine._begin_round with a static window, inline. (Session fields read only
+            # Simulation._begin_round with a static window, inline. (Session fields read only
             # by window observations and round records are not maintained here.)
             gamma = gamma_static if gamma_static < remaining - 1 else remaining - 1
             s.gamma_eff = gamma
@@ -242,7 +242,7 @@ def static_distributed_batch_end(
     return batch_end
 
 
-def dispatch_when_alone(engine: Engine, dispatch: Handler, dispatch_kind: int) -> Handler:
+def dispatch_when_alone(engine: Simulation, dispatch: Handler, dispatch_kind: int) -> Handler:
     """ARRIVE that dispatches at once when no other event shares its time.
 
     A DISPATCH scheduled at ``t`` runs after every other event at ``t`` (its kind is the
@@ -268,7 +268,7 @@ def dispatch_when_alone(engine: Engine, dispatch: Handler, dispatch_kind: int) -
     return arrive
 
 
-def fcfs_dispatch(engine: Engine, batch_end_kind: int) -> Handler:
+def fcfs_dispatch(engine: Simulation, batch_end_kind: int) -> Handler:
     """DISPATCH with ``FcfsBatching`` inlined (``_take_within_limits`` semantics)."""
     push = engine.q.raw_push()
     lazy = engine.lazy

@@ -20,7 +20,7 @@ inbound block) at that block's time: the ARRIVE that would have found it idle. A
 that finds nothing due (its block was taken by an earlier dispatch) re-arms for the
 next one and must not dispatch (no ARRIVE happens at its time). Moving a block sets
 ``enqueued_s`` to its arrival time and ``entry_id`` in queue order, as
-``Engine._arrive`` does, so every observable is unchanged (tests/sim/test_fast_path.py).
+``Simulation._arrive`` does, so every observable is unchanged (tests/sim/test_fast_path.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from edgespec.sim.entities import ServerState, Session
 from edgespec.sim.kernel import Handler
 
 if TYPE_CHECKING:
-    from edgespec.sim.engine import Engine
+    from edgespec.sim.engine import Simulation
 
 
 def drain(server: ServerState, t: float, inclusive: bool = True) -> None:
@@ -61,7 +61,7 @@ def drain_all(servers: list[ServerState], t: float, inclusive: bool) -> None:
             drain(server, t, inclusive)
 
 
-def arm(engine: Engine, server: ServerState, wake_kind: int) -> None:
+def arm(engine: Simulation, server: ServerState, wake_kind: int) -> None:
     """Schedule a WAKE at the earliest inbound block of an idle server (if none earlier)."""
     inbound = server.inbound
     if inbound and inbound[0][0] < server.wake_s:
@@ -70,7 +70,7 @@ def arm(engine: Engine, server: ServerState, wake_kind: int) -> None:
         engine.q.push(arrival_s, wake_kind, device_id, server)
 
 
-def send(engine: Engine, arrival_s: float, s: Session, wake_kind: int) -> None:
+def send(engine: Simulation, arrival_s: float, s: Session, wake_kind: int) -> None:
     """A block leaves its device; it reaches ``s.server`` at ``arrival_s``."""
     server = s.server
     heappush(server.inbound, (arrival_s, s.device.device_id, s))
@@ -78,7 +78,9 @@ def send(engine: Engine, arrival_s: float, s: Session, wake_kind: int) -> None:
         arm(engine, server, wake_kind)
 
 
-def wake_handler(engine: Engine, dispatch: Handler, wake_kind: int, dispatch_kind: int) -> Handler:
+def wake_handler(
+    engine: Simulation, dispatch: Handler, wake_kind: int, dispatch_kind: int
+) -> Handler:
     """The WAKE event (in ARRIVE's slot): what the ARRIVE finding the server idle does."""
     push = engine.q.raw_push()
     heap = engine.q.heap

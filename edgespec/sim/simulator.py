@@ -33,7 +33,7 @@ from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim import build
 from edgespec.sim.build import Policies
-from edgespec.sim.engine import Engine, RecordSink
+from edgespec.sim.engine import RecordSink, Simulation
 from edgespec.sim.kernel import EventQueue
 from edgespec.sim.scenario import Scenario
 
@@ -107,7 +107,7 @@ def simulate(
         collected = _ListSink(scenario.record_rounds) if keep_records else _StreamSink()
         sink = collected
     trace = build.build_trace(scenario)
-    engine = Engine(
+    engine = Simulation(
         scenario,
         devices,
         servers,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from edgespec.config import ConfigError
-from edgespec.learn.summary import summarize, summarize_by_dataset
+from edgespec.learn.summary import summarize_by_dataset, summarize_traces
 from edgespec.learn.trace import (
     TraceRecord,
     TraceRound,
@@ -80,7 +80,7 @@ def test_replay_accepted_lengths() -> None:
 
 
 def test_summary_numbers() -> None:
-    s = summarize("gsm8k", [_record()], 4)
+    s = summarize_traces("gsm8k", [_record()], 4)
     assert s.num_rounds == 2
     assert s.measured_aal == 2.0
     assert s.replayed_aal == 2.5

@@ -16,7 +16,7 @@ from edgespec.policies.interfaces import BatchingPolicy  # noqa: E402
 from edgespec.policies.registry import build_policy  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
-from edgespec.runtime.engine import Engine  # noqa: E402
+from edgespec.runtime.engine import VerificationEngine  # noqa: E402
 from edgespec.runtime.server import VerificationService  # noqa: E402
 from edgespec.runtime.testing import noisy_copy, tiny_llama  # noqa: E402
 from edgespec.runtime.transport import ServerThread  # noqa: E402
@@ -61,7 +61,9 @@ def start_server(
     config = from_dict(ServerConfig, {"port": 0, **overrides})
 
     def build() -> VerificationService:
-        engine = Engine(target, config.kv_budget_tokens, config.max_sessions, rules=rules)
+        engine = VerificationEngine(
+            target, config.kv_budget_tokens, config.max_sessions, rules=rules
+        )
         policy = batching_policy or build_policy(
             "batching", config.batching.name, config.batching.params
         )

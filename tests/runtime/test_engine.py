@@ -1,4 +1,5 @@
-"""Engine: lossless greedy output, prefix-cache counters, batching, trimming, eviction."""
+"""VerificationEngine: lossless greedy output, prefix-cache counters, batching, trimming,
+eviction."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from edgespec.runtime.backends.base import ForwardItem
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
-from edgespec.runtime.engine import Engine
+from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
@@ -21,11 +22,11 @@ from edgespec.runtime.testing import tiny_llama
 PROMPTS = [(1, 2, 3, 4, 5), (9, 9, 9), (40, 2, 33, 17, 8, 60, 61), (5,), (12, 30, 12, 30, 12)]
 
 
-def _open(engine: Engine, sid: str, prompt: tuple[int, ...], max_new: int = 64) -> None:
+def _open(engine: VerificationEngine, sid: str, prompt: tuple[int, ...], max_new: int = 64) -> None:
     engine.open_session(SessionSpec(sid, "c", prompt, SamplingParams(max_new_tokens=max_new)))
 
 
-def _verify(engine: Engine, sid: str, draft: tuple[int, ...]) -> VerifyOutcome:
+def _verify(engine: VerificationEngine, sid: str, draft: tuple[int, ...]) -> VerifyOutcome:
     call = VerifyCall(sid, len(engine.session_tokens(sid)), draft)
     engine.validate(call, 32)
     out = engine.verify_batch([call])[0]
@@ -50,7 +51,7 @@ def test_greedy_speculative_equals_target_only(
 
 def test_follow_up_forwards_only_draft_plus_bonus(target: TransformersTarget) -> None:
     for prefix_len in (8, 300):
-        engine = Engine(target)
+        engine = VerificationEngine(target)
         prompt = tuple(int(t) for t in np.arange(prefix_len) % 60)
         _open(engine, "s", prompt)
         first = _verify(engine, "s", (1, 2, 3))
@@ -65,7 +66,7 @@ def test_follow_up_forwards_only_draft_plus_bonus(target: TransformersTarget) ->
 
 
 def test_rejected_tokens_are_trimmed_from_the_cache(target: TransformersTarget) -> None:
-    engine = Engine(target)
+    engine = VerificationEngine(target)
     _open(engine, "s", PROMPTS[0])
     reference = target_greedy_decode(target, PROMPTS[0], 6)
     # draft: two correct tokens, then two wrong ones
@@ -81,7 +82,7 @@ def test_rejected_tokens_are_trimmed_from_the_cache(target: TransformersTarget) 
 
 def test_batched_verification_equals_unbatched(target: TransformersTarget) -> None:
     rng = np.random.default_rng(0)
-    batched, single = Engine(target), Engine(target)
+    batched, single = VerificationEngine(target), VerificationEngine(target)
     prompts = [tuple(int(t) for t in rng.integers(0, 64, n)) for n in (3, 17, 40, 8, 1, 25, 60, 11)]
     for engine in (batched, single):
         for i, prompt in enumerate(prompts):
@@ -114,7 +115,7 @@ def test_batched_logits_match_unbatched_closely(target: TransformersTarget) -> N
 
 
 def test_lru_eviction_and_transparent_reprefill(target: TransformersTarget) -> None:
-    engine = Engine(target, kv_budget_tokens=30)
+    engine = VerificationEngine(target, kv_budget_tokens=30)
     references = {}
     for i, prompt in enumerate(PROMPTS[:3]):
         _open(engine, f"s{i}", prompt, max_new=12)
@@ -167,7 +168,7 @@ def test_eos_and_token_budget_end_the_session() -> None:
 def test_validation_messages(
     target: TransformersTarget, draft: tuple[int, ...], prefix_delta: int, message: str
 ) -> None:
-    engine = Engine(target)
+    engine = VerificationEngine(target)
     _open(engine, "s", PROMPTS[0])
     with pytest.raises(RequestError) as info:
         engine.validate(VerifyCall("s", len(PROMPTS[0]) + prefix_delta, draft), 32)
@@ -203,7 +204,7 @@ def test_reference_decoding_equals_transformers_generate(
 def test_draft_probs_validation(
     target: TransformersTarget, probs: np.ndarray, message: str
 ) -> None:
-    engine = Engine(target)
+    engine = VerificationEngine(target)
     sampling = SamplingParams(temperature=1.0, seed=0)
     engine.open_session(SessionSpec("s", "c", PROMPTS[0], sampling))
     call = VerifyCall("s", len(PROMPTS[0]), (0, 1), probs.astype(np.float32))

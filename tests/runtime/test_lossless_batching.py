@@ -26,7 +26,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from edgespec.core.types import SamplingParams  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
-from edgespec.runtime.engine import Engine  # noqa: E402
+from edgespec.runtime.engine import VerificationEngine  # noqa: E402
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome  # noqa: E402
 from edgespec.runtime.testing import VOCAB, tiny_gemma3, tiny_llama  # noqa: E402
 
@@ -102,11 +102,11 @@ def _plans(data: st.DataObject, sampled: bool) -> list[_Plan]:
     return plans
 
 
-def _engine(key: str, split: bool, budget: int | None) -> Engine:
-    return Engine(_target(key, split), kv_budget_tokens=budget or 65536)
+def _engine(key: str, split: bool, budget: int | None) -> VerificationEngine:
+    return VerificationEngine(_target(key, split), kv_budget_tokens=budget or 65536)
 
 
-def _open(engine: Engine, plans: list[_Plan], i: int) -> None:
+def _open(engine: VerificationEngine, plans: list[_Plan], i: int) -> None:
     p = plans[i]
     sampling = SamplingParams(temperature=p.temperature, max_new_tokens=p.max_new, seed=p.seed)
     engine.open_session(SessionSpec(f"s{i}", "c", p.prompt, sampling))
@@ -149,7 +149,7 @@ def _greedy_draft(
 
 def _rounds(
     data: st.DataObject,
-    engines: list[Engine],
+    engines: list[VerificationEngine],
     plans: list[_Plan],
     make_call: Callable[[int, int], VerifyCall],
     run: Callable[[list[VerifyCall]], None],
@@ -212,7 +212,7 @@ def test_greedy_batches_are_token_identical_to_target_only_decoding(data: st.Dat
 
 
 def _sampled_call(
-    data: st.DataObject, engine: Engine, plans: list[_Plan], i: int, round_index: int
+    data: st.DataObject, engine: VerificationEngine, plans: list[_Plan], i: int, round_index: int
 ) -> VerifyCall:
     label = f"r{round_index} s{i}"
     k = data.draw(st.integers(1, MAX_GAMMA), label=f"{label} length")

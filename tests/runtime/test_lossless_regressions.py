@@ -22,7 +22,7 @@ from edgespec.runtime.backends.attention_mask import (  # noqa: E402
 from edgespec.runtime.backends.ngram import NgramDrafter  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.drafter import GenerationResult  # noqa: E402
-from edgespec.runtime.engine import Engine  # noqa: E402
+from edgespec.runtime.engine import VerificationEngine  # noqa: E402
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome  # noqa: E402
 from edgespec.runtime.testing import tiny_gemma3, tiny_llama  # noqa: E402
 from edgespec.runtime.transport import RemoteVerifier, ServerThread  # noqa: E402
@@ -37,7 +37,7 @@ def test_two_sessions_with_one_and_two_draft_tokens_on_a_window_of_four() -> Non
     """The smallest case found: window 4, sliding/full/sliding; each round A sends one
     correct draft token and B two, in one ``verify_batch``."""
     key = "gemma3-sfs-w4"
-    engine = Engine(
+    engine = VerificationEngine(
         TransformersTarget(tiny_gemma3(num_layers=3, sliding_window=4, layer_types=[S, F, S]))
     )
     prompts = {"A": (1, 2, 3, 4, 5), "B": (6, 7, 8, 9, 10)}

@@ -21,7 +21,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.codec import pb
 from edgespec.runtime.drafter import DraftOptions, generate
-from edgespec.runtime.engine import Engine
+from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall
@@ -275,7 +275,7 @@ def test_queue_depth_limit(target: TransformersTarget) -> None:
     config = from_dict(ServerConfig, {"max_queue_depth": 1})
 
     async def scenario() -> list[Any]:
-        service = VerificationService(Engine(target), config, FcfsBatching())
+        service = VerificationService(VerificationEngine(target), config, FcfsBatching())
         await service.start()
         for sid in ("a", "b"):
             service.open_session(SessionSpec(sid, "x", PROMPT, GREEDY))
@@ -315,7 +315,7 @@ def test_cancelled_verification_does_not_advance_the_session(target: Transformer
     config = from_dict(ServerConfig, {})
 
     async def scenario() -> tuple[int, int, int]:
-        service = VerificationService(Engine(target), config, FcfsBatching())
+        service = VerificationService(VerificationEngine(target), config, FcfsBatching())
         service.open_session(SessionSpec("a", "x", PROMPT, GREEDY))
         task = asyncio.create_task(service.verify(VerifyCall("a", len(PROMPT), (1, 2))))
         await asyncio.sleep(0)  # enqueued, scheduler not started yet
@@ -331,7 +331,7 @@ def test_cancelled_verification_does_not_advance_the_session(target: Transformer
 
 
 def test_context_limit(target: TransformersTarget) -> None:
-    engine = Engine(target)
+    engine = VerificationEngine(target)
     assert target.max_context_tokens == 4096
     spec = SessionSpec("long", "x", (1,) * 4000, SamplingParams(max_new_tokens=100))
     _raises(
@@ -367,7 +367,7 @@ def test_backend_failure_fails_only_the_culprit(target: TransformersTarget) -> N
     config = from_dict(ServerConfig, {})
 
     async def scenario() -> list[Any]:
-        service = VerificationService(Engine(backend), config, FcfsBatching())
+        service = VerificationService(VerificationEngine(backend), config, FcfsBatching())
         for sid in ("a", "b", "c"):
             service.open_session(SessionSpec(sid, "x", PROMPT, GREEDY))
         drafts = {"a": (1, 2), "b": (13, 2), "c": (3,)}
@@ -428,7 +428,7 @@ def test_a_broken_batching_policy_fails_its_calls_and_the_server_keeps_serving(
     config = from_dict(ServerConfig, {})
 
     async def scenario() -> tuple[Any, Any, Any]:
-        service = VerificationService(Engine(target), config, _BrokenBatching(answer))
+        service = VerificationService(VerificationEngine(target), config, _BrokenBatching(answer))
         await service.start()
         for sid in ("bad", "good"):
             service.open_session(SessionSpec(sid, "x", PROMPT, GREEDY))

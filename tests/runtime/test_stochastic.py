@@ -12,7 +12,7 @@ from edgespec.runtime.backends.base import ForwardItem
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
-from edgespec.runtime.engine import Engine
+from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.inprocess import speculative_generate
 from edgespec.runtime.sampling import logits_to_probs
 from edgespec.runtime.testing import tiny_llama
@@ -41,7 +41,7 @@ def test_two_token_distribution_matches_target(drafter_kind: str) -> None:
     draft_model = tiny_llama(seed=4, vocab_size=VOCAB, logit_scale=1.5)
     joint = _joint(target)
     counts = np.zeros((VOCAB, VOCAB))
-    engine = Engine(target)
+    engine = VerificationEngine(target)
     num_runs = 1500
     accepted = 0
     for seed in range(num_runs):

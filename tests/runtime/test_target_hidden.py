@@ -29,7 +29,7 @@ from edgespec.runtime.codec import (
     spec_to_proto,
 )
 from edgespec.runtime.drafter import DraftOptions, generate
-from edgespec.runtime.engine import Engine
+from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.inprocess import LocalVerifier, speculative_generate, target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome, VerifyReply
@@ -139,7 +139,7 @@ def test_engine_returns_rows_of_every_committed_forwarded_position(
     target: TransformersTarget, target_model: Any
 ) -> None:
     reference = target_greedy_decode(target, PROMPT, 40)
-    engine = Engine(target)
+    engine = VerificationEngine(target)
     sampling = SamplingParams(max_new_tokens=40)
     engine.open_session(SessionSpec("h", "c", PROMPT, sampling, return_hidden=True))
     engine.open_session(SessionSpec("plain", "c", PROMPT, sampling))
@@ -167,7 +167,7 @@ def test_engine_returns_rows_of_every_committed_forwarded_position(
 def test_rows_restart_at_zero_after_a_reprefill(
     target: TransformersTarget, target_model: Any
 ) -> None:
-    engine = Engine(target, kv_budget_tokens=len(PROMPT) + 4)
+    engine = VerificationEngine(target, kv_budget_tokens=len(PROMPT) + 4)
     engine.open_session(SessionSpec("a", "c", PROMPT, GREEDY, return_hidden=True))
     engine.open_session(SessionSpec("b", "c", PROMPT[::-1], GREEDY))
     first = _verify(engine, "a", (1, 2))
@@ -232,7 +232,7 @@ def test_drafter_not_wanting_hidden_gets_none(target: TransformersTarget, draft_
 class _ExpiringVerifier(LocalVerifier):
     """Loses the session before the second verification (as an idle expiry would)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: VerificationEngine) -> None:
         super().__init__(engine)
         self.specs: list[SessionSpec] = []
         self._calls = 0
@@ -251,7 +251,7 @@ class _ExpiringVerifier(LocalVerifier):
 def test_reopened_session_still_returns_hidden(
     target: TransformersTarget, target_model: Any, draft_model: Any
 ) -> None:
-    verifier = _ExpiringVerifier(Engine(target))
+    verifier = _ExpiringVerifier(VerificationEngine(target))
     drafter = RecordingFeatureDraft(TransformersDraft(draft_model))
     result = generate(verifier, drafter, PROMPT, GREEDY, DraftOptions(session_id="x"))
     assert result.num_reconnects == 1

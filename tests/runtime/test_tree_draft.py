@@ -18,7 +18,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget  #
 from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
 from edgespec.runtime.backends.tree_draft import TreeDraft  # noqa: E402
 from edgespec.runtime.drafter import GenerationResult  # noqa: E402
-from edgespec.runtime.engine import Engine  # noqa: E402
+from edgespec.runtime.engine import VerificationEngine  # noqa: E402
 from edgespec.runtime.errors import ErrorCode, RequestError  # noqa: E402
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode  # noqa: E402
 from edgespec.runtime.messages import SessionSpec, VerifyCall  # noqa: E402
@@ -163,7 +163,7 @@ def test_trees_accept_more_than_the_chain(target: TransformersTarget, draft_mode
 
 
 def test_engine_refuses_bad_trees(target: TransformersTarget) -> None:
-    engine = Engine(target)
+    engine = VerificationEngine(target)
     engine.open_session(SessionSpec("g", "c", (1, 2, 3), SamplingParams(max_new_tokens=8)))
     bad = VerifyCall("g", 3, (4, 5), draft_parents=(-1, 1))
     with pytest.raises(RequestError, match="node 1 has parent 1"):
@@ -180,7 +180,7 @@ def test_engine_refuses_bad_trees(target: TransformersTarget) -> None:
 def test_engine_keeps_only_the_accepted_branch(target: TransformersTarget) -> None:
     prompt = (1, 2, 3, 4)
     reference = target_greedy_decode(target, prompt, 6)
-    engine = Engine(target)
+    engine = VerificationEngine(target)
     engine.open_session(SessionSpec("t", "c", prompt, SamplingParams(max_new_tokens=6)))
     wrong = (reference[0] + 1) % 64
     # node 0 is wrong, node 1 right; node 2 (under 1) right, node 3 (under 0) irrelevant
@@ -347,7 +347,7 @@ def test_tree_verification_returns_the_accepted_paths_hidden_states(
 ) -> None:
     prompt = (1, 2, 3, 4)
     reference = target_greedy_decode(target, prompt, 6)
-    engine = Engine(target)
+    engine = VerificationEngine(target)
     spec = SessionSpec("h", "c", prompt, SamplingParams(max_new_tokens=6), return_hidden=True)
     engine.open_session(spec)
     wrong = (reference[0] + 1) % 64

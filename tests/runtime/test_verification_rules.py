@@ -11,7 +11,7 @@ import pytest
 from edgespec.core.types import SamplingParams, VerifyResult
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.codec import call_from_proto, call_to_proto, pb
-from edgespec.runtime.engine import Engine
+from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.transport import RemoteVerifier
@@ -54,12 +54,12 @@ class AcceptWhereChannelIsGood:
 RULES = {**EXACT_RULES, "snr": AcceptWhereChannelIsGood()}
 
 
-def _open(engine: Engine, sid: str, rule: str) -> None:
+def _open(engine: VerificationEngine, sid: str, rule: str) -> None:
     engine.open_session(SessionSpec(sid, "c", PROMPT, GREEDY, verification_rule=rule))
 
 
 def test_a_session_gets_the_rule_it_names(target: TransformersTarget) -> None:
-    engine = Engine(target, rules=RULES)
+    engine = VerificationEngine(target, rules=RULES)
     _open(engine, "lossy", "snr")
     _open(engine, "exact", "exact")
     snr = np.array([20.0, 15.0, 3.0], dtype=np.float32)
@@ -74,7 +74,7 @@ def test_a_session_gets_the_rule_it_names(target: TransformersTarget) -> None:
 
 
 def test_unknown_rules_and_unwanted_payloads_are_refused(target: TransformersTarget) -> None:
-    engine = Engine(target)
+    engine = VerificationEngine(target)
     with pytest.raises(RequestError) as info:
         _open(engine, "s", "wisv")
     assert (info.value.code, info.value.message) == (

@@ -15,8 +15,8 @@ from edgespec.sim.cost_models import (
     WispCost,
     available,
     decode_steps_s,
+    load_architecture,
     load_hardware,
-    load_model,
     load_profile,
 )
 from edgespec.sim.kernel import EventQueue
@@ -31,7 +31,7 @@ def _stream(seed: int = 0) -> UniformStream:
 def test_every_preset_loads_and_names_its_source() -> None:
     assert len(available("models")) >= 14 and len(available("hardware")) >= 8
     for name in available("models"):
-        source = load_model(name).source
+        source = load_architecture(name).source
         assert source.startswith(("https://huggingface.co/", "edgespec/data/drafts/")), name
     for name in available("hardware"):
         assert load_hardware(name).source
@@ -45,7 +45,7 @@ def test_the_bundled_draft_preset_matches_the_bundled_draft() -> None:
     from edgespec.learn.profile_draft import model_spec
     from edgespec.models.trimmed import TrimmedVocabDraft
 
-    preset = load_model("gemma3-270m-draft")
+    preset = load_architecture("gemma3-270m-draft")
     bundled = Path(edgespec.__file__).parent / "data" / "drafts" / "gemma3-270m-draft"
     draft = TrimmedVocabDraft.load(bundled)
     measured = model_spec(draft, preset.name)
@@ -57,19 +57,19 @@ def test_model_sizes_match_their_names() -> None:
     sizes = [("qwen3-32b", 32.8), ("llama2-7b", 6.74), ("llama3-70b", 70.6)]
     sizes += [("tinyllama-1.1b", 1.1), ("qwen3-0.6b", 0.6), ("gemma3-270m", 0.27)]
     for name, billions in sizes:
-        params = load_model(name).weight_bytes / 2 / 1e9
+        params = load_architecture(name).weight_bytes / 2 / 1e9
         assert params == pytest.approx(billions, rel=0.1), name
 
 
 def test_roofline_decode_is_memory_bound_and_prefill_compute_bound() -> None:
-    cost = RooflineCost(load_model("llama2-7b"), load_hardware("a100"))
+    cost = RooflineCost(load_architecture("llama2-7b"), load_hardware("a100"))
     hw = load_hardware("a100")
-    weights_s = load_model("llama2-7b").weight_bytes / (2039e9 * 0.7)
+    weights_s = load_architecture("llama2-7b").weight_bytes / (2039e9 * 0.7)
     one = cost.batch_time_s(1, 1, 101, 100)
-    kv_s = load_model("llama2-7b").kv_bytes_per_token * 101 / (2039e9 * 0.7)
+    kv_s = load_architecture("llama2-7b").kv_bytes_per_token * 101 / (2039e9 * 0.7)
     assert one == pytest.approx(weights_s + kv_s + hw.overhead_s, rel=1e-12)
     big = cost.batch_time_s(1, 4000, 4000 * 4000, 0)
-    flops = load_model("llama2-7b").flops(4000, 4000 * 4000)
+    flops = load_architecture("llama2-7b").flops(4000, 4000 * 4000)
     assert big == pytest.approx(flops / (312e12 * 0.5) + hw.overhead_s, rel=1e-12)
 
 
@@ -156,5 +156,5 @@ def test_kernel_orders_by_time_then_kind_then_entity_then_insertion() -> None:
 
 def test_zhu_profile_is_eq17_over_architecture_flops() -> None:
     cost = load_profile("rtx4500-llama2-7b-zhu")
-    flops = load_model("llama2-7b").flops(5, 5 * 300)
+    flops = load_architecture("llama2-7b").flops(5, 5 * 300)
     assert cost.batch_time_s(1, 5, 5 * 300, 295) == pytest.approx(2.522e-14 * flops + 0.002)
