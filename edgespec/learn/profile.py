@@ -8,10 +8,10 @@ uncached requests, batch sizes 1–16. Training configurations and held-out conf
 come from different random streams (App. C: "generated with different random seeds").
 
 :func:`measure_grid` runs each configuration ``warmup_runs`` times (discarded) and then
-``runs`` times through :meth:`VerificationEngine.verify_batch`, the server's own code
-path. Every run opens fresh sessions whose prompts are fresh random token ids, checked
-unique across the whole profile (App. C raises on a duplicate, and so does this), so no
-KV state is reused by accident. A follow-up entry's cache is built by an untimed setup verification; the
+``runs`` times through :meth:`VerificationEngine.verify_batch`, the server's own code path.
+Every run opens fresh sessions whose prompts are fresh random token ids, checked unique
+across the whole profile (App. C raises on a duplicate, and so does this), so no KV state is
+reused by accident. A follow-up entry's cache is built by an untimed setup verification; the
 timed pass's actual (L_new, L_cached) come from :meth:`VerificationEngine.pending_sizes`.
 """
 
