@@ -43,6 +43,8 @@ class CaptureSettings:
     num_drafters: int = 8
     arrival_rate_per_s: float = 1.0
     seed: int = 0
+    draft_tree: str | None = None
+    """The token-tree branching drafted (``edgespec trace --tree``), None for chains."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +186,7 @@ def capture_one(
         target_only_ms=target_only_ms,
         assisted_ms=assisted_ms,
         lossless=lossless,
+        draft_tree=settings.draft_tree,
     )
 
 

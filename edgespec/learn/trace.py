@@ -22,6 +22,9 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
 - ``rounds``: the rounds actually run at ``gamma_max`` (tokens drafted — for a token tree,
   its node count — accepted, draft and verify milliseconds), and ``sd_ms`` /
   ``target_only_ms`` / ``assisted_ms`` wall times.
+- ``draft_tree``: for a token-tree drafter, its branching per depth (e.g. ``"3,3,2,1"``);
+  the simulator then replays ``rounds`` as they ran (node counts verified and sent,
+  accepted lengths) instead of ``acceptance_seq``.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ class TraceRecord:
     target_only_ms: float | None = None
     assisted_ms: float | None = None
     lossless: bool | None = None
+    draft_tree: str | None = None
 
     def __post_init__(self) -> None:
         if len(self.acceptance_seq) != self.output_tokens:
@@ -145,6 +149,8 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
             out[key] = _round(value)
     if record.lossless is not None:
         out["lossless"] = record.lossless
+    if record.draft_tree is not None:
+        out["draft_tree"] = record.draft_tree
     return out
 
 
@@ -193,6 +199,7 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
             target_only_ms=obj.get("target_only_ms"),
             assisted_ms=obj.get("assisted_ms"),
             lossless=obj.get("lossless"),
+            draft_tree=obj.get("draft_tree"),
         )
     except ConfigError:
         raise

@@ -176,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
         num_drafters=args.num_drafters,
         arrival_rate_per_s=args.rate,
         seed=args.seed,
+        draft_tree=args.tree,
     )
     work = [
         (p.prompt_id, name, encode_prompt(target.tokenizer, p.text, args.max_prompt_tokens))

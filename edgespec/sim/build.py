@@ -64,6 +64,12 @@ def build_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> 
             entries = load_trace(resolve_trace(name))
         except ConfigError as exc:
             raise ConfigError(f"acceptance.traces[{i}]", str(exc)) from exc
+        if any(e.tree_rounds for e in entries):
+            raise ConfigError(
+                f"acceptance.traces[{i}]",
+                "a token-tree trace replays its captured rounds only as the workload "
+                "(workload: {kind: trace, trace: FILE})",
+            )
         pool.extend(e.acceptance_seq for e in entries if e.acceptance_seq)
     if acc.traces and not pool:
         raise ConfigError("acceptance.traces", "the traces hold no acceptance_seq")

@@ -40,7 +40,7 @@ def deadline_s(s: Session) -> float | None:
 def batch_shape(s: Session, server: ServerState) -> tuple[int, int]:
     """(new, cached) tokens this entry forwards now: the uncached rest of its context."""
     cached = server.kv.get(s.index, 0)
-    context = s.request.num_prompt_tokens + s.committed + s.gamma_eff
+    context = s.request.num_prompt_tokens + s.committed + s.sent
     return context - cached, cached
 
 
@@ -64,7 +64,7 @@ def select_batch(
                 session_id=s.request.request_id,
                 client_id=s.request.client_id,
                 enqueued_s=s.enqueued_s,
-                num_draft_tokens=s.gamma_eff,
+                num_draft_tokens=s.sent,
                 num_new_tokens=new,
                 num_cached_tokens=cached,
                 slo_class=s.request.slo_class,

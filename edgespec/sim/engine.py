@@ -82,8 +82,15 @@ class Simulation:
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
         self.path = self._describe_path(scenario.fast_path, blockers)
-        # The specialised BATCH_END (fastpath.py) and no ARRIVE events (inbound.py).
-        self.lazy = self.static_gamma is not None and self.distributed and not record_rounds
+        # Token-tree traces replay their captured rounds (trace.draft_tree), by request id.
+        self.trees = {e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds}
+        # The specialised BATCH_END (fastpath.py; chains only) and no ARRIVE events (inbound.py).
+        self.lazy = (
+            self.static_gamma is not None
+            and self.distributed
+            and not record_rounds
+            and not self.trees
+        )
         self.send_probs = scenario.temperature > 0
         self.route_rng = spawn_generator(scenario.seed, "routing")
         self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST)
@@ -187,6 +194,7 @@ class Simulation:
             seq = self.trace_pool.seq_for(index)
         slo = self.scenario.slo_classes[request.slo_class]
         session = Session(index, request, dev, server, seq, slo)
+        session.tree = self.trees.get(request.request_id)
         if self.fast and seq and type(self.acceptance) is TraceAcceptance:
             session.runs = self._accept_runs(seq)
         dev.session = session
@@ -215,6 +223,11 @@ class Simulation:
                 chosen = check_window(window, window.next_window(s.history.observation(t)))
             s.gamma = chosen
             gamma = min(chosen, remaining - 1)
+        s.sent = gamma
+        tree = s.tree
+        if tree is not None and gamma and s.num_rounds < len(tree[0]):
+            s.sent = tree[0][s.num_rounds][0]  # the captured round: its nodes are verified
+            gamma = tree[1] if s.sent else 0  # one draft pass per depth
         s.gamma_eff = gamma
         first = s.num_rounds == 0
         context = request.num_prompt_tokens + s.committed
@@ -244,7 +257,9 @@ class Simulation:
         dev = s.device
         prompt_ids = s.request.num_prompt_tokens if first else 0
         if self.distributed:
-            size = uplink_bytes(s.gamma_eff, prompt_ids, dev.vocab_size, self.send_probs)
+            size = uplink_bytes(
+                s.sent, prompt_ids, dev.vocab_size, self.send_probs, tree=s.tree is not None
+            )
         elif first:
             size = uplink_bytes(0, prompt_ids, dev.vocab_size, False)
         else:
@@ -313,11 +328,15 @@ class Simulation:
         for s in batch:
             dev = s.device
             gamma = s.gamma_eff
-            num_acc = accepted(s.seq, s.committed, gamma, dev.rng) if gamma > 0 else 0
-            committed = num_acc + 1
+            tree = s.tree
+            if tree is not None and gamma and s.num_rounds < len(tree[0]):
+                num_acc = tree[0][s.num_rounds][1]  # as captured
+            else:
+                num_acc = accepted(s.seq, s.committed, gamma, dev.rng) if gamma > 0 else 0
+            committed = min(num_acc + 1, s.request.num_output_tokens - s.committed)
             s.committed += committed
             s.num_rounds += 1
-            s.num_drafted += gamma
+            s.num_drafted += s.sent
             s.num_accepted += num_acc
             queued = start - s.enqueued_s
             s.queue_s += queued
@@ -341,7 +360,7 @@ class Simulation:
                     RoundRecord(
                         request.request_id, s.num_rounds - 1, s.round_start_s,
                         deliver if distributed else t, s.round_draft_s, s.round_up_s,
-                        queued, verify, down, gamma, num_acc, committed, len(batch),
+                        queued, verify, down, s.sent, num_acc, committed, len(batch),
                         server.server_id,
                     )
                 )  # fmt: skip

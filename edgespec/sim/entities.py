@@ -43,9 +43,11 @@ class Session:
         "round_start_s",
         "round_up_s",
         "runs",
+        "sent",
         "seq",
         "server",
         "slo_tokens_per_s",
+        "tree",
         "verify_s",
     )
 
@@ -67,7 +69,9 @@ class Session:
         self.slo_tokens_per_s = slo_tokens_per_s
         self.committed = 0
         self.gamma = 0
-        self.gamma_eff = 0
+        self.gamma_eff = 0  # draft positions this round (a token tree: its depth)
+        self.sent = 0  # tokens sent and verified this round (a token tree: its nodes)
+        self.tree: tuple[tuple[tuple[int, int], ...], int] | None = None  # (rounds, depth)
         self.history = WindowHistory()  # what window policies see (straightforward path)
         self.num_rounds = self.num_drafted = self.num_accepted = 0
         self.draft_s = self.network_s = self.queue_s = self.verify_s = 0.0

@@ -201,7 +201,7 @@ def static_distributed_batch_end(
             # Simulation._begin_round with a static window, inline. (Session fields read only
             # by window observations and round records are not maintained here.)
             gamma = gamma_static if gamma_static < remaining - 1 else remaining - 1
-            s.gamma_eff = gamma
+            s.gamma_eff = s.sent = gamma
             context = prompt + total
             key = context * key_base + gamma
             draft = memo.get(key)
@@ -302,7 +302,7 @@ def fcfs_dispatch(engine: Simulation, batch_end_kind: int) -> Handler:
         size = 0
         for s in queue:
             cached = kv_get(s.index, 0)
-            new = s.request.num_prompt_tokens + s.committed + s.gamma_eff - cached
+            new = s.request.num_prompt_tokens + s.committed + s.sent - cached
             if size and (n_lin + new > max_tokens or n_lin + n_cached + new + cached > max_context):
                 skipped = True
                 continue

@@ -15,6 +15,7 @@ from edgespec.sim.rng import UniformStream
 
 HEADER_BYTES = 64  # framing, session id, round index, prefix length
 TOKEN_ID_BYTES = 4  # int32 token ids
+PARENT_BYTES = 4  # int32 tree parent per node (VerifyRequest.draft_parents)
 PROB_BYTES = 2  # fp16 draft probabilities
 
 
@@ -48,12 +49,20 @@ class Link:
 
 
 def uplink_bytes(
-    num_draft: int, num_prompt_ids: int, vocab_size: int, send_probs: bool, num_hidden: int = 0
+    num_draft: int,
+    num_prompt_ids: int,
+    vocab_size: int,
+    send_probs: bool,
+    num_hidden: int = 0,
+    tree: bool = False,
 ) -> int:
-    """Draft block message: token ids, the prompt ids on a cold start, and the draft
-    distributions (γ × V fp16) when stochastic verification needs them; ``num_hidden``
-    extra fp16 values for semantic-verification protocols."""
+    """Draft block message: token ids, the prompt ids on a cold start, the draft
+    distributions (γ × V fp16) when stochastic verification needs them, a parent per
+    node for a token ``tree``; ``num_hidden`` extra fp16 values for semantic-verification
+    protocols."""
     size = HEADER_BYTES + TOKEN_ID_BYTES * (num_draft + num_prompt_ids)
+    if tree:
+        size += PARENT_BYTES * num_draft
     if send_probs:
         size += PROB_BYTES * num_draft * vocab_size
     return size + PROB_BYTES * num_hidden

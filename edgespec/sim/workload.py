@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from edgespec.config import ConfigError, read_jsonl
+from edgespec.core.tree import parse_branching
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,10 @@ class TraceEntry:
     client_id: str
     slo_class: str | None = None
     acceptance_seq: tuple[int, ...] | None = None
+    tree_rounds: tuple[tuple[int, int], ...] | None = None
+    """A token-tree trace's rounds as captured: (nodes sent, draft tokens accepted)."""
+    tree_depth: int = 0
+    """The tree's depth (draft passes per round) when ``tree_rounds`` is set."""
 
     def device_index(self, num_devices: int) -> int:
         cid = self.client_id.strip()
@@ -88,6 +93,7 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
         seq = tuple(int(v) for v in seq)
     slo = record.get("slo_class")
     rid = record.get("request_id", record.get("id"))
+    tree_rounds, depth = _tree_rounds(record, output, where)
     return TraceEntry(
         request_id=str(rid) if rid is not None else where,
         arrival_s=float(arrival) / 1000.0,
@@ -96,7 +102,40 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
         client_id=str(client),
         slo_class=str(slo) if slo is not None else None,
         acceptance_seq=seq,
+        tree_rounds=tree_rounds,
+        tree_depth=depth,
     )
+
+
+def _tree_rounds(
+    record: Mapping[str, Any], num_output: int, where: str
+) -> tuple[tuple[tuple[int, int], ...] | None, int]:
+    """(rounds, depth) of a token-tree trace line (``draft_tree`` set), else (None, 0)."""
+    branching = record.get("draft_tree")
+    if branching is None:
+        return None, 0
+    try:
+        depth = len(parse_branching(str(branching)))
+    except ValueError as exc:
+        raise ConfigError(f"{where}.draft_tree", str(exc)) from exc
+    raw = record.get("rounds")
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{where}.rounds", "a token-tree trace needs its captured rounds")
+    rounds = []
+    for i, row in enumerate(raw):
+        ok = isinstance(row, list) and len(row) >= 2 and all(type(v) is int for v in row[:2])
+        if not ok or not 0 <= row[1] <= min(row[0], depth):
+            raise ConfigError(
+                f"{where}.rounds[{i}]",
+                f"expected [nodes, accepted, ...] with 0 <= accepted <= min(nodes, {depth})",
+            )
+        rounds.append((int(row[0]), int(row[1])))
+    committed = sum(a + 1 for _, a in rounds)
+    if committed < num_output:
+        raise ConfigError(
+            f"{where}.rounds", f"commit {committed} tokens, fewer than {num_output} output tokens"
+        )
+    return tuple(rounds), depth
 
 
 def load_trace(path: str | Path) -> tuple[TraceEntry, ...]:

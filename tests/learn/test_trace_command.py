@@ -80,6 +80,24 @@ def test_trace_command_with_a_token_tree(
     for r in records:  # the acceptance sequence replays the rounds actually run
         flags = [f for rnd in r.rounds for f in [1] * rnd.num_accepted + [0]][: r.output_tokens]
         assert list(r.acceptance_seq) == flags
+    assert {r.draft_tree for r in records} == {"2,2,1"}
+    # simulated as the workload, the tree trace runs its captured rounds
+    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.simulator import simulate
+
+    data = {
+        "duration_s": 600.0,
+        "auto_topology": {"devices": [{"count": 2}], "servers": [{"count": 1}]},
+        "acceptance": {"kind": "trace"},
+        "workload": {"kind": "trace", "trace": str(tmp_path / "t.jsonl")},
+        "record_rounds": True,
+    }
+    sim = simulate(scenario_from_dict(data))
+    for r in records:
+        replayed = [
+            (x.num_drafted, x.num_accepted) for x in sim.rounds if x.request_id == r.request_id
+        ]
+        assert replayed == [(rnd.gamma, rnd.num_accepted) for rnd in r.rounds]
     capsys.readouterr()
     assert main(["trace", "--draft", "ngram", "--tree", "2", "--out", "x.jsonl"]) == 2
     assert "--tree needs a neural draft model" in capsys.readouterr().err
