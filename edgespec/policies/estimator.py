@@ -102,9 +102,14 @@ class WispCoefficients:
 
     def estimate_s(self, shape: BatchShape) -> float:
         """T = a·N_linear + b_compute·N_interactions + b_read·N_cached + c."""
+        return self.time_s(shape.num_linear, shape.num_interactions, shape.num_cached)
+
+    def time_s(self, num_linear: int, num_interactions: int, num_cached: int) -> float:
+        """Eq. 19 from the three counts (the one copy: policies and the simulator's
+        ``WispCost`` call it)."""
         return (
-            self.a_s * shape.num_linear
-            + self.b_compute_s * shape.num_interactions
-            + self.b_read_s * shape.num_cached
+            self.a_s * num_linear
+            + self.b_compute_s * num_interactions
+            + self.b_read_s * num_cached
             + self.c_s
         )

@@ -142,10 +142,7 @@ class WispCost:
     def batch_time_s(
         self, batch_size: int, num_linear: int, num_interactions: int, num_cached: int
     ) -> float:
-        c = self.coefficients
-        return (
-            c.a_s * num_linear + c.b_compute_s * num_interactions + c.b_read_s * num_cached + c.c_s
-        )
+        return self.coefficients.time_s(num_linear, num_interactions, num_cached)
 
 
 @dataclass(frozen=True, slots=True)
