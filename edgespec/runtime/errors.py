@@ -13,6 +13,7 @@ class ErrorCode(enum.Enum):
     UNAUTHENTICATED = "UNAUTHENTICATED"
     UNAVAILABLE = "UNAVAILABLE"
     INTERNAL = "INTERNAL"
+    CANCELLED = "CANCELLED"
 
 
 class RequestError(Exception):

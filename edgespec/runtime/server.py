@@ -23,15 +23,15 @@ from edgespec.config import ServerConfig
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.contracts import PolicyContractError, check_batch_plan, policy_name
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
+from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend
-from edgespec.runtime.drafter import draft_rng
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.fused import fused_generate
 from edgespec.runtime.messages import (
     ServerStats,
     SessionSpec,
     VerifyCall,
-    VerifyOutcome,
     VerifyReply,
 )
 
@@ -147,9 +147,11 @@ class VerificationService:
 
     async def generate(
         self, spec: SessionSpec, fused: bool, gamma: int
-    ) -> AsyncIterator[VerifyOutcome]:
-        """Baselines: centralized (K = 0 per step, i.e. plain autoregressive decoding
-        batched with everyone else) or fused (the server drafts γ tokens itself)."""
+    ) -> AsyncIterator[tuple[tuple[int, ...], bool]]:
+        """Baselines, streamed as ``(committed token ids, finished)`` chunks: centralized
+        (K = 0 per step, i.e. plain autoregressive decoding batched with everyone else) or
+        fused (the server drafts with a static window of ``gamma`` through the drafter's
+        own round loop, :mod:`edgespec.runtime.fused`)."""
         if fused and self._draft_factory is None:
             raise RequestError(
                 ErrorCode.FAILED_PRECONDITION, "fused mode needs a server started with --draft"
@@ -159,29 +161,20 @@ class VerificationService:
                 ErrorCode.INVALID_ARGUMENT,
                 f"gamma {gamma} outside 1..{self.config.max_draft_tokens}",
             )
+        if fused and self._draft_factory is not None:
+            drafter = self._draft_factory()
+            async for chunk in fused_generate(self, spec, drafter, StaticWindow(gamma)):
+                yield chunk
+            return
         self.open_session(spec)
-        drafter = self._draft_factory() if fused and self._draft_factory else None
-        loop = asyncio.get_running_loop()
-        rng = draft_rng(spec.sampling.seed)
         try:
             finished = False
             while not finished:
                 tokens = self.engine.session_tokens(spec.session_id)
-                draft: tuple[int, ...] = ()
-                probs = None
-                remaining = spec.sampling.max_new_tokens - (
-                    len(tokens) - len(spec.prompt_token_ids)
-                )
-                k = min(gamma, remaining - 1)  # as the drafter: the last token is a plain step
-                if drafter is not None and k > 0:
-                    proposal = await loop.run_in_executor(
-                        None, drafter.propose, tokens, k, spec.sampling.temperature, rng
-                    )
-                    draft, probs = proposal.token_ids, proposal.probs
-                call = VerifyCall(spec.session_id, len(tokens), draft, probs)
-                reply = await self.verify(call, allow_empty=drafter is None)
+                call = VerifyCall(spec.session_id, len(tokens), ())
+                reply = await self.verify(call, allow_empty=True)
                 finished = reply.outcome.finished
-                yield reply.outcome
+                yield reply.outcome.committed_token_ids, finished
         finally:
             self.engine.close_session(spec.session_id)
 

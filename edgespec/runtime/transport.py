@@ -111,10 +111,8 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             self._authenticate(context)
             spec = spec_from_proto(request.session)
             fused = request.mode == pb.MODE_FUSED
-            async for outcome in self._service.generate(spec, fused, request.gamma):
-                yield pb.GenerateChunk(
-                    token_ids=list(outcome.committed_token_ids), finished=outcome.finished
-                )
+            async for tokens, finished in self._service.generate(spec, fused, request.gamma):
+                yield pb.GenerateChunk(token_ids=list(tokens), finished=finished)
         except RequestError as exc:
             await context.abort(_TO_GRPC[exc.code], exc.message)
 
