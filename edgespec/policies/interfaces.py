@@ -34,8 +34,11 @@ class BatchLimits:
     """Hard limits the server imposes on one batch.
 
     ``max_batch_tokens`` bounds Σ num_new_tokens (compute); ``max_context_tokens`` bounds
-    Σ num_context_tokens (KV memory). ``force``: the engine is idle and nothing else can
-    wake it, so a policy that would wait must dispatch what it has.
+    Σ num_context_tokens (KV memory, the server's KV budget). ``force``: the engine is idle
+    and every live session of the server is in the queue, so nothing else can arrive to
+    join the batch and a policy that would wait must dispatch what it has (both hosts).
+    The real server also sets it when ``batch_wait_s`` passed with no arrival after a
+    policy chose to wait: a client that never comes back must not stall the others.
     """
 
     max_batch_size: int = 16

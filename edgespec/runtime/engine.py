@@ -309,6 +309,11 @@ class VerificationEngine:
 
     # --- helpers
 
+    def num_live_sessions(self) -> int:
+        """Open sessions that still generate (each will send another verification)."""
+        with self._lock:
+            return sum(1 for s in self._sessions.values() if not s.finished)
+
     def counters(self) -> EngineCounters:
         with self._lock:
             held = [self._sessions[sid] for sid in self._lru]

@@ -255,7 +255,9 @@ class VerificationService:
             while not self._queue:
                 self._wake.clear()
                 await self._wake.wait()
-            entry_ids = self._plan(force=False)
+            # force, as in the simulator: every live session is waiting in the queue, so
+            # nothing else can arrive to join a batch (policies.interfaces.BatchLimits)
+            entry_ids = self._plan(force=len(self._queue) >= self.engine.num_live_sessions())
             if entry_ids:
                 return entry_ids
             if not self._queue:  # the policy failed every call it was shown
@@ -264,6 +266,8 @@ class VerificationService:
             try:
                 await asyncio.wait_for(self._wake.wait(), self._batch_wait_s)
             except TimeoutError:
+                # liveness valve (server only): a live session's client may never come back,
+                # so after batch_wait_s without an arrival the policy must dispatch
                 if self._queue and (entry_ids := self._plan(force=True)):
                     return entry_ids
 

@@ -488,3 +488,37 @@ def test_a_window_policy_answering_zero_is_an_error_not_a_silent_clamp(
     assert str(info.value) == (
         "window policy ZeroWindow returned gamma=0; expected an integer >= 1"
     )
+
+
+class _WaitUnlessForced:
+    """Dispatches only under force, and records the force flag of every call."""
+
+    def __init__(self) -> None:
+        self.forced: list[bool] = []
+
+    def select(self, queue: Any, now_s: float, limits: Any) -> Any:
+        from edgespec.core.types import BatchPlan
+
+        self.forced.append(limits.force)
+        return FcfsBatching().select(queue, now_s, limits) if limits.force else BatchPlan(())
+
+
+def test_force_means_every_live_session_is_queued(target: TransformersTarget) -> None:
+    config = from_dict(ServerConfig, {})
+
+    async def scenario(num_queued: int) -> list[bool]:
+        policy = _WaitUnlessForced()
+        service = VerificationService(VerificationEngine(target), config, policy, batch_wait_s=0.05)
+        for sid in ("a", "b"):
+            service.open_session(SessionSpec(sid, "x", PROMPT, GREEDY))
+        calls = [service.verify(VerifyCall(s, len(PROMPT), (1,))) for s in "ab"[:num_queued]]
+        tasks = [asyncio.ensure_future(c) for c in calls]
+        await asyncio.sleep(0)  # queued before the scheduler starts
+        await service.start()
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=10)
+        await service.stop()
+        return policy.forced
+
+    assert asyncio.run(scenario(2))[0] is True  # both live sessions queued: force at once
+    # one of two queued: the policy may wait; the valve forces it after batch_wait_s
+    assert asyncio.run(scenario(1))[:2] == [False, True]
