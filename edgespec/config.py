@@ -267,8 +267,17 @@ class ServerConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     prometheus_port: int | None = None
+    # SLO class -> token-speed target (tokens/s) or null; a session's pending
+    # verifications carry the pace deadline arrival + (committed + 1) / target, as in the
+    # simulator (empty: no deadlines)
+    slo_classes: Mapping[str, float | None] = dataclasses.field(
+        default_factory=lambda: types.MappingProxyType({})
+    )
 
     def validate(self) -> None:
+        for cls, target in self.slo_classes.items():
+            if target is not None and target <= 0:
+                raise ConfigError(f"slo_classes.{cls}", f"must be > 0 or null, got {target}")
         if not 0 <= self.port <= 65535:
             raise ConfigError("port", f"must be in 0..65535 (0 = any free port), got {self.port}")
         for name in (

@@ -22,6 +22,7 @@ from typing import TypeVar
 from edgespec.config import ServerConfig
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.contracts import PolicyContractError, check_batch_plan, policy_name
+from edgespec.policies.inputs import pace_deadline_s
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend
@@ -75,6 +76,7 @@ class VerificationService:
         self._rejected = 0
         self._isolate: set[int] = set()
         self._busy = False
+        self._opened_s: dict[str, float] = {}  # session → when it opened (pace deadlines)
 
     async def start(self) -> None:
         self._tasks = [
@@ -97,9 +99,18 @@ class VerificationService:
     # --- API used by the transport
 
     def open_session(self, spec: SessionSpec) -> None:
+        classes = self.config.slo_classes
+        if classes and spec.slo_class not in classes:
+            self._rejected += 1
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"unknown slo_class {spec.slo_class!r}; this server has {sorted(classes)}",
+            )
         self._guard(lambda: self.engine.open_session(spec))
+        self._opened_s[spec.session_id] = self._clock()
 
     def close_session(self, session_id: str) -> bool:
+        self._opened_s.pop(session_id, None)
         return self.engine.close_session(session_id)
 
     async def verify(self, call: VerifyCall, allow_empty: bool = False) -> VerifyReply:
@@ -121,6 +132,12 @@ class VerificationService:
                 call.session_id, len(call.draft_token_ids)
             )
             spec = self.engine.session_spec(call.session_id)
+            target = self.config.slo_classes.get(spec.slo_class)
+            deadline = None
+            if target is not None:
+                committed = call.prefix_len - len(spec.prompt_token_ids)
+                opened = self._opened_s.get(call.session_id, self._clock())
+                deadline = pace_deadline_s(opened, committed, target)
             self._next_id += 1
             return PendingVerification(
                 entry_id=self._next_id,
@@ -131,6 +148,7 @@ class VerificationService:
                 num_new_tokens=num_new,
                 num_cached_tokens=num_cached,
                 slo_class=spec.slo_class,
+                deadline_s=deadline,
             )
 
         pending = self._guard(check)
@@ -176,7 +194,7 @@ class VerificationService:
                 finished = reply.outcome.finished
                 yield reply.outcome.committed_token_ids, finished
         finally:
-            self.engine.close_session(spec.session_id)
+            self.close_session(spec.session_id)
 
     def stats(self) -> ServerStats:
         c = self.engine.counters()
@@ -320,4 +338,6 @@ class VerificationService:
         while True:
             await asyncio.sleep(period)
             expired = self.engine.expire_idle(self.config.session_timeout_s, self._in_flight)
+            for session_id in expired:
+                self._opened_s.pop(session_id, None)
             self._expired += len(expired)

@@ -522,3 +522,50 @@ def test_force_means_every_live_session_is_queued(target: TransformersTarget) ->
     assert asyncio.run(scenario(2))[0] is True  # both live sessions queued: force at once
     # one of two queued: the policy may wait; the valve forces it after batch_wait_s
     assert asyncio.run(scenario(1))[:2] == [False, True]
+
+
+def test_pending_verifications_carry_the_pace_deadline_of_their_slo_class(
+    target: TransformersTarget,
+) -> None:
+    config = from_dict(ServerConfig, {"slo_classes": {"gold": 10.0, "best_effort": None}})
+    now = [100.0]
+
+    class Recording:
+        def __init__(self) -> None:
+            self.seen: dict[str, float | None] = {}
+
+        def select(self, queue: Any, now_s: float, limits: Any) -> Any:
+            self.seen.update({e.session_id: e.deadline_s for e in queue})
+            return FcfsBatching().select(queue, now_s, limits)
+
+    policy = Recording()
+
+    async def scenario() -> None:
+        service = VerificationService(
+            VerificationEngine(target), config, policy, clock=lambda: now[0]
+        )
+        service.open_session(
+            SessionSpec("g", "x", PROMPT, SamplingParams(max_new_tokens=20), "gold")
+        )
+        service.open_session(
+            SessionSpec("b", "x", PROMPT, SamplingParams(max_new_tokens=20), "best_effort")
+        )
+        with pytest.raises(RequestError) as info:
+            service.open_session(
+                SessionSpec("s", "x", PROMPT, SamplingParams(max_new_tokens=20), "silver")
+            )
+        assert info.value.message == (
+            "unknown slo_class 'silver'; this server has ['best_effort', 'gold']"
+        )
+        await service.start()
+        now[0] = 101.0
+        first = await service.verify(VerifyCall("g", len(PROMPT), (1, 2)))
+        await service.verify(VerifyCall("b", len(PROMPT), (1,)))
+        committed = len(first.outcome.committed_token_ids)
+        await service.verify(VerifyCall("g", len(PROMPT) + committed, (3,)))
+        await service.stop()
+        # the last verification of g: opened at 100 s, `committed` tokens so far
+        assert policy.seen["g"] == pytest.approx(100.0 + (committed + 1) / 10.0)
+        assert policy.seen["b"] is None
+
+    asyncio.run(scenario())
