@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +69,28 @@ def tiny_scenario(**sections: Any) -> dict[str, Any]:
     }
     data.update(sections)
     return data
+
+
+def hand_trace_scenario(
+    tmp_path: Path, rows: list[dict[str, Any]], gamma: int, duration_s: float = 1.0
+) -> dict[str, Any]:
+    """Two devices, one server and a trace of ``rows`` with hand-checkable costs: drafter
+    10 ms per forwarded token; server 5 ms + 1 ms per new token + 0.1 ms per cached token;
+    link RTT 20 ms, no jitter or loss, 1e6 bytes/s; a static window of ``gamma``."""
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    draft = write_wisp_profile(tmp_path / "draft.yaml", 0.01, 0.0, 0.0, 0.0)
+    server = write_wisp_profile(tmp_path / "server.yaml", 0.001, 0.0, 0.0001, 0.005)
+    return {
+        "seed": 1,
+        "duration_s": duration_s,
+        "links": {"default": {"rtt_ms": 20.0, "bandwidth_mbps": 8.0}},
+        "auto_topology": {
+            "devices": [{"count": 2, "cost_model": {"kind": "wisp", "profile": draft}}],
+            "servers": [{"count": 1, "cost_model": {"kind": "wisp", "profile": server}}],
+        },
+        "policies": {"window": {"name": "static", "params": {"gamma": gamma}}},
+        "acceptance": {"kind": "trace"},
+        "workload": {"kind": "trace", "trace": str(trace)},
+        "record_rounds": True,
+    }

@@ -9,42 +9,25 @@ Messages: uplink 64 + 4·(γ + prompt ids on the first round) bytes, downlink
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
-from tests.sim.helpers import write_wisp_profile
+from tests.sim.helpers import hand_trace_scenario
 
 T = pytest.approx  # absolute tolerance set per call
 
 
 def _scenario(tmp_path: Path) -> dict[str, object]:
-    trace = tmp_path / "trace.jsonl"
     rows = [
         {"request_id": "a", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 4,
          "drafter_id": 0, "acceptance_seq": [1, 1, 0, 1]},
         {"request_id": "b", "arrival_ms": 5.0, "prompt_tokens": 2, "output_tokens": 3,
          "drafter_id": 1, "acceptance_seq": [0, 1, 1]},
     ]  # fmt: skip
-    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    draft = write_wisp_profile(tmp_path / "draft.yaml", 0.01, 0.0, 0.0, 0.0)
-    server = write_wisp_profile(tmp_path / "server.yaml", 0.001, 0.0, 0.0001, 0.005)
-    return {
-        "seed": 1,
-        "duration_s": 1.0,
-        "links": {"default": {"rtt_ms": 20.0, "bandwidth_mbps": 8.0}},
-        "auto_topology": {
-            "devices": [{"count": 2, "cost_model": {"kind": "wisp", "profile": draft}}],
-            "servers": [{"count": 1, "cost_model": {"kind": "wisp", "profile": server}}],
-        },
-        "policies": {"window": {"name": "static", "params": {"gamma": 2}}},
-        "acceptance": {"kind": "trace"},
-        "workload": {"kind": "trace", "trace": str(trace)},
-        "record_rounds": True,
-    }
+    return hand_trace_scenario(tmp_path, rows, gamma=2)
 
 
 @pytest.mark.parametrize("fast", [True, False])

@@ -3,7 +3,6 @@ each), one draft pass per depth, accepted lengths as captured; identical on both
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +12,14 @@ from edgespec.config import ConfigError
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
-from tests.sim.helpers import write_wisp_profile
+from tests.sim.helpers import hand_trace_scenario
 
 # request a: depth 3 ("2,2,1"); rounds (nodes, accepted) commit 3 + 2 + 2 (cut at 7)
 ROUNDS_A = [[5, 2, 9.0, 9.0], [3, 1, 9.0, 9.0], [6, 3, 9.0, 9.0]]
 ROUNDS_B = [[4, 0, 9.0, 9.0], [7, 3, 9.0, 9.0], [0, 0, 0.0, 9.0]]  # last: an empty block
 
 
-def _scenario(tmp_path: Path, **extra: Any) -> dict[str, Any]:
-    trace = tmp_path / "tree.jsonl"
+def _scenario(tmp_path: Path) -> dict[str, Any]:
     rows = [
         {"request_id": "a", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 7,
          "drafter_id": 0, "acceptance_seq": [1, 1, 0, 1, 0, 1, 1], "draft_tree": "2,2,1",
@@ -30,23 +28,7 @@ def _scenario(tmp_path: Path, **extra: Any) -> dict[str, Any]:
          "drafter_id": 1, "acceptance_seq": [0, 1, 1, 1, 0, 0], "draft_tree": "2,2,1",
          "rounds": ROUNDS_B},
     ]  # fmt: skip
-    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    draft = write_wisp_profile(tmp_path / "draft.yaml", 0.01, 0.0, 0.0, 0.0)
-    server = write_wisp_profile(tmp_path / "server.yaml", 0.001, 0.0, 0.0001, 0.005)
-    return {
-        "seed": 1,
-        "duration_s": 5.0,
-        "links": {"default": {"rtt_ms": 20.0, "bandwidth_mbps": 8.0}},
-        "auto_topology": {
-            "devices": [{"count": 2, "cost_model": {"kind": "wisp", "profile": draft}}],
-            "servers": [{"count": 1, "cost_model": {"kind": "wisp", "profile": server}}],
-        },
-        "policies": {"window": {"name": "static", "params": {"gamma": 3}}},
-        "acceptance": {"kind": "trace"},
-        "workload": {"kind": "trace", "trace": str(trace)},
-        "record_rounds": True,
-        **extra,
-    }
+    return hand_trace_scenario(tmp_path, rows, gamma=3, duration_s=5.0)
 
 
 def test_tree_rounds_replay_as_captured_on_both_paths(tmp_path: Path) -> None:
