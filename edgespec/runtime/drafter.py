@@ -122,7 +122,10 @@ def generate(
             if exc.code not in RECOVERABLE or clock() - drafted > options.retry_timeout_s:
                 raise
             reconnects += 1
-            session_id = _reopen(verifier, options, prompt, output, sampling, clock, hidden)
+            _close_quietly(verifier, session_id)  # its KV must not wait for the timeout
+            session_id = _reopen(
+                verifier, options, prompt, output, sampling, clock, hidden, reconnects
+            )
             continue
         end = clock()
         outcome = reply.outcome
@@ -204,8 +207,11 @@ def _reopen(
     sampling: SamplingParams,
     clock: Callable[[], float],
     return_hidden: bool = False,
+    reconnect: int = 1,
 ) -> str:
-    """Open a fresh session holding every committed token, retrying until the server is back."""
+    """Open a fresh session holding every committed token, retrying until the server is
+    back. Its name ``<session>#r<reconnect>.<attempt>`` is new for every reconnect of the
+    generation, even with no progress in between."""
     remaining = SamplingParams(
         temperature=sampling.temperature,
         top_p=sampling.top_p,
@@ -216,7 +222,7 @@ def _reopen(
     attempt = 0
     while True:
         attempt += 1
-        session_id = f"{options.session_id}#r{len(output)}.{attempt}"
+        session_id = f"{options.session_id}#r{reconnect}.{attempt}"
         try:
             context = (*prompt, *output)
             return _open(verifier, options, session_id, context, remaining, return_hidden)
@@ -224,6 +230,14 @@ def _reopen(
             if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
                 raise
             time.sleep(options.retry_backoff_s)
+
+
+def _close_quietly(verifier: Verifier, session_id: str) -> None:
+    """Close an abandoned session if the server still has it (it may be gone or down)."""
+    try:
+        verifier.close(session_id)
+    except RequestError:
+        pass
 
 
 def _request_record(

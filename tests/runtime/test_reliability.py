@@ -569,3 +569,39 @@ def test_pending_verifications_carry_the_pace_deadline_of_their_slo_class(
         assert policy.seen["b"] is None
 
     asyncio.run(scenario())
+
+
+class _FlakyVerifier:
+    """Fails the verifications numbered in ``fail_at`` with UNAVAILABLE (before they
+    reach the server), passing everything else to ``inner``."""
+
+    def __init__(self, inner: Any, fail_at: set[int]) -> None:
+        self.inner, self.fail_at, self.calls = inner, fail_at, 0
+        self.opened: list[str] = []
+
+    def open(self, spec: SessionSpec) -> None:
+        self.opened.append(spec.session_id)
+        self.inner.open(spec)
+
+    def verify(self, call: VerifyCall) -> Any:
+        self.calls += 1
+        if self.calls in self.fail_at:
+            raise RequestError(ErrorCode.UNAVAILABLE, "network blip")
+        return self.inner.verify(call)
+
+    def close(self, session_id: str) -> None:
+        self.inner.close(session_id)
+
+
+def test_reconnects_in_a_row_get_new_sessions_and_close_the_abandoned_ones(
+    target: TransformersTarget,
+) -> None:
+    from edgespec.runtime.inprocess import LocalVerifier
+
+    engine = VerificationEngine(target)
+    flaky = _FlakyVerifier(LocalVerifier(engine), fail_at={2, 3, 4})  # no progress between
+    result = generate(flaky, NgramDrafter(), PROMPT, GREEDY, DraftOptions(session_id="s"))
+    assert result.output_token_ids == target_greedy_decode(target, PROMPT, 20)
+    assert result.num_reconnects == 3
+    assert flaky.opened == ["s", "s#r1.1", "s#r2.1", "s#r3.1"]
+    assert engine.counters().num_sessions == 0  # the abandoned sessions were closed
