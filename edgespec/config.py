@@ -275,6 +275,12 @@ class ServerConfig:
     )
 
     def validate(self) -> None:
+        for i, token in enumerate(self.auth_tokens):
+            if not token.strip():
+                raise ConfigError(
+                    f"auth_tokens[{i}]",
+                    "is empty: give a secret, or no auth token at all for a server without auth",
+                )
         for cls, target in self.slo_classes.items():
             if target is not None and target <= 0:
                 raise ConfigError(f"slo_classes.{cls}", f"must be > 0 or null, got {target}")

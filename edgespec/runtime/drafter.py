@@ -13,6 +13,7 @@ rows (``observe_target_hidden``, timed as drafting) before it drafts again.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -234,10 +235,8 @@ def _reopen(
 
 def _close_quietly(verifier: Verifier, session_id: str) -> None:
     """Close an abandoned session if the server still has it (it may be gone or down)."""
-    try:
+    with contextlib.suppress(RequestError):
         verifier.close(session_id)
-    except RequestError:
-        pass
 
 
 def _request_record(

@@ -14,6 +14,7 @@ class ErrorCode(enum.Enum):
     UNAVAILABLE = "UNAVAILABLE"
     INTERNAL = "INTERNAL"
     CANCELLED = "CANCELLED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
 
 
 class RequestError(Exception):

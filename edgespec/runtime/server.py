@@ -77,6 +77,7 @@ class VerificationService:
         self._isolate: set[int] = set()
         self._busy = False
         self._opened_s: dict[str, float] = {}  # session → when it opened (pace deadlines)
+        self._owners: dict[str, str | None] = {}  # session → the identity that opened it
 
     async def start(self) -> None:
         self._tasks = [
@@ -98,7 +99,9 @@ class VerificationService:
 
     # --- API used by the transport
 
-    def open_session(self, spec: SessionSpec) -> None:
+    def open_session(self, spec: SessionSpec, owner: str | None = None) -> None:
+        """Open ``spec``; with auth on, ``owner`` (the caller's identity) owns the session:
+        only it may verify or close it."""
         classes = self.config.slo_classes
         if classes and spec.slo_class not in classes:
             self._rejected += 1
@@ -108,15 +111,31 @@ class VerificationService:
             )
         self._guard(lambda: self.engine.open_session(spec))
         self._opened_s[spec.session_id] = self._clock()
+        self._owners[spec.session_id] = owner
 
-    def close_session(self, session_id: str) -> bool:
+    def close_session(self, session_id: str, owner: str | None = None) -> bool:
+        self._check_owner(session_id, owner)
         self._opened_s.pop(session_id, None)
+        self._owners.pop(session_id, None)
         return self.engine.close_session(session_id)
 
-    async def verify(self, call: VerifyCall, allow_empty: bool = False) -> VerifyReply:
-        """Validate, enqueue and wait for the batch that verifies ``call``."""
+    def _check_owner(self, session_id: str, owner: str | None) -> None:
+        """``PERMISSION_DENIED`` when an authenticated caller touches another's session."""
+        if owner is not None and self._owners.get(session_id, owner) != owner:
+            self._rejected += 1
+            raise RequestError(
+                ErrorCode.PERMISSION_DENIED,
+                f"session {session_id!r} belongs to another client",
+            )
+
+    async def verify(
+        self, call: VerifyCall, allow_empty: bool = False, owner: str | None = None
+    ) -> VerifyReply:
+        """Validate, enqueue and wait for the batch that verifies ``call`` (for ``owner``,
+        the caller's identity when auth is on)."""
 
         def check() -> PendingVerification:
+            self._check_owner(call.session_id, owner)
             self.engine.validate(call, self.config.max_draft_tokens, allow_empty)
             if call.session_id in self._in_flight:
                 raise RequestError(
@@ -164,7 +183,7 @@ class VerificationService:
             self._in_flight.discard(call.session_id)
 
     async def generate(
-        self, spec: SessionSpec, fused: bool, gamma: int
+        self, spec: SessionSpec, fused: bool, gamma: int, owner: str | None = None
     ) -> AsyncIterator[tuple[tuple[int, ...], bool]]:
         """Baselines, streamed as ``(committed token ids, finished)`` chunks: centralized
         (K = 0 per step, i.e. plain autoregressive decoding batched with everyone else) or
@@ -184,7 +203,7 @@ class VerificationService:
             async for chunk in fused_generate(self, spec, drafter, StaticWindow(gamma)):
                 yield chunk
             return
-        self.open_session(spec)
+        self.open_session(spec, owner)
         try:
             finished = False
             while not finished:
@@ -340,4 +359,5 @@ class VerificationService:
             expired = self.engine.expire_idle(self.config.session_timeout_s, self._in_flight)
             for session_id in expired:
                 self._opened_s.pop(session_id, None)
+                self._owners.pop(session_id, None)
             self._expired += len(expired)

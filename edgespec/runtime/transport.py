@@ -62,28 +62,35 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
         self._service = service
         self._tokens = frozenset(service.config.auth_tokens)
 
-    async def _run(self, context: Any, fn: Callable[[], Any]) -> Any:
+    async def _run(self, context: Any, fn: Callable[[str | None], Any]) -> Any:
         try:
-            self._authenticate(context)
-            result = fn()
+            owner = self._authenticate(context)
+            result = fn(owner)
             return await result if asyncio.iscoroutine(result) else result
         except RequestError as exc:
             await context.abort(_TO_GRPC[exc.code], exc.message)
 
-    def _authenticate(self, context: Any) -> None:
+    def _authenticate(self, context: Any) -> str | None:
+        """The caller's identity (its token) when auth is on, else ``None``."""
         if not self._tokens:
-            return
+            return None
         metadata = dict(context.invocation_metadata() or ())
         header = metadata.get("authorization", "")
-        token = header.removeprefix("Bearer ").strip()
+        if not header:
+            raise RequestError(ErrorCode.UNAUTHENTICATED, "missing auth token")
+        if not header.startswith("Bearer "):
+            raise RequestError(
+                ErrorCode.UNAUTHENTICATED, "authorization metadata must be 'Bearer <token>'"
+            )
+        token: str = header.removeprefix("Bearer ").strip()
         if token not in self._tokens:
-            reason = "missing" if not header else "invalid"
-            raise RequestError(ErrorCode.UNAUTHENTICATED, f"{reason} auth token")
+            raise RequestError(ErrorCode.UNAUTHENTICATED, "invalid auth token")
+        return token
 
     async def OpenSession(self, request: Any, context: Any) -> Any:
-        def open_() -> Any:
+        def open_(owner: str | None) -> Any:
             spec = spec_from_proto(request)
-            self._service.open_session(spec)
+            self._service.open_session(spec, owner)
             return pb.OpenSessionResponse(
                 session_id=spec.session_id,
                 vocab_size=self._service.engine.backend.vocab_size,
@@ -93,31 +100,33 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
         return await self._run(context, open_)
 
     async def Verify(self, request: Any, context: Any) -> Any:
-        async def verify() -> Any:
-            return reply_to_proto(await self._service.verify(call_from_proto(request)))
+        async def verify(owner: str | None) -> Any:
+            call = call_from_proto(request)
+            return reply_to_proto(await self._service.verify(call, owner=owner))
 
         return await self._run(context, verify)
 
     async def CloseSession(self, request: Any, context: Any) -> Any:
         return await self._run(
             context,
-            lambda: pb.CloseSessionResponse(
-                existed=self._service.close_session(request.session_id)
+            lambda owner: pb.CloseSessionResponse(
+                existed=self._service.close_session(request.session_id, owner)
             ),
         )
 
     async def Generate(self, request: Any, context: Any) -> AsyncIterator[Any]:
         try:
-            self._authenticate(context)
+            owner = self._authenticate(context)
             spec = spec_from_proto(request.session)
             fused = request.mode == pb.MODE_FUSED
-            async for tokens, finished in self._service.generate(spec, fused, request.gamma):
+            chunks = self._service.generate(spec, fused, request.gamma, owner)
+            async for tokens, finished in chunks:
                 yield pb.GenerateChunk(token_ids=list(tokens), finished=finished)
         except RequestError as exc:
             await context.abort(_TO_GRPC[exc.code], exc.message)
 
     async def Stats(self, request: Any, context: Any) -> Any:
-        return await self._run(context, lambda: stats_to_proto(self._service.stats()))
+        return await self._run(context, lambda _: stats_to_proto(self._service.stats()))
 
     async def Health(self, request: Any, context: Any) -> Any:
         return pb.HealthResponse(

@@ -111,6 +111,47 @@ def test_auth_tokens(make_server: ServerFactory) -> None:
         verifier = RemoteVerifier(address, auth_token=token)
         result = generate(verifier, NgramDrafter(), PROMPT, GREEDY, DraftOptions(f"s-{token}"))
         assert len(result.output_token_ids) == 20
+    stub = pb_grpc.VerificationStub(grpc.insecure_channel(address))
+    with pytest.raises(grpc.RpcError) as info:  # the token without its scheme
+        stub.Stats(pb.StatsRequest(), metadata=(("authorization", "alpha-secret"),))
+    assert (info.value.code(), info.value.details()) == (
+        grpc.StatusCode.UNAUTHENTICATED,
+        "authorization metadata must be 'Bearer <token>'",
+    )
+
+
+def test_an_empty_auth_token_is_a_config_error_not_open_access() -> None:
+    from edgespec.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"auth_tokens\[0\].*is empty"):
+        from_dict(ServerConfig, {"auth_tokens": [""]})
+
+
+def test_sessions_belong_to_the_client_that_opened_them(
+    make_server: ServerFactory, target: TransformersTarget
+) -> None:
+    server = make_server(auth_tokens=["alpha-secret", "beta-secret"])
+    address = f"127.0.0.1:{server.port}"
+    alice = RemoteVerifier(address, auth_token="alpha-secret")
+    mallory = RemoteVerifier(address, auth_token="beta-secret")
+    denied = "session 'a' belongs to another client"
+
+    class Interfering:
+        """Alice's verifier; before each of her rounds Mallory tries her session."""
+
+        def open(self, spec: SessionSpec) -> None:
+            alice.open(spec)
+
+        def verify(self, call: VerifyCall) -> Any:
+            _raises(ErrorCode.PERMISSION_DENIED, denied, mallory.verify, call)
+            _raises(ErrorCode.PERMISSION_DENIED, denied, mallory.close, call.session_id)
+            return alice.verify(call)
+
+        def close(self, session_id: str) -> None:
+            alice.close(session_id)
+
+    result = generate(Interfering(), NgramDrafter(), PROMPT, GREEDY, DraftOptions("a"))
+    assert result.output_token_ids == target_greedy_decode(target, PROMPT, 20)
 
 
 def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
