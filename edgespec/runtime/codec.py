@@ -57,7 +57,7 @@ def spec_from_proto(msg: Any) -> SessionSpec:
     try:
         sampling = SamplingParams(
             temperature=s.temperature,
-            top_p=s.top_p if s.top_p > 0 else 1.0,
+            top_p=s.top_p if s.top_p != 0 else 1.0,  # 0 = unset; others are checked
             max_new_tokens=s.max_new_tokens,
             seed=s.seed if s.HasField("seed") else None,
         )

@@ -22,6 +22,11 @@ def check_vocab(token_ids: Sequence[int], what: str, vocab: int) -> None:
             )
 
 
+DRAFT_PROB_SUM_TOLERANCE = 1e-3
+"""How far a draft distribution's row sum may be from 1 (float32 rounding over a large
+vocabulary stays far below it)."""
+
+
 def check_draft_probs(call: VerifyCall, vocab: int) -> None:
     """Stochastic verification needs q: K × V, finite, ≥ 0, q_i(draft_i) > 0."""
     k = len(call.draft_token_ids)
@@ -35,6 +40,14 @@ def check_draft_probs(call: VerifyCall, vocab: int) -> None:
         )
     if not np.all(np.isfinite(probs)) or (probs.size and probs.min() < 0):
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "draft_probs must be finite and >= 0")
+    sums = probs.sum(axis=1, dtype=np.float64)
+    for i, total in enumerate(sums):
+        if abs(total - 1.0) > DRAFT_PROB_SUM_TOLERANCE:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"draft_probs row {i} sums to {total:.6g}; a distribution sums to 1 "
+                f"(within {DRAFT_PROB_SUM_TOLERANCE})",
+            )
     for i, tok in enumerate(call.draft_token_ids):
         if probs[i, tok] <= 0:
             raise RequestError(

@@ -646,3 +646,45 @@ def test_reconnects_in_a_row_get_new_sessions_and_close_the_abandoned_ones(
     assert result.num_reconnects == 3
     assert flaky.opened == ["s", "s#r1.1", "s#r2.1", "s#r3.1"]
     assert engine.counters().num_sessions == 0  # the abandoned sessions were closed
+
+
+@pytest.mark.parametrize(
+    ("temperature", "top_p", "message"),
+    [
+        (float("nan"), 1.0, "sampling: temperature must be finite and >= 0, got nan"),
+        (float("inf"), 1.0, "sampling: temperature must be finite and >= 0, got inf"),
+        (0.7, -0.5, "sampling: top_p must be in (0, 1], got -0.5"),
+        (0.7, float("nan"), "sampling: top_p must be in (0, 1], got nan"),
+    ],
+)
+def test_sampling_inputs_are_validated_over_the_wire(
+    make_server: ServerFactory, temperature: float, top_p: float, message: str
+) -> None:
+    server = make_server()
+    stub = pb_grpc.VerificationStub(grpc.insecure_channel(f"127.0.0.1:{server.port}"))
+    sampling = pb.Sampling(temperature=temperature, top_p=top_p, max_new_tokens=4)
+    request = pb.OpenSessionRequest(
+        protocol_version=1, session_id="t", prompt_token_ids=[1, 2], sampling=sampling
+    )
+    with pytest.raises(grpc.RpcError) as info:
+        stub.OpenSession(request)
+    assert (info.value.code(), info.value.details()) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        message,
+    )
+
+
+@pytest.mark.parametrize("row_sum", [64.0, 6e-29, 2e40])
+def test_draft_distributions_must_sum_to_one(make_server: ServerFactory, row_sum: float) -> None:
+    server = make_server()
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    sampled = SamplingParams(temperature=0.8, max_new_tokens=8, seed=1)
+    verifier.open(SessionSpec("p", "x", PROMPT, sampled))
+    probs = np.full((1, 64), row_sum / 64, dtype=np.float32)
+    total = float(probs.sum(dtype=np.float64))
+    _raises(
+        ErrorCode.INVALID_ARGUMENT,
+        f"draft_probs row 0 sums to {total:.6g}; a distribution sums to 1 (within 0.001)",
+        verifier.verify,
+        VerifyCall("p", len(PROMPT), (3,), probs),
+    )
