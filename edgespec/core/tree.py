@@ -26,7 +26,12 @@ def tree_problem(parents: Sequence[int], num_tokens: int) -> str | None:
         return f"draft tree has {len(parents)} parents for {num_tokens} tokens"
     for i, parent in enumerate(parents):
         if not -1 <= parent < i:
-            return f"draft tree node {i} has parent {parent}; a parent must be -1 or in 0..{i - 1}"
+            allowed = (
+                "-1 (node 0 hangs off the newest committed token)"
+                if i == 0
+                else (f"-1 or in 0..{i - 1}")
+            )
+            return f"draft tree node {i} has parent {parent}; it must be {allowed}"
     return None
 
 

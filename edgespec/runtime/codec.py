@@ -44,7 +44,22 @@ def spec_to_proto(spec: SessionSpec) -> Any:
     )
 
 
+MAX_IDENTIFIER_CHARS = 128
+"""The longest session id, client id, SLO class or rule name a request may carry."""
+
+
+def check_identifier(field: str, value: str) -> None:
+    """``INVALID_ARGUMENT`` for an identifier over :data:`MAX_IDENTIFIER_CHARS` (the value
+    itself is not echoed: it may be huge)."""
+    if len(value) > MAX_IDENTIFIER_CHARS:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{field} is {len(value)} characters; the limit is {MAX_IDENTIFIER_CHARS}",
+        )
+
+
 def spec_from_proto(msg: Any) -> SessionSpec:
+    check_identifier("session_id", msg.session_id)
     if msg.protocol_version != PROTOCOL_VERSION:
         raise RequestError(
             ErrorCode.FAILED_PRECONDITION,
@@ -53,6 +68,9 @@ def spec_from_proto(msg: Any) -> SessionSpec:
         )
     if not msg.session_id:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "session_id is empty")
+    check_identifier("client_id", msg.client_id)
+    check_identifier("slo_class", msg.slo_class)
+    check_identifier("verification_rule", msg.verification_rule)
     s = msg.sampling
     try:
         sampling = SamplingParams(
@@ -107,6 +125,7 @@ def _payloads_from_proto(msg: Any) -> dict[str, npt.NDArray[np.float32]]:
 
 
 def call_from_proto(msg: Any) -> VerifyCall:
+    check_identifier("session_id", msg.session_id)
     tokens = tuple(msg.draft_token_ids)
     probs = None
     if len(msg.draft_probs):

@@ -40,7 +40,8 @@ def test_structure_helpers() -> None:
 @pytest.mark.parametrize(
     ("parents", "message"),
     [
-        ((-1, 1), "node 1 has parent 1; a parent must be -1 or in 0..0"),
+        ((-1, 1), "node 1 has parent 1; it must be -1 or in 0..0"),
+        ((0,), "node 0 has parent 0; it must be -1 (node 0 hangs off the newest committed token)"),
         ((-2,), "node 0 has parent -2"),
         ((-1,), "1 parents for 2 tokens"),
     ],

@@ -688,3 +688,18 @@ def test_draft_distributions_must_sum_to_one(make_server: ServerFactory, row_sum
         verifier.verify,
         VerifyCall("p", len(PROMPT), (3,), probs),
     )
+
+
+def test_identifiers_have_a_length_limit(make_server: ServerFactory) -> None:
+    server = make_server()
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    huge = "x" * 100_000
+    message = "session_id is 100000 characters; the limit is 128"
+    _raises(ErrorCode.INVALID_ARGUMENT, message, verifier.verify, VerifyCall(huge, 1, (1,)))
+    spec = SessionSpec("ok", "c" * 129, PROMPT, GREEDY)
+    _raises(
+        ErrorCode.INVALID_ARGUMENT,
+        "client_id is 129 characters; the limit is 128",
+        verifier.open,
+        spec,
+    )
