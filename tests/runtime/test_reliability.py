@@ -703,3 +703,23 @@ def test_identifiers_have_a_length_limit(make_server: ServerFactory) -> None:
         verifier.open,
         spec,
     )
+
+
+def test_tls_mistakes_name_the_files(tmp_path: Path) -> None:
+    from edgespec.config import ConfigError
+    from edgespec.runtime.transport import check_tls_pair
+
+    cert, key = _self_signed(tmp_path)
+    check_tls_pair(str(cert), str(key))  # the right pair passes
+    (other := tmp_path / "other").mkdir()
+    _, other_key = _self_signed(other)
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
+    for bad_cert, bad_key in ((garbage, key), (key, cert), (cert, other_key)):
+        with pytest.raises(ConfigError) as info:
+            check_tls_pair(str(bad_cert), str(bad_key))
+        assert f"tls_cert {bad_cert} and tls_key {bad_key} are not a PEM certificate" in str(
+            info.value
+        )
+    with pytest.raises(ConfigError, match="missing.pem does not exist"):
+        check_tls_pair(str(tmp_path / "missing.pem"), str(key))
