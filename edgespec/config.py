@@ -259,6 +259,9 @@ class ServerConfig:
     max_batch_tokens: int = 4096
     kv_budget_tokens: int = 65536
     max_sessions: int = 256
+    # per client (its auth token, or its client_id without auth); a session has at most one
+    # verification queued, so this bounds a client's queued verifications too
+    max_sessions_per_client: int = 64
     max_queue_depth: int = 1024
     max_draft_tokens: int = 32
     max_message_bytes: int = 4 << 20
@@ -291,6 +294,7 @@ class ServerConfig:
             "max_batch_tokens",
             "kv_budget_tokens",
             "max_sessions",
+            "max_sessions_per_client",
             "max_queue_depth",
             "max_draft_tokens",
             "max_message_bytes",

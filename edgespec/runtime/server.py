@@ -77,7 +77,8 @@ class VerificationService:
         self._isolate: set[int] = set()
         self._busy = False
         self._opened_s: dict[str, float] = {}  # session → when it opened (pace deadlines)
-        self._owners: dict[str, str | None] = {}  # session → the identity that opened it
+        self._owners: dict[str, str | None] = {}  # session → the token that opened it
+        self._identity: dict[str, str] = {}  # session → token, or client_id without auth
 
     async def start(self) -> None:
         self._tasks = [
@@ -109,15 +110,28 @@ class VerificationService:
                 ErrorCode.INVALID_ARGUMENT,
                 f"unknown slo_class {spec.slo_class!r}; this server has {sorted(classes)}",
             )
+        identity = owner if owner is not None else f"client_id {spec.client_id!r}"
+        quota = self.config.max_sessions_per_client
+        if sum(1 for i in self._identity.values() if i == identity) >= quota:
+            self._rejected += 1
+            who = "this token" if owner is not None else identity
+            raise RequestError(
+                ErrorCode.RESOURCE_EXHAUSTED,
+                f"{who} already has {quota} open sessions (max_sessions_per_client)",
+            )
         self._guard(lambda: self.engine.open_session(spec))
         self._opened_s[spec.session_id] = self._clock()
         self._owners[spec.session_id] = owner
+        self._identity[spec.session_id] = identity
 
     def close_session(self, session_id: str, owner: str | None = None) -> bool:
         self._check_owner(session_id, owner)
-        self._opened_s.pop(session_id, None)
-        self._owners.pop(session_id, None)
+        self._forget(session_id)
         return self.engine.close_session(session_id)
+
+    def _forget(self, session_id: str) -> None:
+        for table in (self._opened_s, self._owners, self._identity):
+            table.pop(session_id, None)
 
     def _check_owner(self, session_id: str, owner: str | None) -> None:
         """``PERMISSION_DENIED`` when an authenticated caller touches another's session."""
@@ -358,6 +372,5 @@ class VerificationService:
             await asyncio.sleep(period)
             expired = self.engine.expire_idle(self.config.session_timeout_s, self._in_flight)
             for session_id in expired:
-                self._opened_s.pop(session_id, None)
-                self._owners.pop(session_id, None)
+                self._forget(session_id)
             self._expired += len(expired)

@@ -723,3 +723,19 @@ def test_tls_mistakes_name_the_files(tmp_path: Path) -> None:
         )
     with pytest.raises(ConfigError, match="missing.pem does not exist"):
         check_tls_pair(str(tmp_path / "missing.pem"), str(key))
+
+
+def test_one_client_cannot_take_every_session(make_server: ServerFactory) -> None:
+    server = make_server(max_sessions=10, max_sessions_per_client=2)
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    for i in range(2):
+        verifier.open(SessionSpec(f"greedy{i}", "hog", PROMPT, GREEDY))
+    _raises(
+        ErrorCode.RESOURCE_EXHAUSTED,
+        "client_id 'hog' already has 2 open sessions (max_sessions_per_client)",
+        verifier.open,
+        SessionSpec("greedy2", "hog", PROMPT, GREEDY),
+    )
+    verifier.open(SessionSpec("polite", "other", PROMPT, GREEDY))  # others still get in
+    verifier.close("greedy0")
+    verifier.open(SessionSpec("greedy3", "hog", PROMPT, GREEDY))  # a closed slot is free
