@@ -270,6 +270,7 @@ class ServerConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     prometheus_port: int | None = None
+    health_requires_auth: bool = False  # Health reveals vocab size and draft limit
     # SLO class -> token-speed target (tokens/s) or null; a session's pending
     # verifications carry the pace deadline arrival + (committed + 1) / target, as in the
     # simulator (empty: no deadlines)

@@ -16,6 +16,7 @@ import os
 import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -59,14 +60,65 @@ def _grpc_options(max_message_bytes: int) -> list[tuple[str, int]]:
 # --- server
 
 
+@dataclass(frozen=True, slots=True)
+class _Undecodable:
+    """What a request whose bytes do not parse becomes (the handler answers
+    ``INVALID_ARGUMENT`` instead of gRPC's ``UNKNOWN``)."""
+
+    message: str
+
+
+def _lenient(message_class: Any) -> Callable[[bytes], Any]:
+    def parse(data: bytes) -> Any:
+        try:
+            return message_class.FromString(data)
+        except Exception as exc:  # protobuf's DecodeError, or anything the parser raises
+            return _Undecodable(f"undecodable {message_class.__name__} ({exc})")
+
+    return parse
+
+
+def _decoded(request: Any) -> Any:
+    if isinstance(request, _Undecodable):
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, request.message)
+    return request
+
+
+_METHODS = {  # name: (streams its response, request message, response message)
+    "OpenSession": (False, "OpenSessionRequest", "OpenSessionResponse"),
+    "Verify": (False, "VerifyRequest", "VerifyResponse"),
+    "CloseSession": (False, "CloseSessionRequest", "CloseSessionResponse"),
+    "Generate": (True, "GenerateRequest", "GenerateChunk"),
+    "Stats": (False, "StatsRequest", "StatsResponse"),
+    "Health": (False, "HealthRequest", "HealthResponse"),
+}
+
+
+def _add_servicer(servicer: Any, server: Any) -> None:
+    """The generated registration, with request parsing that cannot fail."""
+    handlers = {}
+    for name, (streams, request, response) in _METHODS.items():
+        make = (
+            grpc.unary_stream_rpc_method_handler if streams else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[name] = make(
+            getattr(servicer, name),
+            request_deserializer=_lenient(getattr(pb, request)),
+            response_serializer=getattr(pb, response).SerializeToString,
+        )
+    generic = grpc.method_handlers_generic_handler("edgespec.v1.Verification", handlers)
+    server.add_generic_rpc_handlers((generic,))
+
+
 class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined]
     def __init__(self, service: VerificationService) -> None:
         self._service = service
         self._tokens = frozenset(service.config.auth_tokens)
 
-    async def _run(self, context: Any, fn: Callable[[str | None], Any]) -> Any:
+    async def _run(self, context: Any, request: Any, fn: Callable[[str | None], Any]) -> Any:
         try:
             owner = self._authenticate(context)
+            _decoded(request)
             result = fn(owner)
             return await result if asyncio.iscoroutine(result) else result
         except RequestError as exc:
@@ -99,18 +151,19 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
                 protocol_version=PROTOCOL_VERSION,
             )
 
-        return await self._run(context, open_)
+        return await self._run(context, request, open_)
 
     async def Verify(self, request: Any, context: Any) -> Any:
         async def verify(owner: str | None) -> Any:
             call = call_from_proto(request)
             return reply_to_proto(await self._service.verify(call, owner=owner))
 
-        return await self._run(context, verify)
+        return await self._run(context, request, verify)
 
     async def CloseSession(self, request: Any, context: Any) -> Any:
         return await self._run(
             context,
+            request,
             lambda owner: pb.CloseSessionResponse(
                 existed=self._service.close_session(request.session_id, owner)
             ),
@@ -119,7 +172,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
     async def Generate(self, request: Any, context: Any) -> AsyncIterator[Any]:
         try:
             owner = self._authenticate(context)
-            spec = spec_from_proto(request.session)
+            spec = spec_from_proto(_decoded(request).session)
             fused = request.mode == pb.MODE_FUSED
             chunks = self._service.generate(spec, fused, request.gamma, owner)
             async for tokens, finished in chunks:
@@ -128,15 +181,27 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             await context.abort(_TO_GRPC[exc.code], exc.message)
 
     async def Stats(self, request: Any, context: Any) -> Any:
-        return await self._run(context, lambda _: stats_to_proto(self._service.stats()))
+        return await self._run(context, request, lambda _: stats_to_proto(self._service.stats()))
 
     async def Health(self, request: Any, context: Any) -> Any:
-        return pb.HealthResponse(
-            serving=True,
-            protocol_version=PROTOCOL_VERSION,
-            vocab_size=self._service.engine.backend.vocab_size,
-            max_draft_tokens=self._service.config.max_draft_tokens,
-        )
+        """Serving flag, protocol version, vocabulary size and draft limit; without a token
+        unless the config sets ``health_requires_auth``."""
+
+        def health(_: str | None) -> Any:
+            return pb.HealthResponse(
+                serving=True,
+                protocol_version=PROTOCOL_VERSION,
+                vocab_size=self._service.engine.backend.vocab_size,
+                max_draft_tokens=self._service.config.max_draft_tokens,
+            )
+
+        if self._service.config.health_requires_auth:
+            return await self._run(context, request, health)
+        try:
+            _decoded(request)
+        except RequestError as exc:
+            await context.abort(_TO_GRPC[exc.code], exc.message)
+        return health(None)
 
 
 def check_tls_pair(cert_path: str, key_path: str) -> None:
@@ -161,7 +226,7 @@ async def start_server(service: VerificationService, port: int | None = None) ->
     free one). Returns the running ``grpc.aio.Server`` and the bound port."""
     config: ServerConfig = service.config
     server = grpc.aio.server(options=_grpc_options(config.max_message_bytes))
-    pb_grpc.add_VerificationServicer_to_server(_Servicer(service), server)
+    _add_servicer(_Servicer(service), server)
     address = f"{config.host}:{config.port if port is None else port}"
     if config.tls_cert is not None and config.tls_key is not None:
         check_tls_pair(config.tls_cert, config.tls_key)

@@ -739,3 +739,59 @@ def test_one_client_cannot_take_every_session(make_server: ServerFactory) -> Non
     verifier.open(SessionSpec("polite", "other", PROMPT, GREEDY))  # others still get in
     verifier.close("greedy0")
     verifier.open(SessionSpec("greedy3", "hog", PROMPT, GREEDY))  # a closed slot is free
+
+
+def test_fuzzed_requests_get_clear_codes_and_the_server_keeps_serving(
+    make_server: ServerFactory, target: TransformersTarget
+) -> None:
+    """Seeded fuzz: random bytes and byte-flipped valid messages to every unary method."""
+    server = make_server()
+    address = f"127.0.0.1:{server.port}"
+    channel = grpc.insecure_channel(address)
+    rng = np.random.default_rng(0)
+    valid = {
+        "OpenSession": pb.OpenSessionRequest(
+            protocol_version=1, session_id="f", prompt_token_ids=[1, 2, 3],
+            sampling=pb.Sampling(max_new_tokens=4),
+        ).SerializeToString(),
+        "Verify": pb.VerifyRequest(
+            session_id="f", prefix_len=3, draft_token_ids=[4, 5]
+        ).SerializeToString(),
+        "CloseSession": pb.CloseSessionRequest(session_id="f").SerializeToString(),
+        "Stats": b"",
+        "Health": b"",
+    }  # fmt: skip
+    allowed = {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+    }
+    undecodable = 0
+    for i in range(150):
+        method = list(valid)[i % len(valid)]
+        data = bytearray(valid[method] or rng.bytes(8))
+        if i % 3 == 0:
+            data = bytearray(rng.bytes(int(rng.integers(1, 40))))
+        else:
+            for _ in range(int(rng.integers(1, 4))):
+                data[int(rng.integers(len(data)))] = int(rng.integers(256))
+        call = channel.unary_unary(f"/edgespec.v1.Verification/{method}")
+        try:
+            call(bytes(data), timeout=5)
+        except grpc.RpcError as exc:
+            assert exc.code() in allowed, (method, bytes(data), exc.code(), exc.details())
+            undecodable += "undecodable" in (exc.details() or "")
+    assert undecodable > 0  # some bytes did not parse, and said so
+    verifier = RemoteVerifier(address)
+    result = generate(verifier, NgramDrafter(), PROMPT, GREEDY, DraftOptions("after-fuzz"))
+    assert result.output_token_ids == target_greedy_decode(target, PROMPT, 20)
+
+
+def test_health_can_require_auth(make_server: ServerFactory) -> None:
+    server = make_server(auth_tokens=["alpha-secret"], health_requires_auth=True)
+    address = f"127.0.0.1:{server.port}"
+    _raises(ErrorCode.UNAUTHENTICATED, "missing auth token", RemoteVerifier(address).health)
+    assert RemoteVerifier(address, auth_token="alpha-secret").health()
+    open_server = make_server(auth_tokens=["alpha-secret"])  # the default: Health is public
+    assert RemoteVerifier(f"127.0.0.1:{open_server.port}").health()
