@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import ssl
 import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
@@ -306,6 +308,25 @@ class ServerConfig:
             raise ConfigError("session_timeout_s", "must be > 0")
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
+        if self.tls_cert is not None and self.tls_key is not None:
+            check_tls_pair(self.tls_cert, self.tls_key)
+
+
+def check_tls_pair(cert_path: str, key_path: str) -> None:
+    """``ConfigError`` naming the files unless they are a PEM certificate and its private
+    key (gRPC itself would only fail to bind, without saying why)."""
+    for field, path in (("tls_cert", cert_path), ("tls_key", key_path)):
+        if not os.path.isfile(path):
+            raise ConfigError(field, f"{path} does not exist")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert_path, key_path)
+    except ssl.SSLError as exc:
+        raise ConfigError(
+            "tls_cert",
+            f"tls_cert {cert_path} and tls_key {key_path} are not a PEM certificate and its "
+            f"matching private key ({exc.reason or exc})",
+        ) from exc
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import os
-import ssl
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -21,7 +19,7 @@ from typing import Any
 
 import grpc
 
-from edgespec.config import ConfigError, ServerConfig
+from edgespec.config import ServerConfig
 from edgespec.runtime.codec import (
     call_from_proto,
     call_to_proto,
@@ -204,23 +202,6 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
         return health(None)
 
 
-def check_tls_pair(cert_path: str, key_path: str) -> None:
-    """``ConfigError`` naming the files unless they are a PEM certificate and its private
-    key (gRPC itself would only fail to bind, without saying why)."""
-    for field, path in (("tls_cert", cert_path), ("tls_key", key_path)):
-        if not os.path.isfile(path):
-            raise ConfigError(field, f"{path} does not exist")
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    try:
-        context.load_cert_chain(cert_path, key_path)
-    except ssl.SSLError as exc:
-        raise ConfigError(
-            "tls_cert",
-            f"tls_cert {cert_path} and tls_key {key_path} are not a PEM certificate and its "
-            f"matching private key ({exc.reason or exc})",
-        ) from exc
-
-
 async def start_server(service: VerificationService, port: int | None = None) -> tuple[Any, int]:
     """Start ``service`` on ``config.host:port`` (``port`` overrides the config; 0 picks a
     free one). Returns the running ``grpc.aio.Server`` and the bound port."""
@@ -229,7 +210,6 @@ async def start_server(service: VerificationService, port: int | None = None) ->
     _add_servicer(_Servicer(service), server)
     address = f"{config.host}:{config.port if port is None else port}"
     if config.tls_cert is not None and config.tls_key is not None:
-        check_tls_pair(config.tls_cert, config.tls_key)
         with open(config.tls_key, "rb") as key, open(config.tls_cert, "rb") as cert:
             creds = grpc.ssl_server_credentials([(key.read(), cert.read())])
         bound = server.add_secure_port(address, creds)

@@ -706,8 +706,7 @@ def test_identifiers_have_a_length_limit(make_server: ServerFactory) -> None:
 
 
 def test_tls_mistakes_name_the_files(tmp_path: Path) -> None:
-    from edgespec.config import ConfigError
-    from edgespec.runtime.transport import check_tls_pair
+    from edgespec.config import ConfigError, check_tls_pair
 
     cert, key = _self_signed(tmp_path)
     check_tls_pair(str(cert), str(key))  # the right pair passes
@@ -723,6 +722,11 @@ def test_tls_mistakes_name_the_files(tmp_path: Path) -> None:
         )
     with pytest.raises(ConfigError, match="missing.pem does not exist"):
         check_tls_pair(str(tmp_path / "missing.pem"), str(key))
+    from edgespec.cli import main
+
+    # edgespec serve says so before loading any model, and exits 2
+    args = ["serve", "--target", "no-such-model", "--tls-cert", str(garbage)]
+    assert main([*args, "--tls-key", str(key)]) == 2
 
 
 def test_one_client_cannot_take_every_session(make_server: ServerFactory) -> None:
