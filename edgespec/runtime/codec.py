@@ -18,6 +18,7 @@ from edgespec.runtime.messages import (
     VerifyOutcome,
     VerifyReply,
 )
+from edgespec.runtime.validation import check_identifier
 
 # generated stubs (see proto/edgespec.proto for the command); untyped, hence Any
 pb: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2")
@@ -42,20 +43,6 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         return_hidden=spec.return_hidden,
         verification_rule=spec.verification_rule,
     )
-
-
-MAX_IDENTIFIER_CHARS = 128
-"""The longest session id, client id, SLO class or rule name a request may carry."""
-
-
-def check_identifier(field: str, value: str) -> None:
-    """``INVALID_ARGUMENT`` for an identifier over :data:`MAX_IDENTIFIER_CHARS` (the value
-    itself is not echoed: it may be huge)."""
-    if len(value) > MAX_IDENTIFIER_CHARS:
-        raise RequestError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"{field} is {len(value)} characters; the limit is {MAX_IDENTIFIER_CHARS}",
-        )
 
 
 def spec_from_proto(msg: Any) -> SessionSpec:
@@ -110,6 +97,7 @@ def call_to_proto(call: VerifyCall) -> Any:
 def _payloads_from_proto(msg: Any) -> dict[str, npt.NDArray[np.float32]]:
     payloads: dict[str, npt.NDArray[np.float32]] = {}
     for item in msg.payloads:
+        check_identifier("payload name", item.name)
         if not item.name or item.name in payloads:
             raise RequestError(
                 ErrorCode.INVALID_ARGUMENT, f"payload name {item.name!r} is empty or repeated"

@@ -1,4 +1,7 @@
-"""Request checks whose errors say exactly what is wrong (INVALID_ARGUMENT)."""
+"""Request checks whose errors say exactly what is wrong (INVALID_ARGUMENT): the field
+rules every front end shares (gRPC today). docs/RUNTIME.md "Request validation" lists
+every rule of every request field, where it is enforced and its status;
+tests/runtime/test_validation_table.py checks that each listed rule has a test."""
 
 from __future__ import annotations
 
@@ -10,6 +13,19 @@ from edgespec.core.tree import tree_problem
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall
+
+MAX_IDENTIFIER_CHARS = 128
+"""The longest session id, client id, SLO class or rule name a request may carry."""
+
+
+def check_identifier(field: str, value: str) -> None:
+    """``INVALID_ARGUMENT`` for an identifier over :data:`MAX_IDENTIFIER_CHARS` (the value
+    itself is not echoed: it may be huge)."""
+    if len(value) > MAX_IDENTIFIER_CHARS:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{field} is {len(value)} characters; the limit is {MAX_IDENTIFIER_CHARS}",
+        )
 
 
 def check_vocab(token_ids: Sequence[int], what: str, vocab: int) -> None:
