@@ -264,6 +264,7 @@ class ServerConfig:
     # per client (its auth token, or its client_id without auth); a session has at most one
     # verification queued, so this bounds a client's queued verifications too
     max_sessions_per_client: int = 64
+    max_queued_per_client: int = 64  # verifications waiting in the queue, per client
     max_queue_depth: int = 1024
     max_draft_tokens: int = 32
     max_message_bytes: int = 4 << 20
@@ -298,6 +299,7 @@ class ServerConfig:
             "kv_budget_tokens",
             "max_sessions",
             "max_sessions_per_client",
+            "max_queued_per_client",
             "max_queue_depth",
             "max_draft_tokens",
             "max_message_bytes",

@@ -156,6 +156,16 @@ class VerificationService:
                     ErrorCode.FAILED_PRECONDITION,
                     f"session {call.session_id!r} already has a verification in flight",
                 )
+            identity = self._identity.get(call.session_id)
+            queued = sum(
+                1 for e in self._queue.values() if self._identity.get(e.call.session_id) == identity
+            )
+            if queued >= self.config.max_queued_per_client:
+                raise RequestError(
+                    ErrorCode.RESOURCE_EXHAUSTED,
+                    f"this client already has {queued} verifications queued "
+                    "(max_queued_per_client)",
+                )
             if len(self._queue) >= self.config.max_queue_depth:
                 raise RequestError(
                     ErrorCode.RESOURCE_EXHAUSTED,

@@ -121,3 +121,31 @@ def test_wire_shapes_of_draft_probs_and_payloads() -> None:
         call_from_proto,
         twice,
     )
+
+
+def test_per_client_queue_quota(target: TransformersTarget) -> None:
+    config = from_dict(ServerConfig, {"max_queued_per_client": 1})
+
+    async def scenario() -> BaseException | None:
+        service = VerificationService(VerificationEngine(target), config, FcfsBatching())
+        for sid, client in (("a1", "alice"), ("a2", "alice"), ("b1", "bob")):
+            service.open_session(SessionSpec(sid, client, PROMPT, SamplingParams(max_new_tokens=8)))
+        first = asyncio.ensure_future(service.verify(VerifyCall("a1", len(PROMPT), (1,))))
+        other = asyncio.ensure_future(service.verify(VerifyCall("b1", len(PROMPT), (1,))))
+        await asyncio.sleep(0)  # both queued, the scheduler not started
+        error: BaseException | None = None
+        try:
+            await service.verify(VerifyCall("a2", len(PROMPT), (1,)))
+        except RequestError as exc:
+            error = exc
+        await service.start()
+        await asyncio.gather(first, other)  # bob was not held back by alice's quota
+        await service.stop()
+        return error
+
+    error = asyncio.run(scenario())
+    assert isinstance(error, RequestError)
+    assert (error.code, error.message) == (
+        ErrorCode.RESOURCE_EXHAUSTED,
+        "this client already has 1 verifications queued (max_queued_per_client)",
+    )
