@@ -22,10 +22,10 @@ from typing import TypeVar
 from edgespec.config import ServerConfig
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.contracts import PolicyContractError, check_batch_plan, policy_name
-from edgespec.policies.inputs import pace_deadline_s
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.clients import ClientBook
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.fused import fused_generate
@@ -76,9 +76,7 @@ class VerificationService:
         self._rejected = 0
         self._isolate: set[int] = set()
         self._busy = False
-        self._opened_s: dict[str, float] = {}  # session → when it opened (pace deadlines)
-        self._owners: dict[str, str | None] = {}  # session → the token that opened it
-        self._identity: dict[str, str] = {}  # session → token, or client_id without auth
+        self._clients = ClientBook(config)
 
     async def start(self) -> None:
         self._tasks = [
@@ -102,45 +100,15 @@ class VerificationService:
 
     def open_session(self, spec: SessionSpec, owner: str | None = None) -> None:
         """Open ``spec``; with auth on, ``owner`` (the caller's identity) owns the session:
-        only it may verify or close it."""
-        classes = self.config.slo_classes
-        if classes and spec.slo_class not in classes:
-            self._rejected += 1
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"unknown slo_class {spec.slo_class!r}; this server has {sorted(classes)}",
-            )
-        identity = owner if owner is not None else f"client_id {spec.client_id!r}"
-        quota = self.config.max_sessions_per_client
-        if sum(1 for i in self._identity.values() if i == identity) >= quota:
-            self._rejected += 1
-            who = "this token" if owner is not None else identity
-            raise RequestError(
-                ErrorCode.RESOURCE_EXHAUSTED,
-                f"{who} already has {quota} open sessions (max_sessions_per_client)",
-            )
+        only it may verify or close it (:mod:`edgespec.runtime.clients`)."""
+        self._guard(lambda: self._clients.check_open(spec, owner))
         self._guard(lambda: self.engine.open_session(spec))
-        self._opened_s[spec.session_id] = self._clock()
-        self._owners[spec.session_id] = owner
-        self._identity[spec.session_id] = identity
+        self._clients.opened(spec, owner, self._clock())
 
     def close_session(self, session_id: str, owner: str | None = None) -> bool:
-        self._check_owner(session_id, owner)
-        self._forget(session_id)
+        self._guard(lambda: self._clients.check_owner(session_id, owner))
+        self._clients.forget(session_id)
         return self.engine.close_session(session_id)
-
-    def _forget(self, session_id: str) -> None:
-        for table in (self._opened_s, self._owners, self._identity):
-            table.pop(session_id, None)
-
-    def _check_owner(self, session_id: str, owner: str | None) -> None:
-        """``PERMISSION_DENIED`` when an authenticated caller touches another's session."""
-        if owner is not None and self._owners.get(session_id, owner) != owner:
-            self._rejected += 1
-            raise RequestError(
-                ErrorCode.PERMISSION_DENIED,
-                f"session {session_id!r} belongs to another client",
-            )
 
     async def verify(
         self, call: VerifyCall, allow_empty: bool = False, owner: str | None = None
@@ -149,23 +117,15 @@ class VerificationService:
         the caller's identity when auth is on)."""
 
         def check() -> PendingVerification:
-            self._check_owner(call.session_id, owner)
+            self._clients.check_owner(call.session_id, owner)
             self.engine.validate(call, self.config.max_draft_tokens, allow_empty)
             if call.session_id in self._in_flight:
                 raise RequestError(
                     ErrorCode.FAILED_PRECONDITION,
                     f"session {call.session_id!r} already has a verification in flight",
                 )
-            identity = self._identity.get(call.session_id)
-            queued = sum(
-                1 for e in self._queue.values() if self._identity.get(e.call.session_id) == identity
-            )
-            if queued >= self.config.max_queued_per_client:
-                raise RequestError(
-                    ErrorCode.RESOURCE_EXHAUSTED,
-                    f"this client already has {queued} verifications queued "
-                    "(max_queued_per_client)",
-                )
+            queued = (e.call.session_id for e in self._queue.values())
+            self._clients.check_queue_share(call.session_id, queued)
             if len(self._queue) >= self.config.max_queue_depth:
                 raise RequestError(
                     ErrorCode.RESOURCE_EXHAUSTED,
@@ -175,12 +135,7 @@ class VerificationService:
                 call.session_id, len(call.draft_token_ids)
             )
             spec = self.engine.session_spec(call.session_id)
-            target = self.config.slo_classes.get(spec.slo_class)
-            deadline = None
-            if target is not None:
-                committed = call.prefix_len - len(spec.prompt_token_ids)
-                opened = self._opened_s.get(call.session_id, self._clock())
-                deadline = pace_deadline_s(opened, committed, target)
+            deadline = self._clients.deadline_s(spec, call.prefix_len, self._clock())
             self._next_id += 1
             return PendingVerification(
                 entry_id=self._next_id,
@@ -382,5 +337,5 @@ class VerificationService:
             await asyncio.sleep(period)
             expired = self.engine.expire_idle(self.config.session_timeout_s, self._in_flight)
             for session_id in expired:
-                self._forget(session_id)
+                self._clients.forget(session_id)
             self._expired += len(expired)

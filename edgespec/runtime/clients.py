@@ -1,0 +1,86 @@
+"""Who owns which session, and what each client may hold: the server's per-client rules.
+
+A session belongs to the identity that opened it: its auth token when auth is on (then
+only that token may verify or close it), else its self-declared ``client_id`` (which
+counts towards quotas but proves nothing). :class:`ClientBook` keeps, per open session,
+its identity and open time, and enforces ``max_sessions_per_client``,
+``max_queued_per_client`` and the configured SLO classes; the pace deadline of a queued
+verification comes from the open time (:func:`edgespec.policies.inputs.pace_deadline_s`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from edgespec.config import ServerConfig
+from edgespec.policies.inputs import pace_deadline_s
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec
+
+
+class ClientBook:
+    """Per-session owner, identity and open time, with the per-client checks."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self._config = config
+        self._opened_s: dict[str, float] = {}
+        self._owners: dict[str, str | None] = {}  # the token that opened it (None: no auth)
+        self._identity: dict[str, str] = {}  # the token, or the client_id without auth
+
+    def check_open(self, spec: SessionSpec, owner: str | None) -> None:
+        """The SLO class is known (when classes are configured) and the client has a free
+        session slot."""
+        classes = self._config.slo_classes
+        if classes and spec.slo_class not in classes:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"unknown slo_class {spec.slo_class!r}; this server has {sorted(classes)}",
+            )
+        identity = _identity(spec, owner)
+        quota = self._config.max_sessions_per_client
+        if sum(1 for i in self._identity.values() if i == identity) >= quota:
+            who = "this token" if owner is not None else identity
+            raise RequestError(
+                ErrorCode.RESOURCE_EXHAUSTED,
+                f"{who} already has {quota} open sessions (max_sessions_per_client)",
+            )
+
+    def opened(self, spec: SessionSpec, owner: str | None, now_s: float) -> None:
+        self._opened_s[spec.session_id] = now_s
+        self._owners[spec.session_id] = owner
+        self._identity[spec.session_id] = _identity(spec, owner)
+
+    def forget(self, session_id: str) -> None:
+        for table in (self._opened_s, self._owners, self._identity):
+            table.pop(session_id, None)
+
+    def check_owner(self, session_id: str, owner: str | None) -> None:
+        """``PERMISSION_DENIED`` when an authenticated caller touches another's session."""
+        if owner is not None and self._owners.get(session_id, owner) != owner:
+            raise RequestError(
+                ErrorCode.PERMISSION_DENIED, f"session {session_id!r} belongs to another client"
+            )
+
+    def check_queue_share(self, session_id: str, queued_sessions: Iterable[str]) -> None:
+        """The session's client has fewer than ``max_queued_per_client`` verifications in
+        ``queued_sessions`` (the sessions of the queued verifications)."""
+        identity = self._identity.get(session_id)
+        queued = sum(1 for sid in queued_sessions if self._identity.get(sid) == identity)
+        if queued >= self._config.max_queued_per_client:
+            raise RequestError(
+                ErrorCode.RESOURCE_EXHAUSTED,
+                f"this client already has {queued} verifications queued (max_queued_per_client)",
+            )
+
+    def deadline_s(self, spec: SessionSpec, prefix_len: int, now_s: float) -> float | None:
+        """The pace deadline of a verification after ``prefix_len`` committed tokens, or
+        ``None`` when the session's class has no token-speed target."""
+        target = self._config.slo_classes.get(spec.slo_class)
+        if target is None:
+            return None
+        opened = self._opened_s.get(spec.session_id, now_s)
+        return pace_deadline_s(opened, prefix_len - len(spec.prompt_token_ids), target)
+
+
+def _identity(spec: SessionSpec, owner: str | None) -> str:
+    return owner if owner is not None else f"client_id {spec.client_id!r}"
