@@ -27,6 +27,7 @@ from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
     accept_runs,
+    describe_path,
     dispatch_when_alone,
     fast_path_blockers,
     fcfs_dispatch,
@@ -81,7 +82,7 @@ class Simulation:
         self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
-        self.path = self._describe_path(scenario.fast_path, blockers)
+        self.path = describe_path(self, scenario.fast_path, blockers)
         # Token-tree traces replay their captured rounds (trace.draft_tree), by request id.
         self.trees = {e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds}
         # The specialised BATCH_END (fastpath.py; chains only) and no ARRIVE events (inbound.py).
@@ -108,23 +109,6 @@ class Simulation:
         self.num_rounds = 0
         self.num_sessions = 0
         self.q = EventQueue()
-
-    def _describe_path(self, wanted: bool, blockers: list[str]) -> str:
-        """Which event-loop path runs, and why (``edgespec sim --verbose``, the bench)."""
-        if not wanted:
-            return "straightforward (fast_path=false)"
-        if blockers:
-            return "straightforward (fast path refused: " + "; ".join(blockers) + ")"
-        inlined = [
-            name
-            for name, on in (
-                ("static window", self.static_gamma is not None),
-                ("fcfs batching", self.fcfs_inline),
-                ("jsq routing", self.jsq_inline),
-            )
-            if on
-        ]
-        return "fast (inlined: " + (", ".join(inlined) or "no policies") + ")"
 
     def handlers(self) -> list[Handler]:
         """Handlers by event kind; the fast path swaps in the closures of fastpath.py."""

@@ -52,6 +52,24 @@ def fast_path_blockers(devices: list[DeviceState], servers: list[ServerState]) -
     ]
 
 
+def describe_path(engine: Simulation, wanted: bool, blockers: list[str]) -> str:
+    """Which event-loop path runs, and why (``edgespec sim --verbose``, the bench)."""
+    if not wanted:
+        return "straightforward (fast_path=false)"
+    if blockers:
+        return "straightforward (fast path refused: " + "; ".join(blockers) + ")"
+    inlined = [
+        name
+        for name, on in (
+            ("static window", engine.static_gamma is not None),
+            ("fcfs batching", engine.fcfs_inline),
+            ("jsq routing", engine.jsq_inline),
+        )
+        if on
+    ]
+    return "fast (inlined: " + (", ".join(inlined) or "no policies") + ")"
+
+
 def accept_runs(seq: tuple[int, ...]) -> list[int]:
     """``runs[p]``: the number of consecutive accepted positions from ``p`` on (wrapping
     around), so that ``TraceAcceptance.accepted(seq, p, γ)`` = ``min(runs[p % n], γ)``.
