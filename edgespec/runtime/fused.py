@@ -95,3 +95,4 @@ async def fused_generate(
     finally:
         verifier.cancelled = True
         await asyncio.shield(worker)
+        service.close_session(spec.session_id)  # left open when the client went away
