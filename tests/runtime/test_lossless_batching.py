@@ -5,7 +5,8 @@ forward over the whole sequence, one token per step). Sampling: a batch verifies
 identically to the same sessions verified one at a time with the same seeds. Each round
 draws which sessions take part, how many tokens each drafts (different per row), whether
 they are right, wrong, first-wrong or random, token trees beside chains, cold starts
-joining follow-ups and (through a small KV budget) evictions and re-prefills; the targets
+joining follow-ups and (through a small KV budget) evictions and re-prefills, long blocks
+prefilled in chunks of 7 tokens or whole; the targets
 are tiny Llama and tiny Gemma 3 with sliding windows of 3 to 8 tokens in three layouts.
 A failing example prints its draws (model, sessions, per-round drafts) to replay it.
 """
@@ -57,8 +58,8 @@ def _model(key: str) -> Any:
 
 
 @functools.cache
-def _target(key: str, split: bool) -> TransformersTarget:
-    return TransformersTarget(_model(key), split_padded_batches=split)
+def _target(key: str, split: bool, chunk: int) -> TransformersTarget:
+    return TransformersTarget(_model(key), split_padded_batches=split, prefill_chunk_tokens=chunk)
 
 
 @functools.cache
@@ -102,8 +103,8 @@ def _plans(data: st.DataObject, sampled: bool) -> list[_Plan]:
     return plans
 
 
-def _engine(key: str, split: bool, budget: int | None) -> VerificationEngine:
-    return VerificationEngine(_target(key, split), kv_budget_tokens=budget or 65536)
+def _engine(key: str, split: bool, budget: int | None, chunk: int) -> VerificationEngine:
+    return VerificationEngine(_target(key, split, chunk), kv_budget_tokens=budget or 65536)
 
 
 def _open(engine: VerificationEngine, plans: list[_Plan], i: int) -> None:
@@ -177,20 +178,21 @@ def _rounds(
     raise AssertionError("sessions did not finish in 200 rounds")
 
 
-def _model_and_engine(data: st.DataObject) -> tuple[str, bool, int | None]:
+def _model_and_engine(data: st.DataObject) -> tuple[str, bool, int | None, int]:
     key = data.draw(st.sampled_from(sorted(MODELS)), label="model")
     split = data.draw(st.booleans(), label="split_padded_batches")
     budget = data.draw(st.sampled_from([None, 24, 80]), label="kv_budget_tokens")
-    return key, split, budget
+    chunk = data.draw(st.sampled_from([2048, 7]), label="prefill_chunk_tokens")
+    return key, split, budget, chunk
 
 
 @PROPERTY
 @given(data=st.data())
 def test_greedy_batches_are_token_identical_to_target_only_decoding(data: st.DataObject) -> None:
-    key, split, budget = _model_and_engine(data)
+    key, split, budget, chunk = _model_and_engine(data)
     plans = _plans(data, sampled=False)
     references = [oracle_greedy(key, p.prompt, p.max_new + MAX_GAMMA + 2) for p in plans]
-    engine = _engine(key, split, budget)
+    engine = _engine(key, split, budget, chunk)
 
     def make_call(i: int, round_index: int) -> VerifyCall:
         tokens = engine.session_tokens(f"s{i}")
@@ -232,9 +234,9 @@ def _sampled_call(
 def test_sampled_batches_equal_the_same_sessions_verified_one_at_a_time(
     data: st.DataObject,
 ) -> None:
-    key, split, budget = _model_and_engine(data)
+    key, split, budget, chunk = _model_and_engine(data)
     plans = _plans(data, sampled=True)
-    batched, alone = _engine(key, split, budget), _engine(key, split, budget)
+    batched, alone = _engine(key, split, budget, chunk), _engine(key, split, budget, chunk)
 
     def make_call(i: int, round_index: int) -> VerifyCall:
         return _sampled_call(data, batched, plans, i, round_index)

@@ -341,3 +341,16 @@ def test_codec_rejects_rows_beyond_the_committed_sequence() -> None:
     msg.target_hidden, msg.hidden_size, msg.target_hidden_start = data, size, 7
     with pytest.raises(RequestError, match="4 hidden rows from position 7 run past the 10"):
         reply_from_proto(msg, (4, 5), prefix_len=8)
+
+
+def test_chunked_prefill_keeps_logits_kv_and_hidden_rows(target_model: Any) -> None:
+    whole = TransformersTarget(target_model)
+    chunked = TransformersTarget(target_model, prefill_chunk_tokens=3)
+    item = ForwardItem(None, 0, tuple(range(5, 16)), 3, want_hidden=True)  # 11 tokens
+    a, b = whole.forward([item])[0], chunked.forward([item])[0]
+    np.testing.assert_allclose(a.logits, b.logits, rtol=1e-4, atol=1e-4)
+    assert a.hidden is not None and b.hidden is not None and b.hidden.shape == a.hidden.shape
+    np.testing.assert_allclose(a.hidden, b.hidden, rtol=1e-4, atol=1e-4)
+    assert whole.kv_bytes(a.kv) == chunked.kv_bytes(b.kv)  # the same 11 cached positions
+    with pytest.raises(ValueError, match="prefill_chunk_tokens must be >= 1"):
+        TransformersTarget(target_model, prefill_chunk_tokens=0)

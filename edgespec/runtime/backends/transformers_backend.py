@@ -19,9 +19,11 @@ reproduce the model's own unpadded logits.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from transformers import DynamicCache
 
@@ -47,6 +49,12 @@ def _eos_ids(model: Any) -> frozenset[int]:
     return frozenset([eos] if isinstance(eos, int) else eos)
 
 
+def _with_hidden_head(out: ForwardOutput, head: npt.NDArray[np.float32]) -> ForwardOutput:
+    """``out`` with the hidden rows of the chunk-prefilled head in front of its own."""
+    assert out.hidden is not None
+    return ForwardOutput(out.logits, out.kv, np.concatenate([head, out.hidden]))
+
+
 class TransformersTarget:
     """:class:`~edgespec.runtime.backends.base.TargetBackend` over a transformers causal LM.
 
@@ -59,7 +67,11 @@ class TransformersTarget:
         eos_token_ids: frozenset[int] | None = None,
         blocked_head_logits: bool = True,
         split_padded_batches: bool = True,
+        prefill_chunk_tokens: int = 2048,
     ) -> None:
+        if prefill_chunk_tokens < 1:
+            raise ValueError(f"prefill_chunk_tokens must be >= 1, got {prefill_chunk_tokens}")
+        self._chunk = prefill_chunk_tokens
         self._model = model
         self._device = next(model.parameters()).device
         self._vocab_size = int(model.config.get_text_config().vocab_size)
@@ -84,7 +96,40 @@ class TransformersTarget:
         return int(getattr(text, "max_position_embeddings", None) or 1 << 31)
 
     def forward(self, items: Sequence[ForwardItem]) -> list[ForwardOutput]:
-        """One padded pass, or (``split_padded_batches``) one per group of similar shape."""
+        """One padded pass, or (``split_padded_batches``) one per group of similar shape.
+
+        An item with more than ``prefill_chunk_tokens`` new tokens first forwards its
+        leading tokens (those that need no logits) alone in chunks of that size, so no
+        pass's explicit masks exceed ``chunk × (cached + chunk)`` per row (a long prompt's
+        cold start would otherwise build a prompt² mask); its hidden rows are kept."""
+        prefilled = [self._prefill_long(item) for item in items]
+        outputs = self._forward_grouped([item for item, _ in prefilled])
+        return [
+            out if head is None else _with_hidden_head(out, head)
+            for (_, head), out in zip(prefilled, outputs, strict=True)
+        ]
+
+    def _prefill_long(
+        self, item: ForwardItem
+    ) -> tuple[ForwardItem, npt.NDArray[np.float32] | None]:
+        """(the item left after chunked prefill of its head, the head's hidden rows)."""
+        tokens = item.new_token_ids
+        keep = max(item.num_logits, len(item.tree_parents or ()) + 1)
+        if len(tokens) <= self._chunk or len(tokens) - keep < 1:
+            return item, None
+        kv, kv_len, rows = item.kv, item.kv_len, []
+        start = 0
+        while len(tokens) - start - keep > 0 and len(tokens) - start > self._chunk:
+            size = min(self._chunk, len(tokens) - start - keep)
+            piece = ForwardItem(kv, kv_len, tokens[start : start + size], 1, item.want_hidden)
+            out = self._forward_pass([piece])[0]
+            kv, kv_len, start = out.kv, kv_len + size, start + size
+            if out.hidden is not None:
+                rows.append(out.hidden)
+        rest = replace(item, kv=kv, kv_len=kv_len, new_token_ids=tokens[start:])
+        return rest, (np.concatenate(rows) if rows else None)
+
+    def _forward_grouped(self, items: Sequence[ForwardItem]) -> list[ForwardOutput]:
         groups = [list(range(len(items)))]
         if self._split and len(items) > 1:
             groups = pass_groups([(len(i.new_token_ids), i.kv_len) for i in items])
