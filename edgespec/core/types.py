@@ -137,6 +137,9 @@ class PendingVerification:
     ``num_new_tokens`` is the number of positions the target must forward for this
     entry: the draft tokens plus any uncached prefix (a cold start forwards the whole
     prefix). ``num_cached_tokens`` is the prefix already in the server's KV cache.
+    ``deadline_s``: when its batch must have finished to keep the session's SLO class
+    (:mod:`edgespec.policies.slo`; ``None``: no target). ``expected_accepted``: N̂ᵛ = α̂·N_d,
+    the draft tokens the session is expected to get accepted this round (``None``: unknown).
     """
 
     entry_id: int
@@ -148,6 +151,7 @@ class PendingVerification:
     num_cached_tokens: int
     slo_class: str = "default"
     deadline_s: float | None = None
+    expected_accepted: float | None = None
 
     @property
     def num_context_tokens(self) -> int:

@@ -10,6 +10,7 @@ from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
 from edgespec.policies.interfaces import BatchingPolicy, RoutingPolicy, WindowPolicy
 from edgespec.policies.routing import JoinShortestQueueRouting, RandomRouting, RoundRobinRouting
 from edgespec.policies.window import DynamicWindow, StaticWindow
+from edgespec.policies.wisp import wisp_batching
 
 ROUTING: dict[str, Callable[..., RoutingPolicy]] = {
     "random": RandomRouting,
@@ -19,6 +20,7 @@ ROUTING: dict[str, Callable[..., RoutingPolicy]] = {
 BATCHING: dict[str, Callable[..., BatchingPolicy]] = {
     "fcfs": FcfsBatching,
     "lab": LengthAwareBatching,
+    "wisp": wisp_batching,
 }
 WINDOW: dict[str, Callable[..., WindowPolicy]] = {
     "static": StaticWindow,

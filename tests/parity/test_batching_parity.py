@@ -30,7 +30,12 @@ PROMPTS = [5, 30, 12, 50, 8]  # prompt lengths
 WARM = {1: 2, 3: 1}  # sessions verified once before (their draft length), so KV is cached
 DRAFTS = [2, 1, 3, 4, 2]  # this round's draft lengths
 LIMITS = {"max_batch_size": 3, "max_batch_tokens": 60, "kv_budget_tokens": 4000}
-PARAMS: dict[str, dict[str, Any]] = {"fcfs": {}, "lab": {"max_length_ratio": 3.0}}
+TABLE_12 = {"a_s": 3.314e-05, "b_compute_s": 3.450e-08, "b_read_s": 4.620e-06, "c_s": 1.486e-02}
+PARAMS: dict[str, dict[str, Any]] = {
+    "fcfs": {},
+    "lab": {"max_length_ratio": 3.0},
+    "wisp": TABLE_12,
+}
 
 
 @dataclass

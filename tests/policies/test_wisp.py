@@ -1,0 +1,140 @@
+"""WISP Algorithm 1 on hand-built queues: every branch pinned.
+
+Estimator used throughout: T̂(B) = 10 ms + 1 ms per new token (b_compute = b_read = 0),
+so a request forwarding n new tokens costs 10 + n ms alone and adds n ms to a batch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from edgespec.core.types import PendingVerification
+from edgespec.policies.contracts import check_batch_plan
+from edgespec.policies.estimator import WispCoefficients
+from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.registry import PolicyConfigError, build_policy
+from edgespec.policies.wisp import WispBatching
+
+EST = WispCoefficients(a_s=0.001, b_compute_s=0.0, b_read_s=0.0, c_s=0.010)
+WIDE = BatchLimits(max_batch_size=16, max_batch_tokens=10_000, max_context_tokens=10_000)
+
+
+def entry(
+    entry_id: int,
+    new: int,
+    deadline: float | None = None,
+    gain: float | None = None,
+    cached: int = 0,
+    enqueued: float = 0.0,
+) -> PendingVerification:
+    return PendingVerification(
+        entry_id=entry_id,
+        session_id=f"s{entry_id}",
+        client_id="c",
+        enqueued_s=enqueued,
+        num_draft_tokens=4,
+        num_new_tokens=new,
+        num_cached_tokens=cached,
+        deadline_s=deadline,
+        expected_accepted=gain,
+    )
+
+
+def select(queue: list[PendingVerification], now: float = 0.0, **kw: object) -> tuple[int, ...]:
+    policy = WispBatching(EST, guard_s=float(kw.pop("guard_s", 0.0)))  # type: ignore[arg-type]
+    limits = BatchLimits(**{**dict(max_batch_size=16, max_batch_tokens=10_000), **kw})  # type: ignore[arg-type]
+    plan = policy.select(queue, now, limits)
+    return check_batch_plan(policy, plan, queue, limits)
+
+
+def test_utility_order_for_relaxed_requests() -> None:
+    # U = gain / marginal cost (ms): 1 → 3/5, 2 → 2/2, 3 → 1/10, 4 (no deadline) → 4.4/4
+    queue = [entry(1, 5, 9.0, 3.0), entry(2, 2, 9.0, 2.0), entry(3, 10, 9.0, 1.0)]
+    queue.append(entry(4, 4, None, 4.4))
+    assert select(queue) == (4, 2, 1, 3)
+
+
+def test_gain_defaults_to_draft_length_and_ties_go_to_the_oldest() -> None:
+    queue = [entry(1, 4, enqueued=2.0), entry(2, 4, enqueued=1.0), entry(3, 2, gain=0.1)]
+    assert select(queue) == (2, 1, 3)  # 4/4 twice (older first), then 0.1/2
+
+
+def test_critical_requests_first_in_deadline_order() -> None:
+    # guard 10 ms, t = 0: LST = d − (10 + n) − 10 ms
+    queue = [
+        entry(1, 2, 9.0, 1.0),  # relaxed, U = 1/2
+        entry(2, 2, 0.020, 5.0),  # LST −2 ms: critical
+        entry(3, 2, 0.018, 5.0),  # LST −4 ms: critical, earliest deadline
+        entry(4, 3, 9.0, 1.0),  # relaxed, U = 1/3
+    ]
+    # EDF: 3 (ends 12 ms), 2 (14 ms <= 18), then utility: 1 (16 ms), 4 (19 ms > 18): stop
+    assert select(queue, guard_s=0.010) == (3, 2, 1)
+    # without the guard nobody is critical: utility order, all within 18 ms? 2, 3 (U 5/2),
+    # 1 → 16 ms, 4 → 19 ms > 18: stop
+    assert select(queue) == (2, 3, 1)
+
+
+def test_critical_loop_stop_skips_the_utility_loop() -> None:
+    # guard 5 ms: 2 (LST −3 ms) and 3 (LST −1 ms) are critical; 2 then 3 would end at
+    # 30 ms > 22 ms: stop. Request 1 would fit (21 ms) but the utility loop is skipped.
+    queue = [entry(1, 1, 9.0, 100.0), entry(2, 10, 0.022), entry(3, 10, 0.024)]
+    assert select(queue, guard_s=0.005) == (2,)
+
+
+def test_memory_stop_without_skipping() -> None:
+    # utility order 1 (4/2), 2 (4/4), 3 (4/8)... context 2, 4 + 50 cached, 8
+    queue = [entry(1, 2, gain=4.0), entry(2, 4, gain=4.0, cached=50), entry(3, 1, gain=0.5)]
+    # M = 20 context tokens: 1 fits (2), 2 does not (2 + 54): stop; 3 (1 token) would fit
+    # but Algorithm 1 breaks at the first infeasible request.
+    assert select(queue, max_context_tokens=20) == (1,)
+    assert select(queue, max_context_tokens=100) == (1, 2, 3)
+
+
+def test_one_request_alone_may_exceed_memory() -> None:
+    queue = [entry(1, 40, gain=4.0)]
+    assert select(queue, max_context_tokens=20) == (1,)
+
+
+def test_batch_size_and_token_limits() -> None:
+    queue = [entry(i, 3, gain=3.0, enqueued=float(i)) for i in range(1, 6)]
+    assert select(queue, max_batch_size=2) == (1, 2)
+    assert select(queue, max_batch_tokens=7) == (1, 2)
+
+
+def test_deadline_stop_in_the_utility_loop() -> None:
+    # 1: alone ends 12 ms, deadline 30 ms; 2: +10 ms → 22 <= 30, ok; 3: +10 → 32 > 30: stop
+    queue = [entry(1, 2, 0.030, 9.0), entry(2, 10, 9.0, 5.0), entry(3, 10, 9.0, 4.0)]
+    assert select(queue) == (1, 2)
+
+
+def test_unreachable_deadline_does_not_stall_the_server() -> None:
+    # alone it would end at 15 ms, its deadline was 5 ms: late; dispatched, never stuck
+    late = entry(1, 5, 0.005)
+    assert select([late]) == (1,)
+    # with others: they go first; the late one joins while their deadlines allow
+    queue = [late, entry(2, 2, 0.020, 2.0)]
+    assert select(queue) == (2, 1)  # 2 ends at 12 ms; with 1 at 17 ms <= 20
+    assert select(queue, now=0.004) == (2,)  # 4 + 12 + 5 = 21 ms > 20: 1 waits
+    # several late ones: most overdue first, without binding the batch to their deadlines
+    queue = [entry(1, 5, 0.004), entry(2, 5, 0.002), entry(3, 5, 0.003)]
+    assert select(queue) == (2, 3, 1)
+
+
+def test_decision_is_a_pure_function_of_its_inputs() -> None:
+    queue = [entry(i, 1 + i % 7, 0.01 * (i % 5) + 0.02, float(i % 3)) for i in range(40)]
+    assert select(queue, now=0.003) == select(list(queue), now=0.003)
+
+
+def test_registry_builds_it_from_coefficients() -> None:
+    policy = build_policy(
+        "batching", "wisp", {"a_s": 1e-3, "b_compute_s": 0, "b_read_s": 0, "c_s": 0.01}
+    )
+    assert isinstance(policy, WispBatching) and policy.guard_s == 0.005
+    with pytest.raises(PolicyConfigError, match="guard_s"):
+        params = {"a_s": 1, "b_compute_s": 0, "b_read_s": 0, "c_s": 0, "guard_s": -1}
+        build_policy("batching", "wisp", params)
+    with pytest.raises(PolicyConfigError, match="c_s"):
+        build_policy("batching", "wisp", {"a_s": 1e-3, "b_compute_s": 0, "b_read_s": 0})
+    assert math.isclose(policy.solo_s(entry(1, 5)), 0.015)
