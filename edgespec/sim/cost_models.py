@@ -232,6 +232,15 @@ def load_profile(name_or_path: str) -> CostModel:
     raise ConfigError(f"{where}.kind", f"must be 'wisp', 'zhu' or 'lookup', got {kind!r}")
 
 
+def load_wisp_coefficients(name_or_path: str) -> WispCoefficients:
+    """Eq. 19's coefficients from a ``kind: wisp`` profile (bundled name or file path), for
+    the ``wisp`` batching policy's estimator."""
+    cost = load_profile(name_or_path)
+    if not isinstance(cost, WispCost):
+        raise ConfigError("profile", f"{name_or_path!r} is not a 'wisp' profile")
+    return cost.coefficients
+
+
 @dataclass(frozen=True, slots=True)
 class _ZhuCoefficients:
     c1_s_per_flop: float
