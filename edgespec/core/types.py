@@ -189,6 +189,9 @@ class RoundRecord:
 
     Time split: draft on the device, uplink, waiting in the server queue, the target's
     verification forward, downlink. ``end_s - start_s`` is the round's wall time.
+    ``deadline_s``: the verification's deadline (:mod:`edgespec.policies.slo`), ``None``
+    without an SLO target; the round *violated* it when
+    :attr:`server_done_s` (its verification's end) is later.
     """
 
     request_id: str
@@ -205,6 +208,12 @@ class RoundRecord:
     num_committed: int
     batch_size: int
     server_id: int = 0
+    deadline_s: float | None = None
+
+    @property
+    def server_done_s(self) -> float:
+        """When the round's verification finished on the server."""
+        return self.start_s + self.draft_s + self.uplink_s + self.queue_s + self.verify_s
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """PNG plots of a run (matplotlib, Agg backend): latency CDFs, SLO attainment, utilization
-over time, batch sizes. Imported lazily so that ``edgespec --help`` stays fast."""
+over time, batch sizes, violation attribution. Imported lazily so that ``edgespec --help``
+stays fast."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.types import BatchRecord, RequestRecord
+from edgespec.metrics.attribution import ViolationAttribution
 from edgespec.metrics.types import SystemMetrics
 
 FloatArray = npt.NDArray[np.float64]
@@ -203,3 +205,31 @@ def write_plots(
     plot_slo_attainment(run_dir / "slo_attainment.png", metrics)
     plot_utilization(run_dir / "utilization.png", metrics, batches)
     plot_batch_sizes(run_dir / "batch_sizes.png", metrics)
+
+
+def plot_violation_attribution(path: Path, attribution: ViolationAttribution) -> None:
+    """WISP Fig. 8: (t_queue, t_verify) of every violated round, compute-dominant (ρ above
+    the threshold) and queue-dominant rounds in two colours."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.2, 4.0), constrained_layout=True)
+    for compute, colour, label in ((True, "tab:red", "compute"), (False, "tab:blue", "queue")):
+        points = [v for v in attribution.violated if v.compute_dominant is compute]
+        ax.scatter(
+            [1000 * v.queue_s for v in points],
+            [1000 * v.verify_s for v in points],
+            s=8,
+            alpha=0.6,
+            color=colour,
+            label=f"{label}-dominant ({len(points)})",
+        )
+    ax.set_xlabel("t_queue (ms)")
+    ax.set_ylabel("t_verify (ms)")
+    share = attribution.compute_share
+    title = f"violated rounds: {attribution.num_violated} of {attribution.num_rounds_with_deadline}"
+    if share is not None:
+        title += f", {100 * share:.0f}% with ρ > {attribution.threshold:g}"
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

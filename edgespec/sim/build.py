@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +16,12 @@ from edgespec.sim.acceptance import (
     IidAcceptance,
     TraceAcceptance,
 )
-from edgespec.sim.cost_models import CostModel, build_cost_model, load_architecture
+from edgespec.sim.cost_models import (
+    CostModel,
+    build_cost_model,
+    load_architecture,
+    load_wisp_coefficients,
+)
 from edgespec.sim.entities import DeviceState, ServerState
 from edgespec.sim.network import Link
 from edgespec.sim.rng import spawn_streams
@@ -41,11 +47,38 @@ def build_policies(scenario: Scenario) -> Policies:
     built: dict[str, Any] = {}
     for kind in ("routing", "batching", "window"):
         spec = getattr(scenario.policies, kind)
+        params = dict(spec.params)
+        if kind == "batching" and spec.name == "wisp":
+            params = _wisp_params(scenario, params)
         try:
-            built[kind] = build_policy(kind, spec.name, spec.params)
+            built[kind] = build_policy(kind, spec.name, params)
         except PolicyConfigError as exc:
             raise ConfigError(f"policies.{kind}", str(exc)) from exc
     return Policies(built["routing"], built["batching"], built["window"])
+
+
+def _wisp_params(scenario: Scenario, params: dict[str, Any]) -> dict[str, Any]:
+    """WISP's estimator T̂: the coefficients given, or those of ``profile``, or else the
+    profile of the first server pool when its cost model is ``wisp`` (the simulated
+    verifier's own Eq. 19 fit)."""
+    if "a_s" in params:
+        return params
+    profile = params.pop("profile", None)
+    where = "policies.batching.params.profile"
+    if profile is None:
+        cost = scenario.auto_topology.servers[0].cost_model
+        if cost.kind != "wisp" or cost.profile is None:
+            raise ConfigError(
+                where,
+                "wisp batching needs Eq. 19 coefficients: give a profile (or a_s, "
+                "b_compute_s, b_read_s, c_s), or a server pool with a wisp cost model",
+            )
+        profile, where = cost.profile, "auto_topology.servers[0].cost_model.profile"
+    try:
+        coefficients = load_wisp_coefficients(str(profile))
+    except ConfigError as exc:
+        raise ConfigError(where, str(exc).split("': ", 1)[-1]) from exc
+    return {**params, **dataclasses.asdict(coefficients)}
 
 
 def build_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> AcceptanceModel:

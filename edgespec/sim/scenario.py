@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict, read_yaml
+from edgespec.policies.slo import DeadlineRule
 
 Mode = Literal["distributed", "fused", "centralized"]
 
@@ -60,7 +61,9 @@ class DevicePool:
 
 @dataclass(frozen=True, slots=True)
 class ServerPool:
-    """``count`` identical target servers; ``kv_budget_tokens`` bounds resident KV."""
+    """``count`` identical target servers; ``kv_budget_tokens`` bounds resident KV.
+    ``prefix_cache: false`` is SLED's server: no KV is kept between a session's
+    verifications, so each one forwards the session's whole context again."""
 
     name: str = "server"
     count: int = 1
@@ -69,6 +72,7 @@ class ServerPool:
     kv_budget_tokens: int = 200_000
     max_batch_size: int = 32
     max_batch_tokens: int = 8192
+    prefix_cache: bool = True
     cost_model: CostModelConfig = field(default_factory=CostModelConfig)
 
 
@@ -126,7 +130,9 @@ class WorkloadConfig:
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """One simulation run. ``duration_s`` of simulated time; requests unfinished then are
-    not reported. ``slo_classes`` maps a class to its token-speed target (tok/s) or null."""
+    not reported. ``slo_classes`` maps a class to its token-speed target (tok/s) or null;
+    ``deadline_rule`` says how a queued verification's deadline follows from it
+    (:mod:`edgespec.policies.slo`: ``pace`` or WISP's per-round ``token_speed``)."""
 
     name: str = "scenario"
     seed: int = 0
@@ -136,6 +142,7 @@ class Scenario:
     slo_classes: Mapping[str, float | None] = field(
         default_factory=lambda: _frozen({"default": None})
     )
+    deadline_rule: DeadlineRule = "pace"
     links: Mapping[str, LinkConfig] = field(
         default_factory=lambda: _frozen({"default": LinkConfig()})
     )

@@ -1,0 +1,66 @@
+"""WISP Eq. 21 on hand-built rounds: ρ against the moving mean of recent batches."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from edgespec.core.types import RoundRecord
+from edgespec.metrics.attribution import attribute_violations
+
+
+def rr(
+    rid: str, done: float, verify: float, queue: float, deadline: float | None, server: int = 0
+) -> RoundRecord:
+    start = done - verify - queue
+    return RoundRecord(
+        rid, 0, start, done + 0.01, 0.0, 0.0, queue, verify, 0.01, 4, 2, 3, 1, server, deadline
+    )
+
+
+# server 0: four batches ending at 1, 2, 3, 4.4 s taking 0.1, 0.1, 0.1, 0.4 s (a spike)
+ROUNDS = [
+    rr("a", 1.0, 0.1, 0.0, 2.0),  # met
+    rr("b", 2.0, 0.1, 0.8, 1.5),  # violated after a long wait in a normal batch
+    rr("c", 2.0, 0.1, 0.0, None),  # same batch, no target
+    rr("d", 3.0, 0.1, 0.0, 3.0),  # ends exactly at its deadline: met
+    rr("e", 4.4, 0.4, 0.1, 4.2),  # violated in the spike batch
+    rr("f", 4.4, 0.4, 0.0, 4.3),  # same batch, violated
+    rr("g", 9.0, 2.0, 0.0, 1.0, server=1),  # another server's only batch: ρ = 1
+]
+
+
+def test_rho_and_dominance() -> None:
+    att = attribute_violations(reversed(ROUNDS), window=20)
+    assert att.num_rounds_with_deadline == 6
+    got = {v.request_id: (round(v.rho, 6), v.compute_dominant) for v in att.violated}
+    spike = round(0.4 / ((0.1 + 0.1 + 0.1 + 0.4) / 4), 6)
+    assert got == {"b": (1.0, False), "e": (spike, True), "f": (spike, True), "g": (1.0, False)}
+    assert att.num_compute_dominant == 2 and att.compute_share == 0.5
+    v = next(v for v in att.violated if v.request_id == "b")
+    assert (v.queue_s, v.verify_s, v.server_id) == (0.8, 0.1, 0)
+
+
+def test_window_limits_the_moving_mean() -> None:
+    att = attribute_violations(ROUNDS, window=2)  # spike: 0.4 / mean(0.1, 0.4) = 1.6
+    e = next(v for v in att.violated if v.request_id == "e")
+    assert math.isclose(e.rho, 1.6) and e.compute_dominant
+    att = attribute_violations(ROUNDS, window=2, threshold=1.7)
+    assert att.num_compute_dominant == 0
+
+
+def test_nothing_violated_and_bad_window() -> None:
+    att = attribute_violations(ROUNDS[:1])
+    assert att.num_violated == 0 and att.compute_share is None
+    with pytest.raises(ValueError, match="window must be >= 1"):
+        attribute_violations(ROUNDS, window=0)
+
+
+def test_scatter_plot_is_written(tmp_path: Path) -> None:
+    from edgespec.metrics.plots import plot_violation_attribution
+
+    path = tmp_path / "attribution.png"
+    plot_violation_attribution(path, attribute_violations(ROUNDS))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
