@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import ssl
 import types
@@ -22,7 +23,8 @@ import yaml
 
 from edgespec.core.tree import parse_branching
 from edgespec.errors import UserInputError
-from edgespec.policies.registry import ROUTING
+from edgespec.policies.registry import BATCHING, ROUTING
+from edgespec.policies.slo import DeadlineRule
 
 T = TypeVar("T")
 
@@ -274,12 +276,16 @@ class ServerConfig:
     tls_key: str | None = None
     prometheus_port: int | None = None
     health_requires_auth: bool = False  # Health reveals vocab size and draft limit
-    # SLO class -> token-speed target (tokens/s) or null; a session's pending
-    # verifications carry the pace deadline arrival + (committed + 1) / target, as in the
-    # simulator (empty: no deadlines)
+    # SLO class -> token-speed target (tokens/s) or null; a session's queued
+    # verifications carry the deadline deadline_rule gives (edgespec.policies.slo), as in
+    # the simulator (empty: no deadlines)
     slo_classes: Mapping[str, float | None] = dataclasses.field(
         default_factory=lambda: types.MappingProxyType({})
     )
+    deadline_rule: DeadlineRule = "pace"
+    # False = SLED-style baseline: no KV kept between a session's verifications, every
+    # verification forwards the session's whole context
+    prefix_cache: bool = True
 
     def validate(self) -> None:
         for i, token in enumerate(self.auth_tokens):
@@ -289,8 +295,11 @@ class ServerConfig:
                     "is empty: give a secret, or no auth token at all for a server without auth",
                 )
         for cls, target in self.slo_classes.items():
-            if target is not None and target <= 0:
-                raise ConfigError(f"slo_classes.{cls}", f"must be > 0 or null, got {target}")
+            if target is not None and not 0 < target < math.inf:
+                raise ConfigError(
+                    f"slo_classes.{cls}", f"must be a finite number > 0 or null, got {target}"
+                )
+        self._validate_batching()
         if not 0 <= self.port <= 65535:
             raise ConfigError("port", f"must be in 0..65535 (0 = any free port), got {self.port}")
         for name in (
@@ -312,6 +321,20 @@ class ServerConfig:
             raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
         if self.tls_cert is not None and self.tls_key is not None:
             check_tls_pair(self.tls_cert, self.tls_key)
+
+    def _validate_batching(self) -> None:
+        name, params = self.batching.name, self.batching.params
+        if name not in BATCHING:
+            raise ConfigError(
+                "batching.name", f"unknown batching policy {name!r}; known: {sorted(BATCHING)}"
+            )
+        if name == "wisp" and "profile" not in params and "a_s" not in params:
+            raise ConfigError(
+                "batching.params.profile",
+                "wisp batching needs Eq. 19 coefficients: give a kind: wisp profile "
+                "(--profile FILE_OR_NAME, i.e. batching.params.profile) or a_s, b_compute_s, "
+                "b_read_s and c_s",
+            )
 
 
 def check_tls_pair(cert_path: str, key_path: str) -> None:

@@ -3,9 +3,9 @@
 A session belongs to the identity that opened it: its auth token when auth is on (then
 only that token may verify or close it), else its self-declared ``client_id`` (which
 counts towards quotas but proves nothing). :class:`ClientBook` keeps, per open session,
-its identity and open time, and enforces ``max_sessions_per_client``,
-``max_queued_per_client`` and the configured SLO classes; the pace deadline of a queued
-verification comes from the open time (:func:`edgespec.policies.inputs.pace_deadline_s`).
+its owner and identity, and enforces ``max_sessions_per_client``,
+``max_queued_per_client`` and the configured SLO classes (deadlines:
+:mod:`edgespec.runtime.admission`).
 """
 
 from __future__ import annotations
@@ -13,17 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from edgespec.config import ServerConfig
-from edgespec.policies.inputs import pace_deadline_s
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
 
 
 class ClientBook:
-    """Per-session owner, identity and open time, with the per-client checks."""
+    """Per-session owner and identity, with the per-client checks."""
 
     def __init__(self, config: ServerConfig) -> None:
         self._config = config
-        self._opened_s: dict[str, float] = {}
         self._owners: dict[str, str | None] = {}  # the token that opened it (None: no auth)
         self._identity: dict[str, str] = {}  # the token, or the client_id without auth
 
@@ -45,13 +43,12 @@ class ClientBook:
                 f"{who} already has {quota} open sessions (max_sessions_per_client)",
             )
 
-    def opened(self, spec: SessionSpec, owner: str | None, now_s: float) -> None:
-        self._opened_s[spec.session_id] = now_s
+    def opened(self, spec: SessionSpec, owner: str | None) -> None:
         self._owners[spec.session_id] = owner
         self._identity[spec.session_id] = _identity(spec, owner)
 
     def forget(self, session_id: str) -> None:
-        for table in (self._opened_s, self._owners, self._identity):
+        for table in (self._owners, self._identity):
             table.pop(session_id, None)
 
     def check_owner(self, session_id: str, owner: str | None) -> None:
@@ -71,15 +68,6 @@ class ClientBook:
                 ErrorCode.RESOURCE_EXHAUSTED,
                 f"this client already has {queued} verifications queued (max_queued_per_client)",
             )
-
-    def deadline_s(self, spec: SessionSpec, prefix_len: int, now_s: float) -> float | None:
-        """The pace deadline of a verification after ``prefix_len`` committed tokens, or
-        ``None`` when the session's class has no token-speed target."""
-        target = self._config.slo_classes.get(spec.slo_class)
-        if target is None:
-            return None
-        opened = self._opened_s.get(spec.session_id, now_s)
-        return pace_deadline_s(opened, prefix_len - len(spec.prompt_token_ids), target)
 
 
 def _identity(spec: SessionSpec, owner: str | None) -> str:

@@ -18,7 +18,7 @@ from edgespec.runtime.messages import (
     VerifyOutcome,
     VerifyReply,
 )
-from edgespec.runtime.validation import check_identifier
+from edgespec.runtime.validation import check_client_times, check_identifier
 
 # generated stubs (see proto/edgespec.proto for the command); untyped, hence Any
 pb: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2")
@@ -85,6 +85,8 @@ def call_to_proto(call: VerifyCall) -> Any:
         prefix_len=call.prefix_len,
         draft_token_ids=list(call.draft_token_ids),
         draft_parents=list(call.draft_parents or ()),
+        draft_s=call.draft_s,
+        network_s=call.network_s,
     )
     if call.draft_probs is not None:
         request.draft_probs.extend(np.asarray(call.draft_probs, np.float32).ravel().tolist())
@@ -125,8 +127,16 @@ def call_from_proto(msg: Any) -> VerifyCall:
             )
         probs = flat.reshape(len(tokens), -1)
     parents = tuple(msg.draft_parents) if len(msg.draft_parents) else None
+    check_client_times(msg.draft_s, msg.network_s)
     return VerifyCall(
-        msg.session_id, msg.prefix_len, tokens, probs, parents, _payloads_from_proto(msg)
+        msg.session_id,
+        msg.prefix_len,
+        tokens,
+        probs,
+        parents,
+        _payloads_from_proto(msg),
+        draft_s=msg.draft_s,
+        network_s=msg.network_s,
     )
 
 

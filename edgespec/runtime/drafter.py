@@ -98,7 +98,8 @@ def generate(
     session_id = _open(verifier, options, options.session_id, prompt, sampling, hidden)
     finished = False
     while not finished:
-        chosen = check_window(policy, policy.next_window(history.observation(clock())))
+        obs = history.observation(clock())
+        chosen = check_window(policy, policy.next_window(obs))
         # At most remaining − 1 drafts (the verifier adds one token), as the simulator
         # does: the last token is a plain target step with an empty block (nothing drafted).
         gamma = min(chosen, sampling.max_new_tokens - len(output) - 1)
@@ -116,6 +117,8 @@ def generate(
             draft_token_ids=proposal.token_ids,
             draft_probs=None if sampling.greedy else proposal.probs,
             draft_parents=proposal.parents,
+            draft_s=drafted - start,
+            network_s=obs.rtt_s,  # the last round's uplink + downlink, 0 before the first
         )
         try:
             reply = verifier.verify(call)

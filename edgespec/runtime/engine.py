@@ -9,7 +9,9 @@ the accepted draft tokens and drops the rejected ones. The cache is bounded by a
 budget with LRU eviction; an evicted session is re-prefilled from its stored tokens on
 its next verification, so clients never notice (``num_reprefills`` counts it). A session
 opened with ``return_hidden`` also gets the target's hidden states of the forwarded
-positions that are now committed (``VerifyOutcome.target_hidden``).
+positions that are now committed (``VerifyOutcome.target_hidden``). With
+``prefix_cache=False`` (the SLED-style baseline) no KV outlives a verification: every one
+forwards the session's whole context, and the outputs are the same.
 """
 
 from __future__ import annotations
@@ -76,8 +78,10 @@ class VerificationEngine:
         max_sessions: int = 256,
         clock: Callable[[], float] = monotonic,
         rules: Mapping[str, VerificationRule] = EXACT_RULES,
+        prefix_cache: bool = True,
     ) -> None:
         self.backend = backend
+        self._prefix_cache = prefix_cache
         self._rules = dict(rules)
         self._budget = kv_budget_tokens
         self._max_sessions = max_sessions
@@ -273,7 +277,7 @@ class VerificationEngine:
         s.last_used_s = self._clock()
         accepted = path if path is not None else tuple(range(result.num_accepted))
         kv_nodes = accepted[: max(len(committed) - 1, 0)]  # the newest token is forwarded next
-        if call.session_id in self._sessions and not s.finished:
+        if call.session_id in self._sessions and not s.finished and self._prefix_cache:
             s.kv_len = old_total + len(kv_nodes)
             if path is None:
                 s.kv = self.backend.crop(out.kv, s.kv_len)

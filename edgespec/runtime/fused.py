@@ -10,6 +10,7 @@ stream back as ``(token_ids, finished)`` chunks; the last chunk is ``((), True)`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -45,9 +46,12 @@ class ServiceVerifier:
         self._on_loop(lambda: self._service.open_session(spec))
 
     def verify(self, call: VerifyCall) -> VerifyReply:
+        """Verify on the service; the drafter's own draft time stands, its network time
+        (thread hops only) is reported as 0: the server drafts for itself."""
         if self.cancelled:
             raise RequestError(ErrorCode.CANCELLED, "the fused-mode client went away")
-        return asyncio.run_coroutine_threadsafe(self._service.verify(call), self._loop).result()
+        local = dataclasses.replace(call, network_s=0.0)
+        return asyncio.run_coroutine_threadsafe(self._service.verify(local), self._loop).result()
 
     def close(self, session_id: str) -> None:
         self._on_loop(lambda: self._service.close_session(session_id))

@@ -35,7 +35,11 @@ class VerifyCall:
 
     With ``draft_parents`` the tokens are a token tree (:mod:`edgespec.core.tree`), verified
     greedily; ``None`` is a chain. ``payloads``: extra named arrays for the session's
-    verification rule (e.g. per-token channel state); the exact rule takes none."""
+    verification rule (e.g. per-token channel state); the exact rule takes none.
+
+    Client-reported timing for the server's deadline rule (:mod:`edgespec.policies.slo`):
+    ``draft_s``, the drafting time of this block, and ``network_s``, the client's last
+    measured network time (uplink + downlink of its previous round, 0 before its first)."""
 
     session_id: str
     prefix_len: int
@@ -43,6 +47,8 @@ class VerifyCall:
     draft_probs: FloatArray | None = None
     draft_parents: tuple[int, ...] | None = None
     payloads: Mapping[str, FloatArray] = field(default_factory=dict)
+    draft_s: float = 0.0
+    network_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

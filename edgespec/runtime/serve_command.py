@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from edgespec.policies.registry import BATCHING
+from edgespec.policies.slo import DEADLINE_RULES
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", help="target model: local HF directory, .gguf or known name")
@@ -18,7 +21,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--host")
     parser.add_argument("--port", type=int, help="0 picks a free port (printed at start)")
-    parser.add_argument("--batching", help="batching policy name (fcfs, lab)")
+    parser.add_argument(
+        "--batching", help=f"batching policy, one of {', '.join(sorted(BATCHING))} (default fcfs)"
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="NAME_OR_FILE",
+        help="wisp batching: its Eq. 19 estimator from a 'kind: wisp' profile (a bundled "
+        "name such as a100-qwen3-32b, or the YAML 'edgespec profile --out' writes)",
+    )
+    parser.add_argument(
+        "--guard-ms", type=float, help="wisp batching: the guard delta of its latest start times"
+    )
+    parser.add_argument(
+        "--deadline-rule",
+        choices=DEADLINE_RULES,
+        help="how a queued verification's deadline is set (default pace)",
+    )
+    parser.add_argument(
+        "--slo-class",
+        action="append",
+        default=[],
+        metavar="NAME=TOKENS_PER_S",
+        help="an SLO class and its token-speed target (or 'none'); repeatable",
+    )
+    parser.add_argument(
+        "--no-prefix-cache",
+        action="store_true",
+        help="SLED-style baseline: keep no KV between verifications (each forwards the "
+        "whole context)",
+    )
     parser.add_argument("--draft", help="draft model for the fused baseline, or 'ngram'")
     parser.add_argument(
         "--auth-token",
@@ -35,33 +67,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.config import overrides_from_flags
 
-    keys = ("target", "host", "port", "tls_cert", "tls_key", "prometheus_port")
-    flags = {key: getattr(args, key) for key in keys}
+    keys = ("target", "host", "port", "tls_cert", "tls_key", "prometheus_port", "deadline_rule")
+    flags: dict[str, Any] = {key: getattr(args, key) for key in keys}
     flags["batching.name"] = args.batching
+    flags["batching.params.profile"] = args.profile
+    flags["batching.params.guard_s"] = None if args.guard_ms is None else args.guard_ms / 1000
     flags["auth_tokens"] = args.auth_token or None
+    flags["prefix_cache"] = False if args.no_prefix_cache else None
+    for text in args.slo_class:
+        name, target = parse_slo_class(text)
+        flags[f"slo_classes.{name}"] = target
     return [*args.set, *overrides_from_flags(flags)]
+
+
+def parse_slo_class(text: str) -> tuple[str, float | None]:
+    """``--slo-class NAME=TOKENS_PER_S`` → (name, target); ``none`` is no target."""
+    from edgespec.config import ConfigError
+
+    name, sep, value = (part.strip() for part in text.partition("="))
+    valid = bool(sep and name) and "." not in name
+    target: float | None = None
+    if value.lower() not in ("none", "null"):
+        try:
+            target = float(value)
+        except ValueError:
+            valid = False
+    if not valid:
+        raise ConfigError(
+            "slo_classes",
+            f"--slo-class expects NAME=TOKENS_PER_S (a number, or none; no '.' in the "
+            f"name), got {text!r}",
+        )
+    return name, target
 
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from edgespec.config import ConfigError, ServerConfig, load_config
+    from edgespec.runtime.batching import build_batching
 
     config = load_config(ServerConfig, args.config, _overrides(args))
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
-    asyncio.run(_serve(config, args.draft, args.threads))
+    if (args.profile is not None or args.guard_ms is not None) and config.batching.name != "wisp":
+        raise ConfigError(
+            "batching.name",
+            f"--profile and --guard-ms configure the wisp batching policy; batching is "
+            f"{config.batching.name!r} (add --batching wisp)",
+        )
+    policy = build_batching(config.batching)  # before loading the model: fail fast
+    asyncio.run(_serve(config, policy, args.draft, args.threads))
     return 0
 
 
-async def _serve(config: Any, draft_name: str | None, threads: int | None) -> None:
+async def _serve(config: Any, policy: Any, draft_name: str | None, threads: int | None) -> None:
     import asyncio
     import signal
 
     import torch
 
     from edgespec.models.loading import load_model
-    from edgespec.policies.registry import build_policy
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
     from edgespec.runtime.draft_command import make_drafter
     from edgespec.runtime.engine import VerificationEngine
@@ -78,15 +144,21 @@ async def _serve(config: Any, draft_name: str | None, threads: int | None) -> No
         def draft_factory() -> Any:
             return make_drafter(draft_name, draft_model, backend.vocab_size)
 
-    engine = VerificationEngine(backend, config.kv_budget_tokens, config.max_sessions)
-    policy = build_policy("batching", config.batching.name, config.batching.params)
+    engine = VerificationEngine(
+        backend, config.kv_budget_tokens, config.max_sessions, prefix_cache=config.prefix_cache
+    )
     service = VerificationService(engine, config, policy, draft_factory)
     server, port = await start_server(service)
     if config.prometheus_port is not None:
         from edgespec.runtime.prometheus import start_prometheus
 
         start_prometheus(config.prometheus_port, service.stats, config.host)
-    print(f"edgespec serve: listening on {config.host}:{port} (target {config.target})", flush=True)
+    cache = "" if config.prefix_cache else ", no prefix cache"
+    print(
+        f"edgespec serve: listening on {config.host}:{port} (target {config.target}, "
+        f"batching {config.batching.name}{cache})",
+        flush=True,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -24,8 +24,8 @@ from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.contracts import PolicyContractError, check_batch_plan, policy_name
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.window import StaticWindow
+from edgespec.runtime.admission import Admission
 from edgespec.runtime.backends.base import DraftBackend
-from edgespec.runtime.clients import ClientBook
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.fused import fused_generate
@@ -76,7 +76,7 @@ class VerificationService:
         self._rejected = 0
         self._isolate: set[int] = set()
         self._busy = False
-        self._clients = ClientBook(config)
+        self._admission = Admission(engine, config)
 
     async def start(self) -> None:
         self._tasks = [
@@ -101,14 +101,10 @@ class VerificationService:
     def open_session(self, spec: SessionSpec, owner: str | None = None) -> None:
         """Open ``spec``; with auth on, ``owner`` (the caller's identity) owns the session:
         only it may verify or close it (:mod:`edgespec.runtime.clients`)."""
-        self._guard(lambda: self._clients.check_open(spec, owner))
-        self._guard(lambda: self.engine.open_session(spec))
-        self._clients.opened(spec, owner, self._clock())
+        self._guard(lambda: self._admission.open(spec, owner, self._clock()))
 
     def close_session(self, session_id: str, owner: str | None = None) -> bool:
-        self._guard(lambda: self._clients.check_owner(session_id, owner))
-        self._clients.forget(session_id)
-        return self.engine.close_session(session_id)
+        return self._guard(lambda: self._admission.close(session_id, owner))
 
     async def verify(
         self, call: VerifyCall, allow_empty: bool = False, owner: str | None = None
@@ -117,37 +113,13 @@ class VerificationService:
         the caller's identity when auth is on)."""
 
         def check() -> PendingVerification:
-            self._clients.check_owner(call.session_id, owner)
-            self.engine.validate(call, self.config.max_draft_tokens, allow_empty)
-            if call.session_id in self._in_flight:
-                raise RequestError(
-                    ErrorCode.FAILED_PRECONDITION,
-                    f"session {call.session_id!r} already has a verification in flight",
-                )
             queued = (e.call.session_id for e in self._queue.values())
-            self._clients.check_queue_share(call.session_id, queued)
-            if len(self._queue) >= self.config.max_queue_depth:
-                raise RequestError(
-                    ErrorCode.RESOURCE_EXHAUSTED,
-                    f"verification queue is full ({self.config.max_queue_depth} waiting)",
-                )
-            num_new, num_cached = self.engine.pending_sizes(
-                call.session_id, len(call.draft_token_ids)
+            entry_id = self._next_id + 1
+            pending = self._admission.admit(
+                call, owner, allow_empty, queued, self._in_flight, entry_id, self._clock()
             )
-            spec = self.engine.session_spec(call.session_id)
-            deadline = self._clients.deadline_s(spec, call.prefix_len, self._clock())
-            self._next_id += 1
-            return PendingVerification(
-                entry_id=self._next_id,
-                session_id=call.session_id,
-                client_id=spec.client_id,
-                enqueued_s=self._clock(),
-                num_draft_tokens=len(call.draft_token_ids),
-                num_new_tokens=num_new,
-                num_cached_tokens=num_cached,
-                slo_class=spec.slo_class,
-                deadline_s=deadline,
-            )
+            self._next_id = entry_id
+            return pending
 
         pending = self._guard(check)
         future: asyncio.Future[VerifyReply] = asyncio.get_running_loop().create_future()
@@ -322,6 +294,8 @@ class VerificationService:
                 )
             )
             for e, outcome in zip(entries, outcomes, strict=True):
+                if not isinstance(outcome, RequestError):
+                    self._admission.slo.verified(e.call.session_id, outcome.result)
                 if e.future.done():
                     continue
                 if isinstance(outcome, RequestError):
@@ -337,5 +311,5 @@ class VerificationService:
             await asyncio.sleep(period)
             expired = self.engine.expire_idle(self.config.session_timeout_s, self._in_flight)
             for session_id in expired:
-                self._clients.forget(session_id)
+                self._admission.forget(session_id)
             self._expired += len(expired)

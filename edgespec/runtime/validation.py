@@ -5,6 +5,7 @@ tests/runtime/test_validation_table.py checks that each listed rule has a test."
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,6 +37,18 @@ def check_vocab(token_ids: Sequence[int], what: str, vocab: int) -> None:
                 ErrorCode.INVALID_ARGUMENT,
                 f"{what} {i} (id {tok}) is outside the vocabulary [0, {vocab})",
             )
+
+
+def check_client_times(draft_s: float, network_s: float) -> None:
+    """The client-reported ``draft_s`` and ``network_s`` are finite and >= 0 (seconds)."""
+    if not (math.isfinite(draft_s) and draft_s >= 0):
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT, f"draft_s must be finite and >= 0, got {draft_s}"
+        )
+    if not (math.isfinite(network_s) and network_s >= 0):
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT, f"network_s must be finite and >= 0, got {network_s}"
+        )
 
 
 DRAFT_PROB_SUM_TOLERANCE = 1e-3

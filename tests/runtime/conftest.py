@@ -13,9 +13,9 @@ pytest.importorskip("grpc")
 
 from edgespec.config import ServerConfig, from_dict  # noqa: E402
 from edgespec.policies.interfaces import BatchingPolicy  # noqa: E402
-from edgespec.policies.registry import build_policy  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
+from edgespec.runtime.batching import build_batching  # noqa: E402
 from edgespec.runtime.engine import VerificationEngine  # noqa: E402
 from edgespec.runtime.server import VerificationService  # noqa: E402
 from edgespec.runtime.testing import noisy_copy, tiny_llama  # noqa: E402
@@ -62,11 +62,13 @@ def start_server(
 
     def build() -> VerificationService:
         engine = VerificationEngine(
-            target, config.kv_budget_tokens, config.max_sessions, rules=rules
+            target,
+            config.kv_budget_tokens,
+            config.max_sessions,
+            rules=rules,
+            prefix_cache=config.prefix_cache,
         )
-        policy = batching_policy or build_policy(
-            "batching", config.batching.name, config.batching.params
-        )
+        policy = batching_policy or build_batching(config.batching)
         return VerificationService(engine, config, policy, draft_factory=draft_factory)
 
     return ServerThread(build, port=port).start()
