@@ -47,6 +47,7 @@ COMMAND_MODULES: dict[str, str] = {
     "trace": "edgespec.learn.trace_command",
     "train": "edgespec.learn.train_command",
     "profile": "edgespec.learn.profile_command",
+    "reproduce": "edgespec.experiments.reproduce_command",
 }
 
 

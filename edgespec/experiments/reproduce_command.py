@@ -1,0 +1,79 @@
+"""``edgespec reproduce <seed> [--quick]``: re-run a paper's claims and compare.
+
+Writes ``runs/reproduce-<seed>-<time>/`` (REPORT.md, the scenario files it ran, plots,
+results.json) and prints the claims table. Seeds not reproduced yet exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SEEDS = ("wisp", "dsd", "zhu", "wisv")
+BUILT = ("wisp",)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("seed", choices=SEEDS, help="which paper")
+    parser.add_argument(
+        "--quick", action="store_true", help="a reduced run (CI): fewer classes, shorter runs"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/…)")
+    parser.add_argument("--workers", type=int, default=1, help="local processes for the runs")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.seed not in BUILT:
+        print(f"edgespec reproduce {args.seed}: not reproduced yet", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print("edgespec reproduce: --workers must be >= 1", file=sys.stderr)
+        return 2
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out: Path = args.out or Path("runs") / f"reproduce-{args.seed}-{stamp}"
+    command = "edgespec reproduce " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    reproduce_wisp(
+        out,
+        quick=args.quick,
+        workers=args.workers,
+        progress=not args.quiet,
+        command=command.strip(),
+    )
+    return 0
+
+
+def reproduce_wisp(
+    out: Path, *, quick: bool, workers: int, progress: bool, command: str
+) -> list[Any]:
+    """Run W1–W5, write the run folder, print the table; returns the claim rows."""
+    from edgespec.experiments.claims import print_claims, write_report
+    from edgespec.experiments.executor import make_executor
+    from edgespec.experiments.reproduce_wisp import Plan, results_dict, run_wisp
+    from edgespec.experiments.wisp_claims import all_rows
+    from edgespec.experiments.wisp_plots import plot_capacities, plot_violation_curves
+    from edgespec.experiments.wisp_setup import CHOICES
+    from edgespec.metrics.plots import plot_violation_attribution
+
+    plan = Plan.quick() if quick else Plan.full()
+    out.mkdir(parents=True, exist_ok=True)
+    results, scenario_files = run_wisp(plan, make_executor(workers), out / "scenarios", progress)
+    rows = all_rows(results)
+    plot_violation_curves(out / "fig7_violation_curves.png", results)
+    plot_capacities(out / "table2_capacities.png", results)
+    files = [*scenario_files, "fig7_violation_curves.png", "table2_capacities.png"]
+    if results.attribution is not None:
+        plot_violation_attribution(out / "fig8_attribution.png", results.attribution)
+        files.append("fig8_attribution.png")
+    (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
+    files.append("results.json")
+    title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
+    write_report(out / "REPORT.md", title, command, rows, CHOICES, files)
+    print_claims(rows)
+    print(f"report: {out / 'REPORT.md'}")
+    return rows

@@ -1,0 +1,162 @@
+"""The WISP reproduction's setting: the inputs the paper leaves unstated, chosen once for
+every claim (W1–W5), and the scenarios of the four systems compared.
+
+Systems (one codebase, one simulator):
+
+* ``wisp``: distributed SD, WISP's Algorithm 1 (:mod:`edgespec.policies.wisp`) on the
+  Eq. 19 estimator of the verifier's profile, per-round token-speed deadlines (Eq. 6/12),
+  prefix cache on;
+* ``fcfs``: the same distributed system with first-come-first-served batching (Table 1 and
+  Fig. 7's FCFS);
+* ``sled``: SLED, distributed SD with FCFS and **no prefix cache** (every verification
+  forwards the whole context again);
+* ``centralized``: all generation on the server, continuous batching (FCFS), prefix cache on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+SYSTEMS = ("wisp", "fcfs", "sled", "centralized")
+CLASSES = {"c2": 2.0, "c4": 4.0, "c6": 6.0, "c8": 8.0}
+"""WISP's four token-speed classes (tok/s); Table 2 numbers them 1–4 = 2, 4, 6, 8."""
+TARGET_PROFILES = {"qwen3-32b": "a100-qwen3-32b", "qwen3-14b": "a100-qwen3-14b-scaled"}
+
+
+@dataclass(frozen=True, slots=True)
+class WispSetup:
+    """What WISP does not state, fixed here for every claim (reasons in :data:`CHOICES`)."""
+
+    mean_prompt_tokens: int = 525
+    mean_output_tokens: int = 150
+    length_spread: float = 0.5
+    gamma: int = 4
+    alpha: float = 0.6819
+    draft_model: str = "qwen3-1.7b"
+    device_profile: str = "edge-50tps"
+    rtt_ms: float = 20.0
+    bandwidth_mbps: float = 50.0
+    max_batch_size: int = 256
+    max_batch_tokens: int = 8192
+    kv_budget_tokens: int = 200_000
+    guard_s: float = 0.005
+    epsilon: float = 0.05
+    duration_s: float = 300.0
+    ramp_s: float = 10.0
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+CHOICES: tuple[tuple[str, str], ...] = (
+    (
+        "lengths",
+        "prompts of 263–787 tokens (mean 525) and outputs of 75–225 tokens (mean 150), "
+        "paired on a fixed 64-point grid, so the mean KV context is 600 tokens: "
+        "SEED-NOTES' anchor, Table 12 reproduces the paper's centralized capacities at "
+        "4–8 tok/s when the mean context is ≈570–625 tokens. One length for all classes: "
+        "the paper's 2 tok/s centralized capacity implies ≈1,070, which no single "
+        "length gives (reported as such, not tuned).",
+    ),
+    (
+        "draft model and acceptance",
+        "Qwen3-1.7B (the paper does not say which draft Tables 1–3 use), i.i.d. acceptance "
+        "α = 0.6819, the value at which a fixed K = 4 window accepts 42% of drafted tokens "
+        "(Table 5, predictor OFF). The rejection predictor is not part of these runs.",
+    ),
+    ("window", "K = 4 draft tokens per round (§4.4 mentions follow-ups of 3–5 tokens)."),
+    ("device", "drafting at 50 tok/s, 20 ms per draft pass (Fig. 1)."),
+    ("network", "20 ms RTT, 50 Mbps, no jitter (the project's defaults; not given)."),
+    (
+        "verifier",
+        "one A100; Qwen3-32B: Table 12's Eq. 19 fit; Qwen3-14B: Table 12 scaled by "
+        "architecture ratios (profile a100-qwen3-14b-scaled, a stand-in). vLLM's defaults "
+        "for batch limits (256 sequences, 8,192 tokens); KV budget 200k tokens (not binding).",
+    ),
+    ("workload", "closed loop, no think time: each device asks again as soon as it is served."),
+    (
+        "WISP",
+        "δ = 5 ms; v̂ = marginal cost, LST on the solo cost; late requests lose their "
+        "deadline (docs/REPRODUCE.md).",
+    ),
+    ("capacity", "ε = 5% of requests below their class's speed; bisection over devices."),
+    ("runs", "300 simulated seconds after a 10 s ramp, seed 0."),
+)
+
+
+GRID_POINTS = 64
+
+
+def length_grid(setup: WispSetup) -> tuple[list[int], list[int]]:
+    """(prompt, output) pairs: each mean ± spread·mean on an even 64-point grid, outputs
+    permuted (step 37, coprime with 64) so that lengths are not correlated."""
+
+    def spread(mean: int, i: int) -> int:
+        return round(
+            mean * (1 - setup.length_spread + 2 * setup.length_spread * i / (GRID_POINTS - 1))
+        )
+
+    prompts = [spread(setup.mean_prompt_tokens, i) for i in range(GRID_POINTS)]
+    outputs = [spread(setup.mean_output_tokens, (37 * i) % GRID_POINTS) for i in range(GRID_POINTS)]
+    return prompts, outputs
+
+
+def scenario(
+    setup: WispSetup,
+    system: str,
+    *,
+    devices: int,
+    slo_mix: dict[str, float],
+    target: str = "qwen3-32b",
+    record_rounds: bool = False,
+) -> dict[str, Any]:
+    """The scenario (as a plain dict, ready for YAML) of ``system`` with ``devices`` edge
+    devices whose SLO classes follow ``slo_mix``."""
+    if system not in SYSTEMS:
+        raise ValueError(f"unknown system {system!r}; known: {list(SYSTEMS)}")
+    profile = TARGET_PROFILES[target]
+    prompts, outputs = length_grid(setup)
+    batching: dict[str, Any] = {"name": "fcfs"}
+    if system == "wisp":
+        batching = {"name": "wisp", "params": {"profile": profile, "guard_s": setup.guard_s}}
+    server = {
+        "target_model": target,
+        "hardware": "a100",
+        "cost_model": {"kind": "wisp", "profile": profile},
+        "kv_budget_tokens": setup.kv_budget_tokens,
+        "max_batch_size": setup.max_batch_size,
+        "max_batch_tokens": setup.max_batch_tokens,
+        "prefix_cache": system != "sled",
+    }
+    device = {
+        "count": devices,
+        "draft_model": setup.draft_model,
+        "cost_model": {"kind": "wisp", "profile": setup.device_profile},
+        "slo_mix": slo_mix,
+    }
+    return {
+        "name": f"wisp-{system}-{target}",
+        "seed": setup.seed,
+        "duration_s": setup.duration_s,
+        "mode": "centralized" if system == "centralized" else "distributed",
+        "slo_classes": dict(CLASSES),
+        "deadline_rule": "token_speed" if system == "wisp" else "pace",
+        "links": {"default": {"rtt_ms": setup.rtt_ms, "bandwidth_mbps": setup.bandwidth_mbps}},
+        "auto_topology": {"devices": [device], "servers": [server]},
+        "policies": {
+            "routing": {"name": "round_robin"},
+            "batching": batching,
+            "window": {"name": "static", "params": {"gamma": setup.gamma}},
+        },
+        "acceptance": {"kind": "iid", "alpha": setup.alpha},
+        "workload": {
+            "kind": "closed_loop",
+            "prompt_tokens": prompts,
+            "output_tokens": outputs,
+            "think_time_s": 0.0,
+            "ramp_s": setup.ramp_s,
+        },
+        "record_rounds": record_rounds,
+    }
