@@ -56,6 +56,19 @@ class Plan:
         return Plan(setup, ("qwen3-32b",), ("c2", "c8"), 400, (60, 120, 180), 200)
 
 
+def class_violation(slo_class: str) -> Callable[[SystemMetrics], float]:
+    """The class's violation rate, 1.0 when none of its requests finished within the run
+    (the load is beyond what the system can serve in that time)."""
+    rate = class_violation_rate(slo_class)
+
+    def violation(metrics: SystemMetrics) -> float:
+        if not any(c.slo_class == slo_class for c in metrics.slo_classes):
+            return 1.0
+        return rate(metrics)
+
+    return violation
+
+
 def _metrics(data: dict[str, Any]) -> SystemMetrics:
     return run_scenario(scenario_from_dict(data))
 
@@ -82,7 +95,7 @@ class CapacityJob:
             epsilon=self.setup.epsilon,
             lo=1,
             hi=self.hi,
-            violation=class_violation_rate(self.slo_class),
+            violation=class_violation(self.slo_class),
             progress=False,
         )
         return result.capacity
@@ -167,7 +180,7 @@ def knee_devices(
     """The fewest devices at which ``system``'s violation rate in ``cls`` reaches ``level``."""
     points = sorted(n for s, n in curves if s == system)
     for n in points:
-        if class_violation_rate(cls)(curves[(system, n)]) >= level:
+        if class_violation(cls)(curves[(system, n)]) >= level:
             return n
     return None
 
@@ -185,7 +198,7 @@ def results_dict(res: WispResults) -> dict[str, Any]:
             {
                 "system": s,
                 "devices": n,
-                "violation": {c: class_violation_rate(c)(m) for c in CLASSES},
+                "violation": {c: class_violation(c)(m) for c in CLASSES},
                 "goodput_tokens_per_s": m.goodput_tokens_per_s,
             }
             for (s, n), m in sorted(res.curves.items())

@@ -7,8 +7,7 @@ quoted from the paper are SEED-NOTES §1.2's.
 from __future__ import annotations
 
 from edgespec.experiments.claims import ClaimRow, fmt, within
-from edgespec.experiments.reproduce_wisp import WispResults, knee_devices
-from edgespec.metrics.summary import class_violation_rate
+from edgespec.experiments.reproduce_wisp import WispResults, class_violation, knee_devices
 
 # Table 2: capacities (devices) per class 2/4/6/8 tok/s.
 TABLE_2 = {
@@ -111,7 +110,7 @@ def curve_rows(res: WispResults) -> list[ClaimRow]:
             )
         ]
     viol = {
-        s: {c: class_violation_rate(c)(res.curves[(s, n_star)]) for c in CLASSES_TPS}
+        s: {c: class_violation(c)(res.curves[(s, n_star)]) for c in CLASSES_TPS}
         for s in ("wisp", "fcfs")
     }
 

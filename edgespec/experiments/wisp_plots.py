@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgespec.experiments.reproduce_wisp import WispResults
+from edgespec.experiments.reproduce_wisp import WispResults, class_violation
 from edgespec.experiments.wisp_setup import CLASSES
 from edgespec.metrics.plots import _pyplot
-from edgespec.metrics.summary import class_violation_rate
 
 COLOURS = {"c2": "tab:green", "c4": "tab:blue", "c6": "tab:orange", "c8": "tab:red"}
 
@@ -19,7 +18,7 @@ def plot_violation_curves(path: Path, res: WispResults) -> None:
     for system, style in (("wisp", "-"), ("fcfs", "--")):
         points = sorted(n for s, n in res.curves if s == system)
         for cls, target in CLASSES.items():
-            rates = [100 * class_violation_rate(cls)(res.curves[(system, n)]) for n in points]
+            rates = [100 * class_violation(cls)(res.curves[(system, n)]) for n in points]
             label = f"{system.upper()} {target:g} tok/s"
             ax.plot(points, rates, style, color=COLOURS[cls], marker=".", label=label)
     ax.set_xlabel("devices (mixed classes)")

@@ -13,17 +13,18 @@ queued verification i gets
   a batch holding i alone can start and still meet d_i, less the guard δ.
 
 Requests with t ≥ LST_i are *critical* and go first in deadline order (EDF); the rest
-follow by decreasing utility. Both loops add while FEASIBLEADD holds (memory, the host's
-batch size and token limits, and t + T̂(B′) ≤ min deadline over B′) and stop at the first
-request that does not fit, as Algorithm 1 does (no skipping).
+follow by decreasing utility (ties: the oldest first). Both loops add while FEASIBLEADD
+holds (memory, the host's batch size and token limits, and t + T̂(B′) ≤ min deadline over
+B′) and stop at the first request that does not fit, as Algorithm 1 does (no skipping).
 
 Two rules the paper leaves open (SEED-NOTES §1.4 items 7–8):
 
 * **Late requests.** A request whose deadline cannot be met even alone (t + T̂({i}) > d_i)
   would fail FEASIBLEADD on an empty batch forever and stall the server. It is *late*: it
-  loses its deadline (no batch is held to an unreachable bound), leaves the critical list,
-  and is added, most overdue first, after the critical and utility loops, while memory and
-  the other members' deadlines allow.
+  is admitted anyway, first — EDF's order, since its deadline is the earliest — but its
+  own deadline no longer binds the batch (no batch is held to an unreachable bound). Late
+  requests go in most overdue first; then the critical loop and the utility loop follow,
+  their deadline checks counting the time the late ones add.
 * **Never idle.** The first request tried always fits the empty batch: one request alone
   may exceed the memory and token limits (as the batching contract allows, or it would
   block the queue forever), a critical or utility request meets its deadline alone by
@@ -98,10 +99,10 @@ class WispBatching:
         rest.sort(key=lambda item: (item[0], item[1], item[2]))
         late.sort(key=lambda item: (item[0], item[1]))
         batch = _Batch([])
+        self._fill(batch, [e for _, _, e in late], now_s, limits, False)
         stopped = not self._fill(batch, [e for _, _, e in critical], now_s, limits, True)
         if not stopped:
             self._fill(batch, [e for *_, e in rest], now_s, limits, True)
-        self._fill(batch, [e for _, _, e in late], now_s, limits, False)
         return BatchPlan(tuple(batch.ids), reason="wisp")
 
     def _fill(

@@ -113,13 +113,16 @@ def test_unreachable_deadline_does_not_stall_the_server() -> None:
     # alone it would end at 15 ms, its deadline was 5 ms: late; dispatched, never stuck
     late = entry(1, 5, 0.005)
     assert select([late]) == (1,)
-    # with others: they go first; the late one joins while their deadlines allow
-    queue = [late, entry(2, 2, 0.020, 2.0)]
-    assert select(queue) == (2, 1)  # 2 ends at 12 ms; with 1 at 17 ms <= 20
-    assert select(queue, now=0.004) == (2,)  # 4 + 12 + 5 = 21 ms > 20: 1 waits
-    # several late ones: most overdue first, without binding the batch to their deadlines
-    queue = [entry(1, 5, 0.004), entry(2, 5, 0.002), entry(3, 5, 0.003)]
-    assert select(queue) == (2, 3, 1)
+    # late ones go first (EDF: theirs is the earliest deadline), without binding the batch
+    queue = [entry(2, 2, 0.020, 2.0), late]
+    assert select(queue) == (1, 2)  # 1 ends at 15 ms; with 2 at 17 ms <= 20
+    assert select(queue, now=0.004) == (1,)  # 4 + 15 + 2 = 21 ms > 20: 2 waits
+    # several late ones: most overdue first; a critical one behind them must still fit
+    queue = [entry(1, 5, 0.004), entry(2, 5, 0.002), entry(3, 5, 0.003), entry(4, 1, 0.0255)]
+    assert select(queue, guard_s=0.02) == (2, 3, 1)  # 4 (critical) would end at 26 > 25.5 ms
+    queue[3] = entry(4, 1, 0.0265)
+    assert select(queue, guard_s=0.02) == (2, 3, 1, 4)  # 26 <= 26.5 ms: it fits
+    assert select(queue, guard_s=0.02, max_batch_size=2) == (2, 3)
 
 
 def test_decision_is_a_pure_function_of_its_inputs() -> None:
