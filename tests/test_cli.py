@@ -12,12 +12,12 @@ def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None
         assert name in out
 
 
-@pytest.mark.parametrize("name", ["reproduce"])
-def test_unbuilt_subcommand_says_so_and_fails(
-    name: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("seed", ["dsd", "zhu", "wisv"])
+def test_seed_not_reproduced_yet_says_so_and_fails(
+    seed: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([name]) == 2
-    assert "not built yet" in capsys.readouterr().err
+    assert main(["reproduce", seed]) == 2
+    assert capsys.readouterr().err == f"edgespec reproduce {seed}: not reproduced yet\n"
 
 
 def test_user_input_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,10 +13,23 @@ from typing import Any
 
 from edgespec.config import ConfigError, apply_overrides
 from edgespec.experiments.sweep import Runner, override_text, progress_bar
-from edgespec.metrics.summary import violation_rate
+from edgespec.metrics.summary import class_violation_rate, violation_rate
 from edgespec.metrics.types import SystemMetrics
 
 Violation = Callable[[SystemMetrics], float]
+
+
+def class_violation(slo_class: str) -> Violation:
+    """One class's violation rate for Cap(τ) of that class; 1.0 when none of its requests
+    finished within the run (the load is beyond what the system serves in that time)."""
+    rate = class_violation_rate(slo_class)
+
+    def violation(metrics: SystemMetrics) -> float:
+        if not any(c.slo_class == slo_class for c in metrics.slo_classes):
+            return 1.0
+        return rate(metrics)
+
+    return violation
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +95,7 @@ def capacity_search(
     Probes ``lo`` (if it violates, capacity is ``None``), then ``hi`` (if it does not,
     capacity is ``hi``), then bisects the feasible/infeasible bracket: at most
     2 + ⌈log2(hi − lo)⌉ runs. ``violation`` defaults to the overall SLO violation rate;
-    use ``edgespec.metrics.summary.class_violation_rate(name)`` for one class's Cap(τ).
+    use :func:`class_violation` for one class's Cap(τ).
     """
     if not 0.0 <= epsilon <= 1.0:
         raise ConfigError("epsilon", f"must be in [0, 1], got {epsilon}")

@@ -15,12 +15,11 @@ from typing import Any
 
 import yaml
 
-from edgespec.experiments.capacity import capacity_search
+from edgespec.experiments.capacity import capacity_search, class_violation
 from edgespec.experiments.executor import SweepExecutor
 from edgespec.experiments.sweep import progress_bar
 from edgespec.experiments.wisp_setup import CLASSES, WispSetup, scenario
 from edgespec.metrics.attribution import ViolationAttribution, attribute_violations
-from edgespec.metrics.summary import class_violation_rate
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import run_scenario, simulate
@@ -54,19 +53,6 @@ class Plan:
     def quick() -> Plan:
         setup = replace(WispSetup(), duration_s=60.0, ramp_s=5.0, mean_output_tokens=60)
         return Plan(setup, ("qwen3-32b",), ("c2", "c8"), 400, (60, 120, 180), 200)
-
-
-def class_violation(slo_class: str) -> Callable[[SystemMetrics], float]:
-    """The class's violation rate, 1.0 when none of its requests finished within the run
-    (the load is beyond what the system can serve in that time)."""
-    rate = class_violation_rate(slo_class)
-
-    def violation(metrics: SystemMetrics) -> float:
-        if not any(c.slo_class == slo_class for c in metrics.slo_classes):
-            return 1.0
-        return rate(metrics)
-
-    return violation
 
 
 def _metrics(data: dict[str, Any]) -> SystemMetrics:

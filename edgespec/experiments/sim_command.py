@@ -42,6 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lo", type=int, default=1, help="capacity search lower bound")
     parser.add_argument("--hi", type=int, default=1000, help="capacity search upper bound")
     parser.add_argument("--epsilon", type=float, default=0.05, help="allowed SLO violation rate")
+    parser.add_argument(
+        "--slo-class",
+        default=None,
+        metavar="NAME",
+        help="capacity search: count only this SLO class's violations (Cap(τ) of one class)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--verbose", action="store_true", help="also say which event-loop path ran and why"
@@ -103,8 +109,15 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"sweep: {len(points)} runs → {json_path}, {csv_path}")
         return 0
     if args.capacity:
-        from edgespec.experiments.capacity import capacity_search
+        from edgespec.experiments.capacity import capacity_search, class_violation
+        from edgespec.metrics.summary import violation_rate
 
+        if args.slo_class is not None and args.slo_class not in scenario.slo_classes:
+            known = sorted(scenario.slo_classes)
+            raise ConfigError(
+                "--slo-class", f"unknown SLO class {args.slo_class!r}; known: {known}"
+            )
+        violation = violation_rate if args.slo_class is None else class_violation(args.slo_class)
         result = capacity_search(
             data,
             args.capacity,
@@ -112,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
             epsilon=args.epsilon,
             lo=args.lo,
             hi=args.hi,
+            violation=violation,
             progress=not args.quiet,
         )
         out.mkdir(parents=True, exist_ok=True)
@@ -122,7 +136,9 @@ def run(args: argparse.Namespace) -> int:
         probes = sorted(result.probes, key=lambda p: p.value)
         print_runs([({args.capacity: p.value}, p.metrics) for p in probes], console, "probes")
         console.print(
-            f"capacity {args.capacity} at epsilon={args.epsilon}: {result.capacity}{bound}"
+            f"capacity {args.capacity} at epsilon={args.epsilon}"
+            + ("" if args.slo_class is None else f" for class {args.slo_class}")
+            + f": {result.capacity}{bound}"
             f" → {out / 'capacity.json'}"
         )
         return 0

@@ -6,8 +6,9 @@ quoted from the paper are SEED-NOTES §1.2's.
 
 from __future__ import annotations
 
+from edgespec.experiments.capacity import class_violation
 from edgespec.experiments.claims import ClaimRow, fmt, within
-from edgespec.experiments.reproduce_wisp import WispResults, class_violation, knee_devices
+from edgespec.experiments.reproduce_wisp import WispResults, knee_devices
 
 # Table 2: capacities (devices) per class 2/4/6/8 tok/s.
 TABLE_2 = {

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgespec.experiments.reproduce_wisp import WispResults, class_violation
+from edgespec.experiments.capacity import class_violation
+from edgespec.experiments.reproduce_wisp import WispResults
 from edgespec.experiments.wisp_setup import CLASSES
 from edgespec.metrics.plots import _pyplot
 

@@ -90,7 +90,8 @@ def write_run(
 ) -> None:
     """Write a run folder: ``metrics.json``, ``requests.csv`` (+ ``requests.parquet`` when
     pyarrow is importable), ``rounds.csv`` when ``rounds`` is given, and PNG plots
-    (``latency_cdf.png``, ``slo_attainment.png``, ``utilization.png``, ``batch_sizes.png``).
+    (``latency_cdf.png``, ``slo_attainment.png``, ``utilization.png``, ``batch_sizes.png``);
+    when rounds carry deadlines, WISP Eq. 21's ``attribution.json`` and ``attribution.png``.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -98,11 +99,28 @@ def write_run(
     write_requests_csv(run_dir / "requests.csv", requests)
     write_requests_parquet(run_dir / "requests.parquet", requests)
     if rounds is not None:
+        rounds = list(rounds)
         write_rounds_csv(run_dir / "rounds.csv", rounds)
     if plots:
         from edgespec.metrics.plots import write_plots
 
         write_plots(run_dir, metrics, requests, batches)
+    if rounds is not None and any(r.deadline_s is not None for r in rounds):
+        from edgespec.metrics.attribution import attribute_violations
+
+        attribution = attribute_violations(rounds)
+        summary = {
+            "window_batches": attribution.window,
+            "threshold": attribution.threshold,
+            "rounds_with_deadline": attribution.num_rounds_with_deadline,
+            "violated": attribution.num_violated,
+            "compute_dominant": attribution.num_compute_dominant,
+        }
+        (run_dir / "attribution.json").write_text(json.dumps(summary, indent=2) + "\n")
+        if plots:
+            from edgespec.metrics.plots import plot_violation_attribution
+
+            plot_violation_attribution(run_dir / "attribution.png", attribution)
 
 
 def _cells(values: Iterable[Any]) -> list[str]:

@@ -132,3 +132,11 @@ def test_runner_without_slo_targets_fails_clearly() -> None:
 
     with pytest.raises(ValueError, match="none of the 0 completed requests has an SLO target"):
         capacity_search(BASE, "devices.count", runner, epsilon=0.1, lo=1, hi=2, progress=False)
+
+
+def test_class_violation_counts_a_class_with_no_finished_request_as_violated() -> None:
+    from edgespec.experiments.capacity import class_violation
+
+    metrics = metrics_with_violations(10, cls="gold")
+    assert class_violation("gold")(metrics) == 0.1
+    assert class_violation("silver")(metrics) == 1.0  # none of its requests finished

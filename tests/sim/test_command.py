@@ -77,3 +77,24 @@ def test_sim_capacity_search_writes_capacity_json(scenario_file: Path, tmp_path:
     result = json.loads((out / "capacity.json").read_text())
     assert result["capacity"] == 8 and result["at_upper_bound"] is True
     assert [p["value"] for p in result["probes"]] == [4, 8]
+
+
+def test_sim_capacity_of_one_slo_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two classes on one device pool: the loose one never violates, the tight one always
+    does, so only the class named by --slo-class decides the capacity."""
+    data = tiny_scenario(duration_s=20.0)
+    data["slo_classes"] = {"loose": 0.001, "tight": 1e6}
+    data["auto_topology"]["devices"][0]["slo_mix"] = {"loose": 1, "tight": 1}
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump(data))
+    key = "auto_topology.devices.0.count"
+    base = ["sim", str(path), "--capacity", key, "--lo", "2", "--hi", "6", "--quiet"]
+    assert main([*base, "--slo-class", "loose", "--out", str(tmp_path / "a")]) == 0
+    assert json.loads((tmp_path / "a" / "capacity.json").read_text())["capacity"] == 6
+    assert "for class loose: 6 (at upper bound)" in " ".join(capsys.readouterr().out.split())
+    assert main([*base, "--slo-class", "tight", "--out", str(tmp_path / "b")]) == 0
+    assert json.loads((tmp_path / "b" / "capacity.json").read_text())["capacity"] is None
+    assert main([*base, "--slo-class", "gold"]) == 2
+    assert "'--slo-class': unknown SLO class 'gold'; known: ['loose', 'tight']" in (
+        capsys.readouterr().err
+    )
