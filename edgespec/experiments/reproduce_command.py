@@ -57,7 +57,7 @@ def reproduce_wisp(
     from edgespec.experiments.reproduce_wisp import Plan, results_dict, run_wisp
     from edgespec.experiments.wisp_claims import all_rows
     from edgespec.experiments.wisp_plots import plot_capacities, plot_violation_curves
-    from edgespec.experiments.wisp_setup import CHOICES
+    from edgespec.experiments.wisp_setup import choices
     from edgespec.metrics.plots import plot_violation_attribution
 
     plan = Plan.quick() if quick else Plan.full()
@@ -73,7 +73,7 @@ def reproduce_wisp(
     (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
-    write_report(out / "REPORT.md", title, command, rows, CHOICES, files)
+    write_report(out / "REPORT.md", title, command, rows, choices(plan.setup), files)
     print_claims(rows)
     print(f"report: {out / 'REPORT.md'}")
     return rows

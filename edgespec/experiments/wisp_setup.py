@@ -26,7 +26,7 @@ TARGET_PROFILES = {"qwen3-32b": "a100-qwen3-32b", "qwen3-14b": "a100-qwen3-14b-s
 
 @dataclass(frozen=True, slots=True)
 class WispSetup:
-    """What WISP does not state, fixed here for every claim (reasons in :data:`CHOICES`)."""
+    """What WISP does not state, fixed here for every claim (reasons in :func:`choices`)."""
 
     mean_prompt_tokens: int = 525
     mean_output_tokens: int = 150
@@ -50,40 +50,58 @@ class WispSetup:
         return asdict(self)
 
 
-CHOICES: tuple[tuple[str, str], ...] = (
-    (
-        "lengths",
-        "prompts of 263–787 tokens (mean 525) and outputs of 75–225 tokens (mean 150), "
-        "paired on a fixed 64-point grid, so the mean KV context is 600 tokens: "
-        "SEED-NOTES' anchor, Table 12 reproduces the paper's centralized capacities at "
-        "4–8 tok/s when the mean context is ≈570–625 tokens. One length for all classes: "
-        "the paper's 2 tok/s centralized capacity implies ≈1,070, which no single "
-        "length gives (reported as such, not tuned).",
-    ),
-    (
-        "draft model and acceptance",
-        "Qwen3-1.7B (the paper does not say which draft Tables 1–3 use), i.i.d. acceptance "
-        "α = 0.6819, the value at which a fixed K = 4 window accepts 42% of drafted tokens "
-        "(Table 5, predictor OFF). The rejection predictor is not part of these runs.",
-    ),
-    ("window", "K = 4 draft tokens per round (§4.4 mentions follow-ups of 3–5 tokens)."),
-    ("device", "drafting at 50 tok/s, 20 ms per draft pass (Fig. 1)."),
-    ("network", "20 ms RTT, 50 Mbps, no jitter (the project's defaults; not given)."),
-    (
-        "verifier",
-        "one A100; Qwen3-32B: Table 12's Eq. 19 fit; Qwen3-14B: Table 12 scaled by "
-        "architecture ratios (profile a100-qwen3-14b-scaled, a stand-in). vLLM's defaults "
-        "for batch limits (256 sequences, 8,192 tokens); KV budget 200k tokens (not binding).",
-    ),
-    ("workload", "closed loop, no think time: each device asks again as soon as it is served."),
-    (
-        "WISP",
-        "δ = 5 ms; v̂ = marginal cost, LST on the solo cost; late requests lose their "
-        "deadline (docs/REPRODUCE.md).",
-    ),
-    ("capacity", "ε = 5% of requests below their class's speed; bisection over devices."),
-    ("runs", "300 simulated seconds after a 10 s ramp, seed 0."),
-)
+def choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
+    """The unstated inputs of ``setup``, each with the reason it was chosen."""
+    lo_p, hi_p = (round(setup.mean_prompt_tokens * (1 + k * setup.length_spread)) for k in (-1, 1))
+    lo_o, hi_o = (round(setup.mean_output_tokens * (1 + k * setup.length_spread)) for k in (-1, 1))
+    context = setup.mean_prompt_tokens + setup.mean_output_tokens // 2
+    return (
+        (
+            "lengths",
+            f"prompts of {lo_p}–{hi_p} tokens (mean {setup.mean_prompt_tokens}) and outputs of "
+            f"{lo_o}–{hi_o} tokens (mean {setup.mean_output_tokens}), paired on a fixed "
+            f"64-point grid: mean KV context ≈{context} tokens. SEED-NOTES' anchor: Table 12 "
+            "gives the paper's centralized capacities at 4–8 tok/s when the mean context is "
+            "≈570–625 tokens. One length for every class and system: the paper's 2 tok/s "
+            "centralized capacity implies ≈1,070, which no single length gives.",
+        ),
+        (
+            "draft model and acceptance",
+            f"{setup.draft_model} (the paper does not say which draft Tables 1–3 use), i.i.d. "
+            f"acceptance α = {setup.alpha}, at which a fixed K = 4 window accepts 42% of "
+            "drafted tokens (Table 5, predictor OFF). No rejection predictor in these runs.",
+        ),
+        ("window", f"K = {setup.gamma} draft tokens per round (§4.4: follow-ups of 3–5)."),
+        ("device", f"drafting at 50 tok/s, 20 ms per draft pass ({setup.device_profile}, Fig. 1)."),
+        ("network", f"{setup.rtt_ms:g} ms RTT, {setup.bandwidth_mbps:g} Mbps, no jitter."),
+        (
+            "verifier",
+            "one A100; Qwen3-32B: Table 12's Eq. 19 fit; Qwen3-14B: Table 12 scaled by "
+            "architecture ratios (profile a100-qwen3-14b-scaled, a stand-in). Batch limits "
+            f"{setup.max_batch_size} sequences and {setup.max_batch_tokens} tokens (vLLM's "
+            f"defaults); KV budget {setup.kv_budget_tokens} tokens (not binding).",
+        ),
+        ("workload", "closed loop, no think time: a device asks again once it is served."),
+        (
+            "WISP",
+            f"δ = {1000 * setup.guard_s:g} ms; N̂ᵛ = α̂·N_d (Eq. 5: accepted tokens only) with "
+            "α̂ the session's acceptance so far; v̂ = marginal cost T̂({i}) − c, LST on the "
+            "solo cost; a request that cannot meet its deadline even alone is admitted first "
+            "without its deadline binding the batch (docs/REPRODUCE.md).",
+        ),
+        (
+            "capacity",
+            f"ε = {100 * setup.epsilon:g}% of a class's finished requests below its speed; "
+            "bisection over the device count; a class none of whose requests finished "
+            "counts as violated.",
+        ),
+        (
+            "runs",
+            f"{setup.duration_s:g} simulated seconds (first requests spread over "
+            f"{setup.ramp_s:g} s), seed {setup.seed}; requests unfinished at the end are not "
+            "counted.",
+        ),
+    )
 
 
 GRID_POINTS = 64
