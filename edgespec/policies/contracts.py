@@ -18,7 +18,7 @@ Contracts (see :mod:`edgespec.policies.interfaces` for the call order):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from numbers import Integral
 
 from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
@@ -34,25 +34,33 @@ def policy_name(policy: object) -> str:
 
 
 def batch_plan_problem(
-    plan: BatchPlan, queue: Sequence[PendingVerification], limits: BatchLimits
+    plan: BatchPlan,
+    queue: Sequence[PendingVerification],
+    limits: BatchLimits,
+    by_id: Mapping[int, PendingVerification] | None = None,
 ) -> str | None:
-    """What is wrong with ``plan`` for ``queue`` under ``limits``, or ``None``."""
+    """What is wrong with ``plan`` for ``queue`` under ``limits``, or ``None``.
+    ``by_id``: ``queue`` by ``entry_id``, when the host already has it (saves a dict)."""
     ids = plan.entry_ids
     if not ids:
         return "returned an empty plan although limits.force is set" if limits.force else None
-    by_id = {e.entry_id: e for e in queue}
-    unknown = [i for i in ids if i not in by_id]
-    if unknown:
-        return f"chose entry ids {unknown} that are not in the queue"
+    if by_id is None:
+        by_id = {e.entry_id: e for e in queue}
+    tokens = context = 0  # Σ new and Σ context tokens, in one pass over the plan
+    for i in ids:
+        entry = by_id.get(i)
+        if entry is None:
+            unknown = [i for i in ids if i not in by_id]
+            return f"chose entry ids {unknown} that are not in the queue"
+        tokens += entry.num_new_tokens
+        context += entry.num_cached_tokens + entry.num_new_tokens  # num_context_tokens
     if len(set(ids)) != len(ids):
         return f"chose an entry more than once: {list(ids)}"
     if len(ids) > limits.max_batch_size:
         return f"chose {len(ids)} entries; max_batch_size is {limits.max_batch_size}"
     if len(ids) > 1:
-        tokens = sum(by_id[i].num_new_tokens for i in ids)
         if tokens > limits.max_batch_tokens:
             return f"chose {tokens} new tokens; max_batch_tokens is {limits.max_batch_tokens}"
-        context = sum(by_id[i].num_context_tokens for i in ids)
         if context > limits.max_context_tokens:
             return (
                 f"chose {context} context tokens; max_context_tokens is {limits.max_context_tokens}"
@@ -61,10 +69,15 @@ def batch_plan_problem(
 
 
 def check_batch_plan(
-    policy: object, plan: BatchPlan, queue: Sequence[PendingVerification], limits: BatchLimits
+    policy: object,
+    plan: BatchPlan,
+    queue: Sequence[PendingVerification],
+    limits: BatchLimits,
+    by_id: Mapping[int, PendingVerification] | None = None,
 ) -> tuple[int, ...]:
-    """``plan.entry_ids`` when the plan keeps the batching contract, else the error."""
-    problem = batch_plan_problem(plan, queue, limits)
+    """``plan.entry_ids`` when the plan keeps the batching contract, else the error
+    (``by_id``: ``queue`` by ``entry_id``, if the host has it)."""
+    problem = batch_plan_problem(plan, queue, limits, by_id)
     if problem is not None:
         raise PolicyContractError(f"batching policy {policy_name(policy)} {problem}")
     return plan.entry_ids
@@ -84,6 +97,10 @@ def check_window(policy: object, gamma: object) -> int:
 
 def check_route(policy: object, server_id: object, loads: Sequence[ServerLoad]) -> int:
     """``server_id`` (as an ``int``) when it names one of ``loads``, else the error."""
+    if type(server_id) is int:  # the common case, without the ABC check and the list
+        for load in loads:
+            if load.server_id == server_id:
+                return server_id
     known = [load.server_id for load in loads]
     if isinstance(server_id, bool) or not isinstance(server_id, Integral) or server_id not in known:
         raise PolicyContractError(

@@ -7,7 +7,8 @@ Each host keeps one :class:`WindowHistory` per session. Call order, every round:
    policy.next_window(obs))`` (:mod:`edgespec.policies.contracts`); the host then caps γ to
    the tokens still to generate (at most remaining − 1, at least 1: a verification always
    carries a draft token) and drafts.
-2. After the verdict: ``history.record(outcome, now_s)`` with a :class:`RoundOutcome`.
+2. After the verdict: ``history.record(outcome, now_s)`` with a :class:`RoundOutcome` (or
+   ``history.record_round(...)`` with its fields, which the simulator uses).
 
 Meanings (:class:`~edgespec.policies.interfaces.WindowObservation`), the same in both hosts:
 
@@ -53,39 +54,79 @@ class RoundOutcome:
 class WindowHistory:
     """One session's rounds as window policies see them (see the module docstring)."""
 
-    __slots__ = ("_accepted", "_drafted", "_first_token_s", "_last", "_recent")
+    __slots__ = (
+        "_accepted",
+        "_committed",
+        "_drafted",
+        "_first_token_s",
+        "_gamma",
+        "_last_accepted",
+        "_network_s",
+        "_queue_depth",
+        "_recent",
+        "_rounds",
+    )
 
     def __init__(self) -> None:
         self._recent: deque[tuple[int, int]] = deque()
         self._drafted = self._accepted = 0  # sums over _recent
-        self._last: RoundOutcome | None = None
+        self._rounds = 0
+        # The last round's outcome, field by field (no RoundOutcome kept: the simulator
+        # records millions of rounds through record_round).
+        self._gamma = self._last_accepted = self._committed = self._queue_depth = 0
+        self._network_s = 0.0
         self._first_token_s: float | None = None
 
     def record(self, outcome: RoundOutcome, now_s: float) -> None:
-        if self._first_token_s is None and outcome.num_committed_total > 0:
+        self.record_round(
+            outcome.gamma,
+            outcome.num_drafted,
+            outcome.num_accepted,
+            outcome.num_committed_total,
+            outcome.network_s,
+            outcome.queue_depth,
+            now_s,
+        )
+
+    def record_round(
+        self,
+        gamma: int,
+        num_drafted: int,
+        num_accepted: int,
+        num_committed_total: int,
+        network_s: float,
+        queue_depth: int,
+        now_s: float,
+    ) -> None:
+        """:meth:`record` with the :class:`RoundOutcome` fields passed one by one."""
+        if self._first_token_s is None and num_committed_total > 0:
             self._first_token_s = now_s
         recent = self._recent
-        recent.append((outcome.num_drafted, outcome.num_accepted))
-        self._drafted += outcome.num_drafted
-        self._accepted += outcome.num_accepted
+        recent.append((num_drafted, num_accepted))
+        self._drafted += num_drafted
+        self._accepted += num_accepted
         if len(recent) > RECENT_ROUNDS:
             drafted, accepted = recent.popleft()
             self._drafted -= drafted
             self._accepted -= accepted
-        self._last = outcome
+        self._rounds += 1
+        self._gamma = gamma
+        self._last_accepted = num_accepted
+        self._committed = num_committed_total
+        self._network_s = network_s
+        self._queue_depth = queue_depth
 
     def observation(self, now_s: float) -> WindowObservation:
-        last = self._last
-        if last is None:
+        if not self._rounds:
             return WindowObservation(previous_gamma=0, recent_acceptance=None)
-        committed = last.num_committed_total
+        committed = self._committed
         first = self._first_token_s
         return WindowObservation(
-            last.gamma,
+            self._gamma,
             self._accepted / self._drafted if self._drafted else None,
-            last.num_accepted,
-            last.queue_depth,
-            last.network_s,
+            self._last_accepted,
+            self._queue_depth,
+            self._network_s,
             (now_s - first) / (committed - 1) if first is not None and committed > 1 else None,
         )
 

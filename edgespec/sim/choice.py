@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgespec.core.types import PendingVerification
-from edgespec.policies.contracts import check_batch_plan
+from edgespec.core.types import PendingVerification, ServerLoad
+from edgespec.policies.contracts import check_batch_plan, check_route
 from edgespec.policies.inputs import pace_deadline_s
-from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
+from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, RoutingPolicy
 from edgespec.sim.entities import ServerState, Session
 
 
@@ -28,6 +28,28 @@ def route_jsq(servers: list[ServerState], rng: np.random.Generator) -> ServerSta
     return tied[int(rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
 
 
+def route_by_policy(
+    servers: list[ServerState],
+    policy: RoutingPolicy,
+    rng: np.random.Generator,
+    loads: list[ServerLoad],
+) -> ServerState:
+    """The server ``policy`` routes a new session to, its answer checked. ``loads`` holds
+    the last :class:`ServerLoad` shown per server (updated here; a load whose server has
+    not changed is shown again, not rebuilt); the policy gets a copy of the list."""
+    for i, s in enumerate(servers):
+        load = loads[i]
+        queued = len(s.queue)
+        if (
+            load.queue_depth != queued
+            or load.num_active_sessions != s.num_active
+            or load.busy is not s.busy
+        ):
+            loads[i] = ServerLoad(s.server_id, queued, s.num_active, s.busy)
+    shown = loads[:]
+    return servers[check_route(policy, policy.route(shown, rng), shown)]
+
+
 def deadline_s(s: Session) -> float | None:
     """When this round's committed tokens must exist to keep the request on its SLO
     class's token-speed pace (WISP): arrival + (committed + 1) / target; None if the
@@ -44,6 +66,25 @@ def batch_shape(s: Session, server: ServerState) -> tuple[int, int]:
     return context - cached, cached
 
 
+def pending_entry(s: Session, cached: int) -> PendingVerification:
+    """What the batching policy sees of the block ``s`` has queued, with ``cached`` KV
+    tokens resident (the rest of its context is new)."""
+    request = s.request
+    committed = s.committed
+    slo = s.slo_tokens_per_s
+    return PendingVerification(
+        s.entry_id,
+        request.request_id,
+        request.client_id,
+        s.enqueued_s,
+        s.sent,
+        request.num_prompt_tokens + committed + s.sent - cached,
+        cached,
+        request.slo_class,
+        None if slo is None else pace_deadline_s(request.arrival_s, committed, slo),
+    )
+
+
 def select_batch(
     server: ServerState,
     t: float,
@@ -52,34 +93,44 @@ def select_batch(
 ) -> list[Session]:
     """The sessions ``policy`` puts in the next batch, removed from ``server.queue`` with
     their (new, cached) sizes set; ``limits`` = (normal, forced), forced when every active
-    session is queued (nothing else in flight, so the policy must choose something)."""
-    by_id: dict[int, Session] = {}
+    session is queued (nothing else in flight, so the policy must choose something).
+
+    Each queued block's :class:`PendingVerification` is built once and kept on its
+    session (``Session.pending``) while it waits. Only its KV can change meanwhile (LRU
+    eviction by another session's pass: ``num_cached_tokens`` drops to 0), so an entry
+    whose resident KV differs from its ``num_cached_tokens`` is rebuilt; every other
+    field is fixed from the block's arrival until its batch."""
+    queue = server.queue
+    kv_get = server.kv.get
+    by_id: dict[int, PendingVerification] = {}
     pending = []
-    for s in server.queue:
-        new, cached = batch_shape(s, server)
-        by_id[s.entry_id] = s
-        pending.append(
-            PendingVerification(
-                entry_id=s.entry_id,
-                session_id=s.request.request_id,
-                client_id=s.request.client_id,
-                enqueued_s=s.enqueued_s,
-                num_draft_tokens=s.sent,
-                num_new_tokens=new,
-                num_cached_tokens=cached,
-                slo_class=s.request.slo_class,
-                deadline_s=deadline_s(s),
-            )
-        )
-    force = server.num_active == len(server.queue)
-    entry_ids = check_batch_plan(
-        policy, policy.select(pending, t, limits[force]), pending, limits[force]
-    )
+    for s in queue:
+        entry = s.pending
+        cached = kv_get(s.index, 0)
+        if entry is None or entry.entry_id != s.entry_id or entry.num_cached_tokens != cached:
+            entry = s.pending = pending_entry(s, cached)
+        by_id[entry.entry_id] = entry
+        pending.append(entry)
+    limit = limits[server.num_active == len(queue)]
+    entry_ids = check_batch_plan(policy, policy.select(pending, t, limit), pending, limit, by_id)
     if not entry_ids:
         return []
-    chosen = [by_id[i] for i in entry_ids]
-    for entry, s in zip(pending, server.queue, strict=True):
+    if len(entry_ids) == len(queue):
+        rest: list[Session] = []
+        taken = dict(zip(by_id, queue, strict=True))
+    else:
+        chosen_ids = set(entry_ids)
+        taken = {}
+        rest = []
+        for s in queue:
+            if s.entry_id in chosen_ids:
+                taken[s.entry_id] = s
+            else:
+                rest.append(s)
+    server.queue = rest
+    chosen = [taken[i] for i in entry_ids]
+    for s in chosen:
+        entry = by_id[s.entry_id]
         s.batch_new, s.batch_cached = entry.num_new_tokens, entry.num_cached_tokens
-    taken = set(entry_ids)
-    server.queue = [s for s in server.queue if s.entry_id not in taken]
+        s.pending = None
     return chosen

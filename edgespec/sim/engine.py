@@ -3,18 +3,11 @@ verification, downlink. See :mod:`edgespec.sim.simulator` for the round lifecycl
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import ClassVar, Protocol
 
-from edgespec.core.types import (
-    BatchRecord,
-    Request,
-    RequestRecord,
-    RoundRecord,
-    ServerLoad,
-)
+from edgespec.core.types import BatchRecord, Request, RequestRecord, RoundRecord, ServerLoad
 from edgespec.policies.batching import FcfsBatching
-from edgespec.policies.contracts import check_route, check_window
-from edgespec.policies.inputs import RoundOutcome
+from edgespec.policies.contracts import check_window
 from edgespec.policies.interfaces import BatchLimits
 from edgespec.policies.routing import JoinShortestQueueRouting
 from edgespec.policies.window import StaticWindow
@@ -22,7 +15,7 @@ from edgespec.sim import inbound
 from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.build import Policies
-from edgespec.sim.choice import route_jsq, select_batch
+from edgespec.sim.choice import route_by_policy, route_jsq, select_batch
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
@@ -51,7 +44,17 @@ class RecordSink(Protocol):
 
 
 class Simulation:
-    """Holds the run's state; its bound methods are the kernel's event handlers."""
+    """Holds the run's state; its bound methods are the kernel's event handlers.
+
+    Both paths draw a block's uplink latency when its round begins and begin a session's
+    next round when its batch ends (the device's own random stream, so the draws are
+    the same; nothing the round reads changes in between): no DRAFT_DONE event, and a
+    DELIVER event only for a finished request. ``every_hop`` (a test switch) makes the
+    straightforward path schedule both hops as their own events instead, which must
+    give identical results (tests/sim/test_fast_path.py).
+    """
+
+    every_hop: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -74,6 +77,7 @@ class Simulation:
         self.sink = sink
         self.record_rounds = record_rounds
         self.mode = scenario.mode
+        self.centralized = scenario.mode == "centralized"
         self.distributed = scenario.mode == "distributed"
         blockers = fast_path_blockers(devices, servers) if scenario.fast_path else []
         fast = scenario.fast_path and not blockers
@@ -82,6 +86,7 @@ class Simulation:
         self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
+        self.hops = self.every_hop and not fast  # DRAFT_DONE and DELIVER as events
         self.path = describe_path(self, scenario.fast_path, blockers)
         # Token-tree traces replay their captured rounds (trace.draft_tree), by request id.
         self.trees = {e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds}
@@ -96,6 +101,8 @@ class Simulation:
         self.route_rng = spawn_generator(scenario.seed, "routing")
         self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST)
         self.trace_pool = acceptance if isinstance(acceptance, TraceAcceptance) else None
+        # The ServerLoad last shown to the routing policy, per server (choice.route_by_policy).
+        self.loads = [ServerLoad(s.server_id, -1, -1) for s in servers]
         self.limits = [
             (
                 BatchLimits(s.max_batch_size, s.max_batch_tokens, s.kv_budget),
@@ -169,11 +176,9 @@ class Simulation:
         if self.jsq_inline:
             server = route_jsq(self.servers, self.route_rng)
         else:
-            loads = [
-                ServerLoad(s.server_id, len(s.queue), s.num_active, s.busy) for s in self.servers
-            ]
-            routing = self.policies.routing
-            server = self.servers[check_route(routing, routing.route(loads, self.route_rng), loads)]
+            server = route_by_policy(
+                self.servers, self.policies.routing, self.route_rng, self.loads
+            )
         if seq is None and self.trace_pool is not None:
             seq = self.trace_pool.seq_for(index)
         slo = self.scenario.slo_classes[request.slo_class]
@@ -196,35 +201,38 @@ class Simulation:
 
     def _begin_round(self, s: Session, t: float) -> None:
         request = s.request
-        remaining = request.num_output_tokens - s.committed
-        if self.mode == "centralized":
+        committed = s.committed
+        rounds = s.num_rounds
+        if self.centralized:
             gamma = 0
         else:
-            if self.static_gamma is not None:
-                chosen = self.static_gamma
-            else:
+            chosen = self.static_gamma
+            if chosen is None:
                 window = self.policies.window
-                chosen = check_window(window, window.next_window(s.history.observation(t)))
+                chosen = window.next_window(s.history.observation(t))
+                if type(chosen) is not int or chosen < 1:  # else check_window passes it
+                    chosen = check_window(window, chosen)
             s.gamma = chosen
-            gamma = min(chosen, remaining - 1)
-        s.sent = gamma
+            cap = request.num_output_tokens - committed - 1
+            gamma = chosen if chosen <= cap else cap
+        sent = gamma
         tree = s.tree
-        if tree is not None and gamma and s.num_rounds < len(tree[0]):
-            s.sent = tree[0][s.num_rounds][0]  # the captured round: its nodes are verified
-            gamma = tree[1] if s.sent else 0  # one draft pass per depth
+        if tree is not None and gamma and rounds < len(tree[0]):
+            sent = tree[0][rounds][0]  # the captured round: its nodes are verified
+            gamma = tree[1] if sent else 0  # one draft pass per depth
+        s.sent = sent
         s.gamma_eff = gamma
-        first = s.num_rounds == 0
-        context = request.num_prompt_tokens + s.committed
-        prefill = request.num_prompt_tokens if first else 0
-        if self.mode == "centralized":
+        first = rounds == 0
+        if self.centralized:
             draft = 0.0
         else:
             cost = s.device.draft_cost if self.distributed else s.server.draft_cost
             assert cost is not None
-            key = (id(cost), gamma, context, prefill)
+            prompt = request.num_prompt_tokens
+            key = (id(cost), gamma, prompt + committed, prompt if first else 0)
             cached_draft = self.draft_times.get(key)
             if cached_draft is None:
-                cached_draft = decode_steps_s(cost, gamma, context, prefill)
+                cached_draft = decode_steps_s(cost, gamma, key[2], key[3])
                 self.draft_times[key] = cached_draft
             draft = cached_draft
         s.round_start_s = t
@@ -232,20 +240,20 @@ class Simulation:
         s.draft_s += draft
         if self.lazy:
             inbound.send(self, (t + draft) + self._uplink(s, first), s, ARRIVE)
-        elif self.fast:
-            self.q.push((t + draft) + self._uplink(s, first), ARRIVE, s.device.device_id, s)
-        else:
+        elif self.hops:
             self.q.push(t + draft, DRAFT_DONE, s.device.device_id, s)
+        else:  # the uplink now: _draft_done's expression and draw
+            self.q.push((t + draft) + self._uplink(s, first), ARRIVE, s.device.device_id, s)
 
     def _uplink(self, s: Session, first: bool) -> float:
         dev = s.device
-        prompt_ids = s.request.num_prompt_tokens if first else 0
         if self.distributed:
+            prompt_ids = s.request.num_prompt_tokens if first else 0
             size = uplink_bytes(
-                s.sent, prompt_ids, dev.vocab_size, self.send_probs, tree=s.tree is not None
+                s.sent, prompt_ids, dev.vocab_size, self.send_probs, 0, s.tree is not None
             )
         elif first:
-            size = uplink_bytes(0, prompt_ids, dev.vocab_size, False)
+            size = uplink_bytes(0, s.request.num_prompt_tokens, dev.vocab_size, False)
         else:
             s.round_up_s = 0.0
             return 0.0
@@ -308,41 +316,45 @@ class Simulation:
         verify = t - start
         accepted = self.acceptance.accepted
         distributed = self.distributed
-        collapse = self.fast and (self.static_gamma is not None or self.mode == "centralized")
+        observed = self.static_gamma is None  # the window policy will see this round
+        depth = len(server.queue)  # reported with the verdict (the loop leaves it alone)
+        record_rounds = self.record_rounds
+        hops = self.hops
         for s in batch:
             dev = s.device
             gamma = s.gamma_eff
             tree = s.tree
+            position = s.committed
+            request = s.request
+            output = request.num_output_tokens
             if tree is not None and gamma and s.num_rounds < len(tree[0]):
                 num_acc = tree[0][s.num_rounds][1]  # as captured
             else:
-                num_acc = accepted(s.seq, s.committed, gamma, dev.rng) if gamma > 0 else 0
-            committed = min(num_acc + 1, s.request.num_output_tokens - s.committed)
-            s.committed += committed
-            s.num_rounds += 1
+                num_acc = accepted(s.seq, position, gamma, dev.rng) if gamma > 0 else 0
+            committed = min(num_acc + 1, output - position)
+            total = s.committed = position + committed
+            rounds = s.num_rounds = s.num_rounds + 1
             s.num_drafted += s.sent
             s.num_accepted += num_acc
             queued = start - s.enqueued_s
             s.queue_s += queued
             s.verify_s += verify
-            request = s.request
-            done = s.committed >= request.num_output_tokens
+            done = total >= output
             down = 0.0
-            if distributed or s.num_rounds == 1 or done:
+            if distributed or rounds == 1 or done:
                 down = dev.link.latency_s(downlink_bytes(committed), dev.rng)
                 s.network_s += down
             deliver = t + down
-            if s.num_rounds == 1:
+            if rounds == 1:
                 s.first_token_s = deliver
-            if self.static_gamma is None:  # the window policy will see this round
-                outcome = RoundOutcome(
-                    s.gamma, gamma, num_acc, s.committed, s.round_up_s + down, len(server.queue)
+            if observed:
+                s.history.record_round(
+                    s.gamma, gamma, num_acc, total, s.round_up_s + down, depth, deliver
                 )
-                s.history.record(outcome, deliver)
-            if self.record_rounds:
+            if record_rounds:
                 self.sink.round(
                     RoundRecord(
-                        request.request_id, s.num_rounds - 1, s.round_start_s,
+                        request.request_id, rounds - 1, s.round_start_s,
                         deliver if distributed else t, s.round_draft_s, s.round_up_s,
                         queued, verify, down, s.sent, num_acc, committed, len(batch),
                         server.server_id,
@@ -353,12 +365,12 @@ class Simulation:
                 server.num_active -= 1
                 self.q.push(deliver, DELIVER, dev.device_id, s)
                 continue
-            server.store(s.index, request.num_prompt_tokens + s.committed - 1)
+            server.store(s.index, request.num_prompt_tokens + total - 1)
             resume = deliver if distributed else t
-            if collapse:
-                self._begin_round(s, resume)
-            else:
+            if hops:
                 self.q.push(resume, DELIVER, dev.device_id, s)
+            else:  # what the DELIVER would do (nothing observable happens in between)
+                self._begin_round(s, resume)
         self.num_rounds += len(batch)
         if server.queue and not server.dispatch_pending:
             server.dispatch_pending = True

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
-from edgespec.core.types import Request, RequestRecord
+from edgespec.core.types import PendingVerification, Request, RequestRecord
 from edgespec.policies.inputs import WindowHistory
 from edgespec.sim.cost_models import CostModel
 from edgespec.sim.network import Link
@@ -37,6 +37,7 @@ class Session:
         "num_accepted",
         "num_drafted",
         "num_rounds",
+        "pending",
         "queue_s",
         "request",
         "round_draft_s",
@@ -79,6 +80,8 @@ class Session:
         self.enqueued_s = self.round_start_s = self.round_draft_s = self.round_up_s = 0.0
         self.entry_id = 0
         self.batch_new = self.batch_cached = 0
+        # What the batching policy sees of the queued block (edgespec.sim.choice).
+        self.pending: PendingVerification | None = None
 
     def record(self, finish_s: float) -> RequestRecord:
         """The finished request's record."""

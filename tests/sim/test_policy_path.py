@@ -1,0 +1,99 @@
+"""The policy-calling (straightforward) path's shortcuts: hops folded into the events
+around them, and the batching policy's queue view kept between dispatches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+
+from edgespec.core.types import BatchPlan, PendingVerification
+from edgespec.policies import registry
+from edgespec.policies.interfaces import BatchLimits
+from edgespec.sim import choice, engine
+from edgespec.sim.entities import ServerState, Session
+from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.simulator import SimResult, simulate
+from tests.sim.helpers import tiny_scenario
+
+CASES = {
+    "static": [],
+    "dynamic-lab": ["policies.window.name=dynamic", "policies.batching.name=lab"],
+    "dynamic-kv-eviction": [
+        "policies.window.name=dynamic",
+        "auto_topology.servers.0.kv_budget_tokens=300",
+    ],
+    "fused": ["mode=fused", "policies.window.name=dynamic"],
+    "centralized": ["mode=centralized", "workload.kind=poisson", "workload.rate_per_s=3"],
+}
+
+
+def _run(overrides: list[str]) -> SimResult:
+    data = tiny_scenario()
+    return simulate(scenario_from_dict(data, [*overrides, "fast_path=false", "record_rounds=true"]))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_folded_hops_equal_every_hop(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DRAFT_DONE and DELIVER folded into BATCH_END and round start give the records that
+    scheduling each hop as its own event gives."""
+    folded = _run(CASES[name])
+    monkeypatch.setattr(engine.Simulation, "every_hop", True)
+    hops = _run(CASES[name])
+    assert folded.num_rounds == hops.num_rounds > 100
+    assert folded.requests == hops.requests
+    assert folded.batches == hops.batches
+    assert folded.rounds == hops.rounds
+    assert folded.num_events < hops.num_events
+
+
+@dataclass(frozen=True)
+class _LeastCachedFirst:
+    """One entry per batch, the one with the fewest cached tokens (test-only): every
+    decision depends on ``num_cached_tokens``, and entries wait across dispatches."""
+
+    def select(
+        self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits
+    ) -> BatchPlan:
+        best = min(queue, key=lambda e: (e.num_cached_tokens, e.entry_id))
+        return BatchPlan((best.entry_id,))
+
+
+def test_queue_view_rebuilt_after_kv_eviction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queued block whose session's KV is evicted while it waits shows the batching
+    policy 0 cached tokens, exactly as a view rebuilt at every dispatch does."""
+    monkeypatch.setitem(registry.BATCHING, "least_cached", _LeastCachedFirst)
+    overrides = [
+        "policies.batching.name=least_cached",
+        "auto_topology.servers.0.count=1",
+        "auto_topology.servers.0.kv_budget_tokens=1000",
+    ]
+    stale = 0
+    build = choice.pending_entry
+
+    def counting(s: Session, cached: int) -> PendingVerification:
+        nonlocal stale
+        if s.pending is not None and s.pending.entry_id == s.entry_id:
+            stale += 1  # built before, for this very block: its KV changed since
+        return build(s, cached)
+
+    monkeypatch.setattr(choice, "pending_entry", counting)
+    cached = _run(overrides)
+    assert stale > 0  # evictions of queued sessions did happen
+
+    select = choice.select_batch
+
+    def rebuilding(
+        server: ServerState, t: float, policy: object, limits: tuple[BatchLimits, BatchLimits]
+    ) -> list[Session]:
+        for s in server.queue:
+            s.pending = None
+        return select(server, t, policy, limits)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "select_batch", rebuilding)
+    rebuilt = _run(overrides)
+    assert cached.num_rounds == rebuilt.num_rounds > 100
+    assert cached.requests == rebuilt.requests
+    assert cached.batches == rebuilt.batches
+    assert cached.rounds == rebuilt.rounds
