@@ -10,9 +10,13 @@ import resource
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgespec.config import apply_overrides, read_yaml
+
+if TYPE_CHECKING:
+    from edgespec.sim.scenario import Scenario
+    from edgespec.sim.simulator import SimResult
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,7 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="also run the straightforward path and compare the metrics (must be identical)",
+        help="kept for old command lines: the other path is always timed and compared "
+        "(unless --one-path)",
+    )
+    parser.add_argument(
+        "--one-path",
+        action="store_true",
+        help="time only the chosen path (default: also the other one, compared)",
     )
     parser.add_argument(
         "--repeat",
@@ -58,58 +68,94 @@ def synthetic_acceptance_trace(path: Path, seed: int, num_requests: int = 512) -
     return path
 
 
-def run(args: argparse.Namespace) -> int:
-    from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
+def _timed(scenario: Scenario, repeat: int, profile: Path | None) -> tuple[SimResult, list[float]]:
+    """The result of ``repeat`` runs and their (CPU s, wall s), with the collector paused."""
     from edgespec.sim.simulator import paused_gc, simulate
+
+    runs: list[tuple[float, float]] = []
+    for _ in range(repeat):
+        gc.collect()  # the previous run's cycles (runs go with the collector paused)
+        started = time.perf_counter()
+        cpu_started = time.process_time()
+        if profile is not None:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            with paused_gc():
+                result = profiler.runcall(simulate, scenario, keep_records=False)
+            profiler.dump_stats(str(profile))
+        else:
+            with paused_gc():
+                result = simulate(scenario, keep_records=False)
+        runs.append((time.process_time() - cpu_started, time.perf_counter() - started))
+    return result, [c for c, _ in runs] + [w for _, w in runs]
+
+
+def _bench_data(tmp: Path) -> tuple[dict[str, Any], str]:
+    """bench.yaml with the bundled traces (or a synthetic one), and which it is."""
+    from edgespec.sim.scenario import default_scenario_path
     from edgespec.sim.workload import bundled_traces
 
-    bench_yaml = default_scenario_path().with_name("bench.yaml")
-    data: dict[str, Any] = read_yaml(bench_yaml)
+    data: dict[str, Any] = read_yaml(default_scenario_path().with_name("bench.yaml"))
+    traces = [str(p) for p in bundled_traces()]
+    source = "bundled real traces"
+    if not traces:
+        traces = [str(synthetic_acceptance_trace(tmp / "synthetic.jsonl", 0))]
+        source = "synthetic trace (i.i.d. 0.7 per position; no real traces bundled yet)"
+    return apply_overrides(data, [f"acceptance.traces={json.dumps(traces)}"]), source
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgespec.sim.scenario import scenario_from_dict
+
+    if args.repeat < 1:
+        raise SystemExit(f"--repeat must be >= 1, got {args.repeat}")
     with tempfile.TemporaryDirectory() as tmp:
-        traces = [str(p) for p in bundled_traces()]
-        source = "bundled real traces"
-        if not traces:
-            traces = [str(synthetic_acceptance_trace(Path(tmp) / "synthetic.jsonl", 0))]
-            source = "synthetic trace (i.i.d. 0.7 per position; no real traces bundled yet)"
-        data = apply_overrides(data, [f"acceptance.traces={json.dumps(traces)}"])
+        data, source = _bench_data(Path(tmp))
         extra = ["fast_path=false"] if args.straightforward else []
         scenario = scenario_from_dict(data, [*args.overrides, *extra])
-        if args.repeat < 1:
-            raise SystemExit(f"--repeat must be >= 1, got {args.repeat}")
-        runs: list[tuple[float, float]] = []  # (cpu_s, wall_s) per run
-        for _ in range(args.repeat):
-            gc.collect()  # the previous run's cycles (runs go with the collector paused)
-            started = time.perf_counter()
-            cpu_started = time.process_time()
-            if args.profile is not None:
-                import cProfile
-
-                profiler = cProfile.Profile()
-                with paused_gc():
-                    result = profiler.runcall(simulate, scenario, keep_records=False)
-                profiler.dump_stats(str(args.profile))
-            else:
-                with paused_gc():
-                    result = simulate(scenario, keep_records=False)
-            runs.append((time.process_time() - cpu_started, time.perf_counter() - started))
-        cpu_s, wall_s = min(runs)
-        median_cpu_s = sorted(c for c, _ in runs)[len(runs) // 2]
-        identical = other = None
-        other_cpu_s = 0.0
-        if args.check:
+        fast = scenario.fast_path
+        result, times = _timed(scenario, args.repeat, args.profile)
+        other = other_times = None
+        if not args.one_path:  # the other path, as many times, compared
             other_scenario = scenario_from_dict(
-                data, [*args.overrides, f"fast_path={args.straightforward}"]
+                data, [*args.overrides, f"fast_path={str(not fast).lower()}"]
             )
-            gc.collect()
-            other_started = time.process_time()
-            with paused_gc():
-                other = simulate(other_scenario, keep_records=False)
-            other_cpu_s = time.process_time() - other_started
-            assert other.metrics is not None and result.metrics is not None
-            identical = other.metrics.to_dict() == result.metrics.to_dict()
+            other, other_times = _timed(other_scenario, args.repeat, None)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    report = _report(scenario, result, times, args.repeat, source, peak_mib)
+    identical = None
+    if other is not None and other_times is not None:
+        assert other.metrics is not None and result.metrics is not None
+        identical = other.metrics.to_dict() == result.metrics.to_dict()
+        report["identical_to_other_path"] = identical
+        report["other_path"] = other.path
+        report["other_rounds_per_cpu_s"] = round(other.num_rounds / min(other_times[: args.repeat]))
+        name, other_name = ("fast", "straightforward") if fast else ("straightforward", "fast")
+        report[f"{name}_rounds_per_cpu_s"] = report["rounds_per_cpu_s"]
+        report[f"{other_name}_rounds_per_cpu_s"] = report["other_rounds_per_cpu_s"]
+    for key, value in report.items():
+        print(f"{key:>14}: {value}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0 if identical in (None, True) else 1
+
+
+def _report(
+    scenario: Scenario,
+    result: SimResult,
+    times: list[float],
+    repeat: int,
+    source: str,
+    peak_mib: float,
+) -> dict[str, Any]:
+    """The timed path's numbers: least-CPU run, median, events, memory."""
+    cpu = times[:repeat]
+    cpu_s = min(cpu)
+    wall_s = times[repeat + cpu.index(cpu_s)]
+    median_cpu_s = sorted(cpu)[len(cpu) // 2]
     assert result.metrics is not None
-    report = {
+    return {
         "scenario": scenario.name,
         "fast_path": scenario.fast_path,
         "path": result.path,
@@ -125,16 +171,7 @@ def run(args: argparse.Namespace) -> int:
         "rounds_per_s": round(result.num_rounds / wall_s),
         "rounds_per_cpu_s": round(result.num_rounds / cpu_s),
         "median_rounds_per_cpu_s": round(result.num_rounds / median_cpu_s),
-        "repeats": args.repeat,
+        "repeats": repeat,
         "events_per_s": round(result.num_events / wall_s),
         "peak_rss_mib": round(peak_mib, 1),
     }
-    if identical is not None and other is not None:
-        report["identical_to_other_path"] = identical
-        report["other_path"] = other.path
-        report["other_rounds_per_cpu_s"] = round(other.num_rounds / other_cpu_s)
-    for key, value in report.items():
-        print(f"{key:>14}: {value}")
-    if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0 if identical in (None, True) else 1

@@ -73,6 +73,7 @@ class Simulation:
         self.devices = devices
         self.servers = servers
         self.policies = policies
+        self.window = policies.window
         self.acceptance = acceptance
         self.sink = sink
         self.record_rounds = record_rounds
@@ -208,7 +209,7 @@ class Simulation:
         else:
             chosen = self.static_gamma
             if chosen is None:
-                window = self.policies.window
+                window = self.window
                 chosen = window.next_window(s.history.observation(t))
                 if type(chosen) is not int or chosen < 1:  # else check_window passes it
                     chosen = check_window(window, chosen)
@@ -320,6 +321,7 @@ class Simulation:
         depth = len(server.queue)  # reported with the verdict (the loop leaves it alone)
         record_rounds = self.record_rounds
         hops = self.hops
+        begin_round = self._begin_round
         for s in batch:
             dev = s.device
             gamma = s.gamma_eff
@@ -370,7 +372,7 @@ class Simulation:
             if hops:
                 self.q.push(resume, DELIVER, dev.device_id, s)
             else:  # what the DELIVER would do (nothing observable happens in between)
-                self._begin_round(s, resume)
+                begin_round(s, resume)
         self.num_rounds += len(batch)
         if server.queue and not server.dispatch_pending:
             server.dispatch_pending = True
