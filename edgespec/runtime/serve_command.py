@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from edgespec.policies.registry import BATCHING
@@ -74,10 +75,10 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     flags["batching.params.guard_s"] = None if args.guard_ms is None else args.guard_ms / 1000
     flags["auth_tokens"] = args.auth_token or None
     flags["prefix_cache"] = False if args.no_prefix_cache else None
-    for text in args.slo_class:
-        name, target = parse_slo_class(text)
-        flags[f"slo_classes.{name}"] = target
-    return [*args.set, *overrides_from_flags(flags)]
+    classes = [parse_slo_class(text) for text in args.slo_class]
+    # written out here: overrides_from_flags skips None, which is a class without a target
+    slo = [f"slo_classes.{name}={json.dumps(target)}" for name, target in classes]
+    return [*args.set, *overrides_from_flags(flags), *slo]
 
 
 def parse_slo_class(text: str) -> tuple[str, float | None]:
@@ -104,18 +105,21 @@ def parse_slo_class(text: str) -> tuple[str, float | None]:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from edgespec.config import ConfigError, ServerConfig, load_config
+    from edgespec.config import ConfigError, ServerConfig, apply_overrides, from_dict, read_yaml
     from edgespec.runtime.batching import build_batching
 
-    config = load_config(ServerConfig, args.config, _overrides(args))
-    if not config.target:
-        raise ConfigError("target", "no target model given (--target MODEL)")
-    if (args.profile is not None or args.guard_ms is not None) and config.batching.name != "wisp":
+    data = apply_overrides(read_yaml(args.config) if args.config else {}, _overrides(args))
+    batching = data.get("batching")
+    name = batching.get("name", "fcfs") if isinstance(batching, dict) else "fcfs"
+    if (args.profile is not None or args.guard_ms is not None) and name != "wisp":
         raise ConfigError(
             "batching.name",
             f"--profile and --guard-ms configure the wisp batching policy; batching is "
-            f"{config.batching.name!r} (add --batching wisp)",
+            f"{name!r} (add --batching wisp)",
         )
+    config = from_dict(ServerConfig, data)
+    if not config.target:
+        raise ConfigError("target", "no target model given (--target MODEL)")
     policy = build_batching(config.batching)  # before loading the model: fail fast
     asyncio.run(_serve(config, policy, args.draft, args.threads))
     return 0
