@@ -51,7 +51,7 @@ class Simulation:
     the same; nothing the round reads changes in between): no DRAFT_DONE event, and a
     DELIVER event only for a finished request. ``every_hop`` (a test switch) makes the
     straightforward path schedule both hops as their own events instead, which must
-    give identical results (tests/sim/test_fast_path.py).
+    give identical results (tests/sim/test_policy_path.py).
     """
 
     every_hop: ClassVar[bool] = False
