@@ -130,8 +130,3 @@ class WindowHistory:
             (now_s - first) / (committed - 1) if first is not None and committed > 1 else None,
         )
 
-
-def pace_deadline_s(arrival_s: float, num_committed: int, tokens_per_s: float) -> float:
-    """When a request's next round must have committed its tokens to keep its SLO
-    class's token-speed pace (WISP): arrival + (committed + 1) / tokens per second."""
-    return arrival_s + (num_committed + 1) / tokens_per_s

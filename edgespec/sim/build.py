@@ -181,6 +181,7 @@ def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerSt
                 sspec.pool.kv_budget_tokens,
                 sspec.pool.max_batch_size,
                 sspec.pool.max_batch_tokens,
+                sspec.pool.prefix_cache,
             )
         )
     return devices, servers

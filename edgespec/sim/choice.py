@@ -8,8 +8,13 @@ import numpy as np
 
 from edgespec.core.types import PendingVerification, ServerLoad
 from edgespec.policies.contracts import check_batch_plan, check_route
-from edgespec.policies.inputs import pace_deadline_s
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, RoutingPolicy
+from edgespec.policies.slo import (
+    DeadlineRule,
+    acceptance_estimate,
+    pace_deadline_s,
+    verification_deadline_s,
+)
 from edgespec.sim.entities import ServerState, Session
 
 
@@ -50,13 +55,28 @@ def route_by_policy(
     return servers[check_route(policy, policy.route(shown, rng), shown)]
 
 
-def deadline_s(s: Session) -> float | None:
-    """When this round's committed tokens must exist to keep the request on its SLO
-    class's token-speed pace (WISP): arrival + (committed + 1) / target; None if the
-    class has no target."""
+def expected_accepted(s: Session) -> float:
+    """N̂ᵛ of the queued block: α̂ (the session's acceptance over the positions it drafted
+    so far, :func:`~edgespec.policies.slo.acceptance_estimate`) times its draft positions."""
+    return acceptance_estimate(s.num_positions, s.num_accepted) * s.gamma_eff
+
+
+def round_deadline_s(s: Session, rule: DeadlineRule) -> float | None:
+    """The deadline of the block ``s`` has queued (:mod:`edgespec.policies.slo`), from what
+    the real server knows at its arrival: the arrival time, the request's start, the tokens
+    committed so far, this block's draft time and the previous round's network time."""
     if s.slo_tokens_per_s is None:
         return None
-    return pace_deadline_s(s.request.arrival_s, s.committed, s.slo_tokens_per_s)
+    return verification_deadline_s(
+        rule,
+        s.slo_tokens_per_s,
+        arrival_s=s.enqueued_s,
+        start_s=s.request.arrival_s,
+        num_committed=s.committed,
+        expected_accepted=expected_accepted(s),
+        draft_s=s.round_draft_s,
+        network_s=s.last_network_s,
+    )
 
 
 def batch_shape(s: Session, server: ServerState) -> tuple[int, int]:
@@ -66,12 +86,25 @@ def batch_shape(s: Session, server: ServerState) -> tuple[int, int]:
     return context - cached, cached
 
 
-def pending_entry(s: Session, cached: int) -> PendingVerification:
+def pending_entry(s: Session, cached: int, rule: DeadlineRule = "pace") -> PendingVerification:
     """What the batching policy sees of the block ``s`` has queued, with ``cached`` KV
     tokens resident (the rest of its context is new)."""
     request = s.request
     committed = s.committed
     slo = s.slo_tokens_per_s
+    if slo is not None and rule != "pace":
+        return PendingVerification(
+            s.entry_id,
+            request.request_id,
+            request.client_id,
+            s.enqueued_s,
+            s.sent,
+            request.num_prompt_tokens + committed + s.sent - cached,
+            cached,
+            request.slo_class,
+            round_deadline_s(s, rule),
+            expected_accepted(s),
+        )
     return PendingVerification(
         s.entry_id,
         request.request_id,
@@ -82,6 +115,7 @@ def pending_entry(s: Session, cached: int) -> PendingVerification:
         cached,
         request.slo_class,
         None if slo is None else pace_deadline_s(request.arrival_s, committed, slo),
+        expected_accepted(s),
     )
 
 
@@ -90,6 +124,7 @@ def select_batch(
     t: float,
     policy: BatchingPolicy,
     limits: tuple[BatchLimits, BatchLimits],
+    rule: DeadlineRule = "pace",
 ) -> list[Session]:
     """The sessions ``policy`` puts in the next batch, removed from ``server.queue`` with
     their (new, cached) sizes set; ``limits`` = (normal, forced), forced when every active
@@ -108,7 +143,7 @@ def select_batch(
         entry = s.pending
         cached = kv_get(s.index, 0)
         if entry is None or entry.entry_id != s.entry_id or entry.num_cached_tokens != cached:
-            entry = s.pending = pending_entry(s, cached)
+            entry = s.pending = pending_entry(s, cached, rule)
         by_id[entry.entry_id] = entry
         pending.append(entry)
     limit = limits[server.num_active == len(queue)]

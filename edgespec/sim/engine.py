@@ -15,7 +15,7 @@ from edgespec.sim import inbound
 from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.build import Policies
-from edgespec.sim.choice import route_by_policy, route_jsq, select_batch
+from edgespec.sim.choice import round_deadline_s, route_by_policy, route_jsq, select_batch
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
@@ -92,6 +92,7 @@ class Simulation:
         # Token-tree traces replay their captured rounds (trace.draft_tree), by request id.
         self.trees = {e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds}
         # The specialised BATCH_END (fastpath.py; chains only) and no ARRIVE events (inbound.py).
+        self.deadline_rule = scenario.deadline_rule
         self.lazy = (
             self.static_gamma is not None
             and self.distributed
@@ -285,7 +286,9 @@ class Simulation:
             inbound.drain(server, t)
         if server.busy or not server.queue:
             return
-        chosen = select_batch(server, t, self.policies.batching, self.limits[server.server_id])
+        chosen = select_batch(
+            server, t, self.policies.batching, self.limits[server.server_id], self.deadline_rule
+        )
         if not chosen:
             if self.lazy:  # the next arrival finds it idle
                 inbound.arm(self, server, ARRIVE)
@@ -322,11 +325,13 @@ class Simulation:
         record_rounds = self.record_rounds
         hops = self.hops
         begin_round = self._begin_round
+        rule = self.deadline_rule
         for s in batch:
             dev = s.device
             gamma = s.gamma_eff
             tree = s.tree
             position = s.committed
+            deadline = round_deadline_s(s, rule) if record_rounds else None
             request = s.request
             output = request.num_output_tokens
             if tree is not None and gamma and s.num_rounds < len(tree[0]):
@@ -338,6 +343,7 @@ class Simulation:
             rounds = s.num_rounds = s.num_rounds + 1
             s.num_drafted += s.sent
             s.num_accepted += num_acc
+            s.num_positions += gamma
             queued = start - s.enqueued_s
             s.queue_s += queued
             s.verify_s += verify
@@ -347,6 +353,7 @@ class Simulation:
                 down = dev.link.latency_s(downlink_bytes(committed), dev.rng)
                 s.network_s += down
             deliver = t + down
+            s.last_network_s = s.round_up_s + down
             if rounds == 1:
                 s.first_token_s = deliver
             if observed:
@@ -359,7 +366,7 @@ class Simulation:
                         request.request_id, rounds - 1, s.round_start_s,
                         deliver if distributed else t, s.round_draft_s, s.round_up_s,
                         queued, verify, down, s.sent, num_acc, committed, len(batch),
-                        server.server_id,
+                        server.server_id, deadline,
                     )
                 )  # fmt: skip
             if done:

@@ -33,9 +33,11 @@ class Session:
         "gamma_eff",
         "history",
         "index",
+        "last_network_s",
         "network_s",
         "num_accepted",
         "num_drafted",
+        "num_positions",
         "num_rounds",
         "pending",
         "queue_s",
@@ -75,6 +77,8 @@ class Session:
         self.tree: tuple[tuple[tuple[int, int], ...], int] | None = None  # (rounds, depth)
         self.history = WindowHistory()  # what window policies see (straightforward path)
         self.num_rounds = self.num_drafted = self.num_accepted = 0
+        self.num_positions = 0  # draft positions verified so far (a token tree: its depth)
+        self.last_network_s = 0.0  # the previous round's uplink + downlink (0 before)
         self.draft_s = self.network_s = self.queue_s = self.verify_s = 0.0
         self.first_token_s = -1.0
         self.enqueued_s = self.round_start_s = self.round_draft_s = self.round_up_s = 0.0
@@ -160,6 +164,7 @@ class ServerState:
         "max_batch_tokens",
         "num_active",
         "num_enqueued",
+        "prefix_cache",
         "queue",
         "server_id",
         "wake_s",
@@ -173,8 +178,10 @@ class ServerState:
         kv_budget: int,
         max_batch_size: int,
         max_batch_tokens: int,
+        prefix_cache: bool = True,
     ) -> None:
         self.server_id = server_id
+        self.prefix_cache = prefix_cache  # False: SLED, no KV kept between verifications
         self.cost = cost
         self.draft_cost = draft_cost
         self.kv_budget = kv_budget
@@ -202,7 +209,9 @@ class ServerState:
 
     def store(self, session_index: int, num_tokens: int) -> None:
         """Record a session's KV after a pass (most recently used), evicting LRU sessions
-        while the resident total exceeds the budget."""
+        while the resident total exceeds the budget. Without a prefix cache nothing is kept."""
+        if not self.prefix_cache:
+            return
         kv = self.kv
         self.kv_total += num_tokens - kv.pop(session_index, 0)
         kv[session_index] = num_tokens  # re-inserted: now the most recently used

@@ -45,11 +45,14 @@ def fast_path_blockers(devices: list[DeviceState], servers: list[ServerState]) -
         ("device random stream", {type(d.rng) for d in devices}, UniformStream),
         ("server", {type(s) for s in servers}, ServerState),
     ]
-    return [
+    blockers = [
         f"{what} {name} is not {expected.__name__}"
         for what, kinds, expected in found
         for name in sorted(k.__name__ for k in kinds if k is not expected)
     ]
+    if any(not s.prefix_cache for s in servers):  # the inlined LRU always stores
+        blockers.append("a server has no prefix cache")
+    return blockers
 
 
 def describe_path(engine: Simulation, wanted: bool, blockers: list[str]) -> str:
@@ -169,6 +172,8 @@ def static_distributed_batch_end(
             s.committed = total
             rounds = s.num_rounds = s.num_rounds + 1
             s.num_drafted += gamma
+            s.num_positions += gamma
+            s.num_accepted += num_acc
             s.queue_s += start - s.enqueued_s
             s.verify_s += verify
             down_base, up_base, memo, neg_jitter_s, loss_rate, retransmit_s = per_device[
@@ -204,7 +209,6 @@ def static_distributed_batch_end(
             index = s.index
             if remaining <= 0:
                 s.network_s += down
-                s.num_accepted = total - rounds
                 kv_total -= kv_pop(index, 0)  # ServerState.release, inline
                 server.num_active -= 1
                 push(deliver, deliver_kind, dev.device_id, s)
@@ -242,6 +246,10 @@ def static_distributed_batch_end(
                 while rng.next() < loss_rate:
                     up += retransmit_s
             s.network_s = (s.network_s + down) + up
+            # what the next block's deadline is built from (choice.round_deadline_s)
+            s.last_network_s = s.round_up_s + down
+            s.round_up_s = up
+            s.round_draft_s = draft
             heappush(inbound, ((deliver + draft) + up, dev.device_id, s))  # inbound.send
         server.kv_total = kv_total
         engine.num_rounds += len(batch)

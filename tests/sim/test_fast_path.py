@@ -47,6 +47,16 @@ CASES = {
         "policies.window={name: static, params: {gamma: 6}}",
     ],
     "lab-static-random": ["policies.batching.name=lab", "policies.routing.name=random"],
+    # WISP's deadlines read per-round fields the specialised BATCH_END must keep too
+    "wisp-token-speed-static": [
+        "policies.batching={name: wisp, params: {profile: a100-qwen3-32b}}",
+        "deadline_rule=token_speed",
+    ],
+    "wisp-token-speed-dynamic": [
+        "policies.batching={name: wisp, params: {profile: a100-qwen3-32b, guard_s: 0.05}}",
+        "deadline_rule=token_speed",
+        "policies.window.name=dynamic",
+    ],
     "idle-servers-simultaneous": [  # WAKE events, stale wakes and equal arrival times
         "auto_topology.servers.0.count=8",
         "links.wan={rtt_ms: 20.0, jitter_ms: 0.0, loss_rate: 0.0}",

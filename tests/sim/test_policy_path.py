@@ -11,6 +11,7 @@ import pytest
 from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies import registry
 from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.slo import DeadlineRule
 from edgespec.sim import choice, engine
 from edgespec.sim.entities import ServerState, Session
 from edgespec.sim.scenario import scenario_from_dict
@@ -72,11 +73,11 @@ def test_queue_view_rebuilt_after_kv_eviction(monkeypatch: pytest.MonkeyPatch) -
     stale = 0
     build = choice.pending_entry
 
-    def counting(s: Session, cached: int) -> PendingVerification:
+    def counting(s: Session, cached: int, rule: DeadlineRule = "pace") -> PendingVerification:
         nonlocal stale
         if s.pending is not None and s.pending.entry_id == s.entry_id:
             stale += 1  # built before, for this very block: its KV changed since
-        return build(s, cached)
+        return build(s, cached, rule)
 
     monkeypatch.setattr(choice, "pending_entry", counting)
     cached = _run(overrides)
@@ -85,11 +86,15 @@ def test_queue_view_rebuilt_after_kv_eviction(monkeypatch: pytest.MonkeyPatch) -
     select = choice.select_batch
 
     def rebuilding(
-        server: ServerState, t: float, policy: object, limits: tuple[BatchLimits, BatchLimits]
+        server: ServerState,
+        t: float,
+        policy: object,
+        limits: tuple[BatchLimits, BatchLimits],
+        rule: DeadlineRule = "pace",
     ) -> list[Session]:
         for s in server.queue:
             s.pending = None
-        return select(server, t, policy, limits)  # type: ignore[arg-type]
+        return select(server, t, policy, limits, rule)  # type: ignore[arg-type]
 
     monkeypatch.setattr(engine, "select_batch", rebuilding)
     rebuilt = _run(overrides)
