@@ -1,0 +1,50 @@
+"""``edgespec reproduce wisp --quick`` end to end (CI): the run folder, the scenario files it
+ran, and the claim directions this reduced run reproduces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgespec.cli import main
+from edgespec.experiments.reproduce_command import reproduce_wisp
+from edgespec.sim.scenario import scenario_from_dict
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:  # type: ignore[type-arg]
+    out = tmp_path_factory.mktemp("reproduce")
+    rows = reproduce_wisp(out, quick=True, workers=1, progress=False, command="test")
+    return out, rows
+
+
+def test_report_and_files(quick: tuple[Path, list]) -> None:  # type: ignore[type-arg]
+    out, rows = quick
+    report = (out / "REPORT.md").read_text()
+    assert {r.claim_id for r in rows} == {"W1", "W3", "W4", "W5"}
+    for row in rows:
+        assert f"| {row.claim_id} | {row.what} |" in report
+    for name in ("fig7_violation_curves.png", "table2_capacities.png", "fig8_attribution.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG"
+    scenarios = sorted((out / "scenarios").glob("*.yaml"))
+    assert len(scenarios) == 6 + 6 + 3 + 1  # capacity searches, curve runs, goodput, W5
+    for path in scenarios:
+        scenario_from_dict(yaml.safe_load(path.read_text()))  # each is a valid scenario
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["capacities"]) == 6 and results["attribution"]["violated"] > 0
+
+
+def test_directions_reproduced_by_the_quick_run(quick: tuple[Path, list]) -> None:  # type: ignore[type-arg]
+    _, rows = quick
+    capacity = [r for r in rows if r.claim_id == "W1" and r.what.startswith("capacity")]
+    assert len(capacity) == 2 and all(r.direction_ok for r in capacity)  # WISP > cent. > SLED
+    goodput = next(r for r in rows if r.claim_id == "W3")
+    assert goodput.direction_ok  # WISP > centralized > SLED
+
+
+def test_unknown_and_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "wisp", "--workers", "0"]) == 2
+    assert "--workers must be >= 1" in capsys.readouterr().err
