@@ -20,7 +20,11 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("target", choices=["sim"], help="what to benchmark")
+    parser.add_argument(
+        "target",
+        choices=["sim", "policy"],
+        help="sim: simulator rounds/s on both paths; policy: batching decision time",
+    )
     parser.add_argument("overrides", nargs="*", metavar="key.path=value")
     parser.add_argument(
         "--straightforward", action="store_true", help="disable the fast path (fast_path=false)"
@@ -108,6 +112,8 @@ def _bench_data(tmp: Path) -> tuple[dict[str, Any], str]:
 def run(args: argparse.Namespace) -> int:
     from edgespec.sim.scenario import scenario_from_dict
 
+    if args.target == "policy":
+        return _bench_policies(args)
     if args.repeat < 1:
         raise SystemExit(f"--repeat must be >= 1, got {args.repeat}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,6 +145,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0 if identical in (None, True) else 1
+
+
+def _bench_policies(args: argparse.Namespace) -> int:
+    """Decision time of every registered batching policy at queue depths 10/100/1,000."""
+    from edgespec.experiments.policy_bench import bench_policies
+
+    rows = bench_policies(repeat=max(args.repeat, 3))
+    for row in rows:
+        print(f"{row['policy']:>6} depth {row['queue_depth']:>5}: {row['us_per_decision']:9.1f} µs")
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
 
 
 def _report(

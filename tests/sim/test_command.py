@@ -98,3 +98,15 @@ def test_sim_capacity_of_one_slo_class(tmp_path: Path, capsys: pytest.CaptureFix
     assert "'--slo-class': unknown SLO class 'gold'; known: ['loose', 'tight']" in (
         capsys.readouterr().err
     )
+
+
+def test_bench_policy_times_every_batching_policy(tmp_path: Path) -> None:
+    from edgespec.policies.registry import BATCHING
+
+    report = tmp_path / "policy.json"
+    assert main(["bench", "policy", "--json", str(report)]) == 0
+    rows = json.loads(report.read_text())
+    assert {(r["policy"], r["queue_depth"]) for r in rows} == {
+        (name, depth) for name in BATCHING for depth in (10, 100, 1000)
+    }
+    assert all(r["us_per_decision"] > 0 for r in rows)
