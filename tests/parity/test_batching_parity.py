@@ -30,6 +30,9 @@ PROMPTS = [5, 30, 12, 50, 8]  # prompt lengths
 WARM = {1: 2, 3: 1}  # sessions verified once before (their draft length), so KV is cached
 DRAFTS = [2, 1, 3, 4, 2]  # this round's draft lengths
 LIMITS = {"max_batch_size": 3, "max_batch_tokens": 60, "kv_budget_tokens": 4000}
+CLASSES = {"a": 4.0, "b": 6.0}  # session i is in class "ab"[i % 2]
+DRAFT_S = [0.02, 0.05, 0.03, 0.08, 0.01]  # this block's draft time, as the client reports it
+NETWORK_S = [0.0, 0.04, 0.0, 0.03, 0.0]  # the client's last round's network time
 TABLE_12 = {"a_s": 3.314e-05, "b_compute_s": 3.450e-08, "b_read_s": 4.620e-06, "c_s": 1.486e-02}
 PARAMS: dict[str, dict[str, Any]] = {
     "fcfs": {},
@@ -46,7 +49,17 @@ class Recording:
     def select(self, queue: Any, now_s: float, limits: BatchLimits) -> BatchPlan:
         plan = self.inner.select(queue, now_s, limits)
         order = {e.entry_id: i for i, e in enumerate(queue)}
-        shapes = tuple((e.num_draft_tokens, e.num_new_tokens, e.num_cached_tokens) for e in queue)
+        shapes = tuple(
+            (
+                e.num_draft_tokens,
+                e.num_new_tokens,
+                e.num_cached_tokens,
+                e.slo_class,
+                e.deadline_s,
+                e.expected_accepted,
+            )
+            for e in queue
+        )
         self.seen.append((shapes, limits, tuple(order[i] for i in plan.entry_ids)))
         return plan
 
@@ -55,24 +68,35 @@ def test_every_registered_batching_policy_is_covered() -> None:
     assert set(PARAMS) == set(BATCHING)
 
 
-def _runtime(name: str) -> tuple[Recording, dict[int, int]]:
+def _runtime(name: str, rule: str) -> tuple[Recording, dict[int, int]]:
     target = TransformersTarget(tiny_llama(seed=0))
     engine = VerificationEngine(target, kv_budget_tokens=LIMITS["kv_budget_tokens"])
+    recording = Recording(build_policy("batching", name, PARAMS[name]))
+    settings = {**LIMITS, "slo_classes": CLASSES, "deadline_rule": rule}
+    config = from_dict(ServerConfig, settings)
+    # one instant for everything: opens, arrivals and decisions all at t = 0, as in the sim
+    service = VerificationService(engine, config, recording, clock=lambda: 0.0)
     committed = {}
     for i, n in enumerate(PROMPTS):
         prompt = tuple((7 * i + j) % 60 for j in range(n))
-        engine.open_session(SessionSpec(f"s{i}", "c", prompt, SamplingParams(max_new_tokens=32)))
+        sampling = SamplingParams(max_new_tokens=32)
+        service.open_session(SessionSpec(f"s{i}", "c", prompt, sampling, "ab"[i % 2]))
         committed[i] = 0
-        if i in WARM:
+        if i in WARM:  # verified before, outside the service: no round it has seen
             out = engine.verify_batch([VerifyCall(f"s{i}", n, (1,) * WARM[i])])[0]
             committed[i] = len(out.committed_token_ids)  # type: ignore[union-attr]
-    recording = Recording(build_policy("batching", name, PARAMS[name]))
-    config = from_dict(ServerConfig, {k: v for k, v in LIMITS.items()})
 
     async def scenario() -> None:
-        service = VerificationService(engine, config, recording)
         calls = [
-            service.verify(VerifyCall(f"s{i}", n + committed[i], (2,) * DRAFTS[i]))
+            service.verify(
+                VerifyCall(
+                    f"s{i}",
+                    n + committed[i],
+                    (2,) * DRAFTS[i],
+                    draft_s=DRAFT_S[i],
+                    network_s=NETWORK_S[i],
+                )
+            )
             for i, n in enumerate(PROMPTS)
         ]
         tasks = [asyncio.ensure_future(c) for c in calls]
@@ -85,18 +109,25 @@ def _runtime(name: str) -> tuple[Recording, dict[int, int]]:
     return recording, committed
 
 
-def _simulated(name: str, committed: dict[int, int]) -> Recording:
+def _simulated(name: str, rule: str, committed: dict[int, int]) -> Recording:
     scenario = scenario_from_dict(
-        {"auto_topology": {"devices": [{"count": len(PROMPTS)}], "servers": [{"count": 1}]}}
+        {
+            "slo_classes": CLASSES,
+            "auto_topology": {
+                "devices": [{"count": len(PROMPTS), "slo_mix": {"a": 1}}],
+                "servers": [{"count": 1}],
+            },
+        }
     )
     devices, (server,) = build_entities(scenario)
     server.kv_budget = LIMITS["kv_budget_tokens"]
     for i, n in enumerate(PROMPTS):
-        request = Request(f"s{i}", "c", 0.0, n, 32)
-        s = Session(i, request, devices[i], server, None, None)
+        request = Request(f"s{i}", "c", 0.0, n, 32, slo_class="ab"[i % 2])
+        s = Session(i, request, devices[i], server, None, CLASSES["ab"[i % 2]])
         s.committed = committed[i]
         s.sent = s.gamma_eff = DRAFTS[i]
-        s.entry_id, s.enqueued_s = i, float(i)
+        s.entry_id, s.enqueued_s = i, 0.0
+        s.round_draft_s, s.last_network_s = DRAFT_S[i], NETWORK_S[i]
         if committed[i]:
             server.store(i, n + committed[i] - 1)  # the KV the runtime keeps
         server.queue.append(s)
@@ -105,13 +136,18 @@ def _simulated(name: str, committed: dict[int, int]) -> Recording:
     limits = (BatchLimits(size, tokens, kv), BatchLimits(size, tokens, kv, force=True))
     recording = Recording(build_policy("batching", name, PARAMS[name]))
     while server.queue:  # the dispatched sessions stay active (they will come back)
-        assert select_batch(server, 0.0, recording, limits)
+        assert select_batch(server, 0.0, recording, limits, rule)  # type: ignore[arg-type]
     return recording
 
 
+@pytest.mark.parametrize("rule", ["pace", "token_speed"])
 @pytest.mark.parametrize("name", sorted(BATCHING))
-def test_batching_decisions_match(name: str) -> None:
-    real, committed = _runtime(name)
-    simulated = _simulated(name, committed)
+def test_batching_decisions_match(name: str, rule: str) -> None:
+    """Same queue (shapes, classes, deadlines, expected acceptance), same limits, same
+    batches, under both deadline rules."""
+    real, committed = _runtime(name, rule)
+    simulated = _simulated(name, rule, committed)
     assert real.seen == simulated.seen
     assert len(real.seen) > 1  # the limits split the queue: several decisions compared
+    deadlines = {e[4] for shapes, _, _ in real.seen for e in shapes}
+    assert None not in deadlines and len(deadlines) > 1
