@@ -45,8 +45,13 @@ def capacity_rows(res: WispResults, target: str, claim_id: str) -> list[ClaimRow
         our = (_ratio(ours[0], ours[1]), _ratio(ours[0], ours[2]))
         gaps.append(our[0])
         order = all(v is not None for v in ours) and ours[0] > ours[1] > ours[2]  # type: ignore[operator]
-        close = all(
+        each = [
             o is not None and within(o, p, RATIO_TOLERANCE) for o, p in zip(our, pr, strict=True)
+        ]
+        close = all(each)
+        note = ", ".join(
+            f"{name} {'within' if ok else 'outside'} ±25%"
+            for name, ok in zip(("WISP/centralized", "WISP/SLED"), each, strict=True)
         )
         rows.append(
             ClaimRow(
@@ -59,6 +64,7 @@ def capacity_rows(res: WispResults, target: str, claim_id: str) -> list[ClaimRow
                 "order; ratios ±25%",
                 order,
                 close,
+                note,
             )
         )
     if len(gaps) > 1:
@@ -93,6 +99,10 @@ def goodput_row(res: WispResults) -> ClaimRow:
         "order; ratios ±25%",
         g["wisp"] > g["centralized"] > g["sled"],
         within(r1, 1.938, RATIO_TOLERANCE) and within(r2, 3.699, RATIO_TOLERANCE),
+        ", ".join(
+            f"{name} {'within' if within(r, p, RATIO_TOLERANCE) else 'outside'} ±25%"
+            for name, r, p in (("WISP/centralized", r1, 1.938), ("WISP/SLED", r2, 3.699))
+        ),
     )
 
 
