@@ -1,0 +1,208 @@
+"""WISP vs FCFS vs SLED on the real server: ``python -m edgespec.experiments.wisp_serving``.
+
+For each system it starts ``edgespec serve --target MODEL`` (WISP: ``--batching wisp
+--profile FILE --deadline-rule token_speed``; SLED: ``--no-prefix-cache``) and runs
+``--clients`` drafter *processes* (n-gram drafting, static γ = 4, greedy), each in a closed
+loop over GSM8K test prompts for ``--seconds``, its SLO class taken round-robin from
+``--classes``. It reports per system and class the attainment (requests whose achieved
+token speed met the class), goodput and mean latency, and checks that every prompt's
+output is identical in every system (lossless). Results go to ``--out`` as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SYSTEMS = {
+    "fcfs": ["--batching", "fcfs"],
+    "sled": ["--batching", "fcfs", "--no-prefix-cache"],
+    "wisp": ["--batching", "wisp", "--deadline-rule", "token_speed"],
+}
+
+
+def _client(
+    address: str,
+    slo_class: str,
+    prompts: list[list[int]],
+    until: float,
+    max_new: int,
+    index: int,
+    out: Any,
+) -> None:
+    from edgespec.core.types import SamplingParams
+    from edgespec.policies.window import StaticWindow
+    from edgespec.runtime.draft_command import make_drafter
+    from edgespec.runtime.drafter import DraftOptions, generate
+    from edgespec.runtime.transport import RemoteVerifier
+
+    verifier = RemoteVerifier(address, None, None, 120.0)
+    drafter = make_drafter("ngram", None, verifier.vocab_size(), False, None, 0.0, 32)
+    rows = []
+    k = index
+    while time.time() < until:
+        prompt = prompts[k % len(prompts)]
+        options = DraftOptions(f"c{index}-{k}", f"client{index}", slo_class)
+        result = generate(
+            verifier,
+            drafter,
+            prompt,
+            SamplingParams(max_new_tokens=max_new),
+            options,
+            StaticWindow(4),
+        )
+        r = result.request
+        rows.append(
+            {
+                "prompt": k % len(prompts),
+                "class": slo_class,
+                "tokens": list(result.output_token_ids),
+                "tokens_per_s": r.tokens_per_s,
+                "e2e_s": r.e2e_s,
+                "finish": time.time(),
+            }
+        )
+        k += len(prompts) // 3 + 1
+    out.put(rows)
+
+
+def _wait_ready(address: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    from edgespec.runtime.transport import RemoteVerifier
+
+    start = time.time()
+    while time.time() - start < timeout_s:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            RemoteVerifier(address, None, None, 2.0).vocab_size()
+            return
+        except Exception:
+            time.sleep(1.0)
+    raise RuntimeError("server did not come up")
+
+
+def run_system(
+    name: str, args: argparse.Namespace, prompts: list[list[int]]
+) -> list[dict[str, Any]]:
+    port = 50700 + list(SYSTEMS).index(name)
+    flags = list(SYSTEMS[name])
+    if name == "wisp":
+        flags += ["--profile", args.profile]
+    classes = [c.split("=") for c in args.classes]
+    cmd = [
+        sys.executable,
+        "-m",
+        "edgespec.cli",
+        "serve",
+        "--target",
+        args.target,
+        "--port",
+        str(port),
+        "--threads",
+        str(args.threads),
+        *flags,
+        *[a for c in args.classes for a in ("--slo-class", c)],
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        address = f"127.0.0.1:{port}"
+        _wait_ready(address, proc, 300.0)
+        until = time.time() + args.seconds
+        queue: Any = mp.Queue()
+        workers = [
+            mp.Process(
+                target=_client,
+                args=(
+                    address,
+                    classes[i % len(classes)][0],
+                    prompts,
+                    until,
+                    args.max_new_tokens,
+                    i,
+                    queue,
+                ),
+            )
+            for i in range(args.clients)
+        ]
+        for w in workers:
+            w.start()
+        rows = [row for _ in workers for row in queue.get()]
+        for w in workers:
+            w.join()
+        return rows
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def system_summary(
+    rows: list[dict[str, Any]], classes: dict[str, float], seconds: float
+) -> dict[str, Any]:
+    per_class = {}
+    for cls, target in classes.items():
+        mine = [r for r in rows if r["class"] == cls]
+        met = sum(1 for r in mine if r["tokens_per_s"] >= target)
+        per_class[cls] = {
+            "target_tokens_per_s": target,
+            "requests": len(mine),
+            "attainment": met / len(mine) if mine else None,
+        }
+    tokens = sum(len(r["tokens"]) for r in rows)
+    return {
+        "requests": len(rows),
+        "goodput_tokens_per_s": tokens / seconds,
+        "mean_e2e_s": sum(r["e2e_s"] for r in rows) / max(len(rows), 1),
+        "classes": per_class,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--target", default="gemma3-270m")
+    parser.add_argument("--profile", required=True, help="kind: wisp profile of this machine")
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--max-new-tokens", type=int, default=24)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--classes", nargs="+", default=["c1=0.5", "c2=1", "c3=2", "c4=3"])
+    parser.add_argument("--prompts", type=int, default=24)
+    parser.add_argument("--out", type=Path, default=Path("runs/wisp-serving.json"))
+    args = parser.parse_args()
+    from edgespec.learn.prompts import load_prompts
+    from edgespec.models.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(args.target)
+    if tokenizer is None:
+        raise SystemExit(f"no tokenizer for {args.target!r}")
+    texts = [p.text for p in load_prompts("gsm8k", "test")][: args.prompts]
+    prompts = [list(tokenizer(t)["input_ids"]) for t in texts]
+    classes = {c.split("=")[0]: float(c.split("=")[1]) for c in args.classes}
+    report: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        "args": {k: str(v) for k, v in vars(args).items()},
+    }
+    outputs: dict[int, list[int]] = {}
+    lossless = True
+    for name in SYSTEMS:
+        rows = run_system(name, args, prompts)
+        for r in rows:
+            if outputs.setdefault(r["prompt"], r["tokens"]) != r["tokens"]:
+                lossless = False
+        report[name] = system_summary(rows, classes, args.seconds)
+        print(name, json.dumps(report[name]), flush=True)
+    report["identical_outputs_across_systems"] = lossless
+    report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print("identical outputs across systems:", lossless)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
