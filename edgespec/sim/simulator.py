@@ -11,9 +11,11 @@ many drafted tokens are accepted, L + 1 tokens are committed; the result travels
 downlink. Routing happens once per request.
 
 Event kinds (lower runs first at equal times): BATCH_END, DELIVER, DRAFT_DONE, ARRIVE,
-REQUEST, DISPATCH. The fast path (``scenario.fast_path``) skips DRAFT_DONE (and DELIVER
-when the window policy is static and the request goes on), and runs FCFS batching inline
-instead of building observations for the policy. It creates the same remaining events
+REQUEST, DISPATCH. Both paths draw the uplink when a round begins (no DRAFT_DONE event)
+and begin a continuing request's next round at its BATCH_END (DELIVER only for finished
+requests; ``Simulation.every_hop`` restores both events, for tests). The fast path
+(``scenario.fast_path``) also runs FCFS batching inline instead of building the policy's
+inputs. It creates the same remaining events
 at the same times, and the kernel orders ties by (kind, entity), so its metrics are
 identical to the straightforward path's (tests/sim/test_fast_path.py). With a static
 window in distributed mode and no round records it also drops the per-round ARRIVE
