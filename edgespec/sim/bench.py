@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _bench_policies(args: argparse.Namespace) -> int:
     """Decision time of every registered batching policy at queue depths 10/100/1,000."""
-    from edgespec.experiments.policy_bench import bench_policies
+    from edgespec.sim.policy_bench import bench_policies
 
     rows = bench_policies(repeat=max(args.repeat, 3))
     for row in rows:
