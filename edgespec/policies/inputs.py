@@ -129,4 +129,3 @@ class WindowHistory:
             self._network_s,
             (now_s - first) / (committed - 1) if first is not None and committed > 1 else None,
         )
-
