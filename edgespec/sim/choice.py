@@ -9,12 +9,7 @@ import numpy as np
 from edgespec.core.types import PendingVerification, ServerLoad
 from edgespec.policies.contracts import check_batch_plan, check_route
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, RoutingPolicy
-from edgespec.policies.slo import (
-    DeadlineRule,
-    acceptance_estimate,
-    pace_deadline_s,
-    verification_deadline_s,
-)
+from edgespec.policies.slo import DeadlineRule, acceptance_estimate, verification_deadline_s
 from edgespec.sim.entities import ServerState, Session
 
 
@@ -90,31 +85,16 @@ def pending_entry(s: Session, cached: int, rule: DeadlineRule = "pace") -> Pendi
     """What the batching policy sees of the block ``s`` has queued, with ``cached`` KV
     tokens resident (the rest of its context is new)."""
     request = s.request
-    committed = s.committed
-    slo = s.slo_tokens_per_s
-    if slo is not None and rule != "pace":
-        return PendingVerification(
-            s.entry_id,
-            request.request_id,
-            request.client_id,
-            s.enqueued_s,
-            s.sent,
-            request.num_prompt_tokens + committed + s.sent - cached,
-            cached,
-            request.slo_class,
-            round_deadline_s(s, rule),
-            expected_accepted(s),
-        )
     return PendingVerification(
         s.entry_id,
         request.request_id,
         request.client_id,
         s.enqueued_s,
         s.sent,
-        request.num_prompt_tokens + committed + s.sent - cached,
+        request.num_prompt_tokens + s.committed + s.sent - cached,
         cached,
         request.slo_class,
-        None if slo is None else pace_deadline_s(request.arrival_s, committed, slo),
+        round_deadline_s(s, rule),
         expected_accepted(s),
     )
 
