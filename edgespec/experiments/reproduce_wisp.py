@@ -17,12 +17,13 @@ import yaml
 
 from edgespec.experiments.capacity import capacity_search, class_violation
 from edgespec.experiments.executor import SweepExecutor
+from edgespec.experiments.sim_command import run_scenario_dict
 from edgespec.experiments.sweep import progress_bar
 from edgespec.experiments.wisp_setup import CLASSES, WispSetup, scenario
 from edgespec.metrics.attribution import ViolationAttribution, attribute_violations
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim.scenario import scenario_from_dict
-from edgespec.sim.simulator import run_scenario, simulate
+from edgespec.sim.simulator import simulate
 
 MIXED = {name: 1.0 for name in CLASSES}
 
@@ -55,10 +56,6 @@ class Plan:
         return Plan(setup, ("qwen3-32b",), ("c2", "c8"), 400, (60, 120, 180), 200)
 
 
-def _metrics(data: dict[str, Any]) -> SystemMetrics:
-    return run_scenario(scenario_from_dict(data))
-
-
 @dataclass(frozen=True, slots=True)
 class CapacityJob:
     setup: WispSetup
@@ -77,7 +74,7 @@ class CapacityJob:
         result = capacity_search(
             self.base(),
             "auto_topology.devices.0.count",
-            _metrics,
+            run_scenario_dict,
             epsilon=self.setup.epsilon,
             lo=1,
             hi=self.hi,
@@ -92,7 +89,8 @@ class RunJob:
     data: dict[str, Any]
 
     def __call__(self) -> SystemMetrics:
-        return _metrics(self.data)
+        metrics: SystemMetrics = run_scenario_dict(self.data)
+        return metrics
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +169,16 @@ def knee_devices(
     return None
 
 
+FCFS_OPERATING_LEVEL = 0.3645
+"""Table 1: FCFS's violation rate at 4 tok/s. W4 compares WISP and FCFS at the fewest
+devices where our FCFS reaches it."""
+
+
+def operating_point(curves: dict[tuple[str, int], SystemMetrics]) -> int | None:
+    """W4's N: the fewest devices at which FCFS's 4 tok/s class reaches Table 1's rate."""
+    return knee_devices(curves, "fcfs", "c4", FCFS_OPERATING_LEVEL)
+
+
 def results_dict(res: WispResults) -> dict[str, Any]:
     """results.json: every number the claims use."""
     return {
@@ -235,7 +243,7 @@ def run_wisp(
             s: m.goodput_tokens_per_s for (s, _), m in zip(goodput, goodput_metrics, strict=True)
         }
         partial = WispResults(plan, capacities, goodput_values, curve_metrics, None, None)
-        n_star = knee_devices(curve_metrics, "fcfs", "c4", 0.3645) or plan.curve_devices[-1]
+        n_star = operating_point(curve_metrics) or plan.curve_devices[-1]
         data = scenario(plan.setup, "wisp", devices=n_star, slo_mix=MIXED, record_rounds=True)
         files.append(_write_scenario(scenario_dir, f"attribution-wisp-{n_star}", data))
         attribution = AttributionJob(data)()

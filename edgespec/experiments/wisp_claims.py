@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from edgespec.experiments.capacity import class_violation
 from edgespec.experiments.claims import ClaimRow, fmt, within
-from edgespec.experiments.reproduce_wisp import WispResults, knee_devices
+from edgespec.experiments.reproduce_wisp import (
+    FCFS_OPERATING_LEVEL,
+    WispResults,
+    knee_devices,
+    operating_point,
+)
+from edgespec.experiments.wisp_setup import CLASSES
 
 # Table 2: capacities (devices) per class 2/4/6/8 tok/s.
 TABLE_2 = {
@@ -23,10 +29,25 @@ TABLE_3 = {"wisp": 631.86, "centralized": 326.12, "sled": 170.82}
 # Table 1 (classes 8, 6, 4, 2 tok/s there), as fractions, by our class names.
 TABLE_1 = {
     "wisp": {"c8": 0.9827, "c6": 0.8210, "c4": 0.1080, "c2": 0.0},
-    "fcfs": {"c8": 0.9835, "c6": 0.9415, "c4": 0.3645, "c2": 0.0},
+    "fcfs": {"c8": 0.9835, "c6": 0.9415, "c4": FCFS_OPERATING_LEVEL, "c2": 0.0},
 }
 CLASS_INDEX = {"c2": 0, "c4": 1, "c6": 2, "c8": 3}
 RATIO_TOLERANCE = 0.25
+
+
+def _ratio_verdicts(
+    ours: tuple[float | None, float | None], paper: tuple[float, float]
+) -> tuple[bool, str]:
+    """Whether WISP/centralized and WISP/SLED both lie within tolerance of the paper's, and
+    a note saying which does."""
+    each = [
+        o is not None and within(o, p, RATIO_TOLERANCE) for o, p in zip(ours, paper, strict=True)
+    ]
+    note = ", ".join(
+        f"{name} {'within' if ok else 'outside'} ±25%"
+        for name, ok in zip(("WISP/centralized", "WISP/SLED"), each, strict=True)
+    )
+    return all(each), note
 
 
 def _ratio(a: int | None, b: int | None) -> float | None:
@@ -45,18 +66,11 @@ def capacity_rows(res: WispResults, target: str, claim_id: str) -> list[ClaimRow
         our = (_ratio(ours[0], ours[1]), _ratio(ours[0], ours[2]))
         gaps.append(our[0])
         order = all(v is not None for v in ours) and ours[0] > ours[1] > ours[2]  # type: ignore[operator]
-        each = [
-            o is not None and within(o, p, RATIO_TOLERANCE) for o, p in zip(our, pr, strict=True)
-        ]
-        close = all(each)
-        note = ", ".join(
-            f"{name} {'within' if ok else 'outside'} ±25%"
-            for name, ok in zip(("WISP/centralized", "WISP/SLED"), each, strict=True)
-        )
+        close, note = _ratio_verdicts(our, pr)
         rows.append(
             ClaimRow(
                 claim_id,
-                f"capacity at {CLASSES_TPS[cls]:g} tok/s, {target}: WISP / centralized / SLED"
+                f"capacity at {CLASSES[cls]:g} tok/s, {target}: WISP / centralized / SLED"
                 + stand_in,
                 f"{paper[0]} / {paper[1]} / {paper[2]} ({pr[0]:.2f}×, {pr[1]:.2f}×)",
                 " / ".join(fmt(v, "d") if v is not None else "none" for v in ours)
@@ -83,31 +97,27 @@ def capacity_rows(res: WispResults, target: str, claim_id: str) -> list[ClaimRow
     return rows
 
 
-CLASSES_TPS = {"c2": 2.0, "c4": 4.0, "c6": 6.0, "c8": 8.0}
-
-
 def goodput_row(res: WispResults) -> ClaimRow:
-    g = res.goodput
-    paper = f"{TABLE_3['wisp']} / {TABLE_3['centralized']} / {TABLE_3['sled']} (1.94×, 3.70×)"
-    r1, r2 = g["wisp"] / g["centralized"], g["wisp"] / g["sled"]
+    g, t = res.goodput, TABLE_3
+    pr = (t["wisp"] / t["centralized"], t["wisp"] / t["sled"])
+    our = (g["wisp"] / g["centralized"], g["wisp"] / g["sled"])
+    close, note = _ratio_verdicts(our, pr)
     return ClaimRow(
         "W3",
         f"goodput (tok/s), {res.plan.goodput_devices} devices, mixed classes: "
         "WISP / centralized / SLED",
-        paper,
-        f"{g['wisp']:.0f} / {g['centralized']:.0f} / {g['sled']:.0f} ({r1:.2f}×, {r2:.2f}×)",
+        f"{t['wisp']} / {t['centralized']} / {t['sled']} ({pr[0]:.2f}×, {pr[1]:.2f}×)",
+        f"{g['wisp']:.0f} / {g['centralized']:.0f} / {g['sled']:.0f} "
+        f"({our[0]:.2f}×, {our[1]:.2f}×)",
         "order; ratios ±25%",
         g["wisp"] > g["centralized"] > g["sled"],
-        within(r1, 1.938, RATIO_TOLERANCE) and within(r2, 3.699, RATIO_TOLERANCE),
-        ", ".join(
-            f"{name} {'within' if within(r, p, RATIO_TOLERANCE) else 'outside'} ±25%"
-            for name, r, p in (("WISP/centralized", r1, 1.938), ("WISP/SLED", r2, 3.699))
-        ),
+        close,
+        note,
     )
 
 
 def curve_rows(res: WispResults) -> list[ClaimRow]:
-    n_star = knee_devices(res.curves, "fcfs", "c4", TABLE_1["fcfs"]["c4"])
+    n_star = operating_point(res.curves)
     if n_star is None:
         return [
             ClaimRow(
@@ -121,7 +131,7 @@ def curve_rows(res: WispResults) -> list[ClaimRow]:
             )
         ]
     viol = {
-        s: {c: class_violation(c)(res.curves[(s, n_star)]) for c in CLASSES_TPS}
+        s: {c: class_violation(c)(res.curves[(s, n_star)]) for c in CLASSES}
         for s in ("wisp", "fcfs")
     }
 
@@ -157,7 +167,7 @@ def curve_rows(res: WispResults) -> list[ClaimRow]:
         rows.append(
             ClaimRow(
                 "W4",
-                f"knee (first N above {100 * eps:g}% violations) at {CLASSES_TPS[cls]:g} tok/s: "
+                f"knee (first N above {100 * eps:g}% violations) at {CLASSES[cls]:g} tok/s: "
                 "WISP vs FCFS",
                 "shifts right",
                 f"{knee_w or 'beyond range'} vs {knee_f or 'beyond range'}",

@@ -8,6 +8,7 @@ classes with token-speed deadlines — and timed over repeated ``select`` calls
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -17,9 +18,8 @@ import numpy as np
 from edgespec.core.types import PendingVerification
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.registry import BATCHING, build_policy
+from edgespec.sim.cost_models import load_wisp_coefficients
 
-TABLE_12 = {"a_s": 3.314e-05, "b_compute_s": 3.450e-08, "b_read_s": 4.620e-06, "c_s": 1.486e-02}
-PARAMS: dict[str, dict[str, Any]] = {"wisp": TABLE_12}
 DEPTHS = (10, 100, 1000)
 LIMITS = BatchLimits(max_batch_size=256, max_batch_tokens=8192, max_context_tokens=200_000)
 
@@ -67,9 +67,10 @@ def bench_policies(
     depths: Sequence[int] = DEPTHS, repeat: int = 5, budget_calls: int = 20_000
 ) -> list[dict[str, Any]]:
     """One row per (policy, depth): microseconds per decision."""
+    params = {"wisp": dataclasses.asdict(load_wisp_coefficients("a100-qwen3-32b"))}  # Table 12
     rows = []
     for name in sorted(BATCHING):
-        policy = build_policy("batching", name, PARAMS.get(name, {}))
+        policy = build_policy("batching", name, params.get(name, {}))
         for depth in depths:
             queue = synthetic_queue(depth)
             calls = max(5, budget_calls // depth)

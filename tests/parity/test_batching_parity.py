@@ -5,6 +5,7 @@ same limits and force) and so every registered batching policy picks the same ba
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from edgespec.runtime.server import VerificationService
 from edgespec.runtime.testing import tiny_llama
 from edgespec.sim.build import build_entities
 from edgespec.sim.choice import select_batch
+from edgespec.sim.cost_models import load_wisp_coefficients
 from edgespec.sim.entities import Session
 from edgespec.sim.scenario import scenario_from_dict
 
@@ -33,7 +35,7 @@ LIMITS = {"max_batch_size": 3, "max_batch_tokens": 60, "kv_budget_tokens": 4000}
 CLASSES = {"a": 4.0, "b": 6.0}  # session i is in class "ab"[i % 2]
 DRAFT_S = [0.02, 0.05, 0.03, 0.08, 0.01]  # this block's draft time, as the client reports it
 NETWORK_S = [0.0, 0.04, 0.0, 0.03, 0.0]  # the client's last round's network time
-TABLE_12 = {"a_s": 3.314e-05, "b_compute_s": 3.450e-08, "b_read_s": 4.620e-06, "c_s": 1.486e-02}
+TABLE_12 = dataclasses.asdict(load_wisp_coefficients("a100-qwen3-32b"))
 PARAMS: dict[str, dict[str, Any]] = {
     "fcfs": {},
     "lab": {"max_length_ratio": 3.0},
