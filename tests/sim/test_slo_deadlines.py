@@ -65,8 +65,12 @@ def test_sled_server_recomputes_the_whole_prefix() -> None:
     )
     assert "a server has no prefix cache" in off.path
     # every verification forwards the session's whole context: prompt + committed + draft
-    one = ["auto_topology.devices.0.count=1", "auto_topology.servers.0.count=1",
-           "auto_topology.servers.0.prefix_cache=false", "record_rounds=true"]  # fmt: skip
+    one = [
+        "auto_topology.devices.0.count=1",
+        "auto_topology.servers.0.count=1",
+        "auto_topology.servers.0.prefix_cache=false",
+        "record_rounds=true",
+    ]
     single = simulate(scenario_from_dict(data, one))
     prompt = single.requests[0].num_prompt_tokens
     done = 0
@@ -75,3 +79,26 @@ def test_sled_server_recomputes_the_whole_prefix() -> None:
             break
         assert (b.batch_size, b.num_new_tokens) == (1, prompt + done + r.num_drafted)
         done += r.num_committed
+
+
+def test_wisp_batching_needs_a_wisp_estimator() -> None:
+    import pytest
+
+    from edgespec.config import ConfigError
+    from edgespec.sim.build import build_policies
+
+    def policies(batching: dict, servers: dict | None = None) -> object:  # type: ignore[type-arg]
+        data = {"policies": {"batching": batching}}
+        if servers is not None:
+            data["auto_topology"] = {"servers": [servers]}
+        return build_policies(scenario_from_dict(data)).batching
+
+    with pytest.raises(
+        ConfigError,
+        match="'policies.batching.params.profile': wisp batching needs Eq. 19 coefficients",
+    ):
+        policies({"name": "wisp"})
+    with pytest.raises(ConfigError, match="'generic-cpu-gemma3-270m' is not a 'wisp' profile"):
+        policies({"name": "wisp", "params": {"profile": "generic-cpu-gemma3-270m"}})
+    own = {"cost_model": {"kind": "wisp", "profile": "a100-qwen3-32b"}}
+    assert policies({"name": "wisp"}, own).estimator.c_s == 0.01486  # type: ignore[attr-defined]
