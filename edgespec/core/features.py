@@ -99,3 +99,15 @@ def draft_features(logits: npt.ArrayLike) -> tuple[DraftFeatures, ...]:
         )
         for row in feature_matrix(logits)
     )
+
+
+FEATURE_DIGITS = 4
+"""Decimals kept of each trace / stop-predictor feature. Traces store features rounded to
+this, and the live drafter rounds the same way before asking a stop predictor, so that a
+simulated replay of a trace and the real drafter give the predictor identical inputs."""
+
+
+def stop_features(logits: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The K × 5 feature rows a stop predictor sees (``confidence, entropy_nats, margin,
+    logit_std, top5_mass``; no in-block position), rounded to :data:`FEATURE_DIGITS`."""
+    return np.round(feature_matrix(logits)[:, :5], FEATURE_DIGITS)

@@ -209,6 +209,14 @@ class RoundRecord:
     batch_size: int
     server_id: int = 0
     deadline_s: float | None = None
+    num_draft_passes: int | None = None
+    """Draft forward passes run for the round; ``None`` means ``num_drafted``. A stop
+    predictor (:mod:`edgespec.policies.stop_drafting`) that ends a block early runs one
+    more pass than it sends: the token it stopped on."""
+
+    @property
+    def draft_passes(self) -> int:
+        return self.num_drafted if self.num_draft_passes is None else self.num_draft_passes
 
     @property
     def server_done_s(self) -> float:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.core.features import feature_matrix
+from edgespec.core.features import stop_features
 from edgespec.core.types import SamplingParams
 from edgespec.learn.trace import TraceRecord, TraceRound
 from edgespec.runtime.backends.base import (
@@ -82,7 +82,7 @@ def per_position_acceptance(
     drafter.reset()
     if len(logit_rows) != len(flags) or not flags:
         return tuple(flags), None
-    feats = feature_matrix(np.stack(logit_rows))[:, :5]
+    feats = stop_features(np.stack(logit_rows))
     return tuple(flags), tuple(tuple(float(v) for v in row) for row in feats)
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.config import ConfigError, read_jsonl
-from edgespec.core.features import FEATURE_NAMES
+from edgespec.core.features import FEATURE_DIGITS, FEATURE_NAMES
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
 
@@ -142,7 +142,7 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
         ],
     }
     if record.draft_features is not None:
-        out["draft_features"] = [[_round(v, 4) for v in row] for row in record.draft_features]
+        out["draft_features"] = [[_round(v, FEATURE_DIGITS) for v in row] for row in record.draft_features]
     for key in ("sd_ms", "target_only_ms", "assisted_ms"):
         value = getattr(record, key)
         if value is not None:

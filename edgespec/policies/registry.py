@@ -9,6 +9,7 @@ from typing import Any
 from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
 from edgespec.policies.interfaces import BatchingPolicy, RoutingPolicy, WindowPolicy
 from edgespec.policies.routing import JoinShortestQueueRouting, RandomRouting, RoundRobinRouting
+from edgespec.policies.stop_drafting import DraftStopPolicy, load_stop_policy
 from edgespec.policies.window import DynamicWindow, StaticWindow
 from edgespec.policies.wisp import wisp_batching
 
@@ -26,10 +27,14 @@ WINDOW: dict[str, Callable[..., WindowPolicy]] = {
     "static": StaticWindow,
     "dynamic": DynamicWindow,
 }
+STOP: dict[str, Callable[..., DraftStopPolicy]] = {
+    "mlp": load_stop_policy,
+}
 KINDS: dict[str, Mapping[str, Callable[..., Any]]] = {
     "routing": ROUTING,
     "batching": BATCHING,
     "window": WINDOW,
+    "stop": STOP,
 }
 
 

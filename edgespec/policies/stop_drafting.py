@@ -1,0 +1,201 @@
+"""Stop-at-first-predicted-rejection drafting (WISP §4.1, App. A Eq. 25–26).
+
+A rejection predictor looks at each drafted position's draft-distribution features
+(:data:`STOP_FEATURE_NAMES`, the order of :mod:`edgespec.core.features` without the
+in-block ``position``) and predicts whether the target will accept that token. The device
+drafts while the predictor says "accept" and sends the block at the first predicted
+rejection: K_θ = max{k ∈ 0..K_max : Ẑ_1 = … = Ẑ_k = 1}.
+
+Accounting, the same in both hosts (SEED-NOTES §1.4 item 13): the token the predictor
+stops on **is drafted** — its distribution, from which the features come, costs one draft
+forward pass — and **is not sent** (Eq. 25 excludes it). A block that reaches K_max is sent
+whole with K_max passes, as without a predictor.
+
+:class:`MlpStopPolicy` is the shipped predictor: a small MLP trained with torch in
+``edgespec.learn.stop_train`` and run here in numpy (batch-norm folded into the linear
+layers, inputs standardised with the training set's mean and spread).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+STOP_FEATURE_NAMES: tuple[str, ...] = (
+    "confidence",
+    "entropy_nats",
+    "margin",
+    "logit_std",
+    "top5_mass",
+)
+BUNDLED_STOP_PREDICTOR = "gemma3-270m-draft"
+"""Name of the shipped predictor (``edgespec/data/predictors/<name>.json``)."""
+
+
+@runtime_checkable
+class DraftStopPolicy(Protocol):
+    """Says, token by token, whether a device keeps drafting.
+
+    Call order per round, in the real drafter and in the simulator alike:
+
+    1. the window policy gives γ, which is K_max for the round;
+    2. for k = 1..K_max the device runs the draft forward that gives position k's
+       distribution, computes its features (one row, :data:`STOP_FEATURE_NAMES` order) and
+       calls ``keep_mask(row[None, :])``: ``True`` — token k joins the block, go on;
+       ``False`` — stop: token k was drafted (its pass is paid) but is not sent;
+    3. the block (the kept tokens) is sent.
+
+    The simulator asks for every position of a captured trace at once; the answer for a
+    row must not depend on the other rows given with it.
+    """
+
+    def keep_mask(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+        """One bool per row of an n × 5 feature matrix: ``True`` = predicted accepted."""
+        ...
+
+
+class StopPolicyContractError(RuntimeError):
+    """A stop policy answered outside its contract."""
+
+
+def checked_keep_mask(
+    policy: DraftStopPolicy, features: npt.NDArray[np.float64]
+) -> npt.NDArray[np.bool_]:
+    """The policy's answer for ``features``, checked: one bool per row."""
+    rows = np.atleast_2d(np.asarray(features, dtype=np.float64))
+    if rows.shape[1:] != (len(STOP_FEATURE_NAMES),):
+        raise ValueError(
+            f"stop features must be n × {len(STOP_FEATURE_NAMES)} "
+            f"({', '.join(STOP_FEATURE_NAMES)}), got shape {rows.shape}"
+        )
+    answer = np.asarray(policy.keep_mask(rows))
+    if answer.shape != (rows.shape[0],) or answer.dtype != np.bool_:
+        raise StopPolicyContractError(
+            f"stop policy {type(policy).__name__} returned {answer.dtype} of shape "
+            f"{answer.shape} for {rows.shape[0]} rows; expected one bool per row"
+        )
+    return answer
+
+
+def kept_prefix(keep: Sequence[bool] | npt.NDArray[np.bool_], start: int, k_max: int) -> int:
+    """K_θ of Eq. 25: how many positions from ``start`` are kept before the first
+    predicted rejection, at most ``k_max`` (and at most the positions left)."""
+    limit = min(k_max, len(keep) - start)
+    k = 0
+    while k < limit and keep[start + k]:
+        k += 1
+    return k
+
+
+def draft_passes(num_kept: int, k_max: int) -> int:
+    """Draft forward passes of a round that kept ``num_kept`` of at most ``k_max``: the
+    kept tokens plus the one the predictor stopped on (none when the block is full)."""
+    return num_kept if num_kept >= k_max else num_kept + 1
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DenseLayer:
+    weight: npt.NDArray[np.float64]
+    """in × out"""
+    bias: npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class MlpStopPolicy:
+    """A ReLU MLP giving P(accepted) per row; keeps a token when P ≥ ``threshold``."""
+
+    mean: npt.NDArray[np.float64]
+    scale: npt.NDArray[np.float64]
+    layers: tuple[DenseLayer, ...]
+    threshold: float
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        width = len(STOP_FEATURE_NAMES)
+        if self.mean.shape != (width,) or self.scale.shape != (width,):
+            raise ValueError(f"mean and scale must have {width} entries")
+        if not self.layers or self.layers[0].weight.shape[0] != width:
+            raise ValueError(f"the first layer must take {width} inputs")
+        if self.layers[-1].weight.shape[1] != 1:
+            raise ValueError("the last layer must have one output (the accept logit)")
+        for before, after in zip(self.layers, self.layers[1:], strict=False):
+            if before.weight.shape[1] != after.weight.shape[0]:
+                raise ValueError("layer sizes do not chain")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"threshold must be in [0, 1], got {self.threshold}")
+
+    def accept_probability(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """P(accepted) for each row of an n × 5 matrix."""
+        h = (np.atleast_2d(np.asarray(features, dtype=np.float64)) - self.mean) / self.scale
+        for layer in self.layers[:-1]:
+            h = np.maximum(h @ layer.weight + layer.bias, 0.0)
+        last = self.layers[-1]
+        logit = (h @ last.weight + last.bias)[:, 0]
+        return np.asarray(1.0 / (1.0 + np.exp(-np.clip(logit, -60.0, 60.0))), dtype=np.float64)
+
+    def keep_mask(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+        return np.asarray(self.accept_probability(features) >= self.threshold, dtype=np.bool_)
+
+    def with_threshold(self, threshold: float) -> MlpStopPolicy:
+        return MlpStopPolicy(self.mean, self.scale, self.layers, threshold, self.metadata)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "mlp",
+            "features": list(STOP_FEATURE_NAMES),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "layers": [{"weight": x.weight.tolist(), "bias": x.bias.tolist()} for x in self.layers],
+            "threshold": self.threshold,
+            "metadata": self.metadata,
+        }
+
+
+def mlp_from_json(data: dict[str, Any], source: str = "<dict>") -> MlpStopPolicy:
+    """Rebuild an :class:`MlpStopPolicy` from :meth:`MlpStopPolicy.to_json`'s form."""
+    if data.get("kind") != "mlp":
+        raise ValueError(f"{source}: not an MLP stop predictor (kind={data.get('kind')!r})")
+    if tuple(data.get("features", ())) != STOP_FEATURE_NAMES:
+        raise ValueError(
+            f"{source}: features {data.get('features')} differ from {list(STOP_FEATURE_NAMES)}"
+        )
+    try:
+        layers = tuple(
+            DenseLayer(np.asarray(x["weight"], dtype=np.float64), np.asarray(x["bias"]))
+            for x in data["layers"]
+        )
+        return MlpStopPolicy(
+            mean=np.asarray(data["mean"], dtype=np.float64),
+            scale=np.asarray(data["scale"], dtype=np.float64),
+            layers=layers,
+            threshold=float(data["threshold"]),
+            metadata=dict(data.get("metadata", {})),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{source}: malformed MLP stop predictor: {exc}") from exc
+
+
+def load_stop_policy(file: str | None = None, threshold: float | None = None) -> MlpStopPolicy:
+    """The predictor in JSON file ``file`` (the bundled one when ``None``), optionally at
+    another ``threshold`` (registry kind ``stop``, name ``mlp``)."""
+    if file is None:
+        ref = resources.files("edgespec") / "data" / "predictors" / f"{BUNDLED_STOP_PREDICTOR}.json"
+        text, source = ref.read_text(encoding="utf-8"), f"bundled {BUNDLED_STOP_PREDICTOR}"
+    else:
+        found = Path(file)
+        if not found.is_file():
+            raise ValueError(f"stop predictor file {file} does not exist")
+        text, source = found.read_text(encoding="utf-8"), str(found)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source}: not JSON: {exc}") from exc
+    policy = mlp_from_json(data, source)
+    return policy if threshold is None else policy.with_threshold(threshold)
