@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: 2.13.0 is a local CPU wheel; anything else pulls GBs of CUDA.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[runtime,dev]"
+	$(PY) -m pip install -q -e ".[runtime,learn,dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.errors import UserInputError
-from edgespec.learn import feature_command, text_shards
+from edgespec.learn import feature_command, stop_command, text_shards
 from edgespec.learn.prompts import DATASETS
 
 
@@ -72,6 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--text-max-tokens", type=int, default=256, help="tokens per conversation")
     feature_command.add_arguments(sub)
     text_shards.add_arguments(sub)
+    stop_command.add_arguments(sub)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         return feature_command.run(args)
     if args.what == "text-shards":
         return text_shards.run(args)
+    if args.what == "stop-predictor":
+        return stop_command.run(args)
     import random
     import time
 

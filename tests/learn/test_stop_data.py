@@ -1,0 +1,81 @@
+"""The rejection predictor's dataset: rows from hand-built acceptance sequences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgespec.learn.stop_data import build_dataset, split_by_request, window_rows
+from edgespec.learn.trace import TraceRecord
+
+
+def record(request_id: str, seq: tuple[int, ...], draft: str = "gemma3-270m-draft") -> TraceRecord:
+    return TraceRecord(
+        request_id=request_id,
+        arrival_ms=0.0,
+        prompt_tokens=5,
+        output_tokens=len(seq),
+        drafter_id=0,
+        slo_class="default",
+        dataset="gsm8k",
+        draft_model=draft,
+        target_model="gemma3-270m",
+        gamma_max=4,
+        acceptance_seq=seq,
+        draft_features=tuple((float(j), 0.1 * j, 0.0, 1.0, 0.5) for j in range(len(seq))),
+    )
+
+
+def test_first_rejection_kept_and_later_positions_dropped() -> None:
+    #        position: 0  1  2  3  4  5  6  7  8  9
+    seq = (1, 1, 0, 0, 1, 1, 1, 1, 1, 0)
+    # round 1 at 0: γ=4, accepts 0,1, first rejection 2 (kept, label 0); position 3 is
+    # after the first rejection: it is the target's correction token, never drafted.
+    # round 2 at 3: γ=4: position 3 rejected at once.
+    # round 3 at 4: γ=4: 4..7 accepted (full block), 8 is the bonus token.
+    # round 4 at 9: γ=min(4, 10-9-1)=0: the last token is a plain target step.
+    assert window_rows(seq, 4) == [(0, 1), (1, 1), (2, 0), (3, 0), (4, 1), (5, 1), (6, 1), (7, 1)]
+
+
+def test_window_caps_each_round() -> None:
+    seq = (1, 1, 1, 1, 1, 0, 1)
+    assert window_rows(seq, 2) == [(0, 1), (1, 1), (3, 1), (4, 1)]
+    # a rejection right after a full block is never drafted (it is the bonus position)
+    assert (5, 0) not in window_rows(seq, 2)
+    with pytest.raises(ValueError, match="k_max"):
+        window_rows(seq, 0)
+
+
+def test_dataset_rows_carry_their_position_features_and_request() -> None:
+    data = build_dataset([record("a", (1, 0, 1)), record("b", (0, 1, 1, 1))], k_max=4)
+    assert data.labels.tolist() == [1, 0, 0, 1, 1]
+    assert data.groups.tolist() == [0, 0, 1, 1, 1]
+    # feature column 0 is the position in these records
+    assert data.features[:, 0].tolist() == [0.0, 1.0, 0.0, 1.0, 2.0]
+    assert data.balance() == {
+        "samples": 5,
+        "accepted": 3,
+        "rejected": 2,
+        "accepted_share": 0.6,
+        "rejected_share": 0.4,
+        "requests": 2,
+        "feature_dimension": 5,
+    }
+
+
+def test_lookup_traces_are_refused() -> None:
+    with pytest.raises(ValueError, match="lookup tokens"):
+        build_dataset([record("a", (1, 0, 1), draft="gemma3-270m-draft+lookup")], 4)
+
+
+def test_split_keeps_requests_whole() -> None:
+    records = [record(f"r{i}", (1, 1, 0, 1, 0, 1, 1)) for i in range(20)]
+    data = build_dataset(records, 4)
+    train, val, test = split_by_request(data, (0.7, 0.15, 0.15), seed=3)
+    groups = [set(part.groups.tolist()) for part in (train, val, test)]
+    assert len(groups[0]) == 14 and len(groups[1]) == 3 and len(groups[2]) == 3
+    assert not (groups[0] & groups[1]) and not (groups[0] & groups[2])
+    assert not (groups[1] & groups[2])
+    assert len(train) + len(val) + len(test) == len(data)
+    again = split_by_request(data, (0.7, 0.15, 0.15), seed=3)
+    assert np.array_equal(again[2].groups, test.groups)
