@@ -56,11 +56,14 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         if value is None and type(None) in args:
             return None
         errors = []
-        for option in (a for a in args if a is not type(None)):
+        options = [a for a in args if a is not type(None)]
+        for option in options:
             try:
                 return _convert(option, value, path)
             except ConfigError as exc:
-                errors.append(str(exc))
+                errors.append(exc)
+        if len(options) == 1:  # Optional[X]: X's own error says what is wrong
+            raise errors[0]
         raise ConfigError(path, f"{_describe(value)} matches none of {tp}")
     if origin is Literal:
         if value not in args:

@@ -34,9 +34,12 @@ class AcceptanceModel(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class TraceAcceptance:
-    """Replay of captured acceptance sequences; ``pool`` serves requests that carry none."""
+    """Replay of captured acceptance sequences; ``pool`` serves requests that carry none.
+    ``pool_features``: each pool sequence's per-position draft features, where its trace
+    recorded them (for a stop predictor, :mod:`edgespec.sim.stop_model`)."""
 
     pool: tuple[tuple[int, ...], ...] = ()
+    pool_features: tuple[tuple[tuple[float, ...], ...] | None, ...] = ()
 
     def seq_for(self, request_index: int) -> tuple[int, ...]:
         if not self.pool:

@@ -7,9 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from edgespec.config import ConfigError
 from edgespec.policies.interfaces import BatchingPolicy, RoutingPolicy, WindowPolicy
 from edgespec.policies.registry import PolicyConfigError, build_policy
+from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.sim.acceptance import (
     AcceptanceModel,
     DecayAcceptance,
@@ -26,6 +30,7 @@ from edgespec.sim.entities import DeviceState, ServerState
 from edgespec.sim.network import Link
 from edgespec.sim.rng import spawn_streams
 from edgespec.sim.scenario import CostModelConfig, Scenario, expand_topology
+from edgespec.sim.stop_model import StopModel
 from edgespec.sim.workload import (
     LengthTable,
     TraceEntry,
@@ -41,6 +46,8 @@ class Policies:
     routing: RoutingPolicy
     batching: BatchingPolicy
     window: WindowPolicy
+    stop: DraftStopPolicy | None = None
+    """Stop-at-first-predicted-rejection drafting, replayed on trace features (optional)."""
 
 
 def build_policies(scenario: Scenario) -> Policies:
@@ -54,7 +61,37 @@ def build_policies(scenario: Scenario) -> Policies:
             built[kind] = build_policy(kind, spec.name, params)
         except PolicyConfigError as exc:
             raise ConfigError(f"policies.{kind}", str(exc)) from exc
-    return Policies(built["routing"], built["batching"], built["window"])
+    stop = None
+    config = scenario.stop_predictor
+    if config is not None and config.policy is not None:
+        try:
+            stop = build_policy("stop", config.policy.name, config.policy.params)
+        except PolicyConfigError as exc:
+            raise ConfigError("stop_predictor.policy", str(exc)) from exc
+    return Policies(built["routing"], built["batching"], built["window"], stop)
+
+
+def build_stop_model(
+    scenario: Scenario,
+    policies: Policies,
+    trace: tuple[TraceEntry, ...],
+    acceptance: AcceptanceModel,
+) -> StopModel | None:
+    """The scenario's stop predictor over every acceptance sequence with features (the
+    workload trace's and the trace-acceptance pool's), or ``None`` without one."""
+    config = scenario.stop_predictor
+    if config is None:
+        return None
+    if scenario.mode != "distributed":
+        raise ConfigError("stop_predictor", f"applies to distributed drafting, not {scenario.mode}")
+    pairs: list[tuple[tuple[int, ...], npt.NDArray[np.float64]]] = []
+    sources = [(e.acceptance_seq, e.draft_features) for e in trace]
+    if isinstance(acceptance, TraceAcceptance):
+        sources += list(zip(acceptance.pool, acceptance.pool_features, strict=False))
+    for seq, rows in sources:
+        if seq is not None and rows is not None:
+            pairs.append((seq, np.asarray(rows, dtype=np.float64)))
+    return StopModel(config, policies.stop, pairs)
 
 
 def _wisp_params(scenario: Scenario, params: dict[str, Any]) -> dict[str, Any]:
@@ -92,6 +129,7 @@ def build_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> 
         return DecayAcceptance(acc.rates)
     names = [str(p) for p in bundled_traces()] if not acc.traces else list(acc.traces)
     pool: list[tuple[int, ...]] = []
+    features: list[tuple[tuple[float, ...], ...] | None] = []
     for i, name in enumerate(names):
         try:
             entries = load_trace(resolve_trace(name))
@@ -103,7 +141,9 @@ def build_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> 
                 "a token-tree trace replays its captured rounds only as the workload "
                 "(workload: {kind: trace, trace: FILE})",
             )
-        pool.extend(e.acceptance_seq for e in entries if e.acceptance_seq)
+        kept = [e for e in entries if e.acceptance_seq]
+        pool.extend(e.acceptance_seq for e in kept if e.acceptance_seq)
+        features.extend(e.draft_features for e in kept)
     if acc.traces and not pool:
         raise ConfigError("acceptance.traces", "the traces hold no acceptance_seq")
     if not pool and (not trace or any(e.acceptance_seq is None for e in trace)):
@@ -112,7 +152,7 @@ def build_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> 
             "trace acceptance needs acceptance_seq: none in the workload, none given here, "
             "and none bundled in edgespec/data/traces/",
         )
-    return TraceAcceptance(tuple(pool))
+    return TraceAcceptance(tuple(pool), tuple(features))
 
 
 def _link(scenario: Scenario, name: str) -> Link:

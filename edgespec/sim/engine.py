@@ -30,6 +30,7 @@ from edgespec.sim.kernel import EventQueue, Handler
 from edgespec.sim.network import downlink_bytes, uplink_bytes
 from edgespec.sim.rng import spawn_generator
 from edgespec.sim.scenario import Scenario
+from edgespec.sim.stop_model import StopModel
 from edgespec.sim.workload import LengthTable, TraceEntry
 
 BATCH_END, DELIVER, DRAFT_DONE, ARRIVE, REQUEST, DISPATCH = range(6)
@@ -68,6 +69,7 @@ class Simulation:
         sink: RecordSink,
         *,
         record_rounds: bool,
+        stop: StopModel | None = None,
     ) -> None:
         self.scenario = scenario
         self.devices = devices
@@ -81,6 +83,9 @@ class Simulation:
         self.centralized = scenario.mode == "centralized"
         self.distributed = scenario.mode == "distributed"
         blockers = fast_path_blockers(devices, servers) if scenario.fast_path else []
+        self.stop = stop
+        if stop is not None and scenario.fast_path:
+            blockers.append("a stop predictor cuts blocks short")
         fast = scenario.fast_path and not blockers
         window = policies.window
         self.static_gamma = window.gamma if fast and type(window) is StaticWindow else None
@@ -222,6 +227,15 @@ class Simulation:
         if tree is not None and gamma and rounds < len(tree[0]):
             sent = tree[0][rounds][0]  # the captured round: its nodes are verified
             gamma = tree[1] if sent else 0  # one draft pass per depth
+        passes = gamma
+        stop = self.stop
+        if stop is not None and gamma and tree is None:
+            cut = stop.block(
+                request.request_id, s.seq, committed, gamma, self.acceptance, s.device.rng
+            )
+            sent = gamma = cut.sent
+            passes = cut.passes
+            s.passes, s.pre_accepted = passes, cut.accepted
         s.sent = sent
         s.gamma_eff = gamma
         first = rounds == 0
@@ -231,12 +245,14 @@ class Simulation:
             cost = s.device.draft_cost if self.distributed else s.server.draft_cost
             assert cost is not None
             prompt = request.num_prompt_tokens
-            key = (id(cost), gamma, prompt + committed, prompt if first else 0)
+            key = (id(cost), passes, prompt + committed, prompt if first else 0)
             cached_draft = self.draft_times.get(key)
             if cached_draft is None:
-                cached_draft = decode_steps_s(cost, gamma, key[2], key[3])
+                cached_draft = decode_steps_s(cost, passes, key[2], key[3])
                 self.draft_times[key] = cached_draft
             draft = cached_draft
+            if stop is not None:
+                draft += passes * stop.overhead_s
         s.round_start_s = t
         s.round_draft_s = draft
         s.draft_s += draft
@@ -336,6 +352,8 @@ class Simulation:
             output = request.num_output_tokens
             if tree is not None and gamma and s.num_rounds < len(tree[0]):
                 num_acc = tree[0][s.num_rounds][1]  # as captured
+            elif s.pre_accepted is not None:
+                num_acc = s.pre_accepted  # drawn with the stop predictor's decisions
             else:
                 num_acc = accepted(s.seq, position, gamma, dev.rng) if gamma > 0 else 0
             committed = min(num_acc + 1, output - position)
@@ -366,7 +384,7 @@ class Simulation:
                         request.request_id, rounds - 1, s.round_start_s,
                         deliver if distributed else t, s.round_draft_s, s.round_up_s,
                         queued, verify, down, s.sent, num_acc, committed, len(batch),
-                        server.server_id, deadline,
+                        server.server_id, deadline, s.passes,
                     )
                 )  # fmt: skip
             if done:

@@ -39,7 +39,9 @@ class Session:
         "num_drafted",
         "num_positions",
         "num_rounds",
+        "passes",
         "pending",
+        "pre_accepted",
         "queue_s",
         "request",
         "round_draft_s",
@@ -75,6 +77,8 @@ class Session:
         self.gamma_eff = 0  # draft positions this round (a token tree: its depth)
         self.sent = 0  # tokens sent and verified this round (a token tree: its nodes)
         self.tree: tuple[tuple[tuple[int, int], ...], int] | None = None  # (rounds, depth)
+        self.passes: int | None = None  # a stop predictor's draft passes this round
+        self.pre_accepted: int | None = None  # accepted, when drawn at drafting (stop_model)
         self.history = WindowHistory()  # what window policies see (straightforward path)
         self.num_rounds = self.num_drafted = self.num_accepted = 0
         self.num_positions = 0  # draft positions verified so far (a token tree: its depth)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict, read_yaml
 from edgespec.policies.slo import DeadlineRule
+from edgespec.sim.stop_model import StopPredictorConfig
 
 Mode = Literal["distributed", "fused", "centralized"]
 
@@ -150,6 +151,7 @@ class Scenario:
     policies: PoliciesConfig = field(default_factory=PoliciesConfig)
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    stop_predictor: StopPredictorConfig | None = None
     record_rounds: bool = False
     fast_path: bool = True
 

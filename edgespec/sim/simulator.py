@@ -109,16 +109,19 @@ def simulate(
         collected = _ListSink(scenario.record_rounds) if keep_records else _StreamSink()
         sink = collected
     trace = build.build_trace(scenario)
+    chosen = policies if policies is not None else build.build_policies(scenario)
+    acceptance = build.build_acceptance(scenario, trace)
     engine = Simulation(
         scenario,
         devices,
         servers,
-        policies if policies is not None else build.build_policies(scenario),
-        build.build_acceptance(scenario, trace),
+        chosen,
+        acceptance,
         build.build_lengths(scenario),
         trace,
         sink,
         record_rounds=scenario.record_rounds and (keep_records or collected is None),
+        stop=build.build_stop_model(scenario, chosen, trace, acceptance),
     )
     queue = EventQueue()
     engine.start(queue)

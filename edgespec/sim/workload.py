@@ -44,6 +44,8 @@ class TraceEntry:
     """A token-tree trace's rounds as captured: (nodes sent, draft tokens accepted)."""
     tree_depth: int = 0
     """The tree's depth (draft passes per round) when ``tree_rounds`` is set."""
+    draft_features: tuple[tuple[float, ...], ...] | None = None
+    """Per output position, the draft-logit features a stop predictor reads (trace.py)."""
 
     def device_index(self, num_devices: int) -> int:
         cid = self.client_id.strip()
@@ -94,6 +96,7 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
     slo = record.get("slo_class")
     rid = record.get("request_id", record.get("id"))
     tree_rounds, depth = _tree_rounds(record, output, where)
+    features = _draft_features(record, output, where)
     return TraceEntry(
         request_id=str(rid) if rid is not None else where,
         arrival_s=float(arrival) / 1000.0,
@@ -104,7 +107,29 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
         acceptance_seq=seq,
         tree_rounds=tree_rounds,
         tree_depth=depth,
+        draft_features=features,
     )
+
+
+def _draft_features(
+    record: Mapping[str, Any], num_output: int, where: str
+) -> tuple[tuple[float, ...], ...] | None:
+    """A trace line's ``draft_features`` (one row of 5 numbers per output position)."""
+    raw = record.get("draft_features")
+    if raw is None:
+        return None
+    ok = isinstance(raw, list) and len(raw) == num_output
+    ok = ok and all(
+        isinstance(row, list)
+        and len(row) == 5
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in row)
+        for row in raw
+    )
+    if not ok:
+        raise ConfigError(
+            f"{where}.draft_features", f"expected {num_output} rows of 5 numbers (one per token)"
+        )
+    return tuple(tuple(float(v) for v in row) for row in raw)
 
 
 def _tree_rounds(

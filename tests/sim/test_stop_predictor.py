@@ -1,0 +1,142 @@
+"""Stop-at-first-predicted-rejection drafting in the simulator, timed by hand.
+
+Costs as in tests/sim/helpers.hand_trace_scenario: drafter 10 ms per forwarded token (the
+first round forwards the prompt, then one token per further pass); server 5 ms + 1 ms per
+new token + 0.1 ms per cached token; one-way 10 ms + bytes·1e-6 s. The predictor keeps a
+position when its confidence (feature 0) is ≥ 0.5 and costs 2 ms per draft pass. γ = 4.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from edgespec.config import ConfigError
+from edgespec.policies.stop_drafting import DenseLayer, MlpStopPolicy
+from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.simulator import simulate
+from tests.sim.helpers import hand_trace_scenario
+
+EXACT = {"abs": 1e-12}
+
+
+def confidence_policy_file(tmp_path: Path) -> str:
+    w1 = np.zeros((5, 1))
+    w1[0, 0] = 1.0
+    policy = MlpStopPolicy(
+        mean=np.zeros(5),
+        scale=np.ones(5),
+        layers=(DenseLayer(w1, np.zeros(1)), DenseLayer(np.array([[20.0]]), np.array([-10.0]))),
+        threshold=0.5,
+    )
+    path = tmp_path / "stop.json"
+    path.write_text(json.dumps(policy.to_json()))
+    return str(path)
+
+
+def features(confidences: list[float]) -> list[list[float]]:
+    return [[c, 1.0, 0.5, 2.0, 0.9] for c in confidences]
+
+
+def scenario(tmp_path: Path, rows: list[dict[str, Any]], **stop: Any) -> dict[str, Any]:
+    data = hand_trace_scenario(tmp_path, rows, gamma=4)
+    data["stop_predictor"] = {
+        "policy": {"name": "mlp", "params": {"file": confidence_policy_file(tmp_path)}},
+        "overhead_ms": 2.0,
+        **stop,
+    }
+    return data
+
+
+def test_every_timestamp_with_a_stop_predictor(tmp_path: Path) -> None:
+    row = {"request_id": "a", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 6,
+           "drafter_id": 0, "acceptance_seq": [1, 1, 1, 0, 1, 1],
+           "draft_features": features([0.9, 0.9, 0.2, 0.9, 0.9, 0.9])}  # fmt: skip
+    result = simulate(scenario_from_dict(scenario(tmp_path, [row])))
+    assert result.path.startswith("straightforward (fast path refused: ")
+    assert "a stop predictor cuts blocks short" in result.path
+    # round 1 at 0: γ = 4; keeps positions 0, 1, stops at 2 (confidence 0.2): 2 sent,
+    # 3 passes: (4 prompt + 2 more passes) · 10 ms + 3 · 2 ms = 0.066; uplink 88 B
+    # 0.010088 → 0.076088; 6 new tokens: 0.011 → 0.087088; accepts 2 (of a run of 3),
+    # commits 3; downlink 80 B 0.01008 → 0.097168.
+    # round 2: γ = min(4, 6 − 3 − 1) = 2; keeps 3 and 4 (a false alarm at 3): 2 sent,
+    # 2 passes: 0.02 + 0.004 → 0.121168; uplink 72 B → 0.13124; cached 6, new 3:
+    # 0.0086 → 0.13984; accepts 0 (position 3 rejected), commits 1; downlink 72 B → 0.149912.
+    # round 3: γ = 1; keeps 4: 1 pass 0.012 → 0.161912; uplink 68 B → 0.17198; cached 7,
+    # new 2: 0.0077 → 0.17968; accepts 1, commits 2 (done); downlink 76 B → 0.189756.
+    rounds = [(r.round_index, r.start_s, r.end_s, r.draft_s, r.num_drafted, r.num_accepted,
+               r.num_committed, r.num_draft_passes) for r in result.rounds]  # fmt: skip
+    assert rounds == [
+        (0, 0.0, pytest.approx(0.097168, **EXACT), pytest.approx(0.066, **EXACT), 2, 2, 3, 3),
+        (1, pytest.approx(0.097168, **EXACT), pytest.approx(0.149912, **EXACT),
+         pytest.approx(0.024, **EXACT), 2, 0, 1, 2),
+        (2, pytest.approx(0.149912, **EXACT), pytest.approx(0.189756, **EXACT),
+         pytest.approx(0.012, **EXACT), 1, 1, 2, 1),
+    ]  # fmt: skip
+    batches = [(b.start_s, b.end_s, b.num_new_tokens, b.num_cached_tokens) for b in result.batches]
+    assert batches == [
+        (pytest.approx(0.076088, **EXACT), pytest.approx(0.087088, **EXACT), 6, 0),
+        (pytest.approx(0.13124, **EXACT), pytest.approx(0.13984, **EXACT), 3, 6),
+        (pytest.approx(0.17198, **EXACT), pytest.approx(0.17968, **EXACT), 2, 7),
+    ]
+    (request,) = result.requests
+    assert (request.num_drafted, request.num_accepted, request.num_output_tokens) == (5, 3, 6)
+    assert request.finish_s == pytest.approx(0.189756, **EXACT)
+    assert request.draft_s == pytest.approx(0.066 + 0.024 + 0.012, **EXACT)
+
+
+def test_a_stop_at_the_first_position_sends_an_empty_block(tmp_path: Path) -> None:
+    row = {"request_id": "e", "arrival_ms": 0.0, "prompt_tokens": 2, "output_tokens": 3,
+           "drafter_id": 0, "acceptance_seq": [1, 1, 1],
+           "draft_features": features([0.1, 0.9, 0.9])}  # fmt: skip
+    result = simulate(scenario_from_dict(scenario(tmp_path, [row])))
+    first = result.rounds[0]
+    # γ = 2; position 0 predicted rejected: nothing sent, 1 pass (the prefill):
+    # 2 · 10 ms + 2 ms; uplink 72 B (the prompt ids); the server runs 2 new tokens.
+    assert (first.num_drafted, first.num_draft_passes, first.num_accepted) == (0, 1, 0)
+    assert first.draft_s == pytest.approx(0.022, **EXACT)
+    assert result.batches[0].start_s == pytest.approx(0.032072, **EXACT)
+    assert result.batches[0].num_new_tokens == 2
+    assert result.requests[0].num_output_tokens == 3
+
+
+def test_confusion_stand_in_without_features(tmp_path: Path) -> None:
+    row = {"request_id": "c", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 40,
+           "drafter_id": 0, "acceptance_seq": [1] * 40}  # fmt: skip
+    never = scenario(tmp_path, [row], confusion_tpr=1.0, confusion_fpr=0.0)
+    never["stop_predictor"].pop("policy")
+    rounds = simulate(scenario_from_dict(never)).rounds
+    # every token accepted and kept with TPR 1: full windows, no extra pass
+    assert all(r.num_draft_passes == r.num_drafted for r in rounds)
+    assert [r.num_drafted for r in rounds[:3]] == [4, 4, 4]
+    cut = scenario(tmp_path, [row], confusion_tpr=0.0, confusion_fpr=0.0)
+    cut["stop_predictor"].pop("policy")
+    rounds = simulate(scenario_from_dict(cut)).rounds
+    # TPR 0: every block stops at its first position
+    assert all((r.num_drafted, r.num_draft_passes) == (0, 1) for r in rounds[:-1])
+
+
+def test_missing_features_without_stand_in_is_an_error(tmp_path: Path) -> None:
+    row = {"request_id": "x", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 6,
+           "drafter_id": 0, "acceptance_seq": [1, 1, 1, 0, 1, 1]}  # fmt: skip
+    with pytest.raises(ValueError, match="request x has no draft features"):
+        simulate(scenario_from_dict(scenario(tmp_path, [row])))
+
+
+def test_config_errors_name_the_field(tmp_path: Path) -> None:
+    row = {"request_id": "a", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 6,
+           "drafter_id": 0, "acceptance_seq": [1] * 6}  # fmt: skip
+    data = scenario(tmp_path, [row], confusion_tpr=0.8)
+    with pytest.raises(ConfigError, match="both confusion_tpr and confusion_fpr"):
+        scenario_from_dict(data)
+    data = scenario(tmp_path, [row], confusion_tpr=1.5, confusion_fpr=0.1)
+    with pytest.raises(ConfigError, match="stop_predictor.confusion_tpr"):
+        scenario_from_dict(data)
+    data = scenario(tmp_path, [row])
+    data["stop_predictor"]["policy"] = {"name": "oracle"}
+    with pytest.raises(ConfigError, match="unknown stop policy 'oracle'"):
+        simulate(scenario_from_dict(data))
