@@ -51,29 +51,46 @@ def run(args: argparse.Namespace) -> int:
 def reproduce_wisp(
     out: Path, *, quick: bool, workers: int, progress: bool, command: str
 ) -> list[Any]:
-    """Run W1–W5, write the run folder, print the table; returns the claim rows."""
+    """Run W1–W8 and W10, write the run folder, print the table; returns the claim rows."""
     from edgespec.experiments.claims import print_claims, write_report
     from edgespec.experiments.executor import make_executor
     from edgespec.experiments.reproduce_wisp import Plan, results_dict, run_wisp
     from edgespec.experiments.wisp_claims import all_rows
     from edgespec.experiments.wisp_plots import plot_capacities, plot_violation_curves
+    from edgespec.experiments.wisp_predictor import (
+        PredictorPlan,
+        predictor_choices,
+        predictor_dict,
+        run_predictor_claims,
+    )
+    from edgespec.experiments.wisp_predictor_claims import predictor_rows
     from edgespec.experiments.wisp_setup import choices
+    from edgespec.learn.stop_report import study_markdown
     from edgespec.metrics.plots import plot_violation_attribution
 
     plan = Plan.quick() if quick else Plan.full()
     out.mkdir(parents=True, exist_ok=True)
     results, scenario_files = run_wisp(plan, make_executor(workers), out / "scenarios", progress)
     rows = all_rows(results)
+    predictor = run_predictor_claims(PredictorPlan.quick() if quick else PredictorPlan.full())
+    rows += predictor_rows(predictor)
+    study = predictor["study"]
+    (out / "predictor.md").write_text(
+        study_markdown(study, command, time.strftime("%Y-%m-%d %H:%M"))
+    )
+    (out / "predictor.json").write_text(json.dumps(predictor_dict(predictor), indent=1) + "\n")
     plot_violation_curves(out / "fig7_violation_curves.png", results)
     plot_capacities(out / "table2_capacities.png", results)
     files = [*scenario_files, "fig7_violation_curves.png", "table2_capacities.png"]
+    files += ["predictor.md", "predictor.json"]
     if results.attribution is not None:
         plot_violation_attribution(out / "fig8_attribution.png", results.attribution)
         files.append("fig8_attribution.png")
     (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
-    write_report(out / "REPORT.md", title, command, rows, choices(plan.setup), files)
+    chosen = (*choices(plan.setup), *predictor_choices())
+    write_report(out / "REPORT.md", title, command, rows, chosen, files)
     print_claims(rows)
     print(f"report: {out / 'REPORT.md'}")
     return rows

@@ -78,7 +78,7 @@ def _fit(name: str, params: dict[str, Any], train: StopDataset, val: StopDataset
             random_state=seed, subsample_freq=1, n_jobs=1, verbose=-1, **params
         )
         stop = lightgbm.early_stopping(EARLY_STOPPING_ROUNDS, verbose=False)
-        model.fit(x, y, eval_set=[(vx, vy)], callbacks=[stop])
+        model.fit(x, y, eval_X=(vx,), eval_y=(vy,), callbacks=[stop])
         return model
     if name == "xgboost":
         import xgboost
