@@ -4,7 +4,8 @@ A :class:`SweepExecutor` maps a picklable, pure function over work items and yie
 ``(index, result)`` pairs as runs finish (in any order); the caller reassembles the order
 and drives the progress bar. :class:`SerialExecutor` runs them one after another in this
 process; :class:`ProcessPoolSweepExecutor` runs them on ``workers`` local processes. A
-cluster engine (Ray) plugs in behind the same Protocol.
+cluster engine (Ray, :mod:`edgespec.experiments.ray_executor`) plugs in behind the same
+Protocol: ``make_executor(workers, engine="ray", address=...)``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,20 @@ class ProcessPoolSweepExecutor:
                 yield futures[future], future.result()
 
 
-def make_executor(workers: int) -> SweepExecutor:
-    """Serial for one worker, a local process pool for more."""
+ENGINES = ("local", "ray")
+"""Where a sweep's runs execute: this machine's processes, or Ray."""
+
+
+def make_executor(workers: int, engine: str = "local", address: str | None = None) -> SweepExecutor:
+    """``local``: serial for one worker, a local process pool for more. ``ray``: a
+    :class:`~edgespec.experiments.ray_executor.RaySweepExecutor` with ``workers`` CPUs
+    (a local Ray), or on the cluster at ``address``."""
+    if engine == "ray":
+        from edgespec.experiments.ray_executor import RaySweepExecutor
+
+        return RaySweepExecutor(address, max(1, workers))
+    if engine != "local":
+        raise ValueError(f"unknown sweep engine {engine!r}; known: {list(ENGINES)}")
+    if address is not None:
+        raise ValueError("an address needs the ray engine")
     return SerialExecutor() if workers <= 1 else ProcessPoolSweepExecutor(workers)
