@@ -1,0 +1,284 @@
+"""DSD's adaptive window control (AWC, SEED-NOTES §4.1): a WC-DNN predicts γ from five
+runtime features, and a stabiliser turns the raw predictions into windows and a mode.
+
+Features (:data:`AWC_FEATURE_NAMES`, built from a
+:class:`~edgespec.policies.interfaces.WindowObservation` by :func:`awc_features`, the same
+function the training set is built with): the server queue depth over its capacity (the
+max batch size), recent acceptance, the last round's RTT (ms), TPOT so far (ms) and the
+previous γ (fused encoded as γ = 1). A missing feature (TPOT before two tokens exist) is
+imputed with the training mean.
+
+The WC-DNN (:class:`WcDnn`): input → Linear → SiLU, two residual blocks
+h ← h + Linear(SiLU(Linear(h))), then Linear(SiLU(h)) → one continuous γ. Trained with
+torch in :mod:`edgespec.learn.awc_train`, run here in numpy.
+
+Stabilisation, in the paper's order, as pure functions over an explicit :class:`AwcState`
+(one per draft–target pair): (1) clamp the raw prediction to [1, 12]; (2) EMA across
+iterations, s ← α·x + (1 − α)·s with α = 0.4 (the first prediction starts it); (3)
+hysteresis: from distributed mode, the smoothed γ must round to ≤ 1 (s < 1.5, the "near 1"
+tolerance the paper leaves open) for k = 2 consecutive steps before switching to fused;
+fused mode is left as soon as the smoothed γ rounds to ≥ 2 (the paper gives no hysteresis
+that way); (4) round half up to an integer in [1, 12]. A fused decision carries γ = 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from edgespec.policies.interfaces import WindowObservation
+from edgespec.policies.stop_drafting import DenseLayer
+
+AWC_FEATURE_NAMES: tuple[str, ...] = (
+    "queue_utilisation",
+    "recent_acceptance",
+    "rtt_ms",
+    "tpot_ms",
+    "previous_gamma",
+)
+FUSED_GAMMA = 1
+"""How fused mode is encoded, as a label and as the previous-γ feature."""
+BUNDLED_AWC = "wc-dnn"
+"""The shipped weights: ``edgespec/data/awc/wc-dnn.json``."""
+
+
+@dataclass(frozen=True, slots=True)
+class WindowDecision:
+    """γ for the next round, and whether the pair runs fused (then γ = 1)."""
+
+    gamma: int
+    fused: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AwcSettings:
+    """The stabiliser's constants (the paper's values by default)."""
+
+    min_gamma: int = 1
+    max_gamma: int = 12
+    ema_alpha: float = 0.4
+    hysteresis_steps: int = 2
+    fused_below: float = 1.5
+    """"Near γ = 1": a smoothed γ below this rounds to 1."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_gamma <= self.max_gamma:
+            raise ValueError("need 1 <= min_gamma <= max_gamma")
+        if not 0.0 < self.ema_alpha <= 1.0:
+            raise ValueError(f"ema_alpha must be in (0, 1], got {self.ema_alpha}")
+        if self.hysteresis_steps < 1:
+            raise ValueError(f"hysteresis_steps must be >= 1, got {self.hysteresis_steps}")
+
+
+@dataclass(frozen=True, slots=True)
+class AwcState:
+    """One draft–target pair's stabiliser state."""
+
+    smoothed: float | None = None
+    """The EMA of the clamped predictions (``None`` before the first)."""
+    near_one_steps: int = 0
+    """Consecutive steps whose smoothed γ was near 1."""
+    fused: bool = False
+
+
+def clamp_prediction(raw: float, settings: AwcSettings) -> float:
+    return min(float(settings.max_gamma), max(float(settings.min_gamma), raw))
+
+
+def ema(previous: float | None, value: float, alpha: float) -> float:
+    return value if previous is None else alpha * value + (1.0 - alpha) * previous
+
+
+def round_gamma(smoothed: float, settings: AwcSettings) -> int:
+    """Round half up, into [min_gamma, max_gamma]."""
+    return min(settings.max_gamma, max(settings.min_gamma, math.floor(smoothed + 0.5)))
+
+
+def hysteresis(
+    fused: bool, near_one_steps: int, smoothed: float, settings: AwcSettings
+) -> tuple[bool, int]:
+    """(fused now, consecutive near-1 steps) after a step whose smoothed γ is ``smoothed``."""
+    near = smoothed < settings.fused_below
+    steps = near_one_steps + 1 if near else 0
+    if fused:
+        return near, steps
+    return steps >= settings.hysteresis_steps, steps
+
+
+def stabilise(
+    state: AwcState, raw: float, settings: AwcSettings
+) -> tuple[AwcState, WindowDecision]:
+    """One iteration: clamp → EMA → hysteresis → round."""
+    smoothed = ema(state.smoothed, clamp_prediction(raw, settings), settings.ema_alpha)
+    fused, steps = hysteresis(state.fused, state.near_one_steps, smoothed, settings)
+    gamma = FUSED_GAMMA if fused else round_gamma(smoothed, settings)
+    return AwcState(smoothed, steps, fused), WindowDecision(gamma, fused)
+
+
+def awc_features(obs: WindowObservation, queue_capacity: int) -> npt.NDArray[np.float64]:
+    """The five WC-DNN inputs of ``obs`` (NaN where the observation has none)."""
+    return np.array(
+        [
+            obs.queue_depth / queue_capacity,
+            math.nan if obs.recent_acceptance is None else obs.recent_acceptance,
+            obs.rtt_s * 1e3,
+            math.nan if obs.tpot_s is None else obs.tpot_s * 1e3,
+            float(obs.previous_gamma),
+        ],
+        dtype=np.float64,
+    )
+
+
+def _silu(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return np.asarray(x / (1.0 + np.exp(-np.clip(x, -60.0, 60.0))), dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WcDnn:
+    """The residual MLP in numpy (see the module docstring), inputs standardised."""
+
+    mean: npt.NDArray[np.float64]
+    scale: npt.NDArray[np.float64]
+    input: DenseLayer
+    blocks: tuple[tuple[DenseLayer, DenseLayer], ...]
+    output: DenseLayer
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        width = len(AWC_FEATURE_NAMES)
+        if self.mean.shape != (width,) or self.scale.shape != (width,):
+            raise ValueError(f"mean and scale must have {width} entries")
+        hidden = self.input.weight.shape[1]
+        if self.input.weight.shape[0] != width or self.output.weight.shape != (hidden, 1):
+            raise ValueError(f"need {width} inputs, one output and equal widths")
+        for first, second in self.blocks:
+            if first.weight.shape[0] != hidden or second.weight.shape[1] != hidden:
+                raise ValueError("a residual block must map the width to itself")
+
+    def predict(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Raw (continuous) γ for each row of an n × 5 matrix; NaN inputs → the mean."""
+        x = (np.atleast_2d(np.asarray(features, dtype=np.float64)) - self.mean) / self.scale
+        h = _silu(np.nan_to_num(x, nan=0.0) @ self.input.weight + self.input.bias)
+        for first, second in self.blocks:
+            h = h + _silu(h @ first.weight + first.bias) @ second.weight + second.bias
+        out = _silu(h) @ self.output.weight + self.output.bias
+        return np.asarray(out[:, 0], dtype=np.float64)
+
+    def to_json(self) -> dict[str, Any]:
+        def dense(x: DenseLayer) -> dict[str, Any]:
+            return {"weight": x.weight.tolist(), "bias": x.bias.tolist()}
+
+        return {
+            "kind": "wc-dnn",
+            "features": list(AWC_FEATURE_NAMES),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "input": dense(self.input),
+            "blocks": [[dense(a), dense(b)] for a, b in self.blocks],
+            "output": dense(self.output),
+            "metadata": self.metadata,
+        }
+
+
+def wc_dnn_from_json(data: dict[str, Any], source: str = "<dict>") -> WcDnn:
+    if data.get("kind") != "wc-dnn":
+        raise ValueError(f"{source}: not WC-DNN weights (kind={data.get('kind')!r})")
+    if tuple(data.get("features", ())) != AWC_FEATURE_NAMES:
+        raise ValueError(f"{source}: features {data.get('features')} differ from the policy's")
+
+    def dense(x: dict[str, Any]) -> DenseLayer:
+        return DenseLayer(np.asarray(x["weight"], np.float64), np.asarray(x["bias"], np.float64))
+
+    try:
+        return WcDnn(
+            mean=np.asarray(data["mean"], dtype=np.float64),
+            scale=np.asarray(data["scale"], dtype=np.float64),
+            input=dense(data["input"]),
+            blocks=tuple((dense(a), dense(b)) for a, b in data["blocks"]),
+            output=dense(data["output"]),
+            metadata=dict(data.get("metadata", {})),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{source}: malformed WC-DNN weights: {exc}") from exc
+
+
+def load_wc_dnn(file: str | None = None) -> WcDnn:
+    """The weights in JSON file ``file`` (the bundled ones when ``None``)."""
+    if file is None:
+        ref = resources.files("edgespec") / "data" / "awc" / f"{BUNDLED_AWC}.json"
+        text, source = ref.read_text(encoding="utf-8"), f"bundled {BUNDLED_AWC}"
+    else:
+        if not Path(file).is_file():
+            raise ValueError(f"WC-DNN weights file {file} does not exist")
+        text, source = Path(file).read_text(encoding="utf-8"), file
+    try:
+        return wc_dnn_from_json(json.loads(text), source)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source}: not JSON: {exc}") from exc
+
+
+class AwcWindow:
+    """AWC as a window policy: WC-DNN prediction, then :func:`stabilise` with the state of
+    the draft–target pair ``pair``.
+
+    ``next_window(obs)`` (the :class:`~edgespec.policies.interfaces.WindowPolicy`
+    Protocol) answers γ, 1 in fused decisions; ``next_decision(obs, pair)`` also says
+    whether to run fused, for the hosts' mode switch. The state is kept here, per pair key
+    (``None`` for ``next_window``): a host that runs several pairs through one instance
+    passes each pair's key. Before a session's first verdict (no acceptance yet) the pair's
+    current decision is repeated (``initial_gamma`` for a new pair), without a prediction.
+    """
+
+    __slots__ = ("_states", "initial_gamma", "model", "queue_capacity", "settings")
+
+    def __init__(
+        self,
+        model: WcDnn,
+        settings: AwcSettings | None = None,
+        queue_capacity: int = 32,
+        initial_gamma: int = 4,
+    ) -> None:
+        self.model = model
+        self.settings = settings or AwcSettings()
+        if queue_capacity < 1:
+            raise ValueError(f"queue_capacity must be >= 1, got {queue_capacity}")
+        if not self.settings.min_gamma <= initial_gamma <= self.settings.max_gamma:
+            raise ValueError(f"initial_gamma must be in [1, 12], got {initial_gamma}")
+        self.queue_capacity = queue_capacity
+        self.initial_gamma = initial_gamma
+        self._states: dict[Hashable, AwcState] = {}
+
+    def state(self, pair: Hashable = None) -> AwcState:
+        return self._states.get(pair, AwcState())
+
+    def next_decision(self, obs: WindowObservation, pair: Hashable = None) -> WindowDecision:
+        state = self.state(pair)
+        if obs.recent_acceptance is None:
+            if state.smoothed is None:
+                return WindowDecision(self.initial_gamma, False)
+            if state.fused:
+                return WindowDecision(FUSED_GAMMA, True)
+            return WindowDecision(round_gamma(state.smoothed, self.settings), False)
+        raw = float(self.model.predict(awc_features(obs, self.queue_capacity)[None, :])[0])
+        state, decision = stabilise(state, raw, self.settings)
+        self._states[pair] = state
+        return decision
+
+    def next_window(self, obs: WindowObservation) -> int:
+        return self.next_decision(obs).gamma
+
+
+def load_awc_window(
+    file: str | None = None, queue_capacity: int = 32, initial_gamma: int = 4
+) -> AwcWindow:
+    """Registry factory (kind ``window``, name ``awc``): the weights in ``file`` (the
+    bundled ``edgespec/data/awc/wc-dnn.json`` when ``None``)."""
+    return AwcWindow(load_wc_dnn(file), None, queue_capacity, initial_gamma)

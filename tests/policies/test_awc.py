@@ -1,0 +1,165 @@
+"""AWC's stabiliser rules on hand-built sequences, the numpy WC-DNN, the window policy."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgespec.policies.awc import (
+    AWC_FEATURE_NAMES,
+    AwcSettings,
+    AwcState,
+    AwcWindow,
+    WcDnn,
+    WindowDecision,
+    awc_features,
+    clamp_prediction,
+    ema,
+    hysteresis,
+    load_awc_window,
+    round_gamma,
+    stabilise,
+    wc_dnn_from_json,
+)
+from edgespec.policies.interfaces import WindowObservation, WindowPolicy
+from edgespec.policies.stop_drafting import DenseLayer
+
+S = AwcSettings()
+
+
+def _run(raws: list[float], state: AwcState | None = None) -> list[WindowDecision]:
+    state = state or AwcState()
+    out = []
+    for raw in raws:
+        state, decision = stabilise(state, raw, S)
+        out.append(decision)
+    return out
+
+
+def test_clamp_to_1_12() -> None:
+    assert [clamp_prediction(x, S) for x in (-3.0, 0.4, 1.0, 7.3, 12.0, 15.0)] == [
+        1.0, 1.0, 1.0, 7.3, 12.0, 12.0,
+    ]  # fmt: skip
+
+
+def test_ema_alpha_04_starts_at_the_first_prediction() -> None:
+    assert ema(None, 10.0, 0.4) == 10.0
+    assert ema(10.0, 5.0, 0.4) == pytest.approx(8.0)
+    assert [d.gamma for d in _run([10.0, 5.0, 5.0, 5.0])] == [10, 8, 7, 6]  # 10, 8, 6.8, 6.08
+
+
+def test_round_half_up_within_range() -> None:
+    assert [round_gamma(x, S) for x in (1.0, 1.49, 1.5, 2.5, 11.6, 12.4)] == [1, 1, 2, 3, 12, 12]
+
+
+def test_hysteresis_needs_two_consecutive_near_one_steps() -> None:
+    assert hysteresis(False, 0, 1.4, S) == (False, 1)  # first near-1 step: stay distributed
+    assert hysteresis(False, 1, 1.4, S) == (True, 2)  # second: switch to fused
+    assert hysteresis(False, 1, 1.6, S) == (False, 0)  # a far step resets the count
+    assert hysteresis(True, 2, 1.2, S) == (True, 3)
+    assert hysteresis(True, 3, 1.5, S) == (False, 0)  # fused is left at once
+
+
+def test_sequence_into_fused_and_back() -> None:
+    start = AwcState(smoothed=3.0)
+    # s: 2.2, 1.72, 1.432 (near, 1), 1.2592 (near, 2 → fused), 5.5555 (leave fused)
+    decisions = _run([1.0, 1.0, 1.0, 1.0, 12.0], start)
+    assert decisions == [
+        WindowDecision(2, False),
+        WindowDecision(2, False),
+        WindowDecision(1, False),  # near 1 once: γ = 1, still distributed
+        WindowDecision(1, True),
+        WindowDecision(6, False),
+    ]
+
+
+def test_an_interrupted_run_of_near_one_steps_does_not_switch() -> None:
+    state = AwcState(smoothed=1.2)
+    decisions = _run([1.0, 3.0, 1.0], state)  # s: 1.12 (near), 1.872, 1.5232
+    assert [d.fused for d in decisions] == [False, False, False]
+
+
+def _constant_model(value: float, width: int = 4) -> WcDnn:
+    z = DenseLayer(np.zeros((width, width)), np.zeros(width))
+    return WcDnn(
+        mean=np.zeros(5),
+        scale=np.ones(5),
+        input=DenseLayer(np.zeros((5, width)), np.zeros(width)),
+        blocks=((z, z), (z, z)),
+        output=DenseLayer(np.zeros((width, 1)), np.array([value])),
+    )
+
+
+def _random_model(seed: int) -> WcDnn:
+    rng = np.random.default_rng(seed)
+
+    def dense(n_in: int, n_out: int) -> DenseLayer:
+        return DenseLayer(rng.normal(size=(n_in, n_out)), rng.normal(size=n_out))
+
+    return WcDnn(
+        mean=rng.normal(size=5),
+        scale=rng.uniform(0.5, 2.0, size=5),
+        input=dense(5, 8),
+        blocks=((dense(8, 8), dense(8, 8)), (dense(8, 8), dense(8, 8))),
+        output=dense(8, 1),
+    )
+
+
+def test_numpy_forward_is_the_residual_silu_network() -> None:
+    model = _random_model(1)
+    x = np.array([[0.3, 0.7, 12.0, 40.0, 4.0]])
+
+    def silu(v: np.ndarray) -> np.ndarray:
+        return v / (1 + np.exp(-v))
+
+    h = silu(((x - model.mean) / model.scale) @ model.input.weight + model.input.bias)
+    for a, b in model.blocks:
+        h = h + silu(h @ a.weight + a.bias) @ b.weight + b.bias
+    expected = (silu(h) @ model.output.weight + model.output.bias)[:, 0]
+    np.testing.assert_allclose(model.predict(x), expected, rtol=1e-12)
+    # a missing feature is the training mean (standardised 0)
+    with_nan = x.copy()
+    with_nan[0, 3] = math.nan
+    filled = x.copy()
+    filled[0, 3] = model.mean[3]
+    np.testing.assert_allclose(model.predict(with_nan), model.predict(filled), rtol=1e-12)
+
+
+def test_json_round_trip(tmp_path: Path) -> None:
+    model = _random_model(2)
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(model.to_json()))
+    again = load_awc_window(str(path)).model
+    x = np.random.default_rng(3).normal(size=(6, 5))
+    np.testing.assert_array_equal(again.predict(x), model.predict(x))
+    with pytest.raises(ValueError, match="not WC-DNN"):
+        wc_dnn_from_json({"kind": "mlp"})
+
+
+def test_features_from_an_observation() -> None:
+    obs = WindowObservation(5, 0.75, 3, queue_depth=8, rtt_s=0.012, tpot_s=0.045)
+    np.testing.assert_allclose(awc_features(obs, 32), [0.25, 0.75, 12.0, 45.0, 5.0])
+    assert len(AWC_FEATURE_NAMES) == 5
+    assert math.isnan(awc_features(WindowObservation(0, None), 32)[1])
+
+
+def test_window_policy_keeps_state_per_pair() -> None:
+    policy = AwcWindow(_constant_model(9.0), initial_gamma=4)
+    assert isinstance(policy, WindowPolicy)
+    first = WindowObservation(0, None)
+    seen = WindowObservation(4, 0.5, 2, queue_depth=3, rtt_s=0.01, tpot_s=0.03)
+    assert policy.next_window(first) == 4  # no prediction before a verdict
+    assert policy.next_window(seen) == 9
+    assert policy.next_window(first) == 9  # a new session repeats the pair's decision
+    low = AwcWindow(_constant_model(-5.0))
+    assert [low.next_decision(seen, "a") for _ in range(3)] == [
+        WindowDecision(1, False),
+        WindowDecision(1, True),
+        WindowDecision(1, True),
+    ]
+    assert low.state("b") == AwcState()  # another pair is untouched
+    assert low.next_decision(seen, "b") == WindowDecision(1, False)
