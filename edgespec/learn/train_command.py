@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.errors import UserInputError
-from edgespec.learn import feature_command, stop_command, text_shards
+from edgespec.learn import awc_command, feature_command, stop_command, text_shards
 from edgespec.learn.prompts import DATASETS
 
 
@@ -73,6 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     feature_command.add_arguments(sub)
     text_shards.add_arguments(sub)
     stop_command.add_arguments(sub)
+    awc_command.add_arguments(sub)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         return text_shards.run(args)
     if args.what == "stop-predictor":
         return stop_command.run(args)
+    if args.what in ("awc-data", "awc"):
+        return awc_command.run(args)
     import random
     import time
 

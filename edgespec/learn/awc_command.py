@@ -1,0 +1,196 @@
+"""`edgespec train awc-data` and `edgespec train awc`: the AWC dataset and the WC-DNN.
+
+``awc-data`` runs the scenario grid of :mod:`edgespec.learn.awc_data` on Ray (a local Ray
+with ``--workers`` CPUs, or the cluster at ``--address``) and writes, under ``--out``:
+``configs/s<id>.parquet`` (one row per configuration) and ``contexts/s<id>.parquet`` (the
+decision contexts) per scenario — the contexts file is written last, so a scenario with
+one is finished and is not run again when the command is repeated (resumable) — then
+``labels.parquet`` (scenario id → label γ, 1 = fused) from every finished scenario with
+the ``--w-*`` weights. ``awc`` trains the WC-DNN on such a directory
+(:mod:`edgespec.learn.awc_train`) and writes its weights (JSON, the format
+:func:`edgespec.policies.awc.load_wc_dnn` reads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from edgespec.errors import UserInputError
+from edgespec.learn.awc_data import DEFAULT_WEIGHTS
+
+INT_COLUMNS = frozenset({"scenario_id", "gamma", "run_gamma", "num_requests", "label_gamma"})
+DSD_GSM8K_TRACE = Path("../shared/data/dsdsim/gsm8k_trace.jsonl")
+
+
+def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    w = DEFAULT_WEIGHTS
+    p = sub.add_parser("awc-data", help="simulate the AWC scenario grid (static γ 2..12 + fused)")
+    p.add_argument("--out", type=Path, required=True, help="dataset directory (resumable)")
+    p.add_argument("--quick", action="store_true", help="4 small scenarios (6 s, ≤ 8 drafts)")
+    p.add_argument("--scenarios", type=int, default=2000, help="grid points to draw")
+    p.add_argument("--duration-s", type=float, default=20.0, help="simulated seconds per run")
+    p.add_argument("--contexts-per-run", type=int, default=8, help="contexts kept per run")
+    p.add_argument("--fused-gamma", type=int, default=4, help="co-located window in fused runs")
+    p.add_argument(
+        "--workload-trace",
+        type=Path,
+        default=DSD_GSM8K_TRACE,
+        help="GSM8K lengths from this workload trace when it exists (default: DSD-Sim's "
+        "GSM8K trace in the shared data; else the HumanEval length table)",
+    )
+    p.add_argument("--w-ttft", type=float, default=w["ttft"], help="objective weight of TTFT")
+    p.add_argument("--w-tpot", type=float, default=w["tpot"], help="objective weight of TPOT")
+    p.add_argument(
+        "--w-throughput", type=float, default=w["throughput"], help="weight of throughput"
+    )
+    p.add_argument("--address", help="Ray cluster address (ray://host:10001); default: local")
+    p.add_argument("--workers", type=int, default=2, help="local Ray CPUs / tasks in flight")
+    p.add_argument("--seed", type=int, default=0)
+    t = sub.add_parser("awc", help="train the WC-DNN on an awc-data directory")
+    t.add_argument("--data", type=Path, required=True, help="an awc-data --out directory")
+    t.add_argument("--out", type=Path, required=True, help="write the weights (JSON) here")
+    t.add_argument("--epochs", type=int, default=100)
+    t.add_argument("--width", type=int, default=64, help="hidden width")
+    t.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
+    t.add_argument("--weight-decay", type=float, default=1e-2, help="AdamW weight decay")
+    t.add_argument("--batch-size", type=int, default=256)
+    t.add_argument("--holdout", type=float, default=0.2, help="share of scenarios held out")
+    t.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    t.add_argument("--seed", type=int, default=0)
+
+
+def _write_parquet(columns: dict[str, list[Any]], path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    table = pa.table(
+        {
+            name: pa.array(values, pa.int64() if name in INT_COLUMNS else pa.float64())
+            for name, values in columns.items()
+        }
+    )
+    pq.write_table(table, partial)
+    os.replace(partial, path)  # atomic: a file there is complete
+
+
+def read_parquet_dir(folder: Path) -> dict[str, list[Any]]:
+    """Every ``*.parquet`` file of ``folder`` concatenated, as columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = sorted(folder.glob("*.parquet"))
+    if not files:
+        raise UserInputError(f"{folder}: no Parquet files (run edgespec train awc-data)")
+    table = pa.concat_tables([pq.read_table(f) for f in files])
+    return {name: table.column(name).to_pylist() for name in table.column_names}
+
+
+def read_parquet_file(path: Path) -> dict[str, list[Any]]:
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise UserInputError(f"{path}: no such file (run edgespec train awc-data)")
+    table = pq.read_table(path)
+    return {name: table.column(name).to_pylist() for name in table.column_names}
+
+
+def finished_ids(out: Path) -> set[int]:
+    return {int(f.stem[1:]) for f in (out / "contexts").glob("s*.parquet")}
+
+
+def write_labels(out: Path, weights: dict[str, float]) -> dict[int, int]:
+    from edgespec.learn.awc_data import label_scenarios
+
+    labels = label_scenarios(read_parquet_dir(out / "configs"), weights)
+    ids = sorted(labels)
+    _write_parquet({"scenario_id": ids, "label_gamma": [labels[i] for i in ids]},
+                   out / "labels.parquet")  # fmt: skip
+    (out / "labels.json").write_text(json.dumps({"weights": weights}) + "\n")
+    return labels
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.what == "awc":
+        from edgespec.learn.awc_train import run_training
+
+        return run_training(args)
+    return run_data(args)
+
+
+def run_data(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from edgespec.experiments.executor import make_executor
+    from edgespec.learn.awc_data import (
+        AwcTask,
+        full_scenarios,
+        quick_scenarios,
+        run_awc_scenario,
+        workload_lengths,
+    )
+
+    weights = {"ttft": args.w_ttft, "tpot": args.w_tpot, "throughput": args.w_throughput}
+    if min(weights.values()) < 0 or sum(weights.values()) <= 0:
+        raise UserInputError("the --w-* weights must be >= 0 and not all 0")
+    if args.scenarios < 1 or args.workers < 1 or args.contexts_per_run < 1:
+        raise UserInputError("--scenarios, --workers and --contexts-per-run must be >= 1")
+    console = Console(stderr=True)
+    found = args.workload_trace is not None and args.workload_trace.is_file()
+    lengths = workload_lengths(str(args.workload_trace)) if found else None
+    console.print(f"GSM8K lengths: {args.workload_trace if found else 'humaneval table'}")
+    grid = (
+        quick_scenarios(args.seed)
+        if args.quick
+        else full_scenarios(args.scenarios, args.seed, args.duration_s)
+    )
+    done = finished_ids(args.out)
+    todo = [AwcTask(s, args.contexts_per_run, args.fused_gamma, lengths)
+            for s in grid if s.scenario_id not in done]  # fmt: skip
+    console.print(f"{len(grid)} scenarios, {len(grid) - len(todo)} already done")
+    executor = make_executor(args.workers, engine="ray", address=args.address)
+    start = time.perf_counter()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("scenarios", total=len(todo))
+        for _, rows in executor.map_unordered(run_awc_scenario, todo) if todo else ():
+            name = f"s{rows.scenario_id:05d}.parquet"
+            _write_parquet(rows.configs, args.out / "configs" / name)
+            _write_parquet(rows.contexts, args.out / "contexts" / name)
+            progress.advance(bar)
+    wall_s = time.perf_counter() - start
+    labels = write_labels(args.out, weights)
+    counts: dict[int, int] = {}
+    for gamma in labels.values():
+        counts[gamma] = counts.get(gamma, 0) + 1
+    summary = {
+        "command": "edgespec " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "finished": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "scenarios_run": len(todo),
+        "wall_s": round(wall_s, 1),
+        "labels": {str(k): counts[k] for k in sorted(counts)},
+    }
+    (args.out / "last_run.json").write_text(json.dumps(summary, indent=1) + "\n")
+    console.print(
+        f"{len(todo)} scenarios in {wall_s:.1f} s; {len(labels)} labelled "
+        f"(label γ: count {summary['labels']}, 1 = fused) → {args.out}"
+    )
+    return 0

@@ -1,0 +1,115 @@
+"""The AWC dataset: labels on a hand-built 2-scenario set, a scenario's runs and contexts,
+the Table 2 exclusion, resumability of `edgespec train awc-data`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyarrow")
+
+from edgespec.experiments import executor as executor_module
+from edgespec.learn import awc_command
+from edgespec.learn.awc_data import (
+    CONFIGURATIONS,
+    DEFAULT_WEIGHTS,
+    AwcTask,
+    full_scenarios,
+    is_reported_configuration,
+    label_scenarios,
+    quick_scenarios,
+    run_awc_scenario,
+    sample_scenario,
+)
+
+
+def _configs(rows: list[tuple[int, int, float | None, float | None, float]]) -> dict[str, list]:
+    names = ("scenario_id", "gamma", "ttft_s", "tpot_s", "throughput_tokens_per_s")
+    return {n: [r[i] for r in rows] for i, n in enumerate(names)}
+
+
+def test_labels_of_a_hand_built_two_scenario_dataset() -> None:
+    configs = _configs(
+        [
+            # scenario 0: γ=4 has the best TPOT and throughput, fused the best TTFT
+            (0, 1, 0.10, 0.050, 100.0),
+            (0, 4, 0.20, 0.020, 300.0),
+            (0, 8, 0.30, 0.030, 200.0),
+            # scenario 1: fused wins on every metric; γ=2 finished nothing
+            (1, 1, 0.10, 0.010, 500.0),
+            (1, 2, None, None, 50.0),
+            (1, 6, 0.40, 0.040, 100.0),
+        ]
+    )
+    assert label_scenarios(configs, DEFAULT_WEIGHTS) == {0: 4, 1: 1}
+    # scenario 0 under TTFT-only weights: fused (normalised TTFT 0 vs 0.5 vs 1)
+    ttft_only = {"ttft": 1.0, "tpot": 0.0, "throughput": 0.0}
+    assert label_scenarios(configs, ttft_only) == {0: 1, 1: 1}
+    # equal scores: the smaller γ wins
+    tie = _configs([(5, 9, 0.1, 0.01, 10.0), (5, 3, 0.1, 0.01, 10.0)])
+    assert label_scenarios(tie, DEFAULT_WEIGHTS) == {5: 3}
+
+
+def test_table2_configurations_are_kept_out() -> None:
+    s = sample_scenario(0, 0, 10.0)
+    reported = dataclasses.replace(s, num_targets=20, num_drafts=600, rtt_ms=10.0)
+    assert is_reported_configuration(reported)
+    assert not is_reported_configuration(dataclasses.replace(reported, rtt_ms=20.0))
+    grid = full_scenarios(300, 0, 10.0)
+    assert grid and not any(is_reported_configuration(x) for x in grid)
+    assert sample_scenario(7, 0, 10.0) == sample_scenario(7, 0, 10.0)  # by id, seeded
+
+
+def test_a_scenario_runs_every_configuration_and_samples_contexts() -> None:
+    scenario = quick_scenarios(0)[0]
+    rows = run_awc_scenario(AwcTask(scenario, contexts_per_run=3))
+    assert rows.configs["gamma"] == list(CONFIGURATIONS)
+    assert sum(rows.configs["num_requests"]) > 0
+    run_gamma = np.array(rows.contexts["run_gamma"])
+    previous = np.array(rows.contexts["previous_gamma"])
+    assert set(run_gamma) == set(CONFIGURATIONS)
+    assert np.all(previous == run_gamma)  # fused contexts carry γ = 1
+    assert np.all(np.array(rows.contexts["recent_acceptance"]) >= 0)
+    assert all(np.bincount(run_gamma)[g] <= 3 for g in CONFIGURATIONS)
+    assert run_awc_scenario(AwcTask(scenario, contexts_per_run=3)).contexts == rows.contexts
+
+
+def test_awc_data_is_resumable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+
+    def serial(workers: int, engine: str = "local", address: str | None = None):  # type: ignore[no-untyped-def]
+        assert engine == "ray"
+        return executor_module.SerialExecutor()
+
+    monkeypatch.setattr(executor_module, "make_executor", serial)
+    real = awc_command.run_data
+
+    parser = argparse.ArgumentParser()
+    awc_command.add_arguments(parser.add_subparsers(dest="what"))
+    args = parser.parse_args(["awc-data", "--quick", "--out", str(tmp_path), "--workers", "1"])
+    args.workload_trace = None
+    assert real(args) == 0
+    first = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "contexts").iterdir()}
+    assert len(first) == 4
+    (tmp_path / "contexts" / "s00002.parquet").unlink()  # as if interrupted there
+    import edgespec.learn.awc_data as data_module
+
+    original = data_module.run_awc_scenario
+
+    def counting(task: AwcTask):  # type: ignore[no-untyped-def]
+        calls.append(task.scenario.scenario_id)
+        return original(task)
+
+    monkeypatch.setattr(data_module, "run_awc_scenario", counting)
+    assert real(args) == 0
+    assert calls == [2]  # only the unfinished scenario ran again
+    again = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "contexts").iterdir()}
+    assert {k: v for k, v in again.items() if k != "s00002.parquet"} == {
+        k: v for k, v in first.items() if k != "s00002.parquet"
+    }
+    labels = awc_command.read_parquet_file(tmp_path / "labels.parquet")
+    assert labels["scenario_id"] == [0, 1, 2, 3]
