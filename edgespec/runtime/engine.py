@@ -160,19 +160,17 @@ class VerificationEngine:
 
     # --- verification
 
-    def validate(self, call: VerifyCall, max_draft_tokens: int, allow_empty: bool = False) -> None:
-        """Raise :class:`RequestError` saying what is wrong with ``call``."""
+    def validate(self, call: VerifyCall, max_draft_tokens: int, allow_empty: bool = True) -> None:
+        """Raise :class:`RequestError` saying what is wrong with ``call``.
+
+        An empty block is a plain target step, legal in any round: a stop predictor that
+        rejects the first position sends one (WISP Eq. 25, K_θ = 0). ``allow_empty`` is
+        ignored; it remains until its callers stop passing it."""
         session = self._get(call.session_id)
         k = len(call.draft_token_ids)
         if session.finished:
             raise RequestError(
                 ErrorCode.FAILED_PRECONDITION, f"session {call.session_id!r} already finished"
-            )
-        last_token = session.spec.sampling.max_new_tokens - session.num_output_tokens == 1
-        if k == 0 and not (allow_empty or last_token):
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                "draft block is empty (allowed only for a session's last token)",
             )
         if k > max_draft_tokens:
             raise RequestError(
