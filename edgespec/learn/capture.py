@@ -1,8 +1,9 @@
 """Capture traces from a real draft/target pair, in process, through the runtime's own loop.
 
 Per prompt: speculative decoding with the runtime's engine and drafter loop
-(:func:`edgespec.runtime.inprocess.speculative_generate`, greedy, window ``gamma_max``)
-gives the output and per-round timings; then the drafter is asked for one token at every
+(:func:`edgespec.runtime.inprocess.speculative_generate`, greedy, a static window
+``gamma_max`` or the dynamic one starting there, optionally with a stop predictor) gives the
+output and per-round timings (and draft passes); then the drafter is asked for one token at every
 output position on the target's prefix, giving the per-position ``acceptance_seq`` and (for
 neural drafts) the draft-logit features. Optionally the same prompt is also decoded by the
 target alone and by transformers' assisted generation, for the speedup comparison.
@@ -21,6 +22,9 @@ import numpy.typing as npt
 from edgespec.core.features import stop_features
 from edgespec.core.types import SamplingParams
 from edgespec.learn.trace import TraceRecord, TraceRound
+from edgespec.policies.interfaces import WindowPolicy
+from edgespec.policies.stop_drafting import DraftStopPolicy
+from edgespec.policies.window import DynamicWindow, StaticWindow
 from edgespec.runtime.backends.base import (
     DraftBackend,
     FeatureDraftBackend,
@@ -45,6 +49,28 @@ class CaptureSettings:
     seed: int = 0
     draft_tree: str | None = None
     """The token-tree branching drafted (``edgespec trace --tree``), None for chains."""
+    window: str = "static"
+    """``static`` (γ = ``gamma_max`` every round) or ``dynamic``
+    (:class:`~edgespec.policies.window.DynamicWindow` from ``gamma_max``)."""
+    stop: DraftStopPolicy | None = None
+    """A stop predictor ending each block at its first predicted rejection (K_max = γ)."""
+
+    def __post_init__(self) -> None:
+        if self.window not in WINDOWS:
+            raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {self.window!r}")
+
+
+WINDOWS = ("static", "dynamic")
+DYNAMIC_MAX_GAMMA = 8
+"""The dynamic window's largest γ (DynamicWindow's default), or ``gamma_max`` if larger."""
+
+
+def capture_window(settings: CaptureSettings) -> WindowPolicy:
+    """The window policy ``settings`` ask for."""
+    if settings.window == "dynamic":
+        top = max(settings.gamma_max, DYNAMIC_MAX_GAMMA)
+        return DynamicWindow(initial_gamma=settings.gamma_max, max_gamma=top)
+    return StaticWindow(settings.gamma_max)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +169,8 @@ def capture_one(
     """Run one prompt and build its :class:`TraceRecord`."""
     sampling = SamplingParams(max_new_tokens=settings.max_new_tokens)
     start = time.perf_counter()
-    result = speculative_generate(target, drafter, prompt_ids, settings.gamma_max, sampling)
+    window = capture_window(settings)
+    result = speculative_generate(target, drafter, prompt_ids, window, sampling, stop=settings.stop)
     sd_ms = (time.perf_counter() - start) * 1e3
     output = result.output_token_ids
     hidden = None
@@ -178,7 +205,13 @@ def capture_one(
         gamma_max=settings.gamma_max,
         acceptance_seq=seq,
         rounds=tuple(
-            TraceRound(r.num_drafted, r.num_accepted, r.draft_s * 1e3, r.verify_s * 1e3)
+            TraceRound(
+                r.num_drafted,
+                r.num_accepted,
+                r.draft_s * 1e3,
+                r.verify_s * 1e3,
+                r.num_draft_passes,
+            )
             for r in result.rounds
         ),
         draft_features=feats,

@@ -20,8 +20,10 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
   is left out because it depends on where a round starts). For a trimmed-vocabulary draft
   they are computed over its K kept tokens (the others have zero probability).
 - ``rounds``: the rounds actually run at ``gamma_max`` (tokens drafted — for a token tree,
-  its node count — accepted, draft and verify milliseconds), and ``sd_ms`` /
-  ``target_only_ms`` / ``assisted_ms`` wall times.
+  its node count — accepted, draft and verify milliseconds, and, for a capture with a stop
+  predictor, a 5th element: the draft passes run, which count the token it stopped on), and
+  ``sd_ms`` / ``target_only_ms`` / ``assisted_ms`` wall times. ``acceptance_seq`` and
+  ``draft_features`` are computed on the target's prefix, whatever the stop predictor did.
 - ``draft_tree``: for a token-tree drafter, its branching per depth (e.g. ``"3,3,2,1"``);
   the simulator then replays ``rounds`` as they ran (node counts verified and sent,
   accepted lengths) instead of ``acceptance_seq``.
@@ -43,12 +45,19 @@ TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
 
 @dataclass(frozen=True, slots=True)
 class TraceRound:
-    """One speculative round as run during capture."""
+    """One speculative round as run during capture. ``gamma``: tokens sent (verified);
+    ``draft_passes``: draft forward passes run, ``None`` meaning ``gamma`` (a stop predictor
+    runs one pass more than it sends when it ends a block early)."""
 
     gamma: int
     num_accepted: int
     draft_ms: float
     verify_ms: float
+    draft_passes: int | None = None
+
+    @property
+    def passes(self) -> int:
+        return self.gamma if self.draft_passes is None else self.draft_passes
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +100,21 @@ class TraceRecord:
         if not self.rounds:
             return None
         return sum(r.num_accepted for r in self.rounds) / len(self.rounds)
+
+
+def sent_acceptance(rounds: Sequence[TraceRound]) -> float | None:
+    """Accepted / sent draft tokens over ``rounds`` (``None`` when none was sent)."""
+    sent = sum(r.gamma for r in rounds)
+    return sum(r.num_accepted for r in rounds) / sent if sent else None
+
+
+def wasted_passes_per_round(rounds: Sequence[TraceRound]) -> float | None:
+    """Mean draft passes per round that gave no accepted token, Σ (passes − accepted)⁺ /
+    rounds (WISP Eq. 7's W = (K − L)⁺ counted in draft passes, so a stop predictor's
+    stopped-on token counts); ``None`` for no rounds."""
+    if not rounds:
+        return None
+    return sum(max(r.passes - r.num_accepted, 0) for r in rounds) / len(rounds)
 
 
 def replay_accepted_lengths(
@@ -138,11 +162,14 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
         "acceptance_seq": list(record.acceptance_seq),
         "rounds": [
             [r.gamma, r.num_accepted, _round(r.draft_ms), _round(r.verify_ms)]
+            + ([] if r.draft_passes is None else [r.draft_passes])
             for r in record.rounds
         ],
     }
     if record.draft_features is not None:
-        out["draft_features"] = [[_round(v, FEATURE_DIGITS) for v in row] for row in record.draft_features]
+        out["draft_features"] = [
+            [_round(v, FEATURE_DIGITS) for v in row] for row in record.draft_features
+        ]
     for key in ("sd_ms", "target_only_ms", "assisted_ms"):
         value = getattr(record, key)
         if value is not None:
@@ -163,16 +190,23 @@ def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: 
     return value
 
 
+def _round_from_json(row: Sequence[Any]) -> TraceRound:
+    if len(row) not in (4, 5):
+        raise ValueError(f"a round has 4 or 5 entries, got {len(row)}")
+    passes = int(row[4]) if len(row) == 5 else None
+    return TraceRound(int(row[0]), int(row[1]), float(row[2]), float(row[3]), passes)
+
+
 def record_from_json(obj: Any, where: str) -> TraceRecord:
     """Parse one trace line; errors name the line and the field."""
     if not isinstance(obj, dict):
         raise ConfigError(where, f"expected a JSON object, got {type(obj).__name__}")
     rounds_raw = obj.get("rounds", [])
     try:
-        rounds = tuple(TraceRound(int(g), int(a), float(d), float(v)) for g, a, d, v in rounds_raw)
+        rounds = tuple(_round_from_json(row) for row in rounds_raw)
     except (TypeError, ValueError) as exc:
         raise ConfigError(
-            f"{where}.rounds", "expected [gamma, accepted, draft_ms, verify_ms] rows"
+            f"{where}.rounds", "expected [gamma, accepted, draft_ms, verify_ms(, passes)] rows"
         ) from exc
     seq = _field(obj, "acceptance_seq", list, where)
     if any(v not in (0, 1) or isinstance(v, bool | float) for v in seq):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.learn.prompts import DATASETS
+from edgespec.runtime.draft_command import add_stop_arguments
 
 NGRAM = "ngram"
 
@@ -56,6 +57,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", default="test", choices=("train", "test"))
     parser.add_argument("--limit", type=int, default=10, help="prompts per dataset")
     parser.add_argument("--gamma", type=int, default=4, help="window γ_max used while capturing")
+    parser.add_argument(
+        "--window",
+        choices=("static", "dynamic"),
+        default="static",
+        help="static: γ every round; dynamic: DSD's threshold rule starting at γ (up to "
+        "max(γ, 8)). acceptance_seq and draft_features do not depend on it",
+    )
+    add_stop_arguments(parser)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--max-prompt-tokens", type=int, default=256)
     parser.add_argument(
@@ -105,6 +114,8 @@ def _check_args(args: argparse.Namespace) -> str | None:
             parse_branching(args.tree)
         except ValueError as exc:
             return f"--tree: {exc}"
+    if args.stop_predictor is not None and (args.draft == NGRAM or args.tree is not None):
+        return "--stop-predictor needs a neural chain draft (not ngram, not --tree)"
     if args.tree_max_nodes < 1:
         return f"--tree-max-nodes must be >= 1, got {args.tree_max_nodes}"
     if not 0.0 <= args.tree_min_prob < 1.0:
@@ -123,11 +134,13 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.trace import TraceRecord, write_trace
     from edgespec.models.feature_draft import FeatureDraftNet
     from edgespec.models.loading import load_model
+    from edgespec.runtime.backends.base import stopping_drafter
     from edgespec.runtime.backends.feature_draft import FeatureDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
     from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
     from edgespec.runtime.backends.tree_draft import TreeDraft
+    from edgespec.runtime.draft_command import stop_policy_from_args
 
     console = Console(stderr=True)
     if not console.is_terminal:
@@ -136,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         console.print(f"edgespec trace: {problem}")
         return 2
+    stop = stop_policy_from_args(args)  # a bad file fails before any model loads
     torch.set_num_threads(args.threads)
     prompt_sets = _prompt_sets(args)
     with console.status(f"loading target {args.target} and draft {args.draft}"):
@@ -166,6 +180,12 @@ def run(args: argparse.Namespace) -> int:
         drafter, draft_name = HybridDraft(draft_model), f"{args.draft}+lookup"
     elif draft_model is not None:
         drafter = TransformersDraft(draft_model)
+    if stop is not None:
+        try:
+            stopping_drafter(drafter)
+        except ValueError as exc:
+            console.print(f"edgespec trace: --stop-predictor: {exc}")
+            return 2
     pair = PairInfo(args.target, draft_name, target.model, draft_model)
     settings = CaptureSettings(
         gamma_max=args.gamma,
@@ -177,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         arrival_rate_per_s=args.rate,
         seed=args.seed,
         draft_tree=args.tree,
+        window=args.window,
+        stop=stop,
     )
     work = [
         (p.prompt_id, name, encode_prompt(target.tokenizer, p.text, args.max_prompt_tokens))
@@ -213,7 +235,10 @@ def run(args: argparse.Namespace) -> int:
             subset = [r for r in records if r.dataset == name]
             write_trace(args.out_dir / f"{name}.jsonl", subset)
             console.print(f"wrote {len(subset)} records to {args.out_dir / (name + '.jsonl')}")
-    _print_summary(console, records, args.gamma, args.max_new_tokens)
+    title = f"speculative decoding, greedy, γ = {args.gamma}, {args.window} window"
+    if stop is not None:
+        title += f", stop predictor {args.stop_predictor} (P >= {stop.threshold:g})"
+    _print_summary(console, records, args.gamma, args.max_new_tokens, title)
     return 0
 
 
@@ -221,19 +246,25 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _print_summary(console: Any, records: list[Any], gamma: int, max_new_tokens: int) -> None:
+def _print_summary(
+    console: Any, records: list[Any], gamma: int, max_new_tokens: int, title: str
+) -> None:
+    """The per-dataset table. "sent acc.": accepted / sent draft tokens; "wasted / round":
+    draft passes per round that gave no accepted token (WISP Eq. 7's W in passes)."""
     from rich.table import Table
 
     from edgespec.learn.summary import summarize_by_dataset
+    from edgespec.learn.trace import sent_acceptance, wasted_passes_per_round
 
-    table = Table(title=f"speculative decoding, greedy, γ = {gamma}")
+    table = Table(title=title)
     for col in (
-        "dataset", "requests", "out tokens", "rounds", "AAL", "AAL replay", "pos. acc.",
-        "draft ms/tok", "SD tok/s", "target tok/s", "assisted tok/s", "× target", "× assisted",
-        "lossless",
+        "dataset", "requests", "out tokens", "rounds", "AAL", "AAL replay", "sent acc.",
+        "wasted / round", "pos. acc.", "draft ms/tok", "SD tok/s", "target tok/s",
+        "assisted tok/s", "× target", "× assisted", "lossless",
     ):  # fmt: skip
         table.add_column(col, justify="right")
     for s in summarize_by_dataset(records, gamma, max_new_tokens):
+        rounds = [x for r in records if s.name in ("all", r.dataset) for x in r.rounds]
         table.add_row(
             s.name,
             str(s.num_requests),
@@ -241,6 +272,8 @@ def _print_summary(console: Any, records: list[Any], gamma: int, max_new_tokens:
             str(s.num_rounds),
             _fmt(s.measured_aal),
             _fmt(s.replayed_aal),
+            _fmt(sent_acceptance(rounds), 3),
+            _fmt(wasted_passes_per_round(rounds)),
             _fmt(s.position_acceptance, 3),
             _fmt(s.mean_draft_ms_per_token, 1),
             _fmt(s.sd_tokens_per_s),

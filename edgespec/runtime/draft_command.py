@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from edgespec.policies.stop_drafting import MlpStopPolicy
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +57,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --tree: the most tokens one tree may hold (default 24; the server "
         "refuses blocks over its max_draft_tokens, 32 by default)",
     )
+    add_stop_arguments(parser)
+
+
+def add_stop_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--stop-predictor`` / ``--stop-threshold``, shared with ``edgespec trace``."""
+    parser.add_argument(
+        "--stop-predictor",
+        metavar="FILE|bundled",
+        help="end each block at a stop predictor's first predicted rejection (a JSON MLP "
+        "predictor, or 'bundled'); the window's γ is then K_max (neural chain drafts only)",
+    )
+    parser.add_argument(
+        "--stop-threshold",
+        type=float,
+        metavar="P",
+        help="with --stop-predictor: keep a token when P(accepted) >= P "
+        "(default: the predictor's own threshold)",
+    )
+
+
+def stop_policy_from_args(args: argparse.Namespace) -> MlpStopPolicy | None:
+    """The predictor ``--stop-predictor`` names (``None`` without it); a missing or
+    malformed file or a bad threshold is a :class:`UserInputError` naming it."""
+    from edgespec.errors import UserInputError
+    from edgespec.policies.stop_drafting import BUNDLED_STOP_PREDICTOR, load_stop_policy
+
+    if args.stop_predictor is None:
+        if args.stop_threshold is not None:
+            raise UserInputError("--stop-threshold needs --stop-predictor")
+        return None
+    bundled = args.stop_predictor == "bundled"
+    try:
+        return load_stop_policy(None if bundled else args.stop_predictor, args.stop_threshold)
+    except FileNotFoundError as exc:
+        raise UserInputError(
+            f"--stop-predictor: the bundled predictor {BUNDLED_STOP_PREDICTOR} is not shipped "
+            f"in this installation ({exc})"
+        ) from exc
+    except ValueError as exc:
+        raise UserInputError(f"--stop-predictor: {exc}") from exc
 
 
 def make_drafter(
@@ -156,10 +199,14 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.core.types import SamplingParams
     from edgespec.models.loading import load_model, load_tokenizer
     from edgespec.policies.registry import build_policy
+    from edgespec.runtime.backends.base import stopping_drafter
     from edgespec.runtime.drafter import DraftOptions, generate
     from edgespec.runtime.messages import SessionSpec
 
     config = load_config(DrafterConfig, args.config, _overrides(args))
+    stop = stop_policy_from_args(args)
+    if stop is not None and args.mode != "distributed":
+        raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")
     model, tokenizer = (None, None)
     if config.draft != "ngram" and args.mode == "distributed":
         loaded = load_model(config.draft)
@@ -214,14 +261,23 @@ def _run(args: argparse.Namespace) -> int:
         config.tree_min_prob,
         max_nodes,
     )
+    if stop is not None:
+        try:
+            stopping_drafter(drafter)
+        except ValueError as exc:
+            raise ConfigError("stop_predictor", str(exc)) from None
     options = DraftOptions(session_id, config.client_id, config.slo_class)
-    result = generate(verifier, drafter, prompt, sampling, options, window, on_tokens=show)
+    result = generate(
+        verifier, drafter, prompt, sampling, options, window, on_tokens=show, stop=stop
+    )
     sys.stdout.write("\n")
     r = result.request
+    passes = sum(x.draft_passes for x in result.rounds)
+    sent = f"{r.num_drafted} sent of {passes} drafted, " if stop is not None else ""
     print(
-        f"[{r.num_output_tokens} tokens, {r.num_rounds} rounds, "
+        f"[{r.num_output_tokens} tokens, {r.num_rounds} rounds, {sent}"
         f"{r.num_accepted / max(r.num_rounds, 1):.2f} accepted per round, acceptance "
-        f"{r.num_accepted / max(r.num_drafted, 1):.2f} per drafted token, "
+        f"{r.num_accepted / max(r.num_drafted, 1):.2f} per sent token, "
         f"{r.tokens_per_s:.1f} tok/s; "
         f"draft {r.draft_s:.3f}s network {r.network_s:.3f}s queue {r.queue_s:.3f}s "
         f"verify {r.verify_s:.3f}s]",

@@ -9,6 +9,9 @@ identical to an uninterrupted run (greedy) — the server keeps no state the cli
 A :class:`~edgespec.runtime.backends.base.FeatureDraftBackend` that wants the target's
 hidden states gets a session opened with ``return_hidden`` and sees every verification's
 rows (``observe_target_hidden``, timed as drafting) before it drafts again.
+With a stop predictor (:mod:`edgespec.policies.stop_drafting`) γ is K_max: the drafter
+ends the block at the first predicted rejection (possibly an empty block, a plain target
+step), and the round records the draft passes run (``RoundRecord.num_draft_passes``).
 """
 
 from __future__ import annotations
@@ -25,8 +28,15 @@ from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
 from edgespec.policies.contracts import check_window
 from edgespec.policies.inputs import RoundOutcome, WindowHistory
 from edgespec.policies.interfaces import WindowPolicy
+from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import StaticWindow
-from edgespec.runtime.backends.base import DraftBackend, DraftProposal, FeatureDraftBackend
+from edgespec.runtime.backends.base import (
+    DraftBackend,
+    DraftProposal,
+    FeatureDraftBackend,
+    propose_block,
+    stopping_drafter,
+)
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 
@@ -78,8 +88,12 @@ def generate(
     window: WindowPolicy | None = None,
     on_tokens: Callable[[tuple[int, ...]], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    stop: DraftStopPolicy | None = None,
 ) -> GenerationResult:
-    """Distributed speculative decoding of one request; returns the committed output."""
+    """Distributed speculative decoding of one request; returns the committed output.
+    ``stop``: a stop predictor, which the drafter must support (else ``ValueError``)."""
+    if stop is not None:
+        stopping_drafter(drafter)  # refused before a session is opened
     policy = window if window is not None else StaticWindow(4)
     rng = draft_rng(sampling.seed)
     prompt = tuple(prompt_ids)
@@ -106,9 +120,9 @@ def generate(
         start = clock()
         context = (*prompt, *output)
         proposal = (
-            drafter.propose(context, gamma, sampling.temperature, rng)
+            propose_block(drafter, context, gamma, sampling.temperature, rng, stop)
             if gamma > 0
-            else DraftProposal((), None)
+            else DraftProposal((), None, num_passes=None if stop is None else 0)
         )
         drafted = clock()
         call = VerifyCall(
@@ -170,6 +184,7 @@ def generate(
                 num_accepted=outcome.result.num_accepted,
                 num_committed=len(outcome.committed_token_ids),
                 batch_size=reply.batch_size,
+                num_draft_passes=proposal.num_passes,
             )
         )
         finished = outcome.finished

@@ -16,6 +16,7 @@ import numpy as np
 
 from edgespec.core.types import SamplingParams
 from edgespec.policies.interfaces import WindowPolicy
+from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend, ForwardItem, TargetBackend
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate
@@ -53,8 +54,10 @@ def speculative_generate(
     gamma: int | WindowPolicy = 4,
     sampling: SamplingParams | None = None,
     engine: VerificationEngine | None = None,
+    stop: DraftStopPolicy | None = None,
 ) -> GenerationResult:
-    """Speculative decoding with draft and target in this process (fused mode)."""
+    """Speculative decoding with draft and target in this process (fused mode); ``stop``:
+    a stop predictor ending each block at its first predicted rejection (γ is K_max)."""
     window = StaticWindow(gamma) if isinstance(gamma, int) else gamma
     verifier = LocalVerifier(engine if engine is not None else VerificationEngine(target))
     drafter.reset()
@@ -65,6 +68,7 @@ def speculative_generate(
         sampling if sampling is not None else SamplingParams(),
         DraftOptions(session_id=f"local-{uuid.uuid4().hex[:8]}"),
         window,
+        stop=stop,
     )
 
 

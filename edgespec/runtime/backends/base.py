@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.tree import tree_problem
+from edgespec.policies.stop_drafting import DraftStopPolicy
 
 KVState = Any
 """Backend-specific KV cache of one session (covers its first ``kv_len`` tokens)."""
@@ -117,11 +118,16 @@ class DraftProposal:
     (γ × V float32, row i used to sample token i). Deterministic drafters give one-hot q.
 
     A tree drafter sets ``parents`` (:mod:`edgespec.core.tree`): then ``token_ids`` are
-    the tree's nodes, γ is its depth, and verification is greedy only."""
+    the tree's nodes, γ is its depth, and verification is greedy only.
+
+    ``num_passes``: draft forward passes run for the block; ``None`` means
+    ``len(token_ids)``. A block a stop predictor ended early ran one more pass than it holds
+    (the token it stopped on is drafted but not sent)."""
 
     token_ids: tuple[int, ...]
     probs: npt.NDArray[np.float32] | None
     parents: tuple[int, ...] | None = None
+    num_passes: int | None = None
 
 
 @runtime_checkable
@@ -130,6 +136,10 @@ class DraftBackend(Protocol):
 
     It may keep its own cache across calls; ``context`` always starts with the tokens
     of the previous call's context (the committed sequence only grows).
+
+    A drafter that can end a block at a stop predictor's first predicted rejection
+    (:mod:`edgespec.policies.stop_drafting`) is also a :class:`StoppingDraftBackend`; the
+    drafter loop reaches either through :func:`propose_block`.
     """
 
     def propose(
@@ -143,6 +153,58 @@ class DraftBackend(Protocol):
     def reset(self) -> None:
         """Forget cached state (a new sequence starts)."""
         ...
+
+
+@runtime_checkable
+class StoppingDraftBackend(DraftBackend, Protocol):
+    """A chain drafter that asks a stop predictor, token by token, whether to go on."""
+
+    def stop_problem(self) -> str | None:
+        """Why this drafter cannot stop token by token after all (a subclass drafting
+        something else than a chain), or ``None``."""
+        ...
+
+    def propose_until_stop(
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        stop: DraftStopPolicy,
+    ) -> DraftProposal:
+        """:meth:`propose` with K_max = ``gamma``, following the call order of
+        :class:`~edgespec.policies.stop_drafting.DraftStopPolicy`: after each draft forward
+        ``stop`` sees that position's :func:`~edgespec.core.features.stop_features` row; the
+        token it rejects is drafted (counted in ``num_passes``) but not in ``token_ids``, and
+        drafting ends there. Raises ``ValueError`` naming the drafter when it cannot."""
+        ...
+
+
+def propose_block(
+    drafter: DraftBackend,
+    context: Sequence[int],
+    gamma: int,
+    temperature: float,
+    rng: np.random.Generator,
+    stop: DraftStopPolicy | None = None,
+) -> DraftProposal:
+    """``drafter``'s block after ``context``: :meth:`DraftBackend.propose` without ``stop``
+    (unchanged), :meth:`StoppingDraftBackend.propose_until_stop` with it."""
+    if stop is None:
+        return drafter.propose(context, gamma, temperature, rng)
+    return stopping_drafter(drafter).propose_until_stop(context, gamma, temperature, rng, stop)
+
+
+def stopping_drafter(drafter: DraftBackend) -> StoppingDraftBackend:
+    """``drafter`` as a :class:`StoppingDraftBackend`; ``ValueError`` naming it when it is not
+    one (prompt lookup, feature and token-tree drafts cannot stop token by token)."""
+    if isinstance(drafter, StoppingDraftBackend):
+        problem = drafter.stop_problem()
+        if problem is None:
+            return drafter
+    else:
+        problem = "only the neural chain drafters TransformersDraft and HybridDraft can"
+    raise ValueError(f"{type(drafter).__name__} cannot draft with a stop predictor ({problem})")
 
 
 @runtime_checkable

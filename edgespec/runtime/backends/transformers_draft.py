@@ -8,6 +8,12 @@ no padding, so no explicit masks). For a :class:`~edgespec.models.trimmed.Trimme
 it runs the trimmed head only (K logits instead of the target's 262k) and maps the choice
 back to target ids; for any other causal LM it uses the full logits. The draft's logits are
 kept, so traces can record per-position draft-logit features.
+
+Both can end a block at a stop predictor's first predicted rejection
+(:meth:`TransformersDraft.propose_until_stop`): after each draft forward the predictor sees
+:func:`~edgespec.core.features.stop_features` of that logit row (over the K kept tokens for
+a trimmed draft, as traces store them); the token it rejects is drafted (its pass is
+run) but left out of the block.
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from edgespec.core.features import stop_features
 from edgespec.core.speculative import sample_token
-from edgespec.runtime.backends.base import DraftProposal, common_prefix_length
+from edgespec.policies.stop_drafting import DraftStopPolicy, checked_keep_mask
+from edgespec.runtime.backends.base import DraftProposal, common_prefix_length, stopping_drafter
 from edgespec.runtime.backends.ngram import suffix_match_next
 from edgespec.runtime.sampling import logits_to_probs
 
@@ -92,24 +100,74 @@ class TransformersDraft:
     def propose(
         self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
     ) -> DraftProposal:
+        return self._chain(context, gamma, temperature, rng, None)
+
+    @torch.inference_mode()
+    def propose_until_stop(
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        stop: DraftStopPolicy,
+    ) -> DraftProposal:
+        """:meth:`propose`, asking ``stop`` after each draft forward (see
+        :class:`~edgespec.runtime.backends.base.StoppingDraftBackend`); ``last_logits``
+        then holds one row per pass, the stopped-on position's included."""
+        stopping_drafter(self)  # a subclass drafting no single chain cannot stop per token
+        return self._chain(context, gamma, temperature, rng, stop)
+
+    def stop_problem(self) -> str | None:
+        if type(self).propose is TransformersDraft.propose:
+            return None
+        return "it overrides propose: it drafts no single chain"
+
+    def _check_call(self, context: Sequence[int], temperature: float) -> None:
         if not context:
             raise ValueError("draft context must hold at least one token")
+
+    def _next(
+        self, seq: Sequence[int], row: torch.Tensor, temperature: float, rng: np.random.Generator
+    ) -> tuple[int, npt.NDArray[np.float32] | None]:
+        """The token drafted after ``seq`` from the draft's logits ``row`` there, and its q
+        (``None`` when greedy)."""
+        if temperature > 0:
+            return self._sample(row, temperature, rng)
+        return self._to_target(int(torch.argmax(row))), None
+
+    def _chain(
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        stop: DraftStopPolicy | None,
+    ) -> DraftProposal:
+        """Draft up to ``gamma`` tokens one forward at a time; with ``stop``, end at its
+        first rejection (that position's forward is run, its token is not drafted)."""
+        self._check_call(context, temperature)
         pending = self._sync(context)
+        seq = list(context)
         tokens: list[int] = []
         rows: list[npt.NDArray[np.float32]] = []
         logit_rows: list[npt.NDArray[np.float32]] = []
         for _ in range(gamma):
             row = self._step(pending)
             logit_rows.append(row.numpy().astype(np.float32))
-            if temperature > 0:
-                token, probs = self._sample(row, temperature, rng)
+            if stop is not None and not checked_keep_mask(stop, stop_features(logit_rows[-1]))[0]:
+                break
+            token, probs = self._next(seq, row, temperature, rng)
+            if probs is not None:
                 rows.append(probs)
-            else:
-                token = self._to_target(int(torch.argmax(row)))
             tokens.append(token)
+            seq.append(token)
             pending = (token,)
         self.last_logits = np.stack(logit_rows)
-        return DraftProposal(token_ids=tuple(tokens), probs=np.stack(rows) if rows else None)
+        return DraftProposal(
+            token_ids=tuple(tokens),
+            probs=np.stack(rows) if rows else None,
+            num_passes=None if stop is None else len(logit_rows),
+        )
 
 
 class HybridDraft(TransformersDraft):
@@ -117,7 +175,13 @@ class HybridDraft(TransformersDraft):
     ``min_ngram``..``max_ngram`` tokens occurred earlier in the context (or the draft so far),
     propose the token that followed them; otherwise the neural draft's argmax. Greedy only
     (a lookup token has no draft probability); the neural model still runs every step, so
-    ``last_logits`` and its cache stay in step."""
+    ``last_logits`` and its cache stay in step.
+
+    With a stop predictor (:meth:`propose_until_stop`) the predictor is asked at every
+    position, whatever the token's source: it sees the neural draft's features there (the
+    forward that gives them runs anyway), and a rejection ends the block even where lookup
+    found a token. One rule for every position keeps the accounting (one pass per asked
+    position) and the features the same as for :class:`TransformersDraft`."""
 
     def __init__(self, model: Any, max_ngram: int = 8, min_ngram: int = 2) -> None:
         super().__init__(model)
@@ -125,27 +189,15 @@ class HybridDraft(TransformersDraft):
             raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
         self._max_ngram, self._min_ngram = max_ngram, min_ngram
 
-    @torch.inference_mode()
-    def propose(
-        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
-    ) -> DraftProposal:
+    def _check_call(self, context: Sequence[int], temperature: float) -> None:
         if temperature > 0:
             raise ValueError("HybridDraft drafts greedily; use TransformersDraft for sampling")
-        if not context:
-            raise ValueError("draft context must hold at least one token")
-        pending = self._sync(context)
-        seq = list(context)
-        tokens: list[int] = []
-        logit_rows: list[npt.NDArray[np.float32]] = []
-        for _ in range(gamma):
-            row = self._step(pending)
-            logit_rows.append(row.numpy().astype(np.float32))
-            token = self._lookup_or_argmax(seq, row)
-            tokens.append(token)
-            seq.append(token)
-            pending = (token,)
-        self.last_logits = np.stack(logit_rows)
-        return DraftProposal(token_ids=tuple(tokens), probs=None)
+        super()._check_call(context, temperature)
+
+    def _next(
+        self, seq: Sequence[int], row: torch.Tensor, temperature: float, rng: np.random.Generator
+    ) -> tuple[int, npt.NDArray[np.float32] | None]:
+        return self._lookup_or_argmax(seq, row), None
 
     def _lookup_or_argmax(self, seq: Sequence[int], row: torch.Tensor) -> int:
         """The token after ``seq``: prompt lookup's if it finds one, else the draft's argmax
