@@ -163,3 +163,11 @@ def test_window_policy_keeps_state_per_pair() -> None:
     ]
     assert low.state("b") == AwcState()  # another pair is untouched
     assert low.next_decision(seen, "b") == WindowDecision(1, False)
+
+
+def test_bundled_weights_load_and_decide_within_range() -> None:
+    policy = load_awc_window()
+    assert policy.model.metadata["settings"]["epochs"] == 100
+    obs = WindowObservation(4, 0.8, 3, queue_depth=4, rtt_s=0.01, tpot_s=0.04)
+    for _ in range(3):
+        assert 1 <= policy.next_window(obs) <= 12
