@@ -218,7 +218,7 @@ def _prepare(
         draft = cold_draft if cold_draft is not None else new - engine.pending_sizes(sid, 0)[0]
         draft = max(draft, 0)
         call = VerifyCall(sid, len(tokens), prompts.tokens(draft))
-        engine.validate(call, max_draft_tokens=max(draft, 1), allow_empty=True)
+        engine.validate(call, max_draft_tokens=max(draft, 1))
         calls.append(call)
     return calls
 

@@ -121,7 +121,6 @@ class Admission:
         self,
         call: VerifyCall,
         owner: str | None,
-        allow_empty: bool,
         queued_sessions: Iterable[str],
         in_flight: Collection[str],
         entry_id: int,
@@ -131,7 +130,7 @@ class Admission:
         (``queued_sessions``: the sessions of the queued calls)."""
         config = self._config
         self.clients.check_owner(call.session_id, owner)
-        self._engine.validate(call, config.max_draft_tokens, allow_empty)
+        self._engine.validate(call, config.max_draft_tokens)
         if call.session_id in in_flight:
             raise RequestError(
                 ErrorCode.FAILED_PRECONDITION,

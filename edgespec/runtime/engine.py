@@ -160,12 +160,11 @@ class VerificationEngine:
 
     # --- verification
 
-    def validate(self, call: VerifyCall, max_draft_tokens: int, allow_empty: bool = True) -> None:
+    def validate(self, call: VerifyCall, max_draft_tokens: int) -> None:
         """Raise :class:`RequestError` saying what is wrong with ``call``.
 
         An empty block is a plain target step, legal in any round: a stop predictor that
-        rejects the first position sends one (WISP Eq. 25, K_θ = 0). ``allow_empty`` is
-        ignored; it remains until its callers stop passing it."""
+        rejects the first position sends one (WISP Eq. 25, K_θ = 0)."""
         session = self._get(call.session_id)
         k = len(call.draft_token_ids)
         if session.finished:

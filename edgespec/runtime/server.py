@@ -106,9 +106,7 @@ class VerificationService:
     def close_session(self, session_id: str, owner: str | None = None) -> bool:
         return self._guard(lambda: self._admission.close(session_id, owner))
 
-    async def verify(
-        self, call: VerifyCall, allow_empty: bool = False, owner: str | None = None
-    ) -> VerifyReply:
+    async def verify(self, call: VerifyCall, owner: str | None = None) -> VerifyReply:
         """Validate, enqueue and wait for the batch that verifies ``call`` (for ``owner``,
         the caller's identity when auth is on)."""
 
@@ -116,7 +114,7 @@ class VerificationService:
             queued = (e.call.session_id for e in self._queue.values())
             entry_id = self._next_id + 1
             pending = self._admission.admit(
-                call, owner, allow_empty, queued, self._in_flight, entry_id, self._clock()
+                call, owner, queued, self._in_flight, entry_id, self._clock()
             )
             self._next_id = entry_id
             return pending
@@ -160,7 +158,7 @@ class VerificationService:
             while not finished:
                 tokens = self.engine.session_tokens(spec.session_id)
                 call = VerifyCall(spec.session_id, len(tokens), ())
-                reply = await self.verify(call, allow_empty=True)
+                reply = await self.verify(call)
                 finished = reply.outcome.finished
                 yield reply.outcome.committed_token_ids, finished
         finally:

@@ -154,7 +154,6 @@ def test_eos_and_token_budget_end_the_session() -> None:
 @pytest.mark.parametrize(
     ("draft", "prefix_delta", "message"),
     [
-        ((), 0, "INVALID_ARGUMENT: draft block is empty (allowed only for a session's last token)"),
         ((1,) * 33, 0, "INVALID_ARGUMENT: draft block has 33 tokens; the limit is 32"),
         ((1, 64), 0, "INVALID_ARGUMENT: draft token 1 (id 64) is outside the vocabulary [0, 64)"),
         (
