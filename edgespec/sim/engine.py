@@ -229,13 +229,15 @@ class Simulation:
             gamma = tree[1] if sent else 0  # one draft pass per depth
         passes = gamma
         stop = self.stop
-        if stop is not None and gamma and tree is None:
-            cut = stop.block(
-                request.request_id, s.seq, committed, gamma, self.acceptance, s.device.rng
-            )
-            sent = gamma = cut.sent
-            passes = cut.passes
-            s.passes, s.pre_accepted = passes, cut.accepted
+        if stop is not None:  # every round: a round with nothing to draft has 0 passes
+            early = None
+            if gamma and tree is None:
+                cut = stop.block(
+                    request.request_id, s.seq, committed, gamma, self.acceptance, s.device.rng
+                )
+                sent = gamma = cut.sent
+                passes, early = cut.passes, cut.accepted
+            s.passes, s.pre_accepted = passes, early
         s.sent = sent
         s.gamma_eff = gamma
         first = rounds == 0

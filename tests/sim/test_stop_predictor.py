@@ -115,9 +115,13 @@ def test_confusion_stand_in_without_features(tmp_path: Path) -> None:
     assert [r.num_drafted for r in rounds[:3]] == [4, 4, 4]
     cut = scenario(tmp_path, [row], confusion_tpr=0.0, confusion_fpr=0.0)
     cut["stop_predictor"].pop("policy")
+    never["duration_s"] = cut["duration_s"] = 10.0  # both requests finish
     rounds = simulate(scenario_from_dict(cut)).rounds
-    # TPR 0: every block stops at its first position
+    # TPR 0: every block stops at its first position; the last token is a plain target
+    # step with nothing drafted (0 passes) and nothing accepted
     assert all((r.num_drafted, r.num_draft_passes) == (0, 1) for r in rounds[:-1])
+    assert len(rounds) == 40
+    assert (rounds[-1].num_draft_passes, rounds[-1].num_accepted) == (0, 0)
 
 
 def test_missing_features_without_stand_in_is_an_error(tmp_path: Path) -> None:
