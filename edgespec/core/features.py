@@ -111,3 +111,33 @@ def stop_features(logits: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """The K × 5 feature rows a stop predictor sees (``confidence, entropy_nats, margin,
     logit_std, top5_mass``; no in-block position), rounded to :data:`FEATURE_DIGITS`."""
     return np.round(feature_matrix(logits)[:, :5], FEATURE_DIGITS)
+
+
+FeatureRows = tuple[tuple[float, ...], ...]
+
+
+def parse_feature_rows(raw: object, count: int | None = None) -> FeatureRows:
+    """JSON feature rows (lists of 5 numbers; ``count`` of them when given) as tuples;
+    ``ValueError`` saying what is wrong otherwise (trace files, both readers)."""
+    if not isinstance(raw, list) or (count is not None and len(raw) != count):
+        wanted = "a list" if count is None else f"{count} rows (one per output token)"
+        raise ValueError(f"expected {wanted} of 5 numbers")
+    rows = []
+    for row in raw:
+        ok = isinstance(row, list) and len(row) == 5
+        if not ok or any(isinstance(v, bool) or not isinstance(v, int | float) for v in row):
+            raise ValueError(f"expected rows of 5 numbers, got {row!r}")
+        rows.append(tuple(float(v) for v in row))
+    return tuple(rows)
+
+
+def parse_rejection_rows(raw: object) -> tuple[tuple[int, FeatureRows], ...]:
+    """A trace's ``rejection_features``: ``[[position, [[5 numbers], ...]], ...]``."""
+    if not isinstance(raw, list):
+        raise ValueError("expected [[position, [[5 numbers], ...]], ...]")
+    parsed = []
+    for item in raw:
+        if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int):
+            raise ValueError(f"expected [position, rows], got {item!r}")
+        parsed.append((item[0], parse_feature_rows(item[1])))
+    return tuple(parsed)

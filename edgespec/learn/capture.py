@@ -112,6 +112,35 @@ def per_position_acceptance(
     return tuple(flags), tuple(tuple(float(v) for v in row) for row in feats)
 
 
+def rejection_continuations(
+    drafter: DraftBackend,
+    prompt_ids: Sequence[int],
+    output_ids: Sequence[int],
+    flags: Sequence[int],
+    k_max: int,
+) -> tuple[tuple[int, tuple[tuple[float, ...], ...]], ...] | None:
+    """At every rejected position p: the features of the draft's next ``k_max`` − 1
+    positions when it drafts on from its own (rejected) token at p, as in a live round
+    (trace.py ``rejection_features``). ``None`` for drafters without logits."""
+    if k_max < 2:
+        return ()
+    rng = np.random.default_rng(0)
+    drafter.reset()
+    found = []
+    for p, flag in enumerate(flags):
+        if flag or p >= len(output_ids) - 1:
+            continue
+        drafter.propose((*prompt_ids, *output_ids[:p]), k_max, 0.0, rng)
+        last = getattr(drafter, "last_logits", None)
+        if last is None or len(last) != k_max:
+            drafter.reset()
+            return None
+        rows = stop_features(np.asarray(last, dtype=np.float64))[1:]
+        found.append((p, tuple(tuple(float(v) for v in row) for row in rows)))
+    drafter.reset()
+    return tuple(found)
+
+
 def wants_hidden(drafter: DraftBackend) -> bool:
     return isinstance(drafter, FeatureDraftBackend) and bool(drafter.wants_target_hidden)
 
@@ -177,8 +206,11 @@ def capture_one(
     if wants_hidden(drafter):
         hidden = target_hidden_rows(target, (*prompt_ids, *output))
     seq, feats = per_position_acceptance(drafter, prompt_ids, output, hidden)
+    after = None
     if hidden is not None or isinstance(drafter, TreeDraft):  # see trace.py: their steps
         seq = flags_from_rounds([r.num_accepted for r in result.rounds], len(output))
+    elif feats is not None:
+        after = rejection_continuations(drafter, prompt_ids, output, seq, settings.gamma_max)
     target_only_ms = assisted_ms = None
     lossless: bool | None = None
     if settings.target_only:
@@ -220,6 +252,7 @@ def capture_one(
         assisted_ms=assisted_ms,
         lossless=lossless,
         draft_tree=settings.draft_tree,
+        rejection_features=after,
     )
 
 

@@ -38,7 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.config import ConfigError, read_jsonl
-from edgespec.core.features import FEATURE_DIGITS, FEATURE_NAMES
+from edgespec.core.features import (
+    FEATURE_DIGITS,
+    FEATURE_NAMES,
+    parse_feature_rows,
+    parse_rejection_rows,
+)
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
 
@@ -82,6 +87,10 @@ class TraceRecord:
     assisted_ms: float | None = None
     lossless: bool | None = None
     draft_tree: str | None = None
+    rejection_features: tuple[tuple[int, tuple[tuple[float, ...], ...]], ...] | None = None
+    """For each output position whose draft token the target rejects: (position, the
+    feature rows of the next ``gamma_max`` − 1 positions the draft drafts on its own tokens
+    after it) — what a stop predictor sees in the rest of a round that rejected there."""
 
     def __post_init__(self) -> None:
         if len(self.acceptance_seq) != self.output_tokens:
@@ -178,6 +187,11 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
         out["lossless"] = record.lossless
     if record.draft_tree is not None:
         out["draft_tree"] = record.draft_tree
+    if record.rejection_features is not None:
+        out["rejection_features"] = [
+            [p, [[_round(v, FEATURE_DIGITS) for v in row] for row in rows]]
+            for p, rows in record.rejection_features
+        ]
     return out
 
 
@@ -212,6 +226,7 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
     if any(v not in (0, 1) or isinstance(v, bool | float) for v in seq):
         raise ConfigError(f"{where}.acceptance_seq", "must be a list of 0/1 integers")
     feats = obj.get("draft_features")
+    after = obj.get("rejection_features")
     try:
         return TraceRecord(
             request_id=str(_field(obj, "request_id", str, where)),
@@ -226,14 +241,13 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
             gamma_max=int(obj.get("gamma_max", 0)),
             acceptance_seq=tuple(int(v) for v in seq),
             rounds=rounds,
-            draft_features=None
-            if feats is None
-            else tuple(tuple(float(v) for v in row) for row in feats),
+            draft_features=None if feats is None else parse_feature_rows(feats),
             sd_ms=obj.get("sd_ms"),
             target_only_ms=obj.get("target_only_ms"),
             assisted_ms=obj.get("assisted_ms"),
             lossless=obj.get("lossless"),
             draft_tree=obj.get("draft_tree"),
+            rejection_features=None if after is None else parse_rejection_rows(after),
         )
     except ConfigError:
         raise

@@ -17,7 +17,7 @@ output tokens when the round was drafted, so the drafted tokens sit at output po
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -35,11 +35,13 @@ class AcceptanceModel(Protocol):
 @dataclass(frozen=True, slots=True)
 class TraceAcceptance:
     """Replay of captured acceptance sequences; ``pool`` serves requests that carry none.
-    ``pool_features``: each pool sequence's per-position draft features, where its trace
-    recorded them (for a stop predictor, :mod:`edgespec.sim.stop_model`)."""
+    ``pool_features`` / ``pool_rejections``: each pool sequence's per-position draft
+    features and rejection continuations, where its trace recorded them (for a stop
+    predictor, :mod:`edgespec.sim.stop_model`)."""
 
     pool: tuple[tuple[int, ...], ...] = ()
     pool_features: tuple[tuple[tuple[float, ...], ...] | None, ...] = ()
+    pool_rejections: tuple[Mapping[int, tuple[tuple[float, ...], ...]] | None, ...] = ()
 
     def seq_for(self, request_index: int) -> tuple[int, ...]:
         if not self.pool:

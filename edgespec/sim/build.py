@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 from edgespec.config import ConfigError
 from edgespec.policies.interfaces import BatchingPolicy, RoutingPolicy, WindowPolicy
@@ -30,7 +27,7 @@ from edgespec.sim.entities import DeviceState, ServerState
 from edgespec.sim.network import Link
 from edgespec.sim.rng import spawn_streams
 from edgespec.sim.scenario import CostModelConfig, Scenario, expand_topology
-from edgespec.sim.stop_model import StopModel
+from edgespec.sim.stop_model import ReplayFeatures, StopModel
 from edgespec.sim.workload import (
     LengthTable,
     TraceEntry,
@@ -84,14 +81,15 @@ def build_stop_model(
         return None
     if scenario.mode != "distributed":
         raise ConfigError("stop_predictor", f"applies to distributed drafting, not {scenario.mode}")
-    pairs: list[tuple[tuple[int, ...], npt.NDArray[np.float64]]] = []
-    sources = [(e.acceptance_seq, e.draft_features) for e in trace]
+    found: list[ReplayFeatures] = []
+    sources = [(e.acceptance_seq, e.draft_features, e.rejection_features) for e in trace]
     if isinstance(acceptance, TraceAcceptance):
-        sources += list(zip(acceptance.pool, acceptance.pool_features, strict=False))
-    for seq, rows in sources:
+        pool = acceptance
+        sources += zip(pool.pool, pool.pool_features, pool.pool_rejections, strict=False)
+    for seq, rows, after in sources:
         if seq is not None and rows is not None:
-            pairs.append((seq, np.asarray(rows, dtype=np.float64)))
-    return StopModel(config, policies.stop, pairs)
+            found.append(ReplayFeatures(seq, rows, after))
+    return StopModel(config, policies.stop, found)
 
 
 def _wisp_params(scenario: Scenario, params: dict[str, Any]) -> dict[str, Any]:
@@ -130,6 +128,7 @@ def build_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> 
     names = [str(p) for p in bundled_traces()] if not acc.traces else list(acc.traces)
     pool: list[tuple[int, ...]] = []
     features: list[tuple[tuple[float, ...], ...] | None] = []
+    rejections: list[Mapping[int, tuple[tuple[float, ...], ...]] | None] = []
     for i, name in enumerate(names):
         try:
             entries = load_trace(resolve_trace(name))
@@ -144,6 +143,7 @@ def build_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> 
         kept = [e for e in entries if e.acceptance_seq]
         pool.extend(e.acceptance_seq for e in kept if e.acceptance_seq)
         features.extend(e.draft_features for e in kept)
+        rejections.extend(e.rejection_features for e in kept)
     if acc.traces and not pool:
         raise ConfigError("acceptance.traces", "the traces hold no acceptance_seq")
     if not pool and (not trace or any(e.acceptance_seq is None for e in trace)):
@@ -152,7 +152,7 @@ def build_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> 
             "trace acceptance needs acceptance_seq: none in the workload, none given here, "
             "and none bundled in edgespec/data/traces/",
         )
-    return TraceAcceptance(tuple(pool), tuple(features))
+    return TraceAcceptance(tuple(pool), tuple(features), tuple(rejections))
 
 
 def _link(scenario: Scenario, name: str) -> Link:

@@ -20,13 +20,14 @@ stopped token is drafted, not sent) and pays ``overhead_ms`` per pass for the pr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from edgespec.config import ConfigError, PolicySpec
+from edgespec.core.features import FeatureRows
 from edgespec.policies.stop_drafting import DraftStopPolicy, checked_keep_mask, draft_passes
 from edgespec.sim.acceptance import AcceptanceModel
 from edgespec.sim.rng import UniformStream
@@ -68,6 +69,23 @@ class StopBlock:
     accepted: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class ReplayFeatures:
+    """One captured acceptance sequence with its feature rows: ``rows`` per output position
+    (on the target's prefix), ``after`` by rejected position (the positions the draft
+    drafts on its own tokens after a rejection; None for traces captured without them)."""
+
+    seq: tuple[int, ...]
+    rows: FeatureRows
+    after: Mapping[int, FeatureRows] | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Keeps:
+    on_prefix: npt.NDArray[np.bool_]
+    after: Mapping[int, npt.NDArray[np.bool_]]
+
+
 class StopModel:
     """Cuts a round's block short where the predictor says stop (module docstring)."""
 
@@ -75,29 +93,34 @@ class StopModel:
         self,
         config: StopPredictorConfig,
         policy: DraftStopPolicy | None,
-        features: Sequence[tuple[tuple[int, ...], npt.NDArray[np.float64]]],
+        features: Sequence[ReplayFeatures],
     ) -> None:
         self.overhead_s = config.overhead_ms / 1e3
         self.tpr = config.confusion_tpr
         self.fpr = config.confusion_fpr
         self.policy = policy
-        # by id of the sequence object (kept alive here): its features, then its keep mask
-        self._features = {id(seq): (seq, rows) for seq, rows in features}
-        self._keeps: dict[int, tuple[tuple[int, ...], npt.NDArray[np.bool_]]] = {}
+        # by id of the sequence object (kept alive in the value): features, then decisions
+        self._features = {id(f.seq): f for f in features}
+        self._keeps: dict[int, tuple[tuple[int, ...], _Keeps]] = {}
 
-    def keep_for(self, seq: tuple[int, ...] | None) -> npt.NDArray[np.bool_] | None:
-        """The policy's keep decision at every position of ``seq`` (None: no features)."""
+    def keeps_for(self, seq: tuple[int, ...] | None) -> _Keeps | None:
+        """The policy's decisions for ``seq``'s positions (None: no features to replay)."""
         if seq is None or self.policy is None:
             return None
         hit = self._keeps.get(id(seq))
         if hit is not None and hit[0] is seq:
             return hit[1]
         found = self._features.get(id(seq))
-        if found is None or found[0] is not seq:
+        if found is None or found.seq is not seq:
             return None
-        keep = checked_keep_mask(self.policy, found[1])
-        self._keeps[id(seq)] = (seq, keep)
-        return keep
+        after = {
+            p: checked_keep_mask(self.policy, np.asarray(rows, dtype=np.float64))
+            for p, rows in (found.after or {}).items()
+            if rows
+        }
+        keeps = _Keeps(checked_keep_mask(self.policy, np.asarray(found.rows)), after)
+        self._keeps[id(seq)] = (seq, keeps)
+        return keeps
 
     def block(
         self,
@@ -109,12 +132,9 @@ class StopModel:
         rng: UniformStream,
     ) -> StopBlock:
         """The round drafted at output ``position`` with window ``gamma`` ≥ 1."""
-        keep = self.keep_for(seq)
-        if keep is not None:
-            n = len(keep)
-            sent = 0
-            while sent < gamma and keep[(position + sent) % n]:
-                sent += 1
+        keeps = self.keeps_for(seq)
+        if keeps is not None and seq is not None:
+            sent = replayed_prefix(seq, keeps, position, gamma)
             return StopBlock(sent, draft_passes(sent, gamma), None)
         if self.tpr is None or self.fpr is None:
             raise ValueError(
@@ -126,3 +146,31 @@ class StopModel:
         while sent < gamma and rng.next() < (self.tpr if sent < accepted else self.fpr):
             sent += 1
         return StopBlock(sent, draft_passes(sent, gamma), min(accepted, sent))
+
+
+def replayed_prefix(seq: tuple[int, ...], keeps: _Keeps, position: int, gamma: int) -> int:
+    """K_θ of a round at ``position``: the trace's decisions up to and including the first
+    rejected position r, then those on the draft's own continuation after r (the trace's
+    ``rejection_features``; where it has none or too few, the decisions on the target's
+    prefix stand in). Sequences shorter than the output wrap around, as acceptance does."""
+    on_prefix = keeps.on_prefix
+    n = len(on_prefix)
+    sent = 0
+    while sent < gamma:
+        pos = (position + sent) % n
+        if not on_prefix[pos]:
+            return sent
+        sent += 1
+        if not seq[pos]:
+            break  # a kept first rejection: the rest of the round is the draft's own
+    else:
+        return sent
+    after = keeps.after.get(pos)
+    j = 0
+    while after is not None and sent < gamma and j < len(after):
+        if not after[j]:
+            return sent
+        sent, j = sent + 1, j + 1
+    while sent < gamma and on_prefix[(position + sent) % n]:
+        sent += 1
+    return sent

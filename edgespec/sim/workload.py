@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from edgespec.config import ConfigError, read_jsonl
+from edgespec.core.features import FeatureRows, parse_feature_rows, parse_rejection_rows
 from edgespec.core.tree import parse_branching
 
 
@@ -44,8 +45,11 @@ class TraceEntry:
     """A token-tree trace's rounds as captured: (nodes sent, draft tokens accepted)."""
     tree_depth: int = 0
     """The tree's depth (draft passes per round) when ``tree_rounds`` is set."""
-    draft_features: tuple[tuple[float, ...], ...] | None = None
+    draft_features: FeatureRows | None = None
     """Per output position, the draft-logit features a stop predictor reads (trace.py)."""
+    rejection_features: Mapping[int, FeatureRows] | None = None
+    """By rejected output position, the features of the positions the draft drafts on its
+    own tokens after it (learn/trace.py ``rejection_features``)."""
 
     def device_index(self, num_devices: int) -> int:
         cid = self.client_id.strip()
@@ -96,7 +100,7 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
     slo = record.get("slo_class")
     rid = record.get("request_id", record.get("id"))
     tree_rounds, depth = _tree_rounds(record, output, where)
-    features = _draft_features(record, output, where)
+    features, after = _features(record, output, where)
     return TraceEntry(
         request_id=str(rid) if rid is not None else where,
         arrival_s=float(arrival) / 1000.0,
@@ -108,28 +112,27 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
         tree_rounds=tree_rounds,
         tree_depth=depth,
         draft_features=features,
+        rejection_features=after,
     )
 
 
-def _draft_features(
+def _features(
     record: Mapping[str, Any], num_output: int, where: str
-) -> tuple[tuple[float, ...], ...] | None:
-    """A trace line's ``draft_features`` (one row of 5 numbers per output position)."""
-    raw = record.get("draft_features")
-    if raw is None:
-        return None
-    ok = isinstance(raw, list) and len(raw) == num_output
-    ok = ok and all(
-        isinstance(row, list)
-        and len(row) == 5
-        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in row)
-        for row in raw
-    )
-    if not ok:
-        raise ConfigError(
-            f"{where}.draft_features", f"expected {num_output} rows of 5 numbers (one per token)"
-        )
-    return tuple(tuple(float(v) for v in row) for row in raw)
+) -> tuple[FeatureRows | None, dict[int, FeatureRows] | None]:
+    """A trace line's ``draft_features`` (one row per output position) and
+    ``rejection_features`` (by rejected position), when present."""
+    rows = after = None
+    try:
+        raw = record.get("draft_features")
+        rows = None if raw is None else parse_feature_rows(raw, num_output)
+    except ValueError as exc:
+        raise ConfigError(f"{where}.draft_features", str(exc)) from exc
+    try:
+        raw = record.get("rejection_features")
+        after = None if raw is None else dict(parse_rejection_rows(raw))
+    except ValueError as exc:
+        raise ConfigError(f"{where}.rejection_features", str(exc)) from exc
+    return rows, after
 
 
 def _tree_rounds(

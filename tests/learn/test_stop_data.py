@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -79,3 +81,23 @@ def test_split_keeps_requests_whole() -> None:
     assert len(train) + len(val) + len(test) == len(data)
     again = split_by_request(data, (0.7, 0.15, 0.15), seed=3)
     assert np.array_equal(again[2].groups, test.groups)
+
+
+def test_rejection_features_round_trip_and_errors() -> None:
+    from edgespec.config import ConfigError
+    from edgespec.learn.trace import record_from_json, record_to_json
+    from edgespec.sim.workload import parse_trace_record
+
+    base = record("r", (1, 0, 1))
+    after = ((1, ((0.5, 1.0, 0.25, 2.0, 0.75),)),)
+    rec = dataclasses.replace(base, rejection_features=after)
+    data = record_to_json(rec)
+    assert data["rejection_features"] == [[1, [[0.5, 1.0, 0.25, 2.0, 0.75]]]]
+    assert record_from_json(data, "line 1").rejection_features == after
+    entry = parse_trace_record(data, "line 1")
+    assert entry.rejection_features == {1: ((0.5, 1.0, 0.25, 2.0, 0.75),)}
+    data["rejection_features"] = [[1, [[0.5, 1.0]]]]
+    with pytest.raises(ConfigError, match=r"line 1.rejection_features"):
+        parse_trace_record(data, "line 1")
+    with pytest.raises(ConfigError, match="rows of 5 numbers"):
+        record_from_json(data, "line 1")
