@@ -101,3 +101,21 @@ def test_rejection_features_round_trip_and_errors() -> None:
         parse_trace_record(data, "line 1")
     with pytest.raises(ConfigError, match="rows of 5 numbers"):
         record_from_json(data, "line 1")
+
+
+def test_shipped_training_traces_give_the_documented_dataset() -> None:
+    from edgespec.experiments.wisp_predictor import load_training_records
+    from edgespec.policies.stop_drafting import load_stop_policy
+
+    records = load_training_records()
+    assert len(records) == 200 and {r.dataset for r in records} == {
+        "gsm8k", "cnndm", "humaneval", "sharegpt"
+    }  # fmt: skip
+    data = build_dataset(records, k_max=4)
+    assert data.balance()["samples"] == 10_885 and data.balance()["accepted"] == 8_421
+    bundled = load_stop_policy()
+    assert bundled.metadata["dataset"]["samples"] == 10_885
+    assert 0.5 < bundled.threshold < 1.0
+    keep = bundled.keep_mask(data.features)
+    # the shipped operating point keeps most accepted and few first-rejected positions
+    assert keep[data.labels == 1].mean() > 0.6 and keep[data.labels == 0].mean() < 0.2
