@@ -35,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         print("edgespec reproduce: --workers must be >= 1", file=sys.stderr)
         return 2
+    import torch
+
+    torch.set_num_threads(1)  # this command owns its process; the predictor MLP is tiny
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out: Path = args.out or Path("runs") / f"reproduce-{args.seed}-{stamp}"
     command = "edgespec reproduce " + " ".join(shlex.quote(a) for a in sys.argv[2:])

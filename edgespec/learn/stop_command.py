@@ -38,6 +38,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--mlp-trials", type=int, default=8, help="MLP search trials")
     p.add_argument("--tree-trials", type=int, default=6, help="search trials per tree baseline")
     p.add_argument("--latency-calls", type=int, default=1000, help="single-sample timing calls")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -58,6 +59,7 @@ def trace_files(paths: list[Path]) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    import torch
     from rich.console import Console
 
     from edgespec.config import ConfigError
@@ -65,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.stop_study import StudySettings, run_study
     from edgespec.learn.trace import read_trace
 
+    torch.set_num_threads(args.threads)  # this command owns its process
     console = Console(stderr=True)
     records = []
     for file in trace_files(args.traces):

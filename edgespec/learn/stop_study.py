@@ -43,6 +43,7 @@ class StudySettings:
     k_max: int = 4
     split: tuple[float, float, float] = (0.7, 0.15, 0.15)
     mlp_trials: int = 8
+    mlp_max_epochs: int = 60
     tree_trials: int = 6
     latency_calls: int = 1000
     seed: int = 0
@@ -138,6 +139,7 @@ def run_study(
         val,
         settings.mlp_trials,
         settings.seed,
+        max_epochs=settings.mlp_max_epochs,
         on_trial=lambda i, t: log(f"mlp trial {i}: {t.settings} val loss {t.validation_loss:.4f}"),
     )
     scorers["mlp"] = (mlp.policy.accept_probability, dataclasses.asdict(mlp.settings))

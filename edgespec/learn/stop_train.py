@@ -199,11 +199,13 @@ def search_mlp(
     num_trials: int,
     seed: int,
     on_trial: Callable[[int, TrainedMlp], None] | None = None,
+    max_epochs: int = 60,
 ) -> TrainedMlp:
     """Random search over :data:`MLP_SEARCH_SPACE`; the lowest validation loss wins."""
     best: TrainedMlp | None = None
     for trial, point in enumerate(sample_settings(MLP_SEARCH_SPACE, num_trials, seed)):
-        trained = train_mlp(train, validation, MlpSettings(seed=seed, **point))
+        settings = MlpSettings(seed=seed, max_epochs=max_epochs, **point)
+        trained = train_mlp(train, validation, settings)
         if on_trial is not None:
             on_trial(trial, trained)
         if best is None or trained.validation_loss < best.validation_loss:
