@@ -378,8 +378,18 @@ class DrafterConfig:
     tree: str | None = None  # token-tree branching per depth, e.g. "2,2,1,1" (greedy only)
     tree_min_prob: float = 0.0  # prune tree candidates below this draft path probability
     tree_max_nodes: int = 24  # tokens per tree at most (keep <= the server's max_draft_tokens)
+    # emulated link on the drafter's transport (edgespec.runtime.emulated_link): added RTT,
+    # mean exponential jitter per message, bandwidth (null/0: unlimited); all 0 = off
+    link_rtt_ms: float = 0.0
+    link_jitter_ms: float = 0.0
+    link_bandwidth_mbps: float | None = None
+    link_seed: int | None = None  # seed of the jitter draws (None: fresh entropy)
 
     def validate(self) -> None:
+        for name in ("link_rtt_ms", "link_jitter_ms", "link_bandwidth_mbps"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise ConfigError(name, f"must be a finite number >= 0, got {value}")
         if self.max_new_tokens < 1:
             raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
         if self.temperature < 0:

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from edgespec.runtime.emulated_link import add_link_arguments, link_overrides
+
 if TYPE_CHECKING:
     from edgespec.policies.stop_drafting import MlpStopPolicy
 
@@ -58,6 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "refuses blocks over its max_draft_tokens, 32 by default)",
     )
     add_stop_arguments(parser)
+    add_link_arguments(parser)
 
 
 def add_stop_arguments(parser: argparse.ArgumentParser) -> None:
@@ -149,7 +152,7 @@ def _overrides(args: argparse.Namespace) -> list[str]:
         out += ["window.name=static", f"window.params={{gamma: {args.gamma}}}"]
     if args.lookup:
         out.append("lookup=true")
-    return out
+    return out + link_overrides(args)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -201,12 +204,14 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.backends.base import stopping_drafter
     from edgespec.runtime.drafter import DraftOptions, generate
+    from edgespec.runtime.emulated_link import check_link_mode, wrap_verifier
     from edgespec.runtime.messages import SessionSpec
 
     config = load_config(DrafterConfig, args.config, _overrides(args))
     stop = stop_policy_from_args(args)
     if stop is not None and args.mode != "distributed":
         raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")
+    check_link_mode(config, args.mode)
     model, tokenizer = (None, None)
     if config.draft != "ngram" and args.mode == "distributed":
         loaded = load_model(config.draft)
@@ -267,9 +272,8 @@ def _run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ConfigError("stop_predictor", str(exc)) from None
     options = DraftOptions(session_id, config.client_id, config.slo_class)
-    result = generate(
-        verifier, drafter, prompt, sampling, options, window, on_tokens=show, stop=stop
-    )
+    linked = wrap_verifier(verifier, config)  # itself unless a link_* setting is given
+    result = generate(linked, drafter, prompt, sampling, options, window, show, stop=stop)
     sys.stdout.write("\n")
     r = result.request
     passes = sum(x.draft_passes for x in result.rounds)

@@ -1,0 +1,67 @@
+"""The edge↔server link model shared by the simulator and the runtime's emulated link.
+
+One-way delay = RTT/2 + payload_bytes / bandwidth + jitter, where jitter is exponential
+with mean ``jitter_s`` (drawn by inversion from one uniform in [0, 1), and only when
+``jitter_s > 0``, so a link without jitter consumes no randomness). Message sizes are
+those of the simulator (:mod:`edgespec.sim.network`, whose ``Link.latency_s``,
+``uplink_bytes`` and ``downlink_bytes`` compute the same values): a fixed header, int32
+token ids and tree parents, fp16 draft probabilities and hidden values. Pure functions,
+no state: :mod:`edgespec.runtime.emulated_link` uses them without importing the simulator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+HEADER_BYTES = 64  # framing, session id, round index, prefix length
+TOKEN_ID_BYTES = 4  # int32 token ids
+PARENT_BYTES = 4  # int32 tree parent per node (VerifyRequest.draft_parents)
+PROB_BYTES = 2  # fp16 draft probabilities (and hidden values)
+
+
+def exponential_jitter_s(mean_s: float, uniform: float) -> float:
+    """An exponential delay of mean ``mean_s`` from a uniform draw in [0, 1)."""
+    return -mean_s * math.log(1.0 - uniform)
+
+
+def one_way_delay_s(
+    rtt_s: float,
+    payload_bytes: int,
+    bandwidth_bytes_per_s: float,
+    jitter_s: float,
+    uniform: Callable[[], float],
+) -> float:
+    """Delivery time of a ``payload_bytes`` message: RTT/2 + serialisation + jitter.
+    ``bandwidth_bytes_per_s`` may be ``math.inf`` (no serialisation delay); ``uniform``
+    is called once, and only when ``jitter_s > 0``."""
+    delay = 0.5 * rtt_s + payload_bytes / bandwidth_bytes_per_s
+    if jitter_s > 0:
+        delay += exponential_jitter_s(jitter_s, uniform())
+    return delay
+
+
+def uplink_bytes(
+    num_draft: int,
+    num_prompt_ids: int,
+    vocab_size: int,
+    send_probs: bool,
+    num_hidden: int = 0,
+    tree: bool = False,
+) -> int:
+    """Draft block message: token ids, the prompt ids on a cold start, the draft
+    distributions (γ × V fp16) when stochastic verification needs them, a parent per
+    node for a token ``tree``; ``num_hidden`` extra fp16 values."""
+    size = HEADER_BYTES + TOKEN_ID_BYTES * (num_draft + num_prompt_ids)
+    if tree:
+        size += PARENT_BYTES * num_draft
+    if send_probs:
+        size += PROB_BYTES * num_draft * vocab_size
+    return size + PROB_BYTES * num_hidden
+
+
+def downlink_bytes(num_committed: int, num_hidden: int = 0) -> int:
+    """Verification result: accepted length and the committed token ids, plus
+    ``num_hidden`` fp16 values (target hidden states for feature drafts; the simulator
+    models none)."""
+    return HEADER_BYTES + TOKEN_ID_BYTES * (1 + num_committed) + PROB_BYTES * num_hidden
