@@ -118,8 +118,8 @@ def w7_rows(acceptance: list[AcceptanceRow], study: StopStudy) -> list[ClaimRow]
                 "W7",
                 f"acceptance OFF → ON, {row.draft_model} (i.i.d. α {row.alpha:.3f})",
                 f"{TABLE_5_OFF[row.draft_model]:.2f} → {TABLE_5_ON[row.draft_model]:.2f} "
-                f"(+{100 * paper_gain:.1f}%)",
-                f"{row.off:.3f} → {row.on:.3f} (+{100 * (gain or 0):.1f}%)",
+                f"({100 * paper_gain:+.1f}%)",
+                f"{row.off:.3f} → {row.on:.3f} ({100 * (gain or 0):+.1f}%)",
                 "ON > OFF; gain ±25%",
                 gain is not None and gain > 0,
                 gain is not None and within(gain, paper_gain, GAIN_TOLERANCE),
@@ -151,7 +151,7 @@ def w7_rows(acceptance: list[AcceptanceRow], study: StopStudy) -> list[ClaimRow]
             "acceptance OFF → ON, the bundled Gemma pair (held-out traces, K = "
             f"{study.settings.k_max})",
             "—",
-            f"{off:.3f} → {mlp.waste.acceptance_sent:.3f} (+{100 * (gain or 0):.1f}%)",
+            f"{off:.3f} → {mlp.waste.acceptance_sent:.3f} ({100 * (gain or 0):+.1f}%)",
             "ON > OFF",
             gain is not None and gain > 0,
             None,
@@ -174,11 +174,11 @@ def w8_rows(goodput: dict[int, tuple[SystemMetrics, SystemMetrics]]) -> list[Cla
             ClaimRow(
                 "W8",
                 f"goodput OFF → ON, N = {n}",
-                f"{TABLE_6_OFF[n]:.2f} → {TABLE_6_ON[n]:.2f} (+{100 * paper:.1f}%)"
+                f"{TABLE_6_OFF[n]:.2f} → {TABLE_6_ON[n]:.2f} ({100 * paper:+.1f}%)"
                 if paper is not None
                 else "—",
                 f"{off.goodput_tokens_per_s:.1f} → {on.goodput_tokens_per_s:.1f} "
-                f"(+{100 * (gain or 0):.1f}%)",
+                f"({100 * (gain or 0):+.1f}%)",
                 "positive; ±25%",
                 gain is not None and gain > 0,
                 None if paper is None or gain is None else within(gain, paper, GAIN_TOLERANCE),
