@@ -28,10 +28,13 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from edgespec.core.frozen import frozen_builder
 from edgespec.policies.interfaces import WindowObservation
 
 RECENT_ROUNDS = 4
 """Rounds in ``recent_acceptance``."""
+
+_observation = frozen_builder(WindowObservation)  # WindowObservation(...), built per round
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +124,7 @@ class WindowHistory:
             return WindowObservation(previous_gamma=0, recent_acceptance=None)
         committed = self._committed
         first = self._first_token_s
-        return WindowObservation(
+        return _observation(
             self._gamma,
             self._accepted / self._drafted if self._drafted else None,
             self._last_accepted,

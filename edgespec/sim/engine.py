@@ -14,6 +14,7 @@ from edgespec.policies.window import StaticWindow
 from edgespec.sim import inbound
 from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
+from edgespec.sim.batchend import distributed_batch_end
 from edgespec.sim.build import Policies
 from edgespec.sim.choice import round_deadline_s, route_by_policy, route_jsq, select_batch
 from edgespec.sim.cost_models import decode_steps_s
@@ -24,7 +25,6 @@ from edgespec.sim.fastpath import (
     dispatch_when_alone,
     fast_path_blockers,
     fcfs_dispatch,
-    static_distributed_batch_end,
 )
 from edgespec.sim.kernel import EventQueue, Handler
 from edgespec.sim.network import downlink_bytes, uplink_bytes
@@ -80,7 +80,7 @@ class Simulation:
         self.mode = scenario.mode
         self.centralized = scenario.mode == "centralized"
         self.distributed = scenario.mode == "distributed"
-        blockers = fast_path_blockers(devices, servers) if scenario.fast_path else []
+        blockers = fast_path_blockers(devices, servers)
         fast = scenario.fast_path and not blockers
         window = policies.window
         self.static_gamma = window.gamma if fast and type(window) is StaticWindow else None
@@ -91,13 +91,14 @@ class Simulation:
         self.path = describe_path(self, scenario.fast_path, blockers)
         # Token-tree traces replay their captured rounds (trace.draft_tree), by request id.
         self.trees = {e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds}
-        # The specialised BATCH_END (fastpath.py; chains only) and no ARRIVE events (inbound.py).
+        # The specialised BATCH_END (batchend.py; chains only) and no ARRIVE events (inbound.py).
         self.deadline_rule = scenario.deadline_rule
         self.lazy = (
-            self.static_gamma is not None
+            not blockers
             and self.distributed
             and not record_rounds
             and not self.trees
+            and not self.hops
         )
         self.send_probs = scenario.temperature > 0
         self.route_rng = spawn_generator(scenario.seed, "routing")
@@ -120,24 +121,18 @@ class Simulation:
         self.q = EventQueue()
 
     def handlers(self) -> list[Handler]:
-        """Handlers by event kind; the fast path swaps in the closures of fastpath.py."""
-        if not self.fast:
-            return [
-                self._batch_end,
-                self._deliver,
-                self._draft_done,
-                self._arrive,
-                self.arrivals.on_request,
-                self._dispatch,
-            ]
+        """Handlers by event kind: the generic methods below, or the closures of
+        batchend.py, inbound.py and (fast path) fastpath.py."""
         dispatch: Handler = self._dispatch
         if self.fcfs_inline:
             dispatch = fcfs_dispatch(self, BATCH_END)
+        inline = dispatch if self.fast else None  # the fast path dispatches at once
         batch_end: Handler = self._batch_end
+        arrive: Handler = self._arrive
         if self.lazy:
-            batch_end = static_distributed_batch_end(self, dispatch, ARRIVE, DELIVER, DISPATCH)
-            arrive = inbound.wake_handler(self, dispatch, ARRIVE, DISPATCH)
-        else:
+            batch_end = distributed_batch_end(self, inline, ARRIVE, DELIVER, DISPATCH)
+            arrive = inbound.wake_handler(self, inline, ARRIVE, DISPATCH)
+        elif self.fast:
             arrive = dispatch_when_alone(self, dispatch, DISPATCH)
         return [
             batch_end,
@@ -186,7 +181,7 @@ class Simulation:
         slo = self.scenario.slo_classes[request.slo_class]
         session = Session(index, request, dev, server, seq, slo)
         session.tree = self.trees.get(request.request_id)
-        if self.fast and seq and type(self.acceptance) is TraceAcceptance:
+        if self.lazy and seq and type(self.acceptance) is TraceAcceptance:
             session.runs = self._accept_runs(seq)
         dev.session = session
         server.num_active += 1
