@@ -29,14 +29,13 @@ def frozen_builder(cls: type[T]) -> Callable[..., T]:
     if tuple(names) != slots or hasattr(cls, "__post_init__"):
         raise TypeError(f"{cls.__name__} is not a slotted dataclass without __post_init__")
     args = ", ".join(names)
-    stores = "".join(f"\n        self.{name} = {name}" for name in names)
+    stores = "".join(f"\n    self.{name} = {name}" for name in names)
     source = (
         f"class _Twin:\n    __slots__ = {tuple(names)!r}\n"
-        f"    def __init__(self, {args}):{stores}\n"
-        f"def build({args}):\n    self = _Twin({args})\n"
+        f"def build({args}):\n    self = _new(_Twin){stores}\n"
         "    self.__class__ = _cls\n    return self\n"
     )
-    namespace: dict[str, Any] = {"_cls": cls}
+    namespace: dict[str, Any] = {"_cls": cls, "_new": object.__new__}
     exec(source, namespace)
     build: Callable[..., T] = namespace["build"]
     return build
