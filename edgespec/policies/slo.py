@@ -67,36 +67,14 @@ DeadlineFunction = Callable[[float, float, float, int, float, float, float], flo
 expected_accepted, draft_s, network_s), all positional (hosts call it per round)."""
 
 
-def _pace_rule(
-    tokens_per_s: float,
-    arrival_s: float,
-    start_s: float,
-    num_committed: int,
-    expected_accepted: float,
-    draft_s: float,
-    network_s: float,
-) -> float:
-    return pace_deadline_s(start_s, num_committed, tokens_per_s)
-
-
-def _token_speed_rule(
-    tokens_per_s: float,
-    arrival_s: float,
-    start_s: float,
-    num_committed: int,
-    expected_accepted: float,
-    draft_s: float,
-    network_s: float,
-) -> float:
-    return arrival_s + token_speed_budget_s(expected_accepted, tokens_per_s, draft_s, network_s)
-
-
+# Parameters: (s_c, arrival, start, committed, N̂ᵛ, T_draft, T_network), as DeadlineFunction.
 DEADLINE_FUNCTIONS: dict[DeadlineRule, DeadlineFunction] = {
-    "pace": _pace_rule,
-    "token_speed": _token_speed_rule,
+    "pace": lambda s_c, a, start, committed, n, d, w: start + (committed + 1) / s_c,
+    "token_speed": lambda s_c, a, start, committed, n, d, w: a + token_speed_budget_s(n, s_c, d, w),
 }
 """Each rule's deadline as a :data:`DeadlineFunction` (what :func:`verification_deadline_s`
-computes, for a class with a token-speed target)."""
+computes, for a class with a token-speed target): ``pace`` is :func:`pace_deadline_s`,
+``token_speed`` the arrival plus :func:`token_speed_budget_s`."""
 
 
 def verification_deadline_s(

@@ -11,9 +11,10 @@ of an ARRIVE event. The window is either
 
 * the fast path's static γ, inlined (``engine.static_gamma``), or
 * the scenario's window policy, called every round with the session's
-  :class:`~edgespec.policies.inputs.WindowHistory` observation and its answer checked by
-  :func:`~edgespec.policies.contracts.check_window` (the queue depth it reports is the
-  queue as the ARRIVE events before this BATCH_END left it).
+  :class:`~edgespec.policies.inputs.WindowHistory` observation (or
+  :data:`~edgespec.policies.inputs.UNOBSERVED` for a policy that declares it reads none)
+  and its answer checked by :func:`~edgespec.policies.contracts.check_window` (the queue
+  depth it reports is the queue as the ARRIVE events before this BATCH_END left it).
 
 ``tests/sim/test_fast_path.py`` and ``tests/sim/test_policy_path.py`` check that records
 are identical to the generic handlers'.
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from edgespec.core.types import BatchRecord
 from edgespec.policies.contracts import check_window
+from edgespec.policies.inputs import UNOBSERVED
 from edgespec.sim import inbound as inbound_heaps
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState
@@ -109,7 +111,7 @@ def distributed_batch_end(
     assert engine.distributed and not engine.record_rounds
     window = engine.window
     next_window = window.next_window
-    observe = gamma_static is None
+    observe = engine.observes  # else the policy gets UNOBSERVED (inputs.observes)
     key_base = _KEY_BASE if gamma_static is None else gamma_static + 1
     accepted = engine.acceptance.accepted
     sink_batch = engine.sink.batch
@@ -207,17 +209,19 @@ def distributed_batch_end(
             while kv_total > kv_budget and kv:
                 kv_total -= kv_pop(next(iter(kv)))
             # Simulation._begin_round at the delivery, inline.
-            if observe:
-                history = s.history
-                history.record_round(
-                    s.gamma, gamma, num_acc, total, s.round_up_s + down, depth, deliver
+            if gamma_static is not None:
+                chosen = gamma_static
+            else:
+                chosen = next_window(  # the observation at the delivery: the round's start
+                    s.history.record_round(
+                        s.gamma, gamma, num_acc, total, s.round_up_s + down, depth, deliver
+                    )
+                    if observe
+                    else UNOBSERVED
                 )
-                chosen = next_window(history.observation(deliver))
                 if type(chosen) is not int or chosen < 1:  # else check_window passes it
                     chosen = check_window(window, chosen)
                 s.gamma = chosen
-            else:
-                chosen = gamma_static  # type: ignore[assignment]
             gamma = chosen if chosen < remaining - 1 else remaining - 1
             s.gamma_eff = s.sent = gamma
             context = prompt + total

@@ -91,7 +91,7 @@ def pending_entry(s: Session, cached: int, rule: DeadlineRule = "pace") -> Pendi
     tokens resident (the rest of its context is new)."""
     request = s.request
     sent = s.sent
-    expected = expected_accepted(s)
+    expected = acceptance_estimate(s.num_positions, s.num_accepted) * s.gamma_eff
     return _pending_verification(
         s.entry_id,
         request.request_id,

@@ -8,6 +8,7 @@ from typing import ClassVar, Protocol
 from edgespec.core.types import BatchRecord, Request, RequestRecord, RoundRecord, ServerLoad
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.contracts import check_window
+from edgespec.policies.inputs import UNOBSERVED, observes
 from edgespec.policies.interfaces import BatchLimits
 from edgespec.policies.routing import JoinShortestQueueRouting
 from edgespec.policies.window import StaticWindow
@@ -84,6 +85,8 @@ class Simulation:
         fast = scenario.fast_path and not blockers
         window = policies.window
         self.static_gamma = window.gamma if fast and type(window) is StaticWindow else None
+        # the policy is called with its sessions' histories (inputs.observes), or UNOBSERVED
+        self.observes = self.static_gamma is None and observes(window)
         self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
@@ -206,7 +209,9 @@ class Simulation:
             chosen = self.static_gamma
             if chosen is None:
                 window = self.window
-                chosen = window.next_window(s.history.observation(t))
+                chosen = window.next_window(
+                    s.history.observation(t) if self.observes else UNOBSERVED
+                )
                 if type(chosen) is not int or chosen < 1:  # else check_window passes it
                     chosen = check_window(window, chosen)
             s.gamma = chosen
@@ -315,7 +320,7 @@ class Simulation:
         verify = t - start
         accepted = self.acceptance.accepted
         distributed = self.distributed
-        observed = self.static_gamma is None  # the window policy will see this round
+        observed = self.observes  # the window policy will see this round
         depth = len(server.queue)  # reported with the verdict (the loop leaves it alone)
         record_rounds = self.record_rounds
         hops = self.hops

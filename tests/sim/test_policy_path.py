@@ -11,6 +11,7 @@ import pytest
 
 from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies import registry
+from edgespec.policies.inputs import UNOBSERVED
 from edgespec.policies.interfaces import BatchLimits, WindowObservation
 from edgespec.policies.slo import DeadlineRule
 from edgespec.sim import choice, engine
@@ -90,6 +91,40 @@ def test_specialised_batch_end_equals_generic_handlers(
     assert specialised.requests == generic.requests
     assert specialised.batches == generic.batches
     assert specialised.num_events < generic.num_events  # no ARRIVE events
+
+
+@dataclass
+class _CountingWindow:
+    """γ = 3 (test-only), counting its calls and the observations it got."""
+
+    observes: bool
+    calls: int = 0
+    unobserved: int = 0
+
+    def next_window(self, obs: WindowObservation) -> int:
+        self.calls += 1
+        self.unobserved += obs is UNOBSERVED
+        return 3
+
+
+@pytest.mark.parametrize("record_rounds", [True, False])
+def test_window_policy_that_does_not_observe(
+    record_rounds: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window policy declaring ``observes = False`` is still called every round (and
+    gives the same records), with UNOBSERVED instead of its session's history."""
+    results = {}
+    for observing in (True, False):
+        policy = _CountingWindow(observing)
+        monkeypatch.setitem(registry.WINDOW, "counting", lambda p=policy: p)
+        overrides = ["policies.window.name=counting", f"record_rounds={record_rounds}".lower()]
+        result = simulate(scenario_from_dict(tiny_scenario(), [*overrides, "fast_path=false"]))
+        assert 100 < result.num_rounds <= policy.calls <= result.num_rounds + 12  # 12 in flight
+        assert policy.unobserved == (0 if observing else policy.calls)
+        results[observing] = result
+    assert results[True].requests == results[False].requests
+    assert results[True].batches == results[False].batches
+    assert results[True].rounds == results[False].rounds
 
 
 @dataclass(frozen=True)
