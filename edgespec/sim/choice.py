@@ -113,12 +113,14 @@ def select_batch(
     limits: tuple[BatchLimits, BatchLimits],
     rule: DeadlineRule = "pace",
 ) -> list[Session]:
-    """The sessions ``policy`` puts in the next batch, removed from ``server.queue`` with
-    their (new, cached) sizes set; ``limits`` = (normal, forced), forced when every active
-    session is queued (nothing else in flight, so the policy must choose something).
+    """The sessions ``policy`` puts in the next batch, removed from ``server.queue``;
+    ``limits`` = (normal, forced), forced when every active session is queued (nothing
+    else in flight, so the policy must choose something).
 
     Each queued block's :class:`PendingVerification` is built once and kept on its
-    session (``Session.pending``) while it waits. Only its KV can change meanwhile (LRU
+    session (``Session.pending``, where the dispatch reads the chosen blocks' sizes; the
+    next block, with another ``entry_id``, gets its own) while it waits. Only its KV can
+    change meanwhile (LRU
     eviction by another session's pass: ``num_cached_tokens`` drops to 0), so an entry
     whose resident KV differs from its ``num_cached_tokens`` is rebuilt; every other
     field is fixed from the block's arrival until its batch."""
@@ -149,9 +151,4 @@ def select_batch(
             else:
                 rest.append(s)
     server.queue = rest
-    chosen = [taken[i] for i in entry_ids]
-    for s in chosen:
-        entry = by_id[s.entry_id]
-        s.batch_new, s.batch_cached = entry.num_new_tokens, entry.num_cached_tokens
-        s.pending = None
-    return chosen
+    return [taken[i] for i in entry_ids]

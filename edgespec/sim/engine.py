@@ -85,8 +85,7 @@ class Simulation:
         fast = scenario.fast_path and not blockers
         window = policies.window
         self.static_gamma = window.gamma if fast and type(window) is StaticWindow else None
-        # the policy is called with its sessions' histories (inputs.observes), or UNOBSERVED
-        self.observes = self.static_gamma is None and observes(window)
+        self.observes = self.static_gamma is None and observes(window)  # else UNOBSERVED
         self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
@@ -124,8 +123,7 @@ class Simulation:
         self.q = EventQueue()
 
     def handlers(self) -> list[Handler]:
-        """Handlers by event kind: the generic methods below, or the closures of
-        batchend.py, inbound.py and (fast path) fastpath.py."""
+        """Handlers by event kind: these methods, or batchend/inbound/fastpath closures."""
         dispatch: Handler = self._dispatch
         if self.fcfs_inline:
             dispatch = fcfs_dispatch(self, BATCH_END)
@@ -295,7 +293,9 @@ class Simulation:
             return
         n_lin = n_int = n_cached = 0
         for s in chosen:
-            new, cached = s.batch_new, s.batch_cached
+            entry = s.pending  # what the policy chose (select_batch)
+            assert entry is not None
+            new, cached = entry.num_new_tokens, entry.num_cached_tokens
             n_lin += new
             n_int += (cached + new) * new
             n_cached += cached
