@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
+from edgespec.core.frozen import frozen_builder
 from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies.interfaces import BatchLimits
 
@@ -18,20 +20,25 @@ def _take_within_limits(
     otherwise an oversized request would block the queue forever.
     """
     chosen: list[int] = []
+    max_size = limits.max_batch_size
+    max_tokens = limits.max_batch_tokens
+    max_context = limits.max_context_tokens
     num_tokens = num_context = 0
     for entry in candidates:
-        if len(chosen) >= limits.max_batch_size:
+        if len(chosen) >= max_size:
             break
-        fits = (
-            num_tokens + entry.num_new_tokens <= limits.max_batch_tokens
-            and num_context + entry.num_context_tokens <= limits.max_context_tokens
-        )
-        if chosen and not fits:
+        new = entry.num_new_tokens
+        context = entry.num_cached_tokens + new  # entry.num_context_tokens
+        if chosen and (num_tokens + new > max_tokens or num_context + context > max_context):
             continue
         chosen.append(entry.entry_id)
-        num_tokens += entry.num_new_tokens
-        num_context += entry.num_context_tokens
+        num_tokens += new
+        num_context += context
     return tuple(chosen)
+
+
+_ARRIVAL_ORDER = attrgetter("enqueued_s", "entry_id")
+_plan = frozen_builder(BatchPlan)  # BatchPlan(entry_ids, reason), built once per decision
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +48,7 @@ class FcfsBatching:
     def select(
         self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits
     ) -> BatchPlan:
-        ordered = sorted(queue, key=lambda e: (e.enqueued_s, e.entry_id))
-        return BatchPlan(_take_within_limits(ordered, limits), reason="fcfs")
+        return _plan(_take_within_limits(sorted(queue, key=_ARRIVAL_ORDER), limits), "fcfs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +67,7 @@ class LengthAwareBatching:
     ) -> BatchPlan:
         if not queue:
             return BatchPlan((), reason="lab:empty")
-        head = min(queue, key=lambda e: (e.enqueued_s, e.entry_id))
+        head = min(queue, key=_ARRIVAL_ORDER)
         head_len = head.num_context_tokens
         others = [e for e in queue if e.entry_id != head.entry_id and self._close(e, head_len)]
         others.sort(key=lambda e: (abs(e.num_context_tokens - head_len), e.enqueued_s, e.entry_id))

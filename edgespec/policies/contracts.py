@@ -54,11 +54,12 @@ def batch_plan_problem(
             return f"chose entry ids {unknown} that are not in the queue"
         tokens += entry.num_new_tokens
         context += entry.num_cached_tokens + entry.num_new_tokens  # num_context_tokens
-    if len(set(ids)) != len(ids):
+    size = len(ids)
+    if size > 1 and len(set(ids)) != size:
         return f"chose an entry more than once: {list(ids)}"
-    if len(ids) > limits.max_batch_size:
-        return f"chose {len(ids)} entries; max_batch_size is {limits.max_batch_size}"
-    if len(ids) > 1:
+    if size > limits.max_batch_size:
+        return f"chose {size} entries; max_batch_size is {limits.max_batch_size}"
+    if size > 1:
         if tokens > limits.max_batch_tokens:
             return f"chose {tokens} new tokens; max_batch_tokens is {limits.max_batch_tokens}"
         if context > limits.max_context_tokens:

@@ -8,7 +8,13 @@ Each host keeps one :class:`WindowHistory` per session. Call order, every round:
    the tokens still to generate (at most remaining − 1, at least 1: a verification always
    carries a draft token) and drafts.
 2. After the verdict: ``history.record(outcome, now_s)`` with a :class:`RoundOutcome` (or
-   ``history.record_round(...)`` with its fields, which the simulator uses).
+   ``history.record_round(...)`` with its fields, which the simulator uses: it returns the
+   observation at ``now_s``, which the simulator passes on when the next round starts then).
+
+A policy whose ``next_window`` reads nothing of its observation may say so with a class
+attribute ``observes = False`` (:class:`~edgespec.policies.window.StaticWindow` does; see
+:func:`observes`). A host may then skip the history and pass :data:`UNOBSERVED` every
+round; the policy is still called every round and its answer still checked.
 
 Meanings (:class:`~edgespec.policies.interfaces.WindowObservation`), the same in both hosts:
 
@@ -28,10 +34,22 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from edgespec.core.frozen import frozen_builder
 from edgespec.policies.interfaces import WindowObservation
 
 RECENT_ROUNDS = 4
 """Rounds in ``recent_acceptance``."""
+
+_observation = frozen_builder(WindowObservation)  # WindowObservation(...), built per round
+
+UNOBSERVED = WindowObservation(previous_gamma=0, recent_acceptance=None)
+"""What a host may pass to a window policy that does not observe (:func:`observes`)."""
+
+
+def observes(policy: object) -> bool:
+    """Whether the window policy reads its observation: unless it declares
+    ``observes = False``, it does."""
+    return getattr(policy, "observes", True) is not False
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,31 +115,45 @@ class WindowHistory:
         network_s: float,
         queue_depth: int,
         now_s: float,
-    ) -> None:
-        """:meth:`record` with the :class:`RoundOutcome` fields passed one by one."""
-        if self._first_token_s is None and num_committed_total > 0:
-            self._first_token_s = now_s
+    ) -> WindowObservation:
+        """:meth:`record` with the :class:`RoundOutcome` fields passed one by one. Returns
+        :meth:`observation` at ``now_s`` (for a host that starts the next round at once)."""
+        first = self._first_token_s
+        if first is None and num_committed_total > 0:
+            first = self._first_token_s = now_s
         recent = self._recent
         recent.append((num_drafted, num_accepted))
-        self._drafted += num_drafted
-        self._accepted += num_accepted
+        drafted = self._drafted + num_drafted
+        accepted = self._accepted + num_accepted
         if len(recent) > RECENT_ROUNDS:
-            drafted, accepted = recent.popleft()
-            self._drafted -= drafted
-            self._accepted -= accepted
+            old_drafted, old_accepted = recent.popleft()
+            drafted -= old_drafted
+            accepted -= old_accepted
+        self._drafted = drafted
+        self._accepted = accepted
         self._rounds += 1
         self._gamma = gamma
         self._last_accepted = num_accepted
         self._committed = num_committed_total
         self._network_s = network_s
         self._queue_depth = queue_depth
+        return _observation(
+            gamma,
+            accepted / drafted if drafted else None,
+            num_accepted,
+            queue_depth,
+            network_s,
+            (now_s - first) / (num_committed_total - 1)
+            if first is not None and num_committed_total > 1
+            else None,
+        )
 
     def observation(self, now_s: float) -> WindowObservation:
         if not self._rounds:
             return WindowObservation(previous_gamma=0, recent_acceptance=None)
         committed = self._committed
         first = self._first_token_s
-        return WindowObservation(
+        return _observation(
             self._gamma,
             self._accepted / self._drafted if self._drafted else None,
             self._last_accepted,

@@ -26,6 +26,7 @@ Two rules, chosen by name (scenario ``deadline_rule``, server ``deadline_rule``)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 DeadlineRule = Literal["pace", "token_speed"]
@@ -61,6 +62,21 @@ def token_speed_budget_s(
     return expected_accepted / tokens_per_s - draft_s - network_s
 
 
+DeadlineFunction = Callable[[float, float, float, int, float, float, float], float]
+"""A rule's deadline from (tokens_per_s, arrival_s, start_s, num_committed,
+expected_accepted, draft_s, network_s), all positional (hosts call it per round)."""
+
+
+# Parameters: (s_c, arrival, start, committed, N̂ᵛ, T_draft, T_network), as DeadlineFunction.
+DEADLINE_FUNCTIONS: dict[DeadlineRule, DeadlineFunction] = {
+    "pace": lambda s_c, a, start, committed, n, d, w: start + (committed + 1) / s_c,
+    "token_speed": lambda s_c, a, start, committed, n, d, w: a + token_speed_budget_s(n, s_c, d, w),
+}
+"""Each rule's deadline as a :data:`DeadlineFunction` (what :func:`verification_deadline_s`
+computes, for a class with a token-speed target): ``pace`` is :func:`pace_deadline_s`,
+``token_speed`` the arrival plus :func:`token_speed_budget_s`."""
+
+
 def verification_deadline_s(
     rule: DeadlineRule,
     tokens_per_s: float | None,
@@ -80,6 +96,6 @@ def verification_deadline_s(
     """
     if tokens_per_s is None:
         return None
-    if rule == "pace":
-        return pace_deadline_s(start_s, num_committed, tokens_per_s)
-    return arrival_s + token_speed_budget_s(expected_accepted, tokens_per_s, draft_s, network_s)
+    return DEADLINE_FUNCTIONS[rule](
+        tokens_per_s, arrival_s, start_s, num_committed, expected_accepted, draft_s, network_s
+    )

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from edgespec.policies.interfaces import WindowObservation
 
 
 @dataclass(frozen=True, slots=True)
 class StaticWindow:
-    """Always the same γ."""
+    """Always the same γ (it reads nothing of the observation: ``observes`` is False, see
+    :func:`edgespec.policies.inputs.observes`)."""
 
+    observes: ClassVar[bool] = False
     gamma: int = 4
 
     def __post_init__(self) -> None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from edgespec.core.frozen import frozen_builder
 from edgespec.core.types import PendingVerification, ServerLoad
 from edgespec.policies.contracts import check_batch_plan, check_route
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, RoutingPolicy
-from edgespec.policies.slo import DeadlineRule, acceptance_estimate, verification_deadline_s
+from edgespec.policies.slo import DEADLINE_FUNCTIONS, DeadlineRule, acceptance_estimate
 from edgespec.sim.entities import ServerState, Session
 
 
@@ -56,21 +57,22 @@ def expected_accepted(s: Session) -> float:
     return acceptance_estimate(s.num_positions, s.num_accepted) * s.gamma_eff
 
 
-def round_deadline_s(s: Session, rule: DeadlineRule) -> float | None:
+def round_deadline_s(s: Session, rule: DeadlineRule, expected: float | None = None) -> float | None:
     """The deadline of the block ``s`` has queued (:mod:`edgespec.policies.slo`), from what
     the real server knows at its arrival: the arrival time, the request's start, the tokens
-    committed so far, this block's draft time and the previous round's network time."""
-    if s.slo_tokens_per_s is None:
+    committed so far, this block's draft time and the previous round's network time
+    (``expected``: :func:`expected_accepted`, when the caller has it)."""
+    tokens_per_s = s.slo_tokens_per_s
+    if tokens_per_s is None:
         return None
-    return verification_deadline_s(
-        rule,
-        s.slo_tokens_per_s,
-        arrival_s=s.enqueued_s,
-        start_s=s.request.arrival_s,
-        num_committed=s.committed,
-        expected_accepted=expected_accepted(s),
-        draft_s=s.round_draft_s,
-        network_s=s.last_network_s,
+    return DEADLINE_FUNCTIONS[rule](
+        tokens_per_s,
+        s.enqueued_s,
+        s.request.arrival_s,
+        s.committed,
+        expected_accepted(s) if expected is None else expected,
+        s.round_draft_s,
+        s.last_network_s,
     )
 
 
@@ -81,21 +83,26 @@ def batch_shape(s: Session, server: ServerState) -> tuple[int, int]:
     return context - cached, cached
 
 
+_pending_verification = frozen_builder(PendingVerification)  # one per round: built fast
+
+
 def pending_entry(s: Session, cached: int, rule: DeadlineRule = "pace") -> PendingVerification:
     """What the batching policy sees of the block ``s`` has queued, with ``cached`` KV
     tokens resident (the rest of its context is new)."""
     request = s.request
-    return PendingVerification(
+    sent = s.sent
+    expected = acceptance_estimate(s.num_positions, s.num_accepted) * s.gamma_eff
+    return _pending_verification(
         s.entry_id,
         request.request_id,
         request.client_id,
         s.enqueued_s,
-        s.sent,
-        request.num_prompt_tokens + s.committed + s.sent - cached,
+        sent,
+        request.num_prompt_tokens + s.committed + sent - cached,
         cached,
         request.slo_class,
-        round_deadline_s(s, rule),
-        expected_accepted(s),
+        round_deadline_s(s, rule, expected),
+        expected,
     )
 
 
@@ -106,26 +113,27 @@ def select_batch(
     limits: tuple[BatchLimits, BatchLimits],
     rule: DeadlineRule = "pace",
 ) -> list[Session]:
-    """The sessions ``policy`` puts in the next batch, removed from ``server.queue`` with
-    their (new, cached) sizes set; ``limits`` = (normal, forced), forced when every active
-    session is queued (nothing else in flight, so the policy must choose something).
+    """The sessions ``policy`` puts in the next batch, removed from ``server.queue``;
+    ``limits`` = (normal, forced), forced when every active session is queued (nothing
+    else in flight, so the policy must choose something).
 
     Each queued block's :class:`PendingVerification` is built once and kept on its
-    session (``Session.pending``) while it waits. Only its KV can change meanwhile (LRU
+    session (``Session.pending``, where the dispatch reads the chosen blocks' sizes; the
+    next block, with another ``entry_id``, gets its own) while it waits. Only its KV can
+    change meanwhile (LRU
     eviction by another session's pass: ``num_cached_tokens`` drops to 0), so an entry
     whose resident KV differs from its ``num_cached_tokens`` is rebuilt; every other
     field is fixed from the block's arrival until its batch."""
     queue = server.queue
     kv_get = server.kv.get
     by_id: dict[int, PendingVerification] = {}
-    pending = []
     for s in queue:
         entry = s.pending
         cached = kv_get(s.index, 0)
         if entry is None or entry.entry_id != s.entry_id or entry.num_cached_tokens != cached:
             entry = s.pending = pending_entry(s, cached, rule)
         by_id[entry.entry_id] = entry
-        pending.append(entry)
+    pending = [*by_id.values()]  # queue order
     limit = limits[server.num_active == len(queue)]
     entry_ids = check_batch_plan(policy, policy.select(pending, t, limit), pending, limit, by_id)
     if not entry_ids:
@@ -143,9 +151,4 @@ def select_batch(
             else:
                 rest.append(s)
     server.queue = rest
-    chosen = [taken[i] for i in entry_ids]
-    for s in chosen:
-        entry = by_id[s.entry_id]
-        s.batch_new, s.batch_cached = entry.num_new_tokens, entry.num_cached_tokens
-        s.pending = None
-    return chosen
+    return [taken[i] for i in entry_ids]

@@ -8,12 +8,14 @@ from typing import ClassVar, Protocol
 from edgespec.core.types import BatchRecord, Request, RequestRecord, RoundRecord, ServerLoad
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.contracts import check_window
+from edgespec.policies.inputs import UNOBSERVED, observes
 from edgespec.policies.interfaces import BatchLimits
 from edgespec.policies.routing import JoinShortestQueueRouting
 from edgespec.policies.window import StaticWindow
 from edgespec.sim import inbound
 from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
+from edgespec.sim.batchend import distributed_batch_end
 from edgespec.sim.build import Policies
 from edgespec.sim.choice import round_deadline_s, route_by_policy, route_jsq, select_batch
 from edgespec.sim.cost_models import decode_steps_s
@@ -24,7 +26,6 @@ from edgespec.sim.fastpath import (
     dispatch_when_alone,
     fast_path_blockers,
     fcfs_dispatch,
-    static_distributed_batch_end,
 )
 from edgespec.sim.kernel import EventQueue, Handler
 from edgespec.sim.network import downlink_bytes, uplink_bytes
@@ -82,13 +83,14 @@ class Simulation:
         self.mode = scenario.mode
         self.centralized = scenario.mode == "centralized"
         self.distributed = scenario.mode == "distributed"
-        blockers = fast_path_blockers(devices, servers) if scenario.fast_path else []
+        blockers = fast_path_blockers(devices, servers)
         self.stop = stop
-        if stop is not None and scenario.fast_path:
+        if stop is not None:  # neither the fast path nor batchend.py cuts blocks short
             blockers.append("a stop predictor cuts blocks short")
         fast = scenario.fast_path and not blockers
         window = policies.window
         self.static_gamma = window.gamma if fast and type(window) is StaticWindow else None
+        self.observes = self.static_gamma is None and observes(window)  # else UNOBSERVED
         self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
@@ -96,13 +98,14 @@ class Simulation:
         self.path = describe_path(self, scenario.fast_path, blockers)
         # Token-tree traces replay their captured rounds (trace.draft_tree), by request id.
         self.trees = {e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds}
-        # The specialised BATCH_END (fastpath.py; chains only) and no ARRIVE events (inbound.py).
+        # The specialised BATCH_END (batchend.py; chains only) and no ARRIVE events (inbound.py).
         self.deadline_rule = scenario.deadline_rule
         self.lazy = (
-            self.static_gamma is not None
+            not blockers
             and self.distributed
             and not record_rounds
             and not self.trees
+            and not self.hops
         )
         self.send_probs = scenario.temperature > 0
         self.route_rng = spawn_generator(scenario.seed, "routing")
@@ -125,24 +128,17 @@ class Simulation:
         self.q = EventQueue()
 
     def handlers(self) -> list[Handler]:
-        """Handlers by event kind; the fast path swaps in the closures of fastpath.py."""
-        if not self.fast:
-            return [
-                self._batch_end,
-                self._deliver,
-                self._draft_done,
-                self._arrive,
-                self.arrivals.on_request,
-                self._dispatch,
-            ]
+        """Handlers by event kind: these methods, or batchend/inbound/fastpath closures."""
         dispatch: Handler = self._dispatch
         if self.fcfs_inline:
             dispatch = fcfs_dispatch(self, BATCH_END)
+        inline = dispatch if self.fast else None  # the fast path dispatches at once
         batch_end: Handler = self._batch_end
+        arrive: Handler = self._arrive
         if self.lazy:
-            batch_end = static_distributed_batch_end(self, dispatch, ARRIVE, DELIVER, DISPATCH)
-            arrive = inbound.wake_handler(self, dispatch, ARRIVE, DISPATCH)
-        else:
+            batch_end = distributed_batch_end(self, inline, ARRIVE, DELIVER, DISPATCH)
+            arrive = inbound.wake_handler(self, inline, ARRIVE, DISPATCH)
+        elif self.fast:
             arrive = dispatch_when_alone(self, dispatch, DISPATCH)
         return [
             batch_end,
@@ -191,7 +187,7 @@ class Simulation:
         slo = self.scenario.slo_classes[request.slo_class]
         session = Session(index, request, dev, server, seq, slo)
         session.tree = self.trees.get(request.request_id)
-        if self.fast and seq and type(self.acceptance) is TraceAcceptance:
+        if self.lazy and seq and type(self.acceptance) is TraceAcceptance:
             session.runs = self._accept_runs(seq)
         dev.session = session
         server.num_active += 1
@@ -216,7 +212,9 @@ class Simulation:
             chosen = self.static_gamma
             if chosen is None:
                 window = self.window
-                chosen = window.next_window(s.history.observation(t))
+                chosen = window.next_window(
+                    s.history.observation(t) if self.observes else UNOBSERVED
+                )
                 if type(chosen) is not int or chosen < 1:  # else check_window passes it
                     chosen = check_window(window, chosen)
             s.gamma = chosen
@@ -313,7 +311,9 @@ class Simulation:
             return
         n_lin = n_int = n_cached = 0
         for s in chosen:
-            new, cached = s.batch_new, s.batch_cached
+            entry = s.pending  # what the policy chose (select_batch)
+            assert entry is not None
+            new, cached = entry.num_new_tokens, entry.num_cached_tokens
             n_lin += new
             n_int += (cached + new) * new
             n_cached += cached
@@ -338,7 +338,7 @@ class Simulation:
         verify = t - start
         accepted = self.acceptance.accepted
         distributed = self.distributed
-        observed = self.static_gamma is None  # the window policy will see this round
+        observed = self.observes  # the window policy will see this round
         depth = len(server.queue)  # reported with the verdict (the loop leaves it alone)
         record_rounds = self.record_rounds
         hops = self.hops

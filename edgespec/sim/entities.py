@@ -21,8 +21,6 @@ class Session:
     """One request being served: its progress and per-round scratch values."""
 
     __slots__ = (
-        "batch_cached",
-        "batch_new",
         "committed",
         "device",
         "draft_s",
@@ -87,7 +85,6 @@ class Session:
         self.first_token_s = -1.0
         self.enqueued_s = self.round_start_s = self.round_draft_s = self.round_up_s = 0.0
         self.entry_id = 0
-        self.batch_new = self.batch_cached = 0
         # What the batching policy sees of the queued block (edgespec.sim.choice).
         self.pending: PendingVerification | None = None
 

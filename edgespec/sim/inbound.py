@@ -79,9 +79,11 @@ def send(engine: Simulation, arrival_s: float, s: Session, wake_kind: int) -> No
 
 
 def wake_handler(
-    engine: Simulation, dispatch: Handler, wake_kind: int, dispatch_kind: int
+    engine: Simulation, dispatch: Handler | None, wake_kind: int, dispatch_kind: int
 ) -> Handler:
-    """The WAKE event (in ARRIVE's slot): what the ARRIVE finding the server idle does."""
+    """The WAKE event (in ARRIVE's slot): what the ARRIVE finding the server idle does.
+    ``dispatch`` (the fast path): run at once when no other event shares the time;
+    ``None``: a DISPATCH event every time."""
     push = engine.q.raw_push()
     heap = engine.q.heap
 
@@ -94,7 +96,7 @@ def wake_handler(
         drain(server, t)
         if server.num_enqueued == before:  # stale: its block went with an earlier batch
             arm(engine, server, wake_kind)
-        elif heap and heap[0][0] <= t:
+        elif dispatch is None or (heap and heap[0][0] <= t):
             server.dispatch_pending = True
             push(t, dispatch_kind, server.server_id, server)
         else:  # no other event at t: the DISPATCH would run next anyway

@@ -1,5 +1,6 @@
 """The policy-calling (straightforward) path's shortcuts: hops folded into the events
-around them, and the batching policy's queue view kept between dispatches."""
+around them, the specialised BATCH_END without ARRIVE events (batchend.py, inbound.py),
+and the batching policy's queue view kept between dispatches."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 
 from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies import registry
-from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.inputs import UNOBSERVED
+from edgespec.policies.interfaces import BatchLimits, WindowObservation
 from edgespec.policies.slo import DeadlineRule
 from edgespec.sim import choice, engine
 from edgespec.sim.entities import ServerState, Session
@@ -47,6 +49,82 @@ def test_folded_hops_equal_every_hop(name: str, monkeypatch: pytest.MonkeyPatch)
     assert folded.batches == hops.batches
     assert folded.rounds == hops.rounds
     assert folded.num_events < hops.num_events
+
+
+@dataclass(frozen=True)
+class _DepthWindow:
+    """γ from the queue depth and the last verdict (test-only): windows longer than the
+    latency tables start with, and answers that depend on the reported queue depth."""
+
+    def next_window(self, obs: WindowObservation) -> int:
+        return 1 + 3 * obs.queue_depth + 2 * (obs.last_num_accepted or 0)
+
+
+SPECIALISED_CASES = {
+    **{name: overrides for name, overrides in CASES.items() if name in ("static", "dynamic-lab")},
+    "dynamic-kv-eviction-no-jitter": [
+        "policies.window.name=dynamic",
+        "auto_topology.servers.0.kv_budget_tokens=300",
+        "links.wan.jitter_ms=0",
+    ],
+    "jitter-without-loss": ["links.wan.loss_rate=0", "policies.window.name=dynamic"],
+    "wisp-token-speed": [
+        "policies.batching={name: wisp, params: {profile: a100-qwen3-32b}}",
+        "deadline_rule=token_speed",
+    ],
+    "depth-window": ["policies.window.name=depth", "auto_topology.servers.0.count=1"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECIALISED_CASES))
+def test_specialised_batch_end_equals_generic_handlers(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without round records, a distributed run calls the policies from the specialised
+    BATCH_END with no ARRIVE events; it gives the generic handlers' records."""
+    monkeypatch.setitem(registry.WINDOW, "depth", _DepthWindow)
+    overrides = [*SPECIALISED_CASES[name], "fast_path=false", "record_rounds=false"]
+    specialised = simulate(scenario_from_dict(tiny_scenario(), overrides))
+    monkeypatch.setattr(engine.Simulation, "every_hop", True)
+    generic = simulate(scenario_from_dict(tiny_scenario(), overrides))
+    assert specialised.num_rounds == generic.num_rounds > 100
+    assert specialised.requests == generic.requests
+    assert specialised.batches == generic.batches
+    assert specialised.num_events < generic.num_events  # no ARRIVE events
+
+
+@dataclass
+class _CountingWindow:
+    """γ = 3 (test-only), counting its calls and the observations it got."""
+
+    observes: bool
+    calls: int = 0
+    unobserved: int = 0
+
+    def next_window(self, obs: WindowObservation) -> int:
+        self.calls += 1
+        self.unobserved += obs is UNOBSERVED
+        return 3
+
+
+@pytest.mark.parametrize("record_rounds", [True, False])
+def test_window_policy_that_does_not_observe(
+    record_rounds: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window policy declaring ``observes = False`` is still called every round (and
+    gives the same records), with UNOBSERVED instead of its session's history."""
+    results = {}
+    for observing in (True, False):
+        policy = _CountingWindow(observing)
+        monkeypatch.setitem(registry.WINDOW, "counting", lambda p=policy: p)
+        overrides = ["policies.window.name=counting", f"record_rounds={record_rounds}".lower()]
+        result = simulate(scenario_from_dict(tiny_scenario(), [*overrides, "fast_path=false"]))
+        assert 100 < result.num_rounds <= policy.calls <= result.num_rounds + 12  # 12 in flight
+        assert policy.unobserved == (0 if observing else policy.calls)
+        results[observing] = result
+    assert results[True].requests == results[False].requests
+    assert results[True].batches == results[False].batches
+    assert results[True].rounds == results[False].rounds
 
 
 @dataclass(frozen=True)
