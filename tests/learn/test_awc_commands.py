@@ -1,0 +1,28 @@
+"""`edgespec train awc-data --quick` on a local Ray, then `edgespec train awc` on what it
+wrote: the CI path the DSD issue asks for, end to end through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+pytest.importorskip("torch")
+
+from edgespec.cli import main
+from edgespec.policies.awc import load_wc_dnn
+
+
+def test_quick_dataset_on_local_ray_then_training(tmp_path: Path) -> None:
+    data = tmp_path / "awc-data"
+    assert main(["train", "awc-data", "--quick", "--out", str(data), "--workers", "2"]) == 0
+    assert sorted(p.name for p in (data / "contexts").iterdir()) == [
+        f"s{i:05d}.parquet" for i in range(4)
+    ]
+    weights = tmp_path / "wc-dnn.json"
+    code = main(["train", "awc", "--data", str(data), "--out", str(weights), "--epochs", "3"])
+    assert code == 0
+    assert json.loads(weights.read_text())["kind"] == "wc-dnn"
+    load_wc_dnn(str(weights))  # the numpy policy reads what training wrote
