@@ -12,6 +12,7 @@ docs/LEARN.md.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import shlex
@@ -91,16 +92,15 @@ def run(args: argparse.Namespace) -> int:
             study = run_study(records, settings, log=lambda m: status.update(m[:120]))
     except ValueError as exc:
         raise UserInputError(str(exc)) from exc
-    policy = study.mlp
     meta = {
         "command": command,
         "trained": when,
         "k_max": args.k_max,
         "threshold_rule": "maximum balanced accuracy on the validation requests",
         "dataset": study.balance["all"],
-        "test": json.loads(json.dumps(study.to_json()["predictors"][0]["test"])),
+        "test": dataclasses.asdict(study.predictors[0].test),
     }
-    policy = type(policy)(policy.mean, policy.scale, policy.layers, policy.threshold, meta)
+    policy = dataclasses.replace(study.mlp, metadata=meta)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(policy.to_json(), separators=(",", ":")) + "\n")
     markdown = study_markdown(study, command, when)

@@ -180,7 +180,9 @@ def replay_with_stops(
 ) -> WasteSummary:
     """Run every request's rounds with the predictor's per-position ``keeps`` (greedy):
     a round at ``s`` sends K_θ = kept_prefix(keep, s, γ), accepts min(L, K_θ), commits
-    that plus the target's token."""
+    that plus the target's token. After a round's first rejection the decisions on the
+    target's prefix stand in for those on the draft's own tokens (the training traces carry
+    no ``rejection_features``), which changes K_θ but never L or FP(r)."""
     rounds = wasted_sent = wasted_passes = sent_total = accepted_total = 0
     hits = np.zeros(k_max, dtype=np.int64)
     firsts = np.zeros(k_max, dtype=np.int64)

@@ -66,3 +66,24 @@ def test_study_runs_every_predictor_and_checks_theorem_1() -> None:
     text = study_markdown(study, "edgespec train stop-predictor ...", "2026-11-23")
     assert "## Dataset (Table 8)" in text and "| mlp |" in text
     assert study.mlp.threshold == study.predictors[0].threshold
+
+
+def test_train_stop_predictor_command(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from edgespec.cli import main
+    from edgespec.learn.trace import write_trace
+    from edgespec.policies.stop_drafting import load_stop_policy
+
+    traces = tmp_path / "traces"
+    write_trace(traces / "synthetic.jsonl", synthetic_records(30, 2))
+    out, report = tmp_path / "stop.json", tmp_path / "report"
+    args = ["train", "stop-predictor", "--traces", str(traces), "--out", str(out),
+            "--report-dir", str(report), "--mlp-trials", "1", "--tree-trials", "1",
+            "--latency-calls", "5"]  # fmt: skip
+    assert main(args) == 0
+    policy = load_stop_policy(str(out))
+    assert policy.metadata["dataset"]["requests"] == 30
+    assert policy.metadata["test"]["tp"] + policy.metadata["test"]["fn"] > 0
+    assert (report / "REPORT.md").read_text().startswith("# Rejection predictor study")
+    missing = tmp_path / "nowhere"
+    assert main(["train", "stop-predictor", "--traces", str(missing), "--out", str(out)]) == 2
+    assert f"--traces {missing}: no such file or directory" in capsys.readouterr().err

@@ -23,11 +23,8 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from tests.learn.test_trace_command import pair  # noqa: F401
 from tests.models.tiny import VOCAB, tiny_draft, tiny_target
-from tests.runtime.test_stop_drafting import (
-    ScriptedStop,
-    confidence_stop,
-    constant_stop,
-)
+from tests.policies.stop_helpers import confidence_stop, constant_stop
+from tests.runtime.test_stop_drafting import ScriptedStop
 
 ROUNDS = (TraceRound(2, 2, 1.0, 2.0, 3), TraceRound(0, 0, 1.0, 2.0, 1), TraceRound(4, 1, 1.0, 2.0))
 

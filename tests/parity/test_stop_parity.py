@@ -14,7 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -24,7 +23,7 @@ from edgespec.learn.capture import per_position_acceptance, rejection_continuati
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.registry import STOP, build_policy
 from edgespec.policies.routing import RoundRobinRouting
-from edgespec.policies.stop_drafting import DenseLayer, DraftStopPolicy, MlpStopPolicy
+from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
@@ -35,6 +34,7 @@ from edgespec.runtime.transport import RemoteVerifier
 from edgespec.sim.build import Policies
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
+from tests.policies.stop_helpers import confidence_stop
 from tests.runtime.conftest import start_server
 
 PROMPT = (7, 3, 9, 7, 3, 9, 7, 3, 12, 40, 7, 3, 9, 7)
@@ -42,19 +42,11 @@ MAX_NEW = 40
 GAMMA = 4
 
 
-def confidence_policy(min_confidence: float) -> MlpStopPolicy:
-    weight = np.zeros((5, 1))
-    weight[0, 0] = 200.0
-    return MlpStopPolicy(
-        np.zeros(5), np.ones(5), (DenseLayer(weight, np.array([-200.0 * min_confidence])),), 0.5
-    )
-
-
 def policies() -> dict[str, DraftStopPolicy]:
     """Every registered stop policy (defaults) and hand-built ones that stop often."""
     chosen: dict[str, DraftStopPolicy] = {name: build_policy("stop", name) for name in STOP}
     for level in (0.28, 0.33, 0.4):
-        chosen[f"confidence>={level}"] = confidence_policy(level)
+        chosen[f"confidence>={level}"] = confidence_stop(level)
     return chosen
 
 

@@ -11,7 +11,6 @@ import pytest
 
 from edgespec.policies.registry import PolicyConfigError, build_policy
 from edgespec.policies.stop_drafting import (
-    DenseLayer,
     MlpStopPolicy,
     StopPolicyContractError,
     checked_keep_mask,
@@ -19,18 +18,7 @@ from edgespec.policies.stop_drafting import (
     kept_prefix,
     load_stop_policy,
 )
-
-
-def confidence_policy(threshold: float = 0.5) -> MlpStopPolicy:
-    """P(accepted) = sigmoid(20·(confidence − 0.5)): keeps rows with confidence ≥ 0.5."""
-    w1 = np.zeros((5, 1))
-    w1[0, 0] = 1.0
-    return MlpStopPolicy(
-        mean=np.zeros(5),
-        scale=np.ones(5),
-        layers=(DenseLayer(w1, np.zeros(1)), DenseLayer(np.array([[20.0]]), np.array([-10.0]))),
-        threshold=threshold,
-    )
+from tests.policies.stop_helpers import confidence_stop
 
 
 def test_kept_prefix_is_eq25() -> None:
@@ -49,8 +37,8 @@ def test_draft_passes_count_the_stopped_token() -> None:
 
 def test_mlp_keeps_by_threshold() -> None:
     rows = np.array([[0.9, 0, 0, 0, 0], [0.45, 0, 0, 0, 0], [0.1, 0, 0, 0, 0]], dtype=float)
-    assert confidence_policy().keep_mask(rows).tolist() == [True, False, False]
-    assert confidence_policy(0.2).keep_mask(rows).tolist() == [True, True, False]
+    assert confidence_stop(gain=20.0).keep_mask(rows).tolist() == [True, False, False]
+    assert confidence_stop(gain=20.0, threshold=0.2).keep_mask(rows).tolist() == [True, True, False]
 
 
 def test_checked_keep_mask_rejects_bad_answers_and_inputs() -> None:
@@ -61,12 +49,12 @@ def test_checked_keep_mask_rejects_bad_answers_and_inputs() -> None:
     with pytest.raises(StopPolicyContractError, match="Broken returned bool of shape"):
         checked_keep_mask(Broken(), np.zeros((2, 5)))
     with pytest.raises(ValueError, match="n × 5"):
-        checked_keep_mask(confidence_policy(), np.zeros((2, 6)))
+        checked_keep_mask(confidence_stop(gain=20.0), np.zeros((2, 6)))
 
 
 def test_file_round_trip_and_errors(tmp_path: Path) -> None:
     path = tmp_path / "p.json"
-    path.write_text(json.dumps(confidence_policy(0.3).to_json()))
+    path.write_text(json.dumps(confidence_stop(gain=20.0, threshold=0.3).to_json()))
     loaded = load_stop_policy(str(path))
     assert loaded.threshold == 0.3
     assert load_stop_policy(str(path), threshold=0.8).threshold == 0.8

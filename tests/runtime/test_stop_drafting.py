@@ -16,7 +16,6 @@ torch = pytest.importorskip("torch")
 from edgespec.cli import main  # noqa: E402
 from edgespec.core.features import stop_features  # noqa: E402
 from edgespec.core.types import SamplingParams  # noqa: E402
-from edgespec.policies.stop_drafting import DenseLayer, MlpStopPolicy  # noqa: E402
 from edgespec.runtime.backends.base import DraftBackend, stopping_drafter  # noqa: E402
 from edgespec.runtime.backends.ngram import NgramDrafter  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
@@ -29,6 +28,7 @@ from edgespec.runtime.drafter import DraftOptions, generate  # noqa: E402
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode  # noqa: E402
 from edgespec.runtime.transport import RemoteVerifier  # noqa: E402
 from tests.models.tiny import tiny_draft  # noqa: E402
+from tests.policies.stop_helpers import confidence_stop, constant_stop  # noqa: E402
 from tests.runtime.conftest import ServerFactory  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -50,28 +50,6 @@ class ScriptedStop:
         ]
         self.seen.extend(np.asarray(features, dtype=np.float64))
         return np.asarray(keep, dtype=np.bool_)
-
-
-def confidence_stop(min_confidence: float, threshold: float = 0.5) -> MlpStopPolicy:
-    """Keeps a token iff its draft confidence ≥ ``min_confidence`` (one linear layer)."""
-    weight = np.zeros((5, 1))
-    weight[0, 0] = 200.0
-    return MlpStopPolicy(
-        mean=np.zeros(5),
-        scale=np.ones(5),
-        layers=(DenseLayer(weight, np.array([-200.0 * min_confidence])),),
-        threshold=threshold,
-    )
-
-
-def constant_stop(keep: bool) -> MlpStopPolicy:
-    """P(accepted) ≈ 1 (never stops) or ≈ 0 (stops at every position)."""
-    return MlpStopPolicy(
-        mean=np.zeros(5),
-        scale=np.ones(5),
-        layers=(DenseLayer(np.zeros((5, 1)), np.array([10.0 if keep else -10.0])),),
-        threshold=0.5,
-    )
 
 
 @pytest.mark.parametrize("kind", ["plain", "hybrid", "trimmed"])

@@ -12,29 +12,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from edgespec.config import ConfigError
-from edgespec.policies.stop_drafting import DenseLayer, MlpStopPolicy
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
+from tests.policies.stop_helpers import confidence_stop
 from tests.sim.helpers import hand_trace_scenario
 
 EXACT = {"abs": 1e-12}
 
 
 def confidence_policy_file(tmp_path: Path) -> str:
-    w1 = np.zeros((5, 1))
-    w1[0, 0] = 1.0
-    policy = MlpStopPolicy(
-        mean=np.zeros(5),
-        scale=np.ones(5),
-        layers=(DenseLayer(w1, np.zeros(1)), DenseLayer(np.array([[20.0]]), np.array([-10.0]))),
-        threshold=0.5,
-    )
     path = tmp_path / "stop.json"
-    path.write_text(json.dumps(policy.to_json()))
+    path.write_text(json.dumps(confidence_stop(gain=20.0).to_json()))
     return str(path)
 
 
