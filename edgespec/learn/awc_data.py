@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from edgespec.policies.awc import AWC_FEATURE_NAMES, FUSED_GAMMA, awc_features
-from edgespec.policies.interfaces import WindowObservation
+from edgespec.policies.interfaces import WindowDecision, WindowObservation
 
 GAMMAS: tuple[int, ...] = tuple(range(2, 13))
 """The static windows every scenario runs with; plus fused (γ = 1)."""
@@ -178,9 +178,9 @@ class RecordingWindow:
         self.gamma = gamma
         self.seen: list[WindowObservation] = []
 
-    def next_window(self, obs: WindowObservation) -> int:
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
         self.seen.append(obs)
-        return self.gamma
+        return WindowDecision(self.gamma)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,9 @@ iterations, s ← α·x + (1 − α)·s with α = 0.4 (the first prediction star
 hysteresis: from distributed mode, the smoothed γ must round to ≤ 1 (s < 1.5, the "near 1"
 tolerance the paper leaves open) for k = 2 consecutive steps before switching to fused;
 fused mode is left as soon as the smoothed γ rounds to ≥ 2 (the paper gives no hysteresis
-that way); (4) round half up to an integer in [1, 12]. A fused decision carries γ = 1.
+that way); (4) round half up to an integer in [1, 12]. The stabiliser's fused decision
+carries γ = 1 (the label encoding); :class:`AwcWindow` then drafts ``fused_gamma`` tokens
+per fused round with the server's co-located draft, as the training set's fused runs do.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.policies.interfaces import WindowObservation
+from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.stop_drafting import DenseLayer
 
 AWC_FEATURE_NAMES: tuple[str, ...] = (
@@ -48,14 +50,6 @@ FUSED_GAMMA = 1
 """How fused mode is encoded, as a label and as the previous-γ feature."""
 BUNDLED_AWC = "wc-dnn"
 """The shipped weights: ``edgespec/data/awc/wc-dnn.json``."""
-
-
-@dataclass(frozen=True, slots=True)
-class WindowDecision:
-    """γ for the next round, and whether the pair runs fused (then γ = 1)."""
-
-    gamma: int
-    fused: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +125,7 @@ def awc_features(obs: WindowObservation, queue_capacity: int) -> npt.NDArray[np.
             math.nan if obs.recent_acceptance is None else obs.recent_acceptance,
             obs.rtt_s * 1e3,
             math.nan if obs.tpot_s is None else obs.tpot_s * 1e3,
-            float(obs.previous_gamma),
+            float(FUSED_GAMMA if obs.previous_fused else obs.previous_gamma),
         ],
         dtype=np.float64,
     )
@@ -230,14 +224,15 @@ class AwcWindow:
     the draft–target pair ``pair``.
 
     ``next_window(obs)`` (the :class:`~edgespec.policies.interfaces.WindowPolicy`
-    Protocol) answers γ, 1 in fused decisions; ``next_decision(obs, pair)`` also says
-    whether to run fused, for the hosts' mode switch. The state is kept here, per pair key
-    (``None`` for ``next_window``): a host that runs several pairs through one instance
-    passes each pair's key. Before a session's first verdict (no acceptance yet) the pair's
-    current decision is repeated (``initial_gamma`` for a new pair), without a prediction.
+    Protocol) is ``next_decision(obs, None)``; ``next_decision(obs, pair)`` keeps one
+    stabiliser state per pair key: a host that runs several pairs through one instance
+    passes each pair's key. A fused decision drafts ``fused_gamma`` tokens per round with
+    the server's co-located draft. Before a session's first verdict (no acceptance yet) the
+    pair's current decision is repeated (``initial_gamma`` for a new pair), without a
+    prediction.
     """
 
-    __slots__ = ("_states", "initial_gamma", "model", "queue_capacity", "settings")
+    __slots__ = ("_states", "fused_gamma", "initial_gamma", "model", "queue_capacity", "settings")
 
     def __init__(
         self,
@@ -245,6 +240,7 @@ class AwcWindow:
         settings: AwcSettings | None = None,
         queue_capacity: int = 32,
         initial_gamma: int = 4,
+        fused_gamma: int = 4,
     ) -> None:
         self.model = model
         self.settings = settings or AwcSettings()
@@ -252,8 +248,11 @@ class AwcWindow:
             raise ValueError(f"queue_capacity must be >= 1, got {queue_capacity}")
         if not self.settings.min_gamma <= initial_gamma <= self.settings.max_gamma:
             raise ValueError(f"initial_gamma must be in [1, 12], got {initial_gamma}")
+        if fused_gamma < 1:
+            raise ValueError(f"fused_gamma must be >= 1, got {fused_gamma}")
         self.queue_capacity = queue_capacity
         self.initial_gamma = initial_gamma
+        self.fused_gamma = fused_gamma
         self._states: dict[Hashable, AwcState] = {}
 
     def state(self, pair: Hashable = None) -> AwcState:
@@ -265,20 +264,23 @@ class AwcWindow:
             if state.smoothed is None:
                 return WindowDecision(self.initial_gamma, False)
             if state.fused:
-                return WindowDecision(FUSED_GAMMA, True)
+                return WindowDecision(self.fused_gamma, True)
             return WindowDecision(round_gamma(state.smoothed, self.settings), False)
         raw = float(self.model.predict(awc_features(obs, self.queue_capacity)[None, :])[0])
         state, decision = stabilise(state, raw, self.settings)
         self._states[pair] = state
-        return decision
+        return WindowDecision(self.fused_gamma, True) if decision.fused else decision
 
-    def next_window(self, obs: WindowObservation) -> int:
-        return self.next_decision(obs).gamma
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
+        return self.next_decision(obs)
 
 
 def load_awc_window(
-    file: str | None = None, queue_capacity: int = 32, initial_gamma: int = 4
+    file: str | None = None,
+    queue_capacity: int = 32,
+    initial_gamma: int = 4,
+    fused_gamma: int = 4,
 ) -> AwcWindow:
     """Registry factory (kind ``window``, name ``awc``): the weights in ``file`` (the
     bundled ``edgespec/data/awc/wc-dnn.json`` when ``None``)."""
-    return AwcWindow(load_wc_dnn(file), None, queue_capacity, initial_gamma)
+    return AwcWindow(load_wc_dnn(file), None, queue_capacity, initial_gamma, fused_gamma)

@@ -12,7 +12,8 @@ Contracts (see :mod:`edgespec.policies.interfaces` for the call order):
   ``max_batch_tokens`` (Σ new tokens) and ``max_context_tokens`` (Σ context tokens) — one
   entry alone may exceed them, or an oversized request would block the queue forever; an
   empty plan ("wait") is allowed only without ``limits.force``.
-- window: γ is an integer ≥ 1 (the host then caps it to the tokens still to generate).
+- window: a :class:`WindowDecision` whose γ is an integer ≥ 1 (the host then caps it to
+  the tokens still to generate) and whose ``fused`` is a bool.
 - routing: the answer is the ``server_id`` of one of the loads shown.
 """
 
@@ -21,8 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from numbers import Integral
 
+import numpy as np
+
 from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
-from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.interfaces import BatchLimits, WindowDecision
 
 
 class PolicyContractError(RuntimeError):
@@ -84,16 +87,24 @@ def check_batch_plan(
     return plan.entry_ids
 
 
-def check_window(policy: object, gamma: object) -> int:
-    """``gamma`` (as an ``int``) when it is an integer ≥ 1, else the error."""
-    if type(gamma) is int and gamma >= 1:  # the common case, without the ABC check
-        return gamma
-    if isinstance(gamma, bool) or not isinstance(gamma, Integral) or gamma < 1:
-        raise PolicyContractError(
-            f"window policy {policy_name(policy)} returned gamma={gamma!r}; "
-            "expected an integer >= 1"
-        )
-    return int(gamma)
+def check_window(policy: object, decision: object) -> WindowDecision:
+    """``decision`` when it is a :class:`WindowDecision` with an integer γ ≥ 1 and a bool
+    ``fused``, else the error."""
+    if type(decision) is WindowDecision:
+        gamma = decision.gamma
+        if type(gamma) is int and gamma >= 1 and type(decision.fused) is bool:
+            return decision  # the common case, without the ABC checks
+        if (
+            not isinstance(gamma, bool)
+            and isinstance(gamma, Integral)
+            and gamma >= 1
+            and isinstance(decision.fused, (bool, np.bool_))
+        ):
+            return WindowDecision(int(gamma), bool(decision.fused))
+    raise PolicyContractError(
+        f"window policy {policy_name(policy)} returned {decision!r}; "
+        "expected WindowDecision(gamma=<integer >= 1>, fused=<bool>)"
+    )
 
 
 def check_route(policy: object, server_id: object, loads: Sequence[ServerLoad]) -> int:

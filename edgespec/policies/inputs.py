@@ -3,10 +3,13 @@ drafter alike.
 
 Each host keeps one :class:`WindowHistory` per session. Call order, every round:
 
-1. ``obs = history.observation(now_s)`` → ``gamma = check_window(policy,
+1. ``obs = history.observation(now_s)`` → ``decision = check_window(policy,
    policy.next_window(obs))`` (:mod:`edgespec.policies.contracts`); the host then caps γ to
-   the tokens still to generate (at most remaining − 1, at least 1: a verification always
-   carries a draft token) and drafts.
+   the tokens still to generate (at most remaining − 1: the verifier adds one token) and
+   drafts, on the device or, in a fused decision, with the server's co-located draft. The
+   policy is consulted where the session's rounds run: the device in distributed rounds,
+   the server during a run of fused rounds (it holds the session's history meanwhile), so
+   consecutive fused rounds need no round trip.
 2. After the verdict: ``history.record(outcome, now_s)`` with a :class:`RoundOutcome` (or
    ``history.record_round(...)`` with its fields, which the simulator uses: it returns the
    observation at ``now_s``, which the simulator passes on when the next round starts then).
@@ -24,7 +27,9 @@ Meanings (:class:`~edgespec.policies.interfaces.WindowObservation`), the same in
   rounds (a token tree counts its depth, not its nodes); ``None`` before any drafting.
 - ``last_num_accepted``: accepted draft tokens of the last round (``None`` before).
 - ``queue_depth``: the server's queue depth reported with the last verdict (0 before).
-- ``rtt_s``: the last round's network time, uplink + downlink (0.0 before the first).
+- ``rtt_s``: the last distributed round's network time, uplink + downlink (0.0 before the
+  first); fused rounds do not cross the network per round and leave it unchanged.
+- ``previous_fused``: whether the last round ran fused.
 - ``tpot_s``: time per output token since the first one,
   (now − first token) / (committed − 1), ``None`` until two tokens exist.
 """
@@ -67,6 +72,8 @@ class RoundOutcome:
     """Uplink + downlink time of the round."""
     queue_depth: int
     """The server's queue depth reported with the verdict."""
+    fused: bool = False
+    """Whether the round ran fused (then ``network_s`` is ignored)."""
 
 
 class WindowHistory:
@@ -77,6 +84,7 @@ class WindowHistory:
         "_committed",
         "_drafted",
         "_first_token_s",
+        "_fused",
         "_gamma",
         "_last_accepted",
         "_network_s",
@@ -93,6 +101,7 @@ class WindowHistory:
         # records millions of rounds through record_round).
         self._gamma = self._last_accepted = self._committed = self._queue_depth = 0
         self._network_s = 0.0
+        self._fused = False
         self._first_token_s: float | None = None
 
     def record(self, outcome: RoundOutcome, now_s: float) -> None:
@@ -104,6 +113,7 @@ class WindowHistory:
             outcome.network_s,
             outcome.queue_depth,
             now_s,
+            outcome.fused,
         )
 
     def record_round(
@@ -115,6 +125,7 @@ class WindowHistory:
         network_s: float,
         queue_depth: int,
         now_s: float,
+        fused: bool = False,
     ) -> WindowObservation:
         """:meth:`record` with the :class:`RoundOutcome` fields passed one by one. Returns
         :meth:`observation` at ``now_s`` (for a host that starts the next round at once)."""
@@ -135,8 +146,12 @@ class WindowHistory:
         self._gamma = gamma
         self._last_accepted = num_accepted
         self._committed = num_committed_total
-        self._network_s = network_s
+        if fused:
+            network_s = self._network_s
+        else:
+            self._network_s = network_s
         self._queue_depth = queue_depth
+        self._fused = fused
         return _observation(
             gamma,
             accepted / drafted if drafted else None,
@@ -146,6 +161,7 @@ class WindowHistory:
             (now_s - first) / (num_committed_total - 1)
             if first is not None and num_committed_total > 1
             else None,
+            fused,
         )
 
     def observation(self, now_s: float) -> WindowObservation:
@@ -160,4 +176,5 @@ class WindowHistory:
             self._queue_depth,
             self._network_s,
             (now_s - first) / (committed - 1) if first is not None and committed > 1 else None,
+            self._fused,
         )

@@ -9,8 +9,13 @@ Call order in both hosts:
 
 1. A request arrives → ``RoutingPolicy.route(loads, rng)`` picks its target server
    (once per session; the session stays there so its KV cache can be reused).
-2. Each round the device asks ``WindowPolicy.next_window(obs)`` for γ, drafts γ tokens
-   and sends them.
+2. Each round the session asks ``WindowPolicy.next_window(obs)`` for a
+   :class:`WindowDecision` (γ, mode). Distributed (``fused=False``): the device drafts γ
+   tokens and sends them. Fused (``fused=True``, DSD §3.3): the round runs on the server,
+   whose co-located draft model drafts γ tokens on the server's accelerator before they
+   are verified; consecutive fused rounds do not cross the network. A session may switch
+   mode from one round to the next (:mod:`edgespec.policies.inputs` says where the policy
+   is consulted in each mode).
 3. The server enqueues a :class:`PendingVerification`; whenever the engine is free it
    calls ``BatchingPolicy.select(queue, now_s, limits)``; an empty plan means "wait
    for the next arrival", unless ``limits.force`` is set.
@@ -64,6 +69,17 @@ class WindowObservation:
     queue_depth: int = 0
     rtt_s: float = 0.0
     tpot_s: float | None = None
+    previous_fused: bool = False
+    """Whether the last round ran fused (its decision's ``fused``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WindowDecision:
+    """A window policy's answer for one round: draft ``gamma`` tokens (≥ 1), on the device
+    (``fused=False``, distributed) or with the server's co-located draft (``fused=True``)."""
+
+    gamma: int
+    fused: bool = False
 
 
 @runtime_checkable
@@ -90,10 +106,12 @@ class BatchingPolicy(Protocol):
 
 @runtime_checkable
 class WindowPolicy(Protocol):
-    """Chooses the draft window γ for a device's next round.
+    """Chooses the draft window γ, and the mode, of a session's next round.
 
-    Stateless: everything it needs (previous γ, recent acceptance) is in the
-    observation, which the host builds from its own round history.
+    Called once before every round, in both modes, with the observation the host built
+    (:class:`edgespec.policies.inputs.WindowHistory`); the answer is checked by
+    :func:`edgespec.policies.contracts.check_window`. A policy may keep state across calls
+    (AWC smooths per draft–target pair) but reads no clock and no host object.
     """
 
-    def next_window(self, obs: WindowObservation) -> int: ...
+    def next_window(self, obs: WindowObservation) -> WindowDecision: ...

@@ -2,38 +2,44 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
-from edgespec.policies.interfaces import WindowObservation
+from edgespec.policies.interfaces import WindowDecision, WindowObservation
 
 
 @dataclass(frozen=True, slots=True)
 class StaticWindow:
-    """Always the same γ (it reads nothing of the observation: ``observes`` is False, see
+    """Always the same γ, and the same mode: distributed, or every round fused when
+    ``fused`` (it reads nothing of the observation: ``observes`` is False, see
     :func:`edgespec.policies.inputs.observes`)."""
 
     observes: ClassVar[bool] = False
     gamma: int = 4
+    fused: bool = False
+    decision: WindowDecision = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.gamma < 1:
             raise ValueError(f"gamma must be >= 1, got {self.gamma}")
+        object.__setattr__(self, "decision", WindowDecision(self.gamma, self.fused))
 
-    def next_window(self, obs: WindowObservation) -> int:
-        return self.gamma
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
+        return self.decision
 
 
 @dataclass(frozen=True, slots=True)
 class DynamicWindow:
-    """DSD's threshold rule: γ+1 when recent acceptance > ``raise_above``, γ−1 when
-    < ``lower_below``, clamped to [min_gamma, max_gamma]. Starts at ``initial_gamma``."""
+    """DSD's threshold rule, always distributed: γ+1 when recent acceptance >
+    ``raise_above``, γ−1 when < ``lower_below``, clamped to [min_gamma, max_gamma].
+    Starts at ``initial_gamma``."""
 
     initial_gamma: int = 4
     min_gamma: int = 1
     max_gamma: int = 8
     raise_above: float = 0.75
     lower_below: float = 0.25
+    _decisions: tuple[WindowDecision, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_gamma <= self.initial_gamma <= self.max_gamma:
@@ -43,13 +49,15 @@ class DynamicWindow:
             )
         if not 0.0 <= self.lower_below <= self.raise_above <= 1.0:
             raise ValueError("need 0 <= lower_below <= raise_above <= 1")
+        decisions = tuple(WindowDecision(g) for g in range(self.max_gamma + 1))
+        object.__setattr__(self, "_decisions", decisions)  # one object per γ, built once
 
-    def next_window(self, obs: WindowObservation) -> int:
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
         if obs.recent_acceptance is None:
-            return self.initial_gamma
+            return self._decisions[self.initial_gamma]
         gamma = obs.previous_gamma
         if obs.recent_acceptance > self.raise_above:
             gamma += 1
         elif obs.recent_acceptance < self.lower_below:
             gamma -= 1
-        return max(self.min_gamma, min(self.max_gamma, gamma))
+        return self._decisions[max(self.min_gamma, min(self.max_gamma, gamma))]

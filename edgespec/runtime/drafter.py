@@ -25,7 +25,7 @@ from typing import Protocol
 import numpy as np
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
-from edgespec.policies.contracts import check_window
+from edgespec.policies.contracts import check_window, policy_name
 from edgespec.policies.inputs import RoundOutcome, WindowHistory
 from edgespec.policies.interfaces import WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
@@ -113,7 +113,14 @@ def generate(
     finished = False
     while not finished:
         obs = history.observation(clock())
-        chosen = check_window(policy, policy.next_window(obs))
+        decision = check_window(policy, policy.next_window(obs))
+        if decision.fused:
+            raise RequestError(
+                ErrorCode.FAILED_PRECONDITION,
+                f"window policy {policy_name(policy)} chose a fused round; this drafter "
+                "runs distributed rounds only",
+            )
+        chosen = decision.gamma
         # At most remaining − 1 drafts (the verifier adds one token), as the simulator
         # does: the last token is a plain target step with an empty block (nothing drafted).
         gamma = min(chosen, sampling.max_new_tokens - len(output) - 1)

@@ -27,9 +27,10 @@ from math import log
 from typing import TYPE_CHECKING
 
 from edgespec.core.types import BatchRecord
-from edgespec.policies.contracts import check_window
 from edgespec.policies.inputs import UNOBSERVED
+from edgespec.policies.interfaces import WindowDecision
 from edgespec.sim import inbound as inbound_heaps
+from edgespec.sim.choice import checked_distributed
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState
 from edgespec.sim.kernel import Handler
@@ -212,16 +213,16 @@ def distributed_batch_end(
             if gamma_static is not None:
                 chosen = gamma_static
             else:
-                chosen = next_window(  # the observation at the delivery: the round's start
+                decision = next_window(  # the observation at the delivery: the round's start
                     s.history.record_round(
                         s.gamma, gamma, num_acc, total, s.round_up_s + down, depth, deliver
                     )
                     if observe
                     else UNOBSERVED
                 )
-                if type(chosen) is not int or chosen < 1:  # else check_window passes it
-                    chosen = check_window(window, chosen)
-                s.gamma = chosen
+                if type(decision) is not WindowDecision or decision.fused:
+                    decision = checked_distributed(window, decision)
+                chosen = s.gamma = decision.gamma
             gamma = chosen if chosen < remaining - 1 else remaining - 1
             s.gamma_eff = s.sent = gamma
             context = prompt + total

@@ -8,10 +8,26 @@ import numpy as np
 
 from edgespec.core.frozen import frozen_builder
 from edgespec.core.types import PendingVerification, ServerLoad
-from edgespec.policies.contracts import check_batch_plan, check_route
-from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, RoutingPolicy
+from edgespec.policies.contracts import (
+    PolicyContractError,
+    check_batch_plan,
+    check_route,
+    check_window,
+)
+from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, RoutingPolicy, WindowDecision
 from edgespec.policies.slo import DEADLINE_FUNCTIONS, DeadlineRule, acceptance_estimate
 from edgespec.sim.entities import ServerState, Session
+
+
+def checked_distributed(window: object, decision: object) -> WindowDecision:
+    """``decision`` checked (:func:`check_window`); a fused decision is refused here."""
+    checked = check_window(window, decision)
+    if checked.fused:
+        raise PolicyContractError(
+            "this simulator path does not run per-round fused decisions yet "
+            f"(window policy {type(window).__name__} answered {checked!r})"
+        )
+    return checked
 
 
 def route_jsq(servers: list[ServerState], rng: np.random.Generator) -> ServerState:

@@ -7,9 +7,8 @@ from typing import ClassVar, Protocol
 
 from edgespec.core.types import BatchRecord, Request, RequestRecord, RoundRecord, ServerLoad
 from edgespec.policies.batching import FcfsBatching
-from edgespec.policies.contracts import check_window
 from edgespec.policies.inputs import UNOBSERVED, observes
-from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.interfaces import BatchLimits, WindowDecision
 from edgespec.policies.routing import JoinShortestQueueRouting
 from edgespec.policies.window import StaticWindow
 from edgespec.sim import inbound
@@ -17,7 +16,13 @@ from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.batchend import distributed_batch_end
 from edgespec.sim.build import Policies
-from edgespec.sim.choice import round_deadline_s, route_by_policy, route_jsq, select_batch
+from edgespec.sim.choice import (
+    checked_distributed,
+    round_deadline_s,
+    route_by_policy,
+    route_jsq,
+    select_batch,
+)
 from edgespec.sim.cost_models import decode_steps_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
@@ -89,7 +94,9 @@ class Simulation:
             blockers.append("a stop predictor cuts blocks short")
         fast = scenario.fast_path and not blockers
         window = policies.window
-        self.static_gamma = window.gamma if fast and type(window) is StaticWindow else None
+        self.static_gamma = (
+            window.gamma if fast and type(window) is StaticWindow and not window.fused else None
+        )
         self.observes = self.static_gamma is None and observes(window)  # else UNOBSERVED
         self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
@@ -212,11 +219,12 @@ class Simulation:
             chosen = self.static_gamma
             if chosen is None:
                 window = self.window
-                chosen = window.next_window(
+                decision = window.next_window(
                     s.history.observation(t) if self.observes else UNOBSERVED
                 )
-                if type(chosen) is not int or chosen < 1:  # else check_window passes it
-                    chosen = check_window(window, chosen)
+                if type(decision) is not WindowDecision or decision.fused:
+                    decision = checked_distributed(window, decision)
+                chosen = decision.gamma
             s.gamma = chosen
             cap = request.num_output_tokens - committed - 1
             gamma = chosen if chosen <= cap else cap

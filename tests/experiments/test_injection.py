@@ -12,7 +12,7 @@ from edgespec.experiments.executor import ProcessPoolSweepExecutor, SerialExecut
 from edgespec.experiments.sim_command import run_scenario_dict
 from edgespec.experiments.sweep import run_sweep
 from edgespec.policies.batching import FcfsBatching
-from edgespec.policies.interfaces import WindowObservation
+from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.routing import JoinShortestQueueRouting
 from edgespec.sim.build import Policies
 from edgespec.sim.scenario import scenario_from_dict
@@ -27,9 +27,9 @@ class CountingWindow:
         self.gamma = gamma
         self.calls = 0
 
-    def next_window(self, obs: WindowObservation) -> int:
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
         self.calls += 1
-        return self.gamma
+        return WindowDecision(self.gamma)
 
 
 class Collect:

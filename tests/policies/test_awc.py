@@ -15,7 +15,6 @@ from edgespec.policies.awc import (
     AwcState,
     AwcWindow,
     WcDnn,
-    WindowDecision,
     awc_features,
     clamp_prediction,
     ema,
@@ -25,7 +24,7 @@ from edgespec.policies.awc import (
     stabilise,
     wc_dnn_from_json,
 )
-from edgespec.policies.interfaces import WindowObservation, WindowPolicy
+from edgespec.policies.interfaces import WindowDecision, WindowObservation, WindowPolicy
 from edgespec.policies.stop_drafting import DenseLayer
 
 S = AwcSettings()
@@ -143,6 +142,8 @@ def test_json_round_trip(tmp_path: Path) -> None:
 def test_features_from_an_observation() -> None:
     obs = WindowObservation(5, 0.75, 3, queue_depth=8, rtt_s=0.012, tpot_s=0.045)
     np.testing.assert_allclose(awc_features(obs, 32), [0.25, 0.75, 12.0, 45.0, 5.0])
+    after_fused = WindowObservation(4, 0.75, 3, 8, 0.012, 0.045, previous_fused=True)
+    assert awc_features(after_fused, 32)[4] == 1.0  # fused is encoded as γ = 1
     assert len(AWC_FEATURE_NAMES) == 5
     assert math.isnan(awc_features(WindowObservation(0, None), 32)[1])
 
@@ -152,15 +153,16 @@ def test_window_policy_keeps_state_per_pair() -> None:
     assert isinstance(policy, WindowPolicy)
     first = WindowObservation(0, None)
     seen = WindowObservation(4, 0.5, 2, queue_depth=3, rtt_s=0.01, tpot_s=0.03)
-    assert policy.next_window(first) == 4  # no prediction before a verdict
-    assert policy.next_window(seen) == 9
-    assert policy.next_window(first) == 9  # a new session repeats the pair's decision
-    low = AwcWindow(_constant_model(-5.0))
+    assert policy.next_window(first) == WindowDecision(4)  # no prediction before a verdict
+    assert policy.next_window(seen) == WindowDecision(9)
+    assert policy.next_window(first) == WindowDecision(9)  # a new session repeats the pair's
+    low = AwcWindow(_constant_model(-5.0), fused_gamma=3)
     assert [low.next_decision(seen, "a") for _ in range(3)] == [
         WindowDecision(1, False),
-        WindowDecision(1, True),
-        WindowDecision(1, True),
+        WindowDecision(3, True),  # fused rounds draft fused_gamma with the server's draft
+        WindowDecision(3, True),
     ]
+    assert low.next_decision(first, "a") == WindowDecision(3, True)  # a new session stays fused
     assert low.state("b") == AwcState()  # another pair is untouched
     assert low.next_decision(seen, "b") == WindowDecision(1, False)
 
@@ -170,4 +172,5 @@ def test_bundled_weights_load_and_decide_within_range() -> None:
     assert policy.model.metadata["settings"]["epochs"] == 100
     obs = WindowObservation(4, 0.8, 3, queue_depth=4, rtt_s=0.01, tpot_s=0.04)
     for _ in range(3):
-        assert 1 <= policy.next_window(obs) <= 12
+        decision = policy.next_window(obs)
+        assert 1 <= decision.gamma <= 12

@@ -13,7 +13,7 @@ from edgespec.policies.contracts import (
     check_route,
     check_window,
 )
-from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.interfaces import BatchLimits, WindowDecision
 
 
 def _entry(entry_id: int, new: int, cached: int = 0) -> PendingVerification:
@@ -58,10 +58,18 @@ def test_check_batch_plan_names_the_policy() -> None:
 
 def test_window_and_route_contracts() -> None:
     policy = object()
-    assert check_window(policy, np.int64(3)) == 3
-    for bad in (0, -2, 2.5, True, None):
-        with pytest.raises(PolicyContractError, match=r"window policy object returned gamma="):
+    ok = WindowDecision(3, True)
+    assert check_window(policy, ok) is ok
+    converted = check_window(policy, WindowDecision(np.int64(3), np.bool_(False)))  # type: ignore[arg-type]
+    assert converted == WindowDecision(3) and type(converted.gamma) is int
+    bad_answers = (3, None, WindowDecision(0), WindowDecision(-2), WindowDecision(2.5))  # type: ignore[arg-type]
+    for bad in (*bad_answers, WindowDecision(True), WindowDecision(2, 1)):  # type: ignore[arg-type]
+        with pytest.raises(PolicyContractError) as info:
             check_window(policy, bad)
+        assert str(info.value) == (
+            f"window policy object returned {bad!r}; "
+            "expected WindowDecision(gamma=<integer >= 1>, fused=<bool>)"
+        )
     loads = [ServerLoad(4, 0, 0), ServerLoad(7, 1, 1)]
     assert check_route(policy, np.int64(7), loads) == 7
     with pytest.raises(PolicyContractError) as info:

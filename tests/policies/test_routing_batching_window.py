@@ -5,10 +5,12 @@ import pytest
 
 from edgespec.core.types import PendingVerification, ServerLoad
 from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
+from edgespec.policies.inputs import UNOBSERVED
 from edgespec.policies.interfaces import (
     BatchingPolicy,
     BatchLimits,
     RoutingPolicy,
+    WindowDecision,
     WindowObservation,
     WindowPolicy,
 )
@@ -88,7 +90,8 @@ class TestBatching:
 
 class TestWindow:
     def test_static(self) -> None:
-        assert StaticWindow(3).next_window(WindowObservation(7, 0.1)) == 3
+        assert StaticWindow(3).next_window(WindowObservation(7, 0.1)) == WindowDecision(3)
+        assert StaticWindow(2, fused=True).next_window(UNOBSERVED) == WindowDecision(2, True)
         with pytest.raises(ValueError):
             StaticWindow(0)
 
@@ -105,7 +108,7 @@ class TestWindow:
         ],
     )
     def test_dynamic_thresholds(self, prev: int, acc: float | None, expected: int) -> None:
-        assert DynamicWindow().next_window(WindowObservation(prev, acc)) == expected
+        assert DynamicWindow().next_window(WindowObservation(prev, acc)) == WindowDecision(expected)
 
 
 class TestRegistry:

@@ -16,6 +16,7 @@ import pytest
 from edgespec.config import ServerConfig, from_dict
 from edgespec.core.types import SamplingParams
 from edgespec.policies.batching import FcfsBatching
+from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
@@ -516,13 +517,14 @@ def test_a_window_policy_answering_zero_is_an_error_not_a_silent_clamp(
     from edgespec.runtime.inprocess import speculative_generate
 
     class ZeroWindow:
-        def next_window(self, obs: Any) -> int:
-            return 0
+        def next_window(self, obs: Any) -> WindowDecision:
+            return WindowDecision(0)
 
     with pytest.raises(PolicyContractError) as info:
         speculative_generate(target, NgramDrafter(), PROMPT, ZeroWindow(), GREEDY)
     assert str(info.value) == (
-        "window policy ZeroWindow returned gamma=0; expected an integer >= 1"
+        "window policy ZeroWindow returned WindowDecision(gamma=0, fused=False); "
+        "expected WindowDecision(gamma=<integer >= 1>, fused=<bool>)"
     )
 
 

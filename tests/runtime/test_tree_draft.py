@@ -279,15 +279,15 @@ def test_window_policies_see_per_position_acceptance(
     target: TransformersTarget, draft_model: Any
 ) -> None:
     """A tree's acceptance is counted over its depth (the window), not its node count."""
-    from edgespec.policies.interfaces import WindowObservation
+    from edgespec.policies.interfaces import WindowDecision, WindowObservation
 
     class Recording:
         def __init__(self) -> None:
             self.seen: list[float | None] = []
 
-        def next_window(self, obs: WindowObservation) -> int:
+        def next_window(self, obs: WindowObservation) -> WindowDecision:
             self.seen.append(obs.recent_acceptance)
-            return 4
+            return WindowDecision(4)
 
     policy = Recording()
     sampling = SamplingParams(max_new_tokens=24)

@@ -10,7 +10,7 @@ import pytest
 from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies import registry
 from edgespec.policies.batching import FcfsBatching
-from edgespec.policies.interfaces import BatchLimits, WindowObservation
+from edgespec.policies.interfaces import BatchLimits, WindowDecision, WindowObservation
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
 from tests.sim.helpers import tiny_scenario
@@ -77,9 +77,9 @@ class _RecordingFifo:
 class _RecordingWindow:
     seen: list[WindowObservation] = field(default_factory=list)
 
-    def next_window(self, obs: WindowObservation) -> int:
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
         self.seen.append(obs)
-        return 3
+        return WindowDecision(3)
 
 
 def test_policies_see_deadlines_and_observations(monkeypatch: pytest.MonkeyPatch) -> None:

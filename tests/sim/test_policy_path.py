@@ -12,7 +12,7 @@ import pytest
 from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies import registry
 from edgespec.policies.inputs import UNOBSERVED
-from edgespec.policies.interfaces import BatchLimits, WindowObservation
+from edgespec.policies.interfaces import BatchLimits, WindowDecision, WindowObservation
 from edgespec.policies.slo import DeadlineRule
 from edgespec.sim import choice, engine
 from edgespec.sim.entities import ServerState, Session
@@ -56,8 +56,8 @@ class _DepthWindow:
     """γ from the queue depth and the last verdict (test-only): windows longer than the
     latency tables start with, and answers that depend on the reported queue depth."""
 
-    def next_window(self, obs: WindowObservation) -> int:
-        return 1 + 3 * obs.queue_depth + 2 * (obs.last_num_accepted or 0)
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
+        return WindowDecision(1 + 3 * obs.queue_depth + 2 * (obs.last_num_accepted or 0))
 
 
 SPECIALISED_CASES = {
@@ -101,10 +101,10 @@ class _CountingWindow:
     calls: int = 0
     unobserved: int = 0
 
-    def next_window(self, obs: WindowObservation) -> int:
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
         self.calls += 1
         self.unobserved += obs is UNOBSERVED
-        return 3
+        return WindowDecision(3)
 
 
 @pytest.mark.parametrize("record_rounds", [True, False])
