@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 SEEDS = ("wisp", "dsd", "zhu", "wisv")
-BUILT = ("wisp",)
+BUILT = ("wisp", "dsd")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,11 +37,12 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import torch
 
-    torch.set_num_threads(1)  # this command owns its process; the predictor MLP is tiny
+    torch.set_num_threads(1)  # this command owns its process; its MLPs are tiny
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out: Path = args.out or Path("runs") / f"reproduce-{args.seed}-{stamp}"
     command = "edgespec reproduce " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-    reproduce_wisp(
+    reproduce = reproduce_wisp if args.seed == "wisp" else reproduce_dsd
+    reproduce(
         out,
         quick=args.quick,
         workers=args.workers,
@@ -94,6 +95,31 @@ def reproduce_wisp(
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
     chosen = (*choices(plan.setup), *predictor_choices())
     write_report(out / "REPORT.md", title, command, rows, chosen, files)
+    print_claims(rows)
+    print(f"report: {out / 'REPORT.md'}")
+    return rows
+
+
+def reproduce_dsd(
+    out: Path, *, quick: bool, workers: int, progress: bool, command: str
+) -> list[Any]:
+    """Run D2–D7, write the run folder, print the table; returns the claim rows."""
+    from edgespec.experiments.claims import print_claims, write_report
+    from edgespec.experiments.dsd_claims import all_rows
+    from edgespec.experiments.dsd_plots import plot_dsd
+    from edgespec.experiments.dsd_setup import CHOICES
+    from edgespec.experiments.executor import make_executor
+    from edgespec.experiments.reproduce_dsd import DsdPlan, results_dict, run_dsd
+
+    plan = DsdPlan.quick() if quick else DsdPlan.full()
+    out.mkdir(parents=True, exist_ok=True)
+    results, files = run_dsd(plan, make_executor(workers), out / "scenarios", progress)
+    rows = all_rows(results)
+    files += plot_dsd(out, results)
+    (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
+    files.append("results.json")
+    title = "DSD (seed 004) reproduced" + (" — quick" if quick else "")
+    write_report(out / "REPORT.md", title, command, rows, CHOICES, files)
     print_claims(rows)
     print(f"report: {out / 'REPORT.md'}")
     return rows

@@ -8,15 +8,14 @@ Work runs through a sweep executor (``--workers``): a job is one capacity search
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from edgespec.experiments.capacity import capacity_search, class_violation
 from edgespec.experiments.executor import SweepExecutor
+from edgespec.experiments.jobs import RunJob, run_all, write_scenario
 from edgespec.experiments.sim_command import run_scenario_dict
 from edgespec.experiments.sweep import progress_bar
 from edgespec.experiments.wisp_setup import CLASSES, WispSetup, scenario
@@ -85,38 +84,12 @@ class CapacityJob:
 
 
 @dataclass(frozen=True, slots=True)
-class RunJob:
-    data: dict[str, Any]
-
-    def __call__(self) -> SystemMetrics:
-        metrics: SystemMetrics = run_scenario_dict(self.data)
-        return metrics
-
-
-@dataclass(frozen=True, slots=True)
 class AttributionJob:
     data: dict[str, Any]
 
     def __call__(self) -> ViolationAttribution:
         result = simulate(scenario_from_dict(self.data))
         return attribute_violations(result.rounds)
-
-
-def call(job: Callable[[], Any]) -> Any:
-    """Module-level, so process pools can pickle it."""
-    return job()
-
-
-def run_all(
-    executor: SweepExecutor,
-    jobs: Sequence[Callable[[], Any]],
-    advance: Callable[[], None] = lambda: None,
-) -> list[Any]:
-    results: list[Any] = [None] * len(jobs)
-    for index, value in executor.map_unordered(call, jobs):
-        results[index] = value
-        advance()
-    return results
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,13 +181,6 @@ def results_dict(res: WispResults) -> dict[str, Any]:
     }
 
 
-def _write_scenario(folder: Path, name: str, data: dict[str, Any]) -> str:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return f"{folder.name}/{path.name}"
-
-
 def run_wisp(
     plan: Plan, executor: SweepExecutor, scenario_dir: Path, progress: bool
 ) -> tuple[WispResults, list[str]]:
@@ -224,11 +190,11 @@ def run_wisp(
     curves = curve_jobs(plan)
     goodput = goodput_jobs(plan)
     files = [
-        _write_scenario(scenario_dir, f"capacity-{j.system}-{j.target}-{j.slo_class}", j.base())
+        write_scenario(scenario_dir, f"capacity-{j.system}-{j.target}-{j.slo_class}", j.base())
         for j in caps
     ]
-    files += [_write_scenario(scenario_dir, f"curve-{s}-{n}", j.data) for s, n, j in curves]
-    files += [_write_scenario(scenario_dir, f"goodput-{s}", j.data) for s, j in goodput]
+    files += [write_scenario(scenario_dir, f"curve-{s}-{n}", j.data) for s, n, j in curves]
+    files += [write_scenario(scenario_dir, f"goodput-{s}", j.data) for s, j in goodput]
     jobs: list[Callable[[], Any]] = [*caps, *(j for *_, j in curves), *(j for _, j in goodput)]
     with progress_bar(progress) as bar:
         task = bar.add_task("reproduce wisp", total=len(jobs) + 1)
@@ -245,7 +211,7 @@ def run_wisp(
         partial = WispResults(plan, capacities, goodput_values, curve_metrics, None, None)
         n_star = operating_point(curve_metrics) or plan.curve_devices[-1]
         data = scenario(plan.setup, "wisp", devices=n_star, slo_mix=MIXED, record_rounds=True)
-        files.append(_write_scenario(scenario_dir, f"attribution-wisp-{n_star}", data))
+        files.append(write_scenario(scenario_dir, f"attribution-wisp-{n_star}", data))
         attribution = AttributionJob(data)()
         bar.advance(task)
     return replace(partial, attribution=attribution, attribution_devices=n_star), files

@@ -27,7 +27,6 @@ from edgespec.errors import UserInputError
 from edgespec.learn.awc_data import DEFAULT_WEIGHTS
 
 INT_COLUMNS = frozenset({"scenario_id", "gamma", "run_gamma", "num_requests", "label_gamma"})
-DSD_GSM8K_TRACE = Path("../shared/data/dsdsim/gsm8k_trace.jsonl")
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,9 +41,9 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument(
         "--workload-trace",
         type=Path,
-        default=DSD_GSM8K_TRACE,
-        help="GSM8K lengths from this workload trace when it exists (default: DSD-Sim's "
-        "GSM8K trace in the shared data; else the HumanEval length table)",
+        default=None,
+        help="GSM8K lengths from this workload trace (default: the bundled GSM8K table, "
+        "DSD-Sim's own 400-request trace)",
     )
     p.add_argument("--w-ttft", type=float, default=w["ttft"], help="objective weight of TTFT")
     p.add_argument("--w-tpot", type=float, default=w["tpot"], help="objective weight of TPOT")
@@ -153,9 +152,11 @@ def run_data(args: argparse.Namespace) -> int:
     if args.scenarios < 1 or args.workers < 1 or args.contexts_per_run < 1:
         raise UserInputError("--scenarios, --workers and --contexts-per-run must be >= 1")
     console = Console(stderr=True)
-    found = args.workload_trace is not None and args.workload_trace.is_file()
-    lengths = workload_lengths(str(args.workload_trace)) if found else None
-    console.print(f"GSM8K lengths: {args.workload_trace if found else 'humaneval table'}")
+    trace = args.workload_trace
+    if trace is not None and not trace.is_file():
+        raise UserInputError(f"--workload-trace {trace}: no such file")
+    lengths = workload_lengths(str(trace)) if trace is not None else None
+    console.print(f"GSM8K lengths: {trace or 'the bundled gsm8k table'}")
     grid = (
         quick_scenarios(args.seed)
         if args.quick

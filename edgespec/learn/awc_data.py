@@ -39,28 +39,28 @@ GAMMAS: tuple[int, ...] = tuple(range(2, 13))
 CONFIGURATIONS: tuple[int, ...] = (FUSED_GAMMA, *GAMMAS)
 DATASETS: tuple[str, ...] = ("gsm8k", "cnndm", "humaneval")
 LENGTH_TABLES: dict[str, str] = {
-    "gsm8k": "humaneval",
+    "gsm8k": "gsm8k",
     "cnndm": "sharegpt",
     "humaneval": "humaneval",
 }
-"""Length table per dataset when no workload trace gives its lengths (no GSM8K/CNN-DM
-tables ship: HumanEval is the closest short-output table, ShareGPT the long one)."""
-DRAFTS: tuple[tuple[str, str], ...] = (
-    ("llama2-7b", "a40"),
-    ("qwen-7b", "a40"),
-    ("llama2-7b", "v100"),
-    ("qwen-7b", "v100"),
+"""Length table per dataset when no workload trace gives its lengths (GSM8K: DSD-Sim's own
+trace, bundled as ``data/lengths/gsm8k.json``; no CNN/DailyMail table can be built, the
+shared prompt files hold no reference summaries: ShareGPT is the long-output stand-in)."""
+DRAFTS: tuple[tuple[str, str], ...] = tuple(
+    (model, hw) for hw in ("a40", "v100") for model in ("llama2-7b", "qwen-7b", "llama3-8b")
 )
 TARGETS: tuple[tuple[str, str], ...] = (
-    ("llama2-70b", "a100"),
-    ("qwen-72b", "h100"),
-    ("llama3-70b", "a6000"),
+    ("llama2-70b", "4xa100"),
+    ("qwen-72b", "4xh100"),
+    ("llama3-70b", "4xa6000"),
 )
+"""DSD's deployments (Fig. 5): 7–8B drafts on A40/V100, 70B-class targets on 4-GPU
+servers (the ``4x*`` hardware presets)."""
 RTTS_MS: tuple[float, ...] = (2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 80.0, 120.0)
 JITTER_SHARES: tuple[float, ...] = (0.0, 0.1, 0.3)
 BANDWIDTHS_MBPS: tuple[float, ...] = (10.0, 50.0, 100.0, 1000.0)
 TARGET_COUNTS: tuple[int, ...] = (1, 2, 3, 4)
-DRAFTS_PER_TARGET: tuple[int, ...] = (4, 8, 16, 32)
+DRAFTS_PER_TARGET: tuple[int, ...] = (4, 8, 16, 32, 48)
 RATES_PER_DRAFT: tuple[float, ...] = (0.05, 0.1, 0.2, 0.4)
 MAX_BATCH_SIZE = 32
 DEFAULT_WEIGHTS: dict[str, float] = {"ttft": 0.25, "tpot": 0.5, "throughput": 0.25}

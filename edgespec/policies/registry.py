@@ -52,7 +52,9 @@ def build_policy(kind: str, name: str, params: Mapping[str, Any] | None = None) 
     factory = registry[name]
     params = dict(params or {})
     if dataclasses.is_dataclass(factory):
-        allowed = {f.name for f in dataclasses.fields(factory) if not f.name.startswith("_")}
+        allowed = {
+            f.name for f in dataclasses.fields(factory) if f.init and not f.name.startswith("_")
+        }
         unknown = sorted(set(params) - allowed)
         if unknown:
             raise PolicyConfigError(
