@@ -29,8 +29,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
 from edgespec.policies.contracts import policy_name
 from edgespec.policies.inputs import WindowHistory
@@ -39,15 +37,15 @@ from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend, stopping_drafter
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import FusedCall, SessionSpec, VerifyOutcome, VerifyReply
+from edgespec.runtime.messages import FusedCall, SessionSpec
 from edgespec.runtime.rounds import (
     FusedVerifier,
+    Ledger,
     Verifier,
     capped_gamma,
     decide,
     draft_rng,
     play_round,
-    round_outcome,
 )
 
 RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
@@ -70,78 +68,6 @@ class DraftOptions:
     slo_class: str = "default"
     retry_timeout_s: float = 30.0
     retry_backoff_s: float = 0.05
-
-
-class _Ledger:
-    """What a generation committed so far as the device sees it: output, round records,
-    the first token's arrival and the session's window history."""
-
-    def __init__(
-        self,
-        request_id: str,
-        on_tokens: Callable[[tuple[int, ...]], None] | None,
-        feature: FeatureDraftBackend | None,
-        clock: Callable[[], float],
-    ) -> None:
-        self.request_id = request_id
-        self.output: list[int] = []
-        self.rounds: list[RoundRecord] = []
-        self.history = WindowHistory()
-        self.first_token_s: float | None = None
-        self._on_tokens = on_tokens
-        self._feature = feature
-        self.clock = clock
-
-    def commit(
-        self,
-        gamma: int,
-        num_drafted: int,
-        reply: VerifyReply,
-        times: tuple[float, float, float, float, float],
-        num_passes: int | None = None,
-        fused: bool = False,
-    ) -> bool:
-        """Take in a verified round that reached the device at ``end``; ``times`` =
-        (start, end, draft, uplink, downlink). Returns whether the request finished."""
-        start, end, draft_s, uplink_s, downlink_s = times
-        outcome = reply.outcome
-        self.output.extend(outcome.committed_token_ids)
-        if outcome.committed_token_ids and self.first_token_s is None:
-            self.first_token_s = end
-        if self._on_tokens is not None and outcome.committed_token_ids:
-            self._on_tokens(outcome.committed_token_ids)
-        observe_s = self._observe(outcome)
-        network_s = uplink_s + downlink_s
-        self.history.record(round_outcome(gamma, reply, len(self.output), network_s, fused), end)
-        self.rounds.append(
-            RoundRecord(
-                request_id=self.request_id,
-                round_index=len(self.rounds),
-                start_s=start,
-                end_s=end,
-                draft_s=draft_s + observe_s,
-                uplink_s=uplink_s,
-                queue_s=reply.queue_s,
-                verify_s=reply.verify_s,
-                downlink_s=downlink_s,
-                num_drafted=num_drafted,
-                num_accepted=outcome.result.num_accepted,
-                num_committed=len(outcome.committed_token_ids),
-                batch_size=reply.batch_size,
-                num_draft_passes=num_passes,
-                fused=fused,
-            )
-        )
-        return outcome.finished
-
-    def _observe(self, outcome: VerifyOutcome) -> float:
-        """Hand a feature draft the verification's hidden rows; the time it took."""
-        if self._feature is None or outcome.target_hidden is None:
-            return 0.0
-        observed = self.clock()
-        rows = np.asarray(outcome.target_hidden, dtype=np.float32)
-        self._feature.observe_target_hidden(outcome.target_hidden_start, rows)
-        return self.clock() - observed
 
 
 def generate(
@@ -170,7 +96,7 @@ def generate(
         if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden
         else None
     )
-    ledger = _Ledger(options.session_id, on_tokens, feature, clock)
+    ledger = Ledger(options.session_id, on_tokens, feature, clock)
     hidden = feature is not None
     session_id = _open(verifier, options, options.session_id, prompt, sampling, hidden)
     decision: WindowDecision | None = None  # handed back by a fused run
@@ -219,7 +145,7 @@ def generate(
 def _fused_run(
     verifier: Verifier,
     policy: WindowPolicy,
-    ledger: _Ledger,
+    ledger: Ledger,
     session_id: str,
     context: tuple[int, ...],
     decision: WindowDecision,
@@ -317,7 +243,7 @@ def _close_quietly(verifier: Verifier, session_id: str) -> None:
 
 
 def _request_record(
-    options: DraftOptions, prompt: tuple[int, ...], ledger: _Ledger, arrival: float
+    options: DraftOptions, prompt: tuple[int, ...], ledger: Ledger, arrival: float
 ) -> RequestRecord:
     rounds = ledger.rounds
     finish = rounds[-1].end_s if rounds else arrival

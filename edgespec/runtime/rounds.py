@@ -5,7 +5,8 @@ of fused rounds (:func:`edgespec.runtime.fused.run_fused_rounds`) are built from
 :func:`decide` consults the window policy once before a round, :func:`capped_gamma` caps
 its γ to the tokens still to generate, :func:`play_round` drafts the block and has it
 verified, and :func:`round_outcome` is what the session's
-:class:`~edgespec.policies.inputs.WindowHistory` records of the verdict.
+:class:`~edgespec.policies.inputs.WindowHistory` records of the verdict. :class:`Ledger`
+is what the device keeps of a generation, round by round.
 """
 
 from __future__ import annotations
@@ -16,13 +17,25 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from edgespec.core.types import SamplingParams
+from edgespec.core.types import RoundRecord, SamplingParams
 from edgespec.policies.contracts import check_window
 from edgespec.policies.inputs import RoundOutcome, WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
-from edgespec.runtime.backends.base import DraftBackend, DraftProposal, propose_block
-from edgespec.runtime.messages import FusedCall, FusedRound, SessionSpec, VerifyCall, VerifyReply
+from edgespec.runtime.backends.base import (
+    DraftBackend,
+    DraftProposal,
+    FeatureDraftBackend,
+    propose_block,
+)
+from edgespec.runtime.messages import (
+    FusedCall,
+    FusedRound,
+    SessionSpec,
+    VerifyCall,
+    VerifyOutcome,
+    VerifyReply,
+)
 
 
 class Verifier(Protocol):
@@ -128,3 +141,76 @@ def round_outcome(
         queue_depth=reply.queue_depth,
         fused=fused,
     )
+
+
+class Ledger:
+    """What a generation committed so far as the device sees it: output, round records
+    (each round as it reached the device, distributed or fused), the first token's
+    arrival and the session's window history."""
+
+    def __init__(
+        self,
+        request_id: str,
+        on_tokens: Callable[[tuple[int, ...]], None] | None,
+        feature: FeatureDraftBackend | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.request_id = request_id
+        self.output: list[int] = []
+        self.rounds: list[RoundRecord] = []
+        self.history = WindowHistory()
+        self.first_token_s: float | None = None
+        self._on_tokens = on_tokens
+        self._feature = feature
+        self.clock = clock
+
+    def commit(
+        self,
+        gamma: int,
+        num_drafted: int,
+        reply: VerifyReply,
+        times: tuple[float, float, float, float, float],
+        num_passes: int | None = None,
+        fused: bool = False,
+    ) -> bool:
+        """Take in a verified round that reached the device at ``end``; ``times`` =
+        (start, end, draft, uplink, downlink). Returns whether the request finished."""
+        start, end, draft_s, uplink_s, downlink_s = times
+        outcome = reply.outcome
+        self.output.extend(outcome.committed_token_ids)
+        if outcome.committed_token_ids and self.first_token_s is None:
+            self.first_token_s = end
+        if self._on_tokens is not None and outcome.committed_token_ids:
+            self._on_tokens(outcome.committed_token_ids)
+        observe_s = self._observe(outcome)
+        network_s = uplink_s + downlink_s
+        self.history.record(round_outcome(gamma, reply, len(self.output), network_s, fused), end)
+        self.rounds.append(
+            RoundRecord(
+                request_id=self.request_id,
+                round_index=len(self.rounds),
+                start_s=start,
+                end_s=end,
+                draft_s=draft_s + observe_s,
+                uplink_s=uplink_s,
+                queue_s=reply.queue_s,
+                verify_s=reply.verify_s,
+                downlink_s=downlink_s,
+                num_drafted=num_drafted,
+                num_accepted=outcome.result.num_accepted,
+                num_committed=len(outcome.committed_token_ids),
+                batch_size=reply.batch_size,
+                num_draft_passes=num_passes,
+                fused=fused,
+            )
+        )
+        return outcome.finished
+
+    def _observe(self, outcome: VerifyOutcome) -> float:
+        """Hand a feature draft the verification's hidden rows; the time it took."""
+        if self._feature is None or outcome.target_hidden is None:
+            return 0.0
+        observed = self.clock()
+        rows = np.asarray(outcome.target_hidden, dtype=np.float32)
+        self._feature.observe_target_hidden(outcome.target_hidden_start, rows)
+        return self.clock() - observed

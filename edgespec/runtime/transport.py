@@ -23,10 +23,6 @@ from edgespec.config import ServerConfig
 from edgespec.runtime.codec import (
     call_from_proto,
     call_to_proto,
-    fused_call_from_proto,
-    fused_call_to_proto,
-    fused_round_from_proto,
-    fused_round_to_proto,
     pb,
     reply_from_proto,
     reply_to_proto,
@@ -36,6 +32,12 @@ from edgespec.runtime.codec import (
     stats_to_proto,
 )
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.fused_codec import (
+    fused_call_from_proto,
+    fused_call_to_proto,
+    fused_round_from_proto,
+    fused_round_to_proto,
+)
 from edgespec.runtime.messages import (
     PROTOCOL_VERSION,
     FusedCall,
