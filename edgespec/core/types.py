@@ -213,6 +213,9 @@ class RoundRecord:
     """Draft forward passes run for the round; ``None`` means ``num_drafted``. A stop
     predictor (:mod:`edgespec.policies.stop_drafting`) that ends a block early runs one
     more pass than it sends: the token it stopped on."""
+    fused: bool = False
+    """The round ran fused: drafted by the server's co-located draft model, in a run of
+    fused rounds on the server (``draft_s`` is then the server's drafting time)."""
 
     @property
     def draft_passes(self) -> int:

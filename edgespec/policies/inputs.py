@@ -32,10 +32,16 @@ Meanings (:class:`~edgespec.policies.interfaces.WindowObservation`), the same in
 - ``previous_fused``: whether the last round ran fused.
 - ``tpot_s``: time per output token since the first one,
   (now − first token) / (committed − 1), ``None`` until two tokens exist.
+
+A session's history moves between hosts as a :class:`HistorySnapshot`
+(:meth:`WindowHistory.snapshot` / :meth:`WindowHistory.from_snapshot`): the device hands it
+to the server with a fused request and gets it back when the fused run ends. It holds no
+clock value, only the first token's age, because the two hosts' clocks differ.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -74,6 +80,61 @@ class RoundOutcome:
     """The server's queue depth reported with the verdict."""
     fused: bool = False
     """Whether the round ran fused (then ``network_s`` is ignored)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySnapshot:
+    """Everything a :class:`WindowHistory` holds, host-neutral: times as durations only.
+    Validated on construction (it crosses the wire): a bad field is a ``ValueError``
+    naming it."""
+
+    recent: tuple[tuple[int, int], ...] = ()
+    """(drafted, accepted) positions of the last rounds, oldest first, at most
+    :data:`RECENT_ROUNDS`."""
+    num_rounds: int = 0
+    gamma: int = 0
+    """The last round's answered γ (``previous_gamma``)."""
+    last_num_accepted: int = 0
+    num_committed_total: int = 0
+    queue_depth: int = 0
+    network_s: float = 0.0
+    """The last distributed round's network time (``rtt_s``)."""
+    fused: bool = False
+    """Whether the last round ran fused."""
+    first_token_age_s: float | None = None
+    """How long ago the first output token was committed; ``None`` before it."""
+
+    def __post_init__(self) -> None:
+        problem = _snapshot_problem(self)
+        if problem is not None:
+            raise ValueError(f"history snapshot: {problem}")
+
+
+def _snapshot_problem(s: HistorySnapshot) -> str | None:
+    counts = {
+        "num_rounds": s.num_rounds,
+        "gamma": s.gamma,
+        "last_num_accepted": s.last_num_accepted,
+        "num_committed_total": s.num_committed_total,
+        "queue_depth": s.queue_depth,
+    }
+    for name, value in counts.items():
+        if type(value) is not int or value < 0:
+            return f"{name} must be an integer >= 0, got {value!r}"
+    if len(s.recent) > min(RECENT_ROUNDS, s.num_rounds):
+        return (
+            f"recent holds {len(s.recent)} rounds; at most {RECENT_ROUNDS} and at most "
+            f"num_rounds ({s.num_rounds})"
+        )
+    for drafted, accepted in s.recent:
+        if not 0 <= accepted <= drafted:
+            return f"recent round ({drafted}, {accepted}) needs 0 <= accepted <= drafted"
+    if not (math.isfinite(s.network_s) and s.network_s >= 0):
+        return f"network_s must be finite and >= 0, got {s.network_s}"
+    age = s.first_token_age_s
+    if age is not None and not (math.isfinite(age) and age >= 0):
+        return f"first_token_age_s must be finite and >= 0, got {age}"
+    return None
 
 
 class WindowHistory:
@@ -163,6 +224,39 @@ class WindowHistory:
             else None,
             fused,
         )
+
+    def snapshot(self, now_s: float) -> HistorySnapshot:
+        """This history at ``now_s`` (the first token's time as its age then)."""
+        first = self._first_token_s
+        return HistorySnapshot(
+            recent=tuple(self._recent),
+            num_rounds=self._rounds,
+            gamma=self._gamma,
+            last_num_accepted=self._last_accepted,
+            num_committed_total=self._committed,
+            queue_depth=self._queue_depth,
+            network_s=self._network_s,
+            fused=self._fused,
+            first_token_age_s=None if first is None else max(now_s - first, 0.0),
+        )
+
+    @classmethod
+    def from_snapshot(cls, snapshot: HistorySnapshot, now_s: float) -> WindowHistory:
+        """The history ``snapshot`` describes, on a host whose clock reads ``now_s``."""
+        history = cls()
+        history._recent.extend(snapshot.recent)
+        history._drafted = sum(d for d, _ in snapshot.recent)
+        history._accepted = sum(a for _, a in snapshot.recent)
+        history._rounds = snapshot.num_rounds
+        history._gamma = snapshot.gamma
+        history._last_accepted = snapshot.last_num_accepted
+        history._committed = snapshot.num_committed_total
+        history._queue_depth = snapshot.queue_depth
+        history._network_s = snapshot.network_s
+        history._fused = snapshot.fused
+        age = snapshot.first_token_age_s
+        history._first_token_s = None if age is None else now_s - age
+        return history
 
     def observation(self, now_s: float) -> WindowObservation:
         if not self._rounds:

@@ -1,14 +1,22 @@
 """The edge drafter loop, shared by the gRPC client and in-process speculative decoding.
 
-Each round: ask the window policy for γ, draft γ tokens with the draft backend, send
-them to a :class:`Verifier` (the engine in-process, or a remote server), append the
-committed tokens, stream them out, and record a :class:`RoundRecord`. A verifier that
-lost the session (server restart, idle expiry) or became unreachable is handled by
-reopening the session with every committed token as the new prompt, so the output is
-identical to an uninterrupted run (greedy) — the server keeps no state the client lacks.
-A :class:`~edgespec.runtime.backends.base.FeatureDraftBackend` that wants the target's
-hidden states gets a session opened with ``return_hidden`` and sees every verification's
-rows (``observe_target_hidden``, timed as drafting) before it drafts again.
+Each round: ask the window policy for a decision (γ, mode). Distributed: draft γ tokens
+with the draft backend, send them to a :class:`Verifier` (the engine in-process, or a
+remote server), append the committed tokens, stream them out, and record a
+:class:`RoundRecord`. Fused (a server with a co-located draft, :class:`FusedVerifier`):
+send a fused request with the session's window history; the server runs fused rounds
+back to back, consulting its own window policy after each verdict, and streams each
+round's committed tokens; the device records each as a fused :class:`RoundRecord` when it
+arrives, takes the history back when the run ends and continues with the decision the
+server obtained (no second consultation; :mod:`edgespec.runtime.fused`). The pieces of a
+round are shared with the server's fused loop (:mod:`edgespec.runtime.rounds`).
+
+A verifier that lost the session (server restart, idle expiry) or became unreachable is
+handled by reopening the session with every committed token as the new prompt, so the
+output is identical to an uninterrupted run (greedy) — the server keeps no state the
+client lacks. A :class:`~edgespec.runtime.backends.base.FeatureDraftBackend` that wants
+the target's hidden states gets a session opened with ``return_hidden`` and sees every
+verification's rows (``observe_target_hidden``, timed as drafting) before it drafts again.
 With a stop predictor (:mod:`edgespec.policies.stop_drafting`) γ is K_max: the drafter
 ends the block at the first predicted rejection (possibly an empty block, a plain target
 step), and the round records the draft passes run (``RoundRecord.num_draft_passes``).
@@ -20,44 +28,27 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
-
-import numpy as np
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
-from edgespec.policies.contracts import check_window, policy_name
-from edgespec.policies.inputs import RoundOutcome, WindowHistory
-from edgespec.policies.interfaces import WindowPolicy
+from edgespec.policies.contracts import policy_name
+from edgespec.policies.inputs import WindowHistory
+from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import StaticWindow
-from edgespec.runtime.backends.base import (
-    DraftBackend,
-    DraftProposal,
-    FeatureDraftBackend,
-    propose_block,
-    stopping_drafter,
-)
+from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend, stopping_drafter
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
+from edgespec.runtime.messages import FusedCall, SessionSpec
+from edgespec.runtime.rounds import (
+    FusedVerifier,
+    Ledger,
+    Verifier,
+    capped_gamma,
+    decide,
+    draft_rng,
+    play_round,
+)
 
 RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
-
-
-def draft_rng(seed: int | None) -> np.random.Generator:
-    """The drafter's random stream: independent of the verifier's, which is seeded with
-    the same session seed (sharing one stream would correlate the draft sample with the
-    acceptance test and bias the output)."""
-    return np.random.default_rng(None if seed is None else [seed, 1])
-
-
-class Verifier(Protocol):
-    """Where draft blocks get verified (in-process engine or a remote server)."""
-
-    def open(self, spec: SessionSpec) -> None: ...
-
-    def verify(self, call: VerifyCall) -> VerifyReply: ...
-
-    def close(self, session_id: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,117 +82,104 @@ def generate(
     stop: DraftStopPolicy | None = None,
 ) -> GenerationResult:
     """Distributed speculative decoding of one request; returns the committed output.
-    ``stop``: a stop predictor, which the drafter must support (else ``ValueError``)."""
+    ``stop``: a stop predictor, which the drafter must support (else ``ValueError``).
+    A fused decision needs a :class:`FusedVerifier` (else ``FAILED_PRECONDITION``)."""
     if stop is not None:
         stopping_drafter(drafter)  # refused before a session is opened
     policy = window if window is not None else StaticWindow(4)
     rng = draft_rng(sampling.seed)
     prompt = tuple(prompt_ids)
-    output: list[int] = []
-    rounds: list[RoundRecord] = []
-    history = WindowHistory()
     reconnects = 0
     arrival = clock()
-    first_token_s: float | None = None
     feature = (
         drafter
         if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden
         else None
     )
+    ledger = Ledger(options.session_id, on_tokens, feature, clock)
     hidden = feature is not None
     session_id = _open(verifier, options, options.session_id, prompt, sampling, hidden)
+    decision: WindowDecision | None = None  # handed back by a fused run
     finished = False
     while not finished:
-        obs = history.observation(clock())
-        decision = check_window(policy, policy.next_window(obs))
-        if decision.fused:
-            raise RequestError(
-                ErrorCode.FAILED_PRECONDITION,
-                f"window policy {policy_name(policy)} chose a fused round; this drafter "
-                "runs distributed rounds only",
-            )
-        chosen = decision.gamma
-        # At most remaining − 1 drafts (the verifier adds one token), as the simulator
-        # does: the last token is a plain target step with an empty block (nothing drafted).
-        gamma = min(chosen, sampling.max_new_tokens - len(output) - 1)
-        start = clock()
-        context = (*prompt, *output)
-        proposal = (
-            propose_block(drafter, context, gamma, sampling.temperature, rng, stop)
-            if gamma > 0
-            else DraftProposal((), None, num_passes=None if stop is None else 0)
-        )
-        drafted = clock()
-        call = VerifyCall(
-            session_id=session_id,
-            prefix_len=len(context),
-            draft_token_ids=proposal.token_ids,
-            draft_probs=None if sampling.greedy else proposal.probs,
-            draft_parents=proposal.parents,
-            draft_s=drafted - start,
-            network_s=obs.rtt_s,  # the last round's uplink + downlink, 0 before the first
-        )
+        if decision is None:
+            decision = decide(policy, ledger.history, clock())
+        context = (*prompt, *ledger.output)
+        sent = clock()
         try:
-            reply = verifier.verify(call)
+            if decision.fused:
+                decision, finished = _fused_run(
+                    verifier, policy, ledger, session_id, context, decision
+                )
+                continue
+            gamma = capped_gamma(decision.gamma, sampling.max_new_tokens, len(ledger.output))
+            network_s = ledger.history.observation(sent).rtt_s  # the last round's, 0 at first
+            played = play_round(
+                verifier, drafter, session_id, context, gamma, sampling, rng, network_s, clock, stop
+            )
         except RequestError as exc:
-            if exc.code not in RECOVERABLE or clock() - drafted > options.retry_timeout_s:
+            if exc.code not in RECOVERABLE or clock() - sent > options.retry_timeout_s:
                 raise
             reconnects += 1
+            decision = None  # the policy is asked again for the round that did not run
             _close_quietly(verifier, session_id)  # its KV must not wait for the timeout
             session_id = _reopen(
-                verifier, options, prompt, output, sampling, clock, hidden, reconnects
+                verifier, options, prompt, ledger.output, sampling, clock, hidden, reconnects
             )
             continue
-        end = clock()
-        outcome = reply.outcome
-        network_s = max(end - drafted - reply.queue_s - reply.verify_s, 0.0)
-        output.extend(outcome.committed_token_ids)
-        if outcome.committed_token_ids and first_token_s is None:
-            first_token_s = end
-        if on_tokens is not None and outcome.committed_token_ids:
-            on_tokens(outcome.committed_token_ids)
-        observe_s = 0.0
-        if feature is not None and outcome.target_hidden is not None:
-            observed = clock()
-            rows = np.asarray(outcome.target_hidden, dtype=np.float32)
-            feature.observe_target_hidden(outcome.target_hidden_start, rows)
-            observe_s = clock() - observed
-        # the window's acceptance is per position: a token tree counts its depth, not its nodes
-        round_outcome = RoundOutcome(
-            gamma=chosen,
-            num_drafted=outcome.result.num_drafted,
-            num_accepted=outcome.result.num_accepted,
-            num_committed_total=len(output),
-            network_s=network_s,
-            queue_depth=reply.queue_depth,
-        )
-        history.record(round_outcome, end)
-        rounds.append(
-            RoundRecord(
-                request_id=options.session_id,
-                round_index=len(rounds),
-                start_s=start,
-                end_s=end,
-                draft_s=drafted - start + observe_s,
-                uplink_s=network_s / 2,
-                queue_s=reply.queue_s,
-                verify_s=reply.verify_s,
-                downlink_s=network_s / 2,
-                num_drafted=len(call.draft_token_ids),
-                num_accepted=outcome.result.num_accepted,
-                num_committed=len(outcome.committed_token_ids),
-                batch_size=reply.batch_size,
-                num_draft_passes=proposal.num_passes,
-            )
-        )
-        finished = outcome.finished
+        reply = played.reply
+        network_s = max(played.end_s - played.drafted_s - reply.queue_s - reply.verify_s, 0.0)
+        times = (played.start_s, played.end_s, played.draft_s, network_s / 2, network_s / 2)
+        num_drafted = len(played.call.draft_token_ids)
+        finished = ledger.commit(decision.gamma, num_drafted, reply, times, played.num_passes)
+        decision = None
     verifier.close(session_id)
     return GenerationResult(
-        output_token_ids=tuple(output),
-        rounds=tuple(rounds),
-        request=_request_record(options, prompt, output, rounds, arrival, first_token_s),
+        output_token_ids=tuple(ledger.output),
+        rounds=tuple(ledger.rounds),
+        request=_request_record(options, prompt, ledger, arrival),
         num_reconnects=reconnects,
     )
+
+
+def _fused_run(
+    verifier: Verifier,
+    policy: WindowPolicy,
+    ledger: Ledger,
+    session_id: str,
+    context: tuple[int, ...],
+    decision: WindowDecision,
+) -> tuple[WindowDecision | None, bool]:
+    """Hand the session to the server for a run of fused rounds; record each round as it
+    arrives. Returns the decision for the next round (``None``: ask the device's policy)
+    and whether the request finished."""
+    if not isinstance(verifier, FusedVerifier):
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"window policy {policy_name(policy)} chose a fused round; verifier "
+            f"{type(verifier).__name__} cannot run fused rounds",
+        )
+    clock = ledger.clock
+    start = clock()
+    call = FusedCall(session_id, len(context), decision.gamma, ledger.history.snapshot(start))
+    end = None
+    finished = False
+    for index, chunk in enumerate(verifier.run_fused(call)):
+        arrived = clock()
+        reply = chunk.reply
+        # measured: what the server's draft, queue and verify times leave of the interval;
+        # the run's first round crossed the uplink, the later ones only the downlink
+        network_s = max(arrived - start - chunk.draft_s - reply.queue_s - reply.verify_s, 0.0)
+        uplink_s = network_s / 2 if index == 0 else 0.0
+        times = (start, arrived, chunk.draft_s, uplink_s, network_s - uplink_s)
+        finished = ledger.commit(chunk.gamma, len(chunk.draft_token_ids), reply, times, fused=True)
+        start, end = arrived, chunk.end
+    if end is None:
+        raise RequestError(
+            ErrorCode.INTERNAL, f"the fused run of session {session_id!r} ended without its end"
+        )
+    ledger.history = WindowHistory.from_snapshot(end.history, clock())
+    return end.next_decision, finished
 
 
 def _open(
@@ -265,14 +243,11 @@ def _close_quietly(verifier: Verifier, session_id: str) -> None:
 
 
 def _request_record(
-    options: DraftOptions,
-    prompt: tuple[int, ...],
-    output: list[int],
-    rounds: list[RoundRecord],
-    arrival: float,
-    first_token_s: float | None,
+    options: DraftOptions, prompt: tuple[int, ...], ledger: Ledger, arrival: float
 ) -> RequestRecord:
+    rounds = ledger.rounds
     finish = rounds[-1].end_s if rounds else arrival
+    first_token_s = ledger.first_token_s
     return RequestRecord(
         request_id=options.session_id,
         client_id=options.client_id,
@@ -282,7 +257,7 @@ def _request_record(
         first_token_s=first_token_s if first_token_s is not None else finish,
         finish_s=finish,
         num_prompt_tokens=len(prompt),
-        num_output_tokens=len(output),
+        num_output_tokens=len(ledger.output),
         num_rounds=len(rounds),
         num_drafted=sum(r.num_drafted for r in rounds),
         num_accepted=sum(r.num_accepted for r in rounds),

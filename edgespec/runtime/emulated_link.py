@@ -6,7 +6,10 @@ reply's, each RTT/2 + jitter + bytes / bandwidth (:func:`edgespec.core.link_dela
 one_way_delay_s`, the simulator's link model: exponential jitter of mean ``jitter_ms``;
 message sizes from the simulator's ``uplink_bytes`` / ``downlink_bytes``). The sleeps
 happen inside the verifier call, so the drafter's measured network time (RPC wall time
-minus the server's queue and verify time) includes them. ``close`` is not delayed, and a
+minus the server's queue and verify time) includes them. A fused run (``run_fused``) pays
+its request's uplink delay once, then each streamed round its own downlink delay from
+when it reached the device, in order: chunks in flight overlap, as on a real link (a
+reader thread takes them off the stream as they come). ``close`` is not delayed, and a
 call that raises pays only its request's delay. Off by default: ``edgespec draft`` wraps
 its verifier only when a ``--link-*`` flag or ``link_*`` config field asks for it.
 """
@@ -15,19 +18,28 @@ from __future__ import annotations
 
 import argparse
 import math
+import queue
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from edgespec.core.link_delay import HEADER_BYTES, downlink_bytes, one_way_delay_s, uplink_bytes
 from edgespec.errors import UserInputError
+from edgespec.runtime.errors import ErrorCode, RequestError
 
 if TYPE_CHECKING:  # kept light: draft_command imports this module to build the CLI parser
     import numpy as np
 
-    from edgespec.runtime.drafter import Verifier
-    from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
+    from edgespec.runtime.messages import (
+        FusedCall,
+        FusedRound,
+        SessionSpec,
+        VerifyCall,
+        VerifyReply,
+    )
+    from edgespec.runtime.rounds import Verifier
 
 LINK_FLAGS = {
     "link_rtt_ms": "--link-rtt-ms",
@@ -118,7 +130,7 @@ def open_bytes(spec: SessionSpec) -> int:
 class EmulatedLinkVerifier:
     """``inner`` behind an emulated link; ``transfers`` records every delayed call."""
 
-    __slots__ = ("_rng", "_sleep", "_transfers", "inner", "link")
+    __slots__ = ("_clock", "_rng", "_sleep", "_transfers", "inner", "link")
 
     def __init__(
         self,
@@ -126,11 +138,13 @@ class EmulatedLinkVerifier:
         link: LinkEmulation,
         rng: np.random.Generator,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.inner = inner
         self.link = link
         self._rng = rng
         self._sleep = sleep
+        self._clock = clock
         self._transfers: list[LinkTransfer] = []
 
     @property
@@ -166,8 +180,61 @@ class EmulatedLinkVerifier:
         self._transfers[-1] = LinkTransfer("verify", size, up, reply_size, down)
         return reply
 
+    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
+        """The fused request after its uplink delay (a header: nothing drafted); each
+        streamed round delivered its downlink delay after it reached the device, and
+        never before the round ahead of it. One transfer per round, the first with the
+        request's uplink."""
+        run = getattr(self.inner, "run_fused", None)
+        if run is None:
+            raise RequestError(
+                ErrorCode.FAILED_PRECONDITION,
+                f"verifier {type(self.inner).__name__} cannot run fused rounds",
+            )
+        size = HEADER_BYTES
+        up = self._wait(size)
+        self._transfers.append(LinkTransfer("fused", size, up))
+        delivered = -math.inf
+        for index, (fused_round, received) in enumerate(_received(run(call), self._clock)):
+            reply_size = verify_reply_bytes(fused_round.reply)
+            down = self.link.delay_s(reply_size, self._rng)
+            delivered = max(received + down, delivered)
+            wait = delivered - self._clock()
+            if wait > 0:
+                self._sleep(wait)
+            if index == 0:
+                self._transfers[-1] = LinkTransfer("fused", size, up, reply_size, down)
+            else:
+                self._transfers.append(LinkTransfer("fused", 0, 0.0, reply_size, down))
+            yield fused_round
+
     def close(self, session_id: str) -> None:
         self.inner.close(session_id)
+
+
+_END = object()
+
+
+def _received(
+    items: Iterator[FusedRound], clock: Callable[[], float]
+) -> Iterator[tuple[FusedRound, float]]:
+    """``items`` with the time each was taken off the stream, read on a daemon thread as
+    soon as it comes (so a consumer that sleeps does not delay the next arrival)."""
+    inbox: queue.Queue[object] = queue.Queue()
+
+    def read() -> None:
+        try:
+            for item in items:
+                inbox.put((item, clock()))
+            inbox.put(_END)
+        except BaseException as exc:  # raised to the consumer below
+            inbox.put(exc)
+
+    threading.Thread(target=read, daemon=True, name="fused-link-reader").start()
+    while (got := inbox.get()) is not _END:
+        if isinstance(got, BaseException):
+            raise got
+        yield got  # type: ignore[misc]
 
 
 # --- edgespec draft: flags and config

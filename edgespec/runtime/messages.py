@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
+from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.interfaces import WindowDecision
 
 PROTOCOL_VERSION = 1
 """Bumped on any incompatible change of edgespec.proto; sessions of another version are refused."""
@@ -86,6 +88,41 @@ class VerifyReply:
     verify_s: float
     batch_size: int
     queue_depth: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FusedCall:
+    """A device's fused request: its window policy answered ``WindowDecision(gamma,
+    fused=True)`` for the session's next round, which continues the session's first
+    ``prefix_len`` committed tokens; ``history`` is the session's window history then."""
+
+    session_id: str
+    prefix_len: int
+    gamma: int
+    history: HistorySnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class FusedRunEnd:
+    """How a fused run ended: the decision the server's window policy answered for the
+    next (distributed) round — ``None`` when the request finished or the server has no
+    window policy (the device then consults its own) — and the session's history."""
+
+    next_decision: WindowDecision | None
+    history: HistorySnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class FusedRound:
+    """One fused round as the server streams it when its verdict is in: the decision's
+    ``gamma`` (before capping), the block the server's draft drafted, the server's
+    drafting time, and the verification reply. ``end`` is set on a run's last round."""
+
+    gamma: int
+    draft_token_ids: tuple[int, ...]
+    draft_s: float
+    reply: VerifyReply
+    end: FusedRunEnd | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from edgespec.policies.registry import BATCHING
+from edgespec.policies.registry import BATCHING, WINDOW
 from edgespec.policies.slo import DEADLINE_RULES
 
 
@@ -52,7 +52,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SLED-style baseline: keep no KV between verifications (each forwards the "
         "whole context)",
     )
-    parser.add_argument("--draft", help="draft model for the fused baseline, or 'ngram'")
+    parser.add_argument(
+        "--draft", help="co-located draft model for fused rounds and the fused baseline, or 'ngram'"
+    )
+    parser.add_argument(
+        "--window",
+        help=f"window policy consulted after each fused round, one of {', '.join(sorted(WINDOW))} "
+        "(default: none, each fused request runs one round and the device decides again)",
+    )
+    parser.add_argument(
+        "--window-params",
+        metavar="JSON",
+        help="the --window policy's parameters as a JSON object, e.g. '{\"gamma\": 4}'",
+    )
     parser.add_argument(
         "--auth-token",
         action="append",
@@ -121,11 +133,37 @@ def run(args: argparse.Namespace) -> int:
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
     policy = build_batching(config.batching)  # before loading the model: fail fast
-    asyncio.run(_serve(config, policy, args.draft, args.threads))
+    window = window_from_args(args)
+    asyncio.run(_serve(config, policy, args.draft, args.threads, window))
     return 0
 
 
-async def _serve(config: Any, policy: Any, draft_name: str | None, threads: int | None) -> None:
+def window_from_args(args: argparse.Namespace) -> Any:
+    """The window policy ``--window`` / ``--window-params`` name (``None`` without
+    ``--window``); a bad name, JSON or parameter is a :class:`UserInputError` naming the
+    flag."""
+    from edgespec.errors import UserInputError
+    from edgespec.policies.registry import PolicyConfigError, build_policy
+
+    if args.window is None:
+        if args.window_params is not None:
+            raise UserInputError("--window-params needs --window NAME")
+        return None
+    try:
+        params = json.loads(args.window_params) if args.window_params is not None else {}
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"--window-params is not JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise UserInputError(f"--window-params must be a JSON object, got {params!r}")
+    try:
+        return build_policy("window", args.window, params)
+    except PolicyConfigError as exc:
+        raise UserInputError(f"--window: {exc}") from exc
+
+
+async def _serve(
+    config: Any, policy: Any, draft_name: str | None, threads: int | None, window: Any = None
+) -> None:
     import asyncio
     import signal
 
@@ -151,16 +189,17 @@ async def _serve(config: Any, policy: Any, draft_name: str | None, threads: int 
     engine = VerificationEngine(
         backend, config.kv_budget_tokens, config.max_sessions, prefix_cache=config.prefix_cache
     )
-    service = VerificationService(engine, config, policy, draft_factory)
+    service = VerificationService(engine, config, policy, draft_factory, window=window)
     server, port = await start_server(service)
     if config.prometheus_port is not None:
         from edgespec.runtime.prometheus import start_prometheus
 
         start_prometheus(config.prometheus_port, service.stats, config.host)
     cache = "" if config.prefix_cache else ", no prefix cache"
+    fused = "" if window is None else f", fused-run window {window!r}"
     print(
         f"edgespec serve: listening on {config.host}:{port} (target {config.target}, "
-        f"batching {config.batching.name}{cache})",
+        f"batching {config.batching.name}{cache}{fused})",
         flush=True,
     )
     stop = asyncio.Event()

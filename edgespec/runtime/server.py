@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
@@ -22,19 +23,23 @@ from typing import TypeVar
 from edgespec.config import ServerConfig
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.contracts import PolicyContractError, check_batch_plan, policy_name
-from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
+from edgespec.policies.inputs import WindowHistory
+from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, WindowDecision, WindowPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.admission import Admission
-from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.fused import fused_generate
+from edgespec.runtime.fused import fused_generate, stream_fused_run
 from edgespec.runtime.messages import (
+    FusedCall,
+    FusedRound,
     ServerStats,
     SessionSpec,
     VerifyCall,
     VerifyReply,
 )
+from edgespec.runtime.rounds import decide
 
 _T = TypeVar("_T")
 
@@ -47,7 +52,11 @@ class _Entry:
 
 
 class VerificationService:
-    """One target model's verification server (asyncio; run everything on one loop)."""
+    """One target model's verification server (asyncio; run everything on one loop).
+
+    ``draft_factory``: the co-located draft model (a fresh backend per fused run or
+    baseline request); ``window``: the window policy consulted after each fused round
+    (:meth:`run_fused`), one object for all sessions, called under a lock."""
 
     def __init__(
         self,
@@ -57,11 +66,14 @@ class VerificationService:
         draft_factory: Callable[[], DraftBackend] | None = None,
         clock: Callable[[], float] = time.monotonic,
         batch_wait_s: float = 0.002,
+        window: WindowPolicy | None = None,
     ) -> None:
         self.engine = engine
         self.config = config
         self._policy = batching
         self._draft_factory = draft_factory
+        self._window = window
+        self._window_lock = threading.Lock()
         self._clock = clock
         self._batch_wait_s = batch_wait_s
         self._queue: dict[int, _Entry] = {}
@@ -163,6 +175,65 @@ class VerificationService:
                 yield reply.outcome.committed_token_ids, finished
         finally:
             self.close_session(spec.session_id)
+
+    async def run_fused(
+        self, call: FusedCall, owner: str | None = None
+    ) -> AsyncIterator[FusedRound]:
+        """A run of fused rounds for an open session (:mod:`edgespec.runtime.fused`),
+        streamed round by round; the last round carries the run's end."""
+        drafter, spec, tokens = self._guard(lambda: self._fused_start(call, owner))
+        decide = None if self._window is None else self._decide
+        async for fused_round in stream_fused_run(
+            self, call, spec, tokens, drafter, decide, self._clock, owner
+        ):
+            yield fused_round
+
+    def _fused_start(
+        self, call: FusedCall, owner: str | None
+    ) -> tuple[DraftBackend, SessionSpec, tuple[int, ...]]:
+        """The checks of a fused request; its draft backend, session spec and tokens."""
+        if self._draft_factory is None:
+            raise RequestError(
+                ErrorCode.FAILED_PRECONDITION,
+                "fused rounds need a co-located draft model; this server was started "
+                "without --draft",
+            )
+        self._admission.clients.check_owner(call.session_id, owner)
+        spec = self.engine.session_spec(call.session_id)
+        tokens = self.engine.session_tokens(call.session_id)
+        if call.prefix_len != len(tokens):
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"prefix_len {call.prefix_len} does not match session {call.session_id!r}, "
+                f"which has {len(tokens)} committed tokens",
+            )
+        limit = self.config.max_draft_tokens
+        if not 1 <= call.gamma <= limit:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT, f"fused gamma {call.gamma} outside 1..{limit}"
+            )
+        drafter = self._draft_factory()
+        if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden:
+            raise RequestError(
+                ErrorCode.FAILED_PRECONDITION,
+                "this server's draft drafts from target features, which fused rounds do "
+                "not feed it",
+            )
+        return drafter, spec, tokens
+
+    def _decide(self, history: WindowHistory, now_s: float) -> WindowDecision:
+        """The server's window policy on a fused run's history (from a worker thread). A
+        policy that raises or breaks its contract fails that run with ``INTERNAL``."""
+        policy = self._window
+        assert policy is not None  # only passed on when configured
+        with self._window_lock:
+            try:
+                return decide(policy, history, now_s)
+            except PolicyContractError as exc:
+                raise RequestError(ErrorCode.INTERNAL, str(exc)) from exc
+            except Exception as exc:
+                message = f"window policy {policy_name(policy)} raised {exc!r}"
+                raise RequestError(ErrorCode.INTERNAL, message) from exc
 
     def stats(self) -> ServerStats:
         c = self.engine.counters()

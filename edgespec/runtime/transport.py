@@ -32,8 +32,16 @@ from edgespec.runtime.codec import (
     stats_to_proto,
 )
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.fused_codec import (
+    fused_call_from_proto,
+    fused_call_to_proto,
+    fused_round_from_proto,
+    fused_round_to_proto,
+)
 from edgespec.runtime.messages import (
     PROTOCOL_VERSION,
+    FusedCall,
+    FusedRound,
     ServerStats,
     SessionSpec,
     VerifyCall,
@@ -89,6 +97,7 @@ _METHODS = {  # name: (streams its response, request message, response message)
     "Generate": (True, "GenerateRequest", "GenerateChunk"),
     "Stats": (False, "StatsRequest", "StatsResponse"),
     "Health": (False, "HealthRequest", "HealthResponse"),
+    "RunFused": (True, "FusedRequest", "FusedRoundChunk"),
 }
 
 
@@ -175,6 +184,15 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             chunks = self._service.generate(spec, fused, request.gamma, owner)
             async for tokens, finished in chunks:
                 yield pb.GenerateChunk(token_ids=list(tokens), finished=finished)
+        except RequestError as exc:
+            await context.abort(_TO_GRPC[exc.code], exc.message)
+
+    async def RunFused(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        try:
+            owner = self._authenticate(context)
+            call = fused_call_from_proto(_decoded(request))
+            async for fused_round in self._service.run_fused(call, owner):
+                yield fused_round_to_proto(fused_round)
         except RequestError as exc:
             await context.abort(_TO_GRPC[exc.code], exc.message)
 
@@ -336,6 +354,19 @@ class RemoteVerifier:
         try:
             for chunk in self._stub.Generate(request, metadata=self._metadata):
                 yield tuple(chunk.token_ids)
+        except grpc.RpcError as exc:
+            raise _to_request_error(exc) from exc
+
+    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
+        """A run of fused rounds (:mod:`edgespec.runtime.fused`), round by round as the
+        server streams them (no deadline: a run lasts as long as its rounds)."""
+        prefix_len = call.prefix_len
+        try:
+            stream = self._stub.RunFused(fused_call_to_proto(call), metadata=self._metadata)
+            for chunk in stream:
+                fused_round = fused_round_from_proto(chunk, prefix_len)
+                prefix_len += len(fused_round.reply.outcome.committed_token_ids)
+                yield fused_round
         except grpc.RpcError as exc:
             raise _to_request_error(exc) from exc
 

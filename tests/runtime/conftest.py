@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 pytest.importorskip("grpc")
 
 from edgespec.config import ServerConfig, from_dict  # noqa: E402
-from edgespec.policies.interfaces import BatchingPolicy  # noqa: E402
+from edgespec.policies.interfaces import BatchingPolicy, WindowPolicy  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
 from edgespec.runtime.batching import build_batching  # noqa: E402
@@ -54,10 +54,12 @@ def start_server(
     port: int = 0,
     batching_policy: BatchingPolicy | None = None,
     rules: Mapping[str, VerificationRule] = EXACT_RULES,
+    window: WindowPolicy | None = None,
     **overrides: Any,
 ) -> ServerThread:
     """A loopback verification server for ``target`` with config ``overrides`` (and
-    ``batching_policy`` instead of the configured one, when given), serving ``rules``."""
+    ``batching_policy`` instead of the configured one, when given), serving ``rules``;
+    ``window``: the server's window policy for fused runs."""
     config = from_dict(ServerConfig, {"port": 0, **overrides})
 
     def build() -> VerificationService:
@@ -69,7 +71,9 @@ def start_server(
             prefix_cache=config.prefix_cache,
         )
         policy = batching_policy or build_batching(config.batching)
-        return VerificationService(engine, config, policy, draft_factory=draft_factory)
+        return VerificationService(
+            engine, config, policy, draft_factory=draft_factory, window=window
+        )
 
     return ServerThread(build, port=port).start()
 

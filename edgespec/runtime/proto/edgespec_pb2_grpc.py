@@ -64,6 +64,11 @@ class VerificationStub:
                 request_serializer=edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.HealthRequest.SerializeToString,
                 response_deserializer=edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.HealthResponse.FromString,
                 _registered_method=True)
+        self.RunFused = channel.unary_stream(
+                '/edgespec.v1.Verification/RunFused',
+                request_serializer=edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.FusedRequest.SerializeToString,
+                response_deserializer=edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.FusedRoundChunk.FromString,
+                _registered_method=True)
 
 
 class VerificationServicer:
@@ -105,6 +110,13 @@ class VerificationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunFused(self, request, context):
+        """a run of fused rounds for an open session (server started with --draft)
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_VerificationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +149,11 @@ def add_VerificationServicer_to_server(servicer, server):
                     servicer.Health,
                     request_deserializer=edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.HealthRequest.FromString,
                     response_serializer=edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.HealthResponse.SerializeToString,
+            ),
+            'RunFused': grpc.unary_stream_rpc_method_handler(
+                    servicer.RunFused,
+                    request_deserializer=edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.FusedRequest.FromString,
+                    response_serializer=edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.FusedRoundChunk.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -301,6 +318,33 @@ class Verification:
             '/edgespec.v1.Verification/Health',
             edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.HealthRequest.SerializeToString,
             edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.HealthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunFused(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/edgespec.v1.Verification/RunFused',
+            edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.FusedRequest.SerializeToString,
+            edgespec_dot_runtime_dot_proto_dot_edgespec__pb2.FusedRoundChunk.FromString,
             options,
             channel_credentials,
             insecure,
