@@ -114,6 +114,7 @@ def fcfs_dispatch(engine: Simulation, batch_end_kind: int) -> Handler:
     """DISPATCH with ``FcfsBatching`` inlined (``_take_within_limits`` semantics)."""
     push = engine.q.raw_push()
     lazy = engine.lazy
+    fused = engine.fused_runs if engine.may_fuse else None  # never for the lazy runs
 
     def dispatch(t: float, server: ServerState) -> None:
         server.dispatch_pending = False
@@ -168,6 +169,8 @@ def fcfs_dispatch(engine: Simulation, batch_end_kind: int) -> Handler:
         server.batch_new = n_lin
         server.batch_cached = n_cached
         duration = server.cost.batch_time_s(size, n_lin, n_int, n_cached)
+        if fused is not None:  # the co-located draft's passes for fused entries come first
+            duration = fused.draft_step_s(server, chosen) + duration
         push(t + duration, batch_end_kind, server.server_id, server)
 
     return dispatch

@@ -36,6 +36,7 @@ from edgespec.metrics.types import SystemMetrics
 from edgespec.sim import build
 from edgespec.sim.build import Policies
 from edgespec.sim.engine import RecordSink, Simulation
+from edgespec.sim.fused_run import fusing
 from edgespec.sim.kernel import EventQueue
 from edgespec.sim.scenario import Scenario
 
@@ -103,13 +104,14 @@ def simulate(
     state is touched: a caller that owns its process may pause the cyclic garbage
     collector around the run (:func:`paused_gc`, as the CLI does).
     """
-    devices, servers = build.build_entities(scenario)
+    chosen = policies if policies is not None else build.build_policies(scenario)
+    colocated = fusing(chosen.window, scenario.mode) is not False  # fused rounds possible
+    devices, servers = build.build_entities(scenario, colocated)
     collected: _ListSink | _StreamSink | None = None
     if sink is None:
         collected = _ListSink(scenario.record_rounds) if keep_records else _StreamSink()
         sink = collected
     trace = build.build_trace(scenario)
-    chosen = policies if policies is not None else build.build_policies(scenario)
     acceptance = build.build_acceptance(scenario, trace)
     engine = Simulation(
         scenario,
