@@ -3,9 +3,9 @@ verification, downlink. See :mod:`edgespec.sim.simulator` for the round lifecycl
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
-from edgespec.core.types import BatchRecord, Request, RequestRecord, RoundRecord, ServerLoad
+from edgespec.core.types import BatchRecord, Request, RoundRecord, ServerLoad
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.contracts import check_window
 from edgespec.policies.inputs import UNOBSERVED, observes
@@ -21,14 +21,14 @@ from edgespec.sim.choice import round_deadline_s, route_by_policy, route_jsq, se
 from edgespec.sim.cost_models import decode_steps_s, draft_passes_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
-    accept_runs,
     describe_path,
     dispatch_when_alone,
     fast_path_blockers,
     fcfs_dispatch,
+    memoised_accept_runs,
 )
 from edgespec.sim.fused_run import FusedRuns, fusing
-from edgespec.sim.kernel import EventQueue, Handler
+from edgespec.sim.kernel import EventQueue, Handler, RecordSink
 from edgespec.sim.network import downlink_bytes, uplink_bytes
 from edgespec.sim.rng import spawn_generator
 from edgespec.sim.scenario import Scenario
@@ -36,14 +36,6 @@ from edgespec.sim.stop_model import StopModel
 from edgespec.sim.workload import LengthTable, TraceEntry
 
 BATCH_END, DELIVER, DRAFT_DONE, ARRIVE, REQUEST, DISPATCH = range(6)
-
-
-class RecordSink(Protocol):
-    """Where the engine emits its records."""
-
-    def request(self, record: RequestRecord) -> None: ...
-    def batch(self, record: BatchRecord) -> None: ...
-    def round(self, record: RoundRecord) -> None: ...
 
 
 class Simulation:
@@ -100,7 +92,6 @@ class Simulation:
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
         self.hops = self.every_hop and not fast  # DRAFT_DONE and DELIVER as events
-        self.path = describe_path(self, scenario.fast_path, blockers)
         # Token-tree traces replay their captured rounds (trace.draft_tree), by request id.
         self.trees = {e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds}
         # The specialised BATCH_END (batchend.py; chains only) and no ARRIVE events (inbound.py).
@@ -113,7 +104,9 @@ class Simulation:
             and not self.trees
             and not self.hops
         )
+        self.fuses = fuses
         self.may_fuse = fuses is not False and not self.lazy
+        self.path = describe_path(self, scenario.fast_path, blockers)
         self.fused_runs = FusedRuns(self, self._begin_round, (DRAFT_DONE, ARRIVE, DELIVER))
         self.send_probs = scenario.temperature > 0
         self.route_rng = spawn_generator(scenario.seed, "routing")
@@ -196,23 +189,15 @@ class Simulation:
         session = Session(index, request, dev, server, seq, slo)
         session.tree = self.trees.get(request.request_id)
         if self.lazy and seq and type(self.acceptance) is TraceAcceptance:
-            session.runs = self._accept_runs(seq)
+            session.runs = memoised_accept_runs(self.runs_memo, seq)
         dev.session = session
         server.num_active += 1
         self._begin_round(session, t)
 
-    def _accept_runs(self, seq: tuple[int, ...]) -> list[int]:
-        """fastpath.accept_runs, memoised per sequence object (traces are kept alive)."""
-        hit = self.runs_memo.get(id(seq))
-        if hit is None or hit[0] is not seq:
-            hit = self.runs_memo[id(seq)] = (seq, accept_runs(seq))
-        return hit[1]
-
     # --- one round
 
     def _begin_round(self, s: Session, t: float, decided: WindowDecision | None = None) -> None:
-        """A round on the device at ``t``, with the window policy's decision (``decided``:
-        the one the server took when a fused run ended) or a fused request."""
+        """A round begins on the device (``decided``: the server's, as a fused run ended)."""
         request = s.request
         committed = s.committed
         rounds = s.num_rounds
@@ -223,12 +208,10 @@ class Simulation:
             if chosen is None:
                 decision = decided
                 if decision is None:
-                    window = self.window
-                    decision = window.next_window(
-                        s.history.observation(t) if self.observes else UNOBSERVED
-                    )
+                    obs = s.history.observation(t) if self.observes else UNOBSERVED
+                    decision = self.window.next_window(obs)
                     if type(decision) is not WindowDecision or decision.fused or self.fused_mode:
-                        decision = check_window(window, decision)
+                        decision = check_window(self.window, decision)
                         if decision.fused or self.fused_mode:
                             self.fused_runs.start(s, t, decision)
                             return

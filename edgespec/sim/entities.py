@@ -31,6 +31,7 @@ class Session:
         "entry_id",
         "first_token_s",
         "fused",
+        "fused_deliver_s",
         "fused_unseen",
         "gamma",
         "gamma_eff",
@@ -98,8 +99,10 @@ class Session:
         # server's co-located draft has not processed (this round) and has processed
         # (after the last fused round); the device's draft: context processed when the
         # fused run began, tokens to catch up on in its next round, and the decision its
-        # next round runs with (taken by the server when the fused run ended).
+        # next round runs with (taken by the server when the fused run ended); when the
+        # last fused round's tokens reach the device.
         self.fused = False
+        self.fused_deliver_s = 0.0
         self.fused_unseen = self.server_seen = self.device_seen = self.catch_up = 0
         self.resume: WindowDecision | None = None
 

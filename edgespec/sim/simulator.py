@@ -35,9 +35,9 @@ from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim import build
 from edgespec.sim.build import Policies
-from edgespec.sim.engine import RecordSink, Simulation
+from edgespec.sim.engine import Simulation
 from edgespec.sim.fused_run import fusing
-from edgespec.sim.kernel import EventQueue
+from edgespec.sim.kernel import EventQueue, RecordSink
 from edgespec.sim.scenario import Scenario
 
 
