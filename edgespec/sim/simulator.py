@@ -1,13 +1,15 @@
 """The discrete-event simulator of distributed speculative decoding (DSD-Sim class).
 
-One round of a request: the drafter picks γ (window policy) and drafts γ tokens
-(device in ``distributed`` mode, a draft executor on the server in ``fused`` mode, none
-in ``centralized`` mode, where γ = 0 and each round is one autoregressive step with
-continuous batching); the block travels the uplink (distributed: every round; the other
-modes: only the prompt, once); the server queues it, the batching policy groups queued
-blocks into one forward pass whose time the cost model gives from the batch shape
-(cached prefix vs new tokens, KV cache with LRU eviction); the acceptance model says how
-many drafted tokens are accepted, L + 1 tokens are committed; the result travels the
+One round of a request: the window policy picks γ and the mode and the drafter drafts γ
+tokens (the device in a distributed round; the server's co-located draft, on the engine
+that verifies, in a fused round, :mod:`edgespec.sim.fused_run`; none in ``centralized``
+mode, where γ = 0 and each round is one autoregressive step with continuous batching);
+the block travels the uplink (every distributed round; a fused run sends only a header,
+with the prompt on the first round; centralized mode only the prompt, once); the server
+queues it, the batching policy groups queued blocks into one forward pass whose time the
+cost model gives from the batch shape (cached prefix vs new tokens, KV cache with LRU
+eviction; plus the co-located draft's passes for fused rounds); the acceptance model says
+how many drafted tokens are accepted, L + 1 tokens are committed; the result travels the
 downlink. Routing happens once per request.
 
 Event kinds (lower runs first at equal times): BATCH_END, DELIVER, DRAFT_DONE, ARRIVE,
