@@ -214,8 +214,12 @@ class RoundRecord:
     predictor (:mod:`edgespec.policies.stop_drafting`) that ends a block early runs one
     more pass than it sends: the token it stopped on."""
     fused: bool = False
-    """The round ran fused: drafted by the server's co-located draft model, in a run of
-    fused rounds on the server (``draft_s`` is then the server's drafting time)."""
+    """The round ran fused: drafted by the server's co-located draft (in the real runtime
+    ``draft_s`` is the server's drafting time, as its stream reports it). In the simulator its
+    ``draft_s`` is then the draft part of the batch step that verified it (after its
+    ``queue_s``; ``verify_s`` is the rest of the step), ``uplink_s`` is the fused request's
+    (first round of a fused run, else 0) and ``end_s`` is when its tokens reached the
+    device."""
 
     @property
     def draft_passes(self) -> int:

@@ -178,12 +178,17 @@ def _cost(
         raise ConfigError(f"{where}.{field}", message) from exc
 
 
-def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerState]]:
+def build_entities(
+    scenario: Scenario, colocated: bool | None = None
+) -> tuple[list[DeviceState], list[ServerState]]:
     """Expand ``auto_topology`` and give each device its link, draft cost and RNG stream.
 
-    In fused mode each server drafts with the first device pool's draft model on its own
-    hardware (roofline), in its own draft executor (no contention with verification).
+    With ``colocated`` (default: in ``mode: fused``) each server gets a co-located draft
+    for fused rounds: the first device pool's draft model on the server's hardware
+    (roofline), run on the engine that verifies (:mod:`edgespec.sim.fused_run`).
     """
+    if colocated is None:
+        colocated = scenario.mode == "fused"
     device_specs, server_specs = expand_topology(scenario)
     streams = spawn_streams(scenario.seed, "device", len(device_specs))
     per_pool: list[tuple[CostModel, int, Link]] = []
@@ -208,7 +213,7 @@ def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerSt
         where = f"auto_topology.servers[{pool_index}]"
         target = _cost(spool.cost_model, spool.target_model, spool.hardware, where, "target_model")
         fused_draft = None
-        if scenario.mode == "fused":
+        if colocated:
             fused_draft = _cost(CostModelConfig(), draft_model, spool.hardware, where, "hardware")
         server_costs[pool_index] = (target, fused_draft)
     for sspec in server_specs:

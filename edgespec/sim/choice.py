@@ -20,12 +20,16 @@ from edgespec.sim.entities import ServerState, Session
 
 
 def checked_distributed(window: object, decision: object) -> WindowDecision:
-    """``decision`` checked (:func:`check_window`); a fused decision is refused here."""
+    """``decision`` checked (:func:`check_window`); a fused decision is refused here: the
+    specialised distributed BATCH_END (batchend.py) runs distributed rounds only, and runs
+    for a window policy that may go fused only when its type is unknown
+    (:func:`edgespec.sim.fused_run.fusing`)."""
     checked = check_window(window, decision)
     if checked.fused:
         raise PolicyContractError(
-            "this simulator path does not run per-round fused decisions yet "
-            f"(window policy {type(window).__name__} answered {checked!r})"
+            f"window policy {type(window).__name__} answered {checked!r}, but it does not "
+            "say it may go fused, so this run takes the simulator's distributed-only "
+            "path: give the policy a class attribute `may_fuse = True`"
         )
     return checked
 

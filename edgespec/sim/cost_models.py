@@ -17,6 +17,7 @@ tokens, Σ query-key interactions, Σ cached tokens) to seconds. Three kinds:
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -278,4 +279,29 @@ def decode_steps_s(cost: CostModel, num_steps: int, context: int, prefill: int =
     for step in range(first, num_steps):
         cached = context + step
         total += cost.batch_time_s(1, 1, cached + 1, cached)
+    return total
+
+
+def draft_passes_s(cost: CostModel, drafts: Sequence[tuple[int, int, int]]) -> float:
+    """Time of the draft passes of ``drafts`` = (context, unseen, γ) entries drafted together.
+
+    ``max γ`` sequential passes; pass ``k`` batches the entries that draft more than ``k``
+    tokens. An entry forwards one token per pass after ``context + k`` cached tokens
+    (:func:`decode_steps_s`), except that with ``unseen`` > 0 its first pass forwards the
+    ``unseen`` context tokens its drafter has not processed yet on top of the
+    ``context - unseen`` it has (``unseen == context``: the prefill of
+    :func:`decode_steps_s`). One entry gives :func:`decode_steps_s`'s floats exactly.
+    """
+    total = 0.0
+    for k in range(max((gamma for _, _, gamma in drafts), default=0)):
+        size = num_linear = num_interactions = num_cached = 0
+        for context, unseen, gamma in drafts:
+            if gamma <= k:
+                continue
+            new, cached = (unseen, context - unseen) if k == 0 and unseen > 0 else (1, context + k)
+            size += 1
+            num_linear += new
+            num_interactions += (cached + new) * new
+            num_cached += cached
+        total += cost.batch_time_s(size, num_linear, num_interactions, num_cached)
     return total

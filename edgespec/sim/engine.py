@@ -3,10 +3,11 @@ verification, downlink. See :mod:`edgespec.sim.simulator` for the round lifecycl
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol
+from typing import ClassVar
 
-from edgespec.core.types import BatchRecord, Request, RequestRecord, RoundRecord, ServerLoad
+from edgespec.core.types import BatchRecord, Request, RoundRecord, ServerLoad
 from edgespec.policies.batching import FcfsBatching
+from edgespec.policies.contracts import check_window
 from edgespec.policies.inputs import UNOBSERVED, observes
 from edgespec.policies.interfaces import BatchLimits, WindowDecision
 from edgespec.policies.routing import JoinShortestQueueRouting
@@ -16,23 +17,18 @@ from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.batchend import distributed_batch_end
 from edgespec.sim.build import Policies
-from edgespec.sim.choice import (
-    checked_distributed,
-    round_deadline_s,
-    route_by_policy,
-    route_jsq,
-    select_batch,
-)
-from edgespec.sim.cost_models import decode_steps_s
+from edgespec.sim.choice import round_deadline_s, route_by_policy, route_jsq, select_batch
+from edgespec.sim.cost_models import decode_steps_s, draft_passes_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
-    accept_runs,
     describe_path,
     dispatch_when_alone,
     fast_path_blockers,
     fcfs_dispatch,
+    memoised_accept_runs,
 )
-from edgespec.sim.kernel import EventQueue, Handler
+from edgespec.sim.fused_run import FusedRuns, fusing
+from edgespec.sim.kernel import EventQueue, Handler, RecordSink
 from edgespec.sim.network import downlink_bytes, uplink_bytes
 from edgespec.sim.rng import spawn_generator
 from edgespec.sim.scenario import Scenario
@@ -40,14 +36,6 @@ from edgespec.sim.stop_model import StopModel
 from edgespec.sim.workload import LengthTable, TraceEntry
 
 BATCH_END, DELIVER, DRAFT_DONE, ARRIVE, REQUEST, DISPATCH = range(6)
-
-
-class RecordSink(Protocol):
-    """Where the engine emits its records."""
-
-    def request(self, record: RequestRecord) -> None: ...
-    def batch(self, record: BatchRecord) -> None: ...
-    def round(self, record: RoundRecord) -> None: ...
 
 
 class Simulation:
@@ -88,6 +76,8 @@ class Simulation:
         self.mode = scenario.mode
         self.centralized = scenario.mode == "centralized"
         self.distributed = scenario.mode == "distributed"
+        self.fused_mode = scenario.mode == "fused"  # every round fused (fused_run.py)
+        fuses = fusing(policies.window, scenario.mode)  # None: a policy of unknown type
         blockers = fast_path_blockers(devices, servers)
         self.stop = stop
         if stop is not None:  # neither the fast path nor batchend.py cuts blocks short
@@ -95,14 +85,13 @@ class Simulation:
         fast = scenario.fast_path and not blockers
         window = policies.window
         self.static_gamma = (
-            window.gamma if fast and type(window) is StaticWindow and not window.fused else None
+            window.gamma if fast and type(window) is StaticWindow and fuses is False else None
         )
         self.observes = self.static_gamma is None and observes(window)  # else UNOBSERVED
         self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
         self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
         self.fast = fast
         self.hops = self.every_hop and not fast  # DRAFT_DONE and DELIVER as events
-        self.path = describe_path(self, scenario.fast_path, blockers)
         # Token-tree traces replay their captured rounds (trace.draft_tree), by request id.
         self.trees = {e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds}
         # The specialised BATCH_END (batchend.py; chains only) and no ARRIVE events (inbound.py).
@@ -110,10 +99,15 @@ class Simulation:
         self.lazy = (
             not blockers
             and self.distributed
+            and fuses is not True  # an unknown policy's fused answer is refused there
             and not record_rounds
             and not self.trees
             and not self.hops
         )
+        self.fuses = fuses
+        self.may_fuse = fuses is not False and not self.lazy
+        self.path = describe_path(self, scenario.fast_path, blockers)
+        self.fused_runs = FusedRuns(self, self._begin_round, (DRAFT_DONE, ARRIVE, DELIVER))
         self.send_probs = scenario.temperature > 0
         self.route_rng = spawn_generator(scenario.seed, "routing")
         self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST)
@@ -195,21 +189,15 @@ class Simulation:
         session = Session(index, request, dev, server, seq, slo)
         session.tree = self.trees.get(request.request_id)
         if self.lazy and seq and type(self.acceptance) is TraceAcceptance:
-            session.runs = self._accept_runs(seq)
+            session.runs = memoised_accept_runs(self.runs_memo, seq)
         dev.session = session
         server.num_active += 1
         self._begin_round(session, t)
 
-    def _accept_runs(self, seq: tuple[int, ...]) -> list[int]:
-        """fastpath.accept_runs, memoised per sequence object (traces are kept alive)."""
-        hit = self.runs_memo.get(id(seq))
-        if hit is None or hit[0] is not seq:
-            hit = self.runs_memo[id(seq)] = (seq, accept_runs(seq))
-        return hit[1]
-
     # --- one round
 
-    def _begin_round(self, s: Session, t: float) -> None:
+    def _begin_round(self, s: Session, t: float, decided: WindowDecision | None = None) -> None:
+        """A round begins on the device (``decided``: the server's, as a fused run ended)."""
         request = s.request
         committed = s.committed
         rounds = s.num_rounds
@@ -218,12 +206,15 @@ class Simulation:
         else:
             chosen = self.static_gamma
             if chosen is None:
-                window = self.window
-                decision = window.next_window(
-                    s.history.observation(t) if self.observes else UNOBSERVED
-                )
-                if type(decision) is not WindowDecision or decision.fused:
-                    decision = checked_distributed(window, decision)
+                decision = decided
+                if decision is None:
+                    obs = s.history.observation(t) if self.observes else UNOBSERVED
+                    decision = self.window.next_window(obs)
+                    if type(decision) is not WindowDecision or decision.fused or self.fused_mode:
+                        decision = check_window(self.window, decision)
+                        if decision.fused or self.fused_mode:
+                            self.fused_runs.start(s, t, decision)
+                            return
                 chosen = decision.gamma
             s.gamma = chosen
             cap = request.num_output_tokens - committed - 1
@@ -250,15 +241,19 @@ class Simulation:
         if self.centralized:
             draft = 0.0
         else:
-            cost = s.device.draft_cost if self.distributed else s.server.draft_cost
-            assert cost is not None
+            cost = s.device.draft_cost
             prompt = request.num_prompt_tokens
-            key = (id(cost), passes, prompt + committed, prompt if first else 0)
-            cached_draft = self.draft_times.get(key)
-            if cached_draft is None:
-                cached_draft = decode_steps_s(cost, passes, key[2], key[3])
-                self.draft_times[key] = cached_draft
-            draft = cached_draft
+            unseen = s.catch_up  # > 0 after a fused run: what it committed (fused_run.py)
+            if unseen:
+                s.catch_up = 0
+                draft = draft_passes_s(cost, ((prompt + committed, unseen, passes),))
+            else:
+                key = (id(cost), passes, prompt + committed, prompt if first else 0)
+                cached_draft = self.draft_times.get(key)
+                if cached_draft is None:
+                    cached_draft = decode_steps_s(cost, passes, key[2], key[3])
+                    self.draft_times[key] = cached_draft
+                draft = cached_draft
             if stop is not None:
                 draft += passes * stop.overhead_s
         s.round_start_s = t
@@ -289,6 +284,9 @@ class Simulation:
         return up
 
     def _draft_done(self, t: float, s: Session) -> None:
+        if s.fused:
+            self.fused_runs.send(s, t)
+            return
         self.q.push(t + self._uplink(s, s.num_rounds == 0), ARRIVE, s.device.device_id, s)
 
     def _arrive(self, t: float, s: Session) -> None:
@@ -326,6 +324,8 @@ class Simulation:
             n_int += (cached + new) * new
             n_cached += cached
         duration = server.cost.batch_time_s(len(chosen), n_lin, n_int, n_cached)
+        if self.may_fuse:  # the co-located draft's passes for fused entries come first
+            duration = self.fused_runs.draft_step_s(server, chosen) + duration
         server.busy = True
         server.batch = chosen
         server.batch_start_s = t
@@ -360,7 +360,7 @@ class Simulation:
             deadline = round_deadline_s(s, rule) if record_rounds else None
             request = s.request
             output = request.num_output_tokens
-            if tree is not None and gamma and s.num_rounds < len(tree[0]):
+            if tree is not None and gamma and s.num_rounds < len(tree[0]) and not s.fused:
                 num_acc = tree[0][s.num_rounds][1]  # as captured
             elif s.pre_accepted is not None:
                 num_acc = s.pre_accepted  # drawn with the stop predictor's decisions
@@ -374,6 +374,10 @@ class Simulation:
             s.num_positions += gamma
             queued = start - s.enqueued_s
             s.queue_s += queued
+            if s.fused:
+                verdict = (num_acc, committed, queued, verify, depth, len(batch))
+                self.fused_runs.verdict(server, s, t, verdict, deadline)
+                continue
             s.verify_s += verify
             done = total >= output
             down = 0.0
@@ -418,7 +422,8 @@ class Simulation:
     def _deliver(self, t: float, s: Session) -> None:
         request = s.request
         if s.committed < request.num_output_tokens:
-            self._begin_round(s, t)
+            decided, s.resume = s.resume, None  # set when a fused run ended (every_hop)
+            self._begin_round(s, t, decided)
             return
         self.sink.request(s.record(t))
         dev = s.device

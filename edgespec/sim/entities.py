@@ -12,6 +12,7 @@ from collections import deque
 
 from edgespec.core.types import PendingVerification, Request, RequestRecord
 from edgespec.policies.inputs import WindowHistory
+from edgespec.policies.interfaces import WindowDecision
 from edgespec.sim.cost_models import CostModel
 from edgespec.sim.network import Link
 from edgespec.sim.rng import UniformStream
@@ -21,12 +22,17 @@ class Session:
     """One request being served: its progress and per-round scratch values."""
 
     __slots__ = (
+        "catch_up",
         "committed",
         "device",
+        "device_seen",
         "draft_s",
         "enqueued_s",
         "entry_id",
         "first_token_s",
+        "fused",
+        "fused_deliver_s",
+        "fused_unseen",
         "gamma",
         "gamma_eff",
         "history",
@@ -42,6 +48,7 @@ class Session:
         "pre_accepted",
         "queue_s",
         "request",
+        "resume",
         "round_draft_s",
         "round_start_s",
         "round_up_s",
@@ -49,6 +56,7 @@ class Session:
         "sent",
         "seq",
         "server",
+        "server_seen",
         "slo_tokens_per_s",
         "tree",
         "verify_s",
@@ -87,6 +95,16 @@ class Session:
         self.entry_id = 0
         # What the batching policy sees of the queued block (edgespec.sim.choice).
         self.pending: PendingVerification | None = None
+        # Fused rounds (edgespec.sim.fused_run): this round runs fused; context tokens the
+        # server's co-located draft has not processed (this round) and has processed
+        # (after the last fused round); the device's draft: context processed when the
+        # fused run began, tokens to catch up on in its next round, and the decision its
+        # next round runs with (taken by the server when the fused run ended); when the
+        # last fused round's tokens reach the device.
+        self.fused = False
+        self.fused_deliver_s = 0.0
+        self.fused_unseen = self.server_seen = self.device_seen = self.catch_up = 0
+        self.resume: WindowDecision | None = None
 
     def record(self, finish_s: float) -> RequestRecord:
         """The finished request's record."""
@@ -151,6 +169,7 @@ class ServerState:
     __slots__ = (
         "batch",
         "batch_cached",
+        "batch_draft_s",
         "batch_new",
         "batch_start_s",
         "busy",
@@ -184,7 +203,7 @@ class ServerState:
         self.server_id = server_id
         self.prefix_cache = prefix_cache  # False: SLED, no KV kept between verifications
         self.cost = cost
-        self.draft_cost = draft_cost
+        self.draft_cost = draft_cost  # the co-located draft (fused rounds), if it has one
         self.kv_budget = kv_budget
         self.max_batch_size = max_batch_size
         self.max_batch_tokens = max_batch_tokens
@@ -192,6 +211,7 @@ class ServerState:
         self.batch: list[Session] = []
         self.batch_start_s = 0.0
         self.batch_new = self.batch_cached = 0
+        self.batch_draft_s = 0.0  # the co-located draft's part of the batch step (fused)
         self.busy = False
         self.dispatch_pending = False
         self.num_active = 0

@@ -52,10 +52,11 @@ def fast_path_blockers(devices: list[DeviceState], servers: list[ServerState]) -
 
 def describe_path(engine: Simulation, wanted: bool, blockers: list[str]) -> str:
     """Which event-loop path runs, and why (``edgespec sim --verbose``, the bench)."""
+    note = _fused_note(engine)
     if not wanted:
-        return "straightforward (fast_path=false)"
+        return "straightforward (fast_path=false)" + note
     if blockers:
-        return "straightforward (fast path refused: " + "; ".join(blockers) + ")"
+        return "straightforward (fast path refused: " + "; ".join(blockers) + ")" + note
     inlined = [
         name
         for name, on in (
@@ -65,7 +66,15 @@ def describe_path(engine: Simulation, wanted: bool, blockers: list[str]) -> str:
         )
         if on
     ]
-    return "fast (inlined: " + (", ".join(inlined) or "no policies") + ")"
+    return "fast (inlined: " + (", ".join(inlined) or "no policies") + ")" + note
+
+
+def _fused_note(engine: Simulation) -> str:
+    """Why a distributed run whose window policy may go fused is not run by the
+    specialised distributed BATCH_END (:mod:`edgespec.sim.batchend`)."""
+    if engine.distributed and engine.fuses:
+        return "; the window policy may go fused: generic BATCH_END"
+    return ""
 
 
 def accept_runs(seq: tuple[int, ...]) -> list[int]:
@@ -82,6 +91,16 @@ def accept_runs(seq: tuple[int, ...]) -> list[int]:
         if i < n:
             runs[i] = run
     return runs
+
+
+def memoised_accept_runs(
+    memo: dict[int, tuple[tuple[int, ...], list[int]]], seq: tuple[int, ...]
+) -> list[int]:
+    """:func:`accept_runs` memoised in ``memo`` per sequence object (traces are kept alive)."""
+    hit = memo.get(id(seq))
+    if hit is None or hit[0] is not seq:
+        hit = memo[id(seq)] = (seq, accept_runs(seq))
+    return hit[1]
 
 
 def dispatch_when_alone(engine: Simulation, dispatch: Handler, dispatch_kind: int) -> Handler:
@@ -114,6 +133,7 @@ def fcfs_dispatch(engine: Simulation, batch_end_kind: int) -> Handler:
     """DISPATCH with ``FcfsBatching`` inlined (``_take_within_limits`` semantics)."""
     push = engine.q.raw_push()
     lazy = engine.lazy
+    fused = engine.fused_runs if engine.may_fuse else None  # never for the lazy runs
 
     def dispatch(t: float, server: ServerState) -> None:
         server.dispatch_pending = False
@@ -168,6 +188,8 @@ def fcfs_dispatch(engine: Simulation, batch_end_kind: int) -> Handler:
         server.batch_new = n_lin
         server.batch_cached = n_cached
         duration = server.cost.batch_time_s(size, n_lin, n_int, n_cached)
+        if fused is not None:  # the co-located draft's passes for fused entries come first
+            duration = fused.draft_step_s(server, chosen) + duration
         push(t + duration, batch_end_kind, server.server_id, server)
 
     return dispatch

@@ -13,11 +13,21 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
+
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 
 ENTITY_BITS = 32
 
 Handler = Callable[[float, Any], None]
+
+
+class RecordSink(Protocol):
+    """Where the simulator's engine emits its records."""
+
+    def request(self, record: RequestRecord) -> None: ...
+    def batch(self, record: BatchRecord) -> None: ...
+    def round(self, record: RoundRecord) -> None: ...
 
 
 def priority(kind: int, entity: int) -> int:

@@ -1,13 +1,15 @@
 """The discrete-event simulator of distributed speculative decoding (DSD-Sim class).
 
-One round of a request: the drafter picks γ (window policy) and drafts γ tokens
-(device in ``distributed`` mode, a draft executor on the server in ``fused`` mode, none
-in ``centralized`` mode, where γ = 0 and each round is one autoregressive step with
-continuous batching); the block travels the uplink (distributed: every round; the other
-modes: only the prompt, once); the server queues it, the batching policy groups queued
-blocks into one forward pass whose time the cost model gives from the batch shape
-(cached prefix vs new tokens, KV cache with LRU eviction); the acceptance model says how
-many drafted tokens are accepted, L + 1 tokens are committed; the result travels the
+One round of a request: the window policy picks γ and the mode and the drafter drafts γ
+tokens (the device in a distributed round; the server's co-located draft, on the engine
+that verifies, in a fused round, :mod:`edgespec.sim.fused_run`; none in ``centralized``
+mode, where γ = 0 and each round is one autoregressive step with continuous batching);
+the block travels the uplink (every distributed round; a fused run sends only a header,
+with the prompt on the first round; centralized mode only the prompt, once); the server
+queues it, the batching policy groups queued blocks into one forward pass whose time the
+cost model gives from the batch shape (cached prefix vs new tokens, KV cache with LRU
+eviction; plus the co-located draft's passes for fused rounds); the acceptance model says
+how many drafted tokens are accepted, L + 1 tokens are committed; the result travels the
 downlink. Routing happens once per request.
 
 Event kinds (lower runs first at equal times): BATCH_END, DELIVER, DRAFT_DONE, ARRIVE,
@@ -35,8 +37,9 @@ from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim import build
 from edgespec.sim.build import Policies
-from edgespec.sim.engine import RecordSink, Simulation
-from edgespec.sim.kernel import EventQueue
+from edgespec.sim.engine import Simulation
+from edgespec.sim.fused_run import fusing
+from edgespec.sim.kernel import EventQueue, RecordSink
 from edgespec.sim.scenario import Scenario
 
 
@@ -103,13 +106,14 @@ def simulate(
     state is touched: a caller that owns its process may pause the cyclic garbage
     collector around the run (:func:`paused_gc`, as the CLI does).
     """
-    devices, servers = build.build_entities(scenario)
+    chosen = policies if policies is not None else build.build_policies(scenario)
+    colocated = fusing(chosen.window, scenario.mode) is not False  # fused rounds possible
+    devices, servers = build.build_entities(scenario, colocated)
     collected: _ListSink | _StreamSink | None = None
     if sink is None:
         collected = _ListSink(scenario.record_rounds) if keep_records else _StreamSink()
         sink = collected
     trace = build.build_trace(scenario)
-    chosen = policies if policies is not None else build.build_policies(scenario)
     acceptance = build.build_acceptance(scenario, trace)
     engine = Simulation(
         scenario,

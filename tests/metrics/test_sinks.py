@@ -44,7 +44,7 @@ def test_write_run_folder(tmp_path: Path) -> None:
 
     rounds = list(csv.reader(io.StringIO((run_dir / "rounds.csv").read_text())))
     assert rounds[0][-3:] == ["deadline_s", "num_draft_passes", "fused"]
-    # no deadline, no stop predictor (passes = drafted), distributed
+    # no deadline, no stop predictor (passes = drafted), a distributed round
     assert ",".join(rounds[1]) == "a,0,0.0,0.25,0.1,0.05,0.0,0.05,0.05,4,3,4,2,0,,,False"
 
     import pyarrow.parquet as pq

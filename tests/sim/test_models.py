@@ -15,6 +15,7 @@ from edgespec.sim.cost_models import (
     WispCost,
     available,
     decode_steps_s,
+    draft_passes_s,
     load_architecture,
     load_hardware,
     load_profile,
@@ -91,6 +92,40 @@ def test_decode_steps_prefill_then_steps() -> None:
     assert decode_steps_s(cost, 3, context=7) == 3.0
     assert decode_steps_s(cost, 3, context=0, prefill=5) == 5.0 + 2.0
     assert decode_steps_s(cost, 0, context=5, prefill=5) == 0.0
+
+
+class _Shapes:
+    """A cost model that records the shapes it is asked about (1 s per pass)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int, int, int]] = []
+
+    def batch_time_s(
+        self, batch_size: int, num_linear: int, num_interactions: int, num_cached: int
+    ) -> float:
+        self.seen.append((batch_size, num_linear, num_interactions, num_cached))
+        return 1.0
+
+
+def test_draft_passes_batch_the_entries_still_drafting() -> None:
+    cost = _Shapes()
+    # (context 7, all unseen, γ 2) and (context 9, seen, γ 3): 3 passes; the first
+    # forwards 7 tokens on 0 cached and 1 on 9; the third only the second entry's.
+    assert draft_passes_s(cost, [(7, 7, 2), (9, 0, 3)]) == 3.0
+    assert cost.seen == [(2, 8, 7 * 7 + 10, 9), (2, 2, 9 + 11, 8 + 10), (1, 1, 12, 11)]
+    cost.seen.clear()
+    assert draft_passes_s(cost, [(12, 5, 2)]) == 2.0  # catching up on 5 tokens
+    assert cost.seen == [(1, 5, 12 * 5, 7), (1, 1, 14, 13)]
+    assert draft_passes_s(cost, []) == 0.0 and draft_passes_s(cost, [(9, 0, 0)]) == 0.0
+
+
+@pytest.mark.parametrize("hardware", ["a100", "jetson-orin"])
+def test_one_draft_entry_costs_what_decode_steps_cost(hardware: str) -> None:
+    cost = RooflineCost(load_architecture("qwen3-0.6b"), load_hardware(hardware))
+    for context, gamma in [(40, 1), (300, 4), (77, 9)]:
+        assert draft_passes_s(cost, [(context, 0, gamma)]) == decode_steps_s(cost, gamma, context)
+        prefill = decode_steps_s(cost, gamma, context, prefill=context)
+        assert draft_passes_s(cost, [(context, context, gamma)]) == prefill
 
 
 def test_trace_acceptance_takes_the_run_of_ones_from_the_position() -> None:

@@ -1,0 +1,199 @@
+"""Fused rounds: drafted by the server's co-located draft, on the engine that verifies.
+
+The semantics both hosts share (docs/SIMULATOR.md "Execution modes"):
+
+* The window policy is consulted once before every round, where the session's rounds run.
+  A fused decision taken on the device (a distributed scenario's policy, or any decision in
+  ``mode: fused``, where every round is fused) sends a *fused request* up: the header, plus
+  the prompt's ids on the session's first round, nothing drafted (:meth:`FusedRuns.start`).
+* A fused round waits in the server's queue like any block and batches with distributed
+  rounds. Its draft passes run on the server's engine as part of the batch step that
+  verifies it: step = the co-located draft's passes for the batch's fused entries
+  (:meth:`FusedRuns.draft_step_s`) + the verification, so fused drafting delays everyone
+  whose verification shares or follows that step.
+* At its verdict (time t) the round's committed tokens go down (they count as output when
+  they reach the device), the round enters the session's window history with
+  ``fused=True`` and the policy is consulted with the observation at t
+  (:meth:`FusedRuns.verdict`). Fused again: the next fused round joins the queue at t, no
+  network in between. Distributed: the fused run ends and the device starts its next round
+  with that decision (no second consultation) when the last fused round's tokens arrive.
+* Each drafter forwards, on its first pass, the context it has not processed: the
+  co-located draft the context committed since its last fused round (the whole context
+  the first time), the device's draft the tokens committed during the fused run
+  (:func:`~edgespec.sim.cost_models.draft_passes_s`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from edgespec.core.types import RoundRecord
+from edgespec.policies.awc import AwcWindow
+from edgespec.policies.contracts import check_window
+from edgespec.policies.inputs import UNOBSERVED
+from edgespec.policies.interfaces import WindowDecision
+from edgespec.policies.window import DynamicWindow, StaticWindow
+from edgespec.sim.choice import checked_distributed
+from edgespec.sim.cost_models import draft_passes_s
+from edgespec.sim.entities import ServerState, Session
+from edgespec.sim.network import downlink_bytes, uplink_bytes
+
+if TYPE_CHECKING:
+    from edgespec.sim.engine import Simulation
+
+BeginRound = Callable[[Session, float, WindowDecision], None]
+
+
+def fusing(window: object, mode: str) -> bool | None:
+    """Whether a round of this run may go fused: ``mode: fused`` always, ``centralized``
+    never; in ``distributed`` mode a policy's class attribute ``may_fuse`` (a bool) says,
+    else its known type (StaticWindow: its ``fused``; DynamicWindow: no; AwcWindow: yes),
+    else ``None``: unknown."""
+    if mode != "distributed":
+        return mode == "fused"
+    declared = getattr(window, "may_fuse", None)
+    if isinstance(declared, bool):
+        return declared
+    if type(window) is StaticWindow:
+        return window.fused
+    if type(window) is DynamicWindow:
+        return False
+    if isinstance(window, AwcWindow):
+        return True
+    return None
+
+
+class FusedRuns:
+    """The fused rounds of one simulation (the engine calls in; see the module docstring)."""
+
+    __slots__ = ("arrive_kind", "begin_round", "deliver_kind", "draft_done_kind", "engine")
+
+    def __init__(
+        self, engine: Simulation, begin_round: BeginRound, kinds: tuple[int, int, int]
+    ) -> None:
+        self.engine = engine
+        self.begin_round = begin_round  # the device's distributed round with a given decision
+        self.draft_done_kind, self.arrive_kind, self.deliver_kind = kinds
+
+    def start(self, s: Session, t: float, decision: WindowDecision) -> None:
+        """The device sends a fused request at ``t`` (``decision``: checked, fused)."""
+        engine = self.engine
+        if engine.lazy:  # the specialised BATCH_END runs distributed rounds only
+            checked_distributed(engine.window, decision)
+        request = s.request
+        prompt = request.num_prompt_tokens
+        first = s.num_rounds == 0
+        context = prompt + s.committed
+        s.device_seen = 0 if first else context  # a device round came just before
+        s.fused_unseen = context - s.server_seen
+        s.fused = True
+        _window(s, decision)
+        s.round_start_s = t
+        s.round_draft_s = 0.0
+        if engine.hops:  # the send as its own event, like a device's DRAFT_DONE
+            engine.q.push(t, self.draft_done_kind, s.device.device_id, s)
+        else:
+            self.send(s, t)
+
+    def send(self, s: Session, t: float) -> None:
+        """The fused request leaves the device at ``t``."""
+        dev = s.device
+        prompt_ids = s.request.num_prompt_tokens if s.num_rounds == 0 else 0
+        up = dev.link.latency_s(uplink_bytes(0, prompt_ids, dev.vocab_size, False), dev.rng)
+        s.round_up_s = up
+        s.network_s += up
+        self.engine.q.push(t + up, self.arrive_kind, dev.device_id, s)
+
+    def draft_step_s(self, server: ServerState, batch: list[Session]) -> float:
+        """The co-located draft's part of the batch step: the passes of its fused entries,
+        drafted together (max γ passes, pass k batching those with γ > k); 0 without."""
+        drafts = [
+            (s.request.num_prompt_tokens + s.committed, s.fused_unseen, s.gamma_eff)
+            for s in batch
+            if s.fused
+        ]
+        server.batch_draft_s = 0.0
+        if drafts:
+            cost = server.draft_cost
+            assert cost is not None, "build_entities gives servers a co-located draft"
+            server.batch_draft_s = draft_passes_s(cost, drafts)
+        return server.batch_draft_s
+
+    def verdict(
+        self,
+        server: ServerState,
+        s: Session,
+        t: float,
+        verdict: tuple[int, int, float, float, int, int],
+        deadline: float | None,
+    ) -> None:
+        """A fused round's verdict at ``t``; ``verdict`` = (accepted, committed, queued,
+        step, queue depth, batch size). The engine has counted the tokens and the queue
+        time; the step's draft part is the round's draft time, the rest its verify time."""
+        num_acc, committed, queued, step, depth, batch_size = verdict
+        engine = self.engine
+        dev = s.device
+        request = s.request
+        total = s.committed
+        draft = server.batch_draft_s
+        verify = step - draft
+        s.draft_s += draft
+        s.verify_s += verify
+        down = dev.link.latency_s(downlink_bytes(committed), dev.rng)
+        deliver = t + down
+        if deliver < s.fused_deliver_s:  # in order: not before the last fused round's
+            deliver = s.fused_deliver_s
+            down = deliver - t
+        s.fused_deliver_s = deliver
+        s.network_s += down
+        if s.num_rounds == 1:
+            s.first_token_s = deliver
+        prompt = request.num_prompt_tokens
+        s.server_seen = prompt + total
+        s.last_network_s = s.round_up_s + down
+        obs = UNOBSERVED
+        if engine.observes:  # the server holds the history during a fused run
+            obs = s.history.record_round(
+                s.gamma, s.gamma_eff, num_acc, total, s.last_network_s, depth, t, True
+            )
+        if engine.record_rounds:
+            engine.sink.round(
+                RoundRecord(
+                    request.request_id, s.num_rounds - 1, s.round_start_s, deliver, draft,
+                    s.round_up_s, queued, verify, down, s.sent, num_acc, committed,
+                    batch_size, server.server_id, deadline, s.passes, True,
+                )
+            )  # fmt: skip
+        if total >= request.num_output_tokens:
+            server.release(s.index)
+            server.num_active -= 1
+            engine.q.push(deliver, self.deliver_kind, dev.device_id, s)
+            return
+        server.store(s.index, prompt + total - 1)
+        window = engine.window
+        decision = check_window(window, window.next_window(obs))
+        if decision.fused or engine.fused_mode:  # the next fused round, queued at once
+            _window(s, decision)
+            s.fused_unseen = 0
+            s.round_start_s = s.enqueued_s = t
+            s.round_up_s = s.round_draft_s = 0.0
+            s.entry_id = server.num_enqueued
+            server.num_enqueued += 1
+            server.queue.append(s)
+            return
+        s.fused = False
+        s.catch_up = prompt + total - s.device_seen
+        if engine.hops:
+            s.resume = decision
+            engine.q.push(deliver, self.deliver_kind, dev.device_id, s)
+        else:  # what the DELIVER would do
+            self.begin_round(s, deliver, decision)
+
+
+def _window(s: Session, decision: WindowDecision) -> None:
+    """The fused round's window: the policy's γ capped to the tokens still to generate."""
+    s.gamma = chosen = decision.gamma
+    cap = s.request.num_output_tokens - s.committed - 1
+    s.gamma_eff = s.sent = chosen if chosen <= cap else cap
+    s.passes = s.pre_accepted = None
