@@ -14,7 +14,8 @@ deployment (draft model/hardware, target model/hardware, numbers of drafts and t
   :func:`~edgespec.policies.awc.awc_features`. Fused is encoded as γ = 1, as the
   configuration label and as the previous-γ feature of contexts from the fused run
   (SEED-NOTES §4.4 item 7). Fused runs draft ``fused_gamma`` tokens co-located on the
-  server (the simulator's fused mode).
+  server (the simulator's fused mode); their contexts' RTT feature is the link's mean
+  round trip (RTT + 2 × mean jitter), since a whole-run fused session measures none.
 
 :func:`label_scenarios` gives each scenario its label: each metric is min-max normalised
 across the scenario's configurations (throughput reversed, so 0 is best; a configuration
@@ -212,6 +213,9 @@ def _contexts(
         features = awc_features(usable[int(i)], MAX_BATCH_SIZE)
         if gamma == FUSED_GAMMA:
             features[-1] = float(FUSED_GAMMA)
+            # a whole-run fused session never measures the network; a device that switched
+            # to fused keeps its last distributed round's RTT: the link's mean round trip
+            features[2] = task.scenario.rtt_ms + 2.0 * task.scenario.jitter_ms
         rows.append(tuple(float(x) for x in features))
     return rows
 
