@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from edgespec.policies.awc import load_awc_window
 from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
 from edgespec.policies.interfaces import BatchingPolicy, RoutingPolicy, WindowPolicy
 from edgespec.policies.routing import JoinShortestQueueRouting, RandomRouting, RoundRobinRouting
@@ -26,6 +27,7 @@ BATCHING: dict[str, Callable[..., BatchingPolicy]] = {
 WINDOW: dict[str, Callable[..., WindowPolicy]] = {
     "static": StaticWindow,
     "dynamic": DynamicWindow,
+    "awc": load_awc_window,
 }
 STOP: dict[str, Callable[..., DraftStopPolicy]] = {
     "mlp": load_stop_policy,
