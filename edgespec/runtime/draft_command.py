@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from edgespec.runtime.emulated_link import add_link_arguments, link_overrides
@@ -28,6 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="DrafterConfig YAML file")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--gamma", type=int, help="static window γ (default policy: static 4)")
+    parser.add_argument(
+        "--window",
+        help="window policy by name (static, dynamic, awc; its params with "
+        "--set window.params=...); a policy that goes fused needs a server started with "
+        "--draft, and --window on the server to run fused rounds back to back",
+    )
     parser.add_argument("--max-new-tokens", type=int)
     parser.add_argument("--temperature", type=float)
     parser.add_argument("--seed", type=int, default=None)
@@ -138,8 +145,21 @@ def make_drafter(
     return TransformersDraft(model)
 
 
+def configured_policy(kind: str, name: str, params: Mapping[str, Any]) -> Any:
+    """The ``kind`` policy the config names; an unknown name or parameter is a
+    :class:`~edgespec.config.ConfigError` naming the config field."""
+    from edgespec.config import ConfigError
+    from edgespec.policies.registry import PolicyConfigError, build_policy
+
+    try:
+        return build_policy(kind, name, params)
+    except PolicyConfigError as exc:
+        raise ConfigError(kind, str(exc)) from exc
+
+
 def _overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.config import overrides_from_flags
+    from edgespec.errors import UserInputError
 
     keys = ["draft", "max_new_tokens", "temperature", "auth_token", "tls_ca"]
     keys += ["tree", "tree_min_prob", "tree_max_nodes"]
@@ -148,6 +168,10 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     out = [*args.set, *overrides_from_flags(flags)]
     if args.routing is not None:
         out.append(f"routing.name={args.routing}")
+    if args.window is not None and args.gamma is not None:
+        raise UserInputError("give --window or --gamma (a static window), not both")
+    if args.window is not None:
+        out.append(f"window.name={args.window}")
     if args.gamma is not None:
         out += ["window.name=static", f"window.params={{gamma: {args.gamma}}}"]
     if args.lookup:
@@ -170,7 +194,6 @@ def _routed_verifier(config: Any) -> Any:
     """A client of ``config.server``, or of the server ``config.routing`` picks from them."""
     import numpy as np
 
-    from edgespec.policies.registry import build_policy
     from edgespec.runtime.routing import route
     from edgespec.runtime.transport import RemoteVerifier
 
@@ -180,7 +203,7 @@ def _routed_verifier(config: Any) -> Any:
     ]
     if len(verifiers) == 1:
         return verifiers[0]
-    policy = build_policy("routing", config.routing.name, config.routing.params)
+    policy = configured_policy("routing", config.routing.name, config.routing.params)
     choice = route(verifiers, policy, np.random.default_rng())
     for index in choice.unreachable:
         print(f"edgespec draft: server {config.servers[index]} did not answer", file=sys.stderr)
@@ -201,7 +224,6 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.config import ConfigError, DrafterConfig, load_config
     from edgespec.core.types import SamplingParams
     from edgespec.models.loading import load_model, load_tokenizer
-    from edgespec.policies.registry import build_policy
     from edgespec.runtime.backends.base import stopping_drafter
     from edgespec.runtime.drafter import DraftOptions, generate
     from edgespec.runtime.emulated_link import check_link_mode, wrap_verifier
@@ -238,6 +260,7 @@ def _run(args: argparse.Namespace) -> int:
     sampling = SamplingParams(
         temperature=config.temperature, max_new_tokens=config.max_new_tokens, seed=args.seed
     )
+    window = configured_policy("window", config.window.name, config.window.params)
     verifier = _routed_verifier(config)
     session_id = f"{config.client_id}-{uuid.uuid4().hex[:12]}"
     if args.mode != "distributed":
@@ -247,7 +270,6 @@ def _run(args: argparse.Namespace) -> int:
             show(chunk)
         sys.stdout.write("\n")
         return 0
-    window = build_policy("window", config.window.name, config.window.params)
     max_nodes = config.tree_max_nodes
     limit = verifier.max_draft_tokens() if config.tree is not None else None
     if limit is not None and max_nodes > limit:

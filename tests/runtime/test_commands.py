@@ -211,3 +211,24 @@ def test_make_drafter_picks_the_backend() -> None:
     assert tree.min_path_prob == 0.1
     with pytest.raises(ConfigError, match="feature draft, which drafts chains only"):
         make_drafter("d", _net(), 48, tree="2")
+
+
+def test_draft_window_flag_picks_the_policy(
+    served: str, target: TransformersTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address = served.split("|")[0]
+    records = tmp_path / "rounds.jsonl"
+    args = ["draft", "--server", address, "--draft", "ngram", "--records", str(records)]
+    args += ["--prompt-ids", ",".join(map(str, PROMPT)), "--max-new-tokens", "16"]
+    window = ["--window", "dynamic", "--set", "window.params={initial_gamma: 2, max_gamma: 6}"]
+    assert main([*args, *window]) == 0
+    out = capsys.readouterr().out
+    streamed = [int(t) for t in out.replace("[", " ").replace("]", " ").replace(",", " ").split()]
+    assert streamed == list(target_greedy_decode(target, PROMPT, 16))
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    drafted = [r["num_drafted"] for r in rows if r["type"] == "RoundRecord"]
+    assert drafted[0] == 2  # the dynamic window's initial γ, not the static default 4
+    assert main([*args, "--window", "dynamic", "--gamma", "3"]) == 2
+    assert "give --window or --gamma (a static window), not both" in capsys.readouterr().err
+    assert main([*args, "--window", "nosuch"]) == 2
+    assert "unknown window policy 'nosuch'" in capsys.readouterr().err
