@@ -51,11 +51,11 @@ class Arrivals:
             for dev in self.devices:
                 t0 = float(self.rng.uniform(0.0, wl.ramp_s)) if wl.ramp_s > 0 else 0.0
                 if t0 <= self.scenario.duration_s:
-                    queue.push(t0, self.kind, dev.device_id, dev)
+                    queue.push_arrival(t0, self.kind, dev.device_id, dev)
         elif wl.kind == "poisson":
-            queue.push(float(self.rng.exponential(1.0 / wl.rate_per_s)), self.kind, 0, None)
+            queue.push_arrival(float(self.rng.exponential(1.0 / wl.rate_per_s)), self.kind, 0, None)
         elif self.trace:
-            queue.push(self.trace[0].arrival_s, self.kind, 0, 0)
+            queue.push_arrival(self.trace[0].arrival_s, self.kind, 0, 0)
 
     def on_request(self, t: float, payload: object) -> None:
         """REQUEST handler."""
@@ -67,7 +67,7 @@ class Arrivals:
             self.offer(dev, self._new_request(dev, t), None, t)
             nxt = t + float(self.rng.exponential(1.0 / wl.rate_per_s))
             if nxt <= self.scenario.duration_s:
-                self.q.push(nxt, self.kind, 0, None)
+                self.q.push_arrival(nxt, self.kind, 0, None)
         else:
             assert isinstance(payload, int)
             entry = self.trace[payload]
@@ -82,7 +82,7 @@ class Arrivals:
             )
             self.offer(dev, request, entry.acceptance_seq, t)
             if payload + 1 < len(self.trace):
-                self.q.push(self.trace[payload + 1].arrival_s, self.kind, 0, payload + 1)
+                self.q.push_arrival(self.trace[payload + 1].arrival_s, self.kind, 0, payload + 1)
 
     def device_idle(self, dev: DeviceState, t: float) -> None:
         """A device finished its request and has nothing queued."""
@@ -91,7 +91,7 @@ class Arrivals:
         think = self.workload.think_time_s
         nxt = t + (float(self.rng.exponential(think)) if think > 0 else 0.0)
         if nxt <= self.scenario.duration_s:
-            self.q.push(nxt, self.kind, dev.device_id, dev)
+            self.q.push_arrival(nxt, self.kind, dev.device_id, dev)
 
     def _new_request(self, dev: DeviceState, t: float) -> Request:
         assert self.lengths is not None

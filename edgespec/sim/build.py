@@ -185,7 +185,7 @@ def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerSt
     hardware (roofline), in its own draft executor (no contention with verification).
     """
     device_specs, server_specs = expand_topology(scenario)
-    streams = spawn_streams(scenario.seed, "device", len(device_specs))
+    streams = spawn_streams(scenario.seed, "device", range(len(device_specs)))
     per_pool: list[tuple[CostModel, int, Link]] = []
     for pool_index, pool in enumerate(scenario.auto_topology.devices):
         where = f"auto_topology.devices[{pool_index}]"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol
 
-from edgespec.core.types import BatchRecord, Request, RequestRecord, RoundRecord, ServerLoad
+from edgespec.core.types import BatchRecord, Request, RequestRecord, RoundRecord
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.inputs import UNOBSERVED, observes
 from edgespec.policies.interfaces import BatchLimits, WindowDecision
@@ -19,8 +19,6 @@ from edgespec.sim.build import Policies
 from edgespec.sim.choice import (
     checked_distributed,
     round_deadline_s,
-    route_by_policy,
-    route_jsq,
     select_batch,
 )
 from edgespec.sim.cost_models import decode_steps_s
@@ -35,6 +33,7 @@ from edgespec.sim.fastpath import (
 from edgespec.sim.kernel import EventQueue, Handler
 from edgespec.sim.network import downlink_bytes, uplink_bytes
 from edgespec.sim.rng import spawn_generator
+from edgespec.sim.routing import Cell, Router
 from edgespec.sim.scenario import Scenario
 from edgespec.sim.stop_model import StopModel
 from edgespec.sim.workload import LengthTable, TraceEntry
@@ -115,11 +114,19 @@ class Simulation:
             and not self.hops
         )
         self.send_probs = scenario.temperature > 0
-        self.route_rng = spawn_generator(scenario.seed, "routing")
+        # Routing (sim/routing.py): handlers that change a server's queue length, active
+        # sessions or busy flag mark it with ``touch``; blocks in flight are indexed by
+        # their earliest arrival per server (inbound.DueIndex).
+        self.router = Router(
+            servers,
+            [Cell(servers, policies.routing, spawn_generator(scenario.seed, "routing"))],
+            self.jsq_inline,
+            lambda t, inclusive: inbound.drain_all(self, t, inclusive),
+        )
+        self.touch = self.router.touched.add
+        self.due = inbound.DueIndex(len(servers))
         self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST)
         self.trace_pool = acceptance if isinstance(acceptance, TraceAcceptance) else None
-        # The ServerLoad last shown to the routing policy, per server (choice.route_by_policy).
-        self.loads = [ServerLoad(s.server_id, -1, -1) for s in servers]
         self.limits = [
             (
                 BatchLimits(s.max_batch_size, s.max_batch_tokens, s.kv_budget),
@@ -181,14 +188,12 @@ class Simulation:
         """Start a request (``after_arrive``: the calling event's kind runs after ARRIVE)."""
         index = self.num_sessions
         self.num_sessions += 1
-        if self.lazy:  # routing reads the queues: bring them up to date
-            inbound.drain_all(self.servers, t, after_arrive)
-        if self.jsq_inline:
-            server = route_jsq(self.servers, self.route_rng)
-        else:
-            server = route_by_policy(
-                self.servers, self.policies.routing, self.route_rng, self.loads
-            )
+        router = self.router
+        lazy = self.lazy
+        if lazy and not router.inline_jsq:  # the policy reads the queues: update them all
+            inbound.drain_all(self, t, after_arrive)
+        router.refresh()
+        server = router.route(0, t, after_arrive if lazy else None)
         if seq is None and self.trace_pool is not None:
             seq = self.trace_pool.seq_for(index)
         slo = self.scenario.slo_classes[request.slo_class]
@@ -198,6 +203,7 @@ class Simulation:
             session.runs = self._accept_runs(seq)
         dev.session = session
         server.num_active += 1
+        self.touch(server)
         self._begin_round(session, t)
 
     def _accept_runs(self, seq: tuple[int, ...]) -> list[int]:
@@ -297,6 +303,7 @@ class Simulation:
         s.entry_id = server.num_enqueued
         server.num_enqueued += 1
         server.queue.append(s)
+        self.touch(server)
         if not server.busy and not server.dispatch_pending:
             server.dispatch_pending = True
             self.q.push(t, DISPATCH, server.server_id, server)
@@ -306,6 +313,7 @@ class Simulation:
     def _dispatch(self, t: float, server: ServerState) -> None:
         """Straightforward path: ask the batching policy (fast path: fastpath.fcfs_dispatch)."""
         server.dispatch_pending = False
+        self.touch(server)
         if self.lazy:
             inbound.drain(server, t)
         if server.busy or not server.queue:
@@ -338,6 +346,7 @@ class Simulation:
         start = server.batch_start_s
         server.busy = False
         server.batch = []
+        self.touch(server)
         self.sink.batch(
             BatchRecord(
                 server.server_id, start, t, len(batch), server.batch_new, server.batch_cached
