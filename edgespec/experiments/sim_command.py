@@ -82,8 +82,13 @@ def run_scenario_dict(data: dict[str, Any]) -> Any:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from edgespec.metrics.sinks import print_runs, print_summary, write_run
-    from edgespec.metrics.summary import summarize
+    from edgespec.metrics.record_files import RecordFiles, read_plot_columns, read_rounds
+    from edgespec.metrics.sinks import (
+        print_runs,
+        print_summary,
+        write_attribution,
+        write_metrics_json,
+    )
     from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
     from edgespec.sim.simulator import paused_gc, simulate
 
@@ -145,24 +150,23 @@ def run(args: argparse.Namespace) -> int:
     if args.rounds:
         scenario = scenario_from_dict(data, ["record_rounds=true"])
     started = time.perf_counter()
-    with paused_gc():
-        sim = simulate(scenario, progress=not args.quiet)
+    with RecordFiles(out, rounds=args.rounds) as files, paused_gc():
+        sim = simulate(scenario, sink=files, progress=not args.quiet)
     wall_s = time.perf_counter() - started
-    metrics = summarize(sim.requests, sim.batches, sim.duration_s, sim.num_servers)
-    write_run(
-        out,
-        metrics,
-        sim.requests,
-        sim.batches,
-        sim.rounds if args.rounds else None,
-        plots=not args.no_plots,
-    )
+    metrics = files.finish(sim.duration_s, sim.num_servers)
+    write_metrics_json(out / "metrics.json", metrics)
+    if not args.no_plots:
+        from edgespec.metrics.plots import write_plots
+
+        write_plots(out, metrics, *read_plot_columns(out))
+    if args.rounds:
+        write_attribution(out, read_rounds(out), plots=not args.no_plots)
     (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     print_summary(metrics, console)
     if args.verbose:
         console.print(f"event loop: {sim.path}")
     console.print(
-        f"{scenario.name}: {sim.num_rounds} rounds, {len(sim.requests)} requests, "
+        f"{scenario.name}: {sim.num_rounds} rounds, {metrics.num_requests} requests, "
         f"{sim.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"
     )
     return 0

@@ -122,6 +122,7 @@ class Simulation:
             [Cell(servers, policies.routing, spawn_generator(scenario.seed, "routing"))],
             self.jsq_inline,
             lambda t, inclusive: inbound.drain_all(self, t, inclusive),
+            lambda: self.num_rounds,
         )
         self.touch = self.router.touched.add
         self.due = inbound.DueIndex(len(servers))

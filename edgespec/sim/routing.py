@@ -15,9 +15,10 @@ may read any load, so the engine first drains every server with blocks due
 needs less: the view's queue depths are then lower bounds, and only the least-loaded
 servers are drained, until none of them has a block due (:meth:`Router.route`); any
 other server's bound already exceeds the least load, so its true load does too. When
-more than :data:`SCAN_LIMIT` servers tie (a fleet ramping up: every idle server ties)
-it drains every server with blocks due instead, whose cost is bounded by the rounds
-since the last route, not by the ties. Same ties, same draws as a policy shown the full,
+many servers tie (a fleet ramping up: every idle server ties), more than
+:data:`SCAN_FLOOR` + :data:`SCAN_PER_ROUND` × the rounds verified since the last such
+drain, it drains every server with blocks due instead, whose cost follows those rounds,
+not the ties. Same ties, same draws as a policy shown the full,
 exact list (tests/parity, tests/sim).
 """
 
@@ -34,8 +35,11 @@ from edgespec.policies.loads import LoadView
 from edgespec.sim.entities import ServerState
 from edgespec.sim.inbound import drain
 
-SCAN_LIMIT = 8
-"""Most tied least-loaded servers inlined join-shortest-queue checks one by one."""
+SCAN_FLOOR = 16
+SCAN_PER_ROUND = 4
+"""Inlined join-shortest-queue checks the tied least-loaded servers one by one when they
+are at most ``SCAN_FLOOR + SCAN_PER_ROUND * rounds`` (rounds verified since it last drained
+every server instead: a check costs a few times less than a server's drain)."""
 
 
 class Cell:
@@ -56,7 +60,16 @@ class Cell:
 class Router:
     """The cells of a run and the servers whose load changed since the last route."""
 
-    __slots__ = ("cells", "drain_due", "inline_jsq", "servers", "touched", "where")
+    __slots__ = (
+        "cells",
+        "drain_due",
+        "inline_jsq",
+        "rounds",
+        "rounds_at_drain",
+        "servers",
+        "touched",
+        "where",
+    )
 
     def __init__(
         self,
@@ -64,11 +77,15 @@ class Router:
         cells: list[Cell],
         inline_jsq: bool,
         drain_due: Callable[[float, bool], None],
+        rounds: Callable[[], int],
     ) -> None:
         """``drain_due(t, inclusive)``: drain every server with inbound blocks due and
-        mark it (:func:`~edgespec.sim.inbound.drain_all`)."""
+        mark it (:func:`~edgespec.sim.inbound.drain_all`); ``rounds()``: the rounds verified
+        so far."""
         self.servers = servers
         self.drain_due = drain_due
+        self.rounds = rounds
+        self.rounds_at_drain = 0
         self.cells = cells
         self.inline_jsq = inline_jsq
         self.touched: set[ServerState] = set()
@@ -109,8 +126,10 @@ class Router:
     def _settle_least(self, view: LoadView, t: float, inclusive: bool) -> None:
         """Drain the least-loaded servers until none has an inbound block due."""
         servers, where = self.servers, self.where
-        if view.num_least_loaded() > SCAN_LIMIT:
+        rounds = self.rounds()
+        if view.num_least_loaded() > SCAN_FLOOR + SCAN_PER_ROUND * (rounds - self.rounds_at_drain):
             self.drain_due(t, inclusive)
+            self.rounds_at_drain = rounds
             self.refresh()
             return
         moved = True
