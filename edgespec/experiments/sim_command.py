@@ -53,7 +53,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--verbose", action="store_true", help="also say which event-loop path ran and why"
     )
     parser.add_argument(
-        "--workers", type=int, default=1, help="sweep runs on this many local processes"
+        "--workers",
+        type=int,
+        default=1,
+        help="sweep runs (or shards) on this many processes (Ray: CPUs, or tasks in flight)",
+    )
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run a scenario whose device pools are pinned to server pools as N shards of "
+        "its cells, merged (metrics identical to one process; docs/SIMULATOR.md)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="where sweep runs and shards execute: local processes or Ray tasks",
+    )
+    parser.add_argument(
+        "--address", default=None, help="Ray cluster address (--engine ray; default: a local Ray)"
     )
 
 
@@ -107,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             parse_grid(args.sweep),
             run_scenario_dict,
             progress=not args.quiet,
-            executor=make_executor(args.workers),
+            executor=make_executor(args.workers, args.engine, args.address),
         )
         json_path, csv_path = write_sweep(out / "sweep", points)
         print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
@@ -147,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
             f" → {out / 'capacity.json'}"
         )
         return 0
+    if args.shards:
+        return _run_sharded(args, data, out, console)
     if args.rounds:
         scenario = scenario_from_dict(data, ["record_rounds=true"])
     started = time.perf_counter()
@@ -168,5 +190,35 @@ def run(args: argparse.Namespace) -> int:
     console.print(
         f"{scenario.name}: {sim.num_rounds} rounds, {metrics.num_requests} requests, "
         f"{sim.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"
+    )
+    return 0
+
+
+def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, console: Any) -> int:
+    """``--shards N``: the cells in N shards on the executor; metrics.json, shards.json."""
+    from edgespec.experiments.executor import make_executor
+    from edgespec.metrics.sinks import print_summary, write_metrics_json
+    from edgespec.sim.shards import simulate_sharded
+
+    if args.rounds:
+        raise ConfigError("--shards", "a sharded run keeps no records (drop --rounds)")
+    started = time.perf_counter()
+    run = simulate_sharded(
+        data, args.shards, make_executor(args.workers, args.engine, args.address)
+    )
+    wall_s = time.perf_counter() - started
+    out.mkdir(parents=True, exist_ok=True)
+    write_metrics_json(out / "metrics.json", run.metrics)
+    shards = [
+        {"cells": list(s.cells), "num_rounds": s.num_rounds, "wall_s": round(s.wall_s, 3)}
+        for s in run.shards
+    ]
+    (out / "shards.json").write_text(json.dumps(shards, indent=2) + "\n")
+    (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    print_summary(run.metrics, console)
+    console.print(
+        f"{data.get('name', 'scenario')}: {run.num_rounds} rounds in {len(run.shards)} shards "
+        f"({args.engine}, {args.workers} workers), {run.metrics.num_requests} requests, "
+        f"{run.metrics.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"
     )
     return 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from edgespec.sim.acceptance import (
     IidAcceptance,
     TraceAcceptance,
 )
+from edgespec.sim.cells import Layout, select_cells
 from edgespec.sim.cost_models import (
     CostModel,
     build_cost_model,
@@ -184,8 +185,19 @@ def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerSt
     In fused mode each server drafts with the first device pool's draft model on its own
     hardware (roofline), in its own draft executor (no contention with verification).
     """
-    device_specs, server_specs = expand_topology(scenario)
-    streams = spawn_streams(scenario.seed, "device", range(len(device_specs)))
+    devices, servers, _ = build_fleet(scenario)
+    return devices, servers
+
+
+def build_fleet(
+    scenario: Scenario, cells: Sequence[int] | None = None
+) -> tuple[list[DeviceState], list[ServerState], Layout]:
+    """:func:`build_entities` for the cells ``cells`` of a pinned scenario (all when
+    ``None``; :mod:`edgespec.sim.cells`), numbered from 0 in scenario order, each device
+    with the stream of its index in the whole scenario; and their layout."""
+    all_devices, all_servers = expand_topology(scenario)
+    device_specs, server_specs, layout = select_cells(scenario, all_devices, all_servers, cells)
+    streams = spawn_streams(scenario.seed, "device", layout.device_global)
     per_pool: list[tuple[CostModel, int, Link]] = []
     for pool_index, pool in enumerate(scenario.auto_topology.devices):
         where = f"auto_topology.devices[{pool_index}]"
@@ -196,11 +208,9 @@ def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerSt
             raise ConfigError(f"{where}.draft_model", str(exc).split("': ", 1)[-1]) from exc
         per_pool.append((cost, vocab, _link(scenario, pool.link)))
     devices: list[DeviceState] = []
-    for spec in device_specs:
+    for local_id, spec in enumerate(device_specs):
         cost, vocab, link = per_pool[spec.pool_index]
-        devices.append(
-            DeviceState(spec.device_id, spec.slo_class, link, cost, vocab, streams[spec.device_id])
-        )
+        devices.append(DeviceState(local_id, spec.slo_class, link, cost, vocab, streams[local_id]))
     draft_model = scenario.auto_topology.devices[0].draft_model
     servers: list[ServerState] = []
     server_costs: dict[int, tuple[CostModel, CostModel | None]] = {}
@@ -211,11 +221,11 @@ def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerSt
         if scenario.mode == "fused":
             fused_draft = _cost(CostModelConfig(), draft_model, spool.hardware, where, "hardware")
         server_costs[pool_index] = (target, fused_draft)
-    for sspec in server_specs:
+    for local_id, sspec in enumerate(server_specs):
         target, fused_draft = server_costs[sspec.pool_index]
         servers.append(
             ServerState(
-                sspec.server_id,
+                local_id,
                 target,
                 fused_draft,
                 sspec.pool.kv_budget_tokens,
@@ -224,7 +234,7 @@ def build_entities(scenario: Scenario) -> tuple[list[DeviceState], list[ServerSt
                 sspec.pool.prefix_cache,
             )
         )
-    return devices, servers
+    return devices, servers, layout
 
 
 def build_lengths(scenario: Scenario) -> LengthTable | None:

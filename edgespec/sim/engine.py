@@ -16,6 +16,7 @@ from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.batchend import distributed_batch_end
 from edgespec.sim.build import Policies
+from edgespec.sim.cells import Layout
 from edgespec.sim.choice import (
     checked_distributed,
     round_deadline_s,
@@ -32,8 +33,7 @@ from edgespec.sim.fastpath import (
 )
 from edgespec.sim.kernel import EventQueue, Handler
 from edgespec.sim.network import downlink_bytes, uplink_bytes
-from edgespec.sim.rng import spawn_generator
-from edgespec.sim.routing import Cell, Router
+from edgespec.sim.routing import Router, build_cells
 from edgespec.sim.scenario import Scenario
 from edgespec.sim.stop_model import StopModel
 from edgespec.sim.workload import LengthTable, TraceEntry
@@ -75,6 +75,7 @@ class Simulation:
         *,
         record_rounds: bool,
         stop: StopModel | None = None,
+        layout: Layout | None = None,
     ) -> None:
         self.scenario = scenario
         self.devices = devices
@@ -117,16 +118,26 @@ class Simulation:
         # Routing (sim/routing.py): handlers that change a server's queue length, active
         # sessions or busy flag mark it with ``touch``; blocks in flight are indexed by
         # their earliest arrival per server (inbound.DueIndex).
+        if layout is None:  # unpinned: one cell
+            layout = Layout(
+                (None,),
+                (0,) * len(devices),
+                (0,) * len(servers),
+                tuple(range(len(devices))),
+                tuple(range(len(servers))),
+            )
+        self.device_slot = layout.device_slot
+        self.slot_sessions = [0] * len(layout.cell_ids)  # which trace sequence, per cell
         self.router = Router(
             servers,
-            [Cell(servers, policies.routing, spawn_generator(scenario.seed, "routing"))],
+            build_cells(servers, layout, policies.routing, scenario.seed),
             self.jsq_inline,
             lambda t, inclusive: inbound.drain_all(self, t, inclusive),
             lambda: self.num_rounds,
         )
         self.touch = self.router.touched.add
         self.due = inbound.DueIndex(len(servers))
-        self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST)
+        self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST, layout)
         self.trace_pool = acceptance if isinstance(acceptance, TraceAcceptance) else None
         self.limits = [
             (
@@ -194,9 +205,12 @@ class Simulation:
         if lazy and not router.inline_jsq:  # the policy reads the queues: update them all
             inbound.drain_all(self, t, after_arrive)
         router.refresh()
-        server = router.route(0, t, after_arrive if lazy else None)
+        slot = self.device_slot[dev.device_id]
+        server = router.route(slot, t, after_arrive if lazy else None)
+        nth = self.slot_sessions[slot]  # the cell's session count (unpinned: the run's)
+        self.slot_sessions[slot] = nth + 1
         if seq is None and self.trace_pool is not None:
-            seq = self.trace_pool.seq_for(index)
+            seq = self.trace_pool.seq_for(nth)
         slo = self.scenario.slo_classes[request.slo_class]
         session = Session(index, request, dev, server, seq, slo)
         session.tree = self.trees.get(request.request_id)

@@ -24,6 +24,7 @@ exact list (tests/parity, tests/sim).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -32,8 +33,10 @@ from edgespec.core.types import ServerLoad
 from edgespec.policies.contracts import check_route
 from edgespec.policies.interfaces import RoutingPolicy
 from edgespec.policies.loads import LoadView
+from edgespec.sim.cells import Layout
 from edgespec.sim.entities import ServerState
 from edgespec.sim.inbound import drain
+from edgespec.sim.rng import spawn_generator
 
 SCAN_FLOOR = 16
 SCAN_PER_ROUND = 4
@@ -55,6 +58,20 @@ class Cell:
         )
         self.policy = policy
         self.rng = rng
+
+
+def build_cells(
+    servers: Sequence[ServerState], layout: Layout, policy: RoutingPolicy, seed: int
+) -> list[Cell]:
+    """One :class:`Cell` per slot of ``layout``: its servers, the routing stream of its
+    cell (the scenario-wide one when unpinned) and a policy instance of its own (a copy
+    of ``policy`` when there are several, so a round-robin cursor is per cell)."""
+    cells = []
+    for slot, cell_id in enumerate(layout.cell_ids):
+        members = [s for s in servers if layout.server_slot[s.server_id] == slot]
+        own = policy if len(layout.cell_ids) == 1 else copy.deepcopy(policy)
+        cells.append(Cell(members, own, spawn_generator(seed, "routing", cell_id)))
+    return cells
 
 
 class Router:
