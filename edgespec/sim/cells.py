@@ -108,6 +108,17 @@ class Layout:
     device_global: tuple[int, ...]
     server_global: tuple[int, ...]
 
+    @classmethod
+    def whole(cls, num_devices: int, num_servers: int) -> Layout:
+        """The layout of an unpinned scenario: one slot, the scenario-wide streams."""
+        return cls(
+            (None,),
+            (0,) * num_devices,
+            (0,) * num_servers,
+            tuple(range(num_devices)),
+            tuple(range(num_servers)),
+        )
+
     @property
     def is_shard(self) -> bool:
         """Whether ids in this run differ from the whole scenario's."""
@@ -128,14 +139,7 @@ def select_cells(
     if not plans:
         if cells is not None:
             raise ConfigError("shards", "only a scenario with pinned device pools has cells")
-        layout = Layout(
-            (None,),
-            (0,) * len(devices),
-            (0,) * len(servers),
-            tuple(range(len(devices))),
-            tuple(range(len(servers))),
-        )
-        return list(devices), list(servers), layout
+        return list(devices), list(servers), Layout.whole(len(devices), len(servers))
     chosen = sorted(set(range(len(plans)) if cells is None else cells))
     for c in chosen:
         if not 0 <= c < len(plans):

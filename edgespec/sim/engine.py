@@ -119,13 +119,7 @@ class Simulation:
         # sessions or busy flag mark it with ``touch``; blocks in flight are indexed by
         # their earliest arrival per server (inbound.DueIndex).
         if layout is None:  # unpinned: one cell
-            layout = Layout(
-                (None,),
-                (0,) * len(devices),
-                (0,) * len(servers),
-                tuple(range(len(devices))),
-                tuple(range(len(servers))),
-            )
+            layout = Layout.whole(len(devices), len(servers))
         self.device_slot = layout.device_slot
         self.slot_sessions = [0] * len(layout.cell_ids)  # which trace sequence, per cell
         self.router = Router(
