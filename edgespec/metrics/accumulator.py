@@ -29,6 +29,11 @@ from edgespec.metrics.types import (
     TimeSplit,
 )
 
+SIM_BUSY_KEEP = 8
+"""``busy_keep`` for the simulator's records: its batches arrive in end order and none ends
+after the run (a BATCH_END after ``duration_s`` never runs), so a few suffice; at 2,000
+servers the default's 1,024 per server would hold about 200 MiB of spans."""
+
 
 class ExactSum:
     """Running float sum with exact rounding (``math.fsum`` semantics, order-independent)."""
@@ -114,9 +119,15 @@ class MetricsAccumulator:
 
     Records are validated on entry (``ValueError`` naming the request or batch).
     ``finish`` does not consume the accumulator: it can be called again after more adds.
+    ``busy_keep``: batches per server whose span stays exact for the clipping at
+    ``duration_s`` (:class:`_ServerBusy`); a source that adds batches in end order and
+    none ending after the run (the simulator) needs few, and memory is per server.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, busy_keep: int = 1024) -> None:
+        if busy_keep < 1:
+            raise ValueError(f"busy_keep must be >= 1, got {busy_keep}")
+        self._busy_keep = busy_keep
         self._ttft: array[float] = array("d")
         self._tpot: array[float] = array("d")
         self._e2e: array[float] = array("d")
@@ -191,7 +202,7 @@ class MetricsAccumulator:
         self._batch_sizes[size] += 1
         busy = self._busy.get(server)
         if busy is None:
-            busy = self._busy[server] = _ServerBusy()
+            busy = self._busy[server] = _ServerBusy(self._busy_keep)
         busy.add(start, end)
 
     def merge(self, other: MetricsAccumulator) -> None:
@@ -221,7 +232,7 @@ class MetricsAccumulator:
         for server, busy in other._busy.items():
             mine_busy = self._busy.get(server)
             if mine_busy is None:
-                mine_busy = self._busy[server] = _ServerBusy()
+                mine_busy = self._busy[server] = _ServerBusy(self._busy_keep)
             mine_busy.merge(busy)
 
     def finish(self, duration_s: float, num_servers: int) -> SystemMetrics:

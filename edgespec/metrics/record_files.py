@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
-from edgespec.metrics.accumulator import MetricsAccumulator
+from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.sinks import (
     REQUEST_DERIVED,
     REQUEST_FIELDS,
@@ -102,7 +102,7 @@ class RecordFiles:
             raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.acc = MetricsAccumulator()
+        self.acc = MetricsAccumulator(SIM_BUSY_KEEP)
         self._csv_files: list[TextIO] = []
         self._requests_csv = self._csv("requests.csv", (*REQUEST_FIELDS, *REQUEST_DERIVED))
         self._requests = _ParquetStream(

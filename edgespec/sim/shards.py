@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.metrics.accumulator import MetricsAccumulator
+from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 
 
@@ -75,7 +75,7 @@ def simulate_sharded(data: Mapping[str, Any], num_shards: int, executor: Any) ->
     for index, result in executor.map_unordered(run_shard, [(dict(data), g) for g in groups]):
         results[index] = result
     done = tuple(r for r in results if r is not None)
-    merged = MetricsAccumulator()
+    merged = MetricsAccumulator(SIM_BUSY_KEEP)
     for shard in done:
         merged.merge(shard.acc)
     num_servers = sum(p.num_servers for p in plans)

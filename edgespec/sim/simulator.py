@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
-from edgespec.metrics.accumulator import MetricsAccumulator
+from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim import build
 from edgespec.sim.build import Policies
@@ -78,7 +78,7 @@ class StreamSink:
     """Aggregates online (memory flat in simulated time)."""
 
     def __init__(self) -> None:
-        self.acc = MetricsAccumulator()
+        self.acc = MetricsAccumulator(SIM_BUSY_KEEP)
         # The accumulator's bound methods themselves: one call less per record.
         self.request: Callable[[RequestRecord], None] = self.acc.add_request
         self.batch: Callable[[BatchRecord], None] = self.acc.add_batch

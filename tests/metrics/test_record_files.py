@@ -63,3 +63,18 @@ def test_streamed_files_hold_every_record_in_row_groups(tmp_path: Path) -> None:
 def test_row_group_size_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="row_group_rows must be >= 1, got 0"):
         RecordFiles(tmp_path, row_group_rows=0)
+
+
+def test_few_kept_batch_spans_give_the_same_busy_times() -> None:
+    """The simulator's accumulators keep SIM_BUSY_KEEP spans per server, not 1,024."""
+    from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
+
+    kept = simulate(scenario_from_dict(tiny_scenario()))
+    few, many = MetricsAccumulator(SIM_BUSY_KEEP), MetricsAccumulator()
+    for batch in kept.batches:
+        few.add_batch(batch)
+        many.add_batch(batch)
+    assert len(kept.batches) > 20 * SIM_BUSY_KEEP
+    assert few.finish(kept.duration_s, 2) == many.finish(kept.duration_s, 2)
+    with pytest.raises(ValueError, match="busy_keep must be >= 1, got 0"):
+        MetricsAccumulator(0)
