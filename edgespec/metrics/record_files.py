@@ -38,7 +38,7 @@ from edgespec.metrics.types import SystemMetrics
 if TYPE_CHECKING:
     from edgespec.metrics.plots import BatchColumns
 
-ROW_GROUP_ROWS = 65_536
+ROW_GROUP_ROWS = 16_384
 
 _ARROW = {"int": pa.int64(), "str": pa.string(), "float": pa.float64()}
 
