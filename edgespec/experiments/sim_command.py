@@ -53,7 +53,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--verbose", action="store_true", help="also say which event-loop path ran and why"
     )
     parser.add_argument(
-        "--workers", type=int, default=1, help="sweep runs on this many local processes"
+        "--workers",
+        type=int,
+        default=1,
+        help="sweep runs (or shards) on this many processes (Ray: CPUs, or tasks in flight)",
+    )
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run a scenario whose device pools are pinned to server pools as N shards of "
+        "its cells, merged (metrics identical to one process; docs/SIMULATOR.md)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="where sweep runs and shards execute: local processes or Ray tasks",
+    )
+    parser.add_argument(
+        "--address", default=None, help="Ray cluster address (--engine ray; default: a local Ray)"
     )
 
 
@@ -82,8 +102,13 @@ def run_scenario_dict(data: dict[str, Any]) -> Any:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from edgespec.metrics.sinks import print_runs, print_summary, write_run
-    from edgespec.metrics.summary import summarize
+    from edgespec.metrics.record_files import RecordFiles, read_plot_columns, read_rounds
+    from edgespec.metrics.sinks import (
+        print_runs,
+        print_summary,
+        write_attribution,
+        write_metrics_json,
+    )
     from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
     from edgespec.sim.simulator import paused_gc, simulate
 
@@ -102,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             parse_grid(args.sweep),
             run_scenario_dict,
             progress=not args.quiet,
-            executor=make_executor(args.workers),
+            executor=make_executor(args.workers, args.engine, args.address),
         )
         json_path, csv_path = write_sweep(out / "sweep", points)
         print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
@@ -142,27 +167,58 @@ def run(args: argparse.Namespace) -> int:
             f" → {out / 'capacity.json'}"
         )
         return 0
+    if args.shards:
+        return _run_sharded(args, data, out, console)
     if args.rounds:
         scenario = scenario_from_dict(data, ["record_rounds=true"])
     started = time.perf_counter()
-    with paused_gc():
-        sim = simulate(scenario, progress=not args.quiet)
+    with RecordFiles(out, rounds=args.rounds) as files, paused_gc():
+        sim = simulate(scenario, sink=files, progress=not args.quiet)
     wall_s = time.perf_counter() - started
-    metrics = summarize(sim.requests, sim.batches, sim.duration_s, sim.num_servers)
-    write_run(
-        out,
-        metrics,
-        sim.requests,
-        sim.batches,
-        sim.rounds if args.rounds else None,
-        plots=not args.no_plots,
-    )
+    metrics = files.finish(sim.duration_s, sim.num_servers)
+    write_metrics_json(out / "metrics.json", metrics)
+    if not args.no_plots:
+        from edgespec.metrics.plots import write_plots
+
+        write_plots(out, metrics, *read_plot_columns(out))
+    if args.rounds:
+        write_attribution(out, read_rounds(out), plots=not args.no_plots)
     (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     print_summary(metrics, console)
     if args.verbose:
         console.print(f"event loop: {sim.path}")
     console.print(
-        f"{scenario.name}: {sim.num_rounds} rounds, {len(sim.requests)} requests, "
+        f"{scenario.name}: {sim.num_rounds} rounds, {metrics.num_requests} requests, "
         f"{sim.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"
+    )
+    return 0
+
+
+def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, console: Any) -> int:
+    """``--shards N``: the cells in N shards on the executor; metrics.json, shards.json."""
+    from edgespec.experiments.executor import make_executor
+    from edgespec.metrics.sinks import print_summary, write_metrics_json
+    from edgespec.sim.shards import simulate_sharded
+
+    if args.rounds:
+        raise ConfigError("--shards", "a sharded run keeps no records (drop --rounds)")
+    started = time.perf_counter()
+    run = simulate_sharded(
+        data, args.shards, make_executor(args.workers, args.engine, args.address)
+    )
+    wall_s = time.perf_counter() - started
+    out.mkdir(parents=True, exist_ok=True)
+    write_metrics_json(out / "metrics.json", run.metrics)
+    shards = [
+        {"cells": list(s.cells), "num_rounds": s.num_rounds, "wall_s": round(s.wall_s, 3)}
+        for s in run.shards
+    ]
+    (out / "shards.json").write_text(json.dumps(shards, indent=2) + "\n")
+    (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    print_summary(run.metrics, console)
+    console.print(
+        f"{data.get('name', 'scenario')}: {run.num_rounds} rounds in {len(run.shards)} shards "
+        f"({args.engine}, {args.workers} workers), {run.metrics.num_requests} requests, "
+        f"{run.metrics.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"
     )
     return 0

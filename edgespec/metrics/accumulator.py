@@ -29,6 +29,11 @@ from edgespec.metrics.types import (
     TimeSplit,
 )
 
+SIM_BUSY_KEEP = 8
+"""``busy_keep`` for the simulator's records: its batches arrive in end order and none ends
+after the run (a BATCH_END after ``duration_s`` never runs), so a few suffice; at 2,000
+servers the default's 1,024 per server would hold about 200 MiB of spans."""
+
 
 class ExactSum:
     """Running float sum with exact rounding (``math.fsum`` semantics, order-independent)."""
@@ -52,6 +57,11 @@ class ExactSum:
             x = hi
         del partials[i:]
         partials.append(x)
+
+    def merge(self, other: ExactSum) -> None:
+        """Add ``other``'s running sum (exactly)."""
+        for part in other._partials:
+            self.add(part)
 
     @property
     def partials(self) -> tuple[float, ...]:
@@ -93,15 +103,31 @@ class _ClassTally:
         self.target: float | None = None
         self.mixed_targets = False
 
+    def merge(self, other: _ClassTally) -> None:
+        if other.num_with_target:
+            if self.num_with_target and self.target != other.target:
+                self.mixed_targets = True
+            self.target = other.target
+        self.mixed_targets = self.mixed_targets or other.mixed_targets
+        self.num_requests += other.num_requests
+        self.num_with_target += other.num_with_target
+        self.num_met += other.num_met
+
 
 class MetricsAccumulator:
     """Feed records with ``add_request`` / ``add_batch`` as they complete; ``finish`` once.
 
     Records are validated on entry (``ValueError`` naming the request or batch).
     ``finish`` does not consume the accumulator: it can be called again after more adds.
+    ``busy_keep``: batches per server whose span stays exact for the clipping at
+    ``duration_s`` (:class:`_ServerBusy`); a source that adds batches in end order and
+    none ending after the run (the simulator) needs few, and memory is per server.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, busy_keep: int = 1024) -> None:
+        if busy_keep < 1:
+            raise ValueError(f"busy_keep must be >= 1, got {busy_keep}")
+        self._busy_keep = busy_keep
         self._ttft: array[float] = array("d")
         self._tpot: array[float] = array("d")
         self._e2e: array[float] = array("d")
@@ -176,8 +202,38 @@ class MetricsAccumulator:
         self._batch_sizes[size] += 1
         busy = self._busy.get(server)
         if busy is None:
-            busy = self._busy[server] = _ServerBusy()
+            busy = self._busy[server] = _ServerBusy(self._busy_keep)
         busy.add(start, end)
+
+    def merge(self, other: MetricsAccumulator) -> None:
+        """Add every record ``other`` counted (a shard of the same run): the result is
+        what one accumulator fed all the records gives (sums are exact, percentiles
+        are of the same values)."""
+        self._ttft.extend(other._ttft)
+        self._tpot.extend(other._tpot)
+        self._e2e.extend(other._e2e)
+        self._num_prompt_tokens += other._num_prompt_tokens
+        self._num_output_tokens += other._num_output_tokens
+        self._num_rounds += other._num_rounds
+        self._num_drafted += other._num_drafted
+        self._num_accepted += other._num_accepted
+        self._wasted_draft_s.merge(other._wasted_draft_s)
+        for name, total in other._split.items():
+            self._split[name].merge(total)
+        for name, theirs in other._classes.items():
+            mine = self._classes.get(name)
+            if mine is None:
+                mine = self._classes[name] = _ClassTally()
+            mine.merge(theirs)
+        self._num_batches += other._num_batches
+        self._num_forwarded += other._num_forwarded
+        self._num_cached += other._num_cached
+        self._batch_sizes.update(other._batch_sizes)
+        for server, busy in other._busy.items():
+            mine_busy = self._busy.get(server)
+            if mine_busy is None:
+                mine_busy = self._busy[server] = _ServerBusy(self._busy_keep)
+            mine_busy.merge(busy)
 
     def finish(self, duration_s: float, num_servers: int) -> SystemMetrics:
         """Metrics over a run of ``duration_s`` seconds on ``num_servers`` target servers."""
@@ -293,6 +349,13 @@ class _ServerBusy:
             self._folded_max_end = end
         if end > 0:
             self._folded.add(end - start if start > 0 else end)
+
+    def merge(self, other: _ServerBusy) -> None:
+        """Count ``other``'s batches too (the same server's, from another record stream)."""
+        self._folded.merge(other._folded)
+        self._folded_max_end = max(self._folded_max_end, other._folded_max_end)
+        for end, start in other._recent:
+            self.add(start, end)
 
     def total(self, server_id: int, duration_s: float) -> float:
         if self._folded_max_end > duration_s:

@@ -4,7 +4,7 @@ stays fast."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,26 +29,45 @@ def _pyplot() -> Any:
     return plt
 
 
+BatchColumns = tuple[npt.NDArray[np.int64], FloatArray, FloatArray]
+"""Batches as columns: (server_id, start_s, end_s)."""
+
+
+def batch_columns(batches: Sequence[BatchRecord]) -> BatchColumns:
+    """:data:`BatchColumns` of ``batches``."""
+    return (
+        np.fromiter((b.server_id for b in batches), np.int64, len(batches)),
+        np.fromiter((b.start_s for b in batches), np.float64, len(batches)),
+        np.fromiter((b.end_s for b in batches), np.float64, len(batches)),
+    )
+
+
 def utilization_over_time(
-    batches: Sequence[BatchRecord], num_servers: int, duration_s: float, num_bins: int = 100
+    batches: Sequence[BatchRecord] | BatchColumns,
+    num_servers: int,
+    duration_s: float,
+    num_bins: int = 100,
 ) -> tuple[FloatArray, FloatArray]:
     """Busy fraction of each server in ``num_bins`` equal bins of [0, duration_s].
 
+    ``batches``: records, or their :data:`BatchColumns` (a run streamed to Parquet).
     Returns (bin edges, array num_servers × num_bins). Uses the cumulative busy time
     B(t) = Σ_{start<t} (t − start) − Σ_{end<t} (t − end) per server, evaluated at the
     edges with sorted prefix sums: O(batches · log batches), no per-bin loop.
     """
+    servers, starts, ends = batches if isinstance(batches, tuple) else batch_columns(batches)
     edges = np.linspace(0.0, duration_s, num_bins + 1)
     width = duration_s / num_bins
     util = np.zeros((num_servers, num_bins))
-    by_server: dict[int, list[tuple[float, float]]] = {}
-    for b in batches:
-        by_server.setdefault(b.server_id, []).append((b.start_s, b.end_s))
-    for server, spans in by_server.items():
+    order = np.argsort(servers, kind="stable")
+    servers, starts, ends = servers[order], starts[order], ends[order]
+    ids, first = np.unique(servers, return_index=True)
+    bounds = [*first.tolist(), len(servers)]
+    for i, server in enumerate(ids.tolist()):
         if not 0 <= server < num_servers:
             raise ValueError(f"batch on server {server} but num_servers={num_servers}")
-        arr = np.asarray(spans, dtype=np.float64)
-        cum = _cumulative(np.sort(arr[:, 0]), edges) - _cumulative(np.sort(arr[:, 1]), edges)
+        lo, hi = bounds[i], bounds[i + 1]
+        cum = _cumulative(np.sort(starts[lo:hi]), edges) - _cumulative(np.sort(ends[lo:hi]), edges)
         util[server] = np.diff(cum) / width
     return edges, util
 
@@ -60,30 +79,46 @@ def _cumulative(points: FloatArray, edges: FloatArray) -> FloatArray:
     return np.asarray(count * edges - prefix[count], dtype=np.float64)
 
 
-def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord]) -> None:
-    """Empirical CDFs of TTFT, TPOT (ms) and E2E (s), overall and per SLO class."""
+LATENCY_COLUMNS = ("slo_class", "ttft_s", "tpot_s", "e2e_s")
+"""The request columns the latency CDFs read."""
+
+
+def request_columns(requests: Sequence[RequestRecord]) -> dict[str, Any]:
+    """The :data:`LATENCY_COLUMNS` of ``requests`` (class names; float arrays)."""
+    columns: dict[str, Any] = {"slo_class": np.array([r.slo_class for r in requests], dtype=object)}
+    for name in LATENCY_COLUMNS[1:]:
+        columns[name] = np.fromiter((getattr(r, name) for r in requests), np.float64, len(requests))
+    return columns
+
+
+def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord] | Mapping[str, Any]) -> None:
+    """Empirical CDFs of TTFT, TPOT (ms) and E2E (s), overall and per SLO class;
+    ``requests``: records or their :func:`request_columns`."""
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
-    classes = sorted({r.slo_class for r in requests})
-    groups: list[tuple[str, list[RequestRecord]]] = [("all", list(requests))]
+    columns = requests if isinstance(requests, Mapping) else request_columns(requests)
+    slo_class = np.asarray(columns["slo_class"], dtype=object)
+    count = len(slo_class)
+    classes = sorted(set(slo_class.tolist()))
+    groups: list[tuple[str, Any]] = [("all", np.ones(count, dtype=bool))]
     if 1 < len(classes) <= MAX_CLASS_LINES:
-        groups += [(c, [r for r in requests if r.slo_class == c]) for c in classes]
+        groups += [(c, slo_class == c) for c in classes]
     panels = (
         ("TTFT (ms)", "ttft_s", 1e3),
         ("TPOT (ms)", "tpot_s", 1e3),
         ("E2E latency (s)", "e2e_s", 1.0),
     )
     for ax, (label, attr, scale) in zip(axes, panels, strict=True):
-        for name, group in groups:
-            if not group:
+        everything = np.asarray(columns[attr], dtype=np.float64) * scale
+        for name, chosen in groups:
+            if not chosen.any():
                 continue
-            values = np.sort([getattr(r, attr) * scale for r in group])
+            values = np.sort(everything[chosen])
             ys = np.arange(1, len(values) + 1) / len(values)
             style = {"color": "black", "lw": 2.0} if name == "all" else {"lw": 1.2, "alpha": 0.8}
             ax.step(values, ys, where="post", label=name, **style)
         xlabel = label
-        if requests:
-            everything = np.array([getattr(r, attr) * scale for r in requests])
+        if count:
             p99, top = float(np.percentile(everything, 99)), float(everything.max())
             if top > 1.5 * p99 > 0:
                 # A long tail squeezes the body of the CDF: cut the axis, say so.
@@ -93,11 +128,11 @@ def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord]) -> None:
         ax.set_ylabel("fraction of requests")
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-        if not requests:
+        if not count:
             ax.text(0.5, 0.5, "no completed requests", ha="center", transform=ax.transAxes)
     if len(groups) > 1:
         axes[0].legend(title="SLO class", fontsize=8)
-    fig.suptitle(f"Latency CDFs ({len(requests)} requests)")
+    fig.suptitle(f"Latency CDFs ({count} requests)")
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -137,7 +172,10 @@ def plot_slo_attainment(path: Path, metrics: SystemMetrics) -> None:
 
 
 def plot_utilization(
-    path: Path, metrics: SystemMetrics, batches: Sequence[BatchRecord], num_bins: int = 100
+    path: Path,
+    metrics: SystemMetrics,
+    batches: Sequence[BatchRecord] | BatchColumns,
+    num_bins: int = 100,
 ) -> None:
     """Server busy fraction over time: mean and min–max band, per-server lines when few."""
     plt = _pyplot()
@@ -197,10 +235,10 @@ def plot_batch_sizes(path: Path, metrics: SystemMetrics) -> None:
 def write_plots(
     run_dir: Path,
     metrics: SystemMetrics,
-    requests: Sequence[RequestRecord],
-    batches: Sequence[BatchRecord],
+    requests: Sequence[RequestRecord] | Mapping[str, Any],
+    batches: Sequence[BatchRecord] | BatchColumns,
 ) -> None:
-    """All four PNGs into ``run_dir``."""
+    """All four PNGs into ``run_dir`` (from records, or from their columns)."""
     plot_latency_cdfs(run_dir / "latency_cdf.png", requests)
     plot_slo_attainment(run_dir / "slo_attainment.png", metrics)
     plot_utilization(run_dir / "utilization.png", metrics, batches)

@@ -40,7 +40,7 @@ def write_requests_csv(path: Path, requests: Iterable[RequestRecord]) -> None:
         writer = csv.writer(f)
         writer.writerow((*REQUEST_FIELDS, *REQUEST_DERIVED))
         for record in requests:
-            writer.writerow(_cells(request_row(record).values()))
+            writer.writerow(cells(request_row(record).values()))
 
 
 def write_rounds_csv(path: Path, rounds: Iterable[RoundRecord]) -> None:
@@ -49,7 +49,7 @@ def write_rounds_csv(path: Path, rounds: Iterable[RoundRecord]) -> None:
         writer = csv.writer(f)
         writer.writerow(ROUND_FIELDS)
         for record in rounds:
-            writer.writerow(_cells(getattr(record, name) for name in ROUND_FIELDS))
+            writer.writerow(cells(getattr(record, name) for name in ROUND_FIELDS))
 
 
 def write_requests_parquet(path: Path, requests: Sequence[RequestRecord]) -> bool:
@@ -105,25 +105,34 @@ def write_run(
         from edgespec.metrics.plots import write_plots
 
         write_plots(run_dir, metrics, requests, batches)
-    if rounds is not None and any(r.deadline_s is not None for r in rounds):
-        from edgespec.metrics.attribution import attribute_violations
-
-        attribution = attribute_violations(rounds)
-        summary = {
-            "window_batches": attribution.window,
-            "threshold": attribution.threshold,
-            "rounds_with_deadline": attribution.num_rounds_with_deadline,
-            "violated": attribution.num_violated,
-            "compute_dominant": attribution.num_compute_dominant,
-        }
-        (run_dir / "attribution.json").write_text(json.dumps(summary, indent=2) + "\n")
-        if plots:
-            from edgespec.metrics.plots import plot_violation_attribution
-
-            plot_violation_attribution(run_dir / "attribution.png", attribution)
+    if rounds is not None:
+        write_attribution(run_dir, rounds, plots=plots)
 
 
-def _cells(values: Iterable[Any]) -> list[str]:
+def write_attribution(run_dir: Path, rounds: Sequence[RoundRecord], *, plots: bool) -> None:
+    """When rounds carry deadlines: WISP Eq. 21's ``attribution.json`` (and, with
+    ``plots``, ``attribution.png``) in ``run_dir``."""
+    if not any(r.deadline_s is not None for r in rounds):
+        return
+    from edgespec.metrics.attribution import attribute_violations
+
+    attribution = attribute_violations(rounds)
+    summary = {
+        "window_batches": attribution.window,
+        "threshold": attribution.threshold,
+        "rounds_with_deadline": attribution.num_rounds_with_deadline,
+        "violated": attribution.num_violated,
+        "compute_dominant": attribution.num_compute_dominant,
+    }
+    (run_dir / "attribution.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if plots:
+        from edgespec.metrics.plots import plot_violation_attribution
+
+        plot_violation_attribution(run_dir / "attribution.png", attribution)
+
+
+def cells(values: Iterable[Any]) -> list[str]:
+    """CSV cells: floats in full (``repr``) precision, ``None`` as empty."""
     out = []
     for v in values:
         if v is None:

@@ -26,6 +26,7 @@ import numpy as np
 
 from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
 from edgespec.policies.interfaces import BatchLimits, WindowDecision
+from edgespec.policies.loads import LoadView
 
 
 class PolicyContractError(RuntimeError):
@@ -109,7 +110,10 @@ def check_window(policy: object, decision: object) -> WindowDecision:
 
 def check_route(policy: object, server_id: object, loads: Sequence[ServerLoad]) -> int:
     """``server_id`` (as an ``int``) when it names one of ``loads``, else the error."""
-    if type(server_id) is int:  # the common case, without the ABC check and the list
+    if type(server_id) is int and isinstance(loads, LoadView):  # indexed: no scan
+        if loads.position(server_id) is not None:
+            return server_id
+    elif type(server_id) is int:  # the common case, without the ABC check and the list
         for load in loads:
             if load.server_id == server_id:
                 return server_id

@@ -5,7 +5,9 @@ Call order: :func:`server_loads` asks every server for its live load (the ``Stat
 and builds the :class:`~edgespec.core.types.ServerLoad` list the policy sees (one meaning
 per field, as in the simulator: ``queue_depth`` = verifications waiting, not yet in a
 batch; ``num_active_sessions`` = sessions the server holds; ``busy`` = a verification pass
-is running); :func:`route` calls the policy once and checks its answer
+is running); :func:`route` shows them to the policy as a
+:class:`~edgespec.policies.loads.LoadView`, as the simulator does, calls it once and
+checks its answer
 (:func:`edgespec.policies.contracts.check_route`). A server that does not answer is left
 out of the loads (and named in ``unreachable``), so one dead server does not stop the
 others from taking requests.
@@ -22,6 +24,7 @@ import numpy as np
 from edgespec.core.types import ServerLoad
 from edgespec.policies.contracts import check_route
 from edgespec.policies.interfaces import RoutingPolicy
+from edgespec.policies.loads import LoadView
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import ServerStats
 
@@ -64,5 +67,6 @@ def route(
         raise RequestError(
             ErrorCode.UNAVAILABLE, f"none of the {len(servers)} servers answered a Stats call"
         )
-    chosen = check_route(policy, policy.route(loads, rng), loads)
+    view = LoadView(loads)
+    chosen = check_route(policy, policy.route(view, rng), view)
     return RouteChoice(chosen, tuple(loads), tuple(unreachable))

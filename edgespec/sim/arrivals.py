@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from edgespec.core.types import Request
+from edgespec.sim.cells import Layout
 from edgespec.sim.entities import DeviceState
 from edgespec.sim.kernel import EventQueue
 from edgespec.sim.rng import spawn_generator
@@ -21,7 +22,8 @@ class Arrivals:
     ``think_time_s`` (exponential mean) after the device's request finishes. Poisson: one
     chain of REQUEST events for the whole system, each to a uniformly random device.
     Trace: one chain over the trace's entries. All draws come from the ``workload``
-    stream of the scenario seed.
+    stream of the scenario seed; in a pinned scenario (:mod:`edgespec.sim.cells`, closed
+    loop only) each cell draws from its own, and numbers its requests ``c<cell>-r<n>``.
     """
 
     def __init__(
@@ -32,6 +34,7 @@ class Arrivals:
         trace: tuple[TraceEntry, ...],
         offer: Offer,
         request_kind: int,
+        layout: Layout,
     ) -> None:
         self.scenario = scenario
         self.workload = scenario.workload
@@ -40,8 +43,12 @@ class Arrivals:
         self.trace = trace
         self.offer = offer
         self.kind = request_kind
-        self.rng = spawn_generator(scenario.seed, "workload")
-        self.num_created = 0
+        self.slot = layout.device_slot
+        self.client_ids = [str(i) for i in layout.device_global]
+        self.rngs = [spawn_generator(scenario.seed, "workload", c) for c in layout.cell_ids]
+        self.rng = self.rngs[0]  # the only one unless the scenario is pinned (closed loop)
+        self.prefixes = ["r" if c is None else f"c{c}-r" for c in layout.cell_ids]
+        self.num_created = [0] * len(layout.cell_ids)
         self.q = EventQueue()
 
     def start(self, queue: EventQueue) -> None:
@@ -49,13 +56,14 @@ class Arrivals:
         wl = self.workload
         if wl.kind == "closed_loop":
             for dev in self.devices:
-                t0 = float(self.rng.uniform(0.0, wl.ramp_s)) if wl.ramp_s > 0 else 0.0
+                rng = self.rngs[self.slot[dev.device_id]]
+                t0 = float(rng.uniform(0.0, wl.ramp_s)) if wl.ramp_s > 0 else 0.0
                 if t0 <= self.scenario.duration_s:
-                    queue.push(t0, self.kind, dev.device_id, dev)
+                    queue.push_arrival(t0, self.kind, dev.device_id, dev)
         elif wl.kind == "poisson":
-            queue.push(float(self.rng.exponential(1.0 / wl.rate_per_s)), self.kind, 0, None)
+            queue.push_arrival(float(self.rng.exponential(1.0 / wl.rate_per_s)), self.kind, 0, None)
         elif self.trace:
-            queue.push(self.trace[0].arrival_s, self.kind, 0, 0)
+            queue.push_arrival(self.trace[0].arrival_s, self.kind, 0, 0)
 
     def on_request(self, t: float, payload: object) -> None:
         """REQUEST handler."""
@@ -67,7 +75,7 @@ class Arrivals:
             self.offer(dev, self._new_request(dev, t), None, t)
             nxt = t + float(self.rng.exponential(1.0 / wl.rate_per_s))
             if nxt <= self.scenario.duration_s:
-                self.q.push(nxt, self.kind, 0, None)
+                self.q.push_arrival(nxt, self.kind, 0, None)
         else:
             assert isinstance(payload, int)
             entry = self.trace[payload]
@@ -82,27 +90,30 @@ class Arrivals:
             )
             self.offer(dev, request, entry.acceptance_seq, t)
             if payload + 1 < len(self.trace):
-                self.q.push(self.trace[payload + 1].arrival_s, self.kind, 0, payload + 1)
+                self.q.push_arrival(self.trace[payload + 1].arrival_s, self.kind, 0, payload + 1)
 
     def device_idle(self, dev: DeviceState, t: float) -> None:
         """A device finished its request and has nothing queued."""
         if self.workload.kind != "closed_loop":
             return
         think = self.workload.think_time_s
-        nxt = t + (float(self.rng.exponential(think)) if think > 0 else 0.0)
+        rng = self.rngs[self.slot[dev.device_id]]
+        nxt = t + (float(rng.exponential(think)) if think > 0 else 0.0)
         if nxt <= self.scenario.duration_s:
-            self.q.push(nxt, self.kind, dev.device_id, dev)
+            self.q.push_arrival(nxt, self.kind, dev.device_id, dev)
 
     def _new_request(self, dev: DeviceState, t: float) -> Request:
         assert self.lengths is not None
-        prompt, output = self.lengths.sample(self.rng)
+        slot = self.slot[dev.device_id]
+        prompt, output = self.lengths.sample(self.rngs[slot])
         cap = self.workload.max_output_tokens
         if cap is not None:
             output = min(output, cap)
-        self.num_created += 1
+        number = self.num_created[slot]
+        self.num_created[slot] = number + 1
         return Request(
-            request_id=f"r{self.num_created - 1}",
-            client_id=str(dev.device_id),
+            request_id=f"{self.prefixes[slot]}{number}",
+            client_id=self.client_ids[dev.device_id],
             arrival_s=t,
             num_prompt_tokens=prompt,
             num_output_tokens=output,

@@ -118,15 +118,22 @@ def distributed_batch_end(
     sink_batch = engine.sink.batch
     push = engine.q.raw_push()
     heap = engine.q.heap
+    arrivals = engine.q.arrivals_heap
     send_probs = engine.send_probs
     per_device = _per_device(engine, 8 if gamma_static is None else gamma_static)
     drain = inbound_heaps.drain
+    touch = engine.touch
+    due = engine.due
+    listed = due.listed
+    sent = due.sent
 
     def batch_end(t: float, server: ServerState) -> None:
         batch = server.batch
         start = server.batch_start_s
         server.busy = False
         server.batch = []
+        touch(server)
+        server_id = server.server_id
         sink_batch(
             BatchRecord(
                 server.server_id, start, t, len(batch), server.batch_new, server.batch_cached
@@ -255,12 +262,15 @@ def distributed_batch_end(
             s.last_network_s = s.round_up_s + down
             s.round_up_s = up
             s.round_draft_s = draft
-            heappush(inbound, ((deliver + draft) + up, dev.device_id, s))  # inbound.send
+            arrival_s = (deliver + draft) + up
+            heappush(inbound, (arrival_s, dev.device_id, s))  # inbound.send
+            if arrival_s < listed[server_id]:
+                sent(arrival_s, server_id)
         server.kv_total = kv_total
         engine.num_rounds += len(batch)
         # Not busy, no DISPATCH pending (none is scheduled while busy).
         if server.queue or (inbound and inbound[0][0] <= t):
-            if dispatch is None or (heap and heap[0][0] <= t):
+            if dispatch is None or (heap and heap[0][0] <= t) or (arrivals and arrivals[0][0] <= t):
                 server.dispatch_pending = True
                 push(t, dispatch_kind, server.server_id, server)
             else:  # no other event at t: the DISPATCH would run next anyway

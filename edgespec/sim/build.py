@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from edgespec.sim.acceptance import (
     IidAcceptance,
     TraceAcceptance,
 )
+from edgespec.sim.cells import Layout, select_cells
 from edgespec.sim.cost_models import (
     CostModel,
     build_cost_model,
@@ -187,10 +188,21 @@ def build_entities(
     for fused rounds: the first device pool's draft model on the server's hardware
     (roofline), run on the engine that verifies (:mod:`edgespec.sim.fused_run`).
     """
+    devices, servers, _ = build_fleet(scenario, None, colocated)
+    return devices, servers
+
+
+def build_fleet(
+    scenario: Scenario, cells: Sequence[int] | None = None, colocated: bool | None = None
+) -> tuple[list[DeviceState], list[ServerState], Layout]:
+    """:func:`build_entities` for the cells ``cells`` of a pinned scenario (all when
+    ``None``; :mod:`edgespec.sim.cells`), numbered from 0 in scenario order, each device
+    with the stream of its index in the whole scenario; and their layout."""
     if colocated is None:
         colocated = scenario.mode == "fused"
-    device_specs, server_specs = expand_topology(scenario)
-    streams = spawn_streams(scenario.seed, "device", len(device_specs))
+    all_devices, all_servers = expand_topology(scenario)
+    device_specs, server_specs, layout = select_cells(scenario, all_devices, all_servers, cells)
+    streams = spawn_streams(scenario.seed, "device", layout.device_global)
     per_pool: list[tuple[CostModel, int, Link]] = []
     for pool_index, pool in enumerate(scenario.auto_topology.devices):
         where = f"auto_topology.devices[{pool_index}]"
@@ -201,11 +213,9 @@ def build_entities(
             raise ConfigError(f"{where}.draft_model", str(exc).split("': ", 1)[-1]) from exc
         per_pool.append((cost, vocab, _link(scenario, pool.link)))
     devices: list[DeviceState] = []
-    for spec in device_specs:
+    for local_id, spec in enumerate(device_specs):
         cost, vocab, link = per_pool[spec.pool_index]
-        devices.append(
-            DeviceState(spec.device_id, spec.slo_class, link, cost, vocab, streams[spec.device_id])
-        )
+        devices.append(DeviceState(local_id, spec.slo_class, link, cost, vocab, streams[local_id]))
     draft_model = scenario.auto_topology.devices[0].draft_model
     servers: list[ServerState] = []
     server_costs: dict[int, tuple[CostModel, CostModel | None]] = {}
@@ -216,11 +226,11 @@ def build_entities(
         if colocated:
             fused_draft = _cost(CostModelConfig(), draft_model, spool.hardware, where, "hardware")
         server_costs[pool_index] = (target, fused_draft)
-    for sspec in server_specs:
+    for local_id, sspec in enumerate(server_specs):
         target, fused_draft = server_costs[sspec.pool_index]
         servers.append(
             ServerState(
-                sspec.server_id,
+                local_id,
                 target,
                 fused_draft,
                 sspec.pool.kv_budget_tokens,
@@ -229,7 +239,7 @@ def build_entities(
                 sspec.pool.prefix_cache,
             )
         )
-    return devices, servers
+    return devices, servers, layout
 
 
 def build_lengths(scenario: Scenario) -> LengthTable | None:

@@ -1,20 +1,16 @@
-"""The server's two choices, as the engine makes them: which server a new request goes to
-(join-shortest-queue, inlined for the fast path) and which queued rounds the next batch
-verifies (through the scenario's batching policy)."""
+"""The server's choice of which queued rounds the next batch verifies (through the
+scenario's batching policy), as the engine makes it; routing is in :mod:`edgespec.sim.routing`."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from edgespec.core.frozen import frozen_builder
-from edgespec.core.types import PendingVerification, ServerLoad
+from edgespec.core.types import PendingVerification
 from edgespec.policies.contracts import (
     PolicyContractError,
     check_batch_plan,
-    check_route,
     check_window,
 )
-from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, RoutingPolicy, WindowDecision
+from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, WindowDecision
 from edgespec.policies.slo import DEADLINE_FUNCTIONS, DeadlineRule, acceptance_estimate
 from edgespec.sim.entities import ServerState, Session
 
@@ -32,43 +28,6 @@ def checked_distributed(window: object, decision: object) -> WindowDecision:
             "path: give the policy a class attribute `may_fuse = True`"
         )
     return checked
-
-
-def route_jsq(servers: list[ServerState], rng: np.random.Generator) -> ServerState:
-    """JoinShortestQueueRouting.route, inline (same ties, same random draws)."""
-    best_queue = best_active = -1
-    tied: list[ServerState] = []
-    for s in servers:  # lexicographic minimum of (queue length, active sessions)
-        queued = len(s.queue)
-        active = s.num_active
-        if best_queue < 0 or queued < best_queue or (queued == best_queue and active < best_active):
-            best_queue, best_active = queued, active
-            tied = [s]
-        elif queued == best_queue and active == best_active:
-            tied.append(s)
-    return tied[int(rng.integers(len(tied)))] if len(tied) > 1 else tied[0]
-
-
-def route_by_policy(
-    servers: list[ServerState],
-    policy: RoutingPolicy,
-    rng: np.random.Generator,
-    loads: list[ServerLoad],
-) -> ServerState:
-    """The server ``policy`` routes a new session to, its answer checked. ``loads`` holds
-    the last :class:`ServerLoad` shown per server (updated here; a load whose server has
-    not changed is shown again, not rebuilt); the policy gets a copy of the list."""
-    for i, s in enumerate(servers):
-        load = loads[i]
-        queued = len(s.queue)
-        if (
-            load.queue_depth != queued
-            or load.num_active_sessions != s.num_active
-            or load.busy is not s.busy
-        ):
-            loads[i] = ServerLoad(s.server_id, queued, s.num_active, s.busy)
-    shown = loads[:]
-    return servers[check_route(policy, policy.route(shown, rng), shown)]
 
 
 def expected_accepted(s: Session) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from edgespec.core.types import BatchRecord, Request, RoundRecord, ServerLoad
+from edgespec.core.types import BatchRecord, Request, RoundRecord
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.contracts import check_window
 from edgespec.policies.inputs import UNOBSERVED, observes
@@ -17,7 +17,8 @@ from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.batchend import distributed_batch_end
 from edgespec.sim.build import Policies
-from edgespec.sim.choice import round_deadline_s, route_by_policy, route_jsq, select_batch
+from edgespec.sim.cells import Layout
+from edgespec.sim.choice import round_deadline_s, select_batch
 from edgespec.sim.cost_models import decode_steps_s, draft_passes_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
@@ -30,7 +31,7 @@ from edgespec.sim.fastpath import (
 from edgespec.sim.fused_run import FusedRuns, fusing
 from edgespec.sim.kernel import EventQueue, Handler, RecordSink
 from edgespec.sim.network import downlink_bytes, uplink_bytes
-from edgespec.sim.rng import spawn_generator
+from edgespec.sim.routing import Router, build_cells
 from edgespec.sim.scenario import Scenario
 from edgespec.sim.stop_model import StopModel
 from edgespec.sim.workload import LengthTable, TraceEntry
@@ -64,6 +65,7 @@ class Simulation:
         *,
         record_rounds: bool,
         stop: StopModel | None = None,
+        layout: Layout | None = None,
     ) -> None:
         self.scenario = scenario
         self.devices = devices
@@ -109,11 +111,24 @@ class Simulation:
         self.path = describe_path(self, scenario.fast_path, blockers)
         self.fused_runs = FusedRuns(self, self._begin_round, (DRAFT_DONE, ARRIVE, DELIVER))
         self.send_probs = scenario.temperature > 0
-        self.route_rng = spawn_generator(scenario.seed, "routing")
-        self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST)
+        # Routing (sim/routing.py): handlers that change a server's queue length, active
+        # sessions or busy flag mark it with ``touch``; blocks in flight are indexed by
+        # their earliest arrival per server (inbound.DueIndex).
+        if layout is None:  # unpinned: one cell
+            layout = Layout.whole(len(devices), len(servers))
+        self.device_slot = layout.device_slot
+        self.slot_sessions = [0] * len(layout.cell_ids)  # which trace sequence, per cell
+        self.router = Router(
+            servers,
+            build_cells(servers, layout, policies.routing, scenario.seed),
+            self.jsq_inline,
+            lambda t, inclusive: inbound.drain_all(self, t, inclusive),
+            lambda: self.num_rounds,
+        )
+        self.touch = self.router.touched.add
+        self.due = inbound.DueIndex(len(servers))
+        self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST, layout)
         self.trace_pool = acceptance if isinstance(acceptance, TraceAcceptance) else None
-        # The ServerLoad last shown to the routing policy, per server (choice.route_by_policy).
-        self.loads = [ServerLoad(s.server_id, -1, -1) for s in servers]
         self.limits = [
             (
                 BatchLimits(s.max_batch_size, s.max_batch_tokens, s.kv_budget),
@@ -175,16 +190,17 @@ class Simulation:
         """Start a request (``after_arrive``: the calling event's kind runs after ARRIVE)."""
         index = self.num_sessions
         self.num_sessions += 1
-        if self.lazy:  # routing reads the queues: bring them up to date
-            inbound.drain_all(self.servers, t, after_arrive)
-        if self.jsq_inline:
-            server = route_jsq(self.servers, self.route_rng)
-        else:
-            server = route_by_policy(
-                self.servers, self.policies.routing, self.route_rng, self.loads
-            )
+        router = self.router
+        lazy = self.lazy
+        if lazy and not router.inline_jsq:  # the policy reads the queues: update them all
+            inbound.drain_all(self, t, after_arrive)
+        router.refresh()
+        slot = self.device_slot[dev.device_id]
+        server = router.route(slot, t, after_arrive if lazy else None)
+        nth = self.slot_sessions[slot]  # the cell's session count (unpinned: the run's)
+        self.slot_sessions[slot] = nth + 1
         if seq is None and self.trace_pool is not None:
-            seq = self.trace_pool.seq_for(index)
+            seq = self.trace_pool.seq_for(nth)
         slo = self.scenario.slo_classes[request.slo_class]
         session = Session(index, request, dev, server, seq, slo)
         session.tree = self.trees.get(request.request_id)
@@ -192,6 +208,7 @@ class Simulation:
             session.runs = memoised_accept_runs(self.runs_memo, seq)
         dev.session = session
         server.num_active += 1
+        self.touch(server)
         self._begin_round(session, t)
 
     # --- one round
@@ -295,6 +312,7 @@ class Simulation:
         s.entry_id = server.num_enqueued
         server.num_enqueued += 1
         server.queue.append(s)
+        self.touch(server)
         if not server.busy and not server.dispatch_pending:
             server.dispatch_pending = True
             self.q.push(t, DISPATCH, server.server_id, server)
@@ -304,6 +322,7 @@ class Simulation:
     def _dispatch(self, t: float, server: ServerState) -> None:
         """Straightforward path: ask the batching policy (fast path: fastpath.fcfs_dispatch)."""
         server.dispatch_pending = False
+        self.touch(server)
         if self.lazy:
             inbound.drain(server, t)
         if server.busy or not server.queue:
@@ -338,6 +357,7 @@ class Simulation:
         start = server.batch_start_s
         server.busy = False
         server.batch = []
+        self.touch(server)
         self.sink.batch(
             BatchRecord(
                 server.server_id, start, t, len(batch), server.batch_new, server.batch_cached

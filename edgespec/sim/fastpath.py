@@ -108,10 +108,13 @@ def dispatch_when_alone(engine: Simulation, dispatch: Handler, dispatch_kind: in
 
     A DISPATCH scheduled at ``t`` runs after every other event at ``t`` (its kind is the
     largest). When the heap holds no event at ``t``, it would be the very next event, so
-    running it now is the same and saves a heap push and pop.
+    running it now is the same and saves a heap push and pop (both heaps are
+    checked: :mod:`edgespec.sim.kernel`).
     """
     push = engine.q.raw_push()
     heap = engine.q.heap
+    arrivals = engine.q.arrivals_heap
+    touch = engine.touch
 
     def arrive(t: float, s: Session) -> None:
         server = s.server
@@ -119,8 +122,9 @@ def dispatch_when_alone(engine: Simulation, dispatch: Handler, dispatch_kind: in
         s.entry_id = server.num_enqueued
         server.num_enqueued += 1
         server.queue.append(s)
+        touch(server)
         if not server.busy and not server.dispatch_pending:
-            if heap and heap[0][0] <= t:
+            if (heap and heap[0][0] <= t) or (arrivals and arrivals[0][0] <= t):
                 server.dispatch_pending = True
                 push(t, dispatch_kind, server.server_id, server)
             else:
@@ -134,11 +138,13 @@ def fcfs_dispatch(engine: Simulation, batch_end_kind: int) -> Handler:
     push = engine.q.raw_push()
     lazy = engine.lazy
     fused = engine.fused_runs if engine.may_fuse else None  # never for the lazy runs
+    touch = engine.touch
 
     def dispatch(t: float, server: ServerState) -> None:
         server.dispatch_pending = False
         if server.busy:
             return
+        touch(server)
         if lazy:
             inbound = server.inbound
             if inbound and inbound[0][0] <= t:  # inbound.drain, inline

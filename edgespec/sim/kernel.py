@@ -6,6 +6,14 @@ by ``seq``, the insertion counter. Because the kind/entity pair already orders
 simultaneous events, two event schedules that create the same events at the same times
 (possibly through different intermediate events) process them in the same order; this
 is what lets the simulator's fast path skip intermediate events and stay exact.
+
+Request arrivals (:meth:`EventQueue.push_arrival`) wait in a heap of their own: a closed
+loop keeps one pending arrival per thinking device, and sifting every round's events
+through a heap of a hundred thousand entries costs cache misses per level; the round
+events' heap then stays about as large as the number of servers. Both heaps share the
+sequence counter and :meth:`EventQueue.run` always takes the smaller head, so the order
+is exactly that of one heap. A handler that asks whether another event is due at its
+time must look at both (:attr:`EventQueue.heap`, :attr:`EventQueue.arrivals_heap`).
 """
 
 from __future__ import annotations
@@ -38,27 +46,42 @@ def priority(kind: int, entity: int) -> int:
 class EventQueue:
     """The event heap plus the loop that drains it in (time, priority, seq) order."""
 
-    __slots__ = ("_heap", "_seq", "now_s", "num_events")
+    __slots__ = ("_arrivals", "_heap", "_seq", "now_s", "num_events")
 
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, int, Any]] = []
+        self._arrivals: list[tuple[float, int, int, Any]] = []
         self._seq = itertools.count(1)
         self.num_events = 0
         self.now_s = 0.0
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._heap) + len(self._arrivals)
 
     @property
     def heap(self) -> list[tuple[float, int, int, Any]]:
-        """The heap itself, for fast handlers that peek at the next event's time."""
+        """The round events' heap itself, for fast handlers that peek at the next event's
+        time (together with :attr:`arrivals_heap`)."""
         return self._heap
+
+    @property
+    def arrivals_heap(self) -> list[tuple[float, int, int, Any]]:
+        """The request arrivals' heap (:meth:`push_arrival`), for the same peeks."""
+        return self._arrivals
 
     def push(self, time_s: float, kind: int, entity: int, payload: Any) -> None:
         if time_s < self.now_s:
             raise ValueError(f"event at {time_s} scheduled in the past (now {self.now_s})")
         heapq.heappush(
             self._heap, (time_s, (kind << ENTITY_BITS) | entity, next(self._seq), payload)
+        )
+
+    def push_arrival(self, time_s: float, kind: int, entity: int, payload: Any) -> None:
+        """:meth:`push` for a request arrival: into the arrivals' heap (module docstring)."""
+        if time_s < self.now_s:
+            raise ValueError(f"event at {time_s} scheduled in the past (now {self.now_s})")
+        heapq.heappush(
+            self._arrivals, (time_s, (kind << ENTITY_BITS) | entity, next(self._seq), payload)
         )
 
     def raw_push(self) -> Callable[[float, int, int, Any], None]:
@@ -78,15 +101,21 @@ class EventQueue:
         on_progress: Callable[[float], None] | None = None,
     ) -> None:
         """Process events with time <= ``until_s``; ``handlers[kind](time_s, payload)``."""
-        heap = self._heap
+        heap, arrivals = self._heap, self._arrivals
         pop = heapq.heappop
         count = 0
-        while heap and heap[0][0] <= until_s:
+        while (heap and heap[0][0] <= until_s) or (arrivals and arrivals[0][0] <= until_s):
             # Up to 65536 events between progress callbacks.
             for _ in range(0x10000):
-                if not heap or heap[0][0] > until_s:
+                if arrivals and (not heap or arrivals[0] < heap[0]):  # the smaller head
+                    source = arrivals  # (time, priority, seq): seq is unique, no tie
+                elif heap:
+                    source = heap
+                else:
                     break
-                time_s, prio, _, payload = pop(heap)
+                if source[0][0] > until_s:
+                    break
+                time_s, prio, _, payload = pop(source)
                 self.now_s = time_s
                 handlers[prio >> ENTITY_BITS](time_s, payload)
                 count += 1

@@ -4,6 +4,8 @@ paths then consume identical numbers)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 
@@ -35,13 +37,33 @@ class UniformStream:
         return self.buffer[i]
 
 
-def spawn_streams(seed: int, name: str, count: int) -> list[UniformStream]:
-    """``count`` independent streams for purpose ``name`` under the scenario seed."""
+STREAM_BLOCK = 32
+"""Draws per refill of a simulated entity's stream: a device takes about two per round, and
+a fleet of 100,000 devices holds one buffer each (memory, not values: see UniformStream)."""
+
+
+def spawn_streams(seed: int, name: str, indices: Iterable[int]) -> list[UniformStream]:
+    """Independent streams for purpose ``name`` under the scenario seed, one per index.
+
+    Stream ``i`` is the ``i``-th child of the ``(seed, name)`` seed sequence (what
+    ``SeedSequence.spawn`` gives its ``i``-th child), whatever the other indices are: a
+    device's stream depends on its index only, not on the fleet's size nor on which devices
+    run in this process (a shard of a cell-pinned scenario, :mod:`edgespec.sim.shards`).
+    """
     key = [seed, *name.encode()]
-    children = np.random.SeedSequence(key).spawn(count)
-    return [UniformStream(np.random.Generator(np.random.PCG64(c))) for c in children]
+    return [
+        UniformStream(
+            np.random.Generator(np.random.PCG64(np.random.SeedSequence(key, spawn_key=(i,)))),
+            STREAM_BLOCK,
+        )
+        for i in indices
+    ]
 
 
-def spawn_generator(seed: int, name: str) -> np.random.Generator:
-    """One numpy Generator for purpose ``name`` (routing tie-breaks, workload sampling)."""
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, *name.encode()])))
+def spawn_generator(seed: int, name: str, index: int | None = None) -> np.random.Generator:
+    """One numpy Generator for purpose ``name`` (routing tie-breaks, workload sampling);
+    with ``index``, the ``index``-th child of that sequence (one per cell of a scenario
+    whose device pools are pinned to server pools, the same in every shard)."""
+    key = [seed, *name.encode()]
+    spawn_key = () if index is None else (index,)
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(key, spawn_key=spawn_key)))

@@ -49,7 +49,10 @@ class CostModelConfig:
 
 @dataclass(frozen=True, slots=True)
 class DevicePool:
-    """``count`` identical edge devices running ``draft_model`` on ``hardware``."""
+    """``count`` identical edge devices running ``draft_model`` on ``hardware``.
+    ``server_pools``: the server pools (indices into ``auto_topology.servers``) its
+    requests are routed among; empty: every server. Pinned pools form *cells*
+    (:mod:`edgespec.sim.cells`), which a run may split into shards."""
 
     name: str = "edge"
     count: int = 1
@@ -58,6 +61,7 @@ class DevicePool:
     link: str = "default"
     slo_mix: Mapping[str, float] = field(default_factory=lambda: _frozen({"default": 1.0}))
     cost_model: CostModelConfig = field(default_factory=CostModelConfig)
+    server_pools: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +185,9 @@ class Scenario:
             _validate_cost(f"{where}.cost_model", spool.cost_model)
         _validate_acceptance(self.acceptance)
         _validate_workload(self.workload)
+        from edgespec.sim.cells import plan_cells  # the cell rules (pinned device pools)
+
+        plan_cells(self)
 
 
 def _positive(where: str, value: float) -> None:

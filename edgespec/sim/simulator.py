@@ -28,12 +28,12 @@ where the queue is read (:mod:`edgespec.sim.inbound`).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
-from edgespec.metrics.accumulator import MetricsAccumulator
+from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim import build
 from edgespec.sim.build import Policies
@@ -77,17 +77,34 @@ class _ListSink:
             self.rounds.append(record)
 
 
-class _StreamSink:
+class StreamSink:
     """Aggregates online (memory flat in simulated time)."""
 
     def __init__(self) -> None:
-        self.acc = MetricsAccumulator()
+        self.acc = MetricsAccumulator(SIM_BUSY_KEEP)
         # The accumulator's bound methods themselves: one call less per record.
         self.request: Callable[[RequestRecord], None] = self.acc.add_request
         self.batch: Callable[[BatchRecord], None] = self.acc.add_batch
 
     def round(self, record: RoundRecord) -> None:
         pass
+
+
+class _GlobalIds:
+    """A shard's records with the whole scenario's server ids (``server_global``)."""
+
+    def __init__(self, sink: RecordSink, server_global: tuple[int, ...]) -> None:
+        self.sink = sink
+        self.server_global = server_global
+
+    def request(self, record: RequestRecord) -> None:
+        self.sink.request(replace(record, server_id=self.server_global[record.server_id]))
+
+    def batch(self, record: BatchRecord) -> None:
+        self.sink.batch(replace(record, server_id=self.server_global[record.server_id]))
+
+    def round(self, record: RoundRecord) -> None:
+        self.sink.round(replace(record, server_id=self.server_global[record.server_id]))
 
 
 def simulate(
@@ -97,6 +114,7 @@ def simulate(
     sink: RecordSink | None = None,
     progress: bool = False,
     keep_records: bool = True,
+    cells: Sequence[int] | None = None,
 ) -> SimResult:
     """Run ``scenario`` to ``duration_s`` and return its records (or streamed metrics).
 
@@ -105,14 +123,19 @@ def simulate(
     goes as it is produced (the result then holds none and no metrics). No process-wide
     state is touched: a caller that owns its process may pause the cyclic garbage
     collector around the run (:func:`paused_gc`, as the CLI does).
+
+    ``cells``: run only these cells of a pinned scenario (a shard, :mod:`edgespec.sim.cells`);
+    its records carry the whole scenario's server ids and client ids.
     """
     chosen = policies if policies is not None else build.build_policies(scenario)
     colocated = fusing(chosen.window, scenario.mode) is not False  # fused rounds possible
-    devices, servers = build.build_entities(scenario, colocated)
-    collected: _ListSink | _StreamSink | None = None
+    devices, servers, layout = build.build_fleet(scenario, cells, colocated)
+    collected: _ListSink | StreamSink | None = None
     if sink is None:
-        collected = _ListSink(scenario.record_rounds) if keep_records else _StreamSink()
+        collected = _ListSink(scenario.record_rounds) if keep_records else StreamSink()
         sink = collected
+    if layout.is_shard:
+        sink = _GlobalIds(sink, layout.server_global)
     trace = build.build_trace(scenario)
     acceptance = build.build_acceptance(scenario, trace)
     engine = Simulation(
@@ -126,6 +149,7 @@ def simulate(
         sink,
         record_rounds=scenario.record_rounds and (keep_records or collected is None),
         stop=build.build_stop_model(scenario, chosen, trace, acceptance),
+        layout=layout,
     )
     queue = EventQueue()
     engine.start(queue)
@@ -156,7 +180,7 @@ def simulate(
             batches=tuple(collected.batches),
             rounds=rounds,
         )
-    if isinstance(collected, _StreamSink):
+    if isinstance(collected, StreamSink):
         return replace(done, metrics=collected.acc.finish(scenario.duration_s, len(servers)))
     return done
 

@@ -56,17 +56,17 @@ def _run(
 ) -> tuple[SimResult, _Scripted]:
     policy = _Scripted(script)
     monkeypatch.setitem(registry.WINDOW, "scripted", lambda: policy)
-    real = build.build_entities
+    real = build.build_fleet
 
     def with_colocated(
-        scenario: Scenario, colocated_draft: bool | None = None
-    ) -> tuple[list[DeviceState], list[ServerState]]:
-        devices, servers = real(scenario, colocated_draft)
+        scenario: Scenario, cells: Any = None, colocated_draft: bool | None = None
+    ) -> tuple[list[DeviceState], list[ServerState], Any]:
+        devices, servers, layout = real(scenario, cells, colocated_draft)
         for server in servers:
             server.draft_cost = WispCost(colocated)
-        return devices, servers
+        return devices, servers, layout
 
-    monkeypatch.setattr(build, "build_entities", with_colocated)
+    monkeypatch.setattr(build, "build_fleet", with_colocated)
     data = hand_trace_scenario(tmp_path, rows, gamma=2)
     data["policies"] = {"window": {"name": "scripted"}}
     return simulate(scenario_from_dict(data, list(overrides))), policy

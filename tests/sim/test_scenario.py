@@ -101,8 +101,8 @@ def test_validation_errors_name_the_field(
     ("overrides", "message"),
     [
         (
-            ["policies.window.name=awc"],
-            "config field 'policies.window': unknown window policy 'awc'",
+            ["policies.window.name=adaptive"],
+            "config field 'policies.window': unknown window policy 'adaptive'",
         ),
         (
             ["policies.batching={name: lab, params: {ratio: 2}}"],

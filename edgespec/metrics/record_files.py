@@ -1,0 +1,201 @@
+"""A run's records streamed to its folder as they are produced (memory flat in the number
+of requests): a :class:`RecordFiles` is the simulator's record sink for ``edgespec sim``.
+
+- ``requests.csv`` (a row per request, as :func:`~edgespec.metrics.sinks.write_requests_csv`
+  writes it) and ``requests.parquet``;
+- ``batches.parquet`` (every verification forward pass);
+- with rounds: ``rounds.csv`` and ``rounds.parquet``.
+
+Parquet files are written in row groups of ``row_group_rows`` rows: only the rows of the
+group being filled are held. Every record also goes to a
+:class:`~edgespec.metrics.accumulator.MetricsAccumulator`, so :meth:`RecordFiles.finish`
+gives the same metrics as :func:`~edgespec.metrics.summary.summarize` over the kept
+records. The plots read back only the columns they draw (:func:`read_plot_columns`).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TextIO
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
+from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
+from edgespec.metrics.sinks import (
+    REQUEST_DERIVED,
+    REQUEST_FIELDS,
+    ROUND_FIELDS,
+    cells,
+    request_row,
+)
+from edgespec.metrics.types import SystemMetrics
+
+if TYPE_CHECKING:
+    from edgespec.metrics.plots import BatchColumns
+
+ROW_GROUP_ROWS = 16_384
+
+_ARROW = {"int": pa.int64(), "str": pa.string(), "float": pa.float64()}
+
+
+def _schema(cls: type[Any], derived: dict[str, pa.DataType] | None = None) -> pa.Schema:
+    fields = []
+    for f in dataclasses.fields(cls):
+        kind = str(f.type).split(" | ")[0]
+        fields.append(pa.field(f.name, _ARROW.get(kind, pa.float64())))
+    for name, kind in (derived or {}).items():
+        fields.append(pa.field(name, kind))
+    return pa.schema(fields)
+
+
+REQUEST_SCHEMA = _schema(
+    RequestRecord,
+    {name: pa.bool_() if name == "slo_met" else pa.float64() for name in REQUEST_DERIVED},
+)
+BATCH_SCHEMA = _schema(BatchRecord)
+ROUND_SCHEMA = _schema(RoundRecord)
+
+
+class _ParquetStream:
+    """Rows appended one at a time, written a row group at a time."""
+
+    __slots__ = ("_columns", "_names", "_rows", "_writer", "group_rows")
+
+    def __init__(self, path: Path, schema: pa.Schema, group_rows: int) -> None:
+        self._writer = pq.ParquetWriter(path, schema)
+        self._names = schema.names
+        self._columns: list[list[Any]] = [[] for _ in self._names]
+        self._rows = 0
+        self.group_rows = group_rows
+
+    def append(self, values: tuple[Any, ...] | list[Any]) -> None:
+        for column, value in zip(self._columns, values, strict=True):
+            column.append(value)
+        self._rows += 1
+        if self._rows == self.group_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._rows:
+            self._writer.write_batch(pa.record_batch(self._columns, schema=self._writer.schema))
+            self._columns = [[] for _ in self._names]
+            self._rows = 0
+
+    def close(self) -> None:
+        self.flush()
+        self._writer.close()
+
+
+class RecordFiles:
+    """The record sink of a run folder (see the module docstring); a context manager
+    that closes its files."""
+
+    def __init__(
+        self, run_dir: Path, *, rounds: bool = False, row_group_rows: int = ROW_GROUP_ROWS
+    ) -> None:
+        if row_group_rows < 1:
+            raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.acc = MetricsAccumulator(SIM_BUSY_KEEP)
+        self._csv_files: list[TextIO] = []
+        self._requests_csv = self._csv("requests.csv", (*REQUEST_FIELDS, *REQUEST_DERIVED))
+        self._requests = _ParquetStream(
+            self.run_dir / "requests.parquet", REQUEST_SCHEMA, row_group_rows
+        )
+        self._batches = _ParquetStream(
+            self.run_dir / "batches.parquet", BATCH_SCHEMA, row_group_rows
+        )
+        self._rounds: _ParquetStream | None = None
+        self._rounds_csv: Any = None
+        if rounds:
+            self._rounds_csv = self._csv("rounds.csv", ROUND_FIELDS)
+            self._rounds = _ParquetStream(
+                self.run_dir / "rounds.parquet", ROUND_SCHEMA, row_group_rows
+            )
+        self._add_request = self.acc.add_request
+        self._add_batch = self.acc.add_batch
+
+    def _csv(self, name: str, header: tuple[str, ...]) -> Any:
+        handle = (self.run_dir / name).open("w", newline="")
+        self._csv_files.append(handle)
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        return writer
+
+    def request(self, record: RequestRecord) -> None:
+        self._add_request(record)
+        values = list(request_row(record).values())
+        self._requests_csv.writerow(cells(values))
+        self._requests.append(values)
+
+    def batch(self, record: BatchRecord) -> None:
+        self._add_batch(record)
+        self._batches.append(
+            (
+                record.server_id,
+                record.start_s,
+                record.end_s,
+                record.batch_size,
+                record.num_new_tokens,
+                record.num_cached_tokens,
+            )
+        )
+
+    def round(self, record: RoundRecord) -> None:
+        if self._rounds is None:
+            return
+        values = [getattr(record, name) for name in ROUND_FIELDS]
+        self._rounds_csv.writerow(cells(values))
+        self._rounds.append(values)
+
+    def finish(self, duration_s: float, num_servers: int) -> SystemMetrics:
+        """The run's metrics (the accumulator's; call after the run)."""
+        return self.acc.finish(duration_s, num_servers)
+
+    def close(self) -> None:
+        for stream in (self._requests, self._batches, self._rounds):
+            if stream is not None:
+                stream.close()
+        for handle in self._csv_files:
+            handle.close()
+
+    def __enter__(self) -> RecordFiles:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def read_rounds(run_dir: Path) -> list[RoundRecord]:
+    """The rounds of a run folder's ``rounds.parquet`` (for the violation attribution)."""
+    table = pq.read_table(run_dir / "rounds.parquet")
+    return [RoundRecord(**row) for row in table.to_pylist()]
+
+
+def read_plot_columns(run_dir: Path) -> tuple[dict[str, Any], BatchColumns]:
+    """What the plots draw, read back from a run folder's Parquet files: the request
+    columns of :func:`~edgespec.metrics.plots.plot_latency_cdfs` and the batch columns
+    of :func:`~edgespec.metrics.plots.utilization_over_time`."""
+    from edgespec.metrics.plots import LATENCY_COLUMNS  # matplotlib: only when plotting
+
+    requests = pq.read_table(run_dir / "requests.parquet", columns=list(LATENCY_COLUMNS))
+    columns: dict[str, Any] = {
+        name: requests.column(name).to_numpy(zero_copy_only=False) for name in LATENCY_COLUMNS
+    }
+    batches = pq.read_table(run_dir / "batches.parquet", columns=["server_id", "start_s", "end_s"])
+    return columns, (
+        batches.column("server_id").to_numpy(),
+        batches.column("start_s").to_numpy(),
+        batches.column("end_s").to_numpy(),
+    )

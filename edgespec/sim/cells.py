@@ -1,0 +1,172 @@
+"""Cells: a scenario whose device pools are pinned to disjoint sets of server pools, and
+the shards such a scenario splits into.
+
+A device pool with ``server_pools`` routes its requests among those pools' servers only.
+When every device pool is pinned and any two pools name either the same server pools or
+disjoint ones, the fleet falls apart into *cells* (one per distinct set of server pools,
+numbered by their first server pool) that never interact: no request, block or server is
+shared. Each cell then has its own random streams, derived from the scenario seed and the
+cell's number only (routing tie-breaks, the workload's ramp/length/think-time draws), its
+own routing policy instance (a round-robin cursor) and its own session count (which
+trace-acceptance sequence a session replays); every device keeps its stream by its global
+index (:func:`~edgespec.sim.rng.spawn_streams`). A run of any subset of the cells — a
+*shard*, :func:`select_cells` — therefore computes exactly the records of those cells in
+the run of the whole scenario, and the shards' metrics merge into the whole run's
+(:mod:`edgespec.sim.shards`).
+
+The rule for when a scenario may be sharded: every device pool pinned, pins equal or
+disjoint, and a ``closed_loop`` workload (Poisson and trace arrivals are one stream for
+the whole fleet, which cells cannot split). A scenario without pins runs as today: one
+cell holding every server, with the scenario-wide streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from edgespec.config import ConfigError
+
+if TYPE_CHECKING:
+    from edgespec.sim.scenario import DeviceSpec, Scenario, ServerSpec
+
+
+@dataclass(frozen=True, slots=True)
+class CellPlan:
+    """One cell of a pinned scenario: its device pools and server pools (indices)."""
+
+    index: int
+    device_pools: tuple[int, ...]
+    server_pools: tuple[int, ...]
+    num_devices: int
+    num_servers: int
+
+
+def plan_cells(scenario: Scenario) -> tuple[CellPlan, ...]:
+    """The scenario's cells, numbered by their first server pool; ``()`` when no device
+    pool is pinned. Raises :class:`ConfigError` when the pins break the cell rules."""
+    topo = scenario.auto_topology
+    pins = [pool.server_pools for pool in topo.devices]
+    if not any(pins):
+        return ()
+    sets: dict[frozenset[int], list[int]] = {}
+    for i, pinned in enumerate(pins):
+        where = f"auto_topology.devices[{i}].server_pools"
+        if not pinned:
+            raise ConfigError(where, "pin every device pool to server pools, or none")
+        for k in pinned:
+            if not 0 <= k < len(topo.servers):
+                raise ConfigError(where, f"no server pool {k} (there are {len(topo.servers)})")
+        key = frozenset(pinned)
+        for other in sets:
+            if other != key and other & key:
+                raise ConfigError(
+                    where,
+                    f"shares server pools {sorted(other & key)} with another pool's pins "
+                    f"{sorted(other)}: pins must be equal or disjoint",
+                )
+        sets.setdefault(key, []).append(i)
+    covered = {k for pinned in pins for k in pinned}
+    for k in range(len(topo.servers)):
+        if k not in covered:
+            raise ConfigError(
+                f"auto_topology.servers[{k}]", "no device pool is pinned to this server pool"
+            )
+    if scenario.workload.kind != "closed_loop":
+        raise ConfigError(
+            "workload.kind",
+            "pinned device pools need a closed_loop workload (Poisson and trace arrivals "
+            "are one stream for the whole fleet)",
+        )
+    ordered = sorted(sets.items(), key=lambda item: min(item[0]))
+    return tuple(
+        CellPlan(
+            index,
+            tuple(device_pools),
+            tuple(sorted(server_pools)),
+            sum(topo.devices[i].count for i in device_pools),
+            sum(topo.servers[k].count for k in server_pools),
+        )
+        for index, (server_pools, device_pools) in enumerate(ordered)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where a run's devices and servers sit: *slots* are the cells this run simulates.
+
+    ``cell_ids[slot]``: the cell's number in the scenario (``None``: an unpinned scenario,
+    one slot, the scenario-wide streams). ``device_slot``/``server_slot``: the slot of each
+    device/server by its id in this run; ``device_global``/``server_global``: its id in the
+    whole scenario (equal to the run's id unless the run is a shard).
+    """
+
+    cell_ids: tuple[int | None, ...]
+    device_slot: tuple[int, ...]
+    server_slot: tuple[int, ...]
+    device_global: tuple[int, ...]
+    server_global: tuple[int, ...]
+
+    @classmethod
+    def whole(cls, num_devices: int, num_servers: int) -> Layout:
+        """The layout of an unpinned scenario: one slot, the scenario-wide streams."""
+        return cls(
+            (None,),
+            (0,) * num_devices,
+            (0,) * num_servers,
+            tuple(range(num_devices)),
+            tuple(range(num_servers)),
+        )
+
+    @property
+    def is_shard(self) -> bool:
+        """Whether ids in this run differ from the whole scenario's."""
+        return any(i != g for i, g in enumerate(self.server_global)) or any(
+            i != g for i, g in enumerate(self.device_global)
+        )
+
+
+def select_cells(
+    scenario: Scenario,
+    devices: Sequence[DeviceSpec],
+    servers: Sequence[ServerSpec],
+    cells: Sequence[int] | None,
+) -> tuple[list[DeviceSpec], list[ServerSpec], Layout]:
+    """The devices and servers of ``cells`` (all when ``None``), in scenario order, and
+    their :class:`Layout`."""
+    plans = plan_cells(scenario)
+    if not plans:
+        if cells is not None:
+            raise ConfigError("shards", "only a scenario with pinned device pools has cells")
+        return list(devices), list(servers), Layout.whole(len(devices), len(servers))
+    chosen = sorted(set(range(len(plans)) if cells is None else cells))
+    for c in chosen:
+        if not 0 <= c < len(plans):
+            raise ConfigError("shards", f"no cell {c} (the scenario has {len(plans)})")
+    slot_of_device_pool = {p: s for s, c in enumerate(chosen) for p in plans[c].device_pools}
+    slot_of_server_pool = {p: s for s, c in enumerate(chosen) for p in plans[c].server_pools}
+    kept_devices = [d for d in devices if d.pool_index in slot_of_device_pool]
+    kept_servers = [s for s in servers if s.pool_index in slot_of_server_pool]
+    layout = Layout(
+        tuple(chosen),
+        tuple(slot_of_device_pool[d.pool_index] for d in kept_devices),
+        tuple(slot_of_server_pool[s.pool_index] for s in kept_servers),
+        tuple(d.device_id for d in kept_devices),
+        tuple(s.server_id for s in kept_servers),
+    )
+    return kept_devices, kept_servers, layout
+
+
+def split_cells(plans: Sequence[CellPlan], num_shards: int) -> list[tuple[int, ...]]:
+    """``plans`` in at most ``num_shards`` groups of about equal devices (largest cell to
+    the lightest group); each group sorted."""
+    if num_shards < 1:
+        raise ConfigError("--shards", f"must be >= 1, got {num_shards}")
+    groups: list[list[int]] = [[] for _ in range(min(num_shards, len(plans)))]
+    load = [0] * len(groups)
+    for plan in sorted(plans, key=lambda p: (-p.num_devices, p.index)):
+        lightest = load.index(min(load))
+        groups[lightest].append(plan.index)
+        load[lightest] += plan.num_devices
+    return [tuple(sorted(g)) for g in groups if g]

@@ -1,0 +1,142 @@
+"""Cells and shards (sim/cells.py, sim/shards.py): a scenario whose device pools are pinned
+to disjoint server pools runs as independent shards whose records and merged metrics are
+exactly those of the single-process run with the same seed."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import astuple
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+from edgespec.cli import main
+from edgespec.config import ConfigError
+from edgespec.experiments.executor import ProcessPoolSweepExecutor, SerialExecutor
+from edgespec.sim.cells import plan_cells, split_cells
+from edgespec.sim.rng import spawn_streams
+from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.shards import simulate_sharded
+from edgespec.sim.simulator import run_scenario, simulate
+from tests.sim.helpers import tiny_scenario
+
+
+def ordered(records: Any) -> list[tuple[Any, ...]]:
+    """Records as tuples, sorted (their first fields tell them apart)."""
+    return sorted(astuple(r) for r in records)
+
+
+def pinned(**changes: Any) -> dict[str, Any]:
+    """Three cells: pools 0 and 1 share server pool 0; pool 2 has server pools 1 and 2;
+    pool 3 has server pool 3 (a single server)."""
+    data = tiny_scenario(**changes)
+    phones = data["auto_topology"]["devices"][0]
+    server = data["auto_topology"]["servers"][0]
+    data["auto_topology"]["devices"] = [
+        {**phones, "name": "a", "count": 7, "server_pools": [0]},
+        {**phones, "name": "b", "count": 4, "server_pools": [0]},
+        {**phones, "name": "c", "count": 9, "server_pools": [2, 1]},
+        {**phones, "name": "d", "count": 5, "server_pools": [3]},
+    ]
+    data["auto_topology"]["servers"] = [
+        {**server, "count": 2},
+        {**server, "count": 1},
+        {**server, "count": 2},
+        {**server, "count": 1},
+    ]
+    data["duration_s"] = 20.0
+    return data
+
+
+def test_device_streams_do_not_depend_on_the_fleet() -> None:
+    whole = np.random.SeedSequence([3, *b"device"]).spawn(10)
+    picked = spawn_streams(3, "device", [9, 4])
+    expected = [np.random.Generator(np.random.PCG64(whole[i])).random(40).tolist() for i in (9, 4)]
+    assert [[s.next() for _ in range(40)] for s in picked] == expected
+
+
+def test_cells_are_planned_from_the_pins() -> None:
+    plans = plan_cells(scenario_from_dict(pinned()))
+    assert [(p.index, p.device_pools, p.server_pools) for p in plans] == [
+        (0, (0, 1), (0,)),
+        (1, (2,), (1, 2)),
+        (2, (3,), (3,)),
+    ]
+    assert [(p.num_devices, p.num_servers) for p in plans] == [(11, 2), (9, 3), (5, 1)]
+    assert split_cells(plans, 2) == [(0,), (1, 2)]
+    assert split_cells(plans, 5) == [(0,), (1,), (2,)]
+    assert plan_cells(scenario_from_dict(tiny_scenario())) == ()
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [[], ["fast_path=false"], ["policies.routing.name=round_robin"], ["record_rounds=true"]],
+)
+def test_each_shard_reproduces_its_cells_of_the_single_run(overrides: list[str]) -> None:
+    scenario = scenario_from_dict(pinned(), overrides)
+    whole = simulate(scenario)
+    assert len(whole.requests) > 50
+    parts = [simulate(scenario, cells=[c]) for c in range(3)]
+    assert ordered(r for p in parts for r in p.requests) == ordered(whole.requests)
+    assert ordered(b for p in parts for b in p.batches) == ordered(whole.batches)
+    assert ordered(r for p in parts for r in p.rounds) == ordered(whole.rounds)
+    if overrides == ["record_rounds=true"]:
+        assert len(whole.rounds) > 500
+    assert sum(p.num_rounds for p in parts) == whole.num_rounds
+    # the cells are really separate: every request of a cell ran on that cell's servers
+    cell_servers = [{0, 1}, {2, 3, 4}, {5}]
+    for cell, part in enumerate(parts):
+        assert {r.server_id for r in part.requests} <= cell_servers[cell]
+        assert all(r.request_id.startswith(f"c{cell}-r") for r in part.requests)
+
+
+def test_sharded_metrics_equal_the_single_process_run() -> None:
+    data = pinned()
+    expected = run_scenario(scenario_from_dict(data))
+    serial = simulate_sharded(data, 2, SerialExecutor())
+    assert [s.cells for s in serial.shards] == [(0,), (1, 2)]
+    assert serial.metrics == expected
+    assert serial.num_rounds == simulate(scenario_from_dict(data), keep_records=False).num_rounds
+    pooled = simulate_sharded(copy.deepcopy(data), 3, ProcessPoolSweepExecutor(2))
+    assert pooled.metrics == expected
+
+
+def test_pins_must_follow_the_cell_rules() -> None:
+    data = pinned()
+    del data["auto_topology"]["devices"][1]["server_pools"]
+    with pytest.raises(ConfigError, match=r"devices\[1\].server_pools.*pin every device pool"):
+        scenario_from_dict(data)
+    data = pinned()
+    data["auto_topology"]["devices"][3]["server_pools"] = [3, 2]
+    with pytest.raises(ConfigError, match=r"shares server pools \[2\].*equal or disjoint"):
+        scenario_from_dict(data)
+    data = pinned()
+    data["auto_topology"]["devices"][3]["server_pools"] = [2, 1]
+    with pytest.raises(ConfigError, match=r"servers\[3\].*no device pool is pinned"):
+        scenario_from_dict(data)
+    data = pinned()
+    data["auto_topology"]["devices"][0]["server_pools"] = [4]
+    with pytest.raises(ConfigError, match=r"no server pool 4 \(there are 4\)"):
+        scenario_from_dict(data)
+    with pytest.raises(ConfigError, match="pinned device pools need a closed_loop workload"):
+        scenario_from_dict(pinned(), ["workload.kind=poisson"])
+    with pytest.raises(ConfigError, match="only a scenario whose device pools are pinned"):
+        simulate_sharded(tiny_scenario(), 2, SerialExecutor())
+
+
+def test_sim_command_runs_shards_and_writes_the_merged_metrics(tmp_path: Path) -> None:
+    path = tmp_path / "pinned.yaml"
+    path.write_text(yaml.safe_dump(pinned()))
+    single, sharded = tmp_path / "single", tmp_path / "sharded"
+    assert main(["sim", str(path), "--out", str(single), "--quiet", "--no-plots"]) == 0
+    args = ["sim", str(path), "--shards", "2", "--workers", "2", "--out", str(sharded), "--quiet"]
+    assert main(args) == 0
+    metrics = json.loads((sharded / "metrics.json").read_text())
+    assert metrics == json.loads((single / "metrics.json").read_text())
+    shards = json.loads((sharded / "shards.json").read_text())
+    assert [s["cells"] for s in shards] == [[0], [1, 2]]
+    assert main([*args[:4], "--rounds"]) == 2  # a sharded run keeps no records
