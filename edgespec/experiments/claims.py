@@ -32,6 +32,12 @@ class ClaimRow:
     note: str = ""
 
     @property
+    def holds(self) -> bool:
+        """No verdict failed, and at least one was judged."""
+        judged = (self.direction_ok, self.magnitude_ok)
+        return False not in judged and judged != (None, None)
+
+    @property
     def verdict(self) -> str:
         def mark(ok: bool | None) -> str:
             return "–" if ok is None else ("✓" if ok else "✗")
@@ -69,14 +75,14 @@ def write_report(
 ) -> None:
     """REPORT.md: the command, the claims table, the chosen inputs with their reasons, and
     the files (scenarios, plots, raw results) beside it."""
-    hits = sum(1 for r in rows if r.direction_ok and r.magnitude_ok is not False)
+    hits = sum(1 for r in rows if r.holds)
     parts = [
         f"# {title}",
         "",
         f"Command: `{command}`",
         "",
-        f"{len(rows)} rows; {hits} with the direction right and the magnitude within "
-        "tolerance (or not comparable).",
+        f"{len(rows)} rows; {hits} hold: no verdict failed (direction right where it is "
+        "judged, magnitude within tolerance where it is compared).",
         "",
         markdown_table(rows),
         "",

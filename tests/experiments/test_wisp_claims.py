@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from edgespec.core.types import RequestRecord
@@ -91,5 +92,9 @@ def test_report_lists_rows_and_choices(tmp_path: Path) -> None:
     write_report(path, "WISP", "edgespec reproduce wisp", [row], choices(PLAN.setup), ["a.yaml"])
     text = path.read_text()
     assert "| W3 | goodput" in text and "direction ✓, magnitude ✓" in text
-    assert "1 rows; 1 with the direction right" in text
+    assert "1 rows; 1 hold: no verdict failed" in text
+    miss = dataclasses.replace(row, magnitude_ok=False)
+    write_report(path, "WISP", "cmd", [row, miss, dataclasses.replace(row, direction_ok=None)],
+                 [], [])  # fmt: skip
+    assert "3 rows; 2 hold" in path.read_text()  # an absolute value within tolerance holds
     assert "60 simulated seconds" in text and "- `a.yaml`" in text
