@@ -190,7 +190,7 @@ def test_serve_window_flags() -> None:
         ),
         (
             ("--window", "nope"),
-            "--window: unknown window policy 'nope'; known: ['dynamic', 'static']",
+            "--window: unknown window policy 'nope'; known: ['awc', 'dynamic', 'static']",
         ),
         (
             ("--window", "static", "--window-params", '{"gamma": 0}'),
