@@ -173,15 +173,16 @@ class RecordingWindow:
     """A static window that keeps every observation it is shown (not a StaticWindow, so
     the simulator builds the observations as it would for any adaptive policy)."""
 
-    __slots__ = ("gamma", "seen")
+    __slots__ = ("decision", "gamma", "seen")
 
     def __init__(self, gamma: int) -> None:
         self.gamma = gamma
+        self.decision = WindowDecision(gamma)  # one object for every round
         self.seen: list[WindowObservation] = []
 
     def next_window(self, obs: WindowObservation) -> WindowDecision:
         self.seen.append(obs)
-        return WindowDecision(self.gamma)
+        return self.decision
 
 
 @dataclass(frozen=True, slots=True)

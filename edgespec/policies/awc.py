@@ -232,7 +232,15 @@ class AwcWindow:
     prediction.
     """
 
-    __slots__ = ("_states", "fused_gamma", "initial_gamma", "model", "queue_capacity", "settings")
+    __slots__ = (
+        "_fused",
+        "_states",
+        "fused_gamma",
+        "initial_gamma",
+        "model",
+        "queue_capacity",
+        "settings",
+    )
 
     def __init__(
         self,
@@ -253,6 +261,7 @@ class AwcWindow:
         self.queue_capacity = queue_capacity
         self.initial_gamma = initial_gamma
         self.fused_gamma = fused_gamma
+        self._fused = WindowDecision(fused_gamma, True)  # every fused decision
         self._states: dict[Hashable, AwcState] = {}
 
     def state(self, pair: Hashable = None) -> AwcState:
@@ -264,12 +273,12 @@ class AwcWindow:
             if state.smoothed is None:
                 return WindowDecision(self.initial_gamma, False)
             if state.fused:
-                return WindowDecision(self.fused_gamma, True)
+                return self._fused
             return WindowDecision(round_gamma(state.smoothed, self.settings), False)
         raw = float(self.model.predict(awc_features(obs, self.queue_capacity)[None, :])[0])
         state, decision = stabilise(state, raw, self.settings)
         self._states[pair] = state
-        return WindowDecision(self.fused_gamma, True) if decision.fused else decision
+        return self._fused if decision.fused else decision
 
     def next_window(self, obs: WindowObservation) -> WindowDecision:
         return self.next_decision(obs)

@@ -26,3 +26,13 @@ def test_quick_dataset_on_local_ray_then_training(tmp_path: Path) -> None:
     assert code == 0
     assert json.loads(weights.read_text())["kind"] == "wc-dnn"
     load_wc_dnn(str(weights))  # the numpy policy reads what training wrote
+
+
+def test_missing_workload_trace_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nowhere.jsonl"
+    args = ["train", "awc-data", "--quick", "--out", str(tmp_path / "d")]
+    assert main([*args, "--workload-trace", str(missing)]) == 2
+    assert f"--workload-trace {missing}: no such file" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()  # refused before anything ran
