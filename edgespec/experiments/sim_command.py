@@ -102,13 +102,8 @@ def run_scenario_dict(data: dict[str, Any]) -> Any:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from edgespec.metrics.record_files import RecordFiles, read_plot_columns, read_rounds
-    from edgespec.metrics.sinks import (
-        print_runs,
-        print_summary,
-        write_attribution,
-        write_metrics_json,
-    )
+    from edgespec.metrics.record_files import RecordFiles
+    from edgespec.metrics.sinks import print_runs, print_summary
     from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
     from edgespec.sim.simulator import paused_gc, simulate
 
@@ -167,23 +162,17 @@ def run(args: argparse.Namespace) -> int:
             f" → {out / 'capacity.json'}"
         )
         return 0
+    if args.rounds:
+        data = apply_overrides(data, ["record_rounds=true"])
+        scenario = scenario_from_dict(data)
     if args.shards:
         return _run_sharded(args, data, out, console)
-    if args.rounds:
-        scenario = scenario_from_dict(data, ["record_rounds=true"])
     started = time.perf_counter()
     with RecordFiles(out, rounds=args.rounds) as files, paused_gc():
         sim = simulate(scenario, sink=files, progress=not args.quiet)
     wall_s = time.perf_counter() - started
     metrics = files.finish(sim.duration_s, sim.num_servers)
-    write_metrics_json(out / "metrics.json", metrics)
-    if not args.no_plots:
-        from edgespec.metrics.plots import write_plots
-
-        write_plots(out, metrics, *read_plot_columns(out))
-    if args.rounds:
-        write_attribution(out, read_rounds(out), plots=not args.no_plots)
-    (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    _write_run_folder(args, data, out, metrics)
     print_summary(metrics, console)
     if args.verbose:
         console.print(f"event loop: {sim.path}")
@@ -194,27 +183,43 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_run_folder(
+    args: argparse.Namespace, data: dict[str, Any], out: Path, metrics: Any
+) -> None:
+    """What a run folder holds besides its record files: metrics.json, the plots (read
+    back from the record files), the violation attribution (with rounds), scenario.yaml."""
+    from edgespec.metrics.record_files import read_plot_columns, read_rounds
+    from edgespec.metrics.sinks import write_attribution, write_metrics_json
+
+    write_metrics_json(out / "metrics.json", metrics)
+    if not args.no_plots:
+        from edgespec.metrics.plots import write_plots
+
+        write_plots(out, metrics, *read_plot_columns(out))
+    if args.rounds:
+        write_attribution(out, read_rounds(out), plots=not args.no_plots)
+    (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
 def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, console: Any) -> int:
-    """``--shards N``: the cells in N shards on the executor; metrics.json, shards.json."""
+    """``--shards N``: the cells in N shards on the executor; the run folder as a single
+    run writes it (records concatenated shard by shard), plus shards.json."""
     from edgespec.experiments.executor import make_executor
-    from edgespec.metrics.sinks import print_summary, write_metrics_json
+    from edgespec.metrics.sinks import print_summary
     from edgespec.sim.shards import simulate_sharded
 
-    if args.rounds:
-        raise ConfigError("--shards", "a sharded run keeps no records (drop --rounds)")
     started = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
     run = simulate_sharded(
-        data, args.shards, make_executor(args.workers, args.engine, args.address)
+        data, args.shards, make_executor(args.workers, args.engine, args.address), out.resolve()
     )
     wall_s = time.perf_counter() - started
-    out.mkdir(parents=True, exist_ok=True)
-    write_metrics_json(out / "metrics.json", run.metrics)
+    _write_run_folder(args, data, out, run.metrics)
     shards = [
         {"cells": list(s.cells), "num_rounds": s.num_rounds, "wall_s": round(s.wall_s, 3)}
         for s in run.shards
     ]
     (out / "shards.json").write_text(json.dumps(shards, indent=2) + "\n")
-    (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     print_summary(run.metrics, console)
     console.print(
         f"{data.get('name', 'scenario')}: {run.num_rounds} rounds in {len(run.shards)} shards "

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TextIO
@@ -175,6 +177,55 @@ class RecordFiles:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+RECORD_FILE_NAMES = (
+    "requests.csv",
+    "requests.parquet",
+    "batches.parquet",
+    "rounds.csv",
+    "rounds.parquet",
+)
+"""Every file a :class:`RecordFiles` may write (the rounds' only with rounds)."""
+
+
+def concatenate_records(run_dir: Path, parts: Sequence[Path]) -> None:
+    """Concatenate the record files of the folders ``parts`` (each a :class:`RecordFiles`
+    folder, e.g. the shards of one run) into ``run_dir``'s, in ``parts`` order, and remove
+    the parts. Streams: row groups and CSV lines pass through, never a whole file."""
+    if not parts:
+        raise ValueError("no record folders to concatenate")
+    for name in RECORD_FILE_NAMES:
+        present = [part / name for part in parts if (part / name).exists()]
+        if not present:
+            continue
+        if len(present) != len(parts):
+            missing = sorted(str(part) for part in parts if not (part / name).exists())
+            raise ValueError(f"{name} is missing from {missing}")
+        if name.endswith(".csv"):
+            _concatenate_csv(run_dir / name, present)
+        else:
+            _concatenate_parquet(run_dir / name, present)
+    for part in parts:
+        shutil.rmtree(part)
+
+
+def _concatenate_csv(path: Path, present: Sequence[Path]) -> None:
+    with path.open("w", newline="") as out:
+        for k, source in enumerate(present):
+            with source.open(newline="") as handle:
+                header = handle.readline()
+                if k == 0:
+                    out.write(header)
+                shutil.copyfileobj(handle, out)
+
+
+def _concatenate_parquet(path: Path, present: Sequence[Path]) -> None:
+    schema = pq.read_schema(present[0])
+    with pq.ParquetWriter(path, schema) as writer:
+        for source in present:
+            for group in pq.ParquetFile(source).iter_batches(batch_size=ROW_GROUP_ROWS):
+                writer.write_batch(group)
 
 
 def read_rounds(run_dir: Path) -> list[RoundRecord]:

@@ -5,7 +5,12 @@ result identical to the single-process run with the same seed (tests/sim/test_sh
 
 A shard streams its records into a :class:`~edgespec.metrics.accumulator.MetricsAccumulator`
 (with the whole scenario's server ids) and returns it; the driver merges the accumulators
-and finishes them over the whole scenario's servers.
+and finishes them over the whole scenario's servers. With a record folder, each shard also
+streams its records to files of its own (:class:`~edgespec.metrics.record_files.RecordFiles`
+in ``shard-K/`` under the folder, which a worker must be able to write: on a Ray cluster a
+shared filesystem), and the driver concatenates them into the folder's record files
+(:func:`~edgespec.metrics.record_files.concatenate_records`): the single-process run's rows,
+grouped by shard.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
@@ -39,25 +45,44 @@ class ShardedRun:
     shards: tuple[ShardResult, ...]
 
 
-def run_shard(item: tuple[Mapping[str, Any], tuple[int, ...]]) -> ShardResult:
-    """Simulate the cells ``item[1]`` of the scenario dict ``item[0]`` (module-level, so
-    an executor can pickle it)."""
+@dataclass(frozen=True, slots=True)
+class ShardTask:
+    """One shard's work: the scenario dict, its cells, and the folder its record files go
+    to (``None``: metrics only)."""
+
+    data: Mapping[str, Any]
+    cells: tuple[int, ...]
+    record_dir: Path | None = None
+
+
+def run_shard(task: ShardTask) -> ShardResult:
+    """Simulate ``task``'s cells (module-level, so an executor can pickle it)."""
+    from edgespec.metrics.record_files import RecordFiles
     from edgespec.sim.scenario import scenario_from_dict
     from edgespec.sim.simulator import StreamSink, paused_gc, simulate
 
-    data, cells = item
     started = time.perf_counter()
-    sink = StreamSink()
+    scenario = scenario_from_dict(task.data)
     with paused_gc():  # a shard owns its worker process (or the CLI's)
-        result = simulate(scenario_from_dict(data), sink=sink, cells=cells)
+        if task.record_dir is None:
+            sink = StreamSink()
+            result = simulate(scenario, sink=sink, cells=task.cells)
+            acc = sink.acc
+        else:
+            with RecordFiles(task.record_dir, rounds=scenario.record_rounds) as files:
+                result = simulate(scenario, sink=files, cells=task.cells)
+            acc = files.acc
     return ShardResult(
-        cells, sink.acc, result.num_rounds, result.num_events, time.perf_counter() - started
+        task.cells, acc, result.num_rounds, result.num_events, time.perf_counter() - started
     )
 
 
-def simulate_sharded(data: Mapping[str, Any], num_shards: int, executor: Any) -> ShardedRun:
+def simulate_sharded(
+    data: Mapping[str, Any], num_shards: int, executor: Any, record_dir: Path | None = None
+) -> ShardedRun:
     """Run the pinned scenario ``data`` as ``num_shards`` shards (at most one per cell) on
-    ``executor`` (a :class:`~edgespec.experiments.executor.SweepExecutor`) and merge them."""
+    ``executor`` (a :class:`~edgespec.experiments.executor.SweepExecutor`) and merge them;
+    with ``record_dir``, also its record files (the module docstring)."""
     from edgespec.config import ConfigError
     from edgespec.sim.cells import plan_cells, split_cells
     from edgespec.sim.scenario import scenario_from_dict
@@ -71,10 +96,16 @@ def simulate_sharded(data: Mapping[str, Any], num_shards: int, executor: Any) ->
             "(auto_topology.devices[*].server_pools) can be sharded",
         )
     groups = split_cells(plans, num_shards)
+    parts = [None if record_dir is None else record_dir / f"shard-{k}" for k in range(len(groups))]
+    tasks = [ShardTask(dict(data), g, part) for g, part in zip(groups, parts, strict=True)]
     results: list[ShardResult | None] = [None] * len(groups)
-    for index, result in executor.map_unordered(run_shard, [(dict(data), g) for g in groups]):
+    for index, result in executor.map_unordered(run_shard, tasks):
         results[index] = result
     done = tuple(r for r in results if r is not None)
+    if record_dir is not None:
+        from edgespec.metrics.record_files import concatenate_records
+
+        concatenate_records(record_dir, [p for p in parts if p is not None])
     merged = MetricsAccumulator(SIM_BUSY_KEEP)
     for shard in done:
         merged.merge(shard.acc)

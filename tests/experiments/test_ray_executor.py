@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +54,26 @@ def test_engine_choice_is_checked() -> None:
         make_executor(2, engine="dask")
     with pytest.raises(ValueError, match="workers"):
         RaySweepExecutor(None, 0)
+
+
+def test_a_sharded_run_on_ray_equals_the_single_process_run(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """``sim --shards 2 --engine ray``: the shards run as Ray tasks in worker processes;
+    metrics and records are those of one process with the same seed."""
+    from edgespec.metrics.record_files import RecordFiles
+    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.shards import simulate_sharded
+    from edgespec.sim.simulator import simulate
+    from tests.sim.test_shards import pinned, sorted_rows
+
+    data = pinned()
+    with RecordFiles(tmp_path / "single") as files:
+        single = simulate(scenario_from_dict(data), sink=files)
+    expected = files.finish(single.duration_s, single.num_servers)
+    run = simulate_sharded(data, 2, make_executor(2, engine="ray"), tmp_path / "sharded")
+    assert run.metrics == expected
+    assert [s.cells for s in run.shards] == [(0,), (1, 2)]
+    assert run.num_rounds == single.num_rounds
+    for name in ("requests.parquet", "batches.parquet"):
+        assert sorted_rows(tmp_path / "sharded" / name) == sorted_rows(tmp_path / "single" / name)

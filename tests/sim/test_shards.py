@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
 from edgespec.experiments.executor import ProcessPoolSweepExecutor, SerialExecutor
+from edgespec.metrics.record_files import RecordFiles, concatenate_records
 from edgespec.sim.cells import plan_cells, split_cells
 from edgespec.sim.rng import spawn_streams
 from edgespec.sim.scenario import scenario_from_dict
@@ -128,15 +130,47 @@ def test_pins_must_follow_the_cell_rules() -> None:
         simulate_sharded(tiny_scenario(), 2, SerialExecutor())
 
 
-def test_sim_command_runs_shards_and_writes_the_merged_metrics(tmp_path: Path) -> None:
+def sorted_rows(path: Path) -> list[tuple[Any, ...]]:
+    """A Parquet file's rows as sorted tuples."""
+    return sorted(tuple(row.values()) for row in pq.read_table(path).to_pylist())
+
+
+def test_sim_command_runs_shards_and_writes_the_single_run_folder(tmp_path: Path) -> None:
     path = tmp_path / "pinned.yaml"
     path.write_text(yaml.safe_dump(pinned()))
     single, sharded = tmp_path / "single", tmp_path / "sharded"
-    assert main(["sim", str(path), "--out", str(single), "--quiet", "--no-plots"]) == 0
-    args = ["sim", str(path), "--shards", "2", "--workers", "2", "--out", str(sharded), "--quiet"]
-    assert main(args) == 0
+    common = ["--quiet", "--no-plots", "--rounds"]
+    assert main(["sim", str(path), "--out", str(single), *common]) == 0
+    args = ["sim", str(path), "--shards", "2", "--workers", "2", "--out", str(sharded)]
+    assert main([*args, *common]) == 0
     metrics = json.loads((sharded / "metrics.json").read_text())
     assert metrics == json.loads((single / "metrics.json").read_text())
     shards = json.loads((sharded / "shards.json").read_text())
     assert [s["cells"] for s in shards] == [[0], [1, 2]]
-    assert main([*args[:4], "--rounds"]) == 2  # a sharded run keeps no records
+    # the same records, concatenated shard by shard; no shard folders left behind
+    for name in ("requests.parquet", "batches.parquet", "rounds.parquet"):
+        rows = sorted_rows(sharded / name)
+        assert rows == sorted_rows(single / name), name
+        assert len(rows) > 50
+    for name in ("requests.csv", "rounds.csv"):
+        lines = (sharded / name).read_text().splitlines()
+        expected = (single / name).read_text().splitlines()
+        assert lines[0] == expected[0] and sorted(lines[1:]) == sorted(expected[1:])
+    assert sorted(p.name for p in sharded.iterdir() if p.is_dir()) == []
+    attribution = json.loads((sharded / "attribution.json").read_text())
+    assert attribution == json.loads((single / "attribution.json").read_text())
+    # shard by shard: the first shard's rows (cell 0) come first
+    requests = pq.read_table(sharded / "requests.parquet").column("request_id").to_pylist()
+    cells_in_order = [int(r.split("-")[0][1:]) for r in requests]
+    assert cells_in_order == sorted(cells_in_order, key=lambda c: 0 if c == 0 else 1)
+
+
+def test_concatenating_record_folders_checks_them(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no record folders"):
+        concatenate_records(tmp_path, [])
+    a, b = tmp_path / "a", tmp_path / "b"
+    for part, rounds in ((a, True), (b, False)):
+        with RecordFiles(part, rounds=rounds):
+            pass
+    with pytest.raises(ValueError, match=r"rounds.csv is missing from \['.*b'\]"):
+        concatenate_records(tmp_path, [a, b])
