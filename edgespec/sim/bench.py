@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "target",
-        choices=["sim", "policy"],
-        help="sim: simulator rounds/s on both paths; policy: batching decision time",
+        choices=["sim", "policy", "memory"],
+        help="sim: simulator rounds/s on both paths; policy: batching decision time; "
+        "memory: ns per random object access as the number of objects grows",
     )
     parser.add_argument("overrides", nargs="*", metavar="key.path=value")
     parser.add_argument(
@@ -114,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.target == "policy":
         return _bench_policies(args)
+    if args.target == "memory":
+        return _bench_memory(args)
     if args.repeat < 1:
         raise SystemExit(f"--repeat must be >= 1, got {args.repeat}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -156,6 +159,21 @@ def _bench_policies(args: argparse.Namespace) -> int:
         print(f"{row['policy']:>6} depth {row['queue_depth']:>5}: {row['us_per_decision']:9.1f} µs")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+def _bench_memory(args: argparse.Namespace) -> int:
+    """ns per random object access at 2k/20k/100k/1M objects (edgespec.sim.memory_bench)."""
+    from edgespec.sim.memory_bench import access_costs
+
+    if args.overrides:
+        raise SystemExit(f"bench memory takes no overrides, got {args.overrides}")
+    rows = access_costs()
+    for row in rows:
+        print(f"{row.num_objects:>9,} objects: {row.ns_per_access:6.0f} ns per access")
+    if args.json is not None:
+        payload = [{"num_objects": r.num_objects, "ns_per_access": r.ns_per_access} for r in rows]
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
     return 0
 
 
