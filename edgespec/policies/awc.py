@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Hashable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -221,15 +220,12 @@ def load_wc_dnn(file: str | None = None) -> WcDnn:
 
 class AwcWindow:
     """AWC as a window policy: WC-DNN prediction, then :func:`stabilise` with the state of
-    the draft–target pair ``pair``.
-
-    ``next_window(obs)`` (the :class:`~edgespec.policies.interfaces.WindowPolicy`
-    Protocol) is ``next_decision(obs, None)``; ``next_decision(obs, pair)`` keeps one
-    stabiliser state per pair key: a host that runs several pairs through one instance
-    passes each pair's key. A fused decision drafts ``fused_gamma`` tokens per round with
-    the server's co-located draft. Before a session's first verdict (no acceptance yet) the
-    pair's current decision is repeated (``initial_gamma`` for a new pair), without a
-    prediction.
+    the observation's draft–target pair (``obs.pair``: one stabiliser state per pair, as
+    DSD keeps it; a host names its pairs, see
+    :class:`~edgespec.policies.interfaces.WindowObservation`). A fused decision drafts
+    ``fused_gamma`` tokens per round with the server's co-located draft. Before a
+    session's first verdict (no acceptance yet) the pair's current decision is repeated
+    (``initial_gamma`` for a new pair), without a prediction.
     """
 
     __slots__ = (
@@ -262,12 +258,14 @@ class AwcWindow:
         self.initial_gamma = initial_gamma
         self.fused_gamma = fused_gamma
         self._fused = WindowDecision(fused_gamma, True)  # every fused decision
-        self._states: dict[Hashable, AwcState] = {}
+        self._states: dict[str, AwcState] = {}
 
-    def state(self, pair: Hashable = None) -> AwcState:
+    def state(self, pair: str = "") -> AwcState:
+        """The stabiliser state of ``pair`` (the initial state for a pair not seen yet)."""
         return self._states.get(pair, AwcState())
 
-    def next_decision(self, obs: WindowObservation, pair: Hashable = None) -> WindowDecision:
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
+        pair = obs.pair
         state = self.state(pair)
         if obs.recent_acceptance is None:
             if state.smoothed is None:
@@ -279,9 +277,6 @@ class AwcWindow:
         state, decision = stabilise(state, raw, self.settings)
         self._states[pair] = state
         return self._fused if decision.fused else decision
-
-    def next_window(self, obs: WindowObservation) -> WindowDecision:
-        return self.next_decision(obs)
 
 
 def load_awc_window(

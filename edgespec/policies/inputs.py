@@ -32,6 +32,7 @@ Meanings (:class:`~edgespec.policies.interfaces.WindowObservation`), the same in
 - ``previous_fused``: whether the last round ran fused.
 - ``tpot_s``: time per output token since the first one,
   (now − first token) / (committed − 1), ``None`` until two tokens exist.
+- ``pair``: the draft–target pair the history was made for (``WindowHistory(pair)``).
 
 A session's history moves between hosts as a :class:`HistorySnapshot`
 (:meth:`WindowHistory.snapshot` / :meth:`WindowHistory.from_snapshot`): the device hands it
@@ -149,12 +150,14 @@ class WindowHistory:
         "_gamma",
         "_last_accepted",
         "_network_s",
+        "_pair",
         "_queue_depth",
         "_recent",
         "_rounds",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, pair: str = "") -> None:
+        self._pair = pair  # WindowObservation.pair
         self._recent: deque[tuple[int, int]] = deque()
         self._drafted = self._accepted = 0  # sums over _recent
         self._rounds = 0
@@ -223,6 +226,7 @@ class WindowHistory:
             if first is not None and num_committed_total > 1
             else None,
             fused,
+            self._pair,
         )
 
     def snapshot(self, now_s: float) -> HistorySnapshot:
@@ -241,9 +245,12 @@ class WindowHistory:
         )
 
     @classmethod
-    def from_snapshot(cls, snapshot: HistorySnapshot, now_s: float) -> WindowHistory:
-        """The history ``snapshot`` describes, on a host whose clock reads ``now_s``."""
-        history = cls()
+    def from_snapshot(
+        cls, snapshot: HistorySnapshot, now_s: float, pair: str = ""
+    ) -> WindowHistory:
+        """The history ``snapshot`` describes, on a host whose clock reads ``now_s``, for
+        the draft–target pair this host names ``pair``."""
+        history = cls(pair)
         history._recent.extend(snapshot.recent)
         history._drafted = sum(d for d, _ in snapshot.recent)
         history._accepted = sum(a for _, a in snapshot.recent)
@@ -260,7 +267,7 @@ class WindowHistory:
 
     def observation(self, now_s: float) -> WindowObservation:
         if not self._rounds:
-            return WindowObservation(previous_gamma=0, recent_acceptance=None)
+            return WindowObservation(previous_gamma=0, recent_acceptance=None, pair=self._pair)
         committed = self._committed
         first = self._first_token_s
         return _observation(
@@ -271,4 +278,5 @@ class WindowHistory:
             self._network_s,
             (now_s - first) / (committed - 1) if first is not None and committed > 1 else None,
             self._fused,
+            self._pair,
         )

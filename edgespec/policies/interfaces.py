@@ -71,6 +71,10 @@ class WindowObservation:
     tpot_s: float | None = None
     previous_fused: bool = False
     """Whether the last round ran fused (its decision's ``fused``)."""
+    pair: str = ""
+    """The draft–target pair the session runs on, as the host names it (the simulator:
+    ``"<device>><server>"``; the runtime, drafter and server alike: the client's id). A
+    policy that keeps state per pair (AWC's stabiliser) keys it so."""
 
 
 @dataclass(frozen=True, slots=True)

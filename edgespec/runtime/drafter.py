@@ -96,7 +96,8 @@ def generate(
         if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden
         else None
     )
-    ledger = Ledger(options.session_id, on_tokens, feature, clock)
+    # the pair is named by the client id, as the server names it (WindowObservation.pair)
+    ledger = Ledger(options.session_id, on_tokens, feature, clock, options.client_id)
     hidden = feature is not None
     session_id = _open(verifier, options, options.session_id, prompt, sampling, hidden)
     decision: WindowDecision | None = None  # handed back by a fused run
@@ -178,7 +179,7 @@ def _fused_run(
         raise RequestError(
             ErrorCode.INTERNAL, f"the fused run of session {session_id!r} ended without its end"
         )
-    ledger.history = WindowHistory.from_snapshot(end.history, clock())
+    ledger.history = WindowHistory.from_snapshot(end.history, clock(), ledger.pair)
     return end.next_decision, finished
 
 

@@ -168,7 +168,8 @@ def run_fused_rounds(
     ``spec``: the session's (its prompt and budget count its output); ``tokens``: its
     committed tokens now (prompt and output). The draft's random stream is the session seed's stream
     for this run's starting prefix, new for every run (it may not repeat a draw)."""
-    history = WindowHistory.from_snapshot(call.history, clock())
+    # one draft–target pair per client here (WindowObservation.pair)
+    history = WindowHistory.from_snapshot(call.history, clock(), spec.client_id)
     sampling = spec.sampling
     rng = draft_rng(sampling.seed, 2, call.prefix_len)
     context = list(tokens)

@@ -154,11 +154,13 @@ class Ledger:
         on_tokens: Callable[[tuple[int, ...]], None] | None,
         feature: FeatureDraftBackend | None,
         clock: Callable[[], float],
+        pair: str = "",
     ) -> None:
         self.request_id = request_id
         self.output: list[int] = []
         self.rounds: list[RoundRecord] = []
-        self.history = WindowHistory()
+        self.pair = pair  # the draft–target pair's name (WindowObservation.pair)
+        self.history = WindowHistory(pair)
         self.first_token_s: float | None = None
         self._on_tokens = on_tokens
         self._feature = feature

@@ -85,7 +85,8 @@ class Session:
         self.tree: tuple[tuple[tuple[int, int], ...], int] | None = None  # (rounds, depth)
         self.passes: int | None = None  # a stop predictor's draft passes this round
         self.pre_accepted: int | None = None  # accepted, when drawn at drafting (stop_model)
-        self.history = WindowHistory()  # what window policies see (straightforward path)
+        # What window policies see; one draft–target pair per device and server.
+        self.history = WindowHistory(f"{device.device_id}>{server.server_id}")
         self.num_rounds = self.num_drafted = self.num_accepted = 0
         self.num_positions = 0  # draft positions verified so far (a token tree: its depth)
         self.last_network_s = 0.0  # the previous round's uplink + downlink (0 before)

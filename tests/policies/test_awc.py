@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -157,14 +158,16 @@ def test_window_policy_keeps_state_per_pair() -> None:
     assert policy.next_window(seen) == WindowDecision(9)
     assert policy.next_window(first) == WindowDecision(9)  # a new session repeats the pair's
     low = AwcWindow(_constant_model(-5.0), fused_gamma=3)
-    assert [low.next_decision(seen, "a") for _ in range(3)] == [
+    seen_a, first_a = replace(seen, pair="a"), replace(first, pair="a")
+    assert [low.next_window(seen_a) for _ in range(3)] == [
         WindowDecision(1, False),
         WindowDecision(3, True),  # fused rounds draft fused_gamma with the server's draft
         WindowDecision(3, True),
     ]
-    assert low.next_decision(first, "a") == WindowDecision(3, True)  # a new session stays fused
-    assert low.state("b") == AwcState()  # another pair is untouched
-    assert low.next_decision(seen, "b") == WindowDecision(1, False)
+    assert low.next_window(first_a) == WindowDecision(3, True)  # a new session stays fused
+    assert low.state("b") == AwcState() == low.state()  # other pairs are untouched
+    assert low.next_window(replace(seen, pair="b")) == WindowDecision(1, False)
+    assert low.next_window(first) == WindowDecision(4)  # pair "": still its initial γ
 
 
 def test_bundled_weights_load_and_decide_within_range() -> None:

@@ -41,7 +41,10 @@ def _check_decisions(
         i == 0 or not (server_decides and rounds[i - 1].fused) for i in range(len(rounds))
     ]
     assert policy.on_device == expected_device
-    assert policy.seen[0] == WindowObservation(0, None)
+    # the draft–target pair: the drafter and the server both name it by the client id
+    client_id = result.request.client_id
+    assert policy.seen[0] == WindowObservation(0, None, pair=client_id)
+    assert [o.pair for o in policy.seen] == [client_id] * len(rounds)
     rtt_s = 0.0
     for i, obs in enumerate(policy.seen[1:], start=1):
         before = rounds[i - 1]
