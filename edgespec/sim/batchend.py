@@ -1,8 +1,8 @@
 """The specialised BATCH_END of a distributed run without round records or token trees,
 used by both paths (fast and policy-calling).
 
-:func:`distributed_batch_end` does exactly what :meth:`Simulation._batch_end
-<edgespec.sim.engine.Simulation._batch_end>` followed by ``_begin_round`` → ``_uplink``
+:func:`distributed_batch_end` does exactly what the generic BATCH_END
+(:func:`edgespec.sim.server_events.batch_end_handler`) followed by ``begin_round`` → ``_uplink``
 and the next ARRIVE do, in the same order and with the same floating-point expressions,
 but in one closure with everything it touches bound to locals: the link, its random stream
 and the server's KV LRU inlined for their exact classes (``fastpath.fast_path_blockers``),
@@ -216,7 +216,7 @@ def distributed_batch_end(
             kv[index] = kv_len
             while kv_total > kv_budget and kv:
                 kv_total -= kv_pop(next(iter(kv)))
-            # Simulation._begin_round at the delivery, inline.
+            # Simulation.begin_round at the delivery, inline.
             if gamma_static is not None:
                 chosen = gamma_static
             else:

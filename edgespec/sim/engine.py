@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from edgespec.core.types import BatchRecord, Request, RoundRecord
+from edgespec.core.types import Request
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.contracts import check_window
 from edgespec.policies.inputs import UNOBSERVED, observes
@@ -18,7 +18,6 @@ from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.batchend import distributed_batch_end
 from edgespec.sim.build import Policies
 from edgespec.sim.cells import Layout
-from edgespec.sim.choice import round_deadline_s, select_batch
 from edgespec.sim.cost_models import decode_steps_s, draft_passes_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
 from edgespec.sim.fastpath import (
@@ -30,9 +29,10 @@ from edgespec.sim.fastpath import (
 )
 from edgespec.sim.fused_run import FusedRuns, fusing
 from edgespec.sim.kernel import EventQueue, Handler, RecordSink
-from edgespec.sim.network import downlink_bytes, uplink_bytes
+from edgespec.sim.network import uplink_bytes
 from edgespec.sim.routing import Router, build_cells
 from edgespec.sim.scenario import Scenario
+from edgespec.sim.server_events import batch_end_handler, dispatch_handler
 from edgespec.sim.stop_model import StopModel
 from edgespec.sim.workload import LengthTable, TraceEntry
 
@@ -109,7 +109,7 @@ class Simulation:
         self.fuses = fuses
         self.may_fuse = fuses is not False and not self.lazy
         self.path = describe_path(self, scenario.fast_path, blockers)
-        self.fused_runs = FusedRuns(self, self._begin_round, (DRAFT_DONE, ARRIVE, DELIVER))
+        self.fused_runs = FusedRuns(self, self.begin_round, (DRAFT_DONE, ARRIVE, DELIVER))
         self.send_probs = scenario.temperature > 0
         # Routing (sim/routing.py): handlers that change a server's queue length, active
         # sessions or busy flag mark it with ``touch``; blocks in flight are indexed by
@@ -144,12 +144,13 @@ class Simulation:
         self.q = EventQueue()
 
     def handlers(self) -> list[Handler]:
-        """Handlers by event kind: these methods, or batchend/inbound/fastpath closures."""
-        dispatch: Handler = self._dispatch
+        """Handlers by event kind: these methods, the server's (server_events), or the
+        batchend/inbound/fastpath closures."""
+        dispatch = dispatch_handler(self, BATCH_END, ARRIVE)
         if self.fcfs_inline:
             dispatch = fcfs_dispatch(self, BATCH_END)
         inline = dispatch if self.fast else None  # the fast path dispatches at once
-        batch_end: Handler = self._batch_end
+        batch_end = batch_end_handler(self, DELIVER, DISPATCH)
         arrive: Handler = self._arrive
         if self.lazy:
             batch_end = distributed_batch_end(self, inline, ARRIVE, DELIVER, DISPATCH)
@@ -209,11 +210,11 @@ class Simulation:
         dev.session = session
         server.num_active += 1
         self.touch(server)
-        self._begin_round(session, t)
+        self.begin_round(session, t)
 
     # --- one round
 
-    def _begin_round(self, s: Session, t: float, decided: WindowDecision | None = None) -> None:
+    def begin_round(self, s: Session, t: float, decided: WindowDecision | None = None) -> None:
         """A round begins on the device (``decided``: the server's, as a fused run ended)."""
         request = s.request
         committed = s.committed
@@ -317,133 +318,13 @@ class Simulation:
             server.dispatch_pending = True
             self.q.push(t, DISPATCH, server.server_id, server)
 
-    # --- the server
-
-    def _dispatch(self, t: float, server: ServerState) -> None:
-        """Straightforward path: ask the batching policy (fast path: fastpath.fcfs_dispatch)."""
-        server.dispatch_pending = False
-        self.touch(server)
-        if self.lazy:
-            inbound.drain(server, t)
-        if server.busy or not server.queue:
-            return
-        chosen = select_batch(
-            server, t, self.policies.batching, self.limits[server.server_id], self.deadline_rule
-        )
-        if not chosen:
-            if self.lazy:  # the next arrival finds it idle
-                inbound.arm(self, server, ARRIVE)
-            return
-        n_lin = n_int = n_cached = 0
-        for s in chosen:
-            entry = s.pending  # what the policy chose (select_batch)
-            assert entry is not None
-            new, cached = entry.num_new_tokens, entry.num_cached_tokens
-            n_lin += new
-            n_int += (cached + new) * new
-            n_cached += cached
-        duration = server.cost.batch_time_s(len(chosen), n_lin, n_int, n_cached)
-        if self.may_fuse:  # the co-located draft's passes for fused entries come first
-            duration = self.fused_runs.draft_step_s(server, chosen) + duration
-        server.busy = True
-        server.batch = chosen
-        server.batch_start_s = t
-        server.batch_new = n_lin
-        server.batch_cached = n_cached
-        self.q.push(t + duration, BATCH_END, server.server_id, server)
-
-    def _batch_end(self, t: float, server: ServerState) -> None:
-        batch = server.batch
-        start = server.batch_start_s
-        server.busy = False
-        server.batch = []
-        self.touch(server)
-        self.sink.batch(
-            BatchRecord(
-                server.server_id, start, t, len(batch), server.batch_new, server.batch_cached
-            )
-        )
-        verify = t - start
-        accepted = self.acceptance.accepted
-        distributed = self.distributed
-        observed = self.observes  # the window policy will see this round
-        depth = len(server.queue)  # reported with the verdict (the loop leaves it alone)
-        record_rounds = self.record_rounds
-        hops = self.hops
-        begin_round = self._begin_round
-        rule = self.deadline_rule
-        for s in batch:
-            dev = s.device
-            gamma = s.gamma_eff
-            tree = s.tree
-            position = s.committed
-            deadline = round_deadline_s(s, rule) if record_rounds else None
-            request = s.request
-            output = request.num_output_tokens
-            if tree is not None and gamma and s.num_rounds < len(tree[0]) and not s.fused:
-                num_acc = tree[0][s.num_rounds][1]  # as captured
-            elif s.pre_accepted is not None:
-                num_acc = s.pre_accepted  # drawn with the stop predictor's decisions
-            else:
-                num_acc = accepted(s.seq, position, gamma, dev.rng) if gamma > 0 else 0
-            committed = min(num_acc + 1, output - position)
-            total = s.committed = position + committed
-            rounds = s.num_rounds = s.num_rounds + 1
-            s.num_drafted += s.sent
-            s.num_accepted += num_acc
-            s.num_positions += gamma
-            queued = start - s.enqueued_s
-            s.queue_s += queued
-            if s.fused:
-                verdict = (num_acc, committed, queued, verify, depth, len(batch))
-                self.fused_runs.verdict(server, s, t, verdict, deadline)
-                continue
-            s.verify_s += verify
-            done = total >= output
-            down = 0.0
-            if distributed or rounds == 1 or done:
-                down = dev.link.latency_s(downlink_bytes(committed), dev.rng)
-                s.network_s += down
-            deliver = t + down
-            s.last_network_s = s.round_up_s + down
-            if rounds == 1:
-                s.first_token_s = deliver
-            if observed:
-                s.history.record_round(
-                    s.gamma, gamma, num_acc, total, s.round_up_s + down, depth, deliver
-                )
-            if record_rounds:
-                self.sink.round(
-                    RoundRecord(
-                        request.request_id, rounds - 1, s.round_start_s,
-                        deliver if distributed else t, s.round_draft_s, s.round_up_s,
-                        queued, verify, down, s.sent, num_acc, committed, len(batch),
-                        server.server_id, deadline, s.passes,
-                    )
-                )  # fmt: skip
-            if done:
-                server.release(s.index)
-                server.num_active -= 1
-                self.q.push(deliver, DELIVER, dev.device_id, s)
-                continue
-            server.store(s.index, request.num_prompt_tokens + total - 1)
-            resume = deliver if distributed else t
-            if hops:
-                self.q.push(resume, DELIVER, dev.device_id, s)
-            else:  # what the DELIVER would do (nothing observable happens in between)
-                begin_round(s, resume)
-        self.num_rounds += len(batch)
-        if server.queue and not server.dispatch_pending:
-            server.dispatch_pending = True
-            self.q.push(t, DISPATCH, server.server_id, server)
-
     # --- the device
 
     def _deliver(self, t: float, s: Session) -> None:
         request = s.request
         if s.committed < request.num_output_tokens:
             decided, s.resume = s.resume, None  # set when a fused run ended (every_hop)
-            self._begin_round(s, t, decided)
+            self.begin_round(s, t, decided)
             return
         self.sink.request(s.record(t))
         dev = s.device

@@ -2,9 +2,10 @@
 
 * The static window is inlined in the specialised BATCH_END of
   :mod:`edgespec.sim.batchend` (``Simulation.static_gamma``), which both paths use.
-* :func:`fcfs_dispatch` is ``Simulation._dispatch`` with ``FcfsBatching.select`` inlined: the
-  server queue is appended in event order, which is (enqueued_s, entry_id) order, so FCFS
-  needs no sort and no ``PendingVerification`` objects.
+* :func:`fcfs_dispatch` is the generic DISPATCH (``server_events.dispatch_handler``) with
+  ``FcfsBatching.select`` inlined: the server queue is appended in event order, which is
+  (enqueued_s, entry_id) order, so FCFS needs no sort and no ``PendingVerification``
+  objects.
 
 ``tests/sim/test_fast_path.py`` checks that records are identical to the straightforward
 path's.

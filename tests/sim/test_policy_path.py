@@ -14,7 +14,7 @@ from edgespec.policies import registry
 from edgespec.policies.inputs import UNOBSERVED
 from edgespec.policies.interfaces import BatchLimits, WindowDecision, WindowObservation
 from edgespec.policies.slo import DeadlineRule
-from edgespec.sim import choice, engine
+from edgespec.sim import choice, engine, server_events
 from edgespec.sim.entities import ServerState, Session
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
@@ -174,7 +174,7 @@ def test_queue_view_rebuilt_after_kv_eviction(monkeypatch: pytest.MonkeyPatch) -
             s.pending = None
         return select(server, t, policy, limits, rule)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(engine, "select_batch", rebuilding)
+    monkeypatch.setattr(server_events, "select_batch", rebuilding)
     rebuilt = _run(overrides)
     assert cached.num_rounds == rebuilt.num_rounds > 100
     assert cached.requests == rebuilt.requests
