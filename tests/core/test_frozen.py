@@ -20,8 +20,8 @@ def test_built_instances_equal_constructed_ones() -> None:
     assert built.num_context_tokens == 129
     with pytest.raises(dataclasses.FrozenInstanceError):
         built.entry_id = 4  # type: ignore[misc]
-    obs = frozen_builder(WindowObservation)(4, None, 2, 0, 0.01, None, True)
-    assert obs == WindowObservation(4, None, 2, 0, 0.01, None, previous_fused=True)
+    obs = frozen_builder(WindowObservation)(4, None, 2, 0, 0.01, None, True, "3>1")
+    assert obs == WindowObservation(4, None, 2, 0, 0.01, None, previous_fused=True, pair="3>1")
     assert frozen_builder(BatchPlan)((1, 2), "fcfs") == BatchPlan((1, 2), reason="fcfs")
 
 
