@@ -220,13 +220,15 @@ def distributed_batch_end(
             if gamma_static is not None:
                 chosen = gamma_static
             else:
-                decision = next_window(  # the observation at the delivery: the round's start
-                    s.history.record_round(
+                history = s.history  # kept when the policy observes (the observation at
+                obs = (  # the delivery: the round's start)
+                    UNOBSERVED
+                    if history is None
+                    else history.record_round(
                         s.gamma, gamma, num_acc, total, s.round_up_s + down, depth, deliver
                     )
-                    if observe
-                    else UNOBSERVED
                 )
+                decision = next_window(obs)
                 if type(decision) is not WindowDecision or decision.fused:
                     decision = checked_distributed(window, decision)
                 chosen = s.gamma = decision.gamma

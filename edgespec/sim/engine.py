@@ -203,7 +203,7 @@ class Simulation:
         if seq is None and self.trace_pool is not None:
             seq = self.trace_pool.seq_for(nth)
         slo = self.scenario.slo_classes[request.slo_class]
-        session = Session(index, request, dev, server, seq, slo)
+        session = Session(index, request, dev, server, seq, slo, self.observes)
         session.tree = self.trees.get(request.request_id)
         if self.lazy and seq and type(self.acceptance) is TraceAcceptance:
             session.runs = memoised_accept_runs(self.runs_memo, seq)
@@ -226,7 +226,8 @@ class Simulation:
             if chosen is None:
                 decision = decided
                 if decision is None:
-                    obs = s.history.observation(t) if self.observes else UNOBSERVED
+                    history = s.history  # kept when the policy observes
+                    obs = UNOBSERVED if history is None else history.observation(t)
                     decision = self.window.next_window(obs)
                     if type(decision) is not WindowDecision or decision.fused or self.fused_mode:
                         decision = check_window(self.window, decision)

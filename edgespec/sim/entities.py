@@ -70,6 +70,7 @@ class Session:
         server: ServerState,
         seq: tuple[int, ...] | None,
         slo_tokens_per_s: float | None,
+        observed: bool = True,
     ) -> None:
         self.index = index
         self.request = request
@@ -85,8 +86,11 @@ class Session:
         self.tree: tuple[tuple[tuple[int, int], ...], int] | None = None  # (rounds, depth)
         self.passes: int | None = None  # a stop predictor's draft passes this round
         self.pre_accepted: int | None = None  # accepted, when drawn at drafting (stop_model)
-        # What window policies see; one draft–target pair per device and server.
-        self.history = WindowHistory(f"{device.device_id}>{server.server_id}")
+        # What window policies see, one draft–target pair per device and server; kept only
+        # when the run's window policy observes (``observed``), else ``None``.
+        self.history: WindowHistory | None = (
+            WindowHistory(f"{device.device_id}>{server.server_id}") if observed else None
+        )
         self.num_rounds = self.num_drafted = self.num_accepted = 0
         self.num_positions = 0  # draft positions verified so far (a token tree: its depth)
         self.last_network_s = 0.0  # the previous round's uplink + downlink (0 before)

@@ -153,8 +153,9 @@ class FusedRuns:
         s.server_seen = prompt + total
         s.last_network_s = s.round_up_s + down
         obs = UNOBSERVED
-        if engine.observes:  # the server holds the history during a fused run
-            obs = s.history.record_round(
+        history = s.history  # kept when the policy observes
+        if history is not None:  # the server holds the history during a fused run
+            obs = history.record_round(
                 s.gamma, s.gamma_eff, num_acc, total, s.last_network_s, depth, t, True
             )
         if engine.record_rounds:

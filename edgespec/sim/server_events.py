@@ -87,7 +87,6 @@ def batch_end_handler(engine: Simulation, deliver_kind: int, dispatch_kind: int)
         verify = t - start
         accepted = engine.acceptance.accepted
         distributed = engine.distributed
-        observed = engine.observes  # the window policy will see this round
         depth = len(server.queue)  # reported with the verdict (the loop leaves it alone)
         record_rounds = engine.record_rounds
         hops = engine.hops
@@ -129,8 +128,9 @@ def batch_end_handler(engine: Simulation, deliver_kind: int, dispatch_kind: int)
             s.last_network_s = s.round_up_s + down
             if rounds == 1:
                 s.first_token_s = deliver
-            if observed:
-                s.history.record_round(
+            history = s.history  # kept when the window policy observes
+            if history is not None:
+                history.record_round(
                     s.gamma, gamma, num_acc, total, s.round_up_s + down, depth, deliver
                 )
             if record_rounds:
