@@ -210,9 +210,21 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, cons
 
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    run = simulate_sharded(
-        data, args.shards, make_executor(args.workers, args.engine, args.address), out.resolve()
-    )
+    executor = make_executor(args.workers, args.engine, args.address)
+    if args.quiet:
+        run = simulate_sharded(data, args.shards, executor, out.resolve())
+    else:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task(f"shards ({args.engine})", total=None)
+            run = simulate_sharded(
+                data,
+                args.shards,
+                executor,
+                out.resolve(),
+                lambda done, total: bar.update(task, completed=done, total=total),
+            )
     wall_s = time.perf_counter() - started
     _write_run_folder(args, data, out, run.metrics)
     shards = [

@@ -16,7 +16,7 @@ grouped by shard.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,11 +78,16 @@ def run_shard(task: ShardTask) -> ShardResult:
 
 
 def simulate_sharded(
-    data: Mapping[str, Any], num_shards: int, executor: Any, record_dir: Path | None = None
+    data: Mapping[str, Any],
+    num_shards: int,
+    executor: Any,
+    record_dir: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ShardedRun:
     """Run the pinned scenario ``data`` as ``num_shards`` shards (at most one per cell) on
     ``executor`` (a :class:`~edgespec.experiments.executor.SweepExecutor`) and merge them;
-    with ``record_dir``, also its record files (the module docstring)."""
+    with ``record_dir``, also its record files (the module docstring). ``progress(done,
+    total)`` is called before the first shard runs and as each one finishes."""
     from edgespec.config import ConfigError
     from edgespec.sim.cells import plan_cells, split_cells
     from edgespec.sim.scenario import scenario_from_dict
@@ -99,8 +104,12 @@ def simulate_sharded(
     parts = [None if record_dir is None else record_dir / f"shard-{k}" for k in range(len(groups))]
     tasks = [ShardTask(dict(data), g, part) for g, part in zip(groups, parts, strict=True)]
     results: list[ShardResult | None] = [None] * len(groups)
-    for index, result in executor.map_unordered(run_shard, tasks):
+    if progress is not None:
+        progress(0, len(tasks))
+    for finished, (index, result) in enumerate(executor.map_unordered(run_shard, tasks), 1):
         results[index] = result
+        if progress is not None:
+            progress(finished, len(tasks))
     done = tuple(r for r in results if r is not None)
     if record_dir is not None:
         from edgespec.metrics.record_files import concatenate_records

@@ -99,8 +99,10 @@ def test_each_shard_reproduces_its_cells_of_the_single_run(overrides: list[str])
 def test_sharded_metrics_equal_the_single_process_run() -> None:
     data = pinned()
     expected = run_scenario(scenario_from_dict(data))
-    serial = simulate_sharded(data, 2, SerialExecutor())
+    calls: list[tuple[int, int]] = []
+    serial = simulate_sharded(data, 2, SerialExecutor(), progress=lambda *c: calls.append(c))
     assert [s.cells for s in serial.shards] == [(0,), (1, 2)]
+    assert calls == [(0, 2), (1, 2), (2, 2)]  # before the first shard, then as each ends
     assert serial.metrics == expected
     assert serial.num_rounds == simulate(scenario_from_dict(data), keep_records=False).num_rounds
     pooled = simulate_sharded(copy.deepcopy(data), 3, ProcessPoolSweepExecutor(2))
@@ -142,7 +144,7 @@ def test_sim_command_runs_shards_and_writes_the_single_run_folder(tmp_path: Path
     common = ["--quiet", "--no-plots", "--rounds"]
     assert main(["sim", str(path), "--out", str(single), *common]) == 0
     args = ["sim", str(path), "--shards", "2", "--workers", "2", "--out", str(sharded)]
-    assert main([*args, *common]) == 0
+    assert main([*args, "--no-plots", "--rounds"]) == 0  # with the progress bar
     metrics = json.loads((sharded / "metrics.json").read_text())
     assert metrics == json.loads((single / "metrics.json").read_text())
     shards = json.loads((sharded / "shards.json").read_text())
