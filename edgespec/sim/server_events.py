@@ -31,7 +31,6 @@ def dispatch_handler(engine: Simulation, batch_end_kind: int, arrive_kind: int) 
     """DISPATCH: ask the batching policy (the fast path inlines FCFS instead)."""
 
     def dispatch(t: float, server: ServerState) -> None:
-        """Straightforward path: ask the batching policy (fast path: fastpath.fcfs_dispatch)."""
         server.dispatch_pending = False
         engine.touch(server)
         if engine.lazy:
