@@ -220,8 +220,10 @@ def distributed_batch_end(
             if gamma_static is not None:
                 chosen = gamma_static
             else:
-                history = s.history  # kept when the policy observes (the observation at
-                obs = (  # the delivery: the round's start)
+                # The observation at the delivery, the round's start (a history is kept
+                # only when the policy observes).
+                history = s.history
+                obs = (
                     UNOBSERVED
                     if history is None
                     else history.record_round(

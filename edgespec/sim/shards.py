@@ -15,6 +15,7 @@ grouped by shard.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -63,17 +64,15 @@ def run_shard(task: ShardTask) -> ShardResult:
 
     started = time.perf_counter()
     scenario = scenario_from_dict(task.data)
-    with paused_gc():  # a shard owns its worker process (or the CLI's)
-        if task.record_dir is None:
-            sink = StreamSink()
-            result = simulate(scenario, sink=sink, cells=task.cells)
-            acc = sink.acc
-        else:
-            with RecordFiles(task.record_dir, rounds=scenario.record_rounds) as files:
-                result = simulate(scenario, sink=files, cells=task.cells)
-            acc = files.acc
+    files = None
+    if task.record_dir is not None:
+        files = RecordFiles(task.record_dir, rounds=scenario.record_rounds)
+    sink = StreamSink() if files is None else files  # both keep their accumulator in .acc
+    # a shard owns its worker process (or the CLI's): the collector paused
+    with paused_gc(), files or contextlib.nullcontext():
+        result = simulate(scenario, sink=sink, cells=task.cells)
     return ShardResult(
-        task.cells, acc, result.num_rounds, result.num_events, time.perf_counter() - started
+        task.cells, sink.acc, result.num_rounds, result.num_events, time.perf_counter() - started
     )
 
 
