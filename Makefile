@@ -7,11 +7,11 @@ STAMP := $(VENV)/.edgespec-installed
 
 .PHONY: demo test lint typecheck unit clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: 2.13.0 is a local CPU wheel; anything else pulls GBs of CUDA.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e ".[runtime,learn,dev]"
+	$(PY) -m pip install -q -c constraints.txt -e ".[runtime,learn,dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)
