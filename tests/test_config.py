@@ -6,13 +6,12 @@ import pytest
 
 from edgespec.config import (
     ConfigError,
-    DrafterConfig,
     PolicySpec,
-    ServerConfig,
     apply_overrides,
     from_dict,
     load_config,
 )
+from edgespec.runtime.serving_config import DrafterConfig, ServerConfig
 
 
 def test_defaults_load() -> None:

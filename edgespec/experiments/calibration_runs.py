@@ -54,10 +54,11 @@ def run_real(
     """
     import multiprocessing as mp
 
-    from edgespec.config import ServerConfig, from_dict
+    from edgespec.config import from_dict
     from edgespec.policies.batching import FcfsBatching
     from edgespec.runtime.engine import VerificationEngine
     from edgespec.runtime.server import VerificationService
+    from edgespec.runtime.serving_config import ServerConfig
     from edgespec.runtime.transport import ServerThread
 
     config = from_dict(ServerConfig, {"port": 0, "max_batch_size": max_batch_size})

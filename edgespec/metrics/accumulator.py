@@ -4,16 +4,13 @@ Memory: a few floats per request (for exact percentiles) and O(num_servers + dis
 batch sizes) for batches, so a simulator can feed millions of batches without keeping
 them. Every float total is an exactly rounded sum (Shewchuk's algorithm, as in
 ``math.fsum``), so the result does not depend on the order records arrive in:
-``summarize()`` over lists and an accumulator fed online give identical metrics.
-
-Server busy time is the sum of its batches' durations clipped to [0, duration_s]: a
-server runs one forward pass at a time, so its batches do not overlap (if a backend
-overlapped them, utilization could exceed 1).
+``summarize()`` over lists and an accumulator fed online give identical metrics
+(:class:`~edgespec.metrics.exact_sum.ExactSum`). Server busy time is kept per server by
+:class:`~edgespec.metrics.server_busy.ServerBusyTime`.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 from array import array
 from collections import Counter
@@ -21,6 +18,8 @@ from collections import Counter
 import numpy as np
 
 from edgespec.core.types import BatchRecord, RequestRecord
+from edgespec.metrics.exact_sum import ExactSum
+from edgespec.metrics.server_busy import ServerBusyTime
 from edgespec.metrics.types import (
     BatchSizeCount,
     LatencyStats,
@@ -33,44 +32,6 @@ SIM_BUSY_KEEP = 8
 """``busy_keep`` for the simulator's records: its batches arrive in end order and none ends
 after the run (a BATCH_END after ``duration_s`` never runs), so a few suffice; at 2,000
 servers the default's 1,024 per server would hold about 200 MiB of spans."""
-
-
-class ExactSum:
-    """Running float sum with exact rounding (``math.fsum`` semantics, order-independent)."""
-
-    __slots__ = ("_partials",)
-
-    def __init__(self) -> None:
-        self._partials: list[float] = []
-
-    def add(self, x: float) -> None:
-        partials = self._partials
-        i = 0
-        for y in partials:
-            if abs(x) < abs(y):
-                x, y = y, x
-            hi = x + y
-            lo = y - (hi - x)
-            if lo:
-                partials[i] = lo
-                i += 1
-            x = hi
-        del partials[i:]
-        partials.append(x)
-
-    def merge(self, other: ExactSum) -> None:
-        """Add ``other``'s running sum (exactly)."""
-        for part in other._partials:
-            self.add(part)
-
-    @property
-    def partials(self) -> tuple[float, ...]:
-        """Non-overlapping partial sums whose exact total is the running sum."""
-        return tuple(self._partials)
-
-    @property
-    def value(self) -> float:
-        return math.fsum(self._partials)
 
 
 def latency_stats(values: array[float] | list[float]) -> LatencyStats | None:
@@ -120,8 +81,9 @@ class MetricsAccumulator:
     Records are validated on entry (``ValueError`` naming the request or batch).
     ``finish`` does not consume the accumulator: it can be called again after more adds.
     ``busy_keep``: batches per server whose span stays exact for the clipping at
-    ``duration_s`` (:class:`_ServerBusy`); a source that adds batches in end order and
-    none ending after the run (the simulator) needs few, and memory is per server.
+    ``duration_s`` (:class:`~edgespec.metrics.server_busy.ServerBusyTime`); a source that
+    adds batches in end order and none ending after the run (the simulator) needs few, and
+    memory is per server.
     """
 
     def __init__(self, busy_keep: int = 1024) -> None:
@@ -143,7 +105,7 @@ class MetricsAccumulator:
         self._num_forwarded = 0
         self._num_cached = 0
         self._batch_sizes: Counter[int] = Counter()
-        self._busy: dict[int, _ServerBusy] = {}
+        self._busy: dict[int, ServerBusyTime] = {}
 
     def add_request(self, record: RequestRecord) -> None:
         """Count one completed request."""
@@ -202,7 +164,7 @@ class MetricsAccumulator:
         self._batch_sizes[size] += 1
         busy = self._busy.get(server)
         if busy is None:
-            busy = self._busy[server] = _ServerBusy(self._busy_keep)
+            busy = self._busy[server] = ServerBusyTime(self._busy_keep)
         busy.add(start, end)
 
     def merge(self, other: MetricsAccumulator) -> None:
@@ -232,7 +194,7 @@ class MetricsAccumulator:
         for server, busy in other._busy.items():
             mine_busy = self._busy.get(server)
             if mine_busy is None:
-                mine_busy = self._busy[server] = _ServerBusy(self._busy_keep)
+                mine_busy = self._busy[server] = ServerBusyTime(self._busy_keep)
             mine_busy.merge(busy)
 
     def finish(self, duration_s: float, num_servers: int) -> SystemMetrics:
@@ -321,51 +283,3 @@ def _class_stats(name: str, tally: _ClassTally) -> SloClassStats:
         num_met=tally.num_met,
         attainment=_ratio(tally.num_met, tally.num_with_target),
     )
-
-
-class _ServerBusy:
-    """Busy time of one server, streaming: the ``keep`` latest-ending batches stay exact.
-
-    Older batches are folded into an exact sum of their lengths (clipped below at 0), so
-    memory is flat. A run's ``duration_s`` is only known at ``finish``; clipping at it is
-    exact as long as no folded batch ends after it, which ``total`` checks.
-    """
-
-    __slots__ = ("_folded", "_folded_max_end", "_keep", "_recent")
-
-    def __init__(self, keep: int = 1024) -> None:
-        self._folded = ExactSum()
-        self._folded_max_end = float("-inf")
-        self._keep = keep
-        self._recent: list[tuple[float, float]] = []
-
-    def add(self, start_s: float, end_s: float) -> None:
-        recent = self._recent
-        if len(recent) < self._keep:
-            heapq.heappush(recent, (end_s, start_s))
-            return
-        end, start = heapq.heappushpop(recent, (end_s, start_s))
-        if end > self._folded_max_end:
-            self._folded_max_end = end
-        if end > 0:
-            self._folded.add(end - start if start > 0 else end)
-
-    def merge(self, other: _ServerBusy) -> None:
-        """Count ``other``'s batches too (the same server's, from another record stream)."""
-        self._folded.merge(other._folded)
-        self._folded_max_end = max(self._folded_max_end, other._folded_max_end)
-        for end, start in other._recent:
-            self.add(start, end)
-
-    def total(self, server_id: int, duration_s: float) -> float:
-        if self._folded_max_end > duration_s:
-            raise ValueError(
-                f"server {server_id}: more than {self._keep} batches end after "
-                f"duration_s={duration_s}; the run's duration is too short for its records"
-            )
-        parts = list(self._folded.partials)
-        for end, start in self._recent:
-            lo, hi = max(start, 0.0), min(end, duration_s)
-            if hi > lo:
-                parts.append(hi - lo)
-        return math.fsum(parts)

@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from edgespec.config import ServerConfig
 from edgespec.core.tree import tree_depth
 from edgespec.core.types import PendingVerification, VerifyResult
 from edgespec.policies.slo import DeadlineRule, acceptance_estimate, verification_deadline_s
@@ -29,6 +28,7 @@ from edgespec.runtime.clients import ClientBook
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall
+from edgespec.runtime.serving_config import ServerConfig
 
 
 @dataclass(frozen=True, slots=True)

@@ -118,10 +118,11 @@ def _load_text_prompts(path: str, tokenizer: Any, limit: int = 32) -> None:
 
 
 def _server(backend: Any, max_batch: int = 16) -> Any:
-    from edgespec.config import ServerConfig, from_dict
+    from edgespec.config import from_dict
     from edgespec.policies.batching import FcfsBatching
     from edgespec.runtime.engine import VerificationEngine
     from edgespec.runtime.server import VerificationService
+    from edgespec.runtime.serving_config import ServerConfig
     from edgespec.runtime.transport import ServerThread
 
     config = from_dict(ServerConfig, {"port": 0, "max_batch_size": max_batch})

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from edgespec.config import ServerConfig
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.serving_config import ServerConfig
 
 
 class ClientBook:

@@ -221,13 +221,14 @@ def _run(args: argparse.Namespace) -> int:
     import json
     import uuid
 
-    from edgespec.config import ConfigError, DrafterConfig, load_config
+    from edgespec.config import ConfigError, load_config
     from edgespec.core.types import SamplingParams
     from edgespec.models.loading import load_model, load_tokenizer
     from edgespec.runtime.backends.base import stopping_drafter
     from edgespec.runtime.drafter import DraftOptions, generate
     from edgespec.runtime.emulated_link import check_link_mode, wrap_verifier
     from edgespec.runtime.messages import SessionSpec
+    from edgespec.runtime.serving_config import DrafterConfig
 
     config = load_config(DrafterConfig, args.config, _overrides(args))
     stop = stop_policy_from_args(args)

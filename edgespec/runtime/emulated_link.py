@@ -270,7 +270,8 @@ def link_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def link_from_config(config: Any) -> LinkEmulation | None:
-    """The link a :class:`~edgespec.config.DrafterConfig` asks for; ``None`` when off."""
+    """The link a :class:`~edgespec.runtime.serving_config.DrafterConfig` asks for;
+    ``None`` when off."""
     link = LinkEmulation(config.link_rtt_ms, config.link_jitter_ms, config.link_bandwidth_mbps)
     return link if link.enabled else None
 

@@ -117,8 +117,9 @@ def parse_slo_class(text: str) -> tuple[str, float | None]:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from edgespec.config import ConfigError, ServerConfig, apply_overrides, from_dict, read_yaml
+    from edgespec.config import ConfigError, apply_overrides, from_dict, read_yaml
     from edgespec.runtime.batching import build_batching
+    from edgespec.runtime.serving_config import ServerConfig
 
     data = apply_overrides(read_yaml(args.config) if args.config else {}, _overrides(args))
     batching = data.get("batching")

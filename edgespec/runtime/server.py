@@ -20,7 +20,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
-from edgespec.config import ServerConfig
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.contracts import PolicyContractError, check_batch_plan, policy_name
 from edgespec.policies.inputs import WindowHistory
@@ -40,6 +39,7 @@ from edgespec.runtime.messages import (
     VerifyReply,
 )
 from edgespec.runtime.rounds import decide
+from edgespec.runtime.serving_config import ServerConfig
 
 _T = TypeVar("_T")
 

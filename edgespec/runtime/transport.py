@@ -19,7 +19,6 @@ from typing import Any
 
 import grpc
 
-from edgespec.config import ServerConfig
 from edgespec.runtime.codec import (
     call_from_proto,
     call_to_proto,
@@ -48,6 +47,7 @@ from edgespec.runtime.messages import (
     VerifyReply,
 )
 from edgespec.runtime.server import VerificationService
+from edgespec.runtime.serving_config import ServerConfig
 
 # generated gRPC stubs (see proto/edgespec.proto); untyped, hence Any
 pb_grpc: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2_grpc")

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from edgespec.config import ServerConfig, from_dict
+from edgespec.config import from_dict
 from edgespec.core.types import BatchPlan, Request, SamplingParams
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.registry import BATCHING, build_policy
@@ -21,6 +21,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server import VerificationService
+from edgespec.runtime.serving_config import ServerConfig
 from edgespec.runtime.testing import tiny_llama
 from edgespec.sim.build import build_entities
 from edgespec.sim.choice import select_batch

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from edgespec.cli import main
-from edgespec.config import DrafterConfig, load_config
+from edgespec.config import load_config
 from edgespec.core import link_delay
 from edgespec.core.types import SamplingParams, VerifyResult
 from edgespec.policies.window import StaticWindow
@@ -22,6 +22,7 @@ from edgespec.runtime.drafter import DraftOptions, generate
 from edgespec.runtime.emulated_link import EmulatedLinkVerifier, LinkEmulation, wrap_verifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome, VerifyReply
+from edgespec.runtime.serving_config import DrafterConfig
 from edgespec.runtime.transport import RemoteVerifier
 from edgespec.sim import network
 from edgespec.sim.rng import UniformStream

@@ -13,7 +13,7 @@ import grpc
 import numpy as np
 import pytest
 
-from edgespec.config import ServerConfig, from_dict
+from edgespec.config import from_dict
 from edgespec.core.types import SamplingParams
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.interfaces import WindowDecision
@@ -27,6 +27,7 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server import VerificationService
+from edgespec.runtime.serving_config import ServerConfig
 from edgespec.runtime.transport import RemoteVerifier, pb_grpc
 from tests.runtime.conftest import ServerFactory
 
@@ -703,7 +704,8 @@ def test_identifiers_have_a_length_limit(make_server: ServerFactory) -> None:
 
 
 def test_tls_mistakes_name_the_files(tmp_path: Path) -> None:
-    from edgespec.config import ConfigError, check_tls_pair
+    from edgespec.config import ConfigError
+    from edgespec.runtime.serving_config import check_tls_pair
 
     cert, key = _self_signed(tmp_path)
     check_tls_pair(str(cert), str(key))  # the right pair passes

@@ -9,7 +9,7 @@ import grpc
 import numpy as np
 import pytest
 
-from edgespec.config import ServerConfig, from_dict
+from edgespec.config import from_dict
 from edgespec.core.types import SamplingParams
 from edgespec.policies.batching import FcfsBatching
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
@@ -18,6 +18,7 @@ from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server import VerificationService
+from edgespec.runtime.serving_config import ServerConfig
 from edgespec.runtime.transport import pb_grpc
 from tests.runtime.conftest import ServerFactory
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from edgespec.config import PolicySpec, ServerConfig, from_dict
+from edgespec.config import PolicySpec, from_dict
 from edgespec.core.types import BatchPlan, PendingVerification, SamplingParams
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
@@ -31,6 +31,7 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 from edgespec.runtime.server import VerificationService
+from edgespec.runtime.serving_config import ServerConfig
 from edgespec.runtime.transport import RemoteVerifier
 from tests.runtime.conftest import ServerFactory, start_server
 
