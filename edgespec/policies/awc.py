@@ -264,6 +264,21 @@ class AwcWindow:
         """The stabiliser state of ``pair`` (the initial state for a pair not seen yet)."""
         return self._states.get(pair, AwcState())
 
+    def pair_state(self, pair: str) -> tuple[float, ...]:
+        """``pair``'s stabiliser state as numbers (``PairStateWindow``): ``()`` for the
+        initial state, else (smoothed γ, consecutive near-1 steps, 1.0 if fused else 0.0)."""
+        state = self._states.get(pair)
+        if state is None or state.smoothed is None:
+            return ()
+        return (state.smoothed, float(state.near_one_steps), 1.0 if state.fused else 0.0)
+
+    def restore_pair_state(self, pair: str, state: tuple[float, ...]) -> None:
+        """Set ``pair``'s stabiliser state from :meth:`pair_state`'s numbers."""
+        if not state:
+            self._states.pop(pair, None)
+            return
+        self._states[pair] = awc_state_from_numbers(state, self.settings)
+
     def next_window(self, obs: WindowObservation) -> WindowDecision:
         pair = obs.pair
         state = self.state(pair)
@@ -277,6 +292,25 @@ class AwcWindow:
         state, decision = stabilise(state, raw, self.settings)
         self._states[pair] = state
         return self._fused if decision.fused else decision
+
+
+def awc_state_from_numbers(numbers: tuple[float, ...], settings: AwcSettings) -> AwcState:
+    """The :class:`AwcState` that :meth:`AwcWindow.pair_state` encoded; ``ValueError``
+    naming the problem for anything it cannot have written."""
+    if len(numbers) != 3:
+        raise ValueError(
+            f"AWC pair state needs 3 numbers (smoothed, near_one_steps, fused), got {len(numbers)}"
+        )
+    smoothed, steps, fused = numbers
+    low, high = float(settings.min_gamma), float(settings.max_gamma)
+    # the EMA of clamped values stays in [low, high] up to rounding
+    if not (math.isfinite(smoothed) and low - 1e-9 <= smoothed <= high + 1e-9):
+        raise ValueError(f"AWC pair state: smoothed must be in [{low:g}, {high:g}], got {smoothed}")
+    if not (math.isfinite(steps) and steps >= 0 and steps.is_integer()):
+        raise ValueError(f"AWC pair state: near_one_steps must be an integer >= 0, got {steps}")
+    if fused not in (0.0, 1.0):
+        raise ValueError(f"AWC pair state: fused must be 0 or 1, got {fused}")
+    return AwcState(smoothed, int(steps), fused == 1.0)
 
 
 def load_awc_window(

@@ -37,7 +37,10 @@ Meanings (:class:`~edgespec.policies.interfaces.WindowObservation`), the same in
 A session's history moves between hosts as a :class:`HistorySnapshot`
 (:meth:`WindowHistory.snapshot` / :meth:`WindowHistory.from_snapshot`): the device hands it
 to the server with a fused request and gets it back when the fused run ends. It holds no
-clock value, only the first token's age, because the two hosts' clocks differ.
+clock value, only the first token's age, because the two hosts' clocks differ. It also
+carries the window policy's own state for the pair (``window_state``, for a
+:class:`~edgespec.policies.interfaces.PairStateWindow` such as AWC), so that the device's
+and the server's policy objects decide as the simulator's single object does.
 """
 
 from __future__ import annotations
@@ -104,6 +107,9 @@ class HistorySnapshot:
     """Whether the last round ran fused."""
     first_token_age_s: float | None = None
     """How long ago the first output token was committed; ``None`` before it."""
+    window_state: tuple[float, ...] = ()
+    """The window policy's state for the session's pair, when it keeps one
+    (:class:`~edgespec.policies.interfaces.PairStateWindow`; opaque to the hosts)."""
 
     def __post_init__(self) -> None:
         problem = _snapshot_problem(self)
@@ -135,6 +141,9 @@ def _snapshot_problem(s: HistorySnapshot) -> str | None:
     age = s.first_token_age_s
     if age is not None and not (math.isfinite(age) and age >= 0):
         return f"first_token_age_s must be finite and >= 0, got {age}"
+    for number in s.window_state:
+        if not (type(number) is float and math.isfinite(number)):
+            return f"window_state must hold finite floats, got {number!r}"
     return None
 
 

@@ -119,3 +119,26 @@ class WindowPolicy(Protocol):
     """
 
     def next_window(self, obs: WindowObservation) -> WindowDecision: ...
+
+
+@runtime_checkable
+class PairStateWindow(Protocol):
+    """A window policy whose per-pair state travels with the session between hosts.
+
+    The simulator has one policy object for the whole run; the runtime has one on the
+    device and one on the server, and a fused run moves the session's decisions from one to
+    the other and back. Call order, for a session of draft–target pair ``pair``:
+
+    1. the handing-over host calls ``pair_state(pair)`` and sends the tuple with the
+       session's history (:class:`edgespec.policies.inputs.HistorySnapshot`);
+    2. the receiving host calls ``restore_pair_state(pair, state)`` before its first
+       ``next_window`` for the session (``ValueError`` naming the problem when ``state``
+       is malformed; ``()`` restores the initial state);
+    3. at the end of the fused run the server hands it back the same way.
+
+    The host treats the tuple as opaque numbers.
+    """
+
+    def pair_state(self, pair: str) -> tuple[float, ...]: ...
+
+    def restore_pair_state(self, pair: str, state: tuple[float, ...]) -> None: ...

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
 from edgespec.policies.contracts import policy_name
@@ -45,7 +45,9 @@ from edgespec.runtime.rounds import (
     capped_gamma,
     decide,
     draft_rng,
+    pair_state,
     play_round,
+    restore_pair_state,
 )
 
 RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
@@ -162,7 +164,9 @@ def _fused_run(
         )
     clock = ledger.clock
     start = clock()
-    call = FusedCall(session_id, len(context), decision.gamma, ledger.history.snapshot(start))
+    # the policy's own state for this pair goes with the history (PairStateWindow)
+    snapshot = replace(ledger.history.snapshot(start), window_state=pair_state(policy, ledger.pair))
+    call = FusedCall(session_id, len(context), decision.gamma, snapshot)
     end = None
     finished = False
     for index, chunk in enumerate(verifier.run_fused(call)):
@@ -180,6 +184,14 @@ def _fused_run(
             ErrorCode.INTERNAL, f"the fused run of session {session_id!r} ended without its end"
         )
     ledger.history = WindowHistory.from_snapshot(end.history, clock(), ledger.pair)
+    try:
+        restore_pair_state(policy, ledger.pair, end.history.window_state)
+    except ValueError as exc:
+        raise RequestError(
+            ErrorCode.INTERNAL,
+            f"the fused run of session {session_id!r} returned a window state that window "
+            f"policy {policy_name(policy)} refuses: {exc}",
+        ) from exc
     return end.next_decision, finished
 
 

@@ -23,9 +23,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from edgespec.policies.contracts import PolicyContractError, policy_name
 from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.runtime.backends.base import DraftBackend
@@ -39,15 +41,60 @@ from edgespec.runtime.messages import (
     VerifyCall,
     VerifyReply,
 )
-from edgespec.runtime.rounds import capped_gamma, draft_rng, play_round, round_outcome
+from edgespec.runtime.rounds import (
+    capped_gamma,
+    decide,
+    draft_rng,
+    pair_state,
+    play_round,
+    restore_pair_state,
+    round_outcome,
+)
 
 if TYPE_CHECKING:
     from edgespec.runtime.server import VerificationService
 
 Chunk = tuple[tuple[int, ...], bool]
-Decide = Callable[[WindowHistory, float], WindowDecision]
-"""The server's window policy, consulted (and checked) on a history at a time."""
 _T = TypeVar("_T")
+
+
+class ServerWindow:
+    """The server's window policy as fused runs use it, one call at a time (``lock``; the
+    policy object serves every session). Per run: :meth:`restore` the pair's state the
+    device handed over, :meth:`decide` after each verdict, :meth:`state` to hand it back.
+    A policy that raises or breaks its contract fails that run with ``INTERNAL``; a state
+    it refuses fails it with ``INVALID_ARGUMENT``."""
+
+    __slots__ = ("lock", "policy")
+
+    def __init__(self, policy: WindowPolicy, lock: threading.Lock) -> None:
+        self.policy = policy
+        self.lock = lock
+
+    def restore(self, pair: str, state: tuple[float, ...]) -> None:
+        with self.lock:
+            try:
+                restore_pair_state(self.policy, pair, state)
+            except ValueError as exc:
+                raise RequestError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"history snapshot: window_state refused by window policy "
+                    f"{policy_name(self.policy)}: {exc}",
+                ) from exc
+
+    def decide(self, history: WindowHistory, now_s: float) -> WindowDecision:
+        with self.lock:
+            try:
+                return decide(self.policy, history, now_s)
+            except PolicyContractError as exc:
+                raise RequestError(ErrorCode.INTERNAL, str(exc)) from exc
+            except Exception as exc:
+                message = f"window policy {policy_name(self.policy)} raised {exc!r}"
+                raise RequestError(ErrorCode.INTERNAL, message) from exc
+
+    def state(self, pair: str) -> tuple[float, ...]:
+        with self.lock:
+            return pair_state(self.policy, pair)
 
 
 class ServiceVerifier:
@@ -157,19 +204,23 @@ def run_fused_rounds(
     call: FusedCall,
     spec: SessionSpec,
     tokens: tuple[int, ...],
-    decide: Decide | None,
+    window: ServerWindow | None,
     clock: Callable[[], float],
     emit: Callable[[FusedRound], None],
 ) -> None:
-    """The server's loop of one fused run (on a worker thread): ``call.history`` restored,
-    fused rounds of the decided γ until ``decide`` answers distributed or the request
-    finishes (one round when ``decide`` is ``None``), each emitted when verified.
+    """The server's loop of one fused run (on a worker thread): ``call.history`` restored
+    (the window policy's pair state too), fused rounds of the decided γ until ``window``
+    answers distributed or the request finishes (one round when ``window`` is ``None``),
+    each emitted when verified; the last carries the history and the pair state back.
 
     ``spec``: the session's (its prompt and budget count its output); ``tokens``: its
     committed tokens now (prompt and output). The draft's random stream is the session seed's stream
     for this run's starting prefix, new for every run (it may not repeat a draw)."""
     # one draft–target pair per client here (WindowObservation.pair)
-    history = WindowHistory.from_snapshot(call.history, clock(), spec.client_id)
+    pair = spec.client_id
+    history = WindowHistory.from_snapshot(call.history, clock(), pair)
+    if window is not None:
+        window.restore(pair, call.history.window_state)
     sampling = spec.sampling
     rng = draft_rng(sampling.seed, 2, call.prefix_len)
     context = list(tokens)
@@ -188,13 +239,17 @@ def run_fused_rounds(
         committed_total += len(committed)
         history.record(round_outcome(gamma, reply, committed_total, 0.0, True), played.end_s)
         finished = reply.outcome.finished
-        decision = None if finished or decide is None else decide(history, played.end_s)
+        decision = None if finished or window is None else window.decide(history, played.end_s)
         drafted = played.call.draft_token_ids
         if decision is not None and decision.fused:
             emit(FusedRound(gamma, drafted, played.draft_s, reply))
             gamma = decision.gamma
             continue
-        end = FusedRunEnd(decision, history.snapshot(clock()))
+        # without a server policy the device's state goes back as it came
+        state = call.history.window_state if window is None else window.state(pair)
+        end = FusedRunEnd(
+            decision, dataclasses.replace(history.snapshot(clock()), window_state=state)
+        )
         emit(FusedRound(gamma, drafted, played.draft_s, reply, end))
         return
 
@@ -205,7 +260,7 @@ async def stream_fused_run(
     spec: SessionSpec,
     tokens: tuple[int, ...],
     drafter: DraftBackend,
-    decide: Decide | None,
+    window: ServerWindow | None,
     clock: Callable[[], float],
     owner: str | None = None,
 ) -> AsyncIterator[FusedRound]:
@@ -213,7 +268,7 @@ async def stream_fused_run(
     verifier = ServiceVerifier(service, asyncio.get_running_loop(), owner)
 
     def work(emit: Callable[[FusedRound], None]) -> None:
-        run_fused_rounds(verifier, drafter, call, spec, tokens, decide, clock, emit)
+        run_fused_rounds(verifier, drafter, call, spec, tokens, window, clock, emit)
 
     async with contextlib.aclosing(_from_worker(work, verifier)) as rounds:
         async for fused_round in rounds:

@@ -24,6 +24,7 @@ def snapshot_to_proto(s: HistorySnapshot) -> Any:
         queue_depth=s.queue_depth,
         network_s=s.network_s,
         fused=s.fused,
+        window_state=s.window_state,
     )
     if s.first_token_age_s is not None:
         msg.first_token_age_s = s.first_token_age_s
@@ -51,6 +52,7 @@ def snapshot_from_proto(msg: Any) -> HistorySnapshot:
             first_token_age_s=(
                 msg.first_token_age_s if msg.HasField("first_token_age_s") else None
             ),
+            window_state=tuple(msg.window_state),
         )
     except ValueError as exc:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, str(exc)) from exc

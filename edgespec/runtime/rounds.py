@@ -2,7 +2,8 @@
 
 The edge drafter's loop (:func:`edgespec.runtime.drafter.generate`) and the server's run
 of fused rounds (:func:`edgespec.runtime.fused.run_fused_rounds`) are built from these:
-:func:`decide` consults the window policy once before a round, :func:`capped_gamma` caps
+:func:`decide` consults the window policy once before a round (:func:`pair_state` and
+:func:`restore_pair_state` move its per-pair state with a fused run), :func:`capped_gamma` caps
 its γ to the tokens still to generate, :func:`play_round` drafts the block and has it
 verified, and :func:`round_outcome` is what the session's
 :class:`~edgespec.policies.inputs.WindowHistory` records of the verdict. :class:`Ledger`
@@ -20,7 +21,7 @@ import numpy as np
 from edgespec.core.types import RoundRecord, SamplingParams
 from edgespec.policies.contracts import check_window
 from edgespec.policies.inputs import RoundOutcome, WindowHistory
-from edgespec.policies.interfaces import WindowDecision, WindowPolicy
+from edgespec.policies.interfaces import PairStateWindow, WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.runtime.backends.base import (
     DraftBackend,
@@ -67,6 +68,20 @@ def draft_rng(seed: int | None, *stream: int) -> np.random.Generator:
 def decide(policy: WindowPolicy, history: WindowHistory, now_s: float) -> WindowDecision:
     """The policy's checked answer for the next round, from the observation at ``now_s``."""
     return check_window(policy, policy.next_window(history.observation(now_s)))
+
+
+def pair_state(policy: WindowPolicy | None, pair: str) -> tuple[float, ...]:
+    """What a fused handover carries of ``policy``'s state for ``pair``
+    (:class:`~edgespec.policies.interfaces.PairStateWindow`; ``()`` for a policy that keeps
+    none, or no policy)."""
+    return policy.pair_state(pair) if isinstance(policy, PairStateWindow) else ()
+
+
+def restore_pair_state(policy: WindowPolicy | None, pair: str, state: tuple[float, ...]) -> None:
+    """Give ``policy`` the state a handover carried for ``pair`` (nothing for a policy that
+    keeps none); ``ValueError`` naming the problem when the state is malformed."""
+    if isinstance(policy, PairStateWindow):
+        policy.restore_pair_state(pair, state)
 
 
 def capped_gamma(gamma: int, max_new_tokens: int, num_output: int) -> int:

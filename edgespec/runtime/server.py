@@ -22,14 +22,13 @@ from typing import TypeVar
 
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.contracts import PolicyContractError, check_batch_plan, policy_name
-from edgespec.policies.inputs import WindowHistory
-from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, WindowDecision, WindowPolicy
+from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, WindowPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.admission import Admission
 from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.fused import fused_generate, stream_fused_run
+from edgespec.runtime.fused import ServerWindow, fused_generate, stream_fused_run
 from edgespec.runtime.messages import (
     FusedCall,
     FusedRound,
@@ -38,7 +37,6 @@ from edgespec.runtime.messages import (
     VerifyCall,
     VerifyReply,
 )
-from edgespec.runtime.rounds import decide
 from edgespec.runtime.serving_config import ServerConfig
 
 _T = TypeVar("_T")
@@ -182,9 +180,9 @@ class VerificationService:
         """A run of fused rounds for an open session (:mod:`edgespec.runtime.fused`),
         streamed round by round; the last round carries the run's end."""
         drafter, spec, tokens = self._guard(lambda: self._fused_start(call, owner))
-        decide = None if self._window is None else self._decide
+        window = None if self._window is None else ServerWindow(self._window, self._window_lock)
         async for fused_round in stream_fused_run(
-            self, call, spec, tokens, drafter, decide, self._clock, owner
+            self, call, spec, tokens, drafter, window, self._clock, owner
         ):
             yield fused_round
 
@@ -220,20 +218,6 @@ class VerificationService:
                 "not feed it",
             )
         return drafter, spec, tokens
-
-    def _decide(self, history: WindowHistory, now_s: float) -> WindowDecision:
-        """The server's window policy on a fused run's history (from a worker thread). A
-        policy that raises or breaks its contract fails that run with ``INTERNAL``."""
-        policy = self._window
-        assert policy is not None  # only passed on when configured
-        with self._window_lock:
-            try:
-                return decide(policy, history, now_s)
-            except PolicyContractError as exc:
-                raise RequestError(ErrorCode.INTERNAL, str(exc)) from exc
-            except Exception as exc:
-                message = f"window policy {policy_name(policy)} raised {exc!r}"
-                raise RequestError(ErrorCode.INTERNAL, message) from exc
 
     def stats(self) -> ServerStats:
         c = self.engine.counters()

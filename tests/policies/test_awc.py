@@ -25,7 +25,12 @@ from edgespec.policies.awc import (
     stabilise,
     wc_dnn_from_json,
 )
-from edgespec.policies.interfaces import WindowDecision, WindowObservation, WindowPolicy
+from edgespec.policies.interfaces import (
+    PairStateWindow,
+    WindowDecision,
+    WindowObservation,
+    WindowPolicy,
+)
 from edgespec.policies.stop_drafting import DenseLayer
 
 S = AwcSettings()
@@ -168,6 +173,57 @@ def test_window_policy_keeps_state_per_pair() -> None:
     assert low.state("b") == AwcState() == low.state()  # other pairs are untouched
     assert low.next_window(replace(seen, pair="b")) == WindowDecision(1, False)
     assert low.next_window(first) == WindowDecision(4)  # pair "": still its initial γ
+
+
+def test_pair_state_moves_a_pair_to_another_policy_object() -> None:
+    """Two objects (device and server) hand a pair's state over and back: the decisions
+    are those of one object seeing every round, which is what the simulator runs."""
+    model = _random_model(4)
+    rng = np.random.default_rng(5)
+    observations = [
+        WindowObservation(
+            int(rng.integers(1, 12)), float(rng.uniform()), 2, int(rng.integers(0, 40)),
+            float(rng.uniform(0, 0.05)), float(rng.uniform(0.01, 0.1)), pair="p",
+        )
+        for _ in range(12)
+    ]  # fmt: skip
+    one = AwcWindow(model)
+    reference = [one.next_window(o) for o in observations]
+    device, server = AwcWindow(model), AwcWindow(model)
+    assert isinstance(device, PairStateWindow)
+    assert device.pair_state("p") == ()  # nothing seen yet: the initial state
+    decisions = []
+    for i, obs in enumerate(observations):
+        here, other = (device, server) if (i // 3) % 2 == 0 else (server, device)
+        decisions.append(here.next_window(obs))
+        if i % 3 == 2:  # hand over after every third round
+            other.restore_pair_state("p", here.pair_state("p"))
+    assert decisions == reference
+    state = one.pair_state("p")
+    assert len(state) == 3
+    again = AwcWindow(model)
+    again.restore_pair_state("q", state)
+    assert again.state("q") == one.state("p")
+    again.restore_pair_state("q", ())
+    assert again.state("q") == AwcState()
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        ((4.0, 0.0), "needs 3 numbers"),
+        ((13.5, 0.0, 0.0), "smoothed must be in \\[1, 12\\]"),
+        ((math.nan, 0.0, 0.0), "smoothed must be in"),
+        ((4.0, 1.5, 0.0), "near_one_steps must be an integer >= 0, got 1.5"),
+        ((4.0, -1.0, 0.0), "near_one_steps must be an integer >= 0"),
+        ((4.0, 0.0, 0.5), "fused must be 0 or 1, got 0.5"),
+    ],
+)
+def test_a_malformed_pair_state_is_refused(state: tuple[float, ...], message: str) -> None:
+    policy = AwcWindow(_constant_model(3.0))
+    with pytest.raises(ValueError, match=message):
+        policy.restore_pair_state("p", state)
+    assert policy.state("p") == AwcState()
 
 
 def test_bundled_weights_load_and_decide_within_range() -> None:

@@ -17,7 +17,7 @@ from edgespec.runtime.fused_codec import (
 )
 from edgespec.runtime.messages import FusedCall, FusedRound, FusedRunEnd, VerifyOutcome, VerifyReply
 
-SNAPSHOT = HistorySnapshot(((4, 2), (3, 3)), 7, 3, 3, 11, 2, 0.5, True, 0.25)
+SNAPSHOT = HistorySnapshot(((4, 2), (3, 3)), 7, 3, 3, 11, 2, 0.5, True, 0.25, (1.25, 2.0, 1.0))
 
 
 def test_calls_and_rounds_round_trip() -> None:
@@ -49,6 +49,11 @@ def test_a_malformed_snapshot_is_refused_naming_the_field() -> None:
         info.value.message
         == "history snapshot: first_token_age_s must be finite and >= 0, got -1.0"
     )
+    msg = fused_call_to_proto(FusedCall("s", 9, 4, SNAPSHOT))
+    msg.history.window_state.append(float("inf"))
+    with pytest.raises(RequestError) as info:
+        fused_call_from_proto(msg)
+    assert info.value.message == "history snapshot: window_state must hold finite floats, got inf"
     chunk = pb.FusedRoundChunk(run_ended=True, history=pb.HistorySnapshot(network_s=-1.0))
     chunk.verdict.first_rejection = -1
     with pytest.raises(RequestError) as info:
