@@ -57,8 +57,8 @@ def run_real(
     from edgespec.config import ServerConfig, from_dict
     from edgespec.policies.batching import FcfsBatching
     from edgespec.runtime.engine import VerificationEngine
+    from edgespec.runtime.grpc_server import ServerThread
     from edgespec.runtime.server import VerificationService
-    from edgespec.runtime.transport import ServerThread
 
     config = from_dict(ServerConfig, {"port": 0, "max_batch_size": max_batch_size})
     ctx = mp.get_context("spawn")
@@ -127,7 +127,7 @@ def _client_process(
         from edgespec.core.types import SamplingParams
         from edgespec.policies.window import StaticWindow
         from edgespec.runtime.drafter import DraftOptions, generate
-        from edgespec.runtime.transport import RemoteVerifier
+        from edgespec.runtime.grpc_client import RemoteVerifier
 
         torch.set_num_threads(1)
         sampling = SamplingParams(max_new_tokens=max_new_tokens)
