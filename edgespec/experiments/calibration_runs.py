@@ -57,9 +57,9 @@ def run_real(
     from edgespec.config import from_dict
     from edgespec.policies.batching import FcfsBatching
     from edgespec.runtime.engine import VerificationEngine
+    from edgespec.runtime.grpc_server import ServerThread
     from edgespec.runtime.server import VerificationService
     from edgespec.runtime.serving_config import ServerConfig
-    from edgespec.runtime.transport import ServerThread
 
     config = from_dict(ServerConfig, {"port": 0, "max_batch_size": max_batch_size})
     ctx = mp.get_context("spawn")
@@ -128,7 +128,7 @@ def _client_process(
         from edgespec.core.types import SamplingParams
         from edgespec.policies.window import StaticWindow
         from edgespec.runtime.drafter import DraftOptions, generate
-        from edgespec.runtime.transport import RemoteVerifier
+        from edgespec.runtime.grpc_client import RemoteVerifier
 
         torch.set_num_threads(1)
         sampling = SamplingParams(max_new_tokens=max_new_tokens)

@@ -48,7 +48,7 @@ class PairRun:
 
 
 def _wait_ready(address: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    from edgespec.runtime.transport import RemoteVerifier
+    from edgespec.runtime.grpc_client import RemoteVerifier
 
     start = time.time()
     while time.time() - start < timeout_s:
@@ -73,7 +73,7 @@ def run_cell(
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.drafter import DraftOptions, generate
     from edgespec.runtime.emulated_link import EmulatedLinkVerifier, LinkEmulation
-    from edgespec.runtime.transport import RemoteVerifier
+    from edgespec.runtime.grpc_client import RemoteVerifier
 
     policy = build_policy("window", window, WINDOWS[window])
     link = LinkEmulation(rtt_ms, rtt_ms * 0.1, 100.0)
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def target_vocab(address: str) -> int:
-    from edgespec.runtime.transport import RemoteVerifier
+    from edgespec.runtime.grpc_client import RemoteVerifier
 
     return RemoteVerifier(address).vocab_size()
 

@@ -40,7 +40,7 @@ def _client(
     from edgespec.policies.window import StaticWindow
     from edgespec.runtime.draft_command import make_drafter
     from edgespec.runtime.drafter import DraftOptions, generate
-    from edgespec.runtime.transport import RemoteVerifier
+    from edgespec.runtime.grpc_client import RemoteVerifier
 
     verifier = RemoteVerifier(address, None, None, 120.0)
     drafter = make_drafter("ngram", None, verifier.vocab_size(), False, None, 0.0, 32)
@@ -73,7 +73,7 @@ def _client(
 
 
 def _wait_ready(address: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    from edgespec.runtime.transport import RemoteVerifier
+    from edgespec.runtime.grpc_client import RemoteVerifier
 
     start = time.time()
     while time.time() - start < timeout_s:

@@ -1,6 +1,7 @@
 """The real runtime: gRPC verification server, engine, edge drafters, model backends.
 
-Only :mod:`edgespec.runtime.transport` imports grpc; everything else (engine, server
+Only :mod:`edgespec.runtime.grpc_common`, :mod:`~edgespec.runtime.grpc_server` and
+:mod:`~edgespec.runtime.grpc_client` import grpc; everything else (engine, server
 scheduler, drafter loop, backends) is usable in-process, e.g. by
-:func:`edgespec.runtime.drafter.speculative_generate`.
+:func:`edgespec.runtime.inprocess.speculative_generate`.
 """

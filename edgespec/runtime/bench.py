@@ -121,9 +121,9 @@ def _server(backend: Any, max_batch: int = 16) -> Any:
     from edgespec.config import from_dict
     from edgespec.policies.batching import FcfsBatching
     from edgespec.runtime.engine import VerificationEngine
+    from edgespec.runtime.grpc_server import ServerThread
     from edgespec.runtime.server import VerificationService
     from edgespec.runtime.serving_config import ServerConfig
-    from edgespec.runtime.transport import ServerThread
 
     config = from_dict(ServerConfig, {"port": 0, "max_batch_size": max_batch})
     return ServerThread(
@@ -158,8 +158,8 @@ def _cell(times: Sequence[float], work: float) -> str:
 def bench_single(backend: Any, make_draft: Callable[[], Any], args: argparse.Namespace) -> None:
     from edgespec.core.types import SamplingParams
     from edgespec.runtime.drafter import DraftOptions, generate
+    from edgespec.runtime.grpc_client import RemoteVerifier
     from edgespec.runtime.inprocess import target_greedy_decode
-    from edgespec.runtime.transport import RemoteVerifier
 
     prompt = _prompts(1, args.prompt_len, backend.vocab_size)[0]
     n = args.max_new_tokens
@@ -207,8 +207,8 @@ def bench_clients(
 ) -> None:
     from edgespec.core.types import SamplingParams
     from edgespec.runtime.drafter import DraftOptions, generate
+    from edgespec.runtime.grpc_client import RemoteVerifier
     from edgespec.runtime.messages import SessionSpec
-    from edgespec.runtime.transport import RemoteVerifier
 
     sampling = SamplingParams(max_new_tokens=args.max_new_tokens)
     reps = max(1, args.repeats // 2)

@@ -194,8 +194,8 @@ def _routed_verifier(config: Any) -> Any:
     """A client of ``config.server``, or of the server ``config.routing`` picks from them."""
     import numpy as np
 
+    from edgespec.runtime.grpc_client import RemoteVerifier
     from edgespec.runtime.routing import route
-    from edgespec.runtime.transport import RemoteVerifier
 
     verifiers = [
         RemoteVerifier(address, config.auth_token, config.tls_ca, config.request_timeout_s)

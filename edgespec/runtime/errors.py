@@ -1,4 +1,5 @@
-"""Request errors with a status code; transport maps them onto gRPC status codes."""
+"""Request errors with a status code; :mod:`edgespec.runtime.grpc_common` maps them onto gRPC
+status codes."""
 
 from __future__ import annotations
 

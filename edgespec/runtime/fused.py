@@ -23,13 +23,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from edgespec.policies.contracts import PolicyContractError, policy_name
 from edgespec.policies.inputs import WindowHistory
-from edgespec.policies.interfaces import WindowDecision, WindowPolicy
+from edgespec.policies.interfaces import WindowPolicy
 from edgespec.runtime.backends.base import DraftBackend
 from edgespec.runtime.drafter import DraftOptions, generate
 from edgespec.runtime.errors import ErrorCode, RequestError
@@ -41,60 +39,14 @@ from edgespec.runtime.messages import (
     VerifyCall,
     VerifyReply,
 )
-from edgespec.runtime.rounds import (
-    capped_gamma,
-    decide,
-    draft_rng,
-    pair_state,
-    play_round,
-    restore_pair_state,
-    round_outcome,
-)
+from edgespec.runtime.rounds import capped_gamma, draft_rng, play_round, round_outcome
 
 if TYPE_CHECKING:
+    from edgespec.runtime.fused_setup import ServerWindow
     from edgespec.runtime.server import VerificationService
 
 Chunk = tuple[tuple[int, ...], bool]
 _T = TypeVar("_T")
-
-
-class ServerWindow:
-    """The server's window policy as fused runs use it, one call at a time (``lock``; the
-    policy object serves every session). Per run: :meth:`restore` the pair's state the
-    device handed over, :meth:`decide` after each verdict, :meth:`state` to hand it back.
-    A policy that raises or breaks its contract fails that run with ``INTERNAL``; a state
-    it refuses fails it with ``INVALID_ARGUMENT``."""
-
-    __slots__ = ("lock", "policy")
-
-    def __init__(self, policy: WindowPolicy, lock: threading.Lock) -> None:
-        self.policy = policy
-        self.lock = lock
-
-    def restore(self, pair: str, state: tuple[float, ...]) -> None:
-        with self.lock:
-            try:
-                restore_pair_state(self.policy, pair, state)
-            except ValueError as exc:
-                raise RequestError(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"history snapshot: window_state refused by window policy "
-                    f"{policy_name(self.policy)}: {exc}",
-                ) from exc
-
-    def decide(self, history: WindowHistory, now_s: float) -> WindowDecision:
-        with self.lock:
-            try:
-                return decide(self.policy, history, now_s)
-            except PolicyContractError as exc:
-                raise RequestError(ErrorCode.INTERNAL, str(exc)) from exc
-            except Exception as exc:
-                message = f"window policy {policy_name(self.policy)} raised {exc!r}"
-                raise RequestError(ErrorCode.INTERNAL, message) from exc
-
-    def state(self, pair: str) -> tuple[float, ...]:
-        with self.lock:
-            return pair_state(self.policy, pair)
 
 
 class ServiceVerifier:

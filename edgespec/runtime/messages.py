@@ -1,4 +1,4 @@
-"""Plain records exchanged between drafter, server and engine (transport maps them to
+"""Plain records exchanged between drafter, server and engine (codec.py maps them to
 protobuf). Frozen: they cross thread and process boundaries."""
 
 from __future__ import annotations

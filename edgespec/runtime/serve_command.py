@@ -174,8 +174,8 @@ async def _serve(
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
     from edgespec.runtime.draft_command import make_drafter
     from edgespec.runtime.engine import VerificationEngine
+    from edgespec.runtime.grpc_server import start_server
     from edgespec.runtime.server import VerificationService
-    from edgespec.runtime.transport import start_server
 
     if threads is not None:
         torch.set_num_threads(threads)

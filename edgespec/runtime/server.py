@@ -1,34 +1,37 @@
 """Verification service: requests → queue → batching policy → engine → replies.
 
-Transport-free (asyncio only): :mod:`edgespec.runtime.transport` adapts it to gRPC.
+Transport-free (asyncio only): :mod:`edgespec.runtime.grpc_server` adapts it to gRPC.
 The scheduler loop is continuous batching: whenever the engine is free it shows the
 queue (as :class:`PendingVerification` records) to the configured batching policy —
 the same policy objects the simulator uses — runs the chosen batch in one forward
 pass on a worker thread, and resolves each waiting call. Requests arriving during a
-forward pass join the next batch.
+forward pass join the next batch. The batch plans come from
+:class:`~edgespec.runtime.batch_planner.BatchPlanner`; fused runs are set up by
+:mod:`edgespec.runtime.fused_setup` and run by :mod:`edgespec.runtime.fused`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
 from edgespec.core.types import BatchRecord, PendingVerification
-from edgespec.policies.contracts import PolicyContractError, check_batch_plan, policy_name
-from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, WindowPolicy
+from edgespec.policies.contracts import PolicyContractError
+from edgespec.policies.interfaces import BatchingPolicy, WindowPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.admission import Admission
-from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend
+from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.batch_planner import BatchPlanner
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.fused import ServerWindow, fused_generate, stream_fused_run
+from edgespec.runtime.fused import fused_generate, stream_fused_run
+from edgespec.runtime.fused_setup import ServerWindow, start_fused_run
 from edgespec.runtime.messages import (
     FusedCall,
     FusedRound,
@@ -37,6 +40,7 @@ from edgespec.runtime.messages import (
     VerifyCall,
     VerifyReply,
 )
+from edgespec.runtime.service_counters import ServiceCounters
 from edgespec.runtime.serving_config import ServerConfig
 
 _T = TypeVar("_T")
@@ -68,10 +72,9 @@ class VerificationService:
     ) -> None:
         self.engine = engine
         self.config = config
-        self._policy = batching
+        self._planner = BatchPlanner(batching, config, clock)
         self._draft_factory = draft_factory
-        self._window = window
-        self._window_lock = threading.Lock()
+        self._window = None if window is None else ServerWindow(window)
         self._clock = clock
         self._batch_wait_s = batch_wait_s
         self._queue: dict[int, _Entry] = {}
@@ -80,12 +83,9 @@ class VerificationService:
         self._wake = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
         self._tasks: list[asyncio.Task[None]] = []
-        self.batches: deque[BatchRecord] = deque(maxlen=10_000)
-        self._batch_sizes: Counter[int] = Counter()
-        self._expired = 0
-        self._rejected = 0
+        self._counters = ServiceCounters()
+        self.batches: deque[BatchRecord] = self._counters.batches
         self._isolate: set[int] = set()
-        self._busy = False
         self._admission = Admission(engine, config)
 
     async def start(self) -> None:
@@ -106,7 +106,7 @@ class VerificationService:
         self._queue.clear()
         self._executor.shutdown(wait=True)
 
-    # --- API used by the transport
+    # --- API used by the gRPC servicer (edgespec.runtime.grpc_server)
 
     def open_session(self, spec: SessionSpec, owner: str | None = None) -> None:
         """Open ``spec``; with auth on, ``owner`` (the caller's identity) owns the session:
@@ -179,69 +179,23 @@ class VerificationService:
     ) -> AsyncIterator[FusedRound]:
         """A run of fused rounds for an open session (:mod:`edgespec.runtime.fused`),
         streamed round by round; the last round carries the run's end."""
-        drafter, spec, tokens = self._guard(lambda: self._fused_start(call, owner))
-        window = None if self._window is None else ServerWindow(self._window, self._window_lock)
+        start = self._guard(
+            lambda: start_fused_run(
+                call,
+                owner,
+                self.engine,
+                self._admission.clients,
+                self.config.max_draft_tokens,
+                self._draft_factory,
+            )
+        )
         async for fused_round in stream_fused_run(
-            self, call, spec, tokens, drafter, window, self._clock, owner
+            self, call, start.spec, start.tokens, start.drafter, self._window, self._clock, owner
         ):
             yield fused_round
 
-    def _fused_start(
-        self, call: FusedCall, owner: str | None
-    ) -> tuple[DraftBackend, SessionSpec, tuple[int, ...]]:
-        """The checks of a fused request; its draft backend, session spec and tokens."""
-        if self._draft_factory is None:
-            raise RequestError(
-                ErrorCode.FAILED_PRECONDITION,
-                "fused rounds need a co-located draft model; this server was started "
-                "without --draft",
-            )
-        self._admission.clients.check_owner(call.session_id, owner)
-        spec = self.engine.session_spec(call.session_id)
-        tokens = self.engine.session_tokens(call.session_id)
-        if call.prefix_len != len(tokens):
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"prefix_len {call.prefix_len} does not match session {call.session_id!r}, "
-                f"which has {len(tokens)} committed tokens",
-            )
-        limit = self.config.max_draft_tokens
-        if not 1 <= call.gamma <= limit:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT, f"fused gamma {call.gamma} outside 1..{limit}"
-            )
-        drafter = self._draft_factory()
-        if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden:
-            raise RequestError(
-                ErrorCode.FAILED_PRECONDITION,
-                "this server's draft drafts from target features, which fused rounds do "
-                "not feed it",
-            )
-        return drafter, spec, tokens
-
     def stats(self) -> ServerStats:
-        c = self.engine.counters()
-        num_batches = sum(self._batch_sizes.values())
-        total = sum(size * n for size, n in self._batch_sizes.items())
-        return ServerStats(
-            queue_depth=len(self._queue),
-            num_sessions=c.num_sessions,
-            num_batches=num_batches,
-            mean_batch_size=total / num_batches if num_batches else 0.0,
-            max_batch_size=max(self._batch_sizes, default=0),
-            batch_size_histogram=tuple(sorted(self._batch_sizes.items())),
-            num_tokens_forwarded=c.num_tokens_forwarded,
-            num_cache_hits=c.num_cache_hits,
-            num_cache_misses=c.num_cache_misses,
-            cache_hit_ratio=c.cache_hit_ratio,
-            num_evictions=c.num_evictions,
-            num_reprefills=c.num_reprefills,
-            num_cached_tokens=c.num_cached_tokens,
-            num_cached_bytes=c.num_cached_bytes,
-            num_expired_sessions=self._expired,
-            num_rejected=self._rejected,
-            busy=self._busy,
-        )
+        return self._counters.stats(self.engine.counters(), queue_depth=len(self._queue))
 
     # --- internals
 
@@ -249,16 +203,8 @@ class VerificationService:
         try:
             return fn()
         except RequestError:
-            self._rejected += 1
+            self._counters.num_rejected += 1
             raise
-
-    def _limits(self, force: bool) -> BatchLimits:
-        return BatchLimits(
-            max_batch_size=self.config.max_batch_size,
-            max_batch_tokens=self.config.max_batch_tokens,
-            max_context_tokens=self.config.kv_budget_tokens,
-            force=force,
-        )
 
     def _fail(self, entry: _Entry, exc: BaseException | None) -> None:
         self._isolate.discard(entry.pending.entry_id)
@@ -271,19 +217,14 @@ class VerificationService:
         contract. A policy that raises or breaks its contract fails the calls it was shown
         (``INTERNAL``, naming the policy) and the scheduler goes on with later ones."""
         queue = [e.pending for e in self._queue.values()]
-        limits = self._limits(force)
         try:
-            plan = self._policy.select(queue, self._clock(), limits)
-            return check_batch_plan(self._policy, plan, queue, limits)
-        except Exception as exc:
-            error = exc
-            if not isinstance(exc, PolicyContractError):
-                name = policy_name(self._policy)
-                error = PolicyContractError(f"batching policy {name} raised {exc!r}")
+            return self._planner.plan(queue, force)
+        except PolicyContractError as exc:
+            message = str(exc)
         for pending in queue:
             entry = self._queue.pop(pending.entry_id)
             if not entry.future.done():
-                entry.future.set_exception(RequestError(ErrorCode.INTERNAL, str(error)))
+                entry.future.set_exception(RequestError(ErrorCode.INTERNAL, message))
         return ()
 
     async def _next_plan(self) -> tuple[int, ...]:
@@ -319,7 +260,7 @@ class VerificationService:
             entries = [self._queue.pop(i) for i in entry_ids]
             start = self._clock()
             calls = [e.call for e in entries]
-            self._busy = True
+            self._counters.busy = True
             try:
                 outcomes = await loop.run_in_executor(
                     self._executor, self.engine.verify_batch, calls
@@ -333,10 +274,9 @@ class VerificationService:
                 self._fail(entries[0], sys.exc_info()[1])
                 continue
             finally:
-                self._busy = False
+                self._counters.busy = False
             end = self._clock()
-            self._batch_sizes[len(entries)] += 1
-            self.batches.append(
+            self._counters.record_batch(
                 BatchRecord(
                     server_id=0,
                     start_s=start,
@@ -365,4 +305,4 @@ class VerificationService:
             expired = self.engine.expire_idle(self.config.session_timeout_s, self._in_flight)
             for session_id in expired:
                 self._admission.forget(session_id)
-            self._expired += len(expired)
+            self._counters.num_expired += len(expired)

@@ -15,9 +15,10 @@ pytest.importorskip("torch")
 
 from edgespec.policies.registry import ROUTING, build_policy
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.grpc_client import RemoteVerifier
+from edgespec.runtime.grpc_server import ServerThread
 from edgespec.runtime.routing import route
 from edgespec.runtime.testing import tiny_llama
-from edgespec.runtime.transport import RemoteVerifier, ServerThread
 from edgespec.sim.rng import spawn_generator
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate

@@ -28,9 +28,9 @@ from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.drafter import DraftOptions, generate
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.testing import noisy_copy, tiny_llama
-from edgespec.runtime.transport import RemoteVerifier
 from edgespec.sim.build import Policies
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate

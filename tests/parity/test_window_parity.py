@@ -35,9 +35,9 @@ from edgespec.policies.stop_drafting import DenseLayer
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.drafter import DraftOptions, generate
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.testing import tiny_llama
-from edgespec.runtime.transport import RemoteVerifier
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.runtime.conftest import start_server

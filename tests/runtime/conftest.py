@@ -17,10 +17,10 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget  #
 from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
 from edgespec.runtime.batching import build_batching  # noqa: E402
 from edgespec.runtime.engine import VerificationEngine  # noqa: E402
+from edgespec.runtime.grpc_server import ServerThread  # noqa: E402
 from edgespec.runtime.server import VerificationService  # noqa: E402
 from edgespec.runtime.serving_config import ServerConfig  # noqa: E402
 from edgespec.runtime.testing import noisy_copy, tiny_llama  # noqa: E402
-from edgespec.runtime.transport import ServerThread  # noqa: E402
 from edgespec.runtime.verdict import EXACT_RULES, VerificationRule  # noqa: E402
 
 torch.set_num_threads(1)

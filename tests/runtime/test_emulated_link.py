@@ -20,10 +20,10 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.drafter import DraftOptions, generate
 from edgespec.runtime.emulated_link import EmulatedLinkVerifier, LinkEmulation, wrap_verifier
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome, VerifyReply
 from edgespec.runtime.serving_config import DrafterConfig
-from edgespec.runtime.transport import RemoteVerifier
 from edgespec.sim import network
 from edgespec.sim.rng import UniformStream
 from tests.runtime.conftest import ServerFactory

@@ -20,10 +20,10 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode
 from edgespec.runtime.messages import FusedCall, SessionSpec
 from edgespec.runtime.serve_command import window_from_args
-from edgespec.runtime.transport import RemoteVerifier
 from tests.runtime.conftest import ServerFactory, start_server
 from tests.runtime.fused_helpers import ScriptedWindow
 from tests.runtime.test_fused_switching import _check_decisions

@@ -17,6 +17,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.drafter import DraftOptions, generate
 from edgespec.runtime.emulated_link import EmulatedLinkVerifier, LinkEmulation, LinkTransfer
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import (
     FusedCall,
@@ -27,7 +28,6 @@ from edgespec.runtime.messages import (
     VerifyOutcome,
     VerifyReply,
 )
-from edgespec.runtime.transport import RemoteVerifier
 from tests.runtime.conftest import ServerFactory
 from tests.runtime.fused_helpers import ScriptedWindow
 

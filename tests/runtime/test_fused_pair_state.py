@@ -18,9 +18,9 @@ from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import FusedCall, SessionSpec
-from edgespec.runtime.transport import RemoteVerifier
 from tests.runtime.conftest import ServerFactory
 
 PROMPT = (5, 6, 7, 8, 9)

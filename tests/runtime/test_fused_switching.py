@@ -16,9 +16,9 @@ from edgespec.policies.interfaces import WindowObservation
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import FusedCall, FusedRound, SessionSpec, VerifyCall, VerifyReply
-from edgespec.runtime.transport import RemoteVerifier
 from tests.runtime.conftest import ServerFactory
 from tests.runtime.fused_helpers import DISTRIBUTED_GAMMA, FUSED_GAMMA, ScriptedWindow, gamma_at
 

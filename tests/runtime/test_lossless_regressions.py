@@ -23,9 +23,10 @@ from edgespec.runtime.backends.ngram import NgramDrafter  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.drafter import GenerationResult  # noqa: E402
 from edgespec.runtime.engine import VerificationEngine  # noqa: E402
+from edgespec.runtime.grpc_client import RemoteVerifier  # noqa: E402
+from edgespec.runtime.grpc_server import ServerThread  # noqa: E402
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome  # noqa: E402
 from edgespec.runtime.testing import tiny_gemma3, tiny_llama  # noqa: E402
-from edgespec.runtime.transport import RemoteVerifier, ServerThread  # noqa: E402
 from tests.runtime.conftest import start_server  # noqa: E402
 from tests.runtime.test_lossless_batching import oracle_greedy  # noqa: E402
 from tests.runtime.test_server import _run_clients  # noqa: E402

@@ -54,8 +54,8 @@ def test_gemma_over_grpc_with_uneven_drafts_across_the_window_matches_centralize
     contexts crossing Gemma's 512-token sliding window while they share padded passes."""
     from edgespec.learn.prompts import prompt_dir
     from edgespec.models.loading import load_model
+    from edgespec.runtime.grpc_client import RemoteVerifier
     from edgespec.runtime.messages import SessionSpec
-    from edgespec.runtime.transport import RemoteVerifier
     from tests.runtime.conftest import start_server
     from tests.runtime.test_server import _run_clients
 

@@ -24,11 +24,12 @@ from edgespec.runtime.codec import pb
 from edgespec.runtime.drafter import DraftOptions, generate
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.grpc_client import RemoteVerifier
+from edgespec.runtime.grpc_common import pb_grpc
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server import VerificationService
 from edgespec.runtime.serving_config import ServerConfig
-from edgespec.runtime.transport import RemoteVerifier, pb_grpc
 from tests.runtime.conftest import ServerFactory
 
 PROMPT = (3, 1, 4, 1, 5, 9, 2, 6)

@@ -16,10 +16,10 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.codec import call_from_proto, pb
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.grpc_common import pb_grpc
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server import VerificationService
 from edgespec.runtime.serving_config import ServerConfig
-from edgespec.runtime.transport import pb_grpc
 from tests.runtime.conftest import ServerFactory
 
 PROMPT = (3, 1, 4, 1, 5)

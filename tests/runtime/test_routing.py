@@ -18,10 +18,11 @@ from edgespec.policies.routing import (
 )
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.grpc_client import RemoteVerifier
+from edgespec.runtime.grpc_server import ServerThread
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.routing import route
-from edgespec.runtime.transport import RemoteVerifier, ServerThread
 from tests.runtime.conftest import start_server
 
 PROMPT = (5, 6, 7, 8, 9)

@@ -18,10 +18,10 @@ from edgespec.policies.registry import BATCHING
 from edgespec.policies.wisp import WispBatching
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.batching import build_batching
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.serve_command import _overrides, parse_slo_class
 from edgespec.runtime.serving_config import ServerConfig
-from edgespec.runtime.transport import RemoteVerifier
 
 PROMPT = (5, 6, 7, 8, 9)
 

@@ -13,9 +13,9 @@ from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec
-from edgespec.runtime.transport import RemoteVerifier
 from tests.runtime.conftest import ServerFactory
 
 PROMPTS = [tuple((7 * i + j) % 64 for j in range(3 + 4 * i)) for i in range(8)]

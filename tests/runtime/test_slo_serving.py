@@ -28,11 +28,11 @@ from edgespec.runtime.codec import call_from_proto, call_to_proto, pb
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 from edgespec.runtime.server import VerificationService
 from edgespec.runtime.serving_config import ServerConfig
-from edgespec.runtime.transport import RemoteVerifier
 from tests.runtime.conftest import ServerFactory, start_server
 
 PROMPT = (3, 1, 4, 1, 5, 9, 2, 6)

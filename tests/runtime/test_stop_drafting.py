@@ -25,8 +25,8 @@ from edgespec.runtime.backends.transformers_draft import (  # noqa: E402
 )
 from edgespec.runtime.backends.tree_draft import TreeDraft  # noqa: E402
 from edgespec.runtime.drafter import DraftOptions, generate  # noqa: E402
+from edgespec.runtime.grpc_client import RemoteVerifier  # noqa: E402
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode  # noqa: E402
-from edgespec.runtime.transport import RemoteVerifier  # noqa: E402
 from tests.models.tiny import tiny_draft  # noqa: E402
 from tests.policies.stop_helpers import confidence_stop, constant_stop  # noqa: E402
 from tests.runtime.conftest import ServerFactory  # noqa: E402

@@ -31,9 +31,9 @@ from edgespec.runtime.codec import (
 from edgespec.runtime.drafter import DraftOptions, generate
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import LocalVerifier, speculative_generate, target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome, VerifyReply
-from edgespec.runtime.transport import RemoteVerifier
 from tests.runtime.conftest import ServerFactory
 from tests.runtime.test_engine import _verify
 

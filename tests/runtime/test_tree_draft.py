@@ -20,10 +20,10 @@ from edgespec.runtime.backends.tree_draft import TreeDraft  # noqa: E402
 from edgespec.runtime.drafter import GenerationResult  # noqa: E402
 from edgespec.runtime.engine import VerificationEngine  # noqa: E402
 from edgespec.runtime.errors import ErrorCode, RequestError  # noqa: E402
+from edgespec.runtime.grpc_client import RemoteVerifier  # noqa: E402
 from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode  # noqa: E402
 from edgespec.runtime.messages import SessionSpec, VerifyCall  # noqa: E402
 from edgespec.runtime.testing import tiny_llama  # noqa: E402
-from edgespec.runtime.transport import RemoteVerifier  # noqa: E402
 from tests.models.tiny import tiny_draft  # noqa: E402
 from tests.runtime.conftest import ServerFactory  # noqa: E402
 from tests.runtime.test_server import _run_clients  # noqa: E402

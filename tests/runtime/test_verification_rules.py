@@ -13,8 +13,8 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.codec import call_from_proto, call_to_proto, pb
 from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
-from edgespec.runtime.transport import RemoteVerifier
 from edgespec.runtime.verdict import EXACT_RULES, Verdict, refuse_payloads
 from tests.runtime.conftest import start_server
 

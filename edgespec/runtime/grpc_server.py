@@ -1,19 +1,15 @@
-"""gRPC transport: the only module that imports grpc.
-
-Server side: :func:`start_server` wraps a :class:`VerificationService` in a
-``grpc.aio`` server (auth tokens from metadata, optional TLS, message-size limits).
-:class:`ServerThread` runs one on its own event loop in a background thread (tests,
-benchmarks). Client side: :class:`RemoteVerifier` is the drafter's
-:class:`~edgespec.runtime.drafter.Verifier` over a blocking channel; grpc status codes
-come back as :class:`RequestError` with the same :class:`ErrorCode`.
+"""gRPC server side: :func:`start_server` wraps a :class:`VerificationService` in a
+``grpc.aio`` server (auth tokens from metadata, optional TLS, message-size limits,
+requests that do not parse answered ``INVALID_ARGUMENT``, :class:`RequestError` sent as
+its gRPC status code). :class:`ServerThread` runs one on its own event loop in a
+background thread (tests, benchmarks). The client is :mod:`edgespec.runtime.grpc_client`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,49 +17,17 @@ import grpc
 
 from edgespec.runtime.codec import (
     call_from_proto,
-    call_to_proto,
     pb,
-    reply_from_proto,
     reply_to_proto,
     spec_from_proto,
-    spec_to_proto,
-    stats_from_proto,
     stats_to_proto,
 )
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.fused_codec import (
-    fused_call_from_proto,
-    fused_call_to_proto,
-    fused_round_from_proto,
-    fused_round_to_proto,
-)
-from edgespec.runtime.messages import (
-    PROTOCOL_VERSION,
-    FusedCall,
-    FusedRound,
-    ServerStats,
-    SessionSpec,
-    VerifyCall,
-    VerifyReply,
-)
+from edgespec.runtime.fused_codec import fused_call_from_proto, fused_round_to_proto
+from edgespec.runtime.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
+from edgespec.runtime.messages import PROTOCOL_VERSION
 from edgespec.runtime.server import VerificationService
 from edgespec.runtime.serving_config import ServerConfig
-
-# generated gRPC stubs (see proto/edgespec.proto); untyped, hence Any
-pb_grpc: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2_grpc")
-
-_TO_GRPC = {code: getattr(grpc.StatusCode, code.value) for code in ErrorCode}
-_FROM_GRPC = {v: k for k, v in _TO_GRPC.items()}
-
-
-def _grpc_options(max_message_bytes: int) -> list[tuple[str, int]]:
-    return [
-        ("grpc.max_receive_message_length", max_message_bytes),
-        ("grpc.max_send_message_length", max_message_bytes),
-    ]
-
-
-# --- server
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +93,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             result = fn(owner)
             return await result if asyncio.iscoroutine(result) else result
         except RequestError as exc:
-            await context.abort(_TO_GRPC[exc.code], exc.message)
+            await context.abort(GRPC_STATUS[exc.code], exc.message)
 
     def _authenticate(self, context: Any) -> str | None:
         """The caller's identity (its token) when auth is on, else ``None``."""
@@ -185,7 +149,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             async for tokens, finished in chunks:
                 yield pb.GenerateChunk(token_ids=list(tokens), finished=finished)
         except RequestError as exc:
-            await context.abort(_TO_GRPC[exc.code], exc.message)
+            await context.abort(GRPC_STATUS[exc.code], exc.message)
 
     async def RunFused(self, request: Any, context: Any) -> AsyncIterator[Any]:
         try:
@@ -194,7 +158,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             async for fused_round in self._service.run_fused(call, owner):
                 yield fused_round_to_proto(fused_round)
         except RequestError as exc:
-            await context.abort(_TO_GRPC[exc.code], exc.message)
+            await context.abort(GRPC_STATUS[exc.code], exc.message)
 
     async def Stats(self, request: Any, context: Any) -> Any:
         return await self._run(context, request, lambda _: stats_to_proto(self._service.stats()))
@@ -216,7 +180,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
         try:
             _decoded(request)
         except RequestError as exc:
-            await context.abort(_TO_GRPC[exc.code], exc.message)
+            await context.abort(GRPC_STATUS[exc.code], exc.message)
         return health(None)
 
 
@@ -224,7 +188,7 @@ async def start_server(service: VerificationService, port: int | None = None) ->
     """Start ``service`` on ``config.host:port`` (``port`` overrides the config; 0 picks a
     free one). Returns the running ``grpc.aio.Server`` and the bound port."""
     config: ServerConfig = service.config
-    server = grpc.aio.server(options=_grpc_options(config.max_message_bytes))
+    server = grpc.aio.server(options=message_size_options(config.max_message_bytes))
     _add_servicer(_Servicer(service), server)
     address = f"{config.host}:{config.port if port is None else port}"
     if config.tls_cert is not None and config.tls_key is not None:
@@ -283,103 +247,3 @@ class ServerThread:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-# --- client
-
-
-class RemoteVerifier:
-    """Blocking gRPC client; a :class:`~edgespec.runtime.drafter.Verifier`."""
-
-    def __init__(
-        self,
-        address: str,
-        auth_token: str | None = None,
-        tls_ca: str | None = None,
-        timeout_s: float = 30.0,
-        max_message_bytes: int = 4 << 20,
-        tls_server_name: str | None = None,
-    ) -> None:
-        options = _grpc_options(max_message_bytes)
-        if tls_ca is not None:
-            with open(tls_ca, "rb") as f:
-                creds = grpc.ssl_channel_credentials(root_certificates=f.read())
-            if tls_server_name:
-                options = [*options, ("grpc.ssl_target_name_override", tls_server_name)]  # type: ignore[list-item]
-            self._channel = grpc.secure_channel(address, creds, options=options)
-        else:
-            self._channel = grpc.insecure_channel(address, options=options)
-        self._stub = pb_grpc.VerificationStub(self._channel)
-        self._metadata = (("authorization", f"Bearer {auth_token}"),) if auth_token else ()
-        self._timeout_s = timeout_s
-
-    def _call(self, method: Callable[..., Any], request: Any) -> Any:
-        try:
-            return method(request, metadata=self._metadata, timeout=self._timeout_s)
-        except grpc.RpcError as exc:
-            raise _to_request_error(exc) from exc
-
-    def open(self, spec: SessionSpec) -> None:
-        self._call(self._stub.OpenSession, spec_to_proto(spec))
-
-    def verify(self, call: VerifyCall) -> VerifyReply:
-        response = self._call(self._stub.Verify, call_to_proto(call))
-        return reply_from_proto(response, call.draft_token_ids, call.prefix_len)
-
-    def close(self, session_id: str) -> None:
-        self._call(self._stub.CloseSession, pb.CloseSessionRequest(session_id=session_id))
-
-    def stats(self) -> ServerStats:
-        return stats_from_proto(self._call(self._stub.Stats, pb.StatsRequest()))
-
-    def health(self) -> bool:
-        return bool(self._call(self._stub.Health, pb.HealthRequest()).serving)
-
-    def vocab_size(self) -> int:
-        """The target's vocabulary size (drafters need it for one-hot q)."""
-        return int(self._call(self._stub.Health, pb.HealthRequest()).vocab_size)
-
-    def max_draft_tokens(self) -> int | None:
-        """The longest draft block the server verifies (``None`` from servers that do not
-        say: they predate the field)."""
-        return int(self._call(self._stub.Health, pb.HealthRequest()).max_draft_tokens) or None
-
-    def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
-        """Server-side baselines: yields committed token-id tuples as they stream in."""
-        request = pb.GenerateRequest(
-            session=spec_to_proto(spec),
-            mode=pb.MODE_FUSED if fused else pb.MODE_CENTRALIZED,
-            gamma=gamma,
-        )
-        try:
-            for chunk in self._stub.Generate(request, metadata=self._metadata):
-                yield tuple(chunk.token_ids)
-        except grpc.RpcError as exc:
-            raise _to_request_error(exc) from exc
-
-    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
-        """A run of fused rounds (:mod:`edgespec.runtime.fused`), round by round as the
-        server streams them (no deadline: a run lasts as long as its rounds)."""
-        prefix_len = call.prefix_len
-        try:
-            stream = self._stub.RunFused(fused_call_to_proto(call), metadata=self._metadata)
-            for chunk in stream:
-                fused_round = fused_round_from_proto(chunk, prefix_len)
-                prefix_len += len(fused_round.reply.outcome.committed_token_ids)
-                yield fused_round
-        except grpc.RpcError as exc:
-            raise _to_request_error(exc) from exc
-
-    def close_channel(self) -> None:
-        self._channel.close()
-
-
-def _to_request_error(exc: grpc.RpcError) -> RequestError:
-    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
-    details = exc.details() if hasattr(exc, "details") else str(exc)
-    mapped = _FROM_GRPC.get(code)
-    if mapped is None:
-        mapped = ErrorCode.UNAVAILABLE if code == grpc.StatusCode.DEADLINE_EXCEEDED else None
-    if mapped is None:
-        return RequestError(ErrorCode.INVALID_ARGUMENT, f"{code.name}: {details}")
-    return RequestError(mapped, details or code.name)
