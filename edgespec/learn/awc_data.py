@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.policies.awc import AWC_FEATURE_NAMES, FUSED_GAMMA, awc_features
+from edgespec.policies.awc import FUSED_GAMMA, awc_features
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
+from edgespec.policies.wc_dnn import AWC_FEATURE_NAMES
 
 GAMMAS: tuple[int, ...] = tuple(range(2, 13))
 """The static windows every scenario runs with; plus fused (γ = 1)."""

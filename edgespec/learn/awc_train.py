@@ -24,8 +24,9 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from edgespec.policies.awc import AWC_FEATURE_NAMES, AwcSettings, WcDnn, round_gamma
+from edgespec.policies.awc import AwcSettings, round_gamma
 from edgespec.policies.stop_drafting import DenseLayer
+from edgespec.policies.wc_dnn import AWC_FEATURE_NAMES, WcDnn
 
 
 class ResidualBlock(nn.Module):

@@ -1,16 +1,16 @@
 """DSD's adaptive window control (AWC, SEED-NOTES §4.1): a WC-DNN predicts γ from five
 runtime features, and a stabiliser turns the raw predictions into windows and a mode.
 
-Features (:data:`AWC_FEATURE_NAMES`, built from a
+Features (:data:`~edgespec.policies.wc_dnn.AWC_FEATURE_NAMES`, built from a
 :class:`~edgespec.policies.interfaces.WindowObservation` by :func:`awc_features`, the same
 function the training set is built with): the server queue depth over its capacity (the
 max batch size), recent acceptance, the last round's RTT (ms), TPOT so far (ms) and the
 previous γ (fused encoded as γ = 1). A missing feature (TPOT before two tokens exist) is
 imputed with the training mean.
 
-The WC-DNN (:class:`WcDnn`): input → Linear → SiLU, two residual blocks
-h ← h + Linear(SiLU(Linear(h))), then Linear(SiLU(h)) → one continuous γ. Trained with
-torch in :mod:`edgespec.learn.awc_train`, run here in numpy.
+The WC-DNN (:class:`~edgespec.policies.wc_dnn.WcDnn`, its weights and inputs in
+:mod:`edgespec.policies.wc_dnn`) is trained with torch in :mod:`edgespec.learn.awc_train`
+and run in numpy.
 
 Stabilisation, in the paper's order, as pure functions over an explicit :class:`AwcState`
 (one per draft–target pair): (1) clamp the raw prediction to [1, 12]; (2) EMA across
@@ -25,30 +25,17 @@ per fused round with the server's co-located draft, as the training set's fused 
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
-from edgespec.policies.stop_drafting import DenseLayer
+from edgespec.policies.wc_dnn import WcDnn, load_wc_dnn
 
-AWC_FEATURE_NAMES: tuple[str, ...] = (
-    "queue_utilisation",
-    "recent_acceptance",
-    "rtt_ms",
-    "tpot_ms",
-    "previous_gamma",
-)
 FUSED_GAMMA = 1
 """How fused mode is encoded, as a label and as the previous-γ feature."""
-BUNDLED_AWC = "wc-dnn"
-"""The shipped weights: ``edgespec/data/awc/wc-dnn.json``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,94 +115,6 @@ def awc_features(obs: WindowObservation, queue_capacity: int) -> npt.NDArray[np.
         ],
         dtype=np.float64,
     )
-
-
-def _silu(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    return np.asarray(x / (1.0 + np.exp(-np.clip(x, -60.0, 60.0))), dtype=np.float64)
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class WcDnn:
-    """The residual MLP in numpy (see the module docstring), inputs standardised."""
-
-    mean: npt.NDArray[np.float64]
-    scale: npt.NDArray[np.float64]
-    input: DenseLayer
-    blocks: tuple[tuple[DenseLayer, DenseLayer], ...]
-    output: DenseLayer
-    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def __post_init__(self) -> None:
-        width = len(AWC_FEATURE_NAMES)
-        if self.mean.shape != (width,) or self.scale.shape != (width,):
-            raise ValueError(f"mean and scale must have {width} entries")
-        hidden = self.input.weight.shape[1]
-        if self.input.weight.shape[0] != width or self.output.weight.shape != (hidden, 1):
-            raise ValueError(f"need {width} inputs, one output and equal widths")
-        for first, second in self.blocks:
-            if first.weight.shape[0] != hidden or second.weight.shape[1] != hidden:
-                raise ValueError("a residual block must map the width to itself")
-
-    def predict(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        """Raw (continuous) γ for each row of an n × 5 matrix; NaN inputs → the mean."""
-        x = (np.atleast_2d(np.asarray(features, dtype=np.float64)) - self.mean) / self.scale
-        h = _silu(np.nan_to_num(x, nan=0.0) @ self.input.weight + self.input.bias)
-        for first, second in self.blocks:
-            h = h + _silu(h @ first.weight + first.bias) @ second.weight + second.bias
-        out = _silu(h) @ self.output.weight + self.output.bias
-        return np.asarray(out[:, 0], dtype=np.float64)
-
-    def to_json(self) -> dict[str, Any]:
-        def dense(x: DenseLayer) -> dict[str, Any]:
-            return {"weight": x.weight.tolist(), "bias": x.bias.tolist()}
-
-        return {
-            "kind": "wc-dnn",
-            "features": list(AWC_FEATURE_NAMES),
-            "mean": self.mean.tolist(),
-            "scale": self.scale.tolist(),
-            "input": dense(self.input),
-            "blocks": [[dense(a), dense(b)] for a, b in self.blocks],
-            "output": dense(self.output),
-            "metadata": self.metadata,
-        }
-
-
-def wc_dnn_from_json(data: dict[str, Any], source: str = "<dict>") -> WcDnn:
-    if data.get("kind") != "wc-dnn":
-        raise ValueError(f"{source}: not WC-DNN weights (kind={data.get('kind')!r})")
-    if tuple(data.get("features", ())) != AWC_FEATURE_NAMES:
-        raise ValueError(f"{source}: features {data.get('features')} differ from the policy's")
-
-    def dense(x: dict[str, Any]) -> DenseLayer:
-        return DenseLayer(np.asarray(x["weight"], np.float64), np.asarray(x["bias"], np.float64))
-
-    try:
-        return WcDnn(
-            mean=np.asarray(data["mean"], dtype=np.float64),
-            scale=np.asarray(data["scale"], dtype=np.float64),
-            input=dense(data["input"]),
-            blocks=tuple((dense(a), dense(b)) for a, b in data["blocks"]),
-            output=dense(data["output"]),
-            metadata=dict(data.get("metadata", {})),
-        )
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"{source}: malformed WC-DNN weights: {exc}") from exc
-
-
-def load_wc_dnn(file: str | None = None) -> WcDnn:
-    """The weights in JSON file ``file`` (the bundled ones when ``None``)."""
-    if file is None:
-        ref = resources.files("edgespec") / "data" / "awc" / f"{BUNDLED_AWC}.json"
-        text, source = ref.read_text(encoding="utf-8"), f"bundled {BUNDLED_AWC}"
-    else:
-        if not Path(file).is_file():
-            raise ValueError(f"WC-DNN weights file {file} does not exist")
-        text, source = Path(file).read_text(encoding="utf-8"), file
-    try:
-        return wc_dnn_from_json(json.loads(text), source)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{source}: not JSON: {exc}") from exc
 
 
 class AwcWindow:

@@ -12,7 +12,7 @@ pytest.importorskip("ray")
 pytest.importorskip("torch")
 
 from edgespec.cli import main
-from edgespec.policies.awc import load_wc_dnn
+from edgespec.policies.wc_dnn import load_wc_dnn
 
 
 def test_quick_dataset_on_local_ray_then_training(tmp_path: Path) -> None:

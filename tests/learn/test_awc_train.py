@@ -17,7 +17,7 @@ from edgespec.learn.awc_train import (  # noqa: E402
     torch_predict,
     train_wc_dnn,
 )
-from edgespec.policies.awc import AWC_FEATURE_NAMES  # noqa: E402
+from edgespec.policies.wc_dnn import AWC_FEATURE_NAMES  # noqa: E402
 
 
 def _synthetic(num_scenarios: int, per: int, seed: int) -> AwcDataset:

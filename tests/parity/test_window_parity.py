@@ -29,9 +29,9 @@ import pytest
 pytest.importorskip("torch")
 
 from edgespec.core.types import SamplingParams
-from edgespec.policies.awc import AWC_FEATURE_NAMES, WcDnn
 from edgespec.policies.registry import WINDOW, build_policy
 from edgespec.policies.stop_drafting import DenseLayer
+from edgespec.policies.wc_dnn import AWC_FEATURE_NAMES, WcDnn
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.drafter import DraftOptions, generate

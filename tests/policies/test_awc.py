@@ -11,11 +11,9 @@ import numpy as np
 import pytest
 
 from edgespec.policies.awc import (
-    AWC_FEATURE_NAMES,
     AwcSettings,
     AwcState,
     AwcWindow,
-    WcDnn,
     awc_features,
     clamp_prediction,
     ema,
@@ -23,7 +21,6 @@ from edgespec.policies.awc import (
     load_awc_window,
     round_gamma,
     stabilise,
-    wc_dnn_from_json,
 )
 from edgespec.policies.interfaces import (
     PairStateWindow,
@@ -32,6 +29,7 @@ from edgespec.policies.interfaces import (
     WindowPolicy,
 )
 from edgespec.policies.stop_drafting import DenseLayer
+from edgespec.policies.wc_dnn import AWC_FEATURE_NAMES, WcDnn, wc_dnn_from_json
 
 S = AwcSettings()
 

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams
-from edgespec.policies.awc import AwcState, AwcWindow, WcDnn
+from edgespec.policies.awc import AwcState, AwcWindow
 from edgespec.policies.inputs import HistorySnapshot
 from edgespec.policies.stop_drafting import DenseLayer
+from edgespec.policies.wc_dnn import WcDnn
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate

@@ -1,0 +1,118 @@
+"""DSD's WC-DNN in numpy: the window-control network AWC (:mod:`edgespec.policies.awc`)
+predicts γ with, its inputs' names and its JSON weights (trained with torch in
+:mod:`edgespec.learn.awc_train`).
+
+Input → Linear → SiLU, two residual blocks h ← h + Linear(SiLU(Linear(h))), then
+Linear(SiLU(h)) → one continuous γ; inputs standardised with the training mean and scale.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from edgespec.policies.stop_drafting import DenseLayer
+
+AWC_FEATURE_NAMES: tuple[str, ...] = (
+    "queue_utilisation",
+    "recent_acceptance",
+    "rtt_ms",
+    "tpot_ms",
+    "previous_gamma",
+)
+BUNDLED_AWC = "wc-dnn"
+"""The shipped weights: ``edgespec/data/awc/wc-dnn.json``."""
+
+
+def _silu(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    return np.asarray(x / (1.0 + np.exp(-np.clip(x, -60.0, 60.0))), dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class WcDnn:
+    """The residual MLP in numpy (the module docstring), inputs standardised."""
+
+    mean: npt.NDArray[np.float64]
+    scale: npt.NDArray[np.float64]
+    input: DenseLayer
+    blocks: tuple[tuple[DenseLayer, DenseLayer], ...]
+    output: DenseLayer
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        width = len(AWC_FEATURE_NAMES)
+        if self.mean.shape != (width,) or self.scale.shape != (width,):
+            raise ValueError(f"mean and scale must have {width} entries")
+        hidden = self.input.weight.shape[1]
+        if self.input.weight.shape[0] != width or self.output.weight.shape != (hidden, 1):
+            raise ValueError(f"need {width} inputs, one output and equal widths")
+        for first, second in self.blocks:
+            if first.weight.shape[0] != hidden or second.weight.shape[1] != hidden:
+                raise ValueError("a residual block must map the width to itself")
+
+    def predict(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """Raw (continuous) γ for each row of an n × 5 matrix; NaN inputs → the mean."""
+        x = (np.atleast_2d(np.asarray(features, dtype=np.float64)) - self.mean) / self.scale
+        h = _silu(np.nan_to_num(x, nan=0.0) @ self.input.weight + self.input.bias)
+        for first, second in self.blocks:
+            h = h + _silu(h @ first.weight + first.bias) @ second.weight + second.bias
+        out = _silu(h) @ self.output.weight + self.output.bias
+        return np.asarray(out[:, 0], dtype=np.float64)
+
+    def to_json(self) -> dict[str, Any]:
+        def dense(x: DenseLayer) -> dict[str, Any]:
+            return {"weight": x.weight.tolist(), "bias": x.bias.tolist()}
+
+        return {
+            "kind": "wc-dnn",
+            "features": list(AWC_FEATURE_NAMES),
+            "mean": self.mean.tolist(),
+            "scale": self.scale.tolist(),
+            "input": dense(self.input),
+            "blocks": [[dense(a), dense(b)] for a, b in self.blocks],
+            "output": dense(self.output),
+            "metadata": self.metadata,
+        }
+
+
+def wc_dnn_from_json(data: dict[str, Any], source: str = "<dict>") -> WcDnn:
+    if data.get("kind") != "wc-dnn":
+        raise ValueError(f"{source}: not WC-DNN weights (kind={data.get('kind')!r})")
+    if tuple(data.get("features", ())) != AWC_FEATURE_NAMES:
+        raise ValueError(f"{source}: features {data.get('features')} differ from the policy's")
+
+    def dense(x: dict[str, Any]) -> DenseLayer:
+        return DenseLayer(np.asarray(x["weight"], np.float64), np.asarray(x["bias"], np.float64))
+
+    try:
+        return WcDnn(
+            mean=np.asarray(data["mean"], dtype=np.float64),
+            scale=np.asarray(data["scale"], dtype=np.float64),
+            input=dense(data["input"]),
+            blocks=tuple((dense(a), dense(b)) for a, b in data["blocks"]),
+            output=dense(data["output"]),
+            metadata=dict(data.get("metadata", {})),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{source}: malformed WC-DNN weights: {exc}") from exc
+
+
+def load_wc_dnn(file: str | None = None) -> WcDnn:
+    """The weights in JSON file ``file`` (the bundled ones when ``None``)."""
+    if file is None:
+        ref = resources.files("edgespec") / "data" / "awc" / f"{BUNDLED_AWC}.json"
+        text, source = ref.read_text(encoding="utf-8"), f"bundled {BUNDLED_AWC}"
+    else:
+        if not Path(file).is_file():
+            raise ValueError(f"WC-DNN weights file {file} does not exist")
+        text, source = Path(file).read_text(encoding="utf-8"), file
+    try:
+        return wc_dnn_from_json(json.loads(text), source)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{source}: not JSON: {exc}") from exc
