@@ -14,6 +14,11 @@ index (:func:`~edgespec.sim.rng.spawn_streams`). A run of any subset of the cell
 the run of the whole scenario, and the shards' metrics merge into the whole run's
 (:mod:`edgespec.sim.shards`).
 
+``auto_topology.cells: N`` writes such a scenario in one line (:func:`replicate_cells`):
+every device pool and every server pool is cut into N equal pools, and the k-th cut of
+each device pool is pinned to the k-th cuts of the server pools (names ``<pool>-<k>``,
+cell-major order), exactly as if the N cells had been written out by hand.
+
 The rule for when a scenario may be sharded: every device pool pinned, pins equal or
 disjoint, and a ``closed_loop`` workload (Poisson and trace arrivals are one stream for
 the whole fleet, which cells cannot split). A scenario without pins runs as today: one
@@ -22,9 +27,9 @@ cell holding every server, with the scenario-wide streams.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from edgespec.config import ConfigError
 
@@ -170,3 +175,49 @@ def split_cells(plans: Sequence[CellPlan], num_shards: int) -> list[tuple[int, .
         groups[lightest].append(plan.index)
         load[lightest] += plan.num_devices
     return [tuple(sorted(g)) for g in groups if g]
+
+
+def replicate_cells(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A scenario mapping with ``auto_topology.cells: N`` written out as N pinned cells
+    (module docstring); N = 1 or no ``cells`` key: the pools as written. Raises
+    :class:`ConfigError` naming the field when a pool does not split evenly or is pinned
+    already."""
+    topo = data.get("auto_topology")
+    if not isinstance(topo, Mapping) or "cells" not in topo:
+        return data
+    num = topo["cells"]
+    if type(num) is not int or num < 1:
+        raise ConfigError("auto_topology.cells", f"must be an integer >= 1, got {num!r}")
+    if num == 1:  # the pools as written
+        return {**data, "auto_topology": {k: v for k, v in topo.items() if k != "cells"}}
+    devices = list(topo.get("devices", ({},)))
+    servers = list(topo.get("servers", ({},)))
+    for kind, pools in (("devices", devices), ("servers", servers)):
+        for i, pool in enumerate(pools):
+            where = f"auto_topology.{kind}[{i}]"
+            if not isinstance(pool, Mapping):
+                raise ConfigError(where, f"expected a mapping, got {pool!r}")
+            count = pool.get("count", 1)
+            if type(count) is not int or count < num or count % num:
+                raise ConfigError(
+                    f"{where}.count",
+                    f"must be a multiple of auto_topology.cells ({num}), got {count!r}",
+                )
+            if pool.get("server_pools"):
+                raise ConfigError(
+                    f"{where}.server_pools", "auto_topology.cells pins the pools; leave it out"
+                )
+
+    def cut(pool: Mapping[str, Any], k: int, default: str) -> dict[str, Any]:
+        name = pool.get("name", default)
+        return {**pool, "name": f"{name}-{k}", "count": pool.get("count", 1) // num}
+
+    width = len(servers)
+    rest = {key: value for key, value in topo.items() if key != "cells"}
+    rest["devices"] = [
+        {**cut(pool, k, "edge"), "server_pools": list(range(k * width, (k + 1) * width))}
+        for k in range(num)
+        for pool in devices
+    ]
+    rest["servers"] = [cut(pool, k, "server") for k in range(num) for pool in servers]
+    return {**data, "auto_topology": rest}

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict, read_yaml
 from edgespec.policies.slo import DeadlineRule
+from edgespec.sim.cells import plan_cells, replicate_cells
 from edgespec.sim.stop_model import StopPredictorConfig
 
 Mode = Literal["distributed", "fused", "centralized"]
@@ -185,9 +186,7 @@ class Scenario:
             _validate_cost(f"{where}.cost_model", spool.cost_model)
         _validate_acceptance(self.acceptance)
         _validate_workload(self.workload)
-        from edgespec.sim.cells import plan_cells  # the cell rules (pinned device pools)
-
-        plan_cells(self)
+        plan_cells(self)  # the cell rules (pinned device pools)
 
 
 def _positive(where: str, value: float) -> None:
@@ -266,8 +265,9 @@ def default_scenario_path() -> Path:
 
 
 def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -> Scenario:
-    """Build a validated Scenario from a plain mapping (sweeps) plus overrides."""
-    return from_dict(Scenario, apply_overrides(data, overrides))
+    """Build a validated Scenario from a plain mapping (sweeps) plus overrides, with
+    ``auto_topology.cells`` written out as pinned pools (:func:`.cells.replicate_cells`)."""
+    return from_dict(Scenario, replicate_cells(apply_overrides(data, overrides)))
 
 
 def load_scenario(path: str | Path | None, overrides: Sequence[str] = ()) -> Scenario:
