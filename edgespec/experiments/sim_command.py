@@ -233,6 +233,11 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, cons
     ]
     (out / "shards.json").write_text(json.dumps(shards, indent=2) + "\n")
     print_summary(run.metrics, console)
+    if len(run.shards) < args.shards:  # at most one shard per cell
+        console.print(
+            f"--shards {args.shards}: the scenario has {len(run.shards)} cells, "
+            f"so it ran as {len(run.shards)} shards"
+        )
     console.print(
         f"{data.get('name', 'scenario')}: {run.num_rounds} rounds in {len(run.shards)} shards "
         f"({args.engine}, {args.workers} workers), {run.metrics.num_requests} requests, "

@@ -167,6 +167,18 @@ def test_sim_command_runs_shards_and_writes_the_single_run_folder(tmp_path: Path
     assert cells_in_order == sorted(cells_in_order, key=lambda c: 0 if c == 0 else 1)
 
 
+def test_more_shards_than_cells_runs_one_per_cell_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "pinned.yaml"
+    path.write_text(yaml.safe_dump(pinned()))
+    out = tmp_path / "run"
+    args = ["sim", str(path), "--shards", "9", "--quiet", "--no-plots", "--out", str(out)]
+    assert main(args) == 0
+    assert len(json.loads((out / "shards.json").read_text())) == 3
+    assert "--shards 9: the scenario has 3 cells, so it ran as 3 shards" in capsys.readouterr().out
+
+
 def test_concatenating_record_folders_checks_them(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no record folders"):
         concatenate_records(tmp_path, [])
