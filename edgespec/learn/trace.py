@@ -134,7 +134,9 @@ def replay_accepted_lengths(
     A round at position s accepts L = the run of 1s from s, capped at its window and at the
     end of the output, and commits L + 1 tokens; the next round starts at s + L + 1. The
     window is γ, or with ``max_new_tokens`` the runtime drafter's
-    max(1, min(γ, max_new_tokens − s − 1)): it never drafts past the token budget.
+    min(γ, max_new_tokens − s − 1) (:func:`edgespec.runtime.rounds.capped_gamma`, as the
+    simulator caps it): it never drafts past the token budget, and the last token is a
+    target step with nothing drafted.
     """
     if gamma < 1:
         raise ValueError(f"gamma must be >= 1, got {gamma}")
@@ -142,7 +144,7 @@ def replay_accepted_lengths(
     while pos < n:
         window = gamma
         if max_new_tokens is not None:
-            window = max(1, min(gamma, max_new_tokens - pos - 1))
+            window = min(gamma, max_new_tokens - pos - 1)
         length = 0
         while length < window and pos + length < n and acceptance_seq[pos + length]:
             length += 1

@@ -71,10 +71,12 @@ def test_replay_accepted_lengths() -> None:
     assert replay_accepted_lengths((1, 1, 0, 1, 1, 1), 1) == [1, 0, 1, 1]
     assert replay_accepted_lengths((0, 0, 0), 4) == [0, 0, 0]
     assert replay_accepted_lengths((1,) * 10, 4) == [4, 4]
-    # a budget of 10 tokens: the runtime never drafts past it (window ≤ remaining − 1, ≥ 1)
+    # a token budget: the runtime never drafts past it (window ≤ remaining − 1), so the
+    # last token is a target step with nothing drafted, whatever its acceptance flag says
     assert replay_accepted_lengths((1,) * 8, 4) == [4, 3]
     assert replay_accepted_lengths((1,) * 8, 4, 8) == [4, 2]
-    assert replay_accepted_lengths((1, 1, 1, 1, 0, 1), 4, 6) == [4, 1]
+    assert replay_accepted_lengths((1, 1, 1, 1, 0, 1), 4, 6) == [4, 0]
+    assert replay_accepted_lengths((1, 1, 1, 0, 1), 4, 5) == [3, 0]
     with pytest.raises(ValueError, match="gamma must be >= 1"):
         replay_accepted_lengths((1,), 0)
 
