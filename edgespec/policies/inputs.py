@@ -238,8 +238,9 @@ class WindowHistory:
             self._pair,
         )
 
-    def snapshot(self, now_s: float) -> HistorySnapshot:
-        """This history at ``now_s`` (the first token's time as its age then)."""
+    def snapshot(self, now_s: float, window_state: tuple[float, ...] = ()) -> HistorySnapshot:
+        """This history at ``now_s`` (the first token's time as its age then), carrying the
+        window policy's ``window_state`` for the pair."""
         first = self._first_token_s
         return HistorySnapshot(
             recent=tuple(self._recent),
@@ -251,6 +252,7 @@ class WindowHistory:
             network_s=self._network_s,
             fused=self._fused,
             first_token_age_s=None if first is None else max(now_s - first, 0.0),
+            window_state=window_state,
         )
 
     @classmethod

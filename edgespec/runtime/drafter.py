@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
 from edgespec.policies.contracts import policy_name
@@ -165,7 +165,7 @@ def _fused_run(
     clock = ledger.clock
     start = clock()
     # the policy's own state for this pair goes with the history (PairStateWindow)
-    snapshot = replace(ledger.history.snapshot(start), window_state=pair_state(policy, ledger.pair))
+    snapshot = ledger.history.snapshot(start, pair_state(policy, ledger.pair))
     call = FusedCall(session_id, len(context), decision.gamma, snapshot)
     end = None
     finished = False

@@ -199,9 +199,7 @@ def run_fused_rounds(
             continue
         # without a server policy the device's state goes back as it came
         state = call.history.window_state if window is None else window.state(pair)
-        end = FusedRunEnd(
-            decision, dataclasses.replace(history.snapshot(clock()), window_state=state)
-        )
+        end = FusedRunEnd(decision, history.snapshot(clock(), state))
         emit(FusedRound(gamma, drafted, played.draft_s, reply, end))
         return
 

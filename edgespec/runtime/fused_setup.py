@@ -55,10 +55,9 @@ def start_fused_run(
             f"prefix_len {call.prefix_len} does not match session {call.session_id!r}, "
             f"which has {len(tokens)} committed tokens",
         )
-    limit = max_draft_tokens
-    if not 1 <= call.gamma <= limit:
+    if not 1 <= call.gamma <= max_draft_tokens:
         raise RequestError(
-            ErrorCode.INVALID_ARGUMENT, f"fused gamma {call.gamma} outside 1..{limit}"
+            ErrorCode.INVALID_ARGUMENT, f"fused gamma {call.gamma} outside 1..{max_draft_tokens}"
         )
     drafter = draft_factory()
     if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden:

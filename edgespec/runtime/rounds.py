@@ -70,14 +70,14 @@ def decide(policy: WindowPolicy, history: WindowHistory, now_s: float) -> Window
     return check_window(policy, policy.next_window(history.observation(now_s)))
 
 
-def pair_state(policy: WindowPolicy | None, pair: str) -> tuple[float, ...]:
+def pair_state(policy: WindowPolicy, pair: str) -> tuple[float, ...]:
     """What a fused handover carries of ``policy``'s state for ``pair``
     (:class:`~edgespec.policies.interfaces.PairStateWindow`; ``()`` for a policy that keeps
-    none, or no policy)."""
+    none)."""
     return policy.pair_state(pair) if isinstance(policy, PairStateWindow) else ()
 
 
-def restore_pair_state(policy: WindowPolicy | None, pair: str, state: tuple[float, ...]) -> None:
+def restore_pair_state(policy: WindowPolicy, pair: str, state: tuple[float, ...]) -> None:
     """Give ``policy`` the state a handover carried for ``pair`` (nothing for a policy that
     keeps none); ``ValueError`` naming the problem when the state is malformed."""
     if isinstance(policy, PairStateWindow):

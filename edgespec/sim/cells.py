@@ -190,14 +190,20 @@ def replicate_cells(data: Mapping[str, Any]) -> Mapping[str, Any]:
         raise ConfigError("auto_topology.cells", f"must be an integer >= 1, got {num!r}")
     if num == 1:  # the pools as written
         return {**data, "auto_topology": {k: v for k, v in topo.items() if k != "cells"}}
+    from edgespec.sim.scenario import DevicePool, ServerPool  # the defaults (scenario imports us)
+
     devices = list(topo.get("devices", ({},)))
     servers = list(topo.get("servers", ({},)))
+    defaults: dict[str, DevicePool | ServerPool] = {
+        "devices": DevicePool(),
+        "servers": ServerPool(),
+    }
     for kind, pools in (("devices", devices), ("servers", servers)):
         for i, pool in enumerate(pools):
             where = f"auto_topology.{kind}[{i}]"
             if not isinstance(pool, Mapping):
                 raise ConfigError(where, f"expected a mapping, got {pool!r}")
-            count = pool.get("count", 1)
+            count = pool.get("count", defaults[kind].count)
             if type(count) is not int or count < num or count % num:
                 raise ConfigError(
                     f"{where}.count",
@@ -208,16 +214,20 @@ def replicate_cells(data: Mapping[str, Any]) -> Mapping[str, Any]:
                     f"{where}.server_pools", "auto_topology.cells pins the pools; leave it out"
                 )
 
-    def cut(pool: Mapping[str, Any], k: int, default: str) -> dict[str, Any]:
-        name = pool.get("name", default)
-        return {**pool, "name": f"{name}-{k}", "count": pool.get("count", 1) // num}
+    def cut(pool: Mapping[str, Any], k: int, kind: str) -> dict[str, Any]:
+        name = pool.get("name", defaults[kind].name)
+        return {
+            **pool,
+            "name": f"{name}-{k}",
+            "count": pool.get("count", defaults[kind].count) // num,
+        }
 
     width = len(servers)
     rest = {key: value for key, value in topo.items() if key != "cells"}
     rest["devices"] = [
-        {**cut(pool, k, "edge"), "server_pools": list(range(k * width, (k + 1) * width))}
+        {**cut(pool, k, "devices"), "server_pools": list(range(k * width, (k + 1) * width))}
         for k in range(num)
         for pool in devices
     ]
-    rest["servers"] = [cut(pool, k, "server") for k in range(num) for pool in servers]
+    rest["servers"] = [cut(pool, k, "servers") for k in range(num) for pool in servers]
     return {**data, "auto_topology": rest}
