@@ -118,15 +118,16 @@ class Simulation:
             layout = Layout.whole(len(devices), len(servers))
         self.device_slot = layout.device_slot
         self.slot_sessions = [0] * len(layout.cell_ids)  # which trace sequence, per cell
+        self.due = inbound.DueIndex(len(servers))
         self.router = Router(
             servers,
             build_cells(servers, layout, policies.routing, scenario.seed),
             self.jsq_inline,
             lambda t, inclusive: inbound.drain_all(self, t, inclusive),
             lambda: self.num_rounds,
+            self.due.listed,
         )
         self.touch = self.router.touched.add
-        self.due = inbound.DueIndex(len(servers))
         self.arrivals = Arrivals(scenario, devices, lengths, trace, self._offer, REQUEST, layout)
         self.trace_pool = acceptance if isinstance(acceptance, TraceAcceptance) else None
         self.limits = [

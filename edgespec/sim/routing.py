@@ -14,12 +14,18 @@ may read any load, so the engine first drains every server with blocks due
 (:func:`~edgespec.sim.inbound.drain_all`). Join-shortest-queue inlined (the fast path)
 needs less: the view's queue depths are then lower bounds, and only the least-loaded
 servers are drained, until none of them has a block due (:meth:`Router.route`); any
-other server's bound already exceeds the least load, so its true load does too. When
-many servers tie (a fleet ramping up: every idle server ties), more than
-:data:`SCAN_FLOOR` + :data:`SCAN_PER_ROUND` × the rounds verified since the last such
-drain, it drains every server with blocks due instead, whose cost follows those rounds,
-not the ties. Same ties, same draws as a policy shown the full,
-exact list (tests/parity, tests/sim).
+other server's bound already exceeds the least load, so its true load does too.
+
+Checking the tied servers one by one costs a few operations per tie, and the ties grow
+with the fleet (hundreds of servers tie at 2,000 servers). Draining every server with
+blocks due costs a server visit per block sent since the last such drain (each block
+lists its server at most twice in the :class:`~edgespec.sim.inbound.DueIndex`), i.e. a
+bounded cost per round, whatever the fleet. The router rents before it buys: it checks
+ties until the checks made since the last full drain, this route's included, exceed
+:data:`SCAN_FLOOR` + :data:`SCAN_PER_ROUND` × the rounds verified since then, and then
+drains every server with blocks due. A route's settling thus costs at most about twice
+the cheaper of the two, per round, at any fleet size. Same ties, same draws as a policy
+shown the full, exact list (tests/parity, tests/sim).
 """
 
 from __future__ import annotations
@@ -40,9 +46,10 @@ from edgespec.sim.rng import spawn_generator
 
 SCAN_FLOOR = 16
 SCAN_PER_ROUND = 4
-"""Inlined join-shortest-queue checks the tied least-loaded servers one by one when they
-are at most ``SCAN_FLOOR + SCAN_PER_ROUND * rounds`` (rounds verified since it last drained
-every server instead: a check costs a few times less than a server's drain)."""
+"""Inlined join-shortest-queue checks the tied least-loaded servers one by one while the
+checks since it last drained every server with blocks due (this route's ties included)
+are at most ``SCAN_FLOOR + SCAN_PER_ROUND * rounds`` (the rounds verified since that
+drain: a check costs a few times less than a server's drain)."""
 
 
 class Cell:
@@ -81,8 +88,10 @@ class Router:
         "cells",
         "drain_due",
         "inline_jsq",
+        "listed",
         "rounds",
         "rounds_at_drain",
+        "scan_checks",
         "servers",
         "touched",
         "where",
@@ -95,14 +104,18 @@ class Router:
         inline_jsq: bool,
         drain_due: Callable[[float, bool], None],
         rounds: Callable[[], int],
+        listed: list[float],
     ) -> None:
         """``drain_due(t, inclusive)``: drain every server with inbound blocks due and
         mark it (:func:`~edgespec.sim.inbound.drain_all`); ``rounds()``: the rounds verified
-        so far."""
+        so far; ``listed``: :attr:`DueIndex.listed <edgespec.sim.inbound.DueIndex.listed>`
+        (per server, no later than its earliest inbound block)."""
         self.servers = servers
+        self.listed = listed
         self.drain_due = drain_due
         self.rounds = rounds
         self.rounds_at_drain = 0
+        self.scan_checks = 0  # tied servers checked one by one since the last full drain
         self.cells = cells
         self.inline_jsq = inline_jsq
         self.touched: set[ServerState] = set()
@@ -141,21 +154,38 @@ class Router:
         return self.servers[check_route(policy, policy.route(view, cell.rng), view)]
 
     def _settle_least(self, view: LoadView, t: float, inclusive: bool) -> None:
-        """Drain the least-loaded servers until none has an inbound block due."""
-        servers, where = self.servers, self.where
+        """Drain the least-loaded servers until none has an inbound block due (each checked
+        once: one with nothing due at ``t`` stays so), or, when that has cost more than a
+        full drain would, every server with blocks due (module docstring)."""
         rounds = self.rounds()
-        if view.num_least_loaded() > SCAN_FLOOR + SCAN_PER_ROUND * (rounds - self.rounds_at_drain):
+        checks = self.scan_checks + view.num_least_loaded()
+        if checks > SCAN_FLOOR + SCAN_PER_ROUND * (rounds - self.rounds_at_drain):
             self.drain_due(t, inclusive)
             self.rounds_at_drain = rounds
+            self.scan_checks = 0
             self.refresh()
             return
-        moved = True
-        while moved:
-            moved = False
+        servers, where, listed = self.servers, self.where, self.listed
+        settled: set[int] = set()  # nothing due at t
+        checked = 0
+        while True:
+            drained = False
             for server_id in view.least_loaded_ids():
+                if server_id in settled:
+                    continue
+                checked += 1
+                earliest = listed[server_id]  # no later than its earliest block
+                if earliest > t or (earliest == t and not inclusive):
+                    settled.add(server_id)  # without reading the server
+                    continue
                 s = servers[server_id]
                 inbound = s.inbound
                 if inbound and (inbound[0][0] < t or (inclusive and inbound[0][0] == t)):
                     drain(s, t, inclusive)
                     view.update(where[server_id][1], len(s.queue), s.num_active, s.busy)
-                    moved = True
+                    drained = True
+                else:
+                    settled.add(server_id)
+            if not drained:
+                break
+        self.scan_checks += checked
