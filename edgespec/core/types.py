@@ -250,7 +250,9 @@ class RequestRecord:
     ``first_token_s`` is when the first committed output token reached the user;
     ``finish_s`` when the last did. ``slo_tokens_per_s`` is the class's token-speed
     target (WISP), ``None`` when the class has none. The ``*_s`` totals split the
-    request's time across its rounds.
+    request's time across its rounds. ``device_wait_s``: how long the request waited,
+    after ``arrival_s``, for its device to finish earlier requests (a device serves one
+    request at a time); TTFT and E2E count it, :attr:`service_ttft_s` does not.
     """
 
     request_id: str
@@ -270,10 +272,18 @@ class RequestRecord:
     network_s: float = 0.0
     queue_s: float = 0.0
     verify_s: float = 0.0
+    device_wait_s: float = 0.0
 
     @property
     def ttft_s(self) -> float:
         return self.first_token_s - self.arrival_s
+
+    @property
+    def service_ttft_s(self) -> float:
+        """TTFT from when the device started the request (``arrival_s`` +
+        ``device_wait_s``): DSD-Sim's TTFT, which starts the clock when the drafter takes
+        the request up."""
+        return self.ttft_s - self.device_wait_s
 
     @property
     def e2e_s(self) -> float:

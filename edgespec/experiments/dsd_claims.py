@@ -16,7 +16,7 @@ from edgespec.experiments.claims import ClaimRow, fmt, within
 from edgespec.experiments.dsd_setup import STACKS
 from edgespec.experiments.reproduce_dsd import (
     DsdResults,
-    RunSummary,
+    DsdRunSummary,
     batching_name,
     crossover_name,
     routing_name,
@@ -62,7 +62,7 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.1f}%"
 
 
-def _metric(summary: RunSummary | None, metric: str) -> float | None:
+def _metric(summary: DsdRunSummary | None, metric: str) -> float | None:
     if summary is None:
         return None
     return {
@@ -78,6 +78,7 @@ def stack_rows(res: DsdResults) -> list[ClaimRow]:
     thr = [_metric(got[s], "thr") for s in STACKS]
     tpot = [_metric(got[s], "tpot") for s in STACKS]
     ttft = [_metric(got[s], "ttft") for s in STACKS]
+    waited = [None if s is None else s.ttft_from_arrival_ms for s in got.values()]
     chain = " → ".join(f"{fmt(t, '.2f')}" for t in thr)
     rows = []
     gain, paper_gain = _change(thr[-1], thr[0]), 28.1 / 25.1 - 1.0
@@ -99,8 +100,9 @@ def stack_rows(res: DsdResults) -> list[ClaimRow]:
         cut is not None and within(cut, paper_cut, RELATIVE),
     ))  # fmt: skip
     rows.append(ClaimRow(
-        "D2", "TTFT Default → S4", "351 → 345 ms",
-        " → ".join(fmt(t, ".0f") for t in ttft) + " ms",
+        "D2", "TTFT Default → S4 (from the draft's start, as DSD-Sim)", "351 → 345 ms",
+        " → ".join(fmt(t, ".0f") for t in ttft) + " ms (from arrival: "
+        + " → ".join(fmt(t, ".0f") for t in waited) + " ms)",
         "S4 ≤ Default; each within ±50%",
         ttft[0] is not None and ttft[-1] is not None and ttft[-1] <= ttft[0],
         ttft[0] is not None and ttft[-1] is not None

@@ -7,7 +7,7 @@ from pathlib import Path
 from edgespec.experiments.dsd_setup import STACKS
 from edgespec.experiments.reproduce_dsd import (
     DsdResults,
-    RunSummary,
+    DsdRunSummary,
     batching_name,
     crossover_name,
     routing_name,
@@ -16,11 +16,11 @@ from edgespec.experiments.reproduce_dsd import (
 from edgespec.metrics.plots import _pyplot
 
 
-def _tpot(summary: RunSummary | None) -> float:
+def _tpot(summary: DsdRunSummary | None) -> float:
     return float("nan") if summary is None or summary.tpot_ms is None else summary.tpot_ms
 
 
-def _thr(summary: RunSummary | None) -> float:
+def _thr(summary: DsdRunSummary | None) -> float:
     return float("nan") if summary is None else summary.throughput_requests_per_s
 
 

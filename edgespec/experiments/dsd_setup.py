@@ -100,6 +100,13 @@ CHOICES: tuple[tuple[str, str], ...] = (
         "throughput",
         "completed requests per simulated second; TTFT and TPOT are means over completed requests",
     ),
+    (
+        "TTFT",
+        "as DSD-Sim measures it (src/sim.py: first token − conversation start): from when the "
+        "draft device takes the request up, so a request's wait for its busy device (one "
+        "request at a time, in DSD-Sim too) is not counted; TTFT from arrival is printed "
+        "beside it in D2",
+    ),
 )
 
 

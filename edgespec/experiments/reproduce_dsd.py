@@ -4,7 +4,7 @@ D2 Fig. 5 policy stacks (Default → S4); D3 Fig. 6 distributed vs fused over RT
 Table 2 (Static vs Dynamic vs AWC over 600/1,000 drafts × RTT 10/30 ms × three datasets);
 D6 Figs. 7–8 JSQ vs round-robin over the number of drafts; D7 Figs. 9–10 FIFO vs LAB. The
 setting is :mod:`dsd_setup`'s, fixed once. Every run is one simulator run through a sweep
-executor (``--workers``); each is reduced to a :class:`RunSummary`.
+executor (``--workers``); each is reduced to a :class:`DsdRunSummary`.
 """
 
 from __future__ import annotations
@@ -63,21 +63,25 @@ class DsdPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class RunSummary:
-    """What the claims read of one run."""
+class DsdRunSummary:
+    """What the claims read of one run. ``ttft_ms`` is DSD-Sim's TTFT, from when the
+    draft device takes the request up (``SystemMetrics.service_ttft``);
+    ``ttft_from_arrival_ms`` also counts the wait for a busy device."""
 
     throughput_requests_per_s: float
     ttft_ms: float | None
     tpot_ms: float | None
     num_requests: int
+    ttft_from_arrival_ms: float | None = None
 
     @staticmethod
-    def of(metrics: SystemMetrics) -> RunSummary:
-        return RunSummary(
+    def of(metrics: SystemMetrics) -> DsdRunSummary:
+        return DsdRunSummary(
             metrics.throughput_requests_per_s,
-            None if metrics.ttft is None else metrics.ttft.mean_s * 1e3,
+            None if metrics.service_ttft is None else metrics.service_ttft.mean_s * 1e3,
             None if metrics.tpot is None else metrics.tpot.mean_s * 1e3,
             metrics.num_requests,
+            None if metrics.ttft is None else metrics.ttft.mean_s * 1e3,
         )
 
 
@@ -147,9 +151,9 @@ class DsdResults:
     """Everything the claims are computed from: run name → summary."""
 
     plan: DsdPlan
-    runs: dict[str, RunSummary]
+    runs: dict[str, DsdRunSummary]
 
-    def get(self, name: str) -> RunSummary | None:
+    def get(self, name: str) -> DsdRunSummary | None:
         return self.runs.get(name)
 
 
@@ -172,5 +176,5 @@ def run_dsd(
     with progress_bar(progress) as bar:
         task = bar.add_task("reproduce dsd", total=len(jobs))
         values = run_all(executor, jobs, lambda: bar.advance(task))
-    runs = {name: RunSummary.of(m) for name, m in zip(names, values, strict=True)}
+    runs = {name: DsdRunSummary.of(m) for name, m in zip(names, values, strict=True)}
     return DsdResults(plan, runs), files

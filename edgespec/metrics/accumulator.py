@@ -91,6 +91,7 @@ class MetricsAccumulator:
             raise ValueError(f"busy_keep must be >= 1, got {busy_keep}")
         self._busy_keep = busy_keep
         self._ttft: array[float] = array("d")
+        self._service_ttft: array[float] = array("d")
         self._tpot: array[float] = array("d")
         self._e2e: array[float] = array("d")
         self._num_prompt_tokens = 0
@@ -124,6 +125,7 @@ class MetricsAccumulator:
             if getattr(record, name) < 0:
                 raise ValueError(f"request {rid!r}: {name} must be >= 0")
         self._ttft.append(record.ttft_s)
+        self._service_ttft.append(record.service_ttft_s)
         self._tpot.append(record.tpot_s)
         self._e2e.append(record.e2e_s)
         self._num_prompt_tokens += record.num_prompt_tokens
@@ -172,6 +174,7 @@ class MetricsAccumulator:
         what one accumulator fed all the records gives (sums are exact, percentiles
         are of the same values)."""
         self._ttft.extend(other._ttft)
+        self._service_ttft.extend(other._service_ttft)
         self._tpot.extend(other._tpot)
         self._e2e.extend(other._e2e)
         self._num_prompt_tokens += other._num_prompt_tokens
@@ -226,6 +229,7 @@ class MetricsAccumulator:
             num_prompt_tokens=self._num_prompt_tokens,
             num_output_tokens=self._num_output_tokens,
             ttft=latency_stats(self._ttft),
+            service_ttft=latency_stats(self._service_ttft),
             tpot=latency_stats(self._tpot),
             e2e=latency_stats(self._e2e),
             throughput_requests_per_s=num_requests / duration_s,

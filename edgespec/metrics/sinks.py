@@ -17,7 +17,14 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 REQUEST_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RequestRecord))
-REQUEST_DERIVED: tuple[str, ...] = ("ttft_s", "tpot_s", "e2e_s", "tokens_per_s", "slo_met")
+REQUEST_DERIVED: tuple[str, ...] = (
+    "ttft_s",
+    "service_ttft_s",
+    "tpot_s",
+    "e2e_s",
+    "tokens_per_s",
+    "slo_met",
+)
 ROUND_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RoundRecord))
 
 
@@ -172,7 +179,10 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
     lat.add_column("")
     for col in ("mean", "p50", "p90", "p99"):
         lat.add_column(col, justify="right")
-    for label, stats in (("TTFT", m.ttft), ("TPOT", m.tpot), ("E2E", m.e2e)):
+    rows = [("TTFT", m.ttft), ("TPOT", m.tpot), ("E2E", m.e2e)]
+    if m.service_ttft != m.ttft:  # some requests waited for their device
+        rows.insert(1, ("TTFT from start", m.service_ttft))
+    for label, stats in rows:
         lat.add_row(label, *(_ms(stats, f) for f in ("mean_s", "p50_s", "p90_s", "p99_s")))
 
     tab = Table(title="system", title_justify="left", box=None, pad_edge=False, show_header=False)

@@ -89,6 +89,8 @@ class SystemMetrics(_Record):
     (verified) output tokens of completed requests; ``num_forwarded_tokens`` are the
     positions the target servers forwarded (draft tokens, including rejected ones, plus
     uncached prefix), so ``goodput / throughput_tokens`` is the verifier's useful share.
+    ``ttft`` counts from each request's arrival, ``service_ttft`` from when its device
+    took it up (``RequestRecord.service_ttft_s``).
     """
 
     duration_s: float
@@ -97,6 +99,7 @@ class SystemMetrics(_Record):
     num_prompt_tokens: int
     num_output_tokens: int
     ttft: LatencyStats | None
+    service_ttft: LatencyStats | None
     tpot: LatencyStats | None
     e2e: LatencyStats | None
     throughput_requests_per_s: float

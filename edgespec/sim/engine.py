@@ -204,7 +204,7 @@ class Simulation:
         if seq is None and self.trace_pool is not None:
             seq = self.trace_pool.seq_for(nth)
         slo = self.scenario.slo_classes[request.slo_class]
-        session = Session(index, request, dev, server, seq, slo, self.observes)
+        session = Session(index, request, dev, server, seq, slo, self.observes, t)
         session.tree = self.trees.get(request.request_id)
         if self.lazy and seq and type(self.acceptance) is TraceAcceptance:
             session.runs = memoised_accept_runs(self.runs_memo, seq)

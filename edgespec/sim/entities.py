@@ -58,6 +58,7 @@ class Session:
         "server",
         "server_seen",
         "slo_tokens_per_s",
+        "start_s",
         "tree",
         "verify_s",
     )
@@ -71,9 +72,12 @@ class Session:
         seq: tuple[int, ...] | None,
         slo_tokens_per_s: float | None,
         observed: bool = True,
+        start_s: float | None = None,
     ) -> None:
         self.index = index
         self.request = request
+        # When the device took the request up (later than its arrival when it was busy).
+        self.start_s = request.arrival_s if start_s is None else start_s
         self.device = device
         self.server = server
         self.seq = seq
@@ -132,6 +136,7 @@ class Session:
             network_s=self.network_s,
             queue_s=self.queue_s,
             verify_s=self.verify_s,
+            device_wait_s=self.start_s - request.arrival_s,
         )
 
 

@@ -120,3 +120,22 @@ def test_print_runs_one_row_per_run() -> None:
     lines = [line for line in buffer.getvalue().splitlines() if "│" in line]
     assert "params.gamma" in buffer.getvalue()
     assert [line.split("│")[1].strip() for line in lines] == ["2", "4"]
+
+
+def test_print_summary_shows_the_service_ttft_only_when_requests_waited() -> None:
+    """A request that waited 0.5 s for its device: TTFT counts the wait, the "TTFT from
+    start" row does not; without any wait the row is left out."""
+    from dataclasses import replace
+
+    waited = [replace(REQUESTS[0], device_wait_s=0.5), *REQUESTS[1:]]
+    metrics = summarize(waited, BATCHES, duration_s=4.0, num_servers=2)
+    assert metrics.ttft is not None and metrics.service_ttft is not None
+    assert metrics.ttft.mean_s - metrics.service_ttft.mean_s == pytest.approx(0.5 / 4)
+    console = Console(record=True, width=120)
+    print_summary(metrics, console)
+    text = console.export_text()
+    assert "TTFT from start   562.5" in text
+    assert "TTFT              687.5   750.0  1000.0  1000.0" in text
+    console = Console(record=True, width=120)
+    print_summary(summarize(REQUESTS, BATCHES, duration_s=4.0, num_servers=2), console)
+    assert "from start" not in console.export_text()

@@ -83,3 +83,28 @@ def test_every_timestamp_of_a_two_device_trace(tmp_path: Path, fast: bool) -> No
         ("a", 1, T(0.081168, **exact), T(0.108092, **exact), 0, 0, 1),
     ]
     assert result.num_rounds == 4
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_request_that_waits_for_its_busy_device(tmp_path: Path, fast: bool) -> None:
+    """One device, two requests 1 ms apart: the second starts when the first's last token
+    reaches the device. TTFT counts that wait, the service TTFT (DSD-Sim's) does not."""
+    rows = [
+        {"request_id": "first", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 4,
+         "drafter_id": 0, "acceptance_seq": [1, 1, 0, 1]},
+        {"request_id": "second", "arrival_ms": 1.0, "prompt_tokens": 2, "output_tokens": 3,
+         "drafter_id": 0, "acceptance_seq": [0, 1, 1]},
+    ]  # fmt: skip
+    data = hand_trace_scenario(tmp_path, rows, gamma=2)
+    result = simulate(scenario_from_dict(data, [f"fast_path={fast}"]))
+    first, second = result.requests
+    assert (first.request_id, first.device_wait_s) == ("first", 0.0)
+    assert first.service_ttft_s == first.ttft_s
+    assert second.device_wait_s == T(first.finish_s - 0.001, abs=1e-15)
+    assert second.first_token_s > first.finish_s
+    assert second.service_ttft_s == T(second.first_token_s - first.finish_s, abs=1e-15)
+    assert second.ttft_s == T(second.first_token_s - 0.001, abs=1e-15)
+    m = simulate(scenario_from_dict(data, [f"fast_path={fast}"]), keep_records=False).metrics
+    assert m is not None and m.ttft is not None and m.service_ttft is not None
+    assert m.service_ttft.mean_s == T((first.ttft_s + second.service_ttft_s) / 2, abs=1e-15)
+    assert m.ttft.mean_s - m.service_ttft.mean_s == T(second.device_wait_s / 2, abs=1e-15)
