@@ -15,7 +15,7 @@ from edgespec.sim import inbound, routing
 from edgespec.sim.cells import Layout
 from edgespec.sim.cost_models import WispCost
 from edgespec.sim.entities import ServerState, Session
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.scenario import Scenario, scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
 
@@ -30,6 +30,14 @@ def exact_loads(servers: list[ServerState], t: float, inclusive: bool | None) ->
 
 
 TIES = ["workload.think_time_s=0", "workload.ramp_s=0", "links.wan.jitter_ms=0"]
+
+
+def _fleet(num_devices: int, num_servers: int, overrides: list[str]) -> Scenario:
+    """The tiny scenario with this fleet, 15 simulated seconds."""
+    data = tiny_scenario()
+    data["auto_topology"]["devices"][0]["count"] = num_devices
+    data["auto_topology"]["servers"][0]["count"] = num_servers
+    return scenario_from_dict(data, ["duration_s=15", *overrides])
 
 
 @pytest.mark.parametrize(
@@ -48,10 +56,7 @@ def test_every_route_matches_a_scan_of_every_server(
     overrides: list[str], scan_floor: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(routing, "SCAN_FLOOR", scan_floor)
-    data = tiny_scenario()
-    data["auto_topology"]["devices"][0]["count"] = 60
-    data["auto_topology"]["servers"][0]["count"] = 12
-    scenario = scenario_from_dict(data, ["duration_s=15", *overrides])
+    scenario = _fleet(60, 12, overrides)
     original = routing.Router.route
     checked = {"routes": 0, "ties": 0}
 
@@ -84,10 +89,7 @@ def test_inlined_jsq_rents_checks_before_it_buys_a_full_drain(
     """Ties are checked one by one until the checks since the last full drain exceed what
     a full drain is worth; then every server with blocks due is drained. Both happen in a
     run with many ties, and the checks made between two full drains stay within budget."""
-    data = tiny_scenario()
-    data["auto_topology"]["devices"][0]["count"] = 200
-    data["auto_topology"]["servers"][0]["count"] = 40
-    scenario = scenario_from_dict(data, ["duration_s=15", *TIES])
+    scenario = _fleet(200, 40, TIES)
     settle = routing.Router._settle_least
     seen = {"scans": 0, "drains": 0}
 
