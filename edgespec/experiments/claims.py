@@ -56,6 +56,15 @@ def fmt(value: float | None, spec: str = ".3g") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+def change(new: float | None, old: float | None) -> float | None:
+    """Relative change ``new / old − 1``; ``None`` when either is missing or ``old`` is 0."""
+    return None if new is None or old is None or old == 0 else new / old - 1.0
+
+
+def pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x * 100:+.1f}%"
+
+
 def markdown_table(rows: Sequence[ClaimRow]) -> str:
     head = "| claim | what | paper | edgespec | tolerance | verdict | note |"
     lines = [head, "|---|---|---|---|---|---|---|"]

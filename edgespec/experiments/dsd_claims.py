@@ -1,4 +1,6 @@
-"""DSD's claims D2–D7 (SEED-NOTES §5) as :class:`ClaimRow` s, from :class:`DsdResults`.
+"""DSD's claims D2–D7 (SEED-NOTES §5) as :class:`ClaimRow` s, from :class:`DsdResults`:
+D2–D5 here, the fleet sweeps D6–D7 in :mod:`edgespec.experiments.dsd_sweep_claims`;
+:func:`all_rows` gathers them all.
 
 Tolerances follow SEED-NOTES' convention: the direction must match; relative changes
 within ±25% of the paper's; absolute values within ±50% (DSD's key inputs — per-pair
@@ -12,15 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import pairwise
 
-from edgespec.experiments.claims import ClaimRow, fmt, within
+from edgespec.experiments.claims import ClaimRow, change, fmt, pct, within
 from edgespec.experiments.dsd_setup import STACKS
+from edgespec.experiments.dsd_sweep_claims import batching_rows, routing_rows
 from edgespec.experiments.reproduce_dsd import (
     DsdResults,
-    DsdRunSummary,
-    batching_name,
     crossover_name,
-    routing_name,
     stack_name,
+    summary_metric,
     table_name,
 )
 
@@ -54,47 +55,29 @@ CROSSOVER_MS = (35.0, 80.0)
 """D3's accepted crossover RTT (the paper: ≈ 50–60 ms)."""
 
 
-def _change(new: float | None, old: float | None) -> float | None:
-    return None if new is None or old is None or old == 0 else new / old - 1.0
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x * 100:+.1f}%"
-
-
-def _metric(summary: DsdRunSummary | None, metric: str) -> float | None:
-    if summary is None:
-        return None
-    return {
-        "thr": summary.throughput_requests_per_s,
-        "ttft": summary.ttft_ms,
-        "tpot": summary.tpot_ms,
-    }[metric]
-
-
 def stack_rows(res: DsdResults) -> list[ClaimRow]:
     """D2: Fig. 5's stacks, Default → S4 on GSM8K at 600 drafts, RTT 10 ms."""
     got = {s: res.get(stack_name(s)) for s in STACKS}
-    thr = [_metric(got[s], "thr") for s in STACKS]
-    tpot = [_metric(got[s], "tpot") for s in STACKS]
-    ttft = [_metric(got[s], "ttft") for s in STACKS]
+    thr = [summary_metric(got[s], "thr") for s in STACKS]
+    tpot = [summary_metric(got[s], "tpot") for s in STACKS]
+    ttft = [summary_metric(got[s], "ttft") for s in STACKS]
     waited = [None if s is None else s.ttft_from_arrival_ms for s in got.values()]
     chain = " → ".join(f"{fmt(t, '.2f')}" for t in thr)
     rows = []
-    gain, paper_gain = _change(thr[-1], thr[0]), 28.1 / 25.1 - 1.0
+    gain, paper_gain = change(thr[-1], thr[0]), 28.1 / 25.1 - 1.0
     monotone = all(a is not None and b is not None and b >= a for a, b in pairwise(thr))
     rows.append(ClaimRow(
         "D2", "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms)",
-        f"25.1 → 28.1 req/s ({_pct(paper_gain)})", f"{chain} ({_pct(gain)})",
+        f"25.1 → 28.1 req/s ({pct(paper_gain)})", f"{chain} ({pct(gain)})",
         "gain > 0 and monotone; ±25% of +12.0%",
         gain is not None and gain > 0 and monotone,
         gain is not None and within(gain, paper_gain, RELATIVE),
     ))  # fmt: skip
-    cut, paper_cut = _change(tpot[-1], tpot[0]), 37.0 / 45.0 - 1.0
+    cut, paper_cut = change(tpot[-1], tpot[0]), 37.0 / 45.0 - 1.0
     rows.append(ClaimRow(
         "D2", "TPOT change Default → S4",
-        f"45 → 37 ms ({_pct(paper_cut)})",
-        " → ".join(fmt(t, ".1f") for t in tpot) + f" ms ({_pct(cut)})",
+        f"45 → 37 ms ({pct(paper_cut)})",
+        " → ".join(fmt(t, ".1f") for t in tpot) + f" ms ({pct(cut)})",
         "TPOT falls; ±25% of −17.8%",
         cut is not None and cut < 0,
         cut is not None and within(cut, paper_cut, RELATIVE),
@@ -113,7 +96,8 @@ def stack_rows(res: DsdResults) -> list[ClaimRow]:
         rows.append(ClaimRow(
             "D2", f"{stack}: throughput, TPOT (absolute)",
             f"{p_thr} req/s, {p_tpot:g} ms",
-            f"{fmt(_metric(s, 'thr'), '.2f')} req/s, {fmt(_metric(s, 'tpot'), '.1f')} ms",
+            f"{fmt(summary_metric(s, 'thr'), '.2f')} req/s, "
+            f"{fmt(summary_metric(s, 'tpot'), '.1f')} ms",
             "±50% each", None,
             s is not None and s.tpot_ms is not None
             and within(s.throughput_requests_per_s, p_thr, ABSOLUTE)
@@ -128,8 +112,8 @@ def crossover_rtt_ms(res: DsdResults) -> float | None:
     rtts = sorted(res.plan.crossover_rtts_ms)
     found = None
     for rtt in reversed(rtts):
-        dist = _metric(res.get(crossover_name("distributed", rtt)), "tpot")
-        fused = _metric(res.get(crossover_name("fused", rtt)), "tpot")
+        dist = summary_metric(res.get(crossover_name("distributed", rtt)), "tpot")
+        fused = summary_metric(res.get(crossover_name("fused", rtt)), "tpot")
         if dist is None or fused is None or fused > dist:
             break
         found = rtt
@@ -139,8 +123,8 @@ def crossover_rtt_ms(res: DsdResults) -> float | None:
 def crossover_rows(res: DsdResults) -> list[ClaimRow]:
     """D3: Fig. 6, distributed vs fused TPOT over RTT."""
     rtts = sorted(res.plan.crossover_rtts_ms)
-    dist = [_metric(res.get(crossover_name("distributed", r)), "tpot") for r in rtts]
-    fused = [_metric(res.get(crossover_name("fused", r)), "tpot") for r in rtts]
+    dist = [summary_metric(res.get(crossover_name("distributed", r)), "tpot") for r in rtts]
+    fused = [summary_metric(res.get(crossover_name("fused", r)), "tpot") for r in rtts]
     cross = crossover_rtt_ms(res)
     table = "; ".join(
         f"{r:g} ms: {fmt(d, '.1f')} vs {fmt(f, '.1f')}"
@@ -172,7 +156,7 @@ def _table_cells(res: DsdResults) -> list[tuple[str, str]]:
 def _triple(res: DsdResults, cell: tuple[str, str], metric: str) -> tuple[float | None, ...]:
     dataset, config = cell
     return tuple(
-        _metric(res.get(table_name(dataset, config, w)), metric)
+        summary_metric(res.get(table_name(dataset, config, w)), metric)
         for w in ("static", "dynamic", "awc")
     )
 
@@ -222,7 +206,7 @@ def _awc_summary_rows(res: DsdResults, cells: list[tuple[str, str]]) -> list[Cla
             s, _, a = PAPER_TABLE2[cell]["thr"]
             return a / s - 1.0
         t = _triple(res, cell, "thr")
-        return _change(t[2], t[0])
+        return change(t[2], t[0])
 
     ours_gains = [g for c in cells if (g := gain(c, "ours")) is not None]
     paper_gains = [g for c in cells if (g := gain(c, "paper")) is not None]
@@ -240,7 +224,7 @@ def _awc_summary_rows(res: DsdResults, cells: list[tuple[str, str]]) -> list[Cla
             "≥ 11/12 of the cells", vs_static * 12 >= 11 * n, None,
         ),
         ClaimRow(
-            "D4", "mean AWC throughput gain over Static", _pct(mean_paper), _pct(mean_ours),
+            "D4", "mean AWC throughput gain over Static", pct(mean_paper), pct(mean_ours),
             "> 0; ±25%", mean_ours is not None and mean_ours > 0,
             mean_ours is not None and within(mean_ours, mean_paper, RELATIVE),
             "the paper's mean is recomputed from Table 2's absolute values over the same cells",
@@ -252,63 +236,6 @@ def _awc_summary_rows(res: DsdResults, cells: list[tuple[str, str]]) -> list[Cla
         ClaimRow(
             "D5", "AWC throughput ≥ Dynamic", f"{paper_dynamic} of {n}", f"{vs_dynamic} of {n}",
             "≥ 9/12 of the cells", vs_dynamic * 12 >= 9 * n, None,
-        ),
-    ]  # fmt: skip
-
-
-def routing_rows(res: DsdResults) -> list[ClaimRow]:
-    """D6: Figs. 7–8, JSQ vs round-robin over the number of drafts (GSM8K, 10 ms)."""
-    drafts = sorted(res.plan.sweep_drafts)
-    diff = []
-    for n in drafts:
-        jsq = _metric(res.get(routing_name("jsq", n)), "tpot")
-        rr = _metric(res.get(routing_name("round_robin", n)), "tpot")
-        diff.append(None if jsq is None or rr is None else rr - jsq)
-    detail = "; ".join(f"{n}: {fmt(d, '+.1f')}" for n, d in zip(drafts, diff, strict=True))
-    below = [d for n, d in zip(drafts, diff, strict=True) if n < 1000 and d is not None]
-    ahead_low = bool(below) and all(d > 0 for d in below)
-    crossing = next(
-        (n for n, d in zip(drafts, diff, strict=True) if d is not None and d <= 0), None
-    )
-    return [
-        ClaimRow(
-            "D6", "RR TPOT − JSQ TPOT below 1k drafts (ms)", "+5 to +20 ms",
-            ", ".join(fmt(d, "+.1f") for d in below) or "n/a",
-            "JSQ lower below 1k; each within 5–20 ms ±50%", ahead_low,
-            ahead_low and all(2.5 <= d <= 30.0 for d in below),
-            f"by drafts: {detail}",
-        ),
-        ClaimRow(
-            "D6", "drafts where RR catches up with JSQ (TPOT)", "≈ 1,000",
-            "not reached" if crossing is None else f"{crossing}",
-            "within ±25% of 1,000", crossing is not None,
-            crossing is not None and 750 <= crossing <= 1250,
-        ),
-    ]  # fmt: skip
-
-
-def batching_rows(res: DsdResults) -> list[ClaimRow]:
-    """D7: Figs. 9–10, FIFO vs LAB over the number of drafts (GSM8K, 10 ms)."""
-    drafts = sorted(res.plan.sweep_drafts)
-    cuts, thr = [], []
-    for n in drafts:
-        fifo, lab = res.get(batching_name("fcfs", n)), res.get(batching_name("lab", n))
-        f_tpot, l_tpot = _metric(fifo, "tpot"), _metric(lab, "tpot")
-        cuts.append(None if f_tpot is None or l_tpot is None else l_tpot - f_tpot)
-        thr.append(_change(_metric(lab, "thr"), _metric(fifo, "thr")))
-    detail = "; ".join(f"{n}: {fmt(c, '+.2f')} ms" for n, c in zip(drafts, cuts, strict=True))
-    lower = all(c is not None and c <= 0 for c in cuts)
-    top = thr[-1]
-    return [
-        ClaimRow(
-            "D7", "LAB TPOT − FIFO TPOT", "−1 to −2 ms",
-            ", ".join(fmt(c, "+.2f") for c in cuts), "≤ 0 at every draft count; −0.5 to −3 ms",
-            lower, lower and all(c is not None and -3.0 <= c <= -0.5 for c in cuts),
-            f"by drafts: {detail}",
-        ),
-        ClaimRow(
-            "D7", f"LAB vs FIFO throughput at {drafts[-1]} drafts (saturated)", "equal",
-            _pct(top), "within ±5%", None, top is not None and abs(top) <= 0.05,
         ),
     ]  # fmt: skip
 

@@ -85,6 +85,17 @@ class DsdRunSummary:
         )
 
 
+def summary_metric(summary: DsdRunSummary | None, metric: str) -> float | None:
+    """``thr`` (req/s), ``ttft`` or ``tpot`` (ms) of a run; ``None`` for a missing run."""
+    if summary is None:
+        return None
+    return {
+        "thr": summary.throughput_requests_per_s,
+        "ttft": summary.ttft_ms,
+        "tpot": summary.tpot_ms,
+    }[metric]
+
+
 def stack_name(stack: str) -> str:
     return f"stack-{stack}"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.learn.prompts import DATASETS
-from edgespec.runtime.draft_command import add_stop_arguments
+from edgespec.runtime.stop_arguments import add_stop_arguments
 
 NGRAM = "ngram"
 
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
     from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
     from edgespec.runtime.backends.tree_draft import TreeDraft
-    from edgespec.runtime.draft_command import stop_policy_from_args
+    from edgespec.runtime.stop_arguments import stop_policy_from_args
 
     console = Console(stderr=True)
     if not console.is_terminal:

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from edgespec.runtime.bench_inputs import load_models, load_text_prompts, make_prompts
+
 
 def _parse_ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
@@ -58,63 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--skip", default="", help="comma list of sections to skip: single,clients,prefix"
     )
     return p
-
-
-def _models(args: argparse.Namespace) -> tuple[Any, Callable[[], Any], str, Any]:
-    from edgespec.runtime.backends.ngram import NgramDrafter
-    from edgespec.runtime.backends.transformers_draft import TransformersDraft
-
-    if args.target == "synthetic":
-        from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
-
-        target = tiny_llama(
-            0,
-            num_layers=args.synthetic_layers,
-            vocab_size=4096,
-            hidden_size=args.synthetic_hidden,
-            logit_scale=5.0,
-            quiet_layers_from=2,
-            quiet_scale=0.03,
-        )
-        draft = layer_truncated_copy(target, 2) if args.draft == "truncated" else None
-        desc = (
-            f"synthetic Llama target ({args.synthetic_layers} layers, hidden "
-            f"{args.synthetic_hidden}, vocab 4096; layers >= 2 quiet)"
-        )
-        tokenizer = None
-    else:
-        from edgespec.models.loading import load_model
-
-        loaded = load_model(args.target)
-        target, tokenizer = loaded.model, loaded.tokenizer
-        draft = None
-        if args.draft not in ("ngram", "truncated"):
-            draft = load_model(args.draft).model
-        desc = f"target {args.target}"
-    if draft is None:
-        return target, NgramDrafter, desc + ", n-gram draft", tokenizer
-    return target, lambda: TransformersDraft(draft), desc + f", draft {args.draft}", tokenizer
-
-
-_TEXT_PROMPTS: list[tuple[int, ...]] = []
-
-
-def _prompts(n: int, length: int, vocab: int) -> list[tuple[int, ...]]:
-    """n prompts: the first n loaded with --prompts (cut to ``length`` tokens), else random."""
-    if _TEXT_PROMPTS:
-        return [_TEXT_PROMPTS[i % len(_TEXT_PROMPTS)][-length:] for i in range(n)]
-    rng = np.random.default_rng(1234)
-    return [tuple(int(t) for t in rng.integers(0, vocab, length)) for _ in range(n)]
-
-
-def _load_text_prompts(path: str, tokenizer: Any, limit: int = 32) -> None:
-    import json
-
-    if tokenizer is None:
-        raise SystemExit("--prompts needs a target with a tokenizer")
-    with open(path) as f:
-        for line in list(f)[:limit]:
-            _TEXT_PROMPTS.append(tuple(tokenizer(json.loads(line)["prompt"])["input_ids"]))
 
 
 def _server(backend: Any, max_batch: int = 16) -> Any:
@@ -161,7 +106,7 @@ def bench_single(backend: Any, make_draft: Callable[[], Any], args: argparse.Nam
     from edgespec.runtime.grpc_client import RemoteVerifier
     from edgespec.runtime.inprocess import target_greedy_decode
 
-    prompt = _prompts(1, args.prompt_len, backend.vocab_size)[0]
+    prompt = make_prompts(1, args.prompt_len, backend.vocab_size)[0]
     n = args.max_new_tokens
     target_greedy_decode(backend, prompt, 4)  # warm-up
     ar_times, sd_times = [], []
@@ -218,7 +163,7 @@ def bench_clients(
     print("| clients | distributed SD | mean batch | centralized | mean batch | SD / centralized |")
     print("|---|---|---|---|---|---|")
     for n in counts:
-        prompts = _prompts(n, args.prompt_len, backend.vocab_size)
+        prompts = make_prompts(n, args.prompt_len, backend.vocab_size)
         sd_t: list[float] = []
         c_t: list[float] = []
         with _server(backend) as server:
@@ -300,9 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
     torch.set_num_threads(args.threads)
-    model, make_draft, desc, tokenizer = _models(args)
+    model, make_draft, desc, tokenizer = load_models(args)
     if args.prompts:
-        _load_text_prompts(args.prompts, tokenizer)
+        load_text_prompts(args.prompts, tokenizer)
         desc += f", prompts {args.prompts}"
     backend = TransformersTarget(model)
     skip = set(args.skip.split(","))

@@ -27,8 +27,9 @@ from edgespec.sim.cost_models import (
 from edgespec.sim.entities import DeviceState, ServerState
 from edgespec.sim.network import Link
 from edgespec.sim.rng import spawn_streams
-from edgespec.sim.scenario import CostModelConfig, Scenario, expand_topology
+from edgespec.sim.scenario import CostModelConfig, Scenario
 from edgespec.sim.stop_model import ReplayFeatures, StopModel
+from edgespec.sim.topology import expand_topology
 from edgespec.sim.workload import (
     LengthTable,
     TraceEntry,

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 from edgespec.config import ConfigError
 
 if TYPE_CHECKING:
-    from edgespec.sim.scenario import DeviceSpec, Scenario, ServerSpec
+    from edgespec.sim.scenario import Scenario
+    from edgespec.sim.topology import DeviceSpec, ServerSpec
 
 
 @dataclass(frozen=True, slots=True)

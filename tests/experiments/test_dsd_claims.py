@@ -9,14 +9,13 @@ import pytest
 from edgespec.experiments.dsd_claims import (
     PAPER_TABLE2,
     all_rows,
-    batching_rows,
     crossover_rows,
     crossover_rtt_ms,
-    routing_rows,
     stack_rows,
     table_rows,
 )
 from edgespec.experiments.dsd_setup import STACKS, DsdSetup, device_pools, scenario
+from edgespec.experiments.dsd_sweep_claims import batching_rows, routing_rows
 from edgespec.experiments.reproduce_dsd import (
     DsdPlan,
     DsdResults,

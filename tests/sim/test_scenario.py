@@ -7,8 +7,9 @@ import pytest
 
 from edgespec.config import ConfigError
 from edgespec.sim import build
-from edgespec.sim.scenario import expand_topology, load_scenario, scenario_from_dict
+from edgespec.sim.scenario import load_scenario, scenario_from_dict
 from edgespec.sim.simulator import simulate
+from edgespec.sim.topology import expand_topology
 from tests.sim.helpers import tiny_scenario
 
 
