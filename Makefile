@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check edgespec tests
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy edgespec
+	$(VENV)/bin/mypy edgespec tests
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest -q

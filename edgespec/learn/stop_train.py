@@ -8,7 +8,7 @@ layers, eval mode), which runs in numpy and gives the same probabilities as the 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,7 +177,9 @@ def torch_probabilities(
     return np.asarray(torch.sigmoid(logits).numpy(), dtype=np.float64)
 
 
-def sample_settings(space: dict[str, Sequence[Any]], count: int, seed: int) -> list[dict[str, Any]]:
+def sample_settings(
+    space: Mapping[str, Sequence[Any]], count: int, seed: int
+) -> list[dict[str, Any]]:
     """``count`` distinct random points of a search space (seeded)."""
     rng = np.random.default_rng(seed)
     seen: set[str] = set()

@@ -96,6 +96,6 @@ def test_calibration_main_end_to_end(tmp_path: Path) -> None:
 
 def test_a_failing_drafter_process_is_reported() -> None:
     backend = TransformersTarget(tiny_llama(0, num_layers=1, hidden_size=32))
-    prompts = [[(5, 6, 7)], [(8, 9)]]
+    prompts: list[list[tuple[int, ...]]] = [[(5, 6, 7)], [(8, 9)]]
     with pytest.raises(RuntimeError, match=r"drafter process 0: ValueError: invalid literal"):
         run_real(backend, partial(int, "not a draft"), prompts, 4, 2, 2, timeout_s=120)

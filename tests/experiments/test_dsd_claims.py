@@ -118,9 +118,9 @@ def test_routing_and_batching_sweeps() -> None:
     gap, catch_up = routing_rows(res)
     assert (gap.direction_ok, gap.magnitude_ok, gap.ours) == (True, True, "+10.0")
     assert (catch_up.ours, catch_up.magnitude_ok) == ("1000", True)
-    lab, thr = batching_rows(res)
-    assert (lab.direction_ok, lab.magnitude_ok) == (True, True)
-    assert (thr.ours, thr.magnitude_ok) == ("+1.0%", True)
+    lab_row, thr_row = batching_rows(res)
+    assert (lab_row.direction_ok, lab_row.magnitude_ok) == (True, True)
+    assert (thr_row.ours, thr_row.magnitude_ok) == ("+1.0%", True)
     runs[batching_name("lab", 1000)] = run(30.0, 300.0, 60.5)  # LAB worse at one point
     assert batching_rows(DsdResults(PLAN, runs))[0].direction_ok is False
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from edgespec.core.types import RequestRecord
 from edgespec.experiments.claims import write_report
@@ -35,9 +36,11 @@ def metrics(violations: dict[str, float]) -> SystemMetrics:
     return summarize(records, [], duration_s=10.0, num_servers=1)
 
 
-def results(**kw: object) -> WispResults:
-    base = dict(capacities={}, goodput={}, curves={}, attribution=None, attribution_devices=None)
-    return WispResults(PLAN, **{**base, **kw})  # type: ignore[arg-type]
+def results(**kw: Any) -> WispResults:
+    base: dict[str, Any] = dict(
+        capacities={}, goodput={}, curves={}, attribution=None, attribution_devices=None
+    )
+    return WispResults(PLAN, **{**base, **kw})
 
 
 def test_capacity_rows_order_ratios_and_the_widening_gap() -> None:

@@ -27,7 +27,9 @@ from edgespec.learn.awc_data import (
 )
 
 
-def _configs(rows: list[tuple[int, int, float | None, float | None, float]]) -> dict[str, list]:
+def _configs(
+    rows: list[tuple[int, int, float | None, float | None, float]],
+) -> dict[str, list[float | None]]:
     names = ("scenario_id", "gamma", "ttft_s", "tpot_s", "throughput_tokens_per_s")
     return {n: [r[i] for r in rows] for i, n in enumerate(names)}
 

@@ -103,8 +103,8 @@ def test_interrupted_profile_resumes_and_refuses_to_overwrite(
     model_dir = tmp_path / "tiny"
     tiny_llama().save_pretrained(str(model_dir))
     out = tmp_path / "p.yaml"
-    argv = ("--target", str(model_dir), "--quick", "--threads", "1", "--bootstrap", "20")
-    argv += ("--out", str(out))
+    argv: tuple[str, ...] = ("--target", str(model_dir), "--quick", "--threads", "1")
+    argv += ("--bootstrap", "20", "--out", str(out))
     real = profile_module.measure_batch
     calls: list[str] = []
 

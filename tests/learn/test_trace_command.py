@@ -18,7 +18,8 @@ def _tokenizer() -> PreTrainedTokenizerFast:
     vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2} | {f"w{i}": i for i in range(3, VOCAB)}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="w3"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(
+    # transformers' tokenizer constructor is unannotated
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>"
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,7 @@ def test_build_table_leaves_out_pairs_without_tokens() -> None:
 
 
 def test_turn_pairs_takes_human_then_gpt_turns() -> None:
-    conversations = [
+    conversations: list[dict[str, Any]] = [
         {"conversations": [
             {"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"},
             {"from": "human", "value": "again"}, {"from": "human", "value": "?"},

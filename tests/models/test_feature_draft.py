@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from edgespec.models.feature_draft import (
-    FEATURE_DRAFT_MARKER,
     FeatureDraftConfig,
     FeatureDraftNet,
     load_feature_draft,
     save_feature_draft,
     target_rows,
 )
+from edgespec.models.registry import FEATURE_DRAFT_MARKER
 from edgespec.runtime.backends.feature_draft import FeatureDraft
 from tests.models.tiny import VOCAB, tiny_target
 

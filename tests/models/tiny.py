@@ -24,9 +24,14 @@ def tiny_target(seed: int = 0) -> Any:
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=256,
-        **SPECIAL,
+        bos_token_id=SPECIAL["bos_token_id"],
+        eos_token_id=SPECIAL["eos_token_id"],
+        pad_token_id=SPECIAL["pad_token_id"],
     )
-    return LlamaForCausalLM(config).eval()
+    model = LlamaForCausalLM(config)
+    # transformers' PreTrainedModel.eval is unannotated
+    model.eval()  # type: ignore[no-untyped-call]
+    return model
 
 
 def tiny_draft(kept: Sequence[int], seed: int = 1, layers: int = 1) -> TrimmedVocabDraft:
@@ -43,4 +48,7 @@ def tiny_draft(kept: Sequence[int], seed: int = 1, layers: int = 1) -> TrimmedVo
         max_position_embeddings=256,
         **SPECIAL,
     )
-    return TrimmedVocabDraft(config).eval()
+    draft = TrimmedVocabDraft(config)
+    # transformers' PreTrainedModel.eval is unannotated
+    draft.eval()  # type: ignore[no-untyped-call]
+    return draft

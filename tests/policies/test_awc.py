@@ -117,7 +117,8 @@ def test_numpy_forward_is_the_residual_silu_network() -> None:
     x = np.array([[0.3, 0.7, 12.0, 40.0, 4.0]])
 
     def silu(v: np.ndarray) -> np.ndarray:
-        return v / (1 + np.exp(-v))
+        out: np.ndarray = v / (1 + np.exp(-v))
+        return out
 
     h = silu(((x - model.mean) / model.scale) @ model.input.weight + model.input.bias)
     for a, b in model.blocks:

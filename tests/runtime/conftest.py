@@ -13,6 +13,7 @@ pytest.importorskip("grpc")
 
 from edgespec.config import from_dict  # noqa: E402
 from edgespec.policies.interfaces import BatchingPolicy, WindowPolicy  # noqa: E402
+from edgespec.runtime.backends.base import DraftBackend  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
 from edgespec.runtime.batching import build_batching  # noqa: E402
@@ -51,7 +52,7 @@ ServerFactory = Callable[..., ServerThread]
 
 def start_server(
     target: TransformersTarget,
-    draft_factory: Callable[[], TransformersDraft] | None = None,
+    draft_factory: Callable[[], DraftBackend] | None = None,
     port: int = 0,
     batching_policy: BatchingPolicy | None = None,
     rules: Mapping[str, VerificationRule] = EXACT_RULES,

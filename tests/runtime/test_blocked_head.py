@@ -8,11 +8,8 @@ import numpy as np
 import torch
 
 from edgespec.runtime.backends.base import ForwardItem
-from edgespec.runtime.backends.transformers_backend import (
-    TransformersTarget,
-    blocked_head,
-    plain_head,
-)
+from edgespec.runtime.backends.lm_head import blocked_head, plain_head
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
 
 def test_blocked_head_equals_the_full_matmul_across_block_edges() -> None:

@@ -109,9 +109,9 @@ def test_draft_command_streams_lossless_output(
             )
             == 0
         )
-        out = capsys.readouterr().out
+        printed = capsys.readouterr().out
         assert [
-            int(t) for t in out.replace("[", " ").replace("]", " ").replace(",", " ").split()
+            int(t) for t in printed.replace("[", " ").replace("]", " ").replace(",", " ").split()
         ] == reference
 
 

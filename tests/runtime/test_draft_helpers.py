@@ -7,12 +7,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 
-from edgespec.runtime.backends.base import common_prefix_length  # noqa: E402
-from edgespec.runtime.backends.ngram import NgramDrafter, suffix_match_next  # noqa: E402
-from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
-from edgespec.runtime.testing import tiny_gemma3, tiny_llama  # noqa: E402
+import torch
+
+from edgespec.runtime.backends.base import common_prefix_length
+from edgespec.runtime.backends.ngram import NgramDrafter, suffix_match_next
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
+from edgespec.runtime.testing import tiny_gemma3, tiny_llama
 
 RNG = np.random.default_rng(0)
 S, F = "sliding_attention", "full_attention"
@@ -49,7 +51,7 @@ def test_common_prefix_length() -> None:
     assert common_prefix_length([9, 2], [1, 2]) == 0
 
 
-class _Counting(torch.nn.Module):  # type: ignore[misc]
+class _Counting(torch.nn.Module):
     """A causal LM that records the tokens of every forward pass."""
 
     def __init__(self, inner: Any) -> None:

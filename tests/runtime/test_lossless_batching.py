@@ -130,11 +130,11 @@ def _greedy_draft(
         for node in range(size):
             parent = data.draw(st.integers(-1, node - 1), label=f"{label} parent {node}")
             depth = 1 if parent < 0 else depths[parent] + 1
-            right = reference[done + depth - 1]
+            right_id = reference[done + depth - 1]
             shift = data.draw(st.integers(0, VOCAB), label=f"{label} token {node}")
             parents.append(parent)
             depths.append(depth)
-            tokens.append(right if shift % 2 == 0 else _wrong(right, shift))
+            tokens.append(right_id if shift % 2 == 0 else _wrong(right_id, shift))
         return tuple(tokens), tuple(parents)
     k = data.draw(st.integers(1, MAX_GAMMA), label=f"{label} length")
     right = reference[done : done + k]

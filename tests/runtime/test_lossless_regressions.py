@@ -11,25 +11,27 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 
-from edgespec.core.types import SamplingParams  # noqa: E402
-from edgespec.runtime.backends.attention_mask import (  # noqa: E402
+import torch
+
+from edgespec.core.types import SamplingParams
+from edgespec.runtime.backends.attention_mask import (
     AttentionLayout,
     UnsupportedAttentionError,
     attention_layout,
 )
-from edgespec.runtime.backends.ngram import NgramDrafter  # noqa: E402
-from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
-from edgespec.runtime.drafter import GenerationResult  # noqa: E402
-from edgespec.runtime.engine import VerificationEngine  # noqa: E402
-from edgespec.runtime.grpc_client import RemoteVerifier  # noqa: E402
-from edgespec.runtime.grpc_server import ServerThread  # noqa: E402
-from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome  # noqa: E402
-from edgespec.runtime.testing import tiny_gemma3, tiny_llama  # noqa: E402
-from tests.runtime.conftest import start_server  # noqa: E402
-from tests.runtime.test_lossless_batching import oracle_greedy  # noqa: E402
-from tests.runtime.test_server import _run_clients  # noqa: E402
+from edgespec.runtime.backends.ngram import NgramDrafter
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.drafter import GenerationResult
+from edgespec.runtime.engine import VerificationEngine
+from edgespec.runtime.grpc_client import RemoteVerifier
+from edgespec.runtime.grpc_server import ServerThread
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
+from edgespec.runtime.testing import tiny_gemma3, tiny_llama
+from tests.runtime.conftest import start_server
+from tests.runtime.test_lossless_batching import oracle_greedy
+from tests.runtime.test_server import _run_clients
 
 S, F = "sliding_attention", "full_attention"
 
@@ -123,7 +125,7 @@ def test_models_that_cannot_be_masked_exactly_are_refused(
         TransformersTarget(model)
 
 
-class _MaskIgnoringGemma(torch.nn.Module):  # type: ignore[misc]
+class _MaskIgnoringGemma(torch.nn.Module):
     """A causal LM whose forward drops explicit masks and builds its own from cache columns."""
 
     def __init__(self, inner: Any) -> None:

@@ -175,7 +175,8 @@ class _Capturing:
     """A verifier that records the calls it passes on."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner, self.calls = inner, []
+        self.inner = inner
+        self.calls: list[VerifyCall] = []
 
     def open(self, spec: SessionSpec) -> None:
         self.inner.open(spec)

@@ -11,7 +11,7 @@ import numpy.typing as npt
 import pytest
 import torch
 
-from edgespec.core.types import SamplingParams
+from edgespec.core.types import FloatArray, SamplingParams
 from edgespec.runtime.backends.base import (
     DraftProposal,
     FeatureDraftBackend,
@@ -46,10 +46,11 @@ def _reference_hidden(model: Any, sequence: Sequence[int]) -> npt.NDArray[np.flo
     """The base model's last hidden state over the whole sequence, computed alone."""
     with torch.inference_mode():
         out = model.model(input_ids=torch.tensor([list(sequence)]))
-    return out.last_hidden_state[0].float().numpy()
+    hidden: npt.NDArray[np.float32] = out.last_hidden_state[0].float().numpy()
+    return hidden
 
 
-def _by_position(observed: Sequence[tuple[int, npt.NDArray[np.float32]]]) -> dict[int, Any]:
+def _by_position(observed: Sequence[tuple[int, FloatArray]]) -> dict[int, Any]:
     """Rows keyed by position; consecutive observations must continue where the last ended."""
     rows: dict[int, Any] = {}
     end = 0

@@ -26,7 +26,8 @@ def backend(request: pytest.FixtureRequest) -> TransformersTarget:
 
 
 def _last_logits(backend: TransformersTarget, seq: tuple[int, ...]) -> np.ndarray:
-    return backend.forward([ForwardItem(None, 0, seq, 1)])[0].logits[0]
+    row: np.ndarray = backend.forward([ForwardItem(None, 0, seq, 1)])[0].logits[0]
+    return row
 
 
 def _check_nodes(backend: TransformersTarget, context: tuple[int, ...], logits: np.ndarray) -> None:

@@ -8,25 +8,27 @@ from typing import Any
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+pytest.importorskip("torch")
 
-from edgespec.core.tree import parse_branching, path_to  # noqa: E402
-from edgespec.core.types import SamplingParams  # noqa: E402
-from edgespec.runtime.backends.base import DraftBackend, ForwardItem  # noqa: E402
-from edgespec.runtime.backends.ngram import suffix_match_next  # noqa: E402
-from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
-from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
-from edgespec.runtime.backends.tree_draft import TreeDraft  # noqa: E402
-from edgespec.runtime.drafter import GenerationResult  # noqa: E402
-from edgespec.runtime.engine import VerificationEngine  # noqa: E402
-from edgespec.runtime.errors import ErrorCode, RequestError  # noqa: E402
-from edgespec.runtime.grpc_client import RemoteVerifier  # noqa: E402
-from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode  # noqa: E402
-from edgespec.runtime.messages import SessionSpec, VerifyCall  # noqa: E402
-from edgespec.runtime.testing import tiny_llama  # noqa: E402
-from tests.models.tiny import tiny_draft  # noqa: E402
-from tests.runtime.conftest import ServerFactory  # noqa: E402
-from tests.runtime.test_server import _run_clients  # noqa: E402
+import torch
+
+from edgespec.core.tree import parse_branching, path_to
+from edgespec.core.types import SamplingParams
+from edgespec.runtime.backends.base import DraftBackend, ForwardItem
+from edgespec.runtime.backends.ngram import suffix_match_next
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
+from edgespec.runtime.backends.tree_draft import TreeDraft
+from edgespec.runtime.drafter import GenerationResult
+from edgespec.runtime.engine import VerificationEngine
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.grpc_client import RemoteVerifier
+from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode
+from edgespec.runtime.messages import SessionSpec, VerifyCall
+from edgespec.runtime.testing import tiny_llama
+from tests.models.tiny import tiny_draft
+from tests.runtime.conftest import ServerFactory
+from tests.runtime.test_server import _run_clients
 
 RNG = np.random.default_rng(0)
 
@@ -46,9 +48,12 @@ def _draft_row(model: Any, seq: Sequence[int]) -> torch.Tensor:
     """The draft's next-token logits after ``seq`` by a fresh, uncached forward."""
     with torch.inference_mode():
         ids = torch.tensor([list(seq)])
+        logits: torch.Tensor
         if hasattr(model, "trimmed_forward"):
-            return model.trimmed_forward(ids, use_cache=False)[0][0, -1]
-        return model(input_ids=ids).logits[0, -1]
+            logits = model.trimmed_forward(ids, use_cache=False)[0][0, -1]
+        else:
+            logits = model(input_ids=ids).logits[0, -1]
+        return logits
 
 
 def _to_target(model: Any, index: int) -> int:
@@ -249,8 +254,7 @@ def test_trees_over_grpc_errors_and_accepted_path(
 
 
 def test_malformed_accepted_nodes_are_an_internal_error() -> None:
-    from edgespec.runtime.codec import reply_from_proto
-    from edgespec.runtime.proto import edgespec_pb2 as pb
+    from edgespec.runtime.codec import pb, reply_from_proto
 
     msg = pb.VerifyResponse(num_drafted=2, num_accepted=2, first_rejection=-1, extra_token=3)
     msg.committed_token_ids.extend([4, 6, 3])
@@ -331,7 +335,8 @@ def test_max_nodes_keeps_the_most_probable_candidates() -> None:
     prob: dict[tuple[int, ...], float] = {(): 1.0}
     widths = (3, 3, 2)
     for depth in (1, 2, 3):
-        kept, dropped = [], []
+        kept: list[float] = []
+        dropped: list[float] = []
         for path in [p for p in kept_paths if len(p) == depth - 1] or [()]:
             row = torch.softmax(_draft_row(model, [*context, *path]), -1)
             for index in torch.topk(row, widths[depth - 1]).indices.tolist():

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import yaml
+
+
+class Tolerance(TypedDict):
+    """``pytest.approx`` keyword arguments for a fixed absolute tolerance."""
+
+    abs: float
 
 
 def write_wisp_profile(

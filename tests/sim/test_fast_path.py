@@ -15,10 +15,11 @@ from numpy.random import default_rng
 from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies import registry
 from edgespec.policies.batching import FcfsBatching
+from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.interfaces import BatchLimits
 from edgespec.sim import inbound
 from edgespec.sim.acceptance import TraceAcceptance
-from edgespec.sim.cost_models import WispCoefficients, WispCost
+from edgespec.sim.cost_models import WispCost
 from edgespec.sim.entities import ServerState, Session
 from edgespec.sim.fastpath import accept_runs
 from edgespec.sim.rng import UniformStream

@@ -19,16 +19,17 @@ import pytest
 
 from edgespec.policies import registry
 from edgespec.policies.contracts import PolicyContractError
+from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.sim import build, engine
-from edgespec.sim.cost_models import WispCoefficients, WispCost
+from edgespec.sim.cost_models import WispCost
 from edgespec.sim.entities import DeviceState, ServerState
 from edgespec.sim.scenario import Scenario, scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
-from tests.sim.helpers import hand_trace_scenario, tiny_scenario
+from tests.sim.helpers import Tolerance, hand_trace_scenario, tiny_scenario
 
 T = pytest.approx
-EXACT = {"abs": 1e-12}
+EXACT: Tolerance = {"abs": 1e-12}
 D2, F2 = WindowDecision(2), WindowDecision(2, True)
 COLOCATED = WispCoefficients(0.002, 0.0, 0.0, 0.001)  # 1 ms + 2 ms per token, per pass
 
@@ -125,7 +126,7 @@ def test_distributed_fused_fused_distributed_every_timestamp(
         (*_at(0.212784, 0.221884), 3, 11),
     ]
     (a,) = result.requests
-    assert (a.first_token_s, a.finish_s) == (T(0.081168, **EXACT), T(0.231964, **EXACT))
+    assert a.first_token_s == T(0.081168, **EXACT) and a.finish_s == T(0.231964, **EXACT)
     assert (a.num_rounds, a.num_drafted, a.num_accepted, a.num_output_tokens) == (4, 8, 7, 11)
     assert a.draft_s == T(0.05 + 0.018 + 0.006 + 0.06, **EXACT)
     assert a.verify_s == T(0.011 + 0.0086 + 0.0088 + 0.0091, **EXACT)
@@ -163,7 +164,7 @@ def test_mode_fused_runs_every_round_fused_on_the_server(
         (1, True, *_at(0.03308, 0.05776, 0.006, 0.0, 0.0, 0.0086, 0.01008), 2, 2, 3),
     ]
     (a,) = result.requests
-    assert (a.first_token_s, a.finish_s) == (T(0.04316, **EXACT), T(0.05776, **EXACT))
+    assert a.first_token_s == T(0.04316, **EXACT) and a.finish_s == T(0.05776, **EXACT)
     assert a.network_s == T(3 * 0.01008, **EXACT) and a.draft_s == T(0.018, **EXACT)
     assert len(policy.seen) == 2  # the decisions' fused flag is ignored: every round fused
 
@@ -189,7 +190,7 @@ def test_fused_drafting_delays_a_distributed_verification(
     a_end = 0.02508 + draft + 0.011
     # b: γ = 1 (capped), prefill 2 = 0.02, uplink 76 B → at the server 0.030076, waits.
     a_round, b_round = sorted(result.rounds, key=lambda r: r.request_id)
-    assert (a_round.fused, a_round.draft_s) == (True, T(draft, **EXACT))
+    assert a_round.fused is True and a_round.draft_s == T(draft, **EXACT)
     assert a_round.verify_s == T(0.011, **EXACT)
     assert a_round.start_s == 0.015 and a_round.uplink_s == T(0.01008, **EXACT)
     assert b_round.fused is False

@@ -15,7 +15,7 @@ import pytest
 
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
-from tests.sim.helpers import hand_trace_scenario
+from tests.sim.helpers import Tolerance, hand_trace_scenario
 
 T = pytest.approx  # absolute tolerance set per call
 
@@ -33,7 +33,7 @@ def _scenario(tmp_path: Path) -> dict[str, object]:
 @pytest.mark.parametrize("fast", [True, False])
 def test_every_timestamp_of_a_two_device_trace(tmp_path: Path, fast: bool) -> None:
     result = simulate(scenario_from_dict(_scenario(tmp_path), [f"fast_path={fast}"]))
-    exact = {"abs": 1e-12}
+    exact: Tolerance = {"abs": 1e-12}
     # b (device 1): arrives 5 ms; drafts γ=2 after a 2-token prefill: 0.02 + 0.01 = 0.03;
     # uplink 80 B → 0.01008; at the server 0.04508, verified alone: 4 new tokens,
     # 0.005 + 0.004 = 0.009 → 0.05408; accepts 0 (seq[0] = 0), commits 1.
@@ -45,8 +45,10 @@ def test_every_timestamp_of_a_two_device_trace(tmp_path: Path, fast: bool) -> No
     # a round 2 at 0.081168 (downlink 80 B): γ = 0, no drafting, uplink 64 B 0.010064 →
     # arrives 0.091232, waits for the busy server until 0.09142; cached 6, new 1:
     # 0.005 + 0.001 + 0.0006 = 0.0066 → 0.09802; commits 1: done.
-    batches = [(b.start_s, b.end_s, b.batch_size, b.num_new_tokens, b.num_cached_tokens)
-               for b in result.batches]  # fmt: skip
+    batches: list[tuple[object, ...]] = [
+        (b.start_s, b.end_s, b.batch_size, b.num_new_tokens, b.num_cached_tokens)
+        for b in result.batches
+    ]
     assert batches == [
         (T(0.04508, **exact), T(0.05408, **exact), 1, 4, 0),
         (T(0.060088, **exact), T(0.071088, **exact), 1, 6, 0),
@@ -54,28 +56,24 @@ def test_every_timestamp_of_a_two_device_trace(tmp_path: Path, fast: bool) -> No
         (T(0.09142, **exact), T(0.09802, **exact), 1, 1, 6),
     ]
     b, a = result.requests  # in finishing order
-    assert (b.request_id, b.arrival_s, b.first_token_s, b.finish_s) == (
-        "b",
-        T(0.005, **exact),
-        T(0.064152, **exact),
-        T(0.09142 + 0.010076, **exact),
-    )
+    assert b.request_id == "b" and b.arrival_s == T(0.005, **exact)
+    assert b.first_token_s == T(0.064152, **exact)
+    assert b.finish_s == T(0.09142 + 0.010076, **exact)
     assert (b.num_rounds, b.num_drafted, b.num_accepted, b.num_output_tokens) == (2, 3, 1, 3)
     assert b.draft_s == T(0.04, **exact) and b.verify_s == T(0.0162, **exact)
     assert b.queue_s == T(0.0, **exact)
     assert b.network_s == T(0.01008 + 0.010072 + 0.010068 + 0.010076, **exact)
-    assert (a.request_id, a.arrival_s, a.first_token_s, a.finish_s) == (
-        "a",
-        0.0,
-        T(0.081168, **exact),
-        T(0.09802 + 0.010072, **exact),
-    )
+    assert a.request_id == "a" and a.arrival_s == 0.0
+    assert a.first_token_s == T(0.081168, **exact)
+    assert a.finish_s == T(0.09802 + 0.010072, **exact)
     assert (a.num_rounds, a.num_drafted, a.num_accepted, a.num_output_tokens) == (2, 2, 2, 4)
     assert a.queue_s == T(0.09142 - 0.091232, **exact) and a.verify_s == T(0.0176, **exact)
     assert a.draft_s == T(0.05, **exact)
     assert a.network_s == T(0.010088 + 0.01008 + 0.010064 + 0.010072, **exact)
-    rounds = [(r.request_id, r.round_index, r.start_s, r.end_s, r.num_drafted, r.num_accepted,
-               r.num_committed) for r in result.rounds]  # fmt: skip
+    rounds: list[tuple[object, ...]] = [
+        (r.request_id, r.round_index, r.start_s, r.end_s, r.num_drafted, r.num_accepted,
+         r.num_committed) for r in result.rounds
+    ]  # fmt: skip
     assert rounds == [
         ("b", 0, T(0.005, **exact), T(0.064152, **exact), 2, 0, 1),
         ("a", 0, 0.0, T(0.081168, **exact), 2, 2, 3),

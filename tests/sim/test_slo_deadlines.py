@@ -4,7 +4,9 @@ round records, and SLED's server without a prefix cache."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
+from edgespec.core.types import RoundRecord
 from edgespec.policies.slo import acceptance_estimate
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
@@ -16,7 +18,7 @@ def test_token_speed_deadlines_follow_eq_6_round_by_round() -> None:
     run = simulate(scenario_from_dict(data, ["deadline_rule=token_speed", "record_rounds=true"]))
     targets = data["slo_classes"]
     classes = {r.request_id: r.slo_class for r in run.requests}
-    by_request: dict[str, list] = {}
+    by_request: dict[str, list[RoundRecord]] = {}
     for r in run.rounds:
         by_request.setdefault(r.request_id, []).append(r)
     checked = 0
@@ -87,8 +89,8 @@ def test_wisp_batching_needs_a_wisp_estimator() -> None:
     from edgespec.config import ConfigError
     from edgespec.sim.build import build_policies
 
-    def policies(batching: dict, servers: dict | None = None) -> object:  # type: ignore[type-arg]
-        data = {"policies": {"batching": batching}}
+    def policies(batching: dict[str, Any], servers: dict[str, Any] | None = None) -> object:
+        data: dict[str, Any] = {"policies": {"batching": batching}}
         if servers is not None:
             data["auto_topology"] = {"servers": [servers]}
         return build_policies(scenario_from_dict(data)).batching

@@ -18,9 +18,9 @@ from edgespec.config import ConfigError
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.policies.stop_helpers import confidence_stop
-from tests.sim.helpers import hand_trace_scenario
+from tests.sim.helpers import Tolerance, hand_trace_scenario
 
-EXACT = {"abs": 1e-12}
+EXACT: Tolerance = {"abs": 1e-12}
 
 
 def confidence_policy_file(tmp_path: Path) -> str:
@@ -59,8 +59,10 @@ def test_every_timestamp_with_a_stop_predictor(tmp_path: Path) -> None:
     # 0.0086 → 0.13984; accepts 0 (position 3 rejected), commits 1; downlink 72 B → 0.149912.
     # round 3: γ = 1; keeps 4: 1 pass 0.012 → 0.161912; uplink 68 B → 0.17198; cached 7,
     # new 2: 0.0077 → 0.17968; accepts 1, commits 2 (done); downlink 76 B → 0.189756.
-    rounds = [(r.round_index, r.start_s, r.end_s, r.draft_s, r.num_drafted, r.num_accepted,
-               r.num_committed, r.num_draft_passes) for r in result.rounds]  # fmt: skip
+    rounds: list[tuple[object, ...]] = [
+        (r.round_index, r.start_s, r.end_s, r.draft_s, r.num_drafted, r.num_accepted,
+         r.num_committed, r.num_draft_passes) for r in result.rounds
+    ]  # fmt: skip
     assert rounds == [
         (0, 0.0, pytest.approx(0.097168, **EXACT), pytest.approx(0.066, **EXACT), 2, 2, 3, 3),
         (1, pytest.approx(0.097168, **EXACT), pytest.approx(0.149912, **EXACT),
@@ -68,7 +70,9 @@ def test_every_timestamp_with_a_stop_predictor(tmp_path: Path) -> None:
         (2, pytest.approx(0.149912, **EXACT), pytest.approx(0.189756, **EXACT),
          pytest.approx(0.012, **EXACT), 1, 1, 2, 1),
     ]  # fmt: skip
-    batches = [(b.start_s, b.end_s, b.num_new_tokens, b.num_cached_tokens) for b in result.batches]
+    batches: list[tuple[object, ...]] = [
+        (b.start_s, b.end_s, b.num_new_tokens, b.num_cached_tokens) for b in result.batches
+    ]
     assert batches == [
         (pytest.approx(0.076088, **EXACT), pytest.approx(0.087088, **EXACT), 6, 0),
         (pytest.approx(0.13124, **EXACT), pytest.approx(0.13984, **EXACT), 3, 6),
