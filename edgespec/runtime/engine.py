@@ -25,9 +25,9 @@ from time import monotonic
 import numpy as np
 
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, KVState, TargetBackend
+from edgespec.runtime.engine_checks import check_session_spec, check_verify_call
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
-from edgespec.runtime.validation import check_vocab
 from edgespec.runtime.verdict import EXACT_RULES, VerificationRule, cut_committed
 
 
@@ -96,23 +96,7 @@ class VerificationEngine:
     # --- sessions
 
     def open_session(self, spec: SessionSpec) -> None:
-        if not spec.prompt_token_ids:
-            raise RequestError(ErrorCode.INVALID_ARGUMENT, "prompt is empty")
-        limit = self.backend.max_context_tokens
-        needed = len(spec.prompt_token_ids) + spec.sampling.max_new_tokens
-        if needed > limit:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"prompt ({len(spec.prompt_token_ids)} tokens) + max_new_tokens "
-                f"({spec.sampling.max_new_tokens}) exceeds the target's context of {limit}",
-            )
-        check_vocab(spec.prompt_token_ids, "prompt token", self.backend.vocab_size)
-        if spec.verification_rule not in self._rules:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"unknown verification rule {spec.verification_rule!r}; this server serves "
-                f"{sorted(self._rules)}",
-            )
+        check_session_spec(spec, self.backend, self._rules)
         with self._lock:
             if spec.session_id in self._sessions:
                 raise RequestError(
@@ -161,36 +145,18 @@ class VerificationEngine:
     # --- verification
 
     def validate(self, call: VerifyCall, max_draft_tokens: int) -> None:
-        """Raise :class:`RequestError` saying what is wrong with ``call``.
-
-        An empty block is a plain target step, legal in any round: a stop predictor that
-        rejects the first position sends one (WISP Eq. 25, K_θ = 0)."""
+        """Raise :class:`RequestError` saying what is wrong with ``call``
+        (:func:`~edgespec.runtime.engine_checks.check_verify_call`)."""
         session = self._get(call.session_id)
-        k = len(call.draft_token_ids)
-        if session.finished:
-            raise RequestError(
-                ErrorCode.FAILED_PRECONDITION, f"session {call.session_id!r} already finished"
-            )
-        if k > max_draft_tokens:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"draft block has {k} tokens; the limit is {max_draft_tokens}",
-            )
-        if call.prefix_len != len(session.tokens):
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"prefix_len {call.prefix_len} does not match session {call.session_id!r}, "
-                f"which has {len(session.tokens)} committed tokens",
-            )
-        check_vocab(call.draft_token_ids, "draft token", self.backend.vocab_size)
-        if call.prefix_len + k > self.backend.max_context_tokens:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"prefix ({call.prefix_len}) + draft ({k}) exceeds the target's context of "
-                f"{self.backend.max_context_tokens}",
-            )
-        rule = self._rules[session.spec.verification_rule]
-        rule.check(call, session.spec.sampling, self.backend.vocab_size)
+        check_verify_call(
+            call,
+            len(session.tokens),
+            session.finished,
+            session.spec,
+            self.backend,
+            self._rules[session.spec.verification_rule],
+            max_draft_tokens,
+        )
 
     def pending_sizes(self, session_id: str, num_draft: int) -> tuple[int, int]:
         """(num_new_tokens, num_cached_tokens) a verification of ``num_draft`` would have."""
