@@ -100,13 +100,18 @@ def _cell(times: Sequence[float], work: float) -> str:
     return f"{work / min(times):.1f} ({work / statistics.median(times):.1f})"
 
 
-def bench_single(backend: Any, make_draft: Callable[[], Any], args: argparse.Namespace) -> None:
+def bench_single(
+    backend: Any,
+    make_draft: Callable[[], Any],
+    args: argparse.Namespace,
+    texts: Sequence[tuple[int, ...]] = (),
+) -> None:
     from edgespec.core.types import SamplingParams
     from edgespec.runtime.drafter import DraftOptions, generate
     from edgespec.runtime.grpc_client import RemoteVerifier
     from edgespec.runtime.inprocess import target_greedy_decode
 
-    prompt = make_prompts(1, args.prompt_len, backend.vocab_size)[0]
+    prompt = make_prompts(1, args.prompt_len, backend.vocab_size, texts)[0]
     n = args.max_new_tokens
     target_greedy_decode(backend, prompt, 4)  # warm-up
     ar_times, sd_times = [], []
@@ -148,7 +153,11 @@ def _window(args: argparse.Namespace) -> Any:
 
 
 def bench_clients(
-    backend: Any, make_draft: Callable[[], Any], args: argparse.Namespace, counts: Sequence[int]
+    backend: Any,
+    make_draft: Callable[[], Any],
+    args: argparse.Namespace,
+    counts: Sequence[int],
+    texts: Sequence[tuple[int, ...]] = (),
 ) -> None:
     from edgespec.core.types import SamplingParams
     from edgespec.runtime.drafter import DraftOptions, generate
@@ -163,7 +172,7 @@ def bench_clients(
     print("| clients | distributed SD | mean batch | centralized | mean batch | SD / centralized |")
     print("|---|---|---|---|---|---|")
     for n in counts:
-        prompts = make_prompts(n, args.prompt_len, backend.vocab_size)
+        prompts = make_prompts(n, args.prompt_len, backend.vocab_size, texts)
         sd_t: list[float] = []
         c_t: list[float] = []
         with _server(backend) as server:
@@ -246,8 +255,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     model, make_draft, desc, tokenizer = load_models(args)
+    texts: tuple[tuple[int, ...], ...] = ()
     if args.prompts:
-        load_text_prompts(args.prompts, tokenizer)
+        texts = load_text_prompts(args.prompts, tokenizer)
         desc += f", prompts {args.prompts}"
     backend = TransformersTarget(model)
     skip = set(args.skip.split(","))
@@ -256,9 +266,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.max_new_tokens} new tokens, prompt {args.prompt_len}, fp32 CPU"
     )
     if "single" not in skip:
-        bench_single(backend, make_draft, args)
+        bench_single(backend, make_draft, args, texts)
     if "clients" not in skip:
-        bench_clients(backend, make_draft, args, _parse_ints(args.clients))
+        bench_clients(backend, make_draft, args, _parse_ints(args.clients), texts)
     if "prefix" not in skip:
         bench_prefix(backend, args, _parse_ints(args.prefix_lens))
     return 0

@@ -4,7 +4,7 @@ models, synthetic or loaded by name, and its prompts, random or read from a JSON
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,23 +47,24 @@ def load_models(args: argparse.Namespace) -> tuple[Any, Callable[[], Any], str, 
     return target, lambda: TransformersDraft(draft), desc + f", draft {args.draft}", tokenizer
 
 
-_TEXT_PROMPTS: list[tuple[int, ...]] = []
-
-
-def make_prompts(n: int, length: int, vocab: int) -> list[tuple[int, ...]]:
-    """n prompts: the first n loaded with --prompts (cut to ``length`` tokens), else random."""
-    if _TEXT_PROMPTS:
-        return [_TEXT_PROMPTS[i % len(_TEXT_PROMPTS)][-length:] for i in range(n)]
+def make_prompts(
+    n: int, length: int, vocab: int, texts: Sequence[tuple[int, ...]] = ()
+) -> list[tuple[int, ...]]:
+    """n prompts: ``texts`` (from --prompts, :func:`load_text_prompts`) in turn, cut to
+    ``length`` tokens; random ones when there are none."""
+    if texts:
+        return [texts[i % len(texts)][-length:] for i in range(n)]
     rng = np.random.default_rng(1234)
     return [tuple(int(t) for t in rng.integers(0, vocab, length)) for _ in range(n)]
 
 
-def load_text_prompts(path: str, tokenizer: Any, limit: int = 32) -> None:
-    """Tokenize the first ``limit`` prompts of ``path``; :func:`make_prompts` then uses them."""
+def load_text_prompts(path: str, tokenizer: Any, limit: int = 32) -> tuple[tuple[int, ...], ...]:
+    """The first ``limit`` prompts of the JSONL file ``path``, tokenized."""
     import json
 
     if tokenizer is None:
         raise SystemExit("--prompts needs a target with a tokenizer")
     with open(path) as f:
-        for line in list(f)[:limit]:
-            _TEXT_PROMPTS.append(tuple(tokenizer(json.loads(line)["prompt"])["input_ids"]))
+        return tuple(
+            tuple(tokenizer(json.loads(line)["prompt"])["input_ids"]) for line in list(f)[:limit]
+        )
