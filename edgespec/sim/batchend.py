@@ -5,7 +5,7 @@ used by both paths (fast and policy-calling).
 (:func:`edgespec.sim.server_events.batch_end_handler`) followed by ``begin_round`` → ``_uplink``
 and the next ARRIVE do, in the same order and with the same floating-point expressions,
 but in one closure with everything it touches bound to locals: the link, its random stream
-and the server's KV LRU inlined for their exact classes (``fastpath.fast_path_blockers``),
+and the server's KV LRU inlined for their exact classes (``paths.fast_path_blockers``),
 and the next block put in its server's inbound heap (:mod:`edgespec.sim.inbound`) instead
 of an ARRIVE event. The window is either
 

@@ -6,30 +6,21 @@ from __future__ import annotations
 from typing import ClassVar
 
 from edgespec.core.types import Request
-from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.contracts import check_window
-from edgespec.policies.inputs import UNOBSERVED, observes
+from edgespec.policies.inputs import UNOBSERVED
 from edgespec.policies.interfaces import BatchLimits, WindowDecision
-from edgespec.policies.routing import JoinShortestQueueRouting
-from edgespec.policies.window import StaticWindow
 from edgespec.sim import inbound
 from edgespec.sim.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.arrivals import Arrivals
 from edgespec.sim.batchend import distributed_batch_end
 from edgespec.sim.build import Policies
 from edgespec.sim.cells import Layout
-from edgespec.sim.cost_models import decode_steps_s, draft_passes_s
+from edgespec.sim.device_round import DraftTimes, uplink_s
 from edgespec.sim.entities import DeviceState, ServerState, Session
-from edgespec.sim.fastpath import (
-    describe_path,
-    dispatch_when_alone,
-    fast_path_blockers,
-    fcfs_dispatch,
-    memoised_accept_runs,
-)
-from edgespec.sim.fused_run import FusedRuns, fusing
+from edgespec.sim.fastpath import dispatch_when_alone, fcfs_dispatch, memoised_accept_runs
+from edgespec.sim.fused_run import FusedRuns
 from edgespec.sim.kernel import EventQueue, Handler, RecordSink
-from edgespec.sim.network import uplink_bytes
+from edgespec.sim.paths import choose_path
 from edgespec.sim.routing import Router, build_cells
 from edgespec.sim.scenario import Scenario
 from edgespec.sim.server_events import batch_end_handler, dispatch_handler
@@ -79,36 +70,30 @@ class Simulation:
         self.centralized = scenario.mode == "centralized"
         self.distributed = scenario.mode == "distributed"
         self.fused_mode = scenario.mode == "fused"  # every round fused (fused_run.py)
-        fuses = fusing(policies.window, scenario.mode)  # None: a policy of unknown type
-        blockers = fast_path_blockers(devices, servers)
         self.stop = stop
-        if stop is not None:  # neither the fast path nor batchend.py cuts blocks short
-            blockers.append("a stop predictor cuts blocks short")
-        fast = scenario.fast_path and not blockers
-        window = policies.window
-        self.static_gamma = (
-            window.gamma if fast and type(window) is StaticWindow and fuses is False else None
-        )
-        self.observes = self.static_gamma is None and observes(window)  # else UNOBSERVED
-        self.fcfs_inline = fast and type(policies.batching) is FcfsBatching
-        self.jsq_inline = fast and type(policies.routing) is JoinShortestQueueRouting
-        self.fast = fast
-        self.hops = self.every_hop and not fast  # DRAFT_DONE and DELIVER as events
         # Token-tree traces replay their captured rounds (trace.draft_tree), by request id.
         self.trees = {e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds}
-        # The specialised BATCH_END (batchend.py; chains only) and no ARRIVE events (inbound.py).
-        self.deadline_rule = scenario.deadline_rule
-        self.lazy = (
-            not blockers
-            and self.distributed
-            and fuses is not True  # an unknown policy's fused answer is refused there
-            and not record_rounds
-            and not self.trees
-            and not self.hops
+        path = choose_path(
+            scenario,
+            devices,
+            servers,
+            policies,
+            record_rounds=record_rounds,
+            stop_cuts_blocks=stop is not None,
+            replays_trees=bool(self.trees),
+            every_hop=self.every_hop,
         )
-        self.fuses = fuses
-        self.may_fuse = fuses is not False and not self.lazy
-        self.path = describe_path(self, scenario.fast_path, blockers)
+        self.fast = path.fast
+        self.static_gamma = path.static_gamma
+        self.observes = path.observes
+        self.fcfs_inline = path.fcfs_inline
+        self.jsq_inline = path.jsq_inline
+        self.hops = path.hops  # DRAFT_DONE and DELIVER as events
+        self.lazy = path.lazy  # the specialised BATCH_END, no ARRIVE events
+        self.fuses = path.fuses
+        self.may_fuse = path.may_fuse
+        self.path = path.description
+        self.deadline_rule = scenario.deadline_rule
         self.fused_runs = FusedRuns(self, self.begin_round, (DRAFT_DONE, ARRIVE, DELIVER))
         self.send_probs = scenario.temperature > 0
         # Routing (sim/routing.py): handlers that change a server's queue length, active
@@ -137,8 +122,7 @@ class Simulation:
             )
             for s in servers
         ]
-        # decode_steps_s is a pure function of these keys: memoized, values identical.
-        self.draft_times: dict[tuple[int, int, int, int], float] = {}
+        self.draft_times = DraftTimes()
         self.runs_memo: dict[int, tuple[tuple[int, ...], list[int]]] = {}
         self.num_rounds = 0
         self.num_sessions = 0
@@ -261,21 +245,8 @@ class Simulation:
         if self.centralized:
             draft = 0.0
         else:
-            cost = s.device.draft_cost
-            prompt = request.num_prompt_tokens
-            unseen = s.catch_up  # > 0 after a fused run: what it committed (fused_run.py)
-            if unseen:
-                s.catch_up = 0
-                draft = draft_passes_s(cost, ((prompt + committed, unseen, passes),))
-            else:
-                key = (id(cost), passes, prompt + committed, prompt if first else 0)
-                cached_draft = self.draft_times.get(key)
-                if cached_draft is None:
-                    cached_draft = decode_steps_s(cost, passes, key[2], key[3])
-                    self.draft_times[key] = cached_draft
-                draft = cached_draft
-            if stop is not None:
-                draft += passes * stop.overhead_s
+            overhead_s = None if stop is None else stop.overhead_s
+            draft = self.draft_times.round_s(s, passes, first, overhead_s)
         s.round_start_s = t
         s.round_draft_s = draft
         s.draft_s += draft
@@ -287,21 +258,7 @@ class Simulation:
             self.q.push((t + draft) + self._uplink(s, first), ARRIVE, s.device.device_id, s)
 
     def _uplink(self, s: Session, first: bool) -> float:
-        dev = s.device
-        if self.distributed:
-            prompt_ids = s.request.num_prompt_tokens if first else 0
-            size = uplink_bytes(
-                s.sent, prompt_ids, dev.vocab_size, self.send_probs, 0, s.tree is not None
-            )
-        elif first:
-            size = uplink_bytes(0, s.request.num_prompt_tokens, dev.vocab_size, False)
-        else:
-            s.round_up_s = 0.0
-            return 0.0
-        up = dev.link.latency_s(size, dev.rng)
-        s.round_up_s = up
-        s.network_s += up
-        return up
+        return uplink_s(s, first, self.distributed, self.send_probs)
 
     def _draft_done(self, t: float, s: Session) -> None:
         if s.fused:

@@ -17,65 +17,11 @@ from heapq import heappop
 from sys import maxsize
 from typing import TYPE_CHECKING
 
-from edgespec.sim.entities import DeviceState, ServerState, Session
+from edgespec.sim.entities import ServerState, Session
 from edgespec.sim.kernel import Handler
-from edgespec.sim.network import Link
-from edgespec.sim.rng import UniformStream
 
 if TYPE_CHECKING:
     from edgespec.sim.engine import Simulation
-
-
-def fast_path_blockers(devices: list[DeviceState], servers: list[ServerState]) -> list[str]:
-    """Why the fast path would not compute this run exactly (empty: it would).
-
-    It inlines :meth:`Link.latency_s <edgespec.sim.network.Link.latency_s>`, the draws of
-    :class:`~edgespec.sim.rng.UniformStream` and :class:`ServerState`'s KV LRU, so every
-    device link, device stream and server must be exactly those classes (a subclass or
-    another model would silently run the old formulas). Trace runs are inlined only for
-    exactly :class:`~edgespec.sim.acceptance.TraceAcceptance` (see :class:`Simulation`);
-    other acceptance and cost models are called, not inlined.
-    """
-    found: list[tuple[str, set[type], type]] = [
-        ("device link", {type(d.link) for d in devices}, Link),
-        ("device random stream", {type(d.rng) for d in devices}, UniformStream),
-        ("server", {type(s) for s in servers}, ServerState),
-    ]
-    blockers = [
-        f"{what} {name} is not {expected.__name__}"
-        for what, kinds, expected in found
-        for name in sorted(k.__name__ for k in kinds if k is not expected)
-    ]
-    if any(not s.prefix_cache for s in servers):  # the inlined LRU always stores
-        blockers.append("a server has no prefix cache")
-    return blockers
-
-
-def describe_path(engine: Simulation, wanted: bool, blockers: list[str]) -> str:
-    """Which event-loop path runs, and why (``edgespec sim --verbose``, the bench)."""
-    note = _fused_note(engine)
-    if not wanted:
-        return "straightforward (fast_path=false)" + note
-    if blockers:
-        return "straightforward (fast path refused: " + "; ".join(blockers) + ")" + note
-    inlined = [
-        name
-        for name, on in (
-            ("static window", engine.static_gamma is not None),
-            ("fcfs batching", engine.fcfs_inline),
-            ("jsq routing", engine.jsq_inline),
-        )
-        if on
-    ]
-    return "fast (inlined: " + (", ".join(inlined) or "no policies") + ")" + note
-
-
-def _fused_note(engine: Simulation) -> str:
-    """Why a distributed run whose window policy may go fused is not run by the
-    specialised distributed BATCH_END (:mod:`edgespec.sim.batchend`)."""
-    if engine.distributed and engine.fuses:
-        return "; the window policy may go fused: generic BATCH_END"
-    return ""
 
 
 def accept_runs(seq: tuple[int, ...]) -> list[int]:
