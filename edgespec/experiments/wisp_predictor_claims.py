@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from edgespec.experiments.claims import ClaimRow, fmt, within
+from edgespec.experiments.claims import ClaimRow, change, fmt, within
 from edgespec.experiments.wisp_predictor import (
     TABLE_5_OFF,
     TABLE_5_ON,
@@ -22,10 +22,6 @@ from edgespec.metrics.types import SystemMetrics
 
 TREES = ("lightgbm", "random_forest", "xgboost")
 GAIN_TOLERANCE = 0.25
-
-
-def _gain(off: float, on: float) -> float | None:
-    return None if off <= 0 else on / off - 1.0
 
 
 def w6_rows(study: StopStudy) -> list[ClaimRow]:
@@ -111,7 +107,7 @@ def w7_rows(acceptance: list[AcceptanceRow], study: StopStudy) -> list[ClaimRow]
     gains = []
     for row in acceptance:
         paper_gain = TABLE_5_ON[row.draft_model] / TABLE_5_OFF[row.draft_model] - 1.0
-        gain = _gain(row.off, row.on)
+        gain = change(row.on, row.off)
         gains.append(gain)
         rows.append(
             ClaimRow(
@@ -144,7 +140,7 @@ def w7_rows(acceptance: list[AcceptanceRow], study: StopStudy) -> list[ClaimRow]
         t for t in study.theorem if t.name == "mlp" and t.threshold == study.predictors[0].threshold
     )
     off = study.no_predictor.acceptance_sent
-    gain = _gain(off, mlp.waste.acceptance_sent)
+    gain = change(mlp.waste.acceptance_sent, off)
     rows.append(
         ClaimRow(
             "W7",
@@ -167,7 +163,7 @@ def w8_rows(goodput: dict[int, tuple[SystemMetrics, SystemMetrics]]) -> list[Cla
     rows = []
     gains = []
     for n, (off, on) in sorted(goodput.items()):
-        gain = _gain(off.goodput_tokens_per_s, on.goodput_tokens_per_s)
+        gain = change(on.goodput_tokens_per_s, off.goodput_tokens_per_s)
         gains.append(gain)
         paper = TABLE_6_ON[n] / TABLE_6_OFF[n] - 1.0 if n in TABLE_6_ON else None
         rows.append(
