@@ -165,10 +165,16 @@ def test_link_latency_exact_and_with_loss() -> None:
     )
 
 
-def test_uniform_stream_blocks_do_not_change_values() -> None:
-    a = UniformStream(np.random.default_rng(5), block=3)
+@pytest.mark.parametrize("block", [1, 3, 128])
+def test_uniform_stream_blocks_do_not_change_values(block: int) -> None:
+    a = UniformStream(np.random.default_rng(5), block=block)
     b = np.random.default_rng(5)
-    assert [a.next() for _ in range(10)] == [float(b.random()) for _ in range(10)]
+    assert [a.next() for _ in range(300)] == [float(b.random()) for _ in range(300)]
+
+
+def test_uniform_stream_refuses_an_empty_block() -> None:
+    with pytest.raises(ValueError, match="a stream's block must be at least 1 draw, got 0"):
+        UniformStream(np.random.default_rng(5), block=0)
 
 
 def test_kernel_orders_by_time_then_kind_then_entity_then_insertion() -> None:
