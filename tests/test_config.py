@@ -74,6 +74,12 @@ def test_bad_override_syntax() -> None:
         load_config(ServerConfig, overrides=["port"])
 
 
+def test_unparsable_override_value_is_a_named_config_error() -> None:
+    # A ConfigError (one line from the CLI), not a yaml traceback.
+    with pytest.raises(ConfigError, match=r"'acceptance.traces': cannot parse value '\[a.jsonl'"):
+        apply_overrides({}, ["acceptance.traces=[a.jsonl"])
+
+
 def test_overrides_index_into_lists() -> None:
     data = {"pools": [{"count": 1}, {"count": 2}]}
     assert apply_overrides(data, ["pools.1.count=50"])["pools"] == [{"count": 1}, {"count": 50}]
