@@ -95,8 +95,10 @@ def run_cell(
     return PairRun(rtt_ms, window, tokens, seconds, mean_tpot_ms, rounds, fused, lossless)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m edgespec.experiments.dsd_realpair", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--target", default="gemma3-270m")
     parser.add_argument("--draft", default="gemma3-270m-draft")
     parser.add_argument("--limit", type=int, default=2, help="test prompts per dataset")
@@ -106,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads, each process")
     parser.add_argument("--port", type=int, default=50790)
     parser.add_argument("--out", type=Path, default=Path("runs/dsd-realpair.json"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     windows = args.windows.split(",")
     unknown = sorted(set(windows) - set(WINDOWS))

@@ -162,8 +162,10 @@ def system_summary(
     }
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m edgespec.experiments.wisp_serving", description=__doc__
+    )
     parser.add_argument("--target", default="gemma3-270m")
     parser.add_argument("--profile", required=True, help="kind: wisp profile of this machine")
     parser.add_argument("--clients", type=int, default=8)
@@ -173,6 +175,11 @@ def main() -> int:
     parser.add_argument("--classes", nargs="+", default=["c1=0.5", "c2=1", "c3=2", "c4=3"])
     parser.add_argument("--prompts", type=int, default=24)
     parser.add_argument("--out", type=Path, default=Path("runs/wisp-serving.json"))
+    return parser
+
+
+def main() -> int:
+    parser = build_parser()
     args = parser.parse_args()
     from edgespec.learn.prompts import load_prompts
     from edgespec.models.loading import load_tokenizer

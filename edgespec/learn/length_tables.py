@@ -222,7 +222,7 @@ def build_tables(
     return status
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m edgespec.learn.length_tables",
         description="Build edgespec/data/lengths/<dataset>.json: paired prompt/output "
@@ -238,6 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="default: the package's tables")
     parser.add_argument("--max-pairs", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     return build_tables(
         args.datasets,

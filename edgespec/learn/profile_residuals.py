@@ -128,13 +128,18 @@ def refits(report: dict[str, Any]) -> dict[str, FitMetrics]:
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m edgespec.learn.profile_residuals",
         description="Per-category errors of a profile's WISP Eq. 19 fit, and a padded-shape "
         "refit, from the NAME-report.json of `edgespec profile`.",
     )
     parser.add_argument("report", type=Path, help="NAME-report.json written by edgespec profile")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     report = json.loads(args.report.read_text())
     print(f"{'category':15} {'split':5} {'n':>3} {'MAPE %':>7} {'bias %':>7} {'mean s':>7}")
