@@ -76,13 +76,31 @@ def build_parser() -> argparse.ArgumentParser:
             p = sub.add_parser(name, help=f"{help_text} [not built yet]", description=help_text)
             p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
             handler = _not_built(name)
-        p.set_defaults(handler=handler)
+        p.set_defaults(handler=handler, subparser=p)
     return parser
+
+
+# Subcommands whose positional list (this attribute) takes ``key.path=value`` overrides:
+# those given after an option are theirs too (argparse takes only the first run of them).
+LATE_POSITIONALS: dict[str, str] = {"sim": "args", "bench": "overrides"}
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return args
+    dest = LATE_POSITIONALS.get(args.command or "")
+    if dest is not None and not any(item.startswith("-") for item in extra):
+        getattr(args, dest).extend(extra)
+        return args
+    where: argparse.ArgumentParser = getattr(args, "subparser", parser)
+    where.error(f"unrecognized arguments: {' '.join(extra)}")  # exits with status 2
+    raise AssertionError("unreachable")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     if args.command is None:
         parser.print_help()
         return 0

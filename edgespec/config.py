@@ -31,6 +31,15 @@ class ConfigError(UserInputError, ValueError):
         super().__init__(f"config field '{self.path}': {message}")
 
 
+class ConfigFileError(ConfigError):
+    """A config file that is missing or not readable as what it should hold; the message
+    starts with the file (and line), not with a config field."""
+
+    def __init__(self, where: str, message: str) -> None:
+        self.path = where
+        UserInputError.__init__(self, f"{where}: {message}")
+
+
 def _join(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
@@ -204,16 +213,29 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping, with errors that name the file."""
     file = Path(path)
     if not file.is_file():
-        raise ConfigError(str(file), "file not found")
+        raise ConfigFileError(str(file), "file not found")
     try:
         data = yaml.safe_load(file.read_text())
     except yaml.YAMLError as exc:
-        raise ConfigError(str(file), f"invalid YAML: {exc}") from exc
+        raise ConfigFileError(*_yaml_problem(file, exc)) from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(str(file), f"top level must be a mapping, got {type(data).__name__}")
+        raise ConfigFileError(str(file), f"top level must be a mapping, got {type(data).__name__}")
     return data
+
+
+def _yaml_problem(file: Path, exc: yaml.YAMLError) -> tuple[str, str]:
+    """``(file:line:column, what is wrong)`` for a YAML syntax error, on one line."""
+    mark = getattr(exc, "problem_mark", None)
+    if not isinstance(exc, yaml.MarkedYAMLError) or mark is None:
+        return str(file), f"invalid YAML: {' '.join(str(exc).split())}"
+    where = f"{file}:{mark.line + 1}:{mark.column + 1}"
+    problem = f"invalid YAML: {exc.problem}"
+    if exc.context is not None and exc.context_mark is not None:
+        start = exc.context_mark
+        problem += f" ({exc.context} at line {start.line + 1}, column {start.column + 1})"
+    return where, problem
 
 
 def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]]:
@@ -221,7 +243,7 @@ def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]
     ``name:line`` for error messages; a missing file or a bad line is a ConfigError."""
     file = Path(path)
     if not file.is_file():
-        raise ConfigError(str(file), f"{what} not found")
+        raise ConfigFileError(str(file), f"{what} not found")
     with file.open() as fh:
         for line_no, line in enumerate(fh, start=1):
             if not line.strip():

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from edgespec.cli import SUBCOMMANDS, main
+from tests.sim.helpers import tiny_scenario
 
 
 def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
@@ -24,3 +28,26 @@ def test_user_input_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["serve", "--target", "/nonexistent/model", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert err == "edgespec serve: model path '/nonexistent/model' does not exist\n"
+
+
+def test_overrides_after_an_option_are_still_overrides(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(yaml.safe_dump(tiny_scenario(duration_s=2.0)))
+    out = tmp_path / "run"
+    args = ["sim", str(scenario), "seed=3", "--quiet", "--no-plots", "--out", str(out)]
+    assert main([*args, "duration_s=1.5"]) == 0
+    written = yaml.safe_load((out / "scenario.yaml").read_text())
+    assert (written["seed"], written["duration_s"]) == (3, 1.5)
+    assert main(["bench", "sim", "--repeat", "0", "duration_s=1"]) == 2
+    assert capsys.readouterr().err == "edgespec bench: --repeat must be >= 1, got 0\n"
+
+
+def test_unknown_arguments_show_the_subcommand_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["serve", "--target", "x", "stray"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: edgespec serve ")
+    assert err.endswith("edgespec serve: error: unrecognized arguments: stray\n")

@@ -13,6 +13,7 @@ from edgespec.config import (
     apply_overrides,
     from_dict,
     load_config,
+    read_yaml,
 )
 from edgespec.runtime.serving_config import DrafterConfig, ServerConfig
 
@@ -50,12 +51,33 @@ def test_bad_literal_and_range() -> None:
 
 
 def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="file not found"):
-        load_config(ServerConfig, tmp_path / "nope.yaml")
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError) as missing_error:
+        load_config(ServerConfig, missing)
+    assert str(missing_error.value) == f"{missing}: file not found"
     bad = tmp_path / "bad.yaml"
     bad.write_text("port: [1, 2\n")
     with pytest.raises(ConfigError, match="invalid YAML"):
         load_config(ServerConfig, bad)
+
+
+def test_yaml_syntax_error_names_file_line_and_column_on_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nseed: [1,\n duration_s: 2\n")
+    with pytest.raises(ConfigError) as error:
+        read_yaml(bad)
+    assert str(error.value) == (
+        f"{bad}:4:1: invalid YAML: expected ',' or ']', but got '<stream end>'"
+        " (while parsing a flow sequence at line 2, column 7)"
+    )
+    bad.write_text("a: 1\n b: 2\n")
+    with pytest.raises(ConfigError) as error:
+        read_yaml(bad)
+    assert str(error.value) == f"{bad}:2:3: invalid YAML: mapping values are not allowed here"
+    bad.write_text("- 1\n")
+    with pytest.raises(ConfigError) as error:
+        read_yaml(bad)
+    assert str(error.value) == f"{bad}: top level must be a mapping, got list"
 
 
 def test_configs_are_frozen_and_overrides_do_not_mutate_input() -> None:
@@ -99,8 +121,10 @@ def test_read_jsonl_names_file_and_line(tmp_path: Path) -> None:
     bad.write_text('{"a": 1}\n{"a": \n')
     with pytest.raises(ConfigError, match="'bad.jsonl:2': invalid JSON"):
         list(read_jsonl(bad))
-    with pytest.raises(ConfigError, match="trace file not found"):
-        list(read_jsonl(tmp_path / "missing.jsonl", "trace file"))
+    missing = tmp_path / "missing.jsonl"
+    with pytest.raises(ConfigError) as error:
+        list(read_jsonl(missing, "trace file"))
+    assert str(error.value) == f"{missing}: trace file not found"
 
 
 def test_overrides_from_flags_skips_unset_and_round_trips() -> None:

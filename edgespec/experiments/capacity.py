@@ -110,7 +110,14 @@ def capacity_search(
         def probe(value: int) -> bool:
             bar.update(task, description=f"capacity {key}={value}")
             metrics = run(apply_overrides(base, [override_text(key, value)]))
-            rate = violation(metrics)
+            try:
+                rate = violation(metrics)
+            except ValueError as exc:  # no request with an SLO target finished
+                raise ConfigError(
+                    key,
+                    f"capacity probe at {value}: {exc}; give the scenario slo_classes "
+                    "and a duration_s long enough for requests to finish",
+                ) from exc
             feasible = rate <= epsilon
             probes.append(CapacityProbe(value, rate, feasible, metrics))
             bar.advance(task)

@@ -19,7 +19,9 @@ BUILT = ("wisp", "dsd")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("seed", choices=SEEDS, help="which paper")
+    parser.add_argument(
+        "seed", metavar="PAPER", choices=SEEDS, help=f"which paper: {', '.join(SEEDS)}"
+    )
     parser.add_argument(
         "--quick", action="store_true", help="a reduced run (CI): fewer classes, shorter runs"
     )

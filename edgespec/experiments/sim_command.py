@@ -11,7 +11,9 @@ from typing import Any
 
 import yaml
 
+from edgespec.arguments import positive_int
 from edgespec.config import ConfigError, apply_overrides, read_yaml
+from edgespec.errors import UserInputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--workers",
-        type=int,
+        type=positive_int,
         default=1,
         help="sweep runs (or shards) on this many processes (Ray: CPUs, or tasks in flight)",
     )
@@ -86,8 +88,39 @@ def _split(items: list[str]) -> tuple[str | None, list[str]]:
         elif path is None:
             path = item
         else:
-            raise ConfigError(item, "only one scenario file may be given")
+            raise UserInputError(
+                f"two scenario files given, {path} and {item}; only one may be "
+                "(an override looks like key.path=value)"
+            )
+    if path is not None and not Path(path).exists() and not path.endswith((".yaml", ".yml")):
+        raise UserInputError(
+            f"{path}: no such scenario file (an override looks like key.path=value)"
+        )
     return path, overrides
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """Flags that contradict each other or are out of range, before anything runs."""
+    modes = [flag for flag, on in _MODES.items() if getattr(args, on)]
+    if len(modes) > 1:
+        raise UserInputError(f"{' and '.join(modes)} exclude each other; give one")
+    if args.address is not None and args.engine != "ray":
+        raise UserInputError("--address is a Ray cluster address: it needs --engine ray")
+    for item in args.sweep or ():
+        if "=" not in item and Path(item).is_file():
+            raise UserInputError(
+                f"--sweep {item}: a scenario file goes before --sweep "
+                "(--sweep takes every argument up to the next option as a key=v1,v2,... spec)"
+            )
+    if args.capacity:
+        if not 0 <= args.lo <= args.hi:
+            raise UserInputError(f"need 0 <= --lo <= --hi, got --lo {args.lo} --hi {args.hi}")
+        if not 0.0 <= args.epsilon <= 1.0:
+            raise UserInputError(f"--epsilon must be in [0, 1], got {args.epsilon}")
+
+
+_MODES = {"--sweep": "sweep", "--capacity": "capacity", "--shards": "shards"}
+"""The flags that each pick what kind of run ``edgespec sim`` makes."""
 
 
 def run_scenario_dict(data: dict[str, Any]) -> Any:
@@ -107,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
     from edgespec.sim.simulator import paused_gc, simulate
 
+    _check_flags(args)
     path, overrides = _split(args.args)
     data = apply_overrides(read_yaml(path or default_scenario_path()), overrides)
     scenario = scenario_from_dict(data)  # validate once, before any run

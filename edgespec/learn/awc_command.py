@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from edgespec.arguments import positive_int
 from edgespec.errors import UserInputError
 from edgespec.learn.awc_data import DEFAULT_WEIGHTS
 
@@ -62,7 +63,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t.add_argument("--weight-decay", type=float, default=1e-2, help="AdamW weight decay")
     t.add_argument("--batch-size", type=int, default=256)
     t.add_argument("--holdout", type=float, default=0.2, help="share of scenarios held out")
-    t.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    t.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads")
     t.add_argument("--seed", type=int, default=0)
 
 

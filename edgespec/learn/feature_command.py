@@ -13,6 +13,7 @@ import argparse
 import time
 from pathlib import Path
 
+from edgespec.arguments import positive_int
 from edgespec.errors import UserInputError
 
 
@@ -39,7 +40,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--feature-minutes", type=float, default=60.0, help="stop featurizing after")
     p.add_argument("--train-minutes", type=float, default=30.0, help="stop training after this")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads")
     p.add_argument("--seed", type=int, default=0)
 
 

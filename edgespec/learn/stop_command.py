@@ -19,6 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from edgespec.arguments import positive_int
 from edgespec.errors import UserInputError
 
 
@@ -39,7 +40,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--mlp-trials", type=int, default=8, help="MLP search trials")
     p.add_argument("--tree-trials", type=int, default=6, help="search trials per tree baseline")
     p.add_argument("--latency-calls", type=int, default=1000, help="single-sample timing calls")
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads")
     p.add_argument("--seed", type=int, default=0)
 
 

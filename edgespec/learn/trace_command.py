@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from edgespec.errors import UserInputError
 from edgespec.learn.prompts import DATASETS
 from edgespec.runtime.stop_arguments import add_stop_arguments
 
@@ -90,6 +91,11 @@ def _prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
             sets.append((name, load_prompts(name, args.split, args.limit)))
         else:
             path = Path(name)
+            if not path.is_file():
+                raise UserInputError(
+                    f"--dataset {name}: neither a bundled dataset ({', '.join(DATASETS)}) "
+                    "nor a JSONL prompt file"
+                )
             prompts = load_jsonl_prompts(path, path.stem, template="raw")  # text as is
             sets.append((path.stem, prompts[: args.limit]))
     return sets

@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from edgespec.arguments import positive_int
 from edgespec.errors import UserInputError
 from edgespec.learn import awc_command, feature_command, stop_command, text_shards
 from edgespec.learn.prompts import DATASETS
@@ -53,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--tokens-per-step", type=int, default=8192)
-    p.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--skip-generate", action="store_true", help="train on the shards as they are")
     p.add_argument("--init-from", type=Path, help="continue training this saved draft")

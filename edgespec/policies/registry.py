@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
+import types
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -62,7 +65,40 @@ def build_policy(kind: str, name: str, params: Mapping[str, Any] | None = None) 
             raise PolicyConfigError(
                 f"{kind} policy {name!r} has no parameter(s) {unknown}; known: {sorted(allowed)}"
             )
+        _check_scalar_params(f"{kind} policy {name!r}", factory, params)
     try:
         return factory(**params)
     except (TypeError, ValueError) as exc:
         raise PolicyConfigError(f"{kind} policy {name!r}: {exc}") from exc
+
+
+_SCALARS: dict[Any, tuple[str, Callable[[object], bool]]] = {
+    bool: ("true/false", lambda v: isinstance(v, bool)),
+    int: ("an integer", lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool)),
+    float: ("a number", lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool)),
+    str: ("a string", lambda v: isinstance(v, str)),
+}
+
+
+def _check_scalar_params(what: str, factory: Any, params: Mapping[str, Any]) -> None:
+    """A parameter declared as a bool, int, float or str (or such ``| None``) given a value
+    of another type is named here, instead of failing later inside the policy."""
+    try:
+        hints = typing.get_type_hints(factory)
+    except (NameError, TypeError):  # an annotation this module cannot resolve: unchecked
+        return
+    for param, value in params.items():
+        declared = hints.get(param)
+        union = typing.get_origin(declared) in (typing.Union, types.UnionType)
+        options = [t for t in (typing.get_args(declared) if union else (declared,))]
+        if value is None and type(None) in options:
+            continue
+        options = [t for t in options if t is not type(None)]
+        if not options or any(t not in _SCALARS for t in options):
+            continue  # not a plain scalar: the policy's own checks apply
+        if not any(_SCALARS[t][1](value) for t in options):
+            expected = " or ".join(_SCALARS[t][0] for t in options)
+            raise PolicyConfigError(
+                f"{what}: parameter {param!r} expects {expected}, "
+                f"got {value!r} ({type(value).__name__})"
+            )

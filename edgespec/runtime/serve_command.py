@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from edgespec.arguments import positive_int
 from edgespec.policies.registry import BATCHING, WINDOW
 from edgespec.policies.slo import DEADLINE_RULES
 
@@ -74,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-cert")
     parser.add_argument("--tls-key")
     parser.add_argument("--prometheus-port", type=int)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
 
 
 def _overrides(args: argparse.Namespace) -> list[str]:

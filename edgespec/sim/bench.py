@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.config import apply_overrides, read_yaml
+from edgespec.errors import UserInputError
 
 if TYPE_CHECKING:
     from edgespec.sim.scenario import Scenario
@@ -26,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sim: simulator rounds/s on both paths; policy: batching decision time; "
         "memory: ns per random object access as the number of objects grows",
     )
-    parser.add_argument("overrides", nargs="*", metavar="key.path=value")
+    parser.add_argument("overrides", nargs="*", default=[], metavar="key.path=value")
     parser.add_argument(
         "--straightforward", action="store_true", help="disable the fast path (fast_path=false)"
     )
@@ -113,12 +114,16 @@ def _bench_data(tmp: Path) -> tuple[dict[str, Any], str]:
 def run(args: argparse.Namespace) -> int:
     from edgespec.sim.scenario import scenario_from_dict
 
+    if args.repeat < 1:
+        raise UserInputError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.target != "sim" and args.overrides:
+        raise UserInputError(
+            f"the {args.target} benchmark takes no key.path=value overrides, got {args.overrides}"
+        )
     if args.target == "policy":
         return _bench_policies(args)
     if args.target == "memory":
         return _bench_memory(args)
-    if args.repeat < 1:
-        raise SystemExit(f"--repeat must be >= 1, got {args.repeat}")
     with tempfile.TemporaryDirectory() as tmp:
         data, source = _bench_data(Path(tmp))
         extra = ["fast_path=false"] if args.straightforward else []
@@ -166,8 +171,6 @@ def _bench_memory(args: argparse.Namespace) -> int:
     """ns per random object access at 2k/20k/100k/1M objects (edgespec.sim.memory_bench)."""
     from edgespec.sim.memory_bench import access_costs
 
-    if args.overrides:
-        raise SystemExit(f"bench memory takes no overrides, got {args.overrides}")
     rows = access_costs()
     for row in rows:
         print(f"{row.num_objects:>9,} objects: {row.ns_per_access:6.0f} ns per access")

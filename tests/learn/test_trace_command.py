@@ -58,6 +58,17 @@ def test_trace_command_needs_an_output(capsys: pytest.CaptureFixture[str]) -> No
     assert "edgespec trace: give --out FILE and/or --out-dir DIR" in capsys.readouterr().err
 
 
+def test_unknown_dataset_lists_the_bundled_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["trace", "--target", "never-loaded", "--draft", "ngram", "--dataset", "gsm9k"]
+    assert main([*args, "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec trace: --dataset gsm9k: neither a bundled dataset "
+        "(gsm8k, cnndm, humaneval, sharegpt) nor a JSONL prompt file\n"
+    )
+
+
 def test_trace_command_rejects_bad_numbers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

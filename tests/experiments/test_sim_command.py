@@ -1,0 +1,116 @@
+"""``edgespec sim`` (edgespec.experiments.sim_command): bad flags and arguments are one
+line naming what is wrong, exit status 2, before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgespec.cli import main
+from tests.sim.helpers import tiny_scenario
+
+
+@pytest.fixture
+def scenario_file(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_scenario(duration_s=2.0)))
+    return path
+
+
+def _error(args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["sim", *args, "--quiet", "--no-plots"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return captured.err
+
+
+def test_address_without_ray_is_a_user_error(
+    scenario_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [str(scenario_file), "--sweep", "seed=1,2", "--address", "host:6379"]
+    assert _error([*args, "--out", str(tmp_path / "o")], capsys) == (
+        "edgespec sim: --address is a Ray cluster address: it needs --engine ray\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--sweep", "seed=1,2", "--shards", "2"], "--sweep and --shards"),
+        (["--capacity", "seed", "--shards", "2"], "--capacity and --shards"),
+        (["--sweep", "seed=1,2", "--capacity", "seed"], "--sweep and --capacity"),
+    ],
+)
+def test_run_kinds_exclude_each_other(
+    flags: list[str], named: str, scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _error([str(scenario_file), *flags], capsys) == (
+        f"edgespec sim: {named} exclude each other; give one\n"
+    )
+
+
+@pytest.mark.parametrize("workers", ["0", "-2"])
+def test_workers_below_one_is_a_usage_error(
+    workers: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sim", "--workers", workers])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"edgespec sim: error: argument --workers: must be >= 1, got {workers}\n")
+
+
+def test_capacity_bounds_and_epsilon_name_the_flags(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "auto_topology.devices.0.count"
+    base = [str(scenario_file), "--capacity", key]
+    assert _error([*base, "--lo", "50", "--hi", "10"], capsys) == (
+        "edgespec sim: need 0 <= --lo <= --hi, got --lo 50 --hi 10\n"
+    )
+    assert _error([*base, "--epsilon", "2"], capsys) == (
+        "edgespec sim: --epsilon must be in [0, 1], got 2.0\n"
+    )
+
+
+def test_capacity_probe_without_slo_targets_is_a_user_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tiny_scenario(duration_s=2.0, slo_classes={"best": None})
+    data["auto_topology"]["devices"][0]["slo_mix"] = {"best": 1}
+    path = tmp_path / "no-targets.yaml"
+    path.write_text(yaml.safe_dump(data))
+    key = "auto_topology.devices.0.count"
+    args = [str(path), "--capacity", key, "--lo", "1", "--hi", "2", "--out", str(tmp_path / "c")]
+    err = _error(args, capsys)
+    assert err.startswith(
+        f"edgespec sim: config field '{key}': capacity probe at 1: SLO violation rate undefined"
+    )
+    assert err.endswith(
+        "; give the scenario slo_classes and a duration_s long enough for requests to finish\n"
+    )
+    assert "Traceback" not in err
+
+
+def test_scenario_file_after_sweep_says_where_it_goes(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _error(["--sweep", "seed=1,2", str(scenario_file)], capsys) == (
+        f"edgespec sim: --sweep {scenario_file}: a scenario file goes before --sweep "
+        "(--sweep takes every argument up to the next option as a key=v1,v2,... spec)\n"
+    )
+
+
+def test_an_argument_without_equals_that_is_no_file(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _error(["duration_s"], capsys) == (
+        "edgespec sim: duration_s: no such scenario file (an override looks like key.path=value)\n"
+    )
+    assert _error(["missing.yaml"], capsys) == "edgespec sim: missing.yaml: file not found\n"
+    assert _error([str(scenario_file), "seed"], capsys) == (
+        f"edgespec sim: two scenario files given, {scenario_file} and seed; only one may be "
+        "(an override looks like key.path=value)\n"
+    )
