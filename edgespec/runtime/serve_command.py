@@ -76,6 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-key")
     parser.add_argument("--prometheus-port", type=int)
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
+    parser.add_argument(
+        "--round-log",
+        metavar="FILE",
+        help="write a JSONL record of every verified round (queued, batch start and end, "
+        "deadline; the server's clock) to FILE, for WISP's Eq. 21 attribution",
+    )
 
 
 def _overrides(args: argparse.Namespace) -> list[str]:
@@ -136,8 +142,26 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("target", "no target model given (--target MODEL)")
     policy = build_batching(config.batching)  # before loading the model: fail fast
     window = window_from_args(args)
-    asyncio.run(_serve(config, policy, args.draft, args.threads, window))
+    round_log = None if args.round_log is None else _round_log(args.round_log)
+    try:
+        asyncio.run(_serve(config, policy, args.draft, args.threads, window, round_log))
+    finally:
+        if round_log is not None:
+            round_log.close()
     return 0
+
+
+def _round_log(path: str) -> Any:
+    """The ``--round-log`` file, opened before the model loads (a bad path fails fast)."""
+    from pathlib import Path
+
+    from edgespec.errors import UserInputError
+    from edgespec.runtime.round_log import RoundLog
+
+    try:
+        return RoundLog(Path(path))
+    except OSError as exc:
+        raise UserInputError(f"--round-log {path}: {exc.strerror or exc}") from exc
 
 
 def window_from_args(args: argparse.Namespace) -> Any:
@@ -164,7 +188,12 @@ def window_from_args(args: argparse.Namespace) -> Any:
 
 
 async def _serve(
-    config: Any, policy: Any, draft_name: str | None, threads: int | None, window: Any = None
+    config: Any,
+    policy: Any,
+    draft_name: str | None,
+    threads: int | None,
+    window: Any = None,
+    round_log: Any = None,
 ) -> None:
     import asyncio
     import signal
@@ -191,7 +220,9 @@ async def _serve(
     engine = VerificationEngine(
         backend, config.kv_budget_tokens, config.max_sessions, prefix_cache=config.prefix_cache
     )
-    service = VerificationService(engine, config, policy, draft_factory, window=window)
+    service = VerificationService(
+        engine, config, policy, draft_factory, window=window, round_log=round_log
+    )
     server, port = await start_server(service)
     if config.prometheus_port is not None:
         from edgespec.runtime.prometheus import start_prometheus

@@ -40,6 +40,7 @@ from edgespec.runtime.messages import (
     VerifyCall,
     VerifyReply,
 )
+from edgespec.runtime.round_log import RoundLog
 from edgespec.runtime.service_counters import ServiceCounters
 from edgespec.runtime.serving_config import ServerConfig
 
@@ -58,7 +59,8 @@ class VerificationService:
 
     ``draft_factory``: the co-located draft model (a fresh backend per fused run or
     baseline request); ``window``: the window policy consulted after each fused round
-    (:meth:`run_fused`), one object for all sessions, called under a lock."""
+    (:meth:`run_fused`), one object for all sessions, called under a lock; ``round_log``:
+    where each verified entry's record goes (``edgespec serve --round-log``)."""
 
     def __init__(
         self,
@@ -69,8 +71,10 @@ class VerificationService:
         clock: Callable[[], float] = time.monotonic,
         batch_wait_s: float = 0.002,
         window: WindowPolicy | None = None,
+        round_log: RoundLog | None = None,
     ) -> None:
         self.engine = engine
+        self._round_log = round_log
         self.config = config
         self._planner = BatchPlanner(batching, config, clock)
         self._draft_factory = draft_factory
@@ -276,19 +280,14 @@ class VerificationService:
             finally:
                 self._counters.busy = False
             end = self._clock()
-            self._counters.record_batch(
-                BatchRecord(
-                    server_id=0,
-                    start_s=start,
-                    end_s=end,
-                    batch_size=len(entries),
-                    num_new_tokens=sum(e.pending.num_new_tokens for e in entries),
-                    num_cached_tokens=sum(e.pending.num_cached_tokens for e in entries),
-                )
-            )
+            self._counters.record_batch([e.pending for e in entries], start, end)
+            pairs = zip(entries, outcomes, strict=True)
+            verified = [(e.pending, o) for e, o in pairs if not isinstance(o, RequestError)]
+            for pending, done in verified:
+                self._admission.slo.verified(pending.session_id, done.result)
+            if self._round_log is not None:
+                self._round_log.batch(verified, start, end, len(entries))
             for e, outcome in zip(entries, outcomes, strict=True):
-                if not isinstance(outcome, RequestError):
-                    self._admission.slo.verified(e.call.session_id, outcome.result)
                 if e.future.done():
                     continue
                 if isinstance(outcome, RequestError):

@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from edgespec.core.types import BatchRecord
+from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.runtime.engine import EngineCounters
 from edgespec.runtime.messages import ServerStats
 
@@ -26,9 +27,21 @@ class ServiceCounters:
     num_rejected: int = 0
     busy: bool = False
 
-    def record_batch(self, record: BatchRecord) -> None:
-        self.batch_sizes[record.batch_size] += 1
-        self.batches.append(record)
+    def record_batch(
+        self, entries: Sequence[PendingVerification], start_s: float, end_s: float
+    ) -> None:
+        """Count the batch of ``entries`` run from ``start_s`` to ``end_s``."""
+        self.batch_sizes[len(entries)] += 1
+        self.batches.append(
+            BatchRecord(
+                server_id=0,
+                start_s=start_s,
+                end_s=end_s,
+                batch_size=len(entries),
+                num_new_tokens=sum(e.num_new_tokens for e in entries),
+                num_cached_tokens=sum(e.num_cached_tokens for e in entries),
+            )
+        )
 
     def stats(self, c: EngineCounters, queue_depth: int) -> ServerStats:
         """These counters with the engine's ``c`` and the queue's ``queue_depth``."""

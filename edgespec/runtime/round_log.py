@@ -1,0 +1,98 @@
+"""The server's own round records (``edgespec serve --round-log FILE``).
+
+A drafter records its rounds on its own clock (``edgespec draft --records``); the server
+sees what no single drafter does: every verified entry's deadline, when it was queued,
+and which batch verified it, all on one clock. :class:`RoundLog` writes one
+:class:`~edgespec.core.types.RoundRecord` per verified entry, as the drafter's records
+are written (a JSONL line ``{"type": "RoundRecord", ...}``), with the server's view of
+the round: ``start_s`` = when the verification was queued, ``queue_s`` = until its batch
+started, ``verify_s`` = the batch's forward, ``end_s`` = the batch's end (so
+``server_done_s`` is the batch's end), ``deadline_s`` = the deadline the batching
+policy saw; the device's draft and network times are 0 (not the server's to know).
+WISP's Eq. 21 attribution (:func:`edgespec.metrics.attribution.attribute_violations`)
+then runs on the file as on the simulator's rounds (:func:`read_round_log`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from edgespec.core.types import PendingVerification, RoundRecord
+from edgespec.runtime.messages import VerifyOutcome
+
+
+def server_round(
+    pending: PendingVerification,
+    outcome: VerifyOutcome,
+    round_index: int,
+    start_s: float,
+    end_s: float,
+    batch_size: int,
+) -> RoundRecord:
+    """The server's record of one verified entry, its batch run from ``start_s`` to
+    ``end_s``."""
+    return RoundRecord(
+        request_id=pending.session_id,
+        round_index=round_index,
+        start_s=pending.enqueued_s,
+        end_s=end_s,
+        draft_s=0.0,
+        uplink_s=0.0,
+        queue_s=start_s - pending.enqueued_s,
+        verify_s=end_s - start_s,
+        downlink_s=0.0,
+        num_drafted=outcome.result.num_drafted,
+        num_accepted=outcome.result.num_accepted,
+        num_committed=len(outcome.committed_token_ids),
+        batch_size=batch_size,
+        deadline_s=pending.deadline_s,
+    )
+
+
+class RoundLog:
+    """Appends the server's round records to a JSONL file, a batch at a time (flushed
+    after each batch, so a killed server leaves every finished batch on disk)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: TextIO = path.open("w", encoding="utf-8")
+        self._rounds: dict[str, int] = {}  # verified rounds so far, per session
+
+    def batch(
+        self,
+        verified: list[tuple[PendingVerification, VerifyOutcome]],
+        start_s: float,
+        end_s: float,
+        batch_size: int,
+    ) -> None:
+        """Record the entries of one batch that were verified (not those that failed)."""
+        for pending, outcome in verified:
+            index = self._rounds.get(pending.session_id, 0)
+            self._rounds[pending.session_id] = index + 1
+            record = server_round(pending, outcome, index, start_s, end_s, batch_size)
+            row = {"type": "RoundRecord", **dataclasses.asdict(record)}
+            self._file.write(json.dumps(row) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_round_log(path: Path) -> Iterator[RoundRecord]:
+    """The round records of a JSONL file that :class:`RoundLog` (or ``edgespec draft
+    --records``) wrote; other record types are skipped."""
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row.pop("type", None) != "RoundRecord":
+                continue
+            try:
+                yield RoundRecord(**row)
+            except TypeError as exc:
+                raise ValueError(f"{path}:{number}: not a RoundRecord: {exc}") from None
