@@ -6,7 +6,10 @@ For each system it starts ``edgespec serve --target MODEL`` (WISP: ``--batching 
 loop over GSM8K test prompts for ``--seconds``, its SLO class taken round-robin from
 ``--classes``. It reports per system and class the attainment (requests whose achieved
 token speed met the class), goodput and mean latency, and checks that every prompt's
-output is identical in every system (lossless). Results go to ``--out`` as JSON.
+output is identical in every system (lossless). Each server writes its round log
+(``--round-log``, next to ``--out``: ``NAME-SYSTEM-rounds.jsonl``), and the report gives
+WISP's Eq. 21 attribution of the rounds that missed their deadlines
+(:func:`attribution_summary`). Results go to ``--out`` as JSON.
 """
 
 from __future__ import annotations
@@ -87,11 +90,31 @@ def _wait_ready(address: str, proc: subprocess.Popen[bytes], timeout_s: float) -
     raise RuntimeError("server did not come up")
 
 
+def round_log_path(out: Path, system: str) -> Path:
+    """Where ``system``'s server writes its round log, next to the report ``out``."""
+    return out.with_name(f"{out.stem}-{system}-rounds.jsonl")
+
+
+def attribution_summary(path: Path) -> dict[str, Any]:
+    """Eq. 21 over a server's round log: rounds with a deadline, those that missed it, and
+    how many of those were compute-dominant (ρ > 1.5 over the last 20 batches)."""
+    from edgespec.metrics.attribution import attribute_violations
+    from edgespec.runtime.round_log import read_round_log
+
+    result = attribute_violations(read_round_log(path))
+    return {
+        "rounds_with_deadline": result.num_rounds_with_deadline,
+        "violated": result.num_violated,
+        "compute_dominant": result.num_compute_dominant,
+        "compute_share": result.compute_share,
+    }
+
+
 def run_system(
     name: str, args: argparse.Namespace, prompts: list[list[int]]
 ) -> list[dict[str, Any]]:
     port = 50700 + list(SYSTEMS).index(name)
-    flags = list(SYSTEMS[name])
+    flags = [*SYSTEMS[name], "--round-log", str(round_log_path(args.out, name))]
     if name == "wisp":
         flags += ["--profile", args.profile]
     classes = [c.split("=") for c in args.classes]
@@ -196,16 +219,17 @@ def main() -> int:
     }
     outputs: dict[int, list[int]] = {}
     lossless = True
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     for name in SYSTEMS:
         rows = run_system(name, args, prompts)
         for r in rows:
             if outputs.setdefault(r["prompt"], r["tokens"]) != r["tokens"]:
                 lossless = False
         report[name] = system_summary(rows, classes, args.seconds)
+        report[name]["attribution"] = attribution_summary(round_log_path(args.out, name))
         print(name, json.dumps(report[name]), flush=True)
     report["identical_outputs_across_systems"] = lossless
     report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print("identical outputs across systems:", lossless)
     return 0

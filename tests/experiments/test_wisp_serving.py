@@ -1,8 +1,19 @@
-"""The real-server comparison's per-class summary, on hand-made request rows."""
+"""The real-server comparison's per-class summary and Eq. 21 attribution, on hand-made
+rows."""
 
 from __future__ import annotations
 
-from edgespec.experiments.wisp_serving import SYSTEMS, system_summary
+import dataclasses
+import json
+from pathlib import Path
+
+from edgespec.core.types import RoundRecord
+from edgespec.experiments.wisp_serving import (
+    SYSTEMS,
+    attribution_summary,
+    round_log_path,
+    system_summary,
+)
 
 
 def test_summary_per_class() -> None:
@@ -22,3 +33,26 @@ def test_summary_per_class() -> None:
 def test_systems_use_the_serve_flags() -> None:
     assert SYSTEMS["sled"][-1] == "--no-prefix-cache"
     assert SYSTEMS["wisp"][:2] == ["--batching", "wisp"]
+
+
+def test_attribution_from_a_round_log(tmp_path: Path) -> None:
+    """Four batches of 1 s on one server, then one of 3 s whose round misses its deadline:
+    ρ = 3 / mean(1, 1, 1, 1, 3) = 2.14 > 1.5, compute-dominant; a round that met its
+    deadline and one without a deadline are not violations."""
+    log = round_log_path(tmp_path / "report.json", "wisp")
+    assert log == tmp_path / "report-wisp-rounds.jsonl"
+    rows = []
+    for i, (end, deadline) in enumerate([(1, None), (2, 5), (3, None), (4, None), (7, 6.5)]):
+        verify = 3.0 if end == 7 else 1.0
+        record = RoundRecord(
+            "s", i, end - verify, float(end), 0.0, 0.0, 0.0, verify, 0.0, 4, 2, 3, 1,
+            deadline_s=None if deadline is None else float(deadline),
+        )  # fmt: skip
+        rows.append(json.dumps({"type": "RoundRecord", **dataclasses.asdict(record)}))
+    log.write_text("\n".join(rows) + "\n")
+    assert attribution_summary(log) == {
+        "rounds_with_deadline": 2,
+        "violated": 1,
+        "compute_dominant": 1,
+        "compute_share": 1.0,
+    }
