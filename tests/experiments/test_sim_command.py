@@ -189,3 +189,12 @@ def test_an_empty_capacity_key_is_refused(
     assert _error([str(scenario_file), "--capacity", " "], capsys) == (
         "edgespec sim: --capacity needs a scenario key, e.g. auto_topology.devices.0.count\n"
     )
+
+
+@pytest.mark.parametrize("override", ["a..b=1", ".x=1", "x.=1"])
+def test_an_override_with_an_empty_key_segment_is_malformed(
+    override: str, scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _error([str(scenario_file), override], capsys) == (
+        f"edgespec sim: override '{override}': empty key segment\n"
+    )
