@@ -40,6 +40,15 @@ class ConfigFileError(ConfigError):
         UserInputError.__init__(self, f"{where}: {message}")
 
 
+class RecordError(ConfigFileError):
+    """A bad record of a data file (a JSONL line): the message starts with ``file:line``,
+    then the record's field when one is at fault; ``path`` is ``file:line.field``."""
+
+    def __init__(self, where: str, message: str, field: str = "") -> None:
+        super().__init__(f"{where}: {field}" if field else where, message)
+        self.path = f"{where}.{field}" if field else where
+
+
 class OverrideError(ConfigError):
     """A ``key.path=value`` text that is malformed (no ``=``, an empty key segment); the
     message quotes it whole, after what gave it (an override, ``--sweep``)."""
@@ -258,7 +267,7 @@ def _yaml_problem(file: Path, exc: yaml.YAMLError) -> tuple[str, str]:
 
 def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]]:
     """Yield ``(where, object)`` for each non-blank line of a JSONL file, ``where`` being
-    ``name:line`` for error messages; a missing file or a bad line is a ConfigError."""
+    ``name:line`` for error messages; a missing file or a bad line is a ConfigFileError."""
     file = Path(path)
     if not file.is_file():
         raise ConfigFileError(str(file), f"{what} not found")
@@ -270,7 +279,7 @@ def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]
             try:
                 yield where, json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ConfigError(where, f"invalid JSON: {exc.msg}") from exc
+                raise RecordError(where, f"invalid JSON: {exc.msg}") from exc
 
 
 def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequence[str] = ()) -> T:
