@@ -40,6 +40,32 @@ class ConfigFileError(ConfigError):
         UserInputError.__init__(self, f"{where}: {message}")
 
 
+class RecordError(ConfigFileError):
+    """A bad record of a data file (a JSONL line): the message starts with ``file:line``,
+    then the record's field when one is at fault; ``path`` is ``file:line.field``."""
+
+    def __init__(self, where: str, message: str, field: str = "") -> None:
+        super().__init__(f"{where}: {field}" if field else where, message)
+        self.path = f"{where}.{field}" if field else where
+
+
+class OverrideError(ConfigError):
+    """A ``key.path=value`` text that is malformed (no ``=``, an empty key segment); the
+    message quotes it whole, after what gave it (an override, ``--sweep``)."""
+
+    def __init__(self, text: str, message: str, what: str = "override") -> None:
+        self.path = text
+        UserInputError.__init__(self, f"{what} {text!r}: {message}")
+
+
+def key_path(text: str, key: str, what: str = "override") -> list[str]:
+    """``key`` (stripped) split at dots; an empty key or segment is an OverrideError."""
+    keys = key.strip().split(".")
+    if any(not part.strip() for part in keys):
+        raise OverrideError(text, "empty key segment" if key.strip() else "empty key", what)
+    return keys
+
+
 def _join(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
@@ -149,14 +175,15 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
 def parse_override(text: str) -> tuple[list[str], Any]:
     """``servers.count=4`` → (['servers', 'count'], 4). Values are parsed as YAML."""
     key, sep, raw = text.partition("=")
-    if not sep or not key.strip():
-        raise ConfigError(text, "override must look like key.path=value")
+    if not sep:
+        raise OverrideError(text, "must look like key.path=value")
+    keys = key_path(text, key)
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(key.strip(), f"cannot parse value {raw!r}: {problem}") from exc
-    return key.strip().split("."), value
+    return keys, value
 
 
 def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
@@ -240,7 +267,7 @@ def _yaml_problem(file: Path, exc: yaml.YAMLError) -> tuple[str, str]:
 
 def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]]:
     """Yield ``(where, object)`` for each non-blank line of a JSONL file, ``where`` being
-    ``name:line`` for error messages; a missing file or a bad line is a ConfigError."""
+    ``name:line`` for error messages; a missing file or a bad line is a ConfigFileError."""
     file = Path(path)
     if not file.is_file():
         raise ConfigFileError(str(file), f"{what} not found")
@@ -252,7 +279,7 @@ def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]
             try:
                 yield where, json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ConfigError(where, f"invalid JSON: {exc.msg}") from exc
+                raise RecordError(where, f"invalid JSON: {exc.msg}") from exc
 
 
 def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequence[str] = ()) -> T:

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 import yaml
 
-from edgespec.cli import SUBCOMMANDS, main
+from edgespec.cli import SUBCOMMANDS, build_parser, main
 from tests.sim.helpers import tiny_scenario
 
 
@@ -51,3 +52,24 @@ def test_unknown_arguments_show_the_subcommand_usage(capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err
     assert err.startswith("usage: edgespec serve ")
     assert err.endswith("edgespec serve: error: unrecognized arguments: stray\n")
+
+
+def _options(command: str) -> dict[str, argparse.Action]:
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {opt: a for a in sub.choices[command]._actions for opt in a.option_strings}
+
+
+@pytest.mark.parametrize("command", ["serve", "draft", "sim"])
+def test_every_option_of_the_serving_and_sim_commands_has_help(command: str) -> None:
+    missing = sorted(opt for opt, action in _options(command).items() if not action.help)
+    assert not missing, f"edgespec {command}: options without help: {missing}"
+
+
+def test_serve_help_states_the_listening_and_tls_defaults() -> None:
+    serve = _options("serve")
+    assert "default: --config's host, else 127.0.0.1" in str(serve["--host"].help)
+    assert "default 50051; 0 picks a free one" in str(serve["--port"].help)
+    assert "needs --tls-key (default: no TLS, plaintext)" in str(serve["--tls-cert"].help)
+    assert "private key file of --tls-cert (give both or neither)" in str(serve["--tls-key"].help)
+    assert "on --host" in str(serve["--prometheus-port"].help)
+    assert "default: plaintext" in str(_options("draft")["--tls-ca"].help)

@@ -92,8 +92,26 @@ def test_configs_are_frozen_and_overrides_do_not_mutate_input() -> None:
 
 
 def test_bad_override_syntax() -> None:
-    with pytest.raises(ConfigError, match="key.path=value"):
+    with pytest.raises(ConfigError, match=r"^override 'port': must look like key.path=value$"):
         load_config(ServerConfig, overrides=["port"])
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("a..b=1", "empty key segment"),
+        (".x=1", "empty key segment"),
+        ("x.=1", "empty key segment"),
+        ("a. .b=1", "empty key segment"),
+        ("=1", "empty key"),
+        (" =1", "empty key"),
+    ],
+)
+def test_an_override_with_an_empty_key_segment_is_malformed(text: str, problem: str) -> None:
+    """Not an unknown field named after the part before the gap ("config field 'a'")."""
+    with pytest.raises(ConfigError) as info:
+        apply_overrides({"a": {"b": 0}}, [text])
+    assert str(info.value) == f"override {text!r}: {problem}"
 
 
 def test_unparsable_override_value_is_a_named_config_error() -> None:
@@ -119,7 +137,7 @@ def test_read_jsonl_names_file_and_line(tmp_path: Path) -> None:
     assert list(read_jsonl(good)) == [("t.jsonl:1", {"a": 1}), ("t.jsonl:3", {"a": 2})]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"a": 1}\n{"a": \n')
-    with pytest.raises(ConfigError, match="'bad.jsonl:2': invalid JSON"):
+    with pytest.raises(ConfigError, match=r"^bad\.jsonl:2: invalid JSON: "):
         list(read_jsonl(bad))
     missing = tmp_path / "missing.jsonl"
     with pytest.raises(ConfigError) as error:

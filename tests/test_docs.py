@@ -31,6 +31,8 @@ blank line, and inline code spans (which may wrap across lines).
    overrides of one command together, and each on its own in its own field; policy names
    are registry names. An all-caps value (``N``, ``N/50``) only has to fit some type. The
    ``--set KEY=VALUE`` overrides of ``serve`` and ``draft`` validate against their configs.
+6. ``edgespec sim`` flags that act in some run kinds only (``--rounds``, ``--lo``,
+   ``--workers``, ...: edgespec/experiments/sim_flags.py) are quoted with one of them.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import pytest
 
 from edgespec.cli import build_parser
 from edgespec.config import ConfigError, load_config, read_yaml
+from edgespec.experiments.sim_flags import APPLIES, MODES, PLAIN
 from edgespec.experiments.sweep import override_text, parse_grid
 from edgespec.policies.registry import KINDS
 from edgespec.runtime.serving_config import DrafterConfig, ServerConfig
@@ -122,6 +125,21 @@ def test_the_checks_have_material() -> None:
 @pytest.mark.parametrize("doc", DOCS, ids=IDS)
 def test_commands_parse(doc: Path) -> None:
     problems = [(s.line, p) for s, parsed in _parsed(doc) for p in parsed.problems]
+    assert not problems, _report(doc, problems)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=IDS)
+def test_sim_flags_are_quoted_where_they_act(doc: Path) -> None:
+    """An ``edgespec sim`` flag of some run kinds only (sim_flags.APPLIES) is quoted with one."""
+    problems = []
+    for snippet, parsed in _parsed(doc):
+        if parsed.chain == ("sim",):
+            kind = next((flag for flag, dest in MODES.items() if dest in parsed.values), PLAIN)
+            problems += [
+                (snippet.line, f"`{flag}` has no effect in {kind}")
+                for flag, (dest, kinds) in APPLIES.items()
+                if dest in parsed.values and kind not in kinds
+            ]
     assert not problems, _report(doc, problems)
 
 

@@ -11,72 +11,10 @@ from typing import Any
 
 import yaml
 
-from edgespec.arguments import positive_int
-from edgespec.config import ConfigError, apply_overrides, read_yaml
+from edgespec.config import apply_overrides, read_yaml
 from edgespec.errors import UserInputError
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "args",
-        nargs="*",
-        metavar="[SCENARIO.yaml] [key.path=value ...]",
-        help="scenario file (default: the bundled default scenario) and overrides",
-    )
-    parser.add_argument(
-        "--out", type=Path, default=None, help="run folder (default runs/<name>-<time>)"
-    )
-    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    parser.add_argument("--rounds", action="store_true", help="also write rounds.csv")
-    parser.add_argument(
-        "--sweep",
-        nargs="+",
-        metavar="key=v1,v2,...",
-        default=None,
-        help="run the cartesian product of these values (one run per point)",
-    )
-    parser.add_argument(
-        "--capacity",
-        metavar="KEY",
-        default=None,
-        help="capacity search (WISP Eq. 20): largest integer KEY with violation rate <= epsilon",
-    )
-    parser.add_argument("--lo", type=int, default=1, help="capacity search lower bound")
-    parser.add_argument("--hi", type=int, default=1000, help="capacity search upper bound")
-    parser.add_argument("--epsilon", type=float, default=0.05, help="allowed SLO violation rate")
-    parser.add_argument(
-        "--slo-class",
-        default=None,
-        metavar="NAME",
-        help="capacity search: count only this SLO class's violations (Cap(τ) of one class)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--verbose", action="store_true", help="also say which event-loop path ran and why"
-    )
-    parser.add_argument(
-        "--workers",
-        type=positive_int,
-        default=1,
-        help="sweep runs (or shards) on this many processes (Ray: CPUs, or tasks in flight)",
-    )
-    parser.add_argument(
-        "--shards",
-        type=int,
-        default=0,
-        metavar="N",
-        help="run a scenario whose device pools are pinned to server pools as N shards of "
-        "its cells, merged (metrics identical to one process; docs/SIMULATOR.md)",
-    )
-    parser.add_argument(
-        "--engine",
-        choices=["local", "ray"],
-        default="local",
-        help="where sweep runs and shards execute: local processes or Ray tasks",
-    )
-    parser.add_argument(
-        "--address", default=None, help="Ray cluster address (--engine ray; default: a local Ray)"
-    )
+from edgespec.experiments.sim_flags import add_arguments as add_arguments
+from edgespec.experiments.sim_flags import check_flags
 
 
 def _split(items: list[str]) -> tuple[str | None, list[str]]:
@@ -99,30 +37,6 @@ def _split(items: list[str]) -> tuple[str | None, list[str]]:
     return path, overrides
 
 
-def _check_flags(args: argparse.Namespace) -> None:
-    """Flags that contradict each other or are out of range, before anything runs."""
-    modes = [flag for flag, on in _MODES.items() if getattr(args, on)]
-    if len(modes) > 1:
-        raise UserInputError(f"{' and '.join(modes)} exclude each other; give one")
-    if args.address is not None and args.engine != "ray":
-        raise UserInputError("--address is a Ray cluster address: it needs --engine ray")
-    for item in args.sweep or ():
-        if "=" not in item and Path(item).is_file():
-            raise UserInputError(
-                f"--sweep {item}: a scenario file goes before --sweep "
-                "(--sweep takes every argument up to the next option as a key=v1,v2,... spec)"
-            )
-    if args.capacity:
-        if not 0 <= args.lo <= args.hi:
-            raise UserInputError(f"need 0 <= --lo <= --hi, got --lo {args.lo} --hi {args.hi}")
-        if not 0.0 <= args.epsilon <= 1.0:
-            raise UserInputError(f"--epsilon must be in [0, 1], got {args.epsilon}")
-
-
-_MODES = {"--sweep": "sweep", "--capacity": "capacity", "--shards": "shards"}
-"""The flags that each pick what kind of run ``edgespec sim`` makes."""
-
-
 def run_scenario_dict(data: dict[str, Any]) -> Any:
     """A scenario dict's metrics (module-level, so a process pool can pickle it)."""
     from edgespec.sim.scenario import scenario_from_dict
@@ -140,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
     from edgespec.sim.simulator import paused_gc, simulate
 
-    _check_flags(args)
+    check_flags(args)
     path, overrides = _split(args.args)
     data = apply_overrides(read_yaml(path or default_scenario_path()), overrides)
     scenario = scenario_from_dict(data)  # validate once, before any run
@@ -162,14 +76,14 @@ def run(args: argparse.Namespace) -> int:
         print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
         console.print(f"sweep: {len(points)} runs → {json_path}, {csv_path}")
         return 0
-    if args.capacity:
+    if args.capacity is not None:
         from edgespec.experiments.capacity import capacity_search, class_violation
         from edgespec.metrics.summary import violation_rate
 
         if args.slo_class is not None and args.slo_class not in scenario.slo_classes:
             known = sorted(scenario.slo_classes)
-            raise ConfigError(
-                "--slo-class", f"unknown SLO class {args.slo_class!r}; known: {known}"
+            raise UserInputError(
+                f"--slo-class {args.slo_class}: the scenario has no such SLO class; known: {known}"
             )
         violation = violation_rate if args.slo_class is None else class_violation(args.slo_class)
         result = capacity_search(
@@ -199,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.rounds:
         data = apply_overrides(data, ["record_rounds=true"])
         scenario = scenario_from_dict(data)
-    if args.shards:
+    if args.shards is not None:
         return _run_sharded(args, data, out, console)
     started = time.perf_counter()
     with RecordFiles(out, rounds=args.rounds) as files, paused_gc():

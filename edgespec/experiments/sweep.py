@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from edgespec.config import ConfigError, apply_overrides
+from edgespec.config import ConfigError, OverrideError, apply_overrides, key_path
 from edgespec.experiments.executor import SerialExecutor, SweepExecutor
 from edgespec.metrics.types import SystemMetrics
 
@@ -57,9 +57,9 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
     grid: dict[str, list[Any]] = {}
     for item in items:
         key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key or any(not part for part in key.split(".")):
-            raise ConfigError(item, "sweep must look like key.path=v1,v2,...")
+        if not sep:
+            raise OverrideError(item, "must look like key.path=v1,v2,...", "--sweep")
+        key = ".".join(key_path(item, key, "--sweep"))
         if key in grid:
             raise ConfigError(key, "swept twice; give all its values in one key=v1,v2,... spec")
         if not raw.strip():

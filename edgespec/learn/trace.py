@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgespec.config import ConfigError, read_jsonl
+from edgespec.config import ConfigError, RecordError, read_jsonl
 from edgespec.core.features import (
     FEATURE_DIGITS,
     FEATURE_NAMES,
@@ -199,10 +199,12 @@ def record_to_json(record: TraceRecord) -> dict[str, Any]:
 
 def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
     if key not in obj:
-        raise ConfigError(f"{where}.{key}", "missing field")
+        raise RecordError(where, "missing field", key)
     value = obj[key]
     if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
-        raise ConfigError(f"{where}.{key}", f"expected {kind}, got {value!r}")
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise RecordError(where, f"expected {expected}, got {value!r}", key)
     return value
 
 
@@ -216,17 +218,17 @@ def _round_from_json(row: Sequence[Any]) -> TraceRound:
 def record_from_json(obj: Any, where: str) -> TraceRecord:
     """Parse one trace line; errors name the line and the field."""
     if not isinstance(obj, dict):
-        raise ConfigError(where, f"expected a JSON object, got {type(obj).__name__}")
+        raise RecordError(where, f"expected a JSON object, got {type(obj).__name__}")
     rounds_raw = obj.get("rounds", [])
     try:
         rounds = tuple(_round_from_json(row) for row in rounds_raw)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(
-            f"{where}.rounds", "expected [gamma, accepted, draft_ms, verify_ms(, passes)] rows"
+        raise RecordError(
+            where, "expected [gamma, accepted, draft_ms, verify_ms(, passes)] rows", "rounds"
         ) from exc
     seq = _field(obj, "acceptance_seq", list, where)
     if any(v not in (0, 1) or isinstance(v, bool | float) for v in seq):
-        raise ConfigError(f"{where}.acceptance_seq", "must be a list of 0/1 integers")
+        raise RecordError(where, "must be a list of 0/1 integers", "acceptance_seq")
     feats = obj.get("draft_features")
     after = obj.get("rejection_features")
     try:
@@ -254,7 +256,7 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
     except ConfigError:
         raise
     except ValueError as exc:
-        raise ConfigError(where, str(exc)) from exc
+        raise RecordError(where, str(exc)) from exc
 
 
 def write_trace(path: Path, records: Iterable[TraceRecord]) -> int:

@@ -25,7 +25,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     prompt.add_argument("--prompt-ids", help="comma-separated prompt token ids")
     parser.add_argument("--tokenizer", help="tokenizer (model dir/name) if the draft has none")
     parser.add_argument("--config", help="DrafterConfig YAML file")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override, e.g. --set max_new_tokens=32 (repeatable)",
+    )
     parser.add_argument("--gamma", type=int, help="static window γ (default policy: static 4)")
     parser.add_argument(
         "--window",
@@ -33,13 +39,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--set window.params=...); a policy that goes fused needs a server started with "
         "--draft, and --window on the server to run fused rounds back to back",
     )
-    parser.add_argument("--max-new-tokens", type=int)
-    parser.add_argument("--temperature", type=float)
-    parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--auth-token")
-    parser.add_argument("--tls-ca")
     parser.add_argument(
-        "--mode", choices=["distributed", "centralized", "fused"], default="distributed"
+        "--max-new-tokens", type=int, help="tokens to generate (default 64, or --config's)"
+    )
+    parser.add_argument(
+        "--temperature", type=float, help="sampling temperature (default 0, greedy, or --config's)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="sampling seed (default: fresh entropy)"
+    )
+    parser.add_argument(
+        "--auth-token", help="token the server accepts (one of its --auth-token; default: none)"
+    )
+    parser.add_argument(
+        "--tls-ca",
+        metavar="PEM",
+        help="connect over TLS, verifying the server with this CA certificate file (the "
+        "server's own certificate when self-signed; default: plaintext)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=["distributed", "centralized", "fused"],
+        default="distributed",
+        help="distributed: draft here, verify on the server (default); centralized: the "
+        "server decodes alone; fused: the server drafts (started with --draft) and verifies",
     )
     parser.add_argument("--records", help="write RoundRecords + RequestRecord here (JSONL)")
     parser.add_argument(

@@ -21,8 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="config override, e.g. --set max_batch_size=8 (repeatable)",
     )
-    parser.add_argument("--host")
-    parser.add_argument("--port", type=int, help="0 picks a free port (printed at start)")
+    parser.add_argument(
+        "--host",
+        help="address to listen on, also for --prometheus-port (default: --config's host, "
+        "else 127.0.0.1, this machine only; 0.0.0.0: every interface)",
+    )
+    parser.add_argument(
+        "--port", type=int, help="port to listen on (default 50051; 0 picks a free one, printed)"
+    )
     parser.add_argument(
         "--batching", help=f"batching policy, one of {', '.join(sorted(BATCHING))} (default fcfs)"
     )
@@ -72,9 +78,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="accepted client token (repeatable); none = no auth",
     )
-    parser.add_argument("--tls-cert")
-    parser.add_argument("--tls-key")
-    parser.add_argument("--prometheus-port", type=int)
+    parser.add_argument(
+        "--tls-cert",
+        metavar="PEM",
+        help="serve TLS with this certificate (chain) file; needs --tls-key "
+        "(default: no TLS, plaintext)",
+    )
+    parser.add_argument(
+        "--tls-key", metavar="PEM", help="the private key file of --tls-cert (give both or neither)"
+    )
+    parser.add_argument(
+        "--prometheus-port",
+        type=int,
+        help="also serve Prometheus /metrics on this port, on --host (needs prometheus-client; "
+        "default: off)",
+    )
     parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
     parser.add_argument(
         "--round-log",

@@ -87,17 +87,16 @@ def simulate_sharded(
     ``executor`` (a :class:`~edgespec.experiments.executor.SweepExecutor`) and merge them;
     with ``record_dir``, also its record files (the module docstring). ``progress(done,
     total)`` is called before the first shard runs and as each one finishes."""
-    from edgespec.config import ConfigError
+    from edgespec.errors import UserInputError
     from edgespec.sim.cells import plan_cells, split_cells
     from edgespec.sim.scenario import scenario_from_dict
 
     scenario = scenario_from_dict(data)
     plans = plan_cells(scenario)
     if not plans:
-        raise ConfigError(
-            "--shards",
-            "only a scenario whose device pools are pinned to server pools "
-            "(auto_topology.devices[*].server_pools) can be sharded",
+        raise UserInputError(
+            "--shards: only a scenario whose device pools are pinned to server pools "
+            "(auto_topology.devices[*].server_pools) can be sharded"
         )
     groups = split_cells(plans, num_shards)
     parts = [None if record_dir is None else record_dir / f"shard-{k}" for k in range(len(groups))]

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.config import ConfigError, read_jsonl
+from edgespec.config import ConfigError, ConfigFileError, RecordError, read_jsonl
 from edgespec.core.features import FeatureRows, parse_feature_rows, parse_rejection_rows
 from edgespec.core.tree import parse_branching
 
@@ -62,29 +62,30 @@ def _first(record: Mapping[str, Any], keys: tuple[str, ...], where: str) -> Any:
     for key in keys:
         if key in record:
             return record[key]
-    raise ConfigError(where, f"missing field; expected one of {list(keys)}")
+    raise RecordError(where, f"missing field; expected one of {list(keys)}", keys[0])
 
 
-def _count(value: Any, where: str, minimum: int) -> int:
+def _count(value: Any, where: str, field: str, minimum: int) -> int:
     if isinstance(value, list):
         value = len(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(where, f"expected an integer >= {minimum} or a token list, got {value!r}")
+        message = f"expected an integer >= {minimum} or a token list, got {value!r}"
+        raise RecordError(where, message, field)
     return value
 
 
 def parse_trace_record(record: Any, where: str) -> TraceEntry:
     """One trace line (either schema) → :class:`TraceEntry`; errors name line and field."""
     if not isinstance(record, Mapping):
-        raise ConfigError(where, f"expected a JSON object, got {type(record).__name__}")
+        raise RecordError(where, f"expected a JSON object, got {type(record).__name__}")
     arrival_key = ("arrival_ms", "arrivaltime_ms", "arrival_time_ms")
-    arrival = _first(record, arrival_key, f"{where}.arrival_ms")
+    arrival = _first(record, arrival_key, where)
     if isinstance(arrival, bool) or not isinstance(arrival, int | float) or arrival < 0:
-        raise ConfigError(f"{where}.arrival_ms", f"expected a number >= 0, got {arrival!r}")
+        raise RecordError(where, f"expected a number >= 0, got {arrival!r}", "arrival_ms")
     prompt_keys = ("prompt_tokens", "prompt_length", "prompt_len")
-    prompt = _count(_first(record, prompt_keys, f"{where}.prompt_tokens"), where, 0)
+    prompt = _count(_first(record, prompt_keys, where), where, "prompt_tokens", 0)
     out_keys = ("output_tokens", "target_tokens", "output_length", "output_len")
-    output = _count(_first(record, out_keys, f"{where}.output_tokens"), f"{where}.output_tokens", 1)
+    output = _count(_first(record, out_keys, where), where, "output_tokens", 1)
     metadata = record.get("metadata")
     if "drafter_id" in record:
         client = record["drafter_id"]
@@ -95,7 +96,7 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
     seq = record.get("acceptance_seq")
     if seq is not None:
         if not isinstance(seq, list) or any(v not in (0, 1) or isinstance(v, float) for v in seq):
-            raise ConfigError(f"{where}.acceptance_seq", "must be a list of 0/1 integers")
+            raise RecordError(where, "must be a list of 0/1 integers", "acceptance_seq")
         seq = tuple(int(v) for v in seq)
     slo = record.get("slo_class")
     rid = record.get("request_id", record.get("id"))
@@ -126,12 +127,12 @@ def _features(
         raw = record.get("draft_features")
         rows = None if raw is None else parse_feature_rows(raw, num_output)
     except ValueError as exc:
-        raise ConfigError(f"{where}.draft_features", str(exc)) from exc
+        raise RecordError(where, str(exc), "draft_features") from exc
     try:
         raw = record.get("rejection_features")
         after = None if raw is None else dict(parse_rejection_rows(raw))
     except ValueError as exc:
-        raise ConfigError(f"{where}.rejection_features", str(exc)) from exc
+        raise RecordError(where, str(exc), "rejection_features") from exc
     return rows, after
 
 
@@ -145,23 +146,24 @@ def _tree_rounds(
     try:
         depth = len(parse_branching(str(branching)))
     except ValueError as exc:
-        raise ConfigError(f"{where}.draft_tree", str(exc)) from exc
+        raise RecordError(where, str(exc), "draft_tree") from exc
     raw = record.get("rounds")
     if not isinstance(raw, list) or not raw:
-        raise ConfigError(f"{where}.rounds", "a token-tree trace needs its captured rounds")
+        raise RecordError(where, "a token-tree trace needs its captured rounds", "rounds")
     rounds = []
     for i, row in enumerate(raw):
         ok = isinstance(row, list) and len(row) >= 2 and all(type(v) is int for v in row[:2])
         if not ok or not 0 <= row[1] <= min(row[0], depth):
-            raise ConfigError(
-                f"{where}.rounds[{i}]",
+            raise RecordError(
+                where,
                 f"expected [nodes, accepted, ...] with 0 <= accepted <= min(nodes, {depth})",
+                f"rounds[{i}]",
             )
         rounds.append((int(row[0]), int(row[1])))
     committed = sum(a + 1 for _, a in rounds)
     if committed < num_output:
-        raise ConfigError(
-            f"{where}.rounds", f"commit {committed} tokens, fewer than {num_output} output tokens"
+        raise RecordError(
+            where, f"commit {committed} tokens, fewer than {num_output} output tokens", "rounds"
         )
     return tuple(rounds), depth
 
@@ -171,7 +173,7 @@ def load_trace(path: str | Path) -> tuple[TraceEntry, ...]:
     file = Path(path)
     entries = [parse_trace_record(obj, where) for where, obj in read_jsonl(file, "trace file")]
     if not entries:
-        raise ConfigError(str(file), "trace holds no requests")
+        raise ConfigFileError(str(file), "trace holds no requests")
     return tuple(sorted(entries, key=lambda e: e.arrival_s))
 
 
@@ -182,7 +184,7 @@ def resolve_trace(name_or_path: str) -> Path:
         return path
     bundled = Path(str(resources.files("edgespec") / "data" / "traces" / f"{name_or_path}.jsonl"))
     if not bundled.is_file():
-        raise ConfigError(name_or_path, "no such trace file or bundled trace")
+        raise ConfigFileError(name_or_path, "no such trace file or bundled trace")
     return bundled
 
 
@@ -222,4 +224,4 @@ def load_length_table(dataset: str) -> LengthTable:
     try:
         return LengthTable(dataset, tuple(data["prompt_tokens"]), tuple(data["output_tokens"]))
     except (KeyError, ValueError) as exc:
-        raise ConfigError(str(path), f"bad length table: {exc}") from exc
+        raise ConfigFileError(str(path), f"bad length table: {exc}") from exc

@@ -114,3 +114,87 @@ def test_an_argument_without_equals_that_is_no_file(
         f"edgespec sim: two scenario files given, {scenario_file} and seed; only one may be "
         "(an override looks like key.path=value)\n"
     )
+
+
+PLAIN_OR_SHARDS = "a plain run or --shards"
+SWEEP_OR_SHARDS = "--sweep or --shards"
+
+
+@pytest.mark.parametrize(
+    ("flags", "applies", "given"),
+    [
+        (["--rounds", "--sweep", "seed=1,2"], PLAIN_OR_SHARDS, "--sweep"),
+        (["--rounds", "--capacity", "seed"], PLAIN_OR_SHARDS, "--capacity"),
+        (["--verbose", "--sweep", "seed=1,2"], "a plain run", "--sweep"),
+        (["--verbose", "--shards", "2"], "a plain run", "--shards"),
+        (["--slo-class", "gold"], "--capacity", "a plain run"),
+        (["--lo", "3", "--sweep", "seed=1,2"], "--capacity", "--sweep"),
+        (["--hi", "3", "--shards", "2"], "--capacity", "--shards"),
+        (["--epsilon", "0.1"], "--capacity", "a plain run"),
+        (["--workers", "2"], SWEEP_OR_SHARDS, "a plain run"),
+        (["--workers", "2", "--capacity", "seed"], SWEEP_OR_SHARDS, "--capacity"),
+        (["--engine", "local"], SWEEP_OR_SHARDS, "a plain run"),
+        (["--engine", "ray", "--address", "h:1"], SWEEP_OR_SHARDS, "a plain run"),
+        (["--address", "h:1", "--capacity", "seed"], SWEEP_OR_SHARDS, "--capacity"),
+    ],
+)
+def test_a_flag_given_where_it_has_no_effect_is_refused(
+    flags: list[str],
+    applies: str,
+    given: str,
+    scenario_file: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A flag that only some run kinds read is not silently ignored by the others."""
+    assert _error([str(scenario_file), *flags], capsys) == (
+        f"edgespec sim: {flags[0]} applies only to {applies}, not to {given}\n"
+    )
+
+
+def test_flags_that_apply_are_accepted(scenario_file: Path, tmp_path: Path) -> None:
+    """The same flags where they act still run (--capacity's: tests/sim/test_command.py;
+    --shards': tests/sim/test_shards.py)."""
+    quiet = ["--quiet", "--no-plots"]
+    out = tmp_path / "plain"
+    assert (
+        main(["sim", str(scenario_file), "--rounds", "--verbose", *quiet, "--out", str(out)]) == 0
+    )
+    assert (out / "rounds.csv").is_file()
+    sweep = ["--sweep", "seed=1,2", "--workers", "1", "--engine", "local"]
+    assert main(["sim", str(scenario_file), *sweep, *quiet, "--out", str(tmp_path / "s")]) == 0
+
+
+@pytest.mark.parametrize("shards", ["0", "-1"])
+def test_shards_below_one_is_a_usage_error(shards: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--shards 0`` is not "off" (leave the flag out for one process): argparse's error."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sim", "--shards", shards])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"edgespec sim: error: argument --shards: must be >= 1, got {shards}\n")
+
+
+def test_shards_of_an_unpinned_scenario_names_the_flag(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _error([str(scenario_file), "--shards", "2"], capsys) == (
+        "edgespec sim: --shards: only a scenario whose device pools are pinned to server pools "
+        "(auto_topology.devices[*].server_pools) can be sharded\n"
+    )
+
+
+def test_an_empty_capacity_key_is_refused(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _error([str(scenario_file), "--capacity", " "], capsys) == (
+        "edgespec sim: --capacity needs a scenario key, e.g. auto_topology.devices.0.count\n"
+    )
+
+
+@pytest.mark.parametrize("override", ["a..b=1", ".x=1", "x.=1"])
+def test_an_override_with_an_empty_key_segment_is_malformed(
+    override: str, scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _error([str(scenario_file), override], capsys) == (
+        f"edgespec sim: override '{override}': empty key segment\n"
+    )

@@ -43,8 +43,9 @@ def test_parse_grid_values_are_yaml() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ("servers.count", "config field 'servers.count': sweep must look like key.path=v1,v2,..."),
-        ("a..b=1", "config field 'a..b=1': sweep must look like"),
+        ("servers.count", "^--sweep 'servers.count': must look like key.path=v1,v2,...$"),
+        ("a..b=1", "^--sweep 'a..b=1': empty key segment$"),
+        ("=1,2", "^--sweep '=1,2': empty key$"),
         ("a=", "config field 'a': sweep needs at least one value after '='"),
         ("a=1,2,", "config field 'a': empty value at the end of sweep values '1,2,'"),
         (

@@ -97,7 +97,7 @@ def test_rejection_features_round_trip_and_errors() -> None:
     entry = parse_trace_record(data, "line 1")
     assert entry.rejection_features == {1: ((0.5, 1.0, 0.25, 2.0, 0.75),)}
     data["rejection_features"] = [[1, [[0.5, 1.0]]]]
-    with pytest.raises(ConfigError, match=r"line 1.rejection_features"):
+    with pytest.raises(ConfigError, match=r"^line 1: rejection_features: "):
         parse_trace_record(data, "line 1")
     with pytest.raises(ConfigError, match="rows of 5 numbers"):
         record_from_json(data, "line 1")

@@ -118,3 +118,16 @@ def test_bad_lines_name_the_field(tmp_path: Path, change: dict[str, object], fie
     with pytest.raises(ConfigError) as info:
         read_trace(path)
     assert info.value.path == field
+    name = field.removeprefix("t.jsonl:1").removeprefix(".")
+    assert str(info.value).startswith(f"t.jsonl:1: {name}: " if name else "t.jsonl:1: ")
+    assert "config field" not in str(info.value)
+
+
+def test_a_field_of_the_wrong_type_names_the_type(tmp_path: Path) -> None:
+    obj = record_to_json(_record())
+    obj["drafter_id"] = "two"
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(obj) + "\n")
+    with pytest.raises(ConfigError) as info:
+        read_trace(path)
+    assert str(info.value) == "t.jsonl:1: drafter_id: expected int, got 'two'"

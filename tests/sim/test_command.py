@@ -95,8 +95,9 @@ def test_sim_capacity_of_one_slo_class(tmp_path: Path, capsys: pytest.CaptureFix
     assert main([*base, "--slo-class", "tight", "--out", str(tmp_path / "b")]) == 0
     assert json.loads((tmp_path / "b" / "capacity.json").read_text())["capacity"] is None
     assert main([*base, "--slo-class", "gold"]) == 2
-    assert "'--slo-class': unknown SLO class 'gold'; known: ['loose', 'tight']" in (
-        capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "edgespec sim: --slo-class gold: the scenario has no such SLO class; "
+        "known: ['loose', 'tight']\n"
     )
 
 

@@ -17,6 +17,7 @@ import yaml
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
+from edgespec.errors import UserInputError
 from edgespec.experiments.executor import ProcessPoolSweepExecutor, SerialExecutor
 from edgespec.metrics.record_files import RecordFiles, concatenate_records
 from edgespec.sim.cells import plan_cells, split_cells
@@ -128,7 +129,7 @@ def test_pins_must_follow_the_cell_rules() -> None:
         scenario_from_dict(data)
     with pytest.raises(ConfigError, match="pinned device pools need a closed_loop workload"):
         scenario_from_dict(pinned(), ["workload.kind=poisson"])
-    with pytest.raises(ConfigError, match="only a scenario whose device pools are pinned"):
+    with pytest.raises(UserInputError, match="^--shards: only a scenario whose device pools"):
         simulate_sharded(tiny_scenario(), 2, SerialExecutor())
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from edgespec.cli import main
 from edgespec.config import ConfigError
 from edgespec.sim.workload import TraceEntry, load_trace
 
@@ -50,27 +51,60 @@ def test_dsd_sim_schema(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("row", "message"),
     [
-        ({"prompt_tokens": 1, "output_tokens": 2}, "'t.jsonl:1.arrival_ms': missing field"),
+        (
+            {"prompt_tokens": 1, "output_tokens": 2},
+            "t.jsonl:1: arrival_ms: missing field; expected one of "
+            "['arrival_ms', 'arrivaltime_ms', 'arrival_time_ms']",
+        ),
+        (
+            {"arrival_ms": -1, "prompt_tokens": 1, "output_tokens": 2},
+            "t.jsonl:1: arrival_ms: expected a number >= 0, got -1",
+        ),
+        (
+            {"arrival_ms": 1, "prompt_tokens": -1, "output_tokens": 2},
+            "t.jsonl:1: prompt_tokens: expected an integer >= 0 or a token list, got -1",
+        ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 0},
-            "'t.jsonl:1.output_tokens': expected an integer >= 1",
+            "t.jsonl:1: output_tokens: expected an integer >= 1 or a token list, got 0",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "acceptance_seq": [1, 2]},
-            "'t.jsonl:1.acceptance_seq': must be a list of 0/1 integers",
+            "t.jsonl:1: acceptance_seq: must be a list of 0/1 integers",
         ),
+        ([1, 2], "t.jsonl:1: expected a JSON object, got list"),
     ],
 )
-def test_bad_trace_lines_name_line_and_field(
-    tmp_path: Path, row: dict[str, object], message: str
-) -> None:
+def test_bad_trace_lines_name_line_and_field(tmp_path: Path, row: object, message: str) -> None:
+    """A trace line is named file:line (then its field), not as a "config field"."""
     with pytest.raises(ConfigError) as info:
         load_trace(_write(tmp_path / "t.jsonl", [row]))
-    assert message in str(info.value)
+    assert str(info.value) == message
 
 
 def test_invalid_json_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text('{"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 1}\n{oops\n')
-    with pytest.raises(ConfigError, match="'t.jsonl:2': invalid JSON"):
+    with pytest.raises(ConfigError) as info:
         load_trace(path)
+    assert str(info.value) == (
+        "t.jsonl:2: invalid JSON: Expecting property name enclosed in double quotes"
+    )
+
+
+def test_sim_names_the_trace_line_under_its_config_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ok = {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2}
+    path = _write(tmp_path / "t.jsonl", [ok, {**ok, "arrival_ms": -1}])
+    args = ["sim", "workload.kind=trace", f"workload.trace={path}", "--quiet", "--no-plots"]
+    assert main([*args, "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec sim: config field 'workload.trace': "
+        "t.jsonl:2: arrival_ms: expected a number >= 0, got -1\n"
+    )
+    empty = _write(tmp_path / "empty.jsonl", [])
+    assert main(["sim", "workload.kind=trace", f"workload.trace={empty}", "--quiet"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec sim: config field 'workload.trace': {empty}: trace holds no requests\n"
+    )

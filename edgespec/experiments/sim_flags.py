@@ -1,0 +1,141 @@
+"""``edgespec sim``'s flags: the parser, and the checks that run before anything does.
+
+A run is one of four kinds: a plain run, ``--sweep``, ``--capacity`` or ``--shards``.
+Some flags act only in some kinds (``APPLIES``); one given where it has no effect is a
+user error naming the flag and where it applies, not silently ignored. Those flags
+default to ``None`` in the parser so a given flag can be told from its default;
+``check_flags`` then fills the defaults in (``DEFAULTS``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from edgespec.arguments import positive_int
+from edgespec.errors import UserInputError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "args",
+        nargs="*",
+        metavar="[SCENARIO.yaml] [key.path=value ...]",
+        help="scenario file (default: the bundled default scenario) and overrides",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="run folder (default runs/<name>-<time>)"
+    )
+    parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    parser.add_argument(
+        "--rounds", action="store_true", help="also write rounds.csv (plain run, --shards)"
+    )
+    parser.add_argument(
+        "--sweep",
+        nargs="+",
+        metavar="key=v1,v2,...",
+        default=None,
+        help="run the cartesian product of these values (one run per point)",
+    )
+    parser.add_argument(
+        "--capacity",
+        metavar="KEY",
+        default=None,
+        help="capacity search (WISP Eq. 20): largest integer KEY with violation rate <= epsilon",
+    )
+    parser.add_argument("--lo", type=int, help="--capacity: search lower bound (default 1)")
+    parser.add_argument("--hi", type=int, help="--capacity: search upper bound (default 1000)")
+    parser.add_argument(
+        "--epsilon", type=float, help="--capacity: allowed SLO violation rate (default 0.05)"
+    )
+    parser.add_argument(
+        "--slo-class",
+        metavar="NAME",
+        help="--capacity: count only this SLO class's violations (Cap(τ) of one class)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="plain run: also say which event-loop path ran and why",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        help="--sweep runs (or --shards) on this many processes (Ray: CPUs, or tasks in "
+        "flight; default 1)",
+    )
+    parser.add_argument(
+        "--shards",
+        type=positive_int,
+        metavar="N",
+        help="run a scenario whose device pools are pinned to server pools as N >= 1 shards "
+        "of its cells, merged (metrics identical to one process; docs/SIMULATOR.md)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        help="where --sweep runs and --shards execute: local processes (default) or Ray tasks",
+    )
+    parser.add_argument(
+        "--address", help="Ray cluster address (--engine ray; default: a local Ray)"
+    )
+
+
+MODES = {"--sweep": "sweep", "--capacity": "capacity", "--shards": "shards"}
+"""The flags that each pick what kind of run ``edgespec sim`` makes."""
+
+PLAIN = "a plain run"
+
+APPLIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "--rounds": ("rounds", (PLAIN, "--shards")),
+    "--verbose": ("verbose", (PLAIN,)),
+    "--lo": ("lo", ("--capacity",)),
+    "--hi": ("hi", ("--capacity",)),
+    "--epsilon": ("epsilon", ("--capacity",)),
+    "--slo-class": ("slo_class", ("--capacity",)),
+    "--workers": ("workers", ("--sweep", "--shards")),
+    "--engine": ("engine", ("--sweep", "--shards")),
+    "--address": ("address", ("--sweep", "--shards")),
+}
+"""flag → (its argparse dest, the run kinds it acts in); other flags act in every kind."""
+
+DEFAULTS: dict[str, Any] = {"lo": 1, "hi": 1000, "epsilon": 0.05, "workers": 1, "engine": "local"}
+"""The values of the flags above that default to ``None`` in the parser."""
+
+
+def _given(value: Any) -> bool:
+    return value is not None and value is not False
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Flags that contradict each other, are out of range or would have no effect, before
+    anything runs; then the defaults of the flags that were not given."""
+    modes = [flag for flag, dest in MODES.items() if _given(getattr(args, dest))]
+    if len(modes) > 1:
+        raise UserInputError(f"{' and '.join(modes)} exclude each other; give one")
+    kind = modes[0] if modes else PLAIN
+    for flag, (dest, kinds) in APPLIES.items():
+        if _given(getattr(args, dest)) and kind not in kinds:
+            raise UserInputError(f"{flag} applies only to {' or '.join(kinds)}, not to {kind}")
+    for dest, value in DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, value)
+    if args.address is not None and args.engine != "ray":
+        raise UserInputError("--address is a Ray cluster address: it needs --engine ray")
+    for item in args.sweep or ():
+        if "=" not in item and Path(item).is_file():
+            raise UserInputError(
+                f"--sweep {item}: a scenario file goes before --sweep "
+                "(--sweep takes every argument up to the next option as a key=v1,v2,... spec)"
+            )
+    if args.capacity is not None:
+        if not args.capacity.strip():
+            raise UserInputError(
+                "--capacity needs a scenario key, e.g. auto_topology.devices.0.count"
+            )
+        if not 0 <= args.lo <= args.hi:
+            raise UserInputError(f"need 0 <= --lo <= --hi, got --lo {args.lo} --hi {args.hi}")
+        if not 0.0 <= args.epsilon <= 1.0:
+            raise UserInputError(f"--epsilon must be in [0, 1], got {args.epsilon}")
