@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 import pytest
@@ -54,15 +55,82 @@ def test_unknown_arguments_show_the_subcommand_usage(capsys: pytest.CaptureFixtu
     assert err.endswith("edgespec serve: error: unrecognized arguments: stray\n")
 
 
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return {name: p for sub in subs for name, p in sub.choices.items()}
+
+
 def _options(command: str) -> dict[str, argparse.Action]:
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return {opt: a for a in sub.choices[command]._actions for opt in a.option_strings}
+    return {
+        opt: a for a in _subparsers(build_parser())[command]._actions for opt in a.option_strings
+    }
 
 
-@pytest.mark.parametrize("command", ["serve", "draft", "sim"])
-def test_every_option_of_the_serving_and_sim_commands_has_help(command: str) -> None:
-    missing = sorted(opt for opt, action in _options(command).items() if not action.help)
-    assert not missing, f"edgespec {command}: options without help: {missing}"
+# The module CLIs run as ``python -m MODULE``, each with its own build_parser().
+MODULE_CLIS = [
+    "edgespec.runtime.bench",
+    "edgespec.experiments.calibration",
+    "edgespec.experiments.wisp_serving",
+    "edgespec.experiments.dsd_realpair",
+    "edgespec.learn.profile_residuals",
+    "edgespec.learn.length_tables",
+]
+
+
+def _all_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every ``edgespec`` subcommand and sub-choice (``train draft``, ...) and module CLI."""
+    found: dict[str, argparse.ArgumentParser] = {}
+    todo = [(f"edgespec {name}", p) for name, p in _subparsers(build_parser()).items()]
+    while todo:
+        name, parser = todo.pop()
+        found[name] = parser
+        todo += [(f"{name} {sub}", p) for sub, p in _subparsers(parser).items()]
+    for module in MODULE_CLIS:
+        found[f"python -m {module}"] = importlib.import_module(module).build_parser()
+    return found
+
+
+PARSERS = _all_parsers()
+
+
+def _arguments(command: str) -> dict[str, argparse.Action]:
+    """The options (by their longest spelling) and positionals of ``command``, but --help."""
+    return {
+        max(a.option_strings, key=len) if a.option_strings else a.dest: a
+        for a in PARSERS[command]._actions
+        if not isinstance(a, argparse._HelpAction | argparse._SubParsersAction)
+    }
+
+
+def test_the_help_checks_cover_every_subcommand_and_module_cli() -> None:
+    whats = ["draft", "feature-draft", "text-shards", "stop-predictor", "awc-data", "awc"]
+    for name in [*SUBCOMMANDS, *(f"train {what}" for what in whats)]:
+        assert f"edgespec {name}" in PARSERS
+    package = Path(__file__).resolve().parents[1] / "edgespec"
+    with_parser = {
+        ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        for path in package.rglob("*.py")
+        if "def build_parser(" in path.read_text()
+    }
+    assert with_parser - {"edgespec.cli"} == set(MODULE_CLIS)
+
+
+@pytest.mark.parametrize("command", sorted(PARSERS))
+def test_every_option_has_help(command: str) -> None:
+    missing = sorted(opt for opt, action in _arguments(command).items() if not action.help)
+    assert not missing, f"{command}: options without help: {missing}"
+
+
+@pytest.mark.parametrize("command", sorted(PARSERS))
+def test_every_option_with_a_default_states_it(command: str) -> None:
+    unstated = sorted(
+        opt
+        for opt, action in _arguments(command).items()
+        if not (action.default is None or action.default is False)
+        and action.default not in ([], argparse.SUPPRESS)
+        and "default" not in str(action.help).lower()
+    )
+    assert not unstated, f"{command}: options whose help does not state their default: {unstated}"
 
 
 def test_serve_help_states_the_listening_and_tls_defaults() -> None:

@@ -130,20 +130,38 @@ def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m edgespec.experiments.calibration")
-    p.add_argument("--target", default="synthetic", help="'synthetic' or a model name/dir")
-    p.add_argument("--draft", default="truncated", help="'truncated' (synthetic), 'ngram', a model")
-    p.add_argument("--clients", type=int, default=4)
-    p.add_argument("--requests", type=int, default=2, help="requests per client, in sequence")
-    p.add_argument("--prompt-tokens", type=int, default=32, help="synthetic prompt length")
-    p.add_argument("--dataset", default="gsm8k", help="prompt set for a real target (test split)")
-    p.add_argument("--max-new-tokens", type=int, default=48)
-    p.add_argument("--gamma", type=int, default=4)
-    p.add_argument("--threads", type=int, default=2, help="torch threads")
-    p.add_argument("--profile", help="use this target profile (with its -draft file) instead")
-    p.add_argument("--out", default="runs/calibration", help="output directory")
-    p.add_argument("--warmup", type=int, default=2, help="profile warm-up runs per configuration")
-    p.add_argument("--runs", type=int, default=3, help="profile timed runs per configuration")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--target", default="synthetic", help="'synthetic' (default) or a model name/dir"
+    )
+    p.add_argument(
+        "--draft", default="truncated", help="'truncated' (default; synthetic), 'ngram', a model"
+    )
+    p.add_argument("--clients", type=int, default=4, help="drafter processes (default 4)")
+    p.add_argument(
+        "--requests", type=int, default=2, help="requests per client, in sequence (default 2)"
+    )
+    p.add_argument(
+        "--prompt-tokens", type=int, default=32, help="synthetic prompt tokens (default 32)"
+    )
+    p.add_argument(
+        "--dataset", default="gsm8k", help="real target's prompt set, test split (default gsm8k)"
+    )
+    p.add_argument("--max-new-tokens", type=int, default=48, help="tokens per request (default 48)")
+    p.add_argument("--gamma", type=int, default=4, help="static window γ, tokens (default 4)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    p.add_argument(
+        "--profile", help="use this target profile (with its -draft file) instead of profiling"
+    )
+    p.add_argument(
+        "--out", default="runs/calibration", help="output directory (default runs/calibration)"
+    )
+    p.add_argument(
+        "--warmup", type=int, default=2, help="profile warm-up runs per configuration (default 2)"
+    )
+    p.add_argument(
+        "--runs", type=int, default=3, help="profile timed runs per configuration (default 3)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="synthetic prompts, simulation (default 0)")
     return p
 
 

@@ -99,15 +99,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m edgespec.experiments.dsd_realpair", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--target", default="gemma3-270m")
-    parser.add_argument("--draft", default="gemma3-270m-draft")
-    parser.add_argument("--limit", type=int, default=2, help="test prompts per dataset")
-    parser.add_argument("--max-new-tokens", type=int, default=48)
-    parser.add_argument("--rtt-ms", default="10,30", help="comma-separated RTTs")
-    parser.add_argument("--windows", default="static,dynamic,awc")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads, each process")
-    parser.add_argument("--port", type=int, default=50790)
-    parser.add_argument("--out", type=Path, default=Path("runs/dsd-realpair.json"))
+    parser.add_argument("--target", default="gemma3-270m", help="target (default gemma3-270m)")
+    parser.add_argument(
+        "--draft", default="gemma3-270m-draft", help="draft (default gemma3-270m-draft)"
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=2,
+        help="test prompts per dataset (gsm8k, cnndm, humaneval; default 2)",
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=48, help="tokens per request (default 48)"
+    )
+    parser.add_argument(
+        "--rtt-ms", default="10,30", help="comma-separated RTTs, ms (default 10,30)"
+    )
+    parser.add_argument(
+        "--windows",
+        default="static,dynamic,awc",
+        help="comma-separated window policies: static (γ 4), dynamic, awc (default: all three)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads, each process (default 1)"
+    )
+    parser.add_argument("--port", type=int, default=50790, help="server port (default 50790)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs/dsd-realpair.json"),
+        help="JSON results (default runs/dsd-realpair.json)",
+    )
     return parser
 
 

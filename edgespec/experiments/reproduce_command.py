@@ -25,8 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick", action="store_true", help="a reduced run (CI): fewer classes, shorter runs"
     )
-    parser.add_argument("--out", type=Path, default=None, help="output folder (default runs/…)")
-    parser.add_argument("--workers", type=int, default=1, help="local processes for the runs")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default runs/reproduce-PAPER-<time>)"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="local processes for the runs (default 1)"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

@@ -189,15 +189,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m edgespec.experiments.wisp_serving", description=__doc__
     )
-    parser.add_argument("--target", default="gemma3-270m")
+    parser.add_argument(
+        "--target", default="gemma3-270m", help="served model (default gemma3-270m)"
+    )
     parser.add_argument("--profile", required=True, help="kind: wisp profile of this machine")
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--max-new-tokens", type=int, default=24)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--classes", nargs="+", default=["c1=0.5", "c2=1", "c3=2", "c4=3"])
-    parser.add_argument("--prompts", type=int, default=24)
-    parser.add_argument("--out", type=Path, default=Path("runs/wisp-serving.json"))
+    parser.add_argument("--clients", type=int, default=8, help="drafter processes (default 8)")
+    parser.add_argument(
+        "--seconds", type=float, default=60.0, help="closed-loop run per system, s (default 60)"
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=24, help="tokens per request (default 24)"
+    )
+    parser.add_argument("--threads", type=int, default=2, help="server torch threads (default 2)")
+    parser.add_argument(
+        "--classes",
+        nargs="+",
+        default=["c1=0.5", "c2=1", "c3=2", "c4=3"],
+        metavar="NAME=TOKENS_PER_S",
+        help="SLO classes and token-speed targets, tokens/s (default c1=0.5 c2=1 c3=2 c4=3)",
+    )
+    parser.add_argument(
+        "--prompts", type=int, default=24, help="first GSM8K test prompts used (default 24)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs/wisp-serving.json"),
+        help="JSON report; round logs go next to it (default runs/wisp-serving.json)",
+    )
     return parser
 
 

@@ -35,10 +35,24 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p = sub.add_parser("awc-data", help="simulate the AWC scenario grid (static γ 2..12 + fused)")
     p.add_argument("--out", type=Path, required=True, help="dataset directory (resumable)")
     p.add_argument("--quick", action="store_true", help="4 small scenarios (6 s, ≤ 8 drafts)")
-    p.add_argument("--scenarios", type=int, default=2000, help="grid points to draw")
-    p.add_argument("--duration-s", type=float, default=20.0, help="simulated seconds per run")
-    p.add_argument("--contexts-per-run", type=int, default=8, help="contexts kept per run")
-    p.add_argument("--fused-gamma", type=int, default=4, help="co-located window in fused runs")
+    p.add_argument(
+        "--scenarios",
+        type=int,
+        default=2000,
+        help="grid points to draw (default 2000; not with --quick)",
+    )
+    p.add_argument(
+        "--duration-s",
+        type=float,
+        default=20.0,
+        help="simulated seconds per run (default 20; --quick: 6)",
+    )
+    p.add_argument(
+        "--contexts-per-run", type=int, default=8, help="contexts kept per run (default 8)"
+    )
+    p.add_argument(
+        "--fused-gamma", type=int, default=4, help="co-located window γ in fused runs (default 4)"
+    )
     p.add_argument(
         "--workload-trace",
         type=Path,
@@ -46,25 +60,44 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="GSM8K lengths from this workload trace (default: the bundled GSM8K table, "
         "DSD-Sim's own 400-request trace)",
     )
-    p.add_argument("--w-ttft", type=float, default=w["ttft"], help="objective weight of TTFT")
-    p.add_argument("--w-tpot", type=float, default=w["tpot"], help="objective weight of TPOT")
     p.add_argument(
-        "--w-throughput", type=float, default=w["throughput"], help="weight of throughput"
+        "--w-ttft",
+        type=float,
+        default=w["ttft"],
+        help=f"objective weight of TTFT (default {w['ttft']:g})",
+    )
+    p.add_argument(
+        "--w-tpot",
+        type=float,
+        default=w["tpot"],
+        help=f"objective weight of TPOT (default {w['tpot']:g})",
+    )
+    p.add_argument(
+        "--w-throughput",
+        type=float,
+        default=w["throughput"],
+        help=f"objective weight of throughput (default {w['throughput']:g})",
     )
     p.add_argument("--address", help="Ray cluster address (ray://host:10001); default: local")
-    p.add_argument("--workers", type=int, default=2, help="local Ray CPUs / tasks in flight")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--workers", type=int, default=2, help="local Ray CPUs / tasks in flight (default 2)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the scenario draws (default 0)")
     t = sub.add_parser("awc", help="train the WC-DNN on an awc-data directory")
     t.add_argument("--data", type=Path, required=True, help="an awc-data --out directory")
     t.add_argument("--out", type=Path, required=True, help="write the weights (JSON) here")
-    t.add_argument("--epochs", type=int, default=100)
-    t.add_argument("--width", type=int, default=64, help="hidden width")
-    t.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
-    t.add_argument("--weight-decay", type=float, default=1e-2, help="AdamW weight decay")
-    t.add_argument("--batch-size", type=int, default=256)
-    t.add_argument("--holdout", type=float, default=0.2, help="share of scenarios held out")
-    t.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--epochs", type=int, default=100, help="training epochs (default 100)")
+    t.add_argument("--width", type=int, default=64, help="hidden width (default 64)")
+    t.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate (default 1e-3)")
+    t.add_argument(
+        "--weight-decay", type=float, default=1e-2, help="AdamW weight decay (default 1e-2)"
+    )
+    t.add_argument("--batch-size", type=int, default=256, help="rows per step (default 256)")
+    t.add_argument(
+        "--holdout", type=float, default=0.2, help="share of scenarios held out (default 0.2)"
+    )
+    t.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    t.add_argument("--seed", type=int, default=0, help="seed of init, batches, holdout (default 0)")
 
 
 def _write_parquet(columns: dict[str, list[Any]], path: Path) -> None:

@@ -19,7 +19,7 @@ from edgespec.errors import UserInputError
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("feature-draft", help="train an EAGLE-style draft on the target's features")
-    p.add_argument("--target", default="gemma3-270m", help="target model name or local path")
+    p.add_argument("--target", default="gemma3-270m", help="target model (default gemma3-270m)")
     p.add_argument("--out", type=Path, required=True, help="directory to save the draft in")
     p.add_argument(
         "--data-dir",
@@ -31,17 +31,33 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument("--features-dir", type=Path, required=True, help="target features (resumable)")
     p.add_argument("--kept-from", type=Path, help="take the kept tokens of this trimmed draft")
-    p.add_argument("--kept-tokens", type=int, default=8192, help="K, when not --kept-from")
-    p.add_argument("--steps", type=int, default=2, help="drafting steps unrolled in training")
-    p.add_argument("--intermediate-size", type=int, default=1024)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--head-dim", type=int, default=64)
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--feature-minutes", type=float, default=60.0, help="stop featurizing after")
-    p.add_argument("--train-minutes", type=float, default=30.0, help="stop training after this")
-    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--kept-tokens", type=int, default=8192, help="K, when not --kept-from (default 8192)"
+    )
+    p.add_argument(
+        "--steps", type=int, default=2, help="drafting steps unrolled in training (default 2)"
+    )
+    p.add_argument("--intermediate-size", type=int, default=1024, help="MLP width (default 1024)")
+    p.add_argument("--heads", type=int, default=8, help="attention heads (default 8)")
+    p.add_argument("--head-dim", type=int, default=64, help="size of one head (default 64)")
+    p.add_argument("--epochs", type=int, default=3, help="passes over the features (default 3)")
+    p.add_argument("--lr", type=float, default=5e-4, help="AdamW learning rate (default 5e-4)")
+    p.add_argument(
+        "--feature-minutes",
+        type=float,
+        default=60.0,
+        help="featurizing budget, minutes (default 60)",
+    )
+    p.add_argument(
+        "--train-minutes", type=float, default=30.0, help="training budget, minutes (default 30)"
+    )
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of init, batch order and the validation split (default 0)",
+    )
 
 
 def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:

@@ -228,16 +228,27 @@ def build_parser() -> argparse.ArgumentParser:
         description="Build edgespec/data/lengths/<dataset>.json: paired prompt/output "
         "token lengths (needs pip install -e '.[data]').",
     )
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument(
+        "--datasets",
+        nargs="+",
+        default=list(DATASETS),
+        help=f"datasets to tabulate (default {' '.join(DATASETS)})",
+    )
     parser.add_argument(
         "--prompts-dir",
         type=Path,
         default=None,
-        help="default: $EDGESPEC_PROMPTS, else shared/data/prompts",
+        help="prompt files' directory (default: $EDGESPEC_PROMPTS, else shared/data/prompts)",
     )
-    parser.add_argument("--out", type=Path, default=None, help="default: the package's tables")
-    parser.add_argument("--max-pairs", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output directory (default: the package's tables)"
+    )
+    parser.add_argument(
+        "--max-pairs", type=int, default=2000, help="pairs kept per dataset (default 2000)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the pairs' random draw (default 0)"
+    )
     return parser
 
 

@@ -19,22 +19,51 @@ NGRAM = "ngram"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", required=True, help="gemma3-270m, or a local HF model dir")
+    parser.add_argument(
+        "--target",
+        required=True,
+        help="target model: gemma3-270m, or a local HF model dir (required)",
+    )
     parser.add_argument("--draft", help="a draft model name/dir, or 'ngram'; omitted: no drafter")
-    parser.add_argument("--out", default="profile.yaml", help="target profile path (.yaml)")
-    parser.add_argument("--quick", action="store_true", help="reduced grid (tests, CI)")
+    parser.add_argument(
+        "--out", default="profile.yaml", help="target profile path, .yaml (default profile.yaml)"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="reduced grid (tests, CI): 1 warm-up and 2 runs per configuration",
+    )
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
-    parser.add_argument("--runs", type=int, help="measured runs per configuration")
-    parser.add_argument("--warmup", type=int, help="discarded warm-up runs per configuration")
+    parser.add_argument(
+        "--runs", type=int, help="measured runs per configuration (default 3; --quick: 2)"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        help="discarded warm-up runs per configuration (default 10; --quick: 1)",
+    )
     parser.add_argument(
         "--scale",
         type=float,
         default=1.0,
-        help="multiply the grid's token counts (e.g. 0.25 on a slow CPU); default 1 = WISP's",
+        help="multiply the grid's token counts, in (0, 1] (e.g. 0.25 on a slow CPU; default 1 = "
+        "WISP's)",
     )
-    parser.add_argument("--gamma", type=int, default=4, help="draft window for drafter timing")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--gamma", type=int, default=4, help="draft window γ for drafter timing, tokens (default 4)"
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        help="bootstrap resamples of the fits' 95%% intervals (default 1000)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the random grid, prompts and bootstrap (default 0)",
+    )
     parser.add_argument(
         "--resume",
         action="store_true",

@@ -35,13 +35,28 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="trace JSONL file or a directory of them (repeatable); neural draft, no lookup",
     )
     p.add_argument("--out", type=Path, required=True, help="write the MLP predictor (JSON) here")
-    p.add_argument("--report-dir", type=Path, help="write study.json and REPORT.md here")
-    p.add_argument("--k-max", type=int, default=4, help="window K_max the rows are built at")
-    p.add_argument("--mlp-trials", type=int, default=8, help="MLP search trials")
-    p.add_argument("--tree-trials", type=int, default=6, help="search trials per tree baseline")
-    p.add_argument("--latency-calls", type=int, default=1000, help="single-sample timing calls")
-    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--report-dir",
+        type=Path,
+        help="write study.json and REPORT.md here (default: print REPORT.md only)",
+    )
+    p.add_argument(
+        "--k-max",
+        type=int,
+        default=4,
+        help="window K_max the rows are built at, tokens (default 4)",
+    )
+    p.add_argument("--mlp-trials", type=int, default=8, help="MLP search trials (default 8)")
+    p.add_argument(
+        "--tree-trials", type=int, default=6, help="search trials per tree baseline (default 6)"
+    )
+    p.add_argument(
+        "--latency-calls", type=int, default=1000, help="single-sample timing calls (default 1000)"
+    )
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the request split and searches (default 0)"
+    )
 
 
 def trace_files(paths: list[Path]) -> list[Path]:

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from edgespec.learn.trace import TraceRecord, replay_accepted_lengths
+from edgespec.learn.trace import (
+    TraceRecord,
+    replay_accepted_lengths,
+    sent_acceptance,
+    wasted_passes_per_round,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,3 +99,45 @@ def summarize_by_dataset(
     if len(names) > 1:
         out.append(summarize_traces("all", records, gamma, max_new_tokens))
     return out
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def print_summary_table(
+    console: Any, records: list[Any], gamma: int, max_new_tokens: int, title: str
+) -> None:
+    """Print `edgespec trace`'s per-dataset table to a rich ``console``. "sent acc.": accepted /
+    sent draft tokens; "wasted / round": draft passes per round that gave no
+    accepted token (WISP Eq. 7's W in passes)."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in (
+        "dataset", "requests", "out tokens", "rounds", "AAL", "AAL replay", "sent acc.",
+        "wasted / round", "pos. acc.", "draft ms/tok", "SD tok/s", "target tok/s",
+        "assisted tok/s", "× target", "× assisted", "lossless",
+    ):  # fmt: skip
+        table.add_column(col, justify="right")
+    for s in summarize_by_dataset(records, gamma, max_new_tokens):
+        rounds = [x for r in records if s.name in ("all", r.dataset) for x in r.rounds]
+        table.add_row(
+            s.name,
+            str(s.num_requests),
+            str(s.num_output_tokens),
+            str(s.num_rounds),
+            _fmt(s.measured_aal),
+            _fmt(s.replayed_aal),
+            _fmt(sent_acceptance(rounds), 3),
+            _fmt(wasted_passes_per_round(rounds)),
+            _fmt(s.position_acceptance, 3),
+            _fmt(s.mean_draft_ms_per_token, 1),
+            _fmt(s.sd_tokens_per_s),
+            _fmt(s.target_tokens_per_s),
+            _fmt(s.assisted_tokens_per_s),
+            _fmt(s.speedup_vs_target),
+            _fmt(s.speedup_vs_assisted),
+            "-" if s.all_lossless is None else str(s.all_lossless),
+        )
+    console.print(table)

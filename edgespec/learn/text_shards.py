@@ -33,9 +33,17 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p = sub.add_parser("text-shards", help=text, description=text)
     p.add_argument("--out", type=Path, required=True, help="directory for the shard_*.pt files")
-    p.add_argument("--target", default="gemma3-270m", help="whose tokenizer (name or path)")
-    p.add_argument("--conversations", type=int, default=2000, help="ShareGPT conversations")
-    p.add_argument("--max-tokens", type=int, default=256, help="tokens per sequence (BOS first)")
+    p.add_argument(
+        "--target",
+        default="gemma3-270m",
+        help="whose tokenizer, name or path (default gemma3-270m)",
+    )
+    p.add_argument(
+        "--conversations", type=int, default=2000, help="ShareGPT conversations (default 2000)"
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=256, help="tokens per sequence, BOS first (default 256)"
+    )
 
 
 def training_texts(conversations: int) -> list[str]:

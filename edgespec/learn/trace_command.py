@@ -20,11 +20,16 @@ NGRAM = "ngram"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", default="gemma3-270m", help="target model name or local path")
+    parser.add_argument(
+        "--target",
+        default="gemma3-270m",
+        help="target model name or local path (default %(default)s)",
+    )
     parser.add_argument(
         "--draft",
         default="gemma3-270m-draft",
-        help=f"draft model name or local path, or {NGRAM!r} for the prompt-lookup drafter",
+        help=f"draft model name or local path, or {NGRAM!r} for the prompt-lookup drafter "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--lookup",
@@ -42,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         help="with --tree: leave out candidates whose path probability under the draft is "
-        "below this (the draft's first choice at the root always stays)",
+        "below this (default 0: keep all; the draft's first choice at the root always stays)",
     )
     parser.add_argument(
         "--tree-max-nodes",
@@ -53,32 +58,60 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
         action="append",
-        help=f"one of {', '.join(DATASETS)} or a JSONL file with a 'prompt' field (repeatable)",
+        help=f"one of {', '.join(DATASETS)} or a JSONL file with a 'prompt' field (repeatable; "
+        "default gsm8k)",
     )
-    parser.add_argument("--split", default="test", choices=("train", "test"))
-    parser.add_argument("--limit", type=int, default=10, help="prompts per dataset")
-    parser.add_argument("--gamma", type=int, default=4, help="window γ_max used while capturing")
+    parser.add_argument(
+        "--split",
+        default="test",
+        choices=("train", "test"),
+        help="split of a bundled --dataset (default test)",
+    )
+    parser.add_argument("--limit", type=int, default=10, help="prompts per dataset (default 10)")
+    parser.add_argument("--gamma", type=int, default=4, help="window γ_max, tokens (default 4)")
     parser.add_argument(
         "--window",
         choices=("static", "dynamic"),
         default="static",
-        help="static: γ every round; dynamic: DSD's threshold rule starting at γ (up to "
-        "max(γ, 8)). acceptance_seq and draft_features do not depend on it",
+        help="static (default): γ every round; dynamic: DSD's threshold rule starting at γ (up "
+        "to max(γ, 8)). acceptance_seq and draft_features do not depend on it",
     )
     add_stop_arguments(parser)
-    parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--max-prompt-tokens", type=int, default=256)
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=64, help="tokens generated per prompt (default 64)"
+    )
+    parser.add_argument(
+        "--max-prompt-tokens",
+        type=int,
+        default=256,
+        help="keep BOS + the prompt's last tokens up to this many (default 256)",
+    )
     parser.add_argument(
         "--baselines",
         action="store_true",
         help="also time target-only decoding and transformers assisted generation per prompt",
     )
-    parser.add_argument("--slo-classes", default="default", help="comma-separated, round-robin")
-    parser.add_argument("--num-drafters", type=int, default=8, help="drafter_id = index mod this")
-    parser.add_argument("--rate", type=float, default=1.0, help="Poisson arrivals per second")
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, help="write all records to this JSONL file")
+    parser.add_argument(
+        "--slo-classes",
+        default="default",
+        help="SLO class names, comma-separated, assigned round-robin (default: default)",
+    )
+    parser.add_argument(
+        "--num-drafters",
+        type=int,
+        default=8,
+        help="drafter_id = request index mod this (default 8)",
+    )
+    parser.add_argument(
+        "--rate", type=float, default=1.0, help="Poisson arrival rate, requests/s (default 1)"
+    )
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the arrival times (default 0)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="write all records to this JSONL file (give --out and/or --out-dir)",
+    )
     parser.add_argument("--out-dir", type=Path, help="write <dataset>.jsonl files here")
 
 
@@ -137,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.core.tree import parse_branching
     from edgespec.learn.capture import CaptureSettings, PairInfo, capture
     from edgespec.learn.distill_data import encode_prompt
+    from edgespec.learn.summary import print_summary_table
     from edgespec.learn.trace import TraceRecord, write_trace
     from edgespec.models.feature_draft import FeatureDraftNet
     from edgespec.models.loading import load_model
@@ -244,49 +278,5 @@ def run(args: argparse.Namespace) -> int:
     title = f"speculative decoding, greedy, γ = {args.gamma}, {args.window} window"
     if stop is not None:
         title += f", stop predictor {args.stop_predictor} (P >= {stop.threshold:g})"
-    _print_summary(console, records, args.gamma, args.max_new_tokens, title)
+    print_summary_table(console, records, args.gamma, args.max_new_tokens, title)
     return 0
-
-
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
-def _print_summary(
-    console: Any, records: list[Any], gamma: int, max_new_tokens: int, title: str
-) -> None:
-    """The per-dataset table. "sent acc.": accepted / sent draft tokens; "wasted / round":
-    draft passes per round that gave no accepted token (WISP Eq. 7's W in passes)."""
-    from rich.table import Table
-
-    from edgespec.learn.summary import summarize_by_dataset
-    from edgespec.learn.trace import sent_acceptance, wasted_passes_per_round
-
-    table = Table(title=title)
-    for col in (
-        "dataset", "requests", "out tokens", "rounds", "AAL", "AAL replay", "sent acc.",
-        "wasted / round", "pos. acc.", "draft ms/tok", "SD tok/s", "target tok/s",
-        "assisted tok/s", "× target", "× assisted", "lossless",
-    ):  # fmt: skip
-        table.add_column(col, justify="right")
-    for s in summarize_by_dataset(records, gamma, max_new_tokens):
-        rounds = [x for r in records if s.name in ("all", r.dataset) for x in r.rounds]
-        table.add_row(
-            s.name,
-            str(s.num_requests),
-            str(s.num_output_tokens),
-            str(s.num_rounds),
-            _fmt(s.measured_aal),
-            _fmt(s.replayed_aal),
-            _fmt(sent_acceptance(rounds), 3),
-            _fmt(wasted_passes_per_round(rounds)),
-            _fmt(s.position_acceptance, 3),
-            _fmt(s.mean_draft_ms_per_token, 1),
-            _fmt(s.sd_tokens_per_s),
-            _fmt(s.target_tokens_per_s),
-            _fmt(s.assisted_tokens_per_s),
-            _fmt(s.speedup_vs_target),
-            _fmt(s.speedup_vs_assisted),
-            "-" if s.all_lossless is None else str(s.all_lossless),
-        )
-    console.print(table)

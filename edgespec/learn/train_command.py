@@ -11,6 +11,7 @@ The bundled ``gemma3-270m-draft`` was made with the command in docs/LEARN.md.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,25 +20,44 @@ from edgespec.errors import UserInputError
 from edgespec.learn import awc_command, feature_command, stop_command, text_shards
 from edgespec.learn.prompts import DATASETS
 
+# Plain numeric options of `train draft`: flag, type, default, help (the default is appended).
+_NUMBERS: tuple[tuple[str, Callable[[str], float], float, str], ...] = (
+    ("--sharegpt-limit", int, 600, "ShareGPT training prompts"),
+    ("--gen-minutes", float, 35.0, "generation budget, minutes"),
+    ("--train-minutes", float, 20.0, "training budget, minutes"),
+    ("--batch-size", int, 32, "prompts generated together"),
+    ("--max-prompt-tokens", int, 256, "prompt tokens kept: BOS + the last ones"),
+    ("--max-new-tokens", int, 96, "tokens generated per prompt"),
+    ("--kept-tokens", int, 8192, "draft vocabulary size K (a new draft)"),
+    ("--hidden-size", int, 256, "draft hidden size (a new draft)"),
+    ("--layers", int, 3, "draft Llama blocks (a new draft)"),
+    ("--heads", int, 4, "draft attention heads (a new draft)"),
+    ("--intermediate-size", int, 768, "draft MLP width (a new draft)"),
+    ("--epochs", int, 4, "passes over the training data"),
+    ("--lr", float, 2e-3, "AdamW peak learning rate (warm-up, cosine decay)"),
+    ("--tokens-per-step", int, 8192, "tokens per optimizer step"),
+    ("--seed", int, 0, "seed of batching, sampling, the draft's init and the validation split"),
+)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
     p = sub.add_parser("draft", help="distil a small trimmed-vocabulary draft model")
-    p.add_argument("--target", default="gemma3-270m", help="target model name or local path")
+    p.add_argument("--target", default="gemma3-270m", help="target model (default gemma3-270m)")
     p.add_argument("--out", type=Path, required=True, help="directory to save the draft in")
     p.add_argument("--data-dir", type=Path, required=True, help="distillation shards (resumable)")
-    p.add_argument("--datasets", default=",".join(DATASETS), help="comma-separated prompt sets")
-    p.add_argument("--sharegpt-limit", type=int, default=600, help="ShareGPT training prompts")
-    p.add_argument("--gen-minutes", type=float, default=35.0, help="stop generating after this")
-    p.add_argument("--train-minutes", type=float, default=20.0, help="stop training after this")
-    p.add_argument("--batch-size", type=int, default=32, help="prompts generated together")
-    p.add_argument("--max-prompt-tokens", type=int, default=256)
-    p.add_argument("--max-new-tokens", type=int, default=96)
+    p.add_argument(
+        "--datasets",
+        default=",".join(DATASETS),
+        help=f"comma-separated prompt sets, train split (default {','.join(DATASETS)})",
+    )
+    for flag, kind, default, text in _NUMBERS:
+        p.add_argument(flag, type=kind, default=default, help=f"{text} (default {default:g})")
     p.add_argument(
         "--sample-temperature",
         type=float,
         default=0.0,
-        help="sample continuations at this temperature (needs --fast-head); 0 = greedy",
+        help="sample continuations at this temperature (needs --fast-head; default 0 = greedy)",
     )
     p.add_argument(
         "--train-data-dir",
@@ -46,18 +66,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="more shard directories to train on (repeatable)",
     )
-    p.add_argument("--kept-tokens", type=int, default=8192, help="draft vocabulary size K")
-    p.add_argument("--hidden-size", type=int, default=256)
-    p.add_argument("--layers", type=int, default=3)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--intermediate-size", type=int, default=768)
-    p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--tokens-per-step", type=int, default=8192)
-    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
     p.add_argument("--skip-generate", action="store_true", help="train on the shards as they are")
-    p.add_argument("--init-from", type=Path, help="continue training this saved draft")
+    p.add_argument(
+        "--init-from", type=Path, help="continue training this saved draft (keeps its size, K)"
+    )
     p.add_argument(
         "--fast-head",
         action="store_true",
@@ -68,9 +81,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="also label training texts (teacher forcing) into this directory",
     )
-    p.add_argument("--conversations", type=int, default=2000, help="conversations to label")
-    p.add_argument("--text-minutes", type=float, default=15.0, help="stop labelling after this")
-    p.add_argument("--text-max-tokens", type=int, default=256, help="tokens per conversation")
+    p.add_argument(
+        "--conversations",
+        type=int,
+        default=2000,
+        help="ShareGPT conversations to label (default 2000)",
+    )
+    p.add_argument(
+        "--text-minutes", type=float, default=15.0, help="labelling budget, minutes (default 15)"
+    )
+    p.add_argument(
+        "--text-max-tokens", type=int, default=256, help="tokens per labelled text (default 256)"
+    )
     feature_command.add_arguments(sub)
     text_shards.add_arguments(sub)
     stop_command.add_arguments(sub)

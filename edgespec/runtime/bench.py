@@ -35,29 +35,44 @@ def _parse_ints(text: str) -> list[int]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m edgespec.runtime.bench", description=__doc__)
-    p.add_argument("--target", default="synthetic", help="'synthetic' or a model dir/name")
+    p.add_argument(
+        "--target", default="synthetic", help="'synthetic' or a model dir/name (default synthetic)"
+    )
     p.add_argument(
         "--draft",
         default="truncated",
-        help="'truncated' (synthetic: target's first layers), 'ngram' or a model",
+        help="'truncated' (default; synthetic: the target's first 2 layers), 'ngram' or a model",
     )
-    p.add_argument("--clients", default="1,4,8,16")
-    p.add_argument("--synthetic-layers", type=int, default=12)
-    p.add_argument("--synthetic-hidden", type=int, default=512)
-    p.add_argument("--prefix-lens", default="128,512,1024")
-    p.add_argument("--max-new-tokens", type=int, default=48)
-    p.add_argument("--prompt-len", type=int, default=32)
-    p.add_argument("--gamma", type=int, default=4)
-    p.add_argument("--threads", type=int, default=2, help="torch threads")
+    p.add_argument(
+        "--clients", default="1,4,8,16", help="concurrent client counts (default 1,4,8,16)"
+    )
+    p.add_argument(
+        "--synthetic-layers", type=int, default=12, help="synthetic target layers (default 12)"
+    )
+    p.add_argument(
+        "--synthetic-hidden", type=int, default=512, help="synthetic hidden size (default 512)"
+    )
+    p.add_argument(
+        "--prefix-lens", default="128,512,1024", help="prefix tokens (default 128,512,1024)"
+    )
+    p.add_argument("--max-new-tokens", type=int, default=48, help="tokens per request (default 48)")
+    p.add_argument("--prompt-len", type=int, default=32, help="prompt tokens (default 32)")
+    p.add_argument("--gamma", type=int, default=4, help="static window γ, tokens (default 4)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     p.add_argument(
         "--repeats",
         type=int,
         default=5,
-        help="interleaved timing repeats (clients section: half as many)",
+        help="interleaved timing repeats (default 5; clients section: half as many)",
     )
-    p.add_argument("--prompts", help="JSONL with a 'prompt' text field (needs a tokenizer)")
     p.add_argument(
-        "--skip", default="", help="comma list of sections to skip: single,clients,prefix"
+        "--prompts",
+        help="JSONL with a 'prompt' text field (needs a tokenizer; default: random tokens)",
+    )
+    p.add_argument(
+        "--skip",
+        default="",
+        help="comma list of sections to skip: single,clients,prefix (default: none)",
     )
     return p
 

@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tree-min-prob",
         type=float,
-        help="with --tree: leave out candidates whose draft path probability is below this",
+        help="with --tree: drop candidates whose draft path probability is below this (default 0)",
     )
     parser.add_argument(
         "--tree-max-nodes",

@@ -242,7 +242,9 @@ def _received(
 
 def add_link_arguments(parser: argparse.ArgumentParser) -> None:
     """``--link-rtt-ms`` / ``--link-jitter-ms`` / ``--link-bandwidth-mbps`` / ``--link-seed``."""
-    group = parser.add_argument_group("emulated link (off by default)")
+    group = parser.add_argument_group(
+        "emulated link (off by default: no delay, unlimited bandwidth, a fresh jitter seed)"
+    )
     group.add_argument("--link-rtt-ms", type=float, metavar="MS", help="added round-trip time")
     group.add_argument(
         "--link-jitter-ms", type=float, metavar="MS", help="mean exponential jitter per message"

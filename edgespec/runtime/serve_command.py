@@ -39,7 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "name such as a100-qwen3-32b, or the YAML 'edgespec profile --out' writes)",
     )
     parser.add_argument(
-        "--guard-ms", type=float, help="wisp batching: the guard delta of its latest start times"
+        "--guard-ms",
+        type=float,
+        help="wisp batching: the guard δ of its latest start times, ms (default 5, or --config's)",
     )
     parser.add_argument(
         "--deadline-rule",
@@ -93,7 +95,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also serve Prometheus /metrics on this port, on --host (needs prometheus-client; "
         "default: off)",
     )
-    parser.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads")
+    parser.add_argument(
+        "--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)"
+    )
     parser.add_argument(
         "--round-log",
         metavar="FILE",

@@ -27,7 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sim: simulator rounds/s on both paths; policy: batching decision time; "
         "memory: ns per random object access as the number of objects grows",
     )
-    parser.add_argument("overrides", nargs="*", default=[], metavar="key.path=value")
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        default=[],
+        metavar="key.path=value",
+        help="sim only: overrides of the bundled bench.yaml scenario (default: none)",
+    )
     parser.add_argument(
         "--straightforward", action="store_true", help="disable the fast path (fast_path=false)"
     )
@@ -46,8 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--repeat",
         type=int,
         default=1,
-        help="run N times; report the run with the least CPU time and the median rate "
-        "(the machine is shared: CPU time is the steadier measure)",
+        help="run N times (default 1); report the run with the least CPU time and the median "
+        "rate (the machine is shared: CPU time is the steadier measure)",
     )
     parser.add_argument("--profile", type=Path, default=None, help="write cProfile stats here")
     parser.add_argument("--json", type=Path, default=None, help="also write the result as JSON")
