@@ -166,9 +166,9 @@ def select_cells(
 
 def split_cells(plans: Sequence[CellPlan], num_shards: int) -> list[tuple[int, ...]]:
     """``plans`` in at most ``num_shards`` groups of about equal devices (largest cell to
-    the lightest group); each group sorted."""
+    the lightest group); each group sorted. Raises ValueError when ``num_shards < 1``."""
     if num_shards < 1:
-        raise ConfigError("--shards", f"must be >= 1, got {num_shards}")
+        raise ValueError(f"shards must be >= 1, got {num_shards}")
     groups: list[list[int]] = [[] for _ in range(min(num_shards, len(plans)))]
     load = [0] * len(groups)
     for plan in sorted(plans, key=lambda p: (-p.num_devices, p.index)):

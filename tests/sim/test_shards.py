@@ -75,6 +75,15 @@ def test_cells_are_planned_from_the_pins() -> None:
     assert plan_cells(scenario_from_dict(tiny_scenario())) == ()
 
 
+@pytest.mark.parametrize("num_shards", [0, -1])
+def test_split_cells_refuses_fewer_than_one_shard(num_shards: int) -> None:
+    plans = plan_cells(scenario_from_dict(pinned()))
+    with pytest.raises(ValueError) as raised:
+        split_cells(plans, num_shards)
+    assert type(raised.value) is ValueError  # a library error, not a ConfigError
+    assert str(raised.value) == f"shards must be >= 1, got {num_shards}"
+
+
 @pytest.mark.parametrize(
     "overrides",
     [[], ["fast_path=false"], ["policies.routing.name=round_robin"], ["record_rounds=true"]],
