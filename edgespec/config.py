@@ -28,6 +28,7 @@ class ConfigError(UserInputError, ValueError):
 
     def __init__(self, path: str, message: str) -> None:
         self.path = path or "<root>"
+        self.message = message  # what is wrong, without the field
         super().__init__(f"config field '{self.path}': {message}")
 
 
@@ -36,7 +37,7 @@ class ConfigFileError(ConfigError):
     starts with the file (and line), not with a config field."""
 
     def __init__(self, where: str, message: str) -> None:
-        self.path = where
+        self.path, self.message = where, message
         UserInputError.__init__(self, f"{where}: {message}")
 
 
@@ -54,7 +55,7 @@ class OverrideError(ConfigError):
     message quotes it whole, after what gave it (an override, ``--sweep``)."""
 
     def __init__(self, text: str, message: str, what: str = "override") -> None:
-        self.path = text
+        self.path, self.message = text, message
         UserInputError.__init__(self, f"{what} {text!r}: {message}")
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.config import ConfigError
+from edgespec.config import ConfigError, ConfigFileError
 from edgespec.policies.interfaces import BatchingPolicy, RoutingPolicy, WindowPolicy
 from edgespec.policies.registry import PolicyConfigError, build_policy
 from edgespec.policies.stop_drafting import DraftStopPolicy
@@ -94,6 +94,14 @@ def build_stop_model(
     return StopModel(config, policies.stop, found)
 
 
+def _at_field(exc: ConfigError, path: str) -> ConfigError:
+    """``exc``, raised loading a preset or profile file, reported at the scenario field
+    ``path`` that named it: a file's error (:class:`ConfigFileError`: missing, not YAML)
+    keeps its file and line; a field's error keeps its message, not its field (the loader's
+    own name for it, e.g. ``hardware``)."""
+    return ConfigError(path, str(exc) if isinstance(exc, ConfigFileError) else exc.message)
+
+
 def _wisp_params(scenario: Scenario, params: dict[str, Any]) -> dict[str, Any]:
     """WISP's estimator T̂: the coefficients given, or those of ``profile``, or else the
     profile of the first server pool when its cost model is ``wisp`` (the simulated
@@ -114,7 +122,7 @@ def _wisp_params(scenario: Scenario, params: dict[str, Any]) -> dict[str, Any]:
     try:
         coefficients = load_wisp_coefficients(str(profile))
     except ConfigError as exc:
-        raise ConfigError(where, str(exc).split("': ", 1)[-1]) from exc
+        raise _at_field(exc, where) from exc
     return {**params, **dataclasses.asdict(coefficients)}
 
 
@@ -176,8 +184,7 @@ def _cost(
         return build_cost_model(cfg.kind, model, hardware, cfg.profile, where)
     except ConfigError as exc:
         field = {"model": model_field, "hardware": "hardware"}.get(exc.path, "cost_model.profile")
-        message = str(exc).split("': ", 1)[-1]
-        raise ConfigError(f"{where}.{field}", message) from exc
+        raise _at_field(exc, f"{where}.{field}") from exc
 
 
 def build_entities(
@@ -211,7 +218,7 @@ def build_fleet(
         try:
             vocab = load_architecture(pool.draft_model).vocab_size
         except ConfigError as exc:
-            raise ConfigError(f"{where}.draft_model", str(exc).split("': ", 1)[-1]) from exc
+            raise _at_field(exc, f"{where}.draft_model") from exc
         per_pool.append((cost, vocab, _link(scenario, pool.link)))
     devices: list[DeviceState] = []
     for local_id, spec in enumerate(device_specs):

@@ -132,6 +132,42 @@ def test_build_errors_name_the_field(overrides: list[str], message: str) -> None
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (  # a field's error: its message, at the field that named the profile
+            ["policies.batching={name: wisp, params: {profile: rtx4500-llama2-7b-zhu}}"],
+            "config field 'policies.batching.params.profile': "
+            "'rtx4500-llama2-7b-zhu' is not a 'wisp' profile",
+        ),
+        (  # a file's error keeps its file whole, even one whose name holds "': "
+            ['policies.batching={name: wisp, params: {profile: "no\': such.yaml"}}'],
+            "config field 'policies.batching.params.profile': no': such.yaml: file not found",
+        ),
+        (
+            ['auto_topology.servers.0.cost_model={kind: wisp, profile: "no\': such.yaml"}'],
+            "config field 'auto_topology.servers[0].cost_model.profile': "
+            "no': such.yaml: file not found",
+        ),
+        (
+            [
+                "auto_topology.devices.0.cost_model={kind: wisp, profile: edge-50tps}",
+                "auto_topology.devices.0.draft_model=gpt5",
+            ],
+            "config field 'auto_topology.devices[0].draft_model': no models preset named 'gpt5'; "
+            "known: [",
+        ),
+    ],
+)
+def test_profile_and_preset_errors_are_reported_at_the_field_that_named_them(
+    overrides: list[str], message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        simulate(scenario_from_dict(tiny_scenario(duration_s=0.5), overrides))
+    assert str(info.value).startswith(message)
+    assert str(info.value).count("config field") == 1
+
+
 def test_trace_acceptance_defaults_to_the_bundled_traces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(build, "bundled_traces", lambda: [])
     with pytest.raises(ConfigError) as info:
