@@ -24,20 +24,20 @@ class UniformStream:
     100,000 devices holds 100,000 buffers).
     """
 
-    __slots__ = ("_gen", "_view", "buffer", "index")
+    __slots__ = ("_gen", "buffer", "index")
 
     def __init__(self, gen: np.random.Generator, block: int = 256) -> None:
         if block < 1:
             raise ValueError(f"a stream's block must be at least 1 draw, got {block}")
         self._gen = gen
         self.buffer = array("d", bytes(8 * block))
-        self._view = np.frombuffer(self.buffer, dtype=np.float64)  # writes into buffer
         self.index = block  # empty: the first draw refills
 
     def next(self) -> float:
         i = self.index
         if i == len(self.buffer):
-            self._gen.random(out=self._view)
+            # a view made per refill (one held per stream would cost 100+ bytes each)
+            self._gen.random(out=np.frombuffer(self.buffer, dtype=np.float64))
             i = 0
         self.index = i + 1
         return self.buffer[i]
