@@ -140,16 +140,17 @@ def select_cells(
     cells: Sequence[int] | None,
 ) -> tuple[list[DeviceSpec], list[ServerSpec], Layout]:
     """The devices and servers of ``cells`` (all when ``None``), in scenario order, and
-    their :class:`Layout`."""
+    their :class:`Layout`. Asking an unpinned scenario for cells, or for a cell it does not
+    have, is a caller's mistake (the CLI checks ``--shards`` first): a ValueError."""
     plans = plan_cells(scenario)
     if not plans:
         if cells is not None:
-            raise ConfigError("shards", "only a scenario with pinned device pools has cells")
+            raise ValueError(f"cells {list(cells)} asked of a scenario without pinned pools")
         return list(devices), list(servers), Layout.whole(len(devices), len(servers))
     chosen = sorted(set(range(len(plans)) if cells is None else cells))
     for c in chosen:
         if not 0 <= c < len(plans):
-            raise ConfigError("shards", f"no cell {c} (the scenario has {len(plans)})")
+            raise ValueError(f"no cell {c}: the scenario has {len(plans)} (0 to {len(plans) - 1})")
     slot_of_device_pool = {p: s for s, c in enumerate(chosen) for p in plans[c].device_pools}
     slot_of_server_pool = {p: s for s, c in enumerate(chosen) for p in plans[c].server_pools}
     kept_devices = [d for d in devices if d.pool_index in slot_of_device_pool]

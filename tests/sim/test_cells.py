@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from edgespec.config import ConfigError
+from edgespec.sim.build import build_fleet
 from edgespec.sim.cells import plan_cells
 from edgespec.sim.scenario import load_scenario, scenario_from_dict
 from edgespec.sim.simulator import run_scenario
@@ -111,3 +112,13 @@ def test_cells_errors_name_the_field(overrides: list[str], field: str, message: 
     with pytest.raises(ConfigError) as info:
         scenario_from_dict(two_pools(), overrides)
     assert str(info.value) == f"config field '{field}': {message}"
+
+
+def test_asking_for_cells_that_do_not_exist_is_a_value_error() -> None:
+    pinned = load_scenario(f"{SCENARIOS}/bench-cells.yaml")
+    with pytest.raises(ValueError, match=r"^no cell 2: the scenario has 2 \(0 to 1\)$") as info:
+        build_fleet(pinned, [0, 2])
+    assert type(info.value) is ValueError  # not a ConfigError: no config field is wrong
+    unpinned = scenario_from_dict(tiny_scenario(), [])
+    with pytest.raises(ValueError, match=r"^cells \[0\] asked of a scenario without pinned"):
+        build_fleet(unpinned, [0])
