@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from edgespec.cli import main
@@ -33,3 +35,28 @@ def test_missing_target_does_not_call_the_overrides_required(
     assert capsys.readouterr().err.endswith(
         "edgespec bench: error: the following arguments are required: target\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "tty", "shown"),
+    [([], True, True), (["--quiet"], True, False), ([], False, False)],
+)
+def test_a_progress_bar_only_on_a_terminal_and_not_with_quiet(
+    flags: list[str], tty: bool, shown: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from edgespec.sim import simulator
+
+    seen: list[bool] = []
+    real = simulator.simulate
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("progress", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(simulator, "simulate", spy)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: tty)
+    tiny = ["duration_s=1", "auto_topology.devices.0.count=10", "auto_topology.servers.0.count=1"]
+    assert main(["bench", "sim", *flags, *tiny]) == 0
+    assert seen == [shown, shown]  # the timed path and the other one
