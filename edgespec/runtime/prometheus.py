@@ -1,4 +1,6 @@
-"""Optional Prometheus endpoint exposing the server stats (needs ``prometheus_client``)."""
+"""Optional Prometheus endpoint exposing the server stats (needs ``prometheus_client``):
+every :class:`ServerStats` field as ``edgespec_<field>``, the batch-size histogram as
+``edgespec_batches_by_size``."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ _GAUGES = {
     "queue_depth": "verification requests waiting",
     "num_sessions": "open sessions",
     "mean_batch_size": "mean verification batch size",
+    "max_batch_size": "largest verification batch so far",
     "cache_hit_ratio": "verifications whose session prefix was cached",
     "num_cached_tokens": "tokens held in the KV prefix cache",
     "num_cached_bytes": "bytes held in the KV prefix cache",
+    "busy": "1 while a verification pass is running",
 }
 _COUNTERS = {
     "num_batches": "verification forward passes",

@@ -172,6 +172,19 @@ def test_context_limit(target: TransformersTarget) -> None:
     )
 
 
+def test_draft_block_beyond_the_context_is_refused(target: TransformersTarget) -> None:
+    """A session that fits still cannot send a block running past the target's context."""
+    engine = VerificationEngine(target)
+    engine.open_session(SessionSpec("edge", "x", (1,) * 4090, SamplingParams(max_new_tokens=6)))
+    raises_request_error(
+        ErrorCode.INVALID_ARGUMENT,
+        "prefix (4090) + draft (7) exceeds the target's context of 4096",
+        engine.validate,
+        VerifyCall("edge", 4090, (1,) * 7),
+        32,
+    )
+
+
 def test_one_client_cannot_take_every_session(make_server: ServerFactory) -> None:
     server = make_server(max_sessions=10, max_sessions_per_client=2)
     verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
