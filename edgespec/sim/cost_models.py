@@ -1,7 +1,7 @@
 """Forward-pass cost models behind one interface, and the bundled model/hardware presets.
 
 A :class:`CostModel` maps a batch's aggregate shape (WISP Eq. 18: batch size, Σ new
-tokens, Σ query-key interactions, Σ cached tokens) to seconds. Three kinds:
+tokens, Σ query-key interactions, Σ cached tokens) to seconds. Four kinds:
 
 * :class:`RooflineCost` — FLOPs from the architecture (Zhu Eqs. 11–14 generalised to
   grouped-query attention, gated FFNs and the LM head) and bytes moved (weights once per

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from edgespec.learn import length_tables as lt
@@ -105,3 +107,28 @@ def test_build_tables_writes_tables_with_references_and_skips_the_rest(
     captured = capsys.readouterr()
     assert "gsm8k.json: 4 pairs; prompt tokens mean 3.0" in captured.out
     assert "skipped cnndm:" in captured.err and "no reference output" in captured.err
+
+
+DOC_ROW = re.compile(
+    r"^\| `(?P<name>\w+)` \| (?P<n>\d+) \| (?P<prompt>[\d.]+ / \d+ / \d+) \| "
+    r"(?P<output>[\d.]+ / \d+ / \d+) \|",
+    re.MULTILINE,
+)
+
+
+def _stats(values: list[int]) -> str:
+    """mean / p50 / max as the builder prints them (``summary_line``)."""
+    data = np.asarray(values)
+    return f"{data.mean():.1f} / {np.median(data):.0f} / {data.max()}"
+
+
+def test_metrics_doc_lists_every_shipped_table_with_its_numbers() -> None:
+    doc = (REPO / "docs" / "METRICS.md").read_text()
+    rows = {m["name"]: m for m in DOC_ROW.finditer(doc)}
+    assert sorted(rows) == sorted(t.stem for t in TABLES)
+    for path in TABLES:
+        table = json.loads(path.read_text())
+        row = rows[path.stem]
+        assert int(row["n"]) == table["num_samples"], path.stem
+        assert row["prompt"] == _stats(table["prompt_tokens"]), path.stem
+        assert row["output"] == _stats(table["output_tokens"]), path.stem
