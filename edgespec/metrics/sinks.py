@@ -6,7 +6,7 @@ import csv
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from edgespec.metrics.types import LatencyStats, SystemMetrics
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
 REQUEST_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RequestRecord))
 REQUEST_DERIVED: tuple[str, ...] = (
@@ -224,29 +225,56 @@ def print_runs(
     title: str = "",
 ) -> None:
     """One table row per run (a sweep point or a capacity probe): its settings, then
-    goodput, p50 TPOT, acceptance, SLO violation rate and mean server utilization."""
+    goodput, p50 TPOT, acceptance, SLO violation rate and mean server utilization; then,
+    when some run has SLO classes with a target, a second table of each class's attainment
+    per run (Fig. 7's per-class curves)."""
     from rich.console import Console
-    from rich.table import Table
 
     console = console or Console()
-    table = Table(title=title or None)
     keys = list(rows[0][0]) if rows else []
+    names = ["goodput tok/s", "TPOT p50 ms", "acceptance", "SLO violation", "server util"]
+    console.print(
+        _runs_table(
+            rows,
+            keys,
+            names,
+            lambda m: [
+                "-" if m.goodput_tokens_per_s is None else f"{m.goodput_tokens_per_s:.0f}",
+                "-" if m.tpot is None else f"{m.tpot.p50_s * 1000:.1f}",
+                _pct(m.acceptance_rate),
+                _pct(m.slo_violation_rate),
+                _pct(m.mean_server_utilization),
+            ],
+            title,
+        )
+    )
+    classes = sorted(
+        {c.slo_class for _, m in rows for c in m.slo_classes if c.target_tokens_per_s is not None}
+    )
+    if classes:
+
+        def attained(m: SystemMetrics) -> list[str]:
+            by_class = {c.slo_class: c.attainment for c in m.slo_classes}
+            return [_pct(by_class.get(c)) for c in classes]
+
+        console.print(_runs_table(rows, keys, classes, attained, "SLO attainment per class"))
+
+
+def _runs_table(
+    rows: Sequence[tuple[Mapping[str, Any], SystemMetrics]],
+    keys: list[str],
+    names: Sequence[str],
+    cells: Callable[[SystemMetrics], list[str]],
+    title: str,
+) -> Table:
+    """A table with the runs' settings (``keys``, shortened) and ``names`` columns."""
+    from rich.table import Table
+
+    table = Table(title=title or None, min_width=len(title) + 4)  # the title on one line
     for key in keys:
         table.add_column(".".join(key.split(".")[-2:]))  # full keys are in the files
-    for name in ("goodput tok/s", "TPOT p50 ms", "acceptance", "SLO violation", "server util"):
+    for name in names:
         table.add_column(name, justify="right")
-
-    def fmt(value: float | None, scale: float = 1.0, spec: str = ".1f") -> str:
-        return "-" if value is None else format(value * scale, spec)
-
     for settings, m in rows:
-        table.add_row(
-            *(str(settings.get(k)) for k in keys),
-            fmt(m.goodput_tokens_per_s, spec=".0f"),
-            fmt(m.tpot.p50_s if m.tpot else None, 1000.0),
-            fmt(m.acceptance_rate, 100.0, ".1f") + ("%" if m.acceptance_rate is not None else ""),
-            fmt(m.slo_violation_rate, 100.0, ".1f")
-            + ("%" if m.slo_violation_rate is not None else ""),
-            fmt(m.mean_server_utilization, 100.0, ".1f") + "%",
-        )
-    console.print(table)
+        table.add_row(*(str(settings.get(k)) for k in keys), *cells(m))
+    return table

@@ -122,6 +122,26 @@ def test_print_runs_one_row_per_run() -> None:
     assert [line.split("│")[1].strip() for line in lines] == ["2", "4"]
 
 
+def test_print_runs_shows_each_slo_class_attainment() -> None:
+    """Fig. 7's per-class curves from a sweep: a second table, c2 met by 1 of 1 request, c8
+    by 1 of 2; a run without requests shows '-'."""
+    from edgespec.metrics.sinks import print_runs
+
+    console = Console(record=True, width=200)
+    rows = [
+        ({"n": 1}, summarize(REQUESTS, BATCHES, duration_s=4.0, num_servers=2)),
+        ({"n": 2}, summarize([], [], 4.0, 1)),
+    ]
+    print_runs(rows, console)
+    text = console.export_text()
+    lines = text[text.index("SLO attainment per class") :].replace("┃", "│").splitlines()
+    table = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if "│" in line]
+    assert table == [["n", "c2", "c8"], ["1", "100.0%", "50.0%"], ["2", "-", "-"]]
+    console = Console(record=True, width=200)
+    print_runs([({"n": 2}, summarize([], [], 4.0, 1))], console)
+    assert "SLO attainment per class" not in console.export_text()  # no class, no table
+
+
 def test_print_summary_shows_the_service_ttft_only_when_requests_waited() -> None:
     """A request that waited 0.5 s for its device: TTFT counts the wait, the "TTFT from
     start" row does not; without any wait the row is left out."""
