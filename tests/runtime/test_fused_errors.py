@@ -109,6 +109,36 @@ def test_a_bad_prefix_or_gamma_is_refused(make_server: ServerFactory) -> None:
     assert only.end.history.num_rounds == 1 and only.end.history.fused
 
 
+def test_a_fused_baseline_needs_a_draft_and_a_gamma_in_range(
+    target: TransformersTarget, make_server: ServerFactory
+) -> None:
+    """Generate (the server-side baselines): fused mode on a server without --draft, and a
+    fused γ outside 1..max_draft_tokens, are refused; centralized still streams."""
+    plain = start_server(target)  # no draft_factory
+    try:
+        verifier = RemoteVerifier(f"127.0.0.1:{plain.port}")
+        _refused(
+            ErrorCode.FAILED_PRECONDITION,
+            "fused mode needs a server started with --draft",
+            lambda: list(verifier.generate(SessionSpec("f", "x", PROMPT, GREEDY), fused=True)),
+        )
+        chunks = list(verifier.generate(SessionSpec("c", "x", PROMPT, GREEDY)))
+        assert tuple(t for chunk in chunks for t in chunk) == target_greedy_decode(
+            target, PROMPT, 16
+        )
+    finally:
+        plain.stop(grace_s=0)
+    server = make_server(max_draft_tokens=8)
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    for gamma in (0, 9):
+        spec = SessionSpec(f"g{gamma}", "x", PROMPT, GREEDY)
+        _refused(
+            ErrorCode.INVALID_ARGUMENT,
+            f"gamma {gamma} outside 1..8",
+            lambda spec=spec, gamma=gamma: list(verifier.generate(spec, True, gamma)),
+        )
+
+
 class _BrokenWindow:
     def __init__(self, answer: str) -> None:
         self.answer = answer
