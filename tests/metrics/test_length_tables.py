@@ -132,3 +132,11 @@ def test_metrics_doc_lists_every_shipped_table_with_its_numbers() -> None:
         assert int(row["n"]) == table["num_samples"], path.stem
         assert row["prompt"] == _stats(table["prompt_tokens"]), path.stem
         assert row["output"] == _stats(table["output_tokens"]), path.stem
+
+
+def test_a_plain_build_leaves_the_dsdsim_gsm8k_table_alone() -> None:
+    parser = lt.build_parser()
+    assert parser.parse_args([]).datasets == ["sharegpt", "humaneval"]
+    assert parser.parse_args(["--datasets", "gsm8k"]).datasets == ["gsm8k"]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--datasets", "gsm9k"])
