@@ -162,13 +162,17 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one generation; a request the server refuses is reported in one line, exit 1."""
-    from edgespec.runtime.errors import RequestError
+    """Run one generation; a request the server refuses is reported in one line, exit 1
+    (a server that cannot be reached, with a hint)."""
+    from edgespec.runtime.errors import ErrorCode, RequestError
 
     try:
         return _run(args)
     except RequestError as exc:
-        print(f"edgespec draft: {exc}", file=sys.stderr)
+        hint = ""
+        if exc.code is ErrorCode.UNAVAILABLE:
+            hint = " (is an `edgespec serve` running and reachable at the --server address?)"
+        print(f"edgespec draft: {exc}{hint}", file=sys.stderr)
         return 1
 
 

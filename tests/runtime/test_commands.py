@@ -167,6 +167,20 @@ def test_draft_command_reports_refused_request_in_one_line(
     )
 
 
+def test_draft_against_no_server_says_what_to_check(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on once the probe closes
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = ["draft", "--server", f"127.0.0.1:{port}", "--draft", "ngram", "--prompt-ids", "1,2"]
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("edgespec draft: UNAVAILABLE: ")
+    assert f"127.0.0.1:{port}" in err
+    assert err.endswith(" (is an `edgespec serve` running and reachable at the --server address?)")
+
+
 def test_draft_lookup_needs_a_greedy_neural_draft(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["draft", "--prompt-ids", "5,6", "--lookup"]
     assert main([*args, "--draft", "ngram"]) == 2
