@@ -203,7 +203,6 @@ def _routed_verifier(config: Any) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import dataclasses
     import json
     import uuid
 
@@ -214,6 +213,7 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.runtime.drafter import DraftOptions, generate
     from edgespec.runtime.emulated_link import check_link_mode, wrap_verifier
     from edgespec.runtime.messages import SessionSpec
+    from edgespec.runtime.round_log import record_row
     from edgespec.runtime.serving_config import DrafterConfig
 
     config = load_config(DrafterConfig, args.config, _overrides(args))
@@ -298,7 +298,6 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.records:
         with open(args.records, "w") as f:
-            rows = [{"type": "RoundRecord", **dataclasses.asdict(r)} for r in result.rounds]
-            rows.append({"type": "RequestRecord", **dataclasses.asdict(result.request)})
+            rows = [record_row(r) for r in result.rounds] + [record_row(result.request)]
             f.writelines(json.dumps(row) + "\n" for row in rows)
     return 0

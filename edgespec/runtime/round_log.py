@@ -19,10 +19,16 @@ import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from edgespec.core.types import PendingVerification, RoundRecord
+from edgespec.core.types import PendingVerification, RequestRecord, RoundRecord
 from edgespec.runtime.messages import VerifyOutcome
+
+
+def record_row(record: RoundRecord | RequestRecord) -> dict[str, Any]:
+    """A record as a JSONL row: ``{"type": "RoundRecord", ...fields}`` (the server's round
+    log and ``edgespec draft --records`` both write these)."""
+    return {"type": type(record).__name__, **dataclasses.asdict(record)}
 
 
 def server_round(
@@ -74,8 +80,7 @@ class RoundLog:
             index = self._rounds.get(pending.session_id, 0)
             self._rounds[pending.session_id] = index + 1
             record = server_round(pending, outcome, index, start_s, end_s, batch_size)
-            row = {"type": "RoundRecord", **dataclasses.asdict(record)}
-            self._file.write(json.dumps(row) + "\n")
+            self._file.write(json.dumps(record_row(record)) + "\n")
         self._file.flush()
 
     def close(self) -> None:
