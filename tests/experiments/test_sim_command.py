@@ -51,15 +51,19 @@ def test_run_kinds_exclude_each_other(
     )
 
 
-@pytest.mark.parametrize("workers", ["0", "-2"])
-def test_workers_below_one_is_a_usage_error(
-    workers: str, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--workers", "0"), ("--workers", "-2"), ("--shards", "0"), ("--shards", "-1")],
+)
+def test_workers_or_shards_below_one_is_a_usage_error(
+    flag: str, value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """``--shards 0`` is not "off" (leave the flag out for one process): argparse's error."""
     with pytest.raises(SystemExit) as exit_info:
-        main(["sim", "--workers", workers])
+        main(["sim", flag, value])
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert err.endswith(f"edgespec sim: error: argument --workers: must be >= 1, got {workers}\n")
+    assert err.endswith(f"edgespec sim: error: argument {flag}: must be >= 1, got {value}\n")
 
 
 def test_capacity_bounds_and_epsilon_name_the_flags(
@@ -162,16 +166,6 @@ def test_flags_that_apply_are_accepted(scenario_file: Path, tmp_path: Path) -> N
     assert (out / "rounds.csv").is_file()
     sweep = ["--sweep", "seed=1,2", "--workers", "1", "--engine", "local"]
     assert main(["sim", str(scenario_file), *sweep, *quiet, "--out", str(tmp_path / "s")]) == 0
-
-
-@pytest.mark.parametrize("shards", ["0", "-1"])
-def test_shards_below_one_is_a_usage_error(shards: str, capsys: pytest.CaptureFixture[str]) -> None:
-    """``--shards 0`` is not "off" (leave the flag out for one process): argparse's error."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(["sim", "--shards", shards])
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err
-    assert err.endswith(f"edgespec sim: error: argument --shards: must be >= 1, got {shards}\n")
 
 
 def test_shards_of_an_unpinned_scenario_names_the_flag(
