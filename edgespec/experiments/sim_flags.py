@@ -44,10 +44,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="capacity search (WISP Eq. 20): largest integer KEY with violation rate <= epsilon",
     )
-    parser.add_argument("--lo", type=int, help="--capacity: search lower bound (default 1)")
-    parser.add_argument("--hi", type=int, help="--capacity: search upper bound (default 1000)")
     parser.add_argument(
-        "--epsilon", type=float, help="--capacity: allowed SLO violation rate (default 0.05)"
+        "--lo", type=int, help=f"--capacity: search lower bound (default {DEFAULTS['lo']})"
+    )
+    parser.add_argument(
+        "--hi", type=int, help=f"--capacity: search upper bound (default {DEFAULTS['hi']})"
+    )
+    parser.add_argument(
+        "--epsilon",
+        type=float,
+        help=f"--capacity: allowed SLO violation rate (default {DEFAULTS['epsilon']})",
     )
     parser.add_argument(
         "--slo-class",
@@ -64,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=positive_int,
         help="--sweep runs (or --shards) on this many processes (Ray: CPUs, or tasks in "
-        "flight; default 1)",
+        f"flight; default {DEFAULTS['workers']})",
     )
     parser.add_argument(
         "--shards",
