@@ -64,3 +64,28 @@ def test_scatter_plot_is_written(tmp_path: Path) -> None:
     path = tmp_path / "attribution.png"
     plot_violation_attribution(path, attribute_violations(ROUNDS))
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_rounds_are_taken_in_time_order_server_by_server() -> None:
+    # server 1: ids not in time order; x's spike batch is the last of three
+    rounds = [
+        rr("z", 1.0, 0.1, 0.0, 2.0, server=1),
+        rr("y", 2.0, 0.1, 0.0, 3.0, server=1),
+        rr("x", 3.0, 0.4, 0.0, 2.5, server=1),
+        rr("a", 1.0, 0.2, 0.5, 0.5),
+    ]
+    att = attribute_violations(rounds, window=2)  # x: 0.4 / mean(0.1, 0.4) = 1.6
+    assert [(v.server_id, v.request_id) for v in att.violated] == [(0, "a"), (1, "x")]
+    assert math.isclose(att.violated[1].rho, 1.6) and att.violated[1].compute_dominant
+
+
+def test_compute_dominant_needs_rho_above_the_threshold() -> None:
+    att = attribute_violations(ROUNDS, threshold=1.0)  # b and g have ρ = 1.0 exactly
+    got = {v.request_id: (v.rho, v.compute_dominant) for v in att.violated}
+    assert got["b"] == (1.0, False) and got["g"] == (1.0, False)
+    assert att.num_compute_dominant == 2
+
+
+def test_rho_is_one_when_the_batches_took_no_time() -> None:
+    att = attribute_violations([rr("a", 1.0, 0.0, 0.5, 0.5)])
+    assert [(v.rho, v.compute_dominant) for v in att.violated] == [(1.0, False)]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from edgespec.core.types import RoundRecord
+from edgespec.core.types import BatchRecord, RoundRecord
 from edgespec.metrics.record_files import RecordFiles, read_plot_columns, read_rounds
 from edgespec.metrics.sinks import REQUEST_DERIVED, REQUEST_FIELDS, cells, request_row
 from edgespec.metrics.summary import summarize
@@ -78,3 +78,22 @@ def test_few_kept_batch_spans_give_the_same_busy_times() -> None:
     assert few.finish(kept.duration_s, 2) == many.finish(kept.duration_s, 2)
     with pytest.raises(ValueError, match="busy_keep must be >= 1, got 0"):
         MetricsAccumulator(0)
+
+
+def test_a_full_last_row_group_leaves_no_empty_one(tmp_path: Path) -> None:
+    with RecordFiles(tmp_path, row_group_rows=2) as files:
+        files.batch(BatchRecord(0, 0.0, 1.0, 1, 4, 0))
+        files.batch(BatchRecord(0, 1.0, 2.0, 2, 8, 4))
+    metadata = pq.ParquetFile(tmp_path / "batches.parquet").metadata
+    assert (metadata.num_rows, metadata.num_row_groups) == (2, 1)
+    assert pq.ParquetFile(tmp_path / "requests.parquet").metadata.num_row_groups == 0
+
+
+def test_rounds_are_dropped_without_rounds_files(tmp_path: Path) -> None:
+    with RecordFiles(tmp_path) as files:
+        files.round(RoundRecord("r", 0, 0.0, 1.0, 0.1, 0.1, 0.1, 0.5, 0.1, 4, 2, 3, 1))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "batches.parquet",
+        "requests.csv",
+        "requests.parquet",
+    ]
