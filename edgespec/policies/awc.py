@@ -149,8 +149,9 @@ class AwcWindow:
         self.settings = settings or AwcSettings()
         if queue_capacity < 1:
             raise ValueError(f"queue_capacity must be >= 1, got {queue_capacity}")
-        if not self.settings.min_gamma <= initial_gamma <= self.settings.max_gamma:
-            raise ValueError(f"initial_gamma must be in [1, 12], got {initial_gamma}")
+        low, high = self.settings.min_gamma, self.settings.max_gamma
+        if not low <= initial_gamma <= high:
+            raise ValueError(f"initial_gamma must be in [{low}, {high}], got {initial_gamma}")
         if fused_gamma < 1:
             raise ValueError(f"fused_gamma must be >= 1, got {fused_gamma}")
         self.queue_capacity = queue_capacity

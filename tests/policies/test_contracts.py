@@ -14,6 +14,7 @@ from edgespec.policies.contracts import (
     check_window,
 )
 from edgespec.policies.interfaces import BatchLimits, WindowDecision
+from edgespec.policies.loads import LoadView
 
 
 def _entry(entry_id: int, new: int, cached: int = 0) -> PendingVerification:
@@ -32,6 +33,7 @@ LIMITS = BatchLimits(max_batch_size=2, max_batch_tokens=100, max_context_tokens=
         ((), LIMITS, None),  # "wait" is fine without force
         ((), BatchLimits(force=True), "returned an empty plan although limits.force is set"),
         ((1, 7), LIMITS, "chose entry ids [7] that are not in the queue"),
+        ((7, 1, 8), LIMITS, "chose entry ids [7, 8] that are not in the queue"),
         ((1, 1), LIMITS, "chose an entry more than once: [1, 1]"),
         ((1, 2, 3), BatchLimits(max_batch_size=2), "chose 3 entries; max_batch_size is 2"),
         ((1, 3), LIMITS, "chose 905 new tokens; max_batch_tokens is 100"),
@@ -40,6 +42,8 @@ LIMITS = BatchLimits(max_batch_size=2, max_batch_tokens=100, max_context_tokens=
             BatchLimits(max_context_tokens=150),
             "chose 158 context tokens; max_context_tokens is 150",
         ),
+        ((1, 2), BatchLimits(max_batch_tokens=8), None),  # the limits are inclusive
+        ((1, 2), BatchLimits(max_context_tokens=158), None),
     ],
 )
 def test_batch_plan_clauses(ids: tuple[int, ...], limits: BatchLimits, problem: str | None) -> None:
@@ -71,7 +75,17 @@ def test_window_and_route_contracts() -> None:
             "expected WindowDecision(gamma=<integer >= 1>, fused=<bool>)"
         )
     loads = [ServerLoad(4, 0, 0), ServerLoad(7, 1, 1)]
-    assert check_route(policy, np.int64(7), loads) == 7
+    converted_id = check_route(policy, np.int64(7), loads)
+    assert converted_id == 7 and type(converted_id) is int
     with pytest.raises(PolicyContractError) as info:
         check_route(policy, 5, loads)
     assert str(info.value) == "routing policy object returned server 5; expected one of [4, 7]"
+
+
+@pytest.mark.parametrize("view", [False, True])
+def test_a_bool_is_not_a_server_id(view: bool) -> None:
+    shown = [ServerLoad(0, 0, 0), ServerLoad(1, 0, 0)]
+    loads = LoadView(shown) if view else shown
+    with pytest.raises(PolicyContractError) as info:
+        check_route(object(), True, loads)
+    assert str(info.value) == "routing policy object returned server True; expected one of [0, 1]"

@@ -3,6 +3,8 @@ least-loaded index agrees with a scan of the list after any sequence of updates.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -25,12 +27,22 @@ def test_view_reads_like_its_list() -> None:
     assert view.position(9) == 2 and view.position(4) is None
     assert list(view.least_loaded()) == [loads[1], loads[2]]
     assert view.least_loaded_ids() == [3, 9] and view.num_least_loaded() == 2
+    assert view.least_loaded()[1:] == [loads[2]]
     view.update(0, 0, 1, True)
     assert view[0] == ServerLoad(7, 0, 1, True)
     assert list(view.least_loaded()) == [ServerLoad(7, 0, 1, True)]
     with pytest.raises(ValueError, match="server 3 appears twice in the loads"):
         LoadView([ServerLoad(3, 0, 0), ServerLoad(3, 1, 0)])
     assert len(LoadView([]).least_loaded()) == 0
+
+
+def test_load_ranges() -> None:
+    # any active count below 2**32 orders after the queue depth
+    view = LoadView([ServerLoad(0, 1, 0), ServerLoad(1, 0, 2**32 - 1)])
+    assert view.least_loaded_ids() == [1]
+    for load in (ServerLoad(2, -1, 0), ServerLoad(2, 0, -1), ServerLoad(2, 0, 2**32)):
+        with pytest.raises(ValueError, match=re.escape(f"server 2: load out of range: {load}")):
+            LoadView([load])
 
 
 def test_index_agrees_with_a_scan_after_random_updates() -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 
 from edgespec.policies.slo import (
+    DEADLINE_FUNCTIONS,
     acceptance_estimate,
+    pace_deadline_s,
     token_speed_budget_s,
     verification_deadline_s,
 )
@@ -31,3 +33,8 @@ def test_deadlines_by_rule() -> None:
     pace = verification_deadline_s("pace", 4.0, draft_s=0.2, network_s=0.05, **kw)  # type: ignore[arg-type]
     assert pace == 2.0 + 8 / 4.0
     assert verification_deadline_s("token_speed", None, draft_s=0, network_s=0, **kw) is None  # type: ignore[arg-type]
+
+
+def test_pace_deadline_is_the_pace_rule() -> None:
+    assert pace_deadline_s(2.0, 7, 4.0) == 4.0  # start + (committed + 1) / s_c
+    assert DEADLINE_FUNCTIONS["pace"](4.0, 10.0, 2.0, 7, 2.8, 0.2, 0.05) == 4.0

@@ -7,12 +7,13 @@ so a request forwarding n new tokens costs 10 + n ms alone and adds n ms to a ba
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
 from edgespec.core.types import PendingVerification
 from edgespec.policies.contracts import check_batch_plan
-from edgespec.policies.estimator import WispCoefficients
+from edgespec.policies.estimator import BatchShape, WispCoefficients
 from edgespec.policies.interfaces import BatchLimits
 from edgespec.policies.registry import PolicyConfigError, build_policy
 from edgespec.policies.wisp import WispBatching
@@ -101,6 +102,52 @@ def test_batch_size_and_token_limits() -> None:
     queue = [entry(i, 3, gain=3.0, enqueued=float(i)) for i in range(1, 6)]
     assert select(queue, max_batch_size=2) == (1, 2)
     assert select(queue, max_batch_tokens=7) == (1, 2)
+    # the limits are inclusive, and an entry's context counts its new tokens (3 each)
+    assert select(queue, max_batch_tokens=6) == (1, 2)
+    assert select(queue, max_context_tokens=6) == (1, 2)
+    assert select(queue, max_context_tokens=5) == (1,)
+
+
+def test_every_eq18_count_enters_the_solo_and_batch_times() -> None:
+    est = WispCoefficients(a_s=1e-3, b_compute_s=1e-4, b_read_s=1e-5, c_s=1e-2)
+    policy = WispBatching(est, guard_s=0.0)
+    assert policy.solo_s(entry(1, 2, cached=30)) == pytest.approx(
+        est.estimate_s(BatchShape.of([(2, 30)])), rel=1e-12
+    )
+    # 1 (U = 9 / 8.7 ms) goes first; 2 joins iff the batch of both ends by 1's deadline
+    both = est.estimate_s(BatchShape.of([(2, 30), (3, 50)]))  # 38.1 ms
+    for deadline, expected in ((both, (1, 2)), (both - 1e-4, (1,))):
+        queue = [entry(1, 2, deadline, 9.0, cached=30), entry(2, 3, None, 1.0, cached=50)]
+        assert policy.select(queue, 0.0, WIDE).entry_ids == expected
+
+
+def test_a_request_that_just_meets_its_deadline_alone_is_not_late() -> None:
+    # 1 alone ends exactly at its deadline: on time (critical), so its deadline binds
+    # and 2 (no deadline) cannot join; a late 1 would not bind and 2 would join
+    solo = WispBatching(EST).solo_s(entry(1, 5))
+    assert select([entry(1, 5, solo), entry(2, 1, None, 1.0)]) == (1,)
+
+
+def test_a_request_is_critical_from_its_latest_start_time_on() -> None:
+    # at t = LST exactly, 1 is critical and goes before 2's higher utility
+    guard, deadline = 0.010, 0.5
+    now = deadline - WispBatching(EST).solo_s(entry(1, 2)) - guard
+    queue = [entry(1, 2, deadline, 0.1), entry(2, 2, None, 5.0)]
+    assert select(queue, now=now, guard_s=guard, max_batch_size=1) == (1,)
+    assert select(queue, now=now - 1e-6, guard_s=guard, max_batch_size=1) == (2,)
+
+
+def test_an_expected_gain_of_zero_is_kept() -> None:
+    # 1 is expected to get nothing accepted (U = 0), not its draft length (U = 4 / 1 ms)
+    queue = [entry(1, 1, gain=0.0), entry(2, 4, gain=1.0)]
+    assert select(queue, max_batch_size=1) == (2,)
+
+
+@pytest.mark.parametrize("guard", [-0.001, math.inf, math.nan])
+def test_guard_must_be_finite_and_non_negative(guard: float) -> None:
+    message = f"guard_s must be a finite number >= 0, got {guard}"
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        WispBatching(EST, guard_s=guard)
 
 
 def test_deadline_stop_in_the_utility_loop() -> None:
