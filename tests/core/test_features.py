@@ -3,7 +3,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgespec.core.features import FEATURE_NAMES, draft_features, feature_matrix, softmax
+from edgespec.core.features import (
+    FEATURE_NAMES,
+    draft_features,
+    feature_matrix,
+    parse_feature_rows,
+    parse_rejection_rows,
+    softmax,
+    stop_features,
+)
 
 
 def test_uniform_logits() -> None:
@@ -39,3 +47,50 @@ def test_rejects_bad_shapes() -> None:
         feature_matrix(np.zeros((2, 1)))
     with pytest.raises(ValueError, match="temperature"):
         softmax([1.0, 2.0], temperature=0)
+
+
+def test_softmax_temperature_and_large_logits() -> None:
+    np.testing.assert_allclose(softmax([0.0, 2.0], temperature=2.0), softmax([0.0, 1.0]))
+    np.testing.assert_array_equal(softmax([1000.0, 0.0]), [1.0, 0.0])  # no overflow
+
+
+def test_a_vanishing_probability_adds_no_entropy() -> None:
+    (f,) = draft_features(np.array([[0.0, -1000.0]]))  # exp(-1000) underflows to 0
+    assert f.entropy_nats == 0.0 and f.confidence == 1.0
+
+
+def test_top_five_of_a_large_shuffled_vocabulary() -> None:
+    logits = np.random.default_rng(0).permutation(100) / 10.0
+    probs = np.sort(softmax(logits))
+    (f,) = draft_features(logits)
+    assert f.top5_mass == pytest.approx(probs[-5:].sum())
+    assert f.margin == pytest.approx(probs[-1] - probs[-2])
+
+
+def test_stop_features_are_rounded_to_four_digits() -> None:
+    assert stop_features(np.array([[0.0, 1.0, 2.0, 3.0]])).tolist() == [
+        [0.6439, 0.9475, 0.407, 1.118, 1.0]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "count", "message"),
+    [
+        ([[1, 2, 3, 4, 5]], 2, "expected 2 rows (one per output token) of 5 numbers"),
+        ({"rows": []}, None, "expected a list of 5 numbers"),
+        ([[1, 2, 3, 4]], None, "expected rows of 5 numbers, got [1, 2, 3, 4]"),
+        ([[True, 0, 0, 0, 0]], None, "expected rows of 5 numbers, got [True, 0, 0, 0, 0]"),
+    ],
+)
+def test_bad_feature_rows_are_named(raw: object, count: int | None, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_feature_rows(raw, count)
+    assert str(caught.value) == message
+
+
+def test_feature_rows_parse_to_float_tuples() -> None:
+    assert parse_feature_rows([[1, 2.5, 3, 4, 5]], 1) == ((1.0, 2.5, 3.0, 4.0, 5.0),)
+    assert parse_rejection_rows([[2, [[0, 0, 0, 0, 1]]]]) == ((2, ((0.0, 0.0, 0.0, 0.0, 1.0),)),)
+    with pytest.raises(ValueError) as caught:
+        parse_rejection_rows([[True, []]])
+    assert str(caught.value) == "expected [position, rows], got [True, []]"

@@ -12,6 +12,7 @@ from edgespec.core.tree import (
     check_tree,
     is_chain,
     node_depths,
+    parse_branching,
     path_to,
     tree_depth,
     tree_problem,
@@ -94,3 +95,20 @@ def test_a_chain_matches_greedy_verify() -> None:
 def test_argmax_length_is_checked() -> None:
     with pytest.raises(ValueError, match="K\\+1=7 entries, got 6"):
         greedy_verify_tree(TOKENS, PARENTS, [0] * 6)
+
+
+def test_too_many_parents_are_named() -> None:
+    assert tree_problem((-1, 0), 1) == "draft tree has 2 parents for 1 tokens"
+
+
+def test_parse_branching_skips_blank_entries_but_needs_one() -> None:
+    assert parse_branching("2, 1,") == (2, 1)
+    assert parse_branching(" 3 ,, 1") == (3, 1)
+    for text in ("", " , "):
+        with pytest.raises(ValueError, match=f"tree branching needs integers >= 1, got {text!r}"):
+            parse_branching(text)
+
+
+def test_an_empty_tree_has_depth_zero_and_verifies_like_an_empty_chain() -> None:
+    assert tree_depth(()) == 0
+    assert greedy_verify_tree((), (), [5]) == (greedy_verify([], [5]), ())

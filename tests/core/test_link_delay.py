@@ -1,0 +1,46 @@
+"""The link model's formulas, with exact byte counts and delays (no simulator involved)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from edgespec.core.link_delay import downlink_bytes, one_way_delay_s, uplink_bytes
+
+
+class Draws:
+    """A ``uniform`` callable that hands out ``values`` in order and counts its calls."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = list(values)
+        self.calls = 0
+
+    def __call__(self) -> float:
+        self.calls += 1
+        return self.values.pop(0)
+
+
+def test_no_jitter_draws_nothing() -> None:
+    draws = Draws()
+    assert one_way_delay_s(0.02, 100, 1000.0, 0.0, draws) == pytest.approx(0.11)
+    assert draws.calls == 0
+    assert one_way_delay_s(0.02, 100, math.inf, 0.0, draws) == 0.01
+
+
+def test_jitter_is_one_exponential_draw() -> None:
+    draws = Draws(0.75)
+    delay = one_way_delay_s(0.02, 100, 1000.0, 0.004, draws)
+    assert delay == pytest.approx(0.01 + 0.1 + 0.004 * math.log(4.0))
+    assert draws.calls == 1
+
+
+def test_uplink_counts_every_part() -> None:
+    # header + 4 * (3 drafts + 2 prompt ids) + 4 * 3 parents + 2 * 3 * 10 probs + 2 * 4 hidden
+    assert uplink_bytes(3, 2, 10, True, num_hidden=4, tree=True) == 64 + 20 + 12 + 60 + 8
+    assert uplink_bytes(3, 0, 10, False, num_hidden=7) == 64 + 12 + 14
+
+
+def test_downlink_counts_hidden_values() -> None:
+    assert downlink_bytes(2) == 64 + 12
+    assert downlink_bytes(2, num_hidden=5) == 64 + 12 + 10
