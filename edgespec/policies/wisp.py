@@ -24,7 +24,9 @@ Two rules the paper leaves open (SEED-NOTES §1.4 items 7–8):
   is admitted anyway, first — EDF's order, since its deadline is the earliest — but its
   own deadline no longer binds the batch (no batch is held to an unreachable bound). Late
   requests go in most overdue first; then the critical loop and the utility loop follow,
-  their deadline checks counting the time the late ones add.
+  their deadline checks counting the time the late ones add. A late request that does not
+  fit (the batch's size, token or memory limit) ends the batch as a critical one does: no
+  less urgent request is added past it.
 * **Never idle.** The first request tried always fits the empty batch: one request alone
   may exceed the memory and token limits (as the batching contract allows, or it would
   block the queue forever), a critical or utility request meets its deadline alone by
@@ -99,9 +101,11 @@ class WispBatching:
         rest.sort(key=lambda item: (item[0], item[1], item[2]))
         late.sort(key=lambda item: (item[0], item[1]))
         batch = _Batch([])
-        self._fill(batch, [e for _, _, e in late], now_s, limits, False)
-        stopped = not self._fill(batch, [e for _, _, e in critical], now_s, limits, True)
-        if not stopped:
+        # The late, the critical and the utility loop in turn, each stopping at the first
+        # request that does not fit, and nothing after it (no skipping past a late one).
+        if self._fill(batch, [e for _, _, e in late], now_s, limits, False) and self._fill(
+            batch, [e for _, _, e in critical], now_s, limits, True
+        ):
             self._fill(batch, [e for *_, e in rest], now_s, limits, True)
         return BatchPlan(tuple(batch.ids), reason="wisp")
 

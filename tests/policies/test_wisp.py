@@ -172,6 +172,15 @@ def test_unreachable_deadline_does_not_stall_the_server() -> None:
     assert select(queue, guard_s=0.02, max_batch_size=2) == (2, 3)
 
 
+def test_a_late_request_that_does_not_fit_ends_the_batch() -> None:
+    # late 1 and 2 (30 new tokens each) cannot share 40 batch tokens; the critical 3 and the
+    # relaxed 4 would fit, but none goes past the late 2 that waits (no skipping)
+    queue = [entry(1, 30, 0.001), entry(2, 30, 0.002), entry(3, 1, 0.080), entry(4, 1, 9.0)]
+    assert select(queue, guard_s=0.08, max_batch_tokens=40) == (1,)
+    # with room for both: 10 + 62 ms = 72 ms <= 3's 80 ms deadline
+    assert select(queue, guard_s=0.08, max_batch_tokens=62) == (1, 2, 3, 4)
+
+
 def test_decision_is_a_pure_function_of_its_inputs() -> None:
     queue = [entry(i, 1 + i % 7, 0.01 * (i % 5) + 0.02, float(i % 3)) for i in range(40)]
     assert select(queue, now=0.003) == select(list(queue), now=0.003)
