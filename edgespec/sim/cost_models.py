@@ -248,8 +248,9 @@ class _ZhuCoefficients:
     c2_s: float
 
     def validate(self) -> None:
-        if self.c1_s_per_flop < 0 or self.c2_s < 0:
-            raise ConfigError("c1_s_per_flop", "Zhu coefficients must be >= 0")
+        for name in ("c1_s_per_flop", "c2_s"):
+            if getattr(self, name) < 0:
+                raise ConfigError(name, "Zhu coefficients must be >= 0")
 
 
 def build_cost_model(

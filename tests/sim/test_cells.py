@@ -10,9 +10,10 @@ import pytest
 
 from edgespec.config import ConfigError
 from edgespec.sim.build import build_fleet
-from edgespec.sim.cells import plan_cells
+from edgespec.sim.cells import Layout, plan_cells, select_cells
 from edgespec.sim.scenario import load_scenario, scenario_from_dict
 from edgespec.sim.simulator import run_scenario
+from edgespec.sim.topology import expand_topology
 from tests.sim.helpers import tiny_scenario
 
 SCENARIOS = "edgespec/data/scenarios"
@@ -106,12 +107,69 @@ def test_the_bundled_cell_scenarios_are_the_bench_in_cells() -> None:
             "auto_topology.devices[1].server_pools",
             "auto_topology.cells pins the pools; leave it out",
         ),
+        (["auto_topology.cells=true"], "auto_topology.cells", "must be an integer >= 1, got True"),
+        (
+            ["auto_topology.cells=2", "auto_topology.devices.0.count=0"],
+            "auto_topology.devices[0].count",
+            "must be a multiple of auto_topology.cells (2), got 0",
+        ),
+        (
+            ["auto_topology.cells=2", "auto_topology.devices=[3]"],
+            "auto_topology.devices[0]",
+            "expected a mapping, got 3",
+        ),
     ],
 )
 def test_cells_errors_name_the_field(overrides: list[str], field: str, message: str) -> None:
     with pytest.raises(ConfigError) as info:
         scenario_from_dict(two_pools(), overrides)
     assert str(info.value) == f"config field '{field}': {message}"
+
+
+def test_cells_without_servers_cut_the_default_server_pool() -> None:
+    data = two_pools()
+    del data["auto_topology"]["servers"]  # one default pool of 1 server: not cut in 2
+    with pytest.raises(ConfigError) as info:
+        scenario_from_dict(data, ["auto_topology.cells=2"])
+    assert str(info.value) == (
+        "config field 'auto_topology.servers[0].count': "
+        "must be a multiple of auto_topology.cells (2), got 1"
+    )
+
+
+def test_cells_are_numbered_by_their_first_server_pool() -> None:
+    data = two_pools()
+    data["auto_topology"]["devices"][0]["server_pools"] = [1]
+    data["auto_topology"]["devices"][1]["server_pools"] = [0]
+    plans = plan_cells(scenario_from_dict(data))
+    assert [(p.index, p.device_pools, p.server_pools) for p in plans] == [
+        (0, (1,), (0,)),
+        (1, (0,), (1,)),
+    ]
+    data["auto_topology"]["devices"][0]["server_pools"] = [-1]
+    with pytest.raises(ConfigError) as info:
+        scenario_from_dict(data)
+    assert str(info.value) == (
+        "config field 'auto_topology.devices[0].server_pools': no server pool -1 (there are 2)"
+    )
+
+
+def test_selected_cells_are_sorted_and_checked() -> None:
+    scenario = scenario_from_dict(two_pools(), ["auto_topology.cells=2"])
+    devices, servers = expand_topology(scenario)
+    _, _, layout = select_cells(scenario, devices, servers, [1, 0, 1])
+    assert layout.cell_ids == (0, 1) and not layout.is_shard
+    kept, _, layout = select_cells(scenario, devices, servers, [1])
+    assert tuple(d.device_id for d in kept) == layout.device_global == (5, 6, 7, 8, 9)
+    assert layout.is_shard
+    with pytest.raises(ValueError, match=r"^no cell -1: the scenario has 2 \(0 to 1\)$"):
+        select_cells(scenario, devices, servers, [-1])
+
+
+def test_a_layout_is_a_shard_when_either_ids_differ() -> None:
+    assert not Layout.whole(2, 1).is_shard
+    assert Layout((0,), (0, 0), (0,), (0, 1), (1,)).is_shard  # servers only
+    assert Layout((0,), (0, 0), (0,), (2, 3), (0,)).is_shard  # devices only
 
 
 def test_asking_for_cells_that_do_not_exist_is_a_value_error() -> None:

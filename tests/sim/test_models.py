@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -107,6 +108,16 @@ class _Shapes:
         return 1.0
 
 
+def test_decode_steps_shapes() -> None:
+    # step s forwards 1 token on context + s cached ones, attending to all of them
+    cost = _Shapes()
+    assert decode_steps_s(cost, 3, context=7) == 3.0
+    assert cost.seen == [(1, 1, 8, 7), (1, 1, 9, 8), (1, 1, 10, 9)]
+    cost.seen.clear()
+    assert decode_steps_s(cost, 2, context=0, prefill=5) == 2.0
+    assert cost.seen == [(1, 5, 25, 0), (1, 1, 7, 6)]
+
+
 def test_draft_passes_batch_the_entries_still_drafting() -> None:
     cost = _Shapes()
     # (context 7, all unseen, γ 2) and (context 9, seen, γ 3): 3 passes; the first
@@ -146,6 +157,60 @@ def test_iid_and_decay_acceptance_statistics() -> None:
     decay = DecayAcceptance((1.0, 1.0, 0.0))
     assert {decay.accepted(None, 0, 5, rng) for _ in range(100)} == {2}
     assert IidAcceptance(1.0).accepted(None, 0, 7, rng) == 7
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: IidAcceptance(-0.1), "alpha must be in [0, 1], got -0.1"),
+        (lambda: IidAcceptance(1.5), "alpha must be in [0, 1], got 1.5"),
+        (lambda: DecayAcceptance(()), "decay acceptance needs at least one rate"),
+        (lambda: DecayAcceptance((0.5, -0.1)), "rates[1] must be in [0, 1], got -0.1"),
+        (lambda: DecayAcceptance((1.2,)), "rates[0] must be in [0, 1], got 1.2"),
+        (lambda: TraceAcceptance().seq_for(0), "request has no acceptance_seq and no pool"),
+        (
+            lambda: TraceAcceptance().accepted((), 0, 2, _stream()),
+            "trace acceptance needs a non-empty acceptance_seq",
+        ),
+    ],
+)
+def test_acceptance_refuses_out_of_range_inputs(build: Callable[[], object], message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        build()
+    assert message in str(info.value)
+
+
+def test_acceptance_at_the_ends_of_the_range() -> None:
+    rng = _stream(3)
+    assert [IidAcceptance(0.0).accepted(None, 0, 4, rng) for _ in range(20)] == [0] * 20
+    assert DecayAcceptance((0.0,)).accepted(None, 0, 4, rng) == 0
+    assert DecayAcceptance((1.0,)).accepted(None, 0, 9, rng) == 9  # the last rate repeats
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ((-0.01, 0.0, 1e6, 0.0, 0.2), "rtt, jitter and retransmit timeout must be >= 0"),
+        ((0.02, -0.01, 1e6, 0.0, 0.2), "rtt, jitter and retransmit timeout must be >= 0"),
+        ((0.02, 0.0, 1e6, 0.0, -0.2), "rtt, jitter and retransmit timeout must be >= 0"),
+        ((0.02, 0.0, 0.0, 0.0, 0.2), "bandwidth must be > 0"),
+        ((0.02, 0.0, 1e6, 1.0, 0.2), "loss_rate must be in [0, 1), got 1.0"),
+        ((0.02, 0.0, 1e6, -0.1, 0.2), "loss_rate must be in [0, 1), got -0.1"),
+    ],
+)
+def test_link_refuses_out_of_range_fields(
+    fields: tuple[float, float, float, float, float], message: str
+) -> None:
+    with pytest.raises(ValueError) as info:
+        Link(*fields)
+    assert str(info.value) == message
+
+
+def test_a_link_without_jitter_or_loss_draws_nothing() -> None:
+    # the fast path (batchend.py) inlines latency_s and relies on this: same draws
+    rng, fresh = _stream(4), _stream(4)
+    assert Link(0.02, 0.0, 1e6, 0.0, 0.2).latency_s(100, rng) == 0.01 + 100 / 1e6
+    assert rng.next() == fresh.next()
 
 
 def test_link_latency_exact_and_with_loss() -> None:

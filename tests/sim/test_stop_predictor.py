@@ -12,11 +12,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from edgespec.config import ConfigError
+from edgespec.sim.acceptance import TraceAcceptance
+from edgespec.sim.rng import UniformStream
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
+from edgespec.sim.stop_model import StopBlock, StopModel, StopPredictorConfig
 from tests.policies.stop_helpers import confidence_stop
 from tests.sim.helpers import Tolerance, hand_trace_scenario
 
@@ -139,3 +143,62 @@ def test_config_errors_name_the_field(tmp_path: Path) -> None:
     data["stop_predictor"]["policy"] = {"name": "oracle"}
     with pytest.raises(ConfigError, match="unknown stop policy 'oracle'"):
         simulate(scenario_from_dict(data))
+
+
+def test_features_without_a_policy_use_the_confusion_stand_in(tmp_path: Path) -> None:
+    row = {"request_id": "f", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 9,
+           "drafter_id": 0, "acceptance_seq": [1] * 9,
+           "draft_features": features([0.1] * 9)}  # fmt: skip
+    data = scenario(tmp_path, [row], confusion_tpr=1.0, confusion_fpr=0.0)
+    data["stop_predictor"].pop("policy")
+    rounds = simulate(scenario_from_dict(data)).rounds
+    # no policy to replay the features (which would stop at once): every accepted token
+    # kept (TPR 1), full windows: γ 4, then min(4, 9 − 5 − 1) = 3
+    assert [(r.num_drafted, r.num_draft_passes) for r in rounds] == [(4, 4), (3, 3)]
+
+
+@pytest.mark.parametrize(
+    ("tpr", "fpr", "seq", "block"),
+    [
+        (1.0, 0.0, (1, 1, 0, 1), StopBlock(2, 3, 2)),  # kept to the first rejection, cut there
+        (0.0, 1.0, (1, 1, 0, 1), StopBlock(0, 1, 0)),  # a missed acceptance cuts at once
+        (0.0, 1.0, (0, 1, 1, 1), StopBlock(4, 4, 0)),  # false alarms: a full block, 0 accepted
+    ],
+)
+def test_confusion_stand_in_keeps_by_the_true_outcome(
+    tpr: float, fpr: float, seq: tuple[int, ...], block: StopBlock
+) -> None:
+    model = StopModel(StopPredictorConfig(confusion_tpr=tpr, confusion_fpr=fpr), None, ())
+    rng = UniformStream(np.random.default_rng(0), block=8)
+    assert model.block("r", seq, 0, 4, TraceAcceptance(), rng) == block
+
+
+@pytest.mark.parametrize(
+    ("stop", "field", "message"),
+    [
+        ({"confusion_fpr": 0.1}, "stop_predictor", "give both confusion_tpr and confusion_fpr"),
+        (
+            {"policy": None},
+            "stop_predictor",
+            "needs a policy or confusion_tpr/confusion_fpr",
+        ),
+        (
+            {"confusion_tpr": -0.1, "confusion_fpr": 0.1},
+            "stop_predictor.confusion_tpr",
+            "must be in [0, 1], got -0.1",
+        ),
+        ({"overhead_ms": -1.0}, "stop_predictor.overhead_ms", "must be >= 0, got -1.0"),
+        ({"overhead_ms": float("inf")}, "stop_predictor.overhead_ms", "must be >= 0, got inf"),
+    ],
+)
+def test_stop_config_errors_name_the_field(
+    tmp_path: Path, stop: dict[str, Any], field: str, message: str
+) -> None:
+    row = {"request_id": "a", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 6,
+           "drafter_id": 0, "acceptance_seq": [1] * 6}  # fmt: skip
+    data = scenario(tmp_path, [row], **stop)
+    if data["stop_predictor"]["policy"] is None:
+        del data["stop_predictor"]["policy"]
+    with pytest.raises(ConfigError) as info:
+        scenario_from_dict(data)
+    assert str(info.value) == f"config field '{field}': {message}"

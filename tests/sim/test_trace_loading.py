@@ -3,11 +3,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
-from edgespec.sim.workload import TraceEntry, load_trace
+from edgespec.sim.workload import LengthTable, TraceEntry, load_trace, resolve_trace
 
 
 def _write(path: Path, rows: list[object]) -> Path:
@@ -49,6 +50,61 @@ def test_dsd_sim_schema(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("client", "device"),
+    [("3", 3), (" 7 ", 3), ("-3", 1), ("edge-12", 3463634589 % 4)],  # CRC-32 of "edge-12"
+)
+def test_client_ids_map_to_devices(client: str, device: int) -> None:
+    assert TraceEntry("r", 0.0, 1, 1, client).device_index(4) == device
+
+
+def test_field_aliases_defaults_and_precedence(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "t.jsonl",
+        [
+            {"arrival_ms": 1, "prompt_len": 0, "output_len": 1},
+            {"arrival_ms": 2, "prompt_length": 3, "output_length": [9, 9],
+             "drafter_id": 5, "metadata": {"client_id": 6}},
+        ],
+    )  # fmt: skip
+    first, second = load_trace(path)
+    # no request id: the line names it; no client: device 0; drafter_id before metadata
+    assert first == TraceEntry("t.jsonl:1", 0.001, 0, 1, "0")
+    assert second == TraceEntry("t.jsonl:2", 0.002, 3, 2, "5")
+
+
+def test_token_tree_rounds(tmp_path: Path) -> None:
+    row = {"arrival_ms": 0, "prompt_tokens": 2, "output_tokens": 5, "draft_tree": "2,2,1"}
+    (entry,) = load_trace(_write(tmp_path / "t.jsonl", [{**row, "rounds": [[3, 2], [2, 1]]}]))
+    assert (entry.tree_rounds, entry.tree_depth) == (((3, 2), (2, 1)), 3)
+    with pytest.raises(ConfigError) as info:  # 4 accepted on a tree of depth 3
+        load_trace(_write(tmp_path / "t.jsonl", [{**row, "rounds": [[5, 4], [2, 1]]}]))
+    assert str(info.value) == (
+        "t.jsonl:1: rounds[0]: expected [nodes, accepted, ...] with 0 <= accepted <= min(nodes, 3)"
+    )
+
+
+def test_a_jsonl_path_is_a_file_even_when_missing() -> None:
+    assert resolve_trace("no/such.jsonl") == Path("no/such.jsonl")
+    with pytest.raises(ConfigError, match="^nope: no such trace file or bundled trace$"):
+        resolve_trace("nope")
+
+
+def test_length_tables() -> None:
+    table = LengthTable("t", (0, 5, 9), (1, 2, 3))
+    rng = np.random.default_rng(0)
+    assert {table.sample(rng) for _ in range(60)} == {(0, 1), (5, 2), (9, 3)}
+    for prompts, outputs, problem in [
+        ((), (), "needs equal, non-empty columns"),
+        ((1, 2), (1,), "needs equal, non-empty columns"),
+        ((1,), (0,), "lengths out of range"),
+        ((-1,), (1,), "lengths out of range"),
+    ]:
+        with pytest.raises(ValueError) as info:
+            LengthTable("t", prompts, outputs)
+        assert str(info.value) == f"length table 't': {problem}"
+
+
+@pytest.mark.parametrize(
     ("row", "message"),
     [
         (
@@ -73,6 +129,18 @@ def test_dsd_sim_schema(tmp_path: Path) -> None:
             "t.jsonl:1: acceptance_seq: must be a list of 0/1 integers",
         ),
         ([1, 2], "t.jsonl:1: expected a JSON object, got list"),
+        (
+            {"arrival_ms": True, "prompt_tokens": 1, "output_tokens": 2},
+            "t.jsonl:1: arrival_ms: expected a number >= 0, got True",
+        ),
+        (
+            {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": True},
+            "t.jsonl:1: output_tokens: expected an integer >= 1 or a token list, got True",
+        ),
+        (
+            {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "acceptance_seq": [1.0]},
+            "t.jsonl:1: acceptance_seq: must be a list of 0/1 integers",
+        ),
     ],
 )
 def test_bad_trace_lines_name_line_and_field(tmp_path: Path, row: object, message: str) -> None:

@@ -1,0 +1,76 @@
+"""Scenario validation at the edges of each range: the first value out is refused with a
+message naming its field, the last value in is accepted."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgespec.config import ConfigError
+from edgespec.sim.scenario import scenario_from_dict
+from tests.sim.helpers import tiny_scenario
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["duration_s=0"], "'duration_s': must be a finite number > 0, got 0.0"),
+        (["duration_s=.inf"], "'duration_s': must be a finite number > 0, got inf"),
+        (["slo_classes.slow=0"], "'slo_classes.slow': must be > 0 or null, got 0.0"),
+        (["links.wan.loss_rate=1.0"], "'links.wan.loss_rate': must be in [0, 1), got 1.0"),
+        (
+            ["links.wan.retransmit_timeout_ms=-1"],
+            "'links.wan.retransmit_timeout_ms': must be >= 0, got -1.0",
+        ),
+        (["auto_topology.devices=[]"], "'auto_topology.devices': needs at least one device pool"),
+        (["auto_topology.servers=[]"], "'auto_topology.servers': needs at least one server pool"),
+        (
+            ["auto_topology.servers.0.max_batch_size=0"],
+            "'auto_topology.servers[0].max_batch_size': must be >= 1, got 0",
+        ),
+        (
+            ["auto_topology.servers.0.max_batch_tokens=0"],
+            "'auto_topology.servers[0].max_batch_tokens': must be >= 1, got 0",
+        ),
+        (
+            ["auto_topology.devices.0.slo_mix={slow: 0, fast: 0}"],
+            "'auto_topology.devices[0].slo_mix': needs at least one class with a positive share",
+        ),
+        (
+            ["auto_topology.devices.0.slo_mix={slow: 2, fast: -1}"],
+            "'auto_topology.devices[0].slo_mix.fast': must be >= 0, got -1.0",
+        ),
+        (["acceptance.alpha=-0.1"], "'acceptance.alpha': must be in [0, 1], got -0.1"),
+        (
+            ["workload.kind=poisson", "workload.rate_per_s=0"],
+            "'workload.rate_per_s': must be a finite number > 0, got 0.0",
+        ),
+        (["workload.ramp_s=-1"], "'workload.ramp_s': must be >= 0, got -1.0"),
+        (
+            ["workload.output_tokens=[30, 0, 50, 120]"],
+            "'workload.output_tokens[1]': out of range: 0",
+        ),
+        (["workload.max_output_tokens=0"], "'workload.max_output_tokens': must be >= 1"),
+    ],
+)
+def test_the_first_value_out_of_range_is_refused(overrides: list[str], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        scenario_from_dict(tiny_scenario(), overrides)
+    assert str(info.value) == f"config field {message}"
+
+
+def test_the_last_value_in_range_is_accepted() -> None:
+    overrides = [
+        "links.wan.rtt_ms=0",
+        "links.wan.loss_rate=0",
+        "auto_topology.devices.0.slo_mix={slow: 1, fast: 0}",
+        "acceptance={kind: iid, alpha: 0}",
+        "workload.ramp_s=0",
+        "workload.think_time_s=0",
+        "workload.prompt_tokens=[0, 1, 2, 3]",
+        "workload.output_tokens=[1, 1, 1, 1]",
+        "workload.max_output_tokens=1",
+    ]
+    scenario = scenario_from_dict(tiny_scenario(), overrides)
+    assert scenario.workload.ramp_s == 0.0 and scenario.acceptance.alpha == 0.0
+    assert scenario.workload.prompt_tokens == (0, 1, 2, 3)
+    assert dict(scenario.auto_topology.devices[0].slo_mix) == {"slow": 1.0, "fast": 0.0}
