@@ -140,3 +140,34 @@ def test_class_violation_counts_a_class_with_no_finished_request_as_violated() -
     metrics = metrics_with_violations(10, cls="gold")
     assert class_violation("gold")(metrics) == 0.1
     assert class_violation("silver")(metrics) == 1.0  # none of its requests finished
+
+
+def test_a_single_point_range_and_a_zero_lower_bound() -> None:
+    runner = StepRunner()
+    result = capacity_search(
+        BASE, "devices.count", runner, epsilon=0.05, lo=20, hi=20, progress=False
+    )
+    assert (result.capacity, result.at_upper_bound) == (20, True)
+    assert [p.value for p in result.probes] == [20]  # lo is hi: probed once
+    result = capacity_search(
+        BASE, "devices.count", runner, epsilon=0.05, lo=0, hi=4, progress=False
+    )
+    assert (result.capacity, result.at_upper_bound) == (4, True)
+    assert [p.value for p in result.probes] == [0, 4]
+    with pytest.raises(ConfigError, match="need 0 <= lo <= hi, got lo=-1, hi=4"):
+        capacity_search(BASE, "devices.count", runner, epsilon=0.05, lo=-1, hi=4, progress=False)
+    with pytest.raises(ConfigError, match="'epsilon': must be in \\[0, 1\\], got -0.01"):
+        capacity_search(BASE, "devices.count", runner, epsilon=-0.01, lo=1, hi=4, progress=False)
+
+
+def test_a_probe_without_slo_targets_names_the_key_the_value_and_the_fix() -> None:
+    def runner(scenario: dict[str, Any]) -> SystemMetrics:
+        return summarize([], [], duration_s=1.0, num_servers=1)
+
+    with pytest.raises(ConfigError) as info:
+        capacity_search(BASE, "devices.count", runner, epsilon=0.1, lo=3, hi=5, progress=False)
+    assert str(info.value) == (
+        "config field 'devices.count': capacity probe at 3: SLO violation rate undefined: "
+        "none of the 0 completed requests has an SLO target (slo_tokens_per_s); give the "
+        "scenario slo_classes and a duration_s long enough for requests to finish"
+    )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +142,52 @@ def test_override_into_non_mapping_names_the_key() -> None:
         ConfigError, match=r"config field 'devices.count': list index must be 0..1, got 'count'"
     ):
         run_sweep({"devices": [1, 2]}, {"devices.count": [1]}, runner, progress=False)
+
+
+def test_blank_values_and_a_string_for_a_list_are_refused() -> None:
+    with pytest.raises(ConfigError, match="config field 'a': sweep needs at least one value"):
+        parse_grid(["a=  "])
+    with pytest.raises(ConfigError, match="config field 'a': sweep needs a non-empty list"):
+        grid_points({"a": "xy"})  # not the two values 'x' and 'y'
+
+
+def test_override_text_refuses_a_value_that_does_not_round_trip() -> None:
+    # YAML folds a NEL (U+0085) in a quoted scalar into a space: the text would set "a b"
+    with pytest.raises(ConfigError) as info:
+        override_text("a", "a\x85b")
+    assert str(info.value) == "config field 'a': value 'a\\x85b' does not survive a YAML round trip"
+
+
+class ReversedExecutor:
+    """Yields results last item first, as a pool may."""
+
+    def map_unordered(
+        self, fn: Callable[[Any], Any], items: Sequence[Any]
+    ) -> Iterator[tuple[int, Any]]:
+        results = [(i, fn(item)) for i, item in enumerate(items)]
+        yield from reversed(results)
+
+
+def test_run_sweep_puts_results_back_in_grid_order(tmp_path: Path) -> None:
+    def runner(scenario: dict[str, Any]) -> SystemMetrics:
+        n = scenario["devices"]["count"]
+        metrics = metrics_with_violations(n, total=10)
+        if n == 2:  # a second SLO class on the middle point only: more CSV columns
+            extra = metrics_with_violations(0, total=2, cls="c2")
+            metrics = dataclasses.replace(
+                metrics, slo_classes=metrics.slo_classes + extra.slo_classes
+            )
+        return metrics
+
+    points = run_sweep(
+        {"devices": {"count": 0}},
+        {"devices.count": [1, 2, 3]},
+        runner,
+        progress=False,
+        executor=ReversedExecutor(),
+    )
+    assert [(p.index, p.overrides["devices.count"]) for p in points] == [(0, 1), (1, 2), (2, 3)]
+    assert [p.metrics.slo_violation_rate for p in points] == [0.1, 0.2, 0.3]
+    _, csv_path = write_sweep(tmp_path / "sweep", points)
+    rows = list(csv.DictReader(csv_path.open()))
+    assert [r["slo_classes.1.slo_class"] for r in rows] == ["", "c2", ""]  # the others empty

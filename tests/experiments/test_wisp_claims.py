@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.core.types import RequestRecord
-from edgespec.experiments.claims import write_report
+from edgespec.experiments.claims import ClaimRow, write_report
 from edgespec.experiments.reproduce_wisp import Plan, WispResults
 from edgespec.experiments.wisp_claims import (
     attribution_row,
@@ -101,3 +101,94 @@ def test_report_lists_rows_and_choices(tmp_path: Path) -> None:
                  [], [])  # fmt: skip
     assert "3 rows; 2 hold" in path.read_text()  # an absolute value within tolerance holds
     assert "60 simulated seconds" in text and "- `a.yaml`" in text
+
+
+def _capacity(c2: tuple[int, int, int], c8: tuple[int, int, int]) -> list[ClaimRow]:
+    """W1's rows for classes c2 and c8, capacities (WISP, centralized, SLED) for each."""
+    systems = ("wisp", "centralized", "sled")
+    caps: dict[tuple[str, str, str], int | None] = {
+        (s, "qwen3-32b", cls): v
+        for cls, values in (("c2", c2), ("c8", c8))
+        for s, v in zip(systems, values, strict=True)
+    }
+    return capacity_rows(results(capacities=caps), "qwen3-32b", "W1")
+
+
+def test_capacity_order_is_strict_and_each_ratio_is_judged() -> None:
+    # a tie, and SLED above centralized, break the order; equal gaps do not widen
+    c2, c8, gap = _capacity((100, 100, 50), (160, 80, 90))
+    assert (c2.direction_ok, c8.direction_ok) == (False, False)
+    assert (gap.ours, gap.direction_ok) == ("1.00 → 2.00", True)
+    gap = _capacity((100, 50, 40), (40, 20, 10))[2]
+    assert (gap.ours, gap.direction_ok) == ("2.00 → 2.00", False)
+    # paper c2: 1.69× and 1.98×; 2.15× is 27% above the first, 2.26× 15% above the second
+    c2 = _capacity((215, 100, 95), (86, 41, 21))[0]
+    assert (c2.direction_ok, c2.magnitude_ok) == (True, False)
+    assert c2.note == "WISP/centralized outside ±25%, WISP/SLED within ±25%"
+    c2 = _capacity((164, 97, 40), (86, 41, 21))[0]
+    assert (c2.direction_ok, c2.magnitude_ok) == (True, False)
+    assert c2.note == "WISP/centralized within ±25%, WISP/SLED outside ±25%"
+
+
+def test_goodput_order_needs_centralized_above_sled() -> None:
+    row = goodput_row(results(goodput={"wisp": 600.0, "centralized": 150.0, "sled": 170.0}))
+    assert row.direction_ok is False
+
+
+def _curves(wisp: dict[str, float], fcfs: dict[str, float]) -> dict[tuple[str, int], SystemMetrics]:
+    low = {"c2": 0.0, "c4": 0.0, "c6": 0.0, "c8": 0.0}
+    return {
+        ("fcfs", 60): metrics(low),
+        ("wisp", 60): metrics(low),
+        ("fcfs", 120): metrics(fcfs),
+        ("wisp", 120): metrics(wisp),
+    }
+
+
+def test_w4_verdicts_at_their_boundaries() -> None:
+    fcfs = {"c2": 0.05, "c4": 0.4, "c6": 0.9, "c8": 1.0}
+    main, c2, *_ = curve_rows(
+        results(curves=_curves({"c2": 0.05, "c4": 0.2, "c6": 0.85, "c8": 1.0}, fcfs))
+    )
+    assert main.paper == "WISP 98.3% / 82.1% / 10.8% / 0.0% vs FCFS 98.4% / 94.2% / 36.4% / 0.0%"
+    assert main.direction_ok is True  # 20% is exactly half of 40%
+    assert (c2.ours, c2.direction_ok) == ("5.0% / 5.0%", True)  # exactly 5% on both
+    half = {"c2": 0.0, "c4": 0.2, "c6": 0.9, "c8": 1.0}
+    assert curve_rows(results(curves=_curves(half, fcfs)))[0].direction_ok is False  # c6 ties
+    over = {"c2": 0.0, "c4": 0.25, "c6": 0.5, "c8": 1.0}
+    assert curve_rows(results(curves=_curves(over, fcfs)))[0].direction_ok is False
+    wisp_c2 = {"c2": 0.0, "c4": 0.0, "c6": 0.0, "c8": 1.0}
+    rows = curve_rows(results(curves=_curves(wisp_c2, {**fcfs, "c2": 0.1})))
+    assert (rows[1].ours, rows[1].direction_ok) == ("0.0% / 10.0%", False)
+    # WISP never reaches ε at 4 or 6 tok/s in the range: its knee lies beyond, to the right
+    assert [(k.ours, k.direction_ok) for k in rows[2:]] == [("beyond range vs 120", True)] * 2
+
+
+def test_w4_knee_without_an_fcfs_knee_and_without_an_operating_point() -> None:
+    fcfs = {"c2": 0.0, "c4": 0.4, "c6": 0.0, "c8": 1.0}
+    wisp = {"c2": 0.0, "c4": 0.0, "c6": 0.0, "c8": 1.0}
+    knee4, knee6 = curve_rows(results(curves=_curves({**wisp, "c4": 0.05}, fcfs)))[2:]
+    assert (knee4.ours, knee4.direction_ok) == ("120 vs 120", False)  # exactly ε is a knee
+    assert (knee6.ours, knee6.direction_ok) == ("beyond range vs beyond range", False)
+    (row,) = curve_rows(results(curves=_curves(wisp, {**fcfs, "c4": 0.35})))  # below 36.45%
+    assert (row.ours, row.direction_ok, row.magnitude_ok) == ("not in the swept range", False, None)
+
+
+def test_operating_point_and_knees_are_the_fewest_devices_reaching_the_level() -> None:
+    high = {"c2": 0.0, "c4": 0.5, "c6": 0.95, "c8": 1.0}
+    wisp = {"c2": 0.0, "c4": 0.1, "c6": 0.5, "c8": 1.0}
+    curves = _curves(wisp, {"c2": 0.0, "c4": 0.4, "c6": 0.9, "c8": 1.0})
+    curves |= {("fcfs", 180): metrics(high), ("wisp", 180): metrics(high)}
+    main, _, knee4, knee6 = curve_rows(results(curves=curves))
+    assert "N = 120" in main.what
+    assert (knee4.ours, knee6.ours) == ("120 vs 120", "120 vs 120")
+
+
+def test_attribution_needs_more_than_half() -> None:
+    violated = tuple(
+        ViolatedRound("r", i, 0, 0.1, 0.2, rho, rho > 1.5) for i, rho in enumerate((2.0, 1.0))
+    )
+    row = attribution_row(
+        results(attribution=ViolationAttribution(20, 1.5, 10, violated), attribution_devices=120)
+    )
+    assert (row.ours, row.direction_ok) == ("50.0% (1 of 2)", False)
