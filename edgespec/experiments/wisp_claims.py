@@ -167,7 +167,7 @@ def curve_rows(res: WispResults) -> list[ClaimRow]:
         rows.append(
             ClaimRow(
                 "W4",
-                f"knee (first N above {100 * eps:g}% violations) at {CLASSES[cls]:g} tok/s: "
+                f"knee (first N with {100 * eps:g}% violations or more) at {CLASSES[cls]:g} tok/s: "
                 "WISP vs FCFS",
                 "shifts right",
                 f"{knee_w or 'beyond range'} vs {knee_f or 'beyond range'}",
