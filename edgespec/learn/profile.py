@@ -117,7 +117,7 @@ def design_grid(spec: GridSpec) -> list[GridConfig]:
     grid: list[GridConfig] = []
     for total in spec.cold_totals:
         for parts in (1, 2, 4):
-            entries = tuple((n, 0) for n in _split_even(total, parts))
+            entries = tuple((n, 0) for n in _split_even(total, parts) if n > 0)
             grid.append(GridConfig("compute", "train", entries))
         uneven = (total // 2, total // 3, total - total // 2 - total // 3)
         grid.append(GridConfig("compute", "train", tuple((n, 0) for n in uneven if n > 0)))

@@ -18,13 +18,16 @@ from edgespec.learn.awc_data import (
     CONFIGURATIONS,
     DEFAULT_WEIGHTS,
     AwcTask,
+    _contexts,
     full_scenarios,
     is_reported_configuration,
     label_scenarios,
     quick_scenarios,
     run_awc_scenario,
     sample_scenario,
+    scenario_dict,
 )
+from edgespec.policies.interfaces import WindowObservation
 
 
 def _configs(
@@ -115,3 +118,55 @@ def test_awc_data_is_resumable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     }
     labels = awc_command.read_parquet_file(tmp_path / "labels.parquet")
     assert labels["scenario_id"] == [0, 1, 2, 3]
+
+
+def test_labels_rank_missing_and_infinite_values_worst_and_throughput_reversed() -> None:
+    throughput_only = {"ttft": 0.0, "tpot": 0.0, "throughput": 1.0}
+    higher = _configs([(7, 2, 0.1, 0.01, 100.0), (7, 3, 0.1, 0.01, 300.0)])
+    assert label_scenarios(higher, throughput_only) == {7: 3}  # higher throughput is better
+    ttft_only = {"ttft": 1.0, "tpot": 0.0, "throughput": 0.0}
+    # the one known TTFT normalises to 0 (best), the missing one to 1 (worst)
+    missing = _configs([(8, 2, None, 0.01, 10.0), (8, 3, 0.5, 0.01, 10.0)])
+    assert label_scenarios(missing, ttft_only) == {8: 3}
+    # an infinite TTFT is worst and leaves the finite ones their spread: γ=3 has TTFT 0 and
+    # TPOT 1 (score 0.5), γ=4 TTFT 1 and TPOT 0 (score 1), γ=2 TTFT 1 and TPOT 0 (score 1)
+    infinite = _configs(
+        [(9, 2, float("inf"), 0.01, 10.0), (9, 3, 0.5, 0.02, 10.0), (9, 4, 1.0, 0.01, 10.0)]
+    )
+    assert label_scenarios(infinite, {"ttft": 1.0, "tpot": 0.5, "throughput": 0.0}) == {9: 3}
+
+
+def test_table2_exclusion_covers_both_draft_counts_and_quick_scenarios_are_small() -> None:
+    s = sample_scenario(0, 0, 10.0)
+    for drafts in (600, 1000):
+        for rtt in (10.0, 30.0):
+            reported = dataclasses.replace(s, num_targets=20, num_drafts=drafts, rtt_ms=rtt)
+            assert is_reported_configuration(reported)
+    quick = quick_scenarios(0)
+    assert [q.scenario_id for q in quick] == [0, 1, 2, 3] and quick[0].num_drafts == 4
+    assert all(q.num_targets == 1 and q.num_drafts <= 8 and q.duration_s == 6.0 for q in quick)
+
+
+def test_scenario_dict_rate_and_lengths_only_for_gsm8k() -> None:
+    s = dataclasses.replace(
+        sample_scenario(3, 0, 10.0), dataset="cnndm", num_drafts=16, rate_per_draft=0.25
+    )
+    lengths = ((10, 20), (30, 40))
+    workload = scenario_dict(s, 4, lengths)["workload"]
+    assert workload == {"kind": "poisson", "rate_per_s": 4.0, "dataset": "sharegpt"}
+    gsm = scenario_dict(dataclasses.replace(s, dataset="gsm8k"), 1, lengths)
+    assert gsm["mode"] == "fused" and gsm["workload"]["dataset"] == "gsm8k"
+    assert (gsm["workload"]["prompt_tokens"], gsm["workload"]["output_tokens"]) == lengths
+
+
+def test_fused_contexts_carry_gamma_1_and_the_links_mean_round_trip() -> None:
+    s = dataclasses.replace(sample_scenario(0, 0, 10.0), rtt_ms=30.0, jitter_ms=9.0)
+    seen = [
+        WindowObservation(previous_gamma=4, recent_acceptance=None, rtt_s=0.1),
+        WindowObservation(previous_gamma=4, recent_acceptance=0.5, queue_depth=8, rtt_s=0.1),
+    ]
+    (fused,) = _contexts(seen, 1, AwcTask(s, contexts_per_run=5))
+    assert fused[:3] == (0.25, 0.5, 30.0 + 2 * 9.0) and fused[4] == 1.0
+    assert np.isnan(fused[3])  # no TPOT observed yet
+    (plain,) = _contexts(seen, 4, AwcTask(s, contexts_per_run=5))
+    assert plain[2] == 100.0 and plain[4] == 4.0

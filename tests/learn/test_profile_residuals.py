@@ -60,3 +60,43 @@ def test_main_prints_the_table_and_both_fits(
     header = ["category", "split", "n", "MAPE", "%", "bias", "%", "mean", "s"]
     assert out.splitlines()[0].split() == header
     assert "Eq. 19 (additive): held-out R²" in out and "padded shape: held-out R² 1.000" in out
+
+
+def _sample(config: int, split: str, time_s: float, run: int = 0) -> dict[str, Any]:
+    return {
+        "config": config, "category": "compute", "split": split, "run": run,
+        "entries": [[1 + config, 0]], "time_s": time_s,
+    }  # fmt: skip
+
+
+def test_points_take_the_lower_median_of_an_even_number_of_runs() -> None:
+    report = {
+        "samples": [_sample(0, "train", t, run) for run, t in enumerate((0.4, 0.1, 0.3, 0.2))]
+    }
+    assert [p.time_s for p in pr.points(report)] == [0.2]
+
+
+def test_category_errors_by_hand() -> None:
+    # Eq. 19 with only c = 1 s predicts 1 s everywhere; relative errors (pred − meas) / meas:
+    # +100 %, 0 %, −50 % on the training points; −75 % on the held-out one
+    times = {0: ("train", 0.5), 1: ("train", 1.0), 2: ("train", 2.0), 3: ("test", 4.0)}
+    report = {
+        "wisp": {"coefficients": {"a_s": 0.0, "b_compute_s": 0.0, "b_read_s": 0.0, "c_s": 1.0}},
+        "samples": [_sample(i, split, t) for i, (split, t) in times.items()],
+    }
+    train, test = pr.category_errors(report)
+    assert (train.category, train.split, train.count) == ("compute", "train", 3)
+    assert train.mape_pct == pytest.approx(50.0)
+    assert train.bias_pct == pytest.approx(50.0 / 3)  # over-prediction is positive
+    assert train.mean_time_s == pytest.approx(3.5 / 3)
+    assert (test.split, test.count, test.mape_pct, test.bias_pct) == ("test", 1, 75.0, -75.0)
+
+
+def test_refits_score_the_held_out_configurations_only() -> None:
+    fits = pr.refits(_report())
+    assert {m.num_samples for m in fits.values()} == {10}  # configurations 0, 4, ..., 36
+    only_train = {"samples": [_sample(i, "train", 0.1 * (i + 1)) for i in range(5)]}
+    only_test = {"samples": [_sample(i, "test", 0.1 * (i + 1)) for i in range(5)]}
+    for report in (only_train, only_test):
+        with pytest.raises(ValueError, match="needs training and held-out configurations"):
+            pr.refits(report)

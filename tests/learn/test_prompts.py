@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from edgespec.learn.prompts import format_prompt, iter_json_array, load_jsonl_prompts, load_prompts
+from edgespec.learn.prompts import (
+    format_prompt,
+    iter_json_array,
+    load_jsonl_prompts,
+    load_prompts,
+    sharegpt_split,
+)
 
 
 def test_templates() -> None:
@@ -47,3 +53,32 @@ def test_truncated_json_array_yields_the_complete_records() -> None:
     text = '[{"id": 1}, {"id": 2} ,\n {"id": 3, "conversations": [{"from": "hu'
     assert list(iter_json_array(text)) == [{"id": 1}, {"id": 2}]
     assert list(iter_json_array('[{"id": 1}]')) == [{"id": 1}]
+
+
+def test_json_array_skips_items_that_are_not_objects() -> None:
+    assert list(iter_json_array('[1, "two", {"id": 3}, [4], {"id": 5}]')) == [{"id": 3}, {"id": 5}]
+
+
+def test_sharegpt_split_puts_buckets_0_to_9_in_test() -> None:
+    # sha256 buckets (first 8 hex digits mod 100): c229 → 9, c278 → 10
+    assert sharegpt_split("c229") == "test" and sharegpt_split("c278") == "train"
+
+
+def test_an_explicit_template_overrides_the_datasets(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"prompt": "a"}\n')
+    (gsm,) = load_jsonl_prompts(path, "mine", template="gsm8k")
+    assert (gsm.prompt_id, gsm.dataset, gsm.text) == ("mine-0", "mine", "Question: a\nAnswer:")
+    assert load_jsonl_prompts(path, "gsm8k", template="plain")[0].text == "a"
+
+
+def test_load_prompts_reads_the_prompt_dir_and_applies_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EDGESPEC_PROMPTS", str(tmp_path))
+    (tmp_path / "cnndm_test.jsonl").write_text("".join(f'{{"prompt": "t{i}"}}\n' for i in range(3)))
+    assert [p.text for p in load_prompts("cnndm", "test", limit=2)] == [
+        "Article: t0\n\nTL;DR:",
+        "Article: t1\n\nTL;DR:",
+    ]
+    assert len(load_prompts("cnndm", "test")) == 3

@@ -119,3 +119,44 @@ def test_shipped_training_traces_give_the_documented_dataset() -> None:
     keep = bundled.keep_mask(data.features)
     # the shipped operating point keeps most accepted and few first-rejected positions
     assert keep[data.labels == 1].mean() > 0.6 and keep[data.labels == 0].mean() < 0.2
+
+
+def test_ngram_and_featureless_traces_are_refused() -> None:
+    with pytest.raises(ValueError, match="trace request a: draft 'ngram' drafts lookup tokens"):
+        build_dataset([record("a", (1, 0, 1), draft="ngram")], 4)
+    bare = dataclasses.replace(record("b", (1, 0, 1)), draft_features=None)
+    with pytest.raises(ValueError, match="^trace request b: no draft_features recorded$"):
+        build_dataset([bare], 4)
+
+
+@pytest.mark.parametrize(
+    ("fractions", "message"),
+    [
+        ((0.5, 0.5, 0.0), "split fractions must be positive and sum to 1"),
+        ((0.6, 0.5, -0.1), "split fractions must be positive and sum to 1"),
+        ((0.5, 0.3, 0.3), "split fractions must be positive and sum to 1"),
+    ],
+)
+def test_split_refuses_bad_fractions(fractions: tuple[float, float, float], message: str) -> None:
+    data = build_dataset([record(f"r{i}", (1, 0, 1)) for i in range(6)], 4)
+    with pytest.raises(ValueError, match=message):
+        split_by_request(data, fractions, seed=0)
+
+
+@pytest.mark.parametrize("fractions", [(0.9, 0.05, 0.05), (0.8, 0.1, 0.1), (0.1, 0.1, 0.8)])
+def test_split_of_three_requests_gives_one_to_each_part(
+    fractions: tuple[float, float, float],
+) -> None:
+    data = build_dataset([record(f"r{i}", (1, 0, 1)) for i in range(3)], 4)
+    parts = split_by_request(data, fractions, seed=0)
+    assert [len(set(p.groups.tolist())) for p in parts] == [1, 1, 1]
+    with pytest.raises(ValueError, match="need at least 3 requests to split, got 2"):
+        split_by_request(data.subset(data.groups < 2), fractions, seed=0)
+
+
+def test_split_shuffles_requests_by_seed_and_subsets_count_their_own_requests() -> None:
+    data = build_dataset([record(f"r{i}", (1, 1, 0, 1)) for i in range(20)], 4)
+    tests = {tuple(split_by_request(data, (0.7, 0.15, 0.15), seed)[2].groups) for seed in range(4)}
+    assert len(tests) > 1  # not the same requests whatever the seed
+    train = split_by_request(data, (0.7, 0.15, 0.15), seed=0)[0]
+    assert train.balance()["requests"] == 14 and len(train.request_ids) == 20

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
+import pytest
 
 from edgespec.learn.stop_eval import (
     operating_point,
@@ -75,3 +77,46 @@ def test_latency_stats_are_ordered() -> None:
     stats = single_sample_latency(lambda x: x[:, 0], np.ones((3, 5)), num_calls=50, warmup=2)
     assert stats.num_calls == 50
     assert stats.min_ms <= stats.median_ms <= stats.p95_ms <= stats.p99_ms <= stats.max_ms
+
+
+def test_operating_point_counts_a_score_at_the_threshold_as_accepted() -> None:
+    p = operating_point(np.array([1, 0, 1]), np.array([0.5, 0.2, 0.4]), 0.5)
+    assert (p.tn, p.fp, p.fn, p.tp) == (1, 0, 1, 1)
+
+
+def test_auc_refuses_a_single_class() -> None:
+    for labels in (np.array([1, 1]), np.array([0, 0])):
+        with pytest.raises(ValueError, match="AUC needs both classes"):
+            roc_auc(labels, np.array([0.2, 0.7]))
+
+
+def test_youden_threshold_considers_the_top_score_and_breaks_ties_upwards() -> None:
+    labels = np.array([0, 0, 1])
+    # cuts 0.15 (J 0.5), 0.55 (J 1) and the top score 0.9 itself (J 1: score >= cut): the
+    # tie goes to the higher cut
+    assert youden_threshold(labels, np.array([0.1, 0.2, 0.9])) == 0.9
+    # one distinct score: that score
+    assert youden_threshold(labels, np.array([0.3, 0.3, 0.3])) == 0.3
+
+
+def test_latency_stats_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake clock makes call i take i + 1 ms: the stats of 1..100 ms."""
+    clock = iter(t for i in range(100) for t in (10.0 * i, 10.0 * i + (i + 1) / 1e3))
+    monkeypatch.setattr("edgespec.learn.stop_eval.time.perf_counter", lambda: next(clock))
+    seen: list[float] = []
+
+    def scorer(x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        assert x.shape == (1, 2)
+        seen.append(float(x[0, 0]))
+        return x[:, 0]
+
+    rows = np.array([[0.0, 9.0], [1.0, 9.0], [2.0, 9.0]])
+    stats = single_sample_latency(scorer, rows, num_calls=100, warmup=2)
+    assert seen[:5] == [0.0, 1.0, 0.0, 1.0, 2.0] and len(seen) == 102  # 2 warm-ups, cycling
+    durations = np.arange(1.0, 101.0)
+    assert stats.num_calls == 100
+    assert stats.mean_ms == pytest.approx(50.5) and stats.median_ms == pytest.approx(50.5)
+    assert stats.std_ms == pytest.approx(float(np.sqrt((100**2 - 1) / 12)))
+    assert (stats.min_ms, stats.max_ms) == pytest.approx((1.0, 100.0))
+    assert stats.p95_ms == pytest.approx(float(np.percentile(durations, 95)))  # 95.05
+    assert stats.p99_ms == pytest.approx(99.01)

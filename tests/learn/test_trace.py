@@ -131,3 +131,63 @@ def test_a_field_of_the_wrong_type_names_the_type(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         read_trace(path)
     assert str(info.value) == "t.jsonl:1: drafter_id: expected int, got 'two'"
+
+
+def test_summary_speeds_need_every_time_and_lossless_ignores_unknowns() -> None:
+    both = [_record(), _record(request_id="b", assisted_ms=None, lossless=None)]
+    s = summarize_traces("gsm8k", both, 4)
+    assert s.sd_tokens_per_s == 20.0 and s.assisted_tokens_per_s is None
+    assert s.speedup_vs_assisted is None and s.all_lossless is True
+    assert summarize_traces("x", [_record(), _record(lossless=False)], 4).all_lossless is False
+    assert summarize_traces("x", [_record(lossless=None)], 4).all_lossless is None
+    assert summarize_traces("x", [_record(sd_ms=0.0)], 4).sd_tokens_per_s is None
+    empty = _record(output_tokens=0, acceptance_seq=(), draft_features=None, rounds=())
+    nothing = summarize_traces("x", [empty], 4)
+    assert nothing.target_tokens_per_s == 0.0 and nothing.speedup_vs_target is None
+    assert nothing.mean_draft_ms_per_token is None and nothing.replayed_aal == 0.0
+
+
+def test_summary_replay_caps_windows_at_the_token_budget() -> None:
+    # (1, 1, 0, 1, 1, 1) at γ=4: rounds of 2 and 3 accepted; with a budget of 6 tokens the
+    # second round (at 3) drafts at most 6 − 3 − 1 = 2
+    assert summarize_traces("x", [_record()], 4).replayed_aal == 2.5
+    assert summarize_traces("x", [_record()], 4, max_new_tokens=6).replayed_aal == 2.0
+
+
+def test_one_dataset_gets_no_all_row() -> None:
+    assert [s.name for s in summarize_by_dataset([_record(), _record()], 4)] == ["gsm8k"]
+
+
+def test_measured_mean_accepted_and_a_false_lossless_flag_round_trip(tmp_path: Path) -> None:
+    assert (
+        _record().measured_mean_accepted == 2.0
+        and _record(rounds=()).measured_mean_accepted is None
+    )
+    path = tmp_path / "t.jsonl"
+    write_trace(path, [_record(lossless=False)])
+    assert json.loads(path.read_text())["lossless"] is False
+    assert read_trace(path)[0].lossless is False
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        ({"drafter_id": True}, "drafter_id", "expected int, got True"),
+        ({"acceptance_seq": [1, 1, 0.0, 1, 1, 1]}, "acceptance_seq", "must be a list of 0/1"),
+        ({"acceptance_seq": [1, True, 0, 1, 1, 1]}, "acceptance_seq", "must be a list of 0/1"),
+    ],
+)
+def test_booleans_and_floats_are_not_integers(
+    tmp_path: Path, change: dict[str, object], field: str, message: str
+) -> None:
+    obj = record_to_json(_record())
+    obj.update(change)
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(obj) + "\n")
+    with pytest.raises(ConfigError, match=f"^t.jsonl:1: {field}: {message}"):
+        read_trace(path)
+
+
+def test_draft_features_need_one_row_per_output_token() -> None:
+    with pytest.raises(ValueError, match="gsm8k-3: draft_features must have one row per output"):
+        _record(draft_features=((0.5, 1.25, 0.1, 2.0, 0.9),))

@@ -140,3 +140,23 @@ def test_a_plain_build_leaves_the_dsdsim_gsm8k_table_alone() -> None:
     assert parser.parse_args(["--datasets", "gsm8k"]).datasets == ["gsm8k"]
     with pytest.raises(SystemExit):
         parser.parse_args(["--datasets", "gsm9k"])
+
+
+def test_build_table_keeps_every_pair_when_max_pairs_exceeds_them() -> None:
+    pairs = [("a b", "c"), ("d", "e f g")]
+    table = lt.build_table("toy", pairs, "src", _count, max_pairs=10, seed=0)
+    assert table["num_samples"] == 2
+    assert (table["prompt_tokens"], table["output_tokens"]) == ([2, 1], [1, 3])
+
+
+def test_shared_pairs_take_the_first_reference_field_present(tmp_path: Path) -> None:
+    rows = [
+        {"prompt": "p0", "highlights": "h"},
+        {"prompt": "p1", "summary": "s", "highlights": "h"},
+        {"prompt": "p2"},
+    ]
+    (tmp_path / "cnndm_test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "cnndm_train.jsonl").write_text(json.dumps({"prompt": "q", "completion": "c"}))
+    pairs, source = lt.shared_pairs("cnndm", tmp_path)
+    assert pairs == [("p0", "h"), ("p1", "s"), ("q", "c")]
+    assert source == "shared/data/prompts/cnndm_{test,train}.jsonl (prompt + reference)"
