@@ -3,6 +3,7 @@ readers, named errors; ServerConfig serves as the example dataclass."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,102 @@ def test_overrides_from_flags_skips_unset_and_round_trips() -> None:
     assert texts == ["port=7", 'auth_tokens=["a", "b"]']
     cfg = load_config(ServerConfig, overrides=texts)
     assert (cfg.port, cfg.auth_tokens) == (7, ("a", "b"))
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([1], "config field '<root>': expected a mapping, got [1] (list)"),
+        ({"port": True}, "config field 'port': expected an integer, got True (bool)"),
+        ({"session_timeout_s": True}, "'session_timeout_s': expected a number, got True (bool)"),
+        ({"host": 5}, "config field 'host': expected a string, got 5 (int)"),
+        ({"auth_tokens": "abc"}, "config field 'auth_tokens': expected a list, got 'abc' (str)"),
+        ({"prometheus_port": "x"}, "'prometheus_port': expected an integer, got 'x' (str)"),
+        ({"slo_classes": {1: 2.0}}, "config field 'slo_classes': expected a string, got 1 (int)"),
+        ({"zz": 1, "aa": 2}, "config field 'aa': unknown field; known: "),
+    ],
+)
+def test_a_wrong_value_is_refused_where_it_is(data: object, message: str) -> None:
+    """No bool passes as a number, no string as a list of its letters; an Optional field's
+    error is its type's own; of several unknown fields the first in order is named."""
+    with pytest.raises(ConfigError) as error:
+        from_dict(ServerConfig, data)
+    assert message in str(error.value)
+    assert str(error.value).startswith("config field '")
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    size: int = 1
+
+    def validate(self) -> None:
+        if self.size > 9:
+            raise ValueError(f"size {self.size} is over 9")
+
+
+@dataclasses.dataclass(frozen=True)
+class Typed:
+    """The loader's other types, which the repository's configs use little or not at all."""
+
+    choice: int | str = 0
+    pair: tuple[int, str] = (0, "")
+    where: Path = Path()
+    section: Section = dataclasses.field(default_factory=Section)
+    derived: int = dataclasses.field(default=0, init=False)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"choice": None}, "config field 'choice': None (NoneType) matches none of int | str"),
+        ({"choice": 1.5}, "config field 'choice': 1.5 (float) matches none of int | str"),
+        ({"pair": [1]}, "config field 'pair': expected 2 items, got 1"),
+        ({"pair": [1, 2]}, "config field 'pair[1]': expected a string, got 2 (int)"),
+        ({"where": 5}, "config field 'where': expected a path, got 5 (int)"),
+        ({"section": {"size": 10}}, "config field 'section': size 10 is over 9"),
+        (
+            {"derived": 1},
+            "config field 'derived': unknown field; known: ['choice', 'pair', 'section', 'where']",
+        ),
+    ],
+)
+def test_unions_fixed_tuples_paths_and_section_checks(data: object, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        from_dict(Typed, data)
+    assert str(error.value) == message
+
+
+def test_typed_values_load() -> None:
+    data = {"choice": "a", "pair": [3, "b"], "where": "x/y", "section": {"size": 9}}
+    assert from_dict(Typed, data) == Typed("a", (3, "b"), Path("x/y"), Section(9))
+
+
+def test_override_values_keep_their_equals_and_may_be_empty() -> None:
+    cfg = load_config(ServerConfig, overrides=["target=a=b", "host=", "tls_cert=null"])
+    assert (cfg.target, cfg.host, cfg.tls_cert) == ("a=b", "", None)
+    with pytest.raises(ConfigError) as error:
+        apply_overrides({}, [" port =[1"])
+    assert str(error.value).startswith("config field 'port': cannot parse value '[1': ")
+
+
+def test_overrides_fill_a_null_section_and_index_tuples() -> None:
+    assert apply_overrides({"a": None}, ["a.b=1"]) == {"a": {"b": 1}}
+    data = {"a": (1, 2)}
+    assert apply_overrides(data, ["a.0=5"]) == {"a": [5, 2]} and data == {"a": (1, 2)}
+
+
+@pytest.mark.parametrize("index", ["x", "-1"])
+def test_a_list_index_that_is_no_number_is_named(index: str) -> None:
+    data = {"pools": [{"count": 1}, {"count": 2}]}
+    with pytest.raises(ConfigError) as error:
+        apply_overrides(data, [f"pools.{index}.count=5"])
+    assert str(error.value) == (
+        f"config field 'pools.{index}': list index must be 0..1, got {index!r}"
+    )
+
+
+def test_an_empty_yaml_file_is_the_defaults(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing set\n")
+    assert read_yaml(empty) == {}
+    assert load_config(ServerConfig, empty, ["port=7"]) == ServerConfig(port=7)

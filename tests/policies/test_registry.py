@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
 
-from edgespec.policies.registry import PolicyConfigError, build_policy
+from edgespec.policies.registry import ROUTING, PolicyConfigError, build_policy
 from edgespec.policies.window import DynamicWindow, StaticWindow
 
 
@@ -19,6 +20,8 @@ from edgespec.policies.window import DynamicWindow, StaticWindow
         ("window", "static", "gamma", True, "an integer, got True (bool)"),
         ("window", "static", "fused", 1, "true/false, got 1 (int)"),
         ("window", "dynamic", "raise_above", "x", "a number, got 'x' (str)"),
+        ("window", "dynamic", "raise_above", True, "a number, got True (bool)"),
+        ("window", "static", "gamma", None, "an integer, got None (NoneType)"),
         ("batching", "lab", "max_length_ratio", "2", "a number, got '2' (str)"),
     ],
 )
@@ -35,3 +38,50 @@ def test_right_types_still_build() -> None:
     dynamic = build_policy("window", "dynamic", {"raise_above": 1, "lower_below": 0.1})
     assert dynamic == DynamicWindow(raise_above=1, lower_below=0.1)
     assert build_policy("batching", "lab", {"max_length_ratio": None}) is not None
+
+
+def test_unknown_kinds_and_private_fields_are_refused() -> None:
+    with pytest.raises(PolicyConfigError) as error:
+        build_policy("admission", "fcfs")
+    assert str(error.value) == (
+        "unknown policy kind 'admission'; known: ['batching', 'routing', 'stop', 'window']"
+    )
+    with pytest.raises(PolicyConfigError) as error:
+        build_policy("routing", "round_robin", {"_cursor": 3})
+    assert str(error.value) == (
+        "routing policy 'round_robin' has no parameter(s) ['_cursor']; known: []"
+    )
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """A policy with the parameter types no registered policy has (yet)."""
+
+    label: str = "a"
+    size: int | str = 1
+    shape: int | tuple[int, ...] = 0
+
+
+@pytest.mark.parametrize(
+    ("param", "value", "expected"),
+    [
+        ("label", 5, "a string, got 5 (int)"),
+        ("size", 2.5, "an integer or a string, got 2.5 (float)"),
+        ("size", None, "an integer or a string, got None (NoneType)"),
+    ],
+)
+def test_string_and_union_parameters_are_checked(
+    param: str, value: Any, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(ROUTING, "labelled", Labelled)
+    with pytest.raises(PolicyConfigError) as error:
+        build_policy("routing", "labelled", {param: value})
+    assert str(error.value) == (
+        f"routing policy 'labelled': parameter {param!r} expects {expected}"
+    )
+
+
+def test_a_union_with_a_non_scalar_is_left_to_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(ROUTING, "labelled", Labelled)
+    built = build_policy("routing", "labelled", {"label": "b", "size": "x", "shape": (1, 2)})
+    assert built == Labelled("b", "x", (1, 2))

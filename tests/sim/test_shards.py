@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import astuple
 from pathlib import Path
 from typing import Any
@@ -198,3 +199,20 @@ def test_concatenating_record_folders_checks_them(tmp_path: Path) -> None:
             pass
     with pytest.raises(ValueError, match=r"rounds.csv is missing from \['.*b'\]"):
         concatenate_records(tmp_path, [a, b])
+
+
+class ReversedExecutor:
+    """Runs the shards in this process and reports them last first, as a pool may."""
+
+    def map_unordered(
+        self, fn: Callable[[Any], Any], items: Sequence[Any]
+    ) -> Iterator[tuple[int, Any]]:
+        done = [fn(item) for item in items]
+        yield from reversed(list(enumerate(done)))
+
+
+def test_shards_finishing_out_of_order_are_kept_in_cell_order() -> None:
+    data = pinned(duration_s=5.0)
+    run = simulate_sharded(data, 3, ReversedExecutor())
+    assert [s.cells for s in run.shards] == [(0,), (1,), (2,)]
+    assert run.metrics == run_scenario(scenario_from_dict(data))
