@@ -108,6 +108,13 @@ def _wisp_params(scenario: Scenario, params: dict[str, Any]) -> dict[str, Any]:
     verifier's own Eq. 19 fit)."""
     if "a_s" in params:
         return params
+    partial = [k for k in ("b_compute_s", "b_read_s", "c_s") if k in params]
+    if partial:  # a profile would silently override them
+        raise ConfigError(
+            "policies.batching.params",
+            f"wisp coefficient(s) {', '.join(partial)} given without a_s: give all four "
+            "(a_s, b_compute_s, b_read_s, c_s), or a profile alone",
+        )
     profile = params.pop("profile", None)
     where = "policies.batching.params.profile"
     if profile is None:

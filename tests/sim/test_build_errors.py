@@ -153,3 +153,15 @@ def test_trace_acceptance_needs_a_sequence_for_every_workload_request(
     )
     model = build_acceptance(scenario, build_trace(scenario))
     assert isinstance(model, TraceAcceptance) and model.pool == ()
+
+
+@pytest.mark.parametrize("profile", [None, "a100-qwen3-32b"])
+def test_wisp_coefficients_without_a_s_are_refused_not_overridden(profile: str | None) -> None:
+    params: dict[str, Any] = {"b_read_s": 0.1, "c_s": 0.01}
+    if profile is not None:
+        params["profile"] = profile
+    batching = {"name": "wisp", "params": params}
+    assert error_of(build_policies, [f"policies.batching={json.dumps(batching)}"]) == (
+        "config field 'policies.batching.params': wisp coefficient(s) b_read_s, c_s given "
+        "without a_s: give all four (a_s, b_compute_s, b_read_s, c_s), or a profile alone"
+    )
