@@ -106,3 +106,9 @@ def test_payloads_cross_the_wire_and_bad_shapes_are_refused(target: Transformers
         assert reply.outcome.result.accepted_token_ids == (7,)
     finally:
         server.stop(grace_s=0)
+
+
+def test_the_default_rules_are_the_lossless_exact_rule_only() -> None:
+    assert list(EXACT_RULES) == ["exact"]
+    assert EXACT_RULES["exact"].lossless is True
+    assert AcceptWhereChannelIsGood().lossless is False
