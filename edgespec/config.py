@@ -201,7 +201,7 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
             where = ".".join(keys[: i + 1])
             last = i == len(keys) - 1
             if isinstance(node, list):
-                if not key.isdigit() or int(key) >= len(node):
+                if not (key.isascii() and key.isdigit()) or int(key) >= len(node):
                     raise ConfigError(where, f"list index must be 0..{len(node) - 1}, got {key!r}")
                 if last:
                     node[int(key)] = value

@@ -237,7 +237,7 @@ def test_overrides_fill_a_null_section_and_index_tuples() -> None:
     assert apply_overrides(data, ["a.0=5"]) == {"a": [5, 2]} and data == {"a": (1, 2)}
 
 
-@pytest.mark.parametrize("index", ["x", "-1"])
+@pytest.mark.parametrize("index", ["x", "-1", "²"])
 def test_a_list_index_that_is_no_number_is_named(index: str) -> None:
     data = {"pools": [{"count": 1}, {"count": 2}]}
     with pytest.raises(ConfigError) as error:
