@@ -9,19 +9,13 @@ from edgespec.experiments.dsd_sweep_claims import batching_rows, routing_rows
 from edgespec.experiments.reproduce_dsd import (
     DsdPlan,
     DsdResults,
-    DsdRunSummary,
     batching_name,
     crossover_name,
     routing_name,
     stack_name,
     table_name,
 )
-
-PLAN = DsdPlan(DsdSetup(), ("gsm8k",), ("C1", "C2"), (10.0, 40.0, 60.0, 90.0), (400, 1000, 1400))
-
-
-def run(thr: float, ttft: float, tpot: float) -> DsdRunSummary:
-    return DsdRunSummary(thr, ttft, tpot, 100)
+from tests.experiments.test_dsd_claims import PLAN, run
 
 
 def _stacks(

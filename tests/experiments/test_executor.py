@@ -3,9 +3,6 @@ and the local executor choices."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
-
 import pytest
 
 from edgespec.experiments.executor import (
@@ -14,16 +11,7 @@ from edgespec.experiments.executor import (
     make_executor,
 )
 from edgespec.experiments.jobs import run_all
-
-
-class ReversedExecutor:
-    """Yields results last item first, as a pool may."""
-
-    def map_unordered(
-        self, fn: Callable[[Any], Any], items: Sequence[Any]
-    ) -> Iterator[tuple[int, Any]]:
-        results = [(i, fn(item)) for i, item in enumerate(items)]
-        yield from reversed(results)
+from tests.experiments.executors import ReversedExecutor
 
 
 def test_run_all_keeps_the_jobs_order_and_advances_once_per_job() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from edgespec.experiments.sweep import (
     write_sweep,
 )
 from edgespec.metrics import SystemMetrics
+from tests.experiments.executors import ReversedExecutor
 from tests.experiments.test_capacity import metrics_with_violations
 
 
@@ -156,16 +156,6 @@ def test_override_text_refuses_a_value_that_does_not_round_trip() -> None:
     with pytest.raises(ConfigError) as info:
         override_text("a", "a\x85b")
     assert str(info.value) == "config field 'a': value 'a\\x85b' does not survive a YAML round trip"
-
-
-class ReversedExecutor:
-    """Yields results last item first, as a pool may."""
-
-    def map_unordered(
-        self, fn: Callable[[Any], Any], items: Sequence[Any]
-    ) -> Iterator[tuple[int, Any]]:
-        results = [(i, fn(item)) for i, item in enumerate(items)]
-        yield from reversed(results)
 
 
 def test_run_sweep_puts_results_back_in_grid_order(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import astuple
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from edgespec.sim.rng import spawn_streams
 from edgespec.sim.scenario import scenario_from_dict
 from edgespec.sim.shards import simulate_sharded
 from edgespec.sim.simulator import run_scenario, simulate
+from tests.experiments.executors import ReversedExecutor
 from tests.sim.helpers import tiny_scenario
 
 
@@ -199,16 +199,6 @@ def test_concatenating_record_folders_checks_them(tmp_path: Path) -> None:
             pass
     with pytest.raises(ValueError, match=r"rounds.csv is missing from \['.*b'\]"):
         concatenate_records(tmp_path, [a, b])
-
-
-class ReversedExecutor:
-    """Runs the shards in this process and reports them last first, as a pool may."""
-
-    def map_unordered(
-        self, fn: Callable[[Any], Any], items: Sequence[Any]
-    ) -> Iterator[tuple[int, Any]]:
-        done = [fn(item) for item in items]
-        yield from reversed(list(enumerate(done)))
 
 
 def test_shards_finishing_out_of_order_are_kept_in_cell_order() -> None:
