@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 from typing import Any
 
 import numpy as np
@@ -105,7 +106,7 @@ def _payloads_from_proto(msg: Any) -> dict[str, npt.NDArray[np.float32]]:
                 ErrorCode.INVALID_ARGUMENT, f"payload name {item.name!r} is empty or repeated"
             )
         shape = tuple(int(d) for d in item.shape)
-        if int(np.prod(shape)) != len(item.values):
+        if math.prod(shape) != len(item.values):  # exact: np.prod wraps past int64
             raise RequestError(
                 ErrorCode.INVALID_ARGUMENT,
                 f"payload {item.name!r} has {len(item.values)} values for shape {list(shape)}",

@@ -32,7 +32,7 @@ def _reply(hidden: Any, start: int = 0) -> VerifyReply:
 
 def test_codec_round_trips_hidden_rows_as_float16() -> None:
     rows = np.random.default_rng(0).normal(size=(3, 5)).astype(np.float32)
-    rows[0, 0] = 1e6  # beyond float16: clipped, not inf
+    rows[0, 0], rows[1, 0] = 1e6, -1e6  # beyond float16: clipped, not inf
     msg = reply_to_proto(_reply(rows, start=7))
     assert len(msg.target_hidden) == 3 * 5 * 2 and msg.hidden_size == 5
     assert msg.target_hidden_start == 7
@@ -40,6 +40,7 @@ def test_codec_round_trips_hidden_rows_as_float16() -> None:
     assert back.target_hidden is not None and back.target_hidden.dtype == np.float32
     assert back.target_hidden_start == 7
     assert np.isfinite(back.target_hidden).all()
+    assert back.target_hidden[:2, 0].tolist() == [65504.0, -65504.0]  # float16's max
     np.testing.assert_allclose(back.target_hidden[:, 1:], rows[:, 1:], rtol=1e-3, atol=1e-3)
     plain = reply_to_proto(_reply(None))
     assert (
@@ -55,8 +56,9 @@ def test_codec_round_trips_hidden_rows_as_float16() -> None:
     [
         (b"\x00" * 10, 4, "target_hidden has 10 bytes, not rows x hidden_size (4) x 2"),
         (b"\x00" * 8, 0, "target_hidden has 8 bytes, not rows x hidden_size (0) x 2"),
+        (b"\x00" * 6, 2, "target_hidden has 6 bytes, not rows x hidden_size (2) x 2"),
     ],
-    ids=["odd-length", "no-hidden-size"],
+    ids=["odd-length", "no-hidden-size", "half-a-row"],
 )
 def test_codec_rejects_a_malformed_hidden_payload(
     payload: bytes, hidden_size: int, message: str
@@ -79,3 +81,9 @@ def test_codec_rejects_rows_beyond_the_committed_sequence() -> None:
     msg.target_hidden, msg.hidden_size, msg.target_hidden_start = data, size, 7
     with pytest.raises(RequestError, match="4 hidden rows from position 7 run past the 10"):
         reply_from_proto(msg, (4, 5), prefix_len=8)
+
+
+def test_hidden_rows_must_be_2d() -> None:
+    with pytest.raises(ValueError) as info:
+        hidden_to_bytes(np.zeros(3, np.float32))
+    assert str(info.value) == "hidden rows must be 2-D (rows x hidden_size), got shape (3,)"
