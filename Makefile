@@ -18,11 +18,11 @@ demo: $(STAMP)
 	$(VENV)/bin/edgespec sim
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check edgespec tests
-	$(VENV)/bin/ruff format --check edgespec tests
+	$(VENV)/bin/ruff check edgespec tests docs/probes
+	$(VENV)/bin/ruff format --check edgespec tests docs/probes
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy edgespec tests
+	$(VENV)/bin/mypy edgespec tests docs/probes
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest -q
