@@ -23,11 +23,16 @@ from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBES = sorted((ROOT / "docs" / "probes").glob("*.c"))
+PYTHON_PROBES = sorted((ROOT / "docs" / "probes").glob("*.py"))
 
 
 def test_probes_exist() -> None:
     assert [p.name for p in PROBES] == ["chase.c", "fleet_core.c"]
-    assert sorted(p.name for p in (ROOT / "docs" / "probes").glob("*.py")) == ["fleet_core.py"]
+    assert sorted(p.name for p in PYTHON_PROBES) == [
+        "fleet_core.py",
+        "head_speed.py",
+        "mixed_batch_ab.py",
+    ]
 
 
 @pytest.mark.parametrize("probe", PROBES, ids=lambda p: p.name)
@@ -66,11 +71,12 @@ def _python_probe() -> ModuleType:
 PROBE = _python_probe()
 
 
-def test_python_probe_is_quoted_with_its_command() -> None:
+@pytest.mark.parametrize("probe", PYTHON_PROBES, ids=lambda p: p.name)
+def test_python_probe_is_quoted_with_its_command(probe: Path) -> None:
     doc = (ROOT / "docs" / "PERFORMANCE.md").read_text(encoding="utf-8")
-    command = "python docs/probes/fleet_core.py"
+    command = f"python docs/probes/{probe.name}"
     assert command in doc, f"docs/PERFORMANCE.md does not quote `{command}`"
-    assert command in (ROOT / "docs" / "probes" / "fleet_core.py").read_text(encoding="utf-8")
+    assert command in probe.read_text(encoding="utf-8"), f"{probe.name}'s docstring lacks it"
 
 
 @pytest.mark.parametrize(("devices", "seed"), [(500, 0), (500, 7), (2000, 1)])
