@@ -59,9 +59,10 @@ class Drafter:
     """Drafts the target's own continuation except for a wrong token at ``wrong_at``;
     with ``wants_target_hidden`` it is a feature draft recording what it observes."""
 
-    def __init__(self, clock: Clock, wrong_at: int = 2, wants_hidden: bool | None = None):
+    def __init__(self, clock: Clock, wrong_at: int = 2, wants_hidden: bool | None = None) -> None:
         self.clock = clock
         self.wrong_at = wrong_at
+        self.max_block = VOCAB  # a shorter block than γ when set lower
         self.gammas: list[int] = []
         self.observed: list[tuple[int, int]] = []  # (start_pos, number of rows)
         self._wants = wants_hidden
@@ -77,7 +78,7 @@ class Drafter:
             tokens.append((last + 7) % VOCAB if i == self.wrong_at else last)
         probs = np.zeros((gamma, VOCAB), dtype=np.float32)
         probs[np.arange(gamma), tokens] = 1.0
-        return DraftProposal(tuple(tokens), probs)
+        return DraftProposal(tuple(tokens[: self.max_block]), probs[: self.max_block])
 
     def reset(self) -> None:
         pass
@@ -96,7 +97,7 @@ class FeatureDrafter(Drafter):
 class Verifier:
     """Greedy verification against the toy target. ``failures``: error codes the next
     verify calls raise (one each, advancing the clock a verification's time);
-    ``open_failures`` the same for opening sessions."""
+    ``open_failures`` the same for reopening sessions."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
@@ -106,10 +107,11 @@ class Verifier:
         self.failures: list[ErrorCode] = []
         self.open_failures: list[ErrorCode] = []
         self.sessions: dict[str, tuple[list[int], SessionSpec]] = {}
+        self.queue_s = QUEUE_S  # what replies claim
 
     def open(self, spec: SessionSpec) -> None:
         self.specs.append(spec)
-        if self.open_failures:
+        if self.open_failures and len(self.specs) > 1:  # reopenings only
             code = self.open_failures.pop(0)
             raise RequestError(code, f"cannot open {spec.session_id!r}")
         self.sessions[spec.session_id] = ([], spec)
@@ -160,7 +162,7 @@ class Verifier:
             target_hidden=hidden,
             target_hidden_start=prefix_len,
         )
-        return VerifyReply(outcome, QUEUE_S, VERIFY_S, BATCH_SIZE, QUEUE_DEPTH)
+        return VerifyReply(outcome, self.queue_s, VERIFY_S, BATCH_SIZE, QUEUE_DEPTH)
 
 
 class FusedVerifier(Verifier):

@@ -8,16 +8,19 @@ step (γ capped at 0), commits 12."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 import pytest
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
-from edgespec.policies.interfaces import WindowObservation
+from edgespec.policies.interfaces import WindowObservation, WindowPolicy
+from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.runtime.drafter import DraftOptions, GenerationResult, generate
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
-from edgespec.runtime.rounds import play_round
+from edgespec.runtime.rounds import draft_rng, play_round
 from tests.runtime.round_fakes import (
     Clock,
     Drafter,
@@ -29,7 +32,7 @@ from tests.runtime.round_fakes import (
 PROMPT = (5,)
 GREEDY = SamplingParams(temperature=0.0, max_new_tokens=7, seed=3)
 OUTPUT = (6, 7, 8, 9, 10, 11, 12)
-OPTIONS = DraftOptions(session_id="s", retry_backoff_s=0.0)
+OPTIONS = DraftOptions(session_id="s", slo_class="gold", retry_backoff_s=0.0)
 SPEC = SessionSpec("s", "edge-0", PROMPT, GREEDY)
 
 
@@ -55,9 +58,18 @@ def _record(index: int, start: float, drafted: int, accepted: int, committed: in
 RECORDS = (_record(0, 0.0, 4, 2, 3), _record(1, 1.25, 3, 2, 3), _record(2, 2.5, 0, 0, 1))
 
 
-def _run(verifier: Verifier, clock: Clock, **kwargs: object) -> GenerationResult:
-    drafter = kwargs.pop("drafter", Drafter(clock))
-    return generate(verifier, drafter, PROMPT, GREEDY, OPTIONS, clock=clock, **kwargs)  # type: ignore[arg-type]
+def _run(
+    verifier: Verifier,
+    clock: Clock,
+    drafter: Drafter | None = None,
+    window: WindowPolicy | None = None,
+    on_tokens: Callable[[tuple[int, ...]], None] | None = None,
+    stop: DraftStopPolicy | None = None,
+) -> GenerationResult:
+    drafter = drafter if drafter is not None else Drafter(clock)
+    return generate(
+        verifier, drafter, PROMPT, GREEDY, OPTIONS, window, on_tokens, clock=clock, stop=stop
+    )
 
 
 def test_the_default_loop_sends_records_and_reports_exactly() -> None:
@@ -77,7 +89,7 @@ def test_the_default_loop_sends_records_and_reports_exactly() -> None:
     assert result.request == RequestRecord(
         request_id="s",
         client_id="edge-0",
-        slo_class="default",
+        slo_class="gold",
         server_id=0,
         arrival_s=0.0,
         first_token_s=1.25,
@@ -94,7 +106,7 @@ def test_the_default_loop_sends_records_and_reports_exactly() -> None:
     )
     assert result.num_reconnects == 0
     assert verifier.closed == ["s"]
-    assert [s.return_hidden for s in verifier.specs] == [False]
+    assert [(s.return_hidden, s.slo_class) for s in verifier.specs] == [(False, "gold")]
 
 
 def test_the_window_policy_sees_each_verdict() -> None:
@@ -203,3 +215,40 @@ def test_a_feature_draft_observes_the_hidden_rows_timed_as_drafting(wants: bool)
     assert drafter.observed == [(1, 3), (4, 3), (7, 1)]  # (start, rows) per verification
     assert [r.draft_s for r in result.rounds] == [0.75, 0.75, 0.5]
     assert [r.start_s for r in result.rounds] == [0.0, 1.75, 3.5]
+
+
+def test_the_draft_stream_is_neither_the_verifiers_nor_another_runs() -> None:
+    verifier_rng = np.random.default_rng(7)  # the engine's: the session seed itself
+    assert draft_rng(7).random() != verifier_rng.random()
+    assert draft_rng(7, 0).random() != draft_rng(7, 1).random()  # one per fused run
+    assert draft_rng(7, 1).random() == draft_rng(7, 1).random()
+
+
+def test_short_blocks_count_what_was_sent_and_network_time_is_never_negative() -> None:
+    clock = Clock()
+    verifier = Verifier(clock)
+    verifier.queue_s = 2.0  # more than the 1.0 s the round took: clock skew
+    drafter = Drafter(clock)
+    drafter.max_block = 1  # fewer tokens than γ
+    result = _run(verifier, clock, drafter=drafter)
+    assert result.output_token_ids == OUTPUT
+    assert drafter.gammas == [4, 4, 2]
+    assert [r.num_drafted for r in result.rounds] == [1, 1, 1, 0]
+    assert [(r.uplink_s, r.downlink_s) for r in result.rounds] == [(0.0, 0.0)] * 4
+
+
+def test_a_feature_draft_reopens_with_hidden_rows() -> None:
+    clock = Clock()
+    verifier = Verifier(clock)
+
+    def lose_session(tokens: tuple[int, ...]) -> None:
+        if tokens == (6, 7, 8):
+            verifier.failures = [ErrorCode.UNAVAILABLE]
+
+    drafter = FeatureDrafter(clock, wants_hidden=True)
+    result = _run(verifier, clock, drafter=drafter, on_tokens=lose_session)
+    assert result.output_token_ids == OUTPUT
+    assert [(s.session_id, s.return_hidden) for s in verifier.specs] == [
+        ("s", True),
+        ("s#r1.1", True),
+    ]
