@@ -40,9 +40,9 @@ def blocked_head(hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
     With a handful of rows (a γ + 1 verification block) and a 262k-row head, the CPU GEMM
     for the whole matrix ran about 2× slower than for one row on one CPU thread (Gemma 3 270M);
-    blocks that stay in cache cut the 5-row head by 21–29%, and on 2 threads the 19-row head
-    of a token tree from 146 to 108 ms, 48 rows from 244 to 184 ms (docs/PERFORMANCE.md,
-    backend A/B measurements).
+    blocks that stay in cache cut the 5-row head by about a fifth on 1 thread, and on 2
+    threads a token tree's 19-row head by about a quarter, a 48-row head by about a seventh
+    (medians; docs/PERFORMANCE.md, Backend A/B measurements, 2026-11-24).
     Used for 2..48 rows; one row (plain decoding) gains nothing.
     """
     rows = hidden.reshape(-1, hidden.shape[-1])
