@@ -82,6 +82,7 @@ class VerificationService:
         self._clock = clock
         self._batch_wait_s = batch_wait_s
         self._queue: dict[int, _Entry] = {}
+        self._in_batch: list[_Entry] = []  # the last batch taken (stop() answers its calls)
         self._in_flight: set[str] = set()
         self._next_id = 0
         self._wake = asyncio.Event()
@@ -99,14 +100,17 @@ class VerificationService:
         ]
 
     async def stop(self) -> None:
+        """Stop scheduling; every call not yet answered, queued or in the batch being
+        verified, fails with UNAVAILABLE (its client reconnects elsewhere)."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for entry in self._queue.values():
+        for entry in [*self._in_batch, *self._queue.values()]:
             if not entry.future.done():
                 entry.future.set_exception(
                     RequestError(ErrorCode.UNAVAILABLE, "server shutting down")
                 )
+        self._in_batch = []
         self._queue.clear()
         self._executor.shutdown(wait=True)
 
@@ -261,7 +265,7 @@ class VerificationService:
         loop = asyncio.get_running_loop()
         while True:
             entry_ids = await self._next_plan()
-            entries = [self._queue.pop(i) for i in entry_ids]
+            entries = self._in_batch = [self._queue.pop(i) for i in entry_ids]
             start = self._clock()
             calls = [e.call for e in entries]
             self._counters.busy = True

@@ -210,6 +210,35 @@ def test_stop_waits_for_the_forward_pass_in_progress(target: TransformersTarget)
     assert asyncio.run(scenario()) is True
 
 
+def test_a_call_in_the_batch_being_verified_at_stop_gets_unavailable(
+    target: TransformersTarget,
+) -> None:
+    """stop() cancels the scheduler while the engine runs the batch: the call does not hang,
+    it fails like a queued one."""
+
+    async def scenario() -> BaseException | None:
+        service, backend, _ = _service(target)
+        backend.gate = threading.Event()
+        _open(service, "a")
+        await service.start()
+        task = _verify(service, "a", (1,))
+        for _ in range(1000):
+            if backend.entered.is_set():
+                break
+            await asyncio.sleep(0.001)
+        assert backend.entered.is_set()
+        threading.Timer(0.05, backend.gate.set).start()
+        await service.stop()
+        done, _ = await asyncio.wait([task], timeout=5)
+        assert done, "the call in the engine at stop() never returned"
+        error: BaseException | None = task.exception()
+        return error
+
+    error = asyncio.run(scenario())
+    assert isinstance(error, RequestError)
+    assert (error.code, error.message) == (ErrorCode.UNAVAILABLE, "server shutting down")
+
+
 def test_a_second_call_for_a_session_in_flight_is_refused_and_counted(
     target: TransformersTarget,
 ) -> None:
