@@ -160,7 +160,16 @@ def _tree_rounds(
                 f"rounds[{i}]",
             )
         rounds.append((int(row[0]), int(row[1])))
-    committed = sum(a + 1 for _, a in rounds)
+    committed = 0
+    for i, (nodes, accepted) in enumerate(rounds):
+        if nodes == 0 and num_output - committed >= 2:  # not the budget's last token
+            raise RecordError(
+                where,
+                f"verifies no nodes with {num_output - committed} tokens left to generate: "
+                "a tree round drafts at least one node until the budget's last token",
+                f"rounds[{i}]",
+            )
+        committed += accepted + 1
     if committed < num_output:
         raise RecordError(
             where, f"commit {committed} tokens, fewer than {num_output} output tokens", "rounds"

@@ -120,42 +120,6 @@ def test_a_perfect_stop_predictor_sends_exactly_the_accepted_tokens(tmp_path: Pa
 
 
 @pytest.mark.parametrize("fast", [True, False])
-def test_an_empty_captured_tree_round_drafts_nothing(tmp_path: Path, fast: bool) -> None:
-    """A token-tree trace whose first captured round has no nodes: that round sends the
-    prompt alone and runs no draft pass (γ 0, not the tree's depth), then the next round
-    drafts its depth of 3 as captured.
-
-    Round 1's draft time (3 passes after context 5, no prompt prefill: the drafter never
-    forwarded the prompt, see the mutation-pass report) is deliberately not pinned."""
-    rows = [
-        {**_row("t", 0.0, 4, 5, 0), "acceptance_seq": [0, 1, 1, 0, 1], "draft_tree": "2,2,1",
-         "rounds": [[0, 0, 0.0, 9.0], [4, 2, 9.0, 9.0], [3, 1, 9.0, 9.0]]},
-    ]  # fmt: skip
-    data = hand_trace_scenario(tmp_path, rows, gamma=3, duration_s=5.0)
-    result = simulate(scenario_from_dict(data, [f"fast_path={fast}"]))
-    first = result.rounds[0]
-    # no drafting; uplink 64 + 4·4 prompt ids = 80 B 0.01008; 4 new tokens 0.009 → 0.019080;
-    # commits 1; downlink 72 B 0.010072 → 0.029152
-    assert (first.draft_s, first.num_drafted, first.num_accepted, first.num_committed) == (
-        0.0,
-        0,
-        0,
-        1,
-    )
-    assert first.uplink_s == pytest.approx(0.01008, **EXACT)
-    assert first.verify_s == pytest.approx(0.009, **EXACT)
-    assert first.end_s == pytest.approx(0.029152, **EXACT)
-    assert result.rounds[1].start_s == pytest.approx(0.029152, **EXACT)
-    assert [(r.num_drafted, r.num_accepted, r.num_committed) for r in result.rounds] == [
-        (0, 0, 1),
-        (4, 2, 3),
-        (0, 0, 1),  # γ capped at 5 − 4 − 1 = 0: the tree is not replayed
-    ]
-    shapes = [(b.num_new_tokens, b.num_cached_tokens) for b in result.batches]
-    assert shapes == [(4, 0), (1 + 4, 4), (1, 7)]
-
-
-@pytest.mark.parametrize("fast", [True, False])
 def test_stochastic_verification_uplinks_the_draft_distributions(
     tmp_path: Path, fast: bool
 ) -> None:

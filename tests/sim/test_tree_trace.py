@@ -3,6 +3,7 @@ each), one draft pass per depth, accepted lengths as captured; identical on both
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,16 @@ def test_bad_tree_rounds_and_tree_pools_are_refused(tmp_path: Path) -> None:
         simulate(scenario_from_dict(data))
     trace.write_text(good.replace("[6, 3, 9.0, 9.0]]", "[1, 0, 9.0, 9.0]]"))
     with pytest.raises(ConfigError, match="commit 6 tokens, fewer than 7 output tokens"):
+        simulate(scenario_from_dict(data))
+    # a round with no nodes while 2+ tokens are left cannot be captured (a tree has at least
+    # one node until the budget's last token); b's last round, 1 token left, is one
+    no_nodes = "verifies no nodes with {} tokens left to generate: a tree round drafts at "
+    no_nodes += "least one node until the budget's last token"
+    trace.write_text(good.replace("[[5, 2, 9.0, 9.0]", "[[0, 0, 9.0, 9.0]"))
+    with pytest.raises(ConfigError, match=re.escape("rounds[0]: " + no_nodes.format(7))):
+        simulate(scenario_from_dict(data))
+    trace.write_text(good.replace("[3, 1, 9.0, 9.0]", "[0, 0, 9.0, 9.0]"))
+    with pytest.raises(ConfigError, match=re.escape("rounds[1]: " + no_nodes.format(4))):
         simulate(scenario_from_dict(data))
     trace.write_text(good)
     pooled = {**data, "acceptance": {"kind": "trace", "traces": [str(trace)]}}
