@@ -116,14 +116,20 @@ def score(flags_per_request: Sequence[list[int]]) -> str:
     return f"{sum(accepted) / len(accepted):.2f}/{sum(flat) / len(flat):.2f}"
 
 
-def main() -> None:
-    draft_dir = (
-        Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "edgespec/data/drafts/gemma3-270m-draft"
-    )
-    limit = int(sys.argv[2]) if len(sys.argv) > 2 else 6
-    torch.set_num_threads(int(sys.argv[3]) if len(sys.argv) > 3 else 2)
+def draft_and_outputs(
+    argv: Sequence[str],
+) -> tuple[TrimmedVocabDraft, dict[str, list[tuple[list[int], list[int]]]]]:
+    """The draft and the cached target outputs named by ``[DRAFT_DIR] [PROMPTS] [THREADS]``
+    (this probe's and tree_bound.py's arguments); sets the torch threads."""
+    draft_dir = Path(argv[0]) if argv else ROOT / "edgespec/data/drafts/gemma3-270m-draft"
+    limit = int(argv[1]) if len(argv) > 1 else 6
+    torch.set_num_threads(int(argv[2]) if len(argv) > 2 else 2)
     data = target_outputs(limit)
-    draft = TrimmedVocabDraft.load(draft_dir)
+    return TrimmedVocabDraft.load(draft_dir), data
+
+
+def main() -> None:
+    draft, data = draft_and_outputs(sys.argv[1:])
     rows = {name: [rows_for(draft, p, o) for p, o in items] for name, items in data.items()}
     print("rule: AAL/per-position acceptance per dataset, then all")
     for rule, pick in RULES.items():

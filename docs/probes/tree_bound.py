@@ -26,7 +26,7 @@ from edgespec.models.trimmed import TrimmedVocabDraft
 from edgespec.runtime.backends.ngram import suffix_match_next
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hybrid_rules import NEW_TOKENS, ROOT, target_outputs
+from hybrid_rules import NEW_TOKENS, draft_and_outputs
 
 GAMMA = 4
 # per position: (target token, draft top-4 target ids, lookup proposal or None)
@@ -75,13 +75,7 @@ def nodes(shape: tuple[int, ...], lookup: bool) -> int:
 
 
 def main() -> None:
-    draft_dir = (
-        Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "edgespec/data/drafts/gemma3-270m-draft"
-    )
-    limit = int(sys.argv[2]) if len(sys.argv) > 2 else 6
-    torch.set_num_threads(int(sys.argv[3]) if len(sys.argv) > 3 else 2)
-    data = target_outputs(limit)
-    draft = TrimmedVocabDraft.load(draft_dir)
+    draft, data = draft_and_outputs(sys.argv[1:])
     seqs = {name: [positions(draft, p, o) for p, o in items] for name, items in data.items()}
     print("tree (branching per depth)[+ lookup chain]: nodes verified per round; AAL per "
           "dataset, then all")  # fmt: skip

@@ -30,23 +30,16 @@ from edgespec.runtime.round_log import RoundLog, read_round_log
 from edgespec.runtime.server import VerificationService
 from edgespec.runtime.serving_config import ServerConfig
 from tests.runtime.bad_cases import GREEDY, PROMPT
+from tests.runtime.round_fakes import Clock
 
 _STEP_S = 0.5  # what one forward pass advances the clock by
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
 
 
 class _Backend:
     """The real target, recording each forward pass's item lengths, advancing ``clock``
     by ``_STEP_S``, raising on token 13, and (with ``gate``) waiting for it to open."""
 
-    def __init__(self, inner: TransformersTarget, clock: _Clock) -> None:
+    def __init__(self, inner: TransformersTarget, clock: Clock) -> None:
         self._inner = inner
         self._clock = clock
         self.vocab_size = inner.vocab_size
@@ -98,11 +91,11 @@ def _service(
     target: TransformersTarget,
     policy: Any = None,
     batch_wait_s: float = 0.002,
-    engine_clock: _Clock | None = None,
+    engine_clock: Clock | None = None,
     round_log: RoundLog | None = None,
     **overrides: Any,
-) -> tuple[VerificationService, _Backend, _Clock]:
-    clock = _Clock()
+) -> tuple[VerificationService, _Backend, Clock]:
+    clock = Clock()
     backend = _Backend(target, clock)
     config = from_dict(ServerConfig, overrides)
     engine = VerificationEngine(backend, clock=engine_clock or clock)
@@ -190,16 +183,25 @@ def test_calls_still_queued_at_stop_get_unavailable(target: TransformersTarget) 
     assert (result.code, result.message) == (ErrorCode.UNAVAILABLE, "server shutting down")
 
 
+async def _stop_during_a_forward_pass(
+    target: TransformersTarget,
+) -> tuple[_Backend, Any]:
+    """One call's batch held in the engine (gated backend) while stop() runs; the gate
+    opens 50 ms later. Returns the stopped service's backend and the call's task."""
+    service, backend, _ = _service(target)
+    backend.gate = threading.Event()
+    _open(service, "a")
+    await service.start()
+    task = _verify(service, "a", (1,))
+    assert await asyncio.to_thread(backend.entered.wait, 10)  # the batch is in the engine
+    threading.Timer(0.05, backend.gate.set).start()
+    await service.stop()
+    return backend, task
+
+
 def test_stop_waits_for_the_forward_pass_in_progress(target: TransformersTarget) -> None:
     async def scenario() -> bool:
-        service, backend, _ = _service(target)
-        backend.gate = threading.Event()
-        _open(service, "a")
-        await service.start()
-        task = _verify(service, "a", (1,))
-        assert await asyncio.to_thread(backend.entered.wait, 10)  # the batch is in the engine
-        threading.Timer(0.05, backend.gate.set).start()
-        await service.stop()
+        backend, task = await _stop_during_a_forward_pass(target)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         return backend.finished.is_set()
@@ -214,14 +216,7 @@ def test_a_call_in_the_batch_being_verified_at_stop_gets_unavailable(
     it fails like a queued one."""
 
     async def scenario() -> BaseException | None:
-        service, backend, _ = _service(target)
-        backend.gate = threading.Event()
-        _open(service, "a")
-        await service.start()
-        task = _verify(service, "a", (1,))
-        assert await asyncio.to_thread(backend.entered.wait, 10)  # the batch is in the engine
-        threading.Timer(0.05, backend.gate.set).start()
-        await service.stop()
+        _, task = await _stop_during_a_forward_pass(target)
         done, _ = await asyncio.wait([task], timeout=5)
         assert done, "the call in the engine at stop() never returned"
         error: BaseException | None = task.exception()
@@ -448,7 +443,7 @@ def test_idle_sessions_expire_but_not_one_in_flight(target: TransformersTarget) 
     c, with a call waiting in the queue, stays open."""
 
     async def scenario() -> tuple[int, int, Any]:
-        engine_clock = _Clock()
+        engine_clock = Clock()
         policy = _Recording(wait=True)
         service, _, _ = _service(
             target,
