@@ -41,6 +41,14 @@ class ConfigFileError(ConfigError):
         UserInputError.__init__(self, f"{where}: {message}")
 
 
+def at_field(exc: ConfigError, path: str) -> ConfigError:
+    """``exc``, raised loading what the config field ``path`` names (a preset, a profile
+    file), reported at ``path``: a file's error (:class:`ConfigFileError`: missing, not
+    YAML) keeps its file and line; a field's error keeps its message, not its field (the
+    loader's own name for it, e.g. ``hardware``)."""
+    return ConfigError(path, str(exc) if isinstance(exc, ConfigFileError) else exc.message)
+
+
 class RecordError(ConfigFileError):
     """A bad record of a data file (a JSONL line): the message starts with ``file:line``,
     then the record's field when one is at fault; ``path`` is ``file:line.field``."""
@@ -191,34 +199,60 @@ def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[s
     """Return a deep copy of ``data`` with each ``key.path=value`` override applied.
 
     A numeric path segment indexes a list (``devices.0.count=50``); the item must exist.
-    Missing mapping keys are created.
+    Missing mapping keys are created. An override that switches a policy (a mapping with
+    ``name`` and ``params``, as a :class:`PolicySpec` is written) to another ``name`` drops
+    the old policy's ``params``: the new one starts from its own defaults, plus whatever
+    params the same overrides set for it, before or after its name.
     """
     result: dict[str, Any] = _deep_copy(data)
+    applied: list[tuple[list[str], Any]] = []
     for text in overrides:
         keys, value = parse_override(text)
-        node: Any = result
-        for i, key in enumerate(keys):
-            where = ".".join(keys[: i + 1])
-            last = i == len(keys) - 1
-            if isinstance(node, list):
-                if not (key.isascii() and key.isdigit()) or int(key) >= len(node):
-                    raise ConfigError(where, f"list index must be 0..{len(node) - 1}, got {key!r}")
-                if last:
-                    node[int(key)] = value
-                else:
-                    node = node[int(key)]
-            elif isinstance(node, dict):
-                if last:
-                    node[key] = value
-                else:
-                    if node.get(key) is None:
-                        node[key] = {}
-                    node = node[key]
-            else:
-                raise ConfigError(
-                    where, "cannot override inside a value that is not a mapping or list"
-                )
+        spec = _at(result, keys[:-1]) if keys[-1] == "name" and len(keys) > 1 else None
+        if isinstance(spec, dict) and "params" in spec and spec.get("name") != value:
+            del spec["params"]
+            params = [*keys[:-1], "params"]
+            for earlier, earlier_value in applied:  # set for the new policy already
+                if earlier[: len(params)] == params:
+                    _set(result, earlier, earlier_value)
+        _set(result, keys, value)
+        applied.append((keys, value))
     return result
+
+
+def _at(node: Any, keys: Sequence[str]) -> Any:
+    """The value at ``keys`` (list items by index), or ``None`` where there is none."""
+    for key in keys:
+        if isinstance(node, list) and key.isascii() and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        elif isinstance(node, dict):
+            node = node.get(key)
+        else:
+            return None
+    return node
+
+
+def _set(result: dict[str, Any], keys: Sequence[str], value: Any) -> None:
+    node: Any = result
+    for i, key in enumerate(keys):
+        where = ".".join(keys[: i + 1])
+        last = i == len(keys) - 1
+        if isinstance(node, list):
+            if not (key.isascii() and key.isdigit()) or int(key) >= len(node):
+                raise ConfigError(where, f"list index must be 0..{len(node) - 1}, got {key!r}")
+            if last:
+                node[int(key)] = value
+            else:
+                node = node[int(key)]
+        elif isinstance(node, dict):
+            if last:
+                node[key] = value
+            else:
+                if node.get(key) is None:
+                    node[key] = {}
+                node = node[key]
+        else:
+            raise ConfigError(where, "cannot override inside a value that is not a mapping or list")
 
 
 def overrides_from_flags(values: Mapping[str, Any]) -> list[str]:

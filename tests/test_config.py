@@ -27,9 +27,11 @@ def test_defaults_load() -> None:
 def test_yaml_and_overrides(tmp_path: Path) -> None:
     path = tmp_path / "server.yaml"
     path.write_text("port: 6000\nbatching: {name: lab, params: {max_length_ratio: 2.0}}\n")
-    cfg = load_config(ServerConfig, path, ["max_batch_size=4", "batching.name=fcfs"])
-    assert (cfg.port, cfg.max_batch_size, cfg.batching.name) == (6000, 4, "fcfs")
-    assert cfg.batching.params["max_length_ratio"] == 2.0
+    cfg = load_config(ServerConfig, path, ["max_batch_size=4", "batching.name=lab"])
+    assert (cfg.port, cfg.max_batch_size, cfg.batching.name) == (6000, 4, "lab")
+    assert cfg.batching.params["max_length_ratio"] == 2.0  # the same policy keeps its params
+    switched = load_config(ServerConfig, path, ["batching.name=fcfs"])
+    assert switched.batching == PolicySpec("fcfs")  # another starts from its own defaults
 
 
 def test_unknown_field_is_named() -> None:

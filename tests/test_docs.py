@@ -53,7 +53,7 @@ from edgespec.experiments.sim_flags import APPLIES, MODES, PLAIN
 from edgespec.experiments.sweep import override_text, parse_grid
 from edgespec.policies.registry import KINDS
 from edgespec.runtime.serving_config import DrafterConfig, ServerConfig
-from edgespec.sim.scenario import Scenario, default_scenario_path, scenario_from_dict
+from edgespec.sim.setup.scenario import Scenario, default_scenario_path, scenario_from_dict
 from tests.doc_snippets import (
     Parsed,
     Snippet,

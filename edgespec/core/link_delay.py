@@ -3,7 +3,7 @@
 One-way delay = RTT/2 + payload_bytes / bandwidth + jitter, where jitter is exponential
 with mean ``jitter_s`` (drawn by inversion from one uniform in [0, 1), and only when
 ``jitter_s > 0``, so a link without jitter consumes no randomness). Message sizes are
-those of the simulator (:mod:`edgespec.sim.network`, whose ``Link.latency_s``,
+those of the simulator (:mod:`edgespec.sim.model.network`, whose ``Link.latency_s``,
 ``uplink_bytes`` and ``downlink_bytes`` compute the same values): a fixed header, int32
 token ids and tree parents, fp16 draft probabilities and hidden values. Pure functions,
 no state: :mod:`edgespec.runtime.emulated_link` uses them without importing the simulator.

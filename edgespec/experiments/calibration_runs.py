@@ -175,7 +175,7 @@ def simulate_run(
     max_batch_size: int,
     seed: int = 0,
 ) -> tuple[RequestRecord, ...]:
-    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.setup.scenario import scenario_from_dict
     from edgespec.sim.simulator import simulate
 
     scenario = scenario_from_dict(

@@ -21,7 +21,7 @@ from edgespec.experiments.sweep import progress_bar
 from edgespec.experiments.wisp_setup import CLASSES, WispSetup, scenario
 from edgespec.metrics.attribution import ViolationAttribution, attribute_violations
 from edgespec.metrics.types import SystemMetrics
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 
 MIXED = {name: 1.0 for name in CLASSES}

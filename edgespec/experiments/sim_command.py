@@ -39,7 +39,7 @@ def _split(items: list[str]) -> tuple[str | None, list[str]]:
 
 def run_scenario_dict(data: dict[str, Any]) -> Any:
     """A scenario dict's metrics (module-level, so a process pool can pickle it)."""
-    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.setup.scenario import scenario_from_dict
     from edgespec.sim.simulator import paused_gc, run_scenario
 
     with paused_gc():  # a run owns its worker process (or the CLI's)
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.metrics.record_files import RecordFiles
     from edgespec.metrics.sinks import print_runs, print_summary
-    from edgespec.sim.scenario import default_scenario_path, scenario_from_dict
+    from edgespec.sim.setup.scenario import default_scenario_path, scenario_from_dict
     from edgespec.sim.simulator import paused_gc, simulate
 
     check_flags(args)
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     _write_run_folder(args, data, out, metrics)
     print_summary(metrics, console)
     if args.verbose:
-        console.print(f"event loop: {sim.path}")
+        console.print(f"handler set: {sim.path}")
     console.print(
         f"{scenario.name}: {sim.num_rounds} rounds, {metrics.num_requests} requests, "
         f"{sim.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"

@@ -6,7 +6,7 @@
 * W7 (Table 5): per WISP draft model, i.i.d. acceptance α fitted so that a fixed K = 4
   window accepts Table 5's OFF fraction, then the same run with the stop predictor modelled
   by the MLP's measured held-out operating point (TPR on accepted, FPR at the first
-  rejection; :mod:`edgespec.sim.stop_model`'s confusion stand-in). Plus the real pair
+  rejection; :mod:`edgespec.sim.model.stop_model`'s confusion stand-in). Plus the real pair
   itself: the study's replay of held-out traces, fixed K vs the MLP.
 * W8 (Table 6): goodput at N = 2, 4, 8, 16 devices with and without the predictor, WISP's
   system (:mod:`wisp_setup`), the predictor costing Table 11's Pi 5 MLP time per pass.
@@ -23,7 +23,7 @@ from edgespec.experiments.wisp_setup import CLASSES, WispSetup, scenario
 from edgespec.learn.stop_study import StopStudy, StudySettings, run_study
 from edgespec.learn.trace import read_trace
 from edgespec.metrics.types import SystemMetrics
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 
 TRAINING_TRACES = "gemma3-270m-draft-train.jsonl"

@@ -226,8 +226,8 @@ def run_awc_scenario(task: AwcTask) -> ScenarioRows:
     """All configurations of one scenario (module level: Ray pickles it)."""
     import time
 
-    from edgespec.sim.build import build_policies
-    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.setup.build import build_policies
+    from edgespec.sim.setup.scenario import scenario_from_dict
     from edgespec.sim.simulator import simulate
 
     start = time.perf_counter()
@@ -295,7 +295,7 @@ def label_scenarios(
 def workload_lengths(path: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(prompt, output) lengths of a workload trace JSONL (either schema), e.g. DSD-Sim's
     GSM8K trace, as an inline length table."""
-    from edgespec.sim.workload import load_trace
+    from edgespec.sim.setup.workload import load_trace
 
     entries = load_trace(path)
     return tuple(e.num_prompt_tokens for e in entries), tuple(e.num_output_tokens for e in entries)

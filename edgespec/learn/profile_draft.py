@@ -10,7 +10,8 @@ call's passes are summed into one WISP-shaped row (Σ new tokens, Σ interaction
 calls' mean time / γ.
 
 :func:`model_spec` maps a Hugging Face config to the simulator's
-:class:`~edgespec.sim.cost_models.ModelArchitecture`, whose :meth:`flops` is the one FLOPs formula.
+:class:`~edgespec.hardware.cost_models.ModelArchitecture`, whose :meth:`flops` is the one
+FLOPs formula.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from edgespec.hardware.cost_models import ModelArchitecture
 from edgespec.learn.profile import PromptSource
 from edgespec.policies.estimator import BatchShape
 from edgespec.runtime.backends.base import DraftBackend
-from edgespec.sim.cost_models import ModelArchitecture
 
 
 def model_spec(model: Any, name: str) -> ModelArchitecture:

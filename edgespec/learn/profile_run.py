@@ -1,7 +1,7 @@
 """``edgespec profile`` end to end: measure, fit, write the simulator's profile files.
 
 Files written for ``--out DIR/NAME.yaml`` (each in the format
-:func:`edgespec.sim.cost_models.load_profile` reads):
+:func:`edgespec.hardware.cost_models.load_profile` reads):
 
 * ``NAME.yaml`` — ``kind: wisp``, the target's verification-time estimator (Eq. 19);
 * ``NAME-zhu.yaml`` — ``kind: zhu``, the target's Eq. 17 fit, only when the target is a
@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from edgespec.hardware.cost_models import ModelArchitecture, available
 from edgespec.learn.fit import (
     WISP_TERMS,
     ZHU_TERMS,
@@ -39,7 +40,6 @@ from edgespec.learn.profile import GridConfig, GridSpec, Sample, design_grid, me
 from edgespec.learn.profile_checkpoint import Checkpoint
 from edgespec.learn.profile_draft import DraftSample, measure_drafter, model_spec, per_token_s
 from edgespec.runtime.backends.base import TargetBackend
-from edgespec.sim.cost_models import ModelArchitecture, available
 
 
 @dataclass(frozen=True, slots=True)

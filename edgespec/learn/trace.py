@@ -7,7 +7,7 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
   target's own prefix (prompt + output[:j]) equals the target's token j, else 0. Under
   greedy verification a round that starts at position s with window γ accepts exactly
   the run of 1s starting at s, capped at γ — so one sequence serves every γ, including
-  γ_max (this is how :class:`edgespec.sim.acceptance.TraceAcceptance` replays it).
+  γ_max (this is how :class:`edgespec.sim.model.acceptance.TraceAcceptance` replays it).
   A *feature draft* (edgespec/models/feature_draft.py) drafts its step s ≥ 2 from its own
   predicted features, so its tokens depend on where the round started and one flag per
   position cannot describe every γ: its ``acceptance_seq`` is built from the rounds it

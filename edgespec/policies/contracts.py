@@ -25,7 +25,12 @@ from numbers import Integral
 import numpy as np
 
 from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
-from edgespec.policies.interfaces import BatchLimits, WindowDecision
+from edgespec.policies.interfaces import (
+    BatchLimits,
+    WindowDecision,
+    WindowObservation,
+    WindowPolicy,
+)
 from edgespec.policies.loads import LoadView
 
 
@@ -106,6 +111,13 @@ def check_window(policy: object, decision: object) -> WindowDecision:
         f"window policy {policy_name(policy)} returned {decision!r}; "
         "expected WindowDecision(gamma=<integer >= 1>, fused=<bool>)"
     )
+
+
+def decide_window(policy: WindowPolicy, observation: WindowObservation) -> WindowDecision:
+    """The window policy's decision for ``observation``, checked (:func:`check_window`):
+    the one place where both hosts ask a window policy, so a γ < 1, a non-integer γ or a
+    non-bool ``fused`` is refused with the same :class:`PolicyContractError` everywhere."""
+    return check_window(policy, policy.next_window(observation))
 
 
 def check_route(policy: object, server_id: object, loads: Sequence[ServerLoad]) -> int:

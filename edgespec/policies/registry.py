@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import numbers
 import types
 import typing
@@ -47,8 +48,30 @@ class PolicyConfigError(ValueError):
     """A policy name or parameter that does not exist."""
 
 
+class UnknownParamsError(PolicyConfigError):
+    """Parameters the policy does not take; the message lists those it does."""
+
+
+def accepted_params(kind: str, name: str) -> tuple[str, ...] | None:
+    """The parameters policy ``name`` of ``kind`` takes, sorted (a dataclass's public init
+    fields, a factory's keyword parameters); ``None`` for a factory taking ``**kwargs``."""
+    factory = KINDS[kind][name]
+    if dataclasses.is_dataclass(factory):
+        fields = dataclasses.fields(factory)
+        return tuple(sorted(f.name for f in fields if f.init and not f.name.startswith("_")))
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: the factory's own checks apply
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return tuple(sorted(p.name for p in params if p.kind in kinds))
+
+
 def build_policy(kind: str, name: str, params: Mapping[str, Any] | None = None) -> Any:
-    """Instantiate policy ``name`` of ``kind`` with ``params``; unknown names are errors."""
+    """Instantiate policy ``name`` of ``kind`` with ``params``; unknown names are errors,
+    unknown parameters an :class:`UnknownParamsError`."""
     if kind not in KINDS:
         raise PolicyConfigError(f"unknown policy kind {kind!r}; known: {sorted(KINDS)}")
     registry = KINDS[kind]
@@ -56,15 +79,13 @@ def build_policy(kind: str, name: str, params: Mapping[str, Any] | None = None) 
         raise PolicyConfigError(f"unknown {kind} policy {name!r}; known: {sorted(registry)}")
     factory = registry[name]
     params = dict(params or {})
+    allowed = accepted_params(kind, name)
+    unknown = sorted(set(params) - set(allowed if allowed is not None else params))
+    if unknown:
+        raise UnknownParamsError(
+            f"{kind} policy {name!r} has no parameter(s) {unknown}; known: {list(allowed or ())}"
+        )
     if dataclasses.is_dataclass(factory):
-        allowed = {
-            f.name for f in dataclasses.fields(factory) if f.init and not f.name.startswith("_")
-        }
-        unknown = sorted(set(params) - allowed)
-        if unknown:
-            raise PolicyConfigError(
-                f"{kind} policy {name!r} has no parameter(s) {unknown}; known: {sorted(allowed)}"
-            )
         _check_scalar_params(f"{kind} policy {name!r}", factory, params)
     try:
         return factory(**params)

@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from edgespec.core.types import RoundRecord, SamplingParams
-from edgespec.policies.contracts import check_window
+from edgespec.policies.contracts import decide_window
 from edgespec.policies.inputs import RoundOutcome, WindowHistory
 from edgespec.policies.interfaces import PairStateWindow, WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
@@ -67,7 +67,7 @@ def draft_rng(seed: int | None, *stream: int) -> np.random.Generator:
 
 def decide(policy: WindowPolicy, history: WindowHistory, now_s: float) -> WindowDecision:
     """The policy's checked answer for the next round, from the observation at ``now_s``."""
-    return check_window(policy, policy.next_window(history.observation(now_s)))
+    return decide_window(policy, history.observation(now_s))
 
 
 def pair_state(policy: WindowPolicy, pair: str) -> tuple[float, ...]:

@@ -17,7 +17,7 @@ from edgespec.config import apply_overrides, read_yaml
 from edgespec.errors import UserInputError
 
 if TYPE_CHECKING:
-    from edgespec.sim.scenario import Scenario
+    from edgespec.sim.setup.scenario import Scenario
     from edgespec.sim.simulator import SimResult
 
 
@@ -36,7 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sim only: overrides of the bundled bench.yaml scenario (default: none)",
     )
     parser.add_argument(
-        "--straightforward", action="store_true", help="disable the fast path (fast_path=false)"
+        "--straightforward",
+        action="store_true",
+        help="time the reference handler set (fast_path=false)",
+    )
+    parser.add_argument(
+        "--handlers",
+        default=None,
+        metavar="NAME",
+        help="time this handler set by name (edgespec.sim.handler_sets: reference, "
+        "every_hop, inlined, inbound, fast; inbound calls every policy); compared with "
+        "the reference",
     )
     parser.add_argument(
         "--check",
@@ -87,7 +97,11 @@ def synthetic_acceptance_trace(path: Path, seed: int, num_requests: int = 512) -
 
 
 def _timed(
-    scenario: Scenario, repeat: int, profile: Path | None, progress: bool = False
+    scenario: Scenario,
+    repeat: int,
+    profile: Path | None,
+    progress: bool = False,
+    handlers: str | None = None,
 ) -> tuple[SimResult, list[float]]:
     """The result of ``repeat`` runs and their (CPU s, wall s), with the collector paused
     (``progress``: a progress bar, updated every 65,536 events; never under cProfile)."""
@@ -103,19 +117,21 @@ def _timed(
 
             profiler = cProfile.Profile()
             with paused_gc():
-                result = profiler.runcall(simulate, scenario, keep_records=False)
+                result = profiler.runcall(simulate, scenario, keep_records=False, handlers=handlers)
             profiler.dump_stats(str(profile))
         else:
             with paused_gc():
-                result = simulate(scenario, keep_records=False, progress=progress)
+                result = simulate(
+                    scenario, keep_records=False, progress=progress, handlers=handlers
+                )
         runs.append((time.process_time() - cpu_started, time.perf_counter() - started))
     return result, [c for c, _ in runs] + [w for _, w in runs]
 
 
 def _bench_data(tmp: Path) -> tuple[dict[str, Any], str]:
     """bench.yaml with the bundled traces (or a synthetic one), and which it is."""
-    from edgespec.sim.scenario import default_scenario_path
-    from edgespec.sim.workload import bundled_traces
+    from edgespec.sim.setup.scenario import default_scenario_path
+    from edgespec.sim.setup.workload import bundled_traces
 
     data: dict[str, Any] = read_yaml(default_scenario_path().with_name("bench.yaml"))
     traces = [str(p) for p in bundled_traces()]
@@ -127,7 +143,7 @@ def _bench_data(tmp: Path) -> tuple[dict[str, Any], str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.setup.scenario import scenario_from_dict
 
     if args.repeat < 1:
         raise UserInputError(f"--repeat must be >= 1, got {args.repeat}")
@@ -143,9 +159,9 @@ def run(args: argparse.Namespace) -> int:
         data, source = _bench_data(Path(tmp))
         extra = ["fast_path=false"] if args.straightforward else []
         scenario = scenario_from_dict(data, [*args.overrides, *extra])
-        fast = scenario.fast_path
+        fast = scenario.fast_path and args.handlers != "reference"
         progress = not args.quiet and sys.stderr.isatty()
-        result, times = _timed(scenario, args.repeat, args.profile, progress)
+        result, times = _timed(scenario, args.repeat, args.profile, progress, args.handlers)
         other = other_times = None
         if not args.one_path:  # the other path, as many times, compared
             other_scenario = scenario_from_dict(
@@ -161,7 +177,9 @@ def run(args: argparse.Namespace) -> int:
         report["identical_to_other_path"] = identical
         report["other_path"] = other.path
         report["other_rounds_per_cpu_s"] = round(other.num_rounds / min(other_times[: args.repeat]))
-        name, other_name = ("fast", "straightforward") if fast else ("straightforward", "fast")
+        name, other_name = ("fast", "reference") if fast else ("reference", "fast")
+        if args.handlers is not None and args.handlers not in ("fast", "reference"):
+            name = args.handlers
         report[f"{name}_rounds_per_cpu_s"] = report["rounds_per_cpu_s"]
         report[f"{other_name}_rounds_per_cpu_s"] = report["other_rounds_per_cpu_s"]
     for key, value in report.items():

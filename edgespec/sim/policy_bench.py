@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from edgespec.core.types import PendingVerification
+from edgespec.hardware.cost_models import load_wisp_coefficients
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.registry import BATCHING, build_policy
-from edgespec.sim.cost_models import load_wisp_coefficients
 
 DEPTHS = (10, 100, 1000)
 LIMITS = BatchLimits(max_batch_size=256, max_batch_tokens=8192, max_context_tokens=200_000)

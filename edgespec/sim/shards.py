@@ -1,4 +1,4 @@
-"""A pinned scenario run as shards: groups of its cells (:mod:`edgespec.sim.cells`), each
+"""A pinned scenario run as shards: groups of its cells (:mod:`edgespec.sim.setup.cells`), each
 simulated as an independent task on a sweep executor (local processes or Ray tasks,
 :func:`~edgespec.experiments.executor.make_executor`), their metrics merged into one
 result identical to the single-process run with the same seed (tests/sim/test_shards.py).
@@ -59,7 +59,7 @@ class ShardTask:
 def run_shard(task: ShardTask) -> ShardResult:
     """Simulate ``task``'s cells (module-level, so an executor can pickle it)."""
     from edgespec.metrics.record_files import RecordFiles
-    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.setup.scenario import scenario_from_dict
     from edgespec.sim.simulator import StreamSink, paused_gc, simulate
 
     started = time.perf_counter()
@@ -88,8 +88,8 @@ def simulate_sharded(
     with ``record_dir``, also its record files (the module docstring). ``progress(done,
     total)`` is called before the first shard runs and as each one finishes."""
     from edgespec.errors import UserInputError
-    from edgespec.sim.cells import plan_cells, split_cells
-    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.setup.cells import plan_cells, split_cells
+    from edgespec.sim.setup.scenario import scenario_from_dict
 
     scenario = scenario_from_dict(data)
     plans = plan_cells(scenario)

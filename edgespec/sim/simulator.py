@@ -2,7 +2,7 @@
 
 One round of a request: the window policy picks γ and the mode and the drafter drafts γ
 tokens (the device in a distributed round; the server's co-located draft, on the engine
-that verifies, in a fused round, :mod:`edgespec.sim.fused_run`; none in ``centralized``
+that verifies, in a fused round, :mod:`edgespec.sim.loop.fused`; none in ``centralized``
 mode, where γ = 0 and each round is one autoregressive step with continuous batching);
 the block travels the uplink (every distributed round; a fused run sends only a header,
 with the prompt on the first round; centralized mode only the prompt, once); the server
@@ -12,17 +12,11 @@ eviction; plus the co-located draft's passes for fused rounds); the acceptance m
 how many drafted tokens are accepted, L + 1 tokens are committed; the result travels the
 downlink. Routing happens once per request.
 
-Event kinds (lower runs first at equal times): BATCH_END, DELIVER, DRAFT_DONE, ARRIVE,
-REQUEST, DISPATCH. Both paths draw the uplink when a round begins (no DRAFT_DONE event)
-and begin a continuing request's next round at its BATCH_END (DELIVER only for finished
-requests; ``Simulation.every_hop`` restores both events, for tests). The fast path
-(``scenario.fast_path``) also runs FCFS batching inline instead of building the policy's
-inputs. It creates the same remaining events
-at the same times, and the kernel orders ties by (kind, entity), so its metrics are
-identical to the straightforward path's (tests/sim/test_fast_path.py). With a static
-window in distributed mode and no round records it also drops the per-round ARRIVE
-event: blocks in flight wait in per-server heaps that are moved into the queue exactly
-where the queue is read (:mod:`edgespec.sim.inbound`).
+:func:`simulate` builds the run's parts once (:func:`edgespec.sim.setup.build.build_run`),
+holds them in a :class:`~edgespec.sim.state.SimState`, and runs the handler set
+:func:`~edgespec.sim.handler_sets.choose_handler_set` picks: the reference round of
+:mod:`edgespec.sim.loop` (``fast_path: false``), or a specialisation of it with identical
+records (:mod:`edgespec.sim.fast`).
 """
 
 from __future__ import annotations
@@ -35,12 +29,12 @@ from dataclasses import dataclass, replace
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
-from edgespec.sim import build
-from edgespec.sim.build import Policies
-from edgespec.sim.engine import Simulation
-from edgespec.sim.fused_run import fusing
-from edgespec.sim.kernel import EventQueue, RecordSink
-from edgespec.sim.scenario import Scenario
+from edgespec.sim.handler_sets import build_loop, choose_handler_set
+from edgespec.sim.kernel import RecordSink
+from edgespec.sim.setup import build
+from edgespec.sim.setup.build import Policies
+from edgespec.sim.setup.scenario import Scenario
+from edgespec.sim.state import SimState
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +51,7 @@ class SimResult:
     rounds: tuple[RoundRecord, ...] = ()
     metrics: SystemMetrics | None = None
     path: str = ""
-    """Which event-loop path ran, and why (fast, or straightforward with the reason)."""
+    """Which handler set ran, and why (:func:`~edgespec.sim.handler_sets.choose_handler_set`)."""
 
 
 class _ListSink:
@@ -115,6 +109,7 @@ def simulate(
     progress: bool = False,
     keep_records: bool = True,
     cells: Sequence[int] | None = None,
+    handlers: str | None = None,
 ) -> SimResult:
     """Run ``scenario`` to ``duration_s`` and return its records (or streamed metrics).
 
@@ -124,53 +119,37 @@ def simulate(
     state is touched: a caller that owns its process may pause the cyclic garbage
     collector around the run (:func:`paused_gc`, as the CLI does).
 
-    ``cells``: run only these cells of a pinned scenario (a shard, :mod:`edgespec.sim.cells`);
-    its records carry the whole scenario's server ids and client ids.
+    ``cells``: run only these cells of a pinned scenario (a shard, :mod:`edgespec.sim.setup.cells`);
+    its records carry the whole scenario's server ids and client ids. ``handlers``: run
+    this handler set by name (:data:`~edgespec.sim.handler_sets.HANDLER_SETS`; refused
+    when it cannot run the scenario exactly); default: the one the scenario gets.
     """
-    chosen = policies if policies is not None else build.build_policies(scenario)
-    colocated = fusing(chosen.window, scenario.mode) is not False  # fused rounds possible
-    devices, servers, layout = build.build_fleet(scenario, cells, colocated)
     collected: _ListSink | StreamSink | None = None
     if sink is None:
         collected = _ListSink(scenario.record_rounds) if keep_records else StreamSink()
         sink = collected
-    if layout.is_shard:
-        sink = _GlobalIds(sink, layout.server_global)
-    trace = build.build_trace(scenario)
-    acceptance = build.build_acceptance(scenario, trace)
-    engine = Simulation(
-        scenario,
-        devices,
-        servers,
-        chosen,
-        acceptance,
-        build.build_lengths(scenario),
-        trace,
-        sink,
-        record_rounds=scenario.record_rounds and (keep_records or collected is None),
-        stop=build.build_stop_model(scenario, chosen, trace, acceptance),
-        layout=layout,
-    )
-    queue = EventQueue()
-    engine.start(queue)
+    record_rounds = scenario.record_rounds and (keep_records or collected is None)
+    state = build_state(scenario, sink, policies=policies, cells=cells, record_rounds=record_rounds)
+    choice = choose_handler_set(state, handlers)
+    loop = build_loop(state, choice)
+    queue = state.q
+    loop.arrivals.start(queue)
     if progress:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
             task = bar.add_task(f"simulating {scenario.name}", total=scenario.duration_s)
-            queue.run(
-                engine.handlers(), scenario.duration_s, lambda t: bar.update(task, completed=t)
-            )
+            queue.run(loop.handlers(), scenario.duration_s, lambda t: bar.update(task, completed=t))
     else:
-        queue.run(engine.handlers(), scenario.duration_s)
+        queue.run(loop.handlers(), scenario.duration_s)
     done = SimResult(
         (),
         (),
-        engine.num_rounds,
+        state.num_rounds,
         scenario.duration_s,
-        len(servers),
+        len(state.servers),
         queue.num_events,
-        path=engine.path,
+        path=choice.description,
     )
     if isinstance(collected, _ListSink):
         rounds = tuple(collected.rounds or ())
@@ -181,8 +160,36 @@ def simulate(
             rounds=rounds,
         )
     if isinstance(collected, StreamSink):
-        return replace(done, metrics=collected.acc.finish(scenario.duration_s, len(servers)))
+        return replace(done, metrics=collected.acc.finish(scenario.duration_s, len(state.servers)))
     return done
+
+
+def build_state(
+    scenario: Scenario,
+    sink: RecordSink,
+    *,
+    policies: Policies | None = None,
+    cells: Sequence[int] | None = None,
+    record_rounds: bool | None = None,
+) -> SimState:
+    """The run's parts, resolved and built once (:func:`edgespec.sim.setup.build.build_run`),
+    in a :class:`SimState` (``record_rounds``: default the scenario's)."""
+    run = build.build_run(scenario, policies, cells)
+    if run.layout.is_shard:
+        sink = _GlobalIds(sink, run.layout.server_global)
+    return SimState(
+        scenario,
+        run.devices,
+        run.servers,
+        run.policies,
+        run.acceptance,
+        run.lengths,
+        run.trace,
+        sink,
+        record_rounds=scenario.record_rounds if record_rounds is None else record_rounds,
+        stop=run.stop,
+        layout=run.layout,
+    )
 
 
 def run_scenario(scenario: Scenario, policies: Policies | None = None) -> SystemMetrics:

@@ -14,8 +14,8 @@ from edgespec.experiments.sweep import run_sweep
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.routing import JoinShortestQueueRouting
-from edgespec.sim.build import Policies
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.build import Policies
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import run_scenario, simulate
 from tests.sim.helpers import tiny_scenario
 

@@ -62,7 +62,7 @@ def test_a_sharded_run_on_ray_equals_the_single_process_run(
     """``sim --shards 2 --engine ray``: the shards run as Ray tasks in worker processes;
     metrics and records are those of one process with the same seed."""
     from edgespec.metrics.record_files import RecordFiles
-    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.setup.scenario import scenario_from_dict
     from edgespec.sim.shards import simulate_sharded
     from edgespec.sim.simulator import simulate
     from tests.sim.test_shards import pinned, sorted_rows

@@ -13,7 +13,7 @@ import yaml
 from edgespec.experiments.claims import ClaimRow
 from edgespec.experiments.reproduce_command import reproduce_dsd
 from edgespec.experiments.reproduce_dsd import DsdPlan, plan_scenarios
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 
 
 @pytest.fixture(scope="module")

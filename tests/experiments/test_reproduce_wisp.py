@@ -11,7 +11,7 @@ import yaml
 
 from edgespec.cli import main
 from edgespec.experiments.reproduce_command import reproduce_wisp
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 
 
 @pytest.fixture(scope="module")

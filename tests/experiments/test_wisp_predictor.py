@@ -10,7 +10,7 @@ from edgespec.experiments.wisp_predictor import (
     fixed_window_acceptance,
     predictor_scenario,
 )
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 
 
 def test_fixed_window_acceptance_by_hand() -> None:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from edgespec.hardware.cost_models import WispCost, ZhuCost, load_profile
 from edgespec.learn.fit import (
     WISP_TERMS,
     fit_linear,
@@ -35,8 +36,7 @@ from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
-from edgespec.sim.cost_models import WispCost, ZhuCost, load_profile
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 
 TRUE = (3e-5, 4e-8, 5e-6, 1.5e-2)  # a, b_compute, b_read, c (WISP Table 12's scale)

@@ -86,7 +86,7 @@ def test_split_keeps_requests_whole() -> None:
 def test_rejection_features_round_trip_and_errors() -> None:
     from edgespec.config import ConfigError
     from edgespec.learn.trace import record_from_json, record_to_json
-    from edgespec.sim.workload import parse_trace_record
+    from edgespec.sim.setup.workload import parse_trace_record
 
     base = record("r", (1, 0, 1))
     after = ((1, ((0.5, 1.0, 0.25, 2.0, 0.75),)),)

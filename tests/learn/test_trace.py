@@ -17,7 +17,7 @@ from edgespec.learn.trace import (
     replay_accepted_lengths,
     write_trace,
 )
-from edgespec.sim.workload import load_trace
+from edgespec.sim.setup.workload import load_trace
 
 
 def _record(**overrides: object) -> TraceRecord:

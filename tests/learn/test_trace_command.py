@@ -94,7 +94,7 @@ def test_trace_command_with_a_token_tree(
         assert list(r.acceptance_seq) == flags
     assert {r.draft_tree for r in records} == {"2,2,1"}
     # simulated as the workload, the tree trace runs its captured rounds
-    from edgespec.sim.scenario import scenario_from_dict
+    from edgespec.sim.setup.scenario import scenario_from_dict
     from edgespec.sim.simulator import simulate
 
     data = {

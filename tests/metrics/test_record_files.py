@@ -13,7 +13,7 @@ from edgespec.core.types import BatchRecord, RoundRecord
 from edgespec.metrics.record_files import RecordFiles, read_plot_columns, read_rounds
 from edgespec.metrics.sinks import REQUEST_DERIVED, REQUEST_FIELDS, cells, request_row
 from edgespec.metrics.summary import summarize
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
 

@@ -15,6 +15,7 @@ pytest.importorskip("torch")
 
 from edgespec.config import from_dict
 from edgespec.core.types import BatchPlan, Request, SamplingParams
+from edgespec.hardware.cost_models import load_wisp_coefficients
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.registry import BATCHING, build_policy
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
@@ -23,11 +24,10 @@ from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.server import VerificationService
 from edgespec.runtime.serving_config import ServerConfig
 from edgespec.runtime.testing import tiny_llama
-from edgespec.sim.build import build_entities
-from edgespec.sim.choice import select_batch
-from edgespec.sim.cost_models import load_wisp_coefficients
-from edgespec.sim.entities import Session
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.loop.batch_choice import select_batch
+from edgespec.sim.model.entities import Session
+from edgespec.sim.setup.build import build_entities
+from edgespec.sim.setup.scenario import scenario_from_dict
 
 PROMPTS = [5, 30, 12, 50, 8]  # prompt lengths
 WARM = {1: 2, 3: 1}  # sessions verified once before (their draft length), so KV is cached

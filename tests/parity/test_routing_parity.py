@@ -19,8 +19,8 @@ from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.grpc_server import ServerThread
 from edgespec.runtime.routing import route
 from edgespec.runtime.testing import tiny_llama
-from edgespec.sim.rng import spawn_generator
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.model.rng import spawn_generator
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.runtime.conftest import start_server
 

@@ -31,8 +31,8 @@ from edgespec.runtime.drafter import DraftOptions, generate
 from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.testing import noisy_copy, tiny_llama
-from edgespec.sim.build import Policies
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.build import Policies
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.policies.stop_helpers import confidence_stop
 from tests.runtime.conftest import start_server

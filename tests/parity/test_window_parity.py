@@ -38,7 +38,7 @@ from edgespec.runtime.drafter import DraftOptions, generate
 from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.testing import tiny_llama
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.runtime.conftest import start_server
 

@@ -24,8 +24,8 @@ from edgespec.runtime.grpc_client import RemoteVerifier
 from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome, VerifyReply
 from edgespec.runtime.serving_config import DrafterConfig
-from edgespec.sim import network
-from edgespec.sim.rng import UniformStream
+from edgespec.sim.model import network
+from edgespec.sim.model.rng import UniformStream
 from tests.runtime.conftest import ServerFactory
 
 PROMPT = (5, 6, 7, 8, 9)

@@ -88,7 +88,8 @@ def test_every_registered_batching_policy_is_accepted(name: str) -> None:
         ),
         (
             ["--batching", "wisp", "--profile", "rtx4500-llama2-7b-zhu"],
-            "config field 'profile': 'rtx4500-llama2-7b-zhu' is not a 'wisp' profile",
+            "config field 'batching.params.profile': 'rtx4500-llama2-7b-zhu' is not a 'wisp' "
+            "profile",
         ),
         (
             ["--batching", "wisp", "--profile", "a100-qwen3-32b", "--guard-ms", "-1"],
@@ -127,7 +128,9 @@ def test_missing_profile_file_is_named(tmp_path: Path, capsys: pytest.CaptureFix
     missing = tmp_path / "nope.yaml"
     args = ["serve", "--target", "x", "--batching", "wisp", "--profile", str(missing)]
     assert main(args) == 2
-    assert capsys.readouterr().err.strip() == f"edgespec serve: {missing}: file not found"
+    assert capsys.readouterr().err.strip() == (
+        f"edgespec serve: config field 'batching.params.profile': {missing}: file not found"
+    )
 
 
 def test_parse_slo_class() -> None:

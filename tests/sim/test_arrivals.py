@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 
 from edgespec.core.types import Request
-from edgespec.sim.arrivals import Arrivals
-from edgespec.sim.build import build_entities, build_lengths
-from edgespec.sim.cells import Layout
-from edgespec.sim.entities import DeviceState
 from edgespec.sim.kernel import EventQueue
-from edgespec.sim.rng import spawn_generator
-from edgespec.sim.scenario import scenario_from_dict
-from edgespec.sim.workload import TraceEntry
+from edgespec.sim.model.arrivals import Arrivals
+from edgespec.sim.model.entities import DeviceState
+from edgespec.sim.model.rng import spawn_generator
+from edgespec.sim.setup.build import build_entities, build_lengths
+from edgespec.sim.setup.cells import Layout
+from edgespec.sim.setup.scenario import scenario_from_dict
+from edgespec.sim.setup.workload import TraceEntry
 from tests.sim.helpers import tiny_scenario
 
 PROMPTS, OUTPUTS = (40, 120, 300, 75), (30, 80, 50, 120)  # tiny_scenario's length table

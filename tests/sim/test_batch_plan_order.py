@@ -12,7 +12,7 @@ import pytest
 from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies import registry
 from edgespec.policies.interfaces import BatchLimits
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import Tolerance, hand_trace_scenario
 
@@ -40,7 +40,7 @@ def test_round_records_follow_the_plans_order(
     data = hand_trace_scenario(tmp_path, rows, gamma=1)
     data["policies"]["batching"] = {"name": "last_first"}
     result = simulate(scenario_from_dict(data))
-    assert result.path.startswith("fast (inlined: static window)")  # the policy is asked
+    assert result.path.startswith("inlined (inlined: static window;")  # the policy is asked
     # Both blocks reach the server at 0.050084 (a's first: device 0's ARRIVE runs first);
     # the plan is (b, a): one batch of 10 new tokens, 0.015 → 0.065084.
     rounds: list[tuple[object, ...]] = [

@@ -1,4 +1,4 @@
-"""Building a scenario's parts (edgespec.sim.build, sim.topology): the errors name the
+"""Building a scenario's parts (edgespec.sim.setup.build, sim.topology): the errors name the
 scenario field (and trace or file) at fault; WISP's coefficients, the fused draft and the
 class apportionment come from where the docs say."""
 
@@ -12,17 +12,17 @@ import pytest
 
 from edgespec.config import ConfigError
 from edgespec.policies.estimator import WispCoefficients
-from edgespec.sim import build
-from edgespec.sim.acceptance import TraceAcceptance
-from edgespec.sim.build import (
+from edgespec.sim.model.acceptance import TraceAcceptance
+from edgespec.sim.setup import sources
+from edgespec.sim.setup.build import (
     build_acceptance,
     build_entities,
     build_policies,
     build_stop_model,
     build_trace,
 )
-from edgespec.sim.scenario import scenario_from_dict
-from edgespec.sim.topology import expand_topology
+from edgespec.sim.setup.scenario import scenario_from_dict
+from edgespec.sim.setup.topology import expand_topology
 from tests.sim.helpers import tiny_scenario
 
 BUNDLED = Path(__file__).with_name("acceptance_trace.jsonl")
@@ -136,7 +136,7 @@ def test_a_stop_predictor_outside_distributed_drafting_is_refused() -> None:
 def test_trace_acceptance_needs_a_sequence_for_every_workload_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(build, "bundled_traces", list)
+    monkeypatch.setattr(sources, "bundled_traces", list)
     rows = [row("r0", acceptance_seq=[1, 0, 1]), row("r1")]
     trace = write_trace(tmp_path / "w.jsonl", rows)
     scenario = scenario_from_dict(

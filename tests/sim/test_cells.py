@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from edgespec.config import ConfigError
-from edgespec.sim.build import build_fleet
-from edgespec.sim.cells import Layout, plan_cells, select_cells
-from edgespec.sim.scenario import load_scenario, scenario_from_dict
+from edgespec.sim.setup.build import build_fleet
+from edgespec.sim.setup.cells import Layout, plan_cells, select_cells
+from edgespec.sim.setup.scenario import load_scenario, scenario_from_dict
+from edgespec.sim.setup.topology import expand_topology
 from edgespec.sim.simulator import run_scenario
-from edgespec.sim.topology import expand_topology
 from tests.sim.helpers import tiny_scenario
 
 SCENARIOS = "edgespec/data/scenarios"

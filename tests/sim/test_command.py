@@ -28,7 +28,7 @@ def test_sim_writes_a_run_folder(
     assert (out / "requests.csv").read_text().count("\n") == metrics["num_requests"] + 1
     assert yaml.safe_load((out / "scenario.yaml").read_text())["seed"] == 3
     printed = capsys.readouterr().out
-    assert "rounds" in printed and "event loop: fast (inlined: " in printed
+    assert "rounds" in printed and "handler set: fast (inlined: " in printed
 
 
 def test_sim_bad_override_names_the_field(

@@ -10,8 +10,7 @@ import pytest
 import yaml
 
 from edgespec.config import ConfigError
-from edgespec.policies.estimator import WispCoefficients
-from edgespec.sim.cost_models import (
+from edgespec.hardware.cost_models import (
     HardwareSpec,
     LookupCost,
     ModelArchitecture,
@@ -20,6 +19,7 @@ from edgespec.sim.cost_models import (
     build_cost_model,
     load_profile,
 )
+from edgespec.policies.estimator import WispCoefficients
 
 # 2 layers, hidden 8, FFN 16, 4 query heads and 2 KV heads of dim 3, vocabulary 10:
 # q_dim 12, kv_dim 6; attention weights 8·(2·12 + 2·6) = 288; gated FFN 3·8·16 = 384.

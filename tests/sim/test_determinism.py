@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from edgespec.metrics.summary import summarize
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
 

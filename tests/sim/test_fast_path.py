@@ -13,17 +13,17 @@ import pytest
 from numpy.random import default_rng
 
 from edgespec.core.types import BatchPlan, PendingVerification
+from edgespec.hardware.cost_models import WispCost
 from edgespec.policies import registry
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.interfaces import BatchLimits
-from edgespec.sim import inbound
-from edgespec.sim.acceptance import TraceAcceptance
-from edgespec.sim.cost_models import WispCost
-from edgespec.sim.entities import ServerState, Session
-from edgespec.sim.fastpath import accept_runs
-from edgespec.sim.rng import UniformStream
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.fast.dispatch import accept_runs
+from edgespec.sim.model.acceptance import TraceAcceptance
+from edgespec.sim.model.entities import ServerState, Session
+from edgespec.sim.model.inbound_queue import drain
+from edgespec.sim.model.rng import UniformStream
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
 
@@ -157,9 +157,9 @@ def test_inbound_drain_order_and_cutoff() -> None:
         s = object.__new__(Session)
         sessions[device_id] = s
         heappush(server.inbound, (arrival_s, device_id, s))
-    inbound.drain(server, 2.0, inclusive=False)  # e.g. routing at a DELIVER at t = 2
+    drain(server, 2.0, inclusive=False)  # e.g. routing at a DELIVER at t = 2
     assert server.queue == [sessions[3]]
-    inbound.drain(server, 2.0)  # a DISPATCH (or REQUEST) at t = 2
+    drain(server, 2.0)  # a DISPATCH (or REQUEST) at t = 2
     assert server.queue == [sessions[3], sessions[1], sessions[5]]
     assert [(s.enqueued_s, s.entry_id) for s in server.queue] == [(1.0, 0), (2.0, 1), (2.0, 2)]
     assert server.inbound == [(3.0, 4, sessions[4])]

@@ -1,5 +1,5 @@
-"""The fast path fails closed: a model it would inline but is not exactly the inlined class
-sends the run down the straightforward path, which says why."""
+"""The specialised handler sets fail closed: a model they would inline but is not exactly
+the inlined class sends the run to the reference set, which says why."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from edgespec.sim import build
-from edgespec.sim.network import Link
-from edgespec.sim.rng import UniformStream
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.model.network import Link
+from edgespec.sim.model.rng import UniformStream
+from edgespec.sim.setup import resolve
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
 from tests.sim.helpers import tiny_scenario
 
@@ -35,13 +35,13 @@ def _run(fast: bool) -> SimResult:
 
 def test_the_path_taken_is_reported() -> None:
     assert _run(True).path == "fast (inlined: static window, fcfs batching, jsq routing)"
-    assert _run(False).path == "straightforward (fast_path=false)"
+    assert _run(False).path == "reference (fast_path=false)"
 
 
-def test_another_link_model_runs_the_straightforward_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_another_link_model_runs_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     plain = _run(True)
-    monkeypatch.setattr(build, "Link", SlowLink)
+    monkeypatch.setattr(resolve, "Link", SlowLink)
     fast, slow = _run(True), _run(False)
-    assert fast.path == "straightforward (fast path refused: device link SlowLink is not Link)"
+    assert fast.path == "reference (inlining refused: device link SlowLink is not Link)"
     assert fast.metrics == slow.metrics
     assert fast.metrics != plain.metrics  # SlowLink really ran

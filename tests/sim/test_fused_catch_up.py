@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from edgespec.hardware.cost_models import WispCost
 from edgespec.policies.estimator import WispCoefficients
-from edgespec.sim import build, engine
-from edgespec.sim.cost_models import WispCost
-from edgespec.sim.entities import DeviceState, ServerState
-from edgespec.sim.scenario import Scenario
+from edgespec.sim.model.entities import DeviceState, ServerState
+from edgespec.sim.setup import build
+from edgespec.sim.setup.scenario import Scenario
 from tests.sim.test_fused_switching import D2, F2, _at, _rounds, _run
 
 ROW = {"request_id": "a", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 12,
@@ -25,9 +25,8 @@ ROW = {"request_id": "a", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens"
 def test_the_device_catches_up_once_after_a_fused_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool, hops: bool
 ) -> None:
-    monkeypatch.setattr(engine.Simulation, "every_hop", hops)
     script = [D2, F2, D2, D2, D2]
-    result, policy = _run(tmp_path, monkeypatch, [ROW], script, f"fast_path={fast}")
+    result, policy = _run(tmp_path, monkeypatch, [ROW], script, f"fast_path={fast}", hops=hops)
     # Rounds 0 and 1 as in test_distributed_fused_fused_distributed_every_timestamp
     # (total 5 committed after the fused round, which ends at 0.117832, delivered 0.127908).
     # Round 2, distributed: the device saw a context of 7 when the run began, so its first

@@ -10,9 +10,9 @@ from typing import ClassVar
 
 import pytest
 
+from edgespec.policies.fusing import fusing
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.window import DynamicWindow, StaticWindow
-from edgespec.sim.fused_run import fusing
 from tests.sim.test_fused_switching import D2, F2, _at, _rounds, _run
 
 

@@ -17,14 +17,14 @@ from typing import Any, ClassVar
 
 import pytest
 
+from edgespec.hardware.cost_models import WispCost
 from edgespec.policies import registry
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
-from edgespec.sim import build, engine
-from edgespec.sim.cost_models import WispCost
-from edgespec.sim.entities import DeviceState, ServerState
-from edgespec.sim.scenario import Scenario, scenario_from_dict
+from edgespec.sim.model.entities import DeviceState, ServerState
+from edgespec.sim.setup import build
+from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
 from tests.sim.helpers import Tolerance, hand_trace_scenario, tiny_scenario
 
@@ -54,7 +54,9 @@ def _run(
     script: list[WindowDecision],
     *overrides: str,
     colocated: WispCoefficients = COLOCATED,
+    hops: bool = False,
 ) -> tuple[SimResult, _Scripted]:
+    """``hops``: run the every-hop handler set (each hop an event of its own)."""
     policy = _Scripted(script)
     monkeypatch.setitem(registry.WINDOW, "scripted", lambda: policy)
     real = build.build_fleet
@@ -70,7 +72,8 @@ def _run(
     monkeypatch.setattr(build, "build_fleet", with_colocated)
     data = hand_trace_scenario(tmp_path, rows, gamma=2)
     data["policies"] = {"window": {"name": "scripted"}}
-    return simulate(scenario_from_dict(data, list(overrides))), policy
+    handlers = "every_hop" if hops else None
+    return simulate(scenario_from_dict(data, list(overrides)), handlers=handlers), policy
 
 
 def _rounds(result: SimResult) -> list[tuple[Any, ...]]:
@@ -94,9 +97,8 @@ SWITCHING_ROW = {"request_id": "a", "arrival_ms": 0.0, "prompt_tokens": 4, "outp
 def test_distributed_fused_fused_distributed_every_timestamp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool, hops: bool
 ) -> None:
-    monkeypatch.setattr(engine.Simulation, "every_hop", hops)
     result, policy = _run(
-        tmp_path, monkeypatch, [SWITCHING_ROW], [D2, F2, F2, D2], f"fast_path={fast}"
+        tmp_path, monkeypatch, [SWITCHING_ROW], [D2, F2, F2, D2], f"fast_path={fast}", hops=hops
     )
     # Round 0, distributed, decided at 0: prefill 4 + 1 step = 0.05; uplink 88 B 0.010088
     # → 0.060088; verify 6 new: 0.011 → 0.071088; accepts 2, commits 3; down 80 B 0.01008
@@ -233,11 +235,12 @@ def test_tiny_scenario_switching_paths_agree(monkeypatch: pytest.MonkeyPatch) ->
     base = ["policies.window.name=switching", "record_rounds=true"]
     fast = simulate(scenario_from_dict(tiny_scenario(), [*base, "fast_path=true"]))
     slow = simulate(scenario_from_dict(tiny_scenario(), [*base, "fast_path=false"]))
-    monkeypatch.setattr(engine.Simulation, "every_hop", True)
-    hops = simulate(scenario_from_dict(tiny_scenario(), [*base, "fast_path=false"]))
-    note = "; the window policy may go fused: generic BATCH_END"
-    assert fast.path == "fast (inlined: fcfs batching, jsq routing)" + note
-    assert slow.path == "straightforward (fast_path=false)" + note
+    hops = simulate(
+        scenario_from_dict(tiny_scenario(), [*base, "fast_path=false"]), handlers="every_hop"
+    )
+    note = "; inbound refused: the window policy may go fused; round records"
+    assert fast.path == "inlined (inlined: fcfs batching, jsq routing" + note + ")"
+    assert slow.path == "reference (fast_path=false)"
     fused = sum(r.fused for r in fast.rounds)
     assert 50 < fused < fast.num_rounds - 50
     for other in (slow, hops):

@@ -1,6 +1,6 @@
-"""Blocks in flight without ARRIVE events (sim/inbound.py) by hand: send, the DueIndex,
-drain_all and the WAKE event. Both simulator paths share this code when rounds are not
-recorded, so a fast-versus-straightforward comparison cannot see a change to it."""
+"""Blocks in flight without ARRIVE events (sim/fast/inbound.py) by hand: send, the
+DueIndex, drain_all and the WAKE event, each checked on its own (the handler-set contract
+test compares whole runs)."""
 
 from __future__ import annotations
 
@@ -11,20 +11,22 @@ from typing import Any, cast
 
 import pytest
 
+from edgespec.hardware.cost_models import WispCost
 from edgespec.policies.estimator import WispCoefficients
-from edgespec.sim import inbound
-from edgespec.sim.cost_models import WispCost
-from edgespec.sim.engine import ARRIVE, DISPATCH, REQUEST, Simulation
-from edgespec.sim.entities import DeviceState, ServerState, Session
+from edgespec.sim.events import ARRIVE, DISPATCH, REQUEST
+from edgespec.sim.fast import inbound
 from edgespec.sim.kernel import EventQueue, Handler, priority
+from edgespec.sim.model.entities import DeviceState, ServerState, Session
+from edgespec.sim.model.inbound_queue import DueIndex, drain
+from edgespec.sim.state import SimState
 
 
 @dataclass
 class _Engine:
-    """What inbound.py reads of a Simulation: its queue, servers, due index and touch."""
+    """What fast/inbound.py reads of a SimState: its queue, servers, due index and touch."""
 
     servers: list[ServerState]
-    due: inbound.DueIndex
+    due: DueIndex
     q: EventQueue = field(default_factory=EventQueue)
     touched: list[int] = field(default_factory=list)
     handlers: list[Handler] = field(default_factory=list)  # for _run
@@ -33,11 +35,11 @@ class _Engine:
         self.touched.append(server.server_id)
 
 
-def _engine(num_servers: int) -> tuple[_Engine, Simulation]:
+def _engine(num_servers: int) -> tuple[_Engine, SimState]:
     cost = WispCost(WispCoefficients(1e-4, 0.0, 0.0, 0.01))
     servers = [ServerState(i, cost, None, 10**6, 8, 10**6) for i in range(num_servers)]
-    engine = _Engine(servers, inbound.DueIndex(num_servers))
-    return engine, cast(Simulation, engine)
+    engine = _Engine(servers, DueIndex(num_servers))
+    return engine, cast(SimState, engine)
 
 
 def _block(server: ServerState, device_id: int) -> Session:
@@ -47,8 +49,8 @@ def _block(server: ServerState, device_id: int) -> Session:
     return s
 
 
-def _send(sim: Simulation, arrival_s: float, s: Session) -> None:
-    inbound.send(sim, arrival_s, s, ARRIVE)
+def _send(sim: SimState, arrival_s: float, s: Session) -> None:
+    inbound.send(sim, arrival_s, s)
 
 
 def test_send_lists_the_block_and_arms_one_wake_per_earlier_block() -> None:
@@ -66,7 +68,7 @@ def test_send_lists_the_block_and_arms_one_wake_per_earlier_block() -> None:
         (2.0, priority(ARRIVE, 5)),
     ]
     assert server.wake_s == 1.0 and engine.due.listed == [1.0]
-    inbound.drain(server, 2.0)
+    drain(server, 2.0)
     assert server.queue == [b8, b3, b5]  # time, then device: the ARRIVE events' order
     assert [(s.enqueued_s, s.entry_id) for s in server.queue] == [(1.0, 0), (2.0, 1), (2.0, 2)]
 
@@ -101,10 +103,12 @@ def test_drain_all_moves_due_blocks_and_relists_each_server_at_its_next_block() 
         names = {id(s): n for n, s in made.items()}
         return [[names[id(s)] for s in server.queue] for server in engine.servers]
 
-    inbound.drain_all(sim, 2.0, False)  # e.g. routing at a DELIVER: ARRIVEs at 2.0 not run
+    inbound.drain_all(
+        sim, engine.touch, 2.0, False
+    )  # e.g. routing at a DELIVER: ARRIVEs at 2.0 not run
     assert queues() == [["a"], [], [], []]
     assert engine.touched == [0] and engine.due.listed == [2.0, 2.0, 5.0, inf]
-    inbound.drain_all(sim, 2.0, True)  # at a REQUEST: they have run
+    inbound.drain_all(sim, engine.touch, 2.0, True)  # at a REQUEST: they have run
     assert queues() == [["a", "b"], ["d"], [], []]
     assert sorted(engine.touched) == [0, 0, 1] and engine.due.listed == [3.0, inf, 5.0, inf]
     _send(sim, 4.0, late := _block(s1, 6))  # relisted after it emptied
@@ -112,7 +116,7 @@ def test_drain_all_moves_due_blocks_and_relists_each_server_at_its_next_block() 
     _send(sim, 4.0, early := _block(s2, 8))  # earlier: the 5.0 entry goes stale
     made |= {"late": late, "early": early}
     engine.touched.clear()
-    inbound.drain_all(sim, 4.25, True)
+    inbound.drain_all(sim, engine.touch, 4.25, True)
     assert queues() == [["a", "b", "c"], ["d", "late"], ["early"], []]
     assert sorted(engine.touched) == [0, 1, 2] and engine.due.listed == [inf, inf, 4.5, inf]
     assert [(s.enqueued_s, s.entry_id) for s in s0.queue + s1.queue] == [
@@ -127,7 +131,7 @@ def test_drain_all_moves_due_blocks_and_relists_each_server_at_its_next_block() 
 
 def _wake_run(
     dispatch_inline: bool,
-) -> tuple[_Engine, Simulation, list[tuple[str, float, Any]]]:
+) -> tuple[_Engine, SimState, list[tuple[str, float, Any]]]:
     """One idle server, its WAKE handler and a log of dispatches: ``inline`` (the fast
     path calling its dispatch at once) or ``event`` (a DISPATCH event ran)."""
     engine, sim = _engine(2)
@@ -140,7 +144,7 @@ def _wake_run(
         log.append(("event", t, (server.server_id, server.dispatch_pending)))
         server.dispatch_pending = False
 
-    wake = inbound.wake_handler(sim, dispatch if dispatch_inline else None, ARRIVE, DISPATCH)
+    wake = inbound.wake_handler(sim, engine.touch, dispatch if dispatch_inline else None)
     wakes = [0]
 
     def guarded_wake(t: float, server: ServerState) -> None:
@@ -208,7 +212,7 @@ def test_a_stale_wake_rearms_for_the_next_block_without_dispatching() -> None:
     server = engine.servers[0]
     _send(sim, 1.0, _block(server, 2))
     _send(sim, 3.0, _block(server, 6))
-    inbound.drain(server, 1.0)  # a dispatch took the 1.0 block before its WAKE ran
+    drain(server, 1.0)  # a dispatch took the 1.0 block before its WAKE ran
     server.queue.clear()
     _run(engine, 1.0)
     assert log == [] and server.wake_s == 3.0

@@ -5,9 +5,9 @@ Both simulator paths share this code, so no path comparison sees it."""
 
 from __future__ import annotations
 
+from edgespec.hardware.cost_models import WispCost
 from edgespec.policies.estimator import WispCoefficients
-from edgespec.sim.cost_models import WispCost
-from edgespec.sim.entities import ServerState
+from edgespec.sim.model.entities import ServerState
 
 
 def _server(kv_budget: int, prefix_cache: bool = True) -> ServerState:

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from edgespec.config import ConfigError
-from edgespec.sim.acceptance import DecayAcceptance, IidAcceptance, TraceAcceptance
-from edgespec.sim.cost_models import (
+from edgespec.hardware.cost_models import (
     LookupCost,
     RooflineCost,
     WispCost,
@@ -22,8 +21,9 @@ from edgespec.sim.cost_models import (
     load_profile,
 )
 from edgespec.sim.kernel import EventQueue
-from edgespec.sim.network import Link, downlink_bytes, uplink_bytes
-from edgespec.sim.rng import UniformStream
+from edgespec.sim.model.acceptance import DecayAcceptance, IidAcceptance, TraceAcceptance
+from edgespec.sim.model.network import Link, downlink_bytes, uplink_bytes
+from edgespec.sim.model.rng import UniformStream
 
 
 def _stream(seed: int = 0) -> UniformStream:

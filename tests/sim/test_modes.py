@@ -11,7 +11,7 @@ from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies import registry
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.interfaces import BatchLimits, WindowDecision, WindowObservation
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
 from tests.sim.helpers import tiny_scenario
 

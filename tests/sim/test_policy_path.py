@@ -1,6 +1,7 @@
-"""The policy-calling (straightforward) path's shortcuts: hops folded into the events
-around them, the specialised BATCH_END without ARRIVE events (batchend.py, inbound.py),
-and the batching policy's queue view kept between dispatches."""
+"""The shortcuts of the handler sets that call every policy: the reference's hops folded
+into the events around them (against the every-hop set), the ``inbound`` set's
+specialised BATCH_END without ARRIVE events (fast/batch_end.py, fast/inbound.py), and the
+batching policy's queue view kept between dispatches."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from edgespec.policies import registry
 from edgespec.policies.inputs import UNOBSERVED
 from edgespec.policies.interfaces import BatchLimits, WindowDecision, WindowObservation
 from edgespec.policies.slo import DeadlineRule
-from edgespec.sim import choice, engine, server_events
-from edgespec.sim.entities import ServerState, Session
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.loop import batch_choice as choice
+from edgespec.sim.loop import server as server_events
+from edgespec.sim.model.entities import ServerState, Session
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
 from tests.sim.helpers import tiny_scenario
 
@@ -32,18 +34,19 @@ CASES = {
 }
 
 
-def _run(overrides: list[str]) -> SimResult:
+def _run(overrides: list[str], handlers: str | None = None) -> SimResult:
     data = tiny_scenario()
-    return simulate(scenario_from_dict(data, [*overrides, "fast_path=false", "record_rounds=true"]))
+    scenario = scenario_from_dict(data, [*overrides, "fast_path=false", "record_rounds=true"])
+    return simulate(scenario, handlers=handlers)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_folded_hops_equal_every_hop(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_folded_hops_equal_every_hop(name: str) -> None:
     """DRAFT_DONE and DELIVER folded into BATCH_END and round start give the records that
     scheduling each hop as its own event gives."""
     folded = _run(CASES[name])
-    monkeypatch.setattr(engine.Simulation, "every_hop", True)
-    hops = _run(CASES[name])
+    assert folded.path == "reference (fast_path=false)"
+    hops = _run(CASES[name], "every_hop")
     assert folded.num_rounds == hops.num_rounds > 100
     assert folded.requests == hops.requests
     assert folded.batches == hops.batches
@@ -80,13 +83,13 @@ SPECIALISED_CASES = {
 def test_specialised_batch_end_equals_generic_handlers(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without round records, a distributed run calls the policies from the specialised
-    BATCH_END with no ARRIVE events; it gives the generic handlers' records."""
+    """Without round records, the ``inbound`` set calls the policies from the specialised
+    BATCH_END with no ARRIVE events; it gives the reference's records."""
     monkeypatch.setitem(registry.WINDOW, "depth", _DepthWindow)
     overrides = [*SPECIALISED_CASES[name], "fast_path=false", "record_rounds=false"]
-    specialised = simulate(scenario_from_dict(tiny_scenario(), overrides))
-    monkeypatch.setattr(engine.Simulation, "every_hop", True)
+    specialised = simulate(scenario_from_dict(tiny_scenario(), overrides), handlers="inbound")
     generic = simulate(scenario_from_dict(tiny_scenario(), overrides))
+    assert generic.path == "reference (fast_path=false)"
     assert specialised.num_rounds == generic.num_rounds > 100
     assert specialised.requests == generic.requests
     assert specialised.batches == generic.batches

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import write_wisp_profile
 

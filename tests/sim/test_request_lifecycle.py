@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import Tolerance, hand_trace_scenario
 

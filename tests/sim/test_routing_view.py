@@ -1,4 +1,4 @@
-"""The simulator's routing inputs at fleet scale (sim/routing.py, sim/inbound.py): every
+"""The simulator's routing inputs at fleet scale (sim/model/router.py, sim/fast/inbound.py): every
 route sees, or chooses from, exactly the loads a scan of every server would give."""
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import ServerLoad
+from edgespec.hardware.cost_models import WispCost
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.routing import JoinShortestQueueRouting, RoundRobinRouting
-from edgespec.sim import inbound, routing
-from edgespec.sim.cells import Layout
-from edgespec.sim.cost_models import WispCost
-from edgespec.sim.entities import ServerState, Session
-from edgespec.sim.rng import spawn_generator
-from edgespec.sim.scenario import Scenario, scenario_from_dict
+from edgespec.sim.model import router as routing
+from edgespec.sim.model.entities import ServerState, Session
+from edgespec.sim.model.inbound_queue import DueIndex
+from edgespec.sim.model.rng import spawn_generator
+from edgespec.sim.setup.cells import Layout
+from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
 
@@ -133,7 +134,7 @@ def _router_with_blocks(
     servers = [ServerState(i, cost, None, 10**6, 8, 10**6) for i in range(3)]
     for server, n in zip(servers, queued, strict=True):
         server.queue.extend(object.__new__(Session) for _ in range(n))
-    due = inbound.DueIndex(len(servers))
+    due = DueIndex(len(servers))
     for server_id, arrival_s in blocks.items():
         heappush(servers[server_id].inbound, (arrival_s, 7, object.__new__(Session)))
         due.sent(arrival_s, server_id)

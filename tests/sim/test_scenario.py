@@ -6,10 +6,10 @@ from typing import Any
 import pytest
 
 from edgespec.config import ConfigError
-from edgespec.sim import build
-from edgespec.sim.scenario import load_scenario, scenario_from_dict
+from edgespec.sim.setup import sources
+from edgespec.sim.setup.scenario import load_scenario, scenario_from_dict
+from edgespec.sim.setup.topology import expand_topology
 from edgespec.sim.simulator import simulate
-from edgespec.sim.topology import expand_topology
 from tests.sim.helpers import tiny_scenario
 
 
@@ -107,7 +107,8 @@ def test_validation_errors_name_the_field(
         ),
         (
             ["policies.batching={name: lab, params: {ratio: 2}}"],
-            "config field 'policies.batching': batching policy 'lab' has no parameter(s) ['ratio']",
+            "config field 'policies.batching.params': batching policy 'lab' has no parameter(s) "
+            "['ratio']; known: ['max_length_ratio']",
         ),
         (
             [
@@ -169,14 +170,14 @@ def test_profile_and_preset_errors_are_reported_at_the_field_that_named_them(
 
 
 def test_trace_acceptance_defaults_to_the_bundled_traces(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(build, "bundled_traces", lambda: [])
+    monkeypatch.setattr(sources, "bundled_traces", lambda: [])
     with pytest.raises(ConfigError) as info:
         simulate(scenario_from_dict(tiny_scenario(), ["acceptance.kind=trace"]))
     assert "config field 'acceptance.traces': trace acceptance needs acceptance_seq" in str(
         info.value
     )
     bundled = Path(__file__).with_name("acceptance_trace.jsonl")
-    monkeypatch.setattr(build, "bundled_traces", lambda: [bundled])
+    monkeypatch.setattr(sources, "bundled_traces", lambda: [bundled])
     result = simulate(scenario_from_dict(tiny_scenario(), ["acceptance.kind=trace"]))
     explicit = simulate(
         scenario_from_dict(tiny_scenario(), [f"acceptance={{kind: trace, traces: [{bundled}]}}"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from edgespec.config import ConfigError
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from tests.sim.helpers import tiny_scenario
 
 

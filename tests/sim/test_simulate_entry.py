@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gc
 
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import paused_gc, simulate
 from tests.sim.helpers import tiny_scenario
 

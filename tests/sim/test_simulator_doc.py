@@ -10,15 +10,15 @@ from edgespec.experiments.sim_flags import DEFAULTS
 from edgespec.metrics.attribution import DEFAULT_THRESHOLD, DEFAULT_WINDOW
 from edgespec.metrics.record_files import ROW_GROUP_ROWS
 from edgespec.policies.wisp import DEFAULT_GUARD_S
-from edgespec.sim.network import HEADER_BYTES, PARENT_BYTES, PROB_BYTES, TOKEN_ID_BYTES
-from edgespec.sim.scenario import (
+from edgespec.sim.model.network import HEADER_BYTES, PARENT_BYTES, PROB_BYTES, TOKEN_ID_BYTES
+from edgespec.sim.model.stop_model import StopPredictorConfig
+from edgespec.sim.setup.scenario import (
     CostModelConfig,
     DevicePool,
     LinkConfig,
     Scenario,
     ServerPool,
 )
-from edgespec.sim.stop_model import StopPredictorConfig
 
 
 def test_scenario_field_defaults_are_the_documented_ones() -> None:

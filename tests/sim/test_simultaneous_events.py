@@ -19,7 +19,7 @@ import pytest
 
 from edgespec.core.types import ServerLoad
 from edgespec.policies import registry
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import write_wisp_profile
 

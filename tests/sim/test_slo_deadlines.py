@@ -8,7 +8,7 @@ from typing import Any
 
 from edgespec.core.types import RoundRecord
 from edgespec.policies.slo import acceptance_estimate
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
 
@@ -87,7 +87,7 @@ def test_wisp_batching_needs_a_wisp_estimator() -> None:
     import pytest
 
     from edgespec.config import ConfigError
-    from edgespec.sim.build import build_policies
+    from edgespec.sim.setup.build import build_policies
 
     def policies(batching: dict[str, Any], servers: dict[str, Any] | None = None) -> object:
         data: dict[str, Any] = {"policies": {"batching": batching}}

@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 
 from edgespec.config import ConfigError
-from edgespec.sim.acceptance import TraceAcceptance
-from edgespec.sim.rng import UniformStream
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.model.acceptance import TraceAcceptance
+from edgespec.sim.model.rng import UniformStream
+from edgespec.sim.model.stop_model import StopBlock, StopModel, StopPredictorConfig
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
-from edgespec.sim.stop_model import StopBlock, StopModel, StopPredictorConfig
 from tests.policies.stop_helpers import confidence_stop
 from tests.sim.helpers import Tolerance, hand_trace_scenario
 
@@ -52,8 +52,8 @@ def test_every_timestamp_with_a_stop_predictor(tmp_path: Path) -> None:
            "drafter_id": 0, "acceptance_seq": [1, 1, 1, 0, 1, 1],
            "draft_features": features([0.9, 0.9, 0.2, 0.9, 0.9, 0.9])}  # fmt: skip
     result = simulate(scenario_from_dict(scenario(tmp_path, [row])))
-    assert result.path.startswith("straightforward (fast path refused: ")
-    assert "a stop predictor cuts blocks short" in result.path
+    assert result.path.startswith("inlined (inlined: static window, fcfs batching; ")
+    assert result.path.endswith("; a stop predictor cuts blocks short)")
     # round 1 at 0: γ = 4; keeps positions 0, 1, stops at 2 (confidence 0.2): 2 sent,
     # 3 passes: (4 prompt + 2 more passes) · 10 ms + 3 · 2 ms = 0.066; uplink 88 B
     # 0.010088 → 0.076088; 6 new tokens: 0.011 → 0.087088; accepts 2 (of a run of 3),

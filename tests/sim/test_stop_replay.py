@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgespec.sim.stop_model import _Keeps, replayed_prefix
+from edgespec.sim.model.stop_model import _Keeps, replayed_prefix
 
 
 def keeps(on_prefix: list[bool], after: dict[int, list[bool]] | None = None) -> _Keeps:

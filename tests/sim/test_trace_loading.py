@@ -8,7 +8,7 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
-from edgespec.sim.workload import LengthTable, TraceEntry, load_trace, resolve_trace
+from edgespec.sim.setup.workload import LengthTable, TraceEntry, load_trace, resolve_trace
 
 
 def _write(path: Path, rows: list[object]) -> Path:

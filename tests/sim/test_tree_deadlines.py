@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from edgespec.policies import registry
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import Tolerance
 from tests.sim.test_modes import _RecordingFifo

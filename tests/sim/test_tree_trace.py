@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from edgespec.config import ConfigError
-from edgespec.sim.cost_models import decode_steps_s
-from edgespec.sim.scenario import scenario_from_dict
+from edgespec.hardware.cost_models import decode_steps_s
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import hand_trace_scenario
 
@@ -57,7 +57,7 @@ def test_tree_rounds_replay_as_captured_on_both_paths(tmp_path: Path) -> None:
 def test_draft_cost_is_one_pass_per_depth(tmp_path: Path) -> None:
     sim = simulate(scenario_from_dict(_scenario(tmp_path), ["fast_path=false"]))
     scenario = scenario_from_dict(_scenario(tmp_path))
-    from edgespec.sim.build import build_entities
+    from edgespec.sim.setup.build import build_entities
 
     devices, _ = build_entities(scenario)
     cost = devices[0].draft_cost

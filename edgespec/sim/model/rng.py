@@ -17,7 +17,7 @@ class UniformStream:
     changes speed only, never values.
 
     ``buffer`` and ``index`` are public: ``buffer[index:]`` are the next draws, and the
-    fast path (:mod:`edgespec.sim.batchend`) takes them directly, advancing ``index``
+    fast path (:mod:`edgespec.sim.fast.batch_end`) takes them directly, advancing ``index``
     (only while ``index < len(buffer)``; :meth:`next` refills). The buffer is an
     ``array('d')`` refilled in place: 8 bytes a draw, and a draw read from it is a new
     float rather than one of a block of float objects last touched long ago (a fleet of

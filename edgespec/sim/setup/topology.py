@@ -1,31 +1,14 @@
 """Topology expansion: a scenario's device and server pools written out as explicit
-entities (:class:`DeviceSpec`, :class:`ServerSpec`) with ids and SLO classes."""
+entities (:class:`~edgespec.sim.setup.pools.DeviceSpec`,
+:class:`~edgespec.sim.setup.pools.ServerSpec`) with ids and SLO classes."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-from edgespec.sim.scenario import DevicePool, Scenario, ServerPool
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceSpec:
-    """One expanded edge device."""
-
-    device_id: int
-    pool: DevicePool
-    slo_class: str
-    pool_index: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class ServerSpec:
-    """One expanded target server."""
-
-    server_id: int
-    pool: ServerPool
-    pool_index: int = 0
+from edgespec.sim.setup.pools import DeviceSpec as DeviceSpec
+from edgespec.sim.setup.pools import ServerSpec as ServerSpec
+from edgespec.sim.setup.pools import TopologySource
 
 
 def _assign_classes(mix: Mapping[str, float], count: int) -> list[str]:
@@ -40,7 +23,9 @@ def _assign_classes(mix: Mapping[str, float], count: int) -> list[str]:
     return [cls for cls, _ in quotas for _ in range(counts[cls])]
 
 
-def expand_topology(scenario: Scenario) -> tuple[tuple[DeviceSpec, ...], tuple[ServerSpec, ...]]:
+def expand_topology(
+    scenario: TopologySource,
+) -> tuple[tuple[DeviceSpec, ...], tuple[ServerSpec, ...]]:
     """Pools → explicit devices (ids 0..) and servers (ids 0..), in pool order."""
     devices: list[DeviceSpec] = []
     for i, pool in enumerate(scenario.auto_topology.devices):

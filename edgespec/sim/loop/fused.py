@@ -20,67 +20,45 @@ The semantics both hosts share (docs/SIMULATOR.md "Execution modes"):
 * Each drafter forwards, on its first pass, the context it has not processed: the
   co-located draft the context committed since its last fused round (the whole context
   the first time), the device's draft the tokens committed during the fused run
-  (:func:`~edgespec.sim.cost_models.draft_passes_s`).
+  (:func:`~edgespec.hardware.cost_models.draft_passes_s`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from edgespec.core.types import RoundRecord
-from edgespec.policies.awc import AwcWindow
-from edgespec.policies.contracts import check_window
+from edgespec.hardware.cost_models import draft_passes_s
+from edgespec.policies.contracts import decide_window
 from edgespec.policies.inputs import UNOBSERVED
 from edgespec.policies.interfaces import WindowDecision
-from edgespec.policies.window import DynamicWindow, StaticWindow
-from edgespec.sim.choice import checked_distributed
-from edgespec.sim.cost_models import draft_passes_s
-from edgespec.sim.entities import ServerState, Session
-from edgespec.sim.network import downlink_bytes, uplink_bytes
-
-if TYPE_CHECKING:
-    from edgespec.sim.engine import Simulation
-
-BeginRound = Callable[[Session, float, WindowDecision], None]
+from edgespec.sim.events import ARRIVE, DELIVER
+from edgespec.sim.kernel import EventQueue
+from edgespec.sim.model.entities import ServerState, Session
+from edgespec.sim.model.network import downlink_bytes, uplink_bytes
+from edgespec.sim.state import SimState
 
 
-def fusing(window: object, mode: str) -> bool | None:
-    """Whether a round of this run may go fused: ``mode: fused`` always, ``centralized``
-    never; in ``distributed`` mode a policy's class attribute ``may_fuse`` (a bool) says,
-    else its known type (StaticWindow: its ``fused``; DynamicWindow: no; AwcWindow: yes),
-    else ``None``: unknown."""
-    if mode != "distributed":
-        return mode == "fused"
-    declared = getattr(window, "may_fuse", None)
-    if isinstance(declared, bool):
-        return declared
-    if type(window) is StaticWindow:
-        return window.fused
-    if type(window) is DynamicWindow:
-        return False
-    if isinstance(window, AwcWindow):
-        return True
-    return None
+class FusedHost(Protocol):
+    """What fused rounds need of the handler set that runs them."""
+
+    state: SimState
+    q: EventQueue
+
+    def send_block(self, s: Session, ready_s: float) -> None: ...
+    def resume_round(self, s: Session, t: float, decided: WindowDecision | None = None) -> None: ...
 
 
 class FusedRuns:
-    """The fused rounds of one simulation (the engine calls in; see the module docstring)."""
+    """The fused rounds of one run (the handler set calls in; see the module docstring)."""
 
-    __slots__ = ("arrive_kind", "begin_round", "deliver_kind", "draft_done_kind", "engine")
+    __slots__ = ("host",)
 
-    def __init__(
-        self, engine: Simulation, begin_round: BeginRound, kinds: tuple[int, int, int]
-    ) -> None:
-        self.engine = engine
-        self.begin_round = begin_round  # the device's distributed round with a given decision
-        self.draft_done_kind, self.arrive_kind, self.deliver_kind = kinds
+    def __init__(self, host: FusedHost) -> None:
+        self.host = host
 
     def start(self, s: Session, t: float, decision: WindowDecision) -> None:
         """The device sends a fused request at ``t`` (``decision``: checked, fused)."""
-        engine = self.engine
-        if engine.lazy:  # the specialised BATCH_END runs distributed rounds only
-            checked_distributed(engine.window, decision)
         request = s.request
         prompt = request.num_prompt_tokens
         first = s.num_rounds == 0
@@ -91,10 +69,7 @@ class FusedRuns:
         _window(s, decision)
         s.round_start_s = t
         s.round_draft_s = 0.0
-        if engine.hops:  # the send as its own event, like a device's DRAFT_DONE
-            engine.q.push(t, self.draft_done_kind, s.device.device_id, s)
-        else:
-            self.send(s, t)
+        self.host.send_block(s, t)
 
     def send(self, s: Session, t: float) -> None:
         """The fused request leaves the device at ``t``."""
@@ -103,7 +78,7 @@ class FusedRuns:
         up = dev.link.latency_s(uplink_bytes(0, prompt_ids, dev.vocab_size, False), dev.rng)
         s.round_up_s = up
         s.network_s += up
-        self.engine.q.push(t + up, self.arrive_kind, dev.device_id, s)
+        self.host.q.push(t + up, ARRIVE, dev.device_id, s)
 
     def draft_step_s(self, server: ServerState, batch: list[Session]) -> float:
         """The co-located draft's part of the batch step: the passes of its fused entries,
@@ -132,7 +107,8 @@ class FusedRuns:
         step, queue depth, batch size). The engine has counted the tokens and the queue
         time; the step's draft part is the round's draft time, the rest its verify time."""
         num_acc, committed, queued, step, depth, batch_size = verdict
-        engine = self.engine
+        host = self.host
+        state = host.state
         dev = s.device
         request = s.request
         total = s.committed
@@ -158,8 +134,8 @@ class FusedRuns:
             obs = history.record_round(
                 s.gamma, s.gamma_eff, num_acc, total, s.last_network_s, depth, t, True
             )
-        if engine.record_rounds:
-            engine.sink.round(
+        if state.record_rounds:
+            state.sink.round(
                 RoundRecord(
                     request.request_id, s.num_rounds - 1, s.round_start_s, deliver, draft,
                     s.round_up_s, queued, verify, down, s.sent, num_acc, committed,
@@ -169,12 +145,11 @@ class FusedRuns:
         if total >= request.num_output_tokens:
             server.release(s.index)
             server.num_active -= 1
-            engine.q.push(deliver, self.deliver_kind, dev.device_id, s)
+            host.q.push(deliver, DELIVER, dev.device_id, s)
             return
         server.store(s.index, prompt + total - 1)
-        window = engine.window
-        decision = check_window(window, window.next_window(obs))
-        if decision.fused or engine.fused_mode:  # the next fused round, queued at once
+        decision = decide_window(state.window, obs)
+        if decision.fused or state.fused_mode:  # the next fused round, queued at once
             _window(s, decision)
             s.fused_unseen = 0
             s.round_start_s = s.enqueued_s = t
@@ -185,11 +160,7 @@ class FusedRuns:
             return
         s.fused = False
         s.catch_up = prompt + total - s.device_seen
-        if engine.hops:
-            s.resume = decision
-            engine.q.push(deliver, self.deliver_kind, dev.device_id, s)
-        else:  # what the DELIVER would do
-            self.begin_round(s, deliver, decision)
+        host.resume_round(s, deliver, decision)
 
 
 def _window(s: Session, decision: WindowDecision) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from edgespec.core.types import Request
-from edgespec.sim.cells import Layout
-from edgespec.sim.entities import DeviceState
 from edgespec.sim.kernel import EventQueue
-from edgespec.sim.rng import spawn_generator
-from edgespec.sim.scenario import Scenario
-from edgespec.sim.workload import LengthTable, TraceEntry
+from edgespec.sim.model.entities import DeviceState
+from edgespec.sim.model.rng import spawn_generator
+from edgespec.sim.setup.cells import Layout
+from edgespec.sim.setup.scenario import Scenario
+from edgespec.sim.setup.workload import LengthTable, TraceEntry
 
 Offer = Callable[[DeviceState, Request, "tuple[int, ...] | None", float], None]
 
@@ -22,7 +22,7 @@ class Arrivals:
     ``think_time_s`` (exponential mean) after the device's request finishes. Poisson: one
     chain of REQUEST events for the whole system, each to a uniformly random device.
     Trace: one chain over the trace's entries. All draws come from the ``workload``
-    stream of the scenario seed; in a pinned scenario (:mod:`edgespec.sim.cells`, closed
+    stream of the scenario seed; in a pinned scenario (:mod:`edgespec.sim.setup.cells`, closed
     loop only) each cell draws from its own, and numbers its requests ``c<cell>-r<n>``.
     """
 

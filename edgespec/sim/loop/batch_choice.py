@@ -1,5 +1,6 @@
 """The server's choice of which queued rounds the next batch verifies (through the
-scenario's batching policy), as the engine makes it; routing is in :mod:`edgespec.sim.routing`."""
+scenario's batching policy), as the engine makes it; routing is in
+:mod:`edgespec.sim.model.router`."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ from edgespec.policies.contracts import (
 )
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, WindowDecision
 from edgespec.policies.slo import DEADLINE_FUNCTIONS, DeadlineRule, acceptance_estimate
-from edgespec.sim.entities import ServerState, Session
+from edgespec.sim.model.entities import ServerState, Session
 
 
 def checked_distributed(window: object, decision: object) -> WindowDecision:
     """``decision`` checked (:func:`check_window`); a fused decision is refused here: the
     specialised distributed BATCH_END (batchend.py) runs distributed rounds only, and runs
     for a window policy that may go fused only when its type is unknown
-    (:func:`edgespec.sim.fused_run.fusing`)."""
+    (:func:`edgespec.policies.fusing.fusing`)."""
     checked = check_window(window, decision)
     if checked.fused:
         raise PolicyContractError(

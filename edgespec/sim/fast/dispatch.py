@@ -1,27 +1,29 @@
-"""The fast path's specialised handlers.
+"""Specialised DISPATCH handlers and the trace-replay table of the inlining handler sets.
 
-* The static window is inlined in the specialised BATCH_END of
-  :mod:`edgespec.sim.batchend` (``Simulation.static_gamma``), which both paths use.
-* :func:`fcfs_dispatch` is the generic DISPATCH (``server_events.dispatch_handler``) with
-  ``FcfsBatching.select`` inlined: the server queue is appended in event order, which is
-  (enqueued_s, entry_id) order, so FCFS needs no sort and no ``PendingVerification``
-  objects.
+* :func:`fcfs_dispatch` is the reference DISPATCH
+  (:meth:`~edgespec.sim.loop.server.ReferenceLoop.dispatch`) with ``FcfsBatching.select``
+  inlined: the server queue is appended in event order, which is (enqueued_s, entry_id)
+  order, so FCFS needs no sort and no ``PendingVerification`` objects.
+* :func:`dispatch_when_alone` is the reference ARRIVE that runs the DISPATCH at once when
+  no other event shares its time.
 
-``tests/sim/test_fast_path.py`` checks that records are identical to the straightforward
-path's.
+``tests/sim/test_handler_sets.py`` checks that records are identical to the reference's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from heapq import heappop
 from sys import maxsize
-from typing import TYPE_CHECKING
 
-from edgespec.sim.entities import ServerState, Session
+from edgespec.sim.events import BATCH_END, DISPATCH
+from edgespec.sim.fast.inbound import Touch
 from edgespec.sim.kernel import Handler
+from edgespec.sim.model.entities import ServerState, Session
+from edgespec.sim.state import SimState
 
-if TYPE_CHECKING:
-    from edgespec.sim.engine import Simulation
+DraftStep = Callable[[ServerState, list[Session]], float]
+"""The co-located draft's part of a batch step (``FusedRuns.draft_step_s``)."""
 
 
 def accept_runs(seq: tuple[int, ...]) -> list[int]:
@@ -50,7 +52,7 @@ def memoised_accept_runs(
     return hit[1]
 
 
-def dispatch_when_alone(engine: Simulation, dispatch: Handler, dispatch_kind: int) -> Handler:
+def dispatch_when_alone(state: SimState, touch: Touch, dispatch: Handler) -> Handler:
     """ARRIVE that dispatches at once when no other event shares its time.
 
     A DISPATCH scheduled at ``t`` runs after every other event at ``t`` (its kind is the
@@ -58,10 +60,9 @@ def dispatch_when_alone(engine: Simulation, dispatch: Handler, dispatch_kind: in
     running it now is the same and saves a heap push and pop (both heaps are
     checked: :mod:`edgespec.sim.kernel`).
     """
-    push = engine.q.raw_push()
-    heap = engine.q.heap
-    arrivals = engine.q.arrivals_heap
-    touch = engine.touch
+    push = state.q.raw_push()
+    heap = state.q.heap
+    arrivals = state.q.arrivals_heap
 
     def arrive(t: float, s: Session) -> None:
         server = s.server
@@ -73,19 +74,20 @@ def dispatch_when_alone(engine: Simulation, dispatch: Handler, dispatch_kind: in
         if not server.busy and not server.dispatch_pending:
             if (heap and heap[0][0] <= t) or (arrivals and arrivals[0][0] <= t):
                 server.dispatch_pending = True
-                push(t, dispatch_kind, server.server_id, server)
+                push(t, DISPATCH, server.server_id, server)
             else:
                 dispatch(t, server)
 
     return arrive
 
 
-def fcfs_dispatch(engine: Simulation, batch_end_kind: int) -> Handler:
-    """DISPATCH with ``FcfsBatching`` inlined (``_take_within_limits`` semantics)."""
-    push = engine.q.raw_push()
-    lazy = engine.lazy
-    fused = engine.fused_runs if engine.may_fuse else None  # never for the lazy runs
-    touch = engine.touch
+def fcfs_dispatch(
+    state: SimState, touch: Touch, lazy: bool, fused_step: DraftStep | None
+) -> Handler:
+    """DISPATCH with ``FcfsBatching`` inlined (``_take_within_limits`` semantics).
+    ``lazy``: first move the inbound blocks due (the inbound sets); ``fused_step``: the
+    co-located draft's passes, when fused rounds are possible."""
+    push = state.q.raw_push()
 
     def dispatch(t: float, server: ServerState) -> None:
         server.dispatch_pending = False
@@ -141,8 +143,8 @@ def fcfs_dispatch(engine: Simulation, batch_end_kind: int) -> Handler:
         server.batch_new = n_lin
         server.batch_cached = n_cached
         duration = server.cost.batch_time_s(size, n_lin, n_int, n_cached)
-        if fused is not None:  # the co-located draft's passes for fused entries come first
-            duration = fused.draft_step_s(server, chosen) + duration
-        push(t + duration, batch_end_kind, server.server_id, server)
+        if fused_step is not None:  # the co-located draft's passes for fused entries first
+            duration = fused_step(server, chosen) + duration
+        push(t + duration, BATCH_END, server.server_id, server)
 
     return dispatch

@@ -8,10 +8,10 @@ every handler that changes a server's queue length, active sessions or ``busy`` 
 marks the server (``Router.touched``, a set), and :meth:`Router.refresh` rewrites only
 the marked servers' loads before a route.
 
-Without per-round ARRIVE events (:mod:`edgespec.sim.inbound`) a server's queue is its
+Without per-round ARRIVE events (:mod:`edgespec.sim.fast.inbound`) a server's queue is its
 ``queue`` plus the inbound blocks due by the routing time. A policy called with the view
 may read any load, so the engine first drains every server with blocks due
-(:func:`~edgespec.sim.inbound.drain_all`). Join-shortest-queue inlined (the fast path)
+(:func:`~edgespec.sim.fast.inbound.drain_all`). Join-shortest-queue inlined (the fast path)
 needs less: the view's queue depths are then lower bounds, and only the least-loaded
 servers are drained, until none of them has a block due (:meth:`Router.route`); any
 other server's bound already exceeds the least load, so its true load does too.
@@ -19,7 +19,7 @@ other server's bound already exceeds the least load, so its true load does too.
 Checking the tied servers one by one costs a few operations per tie, and the ties grow
 with the fleet (hundreds of servers tie at 2,000 servers). Draining every server with
 blocks due costs a server visit per block sent since the last such drain (each block
-lists its server at most twice in the :class:`~edgespec.sim.inbound.DueIndex`), i.e. a
+lists its server at most twice in the :class:`~edgespec.sim.fast.inbound.DueIndex`), i.e. a
 bounded cost per round, whatever the fleet. The router rents before it buys: it checks
 ties until the checks made since the last full drain, this route's included, exceed
 :data:`SCAN_FLOOR` + :data:`SCAN_PER_ROUND` × the rounds verified since then, and then
@@ -39,10 +39,10 @@ from edgespec.core.types import ServerLoad
 from edgespec.policies.contracts import check_route
 from edgespec.policies.interfaces import RoutingPolicy
 from edgespec.policies.loads import LoadView
-from edgespec.sim.cells import Layout
-from edgespec.sim.entities import ServerState
-from edgespec.sim.inbound import drain
-from edgespec.sim.rng import spawn_generator
+from edgespec.sim.model.entities import ServerState
+from edgespec.sim.model.inbound_queue import drain
+from edgespec.sim.model.rng import spawn_generator
+from edgespec.sim.setup.cells import Layout
 
 SCAN_FLOOR = 16
 SCAN_PER_ROUND = 4
@@ -102,14 +102,16 @@ class Router:
         servers: list[ServerState],
         cells: list[Cell],
         inline_jsq: bool,
-        drain_due: Callable[[float, bool], None],
+        drain_due: Callable[[float, bool], None] | None,
         rounds: Callable[[], int],
         listed: list[float],
     ) -> None:
-        """``drain_due(t, inclusive)``: drain every server with inbound blocks due and
-        mark it (:func:`~edgespec.sim.inbound.drain_all`); ``rounds()``: the rounds verified
-        so far; ``listed``: :attr:`DueIndex.listed <edgespec.sim.inbound.DueIndex.listed>`
-        (per server, no later than its earliest inbound block)."""
+        """``inline_jsq``: join-shortest-queue inlined (else the cell's policy is called);
+        ``drain_due(t, inclusive)``: drain every server with inbound blocks due and mark it
+        (:func:`~edgespec.sim.fast.inbound.drain_all`; ``None`` where blocks never wait
+        in inbound heaps); ``rounds()``: the rounds verified so far; ``listed``:
+        :attr:`DueIndex.listed <edgespec.sim.model.inbound_queue.DueIndex.listed>` (per
+        server, no later than its earliest inbound block)."""
         self.servers = servers
         self.listed = listed
         self.drain_due = drain_due
@@ -160,6 +162,7 @@ class Router:
         rounds = self.rounds()
         checks = self.scan_checks + view.num_least_loaded()
         if checks > SCAN_FLOOR + SCAN_PER_ROUND * (rounds - self.rounds_at_drain):
+            assert self.drain_due is not None, "queues lag only where blocks wait inbound"
             self.drain_due(t, inclusive)
             self.rounds_at_drain = rounds
             self.scan_checks = 0

@@ -29,8 +29,8 @@ import numpy.typing as npt
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.features import FeatureRows
 from edgespec.policies.stop_drafting import DraftStopPolicy, checked_keep_mask, draft_passes
-from edgespec.sim.acceptance import AcceptanceModel
-from edgespec.sim.rng import UniformStream
+from edgespec.sim.model.acceptance import AcceptanceModel
+from edgespec.sim.model.rng import UniformStream
 
 
 @dataclass(frozen=True, slots=True)

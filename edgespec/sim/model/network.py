@@ -21,7 +21,7 @@ from edgespec.core.link_delay import (
     one_way_delay_s,
     uplink_bytes,
 )
-from edgespec.sim.rng import UniformStream
+from edgespec.sim.model.rng import UniformStream
 
 __all__ = [
     "HEADER_BYTES",

@@ -3,14 +3,13 @@
 Loaded once through :mod:`edgespec.config` (``key.path=value`` overrides apply before
 validation); every error names the offending field, e.g.
 ``config field 'auto_topology.devices[0].link': unknown link 'wan'; known: ['default']``.
-``auto_topology`` lists pools; :func:`edgespec.sim.topology.expand_topology` turns them into
+``auto_topology`` lists pools; :func:`edgespec.sim.setup.topology.expand_topology` turns them into
 explicit entities.
 """
 
 from __future__ import annotations
 
 import math
-import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -19,14 +18,15 @@ from typing import Any, Literal
 
 from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict, read_yaml
 from edgespec.policies.slo import DeadlineRule
-from edgespec.sim.cells import plan_cells, replicate_cells
-from edgespec.sim.stop_model import StopPredictorConfig
+from edgespec.sim.model.stop_model import StopPredictorConfig
+from edgespec.sim.setup.cells import plan_cells, replicate_cells
+from edgespec.sim.setup.pools import CostModelConfig as CostModelConfig
+from edgespec.sim.setup.pools import DevicePool as DevicePool
+from edgespec.sim.setup.pools import ServerPool as ServerPool
+from edgespec.sim.setup.pools import TopologyConfig as TopologyConfig
+from edgespec.sim.setup.pools import frozen_mapping
 
 Mode = Literal["distributed", "fused", "centralized"]
-
-
-def _frozen(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
-    return types.MappingProxyType(dict(mapping))
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,55 +38,6 @@ class LinkConfig:
     bandwidth_mbps: float = 100.0
     loss_rate: float = 0.0
     retransmit_timeout_ms: float = 200.0
-
-
-@dataclass(frozen=True, slots=True)
-class CostModelConfig:
-    """``roofline`` (from model + hardware presets), or ``wisp``, ``zhu`` or ``lookup``
-    (coefficients from a profile file)."""
-
-    kind: Literal["roofline", "wisp", "zhu", "lookup"] = "roofline"
-    profile: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DevicePool:
-    """``count`` identical edge devices running ``draft_model`` on ``hardware``.
-    ``server_pools``: the server pools (indices into ``auto_topology.servers``) its
-    requests are routed among; empty: every server. Pinned pools form *cells*
-    (:mod:`edgespec.sim.cells`), which a run may split into shards."""
-
-    name: str = "edge"
-    count: int = 1
-    draft_model: str = "qwen3-0.6b"
-    hardware: str = "jetson-orin"
-    link: str = "default"
-    slo_mix: Mapping[str, float] = field(default_factory=lambda: _frozen({"default": 1.0}))
-    cost_model: CostModelConfig = field(default_factory=CostModelConfig)
-    server_pools: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ServerPool:
-    """``count`` identical target servers; ``kv_budget_tokens`` bounds resident KV.
-    ``prefix_cache: false`` is SLED's server: no KV is kept between a session's
-    verifications, so each one forwards the session's whole context again."""
-
-    name: str = "server"
-    count: int = 1
-    target_model: str = "qwen3-32b"
-    hardware: str = "a100"
-    kv_budget_tokens: int = 200_000
-    max_batch_size: int = 32
-    max_batch_tokens: int = 8192
-    prefix_cache: bool = True
-    cost_model: CostModelConfig = field(default_factory=CostModelConfig)
-
-
-@dataclass(frozen=True, slots=True)
-class TopologyConfig:
-    devices: tuple[DevicePool, ...] = (DevicePool(),)
-    servers: tuple[ServerPool, ...] = (ServerPool(),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +98,11 @@ class Scenario:
     mode: Mode = "distributed"
     temperature: float = 0.0
     slo_classes: Mapping[str, float | None] = field(
-        default_factory=lambda: _frozen({"default": None})
+        default_factory=lambda: frozen_mapping({"default": None})
     )
     deadline_rule: DeadlineRule = "pace"
     links: Mapping[str, LinkConfig] = field(
-        default_factory=lambda: _frozen({"default": LinkConfig()})
+        default_factory=lambda: frozen_mapping({"default": LinkConfig()})
     )
     auto_topology: TopologyConfig = field(default_factory=TopologyConfig)
     policies: PoliciesConfig = field(default_factory=PoliciesConfig)

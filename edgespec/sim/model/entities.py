@@ -11,11 +11,11 @@ import math
 from collections import deque
 
 from edgespec.core.types import PendingVerification, Request, RequestRecord
+from edgespec.hardware.cost_models import CostModel
 from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision
-from edgespec.sim.cost_models import CostModel
-from edgespec.sim.network import Link
-from edgespec.sim.rng import UniformStream
+from edgespec.sim.model.network import Link
+from edgespec.sim.model.rng import UniformStream
 
 
 class Session:
@@ -102,9 +102,9 @@ class Session:
         self.first_token_s = -1.0
         self.enqueued_s = self.round_start_s = self.round_draft_s = self.round_up_s = 0.0
         self.entry_id = 0
-        # What the batching policy sees of the queued block (edgespec.sim.choice).
+        # What the batching policy sees of the queued block (edgespec.sim.loop.batch_choice).
         self.pending: PendingVerification | None = None
-        # Fused rounds (edgespec.sim.fused_run): this round runs fused; context tokens the
+        # Fused rounds (edgespec.sim.loop.fused): this round runs fused; context tokens the
         # server's co-located draft has not processed (this round) and has processed
         # (after the last fused round); the device's draft: context processed when the
         # fused run began, tokens to catch up on in its next round, and the decision its
@@ -229,7 +229,7 @@ class ServerState:
         # Session index -> resident KV tokens, in LRU order (a dict keeps insertion order).
         self.kv: dict[int, int] = {}
         self.kv_total = 0
-        # Fast path without ARRIVE events (edgespec.sim.inbound): blocks in flight to
+        # Fast path without ARRIVE events (edgespec.sim.fast.inbound): blocks in flight to
         # this server as a heap of (arrival_s, device_id, session), and its WAKE time.
         self.inbound: list[tuple[float, int, Session]] = []
         self.wake_s = math.inf

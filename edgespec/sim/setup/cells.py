@@ -9,7 +9,7 @@ shared. Each cell then has its own random streams, derived from the scenario see
 cell's number only (routing tie-breaks, the workload's ramp/length/think-time draws), its
 own routing policy instance (a round-robin cursor) and its own session count (which
 trace-acceptance sequence a session replays); every device keeps its stream by its global
-index (:func:`~edgespec.sim.rng.spawn_streams`). A run of any subset of the cells — a
+index (:func:`~edgespec.sim.model.rng.spawn_streams`). A run of any subset of the cells — a
 *shard*, :func:`select_cells` — therefore computes exactly the records of those cells in
 the run of the whole scenario, and the shards' metrics merge into the whole run's
 (:mod:`edgespec.sim.shards`).
@@ -29,13 +29,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from edgespec.config import ConfigError
+from edgespec.sim.setup.pools import DevicePool, DeviceSpec, ServerPool, ServerSpec, TopologySource
 
-if TYPE_CHECKING:
-    from edgespec.sim.scenario import Scenario
-    from edgespec.sim.topology import DeviceSpec, ServerSpec
+
+class _Workload(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+
+class CellSource(TopologySource, Protocol):
+    """What the cell rules read of a :class:`~edgespec.sim.setup.scenario.Scenario`: its
+    pools and its workload's kind (this module cannot import the scenario, which imports
+    it to validate the pins)."""
+
+    @property
+    def workload(self) -> _Workload: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +60,7 @@ class CellPlan:
     num_servers: int
 
 
-def plan_cells(scenario: Scenario) -> tuple[CellPlan, ...]:
+def plan_cells(scenario: CellSource) -> tuple[CellPlan, ...]:
     """The scenario's cells, numbered by their first server pool; ``()`` when no device
     pool is pinned. Raises :class:`ConfigError` when the pins break the cell rules."""
     topo = scenario.auto_topology
@@ -134,7 +145,7 @@ class Layout:
 
 
 def select_cells(
-    scenario: Scenario,
+    scenario: CellSource,
     devices: Sequence[DeviceSpec],
     servers: Sequence[ServerSpec],
     cells: Sequence[int] | None,
@@ -192,8 +203,6 @@ def replicate_cells(data: Mapping[str, Any]) -> Mapping[str, Any]:
         raise ConfigError("auto_topology.cells", f"must be an integer >= 1, got {num!r}")
     if num == 1:  # the pools as written
         return {**data, "auto_topology": {k: v for k, v in topo.items() if k != "cells"}}
-    from edgespec.sim.scenario import DevicePool, ServerPool  # the defaults (scenario imports us)
-
     devices = list(topo.get("devices", ({},)))
     servers = list(topo.get("servers", ({},)))
     defaults: dict[str, DevicePool | ServerPool] = {

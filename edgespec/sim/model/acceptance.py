@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from edgespec.sim.rng import UniformStream
+from edgespec.sim.model.rng import UniformStream
 
 
 class AcceptanceModel(Protocol):
@@ -37,7 +37,7 @@ class TraceAcceptance:
     """Replay of captured acceptance sequences; ``pool`` serves requests that carry none.
     ``pool_features`` / ``pool_rejections``: each pool sequence's per-position draft
     features and rejection continuations, where its trace recorded them (for a stop
-    predictor, :mod:`edgespec.sim.stop_model`)."""
+    predictor, :mod:`edgespec.sim.model.stop_model`)."""
 
     pool: tuple[tuple[int, ...], ...] = ()
     pool_features: tuple[tuple[tuple[float, ...], ...] | None, ...] = ()

@@ -1,45 +1,72 @@
-"""The specialised BATCH_END of a distributed run without round records or token trees,
-used by both paths (fast and policy-calling).
+"""The specialised BATCH_END of the inbound handler sets (:mod:`edgespec.sim.fast.sets`):
+a distributed run without round records, token trees or a stop predictor.
 
-:func:`distributed_batch_end` does exactly what the generic BATCH_END
-(:func:`edgespec.sim.server_events.batch_end_handler`) followed by ``begin_round`` → ``_uplink``
-and the next ARRIVE do, in the same order and with the same floating-point expressions,
-but in one closure with everything it touches bound to locals: the link, its random stream
-and the server's KV LRU inlined for their exact classes (``paths.fast_path_blockers``),
-and the next block put in its server's inbound heap (:mod:`edgespec.sim.inbound`) instead
-of an ARRIVE event. The window is either
+:func:`distributed_batch_end` does exactly what the reference BATCH_END
+(:meth:`~edgespec.sim.loop.server.ReferenceLoop.batch_end`) followed by ``begin_round`` →
+``send_block`` and the next ARRIVE do, in the same order and with the same floating-point
+expressions, but in one closure with everything it touches bound to locals: the link, its
+random stream and the server's KV LRU inlined for their exact classes
+(:func:`edgespec.sim.handler_sets.inline_blockers`), and the next block put in its
+server's inbound heap (:mod:`edgespec.sim.fast.inbound`) instead of an ARRIVE event. The
+window is either
 
-* the fast path's static γ, inlined (``engine.static_gamma``), or
-* the scenario's window policy, called every round with the session's
+* the static γ, inlined (the ``fast`` set, for exactly ``StaticWindow``), or
+* the scenario's window policy, asked every round through
+  :func:`~edgespec.policies.contracts.decide_window` with the session's
   :class:`~edgespec.policies.inputs.WindowHistory` observation (or
-  :data:`~edgespec.policies.inputs.UNOBSERVED` for a policy that declares it reads none)
-  and its answer checked by :func:`~edgespec.policies.contracts.check_window` (the queue
-  depth it reports is the queue as the ARRIVE events before this BATCH_END left it).
+  :data:`~edgespec.policies.inputs.UNOBSERVED` for a policy that declares it reads none);
+  the queue depth it reports is the queue as the ARRIVE events before this BATCH_END
+  left it. A fused answer is refused (:func:`distributed_only`).
 
-``tests/sim/test_fast_path.py`` and ``tests/sim/test_policy_path.py`` check that records
-are identical to the generic handlers'.
+``tests/sim/test_handler_sets.py`` checks that records are identical to the reference's.
 """
 
 from __future__ import annotations
 
 from heapq import heappush
 from math import log
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 from edgespec.core.types import BatchRecord
+from edgespec.hardware.cost_models import decode_steps_s
+from edgespec.policies.contracts import PolicyContractError, decide_window
 from edgespec.policies.inputs import UNOBSERVED
 from edgespec.policies.interfaces import WindowDecision
-from edgespec.sim import inbound as inbound_heaps
-from edgespec.sim.choice import checked_distributed
-from edgespec.sim.cost_models import decode_steps_s
-from edgespec.sim.entities import DeviceState, ServerState
+from edgespec.sim.events import ARRIVE, DELIVER, DISPATCH
+from edgespec.sim.fast.inbound import Touch
 from edgespec.sim.kernel import Handler
-from edgespec.sim.network import HEADER_BYTES, TOKEN_ID_BYTES, uplink_bytes
+from edgespec.sim.model.entities import DeviceState, ServerState
+from edgespec.sim.model.inbound_queue import drain
+from edgespec.sim.model.network import HEADER_BYTES, TOKEN_ID_BYTES, uplink_bytes
+from edgespec.sim.state import SimState
 
-if TYPE_CHECKING:
-    from edgespec.sim.engine import Simulation
 
-_DeviceConstants = tuple[list[float], list[float], dict[int, float], float, float, float]
+class _DeviceConstants(NamedTuple):
+    """What the closure reads of a device's link and draft model, shared by a pool."""
+
+    down_base: list[float]
+    """Downlink latency without jitter and loss, by committed count."""
+    up_base: list[float]
+    """Uplink latency without jitter and loss, by γ."""
+    draft_memo: dict[int, float]
+    """``decode_steps_s`` by context * key base + γ."""
+    neg_jitter_s: float
+    loss_rate: float
+    retransmit_s: float
+
+
+def distributed_only(window: object, decision: WindowDecision) -> WindowDecision:
+    """``decision`` (checked) unless it is fused: the inbound handler sets run distributed
+    rounds only, and run a window policy that may go fused only when its type is unknown
+    (:func:`edgespec.policies.fusing.fusing`)."""
+    if decision.fused:
+        raise PolicyContractError(
+            f"window policy {type(window).__name__} answered {decision!r}, but it does not "
+            "say it may go fused, so this run takes the simulator's distributed-only "
+            "handler set: give the policy a class attribute `may_fuse = True`"
+        )
+    return decision
+
 
 _KEY_BASE = 1 << 30
 """Draft-time memo key = context * base + γ when a policy chooses γ (γ < a request's
@@ -69,61 +96,51 @@ def _device_constants(dev: DeviceState, gamma_max: int, send_probs: bool) -> _De
     link = dev.link
     memo: dict[int, float] = {}  # decode_steps_s by context * key base + γ
     neg_jitter_s = -link.jitter_s  # `-j * x` is `(-j) * x`: the same float
-    tables: _DeviceConstants = (
-        [],
-        [],
-        memo,
-        neg_jitter_s,
-        link.loss_rate,
-        link.retransmit_timeout_s,
-    )
+    tables = _DeviceConstants([], [], memo, neg_jitter_s, link.loss_rate, link.retransmit_timeout_s)
     _grow(tables, dev, send_probs, gamma_max)
     return tables
 
 
-def _per_device(engine: Simulation, gamma_max: int) -> list[_DeviceConstants]:
+def _per_device(state: SimState, gamma_max: int) -> list[_DeviceConstants]:
     """One entry per (link, vocabulary, draft cost model), shared by the devices that have
     it (pools), so the hot loop touches little memory."""
     shared: dict[tuple[int, int, int], _DeviceConstants] = {}
     per_device: list[_DeviceConstants] = []
-    for i, dev in enumerate(engine.devices):
+    for i, dev in enumerate(state.devices):
         assert dev.device_id == i, "devices are indexed by id"
         key = (id(dev.link), dev.vocab_size, id(dev.draft_cost))
         if key not in shared:
-            shared[key] = _device_constants(dev, gamma_max, engine.send_probs)
+            shared[key] = _device_constants(dev, gamma_max, state.send_probs)
         per_device.append(shared[key])
     return per_device
 
 
 def distributed_batch_end(
-    engine: Simulation,
+    state: SimState,
+    touch: Touch,
+    observe: bool,
+    gamma_static: int | None,
     dispatch: Handler | None,
-    arrive_kind: int,
-    deliver_kind: int,
-    dispatch_kind: int,
 ) -> Handler:
     """BATCH_END without round records (see the module docstring).
 
-    ``dispatch``: the fast path's DISPATCH handler, run at once when no other event shares
-    the batch's end time; ``None`` (the policy-calling path): a DISPATCH event every time.
-    Trace replay reads :func:`~edgespec.sim.fastpath.accept_runs` (``Session.runs``).
+    ``observe``: the window policy gets observations (else ``UNOBSERVED``);
+    ``gamma_static``: the static γ, inlined (``None``: the policy is asked every round);
+    ``dispatch``: the DISPATCH handler, run at once when no other event shares the batch's
+    end time; ``None``: a DISPATCH event every time. Trace replay reads
+    :func:`~edgespec.sim.fast.dispatch.accept_runs` (``Session.runs``).
     """
-    gamma_static = engine.static_gamma
-    assert engine.distributed and not engine.record_rounds
-    window = engine.window
-    next_window = window.next_window
-    observe = engine.observes  # else the policy gets UNOBSERVED (inputs.observes)
+    assert state.distributed and not state.record_rounds
+    window = state.window
     key_base = _KEY_BASE if gamma_static is None else gamma_static + 1
-    accepted = engine.acceptance.accepted
-    sink_batch = engine.sink.batch
-    push = engine.q.raw_push()
-    heap = engine.q.heap
-    arrivals = engine.q.arrivals_heap
-    send_probs = engine.send_probs
-    per_device = _per_device(engine, 8 if gamma_static is None else gamma_static)
-    drain = inbound_heaps.drain
-    touch = engine.touch
-    due = engine.due
+    accepted = state.acceptance.accepted
+    sink_batch = state.sink.batch
+    push = state.q.raw_push()
+    heap = state.q.heap
+    arrivals = state.q.arrivals_heap
+    send_probs = state.send_probs
+    per_device = _per_device(state, 8 if gamma_static is None else gamma_static)
+    due = state.due
     listed = due.listed
     sent = due.sent
 
@@ -207,7 +224,7 @@ def distributed_batch_end(
                 s.network_s += down
                 kv_total -= kv_pop(index, 0)  # ServerState.release, inline
                 server.num_active -= 1
-                push(deliver, deliver_kind, dev.device_id, s)
+                push(deliver, DELIVER, dev.device_id, s)
                 continue
             prompt = request.num_prompt_tokens
             # ServerState.store, inline (pop and re-insert = most recently used).
@@ -230,9 +247,9 @@ def distributed_batch_end(
                         s.gamma, gamma, num_acc, total, s.round_up_s + down, depth, deliver
                     )
                 )
-                decision = next_window(obs)
-                if type(decision) is not WindowDecision or decision.fused:
-                    decision = checked_distributed(window, decision)
+                decision = decide_window(window, obs)
+                if decision.fused:
+                    distributed_only(window, decision)
                 chosen = s.gamma = decision.gamma
             gamma = chosen if chosen < remaining - 1 else remaining - 1
             s.gamma_eff = s.sent = gamma
@@ -271,17 +288,17 @@ def distributed_batch_end(
             if arrival_s < listed[server_id]:
                 sent(arrival_s, server_id)
         server.kv_total = kv_total
-        engine.num_rounds += len(batch)
+        state.num_rounds += len(batch)
         # Not busy, no DISPATCH pending (none is scheduled while busy).
         if server.queue or (inbound and inbound[0][0] <= t):
             if dispatch is None or (heap and heap[0][0] <= t) or (arrivals and arrivals[0][0] <= t):
                 server.dispatch_pending = True
-                push(t, dispatch_kind, server.server_id, server)
+                push(t, DISPATCH, server.server_id, server)
             else:  # no other event at t: the DISPATCH would run next anyway
                 dispatch(t, server)
         elif inbound and inbound[0][0] < server.wake_s:  # inbound.arm
             arrival_s, device_id, _ = inbound[0]
             server.wake_s = arrival_s
-            push(arrival_s, arrive_kind, device_id, server)
+            push(arrival_s, ARRIVE, device_id, server)
 
     return batch_end

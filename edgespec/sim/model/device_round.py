@@ -1,12 +1,12 @@
 """The device's side of a round in the simulator: how long drafting takes and the
 uplink's latency (the straightforward path and a session's first round; the specialised
-BATCH_END of :mod:`edgespec.sim.batchend` inlines both for later rounds)."""
+BATCH_END of :mod:`edgespec.sim.fast.batch_end` inlines both for later rounds)."""
 
 from __future__ import annotations
 
-from edgespec.sim.cost_models import decode_steps_s, draft_passes_s
-from edgespec.sim.entities import Session
-from edgespec.sim.network import uplink_bytes
+from edgespec.hardware.cost_models import decode_steps_s, draft_passes_s
+from edgespec.sim.model.entities import Session
+from edgespec.sim.model.network import uplink_bytes
 
 
 class DraftTimes:

@@ -1,0 +1,162 @@
+"""The reference round, server side, and the reference handler set itself.
+
+* DISPATCH asks the batching policy which queued blocks run together
+  (:func:`~edgespec.sim.loop.batch_choice.select_batch`) and schedules the batch's end;
+* BATCH_END gives every block of the batch its verdict (accepted tokens, the downlink,
+  the window history, the round record) and begins the session's next round on its device
+  (or ends the request, or hands a fused round to :mod:`edgespec.sim.loop.fused`).
+
+:class:`ReferenceLoop` is what ``fast_path: false`` runs, whatever records are kept, and
+what docs/SIMULATOR.md describes; every other handler set
+(:mod:`edgespec.sim.handler_sets`) must produce the same records.
+"""
+
+from __future__ import annotations
+
+from edgespec.core.types import BatchRecord, RoundRecord
+from edgespec.sim.events import BATCH_END, DELIVER, DISPATCH
+from edgespec.sim.kernel import Handler
+from edgespec.sim.loop.batch_choice import round_deadline_s, select_batch
+from edgespec.sim.loop.device import DeviceLoop
+from edgespec.sim.model.entities import ServerState, Session
+from edgespec.sim.model.network import downlink_bytes
+
+
+class ReferenceLoop(DeviceLoop):
+    """The reference handler set: every hop's time drawn where the hop begins, every policy
+    called through its object and its answer checked."""
+
+    def handlers(self) -> list[Handler]:
+        """Handlers by event kind (:mod:`edgespec.sim.events`); no DRAFT_DONE events here."""
+        return [
+            self.batch_end,
+            self.deliver,
+            self.draft_done,
+            self.arrive,
+            self.arrivals.on_request,
+            self.dispatch,
+        ]
+
+    def draft_done(self, t: float, s: Session) -> None:
+        """DRAFT_DONE: the block leaves the device (only the every-hop set schedules it)."""
+        DeviceLoop.send_block(self, s, t)
+
+    def dispatch(self, t: float, server: ServerState) -> None:
+        """DISPATCH: ask the batching policy; schedule the chosen batch's end."""
+        server.dispatch_pending = False
+        self.touch(server)
+        if server.busy or not server.queue:
+            return
+        state = self.state
+        chosen = select_batch(
+            server,
+            t,
+            state.policies.batching,
+            state.limits[server.server_id],
+            state.deadline_rule,
+        )
+        if not chosen:
+            return
+        n_lin = n_int = n_cached = 0
+        for s in chosen:
+            entry = s.pending  # what the policy chose (select_batch)
+            assert entry is not None
+            new, cached = entry.num_new_tokens, entry.num_cached_tokens
+            n_lin += new
+            n_int += (cached + new) * new
+            n_cached += cached
+        duration = server.cost.batch_time_s(len(chosen), n_lin, n_int, n_cached)
+        if state.may_fuse:  # the co-located draft's passes for fused entries come first
+            duration = self.fused_runs.draft_step_s(server, chosen) + duration
+        server.busy = True
+        server.batch = chosen
+        server.batch_start_s = t
+        server.batch_new = n_lin
+        server.batch_cached = n_cached
+        self.q.push(t + duration, BATCH_END, server.server_id, server)
+
+    def batch_end(self, t: float, server: ServerState) -> None:
+        """BATCH_END: every block's verdict, then its session's next round."""
+        state = self.state
+        batch = server.batch
+        start = server.batch_start_s
+        server.busy = False
+        server.batch = []
+        self.touch(server)
+        state.sink.batch(
+            BatchRecord(
+                server.server_id, start, t, len(batch), server.batch_new, server.batch_cached
+            )
+        )
+        depth = len(server.queue)  # reported with the verdict (the loop leaves it alone)
+        for s in batch:
+            self._verdict(s, server, t, start, depth, len(batch))
+        state.num_rounds += len(batch)
+        if server.queue and not server.dispatch_pending:
+            server.dispatch_pending = True
+            self.q.push(t, DISPATCH, server.server_id, server)
+
+    def _verdict(
+        self, s: Session, server: ServerState, t: float, start: float, depth: int, size: int
+    ) -> None:
+        """One block's verdict at ``t`` (``start``: its batch's start, ``depth``: the queue
+        reported with it, ``size``: the batch's size)."""
+        state = self.state
+        verify = t - start
+        dev = s.device
+        gamma = s.gamma_eff
+        tree = s.tree
+        position = s.committed
+        deadline = round_deadline_s(s, state.deadline_rule) if state.record_rounds else None
+        request = s.request
+        output = request.num_output_tokens
+        if tree is not None and gamma and s.num_rounds < len(tree[0]) and not s.fused:
+            num_acc = tree[0][s.num_rounds][1]  # as captured
+        elif s.pre_accepted is not None:
+            num_acc = s.pre_accepted  # drawn with the stop predictor's decisions
+        else:
+            num_acc = state.acceptance.accepted(s.seq, position, gamma, dev.rng) if gamma > 0 else 0
+        committed = min(num_acc + 1, output - position)
+        total = s.committed = position + committed
+        rounds = s.num_rounds = s.num_rounds + 1
+        s.num_drafted += s.sent
+        s.num_accepted += num_acc
+        s.num_positions += gamma
+        queued = start - s.enqueued_s
+        s.queue_s += queued
+        if s.fused:
+            verdict = (num_acc, committed, queued, verify, depth, size)
+            self.fused_runs.verdict(server, s, t, verdict, deadline)
+            return
+        s.verify_s += verify
+        done = total >= output
+        distributed = state.distributed
+        down = 0.0
+        if distributed or rounds == 1 or done:
+            down = dev.link.latency_s(downlink_bytes(committed), dev.rng)
+            s.network_s += down
+        deliver = t + down
+        s.last_network_s = s.round_up_s + down
+        if rounds == 1:
+            s.first_token_s = deliver
+        history = s.history  # kept when the window policy observes
+        if history is not None:
+            history.record_round(
+                s.gamma, gamma, num_acc, total, s.round_up_s + down, depth, deliver
+            )
+        if state.record_rounds:
+            state.sink.round(
+                RoundRecord(
+                    request.request_id, rounds - 1, s.round_start_s,
+                    deliver if distributed else t, s.round_draft_s, s.round_up_s,
+                    queued, verify, down, s.sent, num_acc, committed, size,
+                    server.server_id, deadline, s.passes,
+                )
+            )  # fmt: skip
+        if done:
+            server.release(s.index)
+            server.num_active -= 1
+            self.q.push(deliver, DELIVER, dev.device_id, s)
+            return
+        server.store(s.index, request.num_prompt_tokens + total - 1)
+        self.resume_round(s, deliver if distributed else t)

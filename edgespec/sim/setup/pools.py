@@ -1,0 +1,95 @@
+"""The pools a scenario's ``auto_topology`` lists and the entities they expand into.
+
+Plain frozen dataclasses shared by :mod:`~edgespec.sim.setup.scenario` (which validates
+them), :mod:`~edgespec.sim.setup.cells` (which groups pinned pools into cells) and
+:mod:`~edgespec.sim.setup.topology` (which expands pools into devices and servers). This
+module imports none of those three, so they import it without a circle; a function that
+needs a scenario's topology takes anything with one (:class:`TopologySource`).
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+def frozen_mapping(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A read-only copy of ``mapping`` (a frozen config's default)."""
+    return types.MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True, slots=True)
+class CostModelConfig:
+    """``roofline`` (from model + hardware presets), or ``wisp``, ``zhu`` or ``lookup``
+    (coefficients from a profile file)."""
+
+    kind: Literal["roofline", "wisp", "zhu", "lookup"] = "roofline"
+    profile: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePool:
+    """``count`` identical edge devices running ``draft_model`` on ``hardware``.
+    ``server_pools``: the server pools (indices into ``auto_topology.servers``) its
+    requests are routed among; empty: every server. Pinned pools form *cells*
+    (:mod:`edgespec.sim.setup.cells`), which a run may split into shards."""
+
+    name: str = "edge"
+    count: int = 1
+    draft_model: str = "qwen3-0.6b"
+    hardware: str = "jetson-orin"
+    link: str = "default"
+    slo_mix: Mapping[str, float] = field(default_factory=lambda: frozen_mapping({"default": 1.0}))
+    cost_model: CostModelConfig = field(default_factory=CostModelConfig)
+    server_pools: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ServerPool:
+    """``count`` identical target servers; ``kv_budget_tokens`` bounds resident KV.
+    ``prefix_cache: false`` is SLED's server: no KV is kept between a session's
+    verifications, so each one forwards the session's whole context again."""
+
+    name: str = "server"
+    count: int = 1
+    target_model: str = "qwen3-32b"
+    hardware: str = "a100"
+    kv_budget_tokens: int = 200_000
+    max_batch_size: int = 32
+    max_batch_tokens: int = 8192
+    prefix_cache: bool = True
+    cost_model: CostModelConfig = field(default_factory=CostModelConfig)
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyConfig:
+    devices: tuple[DevicePool, ...] = (DevicePool(),)
+    servers: tuple[ServerPool, ...] = (ServerPool(),)
+
+
+class TopologySource(Protocol):
+    """What holds an ``auto_topology`` (a :class:`~edgespec.sim.setup.scenario.Scenario`)."""
+
+    @property
+    def auto_topology(self) -> TopologyConfig: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSpec:
+    """One expanded edge device."""
+
+    device_id: int
+    pool: DevicePool
+    slo_class: str
+    pool_index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """One expanded target server."""
+
+    server_id: int
+    pool: ServerPool
+    pool_index: int = 0

@@ -1,0 +1,85 @@
+"""The run's data: what every handler set reads and changes, and nothing that acts.
+
+A :class:`SimState` is built once per run from the built parts (entities, policies,
+models, sink) and handed to the handler set that runs it
+(:mod:`edgespec.sim.handler_sets`); the handler sets are behaviour over this state.
+"""
+
+from __future__ import annotations
+
+from edgespec.policies.fusing import fusing
+from edgespec.policies.interfaces import BatchLimits
+from edgespec.sim.kernel import EventQueue, RecordSink
+from edgespec.sim.model.acceptance import AcceptanceModel, TraceAcceptance
+from edgespec.sim.model.device_round import DraftTimes
+from edgespec.sim.model.entities import DeviceState, ServerState
+from edgespec.sim.model.inbound_queue import DueIndex
+from edgespec.sim.model.stop_model import StopModel
+from edgespec.sim.setup.build import Policies
+from edgespec.sim.setup.cells import Layout
+from edgespec.sim.setup.scenario import Scenario
+from edgespec.sim.setup.workload import LengthTable, TraceEntry
+
+Tree = tuple[tuple[tuple[int, int], ...], int]
+"""A token-tree request's captured rounds ``((nodes, accepted), ...)`` and tree depth."""
+
+
+class SimState:
+    """Everything one run holds: the scenario and its facts, the entities, the policies and
+    models, the record sink, the event queue and the run's counters."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        devices: list[DeviceState],
+        servers: list[ServerState],
+        policies: Policies,
+        acceptance: AcceptanceModel,
+        lengths: LengthTable | None,
+        trace: tuple[TraceEntry, ...],
+        sink: RecordSink,
+        *,
+        record_rounds: bool,
+        stop: StopModel | None = None,
+        layout: Layout | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.devices = devices
+        self.servers = servers
+        self.policies = policies
+        self.window = policies.window
+        self.acceptance = acceptance
+        self.trace_pool = acceptance if isinstance(acceptance, TraceAcceptance) else None
+        self.lengths = lengths
+        self.trace = trace
+        self.sink = sink
+        self.record_rounds = record_rounds
+        self.stop = stop
+        self.layout = layout if layout is not None else Layout.whole(len(devices), len(servers))
+        self.mode = scenario.mode
+        self.centralized = scenario.mode == "centralized"
+        self.distributed = scenario.mode == "distributed"
+        self.fused_mode = scenario.mode == "fused"  # every round fused (loop/fused.py)
+        self.fuses = fusing(policies.window, scenario.mode)  # None: a policy of unknown type
+        self.may_fuse = self.fuses is not False  # servers add fused entries' draft passes
+        self.deadline_rule = scenario.deadline_rule
+        self.send_probs = scenario.temperature > 0
+        # Token-tree traces replay their captured rounds, by request id.
+        self.trees: dict[str, Tree] = {
+            e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds
+        }
+        self.limits = [
+            (
+                BatchLimits(s.max_batch_size, s.max_batch_tokens, s.kv_budget),
+                BatchLimits(s.max_batch_size, s.max_batch_tokens, s.kv_budget, force=True),
+            )
+            for s in servers
+        ]
+        self.device_slot = self.layout.device_slot
+        self.slot_sessions = [0] * len(self.layout.cell_ids)  # which trace sequence, per cell
+        self.due = DueIndex(len(servers))  # blocks in flight (inbound handler sets)
+        self.draft_times = DraftTimes()
+        self.runs_memo: dict[int, tuple[tuple[int, ...], list[int]]] = {}
+        self.num_rounds = 0
+        self.num_sessions = 0
+        self.q = EventQueue()

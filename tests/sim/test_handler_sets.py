@@ -1,0 +1,105 @@
+"""The contract of the handler sets: every set that takes a run produces records
+identical to the reference round's, on every scenario family the simulator's tests use;
+a set that cannot take a run says why, and only for the reasons it declares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.errors import UserInputError
+from edgespec.policies import registry
+from edgespec.sim.handler_sets import HANDLER_SETS
+from edgespec.sim.setup.scenario import scenario_from_dict
+from edgespec.sim.simulator import SimResult, simulate
+from tests.sim.helpers import hand_trace_scenario, tiny_scenario
+from tests.sim.test_fast_path import CASES as FAST_PATH_CASES
+from tests.sim.test_fused_switching import _Switching
+from tests.sim.test_policy_path import CASES as POLICY_PATH_CASES
+from tests.sim.test_policy_path import SPECIALISED_CASES, _DepthWindow
+from tests.sim.test_stop_predictor import features
+from tests.sim.test_stop_predictor import scenario as stop_scenario
+from tests.sim.test_tree_trace_modes import ROW as TREE_ROW
+
+TINY_FAMILIES: dict[str, list[str]] = {
+    **{f"fast-path/{k}": v for k, v in FAST_PATH_CASES.items()},
+    **{f"policy-path/{k}": v for k, v in POLICY_PATH_CASES.items()},
+    **{f"specialised/{k}": v for k, v in SPECIALISED_CASES.items()},
+    "switching": ["policies.window.name=switching"],
+    "awc": ["policies.window.name=awc"],
+}
+"""Families over tests/sim/helpers.tiny_scenario (12 devices, 2 servers, 20 s)."""
+
+STOP_ROWS = [
+    {"request_id": f"r{i}", "arrival_ms": 40.0 * i, "prompt_tokens": 4, "output_tokens": 9,
+     "drafter_id": i % 2, "acceptance_seq": [1, 1, 1, 0, 1, 1, 0, 1, 1],
+     "draft_features": features([0.9, 0.9, 0.2, 0.9, 0.9, 0.9, 0.3, 0.9, 0.9])}
+    for i in range(6)
+]  # fmt: skip
+
+
+def _hand_family(name: str, tmp_path: Path) -> dict[str, Any]:
+    if name == "stop-predictor":
+        return stop_scenario(tmp_path, STOP_ROWS)
+    data = hand_trace_scenario(tmp_path, [TREE_ROW], gamma=3, duration_s=5.0)
+    if name == "token-tree-fused":
+        data["mode"] = "fused"
+    return data
+
+
+HAND_FAMILIES = ["stop-predictor", "token-tree", "token-tree-fused"]
+
+
+def _run(data: dict[str, Any], overrides: list[str], handlers: str) -> SimResult | str:
+    try:
+        return simulate(scenario_from_dict(data, overrides), handlers=handlers)
+    except UserInputError as exc:
+        return str(exc)
+
+
+def _check_against_reference(data: dict[str, Any], overrides: list[str], name: str) -> None:
+    reference = _run(data, overrides, "reference")
+    assert isinstance(reference, SimResult) and reference.num_rounds > 0
+    result = _run(data, overrides, name)
+    if isinstance(result, str):  # refused: only the specialised sets, with their reasons
+        assert name in ("inlined", "inbound", "fast"), result
+        assert result.startswith(f"handler set {name!r} cannot run this scenario: ")
+        return
+    assert result.path == f"{name} (asked for)"
+    assert result.num_rounds == reference.num_rounds
+    assert result.requests == reference.requests
+    assert result.batches == reference.batches
+    assert result.rounds == reference.rounds
+
+
+@pytest.mark.parametrize("rounds", [True, False])
+@pytest.mark.parametrize("family", sorted(TINY_FAMILIES))
+@pytest.mark.parametrize("name", sorted(set(HANDLER_SETS) - {"reference"}))
+def test_every_handler_set_gives_the_reference_records(
+    name: str, family: str, rounds: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(registry.WINDOW, "switching", _Switching)
+    monkeypatch.setitem(registry.WINDOW, "depth", _DepthWindow)
+    trace = Path(__file__).with_name("acceptance_trace.jsonl")
+    overrides = [o.replace("TRACE", str(trace)) for o in TINY_FAMILIES[family]]
+    _check_against_reference(tiny_scenario(), [*overrides, f"record_rounds={rounds}".lower()], name)
+
+
+@pytest.mark.parametrize("rounds", [True, False])
+@pytest.mark.parametrize("family", HAND_FAMILIES)
+@pytest.mark.parametrize("name", sorted(set(HANDLER_SETS) - {"reference"}))
+def test_every_handler_set_gives_the_reference_records_on_hand_traces(
+    name: str, family: str, rounds: bool, tmp_path: Path
+) -> None:
+    data = _hand_family(family, tmp_path)
+    _check_against_reference(data, [f"record_rounds={rounds}".lower()], name)
+
+
+def test_the_fast_set_takes_the_plain_distributed_families() -> None:
+    """The contract is not met by refusing: the inbound sets do run these families."""
+    for family in ("fast-path/fcfs-static-iid", "specialised/wisp-token-speed"):
+        for name in ("inbound", "fast"):
+            overrides = [*TINY_FAMILIES[family], "record_rounds=false"]
+            assert isinstance(_run(tiny_scenario(), overrides, name), SimResult)
