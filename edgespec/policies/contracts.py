@@ -117,7 +117,12 @@ def decide_window(policy: WindowPolicy, observation: WindowObservation) -> Windo
     """The window policy's decision for ``observation``, checked (:func:`check_window`):
     the one place where both hosts ask a window policy, so a γ < 1, a non-integer γ or a
     non-bool ``fused`` is refused with the same :class:`PolicyContractError` everywhere."""
-    return check_window(policy, policy.next_window(observation))
+    decision = policy.next_window(observation)
+    if type(decision) is WindowDecision:  # the common case, checked without a call
+        gamma = decision.gamma
+        if type(gamma) is int and gamma >= 1 and type(decision.fused) is bool:
+            return decision
+    return check_window(policy, decision)
 
 
 def check_route(policy: object, server_id: object, loads: Sequence[ServerLoad]) -> int:
