@@ -3,8 +3,8 @@ drafter alike.
 
 Each host keeps one :class:`WindowHistory` per session. Call order, every round:
 
-1. ``obs = history.observation(now_s)`` → ``decision = check_window(policy,
-   policy.next_window(obs))`` (:mod:`edgespec.policies.contracts`); the host then caps γ to
+1. ``obs = history.observation(now_s)`` → ``decision = decide_window(policy, obs)``
+   (:mod:`edgespec.policies.contracts`: asked and checked); the host then caps γ to
    the tokens still to generate (at most remaining − 1: the verifier adds one token) and
    drafts, on the device or, in a fused decision, with the server's co-located draft. The
    policy is consulted where the session's rounds run: the device in distributed rounds,

@@ -5,7 +5,8 @@ which packs the event kind and the entity it concerns (``kind << 32 | entity_id`
 by ``seq``, the insertion counter. Because the kind/entity pair already orders
 simultaneous events, two event schedules that create the same events at the same times
 (possibly through different intermediate events) process them in the same order; this
-is what lets the simulator's fast path skip intermediate events and stay exact.
+is what lets the simulator's specialised handler sets skip intermediate events and stay
+exact.
 
 Request arrivals (:meth:`EventQueue.push_arrival`) wait in a heap of their own: a closed
 loop keeps one pending arrival per thinking device, and sifting every round's events

@@ -233,7 +233,7 @@ def distributed_batch_end(
             kv[index] = kv_len
             while kv_total > kv_budget and kv:
                 kv_total -= kv_pop(next(iter(kv)))
-            # Simulation.begin_round at the delivery, inline.
+            # DeviceLoop.begin_round at the delivery, inline.
             if gamma_static is not None:
                 chosen = gamma_static
             else:
@@ -279,7 +279,7 @@ def distributed_batch_end(
                 while rng.next() < loss_rate:
                     up += retransmit_s
             s.network_s = (s.network_s + down) + up
-            # what the next block's deadline is built from (choice.round_deadline_s)
+            # what the next block's deadline is built from (batch_choice.round_deadline_s)
             s.last_network_s = s.round_up_s + down
             s.round_up_s = up
             s.round_draft_s = draft

@@ -35,7 +35,7 @@ from edgespec.sim.model.acceptance import TraceAcceptance
 from edgespec.sim.model.device_round import uplink_s
 from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.inbound_queue import drain
-from edgespec.sim.model.router import Router, build_cells
+from edgespec.sim.model.router import Router
 from edgespec.sim.state import SimState
 
 
@@ -66,9 +66,10 @@ class InlinedLoop(ReferenceLoop):
     """The ``inlined`` set (module docstring)."""
 
     name = "inlined"
+    inline_policies = True
 
     def __init__(self, state: SimState) -> None:
-        self.inlines = policy_inlines(state)
+        self.inlines = policy_inlines(state) if self.inline_policies else NO_INLINES
         super().__init__(state)
         static = self.inlines.static_gamma
         self.static_decision = None if static is None else WindowDecision(static)
@@ -77,16 +78,9 @@ class InlinedLoop(ReferenceLoop):
 
     def make_router(self) -> Router:
         state = self.state
-        cells = build_cells(
-            state.servers, state.layout, state.policies.routing, state.scenario.seed
-        )
-        return Router(
-            state.servers,
-            cells,
+        return self.router_over(
             self.inlines.jsq,
             lambda t, inclusive: inbound.drain_all(state, self.touch, t, inclusive),
-            lambda: state.num_rounds,
-            state.due.listed,
         )
 
     def decide(self, s: Session, t: float) -> WindowDecision:
@@ -121,11 +115,6 @@ class InboundLoop(InlinedLoop):
     name = "inbound"
     inline_policies = False
     dispatch_at_once = False
-
-    def make_router(self) -> Router:
-        if not self.inline_policies:
-            self.inlines = NO_INLINES
-        return super().make_router()
 
     def route_session(self, slot: int, t: float, after_arrive: bool) -> ServerState:
         """Routing reads the queues: the blocks due by ``t`` join them first (inlined JSQ

@@ -6,29 +6,10 @@ from __future__ import annotations
 
 from edgespec.core.frozen import frozen_builder
 from edgespec.core.types import PendingVerification
-from edgespec.policies.contracts import (
-    PolicyContractError,
-    check_batch_plan,
-    check_window,
-)
-from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, WindowDecision
+from edgespec.policies.contracts import check_batch_plan
+from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.slo import DEADLINE_FUNCTIONS, DeadlineRule, acceptance_estimate
 from edgespec.sim.model.entities import ServerState, Session
-
-
-def checked_distributed(window: object, decision: object) -> WindowDecision:
-    """``decision`` checked (:func:`check_window`); a fused decision is refused here: the
-    specialised distributed BATCH_END (batchend.py) runs distributed rounds only, and runs
-    for a window policy that may go fused only when its type is unknown
-    (:func:`edgespec.policies.fusing.fusing`)."""
-    checked = check_window(window, decision)
-    if checked.fused:
-        raise PolicyContractError(
-            f"window policy {type(window).__name__} answered {checked!r}, but it does not "
-            "say it may go fused, so this run takes the simulator's distributed-only "
-            "path: give the policy a class attribute `may_fuse = True`"
-        )
-    return checked
 
 
 def expected_accepted(s: Session) -> float:

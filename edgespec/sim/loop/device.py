@@ -10,6 +10,8 @@ equivalent that is cheaper to run: :meth:`make_router`, :meth:`route_session`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from edgespec.core.types import Request
 from edgespec.policies.contracts import decide_window
 from edgespec.policies.inputs import UNOBSERVED, observes
@@ -48,11 +50,19 @@ class DeviceLoop:
 
     def make_router(self) -> Router:
         """The router: every routing policy called with its cell's loads."""
+        return self.router_over(False, None)
+
+    def router_over(
+        self, inline_jsq: bool, drain_due: Callable[[float, bool], None] | None
+    ) -> Router:
+        """A router over the run's cells (:class:`Router`'s arguments)."""
         state = self.state
         cells = build_cells(
             state.servers, state.layout, state.policies.routing, state.scenario.seed
         )
-        return Router(state.servers, cells, False, None, lambda: state.num_rounds, state.due.listed)
+        return Router(
+            state.servers, cells, inline_jsq, drain_due, lambda: state.num_rounds, state.due.listed
+        )
 
     # --- a request
 

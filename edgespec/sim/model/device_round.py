@@ -1,5 +1,5 @@
 """The device's side of a round in the simulator: how long drafting takes and the
-uplink's latency (the straightforward path and a session's first round; the specialised
+uplink's latency (the reference round and a session's first round; the specialised
 BATCH_END of :mod:`edgespec.sim.fast.batch_end` inlines both for later rounds)."""
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ class Session:
         self.device = device
         self.server = server
         self.seq = seq
-        self.runs: list[int] | None = None  # fast path: accept_runs(seq) for trace replay
+        self.runs: list[int] | None = None  # inbound sets: accept_runs(seq) for trace replay
         self.slo_tokens_per_s = slo_tokens_per_s
         self.committed = 0
         self.gamma = 0

@@ -1,6 +1,6 @@
 """Buffered uniform random streams: one per entity, so draw order never depends on how
-events from different entities interleave (the fast and the straightforward simulator
-paths then consume identical numbers)."""
+events from different entities interleave (every handler set then consumes identical
+numbers)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ the marked servers' loads before a route.
 Without per-round ARRIVE events (:mod:`edgespec.sim.fast.inbound`) a server's queue is its
 ``queue`` plus the inbound blocks due by the routing time. A policy called with the view
 may read any load, so the engine first drains every server with blocks due
-(:func:`~edgespec.sim.fast.inbound.drain_all`). Join-shortest-queue inlined (the fast path)
+(:func:`~edgespec.sim.fast.inbound.drain_all`). Join-shortest-queue inlined (the ``fast`` set)
 needs less: the view's queue depths are then lower bounds, and only the least-loaded
 servers are drained, until none of them has a block due (:meth:`Router.route`); any
 other server's bound already exceeds the least load, so its true load does too.

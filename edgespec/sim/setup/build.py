@@ -20,7 +20,7 @@ from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.entities import DeviceState, ServerState
 from edgespec.sim.model.rng import spawn_streams
-from edgespec.sim.model.stop_model import StopModel
+from edgespec.sim.model.stop_model import ReplayFeatures, StopModel
 from edgespec.sim.setup.cells import Layout, select_cells
 from edgespec.sim.setup.resolve import (
     ResolvedDevicePool,
@@ -80,9 +80,7 @@ def build_run(
     colocated = fusing(policies.window, scenario.mode) is not False
     resolved = resolve_with(scenario, colocated, specs)
     devices, servers, layout = build_fleet(resolved, cells, colocated)
-    stop = None
-    if resolved.stop_features is not None and scenario.stop_predictor is not None:
-        stop = StopModel(scenario.stop_predictor, policies.stop, resolved.stop_features)
+    stop = _stop_model(scenario, policies, resolved.stop_features)
     return BuiltRun(
         policies,
         devices,
@@ -129,7 +127,12 @@ def build_stop_model(
 ) -> StopModel | None:
     """The scenario's stop predictor over every acceptance sequence with features (the
     workload trace's and the trace-acceptance pool's), or ``None`` without one."""
-    features = stop_features(scenario, trace, acceptance)
+    return _stop_model(scenario, policies, stop_features(scenario, trace, acceptance))
+
+
+def _stop_model(
+    scenario: Scenario, policies: Policies, features: tuple[ReplayFeatures, ...] | None
+) -> StopModel | None:
     if features is None or scenario.stop_predictor is None:
         return None
     return StopModel(scenario.stop_predictor, policies.stop, features)
