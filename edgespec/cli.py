@@ -1,9 +1,10 @@
-"""The ``edgespec`` command line: sim | serve | draft | trace | profile | train | bench | reproduce.
+"""The ``edgespec`` command line: sim | serve | draft | trace | profile | calibrate | train |
+bench | reproduce | data.
 
-A built subcommand is a module listed in ``COMMAND_MODULES`` that defines
-``add_arguments(parser)`` and ``run(args) -> int``; it keeps its top-level imports light
-(torch and grpc are imported inside ``run``) so ``edgespec --help`` stays fast. A
-subcommand that is not built yet says so and exits with status 2.
+A subcommand is a module listed in ``COMMAND_MODULES``, or a :class:`Group` in ``GROUPS``
+whose first positional picks the module (``edgespec bench runtime``). Each module defines
+``add_arguments(parser)`` and ``run(args) -> int`` and keeps its top-level imports light
+(torch and grpc are imported inside ``run``) so ``edgespec --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from edgespec import __version__
 from edgespec.errors import UserInputError
@@ -24,39 +27,93 @@ SUBCOMMANDS: dict[str, str] = {
     "draft": "run an edge drafter client against a verification server",
     "trace": "capture acceptance traces from a real draft/target model pair",
     "profile": "measure verification latency on this machine and fit cost models",
+    "calibrate": "run one small scenario for real and in the simulator, and compare them",
     "train": "train a draft model or a learned policy",
     "bench": "benchmark the simulator or the runtime",
-    "reproduce": "re-run a paper's table or figure",
+    "reproduce": "re-run a paper's claims, or its system on the real runtime",
+    "data": "rebuild the bundled data tables from the datasets",
 }
 
-
-def _not_built(name: str) -> Handler:
-    def handler(args: argparse.Namespace) -> int:
-        print(f"edgespec {name}: not built yet in this version ({__version__}).", file=sys.stderr)
-        return 2
-
-    return handler
-
-
-# Built subcommands: name → module defining add_arguments(parser) and run(args).
+# A built subcommand: a module defining add_arguments(parser) and run(args).
 COMMAND_MODULES: dict[str, str] = {
-    "sim": "edgespec.experiments.sim_command",
-    "bench": "edgespec.sim.bench",
-    "serve": "edgespec.runtime.serve_command",
-    "draft": "edgespec.runtime.draft_command",
-    "trace": "edgespec.learn.trace_command",
-    "train": "edgespec.learn.train_command",
-    "profile": "edgespec.learn.profile_command",
-    "reproduce": "edgespec.experiments.reproduce_command",
+    "sim": "edgespec.sim.commands.run",
+    "serve": "edgespec.runtime.commands.serve",
+    "draft": "edgespec.runtime.commands.draft",
+    "trace": "edgespec.learn.traces.command",
+    "train": "edgespec.learn.command",
+    "profile": "edgespec.profiling.command",
+    "calibrate": "edgespec.calibration.command",
 }
 
 
-def _registered() -> dict[str, tuple[Callable[[argparse.ArgumentParser], None], Handler]]:
-    built = {}
-    for name, module_name in COMMAND_MODULES.items():
-        module = importlib.import_module(module_name)
-        built[name] = (module.add_arguments, module.run)
-    return built
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A subcommand whose first positional (stored as ``dest``) picks a module, each with
+    its own flags: ``edgespec bench runtime --clients 1,4``."""
+
+    dest: str
+    metavar: str
+    members: dict[str, tuple[str, str]]  # name → (module, help)
+
+
+SIM_BENCH = "edgespec.sim.commands.bench"
+PAPERS = "edgespec.reproduce.command"
+GROUPS: dict[str, Group] = {
+    "bench": Group(
+        "target",
+        "TARGET",
+        {
+            "sim": (SIM_BENCH, "simulated verification rounds per second on bench.yaml"),
+            "policy": (SIM_BENCH, "the batching policies' decision time"),
+            "memory": (SIM_BENCH, "ns per random object access as the objects grow"),
+            "runtime": (
+                "edgespec.runtime.commands.bench",
+                "the real runtime: one client, concurrent clients, cached prefixes",
+            ),
+        },
+    ),
+    "reproduce": Group(
+        "seed",
+        "PAPER",
+        {
+            "wisp": (PAPERS, "WISP (seed 000): SLO-aware batching, the rejection predictor"),
+            "dsd": (PAPERS, "DSD (seed 004): DSD-Sim, adaptive window control"),
+            "zhu": (PAPERS, "Zhu et al. (seed 001): pipelined SD [not reproduced yet]"),
+            "wisv": (PAPERS, "WISV (seed 003): semantic verification [not reproduced yet]"),
+            "wisp-serving": (
+                "edgespec.reproduce.wisp.serving",
+                "WISP's batching vs FCFS vs SLED on the real server, drafter processes",
+            ),
+            "dsd-real-pair": (
+                "edgespec.reproduce.dsd.real_pair",
+                "DSD's window policies on the real pair over an emulated link",
+            ),
+        },
+    ),
+    "data": Group(
+        "what",
+        "WHAT",
+        {
+            "lengths": (
+                "edgespec.datasets.length_tables",
+                "paired prompt/output token lengths (edgespec/data/lengths/)",
+            ),
+        },
+    ),
+}
+
+
+def _module(name: str) -> Any:
+    return importlib.import_module(name)
+
+
+def _add_group(parser: argparse.ArgumentParser, group: Group) -> None:
+    sub = parser.add_subparsers(dest=group.dest, metavar=group.metavar, required=True)
+    for name, (module_name, help_text) in group.members.items():
+        module = _module(module_name)
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        module.add_arguments(p)
+        p.set_defaults(handler=module.run, subparser=p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,17 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"edgespec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    built = _registered()
     for name, help_text in SUBCOMMANDS.items():
-        if name in built:
-            add_arguments, handler = built[name]
-            p = sub.add_parser(name, help=help_text, description=help_text)
-            add_arguments(p)
-        else:
-            p = sub.add_parser(name, help=f"{help_text} [not built yet]", description=help_text)
-            p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-            handler = _not_built(name)
-        p.set_defaults(handler=handler, subparser=p)
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name in GROUPS:
+            _add_group(p, GROUPS[name])
+            continue
+        module = _module(COMMAND_MODULES[name])
+        module.add_arguments(p)
+        p.set_defaults(handler=module.run, subparser=p)
     return parser
 
 
@@ -90,7 +144,8 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     if not extra:
         return args
     dest = LATE_POSITIONALS.get(args.command or "")
-    if dest is not None and not any(item.startswith("-") for item in extra):
+    late = dest is not None and isinstance(getattr(args, dest, None), list)
+    if late and dest is not None and not any(item.startswith("-") for item in extra):
         getattr(args, dest).extend(extra)
         return args
     where: argparse.ArgumentParser = getattr(args, "subparser", parser)

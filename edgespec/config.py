@@ -324,7 +324,7 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequenc
 
 
 # --- a config field shared by the simulator's scenarios and the runtime's configs
-# (edgespec.runtime.serving_config)
+# (edgespec.runtime.server.config)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from edgespec.config import (
     load_config,
     read_yaml,
 )
-from edgespec.runtime.serving_config import DrafterConfig, ServerConfig
+from edgespec.runtime.server.config import DrafterConfig, ServerConfig
 
 
 def test_defaults_load() -> None:

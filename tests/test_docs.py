@@ -32,7 +32,7 @@ blank line, and inline code spans (which may wrap across lines).
    are registry names. An all-caps value (``N``, ``N/50``) only has to fit some type. The
    ``--set KEY=VALUE`` overrides of ``serve`` and ``draft`` validate against their configs.
 6. ``edgespec sim`` flags that act in some run kinds only (``--rounds``, ``--lo``,
-   ``--workers``, ...: edgespec/experiments/sim_flags.py) are quoted with one of them.
+   ``--workers``, ...: edgespec/sim/commands/flags.py) are quoted with one of them.
 """
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ import pytest
 
 from edgespec.cli import build_parser
 from edgespec.config import ConfigError, load_config, read_yaml
-from edgespec.experiments.sim_flags import APPLIES, MODES, PLAIN
-from edgespec.experiments.sweep import override_text, parse_grid
 from edgespec.policies.registry import KINDS
-from edgespec.runtime.serving_config import DrafterConfig, ServerConfig
+from edgespec.runtime.server.config import DrafterConfig, ServerConfig
+from edgespec.sim.commands.flags import APPLIES, MODES, PLAIN
 from edgespec.sim.setup.scenario import Scenario, default_scenario_path, scenario_from_dict
+from edgespec.sweeps.grid import override_text, parse_grid
 from tests.doc_snippets import (
     Parsed,
     Snippet,
@@ -69,7 +69,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 IDS = [str(doc.relative_to(ROOT)) for doc in DOCS]
 
-_PATH = re.compile(r"(?<![\w./~-])(?:edgespec|tests|docs|\.ci)/[^\s`'\"(),;\]]*")
+_PATH = re.compile(r"(?<![\w./~-])(?:edgespec|tests|docs|benchmarks|\.ci)/[^\s`'\"(),;\]]*")
 _PLACEHOLDER_PATH = re.compile(r"[<*{…]|\.\.\.")
 _NAME = re.compile(r"(?<![\w./-])edgespec(?:\.\w+)+")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -117,7 +117,7 @@ def test_the_checks_have_material() -> None:
     """The readers find what the checks below run on (no silent pass on an empty list)."""
     assert len(DOCS) > 5
     chains = {parsed.chain for doc in DOCS for _, parsed in _parsed(doc)}
-    assert {("sim",), ("bench",), ("train", "draft"), ("serve",), ("draft",)} <= chains
+    assert {("sim",), ("bench", "sim"), ("train", "draft"), ("serve",), ("draft",)} <= chains
     assert _sim_overrides(next(p for _, p in _parsed(DOCS[0]) if p.values.get("sweep")))
     assert any(_PATH.search(s.text) for s in _snippets(DOCS[0]))
 
@@ -273,7 +273,7 @@ def _sim_overrides(parsed: Parsed) -> tuple[Path, list[str], list[str], list[str
     ``--capacity`` key at an integer) and the malformed sweep specs of a parsed ``sim`` /
     ``bench sim`` line."""
     values = parsed.values
-    if parsed.chain == ("bench",) and values.get("target") == ["sim"]:
+    if parsed.chain == ("bench", "sim"):
         bench = default_scenario_path().with_name("bench.yaml")
         return bench, values.get("overrides", []), [], []
     if parsed.chain != ("sim",):
@@ -312,3 +312,15 @@ def test_overrides_are_config_fields(doc: Path) -> None:
             continue
         problems += [(snippet.line, problem) for problem in bad]
     assert not problems, _report(doc, problems)
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=IDS)
+def test_every_tool_is_quoted_as_an_edgespec_subcommand(doc: Path) -> None:
+    """No ``python -m edgespec.…`` module command: every tool is an ``edgespec`` subcommand."""
+    lines = doc.read_text().splitlines()
+    found = [
+        (n, "`python -m edgespec` command")
+        for n, line in enumerate(lines, 1)
+        if "python -m edgespec" in line
+    ]
+    assert not found, _report(doc, found)

@@ -1,6 +1,6 @@
 """WISP batching's ``profile`` → Eq. 19 coefficients rule, in one place
 (edgespec.hardware.wisp.wisp_batching_params): the simulator (scenario → build_policies)
-and the server (edgespec.runtime.batching.build_batching) give the same coefficients or
+and the server (edgespec.runtime.server.batching.build_batching) give the same coefficients or
 the same error for every parameter set."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from edgespec.config import ConfigError, PolicySpec
 from edgespec.hardware.cost_models import load_wisp_coefficients
 from edgespec.hardware.wisp import wisp_batching_params
 from edgespec.policies.estimator import WispCoefficients
-from edgespec.runtime.batching import build_batching
+from edgespec.runtime.server.batching import build_batching
 from edgespec.sim.setup.build import build_policies
 from edgespec.sim.setup.scenario import scenario_from_dict
 from tests.sim.helpers import tiny_scenario

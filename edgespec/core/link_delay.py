@@ -6,7 +6,7 @@ with mean ``jitter_s`` (drawn by inversion from one uniform in [0, 1), and only 
 those of the simulator (:mod:`edgespec.sim.model.network`, whose ``Link.latency_s``,
 ``uplink_bytes`` and ``downlink_bytes`` compute the same values): a fixed header, int32
 token ids and tree parents, fp16 draft probabilities and hidden values. Pure functions,
-no state: :mod:`edgespec.runtime.emulated_link` uses them without importing the simulator.
+no state: :mod:`edgespec.runtime.wire.emulated_link` uses them without importing the simulator.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ previous γ (fused encoded as γ = 1). A missing feature (TPOT before two tokens
 imputed with the training mean.
 
 The WC-DNN (:class:`~edgespec.policies.wc_dnn.WcDnn`, its weights and inputs in
-:mod:`edgespec.policies.wc_dnn`) is trained with torch in :mod:`edgespec.learn.awc_train`
+:mod:`edgespec.policies.wc_dnn`) is trained with torch in :mod:`edgespec.learn.awc.train`
 and run in numpy.
 
 Stabilisation, in the paper's order, as pure functions over an explicit :class:`AwcState`

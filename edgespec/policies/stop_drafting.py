@@ -12,7 +12,7 @@ forward pass — and **is not sent** (Eq. 25 excludes it). A block that reaches 
 whole with K_max passes, as without a predictor.
 
 :class:`MlpStopPolicy` is the shipped predictor: a small MLP trained with torch in
-``edgespec.learn.stop_train`` and run here in numpy (batch-norm folded into the linear
+``edgespec.learn.stop.train`` and run here in numpy (batch-norm folded into the linear
 layers, inputs standardised with the training set's mean and spread).
 """
 

@@ -1,6 +1,6 @@
 """DSD's WC-DNN in numpy: the window-control network AWC (:mod:`edgespec.policies.awc`)
 predicts γ with, its inputs' names and its JSON weights (trained with torch in
-:mod:`edgespec.learn.awc_train`).
+:mod:`edgespec.learn.awc.train`).
 
 Input → Linear → SiLU, two residual blocks h ← h + Linear(SiLU(Linear(h))), then
 Linear(SiLU(h)) → one continuous γ; inputs standardised with the training mean and scale.

@@ -1,4 +1,4 @@
-"""Request errors with a status code; :mod:`edgespec.runtime.grpc_common` maps them onto gRPC
+"""Request errors with a status code; :mod:`edgespec.runtime.wire.grpc_common` maps them onto gRPC
 status codes."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ class SessionSpec:
     target's last-layer hidden states of the committed positions with every verification
     (for feature drafts, EAGLE-style; see :attr:`VerifyOutcome.target_hidden`).
     ``verification_rule`` names the server's rule for this session
-    (:mod:`edgespec.runtime.verdict`; ``"exact"``, the default, is the lossless one)."""
+    (:mod:`edgespec.runtime.server.verification`; ``"exact"``, the default, is the lossless one)."""
 
     session_id: str
     client_id: str

@@ -1,6 +1,6 @@
 """A pinned scenario run as shards: groups of its cells (:mod:`edgespec.sim.setup.cells`), each
 simulated as an independent task on a sweep executor (local processes or Ray tasks,
-:func:`~edgespec.experiments.executor.make_executor`), their metrics merged into one
+:func:`~edgespec.sweeps.executor.make_executor`), their metrics merged into one
 result identical to the single-process run with the same seed (tests/sim/test_shards.py).
 
 A shard streams its records into a :class:`~edgespec.metrics.accumulator.MetricsAccumulator`
@@ -84,7 +84,7 @@ def simulate_sharded(
     progress: Callable[[int, int], None] | None = None,
 ) -> ShardedRun:
     """Run the pinned scenario ``data`` as ``num_shards`` shards (at most one per cell) on
-    ``executor`` (a :class:`~edgespec.experiments.executor.SweepExecutor`) and merge them;
+    ``executor`` (a :class:`~edgespec.sweeps.executor.SweepExecutor`) and merge them;
     with ``record_dir``, also its record files (the module docstring). ``progress(done,
     total)`` is called before the first shard runs and as each one finishes."""
     from edgespec.errors import UserInputError

@@ -14,9 +14,9 @@ from edgespec.sim.model.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.model.device_round import DraftTimes
 from edgespec.sim.model.entities import DeviceState, ServerState
 from edgespec.sim.model.inbound_queue import DueIndex
+from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.stop_model import StopModel
 from edgespec.sim.setup.build import Policies
-from edgespec.sim.setup.cells import Layout
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.setup.workload import LengthTable, TraceEntry
 

@@ -19,10 +19,10 @@ from edgespec.hardware.cost_models import load_wisp_coefficients
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.registry import BATCHING, build_policy
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.engine import VerificationEngine
 from edgespec.runtime.messages import SessionSpec, VerifyCall
-from edgespec.runtime.server import VerificationService
-from edgespec.runtime.serving_config import ServerConfig
+from edgespec.runtime.server.config import ServerConfig
+from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.testing import tiny_llama
 from edgespec.sim.loop.batch_choice import select_batch
 from edgespec.sim.model.entities import Session

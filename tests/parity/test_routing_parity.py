@@ -15,10 +15,10 @@ pytest.importorskip("torch")
 
 from edgespec.policies.registry import ROUTING, build_policy
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.grpc_client import RemoteVerifier
-from edgespec.runtime.grpc_server import ServerThread
-from edgespec.runtime.routing import route
+from edgespec.runtime.edge.routing import route
 from edgespec.runtime.testing import tiny_llama
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.sim.model.rng import spawn_generator
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate

@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("torch")
 
 from edgespec.core.types import SamplingParams
-from edgespec.learn.capture import per_position_acceptance, rejection_continuations
+from edgespec.learn.traces.capture import per_position_acceptance, rejection_continuations
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.registry import STOP, build_policy
 from edgespec.policies.routing import RoundRobinRouting
@@ -27,10 +27,10 @@ from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
-from edgespec.runtime.drafter import DraftOptions, generate
-from edgespec.runtime.grpc_client import RemoteVerifier
-from edgespec.runtime.inprocess import target_greedy_decode
+from edgespec.runtime.edge.drafter import DraftOptions, generate
 from edgespec.runtime.testing import noisy_copy, tiny_llama
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.inprocess import target_greedy_decode
 from edgespec.sim.setup.build import Policies
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate

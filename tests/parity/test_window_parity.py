@@ -34,10 +34,10 @@ from edgespec.policies.stop_drafting import DenseLayer
 from edgespec.policies.wc_dnn import AWC_FEATURE_NAMES, WcDnn
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.drafter import DraftOptions, generate
-from edgespec.runtime.grpc_client import RemoteVerifier
-from edgespec.runtime.inprocess import target_greedy_decode
+from edgespec.runtime.edge.drafter import DraftOptions, generate
 from edgespec.runtime.testing import tiny_llama
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.inprocess import target_greedy_decode
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.runtime.conftest import start_server

@@ -14,7 +14,7 @@ from edgespec.policies import registry
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
-from edgespec.runtime.rounds import decide
+from edgespec.runtime.edge.rounds import decide
 from edgespec.sim.handler_sets import HANDLER_SETS
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate

@@ -16,13 +16,13 @@ from edgespec.policies.interfaces import BatchingPolicy, WindowPolicy  # noqa: E
 from edgespec.runtime.backends.base import DraftBackend  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
 from edgespec.runtime.backends.transformers_draft import TransformersDraft  # noqa: E402
-from edgespec.runtime.batching import build_batching  # noqa: E402
-from edgespec.runtime.engine import VerificationEngine  # noqa: E402
-from edgespec.runtime.grpc_server import ServerThread  # noqa: E402
-from edgespec.runtime.server import VerificationService  # noqa: E402
-from edgespec.runtime.serving_config import ServerConfig  # noqa: E402
+from edgespec.runtime.server.batching import build_batching  # noqa: E402
+from edgespec.runtime.server.config import ServerConfig  # noqa: E402
+from edgespec.runtime.server.engine import VerificationEngine  # noqa: E402
+from edgespec.runtime.server.service import VerificationService  # noqa: E402
+from edgespec.runtime.server.verification import EXACT_RULES, VerificationRule  # noqa: E402
 from edgespec.runtime.testing import noisy_copy, tiny_llama  # noqa: E402
-from edgespec.runtime.verdict import EXACT_RULES, VerificationRule  # noqa: E402
+from edgespec.runtime.wire.grpc_server import ServerThread  # noqa: E402
 
 torch.set_num_threads(1)
 

@@ -14,14 +14,14 @@ from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.drafter import DraftOptions, generate
-from edgespec.runtime.engine import VerificationEngine
+from edgespec.runtime.edge.drafter import DraftOptions, generate
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.grpc_client import RemoteVerifier
-from edgespec.runtime.inprocess import target_greedy_decode
 from edgespec.runtime.messages import SessionSpec, VerifyCall
-from edgespec.runtime.server import VerificationService
-from edgespec.runtime.serving_config import ServerConfig
+from edgespec.runtime.server.config import ServerConfig
+from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.service import VerificationService
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.bad_cases import GREEDY, PROMPT, raises_request_error
 
 
@@ -160,7 +160,7 @@ def test_a_window_policy_answering_zero_is_an_error_not_a_silent_clamp(
     target: TransformersTarget,
 ) -> None:
     from edgespec.policies.contracts import PolicyContractError
-    from edgespec.runtime.inprocess import speculative_generate
+    from edgespec.runtime.wire.inprocess import speculative_generate
 
     class ZeroWindow:
         def next_window(self, obs: Any) -> WindowDecision:
@@ -280,7 +280,7 @@ class _FlakyVerifier:
 def test_reconnects_in_a_row_get_new_sessions_and_close_the_abandoned_ones(
     target: TransformersTarget,
 ) -> None:
-    from edgespec.runtime.inprocess import LocalVerifier
+    from edgespec.runtime.wire.inprocess import LocalVerifier
 
     engine = VerificationEngine(target)
     flaky = _FlakyVerifier(LocalVerifier(engine), fail_at={2, 3, 4})  # no progress between

@@ -23,15 +23,15 @@ from edgespec.runtime.backends.attention_mask import (
 )
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.drafter import GenerationResult
-from edgespec.runtime.engine import VerificationEngine
-from edgespec.runtime.grpc_client import RemoteVerifier
-from edgespec.runtime.grpc_server import ServerThread
+from edgespec.runtime.edge.drafter import GenerationResult
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
+from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.testing import tiny_gemma3, tiny_llama
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.conftest import start_server
-from tests.runtime.test_lossless_batching import oracle_greedy
-from tests.runtime.test_server import _run_clients
+from tests.runtime.server.test_lossless_batching import oracle_greedy
+from tests.runtime.server.test_server import _run_clients
 
 S, F = "sliding_attention", "full_attention"
 

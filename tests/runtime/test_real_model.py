@@ -9,14 +9,14 @@ import pytest
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.inprocess import speculative_generate, target_greedy_decode
+from edgespec.runtime.wire.inprocess import speculative_generate, target_greedy_decode
 
 
 @pytest.mark.slow
 def test_gemma_backend_equals_generate_beyond_the_sliding_window() -> None:
     import torch
 
-    from edgespec.learn.prompts import prompt_dir
+    from edgespec.datasets.prompts import prompt_dir
     from edgespec.models.loading import load_model
 
     try:
@@ -52,12 +52,12 @@ def test_gemma_backend_equals_generate_beyond_the_sliding_window() -> None:
 def test_gemma_over_grpc_with_uneven_drafts_across_the_window_matches_centralized() -> None:
     """4 concurrent n-gram clients on the real target, 1/2/3/5 draft tokens a round, their
     contexts crossing Gemma's 512-token sliding window while they share padded passes."""
-    from edgespec.learn.prompts import prompt_dir
+    from edgespec.datasets.prompts import prompt_dir
     from edgespec.models.loading import load_model
-    from edgespec.runtime.grpc_client import RemoteVerifier
     from edgespec.runtime.messages import SessionSpec
+    from edgespec.runtime.wire.grpc_client import RemoteVerifier
     from tests.runtime.conftest import start_server
-    from tests.runtime.test_server import _run_clients
+    from tests.runtime.server.test_server import _run_clients
 
     try:
         loaded = load_model("gemma3-270m")

@@ -10,11 +10,11 @@ import numpy as np
 
 from edgespec.core.types import Request
 from edgespec.sim.kernel import EventQueue
-from edgespec.sim.model.arrivals import Arrivals
+from edgespec.sim.loop.arrivals import Arrivals
 from edgespec.sim.model.entities import DeviceState
+from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.rng import spawn_generator
 from edgespec.sim.setup.build import build_entities, build_lengths
-from edgespec.sim.setup.cells import Layout
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.setup.workload import TraceEntry
 from tests.sim.helpers import tiny_scenario

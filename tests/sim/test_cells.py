@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from edgespec.config import ConfigError
+from edgespec.sim.model.layout import Layout
 from edgespec.sim.setup.build import build_fleet
-from edgespec.sim.setup.cells import Layout, plan_cells, select_cells
+from edgespec.sim.setup.cells import plan_cells, select_cells
 from edgespec.sim.setup.scenario import load_scenario, scenario_from_dict
 from edgespec.sim.setup.topology import expand_topology
 from edgespec.sim.simulator import run_scenario

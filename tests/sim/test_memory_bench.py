@@ -30,4 +30,4 @@ def test_bench_memory_reports_each_size(tmp_path: Path, monkeypatch: pytest.Monk
     rows = json.loads(report.read_text())
     assert [r["num_objects"] for r in rows] == [10, 1_000]
     assert all(r["ns_per_access"] > 0 for r in rows)
-    assert main(["bench", "memory", "seed=1"]) == 2  # tests/sim/test_bench.py: the message
+    assert main(["bench", "memory", "seed=1"]) == 2  # tests/sim/commands/test_bench.py: the message

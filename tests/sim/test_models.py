@@ -44,8 +44,8 @@ def test_the_bundled_draft_preset_matches_the_bundled_draft() -> None:
     from pathlib import Path
 
     import edgespec
-    from edgespec.learn.profile_draft import model_spec
     from edgespec.models.trimmed import TrimmedVocabDraft
+    from edgespec.profiling.draft import model_spec
 
     preset = load_architecture("gemma3-270m-draft")
     bundled = Path(edgespec.__file__).parent / "data" / "drafts" / "gemma3-270m-draft"

@@ -19,8 +19,8 @@ from edgespec.policies.routing import JoinShortestQueueRouting, RoundRobinRoutin
 from edgespec.sim.model import router as routing
 from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.inbound_queue import DueIndex
+from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.rng import spawn_generator
-from edgespec.sim.setup.cells import Layout
 from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario

@@ -18,15 +18,15 @@ import yaml
 from edgespec.cli import main
 from edgespec.config import ConfigError
 from edgespec.errors import UserInputError
-from edgespec.experiments.executor import ProcessPoolSweepExecutor, SerialExecutor
 from edgespec.metrics.record_files import RecordFiles, concatenate_records
 from edgespec.sim.model.rng import spawn_streams
 from edgespec.sim.setup.cells import plan_cells, split_cells
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.shards import simulate_sharded
 from edgespec.sim.simulator import run_scenario, simulate
-from tests.experiments.executors import ReversedExecutor
+from edgespec.sweeps.executor import ProcessPoolSweepExecutor, SerialExecutor
 from tests.sim.helpers import tiny_scenario
+from tests.sweeps.executors import ReversedExecutor
 
 
 def ordered(records: Any) -> list[tuple[Any, ...]]:

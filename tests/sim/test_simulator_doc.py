@@ -6,10 +6,10 @@ from __future__ import annotations
 import typing
 
 from edgespec.config import PolicySpec
-from edgespec.experiments.sim_flags import DEFAULTS
 from edgespec.metrics.attribution import DEFAULT_THRESHOLD, DEFAULT_WINDOW
 from edgespec.metrics.record_files import ROW_GROUP_ROWS
 from edgespec.policies.wisp import DEFAULT_GUARD_S
+from edgespec.sim.commands.flags import DEFAULTS
 from edgespec.sim.model.network import HEADER_BYTES, PARENT_BYTES, PROB_BYTES, TOKEN_ID_BYTES
 from edgespec.sim.model.stop_model import StopPredictorConfig
 from edgespec.sim.setup.scenario import (

@@ -17,8 +17,8 @@ from edgespec.policies.contracts import decide_window
 from edgespec.policies.inputs import UNOBSERVED, observes
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.sim.events import ARRIVE, DISPATCH, REQUEST
+from edgespec.sim.loop.arrivals import Arrivals
 from edgespec.sim.loop.fused import FusedRuns
-from edgespec.sim.model.arrivals import Arrivals
 from edgespec.sim.model.device_round import uplink_s
 from edgespec.sim.model.entities import DeviceState, ServerState, Session
 from edgespec.sim.model.router import Router, build_cells

@@ -41,8 +41,8 @@ from edgespec.policies.interfaces import RoutingPolicy
 from edgespec.policies.loads import LoadView
 from edgespec.sim.model.entities import ServerState
 from edgespec.sim.model.inbound_queue import drain
+from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.rng import spawn_generator
-from edgespec.sim.setup.cells import Layout
 
 SCAN_FLOOR = 16
 SCAN_PER_ROUND = 4

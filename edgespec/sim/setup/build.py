@@ -19,9 +19,10 @@ from edgespec.policies.registry import PolicyConfigError, UnknownParamsError, bu
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.entities import DeviceState, ServerState
+from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.rng import spawn_streams
 from edgespec.sim.model.stop_model import ReplayFeatures, StopModel
-from edgespec.sim.setup.cells import Layout, select_cells
+from edgespec.sim.setup.cells import select_cells
 from edgespec.sim.setup.resolve import (
     ResolvedDevicePool,
     ResolvedPolicies,

@@ -49,7 +49,7 @@ class TraceEntry:
     """Per output position, the draft-logit features a stop predictor reads (trace.py)."""
     rejection_features: Mapping[int, FeatureRows] | None = None
     """By rejected output position, the features of the positions the draft drafts on its
-    own tokens after it (learn/trace.py ``rejection_features``)."""
+    own tokens after it (learn/traces/records.py ``rejection_features``)."""
 
     def device_index(self, num_devices: int) -> int:
         cid = self.client_id.strip()

@@ -1,0 +1,267 @@
+"""Calibration check: one small scenario run for real and in the simulator.
+
+``edgespec calibrate [--target synthetic|NAME] [--draft ...]``
+
+1. Profile the pair on this machine (:func:`edgespec.profiling.run.profile_pair`, a
+   grid sized to the scenario) unless ``--profile`` names existing files.
+2. Measure the loopback link: one client runs a request through the gRPC server; the
+   median per-round network time (round wall time − draft − queue − verify) is the RTT.
+3. Real run: ``--clients`` drafter processes (one torch thread each), each running
+   ``--requests`` requests one after another through :class:`RemoteVerifier` against one
+   server in this process (:class:`ServerThread`, FCFS batching), all started together.
+4. The requests' per-position acceptance (from their rounds) and lengths become a trace;
+   the simulator replays it with the profile's cost models, the measured RTT and the same
+   topology, batching and γ.
+5. TPOT (mean over requests), throughput (committed tokens / makespan) and AAL (accepted
+   draft tokens per round) of both runs, computed by the same code from the
+   ``RequestRecord`` s, and their relative differences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from edgespec.calibration.runs import (
+    RealRun,
+    link_rtt_ms,
+    run_real,
+    simulate_run,
+    write_trace,
+)
+from edgespec.core.types import RequestRecord
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """The compared quantities of one run."""
+
+    tpot_s: float
+    throughput_tokens_per_s: float
+    aal: float
+    ttft_s: float
+    makespan_s: float
+    num_requests: int
+    num_output_tokens: int
+    draft_ms_per_round: float
+    network_ms_per_round: float
+    queue_ms_per_round: float
+    verify_ms_per_round: float
+
+
+def summarize_records(records: Sequence[RequestRecord]) -> RunSummary:
+    """TPOT and TTFT via :func:`edgespec.metrics.summary.summarize`; throughput over the
+    makespan (first arrival to last finish)."""
+    from edgespec.metrics.summary import summarize
+
+    start = min(r.arrival_s for r in records)
+    makespan = max(r.finish_s for r in records) - start
+    m = summarize(records, [], makespan, 1)
+    if m.tpot is None or m.aal is None or m.ttft is None:
+        raise ValueError("calibration needs requests with >= 2 output tokens and >= 1 round")
+    tokens = sum(r.num_output_tokens for r in records)
+    rounds = sum(r.num_rounds for r in records)
+    split = [1e3 * sum(getattr(r, k) for r in records) / rounds
+             for k in ("draft_s", "network_s", "queue_s", "verify_s")]  # fmt: skip
+    return RunSummary(
+        m.tpot.mean_s, tokens / makespan, m.aal, m.ttft.mean_s, makespan, len(records), tokens,
+        *split,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    real: RunSummary
+    sim: RunSummary
+    rtt_ms: float
+    load_average: tuple[float, float, float]
+
+    def error_pct(self, name: str) -> float:
+        real, sim = getattr(self.real, name), getattr(self.sim, name)
+        return float(100.0 * (sim - real) / real)
+
+    def table(self) -> str:
+        rows = [
+            ("TPOT (ms)", "tpot_s", 1e3), ("throughput (tok/s)", "throughput_tokens_per_s", 1.0),
+            ("AAL (accepted/round)", "aal", 1.0), ("TTFT (ms)", "ttft_s", 1e3),
+            ("makespan (s)", "makespan_s", 1.0),
+            ("draft ms / round", "draft_ms_per_round", 1.0),
+            ("network ms / round", "network_ms_per_round", 1.0),
+            ("queue ms / round", "queue_ms_per_round", 1.0),
+            ("verify ms / round", "verify_ms_per_round", 1.0),
+        ]  # fmt: skip
+        out = ["| metric | real (loopback gRPC) | simulator | sim − real |", "|---|---|---|---|"]
+        for label, attr, k in rows:
+            real, sim = getattr(self.real, attr) * k, getattr(self.sim, attr) * k
+            out.append(f"| {label} | {real:.3f} | {sim:.3f} | {self.error_pct(attr):+.1f}% |")
+        return "\n".join(out)
+
+
+def compare(real: RealRun, sim_records: Sequence[RequestRecord], rtt_ms: float) -> Comparison:
+    if len(sim_records) != len(real.records):
+        raise RuntimeError(
+            f"the simulator finished {len(sim_records)} of {len(real.records)} requests"
+        )
+    return Comparison(
+        summarize_records(real.records), summarize_records(sim_records), rtt_ms, real.load_average
+    )
+
+
+def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: int) -> Any:
+    """A profiling grid covering the scenario's shapes: cold starts of 1..clients prompts,
+    follow-ups of 1..γ+1 new tokens over the prompt plus half / all of the output."""
+    from edgespec.profiling.measure import GridSpec
+
+    p, g = prompt_tokens, gamma
+    return GridSpec(
+        cold_totals=tuple(sorted({p + g, 2 * (p + g), clients * (p + g)})),
+        new_tokens=tuple(sorted({1, 2, max(1, g // 2 + 1), g + 1})),
+        totals=(p + max_new_tokens // 2, p + max_new_tokens),
+        memory_batch_sizes=tuple(sorted({1, max(1, clients // 2), clients})),
+        max_batch_size=clients, num_random=6, num_mixed=6, num_test=12,
+        warmup_runs=2, runs=3,
+    )  # fmt: skip
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--target", default="synthetic", help="'synthetic' (default) or a model name/dir"
+    )
+    p.add_argument(
+        "--draft", default="truncated", help="'truncated' (default; synthetic), 'ngram', a model"
+    )
+    p.add_argument("--clients", type=int, default=4, help="drafter processes (default 4)")
+    p.add_argument(
+        "--requests", type=int, default=2, help="requests per client, in sequence (default 2)"
+    )
+    p.add_argument(
+        "--prompt-tokens", type=int, default=32, help="synthetic prompt tokens (default 32)"
+    )
+    p.add_argument(
+        "--dataset", default="gsm8k", help="real target's prompt set, test split (default gsm8k)"
+    )
+    p.add_argument("--max-new-tokens", type=int, default=48, help="tokens per request (default 48)")
+    p.add_argument("--gamma", type=int, default=4, help="static window γ, tokens (default 4)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    p.add_argument(
+        "--profile", help="use this target profile (with its -draft file) instead of profiling"
+    )
+    p.add_argument(
+        "--out", default="runs/calibration", help="output directory (default runs/calibration)"
+    )
+    p.add_argument(
+        "--warmup", type=int, default=2, help="profile warm-up runs per configuration (default 2)"
+    )
+    p.add_argument(
+        "--runs", type=int, default=3, help="profile timed runs per configuration (default 3)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="synthetic prompts, simulation (default 0)")
+
+
+def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], Any, Any]:
+    """(target name, target model, draft name, draft factory, draft model or None, tokenizer);
+    the factory is picklable: each drafter process of the real run calls it."""
+    from edgespec.runtime.backends.ngram import NgramDrafter
+    from edgespec.runtime.backends.transformers_draft import TransformersDraft
+
+    if args.target == "synthetic":
+        from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
+
+        target = tiny_llama(0, num_layers=8, vocab_size=4096, hidden_size=256, logit_scale=5.0,
+                            quiet_layers_from=2, quiet_scale=0.03)  # fmt: skip
+        if args.draft == "ngram":
+            return "synthetic", target, "ngram", NgramDrafter, None, None
+        draft = layer_truncated_copy(target, 2)
+        return "synthetic", target, "truncated", partial(TransformersDraft, draft), draft, None
+    from edgespec.models.loading import load_model
+
+    loaded = load_model(args.target)
+    target, tokenizer = loaded.model, loaded.tokenizer
+    if args.draft == "ngram":
+        return args.target, target, "ngram", NgramDrafter, None, tokenizer
+    model = load_model(args.draft).model
+    return args.target, target, args.draft, partial(TransformersDraft, model), model, tokenizer
+
+
+def _prompts(args: argparse.Namespace, tokenizer: Any, vocab: int) -> list[list[tuple[int, ...]]]:
+    n = args.clients * args.requests
+    if tokenizer is None:
+        from edgespec.profiling.measure import PromptSource
+
+        source = PromptSource(vocab, args.seed + 100)
+        flat = [source.take(args.prompt_tokens) for _ in range(n)]
+    else:
+        from edgespec.datasets.prompts import load_prompts
+
+        texts = [p.text for p in load_prompts(args.dataset, "test", n)]
+        flat = [tuple(tokenizer(t)["input_ids"]) for t in texts]
+    return [flat[i :: args.clients] for i in range(args.clients)]
+
+
+def _progress(index: int, total: int) -> None:
+    if (index + 1) % 10 == 0 or index + 1 == total:
+        print(f"  profiled {index + 1}/{total} configurations", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from edgespec.profiling.measure import design_grid
+    from edgespec.profiling.run import profile_pair, write_profiles
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t_name, t_model, d_name, make_draft, d_model, tokenizer = _pair(args)
+    backend = TransformersTarget(t_model)
+    prompts = _prompts(args, tokenizer, backend.vocab_size)
+    mean_prompt = round(statistics.mean(len(p) for ps in prompts for p in ps))
+    if args.profile is None:
+        spec = scenario_grid(mean_prompt, args.max_new_tokens, args.gamma, args.clients)
+        spec = replace(spec, warmup_runs=args.warmup, runs=args.runs)
+        num_configs = len(design_grid(spec))
+        print(f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...", flush=True)
+        p = mean_prompt
+        result = profile_pair(
+            t_name, t_model, backend, spec, (d_name, make_draft, d_model),
+            draft_contexts=(p, p + args.max_new_tokens // 2, p + args.max_new_tokens),
+            gamma=args.gamma,
+            num_bootstrap=200, on_config=lambda i: _progress(i, num_configs),
+        )  # fmt: skip
+        paths = write_profiles(
+            result,
+            out / "profile.yaml",
+            "edgespec calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:]),
+        )
+        print(f"profile: target held-out R² {result.wisp.test.r2:.3f}, MAPE "
+              f"{result.wisp.test.mape_pct:.1f}%; wrote {paths[0]}", flush=True)  # fmt: skip
+        target_profile = out / "profile.yaml"
+    else:
+        target_profile = Path(args.profile)
+    draft_profile = target_profile.with_name(target_profile.stem + "-draft.yaml")
+    print("measuring the loopback link (1 client) ...", flush=True)
+    probe = run_real(backend, make_draft, [prompts[0][:1]], args.max_new_tokens, args.gamma,
+                     args.clients, "probe")  # fmt: skip
+    rtt = link_rtt_ms(probe)
+    print(f"real run: {args.clients} clients x {args.requests} requests ...", flush=True)
+    real = run_real(backend, make_draft, prompts, args.max_new_tokens, args.gamma, args.clients)
+    trace = write_trace(real, out / "trace.jsonl")
+    sim = simulate_run(trace, target_profile, draft_profile, rtt, args.clients, args.gamma,
+                       args.clients, args.seed)  # fmt: skip
+    result_cmp = compare(real, sim, rtt)
+    text = (
+        f"{t_name} + {d_name}, {args.clients} clients x {args.requests} requests, "
+        f"γ={args.gamma}, {args.max_new_tokens} new tokens, loopback RTT {rtt:.2f} ms, "
+        f"load average {' '.join(f'{x:.2f}' for x in real.load_average)}\n\n{result_cmp.table()}"
+    )
+    print(text)
+    (out / "comparison.md").write_text(text + "\n")
+    return 0

@@ -1,1 +1,0 @@
-"""Experiments: parameter sweeps, capacity search, and reproduced tables/figures."""

@@ -1,0 +1,191 @@
+"""`edgespec train awc-data` and `edgespec train awc`: the AWC dataset and the WC-DNN.
+
+``awc-data`` runs the scenario grid of :mod:`edgespec.learn.awc.data` on Ray (a local Ray
+with ``--workers`` CPUs, or the cluster at ``--address``) and writes, under ``--out``:
+``configs/s<id>.parquet`` (one row per configuration) and ``contexts/s<id>.parquet`` (the
+decision contexts) per scenario — the contexts file is written last, so a scenario with
+one is finished and is not run again when the command is repeated (resumable) — then
+``labels.parquet`` (scenario id → label γ, 1 = fused) from every finished scenario with
+the ``--w-*`` weights. ``awc`` trains the WC-DNN on such a directory
+(:mod:`edgespec.learn.awc.train`) and writes its weights (JSON, the format
+:func:`edgespec.policies.awc.load_wc_dnn` reads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from edgespec.arguments import positive_int
+from edgespec.errors import UserInputError
+from edgespec.learn.awc.data import DEFAULT_WEIGHTS
+from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
+
+
+def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    w = DEFAULT_WEIGHTS
+    p = sub.add_parser("awc-data", help="simulate the AWC scenario grid (static γ 2..12 + fused)")
+    p.add_argument("--out", type=Path, required=True, help="dataset directory (resumable)")
+    p.add_argument("--quick", action="store_true", help="4 small scenarios (6 s, ≤ 8 drafts)")
+    p.add_argument(
+        "--scenarios",
+        type=int,
+        default=2000,
+        help="grid points to draw (default 2000; not with --quick)",
+    )
+    p.add_argument(
+        "--duration-s",
+        type=float,
+        default=20.0,
+        help="simulated seconds per run (default 20; --quick: 6)",
+    )
+    p.add_argument(
+        "--contexts-per-run", type=int, default=8, help="contexts kept per run (default 8)"
+    )
+    p.add_argument(
+        "--fused-gamma", type=int, default=4, help="co-located window γ in fused runs (default 4)"
+    )
+    p.add_argument(
+        "--workload-trace",
+        type=Path,
+        default=None,
+        help="GSM8K lengths from this workload trace (default: the bundled GSM8K table, "
+        "DSD-Sim's own 400-request trace)",
+    )
+    p.add_argument(
+        "--w-ttft",
+        type=float,
+        default=w["ttft"],
+        help=f"objective weight of TTFT (default {w['ttft']:g})",
+    )
+    p.add_argument(
+        "--w-tpot",
+        type=float,
+        default=w["tpot"],
+        help=f"objective weight of TPOT (default {w['tpot']:g})",
+    )
+    p.add_argument(
+        "--w-throughput",
+        type=float,
+        default=w["throughput"],
+        help=f"objective weight of throughput (default {w['throughput']:g})",
+    )
+    p.add_argument("--address", help="Ray cluster address (ray://host:10001); default: local")
+    p.add_argument(
+        "--workers", type=int, default=2, help="local Ray CPUs / tasks in flight (default 2)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the scenario draws (default 0)")
+    t = sub.add_parser("awc", help="train the WC-DNN on an awc-data directory")
+    t.add_argument("--data", type=Path, required=True, help="an awc-data --out directory")
+    t.add_argument("--out", type=Path, required=True, help="write the weights (JSON) here")
+    t.add_argument("--epochs", type=int, default=100, help="training epochs (default 100)")
+    t.add_argument("--width", type=int, default=64, help="hidden width (default 64)")
+    t.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate (default 1e-3)")
+    t.add_argument(
+        "--weight-decay", type=float, default=1e-2, help="AdamW weight decay (default 1e-2)"
+    )
+    t.add_argument("--batch-size", type=int, default=256, help="rows per step (default 256)")
+    t.add_argument(
+        "--holdout", type=float, default=0.2, help="share of scenarios held out (default 0.2)"
+    )
+    t.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    t.add_argument("--seed", type=int, default=0, help="seed of init, batches, holdout (default 0)")
+
+
+def finished_ids(out: Path) -> set[int]:
+    return {int(f.stem[1:]) for f in (out / "contexts").glob("s*.parquet")}
+
+
+def write_labels(out: Path, weights: dict[str, float]) -> dict[int, int]:
+    from edgespec.learn.awc.data import label_scenarios
+
+    labels = label_scenarios(read_parquet_dir(out / "configs"), weights)
+    ids = sorted(labels)
+    write_parquet({"scenario_id": ids, "label_gamma": [labels[i] for i in ids]},
+                   out / "labels.parquet")  # fmt: skip
+    (out / "labels.json").write_text(json.dumps({"weights": weights}) + "\n")
+    return labels
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.what == "awc":
+        from edgespec.learn.awc.train import run_training
+
+        return run_training(args)
+    return run_data(args)
+
+
+def run_data(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from edgespec.learn.awc.data import (
+        AwcTask,
+        full_scenarios,
+        quick_scenarios,
+        run_awc_scenario,
+        workload_lengths,
+    )
+    from edgespec.sweeps.executor import make_executor
+
+    weights = {"ttft": args.w_ttft, "tpot": args.w_tpot, "throughput": args.w_throughput}
+    if min(weights.values()) < 0 or sum(weights.values()) <= 0:
+        raise UserInputError("the --w-* weights must be >= 0 and not all 0")
+    if args.scenarios < 1 or args.workers < 1 or args.contexts_per_run < 1:
+        raise UserInputError("--scenarios, --workers and --contexts-per-run must be >= 1")
+    console = Console(stderr=True)
+    trace = args.workload_trace
+    if trace is not None and not trace.is_file():
+        raise UserInputError(f"--workload-trace {trace}: no such file")
+    lengths = workload_lengths(str(trace)) if trace is not None else None
+    console.print(f"GSM8K lengths: {trace or 'the bundled gsm8k table'}")
+    grid = (
+        quick_scenarios(args.seed)
+        if args.quick
+        else full_scenarios(args.scenarios, args.seed, args.duration_s)
+    )
+    done = finished_ids(args.out)
+    todo = [AwcTask(s, args.contexts_per_run, args.fused_gamma, lengths)
+            for s in grid if s.scenario_id not in done]  # fmt: skip
+    console.print(f"{len(grid)} scenarios, {len(grid) - len(todo)} already done")
+    executor = make_executor(args.workers, engine="ray", address=args.address)
+    start = time.perf_counter()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+               TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, console=console) as progress:
+        bar = progress.add_task("scenarios", total=len(todo))
+        for _, rows in executor.map_unordered(run_awc_scenario, todo) if todo else ():
+            name = f"s{rows.scenario_id:05d}.parquet"
+            write_parquet(rows.configs, args.out / "configs" / name)
+            write_parquet(rows.contexts, args.out / "contexts" / name)
+            progress.advance(bar)
+    wall_s = time.perf_counter() - start
+    labels = write_labels(args.out, weights)
+    counts: dict[int, int] = {}
+    for gamma in labels.values():
+        counts[gamma] = counts.get(gamma, 0) + 1
+    summary = {
+        "command": "edgespec " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "finished": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "scenarios_run": len(todo),
+        "wall_s": round(wall_s, 1),
+        "labels": {str(k): counts[k] for k in sorted(counts)},
+    }
+    (args.out / "last_run.json").write_text(json.dumps(summary, indent=1) + "\n")
+    console.print(
+        f"{len(todo)} scenarios in {wall_s:.1f} s; {len(labels)} labelled "
+        f"(label γ: count {summary['labels']}, 1 = fused) → {args.out}"
+    )
+    return 0

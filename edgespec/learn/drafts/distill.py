@@ -1,0 +1,309 @@
+"""Distil a small trimmed-vocabulary draft from the target's greedy continuations.
+
+Data: shards written by :mod:`edgespec.learn.drafts.distill_data` (prompt ids, the target's greedy
+continuation, the target's top-k logits at each continuation position).
+
+Loss per sequence (all over the draft's K kept tokens; ids outside them are ignored):
+
+- hard: cross-entropy to the target's greedy token at each continuation position — what a
+  greedy verifier accepts;
+- soft (weight ``soft_weight``): cross-entropy to the target's top-k distribution at the same
+  positions, renormalised over the kept tokens among the top-k;
+- prompt LM (weight ``prompt_weight``): next-token cross-entropy on the prompt text itself,
+  a cheap extra language-modelling signal.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from edgespec.models.trimmed import TrimmedDraftConfig, TrimmedVocabDraft
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One distillation sequence: prompt ids, the target's continuation, its top-k logits."""
+
+    prompt_ids: torch.Tensor
+    output_ids: torch.Tensor
+    topk_ids: torch.Tensor
+    topk_logits: torch.Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class DraftArchitecture:
+    """Size of the distilled draft (Llama blocks)."""
+
+    num_kept_tokens: int = 8192
+    hidden_size: int = 256
+    num_layers: int = 3
+    num_heads: int = 4
+    intermediate_size: int = 768
+    max_positions: int = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class TrainSettings:
+    """Optimisation settings. ``time_budget_s`` ends training early (checked per step); the
+    cosine learning-rate decay then follows elapsed time so it still finishes its decay."""
+
+    epochs: int = 4
+    tokens_per_step: int = 8192
+    learning_rate: float = 2e-3
+    weight_decay: float = 0.01
+    warmup_steps: int = 20
+    soft_weight: float = 0.5
+    prompt_weight: float = 0.2
+    seed: int = 0
+    time_budget_s: float | None = None
+
+
+def load_shards(*directories: Path) -> list[Sample]:
+    """All samples of all ``shard_*.pt`` files in ``directories`` (each sorted by name)."""
+    paths = []
+    for directory in directories:
+        found = sorted(directory.glob("shard_*.pt"))
+        if not found:
+            raise FileNotFoundError(f"no distillation shards (shard_*.pt) in {str(directory)!r}")
+        paths.extend(found)
+    samples = []
+    for path in paths:
+        data = torch.load(path, weights_only=True)
+        for prompt, out, ids, logits in zip(
+            data["prompt_ids"],
+            data["output_ids"],
+            data["topk_ids"],
+            data["topk_logits"],
+            strict=True,
+        ):
+            if len(out) > 0:
+                samples.append(Sample(prompt.long(), out.long(), ids.long(), logits.float()))
+    return samples
+
+
+def without_prompts_of(
+    samples: Sequence[Sample], held_out: Sequence[Sample]
+) -> tuple[list[Sample], int]:
+    """``samples`` minus those whose prompt is the prompt of a ``held_out`` sample (a
+    sampled continuation of a validation prompt would leak it), and how many were removed."""
+    prompts = {tuple(s.prompt_ids.tolist()) for s in held_out}
+    kept = [s for s in samples if tuple(s.prompt_ids.tolist()) not in prompts]
+    return kept, len(samples) - len(kept)
+
+
+def choose_kept_tokens(
+    samples: Sequence[Sample], num_kept: int, always: Sequence[int] = ()
+) -> list[int]:
+    """The ``num_kept`` most frequent target ids (continuation tokens count 4× prompt tokens),
+    plus ``always`` (special tokens), ordered by frequency."""
+    counts: dict[int, float] = {}
+    for s in samples:
+        for tok in s.prompt_ids.tolist():
+            counts[tok] = counts.get(tok, 0.0) + 1.0
+        for tok in s.output_ids.tolist():
+            counts[tok] = counts.get(tok, 0.0) + 4.0
+    forced = list(dict.fromkeys(int(t) for t in always))
+    ranked = [
+        t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if t not in forced
+    ]
+    return (forced + ranked)[:num_kept]
+
+
+def init_draft(
+    target_embeddings: torch.Tensor,
+    kept: Sequence[int],
+    arch: DraftArchitecture,
+    special_ids: dict[str, int],
+    target_name: str,
+) -> TrimmedVocabDraft:
+    """A fresh draft whose embeddings are the target's (kept rows) projected onto their top
+    principal directions, rescaled to std 0.05; the "other" row is their mean."""
+    config = TrimmedDraftConfig(
+        draft_token_ids=list(kept),
+        target_name=target_name,
+        vocab_size=int(target_embeddings.shape[0]),
+        hidden_size=arch.hidden_size,
+        intermediate_size=arch.intermediate_size,
+        num_hidden_layers=arch.num_layers,
+        num_attention_heads=arch.num_heads,
+        num_key_value_heads=arch.num_heads,
+        max_position_embeddings=arch.max_positions,
+        tie_word_embeddings=False,
+        **special_ids,
+    )
+    draft = TrimmedVocabDraft(config)
+    rows = target_embeddings[torch.tensor(list(kept))].float()
+    centred = rows - rows.mean(dim=0, keepdim=True)
+    _, _, v = torch.linalg.svd(centred, full_matrices=False)
+    projected = centred @ v[: arch.hidden_size].T
+    projected = projected * (0.05 / projected.std())
+    with torch.no_grad():
+        weight = draft.model.embed_tokens.weight
+        weight[: len(kept)] = projected
+        weight[len(kept)] = projected.mean(dim=0)
+    return draft
+
+
+def _batches(
+    samples: Sequence[Sample], tokens_per_step: int, rng: random.Random
+) -> list[list[int]]:
+    order = sorted(
+        range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].output_ids)
+    )
+    batches: list[list[int]] = []
+    current: list[int] = []
+    width = 0
+    for i in order:
+        length = len(samples[i].prompt_ids) + len(samples[i].output_ids)
+        if current and max(width, length) * (len(current) + 1) > tokens_per_step:
+            batches.append(current)
+            current, width = [], 0
+        current.append(i)
+        width = max(width, length)
+    if current:
+        batches.append(current)
+    rng.shuffle(batches)
+    return batches
+
+
+def batch_loss(
+    draft: TrimmedVocabDraft, samples: Sequence[Sample], settings: TrainSettings
+) -> tuple[torch.Tensor, int, int]:
+    """(loss, continuation positions with an in-vocabulary label, of which predicted right)."""
+    seqs = [torch.cat([s.prompt_ids, s.output_ids]) for s in samples]
+    width = max(len(s) for s in seqs)
+    num_kept = draft.num_kept
+    input_ids = torch.zeros((len(seqs), width), dtype=torch.long)
+    mask = torch.zeros_like(input_ids)
+    for row, seq in enumerate(seqs):
+        input_ids[row, : len(seq)] = seq
+        mask[row, : len(seq)] = 1
+    logits, _ = draft.trimmed_forward(input_ids, attention_mask=mask, use_cache=False)
+    log_probs = torch.log_softmax(logits.float(), dim=-1)
+    labels = draft.to_draft_ids(input_ids)
+    hard_terms, soft_terms, lm_terms = [], [], []
+    correct = counted = 0
+    for row, s in enumerate(samples):
+        num_prompt, num_out = len(s.prompt_ids), len(s.output_ids)
+        pos = torch.arange(num_prompt - 1, num_prompt - 1 + num_out)
+        top = draft.to_draft_ids(s.topk_ids)
+        # The target's argmax: the generated token for continuations, and for teacher-forced
+        # text (where the next token is the text's, not the target's) what it would say.
+        target = top[:, 0]
+        valid = target < num_kept
+        lp = log_probs[row, pos]
+        if bool(valid.any()):
+            hard_terms.append(-lp[valid].gather(1, target[valid, None]).squeeze(1))
+            correct += int((lp[valid].argmax(-1) == target[valid]).sum())
+            counted += int(valid.sum())
+        weights = torch.softmax(s.topk_logits.masked_fill(top >= num_kept, float("-inf")), dim=-1)
+        weights = torch.nan_to_num(weights, nan=0.0)
+        soft_terms.append(-(weights * lp.gather(1, top.clamp(max=num_kept - 1))).sum(-1))
+        prompt_pos = torch.arange(0, num_prompt - 1)
+        prompt_target = labels[row, prompt_pos + 1]
+        ok = prompt_target < num_kept
+        if bool(ok.any()):
+            lm_terms.append(
+                -log_probs[row, prompt_pos[ok]].gather(1, prompt_target[ok, None]).squeeze(1)
+            )
+    zero = logits.new_zeros(())
+    hard = torch.cat(hard_terms).mean() if hard_terms else zero
+    soft = torch.cat(soft_terms).mean() if soft_terms else zero
+    lm = torch.cat(lm_terms).mean() if lm_terms else zero
+    return hard + settings.soft_weight * soft + settings.prompt_weight * lm, correct, counted
+
+
+def evaluate_agreement(
+    draft: TrimmedVocabDraft, samples: Sequence[Sample], settings: TrainSettings
+) -> float:
+    """Top-1 agreement with the target's greedy token over all continuation positions
+    (positions whose target token is outside the kept vocabulary count as misses)."""
+    draft.eval()  # type: ignore[no-untyped-call]
+    correct = total = 0
+    rng = random.Random(0)
+    with torch.no_grad():
+        for batch in _batches(samples, settings.tokens_per_step, rng):
+            _, c, _ = batch_loss(draft, [samples[i] for i in batch], settings)
+            correct += c
+            total += sum(len(samples[i].output_ids) for i in batch)
+    return correct / total if total else 0.0
+
+
+def train_draft(
+    draft: TrimmedVocabDraft,
+    samples: Sequence[Sample],
+    settings: TrainSettings,
+    progress: Callable[[int, int, float, float], None] | None = None,
+) -> int:
+    """Train in place with AdamW (linear warm-up, cosine decay); returns steps taken.
+
+    ``progress(step, total_steps, loss, train_agreement)`` is called after every step.
+    """
+    torch.manual_seed(settings.seed)
+    rng = random.Random(settings.seed)
+    per_epoch = len(_batches(samples, settings.tokens_per_step, random.Random(0)))
+    total = max(1, per_epoch * settings.epochs)
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
+    for name, param in draft.named_parameters():
+        (no_decay if param.ndim < 2 or "norm" in name else decay).append(param)
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": decay, "weight_decay": settings.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ],
+        lr=settings.learning_rate,
+    )
+
+    start = time.monotonic()
+
+    def lr_at(step: int) -> float:
+        # Cosine over whichever runs out first: the step schedule or the time budget.
+        if step < settings.warmup_steps:
+            return (step + 1) / settings.warmup_steps
+        frac = (step - settings.warmup_steps) / max(1, total - settings.warmup_steps)
+        if settings.time_budget_s:
+            frac = max(frac, (time.monotonic() - start) / settings.time_budget_s)
+        return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
+    step = 0
+    draft.train()
+    for _ in range(settings.epochs):
+        for batch in _batches(samples, settings.tokens_per_step, rng):
+            loss, correct, counted = batch_loss(draft, [samples[i] for i in batch], settings)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()  # type: ignore[no-untyped-call]
+            nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            step += 1
+            if progress is not None:
+                progress(step, total, float(loss.detach()), correct / counted if counted else 0.0)
+            if (
+                settings.time_budget_s is not None
+                and time.monotonic() - start > settings.time_budget_s
+            ):
+                draft.eval()  # type: ignore[no-untyped-call]
+                return step
+    draft.eval()  # type: ignore[no-untyped-call]
+    return step
+
+
+def special_token_ids(tokenizer: Any) -> dict[str, int]:
+    """bos/eos/pad ids of a tokenizer, for the draft's config."""
+    out = {}
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        value = getattr(tokenizer, key, None)
+        if value is not None:
+            out[key] = int(value)
+    return out

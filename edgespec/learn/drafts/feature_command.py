@@ -1,0 +1,157 @@
+"""`edgespec train feature-draft`: train an EAGLE-style feature draft for a target.
+
+Two stages, both resumable: (1) the target's features of every sequence in the
+``--data-dir`` shards (generation shards of ``edgespec train draft``, or text shards of
+``edgespec train text-shards``) are written to ``--features-dir``; (2) the draft is trained
+on them and saved to ``--out`` (edgespec/learn/drafts/feature_train.py). No feature draft is
+bundled; the runs measured so far and their commands are in docs/LEARN.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from edgespec.arguments import positive_int
+from edgespec.errors import UserInputError
+
+
+def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("feature-draft", help="train an EAGLE-style draft on the target's features")
+    p.add_argument("--target", default="gemma3-270m", help="target model (default gemma3-270m)")
+    p.add_argument("--out", type=Path, required=True, help="directory to save the draft in")
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        action="append",
+        required=True,
+        help="token shards (shard_*.pt from `edgespec train draft` or `edgespec train "
+        "text-shards`; repeatable)",
+    )
+    p.add_argument("--features-dir", type=Path, required=True, help="target features (resumable)")
+    p.add_argument("--kept-from", type=Path, help="take the kept tokens of this trimmed draft")
+    p.add_argument(
+        "--kept-tokens", type=int, default=8192, help="K, when not --kept-from (default 8192)"
+    )
+    p.add_argument(
+        "--steps", type=int, default=2, help="drafting steps unrolled in training (default 2)"
+    )
+    p.add_argument("--intermediate-size", type=int, default=1024, help="MLP width (default 1024)")
+    p.add_argument("--heads", type=int, default=8, help="attention heads (default 8)")
+    p.add_argument("--head-dim", type=int, default=64, help="size of one head (default 64)")
+    p.add_argument("--epochs", type=int, default=3, help="passes over the features (default 3)")
+    p.add_argument("--lr", type=float, default=5e-4, help="AdamW learning rate (default 5e-4)")
+    p.add_argument(
+        "--feature-minutes",
+        type=float,
+        default=60.0,
+        help="featurizing budget, minutes (default 60)",
+    )
+    p.add_argument(
+        "--train-minutes", type=float, default=30.0, help="training budget, minutes (default 30)"
+    )
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of init, batch order and the validation split (default 0)",
+    )
+
+
+def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:
+    from edgespec.learn.drafts import distill
+
+    if args.kept_from is not None:
+        from edgespec.models.trimmed import TrimmedVocabDraft
+
+        if not args.kept_from.is_dir():
+            raise UserInputError(f"--kept-from {str(args.kept_from)!r} is not a draft directory")
+        return [int(t) for t in TrimmedVocabDraft.load(args.kept_from).config.draft_token_ids]
+    samples = distill.load_shards(*args.data_dir)
+    always = list(distill.special_token_ids(getattr(target, "tokenizer", None)).values())
+    return distill.choose_kept_tokens(samples, args.kept_tokens, always)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from edgespec.learn.drafts import feature_train as ft
+    from edgespec.models.feature_draft import (
+        FeatureDraftConfig,
+        FeatureDraftNet,
+        save_feature_draft,
+        target_rows,
+    )
+    from edgespec.models.loading import load_model
+
+    shards = []
+    for directory in args.data_dir:
+        found = sorted(directory.glob("shard_*.pt")) if directory.is_dir() else []
+        if not found:
+            raise UserInputError(f"--data-dir {str(directory)!r} holds no shard_*.pt files")
+        shards.extend(found)
+    if args.steps < 1:
+        raise UserInputError(f"--steps must be >= 1, got {args.steps}")
+    console = Console(stderr=True)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    with console.status(f"loading target {args.target}"):
+        target = load_model(args.target)
+    kept = _kept_tokens(args, target)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
+        task = progress.add_task("target features", total=len(shards))
+
+        def on_shard(path: Path, positions: int) -> None:
+            progress.advance(task)
+            if not console.is_terminal:
+                console.print(f"features of {path.name}: {positions} positions")
+
+        deadline = time.monotonic() + args.feature_minutes * 60
+        done = ft.featurize_shards(target.model, shards, args.features_dir, deadline, on_shard)
+        progress.update(task, completed=len(done))
+    if len(done) < len(shards):
+        console.print(f"[yellow]features budget: {len(done)} of {len(shards)} shards[/]")
+    sequences = ft.load_feature_files(done)
+    train, val = ft.split_by_prompt(sequences, 0.05, args.seed)
+    weight = target.model.get_input_embeddings().weight
+    config = FeatureDraftConfig(
+        target_name=args.target,
+        target_vocab_size=int(weight.shape[0]),
+        hidden_size=int(weight.shape[1]),
+        draft_token_ids=tuple(kept),
+        num_heads=args.heads,
+        head_dim=args.head_dim,
+        intermediate_size=args.intermediate_size,
+    )
+    net = FeatureDraftNet(config, *target_rows(target.model, kept))
+    settings = ft.FeatureTrainSettings(
+        num_steps=args.steps,
+        learning_rate=args.lr,
+        epochs=args.epochs,
+        time_budget_s=args.train_minutes * 60,
+        seed=args.seed,
+    )
+    positions = sum(len(s.ids) for s in train)
+    console.print(
+        f"training on {len(train)} sequences ({positions} positions), {len(val)} held out"
+    )
+    with Progress(*columns, TextColumn("{task.fields[info]}"), console=console) as progress:
+        task = progress.add_task("training", total=None, info="")
+
+        def on_step(step: int, total: int, loss: float, agreement: list[float]) -> None:
+            info = f"loss {loss:.3f} top-1 " + " ".join(f"{a:.2f}" for a in agreement)
+            progress.update(task, completed=step, total=total, info=info)
+            if not console.is_terminal and step % 100 == 0:
+                console.print(f"step {step}/{total}: {info}")
+
+        steps = ft.train_feature_draft(net, train, settings, on_step)
+    agreement = ft.evaluate(net, val, settings)
+    save_feature_draft(net, args.out)
+    per_step = ", ".join(f"step {i + 1}: {a:.3f}" for i, a in enumerate(agreement))
+    console.print(f"{steps} steps; held-out top-1 agreement {per_step}; saved to {args.out}")
+    return 0

@@ -1,0 +1,102 @@
+"""`edgespec train text-shards`: training text as token shards for `train feature-draft`.
+
+A feature draft learns from the target's own features at every position, so any text
+serves as training data without labelling. Each ShareGPT *training-split* conversation
+(``User: …\\nAssistant: …``, :func:`edgespec.learn.drafts.distill_text.sharegpt_conversations`)
+and each GSM8K / CNN-DM / HumanEval training prompt becomes one sequence of at most
+``--max-tokens`` tokens (BOS first). Its first ``PROMPT_TOKENS`` tokens are written as
+``prompt_ids`` (so the prompt hold-out of the training command separates texts) and the
+rest as ``output_ids``, ``SEQUENCES_PER_SHARD`` sequences per ``shard_*.pt``: the shard
+format ``edgespec train feature-draft --data-dir`` reads. Text shards carry no target
+labels, so train with ``--kept-from DRAFT`` (the kept tokens cannot be chosen from them).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from edgespec.errors import UserInputError
+
+PROMPT_TOKENS = 32
+MIN_OUTPUT_TOKENS = 9  # a shorter text gives too few training positions to keep
+SEQUENCES_PER_SHARD = 64
+TASK_DATASETS = ("gsm8k", "cnndm", "humaneval")
+
+
+def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    text = (
+        "write training text (ShareGPT conversations, task prompts) as token shards "
+        "for feature-draft --data-dir"
+    )
+    p = sub.add_parser("text-shards", help=text, description=text)
+    p.add_argument("--out", type=Path, required=True, help="directory for the shard_*.pt files")
+    p.add_argument(
+        "--target",
+        default="gemma3-270m",
+        help="whose tokenizer, name or path (default gemma3-270m)",
+    )
+    p.add_argument(
+        "--conversations", type=int, default=2000, help="ShareGPT conversations (default 2000)"
+    )
+    p.add_argument(
+        "--max-tokens", type=int, default=256, help="tokens per sequence, BOS first (default 256)"
+    )
+
+
+def training_texts(conversations: int) -> list[str]:
+    """``conversations`` ShareGPT training conversations, then every training prompt of the
+    task datasets."""
+    from edgespec.datasets.prompts import load_prompts
+    from edgespec.learn.drafts.distill_text import sharegpt_conversations
+
+    texts = list(sharegpt_conversations(limit=conversations)) if conversations > 0 else []
+    for name in TASK_DATASETS:
+        texts += [p.text for p in load_prompts(name, "train")]
+    return texts
+
+
+def write_text_shards(
+    tokenizer: Any, texts: Sequence[str], out: Path, max_tokens: int
+) -> tuple[int, int]:
+    """Encode ``texts`` and write them as shards into ``out``; returns (sequences, tokens).
+
+    Texts of at most ``PROMPT_TOKENS + MIN_OUTPUT_TOKENS - 1`` tokens are left out.
+    """
+    import torch
+
+    from edgespec.learn.drafts.distill_text import encode_text
+
+    sequences = [encode_text(tokenizer, t, max_tokens) for t in texts]
+    sequences = [s for s in sequences if len(s) >= PROMPT_TOKENS + MIN_OUTPUT_TOKENS]
+    out.mkdir(parents=True, exist_ok=True)
+    for index in range(0, len(sequences), SEQUENCES_PER_SHARD):
+        chunk = sequences[index : index + SEQUENCES_PER_SHARD]
+        torch.save(
+            {
+                "prompt_ids": [torch.tensor(s[:PROMPT_TOKENS]) for s in chunk],
+                "output_ids": [torch.tensor(s[PROMPT_TOKENS:]) for s in chunk],
+            },
+            out / f"shard_{index // SEQUENCES_PER_SHARD:05d}.pt",
+        )
+    return len(sequences), sum(map(len, sequences))
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgespec.models.loading import load_model
+
+    if args.max_tokens < PROMPT_TOKENS + MIN_OUTPUT_TOKENS:
+        raise UserInputError(
+            f"--max-tokens must be >= {PROMPT_TOKENS + MIN_OUTPUT_TOKENS}, got {args.max_tokens}"
+        )
+    if args.conversations < 0:
+        raise UserInputError(f"--conversations must be >= 0, got {args.conversations}")
+    tokenizer = load_model(args.target).tokenizer
+    if tokenizer is None:
+        raise UserInputError(f"--target {args.target!r} has no tokenizer")
+    texts = training_texts(args.conversations)
+    count, tokens = write_text_shards(tokenizer, texts, args.out, args.max_tokens)
+    print(f"{count} sequences, {tokens} tokens -> {args.out}")
+    return 0

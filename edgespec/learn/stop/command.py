@@ -1,0 +1,129 @@
+"""`edgespec train stop-predictor`: the rejection predictor study on real-pair traces.
+
+Reads traces captured with the neural draft alone (``edgespec trace --draft
+gemma3-270m-draft --split train``), runs :func:`edgespec.learn.stop.study.run_study`,
+writes the MLP predictor (``--out``, JSON, the format
+:func:`edgespec.policies.stop_drafting.load_stop_policy` reads) and the report
+(``--report-dir``: ``study.json`` and ``REPORT.md``). The bundled predictor
+``edgespec/data/predictors/gemma3-270m-draft.json`` was made with the command in
+docs/LEARN.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from edgespec.arguments import positive_int
+from edgespec.errors import UserInputError
+
+
+def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "stop-predictor", help="train and compare WISP rejection predictors on real-pair traces"
+    )
+    p.add_argument(
+        "--traces",
+        type=Path,
+        action="append",
+        required=True,
+        help="trace JSONL file or a directory of them (repeatable); neural draft, no lookup",
+    )
+    p.add_argument("--out", type=Path, required=True, help="write the MLP predictor (JSON) here")
+    p.add_argument(
+        "--report-dir",
+        type=Path,
+        help="write study.json and REPORT.md here (default: print REPORT.md only)",
+    )
+    p.add_argument(
+        "--k-max",
+        type=int,
+        default=4,
+        help="window K_max the rows are built at, tokens (default 4)",
+    )
+    p.add_argument("--mlp-trials", type=int, default=8, help="MLP search trials (default 8)")
+    p.add_argument(
+        "--tree-trials", type=int, default=6, help="search trials per tree baseline (default 6)"
+    )
+    p.add_argument(
+        "--latency-calls", type=int, default=1000, help="single-sample timing calls (default 1000)"
+    )
+    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="seed of the request split and searches (default 0)"
+    )
+
+
+def trace_files(paths: list[Path]) -> list[Path]:
+    """The JSONL files named, directories expanded (sorted); a missing path is an error."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(path.glob("*.jsonl"))
+            if not found:
+                raise UserInputError(f"--traces {path}: the directory holds no .jsonl files")
+            files.extend(found)
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UserInputError(f"--traces {path}: no such file or directory")
+    return files
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    from rich.console import Console
+
+    from edgespec.config import ConfigError
+    from edgespec.learn.stop.report import study_markdown
+    from edgespec.learn.stop.study import StudySettings, run_study
+    from edgespec.learn.traces.records import read_trace
+
+    torch.set_num_threads(args.threads)  # this command owns its process
+    console = Console(stderr=True)
+    records = []
+    for file in trace_files(args.traces):
+        try:
+            records.extend(read_trace(file))
+        except ConfigError as exc:
+            raise UserInputError(f"--traces {file}: {exc}") from exc
+    if args.k_max < 1:
+        raise UserInputError(f"--k-max must be >= 1, got {args.k_max}")
+    settings = StudySettings(
+        k_max=args.k_max,
+        mlp_trials=args.mlp_trials,
+        tree_trials=args.tree_trials,
+        latency_calls=args.latency_calls,
+        seed=args.seed,
+    )
+    command = "edgespec " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    try:
+        with console.status("training predictors") as status:
+            study = run_study(records, settings, log=lambda m: status.update(m[:120]))
+    except ValueError as exc:
+        raise UserInputError(str(exc)) from exc
+    meta = {
+        "command": command,
+        "trained": when,
+        "k_max": args.k_max,
+        "threshold_rule": "maximum balanced accuracy on the validation requests",
+        "dataset": study.balance["all"],
+        "test": dataclasses.asdict(study.predictors[0].test),
+    }
+    policy = dataclasses.replace(study.mlp, metadata=meta)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(policy.to_json(), separators=(",", ":")) + "\n")
+    markdown = study_markdown(study, command, when)
+    if args.report_dir is not None:
+        args.report_dir.mkdir(parents=True, exist_ok=True)
+        (args.report_dir / "study.json").write_text(json.dumps(study.to_json(), indent=1) + "\n")
+        (args.report_dir / "REPORT.md").write_text(markdown)
+    print(markdown)
+    console.print(f"wrote {args.out} (threshold {policy.threshold:.3f})")
+    return 0

@@ -1,0 +1,188 @@
+"""The whole predictor study of WISP §5.4 / App. B on one pair's traces: dataset (Table 8),
+the MLP and three tree baselines trained and thresholded alike, their operating points on
+held-out requests (Tables 4 and 10), single-sample latency (Table 11), and Theorem 1's check.
+
+``run_study`` is pure apart from the time it takes: records in, a :class:`StopStudy` out.
+``edgespec train stop-predictor`` (stop_command.py) and ``edgespec reproduce wisp`` call it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from edgespec.learn.stop.baselines import search_tree
+from edgespec.learn.stop.data import StopDataset, build_dataset, split_by_request
+from edgespec.learn.stop.evaluate import (
+    LatencyStats,
+    OperatingPoint,
+    Scorer,
+    WasteSummary,
+    operating_point,
+    replay_with_stops,
+    single_sample_latency,
+    youden_threshold,
+)
+from edgespec.learn.stop.train import search_mlp
+from edgespec.learn.traces.records import TraceRecord
+from edgespec.policies.stop_drafting import MlpStopPolicy
+
+PREDICTORS = ("mlp", "lightgbm", "random_forest", "xgboost")
+THEOREM_THRESHOLDS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+"""Thresholds (besides each predictor's operating one) at which Theorem 1 is checked."""
+
+
+@dataclass(frozen=True, slots=True)
+class StudySettings:
+    k_max: int = 4
+    split: tuple[float, float, float] = (0.7, 0.15, 0.15)
+    mlp_trials: int = 8
+    mlp_max_epochs: int = 60
+    tree_trials: int = 6
+    latency_calls: int = 1000
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PredictorResult:
+    """One predictor: its chosen hyper-parameters, the threshold picked on validation,
+    its held-out operating point there and at 0.5, and its latency."""
+
+    name: str
+    params: dict[str, Any]
+    threshold: float
+    test: OperatingPoint
+    test_at_half: OperatingPoint
+    latency: LatencyStats
+
+
+@dataclass(frozen=True, slots=True)
+class TheoremPoint:
+    """One (predictor, threshold) replayed on the held-out requests."""
+
+    name: str
+    threshold: float
+    fpr_first_rejection: float
+    waste: WasteSummary
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class StopStudy:
+    settings: StudySettings
+    balance: dict[str, dict[str, float | int]]
+    predictors: tuple[PredictorResult, ...]
+    theorem: tuple[TheoremPoint, ...]
+    no_predictor: WasteSummary
+    mlp: MlpStopPolicy
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "settings": dataclasses.asdict(self.settings),
+            "balance": self.balance,
+            "predictors": [dataclasses.asdict(p) for p in self.predictors],
+            "theorem": [dataclasses.asdict(t) for t in self.theorem],
+            "no_predictor": dataclasses.asdict(self.no_predictor),
+            "dominance": dominance_check(self.theorem),
+        }
+
+
+def _held_out_sequences(
+    records: Sequence[TraceRecord], test: StopDataset
+) -> tuple[list[tuple[int, ...]], list[npt.NDArray[np.float64]]]:
+    indices = sorted(set(test.groups.tolist()))
+    seqs = [records[i].acceptance_seq for i in indices]
+    feats = [np.asarray(records[i].draft_features, dtype=np.float64) for i in indices]
+    return seqs, feats
+
+
+def dominance_check(points: Sequence[TheoremPoint]) -> dict[str, int]:
+    """Theorem 1 on every ordered pair (θ', θ) whose FP_θ'(r) ≤ FP_θ(r) at every r where
+    both are defined: count the pairs and those where E[W_θ'] ≤ E[W_θ] holds."""
+    pairs = holds = 0
+    for a in points:
+        for b in points:
+            if a is b:
+                continue
+            fa, fb = a.waste.fpr_by_r, b.waste.fpr_by_r
+            both = [
+                (x, y) for x, y in zip(fa, fb, strict=True) if not (math.isnan(x) or math.isnan(y))
+            ]
+            if not both or not all(x <= y for x, y in both) or all(x == y for x, y in both):
+                continue
+            pairs += 1
+            holds += int(a.waste.mean_wasted_sent <= b.waste.mean_wasted_sent + 1e-12)
+    return {"dominating_pairs": pairs, "theorem_holds": holds}
+
+
+def run_study(
+    records: Sequence[TraceRecord],
+    settings: StudySettings,
+    log: Callable[[str], None] = lambda _: None,
+) -> StopStudy:
+    """Build the dataset, train and evaluate every predictor (see the module docstring)."""
+    data = build_dataset(records, settings.k_max)
+    train, val, test = split_by_request(data, settings.split, settings.seed)
+    balance = {
+        name: part.balance()
+        for name, part in (("all", data), ("train", train), ("validation", val), ("test", test))
+    }
+    log(f"dataset: {balance['all']}")
+    scorers: dict[str, tuple[Scorer, dict[str, Any]]] = {}
+    mlp = search_mlp(
+        train,
+        val,
+        settings.mlp_trials,
+        settings.seed,
+        max_epochs=settings.mlp_max_epochs,
+        on_trial=lambda i, t: log(f"mlp trial {i}: {t.settings} val loss {t.validation_loss:.4f}"),
+    )
+    scorers["mlp"] = (mlp.policy.accept_probability, dataclasses.asdict(mlp.settings))
+    for name in PREDICTORS[1:]:
+        tree = search_tree(
+            name,
+            train,
+            val,
+            settings.tree_trials,
+            settings.seed,
+            on_trial=lambda i, t: log(f"{t.name} trial {i}: val loss {t.validation_log_loss:.4f}"),
+        )
+        scorers[name] = (tree.scores, tree.params)
+    results, theorem = [], []
+    seqs, feats = _held_out_sequences(records, test)
+    for name in PREDICTORS:
+        scorer, params = scorers[name]
+        threshold = youden_threshold(val.labels, scorer(val.features))
+        scores = scorer(test.features)
+        results.append(
+            PredictorResult(
+                name=name,
+                params=params,
+                threshold=threshold,
+                test=operating_point(test.labels, scores, threshold),
+                test_at_half=operating_point(test.labels, scores, 0.5),
+                latency=single_sample_latency(scorer, test.features, settings.latency_calls),
+            )
+        )
+        held_scores = [scorer(f) for f in feats]
+        for cut in sorted({threshold, *THEOREM_THRESHOLDS}):
+            keeps = [s >= cut for s in held_scores]
+            waste = replay_with_stops(seqs, keeps, settings.k_max)
+            fpr = operating_point(test.labels, scores, cut).fpr
+            theorem.append(TheoremPoint(name, cut, fpr, waste))
+        log(f"{name}: threshold {threshold:.3f}, test {results[-1].test}")
+    never = [np.ones(len(s), dtype=np.bool_) for s in seqs]
+    mlp_policy = mlp.policy.with_threshold(results[0].threshold)
+    return StopStudy(
+        settings=settings,
+        balance=balance,
+        predictors=tuple(results),
+        theorem=tuple(theorem),
+        no_predictor=replay_with_stops(seqs, never, settings.k_max),
+        mlp=mlp_policy,
+    )

@@ -1,0 +1,282 @@
+"""`edgespec trace`: capture acceptance traces from a real draft/target pair.
+
+Example (the bundled pair on 10 GSM8K test prompts, with both speed baselines)::
+
+    edgespec trace --target gemma3-270m --draft gemma3-270m-draft --dataset gsm8k \\
+        --limit 10 --baselines --out traces/gsm8k.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from edgespec.datasets.prompts import DATASETS
+from edgespec.errors import UserInputError
+from edgespec.runtime.commands.stop_arguments import add_stop_arguments
+
+NGRAM = "ngram"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target",
+        default="gemma3-270m",
+        help="target model name or local path (default %(default)s)",
+    )
+    parser.add_argument(
+        "--draft",
+        default="gemma3-270m-draft",
+        help=f"draft model name or local path, or {NGRAM!r} for the prompt-lookup drafter "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--lookup",
+        action="store_true",
+        help="combine the neural draft with prompt lookup (n-gram match first, model otherwise)",
+    )
+    parser.add_argument(
+        "--tree",
+        metavar="B1,B2,...",
+        help="draft a token tree: the draft's top-B_d tokens at depth d (e.g. 2,2,1,1; "
+        "with --lookup plus the lookup chain), verified greedily in one target pass",
+    )
+    parser.add_argument(
+        "--tree-min-prob",
+        type=float,
+        default=0.0,
+        help="with --tree: leave out candidates whose path probability under the draft is "
+        "below this (default 0: keep all; the draft's first choice at the root always stays)",
+    )
+    parser.add_argument(
+        "--tree-max-nodes",
+        type=int,
+        default=24,
+        help="with --tree: the most tokens one tree may hold (default 24)",
+    )
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        help=f"one of {', '.join(DATASETS)} or a JSONL file with a 'prompt' field (repeatable; "
+        "default gsm8k)",
+    )
+    parser.add_argument(
+        "--split",
+        default="test",
+        choices=("train", "test"),
+        help="split of a bundled --dataset (default test)",
+    )
+    parser.add_argument("--limit", type=int, default=10, help="prompts per dataset (default 10)")
+    parser.add_argument("--gamma", type=int, default=4, help="window γ_max, tokens (default 4)")
+    parser.add_argument(
+        "--window",
+        choices=("static", "dynamic"),
+        default="static",
+        help="static (default): γ every round; dynamic: DSD's threshold rule starting at γ (up "
+        "to max(γ, 8)). acceptance_seq and draft_features do not depend on it",
+    )
+    add_stop_arguments(parser)
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=64, help="tokens generated per prompt (default 64)"
+    )
+    parser.add_argument(
+        "--max-prompt-tokens",
+        type=int,
+        default=256,
+        help="keep BOS + the prompt's last tokens up to this many (default 256)",
+    )
+    parser.add_argument(
+        "--baselines",
+        action="store_true",
+        help="also time target-only decoding and transformers assisted generation per prompt",
+    )
+    parser.add_argument(
+        "--slo-classes",
+        default="default",
+        help="SLO class names, comma-separated, assigned round-robin (default: default)",
+    )
+    parser.add_argument(
+        "--num-drafters",
+        type=int,
+        default=8,
+        help="drafter_id = request index mod this (default 8)",
+    )
+    parser.add_argument(
+        "--rate", type=float, default=1.0, help="Poisson arrival rate, requests/s (default 1)"
+    )
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the arrival times (default 0)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="write all records to this JSONL file (give --out and/or --out-dir)",
+    )
+    parser.add_argument("--out-dir", type=Path, help="write <dataset>.jsonl files here")
+
+
+def _prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
+    from edgespec.datasets.prompts import load_jsonl_prompts, load_prompts
+
+    sets = []
+    for name in args.dataset or ["gsm8k"]:
+        if name in DATASETS:
+            sets.append((name, load_prompts(name, args.split, args.limit)))
+        else:
+            path = Path(name)
+            if not path.is_file():
+                raise UserInputError(
+                    f"--dataset {name}: neither a bundled dataset ({', '.join(DATASETS)}) "
+                    "nor a JSONL prompt file"
+                )
+            prompts = load_jsonl_prompts(path, path.stem, template="raw")  # text as is
+            sets.append((path.stem, prompts[: args.limit]))
+    return sets
+
+
+def _check_args(args: argparse.Namespace) -> str | None:
+    if args.out is None and args.out_dir is None:
+        return "give --out FILE and/or --out-dir DIR"
+    for flag in ("gamma", "limit", "max_new_tokens", "num_drafters", "threads"):
+        if getattr(args, flag) < 1:
+            return f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}"
+    if args.max_prompt_tokens < 2:
+        return f"--max-prompt-tokens must be >= 2, got {args.max_prompt_tokens}"
+    if args.rate <= 0:
+        return f"--rate must be > 0, got {args.rate}"
+    if args.tree is not None:
+        from edgespec.core.tree import parse_branching
+
+        if args.draft == NGRAM:
+            return "--tree needs a neural draft model (ngram drafts chains)"
+        try:
+            parse_branching(args.tree)
+        except ValueError as exc:
+            return f"--tree: {exc}"
+    if args.stop_predictor is not None and (args.draft == NGRAM or args.tree is not None):
+        return "--stop-predictor needs a neural chain draft (not ngram, not --tree)"
+    if args.tree_max_nodes < 1:
+        return f"--tree-max-nodes must be >= 1, got {args.tree_max_nodes}"
+    if not 0.0 <= args.tree_min_prob < 1.0:
+        return f"--tree-min-prob must be in [0, 1), got {args.tree_min_prob}"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from edgespec.core.tree import parse_branching
+    from edgespec.learn.drafts.distill_data import encode_prompt
+    from edgespec.learn.traces.capture import CaptureSettings, PairInfo, capture
+    from edgespec.learn.traces.records import TraceRecord, write_trace
+    from edgespec.learn.traces.summary import print_summary_table
+    from edgespec.models.feature_draft import FeatureDraftNet
+    from edgespec.models.loading import load_model
+    from edgespec.runtime.backends.base import stopping_drafter
+    from edgespec.runtime.backends.feature_draft import FeatureDraft
+    from edgespec.runtime.backends.ngram import NgramDrafter
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
+    from edgespec.runtime.backends.tree_draft import TreeDraft
+    from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        console = Console(stderr=True, width=180)
+    problem = _check_args(args)
+    if problem is not None:
+        console.print(f"edgespec trace: {problem}")
+        return 2
+    stop = stop_policy_from_args(args)  # a bad file fails before any model loads
+    torch.set_num_threads(args.threads)
+    prompt_sets = _prompt_sets(args)
+    with console.status(f"loading target {args.target} and draft {args.draft}"):
+        target = load_model(args.target, require_tokenizer=True)
+        draft_model = None if args.draft == NGRAM else load_model(args.draft, target=target).model
+    drafter: Any = NgramDrafter(max_ngram=3)
+    draft_name = args.draft
+    if isinstance(draft_model, FeatureDraftNet):  # transformers' assisted generation cannot
+        if args.tree is not None:
+            console.print("edgespec trace: --tree needs a causal-LM draft (feature drafts: chains)")
+            return 2
+        drafter, draft_model = FeatureDraft(draft_model, lookup=args.lookup), None
+        draft_name += "+lookup" if args.lookup else ""
+    elif draft_model is not None and args.tree is not None:
+        branching = parse_branching(args.tree)
+        drafter = TreeDraft(
+            draft_model,
+            branching,
+            args.lookup,
+            min_path_prob=args.tree_min_prob,
+            max_nodes=args.tree_max_nodes,
+        )
+        draft_name += f"+tree({args.tree}" + (
+            f",p>={args.tree_min_prob})" if args.tree_min_prob else ")"
+        )
+        draft_name += "+lookup" if args.lookup else ""
+    elif draft_model is not None and args.lookup:
+        drafter, draft_name = HybridDraft(draft_model), f"{args.draft}+lookup"
+    elif draft_model is not None:
+        drafter = TransformersDraft(draft_model)
+    if stop is not None:
+        try:
+            stopping_drafter(drafter)
+        except ValueError as exc:
+            console.print(f"edgespec trace: --stop-predictor: {exc}")
+            return 2
+    pair = PairInfo(args.target, draft_name, target.model, draft_model)
+    settings = CaptureSettings(
+        gamma_max=args.gamma,
+        max_new_tokens=args.max_new_tokens,
+        target_only=args.baselines,
+        assisted=args.baselines and draft_model is not None,
+        slo_classes=tuple(s.strip() for s in args.slo_classes.split(",") if s.strip()),
+        num_drafters=args.num_drafters,
+        arrival_rate_per_s=args.rate,
+        seed=args.seed,
+        draft_tree=args.tree,
+        window=args.window,
+        stop=stop,
+    )
+    work = [
+        (p.prompt_id, name, encode_prompt(target.tokenizer, p.text, args.max_prompt_tokens))
+        for name, prompts in prompt_sets
+        for p in prompts
+    ]
+    records: list[TraceRecord] = []
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("tracing", total=len(work))
+
+        def on_record(record: TraceRecord) -> None:
+            progress.update(task, advance=1, description=f"tracing {record.dataset}")
+            if not console.is_terminal:  # a log file gets one line per request
+                accepted = sum(r.num_accepted for r in record.rounds)
+                console.print(
+                    f"{record.request_id}: {record.output_tokens} tokens, {len(record.rounds)} "
+                    f"rounds, {accepted} drafts accepted, lossless={record.lossless}"
+                )
+
+        records = capture(
+            TransformersTarget(target.model), drafter, pair, work, settings, on_record
+        )
+    if args.out is not None:
+        write_trace(args.out, records)
+        console.print(f"wrote {len(records)} records to {args.out}")
+    if args.out_dir is not None:
+        for name, _ in prompt_sets:
+            subset = [r for r in records if r.dataset == name]
+            write_trace(args.out_dir / f"{name}.jsonl", subset)
+            console.print(f"wrote {len(subset)} records to {args.out_dir / (name + '.jsonl')}")
+    title = f"speculative decoding, greedy, γ = {args.gamma}, {args.window} window"
+    if stop is not None:
+        title += f", stop predictor {args.stop_predictor} (P >= {stop.threshold:g})"
+    print_summary_table(console, records, args.gamma, args.max_new_tokens, title)
+    return 0

@@ -1,0 +1,275 @@
+"""Acceptance-trace records (DESIGN.md trace schema) and their JSONL form.
+
+One line per request. The DSD-Sim fields (``request_id, arrival_ms, prompt_tokens,
+output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
+
+- ``acceptance_seq``: for every output position j, 1 if the draft's greedy token on the
+  target's own prefix (prompt + output[:j]) equals the target's token j, else 0. Under
+  greedy verification a round that starts at position s with window γ accepts exactly
+  the run of 1s starting at s, capped at γ — so one sequence serves every γ, including
+  γ_max (this is how :class:`edgespec.sim.model.acceptance.TraceAcceptance` replays it).
+  A *feature draft* (edgespec/models/feature_draft.py) drafts its step s ≥ 2 from its own
+  predicted features, so its tokens depend on where the round started and one flag per
+  position cannot describe every γ: its ``acceptance_seq`` is built from the rounds it
+  ran at ``gamma_max`` (L ones then a zero per round), which replays exactly at
+  ``gamma_max`` and approximately below it. The same holds for a *token-tree* drafter
+  (``edgespec trace --tree``): a position's outcome depends on which candidates the round's
+  tree held.
+- ``draft_features``: per output position, the draft-logit features of
+  :mod:`edgespec.core.features` (``TRACE_FEATURE_NAMES``; the in-block ``position`` feature
+  is left out because it depends on where a round starts). For a trimmed-vocabulary draft
+  they are computed over its K kept tokens (the others have zero probability).
+- ``rounds``: the rounds actually run at ``gamma_max`` (tokens drafted — for a token tree,
+  its node count — accepted, draft and verify milliseconds, and, for a capture with a stop
+  predictor, a 5th element: the draft passes run, which count the token it stopped on), and
+  ``sd_ms`` / ``target_only_ms`` / ``assisted_ms`` wall times. ``acceptance_seq`` and
+  ``draft_features`` are computed on the target's prefix, whatever the stop predictor did.
+- ``draft_tree``: for a token-tree drafter, its branching per depth (e.g. ``"3,3,2,1"``);
+  the simulator then replays ``rounds`` as they ran (node counts verified and sent,
+  accepted lengths) instead of ``acceptance_seq``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edgespec.config import ConfigError, RecordError, read_jsonl
+from edgespec.core.features import (
+    FEATURE_DIGITS,
+    FEATURE_NAMES,
+    parse_feature_rows,
+    parse_rejection_rows,
+)
+
+TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRound:
+    """One speculative round as run during capture. ``gamma``: tokens sent (verified);
+    ``draft_passes``: draft forward passes run, ``None`` meaning ``gamma`` (a stop predictor
+    runs one pass more than it sends when it ends a block early)."""
+
+    gamma: int
+    num_accepted: int
+    draft_ms: float
+    verify_ms: float
+    draft_passes: int | None = None
+
+    @property
+    def passes(self) -> int:
+        return self.gamma if self.draft_passes is None else self.draft_passes
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    """One request of a captured trace (see the module docstring for field meanings)."""
+
+    request_id: str
+    arrival_ms: float
+    prompt_tokens: int
+    output_tokens: int
+    drafter_id: int
+    slo_class: str
+    dataset: str
+    draft_model: str
+    target_model: str
+    gamma_max: int
+    acceptance_seq: tuple[int, ...]
+    rounds: tuple[TraceRound, ...] = ()
+    draft_features: tuple[tuple[float, ...], ...] | None = None
+    sd_ms: float | None = None
+    target_only_ms: float | None = None
+    assisted_ms: float | None = None
+    lossless: bool | None = None
+    draft_tree: str | None = None
+    rejection_features: tuple[tuple[int, tuple[tuple[float, ...], ...]], ...] | None = None
+    """For each output position whose draft token the target rejects: (position, the
+    feature rows of the next ``gamma_max`` − 1 positions the draft drafts on its own tokens
+    after it) — what a stop predictor sees in the rest of a round that rejected there."""
+
+    def __post_init__(self) -> None:
+        if len(self.acceptance_seq) != self.output_tokens:
+            raise ValueError(
+                f"{self.request_id}: acceptance_seq has {len(self.acceptance_seq)} entries "
+                f"for {self.output_tokens} output tokens"
+            )
+        if self.draft_features is not None and len(self.draft_features) != self.output_tokens:
+            raise ValueError(
+                f"{self.request_id}: draft_features must have one row per output token"
+            )
+
+    @property
+    def measured_mean_accepted(self) -> float | None:
+        """Mean accepted draft tokens per round over the rounds actually run."""
+        if not self.rounds:
+            return None
+        return sum(r.num_accepted for r in self.rounds) / len(self.rounds)
+
+
+def sent_acceptance(rounds: Sequence[TraceRound]) -> float | None:
+    """Accepted / sent draft tokens over ``rounds`` (``None`` when none was sent)."""
+    sent = sum(r.gamma for r in rounds)
+    return sum(r.num_accepted for r in rounds) / sent if sent else None
+
+
+def wasted_passes_per_round(rounds: Sequence[TraceRound]) -> float | None:
+    """Mean draft passes per round that gave no accepted token, Σ (passes − accepted)⁺ /
+    rounds (WISP Eq. 7's W = (K − L)⁺ counted in draft passes, so a stop predictor's
+    stopped-on token counts); ``None`` for no rounds."""
+    if not rounds:
+        return None
+    return sum(max(r.passes - r.num_accepted, 0) for r in rounds) / len(rounds)
+
+
+def replay_accepted_lengths(
+    acceptance_seq: Sequence[int], gamma: int, max_new_tokens: int | None = None
+) -> list[int]:
+    """Accepted lengths of the greedy rounds a window of ``gamma`` would run over the sequence.
+
+    A round at position s accepts L = the run of 1s from s, capped at its window and at the
+    end of the output, and commits L + 1 tokens; the next round starts at s + L + 1. The
+    window is γ, or with ``max_new_tokens`` the runtime drafter's
+    min(γ, max_new_tokens − s − 1) (:func:`edgespec.runtime.edge.rounds.capped_gamma`, as the
+    simulator caps it): it never drafts past the token budget, and the last token is a
+    target step with nothing drafted.
+    """
+    if gamma < 1:
+        raise ValueError(f"gamma must be >= 1, got {gamma}")
+    lengths, pos, n = [], 0, len(acceptance_seq)
+    while pos < n:
+        window = gamma
+        if max_new_tokens is not None:
+            window = min(gamma, max_new_tokens - pos - 1)
+        length = 0
+        while length < window and pos + length < n and acceptance_seq[pos + length]:
+            length += 1
+        lengths.append(length)
+        pos += length + 1
+    return lengths
+
+
+def _round(value: float, digits: int = 3) -> float:
+    return round(float(value), digits)
+
+
+def record_to_json(record: TraceRecord) -> dict[str, Any]:
+    """A JSON-ready dict, DSD-Sim fields first; ``None`` fields are left out."""
+    out: dict[str, Any] = {
+        "request_id": record.request_id,
+        "arrival_ms": _round(record.arrival_ms),
+        "prompt_tokens": record.prompt_tokens,
+        "output_tokens": record.output_tokens,
+        "drafter_id": record.drafter_id,
+        "slo_class": record.slo_class,
+        "dataset": record.dataset,
+        "draft_model": record.draft_model,
+        "target_model": record.target_model,
+        "gamma_max": record.gamma_max,
+        "acceptance_seq": list(record.acceptance_seq),
+        "rounds": [
+            [r.gamma, r.num_accepted, _round(r.draft_ms), _round(r.verify_ms)]
+            + ([] if r.draft_passes is None else [r.draft_passes])
+            for r in record.rounds
+        ],
+    }
+    if record.draft_features is not None:
+        out["draft_features"] = [
+            [_round(v, FEATURE_DIGITS) for v in row] for row in record.draft_features
+        ]
+    for key in ("sd_ms", "target_only_ms", "assisted_ms"):
+        value = getattr(record, key)
+        if value is not None:
+            out[key] = _round(value)
+    if record.lossless is not None:
+        out["lossless"] = record.lossless
+    if record.draft_tree is not None:
+        out["draft_tree"] = record.draft_tree
+    if record.rejection_features is not None:
+        out["rejection_features"] = [
+            [p, [[_round(v, FEATURE_DIGITS) for v in row] for row in rows]]
+            for p, rows in record.rejection_features
+        ]
+    return out
+
+
+def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in obj:
+        raise RecordError(where, "missing field", key)
+    value = obj[key]
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        expected = " or ".join(k.__name__ for k in kinds)
+        raise RecordError(where, f"expected {expected}, got {value!r}", key)
+    return value
+
+
+def _round_from_json(row: Sequence[Any]) -> TraceRound:
+    if len(row) not in (4, 5):
+        raise ValueError(f"a round has 4 or 5 entries, got {len(row)}")
+    passes = int(row[4]) if len(row) == 5 else None
+    return TraceRound(int(row[0]), int(row[1]), float(row[2]), float(row[3]), passes)
+
+
+def record_from_json(obj: Any, where: str) -> TraceRecord:
+    """Parse one trace line; errors name the line and the field."""
+    if not isinstance(obj, dict):
+        raise RecordError(where, f"expected a JSON object, got {type(obj).__name__}")
+    rounds_raw = obj.get("rounds", [])
+    try:
+        rounds = tuple(_round_from_json(row) for row in rounds_raw)
+    except (TypeError, ValueError) as exc:
+        raise RecordError(
+            where, "expected [gamma, accepted, draft_ms, verify_ms(, passes)] rows", "rounds"
+        ) from exc
+    seq = _field(obj, "acceptance_seq", list, where)
+    if any(v not in (0, 1) or isinstance(v, bool | float) for v in seq):
+        raise RecordError(where, "must be a list of 0/1 integers", "acceptance_seq")
+    feats = obj.get("draft_features")
+    after = obj.get("rejection_features")
+    try:
+        return TraceRecord(
+            request_id=str(_field(obj, "request_id", str, where)),
+            arrival_ms=float(_field(obj, "arrival_ms", (int, float), where)),
+            prompt_tokens=int(_field(obj, "prompt_tokens", int, where)),
+            output_tokens=int(_field(obj, "output_tokens", int, where)),
+            drafter_id=int(_field(obj, "drafter_id", int, where)),
+            slo_class=str(_field(obj, "slo_class", str, where)),
+            dataset=str(obj.get("dataset", "")),
+            draft_model=str(obj.get("draft_model", "")),
+            target_model=str(obj.get("target_model", "")),
+            gamma_max=int(obj.get("gamma_max", 0)),
+            acceptance_seq=tuple(int(v) for v in seq),
+            rounds=rounds,
+            draft_features=None if feats is None else parse_feature_rows(feats),
+            sd_ms=obj.get("sd_ms"),
+            target_only_ms=obj.get("target_only_ms"),
+            assisted_ms=obj.get("assisted_ms"),
+            lossless=obj.get("lossless"),
+            draft_tree=obj.get("draft_tree"),
+            rejection_features=None if after is None else parse_rejection_rows(after),
+        )
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise RecordError(where, str(exc)) from exc
+
+
+def write_trace(path: Path, records: Iterable[TraceRecord]) -> int:
+    """Write records as JSONL (one compact object per line); returns the count."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("w") as fh:
+        for record in records:
+            fh.write(json.dumps(record_to_json(record), separators=(",", ":")) + "\n")
+            count += 1
+    return count
+
+
+def read_trace(path: Path) -> list[TraceRecord]:
+    """Read a JSONL trace written by :func:`write_trace`."""
+    return [record_from_json(obj, where) for where, obj in read_jsonl(path, "trace file")]

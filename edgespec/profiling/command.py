@@ -1,0 +1,276 @@
+"""``edgespec profile``: measure verification latency on this machine, fit WISP's
+estimator and Zhu's c₁, c₂, time the drafter, and write the simulator's profile files.
+
+Measurements go through the runtime's
+:class:`~edgespec.runtime.server.engine.VerificationEngine` with the
+:class:`~edgespec.runtime.backends.transformers_backend.TransformersTarget` backend, the
+code ``edgespec serve`` runs. See :mod:`edgespec.profiling.measure` for the grid and
+:mod:`edgespec.profiling.run` for the files written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+NGRAM = "ngram"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target",
+        help="target model: gemma3-270m, or a local HF model dir (required unless --residuals)",
+    )
+    parser.add_argument(
+        "--residuals",
+        type=Path,
+        metavar="REPORT",
+        help="measure nothing: print where the Eq. 19 fit in an earlier run's NAME-report.json "
+        "misses (per-category errors, and a padded-shape refit)",
+    )
+    parser.add_argument("--draft", help="a draft model name/dir, or 'ngram'; omitted: no drafter")
+    parser.add_argument(
+        "--out", default="profile.yaml", help="target profile path, .yaml (default profile.yaml)"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="reduced grid (tests, CI): 1 warm-up and 2 runs per configuration",
+    )
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument(
+        "--runs", type=int, help="measured runs per configuration (default 3; --quick: 2)"
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        help="discarded warm-up runs per configuration (default 10; --quick: 1)",
+    )
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply the grid's token counts, in (0, 1] (e.g. 0.25 on a slow CPU; default 1 = "
+        "WISP's)",
+    )
+    parser.add_argument(
+        "--gamma", type=int, default=4, help="draft window γ for drafter timing, tokens (default 4)"
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        help="bootstrap resamples of the fits' 95%% intervals (default 1000)",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the random grid, prompts and bootstrap (default 0)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted profile from its checkpoint (NAME-samples.jsonl)",
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="start over, replacing an unfinished checkpoint"
+    )
+
+
+def check_args(args: argparse.Namespace) -> str | None:
+    """An error message for bad arguments, or None."""
+    if args.target is None:
+        return "--target is required (or --residuals REPORT)"
+    if not str(args.out).endswith((".yaml", ".yml")):
+        return f"--out must end in .yaml or .yml, got {args.out!r}"
+    for name in ("threads", "gamma", "bootstrap"):
+        if getattr(args, name) < 1:
+            return f"--{name} must be >= 1, got {getattr(args, name)}"
+    if args.runs is not None and args.runs < 1:
+        return f"--runs must be >= 1, got {args.runs}"
+    if args.warmup is not None and args.warmup < 0:
+        return f"--warmup must be >= 0, got {args.warmup}"
+    if not 0 < args.scale <= 1:
+        return f"--scale must be in (0, 1], got {args.scale}"
+    if args.resume and args.fresh:
+        return "--resume and --fresh exclude each other"
+    return None
+
+
+def read_checkpoint(args: argparse.Namespace, spec: Any) -> Any:
+    """The checkpoint to resume, or None. A checkpoint exists only while its profile is
+    unfinished (it is deleted once the files are written), so one found without --resume
+    or --fresh is an error rather than silently overwritten; raises CheckpointError with
+    the message to print."""
+    from edgespec.profiling.checkpoint import (
+        CheckpointError,
+        checkpoint_path,
+        load_checkpoint,
+        setup_of,
+    )
+
+    path = checkpoint_path(Path(args.out))
+    if not path.exists() or args.fresh:
+        return None
+    if not args.resume:
+        num_lines = len(path.read_text().splitlines())
+        raise CheckpointError(
+            f"{path} holds an unfinished profile ({max(num_lines - 1, 0)} configurations "
+            "measured): add --resume to continue it, or --fresh to start over"
+        )
+    return load_checkpoint(path, setup_of(args.target, spec, args.threads))
+
+
+def grid_spec(args: argparse.Namespace) -> Any:
+    from dataclasses import replace
+
+    from edgespec.profiling.measure import QUICK_GRID, GridSpec
+
+    spec = QUICK_GRID if args.quick else GridSpec()
+    if args.scale != 1.0:
+        s = args.scale
+        spec = replace(
+            spec,
+            cold_totals=tuple(max(2, round(t * s)) for t in spec.cold_totals),
+            totals=tuple(max(max(spec.new_tokens) + 1, round(t * s)) for t in spec.totals),
+        )
+    if args.runs is not None:
+        spec = replace(spec, runs=args.runs)
+    if args.warmup is not None:
+        spec = replace(spec, warmup_runs=args.warmup)
+    return replace(spec, seed=args.seed)
+
+
+def _load(name: str) -> Any:
+    from edgespec.models.loading import load_model
+
+    return load_model(name).model
+
+
+def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | None]:
+    """The target model and the drafter triple profile_pair takes (or None)."""
+    target_model = _load(args.target)
+    if args.draft == NGRAM:
+        from edgespec.runtime.backends.ngram import NgramDrafter
+
+        return target_model, (NGRAM, NgramDrafter, None)
+    if args.draft:
+        from edgespec.runtime.backends.transformers_draft import TransformersDraft
+
+        draft_model = _load(args.draft)
+        return target_model, (args.draft, lambda: TransformersDraft(draft_model), draft_model)
+    return target_model, None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.residuals is not None:
+        from edgespec.profiling.residuals import print_residuals
+
+        return print_residuals(args.residuals)
+    error = check_args(args)
+    if error is not None:
+        print(f"edgespec profile: {error}", file=sys.stderr)
+        return 2
+    import torch
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from edgespec.profiling.checkpoint import (
+        CheckpointError,
+        CheckpointWriter,
+        checkpoint_path,
+        setup_of,
+    )
+    from edgespec.profiling.measure import design_grid
+    from edgespec.profiling.run import profile_pair, write_profiles
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+    torch.set_num_threads(args.threads)
+    console = Console(stderr=True, width=max(Console(stderr=True).width, 140))
+    spec = grid_spec(args)
+    num_configs = len(design_grid(spec))
+    try:
+        resume = read_checkpoint(args, spec)
+    except CheckpointError as exc:
+        print(f"edgespec profile: {exc}", file=sys.stderr)
+        return 2
+    done_before = 0 if resume is None else len(resume.samples)
+    if args.resume:
+        console.print(f"resuming: {done_before} of {num_configs} configurations already measured")
+    with console.status(f"loading {args.target}" + (f" and {args.draft}" if args.draft else "")):
+        target_model, draft = _load_pair(args)
+    setup = setup_of(args.target, spec, args.threads)
+    writer = CheckpointWriter(checkpoint_path(Path(args.out)), setup, append=resume is not None)
+    with writer, Progress(console=console, transient=False) as progress:
+        task = progress.add_task(
+            f"profiling {args.target}", total=num_configs, completed=done_before
+        )
+
+        def on_config(_: Any) -> None:
+            progress.advance(task)
+            done = int(progress.tasks[0].completed)
+            if not console.is_terminal and (done % 10 == 0 or done == num_configs):
+                console.print(f"profiled {done}/{num_configs} configurations")  # a log line
+
+        try:
+            result = profile_pair(
+                args.target, target_model, TransformersTarget(target_model), spec, draft,
+                gamma=args.gamma, num_bootstrap=args.bootstrap, on_config=on_config,
+                resume=resume, on_measured=writer.add,
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            done = int(progress.tasks[0].completed)
+            console.print(
+                f"interrupted after {done}/{num_configs} configurations; they are kept in "
+                f"{writer.path}: run the same command with --resume to continue"
+            )
+            return 130
+    command = "edgespec profile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [])
+    paths = write_profiles(result, Path(args.out), command)
+    writer.path.unlink()  # the report holds every sample; no unfinished profile is left
+    print_summary(console, result, paths)
+    return 0
+
+
+def print_summary(console: Any, result: Any, paths: list[Path]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"edgespec profile: {result.target} on {result.hardware}")
+    for col in ("fit", "term", "value", "95% CI", "held-out R² / MAE ms / MAPE %"):
+        table.add_column(col)
+    fits = [("target WISP Eq. 19", result.wisp), ("target Zhu Eq. 17", result.zhu)]
+    if result.draft is not None:
+        fits.append((f"draft {result.draft.name} WISP", result.draft.wisp))
+        if result.draft.zhu is not None:
+            fits.append((f"draft {result.draft.name} Zhu", result.draft.zhu))
+    for label, fit in fits:
+        (r_lo, r_hi), (m_lo, m_hi), (p_lo, p_hi) = fit.test_intervals
+        t = fit.test
+        quality = (
+            f"{t.r2:.3f} [{r_lo:.3f}, {r_hi:.3f}] / {t.mae_s * 1e3:.3f} "
+            f"[{m_lo * 1e3:.3f}, {m_hi * 1e3:.3f}] / {t.mape_pct:.1f} [{p_lo:.1f}, {p_hi:.1f}]"
+        )
+        rows = zip(fit.names, fit.values, fit.intervals, strict=True)
+        for i, (name, value, (low, high)) in enumerate(rows):
+            table.add_row(
+                label if i == 0 else "",
+                name,
+                f"{value:.3e}",
+                f"[{low:.2e}, {high:.2e}]",
+                quality if i == 0 else "",
+            )
+    console.print(table)
+    n_train = sum(1 for c in result.grid if c.split == "train")
+    console.print(
+        f"{len(result.grid)} configurations ({n_train} train, {len(result.grid) - n_train} "
+        f"held out), {len(result.samples)} timed batches, {result.num_prompts} unique prompts; "
+        f"load average {' '.join(f'{x:.2f}' for x in result.load_average)}"
+    )
+    if result.draft is not None:
+        console.print(f"drafter {result.draft.name}: {result.draft.per_token_s * 1e3:.3f} ms/token")
+    for path in paths:
+        console.print(f"wrote {path}")

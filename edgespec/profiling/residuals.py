@@ -1,0 +1,147 @@
+"""Where a profile's WISP Eq. 19 fit misses: per-category errors, and a padded-shape refit.
+
+    edgespec profile --residuals runs/profile/gemma-report.json
+
+Reads the ``NAME-report.json`` that ``edgespec profile`` writes. One point per grid
+configuration, its median run (the lower median), as the fit uses. Prints, per grid
+category and split, the MAPE and the mean signed error (predicted − measured, relative)
+of the report's Eq. 19 fit (coefficients as fitted, before clipping), then refits two
+models on the training configurations and scores them on the held-out ones: Eq. 19
+(N_linear, N_interactions, N_cached, 1) and a *padded* shape
+(B·max L_new, B·max L_new·max L_total, B·max L_total, 1), what a batched forward pass
+computes when it pads every row to the longest new-token count and the longest context.
+A padded shape that fits much better than Eq. 19 says the backend pads where Eq. 19
+assumes each request costs its own tokens (docs/PROFILE.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgespec.errors import UserInputError
+from edgespec.policies.estimator import BatchShape
+from edgespec.profiling.fit import WISP_TERMS, FitMetrics, FloatArray, metrics, ols, wisp_design
+
+Entries = tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """One configuration's median run: its category, split, (new, cached) per request."""
+
+    category: str
+    split: str
+    entries: Entries
+    time_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class CategoryError:
+    """Eq. 19's error on one (category, split): MAPE and mean signed error in percent."""
+
+    category: str
+    split: str
+    count: int
+    mape_pct: float
+    bias_pct: float
+    mean_time_s: float
+
+
+def points(report: dict[str, Any]) -> list[Point]:
+    """The report's samples reduced to one point per configuration (its median run)."""
+    by_config: dict[int, list[dict[str, Any]]] = {}
+    for s in report["samples"]:
+        by_config.setdefault(int(s["config"]), []).append(s)
+    out = []
+    for index in sorted(by_config):
+        runs = sorted(by_config[index], key=lambda s: float(s["time_s"]))
+        s = runs[(len(runs) - 1) // 2]
+        entries = tuple((int(n), int(c)) for n, c in s["entries"])
+        out.append(Point(str(s["category"]), str(s["split"]), entries, float(s["time_s"])))
+    return out
+
+
+def additive_design(pts: Sequence[Point]) -> FloatArray:
+    """Eq. 19's rows [N_linear, N_interactions, N_cached, 1]."""
+    return wisp_design([BatchShape.of(p.entries) for p in pts])
+
+
+def padded_design(pts: Sequence[Point]) -> FloatArray:
+    """Rows [B·max L_new, B·max L_new·max L_total, B·max L_total, 1]."""
+    rows = []
+    for p in pts:
+        size = len(p.entries)
+        max_new = max(n for n, _ in p.entries)
+        max_total = max(n + c for n, c in p.entries)
+        rows.append([size * max_new, size * max_new * max_total, size * max_total, 1.0])
+    return np.array(rows, dtype=np.float64)
+
+
+def category_errors(report: dict[str, Any]) -> list[CategoryError]:
+    """Eq. 19's errors with the report's fitted coefficients, per (category, split)."""
+    coef = report["wisp"]["coefficients"]
+    values = np.array([float(coef[k]) for k in WISP_TERMS])
+    pts = points(report)
+    out = []
+    for category in sorted({p.category for p in pts}):
+        for split in ("train", "test"):
+            sel = [p for p in pts if p.category == category and p.split == split]
+            if not sel:
+                continue
+            y = np.array([p.time_s for p in sel])
+            relative = (additive_design(sel) @ values - y) / y * 100.0
+            out.append(
+                CategoryError(
+                    category,
+                    split,
+                    len(sel),
+                    float(np.mean(np.abs(relative))),
+                    float(np.mean(relative)),
+                    float(y.mean()),
+                )
+            )
+    return out
+
+
+def refits(report: dict[str, Any]) -> dict[str, FitMetrics]:
+    """Held-out metrics of Eq. 19 and of the padded shape, both refitted on the training
+    configurations (unconstrained least squares)."""
+    pts = points(report)
+    y = np.array([p.time_s for p in pts])
+    train = np.array([p.split == "train" for p in pts])
+    if train.all() or not train.any():
+        raise ValueError("the report needs training and held-out configurations")
+    out = {}
+    for name, x in (
+        ("Eq. 19 (additive)", additive_design(pts)),
+        ("padded shape", padded_design(pts)),
+    ):
+        beta = ols(x[train], y[train])
+        out[name] = metrics(y[~train], x[~train] @ beta)
+    return out
+
+
+def print_residuals(path: Path) -> int:
+    """``edgespec profile --residuals REPORT``: print the per-category errors of the
+    report's fit, then both refits' held-out scores."""
+    if not path.is_file():
+        raise UserInputError(f"--residuals {path}: no such file")
+    report = json.loads(path.read_text())
+    print(f"{'category':15} {'split':5} {'n':>3} {'MAPE %':>7} {'bias %':>7} {'mean s':>7}")
+    for e in category_errors(report):
+        print(
+            f"{e.category:15} {e.split:5} {e.count:3} {e.mape_pct:7.1f} {e.bias_pct:+7.1f} "
+            f"{e.mean_time_s:7.3f}"
+        )
+    for name, m in refits(report).items():
+        print(
+            f"{name}: held-out R² {m.r2:.3f}, MAE {m.mae_s * 1e3:.0f} ms, "
+            f"MAPE {m.mape_pct:.1f}% ({m.num_samples} configurations)"
+        )
+    return 0

@@ -1,0 +1,84 @@
+"""``edgespec reproduce PAPER [--quick]``: re-run a paper's claims and compare.
+
+Writes ``runs/reproduce-PAPER-<time>/`` (REPORT.md, the scenario files it ran, plots,
+results.json) and prints the claims table. Each paper is a package beside this module
+(``wisp/``, ``dsd/``, ``zhu/``, ``wisv/``) whose ``report.reproduce`` runs its claims
+through the shared framework (:mod:`edgespec.reproduce.claims`); a paper not reproduced
+yet exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Reproduce(Protocol):
+    """A paper's reproduction: run its claims into ``out``, print and return the rows."""
+
+    def __call__(
+        self, out: Path, *, quick: bool, workers: int, progress: bool, command: str
+    ) -> list[Any]: ...
+
+
+def _wisp() -> Reproduce:
+    from edgespec.reproduce.wisp.report import reproduce
+
+    return reproduce
+
+
+def _dsd() -> Reproduce:
+    from edgespec.reproduce.dsd.report import reproduce
+
+    return reproduce
+
+
+# Paper → its reproduction (imported when chosen); None: not reproduced yet.
+PAPERS: dict[str, Callable[[], Reproduce] | None] = {
+    "wisp": _wisp,
+    "dsd": _dsd,
+    "zhu": None,
+    "wisv": None,
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quick", action="store_true", help="a reduced run (CI): fewer classes, shorter runs"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="output folder (default runs/reproduce-PAPER-<time>)"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="local processes for the runs (default 1)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    load = PAPERS[args.seed]
+    if load is None:
+        print(f"edgespec reproduce {args.seed}: not reproduced yet", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print("edgespec reproduce: --workers must be >= 1", file=sys.stderr)
+        return 2
+    import torch
+
+    torch.set_num_threads(1)  # this command owns its process; its MLPs are tiny
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out: Path = args.out or Path("runs") / f"reproduce-{args.seed}-{stamp}"
+    command = "edgespec reproduce " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    load()(
+        out,
+        quick=args.quick,
+        workers=args.workers,
+        progress=not args.quiet,
+        command=command.strip(),
+    )
+    return 0

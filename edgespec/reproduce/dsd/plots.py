@@ -1,0 +1,88 @@
+"""Plots of the DSD reproduction: Fig. 5 stacks, Fig. 6 crossover, Figs. 7–10 sweeps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edgespec.metrics.plots import _pyplot
+from edgespec.reproduce.dsd.runs import (
+    DsdResults,
+    DsdRunSummary,
+    batching_name,
+    crossover_name,
+    routing_name,
+    stack_name,
+)
+from edgespec.reproduce.dsd.setup import STACKS
+
+
+def _tpot(summary: DsdRunSummary | None) -> float:
+    return float("nan") if summary is None or summary.tpot_ms is None else summary.tpot_ms
+
+
+def _thr(summary: DsdRunSummary | None) -> float:
+    return float("nan") if summary is None else summary.throughput_requests_per_s
+
+
+def plot_stacks(path: Path, res: DsdResults) -> None:
+    """Fig. 5: throughput and TPOT per policy stack."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.4), constrained_layout=True)
+    names = list(STACKS)
+    runs = [res.get(stack_name(s)) for s in names]
+    left.bar(names, [_thr(r) for r in runs], color="tab:blue")
+    left.set_ylabel("throughput (requests/s)")
+    right.bar(names, [_tpot(r) for r in runs], color="tab:orange")
+    right.set_ylabel("mean TPOT (ms)")
+    for ax in (left, right):
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("policy stacks, GSM8K, RTT 10 ms", fontsize=9)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_crossover(path: Path, res: DsdResults) -> None:
+    """Fig. 6: mean TPOT vs RTT, distributed and fused."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.6), constrained_layout=True)
+    rtts = sorted(res.plan.crossover_rtts_ms)
+    for mode, style in (("distributed", "-"), ("fused", "--")):
+        ys = [_tpot(res.get(crossover_name(mode, r))) for r in rtts]
+        ax.plot(rtts, ys, style, marker=".", label=mode)
+    ax.set_xlabel("RTT (ms)")
+    ax.set_ylabel("mean TPOT (ms)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_sweep(path: Path, res: DsdResults, kind: str) -> None:
+    """Figs. 7–8 (``kind`` routing: JSQ vs round-robin) or 9–10 (batching: FIFO vs LAB):
+    throughput and TPOT vs the number of drafts."""
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.4), constrained_layout=True)
+    drafts = sorted(res.plan.sweep_drafts)
+    variants = ("jsq", "round_robin") if kind == "routing" else ("fcfs", "lab")
+    name = routing_name if kind == "routing" else batching_name
+    for variant in variants:
+        runs = [res.get(name(variant, n)) for n in drafts]
+        left.plot(drafts, [_thr(r) for r in runs], marker=".", label=variant)
+        right.plot(drafts, [_tpot(r) for r in runs], marker=".", label=variant)
+    left.set_ylabel("throughput (requests/s)")
+    right.set_ylabel("mean TPOT (ms)")
+    for ax in (left, right):
+        ax.set_xlabel("drafts")
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_dsd(out: Path, res: DsdResults) -> list[str]:
+    """Every plot, written into ``out``; their file names."""
+    plot_stacks(out / "fig5_stacks.png", res)
+    plot_crossover(out / "fig6_crossover.png", res)
+    plot_sweep(out / "fig7_8_routing.png", res, "routing")
+    plot_sweep(out / "fig9_10_batching.png", res, "batching")
+    return ["fig5_stacks.png", "fig6_crossover.png", "fig7_8_routing.png", "fig9_10_batching.png"]

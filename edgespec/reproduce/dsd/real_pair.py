@@ -1,0 +1,201 @@
+"""AWC vs Static vs Dynamic on the real pair, over an emulated link:
+``edgespec reproduce dsd-real-pair``.
+
+It starts ``edgespec serve --target T --draft D --window awc`` (the co-located draft runs
+fused rounds; the server's AWC decides during them) and, in this process, drafts each test
+prompt with the draft model through :func:`edgespec.runtime.edge.drafter.generate` behind an
+emulated link of each ``--rtt-ms``, once per window policy, back to back. It reports per
+(RTT, window) the output tokens per second, mean TPOT, fused rounds and whether every
+output equals target-only greedy decoding (the server's own fused baseline is not used:
+target-only outputs come from ``edgespec trace``-style in-process decoding). Results go to
+``--out`` as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edgespec.errors import UserInputError
+
+WINDOWS: dict[str, dict[str, Any]] = {
+    "static": {"gamma": 4},
+    "dynamic": {},
+    "awc": {},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PairRun:
+    """One (RTT, window) cell over every prompt."""
+
+    rtt_ms: float
+    window: str
+    num_tokens: int
+    seconds: float
+    mean_tpot_ms: float
+    num_rounds: int
+    num_fused_rounds: int
+    lossless: bool
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.num_tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+def _wait_ready(address: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+    start = time.time()
+    while time.time() - start < timeout_s:
+        if proc.poll() is not None:
+            raise RuntimeError(f"edgespec serve exited with {proc.returncode}")
+        try:
+            RemoteVerifier(address, None, None, 2.0).vocab_size()
+            return
+        except Exception:
+            time.sleep(1.0)
+    raise RuntimeError(f"edgespec serve did not answer on {address} in {timeout_s:.0f} s")
+
+
+def run_cell(
+    address: str, drafter: Any, prompts: list[tuple[int, ...]], references: list[tuple[int, ...]],
+    rtt_ms: float, window: str, max_new: int, seed: int,
+) -> PairRun:  # fmt: skip
+    """Every prompt, one after another, with ``window`` behind a link of ``rtt_ms``."""
+    import numpy as np
+
+    from edgespec.core.types import SamplingParams
+    from edgespec.policies.registry import build_policy
+    from edgespec.runtime.edge.drafter import DraftOptions, generate
+    from edgespec.runtime.wire.emulated_link import EmulatedLinkVerifier, LinkEmulation
+    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+    policy = build_policy("window", window, WINDOWS[window])
+    link = LinkEmulation(rtt_ms, rtt_ms * 0.1, 100.0)
+    verifier = EmulatedLinkVerifier(RemoteVerifier(address), link, np.random.default_rng(seed))
+    tokens, seconds, tpots, rounds, fused, lossless = 0, 0.0, [], 0, 0, True
+    for i, (prompt, reference) in enumerate(zip(prompts, references, strict=True)):
+        options = DraftOptions(f"realpair-{window}-{rtt_ms:g}-{i}")
+        sampling = SamplingParams(max_new_tokens=max_new)
+        result = generate(verifier, drafter, prompt, sampling, options, policy)
+        r = result.request
+        tokens += r.num_output_tokens
+        seconds += r.finish_s - r.arrival_s
+        if r.tpot_s is not None:
+            tpots.append(r.tpot_s)
+        rounds += len(result.rounds)
+        fused += sum(1 for x in result.rounds if x.fused)
+        lossless &= result.output_token_ids == reference
+    mean_tpot_ms = 1e3 * sum(tpots) / len(tpots) if tpots else float("nan")
+    return PairRun(rtt_ms, window, tokens, seconds, mean_tpot_ms, rounds, fused, lossless)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="gemma3-270m", help="target (default gemma3-270m)")
+    parser.add_argument(
+        "--draft", default="gemma3-270m-draft", help="draft (default gemma3-270m-draft)"
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=2,
+        help="test prompts per dataset (gsm8k, cnndm, humaneval; default 2)",
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=48, help="tokens per request (default 48)"
+    )
+    parser.add_argument(
+        "--rtt-ms", default="10,30", help="comma-separated RTTs, ms (default 10,30)"
+    )
+    parser.add_argument(
+        "--windows",
+        default="static,dynamic,awc",
+        help="comma-separated window policies: static (γ 4), dynamic, awc (default: all three)",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads, each process (default 1)"
+    )
+    parser.add_argument("--port", type=int, default=50790, help="server port (default 50790)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs/dsd-realpair.json"),
+        help="JSON results (default runs/dsd-realpair.json)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    windows = args.windows.split(",")
+    unknown = sorted(set(windows) - set(WINDOWS))
+    if unknown:
+        raise UserInputError(f"--windows: unknown {unknown}; known: {sorted(WINDOWS)}")
+    rtts = [float(x) for x in args.rtt_ms.split(",")]
+
+    import torch
+
+    from edgespec.datasets.prompts import load_prompts
+    from edgespec.models.loading import load_model
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.commands.draft import make_drafter
+    from edgespec.runtime.wire.inprocess import target_greedy_decode
+
+    torch.set_num_threads(args.threads)
+    loaded = load_model(args.target, require_tokenizer=True)
+    draft = load_model(args.draft, target=loaded)
+    tokenizer = loaded.tokenizer
+    assert tokenizer is not None  # required above
+    texts = [
+        p.text for d in ("gsm8k", "cnndm", "humaneval") for p in load_prompts(d, "test", args.limit)
+    ]
+    prompts = [tuple(tokenizer(t)["input_ids"])[-256:] for t in texts]
+    target = TransformersTarget(loaded.model)
+    references = [target_greedy_decode(target, p, args.max_new_tokens) for p in prompts]
+    del target, loaded
+    address = f"127.0.0.1:{args.port}"
+    serve = [sys.executable, "-m", "edgespec.cli", "serve", "--target", args.target,
+             "--draft", args.draft, "--window", "awc", "--port", str(args.port),
+             "--threads", str(args.threads)]  # fmt: skip
+    proc = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cells = []
+    try:
+        _wait_ready(address, proc, 300.0)
+        drafter = make_drafter(args.draft, draft.model, target_vocab(address))
+        for rtt in rtts:
+            for window in windows:
+                cell = run_cell(address, drafter, prompts, references, rtt, window,
+                                args.max_new_tokens, seed=0)  # fmt: skip
+                cells.append(cell)
+                print(json.dumps(_row(cell)), flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps([_row(c) for c in cells], indent=1) + "\n")
+    return 0 if all(c.lossless for c in cells) else 1
+
+
+def target_vocab(address: str) -> int:
+    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+    return RemoteVerifier(address).vocab_size()
+
+
+def _row(cell: PairRun) -> dict[str, Any]:
+    return {
+        "rtt_ms": cell.rtt_ms,
+        "window": cell.window,
+        "tokens": cell.num_tokens,
+        "seconds": round(cell.seconds, 3),
+        "tokens_per_s": round(cell.tokens_per_s, 3),
+        "mean_tpot_ms": round(cell.mean_tpot_ms, 2),
+        "rounds": cell.num_rounds,
+        "fused_rounds": cell.num_fused_rounds,
+        "lossless": cell.lossless,
+    }

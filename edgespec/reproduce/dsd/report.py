@@ -1,0 +1,30 @@
+"""``edgespec reproduce dsd``: run D2–D7, write the run folder, print the claims."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
+    """Run D2–D7, write the run folder, print the table; returns the claim rows."""
+    from edgespec.reproduce.claims import print_claims, write_report
+    from edgespec.reproduce.dsd.claims import all_rows
+    from edgespec.reproduce.dsd.plots import plot_dsd
+    from edgespec.reproduce.dsd.runs import DsdPlan, results_dict, run_dsd
+    from edgespec.reproduce.dsd.setup import CHOICES
+    from edgespec.sweeps.executor import make_executor
+
+    plan = DsdPlan.quick() if quick else DsdPlan.full()
+    out.mkdir(parents=True, exist_ok=True)
+    results, files = run_dsd(plan, make_executor(workers), out / "scenarios", progress)
+    rows = all_rows(results)
+    files += plot_dsd(out, results)
+    (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
+    files.append("results.json")
+    title = "DSD (seed 004) reproduced" + (" — quick" if quick else "")
+    write_report(out / "REPORT.md", title, command, rows, CHOICES, files)
+    print_claims(rows)
+    print(f"report: {out / 'REPORT.md'}")
+    return rows

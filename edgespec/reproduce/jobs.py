@@ -1,0 +1,52 @@
+"""The pieces every ``edgespec reproduce`` shares: a picklable run job, running a list of
+jobs through a sweep executor, and writing the scenario files a report links to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from edgespec.metrics.types import SystemMetrics
+from edgespec.sim.commands.run import run_scenario_dict
+from edgespec.sweeps.executor import SweepExecutor
+
+
+@dataclass(frozen=True, slots=True)
+class RunJob:
+    """One simulator run of a scenario dict; its metrics."""
+
+    data: dict[str, Any]
+
+    def __call__(self) -> SystemMetrics:
+        metrics: SystemMetrics = run_scenario_dict(self.data)
+        return metrics
+
+
+def call(job: Callable[[], Any]) -> Any:
+    """Module-level, so process pools can pickle it."""
+    return job()
+
+
+def run_all(
+    executor: SweepExecutor,
+    jobs: Sequence[Callable[[], Any]],
+    advance: Callable[[], None] = lambda: None,
+) -> list[Any]:
+    """Every job's result, in the jobs' order (``advance`` after each finishes)."""
+    results: list[Any] = [None] * len(jobs)
+    for index, value in executor.map_unordered(call, jobs):
+        results[index] = value
+        advance()
+    return results
+
+
+def write_scenario(folder: Path, name: str, data: dict[str, Any]) -> str:
+    """Write ``data`` as ``folder/name.yaml``; the path relative to the run folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return f"{folder.name}/{path.name}"

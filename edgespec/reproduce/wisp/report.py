@@ -1,0 +1,54 @@
+"""``edgespec reproduce wisp``: run W1–W8 and W10, write the run folder, print the claims."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+
+def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
+    """Run W1–W8 and W10, write the run folder, print the table; returns the claim rows."""
+    from edgespec.learn.stop.report import study_markdown
+    from edgespec.metrics.plots import plot_violation_attribution
+    from edgespec.reproduce.claims import print_claims, write_report
+    from edgespec.reproduce.wisp.claims import all_rows
+    from edgespec.reproduce.wisp.plots import plot_capacities, plot_violation_curves
+    from edgespec.reproduce.wisp.predictor import (
+        PredictorPlan,
+        predictor_choices,
+        predictor_dict,
+        run_predictor_claims,
+    )
+    from edgespec.reproduce.wisp.predictor_claims import predictor_rows
+    from edgespec.reproduce.wisp.runs import Plan, results_dict, run_wisp
+    from edgespec.reproduce.wisp.setup import choices
+    from edgespec.sweeps.executor import make_executor
+
+    plan = Plan.quick() if quick else Plan.full()
+    out.mkdir(parents=True, exist_ok=True)
+    results, scenario_files = run_wisp(plan, make_executor(workers), out / "scenarios", progress)
+    rows = all_rows(results)
+    predictor = run_predictor_claims(PredictorPlan.quick() if quick else PredictorPlan.full())
+    rows += predictor_rows(predictor)
+    study = predictor["study"]
+    (out / "predictor.md").write_text(
+        study_markdown(study, command, time.strftime("%Y-%m-%d %H:%M"))
+    )
+    (out / "predictor.json").write_text(json.dumps(predictor_dict(predictor), indent=1) + "\n")
+    plot_violation_curves(out / "fig7_violation_curves.png", results)
+    plot_capacities(out / "table2_capacities.png", results)
+    files = [*scenario_files, "fig7_violation_curves.png", "table2_capacities.png"]
+    files += ["predictor.md", "predictor.json"]
+    if results.attribution is not None:
+        plot_violation_attribution(out / "fig8_attribution.png", results.attribution)
+        files.append("fig8_attribution.png")
+    (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
+    files.append("results.json")
+    title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
+    chosen = (*choices(plan.setup), *predictor_choices())
+    write_report(out / "REPORT.md", title, command, rows, chosen, files)
+    print_claims(rows)
+    print(f"report: {out / 'REPORT.md'}")
+    return rows

@@ -1,0 +1,248 @@
+"""WISP vs FCFS vs SLED on the real server: ``edgespec reproduce wisp-serving``.
+
+For each system it starts ``edgespec serve --target MODEL`` (WISP: ``--batching wisp
+--profile FILE --deadline-rule token_speed``; SLED: ``--no-prefix-cache``) and runs
+``--clients`` drafter *processes* (n-gram drafting, static γ = 4, greedy), each in a closed
+loop over GSM8K test prompts for ``--seconds``, its SLO class taken round-robin from
+``--classes``. It reports per system and class the attainment (requests whose achieved
+token speed met the class), goodput and mean latency, and checks that every prompt's
+output is identical in every system (lossless). Each server writes its round log
+(``--round-log``, next to ``--out``: ``NAME-SYSTEM-rounds.jsonl``), and the report gives
+WISP's Eq. 21 attribution of the rounds that missed their deadlines
+(:func:`attribution_summary`). Results go to ``--out`` as JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SYSTEMS = {
+    "fcfs": ["--batching", "fcfs"],
+    "sled": ["--batching", "fcfs", "--no-prefix-cache"],
+    "wisp": ["--batching", "wisp", "--deadline-rule", "token_speed"],
+}
+
+
+def _client(
+    address: str,
+    slo_class: str,
+    prompts: list[list[int]],
+    until: float,
+    max_new: int,
+    index: int,
+    out: Any,
+) -> None:
+    from edgespec.core.types import SamplingParams
+    from edgespec.policies.window import StaticWindow
+    from edgespec.runtime.commands.draft import make_drafter
+    from edgespec.runtime.edge.drafter import DraftOptions, generate
+    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+    verifier = RemoteVerifier(address, None, None, 120.0)
+    drafter = make_drafter("ngram", None, verifier.vocab_size(), False, None, 0.0, 32)
+    rows = []
+    k = index
+    while time.time() < until:
+        prompt = prompts[k % len(prompts)]
+        options = DraftOptions(f"c{index}-{k}", f"client{index}", slo_class)
+        result = generate(
+            verifier,
+            drafter,
+            prompt,
+            SamplingParams(max_new_tokens=max_new),
+            options,
+            StaticWindow(4),
+        )
+        r = result.request
+        rows.append(
+            {
+                "prompt": k % len(prompts),
+                "class": slo_class,
+                "tokens": list(result.output_token_ids),
+                "tokens_per_s": r.tokens_per_s,
+                "e2e_s": r.e2e_s,
+                "finish": time.time(),
+            }
+        )
+        k += len(prompts) // 3 + 1
+    out.put(rows)
+
+
+def _wait_ready(address: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+    start = time.time()
+    while time.time() - start < timeout_s:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            RemoteVerifier(address, None, None, 2.0).vocab_size()
+            return
+        except Exception:
+            time.sleep(1.0)
+    raise RuntimeError("server did not come up")
+
+
+def round_log_path(out: Path, system: str) -> Path:
+    """Where ``system``'s server writes its round log, next to the report ``out``."""
+    return out.with_name(f"{out.stem}-{system}-rounds.jsonl")
+
+
+def attribution_summary(path: Path) -> dict[str, Any]:
+    """Eq. 21 over a server's round log: rounds with a deadline, those that missed it, and
+    how many of those were compute-dominant (ρ > 1.5 over the last 20 batches)."""
+    from edgespec.metrics.attribution import attribute_violations
+    from edgespec.runtime.server.round_log import read_round_log
+
+    result = attribute_violations(read_round_log(path))
+    return {
+        "rounds_with_deadline": result.num_rounds_with_deadline,
+        "violated": result.num_violated,
+        "compute_dominant": result.num_compute_dominant,
+        "compute_share": result.compute_share,
+    }
+
+
+def run_system(
+    name: str, args: argparse.Namespace, prompts: list[list[int]]
+) -> list[dict[str, Any]]:
+    port = 50700 + list(SYSTEMS).index(name)
+    flags = [*SYSTEMS[name], "--round-log", str(round_log_path(args.out, name))]
+    if name == "wisp":
+        flags += ["--profile", args.profile]
+    classes = [c.split("=") for c in args.classes]
+    cmd = [
+        sys.executable,
+        "-m",
+        "edgespec.cli",
+        "serve",
+        "--target",
+        args.target,
+        "--port",
+        str(port),
+        "--threads",
+        str(args.threads),
+        *flags,
+        *[a for c in args.classes for a in ("--slo-class", c)],
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        address = f"127.0.0.1:{port}"
+        _wait_ready(address, proc, 300.0)
+        until = time.time() + args.seconds
+        queue: Any = mp.Queue()
+        workers = [
+            mp.Process(
+                target=_client,
+                args=(
+                    address,
+                    classes[i % len(classes)][0],
+                    prompts,
+                    until,
+                    args.max_new_tokens,
+                    i,
+                    queue,
+                ),
+            )
+            for i in range(args.clients)
+        ]
+        for w in workers:
+            w.start()
+        rows = [row for _ in workers for row in queue.get()]
+        for w in workers:
+            w.join()
+        return rows
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def system_summary(
+    rows: list[dict[str, Any]], classes: dict[str, float], seconds: float
+) -> dict[str, Any]:
+    per_class = {}
+    for cls, target in classes.items():
+        mine = [r for r in rows if r["class"] == cls]
+        met = sum(1 for r in mine if r["tokens_per_s"] >= target)
+        per_class[cls] = {
+            "target_tokens_per_s": target,
+            "requests": len(mine),
+            "attainment": met / len(mine) if mine else None,
+        }
+    tokens = sum(len(r["tokens"]) for r in rows)
+    return {
+        "requests": len(rows),
+        "goodput_tokens_per_s": tokens / seconds,
+        "mean_e2e_s": sum(r["e2e_s"] for r in rows) / max(len(rows), 1),
+        "classes": per_class,
+    }
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target", default="gemma3-270m", help="served model (default gemma3-270m)"
+    )
+    parser.add_argument("--profile", required=True, help="kind: wisp profile of this machine")
+    parser.add_argument("--clients", type=int, default=8, help="drafter processes (default 8)")
+    parser.add_argument(
+        "--seconds", type=float, default=60.0, help="closed-loop run per system, s (default 60)"
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=24, help="tokens per request (default 24)"
+    )
+    parser.add_argument("--threads", type=int, default=2, help="server torch threads (default 2)")
+    parser.add_argument(
+        "--classes",
+        nargs="+",
+        default=["c1=0.5", "c2=1", "c3=2", "c4=3"],
+        metavar="NAME=TOKENS_PER_S",
+        help="SLO classes and token-speed targets, tokens/s (default c1=0.5 c2=1 c3=2 c4=3)",
+    )
+    parser.add_argument(
+        "--prompts", type=int, default=24, help="first GSM8K test prompts used (default 24)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs/wisp-serving.json"),
+        help="JSON report; round logs go next to it (default runs/wisp-serving.json)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgespec.datasets.prompts import load_prompts
+    from edgespec.models.loading import load_tokenizer
+
+    tokenizer = load_tokenizer(args.target)
+    if tokenizer is None:
+        raise SystemExit(f"no tokenizer for {args.target!r}")
+    texts = [p.text for p in load_prompts("gsm8k", "test")][: args.prompts]
+    prompts = [list(tokenizer(t)["input_ids"]) for t in texts]
+    classes = {c.split("=")[0]: float(c.split("=")[1]) for c in args.classes}
+    report: dict[str, Any] = {
+        "started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
+        "args": {k: str(v) for k, v in vars(args).items()},
+    }
+    outputs: dict[int, list[int]] = {}
+    lossless = True
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for name in SYSTEMS:
+        rows = run_system(name, args, prompts)
+        for r in rows:
+            if outputs.setdefault(r["prompt"], r["tokens"]) != r["tokens"]:
+                lossless = False
+        report[name] = system_summary(rows, classes, args.seconds)
+        report[name]["attribution"] = attribution_summary(round_log_path(args.out, name))
+        print(name, json.dumps(report[name]), flush=True)
+    report["identical_outputs_across_systems"] = lossless
+    report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print("identical outputs across systems:", lossless)
+    return 0

@@ -1,0 +1,10 @@
+"""Zhu et al. (seed 001), pipelined speculative decoding over an edge drafting server: the
+place for its reproduction (not built yet; ``edgespec reproduce zhu`` exits with status 2).
+
+It joins like ``wisp/`` and ``dsd/`` do: ``setup.py`` (the unstated inputs, chosen once and
+written down), ``runs.py`` (the simulator runs through :mod:`edgespec.reproduce.jobs`),
+``claims.py`` (claims Z1–Z5 of ../shared/SEED-NOTES.md §5 as
+:class:`~edgespec.reproduce.claims.ClaimRow` rows: paper, ours, tolerance, verdict) and
+``report.py`` (``reproduce(out, quick=..., workers=..., progress=..., command=...)``,
+registered in :data:`edgespec.reproduce.command.PAPERS`).
+"""

@@ -1,0 +1,266 @@
+"""``edgespec serve``: the gRPC verification server hosting a target model."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from edgespec.arguments import positive_int
+from edgespec.policies.registry import BATCHING, WINDOW
+from edgespec.policies.slo import DEADLINE_RULES
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", help="target model: local HF directory, .gguf or known name")
+    parser.add_argument("--config", help="ServerConfig YAML file")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override, e.g. --set max_batch_size=8 (repeatable)",
+    )
+    parser.add_argument(
+        "--host",
+        help="address to listen on, also for --prometheus-port (default: --config's host, "
+        "else 127.0.0.1, this machine only; 0.0.0.0: every interface)",
+    )
+    parser.add_argument(
+        "--port", type=int, help="port to listen on (default 50051; 0 picks a free one, printed)"
+    )
+    parser.add_argument(
+        "--batching", help=f"batching policy, one of {', '.join(sorted(BATCHING))} (default fcfs)"
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="NAME_OR_FILE",
+        help="wisp batching: its Eq. 19 estimator from a 'kind: wisp' profile (a bundled "
+        "name such as a100-qwen3-32b, or the YAML 'edgespec profile --out' writes)",
+    )
+    parser.add_argument(
+        "--guard-ms",
+        type=float,
+        help="wisp batching: the guard δ of its latest start times, ms (default 5, or --config's)",
+    )
+    parser.add_argument(
+        "--deadline-rule",
+        choices=DEADLINE_RULES,
+        help="how a queued verification's deadline is set (default pace)",
+    )
+    parser.add_argument(
+        "--slo-class",
+        action="append",
+        default=[],
+        metavar="NAME=TOKENS_PER_S",
+        help="an SLO class and its token-speed target (or 'none'); repeatable",
+    )
+    parser.add_argument(
+        "--no-prefix-cache",
+        action="store_true",
+        help="SLED-style baseline: keep no KV between verifications (each forwards the "
+        "whole context)",
+    )
+    parser.add_argument(
+        "--draft", help="co-located draft model for fused rounds and the fused baseline, or 'ngram'"
+    )
+    parser.add_argument(
+        "--window",
+        help=f"window policy consulted after each fused round, one of {', '.join(sorted(WINDOW))} "
+        "(default: none, each fused request runs one round and the device decides again)",
+    )
+    parser.add_argument(
+        "--window-params",
+        metavar="JSON",
+        help="the --window policy's parameters as a JSON object, e.g. '{\"gamma\": 4}'",
+    )
+    parser.add_argument(
+        "--auth-token",
+        action="append",
+        default=[],
+        help="accepted client token (repeatable); none = no auth",
+    )
+    parser.add_argument(
+        "--tls-cert",
+        metavar="PEM",
+        help="serve TLS with this certificate (chain) file; needs --tls-key "
+        "(default: no TLS, plaintext)",
+    )
+    parser.add_argument(
+        "--tls-key", metavar="PEM", help="the private key file of --tls-cert (give both or neither)"
+    )
+    parser.add_argument(
+        "--prometheus-port",
+        type=int,
+        help="also serve Prometheus /metrics on this port, on --host (needs prometheus-client; "
+        "default: off)",
+    )
+    parser.add_argument(
+        "--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)"
+    )
+    parser.add_argument(
+        "--round-log",
+        metavar="FILE",
+        help="write a JSONL record of every verified round (queued, batch start and end, "
+        "deadline; the server's clock) to FILE, for WISP's Eq. 21 attribution",
+    )
+
+
+def _overrides(args: argparse.Namespace) -> list[str]:
+    from edgespec.config import overrides_from_flags
+
+    keys = ("target", "host", "port", "tls_cert", "tls_key", "prometheus_port", "deadline_rule")
+    flags: dict[str, Any] = {key: getattr(args, key) for key in keys}
+    flags["batching.name"] = args.batching
+    flags["batching.params.profile"] = args.profile
+    flags["batching.params.guard_s"] = None if args.guard_ms is None else args.guard_ms / 1000
+    flags["auth_tokens"] = args.auth_token or None
+    flags["prefix_cache"] = False if args.no_prefix_cache else None
+    classes = [parse_slo_class(text) for text in args.slo_class]
+    # written out here: overrides_from_flags skips None, which is a class without a target
+    slo = [f"slo_classes.{name}={json.dumps(target)}" for name, target in classes]
+    return [*args.set, *overrides_from_flags(flags), *slo]
+
+
+def parse_slo_class(text: str) -> tuple[str, float | None]:
+    """``--slo-class NAME=TOKENS_PER_S`` → (name, target); ``none`` is no target."""
+    from edgespec.config import ConfigError
+
+    name, sep, value = (part.strip() for part in text.partition("="))
+    valid = bool(sep and name) and "." not in name
+    target: float | None = None
+    if value.lower() not in ("none", "null"):
+        try:
+            target = float(value)
+        except ValueError:
+            valid = False
+    if not valid:
+        raise ConfigError(
+            "slo_classes",
+            f"--slo-class expects NAME=TOKENS_PER_S (a number, or none; no '.' in the "
+            f"name), got {text!r}",
+        )
+    return name, target
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from edgespec.config import ConfigError, apply_overrides, from_dict, read_yaml
+    from edgespec.runtime.server.batching import build_batching
+    from edgespec.runtime.server.config import ServerConfig
+
+    data = apply_overrides(read_yaml(args.config) if args.config else {}, _overrides(args))
+    batching = data.get("batching")
+    name = batching.get("name", "fcfs") if isinstance(batching, dict) else "fcfs"
+    if (args.profile is not None or args.guard_ms is not None) and name != "wisp":
+        raise ConfigError(
+            "batching.name",
+            f"--profile and --guard-ms configure the wisp batching policy; batching is "
+            f"{name!r} (add --batching wisp)",
+        )
+    config = from_dict(ServerConfig, data)
+    if not config.target:
+        raise ConfigError("target", "no target model given (--target MODEL)")
+    policy = build_batching(config.batching)  # before loading the model: fail fast
+    window = window_from_args(args)
+    round_log = None if args.round_log is None else _round_log(args.round_log)
+    try:
+        asyncio.run(_serve(config, policy, args.draft, args.threads, window, round_log))
+    finally:
+        if round_log is not None:
+            round_log.close()
+    return 0
+
+
+def _round_log(path: str) -> Any:
+    """The ``--round-log`` file, opened before the model loads (a bad path fails fast)."""
+    from pathlib import Path
+
+    from edgespec.errors import UserInputError
+    from edgespec.runtime.server.round_log import RoundLog
+
+    try:
+        return RoundLog(Path(path))
+    except OSError as exc:
+        raise UserInputError(f"--round-log {path}: {exc.strerror or exc}") from exc
+
+
+def window_from_args(args: argparse.Namespace) -> Any:
+    """The window policy ``--window`` / ``--window-params`` name (``None`` without
+    ``--window``); a bad name, JSON or parameter is a :class:`UserInputError` naming the
+    flag."""
+    from edgespec.errors import UserInputError
+    from edgespec.policies.registry import PolicyConfigError, build_policy
+
+    if args.window is None:
+        if args.window_params is not None:
+            raise UserInputError("--window-params needs --window NAME")
+        return None
+    try:
+        params = json.loads(args.window_params) if args.window_params is not None else {}
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"--window-params is not JSON: {exc}") from exc
+    if not isinstance(params, dict):
+        raise UserInputError(f"--window-params must be a JSON object, got {params!r}")
+    try:
+        return build_policy("window", args.window, params)
+    except PolicyConfigError as exc:
+        raise UserInputError(f"--window: {exc}") from exc
+
+
+async def _serve(
+    config: Any,
+    policy: Any,
+    draft_name: str | None,
+    threads: int | None,
+    window: Any = None,
+    round_log: Any = None,
+) -> None:
+    import asyncio
+    import signal
+
+    import torch
+
+    from edgespec.models.loading import load_model
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.commands.draft import make_drafter
+    from edgespec.runtime.server.engine import VerificationEngine
+    from edgespec.runtime.server.service import VerificationService
+    from edgespec.runtime.wire.grpc_server import start_server
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    backend = TransformersTarget(load_model(config.target, config.dtype).model)
+    draft_factory = None
+    if draft_name is not None:
+        draft_model = None if draft_name == "ngram" else load_model(draft_name).model
+
+        def draft_factory() -> Any:
+            return make_drafter(draft_name, draft_model, backend.vocab_size)
+
+    engine = VerificationEngine(
+        backend, config.kv_budget_tokens, config.max_sessions, prefix_cache=config.prefix_cache
+    )
+    service = VerificationService(
+        engine, config, policy, draft_factory, window=window, round_log=round_log
+    )
+    server, port = await start_server(service)
+    if config.prometheus_port is not None:
+        from edgespec.runtime.server.prometheus import start_prometheus
+
+        start_prometheus(config.prometheus_port, service.stats, config.host)
+    cache = "" if config.prefix_cache else ", no prefix cache"
+    fused = "" if window is None else f", fused-run window {window!r}"
+    print(
+        f"edgespec serve: listening on {config.host}:{port} (target {config.target}, "
+        f"batching {config.batching.name}{cache}{fused})",
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await server.stop(1.0)
+    await service.stop()

@@ -1,0 +1,281 @@
+"""The edge drafter loop, shared by the gRPC client and in-process speculative decoding.
+
+Each round: ask the window policy for a decision (γ, mode). Distributed: draft γ tokens
+with the draft backend, send them to a :class:`Verifier` (the engine in-process, or a
+remote server), append the committed tokens, stream them out, and record a
+:class:`RoundRecord`. Fused (a server with a co-located draft, :class:`FusedVerifier`):
+send a fused request with the session's window history; the server runs fused rounds
+back to back, consulting its own window policy after each verdict, and streams each
+round's committed tokens; the device records each as a fused :class:`RoundRecord` when it
+arrives, takes the history back when the run ends and continues with the decision the
+server obtained (no second consultation; :mod:`edgespec.runtime.server.fused_run`). The pieces of a
+round are shared with the server's fused loop (:mod:`edgespec.runtime.edge.rounds`).
+
+A verifier that lost the session (server restart, idle expiry) or became unreachable is
+handled by reopening the session with every committed token as the new prompt, so the
+output is identical to an uninterrupted run (greedy) — the server keeps no state the
+client lacks. A :class:`~edgespec.runtime.backends.base.FeatureDraftBackend` that wants
+the target's hidden states gets a session opened with ``return_hidden`` and sees every
+verification's rows (``observe_target_hidden``, timed as drafting) before it drafts again.
+With a stop predictor (:mod:`edgespec.policies.stop_drafting`) γ is K_max: the drafter
+ends the block at the first predicted rejection (possibly an empty block, a plain target
+step), and the round records the draft passes run (``RoundRecord.num_draft_passes``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
+from edgespec.policies.contracts import policy_name
+from edgespec.policies.inputs import WindowHistory
+from edgespec.policies.interfaces import WindowDecision, WindowPolicy
+from edgespec.policies.stop_drafting import DraftStopPolicy
+from edgespec.policies.window import StaticWindow
+from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend, stopping_drafter
+from edgespec.runtime.edge.rounds import (
+    FusedVerifier,
+    Ledger,
+    Verifier,
+    capped_gamma,
+    decide,
+    draft_rng,
+    pair_state,
+    play_round,
+    restore_pair_state,
+)
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import FusedCall, SessionSpec
+
+RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationResult:
+    output_token_ids: tuple[int, ...]
+    rounds: tuple[RoundRecord, ...]
+    request: RequestRecord
+    num_reconnects: int
+
+
+@dataclass(frozen=True, slots=True)
+class DraftOptions:
+    """Per-request drafter settings."""
+
+    session_id: str
+    client_id: str = "edge-0"
+    slo_class: str = "default"
+    retry_timeout_s: float = 30.0
+    retry_backoff_s: float = 0.05
+
+
+def generate(
+    verifier: Verifier,
+    drafter: DraftBackend,
+    prompt_ids: Sequence[int],
+    sampling: SamplingParams,
+    options: DraftOptions,
+    window: WindowPolicy | None = None,
+    on_tokens: Callable[[tuple[int, ...]], None] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    stop: DraftStopPolicy | None = None,
+) -> GenerationResult:
+    """Distributed speculative decoding of one request; returns the committed output.
+    ``stop``: a stop predictor, which the drafter must support (else ``ValueError``).
+    A fused decision needs a :class:`FusedVerifier` (else ``FAILED_PRECONDITION``)."""
+    if stop is not None:
+        stopping_drafter(drafter)  # refused before a session is opened
+    policy = window if window is not None else StaticWindow(4)
+    rng = draft_rng(sampling.seed)
+    prompt = tuple(prompt_ids)
+    reconnects = 0
+    arrival = clock()
+    feature = (
+        drafter
+        if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden
+        else None
+    )
+    # the pair is named by the client id, as the server names it (WindowObservation.pair)
+    ledger = Ledger(options.session_id, on_tokens, feature, clock, options.client_id)
+    hidden = feature is not None
+    session_id = _open(verifier, options, options.session_id, prompt, sampling, hidden)
+    decision: WindowDecision | None = None  # handed back by a fused run
+    finished = False
+    while not finished:
+        if decision is None:
+            decision = decide(policy, ledger.history, clock())
+        context = (*prompt, *ledger.output)
+        sent = clock()
+        try:
+            if decision.fused:
+                decision, finished = _fused_run(
+                    verifier, policy, ledger, session_id, context, decision
+                )
+                continue
+            gamma = capped_gamma(decision.gamma, sampling.max_new_tokens, len(ledger.output))
+            network_s = ledger.history.observation(sent).rtt_s  # the last round's, 0 at first
+            played = play_round(
+                verifier, drafter, session_id, context, gamma, sampling, rng, network_s, clock, stop
+            )
+        except RequestError as exc:
+            if exc.code not in RECOVERABLE or clock() - sent > options.retry_timeout_s:
+                raise
+            reconnects += 1
+            decision = None  # the policy is asked again for the round that did not run
+            _close_quietly(verifier, session_id)  # its KV must not wait for the timeout
+            session_id = _reopen(
+                verifier, options, prompt, ledger.output, sampling, clock, hidden, reconnects
+            )
+            continue
+        reply = played.reply
+        network_s = max(played.end_s - played.drafted_s - reply.queue_s - reply.verify_s, 0.0)
+        times = (played.start_s, played.end_s, played.draft_s, network_s / 2, network_s / 2)
+        num_drafted = len(played.call.draft_token_ids)
+        finished = ledger.commit(decision.gamma, num_drafted, reply, times, played.num_passes)
+        decision = None
+    verifier.close(session_id)
+    return GenerationResult(
+        output_token_ids=tuple(ledger.output),
+        rounds=tuple(ledger.rounds),
+        request=_request_record(options, prompt, ledger, arrival),
+        num_reconnects=reconnects,
+    )
+
+
+def _fused_run(
+    verifier: Verifier,
+    policy: WindowPolicy,
+    ledger: Ledger,
+    session_id: str,
+    context: tuple[int, ...],
+    decision: WindowDecision,
+) -> tuple[WindowDecision | None, bool]:
+    """Hand the session to the server for a run of fused rounds; record each round as it
+    arrives. Returns the decision for the next round (``None``: ask the device's policy)
+    and whether the request finished."""
+    if not isinstance(verifier, FusedVerifier):
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"window policy {policy_name(policy)} chose a fused round; verifier "
+            f"{type(verifier).__name__} cannot run fused rounds",
+        )
+    clock = ledger.clock
+    start = clock()
+    # the policy's own state for this pair goes with the history (PairStateWindow)
+    snapshot = ledger.history.snapshot(start, pair_state(policy, ledger.pair))
+    call = FusedCall(session_id, len(context), decision.gamma, snapshot)
+    end = None
+    finished = False
+    for index, chunk in enumerate(verifier.run_fused(call)):
+        arrived = clock()
+        reply = chunk.reply
+        # measured: what the server's draft, queue and verify times leave of the interval;
+        # the run's first round crossed the uplink, the later ones only the downlink
+        network_s = max(arrived - start - chunk.draft_s - reply.queue_s - reply.verify_s, 0.0)
+        uplink_s = network_s / 2 if index == 0 else 0.0
+        times = (start, arrived, chunk.draft_s, uplink_s, network_s - uplink_s)
+        finished = ledger.commit(chunk.gamma, len(chunk.draft_token_ids), reply, times, fused=True)
+        start, end = arrived, chunk.end
+    if end is None:
+        raise RequestError(
+            ErrorCode.INTERNAL, f"the fused run of session {session_id!r} ended without its end"
+        )
+    ledger.history = WindowHistory.from_snapshot(end.history, clock(), ledger.pair)
+    try:
+        restore_pair_state(policy, ledger.pair, end.history.window_state)
+    except ValueError as exc:
+        raise RequestError(
+            ErrorCode.INTERNAL,
+            f"the fused run of session {session_id!r} returned a window state that window "
+            f"policy {policy_name(policy)} refuses: {exc}",
+        ) from exc
+    return end.next_decision, finished
+
+
+def _open(
+    verifier: Verifier,
+    options: DraftOptions,
+    session_id: str,
+    prompt: tuple[int, ...],
+    sampling: SamplingParams,
+    return_hidden: bool = False,
+) -> str:
+    verifier.open(
+        SessionSpec(
+            session_id=session_id,
+            client_id=options.client_id,
+            prompt_token_ids=prompt,
+            sampling=sampling,
+            slo_class=options.slo_class,
+            return_hidden=return_hidden,
+        )
+    )
+    return session_id
+
+
+def _reopen(
+    verifier: Verifier,
+    options: DraftOptions,
+    prompt: tuple[int, ...],
+    output: list[int],
+    sampling: SamplingParams,
+    clock: Callable[[], float],
+    return_hidden: bool = False,
+    reconnect: int = 1,
+) -> str:
+    """Open a fresh session holding every committed token, retrying until the server is
+    back. Its name ``<session>#r<reconnect>.<attempt>`` is new for every reconnect of the
+    generation, even with no progress in between."""
+    remaining = SamplingParams(
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        max_new_tokens=sampling.max_new_tokens - len(output),
+        seed=sampling.seed,
+    )
+    deadline = clock() + options.retry_timeout_s
+    attempt = 0
+    while True:
+        attempt += 1
+        session_id = f"{options.session_id}#r{reconnect}.{attempt}"
+        try:
+            context = (*prompt, *output)
+            return _open(verifier, options, session_id, context, remaining, return_hidden)
+        except RequestError as exc:
+            if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
+                raise
+            time.sleep(options.retry_backoff_s)
+
+
+def _close_quietly(verifier: Verifier, session_id: str) -> None:
+    """Close an abandoned session if the server still has it (it may be gone or down)."""
+    with contextlib.suppress(RequestError):
+        verifier.close(session_id)
+
+
+def _request_record(
+    options: DraftOptions, prompt: tuple[int, ...], ledger: Ledger, arrival: float
+) -> RequestRecord:
+    rounds = ledger.rounds
+    finish = rounds[-1].end_s if rounds else arrival
+    first_token_s = ledger.first_token_s
+    return RequestRecord(
+        request_id=options.session_id,
+        client_id=options.client_id,
+        slo_class=options.slo_class,
+        server_id=0,
+        arrival_s=arrival,
+        first_token_s=first_token_s if first_token_s is not None else finish,
+        finish_s=finish,
+        num_prompt_tokens=len(prompt),
+        num_output_tokens=len(ledger.output),
+        num_rounds=len(rounds),
+        num_drafted=sum(r.num_drafted for r in rounds),
+        num_accepted=sum(r.num_accepted for r in rounds),
+        draft_s=sum(r.draft_s for r in rounds),
+        network_s=sum(r.uplink_s + r.downlink_s for r in rounds),
+        queue_s=sum(r.queue_s for r in rounds),
+        verify_s=sum(r.verify_s for r in rounds),
+    )

@@ -1,0 +1,233 @@
+"""One round of speculative decoding, in pieces every round loop shares.
+
+The edge drafter's loop (:func:`edgespec.runtime.edge.drafter.generate`) and the server's run
+of fused rounds (:func:`edgespec.runtime.server.fused_run.run_fused_rounds`) are built from these:
+:func:`decide` consults the window policy once before a round (:func:`pair_state` and
+:func:`restore_pair_state` move its per-pair state with a fused run), :func:`capped_gamma` caps
+its γ to the tokens still to generate, :func:`play_round` drafts the block and has it
+verified, and :func:`round_outcome` is what the session's
+:class:`~edgespec.policies.inputs.WindowHistory` records of the verdict. :class:`Ledger`
+is what the device keeps of a generation, round by round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from edgespec.core.types import RoundRecord, SamplingParams
+from edgespec.policies.contracts import decide_window
+from edgespec.policies.inputs import RoundOutcome, WindowHistory
+from edgespec.policies.interfaces import PairStateWindow, WindowDecision, WindowPolicy
+from edgespec.policies.stop_drafting import DraftStopPolicy
+from edgespec.runtime.backends.base import (
+    DraftBackend,
+    DraftProposal,
+    FeatureDraftBackend,
+    propose_block,
+)
+from edgespec.runtime.messages import (
+    FusedCall,
+    FusedRound,
+    SessionSpec,
+    VerifyCall,
+    VerifyOutcome,
+    VerifyReply,
+)
+
+
+class Verifier(Protocol):
+    """Where draft blocks get verified (in-process engine or a remote server)."""
+
+    def open(self, spec: SessionSpec) -> None: ...
+
+    def verify(self, call: VerifyCall) -> VerifyReply: ...
+
+    def close(self, session_id: str) -> None: ...
+
+
+@runtime_checkable
+class FusedVerifier(Verifier, Protocol):
+    """A verifier whose server also runs fused rounds (a co-located draft model):
+    ``run_fused`` streams the fused run's rounds, the last one carrying its end."""
+
+    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]: ...
+
+
+def draft_rng(seed: int | None, *stream: int) -> np.random.Generator:
+    """The drafter's random stream: independent of the verifier's, which is seeded with
+    the same session seed (sharing one stream would correlate the draft sample with the
+    acceptance test and bias the output). ``stream`` names another independent stream of
+    the same seed (the server's fused runs use one per run)."""
+    return np.random.default_rng(None if seed is None else [seed, 1, *stream])
+
+
+def decide(policy: WindowPolicy, history: WindowHistory, now_s: float) -> WindowDecision:
+    """The policy's checked answer for the next round, from the observation at ``now_s``."""
+    return decide_window(policy, history.observation(now_s))
+
+
+def pair_state(policy: WindowPolicy, pair: str) -> tuple[float, ...]:
+    """What a fused handover carries of ``policy``'s state for ``pair``
+    (:class:`~edgespec.policies.interfaces.PairStateWindow`; ``()`` for a policy that keeps
+    none)."""
+    return policy.pair_state(pair) if isinstance(policy, PairStateWindow) else ()
+
+
+def restore_pair_state(policy: WindowPolicy, pair: str, state: tuple[float, ...]) -> None:
+    """Give ``policy`` the state a handover carried for ``pair`` (nothing for a policy that
+    keeps none); ``ValueError`` naming the problem when the state is malformed."""
+    if isinstance(policy, PairStateWindow):
+        policy.restore_pair_state(pair, state)
+
+
+def capped_gamma(gamma: int, max_new_tokens: int, num_output: int) -> int:
+    """At most remaining − 1 drafts (the verifier adds one token), as the simulator does:
+    the last token is a plain target step with an empty block (nothing drafted)."""
+    return min(gamma, max_new_tokens - num_output - 1)
+
+
+@dataclass(frozen=True, slots=True)
+class PlayedRound:
+    """A drafted and verified round: the call sent, the reply, the draft passes run, and
+    when drafting started, ended and the reply came back (the caller's clock)."""
+
+    call: VerifyCall
+    reply: VerifyReply
+    num_passes: int | None
+    start_s: float
+    drafted_s: float
+    end_s: float
+
+    @property
+    def draft_s(self) -> float:
+        return self.drafted_s - self.start_s
+
+
+def play_round(
+    verifier: Verifier,
+    drafter: DraftBackend,
+    session_id: str,
+    context: Sequence[int],
+    gamma: int,
+    sampling: SamplingParams,
+    rng: np.random.Generator,
+    network_s: float,
+    clock: Callable[[], float],
+    stop: DraftStopPolicy | None = None,
+) -> PlayedRound:
+    """Draft ``gamma`` (already capped) tokens after ``context`` and verify them;
+    ``network_s``: the last measured network time, reported with the call."""
+    start = clock()
+    proposal = (
+        propose_block(drafter, context, gamma, sampling.temperature, rng, stop)
+        if gamma > 0
+        else DraftProposal((), None, num_passes=None if stop is None else 0)
+    )
+    drafted = clock()
+    call = VerifyCall(
+        session_id=session_id,
+        prefix_len=len(context),
+        draft_token_ids=proposal.token_ids,
+        draft_probs=None if sampling.greedy else proposal.probs,
+        draft_parents=proposal.parents,
+        draft_s=drafted - start,
+        network_s=network_s,
+    )
+    reply = verifier.verify(call)
+    return PlayedRound(call, reply, proposal.num_passes, start, drafted, clock())
+
+
+def round_outcome(
+    gamma: int, reply: VerifyReply, num_committed_total: int, network_s: float, fused: bool
+) -> RoundOutcome:
+    """What the window history records of a verdict (a token tree counts its depth, the
+    verifier's ``num_drafted``, not its nodes)."""
+    result = reply.outcome.result
+    return RoundOutcome(
+        gamma=gamma,
+        num_drafted=result.num_drafted,
+        num_accepted=result.num_accepted,
+        num_committed_total=num_committed_total,
+        network_s=network_s,
+        queue_depth=reply.queue_depth,
+        fused=fused,
+    )
+
+
+class Ledger:
+    """What a generation committed so far as the device sees it: output, round records
+    (each round as it reached the device, distributed or fused), the first token's
+    arrival and the session's window history."""
+
+    def __init__(
+        self,
+        request_id: str,
+        on_tokens: Callable[[tuple[int, ...]], None] | None,
+        feature: FeatureDraftBackend | None,
+        clock: Callable[[], float],
+        pair: str = "",
+    ) -> None:
+        self.request_id = request_id
+        self.output: list[int] = []
+        self.rounds: list[RoundRecord] = []
+        self.pair = pair  # the draft–target pair's name (WindowObservation.pair)
+        self.history = WindowHistory(pair)
+        self.first_token_s: float | None = None
+        self._on_tokens = on_tokens
+        self._feature = feature
+        self.clock = clock
+
+    def commit(
+        self,
+        gamma: int,
+        num_drafted: int,
+        reply: VerifyReply,
+        times: tuple[float, float, float, float, float],
+        num_passes: int | None = None,
+        fused: bool = False,
+    ) -> bool:
+        """Take in a verified round that reached the device at ``end``; ``times`` =
+        (start, end, draft, uplink, downlink). Returns whether the request finished."""
+        start, end, draft_s, uplink_s, downlink_s = times
+        outcome = reply.outcome
+        self.output.extend(outcome.committed_token_ids)
+        if outcome.committed_token_ids and self.first_token_s is None:
+            self.first_token_s = end
+        if self._on_tokens is not None and outcome.committed_token_ids:
+            self._on_tokens(outcome.committed_token_ids)
+        observe_s = self._observe(outcome)
+        network_s = uplink_s + downlink_s
+        self.history.record(round_outcome(gamma, reply, len(self.output), network_s, fused), end)
+        self.rounds.append(
+            RoundRecord(
+                request_id=self.request_id,
+                round_index=len(self.rounds),
+                start_s=start,
+                end_s=end,
+                draft_s=draft_s + observe_s,
+                uplink_s=uplink_s,
+                queue_s=reply.queue_s,
+                verify_s=reply.verify_s,
+                downlink_s=downlink_s,
+                num_drafted=num_drafted,
+                num_accepted=outcome.result.num_accepted,
+                num_committed=len(outcome.committed_token_ids),
+                batch_size=reply.batch_size,
+                num_draft_passes=num_passes,
+                fused=fused,
+            )
+        )
+        return outcome.finished
+
+    def _observe(self, outcome: VerifyOutcome) -> float:
+        """Hand a feature draft the verification's hidden rows; the time it took."""
+        if self._feature is None or outcome.target_hidden is None:
+            return 0.0
+        observed = self.clock()
+        rows = np.asarray(outcome.target_hidden, dtype=np.float32)
+        self._feature.observe_target_hidden(outcome.target_hidden_start, rows)
+        return self.clock() - observed

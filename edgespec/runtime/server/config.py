@@ -1,0 +1,197 @@
+"""The runtime's configs: the verification server's (``edgespec serve``) and an edge
+drafter's (``edgespec draft``), loaded through :mod:`edgespec.config`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import ssl
+import types
+from collections.abc import Mapping
+from typing import Literal
+
+from edgespec.config import ConfigError, PolicySpec
+from edgespec.core.tree import parse_branching
+from edgespec.policies.registry import BATCHING, ROUTING
+from edgespec.policies.slo import DeadlineRule
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """The verification server (``edgespec serve``)."""
+
+    target: str = ""
+    host: str = "127.0.0.1"
+    port: int = 50051
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    batching: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("fcfs"))
+    max_batch_size: int = 16
+    max_batch_tokens: int = 4096
+    kv_budget_tokens: int = 65536
+    max_sessions: int = 256
+    # per client (its auth token, or its client_id without auth); a session has at most one
+    # verification queued, so this bounds a client's queued verifications too
+    max_sessions_per_client: int = 64
+    max_queued_per_client: int = 64  # verifications waiting in the queue, per client
+    max_queue_depth: int = 1024
+    max_draft_tokens: int = 32
+    max_message_bytes: int = 4 << 20
+    session_timeout_s: float = 300.0
+    auth_tokens: tuple[str, ...] = ()
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    prometheus_port: int | None = None
+    health_requires_auth: bool = False  # Health reveals vocab size and draft limit
+    # SLO class -> token-speed target (tokens/s) or null; a session's queued
+    # verifications carry the deadline deadline_rule gives (edgespec.policies.slo), as in
+    # the simulator (empty: no deadlines)
+    slo_classes: Mapping[str, float | None] = dataclasses.field(
+        default_factory=lambda: types.MappingProxyType({})
+    )
+    deadline_rule: DeadlineRule = "pace"
+    # False = SLED-style baseline: no KV kept between a session's verifications, every
+    # verification forwards the session's whole context
+    prefix_cache: bool = True
+
+    def validate(self) -> None:
+        for i, token in enumerate(self.auth_tokens):
+            if not token.strip():
+                raise ConfigError(
+                    f"auth_tokens[{i}]",
+                    "is empty: give a secret, or no auth token at all for a server without auth",
+                )
+        for cls, target in self.slo_classes.items():
+            if target is not None and not 0 < target < math.inf:
+                raise ConfigError(
+                    f"slo_classes.{cls}", f"must be a finite number > 0 or null, got {target}"
+                )
+        self._validate_batching()
+        if not 0 <= self.port <= 65535:
+            raise ConfigError("port", f"must be in 0..65535 (0 = any free port), got {self.port}")
+        for name in (
+            "max_batch_size",
+            "max_batch_tokens",
+            "kv_budget_tokens",
+            "max_sessions",
+            "max_sessions_per_client",
+            "max_queued_per_client",
+            "max_queue_depth",
+            "max_draft_tokens",
+            "max_message_bytes",
+        ):
+            if getattr(self, name) < 1:
+                raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
+        if self.session_timeout_s <= 0:
+            raise ConfigError("session_timeout_s", "must be > 0")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
+        if self.tls_cert is not None and self.tls_key is not None:
+            check_tls_pair(self.tls_cert, self.tls_key)
+
+    def _validate_batching(self) -> None:
+        name, params = self.batching.name, self.batching.params
+        if name not in BATCHING:
+            raise ConfigError(
+                "batching.name", f"unknown batching policy {name!r}; known: {sorted(BATCHING)}"
+            )
+        if name == "wisp" and "profile" not in params and "a_s" not in params:
+            raise ConfigError(
+                "batching.params.profile",
+                "wisp batching needs Eq. 19 coefficients: give a kind: wisp profile "
+                "(--profile FILE_OR_NAME, i.e. batching.params.profile) or a_s, b_compute_s, "
+                "b_read_s and c_s",
+            )
+
+
+def check_tls_pair(cert_path: str, key_path: str) -> None:
+    """``ConfigError`` naming the files unless they are a PEM certificate and its private
+    key (gRPC itself would only fail to bind, without saying why)."""
+    for field, path in (("tls_cert", cert_path), ("tls_key", key_path)):
+        if not os.path.isfile(path):
+            raise ConfigError(field, f"{path} does not exist")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert_path, key_path)
+    except ssl.SSLError as exc:
+        raise ConfigError(
+            "tls_cert",
+            f"tls_cert {cert_path} and tls_key {key_path} are not a PEM certificate and its "
+            f"matching private key ({exc.reason or exc})",
+        ) from exc
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DrafterConfig:
+    """An edge drafter client (``edgespec draft``). ``server``: one ``host:port`` or
+    several, comma-separated; with several, ``routing`` picks one per request from their
+    live loads."""
+
+    server: str = "127.0.0.1:50051"
+    routing: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("jsq"))
+    draft: str = "ngram"
+    window: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("static"))
+    max_new_tokens: int = 64
+    temperature: float = 0.0
+    slo_class: str = "default"
+    client_id: str = "edge-0"
+    auth_token: str | None = None
+    tls_ca: str | None = None
+    request_timeout_s: float = 30.0
+    lookup: bool = False  # prompt lookup first, the neural draft where it finds nothing
+    tree: str | None = None  # token-tree branching per depth, e.g. "2,2,1,1" (greedy only)
+    tree_min_prob: float = 0.0  # prune tree candidates below this draft path probability
+    tree_max_nodes: int = 24  # tokens per tree at most (keep <= the server's max_draft_tokens)
+    # emulated link on the drafter's transport (edgespec.runtime.wire.emulated_link): added RTT,
+    # mean exponential jitter per message, bandwidth (null/0: unlimited); all 0 = off
+    link_rtt_ms: float = 0.0
+    link_jitter_ms: float = 0.0
+    link_bandwidth_mbps: float | None = None
+    link_seed: int | None = None  # seed of the jitter draws (None: fresh entropy)
+
+    def validate(self) -> None:
+        for name in ("link_rtt_ms", "link_jitter_ms", "link_bandwidth_mbps"):
+            value = getattr(self, name)
+            if value is not None and not (math.isfinite(value) and value >= 0):
+                raise ConfigError(name, f"must be a finite number >= 0, got {value}")
+        if self.max_new_tokens < 1:
+            raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
+        if self.temperature < 0:
+            raise ConfigError("temperature", f"must be >= 0, got {self.temperature}")
+        if self.lookup and self.draft == "ngram":
+            raise ConfigError("lookup", "needs a neural draft model (ngram is lookup alone)")
+        if self.lookup and self.temperature > 0:
+            raise ConfigError(
+                "lookup", f"drafts greedily: needs temperature 0, got {self.temperature}"
+            )
+        if self.tree is not None:
+            self._validate_tree()
+        if self.tree_max_nodes < 1:
+            raise ConfigError("tree_max_nodes", f"must be >= 1, got {self.tree_max_nodes}")
+        if not 0.0 <= self.tree_min_prob < 1.0:
+            raise ConfigError("tree_min_prob", f"must be in [0, 1), got {self.tree_min_prob}")
+        for address in self.servers:
+            if ":" not in address:
+                raise ConfigError("server", f"expected host:port, got {address!r}")
+        if self.routing.name not in ROUTING:
+            raise ConfigError(
+                "routing.name",
+                f"unknown routing policy {self.routing.name!r}; known: {sorted(ROUTING)}",
+            )
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The addresses in ``server``."""
+        return tuple(a.strip() for a in self.server.split(","))
+
+    def _validate_tree(self) -> None:
+        try:
+            parse_branching(self.tree or "")
+        except ValueError as exc:
+            raise ConfigError("tree", str(exc)) from None
+        if self.draft == "ngram":
+            raise ConfigError("tree", "needs a neural draft model (ngram drafts chains)")
+        if self.temperature > 0:
+            raise ConfigError(
+                "tree", f"trees are verified greedily: needs temperature 0, got {self.temperature}"
+            )

@@ -1,0 +1,76 @@
+"""What the verification engine refuses, and the message that says why: a session's
+spec when it opens, a verify call before it is queued. Pure checks against the target
+backend's limits; :class:`~edgespec.runtime.server.engine.VerificationEngine` calls them."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from edgespec.runtime.backends.base import TargetBackend
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec, VerifyCall
+from edgespec.runtime.server.verification import VerificationRule
+from edgespec.runtime.validation import check_vocab
+
+
+def check_session_spec(spec: SessionSpec, backend: TargetBackend, rules: Collection[str]) -> None:
+    """Raise :class:`RequestError` (``INVALID_ARGUMENT``) for an empty prompt, a prompt plus
+    ``max_new_tokens`` beyond the target's context, a token outside its vocabulary, or a
+    verification rule this server does not serve (``rules``: the names it serves)."""
+    if not spec.prompt_token_ids:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, "prompt is empty")
+    limit = backend.max_context_tokens
+    needed = len(spec.prompt_token_ids) + spec.sampling.max_new_tokens
+    if needed > limit:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"prompt ({len(spec.prompt_token_ids)} tokens) + max_new_tokens "
+            f"({spec.sampling.max_new_tokens}) exceeds the target's context of {limit}",
+        )
+    check_vocab(spec.prompt_token_ids, "prompt token", backend.vocab_size)
+    if spec.verification_rule not in rules:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"unknown verification rule {spec.verification_rule!r}; this server serves "
+            f"{sorted(rules)}",
+        )
+
+
+def check_verify_call(
+    call: VerifyCall,
+    num_committed: int,
+    finished: bool,
+    spec: SessionSpec,
+    backend: TargetBackend,
+    rule: VerificationRule,
+    max_draft_tokens: int,
+) -> None:
+    """Raise :class:`RequestError` saying what is wrong with ``call`` on a session with
+    ``num_committed`` committed tokens (``finished``: it generated its last token).
+
+    An empty block is a plain target step, legal in any round: a stop predictor that
+    rejects the first position sends one (WISP Eq. 25, K_θ = 0)."""
+    k = len(call.draft_token_ids)
+    if finished:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION, f"session {call.session_id!r} already finished"
+        )
+    if k > max_draft_tokens:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"draft block has {k} tokens; the limit is {max_draft_tokens}",
+        )
+    if call.prefix_len != num_committed:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"prefix_len {call.prefix_len} does not match session {call.session_id!r}, "
+            f"which has {num_committed} committed tokens",
+        )
+    check_vocab(call.draft_token_ids, "draft token", backend.vocab_size)
+    if call.prefix_len + k > backend.max_context_tokens:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"prefix ({call.prefix_len}) + draft ({k}) exceeds the target's context of "
+            f"{backend.max_context_tokens}",
+        )
+    rule.check(call, spec.sampling, backend.vocab_size)

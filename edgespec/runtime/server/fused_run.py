@@ -1,0 +1,236 @@
+"""Fused rounds: the server drafts with its co-located draft model and verifies itself.
+
+Two uses, both verifying through the service's normal queue (:class:`ServiceVerifier`
+submits each verification to the service on its event loop, so fused rounds batch with
+everyone else's), both drafting on a worker thread:
+
+- **fused runs** (:func:`run_fused_rounds`, the ``RunFused`` RPC): a device whose window
+  policy answered fused hands its open session over with its window history
+  (:class:`~edgespec.runtime.messages.FusedCall`). The server runs fused rounds back to
+  back — the pieces of a round are the drafter's own (:mod:`edgespec.runtime.edge.rounds`) —
+  records each in the restored history with ``fused=True``, consults its window policy
+  after each verdict, and streams each round as a
+  :class:`~edgespec.runtime.messages.FusedRound` when its verdict is in. A distributed
+  answer, or the request's end, ends the run: the last round carries the decision and
+  the history back. A server without a window policy runs one fused round per request
+  and hands the decision back to the device's policy.
+- **the whole-request fused baseline** (:func:`fused_generate`, ``Generate`` with
+  ``MODE_FUSED``): :func:`edgespec.runtime.edge.drafter.generate` itself on the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+from edgespec.policies.inputs import WindowHistory
+from edgespec.policies.interfaces import WindowPolicy
+from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.edge.drafter import DraftOptions, generate
+from edgespec.runtime.edge.rounds import capped_gamma, draft_rng, play_round, round_outcome
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import (
+    FusedCall,
+    FusedRound,
+    FusedRunEnd,
+    SessionSpec,
+    VerifyCall,
+    VerifyReply,
+)
+
+if TYPE_CHECKING:
+    from edgespec.runtime.server.fused_setup import ServerWindow
+
+Chunk = tuple[tuple[int, ...], bool]
+_T = TypeVar("_T")
+
+
+class SessionHost(Protocol):
+    """What a fused run needs of the verification service
+    (:class:`~edgespec.runtime.server.service.VerificationService`): open a session, verify
+    its rounds, close it, each for an owner (the caller's identity when auth is on)."""
+
+    def open_session(self, spec: SessionSpec, owner: str | None = None) -> None: ...
+
+    async def verify(self, call: VerifyCall, owner: str | None = None) -> VerifyReply: ...
+
+    def close_session(self, session_id: str, owner: str | None = None) -> bool: ...
+
+
+class ServiceVerifier:
+    """A :class:`~edgespec.runtime.edge.drafter.Verifier` for a worker thread: every call runs
+    on the service's event loop, for ``owner``. Once ``cancel()`` is called, verifications
+    fail."""
+
+    def __init__(
+        self,
+        service: SessionHost,
+        loop: asyncio.AbstractEventLoop,
+        owner: str | None = None,
+    ) -> None:
+        self._service = service
+        self._loop = loop
+        self._owner = owner
+        self.cancelled = False
+
+    def _on_loop(self, fn: Callable[[], _T]) -> _T:
+        async def call() -> _T:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result()
+
+    def open(self, spec: SessionSpec) -> None:
+        self._on_loop(lambda: self._service.open_session(spec, self._owner))
+
+    def verify(self, call: VerifyCall) -> VerifyReply:
+        """Verify on the service; the drafter's own draft time stands, its network time
+        (thread hops only) is reported as 0: the server drafts for itself."""
+        if self.cancelled:
+            raise RequestError(ErrorCode.CANCELLED, "the fused-mode client went away")
+        local = dataclasses.replace(call, network_s=0.0)
+        future = asyncio.run_coroutine_threadsafe(
+            self._service.verify(local, self._owner), self._loop
+        )
+        return future.result()
+
+    def close(self, session_id: str) -> None:
+        self._on_loop(lambda: self._service.close_session(session_id, self._owner))
+
+
+async def _from_worker(
+    work: Callable[[Callable[[_T], None]], None], verifier: ServiceVerifier
+) -> AsyncGenerator[_T, None]:
+    """Run ``work(emit)`` on a worker thread and yield what it emits, in order; its
+    exception is raised here. When the caller stops early, the verifier is cancelled
+    (the worker's next verification fails) and the worker is waited for."""
+    loop = asyncio.get_running_loop()
+    items: asyncio.Queue[tuple[_T] | BaseException | None] = asyncio.Queue()
+
+    def push(item: tuple[_T] | BaseException | None) -> None:
+        loop.call_soon_threadsafe(items.put_nowait, item)
+
+    def run() -> None:
+        try:
+            work(lambda x: push((x,)))
+            push(None)
+        except BaseException as exc:  # surfaced to the caller below
+            push(exc)
+
+    worker = loop.run_in_executor(None, run)
+    try:
+        while (item := await items.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item[0]
+    finally:
+        verifier.cancelled = True
+        await asyncio.shield(worker)
+
+
+async def fused_generate(
+    service: SessionHost,
+    spec: SessionSpec,
+    drafter: DraftBackend,
+    window: WindowPolicy,
+) -> AsyncIterator[Chunk]:
+    """Stream ``spec``'s output, drafted by ``drafter`` with ``window`` on this server, as
+    ``(token_ids, finished)`` chunks; the last chunk is ``((), True)``."""
+    verifier = ServiceVerifier(service, asyncio.get_running_loop())
+    options = DraftOptions(spec.session_id, spec.client_id, spec.slo_class)
+
+    def work(emit: Callable[[Chunk], None]) -> None:
+        generate(
+            verifier,
+            drafter,
+            spec.prompt_token_ids,
+            spec.sampling,
+            options,
+            window,
+            on_tokens=lambda tokens: emit((tokens, False)),
+        )
+        emit(((), True))
+
+    try:
+        async with contextlib.aclosing(_from_worker(work, verifier)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+    finally:
+        service.close_session(spec.session_id)  # left open when the client went away
+
+
+def run_fused_rounds(
+    verifier: ServiceVerifier,
+    drafter: DraftBackend,
+    call: FusedCall,
+    spec: SessionSpec,
+    tokens: tuple[int, ...],
+    window: ServerWindow | None,
+    clock: Callable[[], float],
+    emit: Callable[[FusedRound], None],
+) -> None:
+    """The server's loop of one fused run (on a worker thread): ``call.history`` restored
+    (the window policy's pair state too), fused rounds of the decided γ until ``window``
+    answers distributed or the request finishes (one round when ``window`` is ``None``),
+    each emitted when verified; the last carries the history and the pair state back.
+
+    ``spec``: the session's (its prompt and budget count its output); ``tokens``: its
+    committed tokens now (prompt and output). The draft's random stream is the session seed's stream
+    for this run's starting prefix, new for every run (it may not repeat a draw)."""
+    # one draft–target pair per client here (WindowObservation.pair)
+    pair = spec.client_id
+    history = WindowHistory.from_snapshot(call.history, clock(), pair)
+    if window is not None:
+        window.restore(pair, call.history.window_state)
+    sampling = spec.sampling
+    rng = draft_rng(sampling.seed, 2, call.prefix_len)
+    context = list(tokens)
+    num_output = len(tokens) - len(spec.prompt_token_ids)
+    committed_total = call.history.num_committed_total
+    gamma = call.gamma
+    while True:
+        capped = capped_gamma(gamma, sampling.max_new_tokens, num_output)
+        played = play_round(
+            verifier, drafter, call.session_id, context, capped, sampling, rng, 0.0, clock
+        )
+        reply = played.reply
+        committed = reply.outcome.committed_token_ids
+        context.extend(committed)
+        num_output += len(committed)
+        committed_total += len(committed)
+        history.record(round_outcome(gamma, reply, committed_total, 0.0, True), played.end_s)
+        finished = reply.outcome.finished
+        decision = None if finished or window is None else window.decide(history, played.end_s)
+        drafted = played.call.draft_token_ids
+        if decision is not None and decision.fused:
+            emit(FusedRound(gamma, drafted, played.draft_s, reply))
+            gamma = decision.gamma
+            continue
+        # without a server policy the device's state goes back as it came
+        state = call.history.window_state if window is None else window.state(pair)
+        end = FusedRunEnd(decision, history.snapshot(clock(), state))
+        emit(FusedRound(gamma, drafted, played.draft_s, reply, end))
+        return
+
+
+async def stream_fused_run(
+    service: SessionHost,
+    call: FusedCall,
+    spec: SessionSpec,
+    tokens: tuple[int, ...],
+    drafter: DraftBackend,
+    window: ServerWindow | None,
+    clock: Callable[[], float],
+    owner: str | None = None,
+) -> AsyncIterator[FusedRound]:
+    """:func:`run_fused_rounds` on a worker thread, its rounds streamed as they end."""
+    verifier = ServiceVerifier(service, asyncio.get_running_loop(), owner)
+
+    def work(emit: Callable[[FusedRound], None]) -> None:
+        run_fused_rounds(verifier, drafter, call, spec, tokens, window, clock, emit)
+
+    async with contextlib.aclosing(_from_worker(work, verifier)) as rounds:
+        async for fused_round in rounds:
+            yield fused_round

@@ -1,0 +1,108 @@
+"""What the service sets a fused run up with
+(:meth:`~edgespec.runtime.server.service.VerificationService.run_fused`): the checks of a fused
+request and a fresh draft backend (:func:`start_fused_run`), and the server's window
+policy as fused runs use it (:class:`ServerWindow`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from edgespec.policies.contracts import PolicyContractError, policy_name
+from edgespec.policies.inputs import WindowHistory
+from edgespec.policies.interfaces import WindowDecision, WindowPolicy
+from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend
+from edgespec.runtime.edge.rounds import decide, pair_state, restore_pair_state
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import FusedCall, SessionSpec
+from edgespec.runtime.server.clients import ClientBook
+from edgespec.runtime.server.engine import VerificationEngine
+
+
+@dataclass(frozen=True, slots=True)
+class FusedStart:
+    """A fused request that passed its checks: its draft backend, and its session's spec
+    and committed tokens (prompt and output)."""
+
+    drafter: DraftBackend
+    spec: SessionSpec
+    tokens: tuple[int, ...]
+
+
+def start_fused_run(
+    call: FusedCall,
+    owner: str | None,
+    engine: VerificationEngine,
+    clients: ClientBook,
+    max_draft_tokens: int,
+    draft_factory: Callable[[], DraftBackend] | None,
+) -> FusedStart:
+    """The checks of a fused request (raises :class:`RequestError`); its draft backend,
+    session spec and tokens."""
+    if draft_factory is None:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            "fused rounds need a co-located draft model; this server was started without --draft",
+        )
+    clients.check_owner(call.session_id, owner)
+    spec = engine.session_spec(call.session_id)
+    tokens = engine.session_tokens(call.session_id)
+    if call.prefix_len != len(tokens):
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"prefix_len {call.prefix_len} does not match session {call.session_id!r}, "
+            f"which has {len(tokens)} committed tokens",
+        )
+    if not 1 <= call.gamma <= max_draft_tokens:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT, f"fused gamma {call.gamma} outside 1..{max_draft_tokens}"
+        )
+    drafter = draft_factory()
+    if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            "this server's draft drafts from target features, which fused rounds do not feed it",
+        )
+    return FusedStart(drafter, spec, tokens)
+
+
+class ServerWindow:
+    """The server's window policy as fused runs use it: one object for every session,
+    called under a lock (runs call it from worker threads). Per run: :meth:`restore` the
+    pair's state the device handed over, :meth:`decide` after each verdict, :meth:`state`
+    to hand it back. A policy that raises or breaks its contract fails that run with
+    ``INTERNAL``; a state it refuses fails it with ``INVALID_ARGUMENT``."""
+
+    __slots__ = ("_lock", "_policy")
+
+    def __init__(self, policy: WindowPolicy) -> None:
+        self._policy = policy
+        self._lock = threading.Lock()
+
+    def restore(self, pair: str, state: tuple[float, ...]) -> None:
+        with self._lock:
+            try:
+                restore_pair_state(self._policy, pair, state)
+            except ValueError as exc:
+                raise RequestError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"history snapshot: window_state refused by window policy "
+                    f"{policy_name(self._policy)}: {exc}",
+                ) from exc
+
+    def decide(self, history: WindowHistory, now_s: float) -> WindowDecision:
+        policy = self._policy
+        with self._lock:
+            try:
+                return decide(policy, history, now_s)
+            except PolicyContractError as exc:
+                raise RequestError(ErrorCode.INTERNAL, str(exc)) from exc
+            except Exception as exc:
+                message = f"window policy {policy_name(policy)} raised {exc!r}"
+                raise RequestError(ErrorCode.INTERNAL, message) from exc
+
+    def state(self, pair: str) -> tuple[float, ...]:
+        with self._lock:
+            return pair_state(self._policy, pair)

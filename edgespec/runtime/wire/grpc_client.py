@@ -1,0 +1,128 @@
+"""gRPC client side: :class:`RemoteVerifier` is the drafter's
+:class:`~edgespec.runtime.edge.drafter.Verifier` over a blocking channel; gRPC status codes
+come back as :class:`RequestError` with the same :class:`ErrorCode`. The server is
+:mod:`edgespec.runtime.wire.grpc_server`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import (
+    FusedCall,
+    FusedRound,
+    ServerStats,
+    SessionSpec,
+    VerifyCall,
+    VerifyReply,
+)
+from edgespec.runtime.wire.codec import (
+    call_to_proto,
+    pb,
+    reply_from_proto,
+    spec_to_proto,
+    stats_from_proto,
+)
+from edgespec.runtime.wire.fused_codec import fused_call_to_proto, fused_round_from_proto
+from edgespec.runtime.wire.grpc_common import ERROR_CODE, message_size_options, pb_grpc
+
+
+class RemoteVerifier:
+    """Blocking gRPC client; a :class:`~edgespec.runtime.edge.drafter.Verifier`."""
+
+    def __init__(
+        self,
+        address: str,
+        auth_token: str | None = None,
+        tls_ca: str | None = None,
+        timeout_s: float = 30.0,
+        max_message_bytes: int = 4 << 20,
+        tls_server_name: str | None = None,
+    ) -> None:
+        options = message_size_options(max_message_bytes)
+        if tls_ca is not None:
+            with open(tls_ca, "rb") as f:
+                creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+            if tls_server_name:
+                options = [*options, ("grpc.ssl_target_name_override", tls_server_name)]  # type: ignore[list-item]
+            self._channel = grpc.secure_channel(address, creds, options=options)
+        else:
+            self._channel = grpc.insecure_channel(address, options=options)
+        self._stub = pb_grpc.VerificationStub(self._channel)
+        self._metadata = (("authorization", f"Bearer {auth_token}"),) if auth_token else ()
+        self._timeout_s = timeout_s
+
+    def _call(self, method: Callable[..., Any], request: Any) -> Any:
+        try:
+            return method(request, metadata=self._metadata, timeout=self._timeout_s)
+        except grpc.RpcError as exc:
+            raise _to_request_error(exc) from exc
+
+    def open(self, spec: SessionSpec) -> None:
+        self._call(self._stub.OpenSession, spec_to_proto(spec))
+
+    def verify(self, call: VerifyCall) -> VerifyReply:
+        response = self._call(self._stub.Verify, call_to_proto(call))
+        return reply_from_proto(response, call.draft_token_ids, call.prefix_len)
+
+    def close(self, session_id: str) -> None:
+        self._call(self._stub.CloseSession, pb.CloseSessionRequest(session_id=session_id))
+
+    def stats(self) -> ServerStats:
+        return stats_from_proto(self._call(self._stub.Stats, pb.StatsRequest()))
+
+    def health(self) -> bool:
+        return bool(self._call(self._stub.Health, pb.HealthRequest()).serving)
+
+    def vocab_size(self) -> int:
+        """The target's vocabulary size (drafters need it for one-hot q)."""
+        return int(self._call(self._stub.Health, pb.HealthRequest()).vocab_size)
+
+    def max_draft_tokens(self) -> int | None:
+        """The longest draft block the server verifies (``None`` from servers that do not
+        say: they predate the field)."""
+        return int(self._call(self._stub.Health, pb.HealthRequest()).max_draft_tokens) or None
+
+    def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
+        """Server-side baselines: yields committed token-id tuples as they stream in."""
+        request = pb.GenerateRequest(
+            session=spec_to_proto(spec),
+            mode=pb.MODE_FUSED if fused else pb.MODE_CENTRALIZED,
+            gamma=gamma,
+        )
+        try:
+            for chunk in self._stub.Generate(request, metadata=self._metadata):
+                yield tuple(chunk.token_ids)
+        except grpc.RpcError as exc:
+            raise _to_request_error(exc) from exc
+
+    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
+        """A run of fused rounds (:mod:`edgespec.runtime.server.fused_run`), round by round as the
+        server streams them (no deadline: a run lasts as long as its rounds)."""
+        prefix_len = call.prefix_len
+        try:
+            stream = self._stub.RunFused(fused_call_to_proto(call), metadata=self._metadata)
+            for chunk in stream:
+                fused_round = fused_round_from_proto(chunk, prefix_len)
+                prefix_len += len(fused_round.reply.outcome.committed_token_ids)
+                yield fused_round
+        except grpc.RpcError as exc:
+            raise _to_request_error(exc) from exc
+
+    def close_channel(self) -> None:
+        self._channel.close()
+
+
+def _to_request_error(exc: grpc.RpcError) -> RequestError:
+    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    mapped = ERROR_CODE.get(code)
+    if mapped is None:
+        mapped = ErrorCode.UNAVAILABLE if code == grpc.StatusCode.DEADLINE_EXCEEDED else None
+    if mapped is None:
+        return RequestError(ErrorCode.INVALID_ARGUMENT, f"{code.name}: {details}")
+    return RequestError(mapped, details or code.name)

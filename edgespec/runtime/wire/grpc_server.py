@@ -1,0 +1,249 @@
+"""gRPC server side: :func:`start_server` wraps a :class:`VerificationService` in a
+``grpc.aio`` server (auth tokens from metadata, optional TLS, message-size limits,
+requests that do not parse answered ``INVALID_ARGUMENT``, :class:`RequestError` sent as
+its gRPC status code). :class:`ServerThread` runs one on its own event loop in a
+background thread (tests, benchmarks). The client is :mod:`edgespec.runtime.wire.grpc_client`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import PROTOCOL_VERSION
+from edgespec.runtime.server.config import ServerConfig
+from edgespec.runtime.server.service import VerificationService
+from edgespec.runtime.wire.codec import (
+    call_from_proto,
+    pb,
+    reply_to_proto,
+    spec_from_proto,
+    stats_to_proto,
+)
+from edgespec.runtime.wire.fused_codec import fused_call_from_proto, fused_round_to_proto
+from edgespec.runtime.wire.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
+
+
+@dataclass(frozen=True, slots=True)
+class _Undecodable:
+    """What a request whose bytes do not parse becomes (the handler answers
+    ``INVALID_ARGUMENT`` instead of gRPC's ``UNKNOWN``)."""
+
+    message: str
+
+
+def _lenient(message_class: Any) -> Callable[[bytes], Any]:
+    def parse(data: bytes) -> Any:
+        try:
+            return message_class.FromString(data)
+        except Exception as exc:  # protobuf's DecodeError, or anything the parser raises
+            return _Undecodable(f"undecodable {message_class.__name__} ({exc})")
+
+    return parse
+
+
+def _decoded(request: Any) -> Any:
+    if isinstance(request, _Undecodable):
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, request.message)
+    return request
+
+
+_METHODS = {  # name: (streams its response, request message, response message)
+    "OpenSession": (False, "OpenSessionRequest", "OpenSessionResponse"),
+    "Verify": (False, "VerifyRequest", "VerifyResponse"),
+    "CloseSession": (False, "CloseSessionRequest", "CloseSessionResponse"),
+    "Generate": (True, "GenerateRequest", "GenerateChunk"),
+    "Stats": (False, "StatsRequest", "StatsResponse"),
+    "Health": (False, "HealthRequest", "HealthResponse"),
+    "RunFused": (True, "FusedRequest", "FusedRoundChunk"),
+}
+
+
+def _add_servicer(servicer: Any, server: Any) -> None:
+    """The generated registration, with request parsing that cannot fail."""
+    handlers = {}
+    for name, (streams, request, response) in _METHODS.items():
+        make = (
+            grpc.unary_stream_rpc_method_handler if streams else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[name] = make(
+            getattr(servicer, name),
+            request_deserializer=_lenient(getattr(pb, request)),
+            response_serializer=getattr(pb, response).SerializeToString,
+        )
+    generic = grpc.method_handlers_generic_handler("edgespec.v1.Verification", handlers)
+    server.add_generic_rpc_handlers((generic,))
+
+
+class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined]
+    def __init__(self, service: VerificationService) -> None:
+        self._service = service
+        self._tokens = frozenset(service.config.auth_tokens)
+
+    async def _run(self, context: Any, request: Any, fn: Callable[[str | None], Any]) -> Any:
+        try:
+            owner = self._authenticate(context)
+            _decoded(request)
+            result = fn(owner)
+            return await result if asyncio.iscoroutine(result) else result
+        except RequestError as exc:
+            await context.abort(GRPC_STATUS[exc.code], exc.message)
+
+    def _authenticate(self, context: Any) -> str | None:
+        """The caller's identity (its token) when auth is on, else ``None``."""
+        if not self._tokens:
+            return None
+        metadata = dict(context.invocation_metadata() or ())
+        header = metadata.get("authorization", "")
+        if not header:
+            raise RequestError(ErrorCode.UNAUTHENTICATED, "missing auth token")
+        if not header.startswith("Bearer "):
+            raise RequestError(
+                ErrorCode.UNAUTHENTICATED, "authorization metadata must be 'Bearer <token>'"
+            )
+        token: str = header.removeprefix("Bearer ").strip()
+        if token not in self._tokens:
+            raise RequestError(ErrorCode.UNAUTHENTICATED, "invalid auth token")
+        return token
+
+    async def OpenSession(self, request: Any, context: Any) -> Any:
+        def open_(owner: str | None) -> Any:
+            spec = spec_from_proto(request)
+            self._service.open_session(spec, owner)
+            return pb.OpenSessionResponse(
+                session_id=spec.session_id,
+                vocab_size=self._service.engine.backend.vocab_size,
+                protocol_version=PROTOCOL_VERSION,
+            )
+
+        return await self._run(context, request, open_)
+
+    async def Verify(self, request: Any, context: Any) -> Any:
+        async def verify(owner: str | None) -> Any:
+            call = call_from_proto(request)
+            return reply_to_proto(await self._service.verify(call, owner=owner))
+
+        return await self._run(context, request, verify)
+
+    async def CloseSession(self, request: Any, context: Any) -> Any:
+        return await self._run(
+            context,
+            request,
+            lambda owner: pb.CloseSessionResponse(
+                existed=self._service.close_session(request.session_id, owner)
+            ),
+        )
+
+    async def Generate(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        try:
+            owner = self._authenticate(context)
+            spec = spec_from_proto(_decoded(request).session)
+            fused = request.mode == pb.MODE_FUSED
+            chunks = self._service.generate(spec, fused, request.gamma, owner)
+            async for tokens, finished in chunks:
+                yield pb.GenerateChunk(token_ids=list(tokens), finished=finished)
+        except RequestError as exc:
+            await context.abort(GRPC_STATUS[exc.code], exc.message)
+
+    async def RunFused(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        try:
+            owner = self._authenticate(context)
+            call = fused_call_from_proto(_decoded(request))
+            async for fused_round in self._service.run_fused(call, owner):
+                yield fused_round_to_proto(fused_round)
+        except RequestError as exc:
+            await context.abort(GRPC_STATUS[exc.code], exc.message)
+
+    async def Stats(self, request: Any, context: Any) -> Any:
+        return await self._run(context, request, lambda _: stats_to_proto(self._service.stats()))
+
+    async def Health(self, request: Any, context: Any) -> Any:
+        """Serving flag, protocol version, vocabulary size and draft limit; without a token
+        unless the config sets ``health_requires_auth``."""
+
+        def health(_: str | None) -> Any:
+            return pb.HealthResponse(
+                serving=True,
+                protocol_version=PROTOCOL_VERSION,
+                vocab_size=self._service.engine.backend.vocab_size,
+                max_draft_tokens=self._service.config.max_draft_tokens,
+            )
+
+        if self._service.config.health_requires_auth:
+            return await self._run(context, request, health)
+        try:
+            _decoded(request)
+        except RequestError as exc:
+            await context.abort(GRPC_STATUS[exc.code], exc.message)
+        return health(None)
+
+
+async def start_server(service: VerificationService, port: int | None = None) -> tuple[Any, int]:
+    """Start ``service`` on ``config.host:port`` (``port`` overrides the config; 0 picks a
+    free one). Returns the running ``grpc.aio.Server`` and the bound port."""
+    config: ServerConfig = service.config
+    server = grpc.aio.server(options=message_size_options(config.max_message_bytes))
+    _add_servicer(_Servicer(service), server)
+    address = f"{config.host}:{config.port if port is None else port}"
+    if config.tls_cert is not None and config.tls_key is not None:
+        with open(config.tls_key, "rb") as key, open(config.tls_cert, "rb") as cert:
+            creds = grpc.ssl_server_credentials([(key.read(), cert.read())])
+        bound = server.add_secure_port(address, creds)
+    else:
+        bound = server.add_insecure_port(address)
+    await service.start()
+    await server.start()
+    return server, bound
+
+
+class ServerThread:
+    """A server on its own event loop in a daemon thread: ``with ServerThread(make) as s``.
+
+    ``make`` builds the :class:`VerificationService` inside that loop.
+    """
+
+    def __init__(self, make: Callable[[], VerificationService], port: int = 0) -> None:
+        self._make = make
+        self._port = port
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.port = 0
+        self.service: VerificationService | None = None
+        self._server: Any = None
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        future = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
+        future.result(timeout=30)
+        return self
+
+    async def _start(self) -> None:
+        self.service = self._make()
+        self._server, self.port = await start_server(self.service, self._port)
+
+    def stop(self, grace_s: float | None = None) -> None:
+        """Stop the server and its loop (idempotent)."""
+        if not self._thread.is_alive():
+            return
+
+        async def _stop() -> None:
+            await self._server.stop(grace_s)
+            if self.service is not None:
+                await self.service.stop()
+
+        asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+
+    def __enter__(self) -> ServerThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,247 @@
+"""``edgespec bench sim|policy|memory``: simulated verification rounds per wall-clock second
+and peak memory on the reference scenario (``edgespec/data/scenarios/bench.yaml``); the
+batching policies' decision time; ns per random object access as the objects grow.
+
+The three share these flags (``args.target`` names the one chosen)."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgespec.config import apply_overrides, read_yaml
+from edgespec.errors import UserInputError
+
+if TYPE_CHECKING:
+    from edgespec.sim.setup.scenario import Scenario
+    from edgespec.sim.simulator import SimResult
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        default=[],
+        metavar="key.path=value",
+        help="sim only: overrides of the bundled bench.yaml scenario (default: none)",
+    )
+    parser.add_argument(
+        "--straightforward",
+        action="store_true",
+        help="time the reference handler set (fast_path=false)",
+    )
+    parser.add_argument(
+        "--handlers",
+        default=None,
+        metavar="NAME",
+        help="time this handler set by name (edgespec.sim.handler_sets: reference, "
+        "every_hop, inlined, inbound, fast; inbound calls every policy); compared with "
+        "the reference",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="kept for old command lines: the other path is always timed and compared "
+        "(unless --one-path)",
+    )
+    parser.add_argument(
+        "--one-path",
+        action="store_true",
+        help="time only the chosen path (default: also the other one, compared)",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run N times (default 1); report the run with the least CPU time and the median "
+        "rate (the machine is shared: CPU time is the steadier measure)",
+    )
+    parser.add_argument("--profile", type=Path, default=None, help="write cProfile stats here")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar (default: one per timed run when stderr is a terminal)",
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write the result as JSON")
+
+
+def synthetic_acceptance_trace(path: Path, seed: int, num_requests: int = 512) -> Path:
+    """A stand-in acceptance trace (used only while edgespec/data/traces/ is empty):
+    per-output-position 0/1 draws from a fixed acceptance rate of 0.7."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    with path.open("w") as fh:
+        for i in range(num_requests):
+            seq = (rng.random(256) < 0.7).astype(int).tolist()
+            record = {
+                "request_id": f"syn{i}",
+                "arrival_ms": 0.0,
+                "prompt_tokens": 1,
+                "output_tokens": 256,
+                "drafter_id": 0,
+                "acceptance_seq": seq,
+            }
+            fh.write(json.dumps(record) + "\n")
+    return path
+
+
+def _timed(
+    scenario: Scenario,
+    repeat: int,
+    profile: Path | None,
+    progress: bool = False,
+    handlers: str | None = None,
+) -> tuple[SimResult, list[float]]:
+    """The result of ``repeat`` runs and their (CPU s, wall s), with the collector paused
+    (``progress``: a progress bar, updated every 65,536 events; never under cProfile)."""
+    from edgespec.sim.simulator import paused_gc, simulate
+
+    runs: list[tuple[float, float]] = []
+    for _ in range(repeat):
+        gc.collect()  # the previous run's cycles (runs go with the collector paused)
+        started = time.perf_counter()
+        cpu_started = time.process_time()
+        if profile is not None:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            with paused_gc():
+                result = profiler.runcall(simulate, scenario, keep_records=False, handlers=handlers)
+            profiler.dump_stats(str(profile))
+        else:
+            with paused_gc():
+                result = simulate(
+                    scenario, keep_records=False, progress=progress, handlers=handlers
+                )
+        runs.append((time.process_time() - cpu_started, time.perf_counter() - started))
+    return result, [c for c, _ in runs] + [w for _, w in runs]
+
+
+def _bench_data(tmp: Path) -> tuple[dict[str, Any], str]:
+    """bench.yaml with the bundled traces (or a synthetic one), and which it is."""
+    from edgespec.sim.setup.scenario import default_scenario_path
+    from edgespec.sim.setup.workload import bundled_traces
+
+    data: dict[str, Any] = read_yaml(default_scenario_path().with_name("bench.yaml"))
+    traces = [str(p) for p in bundled_traces()]
+    source = "bundled real traces"
+    if not traces:
+        traces = [str(synthetic_acceptance_trace(tmp / "synthetic.jsonl", 0))]
+        source = "synthetic trace (i.i.d. 0.7 per position; no real traces bundled yet)"
+    return apply_overrides(data, [f"acceptance.traces={json.dumps(traces)}"]), source
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgespec.sim.setup.scenario import scenario_from_dict
+
+    if args.repeat < 1:
+        raise UserInputError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.target != "sim" and args.overrides:
+        raise UserInputError(
+            f"the {args.target} benchmark takes no key.path=value overrides, got {args.overrides}"
+        )
+    if args.target == "policy":
+        return _bench_policies(args)
+    if args.target == "memory":
+        return _bench_memory(args)
+    with tempfile.TemporaryDirectory() as tmp:
+        data, source = _bench_data(Path(tmp))
+        extra = ["fast_path=false"] if args.straightforward else []
+        scenario = scenario_from_dict(data, [*args.overrides, *extra])
+        fast = scenario.fast_path and args.handlers != "reference"
+        progress = not args.quiet and sys.stderr.isatty()
+        result, times = _timed(scenario, args.repeat, args.profile, progress, args.handlers)
+        other = other_times = None
+        if not args.one_path:  # the other path, as many times, compared
+            other_scenario = scenario_from_dict(
+                data, [*args.overrides, f"fast_path={str(not fast).lower()}"]
+            )
+            other, other_times = _timed(other_scenario, args.repeat, None, progress)
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    report = _report(scenario, result, times, args.repeat, source, peak_mib)
+    identical = None
+    if other is not None and other_times is not None:
+        assert other.metrics is not None and result.metrics is not None
+        identical = other.metrics.to_dict() == result.metrics.to_dict()
+        report["identical_to_other_path"] = identical
+        report["other_path"] = other.path
+        report["other_rounds_per_cpu_s"] = round(other.num_rounds / min(other_times[: args.repeat]))
+        name, other_name = ("fast", "reference") if fast else ("reference", "fast")
+        if args.handlers is not None and args.handlers not in ("fast", "reference"):
+            name = args.handlers
+        report[f"{name}_rounds_per_cpu_s"] = report["rounds_per_cpu_s"]
+        report[f"{other_name}_rounds_per_cpu_s"] = report["other_rounds_per_cpu_s"]
+    for key, value in report.items():
+        print(f"{key:>14}: {value}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0 if identical in (None, True) else 1
+
+
+def _bench_policies(args: argparse.Namespace) -> int:
+    """Decision time of every registered batching policy at queue depths 10/100/1,000."""
+    from edgespec.sim.policy_bench import bench_policies
+
+    rows = bench_policies(repeat=max(args.repeat, 3))
+    for row in rows:
+        print(f"{row['policy']:>6} depth {row['queue_depth']:>5}: {row['us_per_decision']:9.1f} µs")
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+    return 0
+
+
+def _bench_memory(args: argparse.Namespace) -> int:
+    """ns per random object access at 2k/20k/100k/1M objects (edgespec.sim.memory_bench)."""
+    from edgespec.sim.memory_bench import access_costs
+
+    rows = access_costs()
+    for row in rows:
+        print(f"{row.num_objects:>9,} objects: {row.ns_per_access:6.0f} ns per access")
+    if args.json is not None:
+        payload = [{"num_objects": r.num_objects, "ns_per_access": r.ns_per_access} for r in rows]
+        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+    return 0
+
+
+def _report(
+    scenario: Scenario,
+    result: SimResult,
+    times: list[float],
+    repeat: int,
+    source: str,
+    peak_mib: float,
+) -> dict[str, Any]:
+    """The timed path's numbers: least-CPU run, median, events, memory."""
+    cpu = times[:repeat]
+    cpu_s = min(cpu)
+    wall_s = times[repeat + cpu.index(cpu_s)]
+    median_cpu_s = sorted(cpu)[len(cpu) // 2]
+    assert result.metrics is not None
+    return {
+        "scenario": scenario.name,
+        "fast_path": scenario.fast_path,
+        "path": result.path,
+        "acceptance": source,
+        "simulated_s": result.duration_s,
+        "num_devices": sum(p.count for p in scenario.auto_topology.devices),
+        "num_servers": result.num_servers,
+        "num_rounds": result.num_rounds,
+        "num_events": result.num_events,
+        "num_requests": result.metrics.num_requests,
+        "wall_s": round(wall_s, 3),
+        "cpu_s": round(cpu_s, 3),
+        "rounds_per_s": round(result.num_rounds / wall_s),
+        "rounds_per_cpu_s": round(result.num_rounds / cpu_s),
+        "median_rounds_per_cpu_s": round(result.num_rounds / median_cpu_s),
+        "repeats": repeat,
+        "events_per_s": round(result.num_events / wall_s),
+        "peak_rss_mib": round(peak_mib, 1),
+    }

@@ -1,0 +1,194 @@
+"""``edgespec sim``: run a scenario (the bundled default when no file is given), a sweep,
+or a capacity search; write the run folder and print the summary table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from edgespec.config import apply_overrides, read_yaml
+from edgespec.errors import UserInputError
+from edgespec.sim.commands.flags import add_arguments as add_arguments
+from edgespec.sim.commands.flags import check_flags
+
+
+def _split(items: list[str]) -> tuple[str | None, list[str]]:
+    path: str | None = None
+    overrides = []
+    for item in items:
+        if "=" in item:
+            overrides.append(item)
+        elif path is None:
+            path = item
+        else:
+            raise UserInputError(
+                f"two scenario files given, {path} and {item}; only one may be "
+                "(an override looks like key.path=value)"
+            )
+    if path is not None and not Path(path).exists() and not path.endswith((".yaml", ".yml")):
+        raise UserInputError(
+            f"{path}: no such scenario file (an override looks like key.path=value)"
+        )
+    return path, overrides
+
+
+def run_scenario_dict(data: dict[str, Any]) -> Any:
+    """A scenario dict's metrics (module-level, so a process pool can pickle it)."""
+    from edgespec.sim.setup.scenario import scenario_from_dict
+    from edgespec.sim.simulator import paused_gc, run_scenario
+
+    with paused_gc():  # a run owns its worker process (or the CLI's)
+        return run_scenario(scenario_from_dict(data))
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from edgespec.metrics.record_files import RecordFiles
+    from edgespec.metrics.sinks import print_runs, print_summary
+    from edgespec.sim.setup.scenario import default_scenario_path, scenario_from_dict
+    from edgespec.sim.simulator import paused_gc, simulate
+
+    check_flags(args)
+    path, overrides = _split(args.args)
+    data = apply_overrides(read_yaml(path or default_scenario_path()), overrides)
+    scenario = scenario_from_dict(data)  # validate once, before any run
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out: Path = args.out or Path("runs") / f"{scenario.name}-{stamp}"
+    console = Console()
+    if args.sweep:
+        from edgespec.sweeps.executor import make_executor
+        from edgespec.sweeps.grid import parse_grid, run_sweep, write_sweep
+
+        points = run_sweep(
+            data,
+            parse_grid(args.sweep),
+            run_scenario_dict,
+            progress=not args.quiet,
+            executor=make_executor(args.workers, args.engine, args.address),
+        )
+        json_path, csv_path = write_sweep(out / "sweep", points)
+        print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
+        console.print(f"sweep: {len(points)} runs → {json_path}, {csv_path}")
+        return 0
+    if args.capacity is not None:
+        from edgespec.metrics.summary import violation_rate
+        from edgespec.sweeps.capacity import capacity_search, class_violation
+
+        if args.slo_class is not None and args.slo_class not in scenario.slo_classes:
+            known = sorted(scenario.slo_classes)
+            raise UserInputError(
+                f"--slo-class {args.slo_class}: the scenario has no such SLO class; known: {known}"
+            )
+        violation = violation_rate if args.slo_class is None else class_violation(args.slo_class)
+        result = capacity_search(
+            data,
+            args.capacity,
+            run_scenario_dict,
+            epsilon=args.epsilon,
+            lo=args.lo,
+            hi=args.hi,
+            violation=violation,
+            progress=not args.quiet,
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "capacity.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        bound = " (at upper bound)" if result.at_upper_bound else ""
+        if result.capacity is None:
+            bound = f" (even {args.capacity}={args.lo} violates more than epsilon)"
+        probes = sorted(result.probes, key=lambda p: p.value)
+        print_runs([({args.capacity: p.value}, p.metrics) for p in probes], console, "probes")
+        console.print(
+            f"capacity {args.capacity} at epsilon={args.epsilon}"
+            + ("" if args.slo_class is None else f" for class {args.slo_class}")
+            + f": {result.capacity}{bound}"
+            f" → {out / 'capacity.json'}"
+        )
+        return 0
+    if args.rounds:
+        data = apply_overrides(data, ["record_rounds=true"])
+        scenario = scenario_from_dict(data)
+    if args.shards is not None:
+        return _run_sharded(args, data, out, console)
+    started = time.perf_counter()
+    with RecordFiles(out, rounds=args.rounds) as files, paused_gc():
+        sim = simulate(scenario, sink=files, progress=not args.quiet)
+    wall_s = time.perf_counter() - started
+    metrics = files.finish(sim.duration_s, sim.num_servers)
+    _write_run_folder(args, data, out, metrics)
+    print_summary(metrics, console)
+    if args.verbose:
+        console.print(f"handler set: {sim.path}")
+    console.print(
+        f"{scenario.name}: {sim.num_rounds} rounds, {metrics.num_requests} requests, "
+        f"{sim.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"
+    )
+    return 0
+
+
+def _write_run_folder(
+    args: argparse.Namespace, data: dict[str, Any], out: Path, metrics: Any
+) -> None:
+    """What a run folder holds besides its record files: metrics.json, the plots (read
+    back from the record files), the violation attribution (with rounds), scenario.yaml."""
+    from edgespec.metrics.record_files import read_plot_columns, read_rounds
+    from edgespec.metrics.sinks import write_attribution, write_metrics_json
+
+    write_metrics_json(out / "metrics.json", metrics)
+    if not args.no_plots:
+        from edgespec.metrics.plots import write_plots
+
+        write_plots(out, metrics, *read_plot_columns(out))
+    if args.rounds:
+        write_attribution(out, read_rounds(out), plots=not args.no_plots)
+    (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, console: Any) -> int:
+    """``--shards N``: the cells in N shards on the executor; the run folder as a single
+    run writes it (records concatenated shard by shard), plus shards.json."""
+    from edgespec.metrics.sinks import print_summary
+    from edgespec.sim.shards import simulate_sharded
+    from edgespec.sweeps.executor import make_executor
+
+    started = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    executor = make_executor(args.workers, args.engine, args.address)
+    if args.quiet:
+        run = simulate_sharded(data, args.shards, executor, out.resolve())
+    else:
+        from rich.progress import Progress
+
+        with Progress(transient=True) as bar:
+            task = bar.add_task(f"shards ({args.engine})", total=None)
+            run = simulate_sharded(
+                data,
+                args.shards,
+                executor,
+                out.resolve(),
+                lambda done, total: bar.update(task, completed=done, total=total),
+            )
+    wall_s = time.perf_counter() - started
+    _write_run_folder(args, data, out, run.metrics)
+    shards = [
+        {"cells": list(s.cells), "num_rounds": s.num_rounds, "wall_s": round(s.wall_s, 3)}
+        for s in run.shards
+    ]
+    (out / "shards.json").write_text(json.dumps(shards, indent=2) + "\n")
+    print_summary(run.metrics, console)
+    if len(run.shards) < args.shards:  # at most one shard per cell
+        console.print(
+            f"--shards {args.shards}: the scenario has {len(run.shards)} cells, "
+            f"so it ran as {len(run.shards)} shards"
+        )
+    console.print(
+        f"{data.get('name', 'scenario')}: {run.num_rounds} rounds in {len(run.shards)} shards "
+        f"({args.engine}, {args.workers} workers), {run.metrics.num_requests} requests, "
+        f"{run.metrics.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"
+    )
+    return 0

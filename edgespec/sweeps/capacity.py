@@ -1,0 +1,142 @@
+"""Capacity search, WISP Eq. 20: Cap(τ) = max{N | Pr[token speed < τ] ≤ ε}.
+
+Bisection over an integer scenario key (usually a device count), assuming the SLO
+violation rate grows monotonically with it. Generic over a runner
+``run(scenario_dict) -> SystemMetrics``; every probe is recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from edgespec.config import ConfigError, apply_overrides
+from edgespec.metrics.summary import class_violation_rate, violation_rate
+from edgespec.metrics.types import SystemMetrics
+from edgespec.sweeps.grid import Runner, override_text, progress_bar
+
+Violation = Callable[[SystemMetrics], float]
+
+
+def class_violation(slo_class: str) -> Violation:
+    """One class's violation rate for Cap(τ) of that class; 1.0 when none of its requests
+    finished within the run (the load is beyond what the system serves in that time)."""
+    rate = class_violation_rate(slo_class)
+
+    def violation(metrics: SystemMetrics) -> float:
+        if not any(c.slo_class == slo_class for c in metrics.slo_classes):
+            return 1.0
+        return rate(metrics)
+
+    return violation
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityProbe:
+    """One run at ``value``: its violation rate and whether that is within ε."""
+
+    value: int
+    violation_rate: float
+    feasible: bool
+    metrics: SystemMetrics
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "violation_rate": self.violation_rate,
+            "feasible": self.feasible,
+            "metrics": self.metrics.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityResult:
+    """Outcome of ``capacity_search``.
+
+    ``capacity`` is the largest probed value in [lo, hi] with violation rate ≤ ε, or
+    ``None`` when even ``lo`` violates. ``at_upper_bound`` is true when ``hi`` itself was
+    feasible (the true capacity may be larger). ``probes`` are in the order they ran.
+    """
+
+    key: str
+    epsilon: float
+    lo: int
+    hi: int
+    capacity: int | None
+    at_upper_bound: bool
+    probes: tuple[CapacityProbe, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "epsilon": self.epsilon,
+            "lo": self.lo,
+            "hi": self.hi,
+            "capacity": self.capacity,
+            "at_upper_bound": self.at_upper_bound,
+            "probes": [p.to_dict() for p in self.probes],
+        }
+
+
+def capacity_search(
+    base: Mapping[str, Any],
+    key: str,
+    run: Runner,
+    *,
+    epsilon: float,
+    lo: int,
+    hi: int,
+    violation: Violation = violation_rate,
+    progress: bool = True,
+) -> CapacityResult:
+    """Largest ``key`` value in [lo, hi] whose run has ``violation(metrics) <= epsilon``.
+
+    Probes ``lo`` (if it violates, capacity is ``None``), then ``hi`` (if it does not,
+    capacity is ``hi``), then bisects the feasible/infeasible bracket: at most
+    2 + ⌈log2(hi − lo)⌉ runs. ``violation`` defaults to the overall SLO violation rate;
+    use :func:`class_violation` for one class's Cap(τ).
+    """
+    if not 0.0 <= epsilon <= 1.0:
+        raise ConfigError("epsilon", f"must be in [0, 1], got {epsilon}")
+    if lo < 0 or hi < lo:
+        raise ConfigError(key, f"need 0 <= lo <= hi, got lo={lo}, hi={hi}")
+    probes: list[CapacityProbe] = []
+    max_runs = 2 + max(0, (hi - lo - 1).bit_length())
+
+    with progress_bar(progress) as bar:
+        task = bar.add_task(f"capacity {key}", total=max_runs)
+
+        def probe(value: int) -> bool:
+            bar.update(task, description=f"capacity {key}={value}")
+            metrics = run(apply_overrides(base, [override_text(key, value)]))
+            try:
+                rate = violation(metrics)
+            except ValueError as exc:  # no request with an SLO target finished
+                raise ConfigError(
+                    key,
+                    f"capacity probe at {value}: {exc}; give the scenario slo_classes "
+                    "and a duration_s long enough for requests to finish",
+                ) from exc
+            feasible = rate <= epsilon
+            probes.append(CapacityProbe(value, rate, feasible, metrics))
+            bar.advance(task)
+            return feasible
+
+        capacity: int | None
+        at_upper = False
+        if not probe(lo):
+            capacity = None
+        elif lo == hi or probe(hi):
+            capacity, at_upper = hi, True
+        else:
+            good, bad = lo, hi
+            while bad - good > 1:
+                mid = (good + bad) // 2
+                if probe(mid):
+                    good = mid
+                else:
+                    bad = mid
+            capacity = good
+        bar.update(task, total=len(probes), completed=len(probes))
+    return CapacityResult(key, epsilon, lo, hi, capacity, at_upper, tuple(probes))

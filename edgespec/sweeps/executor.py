@@ -1,0 +1,73 @@
+"""Sweep executors: where the independent runs of a sweep execute.
+
+A :class:`SweepExecutor` maps a picklable, pure function over work items and yields
+``(index, result)`` pairs as runs finish (in any order); the caller reassembles the order
+and drives the progress bar. :class:`SerialExecutor` runs them one after another in this
+process; :class:`ProcessPoolSweepExecutor` runs them on ``workers`` local processes. A
+cluster engine (Ray, :mod:`edgespec.sweeps.ray_executor`) plugs in behind the same
+Protocol: ``make_executor(workers, engine="ray", address=...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class SweepExecutor(Protocol):
+    """Runs ``fn`` on every item; yields ``(item index, fn(item))`` as each finishes."""
+
+    def map_unordered(
+        self, fn: Callable[[Any], Any], items: Sequence[Any]
+    ) -> Iterator[tuple[int, Any]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SerialExecutor:
+    """In this process, in order."""
+
+    def map_unordered(
+        self, fn: Callable[[Any], Any], items: Sequence[Any]
+    ) -> Iterator[tuple[int, Any]]:
+        for index, item in enumerate(items):
+            yield index, fn(item)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessPoolSweepExecutor:
+    """On ``workers`` local processes (``fn`` and the items must pickle)."""
+
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+
+    def map_unordered(
+        self, fn: Callable[[Any], Any], items: Sequence[Any]
+    ) -> Iterator[tuple[int, Any]]:
+        with ProcessPoolExecutor(max_workers=self.workers) as pool:
+            futures = {pool.submit(fn, item): index for index, item in enumerate(items)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+
+ENGINES = ("local", "ray")
+"""Where a sweep's runs execute: this machine's processes, or Ray."""
+
+
+def make_executor(workers: int, engine: str = "local", address: str | None = None) -> SweepExecutor:
+    """``local``: serial for one worker, a local process pool for more. ``ray``: a
+    :class:`~edgespec.sweeps.ray_executor.RaySweepExecutor` with ``workers`` CPUs
+    (a local Ray), or on the cluster at ``address``."""
+    if engine == "ray":
+        from edgespec.sweeps.ray_executor import RaySweepExecutor
+
+        return RaySweepExecutor(address, max(1, workers))
+    if engine != "local":
+        raise ValueError(f"unknown sweep engine {engine!r}; known: {list(ENGINES)}")
+    if address is not None:
+        raise ValueError("an address needs the ray engine")
+    return SerialExecutor() if workers <= 1 else ProcessPoolSweepExecutor(workers)

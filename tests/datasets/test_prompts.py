@@ -1,0 +1,84 @@
+"""Prompt sets: templates, JSONL errors, the truncated ShareGPT array."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgespec.datasets.prompts import (
+    format_prompt,
+    iter_json_array,
+    load_jsonl_prompts,
+    load_prompts,
+    sharegpt_split,
+)
+
+
+def test_templates() -> None:
+    assert format_prompt("gsm8k", "2+2?") == "Question: 2+2?\nAnswer:"
+    assert format_prompt("humaneval", "def f():") == "def f():"
+    with pytest.raises(
+        ValueError,
+        match="unknown dataset 'x': known datasets are gsm8k, cnndm, humaneval, sharegpt",
+    ):
+        format_prompt("x", "")
+
+
+def test_jsonl_prompts_and_errors(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"prompt": "a"}\n\n{"prompt": "b"}\n')
+    assert [(p.prompt_id, p.text) for p in load_jsonl_prompts(path, "sharegpt")] == [
+        ("sharegpt-0", "User: a\nAssistant:"),
+        ("sharegpt-2", "User: b\nAssistant:"),
+    ]
+    path.write_text('{"prompt": "a"}\n{"text": "b"}\n')
+    with pytest.raises(ValueError, match="p.jsonl:2: expected a string field 'prompt'"):
+        load_jsonl_prompts(path, "gsm8k")
+    path.write_text("{oops\n")
+    with pytest.raises(ValueError, match="p.jsonl:1: not valid JSON"):
+        load_jsonl_prompts(path, "gsm8k")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_jsonl_prompts(tmp_path / "none.jsonl", "gsm8k")
+
+
+def test_unknown_split_and_dataset() -> None:
+    with pytest.raises(ValueError, match="unknown split 'dev': expected one of train, test"):
+        load_prompts("gsm8k", "dev")
+    with pytest.raises(ValueError, match="unknown dataset 'mmlu'"):
+        load_prompts("mmlu", "test")
+
+
+def test_truncated_json_array_yields_the_complete_records() -> None:
+    text = '[{"id": 1}, {"id": 2} ,\n {"id": 3, "conversations": [{"from": "hu'
+    assert list(iter_json_array(text)) == [{"id": 1}, {"id": 2}]
+    assert list(iter_json_array('[{"id": 1}]')) == [{"id": 1}]
+
+
+def test_json_array_skips_items_that_are_not_objects() -> None:
+    assert list(iter_json_array('[1, "two", {"id": 3}, [4], {"id": 5}]')) == [{"id": 3}, {"id": 5}]
+
+
+def test_sharegpt_split_puts_buckets_0_to_9_in_test() -> None:
+    # sha256 buckets (first 8 hex digits mod 100): c229 → 9, c278 → 10
+    assert sharegpt_split("c229") == "test" and sharegpt_split("c278") == "train"
+
+
+def test_an_explicit_template_overrides_the_datasets(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"prompt": "a"}\n')
+    (gsm,) = load_jsonl_prompts(path, "mine", template="gsm8k")
+    assert (gsm.prompt_id, gsm.dataset, gsm.text) == ("mine-0", "mine", "Question: a\nAnswer:")
+    assert load_jsonl_prompts(path, "gsm8k", template="plain")[0].text == "a"
+
+
+def test_load_prompts_reads_the_prompt_dir_and_applies_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EDGESPEC_PROMPTS", str(tmp_path))
+    (tmp_path / "cnndm_test.jsonl").write_text("".join(f'{{"prompt": "t{i}"}}\n' for i in range(3)))
+    assert [p.text for p in load_prompts("cnndm", "test", limit=2)] == [
+        "Article: t0\n\nTL;DR:",
+        "Article: t1\n\nTL;DR:",
+    ]
+    assert len(load_prompts("cnndm", "test")) == 3

@@ -1,0 +1,123 @@
+"""Feature-draft training data and training loop, on a tiny target built in the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from edgespec.datasets.prompts import Prompt
+from edgespec.learn.drafts import feature_train as ft
+from edgespec.learn.drafts.distill_data import GenerationSettings, generate_distillation_data
+from edgespec.models.feature_draft import (
+    FeatureDraftConfig,
+    FeatureDraftNet,
+    load_feature_draft,
+    target_rows,
+)
+from tests.models.tiny import VOCAB, tiny_target
+
+
+class _Tok:
+    bos_token_id, eos_token_id, pad_token_id = 2, 1, 0
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> dict[str, list[int]]:
+        return {"input_ids": [2, *(int(t) for t in text.split())]}
+
+
+def _shards(directory: Path, model: Any, count: int = 12) -> list[Path]:
+    prompts = [
+        Prompt(f"p{i}", "toy", " ".join(str(3 + (i * 7 + j) % 40) for j in range(4 + i % 3)))
+        for i in range(count)
+    ]
+    settings = GenerationSettings(batch_size=4, max_prompt_tokens=8, max_new_tokens=16, top_k=2)
+    generate_distillation_data(model, _Tok(), prompts, directory, settings)
+    return sorted(directory.glob("shard_*.pt"))
+
+
+def test_features_are_the_decoders_last_hidden_state_and_resume(tmp_path: Path) -> None:
+    model = tiny_target()
+    shards = _shards(tmp_path / "gen", model)
+    seen: list[str] = []
+    done = ft.featurize_shards(
+        model, shards, tmp_path / "f", None, lambda p, n: seen.append(p.name)
+    )
+    assert len(done) == len(shards) == len(seen)
+    sequences = ft.load_feature_files(done)
+    assert len(sequences) == 12
+    s = sequences[0]
+    with torch.no_grad():
+        want = model.model(input_ids=s.ids[None]).last_hidden_state[0]
+    torch.testing.assert_close(s.features.float(), want, atol=2e-3, rtol=2e-3)
+    again: list[str] = []
+    ft.featurize_shards(model, shards, tmp_path / "f", None, lambda p, n: again.append(p.name))
+    assert again == []  # every shard already done
+
+
+def test_split_by_prompt_keeps_each_prompt_on_one_side() -> None:
+    seqs = [
+        ft.FeatureSequence(torch.tensor([2, p, 9, 9 + i]), torch.zeros(4, 2), 2)
+        for p in range(3, 13)
+        for i in range(2)
+    ]
+    train, val = ft.split_by_prompt(seqs, 0.2, seed=0)
+    assert len(val) == 4 and len(train) == 16
+    assert {int(s.ids[1]) for s in val}.isdisjoint({int(s.ids[1]) for s in train})
+
+
+def test_training_raises_unrolled_agreement(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = tiny_target()
+    shards = _shards(tmp_path / "gen", model, count=24)
+    sequences = ft.load_feature_files(ft.featurize_shards(model, shards, tmp_path / "f"))
+    kept = tuple(range(VOCAB))
+    config = FeatureDraftConfig("tiny", VOCAB, 32, kept, num_heads=2, head_dim=8)
+    net = FeatureDraftNet(config, *target_rows(model, kept))
+    settings = ft.FeatureTrainSettings(num_steps=2, epochs=30, learning_rate=3e-3)
+    before = ft.evaluate(net, sequences, settings)
+    steps = ft.train_feature_draft(net, sequences, settings)
+    after = ft.evaluate(net, sequences, settings)
+    assert steps == 30 * 3
+    assert after[0] > before[0] + 0.3 and after[1] > before[1] + 0.2, (before, after)
+
+
+def test_train_feature_draft_command_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edgespec.cli import main
+    from edgespec.models import loading
+    from edgespec.models.registry import resolve_model
+
+    model = tiny_target()
+    _shards(tmp_path / "gen", model)
+    model.save_pretrained(tmp_path / "target")
+    real = loading.load_model
+
+    def load(name: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(name) == str(tmp_path / "target"):
+            spec = resolve_model(str(name))
+            return loading.LoadedModel(spec, model, _Tok())
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(loading, "load_model", load)
+    argv = ["train", "feature-draft", "--target", str(tmp_path / "target"), "--out"]
+    argv += [str(tmp_path / "fd"), "--data-dir", str(tmp_path / "gen"), "--features-dir"]
+    argv += [str(tmp_path / "f"), "--kept-tokens", "20", "--epochs", "1", "--heads", "2"]
+    assert main([*argv, "--head-dim", "8", "--intermediate-size", "16"]) == 0
+    net = load_feature_draft(tmp_path / "fd", model)
+    assert len(net.config.draft_token_ids) >= 20  # K most frequent + special tokens
+
+
+def test_command_errors_name_the_bad_argument(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from edgespec.cli import main
+
+    argv = ["train", "feature-draft", "--out", str(tmp_path / "fd"), "--features-dir"]
+    argv += [str(tmp_path / "f"), "--data-dir", str(tmp_path / "nothing")]
+    assert main(argv) == 2
+    assert f"--data-dir {str(tmp_path / 'nothing')!r} holds no shard_*.pt files" in (
+        capsys.readouterr().err
+    )

@@ -1,0 +1,71 @@
+"""`edgespec train text-shards`: token shards of text, readable by train feature-draft."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from edgespec.learn.drafts import feature_train as ft
+from edgespec.learn.drafts import text_shards
+from tests.models.tiny import tiny_target
+
+
+class _Tok:
+    bos_token_id = 2
+
+    def __call__(self, text: str, add_special_tokens: bool = True) -> dict[str, list[int]]:
+        return {"input_ids": [int(t) for t in text.split()]}
+
+
+def _texts(count: int) -> list[str]:
+    # lengths 20..99 tokens of ids 3..47 (the tiny target's vocabulary is 48)
+    return [" ".join(str(3 + (i + j) % 45) for j in range(20 + i % 80)) for i in range(count)]
+
+
+def test_shards_split_prompt_and_output_and_feed_feature_training(tmp_path: Path) -> None:
+    texts = _texts(160)
+    count, tokens = text_shards.write_text_shards(_Tok(), texts, tmp_path / "s", max_tokens=64)
+    kept = [t for t in texts if len(t.split()) + 1 >= 41]  # BOS + at least 40 tokens
+    assert count == len(kept) and count < len(texts)
+    shards = sorted((tmp_path / "s").glob("shard_*.pt"))
+    assert [p.name for p in shards] == ["shard_00000.pt", "shard_00001.pt"]
+    data = torch.load(shards[0], weights_only=True)
+    assert len(data["prompt_ids"]) == 64
+    first = [int(t) for t in kept[0].split()]
+    assert data["prompt_ids"][0].tolist() == [2, *first[:31]]
+    assert data["output_ids"][0].tolist() == first[31:63]  # 64 tokens in all, BOS included
+    assert tokens == sum(min(64, len(t.split()) + 1) for t in kept)
+    done = ft.featurize_shards(tiny_target(), shards, tmp_path / "f")
+    sequences = ft.load_feature_files(done)
+    assert len(sequences) == count and sequences[0].prompt_len == 32
+
+
+def test_command_writes_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from edgespec.cli import main
+    from edgespec.models import loading
+
+    class Loaded:
+        tokenizer = _Tok()
+
+    def load(name: Any, *args: Any, **kwargs: Any) -> Any:
+        assert name == "tiny"
+        return Loaded()
+
+    monkeypatch.setattr(loading, "load_model", load)
+    monkeypatch.setattr(text_shards, "training_texts", lambda conversations: _texts(80))
+    argv = ["train", "text-shards", "--target", "tiny", "--out", str(tmp_path / "s")]
+    assert main(argv) == 0
+    assert "sequences" in capsys.readouterr().out
+    assert len(list((tmp_path / "s").glob("shard_*.pt"))) == 1
+
+
+def test_command_refuses_too_few_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    from edgespec.cli import main
+
+    assert main(["train", "text-shards", "--out", "unused", "--max-tokens", "40"]) == 2
+    assert "--max-tokens must be >= 41, got 40" in capsys.readouterr().err

@@ -1,0 +1,119 @@
+"""`edgespec trace` end to end on tiny local models (HF directories saved in the test)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from edgespec.cli import main
+from edgespec.learn.traces.records import read_trace
+from tests.models.tiny import VOCAB, tiny_draft, tiny_target
+
+
+def _tokenizer() -> PreTrainedTokenizerFast:
+    vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2} | {f"w{i}": i for i in range(3, VOCAB)}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="w3"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    # transformers' tokenizer constructor is unannotated
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>"
+    )
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("pair")
+    target = tiny_target()
+    target.save_pretrained(root / "target")
+    _tokenizer().save_pretrained(root / "target")
+    tiny_draft(list(range(0, VOCAB, 2))).save(root / "draft")
+    return root / "target", root / "draft"
+
+
+def test_trace_command_writes_a_trace_and_a_summary(
+    pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompts = tmp_path / "toy.jsonl"
+    prompts.write_text(
+        "".join(json.dumps({"prompt": f"w5 w{9 + i} w7 w5"}) + "\n" for i in range(3))
+    )
+    target, draft = pair
+    args = ["trace", "--target", str(target), "--draft", str(draft), "--dataset", str(prompts)]
+    args += ["--limit", "2", "--max-new-tokens", "8", "--baselines", "--threads", "1"]
+    assert main([*args, "--out", str(tmp_path / "t.jsonl"), "--out-dir", str(tmp_path / "d")]) == 0
+    records = read_trace(tmp_path / "t.jsonl")
+    assert [r.request_id for r in records] == ["toy-0", "toy-1"]
+    assert all(r.lossless and r.output_tokens == 8 and r.draft_features for r in records)
+    assert read_trace(tmp_path / "d" / "toy.jsonl") == records
+    err = capsys.readouterr().err
+    assert "speculative decoding, greedy, γ = 4" in err and "wrote 2 records" in err
+
+
+def test_trace_command_needs_an_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", "--draft", "ngram"]) == 2
+    assert "edgespec trace: give --out FILE and/or --out-dir DIR" in capsys.readouterr().err
+
+
+def test_unknown_dataset_lists_the_bundled_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["trace", "--target", "never-loaded", "--draft", "ngram", "--dataset", "gsm9k"]
+    assert main([*args, "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec trace: --dataset gsm9k: neither a bundled dataset "
+        "(gsm8k, cnndm, humaneval, sharegpt) nor a JSONL prompt file\n"
+    )
+
+
+def test_trace_command_rejects_bad_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["trace", "--gamma", "0", "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert "--gamma must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_trace_command_with_a_token_tree(
+    pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompts = tmp_path / "toy.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": f"w5 w{9 + i} w7 w5"}) + "\n" for i in (0, 1)))
+    target, draft = pair
+    args = ["trace", "--target", str(target), "--draft", str(draft), "--dataset", str(prompts)]
+    args += ["--max-new-tokens", "8", "--baselines", "--threads", "1", "--tree", "2,2,1"]
+    assert main([*args, "--lookup", "--out", str(tmp_path / "t.jsonl")]) == 0
+    records = read_trace(tmp_path / "t.jsonl")
+    assert all(r.lossless and r.output_tokens == 8 for r in records)
+    assert records[0].draft_model.endswith("+tree(2,2,1)+lookup")
+    assert any(rnd.gamma > 4 for r in records for rnd in r.rounds)  # tree nodes were sent
+    for r in records:  # the acceptance sequence replays the rounds actually run
+        flags = [f for rnd in r.rounds for f in [1] * rnd.num_accepted + [0]][: r.output_tokens]
+        assert list(r.acceptance_seq) == flags
+    assert {r.draft_tree for r in records} == {"2,2,1"}
+    # simulated as the workload, the tree trace runs its captured rounds
+    from edgespec.sim.setup.scenario import scenario_from_dict
+    from edgespec.sim.simulator import simulate
+
+    data = {
+        "duration_s": 600.0,
+        "auto_topology": {"devices": [{"count": 2}], "servers": [{"count": 1}]},
+        "acceptance": {"kind": "trace"},
+        "workload": {"kind": "trace", "trace": str(tmp_path / "t.jsonl")},
+        "record_rounds": True,
+    }
+    sim = simulate(scenario_from_dict(data))
+    for r in records:
+        replayed = [
+            (x.num_drafted, x.num_accepted) for x in sim.rounds if x.request_id == r.request_id
+        ]
+        assert replayed == [(rnd.gamma, rnd.num_accepted) for rnd in r.rounds]
+    capsys.readouterr()
+    assert main(["trace", "--draft", "ngram", "--tree", "2", "--out", "x.jsonl"]) == 2
+    assert "--tree needs a neural draft model" in capsys.readouterr().err
+    assert main(["trace", "--tree", "2,x", "--out", "x.jsonl"]) == 2
+    assert "--tree: tree branching must be comma-separated integers" in capsys.readouterr().err
+    assert main(["trace", "--tree", "2", "--tree-min-prob", "-1", "--out", "x.jsonl"]) == 2
+    assert "--tree-min-prob must be in [0, 1), got -1.0" in capsys.readouterr().err

@@ -1,0 +1,103 @@
+"""Per-category errors and refits of a profile report (edgespec.profiling.residuals)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.profiling import residuals as pr
+
+
+def _padded_time(entries: list[tuple[int, int]]) -> float:
+    size = len(entries)
+    new = max(n for n, _ in entries)
+    total = max(n + c for n, c in entries)
+    return 1e-3 * size * new + 1e-7 * size * new * total + 2e-4 * size * total + 0.05
+
+
+def _report() -> dict[str, Any]:
+    samples = []
+    for i in range(40):
+        entries = [(1 + (i * 7) % 50, (i * 131) % 900)] + [(1 + i % 5, 100 * (i % 9))] * (i % 4)
+        category = ("compute", "memory", "mixed")[i % 3]
+        time_s = _padded_time(entries)
+        for run, scale in enumerate((1.0, 3.0, 0.999)):  # the median run is the exact time
+            samples.append({
+                "config": i, "category": category, "split": "test" if i % 4 == 0 else "train",
+                "run": run, "entries": entries, "time_s": time_s * scale,
+            })  # fmt: skip
+    coefficients = {"a_s": 1e-3, "b_compute_s": 1e-7, "b_read_s": 2e-4, "c_s": 0.05}
+    return {"wisp": {"coefficients": coefficients}, "samples": samples}
+
+
+def test_points_take_each_configurations_median_run() -> None:
+    pts = pr.points(_report())
+    assert len(pts) == 40
+    assert pts[3].time_s == _padded_time(list(pts[3].entries))
+    assert [p.split for p in pts[:4]] == ["test", "train", "train", "train"]
+
+
+def test_padded_backend_fits_the_padded_shape_and_not_eq19() -> None:
+    fits = pr.refits(_report())
+    assert fits["padded shape"].mape_pct < 1e-6
+    assert fits["Eq. 19 (additive)"].mape_pct > 1.0
+    errors = pr.category_errors(_report())
+    assert {(e.category, e.split) for e in errors} >= {("mixed", "train"), ("compute", "test")}
+    single = [e for e in errors if e.category == "compute"]
+    assert all(e.count > 0 and e.mape_pct >= abs(e.bias_pct) for e in single)
+
+
+def test_main_prints_the_table_and_both_fits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "gemma-report.json"
+    path.write_text(json.dumps(_report()))
+    assert main(["profile", "--residuals", str(path)]) == 0
+    out = capsys.readouterr().out
+    header = ["category", "split", "n", "MAPE", "%", "bias", "%", "mean", "s"]
+    assert out.splitlines()[0].split() == header
+    assert "Eq. 19 (additive): held-out R²" in out and "padded shape: held-out R² 1.000" in out
+
+
+def _sample(config: int, split: str, time_s: float, run: int = 0) -> dict[str, Any]:
+    return {
+        "config": config, "category": "compute", "split": split, "run": run,
+        "entries": [[1 + config, 0]], "time_s": time_s,
+    }  # fmt: skip
+
+
+def test_points_take_the_lower_median_of_an_even_number_of_runs() -> None:
+    report = {
+        "samples": [_sample(0, "train", t, run) for run, t in enumerate((0.4, 0.1, 0.3, 0.2))]
+    }
+    assert [p.time_s for p in pr.points(report)] == [0.2]
+
+
+def test_category_errors_by_hand() -> None:
+    # Eq. 19 with only c = 1 s predicts 1 s everywhere; relative errors (pred − meas) / meas:
+    # +100 %, 0 %, −50 % on the training points; −75 % on the held-out one
+    times = {0: ("train", 0.5), 1: ("train", 1.0), 2: ("train", 2.0), 3: ("test", 4.0)}
+    report = {
+        "wisp": {"coefficients": {"a_s": 0.0, "b_compute_s": 0.0, "b_read_s": 0.0, "c_s": 1.0}},
+        "samples": [_sample(i, split, t) for i, (split, t) in times.items()],
+    }
+    train, test = pr.category_errors(report)
+    assert (train.category, train.split, train.count) == ("compute", "train", 3)
+    assert train.mape_pct == pytest.approx(50.0)
+    assert train.bias_pct == pytest.approx(50.0 / 3)  # over-prediction is positive
+    assert train.mean_time_s == pytest.approx(3.5 / 3)
+    assert (test.split, test.count, test.mape_pct, test.bias_pct) == ("test", 1, 75.0, -75.0)
+
+
+def test_refits_score_the_held_out_configurations_only() -> None:
+    fits = pr.refits(_report())
+    assert {m.num_samples for m in fits.values()} == {10}  # configurations 0, 4, ..., 36
+    only_train = {"samples": [_sample(i, "train", 0.1 * (i + 1)) for i in range(5)]}
+    only_test = {"samples": [_sample(i, "test", 0.1 * (i + 1)) for i in range(5)]}
+    for report in (only_train, only_test):
+        with pytest.raises(ValueError, match="needs training and held-out configurations"):
+            pr.refits(report)

@@ -1,0 +1,154 @@
+"""Claim rows W6, W6-T1, W7, W8, W10 on hand-built predictor results: each verdict at the
+edge where it flips."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, cast
+
+from edgespec.learn.stop.evaluate import LatencyStats, OperatingPoint, WasteSummary
+from edgespec.learn.stop.study import PredictorResult, StopStudy, StudySettings, TheoremPoint
+from edgespec.metrics import SystemMetrics, summarize
+from edgespec.reproduce.claims import ClaimRow
+from edgespec.reproduce.wisp.predictor import AcceptanceRow
+from edgespec.reproduce.wisp.predictor_claims import (
+    TREES,
+    theorem_row,
+    w6_rows,
+    w7_rows,
+    w8_rows,
+    w10_rows,
+)
+
+
+def point(fpr: float, balanced_accuracy: float) -> OperatingPoint:
+    return OperatingPoint(0.5, 0.7, 0.7, 0.8, 1 - fpr, fpr, balanced_accuracy, 10, 10, 10, 10)
+
+
+def latency(mean_ms: float) -> LatencyStats:
+    return LatencyStats(100, mean_ms, mean_ms, 0.0, mean_ms, mean_ms, mean_ms, mean_ms)
+
+
+def waste(wasted: float, fpr: float = 0.5, acceptance: float = 0.5) -> WasteSummary:
+    return WasteSummary(1, 10, wasted, wasted, acceptance, 2.0, (fpr,))
+
+
+def study(
+    points: dict[str, tuple[OperatingPoint, OperatingPoint]] | None = None,
+    means_ms: dict[str, float] | None = None,
+    theorem: tuple[TheoremPoint, ...] = (),
+    no_predictor: WasteSummary | None = None,
+) -> StopStudy:
+    names = ("mlp", *TREES)
+    points = points or {n: (point(0.5, 0.6), point(0.5, 0.6)) for n in names}
+    means_ms = means_ms or dict.fromkeys(names, 0.1)
+    predictors = tuple(
+        PredictorResult(n, {}, 0.4, points[n][0], points[n][1], latency(means_ms[n])) for n in names
+    )
+    return StopStudy(
+        StudySettings(), {}, predictors, theorem, no_predictor or waste(1.0), cast(Any, None)
+    )
+
+
+def test_w6_mlp_fpr_ratio_and_the_direction_with_ties() -> None:
+    # the paper: 0.425 / mean(0.8596, 0.8483, 0.7978) = 0.509
+    tied = {"mlp": (point(0.4, 0.7), point(0.4, 0.6))} | {
+        t: (point(fpr, 0.7), point(0.8, 0.65))
+        for t, fpr in zip(TREES, (0.4, 0.8, 1.2), strict=True)
+    }
+    at_threshold, at_half = w6_rows(study(tied))
+    assert at_threshold.ours == "0.50 (MLP 0.400 vs 0.400–1.200)"
+    assert (at_threshold.direction_ok, at_threshold.magnitude_ok) == (True, True)  # ties count
+    assert at_half.ours == "0.50 (MLP 0.400 vs 0.800–0.800)"
+    assert (at_half.direction_ok, at_half.magnitude_ok) == (False, True)  # BalAcc 0.60 < 0.65
+    lowest_only = {"mlp": (point(0.4, 0.5), point(0.8, 0.7))} | {
+        t: (point(0.8, 0.6), point(0.4, 0.6)) for t in TREES
+    }
+    a, b = w6_rows(study(lowest_only))
+    assert (a.direction_ok, b.direction_ok) == (False, False)  # each misses one of the two
+    assert (a.magnitude_ok, b.ours) == (True, "2.00 (MLP 0.800 vs 0.400–0.400)")
+    assert b.magnitude_ok is False
+
+
+def test_w6_t1_needs_95_percent_of_at_least_one_pair() -> None:
+    def theorem(wasted_low: tuple[float, ...], wasted_high: tuple[float, ...]) -> ClaimRow:
+        # every (low, high) pair dominates (FP 0.1 ≤ 0.9 at r = 1): 4 × 5 = 20 pairs
+        low = [TheoremPoint("mlp", i, 0.1, waste(w, 0.1)) for i, w in enumerate(wasted_low)]
+        high = [TheoremPoint("rf", i, 0.9, waste(w, 0.9)) for i, w in enumerate(wasted_high)]
+        return theorem_row(study(theorem=(*low, *high)))
+
+    row = theorem((1.0, 1.0, 1.0, 1.5), (2.0, 2.0, 2.0, 2.0, 1.2))  # one pair breaks it
+    assert (row.ours, row.direction_ok) == ("19 of 20 dominating pairs", True)
+    row = theorem((1.0, 1.0, 1.6, 1.5), (2.0, 2.0, 2.0, 2.0, 1.2))
+    assert (row.ours, row.direction_ok) == ("18 of 20 dominating pairs", False)
+    empty = theorem_row(study())
+    assert (empty.ours, empty.direction_ok) == ("0 of 0 dominating pairs", False)
+
+
+def test_w10_latency_bounds() -> None:
+    names = ("mlp", *TREES)
+    fast = w10_rows(study(means_ms=dict(zip(names, (0.2, 0.3, 1.0, 0.4), strict=True))))
+    assert (fast[0].ours, fast[0].direction_ok) == ("0.2000", True)
+    assert (fast[1].ours, fast[1].direction_ok) == ("5.0×", False)  # RF exactly 5× is not ≫
+    slow = w10_rows(study(means_ms=dict(zip(names, (1.0, 0.3, 5.01, 0.4), strict=True))))
+    assert (slow[0].direction_ok, slow[1].direction_ok) == (False, True)  # 1 ms is not < 1 ms
+
+
+def _acceptance(gains: tuple[float, ...]) -> list[AcceptanceRow]:
+    models = ("qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b")
+    return [
+        AcceptanceRow(m, 0.6, 0.5, 0.5 * (1 + g), 0.4) for m, g in zip(models, gains, strict=True)
+    ]
+
+
+def test_w7_gains_their_tolerance_and_the_decreasing_order() -> None:
+    mlp_point = TheoremPoint("mlp", 0.4, 0.2, waste(0.5, acceptance=0.6))
+    s = study(theorem=(mlp_point,), no_predictor=waste(1.0, acceptance=0.5))
+    # the paper: +54.8%, +50.0%, +40.4%, +34.0%
+    *per_model, order, gemma = w7_rows(_acceptance((0.5, 0.5, 0.0, -0.1)), s)
+    assert [r.ours for r in per_model] == [
+        "0.500 → 0.750 (+50.0%)",
+        "0.500 → 0.750 (+50.0%)",
+        "0.500 → 0.500 (+0.0%)",
+        "0.500 → 0.450 (-10.0%)",
+    ]
+    assert [(r.direction_ok, r.magnitude_ok) for r in per_model] == [
+        (True, True),
+        (True, True),
+        (False, False),  # no gain is no gain
+        (False, False),
+    ]
+    assert (order.ours, order.direction_ok) == ("50.0% / 50.0% / 0.0% / -10.0%", True)
+    rising = w7_rows(_acceptance((0.4, 0.5, 0.3, 0.2)), s)
+    assert rising[4].direction_ok is False
+    assert rising[0].magnitude_ok is False  # +40% is 27% below +54.8%
+    assert (gemma.ours, gemma.direction_ok) == ("0.500 → 0.600 (+20.0%)", True)
+    flat = study(theorem=(mlp_point,), no_predictor=waste(1.0, acceptance=0.6))
+    assert w7_rows([], flat)[-1].direction_ok is False
+
+
+def _goodput(value: float) -> SystemMetrics:
+    return dataclasses.replace(
+        summarize([], [], duration_s=1.0, num_servers=1), goodput_tokens_per_s=value
+    )
+
+
+def test_w8_goodput_gains() -> None:
+    # the paper: N = 2 +20.4%, N = 4 +25.1%
+    rows = w8_rows(
+        {
+            4: (_goodput(100.0), _goodput(120.0)),
+            2: (_goodput(50.0), _goodput(60.0)),
+            3: (_goodput(10.0), _goodput(9.0)),
+        }
+    )
+    assert [r.what for r in rows[:3]] == [f"goodput OFF → ON, N = {n}" for n in (2, 3, 4)]
+    assert rows[0].ours == "50.0 → 60.0 (+20.0%)" and rows[0].paper == "14.23 → 17.14 (+20.4%)"
+    assert [(r.direction_ok, r.magnitude_ok) for r in rows[:3]] == [
+        (True, True),
+        (False, None),  # no paper number for N = 3
+        (True, True),
+    ]
+    assert (rows[3].ours, rows[3].direction_ok) == ("20.0% / -10.0% / 20.0%", False)
+    equal = w8_rows({2: (_goodput(50.0), _goodput(60.0)), 4: (_goodput(100.0), _goodput(120.0))})
+    assert equal[-1].direction_ok is True  # equal gains are non-decreasing

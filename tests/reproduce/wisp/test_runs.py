@@ -1,0 +1,62 @@
+"""``edgespec reproduce wisp --quick`` end to end (CI): the run folder, the scenario files it
+ran, and the claim directions this reduced run reproduces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgespec.cli import main
+from edgespec.reproduce.wisp.report import reproduce as reproduce_wisp
+from edgespec.sim.setup.scenario import scenario_from_dict
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list]:  # type: ignore[type-arg]
+    out = tmp_path_factory.mktemp("reproduce")
+    rows = reproduce_wisp(out, quick=True, workers=1, progress=False, command="test")
+    return out, rows
+
+
+def test_report_and_files(quick: tuple[Path, list]) -> None:  # type: ignore[type-arg]
+    out, rows = quick
+    report = (out / "REPORT.md").read_text()
+    assert {r.claim_id for r in rows} == {"W1", "W3", "W4", "W5", "W6", "W6-T1", "W7", "W8", "W10"}
+    for row in rows:
+        assert f"| {row.claim_id} | {row.what} |" in report
+    for name in ("fig7_violation_curves.png", "table2_capacities.png", "fig8_attribution.png"):
+        assert (out / name).read_bytes()[:4] == b"\x89PNG"
+    scenarios = sorted((out / "scenarios").glob("*.yaml"))
+    assert len(scenarios) == 6 + 6 + 3 + 1  # capacity searches, curve runs, goodput, W5
+    for path in scenarios:
+        scenario_from_dict(yaml.safe_load(path.read_text()))  # each is a valid scenario
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["capacities"]) == 6 and results["attribution"]["violated"] > 0
+    predictor = json.loads((out / "predictor.json").read_text())
+    assert [p["name"] for p in predictor["study"]["predictors"]] == [
+        "mlp", "lightgbm", "random_forest", "xgboost"
+    ]  # fmt: skip
+    assert predictor["study"]["balance"]["all"]["samples"] == 10_885
+    assert [g["devices"] for g in predictor["goodput"]] == [2, 16]
+    assert len(predictor["acceptance"]) == 4
+    assert "## Dataset (Table 8)" in (out / "predictor.md").read_text()
+
+
+def test_directions_reproduced_by_the_quick_run(quick: tuple[Path, list]) -> None:  # type: ignore[type-arg]
+    _, rows = quick
+    capacity = [r for r in rows if r.claim_id == "W1" and r.what.startswith("capacity")]
+    assert len(capacity) == 2 and all(r.direction_ok for r in capacity)  # WISP > cent. > SLED
+    goodput = next(r for r in rows if r.claim_id == "W3")
+    assert goodput.direction_ok  # WISP > centralized > SLED
+    # the predictor raises the acceptance of sent tokens for every draft model (Table 5)
+    acceptance = [r for r in rows if r.claim_id == "W7" and r.what.startswith("acceptance")]
+    assert len(acceptance) == 5 and all(r.direction_ok for r in acceptance)
+    assert next(r for r in rows if r.claim_id == "W6-T1").direction_ok  # Theorem 1
+
+
+def test_unknown_and_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "wisp", "--workers", "0"]) == 2
+    assert "--workers must be >= 1" in capsys.readouterr().err

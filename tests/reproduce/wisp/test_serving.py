@@ -1,0 +1,58 @@
+"""The real-server comparison's per-class summary and Eq. 21 attribution, on hand-made
+rows."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from edgespec.core.types import RoundRecord
+from edgespec.reproduce.wisp.serving import (
+    SYSTEMS,
+    attribution_summary,
+    round_log_path,
+    system_summary,
+)
+
+
+def test_summary_per_class() -> None:
+    rows = [
+        {"class": "a", "tokens": [1] * 24, "tokens_per_s": 2.5, "e2e_s": 9.6},
+        {"class": "a", "tokens": [1] * 24, "tokens_per_s": 1.5, "e2e_s": 16.0},
+        {"class": "b", "tokens": [1] * 12, "tokens_per_s": 0.9, "e2e_s": 13.3},
+    ]
+    out = system_summary(rows, {"a": 2.0, "b": 1.0, "c": 3.0}, seconds=60.0)
+    assert out["requests"] == 3 and out["goodput_tokens_per_s"] == 1.0
+    assert abs(out["mean_e2e_s"] - (9.6 + 16.0 + 13.3) / 3) < 1e-12
+    assert out["classes"]["a"] == {"target_tokens_per_s": 2.0, "requests": 2, "attainment": 0.5}
+    assert out["classes"]["b"]["attainment"] == 0.0
+    assert out["classes"]["c"] == {"target_tokens_per_s": 3.0, "requests": 0, "attainment": None}
+
+
+def test_systems_use_the_serve_flags() -> None:
+    assert SYSTEMS["sled"][-1] == "--no-prefix-cache"
+    assert SYSTEMS["wisp"][:2] == ["--batching", "wisp"]
+
+
+def test_attribution_from_a_round_log(tmp_path: Path) -> None:
+    """Four batches of 1 s on one server, then one of 3 s whose round misses its deadline:
+    ρ = 3 / mean(1, 1, 1, 1, 3) = 2.14 > 1.5, compute-dominant; a round that met its
+    deadline and one without a deadline are not violations."""
+    log = round_log_path(tmp_path / "report.json", "wisp")
+    assert log == tmp_path / "report-wisp-rounds.jsonl"
+    rows = []
+    for i, (end, deadline) in enumerate([(1, None), (2, 5), (3, None), (4, None), (7, 6.5)]):
+        verify = 3.0 if end == 7 else 1.0
+        record = RoundRecord(
+            "s", i, end - verify, float(end), 0.0, 0.0, 0.0, verify, 0.0, 4, 2, 3, 1,
+            deadline_s=None if deadline is None else float(deadline),
+        )  # fmt: skip
+        rows.append(json.dumps({"type": "RoundRecord", **dataclasses.asdict(record)}))
+    log.write_text("\n".join(rows) + "\n")
+    assert attribution_summary(log) == {
+        "rounds_with_deadline": 2,
+        "violated": 1,
+        "compute_dominant": 1,
+        "compute_share": 1.0,
+    }

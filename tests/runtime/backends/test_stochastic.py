@@ -1,0 +1,83 @@
+"""Stochastic verification reproduces the target's sampling distribution."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from edgespec.core.types import SamplingParams
+from edgespec.runtime.backends.base import ForwardItem
+from edgespec.runtime.backends.ngram import NgramDrafter
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
+from edgespec.runtime.sampling import logits_to_probs
+from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.testing import tiny_llama
+from edgespec.runtime.wire.inprocess import speculative_generate
+
+scipy_stats = pytest.importorskip("scipy.stats")
+
+VOCAB = 6
+PROMPT = (1, 2, 3)
+TEMPERATURE = 1.0
+
+
+def _joint(target: TransformersTarget) -> np.ndarray:
+    """Exact P(y1, y2 | prompt) under the target at TEMPERATURE."""
+    first = target.forward([ForwardItem(None, 0, PROMPT, 1)])[0]
+    p1 = logits_to_probs(first.logits, TEMPERATURE)[0]
+    joint = np.zeros((VOCAB, VOCAB))
+    for y1 in range(VOCAB):
+        out = target.forward([ForwardItem(first.kv, len(PROMPT), (y1,), 1)])[0]
+        joint[y1] = p1[y1] * logits_to_probs(out.logits, TEMPERATURE)[0]
+    return joint
+
+
+@pytest.mark.parametrize("drafter_kind", ["model", "ngram"])
+def test_two_token_distribution_matches_target(drafter_kind: str) -> None:
+    target = TransformersTarget(tiny_llama(seed=3, vocab_size=VOCAB, logit_scale=1.5))
+    draft_model = tiny_llama(seed=4, vocab_size=VOCAB, logit_scale=1.5)
+    joint = _joint(target)
+    counts = np.zeros((VOCAB, VOCAB))
+    engine = VerificationEngine(target)
+    num_runs = 1500
+    accepted = 0
+    for seed in range(num_runs):
+        drafter = (
+            TransformersDraft(draft_model)
+            if drafter_kind == "model"
+            else NgramDrafter(max_ngram=2, vocab_size=VOCAB)
+        )
+        sampling = SamplingParams(temperature=TEMPERATURE, max_new_tokens=2, seed=seed)
+        result = speculative_generate(target, drafter, PROMPT, 2, sampling, engine=engine)
+        y1, y2 = result.output_token_ids
+        counts[y1, y2] += 1
+        accepted += result.request.num_accepted
+    assert accepted > 0  # drafts do get accepted, so the accept path is exercised
+    expected = joint.ravel() * num_runs
+    observed = counts.ravel()
+    # pool cells with small expectations so the chi-square approximation holds
+    small = expected < 5
+    exp, obs = expected[~small], observed[~small]
+    if small.any():
+        exp, obs = np.append(exp, expected[small].sum()), np.append(obs, observed[small].sum())
+    result = scipy_stats.chisquare(obs, exp)
+    assert result.pvalue > 1e-3, (result, list(itertools.islice(zip(obs, exp, strict=True), 10)))
+
+
+def test_stochastic_verification_is_not_greedy() -> None:
+    """Sanity: at temperature 1 the outputs vary with the seed (the test above is live)."""
+    target = TransformersTarget(tiny_llama(seed=3, vocab_size=VOCAB, logit_scale=1.5))
+    outs = {
+        speculative_generate(
+            target,
+            NgramDrafter(vocab_size=VOCAB),
+            PROMPT,
+            2,
+            SamplingParams(temperature=1.0, max_new_tokens=2, seed=s),
+        ).output_token_ids
+        for s in range(20)
+    }
+    assert len(outs) > 3

@@ -1,0 +1,248 @@
+"""``edgespec serve`` + ``edgespec draft`` end to end, on a tiny model saved to disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.wire.inprocess import target_greedy_decode
+
+PROMPT = (5, 6, 7, 8, 9)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, target_model: Any) -> Iterator[str]:
+    model_dir = tmp_path_factory.mktemp("model")
+    target_model.save_pretrained(model_dir)
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edgespec.cli",
+            "serve",
+            "--target",
+            str(model_dir),
+            "--port",
+            "0",
+            "--draft",
+            str(model_dir),
+            "--threads",
+            "1",
+            "--set",
+            "max_batch_size=4",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "listening on" not in line:
+        proc.kill()
+        pytest.fail(f"server did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+    address = line.split("listening on ")[1].split()[0]
+    yield f"{address}|{model_dir}"
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_draft_command_streams_lossless_output(
+    served: str, target: TransformersTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address, model_dir = served.split("|")
+    reference = list(target_greedy_decode(target, PROMPT, 12))
+    records = tmp_path / "rounds.jsonl"
+    ids = ",".join(map(str, PROMPT))
+    for draft in (model_dir, "ngram", f"{model_dir} --lookup", f"{model_dir} --tree 2,2,1"):
+        code = main(
+            [
+                "draft",
+                "--server",
+                address,
+                "--draft",
+                *draft.split(),
+                "--prompt-ids",
+                ids,
+                "--max-new-tokens",
+                "12",
+                "--gamma",
+                "3",
+                "--records",
+                str(records),
+            ]
+        )
+        assert code == 0
+        out = capsys.readouterr()
+        streamed = [
+            int(t) for t in out.out.replace("[", " ").replace("]", " ").replace(",", " ").split()
+        ]
+        assert streamed == reference
+        assert "12 tokens" in out.err
+        rows = [json.loads(line) for line in records.read_text().splitlines()]
+        assert rows[-1]["type"] == "RequestRecord" and rows[-1]["num_output_tokens"] == 12
+        assert all(r["type"] == "RoundRecord" for r in rows[:-1])
+    for mode in ("centralized", "fused"):
+        assert (
+            main(
+                [
+                    "draft",
+                    "--server",
+                    address,
+                    "--mode",
+                    mode,
+                    "--prompt-ids",
+                    ids,
+                    "--max-new-tokens",
+                    "12",
+                ]
+            )
+            == 0
+        )
+        printed = capsys.readouterr().out
+        assert [
+            int(t) for t in printed.replace("[", " ").replace("]", " ").replace(",", " ").split()
+        ] == reference
+
+
+def test_draft_tree_settings_reach_the_drafter(
+    served: str, target: TransformersTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address, model_dir = served.split("|")
+    records = tmp_path / "rounds.jsonl"
+    args = ["draft", "--server", address, "--draft", model_dir, "--tree", "3,3"]
+    args += ["--prompt-ids", ",".join(map(str, PROMPT)), "--max-new-tokens", "12"]
+    assert main([*args, "--tree-max-nodes", "3", "--records", str(records)]) == 0
+    out = capsys.readouterr().out
+    streamed = [int(t) for t in out.replace("[", " ").replace("]", " ").replace(",", " ").split()]
+    assert streamed == list(target_greedy_decode(target, PROMPT, 12))
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    drafted = [r["num_drafted"] for r in rows if r["type"] == "RoundRecord"]
+    assert max(drafted) == 3  # capped (a 3,3 tree of depth 4 holds up to 3 + 9 + 9 + 9)
+    args[args.index("3,3")] = "3,3,3"  # up to 3 + 9 + 27 + 27 tokens: over the server's 32
+    assert main([*args, "--tree-max-nodes", "40", "--records", str(records)]) == 0
+    err = capsys.readouterr().err
+    assert "tree_max_nodes 40 exceeds the server's max_draft_tokens 32; using 32" in err
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    assert max(r["num_drafted"] for r in rows if r["type"] == "RoundRecord") == 32
+
+
+def test_serve_without_target_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve"]) == 2
+    assert (
+        "config field 'target': no target model given (--target MODEL)" in capsys.readouterr().err
+    )
+
+
+def test_draft_text_prompt_without_tokenizer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["draft", "--draft", "ngram", "--prompt", "hello"]) == 2
+    assert "text prompts need a tokenizer" in capsys.readouterr().err
+    missing = str(tmp_path / "nowhere")
+    assert main(["draft", "--draft", "ngram", "--prompt", "hi", "--tokenizer", missing]) == 2
+    assert f"config field 'tokenizer': no tokenizer found at '{missing}'" in capsys.readouterr().err
+
+
+def test_draft_command_reports_refused_request_in_one_line(
+    served: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address = served.split("|")[0]
+    code = main(["draft", "--server", address, "--draft", "ngram", "--prompt-ids", "1,2,999"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        "edgespec draft: INVALID_ARGUMENT: "
+        "prompt token 2 (id 999) is outside the vocabulary [0, 64)"
+    )
+
+
+def test_draft_against_no_server_says_what_to_check(capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on once the probe closes
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    args = ["draft", "--server", f"127.0.0.1:{port}", "--draft", "ngram", "--prompt-ids", "1,2"]
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("edgespec draft: UNAVAILABLE: ")
+    assert f"127.0.0.1:{port}" in err
+    assert err.endswith(" (is an `edgespec serve` running and reachable at the --server address?)")
+
+
+def test_draft_lookup_needs_a_greedy_neural_draft(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["draft", "--prompt-ids", "5,6", "--lookup"]
+    assert main([*args, "--draft", "ngram"]) == 2
+    assert "config field 'lookup': needs a neural draft model" in capsys.readouterr().err
+    assert main([*args, "--draft", "some/model", "--temperature", "0.5"]) == 2
+    assert "drafts greedily: needs temperature 0, got 0.5" in capsys.readouterr().err
+
+
+def test_draft_tree_flag_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["draft", "--prompt-ids", "5,6", "--draft", "some/model"]
+    assert main([*args, "--tree", "2,0"]) == 2
+    err = capsys.readouterr().err
+    assert "config field 'tree': tree branching needs integers >= 1, got '2,0'" in err
+    assert main([*args, "--tree", "2,1", "--temperature", "0.7"]) == 2
+    assert "trees are verified greedily: needs temperature 0, got 0.7" in capsys.readouterr().err
+    assert main(["draft", "--prompt-ids", "5", "--draft", "ngram", "--tree", "2"]) == 2
+    assert "config field 'tree': needs a neural draft model" in capsys.readouterr().err
+    assert main([*args, "--tree", "2", "--tree-min-prob", "1.5"]) == 2
+    assert "config field 'tree_min_prob': must be in [0, 1), got 1.5" in capsys.readouterr().err
+
+
+def test_make_drafter_picks_the_backend() -> None:
+    from edgespec.runtime.backends.ngram import NgramDrafter
+    from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
+    from edgespec.runtime.commands.draft import make_drafter
+    from tests.models.tiny import tiny_draft, tiny_target
+
+    trimmed, plain = tiny_draft([3, 4, 5]), tiny_target()
+    assert type(make_drafter("ngram", None, 48)) is NgramDrafter
+    assert type(make_drafter("d", trimmed, 48)) is TransformersDraft
+    assert type(make_drafter("d", plain, 48)) is TransformersDraft
+    assert type(make_drafter("d", plain, 48, lookup=True)) is HybridDraft
+    from edgespec.runtime.backends.feature_draft import FeatureDraft
+    from tests.models.test_feature_draft import _net
+
+    assert type(make_drafter("d", _net(), 48)) is FeatureDraft
+    from edgespec.config import ConfigError
+    from edgespec.runtime.backends.tree_draft import TreeDraft
+
+    tree = make_drafter("d", trimmed, 48, lookup=True, tree="3,1", tree_min_prob=0.1)
+    assert type(tree) is TreeDraft and tree.branching == (3, 1) and tree.lookup
+    assert tree.min_path_prob == 0.1
+    with pytest.raises(ConfigError, match="feature draft, which drafts chains only"):
+        make_drafter("d", _net(), 48, tree="2")
+
+
+def test_draft_window_flag_picks_the_policy(
+    served: str, target: TransformersTarget, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    address = served.split("|")[0]
+    records = tmp_path / "rounds.jsonl"
+    args = ["draft", "--server", address, "--draft", "ngram", "--records", str(records)]
+    args += ["--prompt-ids", ",".join(map(str, PROMPT)), "--max-new-tokens", "16"]
+    window = ["--window", "dynamic", "--set", "window.params={initial_gamma: 2, max_gamma: 6}"]
+    assert main([*args, *window]) == 0
+    out = capsys.readouterr().out
+    streamed = [int(t) for t in out.replace("[", " ").replace("]", " ").replace(",", " ").split()]
+    assert streamed == list(target_greedy_decode(target, PROMPT, 16))
+    rows = [json.loads(line) for line in records.read_text().splitlines()]
+    drafted = [r["num_drafted"] for r in rows if r["type"] == "RoundRecord"]
+    assert drafted[0] == 2  # the dynamic window's initial γ, not the static default 4
+    assert main([*args, "--window", "dynamic", "--gamma", "3"]) == 2
+    assert "give --window or --gamma (a static window), not both" in capsys.readouterr().err
+    assert main([*args, "--window", "nosuch"]) == 2
+    assert "unknown window policy 'nosuch'" in capsys.readouterr().err

@@ -1,0 +1,165 @@
+"""``edgespec draft``: the exact message and exit code of flag mistakes (before any model
+loads or server is asked), and which flags reach the client and the request (a fake
+:class:`RemoteVerifier` records them, for the server-side baselines)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.errors import UserInputError
+from edgespec.policies import stop_drafting
+from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
+from edgespec.runtime.wire import grpc_client
+
+BASE = ["draft", "--server", "127.0.0.1:1", "--draft", "ngram"]
+
+
+class FakeVerifier:
+    """Records what the draft command builds and asks; streams the prompt back."""
+
+    made: ClassVar[list[FakeVerifier]] = []
+
+    def __init__(
+        self, address: str, auth_token: str | None, tls_ca: str | None, timeout_s: float
+    ) -> None:
+        self.address, self.auth_token, self.tls_ca = address, auth_token, tls_ca
+        self.timeout_s = timeout_s
+        self.asked: list[tuple[Any, bool, int]] = []
+        FakeVerifier.made.append(self)
+
+    def generate(self, spec: Any, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
+        self.asked.append((spec, fused, gamma))
+        yield spec.prompt_token_ids
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> list[FakeVerifier]:
+    FakeVerifier.made = []
+    monkeypatch.setattr(grpc_client, "RemoteVerifier", FakeVerifier)
+    return FakeVerifier.made
+
+
+def test_baseline_requests_carry_the_flags(
+    fake: list[FakeVerifier], capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["draft", "--server", "h:1", "--prompt-ids", "4, 5,6", "--mode", "fused"]
+    args += ["--seed", "11", "--max-new-tokens", "7", "--temperature", "0.5"]
+    args += ["--auth-token", "tok", "--tls-ca", "ca.pem", "--set", "slo_class=gold"]
+    args += ["--set", "request_timeout_s=9", "--set", "client_id=edge-7"]
+    assert main(args) == 0
+    assert capsys.readouterr().out == "[4, 5, 6] \n"
+    (client,) = fake
+    assert (client.address, client.auth_token, client.tls_ca, client.timeout_s) == (
+        "h:1",
+        "tok",
+        "ca.pem",
+        9.0,
+    )
+    ((spec, fused, gamma),) = client.asked
+    assert (fused, gamma) == (True, 4)  # the default static window's γ
+    assert spec.prompt_token_ids == (4, 5, 6)
+    assert (spec.client_id, spec.slo_class) == ("edge-7", "gold")
+    assert spec.session_id.startswith("edge-7-") and len(spec.session_id) == len("edge-7-") + 12
+    s = spec.sampling
+    assert (s.seed, s.max_new_tokens, s.temperature) == (11, 7, 0.5)
+
+
+def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
+    args = ["draft", "--prompt-ids", "1", "--mode", "centralized", "--gamma", "6"]
+    assert main(args) == 0
+    ((spec, fused, gamma),) = fake[0].asked
+    assert (fused, gamma, fake[0].address) == (False, 6, "127.0.0.1:50051")
+    assert (spec.sampling.seed, spec.sampling.max_new_tokens, spec.slo_class) == (
+        None,
+        64,
+        "default",
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--prompt-ids", "1,x"],
+            "config field 'prompt_ids': expected comma-separated ints: invalid literal for "
+            "int() with base 10: 'x'",
+        ),
+        (
+            ["--prompt-ids", "1", "--window", "static", "--gamma", "2"],
+            "give --window or --gamma (a static window), not both",
+        ),
+        (
+            ["--prompt-ids", "1", "--stop-threshold", "0.5"],
+            "--stop-threshold needs --stop-predictor",
+        ),
+        (
+            ["--prompt-ids", "1", "--stop-predictor", "bundled", "--mode", "fused"],
+            "config field 'stop_predictor': needs --mode distributed, got fused",
+        ),
+        (
+            ["--prompt-ids", "1", "--stop-predictor", "bundled", "--stop-threshold", "2"],
+            "--stop-predictor: threshold must be in [0, 1], got 2.0",
+        ),
+        (
+            ["--prompt-ids", "1", "--routing", "nosuch", "--server", "127.0.0.1:2"],
+            "config field 'routing.name': unknown routing policy 'nosuch'; known: "
+            "['jsq', 'random', 'round_robin']",
+        ),
+    ],
+)
+def test_flag_mistakes_exit_2_before_any_request(
+    fake: list[FakeVerifier], flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*BASE, *flags]) == 2
+    assert capsys.readouterr().err.strip() == f"edgespec draft: {message}"
+    assert all(not v.asked for v in fake)
+
+
+def test_a_missing_predictor_file_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "stop.json"
+    assert main([*BASE, "--prompt-ids", "1", "--stop-predictor", str(missing)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"edgespec draft: --stop-predictor: stop predictor file {missing} does not exist"
+
+
+def _stop_args(predictor: str | None, threshold: float | None = None) -> argparse.Namespace:
+    return argparse.Namespace(stop_predictor=predictor, stop_threshold=threshold)
+
+
+def test_the_bundled_predictor_and_its_threshold() -> None:
+    assert stop_policy_from_args(_stop_args(None)) is None
+    bundled = stop_policy_from_args(_stop_args("bundled"))
+    assert bundled is not None
+    assert bundled.to_json() == stop_drafting.load_stop_policy().to_json()
+    lowered = stop_policy_from_args(_stop_args("bundled", 0.25))
+    assert lowered is not None and lowered.threshold == 0.25
+
+
+def test_a_bundled_predictor_not_shipped_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stop_drafting, "BUNDLED_STOP_PREDICTOR", "no-such-predictor")
+    with pytest.raises(UserInputError) as info:
+        stop_policy_from_args(_stop_args("bundled"))
+    text = str(info.value)
+    start = (
+        "--stop-predictor: the bundled predictor no-such-predictor is not shipped in this "
+        "installation ("
+    )
+    assert text.startswith(start) and text.endswith("no-such-predictor.json')")
+    assert "No such file or directory" in text
+
+
+def test_a_tree_drafter_holds_24_nodes_unless_told() -> None:
+    from edgespec.runtime.commands.draft import make_drafter
+    from tests.models.tiny import tiny_target
+
+    model = tiny_target()
+    assert make_drafter("d", model, 48, tree="2,1").max_nodes == 24
+    assert make_drafter("d", model, 48, tree="2,1", tree_max_nodes=5).max_nodes == 5

@@ -1,0 +1,173 @@
+"""``edgespec serve``: which flags reach the server it would start (``_serve`` replaced by
+a recorder, so no model loads), their precedence over ``--set``, and the exact message
+and exit code of each flag mistake."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.config import ConfigError
+from edgespec.policies.batching import FcfsBatching
+from edgespec.policies.window import StaticWindow
+from edgespec.runtime.commands import serve as serve_command
+from edgespec.runtime.commands.serve import parse_slo_class
+
+
+@dataclasses.dataclass
+class Served:
+    """What ``run`` handed to ``_serve``."""
+
+    config: Any = None
+    policy: Any = None
+    draft: str | None = None
+    threads: int | None = None
+    window: Any = None
+    round_log: Any = None
+    calls: int = 0
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> Served:
+    seen = Served()
+
+    async def record(
+        config: Any,
+        policy: Any,
+        draft_name: str | None,
+        threads: int | None,
+        window: Any = None,
+        round_log: Any = None,
+    ) -> None:
+        seen.config, seen.policy, seen.draft, seen.threads = config, policy, draft_name, threads
+        seen.window, seen.round_log = window, round_log
+        seen.calls += 1
+
+    monkeypatch.setattr(serve_command, "_serve", record)
+    return seen
+
+
+def test_every_flag_reaches_the_server(served: Served, tmp_path: Path) -> None:
+    log = tmp_path / "rounds.jsonl"
+    args = ["serve", "--target", "m", "--host", "0.0.0.0", "--port", "7001"]
+    args += ["--prometheus-port", "9100", "--auth-token", "a", "--auth-token", "b"]
+    args += ["--deadline-rule", "token_speed", "--no-prefix-cache", "--threads", "3"]
+    args += ["--draft", "ngram", "--window", "static", "--window-params", '{"gamma": 2}']
+    args += ["--round-log", str(log), "--slo-class", "gold=null"]
+    assert main(args) == 0
+    assert served.calls == 1
+    c = served.config
+    assert (c.target, c.host, c.port, c.prometheus_port) == ("m", "0.0.0.0", 7001, 9100)
+    assert c.auth_tokens == ("a", "b")
+    assert (c.deadline_rule, c.prefix_cache) == ("token_speed", False)
+    assert dict(c.slo_classes) == {"gold": None}
+    assert (served.draft, served.threads) == ("ngram", 3)
+    assert served.window == StaticWindow(2)
+    assert type(served.policy) is FcfsBatching
+    assert served.round_log.path == log
+    assert served.round_log._file.closed  # closed once the server stops
+    assert log.read_text() == ""
+
+
+def test_defaults_without_flags(served: Served) -> None:
+    assert main(["serve", "--target", "m"]) == 0
+    c = served.config
+    assert (c.host, c.port, c.prometheus_port, c.auth_tokens) == ("127.0.0.1", 50051, None, ())
+    assert (c.deadline_rule, c.prefix_cache, c.batching.name) == ("pace", True, "fcfs")
+    assert dict(c.slo_classes) == {}
+    assert (served.draft, served.threads, served.window, served.round_log) == (
+        None,
+        None,
+        None,
+        None,
+    )
+
+
+def test_flags_win_over_set_and_config(served: Served, tmp_path: Path) -> None:
+    config = tmp_path / "server.yaml"
+    config.write_text("target: from-file\nport: 6000\nhost: 10.0.0.1\nmax_batch_size: 3\n")
+    args = ["serve", "--config", str(config), "--set", "port=6001", "--set", "max_batch_size=5"]
+    assert main(args) == 0
+    c = served.config
+    assert (c.target, c.port, c.host, c.max_batch_size) == ("from-file", 6001, "10.0.0.1", 5)
+    assert main([*args, "--port", "6002", "--target", "flag"]) == 0
+    assert (served.config.target, served.config.port) == ("flag", 6002)
+
+
+def test_the_round_log_is_closed_when_the_server_fails(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    logs: list[Any] = []
+
+    async def fail(*args: Any, **kwargs: Any) -> None:
+        logs.append(kwargs.get("round_log", args[5] if len(args) > 5 else None))
+        raise RuntimeError("bind failed")
+
+    monkeypatch.setattr(serve_command, "_serve", fail)
+    log = tmp_path / "rounds.jsonl"
+    with pytest.raises(RuntimeError, match="bind failed"):
+        main(["serve", "--target", "m", "--round-log", str(log)])
+    assert len(logs) == 1 and logs[0]._file.closed
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--guard-ms", "3"],
+            "config field 'batching.name': --profile and --guard-ms configure the wisp "
+            "batching policy; batching is 'fcfs' (add --batching wisp)",
+        ),
+        (
+            ["--batching", "lab", "--guard-ms", "3"],
+            "config field 'batching.name': --profile and --guard-ms configure the wisp "
+            "batching policy; batching is 'lab' (add --batching wisp)",
+        ),
+        (
+            ["--tls-cert", "cert.pem"],
+            "config field 'tls_cert': tls_cert and tls_key must be given together",
+        ),
+        (
+            ["--tls-key", "key.pem"],
+            "config field 'tls_cert': tls_cert and tls_key must be given together",
+        ),
+        (
+            ["--slo-class", "a.b=3"],
+            "config field 'slo_classes': --slo-class expects NAME=TOKENS_PER_S (a number, or "
+            "none; no '.' in the name), got 'a.b=3'",
+        ),
+        (["--window-params", "{}"], "--window-params needs --window NAME"),
+        (
+            ["--window", "static", "--window-params", "3"],
+            "--window-params must be a JSON object, got 3",
+        ),
+    ],
+)
+def test_flag_mistakes_exit_2_before_serving(
+    served: Served, flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--target", "never-loaded", *flags]) == 2
+    assert capsys.readouterr().err.strip() == f"edgespec serve: {message}"
+    assert served.calls == 0
+
+
+def test_a_wisp_guard_reaches_the_policy_in_seconds(served: Served) -> None:
+    args = ["serve", "--target", "m", "--batching", "wisp", "--profile", "a100-qwen3-32b"]
+    assert main([*args, "--guard-ms", "40"]) == 0
+    assert served.config.batching.params["guard_s"] == 0.04
+    assert served.policy.guard_s == 0.04
+
+
+def test_slo_class_none_and_null_are_no_target() -> None:
+    assert parse_slo_class("be=null") == ("be", None)
+    assert parse_slo_class("be=NULL") == ("be", None)
+    assert parse_slo_class("be=NONE") == ("be", None)
+    assert parse_slo_class("g=1e2") == ("g", 100.0)
+    for bad in ("gold", "=3", "gold=", "gold=x"):
+        with pytest.raises(ConfigError) as info:
+            parse_slo_class(bad)
+        assert info.value.path == "slo_classes"

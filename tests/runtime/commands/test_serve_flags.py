@@ -1,0 +1,182 @@
+"""``edgespec serve`` flags for SLO-aware serving: --batching (any registered policy),
+--profile, --guard-ms, --deadline-rule, --slo-class, --no-prefix-cache; their errors and a
+real server started with them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.cli import build_parser, main
+from edgespec.config import ConfigError, load_config
+from edgespec.policies.registry import BATCHING
+from edgespec.policies.wisp import WispBatching
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.commands.serve import _overrides, parse_slo_class
+from edgespec.runtime.server.batching import build_batching
+from edgespec.runtime.server.config import ServerConfig
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.inprocess import target_greedy_decode
+
+PROMPT = (5, 6, 7, 8, 9)
+
+
+def _config(*flags: str) -> ServerConfig:
+    args = build_parser().parse_args(["serve", *flags])
+    return load_config(ServerConfig, None, _overrides(args))
+
+
+def test_flags_reach_the_config_and_the_policy() -> None:
+    config = _config(
+        "--batching",
+        "wisp",
+        "--profile",
+        "a100-qwen3-32b",
+        "--guard-ms",
+        "2.5",
+        "--deadline-rule",
+        "token_speed",
+        "--slo-class",
+        "gold=20",
+        "--slo-class",
+        "best_effort=none",
+        "--no-prefix-cache",
+    )
+    assert config.batching.name == "wisp"
+    assert dict(config.batching.params) == {"profile": "a100-qwen3-32b", "guard_s": 0.0025}
+    assert dict(config.slo_classes) == {"gold": 20.0, "best_effort": None}
+    assert (config.deadline_rule, config.prefix_cache) == ("token_speed", False)
+    policy = build_batching(config.batching)
+    assert isinstance(policy, WispBatching)
+    e = policy.estimator  # WISP Table 12, the bundled a100-qwen3-32b profile
+    assert (e.a_s, e.b_compute_s, e.b_read_s, e.c_s) == (3.314e-05, 3.450e-08, 4.620e-06, 1.486e-02)
+    assert policy.guard_s == 0.0025
+    defaults = _config()
+    assert (defaults.deadline_rule, defaults.prefix_cache, defaults.batching.name) == (
+        "pace",
+        True,
+        "fcfs",
+    )
+
+
+@pytest.mark.parametrize("name", sorted(BATCHING))
+def test_every_registered_batching_policy_is_accepted(name: str) -> None:
+    flags = ["--profile", "a100-qwen3-32b"] if name == "wisp" else []
+    config = _config("--batching", name, *flags)
+    policy = build_batching(config.batching)
+    assert config.batching.name == name
+    assert type(policy).__name__ == {
+        "fcfs": "FcfsBatching",
+        "lab": "LengthAwareBatching",
+        "wisp": "WispBatching",
+    }.get(name, type(policy).__name__)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--batching", "wisp"],
+            "config field 'batching.params.profile': wisp batching needs Eq. 19 coefficients: "
+            "give a kind: wisp profile (--profile FILE_OR_NAME, i.e. batching.params.profile) "
+            "or a_s, b_compute_s, b_read_s and c_s",
+        ),
+        (
+            ["--batching", "wisp", "--profile", "rtx4500-llama2-7b-zhu"],
+            "config field 'batching.params.profile': 'rtx4500-llama2-7b-zhu' is not a 'wisp' "
+            "profile",
+        ),
+        (
+            ["--batching", "wisp", "--profile", "a100-qwen3-32b", "--guard-ms", "-1"],
+            "config field 'batching': batching policy 'wisp': guard_s must be a finite "
+            "number >= 0, got -0.001",
+        ),
+        (
+            ["--profile", "a100-qwen3-32b"],
+            "config field 'batching.name': --profile and --guard-ms configure the wisp "
+            "batching policy; batching is 'fcfs' (add --batching wisp)",
+        ),
+        (
+            ["--batching", "edf"],
+            "config field 'batching.name': unknown batching policy 'edf'; known: "
+            "['fcfs', 'lab', 'wisp']",
+        ),
+        (
+            ["--slo-class", "gold"],
+            "config field 'slo_classes': --slo-class expects NAME=TOKENS_PER_S (a number, or "
+            "none; no '.' in the name), got 'gold'",
+        ),
+        (
+            ["--slo-class", "gold=0"],
+            "config field 'slo_classes.gold': must be a finite number > 0 or null, got 0.0",
+        ),
+    ],
+)
+def test_serve_flag_errors(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--target", "never-loaded", *flags]) == 2
+    assert capsys.readouterr().err.strip() == f"edgespec serve: {message}"
+
+
+def test_missing_profile_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.yaml"
+    args = ["serve", "--target", "x", "--batching", "wisp", "--profile", str(missing)]
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"edgespec serve: config field 'batching.params.profile': {missing}: file not found"
+    )
+
+
+def test_parse_slo_class() -> None:
+    assert parse_slo_class("gold=12.5") == ("gold", 12.5)
+    assert parse_slo_class(" be = None ") == ("be", None)
+    for bad in ("=3", "a.b=3", "gold=fast"):
+        with pytest.raises(ConfigError, match="--slo-class expects NAME=TOKENS_PER_S"):
+            parse_slo_class(bad)
+
+
+def test_served_with_wisp_slo_classes_and_no_prefix_cache(
+    tmp_path: Path,
+    target_model: Any,
+    target: TransformersTarget,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    model_dir = tmp_path / "model"
+    target_model.save_pretrained(model_dir)
+    command = [sys.executable, "-m", "edgespec.cli", "serve", "--target", str(model_dir)]
+    command += ["--port", "0", "--threads", "1", "--batching", "wisp"]
+    command += ["--profile", "a100-qwen3-32b", "--guard-ms", "1", "--deadline-rule"]
+    command += ["token_speed", "--slo-class", "gold=50", "--no-prefix-cache"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "listening on" in line and "batching wisp, no prefix cache" in line, line
+        address = line.split("listening on ")[1].split()[0]
+        ids = ",".join(map(str, PROMPT))
+        args = ["draft", "--server", address, "--draft", "ngram", "--prompt-ids", ids]
+        assert main([*args, "--max-new-tokens", "10", "--set", "slo_class=gold"]) == 0
+        out = capsys.readouterr().out
+        streamed = [
+            int(t) for t in out.replace("[", " ").replace("]", " ").replace(",", " ").split()
+        ]
+        assert streamed == list(target_greedy_decode(target, PROMPT, 10))
+        assert main([*args, "--set", "slo_class=silver"]) == 1  # not a configured class
+        err = capsys.readouterr().err.strip()
+        assert err == (
+            "edgespec draft: INVALID_ARGUMENT: unknown slo_class 'silver'; this server has ['gold']"
+        )
+        stats = RemoteVerifier(address).stats()
+        assert stats.num_cache_hits == 0 and stats.num_cache_misses > 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -1,0 +1,235 @@
+"""Fused runs: refused requests (no co-located draft, a verifier that cannot run them,
+a bad prefix or γ), a broken server window policy, the server without a window policy,
+and ``edgespec serve --window``."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from edgespec.cli import build_parser
+from edgespec.core.types import SamplingParams
+from edgespec.errors import UserInputError
+from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.interfaces import WindowDecision, WindowObservation
+from edgespec.policies.window import DynamicWindow, StaticWindow
+from edgespec.runtime.backends.ngram import NgramDrafter
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_draft import TransformersDraft
+from edgespec.runtime.commands.serve import window_from_args
+from edgespec.runtime.edge.drafter import DraftOptions, GenerationResult, generate
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import FusedCall, SessionSpec
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.inprocess import speculative_generate, target_greedy_decode
+from tests.runtime.conftest import ServerFactory, start_server
+from tests.runtime.fused_helpers import ScriptedWindow
+from tests.runtime.server.test_fused_switching import _check_decisions
+
+PROMPT = (5, 6, 7, 8, 9)
+GREEDY = SamplingParams(max_new_tokens=16)
+ALWAYS_FUSED = StaticWindow(3, fused=True)
+
+
+def _generate(port: int, session_id: str, window: Any, drafter: Any = None) -> GenerationResult:
+    return generate(
+        RemoteVerifier(f"127.0.0.1:{port}"),
+        drafter if drafter is not None else NgramDrafter(),
+        PROMPT,
+        GREEDY,
+        DraftOptions(session_id=session_id),
+        window,
+    )
+
+
+def _refused(code: ErrorCode, message: str, fn: Any, *args: Any) -> None:
+    with pytest.raises(RequestError) as info:
+        fn(*args)
+    assert (info.value.code, info.value.message) == (code, message)
+
+
+def test_a_fused_request_to_a_server_without_a_draft_is_refused(
+    target: TransformersTarget,
+) -> None:
+    server = start_server(target, window=ALWAYS_FUSED)  # no draft_factory
+    try:
+        _refused(
+            ErrorCode.FAILED_PRECONDITION,
+            "fused rounds need a co-located draft model; this server was started without --draft",
+            _generate,
+            server.port,
+            "nodraft",
+            ALWAYS_FUSED,
+        )
+        # the server goes on serving distributed sessions
+        result = _generate(server.port, "fine", StaticWindow(3))
+        assert result.output_token_ids == target_greedy_decode(target, PROMPT, 16)
+    finally:
+        server.stop(grace_s=0)
+
+
+def test_a_verifier_without_fused_runs_is_refused(target: TransformersTarget) -> None:
+    _refused(
+        ErrorCode.FAILED_PRECONDITION,
+        "window policy StaticWindow chose a fused round; verifier LocalVerifier cannot run "
+        "fused rounds",
+        speculative_generate,
+        target,
+        NgramDrafter(),
+        PROMPT,
+        ALWAYS_FUSED,
+        GREEDY,
+    )
+
+
+def test_a_bad_prefix_or_gamma_is_refused(make_server: ServerFactory) -> None:
+    server = make_server(max_draft_tokens=8)
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    verifier.open(SessionSpec("s", "x", PROMPT, GREEDY))
+    _refused(
+        ErrorCode.INVALID_ARGUMENT,
+        "prefix_len 7 does not match session 's', which has 5 committed tokens",
+        lambda: list(verifier.run_fused(FusedCall("s", 7, 3, HistorySnapshot()))),
+    )
+    _refused(
+        ErrorCode.INVALID_ARGUMENT,
+        "fused gamma 9 outside 1..8",
+        lambda: list(verifier.run_fused(FusedCall("s", 5, 9, HistorySnapshot()))),
+    )
+    _refused(
+        ErrorCode.NOT_FOUND,
+        "unknown session 'gone'",
+        lambda: list(verifier.run_fused(FusedCall("gone", 5, 3, HistorySnapshot()))),
+    )
+    # the session is intact: a fused run of one round (no server window) then continues
+    (only,) = list(verifier.run_fused(FusedCall("s", 5, 3, HistorySnapshot())))
+    assert only.end is not None and only.end.next_decision is None
+    assert only.end.history.num_rounds == 1 and only.end.history.fused
+
+
+def test_a_fused_baseline_needs_a_draft_and_a_gamma_in_range(
+    target: TransformersTarget, make_server: ServerFactory
+) -> None:
+    """Generate (the server-side baselines): fused mode on a server without --draft, and a
+    fused γ outside 1..max_draft_tokens, are refused; centralized still streams."""
+    plain = start_server(target)  # no draft_factory
+    try:
+        verifier = RemoteVerifier(f"127.0.0.1:{plain.port}")
+        _refused(
+            ErrorCode.FAILED_PRECONDITION,
+            "fused mode needs a server started with --draft",
+            lambda: list(verifier.generate(SessionSpec("f", "x", PROMPT, GREEDY), fused=True)),
+        )
+        chunks = list(verifier.generate(SessionSpec("c", "x", PROMPT, GREEDY)))
+        assert tuple(t for chunk in chunks for t in chunk) == target_greedy_decode(
+            target, PROMPT, 16
+        )
+    finally:
+        plain.stop(grace_s=0)
+    server = make_server(max_draft_tokens=8)
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    for gamma in (0, 9):
+        spec = SessionSpec(f"g{gamma}", "x", PROMPT, GREEDY)
+        _refused(
+            ErrorCode.INVALID_ARGUMENT,
+            f"gamma {gamma} outside 1..8",
+            lambda spec=spec, gamma=gamma: list(verifier.generate(spec, True, gamma)),
+        )
+
+
+class _BrokenWindow:
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
+        if self.answer == "raise":
+            raise ValueError("policy bug")
+        return WindowDecision(0, True)
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("raise", "window policy _BrokenWindow raised ValueError('policy bug')"),
+        (
+            "zero",
+            "window policy _BrokenWindow returned WindowDecision(gamma=0, fused=True); "
+            "expected WindowDecision(gamma=<integer >= 1>, fused=<bool>)",
+        ),
+    ],
+)
+def test_a_broken_server_window_fails_its_session_and_the_server_keeps_serving(
+    target: TransformersTarget, draft_model: Any, answer: str, message: str
+) -> None:
+    server = start_server(
+        target, lambda: TransformersDraft(draft_model), window=_BrokenWindow(answer)
+    )
+    reference = target_greedy_decode(target, PROMPT, 16)
+    try:
+        others: list[GenerationResult | BaseException] = []
+
+        def other() -> None:  # a distributed session running meanwhile
+            try:
+                others.append(_generate(server.port, "other", DynamicWindow()))
+            except BaseException as exc:  # surfaced by the assertion below
+                others.append(exc)
+
+        thread = threading.Thread(target=other)
+        thread.start()
+        _refused(ErrorCode.INTERNAL, message, _generate, server.port, "bad", ALWAYS_FUSED)
+        thread.join(timeout=60)
+        assert isinstance(others[0], GenerationResult)
+        assert others[0].output_token_ids == reference
+        after = _generate(server.port, "after", StaticWindow(4))
+        assert after.output_token_ids == reference
+    finally:
+        server.stop(grace_s=0)
+
+
+def test_without_a_server_window_each_fused_request_runs_one_round(
+    make_server: ServerFactory, target: TransformersTarget, draft_model: Any
+) -> None:
+    """The default: the server runs the fused round it was asked for and hands the next
+    decision back to the device's policy, which is consulted before every round."""
+    server = make_server()  # a draft, no window policy
+    script = (True, True, False, True, True)
+    policy = ScriptedWindow(script)
+    result = _generate(server.port, "default", policy, TransformersDraft(draft_model))
+    assert result.output_token_ids == target_greedy_decode(target, PROMPT, 16)
+    assert [r.fused for r in result.rounds[: len(script)]] == list(script)  # 5 of 5 rounds
+    _check_decisions(result, policy, server_decides=False)
+
+
+def _window_args(*flags: str) -> Any:
+    return window_from_args(build_parser().parse_args(["serve", *flags]))
+
+
+def test_serve_window_flags() -> None:
+    assert _window_args() is None
+    assert _window_args("--window", "static", "--window-params", '{"gamma": 3, "fused": true}') == (
+        StaticWindow(3, fused=True)
+    )
+    assert _window_args("--window", "dynamic") == DynamicWindow()
+    for flags, message in [
+        (("--window-params", "{}"), "--window-params needs --window NAME"),
+        (
+            ("--window", "static", "--window-params", "[3]"),
+            "--window-params must be a JSON object, got [3]",
+        ),
+        (
+            ("--window", "nope"),
+            "--window: unknown window policy 'nope'; known: ['awc', 'dynamic', 'static']",
+        ),
+        (
+            ("--window", "static", "--window-params", '{"gamma": 0}'),
+            "--window: window policy 'static': gamma must be >= 1, got 0",
+        ),
+    ]:
+        with pytest.raises(UserInputError) as info:
+            _window_args(*flags)
+        assert str(info.value) == message
+    with pytest.raises(UserInputError) as info:
+        _window_args("--window", "static", "--window-params", "{gamma")
+    assert str(info.value).startswith("--window-params is not JSON: ")

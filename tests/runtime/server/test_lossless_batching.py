@@ -1,0 +1,259 @@
+"""Lossless under every batch the engine forms (hypothesis draws the batches).
+
+Greedy oracle: target-only greedy decoding with no cache and no padding (the model's own
+forward over the whole sequence, one token per step). Sampling: a batch verifies bit-
+identically to the same sessions verified one at a time with the same seeds. Each round
+draws which sessions take part, how many tokens each drafts (different per row), whether
+they are right, wrong, first-wrong or random, token trees beside chains, cold starts
+joining follow-ups and (through a small KV budget) evictions and re-prefills, long blocks
+prefilled in chunks of 7 tokens or whole; the targets
+are tiny Llama and tiny Gemma 3 with sliding windows of 3 to 8 tokens in three layouts.
+A failing example prints its draws (model, sessions, per-round drafts) to replay it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from hypothesis import HealthCheck, given, note, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from edgespec.core.types import SamplingParams  # noqa: E402
+from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome  # noqa: E402
+from edgespec.runtime.server.engine import VerificationEngine  # noqa: E402
+from edgespec.runtime.testing import VOCAB, tiny_gemma3, tiny_llama  # noqa: E402
+
+S, F = "sliding_attention", "full_attention"
+MODELS: dict[str, Callable[[], Any]] = {"llama": lambda: tiny_llama(seed=0)}
+for _w in range(3, 9):
+    MODELS[f"gemma3-sfs-w{_w}"] = functools.partial(
+        tiny_gemma3, num_layers=3, sliding_window=_w, layer_types=[S, F, S]
+    )
+    MODELS[f"gemma3-5to1-w{_w}"] = functools.partial(tiny_gemma3, num_layers=6, sliding_window=_w)
+    MODELS[f"gemma3-all-sliding-w{_w}"] = functools.partial(
+        tiny_gemma3, num_layers=2, sliding_window=_w, layer_types=[S, S]
+    )
+MAX_GAMMA = 5
+PROPERTY = settings(
+    max_examples=100,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@functools.cache
+def _model(key: str) -> Any:
+    return MODELS[key]()
+
+
+@functools.cache
+def _target(key: str, split: bool, chunk: int) -> TransformersTarget:
+    return TransformersTarget(_model(key), split_padded_batches=split, prefill_chunk_tokens=chunk)
+
+
+@functools.cache
+def oracle_greedy(key: str, prompt: tuple[int, ...], num_tokens: int) -> tuple[int, ...]:
+    """Target-only greedy decoding: the whole sequence forwarded afresh for every token."""
+    model, seq = _model(key), list(prompt)
+    with torch.inference_mode():
+        for _ in range(num_tokens):
+            logits = model(input_ids=torch.tensor([seq]), logits_to_keep=1).logits[0, -1]
+            seq.append(int(logits.argmax()))
+    return tuple(seq[len(prompt) :])
+
+
+@dataclass
+class _Plan:
+    prompt: tuple[int, ...]
+    max_new: int
+    join_round: int
+    temperature: float = 0.0
+    seed: int = 0
+
+
+def _plans(data: st.DataObject, sampled: bool) -> list[_Plan]:
+    num = data.draw(st.integers(1, 8), label="num_sessions")
+    plans = []
+    for i in range(num):
+        length = data.draw(st.integers(1, 60), label=f"s{i} prompt length")
+        seed = data.draw(st.integers(0, 2**16), label=f"s{i} seed")
+        prompt = tuple(int(t) for t in np.random.default_rng(seed).integers(0, VOCAB, length))
+        plans.append(
+            _Plan(
+                prompt=prompt,
+                max_new=data.draw(st.integers(1, 10), label=f"s{i} max_new_tokens"),
+                join_round=data.draw(st.integers(0, 3), label=f"s{i} joins at round"),
+                temperature=data.draw(st.sampled_from([0.0, 0.7, 1.3]), label=f"s{i} temp")
+                if sampled
+                else 0.0,
+                seed=seed,
+            )
+        )
+    return plans
+
+
+def _engine(key: str, split: bool, budget: int | None, chunk: int) -> VerificationEngine:
+    return VerificationEngine(_target(key, split, chunk), kv_budget_tokens=budget or 65536)
+
+
+def _open(engine: VerificationEngine, plans: list[_Plan], i: int) -> None:
+    p = plans[i]
+    sampling = SamplingParams(temperature=p.temperature, max_new_tokens=p.max_new, seed=p.seed)
+    engine.open_session(SessionSpec(f"s{i}", "c", p.prompt, sampling))
+
+
+def _wrong(right: int, shift: int) -> int:
+    return (right + 1 + shift % (VOCAB - 1)) % VOCAB
+
+
+def _greedy_draft(
+    data: st.DataObject, label: str, reference: tuple[int, ...], done: int
+) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """(draft tokens, tree parents or None) for a session with ``done`` output tokens."""
+    kind = data.draw(st.sampled_from(["right", "wrong", "first wrong", "random", "tree"]), label)
+    if kind == "tree":
+        size = data.draw(st.integers(1, MAX_GAMMA + 2), label=f"{label} nodes")
+        parents: list[int] = []
+        depths: list[int] = []
+        tokens: list[int] = []
+        for node in range(size):
+            parent = data.draw(st.integers(-1, node - 1), label=f"{label} parent {node}")
+            depth = 1 if parent < 0 else depths[parent] + 1
+            right_id = reference[done + depth - 1]
+            shift = data.draw(st.integers(0, VOCAB), label=f"{label} token {node}")
+            parents.append(parent)
+            depths.append(depth)
+            tokens.append(right_id if shift % 2 == 0 else _wrong(right_id, shift))
+        return tuple(tokens), tuple(parents)
+    k = data.draw(st.integers(1, MAX_GAMMA), label=f"{label} length")
+    right = reference[done : done + k]
+    if kind == "right":
+        return right, None
+    shifts = data.draw(st.lists(st.integers(0, VOCAB), min_size=k, max_size=k), f"{label} ids")
+    if kind == "wrong":
+        return tuple(_wrong(r, s) for r, s in zip(right, shifts, strict=True)), None
+    if kind == "first wrong":
+        return (_wrong(right[0], shifts[0]), *right[1:]), None
+    return tuple(s % VOCAB for s in shifts), None
+
+
+def _rounds(
+    data: st.DataObject,
+    engines: list[VerificationEngine],
+    plans: list[_Plan],
+    make_call: Callable[[int, int], VerifyCall],
+    run: Callable[[list[VerifyCall]], None],
+) -> None:
+    """Rounds until every session is finished: sessions join (in every engine) at their
+    round, each live one takes part unless the draw skips it, and ``run`` gets the round's
+    calls."""
+    opened: set[int] = set()
+    for round_index in range(200):
+        for i, plan in enumerate(plans):
+            if plan.join_round == round_index:
+                for engine in engines:
+                    _open(engine, plans, i)
+                opened.add(i)
+        live = [i for i in sorted(opened) if not engines[0].session_finished(f"s{i}")]
+        if not live and len(opened) == len(plans):
+            return
+        calls = [
+            make_call(i, round_index)
+            for i in live
+            if data.draw(st.integers(0, 4), label=f"r{round_index} s{i} skip") < 4
+        ]
+        if calls:
+            run(calls)
+    raise AssertionError("sessions did not finish in 200 rounds")
+
+
+def _model_and_engine(data: st.DataObject) -> tuple[str, bool, int | None, int]:
+    key = data.draw(st.sampled_from(sorted(MODELS)), label="model")
+    split = data.draw(st.booleans(), label="split_padded_batches")
+    budget = data.draw(st.sampled_from([None, 24, 80]), label="kv_budget_tokens")
+    chunk = data.draw(st.sampled_from([2048, 7]), label="prefill_chunk_tokens")
+    return key, split, budget, chunk
+
+
+@PROPERTY
+@given(data=st.data())
+def test_greedy_batches_are_token_identical_to_target_only_decoding(data: st.DataObject) -> None:
+    key, split, budget, chunk = _model_and_engine(data)
+    plans = _plans(data, sampled=False)
+    references = [oracle_greedy(key, p.prompt, p.max_new + MAX_GAMMA + 2) for p in plans]
+    engine = _engine(key, split, budget, chunk)
+
+    def make_call(i: int, round_index: int) -> VerifyCall:
+        tokens = engine.session_tokens(f"s{i}")
+        done = len(tokens) - len(plans[i].prompt)
+        draft, parents = _greedy_draft(data, f"r{round_index} s{i}", references[i], done)
+        return VerifyCall(f"s{i}", len(tokens), draft, draft_parents=parents)
+
+    def run(calls: list[VerifyCall]) -> None:
+        for call in calls:
+            engine.validate(call, 32)
+        outcomes = engine.verify_batch(calls)
+        assert all(isinstance(o, VerifyOutcome) for o in outcomes), outcomes
+
+    _rounds(data, [engine], plans, make_call, run)
+    note(f"counters: {engine.counters()}")
+    for i, (plan, reference) in enumerate(zip(plans, references, strict=True)):
+        output = engine.session_tokens(f"s{i}")[len(plan.prompt) :]
+        assert output == reference[: plan.max_new], f"session s{i} diverged from the target"
+
+
+def _sampled_call(
+    data: st.DataObject, engine: VerificationEngine, plans: list[_Plan], i: int, round_index: int
+) -> VerifyCall:
+    label = f"r{round_index} s{i}"
+    k = data.draw(st.integers(1, MAX_GAMMA), label=f"{label} length")
+    seed = data.draw(st.integers(0, 2**16), label=f"{label} draft seed")
+    rng = np.random.default_rng(seed)
+    tokens = engine.session_tokens(f"s{i}")
+    if plans[i].temperature == 0.0:
+        return VerifyCall(f"s{i}", len(tokens), tuple(int(t) for t in rng.integers(0, VOCAB, k)))
+    probs = rng.dirichlet(np.full(VOCAB, 0.3), size=k) + 1e-6
+    probs = (probs / probs.sum(axis=1, keepdims=True)).astype(np.float32)
+    draft = tuple(int(rng.choice(VOCAB, p=row / row.sum())) for row in probs)
+    return VerifyCall(f"s{i}", len(tokens), draft, draft_probs=probs)
+
+
+@PROPERTY
+@given(data=st.data())
+def test_sampled_batches_equal_the_same_sessions_verified_one_at_a_time(
+    data: st.DataObject,
+) -> None:
+    key, split, budget, chunk = _model_and_engine(data)
+    plans = _plans(data, sampled=True)
+    batched, alone = _engine(key, split, budget, chunk), _engine(key, split, budget, chunk)
+
+    def make_call(i: int, round_index: int) -> VerifyCall:
+        return _sampled_call(data, batched, plans, i, round_index)
+
+    def run(calls: list[VerifyCall]) -> None:
+        for call in calls:
+            batched.validate(call, 32)
+        together = batched.verify_batch(calls)
+        one_by_one = [alone.verify_batch([call])[0] for call in calls]
+        for a, b in zip(together, one_by_one, strict=True):  # LRU evictions may differ
+            assert isinstance(a, VerifyOutcome) and isinstance(b, VerifyOutcome), (a, b)
+            assert (a.result, a.committed_token_ids, a.finished) == (
+                b.result,
+                b.committed_token_ids,
+                b.finished,
+            )
+
+    _rounds(data, [batched, alone], plans, make_call, run)
+    for i in range(len(plans)):
+        assert batched.session_tokens(f"s{i}") == alone.session_tokens(f"s{i}")

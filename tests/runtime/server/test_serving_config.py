@@ -1,0 +1,50 @@
+"""The serving configs (edgespec.runtime.server.config): ServerConfig's own rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgespec.config import ConfigError, from_dict, load_config
+from edgespec.runtime.server.config import ServerConfig
+
+
+def test_server_deadline_rule_prefix_cache_and_batching_name() -> None:
+    cfg = from_dict(ServerConfig, {"deadline_rule": "token_speed", "prefix_cache": False})
+    assert (cfg.deadline_rule, cfg.prefix_cache) == ("token_speed", False)
+    assert (load_config(ServerConfig).deadline_rule, load_config(ServerConfig).prefix_cache) == (
+        "pace",
+        True,
+    )
+    with pytest.raises(ConfigError) as info:
+        from_dict(ServerConfig, {"deadline_rule": "edf"})
+    assert str(info.value) == (
+        "config field 'deadline_rule': must be one of ['pace', 'token_speed'], got 'edf'"
+    )
+    with pytest.raises(ConfigError) as info:
+        from_dict(ServerConfig, {"prefix_cache": "no"})
+    assert str(info.value) == "config field 'prefix_cache': expected true/false, got 'no' (str)"
+    with pytest.raises(ConfigError) as info:
+        from_dict(ServerConfig, {"batching": {"name": "edf"}})
+    assert str(info.value) == (
+        "config field 'batching.name': unknown batching policy 'edf'; known: "
+        "['fcfs', 'lab', 'wisp']"
+    )
+
+
+def test_server_wisp_batching_needs_its_coefficients() -> None:
+    with pytest.raises(ConfigError, match="'batching.params.profile': wisp batching needs"):
+        from_dict(ServerConfig, {"batching": {"name": "wisp"}})
+    by_profile = {"name": "wisp", "params": {"profile": "a100-qwen3-32b"}}
+    assert from_dict(ServerConfig, {"batching": by_profile}).batching.name == "wisp"
+    given = {"a_s": 1e-4, "b_compute_s": 0.0, "b_read_s": 0.0, "c_s": 1e-3}
+    cfg = from_dict(ServerConfig, {"batching": {"name": "wisp", "params": given}})
+    assert dict(cfg.batching.params) == given
+
+
+@pytest.mark.parametrize("target", [0.0, -2.0, float("inf"), float("nan")])
+def test_server_slo_targets_are_finite_and_positive(target: float) -> None:
+    with pytest.raises(ConfigError) as info:
+        from_dict(ServerConfig, {"slo_classes": {"gold": target}})
+    assert str(info.value) == (
+        f"config field 'slo_classes.gold': must be a finite number > 0 or null, got {target}"
+    )

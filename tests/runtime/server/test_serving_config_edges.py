@@ -1,0 +1,150 @@
+"""ServerConfig and DrafterConfig rules at their boundaries: each bad value is refused
+with the field it names and the exact message; the edge values just inside are kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.config import ConfigError, from_dict
+from edgespec.runtime.server.config import DrafterConfig, ServerConfig, check_tls_pair
+
+
+def _server_error(data: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        from_dict(ServerConfig, data)
+    return str(info.value)
+
+
+def _drafter_error(data: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as info:
+        from_dict(DrafterConfig, data)
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "max_batch_size",
+        "max_batch_tokens",
+        "kv_budget_tokens",
+        "max_sessions",
+        "max_sessions_per_client",
+        "max_queued_per_client",
+        "max_queue_depth",
+        "max_draft_tokens",
+        "max_message_bytes",
+    ],
+)
+def test_every_server_limit_is_at_least_one(name: str) -> None:
+    assert _server_error({name: 0}) == f"config field '{name}': must be >= 1, got 0"
+    assert getattr(from_dict(ServerConfig, {name: 1}), name) == 1
+
+
+def test_server_port_and_timeout_ranges() -> None:
+    for port in (0, 65535):
+        assert from_dict(ServerConfig, {"port": port}).port == port
+    for port in (-1, 65536):
+        assert _server_error({"port": port}) == (
+            f"config field 'port': must be in 0..65535 (0 = any free port), got {port}"
+        )
+    assert _server_error({"session_timeout_s": 0.0}) == (
+        "config field 'session_timeout_s': must be > 0"
+    )
+    assert from_dict(ServerConfig, {"session_timeout_s": 0.01}).session_timeout_s == 0.01
+
+
+def test_auth_tokens_name_the_blank_one() -> None:
+    assert _server_error({"auth_tokens": ["good", "  "]}) == (
+        "config field 'auth_tokens[1]': is empty: give a secret, or no auth token at all for "
+        "a server without auth"
+    )
+
+
+def test_slo_classes_allow_null_and_name_the_class() -> None:
+    cfg = from_dict(ServerConfig, {"slo_classes": {"free": None, "gold": 12.5}})
+    assert dict(cfg.slo_classes) == {"free": None, "gold": 12.5}
+    assert _server_error({"slo_classes": {"free": None, "silver": 0.0}}) == (
+        "config field 'slo_classes.silver': must be a finite number > 0 or null, got 0.0"
+    )
+
+
+def test_wisp_batching_accepts_either_coefficient_source() -> None:
+    for params in ({"profile": "a100-qwen3-32b"}, {"a_s": 1e-4}):
+        batching = {"name": "wisp", "params": params}
+        assert from_dict(ServerConfig, {"batching": batching}).batching.name == "wisp"
+
+
+def test_tls_cert_and_key_go_together_and_must_exist(tmp_path: Path) -> None:
+    together = "tls_cert and tls_key must be given together"
+    assert _server_error({"tls_cert": "c.pem"}) == f"config field 'tls_cert': {together}"
+    assert _server_error({"tls_key": "k.pem"}) == f"config field 'tls_cert': {together}"
+    cert = tmp_path / "cert.pem"
+    cert.write_text("not checked before the key exists\n")
+    missing = tmp_path / "key.pem"
+    with pytest.raises(ConfigError) as info:
+        check_tls_pair(str(cert), str(missing))
+    assert (info.value.path, info.value.message) == ("tls_key", f"{missing} does not exist")
+    with pytest.raises(ConfigError) as info:
+        check_tls_pair(str(missing), str(cert))
+    assert (info.value.path, info.value.message) == ("tls_cert", f"{missing} does not exist")
+
+
+@pytest.mark.parametrize("name", ["link_rtt_ms", "link_jitter_ms", "link_bandwidth_mbps"])
+@pytest.mark.parametrize("value", [-1.0, float("inf"), float("nan")])
+def test_drafter_link_settings_are_finite_and_non_negative(name: str, value: float) -> None:
+    assert _drafter_error({name: value}) == (
+        f"config field '{name}': must be a finite number >= 0, got {value}"
+    )
+    assert getattr(from_dict(DrafterConfig, {name: 0.0}), name) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"max_new_tokens": 0}, "'max_new_tokens': must be >= 1, got 0"),
+        ({"temperature": -0.5}, "'temperature': must be >= 0, got -0.5"),
+        ({"lookup": True}, "'lookup': needs a neural draft model (ngram is lookup alone)"),
+        (
+            {"lookup": True, "draft": "tiny", "temperature": 0.5},
+            "'lookup': drafts greedily: needs temperature 0, got 0.5",
+        ),
+        ({"tree_max_nodes": 0}, "'tree_max_nodes': must be >= 1, got 0"),
+        ({"tree_min_prob": 1.0}, "'tree_min_prob': must be in [0, 1), got 1.0"),
+        ({"tree_min_prob": -0.1}, "'tree_min_prob': must be in [0, 1), got -0.1"),
+        ({"server": "a:1, nohost"}, "'server': expected host:port, got 'nohost'"),
+        ({"routing": {"name": "rr"}}, "'routing.name': unknown routing policy 'rr'; known: "),
+        ({"tree": "2,2"}, "'tree': needs a neural draft model (ngram drafts chains)"),
+        (
+            {"tree": "2,2", "draft": "tiny", "temperature": 0.5},
+            "'tree': trees are verified greedily: needs temperature 0, got 0.5",
+        ),
+        (
+            {"tree": "2,x", "draft": "tiny"},
+            "'tree': tree branching must be comma-separated integers, got '2,x'",
+        ),
+    ],
+)
+def test_drafter_rules(data: dict[str, Any], message: str) -> None:
+    assert message in _drafter_error(data)
+
+
+def test_drafter_edge_values_are_kept() -> None:
+    cfg = from_dict(
+        DrafterConfig,
+        {
+            "server": " a:1 , b:2 ",
+            "draft": "tiny",
+            "lookup": True,
+            "temperature": 0.0,
+            "tree": "2,1",
+            "tree_min_prob": 0.0,
+            "tree_max_nodes": 1,
+            "max_new_tokens": 1,
+        },
+    )
+    assert cfg.servers == ("a:1", "b:2")
+    sampled = from_dict(DrafterConfig, {"draft": "tiny", "temperature": 0.5})
+    assert sampled.temperature == 0.5

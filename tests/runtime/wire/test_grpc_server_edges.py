@@ -1,0 +1,97 @@
+"""The gRPC servicer's exact replies: OpenSession, CloseSession and Health fields, a
+Health request that does not parse (without auth), a bearer token with padding, an
+explicit port, and a ServerThread stopped twice."""
+
+from __future__ import annotations
+
+import socket
+import time
+from typing import Any
+
+import grpc
+import pytest
+
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.wire.codec import pb
+from edgespec.runtime.wire.grpc_common import pb_grpc
+from tests.runtime.conftest import ServerFactory, start_server
+
+_TOKEN = "alpha-secret"
+
+
+def _stub(port: int) -> Any:
+    return pb_grpc.VerificationStub(grpc.insecure_channel(f"127.0.0.1:{port}"))
+
+
+def test_open_and_close_session_reply_fields(
+    make_server: ServerFactory, target: TransformersTarget
+) -> None:
+    stub = _stub(make_server().port)
+    request = pb.OpenSessionRequest(
+        protocol_version=1,
+        session_id="o",
+        client_id="x",
+        prompt_token_ids=[3, 1, 4],
+        sampling=pb.Sampling(max_new_tokens=4),
+    )
+    opened = stub.OpenSession(request, timeout=10)
+    assert (opened.session_id, opened.vocab_size, opened.protocol_version) == (
+        "o",
+        target.vocab_size,
+        1,
+    )
+    closes = [stub.CloseSession(pb.CloseSessionRequest(session_id="o"), timeout=10).existed]
+    closes.append(stub.CloseSession(pb.CloseSessionRequest(session_id="o"), timeout=10).existed)
+    assert closes == [True, False]
+
+
+def test_health_reply_fields(make_server: ServerFactory, target: TransformersTarget) -> None:
+    health = _stub(make_server(max_draft_tokens=7).port).Health(pb.HealthRequest(), timeout=10)
+    assert (health.serving, health.protocol_version, health.vocab_size) == (
+        True,
+        1,
+        target.vocab_size,
+    )
+    assert health.max_draft_tokens == 7
+
+
+@pytest.mark.parametrize("method", ["Health", "Stats"])
+def test_an_undecodable_request_is_invalid_argument_naming_its_type(
+    make_server: ServerFactory, method: str
+) -> None:
+    server = make_server()
+    call = grpc.insecure_channel(f"127.0.0.1:{server.port}").unary_unary(
+        f"/edgespec.v1.Verification/{method}"
+    )
+    with pytest.raises(grpc.RpcError) as info:
+        call(b"\xff", timeout=10)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    details = info.value.details() or ""
+    assert details.startswith(f"undecodable {method}Request (") and details.endswith(")")
+
+
+def test_a_bearer_token_with_padding_is_accepted(make_server: ServerFactory) -> None:
+    stub = _stub(make_server(auth_tokens=[_TOKEN]).port)
+    metadata = (("authorization", f"Bearer   {_TOKEN}  "),)
+    stats = stub.Stats(pb.StatsRequest(), metadata=metadata, timeout=10)
+    assert stats.num_sessions == 0
+
+
+def test_an_explicit_port_overrides_the_config(target: TransformersTarget) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = start_server(target, port=port)  # the config's own port is 0
+    try:
+        assert server.port == port
+        assert _stub(port).Health(pb.HealthRequest(), timeout=10).serving
+    finally:
+        server.stop(grace_s=0)
+
+
+def test_stopping_a_server_thread_twice_returns_at_once(target: TransformersTarget) -> None:
+    server = start_server(target)
+    server.stop(grace_s=0)
+    began = time.monotonic()
+    server.stop(grace_s=0)
+    assert time.monotonic() - began < 5.0

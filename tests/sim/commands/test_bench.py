@@ -1,0 +1,62 @@
+"""``edgespec bench`` (edgespec.sim.commands.bench): argument errors are one line, exit status 2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from edgespec.cli import main
+
+
+@pytest.mark.parametrize("target", ["sim", "policy", "memory"])
+def test_repeat_below_one_is_a_user_error(target: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", target, "--repeat", "0"]) == 2
+    assert capsys.readouterr().err == "edgespec bench: --repeat must be >= 1, got 0\n"
+
+
+@pytest.mark.parametrize("target", ["policy", "memory"])
+def test_overrides_only_for_the_sim_benchmark(
+    target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", target, "seed=1"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec bench: the {target} benchmark takes no key.path=value overrides, "
+        "got ['seed=1']\n"
+    )
+
+
+def test_missing_target_does_not_call_the_overrides_required(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["bench"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "edgespec bench: error: the following arguments are required: TARGET\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "tty", "shown"),
+    [([], True, True), (["--quiet"], True, False), ([], False, False)],
+)
+def test_a_progress_bar_only_on_a_terminal_and_not_with_quiet(
+    flags: list[str], tty: bool, shown: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from edgespec.sim import simulator
+
+    seen: list[bool] = []
+    real = simulator.simulate
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("progress", False))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(simulator, "simulate", spy)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: tty)
+    tiny = ["duration_s=1", "auto_topology.devices.0.count=10", "auto_topology.servers.0.count=1"]
+    assert main(["bench", "sim", *flags, *tiny]) == 0
+    assert seen == [shown, shown]  # the timed path and the other one

@@ -1,0 +1,161 @@
+"""What ``edgespec sim`` leaves behind and prints (edgespec.sim.commands.run): the
+run folder's files, its default name, scenario.yaml's key order, the one-line summaries
+of a plain run, a sweep, a capacity search and a sharded run."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from edgespec.cli import main
+from tests.sim.helpers import tiny_scenario
+from tests.sim.test_shards import pinned
+
+QUIET = ["--quiet", "--no-plots"]
+PLOTS = {"latency_cdf.png", "slo_attainment.png", "utilization.png", "batch_sizes.png"}
+
+
+@pytest.fixture(autouse=True)
+def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rich wraps at the terminal width; a wide one keeps each summary on one line."""
+    monkeypatch.setenv("COLUMNS", "500")
+
+
+def write(tmp_path: Path, data: dict[str, Any], name: str = "tiny.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def printed(capsys: pytest.CaptureFixture[str]) -> str:
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_plain_run_with_plots_writes_every_plot_and_the_attribution_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, tiny_scenario(duration_s=3.0))
+    out = tmp_path / "run"
+    assert main(["sim", str(path), "--rounds", "--quiet", "--out", str(out)]) == 0
+    pngs = {p.name for p in out.glob("*.png")}
+    assert pngs == {*PLOTS, "attribution.png"}
+    assert (out / "attribution.json").is_file()
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert re.search(
+        rf"tiny: \d+ rounds, {metrics['num_requests']} requests, 3 s simulated "
+        rf"in \d+\.\d\d s wall → {re.escape(str(out))}$",
+        printed(capsys),
+    )
+
+
+def test_no_plots_with_rounds_writes_the_attribution_without_its_plot(tmp_path: Path) -> None:
+    path = write(tmp_path, tiny_scenario(duration_s=3.0))
+    out = tmp_path / "run"
+    assert main(["sim", str(path), "--rounds", *QUIET, "--out", str(out)]) == 0
+    assert list(out.glob("*.png")) == []
+    assert (out / "attribution.json").is_file()
+    assert (out / "rounds.csv").read_text().count("\n") > 1
+
+
+def test_scenario_yaml_keeps_the_scenario_key_order_and_the_overrides(tmp_path: Path) -> None:
+    data = tiny_scenario(duration_s=2.0)
+    path = write(tmp_path, data)
+    out = tmp_path / "run"
+    assert main(["sim", str(path), "seed=4", "seed=11", *QUIET, "--out", str(out)]) == 0
+    written = yaml.safe_load((out / "scenario.yaml").read_text())
+    assert list(written) == list(data)
+    assert written == {**data, "seed": 11}  # the last override of a key wins
+    assert not (out / "rounds.csv").exists()  # only with --rounds
+
+
+def test_the_default_run_folder_is_runs_name_and_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, tiny_scenario(duration_s=2.0))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sim", str(path), *QUIET]) == 0
+    folders = [p.name for p in (tmp_path / "runs").iterdir()]
+    assert len(folders) == 1 and re.fullmatch(r"tiny-\d{8}-\d{6}", folders[0])
+    assert (tmp_path / "runs" / folders[0] / "metrics.json").is_file()
+
+
+def test_a_scenario_file_needs_no_yaml_suffix_and_a_missing_yml_is_not_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, tiny_scenario(duration_s=2.0), name="tiny.scenario")
+    assert main(["sim", str(path), *QUIET, "--out", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    assert main(["sim", "missing.yml", *QUIET]) == 2
+    assert capsys.readouterr().err == "edgespec sim: missing.yml: file not found\n"
+
+
+def test_a_sweep_says_how_many_runs_and_where_they_went(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, tiny_scenario(duration_s=2.0))
+    out = tmp_path / "s"
+    assert main(["sim", str(path), "--sweep", "seed=1,2,3", *QUIET, "--out", str(out)]) == 0
+    assert printed(capsys).endswith(f"sweep: 3 runs → {out / 'sweep.json'}, {out / 'sweep.csv'}")
+    assert (out / "sweep.csv").read_text().count("\n") == 4
+
+
+def test_capacity_json_is_indented_and_probes_are_listed_by_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, tiny_scenario(duration_s=5.0))
+    out = tmp_path / "cap"
+    key = "auto_topology.devices.0.count"
+    args = ["sim", str(path), "--capacity", key, "--lo", "3", "--hi", "5", "--epsilon", "1"]
+    assert main([*args, *QUIET, "--out", str(out)]) == 0
+    text = (out / "capacity.json").read_text()
+    assert text == json.dumps(json.loads(text), indent=2) + "\n"
+    lines = capsys.readouterr().out.splitlines()
+    rows = [int(m.group(1)) for line in lines if (m := re.match(r"^\W*(\d+)\s+│", line))]
+    assert rows == [3, 5, 3, 5]  # the probes table, then the per-class table
+    assert " ".join(" ".join(lines).split()).endswith(
+        f"capacity {key} at epsilon=1.0: 5 (at upper bound) → {out / 'capacity.json'}"
+    )
+
+
+def test_a_capacity_whose_lower_bound_violates_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tiny_scenario(duration_s=20.0)
+    data["slo_classes"] = {"tight": 1e6}
+    data["auto_topology"]["devices"][0]["slo_mix"] = {"tight": 1}
+    path = write(tmp_path, data)
+    out = tmp_path / "cap"
+    key = "auto_topology.devices.0.count"
+    args = ["sim", str(path), "--capacity", key, "--lo", "2", "--hi", "6", "--epsilon", "0"]
+    assert main([*args, *QUIET, "--out", str(out)]) == 0
+    assert json.loads((out / "capacity.json").read_text())["capacity"] is None
+    assert printed(capsys).endswith(
+        f"capacity {key} at epsilon=0.0: None (even {key}=2 violates more than epsilon)"
+        f" → {out / 'capacity.json'}"
+    )
+
+
+def test_a_sharded_run_writes_shards_json_and_names_engine_and_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, pinned(), name="pinned.yaml")
+    out = tmp_path / "run"
+    args = ["sim", str(path), "duration_s=3", "--shards", "2", "--workers", "1"]
+    assert main([*args, *QUIET, "--out", str(out)]) == 0
+    shards = json.loads((out / "shards.json").read_text())
+    assert [sorted(s) for s in shards] == [["cells", "num_rounds", "wall_s"]] * 2
+    assert all(s["wall_s"] == round(s["wall_s"], 3) for s in shards)
+    rounds = sum(s["num_rounds"] for s in shards)
+    metrics = json.loads((out / "metrics.json").read_text())
+    said = printed(capsys)
+    assert "so it ran as" not in said
+    assert re.search(
+        rf"tiny: {rounds} rounds in 2 shards \(local, 1 workers\), "
+        rf"{metrics['num_requests']} requests, 3 s simulated in \d+\.\d\d s wall",
+        said,
+    )

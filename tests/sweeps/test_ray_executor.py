@@ -1,0 +1,79 @@
+"""The Ray sweep executor: one local Ray session (2 CPUs) for the module."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from edgespec.sweeps.executor import SerialExecutor, make_executor  # noqa: E402
+from edgespec.sweeps.ray_executor import RaySweepExecutor  # noqa: E402
+
+
+def _square_with_pid(x: int) -> tuple[int, int]:
+    return x * x, os.getpid()
+
+
+def _fail_on_three(x: int) -> int:
+    if x == 3:
+        raise ValueError("three")
+    return x
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+def test_ray_results_equal_the_serial_executor(local_ray: None) -> None:
+    items = list(range(9))
+    serial = dict(SerialExecutor().map_unordered(lambda x: x * x, items))
+    executor = make_executor(2, engine="ray")
+    assert isinstance(executor, RaySweepExecutor)
+    results = list(executor.map_unordered(_square_with_pid, items))
+    assert sorted(i for i, _ in results) == items  # every index exactly once
+    assert {i: r[0] for i, r in results} == serial
+    assert all(pid != os.getpid() for _, (_, pid) in results)  # ran in Ray workers
+    assert ray.is_initialized()  # a session it did not start is left running
+
+
+def test_a_failing_task_raises_in_the_caller(local_ray: None) -> None:
+    with pytest.raises(Exception, match="three"):
+        list(RaySweepExecutor(None, 2).map_unordered(_fail_on_three, [1, 2, 3, 4]))
+
+
+def test_engine_choice_is_checked() -> None:
+    assert isinstance(make_executor(1), SerialExecutor)
+    with pytest.raises(ValueError, match="unknown sweep engine"):
+        make_executor(2, engine="dask")
+    with pytest.raises(ValueError, match="workers"):
+        RaySweepExecutor(None, 0)
+
+
+def test_a_sharded_run_on_ray_equals_the_single_process_run(
+    local_ray: None, tmp_path: Path
+) -> None:
+    """``sim --shards 2 --engine ray``: the shards run as Ray tasks in worker processes;
+    metrics and records are those of one process with the same seed."""
+    from edgespec.metrics.record_files import RecordFiles
+    from edgespec.sim.setup.scenario import scenario_from_dict
+    from edgespec.sim.shards import simulate_sharded
+    from edgespec.sim.simulator import simulate
+    from tests.sim.test_shards import pinned, sorted_rows
+
+    data = pinned()
+    with RecordFiles(tmp_path / "single") as files:
+        single = simulate(scenario_from_dict(data), sink=files)
+    expected = files.finish(single.duration_s, single.num_servers)
+    run = simulate_sharded(data, 2, make_executor(2, engine="ray"), tmp_path / "sharded")
+    assert run.metrics == expected
+    assert [s.cells for s in run.shards] == [(0,), (1, 2)]
+    assert run.num_rounds == single.num_rounds
+    for name in ("requests.parquet", "batches.parquet"):
+        assert sorted_rows(tmp_path / "sharded" / name) == sorted_rows(tmp_path / "single" / name)
