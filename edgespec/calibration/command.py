@@ -29,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from edgespec.arguments import add_max_new_tokens, add_threads
 from edgespec.calibration.runs import (
     RealRun,
     link_rtt_ms,
@@ -147,9 +148,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--dataset", default="gsm8k", help="real target's prompt set, test split (default gsm8k)"
     )
-    p.add_argument("--max-new-tokens", type=int, default=48, help="tokens per request (default 48)")
+    add_max_new_tokens(p, 48)
     p.add_argument("--gamma", type=int, default=4, help="static window γ, tokens (default 4)")
-    p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    add_threads(p, 2)
     p.add_argument(
         "--profile", help="use this target profile (with its -draft file) instead of profiling"
     )

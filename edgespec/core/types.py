@@ -56,35 +56,6 @@ class Request:
     sampling: SamplingParams = field(default_factory=SamplingParams)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class DraftBlock:
-    """γ draft tokens proposed after a committed prefix of ``prefix_len`` tokens.
-
-    ``draft_probs`` (γ × V) is the draft distribution q at each drafted position; it is
-    needed only for stochastic verification. ``hidden_states`` (γ × H) is sent only by
-    semantic-verification protocols.
-    """
-
-    session_id: str
-    prefix_len: int
-    token_ids: tuple[int, ...]
-    draft_probs: FloatArray | None = None
-    hidden_states: FloatArray | None = None
-
-    def __post_init__(self) -> None:
-        if self.prefix_len < 0:
-            raise ValueError(f"prefix_len must be >= 0, got {self.prefix_len}")
-        if self.draft_probs is not None and self.draft_probs.shape[0] != len(self.token_ids):
-            raise ValueError(
-                f"draft_probs has {self.draft_probs.shape[0]} rows for "
-                f"{len(self.token_ids)} draft tokens"
-            )
-
-    @property
-    def num_tokens(self) -> int:
-        return len(self.token_ids)
-
-
 @dataclass(frozen=True, slots=True)
 class VerifyResult:
     """Outcome of verifying one draft block of K tokens.

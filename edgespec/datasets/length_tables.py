@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from edgespec.arguments import add_seed
 from edgespec.datasets.prompts import iter_json_array, prompt_dir
 
 REFERENCE_FIELDS = ("answer", "reference", "summary", "highlights", "completion")
@@ -249,9 +250,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-pairs", type=int, default=2000, help="pairs kept per dataset (default 2000)"
     )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the pairs' random draw (default 0)"
-    )
+    add_seed(parser, "the pairs' random draw")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import positive_int
+from edgespec.arguments import add_threads
 from edgespec.datasets.prompts import DATASETS
 from edgespec.errors import UserInputError
 from edgespec.learn.awc import command as awc_command
@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="more shard directories to train on (repeatable)",
     )
-    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
+    add_threads(p, 1)
     p.add_argument("--skip-generate", action="store_true", help="train on the shards as they are")
     p.add_argument(
         "--init-from", type=Path, help="continue training this saved draft (keeps its size, K)"

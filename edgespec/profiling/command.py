@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from edgespec.arguments import add_seed, add_threads
+
 NGRAM = "ngram"
 
 
@@ -40,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="reduced grid (tests, CI): 1 warm-up and 2 runs per configuration",
     )
-    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    add_threads(parser, 2)
     parser.add_argument(
         "--runs", type=int, help="measured runs per configuration (default 3; --quick: 2)"
     )
@@ -65,12 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1000,
         help="bootstrap resamples of the fits' 95%% intervals (default 1000)",
     )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help="seed of the random grid, prompts and bootstrap (default 0)",
-    )
+    add_seed(parser, "the random grid, prompts and bootstrap")
     parser.add_argument(
         "--resume",
         action="store_true",
@@ -87,7 +84,7 @@ def check_args(args: argparse.Namespace) -> str | None:
         return "--target is required (or --residuals REPORT)"
     if not str(args.out).endswith((".yaml", ".yml")):
         return f"--out must end in .yaml or .yml, got {args.out!r}"
-    for name in ("threads", "gamma", "bootstrap"):
+    for name in ("gamma", "bootstrap"):
         if getattr(args, name) < 1:
             return f"--{name} must be >= 1, got {getattr(args, name)}"
     if args.runs is not None and args.runs < 1:

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from edgespec.arguments import add_quiet, add_workers
+
 
 class Reproduce(Protocol):
     """A paper's reproduction: run its claims into ``out``, print and return the rows."""
@@ -54,19 +56,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, default=None, help="output folder (default runs/reproduce-PAPER-<time>)"
     )
-    parser.add_argument(
-        "--workers", type=int, default=1, help="local processes for the runs (default 1)"
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_workers(parser, 1, "local processes for the runs")
+    add_quiet(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     load = PAPERS[args.seed]
     if load is None:
         print(f"edgespec reproduce {args.seed}: not reproduced yet", file=sys.stderr)
-        return 2
-    if args.workers < 1:
-        print("edgespec reproduce: --workers must be >= 1", file=sys.stderr)
         return 2
     import torch
 

@@ -267,7 +267,6 @@ def _args(*argv: str) -> argparse.Namespace:
     ("argv", "message"),
     [
         (("--out", "p.txt"), "--out must end in .yaml or .yml, got 'p.txt'"),
-        (("--threads", "0"), "--threads must be >= 1, got 0"),
         (("--runs", "0"), "--runs must be >= 1, got 0"),
         (("--warmup", "-1"), "--warmup must be >= 0, got -1"),
         (("--scale", "2"), "--scale must be in (0, 1], got 2.0"),
@@ -280,6 +279,15 @@ def test_bad_arguments_give_clear_errors(
     assert check_args(args) == message
     assert run_command(args) == 2
     assert capsys.readouterr().err == f"edgespec profile: {message}\n"
+
+
+def test_threads_below_one_is_a_usage_error_naming_the_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        _args("--target", "t", "--threads", "0")
+    assert exit_info.value.code == 2
+    assert "argument --threads: must be >= 1, got 0" in capsys.readouterr().err
 
 
 def test_missing_target_fails_naming_it(tmp_path: Path) -> None:

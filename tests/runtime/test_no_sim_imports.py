@@ -73,5 +73,5 @@ def test_the_walk_sees_every_kind_of_import(tmp_path: Path) -> None:
         "edgespec.sim.simulator",
         "edgespec.sim.simulator.simulate",
     }
-    batching = ROOT / "edgespec" / "runtime" / "batching.py"
+    batching = ROOT / "edgespec" / "runtime" / "server" / "batching.py"
     assert "edgespec.hardware.wisp" in imported_modules(batching)

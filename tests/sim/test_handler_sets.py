@@ -14,8 +14,8 @@ from edgespec.policies import registry
 from edgespec.sim.handler_sets import HANDLER_SETS
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
+from tests.sim.fast.test_fast_path import CASES as FAST_PATH_CASES
 from tests.sim.helpers import hand_trace_scenario, tiny_scenario
-from tests.sim.test_fast_path import CASES as FAST_PATH_CASES
 from tests.sim.test_fused_switching import _Switching
 from tests.sim.test_policy_path import CASES as POLICY_PATH_CASES
 from tests.sim.test_policy_path import SPECIALISED_CASES, _DepthWindow

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from edgespec.arguments import positive_int
+from edgespec.arguments import add_seed, add_threads, add_workers
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
@@ -76,10 +76,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help=f"objective weight of throughput (default {w['throughput']:g})",
     )
     p.add_argument("--address", help="Ray cluster address (ray://host:10001); default: local")
-    p.add_argument(
-        "--workers", type=int, default=2, help="local Ray CPUs / tasks in flight (default 2)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="seed of the scenario draws (default 0)")
+    add_workers(p, 2, "local Ray CPUs / tasks in flight")
+    add_seed(p, "the scenario draws")
     t = sub.add_parser("awc", help="train the WC-DNN on an awc-data directory")
     t.add_argument("--data", type=Path, required=True, help="an awc-data --out directory")
     t.add_argument("--out", type=Path, required=True, help="write the weights (JSON) here")
@@ -93,8 +91,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t.add_argument(
         "--holdout", type=float, default=0.2, help="share of scenarios held out (default 0.2)"
     )
-    t.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
-    t.add_argument("--seed", type=int, default=0, help="seed of init, batches, holdout (default 0)")
+    add_threads(t, 1)
+    add_seed(t, "init, batches, holdout")
 
 
 def finished_ids(out: Path) -> set[int]:

@@ -13,7 +13,7 @@ import argparse
 import time
 from pathlib import Path
 
-from edgespec.arguments import positive_int
+from edgespec.arguments import add_seed, add_threads
 from edgespec.errors import UserInputError
 
 
@@ -51,13 +51,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument(
         "--train-minutes", type=float, default=30.0, help="training budget, minutes (default 30)"
     )
-    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=0,
-        help="seed of init, batch order and the validation split (default 0)",
-    )
+    add_threads(p, 1)
+    add_seed(p, "init, batch order and the validation split")
 
 
 def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:

@@ -19,7 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from edgespec.arguments import positive_int
+from edgespec.arguments import add_seed, add_threads
 from edgespec.errors import UserInputError
 
 
@@ -53,10 +53,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument(
         "--latency-calls", type=int, default=1000, help="single-sample timing calls (default 1000)"
     )
-    p.add_argument("--threads", type=positive_int, default=1, help="torch CPU threads (default 1)")
-    p.add_argument(
-        "--seed", type=int, default=0, help="seed of the request split and searches (default 0)"
-    )
+    add_threads(p, 1)
+    add_seed(p, "the request split and searches")
 
 
 def trace_files(paths: list[Path]) -> list[Path]:

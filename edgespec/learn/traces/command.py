@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from edgespec.arguments import add_real_pair, add_seed, add_threads
 from edgespec.datasets.prompts import DATASETS
 from edgespec.errors import UserInputError
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
@@ -20,16 +21,8 @@ NGRAM = "ngram"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--target",
-        default="gemma3-270m",
-        help="target model name or local path (default %(default)s)",
-    )
-    parser.add_argument(
-        "--draft",
-        default="gemma3-270m-draft",
-        help=f"draft model name or local path, or {NGRAM!r} for the prompt-lookup drafter "
-        "(default %(default)s)",
+    add_real_pair(
+        parser, draft_help=f"draft model name or local path, or {NGRAM!r} for prompt lookup"
     )
     parser.add_argument(
         "--lookup",
@@ -105,8 +98,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rate", type=float, default=1.0, help="Poisson arrival rate, requests/s (default 1)"
     )
-    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the arrival times (default 0)")
+    add_threads(parser, 2)
+    add_seed(parser, "the arrival times")
     parser.add_argument(
         "--out",
         type=Path,

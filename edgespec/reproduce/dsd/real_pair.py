@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgespec.arguments import add_max_new_tokens, add_real_pair, add_threads
 from edgespec.errors import UserInputError
 
 WINDOWS: dict[str, dict[str, Any]] = {
@@ -98,19 +99,14 @@ def run_cell(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", default="gemma3-270m", help="target (default gemma3-270m)")
-    parser.add_argument(
-        "--draft", default="gemma3-270m-draft", help="draft (default gemma3-270m-draft)"
-    )
+    add_real_pair(parser)
     parser.add_argument(
         "--limit",
         type=int,
         default=2,
         help="test prompts per dataset (gsm8k, cnndm, humaneval; default 2)",
     )
-    parser.add_argument(
-        "--max-new-tokens", type=int, default=48, help="tokens per request (default 48)"
-    )
+    add_max_new_tokens(parser, 48)
     parser.add_argument(
         "--rtt-ms", default="10,30", help="comma-separated RTTs, ms (default 10,30)"
     )
@@ -119,9 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="static,dynamic,awc",
         help="comma-separated window policies: static (γ 4), dynamic, awc (default: all three)",
     )
-    parser.add_argument(
-        "--threads", type=int, default=1, help="torch threads, each process (default 1)"
-    )
+    add_threads(parser, 1, "torch threads, each process")
     parser.add_argument("--port", type=int, default=50790, help="server port (default 50790)")
     parser.add_argument(
         "--out",

@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from edgespec.arguments import add_max_new_tokens, add_threads
+
 SYSTEMS = {
     "fcfs": ["--batching", "fcfs"],
     "sled": ["--batching", "fcfs", "--no-prefix-cache"],
@@ -194,10 +196,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seconds", type=float, default=60.0, help="closed-loop run per system, s (default 60)"
     )
-    parser.add_argument(
-        "--max-new-tokens", type=int, default=24, help="tokens per request (default 24)"
-    )
-    parser.add_argument("--threads", type=int, default=2, help="server torch threads (default 2)")
+    add_max_new_tokens(parser, 24)
+    add_threads(parser, 2, "server torch threads")
     parser.add_argument(
         "--classes",
         nargs="+",

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from edgespec.arguments import add_max_new_tokens, add_threads
 from edgespec.runtime.commands.bench_inputs import load_models, load_text_prompts, make_prompts
 
 
@@ -54,10 +55,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--prefix-lens", default="128,512,1024", help="prefix tokens (default 128,512,1024)"
     )
-    p.add_argument("--max-new-tokens", type=int, default=48, help="tokens per request (default 48)")
+    add_max_new_tokens(p, 48)
     p.add_argument("--prompt-len", type=int, default=32, help="prompt tokens (default 32)")
     p.add_argument("--gamma", type=int, default=4, help="static window γ, tokens (default 4)")
-    p.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    add_threads(p, 2)
     p.add_argument(
         "--repeats",
         type=int,

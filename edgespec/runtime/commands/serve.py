@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from edgespec.arguments import positive_int
+from edgespec.arguments import add_threads
 from edgespec.policies.registry import BATCHING, WINDOW
 from edgespec.policies.slo import DEADLINE_RULES
 
@@ -95,9 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also serve Prometheus /metrics on this port, on --host (needs prometheus-client; "
         "default: off)",
     )
-    parser.add_argument(
-        "--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's)"
-    )
+    add_threads(parser, None)
     parser.add_argument(
         "--round-log",
         metavar="FILE",

@@ -16,6 +16,7 @@ forwards the session's whole context, and the outputs are the same.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -48,6 +49,20 @@ class EngineCounters:
     def cache_hit_ratio(self) -> float:
         total = self.num_cache_hits + self.num_cache_misses
         return self.num_cache_hits / total if total else 0.0
+
+
+@dataclass(slots=True)
+class _Tally:
+    """The engine's running counts (under its lock); :meth:`VerificationEngine.counters`
+    reports them with the cache's current size as :class:`EngineCounters`."""
+
+    num_forward_passes: int = 0
+    num_tokens_forwarded: int = 0
+    num_verifications: int = 0
+    num_cache_hits: int = 0
+    num_cache_misses: int = 0
+    num_reprefills: int = 0
+    num_evictions: int = 0
 
 
 @dataclass(slots=True)
@@ -89,9 +104,7 @@ class VerificationEngine:
         self._sessions: dict[str, _Session] = {}
         self._lru: OrderedDict[str, None] = OrderedDict()  # sessions holding KV, oldest first
         self._lock = threading.Lock()
-        self._c = dict.fromkeys(
-            ("passes", "forwarded", "verifications", "hits", "misses", "reprefills", "evict"), 0
-        )
+        self._tally = _Tally()
 
     # --- sessions
 
@@ -184,11 +197,11 @@ class VerificationEngine:
                 results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))  # placeholder
                 s.in_flight = True
                 if s.kv is None:
-                    self._c["misses"] += 1
-                    self._c["reprefills"] += int(s.was_evicted)
+                    self._tally.num_cache_misses += 1
+                    self._tally.num_reprefills += int(s.was_evicted)
                     s.kv_len = 0
                 else:
-                    self._c["hits"] += 1
+                    self._tally.num_cache_hits += 1
                     self._lru.pop(c.session_id, None)  # not evictable while in flight
                 new = (*s.tokens[s.kv_len :], *c.draft_token_ids)
                 k = len(c.draft_token_ids)
@@ -211,9 +224,11 @@ class VerificationEngine:
                 for _, s, _, _ in live:
                     s.in_flight = False
         with self._lock:
-            self._c["passes"] += 1
-            self._c["forwarded"] += sum(len(item.new_token_ids) for _, _, _, item in live)
-            self._c["verifications"] += len(live)
+            self._tally.num_forward_passes += 1
+            self._tally.num_tokens_forwarded += sum(
+                len(item.new_token_ids) for _, _, _, item in live
+            )
+            self._tally.num_verifications += len(live)
             for (index, s, c, item), out in zip(live, outputs, strict=True):
                 results[index] = self._apply(s, c, item, out)
             self._enforce_budget()
@@ -272,7 +287,7 @@ class VerificationEngine:
             s = self._sessions[sid]
             total -= s.kv_len
             s.kv, s.kv_len, s.was_evicted = None, 0, True
-            self._c["evict"] += 1
+            self._tally.num_evictions += 1
 
     # --- helpers
 
@@ -284,15 +299,8 @@ class VerificationEngine:
     def counters(self) -> EngineCounters:
         with self._lock:
             held = [self._sessions[sid] for sid in self._lru]
-            c = self._c
             return EngineCounters(
-                num_forward_passes=c["passes"],
-                num_tokens_forwarded=c["forwarded"],
-                num_verifications=c["verifications"],
-                num_cache_hits=c["hits"],
-                num_cache_misses=c["misses"],
-                num_reprefills=c["reprefills"],
-                num_evictions=c["evict"],
+                **dataclasses.asdict(self._tally),
                 num_cached_tokens=sum(s.kv_len for s in held),
                 num_cached_bytes=sum(self.backend.kv_bytes(s.kv) for s in held),
                 num_sessions=len(self._sessions),

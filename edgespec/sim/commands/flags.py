@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import positive_int
+from edgespec.arguments import add_quiet, positive_int
 from edgespec.errors import UserInputError
 
 
@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="--capacity: count only this SLO class's violations (Cap(τ) of one class)",
     )
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(parser)
     parser.add_argument(
         "--verbose",
         action="store_true",

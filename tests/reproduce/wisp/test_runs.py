@@ -58,5 +58,9 @@ def test_directions_reproduced_by_the_quick_run(quick: tuple[Path, list]) -> Non
 
 
 def test_unknown_and_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["reproduce", "wisp", "--workers", "0"]) == 2
-    assert "--workers must be >= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["reproduce", "wisp", "--workers", "0"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "edgespec reproduce wisp: error: argument --workers: must be >= 1, got 0\n"
+    )

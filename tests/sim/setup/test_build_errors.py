@@ -25,7 +25,7 @@ from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.setup.topology import expand_topology
 from tests.sim.helpers import tiny_scenario
 
-BUNDLED = Path(__file__).with_name("acceptance_trace.jsonl")
+BUNDLED = Path(__file__).parent.parent / "acceptance_trace.jsonl"
 
 
 def write_trace(path: Path, rows: list[dict[str, Any]]) -> str:

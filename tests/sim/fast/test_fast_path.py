@@ -83,7 +83,7 @@ def test_fast_path_equals_straightforward(name: str, rounds: bool) -> None:
     """With round records on, the generic handlers run with collapsed events; with them
     off, a static distributed run also uses the specialised BATCH_END closure."""
     data = tiny_scenario()
-    trace = Path(__file__).with_name("acceptance_trace.jsonl")
+    trace = Path(__file__).parent.parent / "acceptance_trace.jsonl"
     overrides = [o.replace("TRACE", str(trace)) for o in CASES[name]]
     overrides = [*overrides, f"record_rounds={str(rounds).lower()}"]
     fast = simulate(scenario_from_dict(data, [*overrides, "fast_path=true"]))

@@ -41,7 +41,7 @@ ROWS = [
      "draft_features": features([0.9, 0.9, 0.2, 0.9, 0.9, 0.9, 0.3, 0.9, 0.9])}
     for i in range(4)
 ]  # fmt: skip
-BUNDLED = Path(__file__).with_name("acceptance_trace.jsonl")
+BUNDLED = Path(__file__).parent.parent / "acceptance_trace.jsonl"
 WISP = "policies.batching={name: wisp, params: {profile: a100-qwen3-32b}}"
 
 

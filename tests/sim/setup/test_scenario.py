@@ -176,7 +176,7 @@ def test_trace_acceptance_defaults_to_the_bundled_traces(monkeypatch: pytest.Mon
     assert "config field 'acceptance.traces': trace acceptance needs acceptance_seq" in str(
         info.value
     )
-    bundled = Path(__file__).with_name("acceptance_trace.jsonl")
+    bundled = Path(__file__).parent.parent / "acceptance_trace.jsonl"
     monkeypatch.setattr(sources, "bundled_traces", lambda: [bundled])
     result = simulate(scenario_from_dict(tiny_scenario(), ["acceptance.kind=trace"]))
     explicit = simulate(
