@@ -18,12 +18,12 @@ demo: $(STAMP)
 	$(VENV)/bin/edgespec sim
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check edgespec tests benchmarks/probes
-	$(VENV)/bin/ruff format --check edgespec tests benchmarks/probes
+	$(VENV)/bin/ruff check edgespec tests benchmarks
+	$(VENV)/bin/ruff format --check edgespec tests benchmarks
 	$(VENV)/bin/lint-imports  # the import contracts in pyproject.toml
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy edgespec tests benchmarks/probes
+	$(VENV)/bin/mypy edgespec tests benchmarks
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest -q

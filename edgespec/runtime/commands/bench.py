@@ -13,15 +13,18 @@ Default models are synthetic (built in-process, see :mod:`edgespec.runtime.testi
 a 12-layer target (``--synthetic-layers``) whose layers ≥ 2 are "quiet", and its first 2
 layers as the draft.
 ``--target``/``--draft`` take real models (directory or name) instead.
+``--json FILE`` also writes each section's timings and ratios as JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -74,6 +77,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="",
         help="comma list of sections to skip: single,clients,prefix (default: none)",
     )
+    p.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the sections' numbers as JSON (default: print only)",
+    )
 
 
 def _server(backend: Any, max_batch: int = 16) -> Any:
@@ -114,12 +124,22 @@ def _cell(times: Sequence[float], work: float) -> str:
     return f"{work / min(times):.1f} ({work / statistics.median(times):.1f})"
 
 
+def _rates(name: str, times: Sequence[float], work: float) -> dict[str, Any]:
+    """The JSON form of a :func:`_cell`: every timing, and the best and median rates."""
+    return {
+        f"{name}_s": list(times),
+        f"{name}_tok_s_best": work / min(times),
+        f"{name}_tok_s_median": work / statistics.median(times),
+    }
+
+
 def bench_single(
     backend: Any,
     make_draft: Callable[[], Any],
     args: argparse.Namespace,
     texts: Sequence[tuple[int, ...]] = (),
-) -> None:
+) -> dict[str, Any]:
+    """Print the single-client table; return its numbers."""
     from edgespec.core.types import SamplingParams
     from edgespec.runtime.edge.drafter import DraftOptions, generate
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
@@ -158,6 +178,16 @@ def bench_single(
         f"\nspeedup SD / target-only: **{best:.2f}×** best, {median:.2f}× median "
         "(outputs token-identical, asserted)"
     )
+    return {
+        "tokens": n,
+        **_rates("target_only", ar_times, n),
+        **_rates("sd", sd_times, n),
+        "acceptance": r.num_accepted / r.num_drafted,
+        "tokens_per_round": n / r.num_rounds,
+        "speedup_best": best,
+        "speedup_median": median,
+        "identical_to_target_only": True,
+    }
 
 
 def _window(args: argparse.Namespace) -> Any:
@@ -172,7 +202,8 @@ def bench_clients(
     args: argparse.Namespace,
     counts: Sequence[int],
     texts: Sequence[tuple[int, ...]] = (),
-) -> None:
+) -> list[dict[str, Any]]:
+    """Print the concurrent-clients table; return one row of numbers per client count."""
     from edgespec.core.types import SamplingParams
     from edgespec.runtime.edge.drafter import DraftOptions, generate
     from edgespec.runtime.messages import SessionSpec
@@ -185,6 +216,7 @@ def bench_clients(
     )
     print("| clients | distributed SD | mean batch | centralized | mean batch | SD / centralized |")
     print("|---|---|---|---|---|---|")
+    rows: list[dict[str, Any]] = []
     for n in counts:
         prompts = make_prompts(n, args.prompt_len, backend.vocab_size, texts)
         sd_t: list[float] = []
@@ -223,6 +255,19 @@ def bench_clients(
             f"| {n} | {_cell(sd_t, tokens)} | {sd_batches:.2f} | {_cell(c_t, tokens_c)} "
             f"| {c_batches:.2f} | {ratio:.2f}× |"
         )
+        rows.append(
+            {
+                "clients": n,
+                "sd_tokens": tokens,
+                **_rates("sd", sd_t, tokens),
+                "sd_mean_batch": sd_batches,
+                "centralized_tokens": tokens_c,
+                **_rates("centralized", c_t, tokens_c),
+                "centralized_mean_batch": c_batches,
+                "sd_over_centralized": ratio,
+            }
+        )
+    return rows
 
 
 def _mean_batch(before: Any, after: Any) -> float:
@@ -233,7 +278,10 @@ def _mean_batch(before: Any, after: Any) -> float:
     return entries / batches if batches else 0.0
 
 
-def bench_prefix(backend: Any, args: argparse.Namespace, lengths: Sequence[int]) -> None:
+def bench_prefix(
+    backend: Any, args: argparse.Namespace, lengths: Sequence[int]
+) -> list[dict[str, Any]]:
+    """Print the follow-up vs cold-start table; return one row of numbers per prefix."""
     from edgespec.runtime.backends.base import ForwardItem
 
     rng = np.random.default_rng(7)
@@ -244,6 +292,7 @@ def bench_prefix(backend: Any, args: argparse.Namespace, lengths: Sequence[int])
     )
     print("| prefix | cold start ms | follow-up ms | cold / follow-up (best) |")
     print("|---|---|---|---|")
+    rows: list[dict[str, Any]] = []
     for length in lengths:
         prefix = tuple(int(t) for t in rng.integers(0, backend.vocab_size, length))
         draft = tuple(int(t) for t in rng.integers(0, backend.vocab_size, k))
@@ -259,6 +308,19 @@ def bench_prefix(backend: Any, args: argparse.Namespace, lengths: Sequence[int])
             warm.append(t2 - t1)
         ms = [f"{min(x) * 1e3:.1f} ({statistics.median(x) * 1e3:.1f})" for x in (cold, warm)]
         print(f"| {length} | {ms[0]} | {ms[1]} | {min(cold) / min(warm):.1f}× |")
+        rows.append(
+            {
+                "prefix": length,
+                "cold_ms": [t * 1e3 for t in cold],
+                "follow_up_ms": [t * 1e3 for t in warm],
+                "cold_ms_best": min(cold) * 1e3,
+                "cold_ms_median": statistics.median(cold) * 1e3,
+                "follow_up_ms_best": min(warm) * 1e3,
+                "follow_up_ms_median": statistics.median(warm) * 1e3,
+                "cold_over_follow_up": min(cold) / min(warm),
+            }
+        )
+    return rows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -278,10 +340,21 @@ def run(args: argparse.Namespace) -> int:
         f"## edgespec runtime bench: {desc}; torch threads {args.threads}; "
         f"{args.max_new_tokens} new tokens, prompt {args.prompt_len}, fp32 CPU"
     )
+    report: dict[str, Any] = {
+        "models": desc,
+        "threads": args.threads,
+        "max_new_tokens": args.max_new_tokens,
+        "prompt_len": args.prompt_len,
+        "gamma": args.gamma,
+        "repeats": args.repeats,
+    }
     if "single" not in skip:
-        bench_single(backend, make_draft, args, texts)
+        report["single"] = bench_single(backend, make_draft, args, texts)
     if "clients" not in skip:
-        bench_clients(backend, make_draft, args, _parse_ints(args.clients), texts)
+        counts = _parse_ints(args.clients)
+        report["clients"] = bench_clients(backend, make_draft, args, counts, texts)
     if "prefix" not in skip:
-        bench_prefix(backend, args, _parse_ints(args.prefix_lens))
+        report["prefix"] = bench_prefix(backend, args, _parse_ints(args.prefix_lens))
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
     return 0
