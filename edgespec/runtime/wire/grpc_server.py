@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 
+from edgespec.errors import UserInputError
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import PROTOCOL_VERSION
 from edgespec.runtime.server.config import ServerConfig
@@ -28,6 +29,7 @@ from edgespec.runtime.wire.codec import (
 )
 from edgespec.runtime.wire.fused_codec import fused_call_from_proto, fused_round_to_proto
 from edgespec.runtime.wire.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
+from edgespec.runtime.wire.ports import ensure_port_free
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,17 +188,27 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
 
 async def start_server(service: VerificationService, port: int | None = None) -> tuple[Any, int]:
     """Start ``service`` on ``config.host:port`` (``port`` overrides the config; 0 picks a
-    free one). Returns the running ``grpc.aio.Server`` and the bound port."""
+    free one). Returns the running ``grpc.aio.Server`` and the bound port.
+
+    The port is bound exclusively (gRPC's default ``SO_REUSEPORT`` is off): a port another
+    server listens on is a :class:`PortInUseError`, not a second listener sharing the
+    traffic."""
     config: ServerConfig = service.config
-    server = grpc.aio.server(options=message_size_options(config.max_message_bytes))
+    options = [*message_size_options(config.max_message_bytes), ("grpc.so_reuseport", 0)]
+    server = grpc.aio.server(options=options)
     _add_servicer(_Servicer(service), server)
-    address = f"{config.host}:{config.port if port is None else port}"
-    if config.tls_cert is not None and config.tls_key is not None:
-        with open(config.tls_key, "rb") as key, open(config.tls_cert, "rb") as cert:
-            creds = grpc.ssl_server_credentials([(key.read(), cert.read())])
-        bound = server.add_secure_port(address, creds)
-    else:
-        bound = server.add_insecure_port(address)
+    wanted = config.port if port is None else port
+    address = f"{config.host}:{wanted}"
+    try:
+        if config.tls_cert is not None and config.tls_key is not None:
+            with open(config.tls_key, "rb") as key, open(config.tls_cert, "rb") as cert:
+                creds = grpc.ssl_server_credentials([(key.read(), cert.read())])
+            bound = server.add_secure_port(address, creds)
+        else:
+            bound = server.add_insecure_port(address)
+    except RuntimeError as exc:  # grpc's "Failed to bind to address"
+        ensure_port_free(config.host, wanted)  # names the cause when it can
+        raise UserInputError(f"cannot listen on {address}: {exc}") from exc
     await service.start()
     await server.start()
     return server, bound
@@ -219,9 +231,16 @@ class ServerThread:
         self._server: Any = None
 
     def start(self) -> ServerThread:
+        """Start the loop and the server on it; when the server cannot start (its port in
+        use, say), the loop stops too and the error is raised here."""
         self._thread.start()
         future = asyncio.run_coroutine_threadsafe(self._start(), self._loop)
-        future.result(timeout=30)
+        try:
+            future.result(timeout=30)
+        except BaseException:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+            raise
         return self
 
     async def _start(self) -> None:

@@ -1,0 +1,36 @@
+"""Whether a port can be listened on, checked before a server loads its model."""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+from edgespec.errors import UserInputError
+
+
+class PortInUseError(UserInputError):
+    """Another process listens on the port a server was asked to listen on."""
+
+
+def ensure_port_free(host: str, port: int) -> None:
+    """Bind ``host:port`` for a moment, as the server will: a :class:`PortInUseError`
+    ("port P is in use") when a process listens there, a :class:`UserInputError` naming
+    the address when it cannot be bound for another reason. Port 0 (any free one) passes.
+
+    The probe sets ``SO_REUSEADDR`` (connections in TIME_WAIT do not count) but not
+    ``SO_REUSEPORT``, so any listener fails it, gRPC's included."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise UserInputError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise PortInUseError(f"port {port} is in use (on {host})") from exc
+            raise UserInputError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
