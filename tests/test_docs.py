@@ -324,3 +324,26 @@ def test_every_tool_is_quoted_as_an_edgespec_subcommand(doc: Path) -> None:
         if "python -m edgespec" in line
     ]
     assert not found, _report(doc, found)
+
+
+_DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b\d\d:\d\d(?:[–-]\d\d:\d\d)? UTC\b|load average \d")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=IDS)
+def test_docs_are_a_reference_not_a_diary(doc: Path) -> None:
+    """No dated sittings, clock times or load averages of runs (history stays in git)."""
+    lines = doc.read_text().splitlines()
+    found = [(n, "a dated run") for n, line in enumerate(lines, 1) if _DATED.search(line)]
+    assert not found, _report(doc, found)
+
+
+def test_performance_is_short_and_cites_its_results() -> None:
+    """docs/PERFORMANCE.md stays a reference (≤ 250 lines) whose figures cite result files
+    that exist (benchmarks/results/*.json)."""
+    text = (ROOT / "docs" / "PERFORMANCE.md").read_text()
+    assert len(text.splitlines()) <= 250
+    cited = set(re.findall(r"benchmarks/results/([\w.-]+\.json)", text))
+    cited |= set(re.findall(r"`([\w.-]+\.json)`", text))
+    results = {p.name for p in (ROOT / "benchmarks" / "results").glob("*.json")}
+    assert len(cited & results) >= 5
+    assert cited <= results | {"shards.json"}, sorted(cited - results)  # a run folder's file

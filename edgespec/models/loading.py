@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.models.registry import (
-    KNOWN_MODELS,
+    FEATURE_DRAFT_MARKER,
     ModelNotFoundError,
     ModelSource,
     ModelSpec,
@@ -140,11 +140,33 @@ def load_model(
 
 
 def load_tokenizer(name: str) -> Any | None:
-    """The tokenizer saved with a model directory (``None`` if it has none), or that of a
-    known model name (``gemma3-270m``, bundled drafts). Never goes to the network."""
-    if name in KNOWN_MODELS:
-        return load_model(name).tokenizer
-    return _saved_tokenizer(name)
+    """The tokenizer of a model name or path, without loading its weights: the one saved
+    with it, else (a trimmed or feature draft) its target's by the ``target_name`` in its
+    config; ``None`` when it has neither or the name resolves to no model. Never goes to
+    the network."""
+    try:
+        spec = resolve_model(name)
+    except ModelNotFoundError:
+        return None
+    if spec.source is ModelSource.GEMMA3_270M_GGUF:
+        return _saved_tokenizer(str(_gemma_directory()))
+    if spec.source is ModelSource.GGUF_FILE or spec.path is None:
+        return load_model(spec).tokenizer
+    if (spec.path / "tokenizer_config.json").is_file():
+        return _saved_tokenizer(str(spec.path))
+    target_name = _target_name(spec.path)
+    return load_tokenizer(target_name) if target_name else None
+
+
+def _target_name(directory: Path) -> str | None:
+    """The ``target_name`` a draft directory's config names (trimmed or feature draft)."""
+    for file in (FEATURE_DRAFT_MARKER, "config.json"):
+        path = directory / file
+        if path.is_file():
+            name = json.loads(path.read_text()).get("target_name")
+            if isinstance(name, str) and name:
+                return name
+    return None
 
 
 def _saved_tokenizer(directory: str) -> Any | None:

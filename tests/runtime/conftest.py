@@ -51,7 +51,7 @@ ServerFactory = Callable[..., ServerThread]
 
 
 def start_server(
-    target: TransformersTarget,
+    backend: TransformersTarget,
     draft_factory: Callable[[], DraftBackend] | None = None,
     port: int = 0,
     batching_policy: BatchingPolicy | None = None,
@@ -59,14 +59,14 @@ def start_server(
     window: WindowPolicy | None = None,
     **overrides: Any,
 ) -> ServerThread:
-    """A loopback verification server for ``target`` with config ``overrides`` (and
+    """A loopback verification server for the ``backend`` target with config ``overrides`` (and
     ``batching_policy`` instead of the configured one, when given), serving ``rules``;
     ``window``: the server's window policy for fused runs."""
     config = from_dict(ServerConfig, {"port": 0, **overrides})
 
     def build() -> VerificationService:
         engine = VerificationEngine(
-            target,
+            backend,
             config.kv_budget_tokens,
             config.max_sessions,
             rules=rules,

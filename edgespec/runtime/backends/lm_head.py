@@ -42,7 +42,7 @@ def blocked_head(hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     for the whole matrix ran about 2× slower than for one row on one CPU thread (Gemma 3 270M);
     blocks that stay in cache cut the 5-row head by about a fifth on 1 thread, and on 2
     threads a token tree's 19-row head by about a quarter, a 48-row head by about a seventh
-    (medians; docs/PERFORMANCE.md, Backend A/B measurements, 2026-11-24).
+    (medians; docs/PERFORMANCE.md, *Backend A/B measurements*).
     Used for 2..48 rows; one row (plain decoding) gains nothing.
     """
     rows = hidden.reshape(-1, hidden.shape[-1])

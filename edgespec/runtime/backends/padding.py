@@ -6,7 +6,7 @@ one padded tensor: B rows of ``max(L_new)`` new tokens, each attending over
 follow-ups therefore computes the follow-ups at the cold start's length and the cold start
 over the follow-ups' padded prefixes: on Gemma 3 270M (2 CPU threads) a 971-token cold
 start and a 5-token follow-up on 1,000 cached tokens took 4,534 ms in one pass against
-2,066 ms in two (2.2×; docs/PERFORMANCE.md, Backend A/B measurements, 2026-11-24).
+2,066 ms in two (2.2×; docs/PERFORMANCE.md, *Backend A/B measurements*).
 Splitting such a batch into passes of similar shape keeps the padding small; verification
 blocks of similar length (1 to γ + 1 tokens) stay one pass.
 """

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from edgespec.runtime.commands.draft_run import DraftRun, first_difference
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments, stop_policy_from_args
 from edgespec.runtime.wire.emulated_link import add_link_arguments, link_overrides
 
@@ -64,7 +65,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="distributed: draft here, verify on the server (default); centralized: the "
         "server decodes alone; fused: the server drafts (started with --draft) and verifies",
     )
-    parser.add_argument("--records", help="write RoundRecords + RequestRecord here (JSONL)")
+    parser.add_argument(
+        "--records",
+        help="write the RequestRecord (and, distributed, the RoundRecords) here (JSONL)",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="run the prompt centralized, then distributed; print both stats lines and the "
+        "speed-up, and check the outputs are token-identical (exit 1 if not; greedy only)",
+    )
     parser.add_argument(
         "--lookup",
         action="store_true",
@@ -203,101 +213,114 @@ def _routed_verifier(config: Any) -> Any:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import json
-    import uuid
-
+    """Check the arguments, reach the server, then load what the mode needs and run it:
+    nothing slow happens before a bad flag or an unreachable server is reported."""
     from edgespec.config import ConfigError, load_config
-    from edgespec.core.types import SamplingParams
-    from edgespec.models.loading import load_model, load_tokenizer
-    from edgespec.runtime.backends.base import stopping_drafter
-    from edgespec.runtime.edge.drafter import DraftOptions, generate
-    from edgespec.runtime.messages import SessionSpec
     from edgespec.runtime.server.config import DrafterConfig
-    from edgespec.runtime.server.round_log import record_row
-    from edgespec.runtime.wire.emulated_link import check_link_mode, wrap_verifier
+    from edgespec.runtime.wire.emulated_link import check_link_mode
 
     config = load_config(DrafterConfig, args.config, _overrides(args))
     stop = stop_policy_from_args(args)
     if stop is not None and args.mode != "distributed":
         raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")
+    if args.compare:
+        if args.mode != "distributed":
+            raise ConfigError("mode", "--compare runs distributed and centralized: drop --mode")
+        if config.temperature != 0:
+            raise ConfigError(
+                "temperature", "--compare checks token-identical outputs: greedy only"
+            )
     check_link_mode(config, args.mode)
-    model, tokenizer = (None, None)
-    if config.draft != "ngram" and args.mode == "distributed":
-        loaded = load_model(config.draft)
-        model, tokenizer = loaded.model, loaded.tokenizer
+    prompt_ids = _prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
+    window = configured_policy("window", config.window.name, config.window.params)
+    verifier = _routed_verifier(config)
+    vocab_size = verifier.vocab_size()  # reaches the server before anything loads
+    draft = _load_draft(config) if args.mode == "distributed" else None
+    tokenizer = _tokenizer(args, config, verifier, draft)
+    if prompt_ids is None and tokenizer is None:
+        target = verifier.target_name()
+        where = (
+            f"nor has the server's target {target!r} one here"
+            if target
+            else ("and the server does not name its target")
+        )
+        raise ConfigError(
+            "prompt", f"text prompts need a tokenizer: the draft has none, {where} "
+            "(--tokenizer MODEL, or --prompt-ids)",
+        )  # fmt: skip
+    prompt = prompt_ids if prompt_ids is not None else tuple(tokenizer(args.prompt)["input_ids"])
+    run = DraftRun(config, verifier, prompt, tokenizer, args.seed)
+    if args.compare:
+        return _compare(run, draft, vocab_size, window, stop, args)
+    if args.mode != "distributed":
+        outcome = run.server_side(fused=args.mode == "fused")
+    else:
+        outcome = run.distributed(draft, vocab_size, window, stop, args.records is not None)
+    outcome.report(args.mode)
+    if args.records:
+        outcome.write_records(args.records)
+    return 0
+
+
+def _compare(
+    run: DraftRun, draft: Any, vocab_size: int, window: Any, stop: Any, args: argparse.Namespace
+) -> int:
+    """``--compare``: centralized, then distributed, on the same prompt; the speed-up, and
+    whether the outputs are token-identical (exit 1 when they are not)."""
+    central = run.server_side(fused=False)
+    central.report("centralized")
+    spec = run.distributed(draft, vocab_size, window, stop, args.records is not None)
+    spec.report("distributed")
+    if args.records:
+        spec.write_records(args.records)
+    same = central.output == spec.output
+    ratio = spec.request.tokens_per_s / max(central.request.tokens_per_s, 1e-12)
+    print(
+        f"distributed {spec.request.tokens_per_s:.1f} tok/s vs centralized "
+        f"{central.request.tokens_per_s:.1f} tok/s: {ratio:.2f}x; outputs "
+        + (
+            "identical"
+            if same
+            else f"differ from token {first_difference(central.output, spec.output)}"
+        ),
+        file=sys.stderr,
+    )
+    return 0 if same else 1
+
+
+def _prompt_ids(text: str) -> tuple[int, ...]:
+    from edgespec.config import ConfigError
+
+    try:
+        return tuple(int(t) for t in text.split(","))
+    except ValueError as exc:
+        raise ConfigError("prompt_ids", f"expected comma-separated ints: {exc}") from exc
+
+
+def _load_draft(config: Any) -> Any:
+    """The draft model (its weights and tokenizer), or ``None`` for prompt lookup."""
+    from edgespec.models.loading import load_model
+
+    return None if config.draft == "ngram" else load_model(config.draft)
+
+
+def _tokenizer(args: argparse.Namespace, config: Any, verifier: Any, draft: Any) -> Any:
+    """``--tokenizer``'s; else the loaded draft's; else the draft's by its name, or the
+    server's target's by the name the server gives (a tokenizer alone: no weights load)."""
+    from edgespec.config import ConfigError
+    from edgespec.models.loading import load_tokenizer
+
     if args.tokenizer:
         tokenizer = load_tokenizer(args.tokenizer)
         if tokenizer is None:
             raise ConfigError("tokenizer", f"no tokenizer found at {args.tokenizer!r}")
-    if args.prompt_ids is not None:
-        try:
-            prompt = tuple(int(t) for t in args.prompt_ids.split(","))
-        except ValueError as exc:
-            raise ConfigError("prompt_ids", f"expected comma-separated ints: {exc}") from exc
-    else:
-        if tokenizer is None:
-            raise ConfigError("prompt", "text prompts need a tokenizer (--tokenizer MODEL)")
-        prompt = tuple(tokenizer(args.prompt)["input_ids"])
-
-    def show(tokens: tuple[int, ...]) -> None:
-        text = tokenizer.decode(list(tokens)) if tokenizer is not None else f"{list(tokens)} "
-        sys.stdout.write(text)
-        sys.stdout.flush()
-
-    sampling = SamplingParams(
-        temperature=config.temperature, max_new_tokens=config.max_new_tokens, seed=args.seed
-    )
-    window = configured_policy("window", config.window.name, config.window.params)
-    verifier = _routed_verifier(config)
-    session_id = f"{config.client_id}-{uuid.uuid4().hex[:12]}"
-    if args.mode != "distributed":
-        spec = SessionSpec(session_id, config.client_id, prompt, sampling, config.slo_class)
-        gamma = int(config.window.params.get("gamma", 4))
-        for chunk in verifier.generate(spec, fused=args.mode == "fused", gamma=gamma):
-            show(chunk)
-        sys.stdout.write("\n")
-        return 0
-    max_nodes = config.tree_max_nodes
-    limit = verifier.max_draft_tokens() if config.tree is not None else None
-    if limit is not None and max_nodes > limit:
-        print(
-            f"edgespec draft: tree_max_nodes {max_nodes} exceeds the server's max_draft_tokens "
-            f"{limit}; using {limit}",
-            file=sys.stderr,
-        )
-        max_nodes = limit
-    drafter = make_drafter(
-        config.draft,
-        model,
-        verifier.vocab_size(),
-        config.lookup,
-        config.tree,
-        config.tree_min_prob,
-        max_nodes,
-    )
-    if stop is not None:
-        try:
-            stopping_drafter(drafter)
-        except ValueError as exc:
-            raise ConfigError("stop_predictor", str(exc)) from None
-    options = DraftOptions(session_id, config.client_id, config.slo_class)
-    linked = wrap_verifier(verifier, config)  # itself unless a link_* setting is given
-    result = generate(linked, drafter, prompt, sampling, options, window, show, stop=stop)
-    sys.stdout.write("\n")
-    r = result.request
-    passes = sum(x.draft_passes for x in result.rounds)
-    sent = f"{r.num_drafted} sent of {passes} drafted, " if stop is not None else ""
-    print(
-        f"[{r.num_output_tokens} tokens, {r.num_rounds} rounds, {sent}"
-        f"{r.num_accepted / max(r.num_rounds, 1):.2f} accepted per round, acceptance "
-        f"{r.num_accepted / max(r.num_drafted, 1):.2f} per sent token, "
-        f"{r.tokens_per_s:.1f} tok/s; "
-        f"draft {r.draft_s:.3f}s network {r.network_s:.3f}s queue {r.queue_s:.3f}s "
-        f"verify {r.verify_s:.3f}s]",
-        file=sys.stderr,
-    )
-    if args.records:
-        with open(args.records, "w") as f:
-            rows = [record_row(r) for r in result.rounds] + [record_row(result.request)]
-            f.writelines(json.dumps(row) + "\n" for row in rows)
-    return 0
+        return tokenizer
+    if draft is not None and draft.tokenizer is not None:
+        return draft.tokenizer
+    names = [config.draft] if draft is None and config.draft not in (None, "ngram") else []
+    names.append(verifier.target_name())
+    for name in names:
+        tokenizer = load_tokenizer(name) if name else None
+        if tokenizer is not None:
+            return tokenizer
+    return None

@@ -147,7 +147,6 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.config import ConfigError, apply_overrides, from_dict, read_yaml
     from edgespec.runtime.server.batching import build_batching
     from edgespec.runtime.server.config import ServerConfig
-    from edgespec.runtime.wire.ports import ensure_port_free
 
     data = apply_overrides(read_yaml(args.config) if args.config else {}, _overrides(args))
     batching = data.get("batching")
@@ -162,9 +161,6 @@ def run(args: argparse.Namespace) -> int:
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
     policy = build_batching(config.batching)  # before loading the model: fail fast
-    ensure_port_free(config.host, config.port)
-    if config.prometheus_port is not None:
-        ensure_port_free(config.host, config.prometheus_port)
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
     try:
@@ -230,7 +226,11 @@ async def _serve(
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.service import VerificationService
     from edgespec.runtime.wire.grpc_server import start_server
+    from edgespec.runtime.wire.ports import ensure_port_free
 
+    ensure_port_free(config.host, config.port)  # before the model loads: fail fast
+    if config.prometheus_port is not None:
+        ensure_port_free(config.host, config.prometheus_port)
     if threads is not None:
         torch.set_num_threads(threads)
     backend = TransformersTarget(load_model(config.target, config.dtype).model)

@@ -87,6 +87,11 @@ class RemoteVerifier:
         say: they predate the field)."""
         return int(self._call(self._stub.Health, pb.HealthRequest()).max_draft_tokens) or None
 
+    def target_name(self) -> str | None:
+        """The name the server's target model was given (``serve --target``), for its
+        tokenizer (``None`` from servers that do not say)."""
+        return str(self._call(self._stub.Health, pb.HealthRequest()).target) or None
+
     def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
         """Server-side baselines: yields committed token-id tuples as they stream in."""
         request = pb.GenerateRequest(

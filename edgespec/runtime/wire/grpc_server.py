@@ -166,7 +166,8 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
         return await self._run(context, request, lambda _: stats_to_proto(self._service.stats()))
 
     async def Health(self, request: Any, context: Any) -> Any:
-        """Serving flag, protocol version, vocabulary size and draft limit; without a token
+        """Serving flag, protocol version, vocabulary size, draft limit and the target's name;
+        without a token
         unless the config sets ``health_requires_auth``."""
 
         def health(_: str | None) -> Any:
@@ -175,6 +176,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
                 protocol_version=PROTOCOL_VERSION,
                 vocab_size=self._service.engine.backend.vocab_size,
                 max_draft_tokens=self._service.config.max_draft_tokens,
+                target=self._service.config.target or "",
             )
 
         if self._service.config.health_requires_auth:

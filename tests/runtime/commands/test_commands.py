@@ -145,12 +145,18 @@ def test_serve_without_target_is_a_clear_error(capsys: pytest.CaptureFixture[str
 
 
 def test_draft_text_prompt_without_tokenizer(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    served: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    assert main(["draft", "--draft", "ngram", "--prompt", "hello"]) == 2
-    assert "text prompts need a tokenizer" in capsys.readouterr().err
+    address, model_dir = served.split("|")
+    draft = ["draft", "--server", address, "--draft", "ngram"]
+    assert main([*draft, "--prompt", "hello"]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec draft: config field 'prompt': text prompts need a tokenizer: the draft has "
+        f"none, nor has the server's target '{model_dir}' one here (--tokenizer MODEL, or "
+        "--prompt-ids)\n"
+    )
     missing = str(tmp_path / "nowhere")
-    assert main(["draft", "--draft", "ngram", "--prompt", "hi", "--tokenizer", missing]) == 2
+    assert main([*draft, "--prompt", "hi", "--tokenizer", missing]) == 2
     assert f"config field 'tokenizer': no tokenizer found at '{missing}'" in capsys.readouterr().err
 
 

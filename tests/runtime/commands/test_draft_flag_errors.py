@@ -33,6 +33,12 @@ class FakeVerifier:
         self.asked: list[tuple[Any, bool, int]] = []
         FakeVerifier.made.append(self)
 
+    def vocab_size(self) -> int:
+        return 64
+
+    def target_name(self) -> str | None:
+        return None
+
     def generate(self, spec: Any, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
         self.asked.append((spec, fused, gamma))
         yield spec.prompt_token_ids

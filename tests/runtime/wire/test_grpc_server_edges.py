@@ -46,13 +46,15 @@ def test_open_and_close_session_reply_fields(
 
 
 def test_health_reply_fields(make_server: ServerFactory, target: TransformersTarget) -> None:
-    health = _stub(make_server(max_draft_tokens=7).port).Health(pb.HealthRequest(), timeout=10)
+    server = make_server(max_draft_tokens=7, target="tiny-target")
+    health = _stub(server.port).Health(pb.HealthRequest(), timeout=10)
     assert (health.serving, health.protocol_version, health.vocab_size) == (
         True,
         1,
         target.vocab_size,
     )
-    assert health.max_draft_tokens == 7
+    assert (health.max_draft_tokens, health.target) == (7, "tiny-target")
+    assert _stub(make_server().port).Health(pb.HealthRequest(), timeout=10).target == ""
 
 
 @pytest.mark.parametrize("method", ["Health", "Stats"])

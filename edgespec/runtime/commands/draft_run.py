@@ -1,0 +1,158 @@
+"""One ``edgespec draft`` request in any mode, timed alike: the committed output, a
+:class:`~edgespec.core.types.RequestRecord` (tokens/s, time to first token), the rounds of
+a distributed run; one stats line and one ``--records`` file format for every mode."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
+
+
+def first_difference(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """The first index where ``a`` and ``b`` differ (the shorter length when one is a
+    prefix of the other)."""
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one request produced and how it was timed."""
+
+    output: tuple[int, ...]
+    request: RequestRecord
+    rounds: tuple[RoundRecord, ...] = ()
+    sent_of_drafted: tuple[int, int] | None = None  # with a stop predictor
+
+    def stats_line(self, mode: str) -> str:
+        r = self.request
+        line = (
+            f"[{mode}: {r.num_output_tokens} tokens, {r.tokens_per_s:.1f} tok/s, "
+            f"first token {r.ttft_s:.3f}s"
+        )
+        if r.num_rounds:
+            sent = ""
+            if self.sent_of_drafted is not None:
+                sent = f"{self.sent_of_drafted[0]} sent of {self.sent_of_drafted[1]} drafted, "
+            line += (
+                f"; {r.num_rounds} rounds, {sent}"
+                f"{r.num_accepted / r.num_rounds:.2f} accepted per round, acceptance "
+                f"{r.num_accepted / max(r.num_drafted, 1):.2f} per sent token; "
+                f"draft {r.draft_s:.3f}s network {r.network_s:.3f}s queue {r.queue_s:.3f}s "
+                f"verify {r.verify_s:.3f}s"
+            )
+        return line + "]"
+
+    def report(self, mode: str) -> None:
+        """The stats line, on stderr (the text went to stdout)."""
+        print(self.stats_line(mode), file=sys.stderr)
+
+    def write_records(self, path: str) -> None:
+        """``--records``: the rounds (distributed) then the request, one JSON row each."""
+        from edgespec.runtime.server.round_log import record_row
+
+        with open(path, "w") as f:
+            rows = [record_row(r) for r in self.rounds] + [record_row(self.request)]
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+
+
+@dataclass(frozen=True, slots=True)
+class DraftRun:
+    """A prompt against one server, in the mode asked: the same request, output shown as
+    it streams (text when a tokenizer is known, else token ids)."""
+
+    config: Any  # DrafterConfig
+    verifier: Any  # RemoteVerifier
+    prompt: tuple[int, ...]
+    tokenizer: Any
+    seed: int | None
+    clock: Callable[[], float] = time.perf_counter
+
+    def _sampling(self) -> SamplingParams:
+        return SamplingParams(
+            temperature=self.config.temperature,
+            max_new_tokens=self.config.max_new_tokens,
+            seed=self.seed,
+        )
+
+    def _session_id(self) -> str:
+        return f"{self.config.client_id}-{uuid.uuid4().hex[:12]}"
+
+    def show(self, tokens: tuple[int, ...]) -> None:
+        if self.tokenizer is not None:
+            sys.stdout.write(self.tokenizer.decode(list(tokens)))
+        else:
+            sys.stdout.write(f"{list(tokens)} ")
+        sys.stdout.flush()
+
+    def server_side(self, fused: bool) -> Outcome:
+        """Centralized (the server decodes alone) or fused (the server drafts too)."""
+        from edgespec.runtime.messages import SessionSpec
+
+        config = self.config
+        session_id = self._session_id()
+        spec = SessionSpec(session_id, config.client_id, self.prompt, self._sampling(),
+                           config.slo_class)  # fmt: skip
+        gamma = int(config.window.params.get("gamma", 4))
+        output: list[int] = []
+        arrival = self.clock()
+        first = None
+        for chunk in self.verifier.generate(spec, fused=fused, gamma=gamma):
+            if chunk and first is None:
+                first = self.clock()
+            output.extend(chunk)
+            self.show(chunk)
+        finish = self.clock()
+        sys.stdout.write("\n")
+        request = RequestRecord(
+            session_id, config.client_id, config.slo_class, 0, arrival,
+            first if first is not None else finish, finish, len(self.prompt), len(output),
+            0, 0, 0,
+        )  # fmt: skip
+        return Outcome(tuple(output), request)
+
+    def distributed(
+        self, draft: Any, vocab_size: int, window: Any, stop: Any, keep_rounds: bool
+    ) -> Outcome:
+        """Draft here, verify on the server (through the emulated link when configured)."""
+        from edgespec.config import ConfigError
+        from edgespec.runtime.backends.base import stopping_drafter
+        from edgespec.runtime.commands.draft import make_drafter
+        from edgespec.runtime.edge.drafter import DraftOptions, generate
+        from edgespec.runtime.wire.emulated_link import wrap_verifier
+
+        config = self.config
+        max_nodes = config.tree_max_nodes
+        limit = self.verifier.max_draft_tokens() if config.tree is not None else None
+        if limit is not None and max_nodes > limit:
+            print(
+                f"edgespec draft: tree_max_nodes {max_nodes} exceeds the server's "
+                f"max_draft_tokens {limit}; using {limit}",
+                file=sys.stderr,
+            )
+            max_nodes = limit
+        model = None if draft is None else draft.model
+        drafter = make_drafter(config.draft, model, vocab_size, config.lookup, config.tree,
+                               config.tree_min_prob, max_nodes)  # fmt: skip
+        if stop is not None:
+            try:
+                stopping_drafter(drafter)
+            except ValueError as exc:
+                raise ConfigError("stop_predictor", str(exc)) from None
+        options = DraftOptions(self._session_id(), config.client_id, config.slo_class)
+        linked = wrap_verifier(self.verifier, config)  # itself unless a link_* setting
+        result = generate(linked, drafter, self.prompt, self._sampling(), options, window,
+                          self.show, stop=stop)  # fmt: skip
+        sys.stdout.write("\n")
+        sent = None
+        if stop is not None:
+            sent = (result.request.num_drafted, sum(x.draft_passes for x in result.rounds))
+        return Outcome(result.output_token_ids, result.request, result.rounds, sent)

@@ -1,0 +1,171 @@
+"""``edgespec draft`` in every mode alike: the tokenizer comes from the draft or the
+server's target without loading weights, centralized prints the same stats line and
+writes ``--records``, ``--compare`` runs both modes and checks the outputs, and the
+server is reached before the draft loads."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from edgespec.cli import main
+from edgespec.models import loading
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.wire import grpc_client
+from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.runtime.conftest import start_server
+
+PROMPT = (1, 2, 3)
+
+
+def _tokenizer(vocab_size: int) -> Any:
+    """Words ``w0`` … ``w{V-1}`` as ids 0 … V−1; decoding joins them without spaces, so
+    chunks decoded one by one read as the whole output decoded at once."""
+    vocab = {f"w{i}": i for i in range(vocab_size)}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.decoder = decoders.Fuse()
+    return PreTrainedTokenizerFast(tokenizer_object=core, unk_token="w0")  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory, target_model: Any) -> Path:
+    """The tiny target saved with a tokenizer: a draft (or target) that has one."""
+    directory = tmp_path_factory.mktemp("with-tokenizer")
+    target_model.save_pretrained(directory)
+    _tokenizer(target_model.config.vocab_size).save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture
+def server(target: TransformersTarget, model_dir: Path) -> Iterator[ServerThread]:
+    """A loopback server whose target is named by ``model_dir`` (its tokenizer's home)."""
+    running = start_server(target, target=str(model_dir), host="127.0.0.1")
+    yield running
+    running.stop(grace_s=0)
+
+
+@pytest.fixture
+def no_weights(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a model's weights were loaded")
+
+    monkeypatch.setattr(loading, "load_model", refuse)
+
+
+def _reference(target: TransformersTarget, n: int) -> tuple[int, ...]:
+    return tuple(target_greedy_decode(target, PROMPT, n))
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.usefixtures("no_weights")
+@pytest.mark.parametrize("draft", ["model", "ngram"])
+def test_centralized_text_prompt_stats_and_records_without_loading_weights(
+    draft: str,
+    server: ServerThread,
+    model_dir: Path,
+    target: TransformersTarget,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The tokenizer comes from the draft (by its name) or, for ``ngram``, from the
+    server's target; neither loads weights."""
+    records = tmp_path / "records.jsonl"
+    name = str(model_dir) if draft == "model" else "ngram"
+    argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--mode", "centralized"]
+    argv += ["--draft", name, "--prompt", "w1 w2 w3", "--max-new-tokens", "6"]
+    assert main([*argv, "--records", str(records)]) == 0
+    out = capsys.readouterr()
+    decoded: str = _tokenizer(64).decode(list(_reference(target, 6)))
+    assert out.out == decoded + "\n"
+    assert out.err.startswith("[centralized: 6 tokens, ") and "tok/s, first token " in out.err
+    (row,) = _rows(records)
+    assert (row["type"], row["num_prompt_tokens"], row["num_output_tokens"]) == (
+        "RequestRecord", 3, 6,
+    )  # fmt: skip
+    assert row["arrival_s"] <= row["first_token_s"] <= row["finish_s"]
+
+
+def test_distributed_prints_text_with_the_servers_tokenizer_and_the_same_stats(
+    server: ServerThread, target: TransformersTarget, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram"]
+    assert main([*argv, "--prompt", "w1 w2 w3", "--max-new-tokens", "6"]) == 0
+    out = capsys.readouterr()
+    decoded: str = _tokenizer(64).decode(list(_reference(target, 6)))
+    assert out.out == decoded + "\n"
+    assert out.err.startswith("[distributed: 6 tokens, ") and "first token " in out.err
+    assert " rounds, " in out.err and "accepted per round" in out.err
+
+
+def test_compare_runs_both_modes_and_checks_the_outputs(
+    server: ServerThread, target: TransformersTarget, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    records = tmp_path / "records.jsonl"
+    argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram", "--compare"]
+    argv += ["--prompt-ids", "1,2,3", "--max-new-tokens", "8", "--records", str(records)]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    text: str = _tokenizer(64).decode(list(_reference(target, 8)))
+    assert out.out == f"{text}\n{text}\n"  # centralized, then distributed
+    lines = out.err.splitlines()
+    assert lines[0].startswith("[centralized: 8 tokens, ")
+    assert lines[1].startswith("[distributed: 8 tokens, ")
+    assert lines[2].startswith("distributed ") and " tok/s vs centralized " in lines[2]
+    assert lines[2].endswith("x; outputs identical")
+    rows = _rows(records)
+    assert rows[-1]["type"] == "RequestRecord" and rows[-1]["num_rounds"] == len(rows) - 1
+
+
+def test_compare_exits_1_when_the_outputs_differ(
+    server: ServerThread, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = grpc_client.RemoteVerifier.generate
+
+    def shifted(self: Any, *args: Any, **kwargs: Any) -> Iterator[tuple[int, ...]]:
+        for chunk in real(self, *args, **kwargs):
+            yield tuple((t + 1) % 64 for t in chunk)
+
+    monkeypatch.setattr(grpc_client.RemoteVerifier, "generate", shifted)
+    argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram", "--compare"]
+    assert main([*argv, "--prompt-ids", "1,2,3", "--max-new-tokens", "4"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1].endswith("outputs differ from token 0")
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--mode", "centralized"], "'mode': --compare runs distributed and centralized"),
+        (["--temperature", "0.5"], "'temperature': --compare checks token-identical outputs"),
+    ],
+)
+def test_compare_refusals(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["draft", "--draft", "ngram", "--prompt-ids", "1", "--compare", *flags]
+    assert main(argv) == 2
+    assert f"edgespec draft: config field {message}" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("no_weights")
+def test_the_server_is_reached_before_the_draft_loads(
+    model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on once the probe closes
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = ["draft", "--server", f"127.0.0.1:{port}", "--draft", str(model_dir)]
+    assert main([*argv, "--prompt-ids", "1,2"]) == 1
+    assert "UNAVAILABLE" in capsys.readouterr().err
