@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.datasets.prompts import load_prompts
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
-    from edgespec.runtime.commands.draft import make_drafter
+    from edgespec.runtime.edge.draft_backends import make_drafter
     from edgespec.runtime.wire.inprocess import target_greedy_decode
 
     torch.set_num_threads(args.threads)

@@ -43,7 +43,7 @@ def _client(
 ) -> None:
     from edgespec.core.types import SamplingParams
     from edgespec.policies.window import StaticWindow
-    from edgespec.runtime.commands.draft import make_drafter
+    from edgespec.runtime.edge.draft_backends import make_drafter
     from edgespec.runtime.edge.drafter import DraftOptions, generate
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
 

@@ -101,42 +101,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_link_arguments(parser)
 
 
-def make_drafter(
-    name: str,
-    model: Any,
-    vocab_size: int,
-    lookup: bool = False,
-    tree: str | None = None,
-    tree_min_prob: float = 0.0,
-    tree_max_nodes: int = 24,
-) -> Any:
-    """A draft backend: prompt lookup for 'ngram'; for a model, a token tree when ``tree``
-    gives its branching, else lookup first when ``lookup``, else the model alone
-    (trimmed-vocabulary drafts through their own head)."""
-    from edgespec.config import ConfigError
-    from edgespec.core.tree import parse_branching
-    from edgespec.runtime.backends.ngram import NgramDrafter
-    from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
-    from edgespec.runtime.backends.tree_draft import TreeDraft
-
-    if name == "ngram":
-        return NgramDrafter(vocab_size=vocab_size)
-    if hasattr(model, "unrolled"):  # a feature draft: the server returns target features
-        from edgespec.runtime.backends.feature_draft import FeatureDraft
-
-        if tree is not None:
-            raise ConfigError("tree", f"{name} is a feature draft, which drafts chains only")
-        return FeatureDraft(model, lookup=lookup)
-    if tree is not None:
-        branching = parse_branching(tree)
-        return TreeDraft(
-            model, branching, lookup, min_path_prob=tree_min_prob, max_nodes=tree_max_nodes
-        )
-    if lookup:
-        return HybridDraft(model)
-    return TransformersDraft(model)
-
-
 def configured_policy(kind: str, name: str, params: Mapping[str, Any]) -> Any:
     """The ``kind`` policy the config names; an unknown name or parameter is a
     :class:`~edgespec.config.ConfigError` naming the config field."""

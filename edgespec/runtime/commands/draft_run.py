@@ -125,7 +125,7 @@ class DraftRun:
         """Draft here, verify on the server (through the emulated link when configured)."""
         from edgespec.config import ConfigError
         from edgespec.runtime.backends.base import stopping_drafter
-        from edgespec.runtime.commands.draft import make_drafter
+        from edgespec.runtime.edge.draft_backends import make_drafter
         from edgespec.runtime.edge.drafter import DraftOptions, generate
         from edgespec.runtime.wire.emulated_link import wrap_verifier
 

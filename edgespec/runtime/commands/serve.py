@@ -222,7 +222,7 @@ async def _serve(
 
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
-    from edgespec.runtime.commands.draft import make_drafter
+    from edgespec.runtime.edge.draft_backends import make_drafter
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.service import VerificationService
     from edgespec.runtime.wire.grpc_server import start_server

@@ -211,7 +211,7 @@ def test_draft_tree_flag_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
 def test_make_drafter_picks_the_backend() -> None:
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
-    from edgespec.runtime.commands.draft import make_drafter
+    from edgespec.runtime.edge.draft_backends import make_drafter
     from tests.models.tiny import tiny_draft, tiny_target
 
     trimmed, plain = tiny_draft([3, 4, 5]), tiny_target()

@@ -163,7 +163,7 @@ def test_a_bundled_predictor_not_shipped_is_named(monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_tree_drafter_holds_24_nodes_unless_told() -> None:
-    from edgespec.runtime.commands.draft import make_drafter
+    from edgespec.runtime.edge.draft_backends import make_drafter
     from tests.models.tiny import tiny_target
 
     model = tiny_target()
