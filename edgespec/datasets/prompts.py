@@ -1,4 +1,5 @@
-"""Prompt sets for distillation, traces and benchmarks: GSM8K, CNN/DailyMail, HumanEval, ShareGPT.
+"""Prompt sets for distillation, traces and benchmarks: GSM8K, CNN/DailyMail, HumanEval,
+ShareGPT, and the held-out ``general`` set (:data:`HELD_OUT`), bundled with the package.
 
 The first three are JSONL files with a ``prompt`` field (``data/prompts/<dataset>_<split>.jsonl``,
 found under ``$EDGESPEC_PROMPTS``, else ``shared/data/prompts`` beside the checkout or the
@@ -21,6 +22,11 @@ from pathlib import Path
 from typing import Any
 
 DATASETS: tuple[str, ...] = ("gsm8k", "cnndm", "humaneval", "sharegpt")
+HELD_OUT: tuple[str, ...] = ("general",)
+"""Prompt sets no draft, predictor or policy was trained on, for measuring only: ``general``
+(``edgespec/data/prompts/general_test.jsonl``), 16 prompts written for edgespec — math word
+problems, news paragraphs to summarise, Python functions to complete, chat questions — each
+as a user would type it (test split only, text as is)."""
 SPLITS: tuple[str, ...] = ("train", "test")
 
 TEMPLATES: dict[str, str] = {
@@ -149,6 +155,12 @@ def load_prompts(dataset: str, split: str, limit: int | None = None) -> list[Pro
         raise ValueError(f"unknown split {split!r}: expected one of {', '.join(SPLITS)}")
     if dataset == "sharegpt":
         return load_sharegpt_prompts(split, limit)
+    if dataset in HELD_OUT:
+        if split != "test":
+            raise ValueError(f"{dataset!r} is held out from training: it has a test split only")
+        bundled = Path(__file__).resolve().parents[1] / "data" / "prompts" / f"{dataset}_test.jsonl"
+        prompts = load_jsonl_prompts(bundled, dataset, template="raw")
+        return prompts if limit is None else prompts[:limit]
     if dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}: known datasets are {', '.join(DATASETS)}")
     prompts = load_jsonl_prompts(prompt_dir() / f"{dataset}_{split}.jsonl", dataset)

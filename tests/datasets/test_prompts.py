@@ -82,3 +82,29 @@ def test_load_prompts_reads_the_prompt_dir_and_applies_the_limit(
         "Article: t1\n\nTL;DR:",
     ]
     assert len(load_prompts("cnndm", "test")) == 3
+
+
+def test_the_general_set_is_bundled_held_out_and_unlike_the_training_sets() -> None:
+    """``general``: 16 prompts of four kinds, test split only, never a training default,
+    and none of them (nor a 60-character piece of one) in a training split."""
+    import json
+    from pathlib import Path
+
+    from edgespec.datasets.prompts import DATASETS, HELD_OUT, load_prompts, prompt_dir
+
+    prompts = load_prompts("general", "test")
+    assert len(prompts) == 16 and {p.dataset for p in prompts} == {"general"}
+    assert "general" in HELD_OUT and "general" not in DATASETS
+    bundled = Path(__file__).resolve().parents[2] / "edgespec/data/prompts/general_test.jsonl"
+    rows = [json.loads(line) for line in bundled.read_text().splitlines()]
+    assert [r["prompt"] for r in rows] == [p.text for p in prompts]  # as typed, no template
+    assert sorted({r["kind"] for r in rows}) == ["chat", "code", "math", "news"]
+    with pytest.raises(ValueError, match="held out from training: it has a test split only"):
+        load_prompts("general", "train")
+    training = " ".join(
+        p.text for name in ("gsm8k", "cnndm", "humaneval") for p in load_prompts(name, "train")
+    )
+    assert prompt_dir().is_dir()
+    for p in prompts:
+        pieces = {p.text[i : i + 60] for i in range(0, max(len(p.text) - 60, 1), 30)}
+        assert not any(piece in training for piece in pieces), p.prompt_id

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.arguments import add_real_pair, add_seed, add_threads
-from edgespec.datasets.prompts import DATASETS
+from edgespec.datasets.prompts import DATASETS, HELD_OUT
 from edgespec.errors import UserInputError
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 
@@ -51,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
         action="append",
-        help=f"one of {', '.join(DATASETS)} or a JSONL file with a 'prompt' field (repeatable; "
-        "default gsm8k)",
+        help=f"one of {', '.join(DATASETS + HELD_OUT)} (general: held-out prompts no draft was "
+        "trained on) or a JSONL file with a 'prompt' field (repeatable; default gsm8k)",
     )
     parser.add_argument(
         "--split",
@@ -106,6 +106,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write all records to this JSONL file (give --out and/or --out-dir)",
     )
     parser.add_argument("--out-dir", type=Path, help="write <dataset>.jsonl files here")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        help="also write the summary table (per dataset and all) as JSON to this file",
+    )
 
 
 def _prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
@@ -113,13 +118,14 @@ def _prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
 
     sets = []
     for name in args.dataset or ["gsm8k"]:
-        if name in DATASETS:
+        if name in DATASETS + HELD_OUT:
             sets.append((name, load_prompts(name, args.split, args.limit)))
         else:
             path = Path(name)
             if not path.is_file():
                 raise UserInputError(
-                    f"--dataset {name}: neither a bundled dataset ({', '.join(DATASETS)}) "
+                    f"--dataset {name}: neither a bundled dataset "
+                    f"({', '.join(DATASETS + HELD_OUT)}) "
                     "nor a JSONL prompt file"
                 )
             prompts = load_jsonl_prompts(path, path.stem, template="raw")  # text as is
@@ -164,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.drafts.distill_data import encode_prompt
     from edgespec.learn.traces.capture import CaptureSettings, PairInfo, capture
     from edgespec.learn.traces.records import TraceRecord, write_trace
-    from edgespec.learn.traces.summary import print_summary_table
+    from edgespec.learn.traces.summary import print_summary_table, write_summary_json
     from edgespec.models.feature_draft import FeatureDraftNet
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.base import stopping_drafter
@@ -272,4 +278,7 @@ def run(args: argparse.Namespace) -> int:
     if stop is not None:
         title += f", stop predictor {args.stop_predictor} (P >= {stop.threshold:g})"
     print_summary_table(console, records, args.gamma, args.max_new_tokens, title)
+    if args.json is not None:
+        write_summary_json(args.json, records, args.gamma, args.max_new_tokens, title)
+        console.print(f"wrote the summary to {args.json}")
     return 0

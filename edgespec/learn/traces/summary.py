@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from edgespec.learn.traces.records import (
@@ -99,6 +102,24 @@ def summarize_by_dataset(
     if len(names) > 1:
         out.append(summarize_traces("all", records, gamma, max_new_tokens))
     return out
+
+
+def write_summary_json(
+    path: Path, records: Sequence[TraceRecord], gamma: int, max_new_tokens: int, title: str
+) -> None:
+    """``edgespec trace --json``: the summary per dataset (and ``all``), with the speed-ups
+    over target-only decoding and assisted generation, as JSON."""
+    rows = [
+        {
+            **dataclasses.asdict(s),
+            "speedup_vs_target": s.speedup_vs_target,
+            "speedup_vs_assisted": s.speedup_vs_assisted,
+        }
+        for s in summarize_by_dataset(records, gamma, max_new_tokens)
+    ]
+    report = {"title": title, "gamma": gamma, "max_new_tokens": max_new_tokens, "summary": rows}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
