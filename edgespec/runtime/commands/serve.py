@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from edgespec.arguments import add_threads
@@ -233,9 +236,14 @@ async def _serve(
         ensure_port_free(config.host, config.prometheus_port)
     if threads is not None:
         torch.set_num_threads(threads)
-    backend = TransformersTarget(load_model(config.target, config.dtype).model)
+    say = Stages()
+    say(f"loading the target {config.target} (a first load of gemma3-270m dequantizes it once)")
+    model = load_model(config.target, config.dtype).model
+    say("probing the target's attention masks (one batched pass per layout)")
+    backend = TransformersTarget(model)
     draft_factory = None
     if draft_name is not None:
+        say(f"loading the draft {draft_name}")
         draft_model = None if draft_name == "ngram" else load_model(draft_name).model
 
         def draft_factory() -> Any:
@@ -247,7 +255,9 @@ async def _serve(
     service = VerificationService(
         engine, config, policy, draft_factory, window=window, round_log=round_log
     )
+    say("starting the gRPC server")
     server, port = await start_server(service)
+    say.done()
     if config.prometheus_port is not None:
         from edgespec.runtime.server.prometheus import start_prometheus
 
@@ -266,3 +276,23 @@ async def _serve(
     await stop.wait()
     await server.stop(1.0)
     await service.stop()
+
+
+class Stages:
+    """``edgespec serve``'s start-up, said on stderr as it goes: each stage as it starts,
+    after the seconds since start-up began (a first load is minutes of otherwise silent
+    work)."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock
+        self._start = clock()
+
+    def _say(self, text: str) -> None:
+        elapsed = self._clock() - self._start
+        print(f"edgespec serve: [{elapsed:5.1f} s] {text}", file=sys.stderr, flush=True)
+
+    def __call__(self, stage: str) -> None:
+        self._say(f"{stage} ...")
+
+    def done(self) -> None:
+        self._say("ready")

@@ -252,3 +252,47 @@ def test_draft_window_flag_picks_the_policy(
     assert "give --window or --gamma (a static window), not both" in capsys.readouterr().err
     assert main([*args, "--window", "nosuch"]) == 2
     assert "unknown window policy 'nosuch'" in capsys.readouterr().err
+
+
+def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: Any) -> None:
+    """A first load is minutes of work: serve names each stage as it starts (stderr), and
+    stdout's first line is still the address it listens on."""
+    from edgespec.runtime.commands.serve import Stages
+
+    target_model.save_pretrained(tmp_path)
+    argv = [sys.executable, "-m", "edgespec.cli", "serve", "--target", str(tmp_path)]
+    argv += ["--port", "0", "--draft", "ngram", "--threads", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        assert "listening on 127.0.0.1:" in proc.stdout.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    said = [line.split("] ", 1)[1] for line in proc.stderr.read().splitlines() if "s] " in line]
+    assert said[:5] == [
+        f"loading the target {tmp_path} (a first load of gemma3-270m dequantizes it once) ...",
+        "probing the target's attention masks (one batched pass per layout) ...",
+        "loading the draft ngram ...",
+        "starting the gRPC server ...",
+        "ready",
+    ]
+    ticks = iter([10.0, 10.0, 12.5, 70.25])
+    stages = Stages(clock=lambda: next(ticks))
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        stages("a")
+        stages("b")
+        stages.done()
+    lines = err.getvalue().splitlines()
+    assert lines == [
+        "edgespec serve: [  0.0 s] a ...",
+        "edgespec serve: [  2.5 s] b ...",
+        "edgespec serve: [ 60.2 s] ready",
+    ]
