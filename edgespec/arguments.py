@@ -63,6 +63,15 @@ def add_real_pair(
     parser.add_argument("--draft", default=draft, help=f"{draft_help} (default {stated})")
 
 
+def add_verbose(parser: argparse.ArgumentParser) -> None:
+    """``--verbose``: the model libraries' progress bars and warnings (quiet without it)."""
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show the model libraries' progress bars and warnings (default: quiet)",
+    )
+
+
 def add_max_new_tokens(parser: argparse.ArgumentParser, default: int) -> None:
     """``--max-new-tokens N`` (>= 1): tokens each request generates."""
     parser.add_argument(

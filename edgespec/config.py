@@ -1,7 +1,8 @@
 """Config loading: YAML (plus ``key.path=value`` overrides) into frozen dataclasses.
 
 Validation happens once, here, and every error names the offending field by its full
-path (``servers[0].count``). Loaded configs are frozen: nothing mutates them at run time.
+path (``servers[0].count``); an unknown field's error ends with the closest known field
+(``(did you mean 'count'?)``). Loaded configs are frozen: nothing mutates them at run time.
 Config dataclasses may define ``validate(self) -> None`` for cross-field checks; it is
 called after construction and its ``ValueError`` is reported against the section.
 """
@@ -18,7 +19,7 @@ from typing import Any, Literal, TypeVar
 
 import yaml
 
-from edgespec.errors import UserInputError
+from edgespec.errors import UserInputError, did_you_mean
 
 T = TypeVar("T")
 
@@ -30,6 +31,18 @@ class ConfigError(UserInputError, ValueError):
         self.path = path or "<root>"
         self.message = message  # what is wrong, without the field
         super().__init__(f"config field '{self.path}': {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as it is (its ``__init__`` takes other arguments than ``args``), so one
+        raised in a sweep's worker process reaches the command line whole."""
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuilt(cls: type[ConfigError], args: tuple[Any, ...], state: dict[str, Any]) -> ConfigError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class ConfigFileError(ConfigError):
@@ -162,7 +175,8 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise ConfigError(_join(path, unknown[0]), f"unknown field; known: {sorted(fields)}")
+        hint = did_you_mean(str(unknown[0]), fields)
+        raise ConfigError(_join(path, unknown[0]), f"unknown field; known: {sorted(fields)}{hint}")
     kwargs: dict[str, Any] = {}
     for name, field in fields.items():
         if name in data:

@@ -1,11 +1,23 @@
 """Errors caused by what a user gave (a config field, a file, a model name).
 
 The CLI prints any :class:`UserInputError` as one line naming the problem and exits
-with status 2, instead of a traceback.
+with status 2, instead of a traceback. A message naming something unknown (a config
+key, a policy, a scenario) ends with :func:`did_you_mean`'s suggestion when one is close.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class UserInputError(Exception):
     """Bad user input; the message says exactly what and where."""
+
+
+def did_you_mean(given: str, known: Iterable[str]) -> str:
+    """``" (did you mean 'NAME'?)"`` for the known name closest to ``given``
+    (:func:`difflib.get_close_matches`), or ``""`` when none is close: the end of an
+    "unknown ..." message, after its own text."""
+    close = difflib.get_close_matches(given, [str(k) for k in known], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -4,13 +4,17 @@ readers, named errors; ServerConfig serves as the example dataclass."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from pathlib import Path
 
 import pytest
 
 from edgespec.config import (
     ConfigError,
+    ConfigFileError,
+    OverrideError,
     PolicySpec,
+    RecordError,
     apply_overrides,
     from_dict,
     load_config,
@@ -37,6 +41,38 @@ def test_yaml_and_overrides(tmp_path: Path) -> None:
 def test_unknown_field_is_named() -> None:
     with pytest.raises(ConfigError, match="config field 'batching.nmae': unknown field"):
         from_dict(ServerConfig, {"batching": {"nmae": "x"}})
+
+
+def test_an_unknown_field_ends_with_the_closest_known_field() -> None:
+    """From a file or an override alike; nothing added when no field is close."""
+    known = "['choice', 'pair', 'section', 'where']"
+    with pytest.raises(ConfigError) as error:
+        from_dict(Typed, {"sectoin": {"size": 1}})
+    assert str(error.value) == (
+        f"config field 'sectoin': unknown field; known: {known} (did you mean 'section'?)"
+    )
+    with pytest.raises(ConfigError) as error:
+        from_dict(Typed, apply_overrides({}, ["section.szie=2"]))
+    assert str(error.value) == (
+        "config field 'section.szie': unknown field; known: ['size'] (did you mean 'size'?)"
+    )
+    with pytest.raises(ConfigError) as error:
+        from_dict(Typed, {"zzz": 1})
+    assert str(error.value) == f"config field 'zzz': unknown field; known: {known}"
+
+
+def test_config_errors_pickle_whole() -> None:
+    """A sweep's worker process sends its error back pickled: every kind arrives as raised."""
+    errors = [
+        ConfigError("a.b", "unknown field; known: ['c'] (did you mean 'c'?)"),
+        ConfigFileError("f.yaml", "file not found"),
+        RecordError("f.jsonl:3", "invalid JSON", "x"),
+        OverrideError("a..b=1", "empty key segment", "--sweep"),
+    ]
+    for error in errors:
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error)
+        assert (str(copy), copy.path, copy.message) == (str(error), error.path, error.message)
 
 
 def test_wrong_type_is_named() -> None:

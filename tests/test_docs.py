@@ -52,7 +52,13 @@ from edgespec.config import ConfigError, load_config, read_yaml
 from edgespec.policies.registry import KINDS
 from edgespec.runtime.server.config import DrafterConfig, ServerConfig
 from edgespec.sim.commands.flags import APPLIES, MODES, PLAIN
-from edgespec.sim.setup.scenario import Scenario, default_scenario_path, scenario_from_dict
+from edgespec.sim.setup.scenario import (
+    Scenario,
+    bundled_scenarios,
+    default_scenario_path,
+    scenario_from_dict,
+    scenario_path,
+)
 from edgespec.sweeps.grid import override_text, parse_grid
 from tests.doc_snippets import (
     Parsed,
@@ -278,8 +284,12 @@ def _sim_overrides(parsed: Parsed) -> tuple[Path, list[str], list[str], list[str
         return bench, values.get("overrides", []), [], []
     if parsed.chain != ("sim",):
         return None
-    files = [ROOT / a for a in values.get("args", []) if "=" not in a]
-    base = files[0] if files and files[0].is_file() else default_scenario_path()
+    named = [a for a in values.get("args", []) if "=" not in a]
+    base = default_scenario_path()
+    if named and (ROOT / named[0]).is_file():
+        base = ROOT / named[0]
+    elif named and named[0] in bundled_scenarios():
+        base = scenario_path(named[0])
     alternatives = [f"{key}=1" for key in values.get("capacity", [])]
     bad = []
     for spec in values.get("sweep", []):

@@ -89,12 +89,13 @@ def test_the_server_and_drafter_configs_switch_the_same_way(tmp_path: Any) -> No
         (
             ["policies.window={name: awc, params: {gamma: 4}}"],
             "config field 'policies.window.params': window policy 'awc' has no parameter(s) "
-            "['gamma']; known: ['file', 'fused_gamma', 'initial_gamma', 'queue_capacity']",
+            "['gamma']; known: ['file', 'fused_gamma', 'initial_gamma', 'queue_capacity'] "
+            "(did you mean 'fused_gamma'?)",
         ),
         (
             ["policies.window={name: static, params: {gama: 4}}"],
             "config field 'policies.window.params': window policy 'static' has no parameter(s) "
-            "['gama']; known: ['fused', 'gamma']",
+            "['gama']; known: ['fused', 'gamma'] (did you mean 'gamma'?)",
         ),
         (
             ["policies.routing={name: jsq, params: {seed: 1}}"],

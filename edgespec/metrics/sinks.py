@@ -1,21 +1,20 @@
-"""Where metrics go: a run folder (JSON, CSV/Parquet, PNG plots) and a terminal table."""
+"""Where metrics go: a run folder (JSON, CSV/Parquet, PNG plots); the terminal's tables are
+:mod:`edgespec.metrics.summary`'s."""
 
 from __future__ import annotations
 
 import csv
 import dataclasses
 import json
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
-from edgespec.metrics.types import LatencyStats, SystemMetrics
+from edgespec.metrics.types import SystemMetrics
 
 if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
+    pass
 
 REQUEST_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(RequestRecord))
 REQUEST_DERIVED: tuple[str, ...] = (
@@ -150,131 +149,3 @@ def cells(values: Iterable[Any]) -> list[str]:
         else:
             out.append(str(v))
     return out
-
-
-def _ms(stats: LatencyStats | None, name: str) -> str:
-    if stats is None:
-        return "-"
-    return f"{getattr(stats, name) * 1000:.1f}"
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _num(value: float | None, fmt: str = ".3g") -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    return format(value, fmt)
-
-
-def print_summary(metrics: SystemMetrics, console: Console | None = None) -> None:
-    """Print a compact rich summary: latency percentiles, then throughput, SLO, speculation
-    and server rows."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = console or Console()
-    m = metrics
-    lat = Table(title="latency (ms)", title_justify="left", box=None, pad_edge=False)
-    lat.add_column("")
-    for col in ("mean", "p50", "p90", "p99"):
-        lat.add_column(col, justify="right")
-    rows = [("TTFT", m.ttft), ("TPOT", m.tpot), ("E2E", m.e2e)]
-    if m.service_ttft != m.ttft:  # some requests waited for their device
-        rows.insert(1, ("TTFT from start", m.service_ttft))
-    for label, stats in rows:
-        lat.add_row(label, *(_ms(stats, f) for f in ("mean_s", "p50_s", "p90_s", "p99_s")))
-
-    tab = Table(title="system", title_justify="left", box=None, pad_edge=False, show_header=False)
-    tab.add_column("metric")
-    tab.add_column("value")
-    tab.add_row("requests", f"{m.num_requests} in {_num(m.duration_s, '.4g')} s")
-    tab.add_row("throughput", f"{_num(m.throughput_requests_per_s)} req/s")
-    tab.add_row("goodput", f"{_num(m.goodput_tokens_per_s, '.4g')} tok/s")
-    tab.add_row("server tokens", f"{_num(m.throughput_tokens_per_s, '.4g')} tok/s")
-    tab.add_row("SLO attainment", _pct(m.slo_attainment))
-    for c in m.slo_classes_by_target():
-        if c.attainment is not None:
-            target = "" if c.target_tokens_per_s is None else f" ≥{c.target_tokens_per_s:g} tok/s"
-            tab.add_row(
-                f"  {c.slo_class}{target}",
-                f"{_pct(c.attainment)} ({c.num_met}/{c.num_with_target})",
-            )
-    tab.add_row("acceptance rate", _pct(m.acceptance_rate))
-    tab.add_row("AAL / rounds per req", f"{_num(m.aal)} / {_num(m.rounds_per_request)}")
-    tab.add_row("wasted draft tokens", f"{m.num_wasted_draft_tokens}")
-    util = f"{_pct(m.mean_server_utilization)} mean over {m.num_servers}"
-    tab.add_row("server utilization", util)
-    tab.add_row("batch size", f"{_num(m.mean_batch_size)} mean, {m.num_batches} batches")
-    if m.time_split is not None:
-        t = m.time_split
-        tab.add_row(
-            "time draft/net/queue/verify",
-            "/".join(
-                _pct(x) for x in (t.draft_share, t.network_share, t.queue_share, t.verify_share)
-            ),
-        )
-    console.print(lat)
-    console.print(tab)
-
-
-def print_runs(
-    rows: Sequence[tuple[Mapping[str, Any], SystemMetrics]],
-    console: Console | None = None,
-    title: str = "",
-) -> None:
-    """One table row per run (a sweep point or a capacity probe): its settings, then
-    goodput, p50 TPOT, acceptance, SLO violation rate and mean server utilization; then,
-    when some run has SLO classes with a target, a second table of each class's attainment
-    per run (Fig. 7's per-class curves)."""
-    from rich.console import Console
-
-    console = console or Console()
-    keys = list(rows[0][0]) if rows else []
-    names = ["goodput tok/s", "TPOT p50 ms", "acceptance", "SLO violation", "server util"]
-    console.print(
-        _runs_table(
-            rows,
-            keys,
-            names,
-            lambda m: [
-                "-" if m.goodput_tokens_per_s is None else f"{m.goodput_tokens_per_s:.0f}",
-                "-" if m.tpot is None else f"{m.tpot.p50_s * 1000:.1f}",
-                _pct(m.acceptance_rate),
-                _pct(m.slo_violation_rate),
-                _pct(m.mean_server_utilization),
-            ],
-            title,
-        )
-    )
-    classes = sorted(
-        {c.slo_class for _, m in rows for c in m.slo_classes if c.target_tokens_per_s is not None}
-    )
-    if classes:
-
-        def attained(m: SystemMetrics) -> list[str]:
-            by_class = {c.slo_class: c.attainment for c in m.slo_classes}
-            return [_pct(by_class.get(c)) for c in classes]
-
-        console.print(_runs_table(rows, keys, classes, attained, "SLO attainment per class"))
-
-
-def _runs_table(
-    rows: Sequence[tuple[Mapping[str, Any], SystemMetrics]],
-    keys: list[str],
-    names: Sequence[str],
-    cells: Callable[[SystemMetrics], list[str]],
-    title: str,
-) -> Table:
-    """A table with the runs' settings (``keys``, shortened) and ``names`` columns."""
-    from rich.table import Table
-
-    table = Table(title=title or None, min_width=len(title) + 4)  # the title on one line
-    for key in keys:
-        table.add_column(".".join(key.split(".")[-2:]))  # full keys are in the files
-    for name in names:
-        table.add_column(name, justify="right")
-    for settings, m in rows:
-        table.add_row(*(str(settings.get(k)) for k in keys), *cells(m))
-    return table

@@ -1,19 +1,45 @@
-"""``summarize``: SystemMetrics from completed runs' record lists (docs/METRICS.md).
+"""``summarize``: SystemMetrics from completed runs' record lists (docs/METRICS.md), and
+the terminal's view of them: ``print_summary`` (one run) and ``print_runs`` (a sweep's
+points, a capacity search's probes).
 
 Pure aggregation over the shared record types of ``edgespec.core.types``; the simulator
 and the real runtime both feed it. For long runs use ``MetricsAccumulator`` online:
 the two give identical results.
+
+Every figure printed is a plain number (:func:`plain`, :func:`fixed`): never an exponent,
+thousands grouped from five integer digits on (``10,634``, ``1000.0``). A table's headers
+are never cut short: in a table too wide for the terminal they wrap at spaces and after
+dots (:func:`fit_headers`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
 from edgespec.core.types import BatchRecord, RequestRecord
 from edgespec.metrics.accumulator import MetricsAccumulator
-from edgespec.metrics.types import SystemMetrics
+from edgespec.metrics.types import LatencyStats, SystemMetrics
 
-__all__ = ["SystemMetrics", "class_violation_rate", "summarize", "violation_rate"]
+if TYPE_CHECKING:
+    from rich.console import Console, JustifyMethod
+    from rich.table import Table
+
+__all__ = [
+    "SystemMetrics",
+    "class_violation_rate",
+    "fit_headers",
+    "fixed",
+    "plain",
+    "print_runs",
+    "print_summary",
+    "setting",
+    "summarize",
+    "violation_rate",
+]
 
 
 def summarize(
@@ -61,3 +87,237 @@ def class_violation_rate(slo_class: str) -> Callable[[SystemMetrics], float]:
         return (stats.num_with_target - stats.num_met) / stats.num_with_target
 
     return rate
+
+
+# --- the terminal's view
+
+
+def _grouped(text: str) -> str:
+    """A number formatted with ``,`` grouping, the commas kept only when its integer part
+    has five digits or more (``10,634``; ``1000.0``, not ``1,000.0``)."""
+    digits = text.lstrip("-").split(".")[0].replace(",", "")
+    return text if len(digits) > 4 else text.replace(",", "")
+
+
+def fixed(value: float, decimals: int) -> str:
+    """``value`` with ``decimals`` decimals, thousands grouped (:func:`_grouped`), no
+    exponent; ``-`` for a value that is not finite."""
+    if not math.isfinite(value):
+        return "-"
+    text = _grouped(format(value, f",.{decimals}f"))
+    return text.lstrip("-") if text.strip("-0.,") == "" else text  # no "-0.0"
+
+
+def plain(value: float | None, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant digits, but every digit of its integer part, as
+    a plain number: ``5.5``, ``0.0123``, ``1234``, ``10,634``, never ``1.063e+04``;
+    an integer in full; ``-`` for ``None`` or a value that is not finite."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "-"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _grouped(f"{value:,}")
+    if value == 0:
+        return "0"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    text = fixed(value, decimals)
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def setting(value: Any) -> str:
+    """A run's setting (a swept or searched value) in a table: a number exactly as given,
+    as a plain number (``0.00001``, not ``1e-05``); anything else as ``str`` gives it."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int):
+        return plain(value)
+    if not math.isfinite(value):
+        return str(value)
+    text = format(Decimal(repr(value)), ",f")
+    return _grouped(text)
+
+
+def _ms(stats: LatencyStats | None, name: str) -> str:
+    return "-" if stats is None else fixed(getattr(stats, name) * 1000, 1)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{fixed(100 * value, 1)}%"
+
+
+def print_summary(metrics: SystemMetrics, console: Console | None = None) -> None:
+    """Print a compact rich summary: latency percentiles, then throughput, SLO, speculation
+    and server rows."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    m = metrics
+    lat = Table(title="latency (ms)", title_justify="left", box=None, pad_edge=False)
+    lat.add_column("")
+    for col in ("mean", "p50", "p90", "p99"):
+        lat.add_column(col, justify="right")
+    rows = [("TTFT", m.ttft), ("TPOT", m.tpot), ("E2E", m.e2e)]
+    if m.service_ttft != m.ttft:  # some requests waited for their device
+        rows.insert(1, ("TTFT from start", m.service_ttft))
+    for label, stats in rows:
+        lat.add_row(label, *(_ms(stats, f) for f in ("mean_s", "p50_s", "p90_s", "p99_s")))
+
+    tab = Table(title="system", title_justify="left", box=None, pad_edge=False, show_header=False)
+    tab.add_column("metric")
+    tab.add_column("value")
+    tab.add_row("requests", f"{plain(m.num_requests)} in {plain(m.duration_s, 4)} s")
+    tab.add_row("throughput", f"{plain(m.throughput_requests_per_s)} req/s")
+    tab.add_row("goodput", f"{plain(m.goodput_tokens_per_s, 4)} tok/s")
+    tab.add_row("server tokens", f"{plain(m.throughput_tokens_per_s, 4)} tok/s")
+    tab.add_row("SLO attainment", _pct(m.slo_attainment))
+    for c in m.slo_classes_by_target():
+        if c.attainment is not None:
+            target = c.target_tokens_per_s
+            shown = "" if target is None else f" ≥{plain(target)} tok/s"
+            tab.add_row(
+                f"  {c.slo_class}{shown}",
+                f"{_pct(c.attainment)} ({plain(c.num_met)}/{plain(c.num_with_target)})",
+            )
+    tab.add_row("acceptance rate", _pct(m.acceptance_rate))
+    tab.add_row("AAL / rounds per req", f"{plain(m.aal)} / {plain(m.rounds_per_request)}")
+    tab.add_row("wasted draft tokens", plain(m.num_wasted_draft_tokens))
+    util = f"{_pct(m.mean_server_utilization)} mean over {plain(m.num_servers)}"
+    tab.add_row("server utilization", util)
+    batches = f"{plain(m.mean_batch_size)} mean, {plain(m.num_batches)} batches"
+    tab.add_row("batch size", batches)
+    if m.time_split is not None:
+        t = m.time_split
+        tab.add_row(
+            "time draft/net/queue/verify",
+            "/".join(
+                _pct(x) for x in (t.draft_share, t.network_share, t.queue_share, t.verify_share)
+            ),
+        )
+    console.print(lat)
+    console.print(tab)
+
+
+def classes_by_target(metrics: Iterable[SystemMetrics]) -> list[str]:
+    """The SLO classes with a target in any of ``metrics``, by target token speed
+    (loosest first, as :meth:`SystemMetrics.slo_classes_by_target`), then by name."""
+    targets: dict[str, float] = {}
+    for m in metrics:
+        for c in m.slo_classes:
+            if c.target_tokens_per_s is not None:
+                targets.setdefault(c.slo_class, c.target_tokens_per_s)
+    return sorted(targets, key=lambda name: (targets[name], name))
+
+
+def print_runs(
+    rows: Sequence[tuple[Mapping[str, Any], SystemMetrics]],
+    console: Console | None = None,
+    title: str = "",
+) -> None:
+    """One table row per run (a sweep point or a capacity probe): its settings, then
+    goodput, p50 TPOT, acceptance, SLO violation rate and mean server utilization; then,
+    when some run has SLO classes with a target, a second table of each class's attainment
+    per run (Fig. 7's per-class curves), the classes by target token speed. The settings'
+    headers are their full keys."""
+    from rich.console import Console
+
+    console = console or Console()
+    keys = list(rows[0][0]) if rows else []
+    names = ["goodput tok/s", "TPOT p50 ms", "acceptance", "SLO violation", "server util"]
+    console.print(
+        _runs_table(
+            rows,
+            keys,
+            names,
+            lambda m: [
+                plain(None if m.goodput_tokens_per_s is None else round(m.goodput_tokens_per_s)),
+                "-" if m.tpot is None else fixed(m.tpot.p50_s * 1000, 1),
+                _pct(m.acceptance_rate),
+                _pct(m.slo_violation_rate),
+                _pct(m.mean_server_utilization),
+            ],
+            title,
+            console.width,
+        )
+    )
+    classes = classes_by_target(m for _, m in rows)
+    if classes:
+
+        def attained(m: SystemMetrics) -> list[str]:
+            by_class = {c.slo_class: c.attainment for c in m.slo_classes}
+            return [_pct(by_class.get(c)) for c in classes]
+
+        title = "SLO attainment per class"
+        console.print(_runs_table(rows, keys, classes, attained, title, console.width))
+
+
+def _runs_table(
+    rows: Sequence[tuple[Mapping[str, Any], SystemMetrics]],
+    keys: list[str],
+    names: Sequence[str],
+    cells: Callable[[SystemMetrics], list[str]],
+    title: str,
+    width: int,
+) -> Table:
+    """A table with the runs' settings (``keys``) and ``names`` columns, its headers
+    wrapped to fit ``width`` columns (:func:`fit_headers`), none cut short."""
+    from rich.table import Table
+    from rich.text import Text
+
+    body = [[*(setting(settings.get(k)) for k in keys), *cells(m)] for settings, m in rows]
+    headers = fit_headers([*keys, *names], body, width - (3 * (len(keys) + len(names)) + 1))
+    table = Table(title=title or None, min_width=len(title) + 4)  # the title on one line
+    for i, header in enumerate(headers):
+        justify: JustifyMethod = "left" if i < len(keys) else "right"
+        table.add_column(Text(header), justify=justify, overflow="fold")  # Text: no markup
+    for row in body:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
+
+
+def _pieces(header: str) -> list[list[str]]:
+    """A header's words (split at spaces), each as its pieces, split after each dot."""
+    return [re.findall(r"[^.]*\.|[^.]+", word) for word in header.split()]
+
+
+def wrap_header(header: str, width: int) -> list[str]:
+    """``header``'s lines at most ``width`` columns wide where its pieces allow, broken
+    only at spaces (dropped) and after dots (kept): ``policies.window.`` / ``params.gamma``;
+    a piece wider than ``width`` stands on a line of its own, whole."""
+    from rich.cells import cell_len
+
+    lines: list[str] = []
+    line = ""
+    for word in _pieces(header):
+        for k, piece in enumerate(word):
+            joined = f"{line} {piece}" if line and k == 0 else line + piece
+            if line and cell_len(joined) > width:
+                lines.append(line)
+                line = piece
+            else:
+                line = joined
+    return [*lines, line]
+
+
+def fit_headers(headers: Sequence[str], body: Sequence[Sequence[str]], width: int) -> list[str]:
+    """``headers`` (one per column of ``body``'s rows), each whole on one line when the
+    columns fit ``width`` cells of content; else wrapped (:func:`wrap_header`), one column
+    a step, the one whose narrowing saves the most (then the widest), until they fit or
+    none can narrow. Lines are joined by newlines; no header loses a character."""
+    from rich.cells import cell_len
+
+    count = range(len(headers))
+    cells = [max((cell_len(row[i]) for row in body), default=0) for i in count]
+    limits = [cell_len(h) for h in headers]
+
+    def column(i: int, limit: int) -> int:
+        return max(cells[i], *(cell_len(line) for line in wrap_header(headers[i], limit)))
+
+    widths = [column(i, limits[i]) for i in count]
+    while sum(widths) > width:
+        savings = {i: widths[i] - column(i, widths[i] - 1) for i in count if widths[i] > 1}
+        best = max(savings, key=lambda i: (savings[i], widths[i]), default=None)
+        if best is None or savings[best] <= 0:
+            break
+        limits[best] = widths[best] - 1
+        widths[best] = column(best, limits[best])
+    return ["\n".join(wrap_header(h, limit)) for h, limit in zip(headers, limits, strict=True)]

@@ -8,12 +8,19 @@ two cores). The first load therefore writes the dequantized fp32 weights once to
 cache directory (``$EDGESPEC_CACHE`` or ``~/.cache/edgespec``) as an ordinary Hugging
 Face directory; later loads read it in a few seconds. The cached weights are bit-identical
 to the dequantized ones (same logits), so this changes load time only.
+
+A load prints nothing of the libraries' own (transformers' "Loading weights" and GGUF
+"Converting and de-quantizing" progress bars, its deprecation warnings) unless asked with
+``verbose=True`` (:func:`library_output`); their settings are back as they were after it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +58,53 @@ class LoadedModel:
     spec: ModelSpec
     model: Any
     tokenizer: Any
+
+
+@contextmanager
+def library_output(verbose: bool) -> Iterator[None]:
+    """Within it, unless ``verbose``: no transformers or huggingface_hub progress bars (the
+    GGUF conversion's included), transformers' log at errors only, no deprecation or
+    future warnings; each setting restored on the way out."""
+    if verbose:
+        yield
+        return
+    import importlib
+
+    hf: Any = importlib.import_module("transformers.utils.logging")  # its calls untyped
+    bars, level = hf.is_progress_bar_enabled(), hf.get_verbosity()
+    hf.disable_progress_bar()
+    hf.set_verbosity_error()
+    try:
+        with warnings.catch_warnings():
+            for category in (DeprecationWarning, FutureWarning):
+                warnings.simplefilter("ignore", category)
+            with _gguf_bar_follows(hf.tqdm):
+                yield
+    finally:
+        hf.set_verbosity(level)
+        if bars:
+            hf.enable_progress_bar()
+
+
+@contextmanager
+def _gguf_bar_follows(switchable: Any) -> Iterator[None]:
+    """transformers' GGUF reader draws its bar with tqdm itself, not with transformers'
+    ``switchable`` one: it uses that one meanwhile."""
+    import importlib
+
+    try:
+        gguf: Any = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    except ImportError:  # no GGUF support in this transformers: no such bar
+        gguf = None
+    own = getattr(gguf, "tqdm", None)
+    if own is None:
+        yield
+        return
+    gguf.tqdm = switchable
+    try:
+        yield
+    finally:
+        gguf.tqdm = own
 
 
 def cache_dir() -> Path:
@@ -124,6 +178,7 @@ def load_model(
     num_threads: int | None = None,
     target: LoadedModel | None = None,
     require_tokenizer: bool = False,
+    verbose: bool = False,
 ) -> LoadedModel:
     """Load a model by name or path (see :func:`resolve_model`), in eval mode on CPU, with
     weights in ``dtype`` (one of :data:`DTYPE_NAMES`).
@@ -131,31 +186,34 @@ def load_model(
     A local Hugging Face directory saved without a tokenizer (tiny test models) loads with
     ``tokenizer=None``, unless ``require_tokenizer`` (then :class:`ModelNotFoundError`).
     A feature draft (:mod:`edgespec.models.feature_draft`) takes its embedding and head
-    rows from its target: ``target`` if given, else the target named in its config."""
+    rows from its target: ``target`` if given, else the target named in its config.
+    The libraries' progress bars and warnings show only when ``verbose``."""
     spec = resolve_model(name_or_spec) if isinstance(name_or_spec, str) else name_or_spec
-    loaded = _load(spec, torch_dtype(dtype), num_threads, target)
+    with library_output(verbose):
+        loaded = _load(spec, torch_dtype(dtype), num_threads, target, verbose)
     if require_tokenizer and loaded.tokenizer is None:
         raise ModelNotFoundError(f"model {spec.name!r} has no tokenizer")
     return loaded
 
 
-def load_tokenizer(name: str) -> Any | None:
+def load_tokenizer(name: str, verbose: bool = False) -> Any | None:
     """The tokenizer of a model name or path, without loading its weights: the one saved
     with it, else (a trimmed or feature draft) its target's by the ``target_name`` in its
     config; ``None`` when it has neither or the name resolves to no model. Never goes to
-    the network."""
+    the network. The libraries' progress bars and warnings show only when ``verbose``."""
     try:
         spec = resolve_model(name)
     except ModelNotFoundError:
         return None
-    if spec.source is ModelSource.GEMMA3_270M_GGUF:
-        return _saved_tokenizer(str(_gemma_directory()))
-    if spec.source is ModelSource.GGUF_FILE or spec.path is None:
-        return load_model(spec).tokenizer
-    if (spec.path / "tokenizer_config.json").is_file():
-        return _saved_tokenizer(str(spec.path))
-    target_name = _target_name(spec.path)
-    return load_tokenizer(target_name) if target_name else None
+    with library_output(verbose):
+        if spec.source is ModelSource.GEMMA3_270M_GGUF:
+            return _saved_tokenizer(str(_gemma_directory()))
+        if spec.source is ModelSource.GGUF_FILE or spec.path is None:
+            return load_model(spec, verbose=verbose).tokenizer
+        if (spec.path / "tokenizer_config.json").is_file():
+            return _saved_tokenizer(str(spec.path))
+        target_name = _target_name(spec.path)
+        return load_tokenizer(target_name, verbose) if target_name else None
 
 
 def _target_name(directory: Path) -> str | None:
@@ -179,7 +237,11 @@ def _saved_tokenizer(directory: str) -> Any | None:
 
 
 def _load(
-    spec: ModelSpec, dtype: torch.dtype, num_threads: int | None, target: LoadedModel | None
+    spec: ModelSpec,
+    dtype: torch.dtype,
+    num_threads: int | None,
+    target: LoadedModel | None,
+    verbose: bool,
 ) -> LoadedModel:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -187,7 +249,7 @@ def _load(
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     if spec.source is ModelSource.FEATURE_DRAFT:
-        return _load_feature_draft(spec, target)
+        return _load_feature_draft(spec, target, verbose)
     if spec.source is ModelSource.BUNDLED_DRAFT or (
         spec.path is not None and (spec.path / "trimmed_vocab.json").is_file()
     ):
@@ -214,13 +276,13 @@ def _load(
     return LoadedModel(spec=spec, model=model, tokenizer=tokenizer)
 
 
-def _load_feature_draft(spec: ModelSpec, target: LoadedModel | None) -> LoadedModel:
+def _load_feature_draft(spec: ModelSpec, target: LoadedModel | None, verbose: bool) -> LoadedModel:
     from edgespec.models.feature_draft import FeatureDraftConfig, load_feature_draft
     from edgespec.models.registry import FEATURE_DRAFT_MARKER
 
     assert spec.path is not None
     if target is None:
         config = FeatureDraftConfig.from_file(spec.path / FEATURE_DRAFT_MARKER)
-        target = load_model(config.target_name)
+        target = load_model(config.target_name, verbose=verbose)
     net = load_feature_draft(spec.path, target.model)
     return LoadedModel(spec=spec, model=net, tokenizer=target.tokenizer)

@@ -10,6 +10,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from edgespec.errors import did_you_mean
 from edgespec.policies.awc import load_awc_window
 from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
 from edgespec.policies.interfaces import BatchingPolicy, RoutingPolicy, WindowPolicy
@@ -71,12 +72,18 @@ def accepted_params(kind: str, name: str) -> tuple[str, ...] | None:
 
 def build_policy(kind: str, name: str, params: Mapping[str, Any] | None = None) -> Any:
     """Instantiate policy ``name`` of ``kind`` with ``params``; unknown names are errors,
-    unknown parameters an :class:`UnknownParamsError`."""
+    unknown parameters an :class:`UnknownParamsError`, each ending with the closest known
+    name (``(did you mean 'fcfs'?)``) when one is close."""
     if kind not in KINDS:
-        raise PolicyConfigError(f"unknown policy kind {kind!r}; known: {sorted(KINDS)}")
+        raise PolicyConfigError(
+            f"unknown policy kind {kind!r}; known: {sorted(KINDS)}{did_you_mean(kind, KINDS)}"
+        )
     registry = KINDS[kind]
     if name not in registry:
-        raise PolicyConfigError(f"unknown {kind} policy {name!r}; known: {sorted(registry)}")
+        raise PolicyConfigError(
+            f"unknown {kind} policy {name!r}; known: {sorted(registry)}"
+            + did_you_mean(name, registry)
+        )
     factory = registry[name]
     params = dict(params or {})
     allowed = accepted_params(kind, name)
@@ -84,6 +91,7 @@ def build_policy(kind: str, name: str, params: Mapping[str, Any] | None = None) 
     if unknown:
         raise UnknownParamsError(
             f"{kind} policy {name!r} has no parameter(s) {unknown}; known: {list(allowed or ())}"
+            + did_you_mean(str(unknown[0]), allowed or ())
         )
     if dataclasses.is_dataclass(factory):
         _check_scalar_params(f"{kind} policy {name!r}", factory, params)

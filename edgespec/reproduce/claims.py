@@ -4,18 +4,65 @@ Every ``edgespec reproduce <seed>`` returns :class:`ClaimRow` s: one per claim (
 of SEED-NOTES' checklist, each with the paper's number, edgespec's, the tolerance and two
 verdicts — the *direction* (who beats whom, which way a curve bends) and the *magnitude*
 (within the tolerance). A row whose magnitude cannot be compared (the paper gives no number)
-says so with ``None``. A miss stays a miss; its cause goes in ``note``.
+says so with ``None``.
+
+A row's :attr:`~ClaimRow.outcome` sums the verdicts up: it holds (no verdict failed), holds in
+direction only (direction right, magnitude outside the tolerance), or misses (direction
+wrong, or magnitude outside the tolerance where no direction is judged). A miss stays a miss
+and carries its cause: the :class:`Reason` (a :class:`Cause` and one line) that the claim's
+builder states, or "cause not known" where it states none. In a ``--quick`` run a row whose
+magnitude depends on the run length says what the quick run shortened (``quick_run``); its
+magnitude is then not compared with the paper's, and its cause is :attr:`Cause.QUICK_RUN`.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
+
+UNKNOWN_CAUSE = "cause not known"
+
+
+class Cause(Enum):
+    """The cause class of a miss (DESIGN: "A miss carries its cause class"), and the quick
+    run's."""
+
+    INCONSISTENT = "the paper is inconsistent with itself"
+    MISSING_INPUT = "an input the paper does not give"
+    MODELLING = "a modelling difference"
+    SIMPLIFICATION = "a simplification of the paper's own simulator"
+    QUICK_RUN = "magnitude depends on run length (quick run)"
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """The known cause of a claim's miss: its class and one line saying what happens."""
+
+    cause: Cause
+    line: str
+
+    def __str__(self) -> str:
+        return f"{self.cause.value} — {self.line}"
+
+
+class Outcome(Enum):
+    """What a row's two verdicts add up to (the report's headline counts these)."""
+
+    HOLDS = "hold"
+    DIRECTION_ONLY = "hold in direction only"
+    MISS = "miss"
+    QUICK = "not comparable (quick run)"
+    NOT_JUDGED = "not judged"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +77,13 @@ class ClaimRow:
     direction_ok: bool | None
     magnitude_ok: bool | None
     note: str = ""
+    """Detail beside the numbers (which ratio missed, the other accounting, …)."""
+    reason: Reason | None = None
+    """The known cause of the claim's miss, stated by its builder; shown only when the row
+    does not hold. ``None``: no cause is known (the report says so)."""
+    quick_run: str = ""
+    """In a ``--quick`` run, what it shortened that this row's magnitude depends on; empty in
+    a full run, and for rows whose magnitude does not depend on the run length."""
 
     @property
     def holds(self) -> bool:
@@ -38,11 +92,58 @@ class ClaimRow:
         return False not in judged and judged != (None, None)
 
     @property
-    def verdict(self) -> str:
-        def mark(ok: bool | None) -> str:
-            return "–" if ok is None else ("✓" if ok else "✗")
+    def quick_magnitude(self) -> bool:
+        """The magnitude was judged on a quick run too short to compare it with the paper's."""
+        return bool(self.quick_run) and self.magnitude_ok is not None
 
-        return f"direction {mark(self.direction_ok)}, magnitude {mark(self.magnitude_ok)}"
+    @property
+    def outcome(self) -> Outcome:
+        """What the verdicts add up to; a quick run's magnitude is not compared."""
+        if self.direction_ok is False:
+            return Outcome.MISS
+        if self.quick_magnitude:
+            return Outcome.DIRECTION_ONLY if self.direction_ok else Outcome.QUICK
+        if self.magnitude_ok is False:
+            return Outcome.DIRECTION_ONLY if self.direction_ok else Outcome.MISS
+        if self.direction_ok or self.magnitude_ok:
+            return Outcome.HOLDS
+        return Outcome.NOT_JUDGED
+
+    @property
+    def _quick_explains(self) -> bool:
+        """The quick run, not the claim's own cause, is why this row does not hold."""
+        return self.quick_magnitude and self.direction_ok is not False
+
+    @property
+    def cause(self) -> Cause | None:
+        """The cause class shown for a row that does not hold: the quick run's where only the
+        quick run's magnitude keeps it from holding, else the stated one; ``None`` for a row
+        that holds or is not judged, and for a miss without a stated cause."""
+        if self.outcome in (Outcome.HOLDS, Outcome.NOT_JUDGED):
+            return None
+        if self._quick_explains:
+            return Cause.QUICK_RUN
+        return None if self.reason is None else self.reason.cause
+
+    @property
+    def why(self) -> str:
+        """The cause class and its line (or "cause not known") for a row that does not
+        hold; empty for one that holds or is not judged."""
+        if self.outcome in (Outcome.HOLDS, Outcome.NOT_JUDGED):
+            return ""
+        if self._quick_explains:
+            return str(Reason(Cause.QUICK_RUN, self.quick_run))
+        own = UNKNOWN_CAUSE if self.reason is None else str(self.reason)
+        return f"{own}; magnitude not compared (quick run)" if self.quick_magnitude else own
+
+    @property
+    def verdict(self) -> str:
+        magnitude = _mark(self.magnitude_ok) + (" (quick run)" if self.quick_magnitude else "")
+        return f"direction {_mark(self.direction_ok)}, magnitude {magnitude}"
+
+
+def _mark(ok: bool | None) -> str:
+    return "–" if ok is None else ("✓" if ok else "✗")
 
 
 def within(ours: float, paper: float, relative: float) -> bool:
@@ -65,11 +166,52 @@ def pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.1f}%"
 
 
+def headline(rows: Sequence[ClaimRow]) -> str:
+    """``23 rows: 5 hold, 9 hold in direction only, 9 miss`` (then the quick run's rows not
+    compared, and the rows not judged, where there are any)."""
+    counts = Counter(r.outcome for r in rows)
+    shown = [Outcome.HOLDS, Outcome.DIRECTION_ONLY, Outcome.MISS]
+    shown += [o for o in (Outcome.QUICK, Outcome.NOT_JUDGED) if counts[o]]
+    noun = "row" if len(rows) == 1 else "rows"
+    return f"{len(rows)} {noun}: " + ", ".join(f"{counts[o]} {o.value}" for o in shown)
+
+
+OUTCOMES_EXPLAINED = (
+    "A row holds when no verdict failed (direction right where it is judged, magnitude within "
+    "the tolerance where it is compared); it holds in direction only when the direction is "
+    "right and the magnitude is not; it misses when the direction is wrong, or when the "
+    "magnitude is outside the tolerance and no direction is judged. Every row that does not "
+    "hold says why: a cause class ("
+    + "; ".join(c.value for c in Cause)
+    + f") and one line, or “{UNKNOWN_CAUSE}”."
+)
+QUICK_EXPLAINED = (
+    "**Quick run** (`--quick`): fewer and shorter runs than the full reproduction. A magnitude "
+    "that depends on the run length is marked “(quick run)” and not compared with the "
+    "paper's: its row holds in direction only, or is not comparable where no direction is "
+    "judged. Run without `--quick` to compare it."
+)
+
+QUICK_PRINTED = (
+    "quick run: a magnitude that depends on the run length is not compared with the paper's"
+)
+
+
 def markdown_table(rows: Sequence[ClaimRow]) -> str:
-    head = "| claim | what | paper | edgespec | tolerance | verdict | note |"
-    lines = [head, "|---|---|---|---|---|---|---|"]
+    head = "| claim | what | paper | edgespec | tolerance | verdict | outcome | cause | note |"
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        cells = (r.claim_id, r.what, r.paper, r.ours, r.tolerance, r.verdict, r.note)
+        cells = (
+            r.claim_id,
+            r.what,
+            r.paper,
+            r.ours,
+            r.tolerance,
+            r.verdict,
+            r.outcome.value,
+            r.why,
+            r.note,
+        )
         lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
     return "\n".join(lines)
 
@@ -81,17 +223,20 @@ def write_report(
     rows: Sequence[ClaimRow],
     choices: Sequence[tuple[str, str]],
     files: Sequence[str],
+    *,
+    quick: bool = False,
 ) -> None:
-    """REPORT.md: the command, the claims table, the chosen inputs with their reasons, and
-    the files (scenarios, plots, raw results) beside it."""
-    hits = sum(1 for r in rows if r.holds)
-    parts = [
-        f"# {title}",
-        "",
-        f"Command: `{command}`",
-        "",
-        f"{len(rows)} rows; {hits} hold: no verdict failed (direction right where it is "
-        "judged, magnitude within tolerance where it is compared).",
+    """REPORT.md: the command, the headline counts, the claims table with each miss's cause,
+    the chosen inputs with their reasons, and the files (scenarios, plots, raw results)
+    beside it. ``quick``: the rows come from a ``--quick`` run, and the header says so."""
+    unexplained = sum(1 for r in rows if r.why.startswith(UNKNOWN_CAUSE))
+    parts = [f"# {title}", "", f"Command: `{command}`", ""]
+    if quick:
+        parts += [QUICK_EXPLAINED, ""]
+    parts += [f"{headline(rows)}.", "", OUTCOMES_EXPLAINED]
+    if unexplained:
+        parts += ["", f"{unexplained} of the rows that do not hold have no known cause."]
+    parts += [
         "",
         markdown_table(rows),
         "",
@@ -107,10 +252,94 @@ def write_report(
     path.write_text("\n".join(parts))
 
 
-def print_claims(rows: Sequence[ClaimRow], console: Console | None = None) -> None:
-    table = Table(title="claims: paper vs edgespec", show_lines=False)
-    for name in ("claim", "what", "paper", "edgespec", "tolerance", "verdict"):
-        table.add_column(name, overflow="fold")
-    for r in rows:
-        table.add_row(r.claim_id, r.what, r.paper, r.ours, r.tolerance, r.verdict)
-    (console or Console()).print(table)
+_COLUMNS = ("claim", "what", "paper", "edgespec", "verdict")
+_GAP = 2
+"""Spaces between two columns of the printed table."""
+_SHORT = {
+    Outcome.HOLDS: "hold",
+    Outcome.DIRECTION_ONLY: "direction only",
+    Outcome.MISS: "miss",
+    Outcome.QUICK: "quick run",
+    Outcome.NOT_JUDGED: "not judged",
+}
+"""The outcome in the printed table's verdict column."""
+
+
+def _terminal_cells(r: ClaimRow) -> tuple[str, ...]:
+    marks = f"{_mark(r.direction_ok)} {_mark(r.magnitude_ok)}"
+    return (r.claim_id, r.what, r.paper, r.ours, f"{marks} {_SHORT[r.outcome]}")
+
+
+def _longest_word(text: str) -> int:
+    return max((cell_len(word) for word in text.split()), default=1)
+
+
+def column_widths(table: Sequence[Sequence[str]], width: int, gap: int = _GAP) -> list[int] | None:
+    """Widths for ``table``'s columns within ``width`` (``gap`` between two columns) that
+    keep every word whole: each column at least its longest word, the room left shared in
+    proportion to what each column still wants. ``None`` when the longest words alone do not
+    fit."""
+    n = len(table[0])
+    low = [max(_longest_word(row[i]) for row in table) for i in range(n)]
+    high = [max(max(cell_len(row[i]) for row in table), low[i]) for i in range(n)]
+    room = width - gap * (n - 1)
+    if sum(low) > room:
+        return None
+    if sum(high) <= room:
+        return high
+    spare = room - sum(low)
+    want = [h - lo for h, lo in zip(high, low, strict=True)]
+    share = [spare * w // sum(want) for w in want]
+    widths = [lo + s for lo, s in zip(low, share, strict=True)]
+    left = spare - sum(share)
+    for i in sorted(range(n), key=lambda i: want[i] - share[i], reverse=True)[:left]:
+        widths[i] += 1
+    return widths
+
+
+def _grid_row(cells: Sequence[str], widths: Sequence[int], style: str = "") -> Table:
+    grid = Table.grid(padding=(0, _GAP, 0, 0))
+    for w in widths:
+        grid.add_column(width=w, overflow="fold")
+    grid.add_row(*(Text(c, style=style) for c in cells))
+    return grid
+
+
+def claims_renderable(
+    rows: Sequence[ClaimRow], width: int, *, quick: bool = False
+) -> RenderableType:
+    """The claims as a table of claim / what / paper / edgespec / verdict ``width`` columns
+    wide, words kept whole; under each row that does not hold, its cause on a line of its
+    own. Where the longest words do not fit side by side, each row's cells stack."""
+    title = "claims: paper vs edgespec" + (" (quick run)" if quick else "")
+    parts: list[RenderableType] = [
+        Text(title, style="bold"),
+        Text(headline(rows)),
+        Text("verdict: direction, magnitude (✓ right, ✗ wrong, – not judged), then the outcome"),
+    ]
+    if quick:
+        parts.append(Text(QUICK_PRINTED))
+    cells = [_terminal_cells(r) for r in rows]
+    widths = column_widths([_COLUMNS, *cells], width)
+    if widths is not None:
+        parts.append(_grid_row(_COLUMNS, widths, style="bold"))
+        parts.append(Text("─" * min(width, sum(widths) + _GAP * (len(widths) - 1))))
+    indent = 2 if widths is None else widths[0] + _GAP
+    for r, row in zip(rows, cells, strict=True):
+        if widths is not None:
+            parts.append(_grid_row(row, widths))
+        else:
+            parts.append(Text(f"{r.claim_id}  {r.what}", style="bold"))
+            for name, value in zip(_COLUMNS[2:], row[2:], strict=True):
+                parts.append(Padding(Text(f"{name}: {value}"), (0, 0, 0, 2)))
+        if r.why:
+            parts.append(Padding(Text(f"↳ {r.why}", style="italic"), (0, 0, 0, indent)))
+    return Group(*parts)
+
+
+def print_claims(
+    rows: Sequence[ClaimRow], console: Console | None = None, *, quick: bool = False
+) -> None:
+    """Print the claims table (:func:`claims_renderable`) at the console's width."""
+    console = console or Console()
+    console.print(claims_renderable(rows, console.width, quick=quick))

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from edgespec.core.types import BatchRecord, RoundRecord
 from edgespec.metrics import summarize
 from edgespec.metrics.plots import utilization_over_time
-from edgespec.metrics.sinks import REQUEST_DERIVED, REQUEST_FIELDS, print_summary, write_run
+from edgespec.metrics.sinks import REQUEST_DERIVED, REQUEST_FIELDS, write_run
 from tests.metrics.test_summary import BATCHES, REQUESTS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -85,77 +84,3 @@ def test_utilization_over_time_bins() -> None:
     np.testing.assert_allclose(util, [[0.5, 0.5, 1.0, 1.0], [0.0, 0.0, 0.0, 0.25]], atol=1e-12)
     with pytest.raises(ValueError, match="batch on server 1 but num_servers=1"):
         utilization_over_time(batches, num_servers=1, duration_s=4.0)
-
-
-def test_print_summary_table() -> None:
-    console = Console(record=True, width=120)
-    print_summary(summarize(REQUESTS, BATCHES, duration_s=4.0, num_servers=2), console)
-    text = console.export_text()
-    assert "TTFT   687.5   750.0  1000.0  1000.0" in text
-    assert "SLO attainment               66.7%" in text
-    assert "  c2 ≥2 tok/s                100.0% (1/1)" in text
-    assert "  c8 ≥8 tok/s                50.0% (1/2)" in text
-    assert "goodput                      5.5 tok/s" in text
-    assert "25.0% mean over 2" in text
-
-
-def test_print_runs_one_row_per_run() -> None:
-    from io import StringIO
-
-    from rich.console import Console
-
-    from edgespec.metrics.sinks import print_runs
-    from edgespec.metrics.summary import summarize
-
-    metrics = summarize([], [], 10.0, 1)
-    buffer = StringIO()
-    print_runs(
-        [
-            ({"policies.window.params.gamma": 2}, metrics),
-            ({"policies.window.params.gamma": 4}, metrics),
-        ],
-        Console(file=buffer, width=200),
-        "sweep",
-    )
-    lines = [line for line in buffer.getvalue().splitlines() if "│" in line]
-    assert "params.gamma" in buffer.getvalue()
-    assert [line.split("│")[1].strip() for line in lines] == ["2", "4"]
-
-
-def test_print_runs_shows_each_slo_class_attainment() -> None:
-    """Fig. 7's per-class curves from a sweep: a second table, c2 met by 1 of 1 request, c8
-    by 1 of 2; a run without requests shows '-'."""
-    from edgespec.metrics.sinks import print_runs
-
-    console = Console(record=True, width=200)
-    rows = [
-        ({"n": 1}, summarize(REQUESTS, BATCHES, duration_s=4.0, num_servers=2)),
-        ({"n": 2}, summarize([], [], 4.0, 1)),
-    ]
-    print_runs(rows, console)
-    text = console.export_text()
-    lines = text[text.index("SLO attainment per class") :].replace("┃", "│").splitlines()
-    table = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if "│" in line]
-    assert table == [["n", "c2", "c8"], ["1", "100.0%", "50.0%"], ["2", "-", "-"]]
-    console = Console(record=True, width=200)
-    print_runs([({"n": 2}, summarize([], [], 4.0, 1))], console)
-    assert "SLO attainment per class" not in console.export_text()  # no class, no table
-
-
-def test_print_summary_shows_the_service_ttft_only_when_requests_waited() -> None:
-    """A request that waited 0.5 s for its device: TTFT counts the wait, the "TTFT from
-    start" row does not; without any wait the row is left out."""
-    from dataclasses import replace
-
-    waited = [replace(REQUESTS[0], device_wait_s=0.5), *REQUESTS[1:]]
-    metrics = summarize(waited, BATCHES, duration_s=4.0, num_servers=2)
-    assert metrics.ttft is not None and metrics.service_ttft is not None
-    assert metrics.ttft.mean_s - metrics.service_ttft.mean_s == pytest.approx(0.5 / 4)
-    console = Console(record=True, width=120)
-    print_summary(metrics, console)
-    text = console.export_text()
-    assert "TTFT from start   562.5" in text
-    assert "TTFT              687.5   750.0  1000.0  1000.0" in text
-    console = Console(record=True, width=120)
-    print_summary(summarize(REQUESTS, BATCHES, duration_s=4.0, num_servers=2), console)
-    assert "from start" not in console.export_text()

@@ -1,4 +1,5 @@
-"""Policies by name (edgespec.policies.registry): a parameter of the wrong type is named."""
+"""Policies by name (edgespec.policies.registry): a parameter of the wrong type is named, a
+misspelt name gets the closest known one."""
 
 from __future__ import annotations
 
@@ -51,6 +52,48 @@ def test_unknown_kinds_and_private_fields_are_refused() -> None:
     assert str(error.value) == (
         "routing policy 'round_robin' has no parameter(s) ['_cursor']; known: []"
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "params", "message"),
+    [
+        (
+            "batching",
+            "fcsf",
+            {},
+            "unknown batching policy 'fcsf'; known: ['fcfs', 'lab', 'wisp'] (did you mean 'fcfs'?)",
+        ),
+        (
+            "window",
+            "dynamc",
+            {},
+            "unknown window policy 'dynamc'; known: ['awc', 'dynamic', 'static'] "
+            "(did you mean 'dynamic'?)",
+        ),
+        (
+            "batchng",
+            "fcfs",
+            {},
+            "unknown policy kind 'batchng'; known: ['batching', 'routing', 'stop', 'window'] "
+            "(did you mean 'batching'?)",
+        ),
+        (
+            "window",
+            "static",
+            {"gama": 3},
+            "window policy 'static' has no parameter(s) ['gama']; known: ['fused', 'gamma'] "
+            "(did you mean 'gamma'?)",
+        ),
+        ("batching", "edf", {}, "unknown batching policy 'edf'; known: ['fcfs', 'lab', 'wisp']"),
+    ],
+)
+def test_a_misspelt_name_ends_with_the_closest_known_name(
+    kind: str, name: str, params: dict[str, Any], message: str
+) -> None:
+    """The message as before, then the suggestion; none when no name is close."""
+    with pytest.raises(PolicyConfigError) as error:
+        build_policy(kind, name, params)
+    assert str(error.value) == message
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_real_pair, add_seed, add_threads
+from edgespec.arguments import add_real_pair, add_seed, add_threads, add_verbose
 from edgespec.datasets.prompts import DATASETS, HELD_OUT
 from edgespec.errors import UserInputError
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
@@ -106,6 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write all records to this JSONL file (give --out and/or --out-dir)",
     )
     parser.add_argument("--out-dir", type=Path, help="write <dataset>.jsonl files here")
+    add_verbose(parser)
     parser.add_argument(
         "--json",
         type=Path,
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.traces.records import TraceRecord, write_trace
     from edgespec.learn.traces.summary import print_summary_table, write_summary_json
     from edgespec.models.feature_draft import FeatureDraftNet
-    from edgespec.models.loading import load_model
+    from edgespec.models.loading import library_output, load_model
     from edgespec.runtime.backends.base import stopping_drafter
     from edgespec.runtime.backends.feature_draft import FeatureDraft
     from edgespec.runtime.backends.ngram import NgramDrafter
@@ -192,8 +193,12 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     prompt_sets = _prompt_sets(args)
     with console.status(f"loading target {args.target} and draft {args.draft}"):
-        target = load_model(args.target, require_tokenizer=True)
-        draft_model = None if args.draft == NGRAM else load_model(args.draft, target=target).model
+        target = load_model(args.target, require_tokenizer=True, verbose=args.verbose)
+        draft_model = (
+            None
+            if args.draft == NGRAM
+            else load_model(args.draft, target=target, verbose=args.verbose).model
+        )
     drafter: Any = NgramDrafter(max_ngram=3)
     draft_name = args.draft
     if isinstance(draft_model, FeatureDraftNet):  # transformers' assisted generation cannot
@@ -251,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=console) as progress:
+    with Progress(*columns, console=console) as progress, library_output(args.verbose):
         task = progress.add_task("tracing", total=len(work))
 
         def on_record(record: TraceRecord) -> None:

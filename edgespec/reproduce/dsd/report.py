@@ -24,7 +24,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "DSD (seed 004) reproduced" + (" — quick" if quick else "")
-    write_report(out / "REPORT.md", title, command, rows, CHOICES, files)
-    print_claims(rows)
+    write_report(out / "REPORT.md", title, command, rows, CHOICES, files, quick=quick)
+    print_claims(rows, quick=quick)
     print(f"report: {out / 'REPORT.md'}")
     return rows

@@ -48,7 +48,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     files.append("results.json")
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
     chosen = (*choices(plan.setup), *predictor_choices())
-    write_report(out / "REPORT.md", title, command, rows, chosen, files)
-    print_claims(rows)
+    write_report(out / "REPORT.md", title, command, rows, chosen, files, quick=quick)
+    print_claims(rows, quick=quick)
     print(f"report: {out / 'REPORT.md'}")
     return rows

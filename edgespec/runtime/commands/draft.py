@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from edgespec.arguments import add_verbose
 from edgespec.runtime.commands.draft_run import DraftRun, first_difference
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments, stop_policy_from_args
 from edgespec.runtime.wire.emulated_link import add_link_arguments, link_overrides
@@ -99,6 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_stop_arguments(parser)
     add_link_arguments(parser)
+    add_verbose(parser)
 
 
 def configured_policy(kind: str, name: str, params: Mapping[str, Any]) -> Any:
@@ -199,7 +201,7 @@ def _run(args: argparse.Namespace) -> int:
     window = configured_policy("window", config.window.name, config.window.params)
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
-    draft = _load_draft(config) if args.mode == "distributed" else None
+    draft = _load_draft(config, args.verbose) if args.mode == "distributed" else None
     tokenizer = _tokenizer(args, config, verifier, draft)
     if prompt_ids is None and tokenizer is None:
         target = verifier.target_name()
@@ -261,11 +263,11 @@ def _prompt_ids(text: str) -> tuple[int, ...]:
         raise ConfigError("prompt_ids", f"expected comma-separated ints: {exc}") from exc
 
 
-def _load_draft(config: Any) -> Any:
+def _load_draft(config: Any, verbose: bool) -> Any:
     """The draft model (its weights and tokenizer), or ``None`` for prompt lookup."""
     from edgespec.models.loading import load_model
 
-    return None if config.draft == "ngram" else load_model(config.draft)
+    return None if config.draft == "ngram" else load_model(config.draft, verbose=verbose)
 
 
 def _tokenizer(args: argparse.Namespace, config: Any, verifier: Any, draft: Any) -> Any:
@@ -275,7 +277,7 @@ def _tokenizer(args: argparse.Namespace, config: Any, verifier: Any, draft: Any)
     from edgespec.models.loading import load_tokenizer
 
     if args.tokenizer:
-        tokenizer = load_tokenizer(args.tokenizer)
+        tokenizer = load_tokenizer(args.tokenizer, args.verbose)
         if tokenizer is None:
             raise ConfigError("tokenizer", f"no tokenizer found at {args.tokenizer!r}")
         return tokenizer
@@ -284,7 +286,7 @@ def _tokenizer(args: argparse.Namespace, config: Any, verifier: Any, draft: Any)
     names = [config.draft] if draft is None and config.draft not in (None, "ngram") else []
     names.append(verifier.target_name())
     for name in names:
-        tokenizer = load_tokenizer(name) if name else None
+        tokenizer = load_tokenizer(name, args.verbose) if name else None
         if tokenizer is not None:
             return tokenizer
     return None

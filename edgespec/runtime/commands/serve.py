@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edgespec.arguments import add_threads
+from edgespec.arguments import add_threads, add_verbose
 from edgespec.policies.registry import BATCHING, WINDOW
 from edgespec.policies.slo import DEADLINE_RULES
 
@@ -99,6 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "default: off)",
     )
     add_threads(parser, None)
+    add_verbose(parser)
     parser.add_argument(
         "--round-log",
         metavar="FILE",
@@ -167,7 +168,9 @@ def run(args: argparse.Namespace) -> int:
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
     try:
-        asyncio.run(_serve(config, policy, args.draft, args.threads, window, round_log))
+        asyncio.run(
+            _serve(config, policy, args.draft, args.threads, window, round_log, args.verbose)
+        )
     finally:
         if round_log is not None:
             round_log.close()
@@ -217,6 +220,7 @@ async def _serve(
     threads: int | None,
     window: Any = None,
     round_log: Any = None,
+    verbose: bool = False,
 ) -> None:
     import asyncio
     import signal
@@ -224,6 +228,7 @@ async def _serve(
     import torch
 
     from edgespec.models.loading import load_model
+    from edgespec.models.registry import resolve_model
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
     from edgespec.runtime.edge.draft_backends import make_drafter
     from edgespec.runtime.server.engine import VerificationEngine
@@ -231,20 +236,25 @@ async def _serve(
     from edgespec.runtime.wire.grpc_server import start_server
     from edgespec.runtime.wire.ports import ensure_port_free
 
-    ensure_port_free(config.host, config.port)  # before the model loads: fail fast
+    ensure_port_free(config.host, config.port)  # a port in use, or a bad model name or
+    resolve_model(config.target)  # path, fails before anything loads
+    if draft_name not in (None, "ngram"):
+        resolve_model(draft_name)
     if config.prometheus_port is not None:
         ensure_port_free(config.host, config.prometheus_port)
     if threads is not None:
         torch.set_num_threads(threads)
     say = Stages()
     say(f"loading the target {config.target} (a first load of gemma3-270m dequantizes it once)")
-    model = load_model(config.target, config.dtype).model
+    model = load_model(config.target, config.dtype, verbose=verbose).model
     say("probing the target's attention masks (one batched pass per layout)")
     backend = TransformersTarget(model)
     draft_factory = None
     if draft_name is not None:
         say(f"loading the draft {draft_name}")
-        draft_model = None if draft_name == "ngram" else load_model(draft_name).model
+        draft_model = (
+            None if draft_name == "ngram" else load_model(draft_name, verbose=verbose).model
+        )
 
         def draft_factory() -> Any:
             return make_drafter(draft_name, draft_model, backend.vocab_size)

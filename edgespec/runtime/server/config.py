@@ -13,6 +13,7 @@ from typing import Literal
 
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.tree import parse_branching
+from edgespec.errors import did_you_mean
 from edgespec.policies.registry import BATCHING, ROUTING
 from edgespec.policies.slo import DeadlineRule
 
@@ -93,7 +94,9 @@ class ServerConfig:
         name, params = self.batching.name, self.batching.params
         if name not in BATCHING:
             raise ConfigError(
-                "batching.name", f"unknown batching policy {name!r}; known: {sorted(BATCHING)}"
+                "batching.name",
+                f"unknown batching policy {name!r}; known: {sorted(BATCHING)}"
+                + did_you_mean(name, BATCHING),
             )
         if name == "wisp" and "profile" not in params and "a_s" not in params:
             raise ConfigError(
@@ -176,7 +179,8 @@ class DrafterConfig:
         if self.routing.name not in ROUTING:
             raise ConfigError(
                 "routing.name",
-                f"unknown routing policy {self.routing.name!r}; known: {sorted(ROUTING)}",
+                f"unknown routing policy {self.routing.name!r}; known: {sorted(ROUTING)}"
+                + did_you_mean(self.routing.name, ROUTING),
             )
 
     @property

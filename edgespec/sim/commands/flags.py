@@ -18,11 +18,15 @@ from edgespec.errors import UserInputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from edgespec.sim.setup.scenario import bundled_scenarios
+
     parser.add_argument(
         "args",
         nargs="*",
-        metavar="[SCENARIO.yaml] [key.path=value ...]",
-        help="scenario file (default: the bundled default scenario) and overrides",
+        metavar="[SCENARIO] [key.path=value ...]",
+        help="scenario: a YAML file or a bundled scenario's name, which works from any "
+        f"folder ({', '.join(bundled_scenarios())}; default when none is given); "
+        "then key.path=value overrides",
     )
     parser.add_argument(
         "--out", type=Path, default=None, help="run folder (default runs/<name>-<time>)"
@@ -115,6 +119,16 @@ def _given(value: Any) -> bool:
     return value is not None and value is not False
 
 
+def _is_scenario(item: str) -> bool:
+    """``item`` names a scenario: a file, or a bundled scenario's name."""
+    from edgespec.sim.setup.scenario import scenario_path
+
+    try:
+        return scenario_path(item).is_file()
+    except UserInputError:
+        return False
+
+
 def check_flags(args: argparse.Namespace) -> None:
     """Flags that contradict each other, are out of range or would have no effect, before
     anything runs; then the defaults of the flags that were not given."""
@@ -131,7 +145,7 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.address is not None and args.engine != "ray":
         raise UserInputError("--address is a Ray cluster address: it needs --engine ray")
     for item in args.sweep or ():
-        if "=" not in item and Path(item).is_file():
+        if "=" not in item and _is_scenario(item):
             raise UserInputError(
                 f"--sweep {item}: a scenario file goes before --sweep "
                 "(--sweep takes every argument up to the next option as a key=v1,v2,... spec)"

@@ -1,5 +1,6 @@
-"""``edgespec sim``: run a scenario (the bundled default when no file is given), a sweep,
-or a capacity search; write the run folder and print the summary table."""
+"""``edgespec sim``: run a scenario (a file, or a bundled scenario by name; the bundled
+default when none is given), a sweep, or a capacity search; write the run folder and
+print the summary table."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import yaml
 
 from edgespec.config import apply_overrides, read_yaml
-from edgespec.errors import UserInputError
+from edgespec.errors import UserInputError, did_you_mean
 from edgespec.sim.commands.flags import add_arguments as add_arguments
 from edgespec.sim.commands.flags import check_flags
 
@@ -30,10 +31,6 @@ def _split(items: list[str]) -> tuple[str | None, list[str]]:
                 f"two scenario files given, {path} and {item}; only one may be "
                 "(an override looks like key.path=value)"
             )
-    if path is not None and not Path(path).exists() and not path.endswith((".yaml", ".yml")):
-        raise UserInputError(
-            f"{path}: no such scenario file (an override looks like key.path=value)"
-        )
     return path, overrides
 
 
@@ -50,31 +47,45 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from edgespec.metrics.record_files import RecordFiles
-    from edgespec.metrics.sinks import print_runs, print_summary
-    from edgespec.sim.setup.scenario import default_scenario_path, scenario_from_dict
+    from edgespec.metrics.summary import fixed, plain, print_runs, print_summary, setting
+    from edgespec.sim.setup.scenario import (
+        default_scenario_path,
+        scenario_from_dict,
+        scenario_path,
+    )
     from edgespec.sim.simulator import paused_gc, simulate
 
     check_flags(args)
     path, overrides = _split(args.args)
-    data = apply_overrides(read_yaml(path or default_scenario_path()), overrides)
+    file = scenario_path(path) if path else default_scenario_path()
+    data = apply_overrides(read_yaml(file), overrides)
     scenario = scenario_from_dict(data)  # validate once, before any run
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out: Path = args.out or Path("runs") / f"{scenario.name}-{stamp}"
     console = Console()
     if args.sweep:
         from edgespec.sweeps.executor import make_executor
-        from edgespec.sweeps.grid import parse_grid, run_sweep, write_sweep
+        from edgespec.sweeps.grid import (
+            grid_points,
+            override_text,
+            parse_grid,
+            run_sweep,
+            write_sweep,
+        )
 
+        grid = parse_grid(args.sweep)
+        for point in grid_points(grid):  # every point valid (a misspelt key...) before any run
+            scenario_from_dict(data, [override_text(k, v) for k, v in point.items()])
         points = run_sweep(
             data,
-            parse_grid(args.sweep),
+            grid,
             run_scenario_dict,
             progress=not args.quiet,
             executor=make_executor(args.workers, args.engine, args.address),
         )
         json_path, csv_path = write_sweep(out / "sweep", points)
         print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
-        console.print(f"sweep: {len(points)} runs → {json_path}, {csv_path}")
+        console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}")
         return 0
     if args.capacity is not None:
         from edgespec.metrics.summary import violation_rate
@@ -84,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
             known = sorted(scenario.slo_classes)
             raise UserInputError(
                 f"--slo-class {args.slo_class}: the scenario has no such SLO class; known: {known}"
+                + did_you_mean(args.slo_class, known)
             )
         violation = violation_rate if args.slo_class is None else class_violation(args.slo_class)
         result = capacity_search(
@@ -100,13 +112,13 @@ def run(args: argparse.Namespace) -> int:
         (out / "capacity.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         bound = " (at upper bound)" if result.at_upper_bound else ""
         if result.capacity is None:
-            bound = f" (even {args.capacity}={args.lo} violates more than epsilon)"
+            bound = f" (even {args.capacity}={plain(args.lo)} violates more than epsilon)"
         probes = sorted(result.probes, key=lambda p: p.value)
         print_runs([({args.capacity: p.value}, p.metrics) for p in probes], console, "probes")
         console.print(
-            f"capacity {args.capacity} at epsilon={args.epsilon}"
+            f"capacity {args.capacity} at epsilon={setting(args.epsilon)}"
             + ("" if args.slo_class is None else f" for class {args.slo_class}")
-            + f": {result.capacity}{bound}"
+            + f": {'None' if result.capacity is None else plain(result.capacity)}{bound}"
             f" → {out / 'capacity.json'}"
         )
         return 0
@@ -125,8 +137,8 @@ def run(args: argparse.Namespace) -> int:
     if args.verbose:
         console.print(f"handler set: {sim.path}")
     console.print(
-        f"{scenario.name}: {sim.num_rounds} rounds, {metrics.num_requests} requests, "
-        f"{sim.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"
+        f"{scenario.name}: {plain(sim.num_rounds)} rounds, {plain(metrics.num_requests)} "
+        f"requests, {plain(sim.duration_s, 6)} s simulated in {fixed(wall_s, 2)} s wall → {out}"
     )
     return 0
 
@@ -152,7 +164,7 @@ def _write_run_folder(
 def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, console: Any) -> int:
     """``--shards N``: the cells in N shards on the executor; the run folder as a single
     run writes it (records concatenated shard by shard), plus shards.json."""
-    from edgespec.metrics.sinks import print_summary
+    from edgespec.metrics.summary import fixed, plain, print_summary
     from edgespec.sim.shards import simulate_sharded
     from edgespec.sweeps.executor import make_executor
 
@@ -187,8 +199,9 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, cons
             f"so it ran as {len(run.shards)} shards"
         )
     console.print(
-        f"{data.get('name', 'scenario')}: {run.num_rounds} rounds in {len(run.shards)} shards "
-        f"({args.engine}, {args.workers} workers), {run.metrics.num_requests} requests, "
-        f"{run.metrics.duration_s:g} s simulated in {wall_s:.2f} s wall → {out}"
+        f"{data.get('name', 'scenario')}: {plain(run.num_rounds)} rounds in "
+        f"{len(run.shards)} shards ({args.engine}, {args.workers} workers), "
+        f"{plain(run.metrics.num_requests)} requests, {plain(run.metrics.duration_s, 6)} s "
+        f"simulated in {fixed(wall_s, 2)} s wall → {out}"
     )
     return 0

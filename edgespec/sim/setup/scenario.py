@@ -4,7 +4,7 @@ Loaded once through :mod:`edgespec.config` (``key.path=value`` overrides apply b
 validation); every error names the offending field, e.g.
 ``config field 'auto_topology.devices[0].link': unknown link 'wan'; known: ['default']``.
 ``auto_topology`` lists pools; :func:`edgespec.sim.setup.topology.expand_topology` turns them into
-explicit entities.
+explicit entities. A scenario is a YAML file or a bundled one's name (:func:`scenario_path`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict, read_yaml
+from edgespec.config import (
+    ConfigError,
+    ConfigFileError,
+    PolicySpec,
+    apply_overrides,
+    from_dict,
+    read_yaml,
+)
+from edgespec.errors import UserInputError, did_you_mean
 from edgespec.policies.slo import DeadlineRule
 from edgespec.sim.model.stop_model import StopPredictorConfig
 from edgespec.sim.setup.cells import plan_cells, replicate_cells
@@ -160,7 +168,9 @@ def _validate_devices(where: str, pool: DevicePool, scenario: Scenario) -> None:
         raise ConfigError(f"{where}.count", f"must be >= 1, got {pool.count}")
     if pool.link not in scenario.links:
         raise ConfigError(
-            f"{where}.link", f"unknown link {pool.link!r}; known: {sorted(scenario.links)}"
+            f"{where}.link",
+            f"unknown link {pool.link!r}; known: {sorted(scenario.links)}"
+            + did_you_mean(pool.link, scenario.links),
         )
     if not pool.slo_mix or sum(pool.slo_mix.values()) <= 0:
         raise ConfigError(f"{where}.slo_mix", "needs at least one class with a positive share")
@@ -168,7 +178,8 @@ def _validate_devices(where: str, pool: DevicePool, scenario: Scenario) -> None:
         if cls not in scenario.slo_classes:
             raise ConfigError(
                 f"{where}.slo_mix.{cls}",
-                f"unknown SLO class; known: {sorted(scenario.slo_classes)}",
+                f"unknown SLO class; known: {sorted(scenario.slo_classes)}"
+                + did_you_mean(cls, scenario.slo_classes),
             )
         if share < 0:
             raise ConfigError(f"{where}.slo_mix.{cls}", f"must be >= 0, got {share}")
@@ -212,8 +223,44 @@ def _validate_workload(wl: WorkloadConfig) -> None:
         raise ConfigError("workload.max_output_tokens", "must be >= 1")
 
 
+SCENARIO_SUFFIXES = (".yaml", ".yml")
+
+
+def bundled_scenarios_dir() -> Path:
+    """Where the bundled scenarios are: ``edgespec/data/scenarios/``."""
+    return Path(str(resources.files("edgespec") / "data" / "scenarios"))
+
+
+def bundled_scenarios() -> list[str]:
+    """The bundled scenarios' names (their file names without ``.yaml``), sorted."""
+    return sorted(p.stem for p in bundled_scenarios_dir().glob("*.yaml"))
+
+
 def default_scenario_path() -> Path:
-    return Path(str(resources.files("edgespec") / "data" / "scenarios" / "default.yaml"))
+    return bundled_scenarios_dir() / "default.yaml"
+
+
+def scenario_path(text: str | Path) -> Path:
+    """The scenario file ``text`` names: a file that exists, else a bundled scenario by
+    name, with or without ``.yaml`` (``bench-cells``: ``edgespec/data/scenarios/
+    bench-cells.yaml``), so a name works from any folder. For anything else a
+    :class:`UserInputError` (a text without a YAML suffix may have been meant as an
+    override, and it says so) that ends with the closest bundled name, if one is close.
+    """
+    path, text = Path(text), str(text)
+    if path.exists():
+        return path
+    suffix = next((s for s in SCENARIO_SUFFIXES if text.endswith(s)), "")
+    name = text.removesuffix(suffix)
+    names = bundled_scenarios()
+    if name in names and path.name == text:  # a bare name, no folder
+        return bundled_scenarios_dir() / f"{name}.yaml"
+    hint = did_you_mean(name if path.name == text else path.stem, names)
+    if not suffix:
+        raise UserInputError(
+            f"{text}: no such scenario file (an override looks like key.path=value){hint}"
+        )
+    raise ConfigFileError(text, f"file not found{hint}")
 
 
 def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -> Scenario:
@@ -223,5 +270,7 @@ def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -
 
 
 def load_scenario(path: str | Path | None, overrides: Sequence[str] = ()) -> Scenario:
-    """Load a scenario YAML (``None``: the bundled default) with ``key.path=value`` overrides."""
-    return scenario_from_dict(read_yaml(path or default_scenario_path()), overrides)
+    """Load a scenario YAML (a file or a bundled scenario's name, :func:`scenario_path`;
+    ``None``: the bundled default) with ``key.path=value`` overrides."""
+    file = scenario_path(path) if path else default_scenario_path()
+    return scenario_from_dict(read_yaml(file), overrides)

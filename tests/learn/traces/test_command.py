@@ -65,7 +65,7 @@ def test_unknown_dataset_lists_the_bundled_ones(
     assert main([*args, "--out", str(tmp_path / "x.jsonl")]) == 2
     assert capsys.readouterr().err == (
         "edgespec trace: --dataset gsm9k: neither a bundled dataset "
-        "(gsm8k, cnndm, humaneval, sharegpt) nor a JSONL prompt file\n"
+        "(gsm8k, cnndm, humaneval, sharegpt, general) nor a JSONL prompt file\n"
     )
 
 

@@ -1,6 +1,7 @@
 """``edgespec reproduce dsd --quick`` end to end (CI): the run folder, the scenario files it
 ran, and the shapes the reduced run must show (Fig. 6: fused mode is flat in the RTT while
-distributed mode degrades; more drafts, more load)."""
+distributed mode degrades; more drafts, more load), and a report that says it is a quick run
+and gives every row that does not hold its cause."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from edgespec.reproduce.claims import ClaimRow
+from edgespec.reproduce.claims import Cause, ClaimRow, Outcome, headline
 from edgespec.reproduce.dsd.report import reproduce as reproduce_dsd
 from edgespec.reproduce.dsd.runs import DsdPlan, plan_scenarios
 from edgespec.sim.setup.scenario import scenario_from_dict
@@ -50,3 +51,23 @@ def test_fused_is_flat_in_the_rtt_and_distributed_degrades(
     assert dist[0] < dist[1] < dist[2]  # every distributed round pays the round trip
     light, heavy = runs["routing-jsq-400"], runs["routing-jsq-1200"]
     assert heavy["throughput_requests_per_s"] > light["throughput_requests_per_s"]
+
+
+def test_report_says_quick_and_gives_every_miss_its_cause(
+    quick: tuple[Path, list[ClaimRow]],
+) -> None:
+    out, rows = quick
+    report = (out / "REPORT.md").read_text()
+    assert "**Quick run** (`--quick`)" in report
+    assert f"{headline(rows)}." in report
+    assert Outcome.MISS in {r.outcome for r in rows}
+    for row in rows:
+        if row.outcome is not Outcome.HOLDS:
+            assert row.cause is not None, row  # a known cause, never "cause not known"
+            assert f"| {row.outcome.value} | {row.why} |" in report
+    # 12 s runs: the absolute throughput (9 req/s against 25.1) is not compared
+    absolute = next(r for r in rows if r.what.startswith("default: throughput"))
+    assert absolute.outcome is Outcome.QUICK and absolute.cause is Cause.QUICK_RUN
+    assert "direction –, magnitude ✗ (quick run) | not comparable (quick run) |" in report
+    assert all(r.quick_run for r in rows if r.magnitude_ok is not None and r.claim_id != "D3")
+    assert "| cause not known" not in report  # no cause cell says it

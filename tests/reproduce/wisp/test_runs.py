@@ -1,5 +1,6 @@
 """``edgespec reproduce wisp --quick`` end to end (CI): the run folder, the scenario files it
-ran, and the claim directions this reduced run reproduces."""
+ran, the claim directions this reduced run reproduces, and a report that says it is a quick
+run and gives every row that does not hold its cause."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from edgespec.cli import main
+from edgespec.reproduce.claims import Cause, Outcome, headline
 from edgespec.reproduce.wisp.report import reproduce as reproduce_wisp
 from edgespec.sim.setup.scenario import scenario_from_dict
 
@@ -55,6 +57,23 @@ def test_directions_reproduced_by_the_quick_run(quick: tuple[Path, list]) -> Non
     acceptance = [r for r in rows if r.claim_id == "W7" and r.what.startswith("acceptance")]
     assert len(acceptance) == 5 and all(r.direction_ok for r in acceptance)
     assert next(r for r in rows if r.claim_id == "W6-T1").direction_ok  # Theorem 1
+
+
+def test_report_says_quick_and_gives_every_miss_its_cause(quick: tuple[Path, list]) -> None:  # type: ignore[type-arg]
+    out, rows = quick
+    report = (out / "REPORT.md").read_text()
+    assert "**Quick run** (`--quick`)" in report
+    assert f"{headline(rows)}." in report
+    assert Outcome.MISS in {r.outcome for r in rows}
+    for row in rows:
+        if row.outcome is not Outcome.HOLDS:
+            assert row.cause is not None, row  # a known cause, never "cause not known"
+            assert f"| {row.outcome.value} | {row.why} |" in report
+    # capacities and goodput come from 60 s runs of short outputs: not compared
+    for row in rows:
+        if row.claim_id in ("W1", "W3") and row.magnitude_ok is not None:
+            assert "(quick run)" in row.verdict and row.cause is Cause.QUICK_RUN
+    assert "| cause not known" not in report  # no cause cell says it
 
 
 def test_unknown_and_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:

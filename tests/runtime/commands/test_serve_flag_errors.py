@@ -28,6 +28,7 @@ class Served:
     threads: int | None = None
     window: Any = None
     round_log: Any = None
+    verbose: bool = False
     calls: int = 0
 
 
@@ -42,9 +43,10 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Served:
         threads: int | None,
         window: Any = None,
         round_log: Any = None,
+        verbose: bool = False,
     ) -> None:
         seen.config, seen.policy, seen.draft, seen.threads = config, policy, draft_name, threads
-        seen.window, seen.round_log = window, round_log
+        seen.window, seen.round_log, seen.verbose = window, round_log, verbose
         seen.calls += 1
 
     monkeypatch.setattr(serve_command, "_serve", record)
@@ -57,9 +59,9 @@ def test_every_flag_reaches_the_server(served: Served, tmp_path: Path) -> None:
     args += ["--prometheus-port", "9100", "--auth-token", "a", "--auth-token", "b"]
     args += ["--deadline-rule", "token_speed", "--no-prefix-cache", "--threads", "3"]
     args += ["--draft", "ngram", "--window", "static", "--window-params", '{"gamma": 2}']
-    args += ["--round-log", str(log), "--slo-class", "gold=null"]
+    args += ["--round-log", str(log), "--slo-class", "gold=null", "--verbose"]
     assert main(args) == 0
-    assert served.calls == 1
+    assert served.calls == 1 and served.verbose
     c = served.config
     assert (c.target, c.host, c.port, c.prometheus_port) == ("m", "0.0.0.0", 7001, 9100)
     assert c.auth_tokens == ("a", "b")
@@ -85,6 +87,7 @@ def test_defaults_without_flags(served: Served) -> None:
         None,
         None,
     )
+    assert not served.verbose
 
 
 def test_flags_win_over_set_and_config(served: Served, tmp_path: Path) -> None:

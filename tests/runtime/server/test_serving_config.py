@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from edgespec.config import ConfigError, from_dict, load_config
-from edgespec.runtime.server.config import ServerConfig
+from edgespec.runtime.server.config import DrafterConfig, ServerConfig
 
 
 def test_server_deadline_rule_prefix_cache_and_batching_name() -> None:
@@ -29,6 +29,12 @@ def test_server_deadline_rule_prefix_cache_and_batching_name() -> None:
         "config field 'batching.name': unknown batching policy 'edf'; known: "
         "['fcfs', 'lab', 'wisp']"
     )
+    with pytest.raises(ConfigError) as info:
+        from_dict(ServerConfig, {"batching": {"name": "wsip"}})
+    assert str(info.value).endswith("['fcfs', 'lab', 'wisp'] (did you mean 'wisp'?)")
+    with pytest.raises(ConfigError) as info:
+        from_dict(DrafterConfig, {"routing": {"name": "jqs"}})
+    assert str(info.value).endswith(" (did you mean 'jsq'?)")
 
 
 def test_server_wisp_batching_needs_its_coefficients() -> None:
