@@ -3,7 +3,7 @@
 for the CLI, the runtime and the learning tools alike; and the one map of dtype names
 (torch and transformers imported lazily).
 
-Gemma 3 270M ships as a GGUF file; transformers dequantizes it on every load (~45 s on
+Gemma 3 270M ships as a GGUF file; transformers dequantizes it on every load (about a minute on
 two cores). The first load therefore writes the dequantized fp32 weights once to a local
 cache directory (``$EDGESPEC_CACHE`` or ``~/.cache/edgespec``) as an ordinary Hugging
 Face directory; later loads read it in a few seconds. The cached weights are bit-identical
