@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_max_new_tokens, add_threads
+from edgespec.arguments import add_max_new_tokens, add_threads, add_verbose
 from edgespec.calibration.runs import (
     RealRun,
     link_rtt_ms,
@@ -151,6 +151,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_max_new_tokens(p, 48)
     p.add_argument("--gamma", type=int, default=4, help="static window γ, tokens (default 4)")
     add_threads(p, 2)
+    add_verbose(p)
     p.add_argument(
         "--profile", help="use this target profile (with its -draft file) instead of profiling"
     )
@@ -183,11 +184,11 @@ def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], A
         return "synthetic", target, "truncated", partial(TransformersDraft, draft), draft, None
     from edgespec.models.loading import load_model
 
-    loaded = load_model(args.target)
+    loaded = load_model(args.target, verbose=args.verbose)
     target, tokenizer = loaded.model, loaded.tokenizer
     if args.draft == "ngram":
         return args.target, target, "ngram", NgramDrafter, None, tokenizer
-    model = load_model(args.draft).model
+    model = load_model(args.draft, verbose=args.verbose).model
     return args.target, target, args.draft, partial(TransformersDraft, model), model, tokenizer
 
 

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_seed, add_threads
+from edgespec.arguments import add_seed, add_threads, add_verbose
 
 NGRAM = "ngram"
 
@@ -43,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="reduced grid (tests, CI): 1 warm-up and 2 runs per configuration",
     )
     add_threads(parser, 2)
+    add_verbose(parser)
     parser.add_argument(
         "--runs", type=int, help="measured runs per configuration (default 3; --quick: 2)"
     )
@@ -142,15 +143,15 @@ def grid_spec(args: argparse.Namespace) -> Any:
     return replace(spec, seed=args.seed)
 
 
-def _load(name: str) -> Any:
+def _load(name: str, verbose: bool = False) -> Any:
     from edgespec.models.loading import load_model
 
-    return load_model(name).model
+    return load_model(name, verbose=verbose).model
 
 
 def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | None]:
     """The target model and the drafter triple profile_pair takes (or None)."""
-    target_model = _load(args.target)
+    target_model = _load(args.target, args.verbose)
     if args.draft == NGRAM:
         from edgespec.runtime.backends.ngram import NgramDrafter
 
@@ -158,7 +159,7 @@ def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | No
     if args.draft:
         from edgespec.runtime.backends.transformers_draft import TransformersDraft
 
-        draft_model = _load(args.draft)
+        draft_model = _load(args.draft, args.verbose)
         return target_model, (args.draft, lambda: TransformersDraft(draft_model), draft_model)
     return target_model, None
 

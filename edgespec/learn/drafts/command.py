@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_threads
+from edgespec.arguments import add_threads, add_verbose
 from edgespec.datasets.prompts import DATASETS
 from edgespec.errors import UserInputError
 
@@ -64,6 +64,7 @@ def add_arguments(sub: Any) -> None:
         help="more shard directories to train on (repeatable)",
     )
     add_threads(p, 1)
+    add_verbose(p)
     p.add_argument("--skip-generate", action="store_true", help="train on the shards as they are")
     p.add_argument(
         "--init-from", type=Path, help="continue training this saved draft (keeps its size, K)"
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     with console.status(f"loading target {args.target}"):
-        target = load_model(args.target, require_tokenizer=True)
+        target = load_model(args.target, require_tokenizer=True, verbose=args.verbose)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),

@@ -13,7 +13,7 @@ import argparse
 import time
 from pathlib import Path
 
-from edgespec.arguments import add_seed, add_threads
+from edgespec.arguments import add_seed, add_threads, add_verbose
 from edgespec.errors import UserInputError
 
 
@@ -52,6 +52,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--train-minutes", type=float, default=30.0, help="training budget, minutes (default 30)"
     )
     add_threads(p, 1)
+    add_verbose(p)
     add_seed(p, "init, batch order and the validation split")
 
 
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     with console.status(f"loading target {args.target}"):
-        target = load_model(args.target)
+        target = load_model(args.target, verbose=args.verbose)
     kept = _kept_tokens(args, target)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     with Progress(*columns, TimeElapsedColumn(), console=console) as progress:

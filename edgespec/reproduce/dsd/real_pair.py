@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_max_new_tokens, add_real_pair, add_threads
+from edgespec.arguments import add_max_new_tokens, add_real_pair, add_threads, add_verbose
 from edgespec.errors import UserInputError
 
 WINDOWS: dict[str, dict[str, Any]] = {
@@ -116,6 +116,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated window policies: static (γ 4), dynamic, awc (default: all three)",
     )
     add_threads(parser, 1, "torch threads, each process")
+    add_verbose(parser)
     parser.add_argument("--port", type=int, default=50790, help="server port (default 50790)")
     parser.add_argument(
         "--out",
@@ -141,8 +142,8 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.runtime.wire.inprocess import target_greedy_decode
 
     torch.set_num_threads(args.threads)
-    loaded = load_model(args.target, require_tokenizer=True)
-    draft = load_model(args.draft, target=loaded)
+    loaded = load_model(args.target, require_tokenizer=True, verbose=args.verbose)
+    draft = load_model(args.draft, target=loaded, verbose=args.verbose)
     tokenizer = loaded.tokenizer
     assert tokenizer is not None  # required above
     texts = [

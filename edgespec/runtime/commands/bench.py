@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.arguments import add_max_new_tokens, add_threads
+from edgespec.arguments import add_max_new_tokens, add_threads, add_verbose
 from edgespec.runtime.commands.bench_inputs import load_models, load_text_prompts, make_prompts
 
 
@@ -62,6 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prompt-len", type=int, default=32, help="prompt tokens (default 32)")
     p.add_argument("--gamma", type=int, default=4, help="static window γ, tokens (default 4)")
     add_threads(p, 2)
+    add_verbose(p)
     p.add_argument(
         "--repeats",
         type=int,

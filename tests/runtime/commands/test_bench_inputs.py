@@ -54,7 +54,7 @@ class Loaded:
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     names: list[str] = []
 
-    def load_model(name: str, *args: Any) -> Loaded:
+    def load_model(name: str, *args: Any, **kwargs: Any) -> Loaded:
         names.append(name)
         return Loaded(name)
 
