@@ -20,7 +20,10 @@ import sys
 from pathlib import Path
 
 from edgespec.arguments import add_seed, add_threads
-from edgespec.errors import UserInputError
+from edgespec.errors import UserInputError, did_you_mean
+
+BUNDLED_TRACES = Path(__file__).resolve().parents[2] / "data" / "predictors"
+"""The bundled trace sets ``--traces NAME`` names (``edgespec/data/predictors/NAME.jsonl``)."""
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +35,8 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         type=Path,
         action="append",
         required=True,
-        help="trace JSONL file or a directory of them (repeatable); neural draft, no lookup",
+        help="trace JSONL file or a directory of them (repeatable), or a bundled trace set by "
+        "name (gemma3-270m-draft-train: edgespec/data/predictors/); neural draft, no lookup",
     )
     p.add_argument("--out", type=Path, required=True, help="write the MLP predictor (JSON) here")
     p.add_argument(
@@ -68,8 +72,14 @@ def trace_files(paths: list[Path]) -> list[Path]:
             files.extend(found)
         elif path.is_file():
             files.append(path)
+        elif (BUNDLED_TRACES / f"{path.name}.jsonl").is_file() and path.name == str(path):
+            files.append(BUNDLED_TRACES / f"{path.name}.jsonl")
         else:
-            raise UserInputError(f"--traces {path}: no such file or directory")
+            names = sorted(p.stem for p in BUNDLED_TRACES.glob("*.jsonl"))
+            raise UserInputError(
+                f"--traces {path}: no such file or directory, nor a bundled trace set "
+                f"({', '.join(names)}){did_you_mean(str(path), names)}"
+            )
     return files
 
 

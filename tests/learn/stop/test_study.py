@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from edgespec.learn.stop.report import study_markdown
 from edgespec.learn.stop.study import PREDICTORS, StudySettings, run_study
@@ -87,3 +90,20 @@ def test_train_stop_predictor_command(tmp_path, capsys) -> None:  # type: ignore
     missing = tmp_path / "nowhere"
     assert main(["train", "stop-predictor", "--traces", str(missing), "--out", str(out)]) == 2
     assert f"--traces {missing}: no such file or directory" in capsys.readouterr().err
+
+
+def test_traces_by_bundled_name() -> None:
+    """``--traces gemma3-270m-draft-train`` is the bundled set from any folder; a misspelt
+    name is refused with the names there are and the closest one."""
+    from edgespec.errors import UserInputError
+    from edgespec.learn.stop.command import BUNDLED_TRACES, trace_files
+
+    name = "gemma3-270m-draft-train"
+    assert trace_files([Path(name)]) == [BUNDLED_TRACES / f"{name}.jsonl"]
+    assert (BUNDLED_TRACES / f"{name}.jsonl").is_file()
+    with pytest.raises(UserInputError) as info:
+        trace_files([Path("gemma3-270m-draft-trian")])
+    assert str(info.value) == (
+        "--traces gemma3-270m-draft-trian: no such file or directory, nor a bundled trace set "
+        f"({name}) (did you mean '{name}'?)"
+    )
