@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.datasets.prompts import load_prompts
     from edgespec.learn.drafts import distill
     from edgespec.learn.drafts.distill_data import GenerationSettings, generate_distillation_data
-    from edgespec.models.loading import load_model
+    from edgespec.models.loading import library_output, load_model
 
     if args.fast_head and args.init_from is None:
         raise UserInputError("--fast-head needs --init-from (its kept tokens form the head)")
@@ -132,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
     if args.init_from is not None:
         from edgespec.models.trimmed import TrimmedVocabDraft
 
-        saved = TrimmedVocabDraft.load(args.init_from)
+        with library_output(args.verbose):
+            saved = TrimmedVocabDraft.load(args.init_from)
     if not args.skip_generate:
         prompts = []
         for name in (d.strip() for d in args.datasets.split(",") if d.strip()):

@@ -60,11 +60,14 @@ def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:
     from edgespec.learn.drafts import distill
 
     if args.kept_from is not None:
+        from edgespec.models.loading import library_output
         from edgespec.models.trimmed import TrimmedVocabDraft
 
         if not args.kept_from.is_dir():
             raise UserInputError(f"--kept-from {str(args.kept_from)!r} is not a draft directory")
-        return [int(t) for t in TrimmedVocabDraft.load(args.kept_from).config.draft_token_ids]
+        with library_output(args.verbose):
+            saved = TrimmedVocabDraft.load(args.kept_from)
+        return [int(t) for t in saved.config.draft_token_ids]
     samples = distill.load_shards(*args.data_dir)
     always = list(distill.special_token_ids(getattr(target, "tokenizer", None)).values())
     return distill.choose_kept_tokens(samples, args.kept_tokens, always)

@@ -85,7 +85,7 @@ def write_text_shards(
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgespec.models.loading import load_model
+    from edgespec.models.loading import load_tokenizer
 
     if args.max_tokens < PROMPT_TOKENS + MIN_OUTPUT_TOKENS:
         raise UserInputError(
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.conversations < 0:
         raise UserInputError(f"--conversations must be >= 0, got {args.conversations}")
-    tokenizer = load_model(args.target).tokenizer
+    tokenizer = load_tokenizer(args.target)  # the tokenizer alone: no weights load
     if tokenizer is None:
         raise UserInputError(f"--target {args.target!r} has no tokenizer")
     texts = training_texts(args.conversations)

@@ -49,14 +49,15 @@ def test_command_writes_shards(
     from edgespec.cli import main
     from edgespec.models import loading
 
-    class Loaded:
-        tokenizer = _Tok()
-
     def load(name: Any, *args: Any, **kwargs: Any) -> Any:
         assert name == "tiny"
-        return Loaded()
+        return _Tok()
 
-    monkeypatch.setattr(loading, "load_model", load)
+    def no_weights(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("text-shards needs the tokenizer only")
+
+    monkeypatch.setattr(loading, "load_tokenizer", load)
+    monkeypatch.setattr(loading, "load_model", no_weights)
     monkeypatch.setattr(text_shards, "training_texts", lambda conversations: _texts(80))
     argv = ["train", "text-shards", "--target", "tiny", "--out", str(tmp_path / "s")]
     assert main(argv) == 0
