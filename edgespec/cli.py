@@ -14,7 +14,6 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from edgespec import __version__
 from edgespec.errors import UserInputError
@@ -103,14 +102,10 @@ GROUPS: dict[str, Group] = {
 }
 
 
-def _module(name: str) -> Any:
-    return importlib.import_module(name)
-
-
 def _add_group(parser: argparse.ArgumentParser, group: Group) -> None:
     sub = parser.add_subparsers(dest=group.dest, metavar=group.metavar, required=True)
     for name, (module_name, help_text) in group.members.items():
-        module = _module(module_name)
+        module = importlib.import_module(module_name)
         p = sub.add_parser(name, help=help_text, description=help_text)
         module.add_arguments(p)
         p.set_defaults(handler=module.run, subparser=p)
@@ -128,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name in GROUPS:
             _add_group(p, GROUPS[name])
             continue
-        module = _module(COMMAND_MODULES[name])
+        module = importlib.import_module(COMMAND_MODULES[name])
         module.add_arguments(p)
         p.set_defaults(handler=module.run, subparser=p)
     return parser

@@ -36,11 +36,11 @@ def load_models(args: argparse.Namespace) -> tuple[Any, Callable[[], Any], str, 
     else:
         from edgespec.models.loading import load_model
 
-        loaded = load_model(args.target, verbose=getattr(args, "verbose", False))
+        loaded = load_model(args.target, verbose=args.verbose)
         target, tokenizer = loaded.model, loaded.tokenizer
         draft = None
         if args.draft not in ("ngram", "truncated"):
-            draft = load_model(args.draft, verbose=getattr(args, "verbose", False)).model
+            draft = load_model(args.draft, verbose=args.verbose).model
         desc = f"target {args.target}"
     if draft is None:
         return target, NgramDrafter, desc + ", n-gram draft", tokenizer

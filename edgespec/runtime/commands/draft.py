@@ -202,18 +202,7 @@ def _run(args: argparse.Namespace) -> int:
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
     draft = _load_draft(config, args.verbose) if args.mode == "distributed" else None
-    tokenizer = _tokenizer(args, config, verifier, draft)
-    if prompt_ids is None and tokenizer is None:
-        target = verifier.target_name()
-        where = (
-            f"nor has the server's target {target!r} one here"
-            if target
-            else ("and the server does not name its target")
-        )
-        raise ConfigError(
-            "prompt", f"text prompts need a tokenizer: the draft has none, {where} "
-            "(--tokenizer MODEL, or --prompt-ids)",
-        )  # fmt: skip
+    tokenizer = _tokenizer(args, config, verifier, draft, needed=prompt_ids is None)
     prompt = prompt_ids if prompt_ids is not None else tuple(tokenizer(args.prompt)["input_ids"])
     run = DraftRun(config, verifier, prompt, tokenizer, args.seed)
     if args.compare:
@@ -270,9 +259,13 @@ def _load_draft(config: Any, verbose: bool) -> Any:
     return None if config.draft == "ngram" else load_model(config.draft, verbose=verbose)
 
 
-def _tokenizer(args: argparse.Namespace, config: Any, verifier: Any, draft: Any) -> Any:
+def _tokenizer(
+    args: argparse.Namespace, config: Any, verifier: Any, draft: Any, needed: bool
+) -> Any:
     """``--tokenizer``'s; else the loaded draft's; else the draft's by its name, or the
-    server's target's by the name the server gives (a tokenizer alone: no weights load)."""
+    server's target's by the name the server gives (a tokenizer alone: no weights load);
+    ``None`` when there is none, a :class:`ConfigError` then if a text prompt ``needed``
+    one."""
     from edgespec.config import ConfigError
     from edgespec.models.loading import load_tokenizer
 
@@ -283,10 +276,20 @@ def _tokenizer(args: argparse.Namespace, config: Any, verifier: Any, draft: Any)
         return tokenizer
     if draft is not None and draft.tokenizer is not None:
         return draft.tokenizer
-    names = [config.draft] if draft is None and config.draft not in (None, "ngram") else []
-    names.append(verifier.target_name())
-    for name in names:
-        tokenizer = load_tokenizer(name, args.verbose) if name else None
+    if draft is None and config.draft not in (None, "ngram"):
+        tokenizer = load_tokenizer(config.draft, args.verbose)
         if tokenizer is not None:
             return tokenizer
-    return None
+    target = verifier.target_name()
+    tokenizer = load_tokenizer(target, args.verbose) if target else None
+    if tokenizer is None and needed:
+        where = (
+            f"nor has the server's target {target!r} one here"
+            if target
+            else ("and the server does not name its target")
+        )
+        raise ConfigError(
+            "prompt", f"text prompts need a tokenizer: the draft has none, {where} "
+            "(--tokenizer MODEL, or --prompt-ids)",
+        )  # fmt: skip
+    return tokenizer

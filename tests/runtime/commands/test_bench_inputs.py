@@ -18,7 +18,9 @@ from edgespec.runtime.commands.bench_inputs import load_models, load_text_prompt
 
 
 def _args(target: str = "synthetic", draft: str = "truncated") -> argparse.Namespace:
-    return argparse.Namespace(target=target, draft=draft, synthetic_layers=3, synthetic_hidden=32)
+    return argparse.Namespace(
+        target=target, draft=draft, synthetic_layers=3, synthetic_hidden=32, verbose=False
+    )
 
 
 def test_synthetic_target_with_its_truncated_draft() -> None:

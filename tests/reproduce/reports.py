@@ -1,0 +1,24 @@
+"""What every quick reproduction's REPORT.md must say, whatever the paper."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from edgespec.reproduce.claims import ClaimRow, Outcome, headline
+
+
+def check_quick_report(out: Path, rows: Sequence[ClaimRow]) -> str:
+    """The report says it is a quick run and gives the headline counts; every row that does
+    not hold has a known cause (never "cause not known"), shown beside its outcome.
+    Returns the report's text for the paper's own checks."""
+    report = (out / "REPORT.md").read_text()
+    assert "**Quick run** (`--quick`)" in report
+    assert f"{headline(rows)}." in report
+    assert Outcome.MISS in {r.outcome for r in rows}
+    for row in rows:
+        if row.outcome is not Outcome.HOLDS:
+            assert row.cause is not None, row
+            assert f"| {row.outcome.value} | {row.why} |" in report
+    assert "| cause not known" not in report  # no cause cell says it
+    return report
