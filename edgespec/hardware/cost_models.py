@@ -8,8 +8,10 @@ tokens, Σ query-key interactions, Σ cached tokens) to seconds. Four kinds:
   pass, Eq. 9; KV cache read, Eq. 10), time = max(FLOPs / (peak·eff), bytes / (bw·eff))
   + overhead.
 * :class:`WispCost` — WISP's additive estimator, Eq. 19, coefficients from a profile file.
-* :class:`ZhuCost` — Zhu's fitted runtime T(b, F) = c1·F·b + c2 (Eq. 17) over the
-  architecture's FLOPs, coefficients from a profile file.
+* :class:`ZhuCost` — Zhu's fitted runtime T(b, F) = c1·F·b + c2 (Eq. 17), coefficients
+  from a profile file, over Zhu's printed FLOPs (Eqs. 13–14: two-matrix FFN, multi-head
+  attention, no LM head; a profile's default, what Table II's c's are fitted against) or
+  the architecture's (``flops: architecture``, what ``edgespec profile`` fits against).
 * :class:`LookupCost` — a measured table of time against Σ new tokens, linearly
   interpolated (and extrapolated from the last two points).
 """
@@ -21,10 +23,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from edgespec.config import ConfigError, from_dict, read_yaml
-from edgespec.policies.estimator import WispCoefficients, zhu_runtime_s
+from edgespec.policies.estimator import WispCoefficients, zhu_batch_flops, zhu_runtime_s
+
+ZhuFlops = Literal["printed", "architecture"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,19 +152,36 @@ class WispCost:
 
 @dataclass(frozen=True, slots=True)
 class ZhuCost:
-    """Zhu et al. Eq. 17, T(b, F) = c1·F·b + c2, with F·b the batch's total FLOPs
-    (:meth:`ModelArchitecture.flops`, so requests of different lengths may share a batch)."""
+    """Zhu et al. Eq. 17, T(b, F) = c1·F·b + c2, with F·b the batch's total FLOPs (summed
+    over its requests, so requests of different lengths may share a batch).
+
+    ``flops="printed"``: Eqs. 13–14 from the model's ``num_layers``, ``hidden_size`` and
+    ``ffn_size`` (:func:`~edgespec.policies.estimator.zhu_batch_flops`), the FLOPs Table
+    II's coefficients are fitted against (a profile file's default). ``"architecture"``
+    (this class's default): :meth:`ModelArchitecture.flops` (gated FFN, grouped-query
+    attention, LM head), the FLOPs ``edgespec profile`` fits against.
+    """
 
     model: ModelArchitecture
     c1_s_per_flop: float
     c2_s: float
+    flops: ZhuFlops = "architecture"
+
+    def __post_init__(self) -> None:
+        if self.flops not in get_args(ZhuFlops):
+            raise ValueError(
+                f"ZhuCost.flops must be one of {get_args(ZhuFlops)}, got {self.flops!r}"
+            )
 
     def batch_time_s(
         self, batch_size: int, num_linear: int, num_interactions: int, num_cached: int
     ) -> float:
-        return zhu_runtime_s(
-            self.c1_s_per_flop, self.c2_s, self.model.flops(num_linear, num_interactions), 1
-        )
+        m, lin, inter = self.model, num_linear, num_interactions
+        if self.flops == "printed":
+            total = float(zhu_batch_flops(m.num_layers, m.hidden_size, m.ffn_size, lin, inter))
+        else:
+            total = m.flops(lin, inter)
+        return zhu_runtime_s(self.c1_s_per_flop, self.c2_s, total, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +234,7 @@ def load_hardware(name: str) -> HardwareSpec:
 
 
 def load_profile(name_or_path: str) -> CostModel:
-    """A WISP or lookup cost model from a profile YAML (bundled name or file path)."""
+    """A WISP, Zhu or lookup cost model from a profile YAML (bundled name or file path)."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         data, where = read_yaml(path), str(path)
@@ -228,8 +249,13 @@ def load_profile(name_or_path: str) -> CostModel:
     if kind == "zhu":
         if not isinstance(data.get("model"), str):
             raise ConfigError(f"{where}.model", "a zhu profile names its model preset")
+        flops = params.pop("flops", "printed")
+        if flops not in get_args(ZhuFlops):
+            raise ConfigError(
+                f"{where}.flops", f"must be 'printed' or 'architecture', got {flops!r}"
+            )
         coeffs = from_dict(_ZhuCoefficients, params, where)
-        return ZhuCost(load_architecture(data["model"]), coeffs.c1_s_per_flop, coeffs.c2_s)
+        return ZhuCost(load_architecture(data["model"]), coeffs.c1_s_per_flop, coeffs.c2_s, flops)
     raise ConfigError(f"{where}.kind", f"must be 'wisp', 'zhu' or 'lookup', got {kind!r}")
 
 

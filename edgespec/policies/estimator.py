@@ -9,7 +9,8 @@ Zhu et al. (seed 001, §II-C/D) — a decoder block with hidden size ``h1`` and 
 * Eq. 12  decode FLOPs         F2 = J·(8·h1² + 4·(I_kv + 1)·h1 + 4·h1·h2)
 * Eq. 13/14 are (11)/(12) with the draft's / verifier's input lengths; both are the
   special cases ``n`` new tokens on top of ``c`` cached ones of
-  :func:`forward_flops` = 4·J·h1·n·(2·h1 + c + n + h2).
+  :func:`forward_flops` = 4·J·h1·n·(2·h1 + c + n + h2), summed over a batch by
+  :func:`zhu_batch_flops`.
 * Eq. 17  runtime              T(b, F) = c1·F·b + c2
 
 WISP (seed 000, §4.4, Eqs. 18–19) — additive verification-time estimator for a batch
@@ -54,6 +55,20 @@ def forward_flops(num_layers: int, hidden: int, ffn: int, num_new: int, num_cach
     """
     n, c = num_new, num_cached
     return 4 * num_layers * hidden * n * (2 * hidden + c + n + ffn)
+
+
+def zhu_batch_flops(
+    num_layers: int, hidden: int, ffn: int, num_linear: int, num_interactions: int
+) -> int:
+    """Eqs. 13–14 summed over a batch: J·((8·h1² + 4·h1·h2)·N_lin + 4·h1·N_int).
+
+    :func:`forward_flops` is linear in the batch shape, so a batch whose tasks forward
+    n_k new tokens over c_k cached ones costs this with N_lin = Σ n_k and
+    N_int = Σ (c_k + n_k)·n_k (:class:`BatchShape`'s counts): the sum of the tasks'
+    :func:`forward_flops`, exactly.
+    """
+    per_token = 8 * hidden * hidden + 4 * hidden * ffn
+    return num_layers * (per_token * num_linear + 4 * hidden * num_interactions)
 
 
 def zhu_runtime_s(c1: float, c2: float, flops: float, batch_size: int) -> float:

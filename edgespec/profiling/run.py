@@ -6,7 +6,8 @@ Files written for ``--out DIR/NAME.yaml`` (each in the format
 * ``NAME.yaml`` — ``kind: wisp``, the target's verification-time estimator (Eq. 19);
 * ``NAME-zhu.yaml`` — ``kind: zhu``, the target's Eq. 17 fit, only when the target is a
   simulator model preset (a zhu profile names its preset; otherwise the coefficients are
-  in the report only);
+  in the report only), with ``flops: architecture`` (fitted against
+  :meth:`ModelArchitecture.flops`, not Zhu's printed Eqs. 13–14);
 * ``NAME-draft.yaml`` — ``kind: wisp``, the drafter's cost per propose call summed over its
   passes (what the simulator's draft cost model is asked for), and ``NAME-draft-zhu.yaml``
   when the draft is a preset model;
@@ -231,7 +232,8 @@ def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]
         if kind == "wisp":
             coeffs, _ = wisp_coefficients(fit)
             data.update(asdict(coeffs))
-        else:
+        else:  # fitted against ModelArchitecture.flops, not Zhu's printed Eqs. 13-14
+            data["flops"] = "architecture"
             data.update({k: max(v, 0.0) for k, v in fit.as_dict().items()})
         path = Path(f"{stem}{suffix}{out.suffix}")
         written.append(

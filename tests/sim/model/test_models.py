@@ -20,6 +20,7 @@ from edgespec.hardware.cost_models import (
     load_hardware,
     load_profile,
 )
+from edgespec.policies.estimator import zhu_batch_flops
 from edgespec.sim.kernel import EventQueue
 from edgespec.sim.model.acceptance import DecayAcceptance, IidAcceptance, TraceAcceptance
 from edgespec.sim.model.network import Link, downlink_bytes, uplink_bytes
@@ -260,7 +261,8 @@ def test_kernel_orders_by_time_then_kind_then_entity_then_insertion() -> None:
     assert math.isclose(q.now_s, 1.0)
 
 
-def test_zhu_profile_is_eq17_over_architecture_flops() -> None:
+def test_zhu_profile_is_eq17_over_zhus_printed_flops() -> None:
+    # Table II's verifier coefficients over Eqs. 13-14 (two-matrix FFN, no LM head).
     cost = load_profile("rtx4500-llama2-7b-zhu")
-    flops = load_architecture("llama2-7b").flops(5, 5 * 300)
-    assert cost.batch_time_s(1, 5, 5 * 300, 295) == pytest.approx(2.522e-14 * flops + 0.002)
+    flops = zhu_batch_flops(32, 4096, 11008, 5, 5 * 300)
+    assert cost.batch_time_s(1, 5, 5 * 300, 295) == pytest.approx(2.08e-14 * flops + 1.28e-2)
