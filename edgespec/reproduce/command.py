@@ -40,11 +40,17 @@ def _dsd() -> Reproduce:
     return reproduce
 
 
+def _zhu() -> Reproduce:
+    from edgespec.reproduce.zhu.report import reproduce
+
+    return reproduce
+
+
 # Paper → its reproduction (imported when chosen); None: not reproduced yet.
 PAPERS: dict[str, Callable[[], Reproduce] | None] = {
     "wisp": _wisp,
     "dsd": _dsd,
-    "zhu": None,
+    "zhu": _zhu,
     "wisv": None,
 }
 

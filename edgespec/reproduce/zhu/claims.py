@@ -1,0 +1,278 @@
+"""Claims Z1–Z5 of Zhu et al. (SEED-NOTES §5) as report rows, from the draws' latencies.
+
+Latencies are means over draws; a reduction is (baseline − proposed) / baseline of the
+means, and its spread the 10th–90th percentile of the per-draw reductions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from edgespec.reproduce.claims import Cause, ClaimRow, Reason, fmt, pct, within
+from edgespec.reproduce.zhu.runs import ZhuPlan, sweep_key
+from edgespec.reproduce.zhu.setup import PAIR_NAMES, PAIRS, ZhuSetup
+
+Draws = Sequence[Mapping[str, float]]
+AXES_S = {"68m-7b": 150.0, "1.1b-7b": 250.0, "1.1b-13b": 300.0}
+"""Fig. 6's y-axis tops (seconds assumed: the unit is not printed)."""
+ADS_LIMIT = Reason(
+    Cause.MISSING_INPUT,
+    "ADS's batch limit is not stated; capped by the MBS memory (Eqs. 9–10, 24 GB) it runs "
+    "10 LLaMA-7B or 2 LLaMA-13B tasks a batch; Fig. 6's axes need ADS in about 4–5 batches "
+    "(SEED-NOTES §2.4)",
+)
+BATCH_RULES = Reason(
+    Cause.MISSING_INPUT,
+    "Max batching's order and the heuristic's batch rule are not stated (SEED-NOTES §2.5, 9); "
+    "with the printed costs drafting dominates, so the batching moves the latency less than "
+    "Fig. 8 shows (the reference check found 8.7 % against Max at K = 90)",
+)
+G0_READING = Reason(
+    Cause.INCONSISTENT,
+    "g0 is printed as −30 dBm, a power for a gain; the gain of the bandwidth split scales "
+    "with the reading (−60 dB chosen; SEED-NOTES §2.4)",
+)
+
+
+def mean(draws: Draws, key: str) -> float:
+    return float(np.mean([d[key] for d in draws]))
+
+
+def reduction(draws: Draws, base: str, ours: str) -> tuple[float, float, float]:
+    """(mean-based reduction, 10th and 90th percentile of the per-draw reductions)."""
+    per_draw = [(d[base] - d[ours]) / d[base] for d in draws]
+    lo, hi = np.percentile(per_draw, [10, 90])
+    return 1.0 - mean(draws, ours) / mean(draws, base), float(lo), float(hi)
+
+
+def _reduction_row(
+    claim: str,
+    what: str,
+    paper: float,
+    got: tuple[float, float, float],
+    quick: str,
+    why: Reason | None,
+) -> ClaimRow:
+    value, lo, hi = got
+    return ClaimRow(
+        claim,
+        what,
+        pct(paper),
+        pct(value),
+        "±25 %",
+        value > 0,
+        within(value, paper, 0.25),
+        note=f"per-draw 10–90 %: {pct(lo)} to {pct(hi)}",
+        reason=why,
+        quick_run=quick,
+    )
+
+
+def z1_rows(draws: Draws, plan: ZhuPlan) -> list[ClaimRow]:
+    rows = []
+    alphas = plan.alphas
+    for pair in PAIRS:
+        prop = [mean(draws, f"fig6/{pair}/alpha={a}/proposed") for a in alphas]
+        ads = [mean(draws, f"fig6/{pair}/alpha={a}/ads") for a in alphas]
+        top = max(*prop, *ads)
+        rows.append(
+            ClaimRow(
+                "Z1",
+                f"Fig. 6 {PAIR_NAMES[pair]}: SD pipeline below ADS at every α",
+                f"below, axis 0–{AXES_S[pair]:.0f} s",
+                f"SD {fmt(min(prop))}–{fmt(max(prop))} s, ADS {fmt(min(ads))} s",
+                "inside the axis",
+                all(p < a for p, a in zip(prop, ads, strict=True)),
+                top <= AXES_S[pair],
+                reason=ADS_LIMIT,
+            )
+        )
+    gaps = {
+        pair: [
+            mean(draws, f"fig6/{pair}/alpha={a}/ads")
+            - mean(draws, f"fig6/{pair}/alpha={a}/proposed")
+            for a in alphas
+        ]
+        for pair in PAIRS
+    }
+    grows = all(bool(np.all(np.diff(g) > 0)) for g in gaps.values())
+    rows.append(_direction_row("Z1", "Fig. 6: the gap to ADS grows with α", "grows", grows))
+    highest = all(
+        mean(draws, f"fig6/1.1b-13b/alpha={a}/proposed")
+        > max(mean(draws, f"fig6/{p}/alpha={a}/proposed") for p in ("68m-7b", "1.1b-7b"))
+        for a in alphas
+    )
+    rows.append(_direction_row("Z1", "Fig. 6: (LLaMA-1.1B, LLaMA-13B) highest", "highest", highest))
+    return rows
+
+
+def _direction_row(claim: str, what: str, paper: str, ok: bool) -> ClaimRow:
+    return ClaimRow(claim, what, paper, "yes" if ok else "no", "direction", ok, None)
+
+
+def z2_rows(draws: Draws, setup: ZhuSetup, quick: str) -> list[ClaimRow]:
+    k100 = sweep_key("K", setup.num_users, setup)
+    o1792 = sweep_key("O_max", 1792, setup)
+    rows = [
+        _reduction_row(
+            "Z2",
+            f"Fig. 7a: vs SD w/o pipeline at K = {setup.num_users}",
+            0.313,
+            reduction(draws, f"sweep/{k100}/no_pipeline", f"sweep/{k100}/proposed"),
+            quick,
+            None,
+        ),
+        _reduction_row(
+            "Z2",
+            "Fig. 7b: vs SD w/o pipeline at I_max = 512",
+            0.316,
+            reduction(draws, f"sweep/{k100}/no_pipeline", f"sweep/{k100}/proposed"),
+            quick,
+            None,
+        ),
+        _reduction_row(
+            "Z2",
+            "Fig. 7c: vs SD w/o pipeline at O_max = 1792",
+            0.307,
+            reduction(draws, f"sweep/{o1792}/no_pipeline", f"sweep/{o1792}/proposed"),
+            quick,
+            None,
+        ),
+    ]
+    points = _sweep_names(draws)
+    ordered = all(
+        mean(draws, f"sweep/{p}/proposed")
+        <= mean(draws, f"sweep/{p}/no_pipeline")
+        < min(mean(draws, f"sweep/{p}/fsl"), mean(draws, f"sweep/{p}/no_batching"))
+        for p in points
+    )
+    rows.append(
+        _direction_row(
+            "Z2",
+            "Fig. 7: proposed ≤ SD w/o pipeline < FSL, No batching at every point",
+            "ordered",
+            ordered,
+        )
+    )
+    return rows
+
+
+def _sweep_names(draws: Draws) -> list[str]:
+    return sorted({k.split("/")[1] for k in draws[0] if k.startswith("sweep/")})
+
+
+def z3_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan, quick: str) -> list[ClaimRow]:
+    k90 = sweep_key("K", 90, setup)
+    i1792 = sweep_key("I_max", 1792, setup)
+    o1024 = sweep_key("O_max", 1024, setup)
+    rows = [
+        _reduction_row(
+            "Z3",
+            "Fig. 8a: DP vs Max batching at K = 90",
+            0.214,
+            reduction(draws, f"sweep/{k90}/max_batching", f"sweep/{k90}/proposed"),
+            quick,
+            BATCH_RULES,
+        ),
+        _reduction_row(
+            "Z3",
+            "Fig. 8b: DP vs Heuristic batching at I_max = 1792",
+            0.196,
+            reduction(draws, f"sweep/{i1792}/heuristic_batching", f"sweep/{i1792}/proposed"),
+            quick,
+            BATCH_RULES,
+        ),
+        _reduction_row(
+            "Z3",
+            "Fig. 8c: DP vs Heuristic batching at O_max = 1024",
+            0.205,
+            reduction(draws, f"sweep/{o1024}/heuristic_batching", f"sweep/{o1024}/proposed"),
+            quick,
+            BATCH_RULES,
+        ),
+    ]
+    largest = sweep_key("K", max(plan.num_users), setup)
+    others = ("proposed", "max_batching", "heuristic_batching")
+    static_worst = mean(draws, f"sweep/{largest}/static_batching") > max(
+        mean(draws, f"sweep/{largest}/{s}") for s in others
+    )
+    rows.append(
+        _direction_row(
+            "Z3", "Fig. 8a: Static batching worst at the largest K", "worst", static_worst
+        )
+    )
+    below = all(
+        mean(draws, f"sweep/{p}/proposed") < mean(draws, f"sweep/{p}/ads")
+        for p in _sweep_names(draws)
+    )
+    rows.append(_direction_row("Z3", "Fig. 8: proposed below ADS at every point", "below", below))
+    return rows
+
+
+def z4_rows(draws: Draws, quick: str) -> list[ClaimRow]:
+    paper = {"68m-7b": 0.449, "1.1b-7b": 0.293, "1.1b-13b": 0.252}
+    got = {
+        pair: reduction(draws, f"fig9/{pair}/band=25.0/uniform", f"fig9/{pair}/band=25.0/optimal")
+        for pair in PAIRS
+    }
+    rows = [
+        _reduction_row(
+            "Z4",
+            f"Fig. 9 {PAIR_NAMES[pair]}: optimal vs uniform bandwidth, K = 100, B = 25 MHz",
+            paper[pair],
+            got[pair],
+            quick,
+            G0_READING,
+        )
+        for pair in PAIRS
+    ]
+    order = got["68m-7b"][0] > got["1.1b-7b"][0] > got["1.1b-13b"][0]
+    rows.append(
+        _direction_row("Z4", "Fig. 9: gain ordered 68M > 1.1B/7B > 1.1B/13B", "ordered", order)
+    )
+    return rows
+
+
+def z5_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan) -> list[ClaimRow]:
+    ks = np.array(plan.num_users, dtype=float)
+    lat = np.array(
+        [mean(draws, f"sweep/{sweep_key('K', k, setup)}/proposed") for k in plan.num_users]
+    )
+    slope, intercept = np.polyfit(ks, lat, 1)
+    fitted = slope * ks + intercept
+    r2 = 1.0 - float(np.sum((lat - fitted) ** 2) / np.sum((lat - lat.mean()) ** 2))
+    rising = bool(np.all(np.diff(lat) > 0))
+    falls = all(
+        bool(
+            np.all(
+                np.diff([mean(draws, f"fig9/{p}/band={b}/optimal") for b in plan.bandwidths_mhz])
+                < 0
+            )
+        )
+        for p in PAIRS
+    )
+    return [
+        ClaimRow(
+            "Z5",
+            "Fig. 7a: latency ≈ linear in K",
+            "≈ linear",
+            f"R² = {r2:.3f}",
+            "R² ≥ 0.98",
+            rising,
+            r2 >= 0.98,
+        ),
+        _direction_row("Z5", "Fig. 9: latency falls as B_w grows (every pair)", "falls", falls),
+    ]
+
+
+def all_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan, quick: bool) -> list[ClaimRow]:
+    why = f"{plan.draws} Monte-Carlo draw(s) instead of {ZhuPlan.full().draws}" if quick else ""
+    return [
+        *z1_rows(draws, plan),
+        *z2_rows(draws, setup, why),
+        *z3_rows(draws, setup, plan, why),
+        *z4_rows(draws, why),
+        *z5_rows(draws, setup, plan),
+    ]

@@ -1,0 +1,40 @@
+"""``edgespec reproduce zhu``: run Z1–Z5, write the run folder, print the claims."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
+    """Run the draws, write REPORT.md and results.json, print the table; returns the rows."""
+    from edgespec.reproduce.claims import print_claims, write_report
+    from edgespec.reproduce.jobs import run_all
+    from edgespec.reproduce.zhu.claims import all_rows
+    from edgespec.reproduce.zhu.exhaustive import GapJob, gap_summary
+    from edgespec.reproduce.zhu.runs import DrawJob, ZhuPlan
+    from edgespec.reproduce.zhu.setup import CHOICES, ZhuSetup
+    from edgespec.sweeps.executor import make_executor
+    from edgespec.sweeps.grid import progress_bar
+
+    plan = ZhuPlan.quick() if quick else ZhuPlan.full()
+    setup = ZhuSetup()
+    out.mkdir(parents=True, exist_ok=True)
+    jobs: list[Any] = [DrawJob(setup, plan, d) for d in range(plan.draws)]
+    jobs += [GapJob(setup, plan.exhaustive_users, d) for d in range(plan.exhaustive_draws)]
+    with progress_bar(progress) as bar:
+        task = bar.add_task("zhu draws", total=len(jobs))
+        results = run_all(make_executor(workers), jobs, lambda: bar.advance(task))
+    draws, gaps = results[: plan.draws], results[plan.draws :]
+    rows = all_rows(draws, setup, plan, quick)
+    (out / "results.json").write_text(
+        json.dumps({"setup": setup.to_dict(), "draws": draws, "dp_gaps": gaps}, indent=2) + "\n"
+    )
+    title = "Zhu et al. (seed 001) reproduced" + (" — quick" if quick else "")
+    write_report(out / "REPORT.md", title, command, rows, CHOICES, ["results.json"], quick=quick)
+    with (out / "REPORT.md").open("a") as report:
+        report.write("\n" + "\n".join(gap_summary(gaps, plan.exhaustive_users)) + "\n")
+    print_claims(rows, quick=quick)
+    print(f"report: {out / 'REPORT.md'}")
+    return rows

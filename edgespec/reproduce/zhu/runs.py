@@ -1,0 +1,228 @@
+"""``edgespec reproduce zhu``: the Monte-Carlo runs behind Figs. 6–9 (SEED-NOTES §2.3).
+
+One job per draw (:class:`DrawJob`): it draws K users' lengths and channels once and
+evaluates every scheme of every figure on them, so configurations share their random
+numbers. A scheme's latency is its plan's upload time plus the recursion's T_inf with the
+tasks' own output lengths. Results are latencies in seconds keyed
+``figure/pair/parameter=value/scheme``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from edgespec.core.wireless import draw_channels, spectral_efficiency
+from edgespec.policies.pipeline.bandwidth import (
+    optimal_upload_s,
+    uniform_shares,
+    upload_bits_per_token,
+    upload_time_s,
+)
+from edgespec.policies.pipeline.batching import heuristic_batches
+from edgespec.policies.pipeline.costs import PipelineCosts
+from edgespec.policies.pipeline.latency import (
+    autoregressive_latency_s,
+    autoregressive_max_batch,
+    inference_latency_s,
+)
+from edgespec.policies.pipeline.planner import (
+    PipelineObservation,
+    PipelinePlan,
+    PipelinePlanner,
+    observe_tasks,
+)
+from edgespec.reproduce.zhu.setup import PAIRS, SWEEP_PAIR, ZhuSetup
+
+SD_SCHEMES: dict[str, dict[str, object]] = {
+    "proposed": {},
+    "no_pipeline": {"pipelined": False},
+    "fsl": {"spec_len": 7},
+    "no_batching": {"batching": "none"},
+    "max_batching": {"batching": "max"},
+    "heuristic_batching": {"batching": "heuristic"},
+    "static_batching": {"batching": "static"},
+}
+"""Figs. 7–8's SD schemes as planner configurations."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZhuPlan:
+    """How much to run: the full reproduction or ``--quick`` (CI)."""
+
+    draws: int
+    alphas: tuple[float, ...]
+    num_users: tuple[int, ...]
+    max_inputs: tuple[int, ...]
+    max_outputs: tuple[int, ...]
+    bandwidths_mhz: tuple[float, ...]
+    exhaustive_draws: int
+    exhaustive_users: int
+
+    @staticmethod
+    def full() -> ZhuPlan:
+        return ZhuPlan(
+            20,
+            (0.5, 0.6, 0.7, 0.8, 0.9),
+            (10, 20, 30, 40, 50, 60, 70, 80, 90, 100),
+            (128, 256, 512, 768, 1024, 1280, 1536, 1792),
+            (256, 512, 768, 1024, 1280, 1536, 1792, 2048),
+            (15.0, 20.0, 25.0, 30.0, 35.0, 40.0),
+            20,
+            6,
+        )
+
+    @staticmethod
+    def quick() -> ZhuPlan:
+        return ZhuPlan(
+            1, (0.5, 0.9), (10, 50, 90, 100), (512, 1792), (1024, 1792), (15.0, 25.0, 40.0), 2, 5
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Users:
+    """One draw's users: uniforms for the lengths (common across I_max / O_max sweeps) and
+    channel gains."""
+
+    input_u: tuple[float, ...]
+    output_u: tuple[float, ...]
+    gains: tuple[float, ...]
+
+    @staticmethod
+    def draw(setup: ZhuSetup, seed: int) -> Users:
+        rng = np.random.default_rng([setup.seed, seed])
+        k = setup.num_users
+        input_u = tuple(1.0 - rng.random(k))
+        output_u = tuple(1.0 - rng.random(k))
+        return Users(input_u, output_u, draw_channels(setup.cell(), k, rng).gains)
+
+    def observe(
+        self, setup: ZhuSetup, num_users: int, max_input: int, max_output: int, band_mhz: float
+    ) -> PipelineObservation:
+        cell = setup.cell(band_mhz)
+        return observe_tasks(
+            [max(1, int(np.ceil(u * max_input))) for u in self.input_u[:num_users]],
+            [max(1, int(np.ceil(u * max_output))) for u in self.output_u[:num_users]],
+            [spectral_efficiency(cell, g) for g in self.gains[:num_users]],
+            cell.bandwidth_hz,
+        )
+
+
+def latency_s(
+    costs: PipelineCosts, obs: PipelineObservation, plan: PipelinePlan, pipelined: bool
+) -> float:
+    """Eq. 23 for a plan: T_com + T_inf with the tasks' own output lengths."""
+    return plan.upload_s + inference_latency_s(
+        costs, obs.tasks, plan.batches, plan.spec_len, pipelined=pipelined
+    )
+
+
+def ads_latency_s(
+    setup: ZhuSetup, costs: PipelineCosts, obs: PipelineObservation, max_output: int
+) -> float:
+    """ADS: the heuristic batch search on the verify model alone, capped by the MBS memory,
+    plus the optimal upload."""
+    tasks = obs.tasks
+    assumed = tuple(replace(t, output_len=max_output) for t in tasks)
+    longest = max(t.input_len for t in tasks)
+    cap = autoregressive_max_batch(costs, setup.mbs_memory_gb * 1e9, longest, max_output)
+    if cap < 1:
+        raise ValueError(f"the verify model {costs.verify.name} does not fit the MBS memory")
+    batches = heuristic_batches(assumed, lambda b: autoregressive_latency_s(costs, assumed, b), cap)
+    return upload_s(costs, obs, "optimal") + autoregressive_latency_s(costs, tasks, batches)
+
+
+def upload_s(costs: PipelineCosts, obs: PipelineObservation, rule: str) -> float:
+    """T_com of the optimal (Eq. 26) or uniform split."""
+    per_token = upload_bits_per_token(costs.draft.hidden, costs.verify.hidden)
+    bits = [per_token * t.input_len for t in obs.tasks]
+    efficiencies = [t.spectral_efficiency for t in obs.tasks]
+    if rule == "optimal":
+        return optimal_upload_s(bits, efficiencies, obs.bandwidth_hz)
+    shares = uniform_shares(len(bits))
+    return upload_time_s(bits, efficiencies, shares, obs.bandwidth_hz)
+
+
+@dataclass(frozen=True, slots=True)
+class DrawJob:
+    """Every figure's schemes on one Monte-Carlo draw."""
+
+    setup: ZhuSetup
+    plan: ZhuPlan
+    draw: int
+
+    def __call__(self) -> dict[str, float]:
+        users = Users.draw(self.setup, self.draw)
+        results: dict[str, float] = {}
+        results.update(self._fig6_and_9(users))
+        results.update(self._fig7_and_8(users))
+        return results
+
+    def _planner(self, costs: PipelineCosts, **kwargs: object) -> PipelinePlanner:
+        options: dict[str, object] = {
+            "max_spec_len": self.setup.max_spec_len,
+            "static_batch_size": self.setup.static_batch_size,
+            **kwargs,
+        }
+        return PipelinePlanner(costs, **options)  # type: ignore[arg-type]
+
+    def _fig6_and_9(self, users: Users) -> dict[str, float]:
+        s, out = self.setup, {}
+        for pair in PAIRS:
+            for alpha in sorted({*self.plan.alphas, s.acceptance}):
+                costs = s.costs(pair, alpha)
+                obs = users.observe(
+                    s, s.num_users, s.max_input_len, s.max_output_len, s.bandwidth_mhz
+                )
+                plan = self._planner(costs).plan(obs)
+                out[f"fig6/{pair}/alpha={alpha}/proposed"] = latency_s(costs, obs, plan, True)
+                out[f"fig6/{pair}/alpha={alpha}/ads"] = ads_latency_s(
+                    s, costs, obs, s.max_output_len
+                )
+                if alpha != s.acceptance:
+                    continue
+                inference = out[f"fig6/{pair}/alpha={alpha}/proposed"] - plan.upload_s
+                for band in self.plan.bandwidths_mhz:
+                    band_obs = users.observe(
+                        s, s.num_users, s.max_input_len, s.max_output_len, band
+                    )
+                    for rule in ("optimal", "uniform"):
+                        upload = upload_s(costs, band_obs, rule)
+                        out[f"fig9/{pair}/band={band}/{rule}"] = inference + upload
+        return out
+
+    def _fig7_and_8(self, users: Users) -> dict[str, float]:
+        s, out = self.setup, {}
+        costs = s.costs(SWEEP_PAIR)
+        for name, (k, i_max, o_max) in self._sweep_points():
+            obs = users.observe(s, k, i_max, o_max, s.bandwidth_mhz)
+            for scheme, kwargs in SD_SCHEMES.items():
+                planner = self._planner(costs, output_len=o_max, **kwargs)
+                out[f"sweep/{name}/{scheme}"] = latency_s(
+                    costs, obs, planner.plan(obs), planner.pipelined
+                )
+            out[f"sweep/{name}/ads"] = ads_latency_s(s, costs, obs, o_max)
+        return out
+
+    def _sweep_points(self) -> Iterator[tuple[str, tuple[int, int, int]]]:
+        s = self.setup
+        default = (s.num_users, s.max_input_len, s.max_output_len)
+        for k in self.plan.num_users:
+            yield f"K={k}", (k, s.max_input_len, s.max_output_len)
+        for i_max in self.plan.max_inputs:
+            point = (s.num_users, i_max, s.max_output_len)
+            if point != default:
+                yield f"I_max={i_max}", point
+        for o_max in self.plan.max_outputs:
+            if (s.num_users, s.max_input_len, o_max) != default:
+                yield f"O_max={o_max}", (s.num_users, s.max_input_len, o_max)
+
+
+def sweep_key(param: str, value: float, setup: ZhuSetup) -> str:
+    """The sweep point holding ``param`` = value (the default point is ``K=100``)."""
+    defaults = {"K": setup.num_users, "I_max": setup.max_input_len, "O_max": setup.max_output_len}
+    if value == defaults[param]:
+        return f"K={setup.num_users}"
+    return f"{param}={int(value)}"
