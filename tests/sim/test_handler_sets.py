@@ -29,6 +29,7 @@ TINY_FAMILIES: dict[str, list[str]] = {
     **{f"specialised/{k}": v for k, v in SPECIALISED_CASES.items()},
     "switching": ["policies.window.name=switching"],
     "awc": ["policies.window.name=awc"],
+    "wireless": ["links.wan.wireless={bandwidth_hz: 2000000.0, path_loss_db: -60.0}"],
 }
 """Families over tests/sim/helpers.tiny_scenario (12 devices, 2 servers, 20 s)."""
 

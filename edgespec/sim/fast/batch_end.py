@@ -79,13 +79,13 @@ def _grow(tables: _DeviceConstants, dev: DeviceState, send_probs: bool, gamma: i
     (``Link.latency_s``'s expression: the same floats)."""
     down_base, up_base = tables[0], tables[1]
     link = dev.link
-    rtt, bw = link.rtt_s, link.bandwidth_bytes_per_s
+    rtt, bw, up_bw = link.rtt_s, link.bandwidth_bytes_per_s, link.up_bytes_per_s
     down_base.extend(
         0.5 * rtt + (HEADER_BYTES + TOKEN_ID_BYTES * (1 + c)) / bw
         for c in range(len(down_base), gamma + 2)
     )
     up_base.extend(
-        0.5 * rtt + uplink_bytes(g, 0, dev.vocab_size, send_probs) / bw
+        0.5 * rtt + uplink_bytes(g, 0, dev.vocab_size, send_probs) / up_bw
         for g in range(len(up_base), gamma + 1)
     )
 

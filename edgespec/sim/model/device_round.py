@@ -51,7 +51,7 @@ def uplink_s(s: Session, first: bool, distributed: bool, send_probs: bool) -> fl
     else:
         s.round_up_s = 0.0
         return 0.0
-    up = dev.link.latency_s(size, dev.rng)
+    up = dev.link.uplink_latency_s(size, dev.rng)
     s.round_up_s = up
     s.network_s += up
     return up

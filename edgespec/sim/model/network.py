@@ -36,27 +36,46 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Link:
-    """One edge↔server path, identical in both directions."""
+    """One edge↔server path: the same RTT, jitter and loss both ways; the uplink's rate is
+    ``uplink_bytes_per_s`` when given (a wireless cell's share), else the bandwidth."""
 
     rtt_s: float
     jitter_s: float
     bandwidth_bytes_per_s: float
     loss_rate: float
     retransmit_timeout_s: float
+    uplink_bytes_per_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.rtt_s < 0 or self.jitter_s < 0 or self.retransmit_timeout_s < 0:
             raise ValueError("rtt, jitter and retransmit timeout must be >= 0")
         if self.bandwidth_bytes_per_s <= 0:
             raise ValueError("bandwidth must be > 0")
+        if self.uplink_bytes_per_s is not None and self.uplink_bytes_per_s <= 0:
+            raise ValueError("uplink rate must be > 0")
         if not 0.0 <= self.loss_rate < 1.0:
             raise ValueError(f"loss_rate must be in [0, 1), got {self.loss_rate}")
 
-    def latency_s(self, payload_bytes: int, rng: UniformStream) -> float:
-        """One-way delivery time of a ``payload_bytes`` message (draws from ``rng``)."""
-        delay = one_way_delay_s(
-            self.rtt_s, payload_bytes, self.bandwidth_bytes_per_s, self.jitter_s, rng.next
+    @property
+    def up_bytes_per_s(self) -> float:
+        """The uplink's rate."""
+        return (
+            self.bandwidth_bytes_per_s
+            if self.uplink_bytes_per_s is None
+            else self.uplink_bytes_per_s
         )
+
+    def latency_s(self, payload_bytes: int, rng: UniformStream) -> float:
+        """One-way delivery time of a ``payload_bytes`` message on the downlink (draws from
+        ``rng``)."""
+        return self._delay_s(payload_bytes, self.bandwidth_bytes_per_s, rng)
+
+    def uplink_latency_s(self, payload_bytes: int, rng: UniformStream) -> float:
+        """The same on the uplink."""
+        return self._delay_s(payload_bytes, self.up_bytes_per_s, rng)
+
+    def _delay_s(self, payload_bytes: int, rate: float, rng: UniformStream) -> float:
+        delay = one_way_delay_s(self.rtt_s, payload_bytes, rate, self.jitter_s, rng.next)
         if self.loss_rate > 0:
             while rng.next() < self.loss_rate:
                 delay += self.retransmit_timeout_s

@@ -41,6 +41,7 @@ from edgespec.sim.setup.sources import (
     stop_features,
 )
 from edgespec.sim.setup.topology import expand_topology
+from edgespec.sim.setup.wireless import device_link, devices_per_link
 from edgespec.sim.setup.workload import LengthTable, TraceEntry
 
 
@@ -193,14 +194,16 @@ def _fleet(
     all_devices, all_servers = expand_topology(scenario)
     device_specs, server_specs, layout = select_cells(scenario, all_devices, all_servers, cells)
     streams = spawn_streams(scenario.seed, "device", layout.device_global)
+    counts = devices_per_link(all_devices)
     devices: list[DeviceState] = []
     for local_id, spec in enumerate(device_specs):
         pool = device_pools[spec.pool_index]
+        link = device_link(scenario, spec, pool.link, layout.device_global[local_id], counts)
         devices.append(
             DeviceState(
                 local_id,
                 spec.slo_class,
-                pool.link,
+                link,
                 pool.draft_cost,
                 pool.vocab_size,
                 streams[local_id],

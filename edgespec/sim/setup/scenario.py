@@ -24,6 +24,7 @@ from edgespec.config import (
     from_dict,
     read_yaml,
 )
+from edgespec.core.wireless import WirelessCell
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.policies.slo import DeadlineRule
 from edgespec.sim.model.stop_model import StopPredictorConfig
@@ -39,13 +40,21 @@ Mode = Literal["distributed", "fused", "centralized"]
 
 @dataclass(frozen=True, slots=True)
 class LinkConfig:
-    """Edge↔server network path (both directions)."""
+    """Edge↔server network path (both directions).
+
+    ``wireless``: the uplink is a shared OFDMA cell instead (Zhu et al., seed 001, §II-B;
+    :mod:`edgespec.core.wireless`): each device on this link gets an equal share of the
+    cell's band, w = 1/n for the n devices on the link in the whole scenario, and a channel
+    drawn once per device (position uniform in the cell, Rayleigh fade), so its uplink
+    rate is w·B·log2(1 + p·g/σ²); ``bandwidth_mbps`` is then the downlink's.
+    """
 
     rtt_ms: float = 10.0
     jitter_ms: float = 0.0
     bandwidth_mbps: float = 100.0
     loss_rate: float = 0.0
     retransmit_timeout_ms: float = 200.0
+    wireless: WirelessCell | None = None
 
 
 @dataclass(frozen=True, slots=True)
