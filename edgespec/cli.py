@@ -1,5 +1,5 @@
-"""The ``edgespec`` command line: sim | serve | draft | trace | profile | calibrate | train |
-bench | reproduce | data.
+"""The ``edgespec`` command line: sim | serve | draft | drafting-server | trace | profile |
+calibrate | train | bench | reproduce | data.
 
 A subcommand is a module listed in ``COMMAND_MODULES``, or a :class:`Group` in ``GROUPS``
 whose first positional picks the module (``edgespec bench runtime``). Each module defines
@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "sim": "run the discrete-event simulator (default scenario when no file is given)",
     "serve": "run the gRPC verification server hosting a target model",
     "draft": "run an edge drafter client against a verification server",
+    "drafting-server": "run a batched edge drafting server (one draft model, many sessions)",
     "trace": "capture acceptance traces from a real draft/target model pair",
     "profile": "measure verification latency on this machine and fit cost models",
     "calibrate": "run one small scenario for real and in the simulator, and compare them",
@@ -38,6 +39,7 @@ COMMAND_MODULES: dict[str, str] = {
     "sim": "edgespec.sim.commands.run",
     "serve": "edgespec.runtime.commands.serve",
     "draft": "edgespec.runtime.commands.draft",
+    "drafting-server": "edgespec.runtime.commands.drafting_server",
     "trace": "edgespec.learn.traces.command",
     "train": "edgespec.learn.command",
     "profile": "edgespec.profiling.command",

@@ -1,0 +1,134 @@
+"""One draft model drafting for many sessions at once: the drafting server's model
+(:mod:`edgespec.runtime.edge.drafting_server`).
+
+The draft is hosted in a
+:class:`~edgespec.runtime.backends.transformers_backend.TransformersTarget`, which runs ONE
+batched forward pass over many sessions' new tokens, each on its own KV state (explicit
+masks, exact per row). Each session keeps a :class:`DraftState`: the KV and the tokens it
+covers. A block of γ tokens for a batch is γ passes over the batch, one new token per
+session per pass; the first pass of a session forwards what its KV lacks (the prompt on a
+cold start, else the tokens the last verification committed that the draft did not
+already forward), after cropping the KV back to its longest common prefix with the
+committed sequence, as the single-session
+:class:`~edgespec.runtime.backends.transformers_draft.TransformersDraft` does with its cache.
+
+A trimmed-vocabulary draft (:class:`~edgespec.models.trimmed.TrimmedVocabDraft`, e.g. the
+bundled ``gemma3-270m-draft``) runs through its K-row head only: inputs are mapped to its
+draft indices and each argmax back to target ids. Drafting is greedy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from transformers.modeling_outputs import CausalLMOutputWithPast
+
+from edgespec.runtime.backends.base import ForwardItem, KVState, common_prefix_length
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+
+@dataclass(slots=True)
+class DraftState:
+    """One session's draft KV: ``kv`` covers ``cached`` (target token ids)."""
+
+    kv: KVState | None = None
+    cached: list[int] = field(default_factory=list)
+
+
+class _KeptVocabLM(torch.nn.Module):
+    """A trimmed-vocabulary draft as a plain causal LM over its own indices (K + 1 inputs,
+    the last one "other"; K output logits), the shape a :class:`TransformersTarget` drives."""
+
+    def __init__(self, draft: Any) -> None:
+        super().__init__()
+        self.model = draft.model
+        self.config = draft.model.config
+        self.num_kept = int(draft.num_kept)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        past_key_values: Any = None,
+        use_cache: bool = True,
+        logits_to_keep: int = 0,
+        **_: Any,
+    ) -> CausalLMOutputWithPast:
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            past_key_values=past_key_values,
+            use_cache=use_cache,
+        )
+        hidden = out.last_hidden_state
+        if logits_to_keep:
+            hidden = hidden[:, -logits_to_keep:]
+        weight = self.model.embed_tokens.weight[: self.num_kept]
+        logits = torch.nn.functional.linear(hidden, weight)
+        return CausalLMOutputWithPast(logits=logits, past_key_values=out.past_key_values)
+
+
+class BatchedDraftModel:
+    """Greedy drafting for many sessions per forward pass, each on its own KV state."""
+
+    def __init__(self, model: Any) -> None:
+        self._to_model: npt.NDArray[np.int64] | None = None
+        self._to_target: npt.NDArray[np.int64] | None = None
+        if hasattr(model, "trimmed_forward"):  # TrimmedVocabDraft: ids through its maps
+            vocab = torch.arange(int(model.config.vocab_size))
+            self._to_model = model.to_draft_ids(vocab).cpu().numpy()
+            self._to_target = model.to_target_ids(torch.arange(int(model.num_kept))).cpu().numpy()
+            model = _KeptVocabLM(model)
+        self.backend = TransformersTarget(model, eos_token_ids=frozenset())
+        self.num_passes = 0
+
+    def draft(
+        self, states: Sequence[DraftState], contexts: Sequence[Sequence[int]], gammas: Sequence[int]
+    ) -> list[tuple[int, ...]]:
+        """Greedy blocks of ``gammas[i]`` tokens after ``contexts[i]`` (the committed
+        sequence, prompt + output) for every session i: ``max(gammas)`` batched passes,
+        each over the sessions that still draft. ``states`` are updated in place."""
+        blocks: list[list[int]] = [[] for _ in states]
+        for step in range(max(gammas, default=0)):
+            rows = [i for i, gamma in enumerate(gammas) if gamma > step]
+            pending = [
+                self._pending(states[i], (*contexts[i], *blocks[i]), step == 0) for i in rows
+            ]
+            items = [
+                ForwardItem(states[i].kv, len(states[i].cached), self._model_ids(new), 1)
+                for i, new in zip(rows, pending, strict=True)
+            ]
+            outputs = self.backend.forward(items)
+            self.num_passes += 1
+            for i, new, out in zip(rows, pending, outputs, strict=True):
+                states[i].kv = out.kv
+                states[i].cached.extend(new)
+                blocks[i].append(self._target_id(int(np.argmax(out.logits[-1]))))
+        return [tuple(block) for block in blocks]
+
+    def _pending(self, state: DraftState, seq: tuple[int, ...], fresh: bool) -> tuple[int, ...]:
+        """The tokens of ``seq`` to forward for the draft's next token after it. ``fresh``
+        (a block's first pass): first crop the KV to its longest common prefix with
+        ``seq``, keeping at least one token to forward."""
+        if fresh:
+            keep = min(common_prefix_length(state.cached, seq), len(seq) - 1)
+            if keep < len(state.cached):
+                kv = state.kv
+                state.kv = self.backend.crop(kv, keep) if keep and kv is not None else None
+                del state.cached[keep:]
+        return seq[len(state.cached) :]
+
+    def _model_ids(self, token_ids: Sequence[int]) -> tuple[int, ...]:
+        if self._to_model is None:
+            return tuple(token_ids)
+        return tuple(int(t) for t in self._to_model[list(token_ids)])
+
+    def _target_id(self, index: int) -> int:
+        return index if self._to_target is None else int(self._to_target[index])

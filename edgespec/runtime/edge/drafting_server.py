@@ -1,0 +1,279 @@
+"""The batched edge drafting server of Zhu et al. (seed 001): one process hosting ONE draft
+model drafts for K users' sessions in batches of b, and sends their blocks to a
+verification server (``edgespec serve``).
+
+Each decoding step, for batch m = 1..M: draft batch m (γ greedy tokens for every session
+of the batch: γ forward passes of the draft over the whole batch, the first one catching
+up on the tokens the last verification committed; :mod:`~edgespec.runtime.edge.batched_draft`),
+then send each session's block for verification. Pipelined, the verification of batch m
+runs while batch m + 1 drafts: one verify call per session, sent concurrently from a thread
+pool so the server batches them, while this thread drafts on. The step ends when every
+batch's verification is back (Eq. 20, C_{n,m} = max{C^d_{n,m}, C_{n,m−1}} + T^v_{n,m}; steps
+are barriers). Without pipelining each batch's verification is awaited before the next
+batch drafts. A session that finished (its token budget or EOS, as the server says) drops
+out of its batch.
+
+Sessions speak the single-session drafter's protocol (:class:`SessionSpec`,
+:class:`VerifyCall`, :class:`VerifyReply`; γ capped by
+:func:`~edgespec.runtime.edge.rounds.capped_gamma`, rounds recorded by
+:class:`~edgespec.runtime.edge.rounds.Ledger`). The verifier is called from several threads
+at once: :class:`~edgespec.runtime.wire.grpc_client.RemoteVerifier` may be (it holds only
+its gRPC channel and stub, and gRPC channels are thread-safe), as may
+:class:`~edgespec.runtime.wire.inprocess.LocalVerifier` (the engine locks). Greedy only:
+the outputs equal target-only greedy decoding, pipelined or not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from edgespec.config import ConfigError
+from edgespec.core.types import SamplingParams
+from edgespec.policies.pipeline.planner import PipelinePlan, PipelinePlanner, observe_tasks
+from edgespec.runtime.edge.batched_draft import BatchedDraftModel, DraftState
+from edgespec.runtime.edge.drafting_results import DraftingServerResult, SessionOutput
+from edgespec.runtime.edge.rounds import Ledger, Verifier, capped_gamma
+from edgespec.runtime.errors import RequestError
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
+
+Clock = Callable[[], float]
+
+
+@dataclass(slots=True)
+class _Lane:
+    """One session as the drafting server keeps it."""
+
+    session_id: str
+    prompt: tuple[int, ...]
+    max_new_tokens: int
+    ledger: Ledger
+    state: DraftState = field(default_factory=DraftState)
+    finished: bool = False
+
+    @property
+    def context(self) -> tuple[int, ...]:
+        return (*self.prompt, *self.ledger.output)
+
+
+@dataclass(frozen=True, slots=True)
+class _SentBatch:
+    """A drafted batch whose verify calls are in flight (one future per session)."""
+
+    lanes: tuple[_Lane, ...]
+    calls: tuple[VerifyCall, ...]
+    replies: tuple[Future[tuple[VerifyReply, float]], ...]
+    start_s: float
+    drafted_s: float
+
+
+def plan_sessions(
+    planner: PipelinePlanner,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: Sequence[int],
+    bandwidth_hz: float = 20e6,
+    spectral_efficiencies: Sequence[float] | None = None,
+) -> PipelinePlan:
+    """The planner's batches and speculation length for these sessions, through the shared
+    input builder (:func:`~edgespec.policies.pipeline.planner.observe_tasks`); a loopback
+    run has no radio, so every session's spectral efficiency defaults to 1 bit/s/Hz."""
+    efficiencies = spectral_efficiencies or [1.0] * len(prompts)
+    lengths = [len(p) for p in prompts]
+    return planner.plan(observe_tasks(lengths, max_new_tokens, efficiencies, bandwidth_hz))
+
+
+def consecutive_batches(num_prompts: int, batch_size: int) -> tuple[tuple[int, ...], ...]:
+    """Prompts 0..K−1 in consecutive batches of ``batch_size`` (the last one shorter)."""
+    if batch_size < 1:
+        raise ConfigError("batch_size", f"must be >= 1, got {batch_size}")
+    return tuple(
+        tuple(range(s, min(s + batch_size, num_prompts))) for s in range(0, num_prompts, batch_size)
+    )
+
+
+def check_settings(
+    num_prompts: int,
+    batches: Sequence[Sequence[int]],
+    gamma: int,
+    max_new_tokens: Sequence[int],
+) -> None:
+    """:class:`~edgespec.config.ConfigError` naming the first bad setting."""
+    if num_prompts < 1:
+        raise ConfigError("prompts", "need at least one prompt")
+    if sorted(k for batch in batches for k in batch) != list(range(num_prompts)):
+        raise ConfigError("batches", f"must hold each of the {num_prompts} prompts once")
+    for name, value in (("gamma", gamma),):
+        if value < 1:
+            raise ConfigError(name, f"must be >= 1, got {value}")
+    if len(max_new_tokens) != num_prompts:
+        raise ConfigError(
+            "max_new_tokens", f"{len(max_new_tokens)} budgets for {num_prompts} prompts"
+        )
+    if min(max_new_tokens) < 1:
+        raise ConfigError("max_new_tokens", f"must be >= 1, got {min(max_new_tokens)}")
+
+
+def run_drafting_server(
+    verifier: Verifier,
+    draft: BatchedDraftModel,
+    prompts: Sequence[Sequence[int]],
+    *,
+    batch_size: int | None = None,
+    batches: Sequence[Sequence[int]] | None = None,
+    gamma: int,
+    max_new_tokens: int | Sequence[int],
+    pipelined: bool,
+    client_id: str = "drafting-server",
+    clock: Clock = time.perf_counter,
+) -> DraftingServerResult:
+    """Generate every prompt greedily (one session each, ``max_new_tokens`` per session or
+    one for all), γ = ``gamma``; pipelined or not (module docstring). The batches are
+    ``batches`` (prompt indices, in processing order: a
+    :class:`~edgespec.policies.pipeline.planner.PipelinePlan`'s, see :func:`plan_sessions`)
+    or consecutive runs of ``batch_size`` prompts. Sessions are closed at the end, also on
+    an error."""
+    budgets = (
+        [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+    )
+    if (batch_size is None) == (batches is None):
+        raise ConfigError("batch_size", "give a batch size or the batches, not both")
+    if batches is not None:
+        order = tuple(tuple(batch) for batch in batches)
+    else:
+        assert batch_size is not None
+        order = consecutive_batches(len(prompts), batch_size)
+    check_settings(len(prompts), order, gamma, budgets)
+    lanes = _lanes(prompts, budgets, client_id, clock)
+    run = _Run(verifier, draft, gamma, pipelined, clock)
+    passes = draft.num_passes
+    start = clock()
+    try:
+        for lane in lanes:
+            _open(verifier, lane, client_id)
+        with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
+            num_steps = run.steps(pool, [[lanes[k] for k in batch] for batch in order])
+        wall_s = clock() - start
+    finally:
+        for lane in lanes:
+            with contextlib.suppress(RequestError):
+                verifier.close(lane.session_id)
+    return DraftingServerResult(
+        sessions=tuple(_session_output(lane) for lane in lanes),
+        pipelined=pipelined,
+        batch_size=batch_size or max(len(batch) for batch in order),
+        gamma=gamma,
+        num_steps=num_steps,
+        num_draft_passes=draft.num_passes - passes,
+        wall_s=wall_s,
+        draft_s=run.draft_s,
+        verify_wait_s=run.verify_wait_s,
+        schedule=tuple(run.schedule),
+    )
+
+
+def _lanes(
+    prompts: Sequence[Sequence[int]], budgets: Sequence[int], client_id: str, clock: Clock
+) -> list[_Lane]:
+    """One lane per prompt, named ``<client_id>-<run tag>-<index>`` (new for every run)."""
+    if any(not prompt for prompt in prompts):
+        raise ConfigError("prompts", "every prompt needs at least one token")
+    tag = uuid.uuid4().hex[:8]
+    names = [f"{client_id}-{tag}-{k}" for k in range(len(prompts))]
+    return [
+        _Lane(name, tuple(prompt), budget, Ledger(name, None, None, clock))
+        for name, prompt, budget in zip(names, prompts, budgets, strict=True)
+    ]
+
+
+def _open(verifier: Verifier, lane: _Lane, client_id: str) -> None:
+    sampling = SamplingParams(temperature=0.0, max_new_tokens=lane.max_new_tokens)
+    verifier.open(SessionSpec(lane.session_id, client_id, lane.prompt, sampling))
+
+
+def _session_output(lane: _Lane) -> SessionOutput:
+    rounds = lane.ledger.rounds
+    return SessionOutput(
+        session_id=lane.session_id,
+        output_token_ids=tuple(lane.ledger.output),
+        num_rounds=len(rounds),
+        num_drafted=sum(r.num_drafted for r in rounds),
+        num_accepted=sum(r.num_accepted for r in rounds),
+    )
+
+
+def _timed_verify(verifier: Verifier, call: VerifyCall, clock: Clock) -> tuple[VerifyReply, float]:
+    """The reply, and when it came back."""
+    reply = verifier.verify(call)
+    return reply, clock()
+
+
+class _Run:
+    """The decoding steps of one run, and the drafting thread's time split."""
+
+    def __init__(
+        self,
+        verifier: Verifier,
+        draft: BatchedDraftModel,
+        gamma: int,
+        pipelined: bool,
+        clock: Clock,
+    ) -> None:
+        self.verifier, self.draft, self.gamma = verifier, draft, gamma
+        self.pipelined, self.clock = pipelined, clock
+        self.draft_s = 0.0
+        self.verify_wait_s = 0.0
+        self.schedule: list[tuple[int, ...]] = []
+
+    def steps(self, pool: ThreadPoolExecutor, batches: list[list[_Lane]]) -> int:
+        """Run decoding steps until every session finished; returns their number."""
+        num_steps = 0
+        while True:
+            live = [[x for x in batch if not x.finished] for batch in batches]
+            active = [lanes for lanes in live if lanes]
+            if not active:
+                return num_steps
+            num_steps += 1
+            self.schedule.append(tuple(m for m, lanes in enumerate(live) if lanes))
+            in_flight: list[_SentBatch] = []
+            for lanes in active:
+                in_flight.append(self._send(pool, lanes))
+                if not self.pipelined:
+                    self._collect(in_flight.pop())
+            for sent in in_flight:  # the step's barrier
+                self._collect(sent)
+
+    def _send(self, pool: ThreadPoolExecutor, lanes: list[_Lane]) -> _SentBatch:
+        """Draft the batch's blocks and send their verify calls (without waiting)."""
+        start = self.clock()
+        contexts = [lane.context for lane in lanes]
+        gammas = [capped_gamma(self.gamma, x.max_new_tokens, len(x.ledger.output)) for x in lanes]
+        blocks = self.draft.draft([lane.state for lane in lanes], contexts, gammas)
+        drafted = self.clock()
+        self.draft_s += drafted - start
+        calls = tuple(
+            VerifyCall(
+                session_id=lane.session_id,
+                prefix_len=len(context),
+                draft_token_ids=block,
+                draft_s=drafted - start,
+                network_s=lane.ledger.history.observation(start).rtt_s,
+            )
+            for lane, context, block in zip(lanes, contexts, blocks, strict=True)
+        )
+        replies = tuple(pool.submit(_timed_verify, self.verifier, c, self.clock) for c in calls)
+        return _SentBatch(tuple(lanes), calls, replies, start, drafted)
+
+    def _collect(self, sent: _SentBatch) -> None:
+        """Wait for the batch's replies and commit them."""
+        waited = self.clock()
+        replies = [future.result() for future in sent.replies]
+        self.verify_wait_s += self.clock() - waited
+        for lane, call, (reply, end) in zip(sent.lanes, sent.calls, replies, strict=True):
+            network_s = max(end - sent.drafted_s - reply.queue_s - reply.verify_s, 0.0)
+            times = (sent.start_s, end, sent.drafted_s - sent.start_s, network_s / 2, network_s / 2)
+            num_drafted = len(call.draft_token_ids)
+            lane.finished = lane.ledger.commit(self.gamma, num_drafted, reply, times)
