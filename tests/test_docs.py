@@ -52,6 +52,7 @@ from edgespec.config import ConfigError, load_config, read_yaml
 from edgespec.policies.registry import KINDS
 from edgespec.runtime.server.config import DrafterConfig, ServerConfig
 from edgespec.sim.commands.flags import APPLIES, MODES, PLAIN
+from edgespec.sim.pipeline.scenario import pipeline_scenario_from_dict
 from edgespec.sim.setup.scenario import (
     Scenario,
     bundled_scenarios,
@@ -265,7 +266,10 @@ def _scenario_validator(base: Path) -> Validate:
     data = read_yaml(base)
 
     def validate(texts: list[str]) -> None:
-        _policy_names(scenario_from_dict(data, texts))
+        if "pipeline" in data:  # an edge drafting server scenario (edgespec/sim/pipeline)
+            pipeline_scenario_from_dict(data, texts)
+        else:
+            _policy_names(scenario_from_dict(data, texts))
 
     return validate
 

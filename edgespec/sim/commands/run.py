@@ -58,7 +58,12 @@ def run(args: argparse.Namespace) -> int:
     check_flags(args)
     path, overrides = _split(args.args)
     file = scenario_path(path) if path else default_scenario_path()
-    data = apply_overrides(read_yaml(file), overrides)
+    raw = read_yaml(file)
+    data = apply_overrides(raw, overrides)
+    if "pipeline" in raw:  # Zhu et al.'s edge drafting server (edgespec/sim/pipeline/)
+        from edgespec.sim.pipeline.command import run_pipeline_command
+
+        return run_pipeline_command(args, data)
     scenario = scenario_from_dict(data)  # validate once, before any run
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out: Path = args.out or Path("runs") / f"{scenario.name}-{stamp}"

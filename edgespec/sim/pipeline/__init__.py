@@ -1,0 +1,21 @@
+"""An event-driven simulation of Zhu et al.'s edge drafting server (seed 001, §II).
+
+K users upload their prompts over an OFDMA uplink (Eqs. 15–16); a small base station
+(SBS) runs one draft model and drafts for the users in batches, one batch at a time
+(Eq. 19); a macro base station (MBS) verifies (Eq. 18). A planner's
+:class:`edgespec.policies.pipeline.planner.PipelinePlan` (batches, speculation length,
+bandwidth shares) runs as events on :class:`edgespec.sim.kernel.EventQueue`.
+
+Modules, by responsibility:
+
+* :mod:`.stages` — stage durations (Eqs. 13, 14, 17–19) with the paper's expected L in
+  the KV lengths, in every acceptance mode;
+* :mod:`.outcomes` — what a drafted block commits: ``expected`` (L tokens, Eq. 7),
+  ``iid`` or ``trace`` acceptance, optionally cut short by a stop predictor;
+* :mod:`.verifier` — the MBS's schedule: the plan's batch-per-pass order, or a registered
+  batching policy over per-session blocks;
+* :mod:`.engine` — the entities and events, :func:`.engine.simulate_pipeline`;
+* :mod:`.result` — :class:`.result.PipelineSimResult`;
+* :mod:`.scenario`, :mod:`.build`, :mod:`.report`, :mod:`.command` — the ``pipeline:``
+  scenario form, its assembly, the printed report and ``edgespec sim``'s dispatch.
+"""
