@@ -12,7 +12,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.reproduce.claims import print_claims, write_report
     from edgespec.reproduce.jobs import run_all
     from edgespec.reproduce.zhu.claims import all_rows
-    from edgespec.reproduce.zhu.exhaustive import GapJob, gap_summary
+    from edgespec.reproduce.zhu.events import AcceptanceJob, events_summary
+    from edgespec.reproduce.zhu.exhaustive import SHORT_OUTPUT, GapJob, gap_summary
     from edgespec.reproduce.zhu.runs import DrawJob, ZhuPlan
     from edgespec.reproduce.zhu.setup import CHOICES, ZhuSetup
     from edgespec.sweeps.executor import make_executor
@@ -22,19 +23,38 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     setup = ZhuSetup()
     out.mkdir(parents=True, exist_ok=True)
     jobs: list[Any] = [DrawJob(setup, plan, d) for d in range(plan.draws)]
-    jobs += [GapJob(setup, plan.exhaustive_users, d) for d in range(plan.exhaustive_draws)]
+    outputs = (setup.max_output_len, SHORT_OUTPUT)
+    jobs += [
+        GapJob(setup, plan.exhaustive_users, out, d)
+        for out in outputs
+        for d in range(plan.exhaustive_draws)
+    ]
+    jobs += [AcceptanceJob(setup, d) for d in range(plan.event_draws)]
     with progress_bar(progress) as bar:
         task = bar.add_task("zhu draws", total=len(jobs))
         results = run_all(make_executor(workers), jobs, lambda: bar.advance(task))
-    draws, gaps = results[: plan.draws], results[plan.draws :]
+    draws, rest = results[: plan.draws], results[plan.draws :]
+    n = plan.exhaustive_draws
+    gaps = {out: rest[i * n : (i + 1) * n] for i, out in enumerate(outputs)}
+    events = rest[len(outputs) * n :]
     rows = all_rows(draws, setup, plan, quick)
     (out / "results.json").write_text(
-        json.dumps({"setup": setup.to_dict(), "draws": draws, "dp_gaps": gaps}, indent=2) + "\n"
+        json.dumps(
+            {
+                "setup": setup.to_dict(),
+                "draws": draws,
+                "dp_gaps": {str(o): g for o, g in gaps.items()},
+                "events": events,
+            },
+            indent=2,
+        )
+        + "\n"
     )
     title = "Zhu et al. (seed 001) reproduced" + (" — quick" if quick else "")
     write_report(out / "REPORT.md", title, command, rows, CHOICES, ["results.json"], quick=quick)
     with (out / "REPORT.md").open("a") as report:
-        report.write("\n" + "\n".join(gap_summary(gaps, plan.exhaustive_users)) + "\n")
+        lines = gap_summary(gaps, plan.exhaustive_users) + events_summary(events)
+        report.write("\n" + "\n".join(lines) + "\n")
     print_claims(rows, quick=quick)
     print(f"report: {out / 'REPORT.md'}")
     return rows

@@ -60,6 +60,7 @@ class ZhuPlan:
     bandwidths_mhz: tuple[float, ...]
     exhaustive_draws: int
     exhaustive_users: int
+    event_draws: int = 1
 
     @staticmethod
     def full() -> ZhuPlan:
@@ -72,6 +73,7 @@ class ZhuPlan:
             (15.0, 20.0, 25.0, 30.0, 35.0, 40.0),
             20,
             6,
+            5,
         )
 
     @staticmethod

@@ -112,7 +112,9 @@ CHOICES: tuple[tuple[str, str], ...] = (
         "Monte-Carlo draws",
         "I_k ~ U[1, I_max], O_k ~ U[1, O_max], positions and Rayleigh fading drawn per draw; "
         "every configuration of a draw shares its random numbers (a sweep over K takes the "
-        "draw's first K users); figures are means over draws (the paper does not say how "
-        "many realisations or whether points are means)",
+        "draw's first K users); 20 draws; every figure value is the median over draws, a "
+        "reduction the median of the per-draw reductions (the paper does not say how many "
+        "realisations or how points aggregate; the uniform split's latency is heavy-tailed "
+        "in the worst user's fade, so a mean follows the deepest fade of a few draws)",
     ),
 )
