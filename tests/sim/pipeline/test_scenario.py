@@ -170,3 +170,22 @@ def test_a_scenario_run_is_deterministic_under_its_seed() -> None:
     assert first.result == again.result and first.plan == again.plan
     other = run_pipeline(_scenario(*iid, "seed=1"))
     assert other.result.makespan_s != first.result.makespan_s
+
+
+def test_a_wisp_scheduled_verifier_behind_a_stopping_drafting_server_runs() -> None:
+    # Issue item 7: the edge drafting server cuts blocks with the stop predictor, the MBS
+    # runs WISP's scheduler over the per-session blocks.
+    run = run_pipeline(
+        _scenario(
+            "pipeline.simulation.acceptance=trace",
+            "pipeline.simulation.step_barrier=false",
+            "pipeline.planner.spec_len=3",
+            "pipeline.stop_predictor.policy.name=mlp",
+            "pipeline.verifier.policy.name=wisp",
+            "pipeline.verifier.slo_tokens_per_s=30",
+        )
+    )
+    assert run.plan_order is not None
+    assert all(t > 0 for t in run.result.task_tokens)
+    assert run.result.makespan_s > run.result.upload_s
+    assert report_lines(run)[4].startswith("MBS schedule: batching policy 'wisp'")
