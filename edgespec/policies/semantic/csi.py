@@ -1,0 +1,53 @@
+"""The channel-state (CSI) features the WISV decision head reads (seed 003, Eq. 23's c),
+built by one function in both hosts.
+
+The paper names the head's CSI input but not its contents (SEED-NOTES §3.4, 6). We use
+the link abstraction the paper's simulator uses (effective rate, PER, RTT) plus one
+channel-quality scalar κ in [0, 1] that the relabelling's repair budget B(κ) is monotone
+in (Eq. 29):
+
+* ``log10(uplink rate / 1 Mbit/s)``, ``PER``, ``RTT / 100 ms``, and
+* κ = clip(log10(rate / 1 Mbit/s) / 3, 0, 1) · (1 − PER): 0 at ≤ 1 Mbit/s, 1 at ≥ 1 Gbit/s
+  with no loss (the paper's 20 Mbit/s "poor" link: κ ≈ 0.43; 500 Mbit/s "good": κ ≈ 0.90).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+NUM_CSI_FEATURES = 4
+CSI_FEATURE_NAMES: tuple[str, ...] = ("log10_rate_mbps", "per", "rtt_100ms", "quality")
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelState:
+    """A link as the head sees it: uplink rate, packet error rate, round-trip time."""
+
+    uplink_bps: float
+    per: float = 0.0
+    rtt_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.uplink_bps) or self.uplink_bps <= 0:
+            raise ValueError(f"uplink rate must be a finite number > 0, got {self.uplink_bps}")
+        if not 0.0 <= self.per < 1.0:
+            raise ValueError(f"PER must be in [0, 1), got {self.per}")
+        if not math.isfinite(self.rtt_s) or self.rtt_s < 0:
+            raise ValueError(f"RTT must be a finite number >= 0, got {self.rtt_s}")
+
+    @property
+    def quality(self) -> float:
+        """κ in [0, 1] (module docstring)."""
+        scaled = math.log10(self.uplink_bps / 1e6) / 3.0
+        return min(1.0, max(0.0, scaled)) * (1.0 - self.per)
+
+
+def csi_features(state: ChannelState) -> tuple[float, ...]:
+    """The head's CSI vector c, in :data:`CSI_FEATURE_NAMES` order."""
+    return (
+        math.log10(state.uplink_bps / 1e6),
+        state.per,
+        state.rtt_s / 0.1,
+        state.quality,
+    )

@@ -1,0 +1,123 @@
+"""The WISV decision head's inference (seed 003, Eqs. 23–27), numpy only.
+
+At a greedy mismatch, x = [h_d ; h_t ; c] (the draft's and the target's final-layer hidden
+states at that position and the CSI features, :mod:`edgespec.policies.semantic.csi`);
+g(x) = W2·ReLU(W1·x + b1) + b2 (dropout is training-only); p = σ(g(x)) is the
+probability that accepting the draft token is harmful. The position is rejected iff
+p ≥ τ. The earliest rejected mismatch ends the round.
+
+**Which hidden states.** For output position j (the j-th drafted token of a block), h_d
+and h_t are the draft's and the target's last-layer hidden states after the final norm
+(each model's LM-head input) at the input position whose logits predict token j, i.e.
+the states computed on the committed prefix plus the block's tokens before j.
+
+**Threshold scale.** The paper sweeps a threshold "0 … >15" and picks 12, while Eq. 27
+thresholds a probability (SEED-NOTES §3.4, 2). We read the threshold T as sixteenths of
+a probability: τ = T / 16. T = 0 rejects every mismatch (standard greedy SD), T = 16
+accepts every one ("maximum = accept everything"), T = 12 rejects when p ≥ 0.75.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+THRESHOLD_STEPS = 16
+"""The threshold's scale: τ = T / 16."""
+
+
+def rejection_probability_threshold(threshold: float) -> float:
+    """τ for the paper's threshold T (module docstring); T must be in [0, 16]."""
+    if not 0.0 <= threshold <= THRESHOLD_STEPS:
+        raise ValueError(f"threshold must be in [0, {THRESHOLD_STEPS}], got {threshold}")
+    return threshold / THRESHOLD_STEPS
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DecisionHead:
+    """Eq. 25's two layers (W1: d_in × width, W2: width × 1), with the input's
+    standardisation (``mean``, ``scale``) folded in front. ``draft_hidden`` and
+    ``target_hidden`` are the hidden sizes the head was trained for; the CSI features
+    follow them."""
+
+    draft_hidden: int
+    target_hidden: int
+    mean: FloatArray
+    scale: FloatArray
+    w1: FloatArray
+    b1: FloatArray
+    w2: FloatArray
+    b2: FloatArray
+
+    def __post_init__(self) -> None:
+        d_in = self.w1.shape[0]
+        if self.mean.shape != (d_in,) or self.scale.shape != (d_in,):
+            raise ValueError(f"standardisation must have {d_in} entries")
+        if self.w2.shape != (self.w1.shape[1], 1) or self.b1.shape != (self.w1.shape[1],):
+            raise ValueError("layer shapes do not chain: W1 d×h, b1 h, W2 h×1, b2 1")
+        if self.b2.shape != (1,) or np.any(self.scale <= 0):
+            raise ValueError("b2 must have one entry and every scale must be > 0")
+        if d_in <= self.draft_hidden + self.target_hidden:
+            raise ValueError(
+                f"input width {d_in} leaves no CSI features after {self.draft_hidden} + "
+                f"{self.target_hidden} hidden values"
+            )
+
+    @property
+    def num_csi(self) -> int:
+        return int(self.w1.shape[0]) - self.draft_hidden - self.target_hidden
+
+    def inputs(
+        self, draft_hidden: FloatArray, target_hidden: FloatArray, csi: tuple[float, ...]
+    ) -> FloatArray:
+        """x = [h_d ; h_t ; c] for n positions (n × d_in); shapes are checked."""
+        hd, ht = np.atleast_2d(draft_hidden), np.atleast_2d(target_hidden)
+        if hd.shape[1] != self.draft_hidden or ht.shape[1] != self.target_hidden:
+            raise ValueError(
+                f"hidden states of width {hd.shape[1]} and {ht.shape[1]}; the head takes "
+                f"{self.draft_hidden} (draft) and {self.target_hidden} (target)"
+            )
+        if hd.shape[0] != ht.shape[0] or len(csi) != self.num_csi:
+            raise ValueError(
+                f"{hd.shape[0]} draft and {ht.shape[0]} target rows, {len(csi)} CSI "
+                f"features (the head takes {self.num_csi})"
+            )
+        c = np.broadcast_to(np.asarray(csi, dtype=np.float64), (hd.shape[0], self.num_csi))
+        return np.concatenate([hd, ht, c], axis=1).astype(np.float64)
+
+    def rejection_probability(self, x: FloatArray) -> FloatArray:
+        """p = σ(g(x)) per row of x."""
+        z = (x - self.mean) / self.scale
+        hidden = np.maximum(z @ self.w1 + self.b1, 0.0)
+        logit = (hidden @ self.w2 + self.b2)[:, 0]
+        return 1.0 / (1.0 + np.exp(-logit))
+
+    def rejects(self, x: FloatArray, threshold: float) -> npt.NDArray[np.bool_]:
+        """Eq. 27: reject iff p ≥ τ(threshold)."""
+        return self.rejection_probability(x) >= rejection_probability_threshold(threshold)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "draft_hidden": self.draft_hidden,
+            "target_hidden": self.target_hidden,
+            **{k: getattr(self, k).tolist() for k in ("mean", "scale", "w1", "b1", "w2", "b2")},
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> DecisionHead:
+        arrays = {
+            k: np.asarray(data[k], dtype=np.float64)
+            for k in ("mean", "scale", "w1", "b1", "w2", "b2")
+        }
+        return DecisionHead(int(data["draft_hidden"]), int(data["target_hidden"]), **arrays)
+
+
+def load_head(path: str | Path) -> DecisionHead:
+    """A head saved as JSON (:meth:`DecisionHead.to_json`)."""
+    return DecisionHead.from_json(json.loads(Path(path).read_text()))
