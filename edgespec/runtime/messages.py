@@ -13,6 +13,23 @@ from edgespec.policies.interfaces import WindowDecision
 PROTOCOL_VERSION = 1
 """Bumped on any incompatible change of edgespec.proto; sessions of another version are refused."""
 
+DRAFT_HIDDEN = "draft_hidden"
+"""The :attr:`VerifyCall.payloads` name of the draft's hidden states (semantic
+verification: rows × the draft's hidden size, one row per draft position sent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticSpec:
+    """A semantic (lossy, WISV) session's settings, sent when it opens: the threshold T on
+    the 0..16 scale (a mismatch is rejected when the decision head's p ≥ T/16) and the
+    device's channel, the head's CSI input (uplink rate in bit/s, packet error rate,
+    round-trip time in seconds). The server checks them when the session opens."""
+
+    threshold: int
+    uplink_bps: float
+    per: float = 0.0
+    rtt_s: float = 0.0
+
 
 @dataclass(frozen=True, slots=True)
 class SessionSpec:
@@ -20,7 +37,8 @@ class SessionSpec:
     target's last-layer hidden states of the committed positions with every verification
     (for feature drafts, EAGLE-style; see :attr:`VerifyOutcome.target_hidden`).
     ``verification_rule`` names the server's rule for this session
-    (:mod:`edgespec.runtime.server.verification`; ``"exact"``, the default, is the lossless one)."""
+    (:mod:`edgespec.runtime.server.verification`; ``"exact"``, the default, is the lossless one).
+    ``semantic``: the settings of the lossy ``"semantic"`` rule (``None`` for any other)."""
 
     session_id: str
     client_id: str
@@ -29,6 +47,7 @@ class SessionSpec:
     slo_class: str = "default"
     return_hidden: bool = False
     verification_rule: str = "exact"
+    semantic: SemanticSpec | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -76,6 +95,8 @@ class VerifyOutcome:
     target_hidden: FloatArray | None = None
     target_hidden_start: int = 0
     accepted_nodes: tuple[int, ...] | None = None
+    hidden_request: tuple[int, ...] | None = None
+    accepted_mismatches: int = 0
 
 
 @dataclass(frozen=True, slots=True)

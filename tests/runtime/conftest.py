@@ -19,8 +19,9 @@ from edgespec.runtime.backends.transformers_draft import TransformersDraft  # no
 from edgespec.runtime.server.batching import build_batching  # noqa: E402
 from edgespec.runtime.server.config import ServerConfig  # noqa: E402
 from edgespec.runtime.server.engine import VerificationEngine  # noqa: E402
+from edgespec.runtime.server.round_log import RoundLog  # noqa: E402
 from edgespec.runtime.server.service import VerificationService  # noqa: E402
-from edgespec.runtime.server.verification import EXACT_RULES, VerificationRule  # noqa: E402
+from edgespec.runtime.server.verification import EXACT_RULES, AnyRule  # noqa: E402
 from edgespec.runtime.testing import noisy_copy, tiny_llama  # noqa: E402
 from edgespec.runtime.wire.grpc_server import ServerThread  # noqa: E402
 
@@ -55,13 +56,16 @@ def start_server(
     draft_factory: Callable[[], DraftBackend] | None = None,
     port: int = 0,
     batching_policy: BatchingPolicy | None = None,
-    rules: Mapping[str, VerificationRule] = EXACT_RULES,
+    rules: Mapping[str, AnyRule] = EXACT_RULES,
     window: WindowPolicy | None = None,
+    log: Callable[[str], None] | None = None,
+    round_log: RoundLog | None = None,
     **overrides: Any,
 ) -> ServerThread:
     """A loopback verification server for the ``backend`` target with config ``overrides`` (and
     ``batching_policy`` instead of the configured one, when given), serving ``rules``;
-    ``window``: the server's window policy for fused runs."""
+    ``window``: the server's window policy for fused runs; ``log`` and ``round_log``: where
+    the service's event lines and round records go."""
     config = from_dict(ServerConfig, {"port": 0, **overrides})
 
     def build() -> VerificationService:
@@ -74,7 +78,13 @@ def start_server(
         )
         policy = batching_policy or build_batching(config.batching)
         return VerificationService(
-            engine, config, policy, draft_factory=draft_factory, window=window
+            engine,
+            config,
+            policy,
+            draft_factory=draft_factory,
+            window=window,
+            round_log=round_log,
+            log=log,
         )
 
     return ServerThread(build, port=port).start()

@@ -122,12 +122,17 @@ class DraftProposal:
 
     ``num_passes``: draft forward passes run for the block; ``None`` means
     ``len(token_ids)``. A block a stop predictor ended early ran one more pass than it holds
-    (the token it stopped on is drafted but not sent)."""
+    (the token it stopped on is drafted but not sent).
+
+    ``hidden``: for a drafter asked for them (:class:`HiddenStateDraftBackend`), the draft's
+    last-layer hidden state (after the final norm) at the input position whose logits
+    predicted each token, ``len(token_ids)`` × hidden_size float32; else ``None``."""
 
     token_ids: tuple[int, ...]
     probs: npt.NDArray[np.float32] | None
     parents: tuple[int, ...] | None = None
     num_passes: int | None = None
+    hidden: npt.NDArray[np.float32] | None = None
 
 
 @runtime_checkable
@@ -178,6 +183,34 @@ class StoppingDraftBackend(DraftBackend, Protocol):
         token it rejects is drafted (counted in ``num_passes``) but not in ``token_ids``, and
         drafting ends there. Raises ``ValueError`` naming the drafter when it cannot."""
         ...
+
+
+@runtime_checkable
+class HiddenStateDraftBackend(DraftBackend, Protocol):
+    """A chain drafter that can return its hidden states with each block
+    (:attr:`DraftProposal.hidden`), for semantic verification; off until asked."""
+
+    def hidden_problem(self) -> str | None:
+        """Why this drafter cannot return them after all (it drafts no single chain), or
+        ``None``."""
+        ...
+
+    def return_hidden(self, on: bool) -> int:
+        """Return hidden states with every block from now on (``on``) or stop; the hidden
+        size."""
+        ...
+
+
+def hidden_state_drafter(drafter: DraftBackend) -> HiddenStateDraftBackend:
+    """``drafter`` as a :class:`HiddenStateDraftBackend`; ``ValueError`` naming it when it
+    cannot return its hidden states."""
+    if isinstance(drafter, HiddenStateDraftBackend):
+        problem = drafter.hidden_problem()
+        if problem is None:
+            return drafter
+    else:
+        problem = "only the neural chain drafters TransformersDraft and HybridDraft can"
+    raise ValueError(f"{type(drafter).__name__} cannot return its hidden states ({problem})")
 
 
 def propose_block(

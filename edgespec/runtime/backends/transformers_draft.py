@@ -14,6 +14,11 @@ Both can end a block at a stop predictor's first predicted rejection
 :func:`~edgespec.core.features.stop_features` of that logit row (over the K kept tokens for
 a trimmed draft, as traces store them); the token it rejects is drafted (its pass is
 run) but left out of the block.
+
+For semantic verification (:meth:`TransformersDraft.return_hidden`) each block also carries
+the draft's last-layer hidden state after the final norm at each drafted token's predicting
+position (:attr:`~edgespec.runtime.backends.base.DraftProposal.hidden`), read by a forward
+hook on the base model, so the logits are computed exactly as without it.
 """
 
 from __future__ import annotations
@@ -44,6 +49,31 @@ class TransformersDraft:
         self._cache: Any = None
         self._cached: list[int] = []
         self.last_logits: npt.NDArray[np.float32] | None = None
+        self._hidden_hook: Any = None  # the base model's forward hook, while returning hidden
+        self._last_hidden: npt.NDArray[np.float32] | None = None
+
+    def hidden_problem(self) -> str | None:
+        if type(self).propose is TransformersDraft.propose:
+            return None
+        return "it overrides propose: it drafts no single chain"
+
+    def return_hidden(self, on: bool) -> int:
+        """Return the hidden states with every block from now on (``on``) or stop; the draft's
+        hidden size. The base model (``model.model``) is hooked: its output's last hidden
+        state is the LM head's input (after the final norm)."""
+        base = getattr(self._model, "model", None)
+        if base is None:
+            base = self._model.base_model
+        if on and self._hidden_hook is None:
+            self._hidden_hook = base.register_forward_hook(self._capture)
+        elif not on and self._hidden_hook is not None:
+            self._hidden_hook.remove()
+            self._hidden_hook = None
+        return int(self._model.config.get_text_config().hidden_size)
+
+    def _capture(self, module: Any, args: Any, output: Any) -> None:
+        state = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
+        self._last_hidden = state[0, -1].detach().float().cpu().numpy()
 
     def reset(self) -> None:
         self._cache, self._cached = None, []
@@ -151,7 +181,9 @@ class TransformersDraft:
         tokens: list[int] = []
         rows: list[npt.NDArray[np.float32]] = []
         logit_rows: list[npt.NDArray[np.float32]] = []
+        hidden: list[npt.NDArray[np.float32]] = []
         for _ in range(gamma):
+            self._last_hidden = None
             row = self._step(pending)
             logit_rows.append(row.numpy().astype(np.float32))
             if stop is not None and not checked_keep_mask(stop, stop_features(logit_rows[-1]))[0]:
@@ -159,6 +191,8 @@ class TransformersDraft:
             token, probs = self._next(seq, row, temperature, rng)
             if probs is not None:
                 rows.append(probs)
+            if self._hidden_hook is not None and self._last_hidden is not None:
+                hidden.append(self._last_hidden)
             tokens.append(token)
             seq.append(token)
             pending = (token,)
@@ -167,6 +201,7 @@ class TransformersDraft:
             token_ids=tuple(tokens),
             probs=np.stack(rows) if rows else None,
             num_passes=None if stop is None else len(logit_rows),
+            hidden=np.stack(hidden) if hidden and len(hidden) == len(tokens) else None,
         )
 
 

@@ -99,8 +99,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "refuses blocks over its max_draft_tokens, 32 by default)",
     )
     add_stop_arguments(parser)
+    add_semantic_arguments(parser)
     add_link_arguments(parser)
     add_verbose(parser)
+
+
+def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--verify`` / ``--threshold`` / ``--upload`` / ``--channel-*``."""
+    group = parser.add_argument_group(
+        "semantic (LOSSY) verification, WISV (docs/RUNTIME.md; a server with --semantic-head)"
+    )
+    group.add_argument(
+        "--verify",
+        choices=["exact", "semantic"],
+        help="exact: lossless (default); semantic: the server's decision head may accept "
+        "mismatching draft tokens (lossy; greedy neural chain drafts only)",
+    )
+    group.add_argument(
+        "--threshold",
+        type=int,
+        metavar="T",
+        help="semantic: reject a mismatch when the head's p >= T/16, T in 0..16 (0: exact "
+        "greedy speculative decoding; the paper uses 12)",
+    )
+    group.add_argument(
+        "--upload",
+        choices=["fh", "sh", "auto"],
+        help="semantic: FH sends the draft's hidden states of every token, SH only those the "
+        "server asks for (one more exchange in rounds with a mismatch); auto (default): FH "
+        "when the handshake RTT is above 10 ms",
+    )
+    group.add_argument(
+        "--channel-uplink-mbps",
+        type=float,
+        metavar="MBIT/S",
+        help="semantic: the uplink rate reported to the head (default: --link-bandwidth-mbps)",
+    )
+    group.add_argument(
+        "--channel-per", type=float, metavar="P", help="semantic: packet error rate (default 0)"
+    )
+    group.add_argument(
+        "--channel-rtt-ms",
+        type=float,
+        metavar="MS",
+        help="semantic: the RTT reported to the head (default: --link-rtt-ms, else 0)",
+    )
 
 
 def configured_policy(kind: str, name: str, params: Mapping[str, Any]) -> Any:
@@ -121,7 +164,9 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 
     keys = ["draft", "max_new_tokens", "temperature", "auth_token", "tls_ca"]
     keys += ["tree", "tree_min_prob", "tree_max_nodes"]
+    keys += ["threshold", "upload", "channel_uplink_mbps", "channel_per", "channel_rtt_ms"]
     flags = {key: getattr(args, key) for key in keys}
+    flags["verification"] = args.verify
     flags["server"] = ",".join(args.server) if args.server else None
     out = [*args.set, *overrides_from_flags(flags)]
     if args.routing is not None:
@@ -197,6 +242,12 @@ def _run(args: argparse.Namespace) -> int:
                 "temperature", "--compare checks token-identical outputs: greedy only"
             )
     check_link_mode(config, args.mode)
+    if config.verification == "semantic" and args.mode != "distributed":
+        raise ConfigError("verification", f"semantic needs --mode distributed, got {args.mode}")
+    if config.verification == "semantic" and args.compare:
+        raise ConfigError(
+            "verification", "--compare checks token-identical outputs; semantic is lossy"
+        )
     prompt_ids = _prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
     window = configured_policy("window", config.window.name, config.window.params)
     verifier = _routed_verifier(config)

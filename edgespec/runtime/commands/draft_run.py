@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
+from edgespec.runtime.edge.semantic import SemanticReport
 
 
 def first_difference(a: tuple[int, ...], b: tuple[int, ...]) -> int:
@@ -31,6 +32,7 @@ class Outcome:
     request: RequestRecord
     rounds: tuple[RoundRecord, ...] = ()
     sent_of_drafted: tuple[int, int] | None = None  # with a stop predictor
+    semantic: SemanticReport | None = None  # a semantic (LOSSY) run's
 
     def stats_line(self, mode: str) -> str:
         r = self.request
@@ -52,15 +54,26 @@ class Outcome:
         return line + "]"
 
     def report(self, mode: str) -> None:
-        """The stats line, on stderr (the text went to stdout)."""
+        """The stats line, on stderr (the text went to stdout); a semantic run's LOSSY line
+        after it."""
         print(self.stats_line(mode), file=sys.stderr)
+        if self.semantic is not None:
+            print(self.semantic.line(self.rounds), file=sys.stderr)
 
     def write_records(self, path: str) -> None:
-        """``--records``: the rounds (distributed) then the request, one JSON row each."""
+        """``--records``: the rounds (distributed) then the request, one JSON row each; a
+        semantic run labels every row (``verification``, ``lossy``, ``threshold``,
+        ``upload``; per round ``exchanges`` and ``accepted_mismatches``) and ends with a
+        ``SemanticSummary`` row (AAL as ``committed_per_round``)."""
         from edgespec.runtime.server.round_log import record_row
 
+        wisv = self.semantic
         with open(path, "w") as f:
-            rows = [record_row(r) for r in self.rounds] + [record_row(self.request)]
+            if wisv is None:
+                rows = [record_row(r) for r in self.rounds] + [record_row(self.request)]
+            else:
+                rows = [record_row(r, wisv.round_labels(i)) for i, r in enumerate(self.rounds)]
+                rows += [record_row(self.request, wisv.labels), wisv.summary(self.rounds)]
             f.writelines(json.dumps(row) + "\n" for row in rows)
 
 
@@ -124,7 +137,7 @@ class DraftRun:
     ) -> Outcome:
         """Draft here, verify on the server (through the emulated link when configured)."""
         from edgespec.config import ConfigError
-        from edgespec.runtime.backends.base import stopping_drafter
+        from edgespec.runtime.backends.base import hidden_state_drafter, stopping_drafter
         from edgespec.runtime.edge.draft_backends import make_drafter
         from edgespec.runtime.edge.drafter import DraftOptions, generate
         from edgespec.runtime.wire.emulated_link import wrap_verifier
@@ -147,12 +160,19 @@ class DraftRun:
                 stopping_drafter(drafter)
             except ValueError as exc:
                 raise ConfigError("stop_predictor", str(exc)) from None
+        semantic = config.semantic_request()
+        if semantic is not None:
+            try:
+                hidden_state_drafter(drafter)
+            except ValueError as exc:
+                raise ConfigError("verification", str(exc)) from None
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class)
         linked = wrap_verifier(self.verifier, config)  # itself unless a link_* setting
         result = generate(linked, drafter, self.prompt, self._sampling(), options, window,
-                          self.show, stop=stop)  # fmt: skip
+                          self.show, stop=stop, semantic=semantic)  # fmt: skip
         sys.stdout.write("\n")
         sent = None
         if stop is not None:
             sent = (result.request.num_drafted, sum(x.draft_passes for x in result.rounds))
-        return Outcome(result.output_token_ids, result.request, result.rounds, sent)
+        rounds = result.rounds
+        return Outcome(result.output_token_ids, result.request, rounds, sent, result.semantic)

@@ -98,6 +98,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also serve Prometheus /metrics on this port, on --host (needs prometheus-client; "
         "default: off)",
     )
+    parser.add_argument(
+        "--semantic-head",
+        metavar="FILE",
+        help="also serve semantic (LOSSY, WISV) verification to sessions that ask for it, with "
+        "this decision head (JSON, edgespec.policies.semantic.head; default: exact only)",
+    )
+    parser.add_argument(
+        "--semantic-thresholds",
+        metavar="T1,T2,...",
+        help="with --semantic-head: the thresholds (0..16) sessions may ask for (default: all)",
+    )
     add_threads(parser, None)
     add_verbose(parser)
     parser.add_argument(
@@ -118,10 +129,27 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     flags["batching.params.guard_s"] = None if args.guard_ms is None else args.guard_ms / 1000
     flags["auth_tokens"] = args.auth_token or None
     flags["prefix_cache"] = False if args.no_prefix_cache else None
+    flags["semantic_head"] = args.semantic_head
+    flags["semantic_thresholds"] = (
+        None if args.semantic_thresholds is None else parse_thresholds(args.semantic_thresholds)
+    )
     classes = [parse_slo_class(text) for text in args.slo_class]
     # written out here: overrides_from_flags skips None, which is a class without a target
     slo = [f"slo_classes.{name}={json.dumps(target)}" for name, target in classes]
     return [*args.set, *overrides_from_flags(flags), *slo]
+
+
+def parse_thresholds(text: str) -> list[int]:
+    """``--semantic-thresholds 8,12,16`` → [8, 12, 16] (range-checked by the config)."""
+    from edgespec.config import ConfigError
+
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ConfigError(
+            "semantic_thresholds",
+            f"--semantic-thresholds expects comma-separated integers in 0..16, got {text!r}",
+        ) from None
 
 
 def parse_slo_class(text: str) -> tuple[str, float | None]:
@@ -165,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
     policy = build_batching(config.batching)  # before loading the model: fail fast
+    semantic_head(config)  # a file that is not a head fails before the model loads
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
     try:
@@ -175,6 +204,42 @@ def run(args: argparse.Namespace) -> int:
         if round_log is not None:
             round_log.close()
     return 0
+
+
+def semantic_head(config: Any) -> Any:
+    """The decision head ``semantic_head`` names (``None`` without one), read before the
+    model loads; a file that is not a head is a :class:`ConfigError` naming it."""
+    from edgespec.config import ConfigError
+    from edgespec.runtime.server.semantic import load_semantic_head
+
+    if config.semantic_head is None:
+        return None
+    try:
+        return load_semantic_head(config.semantic_head)
+    except ValueError as exc:
+        raise ConfigError("semantic_head", str(exc)) from None
+
+
+def semantic_rules_for(config: Any, head: Any, model: Any) -> Any:
+    """The verification rules the server serves: exact, plus semantic with ``head`` (its
+    widths checked against the target ``model``); a mismatch is a :class:`ConfigError`."""
+    from edgespec.config import ConfigError
+    from edgespec.runtime.server.semantic import semantic_rules
+    from edgespec.runtime.server.verification import EXACT_RULES
+
+    if head is None:
+        return EXACT_RULES
+    width = int(model.config.get_text_config().hidden_size)
+    thresholds = config.semantic_thresholds or None
+    try:
+        return semantic_rules(head, thresholds, target_hidden_size=width)
+    except ValueError as exc:
+        raise ConfigError("semantic_head", str(exc)) from None
+
+
+def _say(line: str) -> None:
+    """A service event line (a lossy session opened) on stderr."""
+    print(f"edgespec serve: {line}", file=sys.stderr, flush=True)
 
 
 def _round_log(path: str) -> Any:
@@ -249,6 +314,8 @@ async def _serve(
     model = load_model(config.target, config.dtype, verbose=verbose).model
     say("probing the target's attention masks (one batched pass per layout)")
     backend = TransformersTarget(model)
+    head = semantic_head(config)
+    rules = semantic_rules_for(config, head, model)
     draft_factory = None
     if draft_name is not None:
         say(f"loading the draft {draft_name}")
@@ -260,10 +327,14 @@ async def _serve(
             return make_drafter(draft_name, draft_model, backend.vocab_size)
 
     engine = VerificationEngine(
-        backend, config.kv_budget_tokens, config.max_sessions, prefix_cache=config.prefix_cache
+        backend,
+        config.kv_budget_tokens,
+        config.max_sessions,
+        rules=rules,
+        prefix_cache=config.prefix_cache,
     )
     service = VerificationService(
-        engine, config, policy, draft_factory, window=window, round_log=round_log
+        engine, config, policy, draft_factory, window=window, round_log=round_log, log=_say
     )
     say("starting the gRPC server")
     server, port = await start_server(service)
@@ -274,9 +345,16 @@ async def _serve(
         start_prometheus(config.prometheus_port, service.stats, config.host)
     cache = "" if config.prefix_cache else ", no prefix cache"
     fused = "" if window is None else f", fused-run window {window!r}"
+    lossy = ""
+    if head is not None:
+        allowed = sorted(config.semantic_thresholds) or "0..16"
+        lossy = (
+            f", semantic (LOSSY) verification on request: head {config.semantic_head}, "
+            f"thresholds {allowed}"
+        )
     print(
         f"edgespec serve: listening on {config.host}:{port} (target {config.target}, "
-        f"batching {config.batching.name}{cache}{fused})",
+        f"batching {config.batching.name}{cache}{fused}{lossy})",
         flush=True,
     )
     stop = asyncio.Event()

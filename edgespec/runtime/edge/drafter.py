@@ -20,6 +20,11 @@ verification's rows (``observe_target_hidden``, timed as drafting) before it dra
 With a stop predictor (:mod:`edgespec.policies.stop_drafting`) γ is K_max: the drafter
 ends the block at the first predicted rejection (possibly an empty block, a plain target
 step), and the round records the draft passes run (``RoundRecord.num_draft_passes``).
+
+With a :class:`~edgespec.runtime.edge.semantic.SemanticRequest` the session is opened for
+the lossy ``"semantic"`` rule: the drafter returns its hidden states with every block, the
+session opening's round trip (the handshake) picks the FH or SH upload when it is
+``auto``, and the result carries a :class:`~edgespec.runtime.edge.semantic.SemanticReport`.
 """
 
 from __future__ import annotations
@@ -35,7 +40,12 @@ from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import StaticWindow
-from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend, stopping_drafter
+from edgespec.runtime.backends.base import (
+    DraftBackend,
+    FeatureDraftBackend,
+    hidden_state_drafter,
+    stopping_drafter,
+)
 from edgespec.runtime.edge.rounds import (
     FusedVerifier,
     Ledger,
@@ -47,8 +57,15 @@ from edgespec.runtime.edge.rounds import (
     play_round,
     restore_pair_state,
 )
+from edgespec.runtime.edge.semantic import (
+    SEMANTIC,
+    SemanticReport,
+    SemanticRequest,
+    Upload,
+    choose_upload,
+)
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import FusedCall, SessionSpec
+from edgespec.runtime.messages import FusedCall, SemanticSpec, SessionSpec
 
 RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
 
@@ -59,6 +76,8 @@ class GenerationResult:
     rounds: tuple[RoundRecord, ...]
     request: RequestRecord
     num_reconnects: int
+    semantic: SemanticReport | None = None
+    """A semantic (lossy) run's report; ``None`` for exact verification."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,12 +101,43 @@ def generate(
     on_tokens: Callable[[tuple[int, ...]], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
     stop: DraftStopPolicy | None = None,
+    semantic: SemanticRequest | None = None,
 ) -> GenerationResult:
     """Distributed speculative decoding of one request; returns the committed output.
     ``stop``: a stop predictor, which the drafter must support (else ``ValueError``).
-    A fused decision needs a :class:`FusedVerifier` (else ``FAILED_PRECONDITION``)."""
+    A fused decision needs a :class:`FusedVerifier` (else ``FAILED_PRECONDITION``).
+    ``semantic``: verify with the server's lossy semantic rule (greedy chain drafters
+    that return hidden states only, else ``ValueError``)."""
     if stop is not None:
         stopping_drafter(drafter)  # refused before a session is opened
+    if semantic is None:
+        return _generate(verifier, drafter, prompt_ids, sampling, options, window, on_tokens,
+                         clock, stop)  # fmt: skip
+    if not sampling.greedy:
+        raise ValueError(
+            f"semantic verification is greedy only, got temperature {sampling.temperature}"
+        )
+    hidden = hidden_state_drafter(drafter)
+    hidden.return_hidden(True)
+    try:
+        return _generate(verifier, drafter, prompt_ids, sampling, options, window, on_tokens,
+                         clock, stop, semantic)  # fmt: skip
+    finally:
+        hidden.return_hidden(False)
+
+
+def _generate(
+    verifier: Verifier,
+    drafter: DraftBackend,
+    prompt_ids: Sequence[int],
+    sampling: SamplingParams,
+    options: DraftOptions,
+    window: WindowPolicy | None,
+    on_tokens: Callable[[tuple[int, ...]], None] | None,
+    clock: Callable[[], float],
+    stop: DraftStopPolicy | None,
+    semantic: SemanticRequest | None = None,
+) -> GenerationResult:
     policy = window if window is not None else StaticWindow(4)
     rng = draft_rng(sampling.seed)
     prompt = tuple(prompt_ids)
@@ -101,7 +151,15 @@ def generate(
     # the pair is named by the client id, as the server names it (WindowObservation.pair)
     ledger = Ledger(options.session_id, on_tokens, feature, clock, options.client_id)
     hidden = feature is not None
-    session_id = _open(verifier, options, options.session_id, prompt, sampling, hidden)
+    wisv = None if semantic is None else semantic.spec()
+    opened = clock()
+    session_id = _open(verifier, options, options.session_id, prompt, sampling, hidden, wisv)
+    handshake_rtt_s = clock() - opened
+    upload: Upload | None = None
+    if semantic is not None:
+        upload = choose_upload(semantic.upload, handshake_rtt_s)
+    exchanges: list[int] = []
+    mismatches: list[int] = []
     decision: WindowDecision | None = None  # handed back by a fused run
     finished = False
     while not finished:
@@ -117,9 +175,8 @@ def generate(
                 continue
             gamma = capped_gamma(decision.gamma, sampling.max_new_tokens, len(ledger.output))
             network_s = ledger.history.observation(sent).rtt_s  # the last round's, 0 at first
-            played = play_round(
-                verifier, drafter, session_id, context, gamma, sampling, rng, network_s, clock, stop
-            )
+            played = play_round(verifier, drafter, session_id, context, gamma, sampling, rng,
+                                network_s, clock, stop, upload)  # fmt: skip
         except RequestError as exc:
             if exc.code not in RECOVERABLE or clock() - sent > options.retry_timeout_s:
                 raise
@@ -127,7 +184,7 @@ def generate(
             decision = None  # the policy is asked again for the round that did not run
             _close_quietly(verifier, session_id)  # its KV must not wait for the timeout
             session_id = _reopen(
-                verifier, options, prompt, ledger.output, sampling, clock, hidden, reconnects
+                verifier, options, prompt, ledger.output, sampling, clock, hidden, reconnects, wisv
             )
             continue
         reply = played.reply
@@ -135,13 +192,21 @@ def generate(
         times = (played.start_s, played.end_s, played.draft_s, network_s / 2, network_s / 2)
         num_drafted = len(played.call.draft_token_ids)
         finished = ledger.commit(decision.gamma, num_drafted, reply, times, played.num_passes)
+        exchanges.append(played.num_exchanges)
+        mismatches.append(reply.outcome.accepted_mismatches)
         decision = None
     verifier.close(session_id)
+    report = None
+    if semantic is not None and upload is not None:
+        report = SemanticReport(
+            semantic.threshold, upload, handshake_rtt_s, tuple(exchanges), tuple(mismatches)
+        )
     return GenerationResult(
         output_token_ids=tuple(ledger.output),
         rounds=tuple(ledger.rounds),
         request=_request_record(options, prompt, ledger, arrival),
         num_reconnects=reconnects,
+        semantic=report,
     )
 
 
@@ -202,6 +267,7 @@ def _open(
     prompt: tuple[int, ...],
     sampling: SamplingParams,
     return_hidden: bool = False,
+    semantic: SemanticSpec | None = None,
 ) -> str:
     verifier.open(
         SessionSpec(
@@ -211,6 +277,8 @@ def _open(
             sampling=sampling,
             slo_class=options.slo_class,
             return_hidden=return_hidden,
+            verification_rule="exact" if semantic is None else SEMANTIC,
+            semantic=semantic,
         )
     )
     return session_id
@@ -225,6 +293,7 @@ def _reopen(
     clock: Callable[[], float],
     return_hidden: bool = False,
     reconnect: int = 1,
+    semantic: SemanticSpec | None = None,
 ) -> str:
     """Open a fresh session holding every committed token, retrying until the server is
     back. Its name ``<session>#r<reconnect>.<attempt>`` is new for every reconnect of the
@@ -242,7 +311,7 @@ def _reopen(
         session_id = f"{options.session_id}#r{reconnect}.{attempt}"
         try:
             context = (*prompt, *output)
-            return _open(verifier, options, session_id, context, remaining, return_hidden)
+            return _open(verifier, options, session_id, context, remaining, return_hidden, semantic)
         except RequestError as exc:
             if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
                 raise

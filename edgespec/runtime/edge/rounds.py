@@ -12,6 +12,7 @@ is what the device keeps of a generation, round by round.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -29,7 +30,9 @@ from edgespec.runtime.backends.base import (
     FeatureDraftBackend,
     propose_block,
 )
+from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
+    DRAFT_HIDDEN,
     FusedCall,
     FusedRound,
     SessionSpec,
@@ -93,7 +96,9 @@ def capped_gamma(gamma: int, max_new_tokens: int, num_output: int) -> int:
 @dataclass(frozen=True, slots=True)
 class PlayedRound:
     """A drafted and verified round: the call sent, the reply, the draft passes run, and
-    when drafting started, ended and the reply came back (the caller's clock)."""
+    when drafting started, ended and the reply came back (the caller's clock);
+    ``num_exchanges``: verify calls it took (2 for a semantic SH round whose server asked
+    for the draft's hidden states; the reply's queue and verify times then add up both)."""
 
     call: VerifyCall
     reply: VerifyReply
@@ -101,6 +106,7 @@ class PlayedRound:
     start_s: float
     drafted_s: float
     end_s: float
+    num_exchanges: int = 1
 
     @property
     def draft_s(self) -> float:
@@ -118,9 +124,14 @@ def play_round(
     network_s: float,
     clock: Callable[[], float],
     stop: DraftStopPolicy | None = None,
+    upload: str | None = None,
 ) -> PlayedRound:
     """Draft ``gamma`` (already capped) tokens after ``context`` and verify them;
-    ``network_s``: the last measured network time, reported with the call."""
+    ``network_s``: the last measured network time, reported with the call.
+
+    ``upload`` (a semantic session's, :mod:`edgespec.runtime.edge.semantic`): ``"fh"`` sends
+    the draft's hidden states of every position with the block; ``"sh"`` sends none, and
+    the rows the server asks for in a follow-up call."""
     start = clock()
     proposal = (
         propose_block(drafter, context, gamma, sampling.temperature, rng, stop)
@@ -128,17 +139,43 @@ def play_round(
         else DraftProposal((), None, num_passes=None if stop is None else 0)
     )
     drafted = clock()
+    hidden = proposal.hidden
+    if upload is not None and proposal.token_ids and hidden is None:
+        raise ValueError("semantic verification needs the draft's hidden states; none drafted")
     call = VerifyCall(
         session_id=session_id,
         prefix_len=len(context),
         draft_token_ids=proposal.token_ids,
         draft_probs=None if sampling.greedy else proposal.probs,
         draft_parents=proposal.parents,
+        payloads={DRAFT_HIDDEN: hidden} if upload == "fh" and hidden is not None else {},
         draft_s=drafted - start,
         network_s=network_s,
     )
     reply = verifier.verify(call)
-    return PlayedRound(call, reply, proposal.num_passes, start, drafted, clock())
+    asked = reply.outcome.hidden_request
+    if asked is None:
+        return PlayedRound(call, reply, proposal.num_passes, start, drafted, clock())
+    if hidden is None or max(asked, default=0) >= len(hidden):
+        raise RequestError(
+            ErrorCode.INTERNAL,
+            f"the server asked for the draft hidden states of positions {list(asked)}, "
+            f"which this round did not draft",
+        )
+    followup = dataclasses.replace(call, payloads={DRAFT_HIDDEN: hidden[list(asked)]})
+    second = verifier.verify(followup)
+    if second.outcome.hidden_request is not None:
+        raise RequestError(
+            ErrorCode.INTERNAL, f"the server asked session {session_id!r} for hidden states twice"
+        )
+    both = VerifyReply(
+        second.outcome,
+        reply.queue_s + second.queue_s,
+        reply.verify_s + second.verify_s,
+        second.batch_size,
+        second.queue_depth,
+    )
+    return PlayedRound(call, both, proposal.num_passes, start, drafted, clock(), 2)
 
 
 def round_outcome(

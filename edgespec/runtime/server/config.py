@@ -9,13 +9,17 @@ import os
 import ssl
 import types
 from collections.abc import Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.tree import parse_branching
 from edgespec.errors import did_you_mean
 from edgespec.policies.registry import BATCHING, ROUTING
+from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.policies.slo import DeadlineRule
+
+if TYPE_CHECKING:
+    from edgespec.runtime.edge.semantic import SemanticRequest
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -54,8 +58,14 @@ class ServerConfig:
     # False = SLED-style baseline: no KV kept between a session's verifications, every
     # verification forwards the session's whole context
     prefix_cache: bool = True
+    # semantic (lossy, WISV) verification: the decision head (JSON, edgespec.policies.
+    # semantic.head); without one the server serves "exact" only. semantic_thresholds: the
+    # thresholds (0..16) a session may ask for; empty = all
+    semantic_head: str | None = None
+    semantic_thresholds: tuple[int, ...] = ()
 
     def validate(self) -> None:
+        self._validate_semantic()
         for i, token in enumerate(self.auth_tokens):
             if not token.strip():
                 raise ConfigError(
@@ -89,6 +99,17 @@ class ServerConfig:
             raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
         if self.tls_cert is not None and self.tls_key is not None:
             check_tls_pair(self.tls_cert, self.tls_key)
+
+    def _validate_semantic(self) -> None:
+        if self.semantic_thresholds and self.semantic_head is None:
+            raise ConfigError("semantic_thresholds", "needs a decision head (--semantic-head FILE)")
+        for t in self.semantic_thresholds:
+            if not 0 <= t <= THRESHOLD_STEPS:
+                raise ConfigError(
+                    "semantic_thresholds", f"each must be in 0..{THRESHOLD_STEPS}, got {t}"
+                )
+        if self.semantic_head is not None and not os.path.isfile(self.semantic_head):
+            raise ConfigError("semantic_head", f"{self.semantic_head} does not exist")
 
     def _validate_batching(self) -> None:
         name, params = self.batching.name, self.batching.params
@@ -151,6 +172,17 @@ class DrafterConfig:
     link_jitter_ms: float = 0.0
     link_bandwidth_mbps: float | None = None
     link_seed: int | None = None  # seed of the jitter draws (None: fresh entropy)
+    # verification rule: "exact" (lossless) or "semantic" (lossy, WISV; greedy neural chain
+    # drafts, a server with --semantic-head): its threshold T (0..16, required), upload
+    # protocol (fh, sh, or auto: FH when the handshake RTT is above 10 ms) and the channel
+    # reported to the decision head (uplink default: link_bandwidth_mbps; RTT default:
+    # link_rtt_ms, else 0)
+    verification: Literal["exact", "semantic"] = "exact"
+    threshold: int | None = None
+    upload: Literal["fh", "sh", "auto"] = "auto"
+    channel_uplink_mbps: float | None = None
+    channel_per: float = 0.0
+    channel_rtt_ms: float | None = None
 
     def validate(self) -> None:
         for name in ("link_rtt_ms", "link_jitter_ms", "link_bandwidth_mbps"):
@@ -182,6 +214,62 @@ class DrafterConfig:
                 f"unknown routing policy {self.routing.name!r}; known: {sorted(ROUTING)}"
                 + did_you_mean(self.routing.name, ROUTING),
             )
+        self._validate_semantic()
+
+    def _validate_semantic(self) -> None:
+        if self.verification != "semantic":
+            if self.threshold is not None:
+                raise ConfigError("threshold", "is the semantic threshold: needs --verify semantic")
+            return
+        if self.threshold is None or not 0 <= self.threshold <= THRESHOLD_STEPS:
+            raise ConfigError(
+                "threshold",
+                f"semantic verification needs a threshold in 0..{THRESHOLD_STEPS} (--threshold "
+                f"T; a mismatch is rejected when the head's p >= T/{THRESHOLD_STEPS}), got "
+                f"{self.threshold}",
+            )
+        if self.temperature > 0:
+            raise ConfigError(
+                "verification",
+                f"semantic verification is greedy only: needs temperature 0, got "
+                f"{self.temperature}",
+            )
+        if self.tree is not None:
+            raise ConfigError("verification", "semantic verification takes chains, not --tree")
+        if self.draft == "ngram":
+            raise ConfigError(
+                "verification",
+                "semantic verification needs a neural draft model, which returns its hidden "
+                "states (ngram has none)",
+            )
+        if not 0.0 <= self.channel_per < 1.0:
+            raise ConfigError("channel_per", f"must be in [0, 1), got {self.channel_per}")
+        rtt = self.channel_rtt_ms
+        if rtt is not None and not (math.isfinite(rtt) and rtt >= 0):
+            raise ConfigError("channel_rtt_ms", f"must be a finite number >= 0, got {rtt}")
+        try:
+            self.semantic_request()
+        except ValueError as exc:
+            raise ConfigError("channel_uplink_mbps", str(exc)) from None
+
+    def semantic_request(self) -> SemanticRequest | None:
+        """The semantic session this config asks for (``None`` for exact verification);
+        ``ValueError`` for a channel it cannot report."""
+        from edgespec.runtime.edge.semantic import SemanticRequest
+
+        if self.verification != "semantic" or self.threshold is None:
+            return None
+        uplink = self.channel_uplink_mbps or self.link_bandwidth_mbps
+        if not uplink:
+            raise ValueError(
+                "semantic verification reports the device's uplink rate to the server's "
+                "decision head: give --channel-uplink-mbps (or an emulated "
+                "--link-bandwidth-mbps)"
+            )
+        rtt_ms = self.channel_rtt_ms if self.channel_rtt_ms is not None else self.link_rtt_ms
+        return SemanticRequest(
+            self.threshold, uplink * 1e6, self.channel_per, rtt_ms / 1e3, self.upload
+        )
 
     @property
     def servers(self) -> tuple[str, ...]:

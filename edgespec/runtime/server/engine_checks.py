@@ -8,7 +8,7 @@ from collections.abc import Collection
 
 from edgespec.runtime.backends.base import TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec, VerifyCall
+from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall
 from edgespec.runtime.server.verification import VerificationRule
 from edgespec.runtime.validation import check_vocab
 
@@ -74,3 +74,21 @@ def check_verify_call(
             f"{backend.max_context_tokens}",
         )
     rule.check(call, spec.sampling, backend.vocab_size)
+
+
+def check_followup(call: VerifyCall, asked: VerifyCall, positions: tuple[int, ...]) -> None:
+    """``INVALID_ARGUMENT`` unless ``call`` resends the block of ``asked``, the call whose
+    verification waits for the draft hidden states of ``positions`` (SH upload)."""
+    same = (
+        call.prefix_len == asked.prefix_len
+        and call.draft_token_ids == asked.draft_token_ids
+        and call.draft_parents == asked.draft_parents
+    )
+    if not same:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"session {call.session_id!r} awaits the draft hidden states of positions "
+            f"{list(positions)} for its block of {len(asked.draft_token_ids)} tokens at "
+            f"prefix_len {asked.prefix_len}: resend that block with payload "
+            f"{DRAFT_HIDDEN!r} holding those {len(positions)} rows",
+        )

@@ -59,6 +59,13 @@ def start_fused_run(
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT, f"fused gamma {call.gamma} outside 1..{max_draft_tokens}"
         )
+    if not engine.session_rule(call.session_id).lossless:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"fused rounds verify losslessly (the server's draft sends no hidden states); "
+            f"session {call.session_id!r} uses the lossy verification rule "
+            f"{spec.verification_rule!r}",
+        )
     drafter = draft_factory()
     if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden:
         raise RequestError(

@@ -11,24 +11,38 @@ started, ``verify_s`` = the batch's forward, ``end_s`` = the batch's end (so
 policy saw; the device's draft and network times are 0 (not the server's to know).
 WISP's Eq. 21 attribution (:func:`edgespec.metrics.attribution.attribute_violations`)
 then runs on the file as on the simulator's rounds (:func:`read_round_log`).
+
+A session verified by a lossy rule labels every one of its rows (:data:`LABEL_KEYS`, e.g.
+``"verification": "semantic", "lossy": true, "threshold": 12``); exact sessions' rows are
+unchanged, and :func:`read_round_log` drops the labels.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 from edgespec.core.types import PendingVerification, RequestRecord, RoundRecord
 from edgespec.runtime.messages import VerifyOutcome
 
+LABEL_KEYS = frozenset(
+    {"verification", "lossy", "threshold", "upload", "exchanges", "accepted_mismatches"}
+)
+"""Keys a lossy session's rows carry beyond the record's fields (the server's round log:
+``verification``, ``lossy``, ``threshold``; ``edgespec draft --records`` adds ``upload``,
+and per round ``exchanges`` and ``accepted_mismatches``)."""
 
-def record_row(record: RoundRecord | RequestRecord) -> dict[str, Any]:
+
+def record_row(
+    record: RoundRecord | RequestRecord, labels: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """A record as a JSONL row: ``{"type": "RoundRecord", ...fields}`` (the server's round
-    log and ``edgespec draft --records`` both write these)."""
-    return {"type": type(record).__name__, **dataclasses.asdict(record)}
+    log and ``edgespec draft --records`` both write these), then ``labels`` (a lossy
+    session's, :data:`LABEL_KEYS`)."""
+    return {"type": type(record).__name__, **dataclasses.asdict(record), **(labels or {})}
 
 
 def server_round(
@@ -74,13 +88,16 @@ class RoundLog:
         start_s: float,
         end_s: float,
         batch_size: int,
+        labels: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
-        """Record the entries of one batch that were verified (not those that failed)."""
+        """Record the entries of one batch that were verified (not those that failed);
+        ``labels``: per session id, what its rows carry (a lossy session's labels)."""
         for pending, outcome in verified:
             index = self._rounds.get(pending.session_id, 0)
             self._rounds[pending.session_id] = index + 1
             record = server_round(pending, outcome, index, start_s, end_s, batch_size)
-            self._file.write(json.dumps(record_row(record)) + "\n")
+            extra = None if labels is None else labels.get(pending.session_id)
+            self._file.write(json.dumps(record_row(record, extra)) + "\n")
         self._file.flush()
 
     def close(self) -> None:
@@ -97,6 +114,8 @@ def read_round_log(path: Path) -> Iterator[RoundRecord]:
             row = json.loads(line)
             if row.pop("type", None) != "RoundRecord":
                 continue
+            for key in LABEL_KEYS:
+                row.pop(key, None)
             try:
                 yield RoundRecord(**row)
             except TypeError as exc:

@@ -43,6 +43,7 @@ from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.fused_run import fused_generate, stream_fused_run
 from edgespec.runtime.server.fused_setup import ServerWindow, start_fused_run
 from edgespec.runtime.server.round_log import RoundLog
+from edgespec.runtime.server.verification import rule_labels
 
 _T = TypeVar("_T")
 
@@ -60,7 +61,9 @@ class VerificationService:
     ``draft_factory``: the co-located draft model (a fresh backend per fused run or
     baseline request); ``window``: the window policy consulted after each fused round
     (:meth:`run_fused`), one object for all sessions, called under a lock; ``round_log``:
-    where each verified entry's record goes (``edgespec serve --round-log``)."""
+    where each verified entry's record goes (``edgespec serve --round-log``); ``log``:
+    where the service's event lines go (a session opened with a lossy rule: ``edgespec
+    serve`` prints them on stderr)."""
 
     def __init__(
         self,
@@ -72,9 +75,11 @@ class VerificationService:
         batch_wait_s: float = 0.002,
         window: WindowPolicy | None = None,
         round_log: RoundLog | None = None,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.engine = engine
         self._round_log = round_log
+        self._log = log
         self.config = config
         self._planner = BatchPlanner(batching, config, clock)
         self._draft_factory = draft_factory
@@ -120,6 +125,11 @@ class VerificationService:
         """Open ``spec``; with auth on, ``owner`` (the caller's identity) owns the session:
         only it may verify or close it (:mod:`edgespec.runtime.server.clients`)."""
         self._guard(lambda: self._admission.open(spec, owner, self._clock()))
+        rule = self.engine.session_rule(spec.session_id)
+        if not rule.lossless and self._log is not None:
+            describe = getattr(rule, "describe", None)
+            what = describe() if callable(describe) else f"LOSSY {spec.verification_rule!r}"
+            self._log(f"session {spec.session_id!r} (client {spec.client_id!r}) opened: {what}")
 
     def close_session(self, session_id: str, owner: str | None = None) -> bool:
         return self._guard(lambda: self._admission.close(session_id, owner))
@@ -286,11 +296,16 @@ class VerificationService:
             end = self._clock()
             self._counters.record_batch([e.pending for e in entries], start, end)
             pairs = zip(entries, outcomes, strict=True)
-            verified = [(e.pending, o) for e, o in pairs if not isinstance(o, RequestError)]
+            verified = [  # decided rounds (not those waiting for the draft's hidden states)
+                (e.pending, o)
+                for e, o in pairs
+                if not isinstance(o, RequestError) and o.hidden_request is None
+            ]
             for pending, done in verified:
                 self._admission.slo.verified(pending.session_id, done.result)
             if self._round_log is not None:
-                self._round_log.batch(verified, start, end, len(entries))
+                labels = {p.session_id: self._labels(p.session_id) for p, _ in verified}
+                self._round_log.batch(verified, start, end, len(entries), labels)
             for e, outcome in zip(entries, outcomes, strict=True):
                 if e.future.done():
                     continue
@@ -300,6 +315,14 @@ class VerificationService:
                 queue_s = start - e.pending.enqueued_s
                 reply = VerifyReply(outcome, queue_s, end - start, len(entries), len(self._queue))
                 e.future.set_result(reply)
+
+    def _labels(self, session_id: str) -> dict[str, object]:
+        """What a session's records carry beyond the round (a lossy rule's labels)."""
+        try:
+            spec = self.engine.session_spec(session_id)
+            return rule_labels(spec.verification_rule, self.engine.session_rule(session_id))
+        except RequestError:  # closed meanwhile
+            return {}
 
     async def _expiry_loop(self) -> None:
         period = min(self.config.session_timeout_s / 4, 1.0)

@@ -21,13 +21,27 @@ session's rule at two points of every verification:
 :class:`ExactRule` (``"exact"``) is lossless: greedy chains and token trees by argmax,
 sampled chains by speculative sampling. A lossy rule is served only under its own name,
 so a session gets it only by asking for it.
+
+Two optional capabilities, used by the lossy ``"semantic"`` rule
+(:mod:`edgespec.runtime.server.semantic`) and left alone by the exact one:
+
+* :class:`SessionRuleFactory`: what the engine serves under a name may be a factory whose
+  ``bind(spec)`` is called when a session opens (it refuses a spec it cannot serve with a
+  :class:`~edgespec.runtime.errors.RequestError`) and returns that session's own rule.
+* :class:`HiddenStateRule`: a rule whose ``wants_hidden`` is true gets the target's
+  last-layer hidden states of its K + 1 logit rows (the engine asks the backend for them
+  only for such sessions) through ``verdict_hidden``, which may answer
+  :class:`HiddenStatesNeeded`: the engine then keeps the forward pass, commits nothing,
+  and the session's next call must be the follow-up carrying the draft's hidden states of
+  those positions (``check_followup`` checks it; ``verdict_hidden`` is called again with
+  the original call and the follow-up, and must decide).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -35,17 +49,28 @@ import numpy.typing as npt
 from edgespec.core.speculative import greedy_verify, greedy_verify_tree, stochastic_verify
 from edgespec.core.types import SamplingParams, VerifyResult
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import VerifyCall
+from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.sampling import logits_to_probs
 from edgespec.runtime.validation import check_draft_probs, check_tree_call
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """A verification's result and, for a token tree, its accepted path's node indices."""
+    """A verification's result and, for a token tree, its accepted path's node indices;
+    ``accepted_mismatches``: the accepted draft tokens that differ from the target's argmax
+    (a lossy rule's count; 0 for a lossless one)."""
 
     result: VerifyResult
     path: tuple[int, ...] | None = None
+    accepted_mismatches: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HiddenStatesNeeded:
+    """No verdict yet: the rule needs the draft's hidden states of these draft positions
+    (ascending), which the client sends in a follow-up call."""
+
+    positions: tuple[int, ...]
 
 
 class VerificationRule(Protocol):
@@ -66,6 +91,74 @@ class VerificationRule(Protocol):
         logits: npt.NDArray[np.float32],
         rng: np.random.Generator,
     ) -> Verdict: ...
+
+
+@runtime_checkable
+class SessionRuleFactory(Protocol):
+    """Served under a name in place of a rule: binds each session that names it to its own
+    rule when the session opens (module docstring)."""
+
+    @property
+    def lossless(self) -> bool: ...
+
+    def bind(self, spec: SessionSpec) -> VerificationRule:
+        """The session's rule; :class:`RequestError` (``INVALID_ARGUMENT``) naming what in
+        ``spec`` this rule cannot serve."""
+        ...
+
+
+@runtime_checkable
+class HiddenStateRule(VerificationRule, Protocol):
+    """A rule that reads the target's hidden states and may ask the client for its own
+    (module docstring)."""
+
+    @property
+    def wants_hidden(self) -> bool: ...
+
+    def check_followup(self, call: VerifyCall, positions: tuple[int, ...]) -> None:
+        """``INVALID_ARGUMENT`` unless ``call`` carries what :class:`HiddenStatesNeeded`
+        asked for (the engine has checked it resends the same block)."""
+        ...
+
+    def verdict_hidden(
+        self,
+        call: VerifyCall,
+        sampling: SamplingParams,
+        logits: npt.NDArray[np.float32],
+        target_hidden: npt.NDArray[np.float32],
+        followup: VerifyCall | None = None,
+    ) -> Verdict | HiddenStatesNeeded:
+        """``target_hidden`` holds one row per logit row (the target's last-layer hidden
+        state at the position whose logits those are); ``followup``: the call that brought
+        the hidden states a :class:`HiddenStatesNeeded` asked for."""
+        ...
+
+
+AnyRule = VerificationRule | SessionRuleFactory
+"""What an engine serves under a name: a rule, or a factory of per-session rules."""
+
+
+def bind_rule(rule: AnyRule, spec: SessionSpec) -> VerificationRule:
+    """The rule a session opened with ``spec`` gets from ``rule``."""
+    return rule.bind(spec) if isinstance(rule, SessionRuleFactory) else rule
+
+
+def hidden_state_rule(rule: VerificationRule) -> HiddenStateRule | None:
+    """``rule`` when it reads the target's hidden states (:class:`HiddenStateRule` with
+    ``wants_hidden``), else ``None``. The engine asks once, when a session opens."""
+    if isinstance(rule, HiddenStateRule) and rule.wants_hidden:
+        return rule
+    return None
+
+
+def rule_labels(name: str, rule: VerificationRule) -> dict[str, Any]:
+    """What the records of a session verified by ``rule`` (served as ``name``) carry:
+    nothing for a lossless rule; for a lossy one ``verification`` (its name), ``lossy:
+    true`` and the rule's own ``labels`` (e.g. the semantic threshold)."""
+    if rule.lossless:
+        return {}
+    own: Mapping[str, Any] = getattr(rule, "labels", {})
+    return {"verification": name, "lossy": True, **own}
 
 
 def refuse_payloads(call: VerifyCall, rule: str, accepted: Collection[str] = ()) -> None:

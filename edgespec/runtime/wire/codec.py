@@ -12,7 +12,9 @@ import numpy.typing as npt
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
+    DRAFT_HIDDEN,
     PROTOCOL_VERSION,
+    SemanticSpec,
     ServerStats,
     SessionSpec,
     VerifyCall,
@@ -34,7 +36,7 @@ def spec_to_proto(spec: SessionSpec) -> Any:
     )
     if s.seed is not None:
         sampling.seed = s.seed
-    return pb.OpenSessionRequest(
+    msg = pb.OpenSessionRequest(
         protocol_version=PROTOCOL_VERSION,
         session_id=spec.session_id,
         client_id=spec.client_id,
@@ -44,6 +46,16 @@ def spec_to_proto(spec: SessionSpec) -> Any:
         return_hidden=spec.return_hidden,
         verification_rule=spec.verification_rule,
     )
+    if spec.semantic is not None:
+        o = spec.semantic
+        if o.threshold < 0:
+            raise ValueError(f"semantic threshold {o.threshold} is negative")
+        msg.semantic.CopyFrom(
+            pb.SemanticOptions(
+                threshold=o.threshold, uplink_bps=o.uplink_bps, per=o.per, rtt_s=o.rtt_s
+            )
+        )
+    return msg
 
 
 def spec_from_proto(msg: Any) -> SessionSpec:
@@ -77,7 +89,23 @@ def spec_from_proto(msg: Any) -> SessionSpec:
         slo_class=msg.slo_class or "default",
         return_hidden=msg.return_hidden,
         verification_rule=msg.verification_rule or "exact",
+        semantic=_semantic_from_proto(msg),
     )
+
+
+def _semantic_from_proto(msg: Any) -> SemanticSpec | None:
+    """The session's semantic settings (checked when the rule binds the session); refused
+    for a session that names another rule."""
+    if not msg.HasField("semantic"):
+        return None
+    if (msg.verification_rule or "exact") != "semantic":
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"semantic options need verification_rule 'semantic', not "
+            f"{msg.verification_rule or 'exact'!r}",
+        )
+    o = msg.semantic
+    return SemanticSpec(o.threshold, o.uplink_bps, o.per, o.rtt_s)
 
 
 def call_to_proto(call: VerifyCall) -> Any:
@@ -92,6 +120,11 @@ def call_to_proto(call: VerifyCall) -> Any:
     if call.draft_probs is not None:
         request.draft_probs.extend(np.asarray(call.draft_probs, np.float32).ravel().tolist())
     for name, array in call.payloads.items():
+        if name == DRAFT_HIDDEN and np.ndim(array) == 2:  # float16 bytes, not NamedArray
+            request.draft_hidden, request.draft_hidden_size = hidden_to_bytes(
+                np.asarray(array, np.float32)
+            )
+            continue
         values = np.asarray(array, np.float32)
         request.payloads.add(name=name, shape=list(values.shape), values=values.ravel().tolist())
     return request
@@ -112,7 +145,25 @@ def _payloads_from_proto(msg: Any) -> dict[str, npt.NDArray[np.float32]]:
                 f"payload {item.name!r} has {len(item.values)} values for shape {list(shape)}",
             )
         payloads[item.name] = np.asarray(item.values, dtype=np.float32).reshape(shape)
+    if msg.draft_hidden or msg.draft_hidden_size:
+        if DRAFT_HIDDEN in payloads:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{DRAFT_HIDDEN} is given twice: as bytes and as a payload",
+            )
+        payloads[DRAFT_HIDDEN] = _draft_hidden(msg.draft_hidden, msg.draft_hidden_size)
     return payloads
+
+
+def _draft_hidden(data: bytes, size: int) -> npt.NDArray[np.float32]:
+    """``VerifyRequest.draft_hidden`` as float32 rows (rows × ``size``)."""
+    if size <= 0 or len(data) % (2 * size):
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{DRAFT_HIDDEN} has {len(data)} bytes, not rows x draft_hidden_size ({size}) x 2 "
+            "(float16)",
+        )
+    return np.frombuffer(data, dtype="<f2").reshape(-1, size).astype(np.float32)
 
 
 def call_from_proto(msg: Any) -> VerifyCall:
@@ -161,6 +212,9 @@ def reply_to_proto(reply: VerifyReply) -> Any:
         msg.target_hidden_start = reply.outcome.target_hidden_start
     if reply.outcome.accepted_nodes is not None:
         msg.accepted_nodes.extend(reply.outcome.accepted_nodes)
+    if reply.outcome.hidden_request is not None:
+        msg.hidden_request.extend(reply.outcome.hidden_request)
+    msg.accepted_mismatches = reply.outcome.accepted_mismatches
     return msg
 
 
@@ -219,7 +273,16 @@ def reply_from_proto(
                 f"malformed VerifyResponse: {len(hidden)} hidden rows from position {start} "
                 f"run past the {end} committed tokens",
             )
-    outcome = VerifyOutcome(result, committed, msg.finished, 0, hidden, start, nodes)
+    asked = tuple(msg.hidden_request) if len(msg.hidden_request) else None
+    if asked is not None and (committed or max(asked) >= len(draft)):
+        raise RequestError(
+            ErrorCode.INTERNAL,
+            f"malformed VerifyResponse: hidden_request {list(asked)} with "
+            f"{len(committed)} committed tokens for {len(draft)} draft tokens",
+        )
+    outcome = VerifyOutcome(
+        result, committed, msg.finished, 0, hidden, start, nodes, asked, msg.accepted_mismatches
+    )
     return VerifyReply(outcome, msg.queue_s, msg.verify_s, msg.batch_size, msg.queue_depth)
 
 

@@ -116,10 +116,12 @@ def verify_call_bytes(call: VerifyCall) -> int:
 
 def verify_reply_bytes(reply: VerifyReply) -> int:
     """Downlink size of a verification result (the simulator's ``downlink_bytes``, plus
-    the target hidden states a feature draft asked for)."""
+    the target hidden states a feature draft asked for, and the positions a semantic SH
+    server asks the draft's hidden states of, 4 bytes each)."""
     hidden = reply.outcome.target_hidden
     num_hidden = int(hidden.size) if hidden is not None else 0
-    return downlink_bytes(len(reply.outcome.committed_token_ids), num_hidden)
+    asked = len(reply.outcome.hidden_request or ())
+    return downlink_bytes(len(reply.outcome.committed_token_ids) + asked, num_hidden)
 
 
 def open_bytes(spec: SessionSpec) -> int:

@@ -16,6 +16,7 @@ from edgespec.runtime.messages import FusedCall, SessionSpec
 from edgespec.runtime.server.clients import ClientBook
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.fused_setup import ServerWindow, start_fused_run
+from edgespec.runtime.server.verification import ExactRule
 from tests.runtime.round_fakes import Clock, Drafter, StatefulRecording
 
 PROMPT = (1, 2, 3)
@@ -63,6 +64,9 @@ class _Engine:
 
     def session_tokens(self, session_id: str) -> tuple[int, ...]:
         return (*PROMPT, 4)
+
+    def session_rule(self, session_id: str) -> ExactRule:
+        return ExactRule()
 
 
 class _FeatureDraft(Drafter):

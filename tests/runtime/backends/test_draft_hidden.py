@@ -1,0 +1,61 @@
+"""The draft's hidden states for semantic verification: the last-layer state after the
+final norm at each drafted token's predicting position, returned only when asked, with
+the drafted tokens unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from edgespec.runtime.backends.base import hidden_state_drafter
+from edgespec.runtime.backends.ngram import NgramDrafter
+from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
+from edgespec.runtime.backends.tree_draft import TreeDraft
+from edgespec.runtime.testing import tiny_gemma3
+
+CONTEXT = (3, 1, 4, 1, 5, 9)
+
+
+@torch.no_grad()
+def _reference(model: Any, context: tuple[int, ...], tokens: tuple[int, ...]) -> np.ndarray:
+    """The base model's last hidden state at each token's predicting position, from one
+    full forward without cache."""
+    seq = torch.tensor([[*context, *tokens]])
+    states = model.model(input_ids=seq).last_hidden_state[0]
+    start = len(context) - 1
+    rows: np.ndarray = states[start : start + len(tokens)].float().numpy()
+    return rows
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_hidden_states_are_the_predicting_positions_and_tokens_are_unchanged(
+    kind: str, draft_model: Any
+) -> None:
+    model = draft_model if kind == "llama" else tiny_gemma3(seed=3)
+    plain = TransformersDraft(model).propose(CONTEXT, 5, 0.0, np.random.default_rng(0))
+    assert plain.hidden is None  # not asked
+    draft = TransformersDraft(model)
+    assert draft.return_hidden(True) == model.config.hidden_size
+    first = draft.propose(CONTEXT, 5, 0.0, np.random.default_rng(0))
+    assert first.token_ids == plain.token_ids and first.hidden is not None
+    np.testing.assert_allclose(first.hidden, _reference(model, CONTEXT, first.token_ids),
+                               atol=1e-4)  # fmt: skip
+    # the next block on the cached context (the last token not yet forwarded)
+    context = (*CONTEXT, *first.token_ids[:3])
+    second = draft.propose(context, 3, 0.0, np.random.default_rng(0))
+    assert second.hidden is not None and second.hidden.shape == (3, model.config.hidden_size)
+    np.testing.assert_allclose(second.hidden, _reference(model, context, second.token_ids),
+                               atol=1e-4)  # fmt: skip
+    draft.return_hidden(False)
+    assert draft.propose(context, 2, 0.0, np.random.default_rng(0)).hidden is None
+
+
+def test_which_drafters_return_hidden_states(draft_model: Any) -> None:
+    assert isinstance(hidden_state_drafter(HybridDraft(draft_model)), HybridDraft)
+    with pytest.raises(ValueError, match="TreeDraft cannot return its hidden states"):
+        hidden_state_drafter(TreeDraft(draft_model, (2, 1)))
+    with pytest.raises(ValueError, match="NgramDrafter cannot return its hidden states"):
+        hidden_state_drafter(NgramDrafter(vocab_size=64))

@@ -1,0 +1,321 @@
+"""The semantic (lossy, WISV) rule in the engine, in-process: which mismatches end a round,
+FH and SH (the kept pass and its follow-up), threshold 0, what a session may ask for, and
+that exact sessions beside it keep the exact path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from edgespec.core.types import SamplingParams
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import (
+    DRAFT_HIDDEN,
+    SemanticSpec,
+    SessionSpec,
+    VerifyCall,
+    VerifyOutcome,
+)
+from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.semantic import SemanticVerification, semantic_rules
+from edgespec.runtime.server.verification import rule_labels
+from tests.runtime.semantic_helpers import (
+    constant_head,
+    draft_coordinate_head,
+    next_token,
+    per_head,
+    rows,
+)
+
+PROMPT = (3, 1, 4, 1, 5)
+GREEDY = SamplingParams(max_new_tokens=16)
+GOOD = SemanticSpec(threshold=12, uplink_bps=20e6)
+
+
+def _engine(target: TransformersTarget, head: Any = None) -> VerificationEngine:
+    return VerificationEngine(target, rules=semantic_rules(head or draft_coordinate_head()))
+
+
+def _open(
+    engine: VerificationEngine, sid: str, semantic: SemanticSpec | None = GOOD, **kw: Any
+) -> None:
+    rule = "semantic" if semantic is not None else "exact"
+    spec = SessionSpec(
+        sid,
+        "c",
+        PROMPT,
+        kw.pop("sampling", GREEDY),
+        verification_rule=rule,
+        semantic=semantic,
+        **kw,
+    )
+    engine.open_session(spec)
+
+
+def _verify(engine: VerificationEngine, call: VerifyCall) -> VerifyOutcome:
+    engine.validate(call, 16)
+    (out,) = engine.verify_batch([call])
+    assert isinstance(out, VerifyOutcome), out
+    return out
+
+
+def _block(target_model: Any) -> tuple[tuple[int, ...], list[int]]:
+    """A 5-token block after PROMPT: mismatch, match, mismatch, mismatch, mismatch (each
+    judged after the block's earlier tokens), and the target's argmax at each position."""
+    seq, block, argmax = list(PROMPT), [], []
+    for j in range(5):
+        best = next_token(target_model, seq)
+        token = best if j == 1 else (best + 1) % 64
+        argmax.append(best)
+        block.append(token)
+        seq.append(token)
+    return tuple(block), argmax
+
+
+def test_the_earliest_rejected_mismatch_ends_the_round(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    """Mismatches 0 and 2 accepted, the match at 1 whatever its row says, mismatch 3
+    rejected: commit draft 0..2 and the target's argmax at 3; mismatch 4 is never judged."""
+    block, argmax = _block(target_model)
+    engine = _engine(target)
+    _open(engine, "fh")
+    hidden = rows(-1, +1, -1, +1, -1)  # +1: the head rejects (only at a mismatch)
+    out = _verify(engine, VerifyCall("fh", len(PROMPT), block, payloads={DRAFT_HIDDEN: hidden}))
+    assert out.committed_token_ids == (*block[:3], argmax[3])
+    result = out.result
+    assert (result.num_accepted, result.first_rejection, out.accepted_mismatches) == (3, 3, 2)
+    # the session goes on from the committed tokens (its KV cropped from the kept pass)
+    seq = [*PROMPT, *out.committed_token_ids]
+    follow: list[int] = []
+    for _ in range(3):
+        follow.append(next_token(target_model, [*seq, *follow]))
+    nxt = _verify(
+        engine, VerifyCall("fh", len(seq), tuple(follow), payloads={DRAFT_HIDDEN: rows(+1, +1, +1)})
+    )
+    assert nxt.committed_token_ids == (*follow, next_token(target_model, [*seq, *follow]))
+
+
+def test_sh_asks_for_the_mismatches_then_decides_from_the_kept_pass(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    block, argmax = _block(target_model)
+    engine = _engine(target)
+    _open(engine, "sh")
+    passes = engine.counters().num_forward_passes
+    first = _verify(engine, VerifyCall("sh", len(PROMPT), block))
+    assert first.hidden_request == (0, 2, 3, 4) and first.committed_token_ids == ()
+    assert engine.session_tokens("sh") == PROMPT  # nothing committed yet
+    assert engine.pending_sizes("sh", 5)[0] == 0  # the follow-up forwards nothing
+    wanted = rows(-1, +1, -1, +1, -1)[[0, 2, 3, 4]]
+    out = _verify(engine, VerifyCall("sh", len(PROMPT), block, payloads={DRAFT_HIDDEN: wanted}))
+    assert engine.counters().num_forward_passes == passes + 1  # one pass for both calls
+    assert out.committed_token_ids == (*block[:3], argmax[3]) and out.accepted_mismatches == 2
+    assert out.hidden_request is None
+
+
+def test_threshold_0_rejects_the_first_mismatch_without_hidden_states(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    block, argmax = _block(target_model)
+    engine = _engine(target, constant_head(-20.0))  # a head that would accept everything
+    _open(engine, "t0", SemanticSpec(0, 20e6))
+    out = _verify(engine, VerifyCall("t0", len(PROMPT), block))  # SH, yet no follow-up
+    assert out.hidden_request is None
+    assert out.committed_token_ids == (argmax[0],) and out.accepted_mismatches == 0
+
+
+def test_a_head_that_never_rejects_commits_the_block_and_a_bonus(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    block, _ = _block(target_model)
+    engine = _engine(target, constant_head(-20.0))
+    _open(engine, "all")
+    out = _verify(
+        engine, VerifyCall("all", len(PROMPT), block, payloads={DRAFT_HIDDEN: rows(0, 0, 0, 0, 0)})
+    )
+    assert out.committed_token_ids == (*block, next_token(target_model, [*PROMPT, *block]))
+    assert out.result.first_rejection is None and out.accepted_mismatches == 4
+
+
+def test_the_channel_reaches_the_head(target: TransformersTarget, target_model: Any) -> None:
+    """The same block on a clean link (all accepted) and a lossy one (first mismatch
+    rejected): the head here reads only the session's PER."""
+    block, argmax = _block(target_model)
+    engine = _engine(target, per_head())
+    _open(engine, "clean", SemanticSpec(12, 20e6, per=0.0))
+    _open(engine, "lossy", SemanticSpec(12, 20e6, per=0.3))
+    hidden = {DRAFT_HIDDEN: rows(0, 0, 0, 0, 0)}
+    clean = _verify(engine, VerifyCall("clean", len(PROMPT), block, payloads=hidden))
+    lossy = _verify(engine, VerifyCall("lossy", len(PROMPT), block, payloads=hidden))
+    assert clean.result.num_accepted == 5
+    assert lossy.committed_token_ids == (argmax[0],)
+
+
+def test_follow_up_errors_name_what_the_server_waits_for(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    block, _ = _block(target_model)
+    engine = _engine(target)
+    _open(engine, "sh")
+    assert _verify(engine, VerifyCall("sh", len(PROMPT), block)).hidden_request == (0, 2, 3, 4)
+    cases = [
+        (
+            VerifyCall("sh", len(PROMPT), block),
+            "session 'sh' awaits the draft hidden states of positions [0, 2, 3, 4]: the "
+            "follow-up call must carry payload 'draft_hidden' with those 4 rows",
+        ),
+        (
+            VerifyCall("sh", len(PROMPT), block[:2], payloads={DRAFT_HIDDEN: rows(1, 1)}),
+            "session 'sh' awaits the draft hidden states of positions [0, 2, 3, 4] for its "
+            "block of 5 tokens at prefix_len 5: resend that block with payload 'draft_hidden' "
+            "holding those 4 rows",
+        ),
+        (
+            VerifyCall("sh", len(PROMPT), block, payloads={DRAFT_HIDDEN: rows(1)}),
+            "draft_hidden has 1 rows; the server asked for the hidden states of positions "
+            "[0, 2, 3, 4] (4 rows)",
+        ),
+        (
+            VerifyCall("sh", len(PROMPT), block, payloads={DRAFT_HIDDEN: rows(1, 1, np.nan, 1)}),
+            "draft_hidden row 2 (draft position 3) has a non-finite value",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(RequestError) as info:
+            engine.validate(call, 16)
+        assert (info.value.code, info.value.message) == (ErrorCode.INVALID_ARGUMENT, message)
+    out = _verify(
+        engine, VerifyCall("sh", len(PROMPT), block, payloads={DRAFT_HIDDEN: rows(-1, -1, -1, -1)})
+    )
+    assert out.result.num_accepted == 5  # the session was kept waiting, then decided
+
+
+@pytest.mark.parametrize(
+    ("semantic", "kw", "message"),
+    [
+        (None, {}, None),  # an exact session: fine
+        (SemanticSpec(17, 20e6), {}, "semantic threshold 17 outside 0..16"),
+        (SemanticSpec(-1, 20e6), {}, "semantic threshold -1 outside 0..16"),
+        (
+            SemanticSpec(12, 0.0),
+            {},
+            "semantic channel: uplink rate must be a finite number > 0, got 0.0",
+        ),
+        (SemanticSpec(12, 1e6, per=1.0), {}, "semantic channel: PER must be in [0, 1), got 1.0"),
+        (
+            GOOD,
+            {"sampling": SamplingParams(temperature=0.8, max_new_tokens=4)},
+            "semantic verification is greedy only; session 's' samples at temperature 0.8",
+        ),
+    ],
+)
+def test_what_a_semantic_session_may_ask_for(
+    target: TransformersTarget, semantic: SemanticSpec | None, kw: Any, message: str | None
+) -> None:
+    engine = _engine(target)
+    if message is None:
+        _open(engine, "s", semantic, **kw)
+        return
+    with pytest.raises(RequestError) as info:
+        _open(engine, "s", semantic, **kw)
+    assert (info.value.code, info.value.message) == (ErrorCode.INVALID_ARGUMENT, message)
+
+
+def test_a_semantic_session_needs_its_options_and_an_allowed_threshold(
+    target: TransformersTarget,
+) -> None:
+    head = draft_coordinate_head()
+    engine = VerificationEngine(target, rules=semantic_rules(head, thresholds=(8, 12)))
+    with pytest.raises(RequestError, match="needs the session's threshold and channel"):
+        engine.open_session(SessionSpec("s", "c", PROMPT, GREEDY, verification_rule="semantic"))
+    with pytest.raises(RequestError) as info:
+        _open(engine, "s", SemanticSpec(5, 20e6))
+    assert info.value.message == (
+        "semantic threshold 5 is not allowed on this server; it allows [8, 12]"
+    )
+    _open(engine, "s", SemanticSpec(12, 20e6))
+    labels = rule_labels("semantic", engine.session_rule("s"))
+    assert labels == {"verification": "semantic", "lossy": True, "threshold": 12}
+
+
+def test_block_checks_of_a_semantic_call(target: TransformersTarget) -> None:
+    engine = _engine(target)
+    _open(engine, "s")
+    cases = [
+        (
+            VerifyCall("s", len(PROMPT), (1, 2), draft_parents=(-1, -1)),
+            "semantic verification takes draft chains only, not token trees",
+        ),
+        (
+            VerifyCall("s", len(PROMPT), (1, 2), payloads={DRAFT_HIDDEN: np.zeros((2, 16))}),
+            "draft_hidden has shape [2, 16]; the server's decision head "
+            "takes draft hidden states of width 32 (rows x 32)",
+        ),
+        (
+            VerifyCall("s", len(PROMPT), (1, 2, 3), payloads={DRAFT_HIDDEN: rows(1, 1)}),
+            "draft_hidden has 2 rows for 3 draft tokens: an FH call "
+            "sends one row per draft token, an SH call none (the server asks for the rows "
+            "it needs)",
+        ),
+        (
+            VerifyCall("s", len(PROMPT), (1, 2), payloads={DRAFT_HIDDEN: rows(1, np.inf)}),
+            "draft_hidden row 1 (draft position 1) has a non-finite value",
+        ),
+        (
+            VerifyCall("s", len(PROMPT), (1,), payloads={"csi": np.zeros(4, np.float32)}),
+            "verification rule 'semantic' takes no payload(s) ['csi']; it takes ['draft_hidden']",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(RequestError) as info:
+            engine.validate(call, 16)
+        assert (info.value.code, info.value.message) == (ErrorCode.INVALID_ARGUMENT, message)
+
+
+def test_exact_sessions_beside_semantic_ones_keep_the_exact_path(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    """No hidden states are asked of the backend for an exact session, and a hidden-state
+    payload is refused, on a server that serves semantic too."""
+    block, argmax = _block(target_model)
+    seen: list[ForwardItem] = []
+
+    class Spy:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(target, name)
+
+        def forward(self, items: list[ForwardItem]) -> list[ForwardOutput]:
+            seen.extend(items)
+            return target.forward(items)
+
+    engine = VerificationEngine(Spy(), rules=semantic_rules(constant_head(-20.0)))  # type: ignore[arg-type]
+    _open(engine, "exact", None)
+    _open(engine, "wisv")
+    exact = VerifyCall("exact", len(PROMPT), block)
+    wisv = VerifyCall("wisv", len(PROMPT), block, payloads={DRAFT_HIDDEN: rows(0, 0, 0, 0, 0)})
+    for call in (exact, wisv):
+        engine.validate(call, 16)
+    out_exact, out_wisv = engine.verify_batch([exact, wisv])
+    assert [item.want_hidden for item in seen] == [False, True]
+    assert isinstance(out_exact, VerifyOutcome) and isinstance(out_wisv, VerifyOutcome)
+    assert out_exact.committed_token_ids == (argmax[0],)  # lossless: the target's token
+    assert out_wisv.result.num_accepted == 5 and out_exact.target_hidden is None
+    assert out_wisv.target_hidden is None  # the rule's hidden rows are not sent back
+    bad = VerifyCall("exact", len(PROMPT) + 1, (1,), payloads={DRAFT_HIDDEN: rows(0)})
+    with pytest.raises(
+        RequestError, match=r"rule 'exact' takes no payload\(s\) \['draft_hidden'\]"
+    ):
+        engine.validate(bad, 16)
+    assert rule_labels("exact", engine.session_rule("exact")) == {}
+
+
+def test_a_head_of_the_wrong_shape_is_refused_when_served() -> None:
+    with pytest.raises(ValueError, match="target hidden states of width 32; the target's hidden"):
+        SemanticVerification(draft_coordinate_head(), target_hidden_size=64)
+    with pytest.raises(ValueError, match="non-empty set of integers in 0..16"):
+        SemanticVerification(draft_coordinate_head(), frozenset({17}))
