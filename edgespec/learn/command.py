@@ -3,7 +3,9 @@
 ``draft`` (:mod:`edgespec.learn.drafts.command`) and ``feature-draft``
 (:mod:`edgespec.learn.drafts.feature_command`, on ``text-shards``): draft models;
 ``stop-predictor`` (:mod:`edgespec.learn.stop.command`): the rejection predictor;
-``awc-data`` and ``awc`` (:mod:`edgespec.learn.awc.command`): AWC's dataset and WC-DNN.
+``awc-data`` and ``awc`` (:mod:`edgespec.learn.awc.command`): AWC's dataset and WC-DNN;
+``wisv-data`` and ``wisv`` (:mod:`edgespec.learn.wisv.command`): WISV's mismatch dataset
+and decision head.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from edgespec.learn.awc import command as awc_command
 from edgespec.learn.drafts import command as draft_command
 from edgespec.learn.drafts import feature_command, text_shards
 from edgespec.learn.stop import command as stop_command
+from edgespec.learn.wisv import command as wisv_command
 
 # WHAT → the module whose run(args) trains it (each adds its own subparser).
 TRAINERS: dict[str, ModuleType] = {
@@ -24,6 +27,8 @@ TRAINERS: dict[str, ModuleType] = {
     "stop-predictor": stop_command,
     "awc-data": awc_command,
     "awc": awc_command,
+    "wisv-data": wisv_command,
+    "wisv": wisv_command,
 }
 
 

@@ -1,0 +1,3 @@
+"""WISV (seed 003): the decision head's dataset from a real pair (``capture``, with GSM8K
+outcomes in ``answers``) and its training (``train``); ``command`` holds
+``edgespec train wisv-data`` and ``edgespec train wisv``."""

@@ -1,0 +1,355 @@
+"""Training the WISV decision head (seed 003, Eqs. 23–27) with torch on a ``wisv-data``
+dataset, exported as a numpy :class:`~edgespec.policies.semantic.head.DecisionHead`.
+
+* **Split** by prompt: ``holdout`` of the prompts with mismatches (at least one) are held
+  out. No prompt's mismatches are on both sides.
+* **Instances** (:func:`build_instances`): each episode (one prompt's mismatches) gets
+  ``draws`` CSI draws (:func:`~edgespec.policies.semantic.relabel.sample_channel`), and
+  every mismatch × draw is one instance x = [h_d ; h_t ; c(draw)]. Its target is the
+  relabelled rejection probability r_j(κ) (Eq. 31,
+  :mod:`edgespec.policies.semantic.relabel`). With ``relabel=False`` (the Fig. 5
+  ablation) the target is the base label y_j, the same CSI inputs included. The
+  held-out instances use their own draws (seed + 1).
+* **Network** (Eq. 25): Linear(d_in → width) → ReLU → Dropout → Linear(width → 1) on
+  standardised inputs (training mean and standard deviation; a constant column gets
+  scale 1). Width 64, dropout 0.1.
+* **Loss** (Eq. 26): binary cross-entropy on the (soft) targets, class-balanced: the
+  positive term is weighted by Σ(1 − t)/Σt over the training targets. AdamW (lr 1e-3,
+  weight decay 1e-2), batches of 256, 100 epochs, seeded.
+* **Export**: W1 = first.weightᵀ, b1, W2 = second.weightᵀ, b2, with the standardisation as
+  the head's ``mean`` and ``scale``. The numpy head gives the torch network's
+  probabilities (eval mode).
+* **Metrics** on the held-out prompts: ROC AUC of p against the relabelled hard labels
+  (r ≥ 0.5) and against the base labels, accuracy at τ = 0.5, and the class balance. The
+  **acceptance table** (:func:`reject_shares`) gives the share of held-out mismatches
+  the head rejects at each threshold T = 0..16 (τ = T/16, reject iff p ≥ τ), on a poor
+  link (20 Mbit/s) and a good one (500 Mbit/s). Both have PER 0 and RTT 50 ms (Table I).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+from torch import nn
+
+from edgespec.learn.wisv.capture import WisvDataset
+from edgespec.policies.semantic.csi import ChannelState, csi_features
+from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead
+from edgespec.policies.semantic.relabel import (
+    Episode,
+    hard_repairs,
+    repair_probabilities,
+    sample_channel,
+)
+
+FloatArray = npt.NDArray[np.float64]
+THRESHOLDS: tuple[int, ...] = tuple(range(THRESHOLD_STEPS + 1))
+CHANNELS: dict[str, ChannelState] = {
+    "poor": ChannelState(uplink_bps=20e6, per=0.0, rtt_s=0.05),
+    "good": ChannelState(uplink_bps=500e6, per=0.0, rtt_s=0.05),
+}
+"""The acceptance table's links: the paper's 20 and 500 Mbit/s at Table I's RTT 50 ms."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrainSettings:
+    width: int = 64
+    dropout: float = 0.1
+    epochs: int = 100
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-2
+    batch_size: int = 256
+    draws: int = 8
+    holdout: float = 0.25
+    relabel: bool = True
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if min(self.width, self.epochs, self.batch_size, self.draws) < 1:
+            raise ValueError("width, epochs, batch size and draws must be >= 1")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0.0 < self.holdout < 1.0:
+            raise ValueError(f"holdout must be in (0, 1), got {self.holdout}")
+        if self.learning_rate <= 0 or self.weight_decay < 0:
+            raise ValueError("the learning rate must be > 0 and the weight decay >= 0")
+
+
+Split = list[tuple[int, npt.NDArray[np.int64], Episode]]
+
+
+def split_episodes(data: WisvDataset, holdout: float, seed: int) -> tuple[Split, Split]:
+    """(training, held-out) episodes: whole prompts to one side, ``holdout`` of them (at
+    least one, and at least one left to train on) held out, chosen with ``seed``."""
+    episodes = data.episodes()
+    if len(episodes) < 2:
+        raise ValueError(f"need mismatches from at least 2 prompts, got {len(episodes)}")
+    count = min(len(episodes) - 1, max(1, round(holdout * len(episodes))))
+    held = set(np.random.default_rng(seed).choice(len(episodes), count, replace=False).tolist())
+    train = [e for i, e in enumerate(episodes) if i not in held]
+    return train, [e for i, e in enumerate(episodes) if i in held]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Instances:
+    """Rows of x = [h_d ; h_t ; c], their training targets, the relabelled hard labels,
+    the base labels and the dataset row each comes from."""
+
+    x: npt.NDArray[np.float32]
+    target: npt.NDArray[np.float32]
+    hard: npt.NDArray[np.int64]
+    base: npt.NDArray[np.int64]
+    row: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.target.shape[0])
+
+
+def inputs(data: WisvDataset, rows: npt.NDArray[np.int64], channel: ChannelState) -> Any:
+    """x for dataset ``rows`` on one channel (float32, n × d_in)."""
+    c = np.broadcast_to(np.asarray(csi_features(channel), dtype=np.float32), (rows.size, 4))
+    return np.concatenate(
+        [
+            data.draft_hidden[rows].astype(np.float32),
+            data.target_hidden[rows].astype(np.float32),
+            c,
+        ],
+        axis=1,
+    )
+
+
+def build_instances(
+    data: WisvDataset, episodes: Split, draws: int, relabel: bool, seed: int
+) -> Instances:
+    """``draws`` CSI draws per episode (module docstring), in episode order."""
+    rng = np.random.default_rng(seed)
+    xs, targets, hards, bases, rows = [], [], [], [], []
+    for _, idx, episode in episodes:
+        base = np.asarray(episode.critical, dtype=np.int64)
+        for _ in range(draws):
+            channel = sample_channel(rng)
+            soft = repair_probabilities(episode, channel.quality)
+            xs.append(inputs(data, idx, channel))
+            targets.append(soft if relabel else base.astype(np.float64))
+            hards.append(hard_repairs(soft))
+            bases.append(base)
+            rows.append(idx)
+    if not xs:
+        raise ValueError("no episodes to build instances from")
+    return Instances(
+        x=np.concatenate(xs).astype(np.float32),
+        target=np.concatenate(targets).astype(np.float32),
+        hard=np.concatenate(hards),
+        base=np.concatenate(bases),
+        row=np.concatenate(rows),
+    )
+
+
+class HeadNet(nn.Module):
+    """Eq. 25 on standardised inputs: Linear → ReLU → Dropout → Linear (a logit)."""
+
+    def __init__(self, d_in: int, width: int, dropout: float) -> None:
+        super().__init__()
+        self.first = nn.Linear(d_in, width)
+        self.dropout = nn.Dropout(dropout)
+        self.second = nn.Linear(width, 1)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.second(self.dropout(torch.relu(self.first(z))))[:, 0]
+        return out
+
+
+def standardiser(x: npt.NDArray[np.float32]) -> tuple[FloatArray, FloatArray]:
+    mean = x.astype(np.float64).mean(axis=0)
+    scale = x.astype(np.float64).std(axis=0)
+    return mean, np.where(scale > 1e-6, scale, 1.0)
+
+
+def positive_weight(target: npt.NDArray[np.float32]) -> float:
+    """Σ(1 − t)/Σt: the positive term's weight that balances the classes (1 if no
+    positive mass)."""
+    positive = float(target.sum())
+    return (len(target) - positive) / positive if positive > 0 else 1.0
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TrainedHead:
+    net: HeadNet
+    head: DecisionHead
+    losses: tuple[float, ...]
+    """Mean training loss per epoch (dropout on)."""
+    positive_weight: float
+
+
+def train_head(
+    train: Instances, draft_hidden: int, target_hidden: int, settings: TrainSettings
+) -> TrainedHead:
+    """Class-balanced BCE with AdamW (module docstring); returns the net and its export."""
+    torch.manual_seed(settings.seed)
+    mean, scale = standardiser(train.x)
+    z = torch.tensor((train.x - mean) / scale, dtype=torch.float32)
+    t = torch.tensor(train.target, dtype=torch.float32)
+    weight = positive_weight(train.target)
+    loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(weight, dtype=torch.float32))
+    net = HeadNet(z.shape[1], settings.width, settings.dropout)
+    optimiser = torch.optim.AdamW(
+        net.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
+    )
+    generator = torch.Generator().manual_seed(settings.seed)
+    losses = []
+    net.train()
+    for _ in range(settings.epochs):
+        order = torch.randperm(len(z), generator=generator)
+        total = 0.0
+        for i in range(0, len(z), settings.batch_size):
+            batch = order[i : i + settings.batch_size]
+            optimiser.zero_grad()
+            loss = loss_fn(net(z[batch]), t[batch])
+            loss.backward()  # type: ignore[no-untyped-call]
+            optimiser.step()
+            total += float(loss.detach()) * len(batch)
+        losses.append(total / len(z))
+    net.eval()
+    head = export_head(net, mean, scale, draft_hidden, target_hidden)
+    return TrainedHead(net, head, tuple(losses), weight)
+
+
+def export_head(
+    net: HeadNet, mean: FloatArray, scale: FloatArray, draft_hidden: int, target_hidden: int
+) -> DecisionHead:
+    """The numpy head of ``net`` with the standardisation folded in front."""
+
+    def array(t: torch.Tensor) -> FloatArray:
+        return np.asarray(t.detach().double().numpy(), dtype=np.float64).copy()
+
+    return DecisionHead(
+        draft_hidden=draft_hidden,
+        target_hidden=target_hidden,
+        mean=np.asarray(mean, dtype=np.float64),
+        scale=np.asarray(scale, dtype=np.float64),
+        w1=array(net.first.weight).T.copy(),
+        b1=array(net.first.bias),
+        w2=array(net.second.weight).T.copy(),
+        b2=array(net.second.bias),
+    )
+
+
+def torch_probabilities(net: HeadNet, head: DecisionHead, x: FloatArray) -> FloatArray:
+    """The torch network's p (float64, eval mode) for raw inputs ``x``, to check an export."""
+    z = torch.tensor((x - head.mean) / head.scale, dtype=torch.float64)
+    was_training = net.training
+    net.eval()
+    with torch.no_grad():
+        out = torch.sigmoid(net.double()(z)).numpy()
+    net.float()
+    net.train(was_training)
+    return np.asarray(out, dtype=np.float64)
+
+
+def _rounded(value: Any, digits: int) -> Any:
+    if isinstance(value, list):
+        return [_rounded(v, digits) for v in value]
+    return float(f"{value:.{digits}g}")
+
+
+def head_json(head: DecisionHead, digits: int | None, metadata: dict[str, Any]) -> dict[str, Any]:
+    """:meth:`DecisionHead.to_json` (floats to ``digits`` significant digits unless None)
+    plus a ``metadata`` entry (``from_json`` ignores it)."""
+    data = head.to_json()
+    if digits is not None:
+        for key in ("mean", "scale", "w1", "b1", "w2", "b2"):
+            data[key] = _rounded(data[key], digits)
+    return {**data, "metadata": metadata}
+
+
+def roc_auc(scores: Sequence[float] | FloatArray, labels: Sequence[int] | Any) -> float:
+    """Area under the ROC curve (Mann–Whitney, ties counted half); NaN with one class."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels).astype(bool)
+    positives, negatives = int(y.sum()), int((~y).sum())
+    if positives == 0 or negatives == 0:
+        return float("nan")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(s.size, dtype=np.float64)
+    sorted_s = s[order]
+    i = 0
+    while i < s.size:  # average ranks over ties
+        j = i
+        while j + 1 < s.size and sorted_s[j + 1] == sorted_s[i]:
+            j += 1
+        ranks[order[i : j + 1]] = 0.5 * (i + j) + 1.0
+        i = j + 1
+    return float((ranks[y].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+
+
+def evaluate(head: DecisionHead, data: Instances) -> dict[str, float]:
+    """Instances, class balance, AUC against the relabelled hard and the base labels,
+    accuracy at τ = 0.5 against the relabelled hard labels, mean p."""
+    p = head.rejection_probability(data.x.astype(np.float64))
+    return {
+        "instances": float(len(data)),
+        "mismatches": float(np.unique(data.row).size),
+        "base_critical_share": float(data.base.mean()) if len(data) else float("nan"),
+        "relabelled_reject_share": float(data.hard.mean()) if len(data) else float("nan"),
+        "mean_target": float(data.target.mean()) if len(data) else float("nan"),
+        "auc_relabelled": roc_auc(p, data.hard),
+        "auc_base": roc_auc(p, data.base),
+        "accuracy_relabelled": float(np.mean((p >= 0.5) == (data.hard == 1))),
+        "accuracy_base": float(np.mean((p >= 0.5) == (data.base == 1))),
+        "mean_p": float(p.mean()),
+    }
+
+
+def reject_shares(
+    head: DecisionHead, data: WisvDataset, rows: npt.NDArray[np.int64], channel: ChannelState
+) -> list[float]:
+    """Share of ``rows``' mismatches the head rejects on ``channel`` at T = 0..16."""
+    x = inputs(data, rows, channel).astype(np.float64)
+    p = head.rejection_probability(x)
+    return [float(np.mean(p >= t / THRESHOLD_STEPS)) for t in THRESHOLDS]
+
+
+def label_reject_share(episodes: Split, channel: ChannelState, relabel: bool) -> float:
+    """The labels' own reject share on ``channel`` (the mean training target)."""
+    values = [
+        repair_probabilities(e, channel.quality) if relabel else np.asarray(e.critical, float)
+        for _, _, e in episodes
+    ]
+    return float(np.concatenate(values).mean()) if values else float("nan")
+
+
+def acceptance_table(
+    head: DecisionHead, data: WisvDataset, held: Split, relabel: bool
+) -> dict[str, Any]:
+    """The table the simulator reads (module docstring), on the held-out mismatches."""
+    rows = np.concatenate([idx for _, idx, _ in held])
+    channels = {
+        name: {
+            "uplink_mbps": c.uplink_bps / 1e6,
+            "per": c.per,
+            "rtt_ms": c.rtt_s * 1e3,
+            "quality": round(c.quality, 4),
+        }
+        for name, c in CHANNELS.items()
+    }
+    return {
+        "thresholds": list(THRESHOLDS),
+        "tau": [t / THRESHOLD_STEPS for t in THRESHOLDS],
+        "channels": channels,
+        "reject_share": {
+            name: [round(v, 4) for v in reject_shares(head, data, rows, c)]
+            for name, c in CHANNELS.items()
+        },
+        "label_reject_share": {
+            name: round(label_reject_share(held, c, relabel), 4) for name, c in CHANNELS.items()
+        },
+        "mismatches": int(rows.size),
+        "prompts": len(held),
+        "base_critical_share": round(float(data.rows["critical"][rows].mean()), 4),
+        "relabelled": relabel,
+    }

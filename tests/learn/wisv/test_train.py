@@ -1,0 +1,219 @@
+"""Training WISV's decision head on a small synthetic dataset, its export, its metrics and
+the `edgespec train wisv` / `wisv-data` commands' argument errors."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from edgespec.cli import main
+from edgespec.learn.wisv.capture import MISMATCH_KEYS, WisvDataset
+from edgespec.learn.wisv.train import (
+    CHANNELS,
+    THRESHOLDS,
+    TrainSettings,
+    acceptance_table,
+    build_instances,
+    evaluate,
+    head_json,
+    roc_auc,
+    split_episodes,
+    torch_probabilities,
+    train_head,
+)
+from edgespec.policies.semantic.head import DecisionHead, load_head
+
+DRAFT, TARGET = 6, 5
+
+
+def synthetic(prompts: int = 16, per_prompt: int = 6, seed: int = 0) -> WisvDataset:
+    """Mismatches whose criticality is the sign of one target feature."""
+    rng = np.random.default_rng(seed)
+    n = prompts * per_prompt
+    hd = rng.normal(size=(n, DRAFT))
+    ht = rng.normal(size=(n, TARGET))
+    critical = (ht[:, 0] + 0.3 * hd[:, 1] > 0.2).astype(np.int8)
+    positions = np.tile(np.arange(per_prompt) * 5, prompts)
+    rows: dict[str, Any] = {
+        "prompt_index": np.repeat(np.arange(prompts), per_prompt).astype(np.int32),
+        "position": positions.astype(np.int32),
+        "round": np.tile(np.arange(per_prompt), prompts).astype(np.int32),
+        "offset": np.zeros(n, dtype=np.int32),
+        "draft_id": np.ones(n, dtype=np.int64),
+        "target_id": np.zeros(n, dtype=np.int64),
+        "critical": critical,
+    }
+    assert set(rows) == set(MISMATCH_KEYS)
+    prompts_info = {
+        "prompts": np.arange(prompts, dtype=np.int32),
+        "prompt_tokens": np.full(prompts, 50, dtype=np.int32),
+        "output_tokens": np.full(prompts, 30, dtype=np.int32),
+        "num_rounds": np.full(prompts, per_prompt, dtype=np.int32),
+        "agreement": np.full(prompts, 0.8),
+    }
+    return WisvDataset(
+        draft_hidden=hd.astype(np.float16),
+        target_hidden=ht.astype(np.float16),
+        rows=rows,
+        prompts=prompts_info,
+        continuation_answer=np.asarray(["1"] * n),
+        reference_answer=np.asarray(["2"] * prompts),
+        meta={"target": "tiny"},
+    )
+
+
+def test_split_keeps_prompts_whole() -> None:
+    data = synthetic()
+    train, held = split_episodes(data, 0.25, seed=1)
+    assert len(held) == 4 and len(train) == 12
+    assert not {p for p, _, _ in train} & {p for p, _, _ in held}
+    with pytest.raises(ValueError, match="at least 2 prompts"):
+        split_episodes(synthetic(prompts=1), 0.25, 0)
+
+
+def test_instances_relabelled_and_base() -> None:
+    data = synthetic()
+    train, _ = split_episodes(data, 0.25, 0)
+    relabelled = build_instances(data, train, draws=3, relabel=True, seed=0)
+    base = build_instances(data, train, draws=3, relabel=False, seed=0)
+    assert len(relabelled) == 3 * 12 * 6 and relabelled.x.shape[1] == DRAFT + TARGET + 4
+    np.testing.assert_array_equal(base.target, base.base)
+    np.testing.assert_array_equal(relabelled.x, base.x)  # same draws, same inputs
+    assert np.all(relabelled.target <= base.base + 1e-7)  # relaxation only
+    assert np.all(relabelled.target[relabelled.base == 0] == 0)
+
+
+def test_training_lowers_the_loss_and_the_export_matches_torch() -> None:
+    data = synthetic()
+    train_eps, held_eps = split_episodes(data, 0.25, 0)
+    train = build_instances(data, train_eps, draws=4, relabel=True, seed=0)
+    settings = TrainSettings(width=16, epochs=40, batch_size=64, seed=0)
+    trained = train_head(train, DRAFT, TARGET, settings)
+    assert trained.losses[-1] < 0.7 * trained.losses[0]
+    x = train.x.astype(np.float64)
+    expected = torch_probabilities(trained.net, trained.head, x)
+    head = DecisionHead.from_json(json.loads(json.dumps(head_json(trained.head, None, {}))))
+    np.testing.assert_allclose(head.rejection_probability(x), expected, atol=1e-6)
+    rounded = DecisionHead.from_json(head_json(trained.head, 6, {"note": 1}))
+    np.testing.assert_allclose(rounded.rejection_probability(x), expected, atol=1e-4)
+    assert head.draft_hidden == DRAFT and head.num_csi == 4
+    held = build_instances(data, held_eps, draws=4, relabel=True, seed=1)
+    report = evaluate(head, held)
+    assert report["auc_base"] > 0.8 and report["instances"] == len(held)
+
+
+def test_same_seed_same_head() -> None:
+    data = synthetic()
+    train_eps, _ = split_episodes(data, 0.25, 0)
+    train = build_instances(data, train_eps, draws=2, relabel=True, seed=0)
+    settings = TrainSettings(width=8, epochs=3, seed=5)
+    a = train_head(train, DRAFT, TARGET, settings).head
+    b = train_head(train, DRAFT, TARGET, settings).head
+    np.testing.assert_array_equal(a.w1, b.w1)
+
+
+def test_roc_auc() -> None:
+    assert roc_auc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1]) == pytest.approx(0.75)
+    assert roc_auc([0.5, 0.5, 0.5], [0, 1, 1]) == pytest.approx(0.5)
+    assert np.isnan(roc_auc([0.2, 0.3], [1, 1]))
+
+
+def test_acceptance_table_shape_and_monotone_shares() -> None:
+    data = synthetic()
+    train_eps, held_eps = split_episodes(data, 0.25, 0)
+    train = build_instances(data, train_eps, draws=2, relabel=True, seed=0)
+    head = train_head(train, DRAFT, TARGET, TrainSettings(width=8, epochs=5)).head
+    table = acceptance_table(head, data, held_eps, relabel=True)
+    assert table["thresholds"] == list(THRESHOLDS) == list(range(17))
+    assert set(table["reject_share"]) == set(CHANNELS) == {"poor", "good"}
+    assert table["channels"]["poor"]["uplink_mbps"] == 20.0
+    for shares in table["reject_share"].values():
+        assert shares[0] == 1.0 and len(shares) == 17
+        assert all(b <= a for a, b in itertools.pairwise(shares))
+    assert table["mismatches"] == 4 * 6
+    assert table["label_reject_share"]["poor"] <= table["label_reject_share"]["good"]
+
+
+def test_train_command_writes_head_table_and_metrics(tmp_path: Path) -> None:
+    path = tmp_path / "d.npz"
+    synthetic().save(path)
+    out = tmp_path / "out"
+    base = ["train", "wisv", "--data", str(path), "--out-dir", str(out), "--epochs", "3"]
+    assert main([*base, "--width", "8"]) == 0
+    head = load_head(out / "tiny-head.json")
+    assert head.w1.shape == (DRAFT + TARGET + 4, 8)
+    table = json.loads((out / "tiny-acceptance.json").read_text())
+    assert len(table["reject_share"]["good"]) == 17 and table["relabelled"] is True
+    metrics = json.loads((out / "tiny-metrics.json").read_text())
+    assert (
+        metrics["dataset"]["mismatches"] == 96 and "auc_relabelled" in metrics["report"]["held_out"]
+    )
+    assert main([*base, "--no-relabel", "--name", "x"]) == 0
+    assert json.loads((out / "x-norelabel-acceptance.json").read_text())["relabelled"] is False
+    assert (out / "x-norelabel-head.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--holdout", "1.5"], "holdout must be in (0, 1)"),
+        (["--dropout", "1"], "dropout must be in [0, 1)"),
+        (["--lr", "0"], "learning rate"),
+    ],
+)
+def test_train_command_argument_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    path = tmp_path / "d.npz"
+    synthetic().save(path)
+    args = ["train", "wisv", "--data", str(path), "--out-dir", str(tmp_path / "o"), *extra]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_train_command_data_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = ["--out-dir", str(tmp_path / "o")]
+    assert main(["train", "wisv", "--data", str(tmp_path / "none.npz"), *out]) == 2
+    assert "no such file" in capsys.readouterr().err
+    one = tmp_path / "one.npz"
+    synthetic(prompts=1).save(one)
+    assert main(["train", "wisv", "--data", str(one), *out]) == 2
+    assert "at least 2 prompts" in capsys.readouterr().err
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, x=np.zeros(2))
+    assert main(["train", "wisv", "--data", str(bad), *out]) == 2
+    assert "not a wisv-data file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--start", "-1"], "--start must be >= 0"),
+        (["--start", "100000"], "only 0 GSM8K train prompts"),
+    ],
+)
+def test_data_command_argument_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    args = ["train", "wisv-data", "--out", str(tmp_path / "d.npz"), *extra]
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "d.npz").exists()
+
+
+def test_data_command_refuses_other_files_and_bad_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["train", "wisv-data", "--out", str(tmp_path / "d.json")]) == 2
+    assert "is an .npz file" in capsys.readouterr().err
+    for flag in ("--prompts", "--gamma", "--max-new-tokens"):
+        with pytest.raises(SystemExit) as exc:
+            main(["train", "wisv-data", "--out", str(tmp_path / "d.npz"), flag, "0"])
+        assert exc.value.code == 2
+        assert "must be >= 1" in capsys.readouterr().err
