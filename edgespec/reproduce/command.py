@@ -46,12 +46,18 @@ def _zhu() -> Reproduce:
     return reproduce
 
 
+def _wisv() -> Reproduce:
+    from edgespec.reproduce.wisv.report import reproduce
+
+    return reproduce
+
+
 # Paper → its reproduction (imported when chosen); None: not reproduced yet.
 PAPERS: dict[str, Callable[[], Reproduce] | None] = {
     "wisp": _wisp,
     "dsd": _dsd,
     "zhu": _zhu,
-    "wisv": None,
+    "wisv": _wisv,
 }
 
 

@@ -16,8 +16,8 @@ inlined       static window, FCFS and JSQ inlined for their exact classes; a
               servers are the simulator's own classes (:func:`inline_blockers`)
 inbound       no ARRIVE event per round, one closure for BATCH_END and the next
               round, every policy called: those runs when distributed, without
-              round records, token trees or a stop predictor, and with a window
-              policy not known to go fused
+              round records, token trees, a stop predictor or semantic
+              verification, and with a window policy not known to go fused
 fast          ``inbound`` with the policies inlined as in ``inlined``
 ============  ==================================================================
 
@@ -94,6 +94,8 @@ def inbound_blockers(state: SimState) -> list[str]:
         blockers.append("token-tree rounds")
     if state.stop is not None:
         blockers.append("a stop predictor cuts blocks short")
+    if state.scenario.verification.semantic:  # its BATCH_END inlines exact verification
+        blockers.append("semantic verification")
     return blockers
 
 

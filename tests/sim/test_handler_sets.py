@@ -23,6 +23,28 @@ from tests.sim.test_stop_predictor import features
 from tests.sim.test_stop_predictor import scenario as stop_scenario
 from tests.sim.test_tree_trace_modes import ROW as TREE_ROW
 
+SEMANTIC_CASES: dict[str, list[str]] = {
+    "fh-iid": ["verification={rule: semantic, reject_share: 0.4, upload: fh}"],
+    "sh-trace": [
+        "acceptance={kind: trace, traces: [TRACE]}",
+        "verification={rule: semantic, reject_share: 0.3, upload: sh}",
+    ],
+    "auto-decay-dynamic": [
+        "acceptance.kind=decay",
+        "policies.window.name=dynamic",
+        "verification={rule: semantic, reject_share: 0.5, draft_hidden: 256}",
+    ],
+    "sh-awc-fused": [  # AWC goes fused on these links: fused rounds judge mismatches too
+        "policies.window.name=awc",
+        "verification={rule: semantic, reject_share: 0.2, upload: sh}",
+    ],
+    "wireless-sh": [
+        "links.wan.wireless={bandwidth_hz: 2000000.0, path_loss_db: -60.0}",
+        "verification={rule: semantic, reject_share: 0.6, upload: sh}",
+    ],
+}
+"""Semantic verification (edgespec/sim/model/semantic.py): the inbound sets refuse it."""
+
 TINY_FAMILIES: dict[str, list[str]] = {
     **{f"fast-path/{k}": v for k, v in FAST_PATH_CASES.items()},
     **{f"policy-path/{k}": v for k, v in POLICY_PATH_CASES.items()},
@@ -30,6 +52,7 @@ TINY_FAMILIES: dict[str, list[str]] = {
     "switching": ["policies.window.name=switching"],
     "awc": ["policies.window.name=awc"],
     "wireless": ["links.wan.wireless={bandwidth_hz: 2000000.0, path_loss_db: -60.0}"],
+    **{f"semantic/{k}": v for k, v in SEMANTIC_CASES.items()},
 }
 """Families over tests/sim/helpers.tiny_scenario (12 devices, 2 servers, 20 s)."""
 

@@ -139,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     metrics = files.finish(sim.duration_s, sim.num_servers)
     _write_run_folder(args, data, out, metrics)
     print_summary(metrics, console)
+    _print_semantic(data, metrics, console)
     if args.verbose:
         console.print(f"handler set: {sim.path}")
     console.print(
@@ -157,6 +158,10 @@ def _write_run_folder(
     from edgespec.metrics.sinks import write_attribution, write_metrics_json
 
     write_metrics_json(out / "metrics.json", metrics)
+    lossy = semantic_fields(data, metrics)
+    if lossy is not None:  # the verification rule beside the metrics it changes
+        written = json.loads((out / "metrics.json").read_text())
+        (out / "metrics.json").write_text(json.dumps({**lossy, **written}, indent=2) + "\n")
     if not args.no_plots:
         from edgespec.metrics.plots import write_plots
 
@@ -164,6 +169,45 @@ def _write_run_folder(
     if args.rounds:
         write_attribution(out, read_rounds(out), plots=not args.no_plots)
     (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def semantic_fields(data: dict[str, Any], metrics: Any) -> dict[str, Any] | None:
+    """What metrics.json and the summary say of a semantic (lossy) run: the rule, the
+    threshold, the upload protocol, where the reject share comes from, and the committed
+    tokens per round (the accepted drafts and the target's token: WISV's AAL); ``None``
+    for exact verification."""
+    from edgespec.sim.setup.scenario import scenario_from_dict
+
+    config = scenario_from_dict(data).verification
+    if not config.semantic:
+        return None
+    rounds = metrics.num_rounds
+    return {
+        "verification": "semantic",
+        "lossy": True,
+        "threshold": config.threshold_value,
+        "upload": config.upload or "auto",
+        "reject_share": config.reject_share,
+        "table": config.table,
+        "committed_per_round": metrics.num_output_tokens / rounds if rounds else None,
+    }
+
+
+def _print_semantic(data: dict[str, Any], metrics: Any, console: Any) -> None:
+    from edgespec.metrics.summary import plain
+
+    lossy = semantic_fields(data, metrics)
+    if lossy is not None:
+        source = (
+            f"table {lossy['table']}"
+            if lossy["table"] is not None
+            else f"reject share {plain(lossy['reject_share'])}"
+        )
+        console.print(
+            f"verification: semantic (lossy), threshold {plain(lossy['threshold'])}, "
+            f"upload {lossy['upload']}, {source}; committed per round "
+            f"{plain(lossy['committed_per_round'])}"
+        )
 
 
 def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, console: Any) -> int:
@@ -198,6 +242,7 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, cons
     ]
     (out / "shards.json").write_text(json.dumps(shards, indent=2) + "\n")
     print_summary(run.metrics, console)
+    _print_semantic(data, run.metrics, console)
     if len(run.shards) < args.shards:  # at most one shard per cell
         console.print(
             f"--shards {args.shards}: the scenario has {len(run.shards)} cells, "

@@ -20,6 +20,7 @@ from edgespec.sim.loop.batch_choice import round_deadline_s, select_batch
 from edgespec.sim.loop.device import DeviceLoop
 from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.network import downlink_bytes
+from edgespec.sim.model.semantic import semantic_round
 
 
 class ReferenceLoop(DeviceLoop):
@@ -110,12 +111,17 @@ class ReferenceLoop(DeviceLoop):
         deadline = round_deadline_s(s, state.deadline_rule) if state.record_rounds else None
         request = s.request
         output = request.num_output_tokens
+        mismatches = 0  # semantic verification's mismatches in the block
         if tree is not None and gamma and s.num_rounds < len(tree[0]) and not s.fused:
             num_acc = tree[0][s.num_rounds][1]  # as captured
         elif s.pre_accepted is not None:
             num_acc = s.pre_accepted  # drawn with the stop predictor's decisions
-        else:
+        elif dev.semantic is None:
             num_acc = state.acceptance.accepted(s.seq, position, gamma, dev.rng) if gamma > 0 else 0
+        else:  # the decision head at each mismatch (edgespec.sim.model.semantic)
+            num_acc, mismatches = semantic_round(
+                state.acceptance, s.seq, position, gamma, dev.rng, dev.semantic.reject_share
+            )
         committed = min(num_acc + 1, output - position)
         total = s.committed = position + committed
         rounds = s.num_rounds = s.num_rounds + 1
@@ -133,7 +139,13 @@ class ReferenceLoop(DeviceLoop):
         distributed = state.distributed
         down = 0.0
         if distributed or rounds == 1 or done:
-            down = dev.link.latency_s(downlink_bytes(committed), dev.rng)
+            sem = dev.semantic
+            if sem is not None and sem.upload == "sh" and mismatches:
+                # SH: the server asks for the mismatches' hidden states before its verdict
+                link = dev.link
+                down = link.latency_s(sem.request_bytes(mismatches), dev.rng)
+                down += link.uplink_latency_s(sem.second_uplink_bytes(mismatches), dev.rng)
+            down += dev.link.latency_s(downlink_bytes(committed), dev.rng)
             s.network_s += down
         deliver = t + down
         s.last_network_s = s.round_up_s + down

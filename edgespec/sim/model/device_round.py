@@ -41,11 +41,17 @@ class DraftTimes:
 
 def uplink_s(s: Session, first: bool, distributed: bool, send_probs: bool) -> float:
     """The round's uplink latency, drawn from the device's stream, added to the session's
-    network time (``round_up_s``); 0 for a centralized round after the prompt."""
+    network time (``round_up_s``); 0 for a centralized round after the prompt. Under
+    semantic verification with FH upload the block carries every drafted token's hidden
+    state (:mod:`edgespec.sim.model.semantic`)."""
     dev = s.device
     if distributed:
         prompt_ids = s.request.num_prompt_tokens if first else 0
-        size = uplink_bytes(s.sent, prompt_ids, dev.vocab_size, send_probs, 0, s.tree is not None)
+        sem = dev.semantic
+        hidden = 0 if sem is None else sem.uplink_hidden_values(s.sent)
+        size = uplink_bytes(
+            s.sent, prompt_ids, dev.vocab_size, send_probs, hidden, s.tree is not None
+        )
     elif first:
         size = uplink_bytes(0, s.request.num_prompt_tokens, dev.vocab_size, False)
     else:

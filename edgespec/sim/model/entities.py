@@ -16,6 +16,7 @@ from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.sim.model.network import Link
 from edgespec.sim.model.rng import UniformStream
+from edgespec.sim.model.semantic import DeviceSemantics
 
 
 class Session:
@@ -149,6 +150,7 @@ class DeviceState:
         "link",
         "pending",
         "rng",
+        "semantic",
         "session",
         "slo_class",
         "vocab_size",
@@ -171,6 +173,8 @@ class DeviceState:
         self.rng = rng
         self.session: Session | None = None
         self.pending: deque[tuple[Request, tuple[int, ...] | None]] = deque()
+        # Semantic verification on this device (edgespec.sim.model.semantic); None: exact.
+        self.semantic: DeviceSemantics | None = None
 
 
 class ServerState:

@@ -21,6 +21,7 @@ from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.entities import DeviceState, ServerState
 from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.rng import spawn_streams
+from edgespec.sim.model.semantic import RejectShareTable, device_semantics
 from edgespec.sim.model.stop_model import ReplayFeatures, StopModel
 from edgespec.sim.setup.cells import select_cells
 from edgespec.sim.setup.resolve import (
@@ -30,6 +31,7 @@ from edgespec.sim.setup.resolve import (
     ResolvedServerPool,
     resolve_device_pools,
     resolve_policies,
+    resolve_reject_table,
     resolve_server_pools,
     resolve_with,
 )
@@ -178,11 +180,18 @@ def build_fleet(
     if isinstance(scenario, ResolvedScenario):
         if colocated is not None and colocated != scenario.colocated:
             raise ValueError(f"resolved with colocated={scenario.colocated}, not {colocated}")
-        return _fleet(scenario.scenario, scenario.device_pools, scenario.server_pools, cells)
+        return _fleet(
+            scenario.scenario,
+            scenario.device_pools,
+            scenario.server_pools,
+            cells,
+            scenario.reject_table,
+        )
     if colocated is None:
         colocated = scenario.mode == "fused"
     devices = resolve_device_pools(scenario)
-    return _fleet(scenario, devices, resolve_server_pools(scenario, colocated), cells)
+    servers = resolve_server_pools(scenario, colocated)
+    return _fleet(scenario, devices, servers, cells, resolve_reject_table(scenario))
 
 
 def _fleet(
@@ -190,25 +199,28 @@ def _fleet(
     device_pools: Sequence[ResolvedDevicePool],
     server_pools: Sequence[ResolvedServerPool],
     cells: Sequence[int] | None,
+    reject_table: RejectShareTable | None = None,
 ) -> tuple[list[DeviceState], list[ServerState], Layout]:
     all_devices, all_servers = expand_topology(scenario)
     device_specs, server_specs, layout = select_cells(scenario, all_devices, all_servers, cells)
     streams = spawn_streams(scenario.seed, "device", layout.device_global)
     counts = devices_per_link(all_devices)
+    verification = scenario.verification
     devices: list[DeviceState] = []
     for local_id, spec in enumerate(device_specs):
         pool = device_pools[spec.pool_index]
         link = device_link(scenario, spec, pool.link, layout.device_global[local_id], counts)
-        devices.append(
-            DeviceState(
-                local_id,
-                spec.slo_class,
-                link,
-                pool.draft_cost,
-                pool.vocab_size,
-                streams[local_id],
-            )
+        device = DeviceState(
+            local_id,
+            spec.slo_class,
+            link,
+            pool.draft_cost,
+            pool.vocab_size,
+            streams[local_id],
         )
+        if verification.semantic:  # the head's share on this device's own channel
+            device.semantic = device_semantics(verification, link, pool.hidden_size, reject_table)
+        devices.append(device)
     servers: list[ServerState] = []
     for local_id, sspec in enumerate(server_specs):
         spool = server_pools[sspec.pool_index]

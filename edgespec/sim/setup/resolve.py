@@ -19,6 +19,7 @@ from edgespec.hardware.cost_models import CostModel, build_cost_model, load_arch
 from edgespec.hardware.wisp import wisp_batching_params
 from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.network import Link
+from edgespec.sim.model.semantic import RejectShareTable, load_reject_table
 from edgespec.sim.model.stop_model import ReplayFeatures
 from edgespec.sim.setup.pools import CostModelConfig
 from edgespec.sim.setup.scenario import Scenario
@@ -50,11 +51,14 @@ class ResolvedPolicies:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedDevicePool:
-    """A device pool's draft cost model, its draft model's vocabulary size and its link."""
+    """A device pool's draft cost model, its draft model's vocabulary size and its link;
+    ``hidden_size``: its draft model's (d_h, what semantic verification's hidden states
+    carry)."""
 
     draft_cost: CostModel
     vocab_size: int
     link: Link
+    hidden_size: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +79,8 @@ class ResolvedScenario:
     ``device_pools``/``server_pools``: by pool index (``auto_topology``). ``trace``: the
     workload trace's entries (``()`` without one). ``lengths``: the length table (``None``
     for a trace workload). ``stop_features``: what the stop predictor replays (``None``
-    without a stop predictor).
+    without a stop predictor). ``reject_table``: semantic verification's reject-share
+    table (``None`` without one, :mod:`edgespec.sim.model.semantic`).
     """
 
     scenario: Scenario
@@ -87,6 +92,7 @@ class ResolvedScenario:
     acceptance: AcceptanceModel
     lengths: LengthTable | None
     stop_features: tuple[ReplayFeatures, ...] | None
+    reject_table: RejectShareTable | None = None
 
 
 def resolve(scenario: Scenario, *, colocated: bool) -> ResolvedScenario:
@@ -101,16 +107,43 @@ def resolve_with(
 ) -> ResolvedScenario:
     """:func:`resolve` with the policies resolved already (``None``: the run brings its
     own instances): the fleet's cost models, the trace, the acceptance model, the length
-    table and the stop predictor's features, in that order."""
+    table, the stop predictor's features and the reject-share table, in that order."""
     devices = resolve_device_pools(scenario)
     servers = resolve_server_pools(scenario, colocated)
     trace = load_workload_trace(scenario)
     acceptance = load_acceptance(scenario, trace)
     lengths = load_lengths(scenario)
     features = stop_features(scenario, trace, acceptance)
+    table = resolve_reject_table(scenario, trace)
     return ResolvedScenario(
-        scenario, colocated, policies, devices, servers, trace, acceptance, lengths, features
+        scenario,
+        colocated,
+        policies,
+        devices,
+        servers,
+        trace,
+        acceptance,
+        lengths,
+        features,
+        table,
     )
+
+
+def resolve_reject_table(
+    scenario: Scenario, trace: tuple[TraceEntry, ...] = ()
+) -> RejectShareTable | None:
+    """Semantic verification's reject-share table, when the scenario names one; a
+    token-tree workload is refused (its rounds replay their captured acceptance)."""
+    config = scenario.verification
+    if not config.semantic:
+        return None
+    if any(e.tree_rounds for e in trace):
+        raise ConfigError(
+            "verification.rule",
+            "semantic verification judges a chain's mismatches; this workload replays "
+            "captured token-tree rounds",
+        )
+    return None if config.table is None else load_reject_table(config.table)
 
 
 def resolve_policies(scenario: Scenario) -> ResolvedPolicies:
@@ -161,10 +194,11 @@ def resolve_device_pools(scenario: Scenario) -> tuple[ResolvedDevicePool, ...]:
         where = f"auto_topology.devices[{pool_index}]"
         cost = _cost(pool.cost_model, pool.draft_model, pool.hardware, where, "draft_model")
         try:
-            vocab = load_architecture(pool.draft_model).vocab_size
+            arch = load_architecture(pool.draft_model)
         except ConfigError as exc:
             raise at_field(exc, f"{where}.draft_model") from exc
-        pools.append(ResolvedDevicePool(cost, vocab, _link(scenario, pool.link)))
+        link = _link(scenario, pool.link)
+        pools.append(ResolvedDevicePool(cost, arch.vocab_size, link, arch.hidden_size))
     return tuple(pools)
 
 

@@ -27,6 +27,7 @@ from edgespec.config import (
 from edgespec.core.wireless import WirelessCell
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.policies.slo import DeadlineRule
+from edgespec.sim.model.semantic import VerificationConfig
 from edgespec.sim.model.stop_model import StopPredictorConfig
 from edgespec.sim.setup.cells import plan_cells, replicate_cells
 from edgespec.sim.setup.pools import CostModelConfig as CostModelConfig
@@ -126,6 +127,7 @@ class Scenario:
     acceptance: AcceptanceConfig = field(default_factory=AcceptanceConfig)
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     stop_predictor: StopPredictorConfig | None = None
+    verification: VerificationConfig = field(default_factory=VerificationConfig)
     record_rounds: bool = False
     fast_path: bool = True
 
@@ -155,6 +157,7 @@ class Scenario:
             _validate_cost(f"{where}.cost_model", spool.cost_model)
         _validate_acceptance(self.acceptance)
         _validate_workload(self.workload)
+        _validate_verification(self)
         plan_cells(self)  # the cell rules (pinned device pools)
 
 
@@ -230,6 +233,29 @@ def _validate_workload(wl: WorkloadConfig) -> None:
                 raise ConfigError(f"workload.{name}[{i}]", f"out of range: {n}")
     if wl.max_output_tokens is not None and wl.max_output_tokens < 1:
         raise ConfigError("workload.max_output_tokens", "must be >= 1")
+
+
+def _validate_verification(scenario: Scenario) -> None:
+    """Semantic verification works on greedy chains drafted for verification
+    (:mod:`edgespec.sim.model.semantic`)."""
+    if not scenario.verification.semantic:
+        return
+    if scenario.temperature > 0:
+        raise ConfigError(
+            "verification.rule",
+            f"semantic verification judges greedy mismatches; needs temperature 0, got "
+            f"{scenario.temperature}",
+        )
+    if scenario.mode == "centralized":
+        raise ConfigError(
+            "verification.rule", "semantic verification needs drafts; mode is centralized"
+        )
+    if scenario.stop_predictor is not None:
+        raise ConfigError(
+            "verification.rule",
+            "semantic verification does not combine with a stop predictor (which draws "
+            "the round's acceptance itself)",
+        )
 
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")

@@ -101,7 +101,7 @@ def scenario_file(tmp_path: Path) -> Path:
 KNOWN = (
     "['acceptance', 'auto_topology', 'deadline_rule', 'duration_s', 'fast_path', 'links', "
     "'mode', 'name', 'policies', 'record_rounds', 'seed', 'slo_classes', 'stop_predictor', "
-    "'temperature', 'workload']"
+    "'temperature', 'verification', 'workload']"
 )
 
 

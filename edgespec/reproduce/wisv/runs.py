@@ -1,0 +1,196 @@
+"""``edgespec reproduce wisv``: the simulator runs behind Table I, Fig. 4 and Fig. 5.
+
+Every (method, γ, rate, RTT) of Fig. 4 is one run (Table I is its RTT 50 ms part, without
+SH), plus Fig. 5's ablation: WISV FH with the head trained without the CSI-aware
+relabelling, at RTT 50 ms, when its table exists. Each run is reduced to a
+:class:`WisvRunSummary` in the paper's units: latency per answer, AAL as the paper counts
+it (committed tokens per round, the target's token included), rounds per answer,
+throughput (tokens per answer / latency).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from edgespec.errors import UserInputError
+from edgespec.metrics.types import SystemMetrics
+from edgespec.policies.semantic.csi import ChannelState
+from edgespec.reproduce.jobs import RunJob, run_all, write_scenario
+from edgespec.reproduce.wisv.setup import (
+    ABLATION_TABLE,
+    ABLATION_TABLES,
+    GAMMAS,
+    METHODS,
+    RATES_MBPS,
+    RTTS_MS,
+    TABLE,
+    WisvSetup,
+    scenario,
+)
+from edgespec.sim.model.semantic import (
+    TRAIN_COMMAND,
+    RejectShareTable,
+    load_reject_table,
+    table_path,
+)
+from edgespec.sweeps.executor import SweepExecutor
+from edgespec.sweeps.grid import progress_bar
+
+ABLATION = "fh-norelabel"
+"""The ablation's method key: FH with the head trained without relabelling."""
+
+
+@dataclass(frozen=True, slots=True)
+class WisvPlan:
+    """How much to run: the full reproduction or ``--quick`` (CI)."""
+
+    setup: WisvSetup
+    answers: int
+    quick: bool = False
+
+    @staticmethod
+    def full() -> WisvPlan:
+        return WisvPlan(WisvSetup(), 500)
+
+    @staticmethod
+    def quick_plan() -> WisvPlan:
+        return WisvPlan(WisvSetup(), 100, quick=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """The reject-share tables the WISV runs read: the head's (``main``) and, when it
+    exists, the ablation head's."""
+
+    main: Path
+    ablation: Path | None
+
+    @staticmethod
+    def find(main: str = TABLE, ablation: Sequence[str] = ABLATION_TABLES) -> Tables:
+        """The bundled tables (the first of ``ablation`` that exists, if any); without the
+        head's a :class:`UserInputError` naming the command that writes it."""
+        path = table_path(main)
+        if not path.is_file():
+            raise UserInputError(
+                f"edgespec reproduce wisv needs the decision head's reject shares: {path} "
+                f"does not exist; run `{TRAIN_COMMAND}` first"
+            )
+        found = [p for p in map(table_path, ablation) if p.is_file()]
+        return Tables(path.resolve(), found[0].resolve() if found else None)
+
+
+def run_name(method: str, gamma: int, rate_mbps: float, rtt_ms: float) -> str:
+    return f"{method}-g{gamma}-{rate_mbps:g}mbps-rtt{rtt_ms:g}"
+
+
+@dataclass(frozen=True, slots=True)
+class WisvRunSummary:
+    """One run in the paper's units (module docstring); ``aal_accepted`` is edgespec's
+    AAL (accepted drafts per round)."""
+
+    latency_s: float
+    committed_per_round: float
+    rounds_per_answer: float
+    throughput_tokens_per_s: float
+    answers: int
+    aal_accepted: float
+
+    @staticmethod
+    def of(metrics: SystemMetrics) -> WisvRunSummary:
+        n, rounds = metrics.num_requests, metrics.num_rounds
+        if n == 0 or rounds == 0 or metrics.e2e is None:
+            raise RuntimeError("a WISV run finished no answer: its simulated time is too short")
+        latency = metrics.e2e.mean_s
+        tokens = metrics.num_output_tokens / n
+        return WisvRunSummary(
+            latency,
+            metrics.num_output_tokens / rounds,
+            rounds / n,
+            tokens / latency,
+            n,
+            metrics.aal or 0.0,
+        )
+
+
+def plan_scenarios(plan: WisvPlan, tables: Tables) -> dict[str, dict[str, Any]]:
+    """Every run of ``plan``: name → scenario dict."""
+    s, runs = plan.setup, {}
+    main = str(tables.main)
+    for rtt in RTTS_MS:
+        for rate in RATES_MBPS:
+            for method in METHODS:
+                for gamma in GAMMAS:
+                    name = run_name(method, gamma, rate, rtt)
+                    runs[name] = scenario(
+                        s, name=name, method=method, gamma=gamma, rate_mbps=rate,
+                        rtt_ms=rtt, answers=plan.answers, table=main,
+                    )  # fmt: skip
+    if tables.ablation is not None:
+        for rate in RATES_MBPS:
+            for gamma in GAMMAS:
+                name = run_name(ABLATION, gamma, rate, 50.0)
+                runs[name] = scenario(
+                    s, name=name, method="fh", gamma=gamma, rate_mbps=rate, rtt_ms=50.0,
+                    answers=plan.answers, table=str(tables.ablation),
+                )  # fmt: skip
+    return runs
+
+
+def channel_shares(table: RejectShareTable, threshold: float) -> dict[str, float]:
+    """The reject share a device on each of the two links gets (by its κ)."""
+    return {
+        f"{rate:g} Mbit/s": table.share(ChannelState(rate * 1e6).quality, threshold)
+        for rate in RATES_MBPS
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class WisvResults:
+    """Everything the claims read: run name → summary, and the reject shares the runs
+    used (table → link → share)."""
+
+    plan: WisvPlan
+    runs: dict[str, WisvRunSummary]
+    shares: dict[str, dict[str, float]]
+    ablation: bool
+
+    def get(
+        self, method: str, gamma: int, rate_mbps: float, rtt_ms: float = 50.0
+    ) -> WisvRunSummary:
+        return self.runs[run_name(method, gamma, rate_mbps, rtt_ms)]
+
+
+def results_dict(res: WisvResults) -> dict[str, Any]:
+    """results.json: the setting, the reject shares and every run's summary."""
+    return {
+        "setup": res.plan.setup.to_dict(),
+        "answers_per_run": res.plan.answers,
+        "reject_shares": res.shares,
+        "runs": {name: asdict(summary) for name, summary in sorted(res.runs.items())},
+    }
+
+
+def run_wisv(
+    plan: WisvPlan,
+    executor: SweepExecutor,
+    scenario_dir: Path,
+    progress: bool,
+    tables: Tables,
+) -> tuple[WisvResults, list[str]]:
+    """Run every scenario of ``plan``; write each scenario file it ran."""
+    scenarios = plan_scenarios(plan, tables)
+    names: Sequence[str] = list(scenarios)
+    files = [write_scenario(scenario_dir, name, scenarios[name]) for name in names]
+    jobs = [RunJob(scenarios[name]) for name in names]
+    with progress_bar(progress) as bar:
+        task = bar.add_task("reproduce wisv", total=len(jobs))
+        values = run_all(executor, jobs, lambda: bar.advance(task))
+    runs = {name: WisvRunSummary.of(m) for name, m in zip(names, values, strict=True)}
+    threshold = plan.setup.threshold
+    shares = {TABLE: channel_shares(load_reject_table(str(tables.main)), threshold)}
+    if tables.ablation is not None:
+        shares[ABLATION_TABLE] = channel_shares(load_reject_table(str(tables.ablation)), threshold)
+    return WisvResults(plan, runs, shares, tables.ablation is not None), files

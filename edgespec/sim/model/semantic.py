@@ -1,0 +1,313 @@
+"""Semantic (lossy) verification in the simulator: WISV's CSI-aware decision head (seed 003)
+as its effect on acceptance, and the scenario section that switches it on.
+
+Greedy verification localises the mismatches of a block: the acceptance model's rejections
+(a 0 of a trace, a rejection draw of ``iid`` or ``decay``). Under ``verification: {rule:
+semantic}`` each mismatch goes to the decision head, which rejects it with probability
+``reject_share`` (the share of mismatches the head rejects at the threshold T on this
+device's channel) and otherwise accepts the draft token; the run goes on with the next
+position. The earliest rejected mismatch ends the round with the target's token; when none
+is rejected the target's next token is the bonus. So a round commits the accepted drafts
+(accepted mismatches included) + 1, as in exact verification.
+
+:func:`semantic_round` walks the whole block with the scenario's acceptance model, asking
+it again after each mismatch from the next position (``accepted(seq, position + k + 1,
+γ − k − 1, rng)``): exact for traces (a property of each position) and i.i.d.; for
+``decay`` the conditional rates restart after a mismatch. It walks past the first rejected
+mismatch too, because selective-hidden upload (SH) asks for the hidden states of every
+mismatch of the block (m = |C_r|) before the head runs; FH and SH thus draw the same
+acceptance numbers and, on a link without jitter or loss (whose draws share the device's
+stream), commit the same tokens, as the paper's Table I says ("SH has identical
+AAL/rounds").
+
+The reject share is a number (``reject_share``) or a head's measured table (``table``:
+``edgespec/data/wisv/<name>-acceptance.json``, or a JSON path; ``edgespec train wisv``
+writes the Gemma 3 270M pair's): the share at each threshold 0..16 on a poor and on a good
+channel, read here at T (linear between thresholds) and at the device's channel quality κ
+(:class:`edgespec.policies.semantic.csi.ChannelState`, from its link's uplink rate, loss
+rate and RTT), linear in κ between the two channels' κ and held at the nearer channel's
+share outside them.
+
+What crosses the link (:mod:`edgespec.core.semantic_link` has the paper's bit counts):
+FH adds every drafted token's hidden state (d_h fp16 values) to the block's uplink; SH
+sends the block as greedy SD does and, when the round has mismatches, the server's request
+(a header and 4 bytes per position) down and the m hidden states (a header and m·d_h fp16
+values) up after the verification, before the verdict goes down: one more round trip
+(it counts in the round's downlink time). ``auto`` is FH when the link's RTT exceeds
+10 ms, else SH. A fused round (drafted on the server) sends no hidden states.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from itertools import pairwise
+from pathlib import Path
+from typing import Any, Literal
+
+from edgespec.config import ConfigError
+from edgespec.core.link_delay import HEADER_BYTES, PROB_BYTES, TOKEN_ID_BYTES
+from edgespec.core.semantic_link import Upload, choose_upload
+from edgespec.policies.semantic.csi import ChannelState
+from edgespec.policies.semantic.head import THRESHOLD_STEPS
+from edgespec.sim.model.acceptance import AcceptanceModel
+from edgespec.sim.model.network import Link
+from edgespec.sim.model.rng import UniformStream
+
+DEFAULT_THRESHOLD = 12.0
+"""The paper's chosen threshold (Fig. 3)."""
+TRAIN_COMMAND = "edgespec train wisv"
+"""What writes the bundled Gemma 3 270M table."""
+_SEMANTIC_KEYS = ("threshold", "upload", "reject_share", "table", "draft_hidden")
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationConfig:
+    """Scenario section ``verification`` (module docstring). ``rule``: ``exact`` (the
+    default: greedy, or rejection sampling when ``temperature > 0``) or ``semantic``;
+    the other keys apply to ``semantic`` only: ``threshold`` T in [0, 16] (default 12),
+    ``upload`` ``fh``, ``sh`` or ``auto`` (default), exactly one of ``reject_share``
+    (in [0, 1]) and ``table`` (a name or a JSON path), ``draft_hidden`` (d_h; default the
+    device pool's draft model's hidden size)."""
+
+    rule: Literal["exact", "semantic"] = "exact"
+    threshold: float | None = None
+    upload: Literal["fh", "sh", "auto"] | None = None
+    reject_share: float | None = None
+    table: str | None = None
+    draft_hidden: int | None = None
+
+    def validate(self) -> None:
+        if self.rule == "exact":
+            for name in _SEMANTIC_KEYS:
+                if getattr(self, name) is not None:
+                    raise ConfigError(
+                        f"verification.{name}", "applies only to rule: semantic (rule is exact)"
+                    )
+            return
+        if (self.reject_share is None) == (self.table is None):
+            raise ConfigError(
+                "verification",
+                "rule: semantic needs exactly one of reject_share (the share of mismatches "
+                "the decision head rejects, 0..1) and table (a head's measured shares by "
+                "threshold and channel, e.g. gemma3-270m)",
+            )
+        threshold = self.threshold_value
+        if not 0.0 <= threshold <= THRESHOLD_STEPS:
+            raise ConfigError(
+                "verification.threshold", f"must be in [0, {THRESHOLD_STEPS}], got {threshold}"
+            )
+        share = self.reject_share
+        if share is not None and not 0.0 <= share <= 1.0:
+            raise ConfigError("verification.reject_share", f"must be in [0, 1], got {share}")
+        if self.draft_hidden is not None and self.draft_hidden < 1:
+            raise ConfigError("verification.draft_hidden", f"must be >= 1, got {self.draft_hidden}")
+
+    @property
+    def semantic(self) -> bool:
+        return self.rule == "semantic"
+
+    @property
+    def threshold_value(self) -> float:
+        """T (12 unless given)."""
+        return DEFAULT_THRESHOLD if self.threshold is None else self.threshold
+
+
+@dataclass(frozen=True, slots=True)
+class RejectShareTable:
+    """A head's measured reject shares: ``shares[c][i]`` at ``thresholds[i]`` on channel
+    ``c`` (0 = poor, 1 = good) of quality ``qualities[c]`` (κ_poor < κ_good)."""
+
+    source: str
+    thresholds: tuple[float, ...]
+    qualities: tuple[float, float]
+    shares: tuple[tuple[float, ...], tuple[float, ...]]
+
+    def __post_init__(self) -> None:
+        xs = self.thresholds
+        if len(xs) < 2 or any(b <= a for a, b in pairwise(xs)):
+            raise ValueError("thresholds must be >= 2 strictly increasing numbers")
+        for row in self.shares:
+            if len(row) != len(xs):
+                raise ValueError(f"{len(row)} reject shares for {len(xs)} thresholds")
+            if any(not 0.0 <= v <= 1.0 for v in row):
+                raise ValueError("every reject share must be in [0, 1]")
+        poor, good = self.qualities
+        if not poor < good:
+            raise ValueError(f"the poor channel's quality {poor} is not below the good's {good}")
+
+    def share_at(self, channel: int, threshold: float) -> float:
+        """Channel ``channel``'s share at ``threshold``, linear between the table's
+        thresholds (outside them: an error)."""
+        xs, ys = self.thresholds, self.shares[channel]
+        if not xs[0] <= threshold <= xs[-1]:
+            raise ValueError(f"threshold {threshold} outside the table's [{xs[0]}, {xs[-1]}]")
+        for i in range(1, len(xs)):
+            if threshold <= xs[i]:
+                w = (threshold - xs[i - 1]) / (xs[i] - xs[i - 1])
+                return ys[i - 1] + w * (ys[i] - ys[i - 1])
+        return ys[-1]  # pragma: no cover - the loop returns at xs[-1]
+
+    def share(self, quality: float, threshold: float) -> float:
+        """The reject share at channel quality κ = ``quality`` and ``threshold``: linear in
+        κ between the two channels, the nearer channel's share outside them."""
+        poor_q, good_q = self.qualities
+        w = min(1.0, max(0.0, (quality - poor_q) / (good_q - poor_q)))
+        poor, good = self.share_at(0, threshold), self.share_at(1, threshold)
+        return poor + w * (good - poor)
+
+
+def tables_dir() -> Path:
+    """Where the bundled reject-share tables are: ``edgespec/data/wisv/``."""
+    return Path(str(resources.files("edgespec") / "data" / "wisv"))
+
+
+def table_path(name: str) -> Path:
+    """The file a ``table`` names: a path (``.json`` or with a folder) as given, else
+    ``edgespec/data/wisv/<name>-acceptance.json``, else ``.../<name>.json``."""
+    path = Path(name)
+    if path.suffix == ".json" or len(path.parts) > 1:
+        return path
+    bundled = tables_dir() / f"{name}-acceptance.json"
+    plain = tables_dir() / f"{name}.json"
+    return plain if not bundled.is_file() and plain.is_file() else bundled
+
+
+def _channel_quality(entry: Any, where: str) -> float:
+    """κ of a table's channel: its ``quality``, else from ``uplink_mbps`` (or
+    ``uplink_bps``) with ``per`` and ``rtt_ms`` as the head's CSI features build it."""
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"{where}: expected a mapping, got {entry!r}")
+    if "quality" in entry:
+        return float(entry["quality"])
+    if "uplink_bps" in entry:
+        rate = float(entry["uplink_bps"])
+    elif "uplink_mbps" in entry:
+        rate = float(entry["uplink_mbps"]) * 1e6
+    else:
+        raise ValueError(f"{where}: needs quality, uplink_mbps or uplink_bps")
+    per = float(entry.get("per", 0.0))
+    rtt = float(entry.get("rtt_ms", 0.0)) / 1000.0
+    return ChannelState(rate, per, rtt).quality
+
+
+def parse_reject_table(data: Any, source: str) -> RejectShareTable:
+    """A table from its JSON object: ``thresholds`` (0..16), ``channels`` (``poor`` and
+    ``good``: each a ``quality`` κ or ``uplink_mbps`` [+ ``per``, ``rtt_ms``]) and
+    ``reject_share`` (``poor`` and ``good``: one share per threshold)."""
+    if not isinstance(data, Mapping):
+        raise ValueError("expected a JSON object")
+    try:
+        thresholds = tuple(float(x) for x in data["thresholds"])
+        channels, shares = data["channels"], data["reject_share"]
+        qualities = (
+            _channel_quality(channels["poor"], "channels.poor"),
+            _channel_quality(channels["good"], "channels.good"),
+        )
+        rows = (
+            tuple(float(x) for x in shares["poor"]),
+            tuple(float(x) for x in shares["good"]),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(
+            f"missing or malformed {exc}: needs thresholds, channels.poor/good and "
+            "reject_share.poor/good"
+        ) from exc
+    return RejectShareTable(source, thresholds, qualities, rows)
+
+
+def load_reject_table(name: str, field: str = "verification.table") -> RejectShareTable:
+    """The table ``name`` names (:func:`table_path`); errors at ``field``."""
+    path = table_path(name)
+    if not path.is_file():
+        raise ConfigError(
+            field,
+            f"no reject-share table {name!r} ({path} does not exist); `{TRAIN_COMMAND}` "
+            "writes the Gemma 3 270M head's, edgespec/data/wisv/gemma3-270m-acceptance.json",
+        )
+    try:
+        return parse_reject_table(json.loads(path.read_text()), str(path))
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise ConfigError(field, f"{path}: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceSemantics:
+    """What semantic verification is on one device: the head's reject share on its
+    channel (quality κ), its upload protocol and d_h (fp16 values per hidden state)."""
+
+    reject_share: float
+    upload: Upload
+    hidden_values: int
+    quality: float
+
+    def uplink_hidden_values(self, sent: int) -> int:
+        """Hidden values in the block's uplink: all of them under FH, none under SH."""
+        return sent * self.hidden_values if self.upload == "fh" else 0
+
+    def request_bytes(self, mismatches: int) -> int:
+        """SH's request: a header and an int32 position per mismatch."""
+        return HEADER_BYTES + TOKEN_ID_BYTES * mismatches
+
+    def second_uplink_bytes(self, mismatches: int) -> int:
+        """SH's second uplink: a header and the mismatches' hidden states (fp16)."""
+        return HEADER_BYTES + PROB_BYTES * self.hidden_values * mismatches
+
+
+def device_semantics(
+    config: VerificationConfig,
+    link: Link,
+    draft_hidden: int,
+    table: RejectShareTable | None,
+) -> DeviceSemantics:
+    """A device's :class:`DeviceSemantics` under ``config`` (semantic), over ``link``,
+    drafting with hidden size ``draft_hidden`` (``config.draft_hidden`` wins)."""
+    channel = ChannelState(link.up_bytes_per_s * 8.0, link.loss_rate, link.rtt_s)
+    quality = channel.quality
+    if table is not None:
+        share = table.share(quality, config.threshold_value)
+    else:
+        assert config.reject_share is not None  # validated
+        share = config.reject_share
+    upload = config.upload or "auto"
+    chosen: Upload = choose_upload(link.rtt_s) if upload == "auto" else upload
+    hidden = draft_hidden if config.draft_hidden is None else config.draft_hidden
+    return DeviceSemantics(share, chosen, hidden, quality)
+
+
+def semantic_round(
+    base: AcceptanceModel,
+    seq: Sequence[int] | None,
+    position: int,
+    gamma: int,
+    rng: UniformStream,
+    reject_share: float,
+) -> tuple[int, int]:
+    """(accepted drafts, mismatches in the block) of one round of ``gamma`` drafted tokens
+    at output ``position`` (module docstring): each mismatch before the first rejected one
+    is rejected with probability ``reject_share`` (one draw from ``rng`` each)."""
+    k = 0
+    mismatches = 0
+    rejected = -1
+    while k < gamma:
+        k += base.accepted(seq, position + k, gamma - k, rng)
+        if k >= gamma:
+            break
+        mismatches += 1  # position k mismatches
+        if rejected < 0 and rng.next() < reject_share:
+            rejected = k
+        k += 1
+    return (gamma if rejected < 0 else rejected), mismatches
+
+
+def expected_committed(alpha: float, reject_share: float, gamma: int) -> float:
+    """Committed tokens per round of an i.i.d. acceptance ``alpha`` under semantic
+    verification (a position continues with probability p = α + (1 − α)(1 − share)):
+    (1 − p^(γ+1)) / (1 − p); exact verification is ``reject_share`` = 1."""
+    p = alpha + (1.0 - alpha) * (1.0 - reject_share)
+    if math.isclose(p, 1.0):
+        return float(gamma + 1)
+    return (1.0 - p ** (gamma + 1)) / (1.0 - p)

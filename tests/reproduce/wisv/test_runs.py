@@ -1,0 +1,124 @@
+"""``edgespec reproduce wisv --quick``: what the reduced run reproduces, and its report.
+
+The decision head's tables (``edgespec train wisv``) are stand-ins here, written to a
+temporary folder: the shares Table I's WISV AAL implies under α = 0.9 (≈0.58 rejected on
+the 20 Mbit/s link, ≈0.65 on the 500 Mbit/s one), and a head without relabelling that
+rejects more on the poor link.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+import edgespec.sim.model.semantic as semantic
+from edgespec.reproduce.claims import ClaimRow, Outcome
+from edgespec.reproduce.wisv.claims import fig5_rows, per_round_extra_s
+from edgespec.reproduce.wisv.report import reproduce as reproduce_wisv
+from edgespec.reproduce.wisv.runs import WisvPlan, WisvResults
+from edgespec.reproduce.wisv.setup import GAMMAS, METHODS, RATES_MBPS, RTTS_MS, WisvSetup
+from tests.reproduce.reports import check_quick_report
+
+
+def _curve(at_12: float) -> list[float]:
+    """1 at T = 0 (greedy SD), ``at_12`` at T = 12, 0 at T = 16, linear between."""
+    return [1 - (1 - at_12) * t / 12 if t <= 12 else at_12 * (16 - t) / 4 for t in range(17)]
+
+
+def write_tables(folder: Path, *, ablation: bool = True) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    channels = {
+        "poor": {"uplink_mbps": 20, "rtt_ms": 50},
+        "good": {"uplink_mbps": 500, "rtt_ms": 50},
+    }
+    heads = {"gemma3-270m-acceptance": (0.577, 0.646)}
+    if ablation:
+        heads["gemma3-270m-acceptance-norelabel"] = (0.70, 0.66)
+    for name, (poor, good) in heads.items():
+        table = {
+            "thresholds": list(range(17)),
+            "channels": channels,
+            "reject_share": {"poor": _curve(poor), "good": _curve(good)},
+        }
+        (folder / f"{name}.json").write_text(json.dumps(table))
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[ClaimRow]]]:
+    tables = tmp_path_factory.mktemp("wisv-tables")
+    write_tables(tables)
+    out = tmp_path_factory.mktemp("reproduce-wisv")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(semantic, "tables_dir", lambda: tables)
+        rows = reproduce_wisv(out, quick=True, workers=1, progress=False, command="test")
+    yield out, rows
+
+
+def test_report_lists_every_claim(quick: tuple[Path, list[ClaimRow]]) -> None:
+    out, rows = quick
+    report = check_quick_report(out, rows)
+    assert [r.claim_id for r in rows].count("V1") == 17
+    assert {r.claim_id for r in rows} == {"V1", "V2", "V3", "V4", "Fig. 5"}
+    for row in rows:
+        assert f"| {row.claim_id} | {row.what} |" in report
+    assert "**round time**" in report and "18.91 ms" in report
+    assert "## The decision head's reject shares at T = 12" in report
+    assert "| gemma3-270m | 0.577 | 0.646 |" in report
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["runs"]) == len(RTTS_MS) * len(RATES_MBPS) * len(METHODS) * len(GAMMAS) + 10
+    assert results["answers_per_run"] == WisvPlan.quick_plan().answers
+    fh = yaml.safe_load((out / "scenarios" / "fh-g64-20mbps-rtt50.yaml").read_text())
+    assert fh["verification"]["upload"] == "fh" and fh["verification"]["threshold"] == 12.0
+    assert fh["verification"]["table"].endswith("gemma3-270m-acceptance.json")
+    reject = yaml.safe_load((out / "scenarios" / "reject-g10-500mbps-rtt5.yaml").read_text())
+    assert reject["temperature"] > 0 and "verification" not in reject
+
+
+def test_what_the_quick_run_reproduces(quick: tuple[Path, list[ClaimRow]]) -> None:
+    _, rows = quick
+    by_what = {r.what: r for r in rows}
+    # The rejection-sampling payload is arithmetic: it holds in the quick run too.
+    for rate in ("20", "500"):
+        row = by_what[
+            f"rejection sampling's extra time per round, γ × 128,256 × 16 bit / R, {rate} Mbit/s"
+        ]
+        assert row.outcome is Outcome.HOLDS and not row.quick_run
+    # Rejection sampling is the slowest everywhere; FH beats greedy everywhere.
+    assert by_what[
+        "rejection-sampling SD the slowest method (Fig. 4, 4 scenarios × 5 windows)"
+    ].holds
+    assert by_what[
+        "WISV FH faster than greedy in every Fig. 4 setting (4 scenarios × 5 windows)"
+    ].holds
+    # The headline cuts are there in direction; their magnitude waits for the full run.
+    headline = by_what["WISV FH latency vs greedy, γ = 64, 500 Mbit/s"]
+    assert headline.direction_ok and headline.outcome is Outcome.DIRECTION_ONLY
+    # At RTT 50 ms on the good link SH pays its round trip.
+    assert by_what[
+        "Fig. 4, RTT 50 ms, 500 Mbit/s: sign of SH − FH latency, γ = 10/16/24/32/64"
+    ].holds
+    # The stand-in ablation head rejects more on the poor link: lower AAL, higher latency.
+    assert [r.holds for r in rows if r.claim_id == "Fig. 5"] == [True, True]
+
+
+def test_without_the_ablation_table_fig5_is_not_judged() -> None:
+    res = WisvResults(WisvPlan.quick_plan(), {}, {}, ablation=False)
+    rows = fig5_rows(res)
+    assert [r.outcome for r in rows] == [Outcome.NOT_JUDGED] * 2
+    assert all(
+        "does not exist; `edgespec train wisv --no-relabel` writes it" in r.note for r in rows
+    )
+
+
+def test_the_payload_arithmetic() -> None:
+    p = WisvSetup().payloads()
+    # γ × V × 16 bits at 20 Mbit/s: 6.567 s at γ = 64 (Table I implies 6.577 s)
+    assert per_round_extra_s(p, 64, 20.0) == pytest.approx(64 * 128_256 * 16 / 20e6)
+    # The runs' durations are sized from the same model: greedy's estimate is Table I's
+    # within a few percent at γ = 16 (α = 0.9 commits 8.33 a round; Table I: 8.336).
+    estimate = WisvSetup().estimated_latency_s("greedy", 16, 500.0, 50.0)
+    assert estimate == pytest.approx(8.842, rel=0.03)
