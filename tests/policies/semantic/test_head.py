@@ -1,0 +1,88 @@
+"""The WISV decision head's forward pass (Eqs. 23–27) and the CSI features, by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgespec.policies.semantic.csi import ChannelState, csi_features
+from edgespec.policies.semantic.head import (
+    DecisionHead,
+    load_head,
+    rejection_probability_threshold,
+)
+
+
+def hand_head() -> DecisionHead:
+    """d_h = 2, d_t = 1, 1 CSI feature; width 2. Standardisation: x' = (x − 1) / 2.
+    Hidden: ReLU(x'₀ − x'₂), ReLU(x'₁ + x'₂ − 1); logit = 2·h₀ − h₁ + 0.5."""
+    w1 = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0], [-1.0, 1.0]])
+    return DecisionHead(
+        draft_hidden=2,
+        target_hidden=1,
+        mean=np.ones(4),
+        scale=np.full(4, 2.0),
+        w1=w1,
+        b1=np.array([0.0, -1.0]),
+        w2=np.array([[2.0], [-1.0]]),
+        b2=np.array([0.5]),
+    )
+
+
+def sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def test_forward_by_hand() -> None:
+    head = hand_head()
+    x = head.inputs(np.array([[5.0, 3.0], [1.0, 9.0]]), np.array([[7.0], [0.0]]), (-1.0,))
+    assert x.tolist() == [[5.0, 3.0, 7.0, -1.0], [1.0, 9.0, 0.0, -1.0]]
+    # Row 0: x' = (2, 1, 3, −1): h = (ReLU(2 + 1), ReLU(1 − 1 − 1)) = (3, 0); logit 6.5.
+    # Row 1: x' = (0, 4, −0.5, −1): h = (ReLU(0 + 1), ReLU(4 − 1 − 1)) = (1, 2); logit 0.5.
+    p = head.rejection_probability(x)
+    assert p.tolist() == pytest.approx([sigmoid(6.5), sigmoid(0.5)])
+    # τ = 12/16 = 0.75: row 0 (p ≈ 0.998) is rejected, row 1 (p ≈ 0.62) accepted.
+    assert head.rejects(x, 12).tolist() == [True, False]
+    assert head.rejects(x, 0).tolist() == [True, True]  # standard greedy SD
+    assert head.rejects(x, 16).tolist() == [False, False]  # accept everything
+
+
+def test_json_round_trip(tmp_path: Path) -> None:
+    head = hand_head()
+    path = tmp_path / "head.json"
+    path.write_text(json.dumps(head.to_json()))
+    again = load_head(path)
+    x = head.inputs(np.array([[5.0, 3.0]]), np.array([[7.0]]), (0.25,))
+    assert again.rejection_probability(x).tolist() == head.rejection_probability(x).tolist()
+
+
+def test_shapes_and_thresholds_are_checked() -> None:
+    head = hand_head()
+    with pytest.raises(ValueError, match="takes 2 \\(draft\\) and 1 \\(target\\)"):
+        head.inputs(np.zeros((1, 3)), np.zeros((1, 1)), (0.0,))
+    with pytest.raises(ValueError, match="1 CSI features \\(the head takes 1\\)|2 CSI"):
+        head.inputs(np.zeros((1, 2)), np.zeros((1, 1)), (0.0, 1.0))
+    with pytest.raises(ValueError, match="threshold must be in \\[0, 16\\]"):
+        rejection_probability_threshold(17)
+    with pytest.raises(ValueError, match="leaves no CSI features"):
+        DecisionHead(
+            2, 2, np.ones(4), np.ones(4), np.ones((4, 2)), np.ones(2), np.ones((2, 1)), np.ones(1)
+        )
+
+
+def test_csi_features_and_channel_quality() -> None:
+    poor = ChannelState(uplink_bps=20e6, per=0.0, rtt_s=0.05)
+    good = ChannelState(uplink_bps=500e6, per=0.1, rtt_s=0.005)
+    assert poor.quality == pytest.approx(math.log10(20) / 3)  # ≈ 0.434
+    assert good.quality == pytest.approx(math.log10(500) / 3 * 0.9)
+    assert csi_features(poor) == pytest.approx((math.log10(20), 0.0, 0.5, math.log10(20) / 3))
+    assert ChannelState(uplink_bps=5e5).quality == 0.0  # below 1 Mbit/s
+    assert ChannelState(uplink_bps=5e9).quality == 1.0
+    with pytest.raises(ValueError, match="PER must be in"):
+        ChannelState(uplink_bps=1e6, per=1.0)
+    with pytest.raises(ValueError, match="uplink rate must be"):
+        ChannelState(uplink_bps=0.0)
