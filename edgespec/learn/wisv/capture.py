@@ -1,5 +1,6 @@
 """WISV's Stage-1 dataset (seed 003): greedy mismatches of a real draft/target pair with
-both models' hidden states and a "critical" base label, from GSM8K train prompts.
+both models' hidden states and a "critical" base label, from GSM8K, CNN/DailyMail or
+ShareGPT train prompts.
 
 Per prompt (:func:`capture_prompt`):
 
@@ -21,19 +22,21 @@ Per prompt (:func:`capture_prompt`):
    them only at inference.)
 4. **Base label.** For the mismatch at output position j, the draft's token d_j is
    accepted: output O[:j] + d_j, then target-only greedy decoding under the same stopping
-   rules, up to ``max_new_tokens`` in all. The mismatch is critical (y = 1) when the
-   final answer differs from the reference's. All of a prompt's continuations run as one
-   left-padded batch that reuses the reference's KV cache (the prefix O[:j] is shared).
-   A finished row leaves the batch. Masks and position ids are built from true token
-   positions (:func:`~edgespec.runtime.backends.attention_mask.batch_attention`, sliding
-   windows included), as the runtime's target backend builds them.
+   rules, up to ``max_new_tokens`` in all. With an :class:`Outcome` (GSM8K) the mismatch
+   is critical (y = 1) when the final answer differs from the reference's. With a
+   :class:`~edgespec.learn.wisv.similarity.ContinuationSimilarity` (free text: CNN/DM,
+   ShareGPT) the reference runs to EOS or ``max_new_tokens``, each continuation stops W
+   tokens after j, and the mismatch is critical when the ROUGE-L F1 of the two W-token
+   windows from j is below the threshold (that module's docstring states W, the threshold
+   and why). All of a prompt's continuations run as one left-padded batch that reuses the
+   reference's KV cache (the prefix O[:j] is shared). A finished row leaves the batch.
+   Masks and position ids are built from true token positions
+   (:func:`~edgespec.runtime.backends.attention_mask.batch_attention`, sliding windows
+   included), as the runtime's target backend builds them.
 
-"Critical" is relative to the target's own answer: the shared GSM8K prompt files hold no
-reference solutions, and the question is whether accepting changes what the target alone
-would answer. Only GSM8K labels are built. A CNN/DM or ShareGPT outcome would need a
-similarity criterion between long continuations (each up to ``max_new_tokens`` tokens
-for every mismatch). That is several times the GSM8K cost on two cores, with an arbitrary
-threshold.
+"Critical" is relative to the target's own output: the shared prompt files hold no
+reference solutions or summaries, and the question is whether accepting changes what the
+target alone would produce.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ import torch
 from transformers import DynamicCache
 
 from edgespec.learn.wisv.answers import answer_finished, extract_answer
+from edgespec.learn.wisv.similarity import ContinuationSimilarity
 from edgespec.models.trimmed import TrimmedVocabDraft
 from edgespec.policies.semantic.relabel import Episode
 from edgespec.runtime.backends.attention_mask import AttentionLayout, batch_attention
@@ -62,12 +66,20 @@ Layers = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 FloatArray = npt.NDArray[np.float32]
 
 
-class Outcome(Protocol):
-    """The task outcome of an output (its token ids): when it is final, and what it is."""
+class Stopping(Protocol):
+    """When an output (its token ids) is final, besides EOS and ``max_new_tokens``."""
 
     def finished(self, output_ids: Sequence[int]) -> bool: ...
 
+
+class Outcome(Stopping, Protocol):
+    """The task outcome of an output (its token ids): when it is final, and what it is."""
+
     def answer(self, output_ids: Sequence[int]) -> str | None: ...
+
+
+Criterion = Outcome | ContinuationSimilarity
+"""A base label: an answer to compare (GSM8K) or the continuation similarity (free text)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +212,7 @@ def target_reference(
     prompt_ids: Sequence[int],
     max_new_tokens: int,
     eos: frozenset[int],
-    outcome: Outcome,
+    outcome: Stopping,
 ) -> Reference:
     """Step 1 of the module docstring."""
     cache = DynamicCache()
@@ -238,6 +250,7 @@ def draft_states(model: Any, token_ids: Sequence[int]) -> tuple[list[int], Float
 class _Row:
     index: int
     prefix_len: int
+    limit: int
     output: list[int]
 
 
@@ -256,20 +269,28 @@ def continue_greedy(
     starts: Sequence[tuple[int, int]],
     max_new_tokens: int,
     eos: frozenset[int],
-    outcome: Outcome,
+    outcome: Stopping,
+    window: int | None = None,
 ) -> tuple[list[tuple[int, ...]], int]:
     """(the output of each (j, d) in ``starts`` — O[:j] + d, then target-only greedy
-    decoding until the outcome is final, EOS or ``max_new_tokens`` —, the continuation
-    tokens decoded). One left-padded batch on the reference's cache (step 4)."""
+    decoding until the outcome is final, EOS, ``max_new_tokens`` or, with ``window``,
+    j + ``window`` tokens —, the continuation tokens decoded). One left-padded batch on
+    the reference's cache (step 4)."""
     ref = reference.output
+    if window is not None and window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
 
-    def done(out: Sequence[int]) -> bool:
-        return out[-1] in eos or len(out) >= max_new_tokens or outcome.finished(out)
+    def done(r: _Row) -> bool:
+        out = r.output
+        return out[-1] in eos or len(out) >= r.limit or outcome.finished(out)
 
-    rows = [_Row(i, prompt_len + j, [*ref[:j], d]) for i, (j, d) in enumerate(starts)]
+    def limit(j: int) -> int:
+        return max_new_tokens if window is None else min(max_new_tokens, j + window)
+
+    rows = [_Row(i, prompt_len + j, limit(j), [*ref[:j], d]) for i, (j, d) in enumerate(starts)]
     if any(not 0 <= j < len(ref) for j, _ in starts):
         raise ValueError("a continuation starts outside the reference output")
-    active = [r for r in rows if not done(r.output)]
+    active = [r for r in rows if not done(r)]
     decoded = 0
     if active:
         width = max(r.prefix_len for r in active)
@@ -292,7 +313,7 @@ def continue_greedy(
             for r, token in zip(active, _argmax(model, hidden[:, -1]), strict=True):
                 r.output.append(token)
             decoded += len(active)
-            keep = [b for b, r in enumerate(active) if not done(r.output)]
+            keep = [b for b, r in enumerate(active) if not done(r)]
             if len(keep) < len(active):
                 active = [active[b] for b in keep]
                 if active:
@@ -319,6 +340,38 @@ class PromptCapture:
     agreement: float
     continuation_tokens: int
     seconds: dict[str, float] = field(default_factory=dict)
+    similarity: tuple[float, ...] | None = None
+    """Each mismatch's ROUGE-L F1 under a continuation-similarity criterion, else None."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaseLabels:
+    """The reference's answer, each continuation's answer, each mismatch's label and,
+    under a continuation-similarity criterion, each one's ROUGE-L F1 (answers ``None``)."""
+
+    answer: str | None
+    continuation_answers: tuple[str | None, ...]
+    critical: tuple[int, ...]
+    similarity: tuple[float, ...] | None
+
+
+def base_labels(
+    outcome: Criterion,
+    reference: Sequence[int],
+    outputs: Sequence[Sequence[int]],
+    positions: Sequence[int],
+) -> BaseLabels:
+    """Step 4's labels of the continuations ``outputs`` of the mismatches at ``positions``
+    against the target-only output ``reference``."""
+    if isinstance(outcome, ContinuationSimilarity):
+        scores = tuple(
+            outcome.similarity(reference, o, j) for o, j in zip(outputs, positions, strict=True)
+        )
+        critical = tuple(int(outcome.critical(s)) for s in scores)
+        return BaseLabels(None, (None,) * len(outputs), critical, scores)
+    answer = outcome.answer(reference)
+    answers = tuple(outcome.answer(o) for o in outputs)
+    return BaseLabels(answer, answers, tuple(int(a != answer) for a in answers), None)
 
 
 def capture_prompt(
@@ -328,15 +381,16 @@ def capture_prompt(
     prompt_ids: Sequence[int],
     prompt_index: int,
     settings: CaptureSettings,
-    outcome: Outcome,
+    outcome: Criterion,
     eos: frozenset[int] | None = None,
 ) -> PromptCapture:
     """Steps 1–4 of the module docstring for one prompt (``layout``: the target's
-    :func:`~edgespec.runtime.backends.attention_mask.attention_layout`)."""
+    :func:`~edgespec.runtime.backends.attention_mask.attention_layout`). A
+    :class:`~edgespec.learn.wisv.similarity.ContinuationSimilarity` gives no answers
+    (``None``) and fills :attr:`PromptCapture.similarity`."""
     eos = eos_ids(target) if eos is None else eos
     clock = time.perf_counter()
     ref = target_reference(target, layout, prompt_ids, settings.max_new_tokens, eos, outcome)
-    answer = outcome.answer(ref.output)
     seconds = {"reference": time.perf_counter() - clock}
     clock = time.perf_counter()
     n = len(ref.output)
@@ -348,28 +402,30 @@ def capture_prompt(
     seconds["draft"] = time.perf_counter() - clock
     clock = time.perf_counter()
     starts = [(m.position, greedy[m.position]) for m in found]
-    outputs, decoded = continue_greedy(
-        target, layout, ref, len(prompt_ids), starts, settings.max_new_tokens, eos, outcome
-    )
-    answers = tuple(outcome.answer(o) for o in outputs)
-    seconds["continuations"] = time.perf_counter() - clock
     at = [m.position for m in found]
+    window = outcome.window if isinstance(outcome, ContinuationSimilarity) else None
+    outputs, decoded = continue_greedy(
+        target, layout, ref, len(prompt_ids), starts, settings.max_new_tokens, eos, outcome, window
+    )
+    labels = base_labels(outcome, ref.output, outputs, at)
+    seconds["continuations"] = time.perf_counter() - clock
     return PromptCapture(
         prompt_index=prompt_index,
         prompt_tokens=len(prompt_ids),
         output=ref.output,
-        answer=answer,
+        answer=labels.answer,
         mismatches=tuple(found),
         draft_ids=tuple(greedy[p] for p in at),
         target_ids=tuple(ref.output[p] for p in at),
         draft_hidden=draft_rows[at].reshape(len(at), draft_rows.shape[1]),
         target_hidden=ref.hidden[at].reshape(len(at), ref.hidden.shape[1]),
-        continuation_answers=answers,
-        critical=tuple(int(a != answer) for a in answers),
+        continuation_answers=labels.continuation_answers,
+        critical=labels.critical,
         num_rounds=rounds,
         agreement=float(np.mean(flags)),
         continuation_tokens=decoded,
         seconds=seconds,
+        similarity=labels.similarity,
     )
 
 
@@ -382,9 +438,13 @@ class WisvDataset:
     """Mismatch rows (hidden states as float16 on disk) and per-prompt bookkeeping.
 
     Every mismatch key (:data:`MISMATCH_KEYS`) is an array of one entry per mismatch in
-    prompt then output order; ``prompts`` lists the captured prompt indices (GSM8K train
-    line numbers) with :data:`PROMPT_KEYS`' other arrays aligned to it. Answers are
-    strings, ``""`` for no number."""
+    prompt then output order; ``prompts`` lists the captured prompt indices (line numbers
+    of the dataset's train file; for ShareGPT, the order of its train prompts) with
+    :data:`PROMPT_KEYS`' other arrays aligned to it. Answers are strings, ``""`` for no
+    number (and for every row of a similarity-labelled dataset). ``similarity`` holds each
+    mismatch's ROUGE-L F1 when the labels come from
+    :class:`~edgespec.learn.wisv.similarity.ContinuationSimilarity`; it is ``None`` (and
+    not in the file) for answer labels."""
 
     draft_hidden: npt.NDArray[np.float16]
     target_hidden: npt.NDArray[np.float16]
@@ -393,6 +453,7 @@ class WisvDataset:
     continuation_answer: npt.NDArray[np.str_]
     reference_answer: npt.NDArray[np.str_]
     meta: dict[str, Any]
+    similarity: npt.NDArray[np.float64] | None = None
 
     def __len__(self) -> int:
         return int(self.rows["critical"].shape[0])
@@ -420,6 +481,10 @@ class WisvDataset:
             "num_rounds": np.asarray([c.num_rounds for c in captures], dtype=np.int32),
             "agreement": np.asarray([c.agreement for c in captures], dtype=np.float64),
         }
+        similar = {c.similarity is not None for c in captures}
+        if len(similar) > 1:
+            raise ValueError("captures mix answer labels and similarity labels")
+        similarity = cat(lambda c: c.similarity or (), np.float64) if similar == {True} else None
         hd = [c.draft_hidden for c in captures if len(c.mismatches)]
         ht = [c.target_hidden for c in captures if len(c.mismatches)]
         return WisvDataset(
@@ -432,6 +497,7 @@ class WisvDataset:
             ).reshape(-1),
             reference_answer=np.asarray([c.answer or "" for c in captures], dtype=np.str_),
             meta=meta,
+            similarity=similarity,
         )
 
     def save(self, path: Path) -> None:
@@ -445,6 +511,8 @@ class WisvDataset:
             **self.rows,
             **self.prompts,
         }
+        if self.similarity is not None:
+            arrays["similarity"] = self.similarity
         with path.open("wb") as fh:
             np.savez_compressed(fh, **arrays)
 
@@ -466,6 +534,7 @@ class WisvDataset:
                 continuation_answer=data["continuation_answer"],
                 reference_answer=data["reference_answer"],
                 meta=json.loads(str(data["meta"])),
+                similarity=data["similarity"] if "similarity" in data.files else None,
             )
 
     def episodes(self) -> list[tuple[int, npt.NDArray[np.int64], Episode]]:
@@ -482,12 +551,14 @@ class WisvDataset:
         return found
 
     def summary(self) -> dict[str, Any]:
-        """Counts for the JSON summary: prompts, mismatches, class balance, agreement."""
+        """Counts for the JSON summary: prompts, mismatches, class balance, agreement; the
+        answers found (answer labels) or the ROUGE-L F1's mean, median and histogram in
+        ten bins of width 0.1, 1.0 in the last (similarity labels)."""
         critical = int(self.rows["critical"].sum())
         total = len(self)
         outputs = self.prompts["output_tokens"]
         with_critical = len(set(self.rows["prompt_index"][self.rows["critical"] == 1].tolist()))
-        return {
+        found: dict[str, Any] = {
             "prompts": int(self.prompts["prompts"].size),
             "mismatches": total,
             "critical": critical,
@@ -506,3 +577,11 @@ class WisvDataset:
             "draft_hidden": int(self.draft_hidden.shape[1]),
             "target_hidden": int(self.target_hidden.shape[1]),
         }
+        if self.similarity is not None:
+            del found["answers_found"]
+            f1 = self.similarity
+            found["similarity_mean"] = round(float(f1.mean()), 4) if f1.size else 0.0
+            found["similarity_median"] = round(float(np.median(f1)), 4) if f1.size else 0.0
+            bins = np.minimum(np.floor(f1 * 10 + 1e-9).astype(np.int64), 9)
+            found["similarity_histogram"] = np.bincount(bins, minlength=10).tolist()
+        return found

