@@ -89,6 +89,10 @@ GROUPS: dict[str, Group] = {
                 "edgespec.reproduce.dsd.real_pair",
                 "DSD's window policies on the real pair over an emulated link",
             ),
+            "wisv-real-pair": (
+                PAPERS,
+                "WISV's semantic verification on the real pair: answers vs threshold, latency",
+            ),
         },
     ),
     "data": Group(

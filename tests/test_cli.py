@@ -112,7 +112,15 @@ def test_the_help_checks_cover_every_subcommand_and_no_module_has_its_own_cli() 
     whats = ["draft", "feature-draft", "text-shards", "stop-predictor", "awc-data", "awc"]
     groups = {
         "bench": ["sim", "policy", "memory", "runtime"],
-        "reproduce": ["wisp", "dsd", "zhu", "wisv", "wisp-serving", "dsd-real-pair"],
+        "reproduce": [
+            "wisp",
+            "dsd",
+            "zhu",
+            "wisv",
+            "wisp-serving",
+            "dsd-real-pair",
+            "wisv-real-pair",
+        ],
         "data": ["lengths"],
     }
     nested = [f"{group} {name}" for group, names in groups.items() for name in names]

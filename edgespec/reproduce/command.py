@@ -52,12 +52,19 @@ def _wisv() -> Reproduce:
     return reproduce
 
 
+def _wisv_real() -> Reproduce:
+    from edgespec.reproduce.wisv_real.report import reproduce
+
+    return reproduce
+
+
 # Paper → its reproduction (imported when chosen); None: not reproduced yet.
 PAPERS: dict[str, Callable[[], Reproduce] | None] = {
     "wisp": _wisp,
     "dsd": _dsd,
     "zhu": _zhu,
     "wisv": _wisv,
+    "wisv-real-pair": _wisv_real,
 }
 
 

@@ -1,0 +1,251 @@
+"""V5 and V6's claim rows on hand-made results (no models): a paper-shaped run holds
+everywhere, a collapsing one misses with the pair's cause, and each shape check's edges."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
+from edgespec.reproduce.wisv_real.claims import (
+    all_rows,
+    chosen_threshold,
+    falls,
+    rises,
+    v5_rows,
+    v6_reductions,
+    v6_rows,
+)
+
+RATES = {"poor": 20.0, "good": 500.0}
+
+
+def v5_cell(t: int, channel: str, agreement: float, aal: float, rounds: float,
+            prompts: int = 200) -> dict[str, Any]:  # fmt: skip
+    return {
+        "threshold": t,
+        "channel": channel,
+        "uplink_mbps": RATES[channel],
+        "shared": t == 0,
+        "prompts": prompts,
+        "agreement": agreement,
+        "identical": agreement if t == 0 else 0.5,
+        "aal": aal,
+        "rounds": rounds,
+        "tokens_per_answer": aal * rounds,
+        "tokens_per_s": 5.0,
+        "latency_s": 1.0,
+        "latency_per_token_ms": 100.0,
+        "accepted_mismatches": 0.0,
+        "exchanges_per_round": 1.0,
+        "stopped": 1.0,
+        "upload": ["fh"],
+    }
+
+
+def v6_cell(
+    rate: float,
+    window: int,
+    method: str,
+    latency: float,
+    rounds: float = 10.0,
+    agreement: float = 1.0,
+    upload: tuple[str, ...] = ("fh",),
+) -> dict[str, Any]:
+    return {
+        "uplink_mbps": rate,
+        "window": window,
+        "method": method,
+        "threshold": 12 if method == "wisv" else 0,
+        "prompts": 6,
+        "agreement": agreement,
+        "latency_s": latency,
+        "latency_per_token_ms": 1e3 * latency / 30.0,
+        "tokens_per_answer": 30.0,
+        "rounds": rounds,
+        "upload": list(upload) if method == "wisv" else [],
+    }
+
+
+# Fig. 3 / Table I shaped: flat to 8, −0.5 pt at 12 on the poor channel, AAL gains as in
+# Table I at window 10, the poor channel more permissive; V6 gaps growing with γ.
+PAPER_AGREEMENT = {
+    "poor": {0: 1.0, 4: 1.0, 8: 1.0, 12: 0.995, 14: 0.95, 16: 0.3},
+    "good": {0: 1.0, 4: 1.0, 8: 1.0, 12: 1.0, 14: 0.98, 16: 0.3},
+}
+PAPER_AAL = {
+    "poor": {0: 6.607, 4: 6.9, 8: 7.3, 12: 7.805, 14: 8.5, 16: 9.0},
+    "good": {0: 6.607, 4: 6.8, 8: 7.1, 12: 7.478, 14: 8.2, 16: 9.0},
+}
+
+
+def results(
+    agreement: dict[str, dict[int, float]] = PAPER_AGREEMENT,
+    aal: dict[str, dict[int, float]] = PAPER_AAL,
+    v6: list[dict[str, Any]] | None = None,
+    head: dict[str, Any] | None = None,
+    prompts: int = 200,
+) -> dict[str, Any]:
+    cells = []
+    for channel in ("poor", "good"):
+        for t, a in agreement[channel].items():
+            aal_t = aal[channel][t]
+            cells.append(v5_cell(t, channel, a, aal_t, 210.0 / aal_t, prompts))
+    if v6 is None:
+        v6 = []
+        for rate in (172.0, 498.0):
+            for window, greedy, wisv in ((4, 5.0, 4.8), (8, 6.0, 5.1), (16, 8.0, 6.0)):
+                v6 += [v6_cell(rate, window, "greedy", greedy),
+                       v6_cell(rate, window, "wisv", wisv, agreement=0.995)]  # fmt: skip
+    return {
+        "v5": {"window": 8, "cells": cells},
+        "v6": {"link_rtt_ms": 20.0, "cells": v6},
+        "head": head or {},
+    }
+
+
+def _by_what(rows: list[ClaimRow], text: str) -> list[ClaimRow]:
+    return [r for r in rows if text in r.what]
+
+
+def test_a_paper_shaped_run_holds_everywhere() -> None:
+    rows = all_rows(results())
+    assert rows and all(r.outcome is Outcome.HOLDS for r in rows), [
+        (r.what, r.verdict) for r in rows if r.outcome is not Outcome.HOLDS
+    ]
+    assert len(_by_what(rows, "T < 9")) == 2 and len(_by_what(rows, "gap grows")) == 2
+    assert chosen_threshold(results()) == 12
+
+
+COLLAPSE = {
+    "poor": {0: 1.0, 4: 0.0, 8: 0.0, 12: 0.0, 14: 0.0, 16: 0.0},
+    "good": {0: 1.0, 4: 0.5, 8: 0.4, 12: 0.3, 14: 0.2, 16: 0.0},
+}
+SHIPPED_HEAD = {
+    "reject_share": {"poor": [1.0] + [0.26] * 11 + [0.13] * 5, "good": [1.0] + [0.7] * 16},
+    "critical_share": 0.6376,
+}
+
+
+def test_a_collapsing_pair_misses_with_the_pairs_cause() -> None:
+    """The real pair's shape: agreement gone at any T > 0 on the poor channel. The
+    quality rows miss, and with the shipped head's numbers in the results they name the
+    pair as the cause; the shape rows still hold."""
+    rows = v5_rows(results(COLLAPSE, head=SHIPPED_HEAD, prompts=20))
+    low = _by_what(rows, "T < 9")
+    drop12 = _by_what(rows, "chosen T = 12")
+    assert [r.outcome for r in low + drop12] == [Outcome.MISS] * 4
+    for r in low + drop12:
+        assert r.cause is Cause.MODELLING
+        assert "64% in the head's training set" in r.why and "0.26 poor" in r.why
+    assert all(r.outcome is Outcome.HOLDS for r in _by_what(rows, "agreement falls"))
+    assert _by_what(rows, "poor channel loses more")[0].outcome is Outcome.HOLDS
+    assert "T12 +30 pt" in _by_what(rows, "poor channel loses more")[0].ours
+    assert chosen_threshold(results(COLLAPSE)) == 0
+    # without the shipped head's numbers (another pair) the cause is not claimed
+    plain = _by_what(v5_rows(results(COLLAPSE, prompts=20)), "T < 9")
+    assert all(r.reason is None and r.why.startswith("cause not known") for r in plain)
+
+
+def test_threshold_0_must_be_lossless() -> None:
+    agreement = {c: dict(v) for c, v in PAPER_AGREEMENT.items()}
+    agreement["poor"][0] = agreement["good"][0] = 0.95
+    row = v5_rows(results(agreement))[0]
+    assert row.what.startswith("T = 0") and row.outcome is Outcome.MISS
+    assert row.ours == "95% of 200 answers agree"
+
+
+def test_aal_gain_far_above_the_papers_holds_in_direction_with_its_cause() -> None:
+    aal = {c: dict(v) for c, v in PAPER_AAL.items()}
+    aal["poor"] = {0: 1.93, 4: 5.0, 8: 9.0, 12: 9.0, 14: 9.0, 16: 9.0}
+    row = _by_what(v5_rows(results(aal=aal)), "AAL gain at T = 12 over T = 0, poor")[0]
+    assert row.outcome is Outcome.DIRECTION_ONLY and row.cause is Cause.MODELLING
+    assert "commits 1.93 tokens per round" in row.why and "γ + 1 = 9" in row.why
+    assert row.ours == "+366.3% (window 8)"
+
+
+def test_a_good_channel_more_permissive_than_the_poor_one_misses() -> None:
+    aal = {"poor": PAPER_AAL["good"], "good": PAPER_AAL["poor"]}
+    row = _by_what(v5_rows(results(aal=aal)), "AAL on the poor channel")[0]
+    assert row.outcome is Outcome.MISS and row.direction_ok is False
+
+
+def test_shape_checks_allow_one_answer_or_five_percent_against_the_direction() -> None:
+    assert falls([1.0, 1.0, 0.95], 0.05, relative=False)
+    assert falls([1.0, 0.9, 0.95, 0.5], 0.05, relative=False)  # up by one answer
+    assert not falls([1.0, 0.9, 0.96, 0.5], 0.05, relative=False)
+    assert not falls([1.0, 1.0], 0.05, relative=False)  # must end lower
+    assert not falls([1.0], 0.05, relative=False)
+    assert rises([2.0, 3.0, 2.9, 4.0], 0.05, relative=True)  # down by 3.3%
+    assert not rises([2.0, 3.0, 2.8, 4.0], 0.05, relative=True)  # down by 6.7%
+
+
+def test_v6_a_gap_that_shrinks_misses_and_a_saturated_one_says_why() -> None:
+    cells = []
+    for window, greedy, wisv in ((4, 5.0, 4.0), (8, 6.0, 5.5), (16, 8.0, 7.9)):
+        cells += [v6_cell(172.0, window, "greedy", greedy),
+                  v6_cell(172.0, window, "wisv", wisv)]  # fmt: skip
+    rows = v6_rows(results(v6=cells))
+    below, gap = rows[0], rows[1]
+    assert below.outcome is Outcome.HOLDS
+    assert gap.outcome is Outcome.MISS and gap.reason is None
+    assert [round(r, 4) for _, r in v6_reductions(results(v6=cells), 172.0, "latency_s")] == [
+        0.2,
+        0.0833,
+        0.0125,
+    ]
+    saturated = []
+    for window, wisv in ((4, 0.8), (8, 0.9), (16, 0.85)):
+        saturated += [v6_cell(172.0, window, "greedy", 5.0),
+                      v6_cell(172.0, window, "wisv", wisv, rounds=1.2)]  # fmt: skip
+    gap = v6_rows(results(v6=saturated))[1]
+    assert gap.outcome is Outcome.MISS and gap.cause is Cause.MODELLING
+    assert "end in 1.2 rounds" in gap.why
+
+
+def test_v6_upload_other_than_fh_misses_and_agreement_is_judged() -> None:
+    cells = []
+    for window in (4, 8):
+        wisv = v6_cell(498.0, window, "wisv", 4.0, agreement=0.5, upload=("fh", "sh"))
+        cells += [v6_cell(498.0, window, "greedy", 5.0), wisv]
+    rows = v6_rows(results(v6=cells, head=SHIPPED_HEAD))
+    upload = _by_what(rows, "adaptive upload")[0]
+    assert upload.outcome is Outcome.MISS and upload.ours == "uploads used: FH, SH"
+    answers = _by_what(rows, "answers on the link")[0]
+    assert answers.outcome is Outcome.MISS and answers.cause is Cause.MODELLING
+    assert answers.ours == "50% agree (greedy SD: 100%)"
+
+
+@pytest.mark.parametrize("quick", ["", "2 prompts instead of 20"])
+def test_a_quick_run_compares_no_magnitude(quick: str) -> None:
+    rows = all_rows(results(COLLAPSE, head=SHIPPED_HEAD, prompts=2), quick)
+    drop = _by_what(rows, "chosen T = 12, poor")[0]
+    if quick:
+        assert drop.outcome is Outcome.QUICK and drop.cause is Cause.QUICK_RUN
+    else:
+        assert drop.outcome is Outcome.MISS and drop.cause is Cause.MODELLING
+
+
+def test_a_rise_among_mostly_changed_answers_names_the_prompts() -> None:
+    """Good channel 20% → 10% → 20% of 20 answers: a rise by two answers, where most
+    already differ; the cause names the prompts that agree again (from the runs)."""
+    agreement = {c: dict(v) for c, v in COLLAPSE.items()}
+    agreement["good"] = {0: 1.0, 4: 0.2, 8: 0.2, 12: 0.1, 14: 0.2, 16: 0.0}
+    data = results(agreement, head=SHIPPED_HEAD, prompts=20)
+    runs = [{"threshold": 0, "channel": "poor", "prompt": p, "agrees": True} for p in range(20)]
+    runs += [
+        {"threshold": t, "channel": "good", "prompt": p, "agrees": p in agree}
+        for t, agree in ((12, {2}), (14, {2, 15, 18}))
+        for p in range(20)
+    ]
+    data["v5"]["runs"] = runs
+    row = _by_what(v5_rows(data), "agreement falls as T grows, good")[0]
+    assert row.outcome is Outcome.MISS and row.cause is Cause.MODELLING
+    assert "T 12 → 14: prompts [15, 18] agree at 14, not at 12" in row.why
+    # a rise while most answers still agree has no known cause
+    agreement["good"] = {0: 1.0, 4: 0.6, 8: 0.8, 12: 0.5, 14: 0.4, 16: 0.0}
+    data = results(agreement, prompts=20)
+    data["v5"]["runs"] = runs
+    row = _by_what(v5_rows(data), "agreement falls as T grows, good")[0]
+    assert row.outcome is Outcome.MISS and row.reason is None
