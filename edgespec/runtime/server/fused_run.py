@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowPolicy
-from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.backends.base import DraftBackend, hidden_state_drafter
 from edgespec.runtime.edge.drafter import DraftOptions, generate
 from edgespec.runtime.edge.rounds import capped_gamma, draft_rng, play_round, round_outcome
 from edgespec.runtime.errors import ErrorCode, RequestError
@@ -190,11 +190,17 @@ def run_fused_rounds(
     num_output = len(tokens) - len(spec.prompt_token_ids)
     committed_total = call.history.num_committed_total
     gamma = call.gamma
+    # A lossy (semantic) session's rounds carry the co-located draft's hidden states, FH
+    # style: they cost no network here (fused_setup checked the draft returns them).
+    upload = None if spec.verification_rule == "exact" else "fh"
+    if upload is not None:
+        hidden_state_drafter(drafter).return_hidden(True)  # a fresh draft for this run
     while True:
         capped = capped_gamma(gamma, sampling.max_new_tokens, num_output)
         played = play_round(
-            verifier, drafter, call.session_id, context, capped, sampling, rng, 0.0, clock
-        )
+            verifier, drafter, call.session_id, context, capped, sampling, rng, 0.0, clock,
+            upload=upload,
+        )  # fmt: skip
         reply = played.reply
         committed = reply.outcome.committed_token_ids
         context.extend(committed)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from edgespec.policies.contracts import PolicyContractError, policy_name
 from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
-from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend
+from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend, hidden_state_drafter
 from edgespec.runtime.edge.rounds import decide, pair_state, restore_pair_state
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, SessionSpec
@@ -59,20 +59,46 @@ def start_fused_run(
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT, f"fused gamma {call.gamma} outside 1..{max_draft_tokens}"
         )
-    if not engine.session_rule(call.session_id).lossless:
-        raise RequestError(
-            ErrorCode.FAILED_PRECONDITION,
-            f"fused rounds verify losslessly (the server's draft sends no hidden states); "
-            f"session {call.session_id!r} uses the lossy verification rule "
-            f"{spec.verification_rule!r}",
-        )
     drafter = draft_factory()
+    rule = engine.session_rule(call.session_id)
+    if not rule.lossless:
+        _check_semantic_drafter(drafter, rule, call.session_id, spec.verification_rule)
     if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden:
         raise RequestError(
             ErrorCode.FAILED_PRECONDITION,
             "this server's draft drafts from target features, which fused rounds do not feed it",
         )
     return FusedStart(drafter, spec, tokens)
+
+
+def _check_semantic_drafter(
+    drafter: DraftBackend, rule: object, session_id: str, rule_name: str
+) -> None:
+    """A lossy session's fused rounds are verified by its own rule: a semantic rule reads
+    the co-located draft's hidden states (uploaded FH-style, without a network), so that
+    draft must return them at the width the session's decision head takes."""
+    head = getattr(rule, "head", None)
+    if head is None:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"session {session_id!r} uses the lossy verification rule {rule_name!r}, "
+            "which fused rounds cannot feed",
+        )
+    try:
+        width = hidden_state_drafter(drafter).return_hidden(False)
+    except ValueError as exc:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"fused rounds of semantic session {session_id!r} need the server's draft's "
+            f"hidden states: {exc}",
+        ) from exc
+    if width != head.draft_hidden:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"fused rounds of semantic session {session_id!r}: the server's draft has hidden "
+            f"size {width}, the decision head takes draft hidden states of width "
+            f"{head.draft_hidden}",
+        )
 
 
 class ServerWindow:
