@@ -4,19 +4,18 @@ Each round: ask the window policy for a decision (γ, mode). Distributed: draft 
 with the draft backend, send them to a :class:`Verifier` (the engine in-process, or a
 remote server), append the committed tokens, stream them out, and record a
 :class:`RoundRecord`. Fused (a server with a co-located draft, :class:`FusedVerifier`):
-send a fused request with the session's window history; the server runs fused rounds
-back to back, consulting its own window policy after each verdict, and streams each
-round's committed tokens; the device records each as a fused :class:`RoundRecord` when it
-arrives, takes the history back when the run ends and continues with the decision the
-server obtained (no second consultation; :mod:`edgespec.runtime.server.fused_run`). The pieces of a
-round are shared with the server's fused loop (:mod:`edgespec.runtime.edge.rounds`).
+hand the session to the server for a run of fused rounds, record each as it arrives and
+continue with the decision the server obtained (:mod:`edgespec.runtime.edge.fused_handover`).
+The pieces of a round are shared with the server's fused loop
+(:mod:`edgespec.runtime.edge.rounds`).
 
-A verifier that lost the session (server restart, idle expiry) or became unreachable is
-handled by reopening the session with every committed token as the new prompt, so the
-output is identical to an uninterrupted run (greedy) — the server keeps no state the
-client lacks. A :class:`~edgespec.runtime.backends.base.FeatureDraftBackend` that wants
-the target's hidden states gets a session opened with ``return_hidden`` and sees every
-verification's rows (``observe_target_hidden``, timed as drafting) before it drafts again.
+A verifier that lost the session (server restart, idle expiry) or became unreachable
+(:data:`RECOVERABLE`) is handled by reopening the session with every committed token as
+the new prompt (:mod:`edgespec.runtime.edge.reconnect`), so the output is identical to an
+uninterrupted run (greedy). A
+:class:`~edgespec.runtime.backends.base.FeatureDraftBackend` that wants the target's hidden
+states gets a session opened with ``return_hidden`` and sees every verification's rows
+(``observe_target_hidden``, timed as drafting) before it drafts again.
 With a stop predictor (:mod:`edgespec.policies.stop_drafting`) γ is K_max: the drafter
 ends the block at the first predicted rejection (possibly an empty block, a plain target
 step), and the round records the draft passes run (``RoundRecord.num_draft_passes``).
@@ -29,14 +28,11 @@ session opening's round trip (the handshake) picks the FH or SH upload when it i
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
-from edgespec.policies.contracts import policy_name
-from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import StaticWindow
@@ -46,16 +42,15 @@ from edgespec.runtime.backends.base import (
     hidden_state_drafter,
     stopping_drafter,
 )
+from edgespec.runtime.edge.fused_handover import fused_handover
+from edgespec.runtime.edge.reconnect import close_quietly, reopen
 from edgespec.runtime.edge.rounds import (
-    FusedVerifier,
     Ledger,
     Verifier,
     capped_gamma,
     decide,
     draft_rng,
-    pair_state,
     play_round,
-    restore_pair_state,
 )
 from edgespec.runtime.edge.semantic import (
     SEMANTIC,
@@ -65,7 +60,7 @@ from edgespec.runtime.edge.semantic import (
     choose_upload,
 )
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import FusedCall, SemanticSpec, SessionSpec
+from edgespec.runtime.messages import SemanticSpec, SessionSpec
 
 RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
 
@@ -153,7 +148,9 @@ def _generate(
     hidden = feature is not None
     wisv = None if semantic is None else semantic.spec()
     opened = clock()
-    session_id = _open(verifier, options, options.session_id, prompt, sampling, hidden, wisv)
+    first = _session_spec(options, prompt, sampling, hidden, wisv)
+    verifier.open(first)
+    session_id = first.session_id
     handshake_rtt_s = clock() - opened
     upload: Upload | None = None
     if semantic is not None:
@@ -169,7 +166,7 @@ def _generate(
         sent = clock()
         try:
             if decision.fused:
-                decision, finished = _fused_run(
+                decision, finished = fused_handover(
                     verifier, policy, ledger, session_id, context, decision
                 )
                 continue
@@ -182,10 +179,9 @@ def _generate(
                 raise
             reconnects += 1
             decision = None  # the policy is asked again for the round that did not run
-            _close_quietly(verifier, session_id)  # its KV must not wait for the timeout
-            session_id = _reopen(
-                verifier, options, prompt, ledger.output, sampling, clock, hidden, reconnects, wisv
-            )
+            close_quietly(verifier, session_id)  # its KV must not wait for the timeout
+            session_id = reopen(verifier, first, ledger.output, clock, reconnects,
+                                options.retry_timeout_s, options.retry_backoff_s)  # fmt: skip
             continue
         reply = played.reply
         network_s = max(played.end_s - played.drafted_s - reply.queue_s - reply.verify_s, 0.0)
@@ -210,118 +206,24 @@ def _generate(
     )
 
 
-def _fused_run(
-    verifier: Verifier,
-    policy: WindowPolicy,
-    ledger: Ledger,
-    session_id: str,
-    context: tuple[int, ...],
-    decision: WindowDecision,
-) -> tuple[WindowDecision | None, bool]:
-    """Hand the session to the server for a run of fused rounds; record each round as it
-    arrives. Returns the decision for the next round (``None``: ask the device's policy)
-    and whether the request finished."""
-    if not isinstance(verifier, FusedVerifier):
-        raise RequestError(
-            ErrorCode.FAILED_PRECONDITION,
-            f"window policy {policy_name(policy)} chose a fused round; verifier "
-            f"{type(verifier).__name__} cannot run fused rounds",
-        )
-    clock = ledger.clock
-    start = clock()
-    # the policy's own state for this pair goes with the history (PairStateWindow)
-    snapshot = ledger.history.snapshot(start, pair_state(policy, ledger.pair))
-    call = FusedCall(session_id, len(context), decision.gamma, snapshot)
-    end = None
-    finished = False
-    for index, chunk in enumerate(verifier.run_fused(call)):
-        arrived = clock()
-        reply = chunk.reply
-        # measured: what the server's draft, queue and verify times leave of the interval;
-        # the run's first round crossed the uplink, the later ones only the downlink
-        network_s = max(arrived - start - chunk.draft_s - reply.queue_s - reply.verify_s, 0.0)
-        uplink_s = network_s / 2 if index == 0 else 0.0
-        times = (start, arrived, chunk.draft_s, uplink_s, network_s - uplink_s)
-        finished = ledger.commit(chunk.gamma, len(chunk.draft_token_ids), reply, times, fused=True)
-        start, end = arrived, chunk.end
-    if end is None:
-        raise RequestError(
-            ErrorCode.INTERNAL, f"the fused run of session {session_id!r} ended without its end"
-        )
-    ledger.history = WindowHistory.from_snapshot(end.history, clock(), ledger.pair)
-    try:
-        restore_pair_state(policy, ledger.pair, end.history.window_state)
-    except ValueError as exc:
-        raise RequestError(
-            ErrorCode.INTERNAL,
-            f"the fused run of session {session_id!r} returned a window state that window "
-            f"policy {policy_name(policy)} refuses: {exc}",
-        ) from exc
-    return end.next_decision, finished
-
-
-def _open(
-    verifier: Verifier,
-    options: DraftOptions,
-    session_id: str,
-    prompt: tuple[int, ...],
-    sampling: SamplingParams,
-    return_hidden: bool = False,
-    semantic: SemanticSpec | None = None,
-) -> str:
-    verifier.open(
-        SessionSpec(
-            session_id=session_id,
-            client_id=options.client_id,
-            prompt_token_ids=prompt,
-            sampling=sampling,
-            slo_class=options.slo_class,
-            return_hidden=return_hidden,
-            verification_rule="exact" if semantic is None else SEMANTIC,
-            semantic=semantic,
-        )
-    )
-    return session_id
-
-
-def _reopen(
-    verifier: Verifier,
+def _session_spec(
     options: DraftOptions,
     prompt: tuple[int, ...],
-    output: list[int],
     sampling: SamplingParams,
-    clock: Callable[[], float],
-    return_hidden: bool = False,
-    reconnect: int = 1,
-    semantic: SemanticSpec | None = None,
-) -> str:
-    """Open a fresh session holding every committed token, retrying until the server is
-    back. Its name ``<session>#r<reconnect>.<attempt>`` is new for every reconnect of the
-    generation, even with no progress in between."""
-    remaining = SamplingParams(
-        temperature=sampling.temperature,
-        top_p=sampling.top_p,
-        max_new_tokens=sampling.max_new_tokens - len(output),
-        seed=sampling.seed,
+    return_hidden: bool,
+    semantic: SemanticSpec | None,
+) -> SessionSpec:
+    """The session a generation opens (a reconnect reopens it under a new name)."""
+    return SessionSpec(
+        session_id=options.session_id,
+        client_id=options.client_id,
+        prompt_token_ids=prompt,
+        sampling=sampling,
+        slo_class=options.slo_class,
+        return_hidden=return_hidden,
+        verification_rule="exact" if semantic is None else SEMANTIC,
+        semantic=semantic,
     )
-    deadline = clock() + options.retry_timeout_s
-    attempt = 0
-    while True:
-        attempt += 1
-        session_id = f"{options.session_id}#r{reconnect}.{attempt}"
-        try:
-            context = (*prompt, *output)
-            return _open(verifier, options, session_id, context, remaining, return_hidden, semantic)
-        except RequestError as exc:
-            if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
-                raise
-            time.sleep(options.retry_backoff_s)
-
-
-def _close_quietly(verifier: Verifier, session_id: str) -> None:
-    """Close an abandoned session if the server still has it (it may be gone or down)."""
-    with contextlib.suppress(RequestError):
-        verifier.close(session_id)
 
 
 def _request_record(

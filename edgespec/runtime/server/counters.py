@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.runtime.messages import ServerStats
-from edgespec.runtime.server.engine import EngineCounters
+from edgespec.runtime.server.engine_sessions import EngineCounters
 
 
 def _recent_batches() -> deque[BatchRecord]:

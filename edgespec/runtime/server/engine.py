@@ -13,114 +13,42 @@ positions that are now committed (``VerifyOutcome.target_hidden``). With
 ``prefix_cache=False`` (the SLED-style baseline) no KV outlives a verification: every one
 forwards the session's whole context, and the outputs are the same.
 
-A session's rule (:mod:`edgespec.runtime.server.verification`) is bound when it opens. A rule
-that reads the target's hidden states (the lossy ``"semantic"`` rule) gets them for its K + 1
-logit rows; when it answers :class:`~edgespec.runtime.server.verification.HiddenStatesNeeded`
-(SH upload: it needs the draft's hidden states of some positions) the engine keeps the
-forward pass, commits nothing and answers with ``VerifyOutcome.hidden_request``; the
-session's next call must be the follow-up with those rows, which is decided from the kept
-pass without another forward. A session waiting for its follow-up holds the pass's KV
-outside the LRU budget until it is decided, closed or expires.
+The sessions, their KV caches and the LRU budget are the engine's
+:class:`~edgespec.runtime.server.engine_sessions.SessionTable`. A session's rule
+(:mod:`edgespec.runtime.server.verification`) is bound when it opens. A rule that reads the
+target's hidden states (the lossy ``"semantic"`` rule) gets them for its K + 1 logit rows
+and may keep the forward pass waiting for the draft's hidden states (SH upload,
+:mod:`edgespec.runtime.server.hidden_followup`); the engine commits nothing then, and
+decides the session's follow-up from the kept pass without another forward.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from time import monotonic
 
-import numpy as np
-import numpy.typing as npt
-
-from edgespec.core.types import VerifyResult
-from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, KVState, TargetBackend
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
-from edgespec.runtime.server.engine_checks import (
-    check_followup,
-    check_session_spec,
-    check_verify_call,
+from edgespec.runtime.messages import VerifyCall, VerifyOutcome
+from edgespec.runtime.server.engine_checks import check_verify_call
+from edgespec.runtime.server.engine_sessions import EngineSession, SessionTable
+from edgespec.runtime.server.hidden_followup import (
+    check_followup_call,
+    decide_followup,
+    followup_sizes,
+    judge_pass,
+    logit_hidden_rows,
+    waiting_outcome,
 )
 from edgespec.runtime.server.verification import (
     EXACT_RULES,
     AnyRule,
-    HiddenStateRule,
-    HiddenStatesNeeded,
     Verdict,
-    VerificationRule,
-    bind_rule,
     cut_committed,
-    hidden_state_rule,
 )
 
 
-@dataclass(frozen=True, slots=True)
-class EngineCounters:
-    num_forward_passes: int
-    num_tokens_forwarded: int
-    num_verifications: int
-    num_cache_hits: int
-    num_cache_misses: int
-    num_reprefills: int
-    num_evictions: int
-    num_cached_tokens: int
-    num_cached_bytes: int
-    num_sessions: int
-
-    @property
-    def cache_hit_ratio(self) -> float:
-        total = self.num_cache_hits + self.num_cache_misses
-        return self.num_cache_hits / total if total else 0.0
-
-
-@dataclass(slots=True)
-class _Tally:
-    """The engine's running counts (under its lock); :meth:`VerificationEngine.counters`
-    reports them with the cache's current size as :class:`EngineCounters`."""
-
-    num_forward_passes: int = 0
-    num_tokens_forwarded: int = 0
-    num_verifications: int = 0
-    num_cache_hits: int = 0
-    num_cache_misses: int = 0
-    num_reprefills: int = 0
-    num_evictions: int = 0
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _Pending:
-    """A verification waiting for the client's draft hidden states (SH upload): its call,
-    forward item and output, the target's hidden rows of its logit rows, and the draft
-    positions asked for."""
-
-    call: VerifyCall
-    item: ForwardItem
-    out: ForwardOutput
-    target_hidden: npt.NDArray[np.float32]
-    positions: tuple[int, ...]
-
-
-@dataclass(slots=True)
-class _Session:
-    spec: SessionSpec
-    rule: VerificationRule
-    tokens: list[int]
-    rng: np.random.Generator
-    last_used_s: float
-    kv: KVState | None = None
-    kv_len: int = 0
-    was_evicted: bool = False
-    finished: bool = False
-    num_output_tokens: int = 0
-    in_flight: bool = field(default=False)
-    hidden_rule: HiddenStateRule | None = None  # the rule, when it reads hidden states
-    pending: _Pending | None = None  # a verification waiting for its follow-up
-
-
-class VerificationEngine:
+class VerificationEngine(SessionTable):
     """Owns the sessions and their KV caches; runs batches on a :class:`TargetBackend`.
 
     Thread-safe: the server calls :meth:`verify_batch` from a worker thread while its
@@ -136,72 +64,8 @@ class VerificationEngine:
         rules: Mapping[str, AnyRule] = EXACT_RULES,
         prefix_cache: bool = True,
     ) -> None:
-        self.backend = backend
+        super().__init__(backend, kv_budget_tokens, max_sessions, clock, rules)
         self._prefix_cache = prefix_cache
-        self._rules = dict(rules)
-        self._budget = kv_budget_tokens
-        self._max_sessions = max_sessions
-        self._clock = clock
-        self._sessions: dict[str, _Session] = {}
-        self._lru: OrderedDict[str, None] = OrderedDict()  # sessions holding KV, oldest first
-        self._lock = threading.Lock()
-        self._tally = _Tally()
-
-    # --- sessions
-
-    def open_session(self, spec: SessionSpec) -> None:
-        check_session_spec(spec, self.backend, self._rules)
-        rule = bind_rule(self._rules[spec.verification_rule], spec)
-        with self._lock:
-            if spec.session_id in self._sessions:
-                raise RequestError(
-                    ErrorCode.INVALID_ARGUMENT, f"session {spec.session_id!r} already exists"
-                )
-            if len(self._sessions) >= self._max_sessions:
-                raise RequestError(
-                    ErrorCode.RESOURCE_EXHAUSTED,
-                    f"session limit reached ({self._max_sessions} open sessions)",
-                )
-            self._sessions[spec.session_id] = _Session(
-                spec=spec,
-                rule=rule,
-                hidden_rule=hidden_state_rule(rule),
-                tokens=list(spec.prompt_token_ids),
-                rng=np.random.default_rng(spec.sampling.seed),
-                last_used_s=self._clock(),
-            )
-
-    def close_session(self, session_id: str) -> bool:
-        with self._lock:
-            self._lru.pop(session_id, None)
-            return self._sessions.pop(session_id, None) is not None
-
-    def expire_idle(self, timeout_s: float, busy: Collection[str] = ()) -> list[str]:
-        """Close sessions idle for more than ``timeout_s``, except those in ``busy`` or
-        mid-verification; returns their ids. Frees their KV memory."""
-        now = self._clock()
-        with self._lock:
-            idle = [
-                sid
-                for sid, s in self._sessions.items()
-                if not s.in_flight and sid not in busy and now - s.last_used_s > timeout_s
-            ]
-        for sid in idle:
-            self.close_session(sid)
-        return idle
-
-    def session_tokens(self, session_id: str) -> tuple[int, ...]:
-        return tuple(self._get(session_id).tokens)
-
-    def session_finished(self, session_id: str) -> bool:
-        return self._get(session_id).finished
-
-    def session_spec(self, session_id: str) -> SessionSpec:
-        return self._get(session_id).spec
-
-    def session_rule(self, session_id: str) -> VerificationRule:
-        """The rule the session was bound to when it opened."""
-        return self._get(session_id).rule
 
     # --- verification
 
@@ -211,8 +75,7 @@ class VerificationEngine:
         session = self._get(call.session_id)
         pending = session.pending
         if pending is not None and session.hidden_rule is not None:
-            check_followup(call, pending.call, pending.positions)
-            session.hidden_rule.check_followup(call, pending.positions)
+            check_followup_call(call, pending, session.hidden_rule)
             return
         check_verify_call(
             call,
@@ -228,15 +91,15 @@ class VerificationEngine:
         """(num_new_tokens, num_cached_tokens) a verification of ``num_draft`` would have."""
         s = self._get(session_id)
         if s.pending is not None:  # a follow-up forwards nothing: its pass is kept
-            return 0, s.pending.item.kv_len + len(s.pending.item.new_token_ids)
+            return followup_sizes(s.pending)
         return len(s.tokens) - s.kv_len + num_draft, s.kv_len
 
     def verify_batch(self, calls: Sequence[VerifyCall]) -> list[VerifyOutcome | RequestError]:
         """Verify all calls in ONE backend forward pass. Calls must be pre-validated and
         name distinct sessions; a call whose session vanished meanwhile gets its error."""
         results: list[VerifyOutcome | RequestError] = []
-        live: list[tuple[int, _Session, VerifyCall, ForwardItem]] = []
-        followups: list[tuple[int, _Session, VerifyCall]] = []
+        live: list[tuple[int, EngineSession, VerifyCall, ForwardItem]] = []
+        followups: list[tuple[int, EngineSession, VerifyCall]] = []
         with self._lock:
             for index, c in enumerate(calls):
                 s = self._sessions.get(c.session_id)
@@ -300,24 +163,24 @@ class VerificationEngine:
         return results
 
     def _judge_hidden(
-        self, s: _Session, call: VerifyCall, item: ForwardItem, out: ForwardOutput
+        self, s: EngineSession, call: VerifyCall, item: ForwardItem, out: ForwardOutput
     ) -> VerifyOutcome | RequestError:
         """A hidden-state rule's verification: a verdict, or a request for the draft's
         hidden states (the pass is kept, nothing is committed)."""
-        assert s.hidden_rule is not None and out.hidden is not None
-        rows = out.hidden[len(item.new_token_ids) - item.num_logits :]
+        assert s.hidden_rule is not None
+        rows = logit_hidden_rows(item, out)
         try:
-            judged = s.hidden_rule.verdict_hidden(call, s.spec.sampling, out.logits, rows)
+            judged = judge_pass(s.hidden_rule, call, s.spec.sampling, item, out, rows)
         except Exception as exc:  # the session keeps its state; the others go on
             return self._rule_failed(s, call, exc)
         if isinstance(judged, Verdict):
             return self._apply(s, call, item, out, judged)
-        s.pending = _Pending(call, item, out, rows, judged.positions)
+        s.pending = judged
         s.kv = None  # the kept pass's KV extends it; it is cropped from there when decided
         s.last_used_s = self._clock()
-        return _waiting_outcome(call, out.logits, judged, len(item.new_token_ids), item.kv_len)
+        return waiting_outcome(judged)
 
-    def _decide_followup(self, s: _Session, call: VerifyCall) -> VerifyOutcome | RequestError:
+    def _decide_followup(self, s: EngineSession, call: VerifyCall) -> VerifyOutcome | RequestError:
         """The verdict of a kept pass, now that ``call`` brought the hidden states."""
         pending, rule = s.pending, s.hidden_rule
         if pending is None or rule is None or call.session_id not in self._sessions:
@@ -325,23 +188,16 @@ class VerificationEngine:
                 ErrorCode.FAILED_PRECONDITION,
                 f"session {call.session_id!r} changed before verification",
             )
-        sampling = s.spec.sampling
         try:
-            judged = rule.verdict_hidden(
-                pending.call, sampling, pending.out.logits, pending.target_hidden, call
-            )
+            judged = decide_followup(rule, s.spec.verification_rule, pending, s.spec.sampling, call)
         except Exception as exc:
             return self._rule_failed(s, call, exc)
-        if not isinstance(judged, Verdict):
-            return RequestError(
-                ErrorCode.INTERNAL,
-                f"verification rule {s.spec.verification_rule!r} asked session "
-                f"{call.session_id!r} for hidden states twice",
-            )
+        if isinstance(judged, RequestError):
+            return judged
         s.pending = None
         return self._apply(s, pending.call, pending.item, pending.out, judged)
 
-    def _rule_failed(self, s: _Session, call: VerifyCall, exc: Exception) -> RequestError:
+    def _rule_failed(self, s: EngineSession, call: VerifyCall, exc: Exception) -> RequestError:
         if s.kv is not None and call.session_id in self._sessions:
             self._lru[call.session_id] = None  # back into the LRU, unchanged
         return RequestError(
@@ -351,7 +207,7 @@ class VerificationEngine:
 
     def _apply(
         self,
-        s: _Session,
+        s: EngineSession,
         call: VerifyCall,
         item: ForwardItem,
         out: ForwardOutput,
@@ -398,58 +254,3 @@ class VerificationEngine:
             path,
             accepted_mismatches=judged.accepted_mismatches,
         )
-
-    def _enforce_budget(self) -> None:
-        total = sum(self._sessions[sid].kv_len for sid in self._lru)
-        while total > self._budget and self._lru:
-            sid, _ = self._lru.popitem(last=False)
-            s = self._sessions[sid]
-            total -= s.kv_len
-            s.kv, s.kv_len, s.was_evicted = None, 0, True
-            self._tally.num_evictions += 1
-
-    # --- helpers
-
-    def num_live_sessions(self) -> int:
-        """Open sessions that still generate (each will send another verification)."""
-        with self._lock:
-            return sum(1 for s in self._sessions.values() if not s.finished)
-
-    def counters(self) -> EngineCounters:
-        with self._lock:
-            held = [self._sessions[sid] for sid in self._lru]
-            return EngineCounters(
-                **dataclasses.asdict(self._tally),
-                num_cached_tokens=sum(s.kv_len for s in held),
-                num_cached_bytes=sum(self.backend.kv_bytes(s.kv) for s in held),
-                num_sessions=len(self._sessions),
-            )
-
-    def _get(self, session_id: str) -> _Session:
-        session = self._sessions.get(session_id)
-        if session is None:
-            raise RequestError(ErrorCode.NOT_FOUND, f"unknown session {session_id!r}")
-        return session
-
-
-def _waiting_outcome(
-    call: VerifyCall,
-    logits: npt.NDArray[np.float32],
-    needed: HiddenStatesNeeded,
-    num_forwarded: int,
-    kv_len: int,
-) -> VerifyOutcome:
-    """The outcome of a verification waiting for hidden states: nothing committed; its
-    result is the greedy prefix before the first position asked about."""
-    draft = call.draft_token_ids
-    first = needed.positions[0] if needed.positions else len(draft)
-    result = VerifyResult(
-        num_drafted=len(draft),
-        num_accepted=first,
-        first_rejection=first if first < len(draft) else None,
-        extra_token=int(np.argmax(logits[first])),
-        accepted_token_ids=tuple(draft[:first]),
-    )
-    return VerifyOutcome(
-        result, (), False, num_forwarded, None, kv_len, hidden_request=needed.positions
-    )

@@ -1,6 +1,8 @@
 """What the verification engine refuses, and the message that says why: a session's
 spec when it opens, a verify call before it is queued. Pure checks against the target
-backend's limits; :class:`~edgespec.runtime.server.engine.VerificationEngine` calls them."""
+backend's limits; :class:`~edgespec.runtime.server.engine.VerificationEngine` calls them
+(its session table, :mod:`edgespec.runtime.server.engine_sessions`, and its SH follow-ups,
+:mod:`edgespec.runtime.server.hidden_followup`, included)."""
 
 from __future__ import annotations
 

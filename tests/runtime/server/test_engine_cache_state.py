@@ -13,7 +13,8 @@ from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
-from edgespec.runtime.server.engine import EngineCounters, VerificationEngine
+from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.engine_sessions import EngineCounters
 
 VOCAB = 16
 

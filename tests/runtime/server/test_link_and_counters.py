@@ -27,7 +27,7 @@ from edgespec.runtime.messages import (
     VerifyReply,
 )
 from edgespec.runtime.server.counters import ServiceCounters
-from edgespec.runtime.server.engine import EngineCounters
+from edgespec.runtime.server.engine_sessions import EngineCounters
 from edgespec.runtime.wire.emulated_link import (
     EmulatedLinkVerifier,
     LinkEmulation,

@@ -1,0 +1,77 @@
+"""The device's side of a fused run: the session handed to the server for fused rounds.
+
+With a server that has a co-located draft (:class:`~edgespec.runtime.edge.rounds.FusedVerifier`),
+a fused decision sends a fused request with the session's window history (and the window
+policy's own state for the pair); the server runs fused rounds back to back, consulting
+its own window policy after each verdict, and streams each round's committed tokens
+(:mod:`edgespec.runtime.server.fused_run`). :func:`fused_handover` records each as a fused
+:class:`~edgespec.core.types.RoundRecord` when it arrives, takes the history and the
+policy's state back when the run ends, and returns the decision the server obtained, which
+the drafter's loop (:func:`edgespec.runtime.edge.drafter.generate`) continues with (no
+second consultation).
+"""
+
+from __future__ import annotations
+
+from edgespec.policies.contracts import policy_name
+from edgespec.policies.inputs import WindowHistory
+from edgespec.policies.interfaces import WindowDecision, WindowPolicy
+from edgespec.runtime.edge.rounds import (
+    FusedVerifier,
+    Ledger,
+    Verifier,
+    pair_state,
+    restore_pair_state,
+)
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import FusedCall
+
+
+def fused_handover(
+    verifier: Verifier,
+    policy: WindowPolicy,
+    ledger: Ledger,
+    session_id: str,
+    context: tuple[int, ...],
+    decision: WindowDecision,
+) -> tuple[WindowDecision | None, bool]:
+    """Hand the session to the server for a run of fused rounds; record each round as it
+    arrives. Returns the decision for the next round (``None``: ask the device's policy)
+    and whether the request finished."""
+    if not isinstance(verifier, FusedVerifier):
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"window policy {policy_name(policy)} chose a fused round; verifier "
+            f"{type(verifier).__name__} cannot run fused rounds",
+        )
+    clock = ledger.clock
+    start = clock()
+    # the policy's own state for this pair goes with the history (PairStateWindow)
+    snapshot = ledger.history.snapshot(start, pair_state(policy, ledger.pair))
+    call = FusedCall(session_id, len(context), decision.gamma, snapshot)
+    end = None
+    finished = False
+    for index, chunk in enumerate(verifier.run_fused(call)):
+        arrived = clock()
+        reply = chunk.reply
+        # measured: what the server's draft, queue and verify times leave of the interval;
+        # the run's first round crossed the uplink, the later ones only the downlink
+        network_s = max(arrived - start - chunk.draft_s - reply.queue_s - reply.verify_s, 0.0)
+        uplink_s = network_s / 2 if index == 0 else 0.0
+        times = (start, arrived, chunk.draft_s, uplink_s, network_s - uplink_s)
+        finished = ledger.commit(chunk.gamma, len(chunk.draft_token_ids), reply, times, fused=True)
+        start, end = arrived, chunk.end
+    if end is None:
+        raise RequestError(
+            ErrorCode.INTERNAL, f"the fused run of session {session_id!r} ended without its end"
+        )
+    ledger.history = WindowHistory.from_snapshot(end.history, clock(), ledger.pair)
+    try:
+        restore_pair_state(policy, ledger.pair, end.history.window_state)
+    except ValueError as exc:
+        raise RequestError(
+            ErrorCode.INTERNAL,
+            f"the fused run of session {session_id!r} returned a window state that window "
+            f"policy {policy_name(policy)} refuses: {exc}",
+        ) from exc
+    return end.next_decision, finished

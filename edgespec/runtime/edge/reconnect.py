@@ -1,0 +1,66 @@
+"""Reopening a drafter's session that the verifier lost.
+
+A verifier that lost the session (server restart, idle expiry) or became unreachable is
+handled by the drafter's loop (:func:`edgespec.runtime.edge.drafter.generate`) by closing
+the abandoned session if the server still has it (:func:`close_quietly`) and reopening it
+with every committed token as the new prompt (:func:`reopen`), so the output is identical
+to an uninterrupted run (greedy) — the server keeps no state the client lacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+
+from edgespec.core.types import SamplingParams
+from edgespec.runtime.edge.rounds import Verifier
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec
+
+
+def reopen(
+    verifier: Verifier,
+    first: SessionSpec,
+    output: Sequence[int],
+    clock: Callable[[], float],
+    reconnect: int,
+    retry_timeout_s: float,
+    retry_backoff_s: float,
+) -> str:
+    """Open a fresh session holding every committed token (``first``: the spec the
+    generation opened with, ``output``: what it committed since), retrying every
+    ``retry_backoff_s`` until the server is back or ``retry_timeout_s`` passed. Its name
+    ``<session>#r<reconnect>.<attempt>`` is new for every reconnect of the generation, even
+    with no progress in between."""
+    sampling = first.sampling
+    remaining = SamplingParams(
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        max_new_tokens=sampling.max_new_tokens - len(output),
+        seed=sampling.seed,
+    )
+    deadline = clock() + retry_timeout_s
+    attempt = 0
+    while True:
+        attempt += 1
+        session_id = f"{first.session_id}#r{reconnect}.{attempt}"
+        try:
+            context = (*first.prompt_token_ids, *output)
+            verifier.open(
+                dataclasses.replace(
+                    first, session_id=session_id, prompt_token_ids=context, sampling=remaining
+                )
+            )
+            return session_id
+        except RequestError as exc:
+            if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
+                raise
+            time.sleep(retry_backoff_s)
+
+
+def close_quietly(verifier: Verifier, session_id: str) -> None:
+    """Close an abandoned session if the server still has it (it may be gone or down)."""
+    with contextlib.suppress(RequestError):
+        verifier.close(session_id)

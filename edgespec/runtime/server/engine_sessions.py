@@ -1,0 +1,198 @@
+"""The verification engine's sessions and their KV caches.
+
+:class:`SessionTable` holds the open sessions (:class:`EngineSession`: spec, bound rule,
+committed tokens, KV cache), opens them (checked by
+:mod:`edgespec.runtime.server.engine_checks`, the rule bound from the engine's rules),
+closes them and expires idle ones, keeps the sessions holding KV in LRU order under a token
+budget (evicting the oldest), and reports the engine's counters (:class:`EngineCounters`).
+:class:`~edgespec.runtime.server.engine.VerificationEngine` is a :class:`SessionTable` that
+also verifies.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from edgespec.runtime.backends.base import KVState, TargetBackend
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.server.engine_checks import check_session_spec
+from edgespec.runtime.server.hidden_followup import PendingHidden
+from edgespec.runtime.server.verification import (
+    AnyRule,
+    HiddenStateRule,
+    VerificationRule,
+    bind_rule,
+    hidden_state_rule,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineCounters:
+    num_forward_passes: int
+    num_tokens_forwarded: int
+    num_verifications: int
+    num_cache_hits: int
+    num_cache_misses: int
+    num_reprefills: int
+    num_evictions: int
+    num_cached_tokens: int
+    num_cached_bytes: int
+    num_sessions: int
+
+    @property
+    def cache_hit_ratio(self) -> float:
+        total = self.num_cache_hits + self.num_cache_misses
+        return self.num_cache_hits / total if total else 0.0
+
+
+@dataclass(slots=True)
+class _Tally:
+    """The engine's running counts (under its lock); :meth:`SessionTable.counters`
+    reports them with the cache's current size as :class:`EngineCounters`."""
+
+    num_forward_passes: int = 0
+    num_tokens_forwarded: int = 0
+    num_verifications: int = 0
+    num_cache_hits: int = 0
+    num_cache_misses: int = 0
+    num_reprefills: int = 0
+    num_evictions: int = 0
+
+
+@dataclass(slots=True)
+class EngineSession:
+    """One open session: its spec and bound rule, the committed ``tokens`` and the KV
+    cache of ``tokens[:kv_len]`` (``kv`` is ``None`` when it holds none)."""
+
+    spec: SessionSpec
+    rule: VerificationRule
+    tokens: list[int]
+    rng: np.random.Generator
+    last_used_s: float
+    kv: KVState | None = None
+    kv_len: int = 0
+    was_evicted: bool = False
+    finished: bool = False
+    num_output_tokens: int = 0
+    in_flight: bool = field(default=False)
+    hidden_rule: HiddenStateRule | None = None  # the rule, when it reads hidden states
+    pending: PendingHidden | None = None  # a verification waiting for its follow-up
+
+
+class SessionTable:
+    """The open sessions and their KV caches, under one lock; the LRU token budget."""
+
+    def __init__(
+        self,
+        backend: TargetBackend,
+        kv_budget_tokens: int,
+        max_sessions: int,
+        clock: Callable[[], float],
+        rules: Mapping[str, AnyRule],
+    ) -> None:
+        self.backend = backend
+        self._rules = dict(rules)
+        self._budget = kv_budget_tokens
+        self._max_sessions = max_sessions
+        self._clock = clock
+        self._sessions: dict[str, EngineSession] = {}
+        self._lru: OrderedDict[str, None] = OrderedDict()  # sessions holding KV, oldest first
+        self._lock = threading.Lock()
+        self._tally = _Tally()
+
+    # --- sessions
+
+    def open_session(self, spec: SessionSpec) -> None:
+        check_session_spec(spec, self.backend, self._rules)
+        rule = bind_rule(self._rules[spec.verification_rule], spec)
+        with self._lock:
+            if spec.session_id in self._sessions:
+                raise RequestError(
+                    ErrorCode.INVALID_ARGUMENT, f"session {spec.session_id!r} already exists"
+                )
+            if len(self._sessions) >= self._max_sessions:
+                raise RequestError(
+                    ErrorCode.RESOURCE_EXHAUSTED,
+                    f"session limit reached ({self._max_sessions} open sessions)",
+                )
+            self._sessions[spec.session_id] = EngineSession(
+                spec=spec,
+                rule=rule,
+                hidden_rule=hidden_state_rule(rule),
+                tokens=list(spec.prompt_token_ids),
+                rng=np.random.default_rng(spec.sampling.seed),
+                last_used_s=self._clock(),
+            )
+
+    def close_session(self, session_id: str) -> bool:
+        with self._lock:
+            self._lru.pop(session_id, None)
+            return self._sessions.pop(session_id, None) is not None
+
+    def expire_idle(self, timeout_s: float, busy: Collection[str] = ()) -> list[str]:
+        """Close sessions idle for more than ``timeout_s``, except those in ``busy`` or
+        mid-verification; returns their ids. Frees their KV memory."""
+        now = self._clock()
+        with self._lock:
+            idle = [
+                sid
+                for sid, s in self._sessions.items()
+                if not s.in_flight and sid not in busy and now - s.last_used_s > timeout_s
+            ]
+        for sid in idle:
+            self.close_session(sid)
+        return idle
+
+    def session_tokens(self, session_id: str) -> tuple[int, ...]:
+        return tuple(self._get(session_id).tokens)
+
+    def session_finished(self, session_id: str) -> bool:
+        return self._get(session_id).finished
+
+    def session_spec(self, session_id: str) -> SessionSpec:
+        return self._get(session_id).spec
+
+    def session_rule(self, session_id: str) -> VerificationRule:
+        """The rule the session was bound to when it opened."""
+        return self._get(session_id).rule
+
+    # --- the KV budget
+
+    def _enforce_budget(self) -> None:
+        total = sum(self._sessions[sid].kv_len for sid in self._lru)
+        while total > self._budget and self._lru:
+            sid, _ = self._lru.popitem(last=False)
+            s = self._sessions[sid]
+            total -= s.kv_len
+            s.kv, s.kv_len, s.was_evicted = None, 0, True
+            self._tally.num_evictions += 1
+
+    # --- helpers
+
+    def num_live_sessions(self) -> int:
+        """Open sessions that still generate (each will send another verification)."""
+        with self._lock:
+            return sum(1 for s in self._sessions.values() if not s.finished)
+
+    def counters(self) -> EngineCounters:
+        with self._lock:
+            held = [self._sessions[sid] for sid in self._lru]
+            return EngineCounters(
+                **dataclasses.asdict(self._tally),
+                num_cached_tokens=sum(s.kv_len for s in held),
+                num_cached_bytes=sum(self.backend.kv_bytes(s.kv) for s in held),
+                num_sessions=len(self._sessions),
+            )
+
+    def _get(self, session_id: str) -> EngineSession:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RequestError(ErrorCode.NOT_FOUND, f"unknown session {session_id!r}")
+        return session

@@ -1,0 +1,121 @@
+"""The engine's side of the SH (selective-hidden) upload: a verification kept waiting for
+the client's draft hidden states.
+
+A session whose rule reads the target's hidden states
+(:class:`~edgespec.runtime.server.verification.HiddenStateRule`, the lossy ``"semantic"``
+rule) gets them for its K + 1 logit rows (:func:`logit_hidden_rows`). When the rule answers
+:class:`~edgespec.runtime.server.verification.HiddenStatesNeeded` (it needs the draft's
+hidden states of some positions), :func:`judge_pass` keeps the forward pass as a
+:class:`PendingHidden`, nothing is committed, and the client gets :func:`waiting_outcome`
+(``VerifyOutcome.hidden_request``). The session's next call must be the follow-up with
+those rows (:func:`check_followup_call`); it forwards nothing (:func:`followup_sizes`) and
+is decided from the kept pass (:func:`decide_followup`) without another forward. The
+:class:`~edgespec.runtime.server.engine.VerificationEngine` holds the pending pass on the
+session, commits the verdicts and handles a failing rule; a session waiting for its
+follow-up holds the pass's KV outside the LRU budget until it is decided, closed or
+expires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from edgespec.core.types import SamplingParams, VerifyResult
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import VerifyCall, VerifyOutcome
+from edgespec.runtime.server.engine_checks import check_followup
+from edgespec.runtime.server.verification import HiddenStateRule, Verdict
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PendingHidden:
+    """A verification waiting for the client's draft hidden states (SH upload): its call,
+    forward item and output, the target's hidden rows of its logit rows, and the draft
+    positions asked for."""
+
+    call: VerifyCall
+    item: ForwardItem
+    out: ForwardOutput
+    target_hidden: npt.NDArray[np.float32]
+    positions: tuple[int, ...]
+
+
+def logit_hidden_rows(item: ForwardItem, out: ForwardOutput) -> npt.NDArray[np.float32]:
+    """The target's hidden rows of the pass's logit rows (its last ``num_logits``
+    positions); the pass must have returned hidden states."""
+    assert out.hidden is not None
+    return out.hidden[len(item.new_token_ids) - item.num_logits :]
+
+
+def check_followup_call(call: VerifyCall, pending: PendingHidden, rule: HiddenStateRule) -> None:
+    """Raise :class:`RequestError` unless ``call`` is the follow-up ``pending`` waits for:
+    the same block (:func:`~edgespec.runtime.server.engine_checks.check_followup`) with
+    what the rule asked for."""
+    check_followup(call, pending.call, pending.positions)
+    rule.check_followup(call, pending.positions)
+
+
+def followup_sizes(pending: PendingHidden) -> tuple[int, int]:
+    """(num_new_tokens, num_cached_tokens) of the follow-up: it forwards nothing, its pass
+    is kept."""
+    return 0, pending.item.kv_len + len(pending.item.new_token_ids)
+
+
+def judge_pass(
+    rule: HiddenStateRule,
+    call: VerifyCall,
+    sampling: SamplingParams,
+    item: ForwardItem,
+    out: ForwardOutput,
+    rows: npt.NDArray[np.float32],
+) -> Verdict | PendingHidden:
+    """The rule's verdict on a forward pass (``rows``: :func:`logit_hidden_rows`), or the
+    pass kept until the client sends the draft hidden states the rule asked for. Raises
+    what the rule raises."""
+    judged = rule.verdict_hidden(call, sampling, out.logits, rows)
+    if isinstance(judged, Verdict):
+        return judged
+    return PendingHidden(call, item, out, rows, judged.positions)
+
+
+def decide_followup(
+    rule: HiddenStateRule,
+    rule_name: str,
+    pending: PendingHidden,
+    sampling: SamplingParams,
+    call: VerifyCall,
+) -> Verdict | RequestError:
+    """The verdict of a kept pass, now that ``call`` brought the hidden states; an
+    ``INTERNAL`` error when the rule (served as ``rule_name``) asks again. Raises what the
+    rule raises."""
+    judged = rule.verdict_hidden(
+        pending.call, sampling, pending.out.logits, pending.target_hidden, call
+    )
+    if isinstance(judged, Verdict):
+        return judged
+    return RequestError(
+        ErrorCode.INTERNAL,
+        f"verification rule {rule_name!r} asked session "
+        f"{call.session_id!r} for hidden states twice",
+    )
+
+
+def waiting_outcome(pending: PendingHidden) -> VerifyOutcome:
+    """The outcome of a verification waiting for hidden states: nothing committed; its
+    result is the greedy prefix before the first position asked about."""
+    call, logits, positions = pending.call, pending.out.logits, pending.positions
+    draft = call.draft_token_ids
+    first = positions[0] if positions else len(draft)
+    result = VerifyResult(
+        num_drafted=len(draft),
+        num_accepted=first,
+        first_rejection=first if first < len(draft) else None,
+        extra_token=int(np.argmax(logits[first])),
+        accepted_token_ids=tuple(draft[:first]),
+    )
+    num_forwarded, kv_len = len(pending.item.new_token_ids), pending.item.kv_len
+    return VerifyOutcome(result, (), False, num_forwarded, None, kv_len, hidden_request=positions)
