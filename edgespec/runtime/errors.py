@@ -25,3 +25,11 @@ class RequestError(Exception):
         super().__init__(f"{code.value}: {message}")
         self.code = code
         self.message = message
+
+    def client_line(self, command: str) -> str:
+        """How a client command reports it: one line, with a hint when the server could
+        not be reached."""
+        hint = ""
+        if self.code is ErrorCode.UNAVAILABLE:
+            hint = " (is an `edgespec serve` running and reachable at the --server address?)"
+        return f"edgespec {command}: {self}{hint}"

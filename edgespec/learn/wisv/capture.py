@@ -60,6 +60,7 @@ from edgespec.policies.semantic.relabel import Episode
 from edgespec.runtime.backends.attention_mask import AttentionLayout, batch_attention
 from edgespec.runtime.backends.base import ForwardItem
 from edgespec.runtime.backends.lm_head import BLOCKED_HEAD_MAX_ROWS, blocked_head, plain_head
+from edgespec.runtime.backends.transformers_backend import eos_ids
 
 Layers = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 """Per-layer (keys, values), each [1, kv_heads, length, head_dim]: one sequence's cache."""
@@ -136,16 +137,6 @@ def greedy_rounds(flags: Sequence[bool], gamma: int) -> tuple[list[RoundMismatch
         start += accepted + 1
         rounds += 1
     return found, rounds
-
-
-def eos_ids(model: Any) -> frozenset[int]:
-    """The model's EOS ids (generation config, else model config)."""
-    eos = getattr(model.generation_config, "eos_token_id", None)
-    if eos is None:
-        eos = getattr(model.config, "eos_token_id", None)
-    if eos is None:
-        return frozenset()
-    return frozenset([eos] if isinstance(eos, int) else eos)
 
 
 def _argmax(model: Any, hidden: torch.Tensor) -> list[int]:

@@ -196,11 +196,11 @@ def run_data(args: argparse.Namespace) -> int:
         TextOutcome,
         WisvDataset,
         capture_prompt,
-        eos_ids,
     )
     from edgespec.learn.wisv.similarity import ContinuationSimilarity
     from edgespec.models.loading import library_output, load_model
     from edgespec.runtime.backends.attention_mask import attention_layout
+    from edgespec.runtime.backends.transformers_backend import eos_ids
 
     prompts = data_prompts(args.dataset, args.start, args.prompts)
     torch.set_num_threads(args.threads)

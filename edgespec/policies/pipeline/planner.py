@@ -153,11 +153,16 @@ class PipelinePlanner:
         return inference_latency_s(self.costs, tasks, batches, spec_len, pipelined=self.pipelined)
 
     def _bandwidth(self, obs: PipelineObservation) -> tuple[tuple[float, ...], float]:
-        per_token = upload_bits_per_token(self.costs.draft.hidden, self.costs.verify.hidden)
-        bits = [per_token * t.input_len for t in obs.tasks]
-        efficiencies = [t.spectral_efficiency for t in obs.tasks]
-        if self.bandwidth == "optimal":
-            shares = optimal_shares(bits, efficiencies)
-        else:
-            shares = uniform_shares(len(bits))
-        return shares, upload_time_s(bits, efficiencies, shares, obs.bandwidth_hz)
+        return bandwidth_split(self.costs, obs, self.bandwidth)
+
+
+def bandwidth_split(
+    costs: PipelineCosts, obs: PipelineObservation, rule: BandwidthRule
+) -> tuple[tuple[float, ...], float]:
+    """P1: each user's share of the band (Eq. 27, or uniform) and the upload time T_com
+    (Eq. 16) of the tasks' prompts, λ·I_k bits each."""
+    per_token = upload_bits_per_token(costs.draft.hidden, costs.verify.hidden)
+    bits = [per_token * t.input_len for t in obs.tasks]
+    efficiencies = [t.spectral_efficiency for t in obs.tasks]
+    shares = optimal_shares(bits, efficiencies) if rule == "optimal" else uniform_shares(len(bits))
+    return shares, upload_time_s(bits, efficiencies, shares, obs.bandwidth_hz)

@@ -29,10 +29,10 @@ def load_real_pair(plan: Plan) -> tuple[Pair, Prompts, dict[str, Any]]:
     from edgespec.datasets.prompts import load_prompts
     from edgespec.learn.drafts.distill_data import encode_prompt
     from edgespec.learn.wisv.answers import framed_prompt
-    from edgespec.learn.wisv.capture import TextOutcome, eos_ids
+    from edgespec.learn.wisv.capture import TextOutcome
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.attention_mask import attention_layout
-    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget, eos_ids
     from edgespec.runtime.edge.draft_backends import make_drafter
     from edgespec.runtime.server.semantic import load_semantic_head
 

@@ -15,12 +15,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from edgespec.core.wireless import draw_channels, spectral_efficiency
-from edgespec.policies.pipeline.bandwidth import (
-    optimal_upload_s,
-    uniform_shares,
-    upload_bits_per_token,
-    upload_time_s,
-)
 from edgespec.policies.pipeline.batching import heuristic_batches
 from edgespec.policies.pipeline.costs import PipelineCosts
 from edgespec.policies.pipeline.latency import (
@@ -29,9 +23,11 @@ from edgespec.policies.pipeline.latency import (
     inference_latency_s,
 )
 from edgespec.policies.pipeline.planner import (
+    BandwidthRule,
     PipelineObservation,
     PipelinePlan,
     PipelinePlanner,
+    bandwidth_split,
     observe_tasks,
 )
 from edgespec.reproduce.zhu.setup import PAIRS, SWEEP_PAIR, ZhuSetup
@@ -136,15 +132,9 @@ def ads_latency_s(
     return upload_s(costs, obs, "optimal") + autoregressive_latency_s(costs, tasks, batches)
 
 
-def upload_s(costs: PipelineCosts, obs: PipelineObservation, rule: str) -> float:
-    """T_com of the optimal (Eq. 26) or uniform split."""
-    per_token = upload_bits_per_token(costs.draft.hidden, costs.verify.hidden)
-    bits = [per_token * t.input_len for t in obs.tasks]
-    efficiencies = [t.spectral_efficiency for t in obs.tasks]
-    if rule == "optimal":
-        return optimal_upload_s(bits, efficiencies, obs.bandwidth_hz)
-    shares = uniform_shares(len(bits))
-    return upload_time_s(bits, efficiencies, shares, obs.bandwidth_hz)
+def upload_s(costs: PipelineCosts, obs: PipelineObservation, rule: BandwidthRule) -> float:
+    """T_com of the optimal (Eq. 27) or uniform split."""
+    return bandwidth_split(costs, obs, rule)[1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,8 @@ Layers = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 """Per-layer (keys, values), each [1, kv_heads, length, head_dim]."""
 
 
-def _eos_ids(model: Any) -> frozenset[int]:
+def eos_ids(model: Any) -> frozenset[int]:
+    """The model's EOS ids (generation config, else model config)."""
     eos = getattr(model.generation_config, "eos_token_id", None)
     if eos is None:
         eos = getattr(model.config, "eos_token_id", None)
@@ -75,7 +76,7 @@ class TransformersTarget:
         self._model = model
         self._device = next(model.parameters()).device
         self._vocab_size = int(model.config.get_text_config().vocab_size)
-        self._eos = _eos_ids(model) if eos_token_ids is None else eos_token_ids
+        self._eos = eos_ids(model) if eos_token_ids is None else eos_token_ids
         self._head = plain_head(model) if blocked_head_logits else None
         self._split = split_padded_batches
         self._dtype = next(model.parameters()).dtype

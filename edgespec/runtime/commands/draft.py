@@ -185,15 +185,12 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Run one generation; a request the server refuses is reported in one line, exit 1
     (a server that cannot be reached, with a hint)."""
-    from edgespec.runtime.errors import ErrorCode, RequestError
+    from edgespec.runtime.errors import RequestError
 
     try:
         return _run(args)
     except RequestError as exc:
-        hint = ""
-        if exc.code is ErrorCode.UNAVAILABLE:
-            hint = " (is an `edgespec serve` running and reachable at the --server address?)"
-        print(f"edgespec draft: {exc}{hint}", file=sys.stderr)
+        print(exc.client_line("draft"), file=sys.stderr)
         return 1
 
 

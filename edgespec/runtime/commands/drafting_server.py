@@ -78,16 +78,13 @@ def check_flags(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run (or ``--compare``) the drafting server; a request the server refuses is one
     line on stderr, exit 1."""
-    from edgespec.runtime.errors import ErrorCode, RequestError
+    from edgespec.runtime.errors import RequestError
 
     check_flags(args)
     try:
         return _run(args)
     except RequestError as exc:
-        hint = ""
-        if exc.code is ErrorCode.UNAVAILABLE:
-            hint = " (is an `edgespec serve` running and reachable at the --server address?)"
-        print(f"edgespec drafting-server: {exc}{hint}", file=sys.stderr)
+        print(exc.client_line("drafting-server"), file=sys.stderr)
         return 1
 
 

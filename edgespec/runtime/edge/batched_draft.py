@@ -13,8 +13,8 @@ committed sequence, as the single-session
 :class:`~edgespec.runtime.backends.transformers_draft.TransformersDraft` does with its cache.
 
 A trimmed-vocabulary draft (:class:`~edgespec.models.trimmed.TrimmedVocabDraft`, e.g. the
-bundled ``gemma3-270m-draft``) runs through its K-row head only: inputs are mapped to its
-draft indices and each argmax back to target ids. Drafting is greedy.
+bundled ``gemma3-270m-draft``) runs through its K-row head only (its ``trimmed_forward``
+maps the target ids in); each argmax is mapped back to a target id. Drafting is greedy.
 """
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ class DraftState:
 
 
 class _KeptVocabLM(torch.nn.Module):
-    """A trimmed-vocabulary draft as a plain causal LM over its own indices (K + 1 inputs,
-    the last one "other"; K output logits), the shape a :class:`TransformersTarget` drives."""
+    """A trimmed-vocabulary draft as a plain causal LM over target ids (K output logits, its
+    kept tokens'), the shape a :class:`TransformersTarget` drives:
+    :meth:`~edgespec.models.trimmed.TrimmedVocabDraft.trimmed_forward` does the work."""
 
     def __init__(self, draft: Any) -> None:
         super().__init__()
-        self.model = draft.model
+        self.draft = draft
         self.config = draft.model.config
-        self.num_kept = int(draft.num_kept)
 
     def forward(
         self,
@@ -60,30 +60,18 @@ class _KeptVocabLM(torch.nn.Module):
         logits_to_keep: int = 0,
         **_: Any,
     ) -> CausalLMOutputWithPast:
-        out = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            position_ids=position_ids,
-            past_key_values=past_key_values,
-            use_cache=use_cache,
+        logits, cache = self.draft.trimmed_forward(
+            input_ids, past_key_values, attention_mask, position_ids, use_cache, logits_to_keep
         )
-        hidden = out.last_hidden_state
-        if logits_to_keep:
-            hidden = hidden[:, -logits_to_keep:]
-        weight = self.model.embed_tokens.weight[: self.num_kept]
-        logits = torch.nn.functional.linear(hidden, weight)
-        return CausalLMOutputWithPast(logits=logits, past_key_values=out.past_key_values)
+        return CausalLMOutputWithPast(logits=logits, past_key_values=cache)
 
 
 class BatchedDraftModel:
     """Greedy drafting for many sessions per forward pass, each on its own KV state."""
 
     def __init__(self, model: Any) -> None:
-        self._to_model: npt.NDArray[np.int64] | None = None
         self._to_target: npt.NDArray[np.int64] | None = None
-        if hasattr(model, "trimmed_forward"):  # TrimmedVocabDraft: ids through its maps
-            vocab = torch.arange(int(model.config.vocab_size))
-            self._to_model = model.to_draft_ids(vocab).cpu().numpy()
+        if hasattr(model, "trimmed_forward"):  # TrimmedVocabDraft: outputs through its map
             self._to_target = model.to_target_ids(torch.arange(int(model.num_kept))).cpu().numpy()
             model = _KeptVocabLM(model)
         self.backend = TransformersTarget(model, eos_token_ids=frozenset())
@@ -102,7 +90,7 @@ class BatchedDraftModel:
                 self._pending(states[i], (*contexts[i], *blocks[i]), step == 0) for i in rows
             ]
             items = [
-                ForwardItem(states[i].kv, len(states[i].cached), self._model_ids(new), 1)
+                ForwardItem(states[i].kv, len(states[i].cached), new, 1)
                 for i, new in zip(rows, pending, strict=True)
             ]
             outputs = self.backend.forward(items)
@@ -124,11 +112,6 @@ class BatchedDraftModel:
                 state.kv = self.backend.crop(kv, keep) if keep and kv is not None else None
                 del state.cached[keep:]
         return seq[len(state.cached) :]
-
-    def _model_ids(self, token_ids: Sequence[int]) -> tuple[int, ...]:
-        if self._to_model is None:
-            return tuple(token_ids)
-        return tuple(int(t) for t in self._to_model[list(token_ids)])
 
     def _target_id(self, index: int) -> int:
         return index if self._to_target is None else int(self._to_target[index])

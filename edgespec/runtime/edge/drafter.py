@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from edgespec.core.semantic_link import Upload
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
@@ -56,7 +57,6 @@ from edgespec.runtime.edge.semantic import (
     SEMANTIC,
     SemanticReport,
     SemanticRequest,
-    Upload,
     choose_upload,
 )
 from edgespec.runtime.errors import ErrorCode, RequestError

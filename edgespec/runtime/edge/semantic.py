@@ -12,7 +12,7 @@ Upload protocols (docs/RUNTIME.md "Semantic (lossy) verification (WISV)"):
   exchange, only in rounds with a mismatch (and never at threshold 0).
 
 ``auto`` picks per session from the handshake RTT, the session opening's round trip
-(WISV's hardware variant): FH above :data:`FH_RTT_THRESHOLD_S`, else SH.
+(WISV's hardware variant): FH above 10 ms, else SH.
 """
 
 from __future__ import annotations
@@ -21,17 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+from edgespec.core.semantic_link import Upload
+from edgespec.core.semantic_link import choose_upload as paper_upload_rule
 from edgespec.core.types import RoundRecord
 from edgespec.policies.semantic.csi import ChannelState
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.runtime.messages import SemanticSpec
 
-Upload = Literal["fh", "sh"]
 UploadMode = Literal["fh", "sh", "auto"]
 UPLOAD_MODES: tuple[str, ...] = get_args(UploadMode)
-
-FH_RTT_THRESHOLD_S = 0.010
-"""``auto`` uploads FH when the handshake RTT is above this (10 ms), else SH."""
 
 SEMANTIC = "semantic"
 
@@ -61,11 +59,11 @@ class SemanticRequest:
 
 
 def choose_upload(mode: UploadMode, handshake_rtt_s: float) -> Upload:
-    """``mode`` itself unless ``auto``: then FH when the handshake RTT is above
-    :data:`FH_RTT_THRESHOLD_S`, else SH."""
+    """``mode`` itself unless ``auto``: then the paper's rule on the handshake RTT
+    (:func:`edgespec.core.semantic_link.choose_upload`: FH above 10 ms, else SH)."""
     if mode == "fh" or mode == "sh":
         return mode
-    return "fh" if handshake_rtt_s > FH_RTT_THRESHOLD_S else "sh"
+    return paper_upload_rule(handshake_rtt_s)
 
 
 def committed_per_round(rounds: Sequence[RoundRecord]) -> float:

@@ -132,15 +132,21 @@ def iid_outcomes(
     stop: StopModel | None = None,
 ) -> SampledOutcomes:
     """``iid`` acceptance at rate ``alpha``, one stream per task under ``seed``."""
+    return _sampled(tasks, spec_len, IidAcceptance(alpha), [None] * len(tasks), seed, stop)
+
+
+def _sampled(
+    tasks: Sequence[PipelineTask],
+    spec_len: int,
+    acceptance: AcceptanceModel,
+    seqs: Sequence[tuple[int, ...] | None],
+    seed: int,
+    stop: StopModel | None,
+) -> SampledOutcomes:
+    """Sampled outcomes with one acceptance stream per task under ``seed``."""
     streams = spawn_streams(seed, STREAM_NAME, range(len(tasks)))
-    return SampledOutcomes(
-        spec_len,
-        tuple(t.output_len for t in tasks),
-        IidAcceptance(alpha),
-        tuple(None for _ in tasks),
-        tuple(streams),
-        stop,
-    )
+    output_lens = tuple(t.output_len for t in tasks)
+    return SampledOutcomes(spec_len, output_lens, acceptance, tuple(seqs), tuple(streams), stop)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,12 +185,5 @@ def trace_outcomes(
     stop: StopModel | None = None,
 ) -> SampledOutcomes:
     """``trace`` acceptance: task k replays ``pool``'s sequence k mod |pool|."""
-    streams = spawn_streams(seed, STREAM_NAME, range(len(tasks)))
-    return SampledOutcomes(
-        spec_len,
-        tuple(t.output_len for t in tasks),
-        pool.acceptance,
-        tuple(pool.acceptance.seq_for(k) for k in range(len(tasks))),
-        tuple(streams),
-        stop,
-    )
+    seqs = [pool.acceptance.seq_for(k) for k in range(len(tasks))]
+    return _sampled(tasks, spec_len, pool.acceptance, seqs, seed, stop)

@@ -11,23 +11,12 @@ from edgespec.policies.pipeline.bandwidth import (
     upload_bits_per_token,
     upload_time_s,
 )
-from edgespec.policies.pipeline.costs import ModelDims, PipelineCosts, StageCoefficients
+from edgespec.policies.pipeline.costs import PipelineCosts
 from edgespec.policies.pipeline.latency import Batches, PipelineTask
 from edgespec.policies.pipeline.planner import PipelineObservation, PipelinePlan, observe_tasks
+from tests.policies.pipeline.helpers import paper_costs as paper_costs  # one copy
 
 BANDWIDTH_HZ = 20e6
-
-
-def paper_costs(acceptance: float = 0.8) -> PipelineCosts:
-    """(TinyLlama-1.1B, LLaMA-7B) with Table II's coefficients and Γ_s = 16 GB."""
-    return PipelineCosts(
-        ModelDims("tinyllama-1.1b", 22, 2048, 5632),
-        ModelDims("llama2-7b", 32, 4096, 11008),
-        StageCoefficients(4.11e-13, 0.56e-3),
-        StageCoefficients(2.08e-14, 1.28e-2),
-        16e9,
-        acceptance,
-    )
 
 
 def observation(
