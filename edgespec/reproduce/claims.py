@@ -63,6 +63,7 @@ class Outcome(Enum):
     MISS = "miss"
     QUICK = "not comparable (quick run)"
     NOT_JUDGED = "not judged"
+    SETTING = "setting, not a claim"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,10 @@ class ClaimRow:
     quick_run: str = ""
     """In a ``--quick`` run, what it shortened that this row's magnitude depends on; empty in
     a full run, and for rows whose magnitude does not depend on the run length."""
+    setting: str = ""
+    """Non-empty for a row whose number a chosen input fixes (a setting shown beside the
+    paper's, not a claim): which input fixes it. Such a row is never judged: its outcome is
+    :attr:`Outcome.SETTING` whatever its verdicts, so it cannot pass or fail."""
 
     @property
     def holds(self) -> bool:
@@ -98,7 +103,10 @@ class ClaimRow:
 
     @property
     def outcome(self) -> Outcome:
-        """What the verdicts add up to; a quick run's magnitude is not compared."""
+        """What the verdicts add up to; a quick run's magnitude is not compared; a setting
+        is not judged."""
+        if self.setting:
+            return Outcome.SETTING
         if self.direction_ok is False:
             return Outcome.MISS
         if self.quick_magnitude:
@@ -119,7 +127,7 @@ class ClaimRow:
         """The cause class shown for a row that does not hold: the quick run's where only the
         quick run's magnitude keeps it from holding, else the stated one; ``None`` for a row
         that holds or is not judged, and for a miss without a stated cause."""
-        if self.outcome in (Outcome.HOLDS, Outcome.NOT_JUDGED):
+        if self.outcome in _UNEXPLAINED:
             return None
         if self._quick_explains:
             return Cause.QUICK_RUN
@@ -129,7 +137,7 @@ class ClaimRow:
     def why(self) -> str:
         """The cause class and its line (or "cause not known") for a row that does not
         hold; empty for one that holds or is not judged."""
-        if self.outcome in (Outcome.HOLDS, Outcome.NOT_JUDGED):
+        if self.outcome in _UNEXPLAINED:
             return ""
         if self._quick_explains:
             return str(Reason(Cause.QUICK_RUN, self.quick_run))
@@ -138,8 +146,14 @@ class ClaimRow:
 
     @property
     def verdict(self) -> str:
+        if self.setting:
+            return f"setting: {self.setting}"
         magnitude = _mark(self.magnitude_ok) + (" (quick run)" if self.quick_magnitude else "")
         return f"direction {_mark(self.direction_ok)}, magnitude {magnitude}"
+
+
+_UNEXPLAINED = (Outcome.HOLDS, Outcome.NOT_JUDGED, Outcome.SETTING)
+"""Outcomes that need no cause: nothing failed, nothing was judged, or nothing could be."""
 
 
 def _mark(ok: bool | None) -> str:
@@ -171,7 +185,7 @@ def headline(rows: Sequence[ClaimRow]) -> str:
     compared, and the rows not judged, where there are any)."""
     counts = Counter(r.outcome for r in rows)
     shown = [Outcome.HOLDS, Outcome.DIRECTION_ONLY, Outcome.MISS]
-    shown += [o for o in (Outcome.QUICK, Outcome.NOT_JUDGED) if counts[o]]
+    shown += [o for o in (Outcome.QUICK, Outcome.NOT_JUDGED, Outcome.SETTING) if counts[o]]
     noun = "row" if len(rows) == 1 else "rows"
     return f"{len(rows)} {noun}: " + ", ".join(f"{counts[o]} {o.value}" for o in shown)
 
@@ -180,8 +194,9 @@ OUTCOMES_EXPLAINED = (
     "A row holds when no verdict failed (direction right where it is judged, magnitude within "
     "the tolerance where it is compared); it holds in direction only when the direction is "
     "right and the magnitude is not; it misses when the direction is wrong, or when the "
-    "magnitude is outside the tolerance and no direction is judged. Every row that does not "
-    "hold says why: a cause class ("
+    "magnitude is outside the tolerance and no direction is judged. A row whose number a "
+    "chosen input fixes is a setting, shown beside the paper's and never judged. Every row "
+    "that misses or holds in direction only says why: a cause class ("
     + "; ".join(c.value for c in Cause)
     + f") and one line, or “{UNKNOWN_CAUSE}”."
 )
@@ -261,6 +276,7 @@ _SHORT = {
     Outcome.MISS: "miss",
     Outcome.QUICK: "quick run",
     Outcome.NOT_JUDGED: "not judged",
+    Outcome.SETTING: "setting",
 }
 """The outcome in the printed table's verdict column."""
 
