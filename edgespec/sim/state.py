@@ -60,6 +60,8 @@ class SimState:
         self.centralized = scenario.mode == "centralized"
         self.distributed = scenario.mode == "distributed"
         self.fused_mode = scenario.mode == "fused"  # every round fused (loop/fused.py)
+        self.cloud_only = scenario.fused_rounds == "cloud_only"  # a fused round: one token
+        self.cloud_only_draft_pass = scenario.cloud_only_draft_pass
         self.fuses = fusing(policies.window, scenario.mode)  # None: a policy of unknown type
         self.may_fuse = self.fuses is not False  # servers add fused entries' draft passes
         self.deadline_rule = scenario.deadline_rule

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+
+import numpy as np
 
 from edgespec.core.types import Request
 from edgespec.sim.kernel import EventQueue
 from edgespec.sim.model.entities import DeviceState
 from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.rng import spawn_generator
-from edgespec.sim.setup.scenario import Scenario
+from edgespec.sim.setup.scenario import Scenario, WorkloadConfig
 from edgespec.sim.setup.workload import LengthTable, TraceEntry
 
 Offer = Callable[[DeviceState, Request, "tuple[int, ...] | None", float], None]
@@ -96,9 +99,7 @@ class Arrivals:
         """A device finished its request and has nothing queued."""
         if self.workload.kind != "closed_loop":
             return
-        think = self.workload.think_time_s
-        rng = self.rngs[self.slot[dev.device_id]]
-        nxt = t + (float(rng.exponential(think)) if think > 0 else 0.0)
+        nxt = t + think_time_s(self.workload, self.rngs[self.slot[dev.device_id]])
         if nxt <= self.scenario.duration_s:
             self.q.push_arrival(nxt, self.kind, dev.device_id, dev)
 
@@ -119,3 +120,18 @@ class Arrivals:
             num_output_tokens=output,
             slo_class=dev.slo_class,
         )
+
+
+def think_time_s(workload: WorkloadConfig, rng: np.random.Generator) -> float:
+    """One think time of a closed-loop device: exponential with mean ``think_time_s``, or
+    lognormal with that mean and coefficient of variation ``think_cv`` (σ² = ln(1 + cv²),
+    μ = ln mean − σ²/2, as DSD-Sim draws it); at least ``think_min_s``."""
+    mean = workload.think_time_s
+    if mean <= 0:
+        return workload.think_min_s
+    if workload.think_distribution == "lognormal":
+        sigma = math.sqrt(math.log1p(workload.think_cv**2))
+        value = float(rng.lognormal(math.log(mean) - 0.5 * sigma * sigma, sigma))
+    else:
+        value = float(rng.exponential(mean))
+    return max(workload.think_min_s, value)

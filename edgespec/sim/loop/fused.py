@@ -1,4 +1,7 @@
-"""Fused rounds: drafted by the server's co-located draft, on the engine that verifies.
+"""Fused rounds: run on the server, drafted by its co-located draft on the engine that
+verifies (``fused_rounds: colocated``, DSD §3) or not drafted at all (``cloud_only``, DSD §4.4
+and DSD-Sim: the target decodes one token per pass; with ``cloud_only_draft_pass`` each
+round also pays one co-located draft pass whose token is thrown away, as DSD-Sim charges).
 
 The semantics both hosts share (docs/SIMULATOR.md "Execution modes"):
 
@@ -66,7 +69,7 @@ class FusedRuns:
         s.device_seen = 0 if first else context  # a device round came just before
         s.fused_unseen = context - s.server_seen
         s.fused = True
-        _window(s, decision)
+        _window(s, decision, self.host.state.cloud_only)
         s.round_start_s = t
         s.round_draft_s = 0.0
         self.host.send_block(s, t)
@@ -82,9 +85,16 @@ class FusedRuns:
 
     def draft_step_s(self, server: ServerState, batch: list[Session]) -> float:
         """The co-located draft's part of the batch step: the passes of its fused entries,
-        drafted together (max γ passes, pass k batching those with γ > k); 0 without."""
+        drafted together (max γ passes, pass k batching those with γ > k); 0 without. A
+        ``cloud_only`` round drafts nothing, or one wasted pass with
+        ``cloud_only_draft_pass``."""
+        state = self.host.state
+        if state.cloud_only and not state.cloud_only_draft_pass:
+            server.batch_draft_s = 0.0
+            return 0.0
+        gamma_of = _wasted_pass if state.cloud_only else _drafted
         drafts = [
-            (s.request.num_prompt_tokens + s.committed, s.fused_unseen, s.gamma_eff)
+            (s.request.num_prompt_tokens + s.committed, s.fused_unseen, gamma_of(s))
             for s in batch
             if s.fused
         ]
@@ -150,7 +160,7 @@ class FusedRuns:
         server.store(s.index, prompt + total - 1)
         decision = decide_window(state.window, obs)
         if decision.fused or state.fused_mode:  # the next fused round, queued at once
-            _window(s, decision)
+            _window(s, decision, state.cloud_only)
             s.fused_unseen = 0
             s.round_start_s = s.enqueued_s = t
             s.round_up_s = s.round_draft_s = 0.0
@@ -163,9 +173,19 @@ class FusedRuns:
         host.resume_round(s, deliver, decision)
 
 
-def _window(s: Session, decision: WindowDecision) -> None:
-    """The fused round's window: the policy's γ capped to the tokens still to generate."""
+def _window(s: Session, decision: WindowDecision, cloud_only: bool) -> None:
+    """The fused round's window: the policy's γ capped to the tokens still to generate
+    (``cloud_only``: nothing drafted, the round verifies one position and commits the
+    target's own token; γ stays the decision's, as recorded)."""
     s.gamma = chosen = decision.gamma
-    cap = s.request.num_output_tokens - s.committed - 1
+    cap = 0 if cloud_only else s.request.num_output_tokens - s.committed - 1
     s.gamma_eff = s.sent = chosen if chosen <= cap else cap
     s.passes = s.pre_accepted = None
+
+
+def _drafted(s: Session) -> int:
+    return s.gamma_eff
+
+
+def _wasted_pass(s: Session) -> int:
+    return 1

@@ -37,6 +37,10 @@ from edgespec.sim.setup.pools import TopologyConfig as TopologyConfig
 from edgespec.sim.setup.pools import frozen_mapping
 
 Mode = Literal["distributed", "fused", "centralized"]
+FusedRounds = Literal["colocated", "cloud_only"]
+"""How the server runs a fused round (docs/SIMULATOR.md "Execution modes"): ``colocated``
+(DSD §3: a speculative round drafted by the server's co-located draft) or ``cloud_only``
+(DSD §4.4 and DSD-Sim: the target decodes one token per pass, nothing drafted)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,9 +87,11 @@ class AcceptanceConfig:
 class WorkloadConfig:
     """Where requests come from.
 
-    ``closed_loop``: every device issues a request, waits for it, thinks an exponential
-    ``think_time_s`` on average, repeats; first requests start uniformly over
-    [0, ``ramp_s``). ``poisson``: arrivals at ``rate_per_s`` in total,
+    ``closed_loop``: every device issues a request, waits for it, thinks ``think_time_s``
+    on average, repeats; first requests start uniformly over [0, ``ramp_s``). The think
+    time is exponential, or with ``think_distribution: lognormal`` lognormal with
+    coefficient of variation ``think_cv`` (DSD-Sim's think model); either is raised to
+    ``think_min_s``. ``poisson``: arrivals at ``rate_per_s`` in total,
     each to a uniformly random device. ``trace``: replay the JSONL file ``trace``.
     Lengths (closed loop, Poisson) are paired (prompt, output) samples from the length
     table ``dataset`` (``edgespec/data/lengths/<dataset>.json``) unless ``prompt_tokens``
@@ -98,6 +104,9 @@ class WorkloadConfig:
     output_tokens: tuple[int, ...] = ()
     rate_per_s: float = 10.0
     think_time_s: float = 0.0
+    think_distribution: Literal["exponential", "lognormal"] = "exponential"
+    think_cv: float = 0.6
+    think_min_s: float = 0.0
     ramp_s: float = 1.0
     trace: str | None = None
     max_output_tokens: int | None = None
@@ -128,11 +137,20 @@ class Scenario:
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     stop_predictor: StopPredictorConfig | None = None
     verification: VerificationConfig = field(default_factory=VerificationConfig)
+    fused_rounds: FusedRounds = "colocated"
+    cloud_only_draft_pass: bool = False
+    """DSD-Sim's wasted pass: a ``cloud_only`` round also runs one co-located draft pass
+    whose token is thrown away (DSD-Sim sets γ = 1 for a fused conversation)."""
     record_rounds: bool = False
     fast_path: bool = True
 
     def validate(self) -> None:
         _positive("duration_s", self.duration_s)
+        if self.cloud_only_draft_pass and self.fused_rounds != "cloud_only":
+            raise ConfigError(
+                "cloud_only_draft_pass",
+                f"needs fused_rounds: cloud_only, got fused_rounds: {self.fused_rounds}",
+            )
         if self.temperature < 0:
             raise ConfigError("temperature", f"must be >= 0, got {self.temperature}")
         for cls, target in self.slo_classes.items():
@@ -222,6 +240,10 @@ def _validate_workload(wl: WorkloadConfig) -> None:
         raise ConfigError("workload.ramp_s", f"must be >= 0, got {wl.ramp_s}")
     if wl.think_time_s < 0:
         raise ConfigError("workload.think_time_s", f"must be >= 0, got {wl.think_time_s}")
+    if wl.think_cv <= 0:
+        raise ConfigError("workload.think_cv", f"must be > 0, got {wl.think_cv}")
+    if wl.think_min_s < 0:
+        raise ConfigError("workload.think_min_s", f"must be >= 0, got {wl.think_min_s}")
     if len(wl.prompt_tokens) != len(wl.output_tokens):
         raise ConfigError(
             "workload.output_tokens",
