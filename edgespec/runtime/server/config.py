@@ -63,9 +63,20 @@ class ServerConfig:
     # thresholds (0..16) a session may ask for; empty = all
     semantic_head: str | None = None
     semantic_thresholds: tuple[int, ...] = ()
+    # how fused rounds run (docs/RUNTIME.md): "colocated" drafts with the co-located --draft;
+    # "cloud_only": the target decodes one token per round, no draft needed.
+    # cloud_only_draft_pass: each cloud-only round also runs one discarded co-located draft pass
+    fused_rounds: Literal["colocated", "cloud_only"] = "colocated"
+    cloud_only_draft_pass: bool = False
 
     def validate(self) -> None:
         self._validate_semantic()
+        if self.cloud_only_draft_pass and self.fused_rounds != "cloud_only":
+            raise ConfigError(
+                "cloud_only_draft_pass",
+                f"needs fused_rounds cloud_only (--fused-rounds cloud_only), got "
+                f"{self.fused_rounds}",
+            )
         for i, token in enumerate(self.auth_tokens):
             if not token.strip():
                 raise ConfigError(

@@ -1,8 +1,11 @@
-"""Fused rounds: the server drafts with its co-located draft model and verifies itself.
+"""Fused rounds: the server runs a session's rounds itself, by its fused-rounds setting
+(``edgespec serve --fused-rounds``): ``colocated``, it drafts with its co-located draft
+model and verifies; ``cloud_only``, the target decodes one token per round
+(:mod:`edgespec.runtime.server.cloud_only`).
 
 Two uses, both verifying through the service's normal queue (:class:`ServiceVerifier`
 submits each verification to the service on its event loop, so fused rounds batch with
-everyone else's), both drafting on a worker thread:
+everyone else's), both running their rounds on a worker thread:
 
 - **fused runs** (:func:`run_fused_rounds`, the ``RunFused`` RPC): a device whose window
   policy answered fused hands its open session over with its window history
@@ -14,8 +17,8 @@ everyone else's), both drafting on a worker thread:
   answer, or the request's end, ends the run: the last round carries the decision and
   the history back. A server without a window policy runs one fused round per request
   and hands the decision back to the device's policy.
-- **the whole-request fused baseline** (:func:`fused_generate`, ``Generate`` with
-  ``MODE_FUSED``): :func:`edgespec.runtime.edge.drafter.generate` itself on the server.
+- **the whole-request fused baseline** (``Generate`` with ``MODE_FUSED``):
+  :mod:`edgespec.runtime.server.fused_baseline`, on this module's worker bridge.
 """
 
 from __future__ import annotations
@@ -23,14 +26,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from edgespec.policies.inputs import WindowHistory
-from edgespec.policies.interfaces import WindowPolicy
-from edgespec.runtime.backends.base import DraftBackend, hidden_state_drafter
-from edgespec.runtime.edge.drafter import DraftOptions, generate
-from edgespec.runtime.edge.rounds import capped_gamma, draft_rng, play_round, round_outcome
+from edgespec.runtime.backends.base import hidden_state_drafter
+from edgespec.runtime.edge.rounds import (
+    PlayedRound,
+    capped_gamma,
+    draft_rng,
+    play_round,
+    round_outcome,
+)
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
@@ -40,9 +47,10 @@ from edgespec.runtime.messages import (
     VerifyCall,
     VerifyReply,
 )
+from edgespec.runtime.server.cloud_only import play_cloud_only_round
 
 if TYPE_CHECKING:
-    from edgespec.runtime.server.fused_setup import ServerWindow
+    from edgespec.runtime.server.fused_setup import FusedStart, ServerWindow
 
 Chunk = tuple[tuple[int, ...], bool]
 _T = TypeVar("_T")
@@ -130,43 +138,39 @@ async def _from_worker(
         await asyncio.shield(worker)
 
 
-async def fused_generate(
-    service: SessionHost,
-    spec: SessionSpec,
-    drafter: DraftBackend,
-    window: WindowPolicy,
-) -> AsyncIterator[Chunk]:
-    """Stream ``spec``'s output, drafted by ``drafter`` with ``window`` on this server, as
-    ``(token_ids, finished)`` chunks; the last chunk is ``((), True)``."""
-    verifier = ServiceVerifier(service, asyncio.get_running_loop())
-    options = DraftOptions(spec.session_id, spec.client_id, spec.slo_class)
+RoundPlayer = Callable[[Sequence[int], int], PlayedRound]
+"""Plays a fused round of a γ (already capped) after a context."""
 
-    def work(emit: Callable[[Chunk], None]) -> None:
-        generate(
-            verifier,
-            drafter,
-            spec.prompt_token_ids,
-            spec.sampling,
-            options,
-            window,
-            on_tokens=lambda tokens: emit((tokens, False)),
+
+def _round_player(
+    verifier: ServiceVerifier, call: FusedCall, start: FusedStart, clock: Callable[[], float]
+) -> RoundPlayer:
+    """How ``start``'s run plays its rounds: cloud-only (its γ unused), or drafted by the
+    co-located draft and verified. The draft's random stream is the session seed's stream
+    for the run's starting prefix, new for every run (it may not repeat a draw)."""
+    sampling, session_id, drafter = start.spec.sampling, call.session_id, start.drafter
+    rng = draft_rng(sampling.seed, 2, call.prefix_len)
+    if start.cloud_only:
+        return lambda context, _: play_cloud_only_round(
+            verifier, drafter, session_id, context, sampling, rng, clock
         )
-        emit(((), True))
-
-    try:
-        async with contextlib.aclosing(_from_worker(work, verifier)) as chunks:
-            async for chunk in chunks:
-                yield chunk
-    finally:
-        service.close_session(spec.session_id)  # left open when the client went away
+    if drafter is None:
+        raise RequestError(ErrorCode.INTERNAL, "a co-located fused run started without a draft")
+    colocated = drafter
+    # A lossy (semantic) session's rounds carry the co-located draft's hidden states, FH
+    # style: they cost no network here (fused_setup checked the draft returns them).
+    upload = None if start.spec.verification_rule == "exact" else "fh"
+    if upload is not None:
+        hidden_state_drafter(colocated).return_hidden(True)  # a fresh draft for this run
+    return lambda context, gamma: play_round(
+        verifier, colocated, session_id, context, gamma, sampling, rng, 0.0, clock, upload=upload
+    )
 
 
 def run_fused_rounds(
     verifier: ServiceVerifier,
-    drafter: DraftBackend,
     call: FusedCall,
-    spec: SessionSpec,
-    tokens: tuple[int, ...],
+    start: FusedStart,
     window: ServerWindow | None,
     clock: Callable[[], float],
     emit: Callable[[FusedRound], None],
@@ -176,31 +180,23 @@ def run_fused_rounds(
     answers distributed or the request finishes (one round when ``window`` is ``None``),
     each emitted when verified; the last carries the history and the pair state back.
 
-    ``spec``: the session's (its prompt and budget count its output); ``tokens``: its
-    committed tokens now (prompt and output). The draft's random stream is the session seed's stream
-    for this run's starting prefix, new for every run (it may not repeat a draw)."""
+    ``start.spec``: the session's (its prompt and budget count its output);
+    ``start.tokens``: its committed tokens now (prompt and output). Each round is recorded
+    in the history as fused with its decision's γ (a cloud-only round: 0 drafted, 0
+    accepted, the one token committed)."""
+    spec = start.spec
     # one draft–target pair per client here (WindowObservation.pair)
     pair = spec.client_id
     history = WindowHistory.from_snapshot(call.history, clock(), pair)
     if window is not None:
         window.restore(pair, call.history.window_state)
-    sampling = spec.sampling
-    rng = draft_rng(sampling.seed, 2, call.prefix_len)
-    context = list(tokens)
-    num_output = len(tokens) - len(spec.prompt_token_ids)
+    play = _round_player(verifier, call, start, clock)
+    context = list(start.tokens)
+    num_output = len(context) - len(spec.prompt_token_ids)
     committed_total = call.history.num_committed_total
     gamma = call.gamma
-    # A lossy (semantic) session's rounds carry the co-located draft's hidden states, FH
-    # style: they cost no network here (fused_setup checked the draft returns them).
-    upload = None if spec.verification_rule == "exact" else "fh"
-    if upload is not None:
-        hidden_state_drafter(drafter).return_hidden(True)  # a fresh draft for this run
     while True:
-        capped = capped_gamma(gamma, sampling.max_new_tokens, num_output)
-        played = play_round(
-            verifier, drafter, call.session_id, context, capped, sampling, rng, 0.0, clock,
-            upload=upload,
-        )  # fmt: skip
+        played = play(context, capped_gamma(gamma, spec.sampling.max_new_tokens, num_output))
         reply = played.reply
         committed = reply.outcome.committed_token_ids
         context.extend(committed)
@@ -224,9 +220,7 @@ def run_fused_rounds(
 async def stream_fused_run(
     service: SessionHost,
     call: FusedCall,
-    spec: SessionSpec,
-    tokens: tuple[int, ...],
-    drafter: DraftBackend,
+    start: FusedStart,
     window: ServerWindow | None,
     clock: Callable[[], float],
     owner: str | None = None,
@@ -235,7 +229,7 @@ async def stream_fused_run(
     verifier = ServiceVerifier(service, asyncio.get_running_loop(), owner)
 
     def work(emit: Callable[[FusedRound], None]) -> None:
-        run_fused_rounds(verifier, drafter, call, spec, tokens, window, clock, emit)
+        run_fused_rounds(verifier, call, start, window, clock, emit)
 
     async with contextlib.aclosing(_from_worker(work, verifier)) as rounds:
         async for fused_round in rounds:

@@ -1,6 +1,7 @@
 """What the service sets a fused run up with
-(:meth:`~edgespec.runtime.server.service.VerificationService.run_fused`): the checks of a fused
-request and a fresh draft backend (:func:`start_fused_run`), and the server's window
+(:meth:`~edgespec.runtime.server.service.VerificationService.run_fused`): the draft its fused
+rounds run (:func:`fused_draft_factory`, by the server's fused-rounds setting), the checks of a
+fused request and a fresh draft backend (:func:`start_fused_run`), and the server's window
 policy as fused runs use it (:class:`ServerWindow`).
 """
 
@@ -10,6 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from edgespec.config import ConfigError
 from edgespec.policies.contracts import PolicyContractError, policy_name
 from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
@@ -18,17 +20,39 @@ from edgespec.runtime.edge.rounds import decide, pair_state, restore_pair_state
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, SessionSpec
 from edgespec.runtime.server.clients import ClientBook
+from edgespec.runtime.server.cloud_only import NEEDS_DRAFT
+from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
+
+DraftFactory = Callable[[], DraftBackend]
 
 
 @dataclass(frozen=True, slots=True)
 class FusedStart:
-    """A fused request that passed its checks: its draft backend, and its session's spec
-    and committed tokens (prompt and output)."""
+    """A fused request that passed its checks: its draft backend (``None``: a cloud-only
+    run without the draft pass), its session's spec and committed tokens (prompt and
+    output), and whether its rounds are cloud-only
+    (:mod:`edgespec.runtime.server.cloud_only`) rather than drafted by ``drafter``."""
 
-    drafter: DraftBackend
+    drafter: DraftBackend | None
     spec: SessionSpec
     tokens: tuple[int, ...]
+    cloud_only: bool = False
+
+
+def fused_draft_factory(
+    config: ServerConfig, draft_factory: DraftFactory | None
+) -> DraftFactory | None:
+    """The draft a fused round runs: the co-located draft (``colocated``), the wasted
+    pass's (``cloud_only`` with ``cloud_only_draft_pass``) or none (``cloud_only``). A draft
+    pass without a draft is a :class:`ConfigError`."""
+    if config.fused_rounds == "colocated":
+        return draft_factory
+    if not config.cloud_only_draft_pass:
+        return None
+    if draft_factory is None:
+        raise ConfigError("cloud_only_draft_pass", NEEDS_DRAFT)
+    return draft_factory
 
 
 def start_fused_run(
@@ -37,11 +61,14 @@ def start_fused_run(
     engine: VerificationEngine,
     clients: ClientBook,
     max_draft_tokens: int,
-    draft_factory: Callable[[], DraftBackend] | None,
+    draft_factory: DraftFactory | None,
+    cloud_only: bool = False,
 ) -> FusedStart:
-    """The checks of a fused request (raises :class:`RequestError`); its draft backend,
-    session spec and tokens."""
-    if draft_factory is None:
+    """The checks of a fused request (raises :class:`RequestError`); its draft backend
+    (from ``draft_factory``, :func:`fused_draft_factory`'s), session spec and tokens.
+    ``cloud_only``: its rounds are the target's alone (no draft needed, a lossy session's
+    rule has no draft hidden states to read)."""
+    if draft_factory is None and not cloud_only:
         raise RequestError(
             ErrorCode.FAILED_PRECONDITION,
             "fused rounds need a co-located draft model; this server was started without --draft",
@@ -59,16 +86,16 @@ def start_fused_run(
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT, f"fused gamma {call.gamma} outside 1..{max_draft_tokens}"
         )
-    drafter = draft_factory()
+    drafter = None if draft_factory is None else draft_factory()
     rule = engine.session_rule(call.session_id)
-    if not rule.lossless:
+    if not rule.lossless and not cloud_only and drafter is not None:
         _check_semantic_drafter(drafter, rule, call.session_id, spec.verification_rule)
     if isinstance(drafter, FeatureDraftBackend) and drafter.wants_target_hidden:
         raise RequestError(
             ErrorCode.FAILED_PRECONDITION,
             "this server's draft drafts from target features, which fused rounds do not feed it",
         )
-    return FusedStart(drafter, spec, tokens)
+    return FusedStart(drafter, spec, tokens, cloud_only)
 
 
 def _check_semantic_drafter(

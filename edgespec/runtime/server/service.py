@@ -7,7 +7,9 @@ the same policy objects the simulator uses — runs the chosen batch in one forw
 pass on a worker thread, and resolves each waiting call. Requests arriving during a
 forward pass join the next batch. The batch plans come from
 :class:`~edgespec.runtime.server.batch_planner.BatchPlanner`; fused runs are set up by
-:mod:`edgespec.runtime.server.fused_setup` and run by :mod:`edgespec.runtime.server.fused_run`.
+:mod:`edgespec.runtime.server.fused_setup` and run by :mod:`edgespec.runtime.server.fused_run`
+(the fused baseline by :mod:`edgespec.runtime.server.fused_baseline`), as ``config.fused_rounds``
+says: drafted by the co-located draft, or cloud-only (:mod:`edgespec.runtime.server.cloud_only`).
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ from edgespec.runtime.server.batch_planner import BatchPlanner
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.counters import ServiceCounters
 from edgespec.runtime.server.engine import VerificationEngine
-from edgespec.runtime.server.fused_run import fused_generate, stream_fused_run
-from edgespec.runtime.server.fused_setup import ServerWindow, start_fused_run
+from edgespec.runtime.server.fused_baseline import cloud_only_generate, fused_generate
+from edgespec.runtime.server.fused_run import stream_fused_run
+from edgespec.runtime.server.fused_setup import ServerWindow, fused_draft_factory, start_fused_run
 from edgespec.runtime.server.round_log import RoundLog
 from edgespec.runtime.server.verification import rule_labels
 
@@ -59,7 +62,8 @@ class VerificationService:
     """One target model's verification server (asyncio; run everything on one loop).
 
     ``draft_factory``: the co-located draft model (a fresh backend per fused run or
-    baseline request); ``window``: the window policy consulted after each fused round
+    baseline request; cloud-only fused rounds run it only for ``cloud_only_draft_pass``,
+    which needs one: else a :class:`~edgespec.config.ConfigError`); ``window``: the window policy consulted after each fused round
     (:meth:`run_fused`), one object for all sessions, called under a lock; ``round_log``:
     where each verified entry's record goes (``edgespec serve --round-log``); ``log``:
     where the service's event lines go (a session opened with a lossy rule: ``edgespec
@@ -82,7 +86,8 @@ class VerificationService:
         self._log = log
         self.config = config
         self._planner = BatchPlanner(batching, config, clock)
-        self._draft_factory = draft_factory
+        self._cloud_only = config.fused_rounds == "cloud_only"
+        self._draft_factory = fused_draft_factory(config, draft_factory)  # what fused rounds run
         self._window = None if window is None else ServerWindow(window)
         self._clock = clock
         self._batch_wait_s = batch_wait_s
@@ -165,8 +170,9 @@ class VerificationService:
         """Baselines, streamed as ``(committed token ids, finished)`` chunks: centralized
         (K = 0 per step, i.e. plain autoregressive decoding batched with everyone else) or
         fused (the server drafts with a static window of ``gamma`` through the drafter's
-        own round loop, :mod:`edgespec.runtime.server.fused_run`)."""
-        if fused and self._draft_factory is None:
+        own round loop; cloud-only, the target decodes one token per round:
+        :mod:`edgespec.runtime.server.fused_baseline`)."""
+        if fused and self._draft_factory is None and not self._cloud_only:
             raise RequestError(
                 ErrorCode.FAILED_PRECONDITION, "fused mode needs a server started with --draft"
             )
@@ -175,9 +181,15 @@ class VerificationService:
                 ErrorCode.INVALID_ARGUMENT,
                 f"gamma {gamma} outside 1..{self.config.max_draft_tokens}",
             )
-        if fused and self._draft_factory is not None:
-            drafter = self._draft_factory()
-            async for chunk in fused_generate(self, spec, drafter, StaticWindow(gamma)):
+        if fused:
+            factory = self._draft_factory
+            drafter = None if factory is None else factory()
+            chunks = (
+                cloud_only_generate(self, spec, drafter)
+                if self._cloud_only or drafter is None
+                else fused_generate(self, spec, drafter, StaticWindow(gamma))
+            )
+            async for chunk in chunks:
                 yield chunk
             return
         self.open_session(spec, owner)
@@ -205,10 +217,11 @@ class VerificationService:
                 self._admission.clients,
                 self.config.max_draft_tokens,
                 self._draft_factory,
+                self._cloud_only,
             )
         )
         async for fused_round in stream_fused_run(
-            self, call, start.spec, start.tokens, start.drafter, self._window, self._clock, owner
+            self, call, start, self._window, self._clock, owner
         ):
             yield fused_round
 
