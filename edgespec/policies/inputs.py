@@ -24,7 +24,9 @@ Meanings (:class:`~edgespec.policies.interfaces.WindowObservation`), the same in
 - ``previous_gamma``: the γ the policy answered last round, before the host capped it
   (0 before the first round), so a stateless policy can step from its own last answer.
 - ``recent_acceptance``: accepted / drafted positions over the last :data:`RECENT_ROUNDS`
-  rounds (a token tree counts its depth, not its nodes); ``None`` before any drafting.
+  rounds that drafted (a token tree counts its depth, not its nodes); ``None`` before any
+  drafting. A round that drafted nothing (a ``cloud_only`` fused round, a last round with
+  one token left) leaves it as it was: the last drafting rounds' acceptance is kept.
 - ``last_num_accepted``: accepted draft tokens of the last round (``None`` before).
 - ``queue_depth``: the server's queue depth reported with the last verdict (0 before).
 - ``rtt_s``: the last distributed round's network time, uplink + downlink (0.0 before the
@@ -205,16 +207,18 @@ class WindowHistory:
         first = self._first_token_s
         if first is None and num_committed_total > 0:
             first = self._first_token_s = now_s
-        recent = self._recent
-        recent.append((num_drafted, num_accepted))
-        drafted = self._drafted + num_drafted
-        accepted = self._accepted + num_accepted
-        if len(recent) > RECENT_ROUNDS:
-            old_drafted, old_accepted = recent.popleft()
-            drafted -= old_drafted
-            accepted -= old_accepted
-        self._drafted = drafted
-        self._accepted = accepted
+        drafted, accepted = self._drafted, self._accepted
+        if num_drafted:
+            recent = self._recent
+            recent.append((num_drafted, num_accepted))
+            drafted += num_drafted
+            accepted += num_accepted
+            if len(recent) > RECENT_ROUNDS:
+                old_drafted, old_accepted = recent.popleft()
+                drafted -= old_drafted
+                accepted -= old_accepted
+            self._drafted = drafted
+            self._accepted = accepted
         self._rounds += 1
         self._gamma = gamma
         self._last_accepted = num_accepted

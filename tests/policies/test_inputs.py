@@ -43,6 +43,21 @@ def test_acceptance_covers_the_last_rounds_only() -> None:
     assert history.observation(9.0).recent_acceptance == 1.0
 
 
+def test_a_round_that_drafted_nothing_keeps_the_last_acceptance() -> None:
+    """A cloud-only fused round (or a last round with one token left) drafts nothing: it
+    neither dilutes nor pushes out the acceptance of the rounds that drafted."""
+    history = WindowHistory()
+    history.record(RoundOutcome(4, 4, 1, 2, 0.0, 0), 0.0)  # stays inside the window
+    for i in range(RECENT_ROUNDS - 1):
+        history.record(RoundOutcome(4, 4, 4, 5 * (i + 2), 0.0, 0), float(i + 1))
+    for k in range(10):
+        history.record(RoundOutcome(4, 0, 0, 40 + k, 0.0, 0, fused=True), 9.0 + k)
+    obs = history.observation(20.0)
+    assert obs.recent_acceptance == (1 + 4 * (RECENT_ROUNDS - 1)) / (4 * RECENT_ROUNDS)
+    assert (obs.previous_gamma, obs.last_num_accepted, obs.previous_fused) == (4, 0, True)
+    assert WindowHistory().record_round(4, 0, 0, 1, 0.0, 0, 0.0, True).recent_acceptance is None
+
+
 def test_first_token_time_is_the_first_round_that_committed() -> None:
     history = WindowHistory()
     history.record(RoundOutcome(2, 2, 1, 2, 0.0, 0), now_s=4.0)

@@ -51,6 +51,13 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--fused-gamma", type=int, default=4, help="co-located window γ in fused runs (default 4)"
     )
     p.add_argument(
+        "--fused-rounds",
+        choices=["cloud_only", "colocated"],
+        default="cloud_only",
+        help="what the fused configuration runs: DSD's cloud_only (one target token per "
+        "pass, the paper's two-way choice; default) or edgespec's colocated rounds",
+    )
+    p.add_argument(
         "--workload-trace",
         type=Path,
         default=None,
@@ -155,7 +162,7 @@ def run_data(args: argparse.Namespace) -> int:
         else full_scenarios(args.scenarios, args.seed, args.duration_s)
     )
     done = finished_ids(args.out)
-    todo = [AwcTask(s, args.contexts_per_run, args.fused_gamma, lengths)
+    todo = [AwcTask(s, args.contexts_per_run, args.fused_gamma, lengths, args.fused_rounds)
             for s in grid if s.scenario_id not in done]  # fmt: skip
     console.print(f"{len(grid)} scenarios, {len(grid) - len(todo)} already done")
     executor = make_executor(args.workers, engine="ray", address=args.address)

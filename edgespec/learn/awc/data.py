@@ -55,9 +55,13 @@ TARGETS: tuple[tuple[str, str], ...] = (
     ("llama2-70b", "4xa100"),
     ("qwen-72b", "4xh100"),
     ("llama3-70b", "4xa6000"),
+    ("llama2-70b", "a100"),
+    ("qwen-72b", "h100"),
+    ("llama3-70b", "a6000"),
 )
 """DSD's deployments (Fig. 5): 7–8B drafts on A40/V100, 70B-class targets on 4-GPU
-servers (the ``4x*`` hardware presets)."""
+servers (the ``4x*`` hardware presets) and, as DSD-Sim's shipped configurations run them,
+at tensor-parallel 1 (one GPU of each kind)."""
 RTTS_MS: tuple[float, ...] = (2.0, 5.0, 10.0, 20.0, 30.0, 50.0, 80.0, 120.0)
 JITTER_SHARES: tuple[float, ...] = (0.0, 0.1, 0.3)
 BANDWIDTHS_MBPS: tuple[float, ...] = (10.0, 50.0, 100.0, 1000.0)
@@ -133,10 +137,14 @@ def full_scenarios(count: int, seed: int, duration_s: float) -> list[AwcScenario
 
 
 def scenario_dict(
-    s: AwcScenario, gamma: int, lengths: tuple[tuple[int, ...], tuple[int, ...]] | None
+    s: AwcScenario,
+    gamma: int,
+    lengths: tuple[tuple[int, ...], tuple[int, ...]] | None,
+    fused_rounds: str = "cloud_only",
 ) -> dict[str, Any]:
-    """The simulator scenario of ``s`` at configuration ``gamma`` (1 = fused, drafting
-    ``gamma`` is then decided by the recording window)."""
+    """The simulator scenario of ``s`` at configuration ``gamma`` (1 = fused, its rounds
+    ``fused_rounds``: DSD's ``cloud_only`` by default, one target token per pass; with
+    ``colocated`` the recording window's γ is drafted by the server's co-located draft)."""
     workload: dict[str, Any] = {
         "kind": "poisson",
         "rate_per_s": s.num_drafts * s.rate_per_draft,
@@ -150,6 +158,7 @@ def scenario_dict(
         "seed": s.seed,
         "duration_s": s.duration_s,
         "mode": "fused" if gamma == FUSED_GAMMA else "distributed",
+        "fused_rounds": fused_rounds,
         "links": {"default": link},
         "auto_topology": {
             "devices": [
@@ -194,6 +203,7 @@ class AwcTask:
     contexts_per_run: int = 8
     fused_gamma: int = 4
     lengths: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    fused_rounds: str = "cloud_only"
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,21 +215,35 @@ class ScenarioRows:
 
 
 def _contexts(
-    seen: Sequence[WindowObservation], gamma: int, task: AwcTask
+    seen: Sequence[WindowObservation], gamma: int, task: AwcTask, acceptance: float | None
 ) -> list[tuple[float, ...]]:
-    usable = [o for o in seen if o.recent_acceptance is not None]
+    """Up to ``contexts_per_run`` of the run's observations (seeded), as features. A fused
+    run's contexts carry previous γ 1, the link's mean round trip as RTT and, where its
+    rounds drafted nothing (cloud-only), ``acceptance`` (the scenario's distributed run at
+    ``fused_gamma``): a device that switched to fused keeps its last distributed rounds'."""
+    fused = gamma == FUSED_GAMMA
+    filled = fused and acceptance is not None
+    usable = [o for o in seen if o.recent_acceptance is not None or (filled and o.previous_gamma)]
     rng = np.random.default_rng([task.scenario.seed, gamma])
     chosen = sorted(rng.choice(len(usable), min(task.contexts_per_run, len(usable)), False))
     rows = []
     for i in chosen:
         features = awc_features(usable[int(i)], MAX_BATCH_SIZE)
-        if gamma == FUSED_GAMMA:
+        if fused:
             features[-1] = float(FUSED_GAMMA)
             # a whole-run fused session never measures the network; a device that switched
             # to fused keeps its last distributed round's RTT: the link's mean round trip
             features[2] = task.scenario.rtt_ms + 2.0 * task.scenario.jitter_ms
+            if np.isnan(features[1]):
+                features[1] = float(acceptance) if acceptance is not None else np.nan
         rows.append(tuple(float(x) for x in features))
     return rows
+
+
+def _mean_acceptance(seen: Sequence[WindowObservation]) -> float | None:
+    """The mean recent acceptance a run's observations saw (``None`` without one)."""
+    values = [o.recent_acceptance for o in seen if o.recent_acceptance is not None]
+    return float(np.mean(values)) if values else None
 
 
 def run_awc_scenario(task: AwcTask) -> ScenarioRows:
@@ -234,8 +258,9 @@ def run_awc_scenario(task: AwcTask) -> ScenarioRows:
     s = task.scenario
     configs: dict[str, list[Any]] = {name: [] for name in CONFIG_COLUMNS}
     contexts: dict[str, list[Any]] = {name: [] for name in CONTEXT_COLUMNS}
+    seen: dict[int, list[WindowObservation]] = {}
     for gamma in CONFIGURATIONS:
-        scenario = scenario_from_dict(scenario_dict(s, gamma, task.lengths))
+        scenario = scenario_from_dict(scenario_dict(s, gamma, task.lengths, task.fused_rounds))
         window = RecordingWindow(task.fused_gamma if gamma == FUSED_GAMMA else gamma)
         policies = dataclasses.replace(build_policies(scenario), window=window)
         metrics = simulate(scenario, policies=policies, keep_records=False).metrics
@@ -247,7 +272,10 @@ def run_awc_scenario(task: AwcTask) -> ScenarioRows:
         )  # fmt: skip
         for name, value in zip(CONFIG_COLUMNS, row, strict=True):
             configs[name].append(value)
-        for features in _contexts(window.seen, gamma, task):
+        seen[gamma] = window.seen
+    acceptance = _mean_acceptance(seen.get(task.fused_gamma, []))
+    for gamma in CONFIGURATIONS:
+        for features in _contexts(seen[gamma], gamma, task, acceptance):
             for name, value in zip(CONTEXT_COLUMNS, (s.scenario_id, gamma, *features), strict=True):
                 contexts[name].append(value)
     return ScenarioRows(s.scenario_id, configs, contexts, time.perf_counter() - start)

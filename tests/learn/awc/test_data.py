@@ -71,7 +71,7 @@ def test_table2_configurations_are_kept_out() -> None:
 
 
 def test_a_scenario_runs_every_configuration_and_samples_contexts() -> None:
-    scenario = quick_scenarios(0)[0]
+    scenario = quick_scenarios(0)[2]  # a 4-GPU target: its runs finish requests in 6 s
     rows = run_awc_scenario(AwcTask(scenario, contexts_per_run=3))
     assert rows.configs["gamma"] == list(CONFIGURATIONS)
     assert sum(rows.configs["num_requests"]) > 0
@@ -166,8 +166,23 @@ def test_fused_contexts_carry_gamma_1_and_the_links_mean_round_trip() -> None:
         WindowObservation(previous_gamma=4, recent_acceptance=None, rtt_s=0.1),
         WindowObservation(previous_gamma=4, recent_acceptance=0.5, queue_depth=8, rtt_s=0.1),
     ]
-    (fused,) = _contexts(seen, 1, AwcTask(s, contexts_per_run=5))
+    (fused,) = _contexts(seen, 1, AwcTask(s, contexts_per_run=5), None)
     assert fused[:3] == (0.25, 0.5, 30.0 + 2 * 9.0) and fused[4] == 1.0
     assert np.isnan(fused[3])  # no TPOT observed yet
-    (plain,) = _contexts(seen, 4, AwcTask(s, contexts_per_run=5))
+    (plain,) = _contexts(seen, 4, AwcTask(s, contexts_per_run=5), 0.7)
     assert plain[2] == 100.0 and plain[4] == 4.0
+
+
+def test_cloud_only_contexts_carry_the_scenarios_distributed_acceptance() -> None:
+    """Cloud-only rounds draft nothing, so they measure no acceptance: a fused run's
+    contexts then carry the acceptance of the scenario's distributed run at fused_gamma
+    (a distributed run's contexts never do)."""
+    s = sample_scenario(0, 0, 10.0)
+    seen = [
+        WindowObservation(previous_gamma=0, recent_acceptance=None),  # before any round
+        WindowObservation(previous_gamma=4, recent_acceptance=None, queue_depth=4),
+    ]
+    (fused,) = _contexts(seen, 1, AwcTask(s, contexts_per_run=5), 0.7)
+    assert fused[:2] == (4 / 32, 0.7) and fused[4] == 1.0
+    assert _contexts(seen, 4, AwcTask(s, contexts_per_run=5), 0.7) == []
+    assert _contexts(seen, 1, AwcTask(s, contexts_per_run=5), None) == []
