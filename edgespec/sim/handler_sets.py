@@ -103,6 +103,8 @@ def choose_handler_set(state: SimState, requested: str | None = None) -> Choice:
     """The handler set for this run: ``requested`` by name (refused with the reason when
     it cannot run this scenario exactly), else the module docstring's choice."""
     inline = inline_blockers(state.devices, state.servers)
+    if state.scenario.dsdsim_compat is not None:  # its simplifications: the reference round
+        inline.append("DSD-Sim's simplifications (dsdsim_compat)")
     inbound = inline + inbound_blockers(state)
     if requested is not None:
         if requested not in HANDLER_SETS:

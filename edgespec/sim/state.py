@@ -62,6 +62,9 @@ class SimState:
         self.fused_mode = scenario.mode == "fused"  # every round fused (loop/fused.py)
         self.cloud_only = scenario.fused_rounds == "cloud_only"  # a fused round: one token
         self.cloud_only_draft_pass = scenario.cloud_only_draft_pass
+        compat = scenario.dsdsim_compat  # DSD-Sim's simplifications (reference set only)
+        self.fixed_rounds = compat is not None and compat.fixed_rounds
+        self.bonus = 0 if self.fixed_rounds else 1  # a verified round's extra target token
         self.fuses = fusing(policies.window, scenario.mode)  # None: a policy of unknown type
         self.may_fuse = self.fuses is not False  # servers add fused entries' draft passes
         self.deadline_rule = scenario.deadline_rule
@@ -80,7 +83,7 @@ class SimState:
         self.device_slot = self.layout.device_slot
         self.slot_sessions = [0] * len(self.layout.cell_ids)  # which trace sequence, per cell
         self.due = DueIndex(len(servers))  # blocks in flight (inbound handler sets)
-        self.draft_times = DraftTimes()
+        self.draft_times = DraftTimes(compat is not None and compat.one_pass_drafting)
         self.runs_memo: dict[int, tuple[tuple[int, ...], list[int]]] = {}
         self.num_rounds = 0
         self.num_sessions = 0

@@ -132,7 +132,7 @@ class DeviceLoop:
                 self.fused_runs.start(s, t, decision)
                 return
             chosen = s.gamma = decision.gamma
-            cap = request.num_output_tokens - committed - 1
+            cap = request.num_output_tokens - committed - state.bonus
             gamma = chosen if chosen <= cap else cap
         sent = gamma
         tree = s.tree

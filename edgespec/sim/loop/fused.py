@@ -69,7 +69,7 @@ class FusedRuns:
         s.device_seen = 0 if first else context  # a device round came just before
         s.fused_unseen = context - s.server_seen
         s.fused = True
-        _window(s, decision, self.host.state.cloud_only)
+        _window(s, decision, self.host.state)
         s.round_start_s = t
         s.round_draft_s = 0.0
         self.host.send_block(s, t)
@@ -160,7 +160,7 @@ class FusedRuns:
         server.store(s.index, prompt + total - 1)
         decision = decide_window(state.window, obs)
         if decision.fused or state.fused_mode:  # the next fused round, queued at once
-            _window(s, decision, state.cloud_only)
+            _window(s, decision, state)
             s.fused_unseen = 0
             s.round_start_s = s.enqueued_s = t
             s.round_up_s = s.round_draft_s = 0.0
@@ -173,12 +173,12 @@ class FusedRuns:
         host.resume_round(s, deliver, decision)
 
 
-def _window(s: Session, decision: WindowDecision, cloud_only: bool) -> None:
+def _window(s: Session, decision: WindowDecision, state: SimState) -> None:
     """The fused round's window: the policy's γ capped to the tokens still to generate
     (``cloud_only``: nothing drafted, the round verifies one position and commits the
     target's own token; γ stays the decision's, as recorded)."""
     s.gamma = chosen = decision.gamma
-    cap = 0 if cloud_only else s.request.num_output_tokens - s.committed - 1
+    cap = 0 if state.cloud_only else s.request.num_output_tokens - s.committed - state.bonus
     s.gamma_eff = s.sent = chosen if chosen <= cap else cap
     s.passes = s.pre_accepted = None
 

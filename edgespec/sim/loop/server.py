@@ -122,7 +122,10 @@ class ReferenceLoop(DeviceLoop):
             num_acc, mismatches = semantic_round(
                 state.acceptance, s.seq, position, gamma, dev.rng, dev.semantic.reject_share
             )
-        committed = min(num_acc + 1, output - position)
+        if state.fixed_rounds:  # DSD-Sim: a round advances by what it drafted
+            committed = min(max(s.sent, 1), output - position)
+        else:
+            committed = min(num_acc + 1, output - position)
         total = s.committed = position + committed
         rounds = s.num_rounds = s.num_rounds + 1
         s.num_drafted += s.sent

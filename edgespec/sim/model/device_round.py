@@ -13,14 +13,18 @@ class DraftTimes:
     """A round's drafting time on its device, memoised: :func:`decode_steps_s` is a pure
     function of (cost model, passes, context, prefill), so cached values are identical."""
 
-    __slots__ = ("_memo",)
+    __slots__ = ("_memo", "one_pass")
 
-    def __init__(self) -> None:
+    def __init__(self, one_pass: bool = False) -> None:
         self._memo: dict[tuple[int, int, int, int], float] = {}
+        self.one_pass = one_pass
+        """DSD-Sim's ``one_pass_drafting``: a round's drafting costs one pass."""
 
     def round_s(self, s: Session, passes: int, first: bool, overhead_s: float | None) -> float:
         """``passes`` draft passes after the session's committed tokens (``first``: the
         drafter prefills the prompt; ``overhead_s``: a stop predictor's cost per pass)."""
+        if self.one_pass and passes > 1:
+            passes = 1
         cost = s.device.draft_cost
         prompt = s.request.num_prompt_tokens
         committed = s.committed

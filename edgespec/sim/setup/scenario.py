@@ -113,6 +113,23 @@ class WorkloadConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class DsdSimCompat:
+    """DSD-Sim's simplifications (its ``src/sim.py``), each by name, for reproducing the
+    numbers its simulator gave rather than the physics (``dsdsim_compat:`` in a scenario;
+    such a run takes the reference handler set):
+
+    - ``one_pass_drafting``: a round's γ draft tokens cost one draft pass (DSD-Sim asks its
+      predictor for one iteration per round), not γ;
+    - ``fixed_rounds``: a round advances the request by the γ tokens it drafted whatever
+      the target accepted, no bonus token; a request ends after ⌈output/γ⌉ rounds
+      (a round without drafts, cloud-only or centralized, advances one token).
+    """
+
+    one_pass_drafting: bool = True
+    fixed_rounds: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
     """One simulation run. ``duration_s`` of simulated time; requests unfinished then are
     not reported. ``slo_classes`` maps a class to its token-speed target (tok/s) or null;
@@ -137,6 +154,7 @@ class Scenario:
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     stop_predictor: StopPredictorConfig | None = None
     verification: VerificationConfig = field(default_factory=VerificationConfig)
+    dsdsim_compat: DsdSimCompat | None = None
     fused_rounds: FusedRounds = "colocated"
     cloud_only_draft_pass: bool = False
     """DSD-Sim's wasted pass: a ``cloud_only`` round also runs one co-located draft pass
