@@ -41,6 +41,8 @@ class Arrivals:
     ) -> None:
         self.scenario = scenario
         self.workload = scenario.workload
+        until = scenario.workload.arrivals_until_s
+        self.arrivals_end_s = scenario.duration_s if until is None else until
         self.devices = devices
         self.lengths = lengths
         self.trace = trace
@@ -61,7 +63,7 @@ class Arrivals:
             for dev in self.devices:
                 rng = self.rngs[self.slot[dev.device_id]]
                 t0 = float(rng.uniform(0.0, wl.ramp_s)) if wl.ramp_s > 0 else 0.0
-                if t0 <= self.scenario.duration_s:
+                if t0 <= self.arrivals_end_s:
                     queue.push_arrival(t0, self.kind, dev.device_id, dev)
         elif wl.kind == "poisson":
             queue.push_arrival(float(self.rng.exponential(1.0 / wl.rate_per_s)), self.kind, 0, None)
@@ -77,7 +79,7 @@ class Arrivals:
             dev = self.devices[int(self.rng.integers(len(self.devices)))]
             self.offer(dev, self._new_request(dev, t), None, t)
             nxt = t + float(self.rng.exponential(1.0 / wl.rate_per_s))
-            if nxt <= self.scenario.duration_s:
+            if nxt <= self.arrivals_end_s:
                 self.q.push_arrival(nxt, self.kind, 0, None)
         else:
             assert isinstance(payload, int)
@@ -100,7 +102,7 @@ class Arrivals:
         if self.workload.kind != "closed_loop":
             return
         nxt = t + think_time_s(self.workload, self.rngs[self.slot[dev.device_id]])
-        if nxt <= self.scenario.duration_s:
+        if nxt <= self.arrivals_end_s:
             self.q.push_arrival(nxt, self.kind, dev.device_id, dev)
 
     def _new_request(self, dev: DeviceState, t: float) -> Request:

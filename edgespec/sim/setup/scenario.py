@@ -108,6 +108,9 @@ class WorkloadConfig:
     think_cv: float = 0.6
     think_min_s: float = 0.0
     ramp_s: float = 1.0
+    arrivals_until_s: float | None = None
+    """No closed-loop or Poisson request arrives after this (default: ``duration_s``); the
+    run goes on to ``duration_s`` and the requests in flight drain."""
     trace: str | None = None
     max_output_tokens: int | None = None
 
@@ -258,6 +261,8 @@ def _validate_workload(wl: WorkloadConfig) -> None:
         raise ConfigError("workload.ramp_s", f"must be >= 0, got {wl.ramp_s}")
     if wl.think_time_s < 0:
         raise ConfigError("workload.think_time_s", f"must be >= 0, got {wl.think_time_s}")
+    if wl.arrivals_until_s is not None and wl.arrivals_until_s < 0:
+        raise ConfigError("workload.arrivals_until_s", f"must be >= 0, got {wl.arrivals_until_s}")
     if wl.think_cv <= 0:
         raise ConfigError("workload.think_cv", f"must be > 0, got {wl.think_cv}")
     if wl.think_min_s < 0:

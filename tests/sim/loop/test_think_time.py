@@ -1,4 +1,5 @@
-"""A closed-loop device's think time: exponential, or DSD-Sim's lognormal (mean, cv, floor)."""
+"""A closed-loop device's think time: exponential, or DSD-Sim's lognormal (mean, cv, floor);
+and arrivals that stop before the run ends (a drain)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,21 @@ def test_bad_think_settings_name_their_key(key: str, value: float, message: str)
     data["workload"] = {**data.get("workload", {}), key: value}
     with pytest.raises(ConfigError, match=f"workload.{key}.*{message}"):
         scenario_from_dict(data)
+
+
+@pytest.mark.parametrize("kind", ["closed_loop", "poisson"])
+def test_no_request_arrives_after_arrivals_until_and_the_rest_drain(kind: str) -> None:
+    """Arrivals stop at ``arrivals_until_s``; the run goes on to ``duration_s`` and the
+    requests then in flight finish after it."""
+    from edgespec.sim.simulator import simulate
+
+    data = tiny_scenario(duration_s=30.0)
+    data["workload"] = {**data.get("workload", {}), "kind": kind, "rate_per_s": 2.0,
+                        "arrivals_until_s": 5.0, "think_time_s": 0.5}  # fmt: skip
+    result = simulate(scenario_from_dict(data))
+    arrivals = [r.arrival_s for r in result.requests]
+    assert arrivals and max(arrivals) <= 5.0
+    assert max(r.finish_s for r in result.requests) > 5.0
+    whole = simulate(scenario_from_dict(tiny_scenario(duration_s=30.0) | {"workload": {
+        **data["workload"], "arrivals_until_s": None}}))  # fmt: skip
+    assert max(r.arrival_s for r in whole.requests) > 5.0
