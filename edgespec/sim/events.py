@@ -7,4 +7,6 @@ first (:mod:`edgespec.sim.kernel` orders ties by kind, then entity).
 
 from __future__ import annotations
 
-BATCH_END, DELIVER, DRAFT_DONE, ARRIVE, REQUEST, DISPATCH = range(6)
+BATCH_END, DELIVER, DRAFT_DONE, ARRIVE, REQUEST, DISPATCH, FUSED_ALONE_END = range(7)
+"""``FUSED_ALONE_END``: an unqueued fused round's verdict (``dsdsim_compat``'s
+``unqueued_fused``; the reference handler set only)."""

@@ -65,6 +65,7 @@ class SimState:
         compat = scenario.dsdsim_compat  # DSD-Sim's simplifications (reference set only)
         self.fixed_rounds = compat is not None and compat.fixed_rounds
         self.bonus = 0 if self.fixed_rounds else 1  # a verified round's extra target token
+        self.unqueued_fused = compat is not None and compat.unqueued_fused
         self.fuses = fusing(policies.window, scenario.mode)  # None: a policy of unknown type
         self.may_fuse = self.fuses is not False  # servers add fused entries' draft passes
         self.deadline_rule = scenario.deadline_rule

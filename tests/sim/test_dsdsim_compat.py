@@ -57,3 +57,37 @@ def test_each_simplification_alone(tmp_path: Path) -> None:
     fixed = _rounds(tmp_path, {"one_pass_drafting": False})
     assert [r[4:] for r in fixed] == [(2, 0, 2), (2, 1, 2), (2, 2, 2)]
     assert [r[2] for r in fixed] == [0.05, 0.02, 0.02]
+
+
+def test_an_unqueued_fused_round_runs_alone_beside_the_targets_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DSD-Sim's ``fused_execute``: a cloud-only round neither waits for nor joins the
+    target's batch."""
+    from tests.sim.test_fused_switching import D2, F2, _run
+
+    rows = [
+        {"request_id": "b", "arrival_ms": 0.0, "prompt_tokens": 40, "output_tokens": 2,
+         "drafter_id": 1, "acceptance_seq": [0, 0]},
+        {"request_id": "a", "arrival_ms": 400.0, "prompt_tokens": 4, "output_tokens": 3,
+         "drafter_id": 0, "acceptance_seq": [1, 1, 1]},
+    ]  # fmt: skip
+    overrides = ("fused_rounds=cloud_only", "dsdsim_compat.fixed_rounds=false",
+                 "dsdsim_compat.one_pass_drafting=false")  # fmt: skip
+    result, _ = _run(tmp_path, monkeypatch, rows, [D2, F2, F2, F2, D2, D2], *overrides)
+    # b (distributed, γ capped to 1): prefill 40 in one pass 0.4; up 228 B → 0.410228;
+    # its batch verifies 41 new tokens, 0.046 → 0.456228.
+    (b_batch, *_) = result.batches
+    assert (b_batch.start_s, b_batch.end_s) == (
+        pytest.approx(0.410228, abs=1e-12), pytest.approx(0.456228, abs=1e-12)
+    )  # fmt: skip
+    # a (cloud-only, decided at 0.4): request 80 B → 0.41008, alone: 4 new 0.009 →
+    # 0.41908; the server decides fused again and it runs alone at once, beside b's
+    # batch: 1 new, 4 cached 0.0064 → 0.42548; then 1 new, 5 cached 0.0065 → 0.43198.
+    a = [r for r in result.rounds if r.request_id == "a"]
+    assert [(r.fused, r.queue_s, r.batch_size, r.num_committed) for r in a] == [
+        (True, 0.0, 1, 1)
+    ] * 3
+    assert [r.verify_s for r in a] == [pytest.approx(x, abs=1e-12) for x in (0.009, 0.0064, 0.0065)]
+    assert [r.start_s for r in a] == [pytest.approx(x, abs=1e-12) for x in (0.4, 0.41908, 0.42548)]
+    assert b_batch.start_s < a[1].start_s and a[2].start_s + 0.0065 < b_batch.end_s

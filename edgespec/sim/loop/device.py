@@ -178,8 +178,12 @@ class DeviceLoop:
         self.begin_round(s, t, decided)
 
     def arrive(self, t: float, s: Session) -> None:
-        """ARRIVE: the block joins its server's queue; an idle server dispatches at ``t``."""
+        """ARRIVE: the block joins its server's queue; an idle server dispatches at ``t``
+        (an unqueued fused round, ``dsdsim_compat``, runs alone instead)."""
         server = s.server
+        if s.fused and self.state.unqueued_fused:
+            self.fused_runs.run_alone(server, s, t)
+            return
         s.enqueued_s = t
         s.entry_id = server.num_enqueued
         server.num_enqueued += 1

@@ -35,8 +35,9 @@ from edgespec.hardware.cost_models import draft_passes_s
 from edgespec.policies.contracts import decide_window
 from edgespec.policies.inputs import UNOBSERVED
 from edgespec.policies.interfaces import WindowDecision
-from edgespec.sim.events import ARRIVE, DELIVER
+from edgespec.sim.events import ARRIVE, DELIVER, FUSED_ALONE_END
 from edgespec.sim.kernel import EventQueue
+from edgespec.sim.loop.batch_choice import batch_shape
 from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.network import downlink_bytes, uplink_bytes
 from edgespec.sim.state import SimState
@@ -55,10 +56,22 @@ class FusedHost(Protocol):
 class FusedRuns:
     """The fused rounds of one run (the handler set calls in; see the module docstring)."""
 
-    __slots__ = ("host",)
+    __slots__ = ("alone_draft_s", "host")
 
     def __init__(self, host: FusedHost) -> None:
         self.host = host
+        self.alone_draft_s: dict[int, float] = {}  # an unqueued round's draft part, by session
+
+    def run_alone(self, server: ServerState, s: Session, t: float) -> None:
+        """``dsdsim_compat``'s unqueued fused round, from ``t``: no queue, no batch; its
+        verdict (FUSED_ALONE_END) after its own draft passes and a one-entry verification
+        of its uncached context, whatever the target is running meanwhile."""
+        s.enqueued_s = t
+        new, cached = batch_shape(s, server)
+        verify = server.cost.batch_time_s(1, new, (cached + new) * new, cached)
+        draft = self.draft_step_s(server, [s])
+        self.alone_draft_s[s.index] = draft
+        self.host.q.push(t + draft + verify, FUSED_ALONE_END, server.server_id, s)
 
     def start(self, s: Session, t: float, decision: WindowDecision) -> None:
         """The device sends a fused request at ``t`` (``decision``: checked, fused)."""
@@ -122,7 +135,9 @@ class FusedRuns:
         dev = s.device
         request = s.request
         total = s.committed
-        draft = server.batch_draft_s
+        draft = self.alone_draft_s.pop(s.index, None)
+        if draft is None:
+            draft = server.batch_draft_s
         verify = step - draft
         s.draft_s += draft
         s.verify_s += verify
@@ -164,6 +179,9 @@ class FusedRuns:
             s.fused_unseen = 0
             s.round_start_s = s.enqueued_s = t
             s.round_up_s = s.round_draft_s = 0.0
+            if state.unqueued_fused:
+                self.run_alone(server, s, t)
+                return
             s.entry_id = server.num_enqueued
             server.num_enqueued += 1
             server.queue.append(s)

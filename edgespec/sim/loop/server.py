@@ -36,7 +36,14 @@ class ReferenceLoop(DeviceLoop):
             self.arrive,
             self.arrivals.on_request,
             self.dispatch,
+            self.fused_alone_end,
         ]
+
+    def fused_alone_end(self, t: float, s: Session) -> None:
+        """FUSED_ALONE_END: an unqueued fused round's verdict (``dsdsim_compat``)."""
+        server = s.server
+        self._verdict(s, server, t, s.enqueued_s, len(server.queue), 1)
+        self.state.num_rounds += 1
 
     def draft_done(self, t: float, s: Session) -> None:
         """DRAFT_DONE: the block leaves the device (only the every-hop set schedules it)."""

@@ -125,11 +125,15 @@ class DsdSimCompat:
       predictor for one iteration per round), not γ;
     - ``fixed_rounds``: a round advances the request by the γ tokens it drafted whatever
       the target accepted, no bonus token; a request ends after ⌈output/γ⌉ rounds
-      (a round without drafts, cloud-only or centralized, advances one token).
+      (a round without drafts, cloud-only or centralized, advances one token);
+    - ``unqueued_fused``: a fused round neither queues nor batches on its target: it runs
+      alone at once, at its own cost (its draft pass + a one-entry verification), beside
+      whatever batch the target is running (DSD-Sim's ``fused_execute``).
     """
 
     one_pass_drafting: bool = True
     fixed_rounds: bool = True
+    unqueued_fused: bool = True
 
 
 @dataclass(frozen=True, slots=True)
