@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--window",
         help="window policy by name (static, dynamic, awc; its params with "
         "--set window.params=...); a policy that goes fused needs a server started with "
-        "--draft, and --window on the server to run fused rounds back to back",
+        "--draft (or --fused-rounds cloud_only), and --window on the server to run fused "
+        "rounds back to back",
     )
     parser.add_argument(
         "--max-new-tokens", type=int, help="tokens to generate (default 64, or --config's)"
@@ -64,7 +65,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["distributed", "centralized", "fused"],
         default="distributed",
         help="distributed: draft here, verify on the server (default); centralized: the "
-        "server decodes alone; fused: the server drafts (started with --draft) and verifies",
+        "server decodes alone; fused: the server drafts (started with --draft) and verifies, "
+        "or decodes one token per round (started with --fused-rounds cloud_only)",
     )
     parser.add_argument(
         "--records",

@@ -9,114 +9,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from edgespec.arguments import add_threads, add_verbose
-from edgespec.policies.registry import BATCHING, WINDOW
-from edgespec.policies.slo import DEADLINE_RULES
+from edgespec.runtime.commands.serve_arguments import (
+    add_arguments,
+    parse_slo_class,
+    parse_thresholds,
+)
 
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", help="target model: local HF directory, .gguf or known name")
-    parser.add_argument("--config", help="ServerConfig YAML file")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="config override, e.g. --set max_batch_size=8 (repeatable)",
-    )
-    parser.add_argument(
-        "--host",
-        help="address to listen on, also for --prometheus-port (default: --config's host, "
-        "else 127.0.0.1, this machine only; 0.0.0.0: every interface)",
-    )
-    parser.add_argument(
-        "--port", type=int, help="port to listen on (default 50051; 0 picks a free one, printed)"
-    )
-    parser.add_argument(
-        "--batching", help=f"batching policy, one of {', '.join(sorted(BATCHING))} (default fcfs)"
-    )
-    parser.add_argument(
-        "--profile",
-        metavar="NAME_OR_FILE",
-        help="wisp batching: its Eq. 19 estimator from a 'kind: wisp' profile (a bundled "
-        "name such as a100-qwen3-32b, or the YAML 'edgespec profile --out' writes)",
-    )
-    parser.add_argument(
-        "--guard-ms",
-        type=float,
-        help="wisp batching: the guard δ of its latest start times, ms (default 5, or --config's)",
-    )
-    parser.add_argument(
-        "--deadline-rule",
-        choices=DEADLINE_RULES,
-        help="how a queued verification's deadline is set (default pace)",
-    )
-    parser.add_argument(
-        "--slo-class",
-        action="append",
-        default=[],
-        metavar="NAME=TOKENS_PER_S",
-        help="an SLO class and its token-speed target (or 'none'); repeatable",
-    )
-    parser.add_argument(
-        "--no-prefix-cache",
-        action="store_true",
-        help="SLED-style baseline: keep no KV between verifications (each forwards the "
-        "whole context)",
-    )
-    parser.add_argument(
-        "--draft", help="co-located draft model for fused rounds and the fused baseline, or 'ngram'"
-    )
-    parser.add_argument(
-        "--window",
-        help=f"window policy consulted after each fused round, one of {', '.join(sorted(WINDOW))} "
-        "(default: none, each fused request runs one round and the device decides again)",
-    )
-    parser.add_argument(
-        "--window-params",
-        metavar="JSON",
-        help="the --window policy's parameters as a JSON object, e.g. '{\"gamma\": 4}'",
-    )
-    parser.add_argument(
-        "--auth-token",
-        action="append",
-        default=[],
-        help="accepted client token (repeatable); none = no auth",
-    )
-    parser.add_argument(
-        "--tls-cert",
-        metavar="PEM",
-        help="serve TLS with this certificate (chain) file; needs --tls-key "
-        "(default: no TLS, plaintext)",
-    )
-    parser.add_argument(
-        "--tls-key", metavar="PEM", help="the private key file of --tls-cert (give both or neither)"
-    )
-    parser.add_argument(
-        "--prometheus-port",
-        type=int,
-        help="also serve Prometheus /metrics on this port, on --host (needs prometheus-client; "
-        "default: off)",
-    )
-    parser.add_argument(
-        "--semantic-head",
-        metavar="FILE",
-        help="also serve semantic (LOSSY, WISV) verification to sessions that ask for it, with "
-        "this decision head (JSON, edgespec.policies.semantic.head; default: exact only)",
-    )
-    parser.add_argument(
-        "--semantic-thresholds",
-        metavar="T1,T2,...",
-        help="with --semantic-head: the thresholds (0..16) sessions may ask for (default: all)",
-    )
-    add_threads(parser, None)
-    add_verbose(parser)
-    parser.add_argument(
-        "--round-log",
-        metavar="FILE",
-        help="write a JSONL record of every verified round (queued, batch start and end, "
-        "deadline; the server's clock) to FILE, for WISP's Eq. 21 attribution",
-    )
+__all__ = ["add_arguments", "run"]
 
 
 def _overrides(args: argparse.Namespace) -> list[str]:
@@ -130,6 +29,8 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     flags["auth_tokens"] = args.auth_token or None
     flags["prefix_cache"] = False if args.no_prefix_cache else None
     flags["semantic_head"] = args.semantic_head
+    flags["fused_rounds"] = args.fused_rounds
+    flags["cloud_only_draft_pass"] = True if args.cloud_only_draft_pass else None
     flags["semantic_thresholds"] = (
         None if args.semantic_thresholds is None else parse_thresholds(args.semantic_thresholds)
     )
@@ -137,40 +38,6 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     # written out here: overrides_from_flags skips None, which is a class without a target
     slo = [f"slo_classes.{name}={json.dumps(target)}" for name, target in classes]
     return [*args.set, *overrides_from_flags(flags), *slo]
-
-
-def parse_thresholds(text: str) -> list[int]:
-    """``--semantic-thresholds 8,12,16`` → [8, 12, 16] (range-checked by the config)."""
-    from edgespec.config import ConfigError
-
-    try:
-        return [int(part) for part in text.split(",")]
-    except ValueError:
-        raise ConfigError(
-            "semantic_thresholds",
-            f"--semantic-thresholds expects comma-separated integers in 0..16, got {text!r}",
-        ) from None
-
-
-def parse_slo_class(text: str) -> tuple[str, float | None]:
-    """``--slo-class NAME=TOKENS_PER_S`` → (name, target); ``none`` is no target."""
-    from edgespec.config import ConfigError
-
-    name, sep, value = (part.strip() for part in text.partition("="))
-    valid = bool(sep and name) and "." not in name
-    target: float | None = None
-    if value.lower() not in ("none", "null"):
-        try:
-            target = float(value)
-        except ValueError:
-            valid = False
-    if not valid:
-        raise ConfigError(
-            "slo_classes",
-            f"--slo-class expects NAME=TOKENS_PER_S (a number, or none; no '.' in the "
-            f"name), got {text!r}",
-        )
-    return name, target
 
 
 def run(args: argparse.Namespace) -> int:
@@ -192,18 +59,32 @@ def run(args: argparse.Namespace) -> int:
     config = from_dict(ServerConfig, data)
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
+    draft = draft_to_load(config, args.draft)
     policy = build_batching(config.batching)  # before loading the model: fail fast
     semantic_head(config)  # a file that is not a head fails before the model loads
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
     try:
-        asyncio.run(
-            _serve(config, policy, args.draft, args.threads, window, round_log, args.verbose)
-        )
+        asyncio.run(_serve(config, policy, draft, args.threads, window, round_log, args.verbose))
     finally:
         if round_log is not None:
             round_log.close()
     return 0
+
+
+def draft_to_load(config: Any, draft: str | None) -> str | None:
+    """The ``--draft`` the server loads: none for cloud-only fused rounds without their
+    draft pass (they run no draft; said on stderr). ``--cloud-only-draft-pass`` without
+    ``--draft`` is a :class:`ConfigError` naming both."""
+    from edgespec.config import ConfigError
+    from edgespec.runtime.server.cloud_only import NEEDS_DRAFT
+
+    if config.cloud_only_draft_pass and draft is None:
+        raise ConfigError("cloud_only_draft_pass", NEEDS_DRAFT)
+    if draft is None or config.fused_rounds == "colocated" or config.cloud_only_draft_pass:
+        return draft
+    _say(f"--draft {draft} is not loaded: cloud-only fused rounds without --cloud-only-draft-pass")
+    return None
 
 
 def semantic_head(config: Any) -> Any:
@@ -344,7 +225,7 @@ async def _serve(
 
         start_prometheus(config.prometheus_port, service.stats, config.host)
     cache = "" if config.prefix_cache else ", no prefix cache"
-    fused = "" if window is None else f", fused-run window {window!r}"
+    fused = fused_rounds_label(config, window)
     lossy = ""
     if head is not None:
         allowed = sorted(config.semantic_thresholds) or "0..16"
@@ -364,6 +245,16 @@ async def _serve(
     await stop.wait()
     await server.stop(1.0)
     await service.stop()
+
+
+def fused_rounds_label(config: Any, window: Any) -> str:
+    """What the listening line says of fused rounds: cloud-only (with its draft pass), the
+    fused-run window; nothing for colocated rounds without a window."""
+    label = ""
+    if config.fused_rounds == "cloud_only":
+        label = ", cloud-only fused rounds"
+        label += " with a co-located draft pass" if config.cloud_only_draft_pass else ""
+    return label if window is None else f"{label}, fused-run window {window!r}"
 
 
 class Stages:

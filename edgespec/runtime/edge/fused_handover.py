@@ -1,14 +1,15 @@
 """The device's side of a fused run: the session handed to the server for fused rounds.
 
-With a server that has a co-located draft (:class:`~edgespec.runtime.edge.rounds.FusedVerifier`),
-a fused decision sends a fused request with the session's window history (and the window
-policy's own state for the pair); the server runs fused rounds back to back, consulting
-its own window policy after each verdict, and streams each round's committed tokens
-(:mod:`edgespec.runtime.server.fused_run`). :func:`fused_handover` records each as a fused
-:class:`~edgespec.core.types.RoundRecord` when it arrives, takes the history and the
-policy's state back when the run ends, and returns the decision the server obtained, which
-the drafter's loop (:func:`edgespec.runtime.edge.drafter.generate`) continues with (no
-second consultation).
+With a server that runs fused rounds (:class:`~edgespec.runtime.edge.rounds.FusedVerifier`:
+drafted by its co-located draft, or cloud-only, the target's own next token each round, by
+the server's ``--fused-rounds``), a fused decision sends a fused request with the session's
+window history (and the window policy's own state for the pair); the server runs fused
+rounds back to back, consulting its own window policy after each verdict, and streams each
+round's committed tokens (:mod:`edgespec.runtime.server.fused_run`). :func:`fused_handover`
+records each as a fused :class:`~edgespec.core.types.RoundRecord` when it arrives, takes
+the history and the policy's state back when the run ends, and returns the decision the
+server obtained, which the drafter's loop (:func:`edgespec.runtime.edge.drafter.generate`)
+continues with (no second consultation).
 """
 
 from __future__ import annotations

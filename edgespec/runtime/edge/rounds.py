@@ -54,7 +54,7 @@ class Verifier(Protocol):
 
 @runtime_checkable
 class FusedVerifier(Verifier, Protocol):
-    """A verifier whose server also runs fused rounds (a co-located draft model):
+    """A verifier whose server also runs fused rounds (co-located drafts, or cloud-only):
     ``run_fused`` streams the fused run's rounds, the last one carrying its end."""
 
     def run_fused(self, call: FusedCall) -> Iterator[FusedRound]: ...

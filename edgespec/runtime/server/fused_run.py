@@ -108,7 +108,7 @@ class ServiceVerifier:
         self._on_loop(lambda: self._service.close_session(session_id, self._owner))
 
 
-async def _from_worker(
+async def from_worker(
     work: Callable[[Callable[[_T], None]], None], verifier: ServiceVerifier
 ) -> AsyncGenerator[_T, None]:
     """Run ``work(emit)`` on a worker thread and yield what it emits, in order; its
@@ -231,6 +231,6 @@ async def stream_fused_run(
     def work(emit: Callable[[FusedRound], None]) -> None:
         run_fused_rounds(verifier, call, start, window, clock, emit)
 
-    async with contextlib.aclosing(_from_worker(work, verifier)) as rounds:
+    async with contextlib.aclosing(from_worker(work, verifier)) as rounds:
         async for fused_round in rounds:
             yield fused_round

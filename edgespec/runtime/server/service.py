@@ -26,7 +26,6 @@ from typing import TypeVar
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.policies.interfaces import BatchingPolicy, WindowPolicy
-from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import DraftBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
@@ -42,7 +41,7 @@ from edgespec.runtime.server.batch_planner import BatchPlanner
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.counters import ServiceCounters
 from edgespec.runtime.server.engine import VerificationEngine
-from edgespec.runtime.server.fused_baseline import cloud_only_generate, fused_generate
+from edgespec.runtime.server.fused_baseline import fused_baseline
 from edgespec.runtime.server.fused_run import stream_fused_run
 from edgespec.runtime.server.fused_setup import ServerWindow, fused_draft_factory, start_fused_run
 from edgespec.runtime.server.round_log import RoundLog
@@ -63,11 +62,11 @@ class VerificationService:
 
     ``draft_factory``: the co-located draft model (a fresh backend per fused run or
     baseline request; cloud-only fused rounds run it only for ``cloud_only_draft_pass``,
-    which needs one: else a :class:`~edgespec.config.ConfigError`); ``window``: the window policy consulted after each fused round
-    (:meth:`run_fused`), one object for all sessions, called under a lock; ``round_log``:
-    where each verified entry's record goes (``edgespec serve --round-log``); ``log``:
-    where the service's event lines go (a session opened with a lossy rule: ``edgespec
-    serve`` prints them on stderr)."""
+    which needs one: else a :class:`~edgespec.config.ConfigError`); ``window``: the window
+    policy consulted after each fused round (:meth:`run_fused`), one object for all
+    sessions, called under a lock; ``round_log``: where each verified entry's record goes
+    (``edgespec serve --round-log``); ``log``: where the service's event lines go (a
+    session opened with a lossy rule: ``edgespec serve`` prints them on stderr)."""
 
     def __init__(
         self,
@@ -172,24 +171,10 @@ class VerificationService:
         fused (the server drafts with a static window of ``gamma`` through the drafter's
         own round loop; cloud-only, the target decodes one token per round:
         :mod:`edgespec.runtime.server.fused_baseline`)."""
-        if fused and self._draft_factory is None and not self._cloud_only:
-            raise RequestError(
-                ErrorCode.FAILED_PRECONDITION, "fused mode needs a server started with --draft"
-            )
-        if fused and not 1 <= gamma <= self.config.max_draft_tokens:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"gamma {gamma} outside 1..{self.config.max_draft_tokens}",
-            )
         if fused:
-            factory = self._draft_factory
-            drafter = None if factory is None else factory()
-            chunks = (
-                cloud_only_generate(self, spec, drafter)
-                if self._cloud_only or drafter is None
-                else fused_generate(self, spec, drafter, StaticWindow(gamma))
-            )
-            async for chunk in chunks:
+            limit = self.config.max_draft_tokens
+            factory, cloud_only = self._draft_factory, self._cloud_only
+            async for chunk in fused_baseline(self, spec, gamma, limit, factory, cloud_only):
                 yield chunk
             return
         self.open_session(spec, owner)

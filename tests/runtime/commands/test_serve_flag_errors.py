@@ -15,7 +15,9 @@ from edgespec.config import ConfigError
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.commands import serve as serve_command
-from edgespec.runtime.commands.serve import parse_slo_class
+from edgespec.runtime.commands.serve import fused_rounds_label
+from edgespec.runtime.commands.serve_arguments import parse_slo_class
+from edgespec.runtime.server.config import ServerConfig
 
 
 @dataclasses.dataclass
@@ -148,6 +150,16 @@ def test_the_round_log_is_closed_when_the_server_fails(
             ["--window", "static", "--window-params", "3"],
             "--window-params must be a JSON object, got 3",
         ),
+        (
+            ["--draft", "ngram", "--cloud-only-draft-pass"],
+            "config field 'cloud_only_draft_pass': needs fused_rounds cloud_only "
+            "(--fused-rounds cloud_only), got colocated",
+        ),
+        (
+            ["--fused-rounds", "cloud_only", "--cloud-only-draft-pass"],
+            "config field 'cloud_only_draft_pass': --cloud-only-draft-pass runs one co-located "
+            "draft pass per fused round: it needs --draft MODEL (or --draft ngram)",
+        ),
     ],
 )
 def test_flag_mistakes_exit_2_before_serving(
@@ -174,3 +186,67 @@ def test_slo_class_none_and_null_are_no_target() -> None:
         with pytest.raises(ConfigError) as info:
             parse_slo_class(bad)
         assert info.value.path == "slo_classes"
+
+
+def test_fused_rounds_flags_reach_the_config(served: Served) -> None:
+    assert main(["serve", "--target", "m", "--fused-rounds", "cloud_only"]) == 0
+    c = served.config
+    assert (c.fused_rounds, c.cloud_only_draft_pass, served.draft) == ("cloud_only", False, None)
+    args = ["serve", "--target", "m", "--fused-rounds", "cloud_only", "--draft", "ngram"]
+    assert main([*args, "--cloud-only-draft-pass"]) == 0
+    c = served.config
+    assert (c.fused_rounds, c.cloud_only_draft_pass, served.draft) == ("cloud_only", True, "ngram")
+    assert main(["serve", "--target", "m", "--set", "fused_rounds=cloud_only"]) == 0
+    assert served.config.fused_rounds == "cloud_only"
+    assert main(["serve", "--target", "m"]) == 0
+    assert (served.config.fused_rounds, served.config.cloud_only_draft_pass) == (
+        "colocated",
+        False,
+    )
+
+
+def test_an_unknown_fused_rounds_value_is_refused(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["serve", "--target", "m", "--fused-rounds", "cloud"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    # argparse quotes the choices since Python 3.12.8
+    assert err.replace("'colocated'", "colocated").replace("'cloud_only'", "cloud_only") == (
+        "edgespec serve: error: argument --fused-rounds: invalid choice: 'cloud' (choose "
+        "from colocated, cloud_only)"
+    )
+    assert main(["serve", "--target", "m", "--set", "fused_rounds=cloud"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "edgespec serve: config field 'fused_rounds': must be one of ['colocated', "
+        "'cloud_only'], got 'cloud'"
+    )
+    assert served.calls == 0
+
+
+def test_the_listening_line_names_cloud_only_rounds() -> None:
+    def config(**kw: Any) -> ServerConfig:
+        return ServerConfig(**kw)
+
+    assert fused_rounds_label(config(), None) == ""
+    cloud = config(fused_rounds="cloud_only")
+    assert fused_rounds_label(cloud, None) == ", cloud-only fused rounds"
+    paid = config(fused_rounds="cloud_only", cloud_only_draft_pass=True)
+    assert fused_rounds_label(paid, StaticWindow(2)) == (
+        ", cloud-only fused rounds with a co-located draft pass, fused-run window "
+        "StaticWindow(gamma=2, fused=False)"
+    )
+
+
+def test_cloud_only_rounds_without_their_pass_load_no_draft(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", "--target", "m", "--fused-rounds", "cloud_only", "--draft", "x"]) == 0
+    assert served.draft is None
+    assert capsys.readouterr().err.strip() == (
+        "edgespec serve: --draft x is not loaded: cloud-only fused rounds without "
+        "--cloud-only-draft-pass"
+    )
+    assert main(["serve", "--target", "m", "--draft", "x"]) == 0
+    assert served.draft == "x" and capsys.readouterr().err == ""

@@ -17,7 +17,8 @@ from edgespec.config import ConfigError, load_config
 from edgespec.policies.registry import BATCHING
 from edgespec.policies.wisp import WispBatching
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.commands.serve import _overrides, parse_slo_class
+from edgespec.runtime.commands.serve import _overrides
+from edgespec.runtime.commands.serve_arguments import parse_slo_class
 from edgespec.runtime.server.batching import build_batching
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.wire.grpc_client import RemoteVerifier

@@ -22,13 +22,9 @@ from edgespec.runtime.backends.base import DraftProposal
 from edgespec.runtime.edge.rounds import draft_rng
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, FusedRound, SessionSpec, VerifyCall, VerifyReply
-from edgespec.runtime.server.fused_run import (
-    ServiceVerifier,
-    _from_worker,
-    fused_generate,
-    run_fused_rounds,
-)
-from edgespec.runtime.server.fused_setup import ServerWindow
+from edgespec.runtime.server.fused_baseline import fused_generate
+from edgespec.runtime.server.fused_run import ServiceVerifier, from_worker, run_fused_rounds
+from edgespec.runtime.server.fused_setup import FusedStart, ServerWindow
 from tests.runtime.round_fakes import DRAFT_S, Clock, Drafter, StatefulRecording, Verifier
 
 PROMPT = (1, 2, 3)
@@ -61,16 +57,8 @@ def _run(
     drafter = RngDrafter(clock)
     call = FusedCall("s", len(PROMPT), gamma, history or HistorySnapshot())
     rounds: list[FusedRound] = []
-    run_fused_rounds(
-        verifier,  # type: ignore[arg-type]
-        drafter,  # type: ignore[arg-type]
-        call,
-        spec,
-        PROMPT,
-        window,
-        clock,
-        rounds.append,
-    )
+    start = FusedStart(drafter, spec, PROMPT)  # type: ignore[arg-type]
+    run_fused_rounds(verifier, call, start, window, clock, rounds.append)  # type: ignore[arg-type]
     return rounds, drafter
 
 
@@ -172,7 +160,7 @@ def test_the_worker_bridge_cancels_on_early_exit_and_raises_the_workers_error() 
             for i in range(3):
                 emit(i)
 
-        items = _from_worker(three, verifier)
+        items = from_worker(three, verifier)
         async with contextlib.aclosing(items) as stream:
             async for item in stream:
                 got.append(item)
@@ -187,7 +175,7 @@ def test_the_worker_bridge_cancels_on_early_exit_and_raises_the_workers_error() 
         seen = []
         other = ServiceVerifier(None, asyncio.get_running_loop())  # type: ignore[arg-type]
         with pytest.raises(RequestError, match="worker broke"):
-            async for item in _from_worker(fails, other):
+            async for item in from_worker(fails, other):
                 seen.append(item)
         assert seen == ["a"]
 

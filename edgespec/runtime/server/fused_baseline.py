@@ -1,0 +1,116 @@
+"""The whole-request fused baseline (``Generate`` with ``MODE_FUSED``, ``edgespec draft
+--mode fused``; :func:`fused_baseline`): the server decodes the request alone, by its
+fused-rounds setting. ``colocated``: :func:`fused_generate`,
+:func:`edgespec.runtime.edge.drafter.generate` itself on the server, drafted by the co-located
+draft with a static window. ``cloud_only``: :func:`cloud_only_generate`, one target token per
+round (:mod:`edgespec.runtime.server.cloud_only`). Both verify through the service's queue
+and run on a worker thread (:func:`edgespec.runtime.server.fused_run.from_worker`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Callable
+
+from edgespec.policies.interfaces import WindowPolicy
+from edgespec.policies.window import StaticWindow
+from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.edge.drafter import DraftOptions, generate
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.server.cloud_only import cloud_only_decode
+from edgespec.runtime.server.fused_run import Chunk, ServiceVerifier, SessionHost, from_worker
+
+
+async def fused_baseline(
+    service: SessionHost,
+    spec: SessionSpec,
+    gamma: int,
+    max_draft_tokens: int,
+    draft_factory: Callable[[], DraftBackend] | None,
+    cloud_only: bool,
+) -> AsyncIterator[Chunk]:
+    """The checked baseline request: :func:`cloud_only_generate` (``cloud_only``; its wasted
+    passes drafted by ``draft_factory``'s draft when given) or :func:`fused_generate` with a
+    static window of ``gamma`` (``draft_factory``'s draft, which it needs). A refusal is a
+    :class:`RequestError`, raised at the first chunk."""
+    if draft_factory is None and not cloud_only:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION, "fused mode needs a server started with --draft"
+        )
+    if not 1 <= gamma <= max_draft_tokens:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT, f"gamma {gamma} outside 1..{max_draft_tokens}"
+        )
+    drafter = None if draft_factory is None else draft_factory()
+    chunks = (
+        cloud_only_generate(service, spec, drafter)
+        if cloud_only or drafter is None
+        else fused_generate(service, spec, drafter, StaticWindow(gamma))
+    )
+    async for chunk in chunks:
+        yield chunk
+
+
+async def _baseline(
+    service: SessionHost,
+    spec: SessionSpec,
+    verifier: ServiceVerifier,
+    work: Callable[[Callable[[Chunk], None]], None],
+) -> AsyncIterator[Chunk]:
+    """A baseline's chunks from ``work`` on a worker thread; its session closed at the end
+    (left open when the client went away)."""
+    try:
+        async with contextlib.aclosing(from_worker(work, verifier)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+    finally:
+        service.close_session(spec.session_id)
+
+
+async def fused_generate(
+    service: SessionHost,
+    spec: SessionSpec,
+    drafter: DraftBackend,
+    window: WindowPolicy,
+) -> AsyncIterator[Chunk]:
+    """Stream ``spec``'s output, drafted by ``drafter`` with ``window`` on this server, as
+    ``(token_ids, finished)`` chunks; the last chunk is ``((), True)``."""
+    verifier = ServiceVerifier(service, asyncio.get_running_loop())
+    options = DraftOptions(spec.session_id, spec.client_id, spec.slo_class)
+
+    def work(emit: Callable[[Chunk], None]) -> None:
+        generate(
+            verifier,
+            drafter,
+            spec.prompt_token_ids,
+            spec.sampling,
+            options,
+            window,
+            on_tokens=lambda tokens: emit((tokens, False)),
+        )
+        emit(((), True))
+
+    async for chunk in _baseline(service, spec, verifier, work):
+        yield chunk
+
+
+async def cloud_only_generate(
+    service: SessionHost, spec: SessionSpec, drafter: DraftBackend | None
+) -> AsyncIterator[Chunk]:
+    """Stream ``spec``'s output decoded by the target alone, one token per cloud-only round
+    (each after a wasted pass of ``drafter`` when given), as :func:`fused_generate` does."""
+    verifier = ServiceVerifier(service, asyncio.get_running_loop())
+
+    def work(emit: Callable[[Chunk], None]) -> None:
+        def on_tokens(tokens: tuple[int, ...]) -> None:
+            emit((tokens, False))
+
+        verifier.open(spec)
+        cloud_only_decode(verifier, drafter, spec, on_tokens, time.perf_counter)
+        emit(((), True))
+
+    async for chunk in _baseline(service, spec, verifier, work):
+        yield chunk
