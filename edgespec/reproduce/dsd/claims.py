@@ -8,10 +8,11 @@ acceptance, arrival rate, hardware profiles — are missing). Table 2's percenta
 recomputed from its absolute values (8 of 12 printed TPOT percentages are misprinted,
 SEED-NOTES §4.4 item 3).
 
-Each claim states the known cause of its miss (docs/REPRODUCE.md, "Why the misses"). In a
-``--quick`` run every throughput and latency magnitude depends on the run length and is marked
-so (:func:`~edgespec.reproduce.dsd.sweep_claims.quick_run`); D3's crossover is not: it is the
-RTT from which fused mode stays ahead, and fused mode wins from the lowest RTT in both runs.
+Every row is built once per cost mode (``physical``, ``dsdsim_compat``), its ``what``
+prefixed with the mode (:func:`tagged`), and states the known cause of its miss in that mode
+(:mod:`edgespec.reproduce.dsd.causes`; docs/REPRODUCE.md, "Why the misses"). In a
+``--quick`` run every throughput and latency magnitude depends on the run length and is
+marked so (:func:`~edgespec.reproduce.dsd.sweep_claims.quick_run`); D3's crossover is not.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import pairwise
 
-from edgespec.reproduce.claims import Cause, ClaimRow, Reason, change, fmt, pct, within
+from edgespec.reproduce.claims import ClaimRow, change, fmt, pct, within
+from edgespec.reproduce.dsd.causes import CAUSES, tagged
 from edgespec.reproduce.dsd.runs import (
+    CROSSOVER_MODES,
     DsdResults,
     crossover_name,
     stack_name,
@@ -29,7 +32,6 @@ from edgespec.reproduce.dsd.runs import (
 )
 from edgespec.reproduce.dsd.setup import STACKS
 from edgespec.reproduce.dsd.sweep_claims import (
-    NEVER_SATURATE,
     batching_rows,
     quick_run,
     routing_rows,
@@ -64,30 +66,6 @@ PAPER_TABLE2: dict[tuple[str, str], dict[str, tuple[float, ...]]] = {
 CROSSOVER_MS = (35.0, 80.0)
 """D3's accepted crossover RTT (the paper: ≈ 50–60 ms)."""
 
-FUSED_IS_CHEAP = Reason(
-    Cause.MISSING_INPUT,
-    "DSD's hardware profiles (VIDUR): on the roofline presets a 7–8B draft costs 22–30 ms per "
-    "token on an A40 or V100 against ≈5 ms co-located on a target, so fused rounds win at "
-    "every RTT and AWC goes fused",
-)
-FUSED_FIRST_ROUND = Reason(
-    Cause.MISSING_INPUT,
-    "DSD's hardware profiles (VIDUR): AWC goes fused on the roofline presets, and fused rounds "
-    "put the draft's steps on the targets, so a request's first round waits longer in their "
-    "queue and takes longer to verify",
-)
-AWC_ON_LOADED_TARGETS = Reason(
-    Cause.MISSING_INPUT,
-    "DSD's hardware profiles and CNN/DailyMail's lengths: AWC goes fused on the roofline "
-    "presets, and on CNN/DailyMail (ShareGPT's lengths stand in) co-located drafting and "
-    "prefill load the targets until they queue, which AWC's training grid barely covers",
-)
-TARGETS_DO_NOT_QUEUE = Reason(
-    Cause.MISSING_INPUT,
-    "the arrival rate: at the chosen 0.043 requests/s per draft the targets do not queue, and "
-    "the paper's HumanEval and CNN/DailyMail TTFTs (0.8–3.0 s) need targets that do",
-)
-
 
 def stack_rows(res: DsdResults) -> list[ClaimRow]:
     """D2: Fig. 5's stacks, Default → S4 on GSM8K at 600 drafts, RTT 10 ms."""
@@ -98,41 +76,43 @@ def stack_rows(res: DsdResults) -> list[ClaimRow]:
     waited = [None if s is None else s.ttft_from_arrival_ms for s in got.values()]
     chain = " → ".join(f"{fmt(t, '.2f')}" for t in thr)
     quick = quick_run(res)
+    why, mode = CAUSES[res.cost_mode], res.cost_mode
     rows = []
     gain, paper_gain = change(thr[-1], thr[0]), 28.1 / 25.1 - 1.0
     monotone = all(a is not None and b is not None and b >= a for a, b in pairwise(thr))
     rows.append(ClaimRow(
-        "D2", "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms)",
+        "D2", tagged(mode, "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms)"),
         f"25.1 → 28.1 req/s ({pct(paper_gain)})", f"{chain} ({pct(gain)})",
         "gain > 0 and monotone; ±25% of +12.0%",
         gain is not None and gain > 0 and monotone,
         gain is not None and within(gain, paper_gain, RELATIVE),
-        reason=NEVER_SATURATE, quick_run=quick,
+        reason=why.stack_gain, quick_run=quick,
     ))  # fmt: skip
     cut, paper_cut = change(tpot[-1], tpot[0]), 37.0 / 45.0 - 1.0
     rows.append(ClaimRow(
-        "D2", "TPOT change Default → S4",
+        "D2", tagged(mode, "TPOT change Default → S4"),
         f"45 → 37 ms ({pct(paper_cut)})",
         " → ".join(fmt(t, ".1f") for t in tpot) + f" ms ({pct(cut)})",
         "TPOT falls; ±25% of −17.8%",
         cut is not None and cut < 0,
         cut is not None and within(cut, paper_cut, RELATIVE),
-        reason=FUSED_IS_CHEAP, quick_run=quick,
+        reason=why.stack_tpot, quick_run=quick,
     ))  # fmt: skip
     rows.append(ClaimRow(
-        "D2", "TTFT Default → S4 (from the draft's start, as DSD-Sim)", "351 → 345 ms",
+        "D2", tagged(mode, "TTFT Default → S4 (from the draft's start, as DSD-Sim)"),
+        "351 → 345 ms",
         " → ".join(fmt(t, ".0f") for t in ttft) + " ms (from arrival: "
         + " → ".join(fmt(t, ".0f") for t in waited) + " ms)",
         "S4 ≤ Default; each within ±50%",
         ttft[0] is not None and ttft[-1] is not None and ttft[-1] <= ttft[0],
         ttft[0] is not None and ttft[-1] is not None
         and within(ttft[0], 351.0, ABSOLUTE) and within(ttft[-1], 345.0, ABSOLUTE),
-        reason=FUSED_FIRST_ROUND, quick_run=quick,
+        reason=why.stack_ttft, quick_run=quick,
     ))  # fmt: skip
     for stack, (p_thr, _, p_tpot) in PAPER_STACKS.items():
         s = got[stack]
         rows.append(ClaimRow(
-            "D2", f"{stack}: throughput, TPOT (absolute)",
+            "D2", tagged(mode, f"{stack}: throughput, TPOT (absolute)"),
             f"{p_thr} req/s, {p_tpot:g} ms",
             f"{fmt(summary_metric(s, 'thr'), '.2f')} req/s, "
             f"{fmt(summary_metric(s, 'tpot'), '.1f')} ms",
@@ -140,45 +120,56 @@ def stack_rows(res: DsdResults) -> list[ClaimRow]:
             s is not None and s.tpot_ms is not None
             and within(s.throughput_requests_per_s, p_thr, ABSOLUTE)
             and within(s.tpot_ms, p_tpot, ABSOLUTE),
-            quick_run=quick,
+            reason=why.absolute, quick_run=quick,
         ))  # fmt: skip
     return rows
 
 
-def crossover_rtt_ms(res: DsdResults) -> float | None:
-    """The smallest swept RTT from which fused mode's TPOT is at most distributed's (at
-    that RTT and every larger one swept); ``None`` when distributed wins throughout."""
+def crossover_rtt_ms(res: DsdResults, fused: str = "cloud_only") -> float | None:
+    """The smallest swept RTT from which ``fused`` rounds' TPOT is at most distributed's
+    (at that RTT and every larger one swept); ``None`` when distributed wins throughout."""
     rtts = sorted(res.plan.crossover_rtts_ms)
     found = None
     for rtt in reversed(rtts):
         dist = summary_metric(res.get(crossover_name("distributed", rtt)), "tpot")
-        fused = summary_metric(res.get(crossover_name("fused", rtt)), "tpot")
-        if dist is None or fused is None or fused > dist:
+        other = summary_metric(res.get(crossover_name(fused, rtt)), "tpot")
+        if dist is None or other is None or other > dist:
             break
         found = rtt
     return found
 
 
-def crossover_rows(res: DsdResults) -> list[ClaimRow]:
-    """D3: Fig. 6, distributed vs fused TPOT over RTT."""
+def _tpots(res: DsdResults, mode: str) -> list[float | None]:
     rtts = sorted(res.plan.crossover_rtts_ms)
-    dist = [summary_metric(res.get(crossover_name("distributed", r)), "tpot") for r in rtts]
-    fused = [summary_metric(res.get(crossover_name("fused", r)), "tpot") for r in rtts]
+    return [summary_metric(res.get(crossover_name(mode, r)), "tpot") for r in rtts]
+
+
+def crossover_rows(res: DsdResults) -> list[ClaimRow]:
+    """D3: Fig. 6, distributed vs fused (cloud-only, DSD's) TPOT over RTT; the colocated
+    extension's crossover in the note."""
+    rtts = sorted(res.plan.crossover_rtts_ms)
+    dist, fused, colocated = (_tpots(res, m) for m in CROSSOVER_MODES)
     cross = crossover_rtt_ms(res)
+    extension = crossover_rtt_ms(res, "colocated")
     table = "; ".join(
-        f"{r:g} ms: {fmt(d, '.1f')} vs {fmt(f, '.1f')}"
-        for r, d, f in zip(rtts, dist, fused, strict=True)
+        f"{r:g} ms: {fmt(d, '.1f')} / {fmt(f, '.1f')} / {fmt(c, '.1f')}"
+        for r, d, f, c in zip(rtts, dist, fused, colocated, strict=True)
     )
     grows = dist[0] is not None and dist[-1] is not None and dist[-1] > dist[0]
     low_ok = dist[0] is not None and fused[0] is not None and dist[0] < fused[0]
+    found = "none in the sweep" if cross is None else f"{cross:g} ms"
+    beside = "none" if extension is None else f"{extension:g} ms"
     return [
         ClaimRow(
-            "D3", "crossover RTT where fused TPOT ≤ distributed (GSM8K, 600 drafts)",
-            "≈ 50–60 ms", "none in the sweep" if cross is None else f"{cross:g} ms",
+            "D3", tagged(res.cost_mode, "crossover RTT where fused (cloud-only) TPOT ≤ "
+                         "distributed (GSM8K, 600 drafts)"),
+            "≈ 50–60 ms", found,
             "distributed wins at low RTT and degrades; crossover in 35–80 ms",
             low_ok and grows and cross is not None,
             cross is not None and CROSSOVER_MS[0] <= cross <= CROSSOVER_MS[1],
-            f"TPOT ms, distributed vs fused: {table}", FUSED_IS_CHEAP,
+            f"TPOT ms, distributed / cloud-only / colocated: {table}; colocated (edgespec's "
+            f"extension) crosses at {beside}",
+            CAUSES[res.cost_mode].crossover,
         )
     ]  # fmt: skip
 
@@ -216,13 +207,15 @@ def table_rows(res: DsdResults) -> list[ClaimRow]:
             ok = all(
                 o is not None and within(o, p, ABSOLUTE) for o, p in zip(ours, paper, strict=True)
             )
-            queues = metric == "ttft" and cell[0] in ("humaneval", "cnndm")
+            why = CAUSES[res.cost_mode]
+            reason = {"thr": why.absolute, "ttft": why.table_ttft, "tpot": why.table_tpot}[metric]
             rows.append(ClaimRow(
-                "D4", f"Table 2 {cell[1]} {cell[0]} {metric} (Static / Dynamic / AWC)",
+                "D4", tagged(res.cost_mode,
+                             f"Table 2 {cell[1]} {cell[0]} {metric} (Static / Dynamic / AWC)"),
                 " / ".join(f"{p:g}" for p in paper) + f" {unit}",
                 " / ".join(fmt(o, spec) for o in ours) + f" {unit}",
                 "±50% each", None, ok,
-                reason=TARGETS_DO_NOT_QUEUE if queues else None, quick_run=quick,
+                reason=reason, quick_run=quick,
             ))  # fmt: skip
     return rows
 
@@ -260,25 +253,29 @@ def _awc_summary_rows(res: DsdResults, cells: list[tuple[str, str]]) -> list[Cla
     paper_static = _count(cells, lambda c: better(c, "thr", 0, paper=True))
     paper_dynamic = _count(cells, lambda c: better(c, "thr", 1, paper=True))
     paper_tpot = _count(cells, lambda c: better(c, "tpot", 0, paper=True))
-    why = AWC_ON_LOADED_TARGETS
+    why, mode = CAUSES[res.cost_mode].awc, res.cost_mode
     return [
         ClaimRow(
-            "D4", "AWC throughput ≥ Static", f"{paper_static} of {n}", f"{vs_static} of {n}",
+            "D4", tagged(mode, "AWC throughput ≥ Static"),
+            f"{paper_static} of {n}", f"{vs_static} of {n}",
             "≥ 11/12 of the cells", vs_static * 12 >= 11 * n, None, reason=why,
         ),
         ClaimRow(
-            "D4", "mean AWC throughput gain over Static", pct(mean_paper), pct(mean_ours),
+            "D4", tagged(mode, "mean AWC throughput gain over Static"),
+            pct(mean_paper), pct(mean_ours),
             "> 0; ±25%", mean_ours is not None and mean_ours > 0,
             mean_ours is not None and within(mean_ours, mean_paper, RELATIVE),
             "the paper's mean is recomputed from Table 2's absolute values over the same cells",
             why, quick_run(res),
         ),
         ClaimRow(
-            "D4", "AWC TPOT below Static", f"{paper_tpot} of {n}", f"{tpot_cut} of {n}",
+            "D4", tagged(mode, "AWC TPOT below Static"),
+            f"{paper_tpot} of {n}", f"{tpot_cut} of {n}",
             "every cell", tpot_cut == n, None, reason=why,
         ),
         ClaimRow(
-            "D5", "AWC throughput ≥ Dynamic", f"{paper_dynamic} of {n}", f"{vs_dynamic} of {n}",
+            "D5", tagged(mode, "AWC throughput ≥ Dynamic"),
+            f"{paper_dynamic} of {n}", f"{vs_dynamic} of {n}",
             "≥ 9/12 of the cells", vs_dynamic * 12 >= 9 * n, None, reason=why,
         ),
     ]  # fmt: skip

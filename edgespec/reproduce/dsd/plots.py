@@ -6,6 +6,7 @@ from pathlib import Path
 
 from edgespec.metrics.plots import _pyplot
 from edgespec.reproduce.dsd.runs import (
+    CROSSOVER_MODES,
     DsdResults,
     DsdRunSummary,
     batching_name,
@@ -42,11 +43,11 @@ def plot_stacks(path: Path, res: DsdResults) -> None:
 
 
 def plot_crossover(path: Path, res: DsdResults) -> None:
-    """Fig. 6: mean TPOT vs RTT, distributed and fused."""
+    """Fig. 6: mean TPOT vs RTT: distributed, cloud-only (DSD's fused) and colocated."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6), constrained_layout=True)
     rtts = sorted(res.plan.crossover_rtts_ms)
-    for mode, style in (("distributed", "-"), ("fused", "--")):
+    for mode, style in zip(CROSSOVER_MODES, ("-", "--", ":"), strict=True):
         ys = [_tpot(res.get(crossover_name(mode, r))) for r in rtts]
         ax.plot(rtts, ys, style, marker=".", label=mode)
     ax.set_xlabel("RTT (ms)")
@@ -80,9 +81,13 @@ def plot_sweep(path: Path, res: DsdResults, kind: str) -> None:
 
 
 def plot_dsd(out: Path, res: DsdResults) -> list[str]:
-    """Every plot, written into ``out``; their file names."""
-    plot_stacks(out / "fig5_stacks.png", res)
-    plot_crossover(out / "fig6_crossover.png", res)
-    plot_sweep(out / "fig7_8_routing.png", res, "routing")
-    plot_sweep(out / "fig9_10_batching.png", res, "batching")
-    return ["fig5_stacks.png", "fig6_crossover.png", "fig7_8_routing.png", "fig9_10_batching.png"]
+    """Every plot of ``res``'s cost mode, written into ``out`` as ``<mode>-<figure>.png``;
+    their file names."""
+    mode = res.cost_mode
+    names = [f"{mode}-{f}.png" for f in ("fig5_stacks", "fig6_crossover", "fig7_8_routing")]
+    names.append(f"{mode}-fig9_10_batching.png")
+    plot_stacks(out / names[0], res)
+    plot_crossover(out / names[1], res)
+    plot_sweep(out / names[2], res, "routing")
+    plot_sweep(out / names[3], res, "batching")
+    return names

@@ -1,8 +1,10 @@
 """AWC vs Static vs Dynamic on the real pair, over an emulated link:
 ``edgespec reproduce dsd-real-pair``.
 
-It starts ``edgespec serve --target T --draft D --window awc`` (the co-located draft runs
-fused rounds; the server's AWC decides during them) and, in this process, drafts each test
+It starts ``edgespec serve --target T --draft D --window awc --fused-rounds R`` (fused
+rounds ``cloud_only`` by default, DSD's: the target decodes one token per pass; or
+``colocated``: the co-located draft runs speculative rounds; the server's AWC decides
+during them either way) and, in this process, drafts each test
 prompt with the draft model through :func:`edgespec.runtime.edge.drafter.generate` behind an
 emulated link of each ``--rtt-ms``, once per window policy, back to back. It reports per
 (RTT, window) the output tokens per second, mean TPOT, fused rounds and whether every
@@ -115,6 +117,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="static,dynamic,awc",
         help="comma-separated window policies: static (γ 4), dynamic, awc (default: all three)",
     )
+    parser.add_argument(
+        "--fused-rounds",
+        choices=["cloud_only", "colocated"],
+        default="cloud_only",
+        help="what the server's fused rounds are: DSD's cloud_only (default) or colocated",
+    )
     add_threads(parser, 1, "torch threads, each process")
     add_verbose(parser)
     parser.add_argument("--port", type=int, default=50790, help="server port (default 50790)")
@@ -156,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     address = f"127.0.0.1:{args.port}"
     serve = [sys.executable, "-m", "edgespec.cli", "serve", "--target", args.target,
              "--draft", args.draft, "--window", "awc", "--port", str(args.port),
-             "--threads", str(args.threads)]  # fmt: skip
+             "--fused-rounds", args.fused_rounds, "--threads", str(args.threads)]  # fmt: skip
     proc = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cells = []
     try:

@@ -3,8 +3,9 @@
 D2 Fig. 5 policy stacks (Default → S4); D3 Fig. 6 distributed vs fused over RTT; D4/D5
 Table 2 (Static vs Dynamic vs AWC over 600/1,000 drafts × RTT 10/30 ms × three datasets);
 D6 Figs. 7–8 JSQ vs round-robin over the number of drafts; D7 Figs. 9–10 FIFO vs LAB. The
-setting is :mod:`dsd_setup`'s, fixed once. Every run is one simulator run through a sweep
-executor (``--workers``); each is reduced to a :class:`DsdRunSummary`.
+setting is :mod:`~edgespec.reproduce.dsd.setup`'s, fixed once; every run exists in both
+cost modes (``physical``, ``dsdsim_compat``). Every run is one simulator run through a sweep
+executor (``--workers``), reduced to a :class:`DsdRunSummary`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,19 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from edgespec.core.types import RoundRecord
 from edgespec.metrics.types import SystemMetrics
-from edgespec.reproduce.dsd.setup import DATASETS, STACKS, DsdSetup, scenario
-from edgespec.reproduce.jobs import RunJob, run_all, write_scenario
+from edgespec.reproduce.dsd.setup import (
+    COST_MODES,
+    DATASETS,
+    STACKS,
+    CostMode,
+    DsdSetup,
+    RoundMode,
+    scenario,
+)
+from edgespec.reproduce.jobs import run_all, write_scenario
+from edgespec.sim.simulator import StreamSink
 from edgespec.sweeps.executor import SweepExecutor
 from edgespec.sweeps.grid import progress_bar
 
@@ -28,6 +39,7 @@ TABLE_CONFIGS: dict[str, tuple[int, float]] = {
 }
 """Table 2's configurations: (drafts, RTT ms), all with 20 targets."""
 WINDOWS: tuple[str, ...] = ("static", "dynamic", "awc")
+CROSSOVER_MODES: tuple[RoundMode, ...] = ("distributed", "cloud_only", "colocated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,35 +66,95 @@ class DsdPlan:
     @staticmethod
     def quick() -> DsdPlan:
         return DsdPlan(
-            replace(DsdSetup(), duration_s=12.0),
+            replace(DsdSetup(), duration_s=40.0, fleet_share=0.25),
             ("gsm8k",),
             ("C1",),
             (10.0, 60.0, 120.0),
             (400, 1200),
         )
 
+    def in_mode(self, cost_mode: CostMode) -> DsdPlan:
+        return replace(self, setup=replace(self.setup, cost_mode=cost_mode))
+
 
 @dataclass(frozen=True, slots=True)
 class DsdRunSummary:
     """What the claims read of one run. ``ttft_ms`` is DSD-Sim's TTFT, from when the
-    draft device takes the request up (``SystemMetrics.service_ttft``);
-    ``ttft_from_arrival_ms`` also counts the wait for a busy device."""
+    draft device takes the request up (``SystemMetrics.service_ttft``); ``tpot_ms`` the
+    cost mode's TPOT: edgespec's per-request mean (physical) or DSD-Sim's, Σ round time /
+    Σ accepted tokens over the rounds that accepted something (compat); throughput over
+    the horizon (compat: the drain's completions included)."""
 
     throughput_requests_per_s: float
     ttft_ms: float | None
     tpot_ms: float | None
     num_requests: int
     ttft_from_arrival_ms: float | None = None
+    request_tpot_ms: float | None = None
+    """edgespec's per-request mean TPOT, in both modes."""
 
-    @staticmethod
-    def of(metrics: SystemMetrics) -> DsdRunSummary:
-        return DsdRunSummary(
-            metrics.throughput_requests_per_s,
-            None if metrics.service_ttft is None else metrics.service_ttft.mean_s * 1e3,
-            None if metrics.tpot is None else metrics.tpot.mean_s * 1e3,
-            metrics.num_requests,
-            None if metrics.ttft is None else metrics.ttft.mean_s * 1e3,
-        )
+
+class DsdSimTpot(StreamSink):
+    """The metrics, streamed, plus DSD-Sim's TPOT from the round records (src/sim.py: each
+    accepted token a sample of its round's time / its accepted tokens): the rounds'
+    time and tokens summed over the rounds that accepted something; a round that drafted
+    nothing (cloud-only) counts its one token, and a fused round's time leaves out its
+    downlink (DSD-Sim's fused rounds send nothing back)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.round_time_s = 0.0
+        self.num_tokens = 0
+
+    def round(self, record: RoundRecord) -> None:
+        tokens = record.num_accepted if record.num_drafted else record.num_committed
+        if tokens > 0:
+            down = record.downlink_s if record.fused else 0.0
+            self.round_time_s += record.end_s - record.start_s - down
+            self.num_tokens += tokens
+
+    @property
+    def tpot_s(self) -> float | None:
+        return self.round_time_s / self.num_tokens if self.num_tokens else None
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1e3
+
+
+@dataclass(frozen=True, slots=True)
+class DsdRunJob:
+    """One run of a scenario dict, reduced to its summary over ``horizon_s`` (module
+    level: process pools pickle it)."""
+
+    data: dict[str, Any]
+    horizon_s: float
+    compat: bool
+
+    def __call__(self) -> DsdRunSummary:
+        from edgespec.sim.setup.scenario import scenario_from_dict
+        from edgespec.sim.simulator import paused_gc, simulate
+
+        sink = DsdSimTpot()
+        with paused_gc():
+            result = simulate(scenario_from_dict(self.data), sink=sink, keep_records=False)
+        metrics = sink.acc.finish(result.duration_s, result.num_servers)
+        return summarise(metrics, self.horizon_s, sink.tpot_s if self.compat else None)
+
+
+def summarise(
+    metrics: SystemMetrics, horizon_s: float, dsdsim_tpot_s: float | None
+) -> DsdRunSummary:
+    """A run's summary; ``dsdsim_tpot_s``: DSD-Sim's TPOT (compat), else edgespec's."""
+    request_tpot = None if metrics.tpot is None else metrics.tpot.mean_s
+    return DsdRunSummary(
+        metrics.num_requests / horizon_s,
+        None if metrics.service_ttft is None else metrics.service_ttft.mean_s * 1e3,
+        _ms(dsdsim_tpot_s if dsdsim_tpot_s is not None else request_tpot),
+        metrics.num_requests,
+        None if metrics.ttft is None else metrics.ttft.mean_s * 1e3,
+        _ms(request_tpot),
+    )
 
 
 def summary_metric(summary: DsdRunSummary | None, metric: str) -> float | None:
@@ -117,7 +189,7 @@ def batching_name(batching: str, drafts: int) -> str:
 
 
 def plan_scenarios(plan: DsdPlan) -> dict[str, dict[str, Any]]:
-    """Every run of ``plan``: name → scenario dict."""
+    """Every run of ``plan`` in its setup's cost mode: name → scenario dict."""
     s, runs = plan.setup, {}
     for stack, policies in STACKS.items():
         name = stack_name(stack)
@@ -126,11 +198,11 @@ def plan_scenarios(plan: DsdPlan) -> dict[str, dict[str, Any]]:
             stack=policies,
         )  # fmt: skip
     for rtt in plan.crossover_rtts_ms:
-        for mode in ("distributed", "fused"):
+        for mode in CROSSOVER_MODES:
             name = crossover_name(mode, rtt)
             runs[name] = scenario(
                 s, name=name, dataset="gsm8k", num_drafts=plan.stack_drafts, rtt_ms=rtt,
-                stack=STACKS["s2"], mode=mode,
+                stack=STACKS["s2"], rounds=mode,
             )  # fmt: skip
     for dataset in plan.datasets:
         for config in plan.table_configs:
@@ -159,7 +231,7 @@ def plan_scenarios(plan: DsdPlan) -> dict[str, dict[str, Any]]:
 
 @dataclass(frozen=True, slots=True)
 class DsdResults:
-    """Everything the claims are computed from: run name → summary."""
+    """Everything one cost mode's claims are computed from: run name → summary."""
 
     plan: DsdPlan
     runs: dict[str, DsdRunSummary]
@@ -167,25 +239,40 @@ class DsdResults:
     def get(self, name: str) -> DsdRunSummary | None:
         return self.runs.get(name)
 
+    @property
+    def cost_mode(self) -> CostMode:
+        return self.plan.setup.cost_mode
 
-def results_dict(res: DsdResults) -> dict[str, Any]:
-    """results.json: the setting and every run's summary."""
+
+def results_dict(results: Sequence[DsdResults]) -> dict[str, Any]:
+    """results.json: per cost mode, the setting and every run's summary."""
     return {
-        "setup": res.plan.setup.to_dict(),
-        "runs": {name: asdict(summary) for name, summary in sorted(res.runs.items())},
+        res.cost_mode: {
+            "setup": res.plan.setup.to_dict(),
+            "runs": {name: asdict(summary) for name, summary in sorted(res.runs.items())},
+        }
+        for res in results
     }
 
 
 def run_dsd(
     plan: DsdPlan, executor: SweepExecutor, scenario_dir: Path, progress: bool
-) -> tuple[DsdResults, list[str]]:
-    """Run every scenario of ``plan``; write each scenario file it ran."""
-    scenarios = plan_scenarios(plan)
-    names: Sequence[str] = list(scenarios)
-    files = [write_scenario(scenario_dir, name, scenarios[name]) for name in names]
-    jobs = [RunJob(scenarios[name]) for name in names]
+) -> tuple[list[DsdResults], list[str]]:
+    """Run every scenario of ``plan`` in both cost modes; write each scenario file
+    (``scenarios/<mode>-<name>.yaml``)."""
+    plans = [plan.in_mode(mode) for mode in COST_MODES]
+    named = [(p, name, data) for p in plans for name, data in plan_scenarios(p).items()]
+    files = [
+        write_scenario(scenario_dir, f"{p.setup.cost_mode}-{name}", data) for p, name, data in named
+    ]
+    jobs = [DsdRunJob(data, p.setup.duration_s, p.setup.compat) for p, _, data in named]
     with progress_bar(progress) as bar:
         task = bar.add_task("reproduce dsd", total=len(jobs))
         values = run_all(executor, jobs, lambda: bar.advance(task))
-    runs = {name: DsdRunSummary.of(m) for name, m in zip(names, values, strict=True)}
-    return DsdResults(plan, runs), files
+    results = []
+    for p in plans:
+        runs = {
+            name: summary for (q, name, _), summary in zip(named, values, strict=True) if q is p
+        }
+        results.append(DsdResults(p, runs))
+    return results, files

@@ -1,19 +1,22 @@
 """The one setting every ``edgespec reproduce dsd`` claim runs in (SEED-NOTES §4.2–4.4).
 
-DSD does not state its arrival rate, batch size, jitter, bandwidth, Dynamic window bounds,
-or how drafts pair with targets. They are chosen here once, for every claim, with the
+DSD does not state its load model, batch size, jitter, bandwidth, Dynamic window bounds,
+or how drafts pair with targets; DSD-Sim's public code and shipped configurations give the
+load model and the target capacity. They are chosen here once, for every claim, with the
 reason beside each (:data:`CHOICES`, printed in REPORT.md); no claim tunes them.
 
-The fleet is Fig. 5's: a cloud pool of 20 targets (LLaMA2-70B on 4×A100, Qwen-72B on
-4×H100, LLaMA3-70B on 4×A6000, in shares 7/7/6) and an edge pool of drafts, half on A40
-and half on V100, serving LLaMA2-7B, Qwen-7B and LLaMA-3.1-8B (the ``llama3-8b`` preset)
-in equal shares. Table 2 uses the same pools with 600 or 1,000 drafts.
+The fleet is Fig. 5's: a cloud pool of 20 targets (LLaMA2-70B on A100, Qwen-72B on H100,
+LLaMA3-70B on A6000, in shares 7/7/6, each at tensor-parallel 1 as DSD-Sim runs them) and
+an edge pool of closed-loop drafts, half on A40 and half on V100, serving LLaMA2-7B, Qwen-7B
+and LLaMA-3.1-8B (the ``llama3-8b`` preset) in equal shares. Table 2 uses the same pools
+with 600 or 1,000 drafts. Every run exists in two cost modes: ``physical`` and
+``dsdsim_compat`` (DSD-Sim's simplifications, :data:`COMPAT_SIMPLIFICATIONS`).
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 DATASETS: tuple[str, ...] = ("gsm8k", "humaneval", "cnndm")
 LENGTH_TABLES: dict[str, str] = {"gsm8k": "gsm8k", "humaneval": "humaneval", "cnndm": "sharegpt"}
@@ -22,10 +25,12 @@ HumanEval from its canonical solutions; no CNN/DailyMail table can be built (the
 prompt files hold no reference summaries), so CNN/DailyMail uses the long-output ShareGPT
 table."""
 TARGET_POOLS: tuple[tuple[str, str, int], ...] = (
-    ("llama2-70b", "4xa100", 7),
-    ("qwen-72b", "4xh100", 7),
-    ("llama3-70b", "4xa6000", 6),
+    ("llama2-70b", "a100", 7),
+    ("qwen-72b", "h100", 7),
+    ("llama3-70b", "a6000", 6),
 )
+"""Fig. 5's target pool at tensor-parallel 1, as DSD-Sim's shipped configurations run every
+target (one GPU of the paper's kind per server)."""
 DRAFT_MODELS: tuple[str, ...] = ("llama2-7b", "qwen-7b", "llama3-8b")
 DRAFT_HARDWARE: tuple[str, ...] = ("a40", "v100")
 
@@ -38,34 +43,99 @@ STACKS: dict[str, tuple[str, str, str]] = {
 }
 """Fig. 5's policy stacks: (routing, batching, window)."""
 
+CostMode = Literal["physical", "dsdsim_compat"]
+COST_MODES: tuple[CostMode, ...] = ("physical", "dsdsim_compat")
+RoundMode = Literal["distributed", "cloud_only", "colocated"]
+"""Where a session's rounds run: on the device (``distributed``); on the server as DSD
+§4.4 and DSD-Sim define fused mode, one target token per pass (``cloud_only``); or as DSD
+§3 reads, speculative rounds with a co-located draft (``colocated``, edgespec's extension,
+shown beside the paper's two in D3 only)."""
+
 
 @dataclass(frozen=True, slots=True)
 class DsdSetup:
-    """The chosen inputs (see :data:`CHOICES` for why each value)."""
+    """The chosen inputs (see :data:`CHOICES` for why each value). ``cost_mode``:
+    ``physical`` (edgespec's costs) or ``dsdsim_compat`` (DSD-Sim's simplifications, each
+    named in :data:`COMPAT_SIMPLIFICATIONS`)."""
 
-    rate_per_draft_s: float = 0.043
+    think_mean_s: float = 1.7
+    think_cv: float = 0.6
+    think_min_s: float = 0.22
     duration_s: float = 120.0
     jitter_share: float = 0.1
     bandwidth_mbps: float = 100.0
-    max_batch_size: int = 32
+    max_batch_size: int = 12
     static_gamma: int = 4
     lab_max_length_ratio: float = 1.5
     seed: int = 4
+    cost_mode: CostMode = "physical"
+    fleet_share: float = 1.0
+    """The share of the fleet a run simulates (targets and drafts alike; 1 = Fig. 5's 20
+    targets; the quick run's smaller fleet keeps CI short)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def compat(self) -> bool:
+        return self.cost_mode == "dsdsim_compat"
+
+
+COMPAT_SIMPLIFICATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "one-pass drafting",
+        "a round's γ draft tokens cost one draft pass (DSD-Sim asks its "
+        "predictor for one iteration per round)",
+    ),
+    (
+        "fixed rounds",
+        "a round advances by the γ tokens it drafted whatever was accepted, no "
+        "bonus token: a request takes ⌈output/γ⌉ rounds",
+    ),
+    (
+        "wasted fused pass",
+        "a cloud-only round also runs one co-located draft pass (DSD-Sim sets "
+        "γ = 1 for a fused conversation)",
+    ),
+    (
+        "TPOT over accepting rounds",
+        "TPOT = Σ round time / Σ accepted tokens over the rounds "
+        "that accepted something (a cloud-only round counts its one token), DSD-Sim's per-token "
+        "samples pooled",
+    ),
+    (
+        "drain",
+        "arrivals stop at the horizon and the requests in flight finish; throughput "
+        "counts them over the horizon",
+    ),
+)
+"""``dsdsim_compat``: what DSD-Sim (``src/sim.py``) simplifies, each by name; the first
+four are the simulator's ``dsdsim_compat`` and ``cloud_only_draft_pass`` settings, the
+last two how the run is measured."""
 
 CHOICES: tuple[tuple[str, str], ...] = (
     (
-        "arrival rate",
-        "Poisson, 0.043 requests/s per draft (SEED-NOTES §4.3: chosen so 600 drafts offer "
-        "25.8 requests/s, Table 2's C1 Static throughput); 1,000 drafts offer 43/s",
+        "load",
+        "closed loop, as DSD-Sim runs its drafts: each draft runs one conversation at a "
+        "time and starts the next after a think time, lognormal with mean 1.7 s, cv 0.6, "
+        "at least 0.22 s (DSD-Sim's shipped configurations); first conversations start "
+        "uniformly over the first 1.7 s. Throughput follows TPOT: it is not an input",
     ),
-    ("duration", "120 simulated seconds per run (quick: shorter); means over the run"),
+    (
+        "targets",
+        "Fig. 5's pool (7 LLaMA2-70B on A100, 7 Qwen-72B on H100, 6 LLaMA3-70B on A6000) at "
+        "tensor-parallel 1 with at most 12 rounds per batch, as DSD-Sim's shipped "
+        "configurations run every target (TP 1, target batches 11–14): the capacity the "
+        "paper's numbers came from. A 70B model's 140 GB do not fit one GPU; the roofline "
+        "prices its weight reads as if they did",
+    ),
+    (
+        "duration",
+        "120 simulated seconds per run (quick: 40 s on a quarter of the fleet, 5 targets "
+        "and a quarter of each draft count); means over the run",
+    ),
     ("jitter", "exponential, mean 10% of the RTT (not stated)"),
     ("bandwidth", "100 Mbit/s each way (not stated)"),
-    ("batch size", "at most 32 rounds per batch (not stated; the AWC training grid's value)"),
     ("Static", "γ = 4 (the paper's Static)"),
     (
         "Dynamic ('Simple')",
@@ -73,18 +143,23 @@ CHOICES: tuple[tuple[str, str], ...] = (
         "(bounds not stated; edgespec's DynamicWindow defaults)",
     ),
     (
+        "fused mode",
+        "cloud_only, as DSD §4.4, Fig. 6 and DSD-Sim run it: the target decodes one token "
+        "per pass, no per-round network; AWC chooses between distributed and cloud-only "
+        "(the paper's two-way choice). D3 also shows edgespec's colocated rounds (DSD §3's "
+        "reading: speculative rounds with a co-located draft) beside them",
+    ),
+    (
         "AWC",
         "the shipped WC-DNN (edgespec/data/awc/wc-dnn.json), trained by `edgespec train "
-        "awc` on `edgespec train awc-data` scenarios, which exclude every Table 2 "
-        "configuration (20 targets × 600/1,000 drafts × RTT 10/30 ms)",
+        "awc` on `edgespec train awc-data` scenarios (fused = cloud-only), which exclude "
+        "every Table 2 configuration (20 targets × 600/1,000 drafts × RTT 10/30 ms)",
     ),
     ("LAB", "a batch takes requests within 1.5× the head-of-line request's length"),
     (
-        "fleet",
-        "Fig. 5's pools for every claim: 20 targets (7 LLaMA2-70B on 4×A100, 7 Qwen-72B on "
-        "4×H100, 6 LLaMA3-70B on 4×A6000; 4-GPU servers as presets with ideal "
-        "tensor-parallel scaling), drafts half A40 half V100 over LLaMA2-7B, Qwen-7B, "
-        "LLaMA-3.1-8B; a draft may be routed to any target (family pairing not modelled)",
+        "drafts",
+        "half A40 half V100 over LLaMA2-7B, Qwen-7B, LLaMA-3.1-8B; a draft may be routed to "
+        "any target (family pairing not modelled)",
     ),
     (
         "acceptance",
@@ -97,15 +172,21 @@ CHOICES: tuple[tuple[str, str], ...] = (
         "CNN/DailyMail: the ShareGPT table (no CNN/DailyMail reference summaries ship)",
     ),
     (
+        "cost modes",
+        "every claim runs twice: `physical` (edgespec's costs) and `dsdsim_compat` "
+        "(DSD-Sim's simplifications: "
+        + "; ".join(f"{name}: {what}" for name, what in COMPAT_SIMPLIFICATIONS)
+        + ")",
+    ),
+    (
         "throughput",
-        "completed requests per simulated second; TTFT and TPOT are means over completed requests",
+        "completed requests per simulated second (compat: over the horizon, drain "
+        "included); TTFT and TPOT are means over completed requests (compat TPOT: DSD-Sim's)",
     ),
     (
         "TTFT",
-        "as DSD-Sim measures it (src/sim.py: first token − conversation start): from when the "
-        "draft device takes the request up, so a request's wait for its busy device (one "
-        "request at a time, in DSD-Sim too) is not counted; TTFT from arrival is printed "
-        "beside it in D2",
+        "as DSD-Sim measures it (src/sim.py: first token − conversation start), from when "
+        "the draft device takes the request up",
     ),
 )
 
@@ -127,6 +208,20 @@ def device_pools(num_drafts: int) -> list[dict[str, Any]]:
     ]
 
 
+def target_counts(share: float) -> list[int]:
+    """Targets per pool of :data:`TARGET_POOLS` for ``share`` of the fleet: the total
+    rounded, split in proportion to the pools by largest remainder, at least one each."""
+    counts = [c for _, _, c in TARGET_POOLS]
+    total = max(len(counts), round(sum(counts) * share))
+    exact = [total * c / sum(counts) for c in counts]
+    out = [max(1, int(x)) for x in exact]
+    for i in sorted(range(len(out)), key=lambda i: exact[i] - int(exact[i]), reverse=True):
+        if sum(out) >= total:
+            break
+        out[i] += 1
+    return out
+
+
 def server_pools(setup: DsdSetup) -> list[dict[str, Any]]:
     return [
         {
@@ -136,7 +231,9 @@ def server_pools(setup: DsdSetup) -> list[dict[str, Any]]:
             "hardware": hw,
             "max_batch_size": setup.max_batch_size,
         }
-        for model, hw, count in TARGET_POOLS
+        for (model, hw, _), count in zip(
+            TARGET_POOLS, target_counts(setup.fleet_share), strict=True
+        )
     ]
 
 
@@ -158,10 +255,11 @@ def scenario(
     num_drafts: int,
     rtt_ms: float,
     stack: tuple[str, str, str] = STACKS["s2"],
-    mode: str = "distributed",
+    rounds: RoundMode = "distributed",
 ) -> dict[str, Any]:
     """One run: ``stack`` = (routing, batching, window) on the fleet with ``num_drafts``
-    drafts at ``rtt_ms``, the ``dataset``'s workload, in ``mode``."""
+    closed-loop drafts at ``rtt_ms``, the ``dataset``'s workload; every round ``rounds``
+    (a fused decision of a distributed run's window policy is cloud-only)."""
     routing, batching, window = stack
     batching_policy: dict[str, Any] = {"name": batching}
     if batching == "lab":
@@ -171,22 +269,42 @@ def scenario(
         "jitter_ms": rtt_ms * setup.jitter_share,
         "bandwidth_mbps": setup.bandwidth_mbps,
     }
-    return {
+    workload: dict[str, Any] = {
+        "kind": "closed_loop",
+        "dataset": LENGTH_TABLES[dataset],
+        "think_time_s": setup.think_mean_s,
+        "think_distribution": "lognormal",
+        "think_cv": setup.think_cv,
+        "think_min_s": setup.think_min_s,
+        "ramp_s": setup.think_mean_s,
+    }
+    data: dict[str, Any] = {
         "name": name,
         "seed": setup.seed,
         "duration_s": setup.duration_s,
-        "mode": mode,
+        "mode": "distributed" if rounds == "distributed" else "fused",
+        "fused_rounds": "colocated" if rounds == "colocated" else "cloud_only",
         "links": {"default": link},
-        "auto_topology": {"devices": device_pools(num_drafts), "servers": server_pools(setup)},
+        "auto_topology": {
+            "devices": device_pools(max(1, round(num_drafts * setup.fleet_share))),
+            "servers": server_pools(setup),
+        },
         "policies": {
             "routing": {"name": routing},
             "batching": batching_policy,
             "window": window_policy(window, setup),
         },
         "acceptance": {"kind": "trace", "traces": [dataset]},
-        "workload": {
-            "kind": "poisson",
-            "rate_per_s": num_drafts * setup.rate_per_draft_s,
-            "dataset": LENGTH_TABLES[dataset],
-        },
+        "workload": workload,
     }
+    if setup.compat:  # DSD-Sim's simplifications (COMPAT_SIMPLIFICATIONS)
+        data["dsdsim_compat"] = {
+            "one_pass_drafting": True,
+            "fixed_rounds": True,
+            "unqueued_fused": True,
+        }
+        data["cloud_only_draft_pass"] = data["fused_rounds"] == "cloud_only"
+        data["record_rounds"] = True  # DSD-Sim's TPOT is taken over the rounds
+        workload["arrivals_until_s"] = setup.duration_s
+        data["duration_s"] = 2.0 * setup.duration_s  # the drain
+    return data

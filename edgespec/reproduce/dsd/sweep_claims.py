@@ -1,12 +1,13 @@
 """DSD's fleet-sweep claims D6 (JSQ vs round-robin routing, Figs. 7–8) and D7 (FIFO vs LAB
 batching, Figs. 9–10) as :class:`ClaimRow` s over the number of drafts; the other claims and
 the tolerances' convention are in :mod:`edgespec.reproduce.dsd.claims`, which also uses the
-cause and the quick-run marking stated here (docs/REPRODUCE.md, "Why the misses").
+quick-run marking stated here; the causes are :mod:`edgespec.reproduce.dsd.causes`'.
 """
 
 from __future__ import annotations
 
-from edgespec.reproduce.claims import Cause, ClaimRow, Reason, change, fmt, pct
+from edgespec.reproduce.claims import ClaimRow, change, fmt, pct
+from edgespec.reproduce.dsd.causes import CAUSES, tagged
 from edgespec.reproduce.dsd.runs import (
     DsdPlan,
     DsdResults,
@@ -15,29 +16,21 @@ from edgespec.reproduce.dsd.runs import (
     summary_metric,
 )
 
-NEVER_SATURATE = Reason(
-    Cause.MISSING_INPUT,
-    "the arrival rate: at the chosen 0.043 requests/s per draft the targets never saturate "
-    "(2,000 drafts offer 86 requests/s, 20 targets complete 79), so throughput follows the "
-    "offered load, JSQ stays only slightly ahead of round-robin and there is no ceiling",
-)
-LAB_WAITS = Reason(
-    Cause.MISSING_INPUT,
-    "the arrival rate: at the chosen rate the targets never saturate and FIFO's batches are "
-    "small anyway, so LAB, which groups requests within 1.5× of the head-of-line request's "
-    "length and waits for them, only delays some rounds",
-)
+SATURATED = 0.1
+"""Targets count as saturated when the two largest draft counts' throughputs are within
+10% of each other (more drafts, no more throughput)."""
 
 
 def quick_run(res: DsdResults) -> str:
     """What ``res``'s plan shortens against :meth:`DsdPlan.full` that every throughput and
     latency depends on (the run length); empty for the full plan."""
-    run, full = res.plan.setup.duration_s, DsdPlan.full().setup.duration_s
-    if run >= full:
+    setup, full = res.plan.setup, DsdPlan.full().setup
+    if setup.duration_s >= full.duration_s and setup.fleet_share >= full.fleet_share:
         return ""
     return (
-        f"{run:g} s runs (full: {full:g} s): a GSM8K request takes ≈7 s, so few finish and "
-        "the run's start weighs on every mean"
+        f"{setup.duration_s:g} s runs on {setup.fleet_share:.0%} of the fleet (full: "
+        f"{full.duration_s:g} s, all of it): a GSM8K conversation takes ≈20 s on the TP-1 "
+        "targets, so few finish and the run's start weighs on every mean"
     )
 
 
@@ -57,18 +50,19 @@ def routing_rows(res: DsdResults) -> list[ClaimRow]:
     )
     return [
         ClaimRow(
-            "D6", "RR TPOT − JSQ TPOT below 1k drafts (ms)", "+5 to +20 ms",
+            "D6", tagged(res.cost_mode, "RR TPOT − JSQ TPOT below 1k drafts (ms)"),
+            "+5 to +20 ms",
             ", ".join(fmt(d, "+.1f") for d in below) or "n/a",
             "JSQ lower below 1k; each within 5–20 ms ±50%", ahead_low,
             ahead_low and all(2.5 <= d <= 30.0 for d in below),
-            f"by drafts: {detail}", NEVER_SATURATE, quick_run(res),
+            f"by drafts: {detail}", CAUSES[res.cost_mode].routing, quick_run(res),
         ),
         ClaimRow(
-            "D6", "drafts where RR catches up with JSQ (TPOT)", "≈ 1,000",
+            "D6", tagged(res.cost_mode, "drafts where RR catches up with JSQ (TPOT)"), "≈ 1,000",
             "not reached" if crossing is None else f"{crossing}",
             "within ±25% of 1,000", crossing is not None,
             crossing is not None and 750 <= crossing <= 1250,
-            reason=NEVER_SATURATE, quick_run=quick_run(res),
+            reason=CAUSES[res.cost_mode].routing, quick_run=quick_run(res),
         ),
     ]  # fmt: skip
 
@@ -85,16 +79,25 @@ def batching_rows(res: DsdResults) -> list[ClaimRow]:
     detail = "; ".join(f"{n}: {fmt(c, '+.2f')} ms" for n, c in zip(drafts, cuts, strict=True))
     lower = all(c is not None and c <= 0 for c in cuts)
     top = thr[-1]
+    fifo_thr = [summary_metric(res.get(batching_name("fcfs", n)), "thr") for n in drafts]
+    growth = change(fifo_thr[-1], fifo_thr[-2]) if len(drafts) > 1 else None
+    saturated = growth is not None and growth <= SATURATED
+    why, mode = CAUSES[res.cost_mode].batching, res.cost_mode
     return [
         ClaimRow(
-            "D7", "LAB TPOT − FIFO TPOT", "−1 to −2 ms",
+            "D7", tagged(mode, "LAB TPOT − FIFO TPOT"), "−1 to −2 ms",
             ", ".join(fmt(c, "+.2f") for c in cuts), "≤ 0 at every draft count; −0.5 to −3 ms",
             lower, lower and all(c is not None and -3.0 <= c <= -0.5 for c in cuts),
-            f"by drafts: {detail}", LAB_WAITS, quick_run(res),
+            f"by drafts: {detail}", why, quick_run(res),
         ),
         ClaimRow(
-            "D7", f"LAB vs FIFO throughput at {drafts[-1]} drafts (saturated)", "equal",
-            pct(top), "within ±5%", None, top is not None and abs(top) <= 0.05,
-            quick_run=quick_run(res),
+            "D7", tagged(mode, f"LAB vs FIFO throughput at {drafts[-1]} drafts (saturated)"),
+            "equal", pct(top),
+            f"targets saturated (FIFO throughput grows ≤ {SATURATED:.0%} from "
+            f"{drafts[-2] if len(drafts) > 1 else '-'} to {drafts[-1]} drafts); within ±5%",
+            saturated, top is not None and abs(top) <= 0.05,
+            "FIFO throughput by drafts: "
+            + ", ".join(f"{n}: {fmt(t, '.2f')}" for n, t in zip(drafts, fifo_thr, strict=True)),
+            why, quick_run(res),
         ),
     ]  # fmt: skip
