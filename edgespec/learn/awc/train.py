@@ -152,7 +152,9 @@ def torch_predict(net: WcDnnNet, model: WcDnn, features: npt.NDArray[np.float64]
 
 
 def evaluate(model: WcDnn, data: AwcDataset) -> dict[str, float]:
-    """MAE of the raw γ and accuracy of the rounded, clamped decision (1 = fused)."""
+    """MAE of the raw γ, accuracy of the rounded, clamped decision (1 = fused), the
+    accuracy of its mode alone (fused or distributed: DSD's two-way choice), fused recall
+    and the share of fused labels."""
     raw = model.predict(data.features)
     settings = AwcSettings()
     chosen = np.array([round_gamma(min(12.0, max(1.0, r)), settings) for r in raw])
@@ -161,6 +163,8 @@ def evaluate(model: WcDnn, data: AwcDataset) -> dict[str, float]:
         "scenarios": float(len(np.unique(data.scenario_ids))),
         "mae_gamma": float(np.mean(np.abs(raw - data.labels))),
         "accuracy": float(np.mean(chosen == data.labels)),
+        "mode_accuracy": float(np.mean((chosen == 1) == (data.labels == 1))),
+        "fused_share": float(np.mean(data.labels == 1)),
         "fused_recall": float(np.mean(chosen[data.labels == 1] == 1))
         if np.any(data.labels == 1)
         else float("nan"),
@@ -188,6 +192,10 @@ def run_training(args: argparse.Namespace) -> int:
         "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
         "report": report,
         "label_weights": json.loads((args.data / "labels.json").read_text())["weights"],
+        "label_counts": {
+            str(int(g)): int(n)
+            for g, n in zip(*np.unique(list(labels.values()), return_counts=True), strict=True)
+        },
     }
     model = WcDnn(model.mean, model.scale, model.input, model.blocks, model.output, meta)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -98,10 +98,16 @@ COMPAT_SIMPLIFICATIONS: tuple[tuple[str, str], ...] = (
         "γ = 1 for a fused conversation)",
     ),
     (
+        "unqueued fused rounds",
+        "a fused round neither queues nor batches on its target: it runs alone at once at "
+        "its own cost, beside the target's batch (DSD-Sim's fused_execute)",
+    ),
+    (
         "TPOT over accepting rounds",
-        "TPOT = Σ round time / Σ accepted tokens over the rounds "
-        "that accepted something (a cloud-only round counts its one token), DSD-Sim's per-token "
-        "samples pooled",
+        "TPOT = Σ round time / Σ accepted tokens over the rounds that accepted something (a "
+        "cloud-only round counts its one token, and a fused round's time leaves out its "
+        "downlink: DSD-Sim's fused rounds send nothing back), DSD-Sim's per-token samples "
+        "pooled",
     ),
     (
         "drain",

@@ -81,7 +81,7 @@ def batching_rows(res: DsdResults) -> list[ClaimRow]:
     top = thr[-1]
     fifo_thr = [summary_metric(res.get(batching_name("fcfs", n)), "thr") for n in drafts]
     growth = change(fifo_thr[-1], fifo_thr[-2]) if len(drafts) > 1 else None
-    saturated = growth is not None and growth <= SATURATED
+    saturated = growth is not None and growth <= SATURATED + 1e-12  # change() rounds
     why, mode = CAUSES[res.cost_mode].batching, res.cost_mode
     return [
         ClaimRow(

@@ -51,6 +51,22 @@ def test_a_learnable_rule_is_learnt_on_held_out_scenarios() -> None:
     assert report["accuracy"] > 0.9
     assert report["mae_gamma"] < 1.0
     assert report["fused_recall"] > 0.9
+    assert report["mode_accuracy"] >= report["accuracy"]  # the mode can be right, γ not
+    assert report["fused_share"] == float(np.mean(held.labels == 1))
+
+
+def test_mode_accuracy_counts_only_the_fused_or_distributed_choice() -> None:
+    """A model answering γ = 5 everywhere: its mode is right on every distributed label
+    (γ 3 or 9), wrong on every fused one, and its γ right on none."""
+
+    class Five:
+        def predict(self, x: np.ndarray) -> np.ndarray:
+            return np.full(len(x), 5.0)
+
+    data = AwcDataset(np.zeros((4, 5)), np.array([1.0, 3.0, 9.0, 1.0]), np.arange(4))
+    report = evaluate(Five(), data)  # type: ignore[arg-type]
+    assert (report["accuracy"], report["mode_accuracy"]) == (0.0, 0.5)
+    assert (report["fused_recall"], report["fused_share"]) == (0.0, 0.5)
 
 
 def test_split_keeps_scenarios_whole_and_join_labels() -> None:
