@@ -68,6 +68,17 @@ BANDWIDTHS_MBPS: tuple[float, ...] = (10.0, 50.0, 100.0, 1000.0)
 TARGET_COUNTS: tuple[int, ...] = (1, 2, 3, 4)
 DRAFTS_PER_TARGET: tuple[int, ...] = (4, 8, 16, 32, 48)
 RATES_PER_DRAFT: tuple[float, ...] = (0.05, 0.1, 0.2, 0.4)
+LOADS: tuple[str, ...] = ("poisson", "closed_loop")
+"""How requests arrive: Poisson at ``rate_per_draft`` per draft, or DSD-Sim's closed loop
+(each draft one conversation at a time, then a think time: :data:`THINK`)."""
+THINK: dict[str, Any] = {
+    "think_time_s": 1.7,
+    "think_distribution": "lognormal",
+    "think_cv": 0.6,
+    "think_min_s": 0.22,
+    "ramp_s": 1.7,
+}
+"""DSD-Sim's shipped think-time model (lognormal, mean 1.7 s, cv 0.6, at least 0.22 s)."""
 MAX_BATCH_SIZE = 32
 DEFAULT_WEIGHTS: dict[str, float] = {"ttft": 0.25, "tpot": 0.5, "throughput": 0.25}
 CONFIG_COLUMNS: tuple[str, ...] = (
@@ -95,6 +106,7 @@ class AwcScenario:
     rate_per_draft: float
     duration_s: float
     seed: int
+    load: str = "poisson"
 
 
 def is_reported_configuration(s: AwcScenario) -> bool:
@@ -118,7 +130,7 @@ def sample_scenario(scenario_id: int, seed: int, duration_s: float) -> AwcScenar
         scenario_id, pick(DATASETS), rtt, rtt * float(pick(JITTER_SHARES)),
         float(pick(BANDWIDTHS_MBPS)), draft[0], draft[1], target[0], target[1], targets,
         targets * int(pick(DRAFTS_PER_TARGET)), float(pick(RATES_PER_DRAFT)), duration_s,
-        int(rng.integers(2**31)),
+        int(rng.integers(2**31)), pick(LOADS),
     )  # fmt: skip
 
 
@@ -145,11 +157,11 @@ def scenario_dict(
     """The simulator scenario of ``s`` at configuration ``gamma`` (1 = fused, its rounds
     ``fused_rounds``: DSD's ``cloud_only`` by default, one target token per pass; with
     ``colocated`` the recording window's γ is drafted by the server's co-located draft)."""
-    workload: dict[str, Any] = {
-        "kind": "poisson",
-        "rate_per_s": s.num_drafts * s.rate_per_draft,
-        "dataset": LENGTH_TABLES[s.dataset],
-    }
+    workload: dict[str, Any] = {"kind": s.load, "dataset": LENGTH_TABLES[s.dataset]}
+    if s.load == "poisson":
+        workload["rate_per_s"] = s.num_drafts * s.rate_per_draft
+    else:
+        workload.update(THINK)
     if lengths is not None and s.dataset == "gsm8k":
         workload["prompt_tokens"], workload["output_tokens"] = lengths
     link = {"rtt_ms": s.rtt_ms, "jitter_ms": s.jitter_ms, "bandwidth_mbps": s.bandwidth_mbps}

@@ -150,14 +150,22 @@ def test_table2_exclusion_covers_both_draft_counts_and_quick_scenarios_are_small
 
 def test_scenario_dict_rate_and_lengths_only_for_gsm8k() -> None:
     s = dataclasses.replace(
-        sample_scenario(3, 0, 10.0), dataset="cnndm", num_drafts=16, rate_per_draft=0.25
-    )
+        sample_scenario(3, 0, 10.0), dataset="cnndm", num_drafts=16, rate_per_draft=0.25,
+        load="poisson",
+    )  # fmt: skip
     lengths = ((10, 20), (30, 40))
     workload = scenario_dict(s, 4, lengths)["workload"]
     assert workload == {"kind": "poisson", "rate_per_s": 4.0, "dataset": "sharegpt"}
     gsm = scenario_dict(dataclasses.replace(s, dataset="gsm8k"), 1, lengths)
     assert gsm["mode"] == "fused" and gsm["workload"]["dataset"] == "gsm8k"
     assert (gsm["workload"]["prompt_tokens"], gsm["workload"]["output_tokens"]) == lengths
+    assert gsm["fused_rounds"] == "cloud_only"
+    closed = scenario_dict(dataclasses.replace(s, load="closed_loop"), 4, lengths)["workload"]
+    assert closed == {"kind": "closed_loop", "dataset": "sharegpt", "think_time_s": 1.7,
+                      "think_distribution": "lognormal", "think_cv": 0.6, "think_min_s": 0.22,
+                      "ramp_s": 1.7}  # fmt: skip
+    loads = {sample_scenario(i, 0, 10.0).load for i in range(40)}
+    assert loads == {"poisson", "closed_loop"}  # both loads are drawn
 
 
 def test_fused_contexts_carry_gamma_1_and_the_links_mean_round_trip() -> None:
