@@ -7,7 +7,7 @@ quick-run marking stated here; the causes are :mod:`edgespec.reproduce.dsd.cause
 from __future__ import annotations
 
 from edgespec.reproduce.claims import ClaimRow, change, fmt, pct
-from edgespec.reproduce.dsd.causes import CAUSES, tagged
+from edgespec.reproduce.dsd.causes import CAUSES, UNSATURATED, tagged
 from edgespec.reproduce.dsd.runs import (
     DsdPlan,
     DsdResults,
@@ -98,6 +98,6 @@ def batching_rows(res: DsdResults) -> list[ClaimRow]:
             saturated, top is not None and abs(top) <= 0.05,
             "FIFO throughput by drafts: "
             + ", ".join(f"{n}: {fmt(t, '.2f')}" for n, t in zip(drafts, fifo_thr, strict=True)),
-            why, quick_run(res),
+            UNSATURATED if quick_run(res) and not saturated else why, quick_run(res),
         ),
     ]  # fmt: skip

@@ -1,9 +1,16 @@
 """DSD's claim rows D2–D7 at the edges of their verdicts: ties, the ends of each accepted
-band, and the tolerances just inside and just beyond."""
+band, the tolerances just inside and just beyond, and D7's saturation bound."""
 
 from __future__ import annotations
 
-from edgespec.reproduce.dsd.claims import PAPER_TABLE2, crossover_rows, stack_rows, table_rows
+from edgespec.reproduce.dsd.causes import tagged
+from edgespec.reproduce.dsd.claims import (
+    PAPER_TABLE2,
+    crossover_rows,
+    crossover_rtt_ms,
+    stack_rows,
+    table_rows,
+)
 from edgespec.reproduce.dsd.runs import (
     DsdPlan,
     DsdResults,
@@ -14,8 +21,8 @@ from edgespec.reproduce.dsd.runs import (
     table_name,
 )
 from edgespec.reproduce.dsd.setup import STACKS, DsdSetup
-from edgespec.reproduce.dsd.sweep_claims import batching_rows, routing_rows
-from tests.reproduce.dsd.test_claims import PLAN, run
+from edgespec.reproduce.dsd.sweep_claims import SATURATED, batching_rows, routing_rows
+from tests.reproduce.dsd.test_claims import PLAN, by_what, crossover, run
 
 
 def _stacks(
@@ -62,28 +69,40 @@ def test_d2_absolute_rows_check_throughput_and_tpot() -> None:
     assert (rows[3].magnitude_ok, rows[4].magnitude_ok) == (True, True)  # both exactly +50%
 
 
-def _crossover(plan: DsdPlan, dist: list[float], fused: list[float]) -> DsdResults:
-    runs = {}
-    for rtt, d, f in zip(plan.crossover_rtts_ms, dist, fused, strict=True):
-        runs[crossover_name("distributed", rtt)] = run(20.0, 300.0, d)
-        runs[crossover_name("fused", rtt)] = run(20.0, 300.0, f)
-    return DsdResults(plan, runs)
-
-
 def test_d3_ties_and_the_ends_of_the_accepted_band() -> None:
-    (row,) = crossover_rows(_crossover(PLAN, [30.0, 40.0, 50.0, 70.0], [50.0] * 4))
+    (row,) = crossover_rows(crossover([30.0, 40.0, 50.0, 70.0], [50.0] * 4))
     assert (row.ours, row.direction_ok, row.magnitude_ok) == ("60 ms", True, True)  # a tie: fused
-    (row,) = crossover_rows(_crossover(PLAN, [30.0, 60.0, 60.0, 30.0], [50.0, 50.0, 50.0, 25.0]))
+    (row,) = crossover_rows(crossover([30.0, 60.0, 60.0, 30.0], [50.0, 50.0, 50.0, 25.0]))
     assert (row.ours, row.direction_ok) == ("40 ms", False)  # distributed does not degrade
-    (row,) = crossover_rows(_crossover(PLAN, [50.0, 60.0, 70.0, 80.0], [50.0] * 4))
+    (row,) = crossover_rows(crossover([50.0, 60.0, 70.0, 80.0], [50.0] * 4))
     assert (row.ours, row.direction_ok) == ("10 ms", False)  # no distributed win at low RTT
     band = DsdPlan(DsdSetup(), ("gsm8k",), ("C1",), (10.0, 35.0, 80.0, 120.0), (400,))
     for dist, expected in (
         ([30.0, 55.0, 60.0, 70.0], "35 ms"),
         ([30.0, 40.0, 55.0, 70.0], "80 ms"),
     ):
-        (row,) = crossover_rows(_crossover(band, dist, [50.0] * 4))
+        (row,) = crossover_rows(crossover(dist, [50.0] * 4, plan=band))
         assert (row.ours, row.direction_ok, row.magnitude_ok) == (expected, True, True)
+    # just beyond either end of the band
+    beyond = DsdPlan(DsdSetup(), ("gsm8k",), ("C1",), (10.0, 34.0, 81.0, 120.0), (400,))
+    for dist, expected in (
+        ([30.0, 55.0, 60.0, 70.0], "34 ms"),
+        ([30.0, 40.0, 55.0, 70.0], "81 ms"),
+    ):
+        (row,) = crossover_rows(crossover(dist, [50.0] * 4, plan=beyond))
+        assert (row.ours, row.direction_ok, row.magnitude_ok) == (expected, True, False)
+
+
+def test_d3_a_colocated_tie_crosses_and_a_missing_run_stops_the_search() -> None:
+    res = crossover([30.0, 40.0, 50.0, 70.0], [50.0] * 4, [30.0, 45.0, 50.0, 60.0])
+    assert crossover_rtt_ms(res, "colocated") == 60.0  # a tie at 60 ms counts
+    runs = dict(res.runs)
+    del runs[crossover_name("cloud_only", 40.0)]
+    res = DsdResults(PLAN, runs)
+    assert crossover_rtt_ms(res) == 60.0  # searched down from the largest RTT
+    del runs[crossover_name("distributed", 90.0)]
+    (row,) = crossover_rows(DsdResults(PLAN, runs))
+    assert (row.ours, row.direction_ok) == ("none in the sweep", False)
 
 
 CELLS = [(d, c) for d in ("gsm8k", "humaneval", "cnndm") for c in ("C1", "C2", "C3", "C4")]
@@ -108,7 +127,7 @@ def _twelve(awc_thr: list[float], awc_tpot: list[float], dynamic_thr: float = 10
 def test_d4_d5_counts_at_their_thresholds() -> None:
     # 11 of 12 cells with AWC ≥ Static (one tie among them) and 9 of 12 ≥ Dynamic hold
     thr = [10.0] + [11.0] * 8 + [10.4] * 2 + [9.0]
-    rows = {r.what: r for r in table_rows(_twelve(thr, [40.0] + [39.0] * 11, dynamic_thr=10.5))[:4]}
+    rows = by_what(table_rows(_twelve(thr, [40.0] + [39.0] * 11, dynamic_thr=10.5))[:4])
     static, mean, tpot, dynamic = (
         rows[w]
         for w in (
@@ -122,7 +141,7 @@ def test_d4_d5_counts_at_their_thresholds() -> None:
     assert (dynamic.ours, dynamic.direction_ok) == ("8 of 12", False)
     assert (tpot.ours, tpot.direction_ok) == ("11 of 12", False)  # a TPOT tie is no cut
     assert (static.paper, tpot.paper, dynamic.paper) == ("12 of 12", "12 of 12", "11 of 12")
-    rows = {r.what: r for r in table_rows(_twelve([10.5] * 9 + [9.0] * 3, [39.0] * 12, 10.5))[:4]}
+    rows = by_what(table_rows(_twelve([10.5] * 9 + [9.0] * 3, [39.0] * 12, 10.5))[:4])
     assert (
         rows["AWC throughput ≥ Dynamic"].ours,
         rows["AWC throughput ≥ Dynamic"].direction_ok,
@@ -130,17 +149,15 @@ def test_d4_d5_counts_at_their_thresholds() -> None:
     assert rows["AWC throughput ≥ Static"].direction_ok is False  # 9 of 12
     assert rows["AWC TPOT below Static"].direction_ok is True
     assert mean.ours == f"{(sum(thr) / 120 - 1) * 100:+.1f}%"
-    even = {r.what: r for r in table_rows(_twelve([10.0] * 12, [39.0] * 12))[:4]}
+    even = by_what(table_rows(_twelve([10.0] * 12, [39.0] * 12))[:4])
     gain = even["mean AWC throughput gain over Static"]
     assert (gain.ours, gain.direction_ok, gain.magnitude_ok) == ("+0.0%", False, False)
 
 
 def test_table_cells_need_every_window_within_half() -> None:
-    rows = [
-        r for r in table_rows(_twelve([10.0] * 12, [39.0] * 12)) if r.what.startswith("Table 2")
-    ]
+    rows = [r for r in table_rows(_twelve([10.0] * 12, [39.0] * 12)) if "Table 2" in r.what]
     # gsm8k C1 throughput: 25.8 / 26.1 / 28.3; 10 req/s is beyond 50% below each
-    assert rows[0].what == "Table 2 C1 gsm8k thr (Static / Dynamic / AWC)"
+    assert rows[0].what == tagged("physical", "Table 2 C1 gsm8k thr (Static / Dynamic / AWC)")
     assert rows[0].magnitude_ok is False
     paper = PAPER_TABLE2[("gsm8k", "C1")]["thr"]
     runs = {
@@ -187,9 +204,10 @@ def test_d7_bands_ties_and_the_saturated_point() -> None:
         return DsdResults(plan, runs)
 
     lab, top = batching_rows(res((-3.0, -0.5, -1.0), (30.0, 20.0, 20.0)))
+    assert top.direction_ok is True  # FIFO flat at 20 req/s: saturated
     assert (lab.direction_ok, lab.magnitude_ok) == (True, True)  # −3 and −0.5 ms both inside
     assert (top.what, top.ours, top.magnitude_ok) == (
-        "LAB vs FIFO throughput at 1400 drafts (saturated)",
+        tagged("physical", "LAB vs FIFO throughput at 1400 drafts (saturated)"),
         "+0.0%",
         True,
     )
@@ -197,3 +215,22 @@ def test_d7_bands_ties_and_the_saturated_point() -> None:
     assert (lab.direction_ok, lab.magnitude_ok) == (True, False)  # a tie is not worse
     assert (top.ours, top.magnitude_ok) == ("+6.0%", False)
     assert batching_rows(res((-0.4, -1.0, -1.0), (20.0,) * 3))[0].magnitude_ok is False
+
+
+def test_d7_saturation_bound() -> None:
+    """FIFO throughput growing up to 10% between the two largest draft counts counts as
+    saturated; just beyond does not. Only those two counts matter."""
+    assert SATURATED == 0.1
+    plan = DsdPlan(DsdSetup(), ("gsm8k",), ("C1",), (10.0,), (400, 1000, 1400))
+
+    def top(fifo: tuple[float, float, float]) -> tuple[bool | None, bool | None]:
+        runs = {}
+        for n, t in zip((400, 1000, 1400), fifo, strict=True):
+            runs[batching_name("fcfs", n)] = run(t, 300.0, 40.0)
+            runs[batching_name("lab", n)] = run(t, 300.0, 39.0)
+        row = batching_rows(DsdResults(plan, runs))[1]
+        return row.direction_ok, row.magnitude_ok
+
+    assert top((5.0, 20.0, 21.98)) == (True, True)  # +9.9%, however far 400 drafts lay below
+    assert top((5.0, 20.0, 22.02)) == (False, True)  # +10.1%
+    assert top((20.0, 20.0, 10.0)) == (True, True)  # falling is no growth

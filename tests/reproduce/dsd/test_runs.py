@@ -1,21 +1,29 @@
-"""``edgespec reproduce dsd --quick`` end to end (CI): the run folder, the scenario files it
-ran, and the shapes the reduced run must show (Fig. 6: fused mode is flat in the RTT while
-distributed mode degrades; more drafts, more load), and a report that says it is a quick run
-and gives every row that does not hold its cause."""
+"""``edgespec reproduce dsd --quick`` end to end (CI), in both cost modes: the run folder,
+the scenario files it ran, the run summaries, the shapes the reduced physical run must show
+(Fig. 6: a cloud-only round only pays the downlink, so its TPOT is nearly flat in the RTT,
+while every distributed round pays the round trip; more drafts, more throughput), and a
+report that says it is a quick run and gives every row that does not hold its cause."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
+from edgespec.reproduce.dsd.causes import CAUSES, MODE_TAGS
 from edgespec.reproduce.dsd.report import reproduce as reproduce_dsd
-from edgespec.reproduce.dsd.runs import DsdPlan, plan_scenarios
+from edgespec.reproduce.dsd.runs import DsdPlan, crossover_name, plan_scenarios
+from edgespec.reproduce.dsd.setup import CHOICES, COST_MODES, CostMode
 from edgespec.sim.setup.scenario import scenario_from_dict
 from tests.reproduce.reports import check_quick_report
+
+QUICK = DsdPlan.quick()
+FIGURES = ("fig5_stacks", "fig6_crossover", "fig7_8_routing", "fig9_10_batching")
 
 
 @pytest.fixture(scope="module")
@@ -25,32 +33,98 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[ClaimRow
     return out, rows
 
 
-def test_report_and_files(quick: tuple[Path, list[ClaimRow]]) -> None:
+def _results(out: Path) -> dict[str, Any]:
+    results: dict[str, Any] = json.loads((out / "results.json").read_text())
+    return results
+
+
+def _mode(row: ClaimRow) -> CostMode:
+    (mode,) = [m for m in COST_MODES if row.what.startswith(f"[{MODE_TAGS[m]}] ")]
+    return mode
+
+
+def test_report_and_files_per_mode(quick: tuple[Path, list[ClaimRow]]) -> None:
     out, rows = quick
     report = (out / "REPORT.md").read_text()
-    assert {r.claim_id for r in rows} == {"D2", "D3", "D4", "D5", "D6", "D7"}
+    ids = {"D2", "D3", "D4", "D5", "D6", "D7"}
+    assert {r.claim_id for r in rows} == ids
+    for claim in ids:  # every claim in both modes, the same rows in each
+        by_mode = {
+            m: [r for r in rows if r.claim_id == claim and _mode(r) == m] for m in COST_MODES
+        }
+        assert by_mode["physical"] and len(by_mode["physical"]) == len(by_mode["dsdsim_compat"])
+        assert [r.what.split("] ", 1)[1] for r in by_mode["physical"]] == [
+            r.what.split("] ", 1)[1] for r in by_mode["dsdsim_compat"]
+        ]
+    assert [r.claim_id for r in rows] == sorted(r.claim_id for r in rows)
     for row in rows:
         assert f"| {row.claim_id} | {row.what} |" in report
-    assert "**arrival rate**: Poisson, 0.043 requests/s per draft" in report
-    for name in ("fig5_stacks", "fig6_crossover", "fig7_8_routing", "fig9_10_batching"):
-        assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
-    scenarios = sorted((out / "scenarios").glob("*.yaml"))
-    assert len(scenarios) == len(plan_scenarios(DsdPlan.quick())) == 5 + 6 + 3 + 8
-    for path in scenarios:
-        scenario_from_dict(yaml.safe_load(path.read_text()))  # each is a valid scenario
-    runs = json.loads((out / "results.json").read_text())["runs"]
-    assert all(r["num_requests"] > 0 for r in runs.values())
+    for name, why in CHOICES:
+        assert f"- **{name}**: {why}" in report
+    for mode in COST_MODES:
+        for figure in FIGURES:
+            assert (out / f"{mode}-{figure}.png").read_bytes()[:4] == b"\x89PNG"
+            assert f"- `{mode}-{figure}.png`" in report
+    assert "- `results.json`" in report
 
 
-def test_fused_is_flat_in_the_rtt_and_distributed_degrades(
+def test_scenario_files_per_mode_are_the_runs(quick: tuple[Path, list[ClaimRow]]) -> None:
+    out, _ = quick
+    names = plan_scenarios(QUICK)
+    assert len(names) == 5 + 3 * 3 + 3 + 2 * 4
+    files = {p.name for p in (out / "scenarios").glob("*.yaml")}
+    assert files == {f"{m}-{n}.yaml" for m in COST_MODES for n in names}
+    for mode in COST_MODES:
+        planned = plan_scenarios(QUICK.in_mode(mode))
+        for name, data in planned.items():
+            written = yaml.safe_load((out / "scenarios" / f"{mode}-{name}.yaml").read_text())
+            assert written == data
+            built = scenario_from_dict(written)  # each is a valid scenario
+            assert (built.dsdsim_compat is not None) is (mode == "dsdsim_compat")
+            assert built.record_rounds is (mode == "dsdsim_compat")
+            assert built.workload.kind == "closed_loop"
+            assert sum(p.count for p in built.auto_topology.servers) == 5
+
+
+def test_results_are_keyed_by_mode(quick: tuple[Path, list[ClaimRow]]) -> None:
+    results = _results(quick[0])
+    assert list(results) == list(COST_MODES)
+    for mode in COST_MODES:
+        setup = QUICK.in_mode(mode).setup
+        assert results[mode]["setup"] == setup.to_dict()
+        runs = results[mode]["runs"]
+        assert set(runs) == set(plan_scenarios(QUICK))
+        for name, r in runs.items():
+            assert r["num_requests"] > 0, name
+            # throughput over the horizon (compat: the drain's completions included)
+            assert r["throughput_requests_per_s"] == pytest.approx(
+                r["num_requests"] / setup.duration_s
+            )
+            assert r["tpot_ms"] > 0 and r["request_tpot_ms"] > 0
+            if mode == "physical":
+                assert r["tpot_ms"] == r["request_tpot_ms"]
+        if mode == "dsdsim_compat":  # DSD-Sim's TPOT, from the round records
+            dist = runs[crossover_name("distributed", 10.0)]
+            assert dist["tpot_ms"] != dist["request_tpot_ms"]
+
+
+def test_physical_cloud_only_is_flat_in_the_rtt_and_distributed_degrades(
     quick: tuple[Path, list[ClaimRow]],
 ) -> None:
-    runs = json.loads((quick[0] / "results.json").read_text())["runs"]
-    fused = [runs[f"crossover-fused-rtt{r}"]["tpot_ms"] for r in (10, 60, 120)]
-    dist = [runs[f"crossover-distributed-rtt{r}"]["tpot_ms"] for r in (10, 60, 120)]
-    assert max(fused) <= 1.1 * min(fused)  # only the first and last tokens cross the network
-    assert dist[0] < dist[1] < dist[2]  # every distributed round pays the round trip
+    runs = _results(quick[0])["physical"]["runs"]
+    rtts = sorted(QUICK.crossover_rtts_ms)
+    assert rtts == [10.0, 60.0, 120.0]
+    cloud = [runs[crossover_name("cloud_only", r)]["tpot_ms"] for r in rtts]
+    dist = [runs[crossover_name("distributed", r)]["tpot_ms"] for r in rtts]
+    # only the downlink crosses the network (pipelined with the next round): the quick run
+    # gives 212 / 209 / 208 ms
+    assert max(cloud) <= 1.1 * min(cloud)
+    # every distributed round pays the round trip (the quick run: 97 / 111 / 124 ms)
+    assert dist[0] < dist[1] < dist[2]
+    assert dist[2] - dist[0] >= 0.1 * dist[0]
     light, heavy = runs["routing-jsq-400"], runs["routing-jsq-1200"]
+    assert heavy["throughput_requests_per_s"] > 1.3 * light["throughput_requests_per_s"]
+    light, heavy = runs["batching-fcfs-400"], runs["batching-fcfs-1200"]
     assert heavy["throughput_requests_per_s"] > light["throughput_requests_per_s"]
 
 
@@ -59,8 +133,21 @@ def test_report_says_quick_and_gives_every_miss_its_cause(
 ) -> None:
     out, rows = quick
     report = check_quick_report(out, rows)
-    # 12 s runs: the absolute throughput (9 req/s against 25.1) is not compared
-    absolute = next(r for r in rows if r.what.startswith("default: throughput"))
-    assert absolute.outcome is Outcome.QUICK and absolute.cause is Cause.QUICK_RUN
-    assert "direction –, magnitude ✗ (quick run) | not comparable (quick run) |" in report
+    for row in rows:  # every row states one of its mode's causes
+        stated = CAUSES[_mode(row)]
+        reason = row.reason
+        assert reason is not None and reason in [getattr(stated, f.name) for f in fields(stated)]
+        if row.outcome is not Outcome.HOLDS:  # shown: the quick run's, or the stated one
+            assert row.cause in (Cause.QUICK_RUN, reason.cause), row
+    # 40 s runs on a quarter of the fleet: the absolute throughput is not compared
+    for mode in COST_MODES:
+        absolute = next(
+            r for r in rows if r.what == f"[{MODE_TAGS[mode]}] default: throughput, TPOT (absolute)"
+        )
+        assert absolute.outcome is Outcome.QUICK and absolute.cause is Cause.QUICK_RUN
+        assert f"| {absolute.verdict} | not comparable (quick run) |" in report
     assert all(r.quick_run for r in rows if r.magnitude_ok is not None and r.claim_id != "D3")
+    assert not any(r.quick_run for r in rows if r.claim_id == "D3")
+    # D3 is judged in both modes, each with its own cause when it does not hold
+    for row in (r for r in rows if r.claim_id == "D3"):
+        assert row.reason == CAUSES[_mode(row)].crossover
