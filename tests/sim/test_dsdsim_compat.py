@@ -78,9 +78,7 @@ def test_an_unqueued_fused_round_runs_alone_beside_the_targets_batch(
     # b (distributed, γ capped to 1): prefill 40 in one pass 0.4; up 228 B → 0.410228;
     # its batch verifies 41 new tokens, 0.046 → 0.456228.
     (b_batch, *_) = result.batches
-    assert (b_batch.start_s, b_batch.end_s) == (
-        pytest.approx(0.410228, abs=1e-12), pytest.approx(0.456228, abs=1e-12)
-    )  # fmt: skip
+    assert [b_batch.start_s, b_batch.end_s] == pytest.approx([0.410228, 0.456228], abs=1e-12)
     # a (cloud-only, decided at 0.4): request 80 B → 0.41008, alone: 4 new 0.009 →
     # 0.41908; the server decides fused again and it runs alone at once, beside b's
     # batch: 1 new, 4 cached 0.0064 → 0.42548; then 1 new, 5 cached 0.0065 → 0.43198.
