@@ -17,7 +17,7 @@ from collections import Counter
 
 import numpy as np
 
-from edgespec.core.types import BatchRecord, RequestRecord
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.metrics.exact_sum import ExactSum
 from edgespec.metrics.server_busy import ServerBusyTime
 from edgespec.metrics.types import (
@@ -78,7 +78,8 @@ class _ClassTally:
 class MetricsAccumulator:
     """Feed records with ``add_request`` / ``add_batch`` as they complete; ``finish`` once.
 
-    Records are validated on entry (``ValueError`` naming the request or batch).
+    Records are validated on entry (``ValueError`` naming the request or batch). Optional
+    ``add_round``: every round verified inside the run, for the committed goodput.
     ``finish`` does not consume the accumulator: it can be called again after more adds.
     ``busy_keep``: batches per server whose span stays exact for the clipping at
     ``duration_s`` (:class:`~edgespec.metrics.server_busy.ServerBusyTime`); a source that
@@ -107,6 +108,7 @@ class MetricsAccumulator:
         self._num_cached = 0
         self._batch_sizes: Counter[int] = Counter()
         self._busy: dict[int, ServerBusyTime] = {}
+        self._num_committed: int | None = None  # None: no round counted
 
     def add_request(self, record: RequestRecord) -> None:
         """Count one completed request."""
@@ -169,6 +171,16 @@ class MetricsAccumulator:
             busy = self._busy[server] = ServerBusyTime(self._busy_keep)
         busy.add(start, end)
 
+    def add_round(self, record: RoundRecord) -> None:
+        """Count one round's committed tokens (its request may be unfinished). The
+        simulator emits a round when its verification ends, never after ``duration_s``."""
+        if record.num_committed < 0:
+            rid, index, n = record.request_id, record.round_index, record.num_committed
+            raise ValueError(
+                f"round {index} of request {rid!r}: num_committed must be >= 0, got {n}"
+            )
+        self._num_committed = (self._num_committed or 0) + record.num_committed
+
     def merge(self, other: MetricsAccumulator) -> None:
         """Add every record ``other`` counted (a shard of the same run): the result is
         what one accumulator fed all the records gives (sums are exact, percentiles
@@ -194,6 +206,8 @@ class MetricsAccumulator:
         self._num_forwarded += other._num_forwarded
         self._num_cached += other._num_cached
         self._batch_sizes.update(other._batch_sizes)
+        if other._num_committed is not None:
+            self._num_committed = (self._num_committed or 0) + other._num_committed
         for server, busy in other._busy.items():
             mine_busy = self._busy.get(server)
             if mine_busy is None:
@@ -259,6 +273,10 @@ class MetricsAccumulator:
             server_busy_s=busy,
             server_utilization=utilization,
             mean_server_utilization=math.fsum(utilization) / num_servers,
+            num_committed_tokens=self._num_committed,
+            committed_goodput_tokens_per_s=None
+            if self._num_committed is None
+            else self._num_committed / duration_s,
         )
 
     def _time_split(self, num_requests: int) -> TimeSplit | None:

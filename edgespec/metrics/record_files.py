@@ -6,6 +6,9 @@ of requests): a :class:`RecordFiles` is the simulator's record sink for ``edgesp
 - ``batches.parquet`` (every verification forward pass);
 - with rounds: ``rounds.csv`` and ``rounds.parquet``.
 
+Every round the simulator emits also counts towards the committed goodput, with or
+without the rounds' files.
+
 Parquet files are written in row groups of ``row_group_rows`` rows: only the rows of the
 group being filled are held. Every record also goes to a
 :class:`~edgespec.metrics.accumulator.MetricsAccumulator`, so :meth:`RecordFiles.finish`
@@ -122,6 +125,7 @@ class RecordFiles:
             )
         self._add_request = self.acc.add_request
         self._add_batch = self.acc.add_batch
+        self._add_round = self.acc.add_round
 
     def _csv(self, name: str, header: tuple[str, ...]) -> Any:
         handle = (self.run_dir / name).open("w", newline="")
@@ -150,6 +154,7 @@ class RecordFiles:
         )
 
     def round(self, record: RoundRecord) -> None:
+        self._add_round(record)
         if self._rounds is None:
             return
         values = [getattr(record, name) for name in ROUND_FIELDS]

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from edgespec.core.types import BatchRecord, RequestRecord
+from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.metrics.accumulator import MetricsAccumulator
 from edgespec.metrics.types import LatencyStats, SystemMetrics
 
@@ -47,17 +47,22 @@ def summarize(
     batches: Iterable[BatchRecord],
     duration_s: float,
     num_servers: int,
+    rounds: Iterable[RoundRecord] | None = None,
 ) -> SystemMetrics:
     """Metrics of a run of ``duration_s`` seconds on ``num_servers`` target servers.
 
-    ``requests`` are the completed requests, ``batches`` every verification forward pass.
-    Raises ``ValueError`` naming the record when one is inconsistent.
+    ``requests`` are the completed requests, ``batches`` every verification forward pass,
+    ``rounds`` (optional) every round verified inside the run: with them the metrics hold
+    the committed goodput too. Raises ``ValueError`` naming the record when one is
+    inconsistent.
     """
     acc = MetricsAccumulator()
     for request in requests:
         acc.add_request(request)
     for batch in batches:
         acc.add_batch(batch)
+    for record in rounds if rounds is not None else ():
+        acc.add_round(record)
     return acc.finish(duration_s, num_servers)
 
 
@@ -168,6 +173,8 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
     tab.add_row("requests", f"{plain(m.num_requests)} in {plain(m.duration_s, 4)} s")
     tab.add_row("throughput", f"{plain(m.throughput_requests_per_s)} req/s")
     tab.add_row("goodput", f"{plain(m.goodput_tokens_per_s, 4)} tok/s")
+    if m.committed_goodput_tokens_per_s is not None:
+        tab.add_row("committed goodput", f"{plain(m.committed_goodput_tokens_per_s, 4)} tok/s")
     tab.add_row("server tokens", f"{plain(m.throughput_tokens_per_s, 4)} tok/s")
     tab.add_row("SLO attainment", _pct(m.slo_attainment))
     for c in m.slo_classes_by_target():

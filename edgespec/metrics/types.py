@@ -89,6 +89,9 @@ class SystemMetrics(_Record):
     (verified) output tokens of completed requests; ``num_forwarded_tokens`` are the
     positions the target servers forwarded (draft tokens, including rejected ones, plus
     uncached prefix), so ``goodput / throughput_tokens`` is the verifier's useful share.
+    Two goodputs: ``goodput_tokens_per_s`` counts the tokens of completed requests only,
+    ``committed_goodput_tokens_per_s`` every token committed inside the run, finished
+    request or not (WISP's Table 3 goodput; ``None`` unless round records were counted).
     ``ttft`` counts from each request's arrival, ``service_ttft`` from when its device
     took it up (``RequestRecord.service_ttft_s``).
     """
@@ -125,6 +128,13 @@ class SystemMetrics(_Record):
     server_busy_s: tuple[float, ...]
     server_utilization: tuple[float, ...]
     mean_server_utilization: float
+    num_committed_tokens: int | None = None
+    """Σ ``RoundRecord.num_committed`` over the rounds counted (every round whose
+    verification ended inside the run, whether or not its request finished); ``None``
+    when no round records were counted."""
+    committed_goodput_tokens_per_s: float | None = None
+    """``num_committed_tokens / duration_s``: verified, committed tokens per second of
+    the run (WISP §5.2.2, Table 3); ``None`` when no round records were counted."""
 
     def slo_classes_by_target(self) -> tuple[SloClassStats, ...]:
         """SLO classes ordered by target speed (loosest first), classes without one last."""

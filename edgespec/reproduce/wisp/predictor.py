@@ -8,8 +8,8 @@
   by the MLP's measured held-out operating point (TPR on accepted, FPR at the first
   rejection; :mod:`edgespec.sim.model.stop_model`'s confusion stand-in). Plus the real pair
   itself: the study's replay of held-out traces, fixed K vs the MLP.
-* W8 (Table 6): goodput at N = 2, 4, 8, 16 devices with and without the predictor, WISP's
-  system (:mod:`wisp_setup`), the predictor costing Table 11's Pi 5 MLP time per pass.
+* W8 (Table 6): goodput at N = 2, 4, 8, 16 devices with and without the predictor
+  (:mod:`table6`).
 """
 
 from __future__ import annotations
@@ -21,18 +21,12 @@ from typing import Any
 
 from edgespec.learn.stop.study import StopStudy, StudySettings, run_study
 from edgespec.learn.traces.records import read_trace
-from edgespec.metrics.types import SystemMetrics
-from edgespec.reproduce.wisp.setup import CLASSES, WispSetup, scenario
-from edgespec.sim.setup.scenario import scenario_from_dict
-from edgespec.sim.simulator import simulate
+from edgespec.reproduce.wisp.runner import LateRule, simulate_rule
+from edgespec.reproduce.wisp.setup import MIXED, WispSetup, scenario
 
 TRAINING_TRACES = "gemma3-270m-draft-train.jsonl"
 TABLE_5_OFF = {"qwen3-0.6b": 0.31, "qwen3-1.7b": 0.42, "qwen3-4b": 0.47, "qwen3-8b": 0.53}
 TABLE_5_ON = {"qwen3-0.6b": 0.48, "qwen3-1.7b": 0.63, "qwen3-4b": 0.66, "qwen3-8b": 0.71}
-TABLE_6_OFF = {2: 14.23, 4: 21.12, 8: 56.12, 16: 102.13}
-TABLE_6_ON = {2: 17.14, 4: 26.43, 8: 70.43, 16: 132.80}
-PI5_MLP_MS = 0.4590
-"""Table 11: the MLP's mean single-sample latency on a Raspberry Pi 5, charged per pass."""
 
 
 def training_traces_path() -> Path:
@@ -43,6 +37,20 @@ def fixed_window_acceptance(alpha: float, k: int) -> float:
     """Fraction of a fixed window of ``k`` drafts accepted under i.i.d. acceptance α:
     E[L]/k with E[L] = Σ_{j=1..k} α^j."""
     return sum(alpha**j for j in range(1, k + 1)) / k
+
+
+def stopped_round(alpha: float, k: int, tpr: float, fpr: float) -> tuple[float, float]:
+    """(E[accepted], E[sent]) of a round of at most ``k`` drafts under i.i.d. acceptance α
+    and the confusion stand-in (:mod:`edgespec.sim.model.stop_model`): a position is kept
+    with probability ``tpr`` while every earlier one was accepted and it is too, ``fpr``
+    from the first rejection on; the round sends the kept prefix."""
+    accepted = sent = 0.0
+    clean, rejected = 1.0, 0.0  # P(all kept so far and all accepted / some rejected)
+    for _ in range(k):
+        clean, rejected = clean * alpha * tpr, (rejected + clean * (1 - alpha)) * fpr
+        accepted += clean
+        sent += clean + rejected
+    return accepted, sent
 
 
 def fit_alpha(fraction: float, k: int) -> float:
@@ -96,14 +104,17 @@ def predictor_scenario(
     *,
     alpha: float | None = None,
     record_rounds: bool = False,
+    device_profile: str | None = None,
 ) -> dict[str, Any]:
-    """WISP's system (``wisp`` batching, mixed classes) with or without the predictor."""
+    """WISP without its predictor (``wisp-np``, mixed classes), or with the predictor at
+    ``point`` (charged the setup's time per draft pass)."""
     data = scenario(
         setup,
-        "wisp",
+        "wisp-np",
         devices=devices,
-        slo_mix={name: 1.0 for name in CLASSES},
+        slo_mix=MIXED,
         record_rounds=record_rounds,
+        device_profile=device_profile,
     )
     if alpha is not None:
         data["acceptance"] = {"kind": "iid", "alpha": alpha}
@@ -111,9 +122,9 @@ def predictor_scenario(
         data["stop_predictor"] = {
             "confusion_tpr": point.tpr,
             "confusion_fpr": point.fpr,
-            "overhead_ms": PI5_MLP_MS,
+            "overhead_ms": setup.predictor_overhead_ms,
         }
-        data["name"] += "-predictor"
+        data["name"] += "-measured-predictor"
     return data
 
 
@@ -129,30 +140,21 @@ class AcceptanceRow:
     on_with_stopped: float
 
 
-def acceptance_row(plan: PredictorPlan, model: str, point: OperatingStandIn) -> AcceptanceRow:
+def acceptance_row(
+    plan: PredictorPlan, model: str, point: OperatingStandIn, rule: LateRule
+) -> AcceptanceRow:
     alpha = fit_alpha(TABLE_5_OFF[model], plan.setup.gamma)
     rates = []
     for stand in (None, point):
         data = predictor_scenario(
             plan.setup, plan.acceptance_devices, stand, alpha=alpha, record_rounds=True
         )
-        rounds = simulate(scenario_from_dict(data)).rounds
+        rounds = simulate_rule(data, rule).rounds
         sent = sum(r.num_drafted for r in rounds)
         passes = sum(r.draft_passes for r in rounds)
         accepted = sum(r.num_accepted for r in rounds)
         rates.append((accepted / sent if sent else 0.0, accepted / passes if passes else 0.0))
     return AcceptanceRow(model, alpha, rates[0][0], rates[1][0], rates[1][1])
-
-
-def goodput_pair(
-    plan: PredictorPlan, devices: int, point: OperatingStandIn
-) -> tuple[SystemMetrics, SystemMetrics]:
-    """(OFF, ON) metrics at ``devices``."""
-    from edgespec.sim.commands.run import run_scenario_dict
-
-    off = run_scenario_dict(predictor_scenario(plan.setup, devices, None))
-    on = run_scenario_dict(predictor_scenario(plan.setup, devices, point))
-    return off, on
 
 
 def load_training_records() -> list[Any]:
@@ -162,16 +164,16 @@ def load_training_records() -> list[Any]:
     return read_trace(path)
 
 
-def run_predictor_claims(plan: PredictorPlan) -> dict[str, Any]:
-    """Everything W6–W8 and W10 are computed from."""
+def run_predictor_claims(plan: PredictorPlan, rule: LateRule) -> dict[str, Any]:
+    """What W6, W7 and W10 are computed from, WISP's batching under the late-request
+    ``rule`` (W8's runs are :func:`edgespec.reproduce.wisp.table6.run_table6`)."""
     study = run_study(load_training_records(), plan.study)
     point = stand_in(study)
-    acceptance = [acceptance_row(plan, model, point) for model in TABLE_5_OFF]
-    goodput = {n: goodput_pair(plan, n, point) for n in plan.goodput_devices}
-    return {"study": study, "point": point, "acceptance": acceptance, "goodput": goodput}
+    acceptance = [acceptance_row(plan, model, point, rule) for model in TABLE_5_OFF]
+    return {"study": study, "point": point, "acceptance": acceptance}
 
 
-def predictor_choices() -> tuple[tuple[str, str], ...]:
+def predictor_choices(results: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     """The predictor claims' unstated inputs, each with its reason (REPORT.md)."""
     return (
         (
@@ -192,12 +194,13 @@ def predictor_choices() -> tuple[tuple[str, str], ...]:
             "(Eq. 25); acceptance = accepted / sent, the other accounting in each W7 note.",
         ),
         (
-            "W7/W8 stand-in",
+            "W7 stand-in",
             "WISP's Qwen3 drafts as i.i.d. acceptance fitted to Table 5 OFF at K = 4; the "
-            "predictor as the MLP's held-out TPR/FPR applied per position (positions after "
-            "the first rejection at the FPR), costing Table 11's Pi 5 MLP mean "
-            f"({PI5_MLP_MS} ms) per draft pass; WISP's system of W1–W5, mixed classes.",
+            "predictor as our MLP's held-out TPR/FPR applied per position (positions after "
+            "the first rejection at the FPR); WISP without its predictor otherwise (W1–W5's "
+            "setting, 50 tok/s drafting), mixed classes.",
         ),
+        results["table6"].speed.choice(),
     )
 
 
@@ -210,8 +213,5 @@ def predictor_dict(results: dict[str, Any]) -> dict[str, Any]:
         "study": study.to_json(),
         "stand_in": asdict(results["point"]),
         "acceptance": [asdict(row) for row in results["acceptance"]],
-        "goodput": [
-            {"devices": n, "off": off.goodput_tokens_per_s, "on": on.goodput_tokens_per_s}
-            for n, (off, on) in sorted(results["goodput"].items())
-        ],
+        "table6": results["table6"].to_dict(),
     }

@@ -13,7 +13,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.learn.stop.report import study_markdown
     from edgespec.metrics.plots import plot_violation_attribution
     from edgespec.reproduce.claims import print_claims, write_report
-    from edgespec.reproduce.wisp.claims import all_rows
+    from edgespec.reproduce.wisp.curve_claims import all_rows, operating_choice
     from edgespec.reproduce.wisp.plots import plot_capacities, plot_violation_curves
     from edgespec.reproduce.wisp.predictor import (
         PredictorPlan,
@@ -24,13 +24,20 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.reproduce.wisp.predictor_claims import predictor_rows
     from edgespec.reproduce.wisp.runs import Plan, results_dict, run_wisp
     from edgespec.reproduce.wisp.setup import choices
+    from edgespec.reproduce.wisp.table6 import run_table6
     from edgespec.sweeps.executor import make_executor
 
     plan = Plan.quick() if quick else Plan.full()
     out.mkdir(parents=True, exist_ok=True)
     results, scenario_files = run_wisp(plan, make_executor(workers), out / "scenarios", progress)
     rows = all_rows(results)
-    predictor = run_predictor_claims(PredictorPlan.quick() if quick else PredictorPlan.full())
+    rule = results.late.rule
+    predictor_plan = PredictorPlan.quick() if quick else PredictorPlan.full()
+    predictor = run_predictor_claims(predictor_plan, rule)
+    table6 = run_table6(
+        predictor_plan.setup, predictor_plan.goodput_devices, predictor["point"], rule, out
+    )
+    predictor["table6"] = table6
     rows += predictor_rows(predictor)
     study = predictor["study"]
     (out / "predictor.md").write_text(
@@ -39,7 +46,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     (out / "predictor.json").write_text(json.dumps(predictor_dict(predictor), indent=1) + "\n")
     plot_violation_curves(out / "fig7_violation_curves.png", results)
     plot_capacities(out / "table2_capacities.png", results)
-    files = [*scenario_files, "fig7_violation_curves.png", "table2_capacities.png"]
+    files = [*scenario_files, *table6.files, "fig7_violation_curves.png", "table2_capacities.png"]
     files += ["predictor.md", "predictor.json"]
     if results.attribution is not None:
         plot_violation_attribution(out / "fig8_attribution.png", results.attribution)
@@ -47,7 +54,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
-    chosen = (*choices(plan.setup), *predictor_choices())
+    chosen = (*choices(plan.setup), results.late.choice(), *operating_choice(results))
+    chosen += predictor_choices(predictor)
     write_report(out / "REPORT.md", title, command, rows, chosen, files, quick=quick)
     print_claims(rows, quick=quick)
     print(f"report: {out / 'REPORT.md'}")

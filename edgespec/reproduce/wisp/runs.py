@@ -1,9 +1,11 @@
 """``edgespec reproduce wisp``: WISP's claims W1–W5 (SEED-NOTES §5) against the simulator.
 
-W1/W2 Table 2 capacities per class (Qwen3-32B, Qwen3-14B stand-in) for WISP, centralized
-and SLED; W3 Table 3 goodput; W4 Table 1 / Fig. 7 violation curves, WISP vs FCFS, mixed
-classes; W5 Fig. 8 violation attribution. The setting is :mod:`wisp_setup`'s, fixed once.
-Work runs through a sweep executor (``--workers``): a job is one capacity search or one run.
+First the late-request rule is chosen on its calibration setting (:mod:`runner`); then W1/W2
+Table 2 capacities per class (Qwen3-32B, Qwen3-14B stand-in) for WISP, centralized and
+SLED; W3 Table 3 goodput; W4 Table 1 / Fig. 7 violation curves of WISP and FCFS, mixed
+classes, and the operating point where FCFS has Table 1's rate (:mod:`operating`); W5
+Fig. 8 violation attribution there. The setting is :mod:`setup`'s, fixed once. Work runs
+through a sweep executor (``--workers``): a job is one capacity search or one run.
 """
 
 from __future__ import annotations
@@ -14,17 +16,26 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.metrics.attribution import ViolationAttribution, attribute_violations
+from edgespec.metrics.summary import summarize
 from edgespec.metrics.types import SystemMetrics
-from edgespec.reproduce.jobs import RunJob, run_all, write_scenario
-from edgespec.reproduce.wisp.setup import CLASSES, WispSetup, scenario
-from edgespec.sim.commands.run import run_scenario_dict
-from edgespec.sim.setup.scenario import scenario_from_dict
-from edgespec.sim.simulator import simulate
+from edgespec.reproduce.jobs import run_all, write_scenario
+from edgespec.reproduce.wisp.operating import MAX_PROBES, OperatingPoint, find_operating_point
+from edgespec.reproduce.wisp.runner import (
+    LateCalibration,
+    LateRule,
+    SimRun,
+    calibrate_late_rule,
+    named,
+    simulate_rule,
+)
+from edgespec.reproduce.wisp.setup import CLASSES, MIXED, WispSetup, scenario
 from edgespec.sweeps.capacity import capacity_search, class_violation
 from edgespec.sweeps.executor import SweepExecutor
 from edgespec.sweeps.grid import progress_bar
 
-MIXED = {name: 1.0 for name in CLASSES}
+CAPACITY_SYSTEMS = ("wisp", "centralized", "sled")
+CURVE_SYSTEMS = ("wisp", "wisp-np", "fcfs")
+GOODPUT_SYSTEMS = ("wisp", "wisp-np", "centralized", "sled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,22 +48,27 @@ class Plan:
     capacity_hi: int
     curve_devices: tuple[int, ...]
     goodput_devices: int
+    without_predictor: tuple[str, ...]
+    """Targets whose capacities are searched for ``wisp-np`` too."""
+    calibration: tuple[int, float, int]
+    """The late-request calibration's seed, run length (s) and most devices."""
+    operating_probes: int
+    """FCFS runs off the grid to find W4's operating point, at most."""
 
     @staticmethod
     def full() -> Plan:
+        curve = tuple(range(40, 401, 20))
         return Plan(
-            WispSetup(),
-            ("qwen3-32b", "qwen3-14b"),
-            tuple(CLASSES),
-            600,
-            tuple(range(40, 401, 20)),
-            300,
-        )
+            WispSetup(), ("qwen3-32b", "qwen3-14b"), tuple(CLASSES), 600, curve, 300,
+            ("qwen3-32b",), (1, 120.0, 300), MAX_PROBES,
+        )  # fmt: skip
 
     @staticmethod
     def quick() -> Plan:
         setup = replace(WispSetup(), duration_s=60.0, ramp_s=5.0, mean_output_tokens=60)
-        return Plan(setup, ("qwen3-32b",), ("c2", "c8"), 400, (60, 120, 180), 200)
+        return Plan(
+            setup, ("qwen3-32b",), ("c2", "c8"), 400, (60, 120, 180), 200, (), (1, 20.0, 100), 1
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +78,7 @@ class CapacityJob:
     target: str
     slo_class: str
     hi: int
+    rule: LateRule
 
     def base(self) -> dict[str, Any]:
         """The scenario bisected over (its device count is the search's variable)."""
@@ -73,7 +90,7 @@ class CapacityJob:
         result = capacity_search(
             self.base(),
             "auto_topology.devices.0.count",
-            run_scenario_dict,
+            SimRun(self.rule),
             epsilon=self.setup.epsilon,
             lo=1,
             hi=self.hi,
@@ -84,12 +101,14 @@ class CapacityJob:
 
 
 @dataclass(frozen=True, slots=True)
-class AttributionJob:
-    data: dict[str, Any]
+class RunJob:
+    """One run of a scenario dict under the chosen late-request rule."""
 
-    def __call__(self) -> ViolationAttribution:
-        result = simulate(scenario_from_dict(self.data))
-        return attribute_violations(result.rounds)
+    data: dict[str, Any]
+    rule: LateRule
+
+    def __call__(self) -> SystemMetrics:
+        return SimRun(self.rule)(self.data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,83 +116,146 @@ class WispResults:
     """Everything the claims are computed from."""
 
     plan: Plan
+    late: LateCalibration
     capacities: dict[tuple[str, str, str], int | None]
     """(system, target, class) → devices."""
-    goodput: dict[str, float]
+    goodput: dict[str, SystemMetrics]
+    """System → metrics of its mixed-class run at ``plan.goodput_devices`` (W3)."""
     curves: dict[tuple[str, int], SystemMetrics]
     """(system, devices) → metrics of the mixed-class run (W4)."""
+    operating: OperatingPoint | None
+    at_operating: dict[str, SystemMetrics]
+    """System → metrics at the operating point's N (empty without one)."""
     attribution: ViolationAttribution | None
-    attribution_devices: int | None
 
 
-def capacity_jobs(plan: Plan) -> list[CapacityJob]:
+def capacity_jobs(plan: Plan, rule: LateRule) -> list[CapacityJob]:
     return [
-        CapacityJob(plan.setup, system, target, cls, plan.capacity_hi)
+        CapacityJob(plan.setup, system, target, cls, plan.capacity_hi, rule)
         for target in plan.targets
-        for system in ("wisp", "centralized", "sled")
+        for system in CAPACITY_SYSTEMS + (("wisp-np",) if target in plan.without_predictor else ())
         for cls in plan.classes
     ]
 
 
-def curve_jobs(plan: Plan) -> list[tuple[str, int, RunJob]]:
+def mixed(plan: Plan, system: str, devices: int) -> dict[str, Any]:
+    """``system``'s mixed-class scenario with ``devices`` devices (Qwen3-32B), recording
+    rounds: its committed goodput is counted."""
+    return scenario(plan.setup, system, devices=devices, slo_mix=MIXED, record_rounds=True)
+
+
+def curve_jobs(plan: Plan, rule: LateRule) -> list[tuple[str, int, RunJob]]:
     return [
-        (system, n, RunJob(scenario(plan.setup, system, devices=n, slo_mix=MIXED)))
-        for system in ("wisp", "fcfs")
+        (system, n, RunJob(mixed(plan, system, n), rule))
+        for system in CURVE_SYSTEMS
         for n in plan.curve_devices
     ]
 
 
-def goodput_jobs(plan: Plan) -> list[tuple[str, RunJob]]:
-    n = plan.goodput_devices
-    return [
-        (system, RunJob(scenario(plan.setup, system, devices=n, slo_mix=MIXED)))
-        for system in ("wisp", "centralized", "sled")
+def goodput_jobs(plan: Plan, rule: LateRule) -> list[tuple[str, RunJob]]:
+    return [(s, RunJob(mixed(plan, s, plan.goodput_devices), rule)) for s in GOODPUT_SYSTEMS]
+
+
+def at_operating_point(
+    plan: Plan, res: WispResults, rule: LateRule, files: list[str], folder: Path
+) -> WispResults:
+    """Find W4's operating point (FCFS probed off the grid), run the WISP systems there
+    (WISP with its records kept, for W5's attribution; without its predictor from the grid
+    where N lies on it)."""
+
+    def run(system: str, n: int) -> SystemMetrics:
+        found = res.curves.get((system, n))
+        if found is not None:
+            return found
+        data = mixed(plan, system, n)
+        files.append(write_scenario(folder, f"operating-{system}-{n}", named(data, rule)))
+        return SimRun(rule)(data)
+
+    fcfs = {n: m for (s, n), m in res.curves.items() if s == "fcfs"}
+    point = find_operating_point(fcfs, lambda n: run("fcfs", n), plan.operating_probes)
+    if point is None:
+        return res
+    n = point.devices
+    data = mixed(plan, "wisp", n)
+    files.append(write_scenario(folder, f"attribution-wisp-{n}", named(data, rule)))
+    kept = simulate_rule(data, rule)
+    wisp = summarize(kept.requests, kept.batches, kept.duration_s, kept.num_servers, kept.rounds)
+    runs = {"wisp": wisp, "wisp-np": run("wisp-np", n), "fcfs": point.fcfs}
+    attribution = attribute_violations(kept.rounds)
+    return replace(res, operating=point, at_operating=runs, attribution=attribution)
+
+
+def run_wisp(
+    plan: Plan, executor: SweepExecutor, scenario_dir: Path, progress: bool
+) -> tuple[WispResults, list[str]]:
+    """Choose the late-request rule, run every job of ``plan`` (capacity searches, curve and
+    goodput runs), then the operating point and its attribution; write each scenario run."""
+    seed, seconds, hi = plan.calibration
+    late = calibrate_late_rule(plan.setup, seed, seconds, hi)
+    rule = late.rule
+    caps, curves, goodput = (
+        capacity_jobs(plan, rule),
+        curve_jobs(plan, rule),
+        goodput_jobs(plan, rule),
+    )
+    folder = scenario_dir  # the scenario files, and the operating point's
+    files = [
+        write_scenario(
+            folder, f"capacity-{j.system}-{j.target}-{j.slo_class}", named(j.base(), rule)
+        )
+        for j in caps
     ]
-
-
-def knee_devices(
-    curves: dict[tuple[str, int], SystemMetrics], system: str, cls: str, level: float
-) -> int | None:
-    """The fewest devices at which ``system``'s violation rate in ``cls`` reaches ``level``."""
-    points = sorted(n for s, n in curves if s == system)
-    for n in points:
-        if class_violation(cls)(curves[(system, n)]) >= level:
-            return n
-    return None
-
-
-FCFS_OPERATING_LEVEL = 0.3645
-"""Table 1: FCFS's violation rate at 4 tok/s. W4 compares WISP and FCFS at the fewest
-devices where our FCFS reaches it."""
-
-
-def operating_point(curves: dict[tuple[str, int], SystemMetrics]) -> int | None:
-    """W4's N: the fewest devices at which FCFS's 4 tok/s class reaches Table 1's rate."""
-    return knee_devices(curves, "fcfs", "c4", FCFS_OPERATING_LEVEL)
+    files += [write_scenario(folder, f"curve-{s}-{n}", named(j.data, rule)) for s, n, j in curves]
+    files += [write_scenario(folder, f"goodput-{s}", named(j.data, rule)) for s, j in goodput]
+    jobs: list[Callable[[], Any]] = [*caps, *(j for *_, j in curves), *(j for _, j in goodput)]
+    with progress_bar(progress) as bar:
+        task = bar.add_task("reproduce wisp", total=len(jobs) + 1)
+        values = run_all(executor, jobs, lambda: bar.advance(task))
+        cap_values, rest = values[: len(caps)], values[len(caps) :]
+        res = WispResults(
+            plan,
+            late,
+            {(j.system, j.target, j.slo_class): v for j, v in zip(caps, cap_values, strict=True)},
+            {s: m for (s, _), m in zip(goodput, rest[len(curves) :], strict=True)},
+            {(s, n): m for (s, n, _), m in zip(curves, rest[: len(curves)], strict=True)},
+            None,
+            {},
+            None,
+        )
+        res = at_operating_point(plan, res, rule, files, folder)
+        bar.advance(task)
+    return res, files
 
 
 def results_dict(res: WispResults) -> dict[str, Any]:
     """results.json: every number the claims use."""
+    op = res.operating
     return {
         "setup": res.plan.setup.to_dict(),
+        "late_rule": {"chosen": res.late.rule, "calibration_capacity": res.late.capacity},
         "capacities": [
             {"system": s, "target": t, "class": c, "devices": v}
             for (s, t, c), v in sorted(res.capacities.items())
         ],
-        "goodput_tokens_per_s": res.goodput,
+        "goodput": {s: _goodputs(m) for s, m in res.goodput.items()},
         "curves": [
-            {
-                "system": s,
-                "devices": n,
-                "violation": {c: class_violation(c)(m) for c in CLASSES},
-                "goodput_tokens_per_s": m.goodput_tokens_per_s,
-            }
+            {"system": s, "devices": n, "violation": _violations(m), **_goodputs(m)}
             for (s, n), m in sorted(res.curves.items())
         ],
+        "operating_point": None
+        if op is None
+        else {
+            "devices": op.devices,
+            "probed": list(op.probed),
+            "fcfs_c4_violation": [{"devices": n, "rate": r} for n, r in op.points],
+            "runs": {
+                s: {"violation": _violations(m), **_goodputs(m)}
+                for s, m in res.at_operating.items()
+            },
+        },
         "attribution": None
         if res.attribution is None
         else {
-            "devices": res.attribution_devices,
             "rounds_with_deadline": res.attribution.num_rounds_with_deadline,
             "violated": res.attribution.num_violated,
             "compute_dominant": res.attribution.num_compute_dominant,
@@ -181,37 +263,12 @@ def results_dict(res: WispResults) -> dict[str, Any]:
     }
 
 
-def run_wisp(
-    plan: Plan, executor: SweepExecutor, scenario_dir: Path, progress: bool
-) -> tuple[WispResults, list[str]]:
-    """Run every job of ``plan`` (capacity searches, curve and goodput runs, then the
-    attribution run at the W4 operating point); write each scenario it ran."""
-    caps = capacity_jobs(plan)
-    curves = curve_jobs(plan)
-    goodput = goodput_jobs(plan)
-    files = [
-        write_scenario(scenario_dir, f"capacity-{j.system}-{j.target}-{j.slo_class}", j.base())
-        for j in caps
-    ]
-    files += [write_scenario(scenario_dir, f"curve-{s}-{n}", j.data) for s, n, j in curves]
-    files += [write_scenario(scenario_dir, f"goodput-{s}", j.data) for s, j in goodput]
-    jobs: list[Callable[[], Any]] = [*caps, *(j for *_, j in curves), *(j for _, j in goodput)]
-    with progress_bar(progress) as bar:
-        task = bar.add_task("reproduce wisp", total=len(jobs) + 1)
-        values = run_all(executor, jobs, lambda: bar.advance(task))
-        cap_values, rest = values[: len(caps)], values[len(caps) :]
-        capacities = {
-            (j.system, j.target, j.slo_class): v for j, v in zip(caps, cap_values, strict=True)
-        }
-        curve_values, goodput_metrics = rest[: len(curves)], rest[len(curves) :]
-        curve_metrics = {(s, n): m for (s, n, _), m in zip(curves, curve_values, strict=True)}
-        goodput_values = {
-            s: m.goodput_tokens_per_s for (s, _), m in zip(goodput, goodput_metrics, strict=True)
-        }
-        partial = WispResults(plan, capacities, goodput_values, curve_metrics, None, None)
-        n_star = operating_point(curve_metrics) or plan.curve_devices[-1]
-        data = scenario(plan.setup, "wisp", devices=n_star, slo_mix=MIXED, record_rounds=True)
-        files.append(write_scenario(scenario_dir, f"attribution-wisp-{n_star}", data))
-        attribution = AttributionJob(data)()
-        bar.advance(task)
-    return replace(partial, attribution=attribution, attribution_devices=n_star), files
+def _violations(m: SystemMetrics) -> dict[str, float]:
+    return {c: class_violation(c)(m) for c in CLASSES}
+
+
+def _goodputs(m: SystemMetrics) -> dict[str, float | None]:
+    return {
+        "committed_goodput_tokens_per_s": m.committed_goodput_tokens_per_s,
+        "goodput_tokens_per_s": m.goodput_tokens_per_s,
+    }

@@ -3,9 +3,13 @@ every claim (W1–W5), and the scenarios of the four systems compared.
 
 Systems (one codebase, one simulator):
 
-* ``wisp``: distributed SD, WISP's Algorithm 1 (:mod:`edgespec.policies.wisp`) on the
+* ``wisp``: WISP the system (§5.1: "adds a predictor-guided drafting controller, an
+  SLO-aware batch scheduler ... and an online verification-time estimator"): distributed
+  SD, the rejection predictor at Table 10's MLP operating point (confusion stand-in,
+  Table 11's Pi 5 time per draft pass), Algorithm 1 (:mod:`edgespec.policies.wisp`) on the
   Eq. 19 estimator of the verifier's profile, per-round token-speed deadlines (Eq. 6/12),
   prefix cache on;
+* ``wisp-np``: the same without the rejection predictor (what shows the predictor's share);
 * ``fcfs``: the same distributed system with first-come-first-served batching (Table 1 and
   Fig. 7's FCFS);
 * ``sled``: SLED, distributed SD with FCFS and **no prefix cache** (every verification
@@ -18,9 +22,17 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-SYSTEMS = ("wisp", "fcfs", "sled", "centralized")
+SYSTEMS = ("wisp", "wisp-np", "fcfs", "sled", "centralized")
+WISP_SYSTEMS = ("wisp", "wisp-np")
+"""The systems that batch with Algorithm 1 (the late-request rule applies to them)."""
 CLASSES = {"c2": 2.0, "c4": 4.0, "c6": 6.0, "c8": 8.0}
 """WISP's four token-speed classes (tok/s); Table 2 numbers them 1–4 = 2, 4, 6, 8."""
+MIXED = {name: 1.0 for name in CLASSES}
+"""§5.3: each device is assigned one of the four classes at random, evenly."""
+TABLE_10_MLP = (0.8011, 0.4250)
+"""Table 10, MLP (3-layer): TP share of accepted tokens, FP share of first rejections."""
+PI5_MLP_MS = 0.4590
+"""Table 11: the MLP's mean single-sample latency on a Raspberry Pi 5, charged per pass."""
 TARGET_PROFILES = {"qwen3-32b": "a100-qwen3-32b", "qwen3-14b": "a100-qwen3-14b-scaled"}
 
 
@@ -41,6 +53,9 @@ class WispSetup:
     max_batch_tokens: int = 8192
     kv_budget_tokens: int = 200_000
     guard_s: float = 0.005
+    predictor_tpr: float = TABLE_10_MLP[0]
+    predictor_fpr: float = TABLE_10_MLP[1]
+    predictor_overhead_ms: float = PI5_MLP_MS
     epsilon: float = 0.05
     duration_s: float = 300.0
     ramp_s: float = 10.0
@@ -49,12 +64,17 @@ class WispSetup:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def mean_context_tokens(self) -> int:
+        """A request's mean KV context over its life: prompt plus half its output."""
+        return self.mean_prompt_tokens + self.mean_output_tokens // 2
+
 
 def choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
     """The unstated inputs of ``setup``, each with the reason it was chosen."""
     lo_p, hi_p = (round(setup.mean_prompt_tokens * (1 + k * setup.length_spread)) for k in (-1, 1))
     lo_o, hi_o = (round(setup.mean_output_tokens * (1 + k * setup.length_spread)) for k in (-1, 1))
-    context = setup.mean_prompt_tokens + setup.mean_output_tokens // 2
+    context = setup.mean_context_tokens
     return (
         (
             "lengths",
@@ -69,7 +89,16 @@ def choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
             "draft model and acceptance",
             f"{setup.draft_model} (the paper does not say which draft Tables 1–3 use), i.i.d. "
             f"acceptance α = {setup.alpha}, at which a fixed K = 4 window accepts 42% of "
-            "drafted tokens (Table 5, predictor OFF). No rejection predictor in these runs.",
+            "drafted tokens (Table 5, predictor OFF).",
+        ),
+        (
+            "rejection predictor",
+            f"part of WISP (§5.1, §5.2.1 credits it for the capacity gap): the MLP at Table "
+            f"10's operating point, each drafted position kept with probability "
+            f"{setup.predictor_tpr} if the target accepts it and {setup.predictor_fpr} "
+            "otherwise (the confusion stand-in), the stopped token drafted and not sent "
+            f"(Eq. 25), {setup.predictor_overhead_ms} ms per draft pass (Table 11, Pi 5 MLP). "
+            "wisp-np is WISP without it; FCFS, SLED and centralized have none.",
         ),
         ("window", f"K = {setup.gamma} draft tokens per round (§4.4: follow-ups of 3–5)."),
         ("device", f"drafting at 50 tok/s, 20 ms per draft pass ({setup.device_profile}, Fig. 1)."),
@@ -86,8 +115,7 @@ def choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
             "WISP",
             f"δ = {1000 * setup.guard_s:g} ms; N̂ᵛ = α̂·N_d (Eq. 5: accepted tokens only) with "
             "α̂ the session's acceptance so far; v̂ = marginal cost T̂({i}) − c, LST on the "
-            "solo cost; a request that cannot meet its deadline even alone is admitted first "
-            "without its deadline binding the batch (docs/REPRODUCE.md).",
+            "solo cost; the late-request rule below.",
         ),
         (
             "capacity",
@@ -98,8 +126,10 @@ def choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
         (
             "runs",
             f"{setup.duration_s:g} simulated seconds (first requests spread over "
-            f"{setup.ramp_s:g} s), seed {setup.seed}; requests unfinished at the end are not "
-            "counted.",
+            f"{setup.ramp_s:g} s), seed {setup.seed}. Violation rates count the requests "
+            "that finished inside the run; goodput is reported both ways (docs/METRICS.md): "
+            "committed (every token verified inside the run, Table 3's definition, the one "
+            "compared) and completed-request (tokens of finished requests only).",
         ),
     )
 
@@ -129,15 +159,17 @@ def scenario(
     slo_mix: dict[str, float],
     target: str = "qwen3-32b",
     record_rounds: bool = False,
+    device_profile: str | None = None,
 ) -> dict[str, Any]:
     """The scenario (as a plain dict, ready for YAML) of ``system`` with ``devices`` edge
-    devices whose SLO classes follow ``slo_mix``."""
+    devices whose SLO classes follow ``slo_mix`` (``device_profile``: the devices' Eq. 19
+    profile instead of the setup's, a bundled name or a file)."""
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; known: {list(SYSTEMS)}")
     profile = TARGET_PROFILES[target]
     prompts, outputs = length_grid(setup)
     batching: dict[str, Any] = {"name": "fcfs"}
-    if system == "wisp":
+    if system in WISP_SYSTEMS:
         batching = {"name": "wisp", "params": {"profile": profile, "guard_s": setup.guard_s}}
     server = {
         "target_model": target,
@@ -151,16 +183,16 @@ def scenario(
     device = {
         "count": devices,
         "draft_model": setup.draft_model,
-        "cost_model": {"kind": "wisp", "profile": setup.device_profile},
+        "cost_model": {"kind": "wisp", "profile": device_profile or setup.device_profile},
         "slo_mix": slo_mix,
     }
-    return {
+    data: dict[str, Any] = {
         "name": f"wisp-{system}-{target}",
         "seed": setup.seed,
         "duration_s": setup.duration_s,
         "mode": "centralized" if system == "centralized" else "distributed",
         "slo_classes": dict(CLASSES),
-        "deadline_rule": "token_speed" if system == "wisp" else "pace",
+        "deadline_rule": "token_speed" if system in WISP_SYSTEMS else "pace",
         "links": {"default": {"rtt_ms": setup.rtt_ms, "bandwidth_mbps": setup.bandwidth_mbps}},
         "auto_topology": {"devices": [device], "servers": [server]},
         "policies": {
@@ -178,3 +210,10 @@ def scenario(
         },
         "record_rounds": record_rounds,
     }
+    if system == "wisp":
+        data["stop_predictor"] = {
+            "confusion_tpr": setup.predictor_tpr,
+            "confusion_fpr": setup.predictor_fpr,
+            "overhead_ms": setup.predictor_overhead_ms,
+        }
+    return data

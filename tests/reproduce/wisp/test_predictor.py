@@ -1,4 +1,5 @@
-"""W7/W8 stand-in pieces: the α fit to Table 5 OFF and the predictor scenario."""
+"""W7/W8 stand-in pieces: the α fit to Table 5 OFF, the predictor scenarios and W8's
+drafting speed from Table 6."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from edgespec.reproduce.wisp.predictor import (
     fixed_window_acceptance,
     predictor_scenario,
 )
+from edgespec.reproduce.wisp.setup import MIXED, WispSetup, scenario
+from edgespec.reproduce.wisp.table6 import table6_speed
 from edgespec.sim.setup.scenario import scenario_from_dict
 
 
@@ -27,13 +30,40 @@ def test_alpha_fit_matches_seed_notes() -> None:
         assert math.isclose(fixed_window_acceptance(fit_alpha(fraction, 4), 4), fraction)
 
 
-def test_predictor_scenario_adds_the_stand_in() -> None:
+def test_predictor_scenario_adds_the_stand_in_to_wisp_without_predictor() -> None:
     from edgespec.reproduce.wisp.predictor import OperatingStandIn
 
     plan = PredictorPlan.quick()
     off = scenario_from_dict(predictor_scenario(plan.setup, 4, None, alpha=0.6))
     on = scenario_from_dict(predictor_scenario(plan.setup, 4, OperatingStandIn(0.8, 0.4)))
     assert off.stop_predictor is None and off.acceptance.alpha == 0.6
-    assert on.stop_predictor is not None
+    assert off.policies.batching.name == "wisp"
+    assert on.stop_predictor is not None and on.name == "wisp-wisp-np-qwen3-32b-measured-predictor"
     assert (on.stop_predictor.confusion_tpr, on.stop_predictor.confusion_fpr) == (0.8, 0.4)
     assert on.stop_predictor.overhead_ms == 0.459
+
+
+def test_wisp_the_system_carries_table_10s_predictor() -> None:
+    wisp = scenario_from_dict(scenario(WispSetup(), "wisp", devices=2, slo_mix=MIXED))
+    assert wisp.stop_predictor is not None
+    point = (wisp.stop_predictor.confusion_tpr, wisp.stop_predictor.confusion_fpr)
+    assert point == (0.8011, 0.425) and wisp.stop_predictor.overhead_ms == 0.459
+    for system in ("wisp-np", "fcfs", "sled", "centralized"):
+        data = scenario(WispSetup(), system, devices=2, slo_mix=MIXED)
+        assert scenario_from_dict(data).stop_predictor is None, system
+
+
+def test_table_6_drafting_speed_by_hand() -> None:
+    speed = table6_speed(WispSetup())
+    # E[C] = 1 + Σ_{j=1..4} 0.6819^j = 2.6802; 7.115 tok/s per device → 376.7 ms a round;
+    # Eq. 19 at 600 cached + 4 new: 4a + 2416 b_c + 600 b_r + c = 17.848 ms; (376.7 − 20 −
+    # 17.848) / 4 = 84.71 ms a pass = 11.80 tok/s
+    assert round(speed.committed_per_round, 4) == 2.6802
+    assert round(1e3 * speed.verify_s, 3) == 17.848
+    assert round(1e3 * speed.round_s, 1) == 376.7
+    assert round(1e3 * speed.draft_pass_s, 2) == 84.71
+    assert round(speed.tokens_per_s, 2) == 11.80
+    assert round(speed.at_fig1_speed(), 2) == 3.20
+    assert speed.profile()["c_s"] == speed.draft_pass_s
+    name, text = speed.choice()
+    assert name == "W8 drafting speed" and text.startswith("11.80 tok/s per device (84.7 ms")

@@ -9,7 +9,7 @@ from typing import Any, cast
 from edgespec.learn.stop.evaluate import LatencyStats, OperatingPoint, WasteSummary
 from edgespec.learn.stop.study import PredictorResult, StopStudy, StudySettings, TheoremPoint
 from edgespec.metrics import SystemMetrics, summarize
-from edgespec.reproduce.claims import ClaimRow
+from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.wisp.predictor import AcceptanceRow
 from edgespec.reproduce.wisp.predictor_claims import (
     TREES,
@@ -19,6 +19,8 @@ from edgespec.reproduce.wisp.predictor_claims import (
     w8_rows,
     w10_rows,
 )
+from edgespec.reproduce.wisp.setup import WispSetup
+from edgespec.reproduce.wisp.table6 import Table6Results
 
 
 def point(fpr: float, balanced_accuracy: float) -> OperatingPoint:
@@ -119,36 +121,68 @@ def test_w7_gains_their_tolerance_and_the_decreasing_order() -> None:
         (False, False),
     ]
     assert (order.ours, order.direction_ok) == ("50.0% / 50.0% / 0.0% / -10.0%", True)
+    # one confusion point for every draft makes the decrease a setting: never judged
+    assert order.outcome is Outcome.SETTING and order.why == ""
     rising = w7_rows(_acceptance((0.4, 0.5, 0.3, 0.2)), s)
-    assert rising[4].direction_ok is False
+    assert rising[4].direction_ok is False and rising[4].outcome is Outcome.SETTING
     assert rising[0].magnitude_ok is False  # +40% is 27% below +54.8%
     assert (gemma.ours, gemma.direction_ok) == ("0.500 → 0.600 (+20.0%)", True)
     flat = study(theorem=(mlp_point,), no_predictor=waste(1.0, acceptance=0.6))
     assert w7_rows([], flat)[-1].direction_ok is False
 
 
-def _goodput(value: float) -> SystemMetrics:
+def _goodput(committed: float, completed: float = 1.0) -> SystemMetrics:
     return dataclasses.replace(
-        summarize([], [], duration_s=1.0, num_servers=1), goodput_tokens_per_s=value
+        summarize([], [], duration_s=1.0, num_servers=1),
+        goodput_tokens_per_s=completed,
+        committed_goodput_tokens_per_s=committed,
     )
 
 
-def test_w8_goodput_gains() -> None:
+def _table6(runs: dict[int, tuple[float, float, float]]) -> Table6Results:
+    goodput = {n: (_goodput(a), _goodput(b), _goodput(c)) for n, (a, b, c) in runs.items()}
+    return Table6Results(WispSetup(), goodput, ())
+
+
+def test_w8_goodput_gains_on_committed_goodput() -> None:
     # the paper: N = 2 +20.4%, N = 4 +25.1%
-    rows = w8_rows(
-        {
-            4: (_goodput(100.0), _goodput(120.0)),
-            2: (_goodput(50.0), _goodput(60.0)),
-            3: (_goodput(10.0), _goodput(9.0)),
-        }
+    rows = w8_rows(_table6({4: (100.0, 120.0, 130.0), 2: (14.0, 16.8, 20.0), 3: (10.0, 9.0, 9.0)}))
+    assert [r.what for r in rows[:3]] == [f"committed goodput OFF → ON, N = {n}" for n in (2, 3, 4)]
+    assert rows[0].ours == "14.0 → 16.8 (+20.0%)" and rows[0].paper == "14.23 → 17.14 (+20.4%)"
+    assert rows[0].note == (
+        "with our MLP's operating point 20.0 (+42.9%); completed-request goodput 1.0 → 1.0"
     )
-    assert [r.what for r in rows[:3]] == [f"goodput OFF → ON, N = {n}" for n in (2, 3, 4)]
-    assert rows[0].ours == "50.0 → 60.0 (+20.0%)" and rows[0].paper == "14.23 → 17.14 (+20.4%)"
     assert [(r.direction_ok, r.magnitude_ok) for r in rows[:3]] == [
         (True, True),
         (False, None),  # no paper number for N = 3
         (True, True),
     ]
-    assert (rows[3].ours, rows[3].direction_ok) == ("20.0% / -10.0% / 20.0%", False)
-    equal = w8_rows({2: (_goodput(50.0), _goodput(60.0)), 4: (_goodput(100.0), _goodput(120.0))})
-    assert equal[-1].direction_ok is True  # equal gains are non-decreasing
+    assert (rows[3].ours, rows[3].direction_ok) == ("+20.0% / -10.0% / +20.0%", False)
+    # OFF at N = 2 fixed the drafting speed: a setting; the other N are judged ±50%
+    fit, rest = rows[4:]
+    assert (fit.what, fit.ours, fit.outcome) == (
+        "committed goodput OFF, N = 2",
+        "14.00",
+        Outcome.SETTING,
+    )
+    assert rest.what == "committed goodput OFF, N = 4 (drafting speed from N = 2)"
+    assert (rest.paper, rest.ours, rest.magnitude_ok) == ("21.12", "100.0", False)  # > 1.5×
+    near = w8_rows(_table6({2: (14.0, 17.0, 17.0), 4: (31.0, 38.0, 38.0), 8: (29.0, 35.0, 35.0)}))
+    assert near[-1].magnitude_ok is True  # 31 ≤ 1.5 · 21.12; 29 ≥ 0.5 · 56.12
+    assert near[-3].direction_ok is False  # +21.4%, +22.6%, +20.7%: falls at N = 8
+    equal = w8_rows(_table6({2: (50.0, 60.0, 60.0), 4: (100.0, 120.0, 120.0)}))
+    assert equal[2].direction_ok is True  # equal gains are non-decreasing
+
+
+def test_w8_misses_carry_table_12s_arithmetic() -> None:
+    rows = w8_rows(_table6({2: (14.0, 17.0, 17.0), 16: (110.0, 120.0, 125.0)}))
+    falling = rows[2]
+    assert (falling.what, falling.direction_ok) == ("gain non-decreasing in N", False)
+    assert falling.cause is Cause.INCONSISTENT
+    # E[C] 1 + Σ 0.6819^j = 2.68 vs 1 + Σ (0.6819 · 0.8011)^j = 2.10; sent 4 vs 1.52;
+    # Eq. 19 beyond c: 2.988 ms / 2.68 = 1.11 ms vs 2.854 ms / 2.10 = 1.36 ms a token
+    assert "commits 2.10 tokens instead of 2.68 (sending 1.52 instead of 4)" in falling.why
+    assert "1.36 ms instead of 1.11 (+22%, beyond c)" in falling.why
+    assert "(84.7 ms a pass)" in falling.why
+    assert rows[1].reason == falling.reason  # N = 16: +9.1% against +30.0%
+    assert rows[1].outcome is Outcome.DIRECTION_ONLY

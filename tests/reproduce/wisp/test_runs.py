@@ -1,6 +1,6 @@
 """``edgespec reproduce wisp --quick`` end to end (CI): the run folder, the scenario files it
 ran, the claim directions this reduced run reproduces, and a report that says it is a quick
-run and gives every row that does not hold its cause."""
+run, gives every row that does not hold its cause and shows the settings unjudged."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from edgespec.cli import main
-from edgespec.reproduce.claims import Cause
+from edgespec.reproduce.claims import Cause, Outcome
 from edgespec.reproduce.wisp.report import reproduce as reproduce_wisp
 from edgespec.sim.setup.scenario import scenario_from_dict
 from tests.reproduce.reports import check_quick_report
@@ -33,17 +33,35 @@ def test_report_and_files(quick: tuple[Path, list]) -> None:  # type: ignore[typ
     for name in ("fig7_violation_curves.png", "table2_capacities.png", "fig8_attribution.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
     scenarios = sorted((out / "scenarios").glob("*.yaml"))
-    assert len(scenarios) == 6 + 6 + 3 + 1  # capacity searches, curve runs, goodput, W5
-    for path in scenarios:
-        scenario_from_dict(yaml.safe_load(path.read_text()))  # each is a valid scenario
+    names = {p.stem for p in scenarios}
+    # capacity searches (3 systems × 2 classes), curves (3 systems × 3 N), goodput (4
+    # systems), W8 (OFF / ON / our MLP × 2 N), the operating point's runs, W5
+    assert sum(n.startswith("capacity-") for n in names) == 6
+    assert sum(n.startswith("curve-") for n in names) == 9
+    assert {n for n in names if n.startswith("goodput-")} == {
+        "goodput-wisp", "goodput-wisp-np", "goodput-centralized", "goodput-sled"
+    }  # fmt: skip
+    assert sum(n.startswith("table6-") for n in names) == 6
     results = json.loads((out / "results.json").read_text())
+    op = results["operating_point"]
+    assert f"attribution-wisp-{op['devices']}" in names
+    assert all(f"operating-fcfs-{n}" in names for n in op["probed"]) and len(op["probed"]) == 1
+    for path in scenarios:
+        assert f"`scenarios/{path.name}`" in report  # every file run is listed
+        scenario_from_dict(yaml.safe_load(path.read_text()))  # and is a valid scenario
+    assert "`profiles/edge-table6.yaml`" in report
     assert len(results["capacities"]) == 6 and results["attribution"]["violated"] > 0
+    assert results["late_rule"]["chosen"] == "first"
+    for system in ("wisp", "wisp-np", "centralized", "sled"):  # both goodputs, committed ≥
+        g = results["goodput"][system]
+        assert g["committed_goodput_tokens_per_s"] >= g["goodput_tokens_per_s"] > 0, system
     predictor = json.loads((out / "predictor.json").read_text())
     assert [p["name"] for p in predictor["study"]["predictors"]] == [
         "mlp", "lightgbm", "random_forest", "xgboost"
     ]  # fmt: skip
     assert predictor["study"]["balance"]["all"]["samples"] == 10_885
-    assert [g["devices"] for g in predictor["goodput"]] == [2, 16]
+    assert [g["devices"] for g in predictor["table6"]["goodput"]] == [2, 16]
+    assert round(predictor["table6"]["speed"]["tokens_per_s"], 2) == 11.80  # context 555: 11.797
     assert len(predictor["acceptance"]) == 4
     assert "## Dataset (Table 8)" in (out / "predictor.md").read_text()
 
@@ -53,20 +71,36 @@ def test_directions_reproduced_by_the_quick_run(quick: tuple[Path, list]) -> Non
     capacity = [r for r in rows if r.claim_id == "W1" and r.what.startswith("capacity")]
     assert len(capacity) == 2 and all(r.direction_ok for r in capacity)  # WISP > cent. > SLED
     goodput = next(r for r in rows if r.claim_id == "W3")
-    assert goodput.direction_ok  # WISP > centralized > SLED
+    assert goodput.direction_ok  # WISP > centralized > SLED, committed goodput
     # the predictor raises the acceptance of sent tokens for every draft model (Table 5)
     acceptance = [r for r in rows if r.claim_id == "W7" and r.what.startswith("acceptance")]
     assert len(acceptance) == 5 and all(r.direction_ok for r in acceptance)
     assert next(r for r in rows if r.claim_id == "W6-T1").direction_ok  # Theorem 1
+    # at the speed Table 6 implies, WISP's predictor raises goodput at N = 2 and 16
+    gains = [r for r in rows if r.claim_id == "W8" and r.what.startswith("committed goodput OFF →")]
+    assert len(gains) == 2 and all(r.direction_ok for r in gains)
+    w4 = next(r for r in rows if r.claim_id == "W4" and r.what.startswith("2 tok/s"))
+    assert w4.direction_ok  # the loosest class stays near 0 for both at the operating point
 
 
 def test_report_says_quick_and_gives_every_miss_its_cause(quick: tuple[Path, list]) -> None:  # type: ignore[type-arg]
     out, rows = quick
-    check_quick_report(out, rows)
+    report = check_quick_report(out, rows)
+    # the numbers a chosen input fixes are settings, shown and never judged
+    settings = {r.what for r in rows if r.outcome is Outcome.SETTING}
+    assert settings == {
+        "centralized capacity at 8 tok/s, qwen3-32b",
+        "operating point: N where FCFS violates 4 tok/s at Table 1's rate",
+        "relative gain decreasing with draft size (0.6B → 8B)",
+        "committed goodput OFF, N = 2",
+    }
+    assert report.count("| setting, not a claim |") == 4
     # capacities and goodput come from 60 s runs of short outputs: not compared
     for row in rows:
         if row.claim_id in ("W1", "W3") and row.magnitude_ok is not None:
             assert "(quick run)" in row.verdict and row.cause is Cause.QUICK_RUN
+    for name in ("late requests", "rejection predictor", "W4 operating point", "W8 drafting speed"):
+        assert f"- **{name}**: " in report
 
 
 def test_unknown_and_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,179 @@
+"""How the WISP reproduction runs one scenario, and the late-request rule it runs under.
+
+:class:`SimRun` turns a scenario dict into metrics that hold the committed goodput too
+(every round is counted as it is verified, docs/METRICS.md), with WISP's batching under
+the late-request rule the calibration chose.
+
+**Late requests.** Algorithm 1 stalls on a request that cannot meet its deadline even in a
+batch of its own (FEASIBLEADD fails on the empty batch; SEED-NOTES §1.4 item 8), and the
+paper does not say what WISP does with it. :data:`LATE_RULES` are three answers;
+:func:`calibrate_late_rule` finds WISP's capacity under each on a setting no claim uses
+(classes mixed and pooled, another seed, shorter runs) and keeps the rule that serves the
+most devices; every claim then runs under that one rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from edgespec.core.types import (
+    BatchPlan,
+    BatchRecord,
+    PendingVerification,
+    RequestRecord,
+    RoundRecord,
+)
+from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
+from edgespec.metrics.types import SystemMetrics
+from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.wisp import WispBatching
+from edgespec.reproduce.wisp.setup import MIXED, WispSetup, scenario
+from edgespec.sim.setup.build import Policies, build_policies
+from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
+from edgespec.sim.simulator import SimResult, paused_gc, simulate
+from edgespec.sweeps.capacity import capacity_search
+
+LateRule = Literal["first", "utility", "last"]
+LATE_RULES: dict[LateRule, str] = {
+    "first": "admitted before every other request, most overdue first, its own deadline "
+    "no longer binding the batch (edgespec/policies/wisp.py as written)",
+    "utility": "stripped of its deadline: it competes by utility ĝ/v̂ with the requests "
+    "that still have slack",
+    "last": "served only when no request that can still meet its deadline is queued",
+}
+"""What a late request (t + T̂({i}) > d_i) gets under each rule."""
+
+
+def is_late(batching: WispBatching, entry: PendingVerification, now_s: float) -> bool:
+    """``entry`` cannot meet its deadline even alone (the policy's own test)."""
+    deadline = entry.deadline_s
+    return deadline is not None and now_s + batching.solo_s(entry) > deadline
+
+
+@dataclass(frozen=True, slots=True)
+class LateRuleBatching:
+    """WISP's Algorithm 1 (``inner``) with late requests handled by ``rule``."""
+
+    inner: WispBatching
+    rule: LateRule
+
+    def select(
+        self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits
+    ) -> BatchPlan:
+        if self.rule == "first":
+            return self.inner.select(queue, now_s, limits)
+        late = [is_late(self.inner, e, now_s) for e in queue]
+        if self.rule == "utility":
+            queue = [
+                replace(e, deadline_s=None) if x else e for e, x in zip(queue, late, strict=True)
+            ]
+            return self.inner.select(queue, now_s, limits)
+        timely = [e for e, x in zip(queue, late, strict=True) if not x]
+        return self.inner.select(timely or queue, now_s, limits)
+
+
+class _CountingSink:
+    """Every record, rounds too, into one accumulator."""
+
+    def __init__(self) -> None:
+        self.acc = MetricsAccumulator(SIM_BUSY_KEEP)
+
+    def request(self, record: RequestRecord) -> None:
+        self.acc.add_request(record)
+
+    def batch(self, record: BatchRecord) -> None:
+        self.acc.add_batch(record)
+
+    def round(self, record: RoundRecord) -> None:
+        self.acc.add_round(record)
+
+
+def policies_for(scenario: Scenario, rule: LateRule) -> Policies | None:
+    """The scenario's policies with ``rule`` applied to WISP's batching; ``None`` (the
+    scenario's own) where it changes nothing."""
+    if rule == "first" or scenario.policies.batching.name != "wisp":
+        return None
+    policies = build_policies(scenario)
+    assert isinstance(policies.batching, WispBatching)
+    return replace(policies, batching=LateRuleBatching(policies.batching, rule))
+
+
+def named(data: dict[str, Any], rule: LateRule) -> dict[str, Any]:
+    """``data`` named with the late-request rule where the scenario file cannot say it
+    (a WISP system under a rule other than the policy's own)."""
+    if rule == "first" or data["policies"]["batching"]["name"] != "wisp":
+        return data
+    return {**data, "name": f"{data['name']}-late-{rule}"}
+
+
+def simulate_rule(data: dict[str, Any], rule: LateRule) -> SimResult:
+    """The run of ``data`` (records kept) under ``rule``."""
+    scenario = scenario_from_dict(data)
+    return simulate(scenario, policies=policies_for(scenario, rule))
+
+
+@dataclass(frozen=True, slots=True)
+class SimRun:
+    """scenario dict → metrics under ``rule``, records streamed; a scenario that records
+    rounds gets the committed goodput (capacity searches do without: faster)."""
+
+    rule: LateRule = "first"
+
+    def __call__(self, data: dict[str, Any]) -> SystemMetrics:
+        scenario = scenario_from_dict(data)
+        sink = _CountingSink()
+        with paused_gc():  # a run owns its worker process (or the CLI's)
+            run = simulate(scenario, policies=policies_for(scenario, self.rule), sink=sink)
+        return sink.acc.finish(run.duration_s, run.num_servers)
+
+
+@dataclass(frozen=True, slots=True)
+class LateCalibration:
+    """The calibration setting and each rule's capacity there (Eq. 20, every class)."""
+
+    seed: int
+    duration_s: float
+    epsilon: float
+    capacity: dict[LateRule, int | None]
+    """Rule → the most devices of mixed classes with at most ``epsilon`` of all finished
+    requests below their class's speed (``None``: not even one device)."""
+
+    @property
+    def rule(self) -> LateRule:
+        """The rule with the largest capacity (the first listed on a tie)."""
+        return max(LATE_RULES, key=lambda r: self.capacity[r] or 0)
+
+    def choice(self) -> tuple[str, str]:
+        """The rule and why, for REPORT.md's chosen inputs."""
+        caps = ", ".join(f"{r} {c if c is not None else 0}" for r, c in self.capacity.items())
+        return (
+            "late requests",
+            f"rule “{self.rule}”: a request that cannot meet its deadline even alone is "
+            f"{LATE_RULES[self.rule]}. Chosen once, before any claim runs, on a setting no claim "
+            f"uses: WISP's capacity (Eq. 20, ε = {100 * self.epsilon:g}% over all classes "
+            f"pooled) with devices of mixed classes, seed {self.seed}, {self.duration_s:g} s "
+            f"runs: {caps} devices; the largest wins (capacity is the paper's headline "
+            "measure, and a system is run below it). Every WISP run of every claim uses it.",
+        )
+
+
+def calibrate_late_rule(setup: WispSetup, seed: int, duration_s: float, hi: int) -> LateCalibration:
+    """WISP's pooled capacity (devices 1…``hi``) under each rule, on ``setup`` with
+    ``seed`` and runs of ``duration_s``."""
+    calibration = replace(setup, seed=seed, duration_s=duration_s)
+    base = scenario(calibration, "wisp", devices=1, slo_mix=MIXED)
+    capacity = {
+        rule: capacity_search(
+            base,
+            "auto_topology.devices.0.count",
+            SimRun(rule),
+            epsilon=setup.epsilon,
+            lo=1,
+            hi=hi,
+            progress=False,
+        ).capacity
+        for rule in LATE_RULES
+    }
+    return LateCalibration(seed, duration_s, setup.epsilon, capacity)
