@@ -19,8 +19,10 @@ hysteresis: from distributed mode, the smoothed γ must round to ≤ 1 (s < 1.5,
 tolerance the paper leaves open) for k = 2 consecutive steps before switching to fused;
 fused mode is left as soon as the smoothed γ rounds to ≥ 2 (the paper gives no hysteresis
 that way); (4) round half up to an integer in [1, 12]. The stabiliser's fused decision
-carries γ = 1 (the label encoding); :class:`AwcWindow` then drafts ``fused_gamma`` tokens
-per fused round with the server's co-located draft, as the training set's fused runs do.
+carries γ = 1 (the label encoding); :class:`AwcWindow` answers it with ``fused_gamma``.
+What a fused round is belongs to the host (``fused_rounds``: DSD's ``cloud_only``, one
+target token per pass, as the shipped weights are trained; or ``colocated``, where
+``fused_gamma`` tokens are drafted by the server's co-located draft).
 """
 
 from __future__ import annotations
@@ -121,8 +123,9 @@ class AwcWindow:
     """AWC as a window policy: WC-DNN prediction, then :func:`stabilise` with the state of
     the observation's draft–target pair (``obs.pair``: one stabiliser state per pair, as
     DSD keeps it; a host names its pairs, see
-    :class:`~edgespec.policies.interfaces.WindowObservation`). A fused decision drafts
-    ``fused_gamma`` tokens per round with the server's co-located draft. Before a
+    :class:`~edgespec.policies.interfaces.WindowObservation`). A fused decision carries
+    ``fused_gamma`` (the window of a colocated fused round; a cloud-only one drafts
+    nothing). Before a
     session's first verdict (no acceptance yet) the pair's current decision is repeated
     (``initial_gamma`` for a new pair), without a prediction.
     """
