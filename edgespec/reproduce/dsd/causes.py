@@ -36,10 +36,16 @@ LITTLE = (
 )
 """Little's law over Table 2 (the load model's own arithmetic)."""
 
+QUEUED_FUSED = (
+    "DSD-Sim's fused rounds skip the target's queue and batches (fused_execute) and its "
+    "drafting costs one pass a round: with those simplifications (the DSD-Sim compat rows) "
+    "AWC's cloud-only rounds pay off; with physical costs a cloud-only round waits behind "
+    "the saturated TP-1 target's batches for a whole 70B pass per token"
+)
 WC_DNN = (
-    "the paper's WC-DNN and its training data (not published): the WC-DNN trained on "
-    "edgespec's grid moves pairs to cloud-only rounds on these saturated TP-1 targets, "
-    "where a cloud-only token costs a whole 70B pass (64–265 ms) behind the queue"
+    "the paper's WC-DNN and its training data (not published): edgespec's WC-DNN, trained "
+    "on its own grid, goes cloud-only where its grid found that faster, and its gains differ "
+    "from the paper's cell by cell"
 )
 PROFILES = (
     "DSD's VIDUR profiles: on the roofline presets a TP-1 70B pass costs 64 / 99 / 265 ms "
@@ -92,7 +98,7 @@ COMPAT = DsdCauses(
         "which a round's network time outweighs a cloud-only token's draft and "
         "target passes; on the roofline presets that is ≈100 ms",
     ),
-    awc=PHYSICAL.awc,
+    awc=Reason(Cause.MISSING_INPUT, WC_DNN),
     table_ttft=PHYSICAL.table_ttft,
     table_tpot=PHYSICAL.table_tpot,
     routing=PHYSICAL.routing,
