@@ -24,12 +24,6 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from rich.cells import cell_len
-from rich.console import Console, Group, RenderableType
-from rich.padding import Padding
-from rich.table import Table
-from rich.text import Text
-
 UNKNOWN_CAUSE = "cause not known"
 
 
@@ -148,15 +142,15 @@ class ClaimRow:
     def verdict(self) -> str:
         if self.setting:
             return f"setting: {self.setting}"
-        magnitude = _mark(self.magnitude_ok) + (" (quick run)" if self.quick_magnitude else "")
-        return f"direction {_mark(self.direction_ok)}, magnitude {magnitude}"
+        magnitude = mark(self.magnitude_ok) + (" (quick run)" if self.quick_magnitude else "")
+        return f"direction {mark(self.direction_ok)}, magnitude {magnitude}"
 
 
 _UNEXPLAINED = (Outcome.HOLDS, Outcome.NOT_JUDGED, Outcome.SETTING)
 """Outcomes that need no cause: nothing failed, nothing was judged, or nothing could be."""
 
 
-def _mark(ok: bool | None) -> str:
+def mark(ok: bool | None) -> str:
     return "–" if ok is None else ("✓" if ok else "✗")
 
 
@@ -265,97 +259,3 @@ def write_report(
         "",
     ]
     path.write_text("\n".join(parts))
-
-
-_COLUMNS = ("claim", "what", "paper", "edgespec", "verdict")
-_GAP = 2
-"""Spaces between two columns of the printed table."""
-_SHORT = {
-    Outcome.HOLDS: "hold",
-    Outcome.DIRECTION_ONLY: "direction only",
-    Outcome.MISS: "miss",
-    Outcome.QUICK: "quick run",
-    Outcome.NOT_JUDGED: "not judged",
-    Outcome.SETTING: "setting",
-}
-"""The outcome in the printed table's verdict column."""
-
-
-def _terminal_cells(r: ClaimRow) -> tuple[str, ...]:
-    marks = f"{_mark(r.direction_ok)} {_mark(r.magnitude_ok)}"
-    return (r.claim_id, r.what, r.paper, r.ours, f"{marks} {_SHORT[r.outcome]}")
-
-
-def _longest_word(text: str) -> int:
-    return max((cell_len(word) for word in text.split()), default=1)
-
-
-def column_widths(table: Sequence[Sequence[str]], width: int, gap: int = _GAP) -> list[int] | None:
-    """Widths for ``table``'s columns within ``width`` (``gap`` between two columns) that
-    keep every word whole: each column at least its longest word, the room left shared in
-    proportion to what each column still wants. ``None`` when the longest words alone do not
-    fit."""
-    n = len(table[0])
-    low = [max(_longest_word(row[i]) for row in table) for i in range(n)]
-    high = [max(max(cell_len(row[i]) for row in table), low[i]) for i in range(n)]
-    room = width - gap * (n - 1)
-    if sum(low) > room:
-        return None
-    if sum(high) <= room:
-        return high
-    spare = room - sum(low)
-    want = [h - lo for h, lo in zip(high, low, strict=True)]
-    share = [spare * w // sum(want) for w in want]
-    widths = [lo + s for lo, s in zip(low, share, strict=True)]
-    left = spare - sum(share)
-    for i in sorted(range(n), key=lambda i: want[i] - share[i], reverse=True)[:left]:
-        widths[i] += 1
-    return widths
-
-
-def _grid_row(cells: Sequence[str], widths: Sequence[int], style: str = "") -> Table:
-    grid = Table.grid(padding=(0, _GAP, 0, 0))
-    for w in widths:
-        grid.add_column(width=w, overflow="fold")
-    grid.add_row(*(Text(c, style=style) for c in cells))
-    return grid
-
-
-def claims_renderable(
-    rows: Sequence[ClaimRow], width: int, *, quick: bool = False
-) -> RenderableType:
-    """The claims as a table of claim / what / paper / edgespec / verdict ``width`` columns
-    wide, words kept whole; under each row that does not hold, its cause on a line of its
-    own. Where the longest words do not fit side by side, each row's cells stack."""
-    title = "claims: paper vs edgespec" + (" (quick run)" if quick else "")
-    parts: list[RenderableType] = [
-        Text(title, style="bold"),
-        Text(headline(rows)),
-        Text("verdict: direction, magnitude (✓ right, ✗ wrong, – not judged), then the outcome"),
-    ]
-    if quick:
-        parts.append(Text(QUICK_PRINTED))
-    cells = [_terminal_cells(r) for r in rows]
-    widths = column_widths([_COLUMNS, *cells], width)
-    if widths is not None:
-        parts.append(_grid_row(_COLUMNS, widths, style="bold"))
-        parts.append(Text("─" * min(width, sum(widths) + _GAP * (len(widths) - 1))))
-    indent = 2 if widths is None else widths[0] + _GAP
-    for r, row in zip(rows, cells, strict=True):
-        if widths is not None:
-            parts.append(_grid_row(row, widths))
-        else:
-            parts.append(Text(f"{r.claim_id}  {r.what}", style="bold"))
-            for name, value in zip(_COLUMNS[2:], row[2:], strict=True):
-                parts.append(Padding(Text(f"{name}: {value}"), (0, 0, 0, 2)))
-        if r.why:
-            parts.append(Padding(Text(f"↳ {r.why}", style="italic"), (0, 0, 0, indent)))
-    return Group(*parts)
-
-
-def print_claims(
-    rows: Sequence[ClaimRow], console: Console | None = None, *, quick: bool = False
-) -> None:
-    """Print the claims table (:func:`claims_renderable`) at the console's width."""
-    console = console or Console()
-    console.print(claims_renderable(rows, console.width, quick=quick))

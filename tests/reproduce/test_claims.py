@@ -1,6 +1,6 @@
 """The shared verdict helpers: ``within`` at its tolerance boundary, ``change``, ``pct``, a
 row's ``holds``, ``verdict``, ``outcome`` and cause, the report's headline counts, table and
-reasons, the quick-run marking, and the printed table at 80 columns."""
+reasons, the quick-run marking, and the printed table at 80 columns (edgespec.reproduce.printed)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,13 @@ from edgespec.reproduce.claims import (
     Outcome,
     Reason,
     change,
-    column_widths,
     headline,
     markdown_table,
     pct,
-    print_claims,
     within,
     write_report,
 )
+from edgespec.reproduce.printed import column_widths, print_claims
 
 
 @pytest.mark.parametrize(

@@ -136,13 +136,8 @@ def run_data(args: argparse.Namespace) -> int:
         TimeRemainingColumn,
     )
 
-    from edgespec.learn.awc.data import (
-        AwcTask,
-        full_scenarios,
-        quick_scenarios,
-        run_awc_scenario,
-        workload_lengths,
-    )
+    from edgespec.learn.awc.data import AwcTask, run_awc_scenario, workload_lengths
+    from edgespec.learn.awc.grid import full_scenarios, quick_scenarios
     from edgespec.sweeps.executor import make_executor
 
     weights = {"ttft": args.w_ttft, "tpot": args.w_tpot, "throughput": args.w_throughput}

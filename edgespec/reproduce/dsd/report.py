@@ -10,11 +10,12 @@ from typing import Any
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run D2–D7 in both cost modes, write the run folder, print the table (each claim's
     physical rows, then its DSD-Sim compat rows); returns the claim rows."""
-    from edgespec.reproduce.claims import print_claims, write_report
+    from edgespec.reproduce.claims import write_report
+    from edgespec.reproduce.dsd.choices import CHOICES
     from edgespec.reproduce.dsd.claims import all_rows
     from edgespec.reproduce.dsd.plots import plot_dsd
     from edgespec.reproduce.dsd.runs import DsdPlan, results_dict, run_dsd
-    from edgespec.reproduce.dsd.setup import CHOICES
+    from edgespec.reproduce.printed import print_claims
     from edgespec.sweeps.executor import make_executor
 
     plan = DsdPlan.quick() if quick else DsdPlan.full()

@@ -10,7 +10,9 @@ LLaMA3-70B on A6000, in shares 7/7/6, each at tensor-parallel 1 as DSD-Sim runs 
 an edge pool of closed-loop drafts, half on A40 and half on V100, serving LLaMA2-7B, Qwen-7B
 and LLaMA-3.1-8B (the ``llama3-8b`` preset) in equal shares. Table 2 uses the same pools
 with 600 or 1,000 drafts. Every run exists in two cost modes: ``physical`` and
-``dsdsim_compat`` (DSD-Sim's simplifications, :data:`COMPAT_SIMPLIFICATIONS`).
+``dsdsim_compat`` (DSD-Sim's simplifications,
+:data:`~edgespec.reproduce.dsd.choices.COMPAT_SIMPLIFICATIONS`); the choices' reasons are
+:mod:`edgespec.reproduce.dsd.choices`'.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ shown beside the paper's two in D3 only)."""
 class DsdSetup:
     """The chosen inputs (see :data:`CHOICES` for why each value). ``cost_mode``:
     ``physical`` (edgespec's costs) or ``dsdsim_compat`` (DSD-Sim's simplifications, each
-    named in :data:`COMPAT_SIMPLIFICATIONS`)."""
+    named in :data:`~edgespec.reproduce.dsd.choices.COMPAT_SIMPLIFICATIONS`)."""
 
     think_mean_s: float = 1.7
     think_cv: float = 0.6
@@ -79,122 +81,6 @@ class DsdSetup:
     @property
     def compat(self) -> bool:
         return self.cost_mode == "dsdsim_compat"
-
-
-COMPAT_SIMPLIFICATIONS: tuple[tuple[str, str], ...] = (
-    (
-        "one-pass drafting",
-        "a round's γ draft tokens cost one draft pass (DSD-Sim asks its "
-        "predictor for one iteration per round)",
-    ),
-    (
-        "fixed rounds",
-        "a round advances by the γ tokens it drafted whatever was accepted, no "
-        "bonus token: a request takes ⌈output/γ⌉ rounds",
-    ),
-    (
-        "wasted fused pass",
-        "a cloud-only round also runs one co-located draft pass (DSD-Sim sets "
-        "γ = 1 for a fused conversation)",
-    ),
-    (
-        "unqueued fused rounds",
-        "a fused round neither queues nor batches on its target: it runs alone at once at "
-        "its own cost, beside the target's batch (DSD-Sim's fused_execute)",
-    ),
-    (
-        "TPOT over accepting rounds",
-        "TPOT = Σ round time / Σ accepted tokens over the rounds that accepted something (a "
-        "cloud-only round counts its one token, and a fused round's time leaves out its "
-        "downlink: DSD-Sim's fused rounds send nothing back), DSD-Sim's per-token samples "
-        "pooled",
-    ),
-    (
-        "drain",
-        "arrivals stop at the horizon and the requests in flight finish; throughput "
-        "counts them over the horizon",
-    ),
-)
-"""``dsdsim_compat``: what DSD-Sim (``src/sim.py``) simplifies, each by name; the first
-four are the simulator's ``dsdsim_compat`` and ``cloud_only_draft_pass`` settings, the
-last two how the run is measured."""
-
-CHOICES: tuple[tuple[str, str], ...] = (
-    (
-        "load",
-        "closed loop, as DSD-Sim runs its drafts: each draft runs one conversation at a "
-        "time and starts the next after a think time, lognormal with mean 1.7 s, cv 0.6, "
-        "at least 0.22 s (DSD-Sim's shipped configurations); first conversations start "
-        "uniformly over the first 1.7 s. Throughput follows TPOT: it is not an input",
-    ),
-    (
-        "targets",
-        "Fig. 5's pool (7 LLaMA2-70B on A100, 7 Qwen-72B on H100, 6 LLaMA3-70B on A6000) at "
-        "tensor-parallel 1 with at most 12 rounds per batch, as DSD-Sim's shipped "
-        "configurations run every target (TP 1, target batches 11–14): the capacity the "
-        "paper's numbers came from. A 70B model's 140 GB do not fit one GPU; the roofline "
-        "prices its weight reads as if they did",
-    ),
-    (
-        "duration",
-        "120 simulated seconds per run (quick: 40 s on a quarter of the fleet, 5 targets "
-        "and a quarter of each draft count); means over the run",
-    ),
-    ("jitter", "exponential, mean 10% of the RTT (not stated)"),
-    ("bandwidth", "100 Mbit/s each way (not stated)"),
-    ("Static", "γ = 4 (the paper's Static)"),
-    (
-        "Dynamic ('Simple')",
-        "γ starts at 4, +1 above 0.75 recent acceptance, −1 below 0.25, in [1, 8] "
-        "(bounds not stated; edgespec's DynamicWindow defaults)",
-    ),
-    (
-        "fused mode",
-        "cloud_only, as DSD §4.4, Fig. 6 and DSD-Sim run it: the target decodes one token "
-        "per pass, no per-round network; AWC chooses between distributed and cloud-only "
-        "(the paper's two-way choice). D3 also shows edgespec's colocated rounds (DSD §3's "
-        "reading: speculative rounds with a co-located draft) beside them",
-    ),
-    (
-        "AWC",
-        "the shipped WC-DNN (edgespec/data/awc/wc-dnn.json), trained by `edgespec train "
-        "awc` on `edgespec train awc-data` scenarios (fused = cloud-only), which exclude "
-        "every Table 2 configuration (20 targets × 600/1,000 drafts × RTT 10/30 ms)",
-    ),
-    ("LAB", "a batch takes requests within 1.5× the head-of-line request's length"),
-    (
-        "drafts",
-        "half A40 half V100 over LLaMA2-7B, Qwen-7B, LLaMA-3.1-8B; a draft may be routed to "
-        "any target (family pairing not modelled)",
-    ),
-    (
-        "acceptance",
-        "the bundled per-dataset traces (Gemma 3 270M with its distilled draft), the same "
-        "for every draft–target pair: the paper's per-pair acceptance was not published",
-    ),
-    (
-        "lengths",
-        "GSM8K: DSD-Sim's own 400-request trace; HumanEval: canonical solutions; "
-        "CNN/DailyMail: the ShareGPT table (no CNN/DailyMail reference summaries ship)",
-    ),
-    (
-        "cost modes",
-        "every claim runs twice: `physical` (edgespec's costs) and `dsdsim_compat` "
-        "(DSD-Sim's simplifications: "
-        + "; ".join(f"{name}: {what}" for name, what in COMPAT_SIMPLIFICATIONS)
-        + ")",
-    ),
-    (
-        "throughput",
-        "completed requests per simulated second (compat: over the horizon, drain "
-        "included); TTFT and TPOT are means over completed requests (compat TPOT: DSD-Sim's)",
-    ),
-    (
-        "TTFT",
-        "as DSD-Sim measures it (src/sim.py: first token − conversation start), from when "
-        "the draft device takes the request up",
-    ),
-)
 
 
 def _apportion(total: int, shares: int) -> list[int]:

@@ -12,7 +12,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     """Run W1–W8 and W10, write the run folder, print the table; returns the claim rows."""
     from edgespec.learn.stop.report import study_markdown
     from edgespec.metrics.plots import plot_violation_attribution
-    from edgespec.reproduce.claims import print_claims, write_report
+    from edgespec.reproduce.claims import write_report
+    from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.wisp.curve_claims import all_rows, operating_choice
     from edgespec.reproduce.wisp.plots import plot_capacities, plot_violation_curves
     from edgespec.reproduce.wisp.predictor import (

@@ -250,7 +250,7 @@ def reproduce(
     """Run V5 and V6 on the pair ``load`` gives (default :func:`load_real_pair`), write
     the run folder, print the table; returns the claim rows (``workers`` is not used: one
     process owns the models)."""
-    from edgespec.reproduce.claims import print_claims
+    from edgespec.reproduce.printed import print_claims
 
     plan = Plan.quick() if quick else Plan.full()
     results = run_all(plan, load or load_real_pair, progress)

@@ -9,8 +9,9 @@ from typing import Any
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run the draws, write REPORT.md and results.json, print the table; returns the rows."""
-    from edgespec.reproduce.claims import print_claims, write_report
+    from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.jobs import run_all
+    from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.zhu.claims import all_rows
     from edgespec.reproduce.zhu.events import AcceptanceJob, events_summary
     from edgespec.reproduce.zhu.exhaustive import SHORT_OUTPUT, GapJob, gap_summary

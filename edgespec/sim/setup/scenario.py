@@ -9,7 +9,6 @@ explicit entities. A scenario is a YAML file or a bundled one's name (:func:`sce
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -35,6 +34,10 @@ from edgespec.sim.setup.pools import DevicePool as DevicePool
 from edgespec.sim.setup.pools import ServerPool as ServerPool
 from edgespec.sim.setup.pools import TopologyConfig as TopologyConfig
 from edgespec.sim.setup.pools import frozen_mapping
+from edgespec.sim.setup.workload_config import DsdSimCompat as DsdSimCompat
+from edgespec.sim.setup.workload_config import WorkloadConfig as WorkloadConfig
+from edgespec.sim.setup.workload_config import positive as _positive
+from edgespec.sim.setup.workload_config import validate_workload
 
 Mode = Literal["distributed", "fused", "centralized"]
 FusedRounds = Literal["colocated", "cloud_only"]
@@ -81,59 +84,6 @@ class AcceptanceConfig:
     alpha: float = 0.7
     rates: tuple[float, ...] = (0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45)
     traces: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class WorkloadConfig:
-    """Where requests come from.
-
-    ``closed_loop``: every device issues a request, waits for it, thinks ``think_time_s``
-    on average, repeats; first requests start uniformly over [0, ``ramp_s``). The think
-    time is exponential, or with ``think_distribution: lognormal`` lognormal with
-    coefficient of variation ``think_cv`` (DSD-Sim's think model); either is raised to
-    ``think_min_s``. ``poisson``: arrivals at ``rate_per_s`` in total,
-    each to a uniformly random device. ``trace``: replay the JSONL file ``trace``.
-    Lengths (closed loop, Poisson) are paired (prompt, output) samples from the length
-    table ``dataset`` (``edgespec/data/lengths/<dataset>.json``) unless ``prompt_tokens``
-    and ``output_tokens`` give a table inline.
-    """
-
-    kind: Literal["closed_loop", "poisson", "trace"] = "closed_loop"
-    dataset: str = "sharegpt"
-    prompt_tokens: tuple[int, ...] = ()
-    output_tokens: tuple[int, ...] = ()
-    rate_per_s: float = 10.0
-    think_time_s: float = 0.0
-    think_distribution: Literal["exponential", "lognormal"] = "exponential"
-    think_cv: float = 0.6
-    think_min_s: float = 0.0
-    ramp_s: float = 1.0
-    arrivals_until_s: float | None = None
-    """No closed-loop or Poisson request arrives after this (default: ``duration_s``); the
-    run goes on to ``duration_s`` and the requests in flight drain."""
-    trace: str | None = None
-    max_output_tokens: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DsdSimCompat:
-    """DSD-Sim's simplifications (its ``src/sim.py``), each by name, for reproducing the
-    numbers its simulator gave rather than the physics (``dsdsim_compat:`` in a scenario;
-    such a run takes the reference handler set):
-
-    - ``one_pass_drafting``: a round's γ draft tokens cost one draft pass (DSD-Sim asks its
-      predictor for one iteration per round), not γ;
-    - ``fixed_rounds``: a round advances the request by the γ tokens it drafted whatever
-      the target accepted, no bonus token; a request ends after ⌈output/γ⌉ rounds
-      (a round without drafts, cloud-only or centralized, advances one token);
-    - ``unqueued_fused``: a fused round neither queues nor batches on its target: it runs
-      alone at once, at its own cost (its draft pass + a one-entry verification), beside
-      whatever batch the target is running (DSD-Sim's ``fused_execute``).
-    """
-
-    one_pass_drafting: bool = True
-    fixed_rounds: bool = True
-    unqueued_fused: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,14 +149,9 @@ class Scenario:
                     )
             _validate_cost(f"{where}.cost_model", spool.cost_model)
         _validate_acceptance(self.acceptance)
-        _validate_workload(self.workload)
+        validate_workload(self.workload)
         _validate_verification(self)
         plan_cells(self)  # the cell rules (pinned device pools)
-
-
-def _positive(where: str, value: float) -> None:
-    if not value > 0 or math.isinf(value):
-        raise ConfigError(where, f"must be a finite number > 0, got {value}")
 
 
 def _validate_link(where: str, link: LinkConfig) -> None:
@@ -254,34 +199,6 @@ def _validate_acceptance(acc: AcceptanceConfig) -> None:
     for k, rate in enumerate(acc.rates):
         if not 0.0 <= rate <= 1.0:
             raise ConfigError(f"acceptance.rates[{k}]", f"must be in [0, 1], got {rate}")
-
-
-def _validate_workload(wl: WorkloadConfig) -> None:
-    if wl.kind == "trace" and wl.trace is None:
-        raise ConfigError("workload.trace", "workload kind 'trace' needs a trace file")
-    if wl.kind == "poisson":
-        _positive("workload.rate_per_s", wl.rate_per_s)
-    if wl.ramp_s < 0:
-        raise ConfigError("workload.ramp_s", f"must be >= 0, got {wl.ramp_s}")
-    if wl.think_time_s < 0:
-        raise ConfigError("workload.think_time_s", f"must be >= 0, got {wl.think_time_s}")
-    if wl.arrivals_until_s is not None and wl.arrivals_until_s < 0:
-        raise ConfigError("workload.arrivals_until_s", f"must be >= 0, got {wl.arrivals_until_s}")
-    if wl.think_cv <= 0:
-        raise ConfigError("workload.think_cv", f"must be > 0, got {wl.think_cv}")
-    if wl.think_min_s < 0:
-        raise ConfigError("workload.think_min_s", f"must be >= 0, got {wl.think_min_s}")
-    if len(wl.prompt_tokens) != len(wl.output_tokens):
-        raise ConfigError(
-            "workload.output_tokens",
-            f"has {len(wl.output_tokens)} entries but prompt_tokens has {len(wl.prompt_tokens)}",
-        )
-    for name in ("prompt_tokens", "output_tokens"):
-        for i, n in enumerate(getattr(wl, name)):
-            if n < (0 if name == "prompt_tokens" else 1):
-                raise ConfigError(f"workload.{name}[{i}]", f"out of range: {n}")
-    if wl.max_output_tokens is not None and wl.max_output_tokens < 1:
-        raise ConfigError("workload.max_output_tokens", "must be >= 1")
 
 
 def _validate_verification(scenario: Scenario) -> None:

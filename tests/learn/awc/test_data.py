@@ -19,11 +19,13 @@ from edgespec.learn.awc.data import (
     DEFAULT_WEIGHTS,
     AwcTask,
     _contexts,
+    label_scenarios,
+    run_awc_scenario,
+)
+from edgespec.learn.awc.grid import (
     full_scenarios,
     is_reported_configuration,
-    label_scenarios,
     quick_scenarios,
-    run_awc_scenario,
     sample_scenario,
     scenario_dict,
 )

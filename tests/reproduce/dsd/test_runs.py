@@ -16,9 +16,10 @@ import yaml
 
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.dsd.causes import CAUSES, MODE_TAGS, UNSATURATED
+from edgespec.reproduce.dsd.choices import CHOICES
 from edgespec.reproduce.dsd.report import reproduce as reproduce_dsd
 from edgespec.reproduce.dsd.runs import DsdPlan, crossover_name, plan_scenarios
-from edgespec.reproduce.dsd.setup import CHOICES, COST_MODES, CostMode
+from edgespec.reproduce.dsd.setup import COST_MODES, CostMode
 from edgespec.sim.setup.scenario import scenario_from_dict
 from tests.reproduce.reports import check_quick_report
 
