@@ -12,7 +12,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from edgespec.reproduce.claims import QUICK_PRINTED, ClaimRow, Outcome, mark, headline
+from edgespec.reproduce.claims import QUICK_PRINTED, ClaimRow, Outcome, headline, mark
 
 _COLUMNS = ("claim", "what", "paper", "edgespec", "verdict")
 _GAP = 2
