@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     prompt = parser.add_mutually_exclusive_group(required=True)
     prompt.add_argument("--prompt", help="prompt text (needs a tokenizer)")
     prompt.add_argument("--prompt-ids", help="comma-separated prompt token ids")
+    prompt.add_argument(
+        "--serve-openai",
+        metavar="HOST:PORT",
+        help="instead of one prompt, serve an OpenAI-compatible HTTP endpoint (/v1/completions, "
+        "/v1/chat/completions, /v1/models; docs/RUNTIME.md) drafting every request here",
+    )
     parser.add_argument("--tokenizer", help="tokenizer (model dir/name) if the draft has none")
     parser.add_argument("--config", help="DrafterConfig YAML file")
     parser.add_argument(
@@ -249,6 +255,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     prompt_ids = _prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
     window = configured_policy("window", config.window.name, config.window.params)
+    if args.serve_openai is not None:
+        return _serve_openai(args, config, stop)
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
     draft = _load_draft(config, args.verbose) if args.mode == "distributed" else None
@@ -265,6 +273,20 @@ def _run(args: argparse.Namespace) -> int:
     if args.records:
         outcome.write_records(args.records)
     return 0
+
+
+def _serve_openai(args: argparse.Namespace, config: Any, stop: Any) -> int:
+    """``--serve-openai``: the flags checked, the server reached, the draft and tokenizer
+    loaded, then the endpoint served until interrupted (edgespec.runtime.openai_api)."""
+    from edgespec.runtime.openai_api import serve
+
+    serve.parse_address(args.serve_openai)
+    serve.check_serve_flags(args.mode, args.compare, args.records, stop, config)
+    verifier = _routed_verifier(config)
+    vocab_size = verifier.vocab_size()  # reaches the server before anything loads
+    draft = _load_draft(config, args.verbose)
+    tokenizer = _tokenizer(args, config, verifier, draft, needed=True)
+    return serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size)
 
 
 def _compare(

@@ -1,0 +1,115 @@
+"""The FastAPI app: ``/v1/models``, ``/v1/completions``, ``/v1/chat/completions``; every
+refusal an OpenAI error body (:mod:`.errors`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException
+
+from edgespec.runtime.errors import RequestError
+from edgespec.runtime.openai_api.errors import ApiError, from_request_error
+from edgespec.runtime.openai_api.generation import Completion, EdgeSetup, run_request
+from edgespec.runtime.openai_api.prompts import prompt_ids
+from edgespec.runtime.openai_api.responses import Shape, model_list
+from edgespec.runtime.openai_api.schema import Defaults, Limits, decode_body, parse_request
+from edgespec.runtime.openai_api.streaming import Running, sse
+
+
+@dataclass(frozen=True, slots=True)
+class ApiConfig:
+    """The endpoint's model id (what requests must name), defaults and limits."""
+
+    model_id: str
+    defaults: Defaults = field(default_factory=Defaults)
+    limits: Limits = field(default_factory=Limits)
+
+
+def api_error(exc: BaseException) -> ApiError:
+    """Any failure of a request as an :class:`ApiError`."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, RequestError):
+        return from_request_error(exc)
+    if isinstance(exc, ValueError):  # a setting the drafter refuses (e.g. greedy-only trees)
+        return ApiError(400, f"the drafter refused the request: {exc}")
+    return ApiError(500, f"internal error: {type(exc).__name__}: {exc}", kind="server_error")
+
+
+def error_response(exc: BaseException) -> JSONResponse:
+    error = api_error(exc)
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers())
+
+
+async def _body(request: Request, limits: Limits) -> dict[str, Any]:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
+        raise ApiError(413, f"request body is {declared} bytes, over the limit of "
+                       f"{limits.max_body_bytes}", code="request_too_large")  # fmt: skip
+    return decode_body(await request.body(), limits)
+
+
+async def _complete(request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool) -> Response:
+    parsed = parse_request(await _body(request, api.limits), chat, api.defaults, api.limits)
+    if parsed.model != api.model_id:
+        raise ApiError(404, f"the model {parsed.model!r} does not exist; this endpoint serves "
+                       f"{api.model_id!r} (see /v1/models)", param="model",
+                       code="model_not_found")  # fmt: skip
+    ids = prompt_ids(setup.tokenizer, parsed.prompt, setup.vocab_size, api.limits)
+    work: Callable[[Callable[[str], None], threading.Event], Completion] = partial(
+        run_request, setup, parsed, ids
+    )
+    running = Running(work)
+    shape = Shape.new(parsed.model, chat)
+    if not parsed.stream:
+        return JSONResponse(shape.whole(await running.result()))
+    try:
+        first = await running.next()
+    except BaseException:
+        running.cancel.set()
+        raise
+    if first[0] == "error":
+        raise first[1]
+    events = sse(running, first, shape, parsed.include_usage, lambda e: api_error(e).body())
+    return StreamingResponse(events, media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache"})  # fmt: skip
+
+
+async def _answer(request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool) -> Response:
+    """A completion, or the OpenAI error body of whatever went wrong."""
+    try:
+        return await _complete(request, setup, api, chat)
+    except Exception as exc:
+        return error_response(exc)
+
+
+def build_app(setup: EdgeSetup, api: ApiConfig) -> FastAPI:
+    """The endpoint over ``setup`` (the drafter's models and verification servers)."""
+    app = FastAPI(title="edgespec", docs_url=None, redoc_url=None, openapi_url=None)
+    created = int(time.time())
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        where = f"{request.method} {request.url.path}"
+        return error_response(ApiError(exc.status_code, f"{where}: {exc.detail}"))
+
+    @app.get("/v1/models")
+    async def models() -> JSONResponse:
+        return JSONResponse(model_list(api.model_id, created))
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> Response:
+        return await _answer(request, setup, api, chat=False)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        return await _answer(request, setup, api, chat=True)
+
+    return app

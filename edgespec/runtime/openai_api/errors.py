@@ -1,0 +1,76 @@
+"""Failures as OpenAI error bodies: ``{"error": {"message", "type", "param", "code"}}``
+with the HTTP status an OpenAI client expects (400, 404, 413, 503 with ``Retry-After``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgespec.runtime.errors import ErrorCode, RequestError
+
+RETRY_AFTER_S = 1
+"""The ``Retry-After`` hint (seconds) of a 503: the verification server did not answer."""
+
+
+class ApiError(Exception):
+    """A request refused with an OpenAI error body; ``message`` says what and where."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        kind: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+        retry_after_s: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.kind = kind
+        self.param = param
+        self.code = code
+        self.retry_after_s = retry_after_s
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.kind,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+    def headers(self) -> dict[str, str]:
+        return {} if self.retry_after_s is None else {"Retry-After": str(self.retry_after_s)}
+
+
+def invalid(message: str, param: str | None = None, code: str | None = None) -> ApiError:
+    """A 400 ``invalid_request_error`` about ``param``."""
+    return ApiError(400, message, param=param, code=code)
+
+
+_STATUS: dict[ErrorCode, tuple[int, str]] = {
+    ErrorCode.INVALID_ARGUMENT: (400, "invalid_request_error"),
+    ErrorCode.FAILED_PRECONDITION: (400, "invalid_request_error"),
+    ErrorCode.NOT_FOUND: (503, "server_error"),  # the session was lost mid-request
+    ErrorCode.RESOURCE_EXHAUSTED: (429, "rate_limit_error"),
+    ErrorCode.UNAUTHENTICATED: (502, "server_error"),  # our credentials, not the caller's
+    ErrorCode.PERMISSION_DENIED: (502, "server_error"),
+    ErrorCode.UNAVAILABLE: (503, "server_error"),
+    ErrorCode.CANCELLED: (503, "server_error"),
+    ErrorCode.INTERNAL: (500, "server_error"),
+}
+
+
+def from_request_error(exc: RequestError) -> ApiError:
+    """The verification server's refusal as an OpenAI error; unreachable (or overloaded)
+    servers carry a ``Retry-After`` hint."""
+    status, kind = _STATUS.get(exc.code, (500, "server_error"))
+    retry = RETRY_AFTER_S if status in (429, 503) else None
+    where = "the verification server"
+    if exc.code == ErrorCode.UNAVAILABLE:
+        message = f"{where} is unreachable: {exc.message}; retry after {RETRY_AFTER_S}s"
+    else:
+        message = f"{where} refused the request ({exc.code.value}): {exc.message}"
+    return ApiError(status, message, kind=kind, code=exc.code.value.lower(), retry_after_s=retry)

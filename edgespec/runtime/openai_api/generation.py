@@ -1,0 +1,158 @@
+"""One request's distributed speculative decoding, run in a worker thread: token ids in,
+text deltas out as rounds commit them (stop sequences cut the text and end the session),
+a client that went away (:class:`threading.Event` set) ends it at the next round, and the
+session is closed on the verification server however the request ends."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from edgespec.core.types import SamplingParams
+from edgespec.runtime.edge.reconnect import close_quietly
+from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.openai_api.errors import invalid
+from edgespec.runtime.openai_api.schema import ParsedRequest
+from edgespec.runtime.openai_api.text import TextStream
+
+
+class Cancelled(Exception):
+    """The client disconnected, or a stop sequence appeared: generation ends here."""
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """What a request produced: its text (cut at a stop sequence) and token counts."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str  # "stop" (EOS or a stop sequence) or "length" (max_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeSetup:
+    """What every request shares: the drafter config, the draft model (``None`` for prompt
+    lookup), the tokenizer, the target's vocabulary size, the tree size cap, the
+    verification servers' clients and, with several, the routing policy across them."""
+
+    config: Any  # DrafterConfig
+    draft_model: Any
+    tokenizer: Any
+    vocab_size: int
+    max_nodes: int
+    verifiers: tuple[Any, ...]
+    routing: Any = None
+
+
+class SessionTracker:
+    """A verifier that remembers the sessions it opened and has not closed, so that a
+    request ended early (client gone, stop sequence, error) closes them on the server."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._open: set[str] = set()
+
+    def open(self, spec: SessionSpec) -> None:
+        self._inner.open(spec)
+        self._open.add(spec.session_id)
+
+    def close(self, session_id: str) -> None:
+        self._open.discard(session_id)
+        self._inner.close(session_id)
+
+    def close_all(self) -> None:
+        for session_id in sorted(self._open):
+            self._open.discard(session_id)
+            close_quietly(self._inner, session_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _verifier(setup: EdgeSetup) -> Any:
+    """The server for a new request: the only one, or the routing policy's pick."""
+    if len(setup.verifiers) == 1:
+        return setup.verifiers[0]
+    import numpy as np
+
+    from edgespec.runtime.edge.routing import route
+
+    choice = route(setup.verifiers, setup.routing, np.random.default_rng())
+    return setup.verifiers[choice.server_index]
+
+
+def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
+    """A fresh window policy for the request: its ``edgespec.window``, else the config's."""
+    from edgespec.policies.registry import PolicyConfigError, build_policy
+
+    spec = request.window
+    name, params = (spec.name, spec.params) if spec else (setup.config.window.name,
+                                                          setup.config.window.params)  # fmt: skip
+    try:
+        return build_policy("window", name, params)
+    except PolicyConfigError as exc:
+        raise invalid(f"edgespec.window: {exc}", param="edgespec.window") from None
+
+
+def _drafter(setup: EdgeSetup) -> Any:
+    """A draft backend of the request's own (its KV cache is per request)."""
+    from edgespec.runtime.edge.draft_backends import make_drafter
+
+    config = setup.config
+    return make_drafter(config.draft, setup.draft_model, setup.vocab_size, config.lookup,
+                        config.tree, config.tree_min_prob, setup.max_nodes)  # fmt: skip
+
+
+def _sampling(request: ParsedRequest) -> SamplingParams:
+    if request.seed is not None and not 0 <= request.seed < 2**63:
+        raise invalid(f"seed must be in [0, 2**63), got {request.seed}", param="seed")
+    return SamplingParams(request.temperature, request.top_p, request.max_tokens, request.seed)
+
+
+def run_request(
+    setup: EdgeSetup,
+    request: ParsedRequest,
+    prompt_ids: Sequence[int],
+    on_text: Callable[[str], None],
+    cancel: threading.Event,
+) -> Completion:
+    """Generate ``request`` from ``prompt_ids``; text deltas go to ``on_text`` as rounds
+    commit. Raises :class:`Cancelled` when ``cancel`` is set (the session closed);
+    :class:`~edgespec.runtime.errors.RequestError` when the server refuses or is gone."""
+    from edgespec.runtime.edge.drafter import DraftOptions, generate
+    from edgespec.runtime.wire.emulated_link import wrap_verifier
+
+    config = setup.config
+    sampling = _sampling(request)
+    window = _window(setup, request)
+    text = TextStream(setup.tokenizer, request.stop)
+    committed: list[int] = []
+
+    def on_tokens(tokens: tuple[int, ...]) -> None:
+        committed.extend(tokens)
+        delta = text.push(tokens)
+        if delta:
+            on_text(delta)
+        if cancel.is_set() or text.stopped:
+            raise Cancelled
+
+    tracker = SessionTracker(wrap_verifier(_verifier(setup), config))
+    session_id = f"{config.client_id}-oai-{uuid.uuid4().hex[:12]}"
+    options = DraftOptions(session_id, config.client_id, request.slo_class)
+    try:
+        generate(tracker, _drafter(setup), prompt_ids, sampling, options, window, on_tokens)
+    except Cancelled:
+        if not text.stopped:
+            raise
+    finally:
+        tracker.close_all()
+    if not text.stopped:
+        rest = text.finish()
+        if rest:
+            on_text(rest)
+    length = not text.stopped and len(committed) >= request.max_tokens
+    return Completion(text.text, len(prompt_ids), len(committed), "length" if length else "stop")

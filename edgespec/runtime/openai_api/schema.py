@@ -1,0 +1,195 @@
+"""Request bodies of ``/v1/completions`` and ``/v1/chat/completions``, checked field by
+field into a :class:`ParsedRequest`; a bad field is a 400 naming it (``param``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from edgespec.runtime.openai_api.errors import ApiError, invalid
+
+MAX_STOP = 4
+UNSUPPORTED = {"n": 1, "best_of": 1, "echo": False, "logprobs": None, "suffix": None}
+"""Fields accepted only at these values (anything else is refused, not ignored)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one request may ask for: body size (413 beyond), prompt and output tokens (400)."""
+
+    max_body_bytes: int = 1 << 20
+    max_prompt_tokens: int = 2048
+    max_tokens: int = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """Values of fields a request leaves out (from the drafter config)."""
+
+    max_tokens: int = 64
+    temperature: float = 0.0
+    slo_class: str = "default"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowChoice:
+    """The ``edgespec.window`` extension: a window policy by name and its parameters."""
+
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedRequest:
+    """One checked request; ``prompt`` is text, token ids, or chat ``messages``."""
+
+    model: str
+    prompt: str | tuple[int, ...] | tuple[Mapping[str, Any], ...]
+    max_tokens: int
+    temperature: float
+    top_p: float
+    seed: int | None
+    stop: tuple[str, ...]
+    stream: bool
+    include_usage: bool
+    slo_class: str
+    window: WindowChoice | None
+
+
+def decode_body(raw: bytes, limits: Limits) -> dict[str, Any]:
+    """The JSON object of a request body: 413 when larger than ``limits``, 400 when not a
+    JSON object."""
+    if len(raw) > limits.max_body_bytes:
+        raise ApiError(413, f"request body is {len(raw)} bytes, over the limit of "
+                       f"{limits.max_body_bytes}", code="request_too_large")  # fmt: skip
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise invalid(f"request body is not valid JSON: {exc}", code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise invalid(f"request body must be a JSON object, got {type(body).__name__}")
+    return body
+
+
+def _number(body: Mapping[str, Any], name: str, default: float, low: float, high: float) -> float:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise invalid(f"{name} must be a number, got {value!r}", param=name)
+    if not low <= value <= high:
+        raise invalid(f"{name} must be in [{low}, {high}], got {value}", param=name)
+    return float(value)
+
+
+def _integer(body: Mapping[str, Any], name: str, default: int | None) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid(f"{name} must be an integer, got {value!r}", param=name)
+    return value
+
+
+def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:
+    value = body.get("stop")
+    if value is None:
+        return ()
+    stops = [value] if isinstance(value, str) else value
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise invalid(f"stop must be a non-empty string or a list of them, got {value!r}",
+                      param="stop")  # fmt: skip
+    if len(stops) > MAX_STOP:
+        raise invalid(f"stop takes at most {MAX_STOP} sequences, got {len(stops)}", param="stop")
+    return tuple(stops)
+
+
+def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, WindowChoice | None]:
+    """The ``edgespec`` object: ``slo_class`` and ``window`` (a name, or ``{name, params}``)."""
+    ext = body.get("edgespec") or {}
+    if not isinstance(ext, dict):
+        raise invalid(f"edgespec must be an object, got {ext!r}", param="edgespec")
+    unknown = sorted(set(ext) - {"slo_class", "window"})
+    if unknown:
+        raise invalid(f"edgespec has unknown fields {unknown} (known: slo_class, window)",
+                      param="edgespec")  # fmt: skip
+    slo = ext.get("slo_class", defaults.slo_class)
+    if not isinstance(slo, str) or not slo:
+        raise invalid(f"edgespec.slo_class must be a non-empty string, got {slo!r}",
+                      param="edgespec.slo_class")  # fmt: skip
+    window = ext.get("window")
+    if window is None:
+        return slo, None
+    if isinstance(window, str):
+        return slo, WindowChoice(window)
+    params = window.get("params", {}) if isinstance(window, dict) else None
+    if (
+        not isinstance(window, dict)
+        or not isinstance(window.get("name"), str)
+        or not isinstance(params, dict)
+    ):
+        raise invalid(f"edgespec.window must be a policy name or {{name, params}}, got "
+                      f"{window!r}", param="edgespec.window")  # fmt: skip
+    return slo, WindowChoice(window["name"], params)
+
+
+def _prompt(body: Mapping[str, Any], chat: bool) -> Any:
+    if chat:
+        messages = body.get("messages")
+        if (
+            not isinstance(messages, list)
+            or not messages
+            or not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages)
+        ):
+            raise invalid("messages must be a non-empty list of {role, content} objects",
+                          param="messages")  # fmt: skip
+        return tuple(messages)
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        return prompt
+    if (
+        isinstance(prompt, list)
+        and prompt
+        and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in prompt)
+    ):
+        return tuple(prompt)
+    raise invalid("prompt must be a string or a non-empty list of token ids (one prompt "
+                  f"per request), got {type(prompt).__name__}", param="prompt")  # fmt: skip
+
+
+def parse_request(
+    body: Mapping[str, Any], chat: bool, defaults: Defaults, limits: Limits
+) -> ParsedRequest:
+    """``body`` checked; ``chat``: a ``/v1/chat/completions`` body (``messages``)."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise invalid("model is required (a string; see /v1/models)", param="model")
+    for name, allowed in UNSUPPORTED.items():
+        if body.get(name, allowed) not in (allowed, None):
+            raise invalid(f"{name}={body[name]!r} is not supported (only {allowed!r})", param=name)
+    name = "max_completion_tokens" if chat and "max_completion_tokens" in body else "max_tokens"
+    max_tokens = _integer(body, name, defaults.max_tokens)
+    assert max_tokens is not None
+    if not 1 <= max_tokens <= limits.max_tokens:
+        raise invalid(f"{name} must be in [1, {limits.max_tokens}], got {max_tokens}", param=name)
+    stream = body.get("stream", False)
+    options = body.get("stream_options") or {}
+    if not isinstance(stream, bool) or not isinstance(options, dict):
+        raise invalid("stream must be a boolean and stream_options an object", param="stream")
+    slo_class, window = _extension(body, defaults)
+    return ParsedRequest(
+        model=model,
+        prompt=_prompt(body, chat),
+        max_tokens=max_tokens,
+        temperature=_number(body, "temperature", defaults.temperature, 0.0, 2.0),
+        top_p=_number(body, "top_p", 1.0, 1e-9, 1.0),
+        seed=_integer(body, "seed", None),
+        stop=_stop(body),
+        stream=stream,
+        include_usage=bool(options.get("include_usage", False)),
+        slo_class=slo_class,
+        window=window,
+    )

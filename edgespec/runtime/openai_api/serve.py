@@ -1,0 +1,110 @@
+"""``edgespec draft --serve-openai HOST:PORT``: the endpoint under uvicorn, in a thread of
+its own (:class:`ApiThread`, also what tests start on loopback)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from typing import Any
+
+from edgespec.runtime.openai_api.app import ApiConfig, build_app
+from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.schema import Defaults
+
+
+class ApiThread:
+    """uvicorn serving ``app`` on ``host:port`` (0: an ephemeral port, in ``port`` once
+    started) from a daemon thread: ``ApiThread(app, "127.0.0.1").start()``, ``stop()``."""
+
+    def __init__(self, app: Any, host: str, port: int = 0) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._server.serve()),
+                                        daemon=True)  # fmt: skip
+        self.host = host
+        self.port = port
+
+    def start(self, timeout_s: float = 30.0) -> ApiThread:
+        """Serve; raises ``OSError`` when the server does not start (its port in use, say)."""
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise OSError(f"the OpenAI-compatible endpoint did not start on "
+                              f"{self.host}:{self.port}")  # fmt: skip
+            time.sleep(0.01)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) of ``--serve-openai``."""
+    from edgespec.config import ConfigError
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ConfigError("serve_openai", f"expected HOST:PORT, got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+def check_serve_flags(mode: str, compare: bool, records: str | None, stop: Any,
+                      config: Any) -> None:  # fmt: skip
+    """What ``--serve-openai`` cannot combine with, refused before anything loads."""
+    from edgespec.config import ConfigError
+
+    if mode != "distributed":
+        raise ConfigError("mode", f"--serve-openai drafts here: drop --mode {mode}")
+    for flag, given in (("--compare", compare), ("--records", records), ("--stop-*", stop)):
+        if given:
+            raise ConfigError("serve_openai", f"{flag} is for one prompt: drop it")
+    if config.verification != "exact":
+        raise ConfigError("verification", "--serve-openai is lossless: exact verification only")
+
+
+def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int) -> EdgeSetup:
+    """The shared state of every request: one client per server (and the routing policy
+    across several), the tree capped at the server's block limit."""
+    from edgespec.policies.registry import build_policy
+    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+    verifiers: tuple[Any, ...] = (verifier,)
+    routing = None
+    if len(config.servers) > 1:
+        verifiers = tuple(
+            RemoteVerifier(address, config.auth_token, config.tls_ca, config.request_timeout_s)
+            for address in config.servers
+        )
+        routing = build_policy("routing", config.routing.name, config.routing.params)
+    limit = verifier.max_draft_tokens() if config.tree is not None else None
+    max_nodes = min(config.tree_max_nodes, limit or config.tree_max_nodes)
+    model = None if draft is None else draft.model
+    return EdgeSetup(config, model, tokenizer, vocab_size, max_nodes, verifiers, routing)
+
+
+def serve_openai(
+    address: str, config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int
+) -> int:
+    """Serve until interrupted; the model id is the name of the server's target."""
+    host, port = parse_address(address)
+    setup = _setup(config, verifier, draft, tokenizer, vocab_size)
+    model_id = verifier.target_name() or "edgespec"
+    defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)
+    server = ApiThread(build_app(setup, ApiConfig(model_id, defaults)), host, port).start()
+    print(f"edgespec draft: OpenAI-compatible endpoint on http://{host}:{server.port}/v1 "
+          f"(model {model_id!r})", file=sys.stderr, flush=True)  # fmt: skip
+    try:
+        server.wait()
+    except KeyboardInterrupt:
+        server.stop()
+    return 0

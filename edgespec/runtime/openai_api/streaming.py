@@ -1,0 +1,89 @@
+"""A request's generation in a worker thread, its text deltas handed to the event loop
+as they commit; as server-sent events (``data: {...}`` lines, ``data: [DONE]`` last).
+The stream ending early (the client gone) sets the worker's cancel event: the worker
+stops at the next round and closes its session on the verification server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from edgespec.runtime.openai_api.generation import Completion
+from edgespec.runtime.openai_api.responses import Shape
+
+Work = Callable[[Callable[[str], None], threading.Event], Completion]
+"""``work(on_text, cancel)``: runs the request in the calling (worker) thread."""
+
+Item = tuple[str, Any]  # ("text", str) | ("done", Completion) | ("error", BaseException)
+
+
+class Running:
+    """``work`` started in the loop's default executor; :meth:`next` awaits its next item."""
+
+    def __init__(self, work: Work) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._queue: asyncio.Queue[Item] = asyncio.Queue()
+        self.cancel = threading.Event()
+        self._future = self._loop.run_in_executor(None, self._run, work)
+
+    def _put(self, item: Item) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed (shutdown): nobody reads
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+
+    def _run(self, work: Work) -> None:
+        try:
+            self._put(("done", work(lambda text: self._put(("text", text)), self.cancel)))
+        except BaseException as exc:  # handed to the loop, which raises or reports it
+            self._put(("error", exc))
+
+    async def next(self) -> Item:
+        return await self._queue.get()
+
+    async def result(self) -> Completion:
+        """The whole completion (text deltas dropped); the worker's error is raised here."""
+        try:
+            while True:
+                kind, value = await self.next()
+                if kind == "done":
+                    return value  # type: ignore[no-any-return]
+                if kind == "error":
+                    raise value
+        finally:
+            self.cancel.set()  # a no-op once done; stops the worker if this await was cancelled
+
+
+def event(body: dict[str, Any]) -> str:
+    return f"data: {json.dumps(body)}\n\n"
+
+
+async def sse(
+    running: Running,
+    first: Item,
+    shape: Shape,
+    include_usage: bool,
+    error_body: Callable[[BaseException], dict[str, Any]],
+) -> AsyncIterator[str]:
+    """The events of a stream whose ``first`` item was already taken (to answer errors
+    before any headers are sent); an error after that is an ``{"error": ...}`` event."""
+    item = first
+    try:
+        while True:
+            kind, value = item
+            if kind == "text":
+                yield event(shape.chunk(value))
+            elif kind == "done":
+                yield event(shape.chunk("", value.finish_reason))
+                if include_usage:
+                    yield event(shape.usage_chunk(value))
+                break
+            else:
+                yield event(error_body(value))
+                break
+            item = await running.next()
+        yield "data: [DONE]\n\n"
+    finally:
+        running.cancel.set()  # the client gone (this generator cancelled) ends the work

@@ -1,0 +1,56 @@
+"""Committed token ids to text deltas, holding back text that may begin a stop sequence
+(or an incomplete character) so a stream never shows what the full text would cut."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK
+
+
+class TextStream:
+    """Decodes the whole output so far on every push (outputs are short; a tokenizer's
+    merges across chunk boundaries then come out as they would at once)."""
+
+    def __init__(self, tokenizer: Any, stops: tuple[str, ...]) -> None:
+        self._tokenizer = tokenizer
+        self._stops = stops
+        self._tokens: list[int] = []
+        self._emitted = 0
+        self.text = ""
+        self.stopped = False
+
+    def _decode(self) -> str:
+        with TOKENIZER_LOCK:
+            return str(self._tokenizer.decode(self._tokens, skip_special_tokens=True))
+
+    def _held(self, text: str) -> int:
+        """How many trailing characters may still become a stop sequence (or a character)."""
+        if text.endswith("\ufffd"):
+            return len(text) - len(text.rstrip("\ufffd"))
+        return max(
+            (k for s in self._stops for k in range(1, len(s)) if text.endswith(s[:k])),
+            default=0,
+        )
+
+    def push(self, tokens: tuple[int, ...]) -> str:
+        """The new text ``tokens`` make safe to show; sets ``stopped`` at a stop sequence."""
+        self._tokens.extend(tokens)
+        full = self._decode()
+        hits = [i for i in (full.find(s) for s in self._stops) if i >= 0]
+        if hits:
+            self.stopped = True
+            self.text = full[: min(hits)]
+            safe = self.text
+        else:
+            self.text = full
+            safe = full[: len(full) - self._held(full)]
+        delta = safe[self._emitted :]
+        self._emitted = max(self._emitted, len(safe))
+        return delta
+
+    def finish(self) -> str:
+        """The text held back, once the output has ended without a stop sequence."""
+        delta = self.text[self._emitted :]
+        self._emitted = len(self.text)
+        return delta

@@ -1,0 +1,78 @@
+"""Fixtures: a loopback verification server over the tiny target, and the OpenAI-compatible
+endpoint on loopback drafting with the tiny draft, through a word-level tokenizer."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+openai = pytest.importorskip("openai")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
+from transformers import PreTrainedTokenizerFast  # noqa: E402
+
+from edgespec.config import from_dict  # noqa: E402
+from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
+from edgespec.runtime.openai_api.app import ApiConfig, build_app  # noqa: E402
+from edgespec.runtime.openai_api.generation import EdgeSetup  # noqa: E402
+from edgespec.runtime.openai_api.schema import Limits  # noqa: E402
+from edgespec.runtime.openai_api.serve import ApiThread  # noqa: E402
+from edgespec.runtime.server.config import DrafterConfig  # noqa: E402
+from edgespec.runtime.wire.grpc_client import RemoteVerifier  # noqa: E402
+from edgespec.runtime.wire.grpc_server import ServerThread  # noqa: E402
+from tests.runtime.conftest import start_server  # noqa: E402
+
+MODEL = "tiny"
+LIMITS = Limits(max_body_bytes=4096, max_prompt_tokens=64, max_tokens=4000)
+CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
+
+
+def word_tokenizer(vocab_size: int, chat: bool = True) -> Any:
+    """Words ``w0`` … ``w{V-1}`` as ids; decoding joins them without spaces; ``chat``: a
+    template that joins the messages' contents."""
+    core = Tokenizer(models.WordLevel({f"w{i}": i for i in range(vocab_size)}, unk_token="w0"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="w0")  # type: ignore[no-untyped-call]
+    tokenizer.chat_template = CHAT_TEMPLATE if chat else None
+    return tokenizer
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def endpoint(address: str, draft_model: Any, tokenizer: Any) -> ApiThread:
+    """The endpoint on loopback, verifying on the server at ``address``."""
+    config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft"})
+    verifier = RemoteVerifier(address, timeout_s=5.0)
+    setup = EdgeSetup(config, draft_model, tokenizer, 64, 24, (verifier,))
+    return ApiThread(build_app(setup, ApiConfig(MODEL, limits=LIMITS)), "127.0.0.1").start()
+
+
+@pytest.fixture(scope="module")
+def grpc_server(target: TransformersTarget) -> Iterator[ServerThread]:
+    server = start_server(target, host="127.0.0.1")
+    yield server
+    server.stop(grace_s=0)
+
+
+@pytest.fixture(scope="module")
+def api(grpc_server: ServerThread, draft_model: Any) -> Iterator[ApiThread]:
+    running = endpoint(f"127.0.0.1:{grpc_server.port}", draft_model, word_tokenizer(64))
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def client(api: ApiThread) -> Any:
+    return openai.OpenAI(
+        base_url=f"http://127.0.0.1:{api.port}/v1", api_key="unused", max_retries=0, timeout=60
+    )

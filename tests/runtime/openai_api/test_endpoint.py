@@ -1,0 +1,118 @@
+"""The endpoint end to end with the official ``openai`` client: outputs equal target-only
+greedy decoding, streamed or not, plain or chat; ``stop``, ``max_tokens``, seeded
+sampling, concurrent requests, and a client that leaves mid-stream."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.runtime.openai_api.conftest import MODEL, word_tokenizer
+
+TOKENIZER = word_tokenizer(64)
+
+
+def _oracle(target: TransformersTarget, prompt: tuple[int, ...], n: int) -> str:
+    return str(TOKENIZER.decode(list(target_greedy_decode(target, prompt, n))))
+
+
+def _ids(prompt: str) -> tuple[int, ...]:
+    return tuple(TOKENIZER(prompt)["input_ids"])
+
+
+def test_models_lists_the_served_model(client: Any) -> None:
+    assert [m.id for m in client.models.list().data] == [MODEL]
+
+
+def test_completion_is_lossless_streamed_or_not(client: Any, target: TransformersTarget) -> None:
+    prompt = "w5 w6 w7"
+    expected = _oracle(target, _ids(prompt), 12)
+    whole = client.completions.create(model=MODEL, prompt=prompt, max_tokens=12)
+    assert whole.choices[0].text == expected
+    assert whole.choices[0].finish_reason == "length"
+    assert (whole.usage.prompt_tokens, whole.usage.completion_tokens) == (3, 12)
+    chunks = list(client.completions.create(model=MODEL, prompt=prompt, max_tokens=12,
+                                            stream=True))  # fmt: skip
+    assert "".join(c.choices[0].text for c in chunks) == expected
+    assert len(chunks) > 2  # streamed as rounds commit, not at the end
+    assert chunks[-1].choices[0].finish_reason == "length"
+
+
+def test_token_id_prompt_and_max_tokens(client: Any, target: TransformersTarget) -> None:
+    out = client.completions.create(model=MODEL, prompt=[1, 2, 3], max_tokens=5)
+    assert out.choices[0].text == _oracle(target, (1, 2, 3), 5)
+    assert out.usage.completion_tokens == 5
+
+
+def test_chat_uses_the_chat_template(client: Any, target: TransformersTarget) -> None:
+    messages = [{"role": "system", "content": "w9"}, {"role": "user", "content": "w10 w11"}]
+    expected = _oracle(target, (9, 10, 11), 10)
+    out = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=10)
+    assert out.choices[0].message.content == expected
+    assert out.choices[0].message.role == "assistant"
+    stream = client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=10, stream=True,
+        stream_options={"include_usage": True},
+    )  # fmt: skip
+    chunks = list(stream)
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == expected
+    assert chunks[-1].usage.completion_tokens == 10
+
+
+def test_stop_sequence_cuts_the_text(client: Any, target: TransformersTarget) -> None:
+    full = _oracle(target, (5, 6, 7), 16)
+    word = f"w{target_greedy_decode(target, (5, 6, 7), 16)[5]}"
+    expected = full[: full.find(word)]
+    for stream in (False, True):
+        out = client.completions.create(model=MODEL, prompt="w5 w6 w7", max_tokens=16,
+                                        stop=[word, "zzz"], stream=stream)  # fmt: skip
+        chunks = list(out) if stream else [out]
+        assert "".join(c.choices[0].text for c in chunks) == expected
+        assert chunks[-1].choices[0].finish_reason == "stop"
+
+
+def test_seeded_sampling_is_reproducible(client: Any) -> None:
+    def sample(seed: int) -> str:
+        out = client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=16,
+                                        temperature=1.0, top_p=0.9, seed=seed)  # fmt: skip
+        return str(out.choices[0].text)
+
+    assert sample(7) == sample(7)
+    assert len({sample(s) for s in range(4)}) > 1
+
+
+def test_concurrent_requests_each_lossless(client: Any, target: TransformersTarget) -> None:
+    prompts = [(3, 4), (20, 21, 22), (40,), (7, 8, 9, 10)]
+
+    def one(ids: tuple[int, ...]) -> str:
+        text = " ".join(f"w{i}" for i in ids)
+        if ids[0] % 2:
+            out = client.completions.create(model=MODEL, prompt=text, max_tokens=10)
+            return str(out.choices[0].text)
+        stream = client.completions.create(model=MODEL, prompt=text, max_tokens=10, stream=True)
+        return "".join(c.choices[0].text for c in stream)
+
+    with ThreadPoolExecutor(len(prompts)) as pool:
+        outputs = list(pool.map(one, prompts))
+    assert outputs == [_oracle(target, p, 10) for p in prompts]
+
+
+def test_client_leaving_mid_stream_closes_the_session(
+    client: Any, grpc_server: ServerThread
+) -> None:
+    stats = RemoteVerifier(f"127.0.0.1:{grpc_server.port}").stats
+    assert stats().num_sessions == 0
+    stream = client.completions.create(model=MODEL, prompt="w1", max_tokens=4000, stream=True)
+    next(iter(stream))
+    assert stats().num_sessions == 1
+    stream.close()
+    deadline = time.monotonic() + 10
+    while stats().num_sessions and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert stats().num_sessions == 0
+    assert stats().num_tokens_forwarded < 2000  # closed early, not run to its 4000 tokens

@@ -1,0 +1,144 @@
+"""Refusals in the OpenAI error shape with the right HTTP status: bad JSON, unknown model,
+oversized body or prompt, bad fields, no chat template, unknown routes, and a verification
+server that cannot be reached (503 with ``Retry-After``)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from edgespec.runtime.openai_api.serve import ApiThread
+from edgespec.runtime.wire.grpc_server import ServerThread
+from tests.runtime.openai_api.conftest import MODEL, endpoint, free_port, word_tokenizer
+
+
+def _post(api: ApiThread, path: str, data: bytes) -> tuple[int, dict[str, Any], Any]:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{api.port}{path}", data=data,
+        headers={"Content-Type": "application/json"}, method="POST",
+    )  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read()), response.headers
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read()), exc.headers
+
+
+def _error(api: ApiThread, body: Any, path: str = "/v1/completions") -> tuple[int, dict[str, Any]]:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    status, reply, _ = _post(api, path, raw)
+    assert set(reply) == {"error"}
+    assert set(reply["error"]) == {"message", "type", "param", "code"}
+    return status, reply["error"]
+
+
+def test_bad_json_is_400(api: ApiThread) -> None:
+    status, error = _error(api, b'{"model": "tiny", "prompt": ')
+    assert (status, error["type"], error["code"]) == (400, "invalid_request_error", "invalid_json")
+    assert "not valid JSON" in error["message"]
+
+
+def test_unknown_model_is_404(client: Any) -> None:
+    with pytest.raises(openai.NotFoundError) as info:
+        client.completions.create(model="gpt-9", prompt="w1", max_tokens=2)
+    body: Any = info.value.body
+    assert body["code"] == "model_not_found"
+    assert "'gpt-9' does not exist; this endpoint serves 'tiny'" in body["message"]
+
+
+def test_oversized_body_is_413_and_long_prompt_400(api: ApiThread) -> None:
+    status, error = _error(api, {"model": MODEL, "prompt": "w1 " * 2000})
+    assert (status, error["code"]) == (413, "request_too_large")
+    status, error = _error(api, {"model": MODEL, "prompt": "w1 " * 65})
+    assert (status, error["code"], error["param"]) == (400, "context_length_exceeded", "prompt")
+    assert "65 tokens, over the limit of 64" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "param"),
+    [
+        ("max_tokens", 0, "max_tokens"),
+        ("max_tokens", 5000, "max_tokens"),
+        ("temperature", -1, "temperature"),
+        ("top_p", 0, "top_p"),
+        ("stop", ["a", "b", "c", "d", "e"], "stop"),
+        ("n", 2, "n"),
+        ("seed", -1, "seed"),
+        ("prompt", ["w1", "w2"], "prompt"),
+        ("prompt", [99], "prompt"),
+        ("edgespec", {"window": "nonesuch"}, "edgespec.window"),
+        ("edgespec", {"slo": "x"}, "edgespec"),
+    ],
+)
+def test_bad_field_is_400_naming_it(api: ApiThread, field: str, value: Any, param: str) -> None:
+    status, error = _error(api, {"model": MODEL, "prompt": "w1", field: value})
+    assert (status, error["param"]) == (400, param), error["message"]
+
+
+def test_edgespec_extension_is_accepted(client: Any) -> None:
+    out = client.completions.create(
+        model=MODEL, prompt="w1", max_tokens=4,
+        extra_body={"edgespec": {"slo_class": "interactive",
+                                 "window": {"name": "static", "params": {"gamma": 2}}}},
+    )  # fmt: skip
+    assert out.usage.completion_tokens == 4
+
+
+def test_unknown_route_is_an_openai_404(api: ApiThread) -> None:
+    status, error = _error(api, {}, path="/v1/embeddings")
+    assert status == 404
+    assert "POST /v1/embeddings" in error["message"]
+
+
+@pytest.fixture
+def no_template(grpc_server: ServerThread, draft_model: Any) -> Iterator[ApiThread]:
+    tokenizer = word_tokenizer(64, chat=False)
+    running = endpoint(f"127.0.0.1:{grpc_server.port}", draft_model, tokenizer)
+    yield running
+    running.stop()
+
+
+def test_chat_without_a_chat_template_is_400(no_template: ApiThread) -> None:
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "w1"}]}
+    status, error = _error(no_template, body, path="/v1/chat/completions")
+    assert (status, error["code"]) == (400, "chat_template_missing")
+
+
+@pytest.fixture
+def unreachable(draft_model: Any) -> Iterator[ApiThread]:
+    running = endpoint(f"127.0.0.1:{free_port()}", draft_model, word_tokenizer(64))
+    yield running
+    running.stop()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_unreachable_server_is_503_with_retry_after(unreachable: ApiThread, stream: bool) -> None:
+    body = {"model": MODEL, "prompt": "w1", "max_tokens": 4, "stream": stream}
+    status, reply, headers = _post(unreachable, "/v1/completions", json.dumps(body).encode())
+    assert status == 503
+    assert headers["Retry-After"] == "1"
+    assert reply["error"]["type"] == "server_error"
+    assert "verification server is unreachable" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--serve-openai", "nowhere"], "config field 'serve_openai': expected HOST:PORT"),
+        (["--serve-openai", "127.0.0.1:0", "--mode", "centralized"], "drop --mode centralized"),
+        (["--serve-openai", "127.0.0.1:0", "--compare"], "--compare is for one prompt"),
+    ],
+)
+def test_draft_serve_openai_flag_errors(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from edgespec.cli import main
+
+    assert main(["draft", "--server", "127.0.0.1:1", "--draft", "ngram", *extra]) == 2
+    assert message in capsys.readouterr().err
