@@ -81,7 +81,9 @@ class StreamSink:
         self.batch: Callable[[BatchRecord], None] = self.acc.add_batch
 
     def round(self, record: RoundRecord) -> None:
-        pass
+        """Rounds come only from a run that records them; they give the committed goodput
+        (a method, not a bound attribute: a subclass may see the rounds too)."""
+        self.acc.add_round(record)
 
 
 class _GlobalIds:

@@ -107,6 +107,7 @@ class DsdSimTpot(StreamSink):
         self.num_tokens = 0
 
     def round(self, record: RoundRecord) -> None:
+        super().round(record)
         tokens = record.num_accepted if record.num_drafted else record.num_committed
         if tokens > 0:
             down = record.downlink_s if record.fused else 0.0

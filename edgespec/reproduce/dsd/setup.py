@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from edgespec.core.apportion import largest_remainder
+
 DATASETS: tuple[str, ...] = ("gsm8k", "humaneval", "cnndm")
 LENGTH_TABLES: dict[str, str] = {"gsm8k": "gsm8k", "humaneval": "humaneval", "cnndm": "sharegpt"}
 """Length table per dataset: GSM8K from DSD-Sim's own trace (``data/lengths/gsm8k.json``),
@@ -102,16 +104,10 @@ def device_pools(num_drafts: int) -> list[dict[str, Any]]:
 
 def target_counts(share: float) -> list[int]:
     """Targets per pool of :data:`TARGET_POOLS` for ``share`` of the fleet: the total
-    rounded, split in proportion to the pools by largest remainder, at least one each."""
+    rounded (at least one per pool), split in proportion to the pools by largest remainder
+    (with these pools' shares, at least one each)."""
     counts = [c for _, _, c in TARGET_POOLS]
-    total = max(len(counts), round(sum(counts) * share))
-    exact = [total * c / sum(counts) for c in counts]
-    out = [max(1, int(x)) for x in exact]
-    for i in sorted(range(len(out)), key=lambda i: exact[i] - int(exact[i]), reverse=True):
-        if sum(out) >= total:
-            break
-        out[i] += 1
-    return out
+    return largest_remainder(max(len(counts), round(sum(counts) * share)), counts)
 
 
 def server_pools(setup: DsdSetup) -> list[dict[str, Any]]:

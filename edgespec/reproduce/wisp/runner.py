@@ -20,19 +20,15 @@ from typing import Any, Literal
 
 from edgespec.core.types import (
     BatchPlan,
-    BatchRecord,
     PendingVerification,
-    RequestRecord,
-    RoundRecord,
 )
-from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.policies.interfaces import BatchLimits
 from edgespec.policies.wisp import WispBatching
 from edgespec.reproduce.wisp.setup import MIXED, WispSetup, scenario
 from edgespec.sim.setup.build import Policies, build_policies
 from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
-from edgespec.sim.simulator import SimResult, paused_gc, simulate
+from edgespec.sim.simulator import SimResult, StreamSink, paused_gc, simulate
 from edgespec.sweeps.capacity import capacity_search
 
 LateRule = Literal["first", "utility", "last"]
@@ -74,22 +70,6 @@ class LateRuleBatching:
         return self.inner.select(timely or queue, now_s, limits)
 
 
-class _CountingSink:
-    """Every record, rounds too, into one accumulator."""
-
-    def __init__(self) -> None:
-        self.acc = MetricsAccumulator(SIM_BUSY_KEEP)
-
-    def request(self, record: RequestRecord) -> None:
-        self.acc.add_request(record)
-
-    def batch(self, record: BatchRecord) -> None:
-        self.acc.add_batch(record)
-
-    def round(self, record: RoundRecord) -> None:
-        self.acc.add_round(record)
-
-
 def policies_for(scenario: Scenario, rule: LateRule) -> Policies | None:
     """The scenario's policies with ``rule`` applied to WISP's batching; ``None`` (the
     scenario's own) where it changes nothing."""
@@ -123,7 +103,7 @@ class SimRun:
 
     def __call__(self, data: dict[str, Any]) -> SystemMetrics:
         scenario = scenario_from_dict(data)
-        sink = _CountingSink()
+        sink = StreamSink()
         with paused_gc():  # a run owns its worker process (or the CLI's)
             run = simulate(scenario, policies=policies_for(scenario, self.rule), sink=sink)
         return sink.acc.finish(run.duration_s, run.num_servers)

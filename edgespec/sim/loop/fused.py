@@ -56,21 +56,20 @@ class FusedHost(Protocol):
 class FusedRuns:
     """The fused rounds of one run (the handler set calls in; see the module docstring)."""
 
-    __slots__ = ("alone_draft_s", "host")
+    __slots__ = ("host",)
 
     def __init__(self, host: FusedHost) -> None:
         self.host = host
-        self.alone_draft_s: dict[int, float] = {}  # an unqueued round's draft part, by session
 
     def run_alone(self, server: ServerState, s: Session, t: float) -> None:
         """``dsdsim_compat``'s unqueued fused round, from ``t``: no queue, no batch; its
         verdict (FUSED_ALONE_END) after its own draft passes and a one-entry verification
-        of its uncached context, whatever the target is running meanwhile."""
+        of its uncached context, whatever the target is running meanwhile. Its draft part is
+        kept in ``round_draft_s`` (the target's batch keeps its own in ``batch_draft_s``)."""
         s.enqueued_s = t
         new, cached = batch_shape(s, server)
         verify = server.cost.batch_time_s(1, new, (cached + new) * new, cached)
-        draft = self.draft_step_s(server, [s])
-        self.alone_draft_s[s.index] = draft
+        draft = s.round_draft_s = self._passes_s(server, [s])
         self.host.q.push(t + draft + verify, FUSED_ALONE_END, server.server_id, s)
 
     def start(self, s: Session, t: float, decision: WindowDecision) -> None:
@@ -100,10 +99,14 @@ class FusedRuns:
         """The co-located draft's part of the batch step: the passes of its fused entries,
         drafted together (max γ passes, pass k batching those with γ > k); 0 without. A
         ``cloud_only`` round drafts nothing, or one wasted pass with
-        ``cloud_only_draft_pass``."""
+        ``cloud_only_draft_pass``. Kept in ``server.batch_draft_s`` for the verdicts."""
+        server.batch_draft_s = self._passes_s(server, batch)
+        return server.batch_draft_s
+
+    def _passes_s(self, server: ServerState, batch: list[Session]) -> float:
+        """The co-located draft's passes for ``batch``'s fused entries (:meth:`draft_step_s`)."""
         state = self.host.state
         if state.cloud_only and not state.cloud_only_draft_pass:
-            server.batch_draft_s = 0.0
             return 0.0
         gamma_of = _wasted_pass if state.cloud_only else _drafted
         drafts = [
@@ -111,12 +114,11 @@ class FusedRuns:
             for s in batch
             if s.fused
         ]
-        server.batch_draft_s = 0.0
-        if drafts:
-            cost = server.draft_cost
-            assert cost is not None, "build_entities gives servers a co-located draft"
-            server.batch_draft_s = draft_passes_s(cost, drafts)
-        return server.batch_draft_s
+        if not drafts:
+            return 0.0
+        cost = server.draft_cost
+        assert cost is not None, "build_entities gives servers a co-located draft"
+        return draft_passes_s(cost, drafts)
 
     def verdict(
         self,
@@ -135,9 +137,7 @@ class FusedRuns:
         dev = s.device
         request = s.request
         total = s.committed
-        draft = self.alone_draft_s.pop(s.index, None)
-        if draft is None:
-            draft = server.batch_draft_s
+        draft = s.round_draft_s if state.unqueued_fused else server.batch_draft_s
         verify = step - draft
         s.draft_s += draft
         s.verify_s += verify

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from edgespec.core.apportion import largest_remainder
 from edgespec.sim.setup.pools import DeviceSpec as DeviceSpec
 from edgespec.sim.setup.pools import ServerSpec as ServerSpec
 from edgespec.sim.setup.pools import TopologySource
@@ -13,14 +14,8 @@ from edgespec.sim.setup.pools import TopologySource
 
 def _assign_classes(mix: Mapping[str, float], count: int) -> list[str]:
     """Deterministic class per device: largest-remainder apportionment, classes in order."""
-    total = sum(mix.values())
-    quotas = [(cls, count * share / total) for cls, share in mix.items()]
-    counts = {cls: int(q) for cls, q in quotas}
-    left = count - sum(counts.values())
-    by_remainder = sorted(quotas, key=lambda cq: -(cq[1] - int(cq[1])))
-    for cls, _ in by_remainder[:left]:
-        counts[cls] += 1
-    return [cls for cls, _ in quotas for _ in range(counts[cls])]
+    counts = largest_remainder(count, list(mix.values()))
+    return [cls for cls, n in zip(mix, counts, strict=True) for _ in range(n)]
 
 
 def expand_topology(
