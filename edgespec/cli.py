@@ -71,6 +71,10 @@ GROUPS: dict[str, Group] = {
                 "edgespec.runtime.commands.bench",
                 "the real runtime: one client, concurrent clients, cached prefixes",
             ),
+            "serve": (
+                "edgespec.runtime.commands.bench_serve",
+                "load a verification server: N clients, SLO mix, faults, outputs checked",
+            ),
         },
     ),
     "reproduce": Group(

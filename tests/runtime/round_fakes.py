@@ -97,7 +97,8 @@ class FeatureDrafter(Drafter):
 class Verifier:
     """Greedy verification against the toy target. ``failures``: error codes the next
     verify calls raise (one each, advancing the clock a verification's time);
-    ``open_failures`` the same for reopening sessions."""
+    ``open_failures`` the same for reopening sessions, ``first_open_failures`` for the
+    first opening, ``close_failures`` for closing."""
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
@@ -106,17 +107,23 @@ class Verifier:
         self.closed: list[str] = []
         self.failures: list[ErrorCode] = []
         self.open_failures: list[ErrorCode] = []
+        self.first_open_failures: list[ErrorCode] = []
+        self.close_failures: list[ErrorCode] = []
         self.sessions: dict[str, tuple[list[int], SessionSpec]] = {}
         self.queue_s = QUEUE_S  # what replies claim
 
     def open(self, spec: SessionSpec) -> None:
         self.specs.append(spec)
+        if self.first_open_failures and not self.sessions:
+            raise RequestError(self.first_open_failures.pop(0), "server down")
         if self.open_failures and len(self.specs) > 1:  # reopenings only
             code = self.open_failures.pop(0)
             raise RequestError(code, f"cannot open {spec.session_id!r}")
         self.sessions[spec.session_id] = ([], spec)
 
     def close(self, session_id: str) -> None:
+        if self.close_failures:
+            raise RequestError(self.close_failures.pop(0), "cannot close")
         self.closed.append(session_id)
         self.sessions.pop(session_id, None)
 

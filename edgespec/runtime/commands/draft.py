@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from edgespec.arguments import add_verbose
-from edgespec.runtime.commands.draft_run import DraftRun, first_difference
+from edgespec.core.sequences import first_difference
+from edgespec.runtime.commands.draft_run import DraftRun
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments, stop_policy_from_args
 from edgespec.runtime.wire.emulated_link import add_link_arguments, link_overrides
 

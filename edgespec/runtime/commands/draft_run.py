@@ -16,14 +16,6 @@ from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
 from edgespec.runtime.edge.semantic import SemanticReport
 
 
-def first_difference(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    """The first index where ``a`` and ``b`` differ (the shorter length when one is a
-    prefix of the other)."""
-    return next(
-        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What one request produced and how it was timed."""

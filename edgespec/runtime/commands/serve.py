@@ -223,7 +223,7 @@ async def _serve(
     if config.prometheus_port is not None:
         from edgespec.runtime.server.prometheus import start_prometheus
 
-        start_prometheus(config.prometheus_port, service.stats, config.host)
+        start_prometheus(config.prometheus_port, service.metrics, config.host)
     cache = "" if config.prefix_cache else ", no prefix cache"
     fused = fused_rounds_label(config, window)
     lossy = ""

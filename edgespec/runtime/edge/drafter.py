@@ -44,7 +44,7 @@ from edgespec.runtime.backends.base import (
     stopping_drafter,
 )
 from edgespec.runtime.edge.fused_handover import fused_handover
-from edgespec.runtime.edge.reconnect import close_quietly, reopen
+from edgespec.runtime.edge.reconnect import close_quietly, open_retrying, reopen
 from edgespec.runtime.edge.rounds import (
     Ledger,
     Verifier,
@@ -77,13 +77,16 @@ class GenerationResult:
 
 @dataclass(frozen=True, slots=True)
 class DraftOptions:
-    """Per-request drafter settings."""
+    """Per-request drafter settings. A lost session is reopened for up to
+    ``retry_timeout_s``; with ``retry_first_open`` the first open is retried alike while
+    the server is unreachable (else it fails at once: ``edgespec draft`` against no server)."""
 
     session_id: str
     client_id: str = "edge-0"
     slo_class: str = "default"
     retry_timeout_s: float = 30.0
     retry_backoff_s: float = 0.05
+    retry_first_open: bool = False
 
 
 def generate(
@@ -149,7 +152,10 @@ def _generate(
     wisv = None if semantic is None else semantic.spec()
     opened = clock()
     first = _session_spec(options, prompt, sampling, hidden, wisv)
-    verifier.open(first)
+    if options.retry_first_open:
+        open_retrying(verifier, first, clock, options.retry_timeout_s, options.retry_backoff_s)
+    else:
+        verifier.open(first)
     session_id = first.session_id
     handshake_rtt_s = clock() - opened
     upload: Upload | None = None
@@ -191,7 +197,11 @@ def _generate(
         exchanges.append(played.num_exchanges)
         mismatches.append(reply.outcome.accepted_mismatches)
         decision = None
-    verifier.close(session_id)
+    try:
+        verifier.close(session_id)
+    except RequestError as exc:  # the output is complete; a server gone took the session along
+        if exc.code not in RECOVERABLE:
+            raise
     report = None
     if semantic is not None and upload is not None:
         report = SemanticReport(

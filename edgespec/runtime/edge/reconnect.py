@@ -64,3 +64,23 @@ def close_quietly(verifier: Verifier, session_id: str) -> None:
     """Close an abandoned session if the server still has it (it may be gone or down)."""
     with contextlib.suppress(RequestError):
         verifier.close(session_id)
+
+
+def open_retrying(
+    verifier: Verifier,
+    spec: SessionSpec,
+    clock: Callable[[], float],
+    retry_timeout_s: float,
+    retry_backoff_s: float,
+) -> None:
+    """Open ``spec``, retrying every ``retry_backoff_s`` while the server is unreachable
+    (``UNAVAILABLE``: down, restarting), for at most ``retry_timeout_s``."""
+    deadline = clock() + retry_timeout_s
+    while True:
+        try:
+            verifier.open(spec)
+            return
+        except RequestError as exc:
+            if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
+                raise
+            time.sleep(retry_backoff_s)

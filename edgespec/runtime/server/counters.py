@@ -1,16 +1,86 @@
-"""The verification service's own counters (batches, rejections, expiries, busy) and the
-:class:`~edgespec.runtime.messages.ServerStats` it reports from them and the engine's
-(the ``Stats`` RPC)."""
+"""The verification service's own counters (batches, verifications, sessions, rejections by
+code, expiries, busy, latency histograms), the :class:`~edgespec.runtime.messages.ServerStats`
+it reports from them and the engine's (the ``Stats`` RPC), and the fuller
+:class:`ServiceMetrics` the Prometheus endpoint serves (:mod:`.prometheus`)."""
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from edgespec.core.types import BatchRecord, PendingVerification
-from edgespec.runtime.messages import ServerStats
+from edgespec.runtime.errors import ErrorCode
+from edgespec.runtime.messages import ServerStats, VerifyOutcome
 from edgespec.runtime.server.engine_sessions import EngineCounters
+
+BATCH_SIZE_BUCKETS: tuple[float, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+SECONDS_BUCKETS: tuple[float, ...] = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class HistogramSnapshot:
+    """A Prometheus histogram: ``cumulative[i]`` observations ≤ ``bounds[i]``, then ``count``
+    (the ``+Inf`` bucket) and the observations' ``sum``."""
+
+    bounds: tuple[float, ...]
+    cumulative: tuple[int, ...]
+    count: int
+    sum: float
+
+
+@dataclass(slots=True)
+class Histogram:
+    """Observations counted into the buckets ``le`` each bound (Prometheus semantics)."""
+
+    bounds: tuple[float, ...]
+    counts: list[int] = field(default_factory=list)  # per bucket, the last one is +Inf
+    total: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.counts:
+            self.counts = [0] * (len(self.bounds) + 1)
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+    def snapshot(self) -> HistogramSnapshot:
+        running, cumulative = 0, []
+        for n in self.counts[:-1]:
+            running += n
+            cumulative.append(running)
+        return HistogramSnapshot(self.bounds, tuple(cumulative), sum(self.counts), self.total)
+
+
+def _seconds() -> Histogram:
+    return Histogram(SECONDS_BUCKETS)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceMetrics:
+    """What the Prometheus endpoint serves: the ``Stats`` snapshot and the service's own
+    totals since it started (docs/RUNTIME.md, "Observability", has the metric names).
+
+    ``num_verifications``: rounds decided and answered (a client gone before its answer
+    and a hidden-state request are not counted), with their drafted, accepted and committed
+    tokens; ``rejected_by_code``: every :class:`ErrorCode`, with the requests the service
+    refused with it."""
+
+    stats: ServerStats
+    num_verifications: int
+    num_drafted_tokens: int
+    num_accepted_tokens: int
+    num_committed_tokens: int
+    num_sessions_opened: int
+    num_sessions_closed: int
+    rejected_by_code: tuple[tuple[str, int], ...]
+    batch_size: HistogramSnapshot
+    batch_seconds: HistogramSnapshot
+    queue_wait_seconds: HistogramSnapshot
 
 
 def _recent_batches() -> deque[BatchRecord]:
@@ -26,12 +96,37 @@ class ServiceCounters:
     num_expired: int = 0
     num_rejected: int = 0
     busy: bool = False
+    num_verifications: int = 0
+    num_drafted_tokens: int = 0
+    num_accepted_tokens: int = 0
+    num_committed_tokens: int = 0
+    num_sessions_opened: int = 0
+    num_sessions_closed: int = 0
+    rejected_by_code: Counter[str] = field(default_factory=Counter)
+    batch_size: Histogram = field(default_factory=lambda: Histogram(BATCH_SIZE_BUCKETS))
+    batch_seconds: Histogram = field(default_factory=_seconds)
+    queue_wait_seconds: Histogram = field(default_factory=_seconds)
+
+    def rejected(self, code: ErrorCode) -> None:
+        """Count a request the service refused with ``code``."""
+        self.num_rejected += 1
+        self.rejected_by_code[code.value] += 1
+
+    def answered(self, outcome: VerifyOutcome, queue_s: float) -> None:
+        """Count a decided round answered after ``queue_s`` in the queue."""
+        self.num_verifications += 1
+        self.num_drafted_tokens += outcome.result.num_drafted
+        self.num_accepted_tokens += outcome.result.num_accepted
+        self.num_committed_tokens += len(outcome.committed_token_ids)
+        self.queue_wait_seconds.observe(queue_s)
 
     def record_batch(
         self, entries: Sequence[PendingVerification], start_s: float, end_s: float
     ) -> None:
         """Count the batch of ``entries`` run from ``start_s`` to ``end_s``."""
         self.batch_sizes[len(entries)] += 1
+        self.batch_size.observe(len(entries))
+        self.batch_seconds.observe(end_s - start_s)
         self.batches.append(
             BatchRecord(
                 server_id=0,
@@ -65,4 +160,20 @@ class ServiceCounters:
             num_expired_sessions=self.num_expired,
             num_rejected=self.num_rejected,
             busy=self.busy,
+        )
+
+    def metrics(self, c: EngineCounters, queue_depth: int) -> ServiceMetrics:
+        """The Prometheus view: :meth:`stats` and the service's totals."""
+        return ServiceMetrics(
+            stats=self.stats(c, queue_depth),
+            num_verifications=self.num_verifications,
+            num_drafted_tokens=self.num_drafted_tokens,
+            num_accepted_tokens=self.num_accepted_tokens,
+            num_committed_tokens=self.num_committed_tokens,
+            num_sessions_opened=self.num_sessions_opened,
+            num_sessions_closed=self.num_sessions_closed,
+            rejected_by_code=tuple((e.value, self.rejected_by_code[e.value]) for e in ErrorCode),
+            batch_size=self.batch_size.snapshot(),
+            batch_seconds=self.batch_seconds.snapshot(),
+            queue_wait_seconds=self.queue_wait_seconds.snapshot(),
         )

@@ -1,58 +1,89 @@
-"""Optional Prometheus endpoint exposing the server stats (needs ``prometheus_client``):
-every :class:`ServerStats` field as ``edgespec_<field>``, the batch-size histogram as
-``edgespec_batches_by_size``."""
+"""Optional Prometheus endpoint (needs ``prometheus_client``): the service's
+:class:`~edgespec.runtime.server.counters.ServiceMetrics` under Prometheus' naming rules —
+counters end in ``_total``, units are spelled out (``_seconds``, ``_bytes``, ``_tokens``),
+latencies and batch sizes are histograms. docs/RUNTIME.md ("Observability") has the table;
+:data:`GAUGES`, :data:`COUNTERS` and :data:`HISTOGRAMS` are its source."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from edgespec.runtime.messages import ServerStats
+from edgespec.runtime.server.counters import HistogramSnapshot, ServiceMetrics
 
-_GAUGES = {
-    "queue_depth": "verification requests waiting",
-    "num_sessions": "open sessions",
-    "mean_batch_size": "mean verification batch size",
-    "max_batch_size": "largest verification batch so far",
-    "cache_hit_ratio": "verifications whose session prefix was cached",
-    "num_cached_tokens": "tokens held in the KV prefix cache",
-    "num_cached_bytes": "bytes held in the KV prefix cache",
-    "busy": "1 while a verification pass is running",
+PREFIX = "edgespec_"
+
+GAUGES: dict[str, tuple[str, str]] = {  # metric -> (ServerStats field, help)
+    "queue_depth": ("queue_depth", "verification requests waiting"),
+    "open_sessions": ("num_sessions", "sessions open now"),
+    "cached_tokens": ("num_cached_tokens", "tokens held in the KV prefix cache"),
+    "cached_bytes": ("num_cached_bytes", "bytes held in the KV prefix cache"),
+    "busy": ("busy", "1 while a verification pass is running"),
 }
-_COUNTERS = {
-    "num_batches": "verification forward passes",
-    "num_tokens_forwarded": "tokens forwarded through the target",
-    "num_cache_hits": "verifications on a cached prefix",
-    "num_cache_misses": "verifications that prefilled (first round or after eviction)",
-    "num_evictions": "sessions evicted from the KV cache (LRU)",
-    "num_reprefills": "evicted sessions re-prefilled",
-    "num_expired_sessions": "idle sessions closed after the timeout",
-    "num_rejected": "requests refused (invalid, not found, over a limit)",
+COUNTERS: dict[str, tuple[str, str]] = {  # metric without _total -> (field, help)
+    "batches": ("stats.num_batches", "verification forward passes"),
+    "forwarded_tokens": ("stats.num_tokens_forwarded", "tokens forwarded through the target"),
+    "cache_hits": ("stats.num_cache_hits", "verifications on a cached prefix"),
+    "cache_misses": ("stats.num_cache_misses", "verifications that prefilled"),
+    "evictions": ("stats.num_evictions", "sessions evicted from the KV cache (LRU)"),
+    "reprefills": ("stats.num_reprefills", "evicted sessions re-prefilled"),
+    "expired_sessions": ("stats.num_expired_sessions", "idle sessions closed after the timeout"),
+    "verifications": ("num_verifications", "rounds decided and answered"),
+    "drafted_tokens": ("num_drafted_tokens", "draft tokens verified"),
+    "accepted_tokens": ("num_accepted_tokens", "draft tokens accepted"),
+    "committed_tokens": ("num_committed_tokens", "tokens committed (accepted + the target's)"),
+    "opened_sessions": ("num_sessions_opened", "sessions opened"),
+    "closed_sessions": ("num_sessions_closed", "sessions closed by their client"),
 }
+REJECTED = "rejected_requests"  # a counter labelled by the gRPC status code
+HISTOGRAMS: dict[str, tuple[str, str]] = {
+    "batch_size": ("batch_size", "sessions per verification pass"),
+    "batch_seconds": ("batch_seconds", "wall time of a verification pass"),
+    "queue_wait_seconds": ("queue_wait_seconds", "time a verification waited in the queue"),
+}
+
+
+def _field(metrics: ServiceMetrics, path: str) -> float:
+    value: Any = metrics
+    for part in path.split("."):
+        value = getattr(value, part)
+    return float(value)
+
+
+def _histogram(name: str, doc: str, h: HistogramSnapshot) -> Any:
+    from prometheus_client.core import HistogramMetricFamily
+
+    buckets = [(f"{b:g}", float(n)) for b, n in zip(h.bounds, h.cumulative, strict=True)]
+    buckets.append(("+Inf", float(h.count)))
+    return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=h.sum)
 
 
 class _Collector:
-    def __init__(self, stats: Callable[[], ServerStats]) -> None:
-        self._stats = stats
+    def __init__(self, metrics: Callable[[], ServiceMetrics]) -> None:
+        self._metrics = metrics
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-        s = self._stats()
-        for name, doc in _GAUGES.items():
-            yield GaugeMetricFamily(f"edgespec_{name}", doc, value=float(getattr(s, name)))
-        for name, doc in _COUNTERS.items():
-            yield CounterMetricFamily(f"edgespec_{name}", doc, value=float(getattr(s, name)))
-        hist = GaugeMetricFamily(
-            "edgespec_batches_by_size", "batches run per batch size", labels=["batch_size"]
+        m = self._metrics()
+        for name, (field, doc) in GAUGES.items():
+            yield GaugeMetricFamily(PREFIX + name, doc, value=float(getattr(m.stats, field)))
+        for name, (path, doc) in COUNTERS.items():
+            yield CounterMetricFamily(PREFIX + name, doc, value=_field(m, path))
+        rejected = CounterMetricFamily(
+            PREFIX + REJECTED, "requests refused, by gRPC status code", labels=["code"]
         )
-        for size, count in s.batch_size_histogram:
-            hist.add_metric([str(size)], float(count))
-        yield hist
+        for code, count in m.rejected_by_code:
+            rejected.add_metric([code], float(count))
+        yield rejected
+        for name, (field, doc) in HISTOGRAMS.items():
+            yield _histogram(PREFIX + name, doc, getattr(m, field))
 
 
-def start_prometheus(port: int, stats: Callable[[], ServerStats], host: str = "127.0.0.1") -> Any:
-    """Serve ``/metrics`` on ``host:port`` from ``stats()``; returns the HTTP server."""
+def start_prometheus(
+    port: int, metrics: Callable[[], ServiceMetrics], host: str = "127.0.0.1"
+) -> Any:
+    """Serve ``/metrics`` on ``host:port`` from ``metrics()``; returns the HTTP server."""
     try:
         from prometheus_client import CollectorRegistry, start_http_server
     except ImportError as exc:
@@ -61,6 +92,6 @@ def start_prometheus(port: int, stats: Callable[[], ServerStats], host: str = "1
             "(pip install prometheus-client)"
         ) from exc
     registry = CollectorRegistry()
-    registry.register(_Collector(stats))  # type: ignore[arg-type]
+    registry.register(_Collector(metrics))  # type: ignore[arg-type]
     server, _thread = start_http_server(port, addr=host, registry=registry)
     return server

@@ -39,7 +39,7 @@ from edgespec.runtime.messages import (
 from edgespec.runtime.server.admission import Admission
 from edgespec.runtime.server.batch_planner import BatchPlanner
 from edgespec.runtime.server.config import ServerConfig
-from edgespec.runtime.server.counters import ServiceCounters
+from edgespec.runtime.server.counters import ServiceCounters, ServiceMetrics
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.fused_baseline import fused_baseline
 from edgespec.runtime.server.fused_run import stream_fused_run
@@ -129,6 +129,7 @@ class VerificationService:
         """Open ``spec``; with auth on, ``owner`` (the caller's identity) owns the session:
         only it may verify or close it (:mod:`edgespec.runtime.server.clients`)."""
         self._guard(lambda: self._admission.open(spec, owner, self._clock()))
+        self._counters.num_sessions_opened += 1
         rule = self.engine.session_rule(spec.session_id)
         if not rule.lossless and self._log is not None:
             describe = getattr(rule, "describe", None)
@@ -136,7 +137,9 @@ class VerificationService:
             self._log(f"session {spec.session_id!r} (client {spec.client_id!r}) opened: {what}")
 
     def close_session(self, session_id: str, owner: str | None = None) -> bool:
-        return self._guard(lambda: self._admission.close(session_id, owner))
+        closed = self._guard(lambda: self._admission.close(session_id, owner))
+        self._counters.num_sessions_closed += closed
+        return closed
 
     async def verify(self, call: VerifyCall, owner: str | None = None) -> VerifyReply:
         """Validate, enqueue and wait for the batch that verifies ``call`` (for ``owner``,
@@ -213,13 +216,17 @@ class VerificationService:
     def stats(self) -> ServerStats:
         return self._counters.stats(self.engine.counters(), queue_depth=len(self._queue))
 
+    def metrics(self) -> ServiceMetrics:
+        """The Prometheus endpoint's view: :meth:`stats` and the service's totals."""
+        return self._counters.metrics(self.engine.counters(), queue_depth=len(self._queue))
+
     # --- internals
 
     def _guard(self, fn: Callable[[], _T]) -> _T:
         try:
             return fn()
-        except RequestError:
-            self._counters.num_rejected += 1
+        except RequestError as exc:
+            self._counters.rejected(exc.code)
             raise
 
     def _fail(self, entry: _Entry, exc: BaseException | None) -> None:
@@ -313,6 +320,8 @@ class VerificationService:
                 queue_s = start - e.pending.enqueued_s
                 reply = VerifyReply(outcome, queue_s, end - start, len(entries), len(self._queue))
                 e.future.set_result(reply)
+                if outcome.hidden_request is None:
+                    self._counters.answered(outcome, queue_s)
 
     def _labels(self, session_id: str) -> dict[str, object]:
         """What a session's records carry beyond the round (a lossy rule's labels)."""

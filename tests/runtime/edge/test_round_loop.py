@@ -172,6 +172,35 @@ def test_what_a_reconnect_does_not_survive(
     assert info.value.message.startswith(message)
 
 
+@pytest.mark.parametrize("retry", [False, True])
+def test_the_first_open_is_retried_while_the_server_is_down_only_when_asked(retry: bool) -> None:
+    clock = Clock()
+    verifier = Verifier(clock)
+    verifier.first_open_failures = [ErrorCode.UNAVAILABLE, ErrorCode.UNAVAILABLE]
+    options = DraftOptions(session_id="s", retry_backoff_s=0.0, retry_first_open=retry)
+    if not retry:
+        with pytest.raises(RequestError) as info:
+            generate(verifier, Drafter(clock), PROMPT, GREEDY, options, clock=clock)
+        assert (info.value.code, info.value.message) == (ErrorCode.UNAVAILABLE, "server down")
+        return
+    result = generate(verifier, Drafter(clock), PROMPT, GREEDY, options, clock=clock)
+    assert result.output_token_ids == OUTPUT
+    assert [s.session_id for s in verifier.specs] == ["s", "s", "s"]  # same session, 3 tries
+    assert result.num_reconnects == 0
+
+
+@pytest.mark.parametrize("code", [ErrorCode.UNAVAILABLE, ErrorCode.PERMISSION_DENIED])
+def test_a_server_gone_at_the_final_close_keeps_the_output(code: ErrorCode) -> None:
+    clock = Clock()
+    verifier = Verifier(clock)
+    verifier.close_failures = [code]
+    if code is ErrorCode.PERMISSION_DENIED:  # not a server gone: the caller hears of it
+        with pytest.raises(RequestError, match="cannot close"):
+            _run(verifier, clock)
+        return
+    assert _run(verifier, clock).output_token_ids == OUTPUT
+
+
 def test_a_stop_predictor_needs_a_stopping_drafter_before_any_session() -> None:
     clock = Clock()
     verifier = Verifier(clock)

@@ -254,29 +254,12 @@ def test_only_the_last_10000_batches_are_kept_but_every_size_is_counted() -> Non
     assert counters.batch_sizes == {1: 10_002}
 
 
-def test_prometheus_families_have_exact_names_and_types() -> None:
-    pytest.importorskip("prometheus_client")
-    from edgespec.runtime.server.prometheus import _Collector
-
-    stats = ServiceCounters(busy=True).stats(ENGINE, 2)
-    families = {f.name: f.type for f in _Collector(lambda: stats).collect()}
-    gauges = ["queue_depth", "num_sessions", "mean_batch_size", "max_batch_size"]
-    gauges += ["cache_hit_ratio", "num_cached_tokens", "num_cached_bytes", "busy"]
-    counters = ["num_batches", "num_tokens_forwarded", "num_cache_hits", "num_cache_misses"]
-    counters += ["num_evictions", "num_reprefills", "num_expired_sessions", "num_rejected"]
-    assert families == {
-        **{f"edgespec_{g}": "gauge" for g in gauges},
-        **{f"edgespec_{c}": "counter" for c in counters},
-        "edgespec_batches_by_size": "gauge",
-    }
-
-
 def test_prometheus_listens_on_loopback_by_default() -> None:
     pytest.importorskip("prometheus_client")
     from edgespec.runtime.server.prometheus import start_prometheus
 
-    stats = ServiceCounters().stats(ENGINE, 0)
-    server = start_prometheus(0, lambda: stats)
+    metrics = ServiceCounters().metrics(ENGINE, 0)
+    server = start_prometheus(0, lambda: metrics)
     try:
         assert server.server_address[0] == "127.0.0.1"
     finally:

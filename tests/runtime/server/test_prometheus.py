@@ -1,5 +1,6 @@
-"""The Prometheus endpoint serves the same numbers as the ``Stats`` RPC (docs/RUNTIME.md,
-"Observability"): every :class:`ServerStats` field as ``edgespec_<field>``."""
+"""The Prometheus endpoint (docs/RUNTIME.md, "Observability"): names follow Prometheus'
+conventions (``_total`` counters, ``_seconds`` / ``_bytes`` units, histograms), every value is
+the service's own number, histogram buckets are cumulative."""
 
 from __future__ import annotations
 
@@ -7,42 +8,132 @@ import dataclasses
 
 import pytest
 
-from edgespec.runtime.messages import ServerStats
+from edgespec.core.types import VerifyResult
+from edgespec.runtime.errors import ErrorCode
+from edgespec.runtime.messages import VerifyOutcome
+from edgespec.runtime.server.counters import (
+    Histogram,
+    ServiceCounters,
+)
+from edgespec.runtime.server.engine_sessions import EngineCounters
+
+pytest.importorskip("prometheus_client")
+
+ENGINE = EngineCounters(
+    num_forward_passes=9,
+    num_tokens_forwarded=40,
+    num_verifications=12,
+    num_cache_hits=3,
+    num_cache_misses=1,
+    num_reprefills=2,
+    num_evictions=5,
+    num_cached_tokens=30,
+    num_cached_bytes=3000,
+    num_sessions=4,
+)
 
 
-def test_every_stats_field_is_a_metric() -> None:
-    pytest.importorskip("prometheus_client")
+def _counters() -> ServiceCounters:
+    c = ServiceCounters(busy=True, num_expired=6, num_sessions_opened=7, num_sessions_closed=3)
+    outcome = VerifyOutcome(VerifyResult(4, 2, 2, 9, (5, 6)), (5, 6, 9), False, 5)
+    c.answered(outcome, 0.003)
+    c.answered(outcome, 0.2)
+    c.rejected(ErrorCode.NOT_FOUND)
+    c.rejected(ErrorCode.NOT_FOUND)
+    c.rejected(ErrorCode.RESOURCE_EXHAUSTED)
+    return c
+
+
+def _samples() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     from edgespec.runtime.server.prometheus import _Collector
 
-    stats = ServerStats(
-        queue_depth=3,
-        num_sessions=4,
-        num_batches=5,
-        mean_batch_size=1.5,
-        max_batch_size=7,
-        batch_size_histogram=((1, 2), (7, 1)),
-        num_tokens_forwarded=11,
-        num_cache_hits=12,
-        num_cache_misses=13,
-        cache_hit_ratio=0.25,
-        num_evictions=14,
-        num_reprefills=15,
-        num_cached_tokens=16,
-        num_cached_bytes=17,
-        num_expired_sessions=18,
-        num_rejected=19,
-        busy=True,
-    )
-    samples = [s for family in _Collector(lambda: stats).collect() for s in family.samples]
-    values = {s.name: s.value for s in samples if not s.labels}
-    for f in dataclasses.fields(ServerStats):
-        if f.name == "batch_size_histogram":
-            continue
-        want = float(getattr(stats, f.name))
-        assert values.get(f"edgespec_{f.name}", values.get(f"edgespec_{f.name}_total")) == want, (
-            f.name
-        )
-    by_size = {
-        s.labels["batch_size"]: s.value for s in samples if s.name == "edgespec_batches_by_size"
+    metrics = _counters().metrics(ENGINE, 2)
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in _Collector(lambda: metrics).collect()
+        for s in family.samples
     }
-    assert by_size == {"1": 2.0, "7": 1.0}
+
+
+def test_families_have_conventional_names_and_types() -> None:
+    from edgespec.runtime.server.prometheus import _Collector
+
+    metrics = ServiceCounters().metrics(ENGINE, 0)
+    families = {f.name: f.type for f in _Collector(lambda: metrics).collect()}
+    gauges = ["queue_depth", "open_sessions", "cached_tokens", "cached_bytes", "busy"]
+    counters = ["batches", "forwarded_tokens", "cache_hits", "cache_misses", "evictions"]
+    counters += ["reprefills", "expired_sessions", "verifications", "drafted_tokens"]
+    counters += ["accepted_tokens", "committed_tokens", "opened_sessions", "closed_sessions"]
+    counters += ["rejected_requests"]
+    histograms = ["batch_size", "batch_seconds", "queue_wait_seconds"]
+    assert families == {
+        **{f"edgespec_{g}": "gauge" for g in gauges},
+        **{f"edgespec_{c}": "counter" for c in counters},  # samples end in _total
+        **{f"edgespec_{h}": "histogram" for h in histograms},
+    }
+
+
+def test_values_are_the_services_numbers() -> None:
+    got = _samples()
+    want = {
+        "edgespec_queue_depth": 2,
+        "edgespec_open_sessions": 4,
+        "edgespec_cached_tokens": 30,
+        "edgespec_cached_bytes": 3000,
+        "edgespec_busy": 1,
+        "edgespec_batches_total": 0,
+        "edgespec_forwarded_tokens_total": 40,
+        "edgespec_cache_hits_total": 3,
+        "edgespec_cache_misses_total": 1,
+        "edgespec_evictions_total": 5,
+        "edgespec_reprefills_total": 2,
+        "edgespec_expired_sessions_total": 6,
+        "edgespec_verifications_total": 2,
+        "edgespec_drafted_tokens_total": 8,
+        "edgespec_accepted_tokens_total": 4,
+        "edgespec_committed_tokens_total": 6,
+        "edgespec_opened_sessions_total": 7,
+        "edgespec_closed_sessions_total": 3,
+    }
+    for name, value in want.items():
+        assert got[(name, ())] == float(value), name
+    rejected = {
+        dict(labels)["code"]: v for (n, labels), v in got.items() if n.startswith("edgespec_rej")
+    }
+    assert rejected == {c.value: 0.0 for c in ErrorCode} | {
+        "NOT_FOUND": 2.0,
+        "RESOURCE_EXHAUSTED": 1.0,
+    }
+
+
+def test_histograms_are_cumulative_with_sum_and_count() -> None:
+    got = _samples()
+    assert got[("edgespec_queue_wait_seconds_count", ())] == 2.0
+    assert got[("edgespec_queue_wait_seconds_sum", ())] == pytest.approx(0.203)
+    bucket = "edgespec_queue_wait_seconds_bucket"
+    assert got[(bucket, (("le", "0.001"),))] == 0.0
+    assert got[(bucket, (("le", "0.005"),))] == 1.0  # 0.003
+    assert got[(bucket, (("le", "0.1"),))] == 1.0
+    assert got[(bucket, (("le", "0.25"),))] == 2.0  # 0.2
+    assert got[(bucket, (("le", "+Inf"),))] == 2.0
+
+
+def test_a_value_on_a_bound_falls_in_its_bucket() -> None:
+    h = Histogram((1.0, 2.0))
+    for v in (1.0, 2.0, 2.5):
+        h.observe(v)
+    snap = h.snapshot()
+    assert (snap.cumulative, snap.count, snap.sum) == ((1, 2), 3, 5.5)
+
+
+def test_batches_are_observed_in_the_batch_histograms() -> None:
+    from edgespec.core.types import PendingVerification
+
+    c = ServiceCounters()
+    entries = [PendingVerification(i, f"s{i}", "c", 0.0, 2, 3, 0) for i in range(3)]
+    c.record_batch(entries, 1.0, 1.02)
+    m = c.metrics(ENGINE, 0)
+    assert m.batch_size.cumulative[:3] == (0, 0, 1)  # buckets 1, 2, 4
+    assert m.batch_seconds.count == 1
+    assert m.batch_seconds.sum == pytest.approx(0.02)
+    assert dataclasses.replace(m.stats).num_batches == 1

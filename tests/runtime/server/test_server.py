@@ -143,7 +143,7 @@ def test_prometheus_endpoint(make_server: ServerFactory) -> None:
     from edgespec.runtime.server.prometheus import start_prometheus
 
     server = make_server()
-    generate(
+    result = generate(
         RemoteVerifier(f"127.0.0.1:{server.port}"),
         NgramDrafter(),
         PROMPTS[1],
@@ -154,15 +154,24 @@ def test_prometheus_endpoint(make_server: ServerFactory) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     assert server.service is not None
-    http = start_prometheus(port, server.service.stats)
+    http = start_prometheus(port, server.service.metrics)
     try:
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     finally:
         http.shutdown()
     stats = server.service.stats()
-    assert f"edgespec_num_tokens_forwarded_total {float(stats.num_tokens_forwarded)}" in body
-    assert f"edgespec_num_batches_total {float(stats.num_batches)}" in body
-    assert 'edgespec_batches_by_size{batch_size="1"}' in body
+    r = result.request
+    assert f"edgespec_forwarded_tokens_total {float(stats.num_tokens_forwarded)}" in body
+    assert f"edgespec_batches_total {float(stats.num_batches)}" in body
+    # the client's own counts, as the server's endpoint reports them
+    assert f"edgespec_verifications_total {float(r.num_rounds)}" in body
+    assert f"edgespec_committed_tokens_total {float(r.num_output_tokens)}" in body
+    assert f"edgespec_accepted_tokens_total {float(r.num_accepted)}" in body
+    assert f"edgespec_drafted_tokens_total {float(r.num_drafted)}" in body
+    assert "edgespec_opened_sessions_total 1.0" in body
+    assert "edgespec_closed_sessions_total 1.0" in body
+    assert f"edgespec_queue_wait_seconds_count {float(r.num_rounds)}" in body
+    assert f'edgespec_batch_size_bucket{{le="1"}} {float(stats.num_batches)}' in body
 
 
 def test_stochastic_over_grpc_matches_in_process(

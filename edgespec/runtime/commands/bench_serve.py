@@ -1,0 +1,107 @@
+"""``edgespec bench serve``: load a verification server with N drafting clients and report
+goodput, TTFT / TPOT / end-to-end percentiles, SLO attainment per class, errors by gRPC
+code and lost sessions; ``--faults`` kills client processes and restarts the server at set
+times; every finished output is checked against centralized decoding (docs/RUNTIME.md,
+"Load generator"; the figures in docs/PERFORMANCE.md).
+
+The server is either one the user runs (``--server HOST:PORT``, ``--metrics-url`` for its
+Prometheus page) or one the bench starts (``edgespec serve`` as a child process on a free
+loopback port, its Prometheus endpoint on): ``--target synthetic`` (default) builds a
+synthetic Llama in a temporary directory, so no download is needed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from edgespec.arguments import add_max_new_tokens, positive_int
+from edgespec.errors import UserInputError
+from edgespec.runtime.loadgen.spec import LoadSpec, parse_faults, parse_modes, parse_slo_mix
+
+DEFAULT_SLO_MIX = "interactive:20:0.5,batch:5:0.5"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    where = p.add_argument_group("the server")
+    where.add_argument(
+        "--server", metavar="HOST:PORT", help="a running server (default: start one)"
+    )
+    where.add_argument("--metrics-url", help="its Prometheus page, e.g. http://HOST:9100/metrics")
+    where.add_argument(
+        "--target", default="synthetic", help="model the bench's own server serves: 'synthetic' "
+        "(default, built here: --synthetic-layers, --synthetic-hidden), a name or a directory",
+    )  # fmt: skip
+    where.add_argument("--synthetic-layers", type=positive_int, default=12, help="(default 12)")
+    where.add_argument("--synthetic-hidden", type=positive_int, default=512, help="(default 512)")
+    where.add_argument("--batching", default="fcfs", help="the bench server's batching policy")
+    where.add_argument("--server-threads", type=positive_int, default=1, help="its torch threads")
+    where.add_argument(
+        "--session-timeout-s", type=float, default=15.0,
+        help="the bench server's idle-session timeout (default 15: a killed client's sessions "
+        "are reclaimed within the run)",
+    )  # fmt: skip
+    load = p.add_argument_group("the load")
+    load.add_argument(
+        "--mode", default="distributed",
+        help="distributed (default: the clients draft, the server verifies), centralized (the "
+        "server decodes alone), or both comma-separated: run one after the other, same server",
+    )  # fmt: skip
+    load.add_argument("--clients", type=positive_int, default=8, help="concurrent clients (8)")
+    load.add_argument("--procs", type=positive_int, help="client processes (default min(4, N))")
+    load.add_argument("--arrivals", choices=("closed", "poisson"), default="closed")
+    load.add_argument("--rate", type=float, help="Poisson arrivals per second (all clients)")
+    load.add_argument("--duration-s", type=float, default=30.0, help="arrivals stop then (30)")
+    load.add_argument("--drain-s", type=float, default=60.0, help="then in-flight ones get (60)")
+    load.add_argument("--slo-mix", default=DEFAULT_SLO_MIX, help="NAME:TOKENS_PER_S:SHARE,... "
+                      f"(default {DEFAULT_SLO_MIX})")  # fmt: skip
+    load.add_argument("--prompts", default="general", help="bundled prompt set: general "
+                      "(default), gsm8k, cnndm, humaneval, sharegpt (test split)")  # fmt: skip
+    load.add_argument("--max-prompt-tokens", type=positive_int, default=256, help="(default 256)")
+    add_max_new_tokens(p, 32)
+    load.add_argument("--gamma", type=positive_int, default=4, help="static window (default 4)")
+    load.add_argument("--draft", default="ngram",
+                      help="ngram (default), truncated (synthetic target) or a model")  # fmt: skip
+    load.add_argument("--seed", type=int, default=0, help="prompt and class draws (default 0)")
+    load.add_argument(
+        "--faults", default="",
+        help="KIND@SECONDS[:COUNT],... KIND kill-clients (COUNT processes) or restart-server",
+    )  # fmt: skip
+    out = p.add_argument_group("output")
+    out.add_argument("--no-check", action="store_true", help="skip the centralized check")
+    out.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
+    out.add_argument("--log-dir", type=Path, help="where the bench server's log goes (a tmp dir)")
+
+
+def load_spec(args: argparse.Namespace) -> LoadSpec:
+    procs = args.procs if args.procs is not None else min(4, args.clients)
+    return LoadSpec(args.clients, procs, args.arrivals, args.rate, args.duration_s,
+                    args.drain_s, parse_slo_mix(args.slo_mix), args.max_new_tokens, args.gamma,
+                    args.draft, args.seed, parse_faults(args.faults))  # fmt: skip
+
+
+def _say(line: str) -> None:
+    print(f"edgespec bench serve: {line}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    load = load_spec(args)
+    modes = parse_modes(args.mode)
+    if args.server is not None and any(f.kind == "restart-server" for f in load.faults):
+        raise UserInputError("--faults restart-server needs the bench's own server (no --server)")
+    from edgespec.runtime.loadgen.report import markdown, summary
+    from edgespec.runtime.loadgen.session import BenchSession
+
+    with tempfile.TemporaryDirectory(prefix="edgespec-bench-") as tmp:
+        reports = BenchSession(args, load, Path(tmp), _say).run(modes)
+    print("\n\n".join(markdown(r) for r in reports))
+    result = summary(reports)
+    if len(reports) > 1:
+        print(f"\ngoodput {' / '.join(modes)}: {result['goodput_ratio']:.2f}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+        _say(f"wrote {args.json}")
+    bad = sum(len(r.outcome.lost) + (len(r.check.mismatches) if r.check else 0) for r in reports)
+    return 1 if bad else 0

@@ -1,0 +1,80 @@
+"""Every finished output against centralized decoding: the server decodes each prompt the
+load used on its own (the ``Generate`` RPC, K = 0 per step: the target's greedy output), and
+a finished request whose output differs is a mismatch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from edgespec.core.sequences import first_difference
+from edgespec.core.types import SamplingParams
+from edgespec.runtime.loadgen.worker import Finished
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """A finished request whose output is not the centralized one: where they part."""
+
+    request_id: str
+    prompt_index: int
+    first_difference: int
+    num_output_tokens: int
+    num_reference_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    num_checked: int
+    num_references: int
+    mismatches: tuple[Mismatch, ...]
+
+
+def centralized_outputs(
+    address: str,
+    prompts: Sequence[tuple[int, ...]],
+    indices: Sequence[int],
+    max_new_tokens: int,
+    slo_class: str,
+    num_threads: int = 8,
+) -> dict[int, tuple[int, ...]]:
+    """The server's centralized greedy output of each prompt in ``indices`` (sessions of
+    ``slo_class``, one the server knows)."""
+    from edgespec.runtime.messages import SessionSpec
+    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+    verifier = RemoteVerifier(address, timeout_s=120.0)
+    sampling = SamplingParams(max_new_tokens=max_new_tokens)
+
+    def decode(index: int) -> tuple[int, ...]:
+        spec = SessionSpec(
+            f"reference-{index}", "bench-reference", prompts[index], sampling, slo_class
+        )
+        return tuple(t for chunk in verifier.generate(spec) for t in chunk)
+
+    try:
+        with ThreadPoolExecutor(max(1, min(num_threads, len(indices)))) as pool:
+            return dict(zip(indices, pool.map(decode, indices), strict=True))
+    finally:
+        verifier.close_channel()
+
+
+def check_outputs(
+    finished: Sequence[Finished], references: dict[int, tuple[int, ...]]
+) -> CheckResult:
+    """Compare every finished output with its prompt's reference."""
+    mismatches = []
+    for f in finished:
+        want = references[f.prompt_index]
+        if f.output != want:
+            mismatches.append(
+                Mismatch(
+                    f.request_id,
+                    f.prompt_index,
+                    first_difference(f.output, want),
+                    len(f.output),
+                    len(want),
+                )
+            )
+    return CheckResult(len(finished), len(references), tuple(mismatches))

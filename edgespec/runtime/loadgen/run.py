@@ -1,0 +1,234 @@
+"""Running a load: client processes started and watched, faults applied at their times,
+every request's fate recorded (finished, failed with a code, killed with its process, or
+lost: still running when the drain ended, or in a process that died on its own)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from edgespec.runtime.loadgen.server_process import ServerProcess
+from edgespec.runtime.loadgen.spec import Fault, LoadSpec
+from edgespec.runtime.loadgen.worker import Failed, Finished, Started, WorkerSpec, worker_main
+
+PROGRESS_EVERY_S = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class FaultEvent:
+    """A fault as applied: when (seconds after the start), what, and how long the server
+    took to come back (restarts)."""
+
+    kind: str
+    at_s: float
+    detail: str
+    restart_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """Every request of the run by its fate, and the run's span: ``start_s`` (monotonic),
+    ``arrivals_end_s`` (no request starts after it) and ``end_s`` (the last request ended)."""
+
+    start_s: float
+    arrivals_end_s: float
+    end_s: float
+    num_started: int
+    finished: tuple[Finished, ...]
+    failed: tuple[Failed, ...]
+    killed: tuple[str, ...]
+    lost: tuple[tuple[str, str], ...]  # (request id, why)
+    faults: tuple[FaultEvent, ...]
+
+
+@dataclass(slots=True)
+class _Worker:
+    spec: WorkerSpec
+    proc: Any
+    conn: Connection
+    in_flight: set[str] = field(default_factory=set)
+    ready: bool = False
+    done: bool = False
+
+
+class LoadRun:
+    """One run of ``load`` against ``address`` (``server``: the process to restart for a
+    ``restart-server`` fault, ``None`` for a server the user runs)."""
+
+    def __init__(
+        self,
+        load: LoadSpec,
+        address: str,
+        prompts: tuple[tuple[int, ...], ...],
+        vocab_size: int,
+        server: ServerProcess | None = None,
+        draft_model_dir: str | None = None,
+        say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    ) -> None:
+        if server is None and any(f.kind == "restart-server" for f in load.faults):
+            raise ValueError("a restart-server fault needs a server the bench runs")
+        self._load = load
+        self._address = address
+        self._prompts = prompts
+        self._vocab_size = vocab_size
+        self._server = server
+        self._draft_model_dir = draft_model_dir
+        self._say = say
+        self._ctx = multiprocessing.get_context("spawn")
+        self._workers: dict[int, _Worker] = {}
+        self._finished: list[Finished] = []
+        self._failed: list[Failed] = []
+        self._killed: list[str] = []
+        self._lost: list[tuple[str, str]] = []
+        self._num_started = 0
+        self._faults: list[FaultEvent] = []
+        self._next_victim = 0
+        self._end_s: float | None = None
+
+    def _client_ids(self, index: int) -> tuple[str, ...]:
+        n, p = self._load.num_clients, self._load.num_procs
+        return tuple(f"client-{j:03d}" for j in range(index, n, p))
+
+    def _spawn(self, index: int, incarnation: int) -> None:
+        spec = WorkerSpec(index, incarnation, self._client_ids(index), self._address,
+                          self._prompts, self._load, self._vocab_size,
+                          self._draft_model_dir)  # fmt: skip
+        ours, theirs = self._ctx.Pipe()
+        proc = self._ctx.Process(target=worker_main, args=(spec, theirs), daemon=True)
+        proc.start()
+        theirs.close()  # the child holds the only other end: its exit is our EOF
+        self._workers[index] = _Worker(spec, proc, ours)
+
+    def _handle(self, worker: _Worker, message: object) -> None:
+        if isinstance(message, Started):
+            self._num_started += 1
+            worker.in_flight.add(message.request_id)
+        elif isinstance(message, Finished):
+            worker.in_flight.discard(message.request_id)
+            self._finished.append(message)
+        elif isinstance(message, Failed):
+            worker.in_flight.discard(message.request_id)
+            self._failed.append(message)
+        elif message == "ready":
+            worker.ready = True
+            if self._end_s is not None:  # a replacement joins the running load
+                worker.conn.send(self._end_s)
+        elif message == "done":
+            worker.done = True
+
+    def _read(self, worker: _Worker) -> bool:
+        """Take every message waiting on ``worker``'s pipe; ``False`` at its end."""
+        try:
+            while worker.conn.poll():
+                self._handle(worker, worker.conn.recv())
+        except (EOFError, OSError):
+            return False
+        except Exception:  # a message cut short by a kill
+            return False
+        return True
+
+    def _retire(self, worker: _Worker, why: str | None) -> None:
+        """``worker``'s process is gone: its unfinished requests were killed (``why`` is
+        ``None``) or lost for ``why``."""
+        self._read(worker)
+        worker.conn.close()
+        worker.proc.join()
+        for request_id in sorted(worker.in_flight):
+            if why is None:
+                self._killed.append(request_id)
+            else:
+                self._lost.append((request_id, why))
+        del self._workers[worker.spec.index]
+
+    def _apply(self, fault: Fault, start_s: float, end_s: float) -> None:
+        at_s = time.monotonic() - start_s
+        if fault.kind == "restart-server":
+            assert self._server is not None
+            self._server.kill()
+            seconds = self._server.start()
+            self._faults.append(FaultEvent(fault.kind, at_s, "server killed, started again",
+                                           seconds))  # fmt: skip
+            self._say(f"[{at_s:6.1f} s] server killed; serving again after {seconds:.1f} s")
+            return
+        live = sorted(self._workers)
+        victims = [live[(self._next_victim + i) % len(live)] for i in range(fault.count)]
+        self._next_victim += fault.count
+        num_clients = 0
+        for index in victims:
+            worker = self._workers[index]
+            worker.proc.kill()
+            worker.proc.join()
+            num_clients += len(worker.spec.client_ids)
+            incarnation = worker.spec.incarnation
+            self._retire(worker, None)
+            if time.monotonic() < end_s:
+                self._spawn(index, incarnation + 1)
+        detail = f"{len(victims)} client processes ({num_clients} clients) killed, restarted"
+        self._faults.append(FaultEvent(fault.kind, at_s, detail))
+        self._say(f"[{at_s:6.1f} s] {detail}")
+
+    def _start(self, timeout_s: float = 300.0) -> tuple[float, float]:
+        """Start the client processes; once every one is ready, the clock starts: returns
+        (start, end of arrivals), monotonic."""
+        for index in range(self._load.num_procs):
+            self._spawn(index, 0)
+        deadline = time.monotonic() + timeout_s
+        while not all(w.ready for w in self._workers.values()):
+            for worker in list(self._workers.values()):
+                if not self._read(worker) and not worker.ready:
+                    raise RuntimeError(f"client process {worker.spec.index} exited at start")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"client processes not ready after {timeout_s:g} s")
+            time.sleep(0.05)
+        start_s = time.monotonic()
+        self._end_s = start_s + self._load.duration_s
+        for worker in self._workers.values():
+            worker.conn.send(self._end_s)
+        return start_s, self._end_s
+
+    def run(self) -> RunOutcome:
+        load = self._load
+        start_s, end_s = self._start()
+        pending = list(load.faults)
+        last_report = start_s
+        last_end = start_s
+        while self._workers:
+            now = time.monotonic()
+            if pending and now >= start_s + pending[0].at_s:
+                self._apply(pending.pop(0), start_s, end_s)
+                continue
+            if now > end_s + load.drain_s:
+                for worker in list(self._workers.values()):
+                    worker.proc.kill()
+                    self._retire(
+                        worker, f"still running {load.drain_s:g} s after the arrivals ended"
+                    )
+                break
+            if now - last_report >= PROGRESS_EVERY_S:
+                last_report = now
+                self._progress(now - start_s)
+            timeout = 0.5 if not pending else min(0.5, max(start_s + pending[0].at_s - now, 0))
+            by_conn = {w.conn: w for w in self._workers.values()}
+            for conn in wait(list(by_conn), timeout):
+                worker = by_conn[conn]  # type: ignore[index]
+                if not self._read(worker) or worker.done:
+                    worker.proc.join(5)
+                    self._retire(worker, None if worker.done else "its client process died")
+                    last_end = time.monotonic()
+        finished_ends = [f.record.finish_s for f in self._finished]
+        return RunOutcome(start_s, end_s, max([*finished_ends, min(last_end, end_s)]),
+                          self._num_started, tuple(self._finished), tuple(self._failed),
+                          tuple(self._killed), tuple(self._lost),
+                          tuple(self._faults))  # fmt: skip
+
+    def _progress(self, elapsed_s: float) -> None:
+        in_flight = sum(len(w.in_flight) for w in self._workers.values())
+        self._say(
+            f"[{elapsed_s:6.1f} s] {len(self._finished)} finished, {in_flight} in flight, "
+            f"{len(self._failed)} failed, {len(self._killed)} killed"
+        )

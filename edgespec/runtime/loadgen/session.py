@@ -1,0 +1,177 @@
+"""One ``edgespec bench serve`` from flags to report: the server (the user's, or one the
+bench builds and starts), the prompts, the load, the server's counters before and after,
+the sessions it still holds, and the check against centralized decoding."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from edgespec.errors import UserInputError
+from edgespec.runtime.loadgen.check import centralized_outputs, check_outputs
+from edgespec.runtime.loadgen.report import LoadReport, run_metrics
+from edgespec.runtime.loadgen.run import LoadRun, RunOutcome
+from edgespec.runtime.loadgen.scrape import agreement, scrape
+from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
+from edgespec.runtime.loadgen.spec import LoadSpec, Mode
+
+
+def build_synthetic(args: argparse.Namespace, out: Path) -> tuple[str, str | None]:
+    """The synthetic target (and, for ``--draft truncated``, its first 2 layers as the
+    draft) saved under ``out``; returns their directories."""
+    from edgespec.models.loading import library_output
+    from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
+
+    target = tiny_llama(0, num_layers=args.synthetic_layers, vocab_size=4096,
+                        hidden_size=args.synthetic_hidden, logit_scale=5.0,
+                        quiet_layers_from=2, quiet_scale=0.03)  # fmt: skip
+    draft_dir = None
+    with library_output(False):
+        target.save_pretrained(out / "target")
+        if args.draft == "truncated":
+            layer_truncated_copy(target, 2).save_pretrained(out / "draft")
+            draft_dir = str(out / "draft")
+    return str(out / "target"), draft_dir
+
+
+def setup_row(args: argparse.Namespace, load: LoadSpec, target: str) -> dict[str, Any]:
+    """The run's settings as the report shows them."""
+    return {
+        "target": target,
+        "mode": load.mode,
+        "draft": load.draft if load.mode == "distributed" else "none",
+        "clients": load.num_clients,
+        "procs": load.num_procs,
+        "arrivals": load.arrivals if load.rate_per_s is None else f"poisson {load.rate_per_s}/s",
+        "duration_s": load.duration_s,
+        "slo_mix": args.slo_mix,
+        "prompts": args.prompts,
+        "max_new_tokens": load.max_new_tokens,
+        "gamma": load.gamma,
+        "faults": args.faults or "none",
+    }
+
+
+class BenchSession:
+    """Set up, run and report one load (``say``: progress lines)."""
+
+    def __init__(
+        self, args: argparse.Namespace, load: LoadSpec, tmp: Path, say: Callable[[str], None]
+    ) -> None:
+        self._args = args
+        self._load = load
+        self._tmp = tmp
+        self._say = say
+        self._server: ServerProcess | None = None
+        self._metrics_url: str | None = args.metrics_url
+        self._target = args.target if args.server is None else f"server {args.server}"
+        self._draft_dir: str | None = None
+
+    def _start_server(self) -> str:
+        args = self._args
+        target = args.target
+        if target == "synthetic":
+            target, self._draft_dir = build_synthetic(args, self._tmp)
+            self._target = (f"synthetic Llama ({args.synthetic_layers} layers, hidden "
+                            f"{args.synthetic_hidden}, vocabulary 4096)")  # fmt: skip
+        elif args.draft == "truncated":
+            raise UserInputError("--draft truncated needs --target synthetic")
+        metrics_port = free_port()
+        serve = ["--target", target, "--batching", args.batching,
+                 "--threads", str(args.server_threads), "--prometheus-port", str(metrics_port),
+                 "--set", f"session_timeout_s={args.session_timeout_s}"]  # fmt: skip
+        for s in self._load.slo_mix:
+            serve += ["--slo-class", f"{s.name}={s.target_tokens_per_s or 'none'}"]
+        log_dir = args.log_dir or self._tmp
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self._server = ServerProcess(serve, free_port(), log_dir / "server.log")
+        self._say(f"starting edgespec serve on {self._server.address} (log {log_dir}/server.log)")
+        seconds = self._server.start()
+        self._say(f"server ready after {seconds:.1f} s")
+        self._metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+        return self._server.address
+
+    def _tokenizer(self) -> Any:
+        if self._args.server is None and self._args.target == "synthetic":
+            return None
+        from edgespec.models.loading import load_tokenizer
+        from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+        name = self._args.target
+        if self._args.server is not None:
+            name = RemoteVerifier(self._address).target_name() or ""
+        return load_tokenizer(name) if name else None
+
+    def run(self, modes: tuple[Mode, ...] = ("distributed",)) -> tuple[LoadReport, ...]:
+        """The load once per mode, one after another against the same server."""
+        from edgespec.runtime.loadgen.prompts import prompt_token_ids
+        from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+        args = self._args
+        self._address = args.server if args.server is not None else self._start_server()
+        try:
+            vocab_size = RemoteVerifier(self._address, timeout_s=10.0).vocab_size()
+            prompts = prompt_token_ids(args.prompts, self._tokenizer(), vocab_size,
+                                       args.max_prompt_tokens)  # fmt: skip
+            return tuple(self._run_mode(m, prompts, vocab_size) for m in modes)
+        finally:
+            if self._server is not None:
+                self._server.stop()
+
+    def _run_mode(
+        self, mode: Mode, prompts: tuple[tuple[int, ...], ...], vocab_size: int
+    ) -> LoadReport:
+        load = dataclasses.replace(self._load, mode=mode)
+        before = self._scrape()
+        self._say(f"{mode}: {load.num_clients} clients in {load.num_procs} processes, "
+                  f"{load.duration_s:g} s of arrivals")  # fmt: skip
+        outcome = LoadRun(load, self._address, prompts, vocab_size, self._server,
+                          self._draft_dir, self._say).run()  # fmt: skip
+        after = self._scrape()
+        orphaned = self._orphaned_sessions()
+        return self._report(load, outcome, prompts, before, after, orphaned)
+
+    def _scrape(self) -> dict[str, float] | None:
+        return None if self._metrics_url is None else scrape(self._metrics_url)
+
+    def _orphaned_sessions(self) -> int:
+        """The sessions the server holds once the load ended; the bench's own server is
+        given its idle timeout (plus 5 s) to reclaim a killed client's."""
+        from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+        verifier = RemoteVerifier(self._address, timeout_s=10.0)
+        deadline = time.monotonic() + (self._args.session_timeout_s + 5 if self._server else 0)
+        while (n := verifier.stats().num_sessions) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return n
+
+    def _report(
+        self,
+        load: LoadSpec,
+        outcome: RunOutcome,
+        prompts: tuple[tuple[int, ...], ...],
+        before: dict[str, float] | None,
+        after: dict[str, float] | None,
+        orphaned: int,
+    ) -> LoadReport:
+        check = None
+        if not self._args.no_check and outcome.finished:
+            indices = sorted({f.prompt_index for f in outcome.finished})
+            self._say(f"checking {len(outcome.finished)} outputs against centralized decoding "
+                      f"of their {len(indices)} prompts")  # fmt: skip
+            refs = centralized_outputs(self._address, prompts, indices, self._load.max_new_tokens,
+                                       self._load.slo_mix[0].name)  # fmt: skip
+            check = check_outputs(outcome.finished, refs)
+        rows, note = None, ""
+        if before is None or after is None:
+            note = "no Prometheus page (--metrics-url)"
+        elif outcome.faults or outcome.failed or outcome.lost or outcome.killed:
+            note = "faults or failed requests: the clients cannot count what the server did"
+        else:
+            rows = agreement(before, after, outcome.finished)
+        return LoadReport(setup_row(self._args, load, self._target), outcome,
+                          run_metrics(outcome), check, orphaned, rows, note)  # fmt: skip

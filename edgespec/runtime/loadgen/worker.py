@@ -1,0 +1,229 @@
+"""A client process of the load: ``len(client_ids)`` drafting clients as threads, each
+running distributed speculative decoding against the server (the drafter loop of
+:mod:`edgespec.runtime.edge.drafter`, which reopens a session the server lost), reporting
+every request's start and end on its own pipe (a killed process can only corrupt its own).
+
+Closed loop: a client sends its next request as soon as the last one ends. Poisson: the
+process's arrival thread draws arrivals at ``rate / num_procs`` per second (the processes'
+arrivals together are Poisson at the rate) and a free client takes the oldest; the time it
+waited is the request's ``device_wait_s``. Times are ``time.monotonic()``, one clock for
+every process of the machine."""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from edgespec.core.types import RequestRecord, SamplingParams
+from edgespec.runtime.loadgen.spec import LoadSpec
+from edgespec.runtime.messages import SessionSpec
+
+RETRY_TIMEOUT_S = 180.0  # how long a client keeps reopening its session while the server is down
+RETRY_BACKOFF_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """What one client process runs: its clients, the server, the prompts and which life of
+    the process this is (a killed process comes back as the next ``incarnation``). When to
+    stop taking requests comes later, on the pipe, once the process is ready."""
+
+    index: int
+    incarnation: int
+    client_ids: tuple[str, ...]
+    address: str
+    prompts: tuple[tuple[int, ...], ...]
+    load: LoadSpec
+    vocab_size: int
+    draft_model_dir: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    request_id: str
+    worker: int
+    incarnation: int
+    prompt_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    request_id: str
+    prompt_index: int
+    record: RequestRecord
+    output: tuple[int, ...]
+    num_reconnects: int
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    request_id: str
+    prompt_index: int
+    code: str  # a gRPC status code name, or CLIENT_ERROR for an exception of the client
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One request to run: which prompt and class, and when it arrived."""
+
+    request_id: str
+    prompt_index: int
+    slo_index: int
+    arrival_s: float
+
+
+class _Client:
+    """Everything a process's client threads share: the server client, the pipe, the jobs."""
+
+    def __init__(self, spec: WorkerSpec, conn: Any) -> None:
+        from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+        self.spec = spec
+        self.end_s = 0.0  # set by worker_main from the parent's word
+        self.verifier = RemoteVerifier(spec.address)
+        self._conn = conn
+        self._lock = threading.Lock()
+        self.draft_model = None
+        if spec.draft_model_dir is not None:
+            import torch
+
+            from edgespec.models.loading import load_model
+
+            torch.set_num_threads(1)
+            self.draft_model = load_model(spec.draft_model_dir)
+
+    def send(self, message: object) -> None:
+        with self._lock:
+            self._conn.send(message)
+
+    def drafter(self) -> Any:
+        from edgespec.runtime.edge.draft_backends import make_drafter
+
+        return make_drafter(self.spec.load.draft, self.draft_model, self.spec.vocab_size)
+
+    def run(self, client_id: str, job: Job) -> None:
+        from edgespec.policies.window import StaticWindow
+        from edgespec.runtime.edge.drafter import DraftOptions, generate
+        from edgespec.runtime.errors import RequestError
+
+        load = self.spec.load
+        slo = load.slo_mix[job.slo_index]
+        self.send(Started(job.request_id, self.spec.index, self.spec.incarnation, job.prompt_index))
+        options = DraftOptions(job.request_id, client_id, slo.name, RETRY_TIMEOUT_S,
+                               RETRY_BACKOFF_S, retry_first_open=True)  # fmt: skip
+        sampling = SamplingParams(max_new_tokens=load.max_new_tokens)
+        prompt = self.spec.prompts[job.prompt_index]
+        try:
+            if load.mode == "centralized":
+                spec = SessionSpec(job.request_id, client_id, prompt, sampling, slo.name)
+                request, output, reconnects = self._centralized(spec)
+            else:
+                result = generate(self.verifier, self.drafter(), prompt, sampling, options,
+                                  StaticWindow(load.gamma), clock=time.monotonic)  # fmt: skip
+                request, output = result.request, result.output_token_ids
+                reconnects = result.num_reconnects
+        except RequestError as exc:
+            self._failed(Failed(job.request_id, job.prompt_index, exc.code.value, exc.message))
+            return
+        except Exception as exc:  # a client bug must be reported, not hang the run
+            self._failed(Failed(job.request_id, job.prompt_index, "CLIENT_ERROR", repr(exc)))
+            return
+        started = request.arrival_s
+        record = dataclasses.replace(
+            request,
+            arrival_s=min(job.arrival_s, started),
+            device_wait_s=max(started - job.arrival_s, 0.0),
+            slo_tokens_per_s=slo.target_tokens_per_s,
+        )
+        self.send(Finished(job.request_id, job.prompt_index, record, output, reconnects))
+
+    def _failed(self, failed: Failed) -> None:
+        """Report a failed request, then back off as a client would before its next one."""
+        self.send(failed)
+        time.sleep(RETRY_BACKOFF_S)
+
+    def _centralized(self, spec: SessionSpec) -> tuple[RequestRecord, tuple[int, ...], int]:
+        """The server decodes ``spec`` alone; one round per step it streams."""
+        start = time.monotonic()
+        first, output, steps = None, [], 0
+        for chunk in self.verifier.generate(spec):
+            steps += 1
+            if chunk and first is None:
+                first = time.monotonic()
+            output.extend(chunk)
+        finish = time.monotonic()
+        record = RequestRecord(spec.session_id, spec.client_id, spec.slo_class, 0, start,
+                               finish if first is None else first, finish,
+                               len(spec.prompt_token_ids), len(output), steps, 0, 0)  # fmt: skip
+        return record, tuple(output), 0
+
+
+def _pick(rng: np.random.Generator, spec: WorkerSpec, request_id: str, now: float) -> Job:
+    shares = [s.share for s in spec.load.slo_mix]
+    slo_index = int(rng.choice(len(shares), p=shares))
+    return Job(request_id, int(rng.integers(len(spec.prompts))), slo_index, now)
+
+
+def _closed_loop(client: _Client, slot: int) -> None:
+    spec = client.spec
+    client_id = spec.client_ids[slot]
+    rng = np.random.default_rng([spec.load.seed, spec.index, spec.incarnation, slot])
+    n = 0
+    while time.monotonic() < client.end_s:
+        request_id = f"{client_id}.{spec.incarnation}.{n}"
+        client.run(client_id, _pick(rng, spec, request_id, time.monotonic()))
+        n += 1
+
+
+def _poisson_arrivals(client: _Client, jobs: queue.Queue[Job | None]) -> None:
+    """Put Poisson arrivals on ``jobs`` until ``end_s``, then one ``None`` per client."""
+    spec = client.spec
+    rate = (spec.load.rate_per_s or 0.0) / spec.load.num_procs
+    rng = np.random.default_rng([spec.load.seed, spec.index, spec.incarnation, 1 << 20])
+    at = time.monotonic()
+    n = 0
+    while True:
+        at += float(rng.exponential(1.0 / rate))
+        if at >= client.end_s:
+            break
+        time.sleep(max(at - time.monotonic(), 0.0))
+        jobs.put(_pick(rng, spec, f"w{spec.index}.{spec.incarnation}.{n}", at))
+        n += 1
+    for _ in spec.client_ids:
+        jobs.put(None)
+
+
+def _poisson_client(client: _Client, slot: int, jobs: queue.Queue[Job | None]) -> None:
+    while (job := jobs.get()) is not None:
+        client.run(client.spec.client_ids[slot], job)
+
+
+def worker_main(spec: WorkerSpec, conn: Any) -> None:
+    """The process's body: say ``"ready"`` once set up, take ``end_s`` (monotonic) from
+    the parent, run the clients until then and until their requests are done, then send
+    ``"done"``."""
+    client = _Client(spec, conn)
+    client.send("ready")
+    client.end_s = float(conn.recv())
+    threads = []
+    if spec.load.arrivals == "closed":
+        for slot in range(len(spec.client_ids)):
+            threads.append(threading.Thread(target=_closed_loop, args=(client, slot)))
+    else:
+        jobs: queue.Queue[Job | None] = queue.Queue()
+        threads.append(threading.Thread(target=_poisson_arrivals, args=(client, jobs)))
+        for slot in range(len(spec.client_ids)):
+            threads.append(threading.Thread(target=_poisson_client, args=(client, slot, jobs)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    client.send("done")
+    conn.close()
