@@ -2,7 +2,7 @@
 calibrate | train | bench | reproduce | data.
 
 A subcommand is a module listed in ``COMMAND_MODULES``, or a :class:`Group` in ``GROUPS``
-whose first positional picks the module (``edgespec bench runtime``). Each module defines
+whose first positional picks the module (``edgespec bench serve``). Each module defines
 ``add_arguments(parser)`` and ``run(args) -> int`` and keeps its top-level imports light
 (torch and grpc are imported inside ``run``) so ``edgespec --help`` stays fast.
 """
@@ -50,7 +50,7 @@ COMMAND_MODULES: dict[str, str] = {
 @dataclass(frozen=True, slots=True)
 class Group:
     """A subcommand whose first positional (stored as ``dest``) picks a module, each with
-    its own flags: ``edgespec bench runtime --clients 1,4``."""
+    its own flags: ``edgespec bench serve --clients 4``."""
 
     dest: str
     metavar: str
@@ -67,9 +67,9 @@ GROUPS: dict[str, Group] = {
             "sim": (SIM_BENCH, "simulated verification rounds per second on bench.yaml"),
             "policy": (SIM_BENCH, "the batching policies' decision time"),
             "memory": (SIM_BENCH, "ns per random object access as the objects grow"),
-            "runtime": (
-                "edgespec.runtime.commands.bench",
-                "the real runtime: one client, concurrent clients, cached prefixes",
+            "prefix": (
+                "edgespec.runtime.commands.bench_prefix",
+                "a follow-up round on a cached prefix vs a cold start",
             ),
             "serve": (
                 "edgespec.runtime.commands.bench_serve",

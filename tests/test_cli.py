@@ -111,7 +111,7 @@ def test_the_help_checks_cover_every_subcommand_and_no_module_has_its_own_cli() 
     runs as ``python -m``."""
     whats = ["draft", "feature-draft", "text-shards", "stop-predictor", "awc-data", "awc"]
     groups = {
-        "bench": ["sim", "policy", "memory", "runtime"],
+        "bench": ["sim", "policy", "memory", "prefix", "serve"],
         "reproduce": [
             "wisp",
             "dsd",

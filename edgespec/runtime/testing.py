@@ -52,6 +52,23 @@ def tiny_llama(
     return model
 
 
+SYNTHETIC_VOCAB = 4096
+
+
+def synthetic_target(num_layers: int = 12, hidden_size: int = 512) -> Any:
+    """The benchmarks' synthetic target (``edgespec bench serve``, ``bench prefix``): a
+    seeded Llama, vocabulary 4096, whose layers ≥ 2 are quiet, so its first 2 layers
+    (:func:`layer_truncated_copy`) make a draft that often agrees."""
+    return tiny_llama(0, num_layers=num_layers, vocab_size=SYNTHETIC_VOCAB,
+                      hidden_size=hidden_size, logit_scale=5.0, quiet_layers_from=2,
+                      quiet_scale=0.03)  # fmt: skip
+
+
+def describe_synthetic(num_layers: int, hidden_size: int) -> str:
+    return (f"synthetic Llama ({num_layers} layers, hidden {hidden_size}, vocabulary "
+            f"{SYNTHETIC_VOCAB}; layers >= 2 quiet)")  # fmt: skip
+
+
 def _seeded(model_class: Any, config: Any, seed: int) -> Any:
     """``model_class(config)`` initialised from ``seed``; the global torch RNG is left as it was."""
     state = torch.random.get_rng_state()

@@ -29,6 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--server", metavar="HOST:PORT", help="a running server (default: start one)"
     )
+    where.add_argument("--auth-token", help="--server's bearer token (default: none)")
+    where.add_argument("--tls-ca", metavar="PEM", help="--server's CA (default: plaintext)")
+    where.add_argument("--tls-server-name", help="the name in its certificate, when the "
+                       "address is not it (default: the address)")  # fmt: skip
     where.add_argument("--metrics-url", help="its Prometheus page, e.g. http://HOST:9100/metrics")
     where.add_argument(
         "--target", default="synthetic", help="model the bench's own server serves: 'synthetic' "
@@ -36,8 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     where.add_argument("--synthetic-layers", type=positive_int, default=12, help="(default 12)")
     where.add_argument("--synthetic-hidden", type=positive_int, default=512, help="(default 512)")
-    where.add_argument("--batching", default="fcfs", help="the bench server's batching policy")
-    where.add_argument("--server-threads", type=positive_int, default=1, help="its torch threads")
+    where.add_argument("--batching", default="fcfs", help="its batching policy (default fcfs)")
+    where.add_argument(
+        "--server-threads", type=positive_int, default=1, help="its torch threads (default 1)"
+    )
     where.add_argument(
         "--session-timeout-s", type=float, default=15.0,
         help="the bench server's idle-session timeout (default 15: a killed client's sessions "
@@ -49,12 +55,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="distributed (default: the clients draft, the server verifies), centralized (the "
         "server decodes alone), or both comma-separated: run one after the other, same server",
     )  # fmt: skip
-    load.add_argument("--clients", type=positive_int, default=8, help="concurrent clients (8)")
+    load.add_argument(
+        "--clients", type=positive_int, default=8, help="concurrent clients (default 8)"
+    )
     load.add_argument("--procs", type=positive_int, help="client processes (default min(4, N))")
-    load.add_argument("--arrivals", choices=("closed", "poisson"), default="closed")
+    load.add_argument("--arrivals", choices=("closed", "poisson"), default="closed",
+                      help="closed loop (default) or Poisson at --rate")  # fmt: skip
     load.add_argument("--rate", type=float, help="Poisson arrivals per second (all clients)")
-    load.add_argument("--duration-s", type=float, default=30.0, help="arrivals stop then (30)")
-    load.add_argument("--drain-s", type=float, default=60.0, help="then in-flight ones get (60)")
+    load.add_argument(
+        "--duration-s", type=float, default=30.0, help="arrivals stop then (default 30)"
+    )
+    load.add_argument("--drain-s", type=float, default=60.0, help="in-flight ones get (default 60)")
     load.add_argument("--slo-mix", default=DEFAULT_SLO_MIX, help="NAME:TOKENS_PER_S:SHARE,... "
                       f"(default {DEFAULT_SLO_MIX})")  # fmt: skip
     load.add_argument("--prompts", default="general", help="bundled prompt set: general "
@@ -67,7 +78,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     load.add_argument("--seed", type=int, default=0, help="prompt and class draws (default 0)")
     load.add_argument(
         "--faults", default="",
-        help="KIND@SECONDS[:COUNT],... KIND kill-clients (COUNT processes) or restart-server",
+        help="KIND@SECONDS[:COUNT],... KIND kill-clients (COUNT processes) or restart-server "
+        "(default: none)",
     )  # fmt: skip
     out = p.add_argument_group("output")
     out.add_argument("--no-check", action="store_true", help="skip the centralized check")
@@ -87,10 +99,26 @@ def _say(line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the load; a server that refuses the bench's own calls (health, vocabulary,
+    metrics, the check) is one line, exit 1, as ``edgespec draft`` says it."""
+    from edgespec.runtime.errors import RequestError
+
+    try:
+        return _run(args)
+    except RequestError as exc:
+        print(exc.client_line("bench serve"), file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     load = load_spec(args)
     modes = parse_modes(args.mode)
     if args.server is not None and any(f.kind == "restart-server" for f in load.faults):
         raise UserInputError("--faults restart-server needs the bench's own server (no --server)")
+    secured = [f for f in ("auth_token", "tls_ca", "tls_server_name") if getattr(args, f)]
+    if args.server is None and secured:
+        flag = "--" + secured[0].replace("_", "-")
+        raise UserInputError(f"{flag} is for a --server of yours (the bench's own is plaintext)")
     from edgespec.runtime.loadgen.report import markdown, summary
     from edgespec.runtime.loadgen.session import BenchSession
 

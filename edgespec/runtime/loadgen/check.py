@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from edgespec.core.sequences import first_difference
 from edgespec.core.types import SamplingParams
+from edgespec.runtime.loadgen.spec import ServerAccess
 from edgespec.runtime.loadgen.worker import Finished
 
 
@@ -32,7 +33,7 @@ class CheckResult:
 
 
 def centralized_outputs(
-    address: str,
+    server: ServerAccess,
     prompts: Sequence[tuple[int, ...]],
     indices: Sequence[int],
     max_new_tokens: int,
@@ -42,9 +43,8 @@ def centralized_outputs(
     """The server's centralized greedy output of each prompt in ``indices`` (sessions of
     ``slo_class``, one the server knows)."""
     from edgespec.runtime.messages import SessionSpec
-    from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
-    verifier = RemoteVerifier(address, timeout_s=120.0)
+    verifier = server.client(timeout_s=120.0)
     sampling = SamplingParams(max_new_tokens=max_new_tokens)
 
     def decode(index: int) -> tuple[int, ...]:

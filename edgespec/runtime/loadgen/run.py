@@ -13,7 +13,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from edgespec.runtime.loadgen.server_process import ServerProcess
-from edgespec.runtime.loadgen.spec import Fault, LoadSpec
+from edgespec.runtime.loadgen.spec import Fault, LoadSpec, ServerAccess
 from edgespec.runtime.loadgen.worker import Failed, Finished, Started, WorkerSpec, worker_main
 
 PROGRESS_EVERY_S = 10.0
@@ -57,13 +57,13 @@ class _Worker:
 
 
 class LoadRun:
-    """One run of ``load`` against ``address`` (``server``: the process to restart for a
-    ``restart-server`` fault, ``None`` for a server the user runs)."""
+    """One run of ``load`` against the server ``server_access`` reaches (``server``: the
+    process to restart for a ``restart-server`` fault, ``None`` for a server the user runs)."""
 
     def __init__(
         self,
         load: LoadSpec,
-        address: str,
+        server_access: ServerAccess,
         prompts: tuple[tuple[int, ...], ...],
         vocab_size: int,
         server: ServerProcess | None = None,
@@ -73,7 +73,7 @@ class LoadRun:
         if server is None and any(f.kind == "restart-server" for f in load.faults):
             raise ValueError("a restart-server fault needs a server the bench runs")
         self._load = load
-        self._address = address
+        self._access = server_access
         self._prompts = prompts
         self._vocab_size = vocab_size
         self._server = server
@@ -95,7 +95,7 @@ class LoadRun:
         return tuple(f"client-{j:03d}" for j in range(index, n, p))
 
     def _spawn(self, index: int, incarnation: int) -> None:
-        spec = WorkerSpec(index, incarnation, self._client_ids(index), self._address,
+        spec = WorkerSpec(index, incarnation, self._client_ids(index), self._access,
                           self._prompts, self._load, self._vocab_size,
                           self._draft_model_dir)  # fmt: skip
         ours, theirs = self._ctx.Pipe()

@@ -17,18 +17,16 @@ from edgespec.runtime.loadgen.report import LoadReport, run_metrics
 from edgespec.runtime.loadgen.run import LoadRun, RunOutcome
 from edgespec.runtime.loadgen.scrape import agreement, scrape
 from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
-from edgespec.runtime.loadgen.spec import LoadSpec, Mode
+from edgespec.runtime.loadgen.spec import LoadSpec, Mode, ServerAccess
 
 
 def build_synthetic(args: argparse.Namespace, out: Path) -> tuple[str, str | None]:
     """The synthetic target (and, for ``--draft truncated``, its first 2 layers as the
     draft) saved under ``out``; returns their directories."""
     from edgespec.models.loading import library_output
-    from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
+    from edgespec.runtime.testing import layer_truncated_copy, synthetic_target
 
-    target = tiny_llama(0, num_layers=args.synthetic_layers, vocab_size=4096,
-                        hidden_size=args.synthetic_hidden, logit_scale=5.0,
-                        quiet_layers_from=2, quiet_scale=0.03)  # fmt: skip
+    target = synthetic_target(args.synthetic_layers, args.synthetic_hidden)
     draft_dir = None
     with library_output(False):
         target.save_pretrained(out / "target")
@@ -76,8 +74,9 @@ class BenchSession:
         target = args.target
         if target == "synthetic":
             target, self._draft_dir = build_synthetic(args, self._tmp)
-            self._target = (f"synthetic Llama ({args.synthetic_layers} layers, hidden "
-                            f"{args.synthetic_hidden}, vocabulary 4096)")  # fmt: skip
+            from edgespec.runtime.testing import describe_synthetic
+
+            self._target = describe_synthetic(args.synthetic_layers, args.synthetic_hidden)
         elif args.draft == "truncated":
             raise UserInputError("--draft truncated needs --target synthetic")
         metrics_port = free_port()
@@ -99,22 +98,24 @@ class BenchSession:
         if self._args.server is None and self._args.target == "synthetic":
             return None
         from edgespec.models.loading import load_tokenizer
-        from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
         name = self._args.target
         if self._args.server is not None:
-            name = RemoteVerifier(self._address).target_name() or ""
+            name = self._access.client().target_name() or ""
         return load_tokenizer(name) if name else None
 
     def run(self, modes: tuple[Mode, ...] = ("distributed",)) -> tuple[LoadReport, ...]:
         """The load once per mode, one after another against the same server."""
         from edgespec.runtime.loadgen.prompts import prompt_token_ids
-        from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
         args = self._args
-        self._address = args.server if args.server is not None else self._start_server()
+        if args.server is None:
+            self._access = ServerAccess(self._start_server())
+        else:
+            self._access = ServerAccess(args.server, args.auth_token, args.tls_ca,
+                                        args.tls_server_name)  # fmt: skip
         try:
-            vocab_size = RemoteVerifier(self._address, timeout_s=10.0).vocab_size()
+            vocab_size = self._access.client(timeout_s=10.0).vocab_size()
             prompts = prompt_token_ids(args.prompts, self._tokenizer(), vocab_size,
                                        args.max_prompt_tokens)  # fmt: skip
             return tuple(self._run_mode(m, prompts, vocab_size) for m in modes)
@@ -129,7 +130,7 @@ class BenchSession:
         before = self._scrape()
         self._say(f"{mode}: {load.num_clients} clients in {load.num_procs} processes, "
                   f"{load.duration_s:g} s of arrivals")  # fmt: skip
-        outcome = LoadRun(load, self._address, prompts, vocab_size, self._server,
+        outcome = LoadRun(load, self._access, prompts, vocab_size, self._server,
                           self._draft_dir, self._say).run()  # fmt: skip
         after = self._scrape()
         orphaned = self._orphaned_sessions()
@@ -141,11 +142,9 @@ class BenchSession:
     def _orphaned_sessions(self) -> int:
         """The sessions the server holds once the load ended; the bench's own server is
         given its idle timeout (plus 5 s) to reclaim a killed client's."""
-        from edgespec.runtime.wire.grpc_client import RemoteVerifier
-
-        verifier = RemoteVerifier(self._address, timeout_s=10.0)
+        verifier = self._access.client(timeout_s=10.0)
         deadline = time.monotonic() + (self._args.session_timeout_s + 5 if self._server else 0)
-        while (n := verifier.stats().num_sessions) and time.monotonic() < deadline:
+        while (n := int(verifier.stats().num_sessions)) and time.monotonic() < deadline:
             time.sleep(0.5)
         return n
 
@@ -163,7 +162,7 @@ class BenchSession:
             indices = sorted({f.prompt_index for f in outcome.finished})
             self._say(f"checking {len(outcome.finished)} outputs against centralized decoding "
                       f"of their {len(indices)} prompts")  # fmt: skip
-            refs = centralized_outputs(self._address, prompts, indices, self._load.max_new_tokens,
+            refs = centralized_outputs(self._access, prompts, indices, self._load.max_new_tokens,
                                        self._load.slo_mix[0].name)  # fmt: skip
             check = check_outputs(outcome.finished, refs)
         rows, note = None, ""

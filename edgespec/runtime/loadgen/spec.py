@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from edgespec.errors import UserInputError
 
@@ -14,6 +14,24 @@ Mode = Literal["distributed", "centralized"]
 MODES: tuple[Mode, ...] = ("distributed", "centralized")
 FaultKind = Literal["kill-clients", "restart-server"]
 FAULT_KINDS: tuple[FaultKind, ...] = ("kill-clients", "restart-server")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerAccess:
+    """How the load reaches the server: its address and, for a secured one, the bearer
+    token and the CA (and the name its certificate holds, when the address is not it)."""
+
+    address: str
+    auth_token: str | None = None
+    tls_ca: str | None = None
+    tls_server_name: str | None = None
+
+    def client(self, timeout_s: float = 30.0) -> Any:
+        """A gRPC client of the server (:class:`RemoteVerifier`)."""
+        from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+        return RemoteVerifier(self.address, self.auth_token, self.tls_ca, timeout_s,
+                              tls_server_name=self.tls_server_name)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

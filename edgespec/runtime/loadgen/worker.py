@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from edgespec.core.types import RequestRecord, SamplingParams
-from edgespec.runtime.loadgen.spec import LoadSpec
+from edgespec.runtime.loadgen.spec import LoadSpec, ServerAccess
 from edgespec.runtime.messages import SessionSpec
 
 RETRY_TIMEOUT_S = 180.0  # how long a client keeps reopening its session while the server is down
@@ -37,7 +37,7 @@ class WorkerSpec:
     index: int
     incarnation: int
     client_ids: tuple[str, ...]
-    address: str
+    server: ServerAccess
     prompts: tuple[tuple[int, ...], ...]
     load: LoadSpec
     vocab_size: int
@@ -83,11 +83,9 @@ class _Client:
     """Everything a process's client threads share: the server client, the pipe, the jobs."""
 
     def __init__(self, spec: WorkerSpec, conn: Any) -> None:
-        from edgespec.runtime.wire.grpc_client import RemoteVerifier
-
         self.spec = spec
         self.end_s = 0.0  # set by worker_main from the parent's word
-        self.verifier = RemoteVerifier(spec.address)
+        self.verifier = spec.server.client()
         self._conn = conn
         self._lock = threading.Lock()
         self.draft_model = None
@@ -97,7 +95,7 @@ class _Client:
             from edgespec.models.loading import load_model
 
             torch.set_num_threads(1)
-            self.draft_model = load_model(spec.draft_model_dir)
+            self.draft_model = load_model(spec.draft_model_dir).model
 
     def send(self, message: object) -> None:
         with self._lock:

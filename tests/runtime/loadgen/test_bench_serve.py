@@ -11,9 +11,12 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pytest
+
 from edgespec.cli import main
 from edgespec.runtime.loadgen.run import LoadRun
-from edgespec.runtime.loadgen.spec import LoadSpec, SloShare
+from edgespec.runtime.loadgen.spec import LoadSpec, ServerAccess, SloShare
 
 SMALL = ["--synthetic-layers", "2", "--synthetic-hidden", "32", "--max-new-tokens", "12",
          "--clients", "4", "--procs", "2"]  # fmt: skip
@@ -27,7 +30,7 @@ def _bench(tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any]]:
 
 def test_faults_lose_nothing_and_every_output_is_centralized(tmp_path: Path) -> None:
     rc, data = _bench(tmp_path, "--duration-s", "6", "--session-timeout-s", "1",
-                      "--faults", "kill-clients@1.5,restart-server@3")  # fmt: skip
+                      "--faults", "kill-clients@1,restart-server@3")  # fmt: skip
     (run,) = data["runs"]
     requests = run["requests"]
     assert rc == 0
@@ -44,8 +47,58 @@ def test_faults_lose_nothing_and_every_output_is_centralized(tmp_path: Path) -> 
     assert run["agreement"] is None
 
 
-def test_server_metrics_agree_with_the_clients_in_both_modes(tmp_path: Path) -> None:
-    rc, data = _bench(tmp_path, "--duration-s", "2", "--mode", "distributed,centralized")
+def test_a_request_still_running_after_the_drain_is_lost() -> None:
+    with socket.socket() as silent:  # accepts connections, never speaks gRPC
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        load = LoadSpec(1, 1, "closed", None, 0.5, 1.0, (SloShare("default", None, 1.0),), 8,
+                        4, "ngram", 0)  # fmt: skip
+        outcome = LoadRun(load, ServerAccess(address), ((1, 2, 3),), 64, say=lambda _: None).run()
+    assert outcome.num_started == 1 and not outcome.finished and not outcome.failed
+    assert outcome.lost == (("client-000.0.0", "still running 1 s after the arrivals ended"),)
+
+
+def _secured_server() -> Any:
+    from edgespec.config import from_dict
+    from edgespec.policies.batching import FcfsBatching
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.server.config import ServerConfig
+    from edgespec.runtime.server.engine import VerificationEngine
+    from edgespec.runtime.server.service import VerificationService
+    from edgespec.runtime.testing import tiny_llama
+    from edgespec.runtime.wire.grpc_server import ServerThread
+
+    target = TransformersTarget(tiny_llama(0, vocab_size=300, hidden_size=32))  # bytes fit
+    config = from_dict(ServerConfig, {"port": 0, "auth_tokens": ["tok-a"]})
+    return ServerThread(lambda: VerificationService(VerificationEngine(target), config,
+                                                    FcfsBatching()))  # fmt: skip
+
+
+def test_a_server_of_yours_counters_agree_in_both_modes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Against a running server with auth: both modes finish, every output is centralized,
+    and each Prometheus counter's increase equals what the clients counted."""
+    from edgespec.runtime.loadgen.server_process import free_port
+    from edgespec.runtime.server.prometheus import start_prometheus
+
+    flags = ["--clients", "2", "--procs", "1", "--duration-s", "1.5", "--max-new-tokens", "6",
+             "--slo-mix", "default:none:1"]  # fmt: skip
+    with _secured_server() as server:
+        address = f"127.0.0.1:{server.port}"
+        metrics_port = free_port()
+        http = start_prometheus(metrics_port, server.service.metrics)
+        try:
+            out = tmp_path / "ok.json"
+            rc = main(["bench", "serve", "--server", address, "--auth-token", "tok-a", *flags,
+                       "--metrics-url", f"http://127.0.0.1:{metrics_port}/metrics",
+                       "--mode", "distributed,centralized", "--json", str(out)])  # fmt: skip
+            data = json.loads(out.read_text())
+            rc_wrong = main(["bench", "serve", "--server", address, "--auth-token", "tok-b",
+                             *flags])  # fmt: skip
+        finally:
+            http.shutdown()
     assert rc == 0
     assert [r["setup"]["mode"] for r in data["runs"]] == ["distributed", "centralized"]
     for run in data["runs"]:
@@ -56,17 +109,38 @@ def test_server_metrics_agree_with_the_clients_in_both_modes(tmp_path: Path) -> 
                                                "edgespec_committed_tokens_total"}  # fmt: skip
         assert all(r["agrees"] for r in rows), rows
         counted = {r["metric"]: r["clients"] for r in rows}
-        assert counted["edgespec_committed_tokens_total"] == 12 * run["requests"]["finished"]
+        assert counted["edgespec_committed_tokens_total"] == 6 * run["requests"]["finished"]
     assert data["goodput_ratio"] > 0
+    assert rc_wrong == 1
+    assert capsys.readouterr().err.strip().endswith("UNAUTHENTICATED: invalid auth token")
 
 
-def test_a_request_still_running_after_the_drain_is_lost() -> None:
-    with socket.socket() as silent:  # accepts connections, never speaks gRPC
-        silent.bind(("127.0.0.1", 0))
-        silent.listen()
-        address = f"127.0.0.1:{silent.getsockname()[1]}"
-        load = LoadSpec(1, 1, "closed", None, 0.5, 1.0, (SloShare("default", None, 1.0),), 8,
-                        4, "ngram", 0)  # fmt: skip
-        outcome = LoadRun(load, address, ((1, 2, 3),), 64, say=lambda _: None).run()
-    assert outcome.num_started == 1 and not outcome.finished and not outcome.failed
-    assert outcome.lost == (("client-000.0.0", "still running 1 s after the arrivals ended"),)
+def test_a_model_draft_loads_in_the_client_process(tmp_path: Path) -> None:
+    """``--draft truncated``/a model: each client process loads the draft and drafts with it."""
+    from edgespec.runtime.backends.transformers_draft import TransformersDraft
+    from edgespec.runtime.loadgen.worker import WorkerSpec, _Client
+    from edgespec.runtime.testing import tiny_llama
+
+    tiny_llama(0, vocab_size=300, hidden_size=32).save_pretrained(tmp_path / "draft")
+    load = LoadSpec(1, 1, "closed", None, 1.0, 1.0, (SloShare("default", None, 1.0),), 8, 4,
+                    "truncated", 0)  # fmt: skip
+    spec = WorkerSpec(0, 0, ("c",), ServerAccess("127.0.0.1:1"), ((1, 2),), load, 300,
+                      str(tmp_path / "draft"))  # fmt: skip
+    drafter = _Client(spec, conn=None).drafter()
+    assert isinstance(drafter, TransformersDraft)
+    proposal = drafter.propose((1, 2, 3), 3, 0.0, np.random.default_rng(0))
+    assert len(proposal.token_ids) == 3
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--server", "127.0.0.1:1", "--faults", "restart-server@5"],
+         "--faults restart-server needs the bench's own server (no --server)"),
+        (["--auth-token", "t"], "--auth-token is for a --server of yours (the bench's own is "
+                                "plaintext)"),
+    ],
+)  # fmt: skip
+def test_flag_mistakes(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "serve", *flags]) == 2
+    assert message in capsys.readouterr().err

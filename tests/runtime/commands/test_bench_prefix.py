@@ -1,0 +1,32 @@
+"""``edgespec bench prefix``: its JSON holds every timing per prefix, and a bad
+``--prefix-lens`` is one clear line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from edgespec.cli import main
+
+SMALL = ["bench", "prefix", "--synthetic-layers", "2", "--synthetic-hidden", "32",
+         "--repeats", "2", "--threads", "1"]  # fmt: skip
+
+
+def test_rows_per_prefix_with_every_timing(tmp_path: Path) -> None:
+    out = tmp_path / "prefix.json"
+    assert main([*SMALL, "--prefix-lens", "8,32", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert [r["prefix"] for r in data["prefix"]] == [8, 32]
+    for row in data["prefix"]:
+        assert len(row["cold_ms"]) == len(row["follow_up_ms"]) == 2
+        assert row["cold_ms_best"] == min(row["cold_ms"])
+        assert row["cold_over_follow_up"] == pytest.approx(
+            row["cold_ms_best"] / row["follow_up_ms_best"]
+        )
+
+
+def test_bad_prefix_lengths(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*SMALL, "--prefix-lens", "8,x"]) == 2
+    assert "--prefix-lens expects comma-separated integers, got '8,x'" in capsys.readouterr().err
