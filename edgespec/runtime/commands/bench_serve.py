@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -94,6 +95,10 @@ def load_spec(args: argparse.Namespace) -> LoadSpec:
                     args.draft, args.seed, parse_faults(args.faults))  # fmt: skip
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _say(line: str) -> None:
     print(f"edgespec bench serve: {line}", file=sys.stderr, flush=True)
 
@@ -122,8 +127,13 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.runtime.loadgen.report import markdown, summary
     from edgespec.runtime.loadgen.session import BenchSession
 
-    with tempfile.TemporaryDirectory(prefix="edgespec-bench-") as tmp:
-        reports = BenchSession(args, load, Path(tmp), _say).run(modes)
+    # SIGTERM ends the bench as Ctrl-C does: its server and client processes are stopped
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        with tempfile.TemporaryDirectory(prefix="edgespec-bench-") as tmp:
+            reports = BenchSession(args, load, Path(tmp), _say).run(modes)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print("\n\n".join(markdown(r) for r in reports))
     result = summary(reports)
     if len(reports) > 1:
