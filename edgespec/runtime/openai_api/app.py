@@ -3,6 +3,7 @@ refusal an OpenAI error body (:mod:`.errors`)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -30,6 +31,9 @@ class ApiConfig:
     model_id: str
     defaults: Defaults = field(default_factory=Defaults)
     limits: Limits = field(default_factory=Limits)
+
+
+DISCONNECT_POLL_S = 0.25
 
 
 def api_error(exc: BaseException) -> ApiError:
@@ -69,7 +73,7 @@ async def _complete(request: Request, setup: EdgeSetup, api: ApiConfig, chat: bo
     running = Running(work)
     shape = Shape.new(parsed.model, chat)
     if not parsed.stream:
-        return JSONResponse(shape.whole(await running.result()))
+        return JSONResponse(shape.whole(await _whole(request, running)))
     try:
         first = await running.next()
     except BaseException:
@@ -80,6 +84,19 @@ async def _complete(request: Request, setup: EdgeSetup, api: ApiConfig, chat: bo
     events = sse(running, first, shape, parsed.include_usage, lambda e: api_error(e).body())
     return StreamingResponse(events, media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})  # fmt: skip
+
+
+async def _whole(request: Request, running: Running) -> Completion:
+    """The whole completion; a client that leaves before it is done (checked every
+    ``DISCONNECT_POLL_S``) ends the work at its next round, and its session is closed."""
+    result = asyncio.ensure_future(running.result())
+    while True:
+        done, _ = await asyncio.wait({result}, timeout=DISCONNECT_POLL_S)
+        if done:
+            return result.result()
+        if await request.is_disconnected():
+            result.cancel()  # running.result() sets the worker's cancel event
+            raise ApiError(499, "the client closed the request", code="client_closed_request")
 
 
 async def _answer(request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool) -> Response:
