@@ -23,6 +23,7 @@ from edgespec.errors import UserInputError
 from edgespec.runtime.loadgen.spec import LoadSpec, parse_faults, parse_modes, parse_slo_mix
 
 DEFAULT_SLO_MIX = "interactive:20:0.5,batch:5:0.5"
+SERVER_SLO_MIX = "default:none:1"  # the class every server knows
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -67,8 +68,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--duration-s", type=float, default=30.0, help="arrivals stop then (default 30)"
     )
     load.add_argument("--drain-s", type=float, default=60.0, help="in-flight ones get (default 60)")
-    load.add_argument("--slo-mix", default=DEFAULT_SLO_MIX, help="NAME:TOKENS_PER_S:SHARE,... "
-                      f"(default {DEFAULT_SLO_MIX})")  # fmt: skip
+    load.add_argument(
+        "--slo-mix", help=f"NAME:TOKENS_PER_S:SHARE,... (default {DEFAULT_SLO_MIX}, which the "
+        f"bench's own server is given; with --server, {SERVER_SLO_MIX}: its classes are its own)",
+    )  # fmt: skip
     load.add_argument("--prompts", default="general", help="bundled prompt set: general "
                       "(default), gsm8k, cnndm, humaneval, sharegpt (test split)")  # fmt: skip
     load.add_argument("--max-prompt-tokens", type=positive_int, default=256, help="(default 256)")
@@ -90,8 +93,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def load_spec(args: argparse.Namespace) -> LoadSpec:
     procs = args.procs if args.procs is not None else min(4, args.clients)
+    mix = args.slo_mix or (DEFAULT_SLO_MIX if args.server is None else SERVER_SLO_MIX)
     return LoadSpec(args.clients, procs, args.arrivals, args.rate, args.duration_s,
-                    args.drain_s, parse_slo_mix(args.slo_mix), args.max_new_tokens, args.gamma,
+                    args.drain_s, parse_slo_mix(mix), args.max_new_tokens, args.gamma,
                     args.draft, args.seed, parse_faults(args.faults))  # fmt: skip
 
 

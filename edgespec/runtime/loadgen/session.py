@@ -46,7 +46,9 @@ def setup_row(args: argparse.Namespace, load: LoadSpec, target: str) -> dict[str
         "procs": load.num_procs,
         "arrivals": load.arrivals if load.rate_per_s is None else f"poisson {load.rate_per_s}/s",
         "duration_s": load.duration_s,
-        "slo_mix": args.slo_mix,
+        "slo_mix": ",".join(
+            f"{s.name}:{s.target_tokens_per_s or 'none'}:{s.share:g}" for s in load.slo_mix
+        ),
         "prompts": args.prompts,
         "max_new_tokens": load.max_new_tokens,
         "gamma": load.gamma,

@@ -83,8 +83,7 @@ def test_a_server_of_yours_counters_agree_in_both_modes(
     from edgespec.runtime.loadgen.server_process import free_port
     from edgespec.runtime.server.prometheus import start_prometheus
 
-    flags = ["--clients", "2", "--procs", "1", "--duration-s", "1.5", "--max-new-tokens", "6",
-             "--slo-mix", "default:none:1"]  # fmt: skip
+    flags = ["--clients", "2", "--procs", "1", "--duration-s", "1.5", "--max-new-tokens", "6"]
     with _secured_server() as server:
         address = f"127.0.0.1:{server.port}"
         metrics_port = free_port()
@@ -101,6 +100,7 @@ def test_a_server_of_yours_counters_agree_in_both_modes(
             http.shutdown()
     assert rc == 0
     assert [r["setup"]["mode"] for r in data["runs"]] == ["distributed", "centralized"]
+    assert data["runs"][0]["setup"]["slo_mix"] == "default:none:1"  # a server's own classes
     for run in data["runs"]:
         assert run["requests"]["finished"] > 0
         assert run["check"]["num_mismatches"] == 0
