@@ -7,11 +7,18 @@ STAMP := $(VENV)/.edgespec-installed
 
 .PHONY: demo test lint typecheck unit clean
 
-$(STAMP): pyproject.toml constraints.txt
+# llama-cpp-python is built once from its sdist in the exact (batch-invariant) configuration
+# and cached outside the clone (tools/build_llamacpp_wheel.sh; about 2 min the first time,
+# nothing once cached); pip then takes that wheel and nothing else for it.
+LLAMACPP_WHEELS = $$(tools/build_llamacpp_wheel.sh --dir)
+
+$(STAMP): pyproject.toml constraints.txt tools/build_llamacpp_wheel.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	# torch first and pinned: 2.13.0 is a local CPU wheel; anything else pulls GBs of CUDA.
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e ".[runtime,learn,dev]"
+	tools/build_llamacpp_wheel.sh $(PY) >/dev/null
+	$(PY) -m pip install -q -c constraints.txt --find-links "$(LLAMACPP_WHEELS)" \
+		--only-binary llama-cpp-python -e ".[runtime,learn,dev,llamacpp]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -11,6 +11,7 @@ from edgespec.arguments import add_verbose
 from edgespec.core.sequences import first_difference
 from edgespec.runtime.commands.draft_run import DraftRun
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments, stop_policy_from_args
+from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS
 from edgespec.runtime.wire.emulated_link import add_link_arguments, link_overrides
 
 
@@ -23,6 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--routing", help="routing policy across servers (default jsq)")
     parser.add_argument("--draft", help="draft model (HF directory, name) or 'ngram'")
+    parser.add_argument(
+        "--backend",
+        choices=DRAFT_BACKENDS,
+        default="transformers",
+        help="what runs --draft here: transformers (default) or llamacpp (a GGUF: gemma3-270m "
+        "or a .gguf file; chains, with --lookup optionally)",
+    )
     prompt = parser.add_mutually_exclusive_group(required=True)
     prompt.add_argument("--prompt", help="prompt text (needs a tokenizer)")
     prompt.add_argument("--prompt-ids", help="comma-separated prompt token ids")
@@ -260,7 +268,7 @@ def _run(args: argparse.Namespace) -> int:
         return _serve_openai(args, config, stop)
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
-    draft = _load_draft(config, args.verbose) if args.mode == "distributed" else None
+    draft = _load_draft(config, args) if args.mode == "distributed" else None
     tokenizer = _tokenizer(args, config, verifier, draft, needed=prompt_ids is None)
     prompt = prompt_ids if prompt_ids is not None else tuple(tokenizer(args.prompt)["input_ids"])
     run = DraftRun(config, verifier, prompt, tokenizer, args.seed)
@@ -285,7 +293,7 @@ def _serve_openai(args: argparse.Namespace, config: Any, stop: Any) -> int:
     serve.check_serve_flags(args.mode, args.compare, args.records, stop, config)
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
-    draft = _load_draft(config, args.verbose)
+    draft = _load_draft(config, args)
     tokenizer = _tokenizer(args, config, verifier, draft, needed=True)
     return serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size)
 
@@ -325,11 +333,11 @@ def _prompt_ids(text: str) -> tuple[int, ...]:
         raise ConfigError("prompt_ids", f"expected comma-separated ints: {exc}") from exc
 
 
-def _load_draft(config: Any, verbose: bool) -> Any:
-    """The draft model (its weights and tokenizer), or ``None`` for prompt lookup."""
-    from edgespec.models.loading import load_model
+def _load_draft(config: Any, args: argparse.Namespace) -> Any:
+    """The draft model on ``--backend`` (with its tokenizer), or ``None`` for prompt lookup."""
+    from edgespec.runtime.edge.draft_backends import load_draft_model
 
-    return None if config.draft == "ngram" else load_model(config.draft, verbose=verbose)
+    return load_draft_model(config.draft, args.backend, args.verbose)
 
 
 def _tokenizer(

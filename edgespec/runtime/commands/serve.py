@@ -14,6 +14,7 @@ from edgespec.runtime.commands.serve_arguments import (
     parse_slo_class,
     parse_thresholds,
 )
+from edgespec.runtime.commands.serve_target import TargetChoice, load_target, target_choice
 
 __all__ = ["add_arguments", "run"]
 
@@ -60,12 +61,15 @@ def run(args: argparse.Namespace) -> int:
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
     draft = draft_to_load(config, args.draft)
+    choice = target_choice(args, config.target, args.threads)  # a non-GGUF fails here
     policy = build_batching(config.batching)  # before loading the model: fail fast
     semantic_head(config)  # a file that is not a head fails before the model loads
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
     try:
-        asyncio.run(_serve(config, policy, draft, args.threads, window, round_log, args.verbose))
+        asyncio.run(
+            _serve(config, policy, draft, args.threads, window, round_log, args.verbose, choice)
+        )
     finally:
         if round_log is not None:
             round_log.close()
@@ -103,14 +107,15 @@ def semantic_head(config: Any) -> Any:
 
 def semantic_rules_for(config: Any, head: Any, model: Any) -> Any:
     """The verification rules the server serves: exact, plus semantic with ``head`` (its
-    widths checked against the target ``model``); a mismatch is a :class:`ConfigError`."""
+    widths checked against the target ``model``'s hidden size, or ``model`` itself when it
+    is that size, as on llama.cpp); a mismatch is a :class:`ConfigError`."""
     from edgespec.config import ConfigError
     from edgespec.runtime.server.semantic import semantic_rules
     from edgespec.runtime.server.verification import EXACT_RULES
 
     if head is None:
         return EXACT_RULES
-    width = int(model.config.get_text_config().hidden_size)
+    width = model if isinstance(model, int) else int(model.config.get_text_config().hidden_size)
     thresholds = config.semantic_thresholds or None
     try:
         return semantic_rules(head, thresholds, target_hidden_size=width)
@@ -167,6 +172,7 @@ async def _serve(
     window: Any = None,
     round_log: Any = None,
     verbose: bool = False,
+    choice: TargetChoice | None = None,
 ) -> None:
     import asyncio
     import signal
@@ -175,7 +181,6 @@ async def _serve(
 
     from edgespec.models.loading import load_model
     from edgespec.models.registry import resolve_model
-    from edgespec.runtime.backends.transformers_backend import TransformersTarget
     from edgespec.runtime.edge.draft_backends import make_drafter
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.service import VerificationService
@@ -191,12 +196,16 @@ async def _serve(
     if threads is not None:
         torch.set_num_threads(threads)
     say = Stages()
-    say(f"loading the target {config.target} (a first load of gemma3-270m dequantizes it once)")
-    model = load_model(config.target, config.dtype, verbose=verbose).model
-    say("probing the target's attention masks (one batched pass per layout)")
-    backend = TransformersTarget(model)
+    target = load_target(choice or TargetChoice("transformers"), config, verbose, say)
+    backend = target.backend
+    if getattr(backend, "inexactness", None) is not None:
+        _say(f"LOSSY: batched logits differ from one-at-a-time ones ({backend.inexactness})")
     head = semantic_head(config)
-    rules = semantic_rules_for(config, head, model)
+    rules = semantic_rules_for(config, head, target.hidden_size)
+    max_sessions = config.max_sessions
+    if target.max_sessions is not None and max_sessions > target.max_sessions:
+        max_sessions = target.max_sessions
+        _say(f"max_sessions {config.max_sessions} capped to the {max_sessions} llama.cpp sequences")
     draft_factory = None
     if draft_name is not None:
         say(f"loading the draft {draft_name}")
@@ -210,7 +219,7 @@ async def _serve(
     engine = VerificationEngine(
         backend,
         config.kv_budget_tokens,
-        config.max_sessions,
+        max_sessions,
         rules=rules,
         prefix_cache=config.prefix_cache,
     )
@@ -234,8 +243,8 @@ async def _serve(
             f"thresholds {allowed}"
         )
     print(
-        f"edgespec serve: listening on {config.host}:{port} (target {config.target}, "
-        f"batching {config.batching.name}{cache}{fused}{lossy})",
+        f"edgespec serve: listening on {config.host}:{port} (target {config.target}"
+        f"{backend_label(choice)}, batching {config.batching.name}{cache}{fused}{lossy})",
         flush=True,
     )
     stop = asyncio.Event()
@@ -245,6 +254,13 @@ async def _serve(
     await stop.wait()
     await server.stop(1.0)
     await service.stop()
+
+
+def backend_label(choice: TargetChoice | None) -> str:
+    """What the listening line says of a backend other than transformers."""
+    if choice is None or choice.name == "transformers":
+        return ""
+    return f" on {choice.name}" + ("" if choice.name == "llamacpp" else " (LOSSY)")
 
 
 def fused_rounds_label(config: Any, window: Any) -> str:

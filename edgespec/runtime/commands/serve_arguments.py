@@ -8,10 +8,12 @@ import argparse
 from edgespec.arguments import add_threads, add_verbose
 from edgespec.policies.registry import BATCHING, WINDOW
 from edgespec.policies.slo import DEADLINE_RULES
+from edgespec.runtime.commands.serve_target import add_backend_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", help="target model: local HF directory, .gguf or known name")
+    add_backend_arguments(parser)
     parser.add_argument("--config", help="ServerConfig YAML file")
     parser.add_argument(
         "--set",

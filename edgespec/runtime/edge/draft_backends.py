@@ -1,9 +1,30 @@
 """The draft backend ``--draft NAME`` stands for: prompt lookup, a model, a hybrid of the
-two, a token tree, or a feature draft (``edgespec draft``, ``edgespec serve --draft``)."""
+two, a token tree, or a feature draft (``edgespec draft``, ``edgespec serve --draft``); with
+``edgespec draft --backend llamacpp``, a GGUF model on llama.cpp (a chain, lookup optional)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+DRAFT_BACKENDS = ("transformers", "llamacpp")
+
+
+def load_draft_model(name: str, backend: str, verbose: bool = False) -> Any:
+    """What ``--draft NAME`` loads on ``backend``: ``None`` for prompt lookup; on
+    transformers the model and its tokenizer (:func:`~edgespec.models.loading.load_model`);
+    on llamacpp the GGUF's context settings (each drafter makes its own context), no
+    tokenizer (the draft command falls back to the server's target's)."""
+    if name == "ngram":
+        return None
+    if backend == "llamacpp":
+        from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings, model_file
+        from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraftModel
+
+        return LlamaCppDraftModel(LlamaCppSettings(model_file(name), sequences=1,
+                                                   context_tokens=4096))  # fmt: skip
+    from edgespec.models.loading import load_model
+
+    return load_model(name, verbose=verbose)
 
 
 def make_drafter(
@@ -20,12 +41,17 @@ def make_drafter(
     (trimmed-vocabulary drafts through their own head)."""
     from edgespec.config import ConfigError
     from edgespec.core.tree import parse_branching
+    from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraft, LlamaCppDraftModel
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
     from edgespec.runtime.backends.tree_draft import TreeDraft
 
     if name == "ngram":
         return NgramDrafter(vocab_size=vocab_size)
+    if isinstance(model, LlamaCppDraftModel):
+        if tree is not None:
+            raise ConfigError("tree", "a llama.cpp draft drafts chains only (drop --tree)")
+        return LlamaCppDraft(model.settings, vocab_size, lookup)
     if hasattr(model, "unrolled"):  # a feature draft: the server returns target features
         from edgespec.runtime.backends.feature_draft import FeatureDraft
 

@@ -31,6 +31,7 @@ class Served:
     window: Any = None
     round_log: Any = None
     verbose: bool = False
+    choice: Any = None
     calls: int = 0
 
 
@@ -46,9 +47,11 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Served:
         window: Any = None,
         round_log: Any = None,
         verbose: bool = False,
+        choice: Any = None,
     ) -> None:
         seen.config, seen.policy, seen.draft, seen.threads = config, policy, draft_name, threads
         seen.window, seen.round_log, seen.verbose = window, round_log, verbose
+        seen.choice = choice
         seen.calls += 1
 
     monkeypatch.setattr(serve_command, "_serve", record)
@@ -75,6 +78,7 @@ def test_every_flag_reaches_the_server(served: Served, tmp_path: Path) -> None:
     assert served.round_log.path == log
     assert served.round_log._file.closed  # closed once the server stops
     assert log.read_text() == ""
+    assert served.choice.name == "transformers" and served.choice.llama is None
 
 
 def test_defaults_without_flags(served: Served) -> None:

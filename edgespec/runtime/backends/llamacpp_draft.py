@@ -1,0 +1,156 @@
+"""The llama.cpp :class:`~edgespec.runtime.backends.base.DraftBackend`
+(``edgespec draft --backend llamacpp``).
+
+One llama.cpp context of one sequence (:class:`~edgespec.runtime.backends.llamacpp_context.
+LlamaContext`, same configuration as the target's). Each call trims the sequence back to the
+longest common prefix with the new context (``llama_memory_seq_rm``), decodes the context
+tokens not yet cached in one block with logits for the last only, then γ − 1 single-token
+steps. Greedy drafts take the argmax (or, with ``lookup``, prompt lookup first, as
+:class:`~edgespec.runtime.backends.transformers_draft.HybridDraft`); sampled drafts draw from
+the softmax at the temperature and return q over the target's vocabulary. A stop predictor
+can end a block (:meth:`LlamaCppDraft.propose_until_stop`), as for the transformers drafts.
+Token trees and hidden states are not drafted here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from edgespec.core.features import stop_features
+from edgespec.core.speculative import sample_token
+from edgespec.policies.stop_drafting import DraftStopPolicy, checked_keep_mask
+from edgespec.runtime.backends.base import DraftProposal, common_prefix_length
+from edgespec.runtime.backends.llamacpp_context import LlamaContext, LlamaCppSettings
+from edgespec.runtime.backends.ngram import suffix_match_next
+from edgespec.runtime.sampling import logits_to_probs
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaCppDraftModel:
+    """What ``edgespec draft --backend llamacpp`` loads for ``--draft``: the settings each
+    drafter's own context is made from (a drafter per request; the weights are mmapped)."""
+
+    settings: LlamaCppSettings
+    tokenizer: None = None
+
+    @property
+    def model(self) -> LlamaCppDraftModel:
+        """Itself: make_drafter takes ``loaded.model``."""
+        return self
+
+
+class LlamaCppDraft:
+    """A chain drafter on one llama.cpp sequence; ``vocab_size``: the target's vocabulary
+    (q rows are that wide; the draft's own may not be wider)."""
+
+    def __init__(
+        self, settings: LlamaCppSettings, vocab_size: int | None = None, lookup: bool = False
+    ) -> None:
+        if settings.sequences != 1:
+            raise ValueError(f"a llama.cpp drafter uses one sequence, got {settings.sequences}")
+        self._ctx = LlamaContext(settings)
+        self._vocab = self._ctx.vocab_size if vocab_size is None else vocab_size
+        if self._ctx.vocab_size > self._vocab:
+            width = self._ctx.vocab_size
+            self._ctx.close()
+            raise ValueError(
+                f"the draft's vocabulary ({width}) is wider than the target's ({self._vocab})"
+            )
+        self._lookup = lookup
+        self._cached: list[int] = []
+
+    def close(self) -> None:
+        self._ctx.close()
+
+    def reset(self) -> None:
+        self._ctx.trim(0, 0)
+        self._cached = []
+
+    def stop_problem(self) -> str | None:
+        return None
+
+    def propose(
+        self, context: Sequence[int], gamma: int, temperature: float, rng: np.random.Generator
+    ) -> DraftProposal:
+        return self._chain(context, gamma, temperature, rng, None)
+
+    def propose_until_stop(
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        stop: DraftStopPolicy,
+    ) -> DraftProposal:
+        return self._chain(context, gamma, temperature, rng, stop)
+
+    def _sync(self, context: Sequence[int]) -> list[int]:
+        """Trim the sequence to the longest common prefix with ``context`` (keeping one token
+        to decode); the context tokens still to decode."""
+        common = min(common_prefix_length(self._cached, context), len(context) - 1)
+        if common < len(self._cached):
+            self._ctx.trim(0, common)
+            self._cached = self._cached[:common]
+        return list(context[common:])
+
+    def _step(self, tokens: Sequence[int]) -> npt.NDArray[np.float32]:
+        start = len(self._cached)
+        last = len(tokens) - 1
+        logits, _ = self._ctx.decode([(t, start + i, 0, i == last) for i, t in enumerate(tokens)])
+        self._cached.extend(int(t) for t in tokens)
+        row: npt.NDArray[np.float32] = logits[0]
+        return row
+
+    def _next(
+        self, seq: Sequence[int], row: npt.NDArray[np.float32], temperature: float,
+        rng: np.random.Generator,
+    ) -> tuple[int, npt.NDArray[np.float32] | None]:  # fmt: skip
+        if temperature > 0:
+            probs = np.zeros(self._vocab, dtype=np.float32)
+            probs[: row.shape[0]] = logits_to_probs(row[None, :], temperature)[0]
+            return sample_token(probs, rng), probs
+        looked_up = suffix_match_next(seq, 8, 2) if self._lookup else None
+        return (int(np.argmax(row)) if looked_up is None else looked_up), None
+
+    def _chain(
+        self,
+        context: Sequence[int],
+        gamma: int,
+        temperature: float,
+        rng: np.random.Generator,
+        stop: DraftStopPolicy | None,
+    ) -> DraftProposal:
+        if not context:
+            raise ValueError("draft context must hold at least one token")
+        if self._lookup and temperature > 0:
+            raise ValueError("prompt lookup drafts greedily; drop --lookup for sampling")
+        if len(context) + gamma > self._ctx.context_tokens:
+            raise ValueError(
+                f"{len(context)} context + {gamma} draft tokens exceed the llama.cpp "
+                f"sequence length {self._ctx.context_tokens}"
+            )
+        pending = self._sync(context)
+        seq = list(context)
+        tokens: list[int] = []
+        rows: list[npt.NDArray[np.float32]] = []
+        passes = 0
+        for _ in range(gamma):
+            row = self._step(pending)
+            passes += 1
+            if stop is not None and not checked_keep_mask(stop, stop_features(row))[0]:
+                break
+            token, probs = self._next(seq, row, temperature, rng)
+            if probs is not None:
+                rows.append(probs)
+            tokens.append(token)
+            seq.append(token)
+            pending = [token]
+        return DraftProposal(
+            token_ids=tuple(tokens),
+            probs=np.stack(rows) if rows else None,
+            num_passes=None if stop is None else passes,
+        )

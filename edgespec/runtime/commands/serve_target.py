@@ -1,0 +1,116 @@
+"""``edgespec serve --backend``: which library runs the target, its flags, and the load.
+
+``transformers`` (default) loads the model with transformers (a GGUF is dequantized to
+fp32); ``llamacpp`` runs the GGUF itself on llama.cpp in the exact (batch-invariant)
+configuration and refuses to serve when its load-time self-check finds batched logits that
+differ from one-at-a-time ones; ``llamacpp-lossy`` is llama.cpp's faster defaults, chosen by
+name, served even when the self-check finds a difference (said on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from edgespec.arguments import positive_int
+
+BACKENDS = ("transformers", "llamacpp", "llamacpp-lossy")
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--backend`` and the llama.cpp context's size."""
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="transformers",
+        help="what runs the target: transformers (default; a GGUF is dequantized to fp32), "
+        "llamacpp (the GGUF on llama.cpp, exact: refuses to serve if batched logits differ "
+        "from one-at-a-time ones at load), llamacpp-lossy (llama.cpp's faster defaults; "
+        "outputs may differ from target-only decoding)",
+    )
+    parser.add_argument(
+        "--llamacpp-sequences",
+        type=positive_int,
+        default=16,
+        help="llamacpp: KV sequences, the most sessions holding a cache at once "
+        "(max_sessions is capped to it; default 16)",
+    )
+    parser.add_argument(
+        "--llamacpp-context",
+        type=positive_int,
+        default=2048,
+        help="llamacpp: tokens per sequence, prompt + output + draft (default 2048; the KV "
+        "memory is sequences × this)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TargetChoice:
+    """The backend ``--backend`` names; ``llama`` holds the llama.cpp context settings."""
+
+    name: str
+    llama: Any = None  # LlamaCppSettings for llamacpp*, else None
+
+
+def target_choice(args: argparse.Namespace, target: str, threads: int | None) -> TargetChoice:
+    """The backend and, for llama.cpp, its settings; a target that is no GGUF is a
+    :class:`~edgespec.models.registry.ModelNotFoundError` here, before anything loads."""
+    name = getattr(args, "backend", "transformers")
+    if name == "transformers":
+        return TargetChoice(name)
+    from edgespec.errors import UserInputError
+    from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings, model_file
+
+    if args.llamacpp_sequences < 2:
+        raise UserInputError(
+            f"--llamacpp-sequences must be >= 2 (the load-time self-check runs two), got "
+            f"{args.llamacpp_sequences}"
+        )
+    settings = LlamaCppSettings(
+        model_path=model_file(target),
+        sequences=args.llamacpp_sequences,
+        context_tokens=args.llamacpp_context,
+        threads=threads,
+        exact=name == "llamacpp",
+    )
+    return TargetChoice(name, settings)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedTarget:
+    """The target backend, its hidden size (for a semantic head), the transformers model
+    (``None`` on llama.cpp) and the most sessions it can hold a cache for (``None``: no
+    limit of its own)."""
+
+    backend: Any
+    hidden_size: int
+    model: Any
+    max_sessions: int | None
+
+
+def load_target(
+    choice: TargetChoice, config: Any, verbose: bool, say: Callable[[str], None]
+) -> LoadedTarget:
+    """Load the target ``config`` names on the ``choice`` backend, saying each stage."""
+    if choice.llama is None:
+        from edgespec.models.loading import load_model
+        from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+        say(f"loading the target {config.target} (a first load of gemma3-270m dequantizes it once)")
+        model = load_model(config.target, config.dtype, verbose=verbose).model
+        say("probing the target's attention masks (one batched pass per layout)")
+        width = int(model.config.get_text_config().hidden_size)
+        return LoadedTarget(TransformersTarget(model), width, model, None)
+    from edgespec.runtime.backends.llamacpp_backend import LlamaCppTarget
+
+    settings = choice.llama
+    mode = "exact" if settings.exact else "LOSSY"
+    say(
+        f"loading the target {config.target} on llama.cpp ({mode}, {settings.sequences} "
+        f"sequences × {settings.context_tokens} tokens) and checking batched against "
+        "one-at-a-time logits"
+    )
+    backend = LlamaCppTarget(settings)
+    return LoadedTarget(backend, backend.hidden_size, None, backend.sequences)

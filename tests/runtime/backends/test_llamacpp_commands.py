@@ -1,0 +1,135 @@
+"""``--backend llamacpp`` on ``edgespec serve`` and ``edgespec draft``: the flags, what they
+load, their refusals; and (slow, EDGESPEC_SLOW=1) the real Gemma 3 270M served and drafted
+on llama.cpp from the command line, token-identical to centralized decoding."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.runtime.backends.llamacpp_fixtures import SKIP_REASON, VOCAB, tiny_gguf
+
+pytest.importorskip("llama_cpp", reason=SKIP_REASON)
+pytest.importorskip("gguf", reason="the tiny test model is written with the gguf package")
+
+from edgespec.config import ConfigError
+from edgespec.errors import UserInputError
+from edgespec.models.registry import ModelNotFoundError
+from edgespec.runtime.backends.llamacpp_backend import LlamaCppTarget
+from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraft
+from edgespec.runtime.commands.serve import backend_label
+from edgespec.runtime.commands.serve_arguments import add_arguments
+from edgespec.runtime.commands.serve_target import load_target, target_choice
+from edgespec.runtime.edge.draft_backends import load_draft_model, make_drafter
+from edgespec.runtime.server.config import ServerConfig
+
+
+def _serve_args(*flags: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(list(flags))
+
+
+def test_serve_backend_flags_choose_the_exact_or_the_lossy_configuration(tmp_path: Path) -> None:
+    gguf = str(tiny_gguf(0))
+    assert target_choice(_serve_args(), gguf, None).llama is None  # transformers by default
+    exact = target_choice(_serve_args("--backend", "llamacpp", "--llamacpp-sequences", "3"),
+                          gguf, 1)  # fmt: skip
+    assert (exact.llama.exact, exact.llama.sequences, exact.llama.threads) == (True, 3, 1)
+    lossy = target_choice(_serve_args("--backend", "llamacpp-lossy"), gguf, None)
+    assert lossy.llama.exact is False and lossy.llama.context_tokens == 2048
+    assert backend_label(exact) == " on llamacpp"
+    assert backend_label(lossy) == " on llamacpp-lossy (LOSSY)"
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ModelNotFoundError, match="loads GGUF models"):
+        target_choice(_serve_args("--backend", "llamacpp"), str(tmp_path), None)
+    with pytest.raises(SystemExit):
+        _serve_args("--backend", "vllm")
+    with pytest.raises(UserInputError, match="--llamacpp-sequences must be >= 2"):
+        target_choice(_serve_args("--backend", "llamacpp", "--llamacpp-sequences", "1"), gguf, 1)
+
+
+def test_the_loaded_target_caps_sessions_to_its_sequences() -> None:
+    args = _serve_args("--backend", "llamacpp", "--llamacpp-sequences", "3",
+                       "--llamacpp-context", "256")  # fmt: skip
+    config = ServerConfig(target=str(tiny_gguf(0)))
+    said: list[str] = []
+    loaded = load_target(target_choice(args, config.target, 1), config, False, said.append)
+    assert isinstance(loaded.backend, LlamaCppTarget)
+    assert (loaded.max_sessions, loaded.hidden_size, loaded.model) == (3, 64, None)
+    assert "exact, 3 sequences × 256 tokens" in said[0]
+
+
+def test_the_draft_backend_loads_a_gguf_and_drafts_chains_only() -> None:
+    loaded = load_draft_model(str(tiny_gguf(1)), "llamacpp")
+    assert loaded.model is loaded and loaded.tokenizer is None
+    drafter = make_drafter(str(tiny_gguf(1)), loaded.model, VOCAB, lookup=True)
+    assert isinstance(drafter, LlamaCppDraft)
+    with pytest.raises(ConfigError, match="chains only"):
+        make_drafter(str(tiny_gguf(1)), loaded.model, VOCAB, tree="2,1")
+    assert load_draft_model("ngram", "llamacpp") is None
+
+
+def _edgespec(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "edgespec.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, check=False)  # fmt: skip
+
+
+def _start_serve(*flags: str) -> tuple[subprocess.Popen[str], list[str]]:
+    """``edgespec serve FLAGS --port 0``, read up to its listening line (stderr merged)."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "edgespec.cli", "serve", *flags, "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    assert server.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any("listening on" in x for x in lines):
+        line = server.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+    return server, lines
+
+
+def _stop(server: subprocess.Popen[str]) -> None:
+    server.terminate()
+    server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_gemma_served_and_drafted_on_llamacpp_is_token_identical_to_centralized() -> None:
+    server, lines = _start_serve("--backend", "llamacpp", "--target", "gemma3-270m",
+                                 "--threads", "1")  # fmt: skip
+    try:
+        assert "on llamacpp, batching" in lines[-1], lines
+        address = lines[-1].split("listening on ")[1].split(" ")[0]
+        for backend in ("transformers", "llamacpp"):
+            draft = "ngram" if backend == "transformers" else "gemma3-270m"
+            done = _edgespec("draft", "--server", address, "--backend", backend, "--draft",
+                             draft, "--prompt", "Q: 2+3=? A:", "--max-new-tokens", "24",
+                             "--compare")  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert "outputs identical" in done.stderr
+    finally:
+        _stop(server)
+
+
+@pytest.mark.slow
+def test_gemma_on_the_lossy_mode_fails_the_self_check_and_says_so() -> None:
+    """In a process of its own the tiled matmul is on: Gemma's K-quant products change
+    with the batch, the self-check finds it, and only the lossy mode serves."""
+    server, lines = _start_serve("--backend", "llamacpp-lossy", "--target", "gemma3-270m")
+    try:
+        text = "".join(lines)
+        assert "LOSSY: batched logits differ from one-at-a-time ones (a cold block" in text
+        assert "on llamacpp-lossy (LOSSY)" in lines[-1]
+    finally:
+        _stop(server)
