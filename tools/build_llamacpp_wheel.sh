@@ -8,6 +8,9 @@
 # The folder is keyed by the version, the CMake flags, the patch and the CPU (the build uses
 # -march=native), so a change to any of them builds a new wheel beside the old one.
 # EDGESPEC_WHEEL_CACHE overrides the cache root (default ~/.cache/edgespec/wheels).
+# EDGESPEC_LLAMACPP_CMAKE adds CMake flags, e.g. -DGGML_CUDA=ON on a machine with the CUDA
+# toolkit (a GPU build: serve with --llamacpp-gpu-layers; the load-time self-check then judges
+# the GPU's kernels); they are part of the key, so such a wheel sits beside the CPU one.
 #
 # The configuration:
 #   -DGGML_LLAMAFILE=OFF   no llamafile sgemm: its kernels tile by batch size (not batch-invariant)
@@ -18,7 +21,7 @@
 set -euo pipefail
 
 VERSION=0.3.36
-CMAKE_FLAGS="-DGGML_LLAMAFILE=OFF -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF"
+CMAKE_FLAGS="-DGGML_LLAMAFILE=OFF -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF${EDGESPEC_LLAMACPP_CMAKE:+ $EDGESPEC_LLAMACPP_CMAKE}"
 PATCH_ID="common-off-1"
 
 cpu_id() {

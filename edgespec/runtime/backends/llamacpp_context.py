@@ -58,7 +58,10 @@ class LlamaCppSettings:
     """How a llama.cpp context is made: ``sequences`` KV sequences of ``context_tokens``
     cells each (the KV memory is their product), ``batch_tokens`` per ``llama_decode``,
     ``threads`` (``None``: llama.cpp's default); ``exact``: the batch-invariant
-    configuration (else the lossy one, llama.cpp's faster defaults)."""
+    configuration (else the lossy one, llama.cpp's faster defaults); ``gpu_layers``: layers
+    offloaded to a GPU (a wheel built with a GPU backend, docs/RUNTIME.md; 0: the CPU only; a
+    CPU-only build keeps every layer on the CPU whatever it says). The self-check at load
+    judges whichever device runs the layers."""
 
     model_path: Path
     sequences: int = 16
@@ -66,11 +69,14 @@ class LlamaCppSettings:
     batch_tokens: int = 512
     threads: int | None = None
     exact: bool = True
+    gpu_layers: int = 0
 
     def __post_init__(self) -> None:
         for name in ("sequences", "context_tokens", "batch_tokens"):
             if getattr(self, name) < 1:
                 raise UserInputError(f"llama.cpp {name} must be >= 1, got {getattr(self, name)}")
+        if self.gpu_layers < 0:
+            raise UserInputError(f"llama.cpp gpu_layers must be >= 0, got {self.gpu_layers}")
         if self.threads is not None and self.threads < 1:
             raise UserInputError(f"llama.cpp threads must be >= 1, got {self.threads}")
 
@@ -132,6 +138,7 @@ class LlamaContext:
         # No weight repacking, in either mode: it is not batch-invariant, and on an AMX CPU
         # (this project's machine) its kernels die with SIGILL on a multi-token batch.
         model_params.use_extra_bufts = False
+        model_params.n_gpu_layers = settings.gpu_layers
         self._model = lib.llama_model_load_from_file(
             str(settings.model_path).encode(), model_params
         )

@@ -38,6 +38,13 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
         "(max_sessions is capped to it; default 16)",
     )
     parser.add_argument(
+        "--llamacpp-gpu-layers",
+        type=int,
+        default=0,
+        help="llamacpp: layers offloaded to a GPU, with a wheel built for one (docs/RUNTIME.md; "
+        "default 0, the CPU only); the self-check at load judges the device that runs them",
+    )
+    parser.add_argument(
         "--llamacpp-context",
         type=positive_int,
         default=2048,
@@ -74,6 +81,7 @@ def target_choice(args: argparse.Namespace, target: str, threads: int | None) ->
         context_tokens=args.llamacpp_context,
         threads=threads,
         exact=name == "llamacpp",
+        gpu_layers=args.llamacpp_gpu_layers,
     )
     return TargetChoice(name, settings)
 

@@ -180,6 +180,13 @@ def test_hidden_states_of_every_new_token_batched_as_alone(target: LlamaCppTarge
     assert np.array_equal(pair[1].logits, alone.logits)
 
 
+def test_gpu_layers_on_a_cpu_build_stay_on_the_cpu_and_pass_the_self_check() -> None:
+    """The GPU path on this CPU-only build: layers asked for a GPU stay on the CPU, and the
+    self-check (which judges whatever device runs them) still passes."""
+    settings = LlamaCppSettings(tiny_gguf(0), 2, 128, threads=1, gpu_layers=99)
+    assert LlamaCppTarget(settings).inexactness is None
+
+
 def test_settings_and_model_names_are_checked(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="sequences must be >= 1"):
         LlamaCppSettings(tiny_gguf(0), sequences=0)

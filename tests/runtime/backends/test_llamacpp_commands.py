@@ -42,6 +42,10 @@ def test_serve_backend_flags_choose_the_exact_or_the_lossy_configuration(tmp_pat
     exact = target_choice(_serve_args("--backend", "llamacpp", "--llamacpp-sequences", "3"),
                           gguf, 1)  # fmt: skip
     assert (exact.llama.exact, exact.llama.sequences, exact.llama.threads) == (True, 3, 1)
+    assert exact.llama.gpu_layers == 0  # the CPU unless asked
+    gpu = target_choice(_serve_args("--backend", "llamacpp", "--llamacpp-gpu-layers", "99"),
+                        gguf, 1)  # fmt: skip
+    assert gpu.llama.gpu_layers == 99
     lossy = target_choice(_serve_args("--backend", "llamacpp-lossy"), gguf, None)
     assert lossy.llama.exact is False and lossy.llama.context_tokens == 2048
     assert backend_label(exact) == " on llamacpp"
@@ -53,6 +57,8 @@ def test_serve_backend_flags_choose_the_exact_or_the_lossy_configuration(tmp_pat
         _serve_args("--backend", "vllm")
     with pytest.raises(UserInputError, match="--llamacpp-sequences must be >= 2"):
         target_choice(_serve_args("--backend", "llamacpp", "--llamacpp-sequences", "1"), gguf, 1)
+    with pytest.raises(UserInputError, match="gpu_layers must be >= 0, got -1"):
+        target_choice(_serve_args("--backend", "llamacpp", "--llamacpp-gpu-layers", "-1"), gguf, 1)
 
 
 def test_the_loaded_target_caps_sessions_to_its_sequences() -> None:
