@@ -20,6 +20,7 @@ from pathlib import Path
 
 from edgespec.arguments import add_max_new_tokens, positive_int
 from edgespec.errors import UserInputError
+from edgespec.runtime.commands.serve_target import BACKENDS
 from edgespec.runtime.loadgen.spec import LoadSpec, parse_faults, parse_modes, parse_slo_mix
 
 DEFAULT_SLO_MIX = "interactive:20:0.5,batch:5:0.5"
@@ -42,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     where.add_argument("--synthetic-layers", type=positive_int, default=12, help="(default 12)")
     where.add_argument("--synthetic-hidden", type=positive_int, default=512, help="(default 512)")
+    where.add_argument("--backend", choices=BACKENDS, default="transformers",
+                       help="what runs the bench server's target (default transformers; "
+                       "llamacpp needs a GGUF --target, e.g. gemma3-270m)")  # fmt: skip
     where.add_argument("--batching", default="fcfs", help="its batching policy (default fcfs)")
     where.add_argument(
         "--server-threads", type=positive_int, default=1, help="its torch threads (default 1)"
@@ -124,6 +128,8 @@ def _run(args: argparse.Namespace) -> int:
     modes = parse_modes(args.mode)
     if args.server is not None and any(f.kind == "restart-server" for f in load.faults):
         raise UserInputError("--faults restart-server needs the bench's own server (no --server)")
+    if args.server is not None and args.backend != "transformers":
+        raise UserInputError("--backend sets the bench's own server (no --server)")
     secured = [f for f in ("auth_token", "tls_ca", "tls_server_name") if getattr(args, f)]
     if args.server is None and secured:
         flag = "--" + secured[0].replace("_", "-")

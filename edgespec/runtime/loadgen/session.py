@@ -40,6 +40,7 @@ def setup_row(args: argparse.Namespace, load: LoadSpec, target: str) -> dict[str
     """The run's settings as the report shows them."""
     return {
         "target": target,
+        "backend": args.backend if args.server is None else "the server's",
         "mode": load.mode,
         "draft": load.draft if load.mode == "distributed" else "none",
         "clients": load.num_clients,
@@ -82,7 +83,7 @@ class BenchSession:
         elif args.draft == "truncated":
             raise UserInputError("--draft truncated needs --target synthetic")
         metrics_port = free_port()
-        serve = ["--target", target, "--batching", args.batching,
+        serve = ["--target", target, "--batching", args.batching, "--backend", args.backend,
                  "--threads", str(args.server_threads), "--prometheus-port", str(metrics_port),
                  "--set", f"session_timeout_s={args.session_timeout_s}"]  # fmt: skip
         for s in self._load.slo_mix:

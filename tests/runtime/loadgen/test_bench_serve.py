@@ -139,6 +139,8 @@ def test_a_model_draft_loads_in_the_client_process(tmp_path: Path) -> None:
          "--faults restart-server needs the bench's own server (no --server)"),
         (["--auth-token", "t"], "--auth-token is for a --server of yours (the bench's own is "
                                 "plaintext)"),
+        (["--server", "127.0.0.1:1", "--backend", "llamacpp"],
+         "--backend sets the bench's own server (no --server)"),
     ],
 )  # fmt: skip
 def test_flag_mistakes(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
