@@ -15,22 +15,9 @@ from edgespec.runtime.server.counters import (
     Histogram,
     ServiceCounters,
 )
-from edgespec.runtime.server.engine_sessions import EngineCounters
+from tests.runtime.server.test_link_and_counters import ENGINE
 
 pytest.importorskip("prometheus_client")
-
-ENGINE = EngineCounters(
-    num_forward_passes=9,
-    num_tokens_forwarded=40,
-    num_verifications=12,
-    num_cache_hits=3,
-    num_cache_misses=1,
-    num_reprefills=2,
-    num_evictions=5,
-    num_cached_tokens=30,
-    num_cached_bytes=3000,
-    num_sessions=4,
-)
 
 
 def _counters() -> ServiceCounters:
