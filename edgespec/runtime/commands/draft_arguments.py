@@ -1,0 +1,185 @@
+"""``edgespec draft``'s flags (:func:`add_arguments`) and the config overrides they make
+(:func:`overrides`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from edgespec.arguments import add_verbose
+from edgespec.runtime.commands.stop_arguments import add_stop_arguments
+from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS
+from edgespec.runtime.wire.emulated_link import add_link_arguments, link_overrides
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--server",
+        action="append",
+        help="host:port of an edgespec serve; repeat (or separate by commas) for several, "
+        "and --routing picks one per request from their live loads",
+    )
+    parser.add_argument("--routing", help="routing policy across servers (default jsq)")
+    parser.add_argument("--draft", help="draft model (HF directory, name) or 'ngram'")
+    parser.add_argument(
+        "--backend",
+        choices=DRAFT_BACKENDS,
+        default="transformers",
+        help="what runs --draft here: transformers (default) or llamacpp (a GGUF: gemma3-270m "
+        "or a .gguf file; chains, with --lookup optionally)",
+    )
+    prompt = parser.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--prompt", help="prompt text (needs a tokenizer)")
+    prompt.add_argument("--prompt-ids", help="comma-separated prompt token ids")
+    prompt.add_argument(
+        "--serve-openai",
+        metavar="HOST:PORT",
+        help="instead of one prompt, serve an OpenAI-compatible HTTP endpoint (/v1/completions, "
+        "/v1/chat/completions, /v1/models; docs/RUNTIME.md) drafting every request here",
+    )
+    parser.add_argument("--tokenizer", help="tokenizer (model dir/name) if the draft has none")
+    parser.add_argument("--config", help="DrafterConfig YAML file")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override, e.g. --set max_new_tokens=32 (repeatable)",
+    )
+    parser.add_argument("--gamma", type=int, help="static window γ (default policy: static 4)")
+    parser.add_argument(
+        "--window",
+        help="window policy by name (static, dynamic, awc; its params with "
+        "--set window.params=...); a policy that goes fused needs a server started with "
+        "--draft (or --fused-rounds cloud_only), and --window on the server to run fused "
+        "rounds back to back",
+    )
+    parser.add_argument(
+        "--max-new-tokens", type=int, help="tokens to generate (default 64, or --config's)"
+    )
+    parser.add_argument(
+        "--temperature", type=float, help="sampling temperature (default 0, greedy, or --config's)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="sampling seed (default: fresh entropy)"
+    )
+    parser.add_argument(
+        "--auth-token", help="token the server accepts (one of its --auth-token; default: none)"
+    )
+    parser.add_argument(
+        "--tls-ca",
+        metavar="PEM",
+        help="connect over TLS, verifying the server with this CA certificate file (the "
+        "server's own certificate when self-signed; default: plaintext)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=["distributed", "centralized", "fused"],
+        default="distributed",
+        help="distributed: draft here, verify on the server (default); centralized: the "
+        "server decodes alone; fused: the server drafts (started with --draft) and verifies, "
+        "or decodes one token per round (started with --fused-rounds cloud_only)",
+    )
+    parser.add_argument(
+        "--records",
+        help="write the RequestRecord (and, distributed, the RoundRecords) here (JSONL)",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="run the prompt centralized, then distributed; print both stats lines and the "
+        "speed-up, and check the outputs are token-identical (exit 1 if not; greedy only)",
+    )
+    parser.add_argument(
+        "--lookup",
+        action="store_true",
+        help="prompt lookup first, the draft model where it finds nothing (greedy only)",
+    )
+    parser.add_argument(
+        "--tree",
+        metavar="B1,B2,...",
+        help="draft a token tree: the draft's top-B_d tokens at depth d, e.g. 2,2,1,1 "
+        "(with --lookup plus the lookup chain; greedy only)",
+    )
+    parser.add_argument(
+        "--tree-min-prob",
+        type=float,
+        help="with --tree: drop candidates whose draft path probability is below this (default 0)",
+    )
+    parser.add_argument(
+        "--tree-max-nodes",
+        type=int,
+        help="with --tree: the most tokens one tree may hold (default 24; the server "
+        "refuses blocks over its max_draft_tokens, 32 by default)",
+    )
+    add_stop_arguments(parser)
+    add_semantic_arguments(parser)
+    add_link_arguments(parser)
+    add_verbose(parser)
+
+
+def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--verify`` / ``--threshold`` / ``--upload`` / ``--channel-*``."""
+    group = parser.add_argument_group(
+        "semantic (LOSSY) verification, WISV (docs/RUNTIME.md; a server with --semantic-head)"
+    )
+    group.add_argument(
+        "--verify",
+        choices=["exact", "semantic"],
+        help="exact: lossless (default); semantic: the server's decision head may accept "
+        "mismatching draft tokens (lossy; greedy neural chain drafts only)",
+    )
+    group.add_argument(
+        "--threshold",
+        type=int,
+        metavar="T",
+        help="semantic: reject a mismatch when the head's p >= T/16, T in 0..16 (0: exact "
+        "greedy speculative decoding; the paper uses 12)",
+    )
+    group.add_argument(
+        "--upload",
+        choices=["fh", "sh", "auto"],
+        help="semantic: FH sends the draft's hidden states of every token, SH only those the "
+        "server asks for (one more exchange in rounds with a mismatch); auto (default): FH "
+        "when the handshake RTT is above 10 ms",
+    )
+    group.add_argument(
+        "--channel-uplink-mbps",
+        type=float,
+        metavar="MBIT/S",
+        help="semantic: the uplink rate reported to the head (default: --link-bandwidth-mbps)",
+    )
+    group.add_argument(
+        "--channel-per", type=float, metavar="P", help="semantic: packet error rate (default 0)"
+    )
+    group.add_argument(
+        "--channel-rtt-ms",
+        type=float,
+        metavar="MS",
+        help="semantic: the RTT reported to the head (default: --link-rtt-ms, else 0)",
+    )
+
+
+def overrides(args: argparse.Namespace) -> list[str]:
+    """The flags as DrafterConfig overrides (after ``--set``); ``--window`` with ``--gamma``
+    is a :class:`~edgespec.errors.UserInputError`."""
+    from edgespec.config import overrides_from_flags
+    from edgespec.errors import UserInputError
+
+    keys = ["draft", "max_new_tokens", "temperature", "auth_token", "tls_ca"]
+    keys += ["tree", "tree_min_prob", "tree_max_nodes"]
+    keys += ["threshold", "upload", "channel_uplink_mbps", "channel_per", "channel_rtt_ms"]
+    flags = {key: getattr(args, key) for key in keys}
+    flags["verification"] = args.verify
+    flags["server"] = ",".join(args.server) if args.server else None
+    out = [*args.set, *overrides_from_flags(flags)]
+    if args.routing is not None:
+        out.append(f"routing.name={args.routing}")
+    if args.window is not None and args.gamma is not None:
+        raise UserInputError("give --window or --gamma (a static window), not both")
+    if args.window is not None:
+        out.append(f"window.name={args.window}")
+    if args.gamma is not None:
+        out += ["window.name=static", f"window.params={{gamma: {args.gamma}}}"]
+    if args.lookup:
+        out.append("lookup=true")
+    return out + link_overrides(args)
