@@ -47,7 +47,13 @@ def _routed_verifier(config: Any) -> Any:
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
     verifiers = [
-        RemoteVerifier(address, config.auth_token, config.tls_ca, config.request_timeout_s)
+        RemoteVerifier(
+            address,
+            config.auth_token,
+            config.tls_ca,
+            config.request_timeout_s,
+            config.max_message_bytes,
+        )
         for address in config.servers
     ]
     if len(verifiers) == 1:

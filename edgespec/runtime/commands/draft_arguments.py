@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from edgespec.arguments import add_verbose
+from edgespec.arguments import add_verbose, positive_int
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS
 from edgespec.runtime.wire.emulated_link import add_link_arguments, link_overrides
@@ -70,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PEM",
         help="connect over TLS, verifying the server with this CA certificate file (the "
         "server's own certificate when self-signed; default: plaintext)",
+    )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=positive_int,
+        help="the client's gRPC limit per message (default 4194304, 4 MiB; raise it with the "
+        "server's max_message_bytes for hidden-state drafts with long prompts)",
     )
     parser.add_argument(
         "--mode",
@@ -165,7 +171,7 @@ def overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.config import overrides_from_flags
     from edgespec.errors import UserInputError
 
-    keys = ["draft", "max_new_tokens", "temperature", "auth_token", "tls_ca"]
+    keys = ["draft", "max_new_tokens", "temperature", "auth_token", "tls_ca", "max_message_bytes"]
     keys += ["tree", "tree_min_prob", "tree_max_nodes"]
     keys += ["threshold", "upload", "channel_uplink_mbps", "channel_per", "channel_rtt_ms"]
     flags = {key: getattr(args, key) for key in keys}

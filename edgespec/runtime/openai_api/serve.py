@@ -82,7 +82,13 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
     routing = None
     if len(config.servers) > 1:
         verifiers = tuple(
-            RemoteVerifier(address, config.auth_token, config.tls_ca, config.request_timeout_s)
+            RemoteVerifier(
+                address,
+                config.auth_token,
+                config.tls_ca,
+                config.request_timeout_s,
+                config.max_message_bytes,
+            )
             for address in config.servers
         )
         routing = build_policy("routing", config.routing.name, config.routing.params)

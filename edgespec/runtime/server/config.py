@@ -173,6 +173,9 @@ class DrafterConfig:
     auth_token: str | None = None
     tls_ca: str | None = None
     request_timeout_s: float = 30.0
+    # the client's gRPC send/receive limit per message (the server has its own): raise both
+    # for hidden-state drafts with long prompts (docs/RUNTIME.md)
+    max_message_bytes: int = 4 << 20
     lookup: bool = False  # prompt lookup first, the neural draft where it finds nothing
     tree: str | None = None  # token-tree branching per depth, e.g. "2,2,1,1" (greedy only)
     tree_min_prob: float = 0.0  # prune tree candidates below this draft path probability
@@ -200,6 +203,8 @@ class DrafterConfig:
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise ConfigError(name, f"must be a finite number >= 0, got {value}")
+        if self.max_message_bytes < 1:
+            raise ConfigError("max_message_bytes", f"must be >= 1, got {self.max_message_bytes}")
         if self.max_new_tokens < 1:
             raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
         if self.temperature < 0:

@@ -296,3 +296,17 @@ def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: 
         "edgespec serve: [  2.5 s] b ...",
         "edgespec serve: [ 60.2 s] ready",
     ]
+
+
+def test_the_clients_message_limit_is_the_flags(
+    served: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--max-message-bytes`` reaches the client's channel: a limit below the server's
+    Health reply refuses that reply (RESOURCE_EXHAUSTED), the default takes it."""
+    address, _ = served.split("|")
+    args = ["draft", "--server", address, "--draft", "ngram", "--prompt-ids", "1,2",
+            "--max-new-tokens", "2"]  # fmt: skip
+    assert main([*args, "--max-message-bytes", "4"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("edgespec draft: RESOURCE_EXHAUSTED: "), err
+    assert main(args) == 0
