@@ -122,6 +122,7 @@ def _serve_openai(args: argparse.Namespace, config: Any, stop: Any) -> int:
     """``--serve-openai``: the flags checked, the server reached, the draft and tokenizer
     loaded, then the endpoint served until interrupted (edgespec.runtime.openai_api)."""
     from edgespec.runtime.openai_api import serve
+    from edgespec.runtime.openai_api.schema import Limits
 
     serve.parse_address(args.serve_openai)
     serve.check_serve_flags(args.mode, args.compare, args.records, stop, config)
@@ -129,7 +130,10 @@ def _serve_openai(args: argparse.Namespace, config: Any, stop: Any) -> int:
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
     draft = _load_draft(config, args)
     tokenizer = _tokenizer(args, config, verifier, draft, needed=True)
-    return serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size)
+    limits = Limits(args.openai_max_body_bytes, args.openai_max_prompt_tokens,
+                    args.openai_max_tokens)  # fmt: skip
+    return serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size,
+                              limits)  # fmt: skip
 
 
 def _compare(

@@ -36,6 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="instead of one prompt, serve an OpenAI-compatible HTTP endpoint (/v1/completions, "
         "/v1/chat/completions, /v1/models; docs/RUNTIME.md) drafting every request here",
     )
+    for flag, default, what in (
+        ("--openai-max-body-bytes", 1 << 20, "request body bytes (413 beyond)"),
+        ("--openai-max-prompt-tokens", 2048, "prompt tokens (400 beyond)"),
+        ("--openai-max-tokens", 1024, "max_tokens a request may ask for (400 beyond)"),
+    ):
+        parser.add_argument(
+            flag, type=positive_int, default=default,
+            help=f"--serve-openai: the most {what} (default {default})",
+        )  # fmt: skip
     parser.add_argument("--tokenizer", help="tokenizer (model dir/name) if the draft has none")
     parser.add_argument("--config", help="DrafterConfig YAML file")
     parser.add_argument(

@@ -11,7 +11,7 @@ from typing import Any
 
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.generation import EdgeSetup
-from edgespec.runtime.openai_api.schema import Defaults
+from edgespec.runtime.openai_api.schema import Defaults, Limits
 
 
 class ApiThread:
@@ -99,14 +99,21 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
 
 
 def serve_openai(
-    address: str, config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int
+    address: str,
+    config: Any,
+    verifier: Any,
+    draft: Any,
+    tokenizer: Any,
+    vocab_size: int,
+    limits: Limits,
 ) -> int:
-    """Serve until interrupted; the model id is the name of the server's target."""
+    """Serve until interrupted, refusing requests beyond ``limits``; the model id is the name
+    of the server's target."""
     host, port = parse_address(address)
     setup = _setup(config, verifier, draft, tokenizer, vocab_size)
     model_id = verifier.target_name() or "edgespec"
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)
-    server = ApiThread(build_app(setup, ApiConfig(model_id, defaults)), host, port).start()
+    server = ApiThread(build_app(setup, ApiConfig(model_id, defaults, limits)), host, port).start()
     print(f"edgespec draft: OpenAI-compatible endpoint on http://{host}:{server.port}/v1 "
           f"(model {model_id!r})", file=sys.stderr, flush=True)  # fmt: skip
     try:

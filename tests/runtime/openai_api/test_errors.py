@@ -142,3 +142,29 @@ def test_draft_serve_openai_flag_errors(
 
     assert main(["draft", "--server", "127.0.0.1:1", "--draft", "ngram", *extra]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_limit_flags_reach_the_endpoint(
+    grpc_server: ServerThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--openai-max-*`` set what the endpoint refuses (the endpoint replaced by a recorder:
+    the limits themselves are tested on the app above)."""
+    from edgespec.cli import main
+    from edgespec.runtime.commands import draft as draft_command
+    from edgespec.runtime.openai_api import serve
+    from edgespec.runtime.openai_api.schema import Limits
+
+    seen: list[Limits] = []
+    monkeypatch.setattr(draft_command, "_tokenizer", lambda *a, **k: word_tokenizer(64))
+
+    def record(*args: Any) -> int:
+        seen.append(args[-1])
+        return 0
+
+    monkeypatch.setattr(serve, "serve_openai", record)
+    argv = ["draft", "--server", f"127.0.0.1:{grpc_server.port}", "--draft", "ngram",
+            "--serve-openai", "127.0.0.1:0"]  # fmt: skip
+    assert main(argv) == 0
+    assert main([*argv, "--openai-max-body-bytes", "1000", "--openai-max-prompt-tokens", "9",
+                 "--openai-max-tokens", "7"]) == 0  # fmt: skip
+    assert seen == [Limits(), Limits(1000, 9, 7)]
