@@ -128,6 +128,9 @@ def _run(args: argparse.Namespace) -> int:
     modes = parse_modes(args.mode)
     if args.server is not None and any(f.kind == "restart-server" for f in load.faults):
         raise UserInputError("--faults restart-server needs the bench's own server (no --server)")
+    if args.draft == "truncated" and (args.server is not None or args.target != "synthetic"):
+        raise UserInputError("--draft truncated is the synthetic target's first 2 layers: it "
+                             "needs the bench's own --target synthetic")  # fmt: skip
     if args.server is not None and args.backend != "transformers":
         raise UserInputError("--backend sets the bench's own server (no --server)")
     secured = [f for f in ("auth_token", "tls_ca", "tls_server_name") if getattr(args, f)]

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edgespec.errors import UserInputError
 from edgespec.runtime.loadgen.check import centralized_outputs, check_outputs
 from edgespec.runtime.loadgen.report import LoadReport, run_metrics
 from edgespec.runtime.loadgen.run import LoadRun, RunOutcome
@@ -70,18 +69,19 @@ class BenchSession:
         self._server: ServerProcess | None = None
         self._metrics_url: str | None = args.metrics_url
         self._target = args.target if args.server is None else f"server {args.server}"
-        self._draft_dir: str | None = None
+        # the model each client process loads: a --draft name or directory (the synthetic
+        # target's truncated copy once built); None for n-gram drafts
+        self._draft_dir: str | None = None if args.draft in ("ngram", "truncated") else args.draft
 
     def _start_server(self) -> str:
         args = self._args
         target = args.target
         if target == "synthetic":
-            target, self._draft_dir = build_synthetic(args, self._tmp)
+            target, truncated = build_synthetic(args, self._tmp)
+            self._draft_dir = truncated or self._draft_dir
             from edgespec.runtime.testing import describe_synthetic
 
             self._target = describe_synthetic(args.synthetic_layers, args.synthetic_hidden)
-        elif args.draft == "truncated":
-            raise UserInputError("--draft truncated needs --target synthetic")
         metrics_port = free_port()
         serve = ["--target", target, "--batching", args.batching, "--backend", args.backend,
                  "--threads", str(args.server_threads), "--prometheus-port", str(metrics_port),

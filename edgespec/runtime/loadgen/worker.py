@@ -89,7 +89,7 @@ class _Client:
         self._conn = conn
         self._lock = threading.Lock()
         self.draft_model = None
-        if spec.draft_model_dir is not None:
+        if spec.draft_model_dir is not None and spec.load.mode == "distributed":
             import torch
 
             from edgespec.models.loading import load_model

@@ -78,11 +78,14 @@ def _secured_server() -> Any:
 def test_a_server_of_yours_counters_agree_in_both_modes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Against a running server with auth: both modes finish, every output is centralized,
-    and each Prometheus counter's increase equals what the clients counted."""
+    """Against a running server with auth, drafting with a model (the target's own copy): both
+    modes finish, every output is centralized, and each Prometheus counter's increase equals
+    what the clients counted."""
     from edgespec.runtime.loadgen.server_process import free_port
     from edgespec.runtime.server.prometheus import start_prometheus
+    from edgespec.runtime.testing import tiny_llama
 
+    tiny_llama(0, vocab_size=300, hidden_size=32).save_pretrained(tmp_path / "draft")  # the target
     flags = ["--clients", "2", "--procs", "1", "--duration-s", "1.5", "--max-new-tokens", "6"]
     with _secured_server() as server:
         address = f"127.0.0.1:{server.port}"
@@ -92,7 +95,8 @@ def test_a_server_of_yours_counters_agree_in_both_modes(
             out = tmp_path / "ok.json"
             rc = main(["bench", "serve", "--server", address, "--auth-token", "tok-a", *flags,
                        "--metrics-url", f"http://127.0.0.1:{metrics_port}/metrics",
-                       "--mode", "distributed,centralized", "--json", str(out)])  # fmt: skip
+                       "--mode", "distributed,centralized", "--draft", str(tmp_path / "draft"),
+                       "--json", str(out)])  # fmt: skip
             data = json.loads(out.read_text())
             rc_wrong = main(["bench", "serve", "--server", address, "--auth-token", "tok-b",
                              *flags])  # fmt: skip
@@ -101,6 +105,7 @@ def test_a_server_of_yours_counters_agree_in_both_modes(
     assert rc == 0
     assert [r["setup"]["mode"] for r in data["runs"]] == ["distributed", "centralized"]
     assert data["runs"][0]["setup"]["slo_mix"] == "default:none:1"  # a server's own classes
+    assert data["runs"][0]["metrics"]["acceptance_rate"] == 1.0  # the model draft is the target
     for run in data["runs"]:
         assert run["requests"]["finished"] > 0
         assert run["check"]["num_mismatches"] == 0
@@ -141,6 +146,9 @@ def test_a_model_draft_loads_in_the_client_process(tmp_path: Path) -> None:
                                 "plaintext)"),
         (["--server", "127.0.0.1:1", "--backend", "llamacpp"],
          "--backend sets the bench's own server (no --server)"),
+        (["--target", "gemma3-270m", "--draft", "truncated"],
+         "--draft truncated is the synthetic target's first 2 layers: it needs the bench's own "
+         "--target synthetic"),
     ],
 )  # fmt: skip
 def test_flag_mistakes(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
