@@ -26,10 +26,15 @@ class FakeVerifier:
     made: ClassVar[list[FakeVerifier]] = []
 
     def __init__(
-        self, address: str, auth_token: str | None, tls_ca: str | None, timeout_s: float
+        self,
+        address: str,
+        auth_token: str | None,
+        tls_ca: str | None,
+        timeout_s: float,
+        max_message_bytes: int,
     ) -> None:
         self.address, self.auth_token, self.tls_ca = address, auth_token, tls_ca
-        self.timeout_s = timeout_s
+        self.timeout_s, self.max_message_bytes = timeout_s, max_message_bytes
         self.asked: list[tuple[Any, bool, int]] = []
         FakeVerifier.made.append(self)
 
@@ -58,6 +63,7 @@ def test_baseline_requests_carry_the_flags(
     args += ["--seed", "11", "--max-new-tokens", "7", "--temperature", "0.5"]
     args += ["--auth-token", "tok", "--tls-ca", "ca.pem", "--set", "slo_class=gold"]
     args += ["--set", "request_timeout_s=9", "--set", "client_id=edge-7"]
+    args += ["--max-message-bytes", "8388608"]
     assert main(args) == 0
     assert capsys.readouterr().out == "[4, 5, 6] \n"
     (client,) = fake
@@ -67,6 +73,7 @@ def test_baseline_requests_carry_the_flags(
         "ca.pem",
         9.0,
     )
+    assert client.max_message_bytes == 8388608
     ((spec, fused, gamma),) = client.asked
     assert (fused, gamma) == (True, 4)  # the default static window's γ
     assert spec.prompt_token_ids == (4, 5, 6)
