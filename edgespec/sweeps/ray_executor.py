@@ -27,6 +27,22 @@ def _ray() -> Any:
     return ray
 
 
+GCS_START_FAILED = "Failed to start GCS"
+
+
+def start_local_ray(ray: Any, num_cpus: int, **options: Any) -> None:
+    """``ray.init`` of a local Ray with ``num_cpus`` CPUs, tried once more when its GCS exits
+    at start (Ray picks the GCS port by binding port 0 and letting it go, so another socket
+    can take it before the GCS binds it); any other failure, or a second one, is raised."""
+    try:
+        ray.init(num_cpus=num_cpus, **options)
+    except RuntimeError as exc:
+        if not str(exc).startswith(GCS_START_FAILED):
+            raise
+        ray.shutdown()
+        ray.init(num_cpus=num_cpus, **options)
+
+
 def _call(fn: Callable[[Any], Any], item: Any) -> Any:
     return fn(item)
 
@@ -58,7 +74,7 @@ class RaySweepExecutor:
             "configure_logging": True,
         }
         if self.address is None:
-            ray.init(num_cpus=self.workers, **options)
+            start_local_ray(ray, self.workers, **options)
         else:
             ray.init(address=self.address, **options)
         return True

@@ -11,7 +11,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from edgespec.sweeps.executor import SerialExecutor, make_executor  # noqa: E402
-from edgespec.sweeps.ray_executor import RaySweepExecutor  # noqa: E402
+from edgespec.sweeps.ray_executor import RaySweepExecutor, start_local_ray  # noqa: E402
 
 
 def _square_with_pid(x: int) -> tuple[int, int]:
@@ -26,7 +26,7 @@ def _fail_on_three(x: int) -> int:
 
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    start_local_ray(ray, 2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     yield
     ray.shutdown()
 
@@ -77,3 +77,32 @@ def test_a_sharded_run_on_ray_equals_the_single_process_run(
     assert run.num_rounds == single.num_rounds
     for name in ("requests.parquet", "batches.parquet"):
         assert sorted_rows(tmp_path / "sharded" / name) == sorted_rows(tmp_path / "single" / name)
+
+
+class _FlakyRay:
+    """``init`` fails with each of ``failures`` in turn, then succeeds."""
+
+    def __init__(self, *failures: str) -> None:
+        self.failures = list(failures)
+        self.calls: list[str] = []
+
+    def init(self, **options: object) -> None:
+        self.calls.append(f"init {options['num_cpus']}")
+        if self.failures:
+            raise RuntimeError(self.failures.pop(0))
+
+    def shutdown(self) -> None:
+        self.calls.append("shutdown")
+
+
+def test_a_gcs_that_exits_at_start_is_started_once_more() -> None:
+    flaky = _FlakyRay("Failed to start GCS.  Last 0 lines of error files")
+    start_local_ray(flaky, 3)
+    assert flaky.calls == ["init 3", "shutdown", "init 3"]
+    twice = _FlakyRay("Failed to start GCS. a", "Failed to start GCS. b")
+    with pytest.raises(RuntimeError, match="GCS. b"):
+        start_local_ray(twice, 2)
+    other = _FlakyRay("Maybe you called ray.init twice by accident?")
+    with pytest.raises(RuntimeError, match="twice by accident"):
+        start_local_ray(other, 2)
+    assert other.calls == ["init 2"]

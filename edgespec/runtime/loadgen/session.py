@@ -104,7 +104,8 @@ class BenchSession:
 
         name = self._args.target
         if self._args.server is not None:
-            name = self._access.client().target_name() or ""
+            with self._access.connected() as client:
+                name = client.target_name() or ""
         return load_tokenizer(name) if name else None
 
     def run(self, modes: tuple[Mode, ...] = ("distributed",)) -> tuple[LoadReport, ...]:
@@ -118,7 +119,8 @@ class BenchSession:
             self._access = ServerAccess(args.server, args.auth_token, args.tls_ca,
                                         args.tls_server_name)  # fmt: skip
         try:
-            vocab_size = self._access.client(timeout_s=10.0).vocab_size()
+            with self._access.connected(timeout_s=10.0) as client:
+                vocab_size = int(client.vocab_size())
             prompts = prompt_token_ids(args.prompts, self._tokenizer(), vocab_size,
                                        args.max_prompt_tokens)  # fmt: skip
             return tuple(self._run_mode(m, prompts, vocab_size) for m in modes)
@@ -145,10 +147,10 @@ class BenchSession:
     def _orphaned_sessions(self) -> int:
         """The sessions the server holds once the load ended; the bench's own server is
         given its idle timeout (plus 5 s) to reclaim a killed client's."""
-        verifier = self._access.client(timeout_s=10.0)
         deadline = time.monotonic() + (self._args.session_timeout_s + 5 if self._server else 0)
-        while (n := int(verifier.stats().num_sessions)) and time.monotonic() < deadline:
-            time.sleep(0.5)
+        with self._access.connected(timeout_s=10.0) as verifier:
+            while (n := int(verifier.stats().num_sessions)) and time.monotonic() < deadline:
+                time.sleep(0.5)
         return n
 
     def _report(

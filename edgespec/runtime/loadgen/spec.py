@@ -3,7 +3,9 @@ faults), validated once, and the parsers of its list-valued flags."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -32,6 +34,15 @@ class ServerAccess:
 
         return RemoteVerifier(self.address, self.auth_token, self.tls_ca, timeout_s,
                               tls_server_name=self.tls_server_name)  # fmt: skip
+
+    @contextlib.contextmanager
+    def connected(self, timeout_s: float = 30.0) -> Iterator[Any]:
+        """:meth:`client` for a few calls, its channel closed after them."""
+        client = self.client(timeout_s)
+        try:
+            yield client
+        finally:
+            client.close_channel()
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,6 +102,7 @@ def test_a_server_of_yours_counters_agree_in_both_modes(
                              *flags])  # fmt: skip
         finally:
             http.shutdown()
+            http.server_close()
     assert rc == 0
     assert [r["setup"]["mode"] for r in data["runs"]] == ["distributed", "centralized"]
     assert data["runs"][0]["setup"]["slo_mix"] == "default:none:1"  # a server's own classes

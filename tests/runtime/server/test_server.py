@@ -159,6 +159,7 @@ def test_prometheus_endpoint(make_server: ServerFactory) -> None:
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     finally:
         http.shutdown()
+        http.server_close()
     stats = server.service.stats()
     r = result.request
     assert f"edgespec_forwarded_tokens_total {float(stats.num_tokens_forwarded)}" in body
