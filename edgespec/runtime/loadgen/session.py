@@ -35,6 +35,10 @@ def build_synthetic(args: argparse.Namespace, out: Path) -> tuple[str, str | Non
     return str(out / "target"), draft_dir
 
 
+def _speed(tokens_per_s: float | None) -> str:
+    return "none" if tokens_per_s is None else f"{tokens_per_s:g}"
+
+
 def setup_row(args: argparse.Namespace, load: LoadSpec, target: str) -> dict[str, Any]:
     """The run's settings as the report shows them."""
     return {
@@ -47,7 +51,7 @@ def setup_row(args: argparse.Namespace, load: LoadSpec, target: str) -> dict[str
         "arrivals": load.arrivals if load.rate_per_s is None else f"poisson {load.rate_per_s}/s",
         "duration_s": load.duration_s,
         "slo_mix": ",".join(
-            f"{s.name}:{s.target_tokens_per_s or 'none'}:{s.share:g}" for s in load.slo_mix
+            f"{s.name}:{_speed(s.target_tokens_per_s)}:{s.share:g}" for s in load.slo_mix
         ),
         "prompts": args.prompts,
         "max_new_tokens": load.max_new_tokens,
@@ -87,7 +91,7 @@ class BenchSession:
                  "--threads", str(args.server_threads), "--prometheus-port", str(metrics_port),
                  "--set", f"session_timeout_s={args.session_timeout_s}"]  # fmt: skip
         for s in self._load.slo_mix:
-            serve += ["--slo-class", f"{s.name}={s.target_tokens_per_s or 'none'}"]
+            serve += ["--slo-class", f"{s.name}={_speed(s.target_tokens_per_s)}"]
         log_dir = args.log_dir or self._tmp
         log_dir.mkdir(parents=True, exist_ok=True)
         self._server = ServerProcess(serve, free_port(), log_dir / "server.log")
