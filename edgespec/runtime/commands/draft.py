@@ -44,18 +44,9 @@ def _routed_verifier(config: Any) -> Any:
     import numpy as np
 
     from edgespec.runtime.edge.routing import route
-    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+    from edgespec.runtime.wire.grpc_client import drafter_clients
 
-    verifiers = [
-        RemoteVerifier(
-            address,
-            config.auth_token,
-            config.tls_ca,
-            config.request_timeout_s,
-            config.max_message_bytes,
-        )
-        for address in config.servers
-    ]
+    verifiers = drafter_clients(config)
     if len(verifiers) == 1:
         return verifiers[0]
     policy = configured_policy("routing", config.routing.name, config.routing.params)

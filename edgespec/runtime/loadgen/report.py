@@ -10,8 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.metrics.accumulator import MetricsAccumulator
-from edgespec.metrics.summary import plain
+from edgespec.metrics.summary import plain, summarize
 from edgespec.metrics.types import LatencyStats, SystemMetrics
 from edgespec.runtime.loadgen.check import CheckResult
 from edgespec.runtime.loadgen.run import RunOutcome
@@ -78,10 +77,8 @@ class LoadReport:
 
 def run_metrics(outcome: RunOutcome) -> SystemMetrics:
     """The finished requests' metrics over the run's span."""
-    acc = MetricsAccumulator()
-    for f in outcome.finished:
-        acc.add_request(f.record)
-    return acc.finish(max(outcome.end_s - outcome.start_s, 1e-9), 1)
+    records = (f.record for f in outcome.finished)
+    return summarize(records, (), max(outcome.end_s - outcome.start_s, 1e-9), 1)
 
 
 def _ms(stats: LatencyStats | None) -> list[str]:

@@ -126,9 +126,7 @@ class LoadRun:
         try:
             while worker.conn.poll():
                 self._handle(worker, worker.conn.recv())
-        except (EOFError, OSError):
-            return False
-        except Exception:  # a message cut short by a kill
+        except Exception:  # EOF, a closed pipe, or a message cut short by a kill
             return False
         return True
 

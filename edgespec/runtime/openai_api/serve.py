@@ -76,21 +76,12 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
     """The shared state of every request: one client per server (and the routing policy
     across several), the tree capped at the server's block limit."""
     from edgespec.policies.registry import build_policy
-    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+    from edgespec.runtime.wire.grpc_client import drafter_clients
 
     verifiers: tuple[Any, ...] = (verifier,)
     routing = None
     if len(config.servers) > 1:
-        verifiers = tuple(
-            RemoteVerifier(
-                address,
-                config.auth_token,
-                config.tls_ca,
-                config.request_timeout_s,
-                config.max_message_bytes,
-            )
-            for address in config.servers
-        )
+        verifiers = drafter_clients(config)
         routing = build_policy("routing", config.routing.name, config.routing.params)
     limit = verifier.max_draft_tokens() if config.tree is not None else None
     max_nodes = min(config.tree_max_nodes, limit or config.tree_max_nodes)

@@ -131,3 +131,18 @@ def _to_request_error(exc: grpc.RpcError) -> RequestError:
     if mapped is None:
         return RequestError(ErrorCode.INVALID_ARGUMENT, f"{code.name}: {details}")
     return RequestError(mapped, details or code.name)
+
+
+def drafter_clients(config: Any) -> tuple[RemoteVerifier, ...]:
+    """A client of each server a ``DrafterConfig`` names, with its token, CA, request
+    timeout and message limit (``edgespec draft`` and its OpenAI endpoint alike)."""
+    return tuple(
+        RemoteVerifier(
+            address,
+            config.auth_token,
+            config.tls_ca,
+            config.request_timeout_s,
+            config.max_message_bytes,
+        )
+        for address in config.servers
+    )

@@ -32,6 +32,7 @@ from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.wire.inprocess import speculative_generate
 from tests.runtime.conftest import start_server
+from tests.runtime.draft_draws import draw_draft
 from tests.runtime.server.test_server import _run_clients
 
 MAX_GAMMA = 5
@@ -66,10 +67,6 @@ def oracle(prompt: tuple[int, ...], num_tokens: int) -> tuple[int, ...]:
         kv = result.kv
         seq.append(nxt)
     return tuple(out)
-
-
-def _wrong(right: int, shift: int) -> int:
-    return (right + 1 + shift % (VOCAB - 1)) % VOCAB
 
 
 @settings(
@@ -110,7 +107,8 @@ def test_greedy_batches_are_token_identical_to_target_only_decoding(data: st.Dat
             if data.draw(st.integers(0, 4), label=f"r{round_index} s{i} skip") == 4:
                 continue
             done = len(engine.session_tokens(f"s{i}")) - len(prompts[i])
-            draft, parents = _draft(data, f"r{round_index} s{i}", refs[i][done:])
+            draft, parents = draw_draft(data, f"r{round_index} s{i}", refs[i][done:], VOCAB,
+                                        MAX_GAMMA, lowest_random_id=3)  # fmt: skip
             calls.append(VerifyCall(f"s{i}", len(prompts[i]) + done, draft, draft_parents=parents))
         for call in calls:
             engine.validate(call, 32)
@@ -121,44 +119,6 @@ def test_greedy_batches_are_token_identical_to_target_only_decoding(data: st.Dat
     for i in range(num):
         output = engine.session_tokens(f"s{i}")[len(prompts[i]) :]
         assert output == refs[i][: max_new[i]], f"s{i} diverged"
-
-
-Draft = tuple[tuple[int, ...], tuple[int, ...] | None]
-
-
-def _draft(data: st.DataObject, label: str, right_tail: tuple[int, ...]) -> Draft:
-    """(tokens, tree parents or None): a chain right, wrong, first wrong or random, or a
-    token tree whose nodes are right or wrong at their depth."""
-    kinds = ["right", "wrong", "first wrong", "random", "tree"]
-    kind = data.draw(st.sampled_from(kinds), label)
-    if kind == "tree":
-        return _tree(data, label, right_tail)
-    k = data.draw(st.integers(1, MAX_GAMMA), label=f"{label} length")
-    right = right_tail[:k]
-    shifts = data.draw(st.lists(st.integers(0, VOCAB), min_size=k, max_size=k), f"{label} ids")
-    if kind == "right":
-        return right, None
-    if kind == "wrong":
-        return tuple(_wrong(r, s) for r, s in zip(right, shifts, strict=True)), None
-    if kind == "first wrong":
-        return (_wrong(right[0], shifts[0]), *right[1:]), None
-    return tuple(3 + s % (VOCAB - 3) for s in shifts), None
-
-
-def _tree(data: st.DataObject, label: str, right_tail: tuple[int, ...]) -> Draft:
-    size = data.draw(st.integers(1, MAX_GAMMA + 2), label=f"{label} nodes")
-    parents: list[int] = []
-    depths: list[int] = []
-    tokens: list[int] = []
-    for node in range(size):
-        parent = data.draw(st.integers(-1, node - 1), label=f"{label} parent {node}")
-        depth = 1 if parent < 0 else depths[parent] + 1
-        right = right_tail[depth - 1]
-        shift = data.draw(st.integers(0, VOCAB), label=f"{label} token {node}")
-        parents.append(parent)
-        depths.append(depth)
-        tokens.append(right if shift % 2 == 0 else _wrong(right, shift))
-    return tuple(tokens), tuple(parents)
 
 
 @pytest.mark.parametrize(("seed", "gamma"), [(1, 1), (1, 3), (1, 6), (0, 4)])

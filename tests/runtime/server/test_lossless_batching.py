@@ -30,6 +30,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget  #
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome  # noqa: E402
 from edgespec.runtime.server.engine import VerificationEngine  # noqa: E402
 from edgespec.runtime.testing import VOCAB, tiny_gemma3, tiny_llama  # noqa: E402
+from tests.runtime.draft_draws import draw_draft  # noqa: E402
 
 S, F = "sliding_attention", "full_attention"
 MODELS: dict[str, Callable[[], Any]] = {"llama": lambda: tiny_llama(seed=0)}
@@ -113,41 +114,6 @@ def _open(engine: VerificationEngine, plans: list[_Plan], i: int) -> None:
     engine.open_session(SessionSpec(f"s{i}", "c", p.prompt, sampling))
 
 
-def _wrong(right: int, shift: int) -> int:
-    return (right + 1 + shift % (VOCAB - 1)) % VOCAB
-
-
-def _greedy_draft(
-    data: st.DataObject, label: str, reference: tuple[int, ...], done: int
-) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
-    """(draft tokens, tree parents or None) for a session with ``done`` output tokens."""
-    kind = data.draw(st.sampled_from(["right", "wrong", "first wrong", "random", "tree"]), label)
-    if kind == "tree":
-        size = data.draw(st.integers(1, MAX_GAMMA + 2), label=f"{label} nodes")
-        parents: list[int] = []
-        depths: list[int] = []
-        tokens: list[int] = []
-        for node in range(size):
-            parent = data.draw(st.integers(-1, node - 1), label=f"{label} parent {node}")
-            depth = 1 if parent < 0 else depths[parent] + 1
-            right_id = reference[done + depth - 1]
-            shift = data.draw(st.integers(0, VOCAB), label=f"{label} token {node}")
-            parents.append(parent)
-            depths.append(depth)
-            tokens.append(right_id if shift % 2 == 0 else _wrong(right_id, shift))
-        return tuple(tokens), tuple(parents)
-    k = data.draw(st.integers(1, MAX_GAMMA), label=f"{label} length")
-    right = reference[done : done + k]
-    if kind == "right":
-        return right, None
-    shifts = data.draw(st.lists(st.integers(0, VOCAB), min_size=k, max_size=k), f"{label} ids")
-    if kind == "wrong":
-        return tuple(_wrong(r, s) for r, s in zip(right, shifts, strict=True)), None
-    if kind == "first wrong":
-        return (_wrong(right[0], shifts[0]), *right[1:]), None
-    return tuple(s % VOCAB for s in shifts), None
-
-
 def _rounds(
     data: st.DataObject,
     engines: list[VerificationEngine],
@@ -197,7 +163,8 @@ def test_greedy_batches_are_token_identical_to_target_only_decoding(data: st.Dat
     def make_call(i: int, round_index: int) -> VerifyCall:
         tokens = engine.session_tokens(f"s{i}")
         done = len(tokens) - len(plans[i].prompt)
-        draft, parents = _greedy_draft(data, f"r{round_index} s{i}", references[i], done)
+        draft, parents = draw_draft(data, f"r{round_index} s{i}", references[i][done:],
+                                        VOCAB, MAX_GAMMA)  # fmt: skip
         return VerifyCall(f"s{i}", len(tokens), draft, draft_parents=parents)
 
     def run(calls: list[VerifyCall]) -> None:
