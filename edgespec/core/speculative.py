@@ -115,6 +115,17 @@ def sample_token(probs: FloatArray, rng: np.random.Generator) -> int:
     return int(min(np.searchsorted(cdf, u, side="right"), len(cdf) - 1))
 
 
+def as_drawn(probs: FloatArray) -> FloatArray:
+    """Rows of ``probs`` as :func:`sample_token` draws from them: each divided by its float64
+    cumulative sum, summed in the same order, so a verifier judges a draft token by exactly
+    the distribution it was drawn from (a row sent as float32 need not sum to 1)."""
+    rows = np.asarray(probs, dtype=np.float64)
+    if rows.size == 0:
+        return rows
+    totals = np.cumsum(rows, axis=-1, dtype=np.float64)[..., -1:]
+    return np.asarray(rows / totals, dtype=np.float64)
+
+
 def stochastic_verify(
     draft_tokens: Sequence[int],
     draft_probs: FloatArray,
@@ -123,8 +134,9 @@ def stochastic_verify(
 ) -> VerifyResult:
     """Speculative sampling with residual resampling.
 
-    ``draft_probs`` is K × V (row i is q_i); ``target_probs`` is (K + 1) × V (row i is p_i,
-    row K is the bonus distribution). Randomness comes only from ``rng``.
+    ``draft_probs`` is K × V (row i is q_i, read as drawn: :func:`as_drawn`);
+    ``target_probs`` is (K + 1) × V (row i is p_i, row K is the bonus distribution).
+    Randomness comes only from ``rng``.
     """
     num_drafted = len(draft_tokens)
     if draft_probs.shape[0] != num_drafted or target_probs.shape[0] != num_drafted + 1:
@@ -134,6 +146,7 @@ def stochastic_verify(
         )
     if draft_probs.shape[1] != target_probs.shape[1]:
         raise ValueError("draft and target vocabularies differ in size")
+    draft_probs = as_drawn(draft_probs)
     for i, token in enumerate(draft_tokens):
         p, q = float(target_probs[i, token]), float(draft_probs[i, token])
         accept_prob = 1.0 if q <= 0.0 and p > 0.0 else (min(1.0, p / q) if q > 0.0 else 0.0)

@@ -10,7 +10,7 @@ from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 from edgespec.policies.inputs import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 """Bumped on any incompatible change of edgespec.proto; sessions of another version are refused."""
 
 DRAFT_HIDDEN = "draft_hidden"

@@ -18,11 +18,10 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from edgespec.core.speculative import sample_token
 from edgespec.models.feature_draft import FeatureDraftNet
 from edgespec.runtime.backends.base import DraftProposal, common_prefix_length
 from edgespec.runtime.backends.ngram import suffix_match_next
-from edgespec.runtime.sampling import logits_to_probs
+from edgespec.runtime.sampling import draft_sample, logits_to_probs
 
 
 class FeatureDraft:
@@ -171,11 +170,14 @@ class FeatureDraft:
         prob_rows: list[npt.NDArray[np.float32]],
     ) -> int:
         if temperature > 0:
-            kept = logits_to_probs(logits.numpy()[None, :], temperature)[0]
-            full = np.zeros(self._net.config.target_vocab_size, dtype=np.float32)
-            full[self._net.draft_to_target.numpy()] = kept
-            prob_rows.append(full)
-            return sample_token(full, rng)
+            token, q = draft_sample(
+                logits_to_probs(logits.numpy()[None, :], temperature)[0],
+                rng,
+                self._net.config.target_vocab_size,
+                self._net.draft_to_target.numpy(),
+            )
+            prob_rows.append(q)
+            return token
         if self._lookup:
             looked_up = suffix_match_next(seq, self._max_ngram, self._min_ngram)
             if looked_up is not None:

@@ -21,12 +21,11 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.features import stop_features
-from edgespec.core.speculative import sample_token
 from edgespec.policies.stop_drafting import DraftStopPolicy, checked_keep_mask
 from edgespec.runtime.backends.base import DraftProposal, common_prefix_length
 from edgespec.runtime.backends.llamacpp_context import LlamaContext, LlamaCppSettings
 from edgespec.runtime.backends.ngram import suffix_match_next
-from edgespec.runtime.sampling import logits_to_probs
+from edgespec.runtime.sampling import draft_sample, logits_to_probs
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +109,7 @@ class LlamaCppDraft:
         rng: np.random.Generator,
     ) -> tuple[int, npt.NDArray[np.float32] | None]:  # fmt: skip
         if temperature > 0:
-            probs = np.zeros(self._vocab, dtype=np.float32)
-            probs[: row.shape[0]] = logits_to_probs(row[None, :], temperature)[0]
-            return sample_token(probs, rng), probs
+            return draft_sample(logits_to_probs(row[None, :], temperature)[0], rng, self._vocab)
         looked_up = suffix_match_next(seq, 8, 2) if self._lookup else None
         return (int(np.argmax(row)) if looked_up is None else looked_up), None
 

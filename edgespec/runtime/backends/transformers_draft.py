@@ -31,11 +31,10 @@ import numpy.typing as npt
 import torch
 
 from edgespec.core.features import stop_features
-from edgespec.core.speculative import sample_token
 from edgespec.policies.stop_drafting import DraftStopPolicy, checked_keep_mask
 from edgespec.runtime.backends.base import DraftProposal, common_prefix_length, stopping_drafter
 from edgespec.runtime.backends.ngram import suffix_match_next
-from edgespec.runtime.sampling import logits_to_probs
+from edgespec.runtime.sampling import draft_sample, logits_to_probs
 
 
 class TransformersDraft:
@@ -121,10 +120,9 @@ class TransformersDraft:
         target's whole vocabulary, float32)."""
         probs = logits_to_probs(row.numpy()[None, :], temperature)[0]
         if not self._trimmed:
-            return sample_token(probs, rng), probs.astype(np.float32)
-        full = np.zeros(int(self._model.config.vocab_size), dtype=np.float32)
-        full[self._model.to_target_ids(torch.arange(row.shape[0])).numpy()] = probs
-        return sample_token(full, rng), full
+            return draft_sample(probs, rng, probs.shape[0])
+        target_ids = self._model.to_target_ids(torch.arange(row.shape[0])).numpy()
+        return draft_sample(probs, rng, int(self._model.config.vocab_size), target_ids)
 
     @torch.inference_mode()
     def propose(

@@ -22,6 +22,7 @@ from edgespec.runtime.messages import (
     VerifyReply,
 )
 from edgespec.runtime.validation import check_client_times, check_identifier
+from edgespec.runtime.wire.draft_probs import compact_rows, probs_from_proto
 
 # generated stubs (see proto/edgespec.proto for the command); untyped, hence Any
 pb: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2")
@@ -118,7 +119,10 @@ def call_to_proto(call: VerifyCall) -> Any:
         network_s=call.network_s,
     )
     if call.draft_probs is not None:
-        request.draft_probs.extend(np.asarray(call.draft_probs, np.float32).ravel().tolist())
+        sizes, ids, kept = compact_rows(np.asarray(call.draft_probs, np.float32))
+        request.draft_support_sizes.extend(sizes)
+        request.draft_support_ids.extend(ids)
+        request.draft_probs.extend(kept)
     for name, array in call.payloads.items():
         if name == DRAFT_HIDDEN and np.ndim(array) == 2:  # float16 bytes, not NamedArray
             request.draft_hidden, request.draft_hidden_size = hidden_to_bytes(
@@ -166,18 +170,13 @@ def _draft_hidden(data: bytes, size: int) -> npt.NDArray[np.float32]:
     return np.frombuffer(data, dtype="<f2").reshape(-1, size).astype(np.float32)
 
 
-def call_from_proto(msg: Any) -> VerifyCall:
+def call_from_proto(msg: Any, vocab_size: int, max_draft_tokens: int) -> VerifyCall:
+    """``msg`` as a call; a compact q comes back dense over ``vocab_size`` tokens (the
+    server's), after its sizes and ids are checked and its block is found within
+    ``max_draft_tokens`` (so what a message makes the server allocate stays bounded)."""
     check_identifier("session_id", msg.session_id)
     tokens = tuple(msg.draft_token_ids)
-    probs = None
-    if len(msg.draft_probs):
-        flat = np.asarray(msg.draft_probs, dtype=np.float32)
-        if not tokens or flat.size % len(tokens):
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"draft_probs has {flat.size} values, not a multiple of {len(tokens)} tokens",
-            )
-        probs = flat.reshape(len(tokens), -1)
+    probs = probs_from_proto(msg, len(tokens), vocab_size, max_draft_tokens)
     parents = tuple(msg.draft_parents) if len(msg.draft_parents) else None
     check_client_times(msg.draft_s, msg.network_s)
     return VerifyCall(

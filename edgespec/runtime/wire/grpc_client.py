@@ -55,6 +55,7 @@ class RemoteVerifier:
         self._stub = pb_grpc.VerificationStub(self._channel)
         self._metadata = (("authorization", f"Bearer {auth_token}"),) if auth_token else ()
         self._timeout_s = timeout_s
+        self._max_message_bytes = max_message_bytes
 
     def _call(self, method: Callable[..., Any], request: Any) -> Any:
         try:
@@ -62,11 +63,31 @@ class RemoteVerifier:
         except grpc.RpcError as exc:
             raise _to_request_error(exc) from exc
 
+    def _check_size(self, request: Any, what: str, advice: str) -> Any:
+        """``request`` when it fits this client's message limit; else a clear
+        ``INVALID_ARGUMENT`` before anything is sent (gRPC's own refusal names no cause)."""
+        size = request.ByteSize()
+        if size > self._max_message_bytes:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"{what} is {size:,} bytes, over this client's gRPC message limit of "
+                f"{self._max_message_bytes:,} bytes: {advice}, or raise --max-message-bytes "
+                "(and the server's max_message_bytes)",
+            )
+        return request
+
     def open(self, spec: SessionSpec) -> None:
-        self._call(self._stub.OpenSession, spec_to_proto(spec))
+        request = spec_to_proto(spec)
+        advice = f"shorten the prompt ({len(spec.prompt_token_ids)} tokens)"
+        self._call(self._stub.OpenSession, self._check_size(request, "the prompt", advice))
 
     def verify(self, call: VerifyCall) -> VerifyReply:
-        response = self._call(self._stub.Verify, call_to_proto(call))
+        request = self._check_size(
+            call_to_proto(call),
+            f"the draft block of {len(call.draft_token_ids)} tokens",
+            "draft fewer tokens per round (--gamma)",
+        )
+        response = self._call(self._stub.Verify, request)
         return reply_from_proto(response, call.draft_token_ids, call.prefix_len)
 
     def close(self, session_id: str) -> None:

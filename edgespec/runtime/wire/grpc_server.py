@@ -128,7 +128,11 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
 
     async def Verify(self, request: Any, context: Any) -> Any:
         async def verify(owner: str | None) -> Any:
-            call = call_from_proto(request)
+            call = call_from_proto(
+                request,
+                self._service.engine.backend.vocab_size,
+                self._service.config.max_draft_tokens,
+            )
             return reply_to_proto(await self._service.verify(call, owner=owner))
 
         return await self._run(context, request, verify)

@@ -49,10 +49,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def endpoint(address: str, draft_model: Any, tokenizer: Any) -> ApiThread:
+def endpoint(
+    address: str, draft_model: Any, tokenizer: Any, max_message_bytes: int = 4 << 20
+) -> ApiThread:
     """The endpoint on loopback, verifying on the server at ``address``."""
     config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft"})
-    verifier = RemoteVerifier(address, timeout_s=5.0)
+    verifier = RemoteVerifier(address, timeout_s=5.0, max_message_bytes=max_message_bytes)
     setup = EdgeSetup(config, draft_model, tokenizer, 64, 24, (verifier,))
     return ApiThread(build_app(setup, ApiConfig(MODEL, limits=LIMITS)), "127.0.0.1").start()
 

@@ -127,6 +127,29 @@ def test_unreachable_server_is_503_with_retry_after(unreachable: ApiThread, stre
     assert "verification server is unreachable" in reply["error"]["message"]
 
 
+@pytest.fixture
+def small_messages(grpc_server: ServerThread, draft_model: Any) -> Iterator[ApiThread]:
+    address = f"127.0.0.1:{grpc_server.port}"
+    running = endpoint(address, draft_model, word_tokenizer(64), max_message_bytes=300)
+    yield running
+    running.stop()
+
+
+def test_a_draft_block_over_the_message_limit_is_400_and_not_retried(
+    small_messages: ApiThread,
+) -> None:
+    """The drafter measures its message before sending: a 400 the openai client does not
+    retry (gRPC's own refusal would be RESOURCE_EXHAUSTED, a 429 it retries by itself)."""
+    client = openai.OpenAI(
+        base_url=f"http://127.0.0.1:{small_messages.port}/v1", api_key="unused", timeout=60
+    )
+    with pytest.raises(openai.BadRequestError) as info:
+        client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=8, temperature=0.8)
+    message = str(info.value)
+    assert "over this client's gRPC message limit of 300 bytes" in message
+    assert "draft fewer tokens per round (--gamma)" in message
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

@@ -14,7 +14,7 @@ from edgespec.core.types import SamplingParams
 from edgespec.policies.batching import FcfsBatching
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec, VerifyCall
+from edgespec.runtime.messages import PROTOCOL_VERSION, SessionSpec, VerifyCall
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.service import VerificationService
@@ -38,7 +38,7 @@ def test_open_session_fields(
     server = make_server()
     stub = pb_grpc.VerificationStub(grpc.insecure_channel(f"127.0.0.1:{server.port}"))
     request = pb.OpenSessionRequest(
-        protocol_version=1,
+        protocol_version=PROTOCOL_VERSION,
         session_id=session_id,
         prompt_token_ids=list(PROMPT),
         sampling=pb.Sampling(max_new_tokens=max_new_tokens),
@@ -112,6 +112,8 @@ def test_wire_shapes_of_draft_probs_and_payloads() -> None:
         "draft_probs has 3 values, not a multiple of 2 tokens",
         call_from_proto,
         bad_probs,
+        16,
+        32,
     )
     twice = pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[1])
     for _ in range(2):
@@ -121,6 +123,8 @@ def test_wire_shapes_of_draft_probs_and_payloads() -> None:
         "payload name 'csi' is empty or repeated",
         call_from_proto,
         twice,
+        16,
+        32,
     )
 
 

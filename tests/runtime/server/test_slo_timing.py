@@ -24,9 +24,13 @@ PROMPT = (3, 1, 4, 1, 5, 9, 2, 6)
 
 def test_timing_fields_cross_the_codec() -> None:
     call = VerifyCall("s", 3, (1, 2), draft_s=0.0125, network_s=0.5)
-    back = call_from_proto(pb.VerifyRequest.FromString(call_to_proto(call).SerializeToString()))
+    back = call_from_proto(
+        pb.VerifyRequest.FromString(call_to_proto(call).SerializeToString()), 16, 32
+    )
     assert (back.draft_s, back.network_s) == (0.0125, 0.5)
-    old = call_from_proto(pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[1]))
+    old = call_from_proto(
+        pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[1]), 16, 32
+    )
     assert (old.draft_s, old.network_s) == (0.0, 0.0)  # a client that sends neither
 
 
@@ -43,7 +47,7 @@ def test_timing_fields_are_checked(field: str, value: float, message: str) -> No
     request = pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[1])
     setattr(request, field, value)
     with pytest.raises(RequestError) as info:
-        call_from_proto(request)
+        call_from_proto(request, 16, 32)
     assert (info.value.code, info.value.message) == (ErrorCode.INVALID_ARGUMENT, message)
 
 

@@ -91,12 +91,12 @@ def test_unknown_rules_and_unwanted_payloads_are_refused(target: TransformersTar
 def test_payloads_cross_the_wire_and_bad_shapes_are_refused(target: TransformersTarget) -> None:
     snr = np.array([[1.5, 2.0], [3.0, -4.0]], dtype=np.float32)
     call = VerifyCall("s", 3, (1, 2), payloads={"snr_db": snr})
-    back = call_from_proto(call_to_proto(call))
+    back = call_from_proto(call_to_proto(call), 16, 32)
     assert list(back.payloads) == ["snr_db"] and np.array_equal(back.payloads["snr_db"], snr)
     bad = pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[1])
     bad.payloads.add(name="snr_db", shape=[3], values=[1.0, 2.0])
     with pytest.raises(RequestError, match=r"payload 'snr_db' has 2 values for shape \[3\]"):
-        call_from_proto(bad)
+        call_from_proto(bad, 16, 32)
     server = start_server(target, rules=RULES)
     try:
         verifier = RemoteVerifier(f"127.0.0.1:{server.port}")

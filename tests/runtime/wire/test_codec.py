@@ -65,7 +65,9 @@ def test_draft_probs_and_payloads_keep_their_shape_and_float32() -> None:
     probs = np.array([[0.25, 0.75, 0.0], [1.0, 0.0, 0.0]], np.float32)  # K=2 x V=3
     csi = np.arange(6, dtype=np.float32).reshape(2, 3)
     call = VerifyCall("s", 3, (1, 2), probs, payloads={"csi": csi})
-    back = call_from_proto(pb.VerifyRequest.FromString(call_to_proto(call).SerializeToString()))
+    back = call_from_proto(
+        pb.VerifyRequest.FromString(call_to_proto(call).SerializeToString()), 3, 32
+    )
     assert back.draft_probs is not None and back.draft_probs.dtype == np.float32
     np.testing.assert_array_equal(back.draft_probs, probs)
     assert back.payloads["csi"].shape == (2, 3) and back.payloads["csi"].dtype == np.float32
@@ -110,7 +112,7 @@ def _probs_without_tokens(request: Any) -> None:
 def test_malformed_verify_requests(spoil: Callable[[Any], None], message: str) -> None:
     request = pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[1])
     spoil(request)
-    raises_request_error(ErrorCode.INVALID_ARGUMENT, message, call_from_proto, request)
+    raises_request_error(ErrorCode.INVALID_ARGUMENT, message, call_from_proto, request, 16, 32)
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,7 @@ def test_open_and_close_session_reply_fields(
 ) -> None:
     stub = _stub(make_server().port)
     request = pb.OpenSessionRequest(
-        protocol_version=1,
+        protocol_version=2,
         session_id="o",
         client_id="x",
         prompt_token_ids=[3, 1, 4],
@@ -38,7 +38,7 @@ def test_open_and_close_session_reply_fields(
     assert (opened.session_id, opened.vocab_size, opened.protocol_version) == (
         "o",
         target.vocab_size,
-        1,
+        2,
     )
     closes = [stub.CloseSession(pb.CloseSessionRequest(session_id="o"), timeout=10).existed]
     closes.append(stub.CloseSession(pb.CloseSessionRequest(session_id="o"), timeout=10).existed)
@@ -50,7 +50,7 @@ def test_health_reply_fields(make_server: ServerFactory, target: TransformersTar
     health = _stub(server.port).Health(pb.HealthRequest(), timeout=10)
     assert (health.serving, health.protocol_version, health.vocab_size) == (
         True,
-        1,
+        2,
         target.vocab_size,
     )
     assert (health.max_draft_tokens, health.target) == (7, "tiny-target")

@@ -12,7 +12,7 @@ from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.drafter import DraftOptions, generate
 from edgespec.runtime.errors import ErrorCode
-from edgespec.runtime.messages import SessionSpec, VerifyCall
+from edgespec.runtime.messages import PROTOCOL_VERSION, SessionSpec, VerifyCall
 from edgespec.runtime.wire.codec import pb
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_common import pb_grpc
@@ -90,7 +90,10 @@ def test_sampling_inputs_are_validated_over_the_wire(
     stub = pb_grpc.VerificationStub(grpc.insecure_channel(f"127.0.0.1:{server.port}"))
     sampling = pb.Sampling(temperature=temperature, top_p=top_p, max_new_tokens=4)
     request = pb.OpenSessionRequest(
-        protocol_version=1, session_id="t", prompt_token_ids=[1, 2], sampling=sampling
+        protocol_version=PROTOCOL_VERSION,
+        session_id="t",
+        prompt_token_ids=[1, 2],
+        sampling=sampling,
     )
     with pytest.raises(grpc.RpcError) as info:
         stub.OpenSession(request)
@@ -143,7 +146,7 @@ def test_fuzzed_requests_get_clear_codes_and_the_server_keeps_serving(
     rng = np.random.default_rng(0)
     valid = {
         "OpenSession": pb.OpenSessionRequest(
-            protocol_version=1, session_id="f", prompt_token_ids=[1, 2, 3],
+            protocol_version=PROTOCOL_VERSION, session_id="f", prompt_token_ids=[1, 2, 3],
             sampling=pb.Sampling(max_new_tokens=4),
         ).SerializeToString(),
         "Verify": pb.VerifyRequest(

@@ -55,11 +55,11 @@ def test_draft_hidden_travels_as_float16_bytes() -> None:
     msg = call_to_proto(call)
     assert len(msg.payloads) == 0 and msg.draft_hidden_size == 3
     assert len(msg.draft_hidden) == hidden.size * 2
-    back = call_from_proto(msg).payloads[DRAFT_HIDDEN]
+    back = call_from_proto(msg, 16, 32).payloads[DRAFT_HIDDEN]
     assert back.dtype == np.float32 and back.shape == (2, 3)
     expected = np.clip(hidden, -65504, 65504).astype(np.float16).astype(np.float32)
     assert np.array_equal(back, expected)  # clipped to float16's range, rounded to it
-    assert call_from_proto(call_to_proto(VerifyCall("s", 3, (4,)))).payloads == {}
+    assert call_from_proto(call_to_proto(VerifyCall("s", 3, (4,))), 16, 32).payloads == {}
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_malformed_draft_hidden_bytes_are_refused(data: bytes, size: int, messag
     msg = pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[1, 2])
     msg.draft_hidden, msg.draft_hidden_size = data, size
     with pytest.raises(RequestError) as info:
-        call_from_proto(msg)
+        call_from_proto(msg, 16, 32)
     assert (info.value.code, info.value.message) == (
         ErrorCode.INVALID_ARGUMENT,
         f"draft_hidden {message}",
@@ -84,7 +84,7 @@ def test_draft_hidden_given_twice_is_refused() -> None:
     msg = call_to_proto(VerifyCall("s", 3, (1,), payloads={DRAFT_HIDDEN: np.ones((1, 2))}))
     msg.payloads.add(name=DRAFT_HIDDEN, shape=[1, 2], values=[1.0, 1.0])
     with pytest.raises(RequestError, match="draft_hidden is given twice"):
-        call_from_proto(msg)
+        call_from_proto(msg, 16, 32)
 
 
 def test_the_hidden_request_and_the_mismatch_count_round_trip() -> None:
