@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgespec.models.chat_templates import with_chat_template
 from edgespec.models.registry import (
     FEATURE_DRAFT_MARKER,
     ModelNotFoundError,
@@ -53,11 +54,13 @@ def torch_dtype(name: str) -> torch.dtype:
 @dataclass(frozen=True, slots=True)
 class LoadedModel:
     """A causal LM (``model``: a ``torch.nn.Module`` in eval mode) and its tokenizer
-    (``None`` for a draft saved without one whose target is unknown)."""
+    (``None`` for a draft saved without one whose target is unknown); ``weight_files``:
+    the files its weights and configuration were read from (empty for drafts)."""
 
     spec: ModelSpec
     model: Any
     tokenizer: Any
+    weight_files: tuple[Path, ...] = ()
 
 
 @contextmanager
@@ -116,6 +119,25 @@ def _gemma_cache() -> Path:
     return cache_dir() / "models" / "gemma3-270m-fp32"
 
 
+def needs_conversion(name: str) -> bool:
+    """Whether loading model ``name`` first converts it (``gemma3-270m`` before its fp32
+    copy is cached: about a minute on two cores)."""
+    try:
+        spec = resolve_model(name)
+    except ModelNotFoundError:
+        return False
+    return (
+        spec.source is ModelSource.GEMMA3_270M_GGUF
+        and not (_gemma_cache() / "model.safetensors").is_file()
+    )
+
+
+def _directory_files(directory: Path) -> tuple[Path, ...]:
+    """A Hugging Face directory's configuration and weight files."""
+    names = ("*.json", "*.safetensors", "*.bin")
+    return tuple(sorted(p for pattern in names for p in directory.glob(pattern)))
+
+
 def _convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     """Dequantize a GGUF model once and save it as a plain HF directory (atomic rename)."""
     import torch
@@ -154,6 +176,13 @@ def _gemma_directory() -> Path:
     return out_dir
 
 
+def _gemma_tokenizer(directory: Path) -> Any:
+    """The bundled Gemma's tokenizer, with Gemma 3's chat template (its GGUF has none)."""
+    from transformers import AutoTokenizer
+
+    return with_chat_template(AutoTokenizer.from_pretrained(str(directory)), "gemma3")
+
+
 def _draft_tokenizer(directory: Path, draft: Any) -> Any:
     """A trimmed draft speaks its target's ids: its own tokenizer files if it has them,
     else its target's tokenizer (by the target name in its config), else ``None``."""
@@ -166,7 +195,7 @@ def _draft_tokenizer(directory: Path, draft: Any) -> Any:
         return None
     target = resolve_model(target_name)
     if target.source is ModelSource.GEMMA3_270M_GGUF:
-        return AutoTokenizer.from_pretrained(str(_gemma_directory()))
+        return _gemma_tokenizer(_gemma_directory())
     if target.source is ModelSource.HF_DIRECTORY and target.path is not None:
         return AutoTokenizer.from_pretrained(str(target.path))
     return None
@@ -207,7 +236,7 @@ def load_tokenizer(name: str, verbose: bool = False) -> Any | None:
         return None
     with library_output(verbose):
         if spec.source is ModelSource.GEMMA3_270M_GGUF:
-            return _saved_tokenizer(str(_gemma_directory()))
+            return _gemma_tokenizer(_gemma_directory())
         if spec.source is ModelSource.GGUF_FILE or spec.path is None:
             return load_model(spec, verbose=verbose).tokenizer
         if (spec.path / "tokenizer_config.json").is_file():
@@ -262,18 +291,25 @@ def _load(
     if spec.source is ModelSource.GEMMA3_270M_GGUF:
         directory = _gemma_directory()
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
-        tokenizer = AutoTokenizer.from_pretrained(str(directory))
+        tokenizer = _gemma_tokenizer(directory)
+        files = _directory_files(directory)
     elif spec.source is ModelSource.GGUF_FILE:
         assert spec.path is not None
         parent, fname = str(spec.path.parent), spec.path.name
         model = AutoModelForCausalLM.from_pretrained(parent, gguf_file=fname, dtype=dtype)
-        tokenizer = AutoTokenizer.from_pretrained(parent, gguf_file=fname)
+        tokenizer = with_chat_template(
+            AutoTokenizer.from_pretrained(parent, gguf_file=fname),
+            str(model.config.model_type),
+            spec.path,
+        )
+        files = (spec.path,)
     else:
         assert spec.path is not None
         model = AutoModelForCausalLM.from_pretrained(str(spec.path), dtype=dtype)
         tokenizer = _saved_tokenizer(str(spec.path))
+        files = _directory_files(spec.path)
     model.eval()  # type: ignore[no-untyped-call]
-    return LoadedModel(spec=spec, model=model, tokenizer=tokenizer)
+    return LoadedModel(spec=spec, model=model, tokenizer=tokenizer, weight_files=files)
 
 
 def _load_feature_draft(spec: ModelSpec, target: LoadedModel | None, verbose: bool) -> LoadedModel:

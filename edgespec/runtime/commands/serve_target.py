@@ -86,6 +86,26 @@ def target_choice(args: argparse.Namespace, target: str, threads: int | None) ->
     return TargetChoice(name, settings)
 
 
+def _load_transformers_target(
+    config: Any, verbose: bool, say: Callable[[str], None]
+) -> LoadedTarget:
+    from edgespec.models.loading import cache_dir, load_model, needs_conversion
+    from edgespec.runtime.backends.mask_check_cache import has_recorded_pass, load_checked_target
+
+    first = needs_conversion(config.target)
+    note = " (first load: dequantizing it once, about a minute)" if first else ""
+    say(f"loading the target {config.target}{note}")
+    loaded = load_model(config.target, config.dtype, verbose=verbose)
+    model = loaded.model
+    if has_recorded_pass(model, loaded.weight_files, cache_dir()):
+        say("attention masks: checked before for these weights and versions (cached)")
+    else:
+        say("probing the target's attention masks (cached for later starts)")
+    checked = load_checked_target(model, loaded.weight_files, cache_dir())
+    width = int(model.config.get_text_config().hidden_size)
+    return LoadedTarget(checked.target, width, model, None)
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedTarget:
     """The target backend, its hidden size (for a semantic head), the transformers model
@@ -103,14 +123,7 @@ def load_target(
 ) -> LoadedTarget:
     """Load the target ``config`` names on the ``choice`` backend, saying each stage."""
     if choice.llama is None:
-        from edgespec.models.loading import load_model
-        from edgespec.runtime.backends.transformers_backend import TransformersTarget
-
-        say(f"loading the target {config.target} (a first load of gemma3-270m dequantizes it once)")
-        model = load_model(config.target, config.dtype, verbose=verbose).model
-        say("probing the target's attention masks (one batched pass per layout)")
-        width = int(model.config.get_text_config().hidden_size)
-        return LoadedTarget(TransformersTarget(model), width, model, None)
+        return _load_transformers_target(config, verbose, say)
     from edgespec.runtime.backends.llamacpp_backend import LlamaCppTarget
 
     settings = choice.llama

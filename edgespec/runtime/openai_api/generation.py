@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from edgespec.core.types import SamplingParams
+from edgespec.models.chat_templates import end_of_turn_ids
 from edgespec.runtime.edge.reconnect import close_quietly
 from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.openai_api.errors import invalid
@@ -129,7 +130,10 @@ def run_request(
     config = setup.config
     sampling = _sampling(request)
     window = _window(setup, request)
-    text = TextStream(setup.tokenizer, request.stop)
+    chat = bool(request.prompt) and isinstance(request.prompt[0], Mapping)
+    text = TextStream(
+        setup.tokenizer, request.stop, end_of_turn_ids(setup.tokenizer) if chat else frozenset()
+    )
     committed: list[int] = []
 
     def on_tokens(tokens: tuple[int, ...]) -> None:

@@ -10,11 +10,15 @@ from edgespec.runtime.openai_api.prompts import TOKENIZER_LOCK
 
 class TextStream:
     """Decodes the whole output so far on every push (outputs are short; a tokenizer's
-    merges across chunk boundaries then come out as they would at once)."""
+    merges across chunk boundaries then come out as they would at once). A token in
+    ``stop_token_ids`` (a chat template's end of turn) ends the text before it."""
 
-    def __init__(self, tokenizer: Any, stops: tuple[str, ...]) -> None:
+    def __init__(
+        self, tokenizer: Any, stops: tuple[str, ...], stop_token_ids: frozenset[int] = frozenset()
+    ) -> None:
         self._tokenizer = tokenizer
         self._stops = stops
+        self._stop_ids = stop_token_ids
         self._tokens: list[int] = []
         self._emitted = 0
         self.text = ""
@@ -35,9 +39,12 @@ class TextStream:
 
     def push(self, tokens: tuple[int, ...]) -> str:
         """The new text ``tokens`` make safe to show; sets ``stopped`` at a stop sequence."""
-        self._tokens.extend(tokens)
+        ended = next((i for i, t in enumerate(tokens) if t in self._stop_ids), None)
+        self._tokens.extend(tokens if ended is None else tokens[:ended])
         full = self._decode()
         hits = [i for i in (full.find(s) for s in self._stops) if i >= 0]
+        if ended is not None and not hits:
+            hits = [len(full)]
         if hits:
             self.stopped = True
             self.text = full[: min(hits)]

@@ -1,0 +1,98 @@
+"""runtime/backends/mask_check_cache.py: the attention-mask probe runs on a model's first
+load, is skipped on the next with the same weights and software, and runs again when the
+weights, the dtype or the masking code change; a model built in memory always probes, and
+a model that fails the probe is refused every time (a failure is never recorded)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.models.loading import load_model
+from edgespec.runtime.backends import mask_check_cache
+from edgespec.runtime.backends.attention_mask import UnsupportedAttentionError
+from edgespec.runtime.backends.mask_check_cache import has_recorded_pass, load_checked_target
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.testing import tiny_llama
+
+
+@pytest.fixture
+def probes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the probes run (each still runs for real)."""
+    runs: list[int] = []
+    real = TransformersTarget._check_exact_masking
+
+    def counted(self: TransformersTarget) -> None:
+        runs.append(1)
+        real(self)
+
+    monkeypatch.setattr(TransformersTarget, "_check_exact_masking", counted)
+    return runs
+
+
+def _saved(tmp_path: Path) -> Path:
+    directory = tmp_path / "tiny"
+    tiny_llama(seed=2).save_pretrained(str(directory))
+    return directory
+
+
+def _load(directory: Path, cache: Path, dtype: str = "float32") -> Any:
+    loaded = load_model(str(directory), dtype)
+    return load_checked_target(loaded.model, loaded.weight_files, cache)
+
+
+def test_a_pass_is_recorded_and_reused(tmp_path: Path, probes: list[int]) -> None:
+    directory, cache = _saved(tmp_path), tmp_path / "cache"
+    assert _load(directory, cache).probed and len(probes) == 1
+    again = _load(directory, cache)
+    assert not again.probed and len(probes) == 1
+    assert again.target.vocab_size == 64
+    records = list((cache / "checks" / "attention-masks").iterdir())
+    assert len(records) == 1 and records[0].suffix == ".json"
+
+
+def test_new_weights_or_dtype_probe_again(tmp_path: Path, probes: list[int]) -> None:
+    directory, cache = _saved(tmp_path), tmp_path / "cache"
+    _load(directory, cache)
+    weights = directory / "model.safetensors"
+    stat = weights.stat()
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert _load(directory, cache).probed and len(probes) == 2
+    assert _load(directory, cache, "bfloat16").probed and len(probes) == 3
+    assert not _load(directory, cache).probed and len(probes) == 3
+
+
+def test_changed_masking_code_probes_again(
+    tmp_path: Path, probes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory, cache = _saved(tmp_path), tmp_path / "cache"
+    _load(directory, cache)
+    edited = tmp_path / "attention_mask.py"
+    edited.write_text(
+        Path(str(mask_check_cache.attention_mask.__file__)).read_text() + "\n# edit\n"
+    )
+    monkeypatch.setattr(mask_check_cache.attention_mask, "__file__", str(edited))
+    assert _load(directory, cache).probed and len(probes) == 2
+
+
+def test_a_model_in_memory_always_probes(tmp_path: Path, probes: list[int]) -> None:
+    model = tiny_llama(seed=2)
+    for _ in range(2):
+        assert load_checked_target(model, (), tmp_path).probed
+    assert len(probes) == 2 and not has_recorded_pass(model, (), tmp_path)
+
+
+def test_a_failed_probe_is_never_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    directory, cache = _saved(tmp_path), tmp_path / "cache"
+
+    def failing(self: TransformersTarget) -> None:
+        raise UnsupportedAttentionError("probe off")
+
+    monkeypatch.setattr(TransformersTarget, "_check_exact_masking", failing)
+    for _ in range(2):
+        with pytest.raises(UnsupportedAttentionError, match="probe off"):
+            _load(directory, cache)
+    assert not (cache / "checks").exists()
