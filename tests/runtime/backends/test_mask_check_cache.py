@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from edgespec.models.loading import load_model
-from edgespec.runtime.backends import mask_check_cache
+from edgespec.runtime.backends import attention_mask
 from edgespec.runtime.backends.attention_mask import UnsupportedAttentionError
 from edgespec.runtime.backends.mask_check_cache import has_recorded_pass, load_checked_target
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
@@ -71,10 +71,8 @@ def test_changed_masking_code_probes_again(
     directory, cache = _saved(tmp_path), tmp_path / "cache"
     _load(directory, cache)
     edited = tmp_path / "attention_mask.py"
-    edited.write_text(
-        Path(str(mask_check_cache.attention_mask.__file__)).read_text() + "\n# edit\n"
-    )
-    monkeypatch.setattr(mask_check_cache.attention_mask, "__file__", str(edited))
+    edited.write_text(Path(str(attention_mask.__file__)).read_text() + "\n# edit\n")
+    monkeypatch.setattr(attention_mask, "__file__", str(edited))
     assert _load(directory, cache).probed and len(probes) == 2
 
 
