@@ -83,8 +83,8 @@ GROUPS: dict[str, Group] = {
         {
             "wisp": (PAPERS, "WISP (seed 000): SLO-aware batching, the rejection predictor"),
             "dsd": (PAPERS, "DSD (seed 004): DSD-Sim, adaptive window control"),
-            "zhu": (PAPERS, "Zhu et al. (seed 001): pipelined SD [not reproduced yet]"),
-            "wisv": (PAPERS, "WISV (seed 003): semantic verification [not reproduced yet]"),
+            "zhu": (PAPERS, "Zhu et al. (seed 001): pipelined SD over an edge drafting server"),
+            "wisv": (PAPERS, "WISV (seed 003): CSI-aware semantic verification, simulated"),
             "wisp-serving": (
                 "edgespec.reproduce.wisp.serving",
                 "WISP's batching vs FCFS vs SLED on the real server, drafter processes",

@@ -11,6 +11,7 @@ target alone and by transformers' assisted generation, for the speedup compariso
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -194,15 +195,19 @@ def capture_one(
     index: int,
     arrival_ms: float,
     settings: CaptureSettings,
+    on_stage: Callable[[str], None] = lambda stage: None,
 ) -> TraceRecord:
-    """Run one prompt and build its :class:`TraceRecord`."""
+    """Run one prompt and build its :class:`TraceRecord`; ``on_stage`` hears each stage
+    as it begins (a long prompt with baselines takes minutes on a CPU)."""
     sampling = SamplingParams(max_new_tokens=settings.max_new_tokens)
+    on_stage("speculative decoding")
     start = time.perf_counter()
     window = capture_window(settings)
     result = speculative_generate(target, drafter, prompt_ids, window, sampling, stop=settings.stop)
     sd_ms = (time.perf_counter() - start) * 1e3
     output = result.output_token_ids
     hidden = None
+    on_stage("acceptance per position")
     if wants_hidden(drafter):
         hidden = target_hidden_rows(target, (*prompt_ids, *output))
     seq, feats = per_position_acceptance(drafter, prompt_ids, output, hidden)
@@ -214,11 +219,13 @@ def capture_one(
     target_only_ms = assisted_ms = None
     lossless: bool | None = None
     if settings.target_only:
+        on_stage("the target alone (baseline)")
         start = time.perf_counter()
         reference = target_greedy_decode(target, prompt_ids, settings.max_new_tokens)
         target_only_ms = (time.perf_counter() - start) * 1e3
         lossless = reference == output
     if settings.assisted and pair.draft_model is not None:
+        on_stage("assisted generation (baseline)")
         start = time.perf_counter()
         assisted = assisted_generate(pair, prompt_ids, settings)
         assisted_ms = (time.perf_counter() - start) * 1e3
@@ -256,6 +263,10 @@ def capture_one(
     )
 
 
+def _quiet(stage: str) -> None:
+    """No one listens to the stages."""
+
+
 def capture(
     target: TargetBackend,
     drafter: DraftBackend,
@@ -263,9 +274,11 @@ def capture(
     prompts: Sequence[tuple[str, str, Sequence[int]]],
     settings: CaptureSettings,
     on_record: Callable[[TraceRecord], None] | None = None,
+    on_stage: Callable[[str, str], None] | None = None,
 ) -> list[TraceRecord]:
     """Capture ``(request_id, dataset, prompt_ids)`` prompts in order; Poisson arrivals
-    at ``arrival_rate_per_s`` (seeded) are written as ``arrival_ms``."""
+    at ``arrival_rate_per_s`` (seeded) are written as ``arrival_ms``. ``on_stage`` hears
+    ``(request_id, stage)`` as each stage of a prompt begins."""
     rng = np.random.default_rng(settings.seed)
     gaps = rng.exponential(1000.0 / settings.arrival_rate_per_s, size=len(prompts))
     arrivals = np.cumsum(gaps) - gaps[0]
@@ -281,6 +294,7 @@ def capture(
             index,
             float(arrivals[index]),
             settings,
+            functools.partial(on_stage, request_id) if on_stage else _quiet,
         )
         records.append(record)
         if on_record is not None:

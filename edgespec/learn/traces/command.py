@@ -268,8 +268,13 @@ def run(args: argparse.Namespace) -> int:
                     f"rounds, {accepted} drafts accepted, lossless={record.lossless}"
                 )
 
+        def on_stage(request_id: str, stage: str) -> None:
+            progress.update(task, description=f"tracing {request_id}: {stage}")
+            if not console.is_terminal:
+                console.print(f"{request_id}: {stage} ...")
+
         records = capture(
-            TransformersTarget(target.model), drafter, pair, work, settings, on_record
+            TransformersTarget(target.model), drafter, pair, work, settings, on_record, on_stage
         )
     if args.out is not None:
         write_trace(args.out, records)

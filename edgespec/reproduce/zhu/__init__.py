@@ -1,8 +1,9 @@
-"""Zhu et al. (seed 001), pipelined speculative decoding over an edge drafting server: the
-place for its reproduction (not built yet; ``edgespec reproduce zhu`` exits with status 2).
+"""Zhu et al. (seed 001), pipelined speculative decoding over an edge drafting server:
+``edgespec reproduce zhu``.
 
-It joins like ``wisp/`` and ``dsd/`` do: ``setup.py`` (the unstated inputs, chosen once and
-written down), ``runs.py`` (the simulator runs through :mod:`edgespec.reproduce.jobs`),
+``setup.py`` (the unstated inputs, chosen once and written down), ``runs.py`` (the
+simulator runs through :mod:`edgespec.reproduce.jobs`), ``events.py`` and ``exhaustive.py``
+(the plan replayed as events with sampled acceptance; the DP against the optimum on small K),
 ``claims.py`` (claims Z1–Z5 of ../shared/SEED-NOTES.md §5 as
 :class:`~edgespec.reproduce.claims.ClaimRow` rows: paper, ours, tolerance, verdict) and
 ``report.py`` (``reproduce(out, quick=..., workers=..., progress=..., command=...)``,

@@ -130,24 +130,27 @@ def _serve_openai(args: argparse.Namespace, config: Any, stop: Any) -> int:
 def _compare(
     run: DraftRun, draft: Any, vocab_size: int, window: Any, stop: Any, args: argparse.Namespace
 ) -> int:
-    """``--compare``: centralized, then distributed, on the same prompt; the speed-up, and
-    whether the outputs are token-identical (exit 1 when they are not)."""
+    """``--compare``: centralized, then distributed, on the same prompt, each output under
+    its label on stdout; the speed-up, and whether the outputs are token-identical (exit 1
+    when they are not)."""
+    print("centralized (the server decodes alone):", flush=True)
     central = run.server_side(fused=False)
     central.report("centralized")
+    print("distributed (drafted here, verified by the server):", flush=True)
     spec = run.distributed(draft, vocab_size, window, stop, args.records is not None)
     spec.report("distributed")
     if args.records:
         spec.write_records(args.records)
     same = central.output == spec.output
     ratio = spec.request.tokens_per_s / max(central.request.tokens_per_s, 1e-12)
+    outputs = (
+        "identical"
+        if same
+        else f"differ from token {first_difference(central.output, spec.output)}"
+    )
     print(
-        f"distributed {spec.request.tokens_per_s:.1f} tok/s vs centralized "
-        f"{central.request.tokens_per_s:.1f} tok/s: {ratio:.2f}x; outputs "
-        + (
-            "identical"
-            if same
-            else f"differ from token {first_difference(central.output, spec.output)}"
-        ),
+        f"speed-up: {ratio:.2f}x (distributed {spec.request.tokens_per_s:.1f} tok/s over "
+        f"centralized {central.request.tokens_per_s:.1f} tok/s); outputs {outputs}",
         file=sys.stderr,
     )
     return 0 if same else 1

@@ -66,6 +66,16 @@ def test_capture_is_lossless_and_its_acceptance_sequence_replays_the_measured_ro
             assert all(r.gamma <= 4 for r in record.rounds)
 
 
+def test_capture_says_each_stage_of_each_prompt_as_it_begins() -> None:
+    target = TransformersTarget(tiny_target())
+    settings = CaptureSettings(gamma_max=4, max_new_tokens=6, target_only=True)
+    heard: list[tuple[str, str]] = []
+    capture(target, NgramDrafter(), PairInfo("t", "ngram"), PROMPTS, settings,
+            on_stage=lambda request_id, stage: heard.append((request_id, stage)))  # fmt: skip
+    stages = ["speculative decoding", "acceptance per position", "the target alone (baseline)"]
+    assert heard == [(p, stage) for p in ("p0", "p1") for stage in stages]
+
+
 def test_per_position_acceptance_matches_the_draft_argmax_on_the_target_prefix() -> None:
     drafter = NgramDrafter(max_ngram=2)
     prompt, output = (2, 5, 6, 7, 5, 6), (7, 5, 9, 7)

@@ -6,6 +6,7 @@ server is reached before the draft loads."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,12 +120,18 @@ def test_compare_runs_both_modes_and_checks_the_outputs(
     assert main(argv) == 0
     out = capsys.readouterr()
     text: str = _tokenizer(64).decode(list(_reference(target, 8)))
-    assert out.out == f"{text}\n{text}\n"  # centralized, then distributed
+    assert out.out == (
+        f"centralized (the server decodes alone):\n{text}\n"
+        f"distributed (drafted here, verified by the server):\n{text}\n"
+    )
     lines = out.err.splitlines()
     assert lines[0].startswith("[centralized: 8 tokens, ")
     assert lines[1].startswith("[distributed: 8 tokens, ")
-    assert lines[2].startswith("distributed ") and " tok/s vs centralized " in lines[2]
-    assert lines[2].endswith("x; outputs identical")
+    assert re.fullmatch(
+        r"speed-up: \d+\.\d\dx \(distributed \d+\.\d tok/s over centralized \d+\.\d tok/s\); "
+        r"outputs identical",
+        lines[2],
+    ), lines[2]
     rows = _rows(records)
     assert rows[-1]["type"] == "RequestRecord" and rows[-1]["num_rounds"] == len(rows) - 1
 
