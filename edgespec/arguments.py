@@ -28,6 +28,40 @@ def add_threads(
     )
 
 
+def cpu_list(text: str) -> tuple[int, ...]:
+    """``--cpus``: CPU numbers as ``0``, ``0,2`` or ``0-3`` (a comma list of numbers and
+    ranges), each one this process may run on."""
+    import os
+
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            first, _, last = part.strip().partition("-")
+            cpus.update(range(int(first), int(last or first) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected CPU numbers like 0 or 0,2 or 0-3, got {text!r}"
+        ) from None
+    allowed = os.sched_getaffinity(0)
+    outside = sorted(cpus - allowed)
+    if not cpus or outside:
+        raise argparse.ArgumentTypeError(
+            f"CPUs {outside or text!r} are not among this process's CPUs {sorted(allowed)}"
+        )
+    return tuple(sorted(cpus))
+
+
+def add_cpus(parser: argparse.ArgumentParser, side: str) -> None:
+    """``--cpus LIST``: run on these CPUs only, with one torch thread each (the drafter and
+    the server on one machine, each on CPUs of its own, as on separate devices)."""
+    parser.add_argument(
+        "--cpus", type=cpu_list, default=None, metavar="LIST",
+        help=f"run the {side} on these CPUs only (e.g. 0 or 0-1), one torch thread each: "
+        "give the drafter and the server CPUs of their own on one machine, as on separate "
+        "devices (default: every CPU, shared)",
+    )  # fmt: skip
+
+
 def add_workers(
     parser: argparse.ArgumentParser, default: int, what: str = "local processes for the runs"
 ) -> None:

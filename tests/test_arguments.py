@@ -4,10 +4,13 @@ a thread or worker count below 1 is argparse's usage error, not torch's tracebac
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 
 import pytest
 
-from edgespec.arguments import positive_int
+from edgespec.arguments import cpu_list, positive_int
 from edgespec.cli import main
 
 
@@ -41,3 +44,60 @@ def test_counts_below_one_are_usage_errors(
     )
     err = capsys.readouterr().err
     assert err.endswith(f"{prog}: error: argument {flag}: must be >= 1, got 0\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "cpus"), [("0", (0,)), ("1,0", (0, 1)), ("0-1", (0, 1)), (" 0 , 1", (0, 1))]
+)
+def test_cpu_lists(text: str, cpus: tuple[int, ...], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert cpu_list(text) == cpus
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a", "expected CPU numbers like 0 or 0,2 or 0-3, got 'a'"),
+        ("0-x", "expected CPU numbers like 0 or 0,2 or 0-3, got '0-x'"),
+        ("1-3", "CPUs [2, 3] are not among this process's CPUs [0, 1]"),
+        ("1-0", "CPUs '1-0' are not among this process's CPUs [0, 1]"),
+    ],
+)
+def test_bad_cpu_lists(text: str, message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        cpu_list(text)
+    assert str(info.value) == message
+
+
+def test_pinning_binds_the_process_and_torchs_threads() -> None:
+    """In a child process: this one's CPUs stay as they are."""
+    code = (
+        "import os, torch; from edgespec.runtime.commands.cpus import pin_to_cpus; "
+        "pin_to_cpus((0,)); print(sorted(os.sched_getaffinity(0)), torch.get_num_threads())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[0] 1"
+
+
+class Pinned(Exception):
+    """Raised in place of pinning: the flag reached the command before any model loads."""
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        ("serve", ["serve", "--target", "never-loaded", "--cpus", "0"]),
+        ("draft", ["draft", "--server", "127.0.0.1:1", "--prompt", "a", "--cpus", "0"]),
+    ],
+)
+def test_cpus_reach_the_command_before_anything_loads(
+    module: str, argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def pinned(cpus: tuple[int, ...] | None) -> None:
+        raise Pinned(cpus)
+
+    monkeypatch.setattr(f"edgespec.runtime.commands.{module}.pin_to_cpus", pinned)
+    with pytest.raises(Pinned) as info:
+        main(argv)
+    assert info.value.args == ((0,),)

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from edgespec.core.sequences import first_difference
+from edgespec.runtime.commands.cpus import pin_to_cpus
 from edgespec.runtime.commands.draft_arguments import add_arguments, overrides
 from edgespec.runtime.commands.draft_run import DraftRun
 from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
@@ -89,6 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     prompt_ids = _prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
     window = configured_policy("window", config.window.name, config.window.params)
+    pin_to_cpus(args.cpus)
     if args.serve_openai is not None:
         return _serve_openai(args, config, stop)
     verifier = _routed_verifier(config)

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from edgespec.runtime.commands.cpus import pin_to_cpus
 from edgespec.runtime.commands.serve_arguments import (
     add_arguments,
     parse_slo_class,
@@ -66,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     semantic_head(config)  # a file that is not a head fails before the model loads
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
+    pin_to_cpus(args.cpus)
     try:
         asyncio.run(
             _serve(config, policy, draft, args.threads, window, round_log, args.verbose, choice)
