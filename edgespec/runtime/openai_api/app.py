@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from edgespec.runtime.errors import RequestError
+from edgespec.runtime.openai_api.body import read_body
 from edgespec.runtime.openai_api.errors import ApiError, from_request_error
 from edgespec.runtime.openai_api.generation import Completion, EdgeSetup, run_request
 from edgespec.runtime.openai_api.prompts import prompt_ids
@@ -53,11 +54,7 @@ def error_response(exc: BaseException) -> JSONResponse:
 
 
 async def _body(request: Request, limits: Limits) -> dict[str, Any]:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-        raise ApiError(413, f"request body is {declared} bytes, over the limit of "
-                       f"{limits.max_body_bytes}", code="request_too_large")  # fmt: skip
-    return decode_body(await request.body(), limits)
+    return decode_body(await read_body(request, limits.max_body_bytes), limits)
 
 
 async def _complete(request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool) -> Response:
