@@ -114,9 +114,11 @@ def _serve_openai(args: argparse.Namespace, config: Any, stop: Any) -> int:
     loaded, then the endpoint served until interrupted (edgespec.runtime.openai_api)."""
     from edgespec.runtime.openai_api import serve
     from edgespec.runtime.openai_api.schema import Limits
+    from edgespec.runtime.wire.ports import ensure_port_free
 
-    serve.parse_address(args.serve_openai)
+    host, port = serve.parse_address(args.serve_openai)
     serve.check_serve_flags(args.mode, args.compare, args.records, stop, config)
+    ensure_port_free(host, port)  # before the server is reached or the draft loads
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
     draft = _load_draft(config, args)

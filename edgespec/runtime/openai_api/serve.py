@@ -9,6 +9,7 @@ import threading
 import time
 from typing import Any
 
+from edgespec.errors import UserInputError
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.schema import Defaults, Limits
@@ -104,7 +105,11 @@ def serve_openai(
     setup = _setup(config, verifier, draft, tokenizer, vocab_size)
     model_id = verifier.target_name() or "edgespec"
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)
-    server = ApiThread(build_app(setup, ApiConfig(model_id, defaults, limits)), host, port).start()
+    app = build_app(setup, ApiConfig(model_id, defaults, limits))
+    try:
+        server = ApiThread(app, host, port).start()
+    except OSError as exc:  # the port taken since it was checked
+        raise UserInputError(str(exc)) from None
     print(f"edgespec draft: OpenAI-compatible endpoint on http://{host}:{server.port}/v1 "
           f"(model {model_id!r})", file=sys.stderr, flush=True)  # fmt: skip
     try:
