@@ -29,11 +29,16 @@ def configured_policy(kind: str, name: str, params: Mapping[str, Any]) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Run one generation; a request the server refuses is reported in one line, exit 1
-    (a server that cannot be reached, with a hint)."""
+    (a server that cannot be reached, with a hint); one that made no progress within its
+    budget (``--max-reconnects``, ``--progress-timeout-s``), exit 3."""
+    from edgespec.runtime.edge.progress import NO_PROGRESS_EXIT, NoProgress
     from edgespec.runtime.errors import RequestError
 
     try:
         return _run(args)
+    except NoProgress as exc:  # one line, its own exit status; the session is closed
+        print(f"edgespec draft: {exc.message}", file=sys.stderr)
+        return NO_PROGRESS_EXIT
     except RequestError as exc:
         print(exc.client_line("draft"), file=sys.stderr)
         return 1

@@ -87,6 +87,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "server's max_message_bytes for hidden-state drafts with long prompts)",
     )
     parser.add_argument(
+        "--request-timeout-s",
+        type=float,
+        metavar="S",
+        help="deadline of each call to the server (default 30); a call past it reconnects",
+    )
+    parser.add_argument(
+        "--max-reconnects",
+        type=int,
+        metavar="N",
+        help="give up after N reconnects in a row without a committed token (default 5)",
+    )
+    parser.add_argument(
+        "--progress-timeout-s",
+        type=float,
+        metavar="S",
+        help="give up after S seconds without a committed token (default 60)",
+    )
+    parser.add_argument(
         "--mode",
         choices=["distributed", "centralized", "fused"],
         default="distributed",
@@ -181,6 +199,7 @@ def overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.errors import UserInputError
 
     keys = ["draft", "max_new_tokens", "temperature", "auth_token", "tls_ca", "max_message_bytes"]
+    keys += ["request_timeout_s", "max_reconnects", "progress_timeout_s"]
     keys += ["tree", "tree_min_prob", "tree_max_nodes"]
     keys += ["threshold", "upload", "channel_uplink_mbps", "channel_per", "channel_rtt_ms"]
     flags = {key: getattr(args, key) for key in keys}
