@@ -14,9 +14,17 @@ from typing import Any
 
 from edgespec.runtime.loadgen.server_process import ServerProcess
 from edgespec.runtime.loadgen.spec import Fault, LoadSpec, ServerAccess
-from edgespec.runtime.loadgen.worker import Failed, Finished, Started, WorkerSpec, worker_main
+from edgespec.runtime.loadgen.worker import (
+    Failed,
+    Finished,
+    Progressed,
+    Started,
+    WorkerSpec,
+    worker_main,
+)
 
 PROGRESS_EVERY_S = 10.0
+DRAIN_S = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +60,7 @@ class _Worker:
     proc: Any
     conn: Connection
     in_flight: set[str] = field(default_factory=set)
+    progressed: set[str] = field(default_factory=set)  # in flight, tokens committed
     ready: bool = False
     done: bool = False
 
@@ -108,11 +117,15 @@ class LoadRun:
         if isinstance(message, Started):
             self._num_started += 1
             worker.in_flight.add(message.request_id)
+        elif isinstance(message, Progressed):
+            worker.progressed.add(message.request_id)
         elif isinstance(message, Finished):
             worker.in_flight.discard(message.request_id)
+            worker.progressed.discard(message.request_id)
             self._finished.append(message)
         elif isinstance(message, Failed):
             worker.in_flight.discard(message.request_id)
+            worker.progressed.discard(message.request_id)
             self._failed.append(message)
         elif message == "ready":
             worker.ready = True
@@ -147,6 +160,7 @@ class LoadRun:
         at_s = time.monotonic() - start_s
         if fault.kind == "restart-server":
             assert self._server is not None
+            self._stop_mid_request(end_s)
             self._server.kill()
             seconds = self._server.start()
             self._faults.append(FaultEvent(fault.kind, at_s, "server killed, started again",
@@ -169,6 +183,31 @@ class LoadRun:
         detail = f"{len(victims)} client processes ({num_clients} clients) killed, restarted"
         self._faults.append(FaultEvent(fault.kind, at_s, detail))
         self._say(f"[{at_s:6.1f} s] {detail}")
+
+    def _mid_generation(self) -> bool:
+        """Whether a request has committed tokens and not finished (the clients' pipes read
+        first)."""
+        for worker in list(self._workers.values()):
+            self._read(worker)
+        return any(w.progressed for w in self._workers.values())
+
+    def _stop_mid_request(self, end_s: float) -> None:
+        """Stop (SIGSTOP) the server at a moment a request is mid-generation on it, so the
+        kill that follows interrupts one whatever the machine's speed: once a request has
+        committed tokens and not finished (it needs at least one more round), the server
+        is stopped and the clients' pipes drained; if such a request is still unfinished
+        it cannot finish now, and the server stays stopped. Otherwise it goes on and the
+        wait repeats, until the end of arrivals at most."""
+        server = self._server
+        assert server is not None
+        while time.monotonic() < end_s:
+            if self._mid_generation():
+                server.pause()
+                time.sleep(DRAIN_S)  # what the clients sent before the stop arrives
+                if self._mid_generation():
+                    return
+                server.resume()
+            time.sleep(0.02)
 
     def _start(self, timeout_s: float = 300.0) -> tuple[float, float]:
         """Start the client processes; once every one is ready, the clock starts: returns
