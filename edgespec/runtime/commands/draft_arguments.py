@@ -45,6 +45,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             flag, type=positive_int, default=default,
             help=f"--serve-openai: the most {what} (default {default})",
         )  # fmt: skip
+    parser.add_argument(
+        "--openai-max-concurrent",
+        type=positive_int,
+        metavar="N",
+        help="--serve-openai: generations running at once (default 4 per CPU core)",
+    )
+    parser.add_argument(
+        "--openai-max-queued",
+        type=int,
+        metavar="N",
+        help="--serve-openai: requests waiting for a generation slot; beyond, 429 with "
+        "Retry-After (default: as many as --openai-max-concurrent)",
+    )
     parser.add_argument("--tokenizer", help="tokenizer (model dir/name) if the draft has none")
     parser.add_argument("--config", help="DrafterConfig YAML file")
     parser.add_argument(
