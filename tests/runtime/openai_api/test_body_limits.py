@@ -4,39 +4,21 @@ endpoint's memory does not grow with what the client sends."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import select
 import socket
 import time
 from typing import Any
 
+import pytest
+
 from edgespec.runtime.openai_api.serve import ApiThread
+from tests.runtime.memory import peak_rss_bytes, reset_peak, rss_bytes
 from tests.runtime.openai_api.conftest import LIMITS
 
 BODY_BYTES = 64 << 20
 CHUNK_BYTES = 64 << 10
-
-
-def _peak_rss_bytes() -> int:
-    """This process's peak resident memory since the last :func:`_reset_peak` (Linux)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmHWM in /proc/self/status")
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError("no VmRSS in /proc/self/status")
-
-
-def _reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # resets VmHWM to the current RSS
 
 
 def _read_reply(sock: socket.socket) -> bytes:
@@ -91,11 +73,11 @@ def test_chunked_body_is_refused_while_it_arrives_memory_flat(api: ApiThread) ->
         b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
     )
-    _reset_peak()
-    before = _rss_bytes()
+    reset_peak()
+    before = rss_bytes()
     started = time.monotonic()
     sent, reply = _send_chunked(api.port, head, BODY_BYTES)
-    grown = _peak_rss_bytes() - before
+    grown = peak_rss_bytes() - before
     status, error = _status_and_error(reply)
     assert (status, error["code"]) == (413, "request_too_large")
     assert f"over the limit of {LIMITS.max_body_bytes}" in error["message"]
@@ -116,3 +98,38 @@ def test_a_short_content_length_cannot_smuggle_a_larger_body(api: ApiThread) -> 
         sock.sendall(head + body[:200])
         status, error = _status_and_error(_read_reply(sock))
     assert (status, error["code"]) == (400, "invalid_json")
+
+
+def _request(headers: list[tuple[bytes, bytes]], chunks: list[bytes], stall: bool) -> Any:
+    """A request whose body arrives as ``chunks``, then (``stall``) nothing more."""
+    from starlette.requests import Request
+
+    pending = list(chunks)
+
+    async def receive() -> dict[str, Any]:
+        if pending:
+            return {"type": "http.request", "body": pending.pop(0), "more_body": True}
+        if stall:
+            await asyncio.sleep(3600)
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": headers}
+    return Request(scope, receive)
+
+
+def test_a_slow_sender_gets_408_and_a_declared_length_over_the_limit_413() -> None:
+    from edgespec.runtime.openai_api.body import read_body
+    from edgespec.runtime.openai_api.errors import ApiError
+
+    slow = _request([], [b"{", b"  "], stall=True)
+    with pytest.raises(ApiError) as info:
+        asyncio.run(read_body(slow, 4096, timeout_s=0.2))
+    assert (info.value.status, info.value.code) == (408, "request_timeout")
+    assert info.value.message == "the request body was not received within 0.2 s"
+    declared = _request([(b"content-length", b"5000")], [b"{}"], stall=True)
+    with pytest.raises(ApiError) as info:
+        asyncio.run(read_body(declared, 4096, timeout_s=0.2))
+    assert (info.value.status, info.value.code) == (413, "request_too_large")
+    assert info.value.message == "request body is 5000 bytes, over the limit of 4096"
+    whole = _request([], [b'{"a":', b" 1}"], stall=False)
+    assert asyncio.run(read_body(whole, 4096)) == b'{"a": 1}'
