@@ -157,16 +157,17 @@ class LoadRun:
         del self._workers[worker.spec.index]
 
     def _apply(self, fault: Fault, start_s: float, end_s: float) -> None:
-        at_s = time.monotonic() - start_s
         if fault.kind == "restart-server":
             assert self._server is not None
             self._stop_mid_request(end_s)
+            at_s = time.monotonic() - start_s
             self._server.kill()
             seconds = self._server.start()
             self._faults.append(FaultEvent(fault.kind, at_s, "server killed, started again",
                                            seconds))  # fmt: skip
             self._say(f"[{at_s:6.1f} s] server killed; serving again after {seconds:.1f} s")
             return
+        at_s = time.monotonic() - start_s
         live = sorted(self._workers)
         victims = [live[(self._next_victim + i) % len(live)] for i in range(fault.count)]
         self._next_victim += fault.count
@@ -197,16 +198,21 @@ class LoadRun:
         committed tokens and not finished (it needs at least one more round), the server
         is stopped and the clients' pipes drained; if such a request is still unfinished
         it cannot finish now, and the server stays stopped. Otherwise it goes on and the
-        wait repeats, until the end of arrivals at most."""
+        wait repeats: on a slow machine past the end of arrivals, while requests are in
+        flight, up to the end of the drain."""
         server = self._server
         assert server is not None
-        while time.monotonic() < end_s:
+        while True:
             if self._mid_generation():
                 server.pause()
                 time.sleep(DRAIN_S)  # what the clients sent before the stop arrives
                 if self._mid_generation():
                     return
                 server.resume()
+            now = time.monotonic()
+            in_flight = any(w.in_flight for w in self._workers.values())
+            if now > end_s + self._load.drain_s or (now > end_s and not in_flight):
+                return
             time.sleep(0.02)
 
     def _start(self, timeout_s: float = 300.0) -> tuple[float, float]:
