@@ -211,10 +211,10 @@ class DrafterConfig:
             raise ConfigError("max_message_bytes", f"must be >= 1, got {self.max_message_bytes}")
         if self.max_reconnects < 0:
             raise ConfigError("max_reconnects", f"must be >= 0, got {self.max_reconnects}")
-        if not (math.isfinite(self.progress_timeout_s) and self.progress_timeout_s > 0):
-            raise ConfigError(
-                "progress_timeout_s", f"must be a finite number > 0, got {self.progress_timeout_s}"
-            )
+        for name in ("request_timeout_s", "progress_timeout_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigError(name, f"must be a finite number > 0, got {value}")
         if self.max_new_tokens < 1:
             raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
         if self.temperature < 0:
