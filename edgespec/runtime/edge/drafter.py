@@ -156,10 +156,15 @@ def _generate(
     wisv = None if semantic is None else semantic.spec()
     opened = clock()
     first = _session_spec(options, prompt, sampling, hidden, wisv)
-    if options.retry_first_open:
-        open_retrying(verifier, first, clock, options.retry_timeout_s, options.retry_backoff_s)
-    else:
-        verifier.open(first)
+    try:
+        if options.retry_first_open:
+            open_retrying(verifier, first, clock, options.retry_timeout_s,
+                          options.retry_backoff_s)  # fmt: skip
+        else:
+            verifier.open(first)
+    except RequestError:
+        close_quietly(verifier, first.session_id)  # an open whose answer timed out may
+        raise  # still have opened it on the server
     session_id = first.session_id
     handshake_rtt_s = clock() - opened
     upload: Upload | None = None

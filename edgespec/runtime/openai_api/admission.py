@@ -104,6 +104,3 @@ class Admission:
             metric = f"edgespec_openai_{name}"
             lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}", f"{metric} {value}"]
         return "\n".join(lines) + "\n"
-
-    def shutdown(self) -> None:
-        self.executor.shutdown(wait=False, cancel_futures=True)

@@ -120,7 +120,6 @@ def build_app(setup: EdgeSetup, api: ApiConfig) -> FastAPI:
     app = FastAPI(title="edgespec", docs_url=None, redoc_url=None, openapi_url=None)
     created = int(time.time())
     admission = Admission(api.concurrency)
-    app.state.admission = admission
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
