@@ -34,6 +34,7 @@ def test_probes_exist() -> None:
         "head_speed.py",
         "hybrid_rules.py",
         "mixed_batch_ab.py",
+        "openai_concurrency.py",
         "tree_bound.py",
     ]
 

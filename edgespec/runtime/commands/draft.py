@@ -30,11 +30,16 @@ def configured_policy(kind: str, name: str, params: Mapping[str, Any]) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Run one generation; a request the server refuses is reported in one line, exit 1
-    (a server that cannot be reached, with a hint)."""
+    (a server that cannot be reached, with a hint); one that made no progress within its
+    budget (``--max-reconnects``, ``--progress-timeout-s``), exit 3."""
+    from edgespec.runtime.edge.progress import NO_PROGRESS_EXIT, NoProgress
     from edgespec.runtime.errors import RequestError
 
     try:
         return _run(args)
+    except NoProgress as exc:  # one line, its own exit status; the session is closed
+        print(f"edgespec draft: {exc.message}", file=sys.stderr)
+        return NO_PROGRESS_EXIT
     except RequestError as exc:
         print(exc.client_line("draft"), file=sys.stderr)
         return 1
@@ -116,9 +121,12 @@ def _serve_openai(args: argparse.Namespace, config: Any, stop: Any) -> int:
     loaded, then the endpoint served until interrupted (edgespec.runtime.openai_api)."""
     from edgespec.runtime.openai_api import serve
     from edgespec.runtime.openai_api.schema import Limits
+    from edgespec.runtime.wire.ports import ensure_port_free
 
-    serve.parse_address(args.serve_openai)
+    host, port = serve.parse_address(args.serve_openai)
     serve.check_serve_flags(args.mode, args.compare, args.records, stop, config)
+    concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued)
+    ensure_port_free(host, port)  # before the server is reached or the draft loads
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
     draft = _load_draft(config, args)
@@ -126,7 +134,7 @@ def _serve_openai(args: argparse.Namespace, config: Any, stop: Any) -> int:
     limits = Limits(args.openai_max_body_bytes, args.openai_max_prompt_tokens,
                     args.openai_max_tokens)  # fmt: skip
     return serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size,
-                              limits)  # fmt: skip
+                              limits, concurrency=concurrency)  # fmt: skip
 
 
 def _compare(

@@ -45,6 +45,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             flag, type=positive_int, default=default,
             help=f"--serve-openai: the most {what} (default {default})",
         )  # fmt: skip
+    parser.add_argument(
+        "--openai-max-concurrent",
+        type=positive_int,
+        metavar="N",
+        help="--serve-openai: generations running at once (default 4 per CPU core)",
+    )
+    parser.add_argument(
+        "--openai-max-queued",
+        type=int,
+        metavar="N",
+        help="--serve-openai: requests waiting for a generation slot; beyond, 429 with "
+        "Retry-After (default: as many as --openai-max-concurrent)",
+    )
     parser.add_argument("--tokenizer", help="tokenizer (model dir/name) if the draft has none")
     parser.add_argument("--config", help="DrafterConfig YAML file")
     parser.add_argument(
@@ -85,6 +98,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         help="the client's gRPC limit per message (default 4194304, 4 MiB; raise it with the "
         "server's max_message_bytes for hidden-state drafts with long prompts)",
+    )
+    parser.add_argument(
+        "--request-timeout-s",
+        type=float,
+        metavar="S",
+        help="deadline of each call to the server (default 30); a call past it reconnects",
+    )
+    parser.add_argument(
+        "--max-reconnects",
+        type=int,
+        metavar="N",
+        help="give up after N reconnects in a row without a committed token (default 5)",
+    )
+    parser.add_argument(
+        "--progress-timeout-s",
+        type=float,
+        metavar="S",
+        help="give up after S seconds without a committed token (default 60)",
     )
     parser.add_argument(
         "--mode",
@@ -182,6 +213,7 @@ def overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.errors import UserInputError
 
     keys = ["draft", "max_new_tokens", "temperature", "auth_token", "tls_ca", "max_message_bytes"]
+    keys += ["request_timeout_s", "max_reconnects", "progress_timeout_s"]
     keys += ["tree", "tree_min_prob", "tree_max_nodes"]
     keys += ["threshold", "upload", "channel_uplink_mbps", "channel_per", "channel_rtt_ms"]
     flags = {key: getattr(args, key) for key in keys}

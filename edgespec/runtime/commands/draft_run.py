@@ -132,6 +132,7 @@ class DraftRun:
         from edgespec.runtime.backends.base import hidden_state_drafter, stopping_drafter
         from edgespec.runtime.edge.draft_backends import make_drafter
         from edgespec.runtime.edge.drafter import DraftOptions, generate
+        from edgespec.runtime.edge.progress import ProgressBudget
         from edgespec.runtime.wire.emulated_link import wrap_verifier
 
         config = self.config
@@ -158,7 +159,9 @@ class DraftRun:
                 hidden_state_drafter(drafter)
             except ValueError as exc:
                 raise ConfigError("verification", str(exc)) from None
-        options = DraftOptions(self._session_id(), config.client_id, config.slo_class)
+        budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
+        options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
+                               progress=budget)  # fmt: skip
         linked = wrap_verifier(self.verifier, config)  # itself unless a link_* setting
         result = generate(linked, drafter, self.prompt, self._sampling(), options, window,
                           self.show, stop=stop, semantic=semantic)  # fmt: skip

@@ -189,12 +189,12 @@ async def _serve(
     from edgespec.runtime.wire.grpc_server import start_server
     from edgespec.runtime.wire.ports import ensure_port_free
 
-    ensure_port_free(config.host, config.port)  # a port in use, or a bad model name or
-    resolve_model(config.target)  # path, fails before anything loads
+    ensure_port_free(config.host, config.port)  # an address it cannot listen on, or a bad
+    if config.prometheus_port is not None:  # model name or path, fails before anything loads
+        ensure_port_free(config.host, config.prometheus_port)
+    resolve_model(config.target)
     if draft_name not in (None, "ngram"):
         resolve_model(draft_name)
-    if config.prometheus_port is not None:
-        ensure_port_free(config.host, config.prometheus_port)
     if threads is not None:
         torch.set_num_threads(threads)
     say = Stages()

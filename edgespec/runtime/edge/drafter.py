@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from edgespec.core.semantic_link import Upload
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
@@ -44,6 +44,7 @@ from edgespec.runtime.backends.base import (
     stopping_drafter,
 )
 from edgespec.runtime.edge.fused_handover import fused_handover
+from edgespec.runtime.edge.progress import ProgressBudget, ProgressWatch
 from edgespec.runtime.edge.reconnect import close_quietly, open_retrying, reopen
 from edgespec.runtime.edge.rounds import (
     Ledger,
@@ -79,7 +80,9 @@ class GenerationResult:
 class DraftOptions:
     """Per-request drafter settings. A lost session is reopened for up to
     ``retry_timeout_s``; with ``retry_first_open`` the first open is retried alike while
-    the server is unreachable (else it fails at once: ``edgespec draft`` against no server)."""
+    the server is unreachable (else it fails at once: ``edgespec draft`` against no server).
+    ``progress``: how many reconnects in a row, and how long, without a committed token
+    before the generation gives up (:mod:`edgespec.runtime.edge.progress`)."""
 
     session_id: str
     client_id: str = "edge-0"
@@ -87,6 +90,7 @@ class DraftOptions:
     retry_timeout_s: float = 30.0
     retry_backoff_s: float = 0.05
     retry_first_open: bool = False
+    progress: ProgressBudget = field(default_factory=ProgressBudget)
 
 
 def generate(
@@ -152,10 +156,15 @@ def _generate(
     wisv = None if semantic is None else semantic.spec()
     opened = clock()
     first = _session_spec(options, prompt, sampling, hidden, wisv)
-    if options.retry_first_open:
-        open_retrying(verifier, first, clock, options.retry_timeout_s, options.retry_backoff_s)
-    else:
-        verifier.open(first)
+    try:
+        if options.retry_first_open:
+            open_retrying(verifier, first, clock, options.retry_timeout_s,
+                          options.retry_backoff_s)  # fmt: skip
+        else:
+            verifier.open(first)
+    except RequestError:
+        close_quietly(verifier, first.session_id)  # an open whose answer timed out may
+        raise  # still have opened it on the server
     session_id = first.session_id
     handshake_rtt_s = clock() - opened
     upload: Upload | None = None
@@ -165,7 +174,9 @@ def _generate(
     mismatches: list[int] = []
     decision: WindowDecision | None = None  # handed back by a fused run
     finished = False
+    watch = ProgressWatch(options.progress, clock)
     while not finished:
+        watch.committed(len(ledger.output))
         if decision is None:
             decision = decide(policy, ledger.history, clock())
         context = (*prompt, *ledger.output)
@@ -186,8 +197,10 @@ def _generate(
             reconnects += 1
             decision = None  # the policy is asked again for the round that did not run
             close_quietly(verifier, session_id)  # its KV must not wait for the timeout
-            session_id = reopen(verifier, first, ledger.output, clock, reconnects,
-                                options.retry_timeout_s, options.retry_backoff_s)  # fmt: skip
+            watch.reconnect(exc)  # NoProgress once the budget is spent
+            retry_s = min(options.retry_timeout_s, watch.remaining_s())
+            session_id = reopen(verifier, first, ledger.output, clock, reconnects, retry_s,
+                                options.retry_backoff_s, watch.check)  # fmt: skip
             continue
         reply = played.reply
         network_s = max(played.end_s - played.drafted_s - reply.queue_s - reply.verify_s, 0.0)

@@ -28,12 +28,15 @@ def reopen(
     reconnect: int,
     retry_timeout_s: float,
     retry_backoff_s: float,
+    on_give_up: Callable[[RequestError], None] = lambda exc: None,
 ) -> str:
     """Open a fresh session holding every committed token (``first``: the spec the
     generation opened with, ``output``: what it committed since), retrying every
-    ``retry_backoff_s`` until the server is back or ``retry_timeout_s`` passed. Its name
+    ``retry_backoff_s`` until the server is back or ``retry_timeout_s`` passed (then
+    ``on_give_up(error)`` may raise its own error instead). Its name
     ``<session>#r<reconnect>.<attempt>`` is new for every reconnect of the generation, even
-    with no progress in between."""
+    with no progress in between. An attempt that failed is closed too: an open whose
+    answer timed out may still have opened the session on the server."""
     sampling = first.sampling
     remaining = SamplingParams(
         temperature=sampling.temperature,
@@ -55,7 +58,9 @@ def reopen(
             )
             return session_id
         except RequestError as exc:
+            close_quietly(verifier, session_id)
             if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
+                on_give_up(exc)
                 raise
             time.sleep(retry_backoff_s)
 

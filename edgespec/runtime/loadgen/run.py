@@ -14,9 +14,17 @@ from typing import Any
 
 from edgespec.runtime.loadgen.server_process import ServerProcess
 from edgespec.runtime.loadgen.spec import Fault, LoadSpec, ServerAccess
-from edgespec.runtime.loadgen.worker import Failed, Finished, Started, WorkerSpec, worker_main
+from edgespec.runtime.loadgen.worker import (
+    Failed,
+    Finished,
+    Progressed,
+    Started,
+    WorkerSpec,
+    worker_main,
+)
 
 PROGRESS_EVERY_S = 10.0
+DRAIN_S = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +60,7 @@ class _Worker:
     proc: Any
     conn: Connection
     in_flight: set[str] = field(default_factory=set)
+    progressed: set[str] = field(default_factory=set)  # in flight, tokens committed
     ready: bool = False
     done: bool = False
 
@@ -108,11 +117,15 @@ class LoadRun:
         if isinstance(message, Started):
             self._num_started += 1
             worker.in_flight.add(message.request_id)
+        elif isinstance(message, Progressed):
+            worker.progressed.add(message.request_id)
         elif isinstance(message, Finished):
             worker.in_flight.discard(message.request_id)
+            worker.progressed.discard(message.request_id)
             self._finished.append(message)
         elif isinstance(message, Failed):
             worker.in_flight.discard(message.request_id)
+            worker.progressed.discard(message.request_id)
             self._failed.append(message)
         elif message == "ready":
             worker.ready = True
@@ -144,15 +157,17 @@ class LoadRun:
         del self._workers[worker.spec.index]
 
     def _apply(self, fault: Fault, start_s: float, end_s: float) -> None:
-        at_s = time.monotonic() - start_s
         if fault.kind == "restart-server":
             assert self._server is not None
+            self._stop_mid_request(end_s)
+            at_s = time.monotonic() - start_s
             self._server.kill()
             seconds = self._server.start()
             self._faults.append(FaultEvent(fault.kind, at_s, "server killed, started again",
                                            seconds))  # fmt: skip
             self._say(f"[{at_s:6.1f} s] server killed; serving again after {seconds:.1f} s")
             return
+        at_s = time.monotonic() - start_s
         live = sorted(self._workers)
         victims = [live[(self._next_victim + i) % len(live)] for i in range(fault.count)]
         self._next_victim += fault.count
@@ -169,6 +184,36 @@ class LoadRun:
         detail = f"{len(victims)} client processes ({num_clients} clients) killed, restarted"
         self._faults.append(FaultEvent(fault.kind, at_s, detail))
         self._say(f"[{at_s:6.1f} s] {detail}")
+
+    def _mid_generation(self) -> bool:
+        """Whether a request has committed tokens and not finished (the clients' pipes read
+        first)."""
+        for worker in list(self._workers.values()):
+            self._read(worker)
+        return any(w.progressed for w in self._workers.values())
+
+    def _stop_mid_request(self, end_s: float) -> None:
+        """Stop (SIGSTOP) the server at a moment a request is mid-generation on it, so the
+        kill that follows interrupts one whatever the machine's speed: once a request has
+        committed tokens and not finished (it needs at least one more round), the server
+        is stopped and the clients' pipes drained; if such a request is still unfinished
+        it cannot finish now, and the server stays stopped. Otherwise it goes on and the
+        wait repeats: on a slow machine past the end of arrivals, while requests are in
+        flight, up to the end of the drain."""
+        server = self._server
+        assert server is not None
+        while True:
+            if self._mid_generation():
+                server.pause()
+                time.sleep(DRAIN_S)  # what the clients sent before the stop arrives
+                if self._mid_generation():
+                    return
+                server.resume()
+            now = time.monotonic()
+            in_flight = any(w.in_flight for w in self._workers.values())
+            if now > end_s + self._load.drain_s or (now > end_s and not in_flight):
+                return
+            time.sleep(0.02)
 
     def _start(self, timeout_s: float = 300.0) -> tuple[float, float]:
         """Start the client processes; once every one is ready, the clock starts: returns

@@ -68,6 +68,15 @@ class ServerProcess:
         finally:
             probe.close_channel()
 
+    def pause(self) -> None:
+        """SIGSTOP: the server stops answering; its clients wait on it."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGCONT)
+
     def kill(self) -> None:
         """SIGKILL: the server dies with every session and queued call."""
         if self._proc is not None and self._proc.poll() is None:

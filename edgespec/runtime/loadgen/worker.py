@@ -15,6 +15,7 @@ import dataclasses
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,13 @@ class Started:
     worker: int
     incarnation: int
     prompt_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Progressed:
+    """The request committed its first tokens: its session is open, more rounds to come."""
+
+    request_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,22 +117,35 @@ class _Client:
     def run(self, client_id: str, job: Job) -> None:
         from edgespec.policies.window import StaticWindow
         from edgespec.runtime.edge.drafter import DraftOptions, generate
+        from edgespec.runtime.edge.progress import ProgressBudget
         from edgespec.runtime.errors import RequestError
 
         load = self.spec.load
         slo = load.slo_mix[job.slo_index]
         self.send(Started(job.request_id, self.spec.index, self.spec.incarnation, job.prompt_index))
+        # a restart takes the budget's reconnects, and as long as the retries may
+        budget = ProgressBudget(timeout_s=RETRY_TIMEOUT_S)
         options = DraftOptions(job.request_id, client_id, slo.name, RETRY_TIMEOUT_S,
-                               RETRY_BACKOFF_S, retry_first_open=True)  # fmt: skip
+                               RETRY_BACKOFF_S, retry_first_open=True,
+                               progress=budget)  # fmt: skip
+        first = Progressed(job.request_id)
+        said: list[Progressed] = []
+
+        def on_tokens(tokens: tuple[int, ...]) -> None:
+            if tokens and not said:
+                said.append(first)
+                self.send(first)
+
         sampling = SamplingParams(max_new_tokens=load.max_new_tokens)
         prompt = self.spec.prompts[job.prompt_index]
         try:
             if load.mode == "centralized":
                 spec = SessionSpec(job.request_id, client_id, prompt, sampling, slo.name)
-                request, output, reconnects = self._centralized(spec)
+                request, output, reconnects = self._centralized(spec, on_tokens)
             else:
                 result = generate(self.verifier, self.drafter(), prompt, sampling, options,
-                                  StaticWindow(load.gamma), clock=time.monotonic)  # fmt: skip
+                                  StaticWindow(load.gamma), on_tokens,
+                                  clock=time.monotonic)  # fmt: skip
                 request, output = result.request, result.output_token_ids
                 reconnects = result.num_reconnects
         except RequestError as exc:
@@ -147,7 +168,9 @@ class _Client:
         self.send(failed)
         time.sleep(RETRY_BACKOFF_S)
 
-    def _centralized(self, spec: SessionSpec) -> tuple[RequestRecord, tuple[int, ...], int]:
+    def _centralized(
+        self, spec: SessionSpec, on_tokens: Callable[[tuple[int, ...]], None]
+    ) -> tuple[RequestRecord, tuple[int, ...], int]:
         """The server decodes ``spec`` alone; one round per step it streams."""
         start = time.monotonic()
         first, output, steps = None, [], 0
@@ -156,6 +179,7 @@ class _Client:
             if chunk and first is None:
                 first = time.monotonic()
             output.extend(chunk)
+            on_tokens(chunk)
         finish = time.monotonic()
         record = RequestRecord(spec.session_id, spec.client_id, spec.slo_class, 0, start,
                                finish if first is None else first, finish,

@@ -16,6 +16,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 
 from edgespec.runtime.errors import RequestError
+from edgespec.runtime.openai_api.admission import Admission, Concurrency
+from edgespec.runtime.openai_api.body import read_body
 from edgespec.runtime.openai_api.errors import ApiError, from_request_error
 from edgespec.runtime.openai_api.generation import Completion, EdgeSetup, run_request
 from edgespec.runtime.openai_api.prompts import prompt_ids
@@ -31,6 +33,7 @@ class ApiConfig:
     model_id: str
     defaults: Defaults = field(default_factory=Defaults)
     limits: Limits = field(default_factory=Limits)
+    concurrency: Concurrency = field(default_factory=Concurrency.for_device)
 
 
 DISCONNECT_POLL_S = 0.25
@@ -53,14 +56,12 @@ def error_response(exc: BaseException) -> JSONResponse:
 
 
 async def _body(request: Request, limits: Limits) -> dict[str, Any]:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-        raise ApiError(413, f"request body is {declared} bytes, over the limit of "
-                       f"{limits.max_body_bytes}", code="request_too_large")  # fmt: skip
-    return decode_body(await request.body(), limits)
+    return decode_body(await read_body(request, limits.max_body_bytes), limits)
 
 
-async def _complete(request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool) -> Response:
+async def _complete(
+    request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, admission: Admission
+) -> Response:
     parsed = parse_request(await _body(request, api.limits), chat, api.defaults, api.limits)
     if parsed.model != api.model_id:
         raise ApiError(404, f"the model {parsed.model!r} does not exist; this endpoint serves "
@@ -70,7 +71,12 @@ async def _complete(request: Request, setup: EdgeSetup, api: ApiConfig, chat: bo
     work: Callable[[Callable[[str], None], threading.Event], Completion] = partial(
         run_request, setup, parsed, ids
     )
-    running = Running(work)
+    await admission.acquire()  # a 429 when the queue is full
+    try:
+        running = Running(work, admission.executor, admission.release)
+    except BaseException:
+        admission.release()
+        raise
     shape = Shape.new(parsed.model, chat)
     if not parsed.stream:
         return JSONResponse(shape.whole(await _whole(request, running)))
@@ -99,10 +105,12 @@ async def _whole(request: Request, running: Running) -> Completion:
             raise ApiError(499, "the client closed the request", code="client_closed_request")
 
 
-async def _answer(request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool) -> Response:
+async def _answer(
+    request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, admission: Admission
+) -> Response:
     """A completion, or the OpenAI error body of whatever went wrong."""
     try:
-        return await _complete(request, setup, api, chat)
+        return await _complete(request, setup, api, chat, admission)
     except Exception as exc:
         return error_response(exc)
 
@@ -111,6 +119,7 @@ def build_app(setup: EdgeSetup, api: ApiConfig) -> FastAPI:
     """The endpoint over ``setup`` (the drafter's models and verification servers)."""
     app = FastAPI(title="edgespec", docs_url=None, redoc_url=None, openapi_url=None)
     created = int(time.time())
+    admission = Admission(api.concurrency)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -121,12 +130,21 @@ def build_app(setup: EdgeSetup, api: ApiConfig) -> FastAPI:
     async def models() -> JSONResponse:
         return JSONResponse(model_list(api.model_id, created))
 
+    @app.get("/health")
+    async def health() -> JSONResponse:
+        return JSONResponse({"status": "ok", "running": admission.running,
+                             "queued": admission.queued})  # fmt: skip
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(admission.metrics(), media_type="text/plain; version=0.0.4")
+
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
-        return await _answer(request, setup, api, chat=False)
+        return await _answer(request, setup, api, False, admission)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        return await _answer(request, setup, api, chat=True)
+        return await _answer(request, setup, api, True, admission)
 
     return app

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgespec.runtime.edge.progress import NoProgress
 from edgespec.runtime.errors import ErrorCode, RequestError
 
 RETRY_AFTER_S = 1
@@ -65,7 +66,10 @@ _STATUS: dict[ErrorCode, tuple[int, str]] = {
 
 def from_request_error(exc: RequestError) -> ApiError:
     """The verification server's refusal as an OpenAI error; unreachable (or overloaded)
-    servers carry a ``Retry-After`` hint."""
+    servers carry a ``Retry-After`` hint; a drafter that gave up making progress is a 504."""
+    if isinstance(exc, NoProgress):
+        return ApiError(504, f"the drafter {exc.message}", kind="server_error",
+                        code="no_progress", retry_after_s=RETRY_AFTER_S)  # fmt: skip
     status, kind = _STATUS.get(exc.code, (500, "server_error"))
     retry = RETRY_AFTER_S if status in (429, 503) else None
     where = "the verification server"

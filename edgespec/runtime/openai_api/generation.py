@@ -125,6 +125,7 @@ def run_request(
     commit. Raises :class:`Cancelled` when ``cancel`` is set (the session closed);
     :class:`~edgespec.runtime.errors.RequestError` when the server refuses or is gone."""
     from edgespec.runtime.edge.drafter import DraftOptions, generate
+    from edgespec.runtime.edge.progress import ProgressBudget
     from edgespec.runtime.wire.emulated_link import wrap_verifier
 
     config = setup.config
@@ -146,7 +147,8 @@ def run_request(
 
     tracker = SessionTracker(wrap_verifier(_verifier(setup), config))
     session_id = f"{config.client_id}-oai-{uuid.uuid4().hex[:12]}"
-    options = DraftOptions(session_id, config.client_id, request.slo_class)
+    budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
+    options = DraftOptions(session_id, config.client_id, request.slo_class, progress=budget)
     try:
         generate(tracker, _drafter(setup), prompt_ids, sampling, options, window, on_tokens)
     except Cancelled:

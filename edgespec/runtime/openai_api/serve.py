@@ -9,6 +9,8 @@ import threading
 import time
 from typing import Any
 
+from edgespec.errors import UserInputError
+from edgespec.runtime.openai_api.admission import Concurrency
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.schema import Defaults, Limits
@@ -58,6 +60,19 @@ def parse_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def concurrency(max_running: int | None, max_queued: int | None) -> Concurrency:
+    """``--openai-max-concurrent`` and ``--openai-max-queued``, each sized to the device
+    when not given (:meth:`Concurrency.for_device`)."""
+    from edgespec.config import ConfigError
+
+    sized = Concurrency.for_device()
+    running = sized.max_running if max_running is None else max_running
+    queued = running if max_queued is None else max_queued
+    if queued < 0:
+        raise ConfigError("openai_max_queued", f"must be >= 0, got {queued}")
+    return Concurrency(running, queued)
+
+
 def check_serve_flags(mode: str, compare: bool, records: str | None, stop: Any,
                       config: Any) -> None:  # fmt: skip
     """What ``--serve-openai`` cannot combine with, refused before anything loads."""
@@ -97,16 +112,24 @@ def serve_openai(
     tokenizer: Any,
     vocab_size: int,
     limits: Limits,
+    concurrency: Concurrency | None = None,
 ) -> int:
-    """Serve until interrupted, refusing requests beyond ``limits``; the model id is the name
-    of the server's target."""
+    """Serve until interrupted, refusing requests beyond ``limits`` and generations beyond
+    ``concurrency`` (default: sized to the device); the model id is the name of the
+    server's target."""
     host, port = parse_address(address)
     setup = _setup(config, verifier, draft, tokenizer, vocab_size)
     model_id = verifier.target_name() or "edgespec"
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)
-    server = ApiThread(build_app(setup, ApiConfig(model_id, defaults, limits)), host, port).start()
+    admits = concurrency or Concurrency.for_device()
+    app = build_app(setup, ApiConfig(model_id, defaults, limits, admits))
+    try:
+        server = ApiThread(app, host, port).start()
+    except OSError as exc:  # the port taken since it was checked
+        raise UserInputError(str(exc)) from None
     print(f"edgespec draft: OpenAI-compatible endpoint on http://{host}:{server.port}/v1 "
-          f"(model {model_id!r})", file=sys.stderr, flush=True)  # fmt: skip
+          f"(model {model_id!r}; {admits.max_running} generations at once, "
+          f"{admits.max_queued} queued)", file=sys.stderr, flush=True)  # fmt: skip
     try:
         server.wait()
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ import contextlib
 import json
 import threading
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor
 from typing import Any
 
 from edgespec.runtime.openai_api.generation import Completion
@@ -22,13 +23,18 @@ Item = tuple[str, Any]  # ("text", str) | ("done", Completion) | ("error", BaseE
 
 
 class Running:
-    """``work`` started in the loop's default executor; :meth:`next` awaits its next item."""
+    """``work`` started in ``executor`` (the loop's default one when ``None``); :meth:`next`
+    awaits its next item; ``on_end`` is called on the loop once the work has ended."""
 
-    def __init__(self, work: Work) -> None:
+    def __init__(
+        self, work: Work, executor: Executor | None = None, on_end: Callable[[], None] | None = None
+    ) -> None:
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[Item] = asyncio.Queue()
         self.cancel = threading.Event()
-        self._future = self._loop.run_in_executor(None, self._run, work)
+        self._future = self._loop.run_in_executor(executor, self._run, work)
+        if on_end is not None:
+            self._future.add_done_callback(lambda _: on_end())
 
     def _put(self, item: Item) -> None:
         with contextlib.suppress(RuntimeError):  # the loop closed (shutdown): nobody reads

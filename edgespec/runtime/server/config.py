@@ -173,6 +173,10 @@ class DrafterConfig:
     auth_token: str | None = None
     tls_ca: str | None = None
     request_timeout_s: float = 30.0
+    # a request gives up after this many reconnects in a row, or seconds, without a
+    # committed token (edgespec.runtime.edge.progress)
+    max_reconnects: int = 5
+    progress_timeout_s: float = 60.0
     # the client's gRPC send/receive limit per message (the server has its own): raise both
     # for hidden-state drafts with long prompts (docs/RUNTIME.md)
     max_message_bytes: int = 4 << 20
@@ -205,6 +209,12 @@ class DrafterConfig:
                 raise ConfigError(name, f"must be a finite number >= 0, got {value}")
         if self.max_message_bytes < 1:
             raise ConfigError("max_message_bytes", f"must be >= 1, got {self.max_message_bytes}")
+        if self.max_reconnects < 0:
+            raise ConfigError("max_reconnects", f"must be >= 0, got {self.max_reconnects}")
+        for name in ("request_timeout_s", "progress_timeout_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigError(name, f"must be a finite number > 0, got {value}")
         if self.max_new_tokens < 1:
             raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
         if self.temperature < 0:

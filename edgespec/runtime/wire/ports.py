@@ -15,12 +15,12 @@ class PortInUseError(UserInputError):
 def ensure_port_free(host: str, port: int) -> None:
     """Bind ``host:port`` for a moment, as the server will: a :class:`PortInUseError`
     ("port P is in use") when a process listens there, a :class:`UserInputError` naming
-    the address when it cannot be bound for another reason. Port 0 (any free one) passes.
+    the address when it cannot be bound for another reason (a host that does not resolve
+    or is not this machine's). Port 0 (any free one) is probed too: its host must be
+    bindable.
 
     The probe sets ``SO_REUSEADDR`` (connections in TIME_WAIT do not count) but not
     ``SO_REUSEPORT``, so any listener fails it, gRPC's included."""
-    if port == 0:
-        return
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:

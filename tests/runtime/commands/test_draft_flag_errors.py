@@ -124,6 +124,22 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
             "config field 'routing.name': unknown routing policy 'nosuch'; known: "
             "['jsq', 'random', 'round_robin']",
         ),
+        (
+            ["--prompt-ids", "1", "--request-timeout-s", "0"],
+            "config field 'request_timeout_s': must be a finite number > 0, got 0.0",
+        ),
+        (
+            ["--prompt-ids", "1", "--progress-timeout-s", "-5"],
+            "config field 'progress_timeout_s': must be a finite number > 0, got -5.0",
+        ),
+        (
+            ["--prompt-ids", "1", "--max-reconnects", "-1"],
+            "config field 'max_reconnects': must be >= 0, got -1",
+        ),
+        (
+            ["--serve-openai", "127.0.0.1:0", "--openai-max-queued", "-1"],
+            "config field 'openai_max_queued': must be >= 0, got -1",
+        ),
     ],
 )
 def test_flag_mistakes_exit_2_before_any_request(

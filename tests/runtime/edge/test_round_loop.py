@@ -140,7 +140,8 @@ def test_a_lost_session_is_reopened_with_the_committed_tokens(code: ErrorCode) -
     reopened = verifier.specs[2]
     assert reopened.prompt_token_ids == (5, 6, 7, 8)
     assert reopened.sampling == SamplingParams(temperature=0.0, max_new_tokens=4, seed=3)
-    assert verifier.closed == ["s", "s#r1.2"]  # the abandoned one too
+    # the abandoned one too, and the failed reopening (its open may have reached the server)
+    assert verifier.closed == ["s", "s#r1.1", "s#r1.2"]
     assert [c.session_id for c in verifier.calls] == ["s", "s", "s#r1.2", "s#r1.2"]
     assert len(policy.seen) == 4  # asked again for the round that did not run
     assert len(result.rounds) == 3
@@ -182,6 +183,7 @@ def test_the_first_open_is_retried_while_the_server_is_down_only_when_asked(retr
         with pytest.raises(RequestError) as info:
             generate(verifier, Drafter(clock), PROMPT, GREEDY, options, clock=clock)
         assert (info.value.code, info.value.message) == (ErrorCode.UNAVAILABLE, "server down")
+        assert verifier.closed == ["s"]  # an open that timed out may have opened it
         return
     result = generate(verifier, Drafter(clock), PROMPT, GREEDY, options, clock=clock)
     assert result.output_token_ids == OUTPUT

@@ -175,13 +175,16 @@ def test_the_limit_flags_reach_the_endpoint(
     from edgespec.cli import main
     from edgespec.runtime.commands import draft as draft_command
     from edgespec.runtime.openai_api import serve
+    from edgespec.runtime.openai_api.admission import Concurrency
     from edgespec.runtime.openai_api.schema import Limits
 
     seen: list[Limits] = []
+    admits: list[Concurrency] = []
     monkeypatch.setattr(draft_command, "_tokenizer", lambda *a, **k: word_tokenizer(64))
 
-    def record(*args: Any) -> int:
+    def record(*args: Any, concurrency: Concurrency) -> int:
         seen.append(args[-1])
+        admits.append(concurrency)
         return 0
 
     monkeypatch.setattr(serve, "serve_openai", record)
@@ -189,5 +192,7 @@ def test_the_limit_flags_reach_the_endpoint(
             "--serve-openai", "127.0.0.1:0"]  # fmt: skip
     assert main(argv) == 0
     assert main([*argv, "--openai-max-body-bytes", "1000", "--openai-max-prompt-tokens", "9",
-                 "--openai-max-tokens", "7"]) == 0  # fmt: skip
+                 "--openai-max-tokens", "7", "--openai-max-concurrent", "3",
+                 "--openai-max-queued", "0"]) == 0  # fmt: skip
     assert seen == [Limits(), Limits(1000, 9, 7)]
+    assert admits == [Concurrency.for_device(), Concurrency(3, 0)]

@@ -1,0 +1,77 @@
+"""A generation's budget for making progress, not only for one round.
+
+A round that fails fast (a request timeout shorter than one verification, a server that
+drops every session) would otherwise be retried forever, each reopen making the server
+prefill the whole context again. :class:`ProgressWatch` allows at most
+``max_reconnects`` reconnects in a row without a committed token, and at most
+``timeout_s`` since the last committed token (or since the generation started); past
+either the drafter closes its session and raises :class:`NoProgress`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from edgespec.runtime.errors import ErrorCode, RequestError
+
+NO_PROGRESS_EXIT = 3
+"""``edgespec draft``'s exit status when a generation gave up (:class:`NoProgress`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressBudget:
+    """At most ``max_reconnects`` reconnects in a row, and ``timeout_s`` seconds, without
+    a committed token."""
+
+    max_reconnects: int = 5
+    timeout_s: float = 60.0
+
+
+class NoProgress(RequestError):
+    """The drafter gave up: its budget for committing a token ran out (an ``UNAVAILABLE``
+    :class:`RequestError`, so callers that handle an unreachable server handle it)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.UNAVAILABLE, message)
+
+
+class ProgressWatch:
+    """Counts a generation's reconnects and time since its last committed token."""
+
+    def __init__(self, budget: ProgressBudget, clock: Callable[[], float]) -> None:
+        self._budget = budget
+        self._clock = clock
+        self._last_s = clock()
+        self._num_committed = 0
+        self._reconnects = 0
+
+    def committed(self, num_committed: int) -> None:
+        """The generation has ``num_committed`` tokens now: more than before resets both
+        budgets."""
+        if num_committed > self._num_committed:
+            self._num_committed = num_committed
+            self._last_s = self._clock()
+            self._reconnects = 0
+
+    def remaining_s(self) -> float:
+        return self._budget.timeout_s - (self._clock() - self._last_s)
+
+    def reconnect(self, cause: RequestError) -> None:
+        """A reconnect is about to happen after ``cause``: :class:`NoProgress` when it
+        would exceed the budget."""
+        self._reconnects += 1
+        if self._reconnects > self._budget.max_reconnects:
+            raise NoProgress(self._gave_up(f"{self._budget.max_reconnects} reconnects", cause))
+        self.check(cause)
+
+    def check(self, cause: RequestError) -> None:
+        """:class:`NoProgress` when the time budget ran out (``cause``: the last failure)."""
+        if self.remaining_s() <= 0:
+            raise NoProgress(self._gave_up(f"{self._budget.timeout_s:g} s", cause))
+
+    def _gave_up(self, spent: str, cause: RequestError) -> str:
+        return (
+            f"gave up after {spent} without a committed token ({self._num_committed} "
+            f"committed; last error {cause.code.value}: {cause.message})"
+        )

@@ -1,0 +1,118 @@
+"""The endpoint's concurrency is explicit: with ``max_running`` 4 and ``max_queued`` 4, 12
+streaming clients at once (their verifications held on the server until all have arrived)
+get 4 generations running, 4 queued and 4 refused at once with a 429 and ``Retry-After``;
+``/metrics`` shows it, ``/health`` and ``/v1/models`` answer meanwhile, and the 8 admitted
+finish once the server goes on."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from edgespec.config import from_dict
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.openai_api.admission import Concurrency
+from edgespec.runtime.openai_api.app import ApiConfig, build_app
+from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.serve import ApiThread
+from edgespec.runtime.server.config import DrafterConfig
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.grpc_server import ServerThread
+from tests.runtime.conftest import start_server
+from tests.runtime.openai_api.conftest import LIMITS, MODEL, word_tokenizer
+
+CLIENTS = 12
+ADMITS = Concurrency(max_running=4, max_queued=4)
+
+
+class HeldTarget(TransformersTarget):
+    """The tiny target, its forward passes held until ``go`` is set."""
+
+    go = threading.Event()
+
+    def forward(self, items: Sequence[Any]) -> Any:
+        assert self.go.wait(60), "never let go"
+        return super().forward(items)
+
+
+@pytest.fixture
+def held(target_model: Any, draft_model: Any) -> Iterator[ApiThread]:
+    HeldTarget.go.clear()
+    server: ServerThread = start_server(HeldTarget(target_model), host="127.0.0.1")
+    address = f"127.0.0.1:{server.port}"
+    config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft"})
+    setup = EdgeSetup(config, draft_model, word_tokenizer(64), 64, 24,
+                      (RemoteVerifier(address, timeout_s=60.0),))  # fmt: skip
+    api = ApiThread(build_app(setup, ApiConfig(MODEL, limits=LIMITS, concurrency=ADMITS)),
+                    "127.0.0.1").start()  # fmt: skip
+    yield api
+    HeldTarget.go.set()
+    api.stop()
+    server.stop(grace_s=0)
+
+
+def _get(api: ApiThread, path: str) -> tuple[int, bytes]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{api.port}{path}", timeout=5) as response:
+        return response.status, response.read()
+
+
+def _metrics(api: ApiThread) -> dict[str, float]:
+    _, text = _get(api, "/metrics")
+    rows = (line.split() for line in text.decode().splitlines() if not line.startswith("#"))
+    return {name.removeprefix("edgespec_openai_"): float(value) for name, value in rows}
+
+
+def _stream(api: ApiThread, index: int) -> tuple[int, Any, str]:
+    body = {"model": MODEL, "prompt": f"w{index % 60 + 1} w2 w3", "max_tokens": 6,
+            "stream": True}  # fmt: skip
+    request = urllib.request.Request(f"http://127.0.0.1:{api.port}/v1/completions",
+                                     data=json.dumps(body).encode(), method="POST")  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, exc.read().decode()
+
+
+def _wait_for(api: ApiThread, running: int, queued: int, refused: int) -> None:
+    deadline = time.monotonic() + 60
+    wanted = (running, queued, refused)
+    while time.monotonic() < deadline:
+        seen = _metrics(api)
+        keys = ("requests_running", "requests_queued", "requests_refused_total")
+        if tuple(seen[k] for k in keys) == wanted:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"never {wanted} running, queued, refused: {_metrics(api)}")
+
+
+def test_admits_queues_then_refuses_with_429(held: ApiThread) -> None:
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        replies = [pool.submit(_stream, held, i) for i in range(CLIENTS)]
+        _wait_for(held, running=4, queued=4, refused=CLIENTS - 8)
+        # meanwhile the endpoint's own routes answer: no worker is needed for them
+        assert _get(held, "/health")[0] == 200
+        assert json.loads(_get(held, "/v1/models")[1])["data"][0]["id"] == MODEL
+        HeldTarget.go.set()
+        done = [f.result(timeout=120) for f in replies]
+    refused = [reply for reply in done if reply[0] != 200]
+    assert len(refused) == CLIENTS - 8
+    for status, headers, text in refused:
+        assert (status, headers["Retry-After"]) == (429, "1")
+        error = json.loads(text)["error"]
+        assert (error["type"], error["code"]) == ("rate_limit_error", "too_many_requests")
+        assert "4 generations running and 4 queued" in error["message"]
+    served = [text for status, _, text in done if status == 200]
+    assert len(served) == 8
+    assert all(text.endswith("data: [DONE]\n\n") for text in served)
+    seen = _metrics(held)
+    assert (seen["requests_running"], seen["requests_queued"]) == (0, 0)
+    assert seen["requests_admitted_total"] == 8
