@@ -121,7 +121,7 @@ def _gemma_cache() -> Path:
 
 def needs_conversion(name: str) -> bool:
     """Whether loading model ``name`` first converts it (``gemma3-270m`` before its fp32
-    copy is cached: about a minute on two cores)."""
+    copy is cached: 1-2 minutes on two cores)."""
     try:
         spec = resolve_model(name)
     except ModelNotFoundError:

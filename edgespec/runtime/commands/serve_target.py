@@ -93,7 +93,7 @@ def _load_transformers_target(
     from edgespec.runtime.backends.mask_check_cache import has_recorded_pass, load_checked_target
 
     first = needs_conversion(config.target)
-    note = " (first load: dequantizing it once, about a minute)" if first else ""
+    note = " (first load: dequantizing it once, 1-2 minutes)" if first else ""
     say(f"loading the target {config.target}{note}")
     loaded = load_model(config.target, config.dtype, verbose=verbose)
     model = loaded.model
