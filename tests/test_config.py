@@ -20,7 +20,8 @@ from edgespec.config import (
     load_config,
     read_yaml,
 )
-from edgespec.runtime.server.config import DrafterConfig, ServerConfig
+from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.runtime.server.config import ServerConfig
 
 
 def test_defaults_load() -> None:

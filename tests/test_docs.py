@@ -50,7 +50,8 @@ import pytest
 from edgespec.cli import build_parser
 from edgespec.config import ConfigError, load_config, read_yaml
 from edgespec.policies.registry import KINDS
-from edgespec.runtime.server.config import DrafterConfig, ServerConfig
+from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.runtime.server.config import ServerConfig
 from edgespec.sim.commands.flags import APPLIES, MODES, PLAIN
 from edgespec.sim.pipeline.scenario import pipeline_scenario_from_dict
 from edgespec.sim.setup.scenario import (

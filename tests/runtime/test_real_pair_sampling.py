@@ -52,10 +52,10 @@ def client(gemma: tuple[Any, Any]) -> Iterator[Any]:
     openai = pytest.importorskip("openai")
     from edgespec.config import from_dict
     from edgespec.models.loading import load_model
+    from edgespec.runtime.edge.config import DrafterConfig
     from edgespec.runtime.openai_api.app import ApiConfig, build_app
     from edgespec.runtime.openai_api.generation import EdgeSetup
     from edgespec.runtime.openai_api.serve import ApiThread
-    from edgespec.runtime.server.config import DrafterConfig
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
     server, loaded = gemma

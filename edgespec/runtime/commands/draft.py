@@ -72,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     """Check the arguments, reach the server, then load what the mode needs and run it:
     nothing slow happens before a bad flag or an unreachable server is reported."""
     from edgespec.config import ConfigError, load_config
-    from edgespec.runtime.server.config import DrafterConfig
+    from edgespec.runtime.edge.config import DrafterConfig
     from edgespec.runtime.wire.emulated_link import check_link_mode
 
     config = load_config(DrafterConfig, args.config, overrides(args))

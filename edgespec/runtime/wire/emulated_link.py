@@ -274,7 +274,7 @@ def link_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def link_from_config(config: Any) -> LinkEmulation | None:
-    """The link a :class:`~edgespec.runtime.server.config.DrafterConfig` asks for;
+    """The link a :class:`~edgespec.runtime.edge.config.DrafterConfig` asks for;
     ``None`` when off."""
     link = LinkEmulation(config.link_rtt_ms, config.link_jitter_ms, config.link_bandwidth_mbps)
     return link if link.enabled else None

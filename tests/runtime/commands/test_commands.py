@@ -256,30 +256,38 @@ def test_draft_window_flag_picks_the_policy(
 
 def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: Any) -> None:
     """A first load is minutes of work: serve names each stage as it starts (stderr), and
-    stdout's first line is still the address it listens on."""
+    stdout's first line is still the address it listens on. The second start finds the
+    mask probe's pass recorded (in its own EDGESPEC_CACHE) and says so."""
     from edgespec.runtime.commands.serve import Stages
 
-    target_model.save_pretrained(tmp_path)
-    argv = [sys.executable, "-m", "edgespec.cli", "serve", "--target", str(tmp_path)]
+    model_dir = tmp_path / "model"
+    target_model.save_pretrained(model_dir)
+    argv = [sys.executable, "-m", "edgespec.cli", "serve", "--target", str(model_dir)]
     argv += ["--port", "0", "--draft", "ngram", "--threads", "1"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    try:
-        assert "listening on 127.0.0.1:" in proc.stdout.readline()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-    said = [line.split("] ", 1)[1] for line in proc.stderr.read().splitlines() if "s] " in line]
-    assert said[:5] == [
-        f"loading the target {tmp_path} (a first load of gemma3-270m dequantizes it once) ...",
-        "probing the target's attention masks (one batched pass per layout) ...",
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "EDGESPEC_CACHE": str(tmp_path / "cache")}
+    said = []
+    for _ in range(2):
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            assert "listening on 127.0.0.1:" in proc.stdout.readline()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+        lines = proc.stderr.read().splitlines()
+        said.append([line.split("] ", 1)[1] for line in lines if "s] " in line])
+    stages = [
+        f"loading the target {model_dir} ...",
+        "probing the target's attention masks (cached for later starts) ...",
         "loading the draft ngram ...",
         "starting the gRPC server ...",
         "ready",
     ]
+    assert said[0][:5] == stages
+    stages[1] = "attention masks: checked before for these weights and versions (cached) ..."
+    assert said[1][:5] == stages
     ticks = iter([10.0, 10.0, 12.5, 70.25])
     stages = Stages(clock=lambda: next(ticks))
     import contextlib

@@ -18,11 +18,11 @@ from transformers import PreTrainedTokenizerFast  # noqa: E402
 
 from edgespec.config import from_dict  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
+from edgespec.runtime.edge.config import DrafterConfig  # noqa: E402
 from edgespec.runtime.openai_api.app import ApiConfig, build_app  # noqa: E402
 from edgespec.runtime.openai_api.generation import EdgeSetup  # noqa: E402
 from edgespec.runtime.openai_api.schema import Limits  # noqa: E402
 from edgespec.runtime.openai_api.serve import ApiThread  # noqa: E402
-from edgespec.runtime.server.config import DrafterConfig  # noqa: E402
 from edgespec.runtime.wire.grpc_client import RemoteVerifier  # noqa: E402
 from edgespec.runtime.wire.grpc_server import ServerThread  # noqa: E402
 from tests.runtime.conftest import start_server  # noqa: E402

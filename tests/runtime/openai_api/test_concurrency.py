@@ -19,11 +19,11 @@ import pytest
 
 from edgespec.config import from_dict
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.openai_api.admission import Concurrency
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread
-from edgespec.runtime.server.config import DrafterConfig
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.conftest import start_server

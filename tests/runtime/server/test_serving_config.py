@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from edgespec.config import ConfigError, from_dict, load_config
-from edgespec.runtime.server.config import DrafterConfig, ServerConfig
+from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.runtime.server.config import ServerConfig
 
 
 def test_server_deadline_rule_prefix_cache_and_batching_name() -> None:

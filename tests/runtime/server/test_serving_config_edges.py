@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from edgespec.config import ConfigError, from_dict
-from edgespec.runtime.server.config import DrafterConfig, ServerConfig, check_tls_pair
+from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.runtime.server.config import ServerConfig, check_tls_pair
 
 
 def _server_error(data: dict[str, Any]) -> str:

@@ -18,9 +18,9 @@ from edgespec.core.types import SamplingParams, VerifyResult
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
+from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.edge.drafter import DraftOptions, generate
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome, VerifyReply
-from edgespec.runtime.server.config import DrafterConfig
 from edgespec.runtime.wire.emulated_link import EmulatedLinkVerifier, LinkEmulation, wrap_verifier
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
