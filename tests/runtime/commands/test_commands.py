@@ -278,16 +278,16 @@ def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: 
             proc.wait(timeout=20)
         lines = proc.stderr.read().splitlines()
         said.append([line.split("] ", 1)[1] for line in lines if "s] " in line])
-    stages = [
+    expected = [
         f"loading the target {model_dir} ...",
         "probing the target's attention masks (cached for later starts) ...",
         "loading the draft ngram ...",
         "starting the gRPC server ...",
         "ready",
     ]
-    assert said[0][:5] == stages
-    stages[1] = "attention masks: checked before for these weights and versions (cached) ..."
-    assert said[1][:5] == stages
+    assert said[0][:5] == expected
+    expected[1] = "attention masks: checked before for these weights and versions (cached) ..."
+    assert said[1][:5] == expected
     ticks = iter([10.0, 10.0, 12.5, 70.25])
     stages = Stages(clock=lambda: next(ticks))
     import contextlib
