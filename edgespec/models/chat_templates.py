@@ -55,5 +55,9 @@ def end_of_turn_ids(tokenizer: Any) -> frozenset[int]:
     template = getattr(tokenizer, "chat_template", None)
     if not isinstance(template, str):
         return frozenset()
-    vocab = tokenizer.get_vocab()
-    return frozenset(vocab[m] for m in END_OF_TURN_MARKERS if m in template and m in vocab)
+    ids = set()
+    for marker in (m for m in END_OF_TURN_MARKERS if m in template):
+        token_id = tokenizer.convert_tokens_to_ids(marker)  # a lookup, not the whole vocabulary
+        if isinstance(token_id, int) and tokenizer.convert_ids_to_tokens(token_id) == marker:
+            ids.add(token_id)  # (an unknown marker maps to the unknown token, not back to itself)
+    return frozenset(ids)
