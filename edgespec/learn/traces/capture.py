@@ -185,6 +185,34 @@ def assisted_generate(
     return tuple(int(t) for t in out[0, ids.shape[1] :])
 
 
+def _baselines(
+    target: TargetBackend,
+    pair: PairInfo,
+    prompt_ids: Sequence[int],
+    output: Sequence[int],
+    settings: CaptureSettings,
+    on_stage: Callable[[str], None],
+) -> tuple[float | None, float | None, bool | None]:
+    """The baselines ``settings`` ask for, timed (ms): the target alone, assisted
+    generation; and whether ``output`` equals each of them (``None``: none ran)."""
+    target_only_ms = assisted_ms = None
+    lossless: bool | None = None
+    if settings.target_only:
+        on_stage("the target alone (baseline)")
+        start = time.perf_counter()
+        reference = target_greedy_decode(target, prompt_ids, settings.max_new_tokens)
+        target_only_ms = (time.perf_counter() - start) * 1e3
+        lossless = reference == tuple(output)
+    if settings.assisted and pair.draft_model is not None:
+        on_stage("assisted generation (baseline)")
+        start = time.perf_counter()
+        assisted = assisted_generate(pair, prompt_ids, settings)
+        assisted_ms = (time.perf_counter() - start) * 1e3
+        same = assisted[: len(output)] == tuple(output)
+        lossless = same if lossless is None else (lossless and same)
+    return target_only_ms, assisted_ms, lossless
+
+
 def capture_one(
     target: TargetBackend,
     drafter: DraftBackend,
@@ -216,21 +244,9 @@ def capture_one(
         seq = flags_from_rounds([r.num_accepted for r in result.rounds], len(output))
     elif feats is not None:
         after = rejection_continuations(drafter, prompt_ids, output, seq, settings.gamma_max)
-    target_only_ms = assisted_ms = None
-    lossless: bool | None = None
-    if settings.target_only:
-        on_stage("the target alone (baseline)")
-        start = time.perf_counter()
-        reference = target_greedy_decode(target, prompt_ids, settings.max_new_tokens)
-        target_only_ms = (time.perf_counter() - start) * 1e3
-        lossless = reference == output
-    if settings.assisted and pair.draft_model is not None:
-        on_stage("assisted generation (baseline)")
-        start = time.perf_counter()
-        assisted = assisted_generate(pair, prompt_ids, settings)
-        assisted_ms = (time.perf_counter() - start) * 1e3
-        same = assisted[: len(output)] == output
-        lossless = same if lossless is None else (lossless and same)
+    target_only_ms, assisted_ms, lossless = _baselines(
+        target, pair, prompt_ids, output, settings, on_stage
+    )
     return TraceRecord(
         request_id=request_id,
         arrival_ms=arrival_ms,
