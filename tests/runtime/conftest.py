@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -105,3 +106,12 @@ def make_server(target: TransformersTarget, draft_model: Any) -> Iterator[Server
     yield make
     for server in started:
         server.stop(grace_s=0)
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A plain socket listening on a free loopback port; its port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield int(sock.getsockname()[1])

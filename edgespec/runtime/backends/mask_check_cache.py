@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,32 +61,42 @@ def _record_path(cache: Path, key: dict[str, Any]) -> Path:
     return cache / "checks" / "attention-masks" / f"{digest}.json"
 
 
-def has_recorded_pass(model: Any, weight_files: Sequence[Path], cache: Path) -> bool:
-    """Whether a pass of this model's probe is recorded in ``cache`` under its
-    :func:`probe_key` (never for a model without weight files: one built in memory)."""
-    if not weight_files:
-        return False
-    key = probe_key(model, weight_files)
+def _recorded(key: dict[str, Any], cache: Path) -> bool:
     try:
         return bool(json.loads(_record_path(cache, key).read_text()).get("key") == key)
     except (OSError, ValueError):
         return False  # no record, or an unreadable one: probe again and rewrite it
 
 
+def has_recorded_pass(model: Any, weight_files: Sequence[Path], cache: Path) -> bool:
+    """Whether a pass of this model's probe is recorded in ``cache`` under its
+    :func:`probe_key` (never for a model without weight files: one built in memory)."""
+    return bool(weight_files) and _recorded(probe_key(model, weight_files), cache)
+
+
+def _quiet(probing: bool) -> None:
+    """No one is told whether the probe runs."""
+
+
 def load_checked_target(
-    model: Any, weight_files: Sequence[Path], cache: Path, **options: Any
+    model: Any,
+    weight_files: Sequence[Path],
+    cache: Path,
+    announce: Callable[[bool], None] = _quiet,
+    **options: Any,
 ) -> CachedTarget:
     """``TransformersTarget(model, **options)``, its mask probe skipped when
-    :func:`has_recorded_pass`, else run and (when it passes) recorded. Without
-    ``weight_files`` (a model built in memory) the probe always runs."""
-    if has_recorded_pass(model, weight_files, cache):
-        return CachedTarget(TransformersTarget(model, check_masks=False, **options), False)
-    target = TransformersTarget(model, **options)
-    if not weight_files:
-        return CachedTarget(target, probed=True)
-    record = _record_path(cache, probe_key(model, weight_files))
-    record.parent.mkdir(parents=True, exist_ok=True)
-    tmp = record.with_suffix(f".tmp{id(target)}")
-    tmp.write_text(json.dumps({"key": probe_key(model, weight_files), "passed": True}, indent=1))
-    tmp.replace(record)
-    return CachedTarget(target, probed=True)
+    :func:`has_recorded_pass`, else run and (when it passes) recorded; ``announce`` hears
+    whether the probe is about to run. Without ``weight_files`` (a model built in memory)
+    the probe always runs."""
+    key = probe_key(model, weight_files) if weight_files else None
+    probing = key is None or not _recorded(key, cache)
+    announce(probing)
+    target = TransformersTarget(model, check_masks=probing, **options)
+    if key is not None and probing:
+        record = _record_path(cache, key)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        tmp = record.with_suffix(f".tmp{id(target)}")
+        tmp.write_text(json.dumps({"key": key, "passed": True}, indent=1))
+        tmp.replace(record)
+    return CachedTarget(target, probed=probing)

@@ -90,18 +90,21 @@ def _load_transformers_target(
     config: Any, verbose: bool, say: Callable[[str], None]
 ) -> LoadedTarget:
     from edgespec.models.loading import cache_dir, load_model, needs_conversion
-    from edgespec.runtime.backends.mask_check_cache import has_recorded_pass, load_checked_target
+    from edgespec.runtime.backends.mask_check_cache import load_checked_target
 
     first = needs_conversion(config.target)
     note = " (first load: dequantizing it once, 1-2 minutes)" if first else ""
     say(f"loading the target {config.target}{note}")
     loaded = load_model(config.target, config.dtype, verbose=verbose)
     model = loaded.model
-    if has_recorded_pass(model, loaded.weight_files, cache_dir()):
-        say("attention masks: checked before for these weights and versions (cached)")
-    else:
-        say("probing the target's attention masks (cached for later starts)")
-    checked = load_checked_target(model, loaded.weight_files, cache_dir())
+
+    def announce(probing: bool) -> None:
+        if probing:
+            say("probing the target's attention masks (cached for later starts)")
+        else:
+            say("attention masks: checked before for these weights and versions (cached)")
+
+    checked = load_checked_target(model, loaded.weight_files, cache_dir(), announce)
     width = int(model.config.get_text_config().hidden_size)
     return LoadedTarget(checked.target, width, model, None)
 

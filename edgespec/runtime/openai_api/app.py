@@ -56,7 +56,7 @@ def error_response(exc: BaseException) -> JSONResponse:
 
 
 async def _body(request: Request, limits: Limits) -> dict[str, Any]:
-    return decode_body(await read_body(request, limits.max_body_bytes), limits)
+    return decode_body(await read_body(request, limits.max_body_bytes))
 
 
 async def _complete(

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgespec.runtime.openai_api.errors import ApiError, invalid
+from edgespec.runtime.openai_api.errors import invalid
 
 MAX_STOP = 4
 UNSUPPORTED = {"n": 1, "best_of": 1, "echo": False, "logprobs": None, "suffix": None}
@@ -59,12 +59,9 @@ class ParsedRequest:
     window: WindowChoice | None
 
 
-def decode_body(raw: bytes, limits: Limits) -> dict[str, Any]:
-    """The JSON object of a request body: 413 when larger than ``limits``, 400 when not a
-    JSON object."""
-    if len(raw) > limits.max_body_bytes:
-        raise ApiError(413, f"request body is {len(raw)} bytes, over the limit of "
-                       f"{limits.max_body_bytes}", code="request_too_large")  # fmt: skip
+def decode_body(raw: bytes) -> dict[str, Any]:
+    """The JSON object of a request body (its size was bounded as it was read:
+    :func:`edgespec.runtime.openai_api.body.read_body`): 400 when not a JSON object."""
     try:
         body = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -5,21 +5,9 @@ that came after loading would fail on them instead)."""
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
-
 import pytest
 
 from edgespec.cli import main
-
-
-@pytest.fixture
-def listener() -> Iterator[int]:
-    """A plain socket listening on a free loopback port; its port."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield int(sock.getsockname()[1])
 
 
 def _serve(host: str, port: int, *extra: str) -> list[str]:

@@ -5,7 +5,6 @@ status 2, before it loads its model."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -14,15 +13,6 @@ from edgespec.errors import UserInputError
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire.ports import PortInUseError, ensure_port_free
 from tests.runtime.conftest import start_server
-
-
-@pytest.fixture
-def listener() -> Iterator[int]:
-    """A plain socket listening on a free loopback port; its port."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        yield int(sock.getsockname()[1])
 
 
 def test_a_second_grpc_server_on_a_port_in_use_fails(target: TransformersTarget) -> None:
