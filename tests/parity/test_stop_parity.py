@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("torch")
 
 from edgespec.core.types import SamplingParams
-from edgespec.learn.traces.capture import per_position_acceptance, rejection_continuations
+from edgespec.learn.traces.acceptance import per_position_acceptance, rejection_continuations
 from edgespec.policies.batching import FcfsBatching
 from edgespec.policies.registry import STOP, build_policy
 from edgespec.policies.routing import RoundRobinRouting

@@ -89,7 +89,8 @@ def target_choice(args: argparse.Namespace, target: str, threads: int | None) ->
 def _load_transformers_target(
     config: Any, verbose: bool, say: Callable[[str], None]
 ) -> LoadedTarget:
-    from edgespec.models.loading import cache_dir, load_model, needs_conversion
+    from edgespec.models.gemma_cache import cache_dir, needs_conversion
+    from edgespec.models.loading import load_model
     from edgespec.runtime.backends.mask_check_cache import load_checked_target
 
     first = needs_conversion(config.target)

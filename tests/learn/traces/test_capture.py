@@ -7,12 +7,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from edgespec.learn.traces.capture import (
-    CaptureSettings,
-    PairInfo,
-    capture,
-    per_position_acceptance,
-)
+from edgespec.learn.traces.acceptance import per_position_acceptance
+from edgespec.learn.traces.capture import CaptureSettings, PairInfo, capture
 from edgespec.learn.traces.records import replay_accepted_lengths
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
@@ -99,7 +95,7 @@ def test_hybrid_draft_uses_lookup_when_the_suffix_repeats_and_the_model_otherwis
 
 
 def test_feature_draft_capture_is_lossless_and_replays_its_rounds_at_gamma_max() -> None:
-    from edgespec.learn.traces.capture import flags_from_rounds
+    from edgespec.learn.traces.acceptance import flags_from_rounds
     from edgespec.runtime.backends.feature_draft import FeatureDraft
     from tests.models.test_feature_draft import _net
 
