@@ -1,4 +1,25 @@
-"""Model backends behind :class:`TargetBackend` / :class:`DraftBackend`."""
+"""Model backends behind :class:`TargetBackend` / :class:`DraftBackend`.
+
+* :mod:`.base` — the ``TargetBackend`` / ``DraftBackend`` / ``FeatureDraftBackend``
+  Protocols, ``ForwardItem``, ``ForwardOutput``, ``DraftProposal``, ``common_prefix_length``;
+* :mod:`.transformers_backend` — ``TransformersTarget``: batched ragged forward passes with
+  explicit masks, the load-time masking probe;
+* :mod:`.attention_mask`, :mod:`.mask_check_cache` — which attention kinds a model has (what
+  cannot be masked is refused) and the 4-D masks and positions of every padded pass; the
+  probe's pass remembered per weights, dtype, device and versions;
+* :mod:`.padding` — ``pass_groups``: a batch split into passes of similar shape;
+* :mod:`.lm_head` — ``plain_head`` / ``blocked_head``: the LM head in vocabulary blocks;
+* :mod:`.ngram` — ``suffix_match_next`` (the prompt lookup every drafter uses) and
+  ``NgramDrafter``;
+* :mod:`.transformers_draft`, :mod:`.tree_draft`, :mod:`.feature_draft` — ``TransformersDraft``
+  (any causal LM, its own KV cache) and ``HybridDraft`` (prompt lookup first); ``TreeDraft``
+  (a token tree, one draft pass per depth); ``FeatureDraft`` (EAGLE-style, from the target's
+  returned hidden states);
+* :mod:`.llamacpp_context`, :mod:`.llamacpp_backend`, :mod:`.llamacpp_check`,
+  :mod:`.llamacpp_tree`, :mod:`.llamacpp_draft` — llama.cpp: one model and context in the
+  exact (batch-invariant) configuration, the ``--backend llamacpp`` target, its bit-for-bit
+  self-check, token trees on one sequence, and the chain drafter.
+"""
 
 from edgespec.runtime.backends.base import (
     DraftBackend,

@@ -1,0 +1,17 @@
+"""The runtime's command line.
+
+* :mod:`.serve`, :mod:`.serve_arguments`, :mod:`.serve_target` — ``edgespec serve``: its
+  flags and the parsers of list-valued ones, ``--backend`` and the llama.cpp context's flags,
+  ``load_target``;
+* :mod:`.draft`, :mod:`.draft_arguments`, :mod:`.draft_run` — ``edgespec draft``: its flags and
+  the ``DrafterConfig`` overrides they make, ``DraftRun`` (one request in any mode, timed
+  alike, with its stats line and ``--records``);
+* :mod:`.stop_arguments` — ``--stop-predictor`` / ``--stop-threshold``, shared by ``edgespec
+  draft`` and ``edgespec trace``;
+* :mod:`.cpus` — ``--cpus``: a command's process bound to CPUs of its own;
+* :mod:`.drafting_server` — ``edgespec drafting-server`` (flags checked before the server is
+  asked or the draft loads);
+* :mod:`.bench_serve`, :mod:`.bench_prefix` — ``edgespec bench serve`` (the load generator is
+  :mod:`edgespec.runtime.loadgen`) and ``edgespec bench prefix`` (a follow-up round on a cached
+  prefix against a cold start).
+"""

@@ -1,0 +1,27 @@
+"""The edge drafter: the device's side of distributed speculative decoding.
+
+* :mod:`.config` — ``DrafterConfig`` (``edgespec draft``, its OpenAI endpoint): the edge's
+  frozen, validated configuration;
+* :mod:`.drafter` — the loop ``generate(verifier, drafter, prompt, sampling, options,
+  window)``: distributed rounds and fused runs, when to reconnect, ``RoundRecord`` /
+  ``RequestRecord``;
+* :mod:`.rounds` — the pieces of one round shared by the drafter's loop and the server's
+  fused loop (``decide``, ``capped_gamma``, ``play_round``, ``round_outcome``) and the
+  ``Verifier`` / ``FusedVerifier`` Protocols;
+* :mod:`.fused_handover` — the device's side of a fused run: the session and its window
+  history handed to the server, each fused round recorded as it arrives, the history, window
+  state and next decision taken back;
+* :mod:`.reconnect` — ``reopen`` (a lost session reopened with every committed token as its
+  prompt, retried until the server is back) and ``close_quietly``;
+* :mod:`.progress` — a generation's budget for making progress (``--max-reconnects``,
+  ``--progress-timeout-s``) and ``NoProgress``;
+* :mod:`.routing` — ``route(servers, policy, rng)``: live ``ServerLoad`` s from the ``Stats``
+  RPC, the routing policy's choice, checked;
+* :mod:`.draft_backends` — ``make_drafter``: the draft backend ``--draft NAME`` stands for
+  (prompt lookup, a model, lookup first, a token tree, a feature draft, a llama.cpp chain);
+* :mod:`.semantic` — the device's side of semantic verification (WISV): ``SemanticRequest``,
+  ``choose_upload`` (FH/SH from the handshake RTT), ``SemanticReport``;
+* :mod:`.drafting_server`, :mod:`.batched_draft`, :mod:`.drafting_results` — Zhu et al.'s
+  batched edge drafting server (``run_drafting_server``): one draft model drafting greedy
+  blocks for many sessions per forward pass, each on its own KV, and what a run returns.
+"""

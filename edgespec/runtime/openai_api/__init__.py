@@ -2,8 +2,17 @@
 
 ``/v1/completions``, ``/v1/chat/completions`` (``stream: true`` as server-sent events) and
 ``/v1/models``; every request runs distributed speculative decoding against the
-verification server(s). :mod:`.schema` parses and checks requests, :mod:`.generation`
-runs one in a worker thread, :mod:`.streaming` turns it into SSE chunks, :mod:`.errors`
-maps failures to OpenAI error bodies, :mod:`.app` holds the routes and :mod:`.serve` starts
-uvicorn from ``edgespec draft``.
+verification server(s).
+
+* :mod:`.serve`, :mod:`.app` — uvicorn started from ``edgespec draft`` in a thread of its
+  own; the routes;
+* :mod:`.body`, :mod:`.schema`, :mod:`.prompts` — a body read as it arrives and refused past
+  its limit; fields checked into a ``ParsedRequest``; the prompt as token ids (text, ids, or
+  chat messages through the chat template);
+* :mod:`.admission` — how many generations run at once and how many may wait;
+* :mod:`.generation`, :mod:`.text`, :mod:`.streaming` — one request's generation in a worker
+  thread; committed ids to text deltas (held back where a stop sequence may begin); deltas
+  as server-sent events;
+* :mod:`.responses`, :mod:`.errors` — bodies in the OpenAI shapes; failures as OpenAI error
+  bodies with the status an OpenAI client expects.
 """

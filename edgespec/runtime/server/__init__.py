@@ -1,0 +1,44 @@
+"""The verification server: asyncio, no grpc (the servicer is :mod:`edgespec.runtime.wire`).
+
+Service and admission:
+
+* :mod:`.service` — ``VerificationService``: queue, batching policy, engine, replies; fused
+  runs with the server's window policy; the centralized and fused baselines; idle-session
+  expiry; stats;
+* :mod:`.admission` — the session-state, per-client and queue rules of a verify call, and
+  the ``PendingVerification`` it becomes (sizes, ``expected_accepted``, ``deadline_s``);
+* :mod:`.clients` — ``ClientBook``: session owners and identities, the per-client limits,
+  the configured SLO classes;
+* :mod:`.batch_planner` — ``BatchPlanner``: the batching policy's plan over the whole queue
+  under the server's limits, checked by the shared contract;
+* :mod:`.batching` — ``build_batching``: any registered batching policy from the config (a
+  ``wisp`` profile becomes Eq. 19 coefficients);
+* :mod:`.config` — ``ServerConfig`` (``edgespec serve``) and ``check_tls_pair``;
+* :mod:`.counters`, :mod:`.prometheus`, :mod:`.round_log` — the service's counters and the
+  ``ServerStats`` built from them, the optional ``/metrics`` endpoint, ``--round-log``.
+
+Engine and verification:
+
+* :mod:`.engine` — ``VerificationEngine``: batched verification over the per-session KV
+  prefix cache (a batch's forward pass, the verdicts, what the cache keeps);
+* :mod:`.engine_sessions` — ``SessionTable`` (open, close, idle expiry, the LRU token budget
+  over the sessions' KV caches), ``EngineSession``, ``EngineCounters``;
+* :mod:`.engine_checks` — what the engine refuses, and why: a session's spec when it opens,
+  a verify call before it is queued;
+* :mod:`.verification` — the ``VerificationRule`` Protocol, ``ExactRule`` (greedy chains and
+  trees, speculative sampling), ``EXACT_RULES``; the optional ``SessionRuleFactory`` and
+  ``HiddenStateRule``;
+* :mod:`.semantic`, :mod:`.hidden_followup` — WISV's lossy ``"semantic"`` rule with its
+  decision head, and the engine's side of the SH upload (a pass kept waiting for the draft's
+  hidden states, then decided without a second forward).
+
+Fused rounds and baselines:
+
+* :mod:`.fused_setup` — a fused request's checks, draft backend and session
+  (``start_fused_run``), and ``ServerWindow`` (the server's window policy under a lock);
+* :mod:`.fused_run` — the fused-run loop ``run_fused_rounds`` on a worker thread, its rounds
+  verified through the service's queue;
+* :mod:`.cloud_only` — cloud-only fused rounds (``--fused-rounds cloud_only``): an empty block
+  verified, i.e. the target's next token;
+* :mod:`.fused_baseline` — the whole-request fused baseline (``Generate``, fused mode).
+"""

@@ -1,0 +1,16 @@
+"""Protobuf, gRPC, and the in-process and emulated links.
+
+* :mod:`.grpc_common`, :mod:`.grpc_server`, :mod:`.grpc_client` — **the only grpc
+  importers**: the shared generated stubs, ``ErrorCode`` to gRPC status-code maps and
+  message-size options; the servicer (auth, TLS, size limits, undecodable requests),
+  ``start_server``, ``ServerThread``; the ``RemoteVerifier`` client;
+* :mod:`.codec`, :mod:`.fused_codec`, :mod:`.draft_probs` — protobuf to runtime records
+  (protobuf only, no grpc): verify calls and replies, fused-run records (``HistorySnapshot``,
+  ``FusedCall``, ``FusedRound``), the compact draft distribution;
+* :mod:`.inprocess` — ``LocalVerifier``, ``speculative_generate``, ``target_greedy_decode``:
+  the same rounds without gRPC;
+* :mod:`.emulated_link` — ``EmulatedLinkVerifier``: a chosen RTT, jitter and bandwidth on
+  loopback, the simulator's link model;
+* :mod:`.ports` — ``ensure_port_free``: whether ``host:port`` can be listened on, checked
+  before a server loads its model.
+"""
