@@ -1,5 +1,5 @@
 """Offline: how should the distilled draft and prompt lookup be combined? (docs/LEARN.md,
-"How the bundled draft was made")
+"The bundled draft on the test prompts")
 
     python benchmarks/probes/hybrid_rules.py [DRAFT_DIR] [PROMPTS_PER_DATASET] [THREADS]
     # defaults: the bundled draft, 6 test prompts per dataset, 2 threads
