@@ -25,12 +25,12 @@ demo: $(STAMP)
 	$(VENV)/bin/edgespec sim
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check edgespec tests benchmarks
-	$(VENV)/bin/ruff format --check edgespec tests benchmarks
+	$(VENV)/bin/ruff check edgespec tests benchmarks examples
+	$(VENV)/bin/ruff format --check edgespec tests benchmarks examples
 	$(VENV)/bin/lint-imports  # the import contracts in pyproject.toml
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy edgespec tests benchmarks
+	$(VENV)/bin/mypy edgespec tests benchmarks examples
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest -q
