@@ -73,7 +73,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:
-    from edgespec.learn.drafts import distill
+    from edgespec.learn.drafts import samples as shards
 
     if args.kept_from is not None:
         from edgespec.models.loading import library_output
@@ -84,9 +84,9 @@ def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:
         with library_output(args.verbose):
             saved = TrimmedVocabDraft.load(args.kept_from)
         return [int(t) for t in saved.config.draft_token_ids]
-    samples = distill.load_shards(*args.data_dir)
-    always = list(distill.special_token_ids(getattr(target, "tokenizer", None)).values())
-    return distill.choose_kept_tokens(samples, args.kept_tokens, always)
+    samples = shards.load_shards(*args.data_dir)
+    always = list(shards.special_token_ids(getattr(target, "tokenizer", None)).values())
+    return shards.choose_kept_tokens(samples, args.kept_tokens, always)
 
 
 def shard_files(directories: list[Path]) -> list[Path]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgespec.learn.drafts import distill
+from edgespec.learn.drafts import distill, samples
 from edgespec.learn.drafts.distill_data import GenerationSettings
 
 BatchProgress = Callable[[int, int, float], None]
@@ -60,8 +60,8 @@ class TrainingData:
     """The sequences to train and validate on, the draft's kept tokens, and how many
     training sequences were left out for sharing a prompt with a validation one."""
 
-    train: list[distill.Sample]
-    val: list[distill.Sample]
+    train: list[samples.Sample]
+    val: list[samples.Sample]
     kept: list[int]
     leaked: int
 
@@ -105,31 +105,31 @@ def training_data(
     """The shards split into validation (1 in 20, at least 1, generated continuations
     only: on-policy) and training sequences, plus the extra directories and the text
     labels; the kept tokens are the saved draft's or the training data's most common."""
-    samples = distill.load_shards(job.data_dir)
-    order = list(range(len(samples)))
+    shards = samples.load_shards(job.data_dir)
+    order = list(range(len(shards)))
     random.Random(job.training.seed).shuffle(order)
-    num_val = max(1, len(samples) // 20)
-    val = [samples[i] for i in order[:num_val]]
-    train = [samples[i] for i in order[num_val:]]
-    special = distill.special_token_ids(target.tokenizer)
+    num_val = max(1, len(shards) // 20)
+    val = [shards[i] for i in order[:num_val]]
+    train = [shards[i] for i in order[num_val:]]
+    special = samples.special_token_ids(target.tokenizer)
     kept = (
         list(saved.config.draft_token_ids)
         if saved is not None
-        else distill.choose_kept_tokens(
+        else samples.choose_kept_tokens(
             train, job.architecture.num_kept_tokens, always=sorted(set(special.values()))
         )
     )
     if job.extra_data_dirs:
-        train.extend(distill.load_shards(*job.extra_data_dirs))
+        train.extend(samples.load_shards(*job.extra_data_dirs))
     if job.labelling is not None:
         train.extend(label_conversations(job, job.labelling, target, kept, on_labelled))
-    train, leaked = distill.without_prompts_of(train, val)
+    train, leaked = samples.without_prompts_of(train, val)
     return TrainingData(train, val, kept, leaked)
 
 
 def label_conversations(
     job: DraftJob, labelling: TextLabelling, target: Any, kept: list[int], on_batch: BatchProgress
-) -> list[distill.Sample]:
+) -> list[samples.Sample]:
     """Teacher-forced labels for the training prompts of the non-ShareGPT datasets and for
     ShareGPT conversations (resumable shards); returns their samples."""
     from edgespec.datasets.prompts import load_prompts
@@ -150,7 +150,7 @@ def label_conversations(
         progress=on_batch,
         deadline_s=time.monotonic() + labelling.minutes * 60,
     )
-    return distill.load_shards(labelling.data_dir)
+    return samples.load_shards(labelling.data_dir)
 
 
 def new_or_saved_draft(job: DraftJob, target: Any, saved: Any, data: TrainingData) -> Any:
@@ -158,7 +158,7 @@ def new_or_saved_draft(job: DraftJob, target: Any, saved: Any, data: TrainingDat
     if saved is not None:
         return saved
     embeddings = target.model.get_input_embeddings().weight.detach()
-    special = distill.special_token_ids(target.tokenizer)
+    special = samples.special_token_ids(target.tokenizer)
     return distill.init_draft(embeddings, data.kept, job.architecture, special, job.target)
 
 
