@@ -1,10 +1,14 @@
 """The command line's shared pieces: argparse value types (a bad value is argparse's usage
 error, the flag named, exit status 2, caught before any work starts) and the flags several
-subcommands take, each defined once here so they read and check alike."""
+subcommands take, each defined once here so they read and check alike: thread, worker and
+CPU counts, seeds, the real pair, and the training group (:func:`add_training_arguments`,
+read back as a :class:`TrainingOptions`)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 
 def positive_int(text: str) -> int:
@@ -114,3 +118,136 @@ def add_max_new_tokens(parser: argparse.ArgumentParser, default: int) -> None:
         default=default,
         help=f"tokens per request (default {default})",
     )
+
+
+def positive_float(text: str) -> float:
+    """A float > 0 (``--lr``)."""
+    value = _float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value:g}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A float >= 0 (``--weight-decay``)."""
+    value = _float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value:g}")
+    return value
+
+
+def open_fraction(text: str) -> float:
+    """A share strictly between 0 and 1 (``--holdout``)."""
+    value = _float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {value:g}")
+    return value
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingOptions:
+    """The optimiser settings the ``edgespec train`` commands share, one per flag of
+    :func:`add_training_arguments`: ``epochs`` (``--epochs``), ``learning_rate`` (``--lr``),
+    ``weight_decay`` (``--weight-decay``), ``batch_size`` (``--batch-size``) and
+    ``holdout`` (``--holdout``, the share held out for validation). None: not a setting of
+    that command (no flag). A value outside its range is a ``ValueError`` naming the flag."""
+
+    epochs: int
+    learning_rate: float
+    weight_decay: float | None = None
+    batch_size: int | None = None
+    holdout: float | None = None
+
+    def __post_init__(self) -> None:
+        for field, check in _CHECKS.items():
+            value = getattr(self, field)
+            if value is None and field in _OPTIONAL:
+                continue
+            try:
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise argparse.ArgumentTypeError(f"expected a number, got {value!r}")
+                check(str(value))
+            except argparse.ArgumentTypeError as exc:
+                raise ValueError(f"{TRAINING_FLAGS[field]}: {exc}") from None
+
+
+TRAINING_FLAGS: dict[str, str] = {
+    "epochs": "--epochs",
+    "learning_rate": "--lr",
+    "weight_decay": "--weight-decay",
+    "batch_size": "--batch-size",
+    "holdout": "--holdout",
+}
+"""Each :class:`TrainingOptions` field's flag."""
+
+_OPTIONAL = ("weight_decay", "batch_size", "holdout")
+_CHECKS: dict[str, Callable[[str], float]] = {
+    "epochs": positive_int,
+    "learning_rate": positive_float,
+    "weight_decay": non_negative_float,
+    "batch_size": positive_int,
+    "holdout": open_fraction,
+}
+_HELP = {
+    "epochs": "passes over the training data",
+    "learning_rate": "AdamW learning rate",
+    "weight_decay": "AdamW weight decay",
+    "batch_size": "examples per optimizer step",
+    "holdout": "share held out for validation",
+}
+
+
+def add_training_arguments(
+    parser: argparse.ArgumentParser,
+    *,
+    defaults: TrainingOptions,
+    helps: Mapping[str, str] | None = None,
+) -> None:
+    """The training group ``--epochs --lr --weight-decay --batch-size --holdout``: one flag
+    per field of ``defaults`` that is not None, defaulting to it and checked by argparse (a
+    bad value is a usage error naming the flag, exit status 2). ``helps`` rewords a flag's
+    help by field name (its default is appended). Read the values back with
+    :func:`training_options`; ``args.epochs``, ``args.lr``, ``args.weight_decay``,
+    ``args.batch_size`` and ``args.holdout`` hold them too.
+
+    A command switches over in two calls, e.g. a trainer taking all five::
+
+        add_training_arguments(t, defaults=TrainingOptions(100, 1e-3, 1e-2, 256, 0.2),
+                               helps={"holdout": "share of scenarios held out"})
+        ...
+        options = training_options(args)  # TrainingOptions(epochs=100, learning_rate=...)
+    """
+    wording = {**_HELP, **(helps or {})}
+    unknown = sorted(set(wording) - set(TRAINING_FLAGS))
+    if unknown:
+        raise ValueError(f"unknown training fields {unknown}; known: {list(TRAINING_FLAGS)}")
+    group = parser.add_argument_group("training")
+    for field, flag in TRAINING_FLAGS.items():
+        default = getattr(defaults, field)
+        if default is not None:
+            group.add_argument(
+                flag,
+                type=_CHECKS[field],
+                default=default,
+                help=f"{wording[field]} (default {default:g})",
+            )
+    parser.set_defaults(training_defaults=defaults)
+
+
+def training_options(args: argparse.Namespace) -> TrainingOptions:
+    """The :class:`TrainingOptions` of a command parsed with :func:`add_training_arguments`
+    (the fields its ``defaults`` left None stay None)."""
+    defaults: TrainingOptions = args.training_defaults
+    given = {
+        field: getattr(args, flag[2:].replace("-", "_"))
+        for field, flag in TRAINING_FLAGS.items()
+        if getattr(defaults, field) is not None
+    }
+    return replace(defaults, **given)

@@ -10,7 +10,13 @@ import sys
 
 import pytest
 
-from edgespec.arguments import cpu_list, positive_int
+from edgespec.arguments import (
+    TrainingOptions,
+    add_training_arguments,
+    cpu_list,
+    positive_int,
+    training_options,
+)
 from edgespec.cli import main
 
 
@@ -101,3 +107,73 @@ def test_cpus_reach_the_command_before_anything_loads(
     with pytest.raises(Pinned) as info:
         main(argv)
     assert info.value.args == ((0,),)
+
+
+def _training_parser(defaults: TrainingOptions) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trainer")
+    add_training_arguments(
+        parser, defaults=defaults, helps={"holdout": "share of prompts held out"}
+    )
+    return parser
+
+
+def test_the_training_group_takes_the_flags_its_defaults_name() -> None:
+    every = TrainingOptions(100, 1e-3, weight_decay=1e-2, batch_size=256, holdout=0.25)
+    args = _training_parser(every).parse_args(["--epochs", "7", "--lr", "0.01", "--holdout", ".5"])
+    assert training_options(args) == TrainingOptions(7, 0.01, 1e-2, 256, 0.5)
+    assert (args.epochs, args.lr, args.weight_decay, args.batch_size) == (7, 0.01, 1e-2, 256)
+    some = _training_parser(TrainingOptions(4, 2e-3, weight_decay=0.01))
+    assert training_options(some.parse_args([])) == TrainingOptions(4, 2e-3, 0.01, None, None)
+    flags = {a.option_strings[0] for a in some._actions if a.option_strings}
+    assert flags == {"-h", "--epochs", "--lr", "--weight-decay"}
+    helps = {a.dest: a.help for a in _training_parser(every)._actions}
+    assert helps["holdout"] == "share of prompts held out (default 0.25)"
+    assert helps["lr"] == "AdamW learning rate (default 0.001)"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--epochs", "0", "must be >= 1, got 0"),
+        ("--lr", "0", "must be > 0, got 0"),
+        ("--lr", "fast", "expected a number, got 'fast'"),
+        ("--weight-decay", "-0.1", "must be >= 0, got -0.1"),
+        ("--batch-size", "2.5", "expected an integer, got '2.5'"),
+        ("--holdout", "1", "must be between 0 and 1 (exclusive), got 1"),
+    ],
+)
+def test_a_bad_training_value_is_a_usage_error(
+    flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = _training_parser(TrainingOptions(1, 1e-3, 0.0, 8, 0.1))
+    with pytest.raises(SystemExit) as exit_info:
+        parser.parse_args([flag, value])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.endswith(f"trainer: error: argument {flag}: {message}\n")
+
+
+def test_training_options_check_their_values_where_built() -> None:
+    with pytest.raises(
+        ValueError, match=r"^--holdout: must be between 0 and 1 \(exclusive\), got 0$"
+    ):
+        TrainingOptions(1, 1e-3, holdout=0)
+    with pytest.raises(ValueError, match=r"^--epochs: expected a number, got '3'$"):
+        TrainingOptions("3", 1e-3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^--lr: expected a number, got None$"):
+        TrainingOptions(3, None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^unknown training fields \['momentum'\]"):
+        add_training_arguments(
+            argparse.ArgumentParser(), defaults=TrainingOptions(1, 1.0), helps={"momentum": "m"}
+        )
+
+
+@pytest.mark.parametrize("what", ["draft", "feature-draft"])
+def test_the_draft_trainers_share_the_training_group(
+    what: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", what, "--data-dir", "d", "--out", "o", "--lr", "-1"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        f"edgespec train {what}: error: argument --lr: must be > 0, got -1\n"
+    )

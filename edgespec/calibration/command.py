@@ -212,11 +212,43 @@ def _progress(index: int, total: int) -> None:
         print(f"  profiled {index + 1}/{total} configurations", flush=True)
 
 
+def _profile(
+    args: argparse.Namespace,
+    out: Path,
+    target: tuple[str, Any, Any],
+    draft: tuple[str, Any, Any],
+    prompts: list[list[tuple[int, ...]]],
+) -> Path:
+    """Profile the pair at the scenario's shapes first (no ``--profile`` given): writes
+    ``profile.yaml`` (and the draft's) to ``out`` and returns its path."""
+    from edgespec.profiling.measure import design_grid
+    from edgespec.profiling.run import profile_pair, write_profiles
+
+    (t_name, t_model, backend), (d_name, make_draft, d_model) = target, draft
+    p = round(statistics.mean(len(prompt) for ps in prompts for prompt in ps))  # mean prompt
+    spec = scenario_grid(p, args.max_new_tokens, args.gamma, args.clients)
+    spec = replace(spec, warmup_runs=args.warmup, runs=args.runs)
+    num_configs = len(design_grid(spec))
+    print(f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...", flush=True)
+    result = profile_pair(
+        t_name, t_model, backend, spec, (d_name, make_draft, d_model),
+        draft_contexts=(p, p + args.max_new_tokens // 2, p + args.max_new_tokens),
+        gamma=args.gamma,
+        num_bootstrap=200, on_config=lambda i: _progress(i, num_configs),
+    )  # fmt: skip
+    paths = write_profiles(
+        result,
+        out / "profile.yaml",
+        "edgespec calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:]),
+    )
+    print(f"profile: target held-out R² {result.wisp.test.r2:.3f}, MAPE "
+          f"{result.wisp.test.mape_pct:.1f}%; wrote {paths[0]}", flush=True)  # fmt: skip
+    return out / "profile.yaml"
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgespec.profiling.measure import design_grid
-    from edgespec.profiling.run import profile_pair, write_profiles
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
     torch.set_num_threads(args.threads)
@@ -225,29 +257,11 @@ def run(args: argparse.Namespace) -> int:
     t_name, t_model, d_name, make_draft, d_model, tokenizer = _pair(args)
     backend = TransformersTarget(t_model)
     prompts = _prompts(args, tokenizer, backend.vocab_size)
-    mean_prompt = round(statistics.mean(len(p) for ps in prompts for p in ps))
-    if args.profile is None:
-        spec = scenario_grid(mean_prompt, args.max_new_tokens, args.gamma, args.clients)
-        spec = replace(spec, warmup_runs=args.warmup, runs=args.runs)
-        num_configs = len(design_grid(spec))
-        print(f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...", flush=True)
-        p = mean_prompt
-        result = profile_pair(
-            t_name, t_model, backend, spec, (d_name, make_draft, d_model),
-            draft_contexts=(p, p + args.max_new_tokens // 2, p + args.max_new_tokens),
-            gamma=args.gamma,
-            num_bootstrap=200, on_config=lambda i: _progress(i, num_configs),
-        )  # fmt: skip
-        paths = write_profiles(
-            result,
-            out / "profile.yaml",
-            "edgespec calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:]),
-        )
-        print(f"profile: target held-out R² {result.wisp.test.r2:.3f}, MAPE "
-              f"{result.wisp.test.mape_pct:.1f}%; wrote {paths[0]}", flush=True)  # fmt: skip
-        target_profile = out / "profile.yaml"
-    else:
-        target_profile = Path(args.profile)
+    target_profile = (
+        _profile(args, out, (t_name, t_model, backend), (d_name, make_draft, d_model), prompts)
+        if args.profile is None
+        else Path(args.profile)
+    )
     draft_profile = target_profile.with_name(target_profile.stem + "-draft.yaml")
     print("measuring the loopback link (1 client) ...", flush=True)
     probe = run_real(backend, make_draft, [prompts[0][:1]], args.max_new_tokens, args.gamma,

@@ -65,8 +65,6 @@ def run_real(
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(len(prompts))
     queue = ctx.Queue()
-    results: dict[int, list[Any]] = {}
-    errors: list[str] = []
     server = ServerThread(
         lambda: VerificationService(VerificationEngine(backend), config, FcfsBatching())
     )
@@ -80,20 +78,7 @@ def run_real(
             )
             for i, ps in enumerate(prompts)
         ]
-        for proc in procs:
-            proc.start()
-        try:
-            for _ in procs:
-                i, done, error = queue.get(timeout=timeout_s)
-                results[i] = done
-                if error is not None:
-                    errors.append(f"drafter process {i}: {error}")
-                    barrier.abort()  # release any process still waiting to start
-        finally:
-            for proc in procs:
-                proc.join(timeout=10)
-                if proc.is_alive():
-                    proc.kill()
+        results, errors = _run_processes(procs, queue, barrier, timeout_s)
     if errors:
         raise RuntimeError("; ".join(errors))
     flat = [(i, r) for i in range(len(prompts)) for r in results[i]]
@@ -105,6 +90,31 @@ def run_real(
         outputs=tuple(r.output_token_ids for _, r in flat),
         load_average=os.getloadavg(),
     )
+
+
+def _run_processes(
+    procs: list[Any], queue: Any, barrier: Any, timeout_s: float
+) -> tuple[dict[int, list[Any]], list[str]]:
+    """Start the drafter processes, collect each one's results from ``queue`` (the first
+    error releases the others from ``barrier``), and join them (killing any left after
+    10 s); returns (results by client, errors)."""
+    results: dict[int, list[Any]] = {}
+    errors: list[str] = []
+    for proc in procs:
+        proc.start()
+    try:
+        for _ in procs:
+            i, done, error = queue.get(timeout=timeout_s)
+            results[i] = done
+            if error is not None:
+                errors.append(f"drafter process {i}: {error}")
+                barrier.abort()  # release any process still waiting to start
+    finally:
+        for proc in procs:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+    return results, errors
 
 
 def _client_process(

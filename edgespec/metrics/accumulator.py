@@ -20,10 +20,10 @@ import numpy as np
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.metrics.exact_sum import ExactSum
 from edgespec.metrics.server_busy import ServerBusyTime
+from edgespec.metrics.slo_tally import SloTally, ratio
 from edgespec.metrics.types import (
     BatchSizeCount,
     LatencyStats,
-    SloClassStats,
     SystemMetrics,
     TimeSplit,
 )
@@ -48,31 +48,6 @@ def latency_stats(values: array[float] | list[float]) -> LatencyStats | None:
         p99_s=float(p99),
         max_s=float(data.max()),
     )
-
-
-def _ratio(num: float, den: float) -> float | None:
-    return num / den if den > 0 else None
-
-
-class _ClassTally:
-    __slots__ = ("mixed_targets", "num_met", "num_requests", "num_with_target", "target")
-
-    def __init__(self) -> None:
-        self.num_requests = 0
-        self.num_with_target = 0
-        self.num_met = 0
-        self.target: float | None = None
-        self.mixed_targets = False
-
-    def merge(self, other: _ClassTally) -> None:
-        if other.num_with_target:
-            if self.num_with_target and self.target != other.target:
-                self.mixed_targets = True
-            self.target = other.target
-        self.mixed_targets = self.mixed_targets or other.mixed_targets
-        self.num_requests += other.num_requests
-        self.num_with_target += other.num_with_target
-        self.num_met += other.num_met
 
 
 class MetricsAccumulator:
@@ -102,7 +77,7 @@ class MetricsAccumulator:
         self._num_accepted = 0
         self._wasted_draft_s = ExactSum()
         self._split = {name: ExactSum() for name in ("draft", "network", "queue", "verify")}
-        self._classes: dict[str, _ClassTally] = {}
+        self._slo = SloTally()
         self._num_batches = 0
         self._num_forwarded = 0
         self._num_cached = 0
@@ -142,17 +117,7 @@ class MetricsAccumulator:
         self._split["network"].add(record.network_s)
         self._split["queue"].add(record.queue_s)
         self._split["verify"].add(record.verify_s)
-        tally = self._classes.get(record.slo_class)
-        if tally is None:
-            tally = self._classes[record.slo_class] = _ClassTally()
-        tally.num_requests += 1
-        target = record.slo_tokens_per_s
-        if target is not None:
-            if tally.num_with_target and tally.target != target:
-                tally.mixed_targets = True
-            tally.target = target
-            tally.num_with_target += 1
-            tally.num_met += bool(record.slo_met)
+        self._slo.add(record.slo_class, record.slo_tokens_per_s, bool(record.slo_met))
 
     def add_batch(self, record: BatchRecord) -> None:
         """Count one verification forward pass."""
@@ -197,11 +162,7 @@ class MetricsAccumulator:
         self._wasted_draft_s.merge(other._wasted_draft_s)
         for name, total in other._split.items():
             self._split[name].merge(total)
-        for name, theirs in other._classes.items():
-            mine = self._classes.get(name)
-            if mine is None:
-                mine = self._classes[name] = _ClassTally()
-            mine.merge(theirs)
+        self._slo.merge(other._slo)
         self._num_batches += other._num_batches
         self._num_forwarded += other._num_forwarded
         self._num_cached += other._num_cached
@@ -216,25 +177,11 @@ class MetricsAccumulator:
 
     def finish(self, duration_s: float, num_servers: int) -> SystemMetrics:
         """Metrics over a run of ``duration_s`` seconds on ``num_servers`` target servers."""
-        if not duration_s > 0:
-            raise ValueError(f"duration_s must be > 0, got {duration_s}")
-        if num_servers < 1:
-            raise ValueError(f"num_servers must be >= 1, got {num_servers}")
-        unknown = sorted(s for s in self._busy if s >= num_servers)
-        if unknown:
-            raise ValueError(
-                f"batch on server {unknown[0]} but num_servers={num_servers} "
-                f"(server ids are 0..{num_servers - 1})"
-            )
+        busy = self._server_busy(duration_s, num_servers)
         num_requests = len(self._e2e)
-        busy = tuple(
-            self._busy[s].total(s, duration_s) if s in self._busy else 0.0
-            for s in range(num_servers)
-        )
         utilization = tuple(b / duration_s for b in busy)
-        with_target = sum(t.num_with_target for t in self._classes.values())
-        met = sum(t.num_met for t in self._classes.values())
-        attainment = _ratio(met, with_target)
+        with_target, met = self._slo.num_with_target, self._slo.num_met
+        attainment = ratio(met, with_target)
         batch_token_sum = sum(size * n for size, n in self._batch_sizes.items())
         return SystemMetrics(
             duration_s=duration_s,
@@ -251,22 +198,20 @@ class MetricsAccumulator:
             goodput_tokens_per_s=self._num_output_tokens / duration_s,
             slo_attainment=attainment,
             slo_violation_rate=None if attainment is None else (with_target - met) / with_target,
-            slo_classes=tuple(
-                _class_stats(name, self._classes[name]) for name in sorted(self._classes)
-            ),
+            slo_classes=self._slo.stats(),
             num_rounds=self._num_rounds,
             num_drafted=self._num_drafted,
             num_accepted=self._num_accepted,
-            acceptance_rate=_ratio(self._num_accepted, self._num_drafted),
-            aal=_ratio(self._num_accepted, self._num_rounds),
-            rounds_per_request=_ratio(self._num_rounds, num_requests),
+            acceptance_rate=ratio(self._num_accepted, self._num_drafted),
+            aal=ratio(self._num_accepted, self._num_rounds),
+            rounds_per_request=ratio(self._num_rounds, num_requests),
             num_wasted_draft_tokens=self._num_drafted - self._num_accepted,
             wasted_draft_s=self._wasted_draft_s.value,
             time_split=self._time_split(num_requests),
             num_batches=self._num_batches,
             num_forwarded_tokens=self._num_forwarded,
             num_cached_tokens=self._num_cached,
-            mean_batch_size=_ratio(batch_token_sum, self._num_batches),
+            mean_batch_size=ratio(batch_token_sum, self._num_batches),
             batch_sizes=tuple(
                 BatchSizeCount(size, self._batch_sizes[size]) for size in sorted(self._batch_sizes)
             ),
@@ -279,6 +224,24 @@ class MetricsAccumulator:
             else self._num_committed / duration_s,
         )
 
+    def _server_busy(self, duration_s: float, num_servers: int) -> tuple[float, ...]:
+        """Each server's busy seconds within the run; a bad duration, server count or a
+        batch on a server beyond it is a ValueError."""
+        if not duration_s > 0:
+            raise ValueError(f"duration_s must be > 0, got {duration_s}")
+        if num_servers < 1:
+            raise ValueError(f"num_servers must be >= 1, got {num_servers}")
+        unknown = sorted(s for s in self._busy if s >= num_servers)
+        if unknown:
+            raise ValueError(
+                f"batch on server {unknown[0]} but num_servers={num_servers} "
+                f"(server ids are 0..{num_servers - 1})"
+            )
+        return tuple(
+            self._busy[s].total(s, duration_s) if s in self._busy else 0.0
+            for s in range(num_servers)
+        )
+
     def _time_split(self, num_requests: int) -> TimeSplit | None:
         if num_requests == 0:
             return None
@@ -289,19 +252,8 @@ class MetricsAccumulator:
             mean_network_s=totals["network"] / num_requests,
             mean_queue_s=totals["queue"] / num_requests,
             mean_verify_s=totals["verify"] / num_requests,
-            draft_share=_ratio(totals["draft"], whole),
-            network_share=_ratio(totals["network"], whole),
-            queue_share=_ratio(totals["queue"], whole),
-            verify_share=_ratio(totals["verify"], whole),
+            draft_share=ratio(totals["draft"], whole),
+            network_share=ratio(totals["network"], whole),
+            queue_share=ratio(totals["queue"], whole),
+            verify_share=ratio(totals["verify"], whole),
         )
-
-
-def _class_stats(name: str, tally: _ClassTally) -> SloClassStats:
-    return SloClassStats(
-        slo_class=name,
-        target_tokens_per_s=None if tally.mixed_targets else tally.target,
-        num_requests=tally.num_requests,
-        num_with_target=tally.num_with_target,
-        num_met=tally.num_met,
-        attainment=_ratio(tally.num_met, tally.num_with_target),
-    )

@@ -6,22 +6,19 @@ Pure aggregation over the shared record types of ``edgespec.core.types``; the si
 and the real runtime both feed it. For long runs use ``MetricsAccumulator`` online:
 the two give identical results.
 
-Every figure printed is a plain number (:func:`plain`, :func:`fixed`): never an exponent,
-thousands grouped from five integer digits on (``10,634``, ``1000.0``). A table's headers
-are never cut short: in a table too wide for the terminal they wrap at spaces and after
-dots (:func:`fit_headers`).
+Every figure printed is a plain number and no header is cut short
+(:mod:`edgespec.metrics.formatting`, whose :func:`plain`, :func:`fixed`, :func:`setting`
+and :func:`fit_headers` this module also exports).
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.metrics.accumulator import MetricsAccumulator
+from edgespec.metrics.formatting import fit_headers, fixed, plain, setting
 from edgespec.metrics.types import LatencyStats, SystemMetrics
 
 if TYPE_CHECKING:
@@ -95,50 +92,6 @@ def class_violation_rate(slo_class: str) -> Callable[[SystemMetrics], float]:
 
 
 # --- the terminal's view
-
-
-def _grouped(text: str) -> str:
-    """A number formatted with ``,`` grouping, the commas kept only when its integer part
-    has five digits or more (``10,634``; ``1000.0``, not ``1,000.0``)."""
-    digits = text.lstrip("-").split(".")[0].replace(",", "")
-    return text if len(digits) > 4 else text.replace(",", "")
-
-
-def fixed(value: float, decimals: int) -> str:
-    """``value`` with ``decimals`` decimals, thousands grouped (:func:`_grouped`), no
-    exponent; ``-`` for a value that is not finite."""
-    if not math.isfinite(value):
-        return "-"
-    text = _grouped(format(value, f",.{decimals}f"))
-    return text.lstrip("-") if text.strip("-0.,") == "" else text  # no "-0.0"
-
-
-def plain(value: float | None, digits: int = 3) -> str:
-    """``value`` to ``digits`` significant digits, but every digit of its integer part, as
-    a plain number: ``5.5``, ``0.0123``, ``1234``, ``10,634``, never ``1.063e+04``;
-    an integer in full; ``-`` for ``None`` or a value that is not finite."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _grouped(f"{value:,}")
-    if value == 0:
-        return "0"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    text = fixed(value, decimals)
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def setting(value: Any) -> str:
-    """A run's setting (a swept or searched value) in a table: a number exactly as given,
-    as a plain number (``0.00001``, not ``1e-05``); anything else as ``str`` gives it."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, int):
-        return plain(value)
-    if not math.isfinite(value):
-        return str(value)
-    text = format(Decimal(repr(value)), ",f")
-    return _grouped(text)
 
 
 def _ms(stats: LatencyStats | None, name: str) -> str:
@@ -279,52 +232,3 @@ def _runs_table(
     for row in body:
         table.add_row(*(Text(cell) for cell in row))
     return table
-
-
-def _pieces(header: str) -> list[list[str]]:
-    """A header's words (split at spaces), each as its pieces, split after each dot."""
-    return [re.findall(r"[^.]*\.|[^.]+", word) for word in header.split()]
-
-
-def wrap_header(header: str, width: int) -> list[str]:
-    """``header``'s lines at most ``width`` columns wide where its pieces allow, broken
-    only at spaces (dropped) and after dots (kept): ``policies.window.`` / ``params.gamma``;
-    a piece wider than ``width`` stands on a line of its own, whole."""
-    from rich.cells import cell_len
-
-    lines: list[str] = []
-    line = ""
-    for word in _pieces(header):
-        for k, piece in enumerate(word):
-            joined = f"{line} {piece}" if line and k == 0 else line + piece
-            if line and cell_len(joined) > width:
-                lines.append(line)
-                line = piece
-            else:
-                line = joined
-    return [*lines, line]
-
-
-def fit_headers(headers: Sequence[str], body: Sequence[Sequence[str]], width: int) -> list[str]:
-    """``headers`` (one per column of ``body``'s rows), each whole on one line when the
-    columns fit ``width`` cells of content; else wrapped (:func:`wrap_header`), one column
-    a step, the one whose narrowing saves the most (then the widest), until they fit or
-    none can narrow. Lines are joined by newlines; no header loses a character."""
-    from rich.cells import cell_len
-
-    count = range(len(headers))
-    cells = [max((cell_len(row[i]) for row in body), default=0) for i in count]
-    limits = [cell_len(h) for h in headers]
-
-    def column(i: int, limit: int) -> int:
-        return max(cells[i], *(cell_len(line) for line in wrap_header(headers[i], limit)))
-
-    widths = [column(i, limits[i]) for i in count]
-    while sum(widths) > width:
-        savings = {i: widths[i] - column(i, widths[i] - 1) for i in count if widths[i] > 1}
-        best = max(savings, key=lambda i: (savings[i], widths[i]), default=None)
-        if best is None or savings[best] <= 0:
-            break
-        limits[best] = widths[best] - 1
-        widths[best] = column(best, limits[best])
-    return ["\n".join(wrap_header(h, limit)) for h, limit in zip(headers, limits, strict=True)]

@@ -175,32 +175,51 @@ def run(args: argparse.Namespace) -> int:
         return 2
     import torch
     from rich.console import Console
-    from rich.progress import Progress
 
-    from edgespec.profiling.checkpoint import (
-        CheckpointError,
-        CheckpointWriter,
-        checkpoint_path,
-        setup_of,
-    )
+    from edgespec.profiling.checkpoint import CheckpointError, checkpoint_path
     from edgespec.profiling.measure import design_grid
-    from edgespec.profiling.run import profile_pair, write_profiles
-    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.profiling.run import write_profiles
 
     torch.set_num_threads(args.threads)
     console = Console(stderr=True, width=max(Console(stderr=True).width, 140))
     spec = grid_spec(args)
-    num_configs = len(design_grid(spec))
     try:
         resume = read_checkpoint(args, spec)
     except CheckpointError as exc:
         print(f"edgespec profile: {exc}", file=sys.stderr)
         return 2
-    done_before = 0 if resume is None else len(resume.samples)
     if args.resume:
+        done_before = 0 if resume is None else len(resume.samples)
+        num_configs = len(design_grid(spec))
         console.print(f"resuming: {done_before} of {num_configs} configurations already measured")
     with console.status(f"loading {args.target}" + (f" and {args.draft}" if args.draft else "")):
         target_model, draft = _load_pair(args)
+    result = _measure(args, spec, resume, (target_model, draft), console)
+    if result is None:
+        return 130
+    command = "edgespec profile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [])
+    paths = write_profiles(result, Path(args.out), command)
+    checkpoint_path(Path(args.out)).unlink()  # the report holds every sample
+    print_summary(console, result, paths)
+    return 0
+
+
+def _measure(
+    args: argparse.Namespace, spec: Any, resume: Any, pair: tuple[Any, Any], console: Any
+) -> Any:
+    """Profile the loaded pair over the grid, each configuration appended to the
+    checkpoint as it is measured; None when interrupted (the checkpoint then keeps what
+    was measured for ``--resume``)."""
+    from rich.progress import Progress
+
+    from edgespec.profiling.checkpoint import CheckpointWriter, checkpoint_path, setup_of
+    from edgespec.profiling.measure import design_grid
+    from edgespec.profiling.run import profile_pair
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+    num_configs = len(design_grid(spec))
+    done_before = 0 if resume is None else len(resume.samples)
+    target_model, draft = pair
     setup = setup_of(args.target, spec, args.threads)
     writer = CheckpointWriter(checkpoint_path(Path(args.out)), setup, append=resume is not None)
     with writer, Progress(console=console, transient=False) as progress:
@@ -215,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
                 console.print(f"profiled {done}/{num_configs} configurations")  # a log line
 
         try:
-            result = profile_pair(
+            return profile_pair(
                 args.target, target_model, TransformersTarget(target_model), spec, draft,
                 gamma=args.gamma, num_bootstrap=args.bootstrap, on_config=on_config,
                 resume=resume, on_measured=writer.add,
@@ -226,12 +245,7 @@ def run(args: argparse.Namespace) -> int:
                 f"interrupted after {done}/{num_configs} configurations; they are kept in "
                 f"{writer.path}: run the same command with --resume to continue"
             )
-            return 130
-    command = "edgespec profile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [])
-    paths = write_profiles(result, Path(args.out), command)
-    writer.path.unlink()  # the report holds every sample; no unfinished profile is left
-    print_summary(console, result, paths)
-    return 0
+            return None
 
 
 def print_summary(console: Any, result: Any, paths: list[Path]) -> None:

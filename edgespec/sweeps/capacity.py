@@ -123,20 +123,24 @@ def capacity_search(
             bar.advance(task)
             return feasible
 
-        capacity: int | None
-        at_upper = False
-        if not probe(lo):
-            capacity = None
-        elif lo == hi or probe(hi):
-            capacity, at_upper = hi, True
-        else:
-            good, bad = lo, hi
-            while bad - good > 1:
-                mid = (good + bad) // 2
-                if probe(mid):
-                    good = mid
-                else:
-                    bad = mid
-            capacity = good
+        capacity, at_upper = bisect_capacity(probe, lo, hi)
         bar.update(task, total=len(probes), completed=len(probes))
     return CapacityResult(key, epsilon, lo, hi, capacity, at_upper, tuple(probes))
+
+
+def bisect_capacity(feasible: Callable[[int], bool], lo: int, hi: int) -> tuple[int | None, bool]:
+    """(the largest value in [lo, hi] that ``feasible`` accepts, whether it is ``hi``),
+    assuming feasibility only falls as the value grows: ``lo`` probed first (infeasible:
+    None), then ``hi``, then the bracket bisected."""
+    if not feasible(lo):
+        return None, False
+    if lo == hi or feasible(hi):
+        return hi, True
+    good, bad = lo, hi
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if feasible(mid):
+            good = mid
+        else:
+            bad = mid
+    return good, False

@@ -171,3 +171,26 @@ def test_a_probe_without_slo_targets_names_the_key_the_value_and_the_fix() -> No
         "none of the 0 completed requests has an SLO target (slo_tokens_per_s); give the "
         "scenario slo_classes and a duration_s long enough for requests to finish"
     )
+
+
+@pytest.mark.parametrize(
+    ("largest", "capacity", "at_upper", "probed"),
+    [
+        (-1, None, False, [3]),  # lo infeasible: nothing else is probed
+        (20, 10, True, [3, 10]),  # hi feasible
+        (6, 6, False, [3, 10, 6, 8, 7]),  # bisected between lo and hi
+    ],
+)
+def test_bisect_capacity_probes_lo_then_hi_then_the_bracket(
+    largest: int, capacity: int | None, at_upper: bool, probed: list[int]
+) -> None:
+    from edgespec.sweeps.capacity import bisect_capacity
+
+    seen: list[int] = []
+
+    def feasible(value: int) -> bool:
+        seen.append(value)
+        return value <= largest
+
+    assert bisect_capacity(feasible, 3, 10) == (capacity, at_upper)
+    assert seen == probed

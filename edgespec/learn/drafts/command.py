@@ -3,19 +3,30 @@
 Two stages, both resumable: (1) the target's greedy continuations of the training prompts
 are generated in batches into ``--data-dir`` shards (skipped shards already there);
 (2) a small draft is trained on them and saved (fp16 safetensors) to ``--out``.
-The bundled ``gemma3-270m-draft`` was made with the command in docs/LEARN.md.
+The flags are parsed into a :class:`~edgespec.learn.drafts.make_draft.DraftJob`, whose
+stages :mod:`edgespec.learn.drafts.make_draft` runs. The bundled ``gemma3-270m-draft`` was
+made with the command in docs/LEARN.md.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_threads, add_verbose
+from edgespec.arguments import (
+    TrainingOptions,
+    add_threads,
+    add_training_arguments,
+    add_verbose,
+    training_options,
+)
 from edgespec.datasets.prompts import DATASETS
 from edgespec.errors import UserInputError
+from edgespec.learn.drafts.make_draft import BatchProgress, DraftJob, StepProgress, TextLabelling
+from edgespec.learn.progress import Update, progress_bar
 
 # Plain numeric options of `train draft`: flag, type, default, help (the default is appended).
 _NUMBERS: tuple[tuple[str, Callable[[str], float], float, str], ...] = (
@@ -30,8 +41,6 @@ _NUMBERS: tuple[tuple[str, Callable[[str], float], float, str], ...] = (
     ("--layers", int, 3, "draft Llama blocks (a new draft)"),
     ("--heads", int, 4, "draft attention heads (a new draft)"),
     ("--intermediate-size", int, 768, "draft MLP width (a new draft)"),
-    ("--epochs", int, 4, "passes over the training data"),
-    ("--lr", float, 2e-3, "AdamW peak learning rate (warm-up, cosine decay)"),
     ("--tokens-per-step", int, 8192, "tokens per optimizer step"),
     ("--seed", int, 0, "seed of batching, sampling, the draft's init and the validation split"),
 )
@@ -63,6 +72,11 @@ def add_arguments(sub: Any) -> None:
         default=[],
         help="more shard directories to train on (repeatable)",
     )
+    add_training_arguments(
+        p,
+        defaults=TrainingOptions(epochs=4, learning_rate=2e-3, weight_decay=0.01),
+        helps={"learning_rate": "AdamW peak learning rate (warm-up, cosine decay)"},
+    )
     add_threads(p, 1)
     add_verbose(p)
     p.add_argument("--skip-generate", action="store_true", help="train on the shards as they are")
@@ -93,18 +107,10 @@ def add_arguments(sub: Any) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    import random
-    import time
-
-    import torch
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from edgespec.datasets.prompts import load_prompts
-    from edgespec.learn.drafts import distill
-    from edgespec.learn.drafts.distill_data import GenerationSettings, generate_distillation_data
-    from edgespec.models.loading import library_output, load_model
+def draft_job(args: argparse.Namespace) -> DraftJob:
+    """The run the flags describe; a contradiction or a missing directory is a usage error."""
+    from edgespec.learn.drafts.distill import DraftArchitecture, TrainSettings
+    from edgespec.learn.drafts.distill_data import GenerationSettings
 
     if args.fast_head and args.init_from is None:
         raise UserInputError("--fast-head needs --init-from (its kept tokens form the head)")
@@ -117,159 +123,109 @@ def run(args: argparse.Namespace) -> int:
             raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")
     if args.init_from is not None and not args.init_from.is_dir():
         raise UserInputError(f"--init-from {str(args.init_from)!r} is not a saved draft directory")
-    console = Console(stderr=True)
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    with console.status(f"loading target {args.target}"):
-        target = load_model(args.target, require_tokenizer=True, verbose=args.verbose)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    saved = None
-    if args.init_from is not None:
-        from edgespec.models.trimmed import TrimmedVocabDraft
-
-        with library_output(args.verbose):
-            saved = TrimmedVocabDraft.load(args.init_from)
-    if not args.skip_generate:
-        prompts = []
-        for name in (d.strip() for d in args.datasets.split(",") if d.strip()):
-            limit = args.sharegpt_limit if name == "sharegpt" else None
-            prompts.extend(load_prompts(name, "train", limit))
-        settings = GenerationSettings(
+    options = training_options(args)
+    labelling = None
+    if args.text_data_dir is not None:
+        labelling = TextLabelling(
+            args.text_data_dir, args.conversations, args.text_minutes, args.text_max_tokens
+        )
+    return DraftJob(
+        target=args.target,
+        out=args.out,
+        data_dir=args.data_dir,
+        datasets=tuple(d.strip() for d in args.datasets.split(",") if d.strip()),
+        sharegpt_limit=args.sharegpt_limit,
+        generation=GenerationSettings(
             batch_size=args.batch_size,
             max_prompt_tokens=args.max_prompt_tokens,
             max_new_tokens=args.max_new_tokens,
             seed=args.seed,
             temperature=args.sample_temperature,
-        )
-        with Progress(*columns, console=console) as progress:
-            task = progress.add_task("generating", total=None)
-
-            def on_batch(done: int, total: int, seconds: float) -> None:
-                progress.update(
-                    task,
-                    completed=done,
-                    total=total,
-                    description=f"generating ({seconds:.0f} s/batch)",
-                )
-                if not console.is_terminal:
-                    console.print(f"batch {done}/{total} generated in {seconds:.0f} s")
-
-            deadline = time.monotonic() + args.gen_minutes * 60
-            generate_distillation_data(
-                target.model,
-                target.tokenizer,
-                prompts,
-                args.data_dir,
-                settings,
-                on_batch,
-                deadline,
-                head_ids=saved.config.draft_token_ids if args.fast_head and saved else None,
-            )
-    samples = distill.load_shards(args.data_dir)
-    order = list(range(len(samples)))
-    random.Random(args.seed).shuffle(order)
-    num_val = max(1, len(samples) // 20)
-    val = [samples[i] for i in order[:num_val]]  # generated continuations only: on-policy
-    train = [samples[i] for i in order[num_val:]]
-    tok = target.tokenizer
-    special = distill.special_token_ids(tok)
-    kept = (
-        list(saved.config.draft_token_ids)
-        if saved is not None
-        else distill.choose_kept_tokens(
-            train, args.kept_tokens, always=sorted(set(special.values()))
-        )
+        ),
+        gen_minutes=args.gen_minutes,
+        architecture=DraftArchitecture(
+            args.kept_tokens, args.hidden_size, args.layers, args.heads, args.intermediate_size
+        ),
+        training=TrainSettings(
+            epochs=options.epochs,
+            tokens_per_step=args.tokens_per_step,
+            learning_rate=options.learning_rate,
+            weight_decay=options.weight_decay or 0.0,
+            seed=args.seed,
+            time_budget_s=args.train_minutes * 60,
+        ),
+        extra_data_dirs=tuple(args.train_data_dir),
+        init_from=args.init_from,
+        fast_head=args.fast_head,
+        skip_generate=args.skip_generate,
+        labelling=labelling,
+        verbose=args.verbose,
     )
-    if args.train_data_dir:
-        train.extend(distill.load_shards(*args.train_data_dir))
-    if args.text_data_dir is not None:
-        train.extend(_label_conversations(args, target, kept, columns, console))
-    arch = distill.DraftArchitecture(
-        num_kept_tokens=args.kept_tokens,
-        hidden_size=args.hidden_size,
-        num_layers=args.layers,
-        num_heads=args.heads,
-        intermediate_size=args.intermediate_size,
-    )
-    embeddings = target.model.get_input_embeddings().weight.detach()
-    draft = saved or distill.init_draft(embeddings, kept, arch, special, args.target)
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+    from rich.console import Console
+
+    from edgespec.learn.drafts import make_draft as make
+    from edgespec.models.loading import load_model
+
+    job = draft_job(args)
+    console = Console(stderr=True)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    with console.status(f"loading target {job.target}"):
+        target = load_model(job.target, require_tokenizer=True, verbose=job.verbose)
+    saved = make.load_saved(job)
+    if not job.skip_generate:
+        with progress_bar(console, "generating") as update:
+            make.generate(job, target, saved, _on_generated(console, update))
+    labelling = progress_bar(console, "labelling conversations")
+    with labelling if job.labelling else nullcontext(_no_update) as update:
+        data = make.training_data(job, target, saved, _on_labelled(console, update))
+    draft = make.new_or_saved_draft(job, target, saved, data)
     del target
-    train_settings = distill.TrainSettings(
-        epochs=args.epochs,
-        tokens_per_step=args.tokens_per_step,
-        learning_rate=args.lr,
-        seed=args.seed,
-        time_budget_s=args.train_minutes * 60,
-    )
-    train, leaked = distill.without_prompts_of(train, val)
     console.print(
-        f"{len(train)} training / {len(val)} validation sequences, K = {len(kept)} kept tokens"
-        f" ({leaked} sharing a validation prompt left out)"
+        f"{len(data.train)} training / {len(data.val)} validation sequences, "
+        f"K = {len(data.kept)} kept tokens ({data.leaked} sharing a validation prompt left out)"
     )
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task("training", total=None)
-
-        def on_step(step: int, total: int, loss: float, agreement: float) -> None:
-            progress.update(
-                task,
-                completed=step,
-                total=total,
-                description=f"training loss {loss:.3f} agree {agreement:.3f}",
-            )
-            if not console.is_terminal and step % 20 == 0:  # a log file gets a line now and then
-                console.print(f"step {step}/{total} loss {loss:.3f} agreement {agreement:.3f}")
-
-        distill.train_draft(draft, train, train_settings, on_step)
-    agreement = distill.evaluate_agreement(draft, val, train_settings)
-    draft.save(args.out)
-    size_mb = sum(f.stat().st_size for f in args.out.iterdir()) / 1e6
+    with progress_bar(console, "training") as update:
+        agreement, size_mb = make.train_and_save(job, draft, data, _on_step(console, update))
     console.print(f"validation top-1 agreement with the target: {agreement:.3f}")
-    console.print(f"saved draft to {args.out} ({size_mb:.1f} MB)")
+    console.print(f"saved draft to {job.out} ({size_mb:.1f} MB)")
     return 0
 
 
-def _label_conversations(
-    args: argparse.Namespace, target: Any, kept: list[int], columns: Any, console: Any
-) -> list[Any]:
-    """Teacher-forced labels for the training prompts of the non-ShareGPT datasets and for
-    ShareGPT conversations (resumable shards); returns their samples."""
-    import time
+def _no_update(**changes: Any) -> None:
+    """The update of a bar not shown."""
 
-    from rich.progress import Progress
 
-    from edgespec.datasets.prompts import load_prompts
-    from edgespec.learn.drafts import distill
-    from edgespec.learn.drafts.distill_text import label_texts, sharegpt_conversations
+def _on_generated(console: Any, update: Update) -> BatchProgress:
+    def on_batch(done: int, total: int, seconds: float) -> None:
+        update(completed=done, total=total, description=f"generating ({seconds:.0f} s/batch)")
+        if not console.is_terminal:
+            console.print(f"batch {done}/{total} generated in {seconds:.0f} s")
 
-    # The other datasets' training prompts (articles, code, questions), then conversations.
-    texts = [
-        p.text
-        for name in (d.strip() for d in args.datasets.split(",") if d.strip())
-        if name != "sharegpt"
-        for p in load_prompts(name, "train")
-    ]
-    texts.extend(sharegpt_conversations(limit=args.conversations))
-    with Progress(*columns, console=console) as progress:
-        task = progress.add_task("labelling conversations", total=None)
+    return on_batch
 
-        def on_batch(done: int, total: int, seconds: float) -> None:
-            progress.update(task, completed=done, total=total)
-            if not console.is_terminal and done % 10 == 0:
-                console.print(f"batch {done}/{total} labelled ({seconds:.1f} s)")
 
-        label_texts(
-            target.model,
-            target.tokenizer,
-            texts,
-            args.text_data_dir,
-            kept,
-            max_tokens=args.text_max_tokens,
-            progress=on_batch,
-            deadline_s=time.monotonic() + args.text_minutes * 60,
+def _on_labelled(console: Any, update: Update) -> BatchProgress:
+    def on_batch(done: int, total: int, seconds: float) -> None:
+        update(completed=done, total=total)
+        if not console.is_terminal and done % 10 == 0:
+            console.print(f"batch {done}/{total} labelled ({seconds:.1f} s)")
+
+    return on_batch
+
+
+def _on_step(console: Any, update: Update) -> StepProgress:
+    def on_step(step: int, total: int, loss: float, agreement: float) -> None:
+        update(
+            completed=step,
+            total=total,
+            description=f"training loss {loss:.3f} agree {agreement:.3f}",
         )
-    return distill.load_shards(args.text_data_dir)
+        if not console.is_terminal and step % 20 == 0:  # a log file gets a line now and then
+            console.print(f"step {step}/{total} loss {loss:.3f} agreement {agreement:.3f}")
+
+    return on_step

@@ -80,12 +80,8 @@ def generate_batch(
             records.append((indices.to(torch.int32), values.to(torch.float16)))
             return scores
 
-    width = max(len(p) for p in prompt_ids)
-    input_ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
-    mask = torch.zeros_like(input_ids)
-    for row, ids in enumerate(prompt_ids):
-        input_ids[row, width - len(ids) :] = torch.tensor(ids)
-        mask[row, width - len(ids) :] = 1
+    input_ids, mask = left_padded(prompt_ids, pad_id)
+    width = input_ids.shape[1]
     with torch.inference_mode():
         out = model.generate(
             input_ids=input_ids,
@@ -124,12 +120,7 @@ def generate_batch_trimmed(
     kept = torch.tensor(list(head_ids), dtype=torch.long)
     head = model.get_output_embeddings().weight.detach()[kept]
     batch = len(prompt_ids)
-    width = max(len(p) for p in prompt_ids)
-    input_ids = torch.full((batch, width), pad_id, dtype=torch.long)
-    mask = torch.zeros_like(input_ids)
-    for row, ids in enumerate(prompt_ids):
-        input_ids[row, width - len(ids) :] = torch.tensor(ids)
-        mask[row, width - len(ids) :] = 1
+    input_ids, mask = left_padded(prompt_ids, pad_id)
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
     steps_ids, steps_topk, steps_logits = [], [], []
     finished = torch.zeros(batch, dtype=torch.bool)
@@ -146,15 +137,10 @@ def generate_batch_trimmed(
             )
             cache = out.past_key_values
             logits = out.last_hidden_state[:, -1].float() @ head.T
-            values, indices = torch.topk(logits, settings.top_k, dim=-1)
-            if settings.temperature > 0:
-                probs = torch.softmax(logits / settings.temperature, dim=-1)
-                next_ids = kept[torch.multinomial(probs, 1, generator=generator)[:, 0]]
-            else:
-                next_ids = kept[indices[:, 0]]
+            next_ids, top_ids, top_logits = _trimmed_step(logits, kept, settings, generator)
             steps_ids.append(next_ids)
-            steps_topk.append(kept[indices].to(torch.int32))
-            steps_logits.append(values.to(torch.float16))
+            steps_topk.append(top_ids)
+            steps_logits.append(top_logits)
             finished |= torch.isin(next_ids, eos)
             if bool(finished.all()):
                 break
@@ -165,6 +151,36 @@ def generate_batch_trimmed(
     return _split_rows(
         prompt_ids, new, torch.stack(steps_topk, dim=1), torch.stack(steps_logits, dim=1), eos_ids
     )
+
+
+def _trimmed_step(
+    logits: Any, kept: Any, settings: GenerationSettings, generator: Any
+) -> tuple[Any, Any, Any]:
+    """One step over the kept tokens' ``logits`` (B × K): (next token ids, the top-k ids
+    as int32, their logits as float16); greedy, or sampled at ``settings.temperature``."""
+    import torch
+
+    values, indices = torch.topk(logits, settings.top_k, dim=-1)
+    if settings.temperature > 0:
+        probs = torch.softmax(logits / settings.temperature, dim=-1)
+        next_ids = kept[torch.multinomial(probs, 1, generator=generator)[:, 0]]
+    else:
+        next_ids = kept[indices[:, 0]]
+    return next_ids, kept[indices].to(torch.int32), values.to(torch.float16)
+
+
+def left_padded(prompt_ids: Sequence[Sequence[int]], pad_id: int) -> tuple[Any, Any]:
+    """(input ids B × W, attention mask B × W): the prompts right-aligned, ``pad_id`` and
+    mask 0 before them."""
+    import torch
+
+    width = max(len(p) for p in prompt_ids)
+    input_ids = torch.full((len(prompt_ids), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(input_ids)
+    for row, ids in enumerate(prompt_ids):
+        input_ids[row, width - len(ids) :] = torch.tensor(ids)
+        mask[row, width - len(ids) :] = 1
+    return input_ids, mask
 
 
 def _split_rows(

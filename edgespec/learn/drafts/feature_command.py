@@ -12,9 +12,18 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
-from edgespec.arguments import add_seed, add_threads, add_verbose
+from edgespec.arguments import (
+    TrainingOptions,
+    add_seed,
+    add_threads,
+    add_training_arguments,
+    add_verbose,
+    training_options,
+)
 from edgespec.errors import UserInputError
+from edgespec.learn.progress import progress_bar
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,8 +49,15 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--intermediate-size", type=int, default=1024, help="MLP width (default 1024)")
     p.add_argument("--heads", type=int, default=8, help="attention heads (default 8)")
     p.add_argument("--head-dim", type=int, default=64, help="size of one head (default 64)")
-    p.add_argument("--epochs", type=int, default=3, help="passes over the features (default 3)")
-    p.add_argument("--lr", type=float, default=5e-4, help="AdamW learning rate (default 5e-4)")
+    add_training_arguments(
+        p,
+        defaults=TrainingOptions(epochs=3, learning_rate=5e-4, batch_size=8, holdout=0.05),
+        helps={
+            "epochs": "passes over the features",
+            "batch_size": "sequences per optimizer step",
+            "holdout": "share of prompts held out for validation",
+        },
+    )
     p.add_argument(
         "--feature-minutes",
         type=float,
@@ -57,7 +73,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:
-    from edgespec.learn.drafts import distill
+    from edgespec.learn.drafts import samples as shards
 
     if args.kept_from is not None:
         from edgespec.models.loading import library_output
@@ -68,55 +84,95 @@ def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:
         with library_output(args.verbose):
             saved = TrimmedVocabDraft.load(args.kept_from)
         return [int(t) for t in saved.config.draft_token_ids]
-    samples = distill.load_shards(*args.data_dir)
-    always = list(distill.special_token_ids(getattr(target, "tokenizer", None)).values())
-    return distill.choose_kept_tokens(samples, args.kept_tokens, always)
+    samples = shards.load_shards(*args.data_dir)
+    always = list(shards.special_token_ids(getattr(target, "tokenizer", None)).values())
+    return shards.choose_kept_tokens(samples, args.kept_tokens, always)
+
+
+def shard_files(directories: list[Path]) -> list[Path]:
+    """The ``shard_*.pt`` files of every ``--data-dir``; one holding none is a usage error."""
+    shards = []
+    for directory in directories:
+        found = sorted(directory.glob("shard_*.pt")) if directory.is_dir() else []
+        if not found:
+            raise UserInputError(f"--data-dir {str(directory)!r} holds no shard_*.pt files")
+        shards.extend(found)
+    return shards
 
 
 def run(args: argparse.Namespace) -> int:
     import torch
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from edgespec.learn.drafts import feature_train as ft
-    from edgespec.models.feature_draft import (
-        FeatureDraftConfig,
-        FeatureDraftNet,
-        save_feature_draft,
-        target_rows,
-    )
+    from edgespec.models.feature_draft import save_feature_draft
     from edgespec.models.loading import load_model
 
-    shards = []
-    for directory in args.data_dir:
-        found = sorted(directory.glob("shard_*.pt")) if directory.is_dir() else []
-        if not found:
-            raise UserInputError(f"--data-dir {str(directory)!r} holds no shard_*.pt files")
-        shards.extend(found)
+    shards = shard_files(args.data_dir)
     if args.steps < 1:
         raise UserInputError(f"--steps must be >= 1, got {args.steps}")
+    options = training_options(args)
+    settings = ft.FeatureTrainSettings(
+        num_steps=args.steps,
+        sequences_per_batch=options.batch_size or 8,
+        learning_rate=options.learning_rate,
+        epochs=options.epochs,
+        time_budget_s=args.train_minutes * 60,
+        seed=args.seed,
+    )
     console = Console(stderr=True)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     with console.status(f"loading target {args.target}"):
         target = load_model(args.target, verbose=args.verbose)
     kept = _kept_tokens(args, target)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, TimeElapsedColumn(), console=console) as progress:
-        task = progress.add_task("target features", total=len(shards))
+    done = _featurize(args, target, shards, console)
+    train, val = ft.split_by_prompt(ft.load_feature_files(done), options.holdout or 0.05, args.seed)
+    net = _new_draft(args, target, kept)
+    positions = sum(len(s.ids) for s in train)
+    console.print(
+        f"training on {len(train)} sequences ({positions} positions), {len(val)} held out"
+    )
+    with progress_bar(console, "training", elapsed=False, info=True) as update:
+
+        def on_step(step: int, total: int, loss: float, agreement: list[float]) -> None:
+            info = f"loss {loss:.3f} top-1 " + " ".join(f"{a:.2f}" for a in agreement)
+            update(completed=step, total=total, info=info)
+            if not console.is_terminal and step % 100 == 0:
+                console.print(f"step {step}/{total}: {info}")
+
+        steps = ft.train_feature_draft(net, train, settings, on_step)
+    agreement = ft.evaluate(net, val, settings)
+    save_feature_draft(net, args.out)
+    per_step = ", ".join(f"step {i + 1}: {a:.3f}" for i, a in enumerate(agreement))
+    console.print(f"{steps} steps; held-out top-1 agreement {per_step}; saved to {args.out}")
+    return 0
+
+
+def _featurize(args: argparse.Namespace, target: Any, shards: list[Path], console: Any) -> Any:
+    """Stage 1: the target's features of every shard within ``--feature-minutes``
+    (resumable); returns the feature files done."""
+    from edgespec.learn.drafts import feature_train as ft
+
+    with progress_bar(console, "target features", total=len(shards)) as update:
 
         def on_shard(path: Path, positions: int) -> None:
-            progress.advance(task)
+            update(advance=1)
             if not console.is_terminal:
                 console.print(f"features of {path.name}: {positions} positions")
 
         deadline = time.monotonic() + args.feature_minutes * 60
         done = ft.featurize_shards(target.model, shards, args.features_dir, deadline, on_shard)
-        progress.update(task, completed=len(done))
+        update(completed=len(done))
     if len(done) < len(shards):
         console.print(f"[yellow]features budget: {len(done)} of {len(shards)} shards[/]")
-    sequences = ft.load_feature_files(done)
-    train, val = ft.split_by_prompt(sequences, 0.05, args.seed)
+    return done
+
+
+def _new_draft(args: argparse.Namespace, target: Any, kept: list[int]) -> Any:
+    """A new feature draft over ``kept``, its embedding and head rows the target's."""
+    from edgespec.models.feature_draft import FeatureDraftConfig, FeatureDraftNet, target_rows
+
     weight = target.model.get_input_embeddings().weight
     config = FeatureDraftConfig(
         target_name=args.target,
@@ -127,30 +183,4 @@ def run(args: argparse.Namespace) -> int:
         head_dim=args.head_dim,
         intermediate_size=args.intermediate_size,
     )
-    net = FeatureDraftNet(config, *target_rows(target.model, kept))
-    settings = ft.FeatureTrainSettings(
-        num_steps=args.steps,
-        learning_rate=args.lr,
-        epochs=args.epochs,
-        time_budget_s=args.train_minutes * 60,
-        seed=args.seed,
-    )
-    positions = sum(len(s.ids) for s in train)
-    console.print(
-        f"training on {len(train)} sequences ({positions} positions), {len(val)} held out"
-    )
-    with Progress(*columns, TextColumn("{task.fields[info]}"), console=console) as progress:
-        task = progress.add_task("training", total=None, info="")
-
-        def on_step(step: int, total: int, loss: float, agreement: list[float]) -> None:
-            info = f"loss {loss:.3f} top-1 " + " ".join(f"{a:.2f}" for a in agreement)
-            progress.update(task, completed=step, total=total, info=info)
-            if not console.is_terminal and step % 100 == 0:
-                console.print(f"step {step}/{total}: {info}")
-
-        steps = ft.train_feature_draft(net, train, settings, on_step)
-    agreement = ft.evaluate(net, val, settings)
-    save_feature_draft(net, args.out)
-    per_step = ", ".join(f"step {i + 1}: {a:.3f}" for i, a in enumerate(agreement))
-    console.print(f"{steps} steps; held-out top-1 agreement {per_step}; saved to {args.out}")
-    return 0
+    return FeatureDraftNet(config, *target_rows(target.model, kept))

@@ -18,9 +18,14 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edgespec.arguments import add_seed, add_threads
 from edgespec.errors import UserInputError, did_you_mean
+
+if TYPE_CHECKING:
+    from edgespec.learn.stop.study import StopStudy
+    from edgespec.learn.traces.records import TraceRecord
 
 BUNDLED_TRACES = Path(__file__).resolve().parents[2] / "data" / "predictors"
 """The bundled trace sets ``--traces NAME`` names (``edgespec/data/predictors/NAME.jsonl``)."""
@@ -87,19 +92,11 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from rich.console import Console
 
-    from edgespec.config import ConfigError
-    from edgespec.learn.stop.report import study_markdown
     from edgespec.learn.stop.study import StudySettings, run_study
-    from edgespec.learn.traces.records import read_trace
 
     torch.set_num_threads(args.threads)  # this command owns its process
     console = Console(stderr=True)
-    records = []
-    for file in trace_files(args.traces):
-        try:
-            records.extend(read_trace(file))
-        except ConfigError as exc:
-            raise UserInputError(f"--traces {file}: {exc}") from exc
+    records = read_records(args.traces)
     if args.k_max < 1:
         raise UserInputError(f"--k-max must be >= 1, got {args.k_max}")
     settings = StudySettings(
@@ -116,22 +113,49 @@ def run(args: argparse.Namespace) -> int:
             study = run_study(records, settings, log=lambda m: status.update(m[:120]))
     except ValueError as exc:
         raise UserInputError(str(exc)) from exc
+    threshold = write_study(study, args.out, args.report_dir, command, when)
+    console.print(f"wrote {args.out} (threshold {threshold:.3f})")
+    return 0
+
+
+def read_records(paths: list[Path]) -> list[TraceRecord]:
+    """Every record of the ``--traces`` files (:func:`trace_files`); a bad file is a usage
+    error naming it."""
+    from edgespec.config import ConfigError
+    from edgespec.learn.traces.records import read_trace
+
+    records: list[TraceRecord] = []
+    for file in trace_files(paths):
+        try:
+            records.extend(read_trace(file))
+        except ConfigError as exc:
+            raise UserInputError(f"--traces {file}: {exc}") from exc
+    return records
+
+
+def write_study(
+    study: StopStudy, out: Path, report_dir: Path | None, command: str, when: str
+) -> float:
+    """The MLP predictor (with the run's metadata) to ``out``; ``study.json`` and
+    ``REPORT.md`` to ``report_dir`` when given; REPORT.md printed. Returns the MLP's
+    threshold."""
+    from edgespec.learn.stop.report import study_markdown
+
     meta = {
         "command": command,
         "trained": when,
-        "k_max": args.k_max,
+        "k_max": study.settings.k_max,
         "threshold_rule": "maximum balanced accuracy on the validation requests",
         "dataset": study.balance["all"],
         "test": dataclasses.asdict(study.predictors[0].test),
     }
     policy = dataclasses.replace(study.mlp, metadata=meta)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(policy.to_json(), separators=(",", ":")) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(policy.to_json(), separators=(",", ":")) + "\n")
     markdown = study_markdown(study, command, when)
-    if args.report_dir is not None:
-        args.report_dir.mkdir(parents=True, exist_ok=True)
-        (args.report_dir / "study.json").write_text(json.dumps(study.to_json(), indent=1) + "\n")
-        (args.report_dir / "REPORT.md").write_text(markdown)
+    if report_dir is not None:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        (report_dir / "study.json").write_text(json.dumps(study.to_json(), indent=1) + "\n")
+        (report_dir / "REPORT.md").write_text(markdown)
     print(markdown)
-    console.print(f"wrote {args.out} (threshold {policy.threshold:.3f})")
-    return 0
+    return float(policy.threshold)

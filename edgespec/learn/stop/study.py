@@ -133,7 +133,36 @@ def run_study(
         for name, part in (("all", data), ("train", train), ("validation", val), ("test", test))
     }
     log(f"dataset: {balance['all']}")
-    scorers: dict[str, tuple[Scorer, dict[str, Any]]] = {}
+    mlp, scorers = _train_predictors(train, val, settings, log)
+    results, theorem = [], []
+    seqs, feats = _held_out_sequences(records, test)
+    for name in PREDICTORS:
+        scorer, params = scorers[name]
+        result = _evaluate(name, scorer, params, val, test, settings)
+        results.append(result)
+        held_scores, scores = [scorer(f) for f in feats], scorer(test.features)
+        for cut in sorted({result.threshold, *THEOREM_THRESHOLDS}):
+            keeps = [s >= cut for s in held_scores]
+            waste = replay_with_stops(seqs, keeps, settings.k_max)
+            fpr = operating_point(test.labels, scores, cut).fpr
+            theorem.append(TheoremPoint(name, cut, fpr, waste))
+        log(f"{name}: threshold {result.threshold:.3f}, test {result.test}")
+    never = [np.ones(len(s), dtype=np.bool_) for s in seqs]
+    return StopStudy(
+        settings=settings,
+        balance=balance,
+        predictors=tuple(results),
+        theorem=tuple(theorem),
+        no_predictor=replay_with_stops(seqs, never, settings.k_max),
+        mlp=mlp.with_threshold(results[0].threshold),
+    )
+
+
+def _train_predictors(
+    train: StopDataset, val: StopDataset, settings: StudySettings, log: Callable[[str], None]
+) -> tuple[MlpStopPolicy, dict[str, tuple[Scorer, dict[str, Any]]]]:
+    """The MLP (searched over ``settings.mlp_trials``) and the tree baselines, each as a
+    scorer with its chosen hyper-parameters, by name in :data:`PREDICTORS` order."""
     mlp = search_mlp(
         train,
         val,
@@ -142,6 +171,7 @@ def run_study(
         max_epochs=settings.mlp_max_epochs,
         on_trial=lambda i, t: log(f"mlp trial {i}: {t.settings} val loss {t.validation_loss:.4f}"),
     )
+    scorers: dict[str, tuple[Scorer, dict[str, Any]]] = {}
     scorers["mlp"] = (mlp.policy.accept_probability, dataclasses.asdict(mlp.settings))
     for name in PREDICTORS[1:]:
         tree = search_tree(
@@ -153,36 +183,25 @@ def run_study(
             on_trial=lambda i, t: log(f"{t.name} trial {i}: val loss {t.validation_log_loss:.4f}"),
         )
         scorers[name] = (tree.scores, tree.params)
-    results, theorem = [], []
-    seqs, feats = _held_out_sequences(records, test)
-    for name in PREDICTORS:
-        scorer, params = scorers[name]
-        threshold = youden_threshold(val.labels, scorer(val.features))
-        scores = scorer(test.features)
-        results.append(
-            PredictorResult(
-                name=name,
-                params=params,
-                threshold=threshold,
-                test=operating_point(test.labels, scores, threshold),
-                test_at_half=operating_point(test.labels, scores, 0.5),
-                latency=single_sample_latency(scorer, test.features, settings.latency_calls),
-            )
-        )
-        held_scores = [scorer(f) for f in feats]
-        for cut in sorted({threshold, *THEOREM_THRESHOLDS}):
-            keeps = [s >= cut for s in held_scores]
-            waste = replay_with_stops(seqs, keeps, settings.k_max)
-            fpr = operating_point(test.labels, scores, cut).fpr
-            theorem.append(TheoremPoint(name, cut, fpr, waste))
-        log(f"{name}: threshold {threshold:.3f}, test {results[-1].test}")
-    never = [np.ones(len(s), dtype=np.bool_) for s in seqs]
-    mlp_policy = mlp.policy.with_threshold(results[0].threshold)
-    return StopStudy(
-        settings=settings,
-        balance=balance,
-        predictors=tuple(results),
-        theorem=tuple(theorem),
-        no_predictor=replay_with_stops(seqs, never, settings.k_max),
-        mlp=mlp_policy,
+    return mlp.policy, scorers
+
+
+def _evaluate(
+    name: str,
+    scorer: Scorer,
+    params: dict[str, Any],
+    val: StopDataset,
+    test: StopDataset,
+    settings: StudySettings,
+) -> PredictorResult:
+    """One predictor thresholded on validation (Youden), then measured on the test rows."""
+    threshold = youden_threshold(val.labels, scorer(val.features))
+    scores = scorer(test.features)
+    return PredictorResult(
+        name=name,
+        params=params,
+        threshold=threshold,
+        test=operating_point(test.labels, scores, threshold),
+        test_at_half=operating_point(test.labels, scores, 0.5),
+        latency=single_sample_latency(scorer, test.features, settings.latency_calls),
     )

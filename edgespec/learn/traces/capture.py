@@ -158,16 +158,8 @@ def capture_one(
     result = speculative_generate(target, drafter, prompt_ids, window, sampling, stop=settings.stop)
     sd_ms = (time.perf_counter() - start) * 1e3
     output = result.output_token_ids
-    hidden = None
     on_stage("acceptance per position")
-    if wants_hidden(drafter):
-        hidden = target_hidden_rows(target, (*prompt_ids, *output))
-    seq, feats = per_position_acceptance(drafter, prompt_ids, output, hidden)
-    after = None
-    if hidden is not None or isinstance(drafter, TreeDraft):  # see trace.py: their steps
-        seq = flags_from_rounds([r.num_accepted for r in result.rounds], len(output))
-    elif feats is not None:
-        after = rejection_continuations(drafter, prompt_ids, output, seq, settings.gamma_max)
+    seq, feats, after = _acceptance(target, drafter, prompt_ids, result, settings.gamma_max)
     target_only_ms, assisted_ms, lossless = _baselines(
         target, pair, prompt_ids, output, settings, on_stage
     )
@@ -201,6 +193,29 @@ def capture_one(
         draft_tree=settings.draft_tree,
         rejection_features=after,
     )
+
+
+def _acceptance(
+    target: TargetBackend,
+    drafter: DraftBackend,
+    prompt_ids: Sequence[int],
+    result: Any,
+    gamma_max: int,
+) -> tuple[tuple[int, ...], Any, Any]:
+    """(acceptance per output position, the draft's features there, the rejection
+    continuations) of one speculative ``result``; drafters that need the target's hidden
+    rows and token trees take the flags from the rounds played (see trace.py: their steps)."""
+    output = result.output_token_ids
+    hidden = None
+    if wants_hidden(drafter):
+        hidden = target_hidden_rows(target, (*prompt_ids, *output))
+    seq, feats = per_position_acceptance(drafter, prompt_ids, output, hidden)
+    after = None
+    if hidden is not None or isinstance(drafter, TreeDraft):
+        seq = flags_from_rounds([r.num_accepted for r in result.rounds], len(output))
+    elif feats is not None:
+        after = rejection_continuations(drafter, prompt_ids, output, seq, gamma_max)
+    return seq, feats, after
 
 
 def _quiet(stage: str) -> None:

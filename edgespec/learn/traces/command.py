@@ -15,6 +15,7 @@ from typing import Any
 from edgespec.arguments import add_real_pair, add_seed, add_threads, add_verbose
 from edgespec.datasets.prompts import DATASETS, HELD_OUT
 from edgespec.errors import UserInputError
+from edgespec.learn.progress import progress_bar
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 
 NGRAM = "ngram"
@@ -165,21 +166,11 @@ def _check_args(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     import torch
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from edgespec.core.tree import parse_branching
-    from edgespec.learn.drafts.distill_data import encode_prompt
-    from edgespec.learn.traces.capture import CaptureSettings, PairInfo, capture
-    from edgespec.learn.traces.records import TraceRecord, write_trace
+    from edgespec.learn.traces.capture import PairInfo
+    from edgespec.learn.traces.drafters import DraftChoice, drafter_for
     from edgespec.learn.traces.summary import print_summary_table, write_summary_json
-    from edgespec.models.feature_draft import FeatureDraftNet
-    from edgespec.models.loading import library_output, load_model
-    from edgespec.runtime.backends.base import stopping_drafter
-    from edgespec.runtime.backends.feature_draft import FeatureDraft
-    from edgespec.runtime.backends.ngram import NgramDrafter
-    from edgespec.runtime.backends.transformers_backend import TransformersTarget
-    from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
-    from edgespec.runtime.backends.tree_draft import TreeDraft
+    from edgespec.models.loading import load_model
     from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
 
     console = Console(stderr=True)
@@ -199,91 +190,17 @@ def run(args: argparse.Namespace) -> int:
             if args.draft == NGRAM
             else load_model(args.draft, target=target, verbose=args.verbose).model
         )
-    drafter: Any = NgramDrafter(max_ngram=3)
-    draft_name = args.draft
-    if isinstance(draft_model, FeatureDraftNet):  # transformers' assisted generation cannot
-        if args.tree is not None:
-            console.print("edgespec trace: --tree needs a causal-LM draft (feature drafts: chains)")
-            return 2
-        drafter, draft_model = FeatureDraft(draft_model, lookup=args.lookup), None
-        draft_name += "+lookup" if args.lookup else ""
-    elif draft_model is not None and args.tree is not None:
-        branching = parse_branching(args.tree)
-        drafter = TreeDraft(
-            draft_model,
-            branching,
-            args.lookup,
-            min_path_prob=args.tree_min_prob,
-            max_nodes=args.tree_max_nodes,
+    try:
+        choice = DraftChoice(
+            args.draft, args.lookup, args.tree, args.tree_min_prob, args.tree_max_nodes
         )
-        draft_name += f"+tree({args.tree}" + (
-            f",p>={args.tree_min_prob})" if args.tree_min_prob else ")"
-        )
-        draft_name += "+lookup" if args.lookup else ""
-    elif draft_model is not None and args.lookup:
-        drafter, draft_name = HybridDraft(draft_model), f"{args.draft}+lookup"
-    elif draft_model is not None:
-        drafter = TransformersDraft(draft_model)
-    if stop is not None:
-        try:
-            stopping_drafter(drafter)
-        except ValueError as exc:
-            console.print(f"edgespec trace: --stop-predictor: {exc}")
-            return 2
+        drafter, draft_model, draft_name = drafter_for(choice, draft_model, stop is not None)
+    except UserInputError as exc:
+        console.print(f"edgespec trace: {exc}")
+        return 2
     pair = PairInfo(args.target, draft_name, target.model, draft_model)
-    settings = CaptureSettings(
-        gamma_max=args.gamma,
-        max_new_tokens=args.max_new_tokens,
-        target_only=args.baselines,
-        assisted=args.baselines and draft_model is not None,
-        slo_classes=tuple(s.strip() for s in args.slo_classes.split(",") if s.strip()),
-        num_drafters=args.num_drafters,
-        arrival_rate_per_s=args.rate,
-        seed=args.seed,
-        draft_tree=args.tree,
-        window=args.window,
-        stop=stop,
-    )
-    work = [
-        (p.prompt_id, name, encode_prompt(target.tokenizer, p.text, args.max_prompt_tokens))
-        for name, prompts in prompt_sets
-        for p in prompts
-    ]
-    records: list[TraceRecord] = []
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console) as progress, library_output(args.verbose):
-        task = progress.add_task("tracing", total=len(work))
-
-        def on_record(record: TraceRecord) -> None:
-            progress.update(task, advance=1, description=f"tracing {record.dataset}")
-            if not console.is_terminal:  # a log file gets one line per request
-                accepted = sum(r.num_accepted for r in record.rounds)
-                console.print(
-                    f"{record.request_id}: {record.output_tokens} tokens, {len(record.rounds)} "
-                    f"rounds, {accepted} drafts accepted, lossless={record.lossless}"
-                )
-
-        def on_stage(request_id: str, stage: str) -> None:
-            progress.update(task, description=f"tracing {request_id}: {stage}")
-            if not console.is_terminal:
-                console.print(f"{request_id}: {stage} ...")
-
-        records = capture(
-            TransformersTarget(target.model), drafter, pair, work, settings, on_record, on_stage
-        )
-    if args.out is not None:
-        write_trace(args.out, records)
-        console.print(f"wrote {len(records)} records to {args.out}")
-    if args.out_dir is not None:
-        for name, _ in prompt_sets:
-            subset = [r for r in records if r.dataset == name]
-            write_trace(args.out_dir / f"{name}.jsonl", subset)
-            console.print(f"wrote {len(subset)} records to {args.out_dir / (name + '.jsonl')}")
+    records = _capture(args, target, drafter, pair, prompt_sets, stop, console)
+    _write_records(args, records, [name for name, _ in prompt_sets], console)
     title = f"speculative decoding, greedy, γ = {args.gamma}, {args.window} window"
     if stop is not None:
         title += f", stop predictor {args.stop_predictor} (P >= {stop.threshold:g})"
@@ -292,3 +209,80 @@ def run(args: argparse.Namespace) -> int:
         write_summary_json(args.json, records, args.gamma, args.max_new_tokens, title)
         console.print(f"wrote the summary to {args.json}")
     return 0
+
+
+def _capture(
+    args: argparse.Namespace,
+    target: Any,
+    drafter: Any,
+    pair: Any,
+    prompt_sets: list[tuple[str, list[Any]]],
+    stop: Any,
+    console: Any,
+) -> list[Any]:
+    """Every prompt traced, under a progress bar (one line per request in a log file)."""
+    from edgespec.learn.drafts.distill_data import encode_prompt
+    from edgespec.learn.traces.capture import capture
+    from edgespec.learn.traces.records import TraceRecord
+    from edgespec.models.loading import library_output
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+    work = [
+        (p.prompt_id, name, encode_prompt(target.tokenizer, p.text, args.max_prompt_tokens))
+        for name, prompts in prompt_sets
+        for p in prompts
+    ]
+    bar = progress_bar(console, "tracing", total=len(work))
+    with bar as update, library_output(args.verbose):
+
+        def on_record(record: TraceRecord) -> None:
+            update(advance=1, description=f"tracing {record.dataset}")
+            if not console.is_terminal:  # a log file gets one line per request
+                accepted = sum(r.num_accepted for r in record.rounds)
+                console.print(
+                    f"{record.request_id}: {record.output_tokens} tokens, {len(record.rounds)} "
+                    f"rounds, {accepted} drafts accepted, lossless={record.lossless}"
+                )
+
+        def on_stage(request_id: str, stage: str) -> None:
+            update(description=f"tracing {request_id}: {stage}")
+            if not console.is_terminal:
+                console.print(f"{request_id}: {stage} ...")
+
+        settings = _capture_settings(args, pair.draft_model is not None, stop)
+        target_backend = TransformersTarget(target.model)
+        return capture(target_backend, drafter, pair, work, settings, on_record, on_stage)
+
+
+def _capture_settings(args: argparse.Namespace, has_draft_model: bool, stop: Any) -> Any:
+    from edgespec.learn.traces.capture import CaptureSettings
+
+    return CaptureSettings(
+        gamma_max=args.gamma,
+        max_new_tokens=args.max_new_tokens,
+        target_only=args.baselines,
+        assisted=args.baselines and has_draft_model,
+        slo_classes=tuple(s.strip() for s in args.slo_classes.split(",") if s.strip()),
+        num_drafters=args.num_drafters,
+        arrival_rate_per_s=args.rate,
+        seed=args.seed,
+        draft_tree=args.tree,
+        window=args.window,
+        stop=stop,
+    )
+
+
+def _write_records(
+    args: argparse.Namespace, records: list[Any], datasets: list[str], console: Any
+) -> None:
+    """``--out``: every record in one file; ``--out-dir``: one file per dataset."""
+    from edgespec.learn.traces.records import write_trace
+
+    if args.out is not None:
+        write_trace(args.out, records)
+        console.print(f"wrote {len(records)} records to {args.out}")
+    if args.out_dir is not None:
+        for name in datasets:
+            subset = [r for r in records if r.dataset == name]
+            write_trace(args.out_dir / f"{name}.jsonl", subset)
+            console.print(f"wrote {len(subset)} records to {args.out_dir / (name + '.jsonl')}")

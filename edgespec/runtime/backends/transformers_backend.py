@@ -11,7 +11,8 @@ Every row's new tokens end in the last column, so the LM head runs only on the l
 vocabulary logits over its whole prompt. The per-item KV is cut back out of the padded
 batch cache afterwards. A batch whose items differ so much in shape that padding would
 dominate (a cold start beside follow-ups) is split into several passes
-(:mod:`edgespec.runtime.backends.padding`). At load, a model whose attention cannot be
+(:mod:`edgespec.runtime.backends.padding`); the batch cache is padded and cut by
+:mod:`edgespec.runtime.backends.padded_kv`. At load, a model whose attention cannot be
 masked exactly is refused (``UnsupportedAttentionError``), and a padded probe batch must
 reproduce the model's own unpadded logits.
 """
@@ -25,7 +26,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import torch
-from transformers import DynamicCache
 
 from edgespec.runtime.backends.attention_mask import (
     UnsupportedAttentionError,
@@ -34,10 +34,8 @@ from edgespec.runtime.backends.attention_mask import (
 )
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.lm_head import BLOCKED_HEAD_MAX_ROWS, blocked_head, plain_head
+from edgespec.runtime.backends.padded_kv import Layers, padded_cache, row_kv
 from edgespec.runtime.backends.padding import pass_groups
-
-Layers = tuple[tuple[torch.Tensor, torch.Tensor], ...]
-"""Per-layer (keys, values), each [1, kv_heads, length, head_dim]."""
 
 
 def eos_ids(model: Any) -> frozenset[int]:
@@ -160,7 +158,7 @@ class TransformersTarget:
             "input_ids": input_ids.to(self._device),
             "attention_mask": mask,
             "position_ids": position_ids,
-            "past_key_values": self._padded_cache(items, max_prefix),
+            "past_key_values": padded_cache(items, max_prefix),
             "use_cache": True,
         }
         weight = self._head if 1 < batch * keep <= BLOCKED_HEAD_MAX_ROWS else None
@@ -179,7 +177,7 @@ class TransformersTarget:
         layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         results = []
         for row, item in enumerate(items):
-            kv = self._row_kv(
+            kv = row_kv(
                 layers,
                 row,
                 max_prefix - item.kv_len,
@@ -245,49 +243,6 @@ class TransformersTarget:
         if cap is not None:
             logits = torch.tanh(logits / cap) * cap
         return logits
-
-    @staticmethod
-    def _row_kv(
-        layers: list[tuple[torch.Tensor, torch.Tensor]],
-        row: int,
-        prefix_pad: int,
-        new_pad: int,
-        max_prefix: int,
-        batch: int,
-    ) -> Layers:
-        """Row ``row``'s real tokens: its prefix and its new tokens, without padding."""
-        if batch == 1 and prefix_pad == 0 and new_pad == 0:
-            return tuple((k, v) for k, v in layers)  # the batch is this session's own cache
-        out = []
-        for k, v in layers:
-            parts_k = [
-                k[row : row + 1, :, prefix_pad:max_prefix],
-                k[row : row + 1, :, max_prefix + new_pad :],
-            ]
-            parts_v = [
-                v[row : row + 1, :, prefix_pad:max_prefix],
-                v[row : row + 1, :, max_prefix + new_pad :],
-            ]
-            out.append((torch.cat(parts_k, dim=2), torch.cat(parts_v, dim=2)))
-        return tuple(out)
-
-    def _padded_cache(self, items: Sequence[ForwardItem], max_prefix: int) -> DynamicCache:
-        if max_prefix == 0:
-            return DynamicCache()
-        template: Layers = next(item.kv for item in items if item.kv is not None)
-        if len(items) == 1:  # nothing to pad: hand the session's tensors over as they are
-            return DynamicCache(ddp_cache_data=list(template))
-        data = []
-        for layer_idx, (k0, v0) in enumerate(template):
-            keys = k0.new_zeros((len(items), k0.shape[1], max_prefix, k0.shape[3]))
-            values = v0.new_zeros((len(items), v0.shape[1], max_prefix, v0.shape[3]))
-            for row, item in enumerate(items):
-                if item.kv is not None and item.kv_len:
-                    k, v = item.kv[layer_idx]
-                    keys[row, :, max_prefix - item.kv_len :] = k[0]
-                    values[row, :, max_prefix - item.kv_len :] = v[0]
-            data.append((keys, values))
-        return DynamicCache(ddp_cache_data=data)
 
     def crop(self, kv: Layers, num_tokens: int) -> Layers:
         """A view: the dropped tail (at most the rejected draft tokens) stays allocated

@@ -9,10 +9,11 @@ continue with the decision the server obtained (:mod:`edgespec.runtime.edge.fuse
 The pieces of a round are shared with the server's fused loop
 (:mod:`edgespec.runtime.edge.rounds`).
 
-A verifier that lost the session (server restart, idle expiry) or became unreachable
-(:data:`RECOVERABLE`) is handled by reopening the session with every committed token as
-the new prompt (:mod:`edgespec.runtime.edge.reconnect`), so the output is identical to an
-uninterrupted run (greedy). A
+The rounds themselves run in :class:`~edgespec.runtime.edge.round_loop.RoundLoop`. A
+verifier that lost the session (server restart, idle expiry) or became unreachable
+(:data:`~edgespec.runtime.edge.round_loop.RECOVERABLE`) is handled by reopening the session
+with every committed token as the new prompt (:mod:`edgespec.runtime.edge.reconnect`), so
+the output is identical to an uninterrupted run (greedy). A
 :class:`~edgespec.runtime.backends.base.FeatureDraftBackend` that wants the target's hidden
 states gets a session opened with ``return_hidden`` and sees every verification's rows
 (``observe_target_hidden``, timed as drafting) before it drafts again.
@@ -32,9 +33,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from edgespec.core.semantic_link import Upload
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
-from edgespec.policies.interfaces import WindowDecision, WindowPolicy
+from edgespec.policies.interfaces import WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.base import (
@@ -43,27 +43,18 @@ from edgespec.runtime.backends.base import (
     hidden_state_drafter,
     stopping_drafter,
 )
-from edgespec.runtime.edge.fused_handover import fused_handover
-from edgespec.runtime.edge.progress import ProgressBudget, ProgressWatch
-from edgespec.runtime.edge.reconnect import close_quietly, open_retrying, reopen
-from edgespec.runtime.edge.rounds import (
-    Ledger,
-    Verifier,
-    capped_gamma,
-    decide,
-    draft_rng,
-    play_round,
-)
+from edgespec.runtime.edge.progress import ProgressBudget
+from edgespec.runtime.edge.reconnect import close_quietly, open_retrying
+from edgespec.runtime.edge.round_loop import RECOVERABLE, RoundLoop
+from edgespec.runtime.edge.rounds import Ledger, Verifier
 from edgespec.runtime.edge.semantic import (
     SEMANTIC,
     SemanticReport,
     SemanticRequest,
     choose_upload,
 )
-from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SemanticSpec, SessionSpec
-
-RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,10 +131,7 @@ def _generate(
     stop: DraftStopPolicy | None,
     semantic: SemanticRequest | None = None,
 ) -> GenerationResult:
-    policy = window if window is not None else StaticWindow(4)
-    rng = draft_rng(sampling.seed)
     prompt = tuple(prompt_ids)
-    reconnects = 0
     arrival = clock()
     feature = (
         drafter
@@ -152,10 +140,42 @@ def _generate(
     )
     # the pair is named by the client id, as the server names it (WindowObservation.pair)
     ledger = Ledger(options.session_id, on_tokens, feature, clock, options.client_id)
-    hidden = feature is not None
     wisv = None if semantic is None else semantic.spec()
     opened = clock()
-    first = _session_spec(options, prompt, sampling, hidden, wisv)
+    first = _session_spec(options, prompt, sampling, feature is not None, wisv)
+    _open(verifier, first, options, clock)
+    handshake_rtt_s = clock() - opened
+    upload = None if semantic is None else choose_upload(semantic.upload, handshake_rtt_s)
+    loop = RoundLoop(verifier, drafter, prompt, sampling, options, clock, ledger, first)
+    loop.run(window if window is not None else StaticWindow(4), stop, upload)
+    try:
+        verifier.close(loop.session_id)
+    except RequestError as exc:  # the output is complete; a server gone took the session along
+        if exc.code not in RECOVERABLE:
+            raise
+    report = None
+    if semantic is not None and upload is not None:
+        report = SemanticReport(
+            semantic.threshold,
+            upload,
+            handshake_rtt_s,
+            tuple(loop.exchanges),
+            tuple(loop.mismatches),
+        )
+    return GenerationResult(
+        output_token_ids=tuple(ledger.output),
+        rounds=tuple(ledger.rounds),
+        request=_request_record(options, prompt, ledger, arrival),
+        num_reconnects=loop.reconnects,
+        semantic=report,
+    )
+
+
+def _open(
+    verifier: Verifier, first: SessionSpec, options: DraftOptions, clock: Callable[[], float]
+) -> None:
+    """Open the generation's session, retrying while the server is unreachable when
+    ``options.retry_first_open``; a failed open is closed again before it is raised."""
     try:
         if options.retry_first_open:
             open_retrying(verifier, first, clock, options.retry_timeout_s,
@@ -165,68 +185,6 @@ def _generate(
     except RequestError:
         close_quietly(verifier, first.session_id)  # an open whose answer timed out may
         raise  # still have opened it on the server
-    session_id = first.session_id
-    handshake_rtt_s = clock() - opened
-    upload: Upload | None = None
-    if semantic is not None:
-        upload = choose_upload(semantic.upload, handshake_rtt_s)
-    exchanges: list[int] = []
-    mismatches: list[int] = []
-    decision: WindowDecision | None = None  # handed back by a fused run
-    finished = False
-    watch = ProgressWatch(options.progress, clock)
-    while not finished:
-        watch.committed(len(ledger.output))
-        if decision is None:
-            decision = decide(policy, ledger.history, clock())
-        context = (*prompt, *ledger.output)
-        sent = clock()
-        try:
-            if decision.fused:
-                decision, finished = fused_handover(
-                    verifier, policy, ledger, session_id, context, decision
-                )
-                continue
-            gamma = capped_gamma(decision.gamma, sampling.max_new_tokens, len(ledger.output))
-            network_s = ledger.history.observation(sent).rtt_s  # the last round's, 0 at first
-            played = play_round(verifier, drafter, session_id, context, gamma, sampling, rng,
-                                network_s, clock, stop, upload)  # fmt: skip
-        except RequestError as exc:
-            if exc.code not in RECOVERABLE or clock() - sent > options.retry_timeout_s:
-                raise
-            reconnects += 1
-            decision = None  # the policy is asked again for the round that did not run
-            close_quietly(verifier, session_id)  # its KV must not wait for the timeout
-            watch.reconnect(exc)  # NoProgress once the budget is spent
-            retry_s = min(options.retry_timeout_s, watch.remaining_s())
-            session_id = reopen(verifier, first, ledger.output, clock, reconnects, retry_s,
-                                options.retry_backoff_s, watch.check)  # fmt: skip
-            continue
-        reply = played.reply
-        network_s = max(played.end_s - played.drafted_s - reply.queue_s - reply.verify_s, 0.0)
-        times = (played.start_s, played.end_s, played.draft_s, network_s / 2, network_s / 2)
-        num_drafted = len(played.call.draft_token_ids)
-        finished = ledger.commit(decision.gamma, num_drafted, reply, times, played.num_passes)
-        exchanges.append(played.num_exchanges)
-        mismatches.append(reply.outcome.accepted_mismatches)
-        decision = None
-    try:
-        verifier.close(session_id)
-    except RequestError as exc:  # the output is complete; a server gone took the session along
-        if exc.code not in RECOVERABLE:
-            raise
-    report = None
-    if semantic is not None and upload is not None:
-        report = SemanticReport(
-            semantic.threshold, upload, handshake_rtt_s, tuple(exchanges), tuple(mismatches)
-        )
-    return GenerationResult(
-        output_token_ids=tuple(ledger.output),
-        rounds=tuple(ledger.rounds),
-        request=_request_record(options, prompt, ledger, arrival),
-        num_reconnects=reconnects,
-        semantic=report,
-    )
 
 
 def _session_spec(

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from edgespec.core.types import RoundRecord, SamplingParams
 from edgespec.policies.contracts import decide_window
@@ -156,6 +157,19 @@ def play_round(
     asked = reply.outcome.hidden_request
     if asked is None:
         return PlayedRound(call, reply, proposal.num_passes, start, drafted, clock())
+    both = _second_exchange(verifier, call, reply, hidden, asked)
+    return PlayedRound(call, both, proposal.num_passes, start, drafted, clock(), 2)
+
+
+def _second_exchange(
+    verifier: Verifier,
+    call: VerifyCall,
+    reply: VerifyReply,
+    hidden: npt.NDArray[np.float32] | None,
+    asked: tuple[int, ...],
+) -> VerifyReply:
+    """A semantic SH round's follow-up: the draft's hidden states of the positions the
+    server ``asked`` for; the reply adds up both exchanges' queue and verify times."""
     if hidden is None or max(asked, default=0) >= len(hidden):
         raise RequestError(
             ErrorCode.INTERNAL,
@@ -166,16 +180,16 @@ def play_round(
     second = verifier.verify(followup)
     if second.outcome.hidden_request is not None:
         raise RequestError(
-            ErrorCode.INTERNAL, f"the server asked session {session_id!r} for hidden states twice"
+            ErrorCode.INTERNAL,
+            f"the server asked session {call.session_id!r} for hidden states twice",
         )
-    both = VerifyReply(
+    return VerifyReply(
         second.outcome,
         reply.queue_s + second.queue_s,
         reply.verify_s + second.verify_s,
         second.batch_size,
         second.queue_depth,
     )
-    return PlayedRound(call, both, proposal.num_passes, start, drafted, clock(), 2)
 
 
 def round_outcome(

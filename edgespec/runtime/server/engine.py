@@ -47,6 +47,11 @@ from edgespec.runtime.server.verification import (
     cut_committed,
 )
 
+_Live = tuple[int, EngineSession, VerifyCall, ForwardItem]
+"""A call forwarded in this batch: (its index, session, call, forward item)."""
+_Followup = tuple[int, EngineSession, VerifyCall]
+"""A semantic SH follow-up, decided from the session's kept pass: (index, session, call)."""
+
 
 class VerificationEngine(SessionTable):
     """Owns the sessions and their KV caches; runs batches on a :class:`TargetBackend`.
@@ -97,40 +102,8 @@ class VerificationEngine(SessionTable):
     def verify_batch(self, calls: Sequence[VerifyCall]) -> list[VerifyOutcome | RequestError]:
         """Verify all calls in ONE backend forward pass. Calls must be pre-validated and
         name distinct sessions; a call whose session vanished meanwhile gets its error."""
-        results: list[VerifyOutcome | RequestError] = []
-        live: list[tuple[int, EngineSession, VerifyCall, ForwardItem]] = []
-        followups: list[tuple[int, EngineSession, VerifyCall]] = []
         with self._lock:
-            for index, c in enumerate(calls):
-                s = self._sessions.get(c.session_id)
-                if s is not None and s.pending is not None and c.prefix_len == len(s.tokens):
-                    results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))
-                    followups.append((index, s, c))  # decided from the kept pass
-                    continue
-                if s is None or s.finished or c.prefix_len != len(s.tokens):
-                    results.append(
-                        RequestError(ErrorCode.NOT_FOUND, f"unknown session {c.session_id!r}")
-                        if s is None
-                        else RequestError(
-                            ErrorCode.FAILED_PRECONDITION,
-                            f"session {c.session_id!r} changed before verification",
-                        )
-                    )
-                    continue
-                results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))  # placeholder
-                s.in_flight = True
-                if s.kv is None:
-                    self._tally.num_cache_misses += 1
-                    self._tally.num_reprefills += int(s.was_evicted)
-                    s.kv_len = 0
-                else:
-                    self._tally.num_cache_hits += 1
-                    self._lru.pop(c.session_id, None)  # not evictable while in flight
-                new = (*s.tokens[s.kv_len :], *c.draft_token_ids)
-                k = len(c.draft_token_ids)
-                want_hidden = s.spec.return_hidden or s.hidden_rule is not None
-                item = ForwardItem(s.kv, s.kv_len, new, k + 1, want_hidden, c.draft_parents)
-                live.append((index, s, c, item))
+            results, live, followups = self._claim(calls)
         if not live and not followups:
             return results
         try:
@@ -161,6 +134,51 @@ class VerificationEngine(SessionTable):
                 results[index] = self._decide_followup(s, c)
             self._enforce_budget()
         return results
+
+    def _claim(
+        self, calls: Sequence[VerifyCall]
+    ) -> tuple[list[VerifyOutcome | RequestError], list[_Live], list[_Followup]]:
+        """(a placeholder or the error per call, the calls to forward with their items,
+        the SH follow-ups decided from a kept pass), under the lock: each forwarded
+        session is marked in flight and taken out of the LRU."""
+        results: list[VerifyOutcome | RequestError] = []
+        live: list[_Live] = []
+        followups: list[_Followup] = []
+        for index, c in enumerate(calls):
+            s = self._sessions.get(c.session_id)
+            if s is not None and s.pending is not None and c.prefix_len == len(s.tokens):
+                results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))
+                followups.append((index, s, c))  # decided from the kept pass
+                continue
+            if s is None or s.finished or c.prefix_len != len(s.tokens):
+                results.append(
+                    RequestError(ErrorCode.NOT_FOUND, f"unknown session {c.session_id!r}")
+                    if s is None
+                    else RequestError(
+                        ErrorCode.FAILED_PRECONDITION,
+                        f"session {c.session_id!r} changed before verification",
+                    )
+                )
+                continue
+            results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))  # placeholder
+            live.append((index, s, c, self._forward_item(s, c)))
+        return results, live, followups
+
+    def _forward_item(self, s: EngineSession, c: VerifyCall) -> ForwardItem:
+        """The session's uncached tokens and the draft, to forward now (its cache counted
+        as a hit or a miss, a miss re-prefilling from 0)."""
+        s.in_flight = True
+        if s.kv is None:
+            self._tally.num_cache_misses += 1
+            self._tally.num_reprefills += int(s.was_evicted)
+            s.kv_len = 0
+        else:
+            self._tally.num_cache_hits += 1
+            self._lru.pop(c.session_id, None)  # not evictable while in flight
+        new = (*s.tokens[s.kv_len :], *c.draft_token_ids)
+        k = len(c.draft_token_ids)
+        want_hidden = s.spec.return_hidden or s.hidden_rule is not None
+        return ForwardItem(s.kv, s.kv_len, new, k + 1, want_hidden, c.draft_parents)
 
     def _judge_hidden(
         self, s: EngineSession, call: VerifyCall, item: ForwardItem, out: ForwardOutput

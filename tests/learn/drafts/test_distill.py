@@ -11,12 +11,9 @@ import torch
 from edgespec.datasets.prompts import Prompt
 from edgespec.learn.drafts.distill import (
     DraftArchitecture,
-    Sample,
     TrainSettings,
     batch_loss,
-    choose_kept_tokens,
     init_draft,
-    load_shards,
     train_draft,
 )
 from edgespec.learn.drafts.distill_data import (
@@ -25,6 +22,7 @@ from edgespec.learn.drafts.distill_data import (
     generate_distillation_data,
     plan_batches,
 )
+from edgespec.learn.drafts.samples import Sample, choose_kept_tokens, load_shards
 from tests.models.tiny import SPECIAL, VOCAB, tiny_target
 
 

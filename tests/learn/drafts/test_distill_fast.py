@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from edgespec.cli import main
-from edgespec.learn.drafts.distill import load_shards
 from edgespec.learn.drafts.distill_data import (
     GenerationSettings,
     generate_batch,
     generate_batch_trimmed,
 )
 from edgespec.learn.drafts.distill_text import label_batch, label_texts
+from edgespec.learn.drafts.samples import load_shards
 from tests.models.tiny import VOCAB, tiny_target
 
 PROMPTS = [[2, 5, 9, 11, 30], [2, 7], [2, 40, 41, 42]]

@@ -1,0 +1,174 @@
+"""`edgespec train draft`'s work, stage by stage, from a validated :class:`DraftJob`:
+the target's continuations generated into shards (:func:`generate`), the training and
+validation sequences and the kept tokens (:func:`training_data`, optionally with
+teacher-forced text labels), then the draft trained, checked and saved
+(:func:`train_and_save`). The command (:mod:`edgespec.learn.drafts.command`) parses its
+flags into the job and shows the progress these report through callbacks."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from edgespec.learn.drafts import distill, samples
+from edgespec.learn.drafts.distill_data import GenerationSettings
+
+BatchProgress = Callable[[int, int, float], None]
+"""``(batches done, batches in all, seconds of the last one)``."""
+StepProgress = Callable[[int, int, float, float], None]
+"""``(step, steps in all, loss, top-1 agreement)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextLabelling:
+    """Teacher-forced labels of texts (the datasets' training prompts, ShareGPT
+    conversations) written to ``data_dir`` and trained on too."""
+
+    data_dir: Path
+    conversations: int = 2000
+    minutes: float = 15.0
+    max_tokens: int = 256
+
+
+@dataclass(frozen=True, slots=True)
+class DraftJob:
+    """One ``edgespec train draft`` run, validated by the command."""
+
+    target: str
+    out: Path
+    data_dir: Path
+    datasets: tuple[str, ...]
+    sharegpt_limit: int
+    generation: GenerationSettings
+    gen_minutes: float
+    architecture: distill.DraftArchitecture
+    training: distill.TrainSettings
+    extra_data_dirs: tuple[Path, ...] = ()
+    init_from: Path | None = None
+    fast_head: bool = False
+    skip_generate: bool = False
+    labelling: TextLabelling | None = None
+    verbose: bool = False
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TrainingData:
+    """The sequences to train and validate on, the draft's kept tokens, and how many
+    training sequences were left out for sharing a prompt with a validation one."""
+
+    train: list[samples.Sample]
+    val: list[samples.Sample]
+    kept: list[int]
+    leaked: int
+
+
+def load_saved(job: DraftJob) -> Any:
+    """The ``--init-from`` draft to continue (None for a new draft)."""
+    if job.init_from is None:
+        return None
+    from edgespec.models.loading import library_output
+    from edgespec.models.trimmed import TrimmedVocabDraft
+
+    with library_output(job.verbose):
+        return TrimmedVocabDraft.load(job.init_from)
+
+
+def generate(job: DraftJob, target: Any, saved: Any, on_batch: BatchProgress) -> None:
+    """Stage 1: the target's continuations of the datasets' training prompts into
+    ``job.data_dir`` shards, within ``job.gen_minutes`` (resumable)."""
+    from edgespec.datasets.prompts import load_prompts
+    from edgespec.learn.drafts.distill_data import generate_distillation_data
+
+    prompts = []
+    for name in job.datasets:
+        limit = job.sharegpt_limit if name == "sharegpt" else None
+        prompts.extend(load_prompts(name, "train", limit))
+    generate_distillation_data(
+        target.model,
+        target.tokenizer,
+        prompts,
+        job.data_dir,
+        job.generation,
+        on_batch,
+        time.monotonic() + job.gen_minutes * 60,
+        head_ids=saved.config.draft_token_ids if job.fast_head and saved else None,
+    )
+
+
+def training_data(
+    job: DraftJob, target: Any, saved: Any, on_labelled: BatchProgress
+) -> TrainingData:
+    """The shards split into validation (1 in 20, at least 1, generated continuations
+    only: on-policy) and training sequences, plus the extra directories and the text
+    labels; the kept tokens are the saved draft's or the training data's most common."""
+    shards = samples.load_shards(job.data_dir)
+    order = list(range(len(shards)))
+    random.Random(job.training.seed).shuffle(order)
+    num_val = max(1, len(shards) // 20)
+    val = [shards[i] for i in order[:num_val]]
+    train = [shards[i] for i in order[num_val:]]
+    special = samples.special_token_ids(target.tokenizer)
+    kept = (
+        list(saved.config.draft_token_ids)
+        if saved is not None
+        else samples.choose_kept_tokens(
+            train, job.architecture.num_kept_tokens, always=sorted(set(special.values()))
+        )
+    )
+    if job.extra_data_dirs:
+        train.extend(samples.load_shards(*job.extra_data_dirs))
+    if job.labelling is not None:
+        train.extend(label_conversations(job, job.labelling, target, kept, on_labelled))
+    train, leaked = samples.without_prompts_of(train, val)
+    return TrainingData(train, val, kept, leaked)
+
+
+def label_conversations(
+    job: DraftJob, labelling: TextLabelling, target: Any, kept: list[int], on_batch: BatchProgress
+) -> list[samples.Sample]:
+    """Teacher-forced labels for the training prompts of the non-ShareGPT datasets and for
+    ShareGPT conversations (resumable shards); returns their samples."""
+    from edgespec.datasets.prompts import load_prompts
+    from edgespec.learn.drafts.distill_text import label_texts, sharegpt_conversations
+
+    # The other datasets' training prompts (articles, code, questions), then conversations.
+    texts = [
+        p.text for name in job.datasets if name != "sharegpt" for p in load_prompts(name, "train")
+    ]
+    texts.extend(sharegpt_conversations(limit=labelling.conversations))
+    label_texts(
+        target.model,
+        target.tokenizer,
+        texts,
+        labelling.data_dir,
+        kept,
+        max_tokens=labelling.max_tokens,
+        progress=on_batch,
+        deadline_s=time.monotonic() + labelling.minutes * 60,
+    )
+    return samples.load_shards(labelling.data_dir)
+
+
+def new_or_saved_draft(job: DraftJob, target: Any, saved: Any, data: TrainingData) -> Any:
+    """The saved draft to continue, or a new one initialised from the target's embeddings."""
+    if saved is not None:
+        return saved
+    embeddings = target.model.get_input_embeddings().weight.detach()
+    special = samples.special_token_ids(target.tokenizer)
+    return distill.init_draft(embeddings, data.kept, job.architecture, special, job.target)
+
+
+def train_and_save(
+    job: DraftJob, draft: Any, data: TrainingData, on_step: StepProgress
+) -> tuple[float, float]:
+    """Stage 2: train ``draft``, measure its validation top-1 agreement with the target,
+    save it to ``job.out``; returns (agreement, saved size in MB)."""
+    distill.train_draft(draft, data.train, job.training, on_step)
+    agreement = distill.evaluate_agreement(draft, data.val, job.training)
+    draft.save(job.out)
+    size_mb = sum(f.stat().st_size for f in job.out.iterdir()) / 1e6
+    return agreement, size_mb

@@ -1,0 +1,139 @@
+"""The rounds of one edge generation (:func:`edgespec.runtime.edge.drafter.generate`)
+after its session is open: each decided by the window policy, then played distributed
+(:func:`~edgespec.runtime.edge.rounds.play_round`) or handed to the server fused
+(:mod:`edgespec.runtime.edge.fused_handover`), and committed to the
+:class:`~edgespec.runtime.edge.rounds.Ledger`. A session lost to a :data:`RECOVERABLE`
+error is reopened with every committed token as its prompt
+(:mod:`edgespec.runtime.edge.reconnect`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from edgespec.core.semantic_link import Upload
+from edgespec.core.types import SamplingParams
+from edgespec.policies.interfaces import WindowDecision, WindowPolicy
+from edgespec.policies.stop_drafting import DraftStopPolicy
+from edgespec.runtime.backends.base import DraftBackend
+from edgespec.runtime.edge.fused_handover import fused_handover
+from edgespec.runtime.edge.progress import ProgressBudget, ProgressWatch
+from edgespec.runtime.edge.reconnect import close_quietly, reopen
+from edgespec.runtime.edge.rounds import (
+    Ledger,
+    PlayedRound,
+    Verifier,
+    capped_gamma,
+    decide,
+    draft_rng,
+    play_round,
+)
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec
+
+
+class RetryOptions(Protocol):
+    """What the loop reads of the request's ``DraftOptions``: how long and how often a
+    lost session is reopened, and the progress budget across reconnects."""
+
+    @property
+    def retry_timeout_s(self) -> float: ...
+
+    @property
+    def retry_backoff_s(self) -> float: ...
+
+    @property
+    def progress(self) -> ProgressBudget: ...
+
+
+RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
+"""Errors after which the session is reopened: it was lost (server restart, idle expiry)
+or the server is unreachable for now."""
+
+
+class RoundLoop:
+    """The rounds of one generation until it finishes: each decided by the window policy,
+    played distributed or handed over fused, committed to the ledger; a lost session is
+    reopened (``reconnects``) under a new name (``session_id``). A semantic run's
+    exchanges and accepted mismatches per round are kept for its report."""
+
+    __slots__ = ("clock", "drafter", "exchanges", "first", "ledger", "mismatches", "options",
+                 "prompt", "reconnects", "rng", "sampling", "session_id", "verifier")  # fmt: skip
+
+    def __init__(
+        self,
+        verifier: Verifier,
+        drafter: DraftBackend,
+        prompt: tuple[int, ...],
+        sampling: SamplingParams,
+        options: RetryOptions,
+        clock: Callable[[], float],
+        ledger: Ledger,
+        first: SessionSpec,
+    ) -> None:
+        self.verifier, self.drafter, self.prompt = verifier, drafter, prompt
+        self.sampling, self.options, self.clock = sampling, options, clock
+        self.ledger, self.first, self.session_id = ledger, first, first.session_id
+        self.rng = draft_rng(sampling.seed)
+        self.reconnects = 0
+        self.exchanges: list[int] = []
+        self.mismatches: list[int] = []
+
+    def run(
+        self, policy: WindowPolicy, stop: DraftStopPolicy | None, upload: Upload | None
+    ) -> None:
+        ledger, clock = self.ledger, self.clock
+        decision: WindowDecision | None = None  # handed back by a fused run
+        finished = False
+        watch = ProgressWatch(self.options.progress, clock)
+        while not finished:
+            watch.committed(len(ledger.output))
+            if decision is None:
+                decision = decide(policy, ledger.history, clock())
+            context = (*self.prompt, *ledger.output)
+            sent = clock()
+            try:
+                if decision.fused:
+                    decision, finished = fused_handover(
+                        self.verifier, policy, ledger, self.session_id, context, decision
+                    )
+                    continue
+                gamma = capped_gamma(
+                    decision.gamma, self.sampling.max_new_tokens, len(ledger.output)
+                )
+                network_s = ledger.history.observation(sent).rtt_s  # the last round's, 0 at first
+                played = play_round(
+                    self.verifier, self.drafter, self.session_id, context, gamma,
+                    self.sampling, self.rng, network_s, clock, stop, upload,
+                )  # fmt: skip
+            except RequestError as exc:
+                decision = None  # the policy is asked again for the round that did not run
+                self._reconnect(exc, sent, watch)
+                continue
+            finished = self._commit(decision, played)
+            decision = None
+
+    def _commit(self, decision: WindowDecision, played: PlayedRound) -> bool:
+        """Record a distributed round; True when the generation is finished."""
+        reply = played.reply
+        network_s = max(played.end_s - played.drafted_s - reply.queue_s - reply.verify_s, 0.0)
+        times = (played.start_s, played.end_s, played.draft_s, network_s / 2, network_s / 2)
+        num_drafted = len(played.call.draft_token_ids)
+        finished = self.ledger.commit(decision.gamma, num_drafted, reply, times, played.num_passes)
+        self.exchanges.append(played.num_exchanges)
+        self.mismatches.append(reply.outcome.accepted_mismatches)
+        return finished
+
+    def _reconnect(self, exc: RequestError, sent: float, watch: ProgressWatch) -> None:
+        """Reopen a lost session with every committed token as its prompt; an error that
+        is not recoverable, or came after ``retry_timeout_s``, is raised again."""
+        options, clock = self.options, self.clock
+        if exc.code not in RECOVERABLE or clock() - sent > options.retry_timeout_s:
+            raise exc
+        self.reconnects += 1
+        close_quietly(self.verifier, self.session_id)  # its KV must not wait for the timeout
+        watch.reconnect(exc)  # NoProgress once the budget is spent
+        retry_s = min(options.retry_timeout_s, watch.remaining_s())
+        self.session_id = reopen(self.verifier, self.first, self.ledger.output, clock,
+                                 self.reconnects, retry_s, options.retry_backoff_s,
+                                 watch.check)  # fmt: skip
