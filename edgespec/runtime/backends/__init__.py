@@ -7,6 +7,8 @@
 * :mod:`.attention_mask`, :mod:`.mask_check_cache` — which attention kinds a model has (what
   cannot be masked is refused) and the 4-D masks and positions of every padded pass; the
   probe's pass remembered per weights, dtype, device and versions;
+* :mod:`.padded_kv` — the batch KV cache of a padded pass: each item's cached prefix
+  left-padded to the longest, each row's real tokens cut back out afterwards;
 * :mod:`.padding` — ``pass_groups``: a batch split into passes of similar shape;
 * :mod:`.lm_head` — ``plain_head`` / ``blocked_head``: the LM head in vocabulary blocks;
 * :mod:`.ngram` — ``suffix_match_next`` (the prompt lookup every drafter uses) and

@@ -5,6 +5,8 @@
 * :mod:`.drafter` — the loop ``generate(verifier, drafter, prompt, sampling, options,
   window)``: distributed rounds and fused runs, when to reconnect, ``RoundRecord`` /
   ``RequestRecord``;
+* :mod:`.round_loop` — ``RoundLoop``: the drafter's rounds until the request ends, and
+  ``RECOVERABLE``, the errors a lost session survives;
 * :mod:`.rounds` — the pieces of one round shared by the drafter's loop and the server's
   fused loop (``decide``, ``capped_gamma``, ``play_round``, ``round_outcome``) and the
   ``Verifier`` / ``FusedVerifier`` Protocols;

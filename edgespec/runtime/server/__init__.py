@@ -5,6 +5,8 @@ Service and admission:
 * :mod:`.service` — ``VerificationService``: queue, batching policy, engine, replies; fused
   runs with the server's window policy; the centralized and fused baselines; idle-session
   expiry; stats;
+* :mod:`.scheduler` — continuous batching: the queue shown to the policy whenever the
+  engine is free, one forward pass per batch, a failed batch retried call by call;
 * :mod:`.admission` — the session-state, per-client and queue rules of a verify call, and
   the ``PendingVerification`` it becomes (sizes, ``expected_accepted``, ``deadline_s``);
 * :mod:`.clients` — ``ClientBook``: session owners and identities, the per-client limits,
