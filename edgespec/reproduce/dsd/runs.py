@@ -17,6 +17,8 @@ from typing import Any
 
 from edgespec.core.types import RoundRecord
 from edgespec.metrics.types import SystemMetrics
+from edgespec.reproduce.dsd.load import FIT_CELL, cell_conversation_s
+from edgespec.reproduce.dsd.paper import TABLE_CONFIGS
 from edgespec.reproduce.dsd.setup import (
     COST_MODES,
     DATASETS,
@@ -31,15 +33,14 @@ from edgespec.sim.simulator import StreamSink
 from edgespec.sweeps.executor import SweepExecutor
 from edgespec.sweeps.grid import progress_bar
 
-TABLE_CONFIGS: dict[str, tuple[int, float]] = {
-    "C1": (600, 10.0),
-    "C2": (1000, 10.0),
-    "C3": (600, 30.0),
-    "C4": (1000, 30.0),
-}
-"""Table 2's configurations: (drafts, RTT ms), all with 20 targets."""
 WINDOWS: tuple[str, ...] = ("static", "dynamic", "awc")
 CROSSOVER_MODES: tuple[RoundMode, ...] = ("distributed", "cloud_only", "colocated")
+VARIANT_MODES: tuple[RoundMode, ...] = ("distributed", "cloud_only")
+"""D3 on the named variant fleet (DSD-Sim's TP-1 targets): the paper's two round modes."""
+TRANSIENT_CYCLES = 3.0
+"""A run is past its start-up transient when it lasts this many closed-loop cycles (think
+time + the fitted cell's conversation): the ramp spreads first conversations over one think
+time, and the second cycle still carries its phase."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,8 @@ class DsdPlan:
     table_configs: tuple[str, ...]
     crossover_rtts_ms: tuple[float, ...]
     sweep_drafts: tuple[int, ...]
+    variant_rtts_ms: tuple[float, ...] = ()
+    """D3's RTTs on the named variant fleet (DSD-Sim's TP-1 targets)."""
     stack_drafts: int = 600
 
     @staticmethod
@@ -61,6 +64,7 @@ class DsdPlan:
             tuple(TABLE_CONFIGS),
             (5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 100.0, 120.0),
             (400, 600, 800, 1000, 1200, 1600, 2000),
+            (5.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0, 120.0),
         )
 
     @staticmethod
@@ -71,10 +75,21 @@ class DsdPlan:
             ("C1",),
             (10.0, 60.0, 120.0),
             (400, 1200),
+            (10.0, 120.0),
         )
 
     def in_mode(self, cost_mode: CostMode) -> DsdPlan:
         return replace(self, setup=replace(self.setup, cost_mode=cost_mode))
+
+    @property
+    def transient_s(self) -> float:
+        """How long a run must last to be past its start-up transient
+        (:data:`TRANSIENT_CYCLES` closed-loop cycles at the fitted cell)."""
+        return TRANSIENT_CYCLES * (self.setup.think_mean_s + cell_conversation_s(*FIT_CELL))
+
+    @property
+    def past_transient(self) -> bool:
+        return self.setup.duration_s >= self.transient_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,8 +188,9 @@ def stack_name(stack: str) -> str:
     return f"stack-{stack}"
 
 
-def crossover_name(mode: str, rtt_ms: float) -> str:
-    return f"crossover-{mode}-rtt{rtt_ms:g}"
+def crossover_name(mode: str, rtt_ms: float, variant: bool = False) -> str:
+    """D3's run of ``mode`` at ``rtt_ms``; ``variant``: on DSD-Sim's TP-1 targets."""
+    return f"crossover{'-tp1' if variant else ''}-{mode}-rtt{rtt_ms:g}"
 
 
 def table_name(dataset: str, config: str, window: str) -> str:
@@ -203,6 +219,14 @@ def plan_scenarios(plan: DsdPlan) -> dict[str, dict[str, Any]]:
             name = crossover_name(mode, rtt)
             runs[name] = scenario(
                 s, name=name, dataset="gsm8k", num_drafts=plan.stack_drafts, rtt_ms=rtt,
+                stack=STACKS["s2"], rounds=mode,
+            )  # fmt: skip
+    tp1 = replace(s, fleet="dsdsim_tp1")
+    for rtt in plan.variant_rtts_ms:
+        for mode in VARIANT_MODES:
+            name = crossover_name(mode, rtt, variant=True)
+            runs[name] = scenario(
+                tp1, name=name, dataset="gsm8k", num_drafts=plan.stack_drafts, rtt_ms=rtt,
                 stack=STACKS["s2"], rounds=mode,
             )  # fmt: skip
     for dataset in plan.datasets:
