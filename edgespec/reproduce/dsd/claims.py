@@ -180,7 +180,8 @@ def _crossover_row(res: DsdResults, variant: bool) -> ClaimRow:
     note = f"TPOT ms, {' / '.join(m.replace('_', '-') for m in modes)}: {table}"
     if not variant:
         beside = crossover_rtt_ms(res, "colocated")
-        note += f"; colocated (edgespec's extension) crosses at {fmt(beside, 'g')} ms"
+        at = "none" if beside is None else f"{beside:g} ms"
+        note += f"; colocated (edgespec's extension) crosses at {at}"
     grows = dist[0] is not None and dist[-1] is not None and dist[-1] > dist[0]
     low_ok = dist[0] is not None and fused[0] is not None and dist[0] < fused[0]
     fleet = "DSD-Sim's TP-1 targets, the variant" if variant else "4-GPU servers"
