@@ -1,6 +1,6 @@
 """DSD's claims D2–D7 (SEED-NOTES §5) as :class:`ClaimRow` s, from :class:`DsdResults`:
-D2–D5 here, the fleet sweeps D6–D7 in :mod:`edgespec.reproduce.dsd.sweep_claims`;
-:func:`all_rows` gathers them all.
+D2, D4, D5 here, D3 in :mod:`edgespec.reproduce.dsd.crossover_claims`, the fleet sweeps
+D6–D7 in :mod:`edgespec.reproduce.dsd.sweep_claims`; :func:`all_rows` gathers them all.
 
 Tolerances follow SEED-NOTES' convention: the direction must match; relative changes
 within ±25% of the paper's; absolute values within ±50% (DSD's key inputs — per-pair
@@ -12,7 +12,8 @@ Every row is built once per cost mode (``physical``, ``dsdsim_compat``), its ``w
 prefixed with the mode (:func:`tagged`), and states the known cause of its miss in that mode
 (:mod:`edgespec.reproduce.dsd.causes`; docs/REPRODUCE.md, "Why the misses"). In a
 ``--quick`` run every throughput and latency magnitude depends on the run length and is
-marked so (:func:`~edgespec.reproduce.dsd.sweep_claims.quick_run`); D3's crossover is not.
+marked so (:func:`~edgespec.reproduce.dsd.sweep_claims.quick_run`); a plan whose runs end
+inside the start-up transient marks every row not comparable.
 """
 
 from __future__ import annotations
@@ -27,17 +28,15 @@ from edgespec.reproduce.dsd.causes import (
     table_throughput_reason,
     tagged,
 )
+from edgespec.reproduce.dsd.crossover_claims import crossover_rows
 from edgespec.reproduce.dsd.paper import PAPER_STACKS, PAPER_TABLE2
 from edgespec.reproduce.dsd.runs import (
-    CROSSOVER_MODES,
-    VARIANT_MODES,
     DsdResults,
-    crossover_name,
     stack_name,
-    summary_metric,
     table_name,
 )
 from edgespec.reproduce.dsd.setup import STACKS
+from edgespec.reproduce.dsd.summary import summary_metric
 from edgespec.reproduce.dsd.sweep_claims import (
     batching_rows,
     not_comparable,
@@ -47,8 +46,6 @@ from edgespec.reproduce.dsd.sweep_claims import (
 
 ABSOLUTE = 0.5
 RELATIVE = 0.25
-CROSSOVER_MS = (35.0, 80.0)
-"""D3's accepted crossover RTT (the paper: ≈ 50–60 ms)."""
 
 
 LAB_LINK = ("s1", "s2")
@@ -136,73 +133,6 @@ def stack_rows(res: DsdResults) -> list[ClaimRow]:
             and within(s.tpot_ms, p_tpot, ABSOLUTE),
             reason=why.absolute, quick_run=quick,
         ))  # fmt: skip
-    return rows
-
-
-def crossover_rtt_ms(
-    res: DsdResults, fused: str = "cloud_only", variant: bool = False
-) -> float | None:
-    """The smallest swept RTT from which ``fused`` rounds' TPOT is at most distributed's
-    (at that RTT and every larger one swept); ``None`` when distributed wins throughout.
-    ``variant``: on the named variant fleet (DSD-Sim's TP-1 targets)."""
-    found = None
-    for rtt in reversed(_rtts(res, variant)):
-        dist = summary_metric(res.get(crossover_name("distributed", rtt, variant)), "tpot")
-        other = summary_metric(res.get(crossover_name(fused, rtt, variant)), "tpot")
-        if dist is None or other is None or other > dist:
-            break
-        found = rtt
-    return found
-
-
-def _rtts(res: DsdResults, variant: bool) -> list[float]:
-    return sorted(res.plan.variant_rtts_ms if variant else res.plan.crossover_rtts_ms)
-
-
-def _tpots(res: DsdResults, mode: str, variant: bool = False) -> list[float | None]:
-    return [
-        summary_metric(res.get(crossover_name(mode, r, variant)), "tpot")
-        for r in _rtts(res, variant)
-    ]
-
-
-def _crossover_row(res: DsdResults, variant: bool) -> ClaimRow:
-    """D3 on one fleet: the primary (the paper's 4-GPU servers, colocated rounds beside)
-    or the named variant (DSD-Sim's TP-1 targets)."""
-    rtts = _rtts(res, variant)
-    modes = VARIANT_MODES if variant else CROSSOVER_MODES
-    series = [_tpots(res, m, variant) for m in modes]
-    dist, fused = series[0], series[1]
-    cross = crossover_rtt_ms(res, variant=variant)
-    table = "; ".join(
-        f"{r:g} ms: " + " / ".join(fmt(t[i], ".1f") for t in series) for i, r in enumerate(rtts)
-    )
-    note = f"TPOT ms, {' / '.join(m.replace('_', '-') for m in modes)}: {table}"
-    if not variant:
-        beside = crossover_rtt_ms(res, "colocated")
-        at = "none" if beside is None else f"{beside:g} ms"
-        note += f"; colocated (edgespec's extension) crosses at {at}"
-    grows = dist[0] is not None and dist[-1] is not None and dist[-1] > dist[0]
-    low_ok = dist[0] is not None and fused[0] is not None and dist[0] < fused[0]
-    fleet = "DSD-Sim's TP-1 targets, the variant" if variant else "4-GPU servers"
-    return ClaimRow(
-        "D3", tagged(res.cost_mode, "crossover RTT where fused (cloud-only) TPOT ≤ "
-                     f"distributed (GSM8K, 600 drafts, {fleet})"),
-        "≈ 50–60 ms", "none in the sweep" if cross is None else f"{cross:g} ms",
-        "distributed wins at low RTT and degrades; crossover in 35–80 ms",
-        low_ok and grows and cross is not None,
-        cross is not None and CROSSOVER_MS[0] <= cross <= CROSSOVER_MS[1],
-        note, CAUSES[res.cost_mode].crossover,
-    )  # fmt: skip
-
-
-def crossover_rows(res: DsdResults) -> list[ClaimRow]:
-    """D3: Fig. 6, distributed vs fused (cloud-only, DSD's) TPOT over RTT on the paper's
-    4-GPU servers (the colocated extension's crossover in the note) and, where the plan
-    runs it, on the named variant (DSD-Sim's TP-1 targets)."""
-    rows = [_crossover_row(res, variant=False)]
-    if res.plan.variant_rtts_ms:
-        rows.append(_crossover_row(res, variant=True))
     return rows
 
 

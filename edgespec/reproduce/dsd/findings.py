@@ -8,10 +8,11 @@ from collections.abc import Sequence
 
 from edgespec.reproduce.claims import Cause, Finding, change, fmt, pct
 from edgespec.reproduce.dsd.causes import MODE_TAGS, required_output_tokens
-from edgespec.reproduce.dsd.claims import crossover_rtt_ms
+from edgespec.reproduce.dsd.crossover_claims import crossover_rtt_ms
 from edgespec.reproduce.dsd.load import FIT_CELL, fitted_think_s, little_cells
 from edgespec.reproduce.dsd.paper import PAPER_TABLE2
-from edgespec.reproduce.dsd.runs import DsdResults, summary_metric, table_name
+from edgespec.reproduce.dsd.runs import DsdResults, table_name
+from edgespec.reproduce.dsd.summary import summary_metric
 
 DSDSIM_THINK_S = 1.7
 """DSD-Sim's shipped mean think time (its explorer configurations)."""

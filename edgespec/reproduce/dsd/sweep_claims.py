@@ -10,13 +10,8 @@ from dataclasses import replace
 
 from edgespec.reproduce.claims import ClaimRow, change, fmt, pct
 from edgespec.reproduce.dsd.causes import CAUSES, UNSATURATED, tagged
-from edgespec.reproduce.dsd.runs import (
-    DsdPlan,
-    DsdResults,
-    batching_name,
-    routing_name,
-    summary_metric,
-)
+from edgespec.reproduce.dsd.runs import DsdPlan, DsdResults, batching_name, routing_name
+from edgespec.reproduce.dsd.summary import summary_metric
 
 SATURATED = 0.1
 """Targets count as saturated when the two largest draft counts' throughputs are within

@@ -19,27 +19,19 @@ from edgespec.reproduce.dsd.causes import (
     table_throughput_reason,
     tagged,
 )
-from edgespec.reproduce.dsd.claims import (
-    all_rows,
-    crossover_rows,
-    crossover_rtt_ms,
-    stack_rows,
-    table_rows,
-)
+from edgespec.reproduce.dsd.claims import all_rows, stack_rows, table_rows
+from edgespec.reproduce.dsd.crossover_claims import crossover_rows, crossover_rtt_ms
 from edgespec.reproduce.dsd.paper import PAPER_TABLE2
 from edgespec.reproduce.dsd.runs import (
     CROSSOVER_MODES,
     VARIANT_MODES,
     DsdPlan,
     DsdResults,
-    DsdRunSummary,
-    DsdSimTpot,
     batching_name,
     crossover_name,
     plan_scenarios,
     routing_name,
     stack_name,
-    summarise,
     table_name,
 )
 from edgespec.reproduce.dsd.setup import (
@@ -52,6 +44,7 @@ from edgespec.reproduce.dsd.setup import (
     scenario,
     target_counts,
 )
+from edgespec.reproduce.dsd.summary import DsdRunSummary, DsdSimTpot, summarise
 from edgespec.reproduce.dsd.sweep_claims import batching_rows, quick_run, routing_rows
 
 PLAN = DsdPlan(DsdSetup(), ("gsm8k",), ("C1", "C2"), (10.0, 40.0, 60.0, 90.0), (400, 1000, 1400))

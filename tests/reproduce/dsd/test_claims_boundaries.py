@@ -4,12 +4,8 @@ band, the tolerances just inside and just beyond, and D7's saturation bound."""
 from __future__ import annotations
 
 from edgespec.reproduce.dsd.causes import tagged
-from edgespec.reproduce.dsd.claims import (
-    crossover_rows,
-    crossover_rtt_ms,
-    stack_rows,
-    table_rows,
-)
+from edgespec.reproduce.dsd.claims import stack_rows, table_rows
+from edgespec.reproduce.dsd.crossover_claims import crossover_rows, crossover_rtt_ms
 from edgespec.reproduce.dsd.paper import PAPER_TABLE2
 from edgespec.reproduce.dsd.runs import (
     DsdPlan,
