@@ -101,6 +101,13 @@ UNSATURATED = Reason(
     "fleet does not saturate within the swept draft counts",
 )
 """D7's throughput row where the sweep's largest draft count does not saturate."""
+TP1_CROSSOVER = Reason(
+    Cause.SIMPLIFICATION,
+    "DSD-Sim's TP-1 targets (its shipped configurations, not the paper's 4-GPU servers): a "
+    "70B pass costs 63.9 / 98.7 / 264.6 ms (H100 / A100 / A6000), so a cloud-only token, one "
+    "pass each, costs more than a distributed round's network at every swept RTT",
+)
+"""D3 on the named variant fleet, in both cost modes."""
 FRAGILE_AWC = (
     "fragile: DSD-Sim's fused rounds skip the target's queue (fused_execute), so where the "
     "targets are over-saturated a cloud-only round jumps the batch every distributed round "

@@ -5,7 +5,7 @@ on the paper's 4-GPU servers and, where the plan runs it, on the named variant f
 from __future__ import annotations
 
 from edgespec.reproduce.claims import ClaimRow, fmt
-from edgespec.reproduce.dsd.causes import CAUSES, tagged
+from edgespec.reproduce.dsd.causes import CAUSES, TP1_CROSSOVER, tagged
 from edgespec.reproduce.dsd.runs import (
     CROSSOVER_MODES,
     VARIANT_MODES,
@@ -71,7 +71,7 @@ def _crossover_row(res: DsdResults, variant: bool) -> ClaimRow:
         "distributed wins at low RTT and degrades; crossover in 35–80 ms",
         low_ok and grows and cross is not None,
         cross is not None and CROSSOVER_MS[0] <= cross <= CROSSOVER_MS[1],
-        note, CAUSES[res.cost_mode].crossover,
+        note, TP1_CROSSOVER if variant else CAUSES[res.cost_mode].crossover,
     )  # fmt: skip
 
 

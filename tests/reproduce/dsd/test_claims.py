@@ -15,6 +15,7 @@ from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.dsd.causes import (
     CAUSES,
     MODE_TAGS,
+    TP1_CROSSOVER,
     UNSATURATED,
     table_throughput_reason,
     tagged,
@@ -180,7 +181,8 @@ def test_the_variant_fleet_gets_its_own_crossover_row() -> None:
         "TPOT ms, distributed / cloud-only: 10 ms: 80.0 / 120.0; 60 ms: 130.0 / 120.0"
     )
     runs[crossover_name("cloud_only", 60.0, variant=True)] = run(20.0, 300.0, 131.0)
-    assert crossover_rows(DsdResults(plan, runs))[1].ours == "none in the sweep"
+    missed = crossover_rows(DsdResults(plan, runs))[1]
+    assert missed.ours == "none in the sweep" and missed.reason == TP1_CROSSOVER
 
 
 @MODES
