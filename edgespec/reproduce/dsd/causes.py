@@ -1,7 +1,7 @@
 """Why each DSD claim misses, per cost mode: one :class:`~edgespec.reproduce.claims.Reason`
 (a cause class and one line) per claim family, stated once here and used by
 :mod:`edgespec.reproduce.dsd.claims` and :mod:`edgespec.reproduce.dsd.sweep_claims`
-(docs/REPRODUCE.md, "Why the misses", explains each at length). Table 2's absolute
+(docs/REPRODUCE.md, the DSD section's Findings, explains them). Table 2's absolute
 throughput rows get a cause per cell from Little's law under the fitted think time
 (:func:`table_throughput_reason`)."""
 

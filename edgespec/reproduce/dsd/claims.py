@@ -10,7 +10,7 @@ SEED-NOTES §4.4 item 3).
 
 Every row is built once per cost mode (``physical``, ``dsdsim_compat``), its ``what``
 prefixed with the mode (:func:`tagged`), and states the known cause of its miss in that mode
-(:mod:`edgespec.reproduce.dsd.causes`; docs/REPRODUCE.md, "Why the misses"). In a
+(:mod:`edgespec.reproduce.dsd.causes`; docs/REPRODUCE.md, the DSD Findings). In a
 ``--quick`` run every throughput and latency magnitude depends on the run length and is
 marked so (:func:`~edgespec.reproduce.dsd.sweep_claims.quick_run`); a plan whose runs end
 inside the start-up transient marks every row not comparable.
