@@ -1,4 +1,5 @@
-"""Forward-pass cost models behind one interface, and the bundled model/hardware presets.
+"""Forward-pass cost models behind one interface, built from the bundled presets
+(:mod:`edgespec.hardware.presets`) or profile files.
 
 A :class:`CostModel` maps a batch's aggregate shape (WISP Eq. 18: batch size, Σ new
 tokens, Σ query-key interactions, Σ cached tokens) to seconds. Four kinds:
@@ -21,79 +22,40 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from typing import Any, Literal, Protocol, get_args
+from typing import Literal, Protocol, get_args
 
 from edgespec.config import ConfigError, from_dict, read_yaml
+from edgespec.hardware.presets import (
+    HardwareSpec,
+    ModelArchitecture,
+    available,
+    load_architecture,
+    load_hardware,
+    load_named,
+)
 from edgespec.policies.estimator import WispCoefficients, zhu_batch_flops, zhu_runtime_s
 
+__all__ = [
+    "CostModel",
+    "HardwareSpec",
+    "LookupCost",
+    "ModelArchitecture",
+    "RooflineCost",
+    "WispCost",
+    "ZhuCost",
+    "available",
+    "build_cost_model",
+    "decode_steps_s",
+    "draft_passes_s",
+    "load_architecture",
+    "load_hardware",
+    "load_profile",
+    "load_wisp_coefficients",
+]
+"""The presets' names are :mod:`edgespec.hardware.presets`', importable from here too."""
+
 ZhuFlops = Literal["printed", "architecture"]
-
-
-@dataclass(frozen=True, slots=True)
-class ModelArchitecture:
-    """A transformer's architecture, as in its public ``config.json``."""
-
-    name: str
-    source: str
-    num_layers: int
-    hidden_size: int
-    ffn_size: int
-    num_heads: int
-    num_kv_heads: int
-    head_dim: int
-    vocab_size: int
-    tied_embeddings: bool = False
-    gated_ffn: bool = True
-    dtype_bytes: int = 2
-
-    @property
-    def linear_params_per_layer(self) -> int:
-        """Weights of one decoder block: Q, K, V, O projections and the FFN matrices."""
-        q_dim = self.num_heads * self.head_dim
-        kv_dim = self.num_kv_heads * self.head_dim
-        attn = self.hidden_size * (2 * q_dim + 2 * kv_dim)
-        ffn = (3 if self.gated_ffn else 2) * self.hidden_size * self.ffn_size
-        return attn + ffn
-
-    @property
-    def weight_bytes(self) -> int:
-        embed = self.vocab_size * self.hidden_size * (1 if self.tied_embeddings else 2)
-        return (self.num_layers * self.linear_params_per_layer + embed) * self.dtype_bytes
-
-    @property
-    def kv_bytes_per_token(self) -> int:
-        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * self.dtype_bytes
-
-    def flops(self, num_linear: int, num_interactions: int) -> float:
-        """FLOPs of a pass: 2·params·N_lin (blocks and LM head) + 4·J·q_dim·N_int."""
-        per_token = 2 * (self.num_layers * self.linear_params_per_layer)
-        per_token += 2 * self.hidden_size * self.vocab_size
-        attn = 4 * self.num_layers * self.num_heads * self.head_dim
-        return float(per_token * num_linear + attn * num_interactions)
-
-
-@dataclass(frozen=True, slots=True)
-class HardwareSpec:
-    """An accelerator's peak numbers (vendor datasheet) and assumed efficiencies."""
-
-    name: str
-    source: str
-    peak_tflops: float
-    memory_bandwidth_gb_s: float
-    memory_gb: float
-    compute_efficiency: float = 0.5
-    memory_efficiency: float = 0.7
-    overhead_s: float = 0.002
-
-    def validate(self) -> None:
-        for name in ("peak_tflops", "memory_bandwidth_gb_s", "memory_gb"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(name, f"must be > 0, got {getattr(self, name)}")
-        for name in ("compute_efficiency", "memory_efficiency"):
-            if not 0 < getattr(self, name) <= 1:
-                raise ConfigError(name, f"must be in (0, 1], got {getattr(self, name)}")
 
 
 class CostModel(Protocol):
@@ -208,38 +170,13 @@ class LookupCost:
         return max(base, 0.0) + self.per_cached_token_s * num_cached
 
 
-def _data_dir(kind: str) -> Path:
-    return Path(str(resources.files("edgespec") / "data" / kind))
-
-
-def available(kind: str) -> list[str]:
-    """Names of the bundled presets of ``kind`` ('models', 'hardware', 'hardware/profiles')."""
-    return sorted(p.stem for p in _data_dir(kind).glob("*.yaml"))
-
-
-def _load_named(kind: str, name: str) -> dict[str, Any]:
-    path = _data_dir(kind) / f"{name}.yaml"
-    if not path.is_file():
-        field = {"models": "model", "hardware": "hardware"}.get(kind, "profile")
-        raise ConfigError(field, f"no {kind} preset named {name!r}; known: {available(kind)}")
-    return read_yaml(path)
-
-
-def load_architecture(name: str) -> ModelArchitecture:
-    return from_dict(ModelArchitecture, _load_named("models", name), f"models/{name}")
-
-
-def load_hardware(name: str) -> HardwareSpec:
-    return from_dict(HardwareSpec, _load_named("hardware", name), f"hardware/{name}")
-
-
 def load_profile(name_or_path: str) -> CostModel:
     """A WISP, Zhu or lookup cost model from a profile YAML (bundled name or file path)."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         data, where = read_yaml(path), str(path)
     else:
-        data, where = _load_named("hardware/profiles", name_or_path), name_or_path
+        data, where = load_named("hardware/profiles", name_or_path), name_or_path
     kind = data.get("kind")
     params = {k: v for k, v in data.items() if k not in ("kind", "source", "hardware", "model")}
     if kind == "wisp":

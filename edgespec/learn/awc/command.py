@@ -20,11 +20,15 @@ import shlex
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from edgespec.arguments import add_seed, add_threads, add_workers
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -171,7 +175,15 @@ def run_data(args: argparse.Namespace) -> int:
             write_parquet(rows.configs, args.out / "configs" / name)
             write_parquet(rows.contexts, args.out / "contexts" / name)
             progress.advance(bar)
-    wall_s = time.perf_counter() - start
+    _finish(args, weights, len(todo), time.perf_counter() - start, console)
+    return 0
+
+
+def _finish(
+    args: argparse.Namespace, weights: dict[str, float], num_run: int, wall_s: float,
+    console: Console,
+) -> None:  # fmt: skip
+    """Label every finished scenario, write ``last_run.json`` and say what was done."""
     labels = write_labels(args.out, weights)
     counts: dict[int, int] = {}
     for gamma in labels.values():
@@ -179,13 +191,12 @@ def run_data(args: argparse.Namespace) -> int:
     summary = {
         "command": "edgespec " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         "finished": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "scenarios_run": len(todo),
+        "scenarios_run": num_run,
         "wall_s": round(wall_s, 1),
         "labels": {str(k): counts[k] for k in sorted(counts)},
     }
     (args.out / "last_run.json").write_text(json.dumps(summary, indent=1) + "\n")
     console.print(
-        f"{len(todo)} scenarios in {wall_s:.1f} s; {len(labels)} labelled "
+        f"{num_run} scenarios in {wall_s:.1f} s; {len(labels)} labelled "
         f"(label γ: count {summary['labels']}, 1 = fused) → {args.out}"
     )
-    return 0

@@ -1,13 +1,23 @@
 """Why each DSD claim misses, per cost mode: one :class:`~edgespec.reproduce.claims.Reason`
 (a cause class and one line) per claim family, stated once here and used by
 :mod:`edgespec.reproduce.dsd.claims` and :mod:`edgespec.reproduce.dsd.sweep_claims`
-(docs/REPRODUCE.md, "Why the misses", explains each at length)."""
+(docs/REPRODUCE.md, the DSD section's Findings, explains them). Table 2's absolute
+throughput rows get a cause per cell from Little's law under the fitted think time
+(:func:`table_throughput_reason`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from edgespec.reproduce.claims import Cause, Reason
+from edgespec.reproduce.dsd.load import (
+    FIT_CELL,
+    LENGTH_TABLES,
+    cell_conversation_s,
+    fitted_think_s,
+    mean_output_tokens,
+)
+from edgespec.reproduce.dsd.paper import PAPER_TABLE2, TABLE_CONFIGS
 from edgespec.reproduce.dsd.setup import CostMode
 
 
@@ -27,65 +37,43 @@ class DsdCauses:
     batching: Reason
 
 
-LITTLE = (
-    "Table 2's own numbers break Little's law for closed-loop drafts with DSD-Sim's 1.7 s "
-    "think time: C1 GSM8K (600 drafts, 25.8 requests/s) leaves 600 / 25.8 − 1.7 − 0.35 = "
-    "21.2 s per conversation after its first token, 155 ms per token of GSM8K's 138-token "
-    "mean answer (DSD-Sim's trace), not the 40 ms printed; HumanEval's and CNN/DailyMail's "
-    "rows imply 35 s and 73 s conversations. Throughput and TPOT cannot both match"
-)
-"""Little's law over Table 2 (the load model's own arithmetic)."""
-
-QUEUED_FUSED = (
-    "DSD-Sim's fused rounds skip the target's queue and batches (fused_execute) and its "
-    "drafting costs one pass a round: with those simplifications (the DSD-Sim compat rows) "
-    "AWC's cloud-only rounds pay off; with physical costs a cloud-only round waits behind "
-    "the saturated TP-1 target's batches for a whole 70B pass per token"
-)
 WC_DNN = (
     "the paper's WC-DNN and its training data (not published): edgespec's WC-DNN, trained "
-    "on its own grid, goes cloud-only where its grid found that faster, and its gains differ "
-    "from the paper's cell by cell"
+    "on its own grid of the same 4-GPU fleet, goes cloud-only where its grid found that "
+    "faster, and its gains differ from the paper's cell by cell"
 )
 PROFILES = (
-    "DSD's VIDUR profiles: on the roofline presets a TP-1 70B pass costs 64 / 99 / 265 ms "
-    "(H100 / A100 / A6000) and a 7–8B draft token 23.6–35.0 ms, so a request's first round "
-    "waits for a saturated target"
+    "DSD's VIDUR profiles and per-pair acceptance (not given): on the roofline presets a "
+    "4-GPU 70B pass costs 19.1 / 27.8 / 69.2 ms (4×H100 / 4×A100 / 4×A6000) and a 7–8B "
+    "draft token 23.6–35.0 ms; the acceptance is the bundled Gemma pair's"
+)
+LAB_RULE = (
+    "LAB's grouping rule (not given: here a batch takes requests within 1.5× of the "
+    "head-of-line request's length and waits for them); the roofline prices a batch by its "
+    "summed tokens, so grouping by length saves no padding and only shrinks batches"
 )
 PHYSICAL = DsdCauses(
-    stack_gain=Reason(
-        Cause.MISSING_INPUT,
-        "LAB's grouping rule and the paper's WC-DNN (not "
-        "given): JSQ gains most on saturated targets, then LAB's waits and AWC's "
-        "cloud-only rounds give part of it back; " + WC_DNN,
-    ),
-    stack_tpot=Reason(Cause.MISSING_INPUT, WC_DNN),
+    stack_gain=Reason(Cause.MISSING_INPUT, LAB_RULE + "; " + WC_DNN),
+    stack_tpot=Reason(Cause.MISSING_INPUT, LAB_RULE + "; " + WC_DNN),
     stack_ttft=Reason(Cause.MISSING_INPUT, PROFILES),
-    absolute=Reason(Cause.INCONSISTENT, LITTLE),
+    absolute=Reason(Cause.MISSING_INPUT, PROFILES),
     crossover=Reason(
         Cause.SIMPLIFICATION,
-        "DSD-Sim's fused rounds bypass the target's queue "
-        "and batches (fused_execute); here a cloud-only round queues and batches "
-        "on a TP-1 70B target and commits one token per pass, so it is slower "
-        "than distributed at every RTT (the compat rows run it unqueued)",
+        "DSD-Sim's fused rounds bypass the target's queue and batches (fused_execute); here "
+        "a cloud-only round queues and batches with the target's others and commits one "
+        "token per pass (the compat rows run it unqueued)",
     ),
     awc=Reason(Cause.MISSING_INPUT, WC_DNN),
     table_ttft=Reason(
         Cause.MISSING_INPUT, PROFILES + "; CNN/DailyMail's lengths (the ShareGPT table stands in)"
     ),
-    table_tpot=Reason(Cause.INCONSISTENT, LITTLE),
+    table_tpot=Reason(Cause.MISSING_INPUT, PROFILES),
     routing=Reason(
         Cause.MISSING_INPUT,
-        "DSD's VIDUR profiles: round-robin's imbalance costs "
-        "more on a target whose pass takes 64–265 ms, so its gap to JSQ is wider and "
-        "closes later",
+        "DSD's VIDUR profiles: on the 4-GPU servers round-robin's imbalance costs a fraction "
+        "of a fast pass, so its gap to JSQ is narrow and the fleet never saturates",
     ),
-    batching=Reason(
-        Cause.MISSING_INPUT,
-        "LAB's grouping rule (not given: here a batch takes "
-        "requests within 1.5× of the head-of-line request's length and waits for "
-        "them), which on saturated targets shrinks batches and delays rounds",
-    ),
+    batching=Reason(Cause.MISSING_INPUT, LAB_RULE),
 )
 COMPAT = DsdCauses(
     stack_gain=PHYSICAL.stack_gain,
@@ -94,22 +82,38 @@ COMPAT = DsdCauses(
     absolute=PHYSICAL.absolute,
     crossover=Reason(
         Cause.MISSING_INPUT,
-        "DSD's VIDUR profiles: the crossover is the RTT at "
-        "which a round's network time outweighs a cloud-only token's draft and "
-        "target passes; on the roofline presets that is ≈100 ms",
+        "DSD's VIDUR profiles: the crossover is the RTT at which a round's network time "
+        "outweighs a cloud-only token's draft and target passes, set by the pass times",
     ),
-    awc=Reason(Cause.MISSING_INPUT, WC_DNN),
+    awc=Reason(
+        Cause.SIMPLIFICATION,
+        "DSD-Sim's fused rounds skip the target's queue (fused_execute): AWC's cloud-only "
+        "rounds pay off where the targets are saturated and lose where they are not; " + WC_DNN,
+    ),
     table_ttft=PHYSICAL.table_ttft,
     table_tpot=PHYSICAL.table_tpot,
     routing=PHYSICAL.routing,
     batching=PHYSICAL.batching,
 )
 UNSATURATED = Reason(
-    Cause.QUICK_RUN,
-    "the quick run's sweep stops short of the draft count that saturates the targets",
+    Cause.MISSING_INPUT,
+    "the load (not given): with the think time fitted to Table 2's GSM8K C1 the 4-GPU "
+    "fleet does not saturate within the swept draft counts",
 )
-"""D7's throughput row in a quick run, where the sweep's largest draft count does not
-saturate (the full sweep's does)."""
+"""D7's throughput row where the sweep's largest draft count does not saturate."""
+TP1_CROSSOVER = Reason(
+    Cause.SIMPLIFICATION,
+    "DSD-Sim's TP-1 targets (its shipped configurations, not the paper's 4-GPU servers): a "
+    "70B pass costs 63.9 / 98.7 / 264.6 ms (H100 / A100 / A6000), so a cloud-only token, one "
+    "pass each, costs more than a distributed round's network at every swept RTT",
+)
+"""D3 on the named variant fleet, in both cost modes."""
+FRAGILE_AWC = (
+    "fragile: DSD-Sim's fused rounds skip the target's queue (fused_execute), so where the "
+    "targets are over-saturated a cloud-only round jumps the batch every distributed round "
+    "waits for; the physical row runs the same WC-DNN with queued fused rounds"
+)
+"""The note of a compat-mode AWC row (D4/D5): what its outcome rests on."""
 CAUSES: dict[CostMode, DsdCauses] = {"physical": PHYSICAL, "dsdsim_compat": COMPAT}
 MODE_TAGS: dict[CostMode, str] = {"physical": "physical", "dsdsim_compat": "DSD-Sim compat"}
 """How a row names its cost mode (``[physical] …``, ``[DSD-Sim compat] …``)."""
@@ -117,3 +121,45 @@ MODE_TAGS: dict[CostMode, str] = {"physical": "physical", "dsdsim_compat": "DSD-
 
 def tagged(mode: CostMode, what: str) -> str:
     return f"[{MODE_TAGS[mode]}] {what}"
+
+
+INCONSISTENT_GAP = 0.25
+"""A Table 2 cell whose printed throughput is more than this far from what Little's law
+gives for its own TTFT and TPOT (under the fitted think time) is inconsistent with the
+fitted cell."""
+
+
+def required_output_tokens(dataset: str, config: str) -> float:
+    """The mean answer length Little's law needs for the cell's printed Static throughput,
+    TTFT and TPOT under the fitted think time: L = 1 + (N / X − Z − TTFT) / TPOT."""
+    drafts, _ = TABLE_CONFIGS[config]
+    printed = PAPER_TABLE2[(dataset, config)]
+    in_system_s = drafts / printed["thr"][0] - fitted_think_s()
+    return 1.0 + (in_system_s - printed["ttft"][0] / 1e3) / (printed["tpot"][0] / 1e3)
+
+
+def table_throughput_reason(dataset: str, config: str) -> Reason:
+    """Why a Table 2 throughput cell misses: the fitted cell's own inputs (profiles), the
+    dataset's answer lengths (HumanEval, CNN/DailyMail: Little's law needs a mean length
+    the length table does not have), or Table 2 itself (its printed numbers, under the
+    think time fitted to :data:`FIT_CELL`, break Little's law)."""
+    drafts, _ = TABLE_CONFIGS[config]
+    printed = PAPER_TABLE2[(dataset, config)]["thr"][0]
+    implied = drafts / (fitted_think_s() + cell_conversation_s(dataset, config))
+    need, have = required_output_tokens(dataset, config), mean_output_tokens(dataset)
+    if dataset != FIT_CELL[0]:
+        return Reason(
+            Cause.MISSING_INPUT,
+            f"the answer lengths (not given): Little's law with the fitted think time needs "
+            f"{need:.0f}-token answers for this cell's printed throughput, TTFT and TPOT; the "
+            f"{LENGTH_TABLES[dataset]} length table's mean is {have:.0f}",
+        )
+    if abs(printed / implied - 1.0) > INCONSISTENT_GAP:
+        return Reason(
+            Cause.INCONSISTENT,
+            f"Little's law over Table 2's own numbers: with the think time fitted to "
+            f"{FIT_CELL[0]} {FIT_CELL[1]}, this cell's printed TTFT and TPOT give "
+            f"{implied:.1f} req/s, the printed {printed:g} is {printed / implied - 1:+.0%} "
+            "from it",
+        )
+    return PHYSICAL.absolute

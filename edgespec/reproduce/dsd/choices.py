@@ -4,6 +4,8 @@ each by name. The values themselves are :mod:`edgespec.reproduce.dsd.setup`'s.""
 
 from __future__ import annotations
 
+from edgespec.reproduce.dsd.load import fitted_think_s
+
 COMPAT_SIMPLIFICATIONS: tuple[tuple[str, str], ...] = (
     (
         "one-pass drafting",
@@ -42,26 +44,45 @@ COMPAT_SIMPLIFICATIONS: tuple[tuple[str, str], ...] = (
 four are the simulator's ``dsdsim_compat`` and ``cloud_only_draft_pass`` settings, the
 last two how the run is measured."""
 
+BATCH_CAP = (
+    "at most 12 rounds per target batch: DSD-Sim has two caps, the scheduler's "
+    "`max_batch_requests: 6` and each target's `batch_size: 12` (11–14 by tier; "
+    "experiments/configs/explorer/baseline_trace_gsm8k.yaml lines 70, 78, 97), and the "
+    "target's binds: the scheduler (src/sim.py at 1e746d8, PhaseScheduler, lines 3377–3420) "
+    "takes at most 6 jobs per 0.8 ms dispatch and only enqueues them on their targets "
+    "(_dispatch_batch_proc, line 3544: target.enqueue, no wait for the batch), so a busy "
+    "target's queue collects several dispatches, and the target's serving loop "
+    "(TargetServer._serve_loop, line 1644: `while len(batch) < tp.batch_size`) forms its "
+    "batch from that queue up to batch_size"
+)
+"""The batch cap and why it is the target's, cited by DSD-Sim file and line."""
+
 CHOICES: tuple[tuple[str, str], ...] = (
     (
         "load",
         "closed loop, as DSD-Sim runs its drafts: each draft runs one conversation at a "
-        "time and starts the next after a think time, lognormal with mean 1.7 s, cv 0.6, "
-        "at least 0.22 s (DSD-Sim's shipped configurations); first conversations start "
-        "uniformly over the first 1.7 s. Throughput follows TPOT: it is not an input",
+        "time and starts the next after a think time, lognormal with cv 0.6, at least "
+        f"0.22 s (DSD-Sim's shape) and mean {fitted_think_s():.2f} s, fitted once by "
+        "Little's law to Table 2's GSM8K C1 Static cell (600 drafts / 25.8 req/s − "
+        "(352 ms + 40.1 ms × 136.75 tokens after the first of GSM8K's 137.75-token mean "
+        "answer)); every other cell is judged against it (DSD-Sim ships 1.7 s; the paper "
+        "states none). First conversations start uniformly over the first mean think "
+        "time. Throughput follows TPOT: it is not an input",
     ),
     (
         "targets",
-        "Fig. 5's pool (7 LLaMA2-70B on A100, 7 Qwen-72B on H100, 6 LLaMA3-70B on A6000) at "
-        "tensor-parallel 1 with at most 12 rounds per batch, as DSD-Sim's shipped "
-        "configurations run every target (TP 1, target batches 11–14): the capacity the "
-        "paper's numbers came from. A 70B model's 140 GB do not fit one GPU; the roofline "
-        "prices its weight reads as if they did",
+        "the paper's fleet (§5, Fig. 5): 7 LLaMA2-70B on 4×A100, 7 Qwen-72B on 4×H100, 6 "
+        "LLaMA3-70B on 4×A6000 (roofline presets `4xa100`, `4xh100`, `4xa6000`; one pass "
+        "27.8 / 19.1 / 69.2 ms). Named variant, D3 only: DSD-Sim's shipped targets at "
+        "tensor-parallel 1 (`a100`, `h100`, `a6000`; 98.7 / 63.9 / 264.6 ms a pass, a 70B "
+        "model's weights priced as if they fit one GPU)",
     ),
+    ("batch cap", BATCH_CAP),
     (
         "duration",
-        "120 simulated seconds per run (quick: 40 s on a quarter of the fleet, 5 targets "
-        "and a quarter of each draft count); means over the run",
+        "120 simulated seconds per run, past three closed-loop cycles (quick: 40 s on a "
+        "quarter of the fleet, 5 targets and a quarter of each draft count, inside the "
+        "start-up transient: every quick row is marked not comparable); means over the run",
     ),
     ("jitter", "exponential, mean 10% of the RTT (not stated)"),
     ("bandwidth", "100 Mbit/s each way (not stated)"),
@@ -81,10 +102,16 @@ CHOICES: tuple[tuple[str, str], ...] = (
     (
         "AWC",
         "the shipped WC-DNN (edgespec/data/awc/wc-dnn.json), trained by `edgespec train "
-        "awc` on `edgespec train awc-data` scenarios (fused = cloud-only), which exclude "
-        "every Table 2 configuration (20 targets × 600/1,000 drafts × RTT 10/30 ms)",
+        "awc` on `edgespec train awc-data` scenarios of the fleet it is evaluated on "
+        "(4-GPU targets, batch cap 12, fused = cloud-only), which exclude every Table 2 "
+        "configuration (20 targets × 600/1,000 drafts × RTT 10/30 ms)",
     ),
-    ("LAB", "a batch takes requests within 1.5× the head-of-line request's length"),
+    (
+        "LAB",
+        "a batch takes requests within 1.5× the head-of-line request's length; the roofline "
+        "prices a batch by its summed tokens (no padding), so LAB can only shrink batches: "
+        "D2's LAB link and D7's TPOT row are not judged (unreachable by construction)",
+    ),
     (
         "drafts",
         "half A40 half V100 over LLaMA2-7B, Qwen-7B, LLaMA-3.1-8B; a draft may be routed to "

@@ -8,13 +8,13 @@ from edgespec.metrics.plots import _pyplot
 from edgespec.reproduce.dsd.runs import (
     CROSSOVER_MODES,
     DsdResults,
-    DsdRunSummary,
     batching_name,
     crossover_name,
     routing_name,
     stack_name,
 )
 from edgespec.reproduce.dsd.setup import STACKS
+from edgespec.reproduce.dsd.summary import DsdRunSummary
 
 
 def _tpot(summary: DsdRunSummary | None) -> float:

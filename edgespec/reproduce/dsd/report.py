@@ -13,6 +13,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.dsd.choices import CHOICES
     from edgespec.reproduce.dsd.claims import all_rows
+    from edgespec.reproduce.dsd.findings import findings
     from edgespec.reproduce.dsd.plots import plot_dsd
     from edgespec.reproduce.dsd.runs import DsdPlan, results_dict, run_dsd
     from edgespec.reproduce.printed import print_claims
@@ -28,7 +29,10 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "DSD (seed 004) reproduced" + (" — quick" if quick else "")
-    write_report(out / "REPORT.md", title, command, rows, CHOICES, files, quick=quick)
+    write_report(
+        out / "REPORT.md", title, command, rows, CHOICES, files, quick=quick,
+        findings=findings(results),
+    )  # fmt: skip
     print_claims(rows, quick=quick)
     print(f"report: {out / 'REPORT.md'}")
     return rows

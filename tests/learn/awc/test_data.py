@@ -177,7 +177,7 @@ def test_fused_contexts_carry_gamma_1_and_the_links_mean_round_trip() -> None:
         WindowObservation(previous_gamma=4, recent_acceptance=0.5, queue_depth=8, rtt_s=0.1),
     ]
     (fused,) = _contexts(seen, 1, AwcTask(s, contexts_per_run=5), None)
-    assert fused[:3] == (0.25, 0.5, 30.0 + 2 * 9.0) and fused[4] == 1.0
+    assert fused[:3] == (8 / 12, 0.5, 30.0 + 2 * 9.0) and fused[4] == 1.0  # depth / cap 12
     assert np.isnan(fused[3])  # no TPOT observed yet
     (plain,) = _contexts(seen, 4, AwcTask(s, contexts_per_run=5), 0.7)
     assert plain[2] == 100.0 and plain[4] == 4.0
@@ -193,6 +193,6 @@ def test_cloud_only_contexts_carry_the_scenarios_distributed_acceptance() -> Non
         WindowObservation(previous_gamma=4, recent_acceptance=None, queue_depth=4),
     ]
     (fused,) = _contexts(seen, 1, AwcTask(s, contexts_per_run=5), 0.7)
-    assert fused[:2] == (4 / 32, 0.7) and fused[4] == 1.0
+    assert fused[:2] == (4 / 12, 0.7) and fused[4] == 1.0
     assert _contexts(seen, 4, AwcTask(s, contexts_per_run=5), 0.7) == []
     assert _contexts(seen, 1, AwcTask(s, contexts_per_run=5), None) == []

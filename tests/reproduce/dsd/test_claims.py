@@ -12,27 +12,27 @@ import pytest
 from edgespec.core.types import RequestRecord, RoundRecord
 from edgespec.metrics import summarize
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
-from edgespec.reproduce.dsd.causes import CAUSES, MODE_TAGS, UNSATURATED, tagged
-from edgespec.reproduce.dsd.claims import (
-    PAPER_TABLE2,
-    all_rows,
-    crossover_rows,
-    crossover_rtt_ms,
-    stack_rows,
-    table_rows,
+from edgespec.reproduce.dsd.causes import (
+    CAUSES,
+    MODE_TAGS,
+    TP1_CROSSOVER,
+    UNSATURATED,
+    table_throughput_reason,
+    tagged,
 )
+from edgespec.reproduce.dsd.claims import all_rows, stack_rows, table_rows
+from edgespec.reproduce.dsd.crossover_claims import crossover_rows, crossover_rtt_ms
+from edgespec.reproduce.dsd.paper import PAPER_TABLE2
 from edgespec.reproduce.dsd.runs import (
     CROSSOVER_MODES,
+    VARIANT_MODES,
     DsdPlan,
     DsdResults,
-    DsdRunSummary,
-    DsdSimTpot,
     batching_name,
     crossover_name,
     plan_scenarios,
     routing_name,
     stack_name,
-    summarise,
     table_name,
 )
 from edgespec.reproduce.dsd.setup import (
@@ -45,6 +45,7 @@ from edgespec.reproduce.dsd.setup import (
     scenario,
     target_counts,
 )
+from edgespec.reproduce.dsd.summary import DsdRunSummary, DsdSimTpot, summarise
 from edgespec.reproduce.dsd.sweep_claims import batching_rows, quick_run, routing_rows
 
 PLAN = DsdPlan(DsdSetup(), ("gsm8k",), ("C1", "C2"), (10.0, 40.0, 60.0, 90.0), (400, 1000, 1400))
@@ -71,9 +72,21 @@ def test_stack_gain_and_tpot_cut_within_tolerance(mode: CostMode) -> None:
     gain, cut, ttft = rows[0], rows[1], rows[2]
     assert gain.what == tagged(mode, "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms)")
     assert (gain.direction_ok, gain.magnitude_ok) == (True, True)
-    assert gain.ours == "25.00 → 25.50 → 26.00 → 27.00 → 28.00 (+12.0%)"
+    assert gain.ours == "25.00 → 25.50 ⇢ 26.00 → 27.00 → 28.00 (+12.0%)"  # ⇢: LAB's link
     assert (cut.direction_ok, cut.magnitude_ok) == (True, True)
+    assert cut.ours == "45.0 → 44.0 ⇢ 43.0 → 40.0 → 37.0 ms (−17.8%)".replace("−", "-")
     assert ttft.direction_ok is True
+    # LAB's link is not judged: a drop there leaves both chains holding; a reversal at any
+    # other link, even with the endpoints right, breaks the chain
+    lab = dict(runs) | {stack_name("s2"): run(24.0, 340.0, 46.0)}
+    rows = stack_rows(DsdResults(PLAN.in_mode(mode), lab))
+    assert (rows[0].direction_ok, rows[1].direction_ok) == (True, True)
+    s3 = dict(runs) | {stack_name("s3"): run(29.0, 340.0, 36.0)}  # S3 → S4 reverses
+    rows = stack_rows(DsdResults(PLAN.in_mode(mode), s3))
+    assert (rows[0].direction_ok, rows[1].direction_ok) == (False, False)
+    flat = dict(runs) | {stack_name("s4"): run(26.8, 340.0, 40.3)}  # within 1% of S3
+    rows = stack_rows(DsdResults(PLAN.in_mode(mode), flat))
+    assert (rows[0].direction_ok, rows[1].direction_ok) == (True, True)
     # a dip along the chain breaks the monotone direction; a tiny gain misses the magnitude
     runs[stack_name("s2")] = run(24.0, 340.0, 43.0)
     runs[stack_name("s4")] = run(25.2, 340.0, 44.0)
@@ -81,7 +94,8 @@ def test_stack_gain_and_tpot_cut_within_tolerance(mode: CostMode) -> None:
     assert rows[0].direction_ok is False and rows[0].magnitude_ok is False
     assert rows[0].outcome is Outcome.MISS and rows[0].reason == CAUSES[mode].stack_gain
     assert rows[1].magnitude_ok is False  # −2.2% TPOT is far from −17.8%
-    assert rows[1].outcome is Outcome.DIRECTION_ONLY and rows[1].reason == CAUSES[mode].stack_tpot
+    assert rows[1].direction_ok is False  # the endpoints fall, but S3 → S4 rises 40 → 44 ms
+    assert rows[1].outcome is Outcome.MISS and rows[1].reason == CAUSES[mode].stack_tpot
 
 
 def crossover(
@@ -123,7 +137,9 @@ def test_crossover_row_reads_cloud_only_and_notes_the_colocated_crossover() -> N
     assert crossover_rtt_ms(res, "colocated") is None
     (row,) = crossover_rows(res)
     assert row.what == tagged(
-        "physical", "crossover RTT where fused (cloud-only) TPOT ≤ distributed (GSM8K, 600 drafts)"
+        "physical",
+        "crossover RTT where fused (cloud-only) TPOT ≤ distributed (GSM8K, 600 drafts, "
+        "4-GPU servers)",
     )
     assert (row.ours, row.direction_ok, row.magnitude_ok) == ("60 ms", True, True)
     assert row.note == (
@@ -145,6 +161,28 @@ def test_crossover_row_reads_cloud_only_and_notes_the_colocated_crossover() -> N
     del runs[crossover_name("colocated", 90.0)]
     (row,) = crossover_rows(DsdResults(PLAN, runs))
     assert "90 ms: 70.0 / 50.0 / n/a" in row.note and row.note.endswith("crosses at none")
+
+
+def test_the_variant_fleet_gets_its_own_crossover_row() -> None:
+    """A plan with variant RTTs judges D3 a second time on DSD-Sim's TP-1 targets, over the
+    paper's two round modes only."""
+    plan = replace(PLAN, variant_rtts_ms=(10.0, 60.0))
+    res = crossover([30.0, 40.0, 52.0, 70.0], [50.0] * 4, plan=plan)
+    runs = dict(res.runs)
+    for rtt, dist, cloud in ((10.0, 80.0, 120.0), (60.0, 130.0, 120.0)):
+        runs[crossover_name("distributed", rtt, variant=True)] = run(20.0, 300.0, dist)
+        runs[crossover_name("cloud_only", rtt, variant=True)] = run(20.0, 300.0, cloud)
+    res = DsdResults(plan, runs)
+    primary, variant = crossover_rows(res)
+    assert primary.ours == "60 ms" and variant.ours == "60 ms"
+    assert crossover_rtt_ms(res, variant=True) == 60.0
+    assert variant.what.endswith("(GSM8K, 600 drafts, DSD-Sim's TP-1 targets, the variant)")
+    assert variant.note == (
+        "TPOT ms, distributed / cloud-only: 10 ms: 80.0 / 120.0; 60 ms: 130.0 / 120.0"
+    )
+    runs[crossover_name("cloud_only", 60.0, variant=True)] = run(20.0, 300.0, 131.0)
+    missed = crossover_rows(DsdResults(plan, runs))[1]
+    assert missed.ours == "none in the sweep" and missed.reason == TP1_CROSSOVER
 
 
 @MODES
@@ -219,11 +257,18 @@ def test_routing_and_batching_sweeps() -> None:
     assert (gap.direction_ok, gap.magnitude_ok, gap.ours) == (True, True, "+10.0")
     assert (catch_up.ours, catch_up.magnitude_ok) == ("1000", True)
     lab_row, thr_row = batching_rows(res)
-    assert (lab_row.direction_ok, lab_row.magnitude_ok) == (True, True)
+    # LAB's TPOT cut is unreachable by construction (summed-token pricing): not judged,
+    # whichever way the runs fall; the note says which
+    assert (lab_row.direction_ok, lab_row.magnitude_ok, lab_row.outcome) == (
+        None, None, Outcome.NOT_JUDGED,
+    )  # fmt: skip
+    assert lab_row.note.startswith("not judged: unreachable by construction")
+    assert "(LAB lower at every count: yes)" in lab_row.note
     assert thr_row.what == tagged("physical", "LAB vs FIFO throughput at 1400 drafts (saturated)")
     assert (thr_row.ours, thr_row.direction_ok, thr_row.magnitude_ok) == ("+1.0%", True, True)
     runs[batching_name("lab", 1000)] = run(30.0, 300.0, 60.5)  # LAB worse at one point
-    assert batching_rows(DsdResults(PLAN, runs))[0].direction_ok is False
+    lab_row = batching_rows(DsdResults(PLAN, runs))[0]
+    assert lab_row.direction_ok is None and "(LAB lower at every count: no)" in lab_row.note
 
 
 def _batching(fifo: tuple[float, ...], lab: tuple[float, ...], mode: CostMode) -> DsdResults:
@@ -249,8 +294,8 @@ def test_d7_throughput_row_needs_saturated_targets(mode: CostMode) -> None:
     # still growing 20%: LAB's equal throughput says nothing about a saturated fleet
     _, row = batching_rows(_batching((20.0, 30.0, 36.0), (20.0, 30.0, 36.0), mode))
     assert (row.ours, row.direction_ok, row.magnitude_ok) == ("+0.0%", False, True)
-    assert row.outcome is Outcome.MISS and row.reason == CAUSES[mode].batching
-    assert row.cause is CAUSES[mode].batching.cause
+    assert row.outcome is Outcome.MISS and row.reason == UNSATURATED  # the load's, not LAB's
+    assert row.cause is UNSATURATED.cause
     # a missing FIFO run at the largest count: not shown saturated
     runs = dict(_batching((20.0, 30.0, 30.0), (20.0, 30.0, 30.0), mode).runs)
     del runs[batching_name("fcfs", 1400)]
@@ -266,7 +311,7 @@ def test_d7_throughput_row_needs_saturated_targets(mode: CostMode) -> None:
                        _batching((20.0, 30.0, 36.0), (20.0, 30.0, 36.0), mode).runs)  # fmt: skip
     _, row = batching_rows(quick)
     assert row.outcome is Outcome.MISS and row.reason == UNSATURATED
-    assert row.cause is Cause.QUICK_RUN
+    assert row.cause is UNSATURATED.cause
 
 
 @MODES
@@ -314,7 +359,15 @@ def test_every_row_carries_its_modes_tag_and_cause(mode: CostMode) -> None:
         family = _family(row)
         families.add(family)
         reason = getattr(CAUSES[mode], family)
+        what = row.what.split("] ", 1)[1].split()
+        if what[:2] == ["Table", "2"] and what[4] == "thr":  # a cause per cell (Little's law)
+            reason = table_throughput_reason(what[3], what[2])
+        if row.claim_id == "D7" and "saturated" in row.what:  # no run saturates: the load's
+            reason = UNSATURATED
         assert row.reason == reason, row.what
+        if row.outcome is Outcome.NOT_JUDGED:  # D7's TPOT: unreachable by construction
+            assert row.claim_id == "D7" and row.why == "" and row.cause is None
+            continue
         assert row.outcome is not Outcome.HOLDS and row.cause is reason.cause
         assert row.why.startswith(str(reason))
     assert families == {f.name for f in fields(CAUSES[mode])}  # every family is used
@@ -325,9 +378,11 @@ def test_plan_scenarios_cover_every_claim() -> None:
     names = set(plan_scenarios(quick))
     assert {stack_name(s) for s in STACKS} <= names
     assert {crossover_name(m, r) for m in CROSSOVER_MODES for r in (10.0, 60.0, 120.0)} <= names
+    variant = {crossover_name(m, r, variant=True) for m in VARIANT_MODES for r in (10.0, 120.0)}
+    assert variant <= names
     assert routing_name("round_robin", 1200) in names and batching_name("lab", 400) in names
-    assert len(names) == 5 + 3 * 3 + 3 + 2 * 4
-    assert len(plan_scenarios(DsdPlan.full())) == 5 + 11 * 3 + 3 * 4 * 3 + 7 * 4
+    assert len(names) == 5 + 3 * 3 + 2 * 2 + 3 + 2 * 4
+    assert len(plan_scenarios(DsdPlan.full())) == 5 + 11 * 3 + 8 * 2 + 3 * 4 * 3 + 7 * 4
     # each cost mode runs the same scenarios under the same names
     for mode in COST_MODES:
         planned = plan_scenarios(quick.in_mode(mode))
@@ -337,7 +392,7 @@ def test_plan_scenarios_cover_every_claim() -> None:
     assert quick.in_mode("dsdsim_compat").in_mode("physical") == quick
 
 
-def test_fleet_is_fig5s_at_tensor_parallel_1_scaled_by_the_fleet_share() -> None:
+def test_fleet_is_the_papers_4_gpu_servers_tp1_the_variant_scaled_by_the_share() -> None:
     assert target_counts(1.0) == [7, 7, 6]
     assert target_counts(0.25) == [2, 2, 1]
     assert target_counts(0.01) == [1, 1, 1]  # at least one of each
@@ -347,9 +402,17 @@ def test_fleet_is_fig5s_at_tensor_parallel_1_scaled_by_the_fleet_share() -> None
     data = scenario(DsdSetup(), name="x", dataset="gsm8k", num_drafts=600, rtt_ms=10.0)
     assert data["auto_topology"]["servers"] == [
         {"name": f"{m}-{hw}", "count": n, "target_model": m, "hardware": hw, "max_batch_size": 12}
-        for m, hw, n in (("llama2-70b", "a100", 7), ("qwen-72b", "h100", 7),
-                         ("llama3-70b", "a6000", 6))
+        for m, hw, n in (("llama2-70b", "4xa100", 7), ("qwen-72b", "4xh100", 7),
+                         ("llama3-70b", "4xa6000", 6))
     ]  # fmt: skip
+    tp1 = scenario(replace(DsdSetup(), fleet="dsdsim_tp1"), name="x", dataset="gsm8k",
+                   num_drafts=600, rtt_ms=10.0)  # fmt: skip
+    assert [s["hardware"] for s in tp1["auto_topology"]["servers"]] == ["a100", "h100", "a6000"]
+    variant = plan_scenarios(DsdPlan.quick())["crossover-tp1-cloud_only-rtt120"]
+    assert [s["hardware"] for s in variant["auto_topology"]["servers"]] == [
+        "a100", "h100", "a6000",
+    ]  # fmt: skip
+    assert variant["mode"] == "fused" and variant["links"]["default"]["rtt_ms"] == 120.0
     assert sum(p["count"] for p in data["auto_topology"]["devices"]) == 600
     assert {p["hardware"] for p in data["auto_topology"]["devices"]} == {"a40", "v100"}
     quarter = replace(DsdSetup(), fleet_share=0.25)
@@ -371,11 +434,11 @@ def test_workload_is_closed_loop_with_lognormal_think_time() -> None:
     assert data["workload"] == {
         "kind": "closed_loop",
         "dataset": "sharegpt",  # no CNN/DailyMail length table
-        "think_time_s": 1.7,
+        "think_time_s": pytest.approx(17.42013895, abs=1e-8),  # Little's law over C1 GSM8K
         "think_distribution": "lognormal",
         "think_cv": 0.6,
         "think_min_s": 0.22,
-        "ramp_s": 1.7,
+        "ramp_s": pytest.approx(17.42013895, abs=1e-8),
     }
     assert data["acceptance"] == {"kind": "trace", "traces": ["cnndm"]}
     assert data["duration_s"] == 120.0 and data["seed"] == 4
@@ -506,7 +569,7 @@ def test_misses_carry_the_cause_their_claim_states(mode: CostMode) -> None:
     assert catch_up.outcome is Outcome.MISS and catch_up.reason == why.routing
     assert catch_up.cause is why.routing.cause
     lab, _ = batching_rows(DsdResults(plan, runs))
-    assert lab.outcome is Outcome.MISS and lab.reason == why.batching
+    assert lab.outcome is Outcome.NOT_JUDGED and lab.reason == why.batching  # by construction
     worse = table_rows(_table(0.95, 41.0, mode))
     assert all(r.reason == why.awc and r.cause is why.awc.cause for r in worse[:4])
     cells = by_what(table_rows(DsdResults(plan, {}))[4:], mode)

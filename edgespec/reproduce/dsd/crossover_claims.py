@@ -1,0 +1,85 @@
+"""DSD's D3 (Fig. 6: distributed vs fused, cloud-only, TPOT over RTT) as :class:`ClaimRow` s,
+on the paper's 4-GPU servers and, where the plan runs it, on the named variant fleet
+(DSD-Sim's TP-1 targets); the other claims are :mod:`edgespec.reproduce.dsd.claims`'."""
+
+from __future__ import annotations
+
+from edgespec.reproduce.claims import ClaimRow, fmt
+from edgespec.reproduce.dsd.causes import CAUSES, TP1_CROSSOVER, tagged
+from edgespec.reproduce.dsd.runs import (
+    CROSSOVER_MODES,
+    VARIANT_MODES,
+    DsdResults,
+    crossover_name,
+)
+from edgespec.reproduce.dsd.summary import summary_metric
+
+CROSSOVER_MS = (35.0, 80.0)
+"""D3's accepted crossover RTT (the paper: ≈ 50–60 ms)."""
+
+
+def crossover_rtt_ms(
+    res: DsdResults, fused: str = "cloud_only", variant: bool = False
+) -> float | None:
+    """The smallest swept RTT from which ``fused`` rounds' TPOT is at most distributed's
+    (at that RTT and every larger one swept); ``None`` when distributed wins throughout.
+    ``variant``: on the named variant fleet (DSD-Sim's TP-1 targets)."""
+    found = None
+    for rtt in reversed(_rtts(res, variant)):
+        dist = summary_metric(res.get(crossover_name("distributed", rtt, variant)), "tpot")
+        other = summary_metric(res.get(crossover_name(fused, rtt, variant)), "tpot")
+        if dist is None or other is None or other > dist:
+            break
+        found = rtt
+    return found
+
+
+def _rtts(res: DsdResults, variant: bool) -> list[float]:
+    return sorted(res.plan.variant_rtts_ms if variant else res.plan.crossover_rtts_ms)
+
+
+def _tpots(res: DsdResults, mode: str, variant: bool = False) -> list[float | None]:
+    return [
+        summary_metric(res.get(crossover_name(mode, r, variant)), "tpot")
+        for r in _rtts(res, variant)
+    ]
+
+
+def _crossover_row(res: DsdResults, variant: bool) -> ClaimRow:
+    """D3 on one fleet: the primary (the paper's 4-GPU servers, colocated rounds beside)
+    or the named variant (DSD-Sim's TP-1 targets)."""
+    rtts = _rtts(res, variant)
+    modes = VARIANT_MODES if variant else CROSSOVER_MODES
+    series = [_tpots(res, m, variant) for m in modes]
+    dist, fused = series[0], series[1]
+    cross = crossover_rtt_ms(res, variant=variant)
+    table = "; ".join(
+        f"{r:g} ms: " + " / ".join(fmt(t[i], ".1f") for t in series) for i, r in enumerate(rtts)
+    )
+    note = f"TPOT ms, {' / '.join(m.replace('_', '-') for m in modes)}: {table}"
+    if not variant:
+        beside = crossover_rtt_ms(res, "colocated")
+        at = "none" if beside is None else f"{beside:g} ms"
+        note += f"; colocated (edgespec's extension) crosses at {at}"
+    grows = dist[0] is not None and dist[-1] is not None and dist[-1] > dist[0]
+    low_ok = dist[0] is not None and fused[0] is not None and dist[0] < fused[0]
+    fleet = "DSD-Sim's TP-1 targets, the variant" if variant else "4-GPU servers"
+    return ClaimRow(
+        "D3", tagged(res.cost_mode, "crossover RTT where fused (cloud-only) TPOT ≤ "
+                     f"distributed (GSM8K, 600 drafts, {fleet})"),
+        "≈ 50–60 ms", "none in the sweep" if cross is None else f"{cross:g} ms",
+        "distributed wins at low RTT and degrades; crossover in 35–80 ms",
+        low_ok and grows and cross is not None,
+        cross is not None and CROSSOVER_MS[0] <= cross <= CROSSOVER_MS[1],
+        note, TP1_CROSSOVER if variant else CAUSES[res.cost_mode].crossover,
+    )  # fmt: skip
+
+
+def crossover_rows(res: DsdResults) -> list[ClaimRow]:
+    """D3: Fig. 6, distributed vs fused (cloud-only, DSD's) TPOT over RTT on the paper's
+    4-GPU servers (the colocated extension's crossover in the note) and, where the plan
+    runs it, on the named variant (DSD-Sim's TP-1 targets)."""
+    rows = [_crossover_row(res, variant=False)]
+    if res.plan.variant_rtts_ms:
+        rows.append(_crossover_row(res, variant=True))
+    return rows
