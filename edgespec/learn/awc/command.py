@@ -22,7 +22,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgespec.arguments import add_seed, add_threads, add_workers
+from edgespec.arguments import (
+    TrainingOptions,
+    add_seed,
+    add_threads,
+    add_training_arguments,
+    add_workers,
+)
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
@@ -92,15 +98,15 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t = sub.add_parser("awc", help="train the WC-DNN on an awc-data directory")
     t.add_argument("--data", type=Path, required=True, help="an awc-data --out directory")
     t.add_argument("--out", type=Path, required=True, help="write the weights (JSON) here")
-    t.add_argument("--epochs", type=int, default=100, help="training epochs (default 100)")
     t.add_argument("--width", type=int, default=64, help="hidden width (default 64)")
-    t.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate (default 1e-3)")
-    t.add_argument(
-        "--weight-decay", type=float, default=1e-2, help="AdamW weight decay (default 1e-2)"
-    )
-    t.add_argument("--batch-size", type=int, default=256, help="rows per step (default 256)")
-    t.add_argument(
-        "--holdout", type=float, default=0.2, help="share of scenarios held out (default 0.2)"
+    add_training_arguments(
+        t,
+        defaults=TrainingOptions(100, 1e-3, 1e-2, 256, 0.2),
+        helps={
+            "epochs": "training epochs",
+            "batch_size": "rows per step",
+            "holdout": "share of scenarios held out",
+        },
     )
     add_threads(t, 1)
     add_seed(t, "init, batches, holdout")

@@ -36,3 +36,20 @@ def test_missing_workload_trace_is_a_clear_error(
     assert main([*args, "--workload-trace", str(missing)]) == 2
     assert f"--workload-trace {missing}: no such file" in capsys.readouterr().err
     assert not (tmp_path / "d").exists()  # refused before anything ran
+
+
+def test_train_awc_takes_the_shared_training_flags() -> None:
+    from edgespec.arguments import TrainingOptions, training_options
+    from edgespec.cli import build_parser
+
+    args = build_parser().parse_args(["train", "awc", "--data", "d", "--out", "o", "--lr", "0.01"])
+    assert training_options(args) == TrainingOptions(100, 0.01, 1e-2, 256, 0.2)
+
+
+def test_train_awc_refuses_a_holdout_outside_zero_one(capsys: pytest.CaptureFixture[str]) -> None:
+    from edgespec.cli import build_parser
+
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(["train", "awc", "--data", "d", "--out", "o", "--holdout", "1"])
+    assert stop.value.code == 2
+    assert "argument --holdout: must be between 0 and 1" in capsys.readouterr().err
