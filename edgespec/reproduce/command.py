@@ -53,7 +53,7 @@ def _wisv() -> Reproduce:
 
 
 def _wisv_real() -> Reproduce:
-    from edgespec.reproduce.wisv_real.report import reproduce
+    from edgespec.reproduce.wisv.real_pair.report import reproduce
 
     return reproduce
 

@@ -6,7 +6,7 @@ encoded as the capture encodes them (BOS + the framed prompt's last tokens). Eve
 stops by the capture's rules: EOS, ``max_new_tokens`` (128), or the answer is final
 (:func:`~edgespec.learn.wisv.answers.answer_finished`: a complete ``#### N`` line or the
 frame's next ``Question:``). The target-only answer of each prompt comes once from
-:func:`~edgespec.learn.wisv.capture.target_reference` (the capture's reference decoding).
+:func:`~edgespec.learn.wisv.decoding.target_reference` (the capture's reference decoding).
 A speculative run stops through :class:`StopAtAnswer`, which ends the session after the
 round whose committed tokens make the answer final; that round's tokens all count (a
 round cannot commit half its tokens), and :func:`stop_prefix` cuts the output back to
@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from edgespec.core.types import SamplingParams
-from edgespec.learn.wisv.capture import Outcome, target_reference
+from edgespec.learn.wisv.capture import Outcome
+from edgespec.learn.wisv.decoding import target_reference
 from edgespec.policies.semantic.head import DecisionHead
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.attention_mask import AttentionLayout

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edgespec.reproduce.wisv_real.runs import CHANNELS, REPORTED_RTT_S, Pair, Plan
+from edgespec.reproduce.wisv.real_pair.runs import CHANNELS, REPORTED_RTT_S, Pair, Plan
 
 TARGET = "gemma3-270m"
 DRAFT = "gemma3-270m-draft"
@@ -20,7 +20,7 @@ record about the pair (names, the head's held-out reject shares)."""
 
 
 def _wisv_data() -> Path:
-    return Path(__file__).resolve().parents[2] / "data" / "wisv"
+    return Path(__file__).resolve().parents[3] / "data" / "wisv"
 
 
 def load_real_pair(plan: Plan) -> tuple[Pair, Prompts, dict[str, Any]]:
@@ -76,7 +76,7 @@ def run_all(
     """Load, run target-only, V5 and V6; the results dict (:mod:`.claims` reads it)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from edgespec.reproduce.wisv_real.runs import run_v5, run_v6, target_only, target_only_dict
+    from edgespec.reproduce.wisv.real_pair.runs import run_v5, run_v6, target_only, target_only_dict
 
     start = time.perf_counter()
     pair, prompts, about = load(plan)
@@ -268,7 +268,7 @@ def write_outputs(out: Path, results: dict[str, Any]) -> list[Any]:
     """REPORT.md in ``out`` from a results dict (:func:`run_all`'s, with ``command`` and
     ``quick``): the claims, the chosen inputs, the V5 and V6 tables; returns the rows."""
     from edgespec.reproduce.claims import write_report
-    from edgespec.reproduce.wisv_real.claims import all_rows, chosen_threshold
+    from edgespec.reproduce.wisv.real_pair.claims import all_rows, chosen_threshold
 
     quick = bool(results["quick"])
     plan = Plan.from_dict(results["plan"])

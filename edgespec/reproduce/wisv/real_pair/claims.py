@@ -1,5 +1,5 @@
 """V5 and V6 on the real pair as claim rows (:mod:`edgespec.reproduce.claims`), built from
-the results dict of :func:`edgespec.reproduce.wisv_real.report.run_all` alone (no models).
+the results dict of :func:`edgespec.reproduce.wisv.real_pair.report.run_all` alone (no models).
 
 V5 (Fig. 3; the paper's accuracy → our agreement with the target-only answer): threshold 0
 is lossless; T < 9 ≈ target-only; agreement falls as T grows, more on the poor channel;

@@ -1,0 +1,151 @@
+"""The shipped WISV default's held-out check on the real pair: answer agreement with
+target-only decoding and speed against exact SD, per threshold and channel, prompt by
+prompt and resumable.
+
+``python -m edgespec.reproduce.wisv.real_pair.heldout --out FILE.jsonl [--prompts 50]
+[--thresholds 0,1,12]`` runs the first ``--prompts`` GSM8K **test** prompts (never used in
+training: the capture reads the train split only) through the pair of
+:func:`~edgespec.reproduce.wisv.real_pair.report.load_real_pair`. Per prompt it decodes
+target-only once (the reference answer), runs exact greedy SD (T = 0) and WISV at every
+other threshold on both reported channels (:data:`~.runs.CHANNELS`), in process at
+γ = 8 with the FH upload, exactly as V5 does (:func:`~.runs.answer_run`). Each prompt's
+record is one JSON line of ``--out``; ``--lossy-prompts N`` runs the thresholds above 0 on
+the first N prompts only (exact SD and target-only on all). A rerun skips the prompts already there, so an
+interrupted run continues. :func:`table` summarises the lines: per threshold and
+channel, agreement, token-identical share, tokens/s and its ratio to exact SD's
+(*speed-up*), rounds per answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from edgespec.reproduce.wisv.real_pair.runs import (
+    CHANNELS,
+    REPORTED_RTT_S,
+    AnswerRun,
+    Pair,
+    Plan,
+    PromptCase,
+    answer_run,
+    run_dict,
+    target_only,
+)
+
+
+def _done(path: Path) -> dict[int, dict[str, Any]]:
+    if not path.is_file():
+        return {}
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {int(r["prompt"]): r for r in lines}
+
+
+def prompt_record(
+    pair: Pair, case: PromptCase, thresholds: Sequence[int], window: int, max_new: int
+) -> dict[str, Any]:
+    """One prompt's runs: exact SD and WISV at every threshold > 0 on both channels."""
+    from edgespec.runtime.edge.semantic import SemanticRequest
+    from edgespec.runtime.server.engine import VerificationEngine
+    from edgespec.runtime.server.semantic import semantic_rules
+    from edgespec.runtime.wire.inprocess import LocalVerifier
+
+    rules = semantic_rules(pair.head, None, target_hidden_size=pair.target_hidden_size)
+    verifier = LocalVerifier(VerificationEngine(pair.backend, rules=rules))
+    runs: list[dict[str, Any]] = []
+
+    def add(threshold: int, channel: str, run: AnswerRun) -> None:
+        runs.append({"threshold": threshold, "channel": channel, **run_dict(run)})
+
+    exact = answer_run(verifier, pair, case, window, None, max_new, f"exact-{case.index}")
+    add(0, "either", exact)
+    for threshold in (t for t in thresholds if t > 0):
+        for channel, rate in CHANNELS.items():
+            request = SemanticRequest(threshold, rate, 0.0, REPORTED_RTT_S, "fh")
+            sid = f"T{threshold}-{channel}-{case.index}"
+            add(threshold, channel, answer_run(verifier, pair, case, window, request, max_new, sid))
+    return {
+        "prompt": case.index,
+        "answer": case.answer,
+        "target_only": {"tokens": len(case.reference), "seconds": round(case.seconds, 4)},
+        "runs": runs,
+    }
+
+
+def table(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (threshold, channel): prompts, agreement, identical, tokens/s, speed-up over
+    exact SD's tokens/s, rounds per answer, tokens per answer."""
+    cells: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for record in records:
+        for run in record["runs"]:
+            cells.setdefault((run["threshold"], run["channel"]), []).append(run)
+    exact = cells.get((0, "either"), [])
+    exact_rate = sum(r["tokens"] for r in exact) / max(1e-9, sum(r["seconds"] for r in exact))
+    rows = []
+    for (threshold, channel), runs in sorted(cells.items()):
+        n = len(runs)
+        rate = sum(r["tokens"] for r in runs) / max(1e-9, sum(r["seconds"] for r in runs))
+        rows.append({
+            "threshold": threshold,
+            "channel": channel,
+            "prompts": n,
+            "agreement": sum(r["agrees"] for r in runs) / n,
+            "identical": sum(r["identical"] for r in runs) / n,
+            "tokens_per_s": rate,
+            "speedup": rate / exact_rate if exact_rate > 0 else None,
+            "rounds": sum(r["rounds"] for r in runs) / n,
+            "tokens_per_answer": sum(r["tokens"] for r in runs) / n,
+        })  # fmt: skip
+    return rows
+
+
+def run(
+    out: Path, prompts: int, thresholds: Sequence[int], lossy_prompts: int | None = None
+) -> list[dict[str, Any]]:
+    """Run (or continue) the check into ``out``; the summary rows of :func:`table`. The
+    thresholds above 0 run on the first ``lossy_prompts`` prompts only (all when None)."""
+    from edgespec.reproduce.wisv.real_pair.report import load_real_pair
+
+    plan = Plan(prompts=prompts, thresholds=(0, *thresholds), v6_prompts=0,
+                v6_rates_mbps=(), v6_windows=())  # fmt: skip
+    import torch
+
+    torch.set_num_threads(1)
+    done = _done(out)
+    pair, encoded, _ = load_real_pair(plan)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for position, (index, ids) in enumerate(encoded):
+        if index in done:
+            continue
+        lossy = lossy_prompts is None or position < lossy_prompts
+        case = target_only(pair, [(index, ids)], plan.max_new_tokens, lambda _: None)[0]
+        at = plan.thresholds if lossy else (0,)
+        record = prompt_record(pair, case, at, plan.v5_window, plan.max_new_tokens)
+        with out.open("a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        done[index] = record
+        print(f"prompt {index}: {len(done)}/{prompts}", file=sys.stderr, flush=True)
+    return table(list(done.values()))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True, help="JSON lines (resumable)")
+    parser.add_argument("--prompts", type=int, default=50, help="GSM8K test prompts (default 50)")
+    parser.add_argument("--thresholds", default="1,12", help="WISV thresholds > 0 (default 1,12)")
+    parser.add_argument(
+        "--lossy-prompts", type=int, default=None, help="run --thresholds on the first N only"
+    )
+    args = parser.parse_args(argv)
+    thresholds = tuple(int(t) for t in args.thresholds.split(",") if t)
+    for row in run(args.out, args.prompts, thresholds, args.lossy_prompts):
+        print(json.dumps(row))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
