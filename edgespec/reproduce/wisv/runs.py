@@ -30,7 +30,7 @@ from edgespec.reproduce.wisv.setup import (
     WisvSetup,
     scenario,
 )
-from edgespec.sim.model.semantic import (
+from edgespec.sim.model.reject_table import (
     TRAIN_COMMAND,
     RejectShareTable,
     load_reject_table,

@@ -190,5 +190,6 @@ def head_reason(res: WisvResults) -> Reason:
         "the paper's decision head (Llama-3.2-1B/3.1-8B hidden states, its critical-mismatch "
         "labels): ours rejects the share of greedy mismatches the Gemma 3 270M pair's head "
         f"rejects at T = 12 ({said}); Table I's AAL implies ≈0.58 (20 Mbit/s) and ≈0.65 "
-        "(500 Mbit/s) under α = 0.9",
+        "(500 Mbit/s) under α = 0.9; the shipped head's labels (repair budget "
+        "keep-critical: no critical mismatch relaxed) do not depend on the channel",
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import edgespec.sim.model.semantic as semantic
+import edgespec.sim.model.reject_table as semantic
 from edgespec.reproduce.claims import ClaimRow, Outcome
 from edgespec.reproduce.wisv.claims import fig5_rows, per_round_extra_s
 from edgespec.reproduce.wisv.report import reproduce as reproduce_wisv

@@ -8,10 +8,13 @@ training: the capture reads the train split only) through the pair of
 :func:`~edgespec.reproduce.wisv.real_pair.report.load_real_pair`. Per prompt it decodes
 target-only once (the reference answer), runs exact greedy SD (T = 0) and WISV at every
 other threshold on both reported channels (:data:`~.runs.CHANNELS`), in process at
-γ = 8 with the FH upload, exactly as V5 does (:func:`~.runs.answer_run`). Each prompt's
-record is one JSON line of ``--out``; ``--lossy-prompts N`` runs the thresholds above 0 on
-the first N prompts only (exact SD and target-only on all). A rerun skips the prompts already there, so an
-interrupted run continues. :func:`table` summarises the lines: per threshold and
+γ = 8 with the FH upload, exactly as V5 does (:func:`~.answers.answer_run`). Each prompt's
+record is one JSON line of ``--out``; ``--lossy-prompts N`` runs the thresholds above 0
+on the first N prompts only (exact SD and target-only on all). A rerun skips the prompts
+already there, so an interrupted run continues; ``--agreement FILE`` writes the summary as
+:mod:`edgespec.policies.semantic.agreement` reads it (the bundled
+``edgespec/data/wisv/gemma3-270m-agreement.json``). :func:`table` summarises the lines: per
+threshold and
 channel, agreement, token-identical share, tokens/s and its ratio to exact SD's
 (*speed-up*), rounds per answer.
 """
@@ -25,17 +28,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from edgespec.reproduce.wisv.real_pair.runs import (
-    CHANNELS,
-    REPORTED_RTT_S,
+from edgespec.reproduce.wisv.real_pair.answers import (
     AnswerRun,
     Pair,
-    Plan,
     PromptCase,
     answer_run,
     run_dict,
     target_only,
 )
+from edgespec.reproduce.wisv.real_pair.runs import CHANNELS, REPORTED_RTT_S, Plan
 
 
 def _done(path: Path) -> dict[int, dict[str, Any]]:
@@ -76,19 +77,26 @@ def prompt_record(
     }
 
 
+def _rate(runs: Sequence[dict[str, Any]]) -> float:
+    tokens = sum(int(r["tokens"]) for r in runs)
+    return tokens / max(1e-9, sum(float(r["seconds"]) for r in runs))
+
+
 def table(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (threshold, channel): prompts, agreement, identical, tokens/s, speed-up over
-    exact SD's tokens/s, rounds per answer, tokens per answer."""
+    exact SD's tokens/s on the same prompts, rounds per answer, tokens per answer."""
     cells: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    exact: dict[int, dict[str, Any]] = {}
     for record in records:
         for run in record["runs"]:
             cells.setdefault((run["threshold"], run["channel"]), []).append(run)
-    exact = cells.get((0, "either"), [])
-    exact_rate = sum(r["tokens"] for r in exact) / max(1e-9, sum(r["seconds"] for r in exact))
+            if run["threshold"] == 0:
+                exact[int(record["prompt"])] = run
     rows = []
     for (threshold, channel), runs in sorted(cells.items()):
         n = len(runs)
-        rate = sum(r["tokens"] for r in runs) / max(1e-9, sum(r["seconds"] for r in runs))
+        rate = _rate(runs)
+        baseline = _rate([exact[int(r["prompt"])] for r in runs if int(r["prompt"]) in exact])
         rows.append({
             "threshold": threshold,
             "channel": channel,
@@ -96,11 +104,50 @@ def table(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "agreement": sum(r["agrees"] for r in runs) / n,
             "identical": sum(r["identical"] for r in runs) / n,
             "tokens_per_s": rate,
-            "speedup": rate / exact_rate if exact_rate > 0 else None,
+            "speedup": rate / baseline if baseline > 0 else None,
             "rounds": sum(r["rounds"] for r in runs) / n,
             "tokens_per_answer": sum(r["tokens"] for r in runs) / n,
         })  # fmt: skip
     return rows
+
+
+def target_only_rate(records: Sequence[dict[str, Any]]) -> tuple[float, float]:
+    """Target-only decoding's tokens/s over the records, and its ratio to exact SD's."""
+    tokens = sum(r["target_only"]["tokens"] for r in records)
+    seconds = sum(r["target_only"]["seconds"] for r in records)
+    exact = _rate([run for r in records for run in r["runs"] if run["threshold"] == 0])
+    rate = tokens / max(1e-9, seconds)
+    return rate, rate / exact if exact > 0 else 0.0
+
+
+def agreement_json(rows: Sequence[dict[str, Any]], command: str) -> dict[str, Any]:
+    """The file :mod:`edgespec.policies.semantic.agreement` reads: the summary rows, the
+    command that made them."""
+    keep = ("threshold", "channel", "prompts", "agreement", "identical", "speedup", "rounds")
+    cells = [{k: round(r[k], 4) if isinstance(r[k], float) else r[k] for k in keep} for r in rows]
+    return {"command": command, "split": "GSM8K test", "window": 8, "cells": cells}
+
+
+def markdown(rows: Sequence[dict[str, Any]], target: tuple[float, float] | None = None) -> str:
+    """The summary rows (and target-only's tokens/s and ratio) as docs/REPRODUCE.md shows
+    them."""
+    lines = [
+        "| T | channel | prompts | agreement | token-identical | tokens/s | speed-up over "
+        "exact SD | rounds/answer | tokens/answer |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        name = "exact SD (either)" if r["threshold"] == 0 else r["channel"]
+        lines.append(
+            f"| {r['threshold']} | {name} | {r['prompts']} | {r['agreement']:.0%} | "
+            f"{r['identical']:.0%} | {r['tokens_per_s']:.2f} | {r['speedup']:.2f}x | "
+            f"{r['rounds']:.1f} | {r['tokens_per_answer']:.1f} |"
+        )
+    if target is not None:
+        lines.append(
+            f"| — | target-only | — | 100% | 100% | {target[0]:.2f} | {target[1]:.2f}x | — | — |"
+        )
+    return "\n".join(lines)
 
 
 def run(
@@ -140,10 +187,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--lossy-prompts", type=int, default=None, help="run --thresholds on the first N only"
     )
+    parser.add_argument("--agreement", type=Path, help="also write the agreement file here")
+    parser.add_argument(
+        "--summary-only", action="store_true", help="summarise --out without running"
+    )
     args = parser.parse_args(argv)
     thresholds = tuple(int(t) for t in args.thresholds.split(",") if t)
-    for row in run(args.out, args.prompts, thresholds, args.lossy_prompts):
-        print(json.dumps(row))
+    if not args.summary_only:
+        run(args.out, args.prompts, thresholds, args.lossy_prompts)
+    records = list(_done(args.out).values())
+    rows = table(records)
+    print(markdown(rows, target_only_rate(records)))
+    if args.agreement is not None:
+        command = "python -m edgespec.reproduce.wisv.real_pair.heldout " + " ".join(
+            argv if argv is not None else sys.argv[1:]
+        )
+        text = json.dumps(agreement_json(rows, command), indent=1) + "\n"
+        args.agreement.write_text(text)
     return 0
 
 
