@@ -28,15 +28,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from edgespec.reproduce.wisv.real_pair.answers import (
-    AnswerRun,
-    Pair,
-    PromptCase,
-    answer_run,
-    run_dict,
-    target_only,
-)
-from edgespec.reproduce.wisv.real_pair.runs import CHANNELS, REPORTED_RTT_S, Plan
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the models' modules load only for a run, not for a summary
+    from edgespec.reproduce.wisv.real_pair.answers import AnswerRun, Pair, PromptCase
 
 
 def _done(path: Path) -> dict[int, dict[str, Any]]:
@@ -50,6 +45,8 @@ def prompt_record(
     pair: Pair, case: PromptCase, thresholds: Sequence[int], window: int, max_new: int
 ) -> dict[str, Any]:
     """One prompt's runs: exact SD and WISV at every threshold > 0 on both channels."""
+    from edgespec.reproduce.wisv.real_pair.answers import answer_run, run_dict
+    from edgespec.reproduce.wisv.real_pair.runs import CHANNELS, REPORTED_RTT_S
     from edgespec.runtime.edge.semantic import SemanticRequest
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.semantic import semantic_rules
@@ -155,7 +152,9 @@ def run(
 ) -> list[dict[str, Any]]:
     """Run (or continue) the check into ``out``; the summary rows of :func:`table`. The
     thresholds above 0 run on the first ``lossy_prompts`` prompts only (all when None)."""
+    from edgespec.reproduce.wisv.real_pair.answers import target_only
     from edgespec.reproduce.wisv.real_pair.report import load_real_pair
+    from edgespec.reproduce.wisv.real_pair.runs import Plan
 
     plan = Plan(prompts=prompts, thresholds=(0, *thresholds), v6_prompts=0,
                 v6_rates_mbps=(), v6_windows=())  # fmt: skip
