@@ -58,6 +58,12 @@ def _wisv_real() -> Reproduce:
     return reproduce
 
 
+def _wisv_heldout() -> Reproduce:
+    from edgespec.reproduce.wisv.real_pair.heldout import reproduce
+
+    return reproduce
+
+
 # Paper → its reproduction (imported when chosen); None: not reproduced yet.
 PAPERS: dict[str, Callable[[], Reproduce] | None] = {
     "wisp": _wisp,
@@ -65,6 +71,7 @@ PAPERS: dict[str, Callable[[], Reproduce] | None] = {
     "zhu": _zhu,
     "wisv": _wisv,
     "wisv-real-pair": _wisv_real,
+    "wisv-heldout": _wisv_heldout,
 }
 
 

@@ -1,11 +1,11 @@
 """The bundled WISV head's measured answer agreement: its shipped default threshold and
 what a more permissive one costs, from a held-out run on the real pair.
 
-``edgespec/data/wisv/gemma3-270m-agreement.json`` is written by
-``python -m edgespec.reproduce.wisv.real_pair.heldout --agreement FILE`` from its
-held-out run (GSM8K test prompts never used in training): per threshold T and reported
-channel (``poor`` 20 Mbit/s, ``good`` 500 Mbit/s; ``either`` for T = 0, which never reads
-the channel), the prompts run, the share whose final answer agrees with target-only
+``edgespec/data/wisv/gemma3-270m-agreement.json`` is written by ``edgespec reproduce
+wisv-heldout`` (:mod:`edgespec.reproduce.wisv.real_pair.heldout`) from its held-out run
+(GSM8K test prompts never used in training): per threshold T and reported channel
+(``poor`` 20 Mbit/s, ``good`` 500 Mbit/s; ``either`` for T = 0, which never reads the
+channel), the prompts run, the share whose final answer agrees with target-only
 decoding, and tokens/s over exact greedy SD's (the speed-up). The shipped default is the
 largest measured T whose agreement is at least :data:`REQUIRED_AGREEMENT` on both
 channels. :func:`agreement_note` is what a user asking for a larger T is told.

@@ -59,4 +59,7 @@ def test_the_bundled_table_keeps_95_percent_at_its_default() -> None:
     kept = table.at(table.default_threshold)
     assert kept and all(c.agreement >= 0.95 and c.prompts >= 50 for c in kept)
     data = json.loads(bundled_path().read_text())
-    assert data["split"] == "GSM8K test" and data["command"].startswith("python -m edgespec")
+    assert (
+        data["split"] == "GSM8K test"
+        and data["command"] == "edgespec reproduce wisv-heldout --out runs/wisv"
+    )

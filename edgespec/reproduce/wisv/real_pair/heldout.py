@@ -1,34 +1,29 @@
 """The shipped WISV default's held-out check on the real pair: answer agreement with
 target-only decoding and speed against exact SD, per threshold and channel, prompt by
-prompt and resumable.
+prompt and resumable (``edgespec reproduce wisv-heldout [--quick] --out DIR``).
 
-``python -m edgespec.reproduce.wisv.real_pair.heldout --out FILE.jsonl [--prompts 50]
-[--thresholds 0,1,12]`` runs the first ``--prompts`` GSM8K **test** prompts (never used in
-training: the capture reads the train split only) through the pair of
+It runs the first GSM8K **test** prompts (never used in training: the capture reads the
+train split only) through the pair of
 :func:`~edgespec.reproduce.wisv.real_pair.report.load_real_pair`. Per prompt it decodes
-target-only once (the reference answer), runs exact greedy SD (T = 0) and WISV at every
-other threshold on both reported channels (:data:`~.runs.CHANNELS`), in process at
-γ = 8 with the FH upload, exactly as V5 does (:func:`~.answers.answer_run`). Each prompt's
-record is one JSON line of ``--out``; ``--lossy-prompts N`` runs the thresholds above 0
-on the first N prompts only (exact SD and target-only on all). A rerun skips the prompts
-already there, so an interrupted run continues; ``--agreement FILE`` writes the summary as
-:mod:`edgespec.policies.semantic.agreement` reads it (the bundled
-``edgespec/data/wisv/gemma3-270m-agreement.json``). :func:`table` summarises the lines: per
-threshold and
-channel, agreement, token-identical share, tokens/s and its ratio to exact SD's
-(*speed-up*), rounds per answer.
+target-only once (the reference answer), runs exact greedy SD (T = 0) and WISV at the
+plan's thresholds on both reported channels (:data:`~.runs.CHANNELS`), in process at
+γ = 8 with the FH upload, exactly as V5 does (:func:`~.answers.answer_run`). The full
+check (:data:`FULL`) runs 50 prompts, WISV at T = 1 and 12 on the first 6 only (exact SD
+and target-only on all); the quick one (:data:`QUICK`) 2 prompts at T = 12. Each
+prompt's record is one JSON line of ``DIR/heldout.jsonl``; a rerun skips the prompts
+already there, so an interrupted run continues. :func:`table` summarises the lines: per
+threshold and channel, agreement, token-identical share, tokens/s and its ratio to exact
+SD's on the same prompts (*speed-up*), rounds per answer. ``DIR/gemma3-270m-agreement.json``
+is the file :mod:`edgespec.policies.semantic.agreement` reads (the bundled copy is
+``edgespec/data/wisv/``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the models' modules load only for a run, not for a summary
     from edgespec.reproduce.wisv.real_pair.answers import AnswerRun, Pair, PromptCase
@@ -147,6 +142,12 @@ def markdown(rows: Sequence[dict[str, Any]], target: tuple[float, float] | None 
     return "\n".join(lines)
 
 
+FULL: tuple[int, tuple[int, ...], int | None] = (50, (1, 12), 6)
+"""The full check: 50 prompts, WISV at T = 1 and 12 on the first 6."""
+QUICK: tuple[int, tuple[int, ...], int | None] = (2, (12,), None)
+"""The quick check: 2 prompts, WISV at T = 12 on both."""
+
+
 def run(
     out: Path, prompts: int, thresholds: Sequence[int], lossy_prompts: int | None = None
 ) -> list[dict[str, Any]]:
@@ -162,6 +163,8 @@ def run(
 
     torch.set_num_threads(1)
     done = _done(out)
+    if len(done) >= prompts:  # nothing left to run: no models to load
+        return table(list(done.values()))
     pair, encoded, _ = load_real_pair(plan)
     out.parent.mkdir(parents=True, exist_ok=True)
     for position, (index, ids) in enumerate(encoded):
@@ -174,37 +177,35 @@ def run(
         with out.open("a") as fh:
             fh.write(json.dumps(record) + "\n")
         done[index] = record
-        print(f"prompt {index}: {len(done)}/{prompts}", file=sys.stderr, flush=True)
+        print(f"prompt {index}: {len(done)}/{prompts}", flush=True)
     return table(list(done.values()))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="JSON lines (resumable)")
-    parser.add_argument("--prompts", type=int, default=50, help="GSM8K test prompts (default 50)")
-    parser.add_argument("--thresholds", default="1,12", help="WISV thresholds > 0 (default 1,12)")
-    parser.add_argument(
-        "--lossy-prompts", type=int, default=None, help="run --thresholds on the first N only"
+def _report(command: str, text: str, default: int) -> str:
+    return (
+        "# WISV's shipped default: held-out agreement and speed (Gemma 3 270M pair)\n\n"
+        f"`{command}`\n\n{text}\n\nShipped default: T = {default}, the largest measured "
+        "threshold whose agreement is at least 95% on both channels.\n"
     )
-    parser.add_argument("--agreement", type=Path, help="also write the agreement file here")
-    parser.add_argument(
-        "--summary-only", action="store_true", help="summarise --out without running"
-    )
-    args = parser.parse_args(argv)
-    thresholds = tuple(int(t) for t in args.thresholds.split(",") if t)
-    if not args.summary_only:
-        run(args.out, args.prompts, thresholds, args.lossy_prompts)
-    records = list(_done(args.out).values())
+
+
+def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
+    """``edgespec reproduce wisv-heldout``: run (or continue) the check into
+    ``out/heldout.jsonl`` (:data:`FULL` or :data:`QUICK`), write ``out/REPORT.md`` and the
+    agreement file ``out/gemma3-270m-agreement.json``, print the table; the summary rows.
+    ``workers`` and ``progress`` are not used (one process, a line per prompt)."""
+    from edgespec.policies.semantic.agreement import AGREEMENT_FILE, AgreementTable
+
+    prompts, thresholds, lossy = QUICK if quick else FULL
+    out.mkdir(parents=True, exist_ok=True)
+    run(out / "heldout.jsonl", prompts, thresholds, lossy)
+    records = list(_done(out / "heldout.jsonl").values())
     rows = table(records)
-    print(markdown(rows, target_only_rate(records)))
-    if args.agreement is not None:
-        command = "python -m edgespec.reproduce.wisv.real_pair.heldout " + " ".join(
-            argv if argv is not None else sys.argv[1:]
-        )
-        text = json.dumps(agreement_json(rows, command), indent=1) + "\n"
-        args.agreement.write_text(text)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    text = markdown(rows, target_only_rate(records))
+    data = agreement_json(rows, command)
+    default = AgreementTable.from_json(data, AGREEMENT_FILE).default_threshold
+    (out / AGREEMENT_FILE).write_text(json.dumps(data, indent=1) + "\n")
+    (out / "REPORT.md").write_text(_report(command, text, default))
+    print(text)
+    print(f"shipped default: T = {default}; report: {out / 'REPORT.md'}")
+    return rows

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from edgespec.policies.semantic.agreement import load_agreement
-from edgespec.reproduce.wisv.real_pair.heldout import agreement_json, main, table
+from edgespec.reproduce.wisv.real_pair.heldout import QUICK, agreement_json, reproduce, table
 
 
 def _run(
@@ -40,13 +40,16 @@ def test_speed_up_is_over_exact_sd_on_the_same_prompts() -> None:
     assert lossy["speedup"] == pytest.approx(5.0)
 
 
-def test_summary_only_writes_the_agreement_file(tmp_path: Path) -> None:
-    out = tmp_path / "h.jsonl"
-    out.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
-    path = tmp_path / "a.json"
-    assert main(["--out", str(out), "--summary-only", "--agreement", str(path)]) == 0
-    loaded = load_agreement(path)
+def test_a_finished_check_is_summarised_without_the_models(tmp_path: Path) -> None:
+    # the quick check's two prompts are done already: nothing runs, nothing loads
+    assert QUICK[0] == len(RECORDS)
+    (tmp_path / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    rows = reproduce(tmp_path, quick=True, workers=1, progress=False, command="cmd")
+    assert rows == table(RECORDS)
+    loaded = load_agreement(tmp_path / "gemma3-270m-agreement.json")
     assert loaded is not None and loaded.default_threshold == 0
-    data = json.loads(path.read_text())
-    assert data == agreement_json(table(RECORDS), data["command"])
-    assert data["command"].endswith(f"--summary-only --agreement {path}")
+    data = json.loads((tmp_path / "gemma3-270m-agreement.json").read_text())
+    assert data == agreement_json(rows, "cmd")
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "`cmd`" in report and "| 12 | poor | 1 | 0% | 0% | 5.00 | 5.00x | 5.0 | 10.0 |" in report
+    assert "Shipped default: T = 0" in report
