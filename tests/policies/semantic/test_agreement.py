@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from edgespec.policies.semantic.agreement import (
     AgreementTable,
     agreement_note,
@@ -63,3 +65,17 @@ def test_the_bundled_table_keeps_95_percent_at_its_default() -> None:
         data["split"] == "GSM8K test"
         and data["command"] == "edgespec reproduce wisv-heldout --out runs/wisv"
     )
+
+
+def test_edgespec_draft_tells_the_measured_agreement_above_the_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from edgespec.runtime.commands.draft_run import _warn_measured_agreement
+
+    _warn_measured_agreement("gemma3-270m-draft", 12)
+    err = capsys.readouterr().err
+    assert err.startswith("edgespec draft: WISV threshold T = 12 is above the bundled Gemma 3")
+    assert "measured at T = 12: the final answer agreed with target-only decoding on 0% on" in err
+    _warn_measured_agreement("gemma3-270m-draft", 0)  # the default: nothing to say
+    _warn_measured_agreement("ngram", 12)  # not the bundled pair
+    assert capsys.readouterr().err == ""
