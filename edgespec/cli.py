@@ -97,6 +97,10 @@ GROUPS: dict[str, Group] = {
                 PAPERS,
                 "WISV's semantic verification on the real pair: answers vs threshold, latency",
             ),
+            "wisv-heldout": (
+                PAPERS,
+                "WISV's shipped default on the real pair: held-out answers and speed vs exact SD",
+            ),
         },
     ),
     "data": Group(

@@ -32,7 +32,7 @@ def test_seed_not_reproduced_yet_says_so_and_fails(
 def test_wisv_without_the_heads_table_names_the_command_that_makes_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import edgespec.sim.model.semantic as semantic
+    import edgespec.sim.model.reject_table as semantic
 
     monkeypatch.setattr(semantic, "tables_dir", lambda: tmp_path / "wisv")
     out = tmp_path / "out"

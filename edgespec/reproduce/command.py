@@ -53,7 +53,13 @@ def _wisv() -> Reproduce:
 
 
 def _wisv_real() -> Reproduce:
-    from edgespec.reproduce.wisv_real.report import reproduce
+    from edgespec.reproduce.wisv.real_pair.report import reproduce
+
+    return reproduce
+
+
+def _wisv_heldout() -> Reproduce:
+    from edgespec.reproduce.wisv.real_pair.heldout import reproduce
 
     return reproduce
 
@@ -65,6 +71,7 @@ PAPERS: dict[str, Callable[[], Reproduce] | None] = {
     "zhu": _zhu,
     "wisv": _wisv,
     "wisv-real-pair": _wisv_real,
+    "wisv-heldout": _wisv_heldout,
 }
 
 

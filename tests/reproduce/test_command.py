@@ -16,5 +16,5 @@ def test_unknown_paper_names_the_argument_and_the_choices(
     assert capsys.readouterr().err.endswith(
         "edgespec reproduce: error: argument PAPER: invalid choice: 'nosuchpaper' "
         "(choose from 'wisp', 'dsd', 'zhu', 'wisv', 'wisp-serving', 'dsd-real-pair', "
-        "'wisv-real-pair')\n"
+        "'wisv-real-pair', 'wisv-heldout')\n"
     )

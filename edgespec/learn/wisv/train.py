@@ -6,10 +6,11 @@ dataset, exported as a numpy :class:`~edgespec.policies.semantic.head.DecisionHe
 * **Instances** (:func:`build_instances`): each episode (one prompt's mismatches) gets
   ``draws`` CSI draws (:func:`~edgespec.policies.semantic.relabel.sample_channel`), and
   every mismatch × draw is one instance x = [h_d ; h_t ; c(draw)]. Its target is the
-  relabelled rejection probability r_j(κ) (Eq. 31,
-  :mod:`edgespec.policies.semantic.relabel`). With ``relabel=False`` (the Fig. 5
-  ablation) the target is the base label y_j, the same CSI inputs included. The
-  held-out instances use their own draws (seed + 1).
+  rejection target under the named repair budget
+  (:func:`~edgespec.policies.semantic.relabel.rejection_targets`): the base label y_j
+  under the default ``keep-critical``, the same CSI inputs included; Eq. 31's relabelled
+  probability r_j(κ) under ``kappa-critical`` (the Fig. 5 ablation's relabelled head).
+  The held-out instances use their own draws (seed + 1).
 * **Network** (Eq. 25): Linear(d_in → width) → ReLU → Dropout → Linear(width → 1) on
   standardised inputs (training mean and standard deviation; a constant column gets
   scale 1). Width 64, dropout 0.1.
@@ -19,16 +20,16 @@ dataset, exported as a numpy :class:`~edgespec.policies.semantic.head.DecisionHe
 * **Export**: W1 = first.weightᵀ, b1, W2 = second.weightᵀ, b2, with the standardisation as
   the head's ``mean`` and ``scale``. The numpy head gives the torch network's
   probabilities (eval mode).
-* **Metrics** on the held-out prompts: ROC AUC of p against the relabelled hard labels
-  (r ≥ 0.5) and against the base labels, accuracy at τ = 0.5, and the class balance. The
-  **acceptance table** (:func:`reject_shares`) gives the share of held-out mismatches
+* **Metrics** (:mod:`edgespec.learn.wisv.evaluation`) on the held-out prompts: ROC AUC
+  of p against the relabelled hard labels (r ≥ 0.5) and against the base labels,
+  accuracy at τ = 0.5, and the class balance. The **acceptance table**
+  (:func:`~edgespec.learn.wisv.evaluation.reject_shares`) gives the share of held-out mismatches
   the head rejects at each threshold T = 0..16 (τ = T/16, reject iff p ≥ τ), on a poor
   link (20 Mbit/s) and a good one (500 Mbit/s). Both have PER 0 and RTT 50 ms (Table I).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,13 +38,15 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from edgespec.learn.wisv.capture import WisvDataset
+from edgespec.learn.wisv.dataset import WisvDataset
 from edgespec.policies.semantic.csi import ChannelState, csi_features
 from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead
 from edgespec.policies.semantic.relabel import (
+    BUDGETS,
+    DEFAULT_BUDGET,
     Episode,
     hard_repairs,
-    repair_probabilities,
+    rejection_targets,
     sample_channel,
 )
 
@@ -66,8 +69,19 @@ class TrainSettings:
     batch_size: int = 256
     draws: int = 8
     holdout: float = 0.25
-    relabel: bool = True
+    budget: str = DEFAULT_BUDGET
+    """The relabelling's repair budget (:data:`~edgespec.policies.semantic.relabel.BUDGETS`)."""
     seed: int = 0
+
+    @property
+    def relabel(self) -> bool:
+        """Whether the budget relaxes critical mismatches (the targets differ from y)."""
+        return self.budget != DEFAULT_BUDGET
+
+    @property
+    def suffix(self) -> str:
+        """The file stem's suffix: none for the default budget, else ``-BUDGET``."""
+        return "" if self.budget == DEFAULT_BUDGET else f"-{self.budget}"
 
     def __post_init__(self) -> None:
         if min(self.width, self.epochs, self.batch_size, self.draws) < 1:
@@ -78,6 +92,8 @@ class TrainSettings:
             raise ValueError(f"holdout must be in (0, 1), got {self.holdout}")
         if self.learning_rate <= 0 or self.weight_decay < 0:
             raise ValueError("the learning rate must be > 0 and the weight decay >= 0")
+        if self.budget not in BUDGETS:
+            raise ValueError(f"unknown budget {self.budget!r}: known are {', '.join(BUDGETS)}")
 
 
 Split = list[tuple[int, npt.NDArray[np.int64], Episode]]
@@ -124,18 +140,19 @@ def inputs(data: WisvDataset, rows: npt.NDArray[np.int64], channel: ChannelState
 
 
 def build_instances(
-    data: WisvDataset, episodes: Split, draws: int, relabel: bool, seed: int
+    data: WisvDataset, episodes: Split, draws: int, budget: str, seed: int
 ) -> Instances:
-    """``draws`` CSI draws per episode (module docstring), in episode order."""
+    """``draws`` CSI draws per episode (module docstring), in episode order, with targets
+    under the named repair ``budget``."""
     rng = np.random.default_rng(seed)
     xs, targets, hards, bases, rows = [], [], [], [], []
     for _, idx, episode in episodes:
         base = np.asarray(episode.critical, dtype=np.int64)
         for _ in range(draws):
             channel = sample_channel(rng)
-            soft = repair_probabilities(episode, channel.quality)
+            soft = rejection_targets(episode, channel.quality, budget)
             xs.append(inputs(data, idx, channel))
-            targets.append(soft if relabel else base.astype(np.float64))
+            targets.append(soft)
             hards.append(hard_repairs(soft))
             bases.append(base)
             rows.append(idx)
@@ -265,91 +282,3 @@ def head_json(head: DecisionHead, digits: int | None, metadata: dict[str, Any]) 
         for key in ("mean", "scale", "w1", "b1", "w2", "b2"):
             data[key] = _rounded(data[key], digits)
     return {**data, "metadata": metadata}
-
-
-def roc_auc(scores: Sequence[float] | FloatArray, labels: Sequence[int] | Any) -> float:
-    """Area under the ROC curve (Mann–Whitney, ties counted half); NaN with one class."""
-    s = np.asarray(scores, dtype=np.float64)
-    y = np.asarray(labels).astype(bool)
-    positives, negatives = int(y.sum()), int((~y).sum())
-    if positives == 0 or negatives == 0:
-        return float("nan")
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(s.size, dtype=np.float64)
-    sorted_s = s[order]
-    i = 0
-    while i < s.size:  # average ranks over ties
-        j = i
-        while j + 1 < s.size and sorted_s[j + 1] == sorted_s[i]:
-            j += 1
-        ranks[order[i : j + 1]] = 0.5 * (i + j) + 1.0
-        i = j + 1
-    return float((ranks[y].sum() - positives * (positives + 1) / 2) / (positives * negatives))
-
-
-def evaluate(head: DecisionHead, data: Instances) -> dict[str, float]:
-    """Instances, class balance, AUC against the relabelled hard and the base labels,
-    accuracy at τ = 0.5 against the relabelled hard labels, mean p."""
-    p = head.rejection_probability(data.x.astype(np.float64))
-    return {
-        "instances": float(len(data)),
-        "mismatches": float(np.unique(data.row).size),
-        "base_critical_share": float(data.base.mean()) if len(data) else float("nan"),
-        "relabelled_reject_share": float(data.hard.mean()) if len(data) else float("nan"),
-        "mean_target": float(data.target.mean()) if len(data) else float("nan"),
-        "auc_relabelled": roc_auc(p, data.hard),
-        "auc_base": roc_auc(p, data.base),
-        "accuracy_relabelled": float(np.mean((p >= 0.5) == (data.hard == 1))),
-        "accuracy_base": float(np.mean((p >= 0.5) == (data.base == 1))),
-        "mean_p": float(p.mean()),
-    }
-
-
-def reject_shares(
-    head: DecisionHead, data: WisvDataset, rows: npt.NDArray[np.int64], channel: ChannelState
-) -> list[float]:
-    """Share of ``rows``' mismatches the head rejects on ``channel`` at T = 0..16."""
-    x = inputs(data, rows, channel).astype(np.float64)
-    p = head.rejection_probability(x)
-    return [float(np.mean(p >= t / THRESHOLD_STEPS)) for t in THRESHOLDS]
-
-
-def label_reject_share(episodes: Split, channel: ChannelState, relabel: bool) -> float:
-    """The labels' own reject share on ``channel`` (the mean training target)."""
-    values = [
-        repair_probabilities(e, channel.quality) if relabel else np.asarray(e.critical, float)
-        for _, _, e in episodes
-    ]
-    return float(np.concatenate(values).mean()) if values else float("nan")
-
-
-def acceptance_table(
-    head: DecisionHead, data: WisvDataset, held: Split, relabel: bool
-) -> dict[str, Any]:
-    """The table the simulator reads (module docstring), on the held-out mismatches."""
-    rows = np.concatenate([idx for _, idx, _ in held])
-    channels = {
-        name: {
-            "uplink_mbps": c.uplink_bps / 1e6,
-            "per": c.per,
-            "rtt_ms": c.rtt_s * 1e3,
-            "quality": round(c.quality, 4),
-        }
-        for name, c in CHANNELS.items()
-    }
-    return {
-        "thresholds": list(THRESHOLDS),
-        "tau": [t / THRESHOLD_STEPS for t in THRESHOLDS],
-        "channels": channels,
-        "reject_share": {
-            name: [round(v, 4) for v in reject_shares(head, data, rows, c)]
-            for name, c in CHANNELS.items()
-        },
-        "label_reject_share": {
-            name: round(label_reject_share(held, c, relabel), 4) for name, c in CHANNELS.items()
-        },
-        "mismatches": int(rows.size),
-        "prompts": len(held),
-        "base_critical_share": round(float(data.rows["critical"][rows].mean()), 4),
-        "relabelled": relabel,
-    }

@@ -31,9 +31,16 @@ Constants (the paper gives none of them, SEED-NOTES §3.4 item 6):
   acceptance rate.
 * κ: :attr:`ChannelState.quality <edgespec.policies.semantic.csi.ChannelState.quality>`
   (rate and PER; RTT does not enter it).
-* Repair budget: B(κ) = κ · n_c, with n_c the episode's critical mismatches. This is a
-  real number: a fractional repair is a Bernoulli repair in expectation. B = 0 at
-  κ = 0 (accept everything); B = n_c at κ = 1 (the base labels).
+* Repair budget, a named form (:data:`BUDGETS`). ``keep-critical`` (the default,
+  :data:`DEFAULT_BUDGET`): B = n_c, with n_c the episode's critical mismatches, so no
+  critical mismatch is relaxed and the targets are the base labels on every channel
+  (:func:`rejection_targets` returns y itself). It was chosen by the paper's own outcome:
+  on an answer task "critical" means accepting changes the final answer, so every
+  relaxed critical mismatch the head learns is an answer lost, and a drop under one
+  point at T = 12 on the poor channel leaves no room for relaxing any (docs/LEARN.md,
+  *WISV decision head*, gives the measurements). ``kappa-critical``: B(κ) = κ · n_c, the
+  former default, kept by name. This is a real number: a fractional repair is a
+  Bernoulli repair in expectation. B = 0 at κ = 0 (accept everything); B = n_c at κ = 1.
 * Eqs. 30–31, the entropy-regularised problem: maximise
   Σ_j π_j s_j + T Σ_j H(π_j) subject to Σ_j π_j ≤ B(κ), 0 ≤ π_j ≤ y_j. Its KKT
   solution is π_j = y_j σ((s_j − μ) / T). μ ≥ 0 is the budget's multiplier. It is 0
@@ -50,7 +57,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,10 +114,25 @@ def importance(episode: Episode, decay: float = DECAY_TOKENS) -> FloatArray:
 
 
 def repair_budget(quality: float, num_critical: int) -> float:
-    """B(κ) = κ · n_c (module docstring)."""
+    """B(κ) = κ · n_c, the ``kappa-critical`` form (module docstring)."""
     if not 0.0 <= quality <= 1.0:
         raise ValueError(f"channel quality must be in [0, 1], got {quality}")
     return quality * num_critical
+
+
+def keep_critical_budget(quality: float, num_critical: int) -> float:
+    """B = n_c on every channel, the ``keep-critical`` form (module docstring)."""
+    if not 0.0 <= quality <= 1.0:
+        raise ValueError(f"channel quality must be in [0, 1], got {quality}")
+    return float(num_critical)
+
+
+BUDGETS: dict[str, Callable[[float, int], float]] = {
+    "keep-critical": keep_critical_budget,
+    "kappa-critical": repair_budget,
+}
+"""The repair budget's named forms B(κ, n_c) (module docstring)."""
+DEFAULT_BUDGET = "keep-critical"
 
 
 def _sigmoid(z: FloatArray) -> FloatArray:
@@ -158,18 +180,33 @@ def repair_probabilities(
     quality: float,
     decay: float = DECAY_TOKENS,
     temperature: float = TEMPERATURE,
+    budget: str = "kappa-critical",
 ) -> FloatArray:
     """Eq. 31: r_j = π(a_j = 1) = y_j σ((s_j − μ(κ))/T), the head's rejection target for
-    every mismatch of ``episode`` on a channel of quality κ = ``quality``."""
+    every mismatch of ``episode`` on a channel of quality κ = ``quality``, under the
+    named ``budget`` form (:data:`BUDGETS`)."""
     y = np.asarray(episode.critical, dtype=np.float64)
     if y.size == 0 or episode.num_critical == 0:
         return np.zeros(y.size)
     s = importance(episode, decay)
-    mu = repair_threshold(s[y == 1], repair_budget(quality, episode.num_critical), temperature)
+    limit = BUDGETS[budget](quality, episode.num_critical)
+    mu = repair_threshold(s[y == 1], limit, temperature)
     if math.isinf(mu):
         return np.zeros(y.size)
     result: FloatArray = y * _sigmoid((s - mu) / temperature)
     return result
+
+
+def rejection_targets(episode: Episode, quality: float, budget: str) -> FloatArray:
+    """The head's rejection targets for ``episode`` on a channel of quality κ under the
+    named ``budget`` (:data:`BUDGETS`): the base labels where the budget covers every
+    critical mismatch, else Eq. 31's :func:`repair_probabilities` with that budget."""
+    if budget not in BUDGETS:
+        raise ValueError(f"unknown budget {budget!r}: known are {', '.join(BUDGETS)}")
+    y = np.asarray(episode.critical, dtype=np.float64)
+    if BUDGETS[budget](quality, episode.num_critical) >= episode.num_critical:
+        return y
+    return repair_probabilities(episode, quality, budget=budget)
 
 
 def hard_repairs(probabilities: FloatArray) -> npt.NDArray[np.int64]:

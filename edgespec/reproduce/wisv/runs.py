@@ -1,8 +1,8 @@
 """``edgespec reproduce wisv``: the simulator runs behind Table I, Fig. 4 and Fig. 5.
 
 Every (method, γ, rate, RTT) of Fig. 4 is one run (Table I is its RTT 50 ms part, without
-SH), plus Fig. 5's ablation: WISV FH with the head trained without the CSI-aware
-relabelling, at RTT 50 ms, when its table exists. Each run is reduced to a
+SH), plus Fig. 5's ablation: WISV FH with the head relabelled with B = κ·n_critical (the
+shipped head has no relabelling), at RTT 50 ms, when its table exists. Each run is reduced to a
 :class:`WisvRunSummary` in the paper's units: latency per answer, AAL as the paper counts
 it (committed tokens per round, the target's token included), rounds per answer,
 throughput (tokens per answer / latency).
@@ -30,7 +30,7 @@ from edgespec.reproduce.wisv.setup import (
     WisvSetup,
     scenario,
 )
-from edgespec.sim.model.semantic import (
+from edgespec.sim.model.reject_table import (
     TRAIN_COMMAND,
     RejectShareTable,
     load_reject_table,
@@ -39,8 +39,8 @@ from edgespec.sim.model.semantic import (
 from edgespec.sweeps.executor import SweepExecutor
 from edgespec.sweeps.grid import progress_bar
 
-ABLATION = "fh-norelabel"
-"""The ablation's method key: FH with the head trained without relabelling."""
+ABLATION = "fh-kappa-critical"
+"""The ablation's method key: FH with the head relabelled with B = κ·n_critical."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,6 +159,7 @@ class DraftRun:
                 hidden_state_drafter(drafter)
             except ValueError as exc:
                 raise ConfigError("verification", str(exc)) from None
+            _warn_measured_agreement(config.draft, semantic.threshold)
         budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
                                progress=budget)  # fmt: skip
@@ -171,3 +172,14 @@ class DraftRun:
             sent = (result.request.num_drafted, sum(x.draft_passes for x in result.rounds))
         rounds = result.rounds
         return Outcome(result.output_token_ids, result.request, rounds, sent, result.semantic)
+
+
+def _warn_measured_agreement(draft: str, threshold: int) -> None:
+    """With the bundled Gemma 3 270M pair, a threshold above the shipped default prints
+    the measured answer agreement there (:mod:`edgespec.policies.semantic.agreement`)."""
+    from edgespec.policies.semantic.agreement import agreement_note, load_agreement
+
+    if draft.startswith("gemma3-270m"):
+        note = agreement_note(threshold, load_agreement())
+        if note is not None:
+            print(f"edgespec draft: {note}", file=sys.stderr)

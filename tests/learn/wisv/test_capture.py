@@ -14,13 +14,11 @@ from edgespec.learn.stop.data import window_rows
 from edgespec.learn.wisv.capture import (
     CaptureSettings,
     RoundMismatch,
-    WisvDataset,
     capture_prompt,
-    continue_greedy,
-    draft_states,
     greedy_rounds,
-    target_reference,
 )
+from edgespec.learn.wisv.dataset import WisvDataset
+from edgespec.learn.wisv.decoding import continue_greedy, draft_states, target_reference
 from edgespec.learn.wisv.similarity import ContinuationSimilarity, rouge_l_f1
 from edgespec.runtime.backends.attention_mask import attention_layout
 from edgespec.runtime.backends.transformers_backend import TransformersTarget

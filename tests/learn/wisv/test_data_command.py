@@ -17,8 +17,9 @@ from edgespec.cli import main
 from edgespec.datasets import prompts as prompt_sets
 from edgespec.learn.drafts.distill_data import encode_prompt
 from edgespec.learn.wisv.answers import GSM8K_FRAME
-from edgespec.learn.wisv.capture import CaptureSettings, WisvDataset, capture_prompt
-from edgespec.learn.wisv.command import DATASETS, NO_FRAME_NOTE, data_prompts
+from edgespec.learn.wisv.capture import CaptureSettings, capture_prompt
+from edgespec.learn.wisv.collect import DATASETS, NO_FRAME_NOTE, data_prompts
+from edgespec.learn.wisv.dataset import WisvDataset
 from edgespec.learn.wisv.similarity import ContinuationSimilarity
 from edgespec.runtime.backends.attention_mask import attention_layout
 from edgespec.runtime.testing import noisy_copy, tiny_llama

@@ -12,16 +12,14 @@ import numpy as np
 import pytest
 
 from edgespec.cli import main
-from edgespec.learn.wisv.capture import MISMATCH_KEYS, WisvDataset
+from edgespec.learn.wisv.dataset import MISMATCH_KEYS, WisvDataset
+from edgespec.learn.wisv.evaluation import acceptance_table, evaluate, roc_auc
 from edgespec.learn.wisv.train import (
     CHANNELS,
     THRESHOLDS,
     TrainSettings,
-    acceptance_table,
     build_instances,
-    evaluate,
     head_json,
-    roc_auc,
     split_episodes,
     torch_probabilities,
     train_head,
@@ -79,8 +77,8 @@ def test_split_keeps_prompts_whole() -> None:
 def test_instances_relabelled_and_base() -> None:
     data = synthetic()
     train, _ = split_episodes(data, 0.25, 0)
-    relabelled = build_instances(data, train, draws=3, relabel=True, seed=0)
-    base = build_instances(data, train, draws=3, relabel=False, seed=0)
+    relabelled = build_instances(data, train, draws=3, budget="kappa-critical", seed=0)
+    base = build_instances(data, train, draws=3, budget="keep-critical", seed=0)
     assert len(relabelled) == 3 * 12 * 6 and relabelled.x.shape[1] == DRAFT + TARGET + 4
     np.testing.assert_array_equal(base.target, base.base)
     np.testing.assert_array_equal(relabelled.x, base.x)  # same draws, same inputs
@@ -91,7 +89,7 @@ def test_instances_relabelled_and_base() -> None:
 def test_training_lowers_the_loss_and_the_export_matches_torch() -> None:
     data = synthetic()
     train_eps, held_eps = split_episodes(data, 0.25, 0)
-    train = build_instances(data, train_eps, draws=4, relabel=True, seed=0)
+    train = build_instances(data, train_eps, draws=4, budget="kappa-critical", seed=0)
     settings = TrainSettings(width=16, epochs=40, batch_size=64, seed=0)
     trained = train_head(train, DRAFT, TARGET, settings)
     assert trained.losses[-1] < 0.7 * trained.losses[0]
@@ -102,7 +100,7 @@ def test_training_lowers_the_loss_and_the_export_matches_torch() -> None:
     rounded = DecisionHead.from_json(head_json(trained.head, 6, {"note": 1}))
     np.testing.assert_allclose(rounded.rejection_probability(x), expected, atol=1e-4)
     assert head.draft_hidden == DRAFT and head.num_csi == 4
-    held = build_instances(data, held_eps, draws=4, relabel=True, seed=1)
+    held = build_instances(data, held_eps, draws=4, budget="kappa-critical", seed=1)
     report = evaluate(head, held)
     assert report["auc_base"] > 0.8 and report["instances"] == len(held)
 
@@ -110,7 +108,7 @@ def test_training_lowers_the_loss_and_the_export_matches_torch() -> None:
 def test_same_seed_same_head() -> None:
     data = synthetic()
     train_eps, _ = split_episodes(data, 0.25, 0)
-    train = build_instances(data, train_eps, draws=2, relabel=True, seed=0)
+    train = build_instances(data, train_eps, draws=2, budget="kappa-critical", seed=0)
     settings = TrainSettings(width=8, epochs=3, seed=5)
     a = train_head(train, DRAFT, TARGET, settings).head
     b = train_head(train, DRAFT, TARGET, settings).head
@@ -126,9 +124,9 @@ def test_roc_auc() -> None:
 def test_acceptance_table_shape_and_monotone_shares() -> None:
     data = synthetic()
     train_eps, held_eps = split_episodes(data, 0.25, 0)
-    train = build_instances(data, train_eps, draws=2, relabel=True, seed=0)
+    train = build_instances(data, train_eps, draws=2, budget="kappa-critical", seed=0)
     head = train_head(train, DRAFT, TARGET, TrainSettings(width=8, epochs=5)).head
-    table = acceptance_table(head, data, held_eps, relabel=True)
+    table = acceptance_table(head, data, held_eps, budget="kappa-critical")
     assert table["thresholds"] == list(THRESHOLDS) == list(range(17))
     assert set(table["reject_share"]) == set(CHANNELS) == {"poor", "good"}
     assert table["channels"]["poor"]["uplink_mbps"] == 20.0
@@ -148,14 +146,16 @@ def test_train_command_writes_head_table_and_metrics(tmp_path: Path) -> None:
     head = load_head(out / "tiny-head.json")
     assert head.w1.shape == (DRAFT + TARGET + 4, 8)
     table = json.loads((out / "tiny-acceptance.json").read_text())
-    assert len(table["reject_share"]["good"]) == 17 and table["relabelled"] is True
+    assert len(table["reject_share"]["good"]) == 17 and table["relabelled"] is False
+    assert table["budget"] == "keep-critical"
     metrics = json.loads((out / "tiny-metrics.json").read_text())
     assert (
         metrics["dataset"]["mismatches"] == 96 and "auc_relabelled" in metrics["report"]["held_out"]
     )
-    assert main([*base, "--no-relabel", "--name", "x"]) == 0
-    assert json.loads((out / "x-norelabel-acceptance.json").read_text())["relabelled"] is False
-    assert (out / "x-norelabel-head.json").is_file()
+    assert main([*base, "--budget", "kappa-critical", "--name", "x"]) == 0
+    table = json.loads((out / "x-kappa-critical-acceptance.json").read_text())
+    assert table["relabelled"] is True and table["budget"] == "kappa-critical"
+    assert (out / "x-kappa-critical-head.json").is_file()
 
 
 @pytest.mark.parametrize(

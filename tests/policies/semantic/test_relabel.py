@@ -9,11 +9,14 @@ import pytest
 
 from edgespec.policies.semantic.csi import ChannelState
 from edgespec.policies.semantic.relabel import (
+    BUDGETS,
     DECAY_TOKENS,
+    DEFAULT_BUDGET,
     TEMPERATURE,
     Episode,
     hard_repairs,
     importance,
+    rejection_targets,
     repair_budget,
     repair_probabilities,
     repair_threshold,
@@ -121,3 +124,18 @@ def test_csi_draws_stay_in_their_ranges() -> None:
     assert np.median(np.log10(rates)) == pytest.approx(np.log10(np.sqrt(5e6 * 1000e6)), abs=0.15)
     assert all(0.0 <= c.per <= 0.05 and 0.005 <= c.rtt_s <= 0.1 for c in draws)
     assert all(isinstance(c, ChannelState) for c in draws)
+
+
+def test_named_budgets_keep_critical_is_the_base_labels() -> None:
+    episode = Episode(positions=(3, 9, 30, 31), critical=(1, 0, 1, 1))
+    assert set(BUDGETS) == {"keep-critical", "kappa-critical"} and DEFAULT_BUDGET == "keep-critical"
+    for quality in (0.0, 0.43, 1.0):
+        np.testing.assert_array_equal(
+            rejection_targets(episode, quality, "keep-critical"), [1.0, 0.0, 1.0, 1.0]
+        )
+    np.testing.assert_array_equal(
+        rejection_targets(episode, 0.43, "kappa-critical"), repair_probabilities(episode, 0.43)
+    )
+    assert rejection_targets(episode, 0.43, "kappa-critical").sum() == pytest.approx(0.43 * 3)
+    with pytest.raises(ValueError, match="unknown budget 'half': known are keep-critical, kappa"):
+        rejection_targets(episode, 0.5, "half")

@@ -1,9 +1,9 @@
 """``edgespec reproduce wisv --quick``: what the reduced run reproduces, and its report.
 
 The decision head's tables (``edgespec train wisv``) are stand-ins here, written to a
-temporary folder: the shares Table I's WISV AAL implies under α = 0.9 (≈0.58 rejected on
-the 20 Mbit/s link, ≈0.65 on the 500 Mbit/s one), and a head without relabelling that
-rejects more on the poor link.
+temporary folder: the shipped head's, at the shares Table I's WISV AAL implies under
+α = 0.9 (≈0.58 rejected on the 20 Mbit/s link, ≈0.65 on the 500 Mbit/s one), and a
+relabelled head (``kappa-critical``) that rejects less on the poor link.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-import edgespec.sim.model.semantic as semantic
+import edgespec.sim.model.reject_table as semantic
 from edgespec.reproduce.claims import ClaimRow, Outcome
 from edgespec.reproduce.wisv.claims import fig5_rows, per_round_extra_s
 from edgespec.reproduce.wisv.report import reproduce as reproduce_wisv
@@ -37,7 +37,7 @@ def write_tables(folder: Path, *, ablation: bool = True) -> None:
     }
     heads = {"gemma3-270m-acceptance": (0.577, 0.646)}
     if ablation:
-        heads["gemma3-270m-acceptance-norelabel"] = (0.70, 0.66)
+        heads["gemma3-270m-kappa-critical-acceptance"] = (0.40, 0.62)
     for name, (poor, good) in heads.items():
         table = {
             "thresholds": list(range(17)),
@@ -81,12 +81,14 @@ def test_report_lists_every_claim(quick: tuple[Path, list[ClaimRow]]) -> None:
 def test_what_the_quick_run_reproduces(quick: tuple[Path, list[ClaimRow]]) -> None:
     _, rows = quick
     by_what = {r.what: r for r in rows}
-    # The rejection-sampling payload is arithmetic: it holds in the quick run too.
+    # The rejection-sampling payload is arithmetic on the fitted round time: a setting,
+    # shown (its verdicts still computed) and never judged.
     for rate in ("20", "500"):
         row = by_what[
             f"rejection sampling's extra time per round, γ × 128,256 × 16 bit / R, {rate} Mbit/s"
         ]
-        assert row.outcome is Outcome.HOLDS and not row.quick_run
+        assert row.outcome is Outcome.SETTING and row.holds and not row.quick_run
+        assert row.setting.startswith("γ × V × 16 bits / R on top of the round-time fit")
     # Rejection sampling is the slowest everywhere; FH beats greedy everywhere.
     assert by_what[
         "rejection-sampling SD the slowest method (Fig. 4, 4 scenarios × 5 windows)"
@@ -101,8 +103,26 @@ def test_what_the_quick_run_reproduces(quick: tuple[Path, list[ClaimRow]]) -> No
     assert by_what[
         "Fig. 4, RTT 50 ms, 500 Mbit/s: sign of SH − FH latency, γ = 10/16/24/32/64"
     ].holds
-    # The stand-in ablation head rejects more on the poor link: lower AAL, higher latency.
+    # The head without relabelling rejects more on the poor link than the relabelled
+    # stand-in: lower AAL, higher latency.
     assert [r.holds for r in rows if r.claim_id == "Fig. 5"] == [True, True]
+
+
+def test_rows_a_fitted_input_fixes_are_settings(quick: tuple[Path, list[ClaimRow]]) -> None:
+    _, rows = quick
+    settings = [r for r in rows if r.outcome is Outcome.SETTING]
+    # V1: greedy and rejection sampling's AAL and rounds at both rates (α = 0.9); V2:
+    # greedy's latency and throughput at both rates (18.91 ms per token + RTT); V3: all 8.
+    assert [r.claim_id for r in settings].count("V1") == 8
+    assert [r.claim_id for r in settings].count("V2") == 4
+    assert [r.claim_id for r in settings].count("V3") == 8
+    assert len(settings) == 20
+    assert all("WISV" not in r.what for r in settings if r.claim_id in ("V1", "V2"))
+    assert {r.setting.split(",")[0] for r in settings} == {
+        "α = 0.9",
+        "18.91 ms per drafted token + the RTT",
+        "γ × V × 16 bits / R on top of the round-time fit (18.91 ms per drafted token + the RTT",
+    }
 
 
 def test_without_the_ablation_table_fig5_is_not_judged() -> None:
@@ -110,7 +130,8 @@ def test_without_the_ablation_table_fig5_is_not_judged() -> None:
     rows = fig5_rows(res)
     assert [r.outcome for r in rows] == [Outcome.NOT_JUDGED] * 2
     assert all(
-        "does not exist; `edgespec train wisv --no-relabel` writes it" in r.note for r in rows
+        "does not exist; `edgespec train wisv --budget kappa-critical` writes it" in r.note
+        for r in rows
     )
 
 

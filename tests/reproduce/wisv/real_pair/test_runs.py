@@ -10,16 +10,16 @@ import pytest
 
 from edgespec.core.types import SamplingParams, VerifyResult
 from edgespec.reproduce.claims import Outcome
-from edgespec.reproduce.wisv_real.report import reproduce, v5_table, v6_table, write_outputs
-from edgespec.reproduce.wisv_real.runs import (
+from edgespec.reproduce.wisv.real_pair.answers import (
     AnswerRun,
-    Plan,
     StopAtAnswer,
     stop_prefix,
     summarise,
 )
+from edgespec.reproduce.wisv.real_pair.report import reproduce, v5_table, v6_table, write_outputs
+from edgespec.reproduce.wisv.real_pair.runs import Plan
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome, VerifyReply
-from tests.reproduce.wisv_real.tiny import TokenOutcome, tiny_loader
+from tests.reproduce.wisv.real_pair.tiny import TokenOutcome, tiny_loader
 
 torch = pytest.importorskip("torch")
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
-from edgespec.reproduce.wisv_real.claims import (
+from edgespec.reproduce.wisv.real_pair.claims import (
     all_rows,
     chosen_threshold,
     falls,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import edgespec.reproduce.wisv_real.report as report
+import edgespec.reproduce.wisv.real_pair.report as report
 from edgespec.cli import main
 from edgespec.reproduce.command import PAPERS
-from tests.reproduce.wisv_real.tiny import tiny_loader
+from tests.reproduce.wisv.real_pair.tiny import tiny_loader
 
 
 def test_registered_as_a_reproduction() -> None:

@@ -12,7 +12,8 @@ import numpy as np
 
 from edgespec.policies.semantic.csi import CSI_FEATURE_NAMES
 from edgespec.policies.semantic.head import DecisionHead
-from edgespec.reproduce.wisv_real.runs import Pair, Plan
+from edgespec.reproduce.wisv.real_pair.answers import Pair
+from edgespec.reproduce.wisv.real_pair.runs import Plan
 
 HIDDEN = 32  # tiny_llama's hidden size
 ANSWER_TOKENS = 4

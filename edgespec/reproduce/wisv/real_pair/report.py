@@ -9,10 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edgespec.reproduce.wisv_real.runs import CHANNELS, REPORTED_RTT_S, Pair, Plan
+from edgespec.reproduce.wisv.real_pair.answers import Pair
+from edgespec.reproduce.wisv.real_pair.choices import DRAFT, TARGET
+from edgespec.reproduce.wisv.real_pair.runs import Plan
 
-TARGET = "gemma3-270m"
-DRAFT = "gemma3-270m-draft"
 Prompts = list[tuple[int, list[int]]]
 Loader = Callable[[Plan], tuple[Pair, Prompts, dict[str, Any]]]
 """Loads the pair and encodes the plan's prompts; returns them and what the results
@@ -20,7 +20,7 @@ record about the pair (names, the head's held-out reject shares)."""
 
 
 def _wisv_data() -> Path:
-    return Path(__file__).resolve().parents[2] / "data" / "wisv"
+    return Path(__file__).resolve().parents[3] / "data" / "wisv"
 
 
 def load_real_pair(plan: Plan) -> tuple[Pair, Prompts, dict[str, Any]]:
@@ -76,7 +76,8 @@ def run_all(
     """Load, run target-only, V5 and V6; the results dict (:mod:`.claims` reads it)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from edgespec.reproduce.wisv_real.runs import run_v5, run_v6, target_only, target_only_dict
+    from edgespec.reproduce.wisv.real_pair.answers import target_only, target_only_dict
+    from edgespec.reproduce.wisv.real_pair.runs import run_v5, run_v6
 
     start = time.perf_counter()
     pair, prompts, about = load(plan)
@@ -117,25 +118,31 @@ def _num(value: Any, spec: str) -> str:
 
 
 def v5_table(results: dict[str, Any]) -> str:
-    """Fig. 3's curve: threshold × channel → agreement, AAL, rounds, tokens/s."""
+    """Fig. 3's curve: threshold × channel → agreement, AAL, rounds, tokens/s and the
+    speed-up (tokens/s over exact SD's, T = 0, on the same prompts)."""
     head = (
         "| T (τ = T/16) | channel | agreement | token-identical | AAL | rounds/answer | "
-        "tokens/answer | accepted mismatches/answer | tokens/s |"
+        "tokens/answer | accepted mismatches/answer | tokens/s | speed-up over exact SD |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
-    for c in sorted(results["v5"]["cells"], key=lambda c: (c["channel"] != "poor", c["threshold"])):
+    lines = [head, "|---|---|---|---|---|---|---|---|---|---|"]
+    cells = results["v5"]["cells"]
+    exact = next((c["tokens_per_s"] for c in cells if c["threshold"] == 0), None)
+    for c in sorted(cells, key=lambda c: (c["channel"] != "poor", c["threshold"])):
         shared = " (shared)" if c.get("shared") else ""
+        rate = c["tokens_per_s"]
+        speedup = rate / exact if rate is not None and exact else None
         lines.append(
             f"| {c['threshold']} | {c['channel']} ({c['uplink_mbps']:g} Mbit/s){shared} | "
             f"{_num(c['agreement'], '.1%')} | {_num(c['identical'], '.0%')} | "
             f"{_num(c['aal'], '.2f')} | {_num(c['rounds'], '.1f')} | "
             f"{_num(c['tokens_per_answer'], '.1f')} | {_num(c['accepted_mismatches'], '.1f')} | "
-            f"{_num(c['tokens_per_s'], '.2f')} |"
+            f"{_num(rate, '.2f')} | {_num(speedup, '.2f')}x |"
         )
     t = results["target_only"]
+    ratio = t["tokens_per_s"] / exact if t["tokens_per_s"] is not None and exact else None
     lines.append(
         f"| target-only | — | 100% | 100% | — | — | {_num(t['tokens_per_answer'], '.1f')} | — | "
-        f"{_num(t['tokens_per_s'], '.2f')} |"
+        f"{_num(t['tokens_per_s'], '.2f')} | {_num(ratio, '.2f')}x |"
     )
     return "\n".join(lines)
 
@@ -159,83 +166,6 @@ def v6_table(results: dict[str, Any]) -> str:
             f"{_num(c['exchanges_per_round'], '.2f')} |"
         )
     return "\n".join(lines)
-
-
-def choices(plan: Plan) -> list[tuple[str, str]]:
-    """The inputs the paper does not state (or this stand-in needs), with reasons."""
-    thresholds = ", ".join(str(t) for t in plan.thresholds)
-    return [
-        (
-            "pair and head",
-            f"{TARGET} target, {DRAFT} draft, the shipped head "
-            "edgespec/data/wisv/gemma3-270m-head.json (trained on GSM8K train prompts 0–39): "
-            "the only pair with hidden states and critical labels in the project",
-        ),
-        (
-            "prompts",
-            f"the first {plan.prompts} GSM8K test prompts (held out from the head's "
-            "training), framed with GSM8K_FRAME as in training; V6 the first "
-            f"{plan.v6_prompts} of them: the full run fits in about 10 minutes on one thread",
-        ),
-        (
-            "quality measure",
-            "agreement of the final answer (extract_answer) with the "
-            "target-only answer: the prompt files hold no reference solutions, so target-only "
-            "is 100% by definition; it stands in for the paper's GSM8K accuracy (80.4% "
-            "target-only)",
-        ),
-        (
-            "stopping",
-            f"the capture's rules: EOS, {plan.max_new_tokens} new tokens, or the "
-            "answer is final (a complete #### N line or the next Question:); a speculative run "
-            "stops after the round that made it final, all of that round's tokens counted",
-        ),
-        (
-            "thresholds",
-            f"T ∈ {{{thresholds}}}, τ = T/16 (the head's scale; Fig. 3 sweeps "
-            "0 … > 15 and picks 12)",
-        ),
-        (
-            "V5 channels",
-            f"poor {CHANNELS['poor'] / 1e6:g} and good "
-            f"{CHANNELS['good'] / 1e6:g} Mbit/s, PER 0, RTT {REPORTED_RTT_S * 1e3:g} ms "
-            "reported as CSI (Fig. 4's rates, Table I's RTT); V5 runs in process without a "
-            "link (the channel only enters through the head), so its tokens/s is compute "
-            "only; T = 0 never reads the channel and runs once for both",
-        ),
-        (
-            "V5 window and upload",
-            f"static γ = {plan.v5_window} (the head's training "
-            "window); FH (the same verdicts as SH, one exchange per round)",
-        ),
-        (
-            "V6 link",
-            f"emulated link (EmulatedLinkVerifier) in front of loopback gRPC, RTT "
-            f"{plan.link_rtt_ms:g} ms (Wi-Fi-like, > 10 ms so auto picks FH), no jitter (both "
-            "methods see the same link), uplink = downlink = "
-            + " and ".join(f"{r:g}" for r in plan.v6_rates_mbps)
-            + " Mbit/s (the testbed's 20 m and 2 m averages), reported as CSI with RTT "
-            f"{plan.link_rtt_ms:g} ms",
-        ),
-        (
-            "V6 methods",
-            f"greedy SD (exact verification, no hidden states) against WISV at "
-            f"T = {plan.v6_threshold} (the paper's chosen threshold, kept although this pair's "
-            "own is lower: V5) with upload auto, windows "
-            + ", ".join(str(w) for w in plan.v6_windows)
-            + ", each prompt back to back under both methods",
-        ),
-        (
-            "V6 hardware",
-            "a stand-in for Jetson AGX Orin + A40: drafter and server share this "
-            "2-core CPU (one torch thread, one process; the server in a thread)",
-        ),
-        (
-            "latency",
-            "per answer, from the session's opening to its last round (the "
-            "paper's end-to-end latency), mean over prompts",
-        ),
-    ]
 
 
 def reproduce(
@@ -268,7 +198,8 @@ def write_outputs(out: Path, results: dict[str, Any]) -> list[Any]:
     """REPORT.md in ``out`` from a results dict (:func:`run_all`'s, with ``command`` and
     ``quick``): the claims, the chosen inputs, the V5 and V6 tables; returns the rows."""
     from edgespec.reproduce.claims import write_report
-    from edgespec.reproduce.wisv_real.claims import all_rows, chosen_threshold
+    from edgespec.reproduce.wisv.real_pair.choices import choices
+    from edgespec.reproduce.wisv.real_pair.claims import all_rows, chosen_threshold
 
     quick = bool(results["quick"])
     plan = Plan.from_dict(results["plan"])

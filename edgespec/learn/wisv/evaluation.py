@@ -1,0 +1,104 @@
+"""The WISV decision head's metrics on a ``wisv-data`` split: ROC AUC, accuracy, class
+balance (:func:`evaluate`) and the acceptance table the simulator reads
+(:func:`acceptance_table`: the share of held-out mismatches rejected at T = 0..16 on the
+poor and the good link of :data:`~edgespec.learn.wisv.train.CHANNELS`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from edgespec.learn.wisv.dataset import WisvDataset
+from edgespec.learn.wisv.train import CHANNELS, THRESHOLDS, FloatArray, Instances, Split, inputs
+from edgespec.policies.semantic.csi import ChannelState
+from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead
+from edgespec.policies.semantic.relabel import rejection_targets
+
+
+def roc_auc(scores: Sequence[float] | FloatArray, labels: Sequence[int] | Any) -> float:
+    """Area under the ROC curve (Mann–Whitney, ties counted half); NaN with one class."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(labels).astype(bool)
+    positives, negatives = int(y.sum()), int((~y).sum())
+    if positives == 0 or negatives == 0:
+        return float("nan")
+    order = np.argsort(s, kind="mergesort")
+    ranks = np.empty(s.size, dtype=np.float64)
+    sorted_s = s[order]
+    i = 0
+    while i < s.size:  # average ranks over ties
+        j = i
+        while j + 1 < s.size and sorted_s[j + 1] == sorted_s[i]:
+            j += 1
+        ranks[order[i : j + 1]] = 0.5 * (i + j) + 1.0
+        i = j + 1
+    return float((ranks[y].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+
+
+def evaluate(head: DecisionHead, data: Instances) -> dict[str, float]:
+    """Instances, class balance, AUC against the relabelled hard and the base labels,
+    accuracy at τ = 0.5 against the relabelled hard labels, mean p."""
+    p = head.rejection_probability(data.x.astype(np.float64))
+    return {
+        "instances": float(len(data)),
+        "mismatches": float(np.unique(data.row).size),
+        "base_critical_share": float(data.base.mean()) if len(data) else float("nan"),
+        "relabelled_reject_share": float(data.hard.mean()) if len(data) else float("nan"),
+        "mean_target": float(data.target.mean()) if len(data) else float("nan"),
+        "auc_relabelled": roc_auc(p, data.hard),
+        "auc_base": roc_auc(p, data.base),
+        "accuracy_relabelled": float(np.mean((p >= 0.5) == (data.hard == 1))),
+        "accuracy_base": float(np.mean((p >= 0.5) == (data.base == 1))),
+        "mean_p": float(p.mean()),
+    }
+
+
+def reject_shares(
+    head: DecisionHead, data: WisvDataset, rows: npt.NDArray[np.int64], channel: ChannelState
+) -> list[float]:
+    """Share of ``rows``' mismatches the head rejects on ``channel`` at T = 0..16."""
+    x = inputs(data, rows, channel).astype(np.float64)
+    p = head.rejection_probability(x)
+    return [float(np.mean(p >= t / THRESHOLD_STEPS)) for t in THRESHOLDS]
+
+
+def label_reject_share(episodes: Split, channel: ChannelState, budget: str) -> float:
+    """The labels' own reject share on ``channel`` under ``budget`` (the mean target)."""
+    values = [rejection_targets(e, channel.quality, budget) for _, _, e in episodes]
+    return float(np.concatenate(values).mean()) if values else float("nan")
+
+
+def acceptance_table(
+    head: DecisionHead, data: WisvDataset, held: Split, budget: str
+) -> dict[str, Any]:
+    """The table the simulator reads (module docstring), on the held-out mismatches."""
+    rows = np.concatenate([idx for _, idx, _ in held])
+    channels = {
+        name: {
+            "uplink_mbps": c.uplink_bps / 1e6,
+            "per": c.per,
+            "rtt_ms": c.rtt_s * 1e3,
+            "quality": round(c.quality, 4),
+        }
+        for name, c in CHANNELS.items()
+    }
+    return {
+        "thresholds": list(THRESHOLDS),
+        "tau": [t / THRESHOLD_STEPS for t in THRESHOLDS],
+        "channels": channels,
+        "reject_share": {
+            name: [round(v, 4) for v in reject_shares(head, data, rows, c)]
+            for name, c in CHANNELS.items()
+        },
+        "label_reject_share": {
+            name: round(label_reject_share(held, c, budget), 4) for name, c in CHANNELS.items()
+        },
+        "mismatches": int(rows.size),
+        "prompts": len(held),
+        "base_critical_share": round(float(data.rows["critical"][rows].mean()), 4),
+        "relabelled": budget != "keep-critical",
+        "budget": budget,
+    }

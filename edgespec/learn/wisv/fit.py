@@ -1,0 +1,123 @@
+"""``edgespec train wisv``'s library: relabel, train the head on a ``wisv-data`` file
+(:mod:`edgespec.learn.wisv.train`) and write its three files (:func:`train_and_write`).
+
+The command (:mod:`edgespec.learn.wisv.command`) parses into a :class:`FitConfig`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgespec.errors import UserInputError
+
+if TYPE_CHECKING:
+    from edgespec.learn.wisv.dataset import WisvDataset
+    from edgespec.learn.wisv.train import Split, TrainedHead, TrainSettings
+
+
+@dataclass(frozen=True, slots=True)
+class FitConfig:
+    """What ``train wisv`` trains (its flags): the data, where to write, the settings."""
+
+    data: Path
+    out_dir: Path
+    settings: TrainSettings
+    name: str | None = None
+    digits: int = 6
+    threads: int = 1
+    command: str = ""
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _load(config: FitConfig) -> tuple[WisvDataset, Split, Split]:
+    from edgespec.learn.wisv.dataset import WisvDataset
+    from edgespec.learn.wisv.train import split_episodes
+
+    if not config.data.is_file():
+        raise UserInputError(f"--data {config.data}: no such file")
+    try:
+        data = WisvDataset.load(config.data)
+        train, held = split_episodes(data, config.settings.holdout, config.settings.seed)
+    except (ValueError, OSError) as exc:
+        raise UserInputError(f"--data {config.data}: {exc}") from exc
+    return data, train, held
+
+
+def _metrics(
+    config: FitConfig,
+    data: WisvDataset,
+    split: tuple[Split, Split],
+    trained: TrainedHead,
+    report: dict[str, Any],
+) -> dict[str, Any]:
+    settings = config.settings
+    return {
+        "command": config.command,
+        "trained": _now(),
+        "data": str(config.data),
+        "dataset": data.summary(),
+        "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
+        "prompts": {"train": len(split[0]), "held_out": len(split[1])},
+        "positive_weight": round(trained.positive_weight, 4),
+        "loss": {"first_epoch": trained.losses[0], "last_epoch": trained.losses[-1]},
+        **report,
+    }
+
+
+def train_and_write(config: FitConfig) -> dict[str, Any]:
+    """Relabel, train, evaluate on the held-out prompts and write ``NAME-head.json``,
+    ``NAME-acceptance.json`` and ``NAME-metrics.json`` into ``config.out_dir``; the
+    report (train and held-out metrics, reject shares) and the paths written."""
+    import torch
+
+    from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
+    from edgespec.learn.wisv.train import build_instances, head_json, train_head
+
+    settings = config.settings
+    data, train_eps, held_eps = _load(config)
+    torch.set_num_threads(config.threads)
+    relabel = settings.relabel
+    train = build_instances(data, train_eps, settings.draws, settings.budget, settings.seed)
+    held = build_instances(data, held_eps, settings.draws, settings.budget, settings.seed + 1)
+    if train.target.sum() <= 0:
+        raise UserInputError(
+            f"--data {config.data}: no critical mismatch among the training prompts"
+        )
+    start = time.perf_counter()
+    trained = train_head(train, data.draft_hidden.shape[1], data.target_hidden.shape[1], settings)
+    train_s = time.perf_counter() - start
+    table = acceptance_table(trained.head, data, held_eps, settings.budget)
+    report = {"train": evaluate(trained.head, train), "held_out": evaluate(trained.head, held)}
+    metrics = _metrics(
+        config, data, (train_eps, held_eps), trained,
+        {"train_s": round(train_s, 1), "report": report, "reject_share": table["reject_share"]},
+    )  # fmt: skip
+    metadata = {
+        "command": metrics["command"],
+        "trained": metrics["trained"],
+        "relabelled": relabel,
+        "budget": settings.budget,
+        "settings": metrics["settings"],
+        "held_out": {k: round(v, 4) for k, v in report["held_out"].items()},
+        "inputs": "[h_d (draft post-norm) ; h_t (target post-norm) ; csi_features]",
+    }
+    stem = (config.name or str(data.meta.get("target", "head"))) + settings.suffix
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {k: config.out_dir / f"{stem}-{k}.json" for k in ("head", "acceptance", "metrics")}
+    head_data = head_json(trained.head, config.digits, metadata)
+    paths["head"].write_text(json.dumps(head_data, separators=(",", ":")) + "\n")
+    paths["acceptance"].write_text(json.dumps(table, indent=1) + "\n")
+    paths["metrics"].write_text(json.dumps(metrics, indent=1, default=float) + "\n")
+    return {
+        "report": report,
+        "reject_share": table["reject_share"],
+        "paths": [str(p) for p in paths.values()],
+    }

@@ -1,0 +1,106 @@
+"""The bundled WISV head's measured answer agreement: its shipped default threshold and
+what a more permissive one costs, from a held-out run on the real pair.
+
+``edgespec/data/wisv/gemma3-270m-agreement.json`` is written by ``edgespec reproduce
+wisv-heldout`` (:mod:`edgespec.reproduce.wisv.real_pair.heldout`) from its held-out run
+(GSM8K test prompts never used in training): per threshold T and reported channel
+(``poor`` 20 Mbit/s, ``good`` 500 Mbit/s; ``either`` for T = 0, which never reads the
+channel), the prompts run, the share whose final answer agrees with target-only
+decoding, and tokens/s over exact greedy SD's (the speed-up). The shipped default is the
+largest measured T whose agreement is at least :data:`REQUIRED_AGREEMENT` on both
+channels. :func:`agreement_note` is what a user asking for a larger T is told.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+REQUIRED_AGREEMENT = 0.95
+"""The shipped default keeps the target's final answer on at least this share."""
+AGREEMENT_FILE = "gemma3-270m-agreement.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """One threshold × channel of the held-out run."""
+
+    threshold: int
+    channel: str
+    prompts: int
+    agreement: float
+    speedup: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class AgreementTable:
+    """The held-out run's cells and the default it implies."""
+
+    source: str
+    cells: tuple[Measured, ...]
+
+    def at(self, threshold: int) -> tuple[Measured, ...]:
+        return tuple(c for c in self.cells if c.threshold == threshold)
+
+    @property
+    def default_threshold(self) -> int:
+        """The largest measured T whose every channel agrees on ≥ 95% (0 when none)."""
+        kept = [
+            t
+            for t in sorted({c.threshold for c in self.cells})
+            if self.at(t) and all(c.agreement >= REQUIRED_AGREEMENT for c in self.at(t))
+        ]
+        return max(kept, default=0)
+
+    @staticmethod
+    def from_json(data: dict[str, Any], source: str) -> AgreementTable:
+        cells = tuple(
+            Measured(
+                int(c["threshold"]),
+                str(c["channel"]),
+                int(c["prompts"]),
+                float(c["agreement"]),
+                None if c.get("speedup") is None else float(c["speedup"]),
+            )
+            for c in data["cells"]
+        )
+        return AgreementTable(source, cells)
+
+
+def bundled_path() -> Path:
+    return Path(str(resources.files("edgespec") / "data" / "wisv" / AGREEMENT_FILE))
+
+
+def load_agreement(path: Path | None = None) -> AgreementTable | None:
+    """The measured table (the bundled one by default); ``None`` when there is none."""
+    path = bundled_path() if path is None else path
+    if not path.is_file():
+        return None
+    return AgreementTable.from_json(json.loads(path.read_text()), str(path))
+
+
+def agreement_note(threshold: int, table: AgreementTable | None) -> str | None:
+    """What a user asking for ``threshold`` above the shipped default is told: the
+    measured agreement (and speed-up) there, or the nearest measured T below; ``None`` at
+    or below the default, or without a table."""
+    if table is None or threshold <= table.default_threshold:
+        return None
+    measured = sorted({c.threshold for c in table.cells if c.threshold <= threshold})
+    shown = table.at(measured[-1]) if measured else ()
+    where = ", ".join(
+        f"{c.agreement:.0%} on the {c.channel} channel"
+        + ("" if c.speedup is None else f" (speed-up {c.speedup:.2f}x over exact SD)")
+        for c in shown
+    )
+    prompts = max((c.prompts for c in shown), default=0)
+    at = f"T = {measured[-1]}" if measured else "no T at or below it"
+    return (
+        f"WISV threshold T = {threshold} is above the bundled Gemma 3 270M head's default "
+        f"T = {table.default_threshold} (the largest that kept >= "
+        f"{REQUIRED_AGREEMENT:.0%} of held-out GSM8K answers); measured at {at}: the final "
+        f"answer agreed with target-only decoding on {where} ({prompts} prompts; "
+        "docs/REPRODUCE.md, WISV on the real pair)"
+    )

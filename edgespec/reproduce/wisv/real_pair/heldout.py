@@ -1,0 +1,211 @@
+"""The shipped WISV default's held-out check on the real pair: answer agreement with
+target-only decoding and speed against exact SD, per threshold and channel, prompt by
+prompt and resumable (``edgespec reproduce wisv-heldout [--quick] --out DIR``).
+
+It runs the first GSM8K **test** prompts (never used in training: the capture reads the
+train split only) through the pair of
+:func:`~edgespec.reproduce.wisv.real_pair.report.load_real_pair`. Per prompt it decodes
+target-only once (the reference answer), runs exact greedy SD (T = 0) and WISV at the
+plan's thresholds on both reported channels (:data:`~.runs.CHANNELS`), in process at
+γ = 8 with the FH upload, exactly as V5 does (:func:`~.answers.answer_run`). The full
+check (:data:`FULL`) runs 50 prompts, WISV at T = 1 and 12 on the first 6 only (exact SD
+and target-only on all); the quick one (:data:`QUICK`) 2 prompts at T = 12. Each
+prompt's record is one JSON line of ``DIR/heldout.jsonl``; a rerun skips the prompts
+already there, so an interrupted run continues. :func:`table` summarises the lines: per
+threshold and channel, agreement, token-identical share, tokens/s and its ratio to exact
+SD's on the same prompts (*speed-up*), rounds per answer. ``DIR/gemma3-270m-agreement.json``
+is the file :mod:`edgespec.policies.semantic.agreement` reads (the bundled copy is
+``edgespec/data/wisv/``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the models' modules load only for a run, not for a summary
+    from edgespec.reproduce.wisv.real_pair.answers import AnswerRun, Pair, PromptCase
+
+
+def _done(path: Path) -> dict[int, dict[str, Any]]:
+    if not path.is_file():
+        return {}
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {int(r["prompt"]): r for r in lines}
+
+
+def prompt_record(
+    pair: Pair, case: PromptCase, thresholds: Sequence[int], window: int, max_new: int
+) -> dict[str, Any]:
+    """One prompt's runs: exact SD and WISV at every threshold > 0 on both channels."""
+    from edgespec.reproduce.wisv.real_pair.answers import answer_run, run_dict
+    from edgespec.reproduce.wisv.real_pair.runs import CHANNELS, REPORTED_RTT_S
+    from edgespec.runtime.edge.semantic import SemanticRequest
+    from edgespec.runtime.server.engine import VerificationEngine
+    from edgespec.runtime.server.semantic import semantic_rules
+    from edgespec.runtime.wire.inprocess import LocalVerifier
+
+    rules = semantic_rules(pair.head, None, target_hidden_size=pair.target_hidden_size)
+    verifier = LocalVerifier(VerificationEngine(pair.backend, rules=rules))
+    runs: list[dict[str, Any]] = []
+
+    def add(threshold: int, channel: str, run: AnswerRun) -> None:
+        runs.append({"threshold": threshold, "channel": channel, **run_dict(run)})
+
+    exact = answer_run(verifier, pair, case, window, None, max_new, f"exact-{case.index}")
+    add(0, "either", exact)
+    for threshold in (t for t in thresholds if t > 0):
+        for channel, rate in CHANNELS.items():
+            request = SemanticRequest(threshold, rate, 0.0, REPORTED_RTT_S, "fh")
+            sid = f"T{threshold}-{channel}-{case.index}"
+            add(threshold, channel, answer_run(verifier, pair, case, window, request, max_new, sid))
+    return {
+        "prompt": case.index,
+        "answer": case.answer,
+        "target_only": {"tokens": len(case.reference), "seconds": round(case.seconds, 4)},
+        "runs": runs,
+    }
+
+
+def _rate(runs: Sequence[dict[str, Any]]) -> float:
+    tokens = sum(int(r["tokens"]) for r in runs)
+    return tokens / max(1e-9, sum(float(r["seconds"]) for r in runs))
+
+
+def table(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (threshold, channel): prompts, agreement, identical, tokens/s, speed-up over
+    exact SD's tokens/s on the same prompts, rounds per answer, tokens per answer."""
+    cells: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    exact: dict[int, dict[str, Any]] = {}
+    for record in records:
+        for run in record["runs"]:
+            cells.setdefault((run["threshold"], run["channel"]), []).append(run)
+            if run["threshold"] == 0:
+                exact[int(record["prompt"])] = run
+    rows = []
+    for (threshold, channel), runs in sorted(cells.items()):
+        n = len(runs)
+        rate = _rate(runs)
+        baseline = _rate([exact[int(r["prompt"])] for r in runs if int(r["prompt"]) in exact])
+        rows.append({
+            "threshold": threshold,
+            "channel": channel,
+            "prompts": n,
+            "agreement": sum(r["agrees"] for r in runs) / n,
+            "identical": sum(r["identical"] for r in runs) / n,
+            "tokens_per_s": rate,
+            "speedup": rate / baseline if baseline > 0 else None,
+            "rounds": sum(r["rounds"] for r in runs) / n,
+            "tokens_per_answer": sum(r["tokens"] for r in runs) / n,
+        })  # fmt: skip
+    return rows
+
+
+def target_only_rate(records: Sequence[dict[str, Any]]) -> tuple[float, float]:
+    """Target-only decoding's tokens/s over the records, and its ratio to exact SD's."""
+    tokens = sum(r["target_only"]["tokens"] for r in records)
+    seconds = sum(r["target_only"]["seconds"] for r in records)
+    exact = _rate([run for r in records for run in r["runs"] if run["threshold"] == 0])
+    rate = tokens / max(1e-9, seconds)
+    return rate, rate / exact if exact > 0 else 0.0
+
+
+def agreement_json(rows: Sequence[dict[str, Any]], command: str) -> dict[str, Any]:
+    """The file :mod:`edgespec.policies.semantic.agreement` reads: the summary rows, the
+    command that made them."""
+    keep = ("threshold", "channel", "prompts", "agreement", "identical", "speedup", "rounds")
+    cells = [{k: round(r[k], 4) if isinstance(r[k], float) else r[k] for k in keep} for r in rows]
+    return {"command": command, "split": "GSM8K test", "window": 8, "cells": cells}
+
+
+def markdown(rows: Sequence[dict[str, Any]], target: tuple[float, float] | None = None) -> str:
+    """The summary rows (and target-only's tokens/s and ratio) as docs/REPRODUCE.md shows
+    them."""
+    lines = [
+        "| T | channel | prompts | agreement | token-identical | tokens/s | speed-up over "
+        "exact SD | rounds/answer | tokens/answer |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        name = "exact SD (either)" if r["threshold"] == 0 else r["channel"]
+        lines.append(
+            f"| {r['threshold']} | {name} | {r['prompts']} | {r['agreement']:.0%} | "
+            f"{r['identical']:.0%} | {r['tokens_per_s']:.2f} | {r['speedup']:.2f}x | "
+            f"{r['rounds']:.1f} | {r['tokens_per_answer']:.1f} |"
+        )
+    if target is not None:
+        lines.append(
+            f"| — | target-only | — | 100% | 100% | {target[0]:.2f} | {target[1]:.2f}x | — | — |"
+        )
+    return "\n".join(lines)
+
+
+FULL: tuple[int, tuple[int, ...], int | None] = (50, (1, 12), 6)
+"""The full check: 50 prompts, WISV at T = 1 and 12 on the first 6."""
+QUICK: tuple[int, tuple[int, ...], int | None] = (2, (12,), None)
+"""The quick check: 2 prompts, WISV at T = 12 on both."""
+
+
+def run(
+    out: Path, prompts: int, thresholds: Sequence[int], lossy_prompts: int | None = None
+) -> list[dict[str, Any]]:
+    """Run (or continue) the check into ``out``; the summary rows of :func:`table`. The
+    thresholds above 0 run on the first ``lossy_prompts`` prompts only (all when None)."""
+    from edgespec.reproduce.wisv.real_pair.answers import target_only
+    from edgespec.reproduce.wisv.real_pair.report import load_real_pair
+    from edgespec.reproduce.wisv.real_pair.runs import Plan
+
+    plan = Plan(prompts=prompts, thresholds=(0, *thresholds), v6_prompts=0,
+                v6_rates_mbps=(), v6_windows=())  # fmt: skip
+    import torch
+
+    torch.set_num_threads(1)
+    done = _done(out)
+    if len(done) >= prompts:  # nothing left to run: no models to load
+        return table(list(done.values()))
+    pair, encoded, _ = load_real_pair(plan)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for position, (index, ids) in enumerate(encoded):
+        if index in done:
+            continue
+        lossy = lossy_prompts is None or position < lossy_prompts
+        case = target_only(pair, [(index, ids)], plan.max_new_tokens, lambda _: None)[0]
+        at = plan.thresholds if lossy else (0,)
+        record = prompt_record(pair, case, at, plan.v5_window, plan.max_new_tokens)
+        with out.open("a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        done[index] = record
+        print(f"prompt {index}: {len(done)}/{prompts}", flush=True)
+    return table(list(done.values()))
+
+
+def _report(command: str, text: str, default: int) -> str:
+    return (
+        "# WISV's shipped default: held-out agreement and speed (Gemma 3 270M pair)\n\n"
+        f"`{command}`\n\n{text}\n\nShipped default: T = {default}, the largest measured "
+        "threshold whose agreement is at least 95% on both channels.\n"
+    )
+
+
+def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
+    """``edgespec reproduce wisv-heldout``: run (or continue) the check into
+    ``out/heldout.jsonl`` (:data:`FULL` or :data:`QUICK`), write ``out/REPORT.md`` and the
+    agreement file ``out/gemma3-270m-agreement.json``, print the table; the summary rows.
+    ``workers`` and ``progress`` are not used (one process, a line per prompt)."""
+    from edgespec.policies.semantic.agreement import AGREEMENT_FILE, AgreementTable
+
+    prompts, thresholds, lossy = QUICK if quick else FULL
+    out.mkdir(parents=True, exist_ok=True)
+    run(out / "heldout.jsonl", prompts, thresholds, lossy)
+    records = list(_done(out / "heldout.jsonl").values())
+    rows = table(records)
+    text = markdown(rows, target_only_rate(records))
+    data = agreement_json(rows, command)
+    default = AgreementTable.from_json(data, AGREEMENT_FILE).default_threshold
+    (out / AGREEMENT_FILE).write_text(json.dumps(data, indent=1) + "\n")
+    (out / "REPORT.md").write_text(_report(command, text, default))
+    print(text)
+    print(f"shipped default: T = {default}; report: {out / 'REPORT.md'}")
+    return rows

@@ -1,0 +1,81 @@
+"""The shipped default threshold from a held-out agreement table, and what a user asking
+for a more permissive threshold is told."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from edgespec.policies.semantic.agreement import (
+    AgreementTable,
+    agreement_note,
+    bundled_path,
+    load_agreement,
+)
+
+
+def _table(cells: list[tuple[int, str, float, float | None]]) -> AgreementTable:
+    data = {
+        "cells": [
+            {"threshold": t, "channel": c, "prompts": 50, "agreement": a, "speedup": s}
+            for t, c, a, s in cells
+        ]
+    }
+    return AgreementTable.from_json(data, "t")
+
+
+def test_the_default_is_the_largest_threshold_keeping_95_percent_on_both_channels() -> None:
+    table = _table([
+        (0, "either", 1.0, 1.0),
+        (1, "poor", 0.96, 1.1), (1, "good", 0.98, 1.05),
+        (4, "poor", 0.90, 1.4), (4, "good", 0.97, 1.2),
+        (12, "poor", 0.0, 2.4), (12, "good", 0.1, 2.2),
+    ])  # fmt: skip
+    assert table.default_threshold == 1
+    assert agreement_note(1, table) is None and agreement_note(0, table) is None
+    note = agreement_note(12, table)
+    assert note == (
+        "WISV threshold T = 12 is above the bundled Gemma 3 270M head's default T = 1 (the "
+        "largest that kept >= 95% of held-out GSM8K answers); measured at T = 12: the final "
+        "answer agreed with target-only decoding on 0% on the poor channel (speed-up 2.40x "
+        "over exact SD), 10% on the good channel (speed-up 2.20x over exact SD) (50 prompts; "
+        "docs/REPRODUCE.md, WISV on the real pair)"
+    )
+    # an unmeasured T reports the nearest measured one below it
+    assert "measured at T = 4:" in (agreement_note(8, table) or "")
+
+
+def test_nothing_kept_means_exact_sd_and_no_table_means_no_note(tmp_path: Path) -> None:
+    table = _table([(0, "either", 1.0, 1.0), (1, "poor", 0.5, 1.4), (1, "good", 0.5, 1.5)])
+    assert table.default_threshold == 0
+    assert "default T = 0" in (agreement_note(1, table) or "")
+    assert agreement_note(12, None) is None
+    assert load_agreement(tmp_path / "none.json") is None
+
+
+def test_the_bundled_table_keeps_95_percent_at_its_default() -> None:
+    table = load_agreement()
+    assert table is not None and table.source == str(bundled_path())
+    kept = table.at(table.default_threshold)
+    assert kept and all(c.agreement >= 0.95 and c.prompts >= 50 for c in kept)
+    data = json.loads(bundled_path().read_text())
+    assert (
+        data["split"] == "GSM8K test"
+        and data["command"] == "edgespec reproduce wisv-heldout --out runs/wisv"
+    )
+
+
+def test_edgespec_draft_tells_the_measured_agreement_above_the_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from edgespec.runtime.commands.draft_run import _warn_measured_agreement
+
+    _warn_measured_agreement("gemma3-270m-draft", 12)
+    err = capsys.readouterr().err
+    assert err.startswith("edgespec draft: WISV threshold T = 12 is above the bundled Gemma 3")
+    assert "measured at T = 12: the final answer agreed with target-only decoding on 0% on" in err
+    _warn_measured_agreement("gemma3-270m-draft", 0)  # the default: nothing to say
+    _warn_measured_agreement("ngram", 12)  # not the bundled pair
+    assert capsys.readouterr().err == ""
