@@ -33,7 +33,15 @@ import shlex
 import sys
 from pathlib import Path
 
-from edgespec.arguments import add_real_pair, add_seed, add_threads, add_verbose, positive_int
+from edgespec.arguments import (
+    TrainingOptions,
+    add_real_pair,
+    add_seed,
+    add_threads,
+    add_training_arguments,
+    add_verbose,
+    positive_int,
+)
 from edgespec.errors import UserInputError
 from edgespec.learn.wisv.collect import DATASETS, DataConfig
 from edgespec.learn.wisv.fit import FitConfig
@@ -92,16 +100,10 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t.add_argument("--draws", type=positive_int, default=8, help="CSI draws per prompt (default 8)")
     t.add_argument("--width", type=positive_int, default=64, help="hidden width (default 64)")
     t.add_argument("--dropout", type=float, default=0.1, help="dropout (default 0.1)")
-    t.add_argument("--epochs", type=positive_int, default=100, help="epochs (default 100)")
-    t.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate (default 1e-3)")
-    t.add_argument(
-        "--weight-decay", type=float, default=1e-2, help="AdamW weight decay (default 1e-2)"
-    )
-    t.add_argument(
-        "--batch-size", type=positive_int, default=256, help="instances per step (default 256)"
-    )
-    t.add_argument(
-        "--holdout", type=float, default=0.25, help="share of prompts held out (default 0.25)"
+    add_training_arguments(
+        t,
+        defaults=TrainingOptions(100, 1e-3, 1e-2, 256, 0.25),
+        helps={"batch_size": "instances per step", "holdout": "share of prompts held out"},
     )
     t.add_argument(
         "--digits",
