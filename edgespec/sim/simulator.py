@@ -29,10 +29,11 @@ from dataclasses import dataclass, replace
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
+from edgespec.policies.fusing import fusing
 from edgespec.sim.handler_sets import build_loop, choose_handler_set
 from edgespec.sim.kernel import RecordSink
-from edgespec.sim.setup import build
-from edgespec.sim.setup.build import Policies
+from edgespec.sim.setup.build import Policies, build_run
+from edgespec.sim.setup.resolve import resolve
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.state import SimState
 
@@ -174,9 +175,14 @@ def build_state(
     cells: Sequence[int] | None = None,
     record_rounds: bool | None = None,
 ) -> SimState:
-    """The run's parts, resolved and built once (:func:`edgespec.sim.setup.build.build_run`),
-    in a :class:`SimState` (``record_rounds``: default the scenario's)."""
-    run = build.build_run(scenario, policies, cells)
+    """The run's parts, resolved whole (:func:`edgespec.sim.setup.resolve.resolve`; with
+    brought ``policies``, co-located drafts where their window may fuse) and then built in
+    one pass (:func:`edgespec.sim.setup.build.build_run`), in a :class:`SimState`
+    (``record_rounds``: default the scenario's)."""
+    colocated = None
+    if policies is not None:
+        colocated = fusing(policies.window, scenario.mode) is not False
+    run = build_run(resolve(scenario, colocated=colocated), policies, cells)
     if run.layout.is_shard:
         sink = _GlobalIds(sink, run.layout.server_global)
     return SimState(

@@ -51,19 +51,14 @@ def run(args: argparse.Namespace) -> int:
 
     data = apply_overrides(read_yaml(args.config) if args.config else {}, _overrides(args))
     batching = data.get("batching")
-    name = batching.get("name", "fcfs") if isinstance(batching, dict) else "fcfs"
-    if (args.profile is not None or args.guard_ms is not None) and name != "wisp":
-        raise ConfigError(
-            "batching.name",
-            f"--profile and --guard-ms configure the wisp batching policy; batching is "
-            f"{name!r} (add --batching wisp)",
-        )
+    if isinstance(batching, dict) and "name" not in batching:  # --profile without --batching
+        batching["name"] = ServerConfig().batching.name
     config = from_dict(ServerConfig, data)
+    policy = build_batching(config.batching)  # validated here, once; before any model loads
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
     draft = draft_to_load(config, args.draft)
     choice = target_choice(args, config.target, args.threads)  # a non-GGUF fails here
-    policy = build_batching(config.batching)  # before loading the model: fail fast
     semantic_head(config)  # a file that is not a head fails before the model loads
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)

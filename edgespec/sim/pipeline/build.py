@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from edgespec.config import ConfigError, at_field
+from edgespec.config import ConfigError, PolicySpec, at_field
 from edgespec.core.wireless import draw_channels, spectral_efficiency
 from edgespec.hardware.pipeline import GB, zhu_stage
 from edgespec.hardware.wisp import COEFFICIENTS, wisp_batching_params
@@ -27,7 +26,7 @@ from edgespec.policies.pipeline.planner import (
     PipelinePlanner,
     observe_tasks,
 )
-from edgespec.policies.registry import PolicyConfigError, UnknownParamsError, build_policy
+from edgespec.policies.registry import build_policy_at
 from edgespec.sim.model.rng import spawn_generator
 from edgespec.sim.model.stop_model import ReplayFeatures, StopModel
 from edgespec.sim.pipeline.engine import SimOptions, simulate_pipeline
@@ -128,9 +127,7 @@ def build_stop_model(
         return None
     policy = None
     if config.policy is not None:
-        policy = _policy(
-            "pipeline.stop_predictor.policy", "stop", config.policy.name, dict(config.policy.params)
-        )
+        policy = build_policy_at("pipeline.stop_predictor.policy", "stop", config.policy)
     return StopModel(config, policy, features)
 
 
@@ -172,15 +169,6 @@ def build_acceptance(scenario: PipelineScenario) -> AcceptanceSource:
     return AcceptanceSource(mode, cfg.alpha, scenario.seed, pool, stop)
 
 
-def _policy(where: str, kind: str, name: str, params: dict[str, Any]) -> Any:
-    try:
-        return build_policy(kind, name, params)
-    except UnknownParamsError as exc:
-        raise ConfigError(f"{where}.params", str(exc)) from exc
-    except PolicyConfigError as exc:
-        raise ConfigError(where, str(exc)) from exc
-
-
 def wisp_params(costs: PipelineCosts) -> dict[str, float]:
     """WISP's Eq. 19 coefficients that equal the verify stage's Eq. 14/17 cost exactly:
     c^v_1·F over a batch is a·N_linear + b_c·N_interactions + c with
@@ -207,7 +195,7 @@ def build_batching(cfg: VerifierConfig, costs: PipelineCosts) -> BatchingPolicy 
             params = wisp_batching_params(params, field=where)
         else:
             params = {**params, **wisp_params(costs)}
-    policy: BatchingPolicy = _policy(where, "batching", name, params)
+    policy: BatchingPolicy = build_policy_at(where, "batching", PolicySpec(name, params))
     return policy
 
 

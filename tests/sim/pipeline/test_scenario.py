@@ -93,7 +93,11 @@ def test_a_bad_value_names_its_field(overrides: list[str], field: str, message: 
             "pipeline.sbs_memory_gb",
             "does not fit the SBS memory",
         ),
-        (["pipeline.verifier.policy.name=fcsf"], "pipeline.verifier.policy", "did you mean 'fcfs'"),
+        (
+            ["pipeline.verifier.policy.name=fcsf"],
+            "pipeline.verifier.policy.name",
+            "did you mean 'fcfs'",
+        ),
         (
             ["pipeline.verifier.policy.name=lab", "pipeline.verifier.policy.params.ratio=2"],
             "pipeline.verifier.policy.params",
