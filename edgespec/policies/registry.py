@@ -19,8 +19,16 @@ from edgespec.config import ConfigError, PolicySpec
 from edgespec.errors import did_you_mean
 from edgespec.policies.awc import load_awc_window
 from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
-from edgespec.policies.interfaces import BatchingPolicy, RoutingPolicy, WindowPolicy
+from edgespec.policies.interfaces import (
+    BatchingPolicy,
+    DraftingPlanner,
+    RoutingPolicy,
+    SemanticHead,
+    WindowPolicy,
+)
+from edgespec.policies.pipeline.planner import PipelinePlanner
 from edgespec.policies.routing import JoinShortestQueueRouting, RandomRouting, RoundRobinRouting
+from edgespec.policies.semantic.head import load_head
 from edgespec.policies.stop_drafting import DraftStopPolicy, load_stop_policy
 from edgespec.policies.window import DynamicWindow, StaticWindow
 from edgespec.policies.wisp import wisp_batching
@@ -43,11 +51,19 @@ WINDOW: dict[str, Callable[..., WindowPolicy]] = {
 STOP: dict[str, Callable[..., DraftStopPolicy]] = {
     "mlp": load_stop_policy,
 }
+PLANNER: dict[str, Callable[..., DraftingPlanner]] = {
+    "zhu": PipelinePlanner,  # its costs (PipelineCosts) are a parameter the host gives
+}
+HEAD: dict[str, Callable[..., SemanticHead]] = {
+    "wisv": load_head,  # path: a head saved as JSON
+}
 KINDS: dict[str, Mapping[str, Callable[..., Any]]] = {
     "routing": ROUTING,
     "batching": BATCHING,
     "window": WINDOW,
     "stop": STOP,
+    "planner": PLANNER,
+    "head": HEAD,
 }
 
 WINDOW_FUSES: dict[str, Callable[[Mapping[str, Any]], bool]] = {

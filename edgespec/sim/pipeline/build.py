@@ -17,13 +17,12 @@ from edgespec.config import ConfigError, PolicySpec, at_field
 from edgespec.core.wireless import draw_channels, spectral_efficiency
 from edgespec.hardware.pipeline import GB, zhu_stage
 from edgespec.hardware.wisp import COEFFICIENTS, wisp_batching_params
-from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
+from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, DraftingPlanner
 from edgespec.policies.pipeline.costs import PipelineCosts
 from edgespec.policies.pipeline.latency import PipelineTask, inference_latency_s
 from edgespec.policies.pipeline.planner import (
     PipelineObservation,
     PipelinePlan,
-    PipelinePlanner,
     observe_tasks,
 )
 from edgespec.policies.registry import build_policy_at
@@ -97,23 +96,30 @@ def draw_observation(cfg: PipelineConfig, seed: int) -> PipelineObservation:
     )
 
 
-def build_planner(cfg: PipelineConfig, costs: PipelineCosts) -> PipelinePlanner:
+def build_planner(cfg: PipelineConfig, costs: PipelineCosts) -> DraftingPlanner:
+    """The planner ``pipeline.planner.name`` names (:data:`edgespec.policies.registry.PLANNER`)
+    with the section's options and the run's costs."""
     p = cfg.planner
-    return PipelinePlanner(
-        costs,
-        batching=p.batching,
-        pipelined=p.pipelined,
-        bandwidth=p.bandwidth,
-        max_spec_len=p.max_spec_len,
-        spec_len=p.spec_len,
-        static_batch_size=p.static_batch_size,
-        output_len=p.output_len or cfg.max_output_tokens,
+    options = {
+        "costs": costs,
+        "batching": p.batching,
+        "pipelined": p.pipelined,
+        "bandwidth": p.bandwidth,
+        "max_spec_len": p.max_spec_len,
+        "spec_len": p.spec_len,
+        "static_batch_size": p.static_batch_size,
+        "output_len": p.output_len or cfg.max_output_tokens,
+    }
+    planner: DraftingPlanner = build_policy_at(
+        "pipeline.planner", "planner", PolicySpec(p.name, options)
     )
+    return planner
 
 
 def build_plan(cfg: PipelineConfig, costs: PipelineCosts, obs: PipelineObservation) -> PipelinePlan:
+    planner = build_planner(cfg, costs)
     try:
-        return build_planner(cfg, costs).plan(obs)
+        return planner.plan(obs)
     except ValueError as exc:  # a task that does not fit the SBS memory on its own
         raise ConfigError("pipeline.sbs_memory_gb", str(exc)) from exc
 

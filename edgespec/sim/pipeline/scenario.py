@@ -24,13 +24,15 @@ BatchingName = Literal["dp", "max", "static", "heuristic", "none"]
 
 @dataclass(frozen=True, slots=True)
 class PlannerConfig:
-    """:class:`edgespec.policies.pipeline.planner.PipelinePlanner`'s options: the batching
-    rule (Algorithm 1's ``dp`` or a baseline), ``pipelined`` (false: SD without pipeline,
-    planned and simulated so), the bandwidth split (Eq. 27 or uniform), ``spec_len`` (a
-    fixed l, e.g. 7 for FSL; null: the best of 1..``max_spec_len``, Eq. 33), the static
-    rule's batch size, and ``output_len``, the O every task is planned for (null: the
-    scenario's ``max_output_tokens``, the paper's O_max)."""
+    """The planner by registry ``name`` (:data:`edgespec.policies.registry.PLANNER`;
+    ``zhu``: :class:`edgespec.policies.pipeline.planner.PipelinePlanner`) and its options:
+    the batching rule (Algorithm 1's ``dp`` or a baseline), ``pipelined`` (false: SD
+    without pipeline, planned and simulated so), the bandwidth split (Eq. 27 or uniform),
+    ``spec_len`` (a fixed l, e.g. 7 for FSL; null: the best of 1..``max_spec_len``,
+    Eq. 33), the static rule's batch size, and ``output_len``, the O every task is
+    planned for (null: the scenario's ``max_output_tokens``, the paper's O_max)."""
 
+    name: str = "zhu"
     batching: BatchingName = "dp"
     pipelined: bool = True
     bandwidth: Literal["optimal", "uniform"] = "optimal"
