@@ -32,7 +32,6 @@ class PlannerConfig:
     Eq. 33), the static rule's batch size, and ``output_len``, the O every task is
     planned for (null: the scenario's ``max_output_tokens``, the paper's O_max)."""
 
-    name: str = "zhu"
     batching: BatchingName = "dp"
     pipelined: bool = True
     bandwidth: Literal["optimal", "uniform"] = "optimal"
@@ -40,6 +39,7 @@ class PlannerConfig:
     max_spec_len: int = 10
     static_batch_size: int = 4
     output_len: int | None = None
+    name: str = "zhu"
 
 
 @dataclass(frozen=True, slots=True)
