@@ -26,8 +26,8 @@ Two policy kinds belong to one paper's system each:
 
 - Zhu et al.'s drafting server (:class:`DraftingPlanner`): once its users' requests are
   known, the drafting server builds a
-  :class:`~edgespec.policies.pipeline.planner.PipelineObservation`
-  (:func:`~edgespec.policies.pipeline.planner.observe_tasks`), calls ``plan(obs)`` once,
+  :class:`~edgespec.policies.drafting_server.planner.PipelineObservation`
+  (:func:`~edgespec.policies.drafting_server.planner.observe_tasks`), calls ``plan(obs)`` once,
   splits the uplink by ``plan.shares`` and runs ``plan.batches`` in order, drafting
   ``plan.spec_len`` tokens per round.
 - WISV's semantic verification (:class:`SemanticHead`): at a session's round the
@@ -50,7 +50,7 @@ import numpy.typing as npt
 from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
 
 if TYPE_CHECKING:
-    from edgespec.policies.pipeline.planner import PipelineObservation, PipelinePlan
+    from edgespec.policies.drafting_server.planner import PipelineObservation, PipelinePlan
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from edgespec.config import ConfigError, PolicySpec
 from edgespec.errors import did_you_mean
 from edgespec.policies.awc import load_awc_window
 from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
+from edgespec.policies.drafting_server.planner import PipelinePlanner
 from edgespec.policies.interfaces import (
     BatchingPolicy,
     DraftingPlanner,
@@ -26,7 +27,6 @@ from edgespec.policies.interfaces import (
     SemanticHead,
     WindowPolicy,
 )
-from edgespec.policies.pipeline.planner import PipelinePlanner
 from edgespec.policies.routing import JoinShortestQueueRouting, RandomRouting, RoundRobinRouting
 from edgespec.policies.semantic.head import load_head
 from edgespec.policies.stop_drafting import DraftStopPolicy, load_stop_policy

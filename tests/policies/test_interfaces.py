@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from edgespec.config import ConfigError, PolicySpec
-from edgespec.hardware.pipeline import GB, zhu_stage
+from edgespec.hardware.drafting_server import GB, zhu_stage
+from edgespec.policies.drafting_server.costs import PipelineCosts
+from edgespec.policies.drafting_server.planner import PipelinePlanner, observe_tasks
 from edgespec.policies.interfaces import DraftingPlanner, SemanticHead
-from edgespec.policies.pipeline.costs import PipelineCosts
-from edgespec.policies.pipeline.planner import PipelinePlanner, observe_tasks
 from edgespec.policies.registry import KINDS, build_policy_at
 from edgespec.policies.semantic.head import DecisionHead
 

@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         scenario_from_dict,
         scenario_path,
     )
+    from edgespec.sim.setup.system import system_of
     from edgespec.sim.simulator import paused_gc, simulate
 
     check_flags(args)
@@ -60,10 +61,10 @@ def run(args: argparse.Namespace) -> int:
     file = scenario_path(path) if path else default_scenario_path()
     raw = read_yaml(file)
     data = apply_overrides(raw, overrides)
-    if "pipeline" in raw:  # Zhu et al.'s edge drafting server (edgespec/sim/pipeline/)
-        from edgespec.sim.pipeline.command import run_pipeline_command
+    if system_of(data) == "drafting_server":  # Zhu et al.'s (edgespec/sim/drafting_server/)
+        from edgespec.sim.drafting_server.command import run_drafting_server_command
 
-        return run_pipeline_command(args, data)
+        return run_drafting_server_command(args, data)
     scenario = scenario_from_dict(data)  # validate once, before any run
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out: Path = args.out or Path("runs") / f"{scenario.name}-{stamp}"
