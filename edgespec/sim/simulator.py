@@ -31,7 +31,7 @@ from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.policies.fusing import fusing
 from edgespec.sim.handler_sets import build_loop, choose_handler_set
-from edgespec.sim.kernel import RecordSink
+from edgespec.sim.kernel import EventQueue, Handler, RecordSink
 from edgespec.sim.setup.build import Policies, build_run
 from edgespec.sim.setup.resolve import resolve
 from edgespec.sim.setup.scenario import Scenario
@@ -135,23 +135,15 @@ def simulate(
     state = build_state(scenario, sink, policies=policies, cells=cells, record_rounds=record_rounds)
     choice = choose_handler_set(state, handlers)
     loop = build_loop(state, choice)
-    queue = state.q
-    loop.arrivals.start(queue)
-    if progress:
-        from rich.progress import Progress
-
-        with Progress(transient=True) as bar:
-            task = bar.add_task(f"simulating {scenario.name}", total=scenario.duration_s)
-            queue.run(loop.handlers(), scenario.duration_s, lambda t: bar.update(task, completed=t))
-    else:
-        queue.run(loop.handlers(), scenario.duration_s)
+    loop.arrivals.start(state.q)
+    _run_events(state.q, loop.handlers(), scenario, progress)
     done = SimResult(
         (),
         (),
         state.num_rounds,
         scenario.duration_s,
         len(state.servers),
-        queue.num_events,
+        state.q.num_events,
         path=choice.description,
     )
     if isinstance(collected, _ListSink):
@@ -165,6 +157,20 @@ def simulate(
     if isinstance(collected, StreamSink):
         return replace(done, metrics=collected.acc.finish(scenario.duration_s, len(state.servers)))
     return done
+
+
+def _run_events(
+    queue: EventQueue, handlers: list[Handler], scenario: Scenario, progress: bool
+) -> None:
+    """Drain the event queue to ``duration_s`` (with a progress bar when asked)."""
+    if not progress:
+        queue.run(handlers, scenario.duration_s)
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(f"simulating {scenario.name}", total=scenario.duration_s)
+        queue.run(handlers, scenario.duration_s, lambda t: bar.update(task, completed=t))
 
 
 def build_state(

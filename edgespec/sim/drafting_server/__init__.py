@@ -17,6 +17,7 @@ Modules, by responsibility:
   ``iid`` or ``trace`` acceptance, optionally cut short by a stop predictor;
 * :mod:`.verifier` — the MBS's schedule: the plan's batch-per-pass order, or a registered
   batching policy over per-session blocks;
+* :mod:`.uplink` — each user's upload time (Eq. 15);
 * :mod:`.engine` — the entities and events, :func:`.engine.simulate_pipeline`;
 * :mod:`.result` — :class:`.result.PipelineSimResult`;
 * :mod:`.scenario`, :mod:`.build`, :mod:`.report`, :mod:`.command` — the scenario form

@@ -37,7 +37,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgespec.policies.drafting_server.bandwidth import upload_bits_per_token
 from edgespec.policies.drafting_server.costs import PipelineCosts
 from edgespec.policies.drafting_server.latency import batch_shape, check_batches
 from edgespec.policies.drafting_server.planner import PipelineObservation, PipelinePlan
@@ -45,6 +44,7 @@ from edgespec.policies.slo import pace_deadline_s
 from edgespec.sim.drafting_server.outcomes import BlockOutcome, OutcomeModel, expected_outcomes
 from edgespec.sim.drafting_server.result import PipelineSimResult
 from edgespec.sim.drafting_server.stages import StageClock
+from edgespec.sim.drafting_server.uplink import upload_times_s
 from edgespec.sim.drafting_server.verifier import (
     DraftBlock,
     PlanOrderVerifier,
@@ -86,23 +86,6 @@ class _Batch:
     outcomes: dict[int, BlockOutcome] = field(default_factory=dict)
     padded_sent: int = 0
     blocks_left: int = 0
-
-
-def upload_times_s(
-    obs: PipelineObservation, plan: PipelinePlan, costs: PipelineCosts
-) -> list[float]:
-    """Eq. 15 per user: λ·I_k / (w_k·B·e_k), λ = 16·(h^d_1 + h^v_1)."""
-    per_token = upload_bits_per_token(costs.draft.hidden, costs.verify.hidden)
-    if len(plan.shares) != len(obs.tasks):
-        raise ValueError(f"the plan has {len(plan.shares)} shares for {len(obs.tasks)} users")
-    times = []
-    for k, (task, share) in enumerate(zip(obs.tasks, plan.shares, strict=True)):
-        if not share > 0:
-            raise ValueError(f"user {k} has bandwidth share {share}; it needs a share > 0")
-        times.append(
-            per_token * task.input_len / (share * obs.bandwidth_hz * task.spectral_efficiency)
-        )
-    return times
 
 
 class _Engine:

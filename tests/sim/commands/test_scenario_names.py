@@ -102,7 +102,7 @@ KNOWN = (
     "['acceptance', 'auto_topology', 'cloud_only_draft_pass', 'deadline_rule', 'dsdsim_compat', "
     "'duration_s', 'fast_path', 'fused_rounds', 'links', "
     "'mode', 'name', 'policies', 'record_rounds', 'seed', 'slo_classes', 'stop_predictor', "
-    "'temperature', 'verification', 'workload']"
+    "'system', 'temperature', 'verification', 'workload']"
 )
 
 

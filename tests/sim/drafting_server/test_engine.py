@@ -12,7 +12,8 @@ from edgespec.policies.drafting_server.latency import (
     step_latencies_s,
 )
 from edgespec.policies.drafting_server.planner import PipelineObservation, PipelinePlanner
-from edgespec.sim.drafting_server.engine import SimOptions, simulate_pipeline, upload_times_s
+from edgespec.sim.drafting_server.engine import SimOptions, simulate_pipeline
+from edgespec.sim.drafting_server.uplink import upload_times_s
 from tests.sim.drafting_server.helpers import (
     BANDWIDTH_HZ,
     drawn_tasks,
