@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 from edgespec.config import ConfigError
 from edgespec.core.types import SamplingParams
-from edgespec.policies.drafting_server.planner import PipelinePlan, PipelinePlanner, observe_tasks
+from edgespec.policies.drafting_server.planner import PipelinePlan, observe_tasks
+from edgespec.policies.interfaces import DraftingPlanner
 from edgespec.runtime.edge.batched_draft import BatchedDraftModel, DraftState
 from edgespec.runtime.edge.drafting_results import DraftingServerResult, SessionOutput
 from edgespec.runtime.edge.rounds import Ledger, Verifier, capped_gamma
@@ -72,7 +73,7 @@ class _SentBatch:
 
 
 def plan_sessions(
-    planner: PipelinePlanner,
+    planner: DraftingPlanner,
     prompts: Sequence[Sequence[int]],
     max_new_tokens: Sequence[int],
     bandwidth_hz: float = 20e6,
