@@ -227,7 +227,10 @@ def name_problem(root: Path, name: str) -> str | None:
         return None if file else f"`{name}`: no such module"
     text = file.read_text()
     first, rest = parts[k], parts[k + 1 :]
-    defined = rf"^(?:(?:async )?def |class )?{first}\b\s*[(:=]|^(?:from|import) .*\b{first}\b"
+    defined = (
+        rf"^(?:(?:async )?def |class )?{first}\b\s*[(:=]|^(?:from|import) .*\b{first}\b"
+        rf"|^from [\w.]+ import \([^)]*\b{first}\b"  # a name in a parenthesised import
+    )
     if not re.search(defined, text, re.MULTILINE):
         return f"`{name}`: {'.'.join(parts[:k])} defines no `{first}`"
     missing = [part for part in rest if not re.search(rf"\b{part}\b", text)]

@@ -53,7 +53,7 @@ from edgespec.policies.registry import KINDS
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.sim.commands.flags import APPLIES, MODES, PLAIN
-from edgespec.sim.pipeline.scenario import pipeline_scenario_from_dict
+from edgespec.sim.drafting_server.scenario import pipeline_scenario_from_dict
 from edgespec.sim.setup.scenario import (
     Scenario,
     bundled_scenarios,
@@ -61,6 +61,7 @@ from edgespec.sim.setup.scenario import (
     scenario_from_dict,
     scenario_path,
 )
+from edgespec.sim.setup.system import system_of
 from edgespec.sweeps.grid import override_text, parse_grid
 from tests.doc_snippets import (
     Parsed,
@@ -267,7 +268,7 @@ def _scenario_validator(base: Path) -> Validate:
     data = read_yaml(base)
 
     def validate(texts: list[str]) -> None:
-        if "pipeline" in data:  # an edge drafting server scenario (edgespec/sim/pipeline)
+        if system_of(data) == "drafting_server":  # edgespec/sim/drafting_server
             pipeline_scenario_from_dict(data, texts)
         else:
             _policy_names(scenario_from_dict(data, texts))

@@ -1,8 +1,12 @@
-"""Whether a run's rounds may go fused, from the mode and the window policy's type."""
+"""Whether a run's rounds may go fused, from the mode and the window policy: its spec
+(:func:`spec_fusing`, before the policy is built) or the policy object itself
+(:func:`fusing`, for a policy a caller brings)."""
 
 from __future__ import annotations
 
+from edgespec.config import PolicySpec
 from edgespec.policies.awc import AwcWindow
+from edgespec.policies.registry import window_fuses
 from edgespec.policies.window import DynamicWindow, StaticWindow
 
 
@@ -23,3 +27,11 @@ def fusing(window: object, mode: str) -> bool | None:
     if isinstance(window, AwcWindow):
         return True
     return None
+
+
+def spec_fusing(window: PolicySpec, mode: str) -> bool | None:
+    """:func:`fusing` of the window policy ``window`` names, from its spec through the
+    registry (:func:`edgespec.policies.registry.window_fuses`)."""
+    if mode != "distributed":
+        return mode == "fused"
+    return window_fuses(window)

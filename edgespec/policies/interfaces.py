@@ -21,17 +21,36 @@ Call order in both hosts:
    for the next arrival", unless ``limits.force`` is set.
 4. The verification result goes back to the device, which builds the next
    :class:`WindowObservation` from it.
+
+Two policy kinds belong to one paper's system each:
+
+- Zhu et al.'s drafting server (:class:`DraftingPlanner`): once its users' requests are
+  known, the drafting server builds a
+  :class:`~edgespec.policies.drafting_server.planner.PipelineObservation`
+  (:func:`~edgespec.policies.drafting_server.planner.observe_tasks`), calls ``plan(obs)`` once,
+  splits the uplink by ``plan.shares`` and runs ``plan.batches`` in order, drafting
+  ``plan.spec_len`` tokens per round.
+- WISV's semantic verification (:class:`SemanticHead`): at a session's round the
+  verifier finds the greedy mismatches, builds ``inputs(h_d, h_t, csi)`` for them and
+  asks ``rejects(x, threshold)``; the earliest rejected mismatch ends the round.
+
+Every kind is registered by name (:mod:`edgespec.policies.registry`), so a host takes a
+new planner, head, or routing, batching or window policy by its name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
+
+if TYPE_CHECKING:
+    from edgespec.policies.drafting_server.planner import PipelineObservation, PipelinePlan
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,3 +161,41 @@ class PairStateWindow(Protocol):
     def pair_state(self, pair: str) -> tuple[float, ...]: ...
 
     def restore_pair_state(self, pair: str, state: tuple[float, ...]) -> None: ...
+
+
+@runtime_checkable
+class DraftingPlanner(Protocol):
+    """Plans a drafting server's known tasks (Zhu et al.'s problem P): which tasks batch
+    together, the speculation length, the uplink's split. Called once per set of tasks
+    (module docstring); pure, no clock."""
+
+    def plan(self, obs: PipelineObservation) -> PipelinePlan: ...
+
+
+@runtime_checkable
+class SemanticHead(Protocol):
+    """Judges a greedy mismatch harmful or not from the draft's and the target's hidden
+    states and the channel's features (WISV's decision head). ``draft_hidden`` and
+    ``target_hidden``: the hidden sizes it takes; ``num_csi``: how many CSI features."""
+
+    @property
+    def draft_hidden(self) -> int: ...
+
+    @property
+    def target_hidden(self) -> int: ...
+
+    @property
+    def num_csi(self) -> int: ...
+
+    def inputs(
+        self,
+        draft_hidden: npt.NDArray[np.float64],
+        target_hidden: npt.NDArray[np.float64],
+        csi: tuple[float, ...],
+    ) -> npt.NDArray[np.float64]:
+        """The head's input rows for n positions (n × its input width)."""
+        ...
+
+    def rejects(self, x: npt.NDArray[np.float64], threshold: float) -> npt.NDArray[np.bool_]:
+        """Per row of ``x``: reject the drafted token (at threshold T, 0..16)."""
+        ...

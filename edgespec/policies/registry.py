@@ -1,4 +1,9 @@
-"""Policies by name, as scenario and server configs refer to them."""
+"""Policies by name, as scenario and server configs refer to them.
+
+Both hosts build a policy from its spec with :func:`build_policy_at` (errors at the
+config field that named it); :func:`window_fuses` says from a window policy's spec, before
+any policy object exists, whether its rounds may go fused.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +15,20 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from edgespec.config import ConfigError, PolicySpec
 from edgespec.errors import did_you_mean
 from edgespec.policies.awc import load_awc_window
 from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
-from edgespec.policies.interfaces import BatchingPolicy, RoutingPolicy, WindowPolicy
+from edgespec.policies.drafting_server.planner import PipelinePlanner
+from edgespec.policies.interfaces import (
+    BatchingPolicy,
+    DraftingPlanner,
+    RoutingPolicy,
+    SemanticHead,
+    WindowPolicy,
+)
 from edgespec.policies.routing import JoinShortestQueueRouting, RandomRouting, RoundRobinRouting
+from edgespec.policies.semantic.head import load_head
 from edgespec.policies.stop_drafting import DraftStopPolicy, load_stop_policy
 from edgespec.policies.window import DynamicWindow, StaticWindow
 from edgespec.policies.wisp import wisp_batching
@@ -37,20 +51,61 @@ WINDOW: dict[str, Callable[..., WindowPolicy]] = {
 STOP: dict[str, Callable[..., DraftStopPolicy]] = {
     "mlp": load_stop_policy,
 }
+PLANNER: dict[str, Callable[..., DraftingPlanner]] = {
+    "zhu": PipelinePlanner,  # its costs (PipelineCosts) are a parameter the host gives
+}
+HEAD: dict[str, Callable[..., SemanticHead]] = {
+    "wisv": load_head,  # path: a head saved as JSON
+}
 KINDS: dict[str, Mapping[str, Callable[..., Any]]] = {
     "routing": ROUTING,
     "batching": BATCHING,
     "window": WINDOW,
     "stop": STOP,
+    "planner": PLANNER,
+    "head": HEAD,
 }
+
+WINDOW_FUSES: dict[str, Callable[[Mapping[str, Any]], bool]] = {
+    "static": lambda params: bool(params.get("fused", False)),
+    "dynamic": lambda params: False,
+    "awc": lambda params: True,
+}
+"""Whether a window policy's rounds may go fused in ``distributed`` mode, from its
+parameters (StaticWindow: its ``fused``; DynamicWindow: never; AWC: yes)."""
 
 
 class PolicyConfigError(ValueError):
     """A policy name or parameter that does not exist."""
 
 
+class UnknownPolicyError(PolicyConfigError):
+    """A policy name (or kind) the registry does not have."""
+
+
 class UnknownParamsError(PolicyConfigError):
     """Parameters the policy does not take; the message lists those it does."""
+
+
+def window_fuses(spec: PolicySpec) -> bool | None:
+    """Whether the window policy ``spec`` names may run fused rounds in ``distributed``
+    mode (:data:`WINDOW_FUSES`); ``None`` for a policy registered without that fact."""
+    says = WINDOW_FUSES.get(spec.name)
+    return None if says is None else says(spec.params)
+
+
+def build_policy_at(field: str, kind: str, spec: PolicySpec) -> Any:
+    """The policy ``spec`` names, of ``kind``, for the config field ``field``: a
+    :class:`ConfigError` at ``field.name`` for an unknown name, at ``field.params`` for a
+    parameter the policy does not take (listing those it does), at ``field`` otherwise."""
+    try:
+        return build_policy(kind, spec.name, spec.params)
+    except UnknownPolicyError as exc:
+        raise ConfigError(f"{field}.name", str(exc)) from exc
+    except UnknownParamsError as exc:
+        raise ConfigError(f"{field}.params", str(exc)) from exc
+    except PolicyConfigError as exc:
+        raise ConfigError(field, str(exc)) from exc
 
 
 def accepted_params(kind: str, name: str) -> tuple[str, ...] | None:
@@ -75,12 +130,12 @@ def build_policy(kind: str, name: str, params: Mapping[str, Any] | None = None) 
     unknown parameters an :class:`UnknownParamsError`, each ending with the closest known
     name (``(did you mean 'fcfs'?)``) when one is close."""
     if kind not in KINDS:
-        raise PolicyConfigError(
+        raise UnknownPolicyError(
             f"unknown policy kind {kind!r}; known: {sorted(KINDS)}{did_you_mean(kind, KINDS)}"
         )
     registry = KINDS[kind]
     if name not in registry:
-        raise PolicyConfigError(
+        raise UnknownPolicyError(
             f"unknown {kind} policy {name!r}; known: {sorted(registry)}"
             + did_you_mean(name, registry)
         )

@@ -29,10 +29,11 @@ from dataclasses import dataclass, replace
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
+from edgespec.policies.fusing import fusing
 from edgespec.sim.handler_sets import build_loop, choose_handler_set
-from edgespec.sim.kernel import RecordSink
-from edgespec.sim.setup import build
-from edgespec.sim.setup.build import Policies
+from edgespec.sim.kernel import EventQueue, Handler, RecordSink
+from edgespec.sim.setup.build import Policies, build_run
+from edgespec.sim.setup.resolve import resolve
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.state import SimState
 
@@ -134,23 +135,15 @@ def simulate(
     state = build_state(scenario, sink, policies=policies, cells=cells, record_rounds=record_rounds)
     choice = choose_handler_set(state, handlers)
     loop = build_loop(state, choice)
-    queue = state.q
-    loop.arrivals.start(queue)
-    if progress:
-        from rich.progress import Progress
-
-        with Progress(transient=True) as bar:
-            task = bar.add_task(f"simulating {scenario.name}", total=scenario.duration_s)
-            queue.run(loop.handlers(), scenario.duration_s, lambda t: bar.update(task, completed=t))
-    else:
-        queue.run(loop.handlers(), scenario.duration_s)
+    loop.arrivals.start(state.q)
+    _run_events(state.q, loop.handlers(), scenario, progress)
     done = SimResult(
         (),
         (),
         state.num_rounds,
         scenario.duration_s,
         len(state.servers),
-        queue.num_events,
+        state.q.num_events,
         path=choice.description,
     )
     if isinstance(collected, _ListSink):
@@ -166,6 +159,20 @@ def simulate(
     return done
 
 
+def _run_events(
+    queue: EventQueue, handlers: list[Handler], scenario: Scenario, progress: bool
+) -> None:
+    """Drain the event queue to ``duration_s`` (with a progress bar when asked)."""
+    if not progress:
+        queue.run(handlers, scenario.duration_s)
+        return
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task(f"simulating {scenario.name}", total=scenario.duration_s)
+        queue.run(handlers, scenario.duration_s, lambda t: bar.update(task, completed=t))
+
+
 def build_state(
     scenario: Scenario,
     sink: RecordSink,
@@ -174,9 +181,14 @@ def build_state(
     cells: Sequence[int] | None = None,
     record_rounds: bool | None = None,
 ) -> SimState:
-    """The run's parts, resolved and built once (:func:`edgespec.sim.setup.build.build_run`),
-    in a :class:`SimState` (``record_rounds``: default the scenario's)."""
-    run = build.build_run(scenario, policies, cells)
+    """The run's parts, resolved whole (:func:`edgespec.sim.setup.resolve.resolve`; with
+    brought ``policies``, co-located drafts where their window may fuse) and then built in
+    one pass (:func:`edgespec.sim.setup.build.build_run`), in a :class:`SimState`
+    (``record_rounds``: default the scenario's)."""
+    colocated = None
+    if policies is not None:
+        colocated = fusing(policies.window, scenario.mode) is not False
+    run = build_run(resolve(scenario, colocated=colocated), policies, cells)
     if run.layout.is_shard:
         sink = _GlobalIds(sink, run.layout.server_global)
     return SimState(

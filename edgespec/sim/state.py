@@ -56,20 +56,7 @@ class SimState:
         self.record_rounds = record_rounds
         self.stop = stop
         self.layout = layout if layout is not None else Layout.whole(len(devices), len(servers))
-        self.mode = scenario.mode
-        self.centralized = scenario.mode == "centralized"
-        self.distributed = scenario.mode == "distributed"
-        self.fused_mode = scenario.mode == "fused"  # every round fused (loop/fused.py)
-        self.cloud_only = scenario.fused_rounds == "cloud_only"  # a fused round: one token
-        self.cloud_only_draft_pass = scenario.cloud_only_draft_pass
-        compat = scenario.dsdsim_compat  # DSD-Sim's simplifications (reference set only)
-        self.fixed_rounds = compat is not None and compat.fixed_rounds
-        self.bonus = 0 if self.fixed_rounds else 1  # a verified round's extra target token
-        self.unqueued_fused = compat is not None and compat.unqueued_fused
-        self.fuses = fusing(policies.window, scenario.mode)  # None: a policy of unknown type
-        self.may_fuse = self.fuses is not False  # servers add fused entries' draft passes
-        self.deadline_rule = scenario.deadline_rule
-        self.send_probs = scenario.temperature > 0
+        self._set_modes(scenario, policies)
         # Token-tree traces replay their captured rounds, by request id.
         self.trees: dict[str, Tree] = {
             e.request_id: (e.tree_rounds, e.tree_depth) for e in trace if e.tree_rounds
@@ -84,8 +71,26 @@ class SimState:
         self.device_slot = self.layout.device_slot
         self.slot_sessions = [0] * len(self.layout.cell_ids)  # which trace sequence, per cell
         self.due = DueIndex(len(servers))  # blocks in flight (inbound handler sets)
+        compat = scenario.dsdsim_compat
         self.draft_times = DraftTimes(compat is not None and compat.one_pass_drafting)
         self.runs_memo: dict[int, tuple[tuple[int, ...], list[int]]] = {}
         self.num_rounds = 0
         self.num_sessions = 0
         self.q = EventQueue()
+
+    def _set_modes(self, scenario: Scenario, policies: Policies) -> None:
+        """The run's modes, read once from the scenario and the window policy."""
+        self.mode = scenario.mode
+        self.centralized = scenario.mode == "centralized"
+        self.distributed = scenario.mode == "distributed"
+        self.fused_mode = scenario.mode == "fused"  # every round fused (loop/fused.py)
+        self.cloud_only = scenario.fused_rounds == "cloud_only"  # a fused round: one token
+        self.cloud_only_draft_pass = scenario.cloud_only_draft_pass
+        compat = scenario.dsdsim_compat  # DSD-Sim's simplifications (reference set only)
+        self.fixed_rounds = compat is not None and compat.fixed_rounds
+        self.bonus = 0 if self.fixed_rounds else 1  # a verified round's extra target token
+        self.unqueued_fused = compat is not None and compat.unqueued_fused
+        self.fuses = fusing(policies.window, scenario.mode)  # None: a policy of unknown type
+        self.may_fuse = self.fuses is not False  # servers add fused entries' draft passes
+        self.deadline_rule = scenario.deadline_rule
+        self.send_probs = scenario.temperature > 0

@@ -26,8 +26,8 @@ from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.testing import tiny_llama
 from edgespec.sim.loop.batch_choice import select_batch
 from edgespec.sim.model.entities import Session
-from edgespec.sim.setup.build import build_entities
 from edgespec.sim.setup.scenario import scenario_from_dict
+from tests.sim.parts import build_entities
 
 PROMPTS = [5, 30, 12, 50, 8]  # prompt lengths
 WARM = {1: 2, 3: 1}  # sessions verified once before (their draft length), so KV is cached

@@ -45,7 +45,8 @@ def test_unknown_kinds_and_private_fields_are_refused() -> None:
     with pytest.raises(PolicyConfigError) as error:
         build_policy("admission", "fcfs")
     assert str(error.value) == (
-        "unknown policy kind 'admission'; known: ['batching', 'routing', 'stop', 'window']"
+        "unknown policy kind 'admission'; known: "
+        "['batching', 'head', 'planner', 'routing', 'stop', 'window']"
     )
     with pytest.raises(PolicyConfigError) as error:
         build_policy("routing", "round_robin", {"_cursor": 3})
@@ -74,8 +75,8 @@ def test_unknown_kinds_and_private_fields_are_refused() -> None:
             "batchng",
             "fcfs",
             {},
-            "unknown policy kind 'batchng'; known: ['batching', 'routing', 'stop', 'window'] "
-            "(did you mean 'batching'?)",
+            "unknown policy kind 'batchng'; known: ['batching', 'head', 'planner', 'routing', "
+            "'stop', 'window'] (did you mean 'batching'?)",
         ),
         (
             "window",

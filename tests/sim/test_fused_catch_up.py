@@ -13,7 +13,7 @@ from edgespec.hardware.cost_models import WispCost
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.sim.model.entities import DeviceState, ServerState
 from edgespec.sim.setup import build
-from edgespec.sim.setup.scenario import Scenario
+from edgespec.sim.setup.resolve import ResolvedScenario
 from tests.sim.test_fused_switching import D2, F2, _at, _rounds, _run
 
 ROW = {"request_id": "a", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 12,
@@ -77,9 +77,9 @@ def test_the_catch_up_pass_reads_the_context_the_device_has(
     real = build.build_fleet
 
     def reading(
-        scenario: Scenario, cells: Any = None, colocated_draft: bool | None = None
+        resolved: ResolvedScenario, cells: Any = None
     ) -> tuple[list[DeviceState], list[ServerState], Any]:
-        devices, servers, layout = real(scenario, cells, colocated_draft)
+        devices, servers, layout = real(resolved, cells)
         for device in devices:
             device.draft_cost = WispCost(WispCoefficients(0.01, 0.0, 0.001, 0.0))
         return devices, servers, layout

@@ -24,7 +24,8 @@ from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.sim.model.entities import DeviceState, ServerState
 from edgespec.sim.setup import build
-from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
+from edgespec.sim.setup.resolve import ResolvedScenario
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
 from tests.sim.helpers import Tolerance, hand_trace_scenario, tiny_scenario
 
@@ -62,9 +63,9 @@ def _run(
     real = build.build_fleet
 
     def with_colocated(
-        scenario: Scenario, cells: Any = None, colocated_draft: bool | None = None
+        resolved: ResolvedScenario, cells: Any = None
     ) -> tuple[list[DeviceState], list[ServerState], Any]:
-        devices, servers, layout = real(scenario, cells, colocated_draft)
+        devices, servers, layout = real(resolved, cells)
         for server in servers:
             server.draft_cost = WispCost(colocated)
         return devices, servers, layout

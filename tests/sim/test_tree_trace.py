@@ -57,7 +57,7 @@ def test_tree_rounds_replay_as_captured_on_both_paths(tmp_path: Path) -> None:
 def test_draft_cost_is_one_pass_per_depth(tmp_path: Path) -> None:
     sim = simulate(scenario_from_dict(_scenario(tmp_path), ["fast_path=false"]))
     scenario = scenario_from_dict(_scenario(tmp_path))
-    from edgespec.sim.setup.build import build_entities
+    from tests.sim.parts import build_entities
 
     devices, _ = build_entities(scenario)
     cost = devices[0].draft_cost

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgespec.policies.pipeline.latency import inference_latency_s
-from edgespec.policies.pipeline.planner import PipelinePlanner
+from edgespec.policies.drafting_server.latency import inference_latency_s
+from edgespec.policies.drafting_server.planner import PipelinePlanner
 from edgespec.reproduce.zhu.runs import Users
 from edgespec.reproduce.zhu.setup import SWEEP_PAIR, ZhuSetup
-from edgespec.sim.pipeline.engine import simulate_pipeline
-from edgespec.sim.pipeline.outcomes import iid_outcomes, load_trace_pool, trace_outcomes
+from edgespec.sim.drafting_server.engine import simulate_pipeline
+from edgespec.sim.drafting_server.outcomes import iid_outcomes, load_trace_pool, trace_outcomes
 
 TRACES = ("gsm8k",)
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edgespec.policies.pipeline.batching import dp_batches
-from edgespec.policies.pipeline.exhaustive import best_batches
-from edgespec.policies.pipeline.latency import PipelineTask
+from edgespec.policies.drafting_server.batching import dp_batches
+from edgespec.policies.drafting_server.exhaustive import best_batches
+from edgespec.policies.drafting_server.latency import PipelineTask
 from edgespec.reproduce.zhu.setup import SWEEP_PAIR, ZhuSetup
 
 

@@ -15,14 +15,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from edgespec.core.wireless import draw_channels, spectral_efficiency
-from edgespec.policies.pipeline.batching import heuristic_batches
-from edgespec.policies.pipeline.costs import PipelineCosts
-from edgespec.policies.pipeline.latency import (
+from edgespec.policies.drafting_server.batching import heuristic_batches
+from edgespec.policies.drafting_server.costs import PipelineCosts
+from edgespec.policies.drafting_server.latency import (
     autoregressive_latency_s,
     autoregressive_max_batch,
     inference_latency_s,
 )
-from edgespec.policies.pipeline.planner import (
+from edgespec.policies.drafting_server.planner import (
     BandwidthRule,
     PipelineObservation,
     PipelinePlan,

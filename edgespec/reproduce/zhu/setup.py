@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from edgespec.core.wireless import WirelessCell
-from edgespec.hardware.pipeline import pipeline_costs
-from edgespec.policies.pipeline.costs import PipelineCosts
+from edgespec.hardware.drafting_server import pipeline_costs
+from edgespec.policies.drafting_server.costs import PipelineCosts
 
 PAIRS: dict[str, tuple[str, str]] = {
     "68m-7b": ("rtx3080-llama-68m-zhu", "rtx4500-llama2-7b-zhu"),

@@ -15,6 +15,11 @@ from edgespec.runtime.commands.serve_arguments import (
     parse_slo_class,
     parse_thresholds,
 )
+from edgespec.runtime.commands.serve_service import (
+    build_service,
+    check_before_loading,
+    semantic_head,
+)
 from edgespec.runtime.commands.serve_target import TargetChoice, load_target, target_choice
 
 __all__ = ["add_arguments", "run"]
@@ -51,19 +56,14 @@ def run(args: argparse.Namespace) -> int:
 
     data = apply_overrides(read_yaml(args.config) if args.config else {}, _overrides(args))
     batching = data.get("batching")
-    name = batching.get("name", "fcfs") if isinstance(batching, dict) else "fcfs"
-    if (args.profile is not None or args.guard_ms is not None) and name != "wisp":
-        raise ConfigError(
-            "batching.name",
-            f"--profile and --guard-ms configure the wisp batching policy; batching is "
-            f"{name!r} (add --batching wisp)",
-        )
+    if isinstance(batching, dict) and "name" not in batching:  # --profile without --batching
+        batching["name"] = ServerConfig().batching.name
     config = from_dict(ServerConfig, data)
+    policy = build_batching(config.batching)  # validated here, once; before any model loads
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
     draft = draft_to_load(config, args.draft)
     choice = target_choice(args, config.target, args.threads)  # a non-GGUF fails here
-    policy = build_batching(config.batching)  # before loading the model: fail fast
     semantic_head(config)  # a file that is not a head fails before the model loads
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
@@ -91,38 +91,6 @@ def draft_to_load(config: Any, draft: str | None) -> str | None:
         return draft
     _say(f"--draft {draft} is not loaded: cloud-only fused rounds without --cloud-only-draft-pass")
     return None
-
-
-def semantic_head(config: Any) -> Any:
-    """The decision head ``semantic_head`` names (``None`` without one), read before the
-    model loads; a file that is not a head is a :class:`ConfigError` naming it."""
-    from edgespec.config import ConfigError
-    from edgespec.runtime.server.semantic import load_semantic_head
-
-    if config.semantic_head is None:
-        return None
-    try:
-        return load_semantic_head(config.semantic_head)
-    except ValueError as exc:
-        raise ConfigError("semantic_head", str(exc)) from None
-
-
-def semantic_rules_for(config: Any, head: Any, model: Any) -> Any:
-    """The verification rules the server serves: exact, plus semantic with ``head`` (its
-    widths checked against the target ``model``'s hidden size, or ``model`` itself when it
-    is that size, as on llama.cpp); a mismatch is a :class:`ConfigError`."""
-    from edgespec.config import ConfigError
-    from edgespec.runtime.server.semantic import semantic_rules
-    from edgespec.runtime.server.verification import EXACT_RULES
-
-    if head is None:
-        return EXACT_RULES
-    width = model if isinstance(model, int) else int(model.config.get_text_config().hidden_size)
-    thresholds = config.semantic_thresholds or None
-    try:
-        return semantic_rules(head, thresholds, target_hidden_size=width)
-    except ValueError as exc:
-        raise ConfigError("semantic_head", str(exc)) from None
 
 
 def _say(line: str) -> None:
@@ -176,57 +144,15 @@ async def _serve(
     verbose: bool = False,
     choice: TargetChoice | None = None,
 ) -> None:
-    import asyncio
-    import signal
-
-    import torch
-
-    from edgespec.models.loading import load_model
-    from edgespec.models.registry import resolve_model
-    from edgespec.runtime.edge.draft_backends import make_drafter
-    from edgespec.runtime.server.engine import VerificationEngine
-    from edgespec.runtime.server.service import VerificationService
+    """Load the target (and draft), serve until SIGINT or SIGTERM, then stop."""
     from edgespec.runtime.wire.grpc_server import start_server
-    from edgespec.runtime.wire.ports import ensure_port_free
 
-    ensure_port_free(config.host, config.port)  # an address it cannot listen on, or a bad
-    if config.prometheus_port is not None:  # model name or path, fails before anything loads
-        ensure_port_free(config.host, config.prometheus_port)
-    resolve_model(config.target)
-    if draft_name not in (None, "ngram"):
-        resolve_model(draft_name)
-    if threads is not None:
-        torch.set_num_threads(threads)
+    check_before_loading(config, draft_name, threads)
     say = Stages()
     target = load_target(choice or TargetChoice("transformers"), config, verbose, say)
-    backend = target.backend
-    if getattr(backend, "inexactness", None) is not None:
-        _say(f"LOSSY: batched logits differ from one-at-a-time ones ({backend.inexactness})")
     head = semantic_head(config)
-    rules = semantic_rules_for(config, head, target.hidden_size)
-    max_sessions = config.max_sessions
-    if target.max_sessions is not None and max_sessions > target.max_sessions:
-        max_sessions = target.max_sessions
-        _say(f"max_sessions {config.max_sessions} capped to the {max_sessions} llama.cpp sequences")
-    draft_factory = None
-    if draft_name is not None:
-        say(f"loading the draft {draft_name}")
-        draft_model = (
-            None if draft_name == "ngram" else load_model(draft_name, verbose=verbose).model
-        )
-
-        def draft_factory() -> Any:
-            return make_drafter(draft_name, draft_model, backend.vocab_size)
-
-    engine = VerificationEngine(
-        backend,
-        config.kv_budget_tokens,
-        max_sessions,
-        rules=rules,
-        prefix_cache=config.prefix_cache,
-    )
-    service = VerificationService(
-        engine, config, policy, draft_factory, window=window, round_log=round_log, log=_say
+    service = build_service(
+        config, policy, target, head, draft_name, window, round_log, verbose, say, _say
     )
     say("starting the gRPC server")
     server, port = await start_server(service)
@@ -235,6 +161,15 @@ async def _serve(
         from edgespec.runtime.server.prometheus import start_prometheus
 
         start_prometheus(config.prometheus_port, service.metrics, config.host)
+    serving = _serving(config, window, head, choice)
+    print(f"edgespec serve: listening on {config.host}:{port} ({serving})", flush=True)
+    await _until_signalled()
+    await server.stop(1.0)
+    await service.stop()
+
+
+def _serving(config: Any, window: Any, head: Any, choice: TargetChoice | None) -> str:
+    """What the listening line says the server serves."""
     cache = "" if config.prefix_cache else ", no prefix cache"
     fused = fused_rounds_label(config, window)
     lossy = ""
@@ -244,18 +179,21 @@ async def _serve(
             f", semantic (LOSSY) verification on request: head {config.semantic_head}, "
             f"thresholds {allowed}"
         )
-    print(
-        f"edgespec serve: listening on {config.host}:{port} (target {config.target}"
-        f"{backend_label(choice)}, batching {config.batching.name}{cache}{fused}{lossy})",
-        flush=True,
+    return (
+        f"target {config.target}{backend_label(choice)}, batching {config.batching.name}"
+        f"{cache}{fused}{lossy}"
     )
+
+
+async def _until_signalled() -> None:
+    import asyncio
+    import signal
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    await server.stop(1.0)
-    await service.stop()
 
 
 def backend_label(choice: TargetChoice | None) -> str:

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 from edgespec.config import ConfigError
 from edgespec.core.types import SamplingParams
-from edgespec.policies.pipeline.planner import PipelinePlan, PipelinePlanner, observe_tasks
+from edgespec.policies.drafting_server.planner import PipelinePlan, observe_tasks
+from edgespec.policies.interfaces import DraftingPlanner
 from edgespec.runtime.edge.batched_draft import BatchedDraftModel, DraftState
 from edgespec.runtime.edge.drafting_results import DraftingServerResult, SessionOutput
 from edgespec.runtime.edge.rounds import Ledger, Verifier, capped_gamma
@@ -72,14 +73,14 @@ class _SentBatch:
 
 
 def plan_sessions(
-    planner: PipelinePlanner,
+    planner: DraftingPlanner,
     prompts: Sequence[Sequence[int]],
     max_new_tokens: Sequence[int],
     bandwidth_hz: float = 20e6,
     spectral_efficiencies: Sequence[float] | None = None,
 ) -> PipelinePlan:
     """The planner's batches and speculation length for these sessions, through the shared
-    input builder (:func:`~edgespec.policies.pipeline.planner.observe_tasks`); a loopback
+    input builder (:func:`~edgespec.policies.drafting_server.planner.observe_tasks`); a loopback
     run has no radio, so every session's spectral efficiency defaults to 1 bit/s/Hz."""
     efficiencies = spectral_efficiencies or [1.0] * len(prompts)
     lengths = [len(p) for p in prompts]
@@ -133,7 +134,7 @@ def run_drafting_server(
     """Generate every prompt greedily (one session each, ``max_new_tokens`` per session or
     one for all), γ = ``gamma``; pipelined or not (module docstring). The batches are
     ``batches`` (prompt indices, in processing order: a
-    :class:`~edgespec.policies.pipeline.planner.PipelinePlan`'s, see :func:`plan_sessions`)
+    :class:`~edgespec.policies.drafting_server.planner.PipelinePlan`'s, see :func:`plan_sessions`)
     or consecutive runs of ``batch_size`` prompts. Sessions are closed at the end, also on
     an error."""
     budgets = (

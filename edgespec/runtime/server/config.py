@@ -12,15 +12,14 @@ from collections.abc import Mapping
 from typing import Literal
 
 from edgespec.config import ConfigError, PolicySpec
-from edgespec.errors import did_you_mean
-from edgespec.policies.registry import BATCHING
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.policies.slo import DeadlineRule
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ServerConfig:
-    """The verification server (``edgespec serve``)."""
+    """The verification server (``edgespec serve``). ``batching`` is validated where it
+    is built, once (:func:`edgespec.runtime.server.batching.build_batching`)."""
 
     target: str = ""
     host: str = "127.0.0.1"
@@ -84,7 +83,6 @@ class ServerConfig:
                 raise ConfigError(
                     f"slo_classes.{cls}", f"must be a finite number > 0 or null, got {target}"
                 )
-        self._validate_batching()
         if not 0 <= self.port <= 65535:
             raise ConfigError("port", f"must be in 0..65535 (0 = any free port), got {self.port}")
         for name in (
@@ -117,22 +115,6 @@ class ServerConfig:
                 )
         if self.semantic_head is not None and not os.path.isfile(self.semantic_head):
             raise ConfigError("semantic_head", f"{self.semantic_head} does not exist")
-
-    def _validate_batching(self) -> None:
-        name, params = self.batching.name, self.batching.params
-        if name not in BATCHING:
-            raise ConfigError(
-                "batching.name",
-                f"unknown batching policy {name!r}; known: {sorted(BATCHING)}"
-                + did_you_mean(name, BATCHING),
-            )
-        if name == "wisp" and "profile" not in params and "a_s" not in params:
-            raise ConfigError(
-                "batching.params.profile",
-                "wisp batching needs Eq. 19 coefficients: give a kind: wisp profile "
-                "(--profile FILE_OR_NAME, i.e. batching.params.profile) or a_s, b_compute_s, "
-                "b_read_s and c_s",
-            )
 
 
 def check_tls_pair(cert_path: str, key_path: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,100 +45,125 @@ def run_scenario_dict(data: dict[str, Any]) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from edgespec.metrics.record_files import RecordFiles
-    from edgespec.metrics.summary import fixed, plain, print_runs, print_summary, setting
+    """Parse the scenario (file or bundled name, plus overrides) once, then run it in the
+    mode the flags ask for: a drafting server's run, a sweep, a capacity search, a
+    sharded run or a plain one."""
     from edgespec.sim.setup.scenario import (
         default_scenario_path,
         scenario_from_dict,
         scenario_path,
     )
-    from edgespec.sim.simulator import paused_gc, simulate
+    from edgespec.sim.setup.system import system_of
 
     check_flags(args)
     path, overrides = _split(args.args)
     file = scenario_path(path) if path else default_scenario_path()
-    raw = read_yaml(file)
-    data = apply_overrides(raw, overrides)
-    if "pipeline" in raw:  # Zhu et al.'s edge drafting server (edgespec/sim/pipeline/)
-        from edgespec.sim.pipeline.command import run_pipeline_command
+    data = apply_overrides(read_yaml(file), overrides)
+    if system_of(data) == "drafting_server":  # Zhu et al.'s (edgespec/sim/drafting_server/)
+        from edgespec.sim.drafting_server.command import run_drafting_server_command
 
-        return run_pipeline_command(args, data)
+        return run_drafting_server_command(args, data)
+    if args.rounds:
+        data = apply_overrides(data, ["record_rounds=true"])
     scenario = scenario_from_dict(data)  # validate once, before any run
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out: Path = args.out or Path("runs") / f"{scenario.name}-{stamp}"
-    console = Console()
     if args.sweep:
-        from edgespec.sweeps.executor import make_executor
-        from edgespec.sweeps.grid import (
-            grid_points,
-            override_text,
-            parse_grid,
-            run_sweep,
-            write_sweep,
-        )
-
-        grid = parse_grid(args.sweep)
-        for point in grid_points(grid):  # every point valid (a misspelt key...) before any run
-            scenario_from_dict(data, [override_text(k, v) for k, v in point.items()])
-        points = run_sweep(
-            data,
-            grid,
-            run_scenario_dict,
-            progress=not args.quiet,
-            executor=make_executor(args.workers, args.engine, args.address),
-        )
-        json_path, csv_path = write_sweep(out / "sweep", points)
-        print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
-        console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}")
-        return 0
+        return _run_sweep(args, data, out)
     if args.capacity is not None:
-        from edgespec.metrics.summary import violation_rate
-        from edgespec.sweeps.capacity import capacity_search, class_violation
-
-        if args.slo_class is not None and args.slo_class not in scenario.slo_classes:
-            known = sorted(scenario.slo_classes)
-            raise UserInputError(
-                f"--slo-class {args.slo_class}: the scenario has no such SLO class; known: {known}"
-                + did_you_mean(args.slo_class, known)
-            )
-        violation = violation_rate if args.slo_class is None else class_violation(args.slo_class)
-        result = capacity_search(
-            data,
-            args.capacity,
-            run_scenario_dict,
-            epsilon=args.epsilon,
-            lo=args.lo,
-            hi=args.hi,
-            violation=violation,
-            progress=not args.quiet,
-        )
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "capacity.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-        bound = " (at upper bound)" if result.at_upper_bound else ""
-        if result.capacity is None:
-            bound = f" (even {args.capacity}={plain(args.lo)} violates more than epsilon)"
-        probes = sorted(result.probes, key=lambda p: p.value)
-        print_runs([({args.capacity: p.value}, p.metrics) for p in probes], console, "probes")
-        console.print(
-            f"capacity {args.capacity} at epsilon={setting(args.epsilon)}"
-            + ("" if args.slo_class is None else f" for class {args.slo_class}")
-            + f": {'None' if result.capacity is None else plain(result.capacity)}{bound}"
-            f" → {out / 'capacity.json'}"
-        )
-        return 0
-    if args.rounds:
-        data = apply_overrides(data, ["record_rounds=true"])
-        scenario = scenario_from_dict(data)
+        return _run_capacity(args, data, scenario.slo_classes, out)
     if args.shards is not None:
-        return _run_sharded(args, data, out, console)
+        return _run_sharded(args, data, out)
+    return _run_plain(args, data, scenario, out)
+
+
+def _run_sweep(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int:
+    """``--sweep``: every grid point validated, then each run
+    (:func:`edgespec.sweeps.grid.run_sweep`)."""
+    from rich.console import Console
+
+    from edgespec.metrics.summary import plain, print_runs
+    from edgespec.sim.setup.scenario import scenario_from_dict
+    from edgespec.sweeps.executor import make_executor
+    from edgespec.sweeps.grid import grid_points, override_text, parse_grid, run_sweep, write_sweep
+
+    grid = parse_grid(args.sweep)
+    for point in grid_points(grid):  # every point valid (a misspelt key...) before any run
+        scenario_from_dict(data, [override_text(k, v) for k, v in point.items()])
+    points = run_sweep(
+        data,
+        grid,
+        run_scenario_dict,
+        progress=not args.quiet,
+        executor=make_executor(args.workers, args.engine, args.address),
+    )
+    json_path, csv_path = write_sweep(out / "sweep", points)
+    console = Console()
+    print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
+    console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}")
+    return 0
+
+
+def _run_capacity(
+    args: argparse.Namespace, data: dict[str, Any], classes: Mapping[str, Any], out: Path
+) -> int:
+    """``--capacity``: the largest value of a knob within ``--epsilon`` SLO violations
+    (:func:`edgespec.sweeps.capacity.capacity_search`), for one class or all."""
+    from rich.console import Console
+
+    from edgespec.metrics.summary import plain, print_runs, setting, violation_rate
+    from edgespec.sweeps.capacity import capacity_search, class_violation
+
+    if args.slo_class is not None and args.slo_class not in classes:
+        known = sorted(classes)
+        raise UserInputError(
+            f"--slo-class {args.slo_class}: the scenario has no such SLO class; known: {known}"
+            + did_you_mean(args.slo_class, known)
+        )
+    violation = violation_rate if args.slo_class is None else class_violation(args.slo_class)
+    result = capacity_search(
+        data,
+        args.capacity,
+        run_scenario_dict,
+        epsilon=args.epsilon,
+        lo=args.lo,
+        hi=args.hi,
+        violation=violation,
+        progress=not args.quiet,
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "capacity.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    bound = " (at upper bound)" if result.at_upper_bound else ""
+    if result.capacity is None:
+        bound = f" (even {args.capacity}={plain(args.lo)} violates more than epsilon)"
+    probes = sorted(result.probes, key=lambda p: p.value)
+    console = Console()
+    print_runs([({args.capacity: p.value}, p.metrics) for p in probes], console, "probes")
+    console.print(
+        f"capacity {args.capacity} at epsilon={setting(args.epsilon)}"
+        + ("" if args.slo_class is None else f" for class {args.slo_class}")
+        + f": {'None' if result.capacity is None else plain(result.capacity)}{bound}"
+        f" → {out / 'capacity.json'}"
+    )
+    return 0
+
+
+def _run_plain(args: argparse.Namespace, data: dict[str, Any], scenario: Any, out: Path) -> int:
+    """One run (:func:`edgespec.sim.simulator.simulate`), its records streamed to the run
+    folder; the summary printed."""
+    from rich.console import Console
+
+    from edgespec.metrics.record_files import RecordFiles
+    from edgespec.metrics.summary import fixed, plain, print_summary
+    from edgespec.sim.simulator import paused_gc, simulate
+
     started = time.perf_counter()
     with RecordFiles(out, rounds=args.rounds) as files, paused_gc():
         sim = simulate(scenario, sink=files, progress=not args.quiet)
     wall_s = time.perf_counter() - started
     metrics = files.finish(sim.duration_s, sim.num_servers)
     _write_run_folder(args, data, out, metrics)
+    console = Console()
     print_summary(metrics, console)
     _print_semantic(data, metrics, console)
     if args.verbose:
@@ -210,9 +236,11 @@ def _print_semantic(data: dict[str, Any], metrics: Any, console: Any) -> None:
         )
 
 
-def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, console: Any) -> int:
+def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int:
     """``--shards N``: the cells in N shards on the executor; the run folder as a single
     run writes it (records concatenated shard by shard), plus shards.json."""
+    from rich.console import Console
+
     from edgespec.metrics.summary import fixed, plain, print_summary
     from edgespec.sim.shards import simulate_sharded
     from edgespec.sweeps.executor import make_executor
@@ -241,6 +269,7 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, cons
         for s in run.shards
     ]
     (out / "shards.json").write_text(json.dumps(shards, indent=2) + "\n")
+    console = Console()
     print_summary(run.metrics, console)
     _print_semantic(data, run.metrics, console)
     if len(run.shards) < args.shards:  # at most one shard per cell

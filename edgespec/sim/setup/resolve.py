@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from edgespec.config import ConfigError, PolicySpec, at_field
 from edgespec.hardware.cost_models import CostModel, build_cost_model, load_architecture
 from edgespec.hardware.wisp import wisp_batching_params
+from edgespec.policies.fusing import spec_fusing
 from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.network import Link
 from edgespec.sim.model.semantic import RejectShareTable, load_reject_table
@@ -75,7 +76,7 @@ class ResolvedServerPool:
 class ResolvedScenario:
     """A validated scenario and every named thing it needs, loaded.
 
-    ``policies``: ``None`` when resolved for a run that brings its own policy instances.
+    ``colocated``: whether each server pool has its co-located draft.
     ``device_pools``/``server_pools``: by pool index (``auto_topology``). ``trace``: the
     workload trace's entries (``()`` without one). ``lengths``: the length table (``None``
     for a trace workload). ``stop_features``: what the stop predictor replays (``None``
@@ -85,7 +86,7 @@ class ResolvedScenario:
 
     scenario: Scenario
     colocated: bool
-    policies: ResolvedPolicies | None
+    policies: ResolvedPolicies
     device_pools: tuple[ResolvedDevicePool, ...]
     server_pools: tuple[ResolvedServerPool, ...]
     trace: tuple[TraceEntry, ...]
@@ -95,19 +96,18 @@ class ResolvedScenario:
     reject_table: RejectShareTable | None = None
 
 
-def resolve(scenario: Scenario, *, colocated: bool) -> ResolvedScenario:
-    """Load everything ``scenario`` names, once; ``colocated``: give each server pool its
-    co-located draft (fused rounds are possible). Raises :class:`ConfigError` naming the
-    scenario field at fault."""
-    return resolve_with(scenario, colocated, resolve_policies(scenario))
+def resolve(scenario: Scenario, *, colocated: bool | None = None) -> ResolvedScenario:
+    """Load everything ``scenario`` names, once, before any policy object exists: the
+    policy specs, the fleet's cost models, the trace, the acceptance model, the length
+    table, the stop predictor's features and the reject-share table, in that order.
 
-
-def resolve_with(
-    scenario: Scenario, colocated: bool, policies: ResolvedPolicies | None
-) -> ResolvedScenario:
-    """:func:`resolve` with the policies resolved already (``None``: the run brings its
-    own instances): the fleet's cost models, the trace, the acceptance model, the length
-    table, the stop predictor's features and the reject-share table, in that order."""
+    ``colocated``: give each server pool its co-located draft; default: when fused rounds
+    are possible (:func:`edgespec.policies.fusing.spec_fusing` of the mode and the window
+    policy's spec; a caller that brings its own window policy says). Raises
+    :class:`ConfigError` naming the scenario field at fault."""
+    policies = resolve_policies(scenario)
+    if colocated is None:
+        colocated = spec_fusing(policies.window, scenario.mode) is not False
     devices = resolve_device_pools(scenario)
     servers = resolve_server_pools(scenario, colocated)
     trace = load_workload_trace(scenario)

@@ -95,6 +95,8 @@ class Scenario:
 
     name: str = "scenario"
     seed: int = 0
+    system: Literal["fleet"] = "fleet"
+    """The simulator (:mod:`edgespec.sim.setup.system`): this form is the fleet's."""
     duration_s: float = 60.0
     mode: Mode = "distributed"
     temperature: float = 0.0

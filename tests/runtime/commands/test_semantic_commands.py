@@ -14,7 +14,8 @@ import pytest
 from edgespec.cli import build_parser, main
 from edgespec.config import ConfigError, load_config
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.commands.serve import _overrides, semantic_head, semantic_rules_for
+from edgespec.runtime.commands.serve import _overrides
+from edgespec.runtime.commands.serve_service import semantic_head, semantic_rules_for
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.round_log import read_round_log

@@ -304,8 +304,8 @@ def test_a_planners_batches_run_in_its_order(
     # The Zhu planner (a pure policy, fed by the shared input builder) picks the batches
     # and γ; the drafting server runs them in the plan's order, and a batch leaves the
     # schedule when its sessions are done.
-    from edgespec.policies.pipeline.costs import ModelDims, PipelineCosts, StageCoefficients
-    from edgespec.policies.pipeline.planner import PipelinePlanner
+    from edgespec.policies.drafting_server.costs import ModelDims, PipelineCosts, StageCoefficients
+    from edgespec.policies.drafting_server.planner import PipelinePlanner
     from edgespec.runtime.edge.drafting_server import plan_sessions
 
     dims = ModelDims("tiny", 2, 32, 64)

@@ -9,7 +9,7 @@ from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.server.config import ServerConfig
 
 
-def test_server_deadline_rule_prefix_cache_and_batching_name() -> None:
+def test_server_deadline_rule_and_prefix_cache() -> None:
     cfg = from_dict(ServerConfig, {"deadline_rule": "token_speed", "prefix_cache": False})
     assert (cfg.deadline_rule, cfg.prefix_cache) == ("token_speed", False)
     assert (load_config(ServerConfig).deadline_rule, load_config(ServerConfig).prefix_cache) == (
@@ -25,27 +25,8 @@ def test_server_deadline_rule_prefix_cache_and_batching_name() -> None:
         from_dict(ServerConfig, {"prefix_cache": "no"})
     assert str(info.value) == "config field 'prefix_cache': expected true/false, got 'no' (str)"
     with pytest.raises(ConfigError) as info:
-        from_dict(ServerConfig, {"batching": {"name": "edf"}})
-    assert str(info.value) == (
-        "config field 'batching.name': unknown batching policy 'edf'; known: "
-        "['fcfs', 'lab', 'wisp']"
-    )
-    with pytest.raises(ConfigError) as info:
-        from_dict(ServerConfig, {"batching": {"name": "wsip"}})
-    assert str(info.value).endswith("['fcfs', 'lab', 'wisp'] (did you mean 'wisp'?)")
-    with pytest.raises(ConfigError) as info:
         from_dict(DrafterConfig, {"routing": {"name": "jqs"}})
     assert str(info.value).endswith(" (did you mean 'jsq'?)")
-
-
-def test_server_wisp_batching_needs_its_coefficients() -> None:
-    with pytest.raises(ConfigError, match="'batching.params.profile': wisp batching needs"):
-        from_dict(ServerConfig, {"batching": {"name": "wisp"}})
-    by_profile = {"name": "wisp", "params": {"profile": "a100-qwen3-32b"}}
-    assert from_dict(ServerConfig, {"batching": by_profile}).batching.name == "wisp"
-    given = {"a_s": 1e-4, "b_compute_s": 0.0, "b_read_s": 0.0, "c_s": 1e-3}
-    cfg = from_dict(ServerConfig, {"batching": {"name": "wisp", "params": given}})
-    assert dict(cfg.batching.params) == given
 
 
 @pytest.mark.parametrize("target", [0.0, -2.0, float("inf"), float("nan")])

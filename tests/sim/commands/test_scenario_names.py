@@ -102,7 +102,7 @@ KNOWN = (
     "['acceptance', 'auto_topology', 'cloud_only_draft_pass', 'deadline_rule', 'dsdsim_compat', "
     "'duration_s', 'fast_path', 'fused_rounds', 'links', "
     "'mode', 'name', 'policies', 'record_rounds', 'seed', 'slo_classes', 'stop_predictor', "
-    "'temperature', 'verification', 'workload']"
+    "'system', 'temperature', 'verification', 'workload']"
 )
 
 
@@ -150,7 +150,7 @@ def test_a_misspelt_policy_name_gets_the_closest_name(
     scenario_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert _error([str(scenario_file), "policies.batching.name=fcsf"], capsys) == (
-        "edgespec sim: config field 'policies.batching': unknown batching policy 'fcsf'; "
+        "edgespec sim: config field 'policies.batching.name': unknown batching policy 'fcsf'; "
         "known: ['fcfs', 'lab', 'wisp'] (did you mean 'fcfs'?)\n"
     )
 

@@ -14,10 +14,10 @@ from edgespec.sim.loop.arrivals import Arrivals
 from edgespec.sim.model.entities import DeviceState
 from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.rng import spawn_generator
-from edgespec.sim.setup.build import build_entities, build_lengths
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.setup.workload import TraceEntry
 from tests.sim.helpers import tiny_scenario
+from tests.sim.parts import build_entities, build_lengths
 
 PROMPTS, OUTPUTS = (40, 120, 300, 75), (30, 80, 50, 120)  # tiny_scenario's length table
 Offered = tuple[int, str, str, float, int, int, str, Any]
@@ -34,7 +34,8 @@ class _Run:
     ) -> None:
         base = ["auto_topology.devices.0.count=3", "workload.think_time_s=0.5"]
         scenario = scenario_from_dict(tiny_scenario(), [*base, *overrides])
-        self.devices, _ = build_entities(scenario)
+        # the devices of the same fleet (only the workload differs): a trace is not read
+        self.devices, _ = build_entities(scenario_from_dict(tiny_scenario(), base))
         self.offered: list[Offered] = []
         self.arrivals = Arrivals(
             scenario,

@@ -26,6 +26,7 @@ from edgespec.sim.model.semantic import (
     semantic_round,
 )
 from edgespec.sim.setup.build import build_run
+from edgespec.sim.setup.resolve import resolve
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
 from tests.sim.helpers import hand_trace_scenario, tiny_scenario
@@ -147,7 +148,7 @@ def test_each_device_reads_its_own_channel(tmp_path: Path) -> None:
         {**pool, "name": link, "count": 1, "link": link} for link in ("poor", "mid", "good")
     ]
     data["verification"] = {"rule": "semantic", "table": str(_table_file(tmp_path))}
-    poor, mid, good = (d.semantic for d in build_run(scenario_from_dict(data)).devices)
+    poor, mid, good = (d.semantic for d in build_run(resolve(scenario_from_dict(data))).devices)
     assert poor is not None and mid is not None and good is not None
     assert poor.reject_share == pytest.approx(0.625)
     assert good.reject_share == pytest.approx(0.25)  # κ = 1 > 0.9: the good channel's

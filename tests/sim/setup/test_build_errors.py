@@ -14,16 +14,11 @@ from edgespec.config import ConfigError
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.sim.model.acceptance import TraceAcceptance
 from edgespec.sim.setup import sources
-from edgespec.sim.setup.build import (
-    build_acceptance,
-    build_entities,
-    build_policies,
-    build_stop_model,
-    build_trace,
-)
+from edgespec.sim.setup.build import build_policies
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.setup.topology import expand_topology
 from tests.sim.helpers import tiny_scenario
+from tests.sim.parts import build_acceptance, build_entities, build_stop_model, build_trace
 
 BUNDLED = Path(__file__).parent.parent / "acceptance_trace.jsonl"
 
@@ -47,7 +42,7 @@ def error_of(build: Any, overrides: list[str], **sections: Any) -> str:
 def test_an_unknown_stop_policy_is_named_at_its_field() -> None:
     stop = {"policy": {"name": "oracle"}}
     assert error_of(build_policies, [], stop_predictor=stop) == (
-        "config field 'stop_predictor.policy': unknown stop policy 'oracle'; known: ['mlp']"
+        "config field 'stop_predictor.policy.name': unknown stop policy 'oracle'; known: ['mlp']"
     )
 
 

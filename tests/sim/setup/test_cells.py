@@ -10,12 +10,12 @@ import pytest
 
 from edgespec.config import ConfigError
 from edgespec.sim.model.layout import Layout
-from edgespec.sim.setup.build import build_fleet
 from edgespec.sim.setup.cells import plan_cells, select_cells
 from edgespec.sim.setup.scenario import load_scenario, scenario_from_dict
 from edgespec.sim.setup.topology import expand_topology
 from edgespec.sim.simulator import run_scenario
 from tests.sim.helpers import tiny_scenario
+from tests.sim.parts import build_fleet
 
 SCENARIOS = "edgespec/data/scenarios"
 

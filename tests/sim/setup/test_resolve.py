@@ -1,10 +1,12 @@
-"""Resolving a scenario once (edgespec.sim.setup.resolve) and building a run from it
+"""Resolving a scenario whole (edgespec.sim.setup.resolve) and then building a run from it
 (edgespec.sim.setup.build.build_run): the same parts as the separate builds, every file
-loaded once, no loading while building, errors at the scenario field."""
+loaded once, no loading while building, whether fused rounds are possible known from the
+window policy's spec, errors at the scenario field."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,25 +14,19 @@ import pytest
 
 from edgespec.config import ConfigError
 from edgespec.hardware import wisp
+from edgespec.policies import registry
 from edgespec.policies.fusing import fusing
 from edgespec.policies.routing import RoundRobinRouting
 from edgespec.policies.window import StaticWindow
+from edgespec.policies.wisp import WispBatching
 from edgespec.sim.model.entities import DeviceState, ServerState
 from edgespec.sim.model.stop_model import StopModel
 from edgespec.sim.setup import resolve, sources
-from edgespec.sim.setup.build import (
-    BuiltRun,
-    Policies,
-    build_acceptance,
-    build_fleet,
-    build_lengths,
-    build_policies,
-    build_run,
-    build_stop_model,
-    build_trace,
-)
+from edgespec.sim.setup.build import BuiltRun, Policies, build_fleet, build_policies, build_run
 from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
 from edgespec.sim.setup.workload import bundled_traces
+from edgespec.sim.simulator import simulate
+from tests.sim import parts
 from tests.sim.helpers import tiny_scenario
 from tests.sim.test_stop_predictor import features
 from tests.sim.test_stop_predictor import scenario as stop_scenario
@@ -66,14 +62,14 @@ def _scenario(case: str, tmp_path: Path) -> Scenario:
 
 
 def _separately(scenario: Scenario, cells: Sequence[int] | None) -> BuiltRun:
-    """The parts as simulate() built them one call at a time, before build_run."""
+    """The parts built one call at a time, fused rounds known from the built window."""
     chosen = build_policies(scenario)
     colocated = fusing(chosen.window, scenario.mode) is not False
-    devices, servers, layout = build_fleet(scenario, cells, colocated)
-    trace = build_trace(scenario)
-    acceptance = build_acceptance(scenario, trace)
-    stop = build_stop_model(scenario, chosen, trace, acceptance)
-    lengths = build_lengths(scenario)
+    devices, servers, layout = parts.build_fleet(scenario, cells, colocated)
+    trace = parts.build_trace(scenario)
+    acceptance = parts.build_acceptance(scenario, trace)
+    stop = parts.build_stop_model(scenario, chosen, trace, acceptance)
+    lengths = parts.build_lengths(scenario)
     return BuiltRun(chosen, devices, servers, layout, trace, acceptance, lengths, stop)
 
 
@@ -112,7 +108,8 @@ def test_build_run_gives_the_parts_of_the_separate_builds(
     case: str, cells: list[int] | None, tmp_path: Path
 ) -> None:
     scenario = _scenario(case, tmp_path)
-    run, alone = build_run(scenario, cells=cells), _separately(scenario, cells)
+    run = build_run(resolve.resolve(scenario), cells=cells)
+    alone = _separately(scenario, cells)
     for kind in ("routing", "batching", "window", "stop"):
         assert type(getattr(run.policies, kind)) is type(getattr(alone.policies, kind))
     assert getattr(run.policies.batching, "estimator", None) == getattr(
@@ -158,7 +155,7 @@ def test_build_run_loads_each_named_file_once(
     profiles = _counting(monkeypatch, wisp, "load_wisp_coefficients")
     traces = _counting(monkeypatch, sources, "load_trace")
     costs = _counting(monkeypatch, resolve, "build_cost_model")
-    run = build_run(scenario)
+    run = build_run(resolve.resolve(scenario))
     assert profiles == ["a100-qwen3-32b"]
     bundled = [str(p) for p in bundled_traces()]
     assert sorted(traces) == sorted([str(trace), *bundled])  # the workload, the pool
@@ -169,7 +166,7 @@ def test_build_run_loads_each_named_file_once(
 def test_building_from_a_resolved_scenario_loads_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     scenario = scenario_from_dict(tiny_scenario(mode="fused"), [WISP])
     resolved = resolve.resolve(scenario, colocated=True)
-    assert resolved.policies is not None and resolved.policies.batching.params["a_s"] > 0
+    assert resolved.policies.batching.params["a_s"] > 0
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("loaded while building")
@@ -184,23 +181,72 @@ def test_building_from_a_resolved_scenario_loads_nothing(monkeypatch: pytest.Mon
         monkeypatch.setattr(module, name, refuse)
     devices, servers, _ = build_fleet(resolved)
     assert len(devices) == 12 and all(s.draft_cost is not None for s in servers)
-    with pytest.raises(ValueError, match="resolved with colocated=True, not False"):
-        build_fleet(resolved, None, False)
+    run = build_run(resolved)
+    assert len(run.devices) == 12 and isinstance(run.policies.batching, WispBatching)
 
 
-def test_a_run_with_its_own_policies_does_not_resolve_the_scenarios() -> None:
-    """A wisp batching the scenario cannot resolve (no coefficients anywhere) is never
-    read when the run brings its own policies, as before build_run."""
+@pytest.mark.parametrize(
+    ("mode", "window", "colocated"),
+    [
+        ("distributed", "{name: static, params: {gamma: 3}}", False),
+        ("distributed", "{name: static, params: {gamma: 3, fused: true}}", True),
+        ("distributed", "{name: dynamic}", False),
+        ("distributed", "{name: awc}", True),
+        ("fused", "{name: static, params: {gamma: 3}}", True),
+        ("centralized", "{name: awc}", False),
+    ],
+)
+def test_whether_servers_get_a_colocated_draft_is_known_from_the_spec(
+    mode: str, window: str, colocated: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Resolving decides co-located drafts before any policy object exists: building a
+    window policy while resolving is refused here."""
+    scenario = scenario_from_dict(tiny_scenario(mode=mode), [f"policies.window={window}"])
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a policy built while resolving")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(registry, "build_policy", refuse)
+        resolved = resolve.resolve(scenario)
+    assert resolved.colocated is colocated
+    run = build_run(resolved)
+    assert (fusing(run.policies.window, mode) is not False) == colocated
+    assert all((s.draft_cost is not None) == colocated for s in run.servers)
+
+
+def test_a_window_policy_registered_without_its_fusing_gets_colocated_drafts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(registry.WINDOW, "mine", lambda: StaticWindow(2))
+    scenario = scenario_from_dict(tiny_scenario(), ["policies.window={name: mine}"])
+    assert resolve.resolve(scenario).colocated is True
+
+
+def test_brought_policies_that_may_fuse_need_colocated_drafts() -> None:
+    scenario = scenario_from_dict(tiny_scenario())
+    own = replace(build_policies(scenario), window=StaticWindow(3, fused=True))
+    with pytest.raises(ValueError) as error:
+        build_run(resolve.resolve(scenario), own)
+    assert str(error.value) == (
+        "window policy StaticWindow(gamma=3, fused=True) may run fused rounds: resolve the "
+        "scenario with colocated=True"
+    )
+    run = build_run(resolve.resolve(scenario, colocated=True), own)
+    assert run.policies is own and all(s.draft_cost is not None for s in run.servers)
+
+
+def test_a_scenario_whose_policies_cannot_resolve_is_refused_with_brought_policies() -> None:
+    """Resolving runs whole: a wisp batching without coefficients anywhere is an error
+    even for a run that brings its own policies."""
     scenario = scenario_from_dict(tiny_scenario(), ["policies.batching.name=wisp"])
-    with pytest.raises(ConfigError, match="wisp batching needs Eq. 19 coefficients"):
-        build_run(scenario)
     own = Policies(
         RoundRobinRouting(),
         build_policies(scenario_from_dict(tiny_scenario())).batching,
         StaticWindow(3),
     )
-    run = build_run(scenario, own)
-    assert run.policies is own and all(s.draft_cost is None for s in run.servers)
+    with pytest.raises(ConfigError, match="wisp batching needs Eq. 19 coefficients"):
+        simulate(scenario, policies=own)
 
 
 @pytest.mark.parametrize(

@@ -103,7 +103,7 @@ def test_validation_errors_name_the_field(
     [
         (
             ["policies.window.name=adaptive"],
-            "config field 'policies.window': unknown window policy 'adaptive'",
+            "config field 'policies.window.name': unknown window policy 'adaptive'",
         ),
         (
             ["policies.batching={name: lab, params: {ratio: 2}}"],

@@ -10,10 +10,10 @@ import pytest
 
 from edgespec.config import ConfigError
 from edgespec.core.wireless import WirelessCell, draw_channels
-from edgespec.sim.setup.build import build_entities
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
+from tests.sim.parts import build_entities
 
 WIRELESS = ["links.wan.wireless={bandwidth_hz: 2000000.0, radius_m: 400.0}"]
 

@@ -1,0 +1,46 @@
+"""Config loading: YAML (plus ``key.path=value`` overrides) into frozen dataclasses.
+
+Validation happens once, here, and every error names the offending field by its full
+path (``servers[0].count``); an unknown field's error ends with the closest known field
+(``(did you mean 'count'?)``). Loaded configs are frozen: nothing mutates them at run time.
+Config dataclasses may define ``validate(self) -> None`` for cross-field checks; it is
+called after construction and its ``ValueError`` is reported against the section.
+
+Modules, by responsibility: :mod:`.errors` (the errors, each at its field),
+:mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL files),
+:mod:`.convert` (a mapping into a dataclass), :mod:`.spec` (:class:`PolicySpec`).
+"""
+
+from edgespec.config.convert import from_dict, load_config
+from edgespec.config.errors import (
+    ConfigError,
+    ConfigFileError,
+    OverrideError,
+    RecordError,
+    at_field,
+)
+from edgespec.config.files import read_jsonl, read_yaml
+from edgespec.config.overrides import (
+    apply_overrides,
+    key_path,
+    overrides_from_flags,
+    parse_override,
+)
+from edgespec.config.spec import PolicySpec
+
+__all__ = [
+    "ConfigError",
+    "ConfigFileError",
+    "OverrideError",
+    "PolicySpec",
+    "RecordError",
+    "apply_overrides",
+    "at_field",
+    "from_dict",
+    "key_path",
+    "load_config",
+    "overrides_from_flags",
+    "parse_override",
+    "read_jsonl",
+    "read_yaml",
+]

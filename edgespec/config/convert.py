@@ -1,0 +1,146 @@
+"""A mapping into a frozen config dataclass, by its type hints: every value converted and
+checked against its field's type, an unknown field named with the closest known one, the
+dataclass's own ``validate()`` run after construction."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from edgespec.config.errors import ConfigError
+from edgespec.config.files import read_yaml
+from edgespec.config.overrides import apply_overrides
+from edgespec.errors import did_you_mean
+
+T = TypeVar("T")
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _describe(value: object) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _convert(tp: Any, value: Any, path: str) -> Any:
+    """``value`` as config type ``tp`` (at ``path`` for its errors)."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        return _convert_union(tp, value, path)
+    if origin is Literal:
+        if value not in typing.get_args(tp):
+            raise ConfigError(path, f"must be one of {list(typing.get_args(tp))}, got {value!r}")
+        return value
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return from_dict(tp, value, path)
+    if origin in (tuple, Sequence) or tp is tuple:
+        return _convert_sequence(tp, value, path)
+    if origin in (dict, Mapping) or tp is dict:
+        return _convert_mapping(tp, value, path)
+    return _convert_scalar(tp, value, path)
+
+
+def _convert_union(tp: Any, value: Any, path: str) -> Any:
+    args = typing.get_args(tp)
+    if value is None and type(None) in args:
+        return None
+    errors = []
+    options = [a for a in args if a is not type(None)]
+    for option in options:
+        try:
+            return _convert(option, value, path)
+        except ConfigError as exc:
+            errors.append(exc)
+    if len(options) == 1:  # Optional[X]: X's own error says what is wrong
+        raise errors[0]
+    raise ConfigError(path, f"{_describe(value)} matches none of {tp}")
+
+
+def _convert_sequence(tp: Any, value: Any, path: str) -> tuple[Any, ...]:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ConfigError(path, f"expected a list, got {_describe(value)}")
+    if origin is tuple and args and args[-1] is not Ellipsis:
+        if len(args) != len(value):
+            raise ConfigError(path, f"expected {len(args)} items, got {len(value)}")
+        return tuple(
+            _convert(a, v, _join(path, i)) for i, (a, v) in enumerate(zip(args, value, strict=True))
+        )
+    item_tp = args[0] if args else Any
+    return tuple(_convert(item_tp, v, _join(path, i)) for i, v in enumerate(value))
+
+
+def _convert_mapping(tp: Any, value: Any, path: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(path, f"expected a mapping, got {_describe(value)}")
+    args = typing.get_args(tp)
+    key_tp, val_tp = args if args else (Any, Any)
+    return types.MappingProxyType(
+        {
+            _convert(key_tp, k, path): _convert(val_tp, v, _join(path, str(k)))
+            for k, v in value.items()
+        }
+    )
+
+
+_SCALARS: dict[Any, tuple[str, Any]] = {
+    bool: ("true/false", lambda v: isinstance(v, bool)),
+    int: ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    float: ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool)),
+    str: ("a string", lambda v: isinstance(v, str)),
+    Path: ("a path", lambda v: isinstance(v, str | Path)),
+}
+"""Each scalar config type: what a value must be, and the check (then converted by the
+type itself: an int given for a float is that float, a string given for a path a Path)."""
+
+
+def _convert_scalar(tp: Any, value: Any, path: str) -> Any:
+    if tp not in _SCALARS:
+        raise ConfigError(path, f"unsupported config type {tp}")
+    expected, accepts = _SCALARS[tp]
+    if not accepts(value):
+        raise ConfigError(path, f"expected {expected}, got {_describe(value)}")
+    return tp(value) if tp in (float, Path) else value
+
+
+def from_dict(cls: type[T], data: Any, path: str = "") -> T:
+    """Build dataclass ``cls`` from a mapping, validating names, types and ranges."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(path, f"expected a mapping, got {_describe(data)}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        hint = did_you_mean(str(unknown[0]), fields)
+        raise ConfigError(_join(path, unknown[0]), f"unknown field; known: {sorted(fields)}{hint}")
+    kwargs: dict[str, Any] = {}
+    for name, field in fields.items():
+        if name in data:
+            kwargs[name] = _convert(hints[name], data[name], _join(path, name))
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise ConfigError(_join(path, name), "required field is missing")
+    try:
+        obj = cls(**kwargs)
+        validate = getattr(obj, "validate", None)
+        if callable(validate):
+            validate()
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise ConfigError(path, str(exc)) from exc
+    return obj
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequence[str] = ()) -> T:
+    """Load ``cls`` from an optional YAML file plus CLI overrides; defaults fill the rest."""
+    data = read_yaml(path) if path is not None else {}
+    return from_dict(cls, apply_overrides(data, overrides))

@@ -1,0 +1,64 @@
+"""Config errors: each names the offending field by its full path (``servers[0].count``),
+or the file and line of a data file's bad record, or the override text at fault."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from edgespec.errors import UserInputError
+
+
+class ConfigError(UserInputError, ValueError):
+    """A config value that is missing, unknown or of the wrong type or range."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path or "<root>"
+        self.message = message  # what is wrong, without the field
+        super().__init__(f"config field '{self.path}': {message}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as it is (its ``__init__`` takes other arguments than ``args``), so one
+        raised in a sweep's worker process reaches the command line whole."""
+        return (_rebuilt, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuilt(cls: type[ConfigError], args: tuple[Any, ...], state: dict[str, Any]) -> ConfigError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
+class ConfigFileError(ConfigError):
+    """A config file that is missing or not readable as what it should hold; the message
+    starts with the file (and line), not with a config field."""
+
+    def __init__(self, where: str, message: str) -> None:
+        self.path, self.message = where, message
+        UserInputError.__init__(self, f"{where}: {message}")
+
+
+def at_field(exc: ConfigError, path: str) -> ConfigError:
+    """``exc``, raised loading what the config field ``path`` names (a preset, a profile
+    file), reported at ``path``: a file's error (:class:`ConfigFileError`: missing, not
+    YAML) keeps its file and line; a field's error keeps its message, not its field (the
+    loader's own name for it, e.g. ``hardware``)."""
+    return ConfigError(path, str(exc) if isinstance(exc, ConfigFileError) else exc.message)
+
+
+class RecordError(ConfigFileError):
+    """A bad record of a data file (a JSONL line): the message starts with ``file:line``,
+    then the record's field when one is at fault; ``path`` is ``file:line.field``."""
+
+    def __init__(self, where: str, message: str, field: str = "") -> None:
+        super().__init__(f"{where}: {field}" if field else where, message)
+        self.path = f"{where}.{field}" if field else where
+
+
+class OverrideError(ConfigError):
+    """A ``key.path=value`` text that is malformed (no ``=``, an empty key segment); the
+    message quotes it whole, after what gave it (an override, ``--sweep``)."""
+
+    def __init__(self, text: str, message: str, what: str = "override") -> None:
+        self.path, self.message = text, message
+        UserInputError.__init__(self, f"{what} {text!r}: {message}")

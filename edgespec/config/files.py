@@ -1,0 +1,59 @@
+"""Config and data files: a YAML mapping and JSONL records, with errors naming the file
+(and line)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from edgespec.config.errors import ConfigFileError, RecordError
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML mapping, with errors that name the file."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigFileError(str(file), "file not found")
+    try:
+        data = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigFileError(*_yaml_problem(file, exc)) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigFileError(str(file), f"top level must be a mapping, got {type(data).__name__}")
+    return data
+
+
+def _yaml_problem(file: Path, exc: yaml.YAMLError) -> tuple[str, str]:
+    """``(file:line:column, what is wrong)`` for a YAML syntax error, on one line."""
+    mark = getattr(exc, "problem_mark", None)
+    if not isinstance(exc, yaml.MarkedYAMLError) or mark is None:
+        return str(file), f"invalid YAML: {' '.join(str(exc).split())}"
+    where = f"{file}:{mark.line + 1}:{mark.column + 1}"
+    problem = f"invalid YAML: {exc.problem}"
+    if exc.context is not None and exc.context_mark is not None:
+        start = exc.context_mark
+        problem += f" ({exc.context} at line {start.line + 1}, column {start.column + 1})"
+    return where, problem
+
+
+def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]]:
+    """Yield ``(where, object)`` for each non-blank line of a JSONL file, ``where`` being
+    ``name:line`` for error messages; a missing file or a bad line is a ConfigFileError."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigFileError(str(file), f"{what} not found")
+    with file.open() as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{file.name}:{line_no}"
+            try:
+                yield where, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RecordError(where, f"invalid JSON: {exc.msg}") from exc

@@ -1,0 +1,110 @@
+"""``key.path=value`` overrides: parsed as YAML values and applied to a config mapping
+(a deep copy; a numeric segment indexes a list), and written from CLI flags."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from edgespec.config.errors import ConfigError, OverrideError
+
+
+def key_path(text: str, key: str, what: str = "override") -> list[str]:
+    """``key`` (stripped) split at dots; an empty key or segment is an OverrideError."""
+    keys = key.strip().split(".")
+    if any(not part.strip() for part in keys):
+        raise OverrideError(text, "empty key segment" if key.strip() else "empty key", what)
+    return keys
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``servers.count=4`` → (['servers', 'count'], 4). Values are parsed as YAML."""
+    key, sep, raw = text.partition("=")
+    if not sep:
+        raise OverrideError(text, "must look like key.path=value")
+    keys = key_path(text, key)
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(key.strip(), f"cannot parse value {raw!r}: {problem}") from exc
+    return keys, value
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """Return a deep copy of ``data`` with each ``key.path=value`` override applied.
+
+    A numeric path segment indexes a list (``devices.0.count=50``); the item must exist.
+    Missing mapping keys are created. An override that switches a policy (a mapping with
+    ``name`` and ``params``, as a :class:`PolicySpec` is written) to another ``name`` drops
+    the old policy's ``params``: the new one starts from its own defaults, plus whatever
+    params the same overrides set for it, before or after its name.
+    """
+    result: dict[str, Any] = _deep_copy(data)
+    applied: list[tuple[list[str], Any]] = []
+    for text in overrides:
+        keys, value = parse_override(text)
+        spec = _at(result, keys[:-1]) if keys[-1] == "name" and len(keys) > 1 else None
+        if isinstance(spec, dict) and "params" in spec and spec.get("name") != value:
+            del spec["params"]
+            params = [*keys[:-1], "params"]
+            for earlier, earlier_value in applied:  # set for the new policy already
+                if earlier[: len(params)] == params:
+                    _set(result, earlier, earlier_value)
+        _set(result, keys, value)
+        applied.append((keys, value))
+    return result
+
+
+def _at(node: Any, keys: Sequence[str]) -> Any:
+    """The value at ``keys`` (list items by index), or ``None`` where there is none."""
+    for key in keys:
+        if isinstance(node, list) and key.isascii() and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        elif isinstance(node, dict):
+            node = node.get(key)
+        else:
+            return None
+    return node
+
+
+def _set(result: dict[str, Any], keys: Sequence[str], value: Any) -> None:
+    node: Any = result
+    for i, key in enumerate(keys):
+        where = ".".join(keys[: i + 1])
+        last = i == len(keys) - 1
+        if isinstance(node, list):
+            if not (key.isascii() and key.isdigit()) or int(key) >= len(node):
+                raise ConfigError(where, f"list index must be 0..{len(node) - 1}, got {key!r}")
+            if last:
+                node[int(key)] = value
+            else:
+                node = node[int(key)]
+        elif isinstance(node, dict):
+            if last:
+                node[key] = value
+            else:
+                if node.get(key) is None:
+                    node[key] = {}
+                node = node[key]
+        else:
+            raise ConfigError(where, "cannot override inside a value that is not a mapping or list")
+
+
+def overrides_from_flags(values: Mapping[str, Any]) -> list[str]:
+    """``key.path=value`` overrides for the CLI flags that were given (``None`` = not given).
+
+    Values are JSON-encoded, which YAML parses back to the same value.
+    """
+    return [f"{key}={json.dumps(value)}" for key, value in values.items() if value is not None]
+
+
+def _deep_copy(data: Any) -> Any:
+    if isinstance(data, Mapping):
+        return {k: _deep_copy(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_deep_copy(v) for v in data]
+    return data

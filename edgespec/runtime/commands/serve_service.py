@@ -1,0 +1,114 @@
+"""What ``edgespec serve`` builds around its target model: the checks that fail before
+anything loads, the decision head and the verification rules it allows, the co-located
+draft, and the verification service over the loaded target."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def check_before_loading(config: Any, draft_name: str | None, threads: int | None) -> None:
+    """An address the server cannot listen on, or a bad model name or path, fails before
+    anything loads; ``threads`` set for torch."""
+    import torch
+
+    from edgespec.models.registry import resolve_model
+    from edgespec.runtime.wire.ports import ensure_port_free
+
+    ensure_port_free(config.host, config.port)
+    if config.prometheus_port is not None:
+        ensure_port_free(config.host, config.prometheus_port)
+    resolve_model(config.target)
+    if draft_name not in (None, "ngram"):
+        resolve_model(draft_name)
+    if threads is not None:
+        torch.set_num_threads(threads)
+
+
+def semantic_head(config: Any) -> Any:
+    """The decision head ``semantic_head`` names (``None`` without one), read before the
+    model loads; a file that is not a head is a :class:`ConfigError` naming it."""
+    from edgespec.config import ConfigError
+    from edgespec.runtime.server.semantic import load_semantic_head
+
+    if config.semantic_head is None:
+        return None
+    try:
+        return load_semantic_head(config.semantic_head)
+    except ValueError as exc:
+        raise ConfigError("semantic_head", str(exc)) from None
+
+
+def semantic_rules_for(config: Any, head: Any, model: Any) -> Any:
+    """The verification rules the server serves: exact, plus semantic with ``head`` (its
+    widths checked against the target ``model``'s hidden size, or ``model`` itself when it
+    is that size, as on llama.cpp); a mismatch is a :class:`ConfigError`."""
+    from edgespec.config import ConfigError
+    from edgespec.runtime.server.semantic import semantic_rules
+    from edgespec.runtime.server.verification import EXACT_RULES
+
+    if head is None:
+        return EXACT_RULES
+    width = model if isinstance(model, int) else int(model.config.get_text_config().hidden_size)
+    thresholds = config.semantic_thresholds or None
+    try:
+        return semantic_rules(head, thresholds, target_hidden_size=width)
+    except ValueError as exc:
+        raise ConfigError("semantic_head", str(exc)) from None
+
+
+def build_service(
+    config: Any,
+    policy: Any,
+    target: Any,
+    head: Any,
+    draft_name: str | None,
+    window: Any,
+    round_log: Any,
+    verbose: bool,
+    say: Callable[[str], None],
+    log: Callable[[str], None],
+) -> Any:
+    """The verification service over the loaded target: its engine (the verification
+    rules, the sessions the backend can hold) and the co-located draft, if any."""
+    from edgespec.runtime.server.engine import VerificationEngine
+    from edgespec.runtime.server.service import VerificationService
+
+    backend = target.backend
+    if getattr(backend, "inexactness", None) is not None:
+        log(f"LOSSY: batched logits differ from one-at-a-time ones ({backend.inexactness})")
+    rules = semantic_rules_for(config, head, target.hidden_size)
+    max_sessions = config.max_sessions
+    if target.max_sessions is not None and max_sessions > target.max_sessions:
+        max_sessions = target.max_sessions
+        log(f"max_sessions {config.max_sessions} capped to the {max_sessions} llama.cpp sequences")
+    engine = VerificationEngine(
+        backend,
+        config.kv_budget_tokens,
+        max_sessions,
+        rules=rules,
+        prefix_cache=config.prefix_cache,
+    )
+    drafts = _draft_factory(draft_name, backend.vocab_size, verbose, say)
+    return VerificationService(
+        engine, config, policy, drafts, window=window, round_log=round_log, log=log
+    )
+
+
+def _draft_factory(
+    draft_name: str | None, vocab_size: int, verbose: bool, say: Callable[[str], None]
+) -> Callable[[], Any] | None:
+    """What makes the co-located drafter of a fused run (``None`` without ``--draft``)."""
+    from edgespec.models.loading import load_model
+    from edgespec.runtime.edge.draft_backends import make_drafter
+
+    if draft_name is None:
+        return None
+    say(f"loading the draft {draft_name}")
+    model = None if draft_name == "ngram" else load_model(draft_name, verbose=verbose).model
+
+    def factory() -> Any:
+        return make_drafter(draft_name, model, vocab_size)
+
+    return factory

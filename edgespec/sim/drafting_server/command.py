@@ -1,0 +1,62 @@
+"""``edgespec sim`` on a drafting-server scenario (``system: drafting_server``): validate,
+plan, simulate, print the report and write the run folder (``pipeline.json``,
+``scenario.yaml``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from edgespec.errors import UserInputError
+
+PLAIN_ONLY = {
+    "--sweep": "sweep",
+    "--capacity": "capacity",
+    "--shards": "shards",
+    "--rounds": "rounds",
+    "--verbose": "verbose",
+}
+"""Flags of ``edgespec sim`` that a drafting-server run does not take (flag → dest)."""
+
+
+def check_drafting_server_flags(args: argparse.Namespace) -> None:
+    """A flag the drafting-server run would ignore is an error, not silently dropped."""
+    for flag, dest in PLAIN_ONLY.items():
+        value = getattr(args, dest, None)
+        if value is not None and value is not False:
+            raise UserInputError(
+                f"{flag} does not apply to a drafting-server scenario (system: "
+                "drafting_server): it runs once, as a plain run"
+            )
+
+
+def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any]) -> int:
+    """Run the scenario mapping ``data`` (overrides applied); print; write ``--out``."""
+    from rich.console import Console
+
+    from edgespec.sim.drafting_server.build import run_pipeline
+    from edgespec.sim.drafting_server.report import report_lines, run_record
+    from edgespec.sim.drafting_server.scenario import pipeline_scenario_from_dict
+
+    check_drafting_server_flags(args)
+    scenario = pipeline_scenario_from_dict(data)  # validate once, before any run
+    started = time.perf_counter()
+    run = run_pipeline(scenario)
+    wall_s = time.perf_counter() - started
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out: Path = args.out or Path("runs") / f"{scenario.name}-{stamp}"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "pipeline.json").write_text(json.dumps(run_record(run), indent=2) + "\n")
+    (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    console = Console()
+    for line in report_lines(run):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+    console.print(
+        f"simulated in {wall_s:.2f} s wall → {out}", highlight=False, markup=False, soft_wrap=True
+    )
+    return 0

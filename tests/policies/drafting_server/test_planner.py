@@ -1,0 +1,72 @@
+"""Problem P (Zhu Eq. 24): the planner's choices and its named baselines."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edgespec.policies.drafting_server.batching import dp_batches
+from edgespec.policies.drafting_server.latency import inference_latency_s
+from edgespec.policies.drafting_server.planner import PipelinePlanner, observe_tasks
+from tests.policies.drafting_server.helpers import paper_costs
+
+
+def drawn(num_tasks: int, seed: int = 0) -> tuple[list[int], list[int]]:
+    rng = np.random.default_rng(seed)
+    return rng.integers(1, 513, num_tasks).tolist(), rng.integers(1, 2049, num_tasks).tolist()
+
+
+def test_speculation_length_is_the_enumerated_minimum() -> None:
+    costs = paper_costs()
+    inputs, outputs = drawn(12)
+    obs = observe_tasks(inputs, outputs, [6.0] * 12, 20e6)
+    plan = PipelinePlanner(costs, max_spec_len=4).plan(obs)
+    out = max(outputs)
+    per_l = [dp_batches(costs, obs.tasks, n, output_len=out)[1] for n in range(1, 5)]
+    assert plan.spec_len == 1 + int(np.argmin(per_l))
+    assert plan.planned_inference_s == pytest.approx(min(per_l))
+    # FSL: the length is fixed.
+    assert PipelinePlanner(costs, spec_len=3).plan(obs).spec_len == 3
+
+
+def test_paper_scale_reference_numbers() -> None:
+    # (TinyLlama-1.1B, LLaMA-7B), α = 0.8, K = 100, every task O_max = 2048 (the DP's
+    # assumption): l = 1 is best, about 154 s, and SD without pipeline about 235 s
+    # (SEED-NOTES §2.4 [D]: 154 s and 236 s).
+    inputs, _ = drawn(100)
+    obs = observe_tasks(inputs, [2048] * 100, [6.0] * 100, 20e6)
+    plan = PipelinePlanner(paper_costs()).plan(obs)
+    assert plan.spec_len == 1
+    assert 145 < plan.planned_inference_s < 165
+    sequential = PipelinePlanner(paper_costs(), pipelined=False).plan(obs)
+    assert 1.4 < sequential.planned_inference_s / plan.planned_inference_s < 1.6
+    assert inference_latency_s(
+        paper_costs(), obs.tasks, plan.batches, plan.spec_len
+    ) == pytest.approx(plan.planned_inference_s)
+
+
+def test_baselines_are_configurations() -> None:
+    costs = paper_costs()
+    inputs, outputs = drawn(10, seed=3)
+    obs = observe_tasks(inputs, outputs, [2.0, 8.0] * 5, 20e6)
+    best = PipelinePlanner(costs).plan(obs)
+    for kwargs in ({"batching": "max"}, {"batching": "static"}, {"batching": "heuristic"}):
+        other = PipelinePlanner(costs, **kwargs).plan(obs)  # type: ignore[arg-type]
+        assert other.planned_inference_s >= best.planned_inference_s * (1 - 1e-9)
+    single = PipelinePlanner(costs, batching="none").plan(obs)
+    assert single.batches == tuple((k,) for k in np.argsort(inputs, kind="stable"))
+    static = PipelinePlanner(costs, batching="static", static_batch_size=4).plan(obs)
+    assert [len(b) for b in static.batches] == [4, 4, 2]
+    uniform = PipelinePlanner(costs, bandwidth="uniform").plan(obs)
+    assert uniform.shares == (0.1,) * 10 and uniform.upload_s > best.upload_s
+    assert sum(best.shares) == pytest.approx(1.0)
+    assert best.planned_total_s == best.planned_inference_s + best.upload_s
+
+
+def test_bad_configuration_is_refused() -> None:
+    with pytest.raises(ValueError, match="batching must be one of"):
+        PipelinePlanner(paper_costs(), batching="greedy")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="one input length, output bound and efficiency"):
+        observe_tasks([1, 2], [3], [1.0, 1.0], 1e6)
+    with pytest.raises(ValueError, match="at least one task"):
+        observe_tasks([], [], [], 1e6)

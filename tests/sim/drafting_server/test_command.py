@@ -1,0 +1,62 @@
+"""``edgespec sim`` on a drafting-server scenario: the bundled one by name, overrides, the
+run folder, and the flags it does not take."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgespec.cli import main
+
+FAST = ["pipeline.num_users=5", "pipeline.max_output_tokens=100", "pipeline.planner.max_spec_len=2"]
+
+
+def test_the_bundled_scenario_runs_and_writes_its_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert main(["sim", "zhu-pipeline", *FAST, "--quiet", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("zhu-pipeline: 5 users, tinyllama-1.1b drafting on the SBS")
+    assert "T_inf analytic" in printed and f"→ {out}" in printed
+    record = json.loads((out / "pipeline.json").read_text())
+    analytic, simulated = record["analytic"], record["simulated"]
+    assert simulated["makespan_s"] == pytest.approx(analytic["total_s"], rel=1e-9)
+    assert len(record["tasks"]) == 5 and record["plan"]["spec_len"] in (1, 2)
+    ran = yaml.safe_load((out / "scenario.yaml").read_text())
+    assert ran["pipeline"]["num_users"] == 5  # the overrides applied
+
+
+def test_a_file_that_says_its_system_is_a_drafting_server_scenario(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "mine.yaml"
+    data = {"name": "mine", "system": "drafting_server", "pipeline": {"num_users": 3}}
+    path.write_text(yaml.safe_dump(data))
+    args = ["sim", str(path), "pipeline.max_output_tokens=50", "--out", str(tmp_path / "o")]
+    assert main([*args, "pipeline.verifier.policy.name=fcfs"]) == 0
+    assert "batching policy 'fcfs'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--rounds"], "--rounds does not apply to a drafting-server scenario"),
+        (["--sweep", "seed=1,2"], "--sweep does not apply to a drafting-server scenario"),
+        (["--verbose"], "--verbose does not apply to a drafting-server scenario"),
+    ],
+)
+def test_flags_it_does_not_take_are_errors(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sim", "zhu-pipeline", *flags, "--quiet"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_bad_override_names_its_field(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sim", "zhu-pipeline", "pipeline.alpha=2", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "config field 'pipeline.alpha': must be in [0, 1], got 2.0" in err
