@@ -172,6 +172,7 @@ def test_train_command_argument_errors(
     path = tmp_path / "d.npz"
     synthetic().save(path)
     args = ["train", "wisv", "--data", str(path), "--out-dir", str(tmp_path / "o"), *extra]
+    status: int | str | None
     try:
         status = main(args)
     except SystemExit as usage_error:  # the shared training flags are checked by argparse
