@@ -146,6 +146,21 @@ class ClaimRow:
         return f"direction {mark(self.direction_ok)}, magnitude {magnitude}"
 
 
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Where the paper itself is wrong or rests on its simulator's simplification (REPORT.md's
+    *Findings*): the claims it concerns, its class, what the run shows and which run shows
+    it (the rows, a file of the run folder)."""
+
+    claims: str
+    cause: Cause
+    line: str
+    shown_by: str
+
+    def markdown(self) -> str:
+        return f"- **{self.claims}** ({self.cause.value}): {self.line} Shown by: {self.shown_by}."
+
+
 _UNEXPLAINED = (Outcome.HOLDS, Outcome.NOT_JUDGED, Outcome.SETTING)
 """Outcomes that need no cause: nothing failed, nothing was judged, or nothing could be."""
 
@@ -234,10 +249,12 @@ def write_report(
     files: Sequence[str],
     *,
     quick: bool = False,
+    findings: Sequence[Finding] = (),
 ) -> None:
     """REPORT.md: the command, the headline counts, the claims table with each miss's cause,
-    the chosen inputs with their reasons, and the files (scenarios, plots, raw results)
-    beside it. ``quick``: the rows come from a ``--quick`` run, and the header says so."""
+    the findings (where given), the chosen inputs with their reasons, and the files
+    (scenarios, plots, raw results) beside it. ``quick``: the rows come from a ``--quick``
+    run, and the header says so."""
     unexplained = sum(1 for r in rows if r.why.startswith(UNKNOWN_CAUSE))
     parts = [f"# {title}", "", f"Command: `{command}`", ""]
     if quick:
@@ -249,6 +266,18 @@ def write_report(
         "",
         markdown_table(rows),
         "",
+    ]
+    if findings:
+        parts += [
+            "## Findings",
+            "",
+            "Where the paper's number rests on its simulator's simplification or the paper is "
+            "inconsistent with itself, each with the run that shows it.",
+            "",
+            *[f.markdown() for f in findings],
+            "",
+        ]
+    parts += [
         "## Inputs the paper does not state, chosen once for every claim",
         "",
         *[f"- **{name}**: {why}" for name, why in choices],

@@ -12,6 +12,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.jobs import run_all
     from edgespec.reproduce.printed import print_claims
+    from edgespec.reproduce.zhu.causes import findings
     from edgespec.reproduce.zhu.claims import all_rows
     from edgespec.reproduce.zhu.events import AcceptanceJob, events_summary
     from edgespec.reproduce.zhu.exhaustive import SHORT_OUTPUT, GapJob, gap_summary
@@ -52,7 +53,16 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         + "\n"
     )
     title = "Zhu et al. (seed 001) reproduced" + (" — quick" if quick else "")
-    write_report(out / "REPORT.md", title, command, rows, CHOICES, ["results.json"], quick=quick)
+    write_report(
+        out / "REPORT.md",
+        title,
+        command,
+        rows,
+        CHOICES,
+        ["results.json"],
+        quick=quick,
+        findings=findings(setup),
+    )
     with (out / "REPORT.md").open("a") as report:
         lines = gap_summary(gaps, plan.exhaustive_users) + events_summary(events)
         report.write("\n" + "\n".join(lines) + "\n")
