@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -180,10 +182,28 @@ def load_training_records() -> list[Any]:
     return read_trace(path)
 
 
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Torch on one intra-op thread inside, the caller's count restored after: the study's
+    training sums in the same order whoever calls it (the CLI pins one thread, a test or a
+    library caller may not), so the same seed gives the same predictors."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_predictor_claims(plan: PredictorPlan, rule: LateRule) -> dict[str, Any]:
     """What W6, W7 and W10 are computed from, WISP's batching under the late-request
-    ``rule`` (W8's runs are :func:`edgespec.reproduce.wisp.table6.run_table6`)."""
-    study = run_study(load_training_records(), plan.study)
+    ``rule`` (W8's runs are :func:`edgespec.reproduce.wisp.table6.run_table6`). Seeded end
+    to end: the request split, the searches and the training by ``plan.study.seed``, in one
+    torch thread; the simulated runs by the setup's seed."""
+    with one_torch_thread():
+        study = run_study(load_training_records(), plan.study)
     point = stand_in(study)
     acceptance = [acceptance_row(plan, model, point, rule) for model in TABLE_5_OFF]
     return {"study": study, "point": point, "acceptance": acceptance}

@@ -70,3 +70,18 @@ def test_table_6_drafting_speed_by_hand() -> None:
     assert speed.profile()["c_s"] == speed.draft_pass_s
     name, text = speed.choice()
     assert name == "W8 drafting speed" and text.startswith("11.80 tok/s per device (84.7 ms")
+
+
+def test_the_study_trains_in_one_torch_thread_whoever_calls_it() -> None:
+    import torch
+
+    from edgespec.reproduce.wisp.predictor import one_torch_thread
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with one_torch_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2  # the caller's count is back
+    finally:
+        torch.set_num_threads(before)
