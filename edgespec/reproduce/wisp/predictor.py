@@ -82,7 +82,7 @@ class PredictorPlan:
 
     @staticmethod
     def quick() -> PredictorPlan:
-        study = StudySettings(mlp_trials=1, mlp_max_epochs=8, tree_trials=1, latency_calls=50)
+        study = StudySettings(mlp_trials=1, mlp_max_epochs=8, tree_trials=1, latency_calls=10)
         setup = replace(WispSetup(), duration_s=60.0, ramp_s=5.0, mean_output_tokens=60)
         return PredictorPlan(study, setup, 4, (2, 16))
 

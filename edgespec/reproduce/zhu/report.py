@@ -40,18 +40,9 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     gaps = {out: rest[i * n : (i + 1) * n] for i, out in enumerate(outputs)}
     events = rest[len(outputs) * n :]
     rows = all_rows(draws, setup, plan, quick)
-    (out / "results.json").write_text(
-        json.dumps(
-            {
-                "setup": setup.to_dict(),
-                "draws": draws,
-                "dp_gaps": {str(o): g for o, g in gaps.items()},
-                "events": events,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    results_json = {"setup": setup.to_dict(), "draws": draws, "events": events}
+    results_json["dp_gaps"] = {str(o): g for o, g in gaps.items()}
+    (out / "results.json").write_text(json.dumps(results_json, indent=2) + "\n")
     title = "Zhu et al. (seed 001) reproduced" + (" — quick" if quick else "")
     write_report(
         out / "REPORT.md",

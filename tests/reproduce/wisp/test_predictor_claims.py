@@ -11,15 +11,9 @@ from edgespec.learn.stop.study import PredictorResult, StopStudy, StudySettings,
 from edgespec.metrics import SystemMetrics, summarize
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.wisp.predictor import AcceptanceRow
-from edgespec.reproduce.wisp.predictor_claims import (
-    TREES,
-    theorem_row,
-    w6_rows,
-    w7_rows,
-    w8_rows,
-    w10_rows,
-)
+from edgespec.reproduce.wisp.predictor_claims import w7_rows, w8_rows
 from edgespec.reproduce.wisp.setup import WispSetup
+from edgespec.reproduce.wisp.study_claims import TREES, theorem_row, w6_rows, w10_rows
 from edgespec.reproduce.wisp.table6 import Table6Results
 
 
