@@ -52,7 +52,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         CHOICES,
         ["results.json"],
         quick=quick,
-        findings=findings(setup),
+        findings=findings(setup, draws),
     )
     with (out / "REPORT.md").open("a") as report:
         lines = gap_summary(gaps, plan.exhaustive_users) + events_summary(events)

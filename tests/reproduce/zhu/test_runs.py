@@ -35,6 +35,7 @@ def test_report_lists_every_claim_and_the_dp_gap(quick: tuple[Path, list[ClaimRo
     assert "## Findings" in report
     assert "- **Z3 (Fig. 8)** (the paper is inconsistent with itself): " in report
     assert "- **Z4 (Fig. 9)** (the paper is inconsistent with itself): " in report
+    assert "from -30 dB to -60 dB: (LLaMA-68M, LLaMA-7B) " in report
     assert "| expected, Eq. 7 (the paper) |" in report and "| +0.00% |" in report
     results = json.loads((out / "results.json").read_text())
     assert len(results["draws"]) == ZhuPlan.quick().draws
