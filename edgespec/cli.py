@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from edgespec import __version__
 from edgespec.errors import UserInputError
+from edgespec.reproduce.command import PAPERS
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -58,7 +59,6 @@ class Group:
 
 
 SIM_BENCH = "edgespec.sim.commands.bench"
-PAPERS = "edgespec.reproduce.command"
 GROUPS: dict[str, Group] = {
     "bench": Group(
         "target",
@@ -80,28 +80,7 @@ GROUPS: dict[str, Group] = {
     "reproduce": Group(
         "seed",
         "PAPER",
-        {
-            "wisp": (PAPERS, "WISP (seed 000): SLO-aware batching, the rejection predictor"),
-            "dsd": (PAPERS, "DSD (seed 004): DSD-Sim, adaptive window control"),
-            "zhu": (PAPERS, "Zhu et al. (seed 001): pipelined SD over an edge drafting server"),
-            "wisv": (PAPERS, "WISV (seed 003): CSI-aware semantic verification, simulated"),
-            "wisp-serving": (
-                "edgespec.reproduce.wisp.serving",
-                "WISP's batching vs FCFS vs SLED on the real server, drafter processes",
-            ),
-            "dsd-real-pair": (
-                "edgespec.reproduce.dsd.real_pair",
-                "DSD's window policies on the real pair over an emulated link",
-            ),
-            "wisv-real-pair": (
-                PAPERS,
-                "WISV's semantic verification on the real pair: answers vs threshold, latency",
-            ),
-            "wisv-heldout": (
-                PAPERS,
-                "WISV's shipped default on the real pair: held-out answers and speed vs exact SD",
-            ),
-        },
+        {name: (paper.module, paper.help) for name, paper in PAPERS.items()},
     ),
     "data": Group(
         "what",

@@ -17,16 +17,18 @@ def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None
         assert name in out
 
 
-def test_seed_not_reproduced_yet_says_so_and_fails(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every seed is reproduced now; a paper registered without a reproduction still says so."""
-    from edgespec.reproduce.command import PAPERS
+def test_every_reproduction_is_registered_in_one_shape() -> None:
+    """``edgespec reproduce``'s choices are the registry's; each runs claims or a command."""
+    from edgespec.reproduce.command import PAPERS, Reproduction
 
-    assert all(load is not None for load in PAPERS.values())
-    monkeypatch.setitem(PAPERS, "wisv", None)
-    assert main(["reproduce", "wisv"]) == 2
-    assert capsys.readouterr().err == "edgespec reproduce wisv: not reproduced yet\n"
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    reproduce = sub.choices["reproduce"]
+    group = next(a for a in reproduce._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(group.choices) == list(PAPERS)
+    assert {n for n, p in PAPERS.items() if p.command} == {"wisp-serving", "dsd-real-pair"}
+    with pytest.raises(ValueError, match="either claims or a command of its own"):
+        Reproduction("neither")
 
 
 def test_wisv_without_the_heads_table_names_the_command_that_makes_it(

@@ -112,7 +112,7 @@ def test_the_server_and_drafter_configs_switch_the_same_way(tmp_path: Any) -> No
             ["policies.batching={name: wisp, params: {profile: a100-qwen3-32b, delta: 1}}"],
             "config field 'policies.batching.params': batching policy 'wisp' has no "
             "parameter(s) ['delta']; known: ['a_s', 'b_compute_s', 'b_read_s', 'c_s', "
-            "'guard_s', 'profile']",
+            "'guard_s', 'profile', 'work_conserving']",
         ),
         (
             ["stop_predictor={policy: {name: mlp, params: {cutoff: 0.5}}}"],

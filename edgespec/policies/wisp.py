@@ -15,7 +15,13 @@ queued verification i gets
 Requests with t ≥ LST_i are *critical* and go first in deadline order (EDF); the rest
 follow by decreasing utility (ties: the oldest first). Both loops add while FEASIBLEADD
 holds (memory, the host's batch size and token limits, and t + T̂(B′) ≤ min deadline over
-B′) and stop at the first request that does not fit, as Algorithm 1 does (no skipping).
+B′) and stop at the first request that does not fit, as Algorithm 1 is printed (no
+skipping).
+
+**Work-conserving variant** (``work_conserving=True``, a reading the paper does not print):
+each loop skips a request that does not fit and tries the next, so the batch takes every
+queued request FEASIBLEADD admits, in the same order. Table 1 may come from either reading
+(SEED-NOTES §1.4; ``edgespec reproduce wisp`` runs both).
 
 Two rules the paper leaves open (SEED-NOTES §1.4 items 7–8):
 
@@ -65,10 +71,12 @@ class _Batch:
 
 @dataclass(frozen=True, slots=True)
 class WispBatching:
-    """Algorithm 1 over the fitted estimator ``estimator`` with guard ``guard_s`` (δ)."""
+    """Algorithm 1 over the fitted estimator ``estimator`` with guard ``guard_s`` (δ);
+    ``work_conserving``: skip a request that does not fit instead of stopping there."""
 
     estimator: WispCoefficients
     guard_s: float = DEFAULT_GUARD_S
+    work_conserving: bool = False
 
     def __post_init__(self) -> None:
         if not self.guard_s >= 0 or math.isinf(self.guard_s):
@@ -101,6 +109,12 @@ class WispBatching:
         rest.sort(key=lambda item: (item[0], item[1], item[2]))
         late.sort(key=lambda item: (item[0], item[1]))
         batch = _Batch([])
+        if self.work_conserving:  # every request FEASIBLEADD admits, in the same order
+            for e in (e for _, _, e in late):
+                self._feasible_add(batch, e, now_s, limits, False)
+            for e in (*(e for _, _, e in critical), *(e for *_, e in rest)):
+                self._feasible_add(batch, e, now_s, limits, True)
+            return BatchPlan(tuple(batch.ids), reason="wisp")
         # The late, the critical and the utility loop in turn, each stopping at the first
         # request that does not fit, and nothing after it (no skipping past a late one).
         if self._fill(batch, [e for _, _, e in late], now_s, limits, False) and self._fill(
@@ -153,8 +167,16 @@ class WispBatching:
 
 
 def wisp_batching(
-    *, a_s: float, b_compute_s: float, b_read_s: float, c_s: float, guard_s: float = DEFAULT_GUARD_S
+    *,
+    a_s: float,
+    b_compute_s: float,
+    b_read_s: float,
+    c_s: float,
+    guard_s: float = DEFAULT_GUARD_S,
+    work_conserving: bool = False,
 ) -> WispBatching:
     """Registry factory: ``WispBatching`` from Eq. 19's four coefficients (a host turns a
-    ``profile`` parameter into them) and δ."""
-    return WispBatching(WispCoefficients(a_s, b_compute_s, b_read_s, c_s), guard_s)
+    ``profile`` parameter into them), δ and the reading (printed or work-conserving)."""
+    if not isinstance(work_conserving, bool):
+        raise ValueError(f"work_conserving must be true or false, got {work_conserving!r}")
+    return WispBatching(WispCoefficients(a_s, b_compute_s, b_read_s, c_s), guard_s, work_conserving)

@@ -1,19 +1,30 @@
-"""``edgespec reproduce PAPER [--quick]``: re-run a paper's claims and compare.
+"""``edgespec reproduce NAME``: every reproduction, registered in one shape (:data:`PAPERS`).
 
-Writes ``runs/reproduce-PAPER-<time>/`` (REPORT.md, the scenario files it ran, plots,
-results.json) and prints the claims table. Each paper is a package beside this module
-(``wisp/``, ``dsd/``, ``zhu/``, ``wisv/``) whose ``report.reproduce`` runs its claims
-through the shared framework (:mod:`edgespec.reproduce.claims`); a paper not reproduced
-yet exits with status 2.
+A :class:`Reproduction` is one ``edgespec reproduce NAME``: its help line and how it runs.
+Two kinds share the shape:
+
+* a paper's claims in the simulator (``claims``: the module of its
+  ``report.reproduce(out, quick=..., workers=..., progress=..., command=...)``), run with
+  this module's shared flags (``--quick --out --workers --quiet``): it writes
+  ``runs/reproduce-NAME-<time>/`` (REPORT.md, the scenario files it ran, plots,
+  results.json) and prints the claims table; each paper is a package beside this module
+  whose report runs its claims through the shared framework
+  (:mod:`edgespec.reproduce.claims`);
+* a paper's system on the real runtime with flags of its own (``command``: a module with
+  ``add_arguments(parser)`` and ``run(args) -> int``).
+
+The CLI builds ``edgespec reproduce``'s choices from :data:`PAPERS` (imported when chosen,
+so ``edgespec --help`` stays fast).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,61 +32,72 @@ from edgespec.arguments import add_quiet, add_workers
 
 
 class Reproduce(Protocol):
-    """A paper's reproduction: run its claims into ``out``, print and return the rows."""
+    """A paper's claims: run them into ``out``, print and return the rows."""
 
     def __call__(
         self, out: Path, *, quick: bool, workers: int, progress: bool, command: str
     ) -> list[Any]: ...
 
 
-def _wisp() -> Reproduce:
-    from edgespec.reproduce.wisp.report import reproduce
+@dataclass(frozen=True, slots=True)
+class Reproduction:
+    """One ``edgespec reproduce NAME``: ``claims`` (the module whose ``reproduce`` runs a
+    paper's claims under the shared flags) or ``command`` (a module with its own
+    ``add_arguments`` and ``run``), exactly one of them."""
 
-    return reproduce
+    help: str
+    claims: str = ""
+    command: str = ""
 
+    def __post_init__(self) -> None:
+        if bool(self.claims) == bool(self.command):
+            raise ValueError("a reproduction runs either claims or a command of its own")
 
-def _dsd() -> Reproduce:
-    from edgespec.reproduce.dsd.report import reproduce
-
-    return reproduce
-
-
-def _zhu() -> Reproduce:
-    from edgespec.reproduce.zhu.report import reproduce
-
-    return reproduce
-
-
-def _wisv() -> Reproduce:
-    from edgespec.reproduce.wisv.report import reproduce
-
-    return reproduce
+    @property
+    def module(self) -> str:
+        """The module whose ``add_arguments`` and ``run`` the CLI calls."""
+        return self.command or __name__
 
 
-def _wisv_real() -> Reproduce:
-    from edgespec.reproduce.wisv.real_pair.report import reproduce
-
-    return reproduce
-
-
-def _wisv_heldout() -> Reproduce:
-    from edgespec.reproduce.wisv.real_pair.heldout import reproduce
-
-    return reproduce
-
-
-# Paper → its reproduction (imported when chosen); None: not reproduced yet.
-PAPERS: dict[str, Callable[[], Reproduce] | None] = {
-    "wisp": _wisp,
-    "dsd": _dsd,
-    "zhu": _zhu,
-    "wisv": _wisv,
-    "wisv-real-pair": _wisv_real,
-    "wisv-heldout": _wisv_heldout,
+PAPERS: dict[str, Reproduction] = {
+    "wisp": Reproduction(
+        "WISP (seed 000): SLO-aware batching, the rejection predictor",
+        claims="edgespec.reproduce.wisp.report",
+    ),
+    "dsd": Reproduction(
+        "DSD (seed 004): DSD-Sim, adaptive window control",
+        claims="edgespec.reproduce.dsd.report",
+    ),
+    "zhu": Reproduction(
+        "Zhu et al. (seed 001): pipelined SD over an edge drafting server",
+        claims="edgespec.reproduce.zhu.report",
+    ),
+    "wisv": Reproduction(
+        "WISV (seed 003): CSI-aware semantic verification, simulated",
+        claims="edgespec.reproduce.wisv.report",
+    ),
+    "wisp-serving": Reproduction(
+        "WISP's batching vs FCFS vs SLED on the real server, drafter processes",
+        command="edgespec.reproduce.wisp.serving",
+    ),
+    "dsd-real-pair": Reproduction(
+        "DSD's window policies on the real pair over an emulated link",
+        command="edgespec.reproduce.dsd.real_pair",
+    ),
+    "wisv-real-pair": Reproduction(
+        "WISV's semantic verification on the real pair: answers vs threshold, latency",
+        claims="edgespec.reproduce.wisv.real_pair.report",
+    ),
+    "wisv-heldout": Reproduction(
+        "WISV's shipped default on the real pair: held-out answers and speed vs exact SD",
+        claims="edgespec.reproduce.wisv.real_pair.heldout",
+    ),
 }
+"""Every reproduction by name, in the order ``edgespec reproduce --help`` lists them."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The shared flags of the claims reproductions."""
     parser.add_argument(
         "--quick", action="store_true", help="a reduced run (CI): fewer classes, shorter runs"
     )
@@ -87,17 +109,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    load = PAPERS[args.seed]
-    if load is None:
-        print(f"edgespec reproduce {args.seed}: not reproduced yet", file=sys.stderr)
-        return 2
+    """Run the claims of the paper ``args.seed`` names."""
+    reproduce: Reproduce = importlib.import_module(PAPERS[args.seed].claims).reproduce
     import torch
 
     torch.set_num_threads(1)  # this command owns its process; its MLPs are tiny
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out: Path = args.out or Path("runs") / f"reproduce-{args.seed}-{stamp}"
     command = "edgespec reproduce " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-    load()(
+    reproduce(
         out,
         quick=args.quick,
         workers=args.workers,

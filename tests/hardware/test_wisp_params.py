@@ -72,7 +72,7 @@ def _expected(case: str, tmp_path: Path) -> tuple[WispCoefficients, float] | tup
         "unknown parameter": (
             "params",
             "batching policy 'wisp' has no parameter(s) ['delta']; known: ['a_s', "
-            "'b_compute_s', 'b_read_s', 'c_s', 'guard_s', 'profile']",
+            "'b_compute_s', 'b_read_s', 'c_s', 'guard_s', 'profile', 'work_conserving']",
         ),
     }
     return cases[case]

@@ -44,7 +44,8 @@ def entry(
 
 
 def select(queue: list[PendingVerification], now: float = 0.0, **kw: object) -> tuple[int, ...]:
-    policy = WispBatching(EST, guard_s=float(kw.pop("guard_s", 0.0)))  # type: ignore[arg-type]
+    guard = float(kw.pop("guard_s", 0.0))  # type: ignore[arg-type]
+    policy = WispBatching(EST, guard_s=guard, work_conserving=bool(kw.pop("wc", False)))
     limits = BatchLimits(**{**dict(max_batch_size=16, max_batch_tokens=10_000), **kw})  # type: ignore[arg-type]
     plan = policy.select(queue, now, limits)
     return check_batch_plan(policy, plan, queue, limits)
@@ -197,3 +198,33 @@ def test_registry_builds_it_from_coefficients() -> None:
     with pytest.raises(PolicyConfigError, match="c_s"):
         build_policy("batching", "wisp", {"a_s": 1e-3, "b_compute_s": 0, "b_read_s": 0})
     assert math.isclose(policy.solo_s(entry(1, 5)), 0.015)
+
+
+def test_work_conserving_reading_skips_what_does_not_fit() -> None:
+    # The printed reading's stops, each one skipped past instead:
+    # the critical loop's: 3 would end at 30 ms > 22 ms, 1 (21 ms) fits;
+    queue = [entry(1, 1, 9.0, 100.0), entry(2, 10, 0.022), entry(3, 10, 0.024)]
+    assert select(queue, guard_s=0.005, wc=True) == (2, 1)
+    # memory: 2 (54 context tokens) is skipped, 3 fits;
+    queue = [entry(1, 2, gain=4.0), entry(2, 4, gain=4.0, cached=50), entry(3, 1, gain=0.5)]
+    assert select(queue, max_context_tokens=20, wc=True) == (1, 3)
+    # a deadline in the utility loop: 3 (+10 ms) would miss 1's 30 ms, 4 (+1 ms) does not;
+    queue = [entry(1, 2, 0.030, 9.0), entry(2, 10, 9.0, 5.0), entry(3, 10, 9.0, 4.0)]
+    queue.append(entry(4, 1, 9.0, 0.01))
+    assert select(queue, wc=True) == (1, 2, 4)
+    assert select(queue) == (1, 2)
+    # a late request that does not fit: the critical and relaxed ones behind it go in.
+    queue = [entry(1, 30, 0.001), entry(2, 30, 0.002), entry(3, 1, 0.080), entry(4, 1, 9.0)]
+    assert select(queue, guard_s=0.08, max_batch_tokens=40, wc=True) == (1, 3, 4)
+    # where nothing is infeasible both readings agree.
+    queue = [entry(1, 5, 9.0, 3.0), entry(2, 2, 9.0, 2.0), entry(3, 10, 9.0, 1.0)]
+    assert select(queue, wc=True) == select(queue) == (2, 1, 3)
+
+
+def test_registry_takes_the_reading_by_name() -> None:
+    coefficients = {"a_s": 1e-3, "b_compute_s": 0, "b_read_s": 0, "c_s": 0.01}
+    policy = build_policy("batching", "wisp", {**coefficients, "work_conserving": True})
+    assert isinstance(policy, WispBatching) and policy.work_conserving
+    assert not build_policy("batching", "wisp", coefficients).work_conserving  # type: ignore[attr-defined]
+    with pytest.raises(PolicyConfigError, match="work_conserving must be true or false"):
+        build_policy("batching", "wisp", {**coefficients, "work_conserving": "yes"})

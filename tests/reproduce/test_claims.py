@@ -17,6 +17,7 @@ from edgespec.reproduce.claims import (
     UNKNOWN_CAUSE,
     Cause,
     ClaimRow,
+    Finding,
     Outcome,
     Reason,
     change,
@@ -114,6 +115,21 @@ def test_report_counts_the_rows_that_hold(tmp_path: Path) -> None:
     text = path.read_text()
     assert "4 rows: 2 hold, 0 hold in direction only, 1 miss, 1 not judged." in text
     assert "- **seed**: fixed" in text and "- `x.yaml`" in text
+    assert "## Findings" not in text  # none given: no section
+
+
+def test_findings_come_after_the_claims_and_before_the_inputs(tmp_path: Path) -> None:
+    path = tmp_path / "REPORT.md"
+    found = Finding("Z3 (Fig. 8)", Cause.INCONSISTENT, "the constants give 9%.", "the Z3 rows")
+    write_report(path, "T", "cmd", [_row(True, True)], [("seed", "fixed")], [], findings=[found])
+    text = path.read_text()
+    line = (
+        "- **Z3 (Fig. 8)** (the paper is inconsistent with itself): the constants give 9%. "
+        "Shown by: the Z3 rows."
+    )
+    assert line in text
+    assert text.index("| claim |") < text.index("## Findings") < text.index(line)
+    assert text.index(line) < text.index("## Inputs the paper does not state")
 
 
 def test_headline_counts_hold_direction_only_and_miss() -> None:

@@ -5,15 +5,18 @@
   draft alone, training prompts only; ``edgespec/data/predictors/``).
 * W7 (Table 5): per WISP draft model, i.i.d. acceptance α fitted so that a fixed K = 4
   window accepts Table 5's OFF fraction, then the same run with the stop predictor modelled
-  by the MLP's measured held-out operating point (TPR on accepted, FPR at the first
-  rejection; :mod:`edgespec.sim.model.stop_model`'s confusion stand-in). Plus the real pair
-  itself: the study's replay of held-out traces, fixed K vs the MLP.
+  at Table 10's operating point (TPR on accepted, FPR at the first rejection;
+  :mod:`edgespec.sim.model.stop_model`'s confusion stand-in), and at our MLP's measured
+  held-out point beside it. Plus the real pair itself: the study's replay of held-out
+  traces, fixed K vs the MLP.
 * W8 (Table 6): goodput at N = 2, 4, 8, 16 devices with and without the predictor
   (:mod:`table6`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
@@ -79,7 +82,7 @@ class PredictorPlan:
 
     @staticmethod
     def quick() -> PredictorPlan:
-        study = StudySettings(mlp_trials=1, mlp_max_epochs=8, tree_trials=1, latency_calls=50)
+        study = StudySettings(mlp_trials=1, mlp_max_epochs=8, tree_trials=1, latency_calls=10)
         setup = replace(WispSetup(), duration_s=60.0, ramp_s=5.0, mean_output_tokens=60)
         return PredictorPlan(study, setup, 4, (2, 16))
 
@@ -130,7 +133,8 @@ def predictor_scenario(
 
 @dataclass(frozen=True, slots=True)
 class AcceptanceRow:
-    """W7: one draft model, predictor OFF / ON. ``on_with_stopped``: ON counting the token
+    """W7: one draft model, predictor OFF / ON at Table 10's operating point (``on``) and at
+    our MLP's (``on_ours``). ``on_with_stopped``: ON (Table 10's point) counting the token
     the predictor stopped on as drafted too (the other accounting, SEED-NOTES §1.4 item 13)."""
 
     draft_model: str
@@ -138,23 +142,37 @@ class AcceptanceRow:
     off: float
     on: float
     on_with_stopped: float
+    on_ours: float
+
+
+def table10_point(setup: WispSetup) -> OperatingStandIn:
+    """Table 10's MLP operating point, as WISP (the system) runs it in W1–W5 and W8."""
+    return OperatingStandIn(setup.predictor_tpr, setup.predictor_fpr)
+
+
+def _acceptance(
+    plan: PredictorPlan, alpha: float, point: OperatingStandIn | None, rule: LateRule
+) -> tuple[float, float]:
+    """(accepted / sent, accepted / drafted) of WISP without its predictor, or with it at
+    ``point``, under i.i.d. acceptance ``alpha``."""
+    data = predictor_scenario(
+        plan.setup, plan.acceptance_devices, point, alpha=alpha, record_rounds=True
+    )
+    rounds = simulate_rule(data, rule).rounds
+    sent = sum(r.num_drafted for r in rounds)
+    passes = sum(r.draft_passes for r in rounds)
+    accepted = sum(r.num_accepted for r in rounds)
+    return (accepted / sent if sent else 0.0, accepted / passes if passes else 0.0)
 
 
 def acceptance_row(
-    plan: PredictorPlan, model: str, point: OperatingStandIn, rule: LateRule
+    plan: PredictorPlan, model: str, ours: OperatingStandIn, rule: LateRule
 ) -> AcceptanceRow:
     alpha = fit_alpha(TABLE_5_OFF[model], plan.setup.gamma)
-    rates = []
-    for stand in (None, point):
-        data = predictor_scenario(
-            plan.setup, plan.acceptance_devices, stand, alpha=alpha, record_rounds=True
-        )
-        rounds = simulate_rule(data, rule).rounds
-        sent = sum(r.num_drafted for r in rounds)
-        passes = sum(r.draft_passes for r in rounds)
-        accepted = sum(r.num_accepted for r in rounds)
-        rates.append((accepted / sent if sent else 0.0, accepted / passes if passes else 0.0))
-    return AcceptanceRow(model, alpha, rates[0][0], rates[1][0], rates[1][1])
+    off, _ = _acceptance(plan, alpha, None, rule)
+    on, on_with_stopped = _acceptance(plan, alpha, table10_point(plan.setup), rule)
+    on_ours, _ = _acceptance(plan, alpha, ours, rule)
+    return AcceptanceRow(model, alpha, off, on, on_with_stopped, on_ours)
 
 
 def load_training_records() -> list[Any]:
@@ -164,10 +182,28 @@ def load_training_records() -> list[Any]:
     return read_trace(path)
 
 
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Torch on one intra-op thread inside, the caller's count restored after: the study's
+    training sums in the same order whoever calls it (the CLI pins one thread, a test or a
+    library caller may not), so the same seed gives the same predictors."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_predictor_claims(plan: PredictorPlan, rule: LateRule) -> dict[str, Any]:
     """What W6, W7 and W10 are computed from, WISP's batching under the late-request
-    ``rule`` (W8's runs are :func:`edgespec.reproduce.wisp.table6.run_table6`)."""
-    study = run_study(load_training_records(), plan.study)
+    ``rule`` (W8's runs are :func:`edgespec.reproduce.wisp.table6.run_table6`). Seeded end
+    to end: the request split, the searches and the training by ``plan.study.seed``, in one
+    torch thread; the simulated runs by the setup's seed."""
+    with one_torch_thread():
+        study = run_study(load_training_records(), plan.study)
     point = stand_in(study)
     acceptance = [acceptance_row(plan, model, point, rule) for model in TABLE_5_OFF]
     return {"study": study, "point": point, "acceptance": acceptance}
@@ -196,9 +232,10 @@ def predictor_choices(results: dict[str, Any]) -> tuple[tuple[str, str], ...]:
         (
             "W7 stand-in",
             "WISP's Qwen3 drafts as i.i.d. acceptance fitted to Table 5 OFF at K = 4; the "
-            "predictor as our MLP's held-out TPR/FPR applied per position (positions after "
-            "the first rejection at the FPR); WISP without its predictor otherwise (W1–W5's "
-            "setting, 50 tok/s drafting), mixed classes.",
+            "predictor at Table 10's operating point (TPR 0.8011, FPR 0.4250), applied per "
+            "position (positions after the first rejection at the FPR), our MLP's held-out "
+            "point beside it; WISP without its predictor otherwise (W1–W5's setting, 50 tok/s "
+            "drafting), mixed classes.",
         ),
         results["table6"].speed.choice(),
     )

@@ -1,4 +1,5 @@
-"""``edgespec reproduce wisp``: run W1–W8 and W10, write the run folder, print the claims."""
+"""``edgespec reproduce wisp``: run W1–W4, W6–W8 and W10, write the run folder (REPORT.md
+with its Findings), print the claims."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from typing import Any
 
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
-    """Run W1–W8 and W10, write the run folder, print the table; returns the claim rows."""
+    """Run W1–W4, W6–W8 and W10, write the run folder, print the table; returns the rows."""
     from edgespec.learn.stop.report import study_markdown
     from edgespec.metrics.plots import plot_violation_attribution
     from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.wisp.curve_claims import all_rows, operating_choice
+    from edgespec.reproduce.wisp.findings import findings
     from edgespec.reproduce.wisp.plots import plot_capacities, plot_violation_curves
     from edgespec.reproduce.wisp.predictor import (
         PredictorPlan,
@@ -57,7 +59,10 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
     chosen = (*choices(plan.setup), results.late.choice(), *operating_choice(results))
     chosen += predictor_choices(predictor)
-    write_report(out / "REPORT.md", title, command, rows, chosen, files, quick=quick)
+    found = findings(results, table6, rows)
+    write_report(
+        out / "REPORT.md", title, command, rows, chosen, files, quick=quick, findings=found
+    )
     print_claims(rows, quick=quick)
     print(f"report: {out / 'REPORT.md'}")
     return rows

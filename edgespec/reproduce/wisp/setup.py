@@ -9,6 +9,9 @@ Systems (one codebase, one simulator):
   Table 11's Pi 5 time per draft pass), Algorithm 1 (:mod:`edgespec.policies.wisp`) on the
   Eq. 19 estimator of the verifier's profile, per-round token-speed deadlines (Eq. 6/12),
   prefix cache on;
+* ``wisp-wc``: WISP with Algorithm 1 read as work-conserving (a request that does not fit is
+  skipped, not the end of the batch; :mod:`edgespec.policies.wisp`), the open question
+  being which reading Table 1 comes from;
 * ``wisp-np``: the same without the rejection predictor (what shows the predictor's share);
 * ``fcfs``: the same distributed system with first-come-first-served batching (Table 1 and
   Fig. 7's FCFS);
@@ -22,9 +25,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-SYSTEMS = ("wisp", "wisp-np", "fcfs", "sled", "centralized")
-WISP_SYSTEMS = ("wisp", "wisp-np")
+SYSTEMS = ("wisp", "wisp-wc", "wisp-np", "fcfs", "sled", "centralized")
+WISP_SYSTEMS = ("wisp", "wisp-wc", "wisp-np")
 """The systems that batch with Algorithm 1 (the late-request rule applies to them)."""
+PREDICTOR_SYSTEMS = ("wisp", "wisp-wc")
+"""The systems that run the rejection predictor at Table 10's point."""
 CLASSES = {"c2": 2.0, "c4": 4.0, "c6": 6.0, "c8": 8.0}
 """WISP's four token-speed classes (tok/s); Table 2 numbers them 1–4 = 2, 4, 6, 8."""
 MIXED = {name: 1.0 for name in CLASSES}
@@ -72,6 +77,12 @@ class WispSetup:
 
 def choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
     """The unstated inputs of ``setup``, each with the reason it was chosen."""
+    return (*workload_choices(setup), *system_choices(setup))
+
+
+def workload_choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
+    """What the devices send: lengths, draft and acceptance, predictor, window, device,
+    network."""
     lo_p, hi_p = (round(setup.mean_prompt_tokens * (1 + k * setup.length_spread)) for k in (-1, 1))
     lo_o, hi_o = (round(setup.mean_output_tokens * (1 + k * setup.length_spread)) for k in (-1, 1))
     context = setup.mean_context_tokens
@@ -103,19 +114,29 @@ def choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
         ("window", f"K = {setup.gamma} draft tokens per round (§4.4: follow-ups of 3–5)."),
         ("device", f"drafting at 50 tok/s, 20 ms per draft pass ({setup.device_profile}, Fig. 1)."),
         ("network", f"{setup.rtt_ms:g} ms RTT, {setup.bandwidth_mbps:g} Mbps, no jitter."),
+    )
+
+
+def system_choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
+    """The server and how it is measured: verifier, workload, WISP's open rules, capacity,
+    runs."""
+    return (
         (
             "verifier",
             "one A100; Qwen3-32B: Table 12's Eq. 19 fit; Qwen3-14B: Table 12 scaled by "
             "architecture ratios (profile a100-qwen3-14b-scaled, a stand-in). Batch limits "
             f"{setup.max_batch_size} sequences and {setup.max_batch_tokens} tokens (vLLM's "
-            f"defaults); KV budget {setup.kv_budget_tokens} tokens (not binding).",
+            f"defaults); KV budget {setup.kv_budget_tokens} tokens (not binding). Its time is "
+            "Eq. 19 itself, deterministic.",
         ),
         ("workload", "closed loop, no think time: a device asks again once it is served."),
         (
             "WISP",
             f"δ = {1000 * setup.guard_s:g} ms; N̂ᵛ = α̂·N_d (Eq. 5: accepted tokens only) with "
             "α̂ the session's acceptance so far; v̂ = marginal cost T̂({i}) − c, LST on the "
-            "solo cost; the late-request rule below.",
+            "solo cost; the late-request rule below. Algorithm 1 as printed (stops at the "
+            "first request that does not fit) is WISP; its work-conserving reading (skips "
+            "it) runs beside it as wisp-wc in W4.",
         ),
         (
             "capacity",
@@ -151,6 +172,41 @@ def length_grid(setup: WispSetup) -> tuple[list[int], list[int]]:
     return prompts, outputs
 
 
+def _server(setup: WispSetup, system: str, target: str) -> dict[str, Any]:
+    """The one A100 verifying ``target`` (no prefix cache for SLED)."""
+    return {
+        "target_model": target,
+        "hardware": "a100",
+        "cost_model": {"kind": "wisp", "profile": TARGET_PROFILES[target]},
+        "kv_budget_tokens": setup.kv_budget_tokens,
+        "max_batch_size": setup.max_batch_size,
+        "max_batch_tokens": setup.max_batch_tokens,
+        "prefix_cache": system != "sled",
+    }
+
+
+def _batching(setup: WispSetup, system: str, target: str) -> dict[str, Any]:
+    """Algorithm 1 (printed, or work-conserving for ``wisp-wc``) for the WISP systems, FCFS
+    for the others."""
+    if system not in WISP_SYSTEMS:
+        return {"name": "fcfs"}
+    params: dict[str, Any] = {"profile": TARGET_PROFILES[target], "guard_s": setup.guard_s}
+    if system == "wisp-wc":
+        params["work_conserving"] = True
+    return {"name": "wisp", "params": params}
+
+
+def _workload(setup: WispSetup) -> dict[str, Any]:
+    prompts, outputs = length_grid(setup)
+    return {
+        "kind": "closed_loop",
+        "prompt_tokens": prompts,
+        "output_tokens": outputs,
+        "think_time_s": 0.0,
+        "ramp_s": setup.ramp_s,
+    }
+
+
 def scenario(
     setup: WispSetup,
     system: str,
@@ -166,20 +222,6 @@ def scenario(
     profile instead of the setup's, a bundled name or a file)."""
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; known: {list(SYSTEMS)}")
-    profile = TARGET_PROFILES[target]
-    prompts, outputs = length_grid(setup)
-    batching: dict[str, Any] = {"name": "fcfs"}
-    if system in WISP_SYSTEMS:
-        batching = {"name": "wisp", "params": {"profile": profile, "guard_s": setup.guard_s}}
-    server = {
-        "target_model": target,
-        "hardware": "a100",
-        "cost_model": {"kind": "wisp", "profile": profile},
-        "kv_budget_tokens": setup.kv_budget_tokens,
-        "max_batch_size": setup.max_batch_size,
-        "max_batch_tokens": setup.max_batch_tokens,
-        "prefix_cache": system != "sled",
-    }
     device = {
         "count": devices,
         "draft_model": setup.draft_model,
@@ -194,23 +236,17 @@ def scenario(
         "slo_classes": dict(CLASSES),
         "deadline_rule": "token_speed" if system in WISP_SYSTEMS else "pace",
         "links": {"default": {"rtt_ms": setup.rtt_ms, "bandwidth_mbps": setup.bandwidth_mbps}},
-        "auto_topology": {"devices": [device], "servers": [server]},
+        "auto_topology": {"devices": [device], "servers": [_server(setup, system, target)]},
         "policies": {
             "routing": {"name": "round_robin"},
-            "batching": batching,
+            "batching": _batching(setup, system, target),
             "window": {"name": "static", "params": {"gamma": setup.gamma}},
         },
         "acceptance": {"kind": "iid", "alpha": setup.alpha},
-        "workload": {
-            "kind": "closed_loop",
-            "prompt_tokens": prompts,
-            "output_tokens": outputs,
-            "think_time_s": 0.0,
-            "ramp_s": setup.ramp_s,
-        },
+        "workload": _workload(setup),
         "record_rounds": record_rounds,
     }
-    if system == "wisp":
+    if system in PREDICTOR_SYSTEMS:
         data["stop_predictor"] = {
             "confusion_tpr": setup.predictor_tpr,
             "confusion_fpr": setup.predictor_fpr,

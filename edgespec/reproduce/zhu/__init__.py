@@ -5,7 +5,9 @@
 simulator runs through :mod:`edgespec.reproduce.jobs`), ``events.py`` and ``exhaustive.py``
 (the plan replayed as events with sampled acceptance; the DP against the optimum on small K),
 ``claims.py`` (claims Z1–Z5 of ../shared/SEED-NOTES.md §5 as
-:class:`~edgespec.reproduce.claims.ClaimRow` rows: paper, ours, tolerance, verdict) and
+:class:`~edgespec.reproduce.claims.ClaimRow` rows: paper, ours, tolerance, verdict; Z4 in
+``bandwidth.py``, the figure values in ``stats.py``), ``causes.py`` (why rows miss, and the
+report's *Findings*) and
 ``report.py`` (``reproduce(out, quick=..., workers=..., progress=..., command=...)``,
 registered in :data:`edgespec.reproduce.command.PAPERS`).
 """

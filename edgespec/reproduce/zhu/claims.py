@@ -1,11 +1,5 @@
-"""Claims Z1–Z5 of Zhu et al. (SEED-NOTES §5) as report rows, from the draws' latencies.
-
-Every figure value is a median over the draws (the paper does not say how its points
-aggregate; the uniform split's latency is heavy-tailed in the worst user's fade, so a mean
-over a few dozen draws follows its deepest fade): a latency is the median latency, a
-reduction the median of the per-draw reductions (baseline − proposed) / baseline, shown
-with the 10th–90th percentiles and the reduction of the mean latencies beside it.
-"""
+"""Claims Z1–Z5 of Zhu et al. (SEED-NOTES §5) as report rows, from the draws' latencies
+(Z4 in :mod:`bandwidth`, the causes in :mod:`causes`, the medians in :mod:`stats`)."""
 
 from __future__ import annotations
 
@@ -13,55 +7,16 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from edgespec.reproduce.claims import Cause, ClaimRow, Reason, fmt, pct, within
+from edgespec.reproduce.claims import ClaimRow, Reason, fmt, pct, within
+from edgespec.reproduce.zhu.bandwidth import z4_rows
+from edgespec.reproduce.zhu.causes import ADS_LIMIT, ADS_SHORT, FSL_SHORT, printed_costs_reason
 from edgespec.reproduce.zhu.runs import ZhuPlan, sweep_key
 from edgespec.reproduce.zhu.setup import PAIR_NAMES, PAIRS, ZhuSetup
+from edgespec.reproduce.zhu.stats import median, reduction
 
 Draws = Sequence[Mapping[str, float]]
 AXES_S = {"68m-7b": 150.0, "1.1b-7b": 250.0, "1.1b-13b": 300.0}
 """Fig. 6's y-axis tops (seconds assumed: the unit is not printed)."""
-ADS_LIMIT = Reason(
-    Cause.MISSING_INPUT,
-    "ADS's batch limit is not stated; capped by the MBS memory (Eqs. 9–10, 24 GB) it runs "
-    "10 LLaMA-7B or 2 LLaMA-13B tasks a batch; Fig. 6's axes need ADS in about 4–5 batches "
-    "(SEED-NOTES §2.4)",
-)
-BATCH_RULES = Reason(
-    Cause.MISSING_INPUT,
-    "Max batching's order and the heuristic's batch rule are not stated (SEED-NOTES §2.5, 9); "
-    "with the printed costs drafting dominates, so the batching moves the latency less than "
-    "Fig. 8 shows (the reference check found 8.7 % against Max at K = 90)",
-)
-FSL_SHORT = Reason(
-    Cause.MODELLING,
-    "with the printed costs (Eqs. 13–22, Table II), at short outputs the pipeline's overlap "
-    "outweighs FSL's longer drafts and FSL (the pipeline with l = 7) beats SD without the "
-    "pipeline; the paper gives no numbers for its Fig. 7 curves to say where its runs differ",
-)
-ADS_SHORT = Reason(
-    Cause.MISSING_INPUT,
-    "ADS's batch limit is not stated; capped by the MBS memory, ADS batches grow as the "
-    "outputs shrink (34 LLaMA-7B tasks a batch at O_max = 256) and catch up with the pipeline",
-)
-G0_READING = Reason(
-    Cause.INCONSISTENT,
-    "g0 is printed as −30 dBm, a power for a gain; the gain of the bandwidth split scales "
-    "with the reading (−60 dB chosen; SEED-NOTES §2.4)",
-)
-
-
-def median(draws: Draws, key: str) -> float:
-    """The median over draws of one latency."""
-    return float(np.median([d[key] for d in draws]))
-
-
-def reduction(draws: Draws, base: str, ours: str) -> tuple[float, float, float, float]:
-    """(median, 10th and 90th percentile of the per-draw reductions; the reduction of the
-    mean latencies)."""
-    per_draw = [(d[base] - d[ours]) / d[base] for d in draws]
-    lo, mid, hi = np.percentile(per_draw, [10, 50, 90])
-    of_means = 1.0 - np.mean([d[ours] for d in draws]) / np.mean([d[base] for d in draws])
-    return float(mid), float(lo), float(hi), float(of_means)
 
 
 def _reduction_row(
@@ -198,7 +153,7 @@ def z3_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan, quick: str) -> list[Cl
             0.214,
             reduction(draws, f"sweep/{k90}/max_batching", f"sweep/{k90}/proposed"),
             quick,
-            BATCH_RULES,
+            printed_costs_reason(setup),
         ),
         _reduction_row(
             "Z3",
@@ -206,7 +161,7 @@ def z3_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan, quick: str) -> list[Cl
             0.196,
             reduction(draws, f"sweep/{i1792}/heuristic_batching", f"sweep/{i1792}/proposed"),
             quick,
-            BATCH_RULES,
+            printed_costs_reason(setup),
         ),
         _reduction_row(
             "Z3",
@@ -214,7 +169,7 @@ def z3_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan, quick: str) -> list[Cl
             0.205,
             reduction(draws, f"sweep/{o1024}/heuristic_batching", f"sweep/{o1024}/proposed"),
             quick,
-            BATCH_RULES,
+            printed_costs_reason(setup),
         ),
     ]
     largest = sweep_key("K", max(plan.num_users), setup)
@@ -233,30 +188,6 @@ def z3_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan, quick: str) -> list[Cl
         if median(draws, f"sweep/{p}/proposed") >= median(draws, f"sweep/{p}/ads")
     ]
     rows.append(_points_row("Z3", "Fig. 8: proposed below ADS at every point", above, ADS_SHORT))
-    return rows
-
-
-def z4_rows(draws: Draws, quick: str) -> list[ClaimRow]:
-    paper = {"68m-7b": 0.449, "1.1b-7b": 0.293, "1.1b-13b": 0.252}
-    got = {
-        pair: reduction(draws, f"fig9/{pair}/band=25.0/uniform", f"fig9/{pair}/band=25.0/optimal")
-        for pair in PAIRS
-    }
-    rows = [
-        _reduction_row(
-            "Z4",
-            f"Fig. 9 {PAIR_NAMES[pair]}: optimal vs uniform bandwidth, K = 100, B = 25 MHz",
-            paper[pair],
-            got[pair],
-            quick,
-            G0_READING,
-        )
-        for pair in PAIRS
-    ]
-    order = got["68m-7b"][0] > got["1.1b-7b"][0] > got["1.1b-13b"][0]
-    rows.append(
-        _direction_row("Z4", "Fig. 9: gain ordered 68M > 1.1B/7B > 1.1B/13B", "ordered", order)
-    )
     return rows
 
 
@@ -298,6 +229,6 @@ def all_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan, quick: bool) -> list[
         *z1_rows(draws, plan),
         *z2_rows(draws, setup, why),
         *z3_rows(draws, setup, plan, why),
-        *z4_rows(draws, why),
+        *z4_rows(draws, setup),
         *z5_rows(draws, setup, plan),
     ]

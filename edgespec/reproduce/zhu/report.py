@@ -12,6 +12,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.jobs import run_all
     from edgespec.reproduce.printed import print_claims
+    from edgespec.reproduce.zhu.causes import findings
     from edgespec.reproduce.zhu.claims import all_rows
     from edgespec.reproduce.zhu.events import AcceptanceJob, events_summary
     from edgespec.reproduce.zhu.exhaustive import SHORT_OUTPUT, GapJob, gap_summary
@@ -39,20 +40,20 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     gaps = {out: rest[i * n : (i + 1) * n] for i, out in enumerate(outputs)}
     events = rest[len(outputs) * n :]
     rows = all_rows(draws, setup, plan, quick)
-    (out / "results.json").write_text(
-        json.dumps(
-            {
-                "setup": setup.to_dict(),
-                "draws": draws,
-                "dp_gaps": {str(o): g for o, g in gaps.items()},
-                "events": events,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    results_json = {"setup": setup.to_dict(), "draws": draws, "events": events}
+    results_json["dp_gaps"] = {str(o): g for o, g in gaps.items()}
+    (out / "results.json").write_text(json.dumps(results_json, indent=2) + "\n")
     title = "Zhu et al. (seed 001) reproduced" + (" — quick" if quick else "")
-    write_report(out / "REPORT.md", title, command, rows, CHOICES, ["results.json"], quick=quick)
+    write_report(
+        out / "REPORT.md",
+        title,
+        command,
+        rows,
+        CHOICES,
+        ["results.json"],
+        quick=quick,
+        findings=findings(setup, draws),
+    )
     with (out / "REPORT.md").open("a") as report:
         lines = gap_summary(gaps, plan.exhaustive_users) + events_summary(events)
         report.write("\n" + "\n".join(lines) + "\n")

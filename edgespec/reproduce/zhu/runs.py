@@ -30,7 +30,13 @@ from edgespec.policies.drafting_server.planner import (
     bandwidth_split,
     observe_tasks,
 )
-from edgespec.reproduce.zhu.setup import PAIRS, SWEEP_PAIR, ZhuSetup
+from edgespec.reproduce.zhu.setup import (
+    FIG9_BAND_MHZ,
+    G0_READINGS_DB,
+    PAIRS,
+    SWEEP_PAIR,
+    ZhuSetup,
+)
 
 SD_SCHEMES: dict[str, dict[str, object]] = {
     "proposed": {},
@@ -95,6 +101,12 @@ class Users:
         input_u = tuple(1.0 - rng.random(k))
         output_u = tuple(1.0 - rng.random(k))
         return Users(input_u, output_u, draw_channels(setup.cell(), k, rng).gains)
+
+    def read_g0(self, setup: ZhuSetup, path_loss_db: float) -> Users:
+        """The same users with g0 read as ``path_loss_db`` instead of the setup's (a gain is
+        g0·ϱ_k·d_k⁻², so every gain scales by the ratio of the readings)."""
+        scale = 10.0 ** ((path_loss_db - setup.path_loss_db) / 10.0)
+        return replace(self, gains=tuple(g * scale for g in self.gains))
 
     def observe(
         self, setup: ZhuSetup, num_users: int, max_input: int, max_output: int, band_mhz: float
@@ -183,6 +195,21 @@ class DrawJob:
                     for rule in ("optimal", "uniform"):
                         upload = upload_s(costs, band_obs, rule)
                         out[f"fig9/{pair}/band={band}/{rule}"] = inference + upload
+                out.update(self._g0_readings(users, pair, costs, inference))
+        return out
+
+    def _g0_readings(
+        self, users: Users, pair: str, costs: PipelineCosts, inference_s: float
+    ) -> dict[str, float]:
+        """Fig. 9's point (B_w = 25 MHz) with g0 read each way of :data:`G0_READINGS_DB`;
+        the plan's inference is the chosen reading's (the bandwidth split moves T_com only)."""
+        s, out = self.setup, {}
+        for reading in G0_READINGS_DB:
+            obs = users.read_g0(s, reading).observe(
+                s, s.num_users, s.max_input_len, s.max_output_len, FIG9_BAND_MHZ
+            )
+            for rule in ("optimal", "uniform"):
+                out[f"g0/{pair}/db={reading:g}/{rule}"] = inference_s + upload_s(costs, obs, rule)
         return out
 
     def _fig7_and_8(self, users: Users) -> dict[str, float]:

@@ -27,6 +27,11 @@ PAIR_NAMES: dict[str, str] = {
     "1.1b-7b": "(LLaMA-1.1B, LLaMA-7B)",
     "1.1b-13b": "(LLaMA-1.1B, LLaMA-13B)",
 }
+G0_READINGS_DB: tuple[float, ...] = (-30.0, -40.0, -50.0, -60.0)
+"""The readings of the printed "g0 = −30 dBm" at which Fig. 9's gain is shown (Z4): −30 dB
+(the number, the unit dropped) to −60 dB (the unit converted, the chosen one)."""
+FIG9_BAND_MHZ = 25.0
+"""Fig. 9's quoted gains are at B_w = 25 MHz."""
 SWEEP_PAIR = "1.1b-7b"
 """Figs. 7 and 8 use (LLaMA-1.1B, LLaMA-7B) at α = 0.8."""
 
@@ -71,7 +76,8 @@ CHOICES: tuple[tuple[str, str], ...] = (
         "the paper prints g0 = −30 dBm, a power unit on a dimensionless gain; converting the "
         "printed unit literally, −30 dBm = 10⁻⁶ W, taken as the gain 10⁻⁶ (−60 dB). The −30 dB "
         "reading (10⁻³) makes every user's channel so good that the bandwidth split barely "
-        "matters (SEED-NOTES §2.4: 5–9 % instead of Fig. 9's 25–45 %)",
+        "matters (SEED-NOTES §2.4: 5–9 % instead of Fig. 9's 25–45 %). Z4 shows Fig. 9's gain at "
+        "−30, −40, −50 and −60 dB and judges only the ordering across pairs",
     ),
     (
         "users 10 m to 400 m from the SBS, uniform by area; σ² over the whole band",

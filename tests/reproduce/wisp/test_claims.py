@@ -1,4 +1,4 @@
-"""WISP claim rows W1–W5 on hand-built results: the numbers shown, each verdict, the cause
+"""WISP claim rows W1–W4 on hand-built results: the numbers shown, each verdict, the cause
 each claim states for its miss, the settings that are never judged, and the quick run's
 marking."""
 
@@ -10,7 +10,6 @@ from typing import Any
 
 from edgespec.core.types import RequestRecord
 from edgespec.metrics import SystemMetrics, summarize
-from edgespec.metrics.attribution import ViolatedRound, ViolationAttribution
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome, write_report
 from edgespec.reproduce.wisp.claims import (
     GAP_FLAT,
@@ -22,7 +21,6 @@ from edgespec.reproduce.wisp.claims import (
     sled_reason,
 )
 from edgespec.reproduce.wisp.curve_claims import (
-    attribution_row,
     knee_rows,
     operating_choice,
     operating_rows,
@@ -189,20 +187,38 @@ def test_knees_are_interpolated_on_the_grid() -> None:
     assert knee6.ours == "120.0 vs beyond range" and knee6.cause is Cause.MODELLING
 
 
-def test_attribution_needs_more_than_half() -> None:
-    def row(rhos: tuple[float, ...]) -> ClaimRow:
-        violated = tuple(
-            ViolatedRound("r", i, 0, 0.1, 0.2, rho, rho > 1.5) for i, rho in enumerate(rhos)
-        )
-        return attribution_row(results(attribution=ViolationAttribution(20, 1.5, 10, violated)))
-
-    assert (row((2.0, 1.6, 1.0)).ours, row((2.0, 1.6, 1.0)).direction_ok) == (
-        "66.7% (2 of 3)",
-        True,
+def test_both_readings_of_algorithm_1_against_fcfs() -> None:
+    fcfs = {"c2": 0.0, "c4": 0.35, "c6": 0.9, "c8": 1.0}
+    printed = {"c2": 0.0, "c4": 0.9, "c6": 1.0, "c8": 1.0}
+    conserving = {"c2": 0.0, "c4": 0.1, "c6": 0.5, "c8": 1.0}
+    runs = _at(151, 0.35, fcfs=fcfs, wisp=printed, **{"wisp-wc": conserving})
+    _, as_printed, work_conserving, _ = operating_rows(results(**runs))
+    assert as_printed.what.startswith(
+        "violations 8/6/4/2 tok/s at N = 151, Algorithm 1 as printed vs FCFS;"
     )
-    assert (row((2.0, 1.0)).ours, row((2.0, 1.0)).direction_ok) == ("50.0% (1 of 2)", False)
-    w5 = attribution_row(results())
-    assert w5.direction_ok is False and w5.cause is Cause.MODELLING and "deterministic" in w5.why
+    assert work_conserving.what.startswith(
+        "violations 8/6/4/2 tok/s at N = 151, Algorithm 1 work-conserving vs FCFS;"
+    )
+    assert (as_printed.direction_ok, work_conserving.direction_ok) == (False, True)
+    assert work_conserving.ours == (
+        "WISP 100.0% / 50.0% / 10.0% / 0.0% vs FCFS 100.0% / 90.0% / 35.0% / 0.0%"
+    )
+    assert "smaller than FCFS's" in as_printed.why  # each reading its own cause
+    assert work_conserving.why == ""  # it holds; its stated cause names its reading
+    assert work_conserving.reason is not None
+    assert "work-conserving fills its batches past a request" in work_conserving.reason.line
+    # knees: one row per reading and class
+    grid = {n: metrics({"c4": r, "c6": r}) for n, r in ((60, 0.0), (120, 0.1), (180, 0.5))}
+    later = {n: metrics({"c4": r, "c6": r}) for n, r in ((60, 0.0), (120, 0.0), (180, 0.1))}
+    curves = {(s, n): m for s, c in (("fcfs", grid), ("wisp", grid), ("wisp-wc", later))
+              for n, m in c.items()}  # fmt: skip
+    knees = knee_rows(results(curves=curves))
+    assert [r.what.split(": ")[1] for r in knees] == [
+        "Algorithm 1 as printed vs FCFS",
+        "Algorithm 1 work-conserving vs FCFS",
+    ] * 2
+    assert [r.direction_ok for r in knees] == [False, True, False, True]
+    assert knees[1].ours == "150.0 vs 90.0"
 
 
 def test_report_lists_rows_and_choices(tmp_path: Path) -> None:

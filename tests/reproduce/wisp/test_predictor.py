@@ -44,10 +44,13 @@ def test_predictor_scenario_adds_the_stand_in_to_wisp_without_predictor() -> Non
 
 
 def test_wisp_the_system_carries_table_10s_predictor() -> None:
-    wisp = scenario_from_dict(scenario(WispSetup(), "wisp", devices=2, slo_mix=MIXED))
-    assert wisp.stop_predictor is not None
-    point = (wisp.stop_predictor.confusion_tpr, wisp.stop_predictor.confusion_fpr)
-    assert point == (0.8011, 0.425) and wisp.stop_predictor.overhead_ms == 0.459
+    for name in ("wisp", "wisp-wc"):  # both readings of Algorithm 1
+        wisp = scenario_from_dict(scenario(WispSetup(), name, devices=2, slo_mix=MIXED))
+        assert wisp.stop_predictor is not None
+        point = (wisp.stop_predictor.confusion_tpr, wisp.stop_predictor.confusion_fpr)
+        assert point == (0.8011, 0.425) and wisp.stop_predictor.overhead_ms == 0.459
+        conserving = wisp.policies.batching.params.get("work_conserving", False)
+        assert conserving is (name == "wisp-wc")
     for system in ("wisp-np", "fcfs", "sled", "centralized"):
         data = scenario(WispSetup(), system, devices=2, slo_mix=MIXED)
         assert scenario_from_dict(data).stop_predictor is None, system
@@ -67,3 +70,18 @@ def test_table_6_drafting_speed_by_hand() -> None:
     assert speed.profile()["c_s"] == speed.draft_pass_s
     name, text = speed.choice()
     assert name == "W8 drafting speed" and text.startswith("11.80 tok/s per device (84.7 ms")
+
+
+def test_the_study_trains_in_one_torch_thread_whoever_calls_it() -> None:
+    import torch
+
+    from edgespec.reproduce.wisp.predictor import one_torch_thread
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with one_torch_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2  # the caller's count is back
+    finally:
+        torch.set_num_threads(before)

@@ -11,15 +11,9 @@ from edgespec.learn.stop.study import PredictorResult, StopStudy, StudySettings,
 from edgespec.metrics import SystemMetrics, summarize
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.wisp.predictor import AcceptanceRow
-from edgespec.reproduce.wisp.predictor_claims import (
-    TREES,
-    theorem_row,
-    w6_rows,
-    w7_rows,
-    w8_rows,
-    w10_rows,
-)
+from edgespec.reproduce.wisp.predictor_claims import w7_rows, w8_rows
 from edgespec.reproduce.wisp.setup import WispSetup
+from edgespec.reproduce.wisp.study_claims import TREES, theorem_row, w6_rows, w10_rows
 from edgespec.reproduce.wisp.table6 import Table6Results
 
 
@@ -28,7 +22,8 @@ def point(fpr: float, balanced_accuracy: float) -> OperatingPoint:
 
 
 def latency(mean_ms: float) -> LatencyStats:
-    return LatencyStats(100, mean_ms, mean_ms, 0.0, mean_ms, mean_ms, mean_ms, mean_ms)
+    """Median at the mean, p95 at twice it."""
+    return LatencyStats(100, mean_ms, mean_ms, 0.0, mean_ms, 3 * mean_ms, 2 * mean_ms, 3 * mean_ms)
 
 
 def waste(wasted: float, fpr: float = 0.5, acceptance: float = 0.5) -> WasteSummary:
@@ -90,8 +85,10 @@ def test_w6_t1_needs_95_percent_of_at_least_one_pair() -> None:
 def test_w10_latency_bounds() -> None:
     names = ("mlp", *TREES)
     fast = w10_rows(study(means_ms=dict(zip(names, (0.2, 0.3, 1.0, 0.4), strict=True))))
-    assert (fast[0].ours, fast[0].direction_ok) == ("0.2000", True)
-    assert (fast[1].ours, fast[1].direction_ok) == ("5.0×", False)  # RF exactly 5× is not ≫
+    assert fast[0].ours == "0.2000 (median 0.2000, p95 0.4000; 100 calls)"
+    assert fast[0].direction_ok is True
+    assert fast[1].ours == "5× (RF median 1.000 ms, p95 2.000)"
+    assert fast[1].direction_ok is False  # RF exactly 5× is not ≫
     slow = w10_rows(study(means_ms=dict(zip(names, (1.0, 0.3, 5.01, 0.4), strict=True))))
     assert (slow[0].direction_ok, slow[1].direction_ok) == (False, True)  # 1 ms is not < 1 ms
 
@@ -99,7 +96,8 @@ def test_w10_latency_bounds() -> None:
 def _acceptance(gains: tuple[float, ...]) -> list[AcceptanceRow]:
     models = ("qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3-8b")
     return [
-        AcceptanceRow(m, 0.6, 0.5, 0.5 * (1 + g), 0.4) for m, g in zip(models, gains, strict=True)
+        AcceptanceRow(m, 0.6, 0.5, 0.5 * (1 + g), 0.4, 0.9)
+        for m, g in zip(models, gains, strict=True)
     ]
 
 

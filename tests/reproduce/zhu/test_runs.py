@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from edgespec.reproduce.claims import ClaimRow, Outcome
-from edgespec.reproduce.zhu.claims import reduction
+from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.zhu.report import reproduce as reproduce_zhu
-from edgespec.reproduce.zhu.runs import DrawJob, ZhuPlan, sweep_key
-from edgespec.reproduce.zhu.setup import ZhuSetup
+from edgespec.reproduce.zhu.runs import DrawJob, Users, ZhuPlan, sweep_key
+from edgespec.reproduce.zhu.setup import G0_READINGS_DB, ZhuSetup
+from edgespec.reproduce.zhu.stats import reduction
 from tests.reproduce.reports import check_quick_report
 
 
@@ -32,6 +32,10 @@ def test_report_lists_every_claim_and_the_dp_gap(quick: tuple[Path, list[ClaimRo
         assert f"| {row.claim_id} | {row.what} |" in report
     assert "**path loss constant g0 = −60 dB**" in report
     assert "## Algorithm 1 against exhaustive search" in report
+    assert "## Findings" in report
+    assert "- **Z3 (Fig. 8)** (the paper is inconsistent with itself): " in report
+    assert "- **Z4 (Fig. 9)** (the paper is inconsistent with itself): " in report
+    assert "from -30 dB to -60 dB: (LLaMA-68M, LLaMA-7B) " in report
     assert "| expected, Eq. 7 (the paper) |" in report and "| +0.00% |" in report
     results = json.loads((out / "results.json").read_text())
     assert len(results["draws"]) == ZhuPlan.quick().draws
@@ -52,6 +56,24 @@ def test_what_the_quick_run_reproduces(quick: tuple[Path, list[ClaimRow]]) -> No
     # ADS beyond Fig. 6's axes: a miss of magnitude with its stated cause.
     for row in rows[:3]:
         assert row.outcome is Outcome.DIRECTION_ONLY and row.reason is not None
+    # Z3's gap is the paper's own printed constants: the cause says so, with the arithmetic.
+    z3 = [r for r in rows if r.claim_id == "Z3" and r.magnitude_ok is not None]
+    assert len(z3) == 3
+    for row in z3:
+        assert row.reason is not None and row.reason.cause is Cause.INCONSISTENT
+        assert "c^d_1 is 19.8× c^v_1" in row.reason.line
+    # Z4: the magnitude is a sweep over the g0 readings, never judged; the ordering is.
+    z4 = [r for r in rows if r.claim_id == "Z4"]
+    assert len(z4) == 4
+    assert all(r.magnitude_ok is None for r in z4)
+    for row in z4[:3]:
+        assert [part.split(":")[0] for part in row.ours.split("; ")] == [
+            "-30 dB",
+            "-40 dB",
+            "-50 dB",
+            "-60 dB (chosen)",
+        ]
+    assert z4[3].direction_ok and z4[3].ours == "ordered at -30 dB, -40 dB, -50 dB, -60 dB"
 
 
 def test_draws_share_random_numbers_and_are_seeded() -> None:
@@ -70,3 +92,22 @@ def test_draws_share_random_numbers_and_are_seeded() -> None:
         [first, other], f"sweep/{k30}/no_pipeline", f"sweep/{k30}/proposed"
     )
     assert lo <= value <= hi and value > 0
+
+
+def test_g0_readings_scale_the_gains_and_the_gain_grows_with_path_loss() -> None:
+    setup = replace(ZhuSetup(), num_users=20)
+    plan = ZhuPlan(1, (0.8,), (20,), (512,), (2048,), (25.0,), 0, 5)
+    users = Users.draw(setup, 0)
+    louder = users.read_g0(setup, -30.0)
+    assert louder.gains == pytest.approx([g * 1e3 for g in users.gains])
+    assert users.read_g0(setup, setup.path_loss_db) == users
+    result = DrawJob(setup, plan, 0)()
+    got = [
+        reduction([result], f"g0/68m-7b/db={db:g}/uniform", f"g0/68m-7b/db={db:g}/optimal")[0]
+        for db in G0_READINGS_DB
+    ]
+    # The worse the channel, the more the bandwidth split matters.
+    assert got == sorted(got) and got[0] > 0
+    # The chosen reading's point is Fig. 9's at 25 MHz.
+    for rule in ("optimal", "uniform"):
+        assert result[f"g0/68m-7b/db=-60/{rule}"] == result[f"fig9/68m-7b/band=25.0/{rule}"]

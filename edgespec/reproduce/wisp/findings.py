@@ -1,0 +1,52 @@
+"""REPORT.md's *Findings* for WISP: where the paper is inconsistent with itself, each with
+the rows that show it, the arithmetic from Table 12 (the paper's own Eq. 19 fit)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from edgespec.reproduce.claims import Cause, ClaimRow, Finding
+from edgespec.reproduce.wisp.claims import GAP_FLAT, TWO_TOK_CONTEXT, sled_reason
+from edgespec.reproduce.wisp.predictor_claims import stopping_reason
+from edgespec.reproduce.wisp.runs import WispResults
+from edgespec.reproduce.wisp.table6 import Table6Results
+
+
+def _w4_reading(rows: Sequence[ClaimRow]) -> Finding | None:
+    """Where Algorithm 1 as printed misses W4 and its work-conserving reading holds, Table 1
+    comes from an algorithm the paper does not print."""
+    main = [r for r in rows if r.claim_id == "W4" and "vs FCFS; WISP ≤ ½ FCFS" in r.what]
+    printed = next((r for r in main if "as printed" in r.what), None)
+    conserving = next((r for r in main if "work-conserving" in r.what), None)
+    if printed is None or conserving is None:
+        return None
+    if printed.direction_ok or not conserving.direction_ok:
+        return None
+    return Finding(
+        "W4 (Table 1)",
+        Cause.INCONSISTENT,
+        "Algorithm 1 as printed stops at the first request that does not fit and misses "
+        "Table 1's ordering; read as work-conserving it holds: Table 1 comes from an "
+        "algorithm the paper does not print.",
+        "the W4 rows of both readings",
+    )
+
+
+def findings(
+    res: WispResults, table6: Table6Results, rows: Sequence[ClaimRow]
+) -> tuple[Finding, ...]:
+    """Every finding this run shows (W4's only where the readings part ways)."""
+    setup = res.plan.setup
+    sled, stopping = sled_reason(setup), stopping_reason(table6)
+    found = [
+        Finding("W1 (Table 2, 2 tok/s)", TWO_TOK_CONTEXT.cause, TWO_TOK_CONTEXT.line + ".",
+                "the W1 capacity rows and the centralized-capacity setting row"),
+        Finding("W1/W3 (Tables 2–3, WISP/SLED)", sled.cause, sled.line + ".",
+                "the W1 and W3 rows' WISP/SLED ratios"),
+        Finding("W1 (Table 2, the widening gap)", GAP_FLAT.cause, GAP_FLAT.line + ".",
+                "the W1 “gap widens with τ” row"),
+        Finding("W8 (Table 6)", stopping.cause, stopping.line + ".",
+                "the W8 rows (predictor.json, scenarios/table6-*.yaml)"),
+    ]  # fmt: skip
+    reading = _w4_reading(rows)
+    return (*found, *([reading] if reading else []))
