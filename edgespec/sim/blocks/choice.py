@@ -11,11 +11,8 @@ from edgespec.sim.blocks.stop_cut import StopCutBlock
 from edgespec.sim.blocks.tree import TreeBlock
 from edgespec.sim.model.acceptance import AcceptanceModel
 from edgespec.sim.model.device_round import DraftTimes
-from edgespec.sim.model.entities import Block, DeviceState
+from edgespec.sim.model.entities import Block, DeviceState, Tree
 from edgespec.sim.model.stop_model import StopModel
-
-Tree = tuple[tuple[tuple[int, int], ...], int]
-"""A token-tree request's captured rounds ``((nodes, accepted), ...)`` and tree depth."""
 
 
 class SessionBlocks:

@@ -13,13 +13,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop
 from sys import maxsize
 
 from edgespec.sim.events import BATCH_END, DISPATCH
 from edgespec.sim.fast.inbound import Touch
 from edgespec.sim.kernel import Handler
 from edgespec.sim.model.entities import ServerState, Session
+from edgespec.sim.model.inbound_queue import drain
 from edgespec.sim.state import SimState
 
 DraftStep = Callable[[ServerState, list[Session]], float]
@@ -96,16 +96,8 @@ def fcfs_dispatch(
         touch(server)
         if lazy:
             inbound = server.inbound
-            if inbound and inbound[0][0] <= t:  # inbound.drain, inline
-                queue = server.queue
-                n = server.num_enqueued
-                while inbound and inbound[0][0] <= t:
-                    arrival_s, _, s = heappop(inbound)
-                    s.enqueued_s = arrival_s
-                    s.entry_id = n
-                    n += 1
-                    queue.append(s)
-                server.num_enqueued = n
+            if inbound and inbound[0][0] <= t:
+                drain(server, t)
         queue = server.queue
         if not queue:
             return
@@ -130,13 +122,7 @@ def fcfs_dispatch(
             size += 1
             if size == max_size:
                 break
-        if size == len(queue):
-            server.queue = []
-        elif not skipped:
-            server.queue = queue[size:]
-        else:
-            taken = {s.entry_id for s in chosen}
-            server.queue = [s for s in queue if s.entry_id not in taken]
+        server.queue = _left(queue, chosen, skipped)
         server.busy = True
         server.batch = chosen
         server.batch_start_s = t
@@ -148,3 +134,14 @@ def fcfs_dispatch(
         push(t + duration, BATCH_END, server.server_id, server)
 
     return dispatch
+
+
+def _left(queue: list[Session], chosen: list[Session], skipped: bool) -> list[Session]:
+    """What stays queued after FCFS took ``chosen`` (``skipped``: it passed over some)."""
+    size = len(chosen)
+    if size == len(queue):
+        return []
+    if not skipped:
+        return queue[size:]
+    taken = {s.entry_id for s in chosen}
+    return [s for s in queue if s.entry_id not in taken]

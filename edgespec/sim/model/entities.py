@@ -19,6 +19,9 @@ from edgespec.sim.model.network import Link
 from edgespec.sim.model.rng import UniformStream
 from edgespec.sim.model.semantic import DeviceSemantics
 
+Tree = tuple[tuple[tuple[int, int], ...], int]
+"""A token-tree request's captured rounds ``((nodes, accepted), ...)`` and tree depth."""
+
 
 class Block(Protocol):
     """A session's block model, chosen when it opens (:mod:`edgespec.sim.blocks`): what a
@@ -121,7 +124,7 @@ class Session:
         self.gamma = 0
         self.gamma_eff = 0  # draft positions this round (a token tree: its depth)
         self.sent = 0  # tokens sent and verified this round (a token tree: its nodes)
-        self.tree: tuple[tuple[tuple[int, int], ...], int] | None = None  # (rounds, depth)
+        self.tree: Tree | None = None  # a token-tree request's captured rounds
         self.block = block  # chosen as the session opens (edgespec.sim.blocks)
         self.passes: int | None = None  # a stop predictor's draft passes this round
         self.pre_accepted: int | None = None  # accepted, when drawn at drafting (stop_model)
