@@ -6,10 +6,11 @@ equivalents (:mod:`edgespec.sim.handler_sets` chooses one per run).
   (:func:`~edgespec.sim.fast.dispatch.fcfs_dispatch`) and join-shortest-queue routing
   (:class:`~edgespec.sim.model.router.Router`); a DISPATCH runs at once when no other
   event shares its time.
-* ``inbound`` (:class:`InboundLoop`): distributed runs without round records, token trees
-  or a stop predictor; no ARRIVE event per round (blocks wait in their server's inbound
-  heap, :mod:`edgespec.sim.fast.inbound`) and one closure for BATCH_END and the next
-  round's start (:mod:`edgespec.sim.fast.batch_end`); every policy is called.
+* ``inbound`` (:class:`InboundLoop`): distributed runs of plain-chain blocks
+  (:mod:`edgespec.sim.blocks.chain`) without round records; no ARRIVE event per round
+  (blocks wait in their server's inbound heap, :mod:`edgespec.sim.fast.inbound`) and
+  closures for BATCH_END and the next round's start (:mod:`edgespec.sim.fast.batch_end`);
+  every policy is called.
 * ``fast`` (:class:`FastLoop`): ``inbound`` with the policies inlined as in ``inlined``
   and a DISPATCH run at once when no other event shares its time.
 """
