@@ -13,13 +13,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappop
 from sys import maxsize
 
 from edgespec.sim.events import BATCH_END, DISPATCH
 from edgespec.sim.fast.inbound import Touch
 from edgespec.sim.kernel import Handler
 from edgespec.sim.model.entities import ServerState, Session
-from edgespec.sim.model.inbound_queue import drain
 from edgespec.sim.state import SimState
 
 DraftStep = Callable[[ServerState, list[Session]], float]
@@ -94,16 +94,22 @@ def fcfs_dispatch(
         if server.busy:
             return
         touch(server)
+        queue = server.queue
         if lazy:
             inbound = server.inbound
-            if inbound and inbound[0][0] <= t:
-                drain(server, t)
-        queue = server.queue
+            if inbound and inbound[0][0] <= t:  # inbound.drain, inline
+                n = server.num_enqueued
+                while inbound and inbound[0][0] <= t:
+                    arrival_s, _, s = heappop(inbound)
+                    s.enqueued_s = arrival_s
+                    s.entry_id = n
+                    n += 1
+                    queue.append(s)
+                server.num_enqueued = n
         if not queue:
             return
         chosen: list[Session] = []
-        max_size = server.max_batch_size
-        max_tokens = server.max_batch_tokens
+        max_size, max_tokens = server.max_batch_size, server.max_batch_tokens
         max_context = server.kv_budget
         n_lin = n_int = n_cached = 0
         skipped = False
@@ -122,12 +128,9 @@ def fcfs_dispatch(
             size += 1
             if size == max_size:
                 break
-        server.queue = _left(queue, chosen, skipped)
-        server.busy = True
-        server.batch = chosen
-        server.batch_start_s = t
-        server.batch_new = n_lin
-        server.batch_cached = n_cached
+        server.queue = [] if size == len(queue) else _left(queue, chosen, skipped)
+        server.busy, server.batch, server.batch_start_s = True, chosen, t
+        server.batch_new, server.batch_cached = n_lin, n_cached
         duration = server.cost.batch_time_s(size, n_lin, n_int, n_cached)
         if fused_step is not None:  # the co-located draft's passes for fused entries first
             duration = fused_step(server, chosen) + duration
@@ -137,10 +140,9 @@ def fcfs_dispatch(
 
 
 def _left(queue: list[Session], chosen: list[Session], skipped: bool) -> list[Session]:
-    """What stays queued after FCFS took ``chosen`` (``skipped``: it passed over some)."""
+    """What stays queued after FCFS took ``chosen``, not all of ``queue`` (``skipped``: it
+    passed over some)."""
     size = len(chosen)
-    if size == len(queue):
-        return []
     if not skipped:
         return queue[size:]
     taken = {s.entry_id for s in chosen}
