@@ -15,9 +15,9 @@ inlined       static window, FCFS and JSQ inlined for their exact classes; a
               DISPATCH run at once when alone: runs whose links, random streams and
               servers are the simulator's own classes (:func:`inline_blockers`)
 inbound       no ARRIVE event per round, one closure for BATCH_END and the next
-              round, every policy called: those runs when distributed, without
-              round records, token trees, a stop predictor or semantic
-              verification, and with a window policy not known to go fused
+              round, every policy called: those runs whose sessions draft the
+              plain chain (:mod:`edgespec.sim.blocks`) in distributed rounds,
+              without round records, with a window policy not known to go fused
 fast          ``inbound`` with the policies inlined as in ``inlined``
 ============  ==================================================================
 
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from edgespec.errors import UserInputError
 from edgespec.sim.fast.sets import FastLoop, InboundLoop, InlinedLoop, policy_inlines
+from edgespec.sim.loop.device import session_blocks
 from edgespec.sim.loop.every_hop import EveryHopLoop
 from edgespec.sim.loop.server import ReferenceLoop
 from edgespec.sim.model.entities import DeviceState, ServerState
@@ -82,20 +83,16 @@ def inline_blockers(devices: list[DeviceState], servers: list[ServerState]) -> l
 
 
 def inbound_blockers(state: SimState) -> list[str]:
-    """Why the inbound sets cannot take this run, beyond :func:`inline_blockers`."""
-    blockers = []
-    if not state.distributed:
-        blockers.append(f"mode {state.mode}")
+    """Why the inbound sets cannot take this run, beyond :func:`inline_blockers`: their
+    BATCH_END inlines the plain chain's distributed round (:mod:`edgespec.sim.blocks`),
+    without round records, and refuses a fused window decision."""
+    blockers = [f"{kind} blocks" for kind in session_blocks(state).kinds if kind != "chain"]
+    if state.fused_mode:
+        blockers.append("mode fused")
     if state.fuses is True:  # an unknown policy's fused answer is refused there
         blockers.append("the window policy may go fused")
     if state.record_rounds:
         blockers.append("round records")
-    if state.trees:
-        blockers.append("token-tree rounds")
-    if state.stop is not None:
-        blockers.append("a stop predictor cuts blocks short")
-    if state.scenario.verification.semantic:  # its BATCH_END inlines exact verification
-        blockers.append("semantic verification")
     return blockers
 
 

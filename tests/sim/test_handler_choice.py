@@ -42,7 +42,11 @@ def test_fast_path_false_always_runs_the_reference() -> None:
     ("overrides", "reason"),
     [
         (["record_rounds=true"], "round records"),
-        (["mode=centralized"], "mode centralized"),
+        (["mode=centralized"], "centralized blocks"),
+        (
+            ["verification={rule: semantic, reject_share: 0.4, upload: fh}"],
+            "semantic verification blocks",
+        ),
         (["mode=fused"], "mode fused; the window policy may go fused"),
     ],
 )
@@ -65,7 +69,7 @@ def test_a_set_asked_for_by_name_runs_or_is_refused_with_the_reason() -> None:
     assert _choice(["fast_path=false"], requested="fast") == Choice("fast", "fast (asked for)")
     assert _choice([], requested="every_hop").name == "every_hop"
     with pytest.raises(UserInputError, match=r"^handler set 'inbound' cannot run this "
-                       r"scenario: mode centralized$"):  # fmt: skip
+                       r"scenario: centralized blocks$"):  # fmt: skip
         _choice(["mode=centralized"], requested="inbound")
     with pytest.raises(UserInputError, match=r"^unknown handler set 'quick'; known: \["):
         _choice([], requested="quick")

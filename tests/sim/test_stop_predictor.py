@@ -53,7 +53,7 @@ def test_every_timestamp_with_a_stop_predictor(tmp_path: Path) -> None:
            "draft_features": features([0.9, 0.9, 0.2, 0.9, 0.9, 0.9])}  # fmt: skip
     result = simulate(scenario_from_dict(scenario(tmp_path, [row])))
     assert result.path.startswith("inlined (inlined: static window, fcfs batching; ")
-    assert result.path.endswith("; a stop predictor cuts blocks short)")
+    assert result.path.endswith("; inbound refused: stop-cut blocks; round records)")
     # round 1 at 0: γ = 4; keeps positions 0, 1, stops at 2 (confidence 0.2): 2 sent,
     # 3 passes: (4 prompt + 2 more passes) · 10 ms + 3 · 2 ms = 0.066; uplink 88 B
     # 0.010088 → 0.076088; 6 new tokens: 0.011 → 0.087088; accepts 2 (of a run of 3),

@@ -94,10 +94,10 @@ def fcfs_dispatch(
         if server.busy:
             return
         touch(server)
+        queue = server.queue
         if lazy:
             inbound = server.inbound
             if inbound and inbound[0][0] <= t:  # inbound.drain, inline
-                queue = server.queue
                 n = server.num_enqueued
                 while inbound and inbound[0][0] <= t:
                     arrival_s, _, s = heappop(inbound)
@@ -106,12 +106,10 @@ def fcfs_dispatch(
                     n += 1
                     queue.append(s)
                 server.num_enqueued = n
-        queue = server.queue
         if not queue:
             return
         chosen: list[Session] = []
-        max_size = server.max_batch_size
-        max_tokens = server.max_batch_tokens
+        max_size, max_tokens = server.max_batch_size, server.max_batch_tokens
         max_context = server.kv_budget
         n_lin = n_int = n_cached = 0
         skipped = False
@@ -130,21 +128,22 @@ def fcfs_dispatch(
             size += 1
             if size == max_size:
                 break
-        if size == len(queue):
-            server.queue = []
-        elif not skipped:
-            server.queue = queue[size:]
-        else:
-            taken = {s.entry_id for s in chosen}
-            server.queue = [s for s in queue if s.entry_id not in taken]
-        server.busy = True
-        server.batch = chosen
-        server.batch_start_s = t
-        server.batch_new = n_lin
-        server.batch_cached = n_cached
+        server.queue = [] if size == len(queue) else _left(queue, chosen, skipped)
+        server.busy, server.batch, server.batch_start_s = True, chosen, t
+        server.batch_new, server.batch_cached = n_lin, n_cached
         duration = server.cost.batch_time_s(size, n_lin, n_int, n_cached)
         if fused_step is not None:  # the co-located draft's passes for fused entries first
             duration = fused_step(server, chosen) + duration
         push(t + duration, BATCH_END, server.server_id, server)
 
     return dispatch
+
+
+def _left(queue: list[Session], chosen: list[Session], skipped: bool) -> list[Session]:
+    """What stays queued after FCFS took ``chosen``, not all of ``queue`` (``skipped``: it
+    passed over some)."""
+    size = len(chosen)
+    if not skipped:
+        return queue[size:]
+    taken = {s.entry_id for s in chosen}
+    return [s for s in queue if s.entry_id not in taken]

@@ -6,10 +6,11 @@ equivalents (:mod:`edgespec.sim.handler_sets` chooses one per run).
   (:func:`~edgespec.sim.fast.dispatch.fcfs_dispatch`) and join-shortest-queue routing
   (:class:`~edgespec.sim.model.router.Router`); a DISPATCH runs at once when no other
   event shares its time.
-* ``inbound`` (:class:`InboundLoop`): distributed runs without round records, token trees
-  or a stop predictor; no ARRIVE event per round (blocks wait in their server's inbound
-  heap, :mod:`edgespec.sim.fast.inbound`) and one closure for BATCH_END and the next
-  round's start (:mod:`edgespec.sim.fast.batch_end`); every policy is called.
+* ``inbound`` (:class:`InboundLoop`): distributed runs of plain-chain blocks
+  (:mod:`edgespec.sim.blocks.chain`) without round records; no ARRIVE event per round
+  (blocks wait in their server's inbound heap, :mod:`edgespec.sim.fast.inbound`) and
+  closures for BATCH_END and the next round's start (:mod:`edgespec.sim.fast.batch_end`);
+  every policy is called.
 * ``fast`` (:class:`FastLoop`): ``inbound`` with the policies inlined as in ``inlined``
   and a DISPATCH run at once when no other event shares its time.
 """
@@ -23,16 +24,16 @@ from edgespec.policies.interfaces import WindowDecision
 from edgespec.policies.routing import JoinShortestQueueRouting
 from edgespec.policies.window import StaticWindow
 from edgespec.sim.fast import inbound
-from edgespec.sim.fast.batch_end import distributed_batch_end, distributed_only
+from edgespec.sim.fast.batch_end import distributed_batch_end
 from edgespec.sim.fast.dispatch import (
     dispatch_when_alone,
     fcfs_dispatch,
     memoised_accept_runs,
 )
+from edgespec.sim.fast.window import distributed_only
 from edgespec.sim.kernel import Handler
 from edgespec.sim.loop.server import ReferenceLoop
 from edgespec.sim.model.acceptance import TraceAcceptance
-from edgespec.sim.model.device_round import uplink_s
 from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.inbound_queue import drain
 from edgespec.sim.model.router import Router
@@ -135,7 +136,7 @@ class InboundLoop(InlinedLoop):
 
     def send_block(self, s: Session, ready_s: float) -> None:
         state = self.state
-        up = uplink_s(s, s.num_rounds == 0, state.distributed, state.send_probs)
+        up = s.block.uplink_s(s, s.num_rounds == 0, state.send_probs)
         inbound.send(state, ready_s + up, s)
 
     def dispatch(self, t: float, server: ServerState) -> None:

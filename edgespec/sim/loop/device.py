@@ -16,13 +16,27 @@ from edgespec.core.types import Request
 from edgespec.policies.contracts import decide_window
 from edgespec.policies.inputs import UNOBSERVED, observes
 from edgespec.policies.interfaces import WindowDecision
+from edgespec.sim.blocks.choice import SessionBlocks
 from edgespec.sim.events import ARRIVE, DISPATCH, REQUEST
 from edgespec.sim.loop.arrivals import Arrivals
 from edgespec.sim.loop.fused import FusedRuns
-from edgespec.sim.model.device_round import uplink_s
 from edgespec.sim.model.entities import DeviceState, ServerState, Session
 from edgespec.sim.model.router import Router, build_cells
 from edgespec.sim.state import SimState
+
+
+def session_blocks(state: SimState) -> SessionBlocks:
+    """The run's block models (:mod:`edgespec.sim.blocks`), from its mode, trace, stop
+    predictor and devices."""
+    return SessionBlocks(
+        state.acceptance,
+        state.draft_times,
+        centralized=state.centralized,
+        trees=bool(state.trees),
+        stop=state.stop,
+        semantic=any(d.semantic is not None for d in state.devices),
+        fixed_rounds=state.fixed_rounds,
+    )
 
 
 class DeviceLoop:
@@ -47,6 +61,7 @@ class DeviceLoop:
             state.layout,
         )
         self.fused_runs = FusedRuns(self)
+        self.blocks = session_blocks(state)
 
     def make_router(self) -> Router:
         """The router: every routing policy called with its cell's loads."""
@@ -95,8 +110,10 @@ class DeviceLoop:
         if seq is None and state.trace_pool is not None:
             seq = state.trace_pool.seq_for(nth)
         slo = state.scenario.slo_classes[request.slo_class]
-        session = Session(index, request, dev, server, seq, slo, self.observes, t)
-        session.tree = state.trees.get(request.request_id)
+        tree = state.trees.get(request.request_id)
+        block = self.blocks.for_session(tree, dev)
+        session = Session(index, request, dev, server, seq, slo, self.observes, t, block=block)
+        session.tree = tree
         self.open_session(session)
         dev.session = session
         server.num_active += 1
@@ -119,44 +136,21 @@ class DeviceLoop:
         return decide_window(self.window, UNOBSERVED if history is None else history.observation(t))
 
     def begin_round(self, s: Session, t: float, decided: WindowDecision | None = None) -> None:
-        """A round begins on the device (``decided``: the server's, as a fused run ended)."""
-        state = self.state
-        request = s.request
-        committed = s.committed
-        rounds = s.num_rounds
-        if state.centralized:
-            gamma = 0
-        else:
+        """A round begins on the device (``decided``: the server's, as a fused run ended):
+        the window policy's γ, capped to the output left, drafted by the session's block
+        model (:mod:`edgespec.sim.blocks`), or a fused request."""
+        block = s.block
+        gamma = 0
+        if block.drafts:
+            state = self.state
             decision = self.decide(s, t) if decided is None else decided
             if decision.fused or state.fused_mode:
                 self.fused_runs.start(s, t, decision)
                 return
             chosen = s.gamma = decision.gamma
-            cap = request.num_output_tokens - committed - state.bonus
+            cap = s.request.num_output_tokens - s.committed - state.bonus
             gamma = chosen if chosen <= cap else cap
-        sent = gamma
-        tree = s.tree
-        if tree is not None and gamma and rounds < len(tree[0]):
-            sent = tree[0][rounds][0]  # the captured round: its nodes are verified
-            gamma = tree[1] if sent else 0  # one draft pass per depth
-        passes = gamma
-        stop = state.stop
-        if stop is not None:  # every round: a round with nothing to draft has 0 passes
-            early = None
-            if gamma and tree is None:
-                cut = stop.block(
-                    request.request_id, s.seq, committed, gamma, state.acceptance, s.device.rng
-                )
-                sent = gamma = cut.sent
-                passes, early = cut.passes, cut.accepted
-            s.passes, s.pre_accepted = passes, early
-        s.sent = sent
-        s.gamma_eff = gamma
-        if state.centralized:
-            draft = 0.0
-        else:
-            overhead_s = None if stop is None else stop.overhead_s
-            draft = state.draft_times.round_s(s, passes, rounds == 0, overhead_s)
+        draft = block.draft(s, gamma, s.num_rounds == 0)
         s.round_start_s = t
         s.round_draft_s = draft
         s.draft_s += draft
@@ -168,8 +162,7 @@ class DeviceLoop:
         if s.fused:
             self.fused_runs.send(s, ready_s)
             return
-        state = self.state
-        up = uplink_s(s, s.num_rounds == 0, state.distributed, state.send_probs)
+        up = s.block.uplink_s(s, s.num_rounds == 0, self.state.send_probs)
         self.q.push(ready_s + up, ARRIVE, s.device.device_id, s)
 
     def resume_round(self, s: Session, t: float, decided: WindowDecision | None = None) -> None:

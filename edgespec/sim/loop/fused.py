@@ -34,7 +34,7 @@ from edgespec.core.types import RoundRecord
 from edgespec.hardware.cost_models import draft_passes_s
 from edgespec.policies.contracts import decide_window
 from edgespec.policies.inputs import UNOBSERVED
-from edgespec.policies.interfaces import WindowDecision
+from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.sim.events import ARRIVE, DELIVER, FUSED_ALONE_END
 from edgespec.sim.kernel import EventQueue
 from edgespec.sim.loop.batch_choice import batch_shape
@@ -132,26 +132,14 @@ class FusedRuns:
         step, queue depth, batch size). The engine has counted the tokens and the queue
         time; the step's draft part is the round's draft time, the rest its verify time."""
         num_acc, committed, queued, step, depth, batch_size = verdict
-        host = self.host
-        state = host.state
-        dev = s.device
-        request = s.request
+        state = self.host.state
         total = s.committed
         draft = s.round_draft_s if state.unqueued_fused else server.batch_draft_s
         verify = step - draft
         s.draft_s += draft
         s.verify_s += verify
-        down = dev.link.latency_s(downlink_bytes(committed), dev.rng)
-        deliver = t + down
-        if deliver < s.fused_deliver_s:  # in order: not before the last fused round's
-            deliver = s.fused_deliver_s
-            down = deliver - t
-        s.fused_deliver_s = deliver
-        s.network_s += down
-        if s.num_rounds == 1:
-            s.first_token_s = deliver
-        prompt = request.num_prompt_tokens
-        s.server_seen = prompt + total
+        deliver, down = _delivered(s, t, committed)
+        s.server_seen = s.request.num_prompt_tokens + total
         s.last_network_s = s.round_up_s + down
         obs = UNOBSERVED
         history = s.history  # kept when the policy observes
@@ -162,15 +150,27 @@ class FusedRuns:
         if state.record_rounds:
             state.sink.round(
                 RoundRecord(
-                    request.request_id, s.num_rounds - 1, s.round_start_s, deliver, draft,
+                    s.request.request_id, s.num_rounds - 1, s.round_start_s, deliver, draft,
                     s.round_up_s, queued, verify, down, s.sent, num_acc, committed,
                     batch_size, server.server_id, deadline, s.passes, True,
                 )
             )  # fmt: skip
-        if total >= request.num_output_tokens:
+        self._next(server, s, t, deliver, obs)
+
+    def _next(
+        self, server: ServerState, s: Session, t: float, deliver: float, obs: WindowObservation
+    ) -> None:
+        """After a fused round's verdict: the request ends when its tokens arrive, or the
+        policy, asked with ``obs``, runs the next round fused (queued at once) or ends the
+        fused run (the device's next round begins at ``deliver`` with that decision)."""
+        host = self.host
+        state = host.state
+        total = s.committed
+        prompt = s.request.num_prompt_tokens
+        if total >= s.request.num_output_tokens:
             server.release(s.index)
             server.num_active -= 1
-            host.q.push(deliver, DELIVER, dev.device_id, s)
+            host.q.push(deliver, DELIVER, s.device.device_id, s)
             return
         server.store(s.index, prompt + total - 1)
         decision = decide_window(state.window, obs)
@@ -189,6 +189,23 @@ class FusedRuns:
         s.fused = False
         s.catch_up = prompt + total - s.device_seen
         host.resume_round(s, deliver, decision)
+
+
+def _delivered(s: Session, t: float, committed: int) -> tuple[float, float]:
+    """(delivery time, downlink time) of a fused round's ``committed`` tokens sent down at
+    ``t``, in order: not before the last fused round's; kept in the session's network
+    time (and the first token's time)."""
+    dev = s.device
+    down = dev.link.latency_s(downlink_bytes(committed), dev.rng)
+    deliver = t + down
+    if deliver < s.fused_deliver_s:  # in order: not before the last fused round's
+        deliver = s.fused_deliver_s
+        down = deliver - t
+    s.fused_deliver_s = deliver
+    s.network_s += down
+    if s.num_rounds == 1:
+        s.first_token_s = deliver
+    return deliver, down
 
 
 def _window(s: Session, decision: WindowDecision, state: SimState) -> None:

@@ -20,7 +20,6 @@ from edgespec.sim.loop.batch_choice import round_deadline_s, select_batch
 from edgespec.sim.loop.device import DeviceLoop
 from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.network import downlink_bytes
-from edgespec.sim.model.semantic import semantic_round
 
 
 class ReferenceLoop(DeviceLoop):
@@ -108,77 +107,69 @@ class ReferenceLoop(DeviceLoop):
         self, s: Session, server: ServerState, t: float, start: float, depth: int, size: int
     ) -> None:
         """One block's verdict at ``t`` (``start``: its batch's start, ``depth``: the queue
-        reported with it, ``size``: the batch's size)."""
+        reported with it, ``size``: the batch's size): the session's block model judges it
+        (:mod:`edgespec.sim.blocks`), a fused round goes to :mod:`edgespec.sim.loop.fused`,
+        a drafted one's tokens go down."""
         state = self.state
-        verify = t - start
-        dev = s.device
-        gamma = s.gamma_eff
-        tree = s.tree
-        position = s.committed
         deadline = round_deadline_s(s, state.deadline_rule) if state.record_rounds else None
-        request = s.request
-        output = request.num_output_tokens
-        mismatches = 0  # semantic verification's mismatches in the block
-        if tree is not None and gamma and s.num_rounds < len(tree[0]) and not s.fused:
-            num_acc = tree[0][s.num_rounds][1]  # as captured
-        elif s.pre_accepted is not None:
-            num_acc = s.pre_accepted  # drawn with the stop predictor's decisions
-        elif dev.semantic is None:
-            num_acc = state.acceptance.accepted(s.seq, position, gamma, dev.rng) if gamma > 0 else 0
-        else:  # the decision head at each mismatch (edgespec.sim.model.semantic)
-            num_acc, mismatches = semantic_round(
-                state.acceptance, s.seq, position, gamma, dev.rng, dev.semantic.reject_share
-            )
-        if state.fixed_rounds:  # DSD-Sim: a round advances by what it drafted
-            committed = min(max(s.sent, 1), output - position)
-        else:
-            committed = min(num_acc + 1, output - position)
-        total = s.committed = position + committed
-        rounds = s.num_rounds = s.num_rounds + 1
+        num_acc, committed, extra = s.block.judge(s)
+        gamma = s.gamma_eff
+        s.committed += committed
+        s.num_rounds += 1
         s.num_drafted += s.sent
         s.num_accepted += num_acc
         s.num_positions += gamma
         queued = start - s.enqueued_s
         s.queue_s += queued
+        verify = t - start
         if s.fused:
             verdict = (num_acc, committed, queued, verify, depth, size)
             self.fused_runs.verdict(server, s, t, verdict, deadline)
             return
         s.verify_s += verify
-        done = total >= output
-        distributed = state.distributed
-        down = 0.0
-        if distributed or rounds == 1 or done:
-            sem = dev.semantic
-            if sem is not None and sem.upload == "sh" and mismatches:
-                # SH: the server asks for the mismatches' hidden states before its verdict
-                link = dev.link
-                down = link.latency_s(sem.request_bytes(mismatches), dev.rng)
-                down += link.uplink_latency_s(sem.second_uplink_bytes(mismatches), dev.rng)
-            down += dev.link.latency_s(downlink_bytes(committed), dev.rng)
-            s.network_s += down
+        down = self._down_s(s, committed, extra)
         deliver = t + down
-        s.last_network_s = s.round_up_s + down
-        if rounds == 1:
-            s.first_token_s = deliver
         history = s.history  # kept when the window policy observes
         if history is not None:
             history.record_round(
-                s.gamma, gamma, num_acc, total, s.round_up_s + down, depth, deliver
+                s.gamma, gamma, num_acc, s.committed, s.round_up_s + down, depth, deliver
             )
         if state.record_rounds:
             state.sink.round(
                 RoundRecord(
-                    request.request_id, rounds - 1, s.round_start_s,
-                    deliver if distributed else t, s.round_draft_s, s.round_up_s,
+                    s.request.request_id, s.num_rounds - 1, s.round_start_s,
+                    deliver if state.distributed else t, s.round_draft_s, s.round_up_s,
                     queued, verify, down, s.sent, num_acc, committed, size,
                     server.server_id, deadline, s.passes,
                 )
             )  # fmt: skip
-        if done:
+        self._next(s, server, t, deliver)
+
+    def _down_s(self, s: Session, committed: int, extra: int) -> float:
+        """The verdict's way down (the block model's extra hops first), drawn when it goes
+        now: every round of a distributed run, a centralized run's first and last; kept
+        in the session's network times (and the first token's time)."""
+        done = s.committed >= s.request.num_output_tokens
+        down = 0.0
+        if self.state.distributed or s.num_rounds == 1 or done:
+            dev = s.device
+            down = s.block.extra_hops_s(s, extra) if extra else 0.0
+            down += dev.link.latency_s(downlink_bytes(committed), dev.rng)
+            s.network_s += down
+        s.last_network_s = s.round_up_s + down
+        return down
+
+    def _next(self, s: Session, server: ServerState, t: float, deliver: float) -> None:
+        """After the verdict: the request ends when its tokens are delivered, or its next
+        round begins (on the device at ``deliver``; a centralized run's at ``t``)."""
+        if s.num_rounds == 1:
+            s.first_token_s = deliver
+        request = s.request
+        total = s.committed
+        if total >= request.num_output_tokens:
             server.release(s.index)
             server.num_active -= 1
-            self.q.push(deliver, DELIVER, dev.device_id, s)
+            self.q.push(deliver, DELIVER, s.device.device_id, s)
             return
         server.store(s.index, request.num_prompt_tokens + total - 1)
-        self.resume_round(s, deliver if distributed else t)
+        self.resume_round(s, deliver if self.state.distributed else t)

@@ -1,12 +1,11 @@
-"""The device's side of a round in the simulator: how long drafting takes and the
-uplink's latency (the reference round and a session's first round; the specialised
-BATCH_END of :mod:`edgespec.sim.fast.batch_end` inlines both for later rounds)."""
+"""The device's side of a round in the simulator: how long drafting takes (the block
+models of :mod:`edgespec.sim.blocks` ask; the specialised BATCH_END of
+:mod:`edgespec.sim.fast.batch_end` inlines it for a plain chain's later rounds)."""
 
 from __future__ import annotations
 
 from edgespec.hardware.cost_models import decode_steps_s, draft_passes_s
 from edgespec.sim.model.entities import Session
-from edgespec.sim.model.network import uplink_bytes
 
 
 class DraftTimes:
@@ -41,27 +40,3 @@ class DraftTimes:
         if overhead_s is not None:
             draft += passes * overhead_s
         return draft
-
-
-def uplink_s(s: Session, first: bool, distributed: bool, send_probs: bool) -> float:
-    """The round's uplink latency, drawn from the device's stream, added to the session's
-    network time (``round_up_s``); 0 for a centralized round after the prompt. Under
-    semantic verification with FH upload the block carries every drafted token's hidden
-    state (:mod:`edgespec.sim.model.semantic`)."""
-    dev = s.device
-    if distributed:
-        prompt_ids = s.request.num_prompt_tokens if first else 0
-        sem = dev.semantic
-        hidden = 0 if sem is None else sem.uplink_hidden_values(s.sent)
-        size = uplink_bytes(
-            s.sent, prompt_ids, dev.vocab_size, send_probs, hidden, s.tree is not None
-        )
-    elif first:
-        size = uplink_bytes(0, s.request.num_prompt_tokens, dev.vocab_size, False)
-    else:
-        s.round_up_s = 0.0
-        return 0.0
-    up = dev.link.uplink_latency_s(size, dev.rng)
-    s.round_up_s = up
-    s.network_s += up
-    return up

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from typing import Protocol
 
 from edgespec.core.types import PendingVerification, Request, RequestRecord
 from edgespec.hardware.cost_models import CostModel
@@ -18,11 +19,44 @@ from edgespec.sim.model.network import Link
 from edgespec.sim.model.rng import UniformStream
 from edgespec.sim.model.semantic import DeviceSemantics
 
+Tree = tuple[tuple[tuple[int, int], ...], int]
+"""A token-tree request's captured rounds ``((nodes, accepted), ...)`` and tree depth."""
+
+
+class Block(Protocol):
+    """A session's block model, chosen when it opens (:mod:`edgespec.sim.blocks`): what a
+    round drafts and sends, and how its verification is judged. ``kind`` names it;
+    ``drafts``: its rounds ask the window policy for γ (a centralized round does not)."""
+
+    kind: str
+    drafts: bool
+
+    def draft(self, s: Session, gamma: int, first: bool) -> float:
+        """Draft the round of window ``gamma`` (already capped; ``first``: the session's
+        first round): set ``s.sent``, ``s.gamma_eff`` (and a stop predictor's
+        ``s.passes``, ``s.pre_accepted``); return the drafting time."""
+        ...
+
+    def uplink_s(self, s: Session, first: bool, send_probs: bool) -> float:
+        """The drafted block's uplink latency, drawn from the device's stream and added to
+        ``s.round_up_s`` and ``s.network_s``."""
+        ...
+
+    def judge(self, s: Session) -> tuple[int, int, int]:
+        """The verification of the round (a fused round's too): (tokens accepted, tokens
+        committed, extra hops' size: 0 when the verdict needs no second hop)."""
+        ...
+
+    def extra_hops_s(self, s: Session, size: int) -> float:
+        """The extra hops' time before the verdict goes down (``size``: :meth:`judge`'s)."""
+        ...
+
 
 class Session:
     """One request being served: its progress and per-round scratch values."""
 
     __slots__ = (
+        "block",
         "catch_up",
         "committed",
         "device",
@@ -74,6 +108,8 @@ class Session:
         slo_tokens_per_s: float | None,
         observed: bool = True,
         start_s: float | None = None,
+        *,
+        block: Block,
     ) -> None:
         self.index = index
         self.request = request
@@ -88,7 +124,8 @@ class Session:
         self.gamma = 0
         self.gamma_eff = 0  # draft positions this round (a token tree: its depth)
         self.sent = 0  # tokens sent and verified this round (a token tree: its nodes)
-        self.tree: tuple[tuple[tuple[int, int], ...], int] | None = None  # (rounds, depth)
+        self.tree: Tree | None = None  # a token-tree request's captured rounds
+        self.block = block  # chosen as the session opens (edgespec.sim.blocks)
         self.passes: int | None = None  # a stop predictor's draft passes this round
         self.pre_accepted: int | None = None  # accepted, when drawn at drafting (stop_model)
         # What window policies see, one draft–target pair per device and server; kept only
