@@ -12,16 +12,13 @@ from edgespec.policies.interfaces import BatchLimits
 from edgespec.sim.kernel import EventQueue, RecordSink
 from edgespec.sim.model.acceptance import AcceptanceModel, TraceAcceptance
 from edgespec.sim.model.device_round import DraftTimes
-from edgespec.sim.model.entities import DeviceState, ServerState
+from edgespec.sim.model.entities import DeviceState, ServerState, Tree
 from edgespec.sim.model.inbound_queue import DueIndex
 from edgespec.sim.model.layout import Layout
 from edgespec.sim.model.stop_model import StopModel
 from edgespec.sim.setup.build import Policies
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.setup.workload import LengthTable, TraceEntry
-
-Tree = tuple[tuple[tuple[int, int], ...], int]
-"""A token-tree request's captured rounds ``((nodes, accepted), ...)`` and tree depth."""
 
 
 class SimState:
