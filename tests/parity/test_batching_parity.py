@@ -24,7 +24,10 @@ from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.testing import tiny_llama
+from edgespec.sim.blocks.chain import ChainBlock
 from edgespec.sim.loop.batch_choice import select_batch
+from edgespec.sim.model.acceptance import IidAcceptance
+from edgespec.sim.model.device_round import DraftTimes
 from edgespec.sim.model.entities import Session
 from edgespec.sim.setup.scenario import scenario_from_dict
 from tests.sim.parts import build_entities
@@ -112,6 +115,10 @@ def _runtime(name: str, rule: str) -> tuple[Recording, dict[int, int]]:
     return recording, committed
 
 
+CHAIN = ChainBlock(IidAcceptance(0.8), DraftTimes())
+"""The sessions' block model (the batching policy sees only what is queued)."""
+
+
 def _simulated(name: str, rule: str, committed: dict[int, int]) -> Recording:
     scenario = scenario_from_dict(
         {
@@ -126,7 +133,8 @@ def _simulated(name: str, rule: str, committed: dict[int, int]) -> Recording:
     server.kv_budget = LIMITS["kv_budget_tokens"]
     for i, n in enumerate(PROMPTS):
         request = Request(f"s{i}", "c", 0.0, n, 32, slo_class="ab"[i % 2])
-        s = Session(i, request, devices[i], server, None, CLASSES["ab"[i % 2]])
+        slo = CLASSES["ab"[i % 2]]
+        s = Session(i, request, devices[i], server, None, slo, block=CHAIN)
         s.committed = committed[i]
         s.sent = s.gamma_eff = DRAFTS[i]
         s.entry_id, s.enqueued_s = i, 0.0

@@ -1,8 +1,9 @@
 """The runtime's command line.
 
-* :mod:`.serve`, :mod:`.serve_arguments`, :mod:`.serve_target` — ``edgespec serve``: its
-  flags and the parsers of list-valued ones, ``--backend`` and the llama.cpp context's flags,
-  ``load_target``;
+* :mod:`.serve`, :mod:`.serve_arguments`, :mod:`.serve_target`, :mod:`.serve_service` —
+  ``edgespec serve``: its flags and the parsers of list-valued ones, ``--backend`` and the
+  llama.cpp context's flags, ``load_target``; the checks before anything loads, the decision
+  head and the verification rules it allows, the co-located draft and the service;
 * :mod:`.draft`, :mod:`.draft_arguments`, :mod:`.draft_run` — ``edgespec draft``: its flags and
   the ``DrafterConfig`` overrides they make, ``DraftRun`` (one request in any mode, timed
   alike, with its stats line and ``--records``);
