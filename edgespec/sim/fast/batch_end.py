@@ -8,8 +8,8 @@ expressions, but in closures with everything they touch bound to locals: the lin
 random stream and the server's KV LRU inlined for their exact classes
 (:func:`edgespec.sim.handler_sets.inline_blockers`), and the next block put in its
 server's inbound heap (:mod:`edgespec.sim.fast.inbound`) instead of an ARRIVE event. Each
-closure is built by a function of its own: the batch's verdicts (:func:`_verdicts`), a
-verdict's downlink (:func:`_downlink`), the next round (:func:`_next_round`) and what the
+closure is built by a function of its own: the batch's verdicts with each block's downlink
+and next round inline (:func:`_verdicts`, one loop without calls per block) and what the
 server does next (:func:`_after_batch`). The window is either
 
 * the static γ, inlined (the ``fast`` set, for exactly ``StaticWindow``), or
@@ -36,14 +36,10 @@ from edgespec.sim.fast.inbound import Touch
 from edgespec.sim.fast.link_tables import KEY_BASE, DeviceConstants, grow, per_device
 from edgespec.sim.fast.window import window_asked
 from edgespec.sim.kernel import Handler
-from edgespec.sim.model.entities import DeviceState, ServerState, Session
+from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.inbound_queue import drain
 from edgespec.sim.state import SimState
 
-Downlink = Callable[[DeviceState, DeviceConstants, int, bool], tuple[float, float | None]]
-NextRound = Callable[
-    [Session, DeviceState, DeviceConstants, int, int, int, float, float | None, float, int], None
-]
 Verdicts = Callable[[list[Session], ServerState, float, float, int], None]
 
 
@@ -64,8 +60,7 @@ def distributed_batch_end(
     """
     assert state.distributed and not state.record_rounds
     tables = per_device(state, 8 if gamma_static is None else gamma_static)
-    downlink = _downlink(state.send_probs)
-    verdicts = _verdicts(state, tables, downlink, _next_round(state, gamma_static))
+    verdicts = _verdicts(state, tables, gamma_static)
     after = _after_batch(state, dispatch)
     sink_batch = state.sink.batch
 
@@ -91,14 +86,22 @@ def distributed_batch_end(
     return batch_end
 
 
-def _verdicts(
-    state: SimState, tables: list[DeviceConstants], downlink: Downlink, next_round: NextRound
-) -> Verdicts:
+def _verdicts(state: SimState, tables: list[DeviceConstants], gamma_static: int | None) -> Verdicts:
     """Every block's verdict of a batch ending at ``t`` (started at ``start``): accepted
-    tokens, counters, the downlink, the KV LRU (``ServerState.store`` and ``release``,
-    inline), then the request's end or its next round."""
+    tokens, counters, the downlink (``Link.latency_s``, inline: the same expressions and
+    draws; when the round goes on and no loss draws come between, the next uplink's jitter
+    is the stream's next number), the KV LRU (``ServerState.store`` and ``release``,
+    inline), then the request's end or ``DeviceLoop.begin_round`` at the delivery, inline:
+    the window (the static γ, or the policy asked), the draft time (memoised), the uplink
+    and the block put in its server's inbound heap. One loop, no calls per block: this is
+    the hot path of ``edgespec bench sim``."""
     accepted = state.acceptance.accepted
     push = state.q.raw_push()
+    send_probs = state.send_probs
+    ask = window_asked(state.window)
+    key_base = KEY_BASE if gamma_static is None else gamma_static + 1
+    listed = state.due.listed
+    sent = state.due.sent
 
     def verdicts(
         batch: list[Session], server: ServerState, t: float, start: float, depth: int
@@ -128,7 +131,31 @@ def _verdicts(
             request = s.request
             remaining = request.num_output_tokens - total
             constants = tables[dev.device_id]
-            down, up_jitter = downlink(dev, constants, num_acc, remaining > 0)
+            down_base, up_base, memo, neg_jitter_s, loss_rate, retransmit_s = constants
+            rng = dev.rng
+            try:
+                down = down_base[num_acc + 1]
+            except IndexError:  # a policy's first window was longer than the tables
+                grow(constants, dev, send_probs, num_acc)
+                down = down_base[num_acc + 1]
+            up_jitter = None
+            if neg_jitter_s < 0:  # jitter_s > 0
+                i = rng.index  # UniformStream.next, inline
+                buf = rng.buffer
+                if remaining > 0 and not loss_rate and i + 1 < len(buf):
+                    rng.index = i + 2
+                    down += neg_jitter_s * log(1.0 - buf[i])
+                    up_jitter = neg_jitter_s * log(1.0 - buf[i + 1])
+                else:
+                    if i < len(buf):
+                        u = buf[i]
+                        rng.index = i + 1
+                    else:
+                        u = rng.next()
+                    down += neg_jitter_s * log(1.0 - u)
+            if loss_rate > 0:
+                while rng.next() < loss_rate:
+                    down += retransmit_s
             deliver = t + down
             if rounds == 1:
                 s.first_token_s = deliver
@@ -144,111 +171,43 @@ def _verdicts(
             kv[index] = kv_len
             while kv_total > kv_budget and kv:
                 kv_total -= kv_pop(next(iter(kv)))
-            next_round(
-                s, dev, constants, total, remaining, num_acc, down, up_jitter, deliver, depth
-            )
+            # The next round (DeviceLoop.begin_round at the delivery).
+            if gamma_static is not None:
+                chosen = gamma_static
+            else:
+                chosen = s.gamma = ask(s, num_acc, total, down, deliver, depth)
+            gamma = chosen if chosen < remaining - 1 else remaining - 1
+            s.gamma_eff = s.sent = gamma
+            context = request.num_prompt_tokens + total
+            key = context * key_base + gamma
+            draft = memo.get(key)
+            if draft is None:
+                draft = memo[key] = decode_steps_s(dev.draft_cost, gamma, context, 0)
+            s.draft_s += draft
+            try:
+                up = up_base[gamma]
+            except IndexError:  # a policy's window longer than any before
+                grow(constants, dev, send_probs, gamma)
+                up = up_base[gamma]
+            if up_jitter is not None:
+                up += up_jitter
+            elif neg_jitter_s < 0:
+                up += neg_jitter_s * log(1.0 - rng.next())
+            if loss_rate > 0:
+                while rng.next() < loss_rate:
+                    up += retransmit_s
+            s.network_s = (s.network_s + down) + up
+            s.last_network_s = s.round_up_s + down  # for the next deadline (round_deadline_s)
+            s.round_up_s = up
+            s.round_draft_s = draft
+            arrival_s = (deliver + draft) + up
+            home = s.server
+            heappush(home.inbound, (arrival_s, dev.device_id, s))  # inbound.send
+            if arrival_s < listed[home.server_id]:
+                sent(arrival_s, home.server_id)
         server.kv_total = kv_total
 
     return verdicts
-
-
-def _downlink(send_probs: bool) -> Downlink:
-    """A verdict's downlink latency (``Link.latency_s``, inline: the same expressions and
-    draws) and, when the round goes on and no loss draws come between, the next uplink's
-    jitter: the stream's next number (``None``: drawn with the uplink)."""
-
-    def downlink(
-        dev: DeviceState, tables: DeviceConstants, num_acc: int, goes_on: bool
-    ) -> tuple[float, float | None]:
-        down_base, _, _, neg_jitter_s, loss_rate, retransmit_s = tables
-        rng = dev.rng
-        try:
-            down = down_base[num_acc + 1]
-        except IndexError:  # a policy's first window was longer than the tables
-            grow(tables, dev, send_probs, num_acc)
-            down = down_base[num_acc + 1]
-        up_jitter = None
-        if neg_jitter_s < 0:  # jitter_s > 0
-            i = rng.index  # UniformStream.next, inline
-            buf = rng.buffer
-            if goes_on and not loss_rate and i + 1 < len(buf):
-                rng.index = i + 2
-                down += neg_jitter_s * log(1.0 - buf[i])
-                up_jitter = neg_jitter_s * log(1.0 - buf[i + 1])
-            else:
-                if i < len(buf):
-                    u = buf[i]
-                    rng.index = i + 1
-                else:
-                    u = rng.next()
-                down += neg_jitter_s * log(1.0 - u)
-        if loss_rate > 0:
-            while rng.next() < loss_rate:
-                down += retransmit_s
-        return down, up_jitter
-
-    return downlink
-
-
-def _next_round(state: SimState, gamma_static: int | None) -> NextRound:
-    """``DeviceLoop.begin_round`` at the delivery, inline: the window (the static γ, or the
-    policy asked), the draft time (memoised), the uplink (its jitter drawn with the
-    downlink's when it was) and the block put in its server's inbound heap."""
-    ask = window_asked(state.window)
-    key_base = KEY_BASE if gamma_static is None else gamma_static + 1
-    send_probs = state.send_probs
-    listed = state.due.listed
-    sent = state.due.sent
-
-    def next_round(
-        s: Session,
-        dev: DeviceState,
-        tables: DeviceConstants,
-        total: int,
-        remaining: int,
-        num_acc: int,
-        down: float,
-        up_jitter: float | None,
-        deliver: float,
-        depth: int,
-    ) -> None:
-        if gamma_static is not None:
-            chosen = gamma_static
-        else:
-            chosen = s.gamma = ask(s, num_acc, total, down, deliver, depth)
-        gamma = chosen if chosen < remaining - 1 else remaining - 1
-        s.gamma_eff = s.sent = gamma
-        _, up_base, memo, neg_jitter_s, loss_rate, retransmit_s = tables
-        context = s.request.num_prompt_tokens + total
-        key = context * key_base + gamma
-        draft = memo.get(key)
-        if draft is None:
-            draft = memo[key] = decode_steps_s(dev.draft_cost, gamma, context, 0)
-        s.draft_s += draft
-        try:
-            up = up_base[gamma]
-        except IndexError:  # a policy's window longer than any before
-            grow(tables, dev, send_probs, gamma)
-            up = up_base[gamma]
-        rng = dev.rng
-        if up_jitter is not None:
-            up += up_jitter
-        elif neg_jitter_s < 0:
-            up += neg_jitter_s * log(1.0 - rng.next())
-        if loss_rate > 0:
-            while rng.next() < loss_rate:
-                up += retransmit_s
-        s.network_s = (s.network_s + down) + up
-        s.last_network_s = s.round_up_s + down  # for the next deadline (round_deadline_s)
-        s.round_up_s = up
-        s.round_draft_s = draft
-        arrival_s = (deliver + draft) + up
-        server = s.server
-        heappush(server.inbound, (arrival_s, dev.device_id, s))  # inbound.send
-        if arrival_s < listed[server.server_id]:
-            sent(arrival_s, server.server_id)
-
-    return next_round
 
 
 def _after_batch(state: SimState, dispatch: Handler | None) -> Handler:
