@@ -1,7 +1,7 @@
 """The plan as events: how far sampled and real acceptance move the makespan of the
 paper's expected-value model. One draw of the default setting ((LLaMA-1.1B, LLaMA-7B),
 K = 100, α = 0.8), its plan run by the simulator's edge drafting server
-(:mod:`edgespec.sim.pipeline`) with the step barrier, under ``expected`` acceptance
+(:mod:`edgespec.sim.drafting_server`) with the step barrier, under ``expected`` acceptance
 (equal to the analytic T_com + T_inf), ``iid`` at α and ``trace`` (the bundled GSM8K
 traces of the Gemma 3 270M pair: the paper's LLaMA pairs have no traces here)."""
 
