@@ -31,10 +31,12 @@ from math import log
 
 from edgespec.core.types import BatchRecord
 from edgespec.hardware.cost_models import decode_steps_s
+from edgespec.policies.contracts import decide_window
+from edgespec.policies.inputs import UNOBSERVED
 from edgespec.sim.events import ARRIVE, DELIVER, DISPATCH
 from edgespec.sim.fast.inbound import Touch
 from edgespec.sim.fast.link_tables import KEY_BASE, DeviceConstants, grow, per_device
-from edgespec.sim.fast.window import window_asked
+from edgespec.sim.fast.window import distributed_only
 from edgespec.sim.kernel import Handler
 from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.inbound_queue import drain
@@ -98,7 +100,7 @@ def _verdicts(state: SimState, tables: list[DeviceConstants], gamma_static: int 
     accepted = state.acceptance.accepted
     push = state.q.raw_push()
     send_probs = state.send_probs
-    ask = window_asked(state.window)
+    window = state.window
     key_base = KEY_BASE if gamma_static is None else gamma_static + 1
     listed = state.due.listed
     sent = state.due.sent
@@ -174,8 +176,19 @@ def _verdicts(state: SimState, tables: list[DeviceConstants], gamma_static: int 
             # The next round (DeviceLoop.begin_round at the delivery).
             if gamma_static is not None:
                 chosen = gamma_static
-            else:
-                chosen = s.gamma = ask(s, num_acc, total, down, deliver, depth)
+            else:  # the policy asked with the observation at the delivery
+                history = s.history
+                obs = (
+                    UNOBSERVED
+                    if history is None
+                    else history.record_round(
+                        s.gamma, s.gamma_eff, num_acc, total, s.round_up_s + down, depth, deliver
+                    )
+                )
+                decision = decide_window(window, obs)
+                if decision.fused:
+                    distributed_only(window, decision)
+                chosen = s.gamma = decision.gamma
             gamma = chosen if chosen < remaining - 1 else remaining - 1
             s.gamma_eff = s.sent = gamma
             context = request.num_prompt_tokens + total
