@@ -1,4 +1,4 @@
-"""One Rich progress bar for the ``edgespec train`` and ``edgespec trace`` stages: a
+"""One Rich progress bar for the ``edgespec train``, ``trace`` and ``data`` stages: a
 description, the bar, done/total and the elapsed time, on stderr."""
 
 from __future__ import annotations
@@ -19,15 +19,26 @@ def progress_bar(
     total: int | None = None,
     *,
     elapsed: bool = True,
+    remaining: bool = False,
     info: bool = False,
 ) -> Iterator[Update]:
     """A live bar named ``description`` (``total`` None: unknown yet); yields its update
-    function. ``info`` adds a trailing ``{task.fields[info]}`` column (starts empty)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    function. ``remaining`` adds the estimated time left; ``info`` a trailing
+    ``{task.fields[info]}`` column (starts empty)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     columns: list[Any] = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
     if elapsed:
         columns.append(TimeElapsedColumn())
+    if remaining:
+        columns.append(TimeRemainingColumn())
     if info:
         columns.append(TextColumn("{task.fields[info]}"))
     with Progress(*columns, console=console) as progress:

@@ -32,6 +32,7 @@ from edgespec.arguments import (
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
+from edgespec.learn.progress import progress_bar
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -137,14 +138,6 @@ def run(args: argparse.Namespace) -> int:
 
 def run_data(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from edgespec.learn.awc.data import AwcTask, run_awc_scenario, workload_lengths
     from edgespec.learn.awc.grid import full_scenarios, quick_scenarios
@@ -172,15 +165,12 @@ def run_data(args: argparse.Namespace) -> int:
     console.print(f"{len(grid)} scenarios, {len(grid) - len(todo)} already done")
     executor = make_executor(args.workers, engine="ray", address=args.address)
     start = time.perf_counter()
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
-    with Progress(*columns, console=console) as progress:
-        bar = progress.add_task("scenarios", total=len(todo))
+    with progress_bar(console, "scenarios", len(todo), remaining=True) as update:
         for _, rows in executor.map_unordered(run_awc_scenario, todo) if todo else ():
             name = f"s{rows.scenario_id:05d}.parquet"
             write_parquet(rows.configs, args.out / "configs" / name)
             write_parquet(rows.contexts, args.out / "contexts" / name)
-            progress.advance(bar)
+            update(advance=1)
     _finish(args, weights, len(todo), time.perf_counter() - start, console)
     return 0
 

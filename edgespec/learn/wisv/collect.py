@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.errors import UserInputError
+from edgespec.learn.progress import progress_bar
 from edgespec.learn.wisv.capture import PromptCapture
 
 DATASETS: tuple[str, ...] = ("gsm8k", "cnndm", "sharegpt")
@@ -113,14 +114,6 @@ def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt]) -> list[Prom
     when stderr is no terminal)."""
     import torch
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
 
     from edgespec.learn.drafts.distill_data import encode_prompt
     from edgespec.learn.wisv.capture import CaptureSettings, Criterion, TextOutcome, capture_prompt
@@ -140,10 +133,8 @@ def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt]) -> list[Prom
     outcome: Criterion = TextOutcome(target.tokenizer) if gsm8k else ContinuationSimilarity()
     eos = eos_ids(target.model)
     captures: list[PromptCapture] = []
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-               TimeElapsedColumn(), TimeRemainingColumn())  # fmt: skip
-    with Progress(*columns, console=console) as progress, library_output(config.verbose):
-        bar = progress.add_task("prompts", total=len(prompts))
+    bar = progress_bar(console, "prompts", len(prompts), remaining=True)
+    with bar as update, library_output(config.verbose):
         for prompt in prompts:
             ids = encode_prompt(target.tokenizer, prompt.text, config.max_prompt_tokens)
             found = capture_prompt(
@@ -152,11 +143,7 @@ def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt]) -> list[Prom
             captures.append(found)
             mismatches = sum(len(c.mismatches) for c in captures)
             critical = sum(sum(c.critical) for c in captures)
-            progress.update(
-                bar,
-                advance=1,
-                description=f"prompts ({mismatches} mismatches, {critical} critical)",
-            )
+            update(advance=1, description=f"prompts ({mismatches} mismatches, {critical} critical)")
             if not console.is_terminal:
                 console.print(
                     f"{prompt.prompt_id}: {len(found.output)} tokens, {len(found.mismatches)} "
