@@ -40,11 +40,13 @@ CLASSES = {"a": 4.0, "b": 6.0}  # session i is in class "ab"[i % 2]
 DRAFT_S = [0.02, 0.05, 0.03, 0.08, 0.01]  # this block's draft time, as the client reports it
 NETWORK_S = [0.0, 0.04, 0.0, 0.03, 0.0]  # the client's last round's network time
 TABLE_12 = dataclasses.asdict(load_wisp_coefficients("a100-qwen3-32b"))
-PARAMS: dict[str, dict[str, Any]] = {
-    "fcfs": {},
-    "lab": {"max_length_ratio": 3.0},
-    "wisp": TABLE_12,
+CASES: dict[str, tuple[str, dict[str, Any]]] = {
+    "fcfs": ("fcfs", {}),
+    "lab": ("lab", {"max_length_ratio": 3.0}),
+    "wisp": ("wisp", TABLE_12),
+    "wisp-wc": ("wisp", {**TABLE_12, "work_conserving": True}),  # the named variant
 }
+"""Each case: a registered policy and its parameters."""
 
 
 @dataclass
@@ -71,13 +73,13 @@ class Recording:
 
 
 def test_every_registered_batching_policy_is_covered() -> None:
-    assert set(PARAMS) == set(BATCHING)
+    assert {name for name, _ in CASES.values()} == set(BATCHING)
 
 
 def _runtime(name: str, rule: str) -> tuple[Recording, dict[int, int]]:
     target = TransformersTarget(tiny_llama(seed=0))
     engine = VerificationEngine(target, kv_budget_tokens=LIMITS["kv_budget_tokens"])
-    recording = Recording(build_policy("batching", name, PARAMS[name]))
+    recording = Recording(build_policy("batching", *CASES[name]))
     settings = {**LIMITS, "slo_classes": CLASSES, "deadline_rule": rule}
     config = from_dict(ServerConfig, settings)
     # one instant for everything: opens, arrivals and decisions all at t = 0, as in the sim
@@ -145,14 +147,14 @@ def _simulated(name: str, rule: str, committed: dict[int, int]) -> Recording:
     server.num_active = len(PROMPTS)
     size, tokens, kv = LIMITS.values()
     limits = (BatchLimits(size, tokens, kv), BatchLimits(size, tokens, kv, force=True))
-    recording = Recording(build_policy("batching", name, PARAMS[name]))
+    recording = Recording(build_policy("batching", *CASES[name]))
     while server.queue:  # the dispatched sessions stay active (they will come back)
         assert select_batch(server, 0.0, recording, limits, rule)  # type: ignore[arg-type]
     return recording
 
 
 @pytest.mark.parametrize("rule", ["pace", "token_speed"])
-@pytest.mark.parametrize("name", sorted(BATCHING))
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_batching_decisions_match(name: str, rule: str) -> None:
     """Same queue (shapes, classes, deadlines, expected acceptance), same limits, same
     batches, under both deadline rules."""
