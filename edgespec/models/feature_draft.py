@@ -232,7 +232,7 @@ def target_rows(target_model: Any, draft_token_ids: Sequence[int]) -> tuple[torc
     """(embed rows: kept + mean "other" row, head rows) from a HF causal LM target."""
     embed = target_model.get_input_embeddings().weight.detach().float()
     head = target_model.get_output_embeddings().weight.detach().float()
-    kept = torch.tensor(list(draft_token_ids), dtype=torch.long)
+    kept = torch.tensor(list(draft_token_ids), dtype=torch.long, device=embed.device)
     return torch.cat((embed[kept], embed.mean(0, keepdim=True))), head[kept].clone()
 
 

@@ -28,7 +28,8 @@ __all__ = ["add_arguments", "run"]
 def _overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.config import overrides_from_flags
 
-    keys = ("target", "host", "port", "tls_cert", "tls_key", "prometheus_port", "deadline_rule")
+    keys = ("target", "host", "port", "tls_cert", "tls_key", "prometheus_port", "deadline_rule",
+            "device", "dtype")  # fmt: skip
     flags: dict[str, Any] = {key: getattr(args, key) for key in keys}
     flags["batching.name"] = args.batching
     flags["batching.params.profile"] = args.profile
