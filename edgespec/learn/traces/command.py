@@ -106,6 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rate", type=float, default=1.0, help="Poisson arrival rate, requests/s (default 1)"
     )
+    add_device_arguments(parser, "the target and draft")
     add_threads(parser, 2)
     add_seed(parser, "the arrival times")
     parser.add_argument(

@@ -105,9 +105,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("gamma", f"{args.gamma} exceeds the server's max_draft_tokens {limit}")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    loaded = load_model(
-        args.draft, placement.dtype, verbose=args.verbose, device=placement.device
-    )
+    loaded = load_model(args.draft, placement.dtype, verbose=args.verbose, device=placement.device)
     prompts = _prompts(args, verifier, loaded.tokenizer)
     draft = BatchedDraftModel(loaded.model)
     runs = _runs(args, verifier, draft, prompts)
