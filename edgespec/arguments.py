@@ -3,7 +3,8 @@ error, the flag named, exit status 2, caught before any work starts) and the fla
 subcommands take, each defined once here so they read and check alike: thread, worker and
 CPU counts, seeds, the real pair, the training group (:func:`add_training_arguments`,
 read back as a :class:`TrainingOptions`) and where a model runs (:func:`add_device_arguments`,
-read back as a :class:`DevicePlacement`)."""
+read back as a :class:`DevicePlacement`; whether that device is there is checked in
+:mod:`edgespec.models.devices`, with torch)."""
 
 from __future__ import annotations
 
@@ -263,7 +264,7 @@ _DEVICE = re.compile(r"cpu|cuda(:[0-9]+)?")
 
 def device_name(text: str) -> str:
     """``--device``: ``cpu``, ``cuda`` or ``cuda:N`` (N a GPU index); syntax only, whether
-    that device exists is :func:`check_device_available`'s."""
+    that device exists is :func:`edgespec.models.devices.check_device_available`'s."""
     if _DEVICE.fullmatch(text) is None:
         raise argparse.ArgumentTypeError(
             f"expected cpu, cuda or cuda:N (N a GPU index), got {text!r}"
@@ -304,8 +305,8 @@ def add_device_arguments(parser: argparse.ArgumentParser, what: str = "the model
     """``--device cpu|cuda|cuda:N`` and ``--dtype float32|bfloat16|float16``: where ``what``
     runs and the dtype of its weights, checked by argparse (a bad value is a usage error
     naming the flag, exit status 2). Both default to ``None`` (not given); read them back
-    with :func:`device_placement`, which resolves the defaults (cpu; float32 on the CPU,
-    bfloat16 on a GPU) and checks the device exists."""
+    with :func:`edgespec.models.devices.device_placement`, which resolves the defaults (cpu;
+    float32 on the CPU, bfloat16 on a GPU) and checks the device exists."""
     group = parser.add_argument_group("device")
     group.add_argument(
         "--device", type=device_name, default=None, metavar="cpu|cuda|cuda:N",
@@ -318,35 +319,8 @@ def add_device_arguments(parser: argparse.ArgumentParser, what: str = "the model
     )  # fmt: skip
 
 
-def device_placement(args: argparse.Namespace) -> DevicePlacement:
+def placement_of(args: argparse.Namespace) -> DevicePlacement:
     """The :class:`DevicePlacement` of a command parsed with :func:`add_device_arguments`,
-    defaults resolved; a GPU this machine does not have is a
-    :class:`~edgespec.errors.UserInputError` naming ``--device``, before any model loads."""
-    placement = DevicePlacement.on(args.device or "cpu", args.dtype)
-    check_device_available(placement.device)
-    return placement
-
-
-def check_device_available(device: str) -> None:
-    """Nothing on the CPU; a ``cuda`` device torch cannot use (a CPU-only build of torch,
-    no GPU or driver, an index past the last GPU) is a
-    :class:`~edgespec.errors.UserInputError` naming ``--device``."""
-    if device == "cpu":
-        return
-    import torch
-
-    from edgespec.errors import UserInputError
-
-    if not torch.cuda.is_available():
-        raise UserInputError(
-            f"--device {device}: CUDA is not available to this torch "
-            f"(torch {torch.__version__}, torch.cuda.is_available() is false: a CPU-only "
-            "build, or no GPU or driver); use --device cpu, or install a CUDA build of torch "
-            "(docs/DEPLOY.md, On a GPU server)"
-        )
-    index = int(device.partition(":")[2] or 0)
-    count = torch.cuda.device_count()
-    if index >= count:
-        raise UserInputError(
-            f"--device {device}: this machine has {count} CUDA device(s), cuda:0..cuda:{count - 1}"
-        )
+    defaults resolved (whether the device exists is
+    :func:`edgespec.models.devices.device_placement`'s, which commands call)."""
+    return DevicePlacement.on(args.device or "cpu", args.dtype)

@@ -13,13 +13,12 @@ torch = pytest.importorskip("torch")
 from edgespec.arguments import (  # noqa: E402
     DevicePlacement,
     add_device_arguments,
-    check_device_available,
     default_dtype,
     device_name,
-    device_placement,
 )
 from edgespec.cli import main  # noqa: E402
 from edgespec.errors import UserInputError  # noqa: E402
+from edgespec.models.devices import check_device_available, device_placement  # noqa: E402
 
 COMMANDS = [
     ["serve", "--target", "never-loaded"],

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgespec.arguments import DTYPE_NAMES, check_device_available
+from edgespec.arguments import DTYPE_NAMES
 from edgespec.models.chat_templates import with_chat_template
+from edgespec.models.devices import check_device_available
 from edgespec.models.gemma_cache import gemma_directory, gemma_tokenizer
 from edgespec.models.registry import (
     FEATURE_DRAFT_MARKER,

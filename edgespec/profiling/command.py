@@ -21,8 +21,8 @@ from edgespec.arguments import (
     add_seed,
     add_threads,
     add_verbose,
-    device_placement,
 )
+from edgespec.models.devices import device_placement
 
 NGRAM = "ngram"
 

@@ -10,7 +10,8 @@ from typing import TypeVar
 
 import torch
 
-from edgespec.arguments import DevicePlacement, check_device_available
+from edgespec.arguments import DevicePlacement
+from edgespec.models.devices import check_device_available
 
 TEST_DEVICE = DevicePlacement(os.environ.get("EDGESPEC_TEST_DEVICE", "cpu")).device
 """The device named by ``EDGESPEC_TEST_DEVICE`` (syntax-checked: a bad value fails here)."""

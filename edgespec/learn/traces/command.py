@@ -18,11 +18,11 @@ from edgespec.arguments import (
     add_seed,
     add_threads,
     add_verbose,
-    device_placement,
 )
 from edgespec.datasets.prompts import DATASETS, HELD_OUT
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
+from edgespec.models.devices import device_placement
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 
 NGRAM = "ngram"

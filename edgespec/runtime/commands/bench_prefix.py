@@ -94,7 +94,8 @@ def bench_prefix(
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgespec.arguments import DevicePlacement, device_placement
+    from edgespec.arguments import DevicePlacement
+    from edgespec.models.devices import device_placement
     from edgespec.models.loading import load_model, torch_dtype
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 

@@ -180,8 +180,8 @@ def draft_placement(args: argparse.Namespace) -> Any:
     """``--device``/``--dtype`` of the draft model (a GPU this machine lacks fails here,
     before the server is reached); a GPU with ``--backend llamacpp`` is a
     :class:`~edgespec.errors.UserInputError` (llama.cpp's draft runs on the CPU)."""
-    from edgespec.arguments import device_placement
     from edgespec.errors import UserInputError
+    from edgespec.models.devices import device_placement
 
     if args.backend == "llamacpp" and args.device not in (None, "cpu"):
         raise UserInputError(f"--device {args.device} is for --backend transformers")

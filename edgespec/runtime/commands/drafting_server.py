@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgespec.arguments import device_placement
     from edgespec.config import ConfigError
+    from edgespec.models.devices import device_placement
     from edgespec.models.loading import load_model
     from edgespec.runtime.edge.batched_draft import BatchedDraftModel
     from edgespec.runtime.wire.grpc_client import RemoteVerifier

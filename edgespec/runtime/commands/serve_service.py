@@ -14,7 +14,7 @@ def check_before_loading(config: Any, draft_name: str | None, threads: int | Non
     torch."""
     import torch
 
-    from edgespec.arguments import check_device_available
+    from edgespec.models.devices import check_device_available
     from edgespec.models.registry import resolve_model
     from edgespec.runtime.wire.ports import ensure_port_free
 
