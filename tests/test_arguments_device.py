@@ -160,3 +160,25 @@ def test_cuda_without_cuda_fails_before_any_weight_loads(
         argv += ["--target", "never-loaded"]
     assert main(argv) == 2
     assert capsys.readouterr().err == f"edgespec {command[0]}: {_unavailable('cuda')}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["serve", "--target", "never-loaded", "--backend", "llamacpp", "--device", "cuda"],
+            "edgespec serve: --device cuda is for --backend transformers; llama.cpp puts layers "
+            "on a GPU with --llamacpp-gpu-layers N",
+        ),
+        (
+            ["draft", "--server", "127.0.0.1:1", "--prompt", "a", "--backend", "llamacpp",
+             "--device", "cuda:0"],
+            "edgespec draft: --device cuda:0 is for --backend transformers",
+        ),
+    ],
+)  # fmt: skip
+def test_a_gpu_for_llamacpp_is_refused_naming_the_flags(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err == line + "\n"
