@@ -181,7 +181,8 @@ def _serving(config: Any, window: Any, head: Any, choice: TargetChoice | None) -
             f"thresholds {allowed}"
         )
     return (
-        f"target {config.target}{backend_label(choice)}, batching {config.batching.name}"
+        f"target {config.target}{backend_label(choice, config.placement())}, "
+        f"batching {config.batching.name}"
         f"{cache}{fused}{lossy}"
     )
 
@@ -197,10 +198,12 @@ async def _until_signalled() -> None:
     await stop.wait()
 
 
-def backend_label(choice: TargetChoice | None) -> str:
-    """What the listening line says of a backend other than transformers."""
+def backend_label(choice: TargetChoice | None, placement: Any = None) -> str:
+    """What the listening line says of a backend other than transformers, or of a
+    transformers target's device and dtype other than the CPU's float32 (``placement``)."""
     if choice is None or choice.name == "transformers":
-        return ""
+        default = placement is None or (placement.device, placement.dtype) == ("cpu", "float32")
+        return "" if default else f" on {placement.device}, {placement.dtype}"
     return f" on {choice.name}" + ("" if choice.name == "llamacpp" else " (LOSSY)")
 
 

@@ -196,3 +196,14 @@ def test_device_and_dtype_flags_override_the_config_file(tmp_path: Path) -> None
     assert placement("--device", "cpu") == ("cpu", "float16")
     assert placement("--dtype", "bfloat16") == ("cuda:1", "bfloat16")
     assert (_config().device, _config().dtype) == ("cpu", None)
+
+
+def test_the_listening_line_names_a_device_or_dtype_other_than_the_cpus_float32() -> None:
+    from edgespec.arguments import DevicePlacement
+    from edgespec.runtime.commands.serve import backend_label
+    from edgespec.runtime.commands.serve_target import TargetChoice
+
+    plain = TargetChoice("transformers")
+    assert backend_label(plain, DevicePlacement()) == ""
+    assert backend_label(plain, DevicePlacement("cuda:1", "bfloat16")) == " on cuda:1, bfloat16"
+    assert backend_label(plain, DevicePlacement("cpu", "bfloat16")) == " on cpu, bfloat16"
