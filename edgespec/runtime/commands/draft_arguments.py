@@ -160,7 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_stop_arguments(parser)
     add_semantic_arguments(parser)
     add_link_arguments(parser)
-    add_device_arguments(parser, "the --draft model (transformers)")
+    add_device_arguments(parser, "the --draft model")
     add_cpus(parser, "drafter")
     add_verbose(parser)
 
