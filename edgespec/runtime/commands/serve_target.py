@@ -74,6 +74,12 @@ def target_choice(args: argparse.Namespace, target: str, threads: int | None) ->
     if name in TRANSFORMERS:
         return TargetChoice(name)
     from edgespec.errors import UserInputError
+
+    if getattr(args, "device", None) not in (None, "cpu"):
+        raise UserInputError(
+            f"--device {args.device} is for --backend transformers; llama.cpp puts layers on "
+            "a GPU with --llamacpp-gpu-layers N"
+        )
     from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings, model_file
 
     if args.llamacpp_sequences < 2:
@@ -103,7 +109,8 @@ def _load_transformers_target(
     first = needs_conversion(config.target)
     note = " (first load: dequantizing it once, 1-2 minutes)" if first else ""
     say(f"loading the target {config.target}{note}")
-    loaded = load_model(config.target, config.dtype, verbose=verbose)
+    placement = config.placement()
+    loaded = load_model(config.target, placement.dtype, verbose=verbose, device=placement.device)
     model = loaded.model
 
     numerics: Numerics = "lossy" if lossy else "exact"
