@@ -204,9 +204,7 @@ def _ints(text: str) -> tuple[int, ...]:
     try:
         return tuple(int(v) for v in text.split(","))
     except ValueError as error:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from error
+        raise argparse.ArgumentTypeError(f"not comma-separated integers: {text!r}") from error
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -347,9 +345,12 @@ def _write(path: Path | None, result: dict[str, Any]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
-    result = run(args)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads or threads)
+    try:
+        result = run(args)
+    finally:
+        torch.set_num_threads(threads)  # as it was, for a caller in the same process
     _write(args.out, result)
     fit = result["fit"]
     held = fit.get("held_out")
