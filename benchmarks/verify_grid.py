@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from edgespec.hardware.presets import ModelArchitecture, load_architecture
+from edgespec.hardware.presets import ModelArchitecture, available, load_architecture
 from edgespec.policies.estimator import BatchShape
 from edgespec.profiling.fit import WISP_TERMS, fit_linear, split_indices, wisp_design
 from edgespec.runtime.backends.base import ForwardItem
@@ -211,7 +211,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
     p.add_argument("--dtype", choices=sorted(DTYPES), help="default bfloat16 on cuda, else float32")
-    p.add_argument("--shape", default="llama2-7b", choices=["tiny", *PAPER_SHAPES])
+    p.add_argument("--shape", default="llama2-7b", choices=["tiny", *available("models")])
     p.add_argument("--batch", type=_ints, default=DEFAULT_GRID.batch, help="comma list")
     p.add_argument("--new-tokens", type=_ints, default=DEFAULT_GRID.new_tokens, help="comma list")
     p.add_argument("--context", type=_ints, default=DEFAULT_GRID.context, help="comma list")
@@ -253,7 +253,7 @@ def _header(args: argparse.Namespace, arch: ModelArchitecture, grid: Grid) -> di
         "cuda": torch.version.cuda,
         "transformers": transformers.__version__,
         "dtype": args.dtype,
-        "shape": asdict(arch) | {"paper": PAPER_SHAPES.get(arch.name, "none (dry runs)")},
+        "shape": asdict(arch) | {"paper": PAPER_SHAPES.get(arch.name, "not a seed paper's target")},
         "model": f"random-initialised LlamaForCausalLM, seed {args.seed}",
         "mask_probe": args.check_masks,
         "grid": asdict(grid),
