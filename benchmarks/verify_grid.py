@@ -29,12 +29,15 @@ Eq. 19 (T = a·N_linear + b_compute·N_interactions + b_read·N_cached + c) is f
 medians with :mod:`edgespec.profiling.fit` (OLS on a seeded 75 % of the points, R², MAE and
 MAPE on the held-out 25 %, bootstrap intervals).
 
-Estimated time (``estimate_grid_s``, printed at the start of every run): the default grid
-(B ∈ 1..32, n ∈ 1..32, c ∈ 128..4096, 180 points, 2 warm-up + 5 timed passes) on one H200
-for ``llama2-7b`` in bf16: a roofline pass (989 TFLOP/s at 50 %, 4.8 TB/s at 70 %: weights,
-KV read and copied) plus eager overheads (0.4 ms per layer per pass, 20 µs per layer per
-item, logits to the host at 10 GB/s) gives about 2.7 minutes with model build, of which
-the points over the 60 GiB KV limit (B · c ≳ 40k tokens at 0.5 MiB per token) are skipped.
+Estimated time (``estimate_grid_s``, printed at the start of every run; the JSON's
+``h200_estimate_s`` beside its ``wall_s``): a roofline pass on one H200 (989 TFLOP/s dense bf16
+at 50 %, 4.8 TB/s at 70 %: weights, then the KV read and copied) plus eager overheads that are
+guesses (0.4 ms per layer per pass, 20 µs per layer per item, logits to the host at 10 GB/s),
+2 warm-up + 10 timed passes per point, plus a 15 s model build. The default grid, B ∈ {1, 2,
+4, 8, 12, 16, 24, 32} × n ∈ {1, 2, 4, ..., 64} × c ∈ {128, 256, ..., 4096} (336 points), for
+``llama2-7b`` in bf16: 294 points under the 60 GiB KV limit (0.5 MiB of KV per token), about
+141 s (2.4 minutes); ``llama3.1-8b`` (grouped KV, all 336 points) about 194 s; ``qwen3-32b``
+about 383 s, too long for tools/gpu_check.sh's grid step (run it on its own).
 """
 
 from __future__ import annotations
