@@ -298,7 +298,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     _check_weights_fit(arch, size, args.device)
     started = time.perf_counter()
     target = build_target(arch, args.device, dtype, args.seed, args.check_masks)
-    tokens = _Tokens(arch.vocab_size, args.seed + 1)
+    rng = np.random.default_rng(args.seed + 1)
+
+    def tokens(count: int) -> tuple[int, ...]:
+        return tuple(int(t) for t in rng.integers(0, arch.vocab_size, count))
+
     kv = {c: target.forward([ForwardItem(None, 0, tokens(c), 1)])[0].kv for c in grid.context}
     result["build_s"] = time.perf_counter() - started
     rows: list[dict[str, Any]] = []
@@ -327,17 +331,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result["fit"] = fit_eq19(rows, args.seed)
     result["complete"] = True
     return result
-
-
-class _Tokens:
-    """Random token ids from one seeded stream."""
-
-    def __init__(self, vocab_size: int, seed: int) -> None:
-        self._vocab_size = vocab_size
-        self._rng = np.random.default_rng(seed)
-
-    def __call__(self, count: int) -> tuple[int, ...]:
-        return tuple(int(t) for t in self._rng.integers(0, self._vocab_size, count))
 
 
 def _write(path: Path | None, result: dict[str, Any]) -> None:
