@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The prepared check for a lent CUDA machine (issue 52, item 4), about 8 minutes at most:
 #   1. info        torch, CUDA and the device, as Python sees them;
-#   2. exactness   the transformers backend's exactness self-check, benchmarks/device_check.py
-#                  (when that file exists; otherwise reported as not available);
+#   2. exactness   the transformers backend's exactness self-check in both numerics and the
+#                  exact mode's cost, benchmarks/device_check.py (JSON: device-check.json);
 #   3. lossless    the lossless property tests on the device (EDGESPEC_TEST_DEVICE=cuda);
 #   4. grid        benchmarks/verify_grid.py on cuda for one paper shape (GRID_SHAPE), its JSON
 #                  written to $OUT when set (the device tool's folder), else benchmarks/results/
@@ -92,17 +92,12 @@ else
   GRID_ARGS=(--device cuda --shape "$GRID_SHAPE" --budget-s "$GRID_BUDGET_S"
     --out "$RESULTS/verify-grid-$GRID_SHAPE.json")
   TEST_ARGS=(-q)
-  CHECK_ARGS=()
+  CHECK_ARGS=(--device cuda --out "$RESULTS/device-check.json")
 fi
 
 step info "$TIMEOUT_INFO_S" "$PY" -c "$INFO" "$DEVICE"
 
-if [ -f benchmarks/device_check.py ]; then
-  step exactness "$TIMEOUT_EXACTNESS_S" "$PY" benchmarks/device_check.py "${CHECK_ARGS[@]}"
-else
-  echo "exactness self-check: not available"
-  SUMMARY+=("gpu_check: exactness: not available (no benchmarks/device_check.py)")
-fi
+step exactness "$TIMEOUT_EXACTNESS_S" "$PY" benchmarks/device_check.py "${CHECK_ARGS[@]}"
 
 # shellcheck disable=SC2086  # LOSSLESS_TESTS is a whitespace-separated list of paths
 step lossless "$TIMEOUT_LOSSLESS_S" env EDGESPEC_TEST_DEVICE="$DEVICE" \

@@ -97,10 +97,12 @@ class TransformersTarget:
         """What the load-time self-check found (``None``: the same bits, or not run)."""
         self._chunk = prefill_chunk_tokens
         self._model = model
-        self._device = next(model.parameters()).device
+        self._device: torch.device = next(model.parameters()).device
         self._vocab_size = int(model.config.get_text_config().vocab_size)
         self._eos = eos_ids(model) if eos_token_ids is None else eos_token_ids
-        self._head = plain_head(model) if blocked_head_logits else None
+        # vocabulary blocks pay on a CPU's caches; a GPU runs the head as one product
+        blocked = blocked_head_logits and self._device.type == "cpu"
+        self._head = plain_head(model) if blocked else None
         self._split = split_padded_batches
         self._dtype = next(model.parameters()).dtype
         self._layout = attention_layout(model)  # refuses what cannot be masked exactly
@@ -127,6 +129,11 @@ class TransformersTarget:
     @property
     def vocab_size(self) -> int:
         return self._vocab_size
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model, its KV states and its passes live."""
+        return self._device
 
     @property
     def eos_token_ids(self) -> frozenset[int]:
