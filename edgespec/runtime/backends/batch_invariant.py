@@ -90,14 +90,16 @@ def make_batch_invariant(model: Any) -> None:
         text._attn_implementation = ATTENTION_NAME
 
 
-def _chunked(states: torch.Tensor, order: torch.Tensor | None, length: int) -> torch.Tensor:
-    """``states`` [B, H, L, X] with its key axis in ``order`` (``[B, L]``; ``None``: as
-    it is) and zero-padded to ``length`` columns."""
-    if order is not None:
-        index = order[:, None, :, None].expand(-1, states.shape[1], -1, states.shape[3])
-        states = states.gather(2, index)
+def _padded_keys(states: torch.Tensor, length: int) -> torch.Tensor:
+    """``states`` [B, H_kv, L, D] zero-padded to ``length`` key columns."""
     extra = length - states.shape[2]
     return functional.pad(states, (0, 0, 0, extra)) if extra else states
+
+
+def _extended(order: torch.Tensor, length: int) -> torch.Tensor:
+    """``order`` [B, L] followed by the padding columns L..``length``-1."""
+    tail = torch.arange(order.shape[1], length, device=order.device)
+    return torch.cat([order, tail.expand(order.shape[0], -1)], dim=1)
 
 
 def invariant_attention(
@@ -126,30 +128,35 @@ def invariant_attention(
     rows = -(-num_queries // ROW_MULTIPLE) * ROW_MULTIPLE
     chunks = -(-length // KEY_CHUNK)
     order = kwargs.get(KEY_ORDER)
+    padded = chunks * KEY_CHUNK
+    index = None if order is None else _extended(order, padded)
     q = functional.pad(query, (0, 0, 0, rows - num_queries)) if rows != num_queries else query
     q = q.reshape(batch, kv_heads, groups * rows, head_dim)
     scale = head_dim**-0.5 if scaling is None else scaling
-    padded_key = functional.pad(key, (0, 0, 0, chunks * KEY_CHUNK - length))
-    scores = torch.matmul(q, padded_key.transpose(-1, -2))[..., :length] * scale  # over D only
+    # every intermediate below is contiguous, in one layout whatever the pass's shape
+    scores = torch.matmul(q, _padded_keys(key, padded).transpose(-1, -2))  # over D only
+    if index is not None:
+        scores = scores.gather(3, index[:, None, None, :].expand(-1, kv_heads, groups * rows, -1))
+    scores = scores * scale
     if softcap is not None:
         scores = torch.tanh(scores / softcap) * softcap
-    scores = _chunked(scores.transpose(-1, -2), order, chunks * KEY_CHUNK).transpose(-1, -2)
     bias = functional.pad(
         attention_mask,
-        (0, chunks * KEY_CHUNK - length, 0, rows - num_queries),
+        (0, padded - length, 0, rows - num_queries),
         value=torch.finfo(attention_mask.dtype).min,
     )
-    scores = scores.reshape(batch, heads, rows, -1).float() + bias.float()
+    scores = scores.reshape(batch, heads, rows, padded).float() + bias.float()
     scores = scores.reshape(batch, kv_heads, groups * rows, chunks, KEY_CHUNK)
     weights = torch.exp(scores - scores.amax(dim=(3, 4), keepdim=True))
     sums = weights.sum(dim=4)  # [B, H_kv, G·M, C]: each chunk alike
     total = sums[..., 0]
     for c in range(1, chunks):
         total = total + sums[..., c]
-    weights = (weights / total[..., None, None]).to(value.dtype).transpose(2, 3)
-    values = _chunked(value, order, chunks * KEY_CHUNK).reshape(
-        batch, kv_heads, chunks, KEY_CHUNK, head_dim
-    )
+    weights = (weights / total[..., None, None]).to(value.dtype).transpose(2, 3).contiguous()
+    values = _padded_keys(value, padded)
+    if index is not None:
+        values = values.gather(2, index[:, None, :, None].expand(-1, kv_heads, -1, head_dim))
+    values = values.reshape(batch, kv_heads, chunks, KEY_CHUNK, head_dim)
     parts = torch.matmul(weights, values)  # [B, H_kv, C, G·M, D]
     out = parts[:, :, 0]
     for c in range(1, chunks):
