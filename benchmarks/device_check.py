@@ -2,14 +2,14 @@
 
 For each model built here (tiny Llama; tiny Gemma 3 with sliding-window layers; the
 benchmarks' synthetic target, vocabulary 4096; or one registered model, ``--target``), in
-both numerics
-(:class:`~edgespec.runtime.backends.transformers_backend.TransformersTarget`'s ``exact``,
-batch-invariant kernels, and ``lossy``, the library's own), it builds the target on
+both numerics of :class:`~edgespec.runtime.backends.transformers_backend.TransformersTarget`
+(``exact``: batch-invariant kernels; ``lossy``: the library's own), it builds the target on
 ``--device`` in ``--dtype``, which runs the load-time self-check
 (:mod:`edgespec.runtime.backends.exactness`), and records whether it passed and, if not,
-the first shape that differed. Then it times one verification pass of each numerics, side
-by side in alternation (a batch of ``--batch`` sessions with ``--context`` cached tokens
-each, γ + 1 = 5 new tokens, all logits kept), and writes the medians and their ratio.
+the first shape that differed. Then it times one verification pass of each numerics side
+by side, in alternating order (CPU time on a CPU, synchronised wall time on a GPU): a batch
+of ``--batch`` sessions with about ``--context`` cached tokens each, γ + 1 = 5 new tokens,
+all logits kept; it writes every time, the medians and their ratio.
 
 Usage: ``python benchmarks/device_check.py [--device cuda] [--dtype bfloat16]
 [--out FILE.json]``; ``--dry-run``: the CPU, the tiny models only, two repeats (seconds).
@@ -71,6 +71,12 @@ def _build(model: Any, numerics: Numerics) -> tuple[TransformersTarget | None, d
     return target, outcome | {"load_s": time.perf_counter() - start}
 
 
+def _clock(device: torch.device) -> float:
+    """This process's CPU time on a CPU (other processes' load does not count), wall time
+    around a synchronised GPU."""
+    return time.process_time() if device.type == "cpu" else time.perf_counter()
+
+
 def _pass_items(target: TransformersTarget, batch: int, context: int) -> list[ForwardItem]:
     vocab = target.vocab_size
     items = []
@@ -87,13 +93,14 @@ def _time_passes(
 ) -> dict[str, Any]:
     items = {n: _pass_items(t, batch, context) for n, t in targets.items()}
     times: dict[str, list[float]] = {n: [] for n in targets}
-    for _ in range(repeats + 1):  # the first round warms up
-        for numerics, target in targets.items():
+    for repeat in range(repeats + 1):  # the first round warms up; the order alternates
+        order = list(targets.items())
+        for numerics, target in order if repeat % 2 == 0 else reversed(order):
             _sync(target.device)
-            start = time.perf_counter()
+            start = _clock(target.device)
             target.forward(items[numerics])
             _sync(target.device)
-            times[numerics].append(time.perf_counter() - start)
+            times[numerics].append(_clock(target.device) - start)
     medians = {n: statistics.median(ts[1:]) for n, ts in times.items()}
     ratio = medians["exact"] / medians["lossy"] if len(medians) == 2 else None
     return {"times_s": times, "median_s": medians, "exact_over_lossy": ratio}
@@ -121,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default=None)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--context", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "--target", default=None, help="a registered model instead (e.g. gemma3-270m)"
