@@ -4,9 +4,12 @@ biased, noisy), and on the bundled real profile (the same row in every run)."""
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 
+from edgespec.cli import main
 from edgespec.profiling.residuals import Point
 from edgespec.profiling.samples import MeasuredSamples
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
@@ -124,3 +127,29 @@ def test_w9_goes_before_w10() -> None:
         "W8", "W9", "W9", "W10"
     ]  # fmt: skip
     assert [r.claim_id for r in insert_w9([row("W8")], w9)] == ["W8", "W9", "W9"]
+
+
+def test_the_command_judges_a_profile_measured_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``edgespec reproduce wisp-estimator --samples REPORT``: a fresh profile's report."""
+    report = {
+        "command": "edgespec profile --target tiny",
+        "target": "tiny",
+        "hardware": "a CPU",
+        "samples": [
+            {"config": i, "category": p.category, "split": p.split, "run": 0,
+             "entries": [list(e) for e in p.entries], "time_s": p.time_s}
+            for i, p in enumerate(additive(test_scale=1.08))
+        ],
+    }  # fmt: skip
+    path = tmp_path / "gemma-report.json"
+    path.write_text(json.dumps(report))
+    argv = ["reproduce", "wisp-estimator", "--samples", str(path), "--json", str(tmp_path / "e")]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())  # the printed table wraps its cells
+    assert "2 rows: 0 hold, 0 hold in direction only, 1 miss, 1 setting" in out
+    assert "mean residual +7.4% of the mean time, beyond ±3% (under-predicted)" in out
+    data = json.loads((tmp_path / "e").read_text())
+    assert data["misses"] == ["mean residual +7.4% of the mean time, beyond ±3% (under-predicted)"]
+    assert data["samples"]["source"] == str(path) and data["samples"]["machine"] == "a CPU"
