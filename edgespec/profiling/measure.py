@@ -195,6 +195,20 @@ class PromptSource:
         return len(self._seen)
 
 
+def cold_draft_tokens(new: int) -> int:
+    """How many of a cold entry's ``new`` tokens are drafted (the rest is its prompt)."""
+    return min(4, new // 2)
+
+
+def logit_rows(entry: Entry) -> int:
+    """Positions of ``entry`` whose vocabulary logits the timed pass computes (the engine's
+    ``num_logits``: drafted + 1). A cold entry drafts :func:`cold_draft_tokens`; a follow-up
+    forwards the one token its setup pass committed and drafts the rest of its L_new, so
+    all L_new positions."""
+    new, cached = entry
+    return new if cached > 0 else cold_draft_tokens(new) + 1
+
+
 def _prepare(
     engine: VerificationEngine, prompts: PromptSource, entries: Sequence[Entry], tag: str
 ) -> list[VerifyCall] | None:
@@ -206,7 +220,7 @@ def _prepare(
         if cached > 0:  # prompt of `cached` tokens + 1 drafted: the cache then covers ~cached
             prompt, draft = prompts.take(cached), 1
         else:
-            draft = min(4, new // 2)
+            draft = cold_draft_tokens(new)
             prompt = prompts.take(new - draft)
         sampling = SamplingParams(max_new_tokens=new + 3)
         engine.open_session(SessionSpec(sid, "profile", prompt, sampling))
