@@ -8,15 +8,12 @@ them), ``target``, ``machine`` (CPU, cores, memory, torch and its threads), ``me
 ``category``, ``split``, ``run``, ``entries`` as ``[[L_new, L_cached], ...]``, ``time_s``), so
 :func:`edgespec.profiling.residuals.points` reads either file. A report's fits and load
 average are left out: the reader refits, and a load average describes a moment, not the
-machine.
-
-    python -m edgespec.profiling.samples runs/w9/gemma-report.json \\
-        edgespec/data/hardware/measured/gemma3-270m-cpu.json --machine "..." --date 2026-11-29
+machine. ``edgespec reproduce wisp-estimator --samples REPORT --save-samples FILE --machine
+TEXT`` writes one from a report.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -146,21 +143,3 @@ def write_document(doc: dict[str, Any], out: Path) -> None:
     body = [json.dumps(s, separators=(",", ":")) for s in doc["samples"]]
     lines += [line + "," for line in body[:-1]] + body[-1:] + ["]}"]
     out.write_text("\n".join(lines) + "\n")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m edgespec.profiling.samples")
-    parser.add_argument("report", type=Path, help="an edgespec profile NAME-report.json")
-    parser.add_argument("out", type=Path, help="the samples file to write (.json)")
-    parser.add_argument("--machine", required=True, help="CPU, cores, memory, torch, threads")
-    parser.add_argument("--date", required=True, help="the date of the measurement")
-    args = parser.parse_args(argv)
-    doc = samples_document(json.loads(args.report.read_text()), args.machine, args.date)
-    write_document(doc, args.out)
-    from_document(json.loads(args.out.read_text()), str(args.out))  # reads back
-    print(f"wrote {args.out}: {len(doc['samples'])} samples; {doc['grid']}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

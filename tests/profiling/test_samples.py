@@ -3,7 +3,6 @@ read back with their provenance, the run-to-run spread, and clear errors."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +65,6 @@ def test_a_report_becomes_a_samples_file_and_reads_back(tmp_path: Path) -> None:
 def test_a_profile_report_reads_directly_with_what_it_records() -> None:
     back = ps.from_document(_report(), "r.json")
     assert back.machine == "AMD EPYC" and back.measured_on == "not recorded"
-
-
-def test_main_writes_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    report = tmp_path / "r.json"
-    report.write_text(json.dumps(_report()))
-    argv = [str(report), str(tmp_path / "s.json"), "--machine", "m", "--date", "d"]
-    assert ps.main(argv) == 0
-    assert capsys.readouterr().out.startswith(f"wrote {tmp_path / 's.json'}: 8 samples; train 3")
 
 
 @pytest.mark.parametrize(

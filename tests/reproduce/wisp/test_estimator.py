@@ -157,6 +157,17 @@ def test_the_command_judges_a_profile_measured_here(
     assert "2 rows: 0 hold, 0 hold in direction only, 1 miss, 1 setting" in out
     assert "mean residual +7.4% of the mean time, beyond ±3% (under-predicted)" in out
     data = json.loads((tmp_path / "e").read_text())
+    # the report's samples saved in the bundled form give the same check
+    saved = tmp_path / "s.json"
+    argv += ["--save-samples", str(saved), "--machine", "a CPU", "--date", "2026-11-29"]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.endswith(
+        f"wrote {saved}: 64 samples; train 48 (16 compute, "
+        "16 memory, 16 mixed); test 16 (6 compute, 5 "
+        "memory, 5 mixed); 1 timed runs per configuration\n"
+    )
+    assert load_samples(saved).measured_on == "2026-11-29"
+    assert check_estimator(load_samples(saved).points) == check_estimator(load_samples(path).points)
     assert data["misses"] == ["mean residual +7.4% of the mean time, beyond ±3% (under-predicted)"]
     assert data["samples"]["source"] == str(path) and data["samples"]["machine"] == "a CPU"
 
@@ -191,3 +202,11 @@ def test_the_bundled_samples_give_the_same_row_every_run() -> None:
     assert name == "W9 samples" and why.startswith("bundled gemma3-270m-cpu.json: train 118 (")
     data = estimator_dict(check_estimator(shipped.points), shipped)
     assert round(data["test"]["mape_pct"], 2) == 26.63 and round(data["bias_pct"], 1) == -5.2
+
+
+def test_saving_samples_needs_a_report_and_the_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "wisp-estimator", "--save-samples", "s.json"]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec reproduce wisp-estimator: --save-samples needs --samples REPORT and "
+        "--machine TEXT\n"
+    )
