@@ -121,6 +121,7 @@ def test_the_help_checks_cover_every_subcommand_and_no_module_has_its_own_cli() 
             "zhu",
             "wisv",
             "wisp-serving",
+            "wisp-estimator",
             "dsd-real-pair",
             "wisv-real-pair",
         ],
