@@ -73,6 +73,7 @@ def test_exactly_additive_samples_hold_and_recover_the_coefficients() -> None:
     assert setting.ours.startswith("a 4000.0 µs/token [4000.0, 4000.0], b_compute 0.0100 µs")
     assert (fit.direction_ok, fit.magnitude_ok, fit.outcome) == (None, True, Outcome.HOLDS)
     assert fit.why == "" and fit.reason is None
+    assert fit.tolerance == "MAPE ≤ 10%, R² ≥ 0.95, mean residual within ±3% of the mean time"
     assert fit.paper == (
         "R² 0.992, MAE 3.38 ms, MAPE 4.93%, n = 50 (an A100 with Qwen3-32B under vLLM (App. C))"
     )
