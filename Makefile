@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.edgespec-installed
 
-.PHONY: demo test lint typecheck unit clean
+.PHONY: demo test lint typecheck unit clean cuda-venv
 
 # llama-cpp-python is built once from its sdist in the exact (batch-invariant) configuration
 # and cached outside the clone (tools/build_llamacpp_wheel.sh; about 2 min the first time,
@@ -38,6 +38,19 @@ unit: $(STAMP)
 # mypy and pytest are single-threaded: run them side by side on two cores.
 test: lint
 	$(MAKE) --no-print-directory -j2 typecheck unit
+
+# Opt-in, for a GPU server; never run by demo or test: a second environment, .venv-cuda, with
+# the same pinned torch 2.13.0 built for CUDA (from the PyTorch wheel index for the CUDA
+# version TORCH_CUDA_INDEX names: match it to the driver) and the runtime (serve, draft).
+CUDA_VENV := .venv-cuda
+TORCH_CUDA_INDEX ?= https://download.pytorch.org/whl/cu128
+
+cuda-venv:
+	test -x $(CUDA_VENV)/bin/python || $(PYTHON) -m venv $(CUDA_VENV)
+	$(CUDA_VENV)/bin/python -m pip install -q --index-url $(TORCH_CUDA_INDEX) torch==2.13.0
+	$(CUDA_VENV)/bin/python -m pip install -q -c constraints.txt -e ".[runtime]"
+	$(CUDA_VENV)/bin/python -c "import torch; print('torch', torch.__version__, 'CUDA', \
+		torch.version.cuda, 'GPUs', torch.cuda.device_count() if torch.cuda.is_available() else 0)"
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,12 +1,15 @@
 """The command line's shared pieces: argparse value types (a bad value is argparse's usage
 error, the flag named, exit status 2, caught before any work starts) and the flags several
 subcommands take, each defined once here so they read and check alike: thread, worker and
-CPU counts, seeds, the real pair, and the training group (:func:`add_training_arguments`,
-read back as a :class:`TrainingOptions`)."""
+CPU counts, seeds, the real pair, the training group (:func:`add_training_arguments`,
+read back as a :class:`TrainingOptions`) and where a model runs (:func:`add_device_arguments`,
+read back as a :class:`DevicePlacement`; whether that device is there is checked in
+:mod:`edgespec.models.devices`, with torch)."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
@@ -251,3 +254,73 @@ def training_options(args: argparse.Namespace) -> TrainingOptions:
         if getattr(defaults, field) is not None
     }
     return replace(defaults, **given)
+
+
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+"""The weight dtypes a model can be loaded in (``--dtype``, ``ServerConfig.dtype``)."""
+
+_DEVICE = re.compile(r"cpu|cuda(:[0-9]+)?")
+
+
+def device_name(text: str) -> str:
+    """``--device``: ``cpu``, ``cuda`` or ``cuda:N`` (N a GPU index); syntax only, whether
+    that device exists is :func:`edgespec.models.devices.check_device_available`'s."""
+    if _DEVICE.fullmatch(text) is None:
+        raise argparse.ArgumentTypeError(
+            f"expected cpu, cuda or cuda:N (N a GPU index), got {text!r}"
+        )
+    return text
+
+
+def default_dtype(device: str) -> str:
+    """The dtype a model loads in on ``device`` without ``--dtype``: float32 on the CPU,
+    bfloat16 on a GPU."""
+    return "float32" if device == "cpu" else "bfloat16"
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePlacement:
+    """Where a model runs (``device``: ``cpu``, ``cuda`` or ``cuda:N``) and the dtype of
+    its weights (one of :data:`DTYPE_NAMES`); a bad value is a ``ValueError`` naming the
+    flag (``--device``, ``--dtype``)."""
+
+    device: str = "cpu"
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        try:
+            device_name(self.device)
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"--device: {exc}") from None
+        if self.dtype not in DTYPE_NAMES:
+            raise ValueError(f"--dtype: expected one of {list(DTYPE_NAMES)}, got {self.dtype!r}")
+
+    @classmethod
+    def on(cls, device: str = "cpu", dtype: str | None = None) -> DevicePlacement:
+        """``device`` with ``dtype``, or its default dtype (:func:`default_dtype`)."""
+        return cls(device, default_dtype(device) if dtype is None else dtype)
+
+
+def add_device_arguments(parser: argparse.ArgumentParser, what: str = "the model") -> None:
+    """``--device cpu|cuda|cuda:N`` and ``--dtype float32|bfloat16|float16``: where ``what``
+    runs and the dtype of its weights, checked by argparse (a bad value is a usage error
+    naming the flag, exit status 2). Both default to ``None`` (not given); read them back
+    with :func:`edgespec.models.devices.device_placement`, which resolves the defaults (cpu;
+    float32 on the CPU, bfloat16 on a GPU) and checks the device exists."""
+    group = parser.add_argument_group("device")
+    group.add_argument(
+        "--device", type=device_name, default=None, metavar="cpu|cuda|cuda:N",
+        help=f"where {what} runs (default cpu); cuda needs a CUDA build of torch "
+        "(docs/DEPLOY.md, On a GPU server)",
+    )  # fmt: skip
+    group.add_argument(
+        "--dtype", choices=DTYPE_NAMES, default=None,
+        help=f"dtype of {what}'s weights (default float32 on cpu, bfloat16 on cuda)",
+    )  # fmt: skip
+
+
+def placement_of(args: argparse.Namespace) -> DevicePlacement:
+    """The :class:`DevicePlacement` of a command parsed with :func:`add_device_arguments`,
+    defaults resolved (whether the device exists is
+    :func:`edgespec.models.devices.device_placement`'s, which commands call)."""
+    return DevicePlacement.on(args.device or "cpu", args.dtype)

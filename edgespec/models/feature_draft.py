@@ -107,7 +107,7 @@ class RMSNorm(nn.Module):
 def rotate(x: torch.Tensor, positions: torch.Tensor, theta: float) -> torch.Tensor:
     """Rotary position embedding of ``x`` (B, H, L, D) at ``positions`` (L,)."""
     dim = x.shape[-1]
-    inv = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim)
+    inv = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float32, device=x.device) / dim)
     angles = positions.to(torch.float32)[:, None] * inv
     cos, sin = angles.cos(), angles.sin()
     even, odd = x[..., ::2], x[..., 1::2]
@@ -204,9 +204,9 @@ class FeatureDraftNet(nn.Module):
         length = features.shape[1] - 1
         if length < 1:
             raise ValueError("unrolled needs sequences of at least 2 positions")
-        base = torch.arange(length)
+        base = torch.arange(length, device=features.device)
         scale = 1.0 / math.sqrt(self.config.head_dim)
-        causal = torch.ones(length, length, dtype=torch.bool).tril()
+        causal = torch.ones(length, length, dtype=torch.bool, device=features.device).tril()
         previous = features[:, :-1]
         keys: list[torch.Tensor] = []
         values: list[torch.Tensor] = []
@@ -232,7 +232,7 @@ def target_rows(target_model: Any, draft_token_ids: Sequence[int]) -> tuple[torc
     """(embed rows: kept + mean "other" row, head rows) from a HF causal LM target."""
     embed = target_model.get_input_embeddings().weight.detach().float()
     head = target_model.get_output_embeddings().weight.detach().float()
-    kept = torch.tensor(list(draft_token_ids), dtype=torch.long)
+    kept = torch.tensor(list(draft_token_ids), dtype=torch.long, device=embed.device)
     return torch.cat((embed[kept], embed.mean(0, keepdim=True))), head[kept].clone()
 
 

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgespec.arguments import DTYPE_NAMES
 from edgespec.models.chat_templates import with_chat_template
+from edgespec.models.devices import check_device_available
 from edgespec.models.gemma_cache import gemma_directory, gemma_tokenizer
 from edgespec.models.registry import (
     FEATURE_DRAFT_MARKER,
@@ -34,8 +36,7 @@ from edgespec.models.registry import (
 if TYPE_CHECKING:
     import torch
 
-DTYPE_NAMES = ("float32", "bfloat16", "float16")
-"""The weight dtypes a model can be loaded in (``--dtype``, ``ServerConfig.dtype``)."""
+__all__ = ["DTYPE_NAMES", "LoadedModel", "load_model", "load_tokenizer", "torch_dtype"]
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -138,9 +139,12 @@ def load_model(
     target: LoadedModel | None = None,
     require_tokenizer: bool = False,
     verbose: bool = False,
+    device: str = "cpu",
 ) -> LoadedModel:
-    """Load a model by name or path (see :func:`resolve_model`), in eval mode on CPU, with
-    weights in ``dtype`` (one of :data:`DTYPE_NAMES`).
+    """Load a model by name or path (see :func:`resolve_model`), in eval mode on ``device``
+    (``cpu``, ``cuda`` or ``cuda:N``; one torch cannot use is a
+    :class:`~edgespec.errors.UserInputError` naming ``--device``, before any weight is
+    read), with weights in ``dtype`` (one of :data:`DTYPE_NAMES`).
 
     A local Hugging Face directory saved without a tokenizer (tiny test models) loads with
     ``tokenizer=None``, unless ``require_tokenizer`` (then :class:`ModelNotFoundError`).
@@ -148,8 +152,12 @@ def load_model(
     rows from its target: ``target`` if given, else the target named in its config.
     The libraries' progress bars and warnings show only when ``verbose``."""
     spec = resolve_model(name_or_spec) if isinstance(name_or_spec, str) else name_or_spec
+    weights = torch_dtype(dtype)
+    check_device_available(device)
     with library_output(verbose):
-        loaded = _load(spec, torch_dtype(dtype), num_threads, target, verbose)
+        loaded = _load(spec, weights, num_threads, target, verbose, device)
+        if device != "cpu":  # loaded on the CPU: nothing to move there
+            loaded.model.to(device)
     if require_tokenizer and loaded.tokenizer is None:
         raise ModelNotFoundError(f"model {spec.name!r} has no tokenizer")
     return loaded
@@ -201,6 +209,7 @@ def _load(
     num_threads: int | None,
     target: LoadedModel | None,
     verbose: bool,
+    device: str,
 ) -> LoadedModel:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -208,7 +217,7 @@ def _load(
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     if spec.source is ModelSource.FEATURE_DRAFT:
-        return _load_feature_draft(spec, target, verbose)
+        return _load_feature_draft(spec, target, verbose, dtype, device)
     if spec.source is ModelSource.BUNDLED_DRAFT or (
         spec.path is not None and (spec.path / "trimmed_vocab.json").is_file()
     ):
@@ -242,13 +251,18 @@ def _load(
     return LoadedModel(spec=spec, model=model, tokenizer=tokenizer, weight_files=files)
 
 
-def _load_feature_draft(spec: ModelSpec, target: LoadedModel | None, verbose: bool) -> LoadedModel:
+def _load_feature_draft(
+    spec: ModelSpec, target: LoadedModel | None, verbose: bool, dtype: torch.dtype, device: str
+) -> LoadedModel:
+    """A feature draft (float32, its rows from ``target``, else from its target loaded in
+    ``dtype`` on ``device``)."""
     from edgespec.models.feature_draft import FeatureDraftConfig, load_feature_draft
     from edgespec.models.registry import FEATURE_DRAFT_MARKER
 
     assert spec.path is not None
     if target is None:
         config = FeatureDraftConfig.from_file(spec.path / FEATURE_DRAFT_MARKER)
-        target = load_model(config.target_name, verbose=verbose)
+        name = str(dtype).removeprefix("torch.")
+        target = load_model(config.target_name, name, verbose=verbose, device=device)
     net = load_feature_draft(spec.path, target.model)
     return LoadedModel(spec=spec, model=net, tokenizer=target.tokenizer)

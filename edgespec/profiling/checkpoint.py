@@ -34,12 +34,18 @@ def checkpoint_path(out: Path) -> Path:
     return out.parent / f"{out.stem}-samples.jsonl"
 
 
-def setup_of(target: str, spec: GridSpec, threads: int) -> dict[str, Any]:
-    """What must be equal for two runs' samples to belong to one profile."""
+def setup_of(
+    target: str, spec: GridSpec, threads: int, device: str = "cpu", dtype: str = "float32"
+) -> dict[str, Any]:
+    """What must be equal for two runs' samples to belong to one profile (``device`` and
+    ``dtype`` written only when not the CPU in float32, so older checkpoints still match)."""
     grid = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()}
     if grid["clock"] == "wall":
         del grid["clock"]  # as checkpoints written before --clock existed
-    return {"target": target, "grid": grid, "threads": threads}
+    setup: dict[str, Any] = {"target": target, "grid": grid, "threads": threads}
+    if (device, dtype) != ("cpu", "float32"):
+        setup.update(device=device, dtype=dtype)
+    return setup
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_seed, add_threads, add_verbose
+from edgespec.arguments import (
+    add_device_arguments,
+    add_seed,
+    add_threads,
+    add_verbose,
+)
+from edgespec.models.devices import device_placement
 
 NGRAM = "ngram"
 
@@ -42,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="reduced grid (tests, CI): 1 warm-up and 2 runs per configuration",
     )
+    add_device_arguments(parser, "the target and draft")
     add_threads(parser, 2)
     add_verbose(parser)
     parser.add_argument(
@@ -103,6 +110,11 @@ def check_args(args: argparse.Namespace) -> str | None:
         return f"--scale must be in (0, 1], got {args.scale}"
     if args.resume and args.fresh:
         return "--resume and --fresh exclude each other"
+    if args.clock == "cpu" and args.device not in (None, "cpu"):
+        return (
+            f"--clock cpu times this process's CPU work, not --device {args.device}'s: "
+            "use --clock wall"
+        )
     return None
 
 
@@ -127,7 +139,9 @@ def read_checkpoint(args: argparse.Namespace, spec: Any) -> Any:
             f"{path} holds an unfinished profile ({max(num_lines - 1, 0)} configurations "
             "measured): add --resume to continue it, or --fresh to start over"
         )
-    return load_checkpoint(path, setup_of(args.target, spec, args.threads))
+    placement = device_placement(args)
+    setup = setup_of(args.target, spec, args.threads, placement.device, placement.dtype)
+    return load_checkpoint(path, setup)
 
 
 def grid_spec(args: argparse.Namespace) -> Any:
@@ -150,15 +164,17 @@ def grid_spec(args: argparse.Namespace) -> Any:
     return replace(spec, seed=args.seed, clock=args.clock)
 
 
-def _load(name: str, verbose: bool = False) -> Any:
+def _load(name: str, args: argparse.Namespace) -> Any:
     from edgespec.models.loading import load_model
 
-    return load_model(name, verbose=verbose).model
+    placement = device_placement(args)
+    return load_model(name, placement.dtype, verbose=args.verbose, device=placement.device).model
 
 
 def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | None]:
-    """The target model and the drafter triple profile_pair takes (or None)."""
-    target_model = _load(args.target, args.verbose)
+    """The target model and the drafter triple profile_pair takes (or None), both on
+    ``--device`` in ``--dtype``."""
+    target_model = _load(args.target, args)
     if args.draft == NGRAM:
         from edgespec.runtime.backends.ngram import NgramDrafter
 
@@ -166,7 +182,7 @@ def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | No
     if args.draft:
         from edgespec.runtime.backends.transformers_draft import TransformersDraft
 
-        draft_model = _load(args.draft, args.verbose)
+        draft_model = _load(args.draft, args)
         return target_model, (args.draft, lambda: TransformersDraft(draft_model), draft_model)
     return target_model, None
 
@@ -187,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.profiling.measure import design_grid
     from edgespec.profiling.run import write_profiles
 
+    device_placement(args)  # a GPU this machine lacks fails before anything loads
     torch.set_num_threads(args.threads)
     console = Console(stderr=True, width=max(Console(stderr=True).width, 140))
     spec = grid_spec(args)
@@ -227,7 +244,8 @@ def _measure(
     num_configs = len(design_grid(spec))
     done_before = 0 if resume is None else len(resume.samples)
     target_model, draft = pair
-    setup = setup_of(args.target, spec, args.threads)
+    placement = device_placement(args)
+    setup = setup_of(args.target, spec, args.threads, placement.device, placement.dtype)
     writer = CheckpointWriter(checkpoint_path(Path(args.out)), setup, append=resume is not None)
     with writer, Progress(console=console, transient=False) as progress:
         task = progress.add_task(

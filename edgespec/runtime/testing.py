@@ -85,7 +85,8 @@ def noisy_copy(model: Any, noise: float, seed: int = 1) -> Any:
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for param in draft.parameters():
-            param.add_(noise * torch.randn(param.shape, generator=generator) * param.std())
+            step = torch.randn(param.shape, generator=generator).to(param.device)  # CPU draws
+            param.add_(noise * step * param.std())
     draft.eval()  # type: ignore[no-untyped-call]
     return draft
 

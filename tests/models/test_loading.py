@@ -43,3 +43,37 @@ def test_a_directory_without_a_tokenizer_loads_in_the_asked_dtype(tmp_path: Path
     assert load_tokenizer(str(tmp_path / "m")) is None
     with pytest.raises(ModelNotFoundError, match="model 'm' has no tokenizer"):
         load_model(str(tmp_path / "m"), require_tokenizer=True)
+
+
+def test_a_model_is_placed_on_the_asked_device_in_the_asked_dtype(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The move itself, without a GPU: torch's ``meta`` device (the device check, which
+    knows only cpu and cuda, is what the next test covers)."""
+    tiny_llama(seed=0).save_pretrained(str(tmp_path / "m"))
+    assert next(load_model(str(tmp_path / "m")).model.parameters()).device.type == "cpu"
+    monkeypatch.setattr("edgespec.models.loading.check_device_available", lambda device: None)
+    loaded = load_model(str(tmp_path / "m"), dtype="float16", device="meta")
+    assert {(p.device.type, p.dtype) for p in loaded.model.parameters()} == {
+        ("meta", torch.float16)
+    }
+    assert not loaded.model.training
+
+
+def test_cuda_without_cuda_fails_before_any_weight_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edgespec.errors import UserInputError
+
+    tiny_llama(seed=0).save_pretrained(str(tmp_path / "m"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+    def read(*args: object, **kwargs: object) -> None:
+        raise AssertionError("weights read before the device was checked")
+
+    monkeypatch.setattr("transformers.AutoModelForCausalLM.from_pretrained", read)
+    with pytest.raises(UserInputError) as info:
+        load_model(str(tmp_path / "m"), device="cuda:0")
+    assert str(info.value).startswith(
+        "--device cuda:0: CUDA is not available to this torch (torch "
+    )

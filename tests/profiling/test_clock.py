@@ -10,7 +10,7 @@ import torch
 
 from edgespec.profiling import measure
 from edgespec.profiling.checkpoint import setup_of
-from edgespec.profiling.command import add_arguments, grid_spec
+from edgespec.profiling.command import add_arguments, check_args, grid_spec
 from edgespec.profiling.measure import GridSpec, PromptSource, measure_batch
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.server.engine import VerificationEngine
@@ -50,3 +50,13 @@ def test_the_flag_reaches_the_grid_and_the_checkpoint_setup() -> None:
     assert setup_of("t", spec, 1)["grid"]["clock"] == "cpu"
     # a wall-clock setup reads as one written before --clock existed (it still resumes)
     assert "clock" not in setup_of("t", GridSpec(), 1)["grid"]
+
+
+def test_the_cpu_clock_is_refused_on_a_gpu() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--target", "t", "--clock", "cpu", "--device", "cuda"])
+    assert check_args(args) == (
+        "--clock cpu times this process's CPU work, not --device cuda's: use --clock wall"
+    )
+    assert check_args(parser.parse_args(["--target", "t", "--clock", "cpu"])) is None

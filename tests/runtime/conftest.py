@@ -25,13 +25,14 @@ from edgespec.runtime.server.service import VerificationService  # noqa: E402
 from edgespec.runtime.server.verification import EXACT_RULES, AnyRule  # noqa: E402
 from edgespec.runtime.testing import noisy_copy, tiny_llama  # noqa: E402
 from edgespec.runtime.wire.grpc_server import ServerThread  # noqa: E402
+from tests.runtime.device import on_test_device  # noqa: E402
 
 torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")
 def target_model() -> Any:
-    return tiny_llama(seed=0)
+    return on_test_device(tiny_llama(seed=0))  # EDGESPEC_TEST_DEVICE, default cpu
 
 
 @pytest.fixture(scope="session")

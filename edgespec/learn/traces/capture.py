@@ -97,7 +97,8 @@ def assisted_generate(
     draft.generation_config.num_assistant_tokens = settings.gamma_max
     draft.generation_config.num_assistant_tokens_schedule = "constant"
     draft.generation_config.assistant_confidence_threshold = 0.0
-    ids = torch.tensor([list(prompt_ids)], dtype=torch.long)
+    device = next(pair.target_model.parameters()).device
+    ids = torch.tensor([list(prompt_ids)], dtype=torch.long, device=device)
     with torch.inference_mode():
         out = pair.target_model.generate(
             ids,

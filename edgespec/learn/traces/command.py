@@ -12,10 +12,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_real_pair, add_seed, add_threads, add_verbose
+from edgespec.arguments import (
+    add_device_arguments,
+    add_real_pair,
+    add_seed,
+    add_threads,
+    add_verbose,
+)
 from edgespec.datasets.prompts import DATASETS, HELD_OUT
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
+from edgespec.models.devices import device_placement
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 
 NGRAM = "ngram"
@@ -99,6 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rate", type=float, default=1.0, help="Poisson arrival rate, requests/s (default 1)"
     )
+    add_device_arguments(parser, "the target and draft")
     add_threads(parser, 2)
     add_seed(parser, "the arrival times")
     parser.add_argument(
@@ -181,14 +189,20 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"edgespec trace: {problem}")
         return 2
     stop = stop_policy_from_args(args)  # a bad file fails before any model loads
+    placement = device_placement(args)  # so does a GPU this machine lacks
     torch.set_num_threads(args.threads)
     prompt_sets = _prompt_sets(args)
     with console.status(f"loading target {args.target} and draft {args.draft}"):
-        target = load_model(args.target, require_tokenizer=True, verbose=args.verbose)
+        device, dtype = placement.device, placement.dtype
+        target = load_model(
+            args.target, dtype, require_tokenizer=True, verbose=args.verbose, device=device
+        )
         draft_model = (
             None
             if args.draft == NGRAM
-            else load_model(args.draft, target=target, verbose=args.verbose).model
+            else load_model(
+                args.draft, dtype, target=target, verbose=args.verbose, device=device
+            ).model
         )
     try:
         choice = DraftChoice(

@@ -3,7 +3,10 @@
 * :mod:`.base` — the ``TargetBackend`` / ``DraftBackend`` / ``FeatureDraftBackend``
   Protocols, ``ForwardItem``, ``ForwardOutput``, ``DraftProposal``, ``common_prefix_length``;
 * :mod:`.transformers_backend` — ``TransformersTarget``: batched ragged forward passes with
-  explicit masks, the load-time masking probe;
+  explicit masks, the load-time masking probe and exactness self-check;
+* :mod:`.batch_invariant` — the exact mode's batch-invariant linear layers and attention;
+* :mod:`.exactness` — every backend's load-time self-check (batched against one-at-a-time
+  logits, bit for bit) and ``InexactBackendError``;
 * :mod:`.attention_mask`, :mod:`.mask_check_cache` — which attention kinds a model has (what
   cannot be masked is refused) and the 4-D masks and positions of every padded pass; the
   probe's pass remembered per weights, dtype, device and versions;
@@ -17,10 +20,10 @@
   (any causal LM, its own KV cache) and ``HybridDraft`` (prompt lookup first); ``TreeDraft``
   (a token tree, one draft pass per depth); ``FeatureDraft`` (EAGLE-style, from the target's
   returned hidden states);
-* :mod:`.llamacpp_context`, :mod:`.llamacpp_backend`, :mod:`.llamacpp_check`,
-  :mod:`.llamacpp_tree`, :mod:`.llamacpp_draft` — llama.cpp: one model and context in the
-  exact (batch-invariant) configuration, the ``--backend llamacpp`` target, its bit-for-bit
-  self-check, token trees on one sequence, and the chain drafter.
+* :mod:`.llamacpp_context`, :mod:`.llamacpp_backend`, :mod:`.llamacpp_tree`,
+  :mod:`.llamacpp_draft` — llama.cpp: one model and context in the exact (batch-invariant)
+  configuration, the ``--backend llamacpp`` target, token trees on one sequence, and the
+  chain drafter.
 """
 
 from edgespec.runtime.backends.base import (

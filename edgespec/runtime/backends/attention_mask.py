@@ -37,7 +37,7 @@ Mask = torch.Tensor | dict[str, torch.Tensor]
 FULL = "full_attention"
 SLIDING = "sliding_attention"
 SUPPORTED_LAYER_TYPES = frozenset({FULL, SLIDING})
-_MASKING_KERNELS = frozenset({"eager", "sdpa"})
+_MASKING_KERNELS = frozenset({"eager", "sdpa", "edgespec_batch_invariant"})
 """Attention kernels that apply an explicit 4-D additive mask as given."""
 
 
@@ -138,6 +138,40 @@ def batch_layout(
         k_pos[row, first:max_prefix] = np.arange(item.kv_len)
         k_pos[row, max_prefix + pad :] = positions
     return allowed, q_pos, k_pos
+
+
+def key_order(
+    items: Sequence[ForwardItem], max_prefix: int, max_new: int, device: Any
+) -> torch.Tensor | None:
+    """``[B, P + N]``: each row's key columns with its real keys first, in column order
+    (cached prefix, then new tokens), padding after: the order in which the batch-invariant
+    attention (:mod:`~edgespec.runtime.backends.batch_invariant`) reduces over keys, the
+    same for a row alone or beside any others. ``None`` when nothing is padded (the
+    layout is that order already)."""
+    if all(i.kv_len == max_prefix and len(i.new_token_ids) == max_new for i in items):
+        return None
+    order = np.empty((len(items), max_prefix + max_new), dtype=np.int64)
+    for row, item in enumerate(items):
+        first, pad = max_prefix - item.kv_len, max_new - len(item.new_token_ids)
+        order[row] = np.concatenate(
+            [
+                np.arange(first, max_prefix),
+                np.arange(max_prefix + pad, max_prefix + max_new),
+                np.arange(first),
+                np.arange(max_prefix, max_prefix + pad),
+            ]
+        )
+    return torch.from_numpy(order).to(device)
+
+
+def in_key_order(mask: Mask, order: torch.Tensor | None) -> Mask:
+    """``mask`` (one or one per attention kind) with its key axis in ``order``."""
+    if order is None:
+        return mask
+    if isinstance(mask, dict):
+        return {kind: in_key_order(m, order) for kind, m in mask.items()}  # type: ignore[misc]
+    index = order[:, None, None, :].expand(-1, mask.shape[1], mask.shape[2], -1)
+    return mask.gather(3, index)
 
 
 def _bias(allowed: npt.NDArray[np.bool_], dtype: torch.dtype, device: Any) -> torch.Tensor:

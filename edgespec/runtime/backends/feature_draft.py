@@ -38,12 +38,13 @@ class FeatureDraft:
         self, net: FeatureDraftNet, lookup: bool = False, max_ngram: int = 8, min_ngram: int = 2
     ) -> None:
         self._net = net
+        self._device = net.head_rows.device
         self._lookup, self._max_ngram, self._min_ngram = lookup, max_ngram, min_ngram
         self.last_logits: npt.NDArray[np.float32] | None = None
         self.reset()
 
     def reset(self) -> None:
-        self._features = torch.zeros((0, self._net.config.hidden_size))
+        self._features = torch.zeros((0, self._net.config.hidden_size), device=self._device)
         self._tokens: list[int] = []  # context the cached entries were built from
         self._keys: torch.Tensor | None = None
         self._values: torch.Tensor | None = None
@@ -57,7 +58,7 @@ class FeatureDraft:
         known = int(self._features.shape[0])
         if start_pos > known:  # a gap: rows before start_pos never arrived
             raise ValueError(f"target hidden rows start at {start_pos}, but only {known} known")
-        new = torch.as_tensor(np.asarray(rows, dtype=np.float32))
+        new = torch.as_tensor(np.asarray(rows, dtype=np.float32), device=self._device)
         if new.ndim != 2 or new.shape[1] != self._net.config.hidden_size:
             raise ValueError(
                 f"target hidden rows must be (n, {self._net.config.hidden_size}), "
@@ -80,12 +81,12 @@ class FeatureDraft:
         """Run entries ``x`` (1, m, d) at positions first_pos.. over the cache (+ ``extra``
         temporary keys already appended); returns their predictions (m, d)."""
         net = self._net
-        positions = torch.arange(first_pos, first_pos + x.shape[1])
+        positions = torch.arange(first_pos, first_pos + x.shape[1], device=self._device)
         q, k, v = net.qkv(x, positions)
         keys = k if self._keys is None else torch.cat((self._keys, k), 2)
         values = v if self._values is None else torch.cat((self._values, v), 2)
         m, total = x.shape[1], keys.shape[2]
-        mask = torch.ones(m, total, dtype=torch.bool).tril(total - m)
+        mask = torch.ones(m, total, dtype=torch.bool, device=self._device).tril(total - m)
         scores = (q @ keys.transpose(-1, -2)) / math.sqrt(net.config.head_dim)
         attended = scores.masked_fill(~mask, float("-inf")).softmax(-1) @ values
         self._keys, self._values = keys, values
@@ -102,7 +103,9 @@ class FeatureDraft:
         if start < n or self._last is None:
             start = min(start, n - 1)
             self._crop(start)
-            ids = self._net.target_to_draft[torch.tensor(list(context[start + 1 : n + 1]))]
+            ids = self._net.target_to_draft[
+                torch.tensor(list(context[start + 1 : n + 1]), device=self._device)
+            ]
             x = self._net.entry_inputs(self._features[start:n][None], ids[None])
             self._last = self._attend(x, start)[-1]
         self._tokens = list(context[: n + 1])
@@ -145,14 +148,14 @@ class FeatureDraft:
         prob_rows: list[npt.NDArray[np.float32]] = []
         try:
             for step in range(gamma):
-                logits = net.head_logits(prediction)
+                logits = net.head_logits(prediction).cpu()  # K logits: the verdict's rows
                 logit_rows.append(logits.numpy().astype(np.float32))
                 token = self._choose(logits, seq, temperature, rng, prob_rows)
                 tokens.append(token)
                 seq.append(token)
                 if step == gamma - 1:
                     break
-                ids = net.target_to_draft[torch.tensor([[token]])]
+                ids = net.target_to_draft[torch.tensor([[token]], device=self._device)]
                 x = net.entry_inputs(prediction[None, None], ids)
                 prediction = self._attend(x, len(context) - 1 + step)[0]
         finally:  # temporary entries never stay in the cache
@@ -174,7 +177,7 @@ class FeatureDraft:
                 logits_to_probs(logits.numpy()[None, :], temperature)[0],
                 rng,
                 self._net.config.target_vocab_size,
-                self._net.draft_to_target.numpy(),
+                self._net.draft_to_target.cpu().numpy(),
             )
             prob_rows.append(q)
             return token

@@ -16,10 +16,10 @@ nodes are then decoded on the session's sequence each on top of its own ancestor
 Hidden states of a token tree are not returned.
 
 The context has a fixed number of sequences: at most that many sessions can hold a KV cache
-at once (``edgespec serve`` caps ``max_sessions`` to it). At load, :func:`invariance_problem`
-compares one-at-a-time logits with batched ones (a cold block, a follow-up beside a cold
-start, a re-decode after a crop); any difference refuses the backend
-(:class:`~edgespec.runtime.backends.llamacpp_context.InexactBackendError`) unless it was made
+at once (``edgespec serve`` caps ``max_sessions`` to it). At load, the exactness self-check
+(:func:`~edgespec.runtime.backends.exactness.exactness_problem`) compares one-at-a-time
+logits with batched ones; any difference refuses the backend
+(:class:`~edgespec.runtime.backends.exactness.InexactBackendError`) unless it was made
 with ``exact=False`` (the lossy mode, chosen by name), which only reports it.
 """
 
@@ -34,10 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
-from edgespec.runtime.backends.llamacpp_check import invariance_problem
+from edgespec.runtime.backends.exactness import InexactBackendError, exactness_problem
 from edgespec.runtime.backends.llamacpp_context import (
     Entry,
-    InexactBackendError,
     LlamaContext,
     LlamaCppSettings,
 )
@@ -125,7 +124,7 @@ class LlamaCppTarget:
         self._lock = threading.Lock()
         self.exact = settings.exact
         self.bytes_per_token = self._measure_bytes_per_token()
-        problem = invariance_problem(self)
+        problem = exactness_problem(self, max_rows=settings.sequences)
         self.inexactness = problem
         if problem is not None and settings.exact:
             self.close()

@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.errors import UserInputError
+from edgespec.runtime.backends.exactness import InexactBackendError
 
 TILED_MM_ENV = "GGML_CPU_TILED_MM"
 INSTALL_HINT = (
@@ -47,10 +48,6 @@ INSTALL_HINT = (
 
 class LlamaCppUnavailableError(UserInputError):
     """llama-cpp-python is not installed, or the model file cannot be loaded."""
-
-
-class InexactBackendError(RuntimeError):
-    """Batched and one-at-a-time logits differ: serving would not be lossless."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,13 @@
-"""The transformers target's load-time attention-mask probe, remembered.
+"""The transformers target's load-time probes (attention masks, then batch invariance:
+:mod:`edgespec.runtime.backends.exactness`), remembered.
 
 :class:`~edgespec.runtime.backends.transformers_backend.TransformersTarget` refuses a model
 unless a padded probe batch reproduces the model's own logits; for Gemma 3 (a 512-token
-window) the probe forwards about 1,500 tokens, tens of seconds on a small CPU. Its outcome
-depends only on the weights, the model's configuration, the dtype and device, the torch
-and transformers versions and edgespec's masking code, so a passed probe is recorded under
+window) the probes forward about 1,500 tokens and decode 518 one at a time, tens of seconds
+on a small CPU. Their outcome depends only on the weights, the model's configuration, the
+dtype and device, the numerics, the torch and transformers versions and edgespec's masking
+and batch-invariant code, so a passed probe is recorded (with what the batch-invariance
+check found, for the lossy mode's report) under
 a key made of exactly those (the weight files by path, size and modification time; the
 masking code by the hash of its source) in ``<cache>/checks/attention-masks/``, and a later
 load with the same key skips it. Anything that changes the key probes again; a failed probe
@@ -15,15 +18,21 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 import transformers
 
-from edgespec.runtime.backends import attention_mask, transformers_backend
-from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends import (
+    attention_mask,
+    batch_invariant,
+    exactness,
+    transformers_backend,
+)
+from edgespec.runtime.backends.exactness import Inexactness
+from edgespec.runtime.backends.transformers_backend import Numerics, TransformersTarget
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +43,11 @@ class CachedTarget:
     probed: bool
 
 
-def probe_key(model: Any, weight_files: Sequence[Path]) -> dict[str, Any]:
+def probe_key(model: Any, weight_files: Sequence[Path], numerics: str = "exact") -> dict[str, Any]:
     """Everything the probe's outcome depends on, as JSON-able values."""
     param = next(model.parameters())
     code = hashlib.sha256()
-    for module in (attention_mask, transformers_backend):
+    for module in (attention_mask, batch_invariant, exactness, transformers_backend):
         code.update(Path(str(module.__file__)).read_bytes())
     files = []
     for path in sorted(Path(p).resolve() for p in weight_files):
@@ -48,7 +57,8 @@ def probe_key(model: Any, weight_files: Sequence[Path]) -> dict[str, Any]:
         "files": files,
         "config": model.config.to_json_string(use_diff=False),
         "dtype": str(param.dtype),
-        "device": param.device.type,
+        "device": str(param.device),
+        "numerics": numerics,
         "attention": getattr(model.config, "_attn_implementation", None),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
@@ -61,17 +71,29 @@ def _record_path(cache: Path, key: dict[str, Any]) -> Path:
     return cache / "checks" / "attention-masks" / f"{digest}.json"
 
 
-def _recorded(key: dict[str, Any], cache: Path) -> bool:
+def _record(key: dict[str, Any], cache: Path) -> dict[str, Any] | None:
+    """The pass recorded under ``key``, or ``None`` (no record, or an unreadable one:
+    probe again and rewrite it)."""
     try:
-        return bool(json.loads(_record_path(cache, key).read_text()).get("key") == key)
+        record = json.loads(_record_path(cache, key).read_text())
     except (OSError, ValueError):
-        return False  # no record, or an unreadable one: probe again and rewrite it
+        return None
+    return record if isinstance(record, dict) and record.get("key") == key else None
 
 
-def has_recorded_pass(model: Any, weight_files: Sequence[Path], cache: Path) -> bool:
+def _inexactness(record: dict[str, Any]) -> Inexactness | None:
+    found = record.get("inexactness")
+    return None if not isinstance(found, dict) else Inexactness(**found)
+
+
+def has_recorded_pass(
+    model: Any, weight_files: Sequence[Path], cache: Path, numerics: str = "exact"
+) -> bool:
     """Whether a pass of this model's probe is recorded in ``cache`` under its
     :func:`probe_key` (never for a model without weight files: one built in memory)."""
-    return bool(weight_files) and _recorded(probe_key(model, weight_files), cache)
+    return (
+        bool(weight_files) and _record(probe_key(model, weight_files, numerics), cache) is not None
+    )
 
 
 def _quiet(probing: bool) -> None:
@@ -83,20 +105,24 @@ def load_checked_target(
     weight_files: Sequence[Path],
     cache: Path,
     announce: Callable[[bool], None] = _quiet,
+    numerics: Numerics = "exact",
     **options: Any,
 ) -> CachedTarget:
-    """``TransformersTarget(model, **options)``, its mask probe skipped when
-    :func:`has_recorded_pass`, else run and (when it passes) recorded; ``announce`` hears
-    whether the probe is about to run. Without ``weight_files`` (a model built in memory)
-    the probe always runs."""
-    key = probe_key(model, weight_files) if weight_files else None
-    probing = key is None or not _recorded(key, cache)
-    announce(probing)
-    target = TransformersTarget(model, check_masks=probing, **options)
-    if key is not None and probing:
+    """``TransformersTarget(model, numerics=numerics, **options)``, its probes skipped when
+    :func:`has_recorded_pass` (the lossy mode's inexactness read back from the record),
+    else run and (when they pass) recorded; ``announce`` hears whether the probes are about
+    to run. Without ``weight_files`` (a model built in memory) the probes always run."""
+    key = probe_key(model, weight_files, numerics) if weight_files else None
+    found = None if key is None else _record(key, cache)
+    announce(found is None)
+    target = TransformersTarget(model, check_masks=found is None, numerics=numerics, **options)
+    if found is not None:
+        target.inexactness = _inexactness(found)
+    elif key is not None:
+        inexact = None if target.inexactness is None else asdict(target.inexactness)
         record = _record_path(cache, key)
         record.parent.mkdir(parents=True, exist_ok=True)
         tmp = record.with_suffix(f".tmp{id(target)}")
-        tmp.write_text(json.dumps({"key": key, "passed": True}, indent=1))
+        tmp.write_text(json.dumps({"key": key, "passed": True, "inexactness": inexact}, indent=1))
         tmp.replace(record)
-    return CachedTarget(target, probed=probing)
+    return CachedTarget(target, probed=found is None)

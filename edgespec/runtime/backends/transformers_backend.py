@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
@@ -31,11 +31,29 @@ from edgespec.runtime.backends.attention_mask import (
     UnsupportedAttentionError,
     attention_layout,
     batch_attention,
+    in_key_order,
+    key_order,
 )
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
+from edgespec.runtime.backends.batch_invariant import (
+    KEY_ORDER,
+    make_batch_invariant,
+    on_padded_rows,
+)
+from edgespec.runtime.backends.exactness import (
+    InexactBackendError,
+    Inexactness,
+    exactness_problem,
+    probe_length,
+)
 from edgespec.runtime.backends.lm_head import BLOCKED_HEAD_MAX_ROWS, blocked_head, plain_head
 from edgespec.runtime.backends.padded_kv import Layers, padded_cache, row_kv
 from edgespec.runtime.backends.padding import pass_groups
+
+Numerics = Literal["exact", "lossy"]
+"""``exact``: batch-invariant kernels (:mod:`~edgespec.runtime.backends.batch_invariant`),
+checked bit for bit at load; ``lossy``: the library's own batched kernels, whose last bits
+may depend on the batch (``--backend transformers-lossy``)."""
 
 
 def eos_ids(model: Any) -> frozenset[int]:
@@ -68,24 +86,54 @@ class TransformersTarget:
         split_padded_batches: bool = True,
         prefill_chunk_tokens: int = 2048,
         check_masks: bool = True,
+        numerics: Numerics = "exact",
     ) -> None:
         if prefill_chunk_tokens < 1:
             raise ValueError(f"prefill_chunk_tokens must be >= 1, got {prefill_chunk_tokens}")
+        if numerics not in get_args(Numerics):
+            raise ValueError(f"numerics must be one of {get_args(Numerics)}, got {numerics!r}")
+        self.numerics: Numerics = numerics
+        self.inexactness: Inexactness | None = None
+        """What the load-time self-check found (``None``: the same bits, or not run)."""
         self._chunk = prefill_chunk_tokens
         self._model = model
-        self._device = next(model.parameters()).device
+        self._device: torch.device = next(model.parameters()).device
         self._vocab_size = int(model.config.get_text_config().vocab_size)
         self._eos = eos_ids(model) if eos_token_ids is None else eos_token_ids
-        self._head = plain_head(model) if blocked_head_logits else None
+        # vocabulary blocks pay on a CPU's caches; a GPU runs the head as one product
+        blocked = blocked_head_logits and self._device.type == "cpu"
+        self._head = plain_head(model) if blocked else None
         self._split = split_padded_batches
         self._dtype = next(model.parameters()).dtype
-        self._layout = attention_layout(model)
+        self._layout = attention_layout(model)  # refuses what cannot be masked exactly
+        if numerics == "exact":
+            make_batch_invariant(model)
         if check_masks:  # False only for a pass recorded by runtime/backends/mask_check_cache
             self._check_exact_masking()
+            self._check_batch_invariance()
+
+    def _check_batch_invariance(self) -> None:
+        """The exactness self-check (:func:`exactness_problem`): the exact mode refuses the
+        model when batched logits differ from one-at-a-time ones; the lossy mode keeps what
+        differed in :attr:`inexactness`."""
+        length = probe_length(self._layout.sliding_window, self.max_context_tokens)
+        self.inexactness = exactness_problem(self, length)
+        if self.inexactness is not None and self.numerics == "exact":
+            raise InexactBackendError(
+                f"the transformers target is not batch-invariant on {self._device} in "
+                f"{str(self._dtype).removeprefix('torch.')} ({self.inexactness}); refusing to "
+                "serve approximately (the lossy mode must be chosen by name: --backend "
+                "transformers-lossy)"
+            )
 
     @property
     def vocab_size(self) -> int:
         return self._vocab_size
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model, its KV states and its passes live."""
+        return self._device
 
     @property
     def eos_token_ids(self) -> frozenset[int]:
@@ -154,20 +202,23 @@ class TransformersTarget:
         mask, position_ids = batch_attention(
             items, max_prefix, max_new, self._layout, self._dtype, self._device
         )
-        inputs = {
+        inputs: dict[str, Any] = {
             "input_ids": input_ids.to(self._device),
             "attention_mask": mask,
             "position_ids": position_ids,
             "past_key_values": padded_cache(items, max_prefix),
             "use_cache": True,
         }
+        if self.numerics == "exact":  # the attention's canonical key order, and the mask in it
+            order = key_order(items, max_prefix, max_new, self._device)
+            inputs["attention_mask"], inputs[KEY_ORDER] = in_key_order(mask, order), order
         weight = self._head if 1 < batch * keep <= BLOCKED_HEAD_MAX_ROWS else None
         hidden: torch.Tensor | None = None
         if weight is not None or any(item.want_hidden for item in items):  # head applied here
             out = self._model.model(**inputs)
             hidden = out.last_hidden_state
             last = hidden[:, -keep:]
-            head = self._head_logits(last) if weight is None else blocked_head(last, weight)
+            head = self._head_logits(last) if weight is None else self._blocked(last, weight)
             logits = head.float().cpu()
         else:
             out = self._model(**inputs, logits_to_keep=keep)
@@ -234,6 +285,12 @@ class TransformersTarget:
         ids = torch.tensor([list(tokens)], device=self._device)
         logits: torch.Tensor = self._model(input_ids=ids, logits_to_keep=keep).logits[0]
         return logits
+
+    def _blocked(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """The blocked head; in the exact mode on rows padded as every linear layer's."""
+        if self.numerics == "lossy":
+            return blocked_head(hidden, weight)
+        return on_padded_rows(lambda rows: blocked_head(rows, weight), hidden)
 
     def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The model's own head over ``hidden`` (as its causal-LM forward computes it,

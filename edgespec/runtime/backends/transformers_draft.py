@@ -110,7 +110,7 @@ class TransformersDraft:
 
     def _to_target(self, index: int) -> int:
         if self._trimmed:
-            return int(self._model.to_target_ids(torch.tensor(index)))
+            return int(self._model.to_target_ids(torch.tensor(index, device=self._device)))
         return index
 
     def _sample(
@@ -121,7 +121,8 @@ class TransformersDraft:
         probs = logits_to_probs(row.numpy()[None, :], temperature)[0]
         if not self._trimmed:
             return draft_sample(probs, rng, probs.shape[0])
-        target_ids = self._model.to_target_ids(torch.arange(row.shape[0])).numpy()
+        every = torch.arange(row.shape[0], device=self._device)
+        target_ids = self._model.to_target_ids(every).cpu().numpy()
         return draft_sample(probs, rng, int(self._model.config.vocab_size), target_ids)
 
     @torch.inference_mode()

@@ -171,12 +171,12 @@ class TreeDraft(HybridDraft):
         allowed[:, :base] = True
         for row, index in enumerate(new):
             allowed[row, [base + a for a in nodes[index].ancestors]] = True
-        dtype = next(self._model.parameters()).dtype
+        dtype, device = next(self._model.parameters()).dtype, self._device
         bias = torch.zeros(allowed.shape, dtype=dtype)
         bias.masked_fill_(torch.from_numpy(~allowed), torch.finfo(dtype).min)
-        ids = torch.tensor([[nodes[i].token for i in new]], dtype=torch.long)
-        positions = torch.full((1, len(new)), base - 1 + depth, dtype=torch.long)
-        kwargs = {"attention_mask": bias[None, None], "position_ids": positions}
+        ids = torch.tensor([[nodes[i].token for i in new]], dtype=torch.long, device=device)
+        positions = torch.full((1, len(new)), base - 1 + depth, dtype=torch.long, device=device)
+        kwargs = {"attention_mask": bias[None, None].to(device), "position_ids": positions}
         if self._trimmed:
             logits, self._cache = self._model.trimmed_forward(
                 ids, past_key_values=self._cache, use_cache=True, **kwargs

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.arguments import add_threads, add_verbose, positive_int
+from edgespec.arguments import add_device_arguments, add_threads, add_verbose, positive_int
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -30,6 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--gamma", type=positive_int, default=4, help="draft tokens (default 4)")
     p.add_argument("--repeats", type=positive_int, default=5, help="alternated timings (default 5)")
+    add_device_arguments(p, "the target")
     add_threads(p, 2)
     add_verbose(p)
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the numbers as JSON")
@@ -93,20 +94,29 @@ def bench_prefix(
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from edgespec.arguments import DevicePlacement
+    from edgespec.models.devices import device_placement
+    from edgespec.models.loading import load_model, torch_dtype
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
     lengths = _lengths(args.prefix_lens)
+    placement = device_placement(args)
     torch.set_num_threads(args.threads)
     if args.target == "synthetic":
         from edgespec.runtime.testing import describe_synthetic, synthetic_target
 
         model = synthetic_target(args.synthetic_layers, args.synthetic_hidden)
+        model.to(device=placement.device, dtype=torch_dtype(placement.dtype))
         desc = describe_synthetic(args.synthetic_layers, args.synthetic_hidden)
     else:
-        from edgespec.models.loading import load_model
-
-        model, desc = load_model(args.target, verbose=args.verbose).model, args.target
-    print(f"## edgespec bench prefix: {desc}; torch threads {args.threads}, fp32 CPU")
+        model = load_model(
+            args.target, placement.dtype, verbose=args.verbose, device=placement.device
+        ).model
+        desc = args.target
+    where = f"{placement.dtype} {placement.device}"
+    if placement == DevicePlacement():
+        where = "fp32 CPU"
+    print(f"## edgespec bench prefix: {desc}; torch threads {args.threads}, {where}")
     rows = bench_prefix(TransformersTarget(model), args.gamma, args.repeats, lengths)
     if args.json is not None:
         report = {"target": desc, "threads": args.threads, "gamma": args.gamma,

@@ -95,12 +95,13 @@ def _run(args: argparse.Namespace) -> int:
         )
     prompt_ids = _prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
     window = configured_policy("window", config.window.name, config.window.params)
+    placement = draft_placement(args)
     pin_to_cpus(args.cpus)
     if args.serve_openai is not None:
-        return _serve_openai(args, config, stop)
+        return _serve_openai(args, config, stop, placement)
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
-    draft = _load_draft(config, args) if args.mode == "distributed" else None
+    draft = _load_draft(config, args, placement) if args.mode == "distributed" else None
     tokenizer = _tokenizer(args, config, verifier, draft, needed=prompt_ids is None)
     prompt = prompt_ids if prompt_ids is not None else tuple(tokenizer(args.prompt)["input_ids"])
     run = DraftRun(config, verifier, prompt, tokenizer, args.seed)
@@ -116,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve_openai(args: argparse.Namespace, config: Any, stop: Any) -> int:
+def _serve_openai(args: argparse.Namespace, config: Any, stop: Any, placement: Any) -> int:
     """``--serve-openai``: the flags checked, the server reached, the draft and tokenizer
     loaded, then the endpoint served until interrupted (edgespec.runtime.openai_api)."""
     from edgespec.runtime.openai_api import serve
@@ -129,7 +130,7 @@ def _serve_openai(args: argparse.Namespace, config: Any, stop: Any) -> int:
     ensure_port_free(host, port)  # before the server is reached or the draft loads
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
-    draft = _load_draft(config, args)
+    draft = _load_draft(config, args, placement)
     tokenizer = _tokenizer(args, config, verifier, draft, needed=True)
     limits = Limits(args.openai_max_body_bytes, args.openai_max_prompt_tokens,
                     args.openai_max_tokens)  # fmt: skip
@@ -175,11 +176,24 @@ def _prompt_ids(text: str) -> tuple[int, ...]:
         raise ConfigError("prompt_ids", f"expected comma-separated ints: {exc}") from exc
 
 
-def _load_draft(config: Any, args: argparse.Namespace) -> Any:
-    """The draft model on ``--backend`` (with its tokenizer), or ``None`` for prompt lookup."""
+def draft_placement(args: argparse.Namespace) -> Any:
+    """``--device``/``--dtype`` of the draft model (a GPU this machine lacks fails here,
+    before the server is reached); a GPU with ``--backend llamacpp`` is a
+    :class:`~edgespec.errors.UserInputError` (llama.cpp's draft runs on the CPU)."""
+    from edgespec.errors import UserInputError
+    from edgespec.models.devices import device_placement
+
+    if args.backend == "llamacpp" and args.device not in (None, "cpu"):
+        raise UserInputError(f"--device {args.device} is for --backend transformers")
+    return device_placement(args)
+
+
+def _load_draft(config: Any, args: argparse.Namespace, placement: Any) -> Any:
+    """The draft model on ``--backend`` (with its tokenizer) on ``placement``'s device, or
+    ``None`` for prompt lookup."""
     from edgespec.runtime.edge.draft_backends import load_draft_model
 
-    return load_draft_model(config.draft, args.backend, args.verbose)
+    return load_draft_model(config.draft, args.backend, args.verbose, placement)
 
 
 def _tokenizer(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from edgespec.arguments import add_cpus, add_verbose, positive_int
+from edgespec.arguments import add_cpus, add_device_arguments, add_verbose, positive_int
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS
 from edgespec.runtime.wire.emulated_link import add_link_arguments, link_overrides
@@ -160,6 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_stop_arguments(parser)
     add_semantic_arguments(parser)
     add_link_arguments(parser)
+    add_device_arguments(parser, "the --draft model")
     add_cpus(parser, "drafter")
     add_verbose(parser)
 

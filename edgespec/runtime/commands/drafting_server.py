@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_threads, add_verbose
+from edgespec.arguments import add_device_arguments, add_threads, add_verbose
 
 WARMUP_TOKENS = 4
 
@@ -58,6 +58,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="OUT", help="write the settings and results here")
     parser.add_argument("--auth-token", help="token the server accepts (default: none)")
     parser.add_argument("--tls-ca", metavar="PEM", help="connect over TLS with this CA file")
+    add_device_arguments(parser, "the draft model")
     add_threads(parser, None)
     add_verbose(parser)
 
@@ -92,17 +93,19 @@ def _run(args: argparse.Namespace) -> int:
     import torch
 
     from edgespec.config import ConfigError
+    from edgespec.models.devices import device_placement
     from edgespec.models.loading import load_model
     from edgespec.runtime.edge.batched_draft import BatchedDraftModel
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
+    placement = device_placement(args)  # a GPU this machine lacks: before the server
     verifier = RemoteVerifier(args.server, args.auth_token, args.tls_ca)
     limit = verifier.max_draft_tokens()  # reaches the server before anything loads
     if limit is not None and args.gamma > limit:
         raise ConfigError("gamma", f"{args.gamma} exceeds the server's max_draft_tokens {limit}")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    loaded = load_model(args.draft, verbose=args.verbose)
+    loaded = load_model(args.draft, placement.dtype, verbose=args.verbose, device=placement.device)
     prompts = _prompts(args, verifier, loaded.tokenizer)
     draft = BatchedDraftModel(loaded.model)
     runs = _runs(args, verifier, draft, prompts)

@@ -28,7 +28,8 @@ __all__ = ["add_arguments", "run"]
 def _overrides(args: argparse.Namespace) -> list[str]:
     from edgespec.config import overrides_from_flags
 
-    keys = ("target", "host", "port", "tls_cert", "tls_key", "prometheus_port", "deadline_rule")
+    keys = ("target", "host", "port", "tls_cert", "tls_key", "prometheus_port", "deadline_rule",
+            "device", "dtype")  # fmt: skip
     flags: dict[str, Any] = {key: getattr(args, key) for key in keys}
     flags["batching.name"] = args.batching
     flags["batching.params.profile"] = args.profile
@@ -180,7 +181,8 @@ def _serving(config: Any, window: Any, head: Any, choice: TargetChoice | None) -
             f"thresholds {allowed}"
         )
     return (
-        f"target {config.target}{backend_label(choice)}, batching {config.batching.name}"
+        f"target {config.target}{backend_label(choice, config.placement())}, "
+        f"batching {config.batching.name}"
         f"{cache}{fused}{lossy}"
     )
 
@@ -196,10 +198,12 @@ async def _until_signalled() -> None:
     await stop.wait()
 
 
-def backend_label(choice: TargetChoice | None) -> str:
-    """What the listening line says of a backend other than transformers."""
+def backend_label(choice: TargetChoice | None, placement: Any = None) -> str:
+    """What the listening line says of a backend other than transformers, or of a
+    transformers target's device and dtype other than the CPU's float32 (``placement``)."""
     if choice is None or choice.name == "transformers":
-        return ""
+        default = placement is None or (placement.device, placement.dtype) == ("cpu", "float32")
+        return "" if default else f" on {placement.device}, {placement.dtype}"
     return f" on {choice.name}" + ("" if choice.name == "llamacpp" else " (LOSSY)")
 
 

@@ -9,13 +9,16 @@ from typing import Any
 
 
 def check_before_loading(config: Any, draft_name: str | None, threads: int | None) -> None:
-    """An address the server cannot listen on, or a bad model name or path, fails before
-    anything loads; ``threads`` set for torch."""
+    """An address the server cannot listen on, a bad model name or path, or a GPU this
+    machine does not have (``device``) fails before anything loads; ``threads`` set for
+    torch."""
     import torch
 
+    from edgespec.models.devices import check_device_available
     from edgespec.models.registry import resolve_model
     from edgespec.runtime.wire.ports import ensure_port_free
 
+    check_device_available(config.device)
     ensure_port_free(config.host, config.port)
     if config.prometheus_port is not None:
         ensure_port_free(config.host, config.prometheus_port)
@@ -90,23 +93,31 @@ def build_service(
         rules=rules,
         prefix_cache=config.prefix_cache,
     )
-    drafts = _draft_factory(draft_name, backend.vocab_size, verbose, say)
+    drafts = _draft_factory(draft_name, backend.vocab_size, verbose, say, config.placement())
     return VerificationService(
         engine, config, policy, drafts, window=window, round_log=round_log, log=log
     )
 
 
 def _draft_factory(
-    draft_name: str | None, vocab_size: int, verbose: bool, say: Callable[[str], None]
+    draft_name: str | None,
+    vocab_size: int,
+    verbose: bool,
+    say: Callable[[str], None],
+    placement: Any,
 ) -> Callable[[], Any] | None:
-    """What makes the co-located drafter of a fused run (``None`` without ``--draft``)."""
+    """What makes the co-located drafter of a fused run (``None`` without ``--draft``),
+    its model on the target's device, in the target's dtype (``placement``)."""
     from edgespec.models.loading import load_model
     from edgespec.runtime.edge.draft_backends import make_drafter
 
     if draft_name is None:
         return None
     say(f"loading the draft {draft_name}")
-    model = None if draft_name == "ngram" else load_model(draft_name, verbose=verbose).model
+    model = None
+    if draft_name != "ngram":
+        device, dtype = placement.device, placement.dtype
+        model = load_model(draft_name, dtype, verbose=verbose, device=device).model
 
     def factory() -> Any:
         return make_drafter(draft_name, model, vocab_size)

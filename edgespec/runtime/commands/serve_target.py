@@ -1,10 +1,13 @@
 """``edgespec serve --backend``: which library runs the target, its flags, and the load.
 
 ``transformers`` (default) loads the model with transformers (a GGUF is dequantized to
-fp32); ``llamacpp`` runs the GGUF itself on llama.cpp in the exact (batch-invariant)
-configuration and refuses to serve when its load-time self-check finds batched logits that
-differ from one-at-a-time ones; ``llamacpp-lossy`` is llama.cpp's faster defaults, chosen by
-name, served even when the self-check finds a difference (said on stderr).
+fp32) and runs it on batch-invariant kernels, refusing to serve when its load-time
+self-check finds batched logits that differ from one-at-a-time ones
+(:mod:`edgespec.runtime.backends.exactness`); ``transformers-lossy`` runs the library's
+own batched kernels, served even when they differ (said on stderr); ``llamacpp`` runs the
+GGUF itself on llama.cpp in the exact (batch-invariant) configuration under the same
+self-check; ``llamacpp-lossy`` is llama.cpp's faster defaults, chosen by name, served even
+when the self-check finds a difference (said on stderr).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any
 
 from edgespec.arguments import positive_int
 
-BACKENDS = ("transformers", "llamacpp", "llamacpp-lossy")
+BACKENDS = ("transformers", "transformers-lossy", "llamacpp", "llamacpp-lossy")
+TRANSFORMERS = ("transformers", "transformers-lossy")
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,10 +29,12 @@ def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
         "--backend",
         choices=BACKENDS,
         default="transformers",
-        help="what runs the target: transformers (default; a GGUF is dequantized to fp32), "
-        "llamacpp (the GGUF on llama.cpp, exact: refuses to serve if batched logits differ "
-        "from one-at-a-time ones at load), llamacpp-lossy (llama.cpp's faster defaults; "
-        "outputs may differ from target-only decoding)",
+        help="what runs the target: transformers (default; a GGUF is dequantized to fp32; "
+        "batch-invariant kernels, exact: refuses to serve if batched logits differ from "
+        "one-at-a-time ones at load), transformers-lossy (the library's own batched "
+        "kernels, faster; outputs may differ from target-only decoding in near ties), "
+        "llamacpp (the GGUF on llama.cpp, exact, the same self-check), llamacpp-lossy "
+        "(llama.cpp's faster defaults; outputs may differ from target-only decoding)",
     )
     parser.add_argument(
         "--llamacpp-sequences",
@@ -65,9 +71,15 @@ def target_choice(args: argparse.Namespace, target: str, threads: int | None) ->
     """The backend and, for llama.cpp, its settings; a target that is no GGUF is a
     :class:`~edgespec.models.registry.ModelNotFoundError` here, before anything loads."""
     name = getattr(args, "backend", "transformers")
-    if name == "transformers":
+    if name in TRANSFORMERS:
         return TargetChoice(name)
     from edgespec.errors import UserInputError
+
+    if getattr(args, "device", None) not in (None, "cpu"):
+        raise UserInputError(
+            f"--device {args.device} is for --backend transformers; llama.cpp puts layers on "
+            "a GPU with --llamacpp-gpu-layers N"
+        )
     from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings, model_file
 
     if args.llamacpp_sequences < 2:
@@ -87,25 +99,35 @@ def target_choice(args: argparse.Namespace, target: str, threads: int | None) ->
 
 
 def _load_transformers_target(
-    config: Any, verbose: bool, say: Callable[[str], None]
+    config: Any, verbose: bool, say: Callable[[str], None], lossy: bool
 ) -> LoadedTarget:
     from edgespec.models.gemma_cache import cache_dir, needs_conversion
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.mask_check_cache import load_checked_target
+    from edgespec.runtime.backends.transformers_backend import Numerics
 
     first = needs_conversion(config.target)
     note = " (first load: dequantizing it once, 1-2 minutes)" if first else ""
     say(f"loading the target {config.target}{note}")
-    loaded = load_model(config.target, config.dtype, verbose=verbose)
+    placement = config.placement()
+    loaded = load_model(config.target, placement.dtype, verbose=verbose, device=placement.device)
     model = loaded.model
+
+    numerics: Numerics = "lossy" if lossy else "exact"
 
     def announce(probing: bool) -> None:
         if probing:
-            say("probing the target's attention masks (cached for later starts)")
+            say(
+                "probing the target's attention masks and checking batched against "
+                f"one-at-a-time logits ({numerics} numerics; cached for later starts)"
+            )
         else:
-            say("attention masks: checked before for these weights and versions (cached)")
+            say("attention masks and batch invariance: checked before for these weights, "
+                "versions, device and numerics (cached)")  # fmt: skip
 
-    checked = load_checked_target(model, loaded.weight_files, cache_dir(), announce)
+    checked = load_checked_target(
+        model, loaded.weight_files, cache_dir(), announce, numerics=numerics
+    )
     width = int(model.config.get_text_config().hidden_size)
     return LoadedTarget(checked.target, width, model, None)
 
@@ -127,7 +149,7 @@ def load_target(
 ) -> LoadedTarget:
     """Load the target ``config`` names on the ``choice`` backend, saying each stage."""
     if choice.llama is None:
-        return _load_transformers_target(config, verbose, say)
+        return _load_transformers_target(config, verbose, say, choice.name != "transformers")
     from edgespec.runtime.backends.llamacpp_backend import LlamaCppTarget
 
     settings = choice.llama

@@ -72,7 +72,8 @@ class BatchedDraftModel:
     def __init__(self, model: Any) -> None:
         self._to_target: npt.NDArray[np.int64] | None = None
         if hasattr(model, "trimmed_forward"):  # TrimmedVocabDraft: outputs through its map
-            self._to_target = model.to_target_ids(torch.arange(int(model.num_kept))).cpu().numpy()
+            every = torch.arange(int(model.num_kept), device=next(model.parameters()).device)
+            self._to_target = model.to_target_ids(every).cpu().numpy()
             model = _KeptVocabLM(model)
         self.backend = TransformersTarget(model, eos_token_ids=frozenset())
         self.num_passes = 0

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from edgespec.arguments import DevicePlacement
+
 DRAFT_BACKENDS = ("transformers", "llamacpp")
 
 
-def load_draft_model(name: str, backend: str, verbose: bool = False) -> Any:
+def load_draft_model(
+    name: str, backend: str, verbose: bool = False, placement: DevicePlacement | None = None
+) -> Any:
     """What ``--draft NAME`` loads on ``backend``: ``None`` for prompt lookup; on
-    transformers the model and its tokenizer (:func:`~edgespec.models.loading.load_model`);
+    transformers the model and its tokenizer (:func:`~edgespec.models.loading.load_model`,
+    on ``placement``'s device and dtype; default: the CPU, float32);
     on llamacpp the GGUF's context settings (each drafter makes its own context), no
     tokenizer (the draft command falls back to the server's target's)."""
     if name == "ngram":
@@ -24,7 +29,8 @@ def load_draft_model(name: str, backend: str, verbose: bool = False) -> Any:
                                                    context_tokens=4096))  # fmt: skip
     from edgespec.models.loading import load_model
 
-    return load_model(name, verbose=verbose)
+    where = placement or DevicePlacement()
+    return load_model(name, where.dtype, verbose=verbose, device=where.device)
 
 
 def make_drafter(

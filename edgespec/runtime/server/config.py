@@ -11,6 +11,7 @@ import types
 from collections.abc import Mapping
 from typing import Literal
 
+from edgespec.arguments import DevicePlacement
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.policies.slo import DeadlineRule
@@ -24,7 +25,10 @@ class ServerConfig:
     target: str = ""
     host: str = "127.0.0.1"
     port: int = 50051
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    # where the target (and a co-located draft) runs: cpu, cuda or cuda:N (--device); its
+    # weights' dtype (--dtype; null: float32 on cpu, bfloat16 on cuda)
+    device: str = "cpu"
+    dtype: Literal["float32", "bfloat16", "float16"] | None = None
     batching: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("fcfs"))
     max_batch_size: int = 16
     max_batch_tokens: int = 4096
@@ -65,6 +69,7 @@ class ServerConfig:
     cloud_only_draft_pass: bool = False
 
     def validate(self) -> None:
+        self.placement()
         self._validate_semantic()
         if self.cloud_only_draft_pass and self.fused_rounds != "cloud_only":
             raise ConfigError(
@@ -104,6 +109,16 @@ class ServerConfig:
             raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
         if self.tls_cert is not None and self.tls_key is not None:
             check_tls_pair(self.tls_cert, self.tls_key)
+
+    def placement(self) -> DevicePlacement:
+        """``device`` and ``dtype``, the dtype's default resolved (float32 on the CPU,
+        bfloat16 on a GPU); a device that is not cpu, cuda or cuda:N is a
+        :class:`ConfigError` naming ``device``."""
+        try:
+            return DevicePlacement.on(self.device, self.dtype)
+        except ValueError as exc:
+            field = "device" if str(exc).startswith("--device") else "dtype"
+            raise ConfigError(field, str(exc).partition(": ")[2]) from None
 
     def _validate_semantic(self) -> None:
         if self.semantic_thresholds and self.semantic_head is None:

@@ -21,15 +21,18 @@ from edgespec.errors import UserInputError
 from edgespec.models.registry import ModelNotFoundError
 from edgespec.runtime.backends import llamacpp_backend
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
+from edgespec.runtime.backends.exactness import (
+    InexactBackendError,
+    Inexactness,
+    exactness_problem,
+)
 from edgespec.runtime.backends.llamacpp_backend import (
     TREE_HIDDEN,
     LlamaCppTarget,
     SequencesExhaustedError,
 )
-from edgespec.runtime.backends.llamacpp_check import invariance_problem
 from edgespec.runtime.backends.llamacpp_context import (
     TILED_MM_ENV,
-    InexactBackendError,
     LlamaCppSettings,
     import_llama_cpp,
     model_file,
@@ -53,7 +56,9 @@ def test_the_exact_configuration_passes_its_own_self_check(target: LlamaCppTarge
         frozenset({2}),
         256,
     )
-    assert invariance_problem(target) is None  # again, on sequences the first one released
+    assert (
+        exactness_problem(target, max_rows=4) is None
+    )  # again, on sequences the first one released
     assert TILED_MM_ENV not in os.environ  # set for ggml's first product only, then put back
 
 
@@ -80,21 +85,25 @@ class _Skewed:
 
 
 def test_the_self_check_names_a_difference_and_its_argmax_flips(target: LlamaCppTarget) -> None:
-    problem = invariance_problem(_Skewed(target, 1e-6))  # type: ignore[arg-type]
+    problem = exactness_problem(_Skewed(target, 1e-6))  # type: ignore[arg-type]
     assert problem is not None
     assert re.fullmatch(
-        r"a cold block: max \|Δlogit\| 1(\.0\d*)?e-06 .*, 0 of 2 argmax flips", problem
+        r"a cold block: max \|Δlogit\| 1(\.0\d*)?e-06 .*, 0 of 2 argmax flips", str(problem)
     )
-    flipped = invariance_problem(_Skewed(target, 1e3))  # type: ignore[arg-type]
-    assert flipped is not None and "2 of 2 argmax flips" in flipped
+    flipped = exactness_problem(_Skewed(target, 1e3))  # type: ignore[arg-type]
+    assert flipped is not None and "2 of 2 argmax flips" in str(flipped)
 
 
 def test_an_inexact_backend_is_refused_unless_lossy_by_name(monkeypatch: Any) -> None:
-    monkeypatch.setattr(llamacpp_backend, "invariance_problem", lambda t: "a cold block: off")
-    with pytest.raises(InexactBackendError, match=r"a cold block: off.*llamacpp-lossy"):
+    off = Inexactness("a cold block", 0.5, 1, 2)
+    monkeypatch.setattr(llamacpp_backend, "exactness_problem", lambda t, max_rows: off)
+    with pytest.raises(
+        InexactBackendError,
+        match=r"a cold block: max \|Δlogit\| 0.5 .*, 1 of 2 argmax flips.*llamacpp-lossy",
+    ):
         _target()
     lossy = _target(exact=False)
-    assert lossy.inexactness == "a cold block: off"
+    assert lossy.inexactness == off
 
 
 def test_a_tiled_matmul_switched_on_is_refused(monkeypatch: Any) -> None:

@@ -53,7 +53,12 @@ def test_the_load_probe_pads_past_the_window(window: int | None, length: int) ->
     else:
         types = ["sliding_attention", "full_attention"]
         target = _Recording(tiny_gemma3(num_layers=2, sliding_window=window, layer_types=types))
-    assert target.probe == [[(0, length - 2, 0)], [(length - 2, 2, 0), (0, 5, 0)]]
+    assert target.probe[:2] == [[(0, length - 2, 0)], [(length - 2, 2, 0), (0, 5, 0)]]
+    # then the exactness self-check: S (one window plus six tokens, 12 without a window)
+    # one token at a time, and its last four tokens on S[:-4] beside a 5-token cold start
+    s = 12 if window is None else max(12, window + 6)
+    assert [[(i, 1, 0)] for i in range(s)] == target.probe[2 : 2 + s]
+    assert [(s - 4, 4, 0), (0, 5, 0)] in target.probe
 
 
 def test_every_rows_cache_is_its_own_even_without_padding(model: Any) -> None:
@@ -94,32 +99,37 @@ def test_chunked_prefill_keeps_a_trees_root_token_with_the_tree(model: Any) -> N
     np.testing.assert_allclose(out.logits, whole.logits, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("numerics", ["lossy", "exact"])
 def test_blocked_head_runs_for_two_to_max_rows_only(
-    model: Any, monkeypatch: pytest.MonkeyPatch
+    model: Any, numerics: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    target = TransformersTarget(model)
-    calls: list[tuple[int, ...]] = []
+    target = TransformersTarget(model, numerics=numerics)  # type: ignore[arg-type]
+    calls: list[int] = []
     real = lm_head.blocked_head
 
     def counting(hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        calls.append(tuple(hidden.shape[:2]))
+        calls.append(hidden.reshape(-1, hidden.shape[-1]).shape[0])
         return real(hidden, weight)
 
     monkeypatch.setattr(transformers_backend, "blocked_head", counting)
 
-    def head_calls(items: list[ForwardItem]) -> list[tuple[int, ...]]:
+    def head_rows(items: list[ForwardItem]) -> list[int]:
         calls.clear()
         target.forward(items)
         return list(calls)
 
+    # the exact mode pads the head's rows to a multiple of 4, as every linear layer's
+    def padded(n: int) -> int:
+        return -(-n // 4) * 4 if numerics == "exact" else n
+
     one = ForwardItem(None, 0, (1, 2, 3), 1)
-    assert head_calls([one]) == []  # one row: the model's own head
-    assert head_calls([ForwardItem(None, 0, (1, 2, 3), 2)]) == [(1, 2)]
-    assert head_calls([one, one]) == [(2, 1)]
+    assert head_rows([one]) == []  # one row: the model's own head
+    assert head_rows([ForwardItem(None, 0, (1, 2, 3), 2)]) == [padded(2)]
+    assert head_rows([one, one]) == [padded(2)]
     rows = BLOCKED_HEAD_MAX_ROWS
     tokens = tuple(t % 60 + 1 for t in range(rows + 1))
-    assert head_calls([ForwardItem(None, 0, tokens, rows)]) == [(1, rows)]
-    assert head_calls([ForwardItem(None, 0, tokens, rows + 1)]) == []
+    assert head_rows([ForwardItem(None, 0, tokens, rows)]) == [padded(rows)]
+    assert head_rows([ForwardItem(None, 0, tokens, rows + 1)]) == []
 
 
 @pytest.mark.parametrize("blocked", [True, False])

@@ -181,3 +181,29 @@ def test_served_with_wisp_slo_classes_and_no_prefix_cache(
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_device_and_dtype_flags_override_the_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "server.yaml"
+    path.write_text("device: cuda:1\ndtype: float16\n")
+
+    def placement(*flags: str) -> tuple[str, str | None]:
+        args = build_parser().parse_args(["serve", "--config", str(path), *flags])
+        config = load_config(ServerConfig, str(path), _overrides(args))
+        return config.device, config.dtype
+
+    assert placement() == ("cuda:1", "float16")
+    assert placement("--device", "cpu") == ("cpu", "float16")
+    assert placement("--dtype", "bfloat16") == ("cuda:1", "bfloat16")
+    assert (_config().device, _config().dtype) == ("cpu", None)
+
+
+def test_the_listening_line_names_a_device_or_dtype_other_than_the_cpus_float32() -> None:
+    from edgespec.arguments import DevicePlacement
+    from edgespec.runtime.commands.serve import backend_label
+    from edgespec.runtime.commands.serve_target import TargetChoice
+
+    plain = TargetChoice("transformers")
+    assert backend_label(plain, DevicePlacement()) == ""
+    assert backend_label(plain, DevicePlacement("cuda:1", "bfloat16")) == " on cuda:1, bfloat16"
+    assert backend_label(plain, DevicePlacement("cpu", "bfloat16")) == " on cpu, bfloat16"

@@ -33,6 +33,7 @@ from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import start_server
+from tests.runtime.device import on_test_device
 
 EOS = 1  # has no special meaning to the tiny target unless its backend is told so
 
@@ -176,7 +177,7 @@ def _tiny_trimmed_draft(kept: Sequence[int]) -> TrimmedVocabDraft:
     with torch.no_grad():
         draft.model.embed_tokens.weight.mul_(20.0)  # well-separated argmaxes
     draft.eval()  # type: ignore[no-untyped-call]
-    return draft
+    return on_test_device(draft)
 
 
 def test_a_trimmed_vocabulary_draft_drafts_through_its_kept_head(

@@ -30,6 +30,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget  #
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome  # noqa: E402
 from edgespec.runtime.server.engine import VerificationEngine  # noqa: E402
 from edgespec.runtime.testing import VOCAB, tiny_gemma3, tiny_llama  # noqa: E402
+from tests.runtime.device import TEST_DEVICE, on_test_device  # noqa: E402
 from tests.runtime.draft_draws import draw_draft  # noqa: E402
 
 S, F = "sliding_attention", "full_attention"
@@ -55,7 +56,7 @@ PROPERTY = settings(
 
 @functools.cache
 def _model(key: str) -> Any:
-    return MODELS[key]()
+    return on_test_device(MODELS[key]())
 
 
 @functools.cache
@@ -69,7 +70,8 @@ def oracle_greedy(key: str, prompt: tuple[int, ...], num_tokens: int) -> tuple[i
     model, seq = _model(key), list(prompt)
     with torch.inference_mode():
         for _ in range(num_tokens):
-            logits = model(input_ids=torch.tensor([seq]), logits_to_keep=1).logits[0, -1]
+            ids = torch.tensor([seq], device=TEST_DEVICE)
+            logits = model(input_ids=ids, logits_to_keep=1).logits[0, -1]
             seq.append(int(logits.argmax()))
     return tuple(seq[len(prompt) :])
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from edgespec.arguments import DevicePlacement
 from edgespec.config import ConfigError, from_dict, load_config
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.server.config import ServerConfig
@@ -36,3 +37,24 @@ def test_server_slo_targets_are_finite_and_positive(target: float) -> None:
     assert str(info.value) == (
         f"config field 'slo_classes.gold': must be a finite number > 0 or null, got {target}"
     )
+
+
+def test_server_device_and_dtype() -> None:
+    """``dtype`` null (the default) follows ``device``: float32 on cpu, bfloat16 on cuda."""
+    assert ServerConfig().placement() == DevicePlacement("cpu", "float32")
+    cuda = from_dict(ServerConfig, {"device": "cuda:1"})
+    assert (cuda.device, cuda.dtype, cuda.placement()) == (
+        "cuda:1",
+        None,
+        DevicePlacement("cuda:1", "bfloat16"),
+    )
+    given = from_dict(ServerConfig, {"device": "cuda", "dtype": "float16"})
+    assert given.placement() == DevicePlacement("cuda", "float16")
+    with pytest.raises(ConfigError) as info:
+        from_dict(ServerConfig, {"device": "gpu"})
+    assert str(info.value) == (
+        "config field 'device': expected cpu, cuda or cuda:N (N a GPU index), got 'gpu'"
+    )
+    with pytest.raises(ConfigError) as info:
+        from_dict(ServerConfig, {"dtype": "int8"})
+    assert str(info.value).startswith("config field 'dtype': ")

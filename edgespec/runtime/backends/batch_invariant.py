@@ -1,0 +1,165 @@
+"""Batch-invariant numerics for the transformers target (``numerics="exact"``).
+
+A token's logits must not depend on what else shares its forward pass: how many rows, how
+many new tokens per row, how much padding. Library kernels choose their algorithm by
+problem shape (a one-row GEMM is a GEMV; a long softmax row is reduced in more vector
+lanes), so a row verified beside others can differ in its last bits from the same row
+decoded alone, and a greedy argmax can flip. This module makes every reduction a token's
+logits depend on run in a shape that the rest of the pass cannot change:
+
+* **Linear layers** (every ``nn.Linear`` of the model, the LM head included) run on the
+  token rows padded with zero rows to a multiple of :data:`ROW_MULTIPLE` (never fewer):
+  a GEMM's per-row result then no longer depends on the number of rows (measured on MKL:
+  1–3 rows, and on two threads any count not a multiple of 4, take other kernels).
+* **Attention** (:func:`invariant_attention`, registered with transformers as
+  :data:`ATTENTION_NAME`) puts each row's keys in one canonical order, real keys first
+  and padding last (``edgespec_key_order``, built by the backend from the pass's layout;
+  the scores are computed in the pass's own layout, each a dot product over the head
+  dimension alone, and then reordered),
+  pads the key axis with masked columns to a multiple of :data:`KEY_CHUNK` and the queries
+  to a multiple of :data:`ROW_MULTIPLE`, and reduces over the keys one fixed-size chunk at
+  a time, chunks summed in order. A token's scores, softmax sum and weighted values are then
+  the same sums in the same order whatever padding or neighbours the pass has: masked
+  columns add exact zeros after the real ones.
+
+Nothing here is proven for every kernel library: the backend's load-time self-check
+(:mod:`edgespec.runtime.backends.exactness`) compares batched with one-at-a-time logits,
+bit for bit, on the device in use, and the exact mode refuses to serve when they differ.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.nn import functional
+
+ATTENTION_NAME = "edgespec_batch_invariant"
+"""The attention implementation name the exact mode sets on the model's config."""
+ROW_MULTIPLE = 4
+KEY_CHUNK = 64
+KEY_ORDER = "edgespec_key_order"
+"""The forward keyword carrying each row's canonical key order, ``[B, P + N]`` column
+indices (real keys by token position, then padding)."""
+
+
+def _padded_rows(rows: torch.Tensor, multiple: int) -> torch.Tensor:
+    """``rows`` (2-D) with zero rows appended up to a multiple of ``multiple`` (>= 1 of it)."""
+    count = rows.shape[0]
+    target = max(multiple, -(-count // multiple) * multiple)
+    if target == count:
+        return rows
+    return torch.cat([rows, rows.new_zeros((target - count, rows.shape[1]))])
+
+
+def on_padded_rows(apply: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    """``apply`` (a row-wise map of 2-D input, e.g. a linear layer) on ``x``'s rows padded
+    to a multiple of :data:`ROW_MULTIPLE`, the padding cut off again (module doc)."""
+    rows = x.reshape(-1, x.shape[-1])
+    out = apply(_padded_rows(rows, ROW_MULTIPLE))[: rows.shape[0]]
+    return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+def invariant_linear(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
+) -> torch.Tensor:
+    """``F.linear(x, weight, bias)`` computed on row-padded input (see the module doc)."""
+    return on_padded_rows(lambda rows: functional.linear(rows, weight, bias), x)
+
+
+def _linear_forward(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    return invariant_linear(x, self.weight, self.bias)
+
+
+def make_batch_invariant(model: Any) -> None:
+    """Switch ``model`` (in place: the target owns it) to the batch-invariant linear layers
+    and attention; registering :data:`ATTENTION_NAME` with transformers is idempotent."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    AttentionInterface.register(ATTENTION_NAME, invariant_attention)
+    AttentionMaskInterface.register(ATTENTION_NAME, eager_mask)  # its own additive masks
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            module.forward = types.MethodType(_linear_forward, module)  # type: ignore[method-assign]
+    model.config._attn_implementation = ATTENTION_NAME
+    text = model.config.get_text_config()
+    if text is not model.config:
+        text._attn_implementation = ATTENTION_NAME
+
+
+def _padded_keys(states: torch.Tensor, length: int) -> torch.Tensor:
+    """``states`` [B, H_kv, L, D] zero-padded to ``length`` key columns."""
+    extra = length - states.shape[2]
+    return functional.pad(states, (0, 0, 0, extra)) if extra else states
+
+
+def _extended(order: torch.Tensor, length: int) -> torch.Tensor:
+    """``order`` [B, L] followed by the padding columns L..``length``-1."""
+    tail = torch.arange(order.shape[1], length, device=order.device)
+    return torch.cat([order, tail.expand(order.shape[0], -1)], dim=1)
+
+
+def invariant_attention(
+    module: Any,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    dropout: float = 0.0,
+    scaling: float | None = None,
+    softcap: float | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """Scaled dot-product attention with a batch-invariant reduction order (module doc).
+
+    ``query`` [B, H, M, D], ``key``/``value`` [B, H_kv, L, D]; ``attention_mask`` the
+    additive [B, 1, M, L] bias with its key axis already in the canonical order
+    (``edgespec_key_order`` [B, L], absent when the layout is canonical as it is: one row,
+    nothing padded). Returns [B, M, H, D] as transformers' eager attention does. Grouped
+    query heads share their key head's matrix product (no repeated keys)."""
+    if attention_mask is None:
+        raise ValueError(f"{ATTENTION_NAME} attention needs an explicit attention mask")
+    batch, heads, num_queries, head_dim = query.shape
+    kv_heads, length = key.shape[1], key.shape[2]
+    groups = heads // kv_heads
+    rows = -(-num_queries // ROW_MULTIPLE) * ROW_MULTIPLE
+    chunks = -(-length // KEY_CHUNK)
+    order = kwargs.get(KEY_ORDER)
+    padded = chunks * KEY_CHUNK
+    index = None if order is None else _extended(order, padded)
+    q = functional.pad(query, (0, 0, 0, rows - num_queries)) if rows != num_queries else query
+    q = q.reshape(batch, kv_heads, groups * rows, head_dim)
+    scale = head_dim**-0.5 if scaling is None else scaling
+    # every intermediate below is contiguous, in one layout whatever the pass's shape
+    scores = torch.matmul(q, _padded_keys(key, padded).transpose(-1, -2))  # over D only
+    if index is not None:
+        scores = scores.gather(3, index[:, None, None, :].expand(-1, kv_heads, groups * rows, -1))
+    scores = scores * scale
+    if softcap is not None:
+        scores = torch.tanh(scores / softcap) * softcap
+    bias = functional.pad(
+        attention_mask,
+        (0, padded - length, 0, rows - num_queries),
+        value=torch.finfo(attention_mask.dtype).min,
+    )
+    scores = scores.reshape(batch, heads, rows, padded).float() + bias.float()
+    scores = scores.reshape(batch, kv_heads, groups * rows, chunks, KEY_CHUNK)
+    weights = torch.exp(scores - scores.amax(dim=(3, 4), keepdim=True))
+    sums = weights.sum(dim=4)  # [B, H_kv, G·M, C]: each chunk alike
+    total = sums[..., 0]
+    for c in range(1, chunks):
+        total = total + sums[..., c]
+    weights = (weights / total[..., None, None]).to(value.dtype).transpose(2, 3).contiguous()
+    values = _padded_keys(value, padded)
+    if index is not None:
+        values = values.gather(2, index[:, None, :, None].expand(-1, kv_heads, -1, head_dim))
+    values = values.reshape(batch, kv_heads, chunks, KEY_CHUNK, head_dim)
+    parts = torch.matmul(weights, values)  # [B, H_kv, C, G·M, D]
+    out = parts[:, :, 0]
+    for c in range(1, chunks):
+        out = out + parts[:, :, c]
+    out = out.reshape(batch, heads, rows, head_dim)[:, :, :num_queries]
+    return out.transpose(1, 2).contiguous(), None

@@ -1,0 +1,134 @@
+"""Every target backend's load-time exactness self-check: batched logits against
+one-at-a-time logits, bit for bit (:func:`exactness_problem`).
+
+Lossless speculative decoding promises the target's own output. Target-only decoding
+feeds one token at a time; verification feeds blocks of γ + 1 tokens beside other
+sessions' blocks, padded to one shape. When a kernel's reduction order depends on that
+shape the two differ in their last bits and a greedy argmax (or a sampled token at a
+threshold) can flip, so the exact backends (``--backend transformers``, ``llamacpp``)
+refuse to serve unless the probe below finds the same bits, on the device and dtype in
+use; the lossy ones (``transformers-lossy``, ``llamacpp-lossy``) serve anyway and report
+what differed.
+
+The probe decodes a sequence S one token at a time (as long as the model's sliding window
+plus six tokens, so that blocks are cached past the window; 12 tokens without a window)
+and a 5-token sequence T the same way, then compares, each against those rows:
+
+* a cold block (S without its last 4 tokens in one pass, its last 2 rows);
+* a follow-up beside a cold start (S's last 4 tokens on that cache, beside T cold):
+  uneven rows, the follow-up's new tokens padded past the window;
+* a re-decode after a crop (S cropped back by 3, its last 3 tokens again);
+* a padded batch of four (a 3-token follow-up of S, a 2-token cold start of T, a 1-token
+  follow-up of T, a 2-token follow-up early in S): four contexts, four block sizes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from edgespec.runtime.backends.base import ForwardItem, TargetBackend
+
+SHORT_PROBE_TOKENS = 12
+PAST_WINDOW_TOKENS = 6
+
+
+class InexactBackendError(RuntimeError):
+    """Batched and one-at-a-time logits differ: serving would not be lossless."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inexactness:
+    """Where a probe's batched logits first differed from one token at a time."""
+
+    shape: str
+    max_abs_delta: float
+    num_argmax_flips: int
+    num_rows: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.shape}: max |Δlogit| {self.max_abs_delta:.3g} against one token at a "
+            f"time, {self.num_argmax_flips} of {self.num_rows} argmax flips"
+        )
+
+
+def probe_length(sliding_window: int | None, max_context_tokens: int) -> int:
+    """S's length: past the window by :data:`PAST_WINDOW_TOKENS`, within the context."""
+    if sliding_window is None:
+        return SHORT_PROBE_TOKENS
+    return max(SHORT_PROBE_TOKENS, min(sliding_window + PAST_WINDOW_TOKENS, max_context_tokens))
+
+
+def exactness_problem(
+    target: TargetBackend, length: int = SHORT_PROBE_TOKENS, max_rows: int = 4
+) -> Inexactness | None:
+    """How ``target``'s batched logits differ from its one-token-at-a-time logits over the
+    probe shapes (module doc) with S ``length`` tokens long, or ``None`` when every row
+    is the same bits. ``max_rows``: the most KV states the backend holds at once (the
+    batch of four needs four; llama.cpp holds one per sequence)."""
+    if length < SHORT_PROBE_TOKENS:
+        raise ValueError(f"the probe sequence needs >= {SHORT_PROBE_TOKENS} tokens, got {length}")
+    vocab = target.vocab_size
+    seq = tuple((7 * i + 3) % vocab for i in range(length))
+    side = tuple((11 * i + 5) % vocab for i in range(5))
+    alone, alone_side = _one_at_a_time(target, seq), _one_at_a_time(target, side)
+    cut = length - 4
+    head = target.forward([ForwardItem(None, 0, seq[:cut], 2)])[0]
+    pair = target.forward([ForwardItem(head.kv, cut, seq[cut:], 4), ForwardItem(None, 0, side, 5)])
+    again = target.forward(
+        [ForwardItem(target.crop(pair[0].kv, length - 3), length - 3, seq[-3:], 3)]
+    )[0]
+    checks = [
+        ("a cold block", head.logits, alone[cut - 2 : cut]),
+        ("a follow-up beside a cold start", pair[0].logits, alone[cut:]),
+        ("a cold start beside a follow-up", pair[1].logits, alone_side),
+        ("a re-decode after a crop", again.logits, alone[length - 3 :]),
+    ]
+    del head, pair, again  # a llama.cpp sequence is free again once no state names it
+    if max_rows >= 4:
+        checks += _batch_of_four(target, seq, side, alone, alone_side)
+    for shape, got, want in checks:
+        if not np.array_equal(got, want):
+            flips = int((got.argmax(-1) != want.argmax(-1)).sum())
+            return Inexactness(shape, float(np.abs(got - want).max()), flips, len(want))
+    return None
+
+
+def _batch_of_four(
+    target: TargetBackend,
+    seq: tuple[int, ...],
+    side: tuple[int, ...],
+    alone: npt.NDArray[np.float32],
+    alone_side: npt.NDArray[np.float32],
+) -> list[tuple[str, npt.NDArray[np.float32], npt.NDArray[np.float32]]]:
+    cut = len(seq) - 6
+    long_head = target.forward([ForwardItem(None, 0, seq[:cut], 1)])[0]
+    short_head = target.forward([ForwardItem(None, 0, seq[:5], 1)])[0]
+    side_head = target.forward([ForwardItem(None, 0, side[:3], 1)])[0]
+    four = target.forward(
+        [
+            ForwardItem(long_head.kv, cut, seq[cut : cut + 3], 3),
+            ForwardItem(None, 0, side[:2], 2),
+            ForwardItem(side_head.kv, 3, side[3:4], 1),
+            ForwardItem(short_head.kv, 5, seq[5:7], 2),
+        ]
+    )
+    return [
+        ("a padded batch of four (3-token follow-up)", four[0].logits, alone[cut : cut + 3]),
+        ("a padded batch of four (2-token cold start)", four[1].logits, alone_side[:2]),
+        ("a padded batch of four (1-token follow-up)", four[2].logits, alone_side[3:4]),
+        ("a padded batch of four (early follow-up)", four[3].logits, alone[5:7]),
+    ]
+
+
+def _one_at_a_time(target: TargetBackend, tokens: Sequence[int]) -> npt.NDArray[np.float32]:
+    kv, rows = None, []
+    for i, token in enumerate(tokens):
+        out = target.forward([ForwardItem(kv, i, (token,), 1)])[0]
+        kv = out.kv
+        rows.append(out.logits[0])
+    return np.stack(rows)
