@@ -3,9 +3,10 @@ and their provenance, small enough to ship under ``edgespec/data/hardware/measur
 
 A samples file is JSON: ``format`` (:data:`FORMAT`), ``command`` (the profile that measured
 them), ``target``, ``machine`` (CPU, cores, memory, torch and its threads), ``measured_on``
-(the date), ``grid`` (what was measured, in words), and ``samples`` in the layout of
-``edgespec profile``'s ``NAME-report.json`` (one object per timed run: ``config``,
-``category``, ``split``, ``run``, ``entries`` as ``[[L_new, L_cached], ...]``, ``time_s``), so
+(the date), ``code`` (the edgespec version that measured, where recorded), ``grid`` (what
+was measured, in words), and ``samples`` in the layout of ``edgespec profile``'s
+``NAME-report.json`` (one object per timed run: ``config``, ``category``, ``split``,
+``run``, ``entries`` as ``[[L_new, L_cached], ...]``, ``time_s``), so
 :func:`edgespec.profiling.residuals.points` reads either file. A report's fits and load
 average are left out: the reader refits, and a load average describes a moment, not the
 machine. ``edgespec reproduce wisp-estimator --samples REPORT --save-samples FILE --machine
@@ -27,7 +28,7 @@ from edgespec.profiling.residuals import Point, points
 FORMAT = "edgespec-profile-samples"
 SHIPPED = "gemma3-270m-cpu.json"
 """The bundled samples (``edgespec/data/hardware/measured/``): Gemma 3 270M on a 2-core CPU."""
-_FIELDS = ("command", "target", "machine", "measured_on", "grid")
+_FIELDS = ("command", "target", "machine", "measured_on", "code", "grid")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class MeasuredSamples:
     target: str
     machine: str
     measured_on: str
+    code: str
     grid: str
     points: tuple[Point, ...]
     num_runs: int
@@ -103,9 +105,11 @@ def load_samples(path: Path | None = None) -> MeasuredSamples:
     return from_document(json.loads(path.read_text()), str(path))
 
 
-def samples_document(report: dict[str, Any], machine: str, measured_on: str) -> dict[str, Any]:
+def samples_document(
+    report: dict[str, Any], machine: str, measured_on: str, code: str = "not recorded"
+) -> dict[str, Any]:
     """A samples file's contents from an ``edgespec profile`` report (see the module
-    docstring): its command, target and samples, the machine and date given."""
+    docstring): its command, target and samples, the machine, date and code given."""
     keep = ("config", "category", "split", "run", "entries", "time_s")
     return {
         "format": FORMAT,
@@ -113,6 +117,7 @@ def samples_document(report: dict[str, Any], machine: str, measured_on: str) -> 
         "target": report["target"],
         "machine": machine,
         "measured_on": measured_on,
+        "code": code,
         "grid": grid_words(report),
         "samples": [{k: s[k] for k in keep} for s in report["samples"]],
     }

@@ -227,8 +227,9 @@ def estimator_choice(samples: MeasuredSamples) -> tuple[str, str]:
     return (
         "W9 samples",
         f"{samples.source}: {samples.grid}; measured {samples.measured_on} by `"
-        f"{samples.command}` on {samples.machine}. Measured once and shipped, so the row is "
-        "the same in every run; the paper's A100 and Qwen3-32B are not available here.",
+        f"{samples.command}` on {samples.machine}, with {samples.code}. Measured once and "
+        "shipped, so the row is the same in every run; the paper's A100 and Qwen3-32B are "
+        "not available here.",
     )
 
 
@@ -241,6 +242,7 @@ def estimator_dict(check: EstimatorCheck, samples: MeasuredSamples) -> dict[str,
             "command": samples.command,
             "machine": samples.machine,
             "measured_on": samples.measured_on,
+            "code": samples.code,
             "grid": samples.grid,
             "run_spread_pct": samples.spread_pct,
         },

@@ -40,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--machine", help="with --save-samples: the machine, in words")
     parser.add_argument(
+        "--code",
+        default="not recorded",
+        help="with --save-samples: the edgespec version that measured (commit, backend; "
+        "default 'not recorded')",
+    )
+    parser.add_argument(
         "--date",
         default=time.strftime("%Y-%m-%d", time.gmtime()),
         help="with --save-samples: the date of the measurement (default today, UTC)",
@@ -53,11 +59,12 @@ def check_args(args: argparse.Namespace) -> str | None:
     return None
 
 
-def save_samples(report: Path, out: Path, machine: str, date: str) -> None:
-    """Write ``report``'s samples (an ``edgespec profile`` NAME-report.json) to ``out``."""
+def save_samples(report: Path, out: Path, args: argparse.Namespace) -> None:
+    """Write ``report``'s samples (an ``edgespec profile`` NAME-report.json) to ``out``
+    with ``args``' machine, date and code."""
     from edgespec.profiling.samples import samples_document, write_document
 
-    doc = samples_document(json.loads(report.read_text()), machine, date)
+    doc = samples_document(json.loads(report.read_text()), args.machine, args.date, args.code)
     write_document(doc, out)
     print(f"wrote {out}: {len(doc['samples'])} samples; {doc['grid']}")
 
@@ -81,5 +88,5 @@ def run(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(estimator_dict(check, samples), indent=1) + "\n")
         print(f"wrote {args.json}")
     if args.save_samples is not None:
-        save_samples(args.samples, args.save_samples, args.machine, args.date)
+        save_samples(args.samples, args.save_samples, args)
     return 0

@@ -50,7 +50,7 @@ def additive(test_scale: float = 1.0, noise: float = 0.0) -> list[Point]:
 def samples(pts: list[Point]) -> MeasuredSamples:
     return MeasuredSamples(
         "edgespec profile --target gemma3-270m", "gemma3-270m", "a 2-core CPU", "2026-11-29",
-        "train 48, test 16", tuple(pts), 2, 1.5, "hand-built",
+        "edgespec", "train 48, test 16", tuple(pts), 2, 1.5, "hand-built",
     )  # fmt: skip
 
 
@@ -182,6 +182,7 @@ def test_the_bundled_samples_give_the_same_row_every_run() -> None:
     assert shipped.source == "bundled gemma3-270m-cpu.json" and shipped.target == "gemma3-270m"
     assert [sum(p.split == s for p in shipped.points) for s in ("train", "test")] == [118, 50]
     assert shipped.command.startswith("edgespec profile --target gemma3-270m --scale 0.15")
+    assert shipped.code.startswith("edgespec bfd516d with --clock (d796c6b): ")
     setting, fit = first
     assert setting.outcome is Outcome.SETTING
     assert setting.ours == (
