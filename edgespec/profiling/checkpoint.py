@@ -40,6 +40,8 @@ def setup_of(
     """What must be equal for two runs' samples to belong to one profile (``device`` and
     ``dtype`` written only when not the CPU in float32, so older checkpoints still match)."""
     grid = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()}
+    if grid["clock"] == "wall":
+        del grid["clock"]  # as checkpoints written before --clock existed
     setup: dict[str, Any] = {"target": target, "grid": grid, "threads": threads}
     if (device, dtype) != ("cpu", "float32"):
         setup.update(device=device, dtype=dtype)

@@ -67,6 +67,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "WISP's)",
     )
     parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time a pass by wall clock (default) or by this process's CPU time (with "
+        "--threads 1: what the pass takes alone, on cores other jobs share)",
+    )
+    parser.add_argument(
         "--gamma", type=int, default=4, help="draft window γ for drafter timing, tokens (default 4)"
     )
     parser.add_argument(
@@ -103,6 +110,11 @@ def check_args(args: argparse.Namespace) -> str | None:
         return f"--scale must be in (0, 1], got {args.scale}"
     if args.resume and args.fresh:
         return "--resume and --fresh exclude each other"
+    if args.clock == "cpu" and args.device not in (None, "cpu"):
+        return (
+            f"--clock cpu times this process's CPU work, not --device {args.device}'s: "
+            "use --clock wall"
+        )
     return None
 
 
@@ -149,7 +161,7 @@ def grid_spec(args: argparse.Namespace) -> Any:
         spec = replace(spec, runs=args.runs)
     if args.warmup is not None:
         spec = replace(spec, warmup_runs=args.warmup)
-    return replace(spec, seed=args.seed)
+    return replace(spec, seed=args.seed, clock=args.clock)
 
 
 def _load(name: str, args: argparse.Namespace) -> Any:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from time import perf_counter
+from time import perf_counter, process_time
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from edgespec.runtime.server.engine import VerificationEngine
 
 Entry = tuple[int, int]
 """(L_new, L_cached) of one request in a batch."""
+
+
+CLOCKS = ("wall", "cpu")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +51,16 @@ class GridSpec:
     warmup_runs: int = 10
     runs: int = 3
     seed: int = 0
+    clock: str = "wall"
+    """What a timed pass measures: ``wall`` (its latency, perf_counter) or ``cpu`` (this
+    process's CPU time over it, process_time: with one torch thread, the latency the pass
+    would have alone, robust to other jobs sharing the cores)."""
 
     def validate(self) -> None:
         if self.runs < 1 or self.warmup_runs < 0:
             raise ValueError(f"need runs >= 1 and warmup_runs >= 0, got {self}")
+        if self.clock not in CLOCKS:
+            raise ValueError(f"clock must be one of {CLOCKS}, got {self.clock!r}")
         if min(self.totals) <= max(self.new_tokens):
             raise ValueError("every L_total must exceed every L_new (something must be cached)")
         if min((*self.cold_totals, *self.new_tokens)) < 1 or self.max_batch_size < 1:
@@ -186,6 +195,20 @@ class PromptSource:
         return len(self._seen)
 
 
+def cold_draft_tokens(new: int) -> int:
+    """How many of a cold entry's ``new`` tokens are drafted (the rest is its prompt)."""
+    return min(4, new // 2)
+
+
+def logit_rows(entry: Entry) -> int:
+    """Positions of ``entry`` whose vocabulary logits the timed pass computes (the engine's
+    ``num_logits``: drafted + 1). A cold entry drafts :func:`cold_draft_tokens`; a follow-up
+    forwards the one token its setup pass committed and drafts the rest of its L_new, so
+    all L_new positions."""
+    new, cached = entry
+    return new if cached > 0 else cold_draft_tokens(new) + 1
+
+
 def _prepare(
     engine: VerificationEngine, prompts: PromptSource, entries: Sequence[Entry], tag: str
 ) -> list[VerifyCall] | None:
@@ -197,7 +220,7 @@ def _prepare(
         if cached > 0:  # prompt of `cached` tokens + 1 drafted: the cache then covers ~cached
             prompt, draft = prompts.take(cached), 1
         else:
-            draft = min(4, new // 2)
+            draft = cold_draft_tokens(new)
             prompt = prompts.take(new - draft)
         sampling = SamplingParams(max_new_tokens=new + 3)
         engine.open_session(SessionSpec(sid, "profile", prompt, sampling))
@@ -224,10 +247,15 @@ def _prepare(
 
 
 def measure_batch(
-    engine: VerificationEngine, prompts: PromptSource, entries: Sequence[Entry], tag: str
+    engine: VerificationEngine,
+    prompts: PromptSource,
+    entries: Sequence[Entry],
+    tag: str,
+    clock: str = "wall",
 ) -> tuple[tuple[Entry, ...], float]:
-    """Time one verification batch of ``entries`` through the engine; sessions are closed.
-    A setup that ends in EOS is retried with new prompts (3 attempts)."""
+    """Time one verification batch of ``entries`` through the engine on ``clock`` (see
+    :attr:`GridSpec.clock`); sessions are closed. A setup that ends in EOS is retried with
+    new prompts (3 attempts)."""
     for attempt in range(3):
         calls = _prepare(engine, prompts, entries, f"{tag}a{attempt}")
         if calls is not None:
@@ -235,9 +263,10 @@ def measure_batch(
     else:
         raise RuntimeError(f"profiling batch {tag}: the target kept emitting EOS in setup")
     actual = tuple(engine.pending_sizes(c.session_id, len(c.draft_token_ids)) for c in calls)
-    start = perf_counter()
+    timer = process_time if clock == "cpu" else perf_counter
+    start = timer()
     results = engine.verify_batch(calls)
-    elapsed = perf_counter() - start
+    elapsed = timer() - start
     for c in calls:
         engine.close_session(c.session_id)
     failed = [r for r in results if isinstance(r, Exception)]
@@ -276,7 +305,8 @@ def measure_grid(
             continue
         before, measured = prompts.num_prompts, []
         for run in range(spec.warmup_runs + spec.runs):
-            actual, elapsed = measure_batch(engine, prompts, config.entries, f"c{index}r{run}")
+            tag = f"c{index}r{run}"
+            actual, elapsed = measure_batch(engine, prompts, config.entries, tag, spec.clock)
             if run >= spec.warmup_runs:
                 measured.append(Sample(index, run - spec.warmup_runs, actual, elapsed))
         samples.extend(measured)

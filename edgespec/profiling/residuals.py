@@ -11,7 +11,12 @@ models on the training configurations and scores them on the held-out ones: Eq. 
 (B·max L_new, B·max L_new·max L_total, B·max L_total, 1), what a batched forward pass
 computes when it pads every row to the longest new-token count and the longest context.
 A padded shape that fits much better than Eq. 19 says the backend pads where Eq. 19
-assumes each request costs its own tokens (docs/PROFILE.md).
+assumes each request costs its own tokens (docs/PROFILE.md). A third refit is the
+*executed* shape: the batch split into the passes the backend runs
+(:func:`edgespec.runtime.backends.padding.pass_groups`), each pass B rows padded to its
+longest L_new and L_total, with its vocabulary-logit rows
+(:func:`edgespec.profiling.measure.logit_rows`, padded to the pass's most) and a cost per
+pass: [Σ B·max L_new, Σ B·max L_new·max L_total, Σ B·max logit rows, passes, 1].
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ import numpy as np
 from edgespec.errors import UserInputError
 from edgespec.policies.estimator import BatchShape
 from edgespec.profiling.fit import WISP_TERMS, FitMetrics, FloatArray, metrics, ols, wisp_design
+from edgespec.profiling.measure import logit_rows
+from edgespec.runtime.backends.padding import pass_groups
 
 Entries = tuple[tuple[int, int], ...]
 
@@ -83,6 +90,29 @@ def padded_design(pts: Sequence[Point]) -> FloatArray:
     return np.array(rows, dtype=np.float64)
 
 
+EXECUTED_TERMS = ("row_s", "attention_s", "logit_row_s", "pass_s", "c_s")
+"""The executed shape's coefficients, in :func:`executed_design`'s column order."""
+
+
+def executed_design(pts: Sequence[Point]) -> FloatArray:
+    """Rows [Σ B·max L_new, Σ B·max L_new·max L_total, Σ B·max logit rows, passes, 1] over
+    the passes the backend splits each batch into (see the module docstring)."""
+    rows = []
+    for p in pts:
+        row = [0.0, 0.0, 0.0, 0.0, 1.0]
+        for group in pass_groups(p.entries):
+            items = [p.entries[i] for i in group]
+            size = len(items)
+            max_new = max(n for n, _ in items)
+            max_total = max(n + c for n, c in items)
+            row[0] += size * max_new
+            row[1] += size * max_new * max_total
+            row[2] += size * max(logit_rows(e) for e in items)
+            row[3] += 1
+        rows.append(row)
+    return np.array(rows, dtype=np.float64)
+
+
 def category_errors(report: dict[str, Any]) -> list[CategoryError]:
     """Eq. 19's errors with the report's fitted coefficients, per (category, split)."""
     coef = report["wisp"]["coefficients"]
@@ -110,8 +140,8 @@ def category_errors(report: dict[str, Any]) -> list[CategoryError]:
 
 
 def refits(report: dict[str, Any]) -> dict[str, FitMetrics]:
-    """Held-out metrics of Eq. 19 and of the padded shape, both refitted on the training
-    configurations (unconstrained least squares)."""
+    """Held-out metrics of Eq. 19, the padded shape and the executed shape, each refitted on
+    the training configurations (unconstrained least squares)."""
     pts = points(report)
     y = np.array([p.time_s for p in pts])
     train = np.array([p.split == "train" for p in pts])
@@ -121,6 +151,7 @@ def refits(report: dict[str, Any]) -> dict[str, FitMetrics]:
     for name, x in (
         ("Eq. 19 (additive)", additive_design(pts)),
         ("padded shape", padded_design(pts)),
+        ("executed shape", executed_design(pts)),
     ):
         beta = ols(x[train], y[train])
         out[name] = metrics(y[~train], x[~train] @ beta)
@@ -129,7 +160,7 @@ def refits(report: dict[str, Any]) -> dict[str, FitMetrics]:
 
 def print_residuals(path: Path) -> int:
     """``edgespec profile --residuals REPORT``: print the per-category errors of the
-    report's fit, then both refits' held-out scores."""
+    report's fit, then each refit's held-out scores."""
     if not path.is_file():
         raise UserInputError(f"--residuals {path}: no such file")
     report = json.loads(path.read_text())

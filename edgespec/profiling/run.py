@@ -67,6 +67,8 @@ class ProfileResult:
     draft: DraftProfile | None
     hardware: str
     load_average: tuple[float, float, float]
+    clock: str = "wall"
+    """What the target's timed passes measured (:attr:`GridSpec.clock`)."""
 
 
 def cpu_name() -> str:
@@ -182,6 +184,7 @@ def profile_pair(
         draft_profile,
         cpu_name(),
         os.getloadavg(),
+        spec.clock,
     )
 
 
@@ -263,6 +266,7 @@ def _report(result: ProfileResult, command: str) -> dict[str, Any]:
         "target": result.target,
         "hardware": result.hardware,
         "load_average": result.load_average,
+        "clock": result.clock,
         "num_configs": len(result.grid),
         "num_unique_prompts": result.num_prompts,
         "wisp": _fit_json(result.wisp),

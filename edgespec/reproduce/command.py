@@ -80,6 +80,10 @@ PAPERS: dict[str, Reproduction] = {
         "WISP's batching vs FCFS vs SLED on the real server, drafter processes",
         command="edgespec.reproduce.wisp.serving",
     ),
+    "wisp-estimator": Reproduction(
+        "WISP's W9 alone: Eq. 19's held-out fit on bundled or freshly profiled timings",
+        command="edgespec.reproduce.wisp.estimator_command",
+    ),
     "dsd-real-pair": Reproduction(
         "DSD's window policies on the real pair over an emulated link",
         command="edgespec.reproduce.dsd.real_pair",

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from edgespec.profiling.measure import GridSpec, PromptSource, design_grid
+from edgespec.profiling.measure import (
+    GridSpec,
+    PromptSource,
+    cold_draft_tokens,
+    design_grid,
+    logit_rows,
+)
 
 NO_RANDOM = {"num_random": 0, "num_mixed": 0, "num_test": 0}
 
@@ -60,3 +66,11 @@ def test_held_out_configurations_come_from_another_random_stream() -> None:
 def test_prompt_tokens_avoid_eos_within_the_vocabulary() -> None:
     assert PromptSource(vocab_size=2, seed=0, avoid=frozenset({1})).tokens(16) == (0,) * 16
     assert set(PromptSource(vocab_size=3, seed=0, avoid=frozenset({2})).tokens(30)) == {0, 1}
+
+
+def test_logit_rows_follow_the_measuring_protocol() -> None:
+    # a cold entry drafts min(4, L_new // 2) of its tokens; logits for those + 1
+    assert [cold_draft_tokens(n) for n in (1, 3, 8, 9, 300)] == [0, 1, 4, 4, 4]
+    assert logit_rows((300, 0)) == 5 and logit_rows((1, 0)) == 1
+    # a follow-up: one committed token + L_new - 1 drafted, logits for all L_new
+    assert logit_rows((20, 205)) == 20 and logit_rows((1, 99)) == 1

@@ -61,6 +61,7 @@ def test_main_prints_the_table_and_both_fits(
     header = ["category", "split", "n", "MAPE", "%", "bias", "%", "mean", "s"]
     assert out.splitlines()[0].split() == header
     assert "Eq. 19 (additive): held-out R²" in out and "padded shape: held-out R² 1.000" in out
+    assert "executed shape: held-out R²" in out
 
 
 def _sample(config: int, split: str, time_s: float, run: int = 0) -> dict[str, Any]:
@@ -101,3 +102,18 @@ def test_refits_score_the_held_out_configurations_only() -> None:
     for report in (only_train, only_test):
         with pytest.raises(ValueError, match="needs training and held-out configurations"):
             pr.refits(report)
+
+
+def test_executed_design_counts_the_passes_the_backend_runs() -> None:
+    cold = pr.Point("compute", "train", ((300, 0),), 1.0)
+    # a cold start beside a follow-up pads too much: two passes, each at its own shape
+    mixed = pr.Point("mixed", "train", ((100, 0), (5, 200)), 1.0)
+    # two follow-ups of one shape: one pass, both rows at the longest prefix
+    two = pr.Point("memory", "train", ((5, 200), (5, 100)), 1.0)
+    x = pr.executed_design([cold, mixed, two])
+    assert x.tolist() == [
+        [300, 300 * 300, 5, 1, 1],  # logits for min(4, 150) drafted + 1
+        [100 + 5, 100 * 100 + 5 * 205, 5 + 5, 2, 1],
+        [2 * 5, 2 * 5 * 205, 2 * 5, 1, 1],
+    ]
+    assert pr.EXECUTED_TERMS == ("row_s", "attention_s", "logit_row_s", "pass_s", "c_s")

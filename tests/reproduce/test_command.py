@@ -15,6 +15,6 @@ def test_unknown_paper_names_the_argument_and_the_choices(
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.endswith(
         "edgespec reproduce: error: argument PAPER: invalid choice: 'nosuchpaper' "
-        "(choose from 'wisp', 'dsd', 'zhu', 'wisv', 'wisp-serving', 'dsd-real-pair', "
-        "'wisv-real-pair', 'wisv-heldout')\n"
+        "(choose from 'wisp', 'dsd', 'zhu', 'wisv', 'wisp-serving', 'wisp-estimator', "
+        "'dsd-real-pair', 'wisv-real-pair', 'wisv-heldout')\n"
     )

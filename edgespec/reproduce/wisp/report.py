@@ -1,4 +1,4 @@
-"""``edgespec reproduce wisp``: run W1–W4, W6–W8 and W10, write the run folder (REPORT.md
+"""``edgespec reproduce wisp``: run W1–W4 and W6–W10, write the run folder (REPORT.md
 with its Findings), print the claims."""
 
 from __future__ import annotations
@@ -10,12 +10,20 @@ from typing import Any
 
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
-    """Run W1–W4, W6–W8 and W10, write the run folder, print the table; returns the rows."""
+    """Run W1–W4 and W6–W10, write the run folder, print the table; returns the rows."""
     from edgespec.learn.stop.report import study_markdown
     from edgespec.metrics.plots import plot_violation_attribution
+    from edgespec.profiling.samples import load_samples
     from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.wisp.curve_claims import all_rows, operating_choice
+    from edgespec.reproduce.wisp.estimator import (
+        check_estimator,
+        estimator_choice,
+        estimator_dict,
+        insert_w9,
+        w9_rows,
+    )
     from edgespec.reproduce.wisp.findings import findings
     from edgespec.reproduce.wisp.plots import plot_capacities, plot_violation_curves
     from edgespec.reproduce.wisp.predictor import (
@@ -41,7 +49,12 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         predictor_plan.setup, predictor_plan.goodput_devices, predictor["point"], rule, out
     )
     predictor["table6"] = table6
-    rows += predictor_rows(predictor)
+    samples = load_samples()  # W9: the bundled real profile, the same in every run
+    estimator = check_estimator(samples.points)
+    rows += insert_w9(predictor_rows(predictor), w9_rows(estimator, samples))
+    (out / "estimator.json").write_text(
+        json.dumps(estimator_dict(estimator, samples), indent=1) + "\n"
+    )
     study = predictor["study"]
     (out / "predictor.md").write_text(
         study_markdown(study, command, time.strftime("%Y-%m-%d %H:%M"))
@@ -50,7 +63,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     plot_violation_curves(out / "fig7_violation_curves.png", results)
     plot_capacities(out / "table2_capacities.png", results)
     files = [*scenario_files, *table6.files, "fig7_violation_curves.png", "table2_capacities.png"]
-    files += ["predictor.md", "predictor.json"]
+    files += ["predictor.md", "predictor.json", "estimator.json"]
     if results.attribution is not None:
         plot_violation_attribution(out / "fig8_attribution.png", results.attribution)
         files.append("fig8_attribution.png")
@@ -58,7 +71,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     files.append("results.json")
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
     chosen = (*choices(plan.setup), results.late.choice(), *operating_choice(results))
-    chosen += predictor_choices(predictor)
+    chosen += (*predictor_choices(predictor), estimator_choice(samples))
     found = findings(results, table6, rows)
     write_report(
         out / "REPORT.md", title, command, rows, chosen, files, quick=quick, findings=found

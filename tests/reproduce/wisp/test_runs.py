@@ -29,7 +29,13 @@ def test_report_and_files(quick: tuple[Path, list]) -> None:  # type: ignore[typ
     report = (out / "REPORT.md").read_text()
     # W5 has no simulated row (the verifier is deterministic Eq. 19): its attribution is a
     # picture of the model, not a test
-    assert {r.claim_id for r in rows} == {"W1", "W3", "W4", "W6", "W6-T1", "W7", "W8", "W10"}
+    assert {r.claim_id for r in rows} == {
+        "W1", "W3", "W4", "W6", "W6-T1", "W7", "W8", "W9", "W10"
+    }  # fmt: skip
+    assert [r.claim_id for r in rows][-4:] == ["W9", "W9", "W10", "W10"]
+    estimator = json.loads((out / "estimator.json").read_text())  # W9: the bundled profile
+    assert estimator["samples"]["source"] == "bundled gemma3-270m-cpu.json"
+    assert round(estimator["test"]["mape_pct"], 2) == 26.63
     assert "## Findings" in report
     for claim in ("W1 (Table 2, 2 tok/s)", "W1/W3 (Tables 2–3, WISP/SLED)", "W8 (Table 6)"):
         assert f"- **{claim}** (the paper is inconsistent with itself): " in report
@@ -100,13 +106,17 @@ def test_report_says_quick_and_gives_every_miss_its_cause(quick: tuple[Path, lis
         "operating point: N where FCFS violates 4 tok/s at Table 1's rate",
         "relative gain decreasing with draft size (0.6B → 8B)",
         "committed goodput OFF, N = 2",
+        "Eq. 19 coefficients, fitted on the training configurations",
     }
-    assert report.count("| setting, not a claim |") == 4
+    assert report.count("| setting, not a claim |") == 5
     # capacities and goodput come from 60 s runs of short outputs: not compared
     for row in rows:
         if row.claim_id in ("W1", "W3") and row.magnitude_ok is not None:
             assert "(quick run)" in row.verdict and row.cause is Cause.QUICK_RUN
-    for name in ("late requests", "rejection predictor", "W4 operating point", "W8 drafting speed"):
+    for name in (
+        "late requests", "rejection predictor", "W4 operating point", "W8 drafting speed",
+        "W9 samples",
+    ):  # fmt: skip
         assert f"- **{name}**: " in report
 
 
