@@ -280,13 +280,17 @@ def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: 
         said.append([line.split("] ", 1)[1] for line in lines if "s] " in line])
     expected = [
         f"loading the target {model_dir} ...",
-        "probing the target's attention masks (cached for later starts) ...",
+        "probing the target's attention masks and checking batched against one-at-a-time "
+        "logits (exact numerics; cached for later starts) ...",
         "loading the draft ngram ...",
         "starting the gRPC server ...",
         "ready",
     ]
     assert said[0][:5] == expected
-    expected[1] = "attention masks: checked before for these weights and versions (cached) ..."
+    expected[1] = (
+        "attention masks and batch invariance: checked before for these weights, versions, "
+        "device and numerics (cached) ..."
+    )
     assert said[1][:5] == expected
     ticks = iter([10.0, 10.0, 12.5, 70.25])
     stages = Stages(clock=lambda: next(ticks))
