@@ -50,10 +50,11 @@ PROFILES = (
 LAB_RULE = (
     "LAB's grouping rule (not given: here a batch takes the head-of-line request and the "
     "queued requests within 1.5× of its length); the batching runs price padded batches "
-    "(each row pays the batch's longest cached context and longest new block), so LAB has "
-    "padding to save, but up to 600 drafts a batch averages under two requests, the "
-    "bound also shrinks batches, and a first verification, which carries its prompt, pads its "
-    "companions' new blocks to the prompt's length whatever their context lengths"
+    "(each row pays the batch's longest cached context and longest new block), so LAB "
+    "saves padding where batches are large (many drafts), but with fewer drafts a batch "
+    "averages under two requests and the bound mostly shrinks batches; a first "
+    "verification, which carries its prompt, pads its companions' new blocks whatever "
+    "their context lengths"
 )
 PHYSICAL = DsdCauses(
     stack_gain=Reason(Cause.MISSING_INPUT, LAB_RULE + "; " + WC_DNN),
