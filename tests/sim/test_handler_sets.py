@@ -53,6 +53,13 @@ TINY_FAMILIES: dict[str, list[str]] = {
     "awc": ["policies.window.name=awc"],
     "wireless": ["links.wan.wireless={bandwidth_hz: 2000000.0, path_loss_db: -60.0}"],
     **{f"semantic/{k}": v for k, v in SEMANTIC_CASES.items()},
+    "padded/fcfs": ["auto_topology.servers.0.batch_pricing=padded"],
+    "padded/lab-dynamic": [
+        "auto_topology.servers.0.batch_pricing=padded",
+        "policies.batching={name: lab, params: {max_length_ratio: 1.5}}",
+        "policies.window.name=dynamic",
+    ],
+    "padded/fused": ["auto_topology.servers.0.batch_pricing=padded", "mode=fused"],
 }
 """Families over tests/sim/helpers.tiny_scenario (12 devices, 2 servers, 20 s)."""
 

@@ -48,9 +48,13 @@ PROFILES = (
     "draft token 23.6–35.0 ms; the acceptance is the bundled Gemma pair's"
 )
 LAB_RULE = (
-    "LAB's grouping rule (not given: here a batch takes requests within 1.5× of the "
-    "head-of-line request's length and waits for them); the roofline prices a batch by its "
-    "summed tokens, so grouping by length saves no padding and only shrinks batches"
+    "LAB's grouping rule (not given: here a batch takes the head-of-line request and the "
+    "queued requests within 1.5× of its length); the batching runs price padded batches "
+    "(each row pays the batch's longest cached context and longest new block), so LAB "
+    "saves padding where batches are large (many drafts), but with fewer drafts a batch "
+    "averages under two requests and the bound mostly shrinks batches; a first "
+    "verification, which carries its prompt, pads its companions' new blocks whatever "
+    "their context lengths"
 )
 PHYSICAL = DsdCauses(
     stack_gain=Reason(Cause.MISSING_INPUT, LAB_RULE + "; " + WC_DNN),

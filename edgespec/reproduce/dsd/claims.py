@@ -40,6 +40,8 @@ from edgespec.reproduce.dsd.summary import summary_metric
 from edgespec.reproduce.dsd.sweep_claims import (
     batching_rows,
     not_comparable,
+    padded,
+    priced,
     quick_run,
     routing_rows,
 )
@@ -49,19 +51,21 @@ RELATIVE = 0.25
 
 
 LAB_LINK = ("s1", "s2")
-"""The link of Fig. 5's chain that adds LAB. The roofline prices a batch by its summed
-tokens, so grouping by length saves no padding: this link cannot improve by construction,
-and the chains are judged over the others (each shown, the LAB link marked)."""
+"""The link of Fig. 5's chain that adds LAB. Under summed batch pricing a batch costs its
+summed tokens, so grouping by length saves no padding: this link cannot improve by
+construction, and the chains are judged over the others (each shown, the LAB link marked
+⇢). Under padded pricing (``DsdSetup.lab_pricing``, the default) every link is judged."""
 CHAIN_TOLERANCE = 0.01
 """A chain step within 1% of flat counts as not reversing it (run-to-run noise)."""
 
 
-def chain_holds(values: list[float | None], rising: bool) -> bool:
+def chain_holds(values: list[float | None], rising: bool, skip_lab: bool = False) -> bool:
     """Fig. 5's chain Default → S4 moves one way (``rising``: each step up, else down, by
-    more than −:data:`CHAIN_TOLERANCE`) over every link but :data:`LAB_LINK`."""
+    more than −:data:`CHAIN_TOLERANCE`) over every link (``skip_lab``: but
+    :data:`LAB_LINK`)."""
     names = list(STACKS)
     for (a_name, a), (b_name, b) in pairwise(zip(names, values, strict=True)):
-        if (a_name, b_name) == LAB_LINK:
+        if skip_lab and (a_name, b_name) == LAB_LINK:
             continue
         step = change(b, a)
         if step is None or (step if rising else -step) < -CHAIN_TOLERANCE:
@@ -69,48 +73,53 @@ def chain_holds(values: list[float | None], rising: bool) -> bool:
     return True
 
 
-def _chain_text(values: list[float | None], spec: str) -> str:
+def _chain_text(values: list[float | None], spec: str, skip_lab: bool) -> str:
     names = list(STACKS)
     parts = [fmt(values[0], spec)]
     for (a_name, _), (b_name, b) in pairwise(zip(names, values, strict=True)):
-        parts.append(("⇢ " if (a_name, b_name) == LAB_LINK else "→ ") + fmt(b, spec))
+        lab = skip_lab and (a_name, b_name) == LAB_LINK
+        parts.append(("⇢ " if lab else "→ ") + fmt(b, spec))
     return " ".join(parts)
 
 
 def stack_rows(res: DsdResults) -> list[ClaimRow]:
-    """D2: Fig. 5's stacks, Default → S4 on GSM8K at 600 drafts, RTT 10 ms; the chains
-    judged as chains (:func:`chain_holds`), the LAB link (⇢) not judged."""
+    """D2: Fig. 5's stacks, Default → S4 on GSM8K at 600 drafts, RTT 10 ms, in the pricing
+    of the runs that compare batching (``DsdSetup.lab_pricing``); the chains judged as
+    chains (:func:`chain_holds`), the LAB link (⇢) not judged under summed pricing."""
     got = {s: res.get(stack_name(s)) for s in STACKS}
     thr = [summary_metric(got[s], "thr") for s in STACKS]
     tpot = [summary_metric(got[s], "tpot") for s in STACKS]
     ttft = [summary_metric(got[s], "ttft") for s in STACKS]
     waited = [None if s is None else s.ttft_from_arrival_ms for s in got.values()]
-    chain = _chain_text(thr, ".2f")
+    skip = not padded(res)  # summed pricing: the LAB link is not judged
+    chain = _chain_text(thr, ".2f", skip)
     quick = quick_run(res)
     why, mode = CAUSES[res.cost_mode], res.cost_mode
     rows = []
     gain, paper_gain = change(thr[-1], thr[0]), 28.1 / 25.1 - 1.0
     rows.append(ClaimRow(
-        "D2", tagged(mode, "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms)"),
+        "D2", tagged(mode, priced(res, "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms)")),
         f"25.1 → 28.1 req/s ({pct(paper_gain)})", f"{chain} ({pct(gain)})",
-        "gain > 0 and the chain rises at every link but LAB's (⇢, not judged: no padding "
-        "to save); ±25% of +12.0%",
-        gain is not None and gain > 0 and chain_holds(thr, rising=True),
+        "gain > 0 and the chain rises at every link"
+        + (" but LAB's (⇢, not judged: no padding to save)" if skip else "")
+        + "; ±25% of +12.0%",
+        gain is not None and gain > 0 and chain_holds(thr, rising=True, skip_lab=skip),
         gain is not None and within(gain, paper_gain, RELATIVE),
         reason=why.stack_gain, quick_run=quick,
     ))  # fmt: skip
     cut, paper_cut = change(tpot[-1], tpot[0]), 37.0 / 45.0 - 1.0
     rows.append(ClaimRow(
-        "D2", tagged(mode, "TPOT change Default → S4"),
+        "D2", tagged(mode, priced(res, "TPOT change Default → S4")),
         f"45 → 37 ms ({pct(paper_cut)})",
-        _chain_text(tpot, ".1f") + f" ms ({pct(cut)})",
-        "TPOT falls and the chain falls at every link but LAB's (⇢); ±25% of −17.8%",
-        cut is not None and cut < 0 and chain_holds(tpot, rising=False),
+        _chain_text(tpot, ".1f", skip) + f" ms ({pct(cut)})",
+        "TPOT falls and the chain falls at every link" + (" but LAB's (⇢)" if skip else "")
+        + "; ±25% of −17.8%",
+        cut is not None and cut < 0 and chain_holds(tpot, rising=False, skip_lab=skip),
         cut is not None and within(cut, paper_cut, RELATIVE),
         reason=why.stack_tpot, quick_run=quick,
     ))  # fmt: skip
     rows.append(ClaimRow(
-        "D2", tagged(mode, "TTFT Default → S4 (from the draft's start, as DSD-Sim)"),
+        "D2", tagged(mode, priced(res, "TTFT Default → S4 (from the draft's start, as DSD-Sim)")),
         "351 → 345 ms",
         " → ".join(fmt(t, ".0f") for t in ttft) + " ms (from arrival: "
         + " → ".join(fmt(t, ".0f") for t in waited) + " ms)",
@@ -123,7 +132,7 @@ def stack_rows(res: DsdResults) -> list[ClaimRow]:
     for stack, (p_thr, _, p_tpot) in PAPER_STACKS.items():
         s = got[stack]
         rows.append(ClaimRow(
-            "D2", tagged(mode, f"{stack}: throughput, TPOT (absolute)"),
+            "D2", tagged(mode, priced(res, f"{stack}: throughput, TPOT (absolute)")),
             f"{p_thr} req/s, {p_tpot:g} ms",
             f"{fmt(summary_metric(s, 'thr'), '.2f')} req/s, "
             f"{fmt(summary_metric(s, 'tpot'), '.1f')} ms",

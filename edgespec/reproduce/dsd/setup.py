@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from edgespec.core.apportion import largest_remainder
+from edgespec.hardware.batch_pricing import BatchPricing
 from edgespec.reproduce.dsd.load import LENGTH_TABLES, fitted_think_s
 
 DATASETS: tuple[str, ...] = ("gsm8k", "humaneval", "cnndm")
@@ -80,7 +81,13 @@ class DsdSetup:
     bandwidth_mbps: float = 100.0
     max_batch_size: int = 12
     static_gamma: int = 4
-    lab_max_length_ratio: float = 1.5
+    lab_max_length_ratio: float | None = 1.5
+    batch_pricing: BatchPricing = "summed"
+    """How a target batch is priced (:mod:`edgespec.hardware.batch_pricing`)."""
+    lab_pricing: BatchPricing = "padded"
+    """The pricing of the runs that compare batching policies (D2's stacks, D7): padded
+    batches, the padding LAB exists to minimise (DSD §5), so grouping by length has
+    something to save."""
     seed: int = 4
     cost_mode: CostMode = "physical"
     fleet: Fleet = "paper_4gpu"
@@ -129,6 +136,7 @@ def server_pools(setup: DsdSetup) -> list[dict[str, Any]]:
             "target_model": model,
             "hardware": hw,
             "max_batch_size": setup.max_batch_size,
+            "batch_pricing": setup.batch_pricing,
         }
         for (model, hw, _), count in zip(
             FLEETS[setup.fleet], target_counts(setup.fleet_share), strict=True

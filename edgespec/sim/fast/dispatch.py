@@ -16,9 +16,11 @@ from collections.abc import Callable
 from heapq import heappop
 from sys import maxsize
 
+from edgespec.hardware.batch_pricing import padded_batch_time_s
 from edgespec.sim.events import BATCH_END, DISPATCH
 from edgespec.sim.fast.inbound import Touch
 from edgespec.sim.kernel import Handler
+from edgespec.sim.loop.batch_choice import batch_shape
 from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.state import SimState
 
@@ -131,7 +133,10 @@ def fcfs_dispatch(
         server.queue = [] if size == len(queue) else _left(queue, chosen, skipped)
         server.busy, server.batch, server.batch_start_s = True, chosen, t
         server.batch_new, server.batch_cached = n_lin, n_cached
-        duration = server.cost.batch_time_s(size, n_lin, n_int, n_cached)
+        if server.padded:  # every row padded to the longest (edgespec.hardware.batch_pricing)
+            duration = padded_batch_time_s(server.cost, [batch_shape(s, server) for s in chosen])
+        else:
+            duration = server.cost.batch_time_s(size, n_lin, n_int, n_cached)
         if fused_step is not None:  # the co-located draft's passes for fused entries first
             duration = fused_step(server, chosen) + duration
         push(t + duration, BATCH_END, server.server_id, server)

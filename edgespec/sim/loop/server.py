@@ -13,7 +13,10 @@ what docs/SIMULATOR.md describes; every other handler set
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from edgespec.core.types import BatchRecord, RoundRecord
+from edgespec.hardware.batch_pricing import padded_batch_time_s
 from edgespec.sim.events import BATCH_END, DELIVER, DISPATCH
 from edgespec.sim.kernel import Handler
 from edgespec.sim.loop.batch_choice import round_deadline_s, select_batch
@@ -72,7 +75,10 @@ class ReferenceLoop(DeviceLoop):
             n_lin += new
             n_int += (cached + new) * new
             n_cached += cached
-        duration = server.cost.batch_time_s(len(chosen), n_lin, n_int, n_cached)
+        if server.padded:  # every row padded to the longest (edgespec.hardware.batch_pricing)
+            duration = padded_batch_time_s(server.cost, _shapes(chosen))
+        else:
+            duration = server.cost.batch_time_s(len(chosen), n_lin, n_int, n_cached)
         if state.may_fuse:  # the co-located draft's passes for fused entries come first
             duration = self.fused_runs.draft_step_s(server, chosen) + duration
         server.busy = True
@@ -173,3 +179,11 @@ class ReferenceLoop(DeviceLoop):
             return
         server.store(s.index, request.num_prompt_tokens + total - 1)
         self.resume_round(s, deliver if self.state.distributed else t)
+
+
+def _shapes(chosen: list[Session]) -> Iterator[tuple[int, int]]:
+    """(new, cached) of every chosen entry, as the batching policy saw it."""
+    for s in chosen:
+        entry = s.pending
+        assert entry is not None
+        yield entry.num_new_tokens, entry.num_cached_tokens

@@ -235,6 +235,7 @@ class ServerState:
         "max_batch_tokens",
         "num_active",
         "num_enqueued",
+        "padded",
         "prefix_cache",
         "queue",
         "server_id",
@@ -250,9 +251,12 @@ class ServerState:
         max_batch_size: int,
         max_batch_tokens: int,
         prefix_cache: bool = True,
+        padded: bool = False,
     ) -> None:
         self.server_id = server_id
         self.prefix_cache = prefix_cache  # False: SLED, no KV kept between verifications
+        # True: a batch is priced padded (edgespec.hardware.batch_pricing), else summed
+        self.padded = padded
         self.cost = cost
         self.draft_cost = draft_cost  # the co-located draft (fused rounds), if it has one
         self.kv_budget = kv_budget

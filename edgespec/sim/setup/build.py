@@ -148,6 +148,7 @@ def build_fleet(
                 sspec.pool.max_batch_size,
                 sspec.pool.max_batch_tokens,
                 sspec.pool.prefix_cache,
+                sspec.pool.batch_pricing == "padded",
             )
         )
     return devices, servers, layout

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from edgespec.hardware.batch_pricing import BatchPricing
+
 
 def frozen_mapping(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
     """A read-only copy of ``mapping`` (a frozen config's default)."""
@@ -50,7 +52,11 @@ class DevicePool:
 class ServerPool:
     """``count`` identical target servers; ``kv_budget_tokens`` bounds resident KV.
     ``prefix_cache: false`` is SLED's server: no KV is kept between a session's
-    verifications, so each one forwards the session's whole context again."""
+    verifications, so each one forwards the session's whole context again.
+    ``batch_pricing``: how a verification batch is priced from its entries
+    (:mod:`edgespec.hardware.batch_pricing`): ``summed`` (a ragged kernel: the cost model
+    gets the batch's sums) or ``padded`` (a padded batched kernel: B rows, each of the
+    batch's longest cached context and longest new block)."""
 
     name: str = "server"
     count: int = 1
@@ -61,6 +67,7 @@ class ServerPool:
     max_batch_tokens: int = 8192
     prefix_cache: bool = True
     cost_model: CostModelConfig = field(default_factory=CostModelConfig)
+    batch_pricing: BatchPricing = "summed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,11 +25,13 @@ from edgespec.reproduce.dsd.crossover_claims import crossover_rows, crossover_rt
 from edgespec.reproduce.dsd.paper import PAPER_TABLE2
 from edgespec.reproduce.dsd.runs import (
     CROSSOVER_MODES,
+    LAB_BOUNDS,
     VARIANT_MODES,
     DsdPlan,
     DsdResults,
     batching_name,
     crossover_name,
+    lab_bound_name,
     plan_scenarios,
     routing_name,
     stack_name,
@@ -49,6 +51,8 @@ from edgespec.reproduce.dsd.summary import DsdRunSummary, DsdSimTpot, summarise
 from edgespec.reproduce.dsd.sweep_claims import batching_rows, quick_run, routing_rows
 
 PLAN = DsdPlan(DsdSetup(), ("gsm8k",), ("C1", "C2"), (10.0, 40.0, 60.0, 90.0), (400, 1000, 1400))
+SUMMED = replace(PLAN, setup=replace(PLAN.setup, lab_pricing="summed"))
+"""The plan with D2's stacks and D7's runs priced summed: LAB has no padding to save."""
 MODES = pytest.mark.parametrize("mode", COST_MODES)
 
 
@@ -70,17 +74,30 @@ def test_stack_gain_and_tpot_cut_within_tolerance(mode: CostMode) -> None:
     runs = {stack_name(s): run(thr[s], 350.0 - i, tpot[s]) for i, s in enumerate(STACKS)}
     rows = stack_rows(DsdResults(PLAN.in_mode(mode), runs))
     gain, cut, ttft = rows[0], rows[1], rows[2]
-    assert gain.what == tagged(mode, "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms)")
+    assert gain.what == tagged(
+        mode, "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms) (padded batches)"
+    )
     assert (gain.direction_ok, gain.magnitude_ok) == (True, True)
-    assert gain.ours == "25.00 → 25.50 ⇢ 26.00 → 27.00 → 28.00 (+12.0%)"  # ⇢: LAB's link
+    assert gain.ours == "25.00 → 25.50 → 26.00 → 27.00 → 28.00 (+12.0%)"
+    assert gain.tolerance == "gain > 0 and the chain rises at every link; ±25% of +12.0%"
     assert (cut.direction_ok, cut.magnitude_ok) == (True, True)
-    assert cut.ours == "45.0 → 44.0 ⇢ 43.0 → 40.0 → 37.0 ms (−17.8%)".replace("−", "-")
+    assert cut.what == tagged(mode, "TPOT change Default → S4 (padded batches)")
+    assert cut.ours == "45.0 → 44.0 → 43.0 → 40.0 → 37.0 ms (−17.8%)".replace("−", "-")
     assert ttft.direction_ok is True
-    # LAB's link is not judged: a drop there leaves both chains holding; a reversal at any
-    # other link, even with the endpoints right, breaks the chain
+    # padded batches: LAB's link is judged like the others; a drop there breaks both chains
     lab = dict(runs) | {stack_name("s2"): run(24.0, 340.0, 46.0)}
     rows = stack_rows(DsdResults(PLAN.in_mode(mode), lab))
+    assert (rows[0].direction_ok, rows[1].direction_ok) == (False, False)
+    # summed pricing: LAB's link (⇢) is not judged: the same drop leaves both chains holding
+    rows = stack_rows(DsdResults(SUMMED.in_mode(mode), runs))
+    assert rows[0].what == tagged(mode, "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms)")
+    assert rows[0].ours == "25.00 → 25.50 ⇢ 26.00 → 27.00 → 28.00 (+12.0%)"  # ⇢: LAB's link
+    assert rows[1].ours == "45.0 → 44.0 ⇢ 43.0 → 40.0 → 37.0 ms (−17.8%)".replace("−", "-")
+    rows = stack_rows(DsdResults(SUMMED.in_mode(mode), lab))
     assert (rows[0].direction_ok, rows[1].direction_ok) == (True, True)
+    assert rows[1].tolerance == (
+        "TPOT falls and the chain falls at every link but LAB's (⇢); ±25% of −17.8%"
+    )
     s3 = dict(runs) | {stack_name("s3"): run(29.0, 340.0, 36.0)}  # S3 → S4 reverses
     rows = stack_rows(DsdResults(PLAN.in_mode(mode), s3))
     assert (rows[0].direction_ok, rows[1].direction_ok) == (False, False)
@@ -257,18 +274,38 @@ def test_routing_and_batching_sweeps() -> None:
     assert (gap.direction_ok, gap.magnitude_ok, gap.ours) == (True, True, "+10.0")
     assert (catch_up.ours, catch_up.magnitude_ok) == ("1000", True)
     lab_row, thr_row = batching_rows(res)
-    # LAB's TPOT cut is unreachable by construction (summed-token pricing): not judged,
-    # whichever way the runs fall; the note says which
+    # padded batches (the setting): LAB's TPOT cut is judged, the bound sweep beside it
+    assert (lab_row.direction_ok, lab_row.magnitude_ok) == (True, True)
+    assert lab_row.ours == "-1.50, -1.20, -2.00"
+    assert lab_row.note == (
+        "by drafts: 400: -1.50 ms; 1000: -1.20 ms; 1400: -2.00 ms; LAB's length bound swept "
+        "(LAB − FIFO TPOT, ms, by drafts): 1.25×: n/a, n/a, n/a; 1.5× (the setting): -1.50, "
+        "-1.20, -2.00; 2×: n/a, n/a, n/a; 3×: n/a, n/a, n/a; none: n/a, n/a, n/a"
+    )
+    # the bound sweep's runs, each against FIFO's TPOT at its draft count (40, 60, 80 ms)
+    for n, bound, tpot in ((400, 1.25, 40.5), (1000, 3.0, 59.75), (1400, None, 81.0)):
+        runs[lab_bound_name(bound, n)] = run(30.0, 300.0, tpot)
+    note = batching_rows(DsdResults(PLAN, runs))[0].note
+    assert note.endswith(
+        "1.25×: +0.50, n/a, n/a; 1.5× (the setting): -1.50, -1.20, -2.00; 2×: n/a, n/a, n/a; "
+        "3×: n/a, -0.25, n/a; none: n/a, n/a, +1.00"
+    )
+    assert thr_row.what == tagged(
+        "physical", "LAB vs FIFO throughput at 1400 drafts (saturated) (padded batches)"
+    )
+    assert (thr_row.ours, thr_row.direction_ok, thr_row.magnitude_ok) == ("+1.0%", True, True)
+    # summed pricing: LAB's TPOT cut is unreachable by construction: not judged, whichever
+    # way the runs fall; the note says which
+    lab_row = batching_rows(DsdResults(SUMMED, runs))[0]
     assert (lab_row.direction_ok, lab_row.magnitude_ok, lab_row.outcome) == (
         None, None, Outcome.NOT_JUDGED,
     )  # fmt: skip
     assert lab_row.note.startswith("not judged: unreachable by construction")
     assert "(LAB lower at every count: yes)" in lab_row.note
-    assert thr_row.what == tagged("physical", "LAB vs FIFO throughput at 1400 drafts (saturated)")
-    assert (thr_row.ours, thr_row.direction_ok, thr_row.magnitude_ok) == ("+1.0%", True, True)
     runs[batching_name("lab", 1000)] = run(30.0, 300.0, 60.5)  # LAB worse at one point
-    lab_row = batching_rows(DsdResults(PLAN, runs))[0]
+    lab_row = batching_rows(DsdResults(SUMMED, runs))[0]
     assert lab_row.direction_ok is None and "(LAB lower at every count: no)" in lab_row.note
+    assert batching_rows(DsdResults(PLAN, runs))[0].direction_ok is False
 
 
 def _batching(fifo: tuple[float, ...], lab: tuple[float, ...], mode: CostMode) -> DsdResults:
@@ -381,8 +418,25 @@ def test_plan_scenarios_cover_every_claim() -> None:
     variant = {crossover_name(m, r, variant=True) for m in VARIANT_MODES for r in (10.0, 120.0)}
     assert variant <= names
     assert routing_name("round_robin", 1200) in names and batching_name("lab", 400) in names
-    assert len(names) == 5 + 3 * 3 + 2 * 2 + 3 + 2 * 4
-    assert len(plan_scenarios(DsdPlan.full())) == 5 + 11 * 3 + 8 * 2 + 3 * 4 * 3 + 7 * 4
+    assert {lab_bound_name(b, n) for b in LAB_BOUNDS for n in (400, 1200)} <= names
+    assert len(names) == 5 + 3 * 3 + 2 * 2 + 3 + 2 * 4 + 2 * 4  # D7: FIFO, LAB, 4 bounds
+    assert len(plan_scenarios(DsdPlan.full())) == 5 + 11 * 3 + 8 * 2 + 3 * 4 * 3 + 7 * 8
+    # the runs that compare batching (D2's stacks, D7 and its bound sweep) price padded,
+    # the others summed
+    for name, data in plan_scenarios(quick).items():
+        pricing = {s["batch_pricing"] for s in data["auto_topology"]["servers"]}
+        compares = name.startswith(("stack-", "batching-"))
+        assert pricing == {"padded" if compares else "summed"}, name
+    bounded = plan_scenarios(quick)
+    assert bounded["batching-lab-bound2-400"]["policies"]["batching"] == {
+        "name": "lab", "params": {"max_length_ratio": 2.0},
+    }  # fmt: skip
+    assert bounded["batching-lab-boundnone-1200"]["policies"]["batching"] == {
+        "name": "lab", "params": {"max_length_ratio": None},
+    }  # fmt: skip
+    assert bounded["batching-lab-400"]["policies"]["batching"]["params"] == {
+        "max_length_ratio": 1.5
+    }
     # each cost mode runs the same scenarios under the same names
     for mode in COST_MODES:
         planned = plan_scenarios(quick.in_mode(mode))
@@ -401,7 +455,8 @@ def test_fleet_is_the_papers_4_gpu_servers_tp1_the_variant_scaled_by_the_share()
     assert [p["count"] for p in pools] == [101, 100, 100, 100, 100, 100]
     data = scenario(DsdSetup(), name="x", dataset="gsm8k", num_drafts=600, rtt_ms=10.0)
     assert data["auto_topology"]["servers"] == [
-        {"name": f"{m}-{hw}", "count": n, "target_model": m, "hardware": hw, "max_batch_size": 12}
+        {"name": f"{m}-{hw}", "count": n, "target_model": m, "hardware": hw, "max_batch_size": 12,
+         "batch_pricing": "summed"}
         for m, hw, n in (("llama2-70b", "4xa100", 7), ("qwen-72b", "4xh100", 7),
                          ("llama3-70b", "4xa6000", 6))
     ]  # fmt: skip
@@ -568,7 +623,10 @@ def test_misses_carry_the_cause_their_claim_states(mode: CostMode) -> None:
     assert gap.outcome is Outcome.DIRECTION_ONLY and gap.reason == why.routing
     assert catch_up.outcome is Outcome.MISS and catch_up.reason == why.routing
     assert catch_up.cause is why.routing.cause
-    lab, _ = batching_rows(DsdResults(plan, runs))
+    lab, _ = batching_rows(DsdResults(plan, runs))  # padded batches: judged, LAB's rule
+    assert lab.outcome is Outcome.MISS and lab.reason == why.batching
+    assert lab.cause is why.batching.cause and lab.why.startswith(str(why.batching))
+    lab, _ = batching_rows(DsdResults(SUMMED.in_mode(mode), runs))
     assert lab.outcome is Outcome.NOT_JUDGED and lab.reason == why.batching  # by construction
     worse = table_rows(_table(0.95, 41.0, mode))
     assert all(r.reason == why.awc and r.cause is why.awc.cause for r in worse[:4])

@@ -3,6 +3,8 @@ band, the tolerances just inside and just beyond, and D7's saturation bound."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from edgespec.reproduce.dsd.causes import tagged
 from edgespec.reproduce.dsd.claims import stack_rows, table_rows
 from edgespec.reproduce.dsd.crossover_claims import crossover_rows, crossover_rtt_ms
@@ -41,7 +43,7 @@ def test_d2_ties_zero_changes_and_the_relative_tolerance() -> None:
     assert stack_rows(_stacks((25.0, 25.5, 26.0, 27.0, 28.8), tpot))[0].magnitude_ok is False
     flat = stack_rows(_stacks((25.0,) * 5, (45.0,) * 5))
     assert (flat[0].ours, flat[0].direction_ok) == (
-        "25.00 → 25.00 ⇢ 25.00 → 25.00 → 25.00 (+0.0%)",
+        "25.00 → 25.00 → 25.00 → 25.00 → 25.00 (+0.0%)",
         False,
     )
     assert (flat[1].direction_ok, flat[2].direction_ok) == (False, True)  # TPOT must fall
@@ -191,30 +193,41 @@ def test_d6_bands_and_ties() -> None:
 
 def test_d7_bands_ties_and_the_saturated_point() -> None:
     plan = DsdPlan(DsdSetup(), ("gsm8k",), ("C1",), (10.0,), (400, 1000, 1400))
+    summed = replace(plan, setup=replace(plan.setup, lab_pricing="summed"))
 
-    def res(cuts: tuple[float, ...], thr: tuple[float, ...]) -> DsdResults:
+    def res(cuts: tuple[float, ...], thr: tuple[float, ...], p: DsdPlan = plan) -> DsdResults:
         runs = {}
         for n, cut, t in zip((400, 1000, 1400), cuts, thr, strict=True):
             runs[batching_name("fcfs", n)] = run(20.0, 300.0, 40.0)
             runs[batching_name("lab", n)] = run(t, 300.0, 40.0 + cut)
-        return DsdResults(plan, runs)
+        return DsdResults(p, runs)
 
     lab, top = batching_rows(res((-3.0, -0.5, -1.0), (30.0, 20.0, 20.0)))
     assert top.direction_ok is True  # FIFO flat at 20 req/s: saturated
-    # LAB's TPOT row is never judged (no padding to save): the note says which way it fell
-    assert (lab.direction_ok, lab.magnitude_ok) == (None, None)
-    assert "(LAB lower at every count: yes)" in lab.note
+    # padded batches: LAB's TPOT row is judged, both ends of −3 to −0.5 ms inside the band
+    assert (lab.direction_ok, lab.magnitude_ok) == (True, True)
+    assert lab.what == tagged("physical", "LAB TPOT − FIFO TPOT (padded batches)")
     assert (top.what, top.ours, top.magnitude_ok) == (
-        tagged("physical", "LAB vs FIFO throughput at 1400 drafts (saturated)"),
+        tagged("physical", "LAB vs FIFO throughput at 1400 drafts (saturated) (padded batches)"),
         "+0.0%",
         True,
     )
     lab, top = batching_rows(res((0.0, -1.0, -3.1), (20.0, 20.0, 21.2)))
-    assert "(LAB lower at every count: yes)" in lab.note  # a tie is not worse
+    assert (lab.direction_ok, lab.magnitude_ok) == (True, False)  # a tie is not worse; −3.1
     assert (top.ours, top.magnitude_ok) == ("+6.0%", False)
+    lab, _ = batching_rows(res((0.1, -1.0, -1.0), (20.0,) * 3))
+    assert (lab.direction_ok, lab.magnitude_ok) == (False, False)
+    # summed pricing: LAB's TPOT row is never judged (no padding to save): the note says
+    # which way it fell
+    lab, top = batching_rows(res((-3.0, -0.5, -1.0), (30.0, 20.0, 20.0), summed))
+    assert (lab.direction_ok, lab.magnitude_ok) == (None, None)
+    assert "(LAB lower at every count: yes)" in lab.note
+    assert top.what == tagged("physical", "LAB vs FIFO throughput at 1400 drafts (saturated)")
+    lab, _ = batching_rows(res((0.0, -1.0, -3.1), (20.0, 20.0, 21.2), summed))
+    assert "(LAB lower at every count: yes)" in lab.note  # a tie is not worse
     assert (
         "(LAB lower at every count: no)"
-        in batching_rows(res((0.1, -1.0, -1.0), (20.0,) * 3))[0].note
+        in batching_rows(res((0.1, -1.0, -1.0), (20.0,) * 3, summed))[0].note
     )
 
 

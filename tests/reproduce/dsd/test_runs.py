@@ -82,7 +82,8 @@ def test_report_and_files_per_mode(quick: tuple[Path, list[ClaimRow]]) -> None:
 def test_scenario_files_per_mode_are_the_runs(quick: tuple[Path, list[ClaimRow]]) -> None:
     out, _ = quick
     names = plan_scenarios(QUICK)
-    assert len(names) == 5 + 3 * 3 + 2 * 2 + 3 + 2 * 4  # D3 twice: 4-GPU and the TP-1 variant
+    # D3 twice (4-GPU and the TP-1 variant); D7: FIFO, LAB and LAB under 4 other bounds
+    assert len(names) == 5 + 3 * 3 + 2 * 2 + 3 + 2 * 4 + 2 * 4
     files = {p.name for p in (out / "scenarios").glob("*.yaml")}
     assert files == {f"{m}-{n}.yaml" for m in COST_MODES for n in names}
     for mode in COST_MODES:
