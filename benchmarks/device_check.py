@@ -35,7 +35,15 @@ from edgespec.runtime.backends.exactness import InexactBackendError
 from edgespec.runtime.backends.transformers_backend import Numerics, TransformersTarget
 from edgespec.runtime.testing import synthetic_target, tiny_gemma3, tiny_llama
 
-NUMERICS: tuple[Numerics, ...] = ("exact", "lossy")
+Variant = tuple[str, Numerics, int]
+"""(label, numerics, row multiple)."""
+
+
+def _variants(row_multiples: list[int]) -> list[Variant]:
+    """``exact`` at the first row multiple, ``exact-rowsN`` at the others, then ``lossy``."""
+    first, *others = row_multiples
+    exact = [("exact", "exact", first)] + [(f"exact-rows{m}", "exact", m) for m in others]
+    return [*exact, ("lossy", "lossy", first)]  # type: ignore[list-item]
 
 
 def _models(dry_run: bool, target: str | None) -> dict[str, Callable[[], Any]]:
@@ -59,11 +67,13 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _build(model: Any, numerics: Numerics) -> tuple[TransformersTarget | None, dict[str, Any]]:
+def _build(
+    model: Any, numerics: Numerics, row_multiple: int
+) -> tuple[TransformersTarget | None, dict[str, Any]]:
     """The target (``None`` when refused) and the self-check's outcome."""
     start = time.perf_counter()
     try:
-        target = TransformersTarget(model, numerics=numerics)
+        target = TransformersTarget(model, numerics=numerics, row_multiple=row_multiple)
     except InexactBackendError as exc:
         return None, {"passed": False, "refused": str(exc), "load_s": time.perf_counter() - start}
     found = target.inexactness
@@ -89,7 +99,7 @@ def _pass_items(target: TransformersTarget, batch: int, context: int) -> list[Fo
 
 
 def _time_passes(
-    targets: dict[Numerics, TransformersTarget], batch: int, context: int, repeats: int
+    targets: dict[str, TransformersTarget], batch: int, context: int, repeats: int
 ) -> dict[str, Any]:
     items = {n: _pass_items(t, batch, context) for n, t in targets.items()}
     times: dict[str, list[float]] = {n: [] for n in targets}
@@ -109,15 +119,16 @@ def _time_passes(
 def check_model(
     build: Callable[[], Any], device: str, dtype: torch.dtype, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """The self-check of both numerics on one model, and the timed passes of those built."""
+    """The self-check of every variant on one model, and the timed passes of ``exact`` and
+    ``lossy`` when both were built."""
     base = build().to(device=device, dtype=dtype)
-    targets: dict[Numerics, TransformersTarget] = {}
+    targets: dict[str, TransformersTarget] = {}
     report: dict[str, Any] = {}
-    for numerics in NUMERICS:
-        target, outcome = _build(copy.deepcopy(base), numerics)
-        report[numerics] = outcome
-        if target is not None:
-            targets[numerics] = target
+    for label, numerics, row_multiple in _variants(args.row_multiples):
+        target, outcome = _build(copy.deepcopy(base), numerics, row_multiple)
+        report[label] = outcome | {"row_multiple": row_multiple}
+        if target is not None and label in ("exact", "lossy"):
+            targets[label] = target
     report["pass"] = _time_passes(targets, args.batch, args.context, args.repeats)
     return report
 
@@ -129,6 +140,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--context", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument(
+        "--row-multiples",
+        type=lambda text: [int(m) for m in text.split(",")],
+        default=[4],
+        help="the exact mode's row multiples to try, comma-separated (default 4, the "
+        "backend's; a GPU's shape-chosen kernels may need larger buckets)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(
         "--target", default=None, help="a registered model instead (e.g. gemma3-270m)"
@@ -154,19 +172,20 @@ def main(argv: list[str] | None = None) -> int:
         "threads": torch.get_num_threads(),
         "models": {},
     }
+    labels = [label for label, _, _ in _variants(args.row_multiples)]
     for name, build in _models(args.dry_run, args.target).items():
         report = check_model(build, args.device, dtype, args)
         results["models"][name] = report
         verdicts = ", ".join(
-            f"{n}: {'passed' if report[n]['passed'] else 'differs'}" for n in NUMERICS
+            f"{n}: {'passed' if report[n]['passed'] else 'differs'}" for n in labels
         )
         ratio = report["pass"]["exact_over_lossy"]
         cost = "" if ratio is None else f"; exact/lossy pass time {ratio:.3f}"
         print(f"device_check {name} on {args.device} {dtype_name}: {verdicts}{cost}", flush=True)
-        for numerics in NUMERICS:
-            detail = report[numerics].get("refused") or report[numerics].get("inexactness")
+        for label in labels:
+            detail = report[label].get("refused") or report[label].get("inexactness")
             if detail:
-                print(f"  {numerics}: {detail}", flush=True)
+                print(f"  {label}: {detail}", flush=True)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1))

@@ -29,6 +29,7 @@ bit for bit, on the device in use, and the exact mode refuses to serve when they
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,10 @@ from torch.nn import functional
 ATTENTION_NAME = "edgespec_batch_invariant"
 """The attention implementation name the exact mode sets on the model's config."""
 ROW_MULTIPLE = 4
+"""The default row multiple; a target may choose another (``row_multiple``: a GPU's kernels
+may need larger buckets, which ``benchmarks/device_check.py --row-multiples`` tries)."""
+ROW_MULTIPLE_KEY = "edgespec_row_multiple"
+"""The forward keyword carrying the target's row multiple to the attention."""
 KEY_CHUNK = 64
 KEY_ORDER = "edgespec_key_order"
 """The forward keyword carrying each row's canonical key order, ``[B, P + N]`` column
@@ -54,28 +59,33 @@ def _padded_rows(rows: torch.Tensor, multiple: int) -> torch.Tensor:
     return torch.cat([rows, rows.new_zeros((target - count, rows.shape[1]))])
 
 
-def on_padded_rows(apply: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+def on_padded_rows(
+    apply: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, multiple: int = ROW_MULTIPLE
+) -> torch.Tensor:
     """``apply`` (a row-wise map of 2-D input, e.g. a linear layer) on ``x``'s rows padded
-    to a multiple of :data:`ROW_MULTIPLE`, the padding cut off again (module doc)."""
+    to a multiple of ``multiple``, the padding cut off again (module doc)."""
     rows = x.reshape(-1, x.shape[-1])
-    out = apply(_padded_rows(rows, ROW_MULTIPLE))[: rows.shape[0]]
+    out = apply(_padded_rows(rows, multiple))[: rows.shape[0]]
     return out.reshape(*x.shape[:-1], out.shape[-1])
 
 
 def invariant_linear(
-    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, multiple: int = ROW_MULTIPLE
 ) -> torch.Tensor:
     """``F.linear(x, weight, bias)`` computed on row-padded input (see the module doc)."""
-    return on_padded_rows(lambda rows: functional.linear(rows, weight, bias), x)
+    return on_padded_rows(lambda rows: functional.linear(rows, weight, bias), x, multiple)
 
 
-def _linear_forward(self: torch.nn.Linear, x: torch.Tensor) -> torch.Tensor:
-    return invariant_linear(x, self.weight, self.bias)
+def _linear_forward(self: torch.nn.Linear, x: torch.Tensor, multiple: int) -> torch.Tensor:
+    return invariant_linear(x, self.weight, self.bias, multiple)
 
 
-def make_batch_invariant(model: Any) -> None:
+def make_batch_invariant(model: Any, row_multiple: int = ROW_MULTIPLE) -> None:
     """Switch ``model`` (in place: the target owns it) to the batch-invariant linear layers
-    and attention; registering :data:`ATTENTION_NAME` with transformers is idempotent."""
+    (rows padded to a multiple of ``row_multiple``) and attention; registering
+    :data:`ATTENTION_NAME` with transformers is idempotent."""
+    if row_multiple < 1:
+        raise ValueError(f"row_multiple must be >= 1, got {row_multiple}")
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
@@ -83,7 +93,8 @@ def make_batch_invariant(model: Any) -> None:
     AttentionMaskInterface.register(ATTENTION_NAME, eager_mask)  # its own additive masks
     for module in model.modules():
         if isinstance(module, torch.nn.Linear):
-            module.forward = types.MethodType(_linear_forward, module)  # type: ignore[method-assign]
+            forward = functools.partial(_linear_forward, multiple=row_multiple)
+            module.forward = types.MethodType(forward, module)  # type: ignore[method-assign]
     model.config._attn_implementation = ATTENTION_NAME
     text = model.config.get_text_config()
     if text is not model.config:
@@ -125,7 +136,8 @@ def invariant_attention(
     batch, heads, num_queries, head_dim = query.shape
     kv_heads, length = key.shape[1], key.shape[2]
     groups = heads // kv_heads
-    rows = -(-num_queries // ROW_MULTIPLE) * ROW_MULTIPLE
+    multiple = int(kwargs.get(ROW_MULTIPLE_KEY, ROW_MULTIPLE))
+    rows = -(-num_queries // multiple) * multiple
     chunks = -(-length // KEY_CHUNK)
     order = kwargs.get(KEY_ORDER)
     padded = chunks * KEY_CHUNK

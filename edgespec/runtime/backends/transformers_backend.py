@@ -37,6 +37,8 @@ from edgespec.runtime.backends.attention_mask import (
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.batch_invariant import (
     KEY_ORDER,
+    ROW_MULTIPLE,
+    ROW_MULTIPLE_KEY,
     make_batch_invariant,
     on_padded_rows,
 )
@@ -87,6 +89,7 @@ class TransformersTarget:
         prefill_chunk_tokens: int = 2048,
         check_masks: bool = True,
         numerics: Numerics = "exact",
+        row_multiple: int = ROW_MULTIPLE,
     ) -> None:
         if prefill_chunk_tokens < 1:
             raise ValueError(f"prefill_chunk_tokens must be >= 1, got {prefill_chunk_tokens}")
@@ -106,8 +109,9 @@ class TransformersTarget:
         self._split = split_padded_batches
         self._dtype = next(model.parameters()).dtype
         self._layout = attention_layout(model)  # refuses what cannot be masked exactly
+        self._rows = row_multiple
         if numerics == "exact":
-            make_batch_invariant(model)
+            make_batch_invariant(model, row_multiple)
         if check_masks:  # False only for a pass recorded by runtime/backends/mask_check_cache
             self._check_exact_masking()
             self._check_batch_invariance()
@@ -212,6 +216,7 @@ class TransformersTarget:
         if self.numerics == "exact":  # the attention's canonical key order, and the mask in it
             order = key_order(items, max_prefix, max_new, self._device)
             inputs["attention_mask"], inputs[KEY_ORDER] = in_key_order(mask, order), order
+            inputs[ROW_MULTIPLE_KEY] = self._rows
         weight = self._head if 1 < batch * keep <= BLOCKED_HEAD_MAX_ROWS else None
         hidden: torch.Tensor | None = None
         if weight is not None or any(item.want_hidden for item in items):  # head applied here
@@ -290,7 +295,7 @@ class TransformersTarget:
         """The blocked head; in the exact mode on rows padded as every linear layer's."""
         if self.numerics == "lossy":
             return blocked_head(hidden, weight)
-        return on_padded_rows(lambda rows: blocked_head(rows, weight), hidden)
+        return on_padded_rows(lambda rows: blocked_head(rows, weight), hidden, self._rows)
 
     def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The model's own head over ``hidden`` (as its causal-LM forward computes it,

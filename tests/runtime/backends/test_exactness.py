@@ -118,3 +118,9 @@ def test_numerics_must_be_named() -> None:
         ValueError, match=r"numerics must be one of \('exact', 'lossy'\), got 'fast'"
     ):
         TransformersTarget(tiny_llama(0), numerics="fast")  # type: ignore[arg-type]
+
+
+def test_a_larger_row_multiple_is_exact_too_and_a_bad_one_is_refused() -> None:
+    assert TransformersTarget(tiny_llama(3, vocab_size=512), row_multiple=16).inexactness is None
+    with pytest.raises(ValueError, match="row_multiple must be >= 1, got 0"):
+        TransformersTarget(tiny_llama(0), row_multiple=0)
