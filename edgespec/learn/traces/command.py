@@ -239,7 +239,7 @@ def _capture(
     from edgespec.learn.traces.capture import capture
     from edgespec.learn.traces.records import TraceRecord
     from edgespec.models.loading import library_output
-    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.backends.mask_check_cache import checked_target
 
     work = [
         (p.prompt_id, name, encode_prompt(target.tokenizer, p.text, args.max_prompt_tokens))
@@ -264,7 +264,7 @@ def _capture(
                 console.print(f"{request_id}: {stage} ...")
 
         settings = _capture_settings(args, pair.draft_model is not None, stop)
-        target_backend = TransformersTarget(target.model)
+        target_backend = checked_target(target.model, target.weight_files)
         return capture(target_backend, drafter, pair, work, settings, on_record, on_stage)
 
 

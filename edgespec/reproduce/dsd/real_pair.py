@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.datasets.prompts import load_prompts
     from edgespec.models.loading import load_model
-    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.backends.mask_check_cache import checked_target
     from edgespec.runtime.edge.draft_backends import make_drafter
     from edgespec.runtime.wire.inprocess import target_greedy_decode
 
@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         p.text for d in ("gsm8k", "cnndm", "humaneval") for p in load_prompts(d, "test", args.limit)
     ]
     prompts = [tuple(tokenizer(t)["input_ids"])[-256:] for t in texts]
-    target = TransformersTarget(loaded.model)
+    target = checked_target(loaded.model, loaded.weight_files)
     references = [target_greedy_decode(target, p, args.max_new_tokens) for p in prompts]
     del target, loaded
     address = f"127.0.0.1:{args.port}"

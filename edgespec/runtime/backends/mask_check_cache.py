@@ -126,3 +126,12 @@ def load_checked_target(
         tmp.write_text(json.dumps({"key": key, "passed": True, "inexactness": inexact}, indent=1))
         tmp.replace(record)
     return CachedTarget(target, probed=found is None)
+
+
+def checked_target(model: Any, weight_files: Sequence[Path], **options: Any) -> TransformersTarget:
+    """:func:`load_checked_target` in the project's cache folder
+    (:func:`edgespec.models.gemma_cache.cache_dir`), quietly: what a command that loads a
+    model by name builds its target with, so the probes run once per weights, not per run."""
+    from edgespec.models.gemma_cache import cache_dir
+
+    return load_checked_target(model, weight_files, cache_dir(), **options).target

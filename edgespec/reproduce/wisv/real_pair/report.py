@@ -32,7 +32,8 @@ def load_real_pair(plan: Plan) -> tuple[Pair, Prompts, dict[str, Any]]:
     from edgespec.learn.wisv.capture import TextOutcome
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.attention_mask import attention_layout
-    from edgespec.runtime.backends.transformers_backend import TransformersTarget, eos_ids
+    from edgespec.runtime.backends.mask_check_cache import checked_target
+    from edgespec.runtime.backends.transformers_backend import eos_ids
     from edgespec.runtime.edge.draft_backends import make_drafter
     from edgespec.runtime.server.semantic import load_semantic_head
 
@@ -41,7 +42,7 @@ def load_real_pair(plan: Plan) -> tuple[Pair, Prompts, dict[str, Any]]:
     target = load_model(TARGET, require_tokenizer=True)
     draft = load_model(DRAFT, target=target)
     tokenizer = target.tokenizer
-    backend = TransformersTarget(target.model)
+    backend = checked_target(target.model, target.weight_files)
     pair = Pair(
         target=target.model,
         backend=backend,
