@@ -53,7 +53,7 @@ indices (real keys by token position, then padding)."""
 def _padded_rows(rows: torch.Tensor, multiple: int) -> torch.Tensor:
     """``rows`` (2-D) with zero rows appended up to a multiple of ``multiple`` (>= 1 of it)."""
     count = rows.shape[0]
-    target = max(multiple, -(-count // multiple) * multiple)
+    target = max(multiple, _round_up(count, multiple))
     if target == count:
         return rows
     return torch.cat([rows, rows.new_zeros((target - count, rows.shape[1]))])
@@ -113,6 +113,40 @@ def _extended(order: torch.Tensor, length: int) -> torch.Tensor:
     return torch.cat([order, tail.expand(order.shape[0], -1)], dim=1)
 
 
+def _round_up(count: int, multiple: int) -> int:
+    return -(-count // multiple) * multiple
+
+
+def _sum_in_order(parts: torch.Tensor, dim: int) -> torch.Tensor:
+    """``parts`` summed over ``dim`` one slice after another, first to last."""
+    total = parts.select(dim, 0)
+    for c in range(1, parts.shape[dim]):
+        total = total + parts.select(dim, c)
+    return total
+
+
+def _chunked_softmax(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax of ``scores`` [..., C, 64] over its last two axes, each chunk's sum taken
+    alike and the chunk sums added in order."""
+    weights = torch.exp(scores - scores.amax(dim=(-2, -1), keepdim=True))
+    total = _sum_in_order(weights.sum(dim=-1), dim=-1)  # [..., C] → [...]
+    return weights / total[..., None, None]
+
+
+def _canonical_values(value: torch.Tensor, index: torch.Tensor | None, padded: int) -> torch.Tensor:
+    """``value`` [B, H_kv, L, D] padded to ``padded`` keys, in ``index``'s order when given
+    (rows of one flat matrix: index_select copies them 10x faster than gather)."""
+    values = _padded_keys(value, padded)
+    if index is None:
+        return values
+    batch, kv_heads, _, head_dim = values.shape
+    rows_at = index[:, None, :] + padded * torch.arange(
+        batch * kv_heads, device=index.device
+    ).reshape(batch, kv_heads, 1)
+    flat = values.reshape(-1, head_dim).index_select(0, rows_at.reshape(-1))
+    return flat.reshape(batch, kv_heads, padded, head_dim)
+
+
 def invariant_attention(
     module: Any,
     query: torch.Tensor,
@@ -137,8 +171,8 @@ def invariant_attention(
     kv_heads, length = key.shape[1], key.shape[2]
     groups = heads // kv_heads
     multiple = int(kwargs.get(ROW_MULTIPLE_KEY, ROW_MULTIPLE))
-    rows = -(-num_queries // multiple) * multiple
-    chunks = -(-length // KEY_CHUNK)
+    rows = _round_up(num_queries, multiple)
+    chunks = _round_up(length, KEY_CHUNK) // KEY_CHUNK
     order = kwargs.get(KEY_ORDER)
     padded = chunks * KEY_CHUNK
     index = None if order is None else _extended(order, padded)
@@ -159,23 +193,9 @@ def invariant_attention(
     )
     scores = scores.reshape(batch, heads, rows, padded).float() + bias.float()
     scores = scores.reshape(batch, kv_heads, groups * rows, chunks, KEY_CHUNK)
-    weights = torch.exp(scores - scores.amax(dim=(3, 4), keepdim=True))
-    sums = weights.sum(dim=4)  # [B, H_kv, G·M, C]: each chunk alike
-    total = sums[..., 0]
-    for c in range(1, chunks):
-        total = total + sums[..., c]
-    weights = (weights / total[..., None, None]).to(value.dtype).transpose(2, 3).contiguous()
-    values = _padded_keys(value, padded)
-    if index is not None:  # rows of one flat matrix: index_select copies them 10x faster
-        rows_at = index[:, None, :] + padded * torch.arange(
-            batch * kv_heads, device=index.device
-        ).reshape(batch, kv_heads, 1)
-        flat = values.reshape(-1, head_dim).index_select(0, rows_at.reshape(-1))
-        values = flat.reshape(batch, kv_heads, padded, head_dim)
+    weights = _chunked_softmax(scores).to(value.dtype).transpose(2, 3).contiguous()
+    values = _canonical_values(value, index, padded)
     values = values.reshape(batch, kv_heads, chunks, KEY_CHUNK, head_dim)
-    parts = torch.matmul(weights, values)  # [B, H_kv, C, G·M, D]
-    out = parts[:, :, 0]
-    for c in range(1, chunks):
-        out = out + parts[:, :, c]
+    out = _sum_in_order(torch.matmul(weights, values), dim=2)  # [B, H_kv, C, G·M, D] → C
     out = out.reshape(batch, heads, rows, head_dim)[:, :, :num_queries]
     return out.transpose(1, 2).contiguous(), None
