@@ -50,22 +50,16 @@ KEY_ORDER = "edgespec_key_order"
 indices (real keys by token position, then padding)."""
 
 
-def _padded_rows(rows: torch.Tensor, multiple: int) -> torch.Tensor:
-    """``rows`` (2-D) with zero rows appended up to a multiple of ``multiple`` (>= 1 of it)."""
-    count = rows.shape[0]
-    target = max(multiple, _round_up(count, multiple))
-    if target == count:
-        return rows
-    return torch.cat([rows, rows.new_zeros((target - count, rows.shape[1]))])
-
-
 def on_padded_rows(
     apply: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, multiple: int = ROW_MULTIPLE
 ) -> torch.Tensor:
-    """``apply`` (a row-wise map of 2-D input, e.g. a linear layer) on ``x``'s rows padded
-    to a multiple of ``multiple``, the padding cut off again (module doc)."""
+    """``apply`` (a row-wise map of 2-D input, e.g. a linear layer) on ``x``'s rows with
+    zero rows appended up to a multiple of ``multiple`` (at least one multiple), the
+    padding cut off again (module doc)."""
     rows = x.reshape(-1, x.shape[-1])
-    out = apply(_padded_rows(rows, multiple))[: rows.shape[0]]
+    count = rows.shape[0]
+    extra = max(multiple, _round_up(count, multiple)) - count
+    out = apply(functional.pad(rows, (0, 0, 0, extra)))[:count] if extra else apply(rows)
     return out.reshape(*x.shape[:-1], out.shape[-1])
 
 
@@ -73,7 +67,7 @@ def invariant_linear(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, multiple: int = ROW_MULTIPLE
 ) -> torch.Tensor:
     """``F.linear(x, weight, bias)`` computed on row-padded input (see the module doc)."""
-    return on_padded_rows(lambda rows: functional.linear(rows, weight, bias), x, multiple)
+    return on_padded_rows(functools.partial(functional.linear, weight=weight, bias=bias), x, multiple)
 
 
 def _linear_forward(self: torch.nn.Linear, x: torch.Tensor, multiple: int) -> torch.Tensor:

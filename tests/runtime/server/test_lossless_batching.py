@@ -61,7 +61,14 @@ def _model(key: str) -> Any:
 
 @functools.cache
 def _target(key: str, split: bool, chunk: int) -> TransformersTarget:
-    return TransformersTarget(_model(key), split_padded_batches=split, prefill_chunk_tokens=chunk)
+    # the load-time self-checks run once per model (in its default configuration); the
+    # property itself is the check of every other one
+    default = (split, chunk) == (True, 2048)
+    if not default:
+        _target(key, True, 2048)
+    return TransformersTarget(
+        _model(key), split_padded_batches=split, prefill_chunk_tokens=chunk, check_masks=default
+    )
 
 
 @functools.cache
