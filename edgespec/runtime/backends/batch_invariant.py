@@ -67,7 +67,9 @@ def invariant_linear(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, multiple: int = ROW_MULTIPLE
 ) -> torch.Tensor:
     """``F.linear(x, weight, bias)`` computed on row-padded input (see the module doc)."""
-    return on_padded_rows(functools.partial(functional.linear, weight=weight, bias=bias), x, multiple)
+    return on_padded_rows(
+        functools.partial(functional.linear, weight=weight, bias=bias), x, multiple
+    )
 
 
 def _linear_forward(self: torch.nn.Linear, x: torch.Tensor, multiple: int) -> torch.Tensor:
