@@ -32,10 +32,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy edgespec tests benchmarks examples
 
+# two workers, a test file each at a time, the longest files first (tests/conftest.py)
 unit: $(STAMP)
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder
 
-# mypy and pytest are single-threaded: run them side by side on two cores.
+# mypy beside the two test workers (lint first: it is quick and fails fast).
 test: lint
 	$(MAKE) --no-print-directory -j2 typecheck unit
 

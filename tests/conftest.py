@@ -1,4 +1,5 @@
-"""Test-suite wide settings: slow tests run only when EDGESPEC_SLOW=1."""
+"""Test-suite wide settings: slow tests run only when EDGESPEC_SLOW=1; the files that take
+longest run first."""
 
 from __future__ import annotations
 
@@ -6,8 +7,33 @@ import os
 
 import pytest
 
+LONGEST_FIRST = (
+    "tests/reproduce/dsd/test_runs.py",
+    "tests/runtime/server/test_lossless_batching.py",
+    "tests/reproduce/wisp/test_runs.py",
+    "tests/tools/test_gpu_check.py",
+    "tests/runtime/loadgen/test_bench_serve.py",
+    "tests/calibration/test_calibration.py",
+    "tests/runtime/commands/test_commands.py",
+    "tests/runtime/backends/test_llamacpp_lossless.py",
+    "tests/runtime/backends/test_stochastic.py",
+    "tests/learn/awc/test_commands.py",
+    "tests/reproduce/wisv/test_runs.py",
+    "tests/reproduce/zhu/test_runs.py",
+)
+"""The test files that take longest (``pytest --durations``), in that order. `make test`
+spreads files over two workers (pytest-xdist, ``--dist loadfile``), each taking the next
+file when it is done: started first, these do not leave one worker running alone at the
+end. Order only; every test runs either way."""
+
+
+def _rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)  # stable: the order within a file and among the rest is kept
     if os.environ.get("EDGESPEC_SLOW") == "1":
         return
     skip = pytest.mark.skip(reason="slow test: set EDGESPEC_SLOW=1 to run it")
