@@ -167,9 +167,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="synthetic prompts, simulation (default 0)")
 
 
-def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], Any, Any]:
-    """(target name, target model, draft name, draft factory, draft model or None, tokenizer);
-    the factory is picklable: each drafter process of the real run calls it."""
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """The loaded pair: the draft factory is picklable (each drafter process of the real
+    run calls it); ``target_files``: the target's weight files (none for a model built in
+    memory), what its exactness probes are recorded under."""
+
+    target_name: str
+    target_model: Any
+    target_files: tuple[Path, ...]
+    draft_name: str
+    make_draft: Callable[[], Any]
+    draft_model: Any
+    tokenizer: Any
+
+
+def _pair(args: argparse.Namespace) -> _Pair:
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_draft import TransformersDraft
 
@@ -179,17 +192,19 @@ def _pair(args: argparse.Namespace) -> tuple[str, Any, str, Callable[[], Any], A
         target = tiny_llama(0, num_layers=8, vocab_size=4096, hidden_size=256, logit_scale=5.0,
                             quiet_layers_from=2, quiet_scale=0.03)  # fmt: skip
         if args.draft == "ngram":
-            return "synthetic", target, "ngram", NgramDrafter, None, None
+            return _Pair("synthetic", target, (), "ngram", NgramDrafter, None, None)
         draft = layer_truncated_copy(target, 2)
-        return "synthetic", target, "truncated", partial(TransformersDraft, draft), draft, None
+        make = partial(TransformersDraft, draft)
+        return _Pair("synthetic", target, (), "truncated", make, draft, None)
     from edgespec.models.loading import load_model
 
     loaded = load_model(args.target, verbose=args.verbose)
-    target, tokenizer = loaded.model, loaded.tokenizer
+    target, files, tokenizer = loaded.model, loaded.weight_files, loaded.tokenizer
     if args.draft == "ngram":
-        return args.target, target, "ngram", NgramDrafter, None, tokenizer
+        return _Pair(args.target, target, files, "ngram", NgramDrafter, None, tokenizer)
     model = load_model(args.draft, verbose=args.verbose).model
-    return args.target, target, args.draft, partial(TransformersDraft, model), model, tokenizer
+    make = partial(TransformersDraft, model)
+    return _Pair(args.target, target, files, args.draft, make, model, tokenizer)
 
 
 def _prompts(args: argparse.Namespace, tokenizer: Any, vocab: int) -> list[list[tuple[int, ...]]]:
@@ -249,18 +264,19 @@ def _profile(
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.backends.mask_check_cache import checked_target
 
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    t_name, t_model, d_name, make_draft, d_model, tokenizer = _pair(args)
-    backend = TransformersTarget(t_model)
-    prompts = _prompts(args, tokenizer, backend.vocab_size)
+    pair = _pair(args)
+    t_name, d_name, make_draft = pair.target_name, pair.draft_name, pair.make_draft
+    backend = checked_target(pair.target_model, pair.target_files)
+    prompts = _prompts(args, pair.tokenizer, backend.vocab_size)
+    target = (t_name, pair.target_model, backend)
+    draft = (d_name, make_draft, pair.draft_model)
     target_profile = (
-        _profile(args, out, (t_name, t_model, backend), (d_name, make_draft, d_model), prompts)
-        if args.profile is None
-        else Path(args.profile)
+        _profile(args, out, target, draft, prompts) if args.profile is None else Path(args.profile)
     )
     draft_profile = target_profile.with_name(target_profile.stem + "-draft.yaml")
     print("measuring the loopback link (1 client) ...", flush=True)

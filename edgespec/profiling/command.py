@@ -165,14 +165,15 @@ def grid_spec(args: argparse.Namespace) -> Any:
 
 
 def _load(name: str, args: argparse.Namespace) -> Any:
+    """The loaded model (:class:`edgespec.models.loading.LoadedModel`: model and weight files)."""
     from edgespec.models.loading import load_model
 
     placement = device_placement(args)
-    return load_model(name, placement.dtype, verbose=args.verbose, device=placement.device).model
+    return load_model(name, placement.dtype, verbose=args.verbose, device=placement.device)
 
 
 def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | None]:
-    """The target model and the drafter triple profile_pair takes (or None), both on
+    """The loaded target and the drafter triple profile_pair takes (or None), both on
     ``--device`` in ``--dtype``."""
     target_model = _load(args.target, args)
     if args.draft == NGRAM:
@@ -182,7 +183,7 @@ def _load_pair(args: argparse.Namespace) -> tuple[Any, tuple[str, Any, Any] | No
     if args.draft:
         from edgespec.runtime.backends.transformers_draft import TransformersDraft
 
-        draft_model = _load(args.draft, args)
+        draft_model = _load(args.draft, args).model
         return target_model, (args.draft, lambda: TransformersDraft(draft_model), draft_model)
     return target_model, None
 
@@ -217,8 +218,8 @@ def run(args: argparse.Namespace) -> int:
         num_configs = len(design_grid(spec))
         console.print(f"resuming: {done_before} of {num_configs} configurations already measured")
     with console.status(f"loading {args.target}" + (f" and {args.draft}" if args.draft else "")):
-        target_model, draft = _load_pair(args)
-    result = _measure(args, spec, resume, (target_model, draft), console)
+        target, draft = _load_pair(args)
+    result = _measure(args, spec, resume, (target, draft), console)
     if result is None:
         return 130
     command = "edgespec profile " + shlex.join(sys.argv[2:] if len(sys.argv) > 2 else [])
@@ -239,11 +240,11 @@ def _measure(
     from edgespec.profiling.checkpoint import CheckpointWriter, checkpoint_path, setup_of
     from edgespec.profiling.measure import design_grid
     from edgespec.profiling.run import profile_pair
-    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.backends.mask_check_cache import checked_target
 
     num_configs = len(design_grid(spec))
     done_before = 0 if resume is None else len(resume.samples)
-    target_model, draft = pair
+    target, draft = pair
     placement = device_placement(args)
     setup = setup_of(args.target, spec, args.threads, placement.device, placement.dtype)
     writer = CheckpointWriter(checkpoint_path(Path(args.out)), setup, append=resume is not None)
@@ -260,7 +261,8 @@ def _measure(
 
         try:
             return profile_pair(
-                args.target, target_model, TransformersTarget(target_model), spec, draft,
+                args.target, target.model, checked_target(target.model, target.weight_files),
+                spec, draft,
                 gamma=args.gamma, num_bootstrap=args.bootstrap, on_config=on_config,
                 resume=resume, on_measured=writer.add,
             )  # fmt: skip

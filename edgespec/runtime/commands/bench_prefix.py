@@ -97,9 +97,10 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.arguments import DevicePlacement
     from edgespec.models.devices import device_placement
     from edgespec.models.loading import load_model, torch_dtype
-    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.backends.mask_check_cache import checked_target
 
     lengths = _lengths(args.prefix_lens)
+    files: tuple[Path, ...] = ()  # a model built in memory has none: probed every run
     placement = device_placement(args)
     torch.set_num_threads(args.threads)
     if args.target == "synthetic":
@@ -109,15 +110,15 @@ def run(args: argparse.Namespace) -> int:
         model.to(device=placement.device, dtype=torch_dtype(placement.dtype))
         desc = describe_synthetic(args.synthetic_layers, args.synthetic_hidden)
     else:
-        model = load_model(
+        loaded = load_model(
             args.target, placement.dtype, verbose=args.verbose, device=placement.device
-        ).model
-        desc = args.target
+        )
+        model, files, desc = loaded.model, loaded.weight_files, args.target
     where = f"{placement.dtype} {placement.device}"
     if placement == DevicePlacement():
         where = "fp32 CPU"
     print(f"## edgespec bench prefix: {desc}; torch threads {args.threads}, {where}")
-    rows = bench_prefix(TransformersTarget(model), args.gamma, args.repeats, lengths)
+    rows = bench_prefix(checked_target(model, files), args.gamma, args.repeats, lengths)
     if args.json is not None:
         report = {"target": desc, "threads": args.threads, "gamma": args.gamma,
                   "repeats": args.repeats, "prefix": rows}  # fmt: skip

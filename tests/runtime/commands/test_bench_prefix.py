@@ -30,3 +30,31 @@ def test_rows_per_prefix_with_every_timing(tmp_path: Path) -> None:
 def test_bad_prefix_lengths(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*SMALL, "--prefix-lens", "8,x"]) == 2
     assert "--prefix-lens expects comma-separated integers, got '8,x'" in capsys.readouterr().err
+
+
+def test_a_saved_model_is_probed_once_per_weights(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model loaded from weight files is built through the probe cache: the first run
+    probes and records the pass in $EDGESPEC_CACHE, the second finds it and does not probe."""
+    from edgespec.runtime.backends.transformers_backend import TransformersTarget
+    from edgespec.runtime.testing import tiny_llama
+
+    model_dir = tmp_path / "model"
+    tiny_llama(seed=0).save_pretrained(model_dir)
+    monkeypatch.setenv("EDGESPEC_CACHE", str(tmp_path / "cache"))
+    probes: list[int] = []
+    probe = TransformersTarget._check_batch_invariance
+
+    def counted(self: TransformersTarget) -> None:
+        probes.append(1)
+        probe(self)
+
+    monkeypatch.setattr(TransformersTarget, "_check_batch_invariance", counted)
+    argv = ["bench", "prefix", "--target", str(model_dir), "--prefix-lens", "8",
+            "--repeats", "1", "--threads", "1"]  # fmt: skip
+    assert main(argv) == 0
+    records = list((tmp_path / "cache" / "checks" / "attention-masks").glob("*.json"))
+    assert len(probes) == 1 and len(records) == 1
+    assert main(argv) == 0
+    assert len(probes) == 1  # the recorded pass: no probe on the second run
