@@ -7,6 +7,7 @@ The command (:mod:`edgespec.learn.wisv.command`) parses into a :class:`FitConfig
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -31,6 +32,13 @@ class FitConfig:
     digits: int = 6
     threads: int = 1
     command: str = ""
+
+
+def head_provenance(head: Path) -> dict[str, str]:
+    """What an acceptance table records of the head it was built from: the head file's name
+    (beside the table) and its SHA-256, so a test can tell that the simulator's table and
+    the runtime's head are one (``tests/learn/wisv/test_bundled_head.py``)."""
+    return {"file": head.name, "sha256": hashlib.sha256(head.read_bytes()).hexdigest()}
 
 
 def _now() -> str:
@@ -112,8 +120,9 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     stem = (config.name or str(data.meta.get("target", "head"))) + settings.suffix
     config.out_dir.mkdir(parents=True, exist_ok=True)
     paths = {k: config.out_dir / f"{stem}-{k}.json" for k in ("head", "acceptance", "metrics")}
-    head_data = head_json(trained.head, config.digits, metadata)
-    paths["head"].write_text(json.dumps(head_data, separators=(",", ":")) + "\n")
+    head_text = json.dumps(head_json(trained.head, config.digits, metadata), separators=(",", ":"))
+    paths["head"].write_text(head_text + "\n")
+    table["head"] = head_provenance(paths["head"])  # the runtime's head this table is of
     paths["acceptance"].write_text(json.dumps(table, indent=1) + "\n")
     paths["metrics"].write_text(json.dumps(metrics, indent=1, default=float) + "\n")
     return {

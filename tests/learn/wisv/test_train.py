@@ -3,6 +3,7 @@ the `edgespec train wisv` / `wisv-data` commands' argument errors."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from pathlib import Path
@@ -147,6 +148,8 @@ def test_train_command_writes_head_table_and_metrics(tmp_path: Path) -> None:
     assert head.w1.shape == (DRAFT + TARGET + 4, 8)
     table = json.loads((out / "tiny-acceptance.json").read_text())
     assert len(table["reject_share"]["good"]) == 17 and table["relabelled"] is False
+    digest = hashlib.sha256((out / "tiny-head.json").read_bytes()).hexdigest()
+    assert table["head"] == {"file": "tiny-head.json", "sha256": digest}
     assert table["budget"] == "keep-critical"
     metrics = json.loads((out / "tiny-metrics.json").read_text())
     assert (
