@@ -43,7 +43,7 @@ from edgespec.arguments import (
     positive_int,
 )
 from edgespec.errors import UserInputError
-from edgespec.learn.wisv.collect import DATASETS, DataConfig
+from edgespec.learn.wisv.collect import DATASETS, ROLLOUT_CHANNELS, DataConfig
 from edgespec.learn.wisv.fit import FitConfig
 from edgespec.policies.semantic.relabel import BUDGETS, DEFAULT_BUDGET
 
@@ -81,10 +81,44 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=512,
         help="keep BOS + the (framed) prompt's last tokens up to this many (default 512)",
     )
+    p.add_argument(
+        "--no-frame",
+        dest="frame",
+        action="store_false",
+        help="GSM8K: the dataset's template only, without the two worked examples",
+    )
+    p.add_argument(
+        "--rollout-head",
+        type=Path,
+        help="decode with WISV's rule and this head (a *-head.json) and capture every "
+        "mismatch it meets, after accepted ones too (default: lossless SD's first mismatches)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=12.0,
+        help="--rollout-head's threshold T: reject iff p >= T/16 (default 12)",
+    )
+    p.add_argument(
+        "--rollout-channel",
+        choices=ROLLOUT_CHANNELS,
+        default="draw",
+        help="the channel whose CSI the rollout head sees: a draw per prompt (seeded by "
+        "--seed and the prompt), or the 20 Mbit/s (poor) or 500 Mbit/s (good) link "
+        "(default draw)",
+    )
+    add_seed(p, "the rollout's channel draws")
     add_threads(p, 1)
     add_verbose(p)
     t = sub.add_parser("wisv", help="relabel with CSI draws and train the WISV decision head")
-    t.add_argument("--data", type=Path, required=True, help="a wisv-data .npz file")
+    t.add_argument(
+        "--data",
+        type=Path,
+        action="append",
+        required=True,
+        help="a wisv-data .npz file; repeat to train on several (a prompt of one dataset "
+        "is held out in all of them together)",
+    )
     t.add_argument("--out-dir", type=Path, required=True, help="write the three files here")
     t.add_argument(
         "--name", default=None, help="file name stem (default: the dataset's target name)"
@@ -100,6 +134,20 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t.add_argument("--draws", type=positive_int, default=8, help="CSI draws per prompt (default 8)")
     t.add_argument("--width", type=positive_int, default=64, help="hidden width (default 64)")
     t.add_argument("--dropout", type=float, default=0.1, help="dropout (default 0.1)")
+    t.add_argument(
+        "--validation",
+        type=float,
+        default=0.0,
+        help="share of the training prompts set aside for early stopping on their AUC "
+        "(default 0: none, all epochs)",
+    )
+    t.add_argument(
+        "--patience",
+        type=positive_int,
+        default=10,
+        help="with --validation: stop after this many epochs without a better validation "
+        "AUC and keep the best epoch's weights (default 10)",
+    )
     add_training_arguments(
         t,
         defaults=TrainingOptions(100, 1e-3, 1e-2, 256, 0.25),
@@ -135,6 +183,11 @@ def data_config(args: argparse.Namespace) -> DataConfig:
         threads=args.threads,
         verbose=args.verbose,
         command=_command(),
+        frame=args.frame,
+        rollout_head=args.rollout_head,
+        rollout_threshold=args.threshold,
+        rollout_channel=args.rollout_channel,
+        seed=args.seed,
     )
 
 
@@ -154,11 +207,13 @@ def fit_config(args: argparse.Namespace) -> FitConfig:
             holdout=args.holdout,
             budget=args.budget,
             seed=args.seed,
+            validation=args.validation,
+            patience=args.patience,
         )
     except ValueError as exc:
         raise UserInputError(str(exc)) from exc
     return FitConfig(
-        data=args.data,
+        data=tuple(args.data),
         out_dir=args.out_dir,
         settings=settings,
         name=args.name,
@@ -181,9 +236,10 @@ def run(args: argparse.Namespace) -> int:
     config = data_config(args)
     summary = capture_dataset(config)
     print(
-        f"{summary['prompts']} prompts, {summary['mismatches']} mismatches, "
-        f"{summary['critical']} critical ({summary['critical_share']:.1%}) in "
-        f"{summary['wall_s']:.0f} s → {config.out}, {config.summary}",
+        f"{summary['prompts']} prompts ({summary['captured_now']} captured now), "
+        f"{summary['mismatches']} mismatches, {summary['critical']} critical "
+        f"({summary['critical_share']:.1%}) in {summary['wall_s']:.0f} s → {config.out}, "
+        f"{config.summary}",
         file=sys.stderr,
     )
     return 0
