@@ -153,6 +153,9 @@ class PromptCapture:
     off_reference: tuple[int, ...] | None = None
     """A rollout capture's: 1 where the mismatch's prefix differs from the target-only
     output's (it follows an accepted mismatch); None for the lossless capture."""
+    local_critical: tuple[int, ...] | None = None
+    """A rollout capture's local labels (accepting against rejecting on the same prefix,
+    :mod:`edgespec.learn.wisv.rollout`); None for the lossless capture."""
 
 
 @dataclass(frozen=True, slots=True)

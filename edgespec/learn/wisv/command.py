@@ -45,6 +45,7 @@ from edgespec.arguments import (
 from edgespec.errors import UserInputError
 from edgespec.learn.wisv.collect import DATASETS, ROLLOUT_CHANNELS, DataConfig
 from edgespec.learn.wisv.fit import FitConfig
+from edgespec.learn.wisv.union import LABELS
 from edgespec.policies.semantic.relabel import BUDGETS, DEFAULT_BUDGET
 
 
@@ -120,6 +121,13 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "is held out in all of them together)",
     )
     t.add_argument("--out-dir", type=Path, required=True, help="write the three files here")
+    t.add_argument(
+        "--labels",
+        choices=LABELS,
+        default="base",
+        help="a rollout capture's labels: base (against the target-only output) or local "
+        "(accepting against rejecting on the same prefix) (default base)",
+    )
     t.add_argument(
         "--name", default=None, help="file name stem (default: the dataset's target name)"
     )
@@ -220,6 +228,7 @@ def fit_config(args: argparse.Namespace) -> FitConfig:
         digits=args.digits,
         threads=args.threads,
         command=_command(),
+        labels=args.labels,
     )
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 MISMATCH_KEYS = ("prompt_index", "position", "round", "offset", "draft_id", "target_id", "critical")
 PROMPT_KEYS = ("prompts", "prompt_tokens", "output_tokens", "num_rounds", "agreement")
-ROLLOUT_KEYS = ("accepted", "off_reference")
+ROLLOUT_KEYS = ("accepted", "off_reference", "local_critical")
 """Mismatch keys of a rollout capture only (:mod:`edgespec.learn.wisv.rollout`)."""
 
 
@@ -78,6 +78,7 @@ class WisvDataset:
         if rolled == {True}:
             rows["accepted"] = cat(lambda c: c.accepted or (), np.int8)
             rows["off_reference"] = cat(lambda c: c.off_reference or (), np.int8)
+            rows["local_critical"] = cat(lambda c: c.local_critical or (), np.int8)
         similar = {c.similarity is not None for c in captures}
         if len(similar) > 1:
             raise ValueError("captures mix answer labels and similarity labels")
@@ -202,6 +203,8 @@ class WisvDataset:
             found["accepted"] = int(accepted.sum())
             found["off_reference"] = int(off.sum())
             found["off_reference_critical"] = int(self.rows["critical"][off].sum())
+            found["local_critical"] = int(self.rows["local_critical"].sum())
+            found["off_reference_local_critical"] = int(self.rows["local_critical"][off].sum())
         if self.similarity is not None:
             del found["answers_found"]
             f1 = self.similarity

@@ -31,6 +31,8 @@ class FitConfig:
     digits: int = 6
     threads: int = 1
     command: str = ""
+    labels: str = "base"
+    """Which labels a rollout capture's rows train on (:mod:`edgespec.learn.wisv.union`)."""
 
 
 def _now() -> str:
@@ -56,7 +58,7 @@ def _load(config: FitConfig) -> tuple[WisvDataset, Groups, Split, Split]:
             raise UserInputError(f"--data {path}: {exc}") from exc
     names = " ".join(f"--data {p}" for p in config.data)
     try:
-        data, groups = union(parts)
+        data, groups = union(parts, config.labels)
         train, held = split_episodes(data, config.settings.holdout, config.settings.seed, groups)
     except ValueError as exc:
         raise UserInputError(f"{names}: {exc}") from exc
@@ -78,6 +80,7 @@ def _metrics(
         "dataset": data.summary(),
         "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
         "prompts": {"train": len(split[0]), "held_out": len(split[1])},
+        "labels": config.labels,
         "positive_weight": round(trained.positive_weight, 4),
         "epochs_run": len(trained.losses),
         **({} if trained.best_epoch is None else {"best_epoch": trained.best_epoch}),

@@ -29,7 +29,12 @@ are reached and captured too. Per prompt (:func:`capture_rollout`):
    windows from j of O and of the continuation is below the threshold (positions in
    output coordinates; LCS tolerates the shifts an accepted token makes). After an
    accepted critical mismatch O's answer is usually lost already, so the later rows of
-   that prompt are mostly critical: ``off_reference`` marks them.
+   that prompt are mostly critical: ``off_reference`` marks them. Each row therefore
+   also gets a **local label** (``local_critical``): accepting d_j against rejecting it
+   on the same prefix, i.e. the continuation above against R[:j] + the target's token,
+   then target-only (by answer, or by ROUGE-L F1 of the two windows from j). Up to the
+   first accepted mismatch the rejecting continuation is O, so there the two labels are
+   one; past it each row costs one more continuation (in the same batch).
 
 **The head's channel.** :class:`HeadRule` evaluates the head with one channel's CSI
 features per prompt: a draw of :func:`~edgespec.policies.semantic.relabel.sample_channel`
@@ -223,12 +228,19 @@ def capture_rollout(
     seconds["reference"] = time.perf_counter() - clock
     clock = time.perf_counter()
     at = [m.at.position for m in roll.met]
+    off = [first is not None and j > first.at.position for j in at]
     window = outcome.window if isinstance(outcome, ContinuationSimilarity) else None
     starts = [(m.at.position, m.draft_id) for m in roll.met]
+    alternatives = [(m.at.position, m.target_id) for m, o in zip(roll.met, off, strict=True) if o]
     outputs, decoded = continue_greedy(
-        target, layout, rolled, n, starts, limit, eos, outcome, window
+        target, layout, rolled, n, starts + alternatives, limit, eos, outcome, window
     )
-    labels = base_labels(outcome, reference, outputs, at)
+    accepted, rejected = outputs[: len(starts)], iter(outputs[len(starts) :])
+    labels = base_labels(outcome, reference, accepted, at)
+    local = [
+        base_labels(outcome, next(rejected), [o], [j]).critical[0] if is_off else y
+        for o, j, is_off, y in zip(accepted, at, off, labels.critical, strict=True)
+    ]
     seconds["continuations"] = time.perf_counter() - clock
 
     def stack(rows: list[FloatArray], width: int) -> FloatArray:
@@ -252,5 +264,6 @@ def capture_rollout(
         seconds=seconds,
         similarity=labels.similarity,
         accepted=tuple(int(m.accepted) for m in roll.met),
-        off_reference=tuple(int(first is not None and j > first.at.position) for j in at),
+        off_reference=tuple(int(o) for o in off),
+        local_critical=tuple(local),
     )
