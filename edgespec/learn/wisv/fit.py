@@ -68,18 +68,19 @@ def _load(config: FitConfig) -> tuple[WisvDataset, Groups, Split, Split]:
 def _metrics(
     config: FitConfig,
     data: WisvDataset,
-    split: tuple[Split, Split],
+    split: tuple[Split, Split, Split],
     trained: TrainedHead,
     report: dict[str, Any],
 ) -> dict[str, Any]:
     settings = config.settings
+    extra = {"validation": len(split[2])} if split[2] else {}
     return {
         "command": config.command,
         "trained": _now(),
         "data": str(config.data[0]) if len(config.data) == 1 else [str(p) for p in config.data],
         "dataset": data.summary(),
         "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
-        "prompts": {"train": len(split[0]), "held_out": len(split[1])},
+        "prompts": {"train": len(split[0]), "held_out": len(split[1]), **extra},
         "labels": config.labels,
         "positive_weight": round(trained.positive_weight, 4),
         "epochs_run": len(trained.losses),
@@ -104,6 +105,7 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     torch.set_num_threads(config.threads)
     relabel = settings.relabel
     validation = None
+    val_eps: Split = []
     if settings.validation > 0:
         train_eps, val_eps = split_list(train_eps, settings.validation, settings.seed + 2, groups)
         validation = build_instances(
@@ -126,7 +128,7 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     if validation is not None:
         report["validation"] = evaluate(trained.head, validation)
     metrics = _metrics(
-        config, data, (train_eps, held_eps), trained,
+        config, data, (train_eps, held_eps, val_eps), trained,
         {"train_s": round(train_s, 1), "report": report, "reject_share": table["reject_share"]},
     )  # fmt: skip
     metadata = {
