@@ -5,7 +5,7 @@ JSON (:func:`head_json`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -13,14 +13,11 @@ import torch
 
 from edgespec.policies.semantic.head import DecisionHead
 
-if TYPE_CHECKING:
-    from edgespec.learn.wisv.train import HeadNet
-
 FloatArray = npt.NDArray[np.float64]
 
 
 def export_head(
-    net: HeadNet, mean: FloatArray, scale: FloatArray, draft_hidden: int, target_hidden: int
+    net: Any, mean: FloatArray, scale: FloatArray, draft_hidden: int, target_hidden: int
 ) -> DecisionHead:
     """The numpy head of ``net`` with the standardisation folded in front."""
 
@@ -39,7 +36,7 @@ def export_head(
     )
 
 
-def torch_probabilities(net: HeadNet, head: DecisionHead, x: FloatArray) -> FloatArray:
+def torch_probabilities(net: Any, head: DecisionHead, x: FloatArray) -> FloatArray:
     """The torch network's p (float64, eval mode) for raw inputs ``x``, to check an export."""
     z = torch.tensor((x - head.mean) / head.scale, dtype=torch.float64)
     was_training = net.training

@@ -58,7 +58,6 @@ from edgespec.learn.wisv.capture import (
     RoundMismatch,
     base_labels,
 )
-from edgespec.learn.wisv.collect import ROLLOUT_CHANNELS
 from edgespec.learn.wisv.decoding import FloatArray, Reference, Stopping, continue_greedy
 from edgespec.learn.wisv.similarity import ContinuationSimilarity
 from edgespec.learn.wisv.steppers import DraftStepper, TargetStepper
@@ -108,7 +107,7 @@ def rollout_channel(name: str, seed: int, prompt_index: int) -> ChannelState:
     if name == "draw":
         return sample_channel(np.random.default_rng([seed, prompt_index]))
     if name not in CHANNELS:
-        known = ", ".join(ROLLOUT_CHANNELS)
+        known = ", ".join(("draw", *CHANNELS))
         raise ValueError(f"unknown rollout channel {name!r}: known are {known}")
     return CHANNELS[name]
 
