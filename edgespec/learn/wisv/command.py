@@ -122,6 +122,11 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     t.add_argument("--out-dir", type=Path, required=True, help="write the three files here")
     t.add_argument(
+        "--baseline-head",
+        type=Path,
+        help="also report this head's metrics on the same train and held-out instances",
+    )
+    t.add_argument(
         "--labels",
         choices=LABELS,
         default="base",
@@ -203,6 +208,8 @@ def fit_config(args: argparse.Namespace) -> FitConfig:
     """``wisv``'s flags as a :class:`FitConfig`."""
     from edgespec.learn.wisv.train import TrainSettings
 
+    if args.baseline_head is not None and not args.baseline_head.is_file():
+        raise UserInputError(f"--baseline-head {args.baseline_head}: no such file")
     try:
         settings = TrainSettings(
             width=args.width,
@@ -229,6 +236,7 @@ def fit_config(args: argparse.Namespace) -> FitConfig:
         threads=args.threads,
         command=_command(),
         labels=args.labels,
+        baseline=args.baseline_head,
     )
 
 

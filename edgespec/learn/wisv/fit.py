@@ -33,6 +33,8 @@ class FitConfig:
     command: str = ""
     labels: str = "base"
     """Which labels a rollout capture's rows train on (:mod:`edgespec.learn.wisv.union`)."""
+    baseline: Path | None = None
+    """Another head, evaluated on the same train and held-out instances (``baseline``)."""
 
 
 def _now() -> str:
@@ -99,6 +101,7 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
     from edgespec.learn.wisv.export import head_json
     from edgespec.learn.wisv.train import build_instances, split_list, train_head
+    from edgespec.policies.semantic.head import load_head
 
     settings = config.settings
     data, groups, train_eps, held_eps = _load(config)
@@ -124,9 +127,20 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     trained = train_head(train, *widths, settings, validation)
     train_s = time.perf_counter() - start
     table = acceptance_table(trained.head, data, held_eps, settings.budget)
-    report = {"train": evaluate(trained.head, train), "held_out": evaluate(trained.head, held)}
+    report: dict[str, Any] = {
+        "train": evaluate(trained.head, train),
+        "held_out": evaluate(trained.head, held),
+    }
     if validation is not None:
         report["validation"] = evaluate(trained.head, validation)
+    if config.baseline is not None:
+        other = load_head(config.baseline)
+        if other.w1.shape[0] != train.x.shape[1]:
+            raise UserInputError(
+                f"--baseline-head {config.baseline}: takes {other.w1.shape[0]} inputs, the "
+                f"data give {train.x.shape[1]}"
+            )
+        report["baseline"] = {"train": evaluate(other, train), "held_out": evaluate(other, held)}
     metrics = _metrics(
         config, data, (train_eps, held_eps, val_eps), trained,
         {"train_s": round(train_s, 1), "report": report, "reject_share": table["reject_share"]},

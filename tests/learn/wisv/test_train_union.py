@@ -107,3 +107,10 @@ def test_the_train_command_takes_several_datasets(tmp_path: Path) -> None:
     assert metrics["labels"] == "base"
     assert metrics["epochs_run"] == min(30, metrics["best_epoch"] + 3)
     assert metrics["settings"]["validation"] == 0.2 and metrics["settings"]["patience"] == 2
+    # the same split and instances: a baseline head scores as it did when it was trained
+    head = out / "tiny-head.json"
+    assert main([*args, "--patience", "2", "--name", "again", "--baseline-head", str(head)]) == 0
+    again = json.loads((out / "again-metrics.json").read_text())["report"]
+    for side in ("train", "held_out"):
+        assert again["baseline"][side] == pytest.approx(metrics["report"][side], abs=1e-6)
+    assert main([*args, "--baseline-head", str(tmp_path / "none.json")]) == 2
