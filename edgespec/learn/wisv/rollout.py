@@ -52,6 +52,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from edgespec.learn.wisv.capture import (
+    BaseLabels,
     CaptureSettings,
     Criterion,
     PromptCapture,
@@ -226,20 +227,9 @@ def capture_rollout(
         reference = continue_greedy(target, layout, rolled, n, start, limit, eos, outcome)[0][0]
     seconds["reference"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    at = [m.at.position for m in roll.met]
-    off = [first is not None and j > first.at.position for j in at]
-    window = outcome.window if isinstance(outcome, ContinuationSimilarity) else None
-    starts = [(m.at.position, m.draft_id) for m in roll.met]
-    alternatives = [(m.at.position, m.target_id) for m, o in zip(roll.met, off, strict=True) if o]
-    outputs, decoded = continue_greedy(
-        target, layout, rolled, n, starts + alternatives, limit, eos, outcome, window
+    labels, local, off, decoded = _label_rows(
+        target, layout, rolled, n, roll.met, reference, limit, eos, outcome
     )
-    accepted, rejected = outputs[: len(starts)], iter(outputs[len(starts) :])
-    labels = base_labels(outcome, reference, accepted, at)
-    local = [
-        base_labels(outcome, next(rejected), [o], [j]).critical[0] if is_off else y
-        for o, j, is_off, y in zip(accepted, at, off, labels.critical, strict=True)
-    ]
     seconds["continuations"] = time.perf_counter() - clock
 
     def stack(rows: list[FloatArray], width: int) -> FloatArray:
@@ -263,6 +253,38 @@ def capture_rollout(
         seconds=seconds,
         similarity=labels.similarity,
         accepted=tuple(int(m.accepted) for m in roll.met),
-        off_reference=tuple(int(o) for o in off),
-        local_critical=tuple(local),
+        off_reference=off,
+        local_critical=local,
     )
+
+
+def _label_rows(
+    target: Any,
+    layout: AttentionLayout,
+    rolled: Reference,
+    prompt_len: int,
+    met: Sequence[Met],
+    reference: Sequence[int],
+    limit: int,
+    eos: frozenset[int],
+    outcome: Criterion,
+) -> tuple[BaseLabels, tuple[int, ...], tuple[int, ...], int]:
+    """Step 3 of the module docstring: (the base labels, the local labels, the
+    off-reference flags, the continuation tokens decoded), every continuation in one batch
+    on the rollout's cache."""
+    first = first_accepted(met)
+    at = [m.at.position for m in met]
+    off = tuple(int(first is not None and j > first.at.position) for j in at)
+    window = outcome.window if isinstance(outcome, ContinuationSimilarity) else None
+    starts = [(m.at.position, m.draft_id) for m in met]
+    alternatives = [(m.at.position, m.target_id) for m, o in zip(met, off, strict=True) if o]
+    outputs, decoded = continue_greedy(
+        target, layout, rolled, prompt_len, starts + alternatives, limit, eos, outcome, window
+    )
+    accepted, rejected = outputs[: len(starts)], iter(outputs[len(starts) :])
+    labels = base_labels(outcome, reference, accepted, at)
+    local = tuple(
+        base_labels(outcome, next(rejected), [o], [j]).critical[0] if is_off else y
+        for o, j, is_off, y in zip(accepted, at, off, labels.critical, strict=True)
+    )
+    return labels, local, off, decoded

@@ -2,7 +2,8 @@
 dataset, exported as a numpy :class:`~edgespec.policies.semantic.head.DecisionHead`.
 
 * **Split** by prompt: ``holdout`` of the prompts with mismatches (at least one) are held
-  out. No prompt's mismatches are on both sides.
+  out. No prompt's mismatches are on both sides; with several datasets, no group's
+  (:mod:`edgespec.learn.wisv.union`).
 * **Instances** (:func:`build_instances`): each episode (one prompt's mismatches) gets
   ``draws`` CSI draws (:func:`~edgespec.policies.semantic.relabel.sample_channel`), and
   every mismatch × draw is one instance x = [h_d ; h_t ; c(draw)]. Its target is the
@@ -16,7 +17,9 @@ dataset, exported as a numpy :class:`~edgespec.policies.semantic.head.DecisionHe
   scale 1). Width 64, dropout 0.1.
 * **Loss** (Eq. 26): binary cross-entropy on the (soft) targets, class-balanced: the
   positive term is weighted by Σ(1 − t)/Σt over the training targets. AdamW (lr 1e-3,
-  weight decay 1e-2), batches of 256, 100 epochs, seeded.
+  weight decay 1e-2), batches of 256, 100 epochs, seeded. With ``validation`` > 0,
+  that share of the training prompts is set aside and training stops early on their AUC
+  (:mod:`edgespec.learn.wisv.early_stop`).
 * **Export**: W1 = first.weightᵀ, b1, W2 = second.weightᵀ, b2, with the standardisation as
   the head's ``mean`` and ``scale``. The numpy head gives the torch network's
   probabilities (eval mode).
