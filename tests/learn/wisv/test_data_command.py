@@ -204,12 +204,12 @@ def test_a_rollout_capture_resumes_to_the_same_dataset(
     tmp_path: Path, prompt_files: Path, tiny_pair: dict[str, Any]
 ) -> None:
     first = tmp_path / "a.npz"
-    assert _rollout(tmp_path, first, 2) == 0
+    assert _rollout(tmp_path, first, 2, "--start", "1") == 0  # another range, same folder
     assert json.loads(first.with_suffix(".json").read_text())["captured_now"] == 2
     assert sorted(p.name for p in (tmp_path / "a.parts").iterdir()) == [
-        "prompt-0000000.npz", "prompt-0000001.npz", "run.json",
+        "prompt-0000001.npz", "prompt-0000002.npz", "run.json",
     ]  # fmt: skip
-    assert _rollout(tmp_path, first, 3) == 0  # resumed: only the third prompt is new
+    assert _rollout(tmp_path, first, 3) == 0  # resumed: only prompt 0 is new
     summary = json.loads(first.with_suffix(".json").read_text())
     assert summary["captured_now"] == 1 and summary["prompts"] == 3
     whole = tmp_path / "b.npz"
