@@ -18,8 +18,8 @@ Per prompt (:func:`capture_prompt`):
    prefix is O's. So each mismatch's states are exactly those of steps 1–2, with no
    separate speculative loop. Disagreements after a round's first mismatch sit on the
    draft's own (rejected) token. Lossless SD never reaches them, and they are not
-   captured. (Under WISV, an accepted mismatch leads to such positions. The head sees
-   them only at inference.)
+   captured here. (Under WISV, an accepted mismatch leads to such positions: the rollout
+   capture, :mod:`edgespec.learn.wisv.rollout`, reaches and labels them.)
 4. **Base label.** For the mismatch at output position j, the draft's token d_j is
    accepted: output O[:j] + d_j, then target-only greedy decoding under the same stopping
    rules, up to ``max_new_tokens`` in all. With an :class:`Outcome` (GSM8K) the mismatch
@@ -147,6 +147,15 @@ class PromptCapture:
     seconds: dict[str, float] = field(default_factory=dict)
     similarity: tuple[float, ...] | None = None
     """Each mismatch's ROUGE-L F1 under a continuation-similarity criterion, else None."""
+    accepted: tuple[int, ...] | None = None
+    """A rollout capture's (:mod:`edgespec.learn.wisv.rollout`): 1 where its head accepted
+    the mismatch, 0 where it rejected it; None for the lossless capture."""
+    off_reference: tuple[int, ...] | None = None
+    """A rollout capture's: 1 where the mismatch's prefix differs from the target-only
+    output's (it follows an accepted mismatch); None for the lossless capture."""
+    local_critical: tuple[int, ...] | None = None
+    """A rollout capture's local labels (accepting against rejecting on the same prefix,
+    :mod:`edgespec.learn.wisv.rollout`); None for the lossless capture."""
 
 
 @dataclass(frozen=True, slots=True)

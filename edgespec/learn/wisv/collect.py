@@ -2,8 +2,11 @@
 the real pair (:func:`capture_dataset`), and the dataset and JSON summary it writes.
 
 The command (:mod:`edgespec.learn.wisv.command`) parses into a :class:`DataConfig`; this
-module loads the pair, captures every prompt (:func:`edgespec.learn.wisv.capture.
-capture_prompt`) and writes the ``.npz`` and its summary.
+module loads the pair, captures every prompt not captured yet (the lossless
+:func:`edgespec.learn.wisv.capture.capture_prompt`, or with ``rollout_head``
+:func:`edgespec.learn.wisv.rollout.capture_rollout`) into the resumable store
+(:mod:`edgespec.learn.wisv.shards`) and joins the prompts' shards into the ``.npz`` and
+its summary.
 """
 
 from __future__ import annotations
@@ -11,18 +14,24 @@ from __future__ import annotations
 import datetime
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
-from edgespec.learn.wisv.capture import PromptCapture
+from edgespec.learn.wisv.shards import ShardStore, file_digest, parts_folder
+
+if TYPE_CHECKING:
+    from edgespec.learn.wisv.capture import PromptCapture
 
 DATASETS: tuple[str, ...] = ("gsm8k", "cnndm", "sharegpt")
 """``wisv-data --dataset`` choices: GSM8K by answer, the other two by similarity."""
 DATASET_NAMES = {"gsm8k": "GSM8K", "cnndm": "CNN/DailyMail", "sharegpt": "ShareGPT"}
+ROLLOUT_CHANNELS: tuple[str, ...] = ("draw", "poor", "good")
+"""``wisv-data --rollout-channel`` choices (:mod:`edgespec.learn.wisv.rollout`, *The
+head's channel*)."""
 GSM8K_FRAME_NOTE = "edgespec.learn.wisv.answers.GSM8K_FRAME (2 worked examples, #### N)"
 NO_FRAME_NOTE = "none (the dataset's template only)"
 
@@ -44,6 +53,14 @@ class DataConfig:
     threads: int = 1
     verbose: bool = False
     command: str = ""
+    frame: bool = True
+    """GSM8K only: the two worked examples in front (``--no-frame``: the template only)."""
+    rollout_head: Path | None = None
+    """Capture WISV's rollout with this head (:mod:`edgespec.learn.wisv.rollout`)."""
+    rollout_threshold: float = 12.0
+    rollout_channel: str = "draw"
+    seed: int = 0
+    """The rollout's per-prompt channel draws."""
 
     def __post_init__(self) -> None:
         if self.start < 0:
@@ -56,6 +73,42 @@ class DataConfig:
             raise UserInputError(
                 f"unknown dataset {self.dataset!r}: known are {', '.join(DATASETS)}"
             )
+        if self.rollout_head is not None and not self.rollout_head.is_file():
+            raise UserInputError(f"--rollout-head {self.rollout_head}: no such file")
+        if not 0.0 <= self.rollout_threshold <= 16.0:
+            raise UserInputError(f"--threshold must be in [0, 16], got {self.rollout_threshold}")
+        if self.rollout_channel not in ROLLOUT_CHANNELS:
+            raise UserInputError(
+                f"--rollout-channel {self.rollout_channel!r}: known are "
+                f"{', '.join(ROLLOUT_CHANNELS)}"
+            )
+
+    @property
+    def framed(self) -> bool:
+        """Whether the prompts carry the GSM8K frame."""
+        return self.frame and self.dataset == "gsm8k"
+
+    def run_settings(self) -> dict[str, Any]:
+        """What decides a prompt's rows (the store's ``run.json``)."""
+        head = self.rollout_head
+        rollout = None
+        if head is not None:
+            rollout = {
+                "head_sha256": file_digest(head),
+                "threshold": self.rollout_threshold,
+                "channel": self.rollout_channel,
+                "seed": self.seed,
+            }
+        return {
+            "target": self.target,
+            "draft": self.draft,
+            "dataset": self.dataset,
+            "frame": self.framed,
+            "gamma": self.gamma,
+            "max_new_tokens": self.max_new_tokens,
+            "max_prompt_tokens": self.max_prompt_tokens,
+            "rollout": rollout,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +121,10 @@ class DataPrompt:
     text: str
 
 
-def data_prompts(dataset: str, start: int, count: int) -> list[DataPrompt]:
-    """The ``count`` train prompts of ``dataset`` from ``start`` (:class:`DataPrompt`);
-    :class:`UserInputError` when they cannot be read or are too few."""
+def data_prompts(dataset: str, start: int, count: int, frame: bool = True) -> list[DataPrompt]:
+    """The ``count`` train prompts of ``dataset`` from ``start`` (:class:`DataPrompt`;
+    GSM8K's framed unless ``frame`` is false); :class:`UserInputError` when they cannot
+    be read or are too few."""
     from edgespec.datasets.prompts import load_prompts
     from edgespec.learn.wisv.answers import framed_prompt
 
@@ -91,7 +145,7 @@ def data_prompts(dataset: str, start: int, count: int) -> list[DataPrompt]:
         # a ShareGPT id is a conversation id: number those prompts by place instead
         by_place = dataset == "sharegpt"
         index = start + offset if by_place else int(prompt.prompt_id.rsplit("-", 1)[1])
-        text = framed_prompt(prompt.text) if dataset == "gsm8k" else prompt.text
+        text = framed_prompt(prompt.text) if dataset == "gsm8k" and frame else prompt.text
         found.append(DataPrompt(index, prompt.prompt_id, text))
     return found
 
@@ -109,22 +163,23 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt]) -> list[PromptCapture]:
-    """Load the pair and capture every prompt, with a progress bar (a line per prompt
-    when stderr is no terminal)."""
+def _capturer(config: DataConfig) -> Callable[[DataPrompt], PromptCapture]:
+    """Load the pair; a function that captures one prompt (lossless, or the rollout with
+    ``config.rollout_head``)."""
     import torch
     from rich.console import Console
 
     from edgespec.learn.drafts.distill_data import encode_prompt
     from edgespec.learn.wisv.capture import CaptureSettings, Criterion, TextOutcome, capture_prompt
+    from edgespec.learn.wisv.rollout import HeadRule, capture_rollout, rollout_channel
     from edgespec.learn.wisv.similarity import ContinuationSimilarity
-    from edgespec.models.loading import library_output, load_model
+    from edgespec.models.loading import load_model
+    from edgespec.policies.semantic.head import load_head
     from edgespec.runtime.backends.attention_mask import attention_layout
     from edgespec.runtime.backends.transformers_backend import eos_ids
 
     torch.set_num_threads(config.threads)
-    console = Console(stderr=True)
-    with console.status(f"loading target {config.target} and draft {config.draft}"):
+    with Console(stderr=True).status(f"loading target {config.target} and draft {config.draft}"):
         target = load_model(config.target, require_tokenizer=True, verbose=config.verbose)
         draft = load_model(config.draft, target=target, verbose=config.verbose)
     layout = attention_layout(target.model)
@@ -132,31 +187,60 @@ def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt]) -> list[Prom
     gsm8k = config.dataset == "gsm8k"
     outcome: Criterion = TextOutcome(target.tokenizer) if gsm8k else ContinuationSimilarity()
     eos = eos_ids(target.model)
-    captures: list[PromptCapture] = []
+    head = None if config.rollout_head is None else load_head(config.rollout_head)
+
+    def capture(prompt: DataPrompt) -> PromptCapture:
+        ids = encode_prompt(target.tokenizer, prompt.text, config.max_prompt_tokens)
+        pair = (target.model, draft.model, layout, ids, prompt.index, settings, outcome)
+        if head is None:
+            return capture_prompt(*pair, eos)
+        channel = rollout_channel(config.rollout_channel, config.seed, prompt.index)
+        return capture_rollout(*pair, HeadRule(head, channel, config.rollout_threshold), eos)
+
+    return capture
+
+
+def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt], store: ShardStore) -> int:
+    """Capture every prompt without a shard into ``store``, with a progress bar (a line
+    per prompt when stderr is no terminal); the number captured now."""
+    from rich.console import Console
+
+    from edgespec.models.loading import library_output
+
+    todo = [p for p in prompts if not store.done(p.index)]
+    console = Console(stderr=True)
+    if len(todo) < len(prompts):
+        console.print(f"{store.folder}: {len(prompts) - len(todo)} prompts captured before")
+    if not todo:
+        return 0
+    capture = _capturer(config)
+    mismatches = critical = 0
     bar = progress_bar(console, "prompts", len(prompts), remaining=True)
     with bar as update, library_output(config.verbose):
-        for prompt in prompts:
-            ids = encode_prompt(target.tokenizer, prompt.text, config.max_prompt_tokens)
-            found = capture_prompt(
-                target.model, draft.model, layout, ids, prompt.index, settings, outcome, eos
-            )
-            captures.append(found)
-            mismatches = sum(len(c.mismatches) for c in captures)
-            critical = sum(sum(c.critical) for c in captures)
+        update(completed=len(prompts) - len(todo))
+        for prompt in todo:
+            found = capture(prompt)
+            store.save(found)
+            mismatches += len(found.mismatches)
+            critical += sum(found.critical)
             update(advance=1, description=f"prompts ({mismatches} mismatches, {critical} critical)")
             if not console.is_terminal:
                 console.print(
                     f"{prompt.prompt_id}: {len(found.output)} tokens, {len(found.mismatches)} "
                     f"mismatches, {sum(found.critical)} critical, "
-                    f"{prompt_note(found.answer, found.similarity)}"
+                    f"{prompt_note(found.answer, found.similarity)}, "
+                    f"{sum(found.seconds.values()):.1f} s"
                 )
-    return captures
+    return len(todo)
 
 
 def _meta(config: DataConfig, prompts: Sequence[DataPrompt]) -> dict[str, Any]:
     from edgespec.learn.wisv.similarity import ContinuationSimilarity
 
     gsm8k = config.dataset == "gsm8k"
+    rollout = config.run_settings()["rollout"]
+    if rollout is not None:
+        rollout = {"head": str(config.rollout_head), **rollout}
     return {
         "command": config.command,
         "finished": _now(),
@@ -165,9 +249,10 @@ def _meta(config: DataConfig, prompts: Sequence[DataPrompt]) -> dict[str, Any]:
         "dataset": config.dataset,
         "split": "train",
         "start": config.start,
-        "frame": GSM8K_FRAME_NOTE if gsm8k else NO_FRAME_NOTE,
+        "frame": GSM8K_FRAME_NOTE if config.framed else NO_FRAME_NOTE,
         **({} if gsm8k else {"criterion": ContinuationSimilarity().describe()}),
         **({"prompt_ids": [p.prompt_id for p in prompts]} if config.dataset == "sharegpt" else {}),
+        **({} if rollout is None else {"rollout": rollout}),
         "gamma": config.gamma,
         "max_new_tokens": config.max_new_tokens,
         "threads": config.threads,
@@ -175,25 +260,31 @@ def _meta(config: DataConfig, prompts: Sequence[DataPrompt]) -> dict[str, Any]:
 
 
 def capture_dataset(config: DataConfig) -> dict[str, Any]:
-    """Capture ``config``'s prompts, write the dataset and its summary; the summary."""
+    """Capture ``config``'s prompts not captured yet, join all their shards into the
+    dataset and write it and its summary; the summary."""
     from edgespec.learn.wisv.dataset import WisvDataset
 
-    prompts = data_prompts(config.dataset, config.start, config.prompts)
+    prompts = data_prompts(config.dataset, config.start, config.prompts, config.frame)
+    store = ShardStore(parts_folder(config.out))
+    store.open(config.run_settings())
     start = time.perf_counter()
-    captures = _capture_all(config, prompts)
+    captured = _capture_all(config, prompts, store)
     wall_s = time.perf_counter() - start
     meta = _meta(config, prompts)
-    data = WisvDataset.from_captures(captures, meta)
+    shards = [store.load(p.index) for p in prompts]
+    data = WisvDataset.concat(shards, meta)
     data.save(config.out)
-    seconds = {"reference": 0.0, "draft": 0.0, "continuations": 0.0}
-    for found in captures:
-        for key, value in found.seconds.items():
-            seconds[key] += value
+    seconds: dict[str, float] = {}
+    for shard in shards:
+        for key, value in shard.meta["seconds"].items():
+            seconds[key] = seconds.get(key, 0.0) + value
     summary = {
         **meta,
         **data.summary(),
-        "continuation_tokens": sum(c.continuation_tokens for c in captures),
+        "continuation_tokens": sum(s.meta["continuation_tokens"] for s in shards),
+        "captured_now": captured,
         "wall_s": round(wall_s, 1),
+        "capture_s": round(sum(seconds.values()), 1),
         "seconds": {k: round(v, 1) for k, v in seconds.items()},
     }
     config.summary.parent.mkdir(parents=True, exist_ok=True)

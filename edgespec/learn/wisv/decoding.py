@@ -42,7 +42,7 @@ class Stopping(Protocol):
     def finished(self, output_ids: Sequence[int]) -> bool: ...
 
 
-def _argmax(model: Any, hidden: torch.Tensor) -> list[int]:
+def target_argmax(model: Any, hidden: torch.Tensor) -> list[int]:
     """The target's greedy token for each row of ``hidden`` (R × d): its own head (a
     logit soft-cap is monotone and leaves the argmax alone), in vocabulary blocks for
     2..48 rows as the runtime's backend does."""
@@ -54,7 +54,7 @@ def _argmax(model: Any, hidden: torch.Tensor) -> list[int]:
     return [int(t) for t in logits.argmax(dim=-1).tolist()]
 
 
-def _forward(
+def target_forward(
     model: Any,
     layout: AttentionLayout,
     cache: DynamicCache,
@@ -84,7 +84,7 @@ def _forward(
     return hidden
 
 
-def _layers(cache: DynamicCache) -> Layers:
+def cache_layers(cache: DynamicCache) -> Layers:
     layers: Any = cache.layers
     return tuple((layer.keys, layer.values) for layer in layers)
 
@@ -110,18 +110,37 @@ def target_reference(
 ) -> Reference:
     """Step 1 of the module docstring."""
     cache = DynamicCache()
-    hidden = _forward(model, layout, cache, 0, [0], [list(prompt_ids)])
+    hidden = target_forward(model, layout, cache, 0, [0], [list(prompt_ids)])
     rows = [hidden[0, -1]]
     output: list[int] = []
     while True:
-        token = _argmax(model, rows[-1][None])[0]
+        token = target_argmax(model, rows[-1][None])[0]
         output.append(token)
         if token in eos or len(output) >= max_new_tokens or outcome.finished(output):
             break
         kv_len = len(prompt_ids) + len(output) - 1
-        rows.append(_forward(model, layout, cache, kv_len, [kv_len], [[token]])[0, -1])
+        rows.append(target_forward(model, layout, cache, kv_len, [kv_len], [[token]])[0, -1])
     states = torch.stack(rows).float().cpu().numpy()
-    return Reference(tuple(output), states, _layers(cache))
+    return Reference(tuple(output), states, cache_layers(cache))
+
+
+def draft_forward(
+    model: Any, token_ids: Sequence[int], cache: DynamicCache | None = None
+) -> tuple[list[int], torch.Tensor]:
+    """The draft's greedy token (target ids) and post-norm hidden state at every new
+    position of ``token_ids``, after the tokens ``cache`` holds (none: a fresh forward);
+    the cache grows by them. A trimmed-vocabulary draft answers in target ids."""
+    ids = torch.tensor([list(token_ids)], dtype=torch.long)
+    if isinstance(model, TrimmedVocabDraft):
+        out = model.model(input_ids=model.to_draft_ids(ids), past_key_values=cache, use_cache=True)
+        hidden = out.last_hidden_state[0]
+        weight = model.model.embed_tokens.weight[: model.num_kept]
+        greedy = model.to_target_ids((hidden @ weight.T).argmax(dim=-1))
+    else:
+        hidden = model.model(input_ids=ids, past_key_values=cache, use_cache=True)
+        hidden = hidden.last_hidden_state[0]
+        greedy = model.lm_head(hidden).argmax(dim=-1)
+    return [int(t) for t in greedy.tolist()], hidden
 
 
 @torch.inference_mode()
@@ -129,15 +148,8 @@ def draft_states(model: Any, token_ids: Sequence[int]) -> tuple[list[int], Float
     """The draft's greedy token and post-norm hidden state at every position of
     ``token_ids`` (one forward; row i predicts token i + 1). A trimmed-vocabulary draft
     answers in target ids."""
-    ids = torch.tensor([list(token_ids)], dtype=torch.long)
-    if isinstance(model, TrimmedVocabDraft):
-        hidden = model.model(input_ids=model.to_draft_ids(ids)).last_hidden_state[0]
-        weight = model.model.embed_tokens.weight[: model.num_kept]
-        greedy = model.to_target_ids((hidden @ weight.T).argmax(dim=-1))
-    else:
-        hidden = model.model(input_ids=ids).last_hidden_state[0]
-        greedy = model.lm_head(hidden).argmax(dim=-1)
-    return [int(t) for t in greedy.tolist()], hidden.float().cpu().numpy()
+    greedy, hidden = draft_forward(model, token_ids)
+    return greedy, hidden.float().cpu().numpy()
 
 
 @dataclass(slots=True)
@@ -150,7 +162,7 @@ class _Row:
 
 def _select(cache: DynamicCache, keep: Sequence[int]) -> DynamicCache:
     index = torch.tensor(list(keep), dtype=torch.long)
-    data = [(k.index_select(0, index), v.index_select(0, index)) for k, v in _layers(cache)]
+    data = [(k.index_select(0, index), v.index_select(0, index)) for k, v in cache_layers(cache)]
     return DynamicCache(ddp_cache_data=data)
 
 
@@ -200,11 +212,11 @@ def continue_greedy(
         step = 0
         while active:
             kv_lens = [r.prefix_len + step for r in active]
-            hidden = _forward(
+            hidden = target_forward(
                 model, layout, cache, width + step, kv_lens, [[r.output[-1]] for r in active]
             )
             step += 1
-            for r, token in zip(active, _argmax(model, hidden[:, -1]), strict=True):
+            for r, token in zip(active, target_argmax(model, hidden[:, -1]), strict=True):
                 r.output.append(token)
             decoded += len(active)
             keep = [b for b, r in enumerate(active) if not done(r)]

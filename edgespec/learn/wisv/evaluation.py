@@ -5,37 +5,17 @@ poor and the good link of :data:`~edgespec.learn.wisv.train.CHANNELS`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.learn.wisv.auc import roc_auc
 from edgespec.learn.wisv.dataset import WisvDataset
-from edgespec.learn.wisv.train import CHANNELS, THRESHOLDS, FloatArray, Instances, Split, inputs
+from edgespec.learn.wisv.train import CHANNELS, THRESHOLDS, Instances, Split, inputs
 from edgespec.policies.semantic.csi import ChannelState
 from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead
 from edgespec.policies.semantic.relabel import rejection_targets
-
-
-def roc_auc(scores: Sequence[float] | FloatArray, labels: Sequence[int] | Any) -> float:
-    """Area under the ROC curve (Mann–Whitney, ties counted half); NaN with one class."""
-    s = np.asarray(scores, dtype=np.float64)
-    y = np.asarray(labels).astype(bool)
-    positives, negatives = int(y.sum()), int((~y).sum())
-    if positives == 0 or negatives == 0:
-        return float("nan")
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(s.size, dtype=np.float64)
-    sorted_s = s[order]
-    i = 0
-    while i < s.size:  # average ranks over ties
-        j = i
-        while j + 1 < s.size and sorted_s[j + 1] == sorted_s[i]:
-            j += 1
-        ranks[order[i : j + 1]] = 0.5 * (i + j) + 1.0
-        i = j + 1
-    return float((ranks[y].sum() - positives * (positives + 1) / 2) / (positives * negatives))
 
 
 def evaluate(head: DecisionHead, data: Instances) -> dict[str, float]:

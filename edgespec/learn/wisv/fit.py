@@ -18,20 +18,24 @@ from edgespec.errors import UserInputError
 
 if TYPE_CHECKING:
     from edgespec.learn.wisv.dataset import WisvDataset
-    from edgespec.learn.wisv.train import Split, TrainedHead, TrainSettings
+    from edgespec.learn.wisv.train import Groups, Split, TrainedHead, TrainSettings
 
 
 @dataclass(frozen=True, slots=True)
 class FitConfig:
     """What ``train wisv`` trains (its flags): the data, where to write, the settings."""
 
-    data: Path
+    data: tuple[Path, ...]
     out_dir: Path
     settings: TrainSettings
     name: str | None = None
     digits: int = 6
     threads: int = 1
     command: str = ""
+    labels: str = "base"
+    """Which labels a rollout capture's rows train on (:mod:`edgespec.learn.wisv.union`)."""
+    baseline: Path | None = None
+    """Another head, evaluated on the same train and held-out instances (``baseline``)."""
 
 
 def head_provenance(head: Path) -> dict[str, str]:
@@ -45,36 +49,52 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _load(config: FitConfig) -> tuple[WisvDataset, Split, Split]:
+def _load(config: FitConfig) -> tuple[WisvDataset, Groups, Split, Split]:
+    """The datasets as one (:func:`edgespec.learn.wisv.union.union`), the groups, and
+    the (training, held-out) episodes."""
     from edgespec.learn.wisv.dataset import WisvDataset
     from edgespec.learn.wisv.train import split_episodes
+    from edgespec.learn.wisv.union import union
 
-    if not config.data.is_file():
-        raise UserInputError(f"--data {config.data}: no such file")
+    if not config.data:
+        raise UserInputError("--data: give at least one wisv-data file")
+    parts = []
+    for path in config.data:
+        if not path.is_file():
+            raise UserInputError(f"--data {path}: no such file")
+        try:
+            parts.append(WisvDataset.load(path))
+        except (ValueError, OSError) as exc:
+            raise UserInputError(f"--data {path}: {exc}") from exc
+    names = " ".join(f"--data {p}" for p in config.data)
     try:
-        data = WisvDataset.load(config.data)
-        train, held = split_episodes(data, config.settings.holdout, config.settings.seed)
-    except (ValueError, OSError) as exc:
-        raise UserInputError(f"--data {config.data}: {exc}") from exc
-    return data, train, held
+        data, groups = union(parts, config.labels)
+        train, held = split_episodes(data, config.settings.holdout, config.settings.seed, groups)
+    except ValueError as exc:
+        raise UserInputError(f"{names}: {exc}") from exc
+    return data, groups, train, held
 
 
 def _metrics(
     config: FitConfig,
     data: WisvDataset,
-    split: tuple[Split, Split],
+    split: tuple[Split, Split, Split],
     trained: TrainedHead,
     report: dict[str, Any],
 ) -> dict[str, Any]:
     settings = config.settings
+    extra = {"validation": len(split[2])} if split[2] else {}
     return {
         "command": config.command,
         "trained": _now(),
-        "data": str(config.data),
+        "data": str(config.data[0]) if len(config.data) == 1 else [str(p) for p in config.data],
         "dataset": data.summary(),
         "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
-        "prompts": {"train": len(split[0]), "held_out": len(split[1])},
+        "prompts": {"train": len(split[0]), "held_out": len(split[1]), **extra},
+        "labels": config.labels,
         "positive_weight": round(trained.positive_weight, 4),
+        "epochs_run": len(trained.losses),
+        **({} if trained.best_epoch is None else {"best_epoch": trained.best_epoch}),
         "loss": {"first_epoch": trained.losses[0], "last_epoch": trained.losses[-1]},
         **report,
     }
@@ -87,25 +107,50 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     import torch
 
     from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
-    from edgespec.learn.wisv.train import build_instances, head_json, train_head
+    from edgespec.learn.wisv.export import head_json
+    from edgespec.learn.wisv.train import build_instances, split_list, train_head
+    from edgespec.policies.semantic.head import load_head
 
     settings = config.settings
-    data, train_eps, held_eps = _load(config)
+    data, groups, train_eps, held_eps = _load(config)
     torch.set_num_threads(config.threads)
     relabel = settings.relabel
+    validation = None
+    val_eps: Split = []
+    if settings.validation > 0:
+        train_eps, val_eps = split_list(train_eps, settings.validation, settings.seed + 2, groups)
+        validation = build_instances(
+            data, val_eps, settings.draws, settings.budget, settings.seed + 3
+        )
+        if validation.base.min() == validation.base.max():
+            raise UserInputError("--validation: the validation prompts hold one class only")
     train = build_instances(data, train_eps, settings.draws, settings.budget, settings.seed)
     held = build_instances(data, held_eps, settings.draws, settings.budget, settings.seed + 1)
     if train.target.sum() <= 0:
         raise UserInputError(
-            f"--data {config.data}: no critical mismatch among the training prompts"
+            f"--data {config.data[0]}: no critical mismatch among the training prompts"
         )
     start = time.perf_counter()
-    trained = train_head(train, data.draft_hidden.shape[1], data.target_hidden.shape[1], settings)
+    widths = (data.draft_hidden.shape[1], data.target_hidden.shape[1])
+    trained = train_head(train, *widths, settings, validation)
     train_s = time.perf_counter() - start
     table = acceptance_table(trained.head, data, held_eps, settings.budget)
-    report = {"train": evaluate(trained.head, train), "held_out": evaluate(trained.head, held)}
+    report: dict[str, Any] = {
+        "train": evaluate(trained.head, train),
+        "held_out": evaluate(trained.head, held),
+    }
+    if validation is not None:
+        report["validation"] = evaluate(trained.head, validation)
+    if config.baseline is not None:
+        other = load_head(config.baseline)
+        if other.w1.shape[0] != train.x.shape[1]:
+            raise UserInputError(
+                f"--baseline-head {config.baseline}: takes {other.w1.shape[0]} inputs, the "
+                f"data give {train.x.shape[1]}"
+            )
+        report["baseline"] = {"train": evaluate(other, train), "held_out": evaluate(other, held)}
     metrics = _metrics(
-        config, data, (train_eps, held_eps), trained,
+        config, data, (train_eps, held_eps, val_eps), trained,
         {"train_s": round(train_s, 1), "report": report, "reject_share": table["reject_share"]},
     )  # fmt: skip
     metadata = {

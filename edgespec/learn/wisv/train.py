@@ -2,7 +2,8 @@
 dataset, exported as a numpy :class:`~edgespec.policies.semantic.head.DecisionHead`.
 
 * **Split** by prompt: ``holdout`` of the prompts with mismatches (at least one) are held
-  out. No prompt's mismatches are on both sides.
+  out. No prompt's mismatches are on both sides; with several datasets, no group's
+  (:mod:`edgespec.learn.wisv.union`).
 * **Instances** (:func:`build_instances`): each episode (one prompt's mismatches) gets
   ``draws`` CSI draws (:func:`~edgespec.policies.semantic.relabel.sample_channel`), and
   every mismatch × draw is one instance x = [h_d ; h_t ; c(draw)]. Its target is the
@@ -16,7 +17,9 @@ dataset, exported as a numpy :class:`~edgespec.policies.semantic.head.DecisionHe
   scale 1). Width 64, dropout 0.1.
 * **Loss** (Eq. 26): binary cross-entropy on the (soft) targets, class-balanced: the
   positive term is weighted by Σ(1 − t)/Σt over the training targets. AdamW (lr 1e-3,
-  weight decay 1e-2), batches of 256, 100 epochs, seeded.
+  weight decay 1e-2), batches of 256, 100 epochs, seeded. With ``validation`` > 0,
+  that share of the training prompts is set aside and training stops early on their AUC
+  (:mod:`edgespec.learn.wisv.early_stop`).
 * **Export**: W1 = first.weightᵀ, b1, W2 = second.weightᵀ, b2, with the standardisation as
   the head's ``mean`` and ``scale``. The numpy head gives the torch network's
   probabilities (eval mode).
@@ -39,6 +42,8 @@ import torch
 from torch import nn
 
 from edgespec.learn.wisv.dataset import WisvDataset
+from edgespec.learn.wisv.early_stop import EarlyStop
+from edgespec.learn.wisv.export import export_head
 from edgespec.policies.semantic.csi import ChannelState, csi_features
 from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead
 from edgespec.policies.semantic.relabel import (
@@ -72,6 +77,9 @@ class TrainSettings:
     budget: str = DEFAULT_BUDGET
     """The relabelling's repair budget (:data:`~edgespec.policies.semantic.relabel.BUDGETS`)."""
     seed: int = 0
+    validation: float = 0.0
+    """Share of the training prompts for early stopping (0: none, all ``epochs``)."""
+    patience: int = 10
 
     @property
     def relabel(self) -> bool:
@@ -90,6 +98,11 @@ class TrainSettings:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if not 0.0 < self.holdout < 1.0:
             raise ValueError(f"holdout must be in (0, 1), got {self.holdout}")
+        if not 0.0 <= self.validation < 1.0 or self.patience < 1:
+            raise ValueError(
+                f"validation must be in [0, 1) and patience >= 1, got {self.validation} "
+                f"and {self.patience}"
+            )
         if self.learning_rate <= 0 or self.weight_decay < 0:
             raise ValueError("the learning rate must be > 0 and the weight decay >= 0")
         if self.budget not in BUDGETS:
@@ -97,18 +110,34 @@ class TrainSettings:
 
 
 Split = list[tuple[int, npt.NDArray[np.int64], Episode]]
+Groups = dict[int, tuple[str, int]]
+"""Episode prompt index → its group (dataset, prompt): a group goes to one side whole."""
 
 
-def split_episodes(data: WisvDataset, holdout: float, seed: int) -> tuple[Split, Split]:
-    """(training, held-out) episodes: whole prompts to one side, ``holdout`` of them (at
-    least one, and at least one left to train on) held out, chosen with ``seed``."""
-    episodes = data.episodes()
-    if len(episodes) < 2:
-        raise ValueError(f"need mismatches from at least 2 prompts, got {len(episodes)}")
-    count = min(len(episodes) - 1, max(1, round(holdout * len(episodes))))
-    held = set(np.random.default_rng(seed).choice(len(episodes), count, replace=False).tolist())
-    train = [e for i, e in enumerate(episodes) if i not in held]
-    return train, [e for i, e in enumerate(episodes) if i in held]
+def split_list(
+    episodes: Split, share: float, seed: int, groups: Groups | None = None
+) -> tuple[Split, Split]:
+    """(kept, set aside): ``share`` of the groups of ``episodes`` (each episode its own
+    group without ``groups``; at least one, and at least one left) set aside, with
+    ``seed``."""
+    keys = [groups[p] if groups else (str(p), p) for p, _, _ in episodes]
+    unique = list(dict.fromkeys(keys))
+    if len(unique) < 2:
+        raise ValueError(f"need mismatches from at least 2 prompts, got {len(unique)}")
+    count = min(len(unique) - 1, max(1, round(share * len(unique))))
+    chosen = np.random.default_rng(seed).choice(len(unique), count, replace=False)
+    aside = {unique[i] for i in chosen.tolist()}
+    kept = [e for e, k in zip(episodes, keys, strict=True) if k not in aside]
+    return kept, [e for e, k in zip(episodes, keys, strict=True) if k in aside]
+
+
+def split_episodes(
+    data: WisvDataset, holdout: float, seed: int, groups: Groups | None = None
+) -> tuple[Split, Split]:
+    """(training, held-out) episodes: whole prompts (whole ``groups``) to one side,
+    ``holdout`` of them (at least one, and at least one left to train on) held out,
+    chosen with ``seed``."""
+    return split_list(data.episodes(), holdout, seed, groups)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -201,12 +230,21 @@ class TrainedHead:
     losses: tuple[float, ...]
     """Mean training loss per epoch (dropout on)."""
     positive_weight: float
+    validation_auc: tuple[float, ...] = ()
+    """With early stopping: the validation AUC (base labels) after each epoch."""
+    best_epoch: int | None = None
+    """With early stopping: the epoch (from 0) whose weights were kept."""
 
 
 def train_head(
-    train: Instances, draft_hidden: int, target_hidden: int, settings: TrainSettings
+    train: Instances,
+    draft_hidden: int,
+    target_hidden: int,
+    settings: TrainSettings,
+    validation: Instances | None = None,
 ) -> TrainedHead:
-    """Class-balanced BCE with AdamW (module docstring); returns the net and its export."""
+    """Class-balanced BCE with AdamW (module docstring); returns the net and its export.
+    With ``validation``, early stopping on its AUC (:mod:`edgespec.learn.wisv.early_stop`)."""
     torch.manual_seed(settings.seed)
     mean, scale = standardiser(train.x)
     z = torch.tensor((train.x - mean) / scale, dtype=torch.float32)
@@ -219,6 +257,10 @@ def train_head(
     )
     generator = torch.Generator().manual_seed(settings.seed)
     losses = []
+    stop = None
+    if validation is not None:
+        zv = torch.tensor((validation.x - mean) / scale, dtype=torch.float32)
+        stop = EarlyStop(zv, validation.base, settings.patience)
     net.train()
     for _ in range(settings.epochs):
         order = torch.randperm(len(z), generator=generator)
@@ -231,54 +273,13 @@ def train_head(
             optimiser.step()
             total += float(loss.detach()) * len(batch)
         losses.append(total / len(z))
+        if stop is not None and stop.update(net):
+            break
+    if stop is not None:
+        stop.restore(net)
     net.eval()
     head = export_head(net, mean, scale, draft_hidden, target_hidden)
-    return TrainedHead(net, head, tuple(losses), weight)
-
-
-def export_head(
-    net: HeadNet, mean: FloatArray, scale: FloatArray, draft_hidden: int, target_hidden: int
-) -> DecisionHead:
-    """The numpy head of ``net`` with the standardisation folded in front."""
-
-    def array(t: torch.Tensor) -> FloatArray:
-        return np.asarray(t.detach().double().numpy(), dtype=np.float64).copy()
-
-    return DecisionHead(
-        draft_hidden=draft_hidden,
-        target_hidden=target_hidden,
-        mean=np.asarray(mean, dtype=np.float64),
-        scale=np.asarray(scale, dtype=np.float64),
-        w1=array(net.first.weight).T.copy(),
-        b1=array(net.first.bias),
-        w2=array(net.second.weight).T.copy(),
-        b2=array(net.second.bias),
-    )
-
-
-def torch_probabilities(net: HeadNet, head: DecisionHead, x: FloatArray) -> FloatArray:
-    """The torch network's p (float64, eval mode) for raw inputs ``x``, to check an export."""
-    z = torch.tensor((x - head.mean) / head.scale, dtype=torch.float64)
-    was_training = net.training
-    net.eval()
-    with torch.no_grad():
-        out = torch.sigmoid(net.double()(z)).numpy()
-    net.float()
-    net.train(was_training)
-    return np.asarray(out, dtype=np.float64)
-
-
-def _rounded(value: Any, digits: int) -> Any:
-    if isinstance(value, list):
-        return [_rounded(v, digits) for v in value]
-    return float(f"{value:.{digits}g}")
-
-
-def head_json(head: DecisionHead, digits: int | None, metadata: dict[str, Any]) -> dict[str, Any]:
-    """:meth:`DecisionHead.to_json` (floats to ``digits`` significant digits unless None)
-    plus a ``metadata`` entry (``from_json`` ignores it)."""
-    data = head.to_json()
-    if digits is not None:
-        for key in ("mean", "scale", "w1", "b1", "w2", "b2"):
-            data[key] = _rounded(data[key], digits)
-    return {**data, "metadata": metadata}
+    if stop is None:
+        return TrainedHead(net, head, tuple(losses), weight)
+    aucs = tuple(stop.aucs)
+    return TrainedHead(net, head, tuple(losses), weight, aucs, stop.best_epoch)

@@ -19,8 +19,9 @@ from edgespec.learn.drafts.distill_data import encode_prompt
 from edgespec.learn.wisv.answers import GSM8K_FRAME
 from edgespec.learn.wisv.capture import CaptureSettings, capture_prompt
 from edgespec.learn.wisv.collect import DATASETS, NO_FRAME_NOTE, data_prompts
-from edgespec.learn.wisv.dataset import WisvDataset
+from edgespec.learn.wisv.dataset import MISMATCH_KEYS, ROLLOUT_KEYS, WisvDataset
 from edgespec.learn.wisv.similarity import ContinuationSimilarity
+from edgespec.policies.semantic.head import DecisionHead
 from edgespec.runtime.backends.attention_mask import attention_layout
 from edgespec.runtime.testing import noisy_copy, tiny_llama
 
@@ -175,3 +176,90 @@ def test_prompt_errors(
     assert main(["train", "wisv-data", "--out", str(tmp_path / "d.npz"), *extra]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "d.npz").exists()
+
+
+def _head_file(tmp_path: Path) -> Path:
+    """A random head for the tiny pair (hidden sizes 32 and 32), saved as JSON."""
+    rng = np.random.default_rng(4)
+    d_in = 32 + 32 + 4
+    head = DecisionHead(
+        32, 32, np.zeros(d_in), np.ones(d_in), rng.normal(size=(d_in, 8)) * 0.3, np.zeros(8),
+        rng.normal(size=(8, 1)), np.zeros(1),
+    )  # fmt: skip
+    path = tmp_path / "head.json"
+    path.write_text(json.dumps(head.to_json()))
+    return path
+
+
+def _rollout(tmp_path: Path, out: Path, prompts: int, *extra: str) -> int:
+    return main([
+        "train", "wisv-data", "--out", str(out), "--target", "tiny-target", "--draft",
+        "tiny-draft", "--prompts", str(prompts), "--gamma", "4", "--max-new-tokens", "24",
+        "--max-prompt-tokens", "16", "--rollout-head", str(_head_file(tmp_path)),
+        "--threshold", "8", "--dataset", "cnndm", *extra,
+    ])  # fmt: skip
+
+
+def test_a_rollout_capture_resumes_to_the_same_dataset(
+    tmp_path: Path, prompt_files: Path, tiny_pair: dict[str, Any]
+) -> None:
+    first = tmp_path / "a.npz"
+    assert _rollout(tmp_path, first, 2, "--start", "1") == 0  # another range, same folder
+    assert json.loads(first.with_suffix(".json").read_text())["captured_now"] == 2
+    assert sorted(p.name for p in (tmp_path / "a.parts").iterdir()) == [
+        "prompt-0000001.npz", "prompt-0000002.npz", "run.json",
+    ]  # fmt: skip
+    assert _rollout(tmp_path, first, 3) == 0  # resumed: only prompt 0 is new
+    summary = json.loads(first.with_suffix(".json").read_text())
+    assert summary["captured_now"] == 1 and summary["prompts"] == 3
+    whole = tmp_path / "b.npz"
+    assert _rollout(tmp_path, whole, 3) == 0
+    a, b = WisvDataset.load(first), WisvDataset.load(whole)
+    assert set(a.rows) == {*MISMATCH_KEYS, *ROLLOUT_KEYS} and len(a) == len(b) > 0
+    for key in a.rows:
+        np.testing.assert_array_equal(a.rows[key], b.rows[key])
+    for key in a.prompts:
+        np.testing.assert_array_equal(a.prompts[key], b.prompts[key])
+    np.testing.assert_array_equal(a.draft_hidden, b.draft_hidden)
+    np.testing.assert_array_equal(a.target_hidden, b.target_hidden)
+    assert a.similarity is not None and b.similarity is not None
+    np.testing.assert_array_equal(a.similarity, b.similarity)
+    accepted = a.rows["accepted"]
+    assert 0 < accepted.sum() < len(a) and a.rows["off_reference"].sum() > 0  # both decisions
+    assert summary["rollout"]["threshold"] == 8.0 and summary["rollout"]["channel"] == "draw"
+    assert summary["accepted"] == int(accepted.sum())
+    assert summary["capture_s"] > 0 and set(summary["seconds"]) == {
+        "rollout", "reference", "continuations",
+    }  # fmt: skip
+    # another setting on the same folder is refused, nothing is written
+    assert _rollout(tmp_path, first, 3, "--gamma", "3") == 2
+    assert _rollout(tmp_path, first, 3, "--threshold", "9") == 2
+
+
+def test_a_changed_setting_names_itself(
+    tmp_path: Path,
+    prompt_files: Path,
+    tiny_pair: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "a.npz"
+    assert _rollout(tmp_path, out, 1) == 0
+    capsys.readouterr()
+    assert _rollout(tmp_path, out, 1, "--rollout-channel", "poor") == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'a.parts'} holds a capture with other settings (rollout)" in err
+
+
+def test_unframed_gsm8k(tmp_path: Path, prompt_files: Path, tiny_pair: dict[str, Any]) -> None:
+    out = tmp_path / "g.npz"
+    code = main([
+        "train", "wisv-data", "--out", str(out), "--target", "tiny-target", "--no-frame",
+        "--draft", "tiny-draft", "--prompts", "1", "--gamma", "4", "--max-new-tokens", "12",
+    ])  # fmt: skip
+    assert code == 0
+    summary = json.loads(out.with_suffix(".json").read_text())
+    assert summary["frame"] == NO_FRAME_NOTE and "rollout" not in summary
+    assert json.loads((tmp_path / "g.parts" / "run.json").read_text())["frame"] is False
+    (prompt,) = data_prompts("gsm8k", 0, 1, frame=False)
+    assert prompt.text == prompt_sets.format_prompt("gsm8k", ARTICLES[0])
+    assert "accepted" not in WisvDataset.load(out).rows  # a lossless capture

@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 from edgespec.cli import main
+from edgespec.learn.wisv.auc import roc_auc
 from edgespec.learn.wisv.dataset import MISMATCH_KEYS, WisvDataset
-from edgespec.learn.wisv.evaluation import acceptance_table, evaluate, roc_auc
+from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
+from edgespec.learn.wisv.export import head_json, torch_probabilities
 from edgespec.learn.wisv.train import (
     CHANNELS,
     THRESHOLDS,
     TrainSettings,
     build_instances,
-    head_json,
     split_episodes,
-    torch_probabilities,
     train_head,
 )
 from edgespec.policies.semantic.head import DecisionHead, load_head

@@ -1,0 +1,85 @@
+"""``wisv-data``'s resumable store: one small ``.npz`` per captured prompt in a folder
+beside ``--out`` (``NAME.parts/`` for ``NAME.npz``), so a stopped run continues where it
+stopped.
+
+The folder's ``run.json`` holds the settings that decide a prompt's rows (pair, dataset,
+frame, γ, token limits, the rollout head's SHA-256, threshold, channel and seed). A run
+with other settings on the same folder stops with an error rather than mixing rows. A
+prompt whose shard exists is not captured again. Each shard is written to a temporary
+name and renamed, so a stopped run leaves only whole shards. The command joins the
+shards of its prompts, in prompt order, into ``--out``; the folder is kept, so a later
+run with more ``--prompts`` captures only the new ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from edgespec.errors import UserInputError
+
+if TYPE_CHECKING:
+    from edgespec.learn.wisv.capture import PromptCapture
+    from edgespec.learn.wisv.dataset import WisvDataset
+
+RUN_FILE = "run.json"
+
+
+def parts_folder(out: Path) -> Path:
+    """The shard folder of the dataset file ``out``."""
+    return out.with_name(out.stem + ".parts")
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (names a rollout head in ``run.json``)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ShardStore:
+    """The shards of one capture run (module docstring)."""
+
+    folder: Path
+
+    def open(self, settings: dict[str, Any]) -> None:
+        """Create the folder, or check that it was written with the same ``settings``."""
+        run = self.folder / RUN_FILE
+        if run.is_file():
+            before = json.loads(run.read_text())
+            changed = sorted(k for k in {*before, *settings} if before.get(k) != settings.get(k))
+            if changed:
+                raise UserInputError(
+                    f"{self.folder} holds a capture with other settings ({', '.join(changed)}): "
+                    "remove the folder or choose another --out"
+                )
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        run.write_text(json.dumps(settings, indent=1, sort_keys=True) + "\n")
+
+    def path(self, prompt_index: int) -> Path:
+        return self.folder / f"prompt-{prompt_index:07d}.npz"
+
+    def done(self, prompt_index: int) -> bool:
+        return self.path(prompt_index).is_file()
+
+    def save(self, capture: PromptCapture) -> None:
+        """One prompt's rows, its capture seconds and continuation tokens (in the meta)."""
+        from edgespec.learn.wisv.dataset import WisvDataset
+
+        meta = {
+            "seconds": capture.seconds,
+            "continuation_tokens": capture.continuation_tokens,
+        }
+        final = self.path(capture.prompt_index)
+        temporary = final.with_name(f".{final.name}.tmp")
+        WisvDataset.from_captures([capture], meta).save(temporary)
+        os.replace(temporary, final)
+
+    def load(self, prompt_index: int) -> WisvDataset:
+        from edgespec.learn.wisv.dataset import WisvDataset
+
+        return WisvDataset.load(self.path(prompt_index))
