@@ -91,7 +91,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--no-frame",
         dest="frame",
         action="store_false",
-        help="GSM8K: the dataset's template only, without the two worked examples",
+        help="GSM8K: the dataset's template only, no worked examples (default: framed)",
     )
     p.add_argument(
         "--rollout-head",
