@@ -18,7 +18,7 @@ from edgespec.errors import UserInputError
 
 if TYPE_CHECKING:
     from edgespec.learn.wisv.dataset import WisvDataset
-    from edgespec.learn.wisv.train import Groups, Split, TrainedHead, TrainSettings
+    from edgespec.learn.wisv.train import Groups, Instances, Split, TrainedHead, TrainSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,22 +108,13 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
 
     from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
     from edgespec.learn.wisv.export import head_json
-    from edgespec.learn.wisv.train import build_instances, split_list, train_head
-    from edgespec.policies.semantic.head import load_head
+    from edgespec.learn.wisv.train import build_instances, train_head
 
     settings = config.settings
     data, groups, train_eps, held_eps = _load(config)
     torch.set_num_threads(config.threads)
     relabel = settings.relabel
-    validation = None
-    val_eps: Split = []
-    if settings.validation > 0:
-        train_eps, val_eps = split_list(train_eps, settings.validation, settings.seed + 2, groups)
-        validation = build_instances(
-            data, val_eps, settings.draws, settings.budget, settings.seed + 3
-        )
-        if validation.base.min() == validation.base.max():
-            raise UserInputError("--validation: the validation prompts hold one class only")
+    train_eps, val_eps, validation = _validation(data, groups, train_eps, settings)
     train = build_instances(data, train_eps, settings.draws, settings.budget, settings.seed)
     held = build_instances(data, held_eps, settings.draws, settings.budget, settings.seed + 1)
     if train.target.sum() <= 0:
@@ -142,13 +133,7 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     if validation is not None:
         report["validation"] = evaluate(trained.head, validation)
     if config.baseline is not None:
-        other = load_head(config.baseline)
-        if other.w1.shape[0] != train.x.shape[1]:
-            raise UserInputError(
-                f"--baseline-head {config.baseline}: takes {other.w1.shape[0]} inputs, the "
-                f"data give {train.x.shape[1]}"
-            )
-        report["baseline"] = {"train": evaluate(other, train), "held_out": evaluate(other, held)}
+        report["baseline"] = _baseline_report(config.baseline, train, held)
     metrics = _metrics(
         config, data, (train_eps, held_eps, val_eps), trained,
         {"train_s": round(train_s, 1), "report": report, "reject_share": table["reject_share"]},
@@ -163,15 +148,50 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
         "inputs": "[h_d (draft post-norm) ; h_t (target post-norm) ; csi_features]",
     }
     stem = (config.name or str(data.meta.get("target", "head"))) + settings.suffix
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {k: config.out_dir / f"{stem}-{k}.json" for k in ("head", "acceptance", "metrics")}
-    head_text = json.dumps(head_json(trained.head, config.digits, metadata), separators=(",", ":"))
-    paths["head"].write_text(head_text + "\n")
+    head = head_json(trained.head, config.digits, metadata)
+    paths = _write(config.out_dir, stem, head, table, metrics)
+    return {"report": report, "reject_share": table["reject_share"], "paths": paths}
+
+
+def _validation(
+    data: WisvDataset, groups: Groups, train_eps: Split, settings: TrainSettings
+) -> tuple[Split, Split, Instances | None]:
+    """(training, validation episodes, validation instances): ``--validation``'s share of
+    the training prompts set aside for early stopping, or none."""
+    from edgespec.learn.wisv.train import build_instances, split_list
+
+    if settings.validation <= 0:
+        return train_eps, [], None
+    train_eps, val_eps = split_list(train_eps, settings.validation, settings.seed + 2, groups)
+    validation = build_instances(data, val_eps, settings.draws, settings.budget, settings.seed + 3)
+    if validation.base.min() == validation.base.max():
+        raise UserInputError("--validation: the validation prompts hold one class only")
+    return train_eps, val_eps, validation
+
+
+def _baseline_report(path: Path, train: Instances, held: Instances) -> dict[str, Any]:
+    """``--baseline-head``'s metrics on the same training and held-out instances."""
+    from edgespec.learn.wisv.evaluation import evaluate
+    from edgespec.policies.semantic.head import load_head
+
+    other = load_head(path)
+    if other.w1.shape[0] != train.x.shape[1]:
+        raise UserInputError(
+            f"--baseline-head {path}: takes {other.w1.shape[0]} inputs, the "
+            f"data give {train.x.shape[1]}"
+        )
+    return {"train": evaluate(other, train), "held_out": evaluate(other, held)}
+
+
+def _write(
+    out_dir: Path, stem: str, head: dict[str, Any], table: dict[str, Any], metrics: dict[str, Any]
+) -> list[str]:
+    """Write ``STEM-head.json``, ``-acceptance.json`` (naming the head it is of) and
+    ``-metrics.json`` into ``out_dir``; their paths."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {k: out_dir / f"{stem}-{k}.json" for k in ("head", "acceptance", "metrics")}
+    paths["head"].write_text(json.dumps(head, separators=(",", ":")) + "\n")
     table["head"] = head_provenance(paths["head"])  # the runtime's head this table is of
     paths["acceptance"].write_text(json.dumps(table, indent=1) + "\n")
     paths["metrics"].write_text(json.dumps(metrics, indent=1, default=float) + "\n")
-    return {
-        "report": report,
-        "reject_share": table["reject_share"],
-        "paths": [str(p) for p in paths.values()],
-    }
+    return [str(p) for p in paths.values()]

@@ -222,7 +222,7 @@ def capture_rollout(
     limit, n = settings.max_new_tokens, len(prompt_ids)
     first = first_accepted(roll.met)
     reference = roll.output
-    if first is not None:
+    if first is not None:  # the target-only output: the rollout's until its first acceptance
         start = [(first.at.position, first.target_id)]
         reference = continue_greedy(target, layout, rolled, n, start, limit, eos, outcome)[0][0]
     seconds["reference"] = time.perf_counter() - clock
@@ -231,10 +231,6 @@ def capture_rollout(
         target, layout, rolled, n, roll.met, reference, limit, eos, outcome
     )
     seconds["continuations"] = time.perf_counter() - clock
-
-    def stack(rows: list[FloatArray], width: int) -> FloatArray:
-        return np.stack(rows).astype(np.float32) if rows else np.zeros((0, width), np.float32)
-
     return PromptCapture(
         prompt_index=prompt_index,
         prompt_tokens=n,
@@ -243,8 +239,8 @@ def capture_rollout(
         mismatches=tuple(m.at for m in roll.met),
         draft_ids=tuple(m.draft_id for m in roll.met),
         target_ids=tuple(m.target_id for m in roll.met),
-        draft_hidden=stack([m.draft_hidden for m in roll.met], roll.draft_width),
-        target_hidden=stack([m.target_hidden for m in roll.met], roll.target_hidden.shape[1]),
+        draft_hidden=_stacked([m.draft_hidden for m in roll.met], roll.draft_width),
+        target_hidden=_stacked([m.target_hidden for m in roll.met], roll.target_hidden.shape[1]),
         continuation_answers=labels.continuation_answers,
         critical=labels.critical,
         num_rounds=roll.num_rounds,
@@ -256,6 +252,11 @@ def capture_rollout(
         off_reference=off,
         local_critical=local,
     )
+
+
+def _stacked(rows: list[FloatArray], width: int) -> FloatArray:
+    """``rows`` as one float32 array (``width`` columns when there are none)."""
+    return np.stack(rows).astype(np.float32) if rows else np.zeros((0, width), np.float32)
 
 
 def _label_rows(
