@@ -63,19 +63,73 @@ class ForwardItem:
         return len(self.new_token_ids) - len(self.tree_parents or ())
 
 
+class LogitRows(Protocol):
+    """One item's logit rows (``num_logits`` × V), kept where the backend computed them.
+
+    A verdict takes from them only what it needs: a greedy verdict the argmax of each row
+    (a few integers, even when the rows sit on a GPU), a sampled one the rows themselves
+    (copied to the host once, as float32)."""
+
+    @property
+    def num_rows(self) -> int: ...
+
+    def argmax(self) -> tuple[int, ...]:
+        """Each row's argmax (the first index of its maximum)."""
+        ...
+
+    def host(self) -> npt.NDArray[np.float32]:
+        """The rows on the host, float32 (the same array on every call)."""
+        ...
+
+    def own(self) -> LogitRows:
+        """These rows holding no reference to the rest of their batch (what a pass kept
+        across calls holds: a view would keep the whole batch's rows alive)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class HostRows:
+    """:class:`LogitRows` already on the host (a backend computing on the CPU, a test)."""
+
+    rows: npt.NDArray[np.float32]
+
+    def __post_init__(self) -> None:
+        if self.rows.ndim != 2:
+            raise ValueError(f"logit rows must be 2-D (rows × vocabulary), got {self.rows.shape}")
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.rows.shape[0])
+
+    def argmax(self) -> tuple[int, ...]:
+        return tuple(int(t) for t in np.argmax(self.rows, axis=-1))
+
+    def host(self) -> npt.NDArray[np.float32]:
+        return self.rows
+
+    def own(self) -> HostRows:
+        return HostRows(self.rows.copy()) if self.rows.base is not None else self
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class ForwardOutput:
-    """Logits (``num_logits`` × V, float32) and the extended KV state
-    (covering ``kv_len + len(new_token_ids)`` tokens).
+    """The item's logit rows (``num_logits`` × V, :class:`LogitRows`) and the extended KV
+    state (covering ``kv_len + len(new_token_ids)`` tokens).
 
     ``hidden``: when the item had ``want_hidden``, the target's last-layer hidden states
     (the LM head's input, after the final norm) of EVERY new token of the item,
     ``len(new_token_ids)`` × hidden_size float32; otherwise ``None``.
     """
 
-    logits: npt.NDArray[np.float32]
+    rows: LogitRows
     kv: KVState
     hidden: npt.NDArray[np.float32] | None = None
+
+    @property
+    def logits(self) -> npt.NDArray[np.float32]:
+        """The rows on the host (float32): what a caller that needs every value reads; a
+        greedy verdict asks ``rows.argmax()`` and leaves them where they are."""
+        return self.rows.host()
 
 
 @runtime_checkable

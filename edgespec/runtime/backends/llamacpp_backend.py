@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, HostRows
 from edgespec.runtime.backends.exactness import InexactBackendError, exactness_problem
 from edgespec.runtime.backends.llamacpp_context import (
     Entry,
@@ -231,7 +231,8 @@ class LlamaCppTarget:
                 rows = np.concatenate([rows, tree_rows])
             kv = LlamaKV(slot, length, tail)
             slot.length = kv.cells
-            results.append(ForwardOutput(rows[len(rows) - item.num_logits :].copy(), kv, hidden))
+            own = rows[len(rows) - item.num_logits :].copy()
+            results.append(ForwardOutput(HostRows(own), kv, hidden))
             row += count
         return results
 

@@ -42,6 +42,7 @@ from edgespec.runtime.backends.batch_invariant import (
     make_batch_invariant,
     on_padded_rows,
 )
+from edgespec.runtime.backends.device_rows import device_rows
 from edgespec.runtime.backends.exactness import (
     InexactBackendError,
     Inexactness,
@@ -71,7 +72,7 @@ def eos_ids(model: Any) -> frozenset[int]:
 def _with_hidden_head(out: ForwardOutput, head: npt.NDArray[np.float32]) -> ForwardOutput:
     """``out`` with the hidden rows of the chunk-prefilled head in front of its own."""
     assert out.hidden is not None
-    return ForwardOutput(out.logits, out.kv, np.concatenate([head, out.hidden]))
+    return ForwardOutput(out.rows, out.kv, np.concatenate([head, out.hidden]))
 
 
 class TransformersTarget:
@@ -223,13 +224,13 @@ class TransformersTarget:
             out = self._model.model(**inputs)
             hidden = out.last_hidden_state
             last = hidden[:, -keep:]
-            head = self._head_logits(last) if weight is None else self._blocked(last, weight)
-            logits = head.float().cpu()
+            logits = self._head_logits(last) if weight is None else self._blocked(last, weight)
         else:
             out = self._model(**inputs, logits_to_keep=keep)
-            logits = out.logits[:, -keep:].float().cpu()
-        if torch.isnan(logits).any():  # padding must never leak into a real row
+            logits = out.logits[:, -keep:]
+        if bool(torch.isnan(logits).any()):  # padding must never leak into a real row
             raise RuntimeError("NaN logits in a batched forward pass")
+        rows = device_rows(logits, [item.num_logits for item in items])
         layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         results = []
         for row, item in enumerate(items):
@@ -241,12 +242,11 @@ class TransformersTarget:
                 max_prefix,
                 batch,
             )
-            rows = logits[row, keep - item.num_logits :].numpy().astype(np.float32)
             states = None
             if item.want_hidden and hidden is not None:  # the real new tokens end the row
                 real = hidden[row, max_new - len(item.new_token_ids) :]
                 states = real.float().cpu().numpy().astype(np.float32)  # a copy, not a view
-            results.append(ForwardOutput(logits=rows, kv=kv, hidden=states))
+            results.append(ForwardOutput(rows[row], kv, states))
         return results
 
     @torch.inference_mode()

@@ -6,8 +6,10 @@ to the longest common prefix with the new context, forwards only the context tok
 cached, then γ − 1 single-token steps, each through the model's own forward (one sequence,
 no padding, so no explicit masks). For a :class:`~edgespec.models.trimmed.TrimmedVocabDraft`
 it runs the trimmed head only (K logits instead of the target's 262k) and maps the choice
-back to target ids; for any other causal LM it uses the full logits. The draft's logits are
-kept, so traces can record per-position draft-logit features.
+back to target ids; for any other causal LM it uses the full logits. The draft's logits stay
+on its device (a greedy token is their argmax there); they are copied to the host only when
+read (``last_logits``: traces record per-position draft-logit features from them), or when
+sampling or a stop predictor needs the row's values.
 
 Both can end a block at a stop predictor's first predicted rejection
 (:meth:`TransformersDraft.propose_until_stop`): after each draft forward the predictor sees
@@ -39,7 +41,8 @@ from edgespec.runtime.sampling import draft_sample, logits_to_probs
 
 class TransformersDraft:
     """Draft backend over a HF-style causal LM; ``last_logits`` holds the previous call's
-    γ × V' logits (V' = K for trimmed drafts, the full vocabulary otherwise)."""
+    γ × V' logits (V' = K for trimmed drafts, the full vocabulary otherwise), copied from
+    the device when first read."""
 
     def __init__(self, model: Any) -> None:
         self._model = model
@@ -47,9 +50,25 @@ class TransformersDraft:
         self._device = next(model.parameters()).device
         self._cache: Any = None
         self._cached: list[int] = []
-        self.last_logits: npt.NDArray[np.float32] | None = None
+        self._rows: list[torch.Tensor] = []  # the previous call's logit rows, on the device
+        self._last_logits: npt.NDArray[np.float32] | None = None
         self._hidden_hook: Any = None  # the base model's forward hook, while returning hidden
         self._last_hidden: npt.NDArray[np.float32] | None = None
+
+    @property
+    def last_logits(self) -> npt.NDArray[np.float32] | None:
+        """The previous call's logit rows (γ × V', float32, on the host)."""
+        if self._last_logits is None and self._rows:
+            self._last_logits = torch.stack(self._rows).float().cpu().numpy()
+        return self._last_logits
+
+    @last_logits.setter
+    def last_logits(self, rows: npt.NDArray[np.float32] | None) -> None:
+        self._rows, self._last_logits = [], rows
+
+    def _keep_rows(self, rows: list[torch.Tensor]) -> None:
+        """This call's logit rows, left on the device until ``last_logits`` is read."""
+        self._rows, self._last_logits = rows, None
 
     def hidden_problem(self) -> str | None:
         if type(self).propose is TransformersDraft.propose:
@@ -91,7 +110,7 @@ class TransformersDraft:
 
     def _step(self, new_ids: Sequence[int]) -> torch.Tensor:
         """Forward ``new_ids`` on top of the cache; the draft's logits after the last one
-        (float32, on the CPU)."""
+        (float32, on the model's device)."""
         from transformers import DynamicCache
 
         if self._cache is None:
@@ -105,7 +124,7 @@ class TransformersDraft:
             out = self._model(input_ids=ids, past_key_values=self._cache, use_cache=True)
             logits, self._cache = out.logits[:, -1:], out.past_key_values
         self._cached.extend(int(t) for t in new_ids)
-        row: torch.Tensor = logits[0, -1].float().cpu()
+        row: torch.Tensor = logits[0, -1].to(torch.float32, copy=True)  # not a view of them all
         return row
 
     def _to_target(self, index: int) -> int:
@@ -118,7 +137,7 @@ class TransformersDraft:
     ) -> tuple[int, npt.NDArray[np.float32]]:
         """A token drawn from the draft's distribution and that distribution (q, over the
         target's whole vocabulary, float32)."""
-        probs = logits_to_probs(row.numpy()[None, :], temperature)[0]
+        probs = logits_to_probs(row.cpu().numpy()[None, :], temperature)[0]
         if not self._trimmed:
             return draft_sample(probs, rng, probs.shape[0])
         every = torch.arange(row.shape[0], device=self._device)
@@ -179,13 +198,13 @@ class TransformersDraft:
         seq = list(context)
         tokens: list[int] = []
         rows: list[npt.NDArray[np.float32]] = []
-        logit_rows: list[npt.NDArray[np.float32]] = []
+        logit_rows: list[torch.Tensor] = []
         hidden: list[npt.NDArray[np.float32]] = []
         for _ in range(gamma):
             self._last_hidden = None
             row = self._step(pending)
-            logit_rows.append(row.numpy().astype(np.float32))
-            if stop is not None and not checked_keep_mask(stop, stop_features(logit_rows[-1]))[0]:
+            logit_rows.append(row)
+            if stop is not None and not _kept(stop, row):
                 break
             token, probs = self._next(seq, row, temperature, rng)
             if probs is not None:
@@ -195,13 +214,20 @@ class TransformersDraft:
             tokens.append(token)
             seq.append(token)
             pending = (token,)
-        self.last_logits = np.stack(logit_rows)
+        self._keep_rows(logit_rows)
         return DraftProposal(
             token_ids=tuple(tokens),
             probs=np.stack(rows) if rows else None,
             num_passes=None if stop is None else len(logit_rows),
             hidden=np.stack(hidden) if hidden and len(hidden) == len(tokens) else None,
         )
+
+
+def _kept(stop: DraftStopPolicy, row: torch.Tensor) -> bool:
+    """Whether ``stop`` keeps the token drafted from logit ``row`` (its features need the
+    row's values on the host)."""
+    features = stop_features(row.cpu().numpy().astype(np.float32))
+    return bool(checked_keep_mask(stop, features)[0])
 
 
 class HybridDraft(TransformersDraft):

@@ -80,7 +80,7 @@ class TreeDraft(HybridDraft):
         if not context:
             raise ValueError("draft context must hold at least one token")
         root_row = self._step(self._sync(context))
-        self.last_logits = root_row.numpy().astype(np.float32)[None, :]
+        self._keep_rows([root_row])
         base = len(self._cached)
         nodes: list[_Node] = []
         frontier: list[tuple[int, torch.Tensor]] = [(-1, root_row)]

@@ -100,7 +100,7 @@ class BatchedDraftModel:
             for i, new, out in zip(rows, pending, outputs, strict=True):
                 states[i].kv = out.kv
                 states[i].cached.extend(new)
-                blocks[i].append(self._target_id(int(np.argmax(out.logits[-1]))))
+                blocks[i].append(self._target_id(out.rows.argmax()[-1]))
         return [tuple(block) for block in blocks]
 
     def _pending(self, state: DraftState, seq: tuple[int, ...], fresh: bool) -> tuple[int, ...]:

@@ -233,7 +233,7 @@ class VerificationEngine(SessionTable):
     ) -> VerifyOutcome:
         sampling, draft = s.spec.sampling, call.draft_token_ids
         if judged is None:
-            judged = s.rule.verdict(call, sampling, out.logits, s.rng)
+            judged = s.rule.verdict(call, sampling, out.rows, s.rng)
         result, path = judged.result, judged.path
         budget = sampling.max_new_tokens - s.num_output_tokens
         committed = cut_committed(result.committed_token_ids, budget, self.backend.eos_token_ids)

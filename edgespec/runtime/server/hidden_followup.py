@@ -18,7 +18,7 @@ expires.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -76,10 +76,11 @@ def judge_pass(
     """The rule's verdict on a forward pass (``rows``: :func:`logit_hidden_rows`), or the
     pass kept until the client sends the draft hidden states the rule asked for. Raises
     what the rule raises."""
-    judged = rule.verdict_hidden(call, sampling, out.logits, rows)
+    judged = rule.verdict_hidden(call, sampling, out.rows, rows)
     if isinstance(judged, Verdict):
         return judged
-    return PendingHidden(call, item, out, rows, judged.positions)
+    kept = replace(out, rows=out.rows.own())  # not the whole batch's rows
+    return PendingHidden(call, item, kept, rows, judged.positions)
 
 
 def decide_followup(
@@ -93,7 +94,7 @@ def decide_followup(
     ``INTERNAL`` error when the rule (served as ``rule_name``) asks again. Raises what the
     rule raises."""
     judged = rule.verdict_hidden(
-        pending.call, sampling, pending.out.logits, pending.target_hidden, call
+        pending.call, sampling, pending.out.rows, pending.target_hidden, call
     )
     if isinstance(judged, Verdict):
         return judged
@@ -107,14 +108,14 @@ def decide_followup(
 def waiting_outcome(pending: PendingHidden) -> VerifyOutcome:
     """The outcome of a verification waiting for hidden states: nothing committed; its
     result is the greedy prefix before the first position asked about."""
-    call, logits, positions = pending.call, pending.out.logits, pending.positions
+    call, logits, positions = pending.call, pending.out.rows, pending.positions
     draft = call.draft_token_ids
     first = positions[0] if positions else len(draft)
     result = VerifyResult(
         num_drafted=len(draft),
         num_accepted=first,
         first_rejection=first if first < len(draft) else None,
-        extra_token=int(np.argmax(logits[first])),
+        extra_token=logits.argmax()[first],
         accepted_token_ids=tuple(draft[:first]),
     )
     num_forwarded, kv_len = len(pending.item.new_token_ids), pending.item.kv_len

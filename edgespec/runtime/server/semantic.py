@@ -35,6 +35,7 @@ import numpy.typing as npt
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 from edgespec.policies.semantic.csi import NUM_CSI_FEATURES, ChannelState, csi_features
 from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead, load_head
+from edgespec.runtime.backends.base import LogitRows
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall
 from edgespec.runtime.server.verification import (
@@ -211,7 +212,7 @@ class SemanticRule:
         self,
         call: VerifyCall,
         sampling: SamplingParams,
-        logits: npt.NDArray[np.float32],
+        logits: LogitRows,
         rng: np.random.Generator,
     ) -> Verdict:
         raise TypeError("semantic verification needs the target's hidden states: verdict_hidden")
@@ -220,13 +221,13 @@ class SemanticRule:
         self,
         call: VerifyCall,
         sampling: SamplingParams,
-        logits: npt.NDArray[np.float32],
+        logits: LogitRows,
         target_hidden: npt.NDArray[np.float32],
         followup: VerifyCall | None = None,
     ) -> Verdict | HiddenStatesNeeded:
         draft = call.draft_token_ids
         k = len(draft)
-        argmax = [int(t) for t in np.argmax(logits, axis=-1)]
+        argmax = list(logits.argmax())
         mismatches = [j for j in range(k) if draft[j] != argmax[j]]
         if not mismatches or self.threshold == 0:  # T = 0 rejects every mismatch
             return _verdict(draft, argmax, mismatches[0] if mismatches else k, 0)

@@ -14,9 +14,11 @@ session's rule at two points of every verification:
    take (``call.payloads``: named per-token arrays, e.g. channel state for a semantic
    rule).
 2. ``verdict(call, sampling, logits, rng)`` once, after the batched forward pass:
-   ``logits`` holds the K + 1 target rows of the call's K draft tokens (for a token tree,
-   the root's row then one row per node); ``rng`` is the session's own generator. It
-   returns the :class:`Verdict`.
+   ``logits`` (:class:`~edgespec.runtime.backends.base.LogitRows`) holds the K + 1 target
+   rows of the call's K draft tokens (for a token tree, the root's row then one row per
+   node), left on the backend's device: a rule takes ``logits.argmax()`` when that is all
+   it needs, ``logits.host()`` only when it needs the values; ``rng`` is the session's
+   own generator. It returns the :class:`Verdict`.
 
 :class:`ExactRule` (``"exact"``) is lossless: greedy chains and token trees by argmax,
 sampled chains by speculative sampling. A lossy rule is served only under its own name,
@@ -48,6 +50,7 @@ import numpy.typing as npt
 
 from edgespec.core.speculative import greedy_verify, greedy_verify_tree, stochastic_verify
 from edgespec.core.types import SamplingParams, VerifyResult
+from edgespec.runtime.backends.base import LogitRows
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.sampling import logits_to_probs
@@ -88,7 +91,7 @@ class VerificationRule(Protocol):
         self,
         call: VerifyCall,
         sampling: SamplingParams,
-        logits: npt.NDArray[np.float32],
+        logits: LogitRows,
         rng: np.random.Generator,
     ) -> Verdict: ...
 
@@ -124,7 +127,7 @@ class HiddenStateRule(VerificationRule, Protocol):
         self,
         call: VerifyCall,
         sampling: SamplingParams,
-        logits: npt.NDArray[np.float32],
+        logits: LogitRows,
         target_hidden: npt.NDArray[np.float32],
         followup: VerifyCall | None = None,
     ) -> Verdict | HiddenStatesNeeded:
@@ -192,17 +195,16 @@ class ExactRule:
         self,
         call: VerifyCall,
         sampling: SamplingParams,
-        logits: npt.NDArray[np.float32],
+        logits: LogitRows,
         rng: np.random.Generator,
     ) -> Verdict:
         draft = call.draft_token_ids
         if call.draft_parents is not None:
-            argmax = [int(t) for t in np.argmax(logits, axis=-1)]
-            result, path = greedy_verify_tree(draft, call.draft_parents, argmax)
+            result, path = greedy_verify_tree(draft, call.draft_parents, list(logits.argmax()))
             return Verdict(result, path)
         if sampling.greedy:
-            return Verdict(greedy_verify(draft, [int(t) for t in np.argmax(logits, axis=-1)]))
-        probs = logits_to_probs(logits, sampling.temperature, sampling.top_p)
+            return Verdict(greedy_verify(draft, list(logits.argmax())))
+        probs = logits_to_probs(logits.host(), sampling.temperature, sampling.top_p)
         q = np.zeros((0, probs.shape[1])) if call.draft_probs is None else call.draft_probs
         return Verdict(stochastic_verify(draft, q, probs, rng))
 

@@ -12,8 +12,6 @@ import time
 import uuid
 from collections.abc import Sequence
 
-import numpy as np
-
 from edgespec.core.types import SamplingParams
 from edgespec.policies.interfaces import WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
@@ -83,7 +81,7 @@ def target_greedy_decode(
     while len(output) < max_new_tokens:
         out = target.forward([ForwardItem(kv, kv_len, pending, 1)])[0]
         kv, kv_len = out.kv, kv_len + len(pending)
-        token = int(np.argmax(out.logits[0]))
+        token = out.rows.argmax()[0]
         output.append(token)
         if token in target.eos_token_ids:
             break

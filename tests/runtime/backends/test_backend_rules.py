@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams
+from edgespec.runtime.backends.base import HostRows
 from edgespec.runtime.backends.ngram import NgramDrafter, suffix_match_next
 from edgespec.runtime.backends.padding import MAX_WASTE, SLACK_TOKENS, padding_ok, pass_groups
 from edgespec.runtime.errors import RequestError
@@ -69,7 +70,7 @@ def test_a_sampled_empty_block_needs_no_draft_distribution() -> None:
     ExactRule().check(call, SAMPLED, 8)
     logits = np.full((1, 8), -30.0, dtype=np.float32)
     logits[0, 5] = 30.0  # all the mass on token 5
-    verdict = ExactRule().verdict(call, SAMPLED, logits, np.random.default_rng(0))
+    verdict = ExactRule().verdict(call, SAMPLED, HostRows(logits), np.random.default_rng(0))
     assert verdict.result.committed_token_ids == (5,)
     assert verdict.result.num_accepted == 0
     assert verdict.path is None

@@ -20,7 +20,7 @@ pytest.importorskip("gguf", reason="the tiny test model is written with the gguf
 from edgespec.errors import UserInputError
 from edgespec.models.registry import ModelNotFoundError
 from edgespec.runtime.backends import llamacpp_backend
-from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, HostRows
 from edgespec.runtime.backends.exactness import (
     InexactBackendError,
     Inexactness,
@@ -73,7 +73,7 @@ class _Skewed:
         outs = self.inner.forward(items)
         if len(items) == 1 and len(items[0].new_token_ids) == 1:
             return outs
-        return [ForwardOutput(o.logits + self._bump(o.logits), o.kv) for o in outs]
+        return [ForwardOutput(HostRows(o.logits + self._bump(o.logits)), o.kv) for o in outs]
 
     def _bump(self, logits: np.ndarray) -> np.ndarray:
         bump = np.zeros_like(logits)

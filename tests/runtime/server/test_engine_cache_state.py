@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams
-from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, HostRows
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine import VerificationEngine
@@ -49,7 +49,7 @@ class SuccessorTarget:
                 if item.want_hidden
                 else None
             )
-            outputs.append(ForwardOutput(logits, (*prefix, *new), hidden))
+            outputs.append(ForwardOutput(HostRows(logits), (*prefix, *new), hidden))
         return outputs
 
     def crop(self, kv: tuple[int, ...], num_tokens: int) -> tuple[int, ...]:

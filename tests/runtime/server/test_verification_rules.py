@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 import pytest
 
 from edgespec.core.types import SamplingParams, VerifyResult
+from edgespec.runtime.backends.base import LogitRows
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
@@ -41,14 +41,14 @@ class AcceptWhereChannelIsGood:
         self,
         call: VerifyCall,
         sampling: SamplingParams,
-        logits: npt.NDArray[np.float32],
+        logits: LogitRows,
         rng: np.random.Generator,
     ) -> Verdict:
         snr = call.payloads["snr_db"]
         n = next((i for i, v in enumerate(snr) if v < 10), len(snr))
         accepted = call.draft_token_ids[:n]
         rejection = n if n < len(snr) else None
-        return Verdict(VerifyResult(len(snr), n, rejection, int(np.argmax(logits[n])), accepted))
+        return Verdict(VerifyResult(len(snr), n, rejection, logits.argmax()[n], accepted))
 
 
 RULES = {**EXACT_RULES, "snr": AcceptWhereChannelIsGood()}
