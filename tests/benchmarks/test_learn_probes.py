@@ -4,8 +4,6 @@ run here (they load Gemma 3 270M)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -13,18 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgespec.learn.traces.records import replay_accepted_lengths
+from tests.benchmarks.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(name: str) -> ModuleType:
-    path = ROOT / "benchmarks" / "probes" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # tree_bound imports hybrid_rules by this name
-    spec.loader.exec_module(module)
-    return module
+    return load_script(f"probes/{name}.py", name)  # tree_bound imports hybrid_rules by name
 
 
 HYBRID = _load("hybrid_rules")

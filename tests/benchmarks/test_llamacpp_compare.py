@@ -3,26 +3,16 @@ head-row term recovers them and predicts the held-out points; Eq. 19 alone canno
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
 from edgespec.policies.estimator import BatchShape
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "llamacpp_compare.py"
+from tests.benchmarks.scripts import load_script
 
 
 def _script() -> ModuleType:
-    """The script as a module of its own (benchmarks/ is no package)."""
-    spec = importlib.util.spec_from_file_location("llamacpp_compare_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("llamacpp_compare.py", "llamacpp_compare_script")
 
 
 def test_the_head_row_term_recovers_known_costs() -> None:

@@ -4,21 +4,13 @@ starts), and the count's arithmetic."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "module_path.py"
+from tests.benchmarks.scripts import load_script
 
 
 def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("module_path", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["module_path"] = module  # its dataclass looks its module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("module_path.py", "module_path")
 
 
 MODULE_PATH = _load()

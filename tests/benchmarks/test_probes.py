@@ -10,16 +10,16 @@ CPU), and their numbers are measurements of the machine, not results to assert.
 from __future__ import annotations
 
 import heapq
-import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests.benchmarks.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = sorted((ROOT / "benchmarks" / "probes").glob("*.c"))
@@ -63,13 +63,7 @@ def test_probe_is_quoted_with_its_build_command(probe: Path) -> None:
 
 
 def _python_probe() -> ModuleType:
-    path = ROOT / "benchmarks" / "probes" / "fleet_core.py"
-    spec = importlib.util.spec_from_file_location("fleet_core_probe", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclass-free, but annotations resolve by module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("probes/fleet_core.py", "fleet_core_probe")
 
 
 PROBE = _python_probe()

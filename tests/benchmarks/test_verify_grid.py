@@ -4,10 +4,8 @@ the H200 estimate and the flags."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -15,18 +13,11 @@ import pytest
 
 from edgespec.hardware.presets import load_architecture
 from edgespec.policies.estimator import BatchShape
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "verify_grid.py"
+from tests.benchmarks.scripts import load_script
 
 
 def _script() -> ModuleType:
-    """The script as a module of its own (benchmarks/ is no package)."""
-    spec = importlib.util.spec_from_file_location("verify_grid_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("verify_grid.py", "verify_grid_script")
 
 
 GRID = _script()
