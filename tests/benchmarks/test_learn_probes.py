@@ -4,7 +4,6 @@ run here (they load Gemma 3 270M)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import ModuleType
 
 from hypothesis import given, settings
@@ -12,8 +11,6 @@ from hypothesis import strategies as st
 
 from edgespec.learn.traces.records import replay_accepted_lengths
 from tests.benchmarks.scripts import load_script
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(name: str) -> ModuleType:
