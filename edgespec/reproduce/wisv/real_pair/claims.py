@@ -31,6 +31,7 @@ from edgespec.reproduce.wisv.real_pair.verdicts import (
     SHAPE_SLACK,
     TARGET_ONLY,
     answer_slack,
+    channel_reason,
     channels_of,
     chosen_threshold,
     curve,
@@ -179,6 +180,7 @@ def _poor_aal_row(results: dict[str, Any]) -> list[ClaimRow]:
         "Table I: 20 Mbps > 500 Mbps at every window (7.805 vs 7.478 at 10)",
         "poor − good: " + ", ".join(f"T{t} {d:+.2f}" for t, d in diffs),
         "poor ≥ good at every 0 < T < 16", all(d >= 0 for _, d in diffs), None,
+        reason=channel_reason(results, middle),
     )]  # fmt: skip
 
 

@@ -94,6 +94,30 @@ def pair_reason(results: dict[str, Any]) -> Reason | None:
     )
 
 
+CHANNEL_BLIND = 0.02
+"""A head whose held-out reject shares on the two channels differ by at most this at every
+threshold judged barely reads the channel."""
+
+
+def channel_reason(results: dict[str, Any], thresholds: Sequence[int]) -> Reason | None:
+    """Why the two channels' runs differ only by chance: the shipped head's held-out reject
+    shares on them are within :data:`CHANNEL_BLIND` at every T of ``thresholds`` (``None``
+    when they are not, or the results do not carry them)."""
+    share = results.get("head", {}).get("reject_share")
+    if not share or not thresholds:
+        return None
+    gap = max(abs(share["poor"][t] - share["good"][t]) for t in thresholds)
+    if gap > CHANNEL_BLIND:
+        return None
+    return Reason(
+        Cause.MODELLING,
+        "the shipped head barely reads the channel (base labels do not depend on it): its "
+        f"held-out reject shares on the poor and the good channel differ by at most {gap:.3f} "
+        f"at T = {', '.join(str(t) for t in thresholds)}, so the channels' runs differ by "
+        "which answers end where, not by the channel",
+    )
+
+
 PATH_FLOOR = 0.5
 """Agreement at or below this: most answers already differ from target-only."""
 

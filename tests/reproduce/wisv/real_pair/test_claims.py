@@ -171,6 +171,21 @@ def test_a_good_channel_more_permissive_than_the_poor_one_misses() -> None:
     assert row.outcome is Outcome.MISS and row.direction_ok is False
 
 
+def test_a_channel_blind_head_names_itself_when_poor_is_not_above_good() -> None:
+    """The keep-critical head's reject shares are the same on both channels within 0.006:
+    the poor channel's AAL below the good one's is then put down to the head; a head that
+    reads the channel (shares 0.26 vs 0.7) leaves the cause unknown."""
+    aal = {"poor": PAPER_AAL["good"], "good": PAPER_AAL["poor"]}
+    blind = {
+        "reject_share": {"poor": [1.0] + [0.6] * 15 + [0.0], "good": [1.0] + [0.606] * 15 + [0.0]}
+    }
+    row = _by_what(v5_rows(results(aal=aal, head=blind)), "AAL on the poor channel")[0]
+    assert row.outcome is Outcome.MISS and row.cause is Cause.MODELLING
+    assert "differ by at most 0.006 at T = 4, 8, 12, 14" in row.why
+    reading = _by_what(v5_rows(results(aal=aal, head=SHIPPED_HEAD)), "AAL on the poor channel")
+    assert reading[0].reason is None
+
+
 def test_shape_checks_allow_one_answer_or_five_percent_against_the_direction() -> None:
     assert falls([1.0, 1.0, 0.95], 0.05, relative=False)
     assert falls([1.0, 0.9, 0.95, 0.5], 0.05, relative=False)  # up by one answer
