@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-PROMPTS = Path(__file__).resolve().parents[2] / "shared/data/prompts/gsm8k_test.jsonl"
 NUM_SESSIONS, GAMMA, MAX_NEW_TOKENS = 4, 4, 48
 
 
@@ -69,13 +68,14 @@ def child(repeats: int) -> dict[str, Any]:
     """This process's version: ``repeats`` timed runs after a warm-up."""
     import torch
 
+    from edgespec.datasets.prompts import prompt_dir
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
     torch.set_num_threads(1)
     loaded = load_model("gemma3-270m", num_threads=1)
     target = TransformersTarget(loaded.model, check_masks=False)  # the probes are not timed
-    lines = PROMPTS.read_text().splitlines()[:NUM_SESSIONS]
+    lines = (prompt_dir() / "gsm8k_test.jsonl").read_text().splitlines()[:NUM_SESSIONS]
     prompts = [tuple(loaded.tokenizer(json.loads(line)["prompt"])["input_ids"]) for line in lines]
     _one_run(target, prompts)
     runs = [_one_run(target, prompts) for _ in range(repeats)]
