@@ -27,7 +27,7 @@ def test_every_reproduction_is_registered_in_one_shape() -> None:
     group = next(a for a in reproduce._actions if isinstance(a, argparse._SubParsersAction))
     assert list(group.choices) == list(PAPERS)
     commands = {n for n, p in PAPERS.items() if p.command}
-    assert commands == {"wisp-serving", "wisp-estimator", "dsd-real-pair"}
+    assert commands == {"wisp-serving", "wisp-estimator", "dsd-real-pair", "wisv-heldout"}
     with pytest.raises(ValueError, match="either claims or a command of its own"):
         Reproduction("neither")
 

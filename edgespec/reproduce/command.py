@@ -94,7 +94,7 @@ PAPERS: dict[str, Reproduction] = {
     ),
     "wisv-heldout": Reproduction(
         "WISV's shipped default on the real pair: held-out answers and speed vs exact SD",
-        claims="edgespec.reproduce.wisv.real_pair.heldout",
+        command="edgespec.reproduce.wisv.real_pair.heldout_command",
     ),
 }
 """Every reproduction by name, in the order ``edgespec reproduce --help`` lists them."""

@@ -16,6 +16,12 @@ threshold and channel, agreement, token-identical share, tokens/s and its ratio 
 SD's on the same prompts (*speed-up*), rounds per answer. ``DIR/gemma3-270m-agreement.json``
 is the file :mod:`edgespec.policies.semantic.agreement` reads (the bundled copy is
 ``edgespec/data/wisv/``).
+
+``--head H.json`` runs another head in place of the shipped one (a candidate: T = 0 does
+not read it, so its exact-SD rows equal the shipped head's), ``--prompts N`` the first N
+prompts only, ``--lossy-prompts N`` the thresholds above 0 on the first N. Every record
+names its head (file and SHA-256), and a run into a folder holding another head's records
+stops and names both.
 """
 
 from __future__ import annotations
@@ -29,11 +35,36 @@ if TYPE_CHECKING:  # the models' modules load only for a run, not for a summary
     from edgespec.reproduce.wisv.real_pair.answers import AnswerRun, Pair, PromptCase
 
 
-def _done(path: Path) -> dict[int, dict[str, Any]]:
+def _done(path: Path, head: dict[str, str] | None = None) -> dict[int, dict[str, Any]]:
+    """The records in ``path`` by prompt; with ``head``, a
+    :class:`~edgespec.errors.UserInputError` when one was made with another head (a record
+    naming none was made with the shipped head)."""
     if not path.is_file():
         return {}
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if head is not None:
+        shipped = head_identity(None)["sha256"]
+        other = next((r for r in lines if r.get("head", {}).get("sha256", shipped) !=
+                      head["sha256"]), None)  # fmt: skip
+        if other is not None:
+            from edgespec.errors import UserInputError
+
+            theirs = other.get("head", {}).get("file", "the shipped head")
+            raise UserInputError(
+                f"{path} holds prompt {other['prompt']} run with {theirs}, not {head['file']}: "
+                "choose another --out for another head"
+            )
     return {int(r["prompt"]): r for r in lines}
+
+
+def head_identity(head: Path | None) -> dict[str, str]:
+    """The head a record was made with: its file and SHA-256 (``None``: the shipped one)."""
+    import hashlib
+
+    from edgespec.reproduce.wisv.real_pair.report import shipped_head_path
+
+    path = head or shipped_head_path()
+    return {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
 def prompt_record(
@@ -149,10 +180,15 @@ QUICK: tuple[int, tuple[int, ...], int | None] = (2, (12,), None)
 
 
 def run(
-    out: Path, prompts: int, thresholds: Sequence[int], lossy_prompts: int | None = None
+    out: Path,
+    prompts: int,
+    thresholds: Sequence[int],
+    lossy_prompts: int | None = None,
+    head: Path | None = None,
 ) -> list[dict[str, Any]]:
-    """Run (or continue) the check into ``out``; the summary rows of :func:`table`. The
-    thresholds above 0 run on the first ``lossy_prompts`` prompts only (all when None)."""
+    """Run (or continue) the check into ``out`` with ``head`` (``None``: the shipped one);
+    the summary rows of :func:`table`. The thresholds above 0 run on the first
+    ``lossy_prompts`` prompts only (all when None)."""
     from edgespec.reproduce.wisv.real_pair.answers import target_only
     from edgespec.reproduce.wisv.real_pair.report import load_real_pair
     from edgespec.reproduce.wisv.real_pair.runs import Plan
@@ -162,10 +198,11 @@ def run(
     import torch
 
     torch.set_num_threads(1)
-    done = _done(out)
+    identity = head_identity(head)
+    done = _done(out, identity)
     if len(done) >= prompts:  # nothing left to run: no models to load
         return table(list(done.values()))
-    pair, encoded, _ = load_real_pair(plan)
+    pair, encoded, _ = load_real_pair(plan, head)
     out.parent.mkdir(parents=True, exist_ok=True)
     for position, (index, ids) in enumerate(encoded):
         if index in done:
@@ -174,6 +211,7 @@ def run(
         case = target_only(pair, [(index, ids)], plan.max_new_tokens, lambda _: None)[0]
         at = plan.thresholds if lossy else (0,)
         record = prompt_record(pair, case, at, plan.v5_window, plan.max_new_tokens)
+        record["head"] = identity
         with out.open("a") as fh:
             fh.write(json.dumps(record) + "\n")
         done[index] = record
@@ -181,31 +219,43 @@ def run(
     return table(list(done.values()))
 
 
-def _report(command: str, text: str, default: int) -> str:
+def _report(command: str, text: str, default: int, head: Path | None) -> str:
+    which = "the shipped head" if head is None else f"the head {head}"
     return (
         "# WISV's shipped default: held-out agreement and speed (Gemma 3 270M pair)\n\n"
-        f"`{command}`\n\n{text}\n\nShipped default: T = {default}, the largest measured "
-        "threshold whose agreement is at least 95% on both channels.\n"
+        f"`{command}`\n\nWith {which}.\n\n{text}\n\nDefault for this head: T = {default}, "
+        "the largest measured threshold whose agreement is at least 95% on both channels.\n"
     )
 
 
-def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
+def reproduce(
+    out: Path,
+    *,
+    quick: bool,
+    command: str,
+    head: Path | None = None,
+    prompts: int | None = None,
+    lossy_prompts: int | None = None,
+) -> list[Any]:
     """``edgespec reproduce wisv-heldout``: run (or continue) the check into
-    ``out/heldout.jsonl`` (:data:`FULL` or :data:`QUICK`), write ``out/REPORT.md`` and the
-    agreement file ``out/gemma3-270m-agreement.json``, print the table; the summary rows.
-    ``workers`` and ``progress`` are not used (one process, a line per prompt)."""
+    ``out/heldout.jsonl`` (:data:`FULL` or :data:`QUICK`; ``prompts``: the first that many
+    of them; ``lossy_prompts``: the thresholds above 0 on the first that many) with ``head``
+    (``None``: the shipped one), write ``out/REPORT.md`` and the
+    agreement file ``out/gemma3-270m-agreement.json``, print the table; the summary rows."""
     from edgespec.policies.semantic.agreement import AGREEMENT_FILE, AgreementTable
 
-    prompts, thresholds, lossy = QUICK if quick else FULL
+    count, thresholds, lossy = QUICK if quick else FULL
+    count = count if prompts is None else min(prompts, count)
+    lossy = lossy if lossy_prompts is None else lossy_prompts
     out.mkdir(parents=True, exist_ok=True)
-    run(out / "heldout.jsonl", prompts, thresholds, lossy)
+    run(out / "heldout.jsonl", count, thresholds, lossy, head)
     records = list(_done(out / "heldout.jsonl").values())
     rows = table(records)
     text = markdown(rows, target_only_rate(records))
     data = agreement_json(rows, command)
     default = AgreementTable.from_json(data, AGREEMENT_FILE).default_threshold
     (out / AGREEMENT_FILE).write_text(json.dumps(data, indent=1) + "\n")
-    (out / "REPORT.md").write_text(_report(command, text, default))
+    (out / "REPORT.md").write_text(_report(command, text, default, head))
     print(text)
-    print(f"shipped default: T = {default}; report: {out / 'REPORT.md'}")
+    print(f"default for this head: T = {default}; report: {out / 'REPORT.md'}")
     return rows

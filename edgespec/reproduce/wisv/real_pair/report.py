@@ -23,9 +23,16 @@ def _wisv_data() -> Path:
     return Path(__file__).resolve().parents[3] / "data" / "wisv"
 
 
-def load_real_pair(plan: Plan) -> tuple[Pair, Prompts, dict[str, Any]]:
-    """Gemma 3 270M, the bundled draft, the shipped head; the first ``plan.prompts`` GSM8K
-    test prompts, framed and encoded as the capture does."""
+def shipped_head_path() -> Path:
+    """The bundled pair's shipped decision head."""
+    return _wisv_data() / f"{TARGET}-head.json"
+
+
+def load_real_pair(
+    plan: Plan, head_path: Path | None = None
+) -> tuple[Pair, Prompts, dict[str, Any]]:
+    """Gemma 3 270M, the bundled draft, the shipped head (or ``head_path``); the first
+    ``plan.prompts`` GSM8K test prompts, framed and encoded as the capture does."""
     from edgespec.datasets.prompts import load_prompts
     from edgespec.learn.drafts.distill_data import encode_prompt
     from edgespec.learn.wisv.answers import framed_prompt
@@ -37,8 +44,7 @@ def load_real_pair(plan: Plan) -> tuple[Pair, Prompts, dict[str, Any]]:
     from edgespec.runtime.edge.draft_backends import make_drafter
     from edgespec.runtime.server.semantic import load_semantic_head
 
-    head_path = _wisv_data() / f"{TARGET}-head.json"
-    head = load_semantic_head(head_path)
+    head = load_semantic_head(head_path or shipped_head_path())
     target = load_model(TARGET, require_tokenizer=True)
     draft = load_model(DRAFT, target=target)
     tokenizer = target.tokenizer
@@ -63,7 +69,7 @@ def load_real_pair(plan: Plan) -> tuple[Pair, Prompts, dict[str, Any]]:
     about = {
         "target": TARGET,
         "draft": DRAFT,
-        "head": str(head_path.relative_to(head_path.parents[3])),
+        "head": str(shipped_head_path().relative_to(_wisv_data().parents[2])),
         "reject_share": acceptance["reject_share"],
         "critical_share": dataset["critical_share"],
         "train_agreement": dataset["agreement"],

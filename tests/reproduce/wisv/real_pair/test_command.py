@@ -53,3 +53,21 @@ def test_quick_run_through_the_command_line(
     assert text.startswith("# WISV (seed 003) on the real pair: V5 and V6 — quick")
     assert "Command: `edgespec reproduce" in text
     assert f"report: {out / 'REPORT.md'}" in capsys.readouterr().out
+
+
+def test_heldout_takes_a_candidate_head(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--head`` is read before any model loads: a file that is no head is a clear error."""
+    from edgespec.cli import main
+
+    bad = tmp_path / "bad-head.json"
+    bad.write_text("[1, 2]")
+    code = main(["reproduce", "wisv-heldout", "--head", str(bad), "--out", str(tmp_path / "o")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "edgespec reproduce wisv-heldout: --head:" in err and "is not a decision head" in err
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(SystemExit):
+        main(["reproduce", "wisv-heldout", "--help"])
+    help_text = capsys.readouterr().out
+    assert "--head HEAD" in help_text and "--prompts PROMPTS" in help_text
+    assert "--lossy-prompts LOSSY_PROMPTS" in help_text

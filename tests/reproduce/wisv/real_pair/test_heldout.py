@@ -9,8 +9,16 @@ from typing import Any
 
 import pytest
 
+from edgespec.errors import UserInputError
 from edgespec.policies.semantic.agreement import load_agreement
-from edgespec.reproduce.wisv.real_pair.heldout import QUICK, agreement_json, reproduce, table
+from edgespec.reproduce.wisv.real_pair.heldout import (
+    QUICK,
+    agreement_json,
+    head_identity,
+    reproduce,
+    run,
+    table,
+)
 
 
 def _run(
@@ -44,7 +52,7 @@ def test_a_finished_check_is_summarised_without_the_models(tmp_path: Path) -> No
     # the quick check's two prompts are done already: nothing runs, nothing loads
     assert QUICK[0] == len(RECORDS)
     (tmp_path / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
-    rows = reproduce(tmp_path, quick=True, workers=1, progress=False, command="cmd")
+    rows = reproduce(tmp_path, quick=True, command="cmd")
     assert rows == table(RECORDS)
     loaded = load_agreement(tmp_path / "gemma3-270m-agreement.json")
     assert loaded is not None and loaded.default_threshold == 0
@@ -52,4 +60,29 @@ def test_a_finished_check_is_summarised_without_the_models(tmp_path: Path) -> No
     assert data == agreement_json(rows, "cmd")
     report = (tmp_path / "REPORT.md").read_text()
     assert "`cmd`" in report and "| 12 | poor | 1 | 0% | 0% | 5.00 | 5.00x | 5.0 | 10.0 |" in report
-    assert "Shipped default: T = 0" in report
+    assert "With the shipped head." in report and "Default for this head: T = 0" in report
+
+
+def test_another_heads_records_stop_the_run_and_name_both(tmp_path: Path) -> None:
+    """Records name their head; a run with another head into the same folder stops before
+    any model loads (records naming none are the shipped head's)."""
+    candidate = tmp_path / "cand-head.json"
+    candidate.write_text("{}")
+    mine = head_identity(candidate)
+    assert mine["file"] == str(candidate) and len(mine["sha256"]) == 64
+    (tmp_path / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    with pytest.raises(UserInputError, match=r"holds prompt 0 run with the shipped head, not "):
+        run(tmp_path / "heldout.jsonl", 2, (12,), None, candidate)
+    # the shipped head continues its own folder: both prompts are there, nothing runs
+    assert run(tmp_path / "heldout.jsonl", 2, (12,)) == table(RECORDS)
+    theirs = [{**r, "head": mine} for r in RECORDS]
+    (tmp_path / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in theirs))
+    with pytest.raises(UserInputError, match=r"run with .*cand-head.json, not .*gemma3-270m-head"):
+        run(tmp_path / "heldout.jsonl", 2, (12,))
+    assert run(tmp_path / "heldout.jsonl", 2, (12,), None, candidate) == table(theirs)
+
+
+def test_prompts_limits_the_check(tmp_path: Path) -> None:
+    (tmp_path / "heldout.jsonl").write_text(json.dumps(RECORDS[0]) + "\n")
+    rows = reproduce(tmp_path, quick=False, command="cmd", prompts=1)  # prompt 0 is done
+    assert rows == table(RECORDS[:1])

@@ -1,0 +1,72 @@
+"""``edgespec reproduce wisv-heldout``: the shipped WISV default's held-out check
+(:mod:`edgespec.reproduce.wisv.real_pair.heldout`), or a candidate head's with ``--head``.
+
+    edgespec reproduce wisv-heldout --out runs/wisv                  # the shipped head
+    edgespec reproduce wisv-heldout --head H-head.json --prompts 6 --out runs/h  # a candidate
+    edgespec reproduce wisv-heldout --prompts 20 --lossy-prompts 20 --out runs/w  # more lossy
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from edgespec.arguments import positive_int
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quick", action="store_true", help="2 prompts at T = 12 (CI) (default: the full check)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder; a rerun continues it (default runs/reproduce-wisv-heldout-<time>)",
+    )
+    parser.add_argument(
+        "--head",
+        type=Path,
+        default=None,
+        help="a decision head (*-head.json) to check in place of the shipped one "
+        "(default: edgespec/data/wisv/gemma3-270m-head.json)",
+    )
+    parser.add_argument(
+        "--prompts",
+        type=positive_int,
+        default=None,
+        help="only the first N prompts of the check (default: all, 50; --quick 2)",
+    )
+    parser.add_argument(
+        "--lossy-prompts",
+        type=positive_int,
+        default=None,
+        help="run the thresholds above 0 on the first N prompts (default 6; --quick all)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgespec.reproduce.wisv.real_pair.heldout import reproduce
+    from edgespec.runtime.server.semantic import load_semantic_head
+
+    if args.head is not None:
+        try:
+            load_semantic_head(args.head)
+        except ValueError as exc:
+            print(f"edgespec reproduce wisv-heldout: --head: {exc}", file=sys.stderr)
+            return 2
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out: Path = args.out or Path("runs") / f"reproduce-wisv-heldout-{stamp}"
+    command = "edgespec reproduce " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    reproduce(
+        out,
+        quick=args.quick,
+        command=command.strip(),
+        head=args.head,
+        prompts=args.prompts,
+        lossy_prompts=args.lossy_prompts,
+    )
+    return 0
