@@ -28,16 +28,20 @@ def _ray() -> Any:
 
 
 GCS_START_FAILED = "Failed to start GCS"
+NODE_START_TIMED_OUT = "The current node timed out during startup"
+"""Ray's own words when its processes did not come up within its 30 s (a loaded machine)."""
 
 
 def start_local_ray(ray: Any, num_cpus: int, **options: Any) -> None:
     """``ray.init`` of a local Ray with ``num_cpus`` CPUs, tried once more when its GCS exits
     at start (Ray picks the GCS port by binding port 0 and letting it go, so another socket
-    can take it before the GCS binds it); any other failure, or a second one, is raised."""
+    can take it before the GCS binds it) or its node does not come up within Ray's startup
+    timeout (seen on a 2-core machine under load); any other failure, or a second one, is
+    raised."""
     try:
         ray.init(num_cpus=num_cpus, **options)
-    except RuntimeError as exc:
-        if not str(exc).startswith(GCS_START_FAILED):
+    except Exception as exc:  # Ray raises a plain Exception for the startup timeout
+        if not str(exc).startswith((GCS_START_FAILED, NODE_START_TIMED_OUT)):
             raise
         ray.shutdown()
         ray.init(num_cpus=num_cpus, **options)

@@ -95,13 +95,16 @@ class _FlakyRay:
         self.calls.append("shutdown")
 
 
-def test_a_gcs_that_exits_at_start_is_started_once_more() -> None:
+def test_a_gcs_that_exits_or_a_node_that_times_out_at_start_is_started_once_more() -> None:
     flaky = _FlakyRay("Failed to start GCS.  Last 0 lines of error files")
     start_local_ray(flaky, 3)
     assert flaky.calls == ["init 3", "shutdown", "init 3"]
     twice = _FlakyRay("Failed to start GCS. a", "Failed to start GCS. b")
     with pytest.raises(RuntimeError, match="GCS. b"):
         start_local_ray(twice, 2)
+    slow = _FlakyRay("The current node timed out during startup. This could happen because")
+    start_local_ray(slow, 2)
+    assert slow.calls == ["init 2", "shutdown", "init 2"]
     other = _FlakyRay("Maybe you called ray.init twice by accident?")
     with pytest.raises(RuntimeError, match="twice by accident"):
         start_local_ray(other, 2)
