@@ -112,20 +112,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_quiet(parser)
 
 
+def run_folder(name: str, out: Path | None) -> Path:
+    """``out``, else ``runs/reproduce-NAME-<time>``."""
+    return out or Path("runs") / f"reproduce-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def command_line() -> str:
+    """This ``edgespec reproduce ...`` invocation as one shell line (REPORT.md names it)."""
+    return ("edgespec reproduce " + " ".join(shlex.quote(a) for a in sys.argv[2:])).strip()
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the claims of the paper ``args.seed`` names."""
     reproduce: Reproduce = importlib.import_module(PAPERS[args.seed].claims).reproduce
     import torch
 
     torch.set_num_threads(1)  # this command owns its process; its MLPs are tiny
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out: Path = args.out or Path("runs") / f"reproduce-{args.seed}-{stamp}"
-    command = "edgespec reproduce " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     reproduce(
-        out,
+        run_folder(args.seed, args.out),
         quick=args.quick,
         workers=args.workers,
         progress=not args.quiet,
-        command=command.strip(),
+        command=command_line(),
     )
     return 0

@@ -1,10 +1,10 @@
 """Model backends behind :class:`TargetBackend` / :class:`DraftBackend`.
 
 * :mod:`.base` — the ``TargetBackend`` / ``DraftBackend`` / ``FeatureDraftBackend``
-  Protocols, ``ForwardItem``, ``ForwardOutput``, ``LogitRows`` / ``HostRows``,
-  ``DraftProposal``, ``common_prefix_length``;
-* :mod:`.device_rows` — ``DeviceRows``: a pass's logit rows left on the device, their
-  argmax on the host (what a greedy verdict reads), their values copied when asked;
+  Protocols, ``ForwardItem``, ``ForwardOutput``, ``DraftProposal``, ``common_prefix_length``;
+* :mod:`.logit_rows`, :mod:`.device_rows` — ``LogitRows``, a pass's rows of one item
+  (``HostRows`` on the host; ``DeviceRows`` left on the device, their argmax on the host:
+  what a greedy verdict reads), their values copied when asked;
 * :mod:`.transformers_backend` — ``TransformersTarget``: batched ragged forward passes with
   explicit masks, the load-time masking probe and exactness self-check;
 * :mod:`.batch_invariant` — the exact mode's batch-invariant linear layers and attention;
@@ -34,11 +34,10 @@ from edgespec.runtime.backends.base import (
     DraftProposal,
     ForwardItem,
     ForwardOutput,
-    HostRows,
     KVState,
-    LogitRows,
     TargetBackend,
 )
+from edgespec.runtime.backends.logit_rows import HostRows, LogitRows
 
 __all__ = [
     "DraftBackend",

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, HostRows
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.exactness import InexactBackendError, exactness_problem
 from edgespec.runtime.backends.llamacpp_context import (
     Entry,
@@ -41,6 +41,7 @@ from edgespec.runtime.backends.llamacpp_context import (
     LlamaCppSettings,
 )
 from edgespec.runtime.backends.llamacpp_tree import TreeTail, decode_tree, keep_path
+from edgespec.runtime.backends.logit_rows import HostRows
 
 TREE_HIDDEN = "the llamacpp backend returns no hidden states of token trees"
 

@@ -35,7 +35,7 @@ import numpy.typing as npt
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 from edgespec.policies.semantic.csi import NUM_CSI_FEATURES, ChannelState, csi_features
 from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead, load_head
-from edgespec.runtime.backends.base import LogitRows
+from edgespec.runtime.backends.logit_rows import LogitRows
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall
 from edgespec.runtime.server.verification import (

@@ -50,7 +50,7 @@ import numpy.typing as npt
 
 from edgespec.core.speculative import greedy_verify, greedy_verify_tree, stochastic_verify
 from edgespec.core.types import SamplingParams, VerifyResult
-from edgespec.runtime.backends.base import LogitRows
+from edgespec.runtime.backends.logit_rows import LogitRows
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.sampling import logits_to_probs

@@ -27,10 +27,7 @@ from edgespec.runtime.backends.attention_mask import attention_layout
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.testing import noisy_copy, tiny_llama
 from edgespec.runtime.wire.inprocess import target_greedy_decode
-from tests.learn.wisv.test_capture import LastToken
-
-PROMPT = tuple(range(5, 17))
-NO_EOS: frozenset[int] = frozenset()
+from tests.learn.wisv.test_capture import NO_EOS, PROMPT, LastToken
 
 
 class Toy:

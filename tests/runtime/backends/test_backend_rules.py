@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams
-from edgespec.runtime.backends.base import HostRows
+from edgespec.runtime.backends.logit_rows import HostRows
 from edgespec.runtime.backends.ngram import NgramDrafter, suffix_match_next
 from edgespec.runtime.backends.padding import MAX_WASTE, SLACK_TOKENS, padding_ok, pass_groups
 from edgespec.runtime.errors import RequestError

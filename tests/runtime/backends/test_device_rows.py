@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from edgespec.core.types import SamplingParams
-from edgespec.runtime.backends.base import HostRows
 from edgespec.runtime.backends.device_rows import DeviceRows, device_rows
+from edgespec.runtime.backends.logit_rows import HostRows
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.wire.inprocess import speculative_generate, target_greedy_decode

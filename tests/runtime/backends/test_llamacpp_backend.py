@@ -20,7 +20,7 @@ pytest.importorskip("gguf", reason="the tiny test model is written with the gguf
 from edgespec.errors import UserInputError
 from edgespec.models.registry import ModelNotFoundError
 from edgespec.runtime.backends import llamacpp_backend
-from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, HostRows
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.exactness import (
     InexactBackendError,
     Inexactness,
@@ -38,6 +38,7 @@ from edgespec.runtime.backends.llamacpp_context import (
     model_file,
 )
 from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraft
+from edgespec.runtime.backends.logit_rows import HostRows
 
 
 def _target(sequences: int = 4, exact: bool = True) -> LlamaCppTarget:

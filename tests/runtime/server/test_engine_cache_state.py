@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams
-from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, HostRows
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
+from edgespec.runtime.backends.logit_rows import HostRows
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine import VerificationEngine

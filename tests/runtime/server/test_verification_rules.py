@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams, VerifyResult
-from edgespec.runtime.backends.base import LogitRows
+from edgespec.runtime.backends.logit_rows import LogitRows
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome

@@ -9,9 +9,7 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
-import time
 from pathlib import Path
 
 from edgespec.arguments import positive_int
@@ -49,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from edgespec.reproduce.command import command_line, run_folder
     from edgespec.reproduce.wisv.real_pair.heldout import reproduce
     from edgespec.runtime.server.semantic import load_semantic_head
 
@@ -58,13 +57,10 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"edgespec reproduce wisv-heldout: --head: {exc}", file=sys.stderr)
             return 2
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out: Path = args.out or Path("runs") / f"reproduce-wisv-heldout-{stamp}"
-    command = "edgespec reproduce " + " ".join(shlex.quote(a) for a in sys.argv[2:])
     reproduce(
-        out,
+        run_folder("wisv-heldout", args.out),
         quick=args.quick,
-        command=command.strip(),
+        command=command_line(),
         head=args.head,
         prompts=args.prompts,
         lossy_prompts=args.lossy_prompts,
