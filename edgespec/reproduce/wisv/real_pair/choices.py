@@ -15,15 +15,17 @@ def _common(plan: Plan) -> list[tuple[str, str]]:
         (
             "pair and head",
             f"{TARGET} target, {DRAFT} draft, the shipped head "
-            "edgespec/data/wisv/gemma3-270m-head.json (trained on GSM8K train prompts 0–39, "
-            "base labels: repair budget keep-critical): the only pair with hidden states and "
+            "edgespec/data/wisv/gemma3-270m-head.json (trained on rollout captures of GSM8K "
+            "train prompts 0–269, framed and unframed, and CNN/DM train prompts 0–39, local "
+            "labels, repair budget keep-critical): the only pair with hidden states and "
             "critical labels in the project",
         ),
         (
             "prompts",
             f"the first {plan.prompts} GSM8K test prompts (held out from the head's "
-            "training), framed with GSM8K_FRAME as in training; V6 the first "
-            f"{plan.v6_prompts} of them: the full run fits in about 10 minutes on one thread",
+            "training), framed with GSM8K_FRAME as most of its GSM8K training prompts; V6 "
+            f"the first {plan.v6_prompts} of them: the full run takes about 20 minutes on one "
+            "thread",
         ),
         (
             "quality measure",

@@ -3,7 +3,7 @@
 
     edgespec reproduce wisv-heldout --out runs/wisv                  # the shipped head
     edgespec reproduce wisv-heldout --head H-head.json --prompts 6 --out runs/h  # a candidate
-    edgespec reproduce wisv-heldout --prompts 20 --lossy-prompts 20 --out runs/w  # more lossy
+    edgespec reproduce wisv-heldout --lossy-prompts 6 --out runs/w  # T > 0 on 6 prompts only
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--lossy-prompts",
         type=positive_int,
         default=None,
-        help="run the thresholds above 0 on the first N prompts (default 6; --quick all)",
+        help="run the thresholds above 0 on the first N prompts only (default: all)",
     )
 
 

@@ -65,14 +65,16 @@ def load_real_pair(
         ids = encode_prompt(tokenizer, framed_prompt(p.text), plan.max_prompt_tokens)
         prompts.append((index, ids))
     acceptance = json.loads((_wisv_data() / f"{TARGET}-acceptance.json").read_text())
-    dataset = json.loads((_wisv_data() / f"{TARGET}-dataset.json").read_text())
+    metrics = json.loads((_wisv_data() / f"{TARGET}-metrics.json").read_text())
+    trained_on = metrics["dataset"]  # the head's training data, as edgespec train wisv saw it
     about = {
         "target": TARGET,
         "draft": DRAFT,
         "head": str(shipped_head_path().relative_to(_wisv_data().parents[2])),
         "reject_share": acceptance["reject_share"],
-        "critical_share": dataset["critical_share"],
-        "train_agreement": dataset["agreement"],
+        "labels": metrics.get("labels", "base"),
+        "critical_share": trained_on["critical_share"],
+        "train_agreement": trained_on["agreement"],
     }
     return pair, prompts, about
 

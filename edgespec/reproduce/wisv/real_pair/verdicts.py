@@ -87,7 +87,8 @@ def pair_reason(results: dict[str, Any]) -> Reason | None:
         "the 270M pair and its head stand in for Llama 1B/8B: the draft often answers with "
         "a bare number where the target writes its working, so most mismatches are "
         f"critical ({critical:.0%} in the head's training set), and the shipped head "
-        "(base labels: repair budget keep-critical) still accepts many (held-out reject "
+        f"({about.get('labels', 'base')} labels, repair budget keep-critical) still accepts "
+        "many (held-out reject "
         f"share at T = 4: {share['poor'][4]:.2f} poor / "
         f"{share['good'][4]:.2f} good; at T = 12: {share['poor'][12]:.2f} / "
         f"{share['good'][12]:.2f}){accepted}",

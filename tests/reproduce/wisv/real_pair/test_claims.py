@@ -125,6 +125,7 @@ COLLAPSE = {
 SHIPPED_HEAD = {
     "reject_share": {"poor": [1.0] + [0.26] * 11 + [0.13] * 5, "good": [1.0] + [0.7] * 16},
     "critical_share": 0.6376,
+    "labels": "local",
 }
 
 
@@ -139,6 +140,7 @@ def test_a_collapsing_pair_misses_with_the_pairs_cause() -> None:
     for r in low + drop12:
         assert r.cause is Cause.MODELLING
         assert "64% in the head's training set" in r.why and "0.26 poor" in r.why
+        assert "the shipped head (local labels, repair budget keep-critical)" in r.why
     assert all(r.outcome is Outcome.HOLDS for r in _by_what(rows, "agreement falls"))
     assert _by_what(rows, "poor channel loses more")[0].outcome is Outcome.HOLDS
     assert "T12 +30 pt" in _by_what(rows, "poor channel loses more")[0].ours
