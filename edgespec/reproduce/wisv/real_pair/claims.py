@@ -37,6 +37,7 @@ from edgespec.reproduce.wisv.real_pair.verdicts import (
     curve,
     falls,
     gain_reason,
+    length_reason,
     pair_reason,
     path_reason,
     rises,
@@ -151,6 +152,7 @@ def _aal_rows(results: dict[str, Any], channel: str, quick: str) -> list[ClaimRo
             "lower at the largest T than at 0; no step up by more than 5%",
             falls([v for _, v in rounds], SHAPE_SLACK, relative=True), None,
             note="answers' lengths change with T too (tokens per answer in the V5 table)",
+            reason=length_reason(results, channel),
         ),
     ]  # fmt: skip
     if 12 in thresholds_of(results):

@@ -112,10 +112,35 @@ def channel_reason(results: dict[str, Any], thresholds: Sequence[int]) -> Reason
         return None
     return Reason(
         Cause.MODELLING,
-        "the shipped head barely reads the channel (base labels do not depend on it): its "
+        "the shipped head barely reads the channel (its labels do not depend on it): its "
         f"held-out reject shares on the poor and the good channel differ by at most {gap:.3f} "
         f"at T = {', '.join(str(t) for t in thresholds)}, so the channels' runs differ by "
         "which answers end where, not by the channel",
+    )
+
+
+def length_reason(results: dict[str, Any], channel: str) -> Reason | None:
+    """Why rounds per answer step up with T while AAL rises: the answers' lengths change
+    (each ends at its final answer), and rounds per committed token fall at every step
+    within :data:`SHAPE_SLACK` (``None`` when they do not)."""
+    rounds = curve(results, channel, "rounds")
+    tokens = curve(results, channel, "tokens_per_answer")
+    per_token = [r / max(t, 1e-9) for (_, r), (_, t) in zip(rounds, tokens, strict=True)]
+    if not falls(per_token, SHAPE_SLACK, relative=True):
+        return None
+    up = [(a, b) for a, b in pairwise(zip(rounds, tokens, strict=True)) if b[0][1] > a[0][1]]
+    steps = ", ".join(
+        f"T{a[0][0]} → T{b[0][0]}: {a[0][1]:.1f} → {b[0][1]:.1f} rounds, "
+        f"{a[1][1]:.1f} → {b[1][1]:.1f} tokens"
+        for a, b in up
+    )
+    return Reason(
+        Cause.MODELLING,
+        "each answer here ends at its final answer, so its length moves with T (Table I's "
+        f"answers are ≈208 tokens at every T): where rounds per answer rise ({steps}) the "
+        "answers grow more, and rounds per committed token fall at every step ("
+        + ", ".join(f"{v:.2f}" for v in per_token)
+        + ")",
     )
 
 

@@ -266,3 +266,26 @@ def test_a_rise_among_mostly_changed_answers_names_the_prompts() -> None:
     data["v5"]["runs"] = runs
     row = _by_what(v5_rows(data), "agreement falls as T grows, good")[0]
     assert row.outcome is Outcome.MISS and row.reason is None
+
+
+def _with_tokens(res: dict[str, Any], tokens: dict[int, float], rounds: dict[int, float]) -> None:
+    for cell in res["v5"]["cells"]:
+        t = int(cell["threshold"])
+        cell["tokens_per_answer"], cell["rounds"] = tokens[t], rounds[t]
+
+
+def test_rounds_that_rise_with_longer_answers_name_the_length_as_the_cause() -> None:
+    """The real pair's shape: rounds per answer step up from T 8 to 12 because the answers
+    there are longer; rounds per committed token still fall, so the miss names the length.
+    With the same rounds and flat answer lengths, rounds per token rise too: no cause."""
+    rounds = {0: 18.7, 4: 17.6, 8: 9.1, 12: 10.7, 14: 6.5, 16: 1.0}
+    res = results()
+    _with_tokens(res, {0: 30.9, 4: 42.2, 8: 26.6, 12: 42.5, 14: 26.6, 16: 9.0}, rounds)
+    row = _by_what(v5_rows(res), "rounds per answer fall with T, poor")[0]
+    assert row.outcome is Outcome.MISS and row.cause is Cause.MODELLING
+    assert "T8 → T12: 9.1 → 10.7 rounds, 26.6 → 42.5 tokens" in row.why
+    assert "(0.61, 0.42, 0.34, 0.25, 0.24, 0.11)" in row.why
+    flat = results()
+    _with_tokens(flat, dict.fromkeys(rounds, 30.0), rounds)
+    row = _by_what(v5_rows(flat), "rounds per answer fall with T, poor")[0]
+    assert row.outcome is Outcome.MISS and row.why.startswith("cause not known")
