@@ -78,8 +78,11 @@ def test_edgespec_draft_tells_the_measured_agreement_above_the_default(
     assert "default T = 1 " in err  # the shipped head keeps >= 95% at T = 1 only
     assert (
         "measured at T = 12: the final answer agreed with target-only decoding on 20% on the "
-        "good channel (speed-up 2.14x over exact SD), 20% on the poor channel" in err
+        "good channel (speed-up 2.10x over exact SD), 20% on the poor channel" in err
     )
+    _warn_measured_agreement("gemma3-270m-draft", 3)  # between measured ones: T = 2's
+    err = capsys.readouterr().err
+    assert "measured at T = 2: the final answer agreed with target-only decoding on 78% on" in err
     _warn_measured_agreement("gemma3-270m-draft", 1)  # the default: nothing to say
     _warn_measured_agreement("ngram", 12)  # not the bundled pair
     assert capsys.readouterr().err == ""

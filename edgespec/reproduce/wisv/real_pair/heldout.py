@@ -8,8 +8,8 @@ train split only) through the pair of
 target-only once (the reference answer), runs exact greedy SD (T = 0) and WISV at the
 plan's thresholds on both reported channels (:data:`~.runs.CHANNELS`), in process at
 γ = 8 with the FH upload, exactly as V5 does (:func:`~.answers.answer_run`). The full
-check (:data:`FULL`) runs 50 prompts, target-only, exact SD and WISV at T = 1 and 12 on
-every one; the quick one (:data:`QUICK`) 2 prompts at T = 12. Each
+check (:data:`FULL`) runs 50 prompts, target-only, exact SD and WISV at T = 1, 2, 4, 8
+and 12 on every one; the quick one (:data:`QUICK`) 2 prompts at T = 12. Each
 prompt's record is one JSON line of ``DIR/heldout.jsonl``; a rerun skips the prompts
 already there, so an interrupted run continues. :func:`table` summarises the lines: per
 threshold and channel, agreement, token-identical share, tokens/s and its ratio to exact
@@ -173,8 +173,9 @@ def markdown(rows: Sequence[dict[str, Any]], target: tuple[float, float] | None 
     return "\n".join(lines)
 
 
-FULL: tuple[int, tuple[int, ...], int | None] = (50, (1, 12), None)
-"""The full check: 50 prompts, WISV at T = 1 and 12 on every one."""
+FULL: tuple[int, tuple[int, ...], int | None] = (50, (1, 2, 4, 8, 12), None)
+"""The full check: 50 prompts, WISV at T = 1, 2, 4, 8 and 12 on every one (a user asking
+for a T between them is told the agreement measured at the nearest one below)."""
 QUICK: tuple[int, tuple[int, ...], int | None] = (2, (12,), None)
 """The quick check: 2 prompts, WISV at T = 12 on both."""
 
