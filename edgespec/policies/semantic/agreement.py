@@ -8,7 +8,9 @@ wisv-heldout`` (:mod:`edgespec.reproduce.wisv.real_pair.heldout`) from its held-
 channel), the prompts run, the share whose final answer agrees with target-only
 decoding, and tokens/s over exact greedy SD's (the speed-up). The shipped default is the
 largest measured T whose agreement is at least :data:`REQUIRED_AGREEMENT` on both
-channels. :func:`agreement_note` is what a user asking for a larger T is told.
+channels: a semantic session of the bundled pair's draft without a threshold gets it
+(:func:`shipped_default`, and is told :func:`default_note`). :func:`agreement_note` is what
+a user asking for a larger T is told.
 """
 
 from __future__ import annotations
@@ -80,6 +82,42 @@ def load_agreement(path: Path | None = None) -> AgreementTable | None:
     if not path.is_file():
         return None
     return AgreementTable.from_json(json.loads(path.read_text()), str(path))
+
+
+BUNDLED_DRAFT_PREFIX = "gemma3-270m"
+"""Drafts of the bundled pair (``gemma3-270m-draft``): the pair the bundled head and its
+measured agreement are for."""
+
+
+def bundled_pair(draft: str) -> bool:
+    """Whether ``draft`` (a drafter name) is the bundled pair's draft."""
+    return draft.startswith(BUNDLED_DRAFT_PREFIX)
+
+
+def shipped_default(draft: str, table: AgreementTable | None) -> int | None:
+    """The threshold a semantic session of ``draft`` gets without ``--threshold``: the
+    bundled head's default for the bundled pair's draft, ``None`` for any other (no
+    measured default: the user chooses)."""
+    if table is None or not bundled_pair(draft):
+        return None
+    return table.default_threshold
+
+
+def default_note(table: AgreementTable) -> str:
+    """What a session given the shipped default is told: the agreement and speed-up
+    measured there."""
+    shown = table.at(table.default_threshold)
+    where = ", ".join(
+        f"{c.agreement:.0%} on the {c.channel} channel"
+        + ("" if c.speedup is None else f" at {c.speedup:.2f}x exact SD's tokens/s")
+        for c in shown
+    )
+    prompts = max((c.prompts for c in shown), default=0)
+    return (
+        f"WISV threshold T = {table.default_threshold}, the bundled Gemma 3 270M head's "
+        f"shipped default (no --threshold given): it kept the target's final answer on {where} "
+        f"({prompts} held-out GSM8K prompts; docs/REPRODUCE.md, WISV on the real pair)"
+    )
 
 
 def agreement_note(threshold: int, table: AgreementTable | None) -> str | None:

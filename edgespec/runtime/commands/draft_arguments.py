@@ -180,10 +180,10 @@ def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
         "--threshold",
         type=int,
         metavar="T",
-        help="semantic: reject a mismatch when the head's p >= T/16, T in 0..16, required (0: "
-        "exact greedy speculative decoding; the paper uses 12; the bundled Gemma 3 270M "
-        "head's shipped default is 1, the largest that kept >= 95%% of held-out GSM8K "
-        "answers)",
+        help="semantic: reject a mismatch when the head's p >= T/16, T in 0..16 (0: exact "
+        "greedy speculative decoding; the paper uses 12); required, except with the bundled "
+        "gemma3-270m-draft (default: the bundled head's shipped default, the largest T "
+        "that kept >= 95%% of held-out GSM8K answers, printed when used)",
     )
     group.add_argument(
         "--upload",

@@ -159,7 +159,7 @@ class DraftRun:
                 hidden_state_drafter(drafter)
             except ValueError as exc:
                 raise ConfigError("verification", str(exc)) from None
-            _warn_measured_agreement(config.draft, semantic.threshold)
+            _warn_measured_agreement(config.draft, semantic.threshold, config.threshold is None)
         budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
                                progress=budget)  # fmt: skip
@@ -174,12 +174,21 @@ class DraftRun:
         return Outcome(result.output_token_ids, result.request, rounds, sent, result.semantic)
 
 
-def _warn_measured_agreement(draft: str, threshold: int) -> None:
-    """With the bundled Gemma 3 270M pair, a threshold above the shipped default prints
-    the measured answer agreement there (:mod:`edgespec.policies.semantic.agreement`)."""
-    from edgespec.policies.semantic.agreement import agreement_note, load_agreement
+def _warn_measured_agreement(draft: str, threshold: int, defaulted: bool = False) -> None:
+    """With the bundled Gemma 3 270M pair: the measured agreement at the shipped default
+    when it was given for want of ``--threshold`` (``defaulted``), or at a threshold above
+    the default (:mod:`edgespec.policies.semantic.agreement`)."""
+    from edgespec.policies.semantic.agreement import (
+        agreement_note,
+        bundled_pair,
+        default_note,
+        load_agreement,
+    )
 
-    if draft.startswith("gemma3-270m"):
-        note = agreement_note(threshold, load_agreement())
-        if note is not None:
-            print(f"edgespec draft: {note}", file=sys.stderr)
+    if not bundled_pair(draft):
+        return
+    table = load_agreement()
+    note = default_note(table) if defaulted and table is not None else None
+    note = note or agreement_note(threshold, table)
+    if note is not None:
+        print(f"edgespec draft: {note}", file=sys.stderr)

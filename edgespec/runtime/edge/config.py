@@ -11,6 +11,11 @@ from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.tree import parse_branching
 from edgespec.errors import did_you_mean
 from edgespec.policies.registry import ROUTING
+from edgespec.policies.semantic.agreement import (
+    BUNDLED_DRAFT_PREFIX,
+    load_agreement,
+    shipped_default,
+)
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 
 if TYPE_CHECKING:
@@ -52,7 +57,8 @@ class DrafterConfig:
     link_bandwidth_mbps: float | None = None
     link_seed: int | None = None  # seed of the jitter draws (None: fresh entropy)
     # verification rule: "exact" (lossless) or "semantic" (lossy, WISV; greedy neural chain
-    # drafts, a server with --semantic-head): its threshold T (0..16, required), upload
+    # drafts, a server with --semantic-head): its threshold T (0..16; required, except with
+    # the bundled gemma3-270m pair's draft, which gets the shipped default), upload
     # protocol (fh, sh, or auto: FH when the handshake RTT is above 10 ms) and the channel
     # reported to the decision head (uplink default: link_bandwidth_mbps; RTT default:
     # link_rtt_ms, else 0)
@@ -108,12 +114,13 @@ class DrafterConfig:
             if self.threshold is not None:
                 raise ConfigError("threshold", "is the semantic threshold: needs --verify semantic")
             return
-        if self.threshold is None or not 0 <= self.threshold <= THRESHOLD_STEPS:
+        threshold = self.semantic_threshold
+        if threshold is None or not 0 <= threshold <= THRESHOLD_STEPS:
             raise ConfigError(
                 "threshold",
                 f"semantic verification needs a threshold in 0..{THRESHOLD_STEPS} (--threshold "
-                f"T; a mismatch is rejected when the head's p >= T/{THRESHOLD_STEPS}), got "
-                f"{self.threshold}",
+                f"T; a mismatch is rejected when the head's p >= T/{THRESHOLD_STEPS}; only the "
+                f"bundled {BUNDLED_DRAFT_PREFIX} pair has a shipped default), got {threshold}",
             )
         if self.temperature > 0:
             raise ConfigError(
@@ -139,12 +146,21 @@ class DrafterConfig:
         except ValueError as exc:
             raise ConfigError("channel_uplink_mbps", str(exc)) from None
 
+    @property
+    def semantic_threshold(self) -> int | None:
+        """The semantic threshold: ``threshold``, else the bundled pair's shipped default
+        for its draft (:func:`~edgespec.policies.semantic.agreement.shipped_default`)."""
+        if self.verification != "semantic" or self.threshold is not None:
+            return self.threshold
+        return shipped_default(self.draft, load_agreement())
+
     def semantic_request(self) -> SemanticRequest | None:
         """The semantic session this config asks for (``None`` for exact verification);
         ``ValueError`` for a channel it cannot report."""
         from edgespec.runtime.edge.semantic import SemanticRequest
 
-        if self.verification != "semantic" or self.threshold is None:
+        threshold = self.semantic_threshold
+        if self.verification != "semantic" or threshold is None:
             return None
         uplink = self.channel_uplink_mbps or self.link_bandwidth_mbps
         if not uplink:
@@ -154,9 +170,7 @@ class DrafterConfig:
                 "--link-bandwidth-mbps)"
             )
         rtt_ms = self.channel_rtt_ms if self.channel_rtt_ms is not None else self.link_rtt_ms
-        return SemanticRequest(
-            self.threshold, uplink * 1e6, self.channel_per, rtt_ms / 1e3, self.upload
-        )
+        return SemanticRequest(threshold, uplink * 1e6, self.channel_per, rtt_ms / 1e3, self.upload)
 
     @property
     def servers(self) -> tuple[str, ...]:

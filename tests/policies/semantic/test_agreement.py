@@ -86,3 +86,25 @@ def test_edgespec_draft_tells_the_measured_agreement_above_the_default(
     _warn_measured_agreement("gemma3-270m-draft", 1)  # the default: nothing to say
     _warn_measured_agreement("ngram", 12)  # not the bundled pair
     assert capsys.readouterr().err == ""
+
+
+def test_the_bundled_pairs_draft_gets_the_shipped_default_and_is_told_what_it_kept(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from edgespec.policies.semantic.agreement import default_note, shipped_default
+    from edgespec.runtime.commands.draft_run import _warn_measured_agreement
+
+    table = _table([(0, "either", 1.0, 1.0), (1, "poor", 0.96, 1.04), (1, "good", 0.96, 1.03)])
+    assert shipped_default("gemma3-270m-draft", table) == 1
+    assert shipped_default("ngram", table) is None  # another pair: no measured default
+    assert shipped_default("gemma3-270m-draft", None) is None
+    assert default_note(table) == (
+        "WISV threshold T = 1, the bundled Gemma 3 270M head's shipped default (no "
+        "--threshold given): it kept the target's final answer on 96% on the poor channel at "
+        "1.04x exact SD's tokens/s, 96% on the good channel at 1.03x exact SD's tokens/s "
+        "(50 held-out GSM8K prompts; docs/REPRODUCE.md, WISV on the real pair)"
+    )
+    _warn_measured_agreement("gemma3-270m-draft", 1, defaulted=True)
+    assert capsys.readouterr().err.startswith(
+        "edgespec draft: WISV threshold T = 1, the bundled Gemma 3 270M head's shipped default"
+    )

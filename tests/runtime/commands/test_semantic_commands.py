@@ -212,6 +212,25 @@ def test_the_channel_defaults_to_the_emulated_link() -> None:
     assert load_config(DrafterConfig, None, []).semantic_request() is None
 
 
+def test_the_bundled_pairs_draft_defaults_to_the_shipped_threshold() -> None:
+    """Without a threshold, a semantic session of the bundled pair's draft gets the
+    bundled head's shipped default (the measured table's); any other draft must give one."""
+    from edgespec.config import ConfigError
+    from edgespec.policies.semantic.agreement import load_agreement
+
+    table = load_agreement()
+    assert table is not None and table.default_threshold == 1
+    flags = ["verification=semantic", "channel_uplink_mbps=20"]
+    config = load_config(DrafterConfig, None, ["draft=gemma3-270m-draft", *flags])
+    assert config.threshold is None and config.semantic_threshold == 1
+    request = config.semantic_request()
+    assert request is not None and request.threshold == 1
+    chosen = load_config(DrafterConfig, None, ["draft=gemma3-270m-draft", "threshold=12", *flags])
+    assert chosen.semantic_threshold == 12
+    with pytest.raises(ConfigError, match="only the bundled gemma3-270m pair has a shipped"):
+        load_config(DrafterConfig, None, ["draft=x", *flags])
+
+
 def _serve_config(*flags: str) -> ServerConfig:
     args = build_parser().parse_args(["serve", *flags])
     return load_config(ServerConfig, None, _overrides(args))
