@@ -120,25 +120,33 @@ def default_note(table: AgreementTable) -> str:
     )
 
 
-def agreement_note(threshold: int, table: AgreementTable | None) -> str | None:
-    """What a user asking for ``threshold`` above the shipped default is told: the
-    measured agreement (and speed-up) there, or the nearest measured T below; ``None`` at
-    or below the default, or without a table."""
-    if table is None or threshold <= table.default_threshold:
-        return None
-    measured = sorted({c.threshold for c in table.cells if c.threshold <= threshold})
-    shown = table.at(measured[-1]) if measured else ()
+def _measured_at(table: AgreementTable, threshold: int) -> str:
+    """``T = t: the final answer agreed ... on X% on the poor channel (...), ...``."""
     where = ", ".join(
         f"{c.agreement:.0%} on the {c.channel} channel"
         + ("" if c.speedup is None else f" (speed-up {c.speedup:.2f}x over exact SD)")
-        for c in shown
+        for c in table.at(threshold)
     )
-    prompts = max((c.prompts for c in shown), default=0)
-    at = f"T = {measured[-1]}" if measured else "no T at or below it"
+    return f"T = {threshold}: the final answer agreed with target-only decoding on {where}"
+
+
+def agreement_note(threshold: int, table: AgreementTable | None) -> str | None:
+    """What a user asking for ``threshold`` above the shipped default is told: the
+    measured agreement (and speed-up) there, or, for a T not measured, at the nearest
+    measured T below and above it (agreement is not bound to be monotone in T, so both
+    are shown); ``None`` at or below the default, or without a table."""
+    if table is None or threshold <= table.default_threshold:
+        return None
+    thresholds = sorted({c.threshold for c in table.cells})
+    below = [t for t in thresholds if t < threshold]
+    above = [t for t in thresholds if t > threshold]
+    shown = [threshold] if threshold in thresholds else below[-1:] + above[:1]
+    parts = "; at ".join(_measured_at(table, t) for t in shown)
+    measured = f"measured at {parts}" if shown == [threshold] else f"not measured; at {parts}"
+    prompts = max((c.prompts for t in shown for c in table.at(t)), default=0)
     return (
         f"WISV threshold T = {threshold} is above the bundled Gemma 3 270M head's default "
         f"T = {table.default_threshold} (the largest that kept >= "
-        f"{REQUIRED_AGREEMENT:.0%} of held-out GSM8K answers); measured at {at}: the final "
-        f"answer agreed with target-only decoding on {where} ({prompts} prompts; "
-        "docs/REPRODUCE.md, WISV on the real pair)"
+        f"{REQUIRED_AGREEMENT:.0%} of held-out GSM8K answers); {measured} ({prompts} "
+        "prompts; docs/REPRODUCE.md, WISV on the real pair)"
     )

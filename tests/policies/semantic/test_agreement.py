@@ -43,8 +43,11 @@ def test_the_default_is_the_largest_threshold_keeping_95_percent_on_both_channel
         "over exact SD), 10% on the good channel (speed-up 2.20x over exact SD) (50 prompts; "
         "docs/REPRODUCE.md, WISV on the real pair)"
     )
-    # an unmeasured T reports the nearest measured one below it
-    assert "measured at T = 4:" in (agreement_note(8, table) or "")
+    # an unmeasured T reports the nearest measured ones below and above it
+    between = agreement_note(8, table) or ""
+    assert "not measured; at T = 4: the final answer agreed" in between
+    assert "; at T = 12: the final answer agreed" in between
+    assert "not measured; at T = 12: " in (agreement_note(16, table) or "")  # none above
 
 
 def test_nothing_kept_means_exact_sd_and_no_table_means_no_note(tmp_path: Path) -> None:
@@ -80,9 +83,12 @@ def test_edgespec_draft_tells_the_measured_agreement_above_the_default(
         "measured at T = 12: the final answer agreed with target-only decoding on 20% on the "
         "good channel (speed-up 2.10x over exact SD), 20% on the poor channel" in err
     )
-    _warn_measured_agreement("gemma3-270m-draft", 3)  # between measured ones: T = 2's
+    _warn_measured_agreement("gemma3-270m-draft", 3)  # between measured ones: T = 2's and 4's
     err = capsys.readouterr().err
-    assert "measured at T = 2: the final answer agreed with target-only decoding on 78% on" in err
+    assert (
+        "not measured; at T = 2: the final answer agreed with target-only decoding on 78% on" in err
+    )
+    assert "; at T = 4: the final answer agreed with target-only decoding on 60% on" in err
     _warn_measured_agreement("gemma3-270m-draft", 1)  # the default: nothing to say
     _warn_measured_agreement("ngram", 12)  # not the bundled pair
     assert capsys.readouterr().err == ""

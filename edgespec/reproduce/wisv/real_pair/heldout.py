@@ -175,7 +175,7 @@ def markdown(rows: Sequence[dict[str, Any]], target: tuple[float, float] | None 
 
 FULL: tuple[int, tuple[int, ...], int | None] = (50, (1, 2, 4, 8, 12), None)
 """The full check: 50 prompts, WISV at T = 1, 2, 4, 8 and 12 on every one (a user asking
-for a T between them is told the agreement measured at the nearest one below)."""
+for a T between them is told the agreement measured at the nearest ones below and above)."""
 QUICK: tuple[int, tuple[int, ...], int | None] = (2, (12,), None)
 """The quick check: 2 prompts, WISV at T = 12 on both."""
 
