@@ -188,7 +188,6 @@ def _warn_measured_agreement(draft: str, threshold: int, defaulted: bool = False
     if not bundled_pair(draft):
         return
     table = load_agreement()
-    note = default_note(table) if defaulted and table is not None else None
-    note = note or agreement_note(threshold, table)
+    note = default_note(table) if defaulted and table else agreement_note(threshold, table)
     if note is not None:
         print(f"edgespec draft: {note}", file=sys.stderr)
