@@ -32,9 +32,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy edgespec tests benchmarks examples
 
-# two workers, a test file each at a time, the longest files first (tests/conftest.py)
+# two workers, a test file each at a time, the longest files first (tests/conftest.py); a
+# worker that a test's timeout ends (pyproject.toml) is replaced once, so a test that hangs
+# fails the run in minutes with every thread's stack instead of holding it
 unit: $(STAMP)
-	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart 1
 
 # mypy beside the two test workers (lint first: it is quick and fails fast).
 test: lint

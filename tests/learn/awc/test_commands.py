@@ -1,5 +1,6 @@
 """`edgespec train awc-data --quick` on a local Ray, then `edgespec train awc` on what it
-wrote: the CI path the DSD issue asks for, end to end through the CLI."""
+wrote: the CI path the DSD issue asks for, end to end through the CLI (the Ray part in a
+process of its own, bounded in time: tests/ray_child.py)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,19 @@ pytest.importorskip("torch")
 
 from edgespec.cli import main
 from edgespec.policies.wc_dnn import load_wc_dnn
+from tests.ray_child import run_ray_child
 
 
 def test_quick_dataset_on_local_ray_then_training(tmp_path: Path) -> None:
-    data = tmp_path / "awc-data"
-    assert main(["train", "awc-data", "--quick", "--out", str(data), "--workers", "2"]) == 0
+    attempt, run = run_ray_child(
+        lambda attempt: [
+            *("-m", "edgespec.cli", "train", "awc-data", "--quick", "--workers", "2"),
+            *("--out", str(tmp_path / f"awc-data-{attempt}")),
+        ],
+        timeout_s=120.0,  # twice stays inside the 300 s a test has (pyproject.toml)
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    data = tmp_path / f"awc-data-{attempt}"
     assert sorted(p.name for p in (data / "contexts").iterdir()) == [
         f"s{i:05d}.parquet" for i in range(4)
     ]

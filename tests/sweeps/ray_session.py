@@ -1,0 +1,101 @@
+"""The Ray sweep executor's checks on a real local Ray (2 CPUs), run by
+``tests/sweeps/test_ray_executor.py`` as ``python -m tests.sweeps.ray_session OUT`` in a
+process of its own (tests/ray_child.py says why). One Ray session serves every check; each
+check's outcome ("ok" or its traceback) is printed as one JSON object on stdout; the
+checks write their files under ``OUT``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+import ray
+
+from edgespec.sweeps.executor import SerialExecutor, make_executor
+from edgespec.sweeps.ray_executor import RaySweepExecutor, start_local_ray
+
+
+def _square_with_pid(x: int) -> tuple[int, int]:
+    return x * x, os.getpid()
+
+
+def _fail_on_three(x: int) -> int:
+    if x == 3:
+        raise ValueError("three")
+    return x
+
+
+def results_equal_the_serial_executor(out: Path) -> None:
+    items = list(range(9))
+    serial = dict(SerialExecutor().map_unordered(lambda x: x * x, items))
+    executor = make_executor(2, engine="ray")
+    assert isinstance(executor, RaySweepExecutor)
+    results = list(executor.map_unordered(_square_with_pid, items))
+    assert sorted(i for i, _ in results) == items  # every index exactly once
+    assert {i: r[0] for i, r in results} == serial
+    assert all(pid != os.getpid() for _, (_, pid) in results)  # ran in Ray workers
+    assert ray.is_initialized()  # a session it did not start is left running
+
+
+def a_failing_task_raises_in_the_caller(out: Path) -> None:
+    try:
+        list(RaySweepExecutor(None, 2).map_unordered(_fail_on_three, [1, 2, 3, 4]))
+    except Exception as exc:  # Ray wraps the task's error in its own type
+        assert "three" in str(exc), str(exc)
+    else:
+        raise AssertionError("a task that raised did not raise in the caller")
+
+
+def a_sharded_run_equals_the_single_process_run(out: Path) -> None:
+    """``sim --shards 2 --engine ray``: the shards run as Ray tasks in worker processes;
+    metrics and records are those of one process with the same seed."""
+    from edgespec.metrics.record_files import RecordFiles
+    from edgespec.sim.setup.scenario import scenario_from_dict
+    from edgespec.sim.shards import simulate_sharded
+    from edgespec.sim.simulator import simulate
+    from tests.sim.test_shards import pinned, sorted_rows
+
+    data = pinned()
+    with RecordFiles(out / "single") as files:
+        single = simulate(scenario_from_dict(data), sink=files)
+    expected = files.finish(single.duration_s, single.num_servers)
+    run = simulate_sharded(data, 2, make_executor(2, engine="ray"), out / "sharded")
+    assert run.metrics == expected
+    assert [s.cells for s in run.shards] == [(0,), (1, 2)]
+    assert run.num_rounds == single.num_rounds
+    for name in ("requests.parquet", "batches.parquet"):
+        assert sorted_rows(out / "sharded" / name) == sorted_rows(out / "single" / name)
+
+
+CHECKS: dict[str, Callable[[Path], None]] = {
+    check.__name__: check
+    for check in (
+        results_equal_the_serial_executor,
+        a_failing_task_raises_in_the_caller,
+        a_sharded_run_equals_the_single_process_run,
+    )
+}
+
+
+def main(out: Path) -> None:
+    outcomes: dict[str, str] = {}
+    start_local_ray(ray, 2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        for name, check in CHECKS.items():
+            (out / name).mkdir(parents=True)
+            try:
+                check(out / name)
+                outcomes[name] = "ok"
+            except Exception:
+                outcomes[name] = traceback.format_exc()
+    finally:
+        ray.shutdown()
+    print(json.dumps(outcomes))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
