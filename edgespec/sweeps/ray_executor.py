@@ -10,6 +10,7 @@ session and leaves it running.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
@@ -37,14 +38,34 @@ def start_local_ray(ray: Any, num_cpus: int, **options: Any) -> None:
     at start (Ray picks the GCS port by binding port 0 and letting it go, so another socket
     can take it before the GCS binds it) or its node does not come up within Ray's startup
     timeout (seen on a 2-core machine under load); any other failure, or a second one, is
-    raised."""
+    raised. Before the second try, the processes the first one started are ended: a failed
+    ``ray.init`` keeps no handle on them, so ``ray.shutdown`` leaves them running."""
+    before = _child_pids()
     try:
         ray.init(num_cpus=num_cpus, **options)
     except Exception as exc:  # Ray raises a plain Exception for the startup timeout
         if not str(exc).startswith((GCS_START_FAILED, NODE_START_TIMED_OUT)):
             raise
         ray.shutdown()
+        _end_children_since(before)
         ray.init(num_cpus=num_cpus, **options)
+
+
+def _child_pids() -> set[int]:
+    import psutil
+
+    return {child.pid for child in psutil.Process().children(recursive=True)}
+
+
+def _end_children_since(before: set[int]) -> None:
+    """SIGKILL this process's descendants that are not in ``before``; wait up to 10 s."""
+    import psutil
+
+    started = [c for c in psutil.Process().children(recursive=True) if c.pid not in before]
+    for child in started:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+    psutil.wait_procs(started, timeout=10.0)
 
 
 def _call(fn: Callable[[Any], Any], item: Any) -> Any:

@@ -5,6 +5,8 @@ worker), each test asserting its check's outcome; its start-up retry on a stand-
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -75,3 +77,32 @@ def test_a_gcs_that_exits_or_a_node_that_times_out_at_start_is_started_once_more
     with pytest.raises(RuntimeError, match="twice by accident"):
         start_local_ray(other, 2)
     assert other.calls == ["init 2"]
+
+
+class _RayLeavingProcesses(_FlakyRay):
+    """As Ray's failed start: ``init`` starts processes (a GCS, a raylet) and then fails,
+    keeping no handle on them; the second ``init`` starts one that it keeps."""
+
+    def __init__(self) -> None:
+        super().__init__("The current node timed out during startup. This could happen")
+        self.started: list[subprocess.Popen[bytes]] = []
+
+    def init(self, **options: object) -> None:
+        self.started.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]))
+        super().init(**options)
+
+
+def test_a_failed_start_leaves_nothing_running_for_the_second_one() -> None:
+    mine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    leaky = _RayLeavingProcesses()
+    try:
+        start_local_ray(leaky, 2)
+        assert leaky.calls == ["init 2", "shutdown", "init 2"]
+        first, second = leaky.started
+        assert first.poll() is not None  # what the failed start left (a 60 s sleep): ended
+        assert second.poll() is None  # what the second start runs: kept
+        assert mine.poll() is None  # a child that was there before: not Ray's
+    finally:
+        for process in (mine, *leaky.started):
+            process.kill()
+            process.wait()
