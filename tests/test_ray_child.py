@@ -36,9 +36,9 @@ def test_a_child_past_its_time_is_killed_with_its_group(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
     start = time.monotonic()
     with pytest.raises(ChildTimeout) as raised:
-        run_child(["-c", SLEEPER, str(pid_file)], timeout_s=4.0)
+        run_child(["-c", SLEEPER, str(pid_file)], timeout_s=2.0)
     assert time.monotonic() - start < 20.0
-    assert str(raised.value).startswith(f"python -c {SLEEPER} {pid_file} ran past 4 s and was")
+    assert str(raised.value).startswith(f"python -c {SLEEPER} {pid_file} ran past 2 s and was")
     assert str(raised.value).endswith("its stderr ended:\non stderr\n")
     grandchild = int(pid_file.read_text())
     deadline = time.monotonic() + 5.0
@@ -57,7 +57,7 @@ def test_a_timed_out_ray_child_runs_once_more_with_the_next_arguments(tmp_path: 
         code = SLEEPER if attempt == 0 else "print('second')"
         return ["-c", code, str(tmp_path / "grandchild.pid")]
 
-    attempt, run = run_ray_child(args_for, timeout_s=3.0)
+    attempt, run = run_ray_child(args_for, timeout_s=2.0)
     assert (attempt, run.returncode, run.stdout) == (1, 0, "second\n")
 
 
@@ -71,8 +71,8 @@ def test_a_ray_child_that_fails_is_not_run_again(tmp_path: Path) -> None:
 def test_twice_past_its_time_names_both(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     with pytest.raises(ChildTimeout) as raised:
-        run_ray_child(lambda _: ["-c", SLEEPER, str(pid_file)], timeout_s=4.0)
-    one = f"python -c {SLEEPER} {pid_file} ran past 4 s and was killed;"
+        run_ray_child(lambda _: ["-c", SLEEPER, str(pid_file)], timeout_s=2.0)
+    one = f"python -c {SLEEPER} {pid_file} ran past 2 s and was killed;"
     one += " its stderr ended:\non stderr\n"
     assert str(raised.value) == f"twice:\n{one}\n---\n{one}"
 
