@@ -51,14 +51,13 @@ class ChildTimeout(AssertionError):
     """The child did not end within its time; its process group was killed."""
 
 
-def run_child(args: list[str], timeout_s: float, env: dict[str, str] | None = None) -> ChildRun:
+def run_child(args: list[str], timeout_s: float) -> ChildRun:
     """``python ARGS`` from the repository root in a new process group; a child still running
     after ``timeout_s`` is killed with its group and :class:`ChildTimeout` names what it had
     printed."""
     child = subprocess.Popen(
         [sys.executable, *args],
         cwd=REPO,
-        env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -68,7 +67,7 @@ def run_child(args: list[str], timeout_s: float, env: dict[str, str] | None = No
     try:
         stdout, stderr = child.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
+        _kill_group(child.pid)
         stdout, stderr = child.communicate()
         raise ChildTimeout(
             f"python {' '.join(args)} ran past {timeout_s:g} s and was killed;"
@@ -80,7 +79,8 @@ def run_child(args: list[str], timeout_s: float, env: dict[str, str] | None = No
 
 
 def _kill_group(pgid: int) -> None:
-    """Ray processes the child left behind (a child killed before its ``ray.shutdown``)."""
+    """The child's whole group: the child itself when it ran past its time, and any Ray
+    processes it left behind (a child killed before its ``ray.shutdown``)."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
 
