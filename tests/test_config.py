@@ -18,10 +18,12 @@ from edgespec.config import (
     apply_overrides,
     from_dict,
     load_config,
+    parse_override,
     read_yaml,
 )
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.server.config import ServerConfig
+from edgespec.sweeps.grid import parse_grid
 
 
 def test_defaults_load() -> None:
@@ -291,3 +293,35 @@ def test_an_empty_yaml_file_is_the_defaults(tmp_path: Path) -> None:
     empty.write_text("# nothing set\n")
     assert read_yaml(empty) == {}
     assert load_config(ServerConfig, empty, ["port=7"]) == ServerConfig(port=7)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1e3", 1000.0),
+        ("20e6", 2e7),
+        ("1.5e3", 1500.0),
+        ("1.0e12", 1e12),
+        ("-2E-3", -0.002),
+        ("+1e0", 1.0),
+        ("1_000e1", 10000.0),
+        ("1.0e+12", 1e12),
+    ],
+)
+def test_a_number_with_an_exponent_is_a_float(tmp_path: Path, text: str, value: float) -> None:
+    """YAML 1.1 (PyYAML) reads ``1e3`` and ``1.0e12`` as strings; configs read them as
+    YAML 1.2 does, in a file, an override and a sweep alike."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"x: {text}\n")
+    for parsed in (read_yaml(path)["x"], parse_override(f"a.b={text}")[1]):
+        assert parsed == value and type(parsed) is float
+    assert parse_grid([f"a={text},2"]) == {"a": [value, 2]}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("12", 12), ("1e", "1e"), ("e5", "e5"), ("1e5x", "1e5x"), ("1.5", 1.5), ("'1e3'", "1e3")],
+)
+def test_other_scalars_read_as_yaml_reads_them(text: str, value: object) -> None:
+    parsed = parse_override(f"a={text}")[1]
+    assert parsed == value and type(parsed) is type(value)

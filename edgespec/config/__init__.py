@@ -8,7 +8,8 @@ called after construction and its ``ValueError`` is reported against the section
 
 Modules, by responsibility: :mod:`.errors` (the errors, each at its field),
 :mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL files),
-:mod:`.convert` (a mapping into a dataclass), :mod:`.spec` (:class:`PolicySpec`).
+:mod:`.convert` (a mapping into a dataclass), :mod:`.spec` (:class:`PolicySpec`),
+:mod:`.yaml_values` (YAML text to values; ``1e12`` is a number).
 """
 
 from edgespec.config.convert import from_dict, load_config
@@ -27,6 +28,7 @@ from edgespec.config.overrides import (
     parse_override,
 )
 from edgespec.config.spec import PolicySpec
+from edgespec.config.yaml_values import load_yaml
 
 __all__ = [
     "ConfigError",
@@ -39,6 +41,7 @@ __all__ = [
     "from_dict",
     "key_path",
     "load_config",
+    "load_yaml",
     "overrides_from_flags",
     "parse_override",
     "read_jsonl",

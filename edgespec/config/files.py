@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from edgespec.config.errors import ConfigFileError, RecordError
+from edgespec.config.yaml_values import load_yaml
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
@@ -19,7 +20,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not file.is_file():
         raise ConfigFileError(str(file), "file not found")
     try:
-        data = yaml.safe_load(file.read_text())
+        data = load_yaml(file.read_text())
     except yaml.YAMLError as exc:
         raise ConfigFileError(*_yaml_problem(file, exc)) from exc
     if data is None:

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from edgespec.config.errors import ConfigError, OverrideError
+from edgespec.config.yaml_values import load_yaml
 
 
 def key_path(text: str, key: str, what: str = "override") -> list[str]:
@@ -27,7 +28,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         raise OverrideError(text, "must look like key.path=value")
     keys = key_path(text, key)
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = load_yaml(raw) if raw.strip() else ""
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ConfigError(key.strip(), f"cannot parse value {raw!r}: {problem}") from exc

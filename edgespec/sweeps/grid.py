@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from edgespec.config import ConfigError, OverrideError, apply_overrides, key_path
+from edgespec.config import ConfigError, OverrideError, apply_overrides, key_path, load_yaml
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sweeps.executor import SerialExecutor, SweepExecutor
 
@@ -43,7 +43,7 @@ def override_text(key: str, value: Any) -> str:
     dumped = yaml.safe_dump(value, default_flow_style=True, width=math.inf, allow_unicode=True)
     dumped = dumped.removesuffix("\n...\n").strip()
     text = f"{key}={dumped}"
-    if yaml.safe_load(dumped) != value:
+    if load_yaml(dumped) != value:
         raise ConfigError(key, f"value {value!r} does not survive a YAML round trip")
     return text
 
@@ -67,7 +67,7 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
         if raw.strip().endswith(","):
             raise ConfigError(key, f"empty value at the end of sweep values {raw!r}")
         try:
-            values = yaml.safe_load(f"[{raw}]")
+            values = load_yaml(f"[{raw}]")
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise ConfigError(key, f"cannot parse sweep values {raw!r}: {problem}") from exc

@@ -35,7 +35,7 @@ def test_parse_grid_values_are_yaml() -> None:
     assert grid == {
         "servers.count": [1, 2, 4],
         "policies.batching.name": ["fcfs", "lab"],
-        "net.rtt_ms": ["1e-05", 2.5],
+        "net.rtt_ms": [1e-05, 2.5],  # YAML 1.2: an exponent makes a float
         "w": [[1, 2], [3]],
     }
     assert parse_grid(['name="a,b",c']) == {"name": ["a,b", "c"]}

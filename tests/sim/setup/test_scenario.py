@@ -183,3 +183,9 @@ def test_trace_acceptance_defaults_to_the_bundled_traces(monkeypatch: pytest.Mon
         scenario_from_dict(tiny_scenario(), [f"acceptance={{kind: trace, traces: [{bundled}]}}"])
     )
     assert result.requests == explicit.requests and len(result.requests) > 20
+
+
+def test_a_scenario_takes_a_duration_with_an_exponent() -> None:
+    scenario = load_scenario(None, ["duration_s=1.2e2", "links.default.rtt_ms=2e1"])
+    assert scenario.duration_s == 120.0
+    assert scenario.links["default"].rtt_ms == 20.0
