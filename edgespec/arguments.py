@@ -25,6 +25,22 @@ def positive_int(text: str) -> int:
     return value
 
 
+SEED_LIMIT = 2**63
+"""Seeds are ``0 <= seed < 2**63``: what numpy, torch and the wire's uint64 all take (the
+OpenAI endpoint's ``seed`` has the same bound)."""
+
+
+def seed_int(text: str) -> int:
+    """A seed: an integer ``0 <= seed < 2**63`` (:data:`SEED_LIMIT`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2**63), got {value}")
+    return value
+
+
 def add_threads(
     parser: argparse.ArgumentParser, default: int | None, what: str = "torch CPU threads"
 ) -> None:
@@ -84,9 +100,9 @@ def add_quiet(parser: argparse.ArgumentParser) -> None:
 
 
 def add_seed(parser: argparse.ArgumentParser, what: str, default: int = 0) -> None:
-    """``--seed N``: the seed of ``what``."""
+    """``--seed N`` (:func:`seed_int`): the seed of ``what``."""
     parser.add_argument(
-        "--seed", type=int, default=default, help=f"seed of {what} (default {default})"
+        "--seed", type=seed_int, default=default, help=f"seed of {what} (default {default})"
     )
 
 

@@ -15,6 +15,7 @@ from edgespec.arguments import (
     add_training_arguments,
     cpu_list,
     positive_int,
+    seed_int,
     training_options,
 )
 from edgespec.cli import main
@@ -26,6 +27,36 @@ def test_positive_int() -> None:
         positive_int("0")
     with pytest.raises(argparse.ArgumentTypeError, match=r"^expected an integer, got 'x'$"):
         positive_int("x")
+
+
+def test_seed_int() -> None:
+    assert (seed_int("0"), seed_int(str(2**63 - 1))) == (0, 2**63 - 1)
+    for bad in ("-1", str(2**63)):
+        with pytest.raises(
+            argparse.ArgumentTypeError, match=rf"^must be in \[0, 2\*\*63\), got {bad}$"
+        ):
+            seed_int(bad)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^expected an integer, got 'x'$"):
+        seed_int("x")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["draft", "--seed", "-1"],
+        ["bench", "serve", "--seed", "-1"],
+        ["calibrate", "--seed", "-1"],
+        ["train", "draft", "--out", "o", "--data-dir", "d", "--seed", "-1"],
+        ["trace", "--seed", "-1"],
+    ],
+)
+def test_a_negative_seed_is_a_usage_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert "argument --seed: must be in [0, 2**63), got -1" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

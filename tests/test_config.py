@@ -90,6 +90,8 @@ def test_bad_literal_and_range() -> None:
         from_dict(ServerConfig, {"max_batch_size": 0})
     with pytest.raises(ConfigError, match="'server': expected host:port"):
         from_dict(DrafterConfig, {"server": "nohost"})
+    with pytest.raises(ConfigError, match=r"'link_seed': must be in \[0, 2\*\*63\), got -3"):
+        from_dict(DrafterConfig, {"link_seed": -3})
 
 
 def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_max_new_tokens, add_threads, add_verbose
+from edgespec.arguments import add_max_new_tokens, add_threads, add_verbose, seed_int
 from edgespec.calibration.runs import (
     RealRun,
     link_rtt_ms,
@@ -164,7 +164,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--runs", type=int, default=3, help="profile timed runs per configuration (default 3)"
     )
-    p.add_argument("--seed", type=int, default=0, help="synthetic prompts, simulation (default 0)")
+    p.add_argument(
+        "--seed", type=seed_int, default=0, help="synthetic prompts, simulation (default 0)"
+    )
 
 
 @dataclass(frozen=True, slots=True)

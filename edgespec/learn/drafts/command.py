@@ -21,6 +21,7 @@ from edgespec.arguments import (
     add_threads,
     add_training_arguments,
     add_verbose,
+    seed_int,
     training_options,
 )
 from edgespec.datasets.prompts import DATASETS
@@ -42,7 +43,12 @@ _NUMBERS: tuple[tuple[str, Callable[[str], float], float, str], ...] = (
     ("--heads", int, 4, "draft attention heads (a new draft)"),
     ("--intermediate-size", int, 768, "draft MLP width (a new draft)"),
     ("--tokens-per-step", int, 8192, "tokens per optimizer step"),
-    ("--seed", int, 0, "seed of batching, sampling, the draft's init and the validation split"),
+    (
+        "--seed",
+        seed_int,
+        0,
+        "seed of batching, sampling, the draft's init and the validation split",
+    ),
 )
 
 

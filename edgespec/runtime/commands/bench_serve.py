@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from edgespec.arguments import add_max_new_tokens, positive_int
+from edgespec.arguments import add_max_new_tokens, positive_int, seed_int
 from edgespec.errors import UserInputError
 from edgespec.runtime.commands.serve_target import BACKENDS
 from edgespec.runtime.loadgen.spec import LoadSpec, parse_faults, parse_modes, parse_slo_mix
@@ -83,7 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     load.add_argument("--gamma", type=positive_int, default=4, help="static window (default 4)")
     load.add_argument("--draft", default="ngram",
                       help="ngram (default), truncated (synthetic target) or a model")  # fmt: skip
-    load.add_argument("--seed", type=int, default=0, help="prompt and class draws (default 0)")
+    load.add_argument("--seed", type=seed_int, default=0, help="prompt and class draws (default 0)")
     load.add_argument(
         "--faults", default="",
         help="KIND@SECONDS[:COUNT],... KIND kill-clients (COUNT processes) or restart-server "

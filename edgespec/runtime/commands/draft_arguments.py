@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from edgespec.arguments import add_cpus, add_device_arguments, add_verbose, positive_int
+from edgespec.arguments import (
+    add_cpus,
+    add_device_arguments,
+    add_verbose,
+    positive_int,
+    seed_int,
+)
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS
 from edgespec.runtime.wire.emulated_link import add_link_arguments, link_overrides
@@ -82,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--temperature", type=float, help="sampling temperature (default 0, greedy, or --config's)"
     )
     parser.add_argument(
-        "--seed", type=int, default=None, help="sampling seed (default: fresh entropy)"
+        "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
     )
     parser.add_argument(
         "--auth-token", help="token the server accepts (one of its --auth-token; default: none)"

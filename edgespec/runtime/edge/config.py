@@ -74,6 +74,8 @@ class DrafterConfig:
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise ConfigError(name, f"must be a finite number >= 0, got {value}")
+        if self.link_seed is not None and not 0 <= self.link_seed < 2**63:
+            raise ConfigError("link_seed", f"must be in [0, 2**63), got {self.link_seed}")
         if self.max_message_bytes < 1:
             raise ConfigError("max_message_bytes", f"must be >= 1, got {self.max_message_bytes}")
         if self.max_reconnects < 0:

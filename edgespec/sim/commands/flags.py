@@ -38,9 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sweep",
         nargs="+",
+        action="extend",
         metavar="key=v1,v2,...",
         default=None,
-        help="run the cartesian product of these values (one run per point)",
+        help="run the cartesian product of these values (one run per point); --sweep may "
+        "be given more than once",
     )
     parser.add_argument(
         "--capacity",

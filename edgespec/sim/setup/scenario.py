@@ -123,6 +123,8 @@ class Scenario:
 
     def validate(self) -> None:
         _positive("duration_s", self.duration_s)
+        if self.seed < 0:
+            raise ConfigError("seed", f"must be >= 0, got {self.seed}")
         if self.cloud_only_draft_pass and self.fused_rounds != "cloud_only":
             raise ConfigError(
                 "cloud_only_draft_pass",

@@ -46,6 +46,26 @@ def test_sim_sweep_runs_each_point(scenario_file: Path, tmp_path: Path) -> None:
     assert [p["overrides"] for p in points] == [{"seed": 1}, {"seed": 2}]
 
 
+def test_sim_sweep_given_twice_sweeps_both(scenario_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    args = ["sim", str(scenario_file), "--sweep", "seed=1,2", "--sweep", "duration_s=5",
+            "--out", str(out), "--quiet"]  # fmt: skip
+    assert main(args) == 0
+    points = json.loads((out / "sweep.json").read_text())
+    assert [p["overrides"] for p in points] == [
+        {"seed": 1, "duration_s": 5},
+        {"seed": 2, "duration_s": 5},
+    ]
+
+
+def test_sim_sweep_of_one_key_twice_is_refused(
+    scenario_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["sim", str(scenario_file), "--sweep", "seed=1,2", "--sweep", "seed=3", "--quiet"]
+    assert main(args) == 2
+    assert "config field 'seed': swept twice" in capsys.readouterr().err
+
+
 def test_bench_sim_reports_rounds_per_second(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -15,6 +15,7 @@ from tests.sim.helpers import tiny_scenario
     [
         (["duration_s=0"], "'duration_s': must be a finite number > 0, got 0.0"),
         (["duration_s=.inf"], "'duration_s': must be a finite number > 0, got inf"),
+        (["seed=-1"], "'seed': must be >= 0, got -1"),
         (["slo_classes.slow=0"], "'slo_classes.slow': must be > 0 or null, got 0.0"),
         (["links.wan.loss_rate=1.0"], "'links.wan.loss_rate': must be in [0, 1), got 1.0"),
         (
