@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml constraints.txt tools/build_llamacpp_wheel.sh
 	$(PY) -m pip install -q torch==2.13.0
 	tools/build_llamacpp_wheel.sh $(PY) >/dev/null
 	$(PY) -m pip install -q -c constraints.txt --find-links "$(LLAMACPP_WHEELS)" \
-		--only-binary llama-cpp-python -e ".[runtime,learn,dev,llamacpp]"
+		--only-binary llama-cpp-python -e ".[runtime,learn,dev,llamacpp,data]"
 	touch $(STAMP)
 
 demo: $(STAMP)

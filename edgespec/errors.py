@@ -15,6 +15,12 @@ class UserInputError(Exception):
     """Bad user input; the message says exactly what and where."""
 
 
+class MissingPackageError(UserInputError, ImportError):
+    """An optional package this use needs is not installed; the message names the package
+    and the ``pip install`` that brings it. Still an :class:`ImportError` for callers that
+    fall back without it."""
+
+
 def did_you_mean(given: str, known: Iterable[str]) -> str:
     """``" (did you mean 'NAME'?)"`` for the known name closest to ``given``
     (:func:`difflib.get_close_matches`), or ``""`` when none is close: the end of an

