@@ -148,6 +148,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserInputError(
             f"the {args.target} benchmark takes no key.path=value overrides, got {args.overrides}"
         )
+    if args.json is not None:  # its folder made, or the error given, before the benchmark runs
+        if args.json.is_dir():
+            raise UserInputError(f"--json {args.json}: is a directory; give a file name")
+        args.json.parent.mkdir(parents=True, exist_ok=True)
     if args.target == "policy":
         return _bench_policies(args)
     if args.target == "memory":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -60,3 +61,23 @@ def test_a_progress_bar_only_on_a_terminal_and_not_with_quiet(
     tiny = ["duration_s=1", "auto_topology.devices.0.count=10", "auto_topology.servers.0.count=1"]
     assert main(["bench", "sim", *flags, *tiny]) == 0
     assert seen == [shown, shown]  # the timed path and the other one
+
+
+def test_a_json_path_that_is_a_directory_is_refused_before_the_benchmark(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def never(*args: Any) -> None:
+        raise AssertionError("the benchmark ran")
+
+    monkeypatch.setattr("edgespec.sim.commands.bench._timed", never)
+    assert main(["bench", "sim", "--json", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec bench: --json {tmp_path}: is a directory; give a file name\n"
+    )
+
+
+def test_the_json_file_s_folder_is_made(tmp_path: Any) -> None:
+    out = tmp_path / "new" / "deeper" / "policy.json"
+    assert main(["bench", "policy", "--json", str(out)]) == 0
+    depths = [row["queue_depth"] for row in json.loads(out.read_text())]
+    assert depths[:3] == [10, 100, 1000]
