@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Callable
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgespec.arguments import (
     TrainingOptions,
@@ -28,8 +28,10 @@ from edgespec.arguments import (
 )
 from edgespec.datasets.prompts import DATASETS
 from edgespec.errors import UserInputError
-from edgespec.learn.drafts.make_draft import BatchProgress, DraftJob, StepProgress, TextLabelling
 from edgespec.learn.progress import Update, progress_bar
+
+if TYPE_CHECKING:  # make_draft imports torch: the command line loads it only to run
+    from edgespec.learn.drafts.make_draft import BatchProgress, DraftJob, StepProgress
 
 # Plain numeric options of `train draft`: flag, type (each > 0; the seed >= 0), default, help
 # (the default is appended).
@@ -126,6 +128,7 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
     """The run the flags describe; a contradiction or a missing directory is a usage error."""
     from edgespec.learn.drafts.distill import DraftArchitecture, TrainSettings
     from edgespec.learn.drafts.distill_data import GenerationSettings
+    from edgespec.learn.drafts.make_draft import DraftJob, TextLabelling
 
     if args.fast_head and args.init_from is None:
         raise UserInputError("--fast-head needs --init-from (its kept tokens form the head)")
