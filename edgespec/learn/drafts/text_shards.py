@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.errors import UserInputError
+from edgespec.output_paths import output_folder
 
 PROMPT_TOKENS = 32
 MIN_OUTPUT_TOKENS = 9  # a shorter text gives too few training positions to keep
@@ -32,7 +33,9 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "for feature-draft --data-dir"
     )
     p = sub.add_parser("text-shards", help=text, description=text)
-    p.add_argument("--out", type=Path, required=True, help="directory for the shard_*.pt files")
+    p.add_argument(
+        "--out", type=output_folder, required=True, help="directory for the shard_*.pt files"
+    )
     p.add_argument(
         "--target",
         default="gemma3-270m",

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from edgespec.arguments import add_seed, add_threads
 from edgespec.errors import UserInputError, did_you_mean
+from edgespec.output_paths import output_file, output_folder
 
 if TYPE_CHECKING:
     from edgespec.learn.stop.study import StopStudy
@@ -43,10 +44,12 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="trace JSONL file or a directory of them (repeatable), or a bundled trace set by "
         "name (gemma3-270m-draft-train: edgespec/data/predictors/); neural draft, no lookup",
     )
-    p.add_argument("--out", type=Path, required=True, help="write the MLP predictor (JSON) here")
+    p.add_argument(
+        "--out", type=output_file, required=True, help="write the MLP predictor (JSON) here"
+    )
     p.add_argument(
         "--report-dir",
-        type=Path,
+        type=output_folder,
         help="write study.json and REPORT.md here (default: print REPORT.md only)",
     )
     p.add_argument(

@@ -23,6 +23,7 @@ from edgespec.datasets.prompts import DATASETS, HELD_OUT
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
 from edgespec.models.devices import device_placement
+from edgespec.output_paths import output_file, output_folder
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 
 NGRAM = "ngram"
@@ -111,14 +112,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_seed(parser, "the arrival times")
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_file,
         help="write all records to this JSONL file (give --out and/or --out-dir)",
     )
-    parser.add_argument("--out-dir", type=Path, help="write <dataset>.jsonl files here")
+    parser.add_argument("--out-dir", type=output_folder, help="write <dataset>.jsonl files here")
     add_verbose(parser)
     parser.add_argument(
         "--json",
-        type=Path,
+        type=output_file,
         help="also write the summary table (per dataset and all) as JSON to this file",
     )
 

@@ -51,6 +51,7 @@ from edgespec.errors import UserInputError
 from edgespec.learn.wisv.collect import DATASETS, ROLLOUT_CHANNELS, DataConfig
 from edgespec.learn.wisv.fit import FitConfig
 from edgespec.learn.wisv.union import LABELS
+from edgespec.output_paths import output_file
 from edgespec.policies.semantic.relabel import BUDGETS, DEFAULT_BUDGET
 
 
@@ -58,8 +59,10 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p = sub.add_parser(
         "wisv-data", help="capture WISV's mismatch dataset (hidden states + critical labels)"
     )
-    p.add_argument("--out", type=Path, required=True, help="dataset file to write (.npz)")
-    p.add_argument("--summary", type=Path, help="JSON summary to write (default: --out with .json)")
+    p.add_argument("--out", type=output_file, required=True, help="dataset file to write (.npz)")
+    p.add_argument(
+        "--summary", type=output_file, help="JSON summary to write (default: --out with .json)"
+    )
     add_real_pair(p, draft_help="draft model, name or directory")
     p.add_argument(
         "--dataset",

@@ -26,6 +26,7 @@ from typing import Any
 
 from edgespec.arguments import add_max_new_tokens, add_real_pair, add_threads, add_verbose
 from edgespec.errors import UserInputError
+from edgespec.output_paths import output_file
 
 WINDOWS: dict[str, dict[str, Any]] = {
     "static": {"gamma": 4},
@@ -128,7 +129,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=50790, help="server port (default 50790)")
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_file,
         default=Path("runs/dsd-realpair.json"),
         help="JSON results (default runs/dsd-realpair.json)",
     )

@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from edgespec.output_paths import output_file
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -30,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Gemma 3 270M samples of a 2-core CPU)",
     )
     parser.add_argument(
-        "--json", type=Path, metavar="FILE", help="also write the fit and its scores here"
+        "--json", type=output_file, metavar="FILE", help="also write the fit and its scores here"
     )
     parser.add_argument(
         "--save-samples",

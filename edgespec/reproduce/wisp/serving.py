@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.arguments import add_max_new_tokens, add_threads
+from edgespec.output_paths import output_file
 
 SYSTEMS = {
     "fcfs": ["--batching", "fcfs"],
@@ -210,7 +211,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_file,
         default=Path("runs/wisp-serving.json"),
         help="JSON report; round logs go next to it (default runs/wisp-serving.json)",
     )

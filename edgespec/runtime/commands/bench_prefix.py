@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from edgespec.arguments import add_device_arguments, add_threads, add_verbose, positive_int
+from edgespec.output_paths import output_file
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,7 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_device_arguments(p, "the target")
     add_threads(p, 2)
     add_verbose(p)
-    p.add_argument("--json", type=Path, metavar="FILE", help="also write the numbers as JSON")
+    p.add_argument(
+        "--json", type=output_file, metavar="FILE", help="also write the numbers as JSON"
+    )
 
 
 def _lengths(text: str) -> list[int]:

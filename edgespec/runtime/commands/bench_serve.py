@@ -20,6 +20,7 @@ from pathlib import Path
 
 from edgespec.arguments import add_max_new_tokens, positive_int, seed_int
 from edgespec.errors import UserInputError
+from edgespec.output_paths import output_file
 from edgespec.runtime.commands.serve_target import BACKENDS
 from edgespec.runtime.loadgen.spec import LoadSpec, parse_faults, parse_modes, parse_slo_mix
 
@@ -91,7 +92,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     out = p.add_argument_group("output")
     out.add_argument("--no-check", action="store_true", help="skip the centralized check")
-    out.add_argument("--json", type=Path, metavar="FILE", help="also write the report as JSON")
+    out.add_argument(
+        "--json", type=output_file, metavar="FILE", help="also write the report as JSON"
+    )
     out.add_argument("--log-dir", type=Path, help="where the bench server's log goes (a tmp dir)")
 
 

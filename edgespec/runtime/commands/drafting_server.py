@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.arguments import add_device_arguments, add_threads, add_verbose
+from edgespec.output_paths import output_file
 
 WARMUP_TOKENS = 4
 
@@ -55,7 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run without pipelining, then pipelined (same prompts, same process); print "
         "the speed-up and check the outputs are token-identical (exit 1 if not)",
     )
-    parser.add_argument("--json", metavar="OUT", help="write the settings and results here")
+    parser.add_argument(
+        "--json", type=output_file, metavar="OUT", help="write the settings and results here"
+    )
     parser.add_argument("--auth-token", help="token the server accepts (default: none)")
     parser.add_argument("--tls-ca", metavar="PEM", help="connect over TLS with this CA file")
     add_device_arguments(parser, "the draft model")

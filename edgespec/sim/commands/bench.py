@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.config import apply_overrides, read_yaml
 from edgespec.errors import UserInputError
+from edgespec.output_paths import output_file
 
 if TYPE_CHECKING:
     from edgespec.sim.setup.scenario import Scenario
@@ -69,7 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="no progress bar (default: one per timed run when stderr is a terminal)",
     )
-    parser.add_argument("--json", type=Path, default=None, help="also write the result as JSON")
+    parser.add_argument(
+        "--json", type=output_file, default=None, help="also write the result as JSON"
+    )
 
 
 def synthetic_acceptance_trace(path: Path, seed: int, num_requests: int = 512) -> Path:
@@ -148,9 +151,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserInputError(
             f"the {args.target} benchmark takes no key.path=value overrides, got {args.overrides}"
         )
-    if args.json is not None:  # its folder made, or the error given, before the benchmark runs
-        if args.json.is_dir():
-            raise UserInputError(f"--json {args.json}: is a directory; give a file name")
+    if args.json is not None:  # its folder made before the benchmark runs
         args.json.parent.mkdir(parents=True, exist_ok=True)
     if args.target == "policy":
         return _bench_policies(args)

@@ -10,11 +10,11 @@ default to ``None`` in the parser so a given flag can be told from its default;
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from edgespec.arguments import add_quiet, positive_int
 from edgespec.errors import UserInputError
+from edgespec.output_paths import output_folder
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "then key.path=value overrides",
     )
     parser.add_argument(
-        "--out", type=Path, default=None, help="run folder (default runs/<name>-<time>)"
+        "--out", type=output_folder, default=None, help="run folder (default runs/<name>-<time>)"
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument(

@@ -70,10 +70,10 @@ def test_a_json_path_that_is_a_directory_is_refused_before_the_benchmark(
         raise AssertionError("the benchmark ran")
 
     monkeypatch.setattr("edgespec.sim.commands.bench._timed", never)
-    assert main(["bench", "sim", "--json", str(tmp_path)]) == 2
-    assert capsys.readouterr().err == (
-        f"edgespec bench: --json {tmp_path}: is a directory; give a file name\n"
-    )
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "sim", "--json", str(tmp_path)])
+    assert stop.value.code == 2
+    assert f"argument --json: {tmp_path} is a folder; give a file name" in capsys.readouterr().err
 
 
 def test_the_json_file_s_folder_is_made(tmp_path: Any) -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from edgespec.arguments import positive_int
+from edgespec.output_paths import output_folder
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out",
-        type=Path,
+        type=output_folder,
         default=None,
         help="output folder; a rerun continues it (default runs/reproduce-wisv-heldout-<time>)",
     )

@@ -1,0 +1,70 @@
+"""edgespec.output_paths: an output folder or file that cannot be written is a usage error
+naming the flag, before any work; other path errors are one line from the CLI."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.output_paths import output_file, output_folder
+
+
+def test_a_folder_may_exist_or_not_and_a_file_may_be_replaced(tmp_path: Path) -> None:
+    (tmp_path / "old.json").write_text("{}")
+    assert output_folder(str(tmp_path)) == tmp_path
+    assert output_folder(str(tmp_path / "new" / "deeper")) == tmp_path / "new" / "deeper"
+    assert output_file(str(tmp_path / "old.json")) == tmp_path / "old.json"
+    assert output_file(str(tmp_path / "new" / "x.json")) == tmp_path / "new" / "x.json"
+    assert not (tmp_path / "new").exists()  # nothing is made while parsing
+
+
+def test_a_file_where_a_folder_goes_and_a_folder_where_a_file_goes_are_refused(
+    tmp_path: Path,
+) -> None:
+    file = tmp_path / "a-file"
+    file.write_text("")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"a-file is a file, not a folder$"):
+        output_folder(str(file))
+    with pytest.raises(argparse.ArgumentTypeError, match=r"is a folder; give a file name$"):
+        output_file(str(tmp_path))
+    for check in (output_folder, output_file):
+        with pytest.raises(argparse.ArgumentTypeError, match=rf": {file} is a file, not a folder$"):
+            check(str(file / "below" / "x.json"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["sim", "--quiet", "--out", "{file}"], "--out"),
+        (["trace", "--draft", "ngram", "--out", "{dir}"], "--out"),
+        (["reproduce", "zhu", "--quick", "--out", "{file}"], "--out"),
+        (["train", "stop-predictor", "--out", "{dir}"], "--out"),
+        (["profile", "--target", "gemma3-270m", "--out", "{dir}"], "--out"),
+        (["calibrate", "--out", "{file}"], "--out"),
+    ],
+)
+def test_commands_refuse_an_unwritable_output_as_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], flag: str
+) -> None:
+    file = tmp_path / "a-file"
+    file.write_text("")
+    given = [a.format(file=file, dir=tmp_path) for a in argv]
+    with pytest.raises(SystemExit) as stop:
+        main(given)
+    assert stop.value.code == 2
+    assert f"argument {flag}: " in capsys.readouterr().err
+
+
+def test_another_path_error_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(tmp_path / "metrics.json"))
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    assert main(["sim", "--quiet", "--no-plots", "duration_s=1", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"edgespec sim: {tmp_path / 'metrics.json'}: Permission denied\n"
