@@ -44,6 +44,8 @@ def test_a_file_where_a_folder_goes_and_a_folder_where_a_file_goes_are_refused(
         (["train", "stop-predictor", "--out", "{dir}"], "--out"),
         (["profile", "--target", "gemma3-270m", "--out", "{dir}"], "--out"),
         (["calibrate", "--out", "{file}"], "--out"),
+        (["draft", "--prompt-ids", "1", "--records", "{dir}"], "--records"),
+        (["bench", "serve", "--json", "{file}/x.json"], "--json"),
     ],
 )
 def test_commands_refuse_an_unwritable_output_as_a_usage_error(

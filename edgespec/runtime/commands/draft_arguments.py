@@ -12,6 +12,7 @@ from edgespec.arguments import (
     positive_int,
     seed_int,
 )
+from edgespec.output_paths import output_file
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS
 from edgespec.runtime.wire.emulated_link import add_link_arguments, link_overrides
@@ -133,6 +134,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--records",
+        type=output_file,
         help="write the RequestRecord (and, distributed, the RoundRecords) here (JSONL)",
     )
     parser.add_argument(

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
@@ -52,7 +53,7 @@ class Outcome:
         if self.semantic is not None:
             print(self.semantic.line(self.rounds), file=sys.stderr)
 
-    def write_records(self, path: str) -> None:
+    def write_records(self, path: Path) -> None:
         """``--records``: the rounds (distributed) then the request, one JSON row each; a
         semantic run labels every row (``verification``, ``lossy``, ``threshold``,
         ``upload``; per round ``exchanges`` and ``accepted_mismatches``) and ends with a
@@ -60,7 +61,8 @@ class Outcome:
         from edgespec.runtime.server.round_log import record_row
 
         wisv = self.semantic
-        with open(path, "w") as f:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w") as f:
             if wisv is None:
                 rows = [record_row(r) for r in self.rounds] + [record_row(self.request)]
             else:

@@ -170,7 +170,7 @@ def test_draft_command_link_flags(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     server = make_server()
-    records = tmp_path / "rounds.jsonl"
+    records = tmp_path / "new" / "rounds.jsonl"  # its folder made when written
     args = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram"]
     args += ["--prompt-ids", ",".join(map(str, PROMPT)), "--max-new-tokens", "8"]
     link = ["--link-rtt-ms", "10", "--link-jitter-ms", "1", "--link-bandwidth-mbps", "100"]
