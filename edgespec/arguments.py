@@ -41,6 +41,20 @@ def seed_int(text: str) -> int:
     return value
 
 
+def token_ids(text: str) -> tuple[int, ...]:
+    """``--prompt-ids``: comma-separated token ids, each an integer >= 0 (whether each is in
+    the target's vocabulary, the server checks)."""
+    try:
+        ids = tuple(int(t) for t in text.split(","))
+    except ValueError:
+        ids = ()
+    if not ids or min(ids) < 0:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated token ids (integers >= 0), got {text!r}"
+        )
+    return ids
+
+
 def add_threads(
     parser: argparse.ArgumentParser, default: int | None, what: str = "torch CPU threads"
 ) -> None:

@@ -93,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(
             "verification", "--compare checks token-identical outputs; semantic is lossy"
         )
-    prompt_ids = _prompt_ids(args.prompt_ids) if args.prompt_ids is not None else None
+    prompt_ids: tuple[int, ...] | None = args.prompt_ids
     window = configured_policy("window", config.window.name, config.window.params)
     placement = draft_placement(args)
     pin_to_cpus(args.cpus)
@@ -165,15 +165,6 @@ def _compare(
         file=sys.stderr,
     )
     return 0 if same else 1
-
-
-def _prompt_ids(text: str) -> tuple[int, ...]:
-    from edgespec.config import ConfigError
-
-    try:
-        return tuple(int(t) for t in text.split(","))
-    except ValueError as exc:
-        raise ConfigError("prompt_ids", f"expected comma-separated ints: {exc}") from exc
 
 
 def draft_placement(args: argparse.Namespace) -> Any:

@@ -11,6 +11,7 @@ from edgespec.arguments import (
     add_verbose,
     positive_int,
     seed_int,
+    token_ids,
 )
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
@@ -36,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     prompt = parser.add_mutually_exclusive_group(required=True)
     prompt.add_argument("--prompt", help="prompt text (needs a tokenizer)")
-    prompt.add_argument("--prompt-ids", help="comma-separated prompt token ids")
+    prompt.add_argument("--prompt-ids", type=token_ids, help="comma-separated prompt token ids")
     prompt.add_argument(
         "--serve-openai",
         metavar="HOST:PORT",

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_device_arguments, add_threads, add_verbose
+from edgespec.arguments import add_device_arguments, add_threads, add_verbose, token_ids
 from edgespec.output_paths import output_file
 
 WARMUP_TOKENS = 4
@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     prompts.add_argument(
         "--prompt-ids",
+        type=token_ids,
         action="append",
         metavar="IDS",
         help="one session's comma-separated prompt token ids (repeat: one per session)",
@@ -179,7 +180,7 @@ def _prompts(args: argparse.Namespace, verifier: Any, tokenizer: Any) -> list[tu
     from edgespec.models.loading import load_tokenizer
 
     if args.prompt_ids:
-        return [_parse_ids(text) for text in args.prompt_ids]
+        return list(args.prompt_ids)
     try:
         texts = [p.text for p in load_prompts(args.prompts, args.split, args.num_sessions)]
     except (ValueError, FileNotFoundError) as exc:
@@ -194,16 +195,6 @@ def _prompts(args: argparse.Namespace, verifier: Any, tokenizer: Any) -> list[tu
                           "target here): give --prompt-ids")  # fmt: skip
     ids = [tuple(tokenizer(text)["input_ids"]) for text in texts]
     return [ids[k % len(ids)] for k in range(args.num_sessions)]
-
-
-def _parse_ids(text: str) -> tuple[int, ...]:
-    from edgespec.config import ConfigError
-
-    try:
-        ids = tuple(int(t) for t in text.split(","))
-    except ValueError as exc:
-        raise ConfigError("prompt_ids", f"expected comma-separated ints: {exc}") from None
-    return ids
 
 
 def _settings(args: argparse.Namespace, prompts: list[tuple[int, ...]]) -> dict[str, Any]:

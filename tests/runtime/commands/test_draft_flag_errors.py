@@ -99,11 +99,6 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
     ("flags", "message"),
     [
         (
-            ["--prompt-ids", "1,x"],
-            "config field 'prompt_ids': expected comma-separated ints: invalid literal for "
-            "int() with base 10: 'x'",
-        ),
-        (
             ["--prompt-ids", "1", "--window", "static", "--gamma", "2"],
             "give --window or --gamma (a static window), not both",
         ),
@@ -148,6 +143,20 @@ def test_flag_mistakes_exit_2_before_any_request(
     assert main([*BASE, *flags]) == 2
     assert capsys.readouterr().err.strip() == f"edgespec draft: {message}"
     assert all(not v.asked for v in fake)
+
+
+@pytest.mark.parametrize("ids", ["1,x", "1,,2", "-1", "3,-7", ""])
+@pytest.mark.parametrize("command", [["draft"], ["drafting-server", "--server", "127.0.0.1:1"]])
+def test_prompt_ids_that_are_no_token_ids_are_a_usage_error(
+    ids: str, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main([*command, "--prompt-ids", ids])
+    assert stop.value.code == 2
+    assert (
+        f"argument --prompt-ids: expected comma-separated token ids (integers >= 0), got {ids!r}"
+        in capsys.readouterr().err
+    )
 
 
 def test_a_missing_predictor_file_is_named(
