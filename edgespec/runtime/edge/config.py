@@ -101,8 +101,11 @@ class DrafterConfig:
         if not 0.0 <= self.tree_min_prob < 1.0:
             raise ConfigError("tree_min_prob", f"must be in [0, 1), got {self.tree_min_prob}")
         for address in self.servers:
-            if ":" not in address:
-                raise ConfigError("server", f"expected host:port, got {address!r}")
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+                raise ConfigError(
+                    "server", f"expected host:port with a port in 1..65535, got {address!r}"
+                )
         if self.routing.name not in ROUTING:
             raise ConfigError(
                 "routing.name",

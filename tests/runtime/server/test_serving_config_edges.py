@@ -115,7 +115,19 @@ def test_drafter_link_settings_are_finite_and_non_negative(name: str, value: flo
         ({"tree_max_nodes": 0}, "'tree_max_nodes': must be >= 1, got 0"),
         ({"tree_min_prob": 1.0}, "'tree_min_prob': must be in [0, 1), got 1.0"),
         ({"tree_min_prob": -0.1}, "'tree_min_prob': must be in [0, 1), got -0.1"),
-        ({"server": "a:1, nohost"}, "'server': expected host:port, got 'nohost'"),
+        (
+            {"server": "a:1, nohost"},
+            "'server': expected host:port with a port in 1..65535, got 'nohost'",
+        ),
+        (
+            {"server": "127.0.0.1:99999"},
+            "'server': expected host:port with a port in 1..65535, got '127.0.0.1:99999'",
+        ),
+        (
+            {"server": ":50051"},
+            "'server': expected host:port with a port in 1..65535, got ':50051'",
+        ),
+        ({"server": "h:x"}, "'server': expected host:port with a port in 1..65535, got 'h:x'"),
         ({"routing": {"name": "rr"}}, "'routing.name': unknown routing policy 'rr'; known: "),
         ({"tree": "2,2"}, "'tree': needs a neural draft model (ngram drafts chains)"),
         (
