@@ -90,6 +90,12 @@ class ServerConfig:
                 )
         if not 0 <= self.port <= 65535:
             raise ConfigError("port", f"must be in 0..65535 (0 = any free port), got {self.port}")
+        if self.prometheus_port is not None and not 1 <= self.prometheus_port <= 65535:
+            raise ConfigError("prometheus_port", f"must be in 1..65535, got {self.prometheus_port}")
+        if self.prometheus_port is not None and self.prometheus_port == self.port:
+            raise ConfigError(
+                "prometheus_port", f"must differ from port (the gRPC server's), got {self.port}"
+            )
         for name in (
             "max_batch_size",
             "max_batch_tokens",

@@ -57,6 +57,17 @@ def test_server_port_and_timeout_ranges() -> None:
     assert from_dict(ServerConfig, {"session_timeout_s": 0.01}).session_timeout_s == 0.01
 
 
+def test_the_metrics_port_is_a_port_of_its_own() -> None:
+    assert from_dict(ServerConfig, {"prometheus_port": 9100}).prometheus_port == 9100
+    for port in (0, 70000):
+        assert _server_error({"prometheus_port": port}) == (
+            f"config field 'prometheus_port': must be in 1..65535, got {port}"
+        )
+    assert _server_error({"prometheus_port": 50051}) == (
+        "config field 'prometheus_port': must differ from port (the gRPC server's), got 50051"
+    )
+
+
 def test_auth_tokens_name_the_blank_one() -> None:
     assert _server_error({"auth_tokens": ["good", "  "]}) == (
         "config field 'auth_tokens[1]': is empty: give a secret, or no auth token at all for "
