@@ -25,6 +25,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """An integer >= 0 (``--warmup``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
 SEED_LIMIT = 2**63
 """Seeds are ``0 <= seed < 2**63``: what numpy, torch and the wire's uint64 all take (the
 OpenAI endpoint's ``seed`` has the same bound)."""

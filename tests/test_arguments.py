@@ -14,6 +14,7 @@ from edgespec.arguments import (
     TrainingOptions,
     add_training_arguments,
     cpu_list,
+    non_negative_int,
     positive_int,
     seed_int,
     training_options,
@@ -59,6 +60,14 @@ def test_a_negative_seed_is_a_usage_error(
     assert "argument --seed: must be in [0, 2**63), got -1" in capsys.readouterr().err
 
 
+def test_non_negative_int() -> None:
+    assert (non_negative_int("0"), non_negative_int("7")) == (0, 7)
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^must be >= 0, got -1$"):
+        non_negative_int("-1")
+    with pytest.raises(argparse.ArgumentTypeError, match=r"^expected an integer, got 'x'$"):
+        non_negative_int("x")
+
+
 @pytest.mark.parametrize(
     ("command", "flag"),
     [
@@ -68,6 +77,17 @@ def test_a_negative_seed_is_a_usage_error(
         (["train", "stop-predictor", "--traces", "t.jsonl", "--out", "o"], "--threads"),
         (["train", "awc", "--data", "d", "--out", "o"], "--threads"),
         (["sim"], "--workers"),
+        (["drafting-server", "--server", "h:1"], "--num-sessions"),
+        (["drafting-server", "--server", "h:1"], "--batch-size"),
+        (["drafting-server", "--server", "h:1"], "--gamma"),
+        (["train", "awc-data", "--out", "o"], "--contexts-per-run"),
+        (["train", "awc", "--data", "d", "--out", "o"], "--width"),
+        (["train", "stop-predictor", "--traces", "t.jsonl", "--out", "o"], "--mlp-trials"),
+        (["train", "feature-draft", "--data-dir", "d", "--out", "o"], "--steps"),
+        (["train", "text-shards", "--out", "o"], "--max-tokens"),
+        (["reproduce", "wisp-serving", "--profile", "p.yaml"], "--clients"),
+        (["calibrate"], "--clients"),
+        (["calibrate"], "--runs"),
     ],
 )
 def test_counts_below_one_are_usage_errors(
@@ -77,7 +97,9 @@ def test_counts_below_one_are_usage_errors(
         main([*command, flag, "0"])
     assert exit_info.value.code == 2
     prog = " ".join(
-        ["edgespec", *command[:2]] if command[0] == "train" else ["edgespec", command[0]]
+        ["edgespec", *command[:2]]
+        if command[0] in ("train", "reproduce")
+        else ["edgespec", command[0]]
     )
     err = capsys.readouterr().err
     assert err.endswith(f"{prog}: error: argument {flag}: must be >= 1, got 0\n")

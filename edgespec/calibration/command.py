@@ -29,7 +29,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_max_new_tokens, add_threads, add_verbose, seed_int
+from edgespec.arguments import (
+    add_max_new_tokens,
+    add_threads,
+    add_verbose,
+    non_negative_int,
+    positive_int,
+    seed_int,
+)
 from edgespec.calibration.runs import (
     RealRun,
     link_rtt_ms,
@@ -139,18 +146,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--draft", default="truncated", help="'truncated' (default; synthetic), 'ngram', a model"
     )
-    p.add_argument("--clients", type=int, default=4, help="drafter processes (default 4)")
+    p.add_argument("--clients", type=positive_int, default=4, help="drafter processes (default 4)")
     p.add_argument(
-        "--requests", type=int, default=2, help="requests per client, in sequence (default 2)"
+        "--requests",
+        type=positive_int,
+        default=2,
+        help="requests per client, in sequence (default 2)",
     )
     p.add_argument(
-        "--prompt-tokens", type=int, default=32, help="synthetic prompt tokens (default 32)"
+        "--prompt-tokens",
+        type=positive_int,
+        default=32,
+        help="synthetic prompt tokens (default 32)",
     )
     p.add_argument(
         "--dataset", default="gsm8k", help="real target's prompt set, test split (default gsm8k)"
     )
     add_max_new_tokens(p, 48)
-    p.add_argument("--gamma", type=int, default=4, help="static window γ, tokens (default 4)")
+    p.add_argument(
+        "--gamma", type=positive_int, default=4, help="static window γ, tokens (default 4)"
+    )
     add_threads(p, 2)
     add_verbose(p)
     p.add_argument(
@@ -163,10 +178,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="output directory (default runs/calibration)",
     )
     p.add_argument(
-        "--warmup", type=int, default=2, help="profile warm-up runs per configuration (default 2)"
+        "--warmup",
+        type=non_negative_int,
+        default=2,
+        help="profile warm-up runs per configuration (default 2)",
     )
     p.add_argument(
-        "--runs", type=int, default=3, help="profile timed runs per configuration (default 3)"
+        "--runs",
+        type=positive_int,
+        default=3,
+        help="profile timed runs per configuration (default 3)",
     )
     p.add_argument(
         "--seed", type=seed_int, default=0, help="synthetic prompts, simulation (default 0)"

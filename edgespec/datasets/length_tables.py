@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.arguments import add_seed
+from edgespec.arguments import add_seed, positive_int
 from edgespec.datasets.prompts import iter_json_array, prompt_dir
 from edgespec.output_paths import output_folder
 
@@ -252,7 +252,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="output directory (default: the package's tables)",
     )
     parser.add_argument(
-        "--max-pairs", type=int, default=2000, help="pairs kept per dataset (default 2000)"
+        "--max-pairs", type=positive_int, default=2000, help="pairs kept per dataset (default 2000)"
     )
     add_seed(parser, "the pairs' random draw")
 

@@ -28,6 +28,7 @@ from edgespec.arguments import (
     add_threads,
     add_training_arguments,
     add_workers,
+    positive_int,
 )
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS
@@ -57,10 +58,13 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="simulated seconds per run (default 20; --quick: 6)",
     )
     p.add_argument(
-        "--contexts-per-run", type=int, default=8, help="contexts kept per run (default 8)"
+        "--contexts-per-run", type=positive_int, default=8, help="contexts kept per run (default 8)"
     )
     p.add_argument(
-        "--fused-gamma", type=int, default=4, help="co-located window γ in fused runs (default 4)"
+        "--fused-gamma",
+        type=positive_int,
+        default=4,
+        help="co-located window γ in fused runs (default 4)",
     )
     p.add_argument(
         "--fused-rounds",
@@ -100,7 +104,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t = sub.add_parser("awc", help="train the WC-DNN on an awc-data directory")
     t.add_argument("--data", type=Path, required=True, help="an awc-data --out directory")
     t.add_argument("--out", type=output_file, required=True, help="write the weights (JSON) here")
-    t.add_argument("--width", type=int, default=64, help="hidden width (default 64)")
+    t.add_argument("--width", type=positive_int, default=64, help="hidden width (default 64)")
     add_training_arguments(
         t,
         defaults=TrainingOptions(100, 1e-3, 1e-2, 256, 0.2),

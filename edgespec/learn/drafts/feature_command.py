@@ -20,6 +20,7 @@ from edgespec.arguments import (
     add_threads,
     add_training_arguments,
     add_verbose,
+    positive_int,
     training_options,
 )
 from edgespec.errors import UserInputError
@@ -44,14 +45,24 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--features-dir", type=Path, required=True, help="target features (resumable)")
     p.add_argument("--kept-from", type=Path, help="take the kept tokens of this trimmed draft")
     p.add_argument(
-        "--kept-tokens", type=int, default=8192, help="K, when not --kept-from (default 8192)"
+        "--kept-tokens",
+        type=positive_int,
+        default=8192,
+        help="K, when not --kept-from (default 8192)",
     )
     p.add_argument(
-        "--steps", type=int, default=2, help="drafting steps unrolled in training (default 2)"
+        "--steps",
+        type=positive_int,
+        default=2,
+        help="drafting steps unrolled in training (default 2)",
     )
-    p.add_argument("--intermediate-size", type=int, default=1024, help="MLP width (default 1024)")
-    p.add_argument("--heads", type=int, default=8, help="attention heads (default 8)")
-    p.add_argument("--head-dim", type=int, default=64, help="size of one head (default 64)")
+    p.add_argument(
+        "--intermediate-size", type=positive_int, default=1024, help="MLP width (default 1024)"
+    )
+    p.add_argument("--heads", type=positive_int, default=8, help="attention heads (default 8)")
+    p.add_argument(
+        "--head-dim", type=positive_int, default=64, help="size of one head (default 64)"
+    )
     add_training_arguments(
         p,
         defaults=TrainingOptions(epochs=3, learning_rate=5e-4, batch_size=8, holdout=0.05),

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from edgespec.arguments import positive_int
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_folder
 
@@ -42,10 +43,16 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="whose tokenizer, name or path (default gemma3-270m)",
     )
     p.add_argument(
-        "--conversations", type=int, default=2000, help="ShareGPT conversations (default 2000)"
+        "--conversations",
+        type=positive_int,
+        default=2000,
+        help="ShareGPT conversations (default 2000)",
     )
     p.add_argument(
-        "--max-tokens", type=int, default=256, help="tokens per sequence, BOS first (default 256)"
+        "--max-tokens",
+        type=positive_int,
+        default=256,
+        help="tokens per sequence, BOS first (default 256)",
     )
 
 

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgespec.arguments import add_seed, add_threads
+from edgespec.arguments import add_seed, add_threads, positive_int
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.output_paths import output_file, output_folder
 
@@ -58,12 +58,20 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=4,
         help="window K_max the rows are built at, tokens (default 4)",
     )
-    p.add_argument("--mlp-trials", type=int, default=8, help="MLP search trials (default 8)")
     p.add_argument(
-        "--tree-trials", type=int, default=6, help="search trials per tree baseline (default 6)"
+        "--mlp-trials", type=positive_int, default=8, help="MLP search trials (default 8)"
     )
     p.add_argument(
-        "--latency-calls", type=int, default=1000, help="single-sample timing calls (default 1000)"
+        "--tree-trials",
+        type=positive_int,
+        default=6,
+        help="search trials per tree baseline (default 6)",
+    )
+    p.add_argument(
+        "--latency-calls",
+        type=positive_int,
+        default=1000,
+        help="single-sample timing calls (default 1000)",
     )
     add_threads(p, 1)
     add_seed(p, "the request split and searches")

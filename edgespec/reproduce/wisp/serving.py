@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_max_new_tokens, add_threads
+from edgespec.arguments import add_max_new_tokens, add_threads, positive_int
 from edgespec.output_paths import output_file
 
 SYSTEMS = {
@@ -193,7 +193,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--target", default="gemma3-270m", help="served model (default gemma3-270m)"
     )
     parser.add_argument("--profile", required=True, help="kind: wisp profile of this machine")
-    parser.add_argument("--clients", type=int, default=8, help="drafter processes (default 8)")
+    parser.add_argument(
+        "--clients", type=positive_int, default=8, help="drafter processes (default 8)"
+    )
     parser.add_argument(
         "--seconds", type=float, default=60.0, help="closed-loop run per system, s (default 60)"
     )
@@ -207,7 +209,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SLO classes and token-speed targets, tokens/s (default c1=0.5 c2=1 c3=2 c4=3)",
     )
     parser.add_argument(
-        "--prompts", type=int, default=24, help="first GSM8K test prompts used (default 24)"
+        "--prompts",
+        type=positive_int,
+        default=24,
+        help="first GSM8K test prompts used (default 24)",
     )
     parser.add_argument(
         "--out",
