@@ -1,6 +1,6 @@
-"""The command line's shared pieces: argparse value types (a bad value is argparse's usage
-error, the flag named, exit status 2, caught before any work starts) and the flags several
-subcommands take, each defined once here so they read and check alike: thread, worker and
+"""The command line's shared flags: those several subcommands take, each defined once here
+so they read and check alike (their value types, a bad value being argparse's usage error
+before any work starts, are in :mod:`edgespec.argument_types`): thread, worker and
 CPU counts, seeds, the real pair, the training group (:func:`add_training_arguments`,
 read back as a :class:`TrainingOptions`) and where a model runs (:func:`add_device_arguments`,
 read back as a :class:`DevicePlacement`; whether that device is there is checked in
@@ -13,57 +13,14 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-
-def positive_int(text: str) -> int:
-    """An integer >= 1 (``--workers``, ``--threads``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """An integer >= 0 (``--warmup``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-SEED_LIMIT = 2**63
-"""Seeds are ``0 <= seed < 2**63``: what numpy, torch and the wire's uint64 all take (the
-OpenAI endpoint's ``seed`` has the same bound)."""
-
-
-def seed_int(text: str) -> int:
-    """A seed: an integer ``0 <= seed < 2**63`` (:data:`SEED_LIMIT`)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 0 <= value < SEED_LIMIT:
-        raise argparse.ArgumentTypeError(f"must be in [0, 2**63), got {value}")
-    return value
-
-
-def token_ids(text: str) -> tuple[int, ...]:
-    """``--prompt-ids``: comma-separated token ids, each an integer >= 0 (whether each is in
-    the target's vocabulary, the server checks)."""
-    try:
-        ids = tuple(int(t) for t in text.split(","))
-    except ValueError:
-        ids = ()
-    if not ids or min(ids) < 0:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated token ids (integers >= 0), got {text!r}"
-        )
-    return ids
+from edgespec.argument_types import (
+    cpu_list,
+    non_negative_float,
+    open_fraction,
+    positive_float,
+    positive_int,
+    seed_int,
+)
 
 
 def add_threads(
@@ -74,29 +31,6 @@ def add_threads(
     parser.add_argument(
         "--threads", type=positive_int, default=default, help=f"{what} (default {stated})"
     )
-
-
-def cpu_list(text: str) -> tuple[int, ...]:
-    """``--cpus``: CPU numbers as ``0``, ``0,2`` or ``0-3`` (a comma list of numbers and
-    ranges), each one this process may run on."""
-    import os
-
-    cpus: set[int] = set()
-    try:
-        for part in text.split(","):
-            first, _, last = part.strip().partition("-")
-            cpus.update(range(int(first), int(last or first) + 1))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected CPU numbers like 0 or 0,2 or 0-3, got {text!r}"
-        ) from None
-    allowed = os.sched_getaffinity(0)
-    outside = sorted(cpus - allowed)
-    if not cpus or outside:
-        raise argparse.ArgumentTypeError(
-            f"CPUs {outside or text!r} are not among this process's CPUs {sorted(allowed)}"
-        )
-    return tuple(sorted(cpus))
 
 
 def add_cpus(parser: argparse.ArgumentParser, side: str) -> None:
@@ -162,37 +96,6 @@ def add_max_new_tokens(parser: argparse.ArgumentParser, default: int) -> None:
         default=default,
         help=f"tokens per request (default {default})",
     )
-
-
-def positive_float(text: str) -> float:
-    """A float > 0 (``--lr``)."""
-    value = _float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value:g}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    """A float >= 0 (``--weight-decay``)."""
-    value = _float(text)
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value:g}")
-    return value
-
-
-def open_fraction(text: str) -> float:
-    """A share strictly between 0 and 1 (``--holdout``)."""
-    value = _float(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {value:g}")
-    return value
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,15 +10,8 @@ import sys
 
 import pytest
 
-from edgespec.arguments import (
-    TrainingOptions,
-    add_training_arguments,
-    cpu_list,
-    non_negative_int,
-    positive_int,
-    seed_int,
-    training_options,
-)
+from edgespec.argument_types import cpu_list, non_negative_int, positive_int, seed_int
+from edgespec.arguments import TrainingOptions, add_training_arguments, training_options
 from edgespec.cli import main
 
 
@@ -77,14 +70,11 @@ def test_non_negative_int() -> None:
         (["train", "stop-predictor", "--traces", "t.jsonl", "--out", "o"], "--threads"),
         (["train", "awc", "--data", "d", "--out", "o"], "--threads"),
         (["sim"], "--workers"),
-        (["drafting-server", "--server", "h:1"], "--num-sessions"),
-        (["drafting-server", "--server", "h:1"], "--batch-size"),
-        (["drafting-server", "--server", "h:1"], "--gamma"),
         (["train", "awc-data", "--out", "o"], "--contexts-per-run"),
         (["train", "awc", "--data", "d", "--out", "o"], "--width"),
         (["train", "stop-predictor", "--traces", "t.jsonl", "--out", "o"], "--mlp-trials"),
         (["train", "feature-draft", "--data-dir", "d", "--out", "o"], "--steps"),
-        (["train", "text-shards", "--out", "o"], "--max-tokens"),
+        (["train", "awc-data", "--out", "o"], "--scenarios"),
         (["reproduce", "wisp-serving", "--profile", "p.yaml"], "--clients"),
         (["calibrate"], "--clients"),
         (["calibrate"], "--runs"),

@@ -29,14 +29,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import (
-    add_max_new_tokens,
-    add_threads,
-    add_verbose,
-    non_negative_int,
-    positive_int,
-    seed_int,
-)
+from edgespec.argument_types import non_negative_int, positive_int, seed_int
+from edgespec.arguments import add_max_new_tokens, add_threads, add_verbose
 from edgespec.calibration.runs import (
     RealRun,
     link_rtt_ms,

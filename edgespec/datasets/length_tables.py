@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.arguments import add_seed, positive_int
+from edgespec.argument_types import positive_int
+from edgespec.arguments import add_seed
 from edgespec.datasets.prompts import iter_json_array, prompt_dir
 from edgespec.output_paths import output_folder
 

@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from edgespec.argument_types import positive_int
 from edgespec.arguments import (
     TrainingOptions,
     add_seed,
     add_threads,
     add_training_arguments,
     add_workers,
-    positive_int,
 )
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS
@@ -47,7 +47,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--quick", action="store_true", help="4 small scenarios (6 s, ≤ 8 drafts)")
     p.add_argument(
         "--scenarios",
-        type=int,
+        type=positive_int,
         default=2000,
         help="grid points to draw (default 2000; not with --quick)",
     )
@@ -151,8 +151,6 @@ def run_data(args: argparse.Namespace) -> int:
     weights = {"ttft": args.w_ttft, "tpot": args.w_tpot, "throughput": args.w_throughput}
     if min(weights.values()) < 0 or sum(weights.values()) <= 0:
         raise UserInputError("the --w-* weights must be >= 0 and not all 0")
-    if args.scenarios < 1 or args.workers < 1 or args.contexts_per_run < 1:
-        raise UserInputError("--scenarios, --workers and --contexts-per-run must be >= 1")
     console = Console(stderr=True)
     trace = args.workload_trace
     if trace is not None and not trace.is_file():

@@ -16,14 +16,12 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgespec.argument_types import positive_float, positive_int, seed_int
 from edgespec.arguments import (
     TrainingOptions,
     add_threads,
     add_training_arguments,
     add_verbose,
-    positive_float,
-    positive_int,
-    seed_int,
     training_options,
 )
 from edgespec.datasets.prompts import DATASETS

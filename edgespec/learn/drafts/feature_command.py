@@ -14,13 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from edgespec.argument_types import positive_int
 from edgespec.arguments import (
     TrainingOptions,
     add_seed,
     add_threads,
     add_training_arguments,
     add_verbose,
-    positive_int,
     training_options,
 )
 from edgespec.errors import UserInputError
@@ -123,8 +123,6 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.models.loading import load_model
 
     shards = shard_files(args.data_dir)
-    if args.steps < 1:
-        raise UserInputError(f"--steps must be >= 1, got {args.steps}")
     options = training_options(args)
     settings = ft.FeatureTrainSettings(
         num_steps=args.steps,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import positive_int
+from edgespec.argument_types import non_negative_int
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_folder
 
@@ -44,13 +44,13 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--conversations",
-        type=positive_int,
+        type=non_negative_int,
         default=2000,
         help="ShareGPT conversations (default 2000)",
     )
     p.add_argument(
         "--max-tokens",
-        type=positive_int,
+        type=int,
         default=256,
         help="tokens per sequence, BOS first (default 256)",
     )
@@ -101,8 +101,6 @@ def run(args: argparse.Namespace) -> int:
         raise UserInputError(
             f"--max-tokens must be >= {PROMPT_TOKENS + MIN_OUTPUT_TOKENS}, got {args.max_tokens}"
         )
-    if args.conversations < 0:
-        raise UserInputError(f"--conversations must be >= 0, got {args.conversations}")
     tokenizer = load_tokenizer(args.target)  # the tokenizer alone: no weights load
     if tokenizer is None:
         raise UserInputError(f"--target {args.target!r} has no tokenizer")

@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgespec.arguments import add_seed, add_threads, positive_int
+from edgespec.argument_types import positive_int
+from edgespec.arguments import add_seed, add_threads
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.output_paths import output_file, output_folder
 

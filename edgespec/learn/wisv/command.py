@@ -38,6 +38,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from edgespec.argument_types import positive_int
 from edgespec.arguments import (
     TrainingOptions,
     add_real_pair,
@@ -45,7 +46,6 @@ from edgespec.arguments import (
     add_threads,
     add_training_arguments,
     add_verbose,
-    positive_int,
 )
 from edgespec.errors import UserInputError
 from edgespec.learn.wisv.collect import DATASETS, ROLLOUT_CHANNELS, DataConfig

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import add_max_new_tokens, add_threads, positive_int
+from edgespec.argument_types import positive_int
+from edgespec.arguments import add_max_new_tokens, add_threads
 from edgespec.output_paths import output_file
 
 SYSTEMS = {

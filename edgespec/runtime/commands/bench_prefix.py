@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.arguments import add_device_arguments, add_threads, add_verbose, positive_int
+from edgespec.argument_types import positive_int
+from edgespec.arguments import add_device_arguments, add_threads, add_verbose
 from edgespec.output_paths import output_file
 
 

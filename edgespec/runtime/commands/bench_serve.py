@@ -18,7 +18,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from edgespec.arguments import add_max_new_tokens, positive_int, seed_int
+from edgespec.argument_types import positive_int, seed_int
+from edgespec.arguments import add_max_new_tokens
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.serve_target import BACKENDS

@@ -5,14 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from edgespec.arguments import (
-    add_cpus,
-    add_device_arguments,
-    add_verbose,
-    positive_int,
-    seed_int,
-    token_ids,
-)
+from edgespec.argument_types import positive_int, seed_int, token_ids
+from edgespec.arguments import add_cpus, add_device_arguments, add_verbose
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS

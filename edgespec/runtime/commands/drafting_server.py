@@ -11,13 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import (
-    add_device_arguments,
-    add_threads,
-    add_verbose,
-    positive_int,
-    token_ids,
-)
+from edgespec.argument_types import token_ids
+from edgespec.arguments import add_device_arguments, add_threads, add_verbose
 from edgespec.output_paths import output_file
 
 WARMUP_TOKENS = 4
@@ -44,19 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--split", default="test", help="dataset split (default test)")
     parser.add_argument(
-        "--num-sessions",
-        type=positive_int,
-        default=8,
-        help="sessions (prompts) with --prompts (default 8)",
+        "--num-sessions", type=int, default=8, help="sessions (prompts) with --prompts (default 8)"
     )
+    parser.add_argument("--batch-size", type=int, default=4, help="sessions per batch (default 4)")
+    parser.add_argument("--gamma", type=int, default=4, help="draft tokens per block (default 4)")
     parser.add_argument(
-        "--batch-size", type=positive_int, default=4, help="sessions per batch (default 4)"
-    )
-    parser.add_argument(
-        "--gamma", type=positive_int, default=4, help="draft tokens per block (default 4)"
-    )
-    parser.add_argument(
-        "--max-new-tokens", type=positive_int, default=32, help="tokens per session (default 32)"
+        "--max-new-tokens", type=int, default=32, help="tokens per session (default 32)"
     )
     parser.add_argument(
         "--pipeline",

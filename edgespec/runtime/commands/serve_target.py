@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.arguments import positive_int
+from edgespec.argument_types import positive_int
 
 BACKENDS = ("transformers", "transformers-lossy", "llamacpp", "llamacpp-lossy")
 TRANSFORMERS = ("transformers", "transformers-lossy")

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from edgespec.arguments import add_quiet, positive_int
+from edgespec.argument_types import positive_int
+from edgespec.arguments import add_quiet
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_folder
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from edgespec.arguments import positive_int
+from edgespec.argument_types import positive_int
 from edgespec.output_paths import output_folder
 
 
