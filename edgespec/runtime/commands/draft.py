@@ -72,6 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     """Check the arguments, reach the server, then load what the mode needs and run it:
     nothing slow happens before a bad flag or an unreachable server is reported."""
     from edgespec.config import ConfigError, load_config
+    from edgespec.models.registry import resolve_model
     from edgespec.runtime.edge.config import DrafterConfig
     from edgespec.runtime.wire.emulated_link import check_link_mode
 
@@ -99,6 +100,8 @@ def _run(args: argparse.Namespace) -> int:
     pin_to_cpus(args.cpus)
     if args.serve_openai is not None:
         return _serve_openai(args, config, stop, placement)
+    if args.mode == "distributed" and config.draft != "ngram":
+        resolve_model(config.draft)  # an unknown draft is named before the server is reached
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
     draft = _load_draft(config, args, placement) if args.mode == "distributed" else None

@@ -132,6 +132,11 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
             "config field 'max_reconnects': must be >= 0, got -1",
         ),
         (
+            ["--prompt-ids", "1", "--draft", "nosuchdraft"],
+            "unknown model 'nosuchdraft': known names are gemma3-270m, gemma3-270m-draft, or "
+            "give a path to a local Hugging Face model directory or .gguf file",
+        ),
+        (
             ["--serve-openai", "127.0.0.1:0", "--openai-max-queued", "-1"],
             "config field 'openai_max_queued': must be >= 0, got -1",
         ),
