@@ -9,6 +9,7 @@ explicit entities. A scenario is a YAML file or a bundled one's name (:func:`sce
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -36,6 +37,7 @@ from edgespec.sim.setup.pools import TopologyConfig as TopologyConfig
 from edgespec.sim.setup.pools import frozen_mapping
 from edgespec.sim.setup.workload_config import DsdSimCompat as DsdSimCompat
 from edgespec.sim.setup.workload_config import WorkloadConfig as WorkloadConfig
+from edgespec.sim.setup.workload_config import non_negative as _non_negative
 from edgespec.sim.setup.workload_config import positive as _positive
 from edgespec.sim.setup.workload_config import validate_workload
 
@@ -133,8 +135,10 @@ class Scenario:
         if self.temperature < 0:
             raise ConfigError("temperature", f"must be >= 0, got {self.temperature}")
         for cls, target in self.slo_classes.items():
-            if target is not None and target <= 0:
-                raise ConfigError(f"slo_classes.{cls}", f"must be > 0 or null, got {target}")
+            if target is not None and not (math.isfinite(target) and target > 0):
+                raise ConfigError(
+                    f"slo_classes.{cls}", f"must be a finite number > 0 or null, got {target}"
+                )
         for name, link in self.links.items():
             _validate_link(f"links.{name}", link)
         topo = self.auto_topology
@@ -160,8 +164,7 @@ class Scenario:
 
 def _validate_link(where: str, link: LinkConfig) -> None:
     for name in ("rtt_ms", "jitter_ms", "retransmit_timeout_ms"):
-        if getattr(link, name) < 0:
-            raise ConfigError(f"{where}.{name}", f"must be >= 0, got {getattr(link, name)}")
+        _non_negative(f"{where}.{name}", getattr(link, name))
     _positive(f"{where}.bandwidth_mbps", link.bandwidth_mbps)
     if not 0.0 <= link.loss_rate < 1.0:
         raise ConfigError(f"{where}.loss_rate", f"must be in [0, 1), got {link.loss_rate}")
@@ -176,8 +179,6 @@ def _validate_devices(where: str, pool: DevicePool, scenario: Scenario) -> None:
             f"unknown link {pool.link!r}; known: {sorted(scenario.links)}"
             + did_you_mean(pool.link, scenario.links),
         )
-    if not pool.slo_mix or sum(pool.slo_mix.values()) <= 0:
-        raise ConfigError(f"{where}.slo_mix", "needs at least one class with a positive share")
     for cls, share in pool.slo_mix.items():
         if cls not in scenario.slo_classes:
             raise ConfigError(
@@ -185,8 +186,9 @@ def _validate_devices(where: str, pool: DevicePool, scenario: Scenario) -> None:
                 f"unknown SLO class; known: {sorted(scenario.slo_classes)}"
                 + did_you_mean(cls, scenario.slo_classes),
             )
-        if share < 0:
-            raise ConfigError(f"{where}.slo_mix.{cls}", f"must be >= 0, got {share}")
+        _non_negative(f"{where}.slo_mix.{cls}", share)
+    if not pool.slo_mix or sum(pool.slo_mix.values()) <= 0:
+        raise ConfigError(f"{where}.slo_mix", "needs at least one class with a positive share")
     _validate_cost(f"{where}.cost_model", pool.cost_model)
 
 

@@ -17,6 +17,12 @@ def positive(where: str, value: float) -> None:
         raise ConfigError(where, f"must be a finite number > 0, got {value}")
 
 
+def non_negative(where: str, value: float) -> None:
+    """``value`` must be a finite number >= 0 (``ConfigError`` at ``where``)."""
+    if not (math.isfinite(value) and value >= 0):
+        raise ConfigError(where, f"must be a finite number >= 0, got {value}")
+
+
 @dataclass(frozen=True, slots=True)
 class WorkloadConfig:
     """Where requests come from.
@@ -76,16 +82,11 @@ def validate_workload(wl: WorkloadConfig) -> None:
         raise ConfigError("workload.trace", "workload kind 'trace' needs a trace file")
     if wl.kind == "poisson":
         positive("workload.rate_per_s", wl.rate_per_s)
-    if wl.ramp_s < 0:
-        raise ConfigError("workload.ramp_s", f"must be >= 0, got {wl.ramp_s}")
-    if wl.think_time_s < 0:
-        raise ConfigError("workload.think_time_s", f"must be >= 0, got {wl.think_time_s}")
-    if wl.arrivals_until_s is not None and wl.arrivals_until_s < 0:
-        raise ConfigError("workload.arrivals_until_s", f"must be >= 0, got {wl.arrivals_until_s}")
-    if wl.think_cv <= 0:
-        raise ConfigError("workload.think_cv", f"must be > 0, got {wl.think_cv}")
-    if wl.think_min_s < 0:
-        raise ConfigError("workload.think_min_s", f"must be >= 0, got {wl.think_min_s}")
+    for name in ("ramp_s", "think_time_s", "think_min_s"):
+        non_negative(f"workload.{name}", getattr(wl, name))
+    if wl.arrivals_until_s is not None:
+        non_negative("workload.arrivals_until_s", wl.arrivals_until_s)
+    positive("workload.think_cv", wl.think_cv)
     if len(wl.prompt_tokens) != len(wl.output_tokens):
         raise ConfigError(
             "workload.output_tokens",

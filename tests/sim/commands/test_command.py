@@ -35,7 +35,10 @@ def test_sim_bad_override_names_the_field(
     scenario_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["sim", str(scenario_file), "links.wan.rtt_ms=-5", "--quiet"]) == 2
-    assert "config field 'links.wan.rtt_ms': must be >= 0, got -5.0" in capsys.readouterr().err
+    assert (
+        "config field 'links.wan.rtt_ms': must be a finite number >= 0, got -5.0"
+        in capsys.readouterr().err
+    )
 
 
 def test_sim_sweep_runs_each_point(scenario_file: Path, tmp_path: Path) -> None:

@@ -16,12 +16,20 @@ from tests.sim.helpers import tiny_scenario
         (["duration_s=0"], "'duration_s': must be a finite number > 0, got 0.0"),
         (["duration_s=.inf"], "'duration_s': must be a finite number > 0, got inf"),
         (["seed=-1"], "'seed': must be >= 0, got -1"),
-        (["slo_classes.slow=0"], "'slo_classes.slow': must be > 0 or null, got 0.0"),
+        (
+            ["slo_classes.slow=0"],
+            "'slo_classes.slow': must be a finite number > 0 or null, got 0.0",
+        ),
+        (
+            ["slo_classes.slow=.inf"],
+            "'slo_classes.slow': must be a finite number > 0 or null, got inf",
+        ),
         (["links.wan.loss_rate=1.0"], "'links.wan.loss_rate': must be in [0, 1), got 1.0"),
         (
             ["links.wan.retransmit_timeout_ms=-1"],
-            "'links.wan.retransmit_timeout_ms': must be >= 0, got -1.0",
+            "'links.wan.retransmit_timeout_ms': must be a finite number >= 0, got -1.0",
         ),
+        (["links.wan.rtt_ms=.nan"], "'links.wan.rtt_ms': must be a finite number >= 0, got nan"),
         (["auto_topology.devices=[]"], "'auto_topology.devices': needs at least one device pool"),
         (["auto_topology.servers=[]"], "'auto_topology.servers': needs at least one server pool"),
         (
@@ -38,14 +46,28 @@ from tests.sim.helpers import tiny_scenario
         ),
         (
             ["auto_topology.devices.0.slo_mix={slow: 2, fast: -1}"],
-            "'auto_topology.devices[0].slo_mix.fast': must be >= 0, got -1.0",
+            "'auto_topology.devices[0].slo_mix.fast': must be a finite number >= 0, got -1.0",
+        ),
+        (
+            ["auto_topology.devices.0.slo_mix={slow: 2, fast: .nan}"],
+            "'auto_topology.devices[0].slo_mix.fast': must be a finite number >= 0, got nan",
         ),
         (["acceptance.alpha=-0.1"], "'acceptance.alpha': must be in [0, 1], got -0.1"),
         (
             ["workload.kind=poisson", "workload.rate_per_s=0"],
             "'workload.rate_per_s': must be a finite number > 0, got 0.0",
         ),
-        (["workload.ramp_s=-1"], "'workload.ramp_s': must be >= 0, got -1.0"),
+        (["workload.ramp_s=-1"], "'workload.ramp_s': must be a finite number >= 0, got -1.0"),
+        (["workload.ramp_s=.inf"], "'workload.ramp_s': must be a finite number >= 0, got inf"),
+        (
+            ["workload.think_time_s=.nan"],
+            "'workload.think_time_s': must be a finite number >= 0, got nan",
+        ),
+        (
+            ["workload.arrivals_until_s=.inf"],
+            "'workload.arrivals_until_s': must be a finite number >= 0, got inf",
+        ),
+        (["workload.think_cv=.nan"], "'workload.think_cv': must be a finite number > 0, got nan"),
         (
             ["workload.output_tokens=[30, 0, 50, 120]"],
             "'workload.output_tokens[1]': out of range: 0",
