@@ -86,8 +86,10 @@ class DrafterConfig:
                 raise ConfigError(name, f"must be a finite number > 0, got {value}")
         if self.max_new_tokens < 1:
             raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
-        if self.temperature < 0:
-            raise ConfigError("temperature", f"must be >= 0, got {self.temperature}")
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ConfigError(
+                "temperature", f"must be a finite number >= 0, got {self.temperature}"
+            )
         if self.lookup and self.draft == "ngram":
             raise ConfigError("lookup", "needs a neural draft model (ngram is lookup alone)")
         if self.lookup and self.temperature > 0:

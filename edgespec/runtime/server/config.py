@@ -109,8 +109,10 @@ class ServerConfig:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
-        if self.session_timeout_s <= 0:
-            raise ConfigError("session_timeout_s", "must be > 0")
+        if not (math.isfinite(self.session_timeout_s) and self.session_timeout_s > 0):
+            raise ConfigError(
+                "session_timeout_s", f"must be a finite number > 0, got {self.session_timeout_s}"
+            )
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
         if self.tls_cert is not None and self.tls_key is not None:

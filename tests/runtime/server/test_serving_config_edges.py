@@ -51,9 +51,10 @@ def test_server_port_and_timeout_ranges() -> None:
         assert _server_error({"port": port}) == (
             f"config field 'port': must be in 0..65535 (0 = any free port), got {port}"
         )
-    assert _server_error({"session_timeout_s": 0.0}) == (
-        "config field 'session_timeout_s': must be > 0"
-    )
+    for timeout in (0.0, float("nan"), float("inf")):
+        assert _server_error({"session_timeout_s": timeout}) == (
+            f"config field 'session_timeout_s': must be a finite number > 0, got {timeout}"
+        )
     assert from_dict(ServerConfig, {"session_timeout_s": 0.01}).session_timeout_s == 0.01
 
 
@@ -117,7 +118,9 @@ def test_drafter_link_settings_are_finite_and_non_negative(name: str, value: flo
     ("data", "message"),
     [
         ({"max_new_tokens": 0}, "'max_new_tokens': must be >= 1, got 0"),
-        ({"temperature": -0.5}, "'temperature': must be >= 0, got -0.5"),
+        ({"temperature": -0.5}, "'temperature': must be a finite number >= 0, got -0.5"),
+        ({"temperature": float("nan")}, "'temperature': must be a finite number >= 0, got nan"),
+        ({"temperature": float("inf")}, "'temperature': must be a finite number >= 0, got inf"),
         ({"lookup": True}, "'lookup': needs a neural draft model (ngram is lookup alone)"),
         (
             {"lookup": True, "draft": "tiny", "temperature": 0.5},
