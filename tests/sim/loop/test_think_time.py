@@ -46,7 +46,10 @@ def test_exponential_is_unchanged_and_zero_mean_is_the_floor() -> None:
 
 @pytest.mark.parametrize(
     ("key", "value", "message"),
-    [("think_cv", 0.0, "must be > 0, got 0.0"), ("think_min_s", -1.0, "must be >= 0, got -1.0")],
+    [
+        ("think_cv", 0.0, "must be a finite number > 0, got 0.0"),
+        ("think_min_s", -1.0, "must be a finite number >= 0, got -1.0"),
+    ],
 )
 def test_bad_think_settings_name_their_key(key: str, value: float, message: str) -> None:
     data = tiny_scenario()
