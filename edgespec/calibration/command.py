@@ -133,59 +133,38 @@ def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: 
     )  # fmt: skip
 
 
+_NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
+    ("--clients", positive_int, 4, "drafter processes"),
+    ("--requests", positive_int, 2, "requests per client, in sequence"),
+    ("--prompt-tokens", positive_int, 32, "synthetic prompt tokens"),
+    ("--gamma", positive_int, 4, "static window γ, tokens"),
+    ("--warmup", non_negative_int, 2, "profile warm-up runs per configuration"),
+    ("--runs", positive_int, 3, "profile timed runs per configuration"),
+    ("--seed", seed_int, 0, "synthetic prompts, simulation"),
+)
+"""calibrate's counts: flag, type, default, help (the default is appended)."""
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--target", default="synthetic", help="'synthetic' (default) or a model name/dir"
-    )
+    p.add_argument("--target", default="synthetic", help="'synthetic' (default), a model or dir")
     p.add_argument(
         "--draft", default="truncated", help="'truncated' (default; synthetic), 'ngram', a model"
-    )
-    p.add_argument("--clients", type=positive_int, default=4, help="drafter processes (default 4)")
-    p.add_argument(
-        "--requests",
-        type=positive_int,
-        default=2,
-        help="requests per client, in sequence (default 2)",
-    )
-    p.add_argument(
-        "--prompt-tokens",
-        type=positive_int,
-        default=32,
-        help="synthetic prompt tokens (default 32)",
     )
     p.add_argument(
         "--dataset", default="gsm8k", help="real target's prompt set, test split (default gsm8k)"
     )
     add_max_new_tokens(p, 48)
-    p.add_argument(
-        "--gamma", type=positive_int, default=4, help="static window γ, tokens (default 4)"
-    )
     add_threads(p, 2)
     add_verbose(p)
     p.add_argument(
         "--profile", help="use this target profile (with its -draft file) instead of profiling"
     )
     p.add_argument(
-        "--out",
-        type=output_folder,
-        default="runs/calibration",
+        "--out", type=output_folder, default="runs/calibration",
         help="output directory (default runs/calibration)",
-    )
-    p.add_argument(
-        "--warmup",
-        type=non_negative_int,
-        default=2,
-        help="profile warm-up runs per configuration (default 2)",
-    )
-    p.add_argument(
-        "--runs",
-        type=positive_int,
-        default=3,
-        help="profile timed runs per configuration (default 3)",
-    )
-    p.add_argument(
-        "--seed", type=seed_int, default=0, help="synthetic prompts, simulation (default 0)"
-    )
+    )  # fmt: skip
+    for flag, kind, default, text in _NUMBERS:
+        p.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
 
 
 @dataclass(frozen=True, slots=True)
