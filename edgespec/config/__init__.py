@@ -7,9 +7,9 @@ Config dataclasses may define ``validate(self) -> None`` for cross-field checks;
 called after construction and its ``ValueError`` is reported against the section.
 
 Modules, by responsibility: :mod:`.errors` (the errors, each at its field),
-:mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL files),
-:mod:`.convert` (a mapping into a dataclass), :mod:`.spec` (:class:`PolicySpec`),
-:mod:`.yaml_values` (YAML text to values; ``1e12`` is a number).
+:mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL files, and YAML text,
+where ``1e12`` is a number), :mod:`.convert` (a mapping into a dataclass), :mod:`.spec`
+(:class:`PolicySpec`).
 """
 
 from edgespec.config.convert import from_dict, load_config
@@ -20,7 +20,7 @@ from edgespec.config.errors import (
     RecordError,
     at_field,
 )
-from edgespec.config.files import read_jsonl, read_yaml
+from edgespec.config.files import load_yaml, read_jsonl, read_yaml
 from edgespec.config.overrides import (
     apply_overrides,
     key_path,
@@ -28,7 +28,6 @@ from edgespec.config.overrides import (
     parse_override,
 )
 from edgespec.config.spec import PolicySpec
-from edgespec.config.yaml_values import load_yaml
 
 __all__ = [
     "ConfigError",

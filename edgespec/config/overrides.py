@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from edgespec.config.errors import ConfigError, OverrideError
-from edgespec.config.yaml_values import load_yaml
+from edgespec.config.files import load_yaml
 
 
 def key_path(text: str, key: str, what: str = "override") -> list[str]:
