@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from edgespec.core.types import SEED_LIMIT
+
 
 def positive_int(text: str) -> int:
     """An integer >= 1 (``--workers``, ``--threads``)."""
@@ -18,13 +20,8 @@ def non_negative_int(text: str) -> int:
     return _int_at_least(text, 0)
 
 
-SEED_LIMIT = 2**63
-"""Seeds are ``0 <= seed < 2**63``: what numpy, torch and the wire's uint64 all take (the
-OpenAI endpoint's ``seed`` has the same bound)."""
-
-
 def seed_int(text: str) -> int:
-    """A seed: an integer ``0 <= seed < 2**63`` (:data:`SEED_LIMIT`)."""
+    """A seed: an integer ``0 <= seed < 2**63`` (:data:`~edgespec.core.types.SEED_LIMIT`)."""
     value = _int(text)
     if not 0 <= value < SEED_LIMIT:
         raise argparse.ArgumentTypeError(f"must be in [0, 2**63), got {value}")

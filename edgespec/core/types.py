@@ -16,6 +16,12 @@ import numpy.typing as npt
 FloatArray = npt.NDArray[np.float32] | npt.NDArray[np.float64]
 
 
+SEED_LIMIT = 2**63
+"""Seeds are ``0 <= seed < 2**63``: what numpy, torch and the wire's uint64 all take (the
+command line's ``--seed`` flags, a drafter's ``link_seed`` and the OpenAI endpoint's
+``seed`` are held to it)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SamplingParams:
     """How the target's output is chosen. ``temperature == 0`` means greedy (argmax)."""

@@ -49,10 +49,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="ShareGPT conversations (default 2000)",
     )
     p.add_argument(
-        "--max-tokens",
-        type=int,
-        default=256,
-        help="tokens per sequence, BOS first (default 256)",
+        "--max-tokens", type=int, default=256, help="tokens per sequence, BOS first (default 256)"
     )
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.tree import parse_branching
+from edgespec.core.types import SEED_LIMIT
 from edgespec.errors import did_you_mean
 from edgespec.policies.registry import ROUTING
 from edgespec.policies.semantic.agreement import (
@@ -74,7 +75,7 @@ class DrafterConfig:
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value >= 0):
                 raise ConfigError(name, f"must be a finite number >= 0, got {value}")
-        if self.link_seed is not None and not 0 <= self.link_seed < 2**63:
+        if self.link_seed is not None and not 0 <= self.link_seed < SEED_LIMIT:
             raise ConfigError("link_seed", f"must be in [0, 2**63), got {self.link_seed}")
         if self.max_message_bytes < 1:
             raise ConfigError("max_message_bytes", f"must be >= 1, got {self.max_message_bytes}")

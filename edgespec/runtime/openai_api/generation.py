@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.core.types import SamplingParams
+from edgespec.core.types import SEED_LIMIT, SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
 from edgespec.runtime.edge.reconnect import close_quietly
 from edgespec.runtime.messages import SessionSpec
@@ -109,7 +109,7 @@ def _drafter(setup: EdgeSetup) -> Any:
 
 
 def _sampling(request: ParsedRequest) -> SamplingParams:
-    if request.seed is not None and not 0 <= request.seed < 2**63:
+    if request.seed is not None and not 0 <= request.seed < SEED_LIMIT:
         raise invalid(f"seed must be in [0, 2**63), got {request.seed}", param="seed")
     return SamplingParams(request.temperature, request.top_p, request.max_tokens, request.seed)
 
