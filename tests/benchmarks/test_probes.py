@@ -35,6 +35,7 @@ def test_probes_exist() -> None:
         "hybrid_rules.py",
         "mixed_batch_ab.py",
         "openai_concurrency.py",
+        "pass_ops.py",
         "tree_bound.py",
     ]
 

@@ -18,9 +18,10 @@ logits depend on run in a shape that the rest of the pass cannot change:
   dimension alone, and then reordered),
   pads the key axis with masked columns to a multiple of :data:`KEY_CHUNK` and the queries
   to a multiple of :data:`ROW_MULTIPLE`, and reduces over the keys one fixed-size chunk at
-  a time, chunks summed in order. A token's scores, softmax sum and weighted values are then
-  the same sums in the same order whatever padding or neighbours the pass has: masked
-  columns add exact zeros after the real ones.
+  a time, the chunks' sums added in one fixed binary tree (:func:`pairwise_sum`). A token's
+  scores, softmax sum and weighted values are then the same sums in the same order whatever
+  padding or neighbours the pass has: masked columns and chunks add exact zeros after the
+  real ones.
 
 Nothing here is proven for every kernel library: the backend's load-time self-check
 (:mod:`edgespec.runtime.backends.exactness`) compares batched with one-at-a-time logits,
@@ -113,19 +114,31 @@ def _round_up(count: int, multiple: int) -> int:
     return -(-count // multiple) * multiple
 
 
-def _sum_in_order(parts: torch.Tensor, dim: int) -> torch.Tensor:
-    """``parts`` summed over ``dim`` one slice after another, first to last."""
-    total = parts.select(dim, 0)
-    for c in range(1, parts.shape[dim]):
-        total = total + parts.select(dim, c)
-    return total
+def pairwise_sum(parts: torch.Tensor, dim: int) -> torch.Tensor:
+    """``parts`` summed over ``dim`` in a fixed binary tree: the slices zero-padded to a
+    power of two, then the first half added to the second until one is left (log2 steps,
+    not one per slice: each is a kernel launch on a GPU).
+
+    Slices of exact zeros appended after the others leave every bit of the sum as it was:
+    with 2^k slices or fewer nonzero, the first steps add zeros to them (exact), and the
+    rest is the tree of the smallest power of two. So a row's sum over its key chunks is
+    the same whatever number of masked chunks its pass padded it to."""
+    count = parts.shape[dim]
+    width = 1 << (count - 1).bit_length()
+    if width != count:
+        pad = [0, 0] * (parts.dim() - 1 - dim % parts.dim()) + [0, width - count]
+        parts = functional.pad(parts, pad)
+    while width > 1:
+        width //= 2
+        parts = parts.narrow(dim, 0, width) + parts.narrow(dim, width, width)
+    return parts.select(dim, 0)
 
 
 def _chunked_softmax(scores: torch.Tensor) -> torch.Tensor:
     """Softmax of ``scores`` [..., C, 64] over its last two axes, each chunk's sum taken
-    alike and the chunk sums added in order."""
+    alike and the chunk sums added in one fixed tree (:func:`pairwise_sum`)."""
     weights = torch.exp(scores - scores.amax(dim=(-2, -1), keepdim=True))
-    total = _sum_in_order(weights.sum(dim=-1), dim=-1)  # [..., C] → [...]
+    total = pairwise_sum(weights.sum(dim=-1), dim=-1)  # [..., C] → [...]
     return weights / total[..., None, None]
 
 
@@ -192,6 +205,6 @@ def invariant_attention(
     weights = _chunked_softmax(scores).to(value.dtype).transpose(2, 3).contiguous()
     values = _canonical_values(value, index, padded)
     values = values.reshape(batch, kv_heads, chunks, KEY_CHUNK, head_dim)
-    out = _sum_in_order(torch.matmul(weights, values), dim=2)  # [B, H_kv, C, G·M, D] → C
+    out = pairwise_sum(torch.matmul(weights, values), dim=2)  # [B, H_kv, C, G·M, D] → C
     out = out.reshape(batch, heads, rows, head_dim)[:, :, :num_queries]
     return out.transpose(1, 2).contiguous(), None

@@ -1,0 +1,57 @@
+"""The exact mode's reductions: the chunk sums' fixed tree, and attention whose output for a
+row is the same bits however many masked key chunks its pass padded it to."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+import torch
+
+from edgespec.runtime.backends.batch_invariant import KEY_CHUNK, invariant_attention, pairwise_sum
+
+
+def _parts(count: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(3, count, 5, generator=torch.Generator().manual_seed(seed))
+
+
+def test_the_tree_adds_first_halves_to_second_halves_after_padding_to_a_power_of_two() -> None:
+    p = _parts(5)
+    slices = [p[:, i] for i in range(5)]
+    # width 8: [p0+p4, p1+0, p2+0, p3+0] -> [(p0+p4)+p2, p1+p3] -> their sum
+    expected = ((slices[0] + slices[4]) + slices[2]) + (slices[1] + slices[3])
+    assert torch.equal(pairwise_sum(p, dim=1), expected)
+    assert torch.equal(pairwise_sum(p.transpose(1, 2), dim=-1), expected)
+    assert torch.equal(pairwise_sum(p[:, :1], dim=1), slices[0])
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5, 8, 9, 13])
+def test_zero_slices_appended_leave_every_bit(count: int) -> None:
+    p = _parts(count, seed=count)
+    alone = pairwise_sum(p, dim=1)
+    for extra in (1, 3, 8, 20):
+        padded = torch.cat([p, torch.zeros(3, extra, 5)], dim=1)
+        assert torch.equal(pairwise_sum(padded, dim=1), alone), (count, extra)
+
+
+def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, keys: int) -> torch.Tensor:
+    """Row 0 of ``invariant_attention`` with only its first ``keys`` key columns unmasked."""
+    length = key.shape[2]
+    bias = torch.full((1, 1, query.shape[2], length), torch.finfo(torch.float32).min)
+    bias[..., :keys] = 0.0
+    out, _ = invariant_attention(None, query, key, value, bias)
+    return out[0]
+
+
+@pytest.mark.parametrize("keys", [KEY_CHUNK - 1, 3 * KEY_CHUNK + 7, 5 * KEY_CHUNK])
+def test_attention_is_the_same_bits_beside_more_masked_chunks(keys: int) -> None:
+    g = torch.Generator().manual_seed(keys)
+    query = torch.randn(1, 4, 3, 16, generator=g)
+    longest = 11 * KEY_CHUNK + 5  # a batch mate's length: up to 12 chunks
+    key = torch.randn(1, 2, longest, 16, generator=g)  # grouped queries: 2 key heads
+    value = torch.randn(1, 2, longest, 16, generator=g)
+    alone = _attend(query, key[:, :, :keys], value[:, :, :keys], keys)
+    for length in (keys + 1, 2 * keys, longest):
+        beside = _attend(query, key[:, :, :length], value[:, :, :length], keys)
+        assert torch.equal(beside, alone), length
