@@ -32,6 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=output_folder, default=None, help="run folder (default runs/<name>-<time>)"
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="--out may hold an earlier run: its run files are removed first (default: refused)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument(
         "--rounds", action="store_true", help="also write rounds.csv (plain run, --shards)"

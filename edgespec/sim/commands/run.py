@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     """Parse the scenario (file or bundled name, plus overrides) once, then run it in the
     mode the flags ask for: a drafting server's run, a sweep, a capacity search, a
     sharded run or a plain one."""
+    from edgespec.sim.run_folder import claim_run_folder
     from edgespec.sim.setup.scenario import (
         default_scenario_path,
         scenario_from_dict,
@@ -66,8 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if args.rounds:
         data = apply_overrides(data, ["record_rounds=true"])
     scenario = scenario_from_dict(data)  # validate once, before any run
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out: Path = args.out or Path("runs") / f"{scenario.name}-{stamp}"
+    out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     if args.sweep:
         return _run_sweep(args, data, out)
     if args.capacity is not None:

@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from edgespec.errors import UserInputError
+from edgespec.sim.run_folder import claim_run_folder
 
 PLAIN_ONLY = {
     "--sweep": "sweep",
@@ -45,11 +45,10 @@ def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any]) 
 
     check_drafting_server_flags(args)
     scenario = pipeline_scenario_from_dict(data)  # validate once, before any run
+    out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     started = time.perf_counter()
     run = run_pipeline(scenario)
     wall_s = time.perf_counter() - started
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    out: Path = args.out or Path("runs") / f"{scenario.name}-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "pipeline.json").write_text(json.dumps(run_record(run), indent=2) + "\n")
     (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))

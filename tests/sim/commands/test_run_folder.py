@@ -1,6 +1,7 @@
 """What ``edgespec sim`` leaves behind and prints (edgespec.sim.commands.run): the
 run folder's files, its default name, scenario.yaml's key order, the one-line summaries
-of a plain run, a sweep, a capacity search and a sharded run."""
+of a plain run, a sweep, a capacity search and a sharded run; a folder holding an earlier
+run is refused, or emptied of that run's files with --overwrite (edgespec.sim.run_folder)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 import yaml
 
 from edgespec.cli import main
+from edgespec.errors import UserInputError
+from edgespec.sim.run_folder import RUN_FILES, claim_run_folder
 from tests.sim.helpers import tiny_scenario
 from tests.sim.test_shards import pinned
 
@@ -159,3 +162,58 @@ def test_a_sharded_run_writes_shards_json_and_names_engine_and_workers(
         rf"{metrics['num_requests']} requests, 3 s simulated in \d+\.\d\d s wall",
         said,
     )
+
+
+def test_a_second_run_into_the_same_out_is_refused_and_the_first_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, tiny_scenario(duration_s=2.0))
+    out = tmp_path / "run"
+    assert main(["sim", str(path), "--rounds", "--quiet", "--out", str(out)]) == 0
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    assert main(["sim", str(path), "seed=3", *QUIET, "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec sim: --out {out} already holds a run (metrics.json, scenario.yaml, "
+        "requests.csv, requests.parquet, batches.parquet, rounds.csv, rounds.parquet, "
+        "attribution.json, attribution.png, latency_cdf.png, slo_attainment.png, "
+        "utilization.png, batch_sizes.png); give another folder, or --overwrite to replace "
+        "that run's files\n"
+    )
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+
+
+def test_overwrite_leaves_only_the_new_runs_files_and_what_was_not_a_runs(tmp_path: Path) -> None:
+    path = write(tmp_path, tiny_scenario(duration_s=2.0))
+    out = tmp_path / "run"
+    assert main(["sim", str(path), "--rounds", "--quiet", "--out", str(out)]) == 0
+    (out / "notes.txt").write_text("mine")
+    assert main(["sim", str(path), "seed=3", *QUIET, "--overwrite", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["notes.txt", "metrics.json", "scenario.yaml", "requests.csv", "requests.parquet",
+         "batches.parquet"]
+    )  # fmt: skip
+    assert yaml.safe_load((out / "scenario.yaml").read_text())["seed"] == 3
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_a_folder_without_a_runs_files_is_used_as_it_is(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    assert claim_run_folder(tmp_path, "tiny", False, "20261129-230000") == tmp_path
+    assert claim_run_folder(tmp_path / "new", "tiny", False, "20261129-230000") == tmp_path / "new"
+    assert not (tmp_path / "new").exists()  # nothing is made before the run writes
+    (tmp_path / "sweep.json").write_text("{}")
+    with pytest.raises(UserInputError, match=r"already holds a run \(sweep\.json\)"):
+        claim_run_folder(tmp_path, "tiny", False, "20261129-230000")
+    assert set(RUN_FILES) >= {"pipeline.json", "capacity.json", "shards.json", "sweep.csv"}
+
+
+def test_a_taken_default_folder_gets_the_next_number(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    stamp = "20261129-230000"
+    assert claim_run_folder(None, "tiny", False, stamp) == Path("runs/tiny-20261129-230000")
+    Path("runs/tiny-20261129-230000").mkdir(parents=True)
+    Path("runs/tiny-20261129-230000-2").mkdir()
+    assert claim_run_folder(None, "tiny", False, stamp) == Path("runs/tiny-20261129-230000-3")

@@ -60,3 +60,17 @@ def test_a_bad_override_names_its_field(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["sim", "zhu-pipeline", "pipeline.alpha=2", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "config field 'pipeline.alpha': must be in [0, 1], got 2.0" in err
+
+
+def test_its_folder_is_claimed_before_it_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    assert main(["sim", "zhu-pipeline", *FAST, "--quiet", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["sim", "zhu-pipeline", *FAST, "--quiet", "--out", str(out)]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"edgespec sim: --out {out} already holds a run (scenario.yaml, pipeline.json); "
+    )
+    assert main(["sim", "zhu-pipeline", *FAST, "--quiet", "--overwrite", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["pipeline.json", "scenario.yaml"]

@@ -1,0 +1,60 @@
+"""The folder an ``edgespec sim`` run writes (``--out DIR``, else ``runs/<name>-<time>``),
+claimed before the run starts so that it holds one run's files and no other's.
+
+A folder named by ``--out`` that already holds files a run writes (:data:`RUN_FILES`) is
+refused, naming them, unless ``--overwrite`` is given; then exactly those files are removed
+first, so no plot, record file or summary of the earlier run is left beside the new one
+(``--no-plots`` or a run without ``--rounds`` would otherwise keep the old ones). Other
+files in the folder are never touched. The default folder is new: when two runs of one
+scenario start in the same second, the second gets ``-2`` and so on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edgespec.errors import UserInputError
+
+RUN_FILES = (
+    "metrics.json",
+    "scenario.yaml",
+    "requests.csv",
+    "requests.parquet",
+    "batches.parquet",
+    "rounds.csv",
+    "rounds.parquet",
+    "attribution.json",
+    "attribution.png",
+    "latency_cdf.png",
+    "slo_attainment.png",
+    "utilization.png",
+    "batch_sizes.png",
+    "sweep.json",
+    "sweep.csv",
+    "capacity.json",
+    "shards.json",
+    "pipeline.json",
+)
+"""Every file a plain, sweep, capacity, sharded or drafting-server run writes."""
+
+
+def claim_run_folder(out: Path | None, name: str, overwrite: bool, stamp: str) -> Path:
+    """The folder this run writes: ``out`` when it holds no earlier run's files (or
+    ``overwrite``: those files removed now); without ``out`` a new ``runs/<name>-<stamp>``
+    (``-2``, ``-3`` ... when taken). Nothing is created here (the run makes the folder when
+    it writes)."""
+    if out is None:
+        base = Path("runs") / f"{name}-{stamp}"
+        folder, count = base, 1
+        while folder.exists():
+            count += 1
+            folder = base.with_name(f"{base.name}-{count}")
+        return folder
+    found = [n for n in RUN_FILES if (out / n).is_file()] if out.is_dir() else []
+    if found and not overwrite:
+        raise UserInputError(
+            f"--out {out} already holds a run ({', '.join(found)}); give another folder, or "
+            "--overwrite to replace that run's files"
+        )
+    for file_name in found:
+        (out / file_name).unlink()
+    return out
