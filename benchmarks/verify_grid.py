@@ -14,6 +14,11 @@ call is :meth:`forward` as the server runs it (masks, padded KV cache, per-row K
 logits of every new token copied to the host). Its load-time mask probe is skipped
 (``check_masks=False``; ``--check-masks`` runs it): it checks exactness, not speed.
 
+``--numerics exact,lossy`` builds one target per numerics (the same seeded weights; exact:
+the batch-invariant kernels, lossy: the library's, RUNTIME.md *Exact numerics*) and times
+each point in both, alternating which goes first, so their ratio is measured side by side;
+rows carry their ``numerics`` and Eq. 19 is fitted per numerics.
+
 Grid point (B, n, c): B items, each forwarding n new tokens (logits for all n, as a
 verification of n − 1 draft tokens) on a cached context of c tokens. One KV state per
 context is built first (a cold forward, untimed) and shared by the B items. Each point runs
@@ -37,7 +42,10 @@ guesses (0.4 ms per layer per pass, 20 µs per layer per item, logits to the hos
 4, 8, 12, 16, 24, 32} × n ∈ {1, 2, 4, ..., 64} × c ∈ {128, 256, ..., 4096} (336 points), for
 ``llama2-7b`` in bf16: 294 points under the 60 GiB KV limit (0.5 MiB of KV per token), about
 141 s (2.4 minutes); ``llama3.1-8b`` (grouped KV, all 336 points) about 194 s; ``qwen3-32b``
-about 383 s, too long for tools/gpu_check.sh's grid step (run it on its own).
+about 383 s; twice that with ``--numerics exact,lossy``. The estimate is a floor for the
+exact pass: on an H200 its points took a median 3.2x their estimate, the pass bound by
+host-side dispatch (docs/PERFORMANCE.md, *On a CUDA machine*), so tools/gpu_check.sh's grid
+step covers the points its ``--budget-s`` reaches.
 """
 
 from __future__ import annotations
@@ -60,7 +68,7 @@ from edgespec.hardware.presets import ModelArchitecture, available, load_archite
 from edgespec.policies.estimator import BatchShape
 from edgespec.profiling.fit import WISP_TERMS, fit_linear, split_indices, wisp_design
 from edgespec.runtime.backends.base import ForwardItem
-from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.backends.transformers_backend import Numerics, TransformersTarget
 
 PAPER_SHAPES = {
     "llama2-7b": "Zhu et al. (seed 001) target",
@@ -125,9 +133,15 @@ def estimate_grid_s(
 
 
 def build_target(
-    arch: ModelArchitecture, device: str, dtype: torch.dtype, seed: int, check_masks: bool
+    arch: ModelArchitecture,
+    device: str,
+    dtype: torch.dtype,
+    seed: int,
+    check_masks: bool,
+    numerics: Numerics = "exact",
 ) -> TransformersTarget:
-    """A random Llama of ``arch``'s shape, built on ``device`` in ``dtype``."""
+    """A random Llama of ``arch``'s shape, built on ``device`` in ``dtype``, serving in
+    ``numerics``."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
@@ -153,7 +167,7 @@ def build_target(
     finally:
         torch.set_default_dtype(previous)
     model.eval()  # type: ignore[no-untyped-call]
-    return TransformersTarget(model, check_masks=check_masks)
+    return TransformersTarget(model, check_masks=check_masks, numerics=numerics)
 
 
 def device_name(device: str) -> str:
@@ -223,6 +237,9 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--max-kv-gib", type=float, default=60.0, help="skip bigger points (60)")
     p.add_argument("--budget-s", type=float, help="start no point after this many seconds")
     p.add_argument("--check-masks", action="store_true", help="run the load-time mask probe")
+    p.add_argument(
+        "--numerics", type=_numerics, default=("exact",), help="exact, lossy or exact,lossy"
+    )
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, help="write the JSON here")
@@ -244,6 +261,13 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _numerics(text: str) -> tuple[Numerics, ...]:
+    names = tuple(text.split(","))
+    if not names or len(set(names)) != len(names) or not set(names) <= {"exact", "lossy"}:
+        raise argparse.ArgumentTypeError(f"expected exact, lossy or exact,lossy, got {text!r}")
+    return names  # type: ignore[return-value]
+
+
 def _header(args: argparse.Namespace, arch: ModelArchitecture, grid: Grid) -> dict[str, Any]:
     import transformers
 
@@ -259,6 +283,7 @@ def _header(args: argparse.Namespace, arch: ModelArchitecture, grid: Grid) -> di
         "shape": asdict(arch) | {"paper": PAPER_SHAPES.get(arch.name, "not a seed paper's target")},
         "model": f"random-initialised LlamaForCausalLM, seed {args.seed}",
         "mask_probe": args.check_masks,
+        "numerics": list(args.numerics),
         "grid": asdict(grid),
         "warmup": args.warmup,
         "repeats": args.repeats,
@@ -284,7 +309,8 @@ def _point(p: Sequence[int]) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Build the target and the contexts' KV, time every point, fit Eq. 19."""
+    """Build a target per numerics and the contexts' KV, time every point in each (the
+    order alternating from point to point), fit Eq. 19 per numerics."""
     arch, dtype = architecture(args.shape), DTYPES[args.dtype]
     size = torch.empty((), dtype=dtype).element_size()
     grid = Grid(args.batch, args.new_tokens, args.context)
@@ -292,45 +318,85 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     np.random.default_rng(args.seed).shuffle(order)
     fits = [p for p in order if kv_working_set_bytes(arch, size, p) <= args.max_kv_gib * GIB]
     result = _header(args, arch, grid)
-    result["h200_estimate_s"] = estimate_grid_s(arch, size, fits, args.warmup + args.repeats)
+    passes = (args.warmup + args.repeats) * len(args.numerics)
+    result["h200_estimate_s"] = estimate_grid_s(arch, size, fits, passes)
     print(f"{len(fits)} of {len(order)} points; estimate on one H200: "
           f"{result['h200_estimate_s']:.0f} s", flush=True)  # fmt: skip
-    _check_weights_fit(arch, size, args.device)
+    _check_weights_fit(arch, size * len(args.numerics), args.device)
     started = time.perf_counter()
-    target = build_target(arch, args.device, dtype, args.seed, args.check_masks)
+    targets = {
+        n: build_target(arch, args.device, dtype, args.seed, args.check_masks, n)
+        for n in args.numerics
+    }
     rng = np.random.default_rng(args.seed + 1)
 
     def tokens(count: int) -> tuple[int, ...]:
         return tuple(int(t) for t in rng.integers(0, arch.vocab_size, count))
 
-    kv = {c: target.forward([ForwardItem(None, 0, tokens(c), 1)])[0].kv for c in grid.context}
+    prompts = {c: tokens(c) for c in grid.context}
+    kv = {
+        (n, c): target.forward([ForwardItem(None, 0, prompts[c], 1)])[0].kv
+        for n, target in targets.items()
+        for c in grid.context
+    }
     result["build_s"] = time.perf_counter() - started
     rows: list[dict[str, Any]] = []
     skipped = [_point(p) | {"reason": "over --max-kv-gib"} for p in order if p not in fits]
     result |= {"rows": rows, "skipped": skipped, "complete": False}
-    cuda = args.device.startswith("cuda")
     for index, (batch, new, context) in enumerate(fits):
         point = _point((batch, new, context))
         if args.budget_s is not None and time.perf_counter() - started > args.budget_s:
             skipped.append(point | {"reason": "over --budget-s"})
             continue
-        items = [ForwardItem(kv[context], context, tokens(new), new) for _ in range(batch)]
-        try:
-            times = time_point(target, items, args.warmup, args.repeats, cuda)
-        except torch.cuda.OutOfMemoryError:
-            del items
-            torch.cuda.empty_cache()
-            skipped.append(point | {"reason": "out of device memory"})
-            continue
-        median = statistics.median(times)
-        rows.append(point | {"median_s": median, "times_s": times, "order": index})
-        print(f"B={batch} n={new} c={context}: {median * 1e3:.2f} ms", flush=True)
+        news = [tokens(new) for _ in range(batch)]
+        names = args.numerics if index % 2 == 0 else args.numerics[::-1]
+        for name in names:
+            items = [ForwardItem(kv[name, context], context, ids, new) for ids in news]
+            row = _timed_row(targets[name], items, args) | point | {"numerics": name}
+            (skipped if "reason" in row else rows).append(row | {"order": index})
         _write(args.out, result)
     result["wall_s"] = time.perf_counter() - started
-    rows.sort(key=lambda r: (r["batch"], r["new_tokens"], r["context"]))
-    result["fit"] = fit_eq19(rows, args.seed)
+    rows.sort(key=lambda r: (r["numerics"], r["batch"], r["new_tokens"], r["context"]))
+    result["fit"] = {
+        n: fit_eq19([r for r in rows if r["numerics"] == n], args.seed) for n in targets
+    }
+    result["exact_over_lossy"] = exact_over_lossy(rows)
     result["complete"] = True
     return result
+
+
+def _timed_row(
+    target: TransformersTarget, items: list[ForwardItem], args: argparse.Namespace
+) -> dict[str, Any]:
+    """One point's times in one numerics, printed; ``reason`` when it ran out of memory."""
+    try:
+        times = time_point(target, items, args.warmup, args.repeats, args.device != "cpu")
+    except torch.cuda.OutOfMemoryError:
+        del items
+        torch.cuda.empty_cache()
+        return {"reason": "out of device memory"}
+    median = statistics.median(times)
+    first = items[0]
+    print(f"B={len(items)} n={first.num_logits} c={first.kv_len} {target.numerics}: "
+          f"{median * 1e3:.2f} ms", flush=True)  # fmt: skip
+    return {"median_s": median, "times_s": times}
+
+
+def exact_over_lossy(rows: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The exact pass's median over the lossy one's at every point timed in both: their
+    median and range (``None`` when not both numerics ran)."""
+    medians = {
+        (r["numerics"], r["batch"], r["new_tokens"], r["context"]): r["median_s"] for r in rows
+    }
+    ratios = [
+        medians[key] / medians[("lossy", *key[1:])]
+        for key in medians
+        if key[0] == "exact" and ("lossy", *key[1:]) in medians
+    ]
+    if not ratios:
+        return None
+    return {"median": statistics.median(ratios), "min": min(ratios), "max": max(ratios),
+            "num_points": len(ratios)}  # fmt: skip
 
 
 def _write(path: Path | None, result: dict[str, Any]) -> None:
@@ -348,12 +414,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         torch.set_num_threads(threads)  # as it was, for a caller in the same process
     _write(args.out, result)
-    fit = result["fit"]
-    held = fit.get("held_out")
-    summary = (
-        fit["skipped"] if held is None else f"R² {held['r2']:.4f}, MAPE {held['mape_pct']:.1f} %"
-    )
-    print(f"{len(result['rows'])} points in {result['wall_s']:.1f} s; Eq. 19 held out: {summary}")
+    for name, fit in result["fit"].items():
+        held = fit.get("held_out")
+        summary = (
+            fit["skipped"]
+            if held is None
+            else f"R² {held['r2']:.4f}, MAPE {held['mape_pct']:.1f} %"
+        )
+        count = sum(r["numerics"] == name for r in result["rows"])
+        print(f"{name}: {count} points in {result['wall_s']:.1f} s; Eq. 19 held out: {summary}")
+    ratio = result["exact_over_lossy"]
+    if ratio is not None:
+        print(f"exact / lossy pass time: median {ratio['median']:.3f} "
+              f"({ratio['min']:.3f}-{ratio['max']:.3f}, {ratio['num_points']} points)")  # fmt: skip
     return 0
 
 

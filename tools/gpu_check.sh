@@ -4,7 +4,8 @@
 #   2. exactness   the transformers backend's exactness self-check in both numerics and the
 #                  exact mode's cost, benchmarks/device_check.py (JSON: device-check.json);
 #   3. lossless    the lossless property tests on the device (EDGESPEC_TEST_DEVICE=cuda);
-#   4. grid        benchmarks/verify_grid.py on cuda for one paper shape (GRID_SHAPE), its JSON
+#   4. grid        benchmarks/verify_grid.py on cuda for one paper shape (GRID_SHAPE), exact and
+#                  lossy numerics side by side at each point, its JSON
 #                  written to $OUT when set (the device tool's folder), else benchmarks/results/
 #                  (a dry run's: $OUT, else a temporary folder).
 # Each step runs under `timeout`; a failed step is reported and the next one runs; the exit
@@ -96,12 +97,12 @@ if sys.argv[1] == "cuda" and not torch.cuda.is_available():
 
 if [ "$DRY" -eq 1 ]; then
   DEVICE=cpu
-  GRID_ARGS=(--dry-run --out "$RESULTS/verify-grid-dry.json")
+  GRID_ARGS=(--dry-run --numerics exact,lossy --out "$RESULTS/verify-grid-dry.json")
   TEST_ARGS=(--co -q)
   CHECK_ARGS=(--dry-run)
 else
   DEVICE=cuda
-  GRID_ARGS=(--device cuda --shape "$GRID_SHAPE" --budget-s "$GRID_BUDGET_S"
+  GRID_ARGS=(--device cuda --shape "$GRID_SHAPE" --numerics exact,lossy --budget-s "$GRID_BUDGET_S"
     --out "$RESULTS/verify-grid-$GRID_SHAPE.json")
   TEST_ARGS=(-q)
   CHECK_ARGS=(--device cuda --row-multiples 4,16,64 --out "$RESULTS/device-check.json")

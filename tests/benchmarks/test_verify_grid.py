@@ -41,10 +41,51 @@ def test_the_dry_run_writes_one_timed_row_per_grid_point(tmp_path: Path) -> None
     for row in result["rows"]:
         assert len(row["times_s"]) == 2 and min(row["times_s"]) > 0
         assert row["median_s"] == statistics.median(row["times_s"])
-    fit = result["fit"]
+    assert result["numerics"] == ["exact"] and result["exact_over_lossy"] is None
+    assert {r["numerics"] for r in result["rows"]} == {"exact"}
+    fit = result["fit"]["exact"]
     assert set(fit["coefficients"]) == {"a_s", "b_compute_s", "b_read_s", "c_s"}
     assert (fit["train"]["num_samples"], fit["held_out"]["num_samples"]) == (6, 2)
     assert len(fit["held_out_points"]) == 2
+
+
+def test_both_numerics_are_timed_at_every_point_and_compared(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "grid.json"
+    assert GRID.main(["--dry-run", "--numerics", "exact,lossy", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    rows = result["rows"]
+    for name in ("exact", "lossy"):
+        points = [
+            (r["batch"], r["new_tokens"], r["context"]) for r in rows if r["numerics"] == name
+        ]
+        assert points == [(b, n, c) for b in (1, 2) for n in (1, 4) for c in (8, 24)]
+        assert result["fit"][name]["held_out"]["num_samples"] == 2
+    ratio = result["exact_over_lossy"]
+    assert ratio["num_points"] == 8 and ratio["min"] <= ratio["median"] <= ratio["max"]
+    printed = capsys.readouterr().out
+    assert f"exact / lossy pass time: median {ratio['median']:.3f}" in printed
+    # the numerics alternate which goes first: the printed order of the first two points
+    timed = [line.split()[-3].rstrip(":") for line in printed.splitlines() if line.startswith("B=")]
+    assert timed[:4] == ["exact", "lossy", "lossy", "exact"]
+
+
+def test_the_ratio_pairs_each_exact_row_with_the_lossy_row_of_its_point() -> None:
+    rows = [
+        {"numerics": "exact", "batch": 1, "new_tokens": 1, "context": 8, "median_s": 3.0},
+        {"numerics": "lossy", "batch": 1, "new_tokens": 1, "context": 8, "median_s": 2.0},
+        {"numerics": "exact", "batch": 2, "new_tokens": 1, "context": 8, "median_s": 1.0},
+        {"numerics": "lossy", "batch": 2, "new_tokens": 1, "context": 8, "median_s": 4.0},
+        {"numerics": "exact", "batch": 4, "new_tokens": 1, "context": 8, "median_s": 9.0},
+    ]
+    assert GRID.exact_over_lossy(rows) == {
+        "median": 0.875,
+        "min": 0.25,
+        "max": 1.5,
+        "num_points": 2,
+    }
+    assert GRID.exact_over_lossy(rows[:1]) is None
 
 
 def test_the_fit_recovers_known_eq19_coefficients() -> None:
@@ -98,6 +139,7 @@ def test_the_default_grid_and_its_h200_estimate_for_llama2_7b() -> None:
         (["--repeats", "0"], "--repeats must be >= 1 and --warmup >= 0, got 0, 2"),
         (["--context", "0,8"], "--batch, --new-tokens and --context values must be >= 1"),
         (["--batch", "1,x"], "argument --batch: not comma-separated integers: '1,x'"),
+        (["--numerics", "exact,exact"], "expected exact, lossy or exact,lossy, got 'exact,exact'"),
     ],
 )
 def test_bad_flags_are_refused_by_name(

@@ -74,7 +74,7 @@ def test_the_dry_run_passes_every_step_and_writes_the_grid(tmp_path: Path) -> No
     assert done.stdout.count(MARKER) >= 4  # the wheel is on every step's path
     grid = json.loads((tmp_path / "verify-grid-dry.json").read_text())
     assert (grid["device"], grid["shape"]["name"], grid["complete"]) == ("cpu", "tiny", True)
-    assert len(grid["rows"]) == 8
+    assert len(grid["rows"]) == 16 and grid["exact_over_lossy"]["num_points"] == 8
 
 
 def test_failing_steps_are_reported_and_the_rest_still_run(tmp_path: Path) -> None:
