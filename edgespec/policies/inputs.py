@@ -56,6 +56,9 @@ from edgespec.policies.interfaces import WindowObservation
 
 RECENT_ROUNDS = 4
 """Rounds in ``recent_acceptance``."""
+MAX_HISTORY_COUNT = 2**31 - 1
+"""The largest count a :class:`HistorySnapshot` takes: the wire carries them as uint32, and
+a run that goes on counting from a larger one would overflow its reply's."""
 
 _observation = frozen_builder(WindowObservation)  # WindowObservation(...), built per round
 
@@ -128,8 +131,8 @@ def _snapshot_problem(s: HistorySnapshot) -> str | None:
         "queue_depth": s.queue_depth,
     }
     for name, value in counts.items():
-        if type(value) is not int or value < 0:
-            return f"{name} must be an integer >= 0, got {value!r}"
+        if type(value) is not int or not 0 <= value <= MAX_HISTORY_COUNT:
+            return f"{name} must be an integer in [0, {MAX_HISTORY_COUNT}], got {value!r}"
     if len(s.recent) > min(RECENT_ROUNDS, s.num_rounds):
         return (
             f"recent holds {len(s.recent)} rounds; at most {RECENT_ROUNDS} and at most "

@@ -142,7 +142,15 @@ def test_snapshot_fields_and_the_first_token_age() -> None:
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"gamma": -1}, "gamma must be an integer >= 0, got -1"),
+        ({"gamma": -1}, "gamma must be an integer in [0, 2147483647], got -1"),
+        (  # uint32 on the wire: a run counting on from here would overflow its reply
+            {"num_rounds": 2**32 - 1},
+            "num_rounds must be an integer in [0, 2147483647], got 4294967295",
+        ),
+        (
+            {"num_committed_total": 2**31},
+            "num_committed_total must be an integer in [0, 2147483647], got 2147483648",
+        ),
         (
             {"num_rounds": 1, "recent": ((1, 1), (2, 2))},
             "recent holds 2 rounds; at most 4 and at most num_rounds (1)",

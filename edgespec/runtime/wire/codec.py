@@ -134,6 +134,13 @@ def call_to_proto(call: VerifyCall) -> Any:
     return request
 
 
+MAX_PAYLOAD_RANK = 8
+"""A payload array's most dimensions (numpy's own limit is 64)."""
+MAX_PAYLOAD_SIZE = 1 << 24
+"""The most entries a payload's shape may describe, zero-sized dimensions left out (so an
+empty array's shape stays one numpy can build); a 4 MiB message holds 2^20 float32."""
+
+
 def _payloads_from_proto(msg: Any) -> dict[str, npt.NDArray[np.float32]]:
     payloads: dict[str, npt.NDArray[np.float32]] = {}
     for item in msg.payloads:
@@ -143,6 +150,14 @@ def _payloads_from_proto(msg: Any) -> dict[str, npt.NDArray[np.float32]]:
                 ErrorCode.INVALID_ARGUMENT, f"payload name {item.name!r} is empty or repeated"
             )
         shape = tuple(int(d) for d in item.shape)
+        if len(shape) > MAX_PAYLOAD_RANK or math.prod(d for d in shape if d) > MAX_PAYLOAD_SIZE:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"payload {item.name!r} has shape {list(shape)[: MAX_PAYLOAD_RANK + 1]}"
+                f"{' ...' if len(shape) > MAX_PAYLOAD_RANK + 1 else ''}: at most "
+                f"{MAX_PAYLOAD_RANK} dimensions whose nonzero sizes multiply to at most "
+                f"{MAX_PAYLOAD_SIZE}",
+            )
         if math.prod(shape) != len(item.values):  # exact: np.prod wraps past int64
             raise RequestError(
                 ErrorCode.INVALID_ARGUMENT,

@@ -233,3 +233,29 @@ def test_serve_window_flags() -> None:
     with pytest.raises(UserInputError) as info:
         _window_args("--window", "static", "--window-params", "{gamma")
     assert str(info.value).startswith("--window-params is not JSON: ")
+
+
+@pytest.mark.parametrize("field", ["num_rounds", "num_committed_total"])
+def test_a_history_count_past_the_wire_s_range_is_refused_before_any_round(
+    make_server: ServerFactory, field: str
+) -> None:
+    import grpc
+
+    from edgespec.runtime.proto import edgespec_pb2 as pb
+    from edgespec.runtime.proto import edgespec_pb2_grpc as pbg
+
+    server = make_server()
+    verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
+    verifier.open(SessionSpec("s", "x", PROMPT, GREEDY))
+    with grpc.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+        history = pb.HistorySnapshot(**{field: 2**32 - 1})
+        request = pb.FusedRequest(session_id="s", prefix_len=5, gamma=3, history=history)
+        with pytest.raises(grpc.RpcError) as info:
+            list(pbg.VerificationStub(channel).RunFused(request, timeout=30))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert info.value.details() == (
+        f"history snapshot: {field} must be an integer in [0, 2147483647], got 4294967295"
+    )
+    # nothing was committed: the session still has its 5 prompt tokens
+    (only,) = list(verifier.run_fused(FusedCall("s", 5, 3, HistorySnapshot())))
+    assert only.end is not None and only.end.history.num_rounds == 1

@@ -74,6 +74,12 @@ def test_draft_probs_and_payloads_keep_their_shape_and_float32() -> None:
     np.testing.assert_array_equal(back.payloads["csi"], csi)
 
 
+def test_an_empty_payload_keeps_its_shape() -> None:
+    request = pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[1])
+    request.payloads.add(name="rows", shape=[0, 640, 8], values=[])
+    assert call_from_proto(request, 16, 32).payloads["rows"].shape == (0, 640, 8)
+
+
 def _payload(name: str, shape: list[int], values: list[float]) -> Callable[[Any], None]:
     def add(request: Any) -> None:
         request.payloads.add(name=name, shape=shape, values=values)
@@ -95,9 +101,24 @@ def _probs_without_tokens(request: Any) -> None:
             f"payload name is {len(TOO_LONG)} characters; the limit is {MAX_IDENTIFIER_CHARS}",
         ),
         (_payload("csi", [1], [1.0, 2.0]), "payload 'csi' has 2 values for shape [1]"),
-        (  # 65536**4 = 2**64: wrapped to 0 in int64, the count must be exact
+        (  # 4096**4 = 2**48: the count is exact (np.prod would be too, here)
+            _payload("csi", [4096] * 2, []),
+            "payload 'csi' has 0 values for shape [4096, 4096]",
+        ),
+        (  # 65536**4 = 2**64 wraps to 0 in int64: refused by its size before any count
             _payload("csi", [65536] * 4, []),
-            "payload 'csi' has 0 values for shape [65536, 65536, 65536, 65536]",
+            "payload 'csi' has shape [65536, 65536, 65536, 65536]: at most 8 dimensions whose "
+            "nonzero sizes multiply to at most 16777216",
+        ),
+        (  # numpy cannot build it: "array is too big", though empty
+            _payload("csi", [0, 2**31, 2**31, 2**31], []),
+            "payload 'csi' has shape [0, 2147483648, 2147483648, 2147483648]: at most 8 "
+            "dimensions whose nonzero sizes multiply to at most 16777216",
+        ),
+        (  # numpy's limit is 64 dimensions
+            _payload("csi", [1] * 65, [0.0]),
+            "payload 'csi' has shape [1, 1, 1, 1, 1, 1, 1, 1, 1] ...: at most 8 dimensions "
+            "whose nonzero sizes multiply to at most 16777216",
         ),
         (_probs_without_tokens, "draft_probs has 2 values, not a multiple of 0 tokens"),
     ],
@@ -105,7 +126,10 @@ def _probs_without_tokens(request: Any) -> None:
         "empty-payload-name",
         "long-payload-name",
         "too-many-values",
+        "shape-without-its-values",
         "shape-past-int64",
+        "empty-shape-numpy-cannot-build",
+        "rank-65",
         "probs-without-tokens",
     ],
 )
