@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import grpc
 import pytest
 
 from edgespec.cli import build_parser
@@ -22,7 +23,9 @@ from edgespec.runtime.commands.serve import window_from_args
 from edgespec.runtime.edge.drafter import DraftOptions, GenerationResult, generate
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, SessionSpec
+from edgespec.runtime.wire.codec import pb
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.grpc_common import pb_grpc
 from edgespec.runtime.wire.inprocess import speculative_generate, target_greedy_decode
 from tests.runtime.conftest import ServerFactory, start_server
 from tests.runtime.fused_helpers import ScriptedWindow
@@ -239,11 +242,6 @@ def test_serve_window_flags() -> None:
 def test_a_history_count_past_the_wire_s_range_is_refused_before_any_round(
     make_server: ServerFactory, field: str
 ) -> None:
-    import grpc
-
-    from edgespec.runtime.proto import edgespec_pb2 as pb
-    from edgespec.runtime.proto import edgespec_pb2_grpc as pbg
-
     server = make_server()
     verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
     verifier.open(SessionSpec("s", "x", PROMPT, GREEDY))
@@ -251,7 +249,7 @@ def test_a_history_count_past_the_wire_s_range_is_refused_before_any_round(
         history = pb.HistorySnapshot(**{field: 2**32 - 1})
         request = pb.FusedRequest(session_id="s", prefix_len=5, gamma=3, history=history)
         with pytest.raises(grpc.RpcError) as info:
-            list(pbg.VerificationStub(channel).RunFused(request, timeout=30))
+            list(pb_grpc.VerificationStub(channel).RunFused(request, timeout=30))
     assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert info.value.details() == (
         f"history snapshot: {field} must be an integer in [0, 2147483647], got 4294967295"
