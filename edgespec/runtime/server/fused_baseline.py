@@ -31,11 +31,13 @@ async def fused_baseline(
     max_draft_tokens: int,
     draft_factory: Callable[[], DraftBackend] | None,
     cloud_only: bool,
+    owner: str | None = None,
 ) -> AsyncIterator[Chunk]:
     """The checked baseline request: :func:`cloud_only_generate` (``cloud_only``; its wasted
     passes drafted by ``draft_factory``'s draft when given) or :func:`fused_generate` with a
-    static window of ``gamma`` (``draft_factory``'s draft, which it needs). A refusal is a
-    :class:`RequestError`, raised at the first chunk."""
+    static window of ``gamma`` (``draft_factory``'s draft, which it needs), its session
+    opened for ``owner`` (the caller's identity with auth on: the session counts against its
+    limits). A refusal is a :class:`RequestError`, raised at the first chunk."""
     if draft_factory is None and not cloud_only:
         raise RequestError(
             ErrorCode.FAILED_PRECONDITION, "fused mode needs a server started with --draft"
@@ -46,9 +48,9 @@ async def fused_baseline(
         )
     drafter = None if draft_factory is None else draft_factory()
     chunks = (
-        cloud_only_generate(service, spec, drafter)
+        cloud_only_generate(service, spec, drafter, owner)
         if cloud_only or drafter is None
-        else fused_generate(service, spec, drafter, StaticWindow(gamma))
+        else fused_generate(service, spec, drafter, StaticWindow(gamma), owner)
     )
     async for chunk in chunks:
         yield chunk
@@ -61,13 +63,15 @@ async def _baseline(
     work: Callable[[Callable[[Chunk], None]], None],
 ) -> AsyncIterator[Chunk]:
     """A baseline's chunks from ``work`` on a worker thread; its session closed at the end
-    (left open when the client went away)."""
+    (also when the client went away) when this request opened it: a session of that id
+    that was there before (the open refused as a duplicate) is another client's."""
     try:
         async with contextlib.aclosing(from_worker(work, verifier)) as chunks:
             async for chunk in chunks:
                 yield chunk
     finally:
-        service.close_session(spec.session_id)
+        if spec.session_id in verifier.opened:
+            service.close_session(spec.session_id, verifier.owner)
 
 
 async def fused_generate(
@@ -75,10 +79,12 @@ async def fused_generate(
     spec: SessionSpec,
     drafter: DraftBackend,
     window: WindowPolicy,
+    owner: str | None = None,
 ) -> AsyncIterator[Chunk]:
     """Stream ``spec``'s output, drafted by ``drafter`` with ``window`` on this server, as
-    ``(token_ids, finished)`` chunks; the last chunk is ``((), True)``."""
-    verifier = ServiceVerifier(service, asyncio.get_running_loop())
+    ``(token_ids, finished)`` chunks, its session ``owner``'s; the last chunk is
+    ``((), True)``."""
+    verifier = ServiceVerifier(service, asyncio.get_running_loop(), owner)
     options = DraftOptions(spec.session_id, spec.client_id, spec.slo_class)
 
     def work(emit: Callable[[Chunk], None]) -> None:
@@ -98,11 +104,14 @@ async def fused_generate(
 
 
 async def cloud_only_generate(
-    service: SessionHost, spec: SessionSpec, drafter: DraftBackend | None
+    service: SessionHost,
+    spec: SessionSpec,
+    drafter: DraftBackend | None,
+    owner: str | None = None,
 ) -> AsyncIterator[Chunk]:
     """Stream ``spec``'s output decoded by the target alone, one token per cloud-only round
     (each after a wasted pass of ``drafter`` when given), as :func:`fused_generate` does."""
-    verifier = ServiceVerifier(service, asyncio.get_running_loop())
+    verifier = ServiceVerifier(service, asyncio.get_running_loop(), owner)
 
     def work(emit: Callable[[Chunk], None]) -> None:
         def on_tokens(tokens: tuple[int, ...]) -> None:

@@ -71,7 +71,8 @@ class SessionHost(Protocol):
 class ServiceVerifier:
     """A :class:`~edgespec.runtime.edge.drafter.Verifier` for a worker thread: every call runs
     on the service's event loop, for ``owner``. Once ``cancel()`` is called, verifications
-    fail."""
+    fail. ``opened`` holds the sessions its own ``open`` opened (the ones its caller may
+    close on its behalf)."""
 
     def __init__(
         self,
@@ -81,8 +82,9 @@ class ServiceVerifier:
     ) -> None:
         self._service = service
         self._loop = loop
-        self._owner = owner
+        self.owner = owner
         self.cancelled = False
+        self.opened: set[str] = set()
 
     def _on_loop(self, fn: Callable[[], _T]) -> _T:
         async def call() -> _T:
@@ -91,7 +93,8 @@ class ServiceVerifier:
         return asyncio.run_coroutine_threadsafe(call(), self._loop).result()
 
     def open(self, spec: SessionSpec) -> None:
-        self._on_loop(lambda: self._service.open_session(spec, self._owner))
+        self._on_loop(lambda: self._service.open_session(spec, self.owner))
+        self.opened.add(spec.session_id)
 
     def verify(self, call: VerifyCall) -> VerifyReply:
         """Verify on the service; the drafter's own draft time stands, its network time
@@ -100,12 +103,13 @@ class ServiceVerifier:
             raise RequestError(ErrorCode.CANCELLED, "the fused-mode client went away")
         local = dataclasses.replace(call, network_s=0.0)
         future = asyncio.run_coroutine_threadsafe(
-            self._service.verify(local, self._owner), self._loop
+            self._service.verify(local, self.owner), self._loop
         )
         return future.result()
 
     def close(self, session_id: str) -> None:
-        self._on_loop(lambda: self._service.close_session(session_id, self._owner))
+        self._on_loop(lambda: self._service.close_session(session_id, self.owner))
+        self.opened.discard(session_id)
 
 
 async def from_worker(

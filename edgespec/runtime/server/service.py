@@ -145,7 +145,8 @@ class VerificationService:
         if fused:
             limit = self.config.max_draft_tokens
             factory, cloud_only = self._draft_factory, self._cloud_only
-            async for chunk in fused_baseline(self, spec, gamma, limit, factory, cloud_only):
+            baseline = fused_baseline(self, spec, gamma, limit, factory, cloud_only, owner)
+            async for chunk in baseline:
                 yield chunk
             return
         self.open_session(spec, owner)

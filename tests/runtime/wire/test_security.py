@@ -212,3 +212,55 @@ def test_health_can_require_auth(make_server: ServerFactory) -> None:
     assert RemoteVerifier(address, auth_token="alpha-secret").health()
     open_server = make_server(auth_tokens=["alpha-secret"])  # the default: Health is public
     assert RemoteVerifier(f"127.0.0.1:{open_server.port}").health()
+
+
+def _fused_generate(address: str, token: str, session_id: str, client_id: str = "m") -> Any:
+    """A fused-mode Generate for ``session_id`` with ``token``, read to its end."""
+    from edgespec.runtime.messages import PROTOCOL_VERSION
+
+    session = pb.OpenSessionRequest(
+        protocol_version=PROTOCOL_VERSION,
+        session_id=session_id,
+        client_id=client_id,
+        prompt_token_ids=list(PROMPT),
+        sampling=pb.Sampling(max_new_tokens=4),
+    )
+    request = pb.GenerateRequest(session=session, mode=pb.MODE_FUSED, gamma=2)
+    stub = pb_grpc.VerificationStub(grpc.insecure_channel(address))
+    return list(stub.Generate(request, metadata=(("authorization", f"Bearer {token}"),)))
+
+
+@pytest.mark.parametrize("fused_rounds", ["colocated", "cloud_only"])
+def test_a_fused_generate_with_a_taken_session_id_leaves_that_session_open(
+    make_server: ServerFactory, fused_rounds: str
+) -> None:
+    server = make_server(auth_tokens=["alpha-secret", "beta-secret"], fused_rounds=fused_rounds)
+    address = f"127.0.0.1:{server.port}"
+    alice = RemoteVerifier(address, auth_token="alpha-secret")
+    alice.open(SessionSpec("victim", "x", PROMPT, GREEDY))
+    with pytest.raises(grpc.RpcError) as info:
+        _fused_generate(address, "beta-secret", "victim")
+    assert (info.value.code(), info.value.details()) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "session 'victim' already exists",
+    )
+    reply = alice.verify(VerifyCall("victim", len(PROMPT), (1, 2)))  # still Alice's
+    assert reply.outcome.result.num_drafted == 2
+    stub = pb_grpc.VerificationStub(grpc.insecure_channel(address))
+    closed = stub.CloseSession(
+        pb.CloseSessionRequest(session_id="victim"),
+        metadata=(("authorization", "Bearer alpha-secret"),),
+    )
+    assert closed.existed
+
+
+def test_a_fused_generate_counts_against_its_callers_session_limit(
+    make_server: ServerFactory,
+) -> None:
+    server = make_server(auth_tokens=["alpha-secret"], max_sessions_per_client=1)
+    address = f"127.0.0.1:{server.port}"
+    RemoteVerifier(address, auth_token="alpha-secret").open(SessionSpec("one", "x", PROMPT, GREEDY))
+    with pytest.raises(grpc.RpcError) as info:  # another client_id, the same token
+        _fused_generate(address, "alpha-secret", "two", client_id="y")
+    assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "max_sessions_per_client" in (info.value.details() or "")
