@@ -66,7 +66,9 @@ async def _baseline(
     (also when the client went away) when this request opened it: a session of that id
     that was there before (the open refused as a duplicate) is another client's."""
     try:
-        async with contextlib.aclosing(from_worker(work, verifier)) as chunks:
+        async with contextlib.aclosing(
+            from_worker(work, verifier, service.fused_executor)
+        ) as chunks:
             async for chunk in chunks:
                 yield chunk
     finally:

@@ -24,10 +24,12 @@ everyone else's), both running their rounds on a worker thread:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from edgespec.policies.inputs import WindowHistory
 from edgespec.runtime.backends.base import hidden_state_drafter
@@ -53,13 +55,19 @@ if TYPE_CHECKING:
     from edgespec.runtime.server.fused_setup import FusedStart, ServerWindow
 
 Chunk = tuple[tuple[int, ...], bool]
+WAIT_SLICE_S = 0.25
+"""How often a worker waiting on the event loop looks whether it should stop waiting."""
 _T = TypeVar("_T")
 
 
 class SessionHost(Protocol):
     """What a fused run needs of the verification service
     (:class:`~edgespec.runtime.server.service.VerificationService`): open a session, verify
-    its rounds, close it, each for an owner (the caller's identity when auth is on)."""
+    its rounds, close it, each for an owner (the caller's identity when auth is on); and the
+    executor its worker thread runs on."""
+
+    @property
+    def fused_executor(self) -> Executor: ...
 
     def open_session(self, spec: SessionSpec, owner: str | None = None) -> None: ...
 
@@ -70,9 +78,11 @@ class SessionHost(Protocol):
 
 class ServiceVerifier:
     """A :class:`~edgespec.runtime.edge.drafter.Verifier` for a worker thread: every call runs
-    on the service's event loop, for ``owner``. Once ``cancel()`` is called, verifications
-    fail. ``opened`` holds the sessions its own ``open`` opened (the ones its caller may
-    close on its behalf)."""
+    on the service's event loop, for ``owner``. Once ``cancelled`` is set (the client went
+    away), or the loop stops (the server is stopping), a call waiting on the loop and every
+    later call fail with ``CANCELLED``: the worker ends rather than wait for a loop that
+    will never answer (a process could not exit past it). ``opened`` holds the sessions its
+    own ``open`` opened (the ones its caller may close on its behalf)."""
 
     def __init__(
         self,
@@ -86,11 +96,30 @@ class ServiceVerifier:
         self.cancelled = False
         self.opened: set[str] = set()
 
-    def _on_loop(self, fn: Callable[[], _T]) -> _T:
+    def _wait(self, make: Callable[[], Coroutine[Any, Any, _T]], cleanup: bool = False) -> _T:
+        """``make()``'s coroutine run on the loop, its result waited for in slices; a
+        ``cleanup`` call (a close) still runs once the verifier is cancelled."""
+        self._check(cleanup)
+        future = asyncio.run_coroutine_threadsafe(make(), self._loop)
+        while True:
+            try:
+                return future.result(timeout=WAIT_SLICE_S)
+            except concurrent.futures.TimeoutError:
+                if (self.cancelled and not cleanup) or not self._loop.is_running():
+                    future.cancel()
+                    self._check(cleanup)
+
+    def _check(self, cleanup: bool) -> None:
+        if self.cancelled and not cleanup:
+            raise RequestError(ErrorCode.CANCELLED, "the fused-mode client went away")
+        if not self._loop.is_running():
+            raise RequestError(ErrorCode.CANCELLED, "the server stopped")
+
+    def _on_loop(self, fn: Callable[[], _T], cleanup: bool = False) -> _T:
         async def call() -> _T:
             return fn()
 
-        return asyncio.run_coroutine_threadsafe(call(), self._loop).result()
+        return self._wait(call, cleanup)
 
     def open(self, spec: SessionSpec) -> None:
         self._on_loop(lambda: self._service.open_session(spec, self.owner))
@@ -99,25 +128,25 @@ class ServiceVerifier:
     def verify(self, call: VerifyCall) -> VerifyReply:
         """Verify on the service; the drafter's own draft time stands, its network time
         (thread hops only) is reported as 0: the server drafts for itself."""
-        if self.cancelled:
-            raise RequestError(ErrorCode.CANCELLED, "the fused-mode client went away")
         local = dataclasses.replace(call, network_s=0.0)
-        future = asyncio.run_coroutine_threadsafe(
-            self._service.verify(local, self.owner), self._loop
-        )
-        return future.result()
+        return self._wait(lambda: self._service.verify(local, self.owner))
 
     def close(self, session_id: str) -> None:
-        self._on_loop(lambda: self._service.close_session(session_id, self.owner))
+        self._on_loop(lambda: self._service.close_session(session_id, self.owner), cleanup=True)
         self.opened.discard(session_id)
 
 
 async def from_worker(
-    work: Callable[[Callable[[_T], None]], None], verifier: ServiceVerifier
+    work: Callable[[Callable[[_T], None]], None],
+    verifier: ServiceVerifier,
+    executor: Executor | None = None,
 ) -> AsyncGenerator[_T, None]:
-    """Run ``work(emit)`` on a worker thread and yield what it emits, in order; its
-    exception is raised here. When the caller stops early, the verifier is cancelled
-    (the worker's next verification fails) and the worker is waited for."""
+    """Run ``work(emit)`` on a thread of ``executor`` (the service's fused runs' own, so
+    that they do not wait for threads of the event loop's small default pool, where one
+    client's long runs held every thread from the others'; ``None``: that default pool) and
+    yield what it emits, in order; its exception is raised here. When the caller stops
+    early, the verifier is cancelled (the worker's next verification fails) and the worker
+    is waited for."""
     loop = asyncio.get_running_loop()
     items: asyncio.Queue[tuple[_T] | BaseException | None] = asyncio.Queue()
 
@@ -131,7 +160,7 @@ async def from_worker(
         except BaseException as exc:  # surfaced to the caller below
             push(exc)
 
-    worker = loop.run_in_executor(None, run)
+    worker = loop.run_in_executor(executor, run)
     try:
         while (item := await items.get()) is not None:
             if isinstance(item, BaseException):
@@ -235,6 +264,6 @@ async def stream_fused_run(
     def work(emit: Callable[[FusedRound], None]) -> None:
         run_fused_rounds(verifier, call, start, window, clock, emit)
 
-    async with contextlib.aclosing(from_worker(work, verifier)) as rounds:
+    async with contextlib.aclosing(from_worker(work, verifier, service.fused_executor)) as rounds:
         async for fused_round in rounds:
             yield fused_round

@@ -18,6 +18,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import TypeVar
 
 from edgespec.core.types import BatchRecord, PendingVerification
@@ -84,6 +85,14 @@ class VerificationService:
         planner = BatchPlanner(batching, config, clock)
         self._scheduler = Scheduler(engine, planner, self._admission, self._counters, clock,
                                     batch_wait_s, round_log)  # fmt: skip
+        # a fused run holds a thread for all its rounds: one per session the server admits,
+        # so a run never waits for another's thread (each client is bounded by its sessions)
+        self._fused_executor = ThreadPoolExecutor(config.max_sessions, "edgespec-fused")
+
+    @property
+    def fused_executor(self) -> Executor:
+        """Where fused runs (RunFused, fused-mode Generate) run their worker threads."""
+        return self._fused_executor
 
     async def start(self) -> None:
         self._tasks = [
@@ -98,6 +107,7 @@ class VerificationService:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._scheduler.stop()
+        self._fused_executor.shutdown(wait=False, cancel_futures=True)
 
     # --- API used by the gRPC servicer (edgespec.runtime.wire.grpc_server)
 

@@ -257,3 +257,71 @@ def test_a_history_count_past_the_wire_s_range_is_refused_before_any_round(
     # nothing was committed: the session still has its 5 prompt tokens
     (only,) = list(verifier.run_fused(FusedCall("s", 5, 3, HistorySnapshot())))
     assert only.end is not None and only.end.history.num_rounds == 1
+
+
+def test_long_fused_runs_of_one_client_do_not_hold_back_anothers(
+    make_server: ServerFactory,
+) -> None:
+    """More long fused Generates than the event loop's default thread pool holds
+    (min(32, cpus + 4)), never read: another client's one-round RunFused still runs."""
+    import os
+
+    from edgespec.runtime.messages import PROTOCOL_VERSION
+
+    server = make_server()
+    address = f"127.0.0.1:{server.port}"
+    stub = pb_grpc.VerificationStub(grpc.insecure_channel(address))
+    long_runs = []
+    for index in range(min(32, (os.cpu_count() or 1) + 4) + 1):
+        session = pb.OpenSessionRequest(
+            protocol_version=PROTOCOL_VERSION,
+            session_id=f"long-{index}",
+            client_id="hog",
+            prompt_token_ids=[1, 2, 3],
+            sampling=pb.Sampling(max_new_tokens=4000),
+        )
+        long_runs.append(stub.Generate(pb.GenerateRequest(session=session, mode=1, gamma=1)))
+    try:
+        verifier = RemoteVerifier(address)
+        verifier.open(SessionSpec("short", "other", PROMPT, GREEDY))
+        done = threading.Event()
+        rounds: list[Any] = []
+
+        def one_round() -> None:
+            rounds.extend(verifier.run_fused(FusedCall("short", 5, 3, HistorySnapshot())))
+            done.set()
+
+        threading.Thread(target=one_round, daemon=True).start()
+        assert done.wait(timeout=30), "the other client's fused run never got a thread"
+        assert len(rounds) == 1 and rounds[0].end is not None
+        assert not all(run.done() for run in long_runs), "the long runs ended too soon to tell"
+    finally:
+        for run in long_runs:
+            run.cancel()
+
+
+def test_a_server_stopped_during_a_fused_generate_leaves_no_worker_waiting(
+    make_server: ServerFactory,
+) -> None:
+    """The worker of a run the stop interrupted ends (before, it waited forever on the
+    stopped loop to reopen its session, and the process could not exit)."""
+    import time
+
+    from edgespec.runtime.messages import PROTOCOL_VERSION
+
+    server = make_server()
+    stub = pb_grpc.VerificationStub(grpc.insecure_channel(f"127.0.0.1:{server.port}"))
+    session = pb.OpenSessionRequest(
+        protocol_version=PROTOCOL_VERSION,
+        session_id="long",
+        client_id="c",
+        prompt_token_ids=[1, 2, 3],
+        sampling=pb.Sampling(max_new_tokens=4000),
+    )
+    run = stub.Generate(pb.GenerateRequest(session=session, mode=1, gamma=1))
+    next(run)  # the run is under way
+    server.stop(grace_s=0)
+    deadline = time.monotonic() + 10
+    while any(t.name.startswith("edgespec-fused") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "a fused worker is still waiting"
+        time.sleep(0.05)

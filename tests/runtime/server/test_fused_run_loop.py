@@ -109,6 +109,7 @@ class _Service:
         self.inner = Verifier(Clock())
         self.calls: list[tuple[VerifyCall, str | None]] = []
         self.closed: list[str] = []
+        self.fused_executor = None  # the event loop's default pool
 
     def open_session(self, spec: SessionSpec, owner: str | None) -> None:
         self.inner.open(spec)
