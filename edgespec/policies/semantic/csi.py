@@ -18,6 +18,12 @@ from dataclasses import dataclass
 
 NUM_CSI_FEATURES = 4
 CSI_FEATURE_NAMES: tuple[str, ...] = ("log10_rate_mbps", "per", "rtt_100ms", "quality")
+MIN_UPLINK_BPS = 1.0
+"""The slowest uplink a channel may state (below it ``rate / 1 Mbit/s`` can underflow to 0,
+whose log10 does not exist)."""
+MAX_RTT_S = 1e6
+"""The longest round trip a channel may state (past ~1.8e307 s ``RTT / 100 ms`` is
+infinite and the head's output NaN, which no threshold rejects)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +35,15 @@ class ChannelState:
     rtt_s: float = 0.0
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.uplink_bps) or self.uplink_bps <= 0:
-            raise ValueError(f"uplink rate must be a finite number > 0, got {self.uplink_bps}")
+        if not (math.isfinite(self.uplink_bps) and self.uplink_bps >= MIN_UPLINK_BPS):
+            raise ValueError(
+                f"uplink rate must be a finite number >= {MIN_UPLINK_BPS:g} bit/s, got "
+                f"{self.uplink_bps}"
+            )
         if not 0.0 <= self.per < 1.0:
             raise ValueError(f"PER must be in [0, 1), got {self.per}")
-        if not math.isfinite(self.rtt_s) or self.rtt_s < 0:
-            raise ValueError(f"RTT must be a finite number >= 0, got {self.rtt_s}")
+        if not 0.0 <= self.rtt_s <= MAX_RTT_S:  # NaN fails too
+            raise ValueError(f"RTT must be in [0, {MAX_RTT_S:g}] s, got {self.rtt_s}")
 
     @property
     def quality(self) -> float:

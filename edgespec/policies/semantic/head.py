@@ -99,8 +99,16 @@ class DecisionHead:
         return 1.0 / (1.0 + np.exp(-logit))
 
     def rejects(self, x: FloatArray, threshold: float) -> npt.NDArray[np.bool_]:
-        """Eq. 27: reject iff p ≥ τ(threshold)."""
-        return self.rejection_probability(x) >= rejection_probability_threshold(threshold)
+        """Eq. 27: reject iff p ≥ τ(threshold). A p that is not a number (inputs past what
+        the head can take) is a ``ValueError``, not an acceptance: NaN ≥ τ is false for
+        every τ, and would accept every mismatch whatever the threshold."""
+        p = self.rejection_probability(x)
+        if not np.isfinite(p).all():
+            rows = np.flatnonzero(~np.isfinite(p)).tolist()
+            raise ValueError(
+                f"the decision head's rejection probability is not a number at rows {rows[:8]}"
+            )
+        return p >= rejection_probability_threshold(threshold)
 
     def to_json(self) -> dict[str, Any]:
         return {

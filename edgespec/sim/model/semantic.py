@@ -156,7 +156,10 @@ def device_semantics(
 ) -> DeviceSemantics:
     """A device's :class:`DeviceSemantics` under ``config`` (semantic), over ``link``,
     drafting with hidden size ``draft_hidden`` (``config.draft_hidden`` wins)."""
-    channel = ChannelState(link.up_bytes_per_s * 8.0, link.loss_rate, link.rtt_s)
+    try:
+        channel = ChannelState(link.up_bytes_per_s * 8.0, link.loss_rate, link.rtt_s)
+    except ValueError as exc:  # a link the head's CSI cannot describe
+        raise ConfigError("links", f"a semantic device's link: {exc}") from None
     quality = channel.quality
     if table is not None:
         share = table.share(quality, config.threshold_value)

@@ -51,6 +51,14 @@ def test_forward_by_hand() -> None:
     assert head.rejects(x, 16).tolist() == [False, False]  # accept everything
 
 
+def test_a_rejection_probability_that_is_no_number_is_an_error_not_an_acceptance() -> None:
+    head = hand_head()
+    x = head.inputs(np.array([[5.0, 3.0], [1.0, 9.0]]), np.array([[7.0], [0.0]]), (np.nan,))
+    assert np.isnan(head.rejection_probability(x)).all()
+    with pytest.raises(ValueError, match=r"rejection probability is not a number at rows \[0, 1\]"):
+        head.rejects(x, 0)  # NaN >= 0 is false: every mismatch would have been accepted
+
+
 def test_json_round_trip(tmp_path: Path) -> None:
     head = hand_head()
     path = tmp_path / "head.json"
@@ -86,3 +94,8 @@ def test_csi_features_and_channel_quality() -> None:
         ChannelState(uplink_bps=1e6, per=1.0)
     with pytest.raises(ValueError, match="uplink rate must be"):
         ChannelState(uplink_bps=0.0)
+    with pytest.raises(ValueError, match=r"uplink rate must be a finite number >= 1 bit/s"):
+        ChannelState(uplink_bps=5e-324)  # rate / 1 Mbit/s underflows to 0: no log10
+    with pytest.raises(ValueError, match=r"RTT must be in \[0, 1e\+06\] s, got 1e\+308"):
+        ChannelState(uplink_bps=1e6, rtt_s=1e308)  # RTT / 100 ms is inf: the head's p NaN
+    assert csi_features(ChannelState(uplink_bps=1.0, rtt_s=1e6)) == (-6.0, 0.0, 1e7, 0.0)

@@ -204,7 +204,17 @@ def test_follow_up_errors_name_what_the_server_waits_for(
         (
             SemanticSpec(12, 0.0),
             {},
-            "semantic channel: uplink rate must be a finite number > 0, got 0.0",
+            "semantic channel: uplink rate must be a finite number >= 1 bit/s, got 0.0",
+        ),
+        (  # opened, every mismatch then failed: log10 of an underflowed rate
+            SemanticSpec(12, 5e-324),
+            {},
+            "semantic channel: uplink rate must be a finite number >= 1 bit/s, got 5e-324",
+        ),
+        (  # opened, the head's p was then NaN and every mismatch accepted
+            SemanticSpec(12, 20e6, rtt_s=1e308),
+            {},
+            "semantic channel: RTT must be in [0, 1e+06] s, got 1e+308",
         ),
         (SemanticSpec(12, 1e6, per=1.0), {}, "semantic channel: PER must be in [0, 1), got 1.0"),
         (

@@ -329,3 +329,23 @@ def test_the_bundled_wisv_scenario() -> None:
 
     assert committed(lossy) == pytest.approx(10.63, rel=0.1)
     assert committed(greedy) == pytest.approx(8.336, rel=0.1)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("links.default.rtt_ms=2e12", "RTT must be in [0, 1e+06] s, got 2000000000.0"),
+        (
+            "links.default.bandwidth_mbps=1e-8",
+            "uplink rate must be a finite number >= 1 bit/s, got 0.01",
+        ),
+    ],
+)
+def test_a_link_the_heads_channel_state_cannot_describe_is_a_config_error(
+    override: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["sim", "wisv", "duration_s=1", override, "--quiet", "--no-plots"]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec sim: config field 'links': a semantic device's link: {message}\n"
+    )
