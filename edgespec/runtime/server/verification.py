@@ -168,9 +168,10 @@ def refuse_payloads(call: VerifyCall, rule: str, accepted: Collection[str] = ())
     """``INVALID_ARGUMENT`` for payloads the rule named ``rule`` does not take."""
     extra = sorted(set(call.payloads) - set(accepted))
     if extra:
+        more = f" and {len(extra) - 8} more" if len(extra) > 8 else ""
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT,
-            f"verification rule {rule!r} takes no payload(s) {extra}"
+            f"verification rule {rule!r} takes no payload(s) {extra[:8]}{more}"
             + (f"; it takes {sorted(accepted)}" if accepted else ""),
         )
 

@@ -83,6 +83,20 @@ def _add_servicer(servicer: Any, server: Any) -> None:
     server.add_generic_rpc_handlers((generic,))
 
 
+MAX_DETAILS_CHARS = 2000
+"""The longest status message sent: gRPC carries it in a header of at most 16 KiB (percent-
+encoded), and a longer one reaches the client as a RESOURCE_EXHAUSTED of its own."""
+
+
+async def _abort(context: Any, exc: RequestError) -> None:
+    """End the call with ``exc``'s status and message, the message cut to
+    :data:`MAX_DETAILS_CHARS` (saying how long it was)."""
+    message = exc.message
+    if len(message) > MAX_DETAILS_CHARS:
+        message = f"{message[:MAX_DETAILS_CHARS]} ... ({len(message)} characters in all)"
+    await context.abort(GRPC_STATUS[exc.code], message)
+
+
 class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined]
     def __init__(self, service: VerificationService) -> None:
         self._service = service
@@ -95,7 +109,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             result = fn(owner)
             return await result if asyncio.iscoroutine(result) else result
         except RequestError as exc:
-            await context.abort(GRPC_STATUS[exc.code], exc.message)
+            await _abort(context, exc)
 
     def _authenticate(self, context: Any) -> str | None:
         """The caller's identity (its token) when auth is on, else ``None``."""
@@ -155,7 +169,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             async for tokens, finished in chunks:
                 yield pb.GenerateChunk(token_ids=list(tokens), finished=finished)
         except RequestError as exc:
-            await context.abort(GRPC_STATUS[exc.code], exc.message)
+            await _abort(context, exc)
 
     async def RunFused(self, request: Any, context: Any) -> AsyncIterator[Any]:
         try:
@@ -164,7 +178,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             async for fused_round in self._service.run_fused(call, owner):
                 yield fused_round_to_proto(fused_round)
         except RequestError as exc:
-            await context.abort(GRPC_STATUS[exc.code], exc.message)
+            await _abort(context, exc)
 
     async def Stats(self, request: Any, context: Any) -> Any:
         return await self._run(context, request, lambda _: stats_to_proto(self._service.stats()))
@@ -188,7 +202,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
         try:
             _decoded(request)
         except RequestError as exc:
-            await context.abort(GRPC_STATUS[exc.code], exc.message)
+            await _abort(context, exc)
         return health(None)
 
 

@@ -86,6 +86,13 @@ def test_unknown_rules_and_unwanted_payloads_are_refused(target: TransformersTar
     with pytest.raises(RequestError) as info:
         engine.validate(call, 8)
     assert info.value.message == "verification rule 'exact' takes no payload(s) ['csi']"
+    many = {f"p{i:05d}": np.zeros(1, np.float32) for i in range(20_000)}
+    with pytest.raises(RequestError) as info:  # the names are not all echoed back
+        engine.validate(VerifyCall("s", len(PROMPT), (1,), payloads=many), 8)
+    assert info.value.message == (
+        "verification rule 'exact' takes no payload(s) ['p00000', 'p00001', 'p00002', "
+        "'p00003', 'p00004', 'p00005', 'p00006', 'p00007'] and 19992 more"
+    )
 
 
 def test_payloads_cross_the_wire_and_bad_shapes_are_refused(target: TransformersTarget) -> None:

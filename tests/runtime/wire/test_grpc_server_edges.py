@@ -97,3 +97,44 @@ def test_stopping_a_server_thread_twice_returns_at_once(target: TransformersTarg
     began = time.monotonic()
     server.stop(grace_s=0)
     assert time.monotonic() - began < 5.0
+
+
+def test_a_refusal_naming_many_payloads_arrives_as_itself(make_server: ServerFactory) -> None:
+    """20,000 payload names: once the refusal echoed them all, past gRPC's 16 KiB header
+    limit, and the client got RESOURCE_EXHAUSTED "Stream removed" instead."""
+    server = make_server()
+    stub = _stub(server.port)
+    from edgespec.runtime.messages import PROTOCOL_VERSION
+
+    stub.OpenSession(
+        pb.OpenSessionRequest(
+            protocol_version=PROTOCOL_VERSION,
+            session_id="s",
+            prompt_token_ids=[1, 2, 3],
+            sampling=pb.Sampling(max_new_tokens=4),
+        )
+    )
+    request = pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[1])
+    for index in range(20_000):
+        request.payloads.add(name=f"p{index}", shape=[1], values=[0.0])
+    with pytest.raises(grpc.RpcError) as info:
+        stub.Verify(request)
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert (info.value.details() or "").endswith("and 19992 more")
+
+
+def test_a_long_status_message_is_cut_to_what_grpc_carries() -> None:
+    import asyncio
+
+    from edgespec.runtime.errors import ErrorCode, RequestError
+    from edgespec.runtime.wire.grpc_server import MAX_DETAILS_CHARS, _abort
+
+    class Context:
+        async def abort(self, code: Any, details: str) -> None:
+            self.sent = (code, details)
+
+    context = Context()
+    asyncio.run(_abort(context, RequestError(ErrorCode.INVALID_ARGUMENT, "x" * 20_000)))
+    code, details = context.sent
+    assert code == grpc.StatusCode.INVALID_ARGUMENT
+    assert details == "x" * MAX_DETAILS_CHARS + " ... (20000 characters in all)"
