@@ -20,6 +20,7 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import PROTOCOL_VERSION
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.service import VerificationService
+from edgespec.runtime.validation import check_identifier
 from edgespec.runtime.wire.codec import (
     call_from_proto,
     pb,
@@ -152,13 +153,13 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
         return await self._run(context, request, verify)
 
     async def CloseSession(self, request: Any, context: Any) -> Any:
-        return await self._run(
-            context,
-            request,
-            lambda owner: pb.CloseSessionResponse(
+        def close(owner: str | None) -> Any:
+            check_identifier("session_id", request.session_id)
+            return pb.CloseSessionResponse(
                 existed=self._service.close_session(request.session_id, owner)
-            ),
-        )
+            )
+
+        return await self._run(context, request, close)
 
     async def Generate(self, request: Any, context: Any) -> AsyncIterator[Any]:
         try:

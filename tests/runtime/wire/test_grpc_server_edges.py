@@ -138,3 +138,16 @@ def test_a_long_status_message_is_cut_to_what_grpc_carries() -> None:
     code, details = context.sent
     assert code == grpc.StatusCode.INVALID_ARGUMENT
     assert details == "x" * MAX_DETAILS_CHARS + " ... (20000 characters in all)"
+
+
+def test_close_session_checks_its_id_as_open_session_does(make_server: ServerFactory) -> None:
+    from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
+
+    stub = _stub(make_server().port)
+    too_long = "x" * (MAX_IDENTIFIER_CHARS + 1)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.CloseSession(pb.CloseSessionRequest(session_id=too_long))
+    assert (info.value.code(), info.value.details()) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        f"session_id is {len(too_long)} characters; the limit is {MAX_IDENTIFIER_CHARS}",
+    )
