@@ -7,6 +7,10 @@ from typing import ClassVar
 
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 
+MAX_GAMMA = 256
+"""The largest window :class:`DynamicWindow` may grow to (it keeps a decision per γ; a
+server verifies at most its ``max_draft_tokens``, 32 by default)."""
+
 
 @dataclass(frozen=True, slots=True)
 class StaticWindow:
@@ -42,9 +46,9 @@ class DynamicWindow:
     _decisions: tuple[WindowDecision, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not 1 <= self.min_gamma <= self.initial_gamma <= self.max_gamma:
+        if not 1 <= self.min_gamma <= self.initial_gamma <= self.max_gamma <= MAX_GAMMA:
             raise ValueError(
-                "need 1 <= min_gamma <= initial_gamma <= max_gamma, got "
+                f"need 1 <= min_gamma <= initial_gamma <= max_gamma <= {MAX_GAMMA}, got "
                 f"{self.min_gamma}, {self.initial_gamma}, {self.max_gamma}"
             )
         if not 0.0 <= self.lower_below <= self.raise_above <= 1.0:

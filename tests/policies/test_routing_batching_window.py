@@ -26,7 +26,7 @@ def entry(entry_id: int, enq: float, new: int = 5, cached: int = 100) -> Pending
     return PendingVerification(entry_id, f"s{entry_id}", f"c{entry_id}", enq, 4, new, cached)
 
 
-GAMMAS = "need 1 <= min_gamma <= initial_gamma <= max_gamma"
+GAMMAS = "need 1 <= min_gamma <= initial_gamma <= max_gamma <= 256"
 THRESHOLDS = "need 0 <= lower_below <= raise_above <= 1"
 LOADS = (ServerLoad(0, 3, 10), ServerLoad(1, 1, 12), ServerLoad(2, 1, 5), ServerLoad(3, 4, 1))
 
@@ -172,6 +172,7 @@ class TestWindow:
             ({"min_gamma": 0, "initial_gamma": 1}, f"{GAMMAS}, got 0, 1, 8"),
             ({"min_gamma": 2, "initial_gamma": 1}, f"{GAMMAS}, got 2, 1, 8"),
             ({"initial_gamma": 9}, f"{GAMMAS}, got 1, 9, 8"),
+            ({"max_gamma": 10**7}, f"{GAMMAS}, got 1, 4, 10000000"),  # a decision per γ
             ({"lower_below": 0.8, "raise_above": 0.5}, THRESHOLDS),
             ({"raise_above": 1.5}, THRESHOLDS),
             ({"lower_below": -0.1}, THRESHOLDS),

@@ -12,6 +12,9 @@ from typing import Any
 from edgespec.runtime.openai_api.errors import invalid
 
 MAX_STOP = 4
+MAX_STOP_CHARS = 256
+"""The longest stop sequence: the text stream holds back what may begin one, looking at
+every prefix of it after each token (time grows with its length squared)."""
 UNSUPPORTED = {"n": 1, "best_of": 1, "echo": False, "logprobs": None, "suffix": None}
 """Fields accepted only at these values (anything else is refused, not ignored)."""
 
@@ -64,7 +67,13 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     :func:`edgespec.runtime.openai_api.body.read_body`): 400 when not a JSON object."""
     try:
         body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        json.dumps(body, ensure_ascii=False).encode()  # a lone surrogate ("\ud800") is no text
+    except (UnicodeError, json.JSONDecodeError) as exc:
+        raise invalid(f"request body is not valid JSON: {exc}", code="invalid_json") from None
+    except RecursionError:
+        raise invalid("request body is not valid JSON: nested too deeply",
+                      code="invalid_json") from None  # fmt: skip
+    except ValueError as exc:  # an integer of more digits than Python converts
         raise invalid(f"request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise invalid(f"request body must be a JSON object, got {type(body).__name__}")
@@ -101,6 +110,10 @@ def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:
                       param="stop")  # fmt: skip
     if len(stops) > MAX_STOP:
         raise invalid(f"stop takes at most {MAX_STOP} sequences, got {len(stops)}", param="stop")
+    longest = max(len(s) for s in stops)
+    if longest > MAX_STOP_CHARS:
+        raise invalid(f"a stop sequence has at most {MAX_STOP_CHARS} characters, got {longest}",
+                      param="stop")  # fmt: skip
     return tuple(stops)
 
 
@@ -130,6 +143,13 @@ def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, Window
     ):
         raise invalid(f"edgespec.window must be a policy name or {{name, params}}, got "
                       f"{window!r}", param="edgespec.window")  # fmt: skip
+    for key, value in params.items():  # a string could name a file on this machine (awc's)
+        if not isinstance(value, int | float) or (
+            isinstance(value, float) and not math.isfinite(value)
+        ):
+            raise invalid(f"edgespec.window.params.{key}: a request's window parameters are "
+                          f"finite numbers or booleans, got {value!r}",
+                          param="edgespec.window")  # fmt: skip
     return slo, WindowChoice(window["name"], params)
 
 
@@ -165,7 +185,9 @@ def parse_request(
     if not isinstance(model, str) or not model:
         raise invalid("model is required (a string; see /v1/models)", param="model")
     for name, allowed in UNSUPPORTED.items():
-        if body.get(name, allowed) not in (allowed, None):
+        value = body.get(name)
+        at_default = value is None or (type(value) is type(allowed) and value == allowed)
+        if not at_default and not (name == "logprobs" and value is False):  # false: off
             raise invalid(f"{name}={body[name]!r} is not supported (only {allowed!r})", param=name)
     name = "max_completion_tokens" if chat and "max_completion_tokens" in body else "max_tokens"
     max_tokens = _integer(body, name, defaults.max_tokens)

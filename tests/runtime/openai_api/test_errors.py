@@ -44,6 +44,48 @@ def test_bad_json_is_400(api: ApiThread) -> None:
     assert "not valid JSON" in error["message"]
 
 
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        (b'{"x": ' + b"[" * 1500 + b"]" * 1500 + b"}", "nested too deeply"),  # was a 500
+        (b'{"model": "tiny", "prompt": "\\ud800 w1"}', "surrogates not allowed"),  # was a 500
+    ],
+    ids=["deep", "lone-surrogate"],
+)
+def test_json_python_cannot_take_is_400_invalid_json(api: ApiThread, raw: bytes, says: str) -> None:
+    status, error = _error(api, raw)
+    assert (status, error["code"]) == (400, "invalid_json")
+    assert says in error["message"]
+
+
+def test_an_integer_of_more_digits_than_python_converts_is_invalid_json() -> None:
+    from edgespec.runtime.openai_api.errors import ApiError
+    from edgespec.runtime.openai_api.schema import decode_body
+
+    with pytest.raises(ApiError) as info:  # over this fixture's 4 KiB body: decoded directly
+        decode_body(b'{"model": "tiny", "max_tokens": ' + b"9" * 5000 + b"}")
+    assert info.value.code == "invalid_json"  # was "the drafter refused the request: ..."
+    assert "integer string" in info.value.message
+
+
+def test_a_window_parameter_cannot_name_a_file_on_the_device(api: ApiThread) -> None:
+    window = {"name": "awc", "params": {"file": "/etc/passwd"}}
+    status, error = _error(api, {"model": MODEL, "prompt": "w1", "edgespec": {"window": window}})
+    assert (status, error["param"]) == (400, "edgespec.window")
+    assert error["message"] == (  # before: "/etc/passwd: not JSON: ..." - the file was read
+        "edgespec.window.params.file: a request's window parameters are finite numbers or "
+        "booleans, got '/etc/passwd'"
+    )
+
+
+def test_chat_takes_logprobs_false_as_off(api: ApiThread) -> None:
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "w1"}], "max_tokens": 2}
+    status, reply, _ = _post(
+        api, "/v1/chat/completions", json.dumps(body | {"logprobs": False}).encode()
+    )
+    assert status == 200 and reply["choices"][0]["finish_reason"] in ("stop", "length")
+
+
 def test_unknown_model_is_404(client: Any) -> None:
     with pytest.raises(openai.NotFoundError) as info:
         client.completions.create(model="gpt-9", prompt="w1", max_tokens=2)
@@ -74,6 +116,19 @@ def test_oversized_body_is_413_and_long_prompt_400(api: ApiThread) -> None:
         ("prompt", [99], "prompt"),
         ("edgespec", {"window": "nonesuch"}, "edgespec.window"),
         ("edgespec", {"slo": "x"}, "edgespec"),
+        ("stop", "x" * 257, "stop"),  # held-back prefixes cost its length squared per token
+        ("n", True, "n"),  # True == 1, but not the default
+        ("echo", 0, "echo"),
+        (  # a string could name a file on the device: awc would read it whole
+            "edgespec",
+            {"window": {"name": "awc", "params": {"file": "/etc/passwd"}}},
+            "edgespec.window",
+        ),
+        (  # a decision per γ: 10^7 of them took a gigabyte
+            "edgespec",
+            {"window": {"name": "dynamic", "params": {"max_gamma": 10**7}}},
+            "edgespec.window",
+        ),
     ],
 )
 def test_bad_field_is_400_naming_it(api: ApiThread, field: str, value: Any, param: str) -> None:
