@@ -56,6 +56,12 @@ def error_response(exc: BaseException) -> JSONResponse:
 
 
 async def _body(request: Request, limits: Limits) -> dict[str, Any]:
+    """The JSON body, of a request that says it is JSON: a web page can POST other types
+    (text/plain, forms) to a loopback endpoint without a CORS preflight."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json":
+        raise ApiError(415, f"Content-Type must be application/json, got {media or 'none'!r}",
+                       code="unsupported_media_type")  # fmt: skip
     return decode_body(await read_body(request, limits.max_body_bytes))
 
 

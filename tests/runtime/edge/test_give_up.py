@@ -117,7 +117,8 @@ def test_the_openai_endpoint_answers_504_when_the_drafter_gives_up(
     try:
         body = json.dumps({"model": "tiny", "prompt": "w1 w2 w3", "max_tokens": 4}).encode()
         request = urllib.request.Request(f"http://127.0.0.1:{api.port}/v1/completions",
-                                         data=body, method="POST")  # fmt: skip
+                                         data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})  # fmt: skip
         status, headers, reply = _in_thread(lambda: _post(request), timeout_s=60)
     finally:
         api.stop()

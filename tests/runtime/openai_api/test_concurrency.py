@@ -77,7 +77,8 @@ def _stream(api: ApiThread, index: int) -> tuple[int, Any, str]:
     body = {"model": MODEL, "prompt": f"w{index % 60 + 1} w2 w3", "max_tokens": 6,
             "stream": True}  # fmt: skip
     request = urllib.request.Request(f"http://127.0.0.1:{api.port}/v1/completions",
-                                     data=json.dumps(body).encode(), method="POST")  # fmt: skip
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})  # fmt: skip
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
             return response.status, response.headers, response.read().decode()

@@ -78,6 +78,22 @@ def test_a_window_parameter_cannot_name_a_file_on_the_device(api: ApiThread) -> 
     )
 
 
+@pytest.mark.parametrize(
+    "media", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]
+)
+def test_a_body_that_does_not_say_it_is_json_is_415(api: ApiThread, media: str) -> None:
+    """What a web page may POST cross-site without a preflight starts no generation."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{api.port}/v1/completions", method="POST",
+        data=json.dumps({"model": MODEL, "prompt": "w1", "max_tokens": 2}).encode(),
+        headers={"Content-Type": media},
+    )  # fmt: skip
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(request, timeout=30)
+    error = json.loads(info.value.read())["error"]
+    assert (info.value.code, error["code"]) == (415, "unsupported_media_type")
+
+
 def test_chat_takes_logprobs_false_as_off(api: ApiThread) -> None:
     body = {"model": MODEL, "messages": [{"role": "user", "content": "w1"}], "max_tokens": 2}
     status, reply, _ = _post(
