@@ -77,7 +77,8 @@ async def _complete(
     work: Callable[[Callable[[str], None], threading.Event], Completion] = partial(
         run_request, setup, parsed, ids
     )
-    await admission.acquire()  # a 429 when the queue is full
+    if not await _admitted(request, admission):  # a 429 when the queue is full
+        return Response(status_code=499)  # the client left while queued: nobody reads this
     try:
         running = Running(work, admission.executor, admission.release)
     except BaseException:
@@ -96,6 +97,26 @@ async def _complete(
     events = sse(running, first, shape, parsed.include_usage, lambda e: api_error(e).body())
     return StreamingResponse(events, media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})  # fmt: skip
+
+
+async def _admitted(request: Request, admission: Admission) -> bool:
+    """Wait in line for a worker; ``False`` when the client left first (checked every
+    ``DISCONNECT_POLL_S``): its place is given up, so it neither holds the queue's room nor
+    starts a generation later."""
+    turn = asyncio.ensure_future(admission.acquire())
+    while True:
+        done, _ = await asyncio.wait({turn}, timeout=DISCONNECT_POLL_S)
+        if done:
+            turn.result()  # the 429, when refused
+            return True
+        if await request.is_disconnected():
+            turn.cancel()
+            try:
+                await turn
+            except asyncio.CancelledError:
+                return False
+            admission.release()  # admitted just as it left
+            return False
 
 
 async def _whole(request: Request, running: Running) -> Completion:

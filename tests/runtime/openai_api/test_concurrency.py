@@ -120,3 +120,28 @@ def test_admits_queues_then_refuses_with_429(held: ApiThread) -> None:
     # a slot is released when its handler returns, just after the client read [DONE]
     _wait_for(held, running=0, queued=0, refused=CLIENTS - 8)
     assert _metrics(held)["requests_admitted_total"] == 8
+
+
+def test_a_client_that_leaves_while_queued_gives_its_place_up(held: ApiThread) -> None:
+    """Before, a queued request kept its place after its client left (a live request got
+    429 meanwhile) and then started a generation nobody would read."""
+    import http.client
+
+    with ThreadPoolExecutor(4) as pool:
+        replies = [pool.submit(_stream, held, i) for i in range(4)]
+        _wait_for(held, running=4, queued=0, refused=0)
+        leaving = []
+        for index in range(2):
+            connection = http.client.HTTPConnection("127.0.0.1", held.port, timeout=30)
+            body = {"model": MODEL, "prompt": f"w{index + 1}", "max_tokens": 6}
+            connection.request("POST", "/v1/completions", json.dumps(body),
+                               {"Content-Type": "application/json"})  # fmt: skip
+            leaving.append(connection)
+        _wait_for(held, running=4, queued=2, refused=0)
+        for connection in leaving:
+            connection.close()
+        _wait_for(held, running=4, queued=0, refused=0)  # their places given up
+        HeldTarget.go.set()
+        assert [f.result(timeout=120)[0] for f in replies] == [200] * 4
+    _wait_for(held, running=0, queued=0, refused=0)
+    assert _metrics(held)["requests_admitted_total"] == 4  # the two never started
