@@ -73,7 +73,10 @@ async def _complete(
         raise ApiError(404, f"the model {parsed.model!r} does not exist; this endpoint serves "
                        f"{api.model_id!r} (see /v1/models)", param="model",
                        code="model_not_found")  # fmt: skip
-    ids = prompt_ids(setup.tokenizer, parsed.prompt, setup.vocab_size, api.limits)
+    # off the event loop: a 1 MiB prompt takes the tokenizer most of a second, which every
+    # other request (/health included) would wait out
+    ids = await asyncio.to_thread(prompt_ids, setup.tokenizer, parsed.prompt, setup.vocab_size,
+                                  api.limits)  # fmt: skip
     work: Callable[[Callable[[str], None], threading.Event], Completion] = partial(
         run_request, setup, parsed, ids
     )

@@ -15,8 +15,25 @@ MAX_STOP = 4
 MAX_STOP_CHARS = 256
 """The longest stop sequence: the text stream holds back what may begin one, looking at
 every prefix of it after each token (time grows with its length squared)."""
-UNSUPPORTED = {"n": 1, "best_of": 1, "echo": False, "logprobs": None, "suffix": None}
-"""Fields accepted only at these values (anything else is refused, not ignored)."""
+UNSUPPORTED: dict[str, tuple[Any, ...]] = {
+    "n": (1,),
+    "best_of": (1,),
+    "echo": (False,),
+    "logprobs": (False,),
+    "suffix": (),
+    "top_logprobs": (0,),
+    "presence_penalty": (0, 0.0),
+    "frequency_penalty": (0, 0.0),
+    "logit_bias": ({},),
+    "response_format": ({"type": "text"},),
+    "tools": ([],),
+    "tool_choice": ("none",),
+    "functions": ([],),
+    "function_call": ("none",),
+}
+"""Fields accepted only absent, null or at these values, of their JSON type (anything else
+is refused, not ignored: a penalty, a bias or a response format this endpoint would not
+apply)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,9 +203,9 @@ def parse_request(
         raise invalid("model is required (a string; see /v1/models)", param="model")
     for name, allowed in UNSUPPORTED.items():
         value = body.get(name)
-        at_default = value is None or (type(value) is type(allowed) and value == allowed)
-        if not at_default and not (name == "logprobs" and value is False):  # false: off
-            raise invalid(f"{name}={body[name]!r} is not supported (only {allowed!r})", param=name)
+        if value is not None and not any(type(value) is type(a) and value == a for a in allowed):
+            only = ", ".join(map(repr, (None, *allowed)))
+            raise invalid(f"{name}={value!r} is not supported (only {only})", param=name)
     name = "max_completion_tokens" if chat and "max_completion_tokens" in body else "max_tokens"
     max_tokens = _integer(body, name, defaults.max_tokens)
     assert max_tokens is not None

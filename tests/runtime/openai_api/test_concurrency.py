@@ -145,3 +145,37 @@ def test_a_client_that_leaves_while_queued_gives_its_place_up(held: ApiThread) -
         assert [f.result(timeout=120)[0] for f in replies] == [200] * 4
     _wait_for(held, running=0, queued=0, refused=0)
     assert _metrics(held)["requests_admitted_total"] == 4  # the two never started
+
+
+class SlowTokenizer:
+    """The word tokenizer, its encoding taking a second and a half."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(1.5)
+        return self._inner(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_tokenizing_a_prompt_leaves_the_event_loop_free(
+    grpc_server: ServerThread, draft_model: Any
+) -> None:
+    """A long prompt's tokenizing (most of a second for 1 MiB) once ran on the event loop:
+    /health and every other request waited it out."""
+    from tests.runtime.openai_api.conftest import endpoint
+
+    api = endpoint(f"127.0.0.1:{grpc_server.port}", draft_model, SlowTokenizer(word_tokenizer(64)))
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            reply = pool.submit(_stream, api, 0)
+            time.sleep(0.3)  # the request is being tokenized
+            start = time.monotonic()
+            assert _get(api, "/health")[0] == 200
+            assert time.monotonic() - start < 0.8
+            assert reply.result(timeout=60)[0] == 200
+    finally:
+        api.stop()

@@ -94,6 +94,14 @@ def test_a_body_that_does_not_say_it_is_json_is_415(api: ApiThread, media: str) 
     assert (info.value.code, error["code"]) == (415, "unsupported_media_type")
 
 
+def test_unsupported_fields_at_their_defaults_are_fine(api: ApiThread) -> None:
+    body = {"model": MODEL, "prompt": "w1", "max_tokens": 2, "presence_penalty": 0.0,
+            "frequency_penalty": 0, "logit_bias": {}, "tool_choice": "none", "logprobs": None,
+            "response_format": {"type": "text"}, "n": 1, "echo": False}  # fmt: skip
+    status, reply, _ = _post(api, "/v1/completions", json.dumps(body).encode())
+    assert status == 200, reply
+
+
 def test_chat_takes_logprobs_false_as_off(api: ApiThread) -> None:
     body = {"model": MODEL, "messages": [{"role": "user", "content": "w1"}], "max_tokens": 2}
     status, reply, _ = _post(
@@ -134,6 +142,10 @@ def test_oversized_body_is_413_and_long_prompt_400(api: ApiThread) -> None:
         ("edgespec", {"slo": "x"}, "edgespec"),
         ("stop", "x" * 257, "stop"),  # held-back prefixes cost its length squared per token
         ("n", True, "n"),  # True == 1, but not the default
+        ("presence_penalty", 0.5, "presence_penalty"),  # ignored before: refused, not ignored
+        ("logit_bias", {"5": 10}, "logit_bias"),
+        ("response_format", {"type": "json_object"}, "response_format"),
+        ("tools", [{"type": "function"}], "tools"),
         ("echo", 0, "echo"),
         (  # a string could name a file on the device: awc would read it whole
             "edgespec",
