@@ -80,8 +80,7 @@ async def _complete(
     work: Callable[[Callable[[str], None], threading.Event], Completion] = partial(
         run_request, setup, parsed, ids
     )
-    if not await _admitted(request, admission):  # a 429 when the queue is full
-        return Response(status_code=499)  # the client left while queued: nobody reads this
+    await _admitted(request, admission)  # a 429 when the queue is full
     try:
         running = Running(work, admission.executor, admission.release)
     except BaseException:
@@ -102,37 +101,44 @@ async def _complete(
                              headers={"Cache-Control": "no-cache"})  # fmt: skip
 
 
-async def _admitted(request: Request, admission: Admission) -> bool:
-    """Wait in line for a worker; ``False`` when the client left first (checked every
-    ``DISCONNECT_POLL_S``): its place is given up, so it neither holds the queue's room nor
-    starts a generation later."""
-    turn = asyncio.ensure_future(admission.acquire())
+async def _done_unless_gone(request: Request, task: asyncio.Future[Any]) -> bool:
+    """Wait for ``task``; ``False`` when the client left first (checked every
+    ``DISCONNECT_POLL_S``), the task still pending."""
     while True:
-        done, _ = await asyncio.wait({turn}, timeout=DISCONNECT_POLL_S)
+        done, _ = await asyncio.wait({task}, timeout=DISCONNECT_POLL_S)
         if done:
-            turn.result()  # the 429, when refused
             return True
         if await request.is_disconnected():
-            turn.cancel()
-            try:
-                await turn
-            except asyncio.CancelledError:
-                return False
-            admission.release()  # admitted just as it left
             return False
 
 
+def _client_left() -> ApiError:
+    return ApiError(499, "the client closed the request", code="client_closed_request")
+
+
+async def _admitted(request: Request, admission: Admission) -> None:
+    """Wait in line for a worker; a client that leaves first gives its place up, so it
+    neither holds the queue's room nor starts a generation later."""
+    turn = asyncio.ensure_future(admission.acquire())
+    if await _done_unless_gone(request, turn):
+        return turn.result()  # the 429, when refused
+    turn.cancel()
+    try:
+        await turn
+    except asyncio.CancelledError:
+        raise _client_left() from None
+    admission.release()  # admitted just as it left
+    raise _client_left()
+
+
 async def _whole(request: Request, running: Running) -> Completion:
-    """The whole completion; a client that leaves before it is done (checked every
-    ``DISCONNECT_POLL_S``) ends the work at its next round, and its session is closed."""
+    """The whole completion; a client that leaves before it is done ends the work at its
+    next round, and its session is closed."""
     result = asyncio.ensure_future(running.result())
-    while True:
-        done, _ = await asyncio.wait({result}, timeout=DISCONNECT_POLL_S)
-        if done:
-            return result.result()
-        if await request.is_disconnected():
-            result.cancel()  # running.result() sets the worker's cancel event
-            raise ApiError(499, "the client closed the request", code="client_closed_request")
+    if await _done_unless_gone(request, result):
+        return result.result()
+    result.cancel()  # running.result() sets the worker's cancel event
+    raise _client_left()
 
 
 async def _answer(

@@ -105,9 +105,11 @@ class ServiceVerifier:
             try:
                 return future.result(timeout=WAIT_SLICE_S)
             except concurrent.futures.TimeoutError:
-                if (self.cancelled and not cleanup) or not self._loop.is_running():
-                    future.cancel()
+                try:
                     self._check(cleanup)
+                except RequestError:
+                    future.cancel()
+                    raise
 
     def _check(self, cleanup: bool) -> None:
         if self.cancelled and not cleanup:
