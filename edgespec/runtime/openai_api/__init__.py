@@ -6,6 +6,8 @@ verification server(s).
 
 * :mod:`.serve`, :mod:`.app` — uvicorn started from ``edgespec draft`` in a thread of its
   own; the routes;
+* :mod:`.connections` — the HTTP connections bounded before the app: how many, how long a
+  request head may take, malformed HTTP and a body length declared twice refused;
 * :mod:`.body`, :mod:`.schema`, :mod:`.prompts` — a body read as it arrives and refused past
   its limit; fields checked into a ``ParsedRequest``; the prompt as token ids (text, ids, or
   chat messages through the chat template);

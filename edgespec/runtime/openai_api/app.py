@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -19,8 +19,7 @@ from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.admission import Admission, Concurrency
 from edgespec.runtime.openai_api.body import read_body
 from edgespec.runtime.openai_api.errors import ApiError, from_request_error
-from edgespec.runtime.openai_api.generation import Completion, EdgeSetup, run_request
-from edgespec.runtime.openai_api.prompts import prompt_ids
+from edgespec.runtime.openai_api.generation import Completion, EdgeSetup, prepare, run_request
 from edgespec.runtime.openai_api.responses import Shape, model_list
 from edgespec.runtime.openai_api.schema import Defaults, Limits, decode_body, parse_request
 from edgespec.runtime.openai_api.streaming import Running, sse
@@ -50,9 +49,11 @@ def api_error(exc: BaseException) -> ApiError:
     return ApiError(500, f"internal error: {type(exc).__name__}: {exc}", kind="server_error")
 
 
-def error_response(exc: BaseException) -> JSONResponse:
+def error_response(exc: BaseException, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """``exc``'s OpenAI error body, with its headers and ``headers`` (an ``Allow``, say)."""
     error = api_error(exc)
-    return JSONResponse(error.body(), status_code=error.status, headers=error.headers())
+    return JSONResponse(error.body(), status_code=error.status,
+                        headers={**error.headers(), **(headers or {})})  # fmt: skip
 
 
 async def _body(request: Request, limits: Limits) -> dict[str, Any]:
@@ -74,11 +75,11 @@ async def _complete(
                        f"{api.model_id!r} (see /v1/models)", param="model",
                        code="model_not_found")  # fmt: skip
     # off the event loop: a 1 MiB prompt takes the tokenizer most of a second, which every
-    # other request (/health included) would wait out
-    ids = await asyncio.to_thread(prompt_ids, setup.tokenizer, parsed.prompt, setup.vocab_size,
-                                  api.limits)  # fmt: skip
+    # other request (/health included) would wait out; before admission: a bad window policy
+    # is a 400 now, not after waiting for a worker
+    prepared = await asyncio.to_thread(prepare, setup, parsed, api.limits)
     work: Callable[[Callable[[str], None], threading.Event], Completion] = partial(
-        run_request, setup, parsed, ids
+        run_request, setup, prepared
     )
     await _admitted(request, admission)  # a 429 when the queue is full
     try:
@@ -160,7 +161,7 @@ def build_app(setup: EdgeSetup, api: ApiConfig) -> FastAPI:
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
         where = f"{request.method} {request.url.path}"
-        return error_response(ApiError(exc.status_code, f"{where}: {exc.detail}"))
+        return error_response(ApiError(exc.status_code, f"{where}: {exc.detail}"), exc.headers)
 
     @app.get("/v1/models")
     async def models() -> JSONResponse:

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.core.types import SEED_LIMIT, SamplingParams
+from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
 from edgespec.runtime.edge.reconnect import close_quietly
 from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.openai_api.errors import invalid
-from edgespec.runtime.openai_api.schema import ParsedRequest
+from edgespec.runtime.openai_api.prompts import prompt_ids
+from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
 from edgespec.runtime.openai_api.text import TextStream
 
 
@@ -108,29 +109,39 @@ def _drafter(setup: EdgeSetup) -> Any:
                         config.tree, config.tree_min_prob, setup.max_nodes)  # fmt: skip
 
 
-def _sampling(request: ParsedRequest) -> SamplingParams:
-    if request.seed is not None and not 0 <= request.seed < SEED_LIMIT:
-        raise invalid(f"seed must be in [0, 2**63), got {request.seed}", param="seed")
-    return SamplingParams(request.temperature, request.top_p, request.max_tokens, request.seed)
+@dataclass(frozen=True, slots=True)
+class PreparedRequest:
+    """A request ready to generate: its prompt's token ids, its sampling and a window
+    policy of its own, made before it waits for a worker (a bad one is a 400 at once)."""
+
+    request: ParsedRequest
+    prompt_ids: tuple[int, ...]
+    sampling: SamplingParams
+    window: Any
+
+
+def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> PreparedRequest:
+    """Tokenize ``request``'s prompt (bounded by ``limits``) and make its window policy."""
+    ids = prompt_ids(setup.tokenizer, request.prompt, setup.vocab_size, limits)
+    sampling = SamplingParams(request.temperature, request.top_p, request.max_tokens,
+                              request.seed)  # fmt: skip
+    return PreparedRequest(request, ids, sampling, _window(setup, request))
 
 
 def run_request(
     setup: EdgeSetup,
-    request: ParsedRequest,
-    prompt_ids: Sequence[int],
+    prepared: PreparedRequest,
     on_text: Callable[[str], None],
     cancel: threading.Event,
 ) -> Completion:
-    """Generate ``request`` from ``prompt_ids``; text deltas go to ``on_text`` as rounds
-    commit. Raises :class:`Cancelled` when ``cancel`` is set (the session closed);
+    """Generate ``prepared``; text deltas go to ``on_text`` as rounds commit. Raises
+    :class:`Cancelled` when ``cancel`` is set (the session closed);
     :class:`~edgespec.runtime.errors.RequestError` when the server refuses or is gone."""
     from edgespec.runtime.edge.drafter import DraftOptions, generate
     from edgespec.runtime.edge.progress import ProgressBudget
     from edgespec.runtime.wire.emulated_link import wrap_verifier
 
-    config = setup.config
-    sampling = _sampling(request)
-    window = _window(setup, request)
+    config, request = setup.config, prepared.request
     chat = bool(request.prompt) and isinstance(request.prompt[0], Mapping)
     text = TextStream(
         setup.tokenizer, request.stop, end_of_turn_ids(setup.tokenizer) if chat else frozenset()
@@ -150,7 +161,8 @@ def run_request(
     budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
     options = DraftOptions(session_id, config.client_id, request.slo_class, progress=budget)
     try:
-        generate(tracker, _drafter(setup), prompt_ids, sampling, options, window, on_tokens)
+        generate(tracker, _drafter(setup), prepared.prompt_ids, prepared.sampling, options,
+                 prepared.window, on_tokens)  # fmt: skip
     except Cancelled:
         if not text.stopped:
             raise
@@ -161,4 +173,5 @@ def run_request(
         if rest:
             on_text(rest)
     length = not text.stopped and len(committed) >= request.max_tokens
-    return Completion(text.text, len(prompt_ids), len(committed), "length" if length else "stop")
+    finish = "length" if length else "stop"
+    return Completion(text.text, len(prepared.prompt_ids), len(committed), finish)

@@ -9,7 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgespec.core.types import SEED_LIMIT
 from edgespec.runtime.openai_api.errors import invalid
+from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
 
 MAX_STOP = 4
 MAX_STOP_CHARS = 256
@@ -117,6 +119,32 @@ def _integer(body: Mapping[str, Any], name: str, default: int | None) -> int | N
     return value
 
 
+def _max_tokens(body: Mapping[str, Any], chat: bool, defaults: Defaults, limits: Limits) -> int:
+    """``max_tokens``; in chat also ``max_completion_tokens`` (its newer name): either one,
+    both only when equal, a null one as absent."""
+    names = ("max_completion_tokens", "max_tokens") if chat else ("max_tokens",)
+    given: dict[str, int] = {}
+    for name in names:
+        value = _integer(body, name, None)
+        if value is not None:
+            given[name] = value
+    if len(set(given.values())) > 1:
+        raise invalid(f"max_completion_tokens ({given['max_completion_tokens']}) and "
+                      f"max_tokens ({given['max_tokens']}) differ: give one",
+                      param="max_completion_tokens")  # fmt: skip
+    name, value = next(iter(given.items()), ("max_tokens", defaults.max_tokens))
+    if not 1 <= value <= limits.max_tokens:
+        raise invalid(f"{name} must be in [1, {limits.max_tokens}], got {value}", param=name)
+    return value
+
+
+def _seed(body: Mapping[str, Any]) -> int | None:
+    seed = _integer(body, "seed", None)
+    if seed is not None and not 0 <= seed < SEED_LIMIT:
+        raise invalid(f"seed must be in [0, 2**63), got {seed}", param="seed")
+    return seed
+
+
 def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:
     value = body.get("stop")
     if value is None:
@@ -147,6 +175,9 @@ def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, Window
     if not isinstance(slo, str) or not slo:
         raise invalid(f"edgespec.slo_class must be a non-empty string, got {slo!r}",
                       param="edgespec.slo_class")  # fmt: skip
+    if len(slo) > MAX_IDENTIFIER_CHARS:
+        raise invalid(f"edgespec.slo_class is {len(slo)} characters; the limit is "
+                      f"{MAX_IDENTIFIER_CHARS}", param="edgespec.slo_class")  # fmt: skip
     window = ext.get("window")
     if window is None:
         return slo, None
@@ -206,11 +237,7 @@ def parse_request(
         if value is not None and not any(type(value) is type(a) and value == a for a in allowed):
             only = ", ".join(map(repr, (None, *allowed)))
             raise invalid(f"{name}={value!r} is not supported (only {only})", param=name)
-    name = "max_completion_tokens" if chat and "max_completion_tokens" in body else "max_tokens"
-    max_tokens = _integer(body, name, defaults.max_tokens)
-    assert max_tokens is not None
-    if not 1 <= max_tokens <= limits.max_tokens:
-        raise invalid(f"{name} must be in [1, {limits.max_tokens}], got {max_tokens}", param=name)
+    max_tokens = _max_tokens(body, chat, defaults, limits)
     stream = body.get("stream", False)
     options = body.get("stream_options") or {}
     if not isinstance(stream, bool) or not isinstance(options, dict):
@@ -222,7 +249,7 @@ def parse_request(
         max_tokens=max_tokens,
         temperature=_number(body, "temperature", defaults.temperature, 0.0, 2.0),
         top_p=_number(body, "top_p", 1.0, 1e-9, 1.0),
-        seed=_integer(body, "seed", None),
+        seed=_seed(body),
         stop=_stop(body),
         stream=stream,
         include_usage=bool(options.get("include_usage", False)),

@@ -12,18 +12,35 @@ from typing import Any
 from edgespec.errors import UserInputError
 from edgespec.runtime.openai_api.admission import Concurrency
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
+from edgespec.runtime.openai_api.connections import (
+    HEAD_TIMEOUT_S,
+    MAX_CONNECTIONS,
+    RefuseAmbiguousFraming,
+    bounded_protocol,
+)
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.schema import Defaults, Limits
 
 
 class ApiThread:
     """uvicorn serving ``app`` on ``host:port`` (0: an ephemeral port, in ``port`` once
-    started) from a daemon thread: ``ApiThread(app, "127.0.0.1").start()``, ``stop()``."""
+    started) from a daemon thread: ``ApiThread(app, "127.0.0.1").start()``, ``stop()``.
+    Its connections are bounded (:mod:`.connections`: how many, how long a request head
+    may take, one body length)."""
 
-    def __init__(self, app: Any, host: str, port: int = 0) -> None:
+    def __init__(
+        self,
+        app: Any,
+        host: str,
+        port: int = 0,
+        head_timeout_s: float = HEAD_TIMEOUT_S,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
         import uvicorn
 
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+        protocol = bounded_protocol(head_timeout_s, max_connections)
+        config = uvicorn.Config(RefuseAmbiguousFraming(app), host=host, port=port, http=protocol,
+                                log_level="warning", lifespan="off")  # fmt: skip
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=lambda: asyncio.run(self._server.serve()),
                                         daemon=True)  # fmt: skip

@@ -147,6 +147,43 @@ def test_a_client_that_leaves_while_queued_gives_its_place_up(held: ApiThread) -
     assert _metrics(held)["requests_admitted_total"] == 4  # the two never started
 
 
+def _post(api: ApiThread, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(f"http://127.0.0.1:{api.port}/v1/completions",
+                                     data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "param"),
+    [
+        ("seed", 2**63, "seed"),
+        ("edgespec", {"slo_class": "s" * 129}, "edgespec.slo_class"),
+        ("edgespec", {"window": {"name": "static", "params": {"gamma": -3}}}, "edgespec.window"),
+    ],
+    ids=["seed", "slo_class", "window"],
+)
+def test_a_bad_request_is_400_even_when_every_place_is_taken(
+    held: ApiThread, field: str, value: Any, param: str
+) -> None:
+    """These were found only once a worker took the request: a 429 under load (or a wait in
+    the queue) for a request that could never run."""
+    with ThreadPoolExecutor(8) as pool:
+        replies = [pool.submit(_stream, held, i) for i in range(8)]
+        try:
+            _wait_for(held, running=4, queued=4, refused=0)
+            status, reply = _post(held, {"model": MODEL, "prompt": "w1", field: value})
+            assert (status, reply["error"]["param"]) == (400, param), reply
+            _wait_for(held, running=4, queued=4, refused=0)  # it took no place, nor a 429
+        finally:
+            HeldTarget.go.set()
+        assert [f.result(timeout=120)[0] for f in replies] == [200] * 8
+
+
 class SlowTokenizer:
     """The word tokenizer, its encoding taking a second and a half."""
 

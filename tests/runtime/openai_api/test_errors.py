@@ -164,6 +164,26 @@ def test_bad_field_is_400_naming_it(api: ApiThread, field: str, value: Any, para
     assert (status, error["param"]) == (400, param), error["message"]
 
 
+def test_chat_takes_max_completion_tokens_or_max_tokens(client: Any) -> None:
+    """A null max_completion_tokens beside max_tokens once meant the default (64 here)."""
+    messages = [{"role": "user", "content": "w1 w2"}]
+    for fields in (
+        {"max_tokens": 3, "max_completion_tokens": None},
+        {"max_completion_tokens": 3},
+        {"max_tokens": 3, "max_completion_tokens": 3},
+    ):
+        out = client.chat.completions.create(model=MODEL, messages=messages, extra_body=fields)
+        assert out.usage.completion_tokens == 3, fields
+
+
+def test_chat_max_tokens_that_differ_are_400(api: ApiThread) -> None:
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "w1"}], "max_tokens": 5000,
+            "max_completion_tokens": 3}  # fmt: skip
+    status, error = _error(api, body, path="/v1/chat/completions")
+    assert (status, error["param"]) == (400, "max_completion_tokens")
+    assert error["message"] == "max_completion_tokens (3) and max_tokens (5000) differ: give one"
+
+
 def test_edgespec_extension_is_accepted(client: Any) -> None:
     out = client.completions.create(
         model=MODEL, prompt="w1", max_tokens=4,
@@ -177,6 +197,17 @@ def test_unknown_route_is_an_openai_404(api: ApiThread) -> None:
     status, error = _error(api, {}, path="/v1/embeddings")
     assert status == 404
     assert "POST /v1/embeddings" in error["message"]
+
+
+def test_a_wrong_method_is_an_openai_405_with_allow(api: ApiThread) -> None:
+    """The 405 once dropped the Allow header starlette gives it."""
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{api.port}/v1/completions", timeout=30)
+        raise AssertionError("GET /v1/completions was answered")
+    except urllib.error.HTTPError as exc:
+        status, headers, reply = exc.code, exc.headers, json.loads(exc.read())
+    assert (status, headers["Allow"]) == (405, "POST")
+    assert reply["error"]["message"] == "GET /v1/completions: Method Not Allowed"
 
 
 @pytest.fixture

@@ -1,0 +1,151 @@
+"""The endpoint's HTTP connections, bounded before a request reaches the app.
+
+uvicorn's own HTTP/1.1 protocol (h11) bounds a request head's size (16 KiB) but not the
+time it takes to arrive, nor how many connections stay open, and answers malformed HTTP in
+plain text. :func:`bounded_protocol` is that protocol with:
+
+- at most ``max_connections`` open at once: one more is answered 503 (an OpenAI error body,
+  ``Retry-After``) and closed as it opens, so idle or slow clients cannot take every file
+  descriptor of the device;
+- a request head (request line and headers) whole within ``head_timeout_s`` of the
+  connection opening, or of the first byte after the previous response: otherwise 408 when
+  part of one came, and the connection closed either way (a client trickling a head byte by
+  byte holds a connection at most that long);
+- malformed HTTP answered 400 with an OpenAI error body, ``code`` ``invalid_http``.
+
+:class:`RefuseAmbiguousFraming` refuses a request that declares both ``Content-Length`` and
+``Transfer-Encoding`` (400, connection closed): a proxy in front could read another body
+than ours from it (request smuggling).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from http import HTTPStatus
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from edgespec.runtime.openai_api.errors import RETRY_AFTER_S, ApiError
+
+HEAD_TIMEOUT_S = 10.0
+"""The longest a request's head may take to arrive (408 and closed after that)."""
+MAX_CONNECTIONS = 1024
+"""The most connections open at once; one more is answered 503 and closed."""
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+def raw_response(error: ApiError) -> bytes:
+    """``error`` as a whole HTTP/1.1 response that closes its connection."""
+    body = json.dumps(error.body()).encode()
+    headers = {
+        "content-type": "application/json",
+        "content-length": str(len(body)),
+        "connection": "close",
+        **{name.lower(): value for name, value in error.headers().items()},
+    }
+    head = f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}\r\n" + "".join(
+        f"{name}: {value}\r\n" for name, value in headers.items()
+    )
+    return (head + "\r\n").encode("ascii") + body
+
+
+class BoundedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a connection cap and a request-head deadline; the
+    bounds are class attributes (:func:`bounded_protocol` makes a class with others)."""
+
+    head_timeout_s: float = HEAD_TIMEOUT_S
+    max_connections: int = MAX_CONNECTIONS
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.max_connections:
+            message = (f"this endpoint has {self.max_connections} connections open, its "
+                       f"limit; retry after {RETRY_AFTER_S}s")  # fmt: skip
+            self._close_with(ApiError(503, message, kind="server_error",
+                                      code="too_many_connections",
+                                      retry_after_s=RETRY_AFTER_S))  # fmt: skip
+            return
+        self._watch_head()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_head_timer()
+        super().connection_lost(exc)
+
+    def send_400_response(self, msg: str) -> None:
+        self._close_with(ApiError(400, f"invalid HTTP request: {msg}", code="invalid_http"))
+
+    def _watch_head(self) -> None:
+        """Arm the head deadline while a request's head is awaited, disarm it after."""
+        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
+            self._stop_head_timer()
+        elif self._head_timer is None:
+            self._head_timer = self.loop.call_later(self.head_timeout_s, self._head_timed_out)
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
+            return
+        if not self.conn.trailing_data[0]:  # nothing of a request came: just close
+            self.transport.close()
+            return
+        message = f"the request head was not received within {self.head_timeout_s:g} s"
+        self._close_with(ApiError(408, message, code="request_timeout"))
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _close_with(self, error: ApiError) -> None:
+        self._stop_head_timer()
+        self.transport.write(raw_response(error))
+        self.transport.close()
+
+
+def bounded_protocol(
+    head_timeout_s: float = HEAD_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS
+) -> type[BoundedH11Protocol]:
+    """:class:`BoundedH11Protocol` with these bounds (uvicorn's ``http=`` takes a class)."""
+    if not head_timeout_s > 0 or max_connections < 1:
+        raise ValueError(f"need head_timeout_s > 0 and max_connections >= 1, got "
+                         f"{head_timeout_s}, {max_connections}")  # fmt: skip
+    bounds = {"head_timeout_s": head_timeout_s, "max_connections": max_connections}
+    return type("BoundedH11Protocol", (BoundedH11Protocol,), bounds)
+
+
+class RefuseAmbiguousFraming:
+    """ASGI middleware: 400 (and the connection closed) for a request whose body length is
+    declared twice, by ``Content-Length`` and by ``Transfer-Encoding``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            names = {name.lower() for name, _ in scope["headers"]}
+            if b"content-length" in names and b"transfer-encoding" in names:
+                await _send_error(send, ApiError(400, "a request may declare its body's length "
+                                                 "by Content-Length or by Transfer-Encoding, "
+                                                 "not both", code="invalid_http"))  # fmt: skip
+                return
+        await self.app(scope, receive, send)
+
+
+async def _send_error(send: Send, error: ApiError) -> None:
+    body = json.dumps(error.body()).encode()
+    headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
+               (b"content-length", str(len(body)).encode())]  # fmt: skip
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
