@@ -1,13 +1,20 @@
 """Where a command writes, checked when its flags are parsed: argparse value types for an
 output folder (``--out DIR``) and an output file (``--json FILE``), so that a path that
 cannot be written is a usage error naming the flag before any work starts, not an
-``OSError`` after it. Nothing is created here: the command makes what is missing when it
-writes."""
+``OSError`` after it; and :func:`claim_folder`, a run's folder claimed before it starts so
+that an earlier run's files are never mixed with its own. Nothing is created here: the
+command makes what is missing when it writes."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
+
+from edgespec.errors import UserInputError
+
+MAX_NAMED = 8
+"""How many of an earlier run's files a refusal names (then "and N more")."""
 
 
 def output_folder(text: str) -> Path:
@@ -37,3 +44,42 @@ def _check_parents(path: Path, text: str) -> None:
             if not parent.is_dir():
                 raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
             return
+
+
+def claim_folder(
+    out: Path | None,
+    default: Path,
+    run_files: Sequence[str],
+    overwrite: bool,
+    keep: Sequence[Path] = (),
+) -> Path:
+    """The folder a run writes, so that it holds one run's files and no other's: ``out``
+    when it holds none of ``run_files`` (names or glob patterns, relative to it) — with
+    ``overwrite``, those files are removed now, but for ``keep`` (inputs of this run);
+    without ``out``, ``default``, or ``default-2``, ``-3`` ... when taken. Other files are
+    never touched; nothing is created here (the run makes the folder when it writes)."""
+    if out is None:
+        folder, count = default, 1
+        while folder.exists():
+            count += 1
+            folder = default.with_name(f"{default.name}-{count}")
+        return folder
+    kept = {path.resolve() for path in keep}
+    found = sorted(
+        {path for pattern in run_files for path in out.glob(pattern) if path.is_file()}
+        if out.is_dir()
+        else set()
+    )
+    found = [path for path in found if path.resolve() not in kept]
+    if found and not overwrite:
+        names = [str(path.relative_to(out)) for path in found]
+        shown = ", ".join(names[:MAX_NAMED]) + (
+            f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else ""
+        )
+        raise UserInputError(
+            f"--out {out} already holds a run ({shown}); give another folder, or "
+            "--overwrite to replace that run's files"
+        )
+    for path in found:
+        path.unlink()
+    return out

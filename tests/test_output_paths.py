@@ -70,3 +70,46 @@ def test_another_path_error_is_one_line(
     assert main(["sim", "--quiet", "--no-plots", "duration_s=1", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err == f"edgespec sim: {tmp_path / 'metrics.json'}: Permission denied\n"
+
+
+def test_claim_folder_refuses_an_earlier_runs_files_or_removes_exactly_them(
+    tmp_path: Path,
+) -> None:
+    from edgespec.errors import UserInputError
+    from edgespec.output_paths import claim_folder
+
+    files = ("REPORT.md", "scenarios/*.yaml", "fig*.png")
+    default = tmp_path / "runs" / "x"
+    assert claim_folder(tmp_path / "new", default, files, False) == tmp_path / "new"
+    (tmp_path / "scenarios").mkdir()
+    for name in ("REPORT.md", "scenarios/a.yaml", "scenarios/keep.txt", "fig1.png", "mine.png",
+                 "input.yaml"):  # fmt: skip
+        (tmp_path / name).write_text(name)
+    with pytest.raises(UserInputError) as refused:
+        claim_folder(tmp_path, default, files, False)
+    assert str(refused.value) == (
+        f"--out {tmp_path} already holds a run (REPORT.md, fig1.png, scenarios/a.yaml); give "
+        "another folder, or --overwrite to replace that run's files"
+    )
+    assert claim_folder(tmp_path, default, files, True) == tmp_path
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert left == ["input.yaml", "mine.png", "scenarios/keep.txt"]
+
+
+def test_claim_folder_keeps_inputs_names_at_most_eight_and_numbers_defaults(
+    tmp_path: Path,
+) -> None:
+    from edgespec.errors import UserInputError
+    from edgespec.output_paths import claim_folder
+
+    for i in range(10):
+        (tmp_path / f"t{i}.jsonl").write_text("")
+    with pytest.raises(UserInputError, match=r"\(t0\.jsonl, .*, t7\.jsonl and 2 more\)"):
+        claim_folder(tmp_path, tmp_path, ("*.jsonl",), False)
+    kept = [tmp_path / "t3.jsonl"]
+    claim_folder(tmp_path, tmp_path, ("*.jsonl",), True, keep=kept)
+    assert [p.name for p in tmp_path.iterdir()] == ["t3.jsonl"]
+    assert claim_folder(tmp_path, tmp_path, ("*.jsonl",), False, keep=kept) == tmp_path
+    (tmp_path / "runs" / "a").mkdir(parents=True)
+    (tmp_path / "runs" / "a-2").mkdir()
+    assert claim_folder(None, tmp_path / "runs" / "a", (), False) == tmp_path / "runs" / "a-3"

@@ -111,7 +111,7 @@ step info "$TIMEOUT_INFO_S" "$PY" -c "$INFO" "$DEVICE"
 step exactness "$TIMEOUT_EXACTNESS_S" "$PY" benchmarks/device_check.py "${CHECK_ARGS[@]}"
 
 # shellcheck disable=SC2086  # LOSSLESS_TESTS is a whitespace-separated list of paths
-step lossless "$TIMEOUT_LOSSLESS_S" env EDGESPEC_TEST_DEVICE="$DEVICE" \
+step lossless "$TIMEOUT_LOSSLESS_S" env EDGESPEC_TEST_DEVICE="$DEVICE" EDGESPEC_LOSSLESS_EXAMPLES=100 \
   "$PY" -m pytest $LOSSLESS_TESTS "${TEST_ARGS[@]}" -p no:cacheprovider
 
 step grid "$TIMEOUT_GRID_S" "$PY" benchmarks/verify_grid.py "${GRID_ARGS[@]}"

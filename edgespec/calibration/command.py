@@ -23,6 +23,7 @@ import argparse
 import shlex
 import statistics
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -39,7 +40,7 @@ from edgespec.calibration.runs import (
     write_trace,
 )
 from edgespec.core.types import RequestRecord
-from edgespec.output_paths import output_folder
+from edgespec.output_paths import claim_folder, output_folder
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,8 +161,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--profile", help="use this target profile (with its -draft file) instead of profiling"
     )
     p.add_argument(
-        "--out", type=output_folder, default="runs/calibration",
-        help="output directory (default runs/calibration)",
+        "--out", type=output_folder, default=None,
+        help="output directory (default runs/calibration-<time>)",
+    )  # fmt: skip
+    p.add_argument(
+        "--overwrite", action="store_true",
+        help="--out may hold an earlier calibration: its files are removed first (a --profile "
+        "given is kept; default: refused)",
     )  # fmt: skip
     for flag, kind, default, text in _NUMBERS:
         p.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
@@ -261,13 +267,30 @@ def _profile(
     return out / "profile.yaml"
 
 
+RUN_FILES = ("profile.yaml", "profile-*.yaml", "profile-report.json", "trace.jsonl",
+             "comparison.md")  # fmt: skip
+"""What a calibration writes into its folder (``write_profiles``' files for profile.yaml,
+the real run's trace, the comparison)."""
+
+
+def calibration_folder(args: argparse.Namespace) -> Path:
+    """``--out`` holding no earlier calibration (or ``--overwrite``: its files removed but
+    for the ``--profile`` given and its draft's), else a new ``runs/calibration-<time>``."""
+    keep = []
+    if args.profile is not None:
+        given = Path(args.profile)
+        keep = [given, given.with_name(given.stem + "-draft.yaml")]
+    default = Path("runs") / f"calibration-{time.strftime('%Y%m%d-%H%M%S')}"
+    return claim_folder(args.out, default, RUN_FILES, args.overwrite, keep)
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from edgespec.runtime.backends.mask_check_cache import checked_target
 
     torch.set_num_threads(args.threads)
-    out = Path(args.out)
+    out = calibration_folder(args)
     out.mkdir(parents=True, exist_ok=True)
     pair = _pair(args)
     t_name, d_name, make_draft = pair.target_name, pair.draft_name, pair.make_draft

@@ -29,7 +29,22 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from edgespec.arguments import add_quiet, add_workers
-from edgespec.output_paths import output_folder
+from edgespec.output_paths import claim_folder, output_folder
+
+RUN_FILES = (
+    "REPORT.md",
+    "results.json",
+    "scenarios/*.yaml",
+    "profiles/*.yaml",
+    "estimator.json",
+    "predictor.json",
+    "predictor.md",
+    "fig*.png",
+    "table*.png",
+    "*-fig*.png",
+)
+"""What a claims reproduction writes into its folder (every paper's, as names or patterns):
+an ``--out`` holding any of them holds an earlier run, refused unless ``--overwrite``."""
 
 
 class Reproduce(Protocol):
@@ -112,13 +127,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="output folder (default runs/reproduce-PAPER-<time>)",
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="--out may hold an earlier reproduction: its files are removed first "
+        "(default: refused)",
+    )
     add_workers(parser, 1, "local processes for the runs")
     add_quiet(parser)
 
 
-def run_folder(name: str, out: Path | None) -> Path:
-    """``out``, else ``runs/reproduce-NAME-<time>``."""
-    return out or Path("runs") / f"reproduce-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+def default_folder(name: str) -> Path:
+    """``runs/reproduce-NAME-<time>``."""
+    return Path("runs") / f"reproduce-{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def run_folder(name: str, out: Path | None, overwrite: bool) -> Path:
+    """``out`` when it holds no earlier reproduction (or ``overwrite``: its files removed
+    now), else a new :func:`default_folder` (``-2``, ``-3`` ... when taken)."""
+    return claim_folder(out, default_folder(name), RUN_FILES, overwrite)
 
 
 def command_line() -> str:
@@ -128,12 +155,13 @@ def command_line() -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the claims of the paper ``args.seed`` names."""
+    out = run_folder(args.seed, args.out, args.overwrite)  # refused before anything loads
     reproduce: Reproduce = importlib.import_module(PAPERS[args.seed].claims).reproduce
     import torch
 
     torch.set_num_threads(1)  # this command owns its process; its MLPs are tiny
     reproduce(
-        run_folder(args.seed, args.out),
+        out,
         quick=args.quick,
         workers=args.workers,
         progress=not args.quiet,

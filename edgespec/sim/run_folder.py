@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgespec.errors import UserInputError
+from edgespec.output_paths import claim_folder
 
 RUN_FILES = (
     "metrics.json",
@@ -42,19 +42,4 @@ def claim_run_folder(out: Path | None, name: str, overwrite: bool, stamp: str) -
     ``overwrite``: those files removed now); without ``out`` a new ``runs/<name>-<stamp>``
     (``-2``, ``-3`` ... when taken). Nothing is created here (the run makes the folder when
     it writes)."""
-    if out is None:
-        base = Path("runs") / f"{name}-{stamp}"
-        folder, count = base, 1
-        while folder.exists():
-            count += 1
-            folder = base.with_name(f"{base.name}-{count}")
-        return folder
-    found = [n for n in RUN_FILES if (out / n).is_file()] if out.is_dir() else []
-    if found and not overwrite:
-        raise UserInputError(
-            f"--out {out} already holds a run ({', '.join(found)}); give another folder, or "
-            "--overwrite to replace that run's files"
-        )
-    for file_name in found:
-        (out / file_name).unlink()
-    return out
+    return claim_folder(out, Path("runs") / f"{name}-{stamp}", RUN_FILES, overwrite)

@@ -100,3 +100,23 @@ def test_a_failing_drafter_process_is_reported() -> None:
     prompts: list[list[tuple[int, ...]]] = [[(5, 6, 7)], [(8, 9)]]
     with pytest.raises(RuntimeError, match=r"drafter process 0: ValueError: invalid literal"):
         run_real(backend, partial(int, "not a draft"), prompts, 4, 2, 2, timeout_s=120)
+
+
+def test_an_out_holding_an_earlier_calibration_is_refused_and_a_given_profile_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default folder was one fixed runs/calibration: each run wrote over the last."""
+    import argparse
+
+    from edgespec.calibration.command import calibration_folder
+
+    for name in ("profile.yaml", "profile-draft.yaml", "trace.jsonl", "comparison.md"):
+        (tmp_path / name).write_text("earlier")
+    assert main(["calibrate", "--out", str(tmp_path), "--threads", "1"]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"edgespec calibrate: --out {tmp_path} already holds a run (comparison.md, "
+        "profile-draft.yaml, profile.yaml, trace.jsonl); give another folder, or --overwrite"
+    )
+    args = argparse.Namespace(out=tmp_path, overwrite=True, profile=str(tmp_path / "profile.yaml"))
+    assert calibration_folder(args) == tmp_path
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["profile-draft.yaml", "profile.yaml"]

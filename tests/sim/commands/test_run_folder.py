@@ -174,10 +174,9 @@ def test_a_second_run_into_the_same_out_is_refused_and_the_first_is_kept(
     capsys.readouterr()
     assert main(["sim", str(path), "seed=3", *QUIET, "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec sim: --out {out} already holds a run (metrics.json, scenario.yaml, "
-        "requests.csv, requests.parquet, batches.parquet, rounds.csv, rounds.parquet, "
-        "attribution.json, attribution.png, latency_cdf.png, slo_attainment.png, "
-        "utilization.png, batch_sizes.png); give another folder, or --overwrite to replace "
+        f"edgespec sim: --out {out} already holds a run (attribution.json, attribution.png, "
+        "batch_sizes.png, batches.parquet, latency_cdf.png, metrics.json, requests.csv, "
+        "requests.parquet and 5 more); give another folder, or --overwrite to replace "
         "that run's files\n"
     )
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first

@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgespec.reproduce.command import command_line, run_folder
+    from edgespec.reproduce.command import command_line, default_folder
     from edgespec.reproduce.wisv.real_pair.heldout import reproduce
     from edgespec.runtime.server.semantic import load_semantic_head
 
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"edgespec reproduce wisv-heldout: --head: {exc}", file=sys.stderr)
             return 2
     reproduce(
-        run_folder("wisv-heldout", args.out),
+        args.out or default_folder("wisv-heldout"),  # a folder of its own resumes the run
         quick=args.quick,
         command=command_line(),
         head=args.head,
