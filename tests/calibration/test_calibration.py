@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from edgespec.calibration.command import compare, scenario_grid, summarize_records
+from edgespec.calibration.command import scenario_grid
+from edgespec.calibration.comparison import compare, summarize_records
 from edgespec.calibration.runs import (
     acceptance_seq,
     link_rtt_ms,

@@ -70,7 +70,7 @@ def test_its_folder_is_claimed_before_it_runs(
     capsys.readouterr()
     assert main(["sim", "zhu-pipeline", *FAST, "--quiet", "--out", str(out)]) == 2
     assert capsys.readouterr().err.startswith(
-        f"edgespec sim: --out {out} already holds a run (scenario.yaml, pipeline.json); "
+        f"edgespec sim: --out {out} already holds a run (pipeline.json, scenario.yaml); "
     )
     assert main(["sim", "zhu-pipeline", *FAST, "--quiet", "--overwrite", "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["pipeline.json", "scenario.yaml"]
