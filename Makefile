@@ -35,8 +35,11 @@ typecheck: $(STAMP)
 # two workers, a test file each at a time, the longest files first (tests/conftest.py); a
 # worker that a test's timeout ends (pyproject.toml) is replaced once, so a test that hangs
 # fails the run in minutes with every thread's stack instead of holding it
+# PYTHONDONTWRITEBYTECODE emptied: where the environment sets it, every worker and every
+# `edgespec` the tests start would compile the package and rewrite the tests afresh.
 unit: $(STAMP)
-	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --max-worker-restart 1
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
+		--max-worker-restart 1
 
 # lint, mypy and the two test workers on two cores: lint and mypy start first, the tests when
 # lint is done (20 s), so no core waits for lint alone.

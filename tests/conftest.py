@@ -8,18 +8,22 @@ import os
 import pytest
 
 LONGEST_FIRST = (
-    "tests/reproduce/dsd/test_runs.py",
     "tests/runtime/server/test_lossless_batching.py",
+    "tests/runtime/loadgen/test_bench_serve.py",
+    "tests/reproduce/dsd/test_runs.py",
+    "tests/sim/test_handler_sets.py",
     "tests/reproduce/wisp/test_runs.py",
     "tests/tools/test_gpu_check.py",
-    "tests/runtime/loadgen/test_bench_serve.py",
-    "tests/calibration/test_calibration.py",
     "tests/runtime/commands/test_commands.py",
-    "tests/runtime/backends/test_llamacpp_lossless.py",
     "tests/runtime/backends/test_stochastic.py",
+    "tests/calibration/test_calibration.py",
+    "tests/core/test_speculative.py",
     "tests/learn/awc/test_commands.py",
-    "tests/reproduce/wisv/test_runs.py",
     "tests/reproduce/zhu/test_runs.py",
+    "tests/sweeps/test_ray_executor.py",
+    "tests/runtime/backends/test_llamacpp_lossless.py",
+    "tests/runtime/commands/test_serve_flags.py",
+    "tests/runtime/server/test_server.py",
 )
 """The test files that take longest (``pytest --durations``), in that order. `make test`
 spreads files over two workers (pytest-xdist, ``--dist loadfile``), each taking the next
