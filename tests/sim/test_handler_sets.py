@@ -90,8 +90,24 @@ def _run(data: dict[str, Any], overrides: list[str], handlers: str) -> SimResult
         return str(exc)
 
 
-def _check_against_reference(data: dict[str, Any], overrides: list[str], name: str) -> None:
-    reference = _run(data, overrides, "reference")
+_REFERENCES: dict[tuple[str, bool], SimResult | str] = {}
+"""The reference round's result per tiny family and record_rounds, run once for every set."""
+
+
+def _reference(
+    data: dict[str, Any], overrides: list[str], key: tuple[str, bool] | None
+) -> SimResult | str:
+    if key is None:
+        return _run(data, overrides, "reference")
+    if key not in _REFERENCES:
+        _REFERENCES[key] = _run(data, overrides, "reference")
+    return _REFERENCES[key]
+
+
+def _check_against_reference(
+    data: dict[str, Any], overrides: list[str], name: str, key: tuple[str, bool] | None = None
+) -> None:
+    reference = _reference(data, overrides, key)
     assert isinstance(reference, SimResult) and reference.num_rounds > 0
     result = _run(data, overrides, name)
     if isinstance(result, str):  # refused: only the specialised sets, with their reasons
@@ -115,7 +131,8 @@ def test_every_handler_set_gives_the_reference_records(
     monkeypatch.setitem(registry.WINDOW, "depth", _DepthWindow)
     trace = Path(__file__).with_name("acceptance_trace.jsonl")
     overrides = [o.replace("TRACE", str(trace)) for o in TINY_FAMILIES[family]]
-    _check_against_reference(tiny_scenario(), [*overrides, f"record_rounds={rounds}".lower()], name)
+    overrides.append(f"record_rounds={rounds}".lower())
+    _check_against_reference(tiny_scenario(), overrides, name, key=(family, rounds))
 
 
 @pytest.mark.parametrize("rounds", [True, False])

@@ -75,6 +75,12 @@ def check_verify_call(
             f"prefix ({call.prefix_len}) + draft ({k}) exceeds the target's context of "
             f"{backend.max_context_tokens}",
         )
+    if call.draft_probs is not None and spec.sampling.greedy:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"draft_probs are for sampled sessions; session {call.session_id!r} is greedy "
+            "(temperature 0): send none",
+        )
     rule.check(call, spec.sampling, backend.vocab_size)
 
 

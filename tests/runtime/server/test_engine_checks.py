@@ -96,3 +96,16 @@ def test_a_sampled_session_needs_draft_probs_except_for_an_empty_block() -> None
         "stochastic verification needs draft_probs",
     )
     engine.validate(VerifyCall("s", 2, (3,), np.full((1, 16), 1 / 16, np.float32)), 4)
+
+
+def test_a_greedy_session_refuses_draft_probs() -> None:
+    """They were accepted and ignored: a client sending them for nothing, up to the
+    message limit each round."""
+    engine = VerificationEngine(SuccessorTarget())
+    engine.open_session(_spec((1, 2)))
+    probs = np.full((1, 16), 1 / 16, np.float32)
+    assert _refusal(engine.validate, VerifyCall("s", 2, (3,), probs), 4) == (
+        ErrorCode.INVALID_ARGUMENT,
+        "draft_probs are for sampled sessions; session 's' is greedy (temperature 0): send none",
+    )
+    engine.validate(VerifyCall("s", 2, (3,)), 4)
