@@ -60,6 +60,11 @@ MAX_HISTORY_COUNT = 2**31 - 1
 """The largest count a :class:`HistorySnapshot` takes: the wire carries them as uint32, and
 a run that goes on counting from a larger one would overflow its reply's."""
 
+MAX_HISTORY_S = 1e6
+"""The longest duration a :class:`HistorySnapshot` takes (11.6 days, far past any session's
+life): a window policy computing on a larger one (AWC's network feature) could overflow to
+inf and decide on a NaN."""
+
 _observation = frozen_builder(WindowObservation)  # WindowObservation(...), built per round
 
 UNOBSERVED = WindowObservation(previous_gamma=0, recent_acceptance=None)
@@ -139,13 +144,17 @@ def _snapshot_problem(s: HistorySnapshot) -> str | None:
             f"num_rounds ({s.num_rounds})"
         )
     for drafted, accepted in s.recent:
-        if not 0 <= accepted <= drafted:
-            return f"recent round ({drafted}, {accepted}) needs 0 <= accepted <= drafted"
-    if not (math.isfinite(s.network_s) and s.network_s >= 0):
-        return f"network_s must be finite and >= 0, got {s.network_s}"
-    age = s.first_token_age_s
-    if age is not None and not (math.isfinite(age) and age >= 0):
-        return f"first_token_age_s must be finite and >= 0, got {age}"
+        if not 0 <= accepted <= drafted <= MAX_HISTORY_COUNT:
+            return (f"recent round ({drafted}, {accepted}) needs 0 <= accepted <= drafted <= "
+                    f"{MAX_HISTORY_COUNT}")  # fmt: skip
+    durations = {"network_s": s.network_s, "first_token_age_s": s.first_token_age_s}
+    for name, duration in durations.items():
+        if duration is None:
+            continue
+        if not (math.isfinite(duration) and duration >= 0):
+            return f"{name} must be finite and >= 0, got {duration}"
+        if duration > MAX_HISTORY_S:
+            return f"{name} must be at most {MAX_HISTORY_S:g} s, got {duration:g}"
     for number in s.window_state:
         if not (type(number) is float and math.isfinite(number)):
             return f"window_state must hold finite floats, got {number!r}"

@@ -157,8 +157,17 @@ def test_snapshot_fields_and_the_first_token_age() -> None:
         ),
         (
             {"num_rounds": 1, "recent": ((1, 2),)},
-            "recent round (1, 2) needs 0 <= accepted <= drafted",
+            "recent round (1, 2) needs 0 <= accepted <= drafted <= 2147483647",
         ),
+        (
+            {"num_rounds": 1, "recent": ((2**40, 1),)},
+            "recent round (1099511627776, 1) needs 0 <= accepted <= drafted <= 2147483647",
+        ),
+        (  # AWC's network feature overflowed to inf: its NaN decision was clamped to γ = 1
+            {"network_s": 1e308},
+            "network_s must be at most 1e+06 s, got 1e+308",
+        ),
+        ({"first_token_age_s": 2e6}, "first_token_age_s must be at most 1e+06 s, got 2e+06"),
         ({"network_s": float("nan")}, "network_s must be finite and >= 0, got nan"),
         ({"first_token_age_s": -0.5}, "first_token_age_s must be finite and >= 0, got -0.5"),
     ],
