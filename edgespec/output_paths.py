@@ -65,12 +65,8 @@ def claim_folder(
             folder = default.with_name(f"{default.name}-{count}")
         return folder
     kept = {path.resolve() for path in keep}
-    found = sorted(
-        {path for pattern in run_files for path in out.glob(pattern) if path.is_file()}
-        if out.is_dir()
-        else set()
-    )
-    found = [path for path in found if path.resolve() not in kept]
+    matched = {path for pattern in run_files for path in out.glob(pattern)} if out.is_dir() else ()
+    found = sorted(path for path in matched if path.is_file() and path.resolve() not in kept)
     if found and not overwrite:
         names = [str(path.relative_to(out)) for path in found]
         shown = ", ".join(names[:MAX_NAMED]) + (

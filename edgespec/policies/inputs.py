@@ -61,9 +61,8 @@ MAX_HISTORY_COUNT = 2**31 - 1
 a run that goes on counting from a larger one would overflow its reply's."""
 
 MAX_HISTORY_S = 1e6
-"""The longest duration a :class:`HistorySnapshot` takes (11.6 days, far past any session's
-life): a window policy computing on a larger one (AWC's network feature) could overflow to
-inf and decide on a NaN."""
+"""The longest duration a :class:`HistorySnapshot` takes (11.6 days): a policy computing on a
+larger one (AWC's network feature) could overflow to inf and decide on a NaN."""
 
 _observation = frozen_builder(WindowObservation)  # WindowObservation(...), built per round
 
@@ -128,29 +127,20 @@ class HistorySnapshot:
 
 
 def _snapshot_problem(s: HistorySnapshot) -> str | None:
-    counts = {
-        "num_rounds": s.num_rounds,
-        "gamma": s.gamma,
-        "last_num_accepted": s.last_num_accepted,
-        "num_committed_total": s.num_committed_total,
-        "queue_depth": s.queue_depth,
-    }
+    names = ("num_rounds", "gamma", "last_num_accepted", "num_committed_total", "queue_depth")
+    counts = {name: getattr(s, name) for name in names}
     for name, value in counts.items():
         if type(value) is not int or not 0 <= value <= MAX_HISTORY_COUNT:
             return f"{name} must be an integer in [0, {MAX_HISTORY_COUNT}], got {value!r}"
     if len(s.recent) > min(RECENT_ROUNDS, s.num_rounds):
-        return (
-            f"recent holds {len(s.recent)} rounds; at most {RECENT_ROUNDS} and at most "
-            f"num_rounds ({s.num_rounds})"
-        )
+        return (f"recent holds {len(s.recent)} rounds; at most {RECENT_ROUNDS} and at most "
+                f"num_rounds ({s.num_rounds})")  # fmt: skip
     for drafted, accepted in s.recent:
         if not 0 <= accepted <= drafted <= MAX_HISTORY_COUNT:
             return (f"recent round ({drafted}, {accepted}) needs 0 <= accepted <= drafted <= "
                     f"{MAX_HISTORY_COUNT}")  # fmt: skip
-    durations = {"network_s": s.network_s, "first_token_age_s": s.first_token_age_s}
+    durations = {"network_s": s.network_s, "first_token_age_s": s.first_token_age_s or 0.0}
     for name, duration in durations.items():
-        if duration is None:
-            continue
         if not (math.isfinite(duration) and duration >= 0):
             return f"{name} must be finite and >= 0, got {duration}"
         if duration > MAX_HISTORY_S:

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
 from http import HTTPStatus
 from typing import Any
 
 import h11
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from edgespec.runtime.openai_api.errors import RETRY_AFTER_S, ApiError
@@ -35,10 +36,6 @@ HEAD_TIMEOUT_S = 10.0
 """The longest a request's head may take to arrive (408 and closed after that)."""
 MAX_CONNECTIONS = 1024
 """The most connections open at once; one more is answered 503 and closed."""
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 def raw_response(error: ApiError) -> bytes:
@@ -136,16 +133,10 @@ class RefuseAmbiguousFraming:
         if scope["type"] == "http":
             names = {name.lower() for name, _ in scope["headers"]}
             if b"content-length" in names and b"transfer-encoding" in names:
-                await _send_error(send, ApiError(400, "a request may declare its body's length "
-                                                 "by Content-Length or by Transfer-Encoding, "
-                                                 "not both", code="invalid_http"))  # fmt: skip
+                error = ApiError(400, "a request may declare its body's length by "
+                                 "Content-Length or by Transfer-Encoding, not both",
+                                 code="invalid_http")  # fmt: skip
+                response = JSONResponse(error.body(), error.status, {"Connection": "close"})
+                await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
-
-
-async def _send_error(send: Send, error: ApiError) -> None:
-    body = json.dumps(error.body()).encode()
-    headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
-               (b"content-length", str(len(body)).encode())]  # fmt: skip
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

@@ -28,6 +28,7 @@ from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.openai_api.conftest import LIMITS, MODEL, word_tokenizer
+from tests.runtime.openai_api.test_errors import _error
 
 CLIENTS = 12
 ADMITS = Concurrency(max_running=4, max_queued=4)
@@ -147,17 +148,6 @@ def test_a_client_that_leaves_while_queued_gives_its_place_up(held: ApiThread) -
     assert _metrics(held)["requests_admitted_total"] == 4  # the two never started
 
 
-def _post(api: ApiThread, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(f"http://127.0.0.1:{api.port}/v1/completions",
-                                     data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})  # fmt: skip
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
 @pytest.mark.parametrize(
     ("field", "value", "param"),
     [
@@ -176,8 +166,8 @@ def test_a_bad_request_is_400_even_when_every_place_is_taken(
         replies = [pool.submit(_stream, held, i) for i in range(8)]
         try:
             _wait_for(held, running=4, queued=4, refused=0)
-            status, reply = _post(held, {"model": MODEL, "prompt": "w1", field: value})
-            assert (status, reply["error"]["param"]) == (400, param), reply
+            status, error = _error(held, {"model": MODEL, "prompt": "w1", field: value})
+            assert (status, error["param"]) == (400, param), error
             _wait_for(held, running=4, queued=4, refused=0)  # it took no place, nor a 429
         finally:
             HeldTarget.go.set()
