@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -87,6 +89,13 @@ def available(kind: str) -> list[str]:
 
 
 def load_named(kind: str, name: str) -> dict[str, Any]:
+    """Bundled preset ``name`` of ``kind``: a fresh copy of the mapping, its file parsed once
+    per process (a reproduction resolves hundreds of scenarios naming the same presets)."""
+    return copy.deepcopy(_parsed_preset(kind, name))
+
+
+@functools.cache
+def _parsed_preset(kind: str, name: str) -> dict[str, Any]:
     path = _data_dir(kind) / f"{name}.yaml"
     if not path.is_file():
         field = {"models": "model", "hardware": "hardware"}.get(kind, "profile")

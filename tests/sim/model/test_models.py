@@ -40,6 +40,17 @@ def test_every_preset_loads_and_names_its_source() -> None:
         assert load_hardware(name).source
 
 
+def test_a_preset_is_parsed_once_and_each_caller_gets_its_own_copy() -> None:
+    from edgespec.hardware.presets import _parsed_preset, load_named
+
+    first = load_named("models", "llama2-7b")
+    first["num_layers"] = -1
+    assert load_named("models", "llama2-7b")["num_layers"] == 32
+    assert _parsed_preset.cache_info().hits >= 1
+    with pytest.raises(ConfigError, match="no models preset named 'nope'"):
+        load_named("models", "nope")
+
+
 def test_the_bundled_draft_preset_matches_the_bundled_draft() -> None:
     from dataclasses import replace
     from pathlib import Path
