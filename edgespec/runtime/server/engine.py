@@ -132,6 +132,9 @@ class VerificationEngine(SessionTable):
                     results[index] = self._judge_hidden(s, c, item, out)
             for index, s, c in followups:
                 results[index] = self._decide_followup(s, c)
+                undecided = s.pending is not None and s.pending.num_kv_tokens > 0
+                if undecided and c.session_id in self._sessions:
+                    self._lru[c.session_id] = None  # its pass back into the LRU
             self._enforce_budget()
         return results
 
@@ -149,6 +152,7 @@ class VerificationEngine(SessionTable):
             if s is not None and s.pending is not None and c.prefix_len == len(s.tokens):
                 results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))
                 followups.append((index, s, c))  # decided from the kept pass
+                self._lru.pop(c.session_id, None)  # not evictable while decided
                 continue
             if s is None or s.finished or c.prefix_len != len(s.tokens):
                 results.append(
@@ -193,8 +197,12 @@ class VerificationEngine(SessionTable):
             return self._rule_failed(s, call, exc)
         if isinstance(judged, Verdict):
             return self._apply(s, call, item, out, judged)
-        s.pending = judged
-        s.kv = None  # the kept pass's KV extends it; it is cropped from there when decided
+        # the kept pass's KV extends the session's (cropped from there when decided) and
+        # counts in the budget in its place; without a prefix cache none is kept
+        s.pending = judged if self._prefix_cache else judged.without_kv()
+        s.kv = None
+        if s.pending.num_kv_tokens and call.session_id in self._sessions:
+            self._lru[call.session_id] = None
         s.last_used_s = self._clock()
         return waiting_outcome(judged)
 
@@ -246,7 +254,8 @@ class VerificationEngine(SessionTable):
         s.last_used_s = self._clock()
         accepted = path if path is not None else tuple(range(result.num_accepted))
         kv_nodes = accepted[: max(len(committed) - 1, 0)]  # the newest token is forwarded next
-        if call.session_id in self._sessions and not s.finished and self._prefix_cache:
+        cached = self._prefix_cache and out.kv is not None  # None: a kept pass's KV evicted
+        if call.session_id in self._sessions and not s.finished and cached:
             s.kv_len = old_total + len(kv_nodes)
             if path is None:
                 s.kv = self.backend.crop(out.kv, s.kv_len)

@@ -12,8 +12,9 @@ those rows (:func:`check_followup_call`); it forwards nothing (:func:`followup_s
 is decided from the kept pass (:func:`decide_followup`) without another forward. The
 :class:`~edgespec.runtime.server.engine.VerificationEngine` holds the pending pass on the
 session, commits the verdicts and handles a failing rule; a session waiting for its
-follow-up holds the pass's KV outside the LRU budget until it is decided, closed or
-expires.
+follow-up holds the pass's KV in the LRU budget like any cached prefix: evicted
+(:meth:`PendingHidden.without_kv`), the follow-up is still decided from the kept logit and
+hidden rows, and the session re-prefills on its next verification.
 """
 
 from __future__ import annotations
@@ -42,6 +43,16 @@ class PendingHidden:
     out: ForwardOutput
     target_hidden: npt.NDArray[np.float32]
     positions: tuple[int, ...]
+
+    @property
+    def num_kv_tokens(self) -> int:
+        """The tokens the kept pass's KV covers (0 once evicted)."""
+        return 0 if self.out.kv is None else self.item.kv_len + len(self.item.new_token_ids)
+
+    def without_kv(self) -> PendingHidden:
+        """The pass without its KV: the verdict needs only the logit and hidden rows; the
+        decided session re-prefills."""
+        return replace(self, out=replace(self.out, kv=None))
 
 
 def logit_hidden_rows(item: ForwardItem, out: ForwardOutput) -> npt.NDArray[np.float32]:
@@ -80,7 +91,8 @@ def judge_pass(
     if isinstance(judged, Verdict):
         return judged
     kept = replace(out, rows=out.rows.own())  # not the whole batch's rows
-    return PendingHidden(call, item, kept, rows, judged.positions)
+    # the pass's KV extends the session's: the item's reference to it is not kept
+    return PendingHidden(call, replace(item, kv=None), kept, rows, judged.positions)
 
 
 def decide_followup(
