@@ -14,14 +14,15 @@ position and attend to their ancestors only.
 :func:`attention_layout` reads which attention kinds a model has and refuses, with a
 :class:`UnsupportedAttentionError` that names the reason, any model this module cannot mask
 exactly (bidirectional or chunked attention, unknown layer types, kernels that ignore
-explicit masks). Supported: ``full_attention`` (causal) and ``sliding_attention`` (causal,
+explicit masks); :func:`check_exact_masking` refuses one whose padded passes do not
+reproduce its own logits. Supported: ``full_attention`` (causal) and ``sliding_attention`` (causal,
 key within ``sliding_window`` positions of the query: ``q - k < window``), per layer via
 ``config.layer_types`` or for every layer via ``config.sliding_window``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +31,7 @@ import numpy.typing as npt
 import torch
 
 from edgespec.core.tree import ancestor_matrix, node_depths
-from edgespec.runtime.backends.base import ForwardItem
+from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 
 Mask = torch.Tensor | dict[str, torch.Tensor]
 
@@ -217,3 +218,54 @@ def batch_attention(
         for kind in layout.layer_types
     }
     return masks, positions
+
+
+@torch.inference_mode()
+def check_exact_masking(
+    model: Any,
+    forward_pass: Callable[[Sequence[ForwardItem]], list[ForwardOutput]],
+    layout: AttentionLayout,
+    max_context_tokens: int,
+) -> None:
+    """Refuse ``model`` unless a padded two-row pass (``forward_pass``, with this module's
+    masks) reproduces its own unpadded logits.
+
+    Probe: a sequence S one window plus four tokens long (12 tokens without a window;
+    at most 600 and the model's context). Its prefix S[:-2] is forwarded cold, then
+    S[-2:] in one pass beside a 5-token cold start, so S's new tokens are left-padded
+    past the window: exactly where a mask built from cache columns goes wrong. Each
+    row's logits must match the model's own forward over the unpadded tokens.
+    """
+    window = layout.sliding_window or 8
+    length = max(8, min(window + 4, 600, max_context_tokens))
+    vocab_size = int(model.config.get_text_config().vocab_size)
+    seq = tuple((7 * i + 3) % vocab_size for i in range(length))
+    side = seq[:5]
+    reference = _own_logits(model, seq, 3)
+    expected = [reference[:1], reference[1:], _own_logits(model, side, 1)]
+    prefix = forward_pass([ForwardItem(None, 0, seq[:-2], 1)])[0]
+    pair = forward_pass(
+        [ForwardItem(prefix.kv, length - 2, seq[-2:], 2), ForwardItem(None, 0, side, 1)]
+    )
+    got = [prefix.logits, pair[0].logits, pair[1].logits]
+    tolerance = 1e-3 if next(model.parameters()).dtype == torch.float32 else 5e-2
+    for what, want, have in zip(
+        ("cold prefix", "padded row", "cold row"), expected, got, strict=True
+    ):
+        want_np = want.float().cpu().numpy()
+        error = float(np.abs(want_np - have).max())
+        scale = 1.0 + float(np.abs(want_np).max())
+        if not error <= tolerance * scale:
+            raise UnsupportedAttentionError(
+                f"model {getattr(model.config, 'model_type', '?')!r}: explicit "
+                f"attention masks do not reproduce its own logits ({what} of a "
+                f"{length}-token probe off by {error:.3g}); refusing to serve it "
+                "approximately"
+            )
+
+
+def _own_logits(model: Any, tokens: Sequence[int], keep: int) -> torch.Tensor:
+    """The model's own forward (its own masks, no cache, no padding): last ``keep`` rows."""
+    ids = torch.tensor([list(tokens)], device=next(model.parameters()).device)
+    logits: torch.Tensor = model(input_ids=ids, logits_to_keep=keep).logits[0]
+    return logits

@@ -12,7 +12,10 @@ what differed.
 
 The probe decodes a sequence S one token at a time (as long as the model's sliding window
 plus six tokens, so that blocks are cached past the window; 12 tokens without a window)
-and a 5-token sequence T the same way, then compares, each against those rows:
+and a 5-token sequence T the same way, then compares, each against those rows (a backend
+that can extend a KV without computing logits, :data:`ExtendKV`, skips the LM head at the
+positions no comparison reads: at Gemma 3's 262k vocabulary the head is over half of a
+one-token pass):
 
 * a cold block (S without its last 4 tokens in one pass, its last 2 rows);
 * a follow-up beside a cold start (S's last 4 tokens on that cache, beside T cold):
@@ -24,16 +27,21 @@ and a 5-token sequence T the same way, then compares, each against those rows:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.runtime.backends.base import ForwardItem, TargetBackend
+from edgespec.runtime.backends.base import ForwardItem, KVState, TargetBackend
 
 SHORT_PROBE_TOKENS = 12
 PAST_WINDOW_TOKENS = 6
+
+ExtendKV = Callable[[KVState | None, int, int], KVState]
+"""``extend(kv, kv_len, token)``: the KV after forwarding ``token`` at position ``kv_len``
+on ``kv`` in a one-token pass of its own, the same computation as :meth:`TargetBackend.forward`
+without the LM head."""
 
 
 class InexactBackendError(RuntimeError):
@@ -64,18 +72,24 @@ def probe_length(sliding_window: int | None, max_context_tokens: int) -> int:
 
 
 def exactness_problem(
-    target: TargetBackend, length: int = SHORT_PROBE_TOKENS, max_rows: int = 4
+    target: TargetBackend,
+    length: int = SHORT_PROBE_TOKENS,
+    max_rows: int = 4,
+    extend: ExtendKV | None = None,
 ) -> Inexactness | None:
     """How ``target``'s batched logits differ from its one-token-at-a-time logits over the
     probe shapes (module doc) with S ``length`` tokens long, or ``None`` when every row
     is the same bits. ``max_rows``: the most KV states the backend holds at once (the
-    batch of four needs four; llama.cpp holds one per sequence)."""
+    batch of four needs four; llama.cpp holds one per sequence). ``extend``: the
+    backend's pass without logits, for the positions no comparison reads."""
     if length < SHORT_PROBE_TOKENS:
         raise ValueError(f"the probe sequence needs >= {SHORT_PROBE_TOKENS} tokens, got {length}")
     vocab = target.vocab_size
     seq = tuple((7 * i + 3) % vocab for i in range(length))
     side = tuple((11 * i + 5) % vocab for i in range(5))
-    alone, alone_side = _one_at_a_time(target, seq), _one_at_a_time(target, side)
+    compared = {5, 6, *range(length - 6, length)}  # the rows the checks below read
+    alone = _one_at_a_time(target, seq, compared, extend)
+    alone_side = _one_at_a_time(target, side, range(len(side)), extend)
     cut = length - 4
     head = target.forward([ForwardItem(None, 0, seq[:cut], 2)])[0]
     pair = target.forward([ForwardItem(head.kv, cut, seq[cut:], 4), ForwardItem(None, 0, side, 5)])
@@ -85,7 +99,7 @@ def exactness_problem(
     checks = [
         ("a cold block", head.logits, alone[cut - 2 : cut]),
         ("a follow-up beside a cold start", pair[0].logits, alone[cut:]),
-        ("a cold start beside a follow-up", pair[1].logits, alone_side),
+        ("a cold start beside a follow-up", pair[1].logits, alone_side[:]),
         ("a re-decode after a crop", again.logits, alone[length - 3 :]),
     ]
     del head, pair, again  # a llama.cpp sequence is free again once no state names it
@@ -102,8 +116,8 @@ def _batch_of_four(
     target: TargetBackend,
     seq: tuple[int, ...],
     side: tuple[int, ...],
-    alone: npt.NDArray[np.float32],
-    alone_side: npt.NDArray[np.float32],
+    alone: _Rows,
+    alone_side: _Rows,
 ) -> list[tuple[str, npt.NDArray[np.float32], npt.NDArray[np.float32]]]:
     cut = len(seq) - 6
     long_head = target.forward([ForwardItem(None, 0, seq[:cut], 1)])[0]
@@ -125,10 +139,31 @@ def _batch_of_four(
     ]
 
 
-def _one_at_a_time(target: TargetBackend, tokens: Sequence[int]) -> npt.NDArray[np.float32]:
-    kv, rows = None, []
+class _Rows:
+    """One-at-a-time logit rows of the positions computed; slicing any other raises."""
+
+    def __init__(self, rows: dict[int, npt.NDArray[np.float32]]) -> None:
+        self._rows = rows
+
+    def __getitem__(self, where: slice) -> npt.NDArray[np.float32]:
+        start, stop, _ = where.indices(max(self._rows) + 1)
+        missing = [i for i in range(start, stop) if i not in self._rows]
+        if missing:
+            raise KeyError(f"the probe did not compute one-at-a-time rows {missing}")
+        return np.stack([self._rows[i] for i in range(start, stop)])
+
+
+def _one_at_a_time(
+    target: TargetBackend, tokens: Sequence[int], compared: Collection[int], extend: ExtendKV | None
+) -> _Rows:
+    """Each token forwarded alone on the previous ones' KV; the logits of ``compared``
+    positions (of every position without ``extend``)."""
+    kv, rows = None, {}
     for i, token in enumerate(tokens):
+        if extend is not None and i not in compared:
+            kv = extend(kv, i, token)
+            continue
         out = target.forward([ForwardItem(kv, i, (token,), 1)])[0]
         kv = out.kv
-        rows.append(out.logits[0])
-    return np.stack(rows)
+        rows[i] = out.logits[0]
+    return _Rows(rows)

@@ -28,9 +28,9 @@ import numpy.typing as npt
 import torch
 
 from edgespec.runtime.backends.attention_mask import (
-    UnsupportedAttentionError,
     attention_layout,
     batch_attention,
+    check_exact_masking,
     in_key_order,
     key_order,
 )
@@ -122,7 +122,7 @@ class TransformersTarget:
         model when batched logits differ from one-at-a-time ones; the lossy mode keeps what
         differed in :attr:`inexactness`."""
         length = probe_length(self._layout.sliding_window, self.max_context_tokens)
-        self.inexactness = exactness_problem(self, length)
+        self.inexactness = exactness_problem(self, length, extend=self._extend)
         if self.inexactness is not None and self.numerics == "exact":
             raise InexactBackendError(
                 f"the transformers target is not batch-invariant on {self._device} in "
@@ -195,13 +195,11 @@ class TransformersTarget:
             results.update(zip(group, outputs, strict=True))
         return [results[i] for i in range(len(items))]
 
-    @torch.inference_mode()
-    def _forward_pass(self, items: Sequence[ForwardItem]) -> list[ForwardOutput]:
-        batch = len(items)
+    def _pass_inputs(self, items: Sequence[ForwardItem]) -> dict[str, Any]:
+        """The model's inputs for one padded pass over ``items`` (left-padded rows)."""
         max_prefix = max(item.kv_len for item in items)
         max_new = max(len(item.new_token_ids) for item in items)
-        keep = max(item.num_logits for item in items)
-        input_ids = torch.zeros((batch, max_new), dtype=torch.long)
+        input_ids = torch.zeros((len(items), max_new), dtype=torch.long)
         for row, item in enumerate(items):
             input_ids[row, max_new - len(item.new_token_ids) :] = torch.tensor(item.new_token_ids)
         mask, position_ids = batch_attention(
@@ -218,6 +216,24 @@ class TransformersTarget:
             order = key_order(items, max_prefix, max_new, self._device)
             inputs["attention_mask"], inputs[KEY_ORDER] = in_key_order(mask, order), order
             inputs[ROW_MULTIPLE_KEY] = self._rows
+        return inputs
+
+    @torch.inference_mode()
+    def _extend(self, kv: Layers | None, kv_len: int, token: int) -> Layers:
+        """The exactness probe's :data:`~edgespec.runtime.backends.exactness.ExtendKV`:
+        ``token`` alone through the model's body, the pass :meth:`_forward_pass` runs
+        before its head."""
+        out = self._model.model(**self._pass_inputs([ForwardItem(kv, kv_len, (token,), 1)]))
+        layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        return row_kv(layers, 0, 0, 0, kv_len, 1)
+
+    @torch.inference_mode()
+    def _forward_pass(self, items: Sequence[ForwardItem]) -> list[ForwardOutput]:
+        batch = len(items)
+        max_prefix = max(item.kv_len for item in items)
+        max_new = max(len(item.new_token_ids) for item in items)
+        keep = max(item.num_logits for item in items)
+        inputs = self._pass_inputs(items)
         weight = self._head if 1 < batch * keep <= BLOCKED_HEAD_MAX_ROWS else None
         hidden: torch.Tensor | None = None
         if weight is not None or any(item.want_hidden for item in items):  # head applied here
@@ -249,47 +265,10 @@ class TransformersTarget:
             results.append(ForwardOutput(rows[row], kv, states))
         return results
 
-    @torch.inference_mode()
     def _check_exact_masking(self) -> None:
-        """Refuse the model unless a padded two-row pass reproduces its own unpadded logits.
-
-        Probe: a sequence S one window plus four tokens long (12 tokens without a window;
-        at most 600 and the model's context). Its prefix S[:-2] is forwarded cold, then
-        S[-2:] in one pass beside a 5-token cold start, so S's new tokens are left-padded
-        past the window: exactly where a mask built from cache columns goes wrong. Each
-        row's logits must match the model's own forward over the unpadded tokens.
-        """
-        window = self._layout.sliding_window or 8
-        length = max(8, min(window + 4, 600, self.max_context_tokens))
-        seq = tuple((7 * i + 3) % self._vocab_size for i in range(length))
-        side = seq[:5]
-        reference = self._own_logits(seq, 3)
-        expected = [reference[:1], reference[1:], self._own_logits(side, 1)]
-        prefix = self._forward_pass([ForwardItem(None, 0, seq[:-2], 1)])[0]
-        pair = self._forward_pass(
-            [ForwardItem(prefix.kv, length - 2, seq[-2:], 2), ForwardItem(None, 0, side, 1)]
-        )
-        got = [prefix.logits, pair[0].logits, pair[1].logits]
-        tolerance = 1e-3 if self._dtype == torch.float32 else 5e-2
-        for what, want, have in zip(
-            ("cold prefix", "padded row", "cold row"), expected, got, strict=True
-        ):
-            want_np = want.float().cpu().numpy()
-            error = float(np.abs(want_np - have).max())
-            scale = 1.0 + float(np.abs(want_np).max())
-            if not error <= tolerance * scale:
-                raise UnsupportedAttentionError(
-                    f"model {getattr(self._model.config, 'model_type', '?')!r}: explicit "
-                    f"attention masks do not reproduce its own logits ({what} of a "
-                    f"{length}-token probe off by {error:.3g}); refusing to serve it "
-                    "approximately"
-                )
-
-    def _own_logits(self, tokens: Sequence[int], keep: int) -> torch.Tensor:
-        """The model's own forward (its own masks, no cache, no padding): last ``keep`` rows."""
-        ids = torch.tensor([list(tokens)], device=self._device)
-        logits: torch.Tensor = self._model(input_ids=ids, logits_to_keep=keep).logits[0]
-        return logits
+        """:func:`~edgespec.runtime.backends.attention_mask.check_exact_masking` on this
+        target's padded passes."""
+        check_exact_masking(self._model, self._forward_pass, self._layout, self.max_context_tokens)
 
     def _blocked(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
         """The blocked head; in the exact mode on rows padded as every linear layer's."""

@@ -77,6 +77,31 @@ def test_the_exact_mode_passes_its_self_check_past_the_window(gemma: Transformer
     assert exactness_problem(gemma, probe_length(40, 4096)) is None  # cached past the window
 
 
+@pytest.mark.parametrize("name", ["llama", "gemma"])
+def test_the_probes_pass_without_logits_leaves_a_full_passs_kv(
+    name: str, request: pytest.FixtureRequest
+) -> None:
+    """The probe skips the LM head where no comparison reads the logits: its one-token
+    passes leave the KV of full passes, bit for bit, past the window; a pass that leaves
+    another KV (the next token's) is caught."""
+    target: TransformersTarget = request.getfixturevalue(name)
+    vocab = target.vocab_size
+    tokens = tuple((7 * i + 3) % vocab for i in range(3 * WINDOW))
+    full, _ = _alone(target, tokens)
+    kv = None
+    for i, token in enumerate(tokens):
+        kv = target._extend(kv, i, token)
+    assert kv is not None and len(kv) == len(full)
+    for (k, v), (k_full, v_full) in zip(kv, full, strict=True):
+        assert torch.equal(k, k_full) and torch.equal(v, v_full)
+    length = probe_length(2 * WINDOW, 4096)
+    assert exactness_problem(target, length, extend=target._extend) is None
+    shifted = exactness_problem(
+        target, length, extend=lambda kv, n, t: target._extend(kv, n, t + 1)
+    )
+    assert shifted is not None and shifted.shape == "a cold block"
+
+
 class _RowCountBias(torch.nn.Module):
     """A final norm that adds 1e-6 × (token rows in the pass): not batch-invariant by design."""
 

@@ -22,10 +22,12 @@ from edgespec.runtime.testing import tiny_gemma3, tiny_llama
 
 
 class _Recording(TransformersTarget):
-    """Records each pass's items as (cached, new tokens, tree size)."""
+    """Records each pass's items as (cached, new tokens, tree size), and the positions of
+    the exactness probe's passes without a head."""
 
     def __init__(self, model: Any, **kwargs: Any) -> None:
         self.passes: list[list[tuple[int, int, int]]] = []
+        self.head_free: list[int] = []
         super().__init__(model, **kwargs)
         self.probe = list(self.passes)  # the load probe's passes
         self.passes.clear()
@@ -35,6 +37,11 @@ class _Recording(TransformersTarget):
             [(i.kv_len, len(i.new_token_ids), len(i.tree_parents or ())) for i in items]
         )
         return super()._forward_pass(items)
+
+    def _extend(self, kv: Any, kv_len: int, token: int) -> Any:
+        self.passes.append([(kv_len, 1, 0)])
+        self.head_free.append(kv_len)
+        return super()._extend(kv, kv_len, token)
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +66,8 @@ def test_the_load_probe_pads_past_the_window(window: int | None, length: int) ->
     s = 12 if window is None else max(12, window + 6)
     assert [[(i, 1, 0)] for i in range(s)] == target.probe[2 : 2 + s]
     assert [(s - 4, 4, 0), (0, 5, 0)] in target.probe
+    # the head runs only where a comparison reads S's logits: positions 5, 6 and the last 6
+    assert target.head_free == [i for i in range(s) if i not in (5, 6) and i < s - 6]
 
 
 def test_every_rows_cache_is_its_own_even_without_padding(model: Any) -> None:
