@@ -1,5 +1,6 @@
-"""One item's logit rows as a pass returns them (:class:`LogitRows`), and rows already on
-the host (:class:`HostRows`); rows left on a torch device are
+"""One item's logit rows as a pass returns them (:class:`LogitRows`), rows already on
+the host (:class:`HostRows`) and what a greedy verdict keeps of them across calls
+(:class:`ArgmaxRows`); rows left on a torch device are
 :class:`~edgespec.runtime.backends.device_rows.DeviceRows`."""
 
 from __future__ import annotations
@@ -57,3 +58,24 @@ class HostRows:
 
     def own(self) -> HostRows:
         return HostRows(self.rows.copy()) if self.rows.base is not None else self
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ArgmaxRows:
+    """Only each row's argmax, of rows a greedy verdict keeps across calls (at a 262k
+    vocabulary one float32 row is 1 MB; its argmax, one integer): :meth:`host` refuses."""
+
+    indices: tuple[int, ...]
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.indices)
+
+    def argmax(self) -> tuple[int, ...]:
+        return self.indices
+
+    def host(self) -> npt.NDArray[np.float32]:
+        raise TypeError("only the rows' argmax was kept (ArgmaxRows)")
+
+    def own(self) -> ArgmaxRows:
+        return self

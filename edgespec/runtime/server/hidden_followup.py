@@ -90,7 +90,9 @@ def judge_pass(
     judged = rule.verdict_hidden(call, sampling, out.rows, rows)
     if isinstance(judged, Verdict):
         return judged
-    kept = replace(out, rows=out.rows.own())  # not the whole batch's rows
+    # what the rule reads at the follow-up, never a view of the whole batch's rows
+    rows_kept = out.rows.own() if judged.kept_rows is None else judged.kept_rows
+    kept = replace(out, rows=rows_kept)
     # the pass's KV extends the session's: the item's reference to it is not kept
     return PendingHidden(call, replace(item, kv=None), kept, rows, judged.positions)
 

@@ -35,7 +35,7 @@ import numpy.typing as npt
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 from edgespec.policies.semantic.csi import NUM_CSI_FEATURES, ChannelState, csi_features
 from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead, load_head
-from edgespec.runtime.backends.logit_rows import LogitRows
+from edgespec.runtime.backends.logit_rows import ArgmaxRows, LogitRows
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall
 from edgespec.runtime.server.verification import (
@@ -235,8 +235,8 @@ class SemanticRule:
             rows = followup.payloads[DRAFT_HIDDEN]
         elif DRAFT_HIDDEN in call.payloads:
             rows = call.payloads[DRAFT_HIDDEN][mismatches]
-        else:
-            return HiddenStatesNeeded(tuple(mismatches))
+        else:  # greedy: the follow-up reads only the rows' argmax
+            return HiddenStatesNeeded(tuple(mismatches), ArgmaxRows(tuple(argmax)))
         if rows.shape[0] != len(mismatches):
             raise ValueError(f"{rows.shape[0]} draft hidden rows for {len(mismatches)} mismatches")
         x = self.head.inputs(

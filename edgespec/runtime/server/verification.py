@@ -71,9 +71,12 @@ class Verdict:
 @dataclass(frozen=True, slots=True)
 class HiddenStatesNeeded:
     """No verdict yet: the rule needs the draft's hidden states of these draft positions
-    (ascending), which the client sends in a follow-up call."""
+    (ascending), which the client sends in a follow-up call. ``kept_rows``: what of the
+    pass's logit rows the rule reads at the follow-up (e.g. an
+    :class:`~edgespec.runtime.backends.logit_rows.ArgmaxRows`), ``None``: all of them."""
 
     positions: tuple[int, ...]
+    kept_rows: LogitRows | None = None
 
 
 class VerificationRule(Protocol):

@@ -11,6 +11,7 @@ import pytest
 
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
+from edgespec.runtime.backends.logit_rows import ArgmaxRows, HostRows
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
@@ -21,8 +22,15 @@ from edgespec.runtime.messages import (
     VerifyOutcome,
 )
 from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.hidden_followup import (
+    PendingHidden,
+    decide_followup,
+    judge_pass,
+    logit_hidden_rows,
+    waiting_outcome,
+)
 from edgespec.runtime.server.semantic import SemanticVerification, semantic_rules
-from edgespec.runtime.server.verification import rule_labels
+from edgespec.runtime.server.verification import Verdict, rule_labels
 from tests.runtime.semantic_helpers import (
     constant_head,
     draft_coordinate_head,
@@ -329,3 +337,30 @@ def test_a_head_of_the_wrong_shape_is_refused_when_served() -> None:
         SemanticVerification(draft_coordinate_head(), target_hidden_size=64)
     with pytest.raises(ValueError, match="non-empty set of integers in 0..16"):
         SemanticVerification(draft_coordinate_head(), frozenset({17}))
+
+
+def test_a_kept_pass_holds_its_rows_argmax_not_the_rows_at_a_262k_vocabulary() -> None:
+    """What an SH session's kept pass holds across calls is read at the follow-up: at
+    Gemma 3's vocabulary six float32 rows are 6 MB, their argmax six integers; the waiting
+    outcome and the decided verdict are those of the full rows."""
+    vocab, block = 262_144, (10, 20, 30, 40, 50)
+    argmax = (11, 20, 31, 41, 51, 60)  # mismatches at draft positions 0, 2, 3, 4
+    logits = np.zeros((len(argmax), vocab), np.float32)
+    logits[np.arange(len(argmax)), argmax] = 1.0
+    spec = SessionSpec("s", "c", PROMPT, GREEDY, verification_rule="semantic", semantic=GOOD)
+    rule = SemanticVerification(draft_coordinate_head()).bind(spec)
+    call = VerifyCall("s", len(PROMPT), block)
+    item = ForwardItem(None, 0, (*PROMPT, *block), len(argmax), want_hidden=True)
+    out = ForwardOutput(HostRows(logits), "kv", np.zeros((len(item.new_token_ids), 32), np.float32))
+    target_hidden = logit_hidden_rows(item, out)
+    pending = judge_pass(rule, call, GREEDY, item, out, target_hidden)
+    assert isinstance(pending, PendingHidden) and pending.positions == (0, 2, 3, 4)
+    assert isinstance(pending.out.rows, ArgmaxRows) and pending.out.rows.argmax() == argmax
+    assert waiting_outcome(pending).result.extra_token == argmax[0]
+    followup = VerifyCall("s", len(PROMPT), block, payloads={DRAFT_HIDDEN: rows(-1, +1, -1, +1)})
+    decided = decide_followup(rule, "semantic", pending, GREEDY, followup)
+    full = rule.verdict_hidden(call, GREEDY, HostRows(logits), target_hidden, followup)
+    assert isinstance(decided, Verdict) and isinstance(full, Verdict)
+    assert decided.result == full.result and decided.result.num_accepted == 2
+    with pytest.raises(TypeError, match="only the rows' argmax was kept"):
+        pending.out.rows.host()
