@@ -30,6 +30,7 @@ def test_probes_exist() -> None:
     assert [p.name for p in PROBES] == ["chase.c", "fleet_core.c"]
     assert sorted(p.name for p in PYTHON_PROBES) == [
         "distill_speed.py",
+        "exactness_probe.py",
         "fleet_core.py",
         "head_speed.py",
         "hybrid_rules.py",

@@ -122,7 +122,9 @@ class TransformersTarget:
         model when batched logits differ from one-at-a-time ones; the lossy mode keeps what
         differed in :attr:`inexactness`."""
         length = probe_length(self._layout.sliding_window, self.max_context_tokens)
-        self.inexactness = exactness_problem(self, length, extend=self._extend)
+        # a causal LM without a separate body (a wrapper) pays its head at every position
+        body = isinstance(getattr(self._model, "model", None), torch.nn.Module)
+        self.inexactness = exactness_problem(self, length, extend=self._extend if body else None)
         if self.inexactness is not None and self.numerics == "exact":
             raise InexactBackendError(
                 f"the transformers target is not batch-invariant on {self._device} in "
@@ -221,8 +223,7 @@ class TransformersTarget:
     @torch.inference_mode()
     def _extend(self, kv: Layers | None, kv_len: int, token: int) -> Layers:
         """The exactness probe's :data:`~edgespec.runtime.backends.exactness.ExtendKV`:
-        ``token`` alone through the model's body, the pass :meth:`_forward_pass` runs
-        before its head."""
+        ``token`` alone through the model's body, :meth:`_forward_pass` before its head."""
         out = self._model.model(**self._pass_inputs([ForwardItem(kv, kv_len, (token,), 1)]))
         layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         return row_kv(layers, 0, 0, 0, kv_len, 1)
@@ -266,8 +267,7 @@ class TransformersTarget:
         return results
 
     def _check_exact_masking(self) -> None:
-        """:func:`~edgespec.runtime.backends.attention_mask.check_exact_masking` on this
-        target's padded passes."""
+        """:func:`~edgespec.runtime.backends.attention_mask.check_exact_masking` here."""
         check_exact_masking(self._model, self._forward_pass, self._layout, self.max_context_tokens)
 
     def _blocked(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
