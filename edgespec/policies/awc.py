@@ -60,6 +60,11 @@ class AwcSettings:
             raise ValueError(f"hysteresis_steps must be >= 1, got {self.hysteresis_steps}")
 
 
+MAX_NEAR_ONE_STEPS = 2**31 - 1
+"""Where the count of consecutive near-1 steps saturates (a pair state restored from a
+client is refused past it, as a window history's counts are)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AwcState:
     """One draft–target pair's stabiliser state."""
@@ -89,7 +94,7 @@ def hysteresis(
 ) -> tuple[bool, int]:
     """(fused now, consecutive near-1 steps) after a step whose smoothed γ is ``smoothed``."""
     near = smoothed < settings.fused_below
-    steps = near_one_steps + 1 if near else 0
+    steps = min(near_one_steps + 1, MAX_NEAR_ONE_STEPS) if near else 0
     if fused:
         return near, steps
     return steps >= settings.hysteresis_steps, steps
@@ -209,8 +214,11 @@ def awc_state_from_numbers(numbers: tuple[float, ...], settings: AwcSettings) ->
     # the EMA of clamped values stays in [low, high] up to rounding
     if not (math.isfinite(smoothed) and low - 1e-9 <= smoothed <= high + 1e-9):
         raise ValueError(f"AWC pair state: smoothed must be in [{low:g}, {high:g}], got {smoothed}")
-    if not (math.isfinite(steps) and steps >= 0 and steps.is_integer()):
-        raise ValueError(f"AWC pair state: near_one_steps must be an integer >= 0, got {steps}")
+    if not (math.isfinite(steps) and 0 <= steps <= MAX_NEAR_ONE_STEPS and steps.is_integer()):
+        raise ValueError(
+            f"AWC pair state: near_one_steps must be an integer in [0, {MAX_NEAR_ONE_STEPS}], "
+            f"got {steps}"
+        )
     if fused not in (0.0, 1.0):
         raise ValueError(f"AWC pair state: fused must be 0 or 1, got {fused}")
     return AwcState(smoothed, int(steps), fused == 1.0)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from edgespec.policies.awc import (
+    MAX_NEAR_ONE_STEPS,
     AwcSettings,
     AwcState,
     AwcWindow,
@@ -66,6 +67,8 @@ def test_hysteresis_needs_two_consecutive_near_one_steps() -> None:
     assert hysteresis(False, 1, 1.6, S) == (False, 0)  # a far step resets the count
     assert hysteresis(True, 2, 1.2, S) == (True, 3)
     assert hysteresis(True, 3, 1.5, S) == (False, 0)  # fused is left at once
+    top = MAX_NEAR_ONE_STEPS  # the count saturates where a restored state is refused
+    assert hysteresis(True, top, 1.2, S) == (True, top)
 
 
 def test_sequence_into_fused_and_back() -> None:
@@ -203,8 +206,12 @@ def test_pair_state_moves_a_pair_to_another_policy_object() -> None:
         ((4.0, 0.0), "needs 3 numbers"),
         ((13.5, 0.0, 0.0), "smoothed must be in \\[1, 12\\]"),
         ((math.nan, 0.0, 0.0), "smoothed must be in"),
-        ((4.0, 1.5, 0.0), "near_one_steps must be an integer >= 0, got 1.5"),
-        ((4.0, -1.0, 0.0), "near_one_steps must be an integer >= 0"),
+        ((4.0, 1.5, 0.0), "near_one_steps must be an integer in \\[0, 2147483647\\], got 1.5"),
+        ((4.0, -1.0, 0.0), "near_one_steps must be an integer in"),
+        (
+            (4.0, 1e300, 1.0),
+            "near_one_steps must be an integer in \\[0, 2147483647\\], got 1e\\+300",
+        ),
         ((4.0, 0.0, 0.5), "fused must be 0 or 1, got 0.5"),
     ],
 )
