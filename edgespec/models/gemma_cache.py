@@ -1,5 +1,5 @@
 """The bundled Gemma 3 270M, converted once: transformers dequantizes its GGUF on every load
-(1–2 minutes on two cores), so the first load writes the fp32 weights to edgespec's cache
+(a minute on two cores), so the first load writes the fp32 weights to edgespec's cache
 directory (``$EDGESPEC_CACHE`` or ``~/.cache/edgespec``) as an ordinary Hugging Face
 directory, which later loads read in seconds (bit-identical logits). Its tokenizer gets
 Gemma 3's chat template (:mod:`edgespec.models.chat_templates`: the GGUF carries none)."""
@@ -35,7 +35,7 @@ def gemma_converted() -> bool:
 
 def needs_conversion(name: str) -> bool:
     """Whether loading model ``name`` first converts it (``gemma3-270m`` before its fp32
-    copy is cached: 1-2 minutes on two cores)."""
+    copy is cached: a minute on two cores)."""
     try:
         spec = resolve_model(name)
     except ModelNotFoundError:
