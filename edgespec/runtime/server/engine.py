@@ -18,13 +18,15 @@ The sessions, their KV caches and the LRU budget are the engine's
 (:mod:`edgespec.runtime.server.verification`) is bound when it opens. A rule that reads the
 target's hidden states (the lossy ``"semantic"`` rule) gets them for its K + 1 logit rows
 and may keep the forward pass waiting for the draft's hidden states (SH upload,
-:mod:`edgespec.runtime.server.hidden_followup`); the engine commits nothing then, and
-decides the session's follow-up from the kept pass without another forward.
+:mod:`edgespec.runtime.server.hidden_followup`); the engine commits nothing then (the
+session's cache is the pass's KV meanwhile, past its committed tokens), and decides the
+session's follow-up from the kept pass without another forward.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from time import monotonic
 
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, TargetBackend
@@ -132,9 +134,6 @@ class VerificationEngine(SessionTable):
                     results[index] = self._judge_hidden(s, c, item, out)
             for index, s, c in followups:
                 results[index] = self._decide_followup(s, c)
-                undecided = s.pending is not None and s.pending.num_kv_tokens > 0
-                if undecided and c.session_id in self._sessions:
-                    self._lru[c.session_id] = None  # its pass back into the LRU
             self._enforce_budget()
         return results
 
@@ -152,7 +151,6 @@ class VerificationEngine(SessionTable):
             if s is not None and s.pending is not None and c.prefix_len == len(s.tokens):
                 results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))
                 followups.append((index, s, c))  # decided from the kept pass
-                self._lru.pop(c.session_id, None)  # not evictable while decided
                 continue
             if s is None or s.finished or c.prefix_len != len(s.tokens):
                 results.append(
@@ -197,11 +195,13 @@ class VerificationEngine(SessionTable):
             return self._rule_failed(s, call, exc)
         if isinstance(judged, Verdict):
             return self._apply(s, call, item, out, judged)
-        # the kept pass's KV extends the session's (cropped from there when decided) and
-        # counts in the budget in its place; without a prefix cache none is kept
-        s.pending = judged if self._prefix_cache else judged.without_kv()
-        s.kv = None
-        if s.pending.num_kv_tokens and call.session_id in self._sessions:
+        # the session holds the kept pass's KV (cropped from there when decided), in the LRU
+        # budget like any cache; without a prefix cache none is kept
+        s.pending = judged
+        s.kv, s.kv_len = out.kv, item.kv_len + len(item.new_token_ids)
+        if not self._prefix_cache:
+            s.kv, s.kv_len = None, 0
+        elif call.session_id in self._sessions:
             self._lru[call.session_id] = None
         s.last_used_s = self._clock()
         return waiting_outcome(judged)
@@ -221,7 +221,9 @@ class VerificationEngine(SessionTable):
         if isinstance(judged, RequestError):
             return judged
         s.pending = None
-        return self._apply(s, pending.call, pending.item, pending.out, judged)
+        self._lru.pop(call.session_id, None)  # _apply puts a kept cache back, newest
+        out = replace(pending.out, kv=s.kv)  # None when the budget evicted the pass's KV
+        return self._apply(s, pending.call, pending.item, out, judged)
 
     def _rule_failed(self, s: EngineSession, call: VerifyCall, exc: Exception) -> RequestError:
         if s.kv is not None and call.session_id in self._sessions:

@@ -166,16 +166,12 @@ class SessionTable:
     # --- the KV budget
 
     def _enforce_budget(self) -> None:
-        total = sum(_held_tokens(self._sessions[sid]) for sid in self._lru)
+        total = sum(self._sessions[sid].kv_len for sid in self._lru)
         while total > self._budget and self._lru:
             sid, _ = self._lru.popitem(last=False)
             s = self._sessions[sid]
-            total -= _held_tokens(s)
-            if s.pending is not None:  # a pass waiting for its follow-up: its KV goes
-                s.pending = s.pending.without_kv()
-            else:
-                s.kv, s.kv_len = None, 0
-            s.was_evicted = True
+            total -= s.kv_len
+            s.kv, s.kv_len, s.was_evicted = None, 0, True
             self._tally.num_evictions += 1
 
     # --- helpers
@@ -190,10 +186,8 @@ class SessionTable:
             held = [self._sessions[sid] for sid in self._lru]
             return EngineCounters(
                 **dataclasses.asdict(self._tally),
-                num_cached_tokens=sum(_held_tokens(s) for s in held),
-                num_cached_bytes=sum(
-                    self.backend.kv_bytes(kv) for s in held if (kv := _held_kv(s)) is not None
-                ),
+                num_cached_tokens=sum(s.kv_len for s in held),
+                num_cached_bytes=sum(self.backend.kv_bytes(s.kv) for s in held),
                 num_sessions=len(self._sessions),
             )
 
@@ -202,12 +196,3 @@ class SessionTable:
         if session is None:
             raise RequestError(ErrorCode.NOT_FOUND, f"unknown session {session_id!r}")
         return session
-
-
-def _held_tokens(s: EngineSession) -> int:
-    """The tokens of KV an LRU session holds: its cache, or its pass kept for a follow-up."""
-    return s.kv_len if s.pending is None else s.pending.num_kv_tokens
-
-
-def _held_kv(s: EngineSession) -> KVState | None:
-    return s.kv if s.pending is None else s.pending.out.kv

@@ -12,9 +12,9 @@ those rows (:func:`check_followup_call`); it forwards nothing (:func:`followup_s
 is decided from the kept pass (:func:`decide_followup`) without another forward. The
 :class:`~edgespec.runtime.server.engine.VerificationEngine` holds the pending pass on the
 session, commits the verdicts and handles a failing rule; a session waiting for its
-follow-up holds the pass's KV in the LRU budget like any cached prefix: evicted
-(:meth:`PendingHidden.without_kv`), the follow-up is still decided from the kept logit and
-hidden rows, and the session re-prefills on its next verification.
+follow-up holds the pass's KV as its cache, in the LRU budget: evicted, the follow-up is
+still decided from the kept logit and hidden rows, and the session re-prefills on its next
+verification.
 """
 
 from __future__ import annotations
@@ -35,24 +35,14 @@ from edgespec.runtime.server.verification import HiddenStateRule, Verdict
 @dataclass(frozen=True, slots=True, eq=False)
 class PendingHidden:
     """A verification waiting for the client's draft hidden states (SH upload): its call,
-    forward item and output, the target's hidden rows of its logit rows, and the draft
-    positions asked for."""
+    forward item and output (without KV: the session holds the pass's), the target's hidden
+    rows of its logit rows, and the draft positions asked for."""
 
     call: VerifyCall
     item: ForwardItem
     out: ForwardOutput
     target_hidden: npt.NDArray[np.float32]
     positions: tuple[int, ...]
-
-    @property
-    def num_kv_tokens(self) -> int:
-        """The tokens the kept pass's KV covers (0 once evicted)."""
-        return 0 if self.out.kv is None else self.item.kv_len + len(self.item.new_token_ids)
-
-    def without_kv(self) -> PendingHidden:
-        """The pass without its KV: the verdict needs only the logit and hidden rows; the
-        decided session re-prefills."""
-        return replace(self, out=replace(self.out, kv=None))
 
 
 def logit_hidden_rows(item: ForwardItem, out: ForwardOutput) -> npt.NDArray[np.float32]:
@@ -92,8 +82,8 @@ def judge_pass(
         return judged
     # what the rule reads at the follow-up, never a view of the whole batch's rows
     rows_kept = out.rows.own() if judged.kept_rows is None else judged.kept_rows
-    kept = replace(out, rows=rows_kept)
-    # the pass's KV extends the session's: the item's reference to it is not kept
+    # the pass's KV goes to the session (the engine's cache); the item's input KV is dropped
+    kept = replace(out, rows=rows_kept, kv=None)
     return PendingHidden(call, replace(item, kv=None), kept, rows, judged.positions)
 
 
