@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from edgespec.core.wireless import draw_channels, spectral_efficiency
+from edgespec.policies.drafting_server.bandwidth import optimal_upload_s
 from edgespec.policies.drafting_server.batching import heuristic_batches
 from edgespec.policies.drafting_server.costs import PipelineCosts
 from edgespec.policies.drafting_server.latency import (
@@ -133,7 +134,7 @@ def ads_latency_s(
     setup: ZhuSetup, costs: PipelineCosts, obs: PipelineObservation, max_output: int
 ) -> float:
     """ADS: the heuristic batch search on the verify model alone, capped by the MBS memory,
-    plus the optimal upload."""
+    plus the optimal upload of what the verify model alone reads (:func:`ads_upload_s`)."""
     tasks = obs.tasks
     assumed = tuple(replace(t, output_len=max_output) for t in tasks)
     longest = max(t.input_len for t in tasks)
@@ -141,7 +142,16 @@ def ads_latency_s(
     if cap < 1:
         raise ValueError(f"the verify model {costs.verify.name} does not fit the MBS memory")
     batches = heuristic_batches(assumed, lambda b: autoregressive_latency_s(costs, assumed, b), cap)
-    return upload_s(costs, obs, "optimal") + autoregressive_latency_s(costs, tasks, batches)
+    return ads_upload_s(costs, obs) + autoregressive_latency_s(costs, tasks, batches)
+
+
+def ads_upload_s(costs: PipelineCosts, obs: PipelineObservation) -> float:
+    """ADS's optimal upload (Eq. 26): the prompts' embeddings for the verify model alone,
+    16·h^v_1 bits a token (the speculative schemes' λ = 16·(h^d_1 + h^v_1) carries the
+    draft model's too, which ADS does not run)."""
+    bits = [16 * costs.verify.hidden * t.input_len for t in obs.tasks]
+    efficiencies = [t.spectral_efficiency for t in obs.tasks]
+    return optimal_upload_s(bits, efficiencies, obs.bandwidth_hz)
 
 
 def upload_s(costs: PipelineCosts, obs: PipelineObservation, rule: BandwidthRule) -> float:
