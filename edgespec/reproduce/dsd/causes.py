@@ -49,7 +49,7 @@ PROFILES = (
 )
 LAB_RULE = (
     "LAB's grouping rule (not given: here a batch takes the head-of-line request and the "
-    "queued requests within 1.5× of its length); the batching runs price padded batches "
+    "queued requests within 1.5× of its length); every run prices padded batches "
     "(each row pays the batch's longest cached context and longest new block), so LAB "
     "saves padding where batches are large (many drafts), but with fewer drafts a batch "
     "averages under two requests and the bound mostly shrinks batches; a first "

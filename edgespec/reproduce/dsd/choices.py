@@ -113,11 +113,10 @@ CHOICES: tuple[tuple[str, str], ...] = (
     ),
     (
         "batch pricing",
-        "the runs that compare batching policies (D2's stacks, D7 and its bound sweep) price "
-        "padded batches (`batch_pricing: padded`: each row pays the batch's longest cached "
-        "context and longest new block, as padded batched kernels do), the padding LAB "
-        "exists to minimise (DSD §5), so every D2 link and D7's TPOT row are judged; the "
-        "other claims' runs price a batch by its summed tokens (`summed`)",
+        "every run prices padded batches (`batch_pricing: padded`: each row pays the "
+        "batch's longest cached context and longest new block, as padded batched kernels "
+        "do), the padding LAB exists to minimise (DSD §5), so every D2 link and D7's TPOT "
+        "row can be judged",
     ),
     (
         "drafts",

@@ -3,9 +3,9 @@
 D2 Fig. 5 policy stacks (Default → S4); D3 Fig. 6 distributed vs fused over RTT; D4/D5
 Table 2 (Static vs Dynamic vs AWC over 600/1,000 drafts × RTT 10/30 ms × three datasets);
 D6 Figs. 7–8 JSQ vs round-robin over the number of drafts; D7 Figs. 9–10 FIFO vs LAB. The
-setting is :mod:`~edgespec.reproduce.dsd.setup`'s, fixed once (D2's stacks and D7's runs,
-which compare batching policies, price target batches padded: ``DsdSetup.lab_pricing``; D7
-also sweeps LAB's length bound, :data:`LAB_BOUNDS`); every run exists in both
+setting is :mod:`~edgespec.reproduce.dsd.setup`'s, fixed once for every run (target
+batches priced padded: ``DsdSetup.batch_pricing``; D7 also sweeps LAB's length bound,
+:data:`LAB_BOUNDS`); every run exists in both
 cost modes (``physical``, ``dsdsim_compat``). Every run is one simulator run through a sweep
 executor (``--workers``), reduced to a :class:`DsdRunSummary`.
 """
@@ -128,11 +128,10 @@ def lab_bound_name(bound: float | None, drafts: int) -> str:
 def plan_scenarios(plan: DsdPlan) -> dict[str, dict[str, Any]]:
     """Every run of ``plan`` in its setup's cost mode: name → scenario dict."""
     s, runs = plan.setup, {}
-    lab = replace(s, batch_pricing=s.lab_pricing)  # the runs that compare batching
     for stack, policies in STACKS.items():
         name = stack_name(stack)
         runs[name] = scenario(
-            lab, name=name, dataset="gsm8k", num_drafts=plan.stack_drafts, rtt_ms=10.0,
+            s, name=name, dataset="gsm8k", num_drafts=plan.stack_drafts, rtt_ms=10.0,
             stack=policies,
         )  # fmt: skip
     for rtt in plan.crossover_rtts_ms:
@@ -169,13 +168,13 @@ def plan_scenarios(plan: DsdPlan) -> dict[str, dict[str, Any]]:
         for batching in ("fcfs", "lab"):
             name = batching_name(batching, drafts)
             runs[name] = scenario(
-                lab, name=name, dataset="gsm8k", num_drafts=drafts, rtt_ms=10.0,
+                s, name=name, dataset="gsm8k", num_drafts=drafts, rtt_ms=10.0,
                 stack=("jsq", batching, "static"),
             )  # fmt: skip
         for bound in plan.lab_bounds:
             name = lab_bound_name(bound, drafts)
             runs[name] = scenario(
-                replace(lab, lab_max_length_ratio=bound), name=name, dataset="gsm8k",
+                replace(s, lab_max_length_ratio=bound), name=name, dataset="gsm8k",
                 num_drafts=drafts, rtt_ms=10.0, stack=("jsq", "lab", "static"),
             )  # fmt: skip
     return runs

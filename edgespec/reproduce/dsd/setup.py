@@ -82,12 +82,9 @@ class DsdSetup:
     max_batch_size: int = 12
     static_gamma: int = 4
     lab_max_length_ratio: float | None = 1.5
-    batch_pricing: BatchPricing = "summed"
-    """How a target batch is priced (:mod:`edgespec.hardware.batch_pricing`)."""
-    lab_pricing: BatchPricing = "padded"
-    """The pricing of the runs that compare batching policies (D2's stacks, D7): padded
-    batches, the padding LAB exists to minimise (DSD §5), so grouping by length has
-    something to save."""
+    batch_pricing: BatchPricing = "padded"
+    """How every run's target batches are priced (:mod:`edgespec.hardware.batch_pricing`):
+    padded batches, the padding LAB exists to minimise (DSD §5)."""
     seed: int = 4
     cost_mode: CostMode = "physical"
     fleet: Fleet = "paper_4gpu"

@@ -90,14 +90,9 @@ def routing_rows(res: DsdResults) -> list[ClaimRow]:
 
 
 def padded(res: DsdResults) -> bool:
-    """Whether the runs that compare batching policies (D2's stacks, D7) price target
-    batches padded (``DsdSetup.lab_pricing``)."""
-    return res.plan.setup.lab_pricing == "padded"
-
-
-def priced(res: DsdResults, what: str) -> str:
-    """``what`` of a row of those runs, naming padded pricing when they take it."""
-    return f"{what} (padded batches)" if padded(res) else what
+    """Whether the runs price target batches padded (``DsdSetup.batch_pricing``, the
+    setting); under summed pricing LAB has no padding to save."""
+    return res.plan.setup.batch_pricing == "padded"
 
 
 def _lab_cuts(res: DsdResults, bound: float | None) -> list[float | None]:
@@ -128,7 +123,7 @@ def bound_sweep(res: DsdResults) -> str:
 
 def batching_rows(res: DsdResults) -> list[ClaimRow]:
     """D7: Figs. 9–10, FIFO vs LAB over the number of drafts (GSM8K, 10 ms). Under padded
-    batches (``DsdSetup.lab_pricing``) LAB's TPOT row is judged and shows the bound sweep
+    batches (``DsdSetup.batch_pricing``) LAB's TPOT row is judged and shows the bound sweep
     beside it; under summed pricing it is unreachable by construction, not judged."""
     drafts = sorted(res.plan.sweep_drafts)
     cuts = _lab_cuts(res, res.plan.setup.lab_max_length_ratio)
@@ -148,7 +143,7 @@ def batching_rows(res: DsdResults) -> list[ClaimRow]:
     why, mode = CAUSES[res.cost_mode].batching, res.cost_mode
     if padded(res):
         tpot_row = ClaimRow(
-            "D7", tagged(mode, priced(res, "LAB TPOT − FIFO TPOT")),
+            "D7", tagged(mode, "LAB TPOT − FIFO TPOT"),
             "−1 to −2 ms", ", ".join(fmt(c, "+.2f") for c in cuts),
             "≤ 0 at every draft count; −0.5 to −3 ms", lower,
             lower and all(c is not None and -3.0 <= c <= -0.5 for c in cuts),
@@ -169,8 +164,8 @@ def batching_rows(res: DsdResults) -> list[ClaimRow]:
     return [
         tpot_row,
         ClaimRow(
-            "D7", tagged(mode, priced(res, f"LAB vs FIFO throughput at {drafts[-1]} drafts "
-                                          "(saturated)")),
+            "D7", tagged(mode, f"LAB vs FIFO throughput at {drafts[-1]} drafts "
+                                          "(saturated)"),
             "equal", pct(top),
             f"targets saturated (FIFO throughput grows ≤ {SATURATED:.0%} from "
             f"{drafts[-2] if len(drafts) > 1 else '-'} to {drafts[-1]} drafts); within ±5%",

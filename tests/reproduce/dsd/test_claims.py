@@ -51,7 +51,7 @@ from edgespec.reproduce.dsd.summary import DsdRunSummary, DsdSimTpot, summarise
 from edgespec.reproduce.dsd.sweep_claims import batching_rows, quick_run, routing_rows
 
 PLAN = DsdPlan(DsdSetup(), ("gsm8k",), ("C1", "C2"), (10.0, 40.0, 60.0, 90.0), (400, 1000, 1400))
-SUMMED = replace(PLAN, setup=replace(PLAN.setup, lab_pricing="summed"))
+SUMMED = replace(PLAN, setup=replace(PLAN.setup, batch_pricing="summed"))
 """The plan with D2's stacks and D7's runs priced summed: LAB has no padding to save."""
 MODES = pytest.mark.parametrize("mode", COST_MODES)
 
@@ -74,14 +74,12 @@ def test_stack_gain_and_tpot_cut_within_tolerance(mode: CostMode) -> None:
     runs = {stack_name(s): run(thr[s], 350.0 - i, tpot[s]) for i, s in enumerate(STACKS)}
     rows = stack_rows(DsdResults(PLAN.in_mode(mode), runs))
     gain, cut, ttft = rows[0], rows[1], rows[2]
-    assert gain.what == tagged(
-        mode, "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms) (padded batches)"
-    )
+    assert gain.what == tagged(mode, "throughput gain Default → S4 (GSM8K, 600 drafts, 10 ms)")
     assert (gain.direction_ok, gain.magnitude_ok) == (True, True)
     assert gain.ours == "25.00 → 25.50 → 26.00 → 27.00 → 28.00 (+12.0%)"
     assert gain.tolerance == "gain > 0 and the chain rises at every link; ±25% of +12.0%"
     assert (cut.direction_ok, cut.magnitude_ok) == (True, True)
-    assert cut.what == tagged(mode, "TPOT change Default → S4 (padded batches)")
+    assert cut.what == tagged(mode, "TPOT change Default → S4")
     assert cut.ours == "45.0 → 44.0 → 43.0 → 40.0 → 37.0 ms (−17.8%)".replace("−", "-")
     assert ttft.direction_ok is True
     # padded batches: LAB's link is judged like the others; a drop there breaks both chains
@@ -290,9 +288,7 @@ def test_routing_and_batching_sweeps() -> None:
         "1.25×: +0.50, n/a, n/a; 1.5× (the setting): -1.50, -1.20, -2.00; 2×: n/a, n/a, n/a; "
         "3×: n/a, -0.25, n/a; none: n/a, n/a, +1.00"
     )
-    assert thr_row.what == tagged(
-        "physical", "LAB vs FIFO throughput at 1400 drafts (saturated) (padded batches)"
-    )
+    assert thr_row.what == tagged("physical", "LAB vs FIFO throughput at 1400 drafts (saturated)")
     assert (thr_row.ours, thr_row.direction_ok, thr_row.magnitude_ok) == ("+1.0%", True, True)
     # summed pricing: LAB's TPOT cut is unreachable by construction: not judged, whichever
     # way the runs fall; the note says which
@@ -405,6 +401,9 @@ def test_every_row_carries_its_modes_tag_and_cause(mode: CostMode) -> None:
         if row.outcome is Outcome.NOT_JUDGED:  # D7's TPOT: unreachable by construction
             assert row.claim_id == "D7" and row.why == "" and row.cause is None
             continue
+        if row.outcome is Outcome.SETTING:  # the think time's fit: no cause shown
+            assert what[2:5] == ["C1", "gsm8k", "thr"] and row.cause is None
+            continue
         assert row.outcome is not Outcome.HOLDS and row.cause is reason.cause
         assert row.why.startswith(str(reason))
     assert families == {f.name for f in fields(CAUSES[mode])}  # every family is used
@@ -421,12 +420,9 @@ def test_plan_scenarios_cover_every_claim() -> None:
     assert {lab_bound_name(b, n) for b in LAB_BOUNDS for n in (400, 1200)} <= names
     assert len(names) == 5 + 3 * 3 + 2 * 2 + 3 + 2 * 4 + 2 * 4  # D7: FIFO, LAB, 4 bounds
     assert len(plan_scenarios(DsdPlan.full())) == 5 + 11 * 3 + 8 * 2 + 3 * 4 * 3 + 7 * 8
-    # the runs that compare batching (D2's stacks, D7 and its bound sweep) price padded,
-    # the others summed
+    # one batch pricing, chosen once: every run prices padded batches
     for name, data in plan_scenarios(quick).items():
-        pricing = {s["batch_pricing"] for s in data["auto_topology"]["servers"]}
-        compares = name.startswith(("stack-", "batching-"))
-        assert pricing == {"padded" if compares else "summed"}, name
+        assert {s["batch_pricing"] for s in data["auto_topology"]["servers"]} == {"padded"}, name
     bounded = plan_scenarios(quick)
     assert bounded["batching-lab-bound2-400"]["policies"]["batching"] == {
         "name": "lab", "params": {"max_length_ratio": 2.0},
@@ -456,7 +452,7 @@ def test_fleet_is_the_papers_4_gpu_servers_tp1_the_variant_scaled_by_the_share()
     data = scenario(DsdSetup(), name="x", dataset="gsm8k", num_drafts=600, rtt_ms=10.0)
     assert data["auto_topology"]["servers"] == [
         {"name": f"{m}-{hw}", "count": n, "target_model": m, "hardware": hw, "max_batch_size": 12,
-         "batch_pricing": "summed"}
+         "batch_pricing": "padded"}
         for m, hw, n in (("llama2-70b", "4xa100", 7), ("qwen-72b", "4xh100", 7),
                          ("llama3-70b", "4xa6000", 6))
     ]  # fmt: skip
@@ -631,9 +627,13 @@ def test_misses_carry_the_cause_their_claim_states(mode: CostMode) -> None:
     worse = table_rows(_table(0.95, 41.0, mode))
     assert all(r.reason == why.awc and r.cause is why.awc.cause for r in worse[:4])
     cells = by_what(table_rows(DsdResults(plan, {}))[4:], mode)
-    thr = cells["Table 2 C1 gsm8k thr (Static / Dynamic / AWC)"]
-    assert thr.outcome is Outcome.MISS and thr.reason == why.absolute
-    assert thr.why == str(why.absolute)
+    # the fitted cell's throughput is the think time's setting; another cell's is judged
+    fitted = cells["Table 2 C1 gsm8k thr (Static / Dynamic / AWC)"]
+    assert fitted.outcome is Outcome.SETTING and fitted.cause is None
+    assert fitted.setting.startswith("shown, not judged: the think time is fitted")
+    thr = cells["Table 2 C2 gsm8k thr (Static / Dynamic / AWC)"]
+    assert thr.outcome is Outcome.MISS and thr.reason == table_throughput_reason("gsm8k", "C2")
+    assert thr.why == str(thr.reason)
     humaneval = DsdPlan(DsdSetup(), ("humaneval",), ("C1",), PLAN.crossover_rtts_ms, (400,))
     ttft = [r for r in table_rows(DsdResults(humaneval.in_mode(mode), {})) if "ttft" in r.what]
     assert ttft[0].outcome is Outcome.MISS and ttft[0].reason == why.table_ttft
@@ -656,7 +656,10 @@ def test_quick_run_marks_every_magnitude_but_the_crossover(mode: CostMode) -> No
     thr = {"default": 9.33, "s1": 10.0, "s2": 10.5, "s3": 11.0, "s4": 14.83}
     runs = {stack_name(s): run(thr[s], 168.0, 43.0) for s in STACKS}
     rows = stack_rows(DsdResults(quick, runs))
-    absolute = rows[3]  # default: 9.33 req/s against 25.1
+    absolute = rows[3]  # default: 168 ms TTFT, 43 ms TPOT against 45: within
+    assert absolute.magnitude_ok is True and absolute.outcome is Outcome.QUICK
+    runs[stack_name("default")] = run(thr["default"], 168.0, 70.0)
+    absolute = stack_rows(DsdResults(quick, runs))[3]  # TPOT +56%
     assert absolute.magnitude_ok is False and absolute.outcome is Outcome.QUICK
     assert absolute.cause is Cause.QUICK_RUN and "(quick run)" in absolute.verdict
     gain = rows[0]  # +58.9% against +12%: the run's start, not the stacks

@@ -153,9 +153,17 @@ def test_report_says_quick_and_gives_every_miss_its_cause(
         known += [UNSATURATED, TP1_CROSSOVER, *cells]
         assert reason is not None and reason in known
     # 40 s runs end inside the start-up transient (70 s): no row is judged, every row is
-    # not comparable, its numbers shown
+    # not comparable, its numbers shown; the fitted cell's throughput (the think time's
+    # fit) is a setting in every run, one per cost mode
     assert not QUICK.past_transient and DsdPlan.full().past_transient
+    settings = [r for r in rows if r.setting]
+    assert [(r.claim_id, r.what.split("] ")[1]) for r in settings] == [
+        ("D4", "Table 2 C1 gsm8k thr (Static / Dynamic / AWC)")
+    ] * 2
+    assert all(r.outcome is Outcome.SETTING for r in settings)
     for row in rows:
+        if row.setting:
+            continue
         assert (row.outcome, row.cause, row.direction_ok) == (
             Outcome.QUICK, Cause.QUICK_RUN, None,
         ), row  # fmt: skip
