@@ -289,3 +289,22 @@ def test_rounds_that_rise_with_longer_answers_name_the_length_as_the_cause() -> 
     _with_tokens(flat, dict.fromkeys(rounds, 30.0), rounds)
     row = _by_what(v5_rows(flat), "rounds per answer fall with T, poor")[0]
     assert row.outcome is Outcome.MISS and row.why.startswith("cause not known")
+
+
+def test_equal_channels_do_not_show_the_poor_channel_losing_more() -> None:
+    """Fig. 3's poor channel loses more agreement than the good one: the same agreement on
+    both at every T is no evidence of it (the row misses), and with a channel-blind head
+    the head is named as the cause; one T where the good channel keeps more is enough."""
+    same = {"poor": PAPER_AGREEMENT["good"], "good": PAPER_AGREEMENT["good"]}
+    blind = {
+        "reject_share": {"poor": [1.0] + [0.6] * 15 + [0.0], "good": [1.0] + [0.606] * 15 + [0.0]}
+    }
+    row = _by_what(v5_rows(results(same, head=blind)), "poor channel loses more")[0]
+    assert row.ours == "good − poor: T4 +0 pt, T8 +0 pt, T12 +0 pt, T14 +0 pt"
+    assert row.outcome is Outcome.MISS and row.cause is Cause.MODELLING
+    assert "differ by at most 0.006 at T = 4, 8, 12, 14" in row.why
+    row = _by_what(v5_rows(results(same)), "poor channel loses more")[0]
+    assert row.outcome is Outcome.MISS and row.reason is None
+    one = {"poor": {**PAPER_AGREEMENT["good"], 14: 0.95}, "good": PAPER_AGREEMENT["good"]}
+    row = _by_what(v5_rows(results(one)), "poor channel loses more")[0]
+    assert row.outcome is Outcome.HOLDS and row.ours.endswith("T14 +3 pt")
