@@ -129,14 +129,15 @@ def _serve_openai(args: argparse.Namespace, config: Any, stop: Any, placement: A
 
     host, port = serve.parse_address(args.serve_openai)
     serve.check_serve_flags(args.mode, args.compare, args.records, stop, config)
+    limits = Limits(args.openai_max_body_bytes, args.openai_max_prompt_tokens,
+                    args.openai_max_tokens)  # fmt: skip
+    serve.check_limits(config.max_new_tokens, limits)
     concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued)
     ensure_port_free(host, port)  # before the server is reached or the draft loads
     verifier = _routed_verifier(config)
     vocab_size = verifier.vocab_size()  # reaches the server before anything loads
     draft = _load_draft(config, args, placement)
     tokenizer = _tokenizer(args, config, verifier, draft, needed=True)
-    limits = Limits(args.openai_max_body_bytes, args.openai_max_prompt_tokens,
-                    args.openai_max_tokens)  # fmt: skip
     return serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size,
                               limits, concurrency=concurrency)  # fmt: skip
 

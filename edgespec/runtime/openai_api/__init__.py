@@ -8,9 +8,13 @@ verification server(s).
   own; the routes;
 * :mod:`.connections` — the HTTP connections bounded before the app: how many, how long a
   request head may take, malformed HTTP and a body length declared twice refused;
-* :mod:`.body`, :mod:`.schema`, :mod:`.prompts` — a body read as it arrives and refused past
-  its limit; fields checked into a ``ParsedRequest``; the prompt as token ids (text, ids, or
-  chat messages through the chat template);
+* :mod:`.body`, :mod:`.schema`, :mod:`.fields`, :mod:`.messages` — a body read as it arrives
+  and refused past its limit; fields checked into a ``ParsedRequest`` (a field the endpoint
+  does not apply refused, never ignored); the prompt checked and bounded before it is
+  tokenized (characters, messages, roles);
+* :mod:`.tokenizing`, :mod:`.prompts` — prompts tokenized one at a time off the event loop,
+  a 429 when too many wait; the prompt as token ids (text, ids, or chat messages through the
+  chat template);
 * :mod:`.admission` — how many generations run at once and how many may wait;
 * :mod:`.generation`, :mod:`.text`, :mod:`.streaming` — one request's generation in a worker
   thread; committed ids to text deltas (held back where a stop sequence may begin); deltas

@@ -4,7 +4,9 @@ Each generation runs on a thread of the endpoint's own pool of ``max_running`` w
 (never the event loop's default executor, which request parsing, ``/health`` and
 ``/v1/models`` are free to use). A request that finds every worker busy waits in a FIFO
 queue of at most ``max_queued``; beyond that it is refused at once with a 429 and
-``Retry-After``. ``/metrics`` shows the running and queued requests.
+``Retry-After``. ``/metrics`` shows the running and queued requests. :class:`Line` (places
+held, the rest waiting in order) is shared with the line of prompts waiting to be
+tokenized (:mod:`.tokenizing`).
 """
 
 from __future__ import annotations
@@ -38,36 +40,25 @@ class Concurrency:
         return Concurrency(running, running)
 
 
-class Admission:
-    """Admits generations onto its own worker pool (use on the event loop's thread only)."""
+class Line:
+    """At most ``slots`` holders at once, the others waiting in arrival order (use on the
+    event loop's thread only). A holder must :meth:`release` its place."""
 
-    def __init__(self, limits: Concurrency) -> None:
-        self.limits = limits
-        self.executor = ThreadPoolExecutor(limits.max_running, "edgespec-openai")
-        self.running = 0
-        self.refused_total = 0
-        self.admitted_total = 0
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self.held = 0
         self._waiting: deque[asyncio.Future[None]] = deque()
 
     @property
     def queued(self) -> int:
         return len(self._waiting)
 
-    async def acquire(self) -> None:
-        """A worker for one generation, waiting in line for it when all are busy; a 429
-        when the line is full. The caller must :meth:`release` it."""
-        if self.running < self.limits.max_running and not self._waiting:
-            self.running += 1
-            self.admitted_total += 1
+    async def _take(self) -> None:
+        """A place, waiting in line for it when all are held; a waiter cancelled gives its
+        place in line up (or back, when it was handed one as it left)."""
+        if self.held < self.slots and not self._waiting:
+            self.held += 1
             return
-        if len(self._waiting) >= self.limits.max_queued:
-            self.refused_total += 1
-            raise ApiError(429, f"the endpoint is busy: {self.running} generations running and "
-                           f"{len(self._waiting)} queued (--openai-max-concurrent "
-                           f"{self.limits.max_running}, --openai-max-queued "
-                           f"{self.limits.max_queued}); retry after {RETRY_AFTER_S}s",
-                           kind="rate_limit_error", code="too_many_requests",
-                           retry_after_s=RETRY_AFTER_S)  # fmt: skip
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append(turn)
         try:
@@ -76,31 +67,68 @@ class Admission:
             if turn in self._waiting:
                 self._waiting.remove(turn)
             elif turn.done() and not turn.cancelled():
-                self.release()  # the worker was handed over as this request left
+                self.release()  # the place was handed over as this waiter left
             raise
-        self.admitted_total += 1
 
     def release(self) -> None:
-        """A generation ended: its worker goes to the first request waiting, if any."""
+        """A holder is done: its place goes to the first waiter, if any."""
         while self._waiting:
             turn = self._waiting.popleft()
             if not turn.done():
                 turn.set_result(None)
                 return
-        self.running -= 1
+        self.held -= 1
+
+
+def busy(message: str) -> ApiError:
+    """A 429 that OpenAI clients retry after ``Retry-After``."""
+    return ApiError(429, f"the endpoint is busy: {message}; retry after {RETRY_AFTER_S}s",
+                    kind="rate_limit_error", code="too_many_requests",
+                    retry_after_s=RETRY_AFTER_S)  # fmt: skip
+
+
+def prometheus(rows: tuple[tuple[str, str, str, int], ...]) -> str:
+    """``(name, type, help, value)`` rows in Prometheus' text format."""
+    lines: list[str] = []
+    for name, kind, text, value in rows:
+        metric = f"edgespec_openai_{name}"
+        lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}", f"{metric} {value}"]
+    return "\n".join(lines) + "\n"
+
+
+class Admission(Line):
+    """Admits generations onto its own worker pool (use on the event loop's thread only)."""
+
+    def __init__(self, limits: Concurrency) -> None:
+        super().__init__(limits.max_running)
+        self.limits = limits
+        self.executor = ThreadPoolExecutor(limits.max_running, "edgespec-openai")
+        self.refused_total = 0
+        self.admitted_total = 0
+
+    @property
+    def running(self) -> int:
+        return self.held
+
+    async def acquire(self) -> None:
+        """A worker for one generation, waiting in line for it when all are busy; a 429
+        when the line is full. The caller must :meth:`release` it."""
+        full = self.held >= self.slots or self.queued > 0
+        if full and self.queued >= self.limits.max_queued:
+            self.refused_total += 1
+            raise busy(f"{self.running} generations running and {self.queued} queued "
+                       f"(--openai-max-concurrent {self.limits.max_running}, "
+                       f"--openai-max-queued {self.limits.max_queued})")  # fmt: skip
+        await self._take()
+        self.admitted_total += 1
 
     def metrics(self) -> str:
         """The admission gauges and counters in Prometheus' text format."""
-        rows = (
+        return prometheus((
             ("requests_running", "gauge", "generations running now", self.running),
             ("requests_queued", "gauge", "requests waiting for a worker", self.queued),
             ("max_running", "gauge", "--openai-max-concurrent", self.limits.max_running),
             ("max_queued", "gauge", "--openai-max-queued", self.limits.max_queued),
             ("requests_admitted_total", "counter", "generations started", self.admitted_total),
             ("requests_refused_total", "counter", "requests refused with 429", self.refused_total),
-        )
-        lines: list[str] = []
-        for name, kind, text, value in rows:
-            metric = f"edgespec_openai_{name}"
-            lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}", f"{metric} {value}"]
-        return "\n".join(lines) + "\n"
+        ))  # fmt: skip

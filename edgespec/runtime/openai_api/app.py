@@ -1,12 +1,14 @@
-"""The FastAPI app: ``/v1/models``, ``/v1/completions``, ``/v1/chat/completions``; every
-refusal an OpenAI error body (:mod:`.errors`)."""
+"""The FastAPI app: ``/v1/models`` (and ``/v1/models/{id}``), ``/v1/completions``,
+``/v1/chat/completions``, ``/health``, ``/metrics``; every refusal an OpenAI error body
+(:mod:`.errors`)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -14,15 +16,33 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.admission import Admission, Concurrency
 from edgespec.runtime.openai_api.body import read_body
-from edgespec.runtime.openai_api.errors import ApiError, from_request_error
-from edgespec.runtime.openai_api.generation import Completion, EdgeSetup, prepare, run_request
-from edgespec.runtime.openai_api.responses import Shape, model_list
-from edgespec.runtime.openai_api.schema import Defaults, Limits, decode_body, parse_request
+from edgespec.runtime.openai_api.errors import ApiError, clip, from_request_error, shown
+from edgespec.runtime.openai_api.generation import (
+    Completion,
+    EdgeSetup,
+    PreparedRequest,
+    prepare,
+    run_request,
+)
+from edgespec.runtime.openai_api.messages import prompt_size
+from edgespec.runtime.openai_api.prompts import needs_tokenizer
+from edgespec.runtime.openai_api.responses import Shape, model_entry, model_list
+from edgespec.runtime.openai_api.schema import (
+    Defaults,
+    Limits,
+    ParsedRequest,
+    decode_body,
+    parse_request,
+)
 from edgespec.runtime.openai_api.streaming import Running, sse
+from edgespec.runtime.openai_api.tokenizing import TOKENIZE_QUEUE_PROMPTS, PromptLine, run_holding
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +54,20 @@ class ApiConfig:
     limits: Limits = field(default_factory=Limits)
     concurrency: Concurrency = field(default_factory=Concurrency.for_device)
 
+    def __post_init__(self) -> None:
+        if self.defaults.max_tokens > self.limits.max_tokens:
+            raise ValueError(f"the default max_tokens {self.defaults.max_tokens} is over the "
+                             f"limit of {self.limits.max_tokens}: every request without "
+                             "max_tokens would be refused")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """Where a request waits: for the tokenizer, then for a worker."""
+
+    prompts: PromptLine
+    admission: Admission
+
 
 DISCONNECT_POLL_S = 0.25
 
@@ -44,9 +78,12 @@ def api_error(exc: BaseException) -> ApiError:
         return exc
     if isinstance(exc, RequestError):
         return from_request_error(exc)
-    if isinstance(exc, ValueError):  # a setting the drafter refuses (e.g. greedy-only trees)
-        return ApiError(400, f"the drafter refused the request: {exc}")
-    return ApiError(500, f"internal error: {type(exc).__name__}: {exc}", kind="server_error")
+    if isinstance(exc, ClientDisconnect):
+        return _client_left()
+    # what a request can get wrong is an ApiError by now: anything else is the endpoint's
+    LOG.error("internal error answering a request", exc_info=exc)
+    return ApiError(500, f"internal error: {type(exc).__name__}: {clip(str(exc))}",
+                    kind="server_error")  # fmt: skip
 
 
 def error_response(exc: BaseException, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -66,22 +103,36 @@ async def _body(request: Request, limits: Limits) -> dict[str, Any]:
     return decode_body(await read_body(request, limits.max_body_bytes))
 
 
+def _unknown_model(name: str, model_id: str) -> ApiError:
+    return ApiError(404, f"the model {shown(name)} does not exist; this endpoint serves "
+                    f"{model_id!r} (see /v1/models)", param="model",
+                    code="model_not_found")  # fmt: skip
+
+
+async def _prepared(
+    request: Request, setup: EdgeSetup, api: ApiConfig, parsed: ParsedRequest, line: PromptLine
+) -> PreparedRequest:
+    """``parsed`` tokenized and its window policy made, before it waits for a worker (a bad
+    one is a 400 now); a text or chat prompt waits its turn for the tokenizer, whose work
+    runs off the event loop (:mod:`.tokenizing`)."""
+    if not needs_tokenizer(parsed.prompt):
+        return prepare(setup, parsed, api.limits)  # token ids: checked, nothing to tokenize
+    await _waited(request, line.acquire(prompt_size(parsed.prompt)), line.release)
+    return await run_holding(line, partial(prepare, setup, parsed, api.limits))
+
+
 async def _complete(
-    request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, admission: Admission
+    request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, lines: Lines
 ) -> Response:
     parsed = parse_request(await _body(request, api.limits), chat, api.defaults, api.limits)
     if parsed.model != api.model_id:
-        raise ApiError(404, f"the model {parsed.model!r} does not exist; this endpoint serves "
-                       f"{api.model_id!r} (see /v1/models)", param="model",
-                       code="model_not_found")  # fmt: skip
-    # off the event loop: a 1 MiB prompt takes the tokenizer most of a second, which every
-    # other request (/health included) would wait out; before admission: a bad window policy
-    # is a 400 now, not after waiting for a worker
-    prepared = await asyncio.to_thread(prepare, setup, parsed, api.limits)
+        raise _unknown_model(parsed.model, api.model_id)
+    prepared = await _prepared(request, setup, api, parsed, lines.prompts)
     work: Callable[[Callable[[str], None], threading.Event], Completion] = partial(
         run_request, setup, prepared
     )
-    await _admitted(request, admission)  # a 429 when the queue is full
+    admission = lines.admission
+    await _waited(request, admission.acquire(), admission.release)  # 429: the queue is full
     try:
         running = Running(work, admission.executor, admission.release)
     except BaseException:
@@ -117,10 +168,10 @@ def _client_left() -> ApiError:
     return ApiError(499, "the client closed the request", code="client_closed_request")
 
 
-async def _admitted(request: Request, admission: Admission) -> None:
-    """Wait in line for a worker; a client that leaves first gives its place up, so it
-    neither holds the queue's room nor starts a generation later."""
-    turn = asyncio.ensure_future(admission.acquire())
+async def _waited(request: Request, acquire: Awaitable[None], release: Callable[[], None]) -> None:
+    """Wait in a line (``acquire``) for a place; a client that leaves first gives its place
+    up, so it neither holds the line's room nor takes a turn later."""
+    turn = asyncio.ensure_future(acquire)
     if await _done_unless_gone(request, turn):
         return turn.result()  # the 429, when refused
     turn.cancel()
@@ -128,7 +179,7 @@ async def _admitted(request: Request, admission: Admission) -> None:
         await turn
     except asyncio.CancelledError:
         raise _client_left() from None
-    admission.release()  # admitted just as it left
+    release()  # its turn came just as it left
     raise _client_left()
 
 
@@ -143,11 +194,11 @@ async def _whole(request: Request, running: Running) -> Completion:
 
 
 async def _answer(
-    request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, admission: Admission
+    request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, lines: Lines
 ) -> Response:
     """A completion, or the OpenAI error body of whatever went wrong."""
     try:
-        return await _complete(request, setup, api, chat, admission)
+        return await _complete(request, setup, api, chat, lines)
     except Exception as exc:
         return error_response(exc)
 
@@ -157,6 +208,8 @@ def build_app(setup: EdgeSetup, api: ApiConfig) -> FastAPI:
     app = FastAPI(title="edgespec", docs_url=None, redoc_url=None, openapi_url=None)
     created = int(time.time())
     admission = Admission(api.concurrency)
+    prompts = PromptLine(TOKENIZE_QUEUE_PROMPTS * api.limits.max_prompt_chars)
+    lines = Lines(prompts, admission)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -167,6 +220,12 @@ def build_app(setup: EdgeSetup, api: ApiConfig) -> FastAPI:
     async def models() -> JSONResponse:
         return JSONResponse(model_list(api.model_id, created))
 
+    @app.get("/v1/models/{name:path}")
+    async def model(name: str) -> JSONResponse:
+        if name != api.model_id:
+            return error_response(_unknown_model(name, api.model_id))
+        return JSONResponse(model_entry(api.model_id, created))
+
     @app.get("/health")
     async def health() -> JSONResponse:
         return JSONResponse({"status": "ok", "running": admission.running,
@@ -174,14 +233,15 @@ def build_app(setup: EdgeSetup, api: ApiConfig) -> FastAPI:
 
     @app.get("/metrics")
     async def metrics() -> Response:
-        return Response(admission.metrics(), media_type="text/plain; version=0.0.4")
+        return Response(admission.metrics() + prompts.metrics(),
+                        media_type="text/plain; version=0.0.4")  # fmt: skip
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
-        return await _answer(request, setup, api, False, admission)
+        return await _answer(request, setup, api, False, lines)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        return await _answer(request, setup, api, True, admission)
+        return await _answer(request, setup, api, True, lines)
 
     return app

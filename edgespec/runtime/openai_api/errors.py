@@ -11,6 +11,19 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 RETRY_AFTER_S = 1
 """The ``Retry-After`` hint (seconds) of a 503: the verification server did not answer."""
 
+SHOWN_CHARS = 80
+"""The most characters of a client's value (or a failure's text) an error message quotes."""
+
+
+def clip(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shown(value: object) -> str:
+    """``value`` as an error message quotes it: its ``repr``, cut by :func:`clip`."""
+    return clip(repr(value))
+
 
 class ApiError(Exception):
     """A request refused with an OpenAI error body; ``message`` says what and where."""

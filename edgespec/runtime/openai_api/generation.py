@@ -1,13 +1,19 @@
 """One request's distributed speculative decoding, run in a worker thread: token ids in,
 text deltas out as rounds commit them (stop sequences cut the text and end the session),
 a client that went away (:class:`threading.Event` set) ends it at the next round, and the
-session is closed on the verification server however the request ends."""
+session is closed on the verification server however the request ends.
+
+``usage.completion_tokens`` counts the tokens of the text returned (a stop sequence, a chat
+template's end-of-turn token and what a round committed after them are not counted; an
+end-of-sequence token the model ended on is). ``finish_reason`` is ``"length"`` only when
+the output reached ``max_tokens`` without ending: a last token that is an end of sequence
+(:func:`end_ids`) is a ``"stop"``."""
 
 from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +21,8 @@ from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
 from edgespec.runtime.edge.reconnect import close_quietly
 from edgespec.runtime.messages import SessionSpec
-from edgespec.runtime.openai_api.errors import invalid
+from edgespec.runtime.openai_api.errors import clip, invalid
+from edgespec.runtime.openai_api.messages import is_chat
 from edgespec.runtime.openai_api.prompts import prompt_ids
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
 from edgespec.runtime.openai_api.text import TextStream
@@ -31,7 +38,7 @@ class Completion:
 
     text: str
     prompt_tokens: int
-    completion_tokens: int
+    completion_tokens: int  # the tokens of ``text`` (and an EOS the model ended on)
     finish_reason: str  # "stop" (EOS or a stop sequence) or "length" (max_tokens)
 
 
@@ -97,7 +104,7 @@ def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
     try:
         return build_policy("window", name, params)
     except PolicyConfigError as exc:
-        raise invalid(f"edgespec.window: {exc}", param="edgespec.window") from None
+        raise invalid(f"edgespec.window: {clip(str(exc), 200)}", param="edgespec.window") from None
 
 
 def _drafter(setup: EdgeSetup) -> Any:
@@ -120,8 +127,31 @@ class PreparedRequest:
     window: Any
 
 
+def end_ids(setup: EdgeSetup) -> frozenset[int]:
+    """The tokens the endpoint takes for an end of sequence: the tokenizer's EOS, a chat
+    template's end of turn, and the draft model's EOS ids (the target's family's)."""
+    ids = set(end_of_turn_ids(setup.tokenizer))
+    eos = getattr(setup.tokenizer, "eos_token_id", None)
+    if isinstance(eos, int):
+        ids.add(eos)
+    if getattr(setup.draft_model, "generation_config", None) is not None:
+        from edgespec.runtime.backends.transformers_backend import eos_ids
+
+        ids |= eos_ids(setup.draft_model)
+    return frozenset(ids)
+
+
+def _check_sampling(setup: EdgeSetup, request: ParsedRequest) -> None:
+    """What the drafter cannot do for this request, refused before it waits for a worker."""
+    if setup.config.tree is not None and request.temperature > 0:
+        raise invalid(f"temperature {request.temperature:g}: this endpoint drafts token trees "
+                      "(--tree), which are verified greedily only: use temperature 0",
+                      param="temperature")  # fmt: skip
+
+
 def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> PreparedRequest:
     """Tokenize ``request``'s prompt (bounded by ``limits``) and make its window policy."""
+    _check_sampling(setup, request)
     ids = prompt_ids(setup.tokenizer, request.prompt, setup.vocab_size, limits)
     sampling = SamplingParams(request.temperature, request.top_p, request.max_tokens,
                               request.seed)  # fmt: skip
@@ -142,7 +172,7 @@ def run_request(
     from edgespec.runtime.wire.emulated_link import wrap_verifier
 
     config, request = setup.config, prepared.request
-    chat = bool(request.prompt) and isinstance(request.prompt[0], Mapping)
+    chat = is_chat(request.prompt)
     text = TextStream(
         setup.tokenizer, request.stop, end_of_turn_ids(setup.tokenizer) if chat else frozenset()
     )
@@ -172,6 +202,12 @@ def run_request(
         rest = text.finish()
         if rest:
             on_text(rest)
-    length = not text.stopped and len(committed) >= request.max_tokens
-    finish = "length" if length else "stop"
-    return Completion(text.text, len(prepared.prompt_ids), len(committed), finish)
+    return Completion(text.text, len(prepared.prompt_ids), text.num_tokens,
+                      _finish(setup, text, committed, request.max_tokens))  # fmt: skip
+
+
+def _finish(setup: EdgeSetup, text: TextStream, committed: list[int], max_tokens: int) -> str:
+    """``"length"`` when the output reached ``max_tokens`` without ending, else ``"stop"``."""
+    if text.stopped or len(committed) < max_tokens or committed[-1] in end_ids(setup):
+        return "stop"
+    return "length"

@@ -1,63 +1,51 @@
 """A request's prompt as token ids: text through the tokenizer, token ids checked against
-the target's vocabulary, chat messages through the tokenizer's chat template."""
+the target's vocabulary, chat messages through the tokenizer's chat template. The prompt
+was bounded as it was parsed (:mod:`.messages`); only the tokenizer itself runs under
+:data:`TOKENIZER_LOCK` (a chat template is rendered outside it)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
-from edgespec.runtime.openai_api.errors import invalid
+from edgespec.runtime.openai_api.errors import clip, invalid
+from edgespec.runtime.openai_api.messages import Message, Prompt, is_chat
 from edgespec.runtime.openai_api.schema import Limits
 
 TOKENIZER_LOCK = threading.Lock()
 """Fast tokenizers refuse concurrent use ("Already borrowed"): every call holds this."""
 
 
-def _content(message: Mapping[str, Any], index: int) -> str:
-    """A message's text: a string, or the ``text`` of its ``{"type": "text"}`` parts."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(
-        isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-        for p in content
-    ):
-        return "".join(p["text"] for p in content)
-    raise invalid(f"messages[{index}].content must be a string or a list of text parts",
-                  param=f"messages[{index}].content")  # fmt: skip
-
-
-def _chat_text(tokenizer: Any, messages: tuple[Mapping[str, Any], ...]) -> str:
+def _chat_text(tokenizer: Any, messages: tuple[Message, ...]) -> str:
     if getattr(tokenizer, "chat_template", None) is None:
         raise invalid("this model's tokenizer has no chat template: use /v1/completions "
                       "with a text prompt", param="messages",
                       code="chat_template_missing")  # fmt: skip
-    plain = [{"role": m["role"], "content": _content(m, i)} for i, m in enumerate(messages)]
+    plain = [{"role": m.role, "content": m.content} for m in messages]
     try:
         return str(tokenizer.apply_chat_template(plain, tokenize=False,
                                                  add_generation_prompt=True))  # fmt: skip
-    except Exception as exc:  # the template's own checks (roles, alternation) fail here
-        raise invalid(f"the chat template refused the messages: {exc}",
+    except Exception as exc:  # the template's own checks (alternation, say) fail here
+        raise invalid(f"the chat template refused the messages: {clip(str(exc))}",
                       param="messages") from None  # fmt: skip
 
 
-def prompt_ids(tokenizer: Any, prompt: Any, vocab_size: int, limits: Limits) -> tuple[int, ...]:
+def prompt_ids(tokenizer: Any, prompt: Prompt, vocab_size: int, limits: Limits) -> tuple[int, ...]:
     """``prompt`` (text, token ids or chat messages) as token ids, at most
     ``limits.max_prompt_tokens`` of them."""
-    if isinstance(prompt, tuple) and prompt and isinstance(prompt[0], int):
-        ids = tuple(int(t) for t in prompt)
+    if isinstance(prompt, str):
+        with TOKENIZER_LOCK:
+            ids = tuple(tokenizer(prompt)["input_ids"])
+    elif needs_tokenizer(prompt):
+        text = _chat_text(tokenizer, cast(tuple[Message, ...], prompt))
+        with TOKENIZER_LOCK:
+            ids = tuple(tokenizer(text, add_special_tokens=False)["input_ids"])
+    else:
+        ids = cast(tuple[int, ...], prompt)
         bad = [t for t in ids if t >= vocab_size]
         if bad:
             raise invalid(f"prompt token ids {bad[:5]} are outside the target's vocabulary "
                           f"of {vocab_size}", param="prompt")  # fmt: skip
-    else:
-        with TOKENIZER_LOCK:
-            if isinstance(prompt, str):
-                ids = tuple(tokenizer(prompt)["input_ids"])
-            else:
-                text = _chat_text(tokenizer, prompt)
-                ids = tuple(tokenizer(text, add_special_tokens=False)["input_ids"])
     if not ids:
         raise invalid("the prompt is empty after tokenization", param="prompt")
     if len(ids) > limits.max_prompt_tokens:
@@ -65,3 +53,8 @@ def prompt_ids(tokenizer: Any, prompt: Any, vocab_size: int, limits: Limits) -> 
                       f"{limits.max_prompt_tokens}", param="prompt",
                       code="context_length_exceeded")  # fmt: skip
     return ids
+
+
+def needs_tokenizer(prompt: Prompt) -> bool:
+    """Whether ``prompt`` is text or messages (token ids need no tokenizer)."""
+    return isinstance(prompt, str) or is_chat(prompt)

@@ -68,7 +68,11 @@ def usage(done: Completion) -> dict[str, int]:
     }
 
 
+def model_entry(model_id: str, created: int) -> dict[str, Any]:
+    """``/v1/models/{model_id}``: the model served (the verification server's target)."""
+    return {"id": model_id, "object": "model", "created": created, "owned_by": "edgespec"}
+
+
 def model_list(model_id: str, created: int) -> dict[str, Any]:
-    """``/v1/models``: the one model served (the verification server's target)."""
-    entry = {"id": model_id, "object": "model", "created": created, "owned_by": "edgespec"}
-    return {"object": "list", "data": [entry]}
+    """``/v1/models``: the one model served."""
+    return {"object": "list", "data": [model_entry(model_id, created)]}

@@ -1,5 +1,7 @@
 """Request bodies of ``/v1/completions`` and ``/v1/chat/completions``, checked field by
-field into a :class:`ParsedRequest`; a bad field is a 400 naming it (``param``)."""
+field into a :class:`ParsedRequest`; a bad field is a 400 naming it (``param``). Which
+fields a request may carry: :mod:`.fields`; the prompt, bounded before it is tokenized:
+:mod:`.messages`."""
 
 from __future__ import annotations
 
@@ -10,32 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgespec.core.types import SEED_LIMIT
-from edgespec.runtime.openai_api.errors import invalid
+from edgespec.runtime.openai_api.errors import clip, invalid, shown
+from edgespec.runtime.openai_api.fields import check_fields, parse_stream
+from edgespec.runtime.openai_api.messages import Prompt, max_prompt_chars, parse_prompt
 from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
 
 MAX_STOP = 4
 MAX_STOP_CHARS = 256
 """The longest stop sequence: the text stream holds back what may begin one, looking at
 every prefix of it after each token (time grows with its length squared)."""
-UNSUPPORTED: dict[str, tuple[Any, ...]] = {
-    "n": (1,),
-    "best_of": (1,),
-    "echo": (False,),
-    "logprobs": (False,),
-    "suffix": (),
-    "top_logprobs": (0,),
-    "presence_penalty": (0, 0.0),
-    "frequency_penalty": (0, 0.0),
-    "logit_bias": ({},),
-    "response_format": ({"type": "text"},),
-    "tools": ([],),
-    "tool_choice": ("none",),
-    "functions": ([],),
-    "function_call": ("none",),
-}
-"""Fields accepted only absent, null or at these values, of their JSON type (anything else
-is refused, not ignored: a penalty, a bias or a response format this endpoint would not
-apply)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +30,11 @@ class Limits:
     max_body_bytes: int = 1 << 20
     max_prompt_tokens: int = 2048
     max_tokens: int = 1024
+
+    @property
+    def max_prompt_chars(self) -> int:
+        """The most characters of a prompt (:data:`.messages.CHARS_PER_TOKEN` per token)."""
+        return max_prompt_chars(self.max_prompt_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +59,7 @@ class ParsedRequest:
     """One checked request; ``prompt`` is text, token ids, or chat ``messages``."""
 
     model: str
-    prompt: str | tuple[int, ...] | tuple[Mapping[str, Any], ...]
+    prompt: Prompt
     max_tokens: int
     temperature: float
     top_p: float
@@ -104,7 +94,7 @@ def _number(body: Mapping[str, Any], name: str, default: float, low: float, high
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise invalid(f"{name} must be a number, got {value!r}", param=name)
+        raise invalid(f"{name} must be a number, got {shown(value)}", param=name)
     if not low <= value <= high:
         raise invalid(f"{name} must be in [{low}, {high}], got {value}", param=name)
     return float(value)
@@ -115,7 +105,7 @@ def _integer(body: Mapping[str, Any], name: str, default: int | None) -> int | N
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise invalid(f"{name} must be an integer, got {value!r}", param=name)
+        raise invalid(f"{name} must be an integer, got {shown(value)}", param=name)
     return value
 
 
@@ -146,16 +136,17 @@ def _seed(body: Mapping[str, Any]) -> int | None:
 
 
 def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:
+    """``stop``: a string or a list of at most ``MAX_STOP`` (an empty list: none)."""
     value = body.get("stop")
     if value is None:
         return ()
     stops = [value] if isinstance(value, str) else value
-    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
-        raise invalid(f"stop must be a non-empty string or a list of them, got {value!r}",
-                      param="stop")  # fmt: skip
-    if len(stops) > MAX_STOP:
+    if isinstance(stops, list) and len(stops) > MAX_STOP:
         raise invalid(f"stop takes at most {MAX_STOP} sequences, got {len(stops)}", param="stop")
-    longest = max(len(s) for s in stops)
+    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
+        raise invalid(f"stop must be a non-empty string or a list of them, got {shown(value)}",
+                      param="stop")  # fmt: skip
+    longest = max((len(s) for s in stops), default=0)
     if longest > MAX_STOP_CHARS:
         raise invalid(f"a stop sequence has at most {MAX_STOP_CHARS} characters, got {longest}",
                       param="stop")  # fmt: skip
@@ -164,16 +155,18 @@ def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, WindowChoice | None]:
     """The ``edgespec`` object: ``slo_class`` and ``window`` (a name, or ``{name, params}``)."""
-    ext = body.get("edgespec") or {}
+    ext = body.get("edgespec")
+    if ext is None:
+        ext = {}
     if not isinstance(ext, dict):
-        raise invalid(f"edgespec must be an object, got {ext!r}", param="edgespec")
+        raise invalid(f"edgespec must be an object, got {shown(ext)}", param="edgespec")
     unknown = sorted(set(ext) - {"slo_class", "window"})
     if unknown:
-        raise invalid(f"edgespec has unknown fields {unknown} (known: slo_class, window)",
-                      param="edgespec")  # fmt: skip
+        raise invalid(f"edgespec has unknown fields {shown(unknown)} (known: slo_class, "
+                      "window)", param="edgespec")  # fmt: skip
     slo = ext.get("slo_class", defaults.slo_class)
     if not isinstance(slo, str) or not slo:
-        raise invalid(f"edgespec.slo_class must be a non-empty string, got {slo!r}",
+        raise invalid(f"edgespec.slo_class must be a non-empty string, got {shown(slo)}",
                       param="edgespec.slo_class")  # fmt: skip
     if len(slo) > MAX_IDENTIFIER_CHARS:
         raise invalid(f"edgespec.slo_class is {len(slo)} characters; the limit is "
@@ -190,39 +183,15 @@ def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, Window
         or not isinstance(params, dict)
     ):
         raise invalid(f"edgespec.window must be a policy name or {{name, params}}, got "
-                      f"{window!r}", param="edgespec.window")  # fmt: skip
+                      f"{shown(window)}", param="edgespec.window")  # fmt: skip
     for key, value in params.items():  # a string could name a file on this machine (awc's)
         if not isinstance(value, int | float) or (
             isinstance(value, float) and not math.isfinite(value)
         ):
-            raise invalid(f"edgespec.window.params.{key}: a request's window parameters are "
-                          f"finite numbers or booleans, got {value!r}",
+            raise invalid(f"edgespec.window.params.{clip(key)}: a request's window parameters "
+                          f"are finite numbers or booleans, got {shown(value)}",
                           param="edgespec.window")  # fmt: skip
     return slo, WindowChoice(window["name"], params)
-
-
-def _prompt(body: Mapping[str, Any], chat: bool) -> Any:
-    if chat:
-        messages = body.get("messages")
-        if (
-            not isinstance(messages, list)
-            or not messages
-            or not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages)
-        ):
-            raise invalid("messages must be a non-empty list of {role, content} objects",
-                          param="messages")  # fmt: skip
-        return tuple(messages)
-    prompt = body.get("prompt")
-    if isinstance(prompt, str):
-        return prompt
-    if (
-        isinstance(prompt, list)
-        and prompt
-        and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in prompt)
-    ):
-        return tuple(prompt)
-    raise invalid("prompt must be a string or a non-empty list of token ids (one prompt "
-                  f"per request), got {type(prompt).__name__}", param="prompt")  # fmt: skip
 
 
 def parse_request(
@@ -232,27 +201,20 @@ def parse_request(
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise invalid("model is required (a string; see /v1/models)", param="model")
-    for name, allowed in UNSUPPORTED.items():
-        value = body.get(name)
-        if value is not None and not any(type(value) is type(a) and value == a for a in allowed):
-            only = ", ".join(map(repr, (None, *allowed)))
-            raise invalid(f"{name}={value!r} is not supported (only {only})", param=name)
+    check_fields(body, chat)
     max_tokens = _max_tokens(body, chat, defaults, limits)
-    stream = body.get("stream", False)
-    options = body.get("stream_options") or {}
-    if not isinstance(stream, bool) or not isinstance(options, dict):
-        raise invalid("stream must be a boolean and stream_options an object", param="stream")
+    stream, include_usage = parse_stream(body)
     slo_class, window = _extension(body, defaults)
     return ParsedRequest(
         model=model,
-        prompt=_prompt(body, chat),
+        prompt=parse_prompt(body, chat, limits.max_prompt_tokens),
         max_tokens=max_tokens,
         temperature=_number(body, "temperature", defaults.temperature, 0.0, 2.0),
         top_p=_number(body, "top_p", 1.0, 1e-9, 1.0),
         seed=_seed(body),
         stop=_stop(body),
         stream=stream,
-        include_usage=bool(options.get("include_usage", False)),
+        include_usage=include_usage,
         slo_class=slo_class,
         window=window,
     )

@@ -104,6 +104,17 @@ def check_serve_flags(mode: str, compare: bool, records: str | None, stop: Any,
         raise ConfigError("verification", "--serve-openai is lossless: exact verification only")
 
 
+def check_limits(max_new_tokens: int, limits: Limits) -> None:
+    """``--max-new-tokens`` is the ``max_tokens`` of a request that gives none: over
+    ``--openai-max-tokens``, every such request would be refused, so it is refused here."""
+    from edgespec.config import ConfigError
+
+    if max_new_tokens > limits.max_tokens:
+        raise ConfigError("max_new_tokens", f"{max_new_tokens} is the max_tokens of a request "
+                          f"that gives none, over --openai-max-tokens {limits.max_tokens}: "
+                          "lower --max-new-tokens or raise --openai-max-tokens")  # fmt: skip
+
+
 def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int) -> EdgeSetup:
     """The shared state of every request: one client per server (and the routing policy
     across several), the tree capped at the server's block limit."""

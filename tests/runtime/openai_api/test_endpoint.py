@@ -7,6 +7,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import pytest
+
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.openai_api.conftest import MODEL, word_tokenizer
@@ -24,6 +26,22 @@ def _ids(prompt: str) -> tuple[int, ...]:
 
 def test_models_lists_the_served_model(client: Any) -> None:
     assert [m.id for m in client.models.list().data] == [MODEL]
+
+
+def test_models_retrieves_the_served_model_and_no_other(client: Any) -> None:
+    """``client.models.retrieve`` was a 404 for the served model too."""
+    import openai
+
+    served = client.models.retrieve(MODEL)
+    assert (served.id, served.object) == (MODEL, "model")
+    with pytest.raises(openai.NotFoundError) as info:
+        client.models.retrieve("gpt-9")
+    body: Any = info.value.body
+    assert (body["code"], body["param"]) == ("model_not_found", "model")
+    assert (
+        body["message"]
+        == "the model 'gpt-9' does not exist; this endpoint serves 'tiny' (see /v1/models)"
+    )
 
 
 def test_completion_is_lossless_streamed_or_not(client: Any, target: TransformersTarget) -> None:

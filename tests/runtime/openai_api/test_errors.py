@@ -306,7 +306,7 @@ def test_the_limit_flags_reach_the_endpoint(
             "--serve-openai", "127.0.0.1:0"]  # fmt: skip
     assert main(argv) == 0
     assert main([*argv, "--openai-max-body-bytes", "1000", "--openai-max-prompt-tokens", "9",
-                 "--openai-max-tokens", "7", "--openai-max-concurrent", "3",
-                 "--openai-max-queued", "0"]) == 0  # fmt: skip
+                 "--openai-max-tokens", "7", "--max-new-tokens", "7",
+                 "--openai-max-concurrent", "3", "--openai-max-queued", "0"]) == 0  # fmt: skip
     assert seen == [Limits(), Limits(1000, 9, 7)]
     assert admits == [Concurrency.for_device(), Concurrency(3, 0)]

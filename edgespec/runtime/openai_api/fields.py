@@ -1,0 +1,108 @@
+"""Which fields a request may carry: those the endpoint applies; those it does not apply,
+taken only at a value that changes nothing (:data:`UNSUPPORTED`); a few that never change
+the output, accepted and ignored (:data:`IGNORED`). Any other field is refused with a 400
+naming it, never ignored: a client that asks for ``top_k`` or ``repetition_penalty`` is
+told it does not get it. A field given as ``null`` counts as absent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from edgespec.runtime.openai_api.errors import clip, invalid, shown
+
+APPLIED = ("model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream",
+           "stream_options", "edgespec")  # fmt: skip
+"""Fields of both routes that the endpoint applies."""
+
+OWN = {False: ("prompt",), True: ("messages", "max_completion_tokens")}
+"""Fields of ``/v1/completions`` (``False``) or ``/v1/chat/completions`` (``True``) only."""
+
+ROUTES = {False: "/v1/completions", True: "/v1/chat/completions"}
+
+UNSUPPORTED: dict[str, tuple[Any, ...]] = {
+    "n": (1,),
+    "best_of": (1,),
+    "echo": (False,),
+    "logprobs": (False,),
+    "suffix": (),
+    "top_logprobs": (0,),
+    "presence_penalty": (0, 0.0),
+    "frequency_penalty": (0, 0.0),
+    "logit_bias": ({},),
+    "response_format": ({"type": "text"},),
+    "tools": ([],),
+    "tool_choice": ("none",),
+    "functions": ([],),
+    "function_call": ("none",),
+    "parallel_tool_calls": (),
+    "top_k": (-1, 0),
+    "min_p": (0, 0.0),
+    "repetition_penalty": (1, 1.0),
+    "min_tokens": (0,),
+    "ignore_eos": (False,),
+    "stop_token_ids": ([],),
+    "reasoning_effort": (),
+    "modalities": (["text"],),
+    "prediction": (),
+    "service_tier": ("auto", "default"),
+}
+"""Fields accepted only absent, null or at these values, of their JSON type (anything else
+is refused, not ignored: a penalty, a bias, a sampling cut or a response format this
+endpoint would not apply)."""
+
+IGNORED = ("metadata", "store", "user")
+"""Fields accepted whatever their value and ignored: they label or keep a request and never
+change its output (this endpoint stores nothing)."""
+
+
+def _unsupported(body: Mapping[str, Any]) -> None:
+    for name, allowed in UNSUPPORTED.items():
+        value = body.get(name)
+        if value is not None and not any(type(value) is type(a) and value == a for a in allowed):
+            only = ", ".join(map(repr, (None, *allowed)))
+            raise invalid(f"{name}={shown(value)} is not supported (only {only})", param=name)
+
+
+def check_fields(body: Mapping[str, Any], chat: bool) -> None:
+    """A 400 naming the first field ``body`` may not carry (in its order), or the first
+    of :data:`UNSUPPORTED` at a value that would change the output."""
+    known = {*APPLIED, *OWN[chat], *UNSUPPORTED, *IGNORED}
+    for name, value in body.items():
+        if name in known or value is None:
+            continue
+        if name in OWN[not chat]:
+            raise invalid(f"{name} is a field of {ROUTES[not chat]}, not of {ROUTES[chat]}",
+                          param=name)  # fmt: skip
+        raise invalid(f"unknown field {shown(name)}: this endpoint does not apply it, so it "
+                      f"refuses it (it ignores only {', '.join(IGNORED)})",
+                      param=clip(name))  # fmt: skip
+    _unsupported(body)
+
+
+def parse_stream(body: Mapping[str, Any]) -> tuple[bool, bool]:
+    """``stream`` and ``stream_options.include_usage``: booleans; ``stream_options`` only
+    with ``stream: true`` (as OpenAI), its one field ``include_usage``."""
+    stream = body.get("stream")
+    if stream is None:
+        stream = False
+    if not isinstance(stream, bool):
+        raise invalid(f"stream must be a boolean, got {shown(stream)}", param="stream")
+    options = body.get("stream_options")
+    if options is None:
+        return stream, False
+    if not stream:
+        raise invalid("stream_options is only allowed when stream is true",
+                      param="stream_options")  # fmt: skip
+    if not isinstance(options, dict):
+        raise invalid(f"stream_options must be an object, got {shown(options)}",
+                      param="stream_options")  # fmt: skip
+    unknown = [key for key in options if key != "include_usage"]
+    if unknown:
+        raise invalid(f"stream_options has unknown fields {shown(unknown)} (known: "
+                      "include_usage)", param="stream_options")  # fmt: skip
+    usage = options.get("include_usage")
+    if usage is not None and not isinstance(usage, bool):
+        raise invalid(f"stream_options.include_usage must be a boolean, got {shown(usage)}",
+                      param="stream_options.include_usage")  # fmt: skip
+    return stream, bool(usage)

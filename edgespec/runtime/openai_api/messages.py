@@ -1,0 +1,148 @@
+"""A request's prompt checked and bounded before anything tokenizes it: a string of at most
+``CHARS_PER_TOKEN`` characters per prompt token allowed, at most that many token ids, or
+chat messages (system, user, assistant; a system message only first; a user message
+somewhere) of at most as many messages and characters. Each bound is checked as the
+prompt is walked, so a refused one costs no more than the limit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from edgespec.runtime.openai_api.errors import ApiError, clip, invalid, shown
+
+CHARS_PER_TOKEN = 16
+"""The most characters a prompt may have per token of ``--openai-max-prompt-tokens``: real
+text averages about 4 per token, so a longer prompt could never fit, and is refused before
+the tokenizer spends time on it."""
+
+ROLES = ("system", "user", "assistant")
+"""The chat roles the endpoint takes (tools and their results are refused)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message: a role of :data:`ROLES` and its text."""
+
+    role: str
+    content: str
+
+
+Prompt = str | tuple[int, ...] | tuple[Message, ...]
+"""A checked prompt: text, token ids, or chat messages."""
+
+
+def max_prompt_chars(max_prompt_tokens: int) -> int:
+    return max_prompt_tokens * CHARS_PER_TOKEN
+
+
+def _over(what: str, limit: str, param: str) -> ApiError:
+    return invalid(f"{what}, over the limit of {limit}", param=param,
+                   code="context_length_exceeded")  # fmt: skip
+
+
+def _chars(max_prompt_tokens: int) -> str:
+    """The character limit as a message states it."""
+    return (f"{max_prompt_chars(max_prompt_tokens)} characters ({CHARS_PER_TOKEN} per token "
+            f"of the {max_prompt_tokens}-token prompt limit)")  # fmt: skip
+
+
+def _content(value: Any, index: int, room: int) -> str:
+    """A message's text: a string, or the ``text`` of its ``{"type": "text"}`` parts, read
+    until it passes ``room`` characters (the caller refuses it then)."""
+    if isinstance(value, str):
+        return value
+    param = f"messages[{index}].content"
+    if not isinstance(value, list):
+        raise invalid(f"{param} must be a string or a list of text parts, got {shown(value)}",
+                      param=param)  # fmt: skip
+    texts: list[str] = []
+    size = 0
+    for part in value:
+        if not (isinstance(part, dict) and part.keys() == {"type", "text"}
+                and part["type"] == "text" and isinstance(part["text"], str)):  # fmt: skip
+            raise invalid(f"{param} parts must be {{\"type\": \"text\", \"text\": ...}} (text "
+                          f"only), got {shown(part)}", param=param)  # fmt: skip
+        texts.append(part["text"])
+        size += len(part["text"])
+        if size > room:
+            break
+    return "".join(texts)
+
+
+def _message(value: Any, index: int, room: int) -> Message:
+    where = f"messages[{index}]"
+    if not isinstance(value, dict):
+        raise invalid(f"{where} must be a {{role, content}} object, got {shown(value)}",
+                      param=where)  # fmt: skip
+    role = value.get("role")
+    if role not in ROLES:
+        raise invalid(f"{where}.role must be one of {', '.join(ROLES)}, got {shown(role)}",
+                      param=f"{where}.role")  # fmt: skip
+    if role == "system" and index > 0:
+        raise invalid(f"{where}.role: a system message must be the first message",
+                      param=f"{where}.role")  # fmt: skip
+    extra = next((key for key in value if key not in ("role", "content")), None)
+    if extra is not None:
+        raise invalid(f"{where}.{clip(extra)} is not supported: a message takes role and "
+                      "content only", param=f"{where}.{clip(extra)}")  # fmt: skip
+    return Message(role, _content(value.get("content"), index, room))
+
+
+def _messages(value: Any, max_prompt_tokens: int) -> tuple[Message, ...]:
+    if not isinstance(value, list) or not value:
+        raise invalid(f"messages must be a non-empty list of {{role, content}} objects, got "
+                      f"{shown(value)}", param="messages")  # fmt: skip
+    if len(value) > max_prompt_tokens:
+        raise _over(f"messages has {len(value)} messages", f"{max_prompt_tokens} (each is at "
+                    "least one token of the prompt)", "messages")  # fmt: skip
+    room = max_prompt_chars(max_prompt_tokens)
+    messages: list[Message] = []
+    for index, item in enumerate(value):
+        message = _message(item, index, room)
+        room -= len(message.content)
+        if room < 0:
+            size = max_prompt_chars(max_prompt_tokens) - room
+            raise _over(f"the messages' content is at least {size} characters (by "
+                        f"messages[{index}])", _chars(max_prompt_tokens), "messages")  # fmt: skip
+        messages.append(message)
+    if all(m.role != "user" for m in messages):
+        raise invalid("messages has no user message: a conversation needs one",
+                      param="messages")  # fmt: skip
+    return tuple(messages)
+
+
+def parse_prompt(body: Mapping[str, Any], chat: bool, max_prompt_tokens: int) -> Prompt:
+    """``messages`` (chat) or ``prompt`` checked and bounded by ``max_prompt_tokens``."""
+    if chat:
+        return _messages(body.get("messages"), max_prompt_tokens)
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        if len(prompt) > max_prompt_chars(max_prompt_tokens):
+            raise _over(f"the prompt is {len(prompt)} characters", _chars(max_prompt_tokens),
+                        "prompt")  # fmt: skip
+        return prompt
+    if isinstance(prompt, list) and len(prompt) > max_prompt_tokens:
+        raise _over(f"the prompt is {len(prompt)} tokens", str(max_prompt_tokens), "prompt")
+    if (
+        isinstance(prompt, list)
+        and prompt
+        and all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in prompt)
+    ):
+        return tuple(prompt)
+    raise invalid("prompt must be a string or a non-empty list of token ids (one prompt "
+                  f"per request), got {shown(prompt)}", param="prompt")  # fmt: skip
+
+
+def is_chat(prompt: Prompt) -> bool:
+    """Whether ``prompt`` is chat messages (not text or token ids)."""
+    return not isinstance(prompt, str) and bool(prompt) and isinstance(prompt[0], Message)
+
+
+def prompt_size(prompt: Prompt) -> int:
+    """The characters a prompt gives the tokenizer (a message counts one more): what it
+    weighs in the line of prompts waiting to be tokenized; token ids weigh nothing."""
+    if isinstance(prompt, str):
+        return len(prompt)
+    return sum(len(m.content) + 1 for m in prompt if isinstance(m, Message))

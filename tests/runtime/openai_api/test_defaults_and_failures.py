@@ -1,0 +1,84 @@
+"""Whose fault a failure is: a server default a request could never be given is refused at
+startup (not answered 400 to every client); what the drafter cannot do for a request is a
+400 naming the field, before the request waits for a worker; anything else that fails is
+the endpoint's own, a 500 that is logged."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from edgespec.config import from_dict
+from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.runtime.openai_api.errors import ApiError
+from edgespec.runtime.openai_api.serve import ApiThread
+from tests.runtime.openai_api.conftest import MODEL, word_tokenizer
+from tests.runtime.openai_api.test_errors import _error
+
+
+def test_a_default_max_tokens_over_the_limit_is_refused_at_startup(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--max-new-tokens 2048`` under the default ``--openai-max-tokens 1024`` served, and
+    every request without max_tokens was refused: "max_tokens must be in [1, 1024], got
+    2048", blaming the client. Refused before the server is reached (there is none here)."""
+    from edgespec.cli import main
+
+    argv = ["draft", "--server", "127.0.0.1:1", "--draft", "ngram",
+            "--serve-openai", "127.0.0.1:0", "--max-new-tokens", "2048"]  # fmt: skip
+    assert main(argv) == 2
+    said = capsys.readouterr().err.strip()
+    assert said.endswith(
+        "config field 'max_new_tokens': 2048 is the max_tokens of a request that gives none, "
+        "over --openai-max-tokens 1024: lower --max-new-tokens or raise --openai-max-tokens"
+    )
+
+
+def test_an_app_whose_default_max_tokens_no_request_may_have_is_not_built() -> None:
+    from edgespec.runtime.openai_api.app import ApiConfig
+    from edgespec.runtime.openai_api.schema import Defaults
+
+    with pytest.raises(ValueError, match="the default max_tokens 2048 is over the limit of 1024"):
+        ApiConfig(MODEL, Defaults(max_tokens=2048))
+
+
+def test_a_tree_drafter_refuses_sampling_before_any_worker() -> None:
+    """A token tree is verified greedily: this was found once a worker drafted it, and the
+    ValueError turned into a 400 (after a wait in the queue, or a 429 under load)."""
+    from edgespec.runtime.openai_api.generation import EdgeSetup, prepare
+    from edgespec.runtime.openai_api.schema import Defaults, Limits, parse_request
+
+    config = from_dict(DrafterConfig, {"server": "127.0.0.1:1", "draft": "tiny-draft",
+                                       "tree": "2,1"})  # fmt: skip
+    setup = EdgeSetup(config, None, word_tokenizer(64), 64, 24, ())
+    body = {"model": MODEL, "prompt": "w1 w2", "temperature": 0.7}
+    request = parse_request(body, False, Defaults(), Limits())
+    with pytest.raises(ApiError) as info:
+        prepare(setup, request, Limits())
+    assert (info.value.status, info.value.param) == (400, "temperature")
+    assert info.value.message == (
+        "temperature 0.7: this endpoint drafts token trees (--tree), which are verified "
+        "greedily only: use temperature 0"
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_drafter_bug_is_a_logged_500_not_the_clients_400(
+    api: ApiThread, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+    stream: bool,
+) -> None:  # fmt: skip
+    from edgespec.runtime.edge import drafter
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("max() arg is an empty sequence")
+
+    monkeypatch.setattr(drafter, "generate", broken)
+    with caplog.at_level(logging.ERROR, logger="edgespec.runtime.openai_api.app"):
+        status, error = _error(api, {"model": MODEL, "prompt": "w1", "stream": stream})
+    assert (status, error["type"], error["param"]) == (500, "server_error", None)
+    assert error["message"] == "internal error: ValueError: max() arg is an empty sequence"
+    [record] = [r for r in caplog.records if r.name == "edgespec.runtime.openai_api.app"]
+    assert record.message == "internal error answering a request"
+    assert record.exc_info is not None and record.exc_info[0] is ValueError

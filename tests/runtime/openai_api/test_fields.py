@@ -1,0 +1,146 @@
+"""Which fields a request may carry, checked before anything runs: a field that would change
+the output and is not applied is refused naming it (never ignored); chat messages are
+system, user and assistant turns of role and content only; ``stream_options`` is an object
+of booleans, with ``stream: true`` only; ``stop: []`` is no stop; an error message quotes
+at most 80 characters of what the client sent."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from edgespec.runtime.openai_api.serve import ApiThread
+from tests.runtime.openai_api.test_errors import _error, _post
+
+BASE = {"model": "tiny", "prompt": "w5 w6 w7", "max_tokens": 4}
+CHAT = "/v1/chat/completions"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("top_k", 1, "top_k=1 is not supported (only None, -1, 0)"),
+        ("repetition_penalty", 2.0, "repetition_penalty=2.0 is not supported (only None, 1, 1.0)"),
+        ("min_p", 0.5, "min_p=0.5 is not supported (only None, 0, 0.0)"),
+        ("min_tokens", 5, "min_tokens=5 is not supported (only None, 0)"),
+        ("ignore_eos", True, "ignore_eos=True is not supported (only None, False)"),
+        ("stop_token_ids", [1], "stop_token_ids=[1] is not supported (only None, [])"),
+        ("reasoning_effort", "high", "reasoning_effort='high' is not supported (only None)"),
+        ("modalities", ["audio"], "modalities=['audio'] is not supported (only None, ['text'])"),
+        ("prediction", {"type": "content", "content": "w1"},
+         "prediction={'type': 'content', 'content': 'w1'} is not supported (only None)"),
+        ("parallel_tool_calls", True, "parallel_tool_calls=True is not supported (only None)"),
+        ("service_tier", "flex",
+         "service_tier='flex' is not supported (only None, 'auto', 'default')"),
+        ("guided_json", {"type": "object"}, "unknown field 'guided_json': this endpoint does "
+         "not apply it, so it refuses it (it ignores only metadata, store, user)"),
+        ("messages", [], "messages is a field of /v1/chat/completions, not of /v1/completions"),
+    ],
+)  # fmt: skip
+def test_a_field_that_would_change_the_output_is_refused(
+    api: ApiThread, field: str, value: Any, message: str
+) -> None:
+    """These were answered 200, the field silently ignored."""
+    status, error = _error(api, BASE | {field: value})
+    assert (status, error["param"], error["message"]) == (400, field, message)
+
+
+def test_fields_that_change_nothing_are_taken(api: ApiThread) -> None:
+    body = BASE | {"user": "u1", "metadata": {"a": "b"}, "store": True, "top_k": -1,
+                   "repetition_penalty": 1.0, "service_tier": "auto",
+                   "guided_json": None}  # fmt: skip
+    status, reply, _ = _post(api, "/v1/completions", json.dumps(body).encode())
+    assert (status, reply["usage"]["completion_tokens"]) == (200, 4)
+
+
+def _chat(*messages: dict[str, Any]) -> dict[str, Any]:
+    return {"model": "tiny", "max_tokens": 2, "messages": list(messages)}
+
+
+USER = {"role": "user", "content": "w1"}
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "message"),
+    [
+        (_chat(USER, {"role": "tool", "content": "w2"}), "messages[1].role",
+         "messages[1].role must be one of system, user, assistant, got 'tool'"),
+        (_chat(USER, {"role": "system", "content": "w2"}), "messages[1].role",
+         "messages[1].role: a system message must be the first message"),
+        (_chat({"role": "system", "content": "w1"}), "messages",
+         "messages has no user message: a conversation needs one"),
+        (_chat(USER | {"name": "bob"}), "messages[0].name",
+         "messages[0].name is not supported: a message takes role and content only"),
+        (_chat(USER, {"role": "assistant", "content": "w2", "tool_calls": [{"id": "x"}]}, USER),
+         "messages[1].tool_calls",
+         "messages[1].tool_calls is not supported: a message takes role and content only"),
+        (_chat({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}),
+         "messages[0].content", "messages[0].content parts must be {\"type\": \"text\", "
+         "\"text\": ...} (text only), got {'type': 'image_url', 'image_url': {'url': 'x'}}"),
+        (_chat(USER, {"role": "assistant", "content": None}), "messages[1].content",
+         "messages[1].content must be a string or a list of text parts, got None"),
+    ],
+    ids=["tool-role", "system-later", "no-user", "name", "tool-calls", "image", "no-content"],
+)  # fmt: skip
+def test_a_message_the_endpoint_would_misread_is_refused(
+    api: ApiThread, body: dict[str, Any], param: str, message: str
+) -> None:
+    """Before, Gemma's template rendered a tool or later system turn as one of its own,
+    dropped a system-only conversation, and the extra keys were dropped silently."""
+    status, error = _error(api, body, path=CHAT)
+    assert (status, error["param"], error["message"]) == (400, param, message)
+
+
+@pytest.mark.parametrize(
+    ("fields", "param", "message"),
+    [
+        ({"stream": True, "stream_options": {"include_usage": "no"}},
+         "stream_options.include_usage",
+         "stream_options.include_usage must be a boolean, got 'no'"),
+        ({"stream_options": {"include_usage": True}}, "stream_options",
+         "stream_options is only allowed when stream is true"),
+        ({"stream": True, "stream_options": {"include_usage": True, "bogus": 1}},
+         "stream_options", "stream_options has unknown fields ['bogus'] (known: include_usage)"),
+        ({"stream": True, "stream_options": [1]}, "stream_options",
+         "stream_options must be an object, got [1]"),
+        ({"stream": "yes"}, "stream", "stream must be a boolean, got 'yes'"),
+    ],
+    ids=["usage-string", "not-streaming", "unknown-key", "not-an-object", "stream-string"],
+)  # fmt: skip
+def test_stream_options_are_checked(
+    api: ApiThread, fields: dict[str, Any], param: str, message: str
+) -> None:
+    status, error = _error(api, BASE | fields)
+    assert (status, error["param"], error["message"]) == (400, param, message)
+
+
+def test_an_empty_stop_list_is_no_stop(api: ApiThread) -> None:
+    """It was a 400 blaming the client: "max() arg is an empty sequence"."""
+    plain = _post(api, "/v1/completions", json.dumps(BASE).encode())[1]
+    status, reply, _ = _post(api, "/v1/completions", json.dumps(BASE | {"stop": []}).encode())
+    assert status == 200
+    assert reply["choices"][0] == plain["choices"][0]
+    assert reply["usage"]["completion_tokens"] == 4
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("n", "x" * 3000, "n='" + "x" * 78 + "… is not supported (only None, 1)"),
+        ("prompt", {"k": "y" * 3000},
+         "prompt must be a string or a non-empty list of token ids (one prompt per request), "
+         "got {'k': '" + "y" * 72 + "…"),
+        ("x" * 3000, 1, "unknown field '" + "x" * 78 + "…: this endpoint does not apply it, "
+         "so it refuses it (it ignores only metadata, store, user)"),
+    ],
+    ids=["value", "prompt", "field-name"],
+)  # fmt: skip
+def test_an_error_quotes_at_most_80_characters_of_the_request(
+    api: ApiThread, field: str, value: Any, message: str
+) -> None:
+    """The whole value was quoted: a 3 KB field came back whole (a 1 MiB one, 1 MiB)."""
+    status, error = _error(api, BASE | {field: value})
+    assert (status, error["message"]) == (400, message)
+    assert len(error["param"]) <= 80

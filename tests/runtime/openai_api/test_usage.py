@@ -1,0 +1,129 @@
+"""``usage.completion_tokens`` counts the tokens of the text returned, and ``finish_reason``
+says why it ended, when a round commits several tokens at once: the draft here is the
+target itself (every drafted token accepted, 9 per round at γ 8). The target ends its
+sequence at the 6th greedy token; the chat template's end of turn is the 3rd:
+
+    greedy after w5 w6 w7:  t1 t2 <end_of_turn> t4 t5 <eos> ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from edgespec.config import from_dict
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.runtime.openai_api.app import ApiConfig, build_app
+from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.serve import ApiThread
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.runtime.conftest import start_server
+from tests.runtime.openai_api.conftest import CHAT_TEMPLATE, LIMITS, MODEL
+
+PROMPT = (5, 6, 7)
+
+
+@pytest.fixture(scope="module")
+def greedy(target: TransformersTarget) -> tuple[int, ...]:
+    tokens = target_greedy_decode(target, PROMPT, 8)
+    assert len(set(tokens[:6])) == 6, tokens  # six distinct words: each stop below is unique
+    return tuple(tokens)
+
+
+def _tokenizer(end_of_turn: int, eos: int) -> Any:
+    """Words ``w0`` … ``w63``, but ``end_of_turn`` is ``<end_of_turn>`` (a template's end
+    of turn) and ``w{eos}`` the tokenizer's EOS; both special (not in the text)."""
+    vocab = {f"w{i}": i for i in range(64) if i != end_of_turn} | {"<end_of_turn>": end_of_turn}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
+        tokenizer_object=core, unk_token="w0", eos_token=f"w{eos}",
+        extra_special_tokens=["<end_of_turn>"],
+    )  # fmt: skip
+    tokenizer.chat_template = CHAT_TEMPLATE + "{# each turn ends with <end_of_turn> #}"
+    return tokenizer
+
+
+@pytest.fixture(scope="module")
+def client(target_model: Any, greedy: tuple[int, ...]) -> Iterator[Any]:
+    target = TransformersTarget(target_model, eos_token_ids=frozenset({greedy[5]}))
+    server = start_server(target, host="127.0.0.1")
+    address = f"127.0.0.1:{server.port}"
+    window = {"name": "static", "params": {"gamma": 8}}
+    config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft", "window": window})
+    setup = EdgeSetup(config, target_model, _tokenizer(greedy[2], greedy[5]), 64, 24,
+                      (RemoteVerifier(address, timeout_s=10.0),))  # fmt: skip
+    api = ApiThread(build_app(setup, ApiConfig(MODEL, limits=LIMITS)), "127.0.0.1").start()
+    yield openai.OpenAI(base_url=f"http://127.0.0.1:{api.port}/v1", api_key="unused",
+                        max_retries=0, timeout=60)  # fmt: skip
+    api.stop()
+    server.stop(grace_s=0)
+
+
+def _complete(client: Any, stream: bool, **fields: Any) -> tuple[str, str, int]:
+    """(text, finish_reason, completion_tokens) of a completion of ``w5 w6 w7``."""
+    if not stream:
+        out = client.completions.create(model=MODEL, prompt="w5 w6 w7", **fields)
+        return out.choices[0].text, out.choices[0].finish_reason, out.usage.completion_tokens
+    options = {"include_usage": True}
+    chunks = list(client.completions.create(model=MODEL, prompt="w5 w6 w7", stream=True,
+                                            stream_options=options, **fields))  # fmt: skip
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    finish = [c.choices[0].finish_reason for c in chunks if c.choices][-1]
+    return text, finish, chunks[-1].usage.completion_tokens
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_stop_sequence_and_what_follows_are_not_counted(
+    client: Any, greedy: tuple[int, ...], stream: bool
+) -> None:
+    """One round commits t1 … <eos>; a stop at t2 returns t1: one token, not six."""
+    stop = f"w{greedy[1]}"
+    got = _complete(client, stream, max_tokens=16, stop=[stop])
+    assert got == (f"w{greedy[0]}", "stop", 1)
+
+
+def test_a_token_cut_by_a_stop_sequence_counts(client: Any, greedy: tuple[int, ...]) -> None:
+    """The stop begins inside t2's text: part of t2 is returned, so t2 counts."""
+    cut = f"w{greedy[1]}"[-1] + f"w{greedy[3]}"  # t2's last character, then t4
+    text, finish, tokens = _complete(client, False, max_tokens=16, stop=[cut])
+    assert (text, finish, tokens) == (f"w{greedy[0]}" + f"w{greedy[1]}"[:-1], "stop", 2)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_chat_does_not_count_the_end_of_turn_or_after(
+    client: Any, greedy: tuple[int, ...], stream: bool
+) -> None:
+    messages = [{"role": "user", "content": "w5 w6 w7"}]
+    if stream:
+        chunks = list(client.chat.completions.create(
+            model=MODEL, messages=messages, max_tokens=16, stream=True,
+            stream_options={"include_usage": True},
+        ))  # fmt: skip
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+        finish = [c.choices[0].finish_reason for c in chunks if c.choices][-1]
+        tokens = chunks[-1].usage.completion_tokens
+    else:
+        out = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=16)
+        text, finish = out.choices[0].message.content, out.choices[0].finish_reason
+        tokens = out.usage.completion_tokens
+    assert (text, finish, tokens) == (f"w{greedy[0]}w{greedy[1]}", "stop", 2)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_eos_as_the_last_allowed_token_is_a_stop(
+    client: Any, greedy: tuple[int, ...], stream: bool
+) -> None:
+    """The sequence ends at its 6th token: with max_tokens 6 it ended, it was not cut."""
+    words = "".join(f"w{t}" for t in (greedy[0], greedy[1], greedy[3], greedy[4]))
+    assert _complete(client, stream, max_tokens=6) == (words, "stop", 6)
+    assert _complete(client, stream, max_tokens=16) == (words, "stop", 6)
+    assert _complete(client, stream, max_tokens=5) == (words, "length", 5)
