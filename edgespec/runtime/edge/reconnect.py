@@ -4,7 +4,9 @@ A verifier that lost the session (server restart, idle expiry) or became unreach
 handled by the drafter's loop (:func:`edgespec.runtime.edge.drafter.generate`) by closing
 the abandoned session if the server still has it (:func:`close_quietly`) and reopening it
 with every committed token as the new prompt (:func:`reopen`), so the output is identical
-to an uninterrupted run (greedy) — the server keeps no state the client lacks.
+to an uninterrupted run (greedy) — the server keeps no state the client lacks. A sampled
+run stays identically distributed: the reopened session's seed (:func:`reopened_seed`)
+starts a verification stream of its own, so no uniform the run already used is drawn again.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from edgespec.core.types import SamplingParams
+import numpy as np
+
+from edgespec.core.types import SEED_LIMIT, SamplingParams
 from edgespec.runtime.edge.rounds import Verifier
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
@@ -42,7 +46,7 @@ def reopen(
         temperature=sampling.temperature,
         top_p=sampling.top_p,
         max_new_tokens=sampling.max_new_tokens - len(output),
-        seed=sampling.seed,
+        seed=reopened_seed(sampling.seed, len(output)),
     )
     deadline = clock() + retry_timeout_s
     attempt = 0
@@ -63,6 +67,17 @@ def reopen(
                 on_give_up(exc)
                 raise
             time.sleep(retry_backoff_s)
+
+
+def reopened_seed(seed: int | None, num_output: int) -> int | None:
+    """The seed of a session reopened after ``num_output`` committed output tokens of a
+    generation seeded ``seed`` (``None``: fresh entropy, as before). The server seeds a
+    session's verification stream with its seed: reusing the generation's would draw
+    again, at later positions, the uniforms that decided its first rounds."""
+    if seed is None:
+        return None
+    state = np.random.SeedSequence([seed, 3, num_output]).generate_state(1, np.uint64)
+    return int(state[0]) % SEED_LIMIT
 
 
 def close_quietly(verifier: Verifier, session_id: str) -> None:

@@ -25,7 +25,7 @@ from edgespec.core.tree import tree_depth
 from edgespec.core.types import PendingVerification, VerifyResult
 from edgespec.policies.slo import DeadlineRule, acceptance_estimate, verification_deadline_s
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec, VerifyCall
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.clients import ClientBook
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
@@ -101,11 +101,16 @@ class Admission:
         self.clients = ClientBook(config)
         self.slo = SloBook(config.slo_classes, config.deadline_rule)
 
-    def open(self, spec: SessionSpec, owner: str | None, now_s: float) -> None:
+    def open(self, spec: SessionSpec, owner: str | None, now_s: float) -> bool:
+        """Open ``spec`` for ``owner``; ``False`` (nothing changes) when this retries the
+        open that made the session: the same spec and owner, and no verification since."""
+        if self.clients.owns(spec.session_id, owner) and self._engine.is_unused_copy(spec):
+            return False
         self.clients.check_open(spec, owner)
         self._engine.open_session(spec)
         self.clients.opened(spec, owner)
         self.slo.opened(spec.session_id, now_s)
+        return True
 
     def close(self, session_id: str, owner: str | None) -> bool:
         self.clients.check_owner(session_id, owner)
@@ -116,6 +121,12 @@ class Admission:
         """Drop what the gate keeps of a session the engine closed or expired."""
         self.clients.forget(session_id)
         self.slo.forget(session_id)
+
+    def replay(self, call: VerifyCall, owner: str | None) -> VerifyOutcome | None:
+        """The outcome of the session's last committed round when ``call`` retries it
+        (:meth:`~edgespec.runtime.server.engine_sessions.SessionTable.replay`)."""
+        self.clients.check_owner(call.session_id, owner)
+        return self._engine.replay(call)
 
     def admit(
         self,

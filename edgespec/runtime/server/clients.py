@@ -51,6 +51,10 @@ class ClientBook:
         for table in (self._owners, self._identity):
             table.pop(session_id, None)
 
+    def owns(self, session_id: str, owner: str | None) -> bool:
+        """``owner`` opened the open session ``session_id``."""
+        return session_id in self._owners and self._owners[session_id] == owner
+
     def check_owner(self, session_id: str, owner: str | None) -> None:
         """``PERMISSION_DENIED`` when an authenticated caller touches another's session."""
         if owner is not None and self._owners.get(session_id, owner) != owner:

@@ -101,11 +101,16 @@ class VerificationEngine(SessionTable):
             return followup_sizes(s.pending)
         return len(s.tokens) - s.kv_len + num_draft, s.kv_len
 
-    def verify_batch(self, calls: Sequence[VerifyCall]) -> list[VerifyOutcome | RequestError]:
+    def verify_batch(
+        self, calls: Sequence[VerifyCall], serials: Sequence[int] | None = None
+    ) -> list[VerifyOutcome | RequestError]:
         """Verify all calls in ONE backend forward pass. Calls must be pre-validated and
-        name distinct sessions; a call whose session vanished meanwhile gets its error."""
+        name distinct sessions; a call whose session vanished meanwhile gets its error.
+        ``serials``: the session each call was admitted for (:meth:`session_serial`), so
+        a call whose session closed never touches a later one under the same id (``None``:
+        the sessions open now)."""
         with self._lock:
-            results, live, followups = self._claim(calls)
+            results, live, followups = self._claim(calls, serials)
         if not live and not followups:
             return results
         try:
@@ -113,7 +118,7 @@ class VerificationEngine(SessionTable):
         except Exception:
             with self._lock:  # sessions keep their caches: back into the LRU
                 for _, s, c, _ in live:
-                    if s.kv is not None and c.session_id in self._sessions:
+                    if s.kv is not None and self._holds(s):
                         self._lru[c.session_id] = None
             raise
         finally:
@@ -138,7 +143,7 @@ class VerificationEngine(SessionTable):
         return results
 
     def _claim(
-        self, calls: Sequence[VerifyCall]
+        self, calls: Sequence[VerifyCall], serials: Sequence[int] | None
     ) -> tuple[list[VerifyOutcome | RequestError], list[_Live], list[_Followup]]:
         """(a placeholder or the error per call, the calls to forward with their items,
         the SH follow-ups decided from a kept pass), under the lock: each forwarded
@@ -148,6 +153,10 @@ class VerificationEngine(SessionTable):
         followups: list[_Followup] = []
         for index, c in enumerate(calls):
             s = self._sessions.get(c.session_id)
+            if s is not None and serials is not None and s.serial != serials[index]:
+                message = f"session {c.session_id!r} was closed before this verification ran"
+                results.append(RequestError(ErrorCode.NOT_FOUND, message))  # a later open
+                continue
             if s is not None and s.pending is not None and c.prefix_len == len(s.tokens):
                 results.append(RequestError(ErrorCode.UNAVAILABLE, "not run"))
                 followups.append((index, s, c))  # decided from the kept pass
@@ -201,7 +210,7 @@ class VerificationEngine(SessionTable):
         s.kv, s.kv_len = out.kv, item.kv_len + len(item.new_token_ids)
         if not self._prefix_cache:
             s.kv, s.kv_len = None, 0
-        elif call.session_id in self._sessions:
+        elif self._holds(s):
             self._lru[call.session_id] = None
         s.last_used_s = self._clock()
         return waiting_outcome(judged)
@@ -209,7 +218,7 @@ class VerificationEngine(SessionTable):
     def _decide_followup(self, s: EngineSession, call: VerifyCall) -> VerifyOutcome | RequestError:
         """The verdict of a kept pass, now that ``call`` brought the hidden states."""
         pending, rule = s.pending, s.hidden_rule
-        if pending is None or rule is None or call.session_id not in self._sessions:
+        if pending is None or rule is None or not self._holds(s):
             return RequestError(
                 ErrorCode.FAILED_PRECONDITION,
                 f"session {call.session_id!r} changed before verification",
@@ -226,7 +235,7 @@ class VerificationEngine(SessionTable):
         return self._apply(s, pending.call, pending.item, out, judged)
 
     def _rule_failed(self, s: EngineSession, call: VerifyCall, exc: Exception) -> RequestError:
-        if s.kv is not None and call.session_id in self._sessions:
+        if s.kv is not None and self._holds(s):
             self._lru[call.session_id] = None  # back into the LRU, unchanged
         return RequestError(
             ErrorCode.INTERNAL,
@@ -257,7 +266,7 @@ class VerificationEngine(SessionTable):
         accepted = path if path is not None else tuple(range(result.num_accepted))
         kv_nodes = accepted[: max(len(committed) - 1, 0)]  # the newest token is forwarded next
         cached = self._prefix_cache and out.kv is not None  # None: a kept pass's KV evicted
-        if call.session_id in self._sessions and not s.finished and cached:
+        if self._holds(s) and not s.finished and cached:
             s.kv_len = old_total + len(kv_nodes)
             if path is None:
                 s.kv = self.backend.crop(out.kv, s.kv_len)
@@ -273,7 +282,7 @@ class VerificationEngine(SessionTable):
             num_context = len(item.new_token_ids) - len(draft)
             rows = [*range(num_context), *(num_context + i for i in accepted[: len(committed)])]
             hidden = out.hidden[rows]
-        return VerifyOutcome(
+        outcome = VerifyOutcome(
             result,
             tuple(committed),
             s.finished,
@@ -283,3 +292,7 @@ class VerificationEngine(SessionTable):
             path,
             accepted_mismatches=judged.accepted_mismatches,
         )
+        block = VerifyCall(call.session_id, call.prefix_len, call.draft_token_ids,
+                           draft_parents=call.draft_parents)  # fmt: skip
+        s.last_round = (block, outcome)  # a retry of this round gets it again
+        return outcome

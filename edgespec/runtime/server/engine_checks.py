@@ -84,15 +84,20 @@ def check_verify_call(
     rule.check(call, spec.sampling, backend.vocab_size)
 
 
+def same_block(call: VerifyCall, other: VerifyCall) -> bool:
+    """``call`` sends the block of ``other``: the same ``prefix_len``, draft tokens and
+    tree."""
+    return (
+        call.prefix_len == other.prefix_len
+        and call.draft_token_ids == other.draft_token_ids
+        and call.draft_parents == other.draft_parents
+    )
+
+
 def check_followup(call: VerifyCall, asked: VerifyCall, positions: tuple[int, ...]) -> None:
     """``INVALID_ARGUMENT`` unless ``call`` resends the block of ``asked``, the call whose
     verification waits for the draft hidden states of ``positions`` (SH upload)."""
-    same = (
-        call.prefix_len == asked.prefix_len
-        and call.draft_token_ids == asked.draft_token_ids
-        and call.draft_parents == asked.draft_parents
-    )
-    if not same:
+    if not same_block(call, asked):
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT,
             f"session {call.session_id!r} awaits the draft hidden states of positions "

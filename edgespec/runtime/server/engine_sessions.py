@@ -7,11 +7,19 @@ closes them and expires idle ones, keeps the sessions holding KV in LRU order un
 budget (evicting the oldest), and reports the engine's counters (:class:`EngineCounters`).
 :class:`~edgespec.runtime.server.engine.VerificationEngine` is a :class:`SessionTable` that
 also verifies.
+
+Each open gets a new ``serial``: a verification is bound to the session it was admitted for
+(:meth:`SessionTable.session_serial`), never to a later one that reuses the id. A session
+keeps its last committed round (its block, not the draft's probabilities or payloads), so
+a retry of that round gets the same outcome again (:meth:`SessionTable.replay`) instead of
+a second verification; an identical open of a session that has verified nothing yet is a
+retry too (:meth:`SessionTable.is_unused_copy`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
@@ -21,8 +29,8 @@ import numpy as np
 
 from edgespec.runtime.backends.base import KVState, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec
-from edgespec.runtime.server.engine_checks import check_session_spec
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
+from edgespec.runtime.server.engine_checks import check_session_spec, same_block
 from edgespec.runtime.server.hidden_followup import PendingHidden
 from edgespec.runtime.server.verification import (
     AnyRule,
@@ -69,13 +77,16 @@ class _Tally:
 @dataclass(slots=True)
 class EngineSession:
     """One open session: its spec and bound rule, the committed ``tokens`` and the KV
-    cache of ``tokens[:kv_len]`` (``kv`` is ``None`` when it holds none)."""
+    cache of ``tokens[:kv_len]`` (``kv`` is ``None`` when it holds none); ``serial``: this
+    open's number, unique in the table's life; ``last_round``: the block (prefix, tokens,
+    tree) and outcome of its last committed round."""
 
     spec: SessionSpec
     rule: VerificationRule
     tokens: list[int]
     rng: np.random.Generator
     last_used_s: float
+    serial: int
     kv: KVState | None = None
     kv_len: int = 0
     was_evicted: bool = False
@@ -84,6 +95,7 @@ class EngineSession:
     in_flight: bool = field(default=False)
     hidden_rule: HiddenStateRule | None = None  # the rule, when it reads hidden states
     pending: PendingHidden | None = None  # a verification waiting for its follow-up
+    last_round: tuple[VerifyCall, VerifyOutcome] | None = None
 
 
 class SessionTable:
@@ -106,6 +118,7 @@ class SessionTable:
         self._lru: OrderedDict[str, None] = OrderedDict()  # sessions holding KV, oldest first
         self._lock = threading.Lock()
         self._tally = _Tally()
+        self._serials = itertools.count(1)
 
     # --- sessions
 
@@ -129,7 +142,21 @@ class SessionTable:
                 tokens=list(spec.prompt_token_ids),
                 rng=np.random.default_rng(spec.sampling.seed),
                 last_used_s=self._clock(),
+                serial=next(self._serials),
             )
+
+    def is_unused_copy(self, spec: SessionSpec) -> bool:
+        """``spec.session_id`` is open with exactly ``spec`` and has verified nothing yet
+        (no round committed, in a forward pass or awaiting hidden states): opening it again
+        is a retry of that open."""
+        with self._lock:
+            s = self._sessions.get(spec.session_id)
+            if s is None or s.spec != spec or s.in_flight or s.pending is not None:
+                return False
+            if s.last_round is not None or len(s.tokens) != len(spec.prompt_token_ids):
+                return False
+            s.last_used_s = self._clock()
+            return True
 
     def close_session(self, session_id: str) -> bool:
         with self._lock:
@@ -149,6 +176,29 @@ class SessionTable:
         for sid in idle:
             self.close_session(sid)
         return idle
+
+    def replay(self, call: VerifyCall) -> VerifyOutcome | None:
+        """The outcome of the session's last committed round when ``call`` retries it (the
+        same ``prefix_len`` and draft block); ``None`` when ``call`` is not about that
+        round. ``FAILED_PRECONDITION`` when ``call`` sends another block for it."""
+        with self._lock:
+            s = self._get(call.session_id)
+            last = s.last_round
+            if last is None or call.prefix_len != last[0].prefix_len:
+                return None
+            if same_block(call, last[0]):
+                return last[1]
+            raise RequestError(
+                ErrorCode.FAILED_PRECONDITION,
+                f"session {call.session_id!r} already committed its round at prefix_len "
+                f"{call.prefix_len} with another draft block; it has {len(s.tokens)} "
+                "committed tokens",
+            )
+
+    def session_serial(self, session_id: str) -> int:
+        """The serial of the open session ``session_id``: a verification admitted for it
+        names it (:meth:`~edgespec.runtime.server.engine.VerificationEngine.verify_batch`)."""
+        return self._get(session_id).serial
 
     def session_tokens(self, session_id: str) -> tuple[int, ...]:
         return tuple(self._get(session_id).tokens)
@@ -190,6 +240,10 @@ class SessionTable:
                 num_cached_bytes=sum(self.backend.kv_bytes(s.kv) for s in held),
                 num_sessions=len(self._sessions),
             )
+
+    def _holds(self, s: EngineSession) -> bool:
+        """``s`` is still open (not closed, nor replaced by a later open of its id)."""
+        return self._sessions.get(s.spec.session_id) is s
 
     def _get(self, session_id: str) -> EngineSession:
         session = self._sessions.get(session_id)

@@ -31,12 +31,21 @@ from edgespec.runtime.server.verification import rule_labels
 class _Entry:
     pending: PendingVerification
     call: VerifyCall
+    serial: int  # the session it was admitted for (SessionTable.session_serial)
     future: asyncio.Future[VerifyReply]
+    closed: bool = False  # its session closed while its batch ran
 
 
 class Scheduler:
-    """The queue of admitted calls (``queue``, by entry id; ``in_flight``: their sessions)
-    and the loop (:meth:`run`) that batches them onto ``engine``."""
+    """The queue of admitted calls (``queue``, by entry id) and the loop (:meth:`run`)
+    that batches them onto ``engine``.
+
+    A call is verified only if its caller still waits when its forward pass starts: one
+    cancelled while queued leaves the queue and its session does not advance. Once its
+    pass has started it commits, and its session stays in flight until the batch ends (a
+    retry of that round then gets its outcome again,
+    :meth:`~edgespec.runtime.server.engine_sessions.SessionTable.replay`). A session that
+    closes fails its calls (:meth:`fail_session`)."""
 
     def __init__(
         self,
@@ -56,24 +65,42 @@ class Scheduler:
         self._batch_wait_s = batch_wait_s
         self._round_log = round_log
         self.queue: dict[int, _Entry] = {}
-        self.in_flight: set[str] = set()
-        self._in_batch: list[_Entry] = []  # the last batch taken (stop() answers its calls)
+        self._in_batch: list[_Entry] = []  # the batch being verified (stop() answers its calls)
         self._wake = asyncio.Event()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
         self._isolate: set[int] = set()
 
+    @property
+    def in_flight(self) -> set[str]:
+        """The sessions with a call queued or in the batch being verified."""
+        running = (e.call.session_id for e in self._in_batch if not e.closed)
+        return {*(e.call.session_id for e in self.queue.values()), *running}
+
     async def submit(self, pending: PendingVerification, call: VerifyCall) -> VerifyReply:
         """Queue an admitted call and wait for the batch that verifies it."""
         future: asyncio.Future[VerifyReply] = asyncio.get_running_loop().create_future()
-        self.queue[pending.entry_id] = _Entry(pending, call, future)
-        self.in_flight.add(call.session_id)
+        serial = self._engine.session_serial(call.session_id)
+        self.queue[pending.entry_id] = _Entry(pending, call, serial, future)
         self._wake.set()
         try:
             return await future
-        finally:
-            # a caller that went away before dispatch must not advance its session later
+        finally:  # a caller that went away before dispatch must not advance its session
             self.queue.pop(pending.entry_id, None)
-            self.in_flight.discard(call.session_id)
+
+    def fail_session(self, session_id: str, event: str) -> None:
+        """``session_id`` was just closed (``event``: how): its queued call leaves the
+        queue, one in the batch being verified no longer holds the id (the pass's result
+        for it is dropped), and each caller gets ``NOT_FOUND`` naming the session."""
+        for entry_id, entry in list(self.queue.items()):
+            if entry.call.session_id == session_id:
+                del self.queue[entry_id]
+                _reject(entry, f"session {session_id!r} was {event} while this verification "
+                        "was queued: nothing was verified")  # fmt: skip
+        for entry in self._in_batch:
+            if entry.call.session_id == session_id and not entry.closed:
+                entry.closed = True
+                _reject(entry, f"session {session_id!r} was {event} during this verification: "
+                        "its result is dropped")  # fmt: skip
 
     def stop(self) -> None:
         """Fail every call not yet answered, queued or in the batch being verified, with
@@ -89,28 +116,37 @@ class Scheduler:
 
     async def run(self) -> None:
         """Batch after batch, for as long as the service runs."""
-        loop = asyncio.get_running_loop()
         while True:
             entry_ids = await self._next_plan()
-            entries = self._in_batch = [self.queue.pop(i) for i in entry_ids]
-            start = self._clock()
-            calls = [e.call for e in entries]
-            self._counters.busy = True
-            try:
-                outcomes = await loop.run_in_executor(
-                    self._executor, self._engine.verify_batch, calls
-                )
-            except Exception:  # a backend failure must not kill the server ...
-                if len(entries) > 1:  # ... nor fail the other sessions of the batch
-                    for e in entries:
+            taken = [self.queue.pop(i) for i in entry_ids]
+            self._in_batch = [e for e in taken if not e.future.done()]  # callers still there
+            if self._in_batch:
+                await self._verify(self._in_batch)
+            self._in_batch = []  # (a cancelled run leaves it to stop())
+
+    async def _verify(self, entries: list[_Entry]) -> None:
+        """One forward pass over ``entries``; a failed pass of several runs them again one
+        by one, those whose callers still wait."""
+        loop = asyncio.get_running_loop()
+        start = self._clock()
+        calls, serials = [e.call for e in entries], [e.serial for e in entries]
+        self._counters.busy = True
+        try:
+            outcomes = await loop.run_in_executor(
+                self._executor, self._engine.verify_batch, calls, serials
+            )
+        except Exception:  # a backend failure must not kill the server ...
+            if len(entries) > 1:  # ... nor fail the other sessions of the batch
+                for e in entries:
+                    if not e.future.done():
                         self.queue[e.pending.entry_id] = e
-                    self._isolate.update(e.pending.entry_id for e in entries)
-                    continue
+                        self._isolate.add(e.pending.entry_id)
+            else:
                 self._fail(entries[0], sys.exc_info()[1])
-                continue
-            finally:
-                self._counters.busy = False
-            self._answer(entries, outcomes, start, self._clock())
+            return
+        finally:
+            self._counters.busy = False
+        self._answer(entries, outcomes, start, self._clock())
 
     def _answer(
         self,
@@ -122,10 +158,10 @@ class Scheduler:
         """Count and log a verified batch, then resolve each of its calls."""
         self._counters.record_batch([e.pending for e in entries], start, end)
         pairs = zip(entries, outcomes, strict=True)
-        verified = [  # decided rounds (not those waiting for the draft's hidden states)
+        verified = [  # decided rounds of open sessions (not those awaiting hidden states)
             (e.pending, o)
             for e, o in pairs
-            if not isinstance(o, RequestError) and o.hidden_request is None
+            if not (e.closed or isinstance(o, RequestError) or o.hidden_request is not None)
         ]
         for pending, done in verified:
             self._admission.slo.verified(pending.session_id, done.result)
@@ -198,3 +234,8 @@ class Scheduler:
             return rule_labels(spec.verification_rule, self._engine.session_rule(session_id))
         except RequestError:  # closed meanwhile
             return {}
+
+
+def _reject(entry: _Entry, message: str) -> None:
+    if not entry.future.done():
+        entry.future.set_exception(RequestError(ErrorCode.NOT_FOUND, message))

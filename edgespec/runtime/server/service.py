@@ -113,8 +113,11 @@ class VerificationService:
 
     def open_session(self, spec: SessionSpec, owner: str | None = None) -> None:
         """Open ``spec``; with auth on, ``owner`` (the caller's identity) owns the session:
-        only it may verify or close it (:mod:`edgespec.runtime.server.clients`)."""
-        self._guard(lambda: self._admission.open(spec, owner, self._clock()))
+        only it may verify or close it (:mod:`edgespec.runtime.server.clients`). The same
+        spec and owner again, before the session's first verification, is a retry of an open
+        whose reply was lost: it succeeds and changes nothing."""
+        if not self._guard(lambda: self._admission.open(spec, owner, self._clock())):
+            return  # a retry of the open that made it (its reply was lost)
         self._counters.num_sessions_opened += 1
         rule = self.engine.session_rule(spec.session_id)
         if not rule.lossless and self._log is not None:
@@ -123,15 +126,23 @@ class VerificationService:
             self._log(f"session {spec.session_id!r} (client {spec.client_id!r}) opened: {what}")
 
     def close_session(self, session_id: str, owner: str | None = None) -> bool:
+        """Close ``session_id`` (``True``: it was open); its queued or running verification
+        fails ``NOT_FOUND`` (:meth:`~edgespec.runtime.server.scheduler.Scheduler.fail_session`)."""
         closed = self._guard(lambda: self._admission.close(session_id, owner))
+        self._scheduler.fail_session(session_id, "closed")
         self._counters.num_sessions_closed += closed
         return closed
 
     async def verify(self, call: VerifyCall, owner: str | None = None) -> VerifyReply:
         """Validate, enqueue and wait for the batch that verifies ``call`` (for ``owner``,
-        the caller's identity when auth is on)."""
+        the caller's identity when auth is on). A retry of the session's last committed
+        round (its caller lost the reply) gets that reply again at once, with ``queue_s``,
+        ``verify_s`` and ``batch_size`` 0."""
 
         scheduler = self._scheduler
+        replayed = self._guard(lambda: self._admission.replay(call, owner))
+        if replayed is not None:  # a retry of the round last committed: no queue, no pass
+            return VerifyReply(replayed, 0.0, 0.0, 0, len(scheduler.queue))
 
         def check() -> PendingVerification:
             queued = (e.call.session_id for e in scheduler.queue.values())
@@ -219,4 +230,5 @@ class VerificationService:
             )
             for session_id in expired:
                 self._admission.forget(session_id)
+                self._scheduler.fail_session(session_id, "expired")
             self._counters.num_expired += len(expired)

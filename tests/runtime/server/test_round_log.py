@@ -35,9 +35,11 @@ class _TimedEngine(VerificationEngine):
         self._now = now
         self._durations_s = durations_s
 
-    def verify_batch(self, calls: Sequence[VerifyCall]) -> list[VerifyOutcome | RequestError]:
+    def verify_batch(
+        self, calls: Sequence[VerifyCall], serials: Sequence[int] | None = None
+    ) -> list[VerifyOutcome | RequestError]:
         self._now[0] += self._durations_s.pop(0)
-        return super().verify_batch(calls)
+        return super().verify_batch(calls, serials)
 
 
 def _serve_three_rounds(target: TransformersTarget, path: Path) -> tuple[int, ...]:

@@ -259,11 +259,11 @@ def test_a_second_call_for_a_session_in_flight_is_refused_and_counted(
     assert rejected == 1
 
 
-def test_a_session_closed_while_queued_fails_alone_in_its_batch(
+def test_a_session_closed_while_queued_leaves_the_queue(
     target: TransformersTarget, tmp_path: Path
 ) -> None:
-    """b is closed after its call was queued: the batch of two still runs, b's caller gets
-    NOT_FOUND, and a's reply and round record both say batch size 2."""
+    """b is closed after its call was queued: b's caller gets NOT_FOUND at once, naming
+    the session, and a runs alone (its reply and round record say batch size 1)."""
     log = RoundLog(tmp_path / "rounds.jsonl")
 
     async def scenario() -> list[Any]:
@@ -285,13 +285,16 @@ def test_a_session_closed_while_queued_fails_alone_in_its_batch(
 
     a, b, again = asyncio.run(scenario())
     log.close()
-    assert isinstance(a, VerifyReply) and (a.batch_size, a.queue_depth) == (2, 0)
+    assert isinstance(a, VerifyReply) and (a.batch_size, a.queue_depth) == (1, 0)
     assert isinstance(b, RequestError)
-    assert (b.code, b.message) == (ErrorCode.NOT_FOUND, "unknown session 'b'")
+    assert (b.code, b.message) == (
+        ErrorCode.NOT_FOUND,
+        "session 'b' was closed while this verification was queued: nothing was verified",
+    )
     assert isinstance(again, VerifyReply) and again.batch_size == 1
     records = list(read_round_log(log.path))
     assert [(r.request_id, r.round_index, r.batch_size) for r in records] == [
-        ("a", 0, 2),
+        ("a", 0, 1),
         ("a", 1, 1),
     ]
 

@@ -4,6 +4,7 @@ model is built) and the rejection counter."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -48,5 +49,5 @@ def test_rejected_requests_are_counted(target: TransformersTarget) -> None:
     spec = SessionSpec("s", "c", (3, 1, 4), SamplingParams(max_new_tokens=2))
     service.open_session(spec)
     with pytest.raises(RequestError):
-        service.open_session(spec)  # already open
+        service.open_session(dataclasses.replace(spec, prompt_token_ids=(3,)))  # already open
     assert service.stats().num_rejected == 1

@@ -1,0 +1,64 @@
+"""A reopened session of a seeded sampling run verifies on uniforms of its own: the
+server seeds a session's verification stream with the session's seed, so a reopen that
+kept the run's seed would decide its rounds with the uniforms that decided the first
+ones (at other positions), and the run would no longer be distributed as an
+uninterrupted one."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from edgespec.core.types import SamplingParams
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.edge.reconnect import reopen
+from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.server.engine import VerificationEngine
+from tests.runtime.round_fakes import Clock, Verifier
+
+SAMPLED = SamplingParams(temperature=0.8, max_new_tokens=8, seed=7)
+FIRST = SessionSpec("s", "edge-0", (5, 3), SAMPLED)
+
+
+def _reopened(output: tuple[int, ...], sampling: SamplingParams = SAMPLED) -> SessionSpec:
+    clock = Clock()
+    verifier = Verifier(clock)
+    reopen(verifier, dataclasses.replace(FIRST, sampling=sampling), output, clock, 1, 1.0, 0.0)
+    (spec,) = verifier.specs
+    return spec
+
+
+def _uniforms(engine: VerificationEngine, spec: SessionSpec) -> set[float]:
+    """The first 256 uniforms of the verification stream the engine gives ``spec``."""
+    engine.open_session(spec)
+    return set(engine._sessions[spec.session_id].rng.random(256))
+
+
+def test_a_reopened_session_draws_none_of_the_uniforms_already_used(
+    target: TransformersTarget,
+) -> None:
+    engine = VerificationEngine(target)
+    used = _uniforms(engine, FIRST)
+    reopened = [_reopened(output) for output in ((), (6,), (6, 9))]
+    assert [s.session_id for s in reopened] == ["s#r1.1"] * 3
+    assert [(s.prompt_token_ids, s.sampling.max_new_tokens) for s in reopened] == [
+        ((5, 3), 8),
+        ((5, 3, 6), 7),
+        ((5, 3, 6, 9), 6),
+    ]
+    streams = [
+        _uniforms(engine, dataclasses.replace(spec, session_id=f"r{n}"))
+        for n, spec in enumerate(reopened)
+    ]
+    assert all(used.isdisjoint(stream) for stream in streams)
+    assert streams[1].isdisjoint(streams[2])
+
+
+@pytest.mark.parametrize("seed", [None, 7])
+def test_the_reopened_seed_is_reproducible_and_none_stays_fresh(seed: int | None) -> None:
+    sampling = SamplingParams(temperature=0.8, max_new_tokens=8, seed=seed)
+    first, again = _reopened((6,), sampling), _reopened((6,), sampling)
+    assert first.sampling == again.sampling  # a seeded run is reproducible
+    assert (first.sampling.seed is None) == (seed is None)
+    assert first.sampling.seed != 7
