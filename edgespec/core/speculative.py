@@ -22,6 +22,8 @@ distributed exactly as the target's own sampling.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -126,6 +128,29 @@ def as_drawn(probs: FloatArray) -> FloatArray:
     return np.asarray(rows / totals, dtype=np.float64)
 
 
+class DrawnRows(Protocol):
+    """A draft block's q rows as drawn (:func:`as_drawn`), read one at a time:
+    :func:`stochastic_verify_drawn` asks ``prob(i, token)`` of each position it judges and
+    ``row(i)`` (all V entries) only of the position it rejects."""
+
+    def prob(self, row: int, token: int) -> float: ...
+
+    def row(self, row: int) -> FloatArray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DenseDrawn:
+    """:class:`DrawnRows` over K × V rows already read as drawn."""
+
+    rows: FloatArray
+
+    def prob(self, row: int, token: int) -> float:
+        return float(self.rows[row, token])
+
+    def row(self, row: int) -> FloatArray:
+        return np.asarray(self.rows[row])
+
+
 def stochastic_verify(
     draft_tokens: Sequence[int],
     draft_probs: FloatArray,
@@ -146,13 +171,32 @@ def stochastic_verify(
         )
     if draft_probs.shape[1] != target_probs.shape[1]:
         raise ValueError("draft and target vocabularies differ in size")
-    draft_probs = as_drawn(draft_probs)
+    return stochastic_verify_drawn(
+        draft_tokens, DenseDrawn(as_drawn(draft_probs)), target_probs, rng
+    )
+
+
+def stochastic_verify_drawn(
+    draft_tokens: Sequence[int],
+    drawn: DrawnRows,
+    target_probs: FloatArray,
+    rng: np.random.Generator,
+) -> VerifyResult:
+    """:func:`stochastic_verify` with q given as :class:`DrawnRows` (K rows over the
+    vocabulary of ``target_probs``, which is (K + 1) × V), so a q held as each row's
+    nonzero entries is read densely at its rejected position only. The same draws, the
+    same result, as :func:`stochastic_verify` of the dense rows."""
+    num_drafted = len(draft_tokens)
+    if target_probs.shape[0] != num_drafted + 1:
+        raise ValueError(
+            f"expected target_probs (K+1)×V with K={num_drafted}, got {target_probs.shape}"
+        )
     for i, token in enumerate(draft_tokens):
-        p, q = float(target_probs[i, token]), float(draft_probs[i, token])
+        p, q = float(target_probs[i, token]), drawn.prob(i, token)
         accept_prob = 1.0 if q <= 0.0 and p > 0.0 else (min(1.0, p / q) if q > 0.0 else 0.0)
         if rng.random() < accept_prob:
             continue
-        extra = sample_token(residual_distribution(target_probs[i], draft_probs[i]), rng)
+        extra = sample_token(residual_distribution(target_probs[i], drawn.row(i)), rng)
         return VerifyResult(
             num_drafted=num_drafted,
             num_accepted=i,

@@ -245,9 +245,10 @@ class WindowHistory:
         )
 
     def snapshot(self, now_s: float, window_state: tuple[float, ...] = ()) -> HistorySnapshot:
-        """This history at ``now_s`` (the first token's time as its age then), carrying the
-        window policy's ``window_state`` for the pair."""
+        """This history at ``now_s`` (the first token's time as its age then, saturated at
+        :data:`MAX_HISTORY_S`), carrying the window policy's ``window_state`` for the pair."""
         first = self._first_token_s
+        age = None if first is None else min(max(now_s - first, 0.0), MAX_HISTORY_S)
         return HistorySnapshot(
             recent=tuple(self._recent),
             num_rounds=self._rounds,
@@ -257,7 +258,7 @@ class WindowHistory:
             queue_depth=self._queue_depth,
             network_s=self._network_s,
             fused=self._fused,
-            first_token_age_s=None if first is None else max(now_s - first, 0.0),
+            first_token_age_s=age,
             window_state=window_state,
         )
 

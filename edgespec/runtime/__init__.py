@@ -18,6 +18,8 @@ Top-level modules, what both sides share:
   messages docs/RUNTIME.md's validation table lists;
 * :mod:`.sampling` — logits to probabilities (temperature, top-p) and the compact draft
   distribution both sides read alike;
+* :mod:`.compact_probs` — ``CompactProbs``: a draft block's q as each row's nonzero entries,
+  as the server holds, checks and verifies it (never K × the vocabulary);
 * :mod:`.testing` — synthetic models for tests and benchmarks (``tiny_llama``,
   ``noisy_copy``, ``layer_truncated_copy``, ``synthetic_target``).
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 from edgespec.policies.inputs import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
+from edgespec.runtime.compact_probs import CompactProbs
 
 PROTOCOL_VERSION = 2
 """Bumped on any incompatible change of edgespec.proto; sessions of another version are refused."""
@@ -55,7 +56,9 @@ class VerifyCall:
     """Verify ``draft_token_ids`` after the session's first ``prefix_len`` committed tokens.
 
     With ``draft_parents`` the tokens are a token tree (:mod:`edgespec.core.tree`), verified
-    greedily; ``None`` is a chain. ``payloads``: extra named arrays for the session's
+    greedily; ``None`` is a chain. ``draft_probs``: a sampled block's q, K × V rows, or
+    the same held as each row's nonzero entries (:class:`CompactProbs`: what the server
+    decodes from the wire). ``payloads``: extra named arrays for the session's
     verification rule (e.g. per-token channel state); the exact rule takes none.
 
     Client-reported timing for the server's deadline rule (:mod:`edgespec.policies.slo`):
@@ -65,7 +68,7 @@ class VerifyCall:
     session_id: str
     prefix_len: int
     draft_token_ids: tuple[int, ...]
-    draft_probs: FloatArray | None = None
+    draft_probs: FloatArray | CompactProbs | None = None
     draft_parents: tuple[int, ...] | None = None
     payloads: Mapping[str, FloatArray] = field(default_factory=dict)
     draft_s: float = 0.0

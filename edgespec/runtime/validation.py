@@ -12,6 +12,7 @@ import numpy as np
 
 from edgespec.core.tree import tree_problem
 from edgespec.core.types import SamplingParams
+from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall
 
@@ -57,7 +58,9 @@ vocabulary stays far below it)."""
 
 
 def check_draft_probs(call: VerifyCall, vocab: int) -> None:
-    """Stochastic verification needs q: K × V, finite, ≥ 0, q_i(draft_i) > 0."""
+    """Stochastic verification needs q: K × V, finite, ≥ 0, rows summing to 1,
+    q_i(draft_i) > 0. A :class:`CompactProbs` q is checked on its entries alone (its other
+    entries are 0): nothing of the vocabulary's size is allocated."""
     k = len(call.draft_token_ids)
     probs = call.draft_probs
     if probs is None:
@@ -67,9 +70,13 @@ def check_draft_probs(call: VerifyCall, vocab: int) -> None:
             ErrorCode.INVALID_ARGUMENT,
             f"draft_probs has shape {probs.shape}, expected ({k}, {vocab})",
         )
-    if not np.all(np.isfinite(probs)) or (probs.size and probs.min() < 0):
+    values = probs.values if isinstance(probs, CompactProbs) else probs
+    if not np.all(np.isfinite(values)) or (values.size and values.min() < 0):
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "draft_probs must be finite and >= 0")
-    sums = probs.sum(axis=1, dtype=np.float64)
+    if isinstance(probs, CompactProbs):
+        sums = probs.row_sums()
+    else:
+        sums = probs.sum(axis=1, dtype=np.float64)
     for i, total in enumerate(sums):
         if abs(total - 1.0) > DRAFT_PROB_SUM_TOLERANCE:
             raise RequestError(
@@ -78,7 +85,8 @@ def check_draft_probs(call: VerifyCall, vocab: int) -> None:
                 f"(within {DRAFT_PROB_SUM_TOLERANCE})",
             )
     for i, tok in enumerate(call.draft_token_ids):
-        if probs[i, tok] <= 0:
+        own = probs.prob(i, tok) if isinstance(probs, CompactProbs) else probs[i, tok]
+        if own <= 0:
             raise RequestError(
                 ErrorCode.INVALID_ARGUMENT,
                 f"draft_probs row {i} gives its own draft token {tok} probability 0",

@@ -37,7 +37,9 @@ async def fused_baseline(
     passes drafted by ``draft_factory``'s draft when given) or :func:`fused_generate` with a
     static window of ``gamma`` (``draft_factory``'s draft, which it needs), its session
     opened for ``owner`` (the caller's identity with auth on: the session counts against its
-    limits). A refusal is a :class:`RequestError`, raised at the first chunk."""
+    limits). A refusal is a :class:`RequestError`, raised at the first chunk: among them a
+    drafted baseline of a session naming a rule other than ``"exact"`` (its rounds are the
+    drafter's own, verified exactly; a cloud-only one opens ``spec`` as sent)."""
     if draft_factory is None and not cloud_only:
         raise RequestError(
             ErrorCode.FAILED_PRECONDITION, "fused mode needs a server started with --draft"
@@ -45,6 +47,12 @@ async def fused_baseline(
     if not 1 <= gamma <= max_draft_tokens:
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT, f"gamma {gamma} outside 1..{max_draft_tokens}"
+        )
+    if not cloud_only and draft_factory is not None and spec.verification_rule != "exact":
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"verification_rule {spec.verification_rule!r}: Generate cannot run the fused "
+            "baseline under it (drafted by this server's draft, verified with 'exact' only)",
         )
     drafter = None if draft_factory is None else draft_factory()
     chunks = (

@@ -211,20 +211,35 @@ def run_fused_rounds(
     emit: Callable[[FusedRound], None],
 ) -> None:
     """The server's loop of one fused run (on a worker thread): ``call.history`` restored
-    (the window policy's pair state too), fused rounds of the decided γ until ``window``
-    answers distributed or the request finishes (one round when ``window`` is ``None``),
-    each emitted when verified; the last carries the history and the pair state back.
+    (the window policy's pair state too, under ``start.pair``), fused rounds of the decided
+    γ until ``window`` answers distributed or the request finishes (one round when
+    ``window`` is ``None``), each emitted when verified; the last carries the history and
+    the pair state back.
 
     ``start.spec``: the session's (its prompt and budget count its output);
     ``start.tokens``: its committed tokens now (prompt and output). Each round is recorded
     in the history as fused with its decision's γ (a cloud-only round: 0 drafted, 0
-    accepted, the one token committed)."""
-    spec = start.spec
-    # one draft–target pair per client here (WindowObservation.pair)
-    pair = spec.client_id
+    accepted, the one token committed). A round whose tokens are committed is emitted even
+    when what follows its verdict fails (the window policy, say): the device has them
+    before the error, and its session goes on from there."""
+    pair = start.spec.client_id if start.pair is None else start.pair
     history = WindowHistory.from_snapshot(call.history, clock(), pair)
     if window is not None:
         window.restore(pair, call.history.window_state)
+    _play_rounds(verifier, call, start, (window, pair), history, clock, emit)
+
+
+def _play_rounds(
+    verifier: ServiceVerifier,
+    call: FusedCall,
+    start: FusedStart,
+    policy: tuple[ServerWindow | None, str],
+    history: WindowHistory,
+    clock: Callable[[], float],
+    emit: Callable[[FusedRound], None],
+) -> None:
+    """:func:`run_fused_rounds`'s rounds, ``policy``: the server's window and the pair."""
+    spec, (window, pair) = start.spec, policy
     play = _round_player(verifier, call, start, clock)
     context = list(start.tokens)
     num_output = len(context) - len(spec.prompt_token_ids)
@@ -237,19 +252,25 @@ def run_fused_rounds(
         context.extend(committed)
         num_output += len(committed)
         committed_total += len(committed)
-        history.record(round_outcome(gamma, reply, committed_total, 0.0, True), played.end_s)
-        finished = reply.outcome.finished
-        decision = None if finished or window is None else window.decide(history, played.end_s)
-        drafted = played.call.draft_token_ids
-        if decision is not None and decision.fused:
-            emit(FusedRound(gamma, drafted, played.draft_s, reply))
-            gamma = decision.gamma
-            continue
-        # without a server policy the device's state goes back as it came
-        state = call.history.window_state if window is None else window.state(pair)
-        end = FusedRunEnd(decision, history.snapshot(clock(), state))
-        emit(FusedRound(gamma, drafted, played.draft_s, reply, end))
-        return
+        fused_round = FusedRound(gamma, played.call.draft_token_ids, played.draft_s, reply)
+        try:
+            history.record(round_outcome(gamma, reply, committed_total, 0.0, True), played.end_s)
+            finished = reply.outcome.finished
+            decision = None if finished or window is None else window.decide(history, played.end_s)
+            end = None
+            if decision is None or not decision.fused:
+                # without a server policy the device's state goes back as it came
+                state = call.history.window_state if window is None else window.state(pair)
+                end = FusedRunEnd(decision, history.snapshot(clock(), state))
+        except BaseException:
+            emit(fused_round)  # committed: the device records it before the error
+            raise
+        if end is not None:
+            emit(dataclasses.replace(fused_round, end=end))
+            return
+        emit(fused_round)
+        assert decision is not None  # fused: the run goes on
+        gamma = decision.gamma
 
 
 async def stream_fused_run(

@@ -7,13 +7,14 @@ policy as fused runs use it (:class:`ServerWindow`).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from edgespec.config import ConfigError
 from edgespec.policies.contracts import PolicyContractError, policy_name
-from edgespec.policies.inputs import WindowHistory
+from edgespec.policies.inputs import MAX_HISTORY_COUNT, HistorySnapshot, WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend, hidden_state_drafter
 from edgespec.runtime.edge.rounds import decide, pair_state, restore_pair_state
@@ -38,6 +39,9 @@ class FusedStart:
     spec: SessionSpec
     tokens: tuple[int, ...]
     cloud_only: bool = False
+    pair: str | None = None
+    """The draft–target pair its window state is kept under (:func:`fused_pair`; ``None``:
+    the session's ``client_id``)."""
 
 
 def fused_draft_factory(
@@ -86,6 +90,7 @@ def start_fused_run(
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT, f"fused gamma {call.gamma} outside 1..{max_draft_tokens}"
         )
+    check_history_room(call.history, spec, len(tokens))
     drafter = None if draft_factory is None else draft_factory()
     rule = engine.session_rule(call.session_id)
     if not rule.lossless and not cloud_only and drafter is not None:
@@ -95,7 +100,40 @@ def start_fused_run(
             ErrorCode.FAILED_PRECONDITION,
             "this server's draft drafts from target features, which fused rounds do not feed it",
         )
-    return FusedStart(drafter, spec, tokens, cloud_only)
+    return FusedStart(drafter, spec, tokens, cloud_only, fused_pair(spec.client_id, owner))
+
+
+def check_history_room(history: HistorySnapshot, spec: SessionSpec, num_tokens: int) -> None:
+    """``INVALID_ARGUMENT`` naming the count a run could push past
+    :data:`~edgespec.policies.inputs.MAX_HISTORY_COUNT`: every round commits at least one of
+    the session's remaining tokens, so a run adds at most that many rounds and committed
+    tokens (``num_tokens``: the session's committed tokens now, prompt included). The
+    first token's age saturates instead (:meth:`WindowHistory.snapshot`)."""
+    remaining = spec.sampling.max_new_tokens - (num_tokens - len(spec.prompt_token_ids))
+    room = MAX_HISTORY_COUNT - max(remaining, 0)
+    for name, value in (
+        ("num_rounds", history.num_rounds),
+        ("num_committed_total", history.num_committed_total),
+    ):
+        if value > room:
+            raise RequestError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"history snapshot: {name} must be an integer in [0, {room}] for this run, "
+                f"which may add up to {remaining} (one per token the session has left), "
+                f"got {value}",
+            )
+
+
+def fused_pair(client_id: str, owner: str | None) -> str:
+    """The draft–target pair a fused run's window state is kept under: the session's
+    ``client_id`` and, with auth on, its owner (the token, hashed: no secret among a policy's
+    keys), so a client cannot reach another token's state by naming its ``client_id``.
+    Without auth a ``client_id`` proves nothing, as for the quotas
+    (:mod:`edgespec.runtime.server.clients`)."""
+    if owner is None:
+        return client_id
+    digest = hashlib.sha256(owner.encode()).hexdigest()[:16]
+    return f"{client_id} (token {digest})"
 
 
 def _check_semantic_drafter(

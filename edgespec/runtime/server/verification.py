@@ -48,9 +48,15 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.core.speculative import greedy_verify, greedy_verify_tree, stochastic_verify
+from edgespec.core.speculative import (
+    greedy_verify,
+    greedy_verify_tree,
+    stochastic_verify,
+    stochastic_verify_drawn,
+)
 from edgespec.core.types import SamplingParams, VerifyResult
 from edgespec.runtime.backends.logit_rows import LogitRows
+from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall
 from edgespec.runtime.sampling import logits_to_probs
@@ -209,8 +215,21 @@ class ExactRule:
         if sampling.greedy:
             return Verdict(greedy_verify(draft, list(logits.argmax())))
         probs = logits_to_probs(logits.host(), sampling.temperature, sampling.top_p)
-        q = np.zeros((0, probs.shape[1])) if call.draft_probs is None else call.draft_probs
-        return Verdict(stochastic_verify(draft, q, probs, rng))
+        return Verdict(_sampled_verdict(call, probs, rng))
+
+
+def _sampled_verdict(
+    call: VerifyCall, probs: npt.NDArray[np.float64], rng: np.random.Generator
+) -> VerifyResult:
+    """Speculative sampling of ``call``'s chain against the target's ``probs``; a compact q
+    (:class:`CompactProbs`) is read as it is held, densely at the rejected row only."""
+    draft, q = call.draft_token_ids, call.draft_probs
+    if isinstance(q, CompactProbs):
+        if q.shape != (len(draft), probs.shape[1]):
+            raise ValueError(f"draft_probs has shape {q.shape}, target rows {probs.shape}")
+        return stochastic_verify_drawn(draft, q.drawn(), probs, rng)
+    rows = np.zeros((0, probs.shape[1])) if q is None else q
+    return stochastic_verify(draft, rows, probs, rng)
 
 
 EXACT_RULES: Mapping[str, VerificationRule] = {"exact": ExactRule()}

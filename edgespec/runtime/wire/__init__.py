@@ -4,9 +4,10 @@
   importers**: the shared generated stubs, ``ErrorCode`` to gRPC status-code maps and
   message-size options; the servicer (auth, TLS, size limits, undecodable requests),
   ``start_server``, ``ServerThread``; the ``RemoteVerifier`` client;
-* :mod:`.codec`, :mod:`.fused_codec`, :mod:`.draft_probs` — protobuf to runtime records
-  (protobuf only, no grpc): verify calls and replies, fused-run records (``HistorySnapshot``,
-  ``FusedCall``, ``FusedRound``), the compact draft distribution;
+* :mod:`.codec`, :mod:`.fused_codec`, :mod:`.draft_probs`, :mod:`.requests` — protobuf to
+  runtime records (protobuf only, no grpc): verify calls and replies, fused-run records
+  (``HistorySnapshot``, ``FusedCall``, ``FusedRound``), the compact draft distribution (held
+  compact: ``CompactProbs``), undecodable requests and a Generate request's mode;
 * :mod:`.inprocess` — ``LocalVerifier``, ``speculative_generate``, ``target_greedy_decode``:
   the same rounds without gRPC;
 * :mod:`.emulated_link` — ``EmulatedLinkVerifier``: a chosen RTT, jitter and bandwidth on

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
+from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     DRAFT_HIDDEN,
@@ -118,8 +119,9 @@ def call_to_proto(call: VerifyCall) -> Any:
         draft_s=call.draft_s,
         network_s=call.network_s,
     )
-    if call.draft_probs is not None:
-        sizes, ids, kept = compact_rows(np.asarray(call.draft_probs, np.float32))
+    if (q := call.draft_probs) is not None:
+        rows = q if isinstance(q, CompactProbs) else np.asarray(q, np.float32)
+        sizes, ids, kept = compact_rows(rows)
         request.draft_support_sizes.extend(sizes)
         request.draft_support_ids.extend(ids)
         request.draft_probs.extend(kept)
@@ -186,9 +188,9 @@ def _draft_hidden(data: bytes, size: int) -> npt.NDArray[np.float32]:
 
 
 def call_from_proto(msg: Any, vocab_size: int, max_draft_tokens: int) -> VerifyCall:
-    """``msg`` as a call; a compact q comes back dense over ``vocab_size`` tokens (the
-    server's), after its sizes and ids are checked and its block is found within
-    ``max_draft_tokens`` (so what a message makes the server allocate stays bounded)."""
+    """``msg`` as a call; a compact q comes back as a :class:`CompactProbs` over
+    ``vocab_size`` tokens (the server's), its sizes and ids checked and its block found
+    within ``max_draft_tokens``: what a message makes the server hold stays linear in it."""
     check_identifier("session_id", msg.session_id)
     tokens = tuple(msg.draft_token_ids)
     probs = probs_from_proto(msg, len(tokens), vocab_size, max_draft_tokens)

@@ -1,7 +1,8 @@
 """The draft distribution q on the wire: a drafter's rows have few nonzero entries
 (:func:`edgespec.runtime.sampling.draft_sample`), so a block travels as each row's nonzero
 entries (``VerifyRequest.draft_support_sizes`` / ``draft_support_ids`` / ``draft_probs``)
-and is expanded on the server, after its sizes and ids are checked."""
+and stays so on the server (:class:`~edgespec.runtime.compact_probs.CompactProbs`, its sizes
+and ids checked here): what a message makes the server hold is linear in its size."""
 
 from __future__ import annotations
 
@@ -10,23 +11,28 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode, RequestError
 
 
 def compact_rows(
-    probs: npt.NDArray[np.float32],
+    probs: npt.NDArray[np.float32] | CompactProbs,
 ) -> tuple[list[int], list[int], list[float]]:
     """K × V rows as (row sizes, token ids, values): each row's nonzero entries in id order
     (``VerifyRequest.draft_support_*``; a draft's q has at most
     :data:`~edgespec.runtime.sampling.DRAFT_SUPPORT_MAX_TOKENS` of them)."""
+    if isinstance(probs, CompactProbs):
+        sizes = np.diff(probs.offsets)
+        return sizes.tolist(), probs.ids.tolist(), probs.values.tolist()
     rows, ids = np.nonzero(probs)
     sizes = np.bincount(rows, minlength=probs.shape[0])
     return sizes.tolist(), ids.tolist(), probs[rows, ids].tolist()
 
 
-def dense_rows(msg: Any, num_tokens: int, vocab_size: int) -> npt.NDArray[np.float32]:
+def compact_from_proto(msg: Any, num_tokens: int, vocab_size: int) -> CompactProbs:
     """A compact q (``draft_support_sizes`` / ``draft_support_ids`` / ``draft_probs``) as
-    ``num_tokens`` × ``vocab_size`` float32 rows, its sizes and ids checked first."""
+    ``num_tokens`` rows over ``vocab_size`` tokens, held as sent (each row's entries put in
+    token order), its sizes and ids checked first."""
     sizes = np.asarray(msg.draft_support_sizes, dtype=np.int64)
     ids = np.asarray(msg.draft_support_ids, dtype=np.int64)
     if sizes.size != num_tokens:
@@ -46,28 +52,28 @@ def dense_rows(msg: Any, num_tokens: int, vocab_size: int) -> npt.NDArray[np.flo
             f"draft_support_ids holds token {int(ids.max())}, outside the target's "
             f"vocabulary of {vocab_size}",
         )
-    dense = np.zeros((num_tokens, vocab_size), dtype=np.float32)
-    rows = np.repeat(np.arange(num_tokens), sizes)
-    if np.unique(rows * vocab_size + ids).size != ids.size:
+    keys = np.repeat(np.arange(num_tokens, dtype=np.int64), sizes) * vocab_size + ids
+    order = np.argsort(keys, kind="stable")
+    if np.any(np.diff(keys[order]) == 0):
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "draft_support_ids repeats a token in a row")
-    dense[rows, ids] = np.asarray(msg.draft_probs, dtype=np.float32)
-    return dense
+    values = np.asarray(msg.draft_probs, dtype=np.float32)[order]
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    return CompactProbs(offsets, ids[order].astype(np.int32), values, vocab_size)
 
 
 def probs_from_proto(
     msg: Any, num_tokens: int, vocab_size: int, max_draft_tokens: int
-) -> npt.NDArray[np.float32] | None:
+) -> npt.NDArray[np.float32] | CompactProbs | None:
     """A ``VerifyRequest``'s q: ``None`` when it carries none, dense rows as sent (K × V,
-    older clients), or a compact q expanded over ``vocab_size`` tokens once its block is
-    found within ``max_draft_tokens`` (what a message makes the server allocate stays
-    bounded)."""
+    older clients), or a compact q as a :class:`CompactProbs` once its block is found
+    within ``max_draft_tokens``. Either is linear in the message's size."""
     if len(msg.draft_support_sizes) or len(msg.draft_support_ids):
         if num_tokens > max_draft_tokens:
             raise RequestError(
                 ErrorCode.INVALID_ARGUMENT,
                 f"draft block has {num_tokens} tokens; the limit is {max_draft_tokens}",
             )
-        return dense_rows(msg, num_tokens, vocab_size)
+        return compact_from_proto(msg, num_tokens, vocab_size)
     if not len(msg.draft_probs):
         return None
     flat = np.asarray(msg.draft_probs, dtype=np.float32)

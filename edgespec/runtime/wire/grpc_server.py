@@ -1,16 +1,17 @@
 """gRPC server side: :func:`start_server` wraps a :class:`VerificationService` in a
 ``grpc.aio`` server (auth tokens from metadata, optional TLS, message-size limits,
-requests that do not parse answered ``INVALID_ARGUMENT``, :class:`RequestError` sent as
-its gRPC status code). :class:`ServerThread` runs one on its own event loop in a
+requests that do not parse answered ``INVALID_ARGUMENT`` (:mod:`.requests`),
+:class:`RequestError` sent as its gRPC status code, any other exception of a handler as
+``INTERNAL`` naming it). :class:`ServerThread` runs one on its own event loop in a
 background thread (tests, benchmarks). The client is :mod:`edgespec.runtime.wire.grpc_client`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -31,31 +32,7 @@ from edgespec.runtime.wire.codec import (
 from edgespec.runtime.wire.fused_codec import fused_call_from_proto, fused_round_to_proto
 from edgespec.runtime.wire.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
 from edgespec.runtime.wire.ports import ensure_port_free
-
-
-@dataclass(frozen=True, slots=True)
-class _Undecodable:
-    """What a request whose bytes do not parse becomes (the handler answers
-    ``INVALID_ARGUMENT`` instead of gRPC's ``UNKNOWN``)."""
-
-    message: str
-
-
-def _lenient(message_class: Any) -> Callable[[bytes], Any]:
-    def parse(data: bytes) -> Any:
-        try:
-            return message_class.FromString(data)
-        except Exception as exc:  # protobuf's DecodeError, or anything the parser raises
-            return _Undecodable(f"undecodable {message_class.__name__} ({exc})")
-
-    return parse
-
-
-def _decoded(request: Any) -> Any:
-    if isinstance(request, _Undecodable):
-        raise RequestError(ErrorCode.INVALID_ARGUMENT, request.message)
-    return request
-
+from edgespec.runtime.wire.requests import decoded, generate_from_proto, lenient
 
 _METHODS = {  # name: (streams its response, request message, response message)
     "OpenSession": (False, "OpenSessionRequest", "OpenSessionResponse"),
@@ -77,12 +54,14 @@ def _add_servicer(servicer: Any, server: Any) -> None:
         )
         handlers[name] = make(
             getattr(servicer, name),
-            request_deserializer=_lenient(getattr(pb, request)),
+            request_deserializer=lenient(getattr(pb, request)),
             response_serializer=getattr(pb, response).SerializeToString,
         )
     generic = grpc.method_handlers_generic_handler("edgespec.v1.Verification", handlers)
     server.add_generic_rpc_handlers((generic,))
 
+
+_log = logging.getLogger(__name__)
 
 MAX_DETAILS_CHARS = 2000
 """The longest status message sent: gRPC carries it in a header of at most 16 KiB (percent-
@@ -98,19 +77,30 @@ async def _abort(context: Any, exc: RequestError) -> None:
     await context.abort(GRPC_STATUS[exc.code], message)
 
 
-class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined]
+def _internal(method: str, exc: Exception) -> RequestError:
+    """What a handler's unexpected exception becomes: ``INTERNAL`` saying what was raised
+    where (logged with its traceback), not gRPC's bare ``UNKNOWN``."""
+    _log.exception("%s failed", method)
+    return RequestError(ErrorCode.INTERNAL, f"{method} failed on the server: {exc!r}")
+
+
+class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
     def __init__(self, service: VerificationService) -> None:
         self._service = service
         self._tokens = frozenset(service.config.auth_tokens)
 
-    async def _run(self, context: Any, request: Any, fn: Callable[[str | None], Any]) -> Any:
+    async def _run(
+        self, method: str, context: Any, request: Any, fn: Callable[[str | None], Any]
+    ) -> Any:
         try:
             owner = self._authenticate(context)
-            _decoded(request)
+            decoded(request)
             result = fn(owner)
             return await result if asyncio.iscoroutine(result) else result
         except RequestError as exc:
             await _abort(context, exc)
+        except Exception as exc:
+            await _abort(context, _internal(method, exc))
 
     def _authenticate(self, context: Any) -> str | None:
         """The caller's identity (its token) when auth is on, else ``None``."""
@@ -139,7 +129,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
                 protocol_version=PROTOCOL_VERSION,
             )
 
-        return await self._run(context, request, open_)
+        return await self._run("OpenSession", context, request, open_)
 
     async def Verify(self, request: Any, context: Any) -> Any:
         async def verify(owner: str | None) -> Any:
@@ -150,7 +140,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             )
             return reply_to_proto(await self._service.verify(call, owner=owner))
 
-        return await self._run(context, request, verify)
+        return await self._run("Verify", context, request, verify)
 
     async def CloseSession(self, request: Any, context: Any) -> Any:
         def close(owner: str | None) -> Any:
@@ -159,30 +149,36 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
                 existed=self._service.close_session(request.session_id, owner)
             )
 
-        return await self._run(context, request, close)
+        return await self._run("CloseSession", context, request, close)
 
     async def Generate(self, request: Any, context: Any) -> AsyncIterator[Any]:
         try:
             owner = self._authenticate(context)
-            spec = spec_from_proto(_decoded(request).session)
-            fused = request.mode == pb.MODE_FUSED
+            spec, fused = generate_from_proto(decoded(request))
             chunks = self._service.generate(spec, fused, request.gamma, owner)
             async for tokens, finished in chunks:
                 yield pb.GenerateChunk(token_ids=list(tokens), finished=finished)
         except RequestError as exc:
             await _abort(context, exc)
+        except Exception as exc:
+            await _abort(context, _internal("Generate", exc))
 
     async def RunFused(self, request: Any, context: Any) -> AsyncIterator[Any]:
         try:
             owner = self._authenticate(context)
-            call = fused_call_from_proto(_decoded(request))
+            call = fused_call_from_proto(decoded(request))
             async for fused_round in self._service.run_fused(call, owner):
                 yield fused_round_to_proto(fused_round)
         except RequestError as exc:
             await _abort(context, exc)
+        except Exception as exc:
+            await _abort(context, _internal("RunFused", exc))
 
     async def Stats(self, request: Any, context: Any) -> Any:
-        return await self._run(context, request, lambda _: stats_to_proto(self._service.stats()))
+        def stats(_: str | None) -> Any:
+            return stats_to_proto(self._service.stats())
+
+        return await self._run("Stats", context, request, stats)
 
     async def Health(self, request: Any, context: Any) -> Any:
         """Serving flag, protocol version, vocabulary size, draft limit and the target's name;
@@ -199,9 +195,9 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc,name-defined
             )
 
         if self._service.config.health_requires_auth:
-            return await self._run(context, request, health)
+            return await self._run("Health", context, request, health)
         try:
-            _decoded(request)
+            decoded(request)
         except RequestError as exc:
             await _abort(context, exc)
         return health(None)

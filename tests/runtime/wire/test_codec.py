@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams
+from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode
 from edgespec.runtime.messages import PROTOCOL_VERSION, SessionSpec, VerifyCall
 from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
@@ -68,8 +69,9 @@ def test_draft_probs_and_payloads_keep_their_shape_and_float32() -> None:
     back = call_from_proto(
         pb.VerifyRequest.FromString(call_to_proto(call).SerializeToString()), 3, 32
     )
-    assert back.draft_probs is not None and back.draft_probs.dtype == np.float32
-    np.testing.assert_array_equal(back.draft_probs, probs)
+    assert isinstance(back.draft_probs, CompactProbs)  # held as sent, never K x V
+    assert back.draft_probs.values.dtype == np.float32
+    np.testing.assert_array_equal(back.draft_probs.dense(), probs)
     assert back.payloads["csi"].shape == (2, 3) and back.payloads["csi"].dtype == np.float32
     np.testing.assert_array_equal(back.payloads["csi"], csi)
 

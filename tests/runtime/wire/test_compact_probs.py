@@ -1,19 +1,23 @@
 """The draft distribution on the wire (runtime/wire/codec.py): a block of γ = 4 sampled rows
 over Gemma 3's 262,144-token vocabulary fits the default 4 MiB gRPC message with room to
-spare and comes back bit for bit, and every malformed compact q is refused with its code
-and message before anything of the vocabulary's size is allocated."""
+spare and comes back bit for bit, every malformed compact q is refused with its code and
+message, and a compact q is read and checked without anything of the vocabulary's size
+being allocated: the server holds it as sent (runtime/compact_probs.py)."""
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
+from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode
 from edgespec.runtime.messages import VerifyCall
 from edgespec.runtime.sampling import DRAFT_SUPPORT_MAX_TOKENS, draft_sample
+from edgespec.runtime.validation import check_draft_probs
 from edgespec.runtime.wire.codec import call_from_proto, call_to_proto, pb
 from tests.runtime.bad_cases import raises_request_error
 
@@ -43,8 +47,9 @@ def test_a_sampled_262k_block_fits_the_default_message(scale: float) -> None:
     per_row = DRAFT_SUPPORT_MAX_TOKENS * 9  # id varint (<= 3 bytes) + float32, + framing
     assert len(wire) <= 4 * per_row + 256
     back = call_from_proto(pb.VerifyRequest.FromString(wire), GEMMA_VOCAB, 32)
-    assert back.draft_probs is not None and back.draft_probs.dtype == np.float32
-    np.testing.assert_array_equal(back.draft_probs, probs)
+    assert isinstance(back.draft_probs, CompactProbs)
+    assert back.draft_probs.values.dtype == np.float32
+    np.testing.assert_array_equal(back.draft_probs.dense(), probs)
 
 
 def test_a_dense_q_from_an_older_client_is_still_read() -> None:
@@ -101,3 +106,39 @@ def test_a_compact_q_longer_than_the_draft_limit_is_refused_before_it_is_expande
         GEMMA_VOCAB,
         32,
     )
+
+
+def _full_block_request(k: int = 32) -> Any:
+    """A sampled block of ``k`` one-token rows: a few hundred bytes on the wire."""
+    request = pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[1] * k)
+    _compact([1] * k, [1] * k, [1.0] * k)(request)
+    return request
+
+
+def test_a_262k_compact_q_is_read_and_checked_in_memory_linear_in_its_message() -> None:
+    """K = 32 rows over Gemma 3's vocabulary in 238 bytes: decoded and checked (what the
+    event loop does before the call is queued) without allocating K x V floats (32 MiB),
+    and held in a few bytes per byte sent."""
+    request = _full_block_request()
+    wire_bytes = request.ByteSize()
+    tracemalloc.start()
+    try:
+        call = call_from_proto(request, GEMMA_VOCAB, 32)
+        check_draft_probs(call, GEMMA_VOCAB)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert wire_bytes < 300
+    assert peak < 64 << 10, f"decoding and checking peaked at {peak} bytes"
+    assert call.draft_probs is not None and call.draft_probs.shape == (32, GEMMA_VOCAB)
+    assert call.draft_probs.nbytes <= 4 * wire_bytes
+
+
+def test_a_rows_entries_in_any_order_read_as_the_dense_row() -> None:
+    """Each row's entries are put in token order, as the dense row would hold them."""
+    request = pb.VerifyRequest(session_id="s", prefix_len=3, draft_token_ids=[3, 2])
+    _compact([2, 2], [3, 1, 4, 2], [0.75, 0.25, 0.5, 0.5])(request)
+    q = call_from_proto(request, 5, 32).draft_probs
+    assert isinstance(q, CompactProbs)
+    assert (q.offsets.tolist(), q.ids.tolist()) == ([0, 2, 4], [1, 3, 2, 4])
+    np.testing.assert_array_equal(q.dense(), [[0, 0.25, 0, 0.75, 0], [0, 0, 0.5, 0, 0.5]])
