@@ -1,7 +1,7 @@
 """A request's prompt checked and bounded before anything tokenizes it: a string of at most
 ``CHARS_PER_TOKEN`` characters per prompt token allowed, at most that many token ids, or
-chat messages (system, user, assistant; a system message only first; a user message
-somewhere) of at most as many messages and characters. Each bound is checked as the
+chat messages (system or developer, user, assistant; a system message only first; a
+user message somewhere) of at most as many messages and characters. Each bound is checked as the
 prompt is walked, so a refused one costs no more than the limit."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ the tokenizer spends time on it."""
 
 ROLES = ("system", "user", "assistant")
 """The chat roles the endpoint takes (tools and their results are refused)."""
+ROLE_ALIASES = {"developer": "system"}
+"""OpenAI's newer name for the system role (its reasoning models'), taken as ``system``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +79,10 @@ def _message(value: Any, index: int, room: int) -> Message:
         raise invalid(f"{where} must be a {{role, content}} object, got {shown(value)}",
                       param=where)  # fmt: skip
     role = value.get("role")
+    role = ROLE_ALIASES.get(role, role) if isinstance(role, str) else role
     if role not in ROLES:
-        raise invalid(f"{where}.role must be one of {', '.join(ROLES)}, got {shown(role)}",
+        raise invalid(f"{where}.role must be one of {', '.join(ROLES)} (or developer, taken as "
+                      f"system), got {shown(value.get('role'))}",
                       param=f"{where}.role")  # fmt: skip
     if role == "system" and index > 0:
         raise invalid(f"{where}.role: a system message must be the first message",

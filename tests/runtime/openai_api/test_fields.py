@@ -66,8 +66,11 @@ USER = {"role": "user", "content": "w1"}
     ("body", "param", "message"),
     [
         (_chat(USER, {"role": "tool", "content": "w2"}), "messages[1].role",
-         "messages[1].role must be one of system, user, assistant, got 'tool'"),
+         "messages[1].role must be one of system, user, assistant (or developer, taken as "
+         "system), got 'tool'"),
         (_chat(USER, {"role": "system", "content": "w2"}), "messages[1].role",
+         "messages[1].role: a system message must be the first message"),
+        (_chat(USER, {"role": "developer", "content": "w2"}), "messages[1].role",
          "messages[1].role: a system message must be the first message"),
         (_chat({"role": "system", "content": "w1"}), "messages",
          "messages has no user message: a conversation needs one"),
@@ -82,7 +85,8 @@ USER = {"role": "user", "content": "w1"}
         (_chat(USER, {"role": "assistant", "content": None}), "messages[1].content",
          "messages[1].content must be a string or a list of text parts, got None"),
     ],
-    ids=["tool-role", "system-later", "no-user", "name", "tool-calls", "image", "no-content"],
+    ids=["tool-role", "system-later", "developer-later", "no-user", "name", "tool-calls", "image",
+         "no-content"],
 )  # fmt: skip
 def test_a_message_the_endpoint_would_misread_is_refused(
     api: ApiThread, body: dict[str, Any], param: str, message: str
@@ -91,6 +95,17 @@ def test_a_message_the_endpoint_would_misread_is_refused(
     dropped a system-only conversation, and the extra keys were dropped silently."""
     status, error = _error(api, body, path=CHAT)
     assert (status, error["param"], error["message"]) == (400, param, message)
+
+
+def test_a_developer_message_is_the_system_message(api: ApiThread) -> None:
+    """OpenAI's newer clients send the system prompt as role developer: the same prompt."""
+    replies = []
+    for role in ("system", "developer"):
+        body = _chat({"role": role, "content": "w3 w4"}, USER)
+        status, reply, _ = _post(api, CHAT, json.dumps(body).encode())
+        assert status == 200, reply
+        replies.append((reply["usage"], reply["choices"][0]["message"]))
+    assert replies[0] == replies[1]
 
 
 @pytest.mark.parametrize(
