@@ -70,19 +70,21 @@ class _CompactDrawn:
     q: CompactProbs
     _totals: dict[int, float] = field(default_factory=dict)
 
-    def _entries(self, row: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float64]]:
+    def _values(self, row: int) -> npt.NDArray[np.float64]:
         start, end = int(self.q.offsets[row]), int(self.q.offsets[row + 1])
-        values = self.q.values[start:end].astype(np.float64)
+        return self.q.values[start:end].astype(np.float64)
+
+    def _total(self, row: int) -> float:
         if row not in self._totals:
+            values = self._values(row)
             self._totals[row] = float(np.cumsum(values)[-1]) if values.size else 0.0
-        return self.q.ids[start:end], values
+        return self._totals[row]
 
     def prob(self, row: int, token: int) -> float:
-        self._entries(row)
-        return float(np.float64(self.q.prob(row, token)) / self._totals[row])
+        return float(np.float64(self.q.prob(row, token)) / self._total(row))
 
     def row(self, row: int) -> npt.NDArray[np.float64]:
-        ids, values = self._entries(row)
         dense = np.zeros(self.q.vocab_size, dtype=np.float64)
-        dense[ids] = values / self._totals[row]
+        start, end = int(self.q.offsets[row]), int(self.q.offsets[row + 1])
+        dense[self.q.ids[start:end]] = self._values(row) / self._total(row)
         return dense

@@ -23,19 +23,14 @@ from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.bad_cases import GREEDY, PROMPT, raises_request_error
+from tests.runtime.wrapped_target import WrappedTarget
 
 
-class _PoisonedBackend:
+class _PoisonedBackend(WrappedTarget):
     """The real target, except that any forward pass containing token 13 raises."""
 
     def __init__(self, inner: TransformersTarget) -> None:
-        self._inner = inner
-        self.vocab_size = inner.vocab_size
-        self.eos_token_ids = inner.eos_token_ids
-        self.max_context_tokens = inner.max_context_tokens
-        self.crop = inner.crop
-        self.gather = inner.gather
-        self.kv_bytes = inner.kv_bytes
+        super().__init__(inner)
         self.num_calls = 0
 
     def forward(self, items: Any) -> Any:

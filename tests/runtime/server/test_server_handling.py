@@ -31,23 +31,18 @@ from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.bad_cases import GREEDY, PROMPT
 from tests.runtime.round_fakes import Clock
+from tests.runtime.wrapped_target import WrappedTarget
 
 _STEP_S = 0.5  # what one forward pass advances the clock by
 
 
-class _Backend:
+class _Backend(WrappedTarget):
     """The real target, recording each forward pass's item lengths, advancing ``clock``
     by ``_STEP_S``, raising on token 13, and (with ``gate``) waiting for it to open."""
 
     def __init__(self, inner: TransformersTarget, clock: Clock) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._clock = clock
-        self.vocab_size = inner.vocab_size
-        self.eos_token_ids = inner.eos_token_ids
-        self.max_context_tokens = inner.max_context_tokens
-        self.crop = inner.crop
-        self.gather = inner.gather
-        self.kv_bytes = inner.kv_bytes
         self.passes: list[list[int]] = []
         self.gate: threading.Event | None = None
         self.entered = threading.Event()

@@ -31,22 +31,17 @@ from edgespec.runtime.wire.grpc_common import pb_grpc
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.bad_cases import GREEDY, PROMPT, raises_request_error
 from tests.runtime.conftest import ServerFactory
+from tests.runtime.wrapped_target import WrappedTarget
 
 N = len(PROMPT)
 
 
-class _Gated:
+class _Gated(WrappedTarget):
     """The real target, recording each pass's item lengths; a pass waits for ``gate``
     (``entered`` is set once one does) and, with ``fail_batches``, one of several fails."""
 
     def __init__(self, inner: TransformersTarget) -> None:
-        self._inner = inner
-        self.vocab_size = inner.vocab_size
-        self.eos_token_ids = inner.eos_token_ids
-        self.max_context_tokens = inner.max_context_tokens
-        self.crop = inner.crop
-        self.gather = inner.gather
-        self.kv_bytes = inner.kv_bytes
+        super().__init__(inner)
         self.gate = threading.Event()
         self.entered = threading.Event()
         self.fail_batches = False
