@@ -52,7 +52,7 @@ from edgespec.runtime.messages import (
 from edgespec.runtime.server.cloud_only import play_cloud_only_round
 
 if TYPE_CHECKING:
-    from edgespec.runtime.server.fused_setup import FusedStart, ServerWindow
+    from edgespec.runtime.server.fused_setup import FusedStart, PairHold, ServerWindow
 
 Chunk = tuple[tuple[int, ...], bool]
 WAIT_SLICE_S = 0.25
@@ -224,22 +224,27 @@ def run_fused_rounds(
     before the error, and its session goes on from there."""
     pair = start.spec.client_id if start.pair is None else start.pair
     history = WindowHistory.from_snapshot(call.history, clock(), pair)
-    if window is not None:
-        window.restore(pair, call.history.window_state)
-    _play_rounds(verifier, call, start, (window, pair), history, clock, emit)
+    if window is None:
+        _play_rounds(verifier, call, start, None, history, clock, emit)
+        return
+    hold = window.hold(pair, call.history.window_state)
+    try:
+        _play_rounds(verifier, call, start, hold, history, clock, emit)
+    finally:
+        hold.close()
 
 
 def _play_rounds(
     verifier: ServiceVerifier,
     call: FusedCall,
     start: FusedStart,
-    policy: tuple[ServerWindow | None, str],
+    window: PairHold | None,
     history: WindowHistory,
     clock: Callable[[], float],
     emit: Callable[[FusedRound], None],
 ) -> None:
-    """:func:`run_fused_rounds`'s rounds, ``policy``: the server's window and the pair."""
-    spec, (window, pair) = start.spec, policy
+    """:func:`run_fused_rounds`'s rounds, ``window``: the run's hold on the server's window."""
+    spec = start.spec
     play = _round_player(verifier, call, start, clock)
     context = list(start.tokens)
     num_output = len(context) - len(spec.prompt_token_ids)
@@ -260,7 +265,7 @@ def _play_rounds(
             end = None
             if decision is None or not decision.fused:
                 # without a server policy the device's state goes back as it came
-                state = call.history.window_state if window is None else window.state(pair)
+                state = call.history.window_state if window is None else window.hand_back()
                 end = FusedRunEnd(decision, history.snapshot(clock(), state))
         except BaseException:
             emit(fused_round)  # committed: the device records it before the error

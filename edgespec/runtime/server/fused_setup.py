@@ -170,16 +170,25 @@ class ServerWindow:
     """The server's window policy as fused runs use it: one object for every session,
     called under a lock (runs call it from worker threads). Per run: :meth:`restore` the
     pair's state the device handed over, :meth:`decide` after each verdict, :meth:`state`
-    to hand it back. A policy that raises or breaks its contract fails that run with
-    ``INTERNAL``; a state it refuses fails it with ``INVALID_ARGUMENT``."""
+    to hand it back, :meth:`release` when the run ends however it ends. A policy that
+    raises or breaks its contract fails that run with ``INTERNAL``; a state it refuses
+    fails it with ``INVALID_ARGUMENT``.
 
-    __slots__ = ("_lock", "_policy")
+    The device owns a pair's state between runs (it hands it over at each run's start), so
+    the server forgets a pair when its last running fused run releases it: what the policy
+    keeps is bounded by the runs in flight, not by every ``client_id`` a client ever named.
+    """
+
+    __slots__ = ("_lock", "_policy", "_running")
 
     def __init__(self, policy: WindowPolicy) -> None:
         self._policy = policy
         self._lock = threading.Lock()
+        self._running: dict[str, int] = {}  # pair -> fused runs holding its state
 
     def restore(self, pair: str, state: tuple[float, ...]) -> None:
+        """``pair``'s state as the device handed it over; once restored, the run holds the
+        pair until it calls :meth:`release` (a refused state holds nothing)."""
         with self._lock:
             try:
                 restore_pair_state(self._policy, pair, state)
@@ -189,6 +198,28 @@ class ServerWindow:
                     f"history snapshot: window_state refused by window policy "
                     f"{policy_name(self._policy)}: {exc}",
                 ) from exc
+            self._running[pair] = self._running.get(pair, 0) + 1
+
+    def release(self, pair: str) -> tuple[float, ...]:
+        """A run that :meth:`restore` d ``pair`` ends: ``pair``'s state now (what the run
+        hands back), and the last run out resets the pair (``()``: the policy drops what it
+        kept for it) — before the device hears the run's end, so a device that shares this
+        policy object (in-process) restores its state after the reset, not before."""
+        with self._lock:
+            state = pair_state(self._policy, pair)
+            left = self._running.get(pair, 0) - 1
+            if left > 0:
+                self._running[pair] = left
+            else:
+                self._running.pop(pair, None)
+                restore_pair_state(self._policy, pair, ())
+            return state
+
+    @property
+    def num_pairs_held(self) -> int:
+        """Pairs some running fused run holds (their state kept by the policy)."""
+        with self._lock:
+            return len(self._running)
 
     def decide(self, history: WindowHistory, now_s: float) -> WindowDecision:
         policy = self._policy
@@ -204,3 +235,34 @@ class ServerWindow:
     def state(self, pair: str) -> tuple[float, ...]:
         with self._lock:
             return pair_state(self._policy, pair)
+
+    def hold(self, pair: str, state: tuple[float, ...]) -> PairHold:
+        """:meth:`restore`, and the run's hold on ``pair`` (released once)."""
+        self.restore(pair, state)
+        return PairHold(self, pair)
+
+
+class PairHold:
+    """One fused run's hold on its pair in the server's window: :meth:`decide` per verdict,
+    :meth:`hand_back` for the run's last round (the state it carries back), :meth:`close`
+    when the run ends however it ends (a no-op after :meth:`hand_back`)."""
+
+    __slots__ = ("_held", "pair", "window")
+
+    def __init__(self, window: ServerWindow, pair: str) -> None:
+        self.window = window
+        self.pair = pair
+        self._held = True
+
+    def decide(self, history: WindowHistory, now_s: float) -> WindowDecision:
+        return self.window.decide(history, now_s)
+
+    def hand_back(self) -> tuple[float, ...]:
+        """The pair's state to hand back; the hold is released (:meth:`ServerWindow.release`)."""
+        self._held = False
+        return self.window.release(self.pair)
+
+    def close(self) -> None:
+        if self._held:
+            self._held = False
+            self.window.release(self.pair)

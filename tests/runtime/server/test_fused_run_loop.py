@@ -66,7 +66,7 @@ def test_a_fused_run_follows_the_server_windows_decisions() -> None:
     policy = StatefulRecording([WindowDecision(3, True), WindowDecision(2, False)])
     start = HistorySnapshot(num_rounds=2, gamma=4, num_committed_total=7, window_state=(1.0,))
     rounds, drafter = _run(ServerWindow(policy), history=start)
-    assert policy.restored == [("dev", (1.0,))]
+    assert policy.restored == [("dev", (1.0,)), ("dev", ())]  # handed back, then forgotten
     assert drafter.gammas == [4, 3]  # the third token of each block is wrong
     assert [(r.gamma, r.draft_token_ids) for r in rounds] == [(4, (4, 5, 13, 7)), (3, (7, 8, 16))]
     assert [r.reply.outcome.committed_token_ids for r in rounds] == [(4, 5, 6), (7, 8, 9)]
