@@ -29,12 +29,18 @@ class Shape:
         return {"id": self.id, "object": object_name, "created": self.created,
                 "model": self.model}  # fmt: skip
 
-    def _choice(self, text: str, finish: str | None, stream: bool) -> dict[str, Any]:
+    def _choice(
+        self, text: str, finish: str | None, stream: bool, first: bool = False
+    ) -> dict[str, Any]:
         choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": finish}
         if not self.chat:
             choice["text"] = text
         elif stream:
-            choice["delta"] = {"role": "assistant", "content": text} if text else {}
+            # as OpenAI streams: the role once, in the first delta; then content only
+            delta: dict[str, Any] = {"role": "assistant", "content": text} if first else {}
+            if text and not first:
+                delta["content"] = text
+            choice["delta"] = delta
         else:
             choice["message"] = {"role": "assistant", "content": text}
         return choice
@@ -46,10 +52,11 @@ class Shape:
         body["usage"] = usage(done)
         return body
 
-    def chunk(self, text: str, finish: str | None = None) -> dict[str, Any]:
-        """One streamed chunk: a text delta, or (``finish``) the last choice."""
+    def chunk(self, text: str, finish: str | None = None, first: bool = False) -> dict[str, Any]:
+        """One streamed chunk: a text delta, or (``finish``) the last choice; a chat's
+        ``first`` chunk carries the role."""
         body = self._head("chat.completion.chunk" if self.chat else "text_completion")
-        body["choices"] = [self._choice(text, finish, stream=True)]
+        body["choices"] = [self._choice(text, finish, stream=True, first=first)]
         return body
 
     def usage_chunk(self, done: Completion) -> dict[str, Any]:

@@ -75,13 +75,16 @@ async def sse(
 ) -> AsyncIterator[str]:
     """The events of a stream whose ``first`` item was already taken (to answer errors
     before any headers are sent); an error after that is an ``{"error": ...}`` event."""
-    item = first
+    item, num_chunks = first, 0
     try:
         while True:
             kind, value = item
             if kind == "text":
-                yield event(shape.chunk(value))
+                yield event(shape.chunk(value, first=num_chunks == 0))
+                num_chunks += 1
             elif kind == "done":
+                if num_chunks == 0 and shape.chat:  # nothing generated: the role still comes
+                    yield event(shape.chunk("", first=True))
                 yield event(shape.chunk("", value.finish_reason))
                 if include_usage:
                     yield event(shape.usage_chunk(value))

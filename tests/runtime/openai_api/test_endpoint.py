@@ -77,6 +77,20 @@ def test_chat_uses_the_chat_template(client: Any, target: TransformersTarget) ->
     chunks = list(stream)
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == expected
     assert chunks[-1].usage.completion_tokens == 10
+    roles = [c.choices[0].delta.role for c in chunks if c.choices]
+    assert roles == ["assistant"] + [None] * (len(roles) - 1)  # the role once, as OpenAI does
+
+
+def test_a_chat_stream_with_no_text_still_names_the_role(
+    client: Any, target: TransformersTarget
+) -> None:
+    messages = [{"role": "system", "content": "w9"}, {"role": "user", "content": "w10 w11"}]
+    first_word = f"w{target_greedy_decode(target, (9, 10, 11), 1)[0]}"
+    stream = client.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=10, stream=True, stop=[first_word]
+    )
+    deltas = [(c.choices[0].delta.role, c.choices[0].delta.content) for c in stream]
+    assert deltas == [("assistant", ""), (None, None)]
 
 
 def test_stop_sequence_cuts_the_text(client: Any, target: TransformersTarget) -> None:
