@@ -44,7 +44,7 @@ from edgespec.runtime.backends.base import (
     stopping_drafter,
 )
 from edgespec.runtime.edge.progress import ProgressBudget
-from edgespec.runtime.edge.reconnect import close_quietly, open_retrying
+from edgespec.runtime.edge.reconnect import close_if_opened, open_retrying
 from edgespec.runtime.edge.round_loop import RECOVERABLE, RoundLoop
 from edgespec.runtime.edge.rounds import Ledger, Verifier
 from edgespec.runtime.edge.semantic import (
@@ -175,16 +175,18 @@ def _open(
     verifier: Verifier, first: SessionSpec, options: DraftOptions, clock: Callable[[], float]
 ) -> None:
     """Open the generation's session, retrying while the server is unreachable when
-    ``options.retry_first_open``; a failed open is closed again before it is raised."""
+    ``options.retry_first_open``. An open whose outcome is unknown (its answer lost or timed
+    out: it may still have opened the session on the server) is closed again before it is
+    raised; one the server refused is not (the id may be another client's open session)."""
     try:
         if options.retry_first_open:
             open_retrying(verifier, first, clock, options.retry_timeout_s,
                           options.retry_backoff_s)  # fmt: skip
         else:
             verifier.open(first)
-    except RequestError:
-        close_quietly(verifier, first.session_id)  # an open whose answer timed out may
-        raise  # still have opened it on the server
+    except RequestError as exc:
+        close_if_opened(verifier, first.session_id, exc)
+        raise
 
 
 def _session_spec(

@@ -62,7 +62,7 @@ def reopen(
             )
             return session_id
         except RequestError as exc:
-            close_quietly(verifier, session_id)
+            close_if_opened(verifier, session_id, exc)
             if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
                 on_give_up(exc)
                 raise
@@ -84,6 +84,19 @@ def close_quietly(verifier: Verifier, session_id: str) -> None:
     """Close an abandoned session if the server still has it (it may be gone or down)."""
     with contextlib.suppress(RequestError):
         verifier.close(session_id)
+
+
+OPEN_OUTCOME_UNKNOWN = frozenset({ErrorCode.UNAVAILABLE, ErrorCode.CANCELLED, ErrorCode.INTERNAL})
+"""Codes of a failed open that may have opened the session all the same (a deadline passed
+or the connection broke after the server took it; ``INTERNAL``: it failed part-way)."""
+
+
+def close_if_opened(verifier: Verifier, session_id: str, failure: RequestError) -> None:
+    """After an open of ``session_id`` failed with ``failure``: close it if the open may
+    have happened all the same; a refused open is left alone (the id may be another
+    client's open session: closing it would end theirs)."""
+    if failure.code in OPEN_OUTCOME_UNKNOWN:
+        close_quietly(verifier, session_id)
 
 
 def open_retrying(

@@ -148,6 +148,21 @@ def test_a_lost_session_is_reopened_with_the_committed_tokens(code: ErrorCode) -
     assert len(result.rounds) == 3
 
 
+def test_a_refused_reopening_is_not_closed() -> None:
+    clock = Clock()
+    verifier = Verifier(clock)
+
+    def lose_session(tokens: tuple[int, ...]) -> None:
+        if tokens == (6, 7, 8):
+            verifier.failures = [ErrorCode.NOT_FOUND]
+            verifier.open_failures = [ErrorCode.RESOURCE_EXHAUSTED]
+
+    with pytest.raises(RequestError) as info:
+        _run(verifier, clock, on_tokens=lose_session)
+    assert info.value.code is ErrorCode.RESOURCE_EXHAUSTED
+    assert verifier.closed == ["s"]  # the abandoned one; "s#r1.1" was refused, never opened
+
+
 @pytest.mark.parametrize(
     ("failures", "open_failures", "timeout_s", "code", "message"),
     [
@@ -190,6 +205,29 @@ def test_the_first_open_is_retried_while_the_server_is_down_only_when_asked(retr
     assert result.output_token_ids == OUTPUT
     assert [s.session_id for s in verifier.specs] == ["s", "s", "s"]  # same session, 3 tries
     assert result.num_reconnects == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "closed"),
+    [
+        (ErrorCode.UNAVAILABLE, ["s"]),  # lost answer: the open may have happened
+        (ErrorCode.CANCELLED, ["s"]),
+        (ErrorCode.INTERNAL, ["s"]),
+        (ErrorCode.INVALID_ARGUMENT, []),  # "already exists": another client's session
+        (ErrorCode.RESOURCE_EXHAUSTED, []),
+        (ErrorCode.PERMISSION_DENIED, []),
+    ],
+)
+def test_a_refused_first_open_closes_nothing(code: ErrorCode, closed: list[str]) -> None:
+    """A refused open left the server as it was; closing its id closed whoever held it."""
+    clock = Clock()
+    verifier = Verifier(clock)
+    verifier.first_open_failures = [code]
+    options = DraftOptions(session_id="s", retry_backoff_s=0.0)
+    with pytest.raises(RequestError) as info:
+        generate(verifier, Drafter(clock), PROMPT, GREEDY, options, clock=clock)
+    assert info.value.code is code
+    assert verifier.closed == closed
 
 
 @pytest.mark.parametrize("code", [ErrorCode.UNAVAILABLE, ErrorCode.PERMISSION_DENIED])
