@@ -6,6 +6,7 @@ output paths in :mod:`edgespec.output_paths`."""
 from __future__ import annotations
 
 import argparse
+import math
 
 from edgespec.core.types import SEED_LIMIT
 
@@ -43,8 +44,9 @@ def _int(text: str) -> int:
 
 
 def token_ids(text: str) -> tuple[int, ...]:
-    """``--prompt-ids``: comma-separated token ids, each an integer >= 0 (whether each is in
-    the target's vocabulary, the server checks)."""
+    """``--prompt-ids``: comma-separated token ids, each an integer in ``[0, 2**32)`` (the
+    wire carries them as uint32; whether each is in the target's vocabulary, the server
+    checks)."""
     try:
         ids = tuple(int(t) for t in text.split(","))
     except ValueError:
@@ -52,6 +54,12 @@ def token_ids(text: str) -> tuple[int, ...]:
     if not ids or min(ids) < 0:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated token ids (integers >= 0), got {text!r}"
+        )
+    if max(ids) >= 2**32:
+        position = next(i for i, t in enumerate(ids) if t >= 2**32)
+        raise argparse.ArgumentTypeError(
+            f"token {position} (id {ids[position]}) is over 2**32 - 1, the largest id the "
+            "wire carries"
         )
     return ids
 
@@ -80,18 +88,26 @@ def cpu_list(text: str) -> tuple[int, ...]:
 
 
 def positive_float(text: str) -> float:
-    """A float > 0 (``--lr``)."""
-    value = _float(text)
+    """A finite float > 0 (``--lr``; ``inf`` and ``nan`` are refused)."""
+    value = _finite_float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value:g}")
     return value
 
 
 def non_negative_float(text: str) -> float:
-    """A float >= 0 (``--weight-decay``)."""
-    value = _float(text)
+    """A finite float >= 0 (``--weight-decay``; ``inf`` and ``nan`` are refused)."""
+    value = _finite_float(text)
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value:g}")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    """A number that is not ``nan``, ``inf`` or one too large for a float (``1e999``)."""
+    value = _float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
     return value
 
 

@@ -20,6 +20,7 @@ tokens, Σ query-key interactions, Σ cached tokens) to seconds. Four kinds:
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,6 +131,8 @@ class ZhuCost:
     flops: ZhuFlops = "architecture"
 
     def __post_init__(self) -> None:
+        _check_coefficient("c1_s_per_flop", self.c1_s_per_flop)
+        _check_coefficient("c2_s", self.c2_s)
         if self.flops not in get_args(ZhuFlops):
             raise ValueError(
                 f"ZhuCost.flops must be one of {get_args(ZhuFlops)}, got {self.flops!r}"
@@ -159,6 +162,9 @@ class LookupCost:
             raise ValueError("a lookup table needs >= 2 points and as many times as sizes")
         if any(b <= a for a, b in zip(self.num_linear, self.num_linear[1:], strict=False)):
             raise ValueError("lookup num_linear must be strictly increasing")
+        for i, value in enumerate(self.time_s):
+            _check_coefficient(f"time_s[{i}]", value)
+        _check_coefficient("per_cached_token_s", self.per_cached_token_s)
 
     def batch_time_s(
         self, batch_size: int, num_linear: int, num_interactions: int, num_cached: int
@@ -210,10 +216,15 @@ class _ZhuCoefficients:
     c1_s_per_flop: float
     c2_s: float
 
-    def validate(self) -> None:
-        for name in ("c1_s_per_flop", "c2_s"):
-            if getattr(self, name) < 0:
-                raise ConfigError(name, "Zhu coefficients must be >= 0")
+    def __post_init__(self) -> None:
+        _check_coefficient("c1_s_per_flop", self.c1_s_per_flop)
+        _check_coefficient("c2_s", self.c2_s)
+
+
+def _check_coefficient(name: str, value: float) -> None:
+    """A fitted or measured cost is a finite number of seconds >= 0 (NaN fails ``< 0``)."""
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {value}")
 
 
 def build_cost_model(

@@ -22,6 +22,7 @@ where request i forwards L_new,i tokens on top of L_cached,i cached ones:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -112,8 +113,9 @@ class WispCoefficients:
 
     def __post_init__(self) -> None:
         for name in ("a_s", "b_compute_s", "b_read_s", "c_s"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be finite and >= 0, got {value}")
 
     def estimate_s(self, shape: BatchShape) -> float:
         """T = a·N_linear + b_compute·N_interactions + b_read·N_cached + c."""

@@ -19,6 +19,7 @@ layers, inputs standardised with the training set's mean and spread).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -100,11 +101,56 @@ def draft_passes(num_kept: int, k_max: int) -> int:
     return num_kept if num_kept >= k_max else num_kept + 1
 
 
+def require_finite(name: str, values: npt.NDArray[np.float64]) -> None:
+    """Refuse a NaN or ±inf anywhere in ``values`` (loaded weights, a mean), naming the
+    first one: ``weight[3, 7] is nan, not a finite number``."""
+    bad = np.argwhere(~np.isfinite(values))
+    if bad.size:
+        at = tuple(int(i) for i in bad[0])
+        raise ValueError(f"{name}[{', '.join(map(str, at))}] is {values[at]}, not a finite number")
+
+
+def require_scale(scale: npt.NDArray[np.float64]) -> None:
+    """A standardising spread divides the inputs: each entry finite and > 0."""
+    for i, value in enumerate(scale.tolist()):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"scale[{i}] must be finite and > 0, got {value}")
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class DenseLayer:
+    """One linear layer ``x @ weight + bias``, finite, the bias one entry per output."""
+
     weight: npt.NDArray[np.float64]
     """in × out"""
     bias: npt.NDArray[np.float64]
+
+    def __post_init__(self) -> None:
+        if self.weight.ndim != 2:
+            raise ValueError(f"weight must be in × out, got shape {self.weight.shape}")
+        if self.bias.shape != (self.weight.shape[1],):
+            raise ValueError(
+                f"bias must have {self.weight.shape[1]} entries (the weight's outputs), "
+                f"got shape {self.bias.shape}"
+            )
+        require_finite("weight", self.weight)
+        require_finite("bias", self.bias)
+
+
+def dense_from_json(data: Any, name: str) -> DenseLayer:
+    """A :class:`DenseLayer` from ``{"weight": [[...]], "bias": [...]}``; an error names
+    the layer (``layers[2].bias ...``)."""
+    if not isinstance(data, dict) or set(data) != {"weight", "bias"}:
+        raise ValueError(f"{name} must be an object with weight and bias, got {data!r:.80}")
+    try:
+        weight = np.asarray(data["weight"], dtype=np.float64)
+        bias = np.asarray(data["bias"], dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: weight and bias must be arrays of numbers: {exc}") from exc
+    try:
+        return DenseLayer(weight, bias)
+    except ValueError as exc:  # its messages start with the field: weight..., bias...
+        raise ValueError(f"{name}.{exc}") from exc
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -121,6 +167,8 @@ class MlpStopPolicy:
         width = len(STOP_FEATURE_NAMES)
         if self.mean.shape != (width,) or self.scale.shape != (width,):
             raise ValueError(f"mean and scale must have {width} entries")
+        require_finite("mean", self.mean)
+        require_scale(self.scale)
         if not self.layers or self.layers[0].weight.shape[0] != width:
             raise ValueError(f"the first layer must take {width} inputs")
         if self.layers[-1].weight.shape[1] != 1:
@@ -167,18 +215,21 @@ def mlp_from_json(data: dict[str, Any], source: str = "<dict>") -> MlpStopPolicy
             f"{source}: features {data.get('features')} differ from {list(STOP_FEATURE_NAMES)}"
         )
     try:
-        layers = tuple(
-            DenseLayer(np.asarray(x["weight"], dtype=np.float64), np.asarray(x["bias"]))
-            for x in data["layers"]
-        )
+        threshold = data["threshold"]
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+            raise ValueError(f"threshold must be a number, got {threshold!r}")
+        if not isinstance(data["layers"], list):
+            raise ValueError(f"layers must be a list, got {data['layers']!r:.80}")
         return MlpStopPolicy(
             mean=np.asarray(data["mean"], dtype=np.float64),
             scale=np.asarray(data["scale"], dtype=np.float64),
-            layers=layers,
-            threshold=float(data["threshold"]),
+            layers=tuple(dense_from_json(x, f"layers[{i}]") for i, x in enumerate(data["layers"])),
+            threshold=float(threshold),
             metadata=dict(data.get("metadata", {})),
         )
-    except (KeyError, TypeError) as exc:
+    except KeyError as exc:
+        raise ValueError(f"{source}: malformed MLP stop predictor: missing {exc}") from exc
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"{source}: malformed MLP stop predictor: {exc}") from exc
 
 

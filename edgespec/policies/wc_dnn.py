@@ -17,7 +17,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.policies.stop_drafting import DenseLayer
+from edgespec.policies.stop_drafting import (
+    DenseLayer,
+    dense_from_json,
+    require_finite,
+    require_scale,
+)
 
 AWC_FEATURE_NAMES: tuple[str, ...] = (
     "queue_utilisation",
@@ -51,6 +56,8 @@ class WcDnn:
         width = len(AWC_FEATURE_NAMES)
         if self.mean.shape != (width,) or self.scale.shape != (width,):
             raise ValueError(f"mean and scale must have {width} entries")
+        require_finite("mean", self.mean)
+        require_scale(self.scale)
         hidden = self.input.weight.shape[1]
         if self.input.weight.shape[0] != width or self.output.weight.shape != (hidden, 1):
             raise ValueError(f"need {width} inputs, one output and equal widths")
@@ -90,19 +97,26 @@ def wc_dnn_from_json(data: dict[str, Any], source: str = "<dict>") -> WcDnn:
     if tuple(data.get("features", ())) != AWC_FEATURE_NAMES:
         raise ValueError(f"{source}: features {data.get('features')} differ from the policy's")
 
-    def dense(x: dict[str, Any]) -> DenseLayer:
-        return DenseLayer(np.asarray(x["weight"], np.float64), np.asarray(x["bias"], np.float64))
-
     try:
+        blocks = data["blocks"]
+        if not isinstance(blocks, list) or not all(
+            isinstance(b, list) and len(b) == 2 for b in blocks
+        ):
+            raise ValueError(f"blocks must be a list of layer pairs, got {blocks!r:.80}")
         return WcDnn(
             mean=np.asarray(data["mean"], dtype=np.float64),
             scale=np.asarray(data["scale"], dtype=np.float64),
-            input=dense(data["input"]),
-            blocks=tuple((dense(a), dense(b)) for a, b in data["blocks"]),
-            output=dense(data["output"]),
+            input=dense_from_json(data["input"], "input"),
+            blocks=tuple(
+                (dense_from_json(a, f"blocks[{i}][0]"), dense_from_json(b, f"blocks[{i}][1]"))
+                for i, (a, b) in enumerate(blocks)
+            ),
+            output=dense_from_json(data["output"], "output"),
             metadata=dict(data.get("metadata", {})),
         )
-    except (KeyError, TypeError) as exc:
+    except KeyError as exc:
+        raise ValueError(f"{source}: malformed WC-DNN weights: missing {exc}") from exc
+    except (TypeError, ValueError) as exc:
         raise ValueError(f"{source}: malformed WC-DNN weights: {exc}") from exc
 
 

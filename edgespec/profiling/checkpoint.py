@@ -18,12 +18,13 @@ checkpoint on disk always means an unfinished profile.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from edgespec.profiling.measure import GridSpec, Sample
+from edgespec.profiling.measure import GridSpec, Sample, design_grid
 
 FORMAT = "edgespec-profile-checkpoint"
 VERSION = 1
@@ -72,15 +73,68 @@ def _differences(found: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
     return out
 
 
-def _sample(config: int, raw: dict[str, Any]) -> Sample:
-    entries = tuple((int(n), int(c)) for n, c in raw["entries"])
-    return Sample(config, int(raw["run"]), entries, float(raw["time_s"]))
+def _count(value: Any, name: str, minimum: int = 0, limit: int | None = None) -> int:
+    """``value`` if it is an integer (not a bool, a float or a string) in
+    ``[minimum, limit)``; ``ValueError`` naming ``name`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < minimum or (limit is not None and value >= limit):
+        bounds = f"in [{minimum}, {limit})" if limit is not None else f">= {minimum}"
+        raise ValueError(f"{name} must be {bounds}, got {value}")
+    return value
+
+
+def _sample(config: int, raw: Any, name: str) -> Sample:
+    """One of a line's ``samples``, checked: a run number, ``[L_new >= 1, L_cached >= 0]``
+    integer entries and a finite ``time_s`` >= 0 (a NaN would fit NaN coefficients)."""
+    if not isinstance(raw, dict) or set(raw) != {"run", "entries", "time_s"}:
+        raise ValueError(f"{name} must be an object with run, entries and time_s, got {raw!r:.80}")
+    if not isinstance(raw["entries"], list) or not raw["entries"]:
+        raise ValueError(f"{name}.entries must be a non-empty list, got {raw['entries']!r:.80}")
+    entries = []
+    for i, entry in enumerate(raw["entries"]):
+        where = f"{name}.entries[{i}]"
+        if not isinstance(entry, list) or len(entry) != 2:
+            raise ValueError(f"{where} must be [L_new, L_cached], got {entry!r:.80}")
+        entries.append(
+            (_count(entry[0], f"{where} L_new", 1), _count(entry[1], f"{where} L_cached"))
+        )
+    time_s = raw["time_s"]
+    if isinstance(time_s, bool) or not isinstance(time_s, int | float):
+        raise ValueError(f"{name}.time_s must be a number, got {time_s!r}")
+    if not (math.isfinite(time_s) and time_s >= 0):
+        raise ValueError(f"{name}.time_s must be a finite number >= 0, got {time_s}")
+    return Sample(config, _count(raw["run"], f"{name}.run"), tuple(entries), float(time_s))
+
+
+def _record(record: Any, num_configs: int) -> tuple[int, tuple[Sample, ...], int]:
+    """A measured configuration's line, checked: (its index, its samples, its prompts)."""
+    if not isinstance(record, dict) or set(record) != {"config", "num_prompts", "samples"}:
+        raise ValueError(
+            f"expected an object with config, num_prompts and samples, got {record!r:.80}"
+        )
+    config = _count(record["config"], "config", 0, num_configs)
+    if not isinstance(record["samples"], list) or not record["samples"]:
+        raise ValueError(f"samples must be a non-empty list, got {record['samples']!r:.80}")
+    samples = tuple(_sample(config, s, f"samples[{i}]") for i, s in enumerate(record["samples"]))
+    return config, samples, _count(record["num_prompts"], "num_prompts")
+
+
+def _num_configs(setup: dict[str, Any]) -> int:
+    """How many configurations the grid of ``setup`` (:func:`setup_of`'s) has."""
+    grid: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in setup["grid"].items()
+    }
+    return len(design_grid(GridSpec(**grid)))
 
 
 def load_checkpoint(path: Path, setup: dict[str, Any]) -> Checkpoint:
     """Read ``path``; raises :class:`CheckpointError` when it was written for another setup
-    or a line (other than a cut-off last one) is malformed."""
-    lines = path.read_text().splitlines()
+    or a line (other than a cut-off last one) is malformed: not JSON, a configuration
+    index outside the grid or twice, an entry that is not two integers, a ``time_s`` that
+    is not a finite number >= 0."""
+    text = path.read_text()
+    lines = text.splitlines()
     try:
         header = json.loads(lines[0]) if lines else None
     except json.JSONDecodeError:
@@ -95,18 +149,24 @@ def load_checkpoint(path: Path, setup: dict[str, Any]) -> Checkpoint:
             f"{path} was written by a profile with other settings: {'; '.join(diff)}. "
             "Run with the same settings, or with --fresh to start over"
         )
+    num_configs = _num_configs(setup)
     samples: dict[int, tuple[Sample, ...]] = {}
     num_prompts = 0
     for number, line in enumerate(lines[1:], start=2):
         try:
             record = json.loads(line)
-            config = int(record["config"])
-            samples[config] = tuple(_sample(config, s) for s in record["samples"])
-            num_prompts += int(record["num_prompts"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            if number == len(lines) and not path.read_text().endswith("\n"):
+        except json.JSONDecodeError as exc:
+            if number == len(lines) and not text.endswith("\n"):
                 break  # cut off by a kill while being written: measure it again
             raise CheckpointError(f"{path}:{number}: malformed line ({exc})") from exc
+        try:
+            config, found, prompts = _record(record, num_configs)
+        except ValueError as exc:
+            raise CheckpointError(f"{path}:{number}: malformed line ({exc})") from exc
+        if config in samples:
+            raise CheckpointError(f"{path}:{number}: config {config} was measured before")
+        samples[config] = found
+        num_prompts += prompts
     return Checkpoint(samples, num_prompts)
 
 

@@ -58,5 +58,5 @@ def test_wisp_eq19_with_the_papers_a100_coefficients() -> None:
 
 
 def test_negative_coefficients_are_rejected() -> None:
-    with pytest.raises(ValueError, match="b_read_s must be >= 0"):
+    with pytest.raises(ValueError, match=r"^b_read_s must be finite and >= 0, got -1.0$"):
         WispCoefficients(1.0, 0.0, -1.0, 0.0)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import shlex
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -131,14 +133,23 @@ def train_wc_dnn(train: AwcDataset, settings: AwcTrainSettings) -> tuple[WcDnnNe
 
 
 def export_wc_dnn(net: WcDnnNet, mean: Any, scale: Any) -> WcDnn:
-    def dense(layer: nn.Linear) -> DenseLayer:
-        weight = layer.weight.detach().double().numpy().T.copy()
-        return DenseLayer(weight, layer.bias.detach().double().numpy().copy())
+    """The numpy :class:`WcDnn` of ``net``; ``ValueError`` naming the layer when a weight
+    is not finite (a diverged training)."""
 
-    blocks = tuple((dense(b.first), dense(b.second)) for b in net.blocks)  # type: ignore[arg-type]
+    def dense(layer: nn.Linear, name: str) -> DenseLayer:
+        weight = layer.weight.detach().double().numpy().T.copy()
+        try:
+            return DenseLayer(weight, layer.bias.detach().double().numpy().copy())
+        except ValueError as exc:
+            raise ValueError(f"{name}.{exc}") from exc
+
+    blocks = tuple(
+        (dense(b.first, f"blocks[{i}][0]"), dense(b.second, f"blocks[{i}][1]"))  # type: ignore[arg-type]
+        for i, b in enumerate(net.blocks)
+    )
     return WcDnn(
         np.asarray(mean, np.float64), np.asarray(scale, np.float64),
-        dense(net.input), blocks, dense(net.output),
+        dense(net.input, "input"), blocks, dense(net.output, "output"),
     )  # fmt: skip
 
 
@@ -171,27 +182,63 @@ def evaluate(model: WcDnn, data: AwcDataset) -> dict[str, float]:
     }
 
 
+def check_features(folder: Path, contexts: dict[str, list[Any]]) -> None:
+    """Each feature column present with a value somewhere, and no ±inf in it (NaN is a
+    missing value, imputed): a bad value is refused naming its file, column and row."""
+    from edgespec.errors import UserInputError
+
+    for name in AWC_FEATURE_NAMES:
+        if name not in contexts:
+            raise UserInputError(f"{folder}: the contexts have no column {name!r}")
+        values = np.asarray(contexts[name], dtype=np.float64)
+        if values.size and np.isnan(values).all():
+            raise UserInputError(f"{folder}: column {name!r} has no value (every row is NaN)")
+        bad = np.flatnonzero(np.isinf(values))
+        if bad.size:
+            file, row = _row_file(folder, int(bad[0]))
+            raise UserInputError(
+                f"{file}: column {name!r}, row {row} (from 0) is {values[bad[0]]}; "
+                "features must be finite numbers (NaN for a missing one)"
+            )
+
+
+def _row_file(folder: Path, row: int) -> tuple[Path, int]:
+    """The file of ``folder`` (in :func:`read_parquet_dir`'s order) holding its ``row``-th
+    row, and the row's place in that file."""
+    import pyarrow.parquet as pq
+
+    for path in sorted(folder.glob("*.parquet")):
+        rows = pq.read_metadata(path).num_rows
+        if row < rows:
+            return path, row
+        row -= rows
+    raise IndexError(f"{folder} has no row {row}")
+
+
 def run_training(args: argparse.Namespace) -> int:
     from edgespec.errors import UserInputError
     from edgespec.learn.awc.tables import read_parquet_dir, read_parquet_file
+    from edgespec.output_paths import write_text_atomically
 
     torch.set_num_threads(args.threads)
     labels_table = read_parquet_file(args.data / "labels.parquet")
     labels = dict(zip(labels_table["scenario_id"], labels_table["label_gamma"], strict=True))
-    data = join_labels(read_parquet_dir(args.data / "contexts"), labels)
+    weights = _label_weights(args.data / "labels.json")
+    contexts = read_parquet_dir(args.data / "contexts")
+    check_features(args.data / "contexts", contexts)
+    data = join_labels(contexts, labels)
     if len(np.unique(data.scenario_ids)) < 2:
         raise UserInputError(f"{args.data}: need at least two labelled scenarios")
     train, held = split_by_scenario(data, args.holdout, args.seed)
     settings = AwcTrainSettings(args.width, args.epochs, args.lr, args.weight_decay,
                                 args.batch_size, args.seed)  # fmt: skip
-    _, model = train_wc_dnn(train, settings)
-    report = {"train": evaluate(model, train), "held_out": evaluate(model, held)}
+    model, report = _train_finite(train, held, settings)
     meta = {
         "command": "edgespec " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         "trained": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
         "report": report,
-        "label_weights": json.loads((args.data / "labels.json").read_text())["weights"],
+        "label_weights": weights,
         "label_counts": {
             str(int(g)): int(n)
             for g, n in zip(*np.unique(list(labels.values()), return_counts=True), strict=True)
@@ -199,7 +246,41 @@ def run_training(args: argparse.Namespace) -> int:
     }
     model = WcDnn(model.mean, model.scale, model.input, model.blocks, model.output, meta)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(model.to_json(), separators=(",", ":")) + "\n")
+    write_text_atomically(args.out, json.dumps(model.to_json(), separators=(",", ":")) + "\n")
     print(json.dumps(report, indent=1))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _label_weights(path: Path) -> Any:
+    """The ``weights`` of ``labels.json`` (recorded in the model's metadata), read before
+    training: a missing or malformed file is an error naming it."""
+    from edgespec.errors import UserInputError
+
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))["weights"]
+    except OSError as exc:
+        raise UserInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserInputError(f"{path}: not an awc-data labels file ({exc!r})") from exc
+
+
+def _train_finite(
+    train: AwcDataset, held: AwcDataset, settings: AwcTrainSettings
+) -> tuple[WcDnn, dict[str, dict[str, float]]]:
+    """The trained model and its report, refused (nothing is written) when the training
+    diverged: a weight, or the MAE (the L1 loss) on either side, not a finite number."""
+    from edgespec.errors import UserInputError
+
+    advice = "nothing written (try a lower --lr)"
+    try:
+        _, model = train_wc_dnn(train, settings)
+    except ValueError as exc:  # the export (DenseLayer) refuses a non-finite weight
+        raise UserInputError(f"training diverged: {exc}; {advice}") from exc
+    report = {"train": evaluate(model, train), "held_out": evaluate(model, held)}
+    for side, found in report.items():
+        if not math.isfinite(found["mae_gamma"]):
+            raise UserInputError(
+                f"training diverged: the {side} MAE (the L1 loss) is {found['mae_gamma']}; {advice}"
+            )
+    return model, report

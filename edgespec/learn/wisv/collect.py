@@ -73,8 +73,10 @@ class DataConfig:
             raise UserInputError(
                 f"unknown dataset {self.dataset!r}: known are {', '.join(DATASETS)}"
             )
-        if self.rollout_head is not None and not self.rollout_head.is_file():
-            raise UserInputError(f"--rollout-head {self.rollout_head}: no such file")
+        if self.rollout_head is not None:  # read now, not after the models load
+            from edgespec.learn.wisv.fit import read_head
+
+            read_head("--rollout-head", self.rollout_head)
         if not 0.0 <= self.rollout_threshold <= 16.0:
             raise UserInputError(f"--threshold must be in [0, 16], got {self.rollout_threshold}")
         if self.rollout_channel not in ROLLOUT_CHANNELS:

@@ -9,16 +9,22 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from edgespec.errors import UserInputError
+from edgespec.output_paths import write_text_atomically
 
 if TYPE_CHECKING:
     from edgespec.learn.wisv.dataset import WisvDataset
     from edgespec.learn.wisv.train import Groups, Instances, Split, TrainedHead, TrainSettings
+    from edgespec.policies.semantic.head import DecisionHead
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +70,7 @@ def _load(config: FitConfig) -> tuple[WisvDataset, Groups, Split, Split]:
             raise UserInputError(f"--data {path}: no such file")
         try:
             parts.append(WisvDataset.load(path))
+            _require_finite(parts[-1])
         except (ValueError, OSError) as exc:
             raise UserInputError(f"--data {path}: {exc}") from exc
     names = " ".join(f"--data {p}" for p in config.data)
@@ -73,6 +80,36 @@ def _load(config: FitConfig) -> tuple[WisvDataset, Groups, Split, Split]:
     except ValueError as exc:
         raise UserInputError(f"{names}: {exc}") from exc
     return data, groups, train, held
+
+
+def _require_finite(data: WisvDataset) -> None:
+    """A NaN or inf hidden state (or ROUGE-L F1) would train a NaN head: refused at load,
+    naming the array, row and column (``draft_hidden[3, 7] is nan, ...``)."""
+    from edgespec.policies.stop_drafting import require_finite
+
+    arrays: dict[str, Any] = {
+        "draft_hidden": data.draft_hidden,
+        "target_hidden": data.target_hidden,
+    }
+    if data.similarity is not None:
+        arrays["similarity"] = data.similarity
+    for name, values in arrays.items():
+        if not np.issubdtype(values.dtype, np.floating):
+            raise ValueError(f"{name} must hold floating-point numbers, got {values.dtype}")
+        require_finite(name, values)
+
+
+def read_head(flag: str, path: Path) -> DecisionHead:
+    """The decision head file ``flag`` names, read before any long work (training, model
+    loading): a missing, malformed or non-finite one is a usage error naming both."""
+    from edgespec.policies.semantic.head import load_head
+
+    if not path.is_file():
+        raise UserInputError(f"{flag} {path}: no such file")
+    try:
+        return load_head(path)
+    except ValueError as exc:
+        raise UserInputError(f"{flag}: {exc}") from exc
 
 
 def _metrics(
@@ -111,6 +148,7 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     from edgespec.learn.wisv.train import build_instances, train_head
 
     settings = config.settings
+    baseline = None if config.baseline is None else read_head("--baseline-head", config.baseline)
     data, groups, train_eps, held_eps = _load(config)
     torch.set_num_threads(config.threads)
     relabel = settings.relabel
@@ -121,9 +159,14 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
         raise UserInputError(
             f"--data {config.data[0]}: no critical mismatch among the training prompts"
         )
+    if baseline is not None and baseline.w1.shape[0] != train.x.shape[1]:
+        raise UserInputError(
+            f"--baseline-head {config.baseline}: takes {baseline.w1.shape[0]} inputs, the "
+            f"data give {train.x.shape[1]}"
+        )
     start = time.perf_counter()
     widths = (data.draft_hidden.shape[1], data.target_hidden.shape[1])
-    trained = train_head(train, *widths, settings, validation)
+    trained = _finite(lambda: train_head(train, *widths, settings, validation))
     train_s = time.perf_counter() - start
     table = acceptance_table(trained.head, data, held_eps, settings.budget)
     report: dict[str, Any] = {
@@ -132,8 +175,11 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     }
     if validation is not None:
         report["validation"] = evaluate(trained.head, validation)
-    if config.baseline is not None:
-        report["baseline"] = _baseline_report(config.baseline, train, held)
+    if baseline is not None:
+        report["baseline"] = {
+            "train": evaluate(baseline, train),
+            "held_out": evaluate(baseline, held),
+        }
     metrics = _metrics(
         config, data, (train_eps, held_eps, val_eps), trained,
         {"train_s": round(train_s, 1), "report": report, "reject_share": table["reject_share"]},
@@ -169,18 +215,22 @@ def _validation(
     return train_eps, val_eps, validation
 
 
-def _baseline_report(path: Path, train: Instances, held: Instances) -> dict[str, Any]:
-    """``--baseline-head``'s metrics on the same training and held-out instances."""
-    from edgespec.learn.wisv.evaluation import evaluate
-    from edgespec.policies.semantic.head import load_head
-
-    other = load_head(path)
-    if other.w1.shape[0] != train.x.shape[1]:
+def _finite(train: Callable[[], TrainedHead]) -> TrainedHead:
+    """``train()``'s head, refused (nothing is written) when it diverged: a weight or an
+    epoch's loss that is not a finite number."""
+    try:
+        trained = train()
+    except ValueError as exc:  # the export (DecisionHead) refuses a non-finite weight
         raise UserInputError(
-            f"--baseline-head {path}: takes {other.w1.shape[0]} inputs, the "
-            f"data give {train.x.shape[1]}"
-        )
-    return {"train": evaluate(other, train), "held_out": evaluate(other, held)}
+            f"training diverged: the head's {exc}; nothing written (try a lower --lr)"
+        ) from exc
+    for epoch, loss in enumerate(trained.losses):
+        if not math.isfinite(loss):
+            raise UserInputError(
+                f"training diverged: the loss of epoch {epoch + 1} is {loss}; nothing written "
+                "(try a lower --lr)"
+            )
+    return trained
 
 
 def _write(
@@ -190,8 +240,9 @@ def _write(
     ``-metrics.json`` into ``out_dir``; their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {k: out_dir / f"{stem}-{k}.json" for k in ("head", "acceptance", "metrics")}
-    paths["head"].write_text(json.dumps(head, separators=(",", ":")) + "\n")
+    write_text_atomically(paths["head"], json.dumps(head, separators=(",", ":")) + "\n")
     table["head"] = head_provenance(paths["head"])  # the runtime's head this table is of
-    paths["acceptance"].write_text(json.dumps(table, indent=1) + "\n")
-    paths["metrics"].write_text(json.dumps(metrics, indent=1, default=float) + "\n")
+    write_text_atomically(paths["acceptance"], json.dumps(table, indent=1) + "\n")
+    metrics_text = json.dumps(metrics, indent=1, default=float) + "\n"
+    write_text_atomically(paths["metrics"], metrics_text)
     return [str(p) for p in paths.values()]

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.policies.stop_drafting import require_finite, require_scale
+
 FloatArray = npt.NDArray[np.float64]
 THRESHOLD_STEPS = 16
 """The threshold's scale: τ = T / 16."""
@@ -56,13 +58,22 @@ class DecisionHead:
     b2: FloatArray
 
     def __post_init__(self) -> None:
+        for name in ("draft_hidden", "target_hidden"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.w1.ndim != 2 or self.w2.ndim != 2:
+            raise ValueError("W1 and W2 must be matrices: W1 d×h, W2 h×1")
         d_in = self.w1.shape[0]
         if self.mean.shape != (d_in,) or self.scale.shape != (d_in,):
             raise ValueError(f"standardisation must have {d_in} entries")
         if self.w2.shape != (self.w1.shape[1], 1) or self.b1.shape != (self.w1.shape[1],):
             raise ValueError("layer shapes do not chain: W1 d×h, b1 h, W2 h×1, b2 1")
-        if self.b2.shape != (1,) or np.any(self.scale <= 0):
-            raise ValueError("b2 must have one entry and every scale must be > 0")
+        if self.b2.shape != (1,):
+            raise ValueError(f"b2 must have one entry, got shape {self.b2.shape}")
+        for name in ("mean", "w1", "b1", "w2", "b2"):
+            require_finite(name, getattr(self, name))
+        require_scale(self.scale)
         if d_in <= self.draft_hidden + self.target_hidden:
             raise ValueError(
                 f"input width {d_in} leaves no CSI features after {self.draft_hidden} + "
@@ -119,13 +130,37 @@ class DecisionHead:
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> DecisionHead:
-        arrays = {
-            k: np.asarray(data[k], dtype=np.float64)
-            for k in ("mean", "scale", "w1", "b1", "w2", "b2")
-        }
-        return DecisionHead(int(data["draft_hidden"]), int(data["target_hidden"]), **arrays)
+        """The head :meth:`to_json` wrote; ``ValueError`` saying what is missing or wrong."""
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        missing = [k for k in (*_SIZES, *_ARRAYS) if k not in data]
+        if missing:
+            keys = "key" if len(missing) == 1 else "keys"
+            raise ValueError(f"missing {keys} {', '.join(map(repr, missing))}")
+        arrays = {}
+        for k in _ARRAYS:
+            try:
+                arrays[k] = np.asarray(data[k], dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{k} must be an array of numbers: {exc}") from None
+        return DecisionHead(data["draft_hidden"], data["target_hidden"], **arrays)
+
+
+_SIZES = ("draft_hidden", "target_hidden")
+_ARRAYS = ("mean", "scale", "w1", "b1", "w2", "b2")
 
 
 def load_head(path: str | Path) -> DecisionHead:
-    """A head saved as JSON (:meth:`DecisionHead.to_json`)."""
-    return DecisionHead.from_json(json.loads(Path(path).read_text()))
+    """A head saved as JSON (:meth:`DecisionHead.to_json`); ``ValueError`` naming the file
+    and what is wrong (unreadable, not JSON, a missing key, a bad shape or a non-finite
+    value)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ValueError(f"cannot read {path}: {reason}") from None
+    try:
+        return DecisionHead.from_json(json.loads(text))
+    except ValueError as exc:  # json.JSONDecodeError is one
+        kind = "not JSON: " if isinstance(exc, json.JSONDecodeError) else ""
+        raise ValueError(f"{path} is not a decision head: {kind}{exc}") from None

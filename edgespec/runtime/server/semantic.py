@@ -276,10 +276,6 @@ def semantic_rules(
 
 
 def load_semantic_head(path: str | Path) -> DecisionHead:
-    """The decision head saved at ``path`` (JSON); ``ValueError`` saying what is wrong."""
-    try:
-        return load_head(path)
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-    except (KeyError, TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
-        raise ValueError(f"{path} is not a decision head: {exc!r}") from None
+    """The decision head saved at ``path`` (JSON); ``ValueError`` naming the file and what
+    is wrong (:func:`~edgespec.policies.semantic.head.load_head`'s)."""
+    return load_head(path)

@@ -267,7 +267,10 @@ def test_serve_flags_load_the_head_and_check_it_against_the_target(tmp_path: Pat
             "'semantic_thresholds': --semantic-thresholds expects comma-separated integers",
         ),
         (["--semantic-head", "@MISSING"], "'semantic_head': @MISSING does not exist"),
-        (["--semantic-head", "@BAD"], "'semantic_head': @BAD is not a decision head: KeyError"),
+        (
+            ["--semantic-head", "@BAD"],
+            "'semantic_head': @BAD is not a decision head: missing keys 'target_hidden', 'mean',",
+        ),
     ],
 )
 def test_serve_flag_errors(
