@@ -33,8 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.wc_dnn import WcDnn, load_wc_dnn
+from edgespec.policies.window import MAX_GAMMA
 
 FUSED_GAMMA = 1
 """How fused mode is encoded, as a label and as the previous-γ feature."""
@@ -231,5 +233,22 @@ def load_awc_window(
     fused_gamma: int = 4,
 ) -> AwcWindow:
     """Registry factory (kind ``window``, name ``awc``): the weights in ``file`` (the
-    bundled ``edgespec/data/awc/wc-dnn.json`` when ``None``)."""
-    return AwcWindow(load_wc_dnn(file), None, queue_capacity, initial_gamma, fused_gamma)
+    bundled ``edgespec/data/awc/wc-dnn.json`` when ``None``). Each parameter is checked
+    here, before the weights load, as a :class:`PolicyParamError` naming it (the registry
+    has checked its type against this signature): ``queue_capacity`` >= 1,
+    ``initial_gamma`` in the stabiliser's [1, 12], ``fused_gamma`` in [1, MAX_GAMMA]."""
+    settings = AwcSettings()
+    low, high = settings.min_gamma, settings.max_gamma
+    if queue_capacity < 1:
+        raise PolicyParamError(
+            "queue_capacity", f"queue_capacity must be >= 1, got {queue_capacity}"
+        )
+    if not low <= initial_gamma <= high:
+        raise PolicyParamError(
+            "initial_gamma", f"initial_gamma must be in [{low}, {high}], got {initial_gamma}"
+        )
+    if not 1 <= fused_gamma <= MAX_GAMMA:
+        raise PolicyParamError(
+            "fused_gamma", f"fused_gamma must be in [1, {MAX_GAMMA}], got {fused_gamma}"
+        )
+    return AwcWindow(load_wc_dnn(file), settings, queue_capacity, initial_gamma, fused_gamma)

@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
 from edgespec.core.frozen import frozen_builder
 from edgespec.core.types import BatchPlan, PendingVerification
+from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.interfaces import BatchLimits
+
+
+def oversized_request(
+    prompt_tokens: int, output_tokens: int, limits: BatchLimits
+) -> tuple[str, str] | None:
+    """Which limit a request of ``prompt_tokens`` + ``output_tokens`` can never fit, and
+    why, or ``None`` when it fits: its whole context must fit one pass's
+    ``max_batch_tokens`` (a cold start after its KV was evicted forwards it all) and the
+    ``max_context_tokens`` (a server's KV budget), as a serving system without chunked
+    prefill requires (vLLM: ``max_num_batched_tokens >= max_model_len``). A host refuses
+    such a request before it runs: :func:`_take_within_limits` takes an entry alone past
+    the limits, so that one cannot block the queue, and would run it silently."""
+    total = prompt_tokens + output_tokens
+    for name in ("max_batch_tokens", "max_context_tokens"):
+        limit: int = getattr(limits, name)
+        if total > limit:
+            return name, (
+                f"a request of {prompt_tokens} prompt + {output_tokens} output tokens "
+                f"({total}) can never fit {name} {limit}"
+            )
+    return None
 
 
 def _take_within_limits(
@@ -61,6 +84,14 @@ class LengthAwareBatching:
     """
 
     max_length_ratio: float | None = None
+
+    def __post_init__(self) -> None:
+        ratio = self.max_length_ratio
+        if ratio is not None and not (math.isfinite(ratio) and ratio >= 1.0):
+            raise PolicyParamError(
+                "max_length_ratio",
+                f"max_length_ratio must be a finite number >= 1 (or null: no bound), got {ratio}",
+            )
 
     def select(
         self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits

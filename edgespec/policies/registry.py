@@ -19,6 +19,7 @@ from edgespec.config import ConfigError, PolicySpec
 from edgespec.errors import did_you_mean
 from edgespec.policies.awc import load_awc_window
 from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
+from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.drafting_server.planner import PipelinePlanner
 from edgespec.policies.interfaces import (
     BatchingPolicy,
@@ -87,6 +88,17 @@ class UnknownParamsError(PolicyConfigError):
     """Parameters the policy does not take; the message lists those it does."""
 
 
+class ParamValueError(PolicyConfigError):
+    """A parameter of the wrong type or out of its range; ``param`` names it."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+    def __reduce__(self) -> tuple[type[ParamValueError], tuple[str, str]]:
+        return (type(self), (self.param, str(self)))
+
+
 def window_fuses(spec: PolicySpec) -> bool | None:
     """Whether the window policy ``spec`` names may run fused rounds in ``distributed``
     mode (:data:`WINDOW_FUSES`); ``None`` for a policy registered without that fact."""
@@ -97,13 +109,17 @@ def window_fuses(spec: PolicySpec) -> bool | None:
 def build_policy_at(field: str, kind: str, spec: PolicySpec) -> Any:
     """The policy ``spec`` names, of ``kind``, for the config field ``field``: a
     :class:`ConfigError` at ``field.name`` for an unknown name, at ``field.params`` for a
-    parameter the policy does not take (listing those it does), at ``field`` otherwise."""
+    parameter the policy does not take (listing those it does), at ``field.params.<name>``
+    for a parameter of the wrong type or out of range (:class:`ParamValueError`), at
+    ``field`` otherwise."""
     try:
         return build_policy(kind, spec.name, spec.params)
     except UnknownPolicyError as exc:
         raise ConfigError(f"{field}.name", str(exc)) from exc
     except UnknownParamsError as exc:
         raise ConfigError(f"{field}.params", str(exc)) from exc
+    except ParamValueError as exc:
+        raise ConfigError(f"{field}.params.{exc.param}", str(exc)) from exc
     except PolicyConfigError as exc:
         raise ConfigError(field, str(exc)) from exc
 
@@ -128,7 +144,9 @@ def accepted_params(kind: str, name: str) -> tuple[str, ...] | None:
 def build_policy(kind: str, name: str, params: Mapping[str, Any] | None = None) -> Any:
     """Instantiate policy ``name`` of ``kind`` with ``params``; unknown names are errors,
     unknown parameters an :class:`UnknownParamsError`, each ending with the closest known
-    name (``(did you mean 'fcfs'?)``) when one is close."""
+    name (``(did you mean 'fcfs'?)``) when one is close; a parameter whose value does not
+    have its annotated type (a dataclass field's, a factory's signature's), or that the
+    policy refuses with a :class:`PolicyParamError`, a :class:`ParamValueError`."""
     if kind not in KINDS:
         raise UnknownPolicyError(
             f"unknown policy kind {kind!r}; known: {sorted(KINDS)}{did_you_mean(kind, KINDS)}"
@@ -148,10 +166,11 @@ def build_policy(kind: str, name: str, params: Mapping[str, Any] | None = None) 
             f"{kind} policy {name!r} has no parameter(s) {unknown}; known: {list(allowed or ())}"
             + did_you_mean(str(unknown[0]), allowed or ())
         )
-    if dataclasses.is_dataclass(factory):
-        _check_scalar_params(f"{kind} policy {name!r}", factory, params)
+    _check_scalar_params(f"{kind} policy {name!r}", factory, params)
     try:
         return factory(**params)
+    except PolicyParamError as exc:
+        raise ParamValueError(exc.param, f"{kind} policy {name!r}: {exc}") from exc
     except (TypeError, ValueError) as exc:
         raise PolicyConfigError(f"{kind} policy {name!r}: {exc}") from exc
 
@@ -166,11 +185,16 @@ _SCALARS: dict[Any, tuple[str, Callable[[object], bool]]] = {
 
 def _check_scalar_params(what: str, factory: Any, params: Mapping[str, Any]) -> None:
     """A parameter declared as a bool, int, float or str (or such ``| None``) given a value
-    of another type is named here, instead of failing later inside the policy."""
+    of another type is named here, instead of failing later inside the policy: a
+    dataclass's field annotations, a class's ``__init__``'s, a factory function's."""
+    annotated = factory
+    if inspect.isclass(factory) and not dataclasses.is_dataclass(factory):
+        annotated = factory.__init__
     try:
-        hints = typing.get_type_hints(factory)
+        hints = typing.get_type_hints(annotated)
     except (NameError, TypeError):  # an annotation this module cannot resolve: unchecked
         return
+    hints.pop("return", None)
     for param, value in params.items():
         declared = hints.get(param)
         union = typing.get_origin(declared) in (typing.Union, types.UnionType)
@@ -182,7 +206,8 @@ def _check_scalar_params(what: str, factory: Any, params: Mapping[str, Any]) -> 
             continue  # not a plain scalar: the policy's own checks apply
         if not any(_SCALARS[t][1](value) for t in options):
             expected = " or ".join(_SCALARS[t][0] for t in options)
-            raise PolicyConfigError(
+            raise ParamValueError(
+                param,
                 f"{what}: parameter {param!r} expects {expected}, "
-                f"got {value!r} ({type(value).__name__})"
+                f"got {value!r} ({type(value).__name__})",
             )

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 
 MAX_GAMMA = 256
-"""The largest window :class:`DynamicWindow` may grow to (it keeps a decision per γ; a
-server verifies at most its ``max_draft_tokens``, 32 by default)."""
+"""The largest γ any policy parameter may name: :class:`StaticWindow`'s ``gamma``,
+:class:`DynamicWindow`'s ``max_gamma``, AWC's ``fused_gamma`` and the drafting-server
+planner's speculation lengths (a simulator sizes its per-round tables by γ; a server
+verifies at most its ``max_draft_tokens``, 32 by default)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +28,9 @@ class StaticWindow:
 
     def __post_init__(self) -> None:
         if self.gamma < 1:
-            raise ValueError(f"gamma must be >= 1, got {self.gamma}")
+            raise PolicyParamError("gamma", f"gamma must be >= 1, got {self.gamma}")
+        if self.gamma > MAX_GAMMA:
+            raise PolicyParamError("gamma", f"gamma must be <= {MAX_GAMMA}, got {self.gamma}")
         object.__setattr__(self, "decision", WindowDecision(self.gamma, self.fused))
 
     def next_window(self, obs: WindowObservation) -> WindowDecision:
@@ -46,13 +51,18 @@ class DynamicWindow:
     _decisions: tuple[WindowDecision, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not 1 <= self.min_gamma <= self.initial_gamma <= self.max_gamma <= MAX_GAMMA:
-            raise ValueError(
+        low, start, high = self.min_gamma, self.initial_gamma, self.max_gamma
+        if not 1 <= low <= start <= high <= MAX_GAMMA:
+            raise PolicyParamError(
+                _misplaced_gamma(low, high),
                 f"need 1 <= min_gamma <= initial_gamma <= max_gamma <= {MAX_GAMMA}, got "
-                f"{self.min_gamma}, {self.initial_gamma}, {self.max_gamma}"
+                f"{low}, {start}, {high}",
             )
         if not 0.0 <= self.lower_below <= self.raise_above <= 1.0:
-            raise ValueError("need 0 <= lower_below <= raise_above <= 1")
+            raise PolicyParamError(
+                "raise_above" if not self.raise_above <= 1.0 else "lower_below",
+                "need 0 <= lower_below <= raise_above <= 1",
+            )
         decisions = tuple(WindowDecision(g) for g in range(self.max_gamma + 1))
         object.__setattr__(self, "_decisions", decisions)  # one object per γ, built once
 
@@ -65,3 +75,11 @@ class DynamicWindow:
         elif obs.recent_acceptance < self.lower_below:
             gamma -= 1
         return self._decisions[max(self.min_gamma, min(self.max_gamma, gamma))]
+
+
+def _misplaced_gamma(low: int, high: int) -> str:
+    """Which of DynamicWindow's γ parameters breaks 1 <= min <= initial <= max <= MAX_GAMMA
+    (``initial_gamma`` when the bounds themselves are in order)."""
+    if low < 1:
+        return "min_gamma"
+    return "max_gamma" if not low <= high <= MAX_GAMMA else "initial_gamma"

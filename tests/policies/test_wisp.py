@@ -226,5 +226,6 @@ def test_registry_takes_the_reading_by_name() -> None:
     policy = build_policy("batching", "wisp", {**coefficients, "work_conserving": True})
     assert isinstance(policy, WispBatching) and policy.work_conserving
     assert not build_policy("batching", "wisp", coefficients).work_conserving  # type: ignore[attr-defined]
-    with pytest.raises(PolicyConfigError, match="work_conserving must be true or false"):
+    expects = "batching policy 'wisp': parameter 'work_conserving' expects true/false, got 'yes'"
+    with pytest.raises(PolicyConfigError, match=f"^{expects} \\(str\\)$"):
         build_policy("batching", "wisp", {**coefficients, "work_conserving": "yes"})

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.drafting_server.bandwidth import (
     optimal_shares,
     uniform_shares,
@@ -38,6 +39,7 @@ from edgespec.policies.drafting_server.batching import (
 )
 from edgespec.policies.drafting_server.costs import PipelineCosts
 from edgespec.policies.drafting_server.latency import Batches, PipelineTask, inference_latency_s
+from edgespec.policies.window import MAX_GAMMA
 
 BatchingRule = Literal["dp", "max", "static", "heuristic", "none"]
 BATCHING_RULES: tuple[str, ...] = ("dp", "max", "static", "heuristic", "none")
@@ -99,7 +101,9 @@ class PipelinePlan:
 class PipelinePlanner:
     """Zhu's scheme with the defaults; the baselines by name: ``pipelined=False`` (SD w/o
     pipeline), ``batching`` 'none' (no batching) / 'max' / 'static' / 'heuristic',
-    ``spec_len=7`` (FSL), ``bandwidth='uniform'``."""
+    ``spec_len=7`` (FSL), ``bandwidth='uniform'``. ``max_spec_len`` and ``spec_len`` are
+    at most :data:`~edgespec.policies.window.MAX_GAMMA` (256: planning searches every l up
+    to ``max_spec_len``, each a batching problem)."""
 
     costs: PipelineCosts
     batching: BatchingRule = "dp"
@@ -115,8 +119,10 @@ class PipelinePlanner:
             raise ValueError(f"batching must be one of {BATCHING_RULES}, got {self.batching!r}")
         if self.bandwidth not in ("optimal", "uniform"):
             raise ValueError(f"bandwidth must be 'optimal' or 'uniform', got {self.bandwidth!r}")
-        if self.max_spec_len < 1 or (self.spec_len is not None and self.spec_len < 1):
-            raise ValueError("speculation lengths must be >= 1")
+        for name in ("max_spec_len", "spec_len"):
+            length = getattr(self, name)
+            if length is not None and not 1 <= length <= MAX_GAMMA:
+                raise PolicyParamError(name, f"{name} must be in [1, {MAX_GAMMA}], got {length}")
 
     def plan(self, obs: PipelineObservation) -> PipelinePlan:
         tasks = obs.tasks

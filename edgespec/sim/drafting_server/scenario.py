@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict
 from edgespec.core.wireless import WirelessCell
+from edgespec.policies.window import MAX_GAMMA
 from edgespec.sim.model.stop_model import StopPredictorConfig
 
 BatchingName = Literal["dp", "max", "static", "heuristic", "none"]
@@ -125,12 +126,21 @@ def _validate_system(cfg: PipelineConfig) -> None:
 def _validate_planner(cfg: PlannerConfig) -> None:
     for name in ("spec_len", "max_spec_len", "static_batch_size", "output_len"):
         _at_least(f"pipeline.planner.{name}", getattr(cfg, name), 1)
+    for name in ("spec_len", "max_spec_len"):  # the planner's bound (PipelinePlanner)
+        length = getattr(cfg, name)
+        if length is not None and length > MAX_GAMMA:
+            raise ConfigError(f"pipeline.planner.{name}", f"must be <= {MAX_GAMMA}, got {length}")
 
 
 def _validate_simulation(cfg: PipelineConfig) -> None:
     sim = cfg.simulation
     if sim.acceptance == "trace" and not sim.traces:
         raise ConfigError("pipeline.simulation.traces", "trace acceptance needs a trace set")
+    if sim.acceptance != "trace" and sim.traces != SimulationConfig().traces:
+        raise ConfigError(
+            "pipeline.simulation.traces",
+            f"applies only to acceptance: trace (acceptance is {sim.acceptance})",
+        )
     stop = cfg.stop_predictor
     if stop is None:
         return
