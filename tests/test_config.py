@@ -160,7 +160,7 @@ def test_an_override_with_an_empty_key_segment_is_malformed(text: str, problem: 
 
 def test_unparsable_override_value_is_a_named_config_error() -> None:
     # A ConfigError (one line from the CLI), not a yaml traceback.
-    with pytest.raises(ConfigError, match=r"'acceptance.traces': cannot parse value '\[a.jsonl'"):
+    with pytest.raises(ConfigError, match=r"override 'acceptance.traces=\[a.jsonl': cannot parse"):
         apply_overrides({}, ["acceptance.traces=[a.jsonl"])
 
 
@@ -271,7 +271,7 @@ def test_override_values_keep_their_equals_and_may_be_empty() -> None:
     assert (cfg.target, cfg.host, cfg.tls_cert) == ("a=b", "", None)
     with pytest.raises(ConfigError) as error:
         apply_overrides({}, [" port =[1"])
-    assert str(error.value).startswith("config field 'port': cannot parse value '[1': ")
+    assert str(error.value).startswith("override ' port =[1': cannot parse the value: ")
 
 
 def test_overrides_fill_a_null_section_and_index_tuples() -> None:

@@ -97,17 +97,17 @@ def test_an_unparsable_override_value_says_the_yaml_problem() -> None:
     with pytest.raises(ConfigError) as error:
         apply_overrides({}, ["port=[1"])
     assert str(error.value) == (
-        "config field 'port': cannot parse value '[1': expected ',' or ']', but got '<stream end>'"
+        "override 'port=[1': cannot parse the value: expected ',' or ']', but got '<stream end>'"
     )
 
 
 def test_a_folder_is_not_a_yaml_or_jsonl_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as error:
         read_yaml(tmp_path)
-    assert str(error.value) == f"{tmp_path}: file not found"
+    assert str(error.value) == f"{tmp_path}: is a directory, not a file"
     with pytest.raises(ConfigError) as error:
         list(read_jsonl(tmp_path, "trace"))
-    assert str(error.value) == f"{tmp_path}: trace not found"
+    assert str(error.value) == f"{tmp_path}: is a directory, not a trace"
 
 
 def test_a_yaml_error_with_a_context_but_no_start_mark(tmp_path: Path) -> None:

@@ -7,9 +7,10 @@ Config dataclasses may define ``validate(self) -> None`` for cross-field checks;
 called after construction and its ``ValueError`` is reported against the section.
 
 Modules, by responsibility: :mod:`.errors` (the errors, each at its field),
-:mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL files, and YAML text,
-where ``1e12`` is a number), :mod:`.convert` (a mapping into a dataclass), :mod:`.spec`
-(:class:`PolicySpec`).
+:mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL files, UTF-8),
+:mod:`.yaml_text` (YAML text: YAML 1.2 core scalars, where ``1e12`` is a number and ``no``
+a string; unique keys; bounded depth and alias expansion), :mod:`.convert` (a mapping
+into a dataclass), :mod:`.spec` (:class:`PolicySpec`).
 """
 
 from edgespec.config.convert import from_dict, load_config
@@ -20,7 +21,7 @@ from edgespec.config.errors import (
     RecordError,
     at_field,
 )
-from edgespec.config.files import load_yaml, read_jsonl, read_yaml
+from edgespec.config.files import load_yaml, read_jsonl, read_text, read_yaml
 from edgespec.config.overrides import (
     apply_overrides,
     key_path,
@@ -44,5 +45,6 @@ __all__ = [
     "overrides_from_flags",
     "parse_override",
     "read_jsonl",
+    "read_text",
     "read_yaml",
 ]

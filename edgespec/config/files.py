@@ -1,17 +1,10 @@
 """Config and data files: a YAML mapping and JSONL records, with errors naming the file
-(and line); YAML text read the one way every config, override and sweep reads it
-(:func:`load_yaml`).
-
-PyYAML follows YAML 1.1, where a float needs a dot and a signed exponent: ``1e12``,
-``20e6`` and ``1.0e12`` are strings there, and a config field that wants a number then
-refuses what a user means as one. :func:`load_yaml` reads them as YAML 1.2 (and JSON, and
-Python) do: a number with an exponent, with or without a dot or a sign, is a float.
-Everything else is PyYAML's safe loading, unchanged."""
+(and line). YAML text is read as :func:`.yaml_text.load_yaml` reads it (YAML 1.2 core
+scalars, unique keys, bounded depth and size); a file's text must be UTF-8."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,29 +12,48 @@ from typing import Any
 import yaml
 
 from edgespec.config.errors import ConfigFileError, RecordError
+from edgespec.config.yaml_text import YamlRefused, load_yaml
 
-_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
-
-
-class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader, with exponent floats resolved as floats (module docstring)."""
+__all__ = ["load_yaml", "read_jsonl", "read_text", "read_yaml"]
 
 
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789"))
+def _check_file(file: Path, what: str) -> None:
+    """A ConfigFileError unless ``file`` is a file: ``"<what> not found"`` or, for a
+    folder, ``"is a directory, not <what>"``."""
+    if file.is_dir():
+        raise ConfigFileError(str(file), f"is a directory, not {_a(what)}")
+    if not file.is_file():
+        raise ConfigFileError(str(file), f"{what} not found")
 
 
-def load_yaml(text: str) -> Any:
-    """The value of YAML ``text`` (safe loading; ``1e12`` is a float, module docstring)."""
-    return yaml.load(text, Loader=_Loader)  # a SafeLoader: no arbitrary objects
+def _a(what: str) -> str:
+    return what if what.startswith(("a ", "an ")) else f"a {what}"
+
+
+def _decoded(file: Path, data: bytes, offset: int = 0) -> str:
+    """``data`` (found at byte ``offset`` of ``file``) as UTF-8 text, or a ConfigFileError
+    naming the first byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = f"byte 0x{data[exc.start]:02x} at offset {offset + exc.start}"
+        raise ConfigFileError(str(file), f"not UTF-8 text ({byte})") from None
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """The UTF-8 text of file ``path``; a ConfigFileError when it is missing, a folder or
+    not UTF-8 (``"<what> not found"``)."""
+    file = Path(path)
+    _check_file(file, what)
+    return _decoded(file, file.read_bytes())
 
 
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping, with errors that name the file."""
     file = Path(path)
-    if not file.is_file():
-        raise ConfigFileError(str(file), "file not found")
+    text = read_text(file)
     try:
-        data = load_yaml(file.read_text())
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigFileError(*_yaml_problem(file, exc)) from exc
     if data is None:
@@ -57,6 +69,8 @@ def _yaml_problem(file: Path, exc: yaml.YAMLError) -> tuple[str, str]:
     if not isinstance(exc, yaml.MarkedYAMLError) or mark is None:
         return str(file), f"invalid YAML: {' '.join(str(exc).split())}"
     where = f"{file}:{mark.line + 1}:{mark.column + 1}"
+    if isinstance(exc, YamlRefused):
+        return where, str(exc.problem)
     problem = f"invalid YAML: {exc.problem}"
     if exc.context is not None and exc.context_mark is not None:
         start = exc.context_mark
@@ -66,12 +80,15 @@ def _yaml_problem(file: Path, exc: yaml.YAMLError) -> tuple[str, str]:
 
 def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]]:
     """Yield ``(where, object)`` for each non-blank line of a JSONL file, ``where`` being
-    ``name:line`` for error messages; a missing file or a bad line is a ConfigFileError."""
+    ``name:line`` for error messages; a missing file, a folder, text that is not UTF-8 or
+    a bad line is a ConfigFileError."""
     file = Path(path)
-    if not file.is_file():
-        raise ConfigFileError(str(file), f"{what} not found")
-    with file.open() as fh:
-        for line_no, line in enumerate(fh, start=1):
+    _check_file(file, what)
+    offset = 0
+    with file.open("rb") as fh:
+        for line_no, data in enumerate(fh, start=1):
+            line = _decoded(file, data, offset)
+            offset += len(data)
             if not line.strip():
                 continue
             where = f"{file.name}:{line_no}"

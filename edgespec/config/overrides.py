@@ -10,28 +10,39 @@ from typing import Any
 import yaml
 
 from edgespec.config.errors import ConfigError, OverrideError
-from edgespec.config.files import load_yaml
+from edgespec.config.yaml_text import MAX_DEPTH, load_yaml
 
 
 def key_path(text: str, key: str, what: str = "override") -> list[str]:
-    """``key`` (stripped) split at dots; an empty key or segment is an OverrideError."""
+    """``key`` (stripped) split at dots; an empty key or segment, or more than
+    :data:`~edgespec.config.yaml_text.MAX_DEPTH` segments, is an OverrideError."""
     keys = key.strip().split(".")
     if any(not part.strip() for part in keys):
-        raise OverrideError(text, "empty key segment" if key.strip() else "empty key", what)
+        problem = "empty key segment" if key.strip() else "empty key"
+        raise OverrideError(shown(text), problem, what)
+    if len(keys) > MAX_DEPTH:
+        raise OverrideError(shown(text), f"key path deeper than {MAX_DEPTH} levels", what)
     return keys
 
 
+def shown(text: str, limit: int = 80) -> str:
+    """``text`` as an error quotes it: whole, or its start when longer than ``limit``."""
+    return text if len(text) <= limit else f"{text[: limit - 3]}... ({len(text)} characters)"
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """``servers.count=4`` → (['servers', 'count'], 4). Values are parsed as YAML."""
+    """``servers.count=4`` → (['servers', 'count'], 4). Values are parsed as YAML
+    (:func:`~edgespec.config.yaml_text.load_yaml`, nested under the key path); a value that
+    does not parse is an OverrideError quoting the override as typed."""
     key, sep, raw = text.partition("=")
     if not sep:
-        raise OverrideError(text, "must look like key.path=value")
+        raise OverrideError(shown(text), "must look like key.path=value")
     keys = key_path(text, key)
     try:
-        value = load_yaml(raw) if raw.strip() else ""
+        value = load_yaml(raw, outer_depth=len(keys)) if raw.strip() else ""
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(key.strip(), f"cannot parse value {raw!r}: {problem}") from exc
+        raise OverrideError(shown(text), f"cannot parse the value: {problem}") from exc
     return keys, value
 
 
