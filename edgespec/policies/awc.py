@@ -33,10 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
+from edgespec.policies.params import MAX_GAMMA, PolicyParamError
 from edgespec.policies.wc_dnn import WcDnn, load_wc_dnn
-from edgespec.policies.window import MAX_GAMMA
 
 FUSED_GAMMA = 1
 """How fused mode is encoded, as a label and as the previous-γ feature."""

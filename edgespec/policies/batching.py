@@ -9,8 +9,8 @@ from operator import attrgetter
 
 from edgespec.core.frozen import frozen_builder
 from edgespec.core.types import BatchPlan, PendingVerification
-from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.params import PolicyParamError
 
 
 def oversized_request(

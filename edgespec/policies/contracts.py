@@ -38,19 +38,6 @@ class PolicyContractError(RuntimeError):
     """A policy answered outside its contract."""
 
 
-class PolicyParamError(ValueError):
-    """A policy parameter out of its range, raised by a policy's constructor or factory:
-    the message as any ``ValueError``'s, plus ``param``, the parameter's name, so a host
-    reports it at that parameter's config field (``policies.window.params.gamma``)."""
-
-    def __init__(self, param: str, message: str) -> None:
-        super().__init__(message)
-        self.param = param
-
-    def __reduce__(self) -> tuple[type[PolicyParamError], tuple[str, str]]:
-        return (type(self), (self.param, str(self)))  # pickled whole, as sweeps need
-
-
 def policy_name(policy: object) -> str:
     return type(policy).__name__
 

@@ -19,7 +19,6 @@ from edgespec.config import ConfigError, PolicySpec
 from edgespec.errors import did_you_mean
 from edgespec.policies.awc import load_awc_window
 from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
-from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.drafting_server.planner import PipelinePlanner
 from edgespec.policies.interfaces import (
     BatchingPolicy,
@@ -28,6 +27,7 @@ from edgespec.policies.interfaces import (
     SemanticHead,
     WindowPolicy,
 )
+from edgespec.policies.params import PolicyParamError
 from edgespec.policies.routing import JoinShortestQueueRouting, RandomRouting, RoundRobinRouting
 from edgespec.policies.semantic.head import load_head
 from edgespec.policies.stop_drafting import DraftStopPolicy, load_stop_policy

@@ -29,6 +29,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.config import read_text
+
 STOP_FEATURE_NAMES: tuple[str, ...] = (
     "confidence",
     "entropy_nats",
@@ -241,9 +243,9 @@ def load_stop_policy(file: str | None = None, threshold: float | None = None) ->
         text, source = ref.read_text(encoding="utf-8"), f"bundled {BUNDLED_STOP_PREDICTOR}"
     else:
         found = Path(file)
-        if not found.is_file():
+        if not found.exists():
             raise ValueError(f"stop predictor file {file} does not exist")
-        text, source = found.read_text(encoding="utf-8"), str(found)
+        text, source = read_text(found, "stop predictor file"), str(found)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

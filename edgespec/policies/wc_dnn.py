@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.config import read_text
 from edgespec.policies.stop_drafting import (
     DenseLayer,
     dense_from_json,
@@ -126,9 +127,9 @@ def load_wc_dnn(file: str | None = None) -> WcDnn:
         ref = resources.files("edgespec") / "data" / "awc" / f"{BUNDLED_AWC}.json"
         text, source = ref.read_text(encoding="utf-8"), f"bundled {BUNDLED_AWC}"
     else:
-        if not Path(file).is_file():
+        if not Path(file).exists():
             raise ValueError(f"WC-DNN weights file {file} does not exist")
-        text, source = Path(file).read_text(encoding="utf-8"), file
+        text, source = read_text(file, "WC-DNN weights file"), file
     try:
         return wc_dnn_from_json(json.loads(text), source)
     except json.JSONDecodeError as exc:

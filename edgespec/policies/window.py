@@ -5,14 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
-
-MAX_GAMMA = 256
-"""The largest γ any policy parameter may name: :class:`StaticWindow`'s ``gamma``,
-:class:`DynamicWindow`'s ``max_gamma``, AWC's ``fused_gamma`` and the drafting-server
-planner's speculation lengths (a simulator sizes its per-round tables by γ; a server
-verifies at most its ``max_draft_tokens``, 32 by default)."""
+from edgespec.policies.params import MAX_GAMMA, PolicyParamError
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,10 @@ import pytest
 
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.policies.batching import LengthAwareBatching, oversized_request
-from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.params import MAX_GAMMA, PolicyParamError
 from edgespec.policies.registry import ParamValueError, build_policy, build_policy_at
-from edgespec.policies.window import MAX_GAMMA, StaticWindow
+from edgespec.policies.window import StaticWindow
 
 
 def _error_at(kind: str, name: str, params: dict[str, Any]) -> str:

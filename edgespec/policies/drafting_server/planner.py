@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.drafting_server.bandwidth import (
     optimal_shares,
     uniform_shares,
@@ -39,7 +38,7 @@ from edgespec.policies.drafting_server.batching import (
 )
 from edgespec.policies.drafting_server.costs import PipelineCosts
 from edgespec.policies.drafting_server.latency import Batches, PipelineTask, inference_latency_s
-from edgespec.policies.window import MAX_GAMMA
+from edgespec.policies.params import MAX_GAMMA, PolicyParamError
 
 BatchingRule = Literal["dp", "max", "static", "heuristic", "none"]
 BATCHING_RULES: tuple[str, ...] = ("dp", "max", "static", "heuristic", "none")

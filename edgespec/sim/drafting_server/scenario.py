@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict
 from edgespec.core.wireless import WirelessCell
-from edgespec.policies.window import MAX_GAMMA
+from edgespec.policies.params import MAX_GAMMA
 from edgespec.sim.model.stop_model import StopPredictorConfig
 
 BatchingName = Literal["dp", "max", "static", "heuristic", "none"]

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from edgespec.config import ConfigError
-from edgespec.policies.contracts import PolicyParamError
 from edgespec.policies.drafting_server.planner import PipelinePlanner
-from edgespec.policies.window import MAX_GAMMA
+from edgespec.policies.params import MAX_GAMMA, PolicyParamError
 from edgespec.sim.drafting_server.scenario import pipeline_scenario_from_dict
 from tests.policies.drafting_server.helpers import paper_costs
 
