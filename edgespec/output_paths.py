@@ -1,15 +1,18 @@
 """Where a command writes, checked when its flags are parsed: argparse value types for an
 output folder (``--out DIR``) and an output file (``--json FILE``), so that a path that
 cannot be written is a usage error naming the flag before any work starts, not an
-``OSError`` after it; and :func:`claim_folder`, a run's folder claimed before it starts so
-that an earlier run's files are never mixed with its own. Nothing is created here: the
-command makes what is missing when it writes."""
+``OSError`` after it; :func:`claim_folder`, a run's folder claimed before it starts so
+that an earlier run's files are never mixed with its own (nothing is created by these: the
+command makes what is missing when it writes); and :func:`write_atomically`, how a command
+writes a file so that it is never left half-written."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from edgespec.errors import UserInputError
 
@@ -79,3 +82,25 @@ def claim_folder(
     for path in found:
         path.unlink()
     return out
+
+
+def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Write ``path`` whole or not at all: ``write`` fills a temporary file beside it (in the
+    same folder, so that the rename is atomic), which then replaces ``path``. A run stopped
+    or failing part-way leaves ``path`` as it was and no temporary file behind. The folder
+    must exist."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with temporary.open("wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """:func:`write_atomically` of ``text`` in UTF-8."""
+    write_atomically(path, lambda fh: fh.write(text.encode("utf-8")))

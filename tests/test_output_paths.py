@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
@@ -113,3 +114,23 @@ def test_claim_folder_keeps_inputs_names_at_most_eight_and_numbers_defaults(
     (tmp_path / "runs" / "a").mkdir(parents=True)
     (tmp_path / "runs" / "a-2").mkdir()
     assert claim_folder(None, tmp_path / "runs" / "a", (), False) == tmp_path / "runs" / "a-3"
+
+
+def test_write_atomically_replaces_the_file_whole_or_leaves_it_as_it_was(tmp_path: Path) -> None:
+    from edgespec.output_paths import write_atomically, write_text_atomically
+
+    path = tmp_path / "out.json"
+    write_text_atomically(path, "first ✓\n")
+    assert path.read_text(encoding="utf-8") == "first ✓\n"
+
+    def cut_off(fh: BinaryIO) -> None:
+        fh.write(b"half of the sec")
+        raise KeyboardInterrupt  # stopped part-way, as by Ctrl-C
+
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(path, cut_off)
+    assert path.read_text(encoding="utf-8") == "first ✓\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left
+    write_atomically(path, lambda fh: fh.write(b"second\n"))
+    assert path.read_bytes() == b"second\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]

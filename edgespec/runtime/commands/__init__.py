@@ -10,8 +10,8 @@
 * :mod:`.stop_arguments` — ``--stop-predictor`` / ``--stop-threshold``, shared by ``edgespec
   draft`` and ``edgespec trace``;
 * :mod:`.cpus` — ``--cpus``: a command's process bound to CPUs of its own;
-* :mod:`.drafting_server` — ``edgespec drafting-server`` (flags checked before the server is
-  asked or the draft loads);
+* :mod:`.drafting_server`, :mod:`.drafting_server_arguments` — ``edgespec drafting-server``
+  and its flags (checked before the server is asked or the draft loads);
 * :mod:`.bench_serve`, :mod:`.bench_prefix` — ``edgespec bench serve`` (the load generator is
   :mod:`edgespec.runtime.loadgen`) and ``edgespec bench prefix`` (a follow-up round on a cached
   prefix against a cold start).

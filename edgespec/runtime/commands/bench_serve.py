@@ -13,20 +13,38 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from edgespec.argument_types import positive_int, seed_int
 from edgespec.arguments import add_max_new_tokens
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.serve_target import BACKENDS
-from edgespec.runtime.loadgen.spec import LoadSpec, parse_faults, parse_modes, parse_slo_mix
+from edgespec.runtime.loadgen.spec import (
+    LoadSpec,
+    check_own_server_classes,
+    parse_faults,
+    parse_modes,
+    parse_slo_mix,
+)
+
+if TYPE_CHECKING:
+    from edgespec.runtime.loadgen.report import LoadReport
 
 DEFAULT_SLO_MIX = "interactive:20:0.5,batch:5:0.5"
 SERVER_SLO_MIX = "default:none:1"  # the class every server knows
+DEFAULT_MAX_QUEUED = 64
+# the flags that set the bench's own server, and their defaults: refused with --server
+OWN_SERVER_DEFAULTS: dict[str, Any] = {
+    "target": "synthetic", "synthetic_layers": 12, "synthetic_hidden": 512,
+    "backend": "transformers", "batching": "fcfs", "server_threads": 1,
+    "session_timeout_s": 15.0, "log_dir": None,
+}  # fmt: skip
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,20 +58,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        "address is not it (default: the address)")  # fmt: skip
     where.add_argument("--metrics-url", help="its Prometheus page, e.g. http://HOST:9100/metrics")
     where.add_argument(
-        "--target", default="synthetic", help="model the bench's own server serves: 'synthetic' "
+        "--target", help="model the bench's own server serves: 'synthetic' "
         "(default, built here: --synthetic-layers, --synthetic-hidden), a name or a directory",
     )  # fmt: skip
-    where.add_argument("--synthetic-layers", type=positive_int, default=12, help="(default 12)")
-    where.add_argument("--synthetic-hidden", type=positive_int, default=512, help="(default 512)")
-    where.add_argument("--backend", choices=BACKENDS, default="transformers",
+    where.add_argument("--synthetic-layers", type=positive_int, help="(default 12)")
+    where.add_argument("--synthetic-hidden", type=positive_int, help="(default 512)")
+    where.add_argument("--backend", choices=BACKENDS,
                        help="what runs the bench server's target (default transformers; "
                        "llamacpp needs a GGUF --target, e.g. gemma3-270m)")  # fmt: skip
-    where.add_argument("--batching", default="fcfs", help="its batching policy (default fcfs)")
+    where.add_argument("--batching", help="its batching policy (default fcfs)")
+    where.add_argument("--server-threads", type=positive_int, help="its torch threads (default 1)")
     where.add_argument(
-        "--server-threads", type=positive_int, default=1, help="its torch threads (default 1)"
-    )
-    where.add_argument(
-        "--session-timeout-s", type=float, default=15.0,
+        "--session-timeout-s", type=float,
         help="the bench server's idle-session timeout (default 15: a killed client's sessions "
         "are reclaimed within the run)",
     )  # fmt: skip
@@ -70,6 +86,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     load.add_argument("--arrivals", choices=("closed", "poisson"), default="closed",
                       help="closed loop (default) or Poisson at --rate")  # fmt: skip
     load.add_argument("--rate", type=float, help="Poisson arrivals per second (all clients)")
+    load.add_argument(
+        "--max-queued", type=int, help="Poisson: arrivals waiting for a free client, per client "
+        f"process; one more is dropped (default {DEFAULT_MAX_QUEUED})",
+    )  # fmt: skip
     load.add_argument(
         "--duration-s", type=float, default=30.0, help="arrivals stop then (default 30)"
     )
@@ -101,10 +121,47 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def load_spec(args: argparse.Namespace) -> LoadSpec:
     procs = args.procs if args.procs is not None else min(4, args.clients)
-    mix = args.slo_mix or (DEFAULT_SLO_MIX if args.server is None else SERVER_SLO_MIX)
+    mix = args.slo_mix
+    if mix is None:
+        mix = DEFAULT_SLO_MIX if args.server is None else SERVER_SLO_MIX
+    max_queued = args.max_queued
+    if max_queued is None and args.arrivals == "poisson":
+        max_queued = DEFAULT_MAX_QUEUED
     return LoadSpec(args.clients, procs, args.arrivals, args.rate, args.duration_s,
                     args.drain_s, parse_slo_mix(mix), args.max_new_tokens, args.gamma,
-                    args.draft, args.seed, parse_faults(args.faults))  # fmt: skip
+                    args.draft, args.seed, parse_faults(args.faults),
+                    max_queued=max_queued)  # fmt: skip
+
+
+def own_server_args(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with the own server's flags at their defaults where not given; with
+    ``--server`` any of them given is a :class:`UserInputError` (they set nothing there),
+    and so is ``--metrics-url`` without it (the bench's own server has its own page)."""
+    given = [k for k in OWN_SERVER_DEFAULTS if getattr(args, k) is not None]
+    if args.server is not None and given:
+        flag = "--" + given[0].replace("_", "-")
+        raise UserInputError(f"{flag} sets the bench's own server (no --server)")
+    if args.server is None and args.metrics_url is not None:
+        raise UserInputError("--metrics-url is for a --server of yours (the bench's own server's "
+                             "page is read without it)")  # fmt: skip
+    defaults = {k: v for k, v in OWN_SERVER_DEFAULTS.items() if k not in given}
+    resolved = argparse.Namespace(**(vars(args) | defaults))
+    timeout = resolved.session_timeout_s
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise UserInputError(f"--session-timeout-s must be a finite number > 0, got {timeout:g}")
+    return resolved
+
+
+def _check_draft(args: argparse.Namespace) -> None:
+    """A model ``--draft`` resolves here, before any server starts (as ``edgespec draft``)."""
+    if args.draft in ("ngram", "truncated"):
+        return
+    from edgespec.models.registry import resolve_model
+
+    try:
+        resolve_model(args.draft)
+    except UserInputError as exc:
+        raise UserInputError(f"--draft: {exc}") from None
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
@@ -128,20 +185,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    args = own_server_args(args)
     load = load_spec(args)
     modes = parse_modes(args.mode)
+    if args.server is None:
+        check_own_server_classes(load.slo_mix)
     if args.server is not None and any(f.kind == "restart-server" for f in load.faults):
         raise UserInputError("--faults restart-server needs the bench's own server (no --server)")
     if args.draft == "truncated" and (args.server is not None or args.target != "synthetic"):
         raise UserInputError("--draft truncated is the synthetic target's first 2 layers: it "
                              "needs the bench's own --target synthetic")  # fmt: skip
-    if args.server is not None and args.backend != "transformers":
-        raise UserInputError("--backend sets the bench's own server (no --server)")
     secured = [f for f in ("auth_token", "tls_ca", "tls_server_name") if getattr(args, f)]
     if args.server is None and secured:
         flag = "--" + secured[0].replace("_", "-")
         raise UserInputError(f"{flag} is for a --server of yours (the bench's own is plaintext)")
-    from edgespec.runtime.loadgen.report import markdown, summary
+    _check_draft(args)
     from edgespec.runtime.loadgen.session import BenchSession
 
     # SIGTERM ends the bench as Ctrl-C does: its server and client processes are stopped
@@ -151,12 +209,26 @@ def _run(args: argparse.Namespace) -> int:
             reports = BenchSession(args, load, Path(tmp), _say).run(modes)
     finally:
         signal.signal(signal.SIGTERM, previous)
+    return _report(args, modes, reports)
+
+
+def _report(
+    args: argparse.Namespace, modes: tuple[str, ...], reports: tuple[LoadReport, ...]
+) -> int:
+    """Print the reports (and write the JSON); exit 1 when a request was lost, an output
+    mismatched, or every request of a mode failed (then one line says so)."""
+    from edgespec.output_paths import write_text_atomically
+    from edgespec.runtime.loadgen.report import all_failed_line, markdown, summary
+
     print("\n\n".join(markdown(r) for r in reports))
     result = summary(reports)
     if len(reports) > 1:
         print(f"\ngoodput {' / '.join(modes)}: {result['goodput_ratio']:.2f}")
     if args.json is not None:
-        args.json.write_text(json.dumps(result, indent=2, allow_nan=False) + "\n")
+        write_text_atomically(args.json, json.dumps(result, indent=2, allow_nan=False) + "\n")
         _say(f"wrote {args.json}")
+    if (line := all_failed_line(reports)) is not None:
+        _say(line)
+        return 1
     bad = sum(len(r.outcome.lost) + (len(r.check.mismatches) if r.check else 0) for r in reports)
     return 1 if bad else 0

@@ -7,91 +7,51 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-from edgespec.argument_types import token_ids
-from edgespec.arguments import add_device_arguments, add_threads, add_verbose
-from edgespec.output_paths import output_file
+from edgespec.output_paths import write_text_atomically
+from edgespec.runtime.commands.drafting_server_arguments import add_arguments, check_flags
+
+__all__ = ["add_arguments", "check_flags", "run"]
 
 WARMUP_TOKENS = 4
+CLOSE_TIMEOUT_S = 5.0
+"""The most seconds each session's close may take (at most ``--timeout-s``): after a server
+stopped answering, the sessions are closed (all at once) within this, not another timeout."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", required=True, help="host:port of an edgespec serve")
-    parser.add_argument(
-        "--draft", required=True, help="draft model (HF directory or name, e.g. gemma3-270m-draft)"
-    )
-    prompts = parser.add_mutually_exclusive_group()
-    prompts.add_argument(
-        "--prompts",
-        default="gsm8k",
-        help="prompt dataset, one prompt per session (gsm8k, cnndm, humaneval, general; "
-        "default gsm8k; tokenized with the draft's or the server's target's tokenizer)",
-    )
-    prompts.add_argument(
-        "--prompt-ids",
-        type=token_ids,
-        action="append",
-        metavar="IDS",
-        help="one session's comma-separated prompt token ids (repeat: one per session)",
-    )
-    parser.add_argument("--split", default="test", help="dataset split (default test)")
-    parser.add_argument(
-        "--num-sessions", type=int, default=8, help="sessions (prompts) with --prompts (default 8)"
-    )
-    parser.add_argument("--batch-size", type=int, default=4, help="sessions per batch (default 4)")
-    parser.add_argument("--gamma", type=int, default=4, help="draft tokens per block (default 4)")
-    parser.add_argument(
-        "--max-new-tokens", type=int, default=32, help="tokens per session (default 32)"
-    )
-    parser.add_argument(
-        "--pipeline",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="draft the next batch while the previous one verifies (default: pipelined)",
-    )
-    parser.add_argument(
-        "--compare",
-        action="store_true",
-        help="run without pipelining, then pipelined (same prompts, same process); print "
-        "the speed-up and check the outputs are token-identical (exit 1 if not)",
-    )
-    parser.add_argument(
-        "--json", type=output_file, metavar="OUT", help="write the settings and results here"
-    )
-    parser.add_argument("--auth-token", help="token the server accepts (default: none)")
-    parser.add_argument("--tls-ca", metavar="PEM", help="connect over TLS with this CA file")
-    add_device_arguments(parser, "the draft model")
-    add_threads(parser, None)
-    add_verbose(parser)
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread as Ctrl-C raises ``KeyboardInterrupt``."""
 
 
-def check_flags(args: argparse.Namespace) -> None:
-    """:class:`ConfigError` naming the first bad flag (before any model loads)."""
-    from edgespec.config import ConfigError
-
-    for name in ("num_sessions", "batch_size", "gamma", "max_new_tokens"):
-        if getattr(args, name) < 1:
-            raise ConfigError(name, f"must be >= 1, got {getattr(args, name)}")
-    if args.compare and args.pipeline is not None:
-        raise ConfigError("pipeline", "--compare runs both: drop --pipeline/--no-pipeline")
-    if args.draft == "ngram":
-        raise ConfigError("draft", "the drafting server hosts a draft model, not 'ngram'")
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated
 
 
 def run(args: argparse.Namespace) -> int:
     """Run (or ``--compare``) the drafting server; a request the server refuses is one
-    line on stderr, exit 1."""
+    line on stderr, exit 1. SIGTERM stops it as Ctrl-C does: its sessions on the server
+    are closed, one line on stderr, exit 128 + the signal's number (143, 130)."""
     from edgespec.runtime.errors import RequestError
 
     check_flags(args)
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         return _run(args)
     except RequestError as exc:
         print(exc.client_line("drafting-server"), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C, once the sessions are closed (run_drafting_server)
+        print("edgespec drafting-server: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except _Terminated:
+        print("edgespec drafting-server: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -101,18 +61,27 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.models.devices import device_placement
     from edgespec.models.loading import load_model
     from edgespec.runtime.edge.batched_draft import BatchedDraftModel
+    from edgespec.runtime.edge.drafting_sessions import check_sessions
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
     placement = device_placement(args)  # a GPU this machine lacks: before the server
-    verifier = RemoteVerifier(args.server, args.auth_token, args.tls_ca)
+    close_s = min(CLOSE_TIMEOUT_S, args.timeout_s)
+    verifier = RemoteVerifier(args.server, args.auth_token, args.tls_ca, args.timeout_s,
+                              close_timeout_s=close_s)  # fmt: skip
     limit = verifier.max_draft_tokens()  # reaches the server before anything loads
     if limit is not None and args.gamma > limit:
         raise ConfigError("gamma", f"{args.gamma} exceeds the server's max_draft_tokens {limit}")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     loaded = load_model(args.draft, placement.dtype, verbose=args.verbose, device=placement.device)
-    prompts = _prompts(args, verifier, loaded.tokenizer)
     draft = BatchedDraftModel(loaded.model)
+    target_vocab = verifier.vocab_size()
+    if draft.vocab_size < target_vocab:
+        raise ConfigError("draft", f"{args.draft} has a vocabulary of {draft.vocab_size} "
+                          f"tokens, the server's target {target_vocab}: the draft must take "
+                          "every target token id (share the target's tokenizer)")  # fmt: skip
+    prompts = _prompts(args, verifier, loaded.tokenizer)
+    check_sessions(verifier, prompts, args.max_new_tokens, args.client_id)  # before the warm-up
     runs = _runs(args, verifier, draft, prompts)
     return _report(args, runs, prompts)
 
@@ -142,7 +111,7 @@ def _report(
         )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        write_text_atomically(Path(args.json), json.dumps(report, indent=2) + "\n")
     return 0 if same else 1
 
 
@@ -156,7 +125,7 @@ def _runs(
     def once(pipelined: bool, sessions: list[tuple[int, ...]], new_tokens: int) -> Any:
         return run_drafting_server(
             verifier, draft, sessions, batch_size=args.batch_size, gamma=args.gamma,
-            max_new_tokens=new_tokens, pipelined=pipelined,
+            max_new_tokens=new_tokens, pipelined=pipelined, client_id=args.client_id,
         )  # fmt: skip
 
     once(False, prompts[: args.batch_size], min(WARMUP_TOKENS, args.max_new_tokens))
@@ -210,6 +179,7 @@ def _settings(args: argparse.Namespace, prompts: list[tuple[int, ...]]) -> dict[
         "batch_size": args.batch_size,
         "gamma": args.gamma,
         "max_new_tokens": args.max_new_tokens,
+        "client_id": args.client_id,
         "warmup": f"one batch, {min(WARMUP_TOKENS, args.max_new_tokens)} tokens, untimed",
         "torch_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),

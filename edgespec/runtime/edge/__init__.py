@@ -23,7 +23,8 @@
   (prompt lookup, a model, lookup first, a token tree, a feature draft, a llama.cpp chain);
 * :mod:`.semantic` — the device's side of semantic verification (WISV): ``SemanticRequest``,
   ``choose_upload`` (FH/SH from the handshake RTT), ``SemanticReport``;
-* :mod:`.drafting_server`, :mod:`.batched_draft`, :mod:`.drafting_results` — Zhu et al.'s
-  batched edge drafting server (``run_drafting_server``): one draft model drafting greedy
-  blocks for many sessions per forward pass, each on its own KV, and what a run returns.
+* :mod:`.drafting_server`, :mod:`.batched_draft`, :mod:`.drafting_results`,
+  :mod:`.drafting_sessions` — Zhu et al.'s batched edge drafting server
+  (``run_drafting_server``): one draft model drafting greedy blocks for many sessions per
+  forward pass, each on its own KV, what a run returns, and its sessions on the server.
 """

@@ -25,47 +25,26 @@ the outputs equal target-only greedy decoding, pipelined or not.
 
 from __future__ import annotations
 
-import contextlib
 import time
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from edgespec.config import ConfigError
-from edgespec.core.types import SamplingParams
 from edgespec.policies.drafting_server.planner import PipelinePlan, observe_tasks
 from edgespec.policies.interfaces import DraftingPlanner
-from edgespec.runtime.edge.batched_draft import BatchedDraftModel, DraftState
+from edgespec.runtime.edge.batched_draft import BatchedDraftModel
 from edgespec.runtime.edge.drafting_results import DraftingServerResult, SessionOutput
-from edgespec.runtime.edge.rounds import Ledger, Verifier, capped_gamma
-from edgespec.runtime.errors import RequestError
-from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
-
-Clock = Callable[[], float]
-
-
-@dataclass(slots=True)
-class _Lane:
-    """One session as the drafting server keeps it."""
-
-    session_id: str
-    prompt: tuple[int, ...]
-    max_new_tokens: int
-    ledger: Ledger
-    state: DraftState = field(default_factory=DraftState)
-    finished: bool = False
-
-    @property
-    def context(self) -> tuple[int, ...]:
-        return (*self.prompt, *self.ledger.output)
+from edgespec.runtime.edge.drafting_sessions import Clock, Lane, close_all, make_lanes, open_all
+from edgespec.runtime.edge.rounds import Verifier, capped_gamma
+from edgespec.runtime.messages import VerifyCall, VerifyReply
 
 
 @dataclass(frozen=True, slots=True)
 class _SentBatch:
     """A drafted batch whose verify calls are in flight (one future per session)."""
 
-    lanes: tuple[_Lane, ...]
+    lanes: tuple[Lane, ...]
     calls: tuple[VerifyCall, ...]
     replies: tuple[Future[tuple[VerifyReply, float]], ...]
     start_s: float
@@ -136,7 +115,8 @@ def run_drafting_server(
     ``batches`` (prompt indices, in processing order: a
     :class:`~edgespec.policies.drafting_server.planner.PipelinePlan`'s, see :func:`plan_sessions`)
     or consecutive runs of ``batch_size`` prompts. Sessions are closed at the end, also on
-    an error."""
+    an error or an interrupt, all at once
+    (:func:`~edgespec.runtime.edge.drafting_sessions.close_all`)."""
     budgets = (
         [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
     )
@@ -148,20 +128,17 @@ def run_drafting_server(
         assert batch_size is not None
         order = consecutive_batches(len(prompts), batch_size)
     check_settings(len(prompts), order, gamma, budgets)
-    lanes = _lanes(prompts, budgets, client_id, clock)
+    lanes = make_lanes(prompts, budgets, client_id, clock)
     run = _Run(verifier, draft, gamma, pipelined, clock)
     passes = draft.num_passes
     start = clock()
     try:
-        for lane in lanes:
-            _open(verifier, lane, client_id)
+        open_all(verifier, lanes, client_id)
         with ThreadPoolExecutor(max_workers=len(lanes)) as pool:
             num_steps = run.steps(pool, [[lanes[k] for k in batch] for batch in order])
         wall_s = clock() - start
     finally:
-        for lane in lanes:
-            with contextlib.suppress(RequestError):
-                verifier.close(lane.session_id)
+        close_all(verifier, lanes)
     return DraftingServerResult(
         sessions=tuple(_session_output(lane) for lane in lanes),
         pipelined=pipelined,
@@ -176,26 +153,7 @@ def run_drafting_server(
     )
 
 
-def _lanes(
-    prompts: Sequence[Sequence[int]], budgets: Sequence[int], client_id: str, clock: Clock
-) -> list[_Lane]:
-    """One lane per prompt, named ``<client_id>-<run tag>-<index>`` (new for every run)."""
-    if any(not prompt for prompt in prompts):
-        raise ConfigError("prompts", "every prompt needs at least one token")
-    tag = uuid.uuid4().hex[:8]
-    names = [f"{client_id}-{tag}-{k}" for k in range(len(prompts))]
-    return [
-        _Lane(name, tuple(prompt), budget, Ledger(name, None, None, clock))
-        for name, prompt, budget in zip(names, prompts, budgets, strict=True)
-    ]
-
-
-def _open(verifier: Verifier, lane: _Lane, client_id: str) -> None:
-    sampling = SamplingParams(temperature=0.0, max_new_tokens=lane.max_new_tokens)
-    verifier.open(SessionSpec(lane.session_id, client_id, lane.prompt, sampling))
-
-
-def _session_output(lane: _Lane) -> SessionOutput:
+def _session_output(lane: Lane) -> SessionOutput:
     rounds = lane.ledger.rounds
     return SessionOutput(
         session_id=lane.session_id,
@@ -229,7 +187,7 @@ class _Run:
         self.verify_wait_s = 0.0
         self.schedule: list[tuple[int, ...]] = []
 
-    def steps(self, pool: ThreadPoolExecutor, batches: list[list[_Lane]]) -> int:
+    def steps(self, pool: ThreadPoolExecutor, batches: list[list[Lane]]) -> int:
         """Run decoding steps until every session finished; returns their number."""
         num_steps = 0
         while True:
@@ -247,7 +205,7 @@ class _Run:
             for sent in in_flight:  # the step's barrier
                 self._collect(sent)
 
-    def _send(self, pool: ThreadPoolExecutor, lanes: list[_Lane]) -> _SentBatch:
+    def _send(self, pool: ThreadPoolExecutor, lanes: list[Lane]) -> _SentBatch:
         """Draft the batch's blocks and send their verify calls (without waiting)."""
         start = self.clock()
         contexts = [lane.context for lane in lanes]

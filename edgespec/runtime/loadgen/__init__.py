@@ -7,10 +7,11 @@ output checked against centralized decoding.
   mode), validated once; the parsers of ``--slo-mix``, ``--faults``, ``--mode``;
 * :mod:`.prompts` — a bundled prompt set as token ids (the target's tokenizer, or bytes for
   the synthetic target);
-* :mod:`.worker` — a client process: its clients as threads, each request's start and end
-  sent on its own pipe;
+* :mod:`.worker` — a client process: its clients as threads, each request's arrival, start
+  and end sent on its own pipe (:mod:`.messages`);
 * :mod:`.run` — ``LoadRun``: the client processes started and watched, faults applied at
-  their times, every request's fate (finished, failed, killed, lost);
+  their times, every request's fate (finished, failed, killed, lost, never served;
+  :mod:`.outcome`), each request id led by the run's random tag;
 * :mod:`.server_process` — ``ServerProcess``: the bench's own ``edgespec serve`` child on a
   fixed loopback port, killed and started again for a fault;
 * :mod:`.check`, :mod:`.scrape` — every finished output against the server's centralized

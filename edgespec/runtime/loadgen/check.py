@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from edgespec.core.sequences import first_difference
 from edgespec.core.types import SamplingParams
+from edgespec.runtime.loadgen.messages import Finished
 from edgespec.runtime.loadgen.spec import ServerAccess
-from edgespec.runtime.loadgen.worker import Finished
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +38,11 @@ def centralized_outputs(
     indices: Sequence[int],
     max_new_tokens: int,
     slo_class: str,
+    run_tag: str,
     num_threads: int = 8,
 ) -> dict[int, tuple[int, ...]]:
     """The server's centralized greedy output of each prompt in ``indices`` (sessions of
-    ``slo_class``, one the server knows)."""
+    ``slo_class``, one the server knows; ``TAG.reference-I``, the run's tag first)."""
     from edgespec.runtime.messages import SessionSpec
 
     verifier = server.client(timeout_s=120.0)
@@ -49,7 +50,7 @@ def centralized_outputs(
 
     def decode(index: int) -> tuple[int, ...]:
         spec = SessionSpec(
-            f"reference-{index}", "bench-reference", prompts[index], sampling, slo_class
+            f"{run_tag}.reference-{index}", "bench-reference", prompts[index], sampling, slo_class
         )
         return tuple(t for chunk in verifier.generate(spec) for t in chunk)
 

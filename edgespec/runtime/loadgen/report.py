@@ -1,7 +1,8 @@
 """A load run's report: what was run, every request's fate, the metrics of the finished
 requests (:mod:`edgespec.metrics`, as ``edgespec sim`` computes them), errors by gRPC code,
-the check against centralized decoding, the server's own counts beside the clients', and
-the faults as applied; printed as Markdown, written as JSON."""
+SLO attainment per class with the arrivals never served counted as misses, the check
+against centralized decoding, the server's own counts beside the clients', and the faults
+as applied; printed as Markdown, written as JSON."""
 
 from __future__ import annotations
 
@@ -11,17 +12,67 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgespec.metrics.summary import plain, summarize
-from edgespec.metrics.types import LatencyStats, SystemMetrics
+from edgespec.metrics.types import LatencyStats, SloClassStats, SystemMetrics
 from edgespec.runtime.loadgen.check import CheckResult
-from edgespec.runtime.loadgen.run import RunOutcome
+from edgespec.runtime.loadgen.outcome import RunOutcome
 from edgespec.runtime.loadgen.scrape import Agreement
+
+MESSAGE_CHARS = 160  # an error message as the Markdown quotes it
+
+
+@dataclass(frozen=True, slots=True)
+class SloRow:
+    """One SLO class's attainment with its never-served arrivals counted as misses:
+    ``num_met / (num_with_target + num_never_served)``; ``None`` for a class without a
+    target. Failed, killed and lost requests are not counted (they have no token speed)."""
+
+    slo_class: str
+    target_tokens_per_s: float | None
+    num_finished: int
+    num_never_served: int
+    num_met: int
+    attainment: float | None
+
+
+def slo_rows(metrics: SystemMetrics, outcome: RunOutcome) -> tuple[SloRow, ...]:
+    """Each class of the finished requests or of the never-served arrivals, in that order."""
+    never = Counter(n.slo_class for n in outcome.never_served)
+    targets = {n.slo_class: n.target_tokens_per_s for n in outcome.never_served}
+    stats = {c.slo_class: c for c in metrics.slo_classes}
+    for name in never:
+        stats.setdefault(name, SloClassStats(name, targets[name], 0, 0, 0, None))
+    rows = []
+    for c in stats.values():
+        missed = never[c.slo_class]
+        target = c.target_tokens_per_s if c.num_requests else targets[c.slo_class]
+        attainment = None
+        if target is not None:
+            attainment = c.num_met / (c.num_with_target + missed)
+        rows.append(SloRow(c.slo_class, target, c.num_requests, missed, c.num_met, attainment))
+    return tuple(rows)
+
+
+def first_messages(outcome: RunOutcome) -> dict[str, str]:
+    """Each error code's first message (in the order the failures were reported)."""
+    first: dict[str, str] = {}
+    for f in outcome.failed:
+        first.setdefault(f.code, f.message)
+    return dict(sorted(first.items()))
+
+
+def clip(text: str, num_chars: int = MESSAGE_CHARS) -> str:
+    """``text`` on one line, at most ``num_chars`` characters (``…`` where cut)."""
+    line = " ".join(text.split())
+    return line if len(line) <= num_chars else line[: num_chars - 1] + "…"
 
 
 @dataclass(frozen=True, slots=True)
 class LoadReport:
     """``setup``: the run's settings as given; ``metrics``: over the finished requests and
     the run's span (first arrival to last finish); ``lost``: requests that neither finished,
-    failed with a code, nor were killed by a fault (the bar is 0); ``orphaned_sessions``:
+    failed with a code, nor were killed by a fault (the bar is 0); ``never served``: Poisson
+    arrivals no client started (``dropped`` with the queue full, ``unserved`` still queued
+    when the arrivals ended), misses of their SLO class (:class:`SloRow`); ``orphaned_sessions``:
     sessions the server still held at the end (killed clients' sessions wait for the idle
     timeout); ``agreement``: ``None`` with ``agreement_note`` saying why when not compared."""
 
@@ -41,6 +92,15 @@ class LoadReport:
     def num_reconnects(self) -> int:
         return sum(f.num_reconnects for f in self.outcome.finished)
 
+    @property
+    def slo_rows(self) -> tuple[SloRow, ...]:
+        return slo_rows(self.metrics, self.outcome)
+
+    @property
+    def all_failed(self) -> bool:
+        """Every request that started failed (and one did)."""
+        return 0 < len(self.outcome.failed) == self.outcome.num_started
+
     def to_dict(self) -> dict[str, Any]:
         o = self.outcome
         check = None
@@ -53,18 +113,24 @@ class LoadReport:
             }
         return {
             "setup": self.setup,
+            "run_tag": o.run_tag,
             "requests": {
+                "arrived": o.num_arrived,
                 "started": o.num_started,
                 "finished": len(o.finished),
                 "failed": len(o.failed),
                 "killed": len(o.killed),
                 "lost": len(o.lost),
                 "lost_ids": [{"request_id": r, "why": w} for r, w in o.lost],
+                "never_served": len(o.never_served),
+                "dropped": o.num_dropped,
+                "unserved": o.num_unserved,
                 "reconnects": self.num_reconnects,
             },
             "errors_by_code": self.errors_by_code,
             "error_messages": sorted({f"{f.code}: {f.message}" for f in o.failed})[:20],
             "metrics": self.metrics.to_dict(),
+            "slo_attainment": [dataclasses.asdict(r) for r in self.slo_rows],
             "check": check,
             "orphaned_sessions": self.orphaned_sessions,
             "agreement": None
@@ -91,29 +157,50 @@ def markdown(report: LoadReport) -> str:
     """The report as Markdown tables."""
     o, m = report.outcome, report.metrics
     setup = ", ".join(f"{k} {v}" for k, v in report.setup.items())
-    lines = [f"## edgespec bench serve: {setup}", ""]
-    lines += ["| requests | started | finished | failed | killed by a fault | lost | reconnects |"]
-    lines += ["|---|---|---|---|---|---|---|"]
-    lines += [f"| | {o.num_started} | {len(o.finished)} | {len(o.failed)} | {len(o.killed)} "
-              f"| **{len(o.lost)}** | {report.num_reconnects} |", ""]  # fmt: skip
-    errors = ", ".join(f"{code} {n}" for code, n in report.errors_by_code.items()) or "none"
-    lines += [f"errors by gRPC code: {errors}", ""]
+    lines = [f"## edgespec bench serve (run {o.run_tag}): {setup}", ""]
+    lines += ["| requests | arrived | started | finished | failed | killed by a fault | lost "
+              "| never served (dropped, unserved) | reconnects |"]  # fmt: skip
+    lines += ["|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| | {o.num_arrived} | {o.num_started} | {len(o.finished)} | {len(o.failed)} "
+              f"| {len(o.killed)} | **{len(o.lost)}** | {len(o.never_served)} ({o.num_dropped}, "
+              f"{o.num_unserved}) | {report.num_reconnects} |", ""]  # fmt: skip
+    lines += [f"errors by gRPC code: {_errors(report)}", ""]
     lines += ["| latency (ms) | p50 | p90 | p99 |", "|---|---|---|---|"]
     for label, stats in (("TTFT", m.ttft), ("TPOT", m.tpot), ("E2E", m.e2e)):
         lines.append(f"| {label} | " + " | ".join(_ms(stats)) + " |")
     lines += ["", f"goodput {plain(m.goodput_tokens_per_s)} tokens/s over "
               f"{plain(m.duration_s)} s; acceptance {plain(m.acceptance_rate)}", ""]  # fmt: skip
-    if m.slo_classes:
-        lines += ["| SLO class | target tokens/s | requests | attainment |", "|---|---|---|---|"]
-        for c in m.slo_classes:
-            lines.append(f"| {c.slo_class} | {plain(c.target_tokens_per_s)} | {c.num_requests} "
-                         f"| {plain(c.attainment)} |")  # fmt: skip
+    if rows := report.slo_rows:
+        lines += ["| SLO class | target tokens/s | finished | never served | attainment |",
+                  "|---|---|---|---|---|"]  # fmt: skip
+        for r in rows:
+            lines.append(f"| {r.slo_class} | {plain(r.target_tokens_per_s)} | {r.num_finished} "
+                         f"| {r.num_never_served} | {plain(r.attainment)} |")  # fmt: skip
         lines.append("")
     lines += _check_lines(report)
     for f in o.faults:
         back = "" if f.restart_s is None else f"; serving again after {f.restart_s:.1f} s"
         lines.append(f"- fault at {f.at_s:.1f} s: {f.kind}: {f.detail}{back}")
     return "\n".join(lines)
+
+
+def _errors(report: LoadReport) -> str:
+    """``CODE N (first: "message"), ...``, or ``none``."""
+    first = first_messages(report.outcome)
+    return ", ".join(f'{code} {n} (first: "{clip(first[code])}")'
+                     for code, n in report.errors_by_code.items()) or "none"  # fmt: skip
+
+
+def all_failed_line(reports: tuple[LoadReport, ...]) -> str | None:
+    """One line when some mode's every request failed (the run measured nothing), else
+    ``None``: the mode, how many, and each code's first message."""
+    for r in reports:
+        if r.all_failed:
+            errors = "; ".join(f"{code}: {clip(message)}"
+                               for code, message in first_messages(r.outcome).items())  # fmt: skip
+            return (f"every request failed ({r.setup.get('mode', '')}: {len(r.outcome.failed)} "
+                    f"of {r.outcome.num_started}): {errors}")  # fmt: skip
+    return None
 
 
 def _check_lines(report: LoadReport) -> list[str]:

@@ -1,10 +1,12 @@
 """Running a load: client processes started and watched, faults applied at their times,
 every request's fate recorded (finished, failed with a code, killed with its process, or
-lost: still running when the drain ended, or in a process that died on its own)."""
+lost: still running when the drain ended, or in a process that died on its own), and every
+Poisson arrival no client started (never served: dropped, or still queued at the end)."""
 
 from __future__ import annotations
 
 import multiprocessing
+import secrets
 import sys
 import time
 from collections.abc import Callable
@@ -12,46 +14,27 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from edgespec.runtime.loadgen.server_process import ServerProcess
-from edgespec.runtime.loadgen.spec import Fault, LoadSpec, ServerAccess
-from edgespec.runtime.loadgen.worker import (
+from edgespec.errors import UserInputError
+from edgespec.runtime.loadgen.messages import (
+    Arrived,
     Failed,
     Finished,
     Progressed,
+    SetupFailed,
     Started,
-    WorkerSpec,
-    worker_main,
 )
+from edgespec.runtime.loadgen.outcome import FaultEvent, NeverServed, RunOutcome
+from edgespec.runtime.loadgen.server_process import ServerProcess
+from edgespec.runtime.loadgen.spec import Fault, LoadSpec, ServerAccess
+from edgespec.runtime.loadgen.worker import WorkerSpec, worker_main
 
 PROGRESS_EVERY_S = 10.0
 DRAIN_S = 0.2
 
 
-@dataclass(frozen=True, slots=True)
-class FaultEvent:
-    """A fault as applied: when (seconds after the start), what, and how long the server
-    took to come back (restarts)."""
-
-    kind: str
-    at_s: float
-    detail: str
-    restart_s: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RunOutcome:
-    """Every request of the run by its fate, and the run's span: ``start_s`` (monotonic),
-    ``arrivals_end_s`` (no request starts after it) and ``end_s`` (the last request ended)."""
-
-    start_s: float
-    arrivals_end_s: float
-    end_s: float
-    num_started: int
-    finished: tuple[Finished, ...]
-    failed: tuple[Failed, ...]
-    killed: tuple[str, ...]
-    lost: tuple[tuple[str, str], ...]  # (request id, why)
-    faults: tuple[FaultEvent, ...]
+def new_run_tag() -> str:
+    """A run's tag: 8 random hex digits, the first part of each of its request ids."""
+    return secrets.token_hex(4)
 
 
 @dataclass(slots=True)
@@ -60,14 +43,17 @@ class _Worker:
     proc: Any
     conn: Connection
     in_flight: set[str] = field(default_factory=set)
+    queued: dict[str, int] = field(default_factory=dict)  # arrived, not started: its class
     progressed: set[str] = field(default_factory=set)  # in flight, tokens committed
     ready: bool = False
     done: bool = False
+    setup_error: str | None = None
 
 
 class LoadRun:
     """One run of ``load`` against the server ``server_access`` reaches (``server``: the
-    process to restart for a ``restart-server`` fault, ``None`` for a server the user runs)."""
+    process to restart for a ``restart-server`` fault, ``None`` for a server the user runs;
+    ``run_tag`` begins every request id: :func:`new_run_tag` when not given)."""
 
     def __init__(
         self,
@@ -78,6 +64,7 @@ class LoadRun:
         server: ServerProcess | None = None,
         draft_model_dir: str | None = None,
         say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+        run_tag: str | None = None,
     ) -> None:
         if server is None and any(f.kind == "restart-server" for f in load.faults):
             raise ValueError("a restart-server fault needs a server the bench runs")
@@ -88,12 +75,14 @@ class LoadRun:
         self._server = server
         self._draft_model_dir = draft_model_dir
         self._say = say
+        self._run_tag = new_run_tag() if run_tag is None else run_tag
         self._ctx = multiprocessing.get_context("spawn")
         self._workers: dict[int, _Worker] = {}
         self._finished: list[Finished] = []
         self._failed: list[Failed] = []
         self._killed: list[str] = []
         self._lost: list[tuple[str, str]] = []
+        self._never_served: list[NeverServed] = []
         self._num_started = 0
         self._faults: list[FaultEvent] = []
         self._next_victim = 0
@@ -104,7 +93,7 @@ class LoadRun:
         return tuple(f"client-{j:03d}" for j in range(index, n, p))
 
     def _spawn(self, index: int, incarnation: int) -> None:
-        spec = WorkerSpec(index, incarnation, self._client_ids(index), self._access,
+        spec = WorkerSpec(index, incarnation, self._run_tag, self._client_ids(index), self._access,
                           self._prompts, self._load, self._vocab_size,
                           self._draft_model_dir)  # fmt: skip
         ours, theirs = self._ctx.Pipe()
@@ -113,9 +102,21 @@ class LoadRun:
         theirs.close()  # the child holds the only other end: its exit is our EOF
         self._workers[index] = _Worker(spec, proc, ours)
 
+    def _never(self, request_id: str, slo_index: int, dropped: bool) -> None:
+        slo = self._load.slo_mix[slo_index]
+        self._never_served.append(
+            NeverServed(request_id, slo.name, slo.target_tokens_per_s, dropped)
+        )
+
     def _handle(self, worker: _Worker, message: object) -> None:
-        if isinstance(message, Started):
+        if isinstance(message, Arrived):
+            if message.dropped:
+                self._never(message.request_id, message.slo_index, True)
+            else:
+                worker.queued[message.request_id] = message.slo_index
+        elif isinstance(message, Started):
             self._num_started += 1
+            worker.queued.pop(message.request_id, None)
             worker.in_flight.add(message.request_id)
         elif isinstance(message, Progressed):
             worker.progressed.add(message.request_id)
@@ -131,6 +132,8 @@ class LoadRun:
             worker.ready = True
             if self._end_s is not None:  # a replacement joins the running load
                 worker.conn.send(self._end_s)
+        elif isinstance(message, SetupFailed):
+            worker.setup_error = message.message
         elif message == "done":
             worker.done = True
 
@@ -145,10 +148,12 @@ class LoadRun:
 
     def _retire(self, worker: _Worker, why: str | None) -> None:
         """``worker``'s process is gone: its unfinished requests were killed (``why`` is
-        ``None``) or lost for ``why``."""
+        ``None``) or lost for ``why``; its queued arrivals were never served."""
         self._read(worker)
         worker.conn.close()
         worker.proc.join()
+        for request_id, slo_index in worker.queued.items():
+            self._never(request_id, slo_index, False)
         for request_id in sorted(worker.in_flight):
             if why is None:
                 self._killed.append(request_id)
@@ -224,8 +229,12 @@ class LoadRun:
         while not all(w.ready for w in self._workers.values()):
             for worker in list(self._workers.values()):
                 if not self._read(worker) and not worker.ready:
-                    raise RuntimeError(f"client process {worker.spec.index} exited at start")
+                    self._stop_all()
+                    why = worker.setup_error or "exited (see its output above)"
+                    raise UserInputError(f"client process {worker.spec.index} could not start: "
+                                         f"{why}")  # fmt: skip
             if time.monotonic() > deadline:
+                self._stop_all()
                 raise RuntimeError(f"client processes not ready after {timeout_s:g} s")
             time.sleep(0.05)
         start_s = time.monotonic()
@@ -233,6 +242,13 @@ class LoadRun:
         for worker in self._workers.values():
             worker.conn.send(self._end_s)
         return start_s, self._end_s
+
+    def _stop_all(self) -> None:
+        for worker in self._workers.values():
+            worker.proc.kill()
+            worker.proc.join()
+            worker.conn.close()
+        self._workers.clear()
 
     def run(self) -> RunOutcome:
         load = self._load
@@ -266,8 +282,8 @@ class LoadRun:
         finished_ends = [f.record.finish_s for f in self._finished]
         return RunOutcome(start_s, end_s, max([*finished_ends, min(last_end, end_s)]),
                           self._num_started, tuple(self._finished), tuple(self._failed),
-                          tuple(self._killed), tuple(self._lost),
-                          tuple(self._faults))  # fmt: skip
+                          tuple(self._killed), tuple(self._lost), tuple(self._faults),
+                          tuple(self._never_served), self._run_tag)  # fmt: skip
 
     def _progress(self, elapsed_s: float) -> None:
         in_flight = sum(len(w.in_flight) for w in self._workers.values())

@@ -8,7 +8,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from edgespec.runtime.loadgen.worker import Finished
+from edgespec.runtime.loadgen.messages import Finished
 
 COMPARED: tuple[tuple[str, str], ...] = (  # (server counter, what the clients counted)
     ("edgespec_verifications_total", "rounds"),

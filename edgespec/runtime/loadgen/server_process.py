@@ -23,13 +23,17 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class ServerProcess:
-    """``edgespec serve ARGS --host 127.0.0.1 --port PORT``, its stderr in ``log_path``."""
+    """``edgespec serve ARGS --host 127.0.0.1 --port PORT``, its stderr in ``log_path``
+    (``log_kept``: the file outlives the bench, so an error may name it)."""
 
-    def __init__(self, args: Sequence[str], port: int, log_path: Path) -> None:
+    def __init__(
+        self, args: Sequence[str], port: int, log_path: Path, log_kept: bool = True
+    ) -> None:
         self.port = port
         self.address = f"127.0.0.1:{port}"
         self._args = [*args, "--host", "127.0.0.1", "--port", str(port)]
         self._log_path = log_path
+        self._log_kept = log_kept
         self._proc: subprocess.Popen[bytes] | None = None
         self.num_starts = 0
 
@@ -53,7 +57,7 @@ class ServerProcess:
                 if self._proc.poll() is not None:
                     raise UserInputError(
                         f"the verification server exited ({self._proc.returncode}) before it "
-                        f"served; the end of its log ({self._log_path}):\n{self._log_tail()}"
+                        f"served; the end of its log{self._where()}:\n{self._log_tail()}"
                     )
                 with contextlib.suppress(Exception):
                     if probe.health():
@@ -62,7 +66,7 @@ class ServerProcess:
                     self.kill()
                     raise UserInputError(
                         f"the verification server did not answer within {timeout_s:g} s; the "
-                        f"end of its log ({self._log_path}):\n{self._log_tail()}"
+                        f"end of its log{self._where()}:\n{self._log_tail()}"
                     )
                 time.sleep(0.2)
         finally:
@@ -92,6 +96,9 @@ class ServerProcess:
             self._proc.wait(10)
         except subprocess.TimeoutExpired:
             self.kill()
+
+    def _where(self) -> str:
+        return f" ({self._log_path})" if self._log_kept else ""
 
     def _log_tail(self, num_lines: int = 15) -> str:
         try:

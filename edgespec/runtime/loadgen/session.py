@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.runtime.loadgen.check import centralized_outputs, check_outputs
+from edgespec.runtime.loadgen.outcome import RunOutcome
 from edgespec.runtime.loadgen.report import LoadReport, run_metrics
-from edgespec.runtime.loadgen.run import LoadRun, RunOutcome
+from edgespec.runtime.loadgen.run import LoadRun, new_run_tag
 from edgespec.runtime.loadgen.scrape import agreement, scrape
 from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
 from edgespec.runtime.loadgen.spec import LoadSpec, Mode, ServerAccess
@@ -94,8 +95,10 @@ class BenchSession:
             serve += ["--slo-class", f"{s.name}={_speed(s.target_tokens_per_s)}"]
         log_dir = args.log_dir or self._tmp
         log_dir.mkdir(parents=True, exist_ok=True)
-        self._server = ServerProcess(serve, free_port(), log_dir / "server.log")
-        self._say(f"starting edgespec serve on {self._server.address} (log {log_dir}/server.log)")
+        kept = args.log_dir is not None  # the temporary directory goes at exit
+        self._server = ServerProcess(serve, free_port(), log_dir / "server.log", kept)
+        where = f" (log {log_dir}/server.log)" if kept else ""
+        self._say(f"starting edgespec serve on {self._server.address}{where}")
         seconds = self._server.start()
         self._say(f"server ready after {seconds:.1f} s")
         self._metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
@@ -137,10 +140,11 @@ class BenchSession:
     ) -> LoadReport:
         load = dataclasses.replace(self._load, mode=mode)
         before = self._scrape()
+        tag = new_run_tag()  # this run's request ids: TAG.client-000.0.3, TAG.w0.0.7
         self._say(f"{mode}: {load.num_clients} clients in {load.num_procs} processes, "
-                  f"{load.duration_s:g} s of arrivals")  # fmt: skip
+                  f"{load.duration_s:g} s of arrivals; request ids {tag}.*")  # fmt: skip
         outcome = LoadRun(load, self._access, prompts, vocab_size, self._server,
-                          self._draft_dir, self._say).run()  # fmt: skip
+                          self._draft_dir, self._say, tag).run()  # fmt: skip
         after = self._scrape()
         orphaned = self._orphaned_sessions()
         return self._report(load, outcome, prompts, before, after, orphaned)
@@ -172,7 +176,7 @@ class BenchSession:
             self._say(f"checking {len(outcome.finished)} outputs against centralized decoding "
                       f"of their {len(indices)} prompts")  # fmt: skip
             refs = centralized_outputs(self._access, prompts, indices, self._load.max_new_tokens,
-                                       self._load.slo_mix[0].name)  # fmt: skip
+                                       self._load.slo_mix[0].name, outcome.run_tag)  # fmt: skip
             check = check_outputs(outcome.finished, refs)
         rows, note = None, ""
         if before is None or after is None:

@@ -71,9 +71,10 @@ class LoadSpec:
     ``drain_s`` more to finish. Closed loop: each client sends its next request when the
     last one ends; Poisson: ``rate_per_s`` arrivals per second over all clients, each taken
     by a free client (an arrival waits while all ``num_clients`` are busy, and its latency
-    counts the wait). ``mode``: ``distributed`` (the clients draft, the server verifies) or
-    ``centralized`` (the server decodes alone, the ``Generate`` RPC: a client the server
-    lost fails with its code, it is not resumed)."""
+    counts the wait; ``max_queued`` wait per client process, one more is dropped, and those
+    still waiting when the arrivals end are never served). ``mode``: ``distributed`` (the
+    clients draft, the server verifies) or ``centralized`` (the server decodes alone, the
+    ``Generate`` RPC: a client the server lost fails with its code, it is not resumed)."""
 
     num_clients: int
     num_procs: int
@@ -88,6 +89,7 @@ class LoadSpec:
     seed: int
     faults: tuple[Fault, ...] = ()
     mode: Mode = "distributed"
+    max_queued: int | None = None
 
     def __post_init__(self) -> None:
         _positive("--clients", self.num_clients)
@@ -100,8 +102,12 @@ class LoadSpec:
                 self.rate_per_s > 0 and math.isfinite(self.rate_per_s)
             ):
                 raise UserInputError(f"--arrivals poisson needs --rate > 0, got {self.rate_per_s}")
+            if self.max_queued is None or self.max_queued < 1:
+                raise UserInputError(f"--max-queued must be ≥ 1, got {self.max_queued}")
         elif self.rate_per_s is not None:
             raise UserInputError("--rate applies to --arrivals poisson only")
+        elif self.max_queued is not None:
+            raise UserInputError("--max-queued applies to --arrivals poisson only")
         for name, value in (("--duration-s", self.duration_s), ("--drain-s", self.drain_s)):
             if not (value > 0 and math.isfinite(value)):
                 raise UserInputError(f"{name} must be a number > 0, got {value}")
@@ -141,7 +147,7 @@ def parse_slo_mix(text: str) -> tuple[SloShare, ...]:
     """``NAME:TARGET:SHARE,...`` (TARGET tokens/s or ``none``; shares are normalised)."""
     shares: list[SloShare] = []
     for item in (x.strip() for x in text.split(",") if x.strip()):
-        parts = item.split(":")
+        parts = [part.strip() for part in item.split(":")]
         if len(parts) != 3 or not parts[0]:
             raise UserInputError(
                 f"--slo-mix expects NAME:TOKENS_PER_S:SHARE items (TOKENS_PER_S a number or "
@@ -164,6 +170,17 @@ def parse_slo_mix(text: str) -> tuple[SloShare, ...]:
         raise UserInputError("--slo-mix needs at least one NAME:TOKENS_PER_S:SHARE item")
     total = sum(s.share for s in shares)
     return tuple(SloShare(s.name, s.target_tokens_per_s, s.share / total) for s in shares)
+
+
+def check_own_server_classes(mix: tuple[SloShare, ...]) -> None:
+    """The bench's own server is given each class as ``--slo-class NAME=TOKENS_PER_S``: a
+    name with ``=`` or ``.`` cannot be written so."""
+    for s in mix:
+        if "=" in s.name or "." in s.name:
+            raise UserInputError(
+                f"--slo-mix: class name {s.name!r} has a '=' or '.', which the bench's own "
+                f"server's --slo-class cannot take"
+            )
 
 
 def parse_faults(text: str) -> tuple[Fault, ...]:

@@ -5,8 +5,9 @@ every request's start and end on its own pipe (a killed process can only corrupt
 
 Closed loop: a client sends its next request as soon as the last one ends. Poisson: the
 process's arrival thread draws arrivals at ``rate / num_procs`` per second (the processes'
-arrivals together are Poisson at the rate) and a free client takes the oldest; the time it
-waited is the request's ``device_wait_s``. Times are ``time.monotonic()``, one clock for
+arrivals together are Poisson at the rate), up to ``max_queued`` wait (one more is dropped)
+and a free client takes the oldest while the arrivals last; the time it waited is the
+request's ``device_wait_s``. Times are ``time.monotonic()``, one clock for
 every process of the machine."""
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ from typing import Any
 import numpy as np
 
 from edgespec.core.types import RequestRecord, SamplingParams
+from edgespec.runtime.loadgen.messages import (
+    Arrived,
+    Failed,
+    Finished,
+    Progressed,
+    SetupFailed,
+    Started,
+)
 from edgespec.runtime.loadgen.spec import LoadSpec, ServerAccess
 from edgespec.runtime.messages import SessionSpec
 
@@ -33,48 +42,18 @@ RETRY_BACKOFF_S = 0.5
 class WorkerSpec:
     """What one client process runs: its clients, the server, the prompts and which life of
     the process this is (a killed process comes back as the next ``incarnation``). When to
-    stop taking requests comes later, on the pipe, once the process is ready."""
+    stop taking requests comes later, on the pipe, once the process is ready. ``run_tag``
+    begins each request id: another run's ids on the same server differ."""
 
     index: int
     incarnation: int
+    run_tag: str
     client_ids: tuple[str, ...]
     server: ServerAccess
     prompts: tuple[tuple[int, ...], ...]
     load: LoadSpec
     vocab_size: int
     draft_model_dir: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Started:
-    request_id: str
-    worker: int
-    incarnation: int
-    prompt_index: int
-
-
-@dataclass(frozen=True, slots=True)
-class Progressed:
-    """The request committed its first tokens: its session is open, more rounds to come."""
-
-    request_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class Finished:
-    request_id: str
-    prompt_index: int
-    record: RequestRecord
-    output: tuple[int, ...]
-    num_reconnects: int
-
-
-@dataclass(frozen=True, slots=True)
-class Failed:
-    request_id: str
-    prompt_index: int
-    code: str  # a gRPC status code name, or CLIENT_ERROR for an exception of the client
-    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,13 +178,14 @@ def _closed_loop(client: _Client, slot: int) -> None:
     rng = np.random.default_rng([spec.load.seed, spec.index, spec.incarnation, slot])
     n = 0
     while time.monotonic() < client.end_s:
-        request_id = f"{client_id}.{spec.incarnation}.{n}"
+        request_id = f"{spec.run_tag}.{client_id}.{spec.incarnation}.{n}"
         client.run(client_id, _pick(rng, spec, request_id, time.monotonic()))
         n += 1
 
 
-def _poisson_arrivals(client: _Client, jobs: queue.Queue[Job | None]) -> None:
-    """Put Poisson arrivals on ``jobs`` until ``end_s``, then one ``None`` per client."""
+def _poisson_arrivals(client: _Client, jobs: queue.Queue[Job]) -> None:
+    """Draw Poisson arrivals until ``end_s``; each is told to the parent (:class:`Arrived`)
+    and queued for a free client, or dropped when ``jobs`` is full (``--max-queued``)."""
     spec = client.spec
     rate = (spec.load.rate_per_s or 0.0) / spec.load.num_procs
     rng = np.random.default_rng([spec.load.seed, spec.index, spec.incarnation, 1 << 20])
@@ -216,22 +196,37 @@ def _poisson_arrivals(client: _Client, jobs: queue.Queue[Job | None]) -> None:
         if at >= client.end_s:
             break
         time.sleep(max(at - time.monotonic(), 0.0))
-        jobs.put(_pick(rng, spec, f"w{spec.index}.{spec.incarnation}.{n}", at))
+        job = _pick(rng, spec, f"{spec.run_tag}.w{spec.index}.{spec.incarnation}.{n}", at)
         n += 1
-    for _ in spec.client_ids:
-        jobs.put(None)
+        dropped = jobs.full()  # only this thread puts: not full now, not full at the put
+        client.send(Arrived(job.request_id, job.slo_index, dropped))
+        if not dropped:
+            jobs.put_nowait(job)
 
 
-def _poisson_client(client: _Client, slot: int, jobs: queue.Queue[Job | None]) -> None:
-    while (job := jobs.get()) is not None:
+def _poisson_client(client: _Client, slot: int, jobs: queue.Queue[Job]) -> None:
+    """Take the oldest queued arrival while the arrivals last; one still queued when they
+    end is never started (the parent counts it unserved)."""
+    while (now := time.monotonic()) < client.end_s:
+        try:
+            job = jobs.get(timeout=client.end_s - now)
+        except queue.Empty:
+            return
+        if time.monotonic() >= client.end_s:
+            return
         client.run(client.spec.client_ids[slot], job)
 
 
 def worker_main(spec: WorkerSpec, conn: Any) -> None:
-    """The process's body: say ``"ready"`` once set up, take ``end_s`` (monotonic) from
-    the parent, run the clients until then and until their requests are done, then send
-    ``"done"``."""
-    client = _Client(spec, conn)
+    """The process's body: say ``"ready"`` once set up (or :class:`SetupFailed`), take
+    ``end_s`` (monotonic) from the parent, run the clients until then and until their
+    requests are done, then send ``"done"``."""
+    try:
+        client = _Client(spec, conn)
+    except Exception as exc:  # a draft that does not load: one line to the parent
+        conn.send(SetupFailed(f"{type(exc).__name__}: {exc}"))
+        conn.close()
+        return
     client.send("ready")
     client.end_s = float(conn.recv())
     threads = []
@@ -239,7 +234,7 @@ def worker_main(spec: WorkerSpec, conn: Any) -> None:
         for slot in range(len(spec.client_ids)):
             threads.append(threading.Thread(target=_closed_loop, args=(client, slot)))
     else:
-        jobs: queue.Queue[Job | None] = queue.Queue()
+        jobs: queue.Queue[Job] = queue.Queue(maxsize=spec.load.max_queued or 0)
         threads.append(threading.Thread(target=_poisson_arrivals, args=(client, jobs)))
         for slot in range(len(spec.client_ids)):
             threads.append(threading.Thread(target=_poisson_client, args=(client, slot, jobs)))

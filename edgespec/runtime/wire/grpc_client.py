@@ -32,7 +32,9 @@ from edgespec.runtime.wire.grpc_common import ERROR_CODE, message_size_options, 
 
 
 class RemoteVerifier:
-    """Blocking gRPC client; a :class:`~edgespec.runtime.edge.drafter.Verifier`."""
+    """Blocking gRPC client; a :class:`~edgespec.runtime.edge.drafter.Verifier`. Every call
+    has ``timeout_s`` to answer, ``CloseSession`` ``close_timeout_s`` (default the same): a
+    client cleaning up after a server that stopped answering can give it less."""
 
     def __init__(
         self,
@@ -42,6 +44,7 @@ class RemoteVerifier:
         timeout_s: float = 30.0,
         max_message_bytes: int = 4 << 20,
         tls_server_name: str | None = None,
+        close_timeout_s: float | None = None,
     ) -> None:
         options = message_size_options(max_message_bytes)
         if tls_ca is not None:
@@ -55,11 +58,16 @@ class RemoteVerifier:
         self._stub = pb_grpc.VerificationStub(self._channel)
         self._metadata = (("authorization", f"Bearer {auth_token}"),) if auth_token else ()
         self._timeout_s = timeout_s
+        self._close_timeout_s = timeout_s if close_timeout_s is None else close_timeout_s
         self._max_message_bytes = max_message_bytes
 
-    def _call(self, method: Callable[..., Any], request: Any) -> Any:
+    def _call(
+        self, method: Callable[..., Any], request: Any, timeout_s: float | None = None
+    ) -> Any:
+        """``method``'s reply within ``timeout_s`` (default: this client's ``timeout_s``)."""
         try:
-            return method(request, metadata=self._metadata, timeout=self._timeout_s)
+            timeout = self._timeout_s if timeout_s is None else timeout_s
+            return method(request, metadata=self._metadata, timeout=timeout)
         except grpc.RpcError as exc:
             raise _to_request_error(exc) from exc
 
@@ -77,7 +85,7 @@ class RemoteVerifier:
         return request
 
     def open(self, spec: SessionSpec) -> None:
-        request = spec_to_proto(spec)
+        request = spec_to_proto(_check_uint32s(spec))
         advice = f"shorten the prompt ({len(spec.prompt_token_ids)} tokens)"
         self._call(self._stub.OpenSession, self._check_size(request, "the prompt", advice))
 
@@ -91,7 +99,8 @@ class RemoteVerifier:
         return reply_from_proto(response, call.draft_token_ids, call.prefix_len)
 
     def close(self, session_id: str) -> None:
-        self._call(self._stub.CloseSession, pb.CloseSessionRequest(session_id=session_id))
+        request = pb.CloseSessionRequest(session_id=session_id)
+        self._call(self._stub.CloseSession, request, self._close_timeout_s)
 
     def stats(self) -> ServerStats:
         return stats_from_proto(self._call(self._stub.Stats, pb.StatsRequest()))
@@ -116,7 +125,7 @@ class RemoteVerifier:
     def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
         """Server-side baselines: yields committed token-id tuples as they stream in."""
         request = pb.GenerateRequest(
-            session=spec_to_proto(spec),
+            session=spec_to_proto(_check_uint32s(spec)),
             mode=pb.MODE_FUSED if fused else pb.MODE_CENTRALIZED,
             gamma=gamma,
         )
@@ -141,6 +150,25 @@ class RemoteVerifier:
 
     def close_channel(self) -> None:
         self._channel.close()
+
+
+def _check_uint32s(spec: SessionSpec) -> SessionSpec:
+    """``spec`` when its prompt ids and ``max_new_tokens`` fit the wire's uint32; else
+    ``INVALID_ARGUMENT`` naming the value (protobuf's own refusal names no field)."""
+    ids, budget = spec.prompt_token_ids, spec.sampling.max_new_tokens
+    if ids and not 0 <= min(ids) <= max(ids) < 2**32:
+        position = next(i for i, t in enumerate(ids) if not 0 <= t < 2**32)
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"prompt token {position} (id {ids[position]}) is outside [0, 2**32), the ids "
+            "the wire carries (uint32)",
+        )
+    if not 0 <= budget < 2**32:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"max_new_tokens {budget} is outside [0, 2**32), what the wire carries (uint32)",
+        )
+    return spec
 
 
 def _to_request_error(exc: grpc.RpcError) -> RequestError:

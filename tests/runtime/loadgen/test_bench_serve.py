@@ -54,9 +54,13 @@ def test_a_request_still_running_after_the_drain_is_lost() -> None:
         address = f"127.0.0.1:{silent.getsockname()[1]}"
         load = LoadSpec(1, 1, "closed", None, 0.5, 1.0, (SloShare("default", None, 1.0),), 8,
                         4, "ngram", 0)  # fmt: skip
-        outcome = LoadRun(load, ServerAccess(address), ((1, 2, 3),), 64, say=lambda _: None).run()
+        outcome = LoadRun(load, ServerAccess(address), ((1, 2, 3),), 64, say=lambda _: None,
+                          run_tag="0a1b2c3d").run()  # fmt: skip
     assert outcome.num_started == 1 and not outcome.finished and not outcome.failed
-    assert outcome.lost == (("client-000.0.0", "still running 1 s after the arrivals ended"),)
+    assert outcome.lost == (
+        ("0a1b2c3d.client-000.0.0", "still running 1 s after the arrivals ended"),
+    )
+    assert outcome.run_tag == "0a1b2c3d" and outcome.never_served == ()
 
 
 def _secured_server() -> Any:
@@ -142,7 +146,7 @@ def test_a_model_draft_loads_in_the_client_process(tmp_path: Path) -> None:
     tiny_llama(0, vocab_size=300, hidden_size=32).save_pretrained(tmp_path / "draft")
     load = LoadSpec(1, 1, "closed", None, 1.0, 1.0, (SloShare("default", None, 1.0),), 8, 4,
                     "truncated", 0)  # fmt: skip
-    spec = WorkerSpec(0, 0, ("c",), ServerAccess("127.0.0.1:1"), ((1, 2),), load, 300,
+    spec = WorkerSpec(0, 0, "t", ("c",), ServerAccess("127.0.0.1:1"), ((1, 2),), load, 300,
                       str(tmp_path / "draft"))  # fmt: skip
     drafter = _Client(spec, conn=None).drafter()
     assert isinstance(drafter, TransformersDraft)
@@ -167,33 +171,3 @@ def test_a_model_draft_loads_in_the_client_process(tmp_path: Path) -> None:
 def test_flag_mistakes(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "serve", *flags]) == 2
     assert message in capsys.readouterr().err
-
-
-def test_poisson_arrivals_come_at_the_rate_until_the_end() -> None:
-    """One process's arrivals: about rate × duration of them, in time order inside the run,
-    each a distinct request, then one end marker per client."""
-    import queue
-    import time
-
-    from edgespec.runtime.loadgen.worker import Job, WorkerSpec, _Client, _poisson_arrivals
-
-    load = LoadSpec(3, 1, "poisson", 400.0, 0.5, 1.0, (SloShare("a", None, 0.5),
-                    SloShare("b", 5.0, 0.5)), 8, 4, "ngram", 7)  # fmt: skip
-    spec = WorkerSpec(0, 0, ("c0", "c1", "c2"), ServerAccess("127.0.0.1:1"), ((1,), (2,)),
-                      load, 64)  # fmt: skip
-    client = _Client(spec, conn=None)
-    start = time.monotonic()
-    client.end_s = start + 0.5
-    jobs: queue.Queue[Job | None] = queue.Queue()
-    _poisson_arrivals(client, jobs)
-    items = [jobs.get() for _ in range(jobs.qsize())]
-    arrivals = [j for j in items if j is not None]
-    assert items[len(arrivals) :] == [None, None, None]
-    assert 140 <= len(arrivals) <= 260  # 200 expected, 7 standard deviations apart
-    times = [j.arrival_s for j in arrivals]
-    assert times == sorted(times) and start <= times[0] and times[-1] < start + 0.5
-    assert len({j.request_id for j in arrivals}) == len(arrivals)
-    assert {j.slo_index for j in arrivals} == {0, 1} and {j.prompt_index for j in arrivals} == {
-        0,
-        1,
-    }

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from edgespec.core.types import RequestRecord
 from edgespec.runtime.loadgen.check import Mismatch, check_outputs
-from edgespec.runtime.loadgen.report import LoadReport, markdown, run_metrics, summary
-from edgespec.runtime.loadgen.run import FaultEvent, RunOutcome
+from edgespec.runtime.loadgen.messages import Failed, Finished
+from edgespec.runtime.loadgen.outcome import FaultEvent, NeverServed, RunOutcome
+from edgespec.runtime.loadgen.report import (
+    LoadReport,
+    SloRow,
+    all_failed_line,
+    clip,
+    markdown,
+    run_metrics,
+    summary,
+)
 from edgespec.runtime.loadgen.scrape import agreement
-from edgespec.runtime.loadgen.worker import Failed, Finished
 
 
 def _finished(request_id: str, prompt: int, output: tuple[int, ...], rounds: int = 2,
@@ -27,30 +35,72 @@ def test_a_mismatch_is_found_with_where_it_parts() -> None:
     assert result.mismatches == (Mismatch("b", 0, 1, 3, 3), Mismatch("c", 1, 1, 1, 2))
 
 
-def _outcome() -> RunOutcome:
+NEVER = (NeverServed("t.w0.0.7", "fast", 1.0, True), NeverServed("t.w0.0.8", "fast", 1.0, False),
+         NeverServed("t.w0.0.9", "slow", None, False))  # fmt: skip
+
+
+def _outcome(never_served: tuple[NeverServed, ...] = NEVER) -> RunOutcome:
     return RunOutcome(
         start_s=0.0, arrivals_end_s=4.0, end_s=4.0, num_started=5,
         finished=(_finished("a", 0, (1, 2, 3)), _finished("b", 0, (1, 2, 3), reconnects=2)),
-        failed=(Failed("c", 0, "NOT_FOUND", "gone"), Failed("d", 1, "NOT_FOUND", "gone")),
+        failed=(Failed("c", 0, "NOT_FOUND", "gone"), Failed("d", 1, "NOT_FOUND", "later")),
         killed=("e",), lost=(), faults=(FaultEvent("kill-clients", 2.0, "1 killed"),),
+        never_served=never_served, run_tag="t",
     )  # fmt: skip
 
 
+def _report(outcome: RunOutcome) -> LoadReport:
+    return LoadReport({"mode": "distributed"}, outcome, run_metrics(outcome), None, 0, None,
+                      "faults")  # fmt: skip
+
+
 def test_report_counts_fates_errors_and_reconnects() -> None:
-    outcome = _outcome()
-    report = LoadReport({"mode": "distributed"}, outcome, run_metrics(outcome), None, 0, None,
-                        "faults")  # fmt: skip
+    report = _report(_outcome())
     assert report.errors_by_code == {"NOT_FOUND": 2}
     assert report.num_reconnects == 2
     assert report.metrics.num_requests == 2
     assert report.metrics.goodput_tokens_per_s == 6 / 4.0
     data = summary((report,))["runs"][0]
-    assert data["requests"] == {"started": 5, "finished": 2, "failed": 2, "killed": 1,
-                                "lost": 0, "lost_ids": [], "reconnects": 2}  # fmt: skip
+    assert data["run_tag"] == "t"
+    assert data["requests"] == {"arrived": 8, "started": 5, "finished": 2, "failed": 2,
+                                "killed": 1, "lost": 0, "lost_ids": [], "never_served": 3,
+                                "dropped": 1, "unserved": 2, "reconnects": 2}  # fmt: skip
     text = markdown(report)
-    assert "| | 5 | 2 | 2 | 1 | **0** | 2 |" in text
-    assert "errors by gRPC code: NOT_FOUND 2" in text
+    assert text.startswith("## edgespec bench serve (run t): mode distributed\n")
+    assert "| | 8 | 5 | 2 | 2 | 1 | **0** | 3 (1, 2) | 2 |" in text
+    assert 'errors by gRPC code: NOT_FOUND 2 (first: "gone")' in text
     assert "not compared (faults)" in text
+
+
+def test_arrivals_never_served_are_misses_of_their_class() -> None:
+    """Both finished requests met ``fast``'s 1 token/s; its dropped and unserved arrivals are
+    misses (2 of 4); ``slow`` has no target, and no finished request."""
+    report = _report(_outcome())
+    assert report.slo_rows == (SloRow("fast", 1.0, 2, 2, 2, 0.5),
+                               SloRow("slow", None, 0, 1, 0, None))  # fmt: skip
+    assert summary((report,))["runs"][0]["slo_attainment"][0] == {
+        "slo_class": "fast", "target_tokens_per_s": 1.0, "num_finished": 2,
+        "num_never_served": 2, "num_met": 2, "attainment": 0.5}  # fmt: skip
+    text = markdown(report)
+    assert "| fast | 1 | 2 | 2 | 0.5 |" in text
+    assert "| slow | - | 0 | 1 | - |" in text
+    assert _report(_outcome(())).slo_rows == (SloRow("fast", 1.0, 2, 0, 2, 1.0),)
+
+
+def test_each_code_shows_its_first_message_clipped() -> None:
+    long = "prompt (30 tokens) + max_new_tokens (5000) exceeds the target's context of 4096 " * 3
+    failed = (Failed("x", 0, "INVALID_ARGUMENT", long), Failed("y", 0, "INVALID_ARGUMENT", "b"),
+              Failed("z", 0, "UNAVAILABLE", "down\nhard"))  # fmt: skip
+    outcome = RunOutcome(0.0, 1.0, 1.0, 3, (), failed, (), (), (), (), "t")
+    line = markdown(_report(outcome)).splitlines()[6]
+    assert line == (f'errors by gRPC code: INVALID_ARGUMENT 2 (first: "{long[:159]}…"), '
+                    'UNAVAILABLE 1 (first: "down hard")')  # fmt: skip
+    assert all_failed_line((_report(outcome),)) == (
+        f"every request failed (distributed: 3 of 3): INVALID_ARGUMENT: {long[:159]}…; "
+        "UNAVAILABLE: down hard"
+    )
+    assert all_failed_line((_report(_outcome()),)) is None  # 2 of 5 finished
+    assert clip("a  b\n c", 5) == "a b c" and clip("abcdef", 5) == "abcd…"
 
 
 def test_agreement_is_the_counters_increase_against_the_clients_counts() -> None:

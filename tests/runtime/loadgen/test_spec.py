@@ -10,6 +10,7 @@ from edgespec.runtime.loadgen.spec import (
     Fault,
     LoadSpec,
     SloShare,
+    check_own_server_classes,
     parse_faults,
     parse_modes,
     parse_slo_mix,
@@ -28,6 +29,19 @@ def _spec(**kw: object) -> LoadSpec:
 def test_slo_mix_shares_are_normalised_and_none_means_no_target() -> None:
     mix = parse_slo_mix("fast:20:1, slow:none:3")
     assert mix == (SloShare("fast", 20.0, 0.25), SloShare("slow", None, 0.75))
+    # spaces around a part are not the name's (the server's --slo-class strips them)
+    assert parse_slo_mix("fast :20: 1") == (SloShare("fast", 20.0, 1.0),)
+
+
+@pytest.mark.parametrize("name", ["a=b", "a.b"])
+def test_own_server_class_names_take_no_equals_or_dot(name: str) -> None:
+    check_own_server_classes(parse_slo_mix("my class:5:1"))
+    with pytest.raises(UserInputError) as err:
+        check_own_server_classes(parse_slo_mix(f"ok:5:1,{name}:5:1"))
+    assert str(err.value) == (
+        f"--slo-mix: class name {name!r} has a '=' or '.', which the bench's own server's "
+        "--slo-class cannot take"
+    )
 
 
 @pytest.mark.parametrize(
@@ -88,6 +102,10 @@ def test_modes() -> None:
         ({"num_clients": 0, "num_procs": 0}, "--clients must be ≥ 1, got 0"),
         ({"arrivals": "poisson"}, "--arrivals poisson needs --rate > 0, got None"),
         ({"rate_per_s": 2.0}, "--rate applies to --arrivals poisson only"),
+        ({"max_queued": 8}, "--max-queued applies to --arrivals poisson only"),
+        ({"arrivals": "poisson", "rate_per_s": 2.0}, "--max-queued must be ≥ 1, got None"),
+        ({"arrivals": "poisson", "rate_per_s": 2.0, "max_queued": 0},
+         "--max-queued must be ≥ 1, got 0"),
         ({"duration_s": 0.0}, "--duration-s must be a number > 0, got 0.0"),
         ({"faults": (Fault("restart-server", 10.0),)},
          "--faults: restart-server@10 is not before the end of the run (--duration-s 10)"),

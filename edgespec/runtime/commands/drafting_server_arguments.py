@@ -1,0 +1,121 @@
+"""``edgespec drafting-server``'s flags (:mod:`edgespec.runtime.commands.drafting_server`) and
+:func:`check_flags`, their checks before the server is asked or the draft loads."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import secrets
+
+from edgespec.argument_types import token_ids
+from edgespec.arguments import add_device_arguments, add_threads, add_verbose
+from edgespec.output_paths import output_file
+
+MAX_CLIENT_ID_CHARS = 100
+"""The longest ``--client-id``: its session ids, ``<client-id>-<8 hex>-<index>``, stay within
+the server's 128 characters."""
+
+MAX_TIMEOUT_S = 86_400.0
+"""The longest ``--timeout-s`` (a day)."""
+
+MAX_NEW_TOKENS_LIMIT = 2**32
+"""``--max-new-tokens`` is below this: the wire carries it as uint32."""
+
+
+def default_client_id() -> str:
+    """``drafting-server-<pid>-<8 hex>``: a client id of this process alone, so that drafting
+    servers sharing a verification server have a session quota each."""
+    return f"drafting-server-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server", required=True, help="host:port of an edgespec serve")
+    parser.add_argument(
+        "--draft", required=True, help="draft model (HF directory or name, e.g. gemma3-270m-draft)"
+    )
+    prompts = parser.add_mutually_exclusive_group()
+    prompts.add_argument(
+        "--prompts",
+        default="gsm8k",
+        help="prompt dataset, one prompt per session (gsm8k, cnndm, humaneval, general; "
+        "default gsm8k; tokenized with the draft's or the server's target's tokenizer)",
+    )
+    prompts.add_argument(
+        "--prompt-ids",
+        type=token_ids,
+        action="append",
+        metavar="IDS",
+        help="one session's comma-separated prompt token ids (repeat: one per session)",
+    )
+    parser.add_argument("--split", default="test", help="dataset split (default test)")
+    parser.add_argument(
+        "--num-sessions", type=int, default=8, help="sessions (prompts) with --prompts (default 8)"
+    )
+    parser.add_argument("--batch-size", type=int, default=4, help="sessions per batch (default 4)")
+    parser.add_argument("--gamma", type=int, default=4, help="draft tokens per block (default 4)")
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=32, help="tokens per session (default 32)"
+    )
+    parser.add_argument(
+        "--pipeline",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="draft the next batch while the previous one verifies (default: pipelined)",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="run without pipelining, then pipelined (same prompts, same process); print "
+        "the speed-up and check the outputs are token-identical (exit 1 if not)",
+    )
+    parser.add_argument(
+        "--json", type=output_file, metavar="OUT", help="write the settings and results here"
+    )
+    _add_connection(parser)
+    add_device_arguments(parser, "the draft model")
+    add_threads(parser, None)
+    add_verbose(parser)
+
+
+def _add_connection(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--auth-token", help="token the server accepts (default: none)")
+    parser.add_argument("--tls-ca", metavar="PEM", help="connect over TLS with this CA file")
+    parser.add_argument(
+        "--timeout-s",
+        type=float,
+        default=30.0,
+        help="seconds the server has to answer each request (default 30; closing the "
+        "sessions after a failure or an interrupt: at most 5)",
+    )
+    parser.add_argument(
+        "--client-id",
+        default=default_client_id(),
+        help="the client id its sessions are opened under, which the server's per-client "
+        "session quota counts (default drafting-server-<pid>-<8 random hex>: one of "
+        "this process alone)",
+    )
+
+
+def check_flags(args: argparse.Namespace) -> None:
+    """:class:`ConfigError` naming the first bad flag (before any model loads)."""
+    from edgespec.config import ConfigError
+
+    for name in ("num_sessions", "batch_size", "gamma", "max_new_tokens"):
+        if getattr(args, name) < 1:
+            raise ConfigError(name, f"must be >= 1, got {getattr(args, name)}")
+    if args.max_new_tokens >= MAX_NEW_TOKENS_LIMIT:
+        raise ConfigError(
+            "max_new_tokens", f"must be below 2**32 (the wire's uint32), got {args.max_new_tokens}"
+        )
+    if not (math.isfinite(args.timeout_s) and 0 < args.timeout_s <= MAX_TIMEOUT_S):
+        raise ConfigError("timeout_s", f"must be in (0, {MAX_TIMEOUT_S:g}], got {args.timeout_s:g}")
+    if not 0 < len(args.client_id) <= MAX_CLIENT_ID_CHARS:
+        raise ConfigError(
+            "client_id",
+            f"must be 1 to {MAX_CLIENT_ID_CHARS} characters, got {len(args.client_id)}",
+        )
+    if args.compare and args.pipeline is not None:
+        raise ConfigError("pipeline", "--compare runs both: drop --pipeline/--no-pipeline")
+    if args.draft == "ngram":
+        raise ConfigError("draft", "the drafting server hosts a draft model, not 'ngram'")

@@ -1,0 +1,130 @@
+"""``edgespec drafting-server``'s bounded flags (token ids and ``--max-new-tokens`` within the
+wire's uint32, ``--timeout-s``, ``--client-id`` and its per-process default), checked
+before the server is asked or the draft loads; the gRPC client's own refusal of ids and
+budgets the wire cannot carry; ``--timeout-s`` and the short close deadline reaching the
+client."""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from edgespec.argument_types import token_ids
+from edgespec.cli import main
+from edgespec.core.types import SamplingParams
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+CLI = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "somewhere"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--max-new-tokens", str(2**32)],
+         f"config field 'max_new_tokens': must be below 2**32 (the wire's uint32), got {2**32}"),
+        (["--timeout-s", "0"], "config field 'timeout_s': must be in (0, 86400], got 0"),
+        (["--timeout-s", "-1"], "config field 'timeout_s': must be in (0, 86400], got -1"),
+        (["--timeout-s", "nan"], "config field 'timeout_s': must be in (0, 86400], got nan"),
+        (["--timeout-s", "inf"], "config field 'timeout_s': must be in (0, 86400], got inf"),
+        (["--timeout-s", "1e9"], "config field 'timeout_s': must be in (0, 86400], got 1e+09"),
+        (["--client-id", ""], "config field 'client_id': must be 1 to 100 characters, got 0"),
+        (["--client-id", "c" * 101],
+         "config field 'client_id': must be 1 to 100 characters, got 101"),
+    ],
+)  # fmt: skip
+def test_out_of_range_flags_are_one_line_before_the_server_is_asked(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*CLI, *flags]) == 2
+    assert capsys.readouterr().err == f"edgespec drafting-server: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("ids", "message"),
+    [
+        (f"1,{2**32}", f"token 1 (id {2**32}) is over 2**32 - 1, the largest id the wire carries"),
+        (f"{2**64},3", f"token 0 (id {2**64}) is over 2**32 - 1, the largest id the wire carries"),
+    ],
+)
+def test_token_ids_over_the_wires_uint32_are_usage_errors(
+    ids: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main([*CLI, "--prompt-ids", ids])
+    assert stop.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == f"edgespec drafting-server: error: argument --prompt-ids: {message}"
+    assert token_ids(f"0,{2**32 - 1}") == (0, 2**32 - 1)
+
+
+def _spec(prompt: tuple[int, ...], max_new_tokens: int = 4) -> SessionSpec:
+    return SessionSpec("s", "c", prompt, SamplingParams(max_new_tokens=max_new_tokens))
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (_spec((1, 2**32)),
+         f"prompt token 1 (id {2**32}) is outside [0, 2**32), the ids the wire carries (uint32)"),
+        (_spec((-1,)),
+         "prompt token 0 (id -1) is outside [0, 2**32), the ids the wire carries (uint32)"),
+        (_spec((1,), 2**32),
+         f"max_new_tokens {2**32} is outside [0, 2**32), what the wire carries (uint32)"),
+    ],
+)  # fmt: skip
+def test_the_client_refuses_what_the_wire_cannot_carry(spec: SessionSpec, message: str) -> None:
+    client = RemoteVerifier("127.0.0.1:1")  # refused before anything is sent
+    try:
+        for call in (client.open, lambda s: next(client.generate(s))):
+            with pytest.raises(RequestError) as refused:
+                call(spec)
+            assert (refused.value.code, refused.value.message) == (
+                ErrorCode.INVALID_ARGUMENT,
+                message,
+            )
+    finally:
+        client.close_channel()
+
+
+def test_the_default_client_id_is_this_process_and_run_alone() -> None:
+    from edgespec.runtime.commands.drafting_server_arguments import default_client_id
+
+    first, second = default_client_id(), default_client_id()
+    assert re.fullmatch(r"drafting-server-\d+-[0-9a-f]{8}", first) and first != second
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """An address that accepts TCP connections and never answers."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+
+
+def test_timeout_s_bounds_every_request(
+    silent_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start = time.monotonic()
+    argv = ["drafting-server", "--server", silent_server, "--draft", "x", "--timeout-s", "0.5"]
+    assert main(argv) == 1
+    assert time.monotonic() - start < 5
+    err = capsys.readouterr().err
+    assert err.startswith("edgespec drafting-server: UNAVAILABLE: ") and err.count("\n") == 1
+
+
+def test_a_close_has_its_own_deadline(silent_server: str) -> None:
+    client = RemoteVerifier(silent_server, timeout_s=30.0, close_timeout_s=0.3)
+    start = time.monotonic()
+    try:
+        with pytest.raises(RequestError) as failed:
+            client.close("s")
+    finally:
+        client.close_channel()
+    assert failed.value.code is ErrorCode.UNAVAILABLE and time.monotonic() - start < 5

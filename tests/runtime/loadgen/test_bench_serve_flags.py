@@ -1,0 +1,106 @@
+"""``edgespec bench serve``'s flags checked before anything starts (one line, exit 2): the
+SLO mix, the session timeout, a model draft, and the flags of the bench's own server refused
+with ``--server``; and a load whose every request failed is one line and exit 1, its
+Markdown quoting each error code's first message."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from edgespec.cli import main
+
+OTHER = ["--server", "127.0.0.1:1"]
+TIMEOUT = "--session-timeout-s must be a finite number > 0, got"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--slo-mix", "a=b:5:1"], "--slo-mix: class name 'a=b' has a '=' or '.', which the "
+                                   "bench's own server's --slo-class cannot take"),
+        (["--slo-mix", "a.b:5:1"], "--slo-mix: class name 'a.b' has a '=' or '.', which the "
+                                   "bench's own server's --slo-class cannot take"),
+        (["--slo-mix", ""], "--slo-mix needs at least one NAME:TOKENS_PER_S:SHARE item"),
+        ([*OTHER, "--slo-mix", ""], "--slo-mix needs at least one NAME:TOKENS_PER_S:SHARE item"),
+        (["--session-timeout-s", "-1"], f"{TIMEOUT} -1"),
+        (["--session-timeout-s", "nan"], f"{TIMEOUT} nan"),
+        (["--session-timeout-s", "inf"], f"{TIMEOUT} inf"),
+        ([*OTHER, "--session-timeout-s", "5"],
+         "--session-timeout-s sets the bench's own server (no --server)"),
+        ([*OTHER, "--target", "synthetic"], "--target sets the bench's own server (no --server)"),
+        ([*OTHER, "--synthetic-layers", "2"],
+         "--synthetic-layers sets the bench's own server (no --server)"),
+        ([*OTHER, "--batching", "wisp"], "--batching sets the bench's own server (no --server)"),
+        ([*OTHER, "--server-threads", "2"],
+         "--server-threads sets the bench's own server (no --server)"),
+        ([*OTHER, "--log-dir", "logs"], "--log-dir sets the bench's own server (no --server)"),
+        (["--metrics-url", "http://127.0.0.1:1/metrics"],
+         "--metrics-url is for a --server of yours (the bench's own server's page is read "
+         "without it)"),
+        (["--draft", "/nonexistent/draft"],
+         "--draft: model path '/nonexistent/draft' does not exist"),
+        ([*OTHER, "--draft", "./no-such-draft"],
+         "--draft: model path 'no-such-draft' does not exist"),
+        (["--max-queued", "4"], "--max-queued applies to --arrivals poisson only"),
+        (["--arrivals", "poisson", "--rate", "2", "--max-queued", "0"],
+         "--max-queued must be ≥ 1, got 0"),
+    ],
+)  # fmt: skip
+def test_flag_mistakes_are_one_line_before_anything_starts(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    t0 = time.monotonic()
+    assert main(["bench", "serve", *flags]) == 2
+    assert capsys.readouterr().err == f"edgespec bench: {message}\n"
+    assert time.monotonic() - t0 < 5  # no server, no client process
+
+
+def test_every_request_failed_is_one_line_and_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--max-new-tokens`` past the target's context: every request is refused; the report
+    quotes the refusal, its JSON holds the run's tag, and the exit is 1."""
+    from tests.runtime.loadgen.test_bench_serve import _secured_server
+
+    out = tmp_path / "r.json"
+    with _secured_server() as server:
+        rc = main(["bench", "serve", "--server", f"127.0.0.1:{server.port}", "--auth-token",
+                   "tok-a", "--clients", "1", "--procs", "1", "--duration-s", "1",
+                   "--max-new-tokens", "5000", "--json", str(out)])  # fmt: skip
+    captured = capsys.readouterr()
+    run = json.loads(out.read_text())["runs"][0]
+    started = run["requests"]["started"]
+    assert rc == 1 and started >= 1 and run["requests"]["failed"] == started
+    assert re.fullmatch(r"[0-9a-f]{8}", run["run_tag"])
+    assert f"## edgespec bench serve (run {run['run_tag']}): " in captured.out
+    refusal = "exceeds the target's context of 4096"
+    assert re.search(rf'errors by gRPC code: INVALID_ARGUMENT {started} \(first: "prompt '
+                     rf'\(\d+ tokens\) \+ max_new_tokens \(5000\) {refusal}"\)',
+                     captured.out)  # fmt: skip
+    last = captured.err.strip().splitlines()[-1]
+    assert re.fullmatch(rf"edgespec bench serve: every request failed \(distributed: {started} of "
+                        rf"{started}\): INVALID_ARGUMENT: prompt \(\d+ tokens\) \+ max_new_tokens "
+                        rf"\(5000\) {refusal}", last)  # fmt: skip
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_a_server_that_does_not_start_quotes_its_log(tmp_path: Path, kept: bool) -> None:
+    """The end of the server's log is in the error; its path only when the log is kept (the
+    bench's temporary directory is gone by the time the user reads it)."""
+    from edgespec.errors import UserInputError
+    from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
+
+    log = tmp_path / "server.log"
+    with pytest.raises(UserInputError) as err:
+        ServerProcess(["--no-such-flag"], free_port(), log, log_kept=kept).start()
+    where = f" ({log})" if kept else ""
+    head, tail = str(err.value).split("\n", 1)
+    assert (
+        head == f"the verification server exited (2) before it served; the end of its log{where}:"
+    )
+    assert tail.endswith("edgespec serve: error: unrecognized arguments: --no-such-flag")
