@@ -150,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     try:
         return handler(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
+        print(f"edgespec {args.command}: interrupted", file=sys.stderr)
+        return 130
     except UserInputError as exc:
         print(f"edgespec {args.command}: {exc}", file=sys.stderr)
         return 2

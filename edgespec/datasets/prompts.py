@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgespec.errors import MissingPackageError
+from edgespec.errors import MissingPackageError, UserInputError
 
 DATASETS: tuple[str, ...] = ("gsm8k", "cnndm", "humaneval", "sharegpt")
 HELD_OUT: tuple[str, ...] = ("general",)
@@ -70,26 +70,54 @@ def format_prompt(dataset: str, raw: str) -> str:
     return TEMPLATES[dataset].format(prompt=raw)
 
 
+class PromptFileError(UserInputError, ValueError):
+    """A prompt file's line that is not a JSON object with a string ``prompt``: the message
+    starts ``FILE:LINE:``. A :class:`ValueError` too, for callers that catch those."""
+
+
+def jsonl_objects(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of a JSONL file; a line that is not a
+    JSON object in UTF-8 is a :class:`PromptFileError` naming the file and line."""
+    rows = []
+    with path.open("rb") as fh:
+        for line_no, data in enumerate(fh, start=1):
+            where = f"{path}:{line_no}"
+            try:
+                line = data.decode("utf-8")
+                row = json.loads(line) if line.strip() else None
+            except UnicodeDecodeError as exc:
+                raise PromptFileError(f"{where}: not UTF-8 text ({exc.reason})") from exc
+            except json.JSONDecodeError as exc:
+                raise PromptFileError(f"{where}: not valid JSON ({exc.msg})") from exc
+            if row is None:
+                continue
+            if not isinstance(row, dict):
+                raise PromptFileError(f"{where}: a JSON {type(row).__name__}, not an object")
+            rows.append((line_no, row))
+    return rows
+
+
+def text_field(path: Path, line_no: int, row: dict[str, Any], field: str) -> str:
+    """``row[field]`` of line ``line_no`` of ``path``, which must be a string."""
+    value = row.get(field)
+    if not isinstance(value, str):
+        got = "no such field" if field not in row else f"got {type(value).__name__}"
+        raise PromptFileError(f"{path}:{line_no}: expected a string field {field!r} ({got})")
+    return value
+
+
 def load_jsonl_prompts(path: Path, dataset: str, template: str | None = None) -> list[Prompt]:
     """Prompts from a JSONL file whose rows carry a string ``prompt`` field, formatted with
-    the template of ``template`` (default: of ``dataset``; any other name: text as is)."""
+    the template of ``template`` (default: of ``dataset``; any other name: text as is). A
+    bad line is a :class:`PromptFileError` naming the file and line."""
     if not path.is_file():
         raise FileNotFoundError(f"prompt file {str(path)!r} does not exist")
+    style = dataset if template is None else template
     prompts = []
-    with path.open() as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{line_no}: not valid JSON ({exc.msg})") from exc
-            raw = row.get("prompt") if isinstance(row, dict) else None
-            if not isinstance(raw, str):
-                raise ValueError(f"{path}:{line_no}: expected a string field 'prompt'")
-            style = dataset if template is None else template
-            text = format_prompt(style, raw) if style in TEMPLATES else raw
-            prompts.append(Prompt(f"{dataset}-{line_no - 1}", dataset, text))
+    for line_no, row in jsonl_objects(path):
+        raw = text_field(path, line_no, row, "prompt")
+        text = format_prompt(style, raw) if style in TEMPLATES else raw
+        prompts.append(Prompt(f"{dataset}-{line_no - 1}", dataset, text))
     return prompts
 
 

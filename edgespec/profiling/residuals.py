@@ -22,10 +22,11 @@ pass: [Σ B·max L_new, Σ B·max L_new·max L_total, Σ B·max logit rows, pass
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -34,6 +35,9 @@ from edgespec.policies.estimator import BatchShape
 from edgespec.profiling.fit import WISP_TERMS, FitMetrics, FloatArray, metrics, ols, wisp_design
 from edgespec.profiling.measure import logit_rows
 from edgespec.runtime.backends.padding import pass_groups
+
+SAMPLES_FORMAT = "edgespec-profile-samples"
+"""The ``format`` of a profile's samples file (:mod:`edgespec.profiling.samples`)."""
 
 Entries = tuple[tuple[int, int], ...]
 
@@ -158,19 +162,101 @@ def refits(report: dict[str, Any]) -> dict[str, FitMetrics]:
     return out
 
 
+def read_report(path: Path) -> dict[str, Any]:
+    """The ``NAME-report.json`` at ``path``, checked: a JSON object with the Eq. 19 fit's
+    coefficients (``wisp``) and its samples (:func:`check_sample`); otherwise a
+    :class:`UserInputError` naming the flag, the file and what is wrong."""
+    where = f"--residuals {path}"
+    if path.is_dir():
+        raise UserInputError(f"{where}: a folder; give a profile's NAME-report.json")
+    if not path.is_file():
+        raise UserInputError(f"{where}: no such file")
+    try:
+        report = json.loads(path.read_bytes())
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"{where}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    except UnicodeDecodeError as exc:
+        raise UserInputError(f"{where}: not UTF-8 text ({exc.reason})") from exc
+    if not isinstance(report, dict):
+        raise UserInputError(f"{where}: a JSON {type(report).__name__}, not a profile report")
+    if "wisp" not in report:
+        kind = "a samples file" if report.get("format") == SAMPLES_FORMAT else "not a report"
+        raise UserInputError(
+            f"{where}: {kind} without the Eq. 19 fit ('wisp'); give the NAME-report.json "
+            "that edgespec profile writes"
+        )
+    coefficients = report["wisp"].get("coefficients") if isinstance(report["wisp"], dict) else None
+    if not isinstance(coefficients, dict):
+        raise UserInputError(f"{where}: 'wisp' has no 'coefficients' object")
+    for term in WISP_TERMS:
+        if not _is_number(coefficients.get(term)):
+            got = coefficients.get(term, "missing")
+            raise UserInputError(f"{where}: wisp.coefficients.{term} is {got!r}, not a number")
+    samples = report.get("samples")
+    if not isinstance(samples, list) or not samples:
+        raise UserInputError(f"{where}: no 'samples' list")
+    for index, sample in enumerate(samples):
+        problem = check_sample(sample)
+        if problem is not None:
+            raise UserInputError(f"{where}: samples[{index}]: {problem}")
+    return report
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    """A finite JSON number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value)
+
+
+def _is_entry(entry: object) -> bool:
+    """``[L_new >= 1, L_cached >= 0]``, integers."""
+    if not isinstance(entry, list) or len(entry) != 2:
+        return False
+    new, cached = entry
+    return _is_int(new) and _is_int(cached) and new >= 1 and cached >= 0
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_sample(sample: object) -> str | None:
+    """What is wrong with one report sample, or None: an object with an integer ``config``,
+    string ``category``, ``split`` ``train`` or ``test``, ``entries`` a non-empty list of
+    ``[L_new >= 1, L_cached >= 0]`` integer pairs and ``time_s`` > 0."""
+    if not isinstance(sample, dict):
+        return f"a JSON {type(sample).__name__}, not an object"
+    if not _is_int(sample.get("config")):
+        return f"config is {sample.get('config', 'missing')!r}, not an integer"
+    if not isinstance(sample.get("category"), str):
+        return f"category is {sample.get('category', 'missing')!r}, not a string"
+    if sample.get("split") not in ("train", "test"):
+        return f"split is {sample.get('split', 'missing')!r}, not 'train' or 'test'"
+    entries = sample.get("entries")
+    if not isinstance(entries, list) or not entries or not all(map(_is_entry, entries)):
+        return f"entries is {entries!r}, not a list of [L_new >= 1, L_cached >= 0] pairs"
+    time_s = sample.get("time_s")
+    if not _is_number(time_s) or time_s <= 0:
+        return f"time_s is {sample.get('time_s', 'missing')!r}, not a number > 0"
+    return None
+
+
 def print_residuals(path: Path) -> int:
     """``edgespec profile --residuals REPORT``: print the per-category errors of the
     report's fit, then each refit's held-out scores."""
-    if not path.is_file():
-        raise UserInputError(f"--residuals {path}: no such file")
-    report = json.loads(path.read_text())
+    report = read_report(path)
+    try:
+        fits = refits(report)
+    except ValueError as exc:
+        raise UserInputError(f"--residuals {path}: {exc}") from exc
     print(f"{'category':15} {'split':5} {'n':>3} {'MAPE %':>7} {'bias %':>7} {'mean s':>7}")
     for e in category_errors(report):
         print(
             f"{e.category:15} {e.split:5} {e.count:3} {e.mape_pct:7.1f} {e.bias_pct:+7.1f} "
             f"{e.mean_time_s:7.3f}"
         )
-    for name, m in refits(report).items():
+    for name, m in fits.items():
         print(
             f"{name}: held-out R² {m.r2:.3f}, MAE {m.mae_s * 1e3:.0f} ms, "
             f"MAPE {m.mape_pct:.1f}% ({m.num_samples} configurations)"

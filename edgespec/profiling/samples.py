@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.errors import UserInputError
-from edgespec.profiling.residuals import Point, points
+from edgespec.profiling.residuals import SAMPLES_FORMAT, Point, points
 
-FORMAT = "edgespec-profile-samples"
+FORMAT = SAMPLES_FORMAT
 SHIPPED = "gemma3-270m-cpu.json"
 """The bundled samples (``edgespec/data/hardware/measured/``): Gemma 3 270M on a 2-core CPU."""
 _FIELDS = ("command", "target", "machine", "measured_on", "code", "grid")

@@ -162,3 +162,34 @@ def test_shared_pairs_take_the_first_reference_field_present(tmp_path: Path) -> 
     pairs, source = lt.shared_pairs("cnndm", tmp_path)
     assert pairs == [("p0", "h"), ("p1", "s"), ("q", "c")]
     assert source == "shared/data/prompts/cnndm_{test,train}.jsonl (prompt + reference)"
+
+
+@pytest.mark.parametrize(
+    ("train", "problem"),
+    [
+        ('{"prompt": "q", "answer": "a"}\n{"prompt": "q"\n',
+         ":2: not valid JSON (Expecting ',' delimiter)"),
+        ('{"answer": "b"}\n', ":1: expected a string field 'prompt' (no such field)"),
+        ('{"prompt": "q", "answer": 42}\n', ":1: expected a string field 'answer' (got int)"),
+        ('"q"\n', ":1: a JSON str, not an object"),
+    ],
+)  # fmt: skip
+def test_a_bad_prompt_file_line_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], train: str, problem: str
+) -> None:
+    from edgespec.errors import UserInputError
+
+    (tmp_path / "gsm8k_test.jsonl").write_text('{"prompt": "a", "answer": "b"}\n')
+    (tmp_path / "gsm8k_train.jsonl").write_text(train)
+    out = tmp_path / "lengths"
+    with pytest.raises(UserInputError) as refused:
+        lt.build_tables(["gsm8k"], tmp_path, out, _count, max_pairs=4, seed=1)
+    assert str(refused.value) == f"{tmp_path / 'gsm8k_train.jsonl'}{problem}"
+    assert list(out.iterdir()) == []  # nothing written
+
+
+def test_tables_are_written_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    written: list[Path] = []
+    monkeypatch.setattr(lt, "write_text_atomically", lambda path, text: written.append(path))
+    lt.write_table(tmp_path / "gsm8k.json", {"dataset": "gsm8k"})
+    assert written == [tmp_path / "gsm8k.json"] and not (tmp_path / "gsm8k.json").exists()

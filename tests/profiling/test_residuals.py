@@ -117,3 +117,81 @@ def test_executed_design_counts_the_passes_the_backend_runs() -> None:
         [2 * 5, 2 * 5 * 205, 2 * 5, 1, 1],
     ]
     assert pr.EXECUTED_TERMS == ("row_s", "attention_s", "logit_row_s", "pass_s", "c_s")
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"wisp": {\n', ":2: not valid JSON (Expecting property name enclosed in double quotes)"),
+        ("[1, 2]", ": a JSON list, not a profile report"),
+        ('{"format": "edgespec-profile-samples", "samples": []}',
+         ": a samples file without the Eq. 19 fit ('wisp'); give the NAME-report.json that "
+         "edgespec profile writes"),
+        ('{"wisp": {}}', ": 'wisp' has no 'coefficients' object"),
+        ('{"wisp": {"coefficients": {"a_s": 1}}}',
+         ": wisp.coefficients.b_compute_s is 'missing', not a number"),
+    ],
+)  # fmt: skip
+def test_a_file_that_is_not_a_report_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, problem: str
+) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    assert main(["profile", "--residuals", str(path)]) == 2
+    assert capsys.readouterr() == ("", f"edgespec profile: --residuals {path}{problem}\n")
+
+
+def test_the_shipped_samples_file_and_a_folder_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from edgespec.profiling.samples import shipped_path
+
+    assert main(["profile", "--residuals", str(shipped_path())]) == 2
+    assert "a samples file without the Eq. 19 fit ('wisp')" in capsys.readouterr().err
+    assert main(["profile", "--residuals", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"edgespec profile: --residuals {tmp_path}: a folder; give a profile's " + (
+        "NAME-report.json\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"config": "3"}, "config is '3', not an integer"),
+        ({"split": "dev"}, "split is 'dev', not 'train' or 'test'"),
+        ({"entries": []}, "entries is [], not a list of [L_new >= 1, L_cached >= 0] pairs"),
+        ({"entries": [[0, 5]]}, "entries is [[0, 5]], not a list of [L_new >= 1, "
+         "L_cached >= 0] pairs"),
+        ({"time_s": 0}, "time_s is 0, not a number > 0"),
+        ({"time_s": None}, "time_s is None, not a number > 0"),
+    ],
+)  # fmt: skip
+def test_a_bad_sample_is_named_by_its_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], problem: str
+) -> None:
+    report = _report()
+    report["samples"][5] |= change
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    assert main(["profile", "--residuals", str(path)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"edgespec profile: --residuals {path}: samples[5]: {problem}\n",
+    )
+
+
+def test_a_report_without_held_out_configurations_prints_nothing_but_the_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _report()
+    for s in report["samples"]:
+        s["split"] = "train"
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report))
+    assert main(["profile", "--residuals", str(path)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"edgespec profile: --residuals {path}: the report needs training and held-out "
+        "configurations\n",
+    )

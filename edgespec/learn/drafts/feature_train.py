@@ -10,6 +10,7 @@ the target's argmax among the kept tokens at the predicted position, plus
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import time
@@ -21,7 +22,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from edgespec.errors import UserInputError
+from edgespec.learn.drafts.samples import checked_lists, load_torch_file, read_token_shard
 from edgespec.models.feature_draft import FeatureDraftNet
+from edgespec.output_paths import write_atomically
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,35 +75,44 @@ def featurize_shards(
         if not out.exists():
             if deadline is not None and time.monotonic() > deadline:
                 break
-            data = torch.load(path, weights_only=True)
             rows = []
-            for prompt, output in zip(data["prompt_ids"], data["output_ids"], strict=True):
-                ids = [int(t) for t in prompt] + [int(t) for t in output]
+            for prompt, output in read_token_shard(path):
+                ids = prompt.tolist() + output.tolist()
                 rows.append((torch.tensor(ids, dtype=torch.int32), len(prompt)))
             feats = [target_features(target_model, ids.tolist()) for ids, _ in rows]
-            tmp = out.with_suffix(".tmp")
-            torch.save(
-                {
-                    "ids": [ids for ids, _ in rows],
-                    "prompt_len": [n for _, n in rows],
-                    "features": feats,
-                },
-                tmp,
-            )
-            tmp.rename(out)
+            saved = {
+                "ids": [ids for ids, _ in rows],
+                "prompt_len": [n for _, n in rows],
+                "features": feats,
+            }
+            write_atomically(out, functools.partial(torch.save, saved))
             if on_shard is not None:
                 on_shard(path, sum(len(ids) for ids, _ in rows))
         done.append(out)
     return done
 
 
+FEATURE_KEYS = ("ids", "prompt_len", "features")
+
+
 def load_feature_files(paths: Sequence[Path]) -> list[FeatureSequence]:
+    """The sequences (of two tokens or more) of ``features_*.pt`` files; one that cannot be
+    read, or whose shapes disagree, is a :class:`UserInputError` naming it."""
     sequences = []
     for path in paths:
-        data = torch.load(path, weights_only=True)
-        for ids, n, feats in zip(data["ids"], data["prompt_len"], data["features"], strict=True):
+        data = load_torch_file(path, "features file")
+        lists = checked_lists(path, data, FEATURE_KEYS, "features file")
+        for index, (ids, n, feats) in enumerate(zip(*lists, strict=True)):
+            where = f"{path}: sequence {index}"
+            if not isinstance(ids, torch.Tensor) or not isinstance(feats, torch.Tensor):
+                raise UserInputError(f"{where}: ids and features must be tensors")
+            if ids.dim() != 1 or feats.dim() != 2 or feats.shape[0] != len(ids):
+                shapes = f"ids {tuple(ids.shape)}, features {tuple(feats.shape)}"
+                raise UserInputError(f"{where}: needs one feature row per id, got {shapes}")
+            if not isinstance(n, int) or not 0 <= n <= len(ids):
+                raise UserInputError(f"{where}: prompt_len {n!r} is not in 0..{len(ids)}")
             if len(ids) >= 2:
-                sequences.append(FeatureSequence(ids.long(), feats, int(n)))
+                sequences.append(FeatureSequence(ids.long(), feats, n))
     return sequences
 
 

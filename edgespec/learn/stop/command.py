@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_seed, add_threads
 from edgespec.errors import UserInputError, did_you_mean
-from edgespec.output_paths import output_file, output_folder
+from edgespec.output_paths import output_file, output_folder, write_text_atomically
 
 if TYPE_CHECKING:
     from edgespec.learn.stop.study import StopStudy
@@ -163,11 +163,12 @@ def write_study(
     }
     policy = dataclasses.replace(study.mlp, metadata=meta)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(policy.to_json(), separators=(",", ":")) + "\n")
+    write_text_atomically(out, json.dumps(policy.to_json(), separators=(",", ":")) + "\n")
     markdown = study_markdown(study, command, when)
     if report_dir is not None:
         report_dir.mkdir(parents=True, exist_ok=True)
-        (report_dir / "study.json").write_text(json.dumps(study.to_json(), indent=1) + "\n")
-        (report_dir / "REPORT.md").write_text(markdown)
+        study_json = json.dumps(study.to_json(), indent=1) + "\n"
+        write_text_atomically(report_dir / "study.json", study_json)
+        write_text_atomically(report_dir / "REPORT.md", markdown)
     print(markdown)
     return float(policy.threshold)

@@ -62,6 +62,10 @@ class CaptureSettings:
     def __post_init__(self) -> None:
         if self.window not in WINDOWS:
             raise ValueError(f"window must be one of {', '.join(WINDOWS)}, got {self.window!r}")
+        if not self.slo_classes or not all(self.slo_classes):
+            raise ValueError(f"slo_classes must be non-empty names, got {self.slo_classes!r}")
+        if self.num_drafters < 1:
+            raise ValueError(f"num_drafters must be >= 1, got {self.num_drafters}")
 
 
 WINDOWS = ("static", "dynamic")
@@ -235,6 +239,8 @@ def capture(
     """Capture ``(request_id, dataset, prompt_ids)`` prompts in order; Poisson arrivals
     at ``arrival_rate_per_s`` (seeded) are written as ``arrival_ms``. ``on_stage`` hears
     ``(request_id, stage)`` as each stage of a prompt begins."""
+    if not prompts:
+        return []
     rng = np.random.default_rng(settings.seed)
     gaps = rng.exponential(1000.0 / settings.arrival_rate_per_s, size=len(prompts))
     arrivals = np.cumsum(gaps) - gaps[0]

@@ -9,7 +9,6 @@ Example (the bundled pair on 10 GSM8K test prompts, with both speed baselines)::
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from edgespec.arguments import (
@@ -22,11 +21,10 @@ from edgespec.arguments import (
 from edgespec.datasets.prompts import DATASETS, HELD_OUT
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
+from edgespec.learn.traces.checks import NGRAM, check_args, prompt_sets, slo_classes
 from edgespec.models.devices import device_placement
 from edgespec.output_paths import output_file, output_folder
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
-
-NGRAM = "ngram"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -124,54 +122,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
-    from edgespec.datasets.prompts import load_jsonl_prompts, load_prompts
-
-    sets = []
-    for name in args.dataset or ["gsm8k"]:
-        if name in DATASETS + HELD_OUT:
-            sets.append((name, load_prompts(name, args.split, args.limit)))
-        else:
-            path = Path(name)
-            if not path.is_file():
-                raise UserInputError(
-                    f"--dataset {name}: neither a bundled dataset "
-                    f"({', '.join(DATASETS + HELD_OUT)}) "
-                    "nor a JSONL prompt file"
-                )
-            prompts = load_jsonl_prompts(path, path.stem, template="raw")  # text as is
-            sets.append((path.stem, prompts[: args.limit]))
-    return sets
-
-
-def _check_args(args: argparse.Namespace) -> str | None:
-    if args.out is None and args.out_dir is None:
-        return "give --out FILE and/or --out-dir DIR"
-    for flag in ("gamma", "limit", "max_new_tokens", "num_drafters", "threads"):
-        if getattr(args, flag) < 1:
-            return f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}"
-    if args.max_prompt_tokens < 2:
-        return f"--max-prompt-tokens must be >= 2, got {args.max_prompt_tokens}"
-    if args.rate <= 0:
-        return f"--rate must be > 0, got {args.rate}"
-    if args.tree is not None:
-        from edgespec.core.tree import parse_branching
-
-        if args.draft == NGRAM:
-            return "--tree needs a neural draft model (ngram drafts chains)"
-        try:
-            parse_branching(args.tree)
-        except ValueError as exc:
-            return f"--tree: {exc}"
-    if args.stop_predictor is not None and (args.draft == NGRAM or args.tree is not None):
-        return "--stop-predictor needs a neural chain draft (not ngram, not --tree)"
-    if args.tree_max_nodes < 1:
-        return f"--tree-max-nodes must be >= 1, got {args.tree_max_nodes}"
-    if not 0.0 <= args.tree_min_prob < 1.0:
-        return f"--tree-min-prob must be in [0, 1), got {args.tree_min_prob}"
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     import torch
     from rich.console import Console
@@ -185,14 +135,14 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     if not console.is_terminal:
         console = Console(stderr=True, width=180)
-    problem = _check_args(args)
+    problem = check_args(args)
     if problem is not None:
         console.print(f"edgespec trace: {problem}")
         return 2
     stop = stop_policy_from_args(args)  # a bad file fails before any model loads
     placement = device_placement(args)  # so does a GPU this machine lacks
     torch.set_num_threads(args.threads)
-    prompt_sets = _prompt_sets(args)
+    sets = prompt_sets(args)  # a bad --dataset fails before any model loads
     with console.status(f"loading target {args.target} and draft {args.draft}"):
         device, dtype = placement.device, placement.dtype
         target = load_model(
@@ -214,8 +164,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"edgespec trace: {exc}")
         return 2
     pair = PairInfo(args.target, draft_name, target.model, draft_model)
-    records = _capture(args, target, drafter, pair, prompt_sets, stop, console)
-    _write_records(args, records, [name for name, _ in prompt_sets], console)
+    records = _capture(args, target, drafter, pair, sets, stop, console)
+    _write_records(args, records, [name for name, _ in sets], console)
     title = f"speculative decoding, greedy, γ = {args.gamma}, {args.window} window"
     if stop is not None:
         title += f", stop predictor {args.stop_predictor} (P >= {stop.threshold:g})"
@@ -277,7 +227,7 @@ def _capture_settings(args: argparse.Namespace, has_draft_model: bool, stop: Any
         max_new_tokens=args.max_new_tokens,
         target_only=args.baselines,
         assisted=args.baselines and has_draft_model,
-        slo_classes=tuple(s.strip() for s in args.slo_classes.split(",") if s.strip()),
+        slo_classes=slo_classes(args.slo_classes),
         num_drafters=args.num_drafters,
         arrival_rate_per_s=args.rate,
         seed=args.seed,

@@ -35,7 +35,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from edgespec.config import ConfigError, RecordError, read_jsonl
 from edgespec.core.features import (
@@ -44,6 +44,7 @@ from edgespec.core.features import (
     parse_feature_rows,
     parse_rejection_rows,
 )
+from edgespec.output_paths import write_atomically
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
 
@@ -263,10 +264,15 @@ def write_trace(path: Path, records: Iterable[TraceRecord]) -> int:
     """Write records as JSONL (one compact object per line); returns the count."""
     path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
-    with path.open("w") as fh:
+
+    def write(fh: BinaryIO) -> None:
+        nonlocal count
         for record in records:
-            fh.write(json.dumps(record_to_json(record), separators=(",", ":")) + "\n")
+            line = json.dumps(record_to_json(record), separators=(",", ":")) + "\n"
+            fh.write(line.encode("utf-8"))
             count += 1
+
+    write_atomically(path, write)
     return count
 
 

@@ -12,14 +12,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.learn.wisv.dataset_checks import (
+    MISMATCH_KEYS,
+    PROMPT_KEYS,
+    ROLLOUT_KEYS,
+    check_arrays,
+    read_arrays,
+)
+from edgespec.output_paths import write_atomically
 from edgespec.policies.semantic.relabel import Episode
 
 if TYPE_CHECKING:
     from edgespec.learn.wisv.capture import PromptCapture
 
-MISMATCH_KEYS = ("prompt_index", "position", "round", "offset", "draft_id", "target_id", "critical")
-PROMPT_KEYS = ("prompts", "prompt_tokens", "output_tokens", "num_rounds", "agreement")
-ROLLOUT_KEYS = ("accepted", "off_reference", "local_critical")
 """Mismatch keys of a rollout capture only (:mod:`edgespec.learn.wisv.rollout`)."""
 
 
@@ -99,6 +104,8 @@ class WisvDataset:
         )
 
     def save(self, path: Path) -> None:
+        """The dataset as one ``.npz`` at ``path``, written atomically (a stopped save
+        leaves no partial file there)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays: dict[str, Any] = {
             "draft_hidden": self.draft_hidden,
@@ -111,29 +118,33 @@ class WisvDataset:
         }
         if self.similarity is not None:
             arrays["similarity"] = self.similarity
-        with path.open("wb") as fh:
-            np.savez_compressed(fh, **arrays)
+        write_atomically(path, lambda fh: np.savez_compressed(fh, **arrays))
 
     @staticmethod
     def load(path: Path) -> WisvDataset:
-        with np.load(path, allow_pickle=False) as data:
-            missing = [
-                k
-                for k in (*MISMATCH_KEYS, *PROMPT_KEYS, "draft_hidden", "target_hidden", "meta")
-                if k not in data.files
-            ]
-            if missing:
-                raise ValueError(f"{path}: not a wisv-data file (missing {', '.join(missing)})")
-            return WisvDataset(
-                draft_hidden=data["draft_hidden"],
-                target_hidden=data["target_hidden"],
-                rows={k: data[k] for k in (*MISMATCH_KEYS, *ROLLOUT_KEYS) if k in data.files},
-                prompts={k: data[k] for k in PROMPT_KEYS},
-                continuation_answer=data["continuation_answer"],
-                reference_answer=data["reference_answer"],
-                meta=json.loads(str(data["meta"])),
-                similarity=data["similarity"] if "similarity" in data.files else None,
-            )
+        """The dataset saved at ``path``; a file that is not a whole wisv-data file (not
+        an ``.npz`` archive, an array missing, arrays whose shapes disagree) is a
+        :class:`ValueError` naming the file and the problem
+        (:mod:`edgespec.learn.wisv.dataset_checks`)."""
+
+        arrays = read_arrays(path)
+        check_arrays(path, arrays)
+        try:
+            meta = json.loads(str(arrays["meta"]))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: meta is not JSON ({exc})") from exc
+        if not isinstance(meta, dict):
+            raise ValueError(f"{path}: meta is a JSON {type(meta).__name__}, not an object")
+        return WisvDataset(
+            draft_hidden=arrays["draft_hidden"],
+            target_hidden=arrays["target_hidden"],
+            rows={k: arrays[k] for k in (*MISMATCH_KEYS, *ROLLOUT_KEYS) if k in arrays},
+            prompts={k: arrays[k] for k in PROMPT_KEYS},
+            continuation_answer=arrays["continuation_answer"],
+            reference_answer=arrays["reference_answer"],
+            meta=meta,
+            similarity=arrays.get("similarity"),
+        )
 
     @staticmethod
     def concat(parts: Sequence[WisvDataset], meta: dict[str, Any]) -> WisvDataset:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,18 @@ def test_booleans_and_floats_are_not_integers(
 def test_draft_features_need_one_row_per_output_token() -> None:
     with pytest.raises(ValueError, match="gsm8k-3: draft_features must have one row per output"):
         _record(draft_features=((0.5, 1.25, 0.1, 2.0, 0.9),))
+
+
+def test_a_trace_write_stopped_part_way_leaves_the_earlier_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    assert write_trace(path, [_record()]) == 1
+    before = path.read_text()
+
+    def records() -> Iterator[TraceRecord]:
+        yield _record(request_id="r1")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_trace(path, records())
+    assert path.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]

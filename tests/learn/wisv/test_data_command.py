@@ -19,7 +19,8 @@ from edgespec.learn.drafts.distill_data import encode_prompt
 from edgespec.learn.wisv.answers import GSM8K_FRAME
 from edgespec.learn.wisv.capture import CaptureSettings, capture_prompt
 from edgespec.learn.wisv.collect import DATASETS, NO_FRAME_NOTE, data_prompts
-from edgespec.learn.wisv.dataset import MISMATCH_KEYS, ROLLOUT_KEYS, WisvDataset
+from edgespec.learn.wisv.dataset import WisvDataset
+from edgespec.learn.wisv.dataset_checks import MISMATCH_KEYS, ROLLOUT_KEYS
 from edgespec.learn.wisv.similarity import ContinuationSimilarity
 from edgespec.policies.semantic.head import DecisionHead
 from edgespec.runtime.backends.attention_mask import attention_layout

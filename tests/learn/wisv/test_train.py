@@ -14,7 +14,8 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.learn.wisv.auc import roc_auc
-from edgespec.learn.wisv.dataset import MISMATCH_KEYS, WisvDataset
+from edgespec.learn.wisv.dataset import WisvDataset
+from edgespec.learn.wisv.dataset_checks import MISMATCH_KEYS
 from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
 from edgespec.learn.wisv.export import head_json, torch_probabilities
 from edgespec.learn.wisv.train import (

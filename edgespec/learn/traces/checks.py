@@ -1,0 +1,88 @@
+"""`edgespec trace`'s flags checked, and its prompt sets read, before any model loads: a
+bad number, ``--slo-classes`` list or ``--dataset`` file is one line naming the flag (and
+the file and line), not a traceback after minutes of loading."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from edgespec.datasets.prompts import DATASETS, HELD_OUT
+from edgespec.errors import UserInputError
+
+NGRAM = "ngram"
+
+
+def slo_classes(text: str) -> tuple[str, ...]:
+    """``--slo-classes``' names, comma-separated (spaces around a name are dropped); an
+    empty name, or none at all, is a :class:`ValueError`."""
+    names = tuple(name.strip() for name in text.split(","))
+    if not any(names):
+        raise ValueError(f"give at least one class name, got {text!r}")
+    if not all(names):
+        raise ValueError(f"an empty class name in {text!r} (names are comma-separated)")
+    return names
+
+
+def check_args(args: argparse.Namespace) -> str | None:
+    """The first problem with the flags, or None."""
+    if args.out is None and args.out_dir is None:
+        return "give --out FILE and/or --out-dir DIR"
+    for flag in ("gamma", "limit", "max_new_tokens", "num_drafters", "threads"):
+        if getattr(args, flag) < 1:
+            return f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}"
+    if args.max_prompt_tokens < 2:
+        return f"--max-prompt-tokens must be >= 2, got {args.max_prompt_tokens}"
+    if args.rate <= 0:
+        return f"--rate must be > 0, got {args.rate}"
+    try:
+        slo_classes(args.slo_classes)
+    except ValueError as exc:
+        return f"--slo-classes: {exc}"
+    if args.tree is not None:
+        from edgespec.core.tree import parse_branching
+
+        if args.draft == NGRAM:
+            return "--tree needs a neural draft model (ngram drafts chains)"
+        try:
+            parse_branching(args.tree)
+        except ValueError as exc:
+            return f"--tree: {exc}"
+    if args.stop_predictor is not None and (args.draft == NGRAM or args.tree is not None):
+        return "--stop-predictor needs a neural chain draft (not ngram, not --tree)"
+    if args.tree_max_nodes < 1:
+        return f"--tree-max-nodes must be >= 1, got {args.tree_max_nodes}"
+    if not 0.0 <= args.tree_min_prob < 1.0:
+        return f"--tree-min-prob must be in [0, 1), got {args.tree_min_prob}"
+    return None
+
+
+def prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
+    """(name, up to ``--limit`` prompts) per ``--dataset``: a bundled set, or a JSONL file
+    whose every line holds a string ``prompt`` (read as is). A file that is not, or that
+    holds no prompt, is a :class:`UserInputError` naming it (and the line)."""
+    from edgespec.datasets.prompts import load_jsonl_prompts, load_prompts
+
+    sets = []
+    for name in args.dataset or ["gsm8k"]:
+        if name in DATASETS + HELD_OUT:
+            prompts = load_prompts(name, args.split, args.limit)
+            label = name
+        else:
+            path = Path(name)
+            if not path.is_file():
+                raise UserInputError(
+                    f"--dataset {name}: neither a bundled dataset "
+                    f"({', '.join(DATASETS + HELD_OUT)}) "
+                    "nor a JSONL prompt file"
+                )
+            try:
+                prompts = load_jsonl_prompts(path, path.stem, template="raw")[: args.limit]
+            except ValueError as exc:
+                raise UserInputError(f"--dataset {exc}") from exc
+            label = path.stem
+        if not prompts:
+            raise UserInputError(f"--dataset {name}: holds no prompts")
+        sets.append((label, prompts))
+    return sets

@@ -1,0 +1,82 @@
+"""`edgespec trace`'s flags and prompt files are checked before any model loads
+(edgespec.learn.traces.checks): each problem is one line naming the flag, file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.learn.traces.capture import CaptureSettings, capture
+from edgespec.learn.traces.checks import slo_classes
+
+
+def _trace(tmp_path: Path, *extra: str) -> int:
+    """``edgespec trace`` with a target that does not exist: a run that got as far as
+    loading it would fail differently."""
+    args = ["trace", "--target", str(tmp_path / "never-loaded"), "--draft", "ngram"]
+    return main([*args, *extra, "--out", str(tmp_path / "t.jsonl")])
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"prompt": "w5 w9"}\n{"prompt": "w5"\n', ":2: not valid JSON (Expecting ',' delimiter)"),
+        ('{"text": "w5"}\n', ":1: expected a string field 'prompt' (no such field)"),
+        ('\n{"prompt": 5}\n', ":2: expected a string field 'prompt' (got int)"),
+        ('["w5"]\n', ":1: a JSON list, not an object"),
+        ("", ": holds no prompts"),
+        ("\n  \n", ": holds no prompts"),
+    ],
+)
+def test_a_bad_prompt_file_is_refused_before_the_models_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, problem: str
+) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_text(text)
+    assert _trace(tmp_path, "--dataset", str(path)) == 2
+    assert capsys.readouterr().err == f"edgespec trace: --dataset {path}{problem}\n"
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_a_prompt_file_that_is_not_utf8_names_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"prompt": "a"}\n{"prompt": "\xff"}\n')
+    assert _trace(tmp_path, "--dataset", str(path)) == 2
+    err = capsys.readouterr().err
+    assert err == f"edgespec trace: --dataset {path}:2: not UTF-8 text (invalid start byte)\n"
+
+
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        (",", "give at least one class name, got ','"),
+        (" ", "give at least one class name, got ' '"),
+        ("a,,b", "an empty class name in 'a,,b' (names are comma-separated)"),
+        ("a,", "an empty class name in 'a,' (names are comma-separated)"),
+    ],
+)
+def test_slo_classes_need_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str, problem: str
+) -> None:
+    assert _trace(tmp_path, "--slo-classes", given) == 2
+    assert capsys.readouterr().err == f"edgespec trace: --slo-classes: {problem}\n"
+
+
+def test_slo_classes_are_the_comma_separated_names() -> None:
+    assert slo_classes("default") == ("default",)
+    assert slo_classes(" interactive , batch") == ("interactive", "batch")
+
+
+def test_capture_settings_refuse_no_classes_and_capture_of_nothing_is_empty() -> None:
+    with pytest.raises(ValueError, match=r"slo_classes must be non-empty names, got \(\)"):
+        CaptureSettings(slo_classes=())
+    with pytest.raises(ValueError, match=r"slo_classes must be non-empty names, got \('a', ''\)"):
+        CaptureSettings(slo_classes=("a", ""))
+    with pytest.raises(ValueError, match="num_drafters must be >= 1, got 0"):
+        CaptureSettings(num_drafters=0)
+    no_model = None
+    assert capture(no_model, no_model, no_model, [], CaptureSettings()) == []  # type: ignore[arg-type]
