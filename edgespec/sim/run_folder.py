@@ -6,13 +6,22 @@ refused, naming them, unless ``--overwrite`` is given; then exactly those files 
 first, so no plot, record file or summary of the earlier run is left beside the new one
 (``--no-plots`` or a run without ``--rounds`` would otherwise keep the old ones). Other
 files in the folder are never touched. The default folder is new: when two runs of one
-scenario start in the same second, the second gets ``-2`` and so on."""
+scenario start in the same second, the second gets ``-2`` and so on.
+
+The scenario's ``name`` names that default folder, so it must be one plain folder name
+(:func:`check_run_name`): the scenario checks it when it is validated, and
+:func:`claim_run_folder` once more before it builds the path."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from edgespec.config import ConfigError
 from edgespec.output_paths import claim_folder
+
+MAX_NAME_BYTES = 200
+"""The longest scenario name (UTF-8 bytes): ``<name>-<time>-N`` stays within the 255 bytes
+of a file name."""
 
 RUN_FILES = (
     "metrics.json",
@@ -41,5 +50,36 @@ def claim_run_folder(out: Path | None, name: str, overwrite: bool, stamp: str) -
     """The folder this run writes: ``out`` when it holds no earlier run's files (or
     ``overwrite``: those files removed now); without ``out`` a new ``runs/<name>-<stamp>``
     (``-2``, ``-3`` ... when taken). Nothing is created here (the run makes the folder when
-    it writes)."""
+    it writes). A ``name`` that is not one plain folder name is refused
+    (:func:`check_run_name`)."""
+    check_run_name(name)
     return claim_folder(out, Path("runs") / f"{name}-{stamp}", RUN_FILES, overwrite)
+
+
+def check_run_name(name: str) -> None:
+    """Refuse a scenario ``name`` that is not one plain folder name: empty (or blank), with
+    ``/``, ``\\``, ``..``, a NUL or other control character, not UTF-8, or over
+    :data:`MAX_NAME_BYTES` bytes (``runs/<name>-<time>`` would be written elsewhere, nested
+    or not at all). The error names the field ``name`` and shows the value escaped."""
+    problem = _name_problem(name)
+    if problem is not None:
+        raise ConfigError(
+            "name", f"{problem}, got {name!r} (it names the run folder runs/<name>-<time>)"
+        )
+
+
+def _name_problem(name: str) -> str | None:
+    if not name.strip():
+        return "must not be empty"
+    for part in ("/", "\\", ".."):
+        if part in name:
+            return f"must be one folder name, without {part!r}"
+    if any(ord(char) < 32 or ord(char) == 127 for char in name):
+        return "must not hold a NUL or other control character"
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "must be valid UTF-8"
+    if size > MAX_NAME_BYTES:
+        return f"must be at most {MAX_NAME_BYTES} bytes (UTF-8), is {size}"
+    return None

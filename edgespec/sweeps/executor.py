@@ -3,17 +3,34 @@
 A :class:`SweepExecutor` maps a picklable, pure function over work items and yields
 ``(index, result)`` pairs as runs finish (in any order); the caller reassembles the order
 and drives the progress bar. :class:`SerialExecutor` runs them one after another in this
-process; :class:`ProcessPoolSweepExecutor` runs them on ``workers`` local processes. A
+process; :class:`ProcessPoolSweepExecutor` runs them on ``workers`` local processes (never
+more than there are items; :func:`max_workers` bounds what a command line may ask). A
 cluster engine (Ray, :mod:`edgespec.sweeps.ray_executor`) plugs in behind the same
 Protocol: ``make_executor(workers, engine="ray", address=...)``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+WORKERS_PER_CPU = 4
+"""``--workers`` may ask for at most this many processes per CPU of this machine."""
+
+MAX_CLUSTER_WORKERS = 10_000
+"""``--workers`` with a Ray cluster's ``--address``: the most tasks in flight."""
+
+
+def max_workers(address: str | None = None) -> int:
+    """The most workers a sweep or sharded run may ask for: :data:`WORKERS_PER_CPU` per
+    CPU of this machine (``os.cpu_count()``; 1 when unknown), or on a Ray cluster
+    (``address``) :data:`MAX_CLUSTER_WORKERS`."""
+    if address is not None:
+        return MAX_CLUSTER_WORKERS
+    return WORKERS_PER_CPU * (os.cpu_count() or 1)
 
 
 class SweepExecutor(Protocol):
@@ -37,7 +54,8 @@ class SerialExecutor:
 
 @dataclass(frozen=True, slots=True)
 class ProcessPoolSweepExecutor:
-    """On ``workers`` local processes (``fn`` and the items must pickle)."""
+    """On ``workers`` local processes, but no more than there are items (``fn`` and the
+    items must pickle)."""
 
     workers: int = 2
 
@@ -48,7 +66,7 @@ class ProcessPoolSweepExecutor:
     def map_unordered(
         self, fn: Callable[[Any], Any], items: Sequence[Any]
     ) -> Iterator[tuple[int, Any]]:
-        with ProcessPoolExecutor(max_workers=self.workers) as pool:
+        with ProcessPoolExecutor(max_workers=max(1, min(self.workers, len(items)))) as pool:
             futures = {pool.submit(fn, item): index for index, item in enumerate(items)}
             for future in as_completed(futures):
                 yield futures[future], future.result()

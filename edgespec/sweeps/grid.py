@@ -11,19 +11,21 @@ import csv
 import itertools
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from edgespec.config import ConfigError, OverrideError, apply_overrides, key_path, load_yaml
+from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sweeps.executor import SerialExecutor, SweepExecutor
 
 Runner = Callable[[dict[str, Any]], SystemMetrics]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,13 +77,45 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
     return grid
 
 
+MAX_POINTS = 100_000
+"""The most points one sweep may have (each is validated, then run)."""
+
+
 def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
-    """The cartesian product of ``grid`` in key order, last key varying fastest."""
+    """The cartesian product of ``grid`` in key order, last key varying fastest; more than
+    :data:`MAX_POINTS` points are refused before any is made."""
     for key, values in grid.items():
         if isinstance(values, str) or len(values) == 0:
             raise ConfigError(key, "sweep needs a non-empty list of values")
+    size = math.prod(len(values) for values in grid.values())
+    if size > MAX_POINTS:
+        sizes = " x ".join(f"{len(values):,} {key}" for key, values in grid.items())
+        raise UserInputError(
+            f"--sweep: {size:,} points ({sizes}); at most {MAX_POINTS:,} in one sweep"
+        )
     keys = list(grid)
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*grid.values())]
+
+
+def check_points(
+    points: Sequence[Mapping[str, Any]],
+    check: Callable[[Mapping[str, Any]], object],
+    *,
+    progress: bool = True,
+) -> None:
+    """``check`` every point (it raises on a bad one) before any runs, with a progress bar
+    on the terminal when ``progress`` is true (a large grid takes a while)."""
+    with progress_bar(progress) as bar:
+        for point in tracked(bar, f"checking {len(points):,} sweep points", points):
+            check(point)
+
+
+def tracked(bar: Any, description: str, items: Sequence[T]) -> Iterator[T]:
+    """``items``, one by one, a task of ``bar`` advanced as each is done with."""
+    task = bar.add_task(description, total=len(items))
+    for item in items:
+        yield item
+        bar.advance(task)
 
 
 def run_sweep(
@@ -97,12 +131,15 @@ def run_sweep(
     pool). Points come back in grid order.
 
     ``base`` is not modified; each run gets a fresh deep copy. A progress bar shows on the
-    terminal when ``progress`` is true.
+    terminal when ``progress`` is true (also while the runs' scenarios are made).
     """
     points = grid_points(grid)
-    scenarios = [apply_overrides(base, [override_text(k, v) for k, v in p.items()]) for p in points]
     metrics: dict[int, SystemMetrics] = {}
     with progress_bar(progress) as bar:
+        scenarios = [
+            apply_overrides(base, [override_text(k, v) for k, v in p.items()])
+            for p in tracked(bar, f"preparing {len(points):,} runs", points)
+        ]
         task = bar.add_task(f"sweep of {len(points)} runs", total=len(points))
         for index, result in (executor or SerialExecutor()).map_unordered(run, scenarios):
             metrics[index] = result

@@ -1,6 +1,9 @@
 """A :class:`~edgespec.sweeps.executor.SweepExecutor` on Ray: a local Ray (started
 here with ``workers`` CPUs, no dashboard, quiet logging) or an existing cluster
-(``address``: ``"auto"``, ``"host:port"`` or ``"ray://host:10001"``).
+(``address``: ``"auto"``, ``"host:port"`` or ``"ray://host:10001"``). A ``host:port``
+address is first tried with a TCP connect (:func:`check_address`, up to
+:data:`CONNECT_TIMEOUT_S`): ``ray.init`` itself waits on an address that does not answer
+without end.
 
 Ray is imported only when a map runs, so ``import edgespec`` stays light; it is pinned in
 the ``learn`` extra. The executor shuts down only a Ray it started itself: inside a
@@ -13,11 +16,15 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import socket
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.errors import MissingPackageError
+from edgespec.errors import MissingPackageError, UserInputError
+
+CONNECT_TIMEOUT_S = 5.0
+"""How long :func:`check_address` waits for a cluster's ``host:port`` to accept."""
 
 
 def _ray() -> Any:
@@ -70,6 +77,27 @@ def _end_children_since(before: set[int]) -> None:
     psutil.wait_procs(started, timeout=10.0)
 
 
+def check_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse a Ray ``address`` whose ``host:port`` (after an optional ``ray://``) does not
+    accept a TCP connection within ``timeout_s``, or that has no ``host:port``; ``auto`` and
+    ``local`` are Ray's to resolve. One line naming ``--address``."""
+    if address in ("auto", "local"):
+        return
+    host, _, port_text = address.removeprefix("ray://").rpartition(":")
+    host = host.removeprefix("[").removesuffix("]")  # [::1]:6379
+    if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise UserInputError(f"--address {address}: expected host:port, ray://host:port or auto")
+    try:
+        socket.create_connection((host, int(port_text)), timeout=timeout_s).close()
+    except OSError as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+        raise UserInputError(
+            f"--address {address}: no Ray cluster reachable there ({reason} within "
+            f"{timeout_s:g} s); start one (ray start --head) or leave --address out "
+            "for a local Ray"
+        ) from exc
+
+
 def _call(fn: Callable[[Any], Any], item: Any) -> Any:
     return fn(item)
 
@@ -78,9 +106,10 @@ def _call(fn: Callable[[Any], Any], item: Any) -> Any:
 class RaySweepExecutor:
     """Runs each item as one Ray task (one CPU each); yields results as tasks finish.
 
-    ``address=None``: a local Ray with ``workers`` CPUs (so at most ``workers`` tasks run
-    at once); otherwise ``ray.init(address=...)`` joins that cluster, and ``workers``
-    caps the tasks in flight from this driver.
+    ``address=None``: a local Ray with ``workers`` CPUs, or fewer when there are fewer
+    items (so at most ``workers`` tasks run at once); otherwise ``ray.init(address=...)``
+    joins that cluster (:func:`check_address` first), and ``workers`` caps the tasks in
+    flight from this driver.
     """
 
     address: str | None = None
@@ -90,8 +119,9 @@ class RaySweepExecutor:
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")
 
-    def _start(self, ray: Any) -> bool:
-        """Connect (or start) Ray; ``True`` when this call started the session."""
+    def _start(self, ray: Any, cpus: int) -> bool:
+        """Connect (or start, with ``cpus`` CPUs) Ray; ``True`` when this call started the
+        session."""
         if ray.is_initialized():
             return False
         options: dict[str, Any] = {
@@ -101,8 +131,9 @@ class RaySweepExecutor:
             "configure_logging": True,
         }
         if self.address is None:
-            start_local_ray(ray, self.workers, **options)
+            start_local_ray(ray, cpus, **options)
         else:
+            check_address(self.address)
             ray.init(address=self.address, **options)
         return True
 
@@ -110,7 +141,7 @@ class RaySweepExecutor:
         self, fn: Callable[[Any], Any], items: Sequence[Any]
     ) -> Iterator[tuple[int, Any]]:
         ray = _ray()
-        started = self._start(ray)
+        started = self._start(ray, max(1, min(self.workers, len(items))))
         try:
             remote = ray.remote(num_cpus=1)(_call)
             fn_ref = ray.put(fn)

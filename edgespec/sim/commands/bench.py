@@ -64,7 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run N times (default 1); report the run with the least CPU time and the median "
         "rate (the machine is shared: CPU time is the steadier measure)",
     )
-    parser.add_argument("--profile", type=Path, default=None, help="write cProfile stats here")
+    parser.add_argument(
+        "--profile", type=output_file, default=None, help="sim only: write cProfile stats here"
+    )
     parser.add_argument(
         "--quiet",
         action="store_true",
@@ -142,17 +144,40 @@ def _bench_data(tmp: Path) -> tuple[dict[str, Any], str]:
     return apply_overrides(data, [f"acceptance.traces={json.dumps(traces)}"]), source
 
 
-def run(args: argparse.Namespace) -> int:
-    from edgespec.sim.setup.scenario import scenario_from_dict
+SIM_ONLY = ("--straightforward", "--handlers", "--check", "--one-path", "--profile")
+"""Flags that act only on ``bench sim``."""
 
+
+def check_flags(args: argparse.Namespace) -> None:
+    """Flags out of range, given where they do nothing or contradicting each other: one
+    line before anything runs; the output files' folders made."""
     if args.repeat < 1:
         raise UserInputError(f"--repeat must be >= 1, got {args.repeat}")
     if args.target != "sim" and args.overrides:
         raise UserInputError(
             f"the {args.target} benchmark takes no key.path=value overrides, got {args.overrides}"
         )
-    if args.json is not None:  # its folder made before the benchmark runs
-        args.json.parent.mkdir(parents=True, exist_ok=True)
+    for flag in SIM_ONLY:
+        if args.target != "sim" and getattr(args, flag[2:].replace("-", "_")) not in (None, False):
+            raise UserInputError(f"{flag} applies only to bench sim, not to bench {args.target}")
+    if args.straightforward and args.handlers is not None:
+        raise UserInputError(
+            f"--straightforward times the reference handler set, --handlers {args.handlers} "
+            "names one: give one of them"
+        )
+    if args.check and args.one_path:
+        raise UserInputError(
+            "--check compares with the other path, --one-path times only one: give one of them"
+        )
+    for path in (args.json, args.profile):  # their folders made before the benchmark runs
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from edgespec.sim.setup.scenario import scenario_from_dict
+
+    check_flags(args)
     if args.target == "policy":
         return _bench_policies(args)
     if args.target == "memory":

@@ -10,12 +10,15 @@ default to ``None`` in the parser so a given flag can be told from its default;
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 from typing import Any
 
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_quiet
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_folder
+from edgespec.sweeps.executor import MAX_CLUSTER_WORKERS, WORKERS_PER_CPU, max_workers
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,12 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "then key.path=value overrides",
     )
     parser.add_argument(
-        "--out", type=output_folder, default=None, help="run folder (default runs/<name>-<time>)"
+        "--out", type=out_folder, default=None, help="run folder (default runs/<name>-<time>)"
     )
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="--out may hold an earlier run: its run files are removed first (default: refused)",
+        help="--out may hold an earlier run: its run files are removed first (default: "
+        "refused; needs --out)",
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument(
@@ -81,8 +85,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--workers",
         type=positive_int,
-        help="--sweep runs (or --shards) on this many processes (Ray: CPUs, or tasks in "
-        f"flight; default {DEFAULTS['workers']})",
+        help="--sweep runs (or --shards) on this many processes, never more than runs (Ray: "
+        f"CPUs, or tasks in flight; default {DEFAULTS['workers']}; at most "
+        f"{WORKERS_PER_CPU} per CPU, {MAX_CLUSTER_WORKERS:,} with --address)",
     )
     parser.add_argument(
         "--shards",
@@ -99,6 +104,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--address", help="Ray cluster address (--engine ray; default: a local Ray)"
     )
+
+
+def out_folder(text: str) -> Path:
+    """``--out``: :func:`~edgespec.output_paths.output_folder`, but not empty (which would
+    be this folder) and UTF-8 (the record files' writer needs UTF-8 paths)."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty (give . for this folder)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+        raise argparse.ArgumentTypeError(f"{shown} is not valid UTF-8; give a UTF-8 path") from None
+    return output_folder(text)
 
 
 MODES = {"--sweep": "sweep", "--capacity": "capacity", "--shards": "shards"}
@@ -152,6 +170,13 @@ def check_flags(args: argparse.Namespace) -> None:
             setattr(args, dest, value)
     if args.address is not None and args.engine != "ray":
         raise UserInputError("--address is a Ray cluster address: it needs --engine ray")
+    if args.overwrite and args.out is None:
+        raise UserInputError("--overwrite needs --out (a new runs/<name>-<time> holds no run)")
+    if args.workers > max_workers(args.address):
+        where = "on a Ray cluster" if args.address else f"{WORKERS_PER_CPU} per CPU here"
+        raise UserInputError(
+            f"--workers {args.workers}: at most {max_workers(args.address)} ({where})"
+        )
     for item in args.sweep or ():
         if "=" not in item and _is_scenario(item):
             raise UserInputError(

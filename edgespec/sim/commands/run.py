@@ -23,7 +23,7 @@ def _split(items: list[str]) -> tuple[str | None, list[str]]:
     path: str | None = None
     overrides = []
     for item in items:
-        if "=" in item:
+        if "=" in item and not Path(item).is_file():  # a file named k=v.yaml is a file
             overrides.append(item)
         elif path is None:
             path = item
@@ -85,11 +85,21 @@ def _run_sweep(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int
     from edgespec.metrics.summary import plain, print_runs
     from edgespec.sim.setup.scenario import scenario_from_dict
     from edgespec.sweeps.executor import make_executor
-    from edgespec.sweeps.grid import grid_points, override_text, parse_grid, run_sweep, write_sweep
+    from edgespec.sweeps.grid import (
+        check_points,
+        grid_points,
+        override_text,
+        parse_grid,
+        run_sweep,
+        write_sweep,
+    )
 
     grid = parse_grid(args.sweep)
-    for point in grid_points(grid):  # every point valid (a misspelt key...) before any run
-        scenario_from_dict(data, [override_text(k, v) for k, v in point.items()])
+    check_points(  # every point valid (a misspelt key...) before any run
+        grid_points(grid),
+        lambda point: scenario_from_dict(data, [override_text(k, v) for k, v in point.items()]),
+        progress=not args.quiet,
+    )
     points = run_sweep(
         data,
         grid,
@@ -112,6 +122,7 @@ def _run_capacity(
     from rich.console import Console
 
     from edgespec.metrics.summary import plain, print_runs, setting, violation_rate
+    from edgespec.sim.setup.scenario import scenario_from_dict
     from edgespec.sweeps.capacity import capacity_search, class_violation
 
     if args.slo_class is not None and args.slo_class not in classes:
@@ -130,6 +141,7 @@ def _run_capacity(
         hi=args.hi,
         violation=violation,
         progress=not args.quiet,
+        check=scenario_from_dict,  # the bounds valid (a fleet within its limit) before a run
     )
     out.mkdir(parents=True, exist_ok=True)
     (out / "capacity.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")

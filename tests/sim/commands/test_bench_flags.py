@@ -1,0 +1,87 @@
+"""``edgespec bench`` (edgespec.sim.commands.bench): flags that contradict each other, act
+only on ``bench sim`` or name an output that cannot be written are refused before the
+benchmark runs: one line, exit status 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.cli import main
+
+
+@pytest.fixture(autouse=True)
+def never_timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    def never(*args: Any) -> None:
+        raise AssertionError("the benchmark ran")
+
+    monkeypatch.setattr("edgespec.sim.commands.bench._timed", never)
+
+
+def test_a_profile_path_under_a_file_is_refused_before_the_benchmark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "sim", "--profile", str(tmp_path / "afile" / "x")])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"edgespec bench sim: error: argument --profile: {tmp_path / 'afile' / 'x'}: "
+        f"{tmp_path / 'afile'} is a file, not a folder"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--straightforward", "--handlers", "inbound"],
+            "--straightforward times the reference handler set, --handlers inbound names "
+            "one: give one of them",
+        ),
+        (
+            ["--check", "--one-path"],
+            "--check compares with the other path, --one-path times only one: give one of them",
+        ),
+    ],
+)
+def test_contradicting_flags_are_refused(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "sim", *flags]) == 2
+    assert capsys.readouterr().err == f"edgespec bench: {message}\n"
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--straightforward"],
+        ["--handlers", "fast"],
+        ["--check"],
+        ["--one-path"],
+        ["--profile", "p"],
+    ],
+)
+@pytest.mark.parametrize("target", ["policy", "memory"])
+def test_sim_only_flags_are_refused_for_the_other_benchmarks(
+    flags: list[str],
+    target: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", target, *flags]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec bench: {flags[0]} applies only to bench sim, not to bench {target}\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_profile_s_folder_is_made_before_the_benchmark(tmp_path: Path) -> None:
+    profile = tmp_path / "new" / "deeper" / "sim.prof"
+    with pytest.raises(AssertionError, match="the benchmark ran"):
+        main(["bench", "sim", "--profile", str(profile)])
+    assert profile.parent.is_dir()

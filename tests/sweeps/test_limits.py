@@ -1,0 +1,157 @@
+"""A sweep's bounds: no more local processes (or local Ray CPUs) than runs, a Ray
+cluster's address tried with a short TCP connect before ``ray.init`` (which waits without
+end on one that does not answer), and at most MAX_POINTS points in a grid."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import pytest
+
+from edgespec.errors import UserInputError
+from edgespec.sweeps import executor, ray_executor
+from edgespec.sweeps.executor import ProcessPoolSweepExecutor, max_workers
+from edgespec.sweeps.grid import MAX_POINTS, check_points, grid_points
+from edgespec.sweeps.ray_executor import RaySweepExecutor, check_address
+
+
+def test_a_process_pool_starts_no_more_processes_than_items(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[int | None] = []
+
+    class Recording(ProcessPoolExecutor):
+        def __init__(self, max_workers: int | None = None) -> None:
+            asked.append(max_workers)
+            super().__init__(max_workers=max_workers)
+
+    monkeypatch.setattr(executor, "ProcessPoolExecutor", Recording)
+    assert sorted(ProcessPoolSweepExecutor(300).map_unordered(abs, [-1, -2])) == [(0, 1), (1, 2)]
+    assert list(ProcessPoolSweepExecutor(3).map_unordered(abs, [])) == []
+    assert asked == [2, 1]
+
+
+def test_max_workers_is_four_per_cpu_here_and_a_fixed_bound_on_a_cluster(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 3)
+    assert (max_workers(), max_workers("h:1")) == (12, 10_000)
+    monkeypatch.setattr("os.cpu_count", lambda: None)
+    assert max_workers() == 4
+
+
+class FakeRay:
+    """Just enough of Ray for the executor: tasks run at ``remote`` time."""
+
+    def __init__(self) -> None:
+        self.inits: list[dict[str, Any]] = []
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def init(self, **options: Any) -> None:
+        self.inits.append(options)
+
+    def shutdown(self) -> None:
+        return None
+
+    def remote(self, **options: Any) -> Callable[[Any], Any]:
+        class Task:
+            def __init__(self, fn: Callable[..., Any]) -> None:
+                self.fn = fn
+
+            def remote(self, *args: Any) -> Any:
+                return (self.fn(*args),)
+
+        return Task
+
+    def put(self, value: Any) -> Any:
+        return value
+
+    def wait(self, refs: list[Any], num_returns: int) -> tuple[list[Any], list[Any]]:
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, ref: Any) -> Any:
+        return ref[0]
+
+
+def test_a_local_ray_gets_no_more_cpus_than_items(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeRay()
+    monkeypatch.setattr(ray_executor, "_ray", lambda: fake)
+    assert sorted(RaySweepExecutor(None, 300).map_unordered(abs, [-1, -2])) == [(0, 1), (1, 2)]
+    assert [options["num_cpus"] for options in fake.inits] == [2]
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def test_an_unreachable_cluster_is_refused_before_ray_init(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = FakeRay()
+    monkeypatch.setattr(ray_executor, "_ray", lambda: fake)
+    address = f"127.0.0.1:{_closed_port()}"
+    with pytest.raises(UserInputError) as error:
+        list(RaySweepExecutor(address, 2).map_unordered(abs, [1]))
+    assert str(error.value) == (
+        f"--address {address}: no Ray cluster reachable there (Connection refused within "
+        "5 s); start one (ray start --head) or leave --address out for a local Ray"
+    )
+    assert fake.inits == []
+
+
+def test_an_address_that_does_not_answer_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    tried: list[tuple[Any, float]] = []
+
+    def silent(where: Any, timeout: float) -> Any:
+        tried.append((where, timeout))
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(socket, "create_connection", silent)
+    with pytest.raises(UserInputError) as error:
+        check_address("ray://[::1]:10001", 0.5)
+    assert str(error.value) == (
+        "--address ray://[::1]:10001: no Ray cluster reachable there (no answer within "
+        "0.5 s); start one (ray start --head) or leave --address out for a local Ray"
+    )
+    assert tried == [(("::1", 10001), 0.5)]
+    check_address("auto")  # Ray's to resolve: nothing tried
+    assert len(tried) == 1
+
+
+@pytest.mark.parametrize("address", ["nohost", "h:", ":6379", "h:0", "h:70000", "h:x"])
+def test_an_address_without_host_and_port_is_refused(address: str) -> None:
+    with pytest.raises(UserInputError) as error:
+        check_address(address)
+    assert str(error.value) == f"--address {address}: expected host:port, ray://host:port or auto"
+
+
+def test_a_grid_over_max_points_is_refused_before_any_point_is_made() -> None:
+    assert MAX_POINTS == 100_000
+    assert len(grid_points({"a": list(range(1000)), "b": list(range(100))})) == MAX_POINTS
+    with pytest.raises(UserInputError) as error:
+        grid_points({"seed": list(range(300)), "workload.think_time_s": list(range(400))})
+    assert str(error.value) == (
+        "--sweep: 120,000 points (300 seed x 400 workload.think_time_s); "
+        "at most 100,000 in one sweep"
+    )
+
+
+def test_check_points_checks_every_point_and_stops_at_a_bad_one() -> None:
+    seen: list[int] = []
+
+    def check(point: Any) -> None:
+        seen.append(point["a"])
+        if point["a"] == 2:
+            raise ValueError("bad 2")
+
+    with pytest.raises(ValueError, match="bad 2"):
+        check_points(grid_points({"a": [1, 2, 3]}), check, progress=False)
+    assert seen == [1, 2]
