@@ -13,27 +13,6 @@ from edgespec.policies.interfaces import BatchLimits
 from edgespec.policies.params import PolicyParamError
 
 
-def oversized_request(
-    prompt_tokens: int, output_tokens: int, limits: BatchLimits
-) -> tuple[str, str] | None:
-    """Which limit a request of ``prompt_tokens`` + ``output_tokens`` can never fit, and
-    why, or ``None`` when it fits: its whole context must fit one pass's
-    ``max_batch_tokens`` (a cold start after its KV was evicted forwards it all) and the
-    ``max_context_tokens`` (a server's KV budget), as a serving system without chunked
-    prefill requires (vLLM: ``max_num_batched_tokens >= max_model_len``). A host refuses
-    such a request before it runs: :func:`_take_within_limits` takes an entry alone past
-    the limits, so that one cannot block the queue, and would run it silently."""
-    total = prompt_tokens + output_tokens
-    for name in ("max_batch_tokens", "max_context_tokens"):
-        limit: int = getattr(limits, name)
-        if total > limit:
-            return name, (
-                f"a request of {prompt_tokens} prompt + {output_tokens} output tokens "
-                f"({total}) can never fit {name} {limit}"
-            )
-    return None
-
-
 def _take_within_limits(
     candidates: Iterable[PendingVerification], limits: BatchLimits
 ) -> tuple[int, ...]:

@@ -17,6 +17,20 @@ from edgespec.metrics.types import SystemMetrics
 from edgespec.sweeps.grid import Runner, override_text, progress_bar
 
 Violation = Callable[[SystemMetrics], float]
+Check = Callable[[dict[str, Any]], object]
+"""Validates one probe's scenario mapping (raising ``ConfigError``) without running it."""
+
+
+def field_path(key: str) -> str:
+    """An override key as a config error names the field: a numeric segment is a list
+    index (``auto_topology.devices.0.count`` → ``auto_topology.devices[0].count``)."""
+    path = ""
+    for part in key.strip().split("."):
+        if part.isascii() and part.isdigit() and path:
+            path += f"[{part}]"
+        else:
+            path = f"{path}.{part}" if path else part
+    return path
 
 
 def class_violation(slo_class: str) -> Violation:
@@ -89,18 +103,30 @@ def capacity_search(
     hi: int,
     violation: Violation = violation_rate,
     progress: bool = True,
+    check: Check | None = None,
 ) -> CapacityResult:
     """Largest ``key`` value in [lo, hi] whose run has ``violation(metrics) <= epsilon``.
 
     Probes ``lo`` (if it violates, capacity is ``None``), then ``hi`` (if it does not,
     capacity is ``hi``), then bisects the feasible/infeasible bracket: at most
     2 + ⌈log2(hi − lo)⌉ runs. ``violation`` defaults to the overall SLO violation rate;
-    use :func:`class_violation` for one class's Cap(τ).
+    use :func:`class_violation` for one class's Cap(τ). ``check`` (e.g.
+    :func:`edgespec.sim.setup.scenario.scenario_from_dict`) validates the scenario at
+    ``lo`` and at ``hi`` before any run, so a bound the scenario refuses (a fleet over its
+    limit) fails at once, at its field. Errors name ``key`` as a field
+    (:func:`field_path`).
     """
     if not 0.0 <= epsilon <= 1.0:
         raise ConfigError("epsilon", f"must be in [0, 1], got {epsilon}")
+    where = field_path(key)
     if lo < 0 or hi < lo:
-        raise ConfigError(key, f"need 0 <= lo <= hi, got lo={lo}, hi={hi}")
+        raise ConfigError(where, f"need 0 <= lo <= hi, got lo={lo}, hi={hi}")
+    for bound, value in (("lo", lo), ("hi", hi)):
+        if check is not None:
+            try:
+                check(apply_overrides(base, [override_text(key, value)]))
+            except ConfigError as exc:
+                raise ConfigError(exc.path, f"at {bound}={value}: {exc.message}") from exc
     probes: list[CapacityProbe] = []
     max_runs = 2 + max(0, (hi - lo - 1).bit_length())
 
@@ -114,7 +140,7 @@ def capacity_search(
                 rate = violation(metrics)
             except ValueError as exc:  # no request with an SLO target finished
                 raise ConfigError(
-                    key,
+                    where,
                     f"capacity probe at {value}: {exc}; give the scenario slo_classes "
                     "and a duration_s long enough for requests to finish",
                 ) from exc

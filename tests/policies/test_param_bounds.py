@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from edgespec.config import ConfigError, PolicySpec
-from edgespec.policies.batching import LengthAwareBatching, oversized_request
-from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.batching import LengthAwareBatching
 from edgespec.policies.params import MAX_GAMMA, PolicyParamError
 from edgespec.policies.registry import ParamValueError, build_policy, build_policy_at
 from edgespec.policies.window import StaticWindow
@@ -136,44 +135,3 @@ def test_param_errors_pickle_whole() -> None:
     for error in (PolicyParamError("gamma", "m"), ParamValueError("gamma", "m")):
         copy = pickle.loads(pickle.dumps(error))
         assert (type(copy), copy.param, str(copy)) == (type(error), "gamma", "m")
-
-
-LIMITS = BatchLimits(max_batch_size=8, max_batch_tokens=100, max_context_tokens=150)
-
-
-@pytest.mark.parametrize(
-    ("prompt", "output", "expected"),
-    [
-        (60, 40, None),  # exactly max_batch_tokens
-        (
-            60,
-            41,
-            (
-                "max_batch_tokens",
-                "a request of 60 prompt + 41 output tokens (101) can never fit "
-                "max_batch_tokens 100",
-            ),
-        ),
-        (
-            100,
-            5,
-            (
-                "max_batch_tokens",
-                "a request of 100 prompt + 5 output tokens (105) can never fit "
-                "max_batch_tokens 100",
-            ),
-        ),
-    ],
-)
-def test_a_request_that_can_never_fit_names_the_limit(
-    prompt: int, output: int, expected: tuple[str, str] | None
-) -> None:
-    assert oversized_request(prompt, output, LIMITS) == expected
-
-
-def test_the_context_limit_is_checked_too() -> None:
-    limits = BatchLimits(max_batch_size=8, max_batch_tokens=4096, max_context_tokens=1)
-    assert oversized_request(100, 5, limits) == (
-        "max_context_tokens",
-        "a request of 100 prompt + 5 output tokens (105) can never fit max_context_tokens 1",
-    )

@@ -30,7 +30,12 @@ CASES = {
         "auto_topology.servers.0.kv_budget_tokens=300",
     ],
     "fused": ["mode=fused", "policies.window.name=dynamic"],
-    "centralized": ["mode=centralized", "workload.kind=poisson", "workload.rate_per_s=3"],
+    "centralized": [
+        "mode=centralized",
+        "workload.kind=poisson",
+        "workload.think_time_s=0",  # closed-loop only
+        "workload.rate_per_s=3",
+    ],
 }
 
 

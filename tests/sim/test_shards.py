@@ -138,7 +138,7 @@ def test_pins_must_follow_the_cell_rules() -> None:
     with pytest.raises(ConfigError, match=r"no server pool 4 \(there are 4\)"):
         scenario_from_dict(data)
     with pytest.raises(ConfigError, match="pinned device pools need a closed_loop workload"):
-        scenario_from_dict(pinned(), ["workload.kind=poisson"])
+        scenario_from_dict(pinned(), ["workload.kind=poisson", "workload.think_time_s=0"])
     with pytest.raises(UserInputError, match="^--shards: only a scenario whose device pools"):
         simulate_sharded(tiny_scenario(), 2, SerialExecutor())
 

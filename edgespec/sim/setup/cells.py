@@ -33,7 +33,16 @@ from typing import Any, Protocol
 
 from edgespec.config import ConfigError
 from edgespec.sim.model.layout import Layout
-from edgespec.sim.setup.pools import DevicePool, DeviceSpec, ServerPool, ServerSpec, TopologySource
+from edgespec.sim.setup.pools import (
+    MAX_DEVICES,
+    MAX_SERVERS,
+    DevicePool,
+    DeviceSpec,
+    ServerPool,
+    ServerSpec,
+    TopologySource,
+    check_fleet_size,
+)
 
 
 class _Workload(Protocol):
@@ -190,6 +199,8 @@ def replicate_cells(data: Mapping[str, Any]) -> Mapping[str, Any]:
                 raise ConfigError(
                     f"{where}.server_pools", "auto_topology.cells pins the pools; leave it out"
                 )
+        limit = MAX_DEVICES if kind == "devices" else MAX_SERVERS
+        check_fleet_size(kind, [p.get("count", defaults[kind].count) for p in pools], limit)
 
     def cut(pool: Mapping[str, Any], k: int, kind: str) -> dict[str, Any]:
         name = pool.get("name", defaults[kind].name)

@@ -10,11 +10,33 @@ needs a scenario's topology takes anything with one (:class:`TopologySource`).
 from __future__ import annotations
 
 import types
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from edgespec.config import ConfigError
 from edgespec.hardware.batch_pricing import BatchPricing
+
+MAX_DEVICES = 1_000_000
+"""At most this many devices in a scenario's pools together (10× the largest measured
+fleet, 100,000 devices in 471 MiB: docs/PERFORMANCE.md, "Fleet scale")."""
+MAX_SERVERS = 100_000
+"""At most this many servers in a scenario's pools together (50× that fleet's 2,000)."""
+
+
+def check_fleet_size(kind: str, counts: Sequence[int], limit: int) -> None:
+    """The pools' ``counts`` (each >= 1) sum to at most ``limit``: else a ``ConfigError``
+    at the count of the pool that passes it."""
+    total = 0
+    for i, count in enumerate(counts):
+        if total + count > limit:
+            room = f"<= {limit - total}" if total else f"<= {limit}"
+            raise ConfigError(
+                f"auto_topology.{kind}[{i}].count",
+                f"must be {room} (a scenario has at most {limit:,} {kind} in all pools), "
+                f"got {count}",
+            )
+        total += count
 
 
 def frozen_mapping(mapping: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -29,17 +29,19 @@ from edgespec.errors import UserInputError, did_you_mean
 from edgespec.policies.slo import DeadlineRule
 from edgespec.sim.model.semantic import VerificationConfig
 from edgespec.sim.model.stop_model import StopPredictorConfig
+from edgespec.sim.run_folder import check_run_name
 from edgespec.sim.setup.cells import plan_cells, replicate_cells
 from edgespec.sim.setup.pools import CostModelConfig as CostModelConfig
 from edgespec.sim.setup.pools import DevicePool as DevicePool
 from edgespec.sim.setup.pools import ServerPool as ServerPool
 from edgespec.sim.setup.pools import TopologyConfig as TopologyConfig
 from edgespec.sim.setup.pools import frozen_mapping
+from edgespec.sim.setup.scenario_checks import validate_topology
 from edgespec.sim.setup.workload_config import DsdSimCompat as DsdSimCompat
 from edgespec.sim.setup.workload_config import WorkloadConfig as WorkloadConfig
+from edgespec.sim.setup.workload_config import check_kind_fields, validate_workload
 from edgespec.sim.setup.workload_config import non_negative as _non_negative
 from edgespec.sim.setup.workload_config import positive as _positive
-from edgespec.sim.setup.workload_config import validate_workload
 
 Mode = Literal["distributed", "fused", "centralized"]
 FusedRounds = Literal["colocated", "cloud_only"]
@@ -124,6 +126,7 @@ class Scenario:
     fast_path: bool = True
 
     def validate(self) -> None:
+        check_run_name(self.name)
         _positive("duration_s", self.duration_s)
         if self.seed < 0:
             raise ConfigError("seed", f"must be >= 0, got {self.seed}")
@@ -132,8 +135,7 @@ class Scenario:
                 "cloud_only_draft_pass",
                 f"needs fused_rounds: cloud_only, got fused_rounds: {self.fused_rounds}",
             )
-        if self.temperature < 0:
-            raise ConfigError("temperature", f"must be >= 0, got {self.temperature}")
+        _non_negative("temperature", self.temperature)
         for cls, target in self.slo_classes.items():
             if target is not None and not (math.isfinite(target) and target > 0):
                 raise ConfigError(
@@ -141,23 +143,9 @@ class Scenario:
                 )
         for name, link in self.links.items():
             _validate_link(f"links.{name}", link)
-        topo = self.auto_topology
-        if not topo.devices:
-            raise ConfigError("auto_topology.devices", "needs at least one device pool")
-        if not topo.servers:
-            raise ConfigError("auto_topology.servers", "needs at least one server pool")
-        for i, pool in enumerate(topo.devices):
-            _validate_devices(f"auto_topology.devices[{i}]", pool, self)
-        for i, spool in enumerate(topo.servers):
-            where = f"auto_topology.servers[{i}]"
-            for name in ("count", "kv_budget_tokens", "max_batch_size", "max_batch_tokens"):
-                if getattr(spool, name) < 1:
-                    raise ConfigError(
-                        f"{where}.{name}", f"must be >= 1, got {getattr(spool, name)}"
-                    )
-            _validate_cost(f"{where}.cost_model", spool.cost_model)
+        validate_topology(self.auto_topology, self.links, self.slo_classes)
         _validate_acceptance(self.acceptance)
-        validate_workload(self.workload)
+        validate_workload(self.workload, self.duration_s)
         _validate_verification(self)
         plan_cells(self)  # the cell rules (pinned device pools)
 
@@ -170,31 +158,8 @@ def _validate_link(where: str, link: LinkConfig) -> None:
         raise ConfigError(f"{where}.loss_rate", f"must be in [0, 1), got {link.loss_rate}")
 
 
-def _validate_devices(where: str, pool: DevicePool, scenario: Scenario) -> None:
-    if pool.count < 1:
-        raise ConfigError(f"{where}.count", f"must be >= 1, got {pool.count}")
-    if pool.link not in scenario.links:
-        raise ConfigError(
-            f"{where}.link",
-            f"unknown link {pool.link!r}; known: {sorted(scenario.links)}"
-            + did_you_mean(pool.link, scenario.links),
-        )
-    for cls, share in pool.slo_mix.items():
-        if cls not in scenario.slo_classes:
-            raise ConfigError(
-                f"{where}.slo_mix.{cls}",
-                f"unknown SLO class; known: {sorted(scenario.slo_classes)}"
-                + did_you_mean(cls, scenario.slo_classes),
-            )
-        _non_negative(f"{where}.slo_mix.{cls}", share)
-    if not pool.slo_mix or sum(pool.slo_mix.values()) <= 0:
-        raise ConfigError(f"{where}.slo_mix", "needs at least one class with a positive share")
-    _validate_cost(f"{where}.cost_model", pool.cost_model)
-
-
-def _validate_cost(where: str, cost: CostModelConfig) -> None:
-    if cost.kind != "roofline" and cost.profile is None:
-        raise ConfigError(f"{where}.profile", f"cost model {cost.kind!r} needs a profile")
+ACCEPTANCE_FIELD_KINDS = {"alpha": ("iid",), "rates": ("decay",), "traces": ("trace",)}
+"""The acceptance kind that uses each field; under another it must keep its default."""
 
 
 def _validate_acceptance(acc: AcceptanceConfig) -> None:
@@ -205,6 +170,7 @@ def _validate_acceptance(acc: AcceptanceConfig) -> None:
     for k, rate in enumerate(acc.rates):
         if not 0.0 <= rate <= 1.0:
             raise ConfigError(f"acceptance.rates[{k}]", f"must be in [0, 1], got {rate}")
+    check_kind_fields("acceptance", acc.kind, acc, AcceptanceConfig(), ACCEPTANCE_FIELD_KINDS)
 
 
 def _validate_verification(scenario: Scenario) -> None:

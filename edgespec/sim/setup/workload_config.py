@@ -5,6 +5,7 @@ rest of a scenario is :mod:`edgespec.sim.setup.scenario`'s."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -21,6 +22,30 @@ def non_negative(where: str, value: float) -> None:
     """``value`` must be a finite number >= 0 (``ConfigError`` at ``where``)."""
     if not (math.isfinite(value) and value >= 0):
         raise ConfigError(where, f"must be a finite number >= 0, got {value}")
+
+
+def applies_only(where: str, value: object, default: object, to: str, actual: str) -> None:
+    """A field its kind does not use must keep its default ``default``: a ``ConfigError``
+    at ``where`` otherwise, e.g. ``applies only to kind: poisson (kind is closed_loop)``
+    (``to`` = ``"kind: poisson"``, ``actual`` = ``"kind is closed_loop"``)."""
+    if value != default:  # NaN is never the default
+        raise ConfigError(where, f"applies only to {to} ({actual})")
+
+
+def check_kind_fields(
+    section: str,
+    kind: str,
+    config: object,
+    default: object,
+    field_kinds: Mapping[str, tuple[str, ...]],
+) -> None:
+    """Each field of ``config`` (a section of kind ``kind``) that ``field_kinds`` lists
+    keeps its value in ``default`` unless ``kind`` is one that uses it."""
+    for name, kinds in field_kinds.items():
+        if kind not in kinds:
+            to = "kind: " + " or ".join(kinds)
+            value, was = getattr(config, name), getattr(default, name)
+            applies_only(f"{section}.{name}", value, was, to, f"kind is {kind}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,8 +101,27 @@ class DsdSimCompat:
     unqueued_fused: bool = True
 
 
-def validate_workload(wl: WorkloadConfig) -> None:
-    """Every workload field in range (``ConfigError`` naming the first that is not)."""
+_SAMPLED = ("closed_loop", "poisson")
+WORKLOAD_FIELD_KINDS: dict[str, tuple[str, ...]] = {
+    "dataset": _SAMPLED,
+    "prompt_tokens": _SAMPLED,
+    "output_tokens": _SAMPLED,
+    "max_output_tokens": _SAMPLED,
+    "arrivals_until_s": _SAMPLED,
+    "rate_per_s": ("poisson",),
+    "think_time_s": ("closed_loop",),
+    "think_distribution": ("closed_loop",),
+    "think_cv": ("closed_loop",),
+    "think_min_s": ("closed_loop",),
+    "ramp_s": ("closed_loop",),
+    "trace": ("trace",),
+}
+"""The workload kinds that use each field; under any other kind it must keep its default."""
+
+
+def validate_workload(wl: WorkloadConfig, duration_s: float) -> None:
+    """Every workload field in range (``ConfigError`` naming the first that is not), and
+    none that the workload's kind does not use set (:data:`WORKLOAD_FIELD_KINDS`)."""
     if wl.kind == "trace" and wl.trace is None:
         raise ConfigError("workload.trace", "workload kind 'trace' needs a trace file")
     if wl.kind == "poisson":
@@ -86,6 +130,11 @@ def validate_workload(wl: WorkloadConfig) -> None:
         non_negative(f"workload.{name}", getattr(wl, name))
     if wl.arrivals_until_s is not None:
         non_negative("workload.arrivals_until_s", wl.arrivals_until_s)
+        if wl.arrivals_until_s > duration_s:
+            raise ConfigError(
+                "workload.arrivals_until_s",
+                f"must be <= duration_s ({duration_s}), got {wl.arrivals_until_s}",
+            )
     positive("workload.think_cv", wl.think_cv)
     if len(wl.prompt_tokens) != len(wl.output_tokens):
         raise ConfigError(
@@ -98,3 +147,18 @@ def validate_workload(wl: WorkloadConfig) -> None:
                 raise ConfigError(f"workload.{name}[{i}]", f"out of range: {n}")
     if wl.max_output_tokens is not None and wl.max_output_tokens < 1:
         raise ConfigError("workload.max_output_tokens", "must be >= 1")
+    _check_used(wl)
+
+
+def _check_used(wl: WorkloadConfig) -> None:
+    """Refuse a field the workload's kind (or its think distribution) does not use."""
+    default = WorkloadConfig()
+    check_kind_fields("workload", wl.kind, wl, default, WORKLOAD_FIELD_KINDS)
+    if wl.kind == "closed_loop" and wl.think_distribution != "lognormal":
+        applies_only(
+            "workload.think_cv",
+            wl.think_cv,
+            default.think_cv,
+            "think_distribution: lognormal",
+            f"think_distribution is {wl.think_distribution}",
+        )

@@ -90,7 +90,8 @@ def test_capacity_probe_without_slo_targets_is_a_user_error(
     args = [str(path), "--capacity", key, "--lo", "1", "--hi", "2", "--out", str(tmp_path / "c")]
     err = _error(args, capsys)
     assert err.startswith(
-        f"edgespec sim: config field '{key}': capacity probe at 1: SLO violation rate undefined"
+        "edgespec sim: config field 'auto_topology.devices[0].count': capacity probe at 1: "
+        "SLO violation rate undefined"
     )
     assert err.endswith(
         "; give the scenario slo_classes and a duration_s long enough for requests to finish\n"

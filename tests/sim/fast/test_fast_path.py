@@ -40,10 +40,16 @@ CASES = {
         "auto_topology.servers.0.kv_budget_tokens=300",
     ],
     "fused": ["mode=fused", "policies.routing.name=round_robin"],
-    "centralized-poisson": ["mode=centralized", "workload.kind=poisson", "workload.rate_per_s=3"],
+    "centralized-poisson": [
+        "mode=centralized",
+        "workload.kind=poisson",
+        "workload.think_time_s=0",  # closed-loop only
+        "workload.rate_per_s=3",
+    ],
     "stochastic-poisson-static": [
         "temperature=0.7",
         "workload.kind=poisson",
+        "workload.think_time_s=0",  # closed-loop only
         "workload.rate_per_s=2",
         "policies.window={name: static, params: {gamma: 6}}",
     ],

@@ -112,7 +112,7 @@ def test_closed_loop_without_ramp_or_think_time_draws_only_lengths() -> None:
 
 
 def test_poisson_arrivals_pick_any_device_then_lengths_then_the_next_gap() -> None:
-    run = _Run(["workload.kind=poisson", "workload.rate_per_s=2"])
+    run = _Run(["workload.kind=poisson", "workload.think_time_s=0", "workload.rate_per_s=2"])
     run.arrivals.device_idle(run.devices[0], 1.0)  # no closed loop: nothing comes back
     rng = spawn_generator(7, "workload", None)
     expected: list[Offered] = []

@@ -65,8 +65,9 @@ def test_no_request_arrives_after_arrivals_until_and_the_rest_drain(kind: str) -
     from edgespec.sim.simulator import simulate
 
     data = tiny_scenario(duration_s=30.0)
-    data["workload"] = {**data.get("workload", {}), "kind": kind, "rate_per_s": 2.0,
-                        "arrivals_until_s": 5.0, "think_time_s": 0.5}  # fmt: skip
+    load = {"rate_per_s": 2.0} if kind == "poisson" else {"think_time_s": 0.5}
+    data["workload"] = {**data["workload"], "kind": kind, "think_time_s": 0.0,
+                        "arrivals_until_s": 5.0, **load}  # fmt: skip
     result = simulate(scenario_from_dict(data))
     arrivals = [r.arrival_s for r in result.requests]
     assert arrivals and max(arrivals) <= 5.0

@@ -165,14 +165,14 @@ def test_sim_names_the_trace_line_under_its_config_field(
 ) -> None:
     ok = {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2}
     path = _write(tmp_path / "t.jsonl", [ok, {**ok, "arrival_ms": -1}])
-    args = ["sim", "workload.kind=trace", f"workload.trace={path}", "--quiet", "--no-plots"]
+    args = ["sim", f"workload={{kind: trace, trace: {path}}}", "--quiet", "--no-plots"]
     assert main([*args, "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err == (
         "edgespec sim: config field 'workload.trace': "
         "t.jsonl:2: arrival_ms: expected a number >= 0, got -1\n"
     )
     empty = _write(tmp_path / "empty.jsonl", [])
-    assert main(["sim", "workload.kind=trace", f"workload.trace={empty}", "--quiet"]) == 2
+    assert main(["sim", f"workload={{kind: trace, trace: {empty}}}", "--quiet"]) == 2
     assert capsys.readouterr().err == (
         f"edgespec sim: config field 'workload.trace': {empty}: trace holds no requests\n"
     )

@@ -1,0 +1,74 @@
+"""The checks of a scenario's ``auto_topology`` pools, for
+:meth:`edgespec.sim.setup.scenario.Scenario.validate`: each range, the fleet's size
+(:data:`MAX_DEVICES`, :data:`MAX_SERVERS`), and no cost-model profile where its kind takes
+none (``config field 'auto_topology.servers[0].cost_model.profile': applies only to kind:
+wisp, zhu or lookup (kind is roofline)``)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from edgespec.config import ConfigError
+from edgespec.errors import did_you_mean
+from edgespec.sim.setup.pools import (
+    MAX_DEVICES,
+    MAX_SERVERS,
+    CostModelConfig,
+    DevicePool,
+    TopologyConfig,
+    check_fleet_size,
+)
+from edgespec.sim.setup.workload_config import applies_only, non_negative
+
+
+def validate_topology(
+    topo: TopologyConfig, links: Collection[str], slo_classes: Collection[str]
+) -> None:
+    """Every pool in range (its link among ``links``, its classes among ``slo_classes``),
+    and at most :data:`MAX_DEVICES` devices and :data:`MAX_SERVERS` servers in all (a bound
+    checked before any is built)."""
+    if not topo.devices:
+        raise ConfigError("auto_topology.devices", "needs at least one device pool")
+    if not topo.servers:
+        raise ConfigError("auto_topology.servers", "needs at least one server pool")
+    for i, pool in enumerate(topo.devices):
+        _validate_devices(f"auto_topology.devices[{i}]", pool, links, slo_classes)
+    for i, spool in enumerate(topo.servers):
+        where = f"auto_topology.servers[{i}]"
+        for name in ("count", "kv_budget_tokens", "max_batch_size", "max_batch_tokens"):
+            if getattr(spool, name) < 1:
+                raise ConfigError(f"{where}.{name}", f"must be >= 1, got {getattr(spool, name)}")
+        validate_cost(f"{where}.cost_model", spool.cost_model)
+    check_fleet_size("devices", [p.count for p in topo.devices], MAX_DEVICES)
+    check_fleet_size("servers", [p.count for p in topo.servers], MAX_SERVERS)
+
+
+def _validate_devices(
+    where: str, pool: DevicePool, links: Collection[str], slo_classes: Collection[str]
+) -> None:
+    if pool.count < 1:
+        raise ConfigError(f"{where}.count", f"must be >= 1, got {pool.count}")
+    if pool.link not in links:
+        raise ConfigError(
+            f"{where}.link",
+            f"unknown link {pool.link!r}; known: {sorted(links)}" + did_you_mean(pool.link, links),
+        )
+    for cls, share in pool.slo_mix.items():
+        if cls not in slo_classes:
+            raise ConfigError(
+                f"{where}.slo_mix.{cls}",
+                f"unknown SLO class; known: {sorted(slo_classes)}" + did_you_mean(cls, slo_classes),
+            )
+        non_negative(f"{where}.slo_mix.{cls}", share)
+    if not pool.slo_mix or sum(pool.slo_mix.values()) <= 0:
+        raise ConfigError(f"{where}.slo_mix", "needs at least one class with a positive share")
+    validate_cost(f"{where}.cost_model", pool.cost_model)
+
+
+def validate_cost(where: str, cost: CostModelConfig) -> None:
+    """A profile for each kind but ``roofline``, which takes none (its presets decide)."""
+    if cost.kind == "roofline":
+        to = "kind: wisp, zhu or lookup"
+        applies_only(f"{where}.profile", cost.profile, None, to, "kind is roofline")
+    elif cost.profile is None:
+        raise ConfigError(f"{where}.profile", f"cost model {cost.kind!r} needs a profile")
