@@ -7,6 +7,7 @@ policy as fused runs use it (:class:`ServerWindow`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections.abc import Callable
@@ -200,20 +201,22 @@ class ServerWindow:
                 ) from exc
             self._running[pair] = self._running.get(pair, 0) + 1
 
-    def release(self, pair: str) -> tuple[float, ...]:
+    def release(self, pair: str, hand_back: bool = True) -> tuple[float, ...]:
         """A run that :meth:`restore` d ``pair`` ends: ``pair``'s state now (what the run
-        hands back), and the last run out resets the pair (``()``: the policy drops what it
-        kept for it) — before the device hears the run's end, so a device that shares this
-        policy object (in-process) restores its state after the reset, not before."""
+        hands back; ``()`` without ``hand_back``), and the last run out resets the pair
+        (``()``: the policy drops what it kept for it) — before the device hears the run's
+        end, so a device that shares this policy object (in-process) restores its state
+        after the reset, not before. The run's hold ends even when the policy raises."""
         with self._lock:
-            state = pair_state(self._policy, pair)
-            left = self._running.get(pair, 0) - 1
-            if left > 0:
-                self._running[pair] = left
-            else:
-                self._running.pop(pair, None)
-                restore_pair_state(self._policy, pair, ())
-            return state
+            try:
+                return pair_state(self._policy, pair) if hand_back else ()
+            finally:
+                left = self._running.get(pair, 0) - 1
+                if left > 0:
+                    self._running[pair] = left
+                else:
+                    self._running.pop(pair, None)
+                    restore_pair_state(self._policy, pair, ())
 
     @property
     def num_pairs_held(self) -> int:
@@ -263,6 +266,9 @@ class PairHold:
         return self.window.release(self.pair)
 
     def close(self) -> None:
+        """The run ended without :meth:`hand_back` (it failed): the hold ends; a policy
+        that raises while it forgets the pair does not hide the run's own error."""
         if self._held:
             self._held = False
-            self.window.release(self.pair)
+            with contextlib.suppress(Exception):
+                self.window.release(self.pair, hand_back=False)

@@ -68,3 +68,26 @@ def test_a_refused_state_holds_nothing() -> None:
     with pytest.raises(RequestError):
         window.hold("p", (-1.0,))
     assert window.num_pairs_held == 0
+
+
+class _Raising(_Keeping):
+    def pair_state(self, pair: str) -> tuple[float, ...]:
+        raise RuntimeError("state bug")
+
+
+def test_a_hand_back_that_raises_still_ends_the_hold() -> None:
+    policy = _Raising()
+    window = ServerWindow(policy)
+    hold = window.hold("p", (1.0,))
+    with pytest.raises(RuntimeError, match="state bug"):
+        hold.hand_back()
+    assert window.num_pairs_held == 0 and policy.states == {}
+
+
+def test_closing_a_failed_run_does_not_ask_for_its_state() -> None:
+    """A failed run hands nothing back: a policy whose state raises cannot hide the run's
+    own error behind its own."""
+    policy = _Raising()
+    window = ServerWindow(policy)
+    window.hold("p", (1.0,)).close()
+    assert window.num_pairs_held == 0 and policy.states == {}
