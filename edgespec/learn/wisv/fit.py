@@ -137,6 +137,19 @@ def _metrics(
     }
 
 
+def _check_training_set(config: FitConfig, train: Any, baseline: DecisionHead | None) -> None:
+    """Something to learn from, and a baseline head of the data's input width."""
+    if train.target.sum() <= 0:
+        raise UserInputError(
+            f"--data {config.data[0]}: no critical mismatch among the training prompts"
+        )
+    if baseline is not None and baseline.w1.shape[0] != train.x.shape[1]:
+        raise UserInputError(
+            f"--baseline-head {config.baseline}: takes {baseline.w1.shape[0]} inputs, the "
+            f"data give {train.x.shape[1]}"
+        )
+
+
 def train_and_write(config: FitConfig) -> dict[str, Any]:
     """Relabel, train, evaluate on the held-out prompts and write ``NAME-head.json``,
     ``NAME-acceptance.json`` and ``NAME-metrics.json`` into ``config.out_dir``; the
@@ -155,15 +168,7 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     train_eps, val_eps, validation = _validation(data, groups, train_eps, settings)
     train = build_instances(data, train_eps, settings.draws, settings.budget, settings.seed)
     held = build_instances(data, held_eps, settings.draws, settings.budget, settings.seed + 1)
-    if train.target.sum() <= 0:
-        raise UserInputError(
-            f"--data {config.data[0]}: no critical mismatch among the training prompts"
-        )
-    if baseline is not None and baseline.w1.shape[0] != train.x.shape[1]:
-        raise UserInputError(
-            f"--baseline-head {config.baseline}: takes {baseline.w1.shape[0]} inputs, the "
-            f"data give {train.x.shape[1]}"
-        )
+    _check_training_set(config, train, baseline)
     start = time.perf_counter()
     widths = (data.draft_hidden.shape[1], data.target_hidden.shape[1])
     trained = _finite(lambda: train_head(train, *widths, settings, validation))
