@@ -15,6 +15,7 @@ from edgespec.learn.traces.records import (
     sent_acceptance,
     wasted_passes_per_round,
 )
+from edgespec.output_paths import write_text_atomically
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +120,7 @@ def write_summary_json(
     ]
     report = {"title": title, "gamma": gamma, "max_new_tokens": max_new_tokens, "summary": rows}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2) + "\n")
+    write_text_atomically(path, json.dumps(report, indent=2) + "\n")
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:

@@ -22,6 +22,10 @@ MAX_TIMEOUT_S = 86_400.0
 MAX_NEW_TOKENS_LIMIT = 2**32
 """``--max-new-tokens`` is below this: the wire carries it as uint32."""
 
+MAX_SESSIONS = 65_536
+"""The most ``--num-sessions`` (each a prompt held in memory and a session on the server,
+whose per-client quota refuses most runs far sooner)."""
+
 
 def default_client_id() -> str:
     """``drafting-server-<pid>-<8 hex>``: a client id of this process alone, so that drafting
@@ -104,6 +108,8 @@ def check_flags(args: argparse.Namespace) -> None:
     for name in ("num_sessions", "batch_size", "gamma", "max_new_tokens"):
         if getattr(args, name) < 1:
             raise ConfigError(name, f"must be >= 1, got {getattr(args, name)}")
+    if args.num_sessions > MAX_SESSIONS:
+        raise ConfigError("num_sessions", f"must be <= {MAX_SESSIONS:,}, got {args.num_sessions}")
     if args.max_new_tokens >= MAX_NEW_TOKENS_LIMIT:
         raise ConfigError(
             "max_new_tokens", f"must be below 2**32 (the wire's uint32), got {args.max_new_tokens}"

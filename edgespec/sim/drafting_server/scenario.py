@@ -114,6 +114,11 @@ def _at_least(where: str, value: float | None, minimum: float) -> None:
         raise ConfigError(where, f"must be >= {minimum}, got {value}")
 
 
+MAX_USERS = 10_000
+"""Users a drafting-server scenario may have: its planning time grows with their square
+(``edgespec sim zhu-pipeline pipeline.num_users=4000``: 40 s on a 2-core machine)."""
+
+
 def _validate_system(cfg: PipelineConfig) -> None:
     if not 0 < cfg.sbs_memory_gb < math.inf:
         raise ConfigError("pipeline.sbs_memory_gb", f"must be > 0, got {cfg.sbs_memory_gb}")
@@ -121,6 +126,12 @@ def _validate_system(cfg: PipelineConfig) -> None:
         raise ConfigError("pipeline.alpha", f"must be in [0, 1], got {cfg.alpha}")
     for name in ("num_users", "max_input_tokens", "max_output_tokens"):
         _at_least(f"pipeline.{name}", getattr(cfg, name), 1)
+    if cfg.num_users > MAX_USERS:
+        raise ConfigError(
+            "pipeline.num_users",
+            f"must be <= {MAX_USERS:,} (planning grows with the square of the users), "
+            f"got {cfg.num_users}",
+        )
 
 
 def _validate_planner(cfg: PlannerConfig) -> None:

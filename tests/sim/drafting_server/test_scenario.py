@@ -193,3 +193,13 @@ def test_a_wisp_scheduled_verifier_behind_a_stopping_drafting_server_runs() -> N
     assert all(t > 0 for t in run.result.task_tokens)
     assert run.result.makespan_s > run.result.upload_s
     assert report_lines(run)[4].startswith("MBS schedule: batching policy 'wisp'")
+
+
+def test_the_users_are_bounded_before_any_planning() -> None:
+    """Planning grows with the square of the users: 10**9 would never finish."""
+    with pytest.raises(ConfigError) as info:
+        pipeline_scenario_from_dict({"pipeline": {"num_users": 10_001}})
+    assert str(info.value) == (
+        "config field 'pipeline.num_users': must be <= 10,000 (planning grows with the square "
+        "of the users), got 10001"
+    )
