@@ -29,6 +29,7 @@ from edgespec.config.overrides import (
     parse_override,
 )
 from edgespec.config.spec import PolicySpec
+from edgespec.config.yaml_text import dump_yaml
 
 __all__ = [
     "ConfigError",
@@ -38,6 +39,7 @@ __all__ = [
     "RecordError",
     "apply_overrides",
     "at_field",
+    "dump_yaml",
     "from_dict",
     "key_path",
     "load_config",

@@ -164,6 +164,25 @@ for _name, _pattern, _first in _CORE_SCALARS:
 _Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
 
 
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, quoting a string exactly when :func:`load_yaml` would read it
+    plain as something else (``'0o17'``; PyYAML's own resolvers follow YAML 1.1)."""
+
+
+_Dumper.yaml_implicit_resolvers = {}
+for _name, _pattern, _first in _CORE_SCALARS:
+    _Dumper.add_implicit_resolver(
+        f"tag:yaml.org,2002:{_name}", re.compile(f"^(?:{_pattern})$"), _first
+    )
+
+
+def dump_yaml(value: Any, **options: Any) -> str:
+    """``yaml.safe_dump(value, **options)`` whose text :func:`load_yaml` reads back as
+    ``value``."""
+    text: str = yaml.dump(value, Dumper=_Dumper, **options)
+    return text
+
+
 def load_yaml(text: str, outer_depth: int = 0) -> Any:
     """The value of YAML ``text`` (module docstring), as if nested ``outer_depth``
     collections deep (an override's key path), for :data:`MAX_DEPTH`."""

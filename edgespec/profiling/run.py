@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from edgespec.config import dump_yaml
 from edgespec.hardware.cost_models import ModelArchitecture, available
 from edgespec.profiling.checkpoint import Checkpoint
 from edgespec.profiling.draft import DraftSample, measure_drafter, model_spec, per_token_s
@@ -204,7 +204,7 @@ def _header(result: ProfileResult, fit: LinearFit, what: str, command: str) -> s
 
 
 def _write(path: Path, header: str, data: dict[str, Any]) -> Path:
-    path.write_text(header + yaml.safe_dump(data, sort_keys=False))
+    path.write_text(header + dump_yaml(data, sort_keys=False))
     return path
 
 

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from edgespec.config import dump_yaml
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim.commands.run import run_scenario_dict
 from edgespec.sweeps.executor import SweepExecutor
@@ -48,5 +47,5 @@ def write_scenario(folder: Path, name: str, data: dict[str, Any]) -> str:
     """Write ``data`` as ``folder/name.yaml``; the path relative to the run folder."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    path.write_text(dump_yaml(data, sort_keys=False))
     return f"{folder.name}/{path.name}"

@@ -19,7 +19,14 @@ from typing import Any, TypeVar
 
 import yaml
 
-from edgespec.config import ConfigError, OverrideError, apply_overrides, key_path, load_yaml
+from edgespec.config import (
+    ConfigError,
+    OverrideError,
+    apply_overrides,
+    dump_yaml,
+    key_path,
+    load_yaml,
+)
 from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sweeps.executor import SerialExecutor, SweepExecutor
@@ -42,7 +49,7 @@ class SweepPoint:
 
 def override_text(key: str, value: Any) -> str:
     """``key=value`` text that ``edgespec.config.parse_override`` parses back to ``value``."""
-    dumped = yaml.safe_dump(value, default_flow_style=True, width=math.inf, allow_unicode=True)
+    dumped = dump_yaml(value, default_flow_style=True, width=math.inf, allow_unicode=True)
     dumped = dumped.removesuffix("\n...\n").strip()
     text = f"{key}={dumped}"
     if load_yaml(dumped) != value:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from edgespec.config import ConfigError, OverrideError, apply_overrides, parse_override, read_yaml
-from edgespec.config.yaml_text import MAX_DEPTH, MAX_NODES, load_yaml
+from edgespec.config.yaml_text import MAX_DEPTH, MAX_NODES, dump_yaml, load_yaml
 
 
 @pytest.mark.parametrize(
@@ -151,3 +151,19 @@ def test_an_alias_inside_the_value_it_names_is_refused(text: str) -> None:
     assert str(error.value).endswith(
         "cannot parse the value: alias *a is inside the value it names"
     )
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["0o17", "0x1F", "017", "1_000", "1e3", "~", "", "yes", "1:30", 1.5, 10**30, True, None,
+     {"name": "0o17", "gamma": [1, "2"]}],
+)  # fmt: skip
+def test_what_dump_yaml_writes_load_yaml_reads_back(value: object) -> None:
+    """PyYAML's own dumper quotes by YAML 1.1: '0o17' went out plain and came back as 15."""
+    assert load_yaml(dump_yaml(value)) == value
+
+
+def test_a_sweep_value_that_looks_like_a_number_survives_its_override_text() -> None:
+    from edgespec.sweeps.grid import override_text
+
+    assert override_text("name", "0o17") == "name='0o17'"

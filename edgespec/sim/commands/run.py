@@ -11,9 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from edgespec.config import apply_overrides, read_yaml
+from edgespec.config import apply_overrides, dump_yaml, read_yaml
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.sim.commands.flags import add_arguments as add_arguments
 from edgespec.sim.commands.flags import check_flags
@@ -206,7 +204,7 @@ def _write_run_folder(
         write_plots(out, metrics, *read_plot_columns(out))
     if args.rounds:
         write_attribution(out, read_rounds(out), plots=not args.no_plots)
-    (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (out / "scenario.yaml").write_text(dump_yaml(data, sort_keys=False))
 
 
 def semantic_fields(data: dict[str, Any], metrics: Any) -> dict[str, Any] | None:

@@ -9,8 +9,7 @@ import json
 import time
 from typing import Any
 
-import yaml
-
+from edgespec.config import dump_yaml
 from edgespec.errors import UserInputError
 from edgespec.sim.run_folder import claim_run_folder
 
@@ -51,7 +50,7 @@ def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any]) 
     wall_s = time.perf_counter() - started
     out.mkdir(parents=True, exist_ok=True)
     (out / "pipeline.json").write_text(json.dumps(run_record(run), indent=2) + "\n")
-    (out / "scenario.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    (out / "scenario.yaml").write_text(dump_yaml(data, sort_keys=False))
     console = Console()
     for line in report_lines(run):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
