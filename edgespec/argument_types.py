@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from edgespec.core.types import SEED_LIMIT
+from edgespec.core.types import SEED_LIMIT, UINT32_LIMIT
 
 
 def positive_int(text: str) -> int:
@@ -55,8 +55,8 @@ def token_ids(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(
             f"expected comma-separated token ids (integers >= 0), got {text!r}"
         )
-    if max(ids) >= 2**32:
-        position = next(i for i, t in enumerate(ids) if t >= 2**32)
+    if max(ids) >= UINT32_LIMIT:
+        position = next(i for i, t in enumerate(ids) if t >= UINT32_LIMIT)
         raise argparse.ArgumentTypeError(
             f"token {position} (id {ids[position]}) is over 2**32 - 1, the largest id the "
             "wire carries"

@@ -22,7 +22,16 @@ MAX_NAMED = 8
 
 def output_folder(text: str) -> Path:
     """A folder to write into: it may exist (as a folder) or not; a file at the path, or a
-    file where one of its parent folders would be, is refused."""
+    file where one of its parent folders would be, is refused, and so are an empty path
+    (which would be this folder) and one that is not UTF-8 (record files' writers need
+    UTF-8 paths)."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty (give . for this folder)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+        raise argparse.ArgumentTypeError(f"{shown} is not valid UTF-8; give a UTF-8 path") from None
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")

@@ -21,6 +21,9 @@ SEED_LIMIT = 2**63
 command line's ``--seed`` flags, a drafter's ``link_seed`` and the OpenAI endpoint's
 ``seed`` are held to it)."""
 
+UINT32_LIMIT = 2**32
+"""Token ids and ``max_new_tokens`` are below this: the wire carries them as uint32."""
+
 
 @dataclass(frozen=True, slots=True)
 class SamplingParams:

@@ -126,7 +126,6 @@ class WisvDataset:
         an ``.npz`` archive, an array missing, arrays whose shapes disagree) is a
         :class:`ValueError` naming the file and the problem
         (:mod:`edgespec.learn.wisv.dataset_checks`)."""
-
         arrays = read_arrays(path)
         check_arrays(path, arrays)
         try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,10 +73,8 @@ class ShardStore:
             "seconds": capture.seconds,
             "continuation_tokens": capture.continuation_tokens,
         }
-        final = self.path(capture.prompt_index)
-        temporary = final.with_name(f".{final.name}.tmp")
-        WisvDataset.from_captures([capture], meta).save(temporary)
-        os.replace(temporary, final)
+        # save is atomic: a file there is a whole prompt's
+        WisvDataset.from_captures([capture], meta).save(self.path(capture.prompt_index))
 
     def load(self, prompt_index: int) -> WisvDataset:
         from edgespec.learn.wisv.dataset import WisvDataset

@@ -44,10 +44,7 @@ def run(args: argparse.Namespace) -> int:
     except RequestError as exc:
         print(exc.client_line("drafting-server"), file=sys.stderr)
         return 1
-    except KeyboardInterrupt:  # Ctrl-C, once the sessions are closed (run_drafting_server)
-        print("edgespec drafting-server: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
-    except _Terminated:
+    except _Terminated:  # Ctrl-C is cli.main's, once the sessions are closed
         print("edgespec drafting-server: terminated", file=sys.stderr)
         return 128 + signal.SIGTERM
     finally:

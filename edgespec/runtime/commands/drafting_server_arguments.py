@@ -10,6 +10,7 @@ import secrets
 
 from edgespec.argument_types import token_ids
 from edgespec.arguments import add_device_arguments, add_threads, add_verbose
+from edgespec.core.types import UINT32_LIMIT
 from edgespec.output_paths import output_file
 
 MAX_CLIENT_ID_CHARS = 100
@@ -18,9 +19,6 @@ the server's 128 characters."""
 
 MAX_TIMEOUT_S = 86_400.0
 """The longest ``--timeout-s`` (a day)."""
-
-MAX_NEW_TOKENS_LIMIT = 2**32
-"""``--max-new-tokens`` is below this: the wire carries it as uint32."""
 
 MAX_SESSIONS = 65_536
 """The most ``--num-sessions`` (each a prompt held in memory and a session on the server,
@@ -110,7 +108,7 @@ def check_flags(args: argparse.Namespace) -> None:
             raise ConfigError(name, f"must be >= 1, got {getattr(args, name)}")
     if args.num_sessions > MAX_SESSIONS:
         raise ConfigError("num_sessions", f"must be <= {MAX_SESSIONS:,}, got {args.num_sessions}")
-    if args.max_new_tokens >= MAX_NEW_TOKENS_LIMIT:
+    if args.max_new_tokens >= UINT32_LIMIT:
         raise ConfigError(
             "max_new_tokens", f"must be below 2**32 (the wire's uint32), got {args.max_new_tokens}"
         )

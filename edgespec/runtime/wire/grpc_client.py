@@ -11,6 +11,7 @@ from typing import Any
 
 import grpc
 
+from edgespec.core.types import UINT32_LIMIT
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
@@ -156,14 +157,14 @@ def _check_uint32s(spec: SessionSpec) -> SessionSpec:
     """``spec`` when its prompt ids and ``max_new_tokens`` fit the wire's uint32; else
     ``INVALID_ARGUMENT`` naming the value (protobuf's own refusal names no field)."""
     ids, budget = spec.prompt_token_ids, spec.sampling.max_new_tokens
-    if ids and not 0 <= min(ids) <= max(ids) < 2**32:
-        position = next(i for i, t in enumerate(ids) if not 0 <= t < 2**32)
+    if ids and not 0 <= min(ids) <= max(ids) < UINT32_LIMIT:
+        position = next(i for i, t in enumerate(ids) if not 0 <= t < UINT32_LIMIT)
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT,
             f"prompt token {position} (id {ids[position]}) is outside [0, 2**32), the ids "
             "the wire carries (uint32)",
         )
-    if not 0 <= budget < 2**32:
+    if not 0 <= budget < UINT32_LIMIT:
         raise RequestError(
             ErrorCode.INVALID_ARGUMENT,
             f"max_new_tokens {budget} is outside [0, 2**32), what the wire carries (uint32)",

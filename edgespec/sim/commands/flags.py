@@ -10,8 +10,6 @@ default to ``None`` in the parser so a given flag can be told from its default;
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 from typing import Any
 
 from edgespec.argument_types import positive_int
@@ -33,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "then key.path=value overrides",
     )
     parser.add_argument(
-        "--out", type=out_folder, default=None, help="run folder (default runs/<name>-<time>)"
+        "--out", type=output_folder, default=None, help="run folder (default runs/<name>-<time>)"
     )
     parser.add_argument(
         "--overwrite",
@@ -104,19 +102,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--address", help="Ray cluster address (--engine ray; default: a local Ray)"
     )
-
-
-def out_folder(text: str) -> Path:
-    """``--out``: :func:`~edgespec.output_paths.output_folder`, but not empty (which would
-    be this folder) and UTF-8 (the record files' writer needs UTF-8 paths)."""
-    if not text:
-        raise argparse.ArgumentTypeError("must not be empty (give . for this folder)")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = os.fsencode(text).decode("utf-8", "backslashreplace")
-        raise argparse.ArgumentTypeError(f"{shown} is not valid UTF-8; give a UTF-8 path") from None
-    return output_folder(text)
 
 
 MODES = {"--sweep": "sweep", "--capacity": "capacity", "--shards": "shards"}
