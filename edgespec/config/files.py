@@ -1,6 +1,8 @@
 """Config and data files: a YAML mapping and JSONL records, with errors naming the file
 (and line). YAML text is read as :func:`.yaml_text.load_yaml` reads it (YAML 1.2 core
-scalars, unique keys, bounded depth and size); a file's text must be UTF-8."""
+scalars, unique keys, bounded depth and size); a file's text must be UTF-8. Both are
+bounded while read: a YAML file at :data:`MAX_YAML_BYTES`, a JSONL line at
+:data:`MAX_JSONL_LINE_BYTES`."""
 
 from __future__ import annotations
 
@@ -14,7 +16,23 @@ import yaml
 from edgespec.config.errors import ConfigFileError, RecordError
 from edgespec.config.yaml_text import YamlRefused, load_yaml
 
-__all__ = ["load_yaml", "read_jsonl", "read_text", "read_yaml"]
+__all__ = [
+    "MAX_JSONL_LINE_BYTES",
+    "MAX_YAML_BYTES",
+    "load_yaml",
+    "read_jsonl",
+    "read_text",
+    "read_yaml",
+]
+
+MAX_YAML_BYTES = 64 * 2**20
+"""The largest YAML file :func:`read_yaml` reads (64 MiB): the ones edgespec ships and
+writes (scenarios, presets, profiles, reproduction jobs) are a few kB; a larger file is
+refused after reading at most one byte more, never read whole."""
+
+MAX_JSONL_LINE_BYTES = 64 * 2**20
+"""The longest line :func:`read_jsonl` reads (64 MiB, its ``\\n`` not counted): a
+trace record is a few kB; a longer line is refused after reading at most one byte more."""
 
 
 def _check_file(file: Path, what: str) -> None:
@@ -48,10 +66,27 @@ def read_text(path: str | Path, what: str = "file") -> str:
     return _decoded(file, file.read_bytes())
 
 
+def _read_at_most(file: Path, limit: int, what: str) -> bytes:
+    """The bytes of ``file``, read at most ``limit + 1`` of them: a ConfigFileError when
+    there are more than ``limit`` (``what`` is the kind of file, for the message)."""
+    with file.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ConfigFileError(str(file), f"larger than {_size(limit)}, the limit for {what}")
+    return data
+
+
+def _size(limit: int) -> str:
+    """``limit`` bytes in words: ``64 MiB`` for whole MiB, else ``10 bytes``."""
+    return f"{limit // 2**20} MiB" if limit and limit % 2**20 == 0 else f"{limit:,} bytes"
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping, with errors that name the file."""
+    """Read a YAML mapping, with errors that name the file; a file over
+    :data:`MAX_YAML_BYTES` is refused."""
     file = Path(path)
-    text = read_text(file)
+    _check_file(file, "file")
+    text = _decoded(file, _read_at_most(file, MAX_YAML_BYTES, "a YAML file"))
     try:
         data = load_yaml(text)
     except yaml.YAMLError as exc:
@@ -80,13 +115,17 @@ def _yaml_problem(file: Path, exc: yaml.YAMLError) -> tuple[str, str]:
 
 def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]]:
     """Yield ``(where, object)`` for each non-blank line of a JSONL file, ``where`` being
-    ``name:line`` for error messages; a missing file, a folder, text that is not UTF-8 or
-    a bad line is a ConfigFileError."""
+    ``name:line`` for error messages; a missing file, a folder, text that is not UTF-8, a
+    line longer than :data:`MAX_JSONL_LINE_BYTES` (``file:line``) or a bad line is a
+    ConfigFileError."""
     file = Path(path)
     _check_file(file, what)
-    offset = 0
+    limit, offset = MAX_JSONL_LINE_BYTES, 0
     with file.open("rb") as fh:
-        for line_no, data in enumerate(fh, start=1):
+        for line_no, data in enumerate(iter(lambda: fh.readline(limit + 1), b""), start=1):
+            if len(data) > limit and data[limit:] != b"\n":
+                problem = f"line longer than {_size(limit)}, the limit for a JSONL line"
+                raise ConfigFileError(f"{file}:{line_no}", problem)
             line = _decoded(file, data, offset)
             offset += len(data)
             if not line.strip():

@@ -22,6 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from edgespec.config import read_text
 from edgespec.errors import UserInputError
 from edgespec.profiling.residuals import SAMPLES_FORMAT, Point, points
 
@@ -102,7 +103,14 @@ def load_samples(path: Path | None = None) -> MeasuredSamples:
         return from_document(json.loads(shipped_path().read_text()), f"bundled {SHIPPED}")
     if not path.is_file():
         raise UserInputError(f"{path}: no such samples file")
-    return from_document(json.loads(path.read_text()), str(path))
+    text = read_text(path, "samples file")  # not UTF-8: one line naming the file
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from exc
+    if not isinstance(doc, dict):
+        raise UserInputError(f"{path}: not a JSON object (a profile report or samples file)")
+    return from_document(doc, str(path))
 
 
 def samples_document(

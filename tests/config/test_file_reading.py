@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from edgespec.cli import main
-from edgespec.config import ConfigError, read_jsonl, read_text, read_yaml
+from edgespec.config import ConfigError, files, read_jsonl, read_text, read_yaml
 from tests.sim.helpers import tiny_scenario
 
 QUIET = ["--quiet", "--no-plots", "--overwrite"]
@@ -84,3 +85,77 @@ def test_sim_says_what_is_wrong_with_a_file_or_override_in_one_line(
     assert main(["sim", *args, *QUIET, "--out", "run"]) == 2
     assert capsys.readouterr().err == f"edgespec sim: {message}\n"
     assert not os.path.exists(in_tmp / "run" / "metrics.json")
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The byte counts each ``read``/``readline`` of a file opened by ``Path.open`` returned."""
+    got: list[int] = []
+    real_open = Path.open
+
+    class Spy:
+        def __init__(self, fh: Any) -> None:
+            self.fh = fh
+
+        def __enter__(self) -> Spy:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+        def read(self, size: int = -1) -> bytes:
+            got.append(len(data := self.fh.read(size)))
+            return data  # type: ignore[no-any-return]
+
+        def readline(self, size: int = -1) -> bytes:
+            got.append(len(data := self.fh.readline(size)))
+            return data  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Path, "open", lambda self, *a, **k: Spy(real_open(self, *a, **k)))
+    return got
+
+
+def test_a_yaml_file_over_the_limit_is_refused_while_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was read whole, however large."""
+    monkeypatch.setattr(files, "MAX_YAML_BYTES", 16)
+    fits, big = tmp_path / "fits.yaml", tmp_path / "big.yaml"
+    fits.write_text("a: 1\nb: 22222222")  # 16 bytes
+    big.write_text("a: 1\n" + "b: 2\n" * 100_000)
+    assert read_yaml(fits) == {"a": 1, "b": 22222222}
+    reads = _reads(monkeypatch)
+    with pytest.raises(ConfigError) as error:
+        read_yaml(big)
+    assert str(error.value) == f"{big}: larger than 16 bytes, the limit for a YAML file"
+    assert sum(reads) == 17
+    assert files.MAX_YAML_BYTES == 16 and files._size(64 * 2**20) == "64 MiB"
+
+
+def test_sim_refuses_a_scenario_over_the_limit_in_one_line(
+    in_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(files, "MAX_YAML_BYTES", 64)
+    assert main(["sim", "k=v.yaml", *QUIET, "--out", "run"]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec sim: k=v.yaml: larger than 64 bytes, the limit for a YAML file\n"
+    )
+
+
+def test_a_jsonl_line_over_the_limit_is_refused_naming_file_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was read whole, however long; a line of exactly the limit (its newline not counted)
+    is read, at the end of the file too."""
+    monkeypatch.setattr(files, "MAX_JSONL_LINE_BYTES", 16)
+    path, fits = tmp_path / "t.jsonl", tmp_path / "fits.jsonl"
+    path.write_bytes(b'{"a": 123456789}\n{"b": 12345678}\n{"c": 1234567890}' + b" " * 10**6)
+    fits.write_bytes(b'{"b": 12345678}\n{"a": 123456789}')
+    assert [obj for _, obj in read_jsonl(fits)] == [{"b": 12345678}, {"a": 123456789}]
+    reads = _reads(monkeypatch)
+    records = read_jsonl(path, "trace file")
+    assert next(records) == ("t.jsonl:1", {"a": 123456789})
+    assert next(records) == ("t.jsonl:2", {"b": 12345678})
+    with pytest.raises(ConfigError) as error:
+        next(records)
+    assert str(error.value) == f"{path}:3: line longer than 16 bytes, the limit for a JSONL line"
+    assert reads == [17, 16, 17]

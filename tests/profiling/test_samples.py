@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from edgespec.cli import main
 from edgespec.errors import UserInputError
 from edgespec.profiling import samples as ps
 
@@ -87,3 +88,20 @@ def test_bad_documents_are_refused_naming_the_file(doc: dict[str, Any], message:
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(UserInputError, match="no-such.json: no such samples file"):
         ps.load_samples(tmp_path / "no-such.json")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"samples": "\xe9"}', "{path}: not UTF-8 text (byte 0xe9 at offset 13)"),  # a traceback
+        (b'{"samples":\n[1,', "{path}:2: not JSON (Expecting value)"),
+        (b"[1, 2]", "{path}: not a JSON object (a profile report or samples file)"),
+    ],
+)
+def test_wisp_estimator_refuses_an_unreadable_samples_file_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, message: str
+) -> None:
+    path = tmp_path / "s.json"
+    path.write_bytes(data)
+    assert main(["reproduce", "wisp-estimator", "--samples", str(path)]) == 2
+    assert capsys.readouterr().err == f"edgespec reproduce: {message.format(path=path)}\n"

@@ -18,8 +18,7 @@ import math
 import shlex
 import sys
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +64,15 @@ class AwcTrainSettings:
     weight_decay: float = 1e-2
     batch_size: int = 256
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("width", "epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
+            raise ValueError(f"learning_rate must be a finite number > 0, got {self.learning_rate}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay}")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -162,71 +170,49 @@ def torch_predict(net: WcDnnNet, model: WcDnn, features: npt.NDArray[np.float64]
     return np.asarray(out, dtype=np.float64)
 
 
-def evaluate(model: WcDnn, data: AwcDataset) -> dict[str, float]:
+class AwcReport(TypedDict):
+    """:func:`evaluate`'s report of one side (train or held out)."""
+
+    rows: float
+    scenarios: float
+    mae_gamma: float
+    accuracy: float
+    mode_accuracy: float
+    fused_share: float
+    fused_recall: float | None
+    """``None`` (JSON ``null``) when the side has no fused label."""
+
+
+def evaluate(model: WcDnn, data: AwcDataset) -> AwcReport:
     """MAE of the raw γ, accuracy of the rounded, clamped decision (1 = fused), the
     accuracy of its mode alone (fused or distributed: DSD's two-way choice), fused recall
-    and the share of fused labels."""
+    (``None`` when ``data`` has no fused label: JSON ``null``) and the share of fused
+    labels."""
     raw = model.predict(data.features)
     settings = AwcSettings()
     chosen = np.array([round_gamma(min(12.0, max(1.0, r)), settings) for r in raw])
-    return {
-        "rows": float(len(data.labels)),
-        "scenarios": float(len(np.unique(data.scenario_ids))),
-        "mae_gamma": float(np.mean(np.abs(raw - data.labels))),
-        "accuracy": float(np.mean(chosen == data.labels)),
-        "mode_accuracy": float(np.mean((chosen == 1) == (data.labels == 1))),
-        "fused_share": float(np.mean(data.labels == 1)),
-        "fused_recall": float(np.mean(chosen[data.labels == 1] == 1))
+    return AwcReport(
+        rows=float(len(data.labels)),
+        scenarios=float(len(np.unique(data.scenario_ids))),
+        mae_gamma=float(np.mean(np.abs(raw - data.labels))),
+        accuracy=float(np.mean(chosen == data.labels)),
+        mode_accuracy=float(np.mean((chosen == 1) == (data.labels == 1))),
+        fused_share=float(np.mean(data.labels == 1)),
+        fused_recall=float(np.mean(chosen[data.labels == 1] == 1))
         if np.any(data.labels == 1)
-        else float("nan"),
-    }
-
-
-def check_features(folder: Path, contexts: dict[str, list[Any]]) -> None:
-    """Each feature column present with a value somewhere, and no ±inf in it (NaN is a
-    missing value, imputed): a bad value is refused naming its file, column and row."""
-    from edgespec.errors import UserInputError
-
-    for name in AWC_FEATURE_NAMES:
-        if name not in contexts:
-            raise UserInputError(f"{folder}: the contexts have no column {name!r}")
-        values = np.asarray(contexts[name], dtype=np.float64)
-        if values.size and np.isnan(values).all():
-            raise UserInputError(f"{folder}: column {name!r} has no value (every row is NaN)")
-        bad = np.flatnonzero(np.isinf(values))
-        if bad.size:
-            file, row = _row_file(folder, int(bad[0]))
-            raise UserInputError(
-                f"{file}: column {name!r}, row {row} (from 0) is {values[bad[0]]}; "
-                "features must be finite numbers (NaN for a missing one)"
-            )
-
-
-def _row_file(folder: Path, row: int) -> tuple[Path, int]:
-    """The file of ``folder`` (in :func:`read_parquet_dir`'s order) holding its ``row``-th
-    row, and the row's place in that file."""
-    import pyarrow.parquet as pq
-
-    for path in sorted(folder.glob("*.parquet")):
-        rows = pq.read_metadata(path).num_rows
-        if row < rows:
-            return path, row
-        row -= rows
-    raise IndexError(f"{folder} has no row {row}")
+        else None,
+    )
 
 
 def run_training(args: argparse.Namespace) -> int:
     from edgespec.errors import UserInputError
-    from edgespec.learn.awc.tables import read_parquet_dir, read_parquet_file
+    from edgespec.learn.awc.inputs import label_weights, read_contexts, read_labels
     from edgespec.output_paths import write_text_atomically
 
     torch.set_num_threads(args.threads)
-    labels_table = read_parquet_file(args.data / "labels.parquet")
-    labels = dict(zip(labels_table["scenario_id"], labels_table["label_gamma"], strict=True))
-    weights = _label_weights(args.data / "labels.json")
-    contexts = read_parquet_dir(args.data / "contexts")
-    check_features(args.data / "contexts", contexts)
-    data = join_labels(contexts, labels)
+    labels = read_labels(args.data / "labels.parquet")
+    weights = label_weights(args.data / "labels.json")
+    data = join_labels(read_contexts(args.data / "contexts"), labels)
     if len(np.unique(data.scenario_ids)) < 2:
         raise UserInputError(f"{args.data}: need at least two labelled scenarios")
     train, held = split_by_scenario(data, args.holdout, args.seed)
@@ -246,28 +232,16 @@ def run_training(args: argparse.Namespace) -> int:
     }
     model = WcDnn(model.mean, model.scale, model.input, model.blocks, model.output, meta)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(args.out, json.dumps(model.to_json(), separators=(",", ":")) + "\n")
+    text = json.dumps(model.to_json(), separators=(",", ":"), allow_nan=False)  # strict JSON
+    write_text_atomically(args.out, text + "\n")
     print(json.dumps(report, indent=1))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
 
-def _label_weights(path: Path) -> Any:
-    """The ``weights`` of ``labels.json`` (recorded in the model's metadata), read before
-    training: a missing or malformed file is an error naming it."""
-    from edgespec.errors import UserInputError
-
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))["weights"]
-    except OSError as exc:
-        raise UserInputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UserInputError(f"{path}: not an awc-data labels file ({exc!r})") from exc
-
-
 def _train_finite(
     train: AwcDataset, held: AwcDataset, settings: AwcTrainSettings
-) -> tuple[WcDnn, dict[str, dict[str, float]]]:
+) -> tuple[WcDnn, dict[str, AwcReport]]:
     """The trained model and its report, refused (nothing is written) when the training
     diverged: a weight, or the MAE (the L1 loss) on either side, not a finite number."""
     from edgespec.errors import UserInputError

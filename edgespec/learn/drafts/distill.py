@@ -56,6 +56,12 @@ class TrainSettings:
     seed: int = 0
     time_budget_s: float | None = None
 
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
+            raise ValueError(f"learning_rate must be a finite number > 0, got {self.learning_rate}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay}")
+
 
 def init_draft(
     target_embeddings: torch.Tensor,

@@ -33,6 +33,7 @@ dataset, exported as a numpy :class:`~edgespec.policies.semantic.head.DecisionHe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,8 +104,10 @@ class TrainSettings:
                 f"validation must be in [0, 1) and patience >= 1, got {self.validation} "
                 f"and {self.patience}"
             )
-        if self.learning_rate <= 0 or self.weight_decay < 0:
-            raise ValueError("the learning rate must be > 0 and the weight decay >= 0")
+        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
+            raise ValueError(f"learning_rate must be a finite number > 0, got {self.learning_rate}")
+        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
+            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay}")
         if self.budget not in BUDGETS:
             raise ValueError(f"unknown budget {self.budget!r}: known are {', '.join(BUDGETS)}")
 

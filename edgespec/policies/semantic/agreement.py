@@ -21,6 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from edgespec.config import ConfigFileError, read_text
+
 REQUIRED_AGREEMENT = 0.95
 """The shipped default keeps the target's final answer on at least this share."""
 AGREEMENT_FILE = "gemma3-270m-agreement.json"
@@ -77,11 +79,17 @@ def bundled_path() -> Path:
 
 
 def load_agreement(path: Path | None = None) -> AgreementTable | None:
-    """The measured table (the bundled one by default); ``None`` when there is none."""
+    """The measured table (the bundled one by default); ``None`` when there is none. A file
+    that is not UTF-8 JSON is a :class:`ConfigFileError` naming it."""
     path = bundled_path() if path is None else path
     if not path.is_file():
         return None
-    return AgreementTable.from_json(json.loads(path.read_text()), str(path))
+    text = read_text(path, "agreement table")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigFileError(f"{path}:{exc.lineno}", f"not JSON ({exc.msg})") from exc
+    return AgreementTable.from_json(data, str(path))
 
 
 BUNDLED_DRAFT_PREFIX = "gemma3-270m"

@@ -19,7 +19,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from edgespec.config import ConfigError
+from edgespec.config import ConfigError, at_field, read_text
 from edgespec.policies.semantic.csi import ChannelState
 
 TRAIN_COMMAND = "edgespec train wisv"
@@ -139,6 +139,10 @@ def load_reject_table(name: str, field: str = "verification.table") -> RejectSha
             "writes the Gemma 3 270M head's, edgespec/data/wisv/gemma3-270m-acceptance.json",
         )
     try:
-        return parse_reject_table(json.loads(path.read_text()), str(path))
-    except (ValueError, json.JSONDecodeError) as exc:
+        text = read_text(path, "reject-share table")  # UTF-8, else named: not a traceback
+    except ConfigError as exc:
+        raise at_field(exc, field) from exc
+    try:
+        return parse_reject_table(json.loads(text), str(path))
+    except ValueError as exc:  # json.JSONDecodeError is one
         raise ConfigError(field, f"{path}: {exc}") from exc

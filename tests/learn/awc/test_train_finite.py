@@ -126,3 +126,26 @@ def test_a_missing_labels_json_is_an_error_before_training(
     assert capsys.readouterr().err == (
         f"edgespec train: {data / 'labels.json'}: cannot read (No such file or directory)\n"
     )
+
+
+def _strict(text: str) -> Any:
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{constant} in strict JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_split_without_fused_labels_reports_null_recall_in_strict_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was ``"fused_recall":NaN`` in the model file and the printed report."""
+    data, out = _dataset(tmp_path / "d"), tmp_path / "wc-dnn.json"
+    write_parquet({"scenario_id": list(range(5)), "label_gamma": [2, 3, 4, 2, 3]},
+                  data / "labels.parquet")  # fmt: skip
+    assert _train(data, out, "--width", "8") == 0
+    report = _strict(out.read_text())["metadata"]["report"]
+    assert report["train"]["fused_recall"] is None
+    assert report["held_out"]["fused_recall"] is None
+    assert report["held_out"]["fused_share"] == 0.0
+    assert _strict(capsys.readouterr().out) == report
+    assert load_wc_dnn(str(out)).metadata["report"] == report

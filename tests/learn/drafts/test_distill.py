@@ -114,3 +114,25 @@ def test_training_reduces_loss_and_learns_a_toy_continuation() -> None:
         after, correct, counted = batch_loss(draft, samples, settings)
     assert float(after) < 0.25 * float(before)
     assert correct == counted == 24
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"learning_rate": float("inf")}, "learning_rate must be a finite number > 0, got inf"),
+        ({"learning_rate": float("nan")}, "learning_rate must be a finite number > 0, got nan"),
+        ({"learning_rate": 0.0}, "learning_rate must be a finite number > 0, got 0.0"),
+        ({"learning_rate": -1e-3}, "learning_rate must be a finite number > 0, got -0.001"),
+        ({"weight_decay": -0.1}, "weight_decay must be a finite number >= 0, got -0.1"),
+        ({"weight_decay": float("nan")}, "weight_decay must be a finite number >= 0, got nan"),
+        ({"weight_decay": float("-inf")}, "weight_decay must be a finite number >= 0, got -inf"),
+    ],
+)
+def test_train_settings_refuse_a_bad_rate_built_directly(
+    change: dict[str, float], message: str
+) -> None:
+    """Was accepted: only the CLI flags refused inf and nan."""
+    with pytest.raises(ValueError) as error:
+        TrainSettings(**change)  # type: ignore[arg-type]
+    assert str(error.value) == message
+    assert TrainSettings(learning_rate=1e-9, weight_decay=0.0).weight_decay == 0.0

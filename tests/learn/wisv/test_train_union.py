@@ -114,3 +114,21 @@ def test_the_train_command_takes_several_datasets(tmp_path: Path) -> None:
     for side in ("train", "held_out"):
         assert again["baseline"][side] == pytest.approx(metrics["report"][side], abs=1e-6)
     assert main([*args, "--baseline-head", str(tmp_path / "none.json")]) == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"learning_rate": float("inf")}, "learning_rate must be a finite number > 0, got inf"),
+        ({"learning_rate": float("nan")}, "learning_rate must be a finite number > 0, got nan"),
+        ({"learning_rate": 0.0}, "learning_rate must be a finite number > 0, got 0.0"),
+        ({"weight_decay": -0.1}, "weight_decay must be a finite number >= 0, got -0.1"),
+        ({"weight_decay": float("nan")}, "weight_decay must be a finite number >= 0, got nan"),
+        ({"weight_decay": float("inf")}, "weight_decay must be a finite number >= 0, got inf"),
+    ],
+)
+def test_train_settings_refuse_a_bad_rate_naming_it(change: dict[str, float], message: str) -> None:
+    """Was accepted (NaN, inf), or refused without naming the field and value."""
+    with pytest.raises(ValueError) as error:
+        TrainSettings(**change)  # type: ignore[arg-type]
+    assert str(error.value) == message

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from edgespec.config import ConfigFileError
 from edgespec.policies.semantic.agreement import (
     AgreementTable,
     agreement_note,
@@ -114,3 +115,20 @@ def test_the_bundled_pairs_draft_gets_the_shipped_default_and_is_told_what_it_ke
     assert capsys.readouterr().err.startswith(
         "edgespec draft: WISV threshold T = 1, the bundled Gemma 3 270M head's shipped default"
     )
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"cells": "\xff"}', "{path}: not UTF-8 text (byte 0xff at offset 11)"),  # a traceback
+        (b'{"cells":\n[', "{path}:2: not JSON (Expecting value)"),
+    ],
+)
+def test_an_unreadable_agreement_table_is_one_error_naming_the_file(
+    tmp_path: Path, data: bytes, message: str
+) -> None:
+    path = tmp_path / "agreement.json"
+    path.write_bytes(data)
+    with pytest.raises(ConfigFileError) as error:
+        load_agreement(path)
+    assert str(error.value) == message.format(path=path)

@@ -1,0 +1,51 @@
+"""A reject-share table that cannot be read as UTF-8 JSON: one error at the config field,
+naming the file (was a UnicodeDecodeError's own words, or mojibake in another locale)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgespec.cli import main
+from edgespec.config import ConfigError
+from edgespec.sim.model.reject_table import load_reject_table
+from tests.sim.helpers import tiny_scenario
+
+
+def test_a_table_that_is_not_utf8_is_refused_at_the_field_naming_the_byte(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "head-acceptance.json"
+    path.write_bytes(b'{"thresholds": "\xff"}')
+    with pytest.raises(ConfigError) as error:
+        load_reject_table(str(path))
+    assert error.value.path == "verification.table"
+    assert str(error.value) == (
+        f"config field 'verification.table': {path}: not UTF-8 text (byte 0xff at offset 16)"
+    )
+
+
+def test_sim_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("s.yaml").write_text(yaml.safe_dump(tiny_scenario(duration_s=1.0)))
+    Path("t.json").write_bytes(b"\xe9")
+    table = "verification={rule: semantic, table: t.json}"
+    assert main(["sim", "s.yaml", table, "--quiet", "--no-plots", "--out", "run"]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec sim: config field 'verification.table': t.json: not UTF-8 text "
+        "(byte 0xe9 at offset 0)\n"
+    )
+
+
+def test_a_table_that_is_not_json_is_still_refused_at_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "head-acceptance.json"
+    path.write_text('{"thresholds": [')
+    with pytest.raises(ConfigError) as error:
+        load_reject_table(str(path))
+    assert str(error.value) == (
+        f"config field 'verification.table': {path}: Expecting value: line 1 column 17 (char 16)"
+    )
