@@ -1,11 +1,17 @@
-"""Test-suite wide settings: slow tests run only when EDGESPEC_SLOW=1; the files that take
-longest run first."""
+"""Test-suite wide settings: one torch thread per process, slow tests run only when
+EDGESPEC_SLOW=1, the files that take longest first."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+"""One torch thread per process (the runtime's tests also set it in-process): `make test`
+runs two workers on two cores, and every worker or `edgespec` process the tests start
+would otherwise run one thread per core, each stealing the other's core (a tenth of the
+run's wall time on the 2-core machine). Set it before the run to choose otherwise."""
 
 LONGEST_FIRST = (
     "tests/runtime/server/test_lossless_batching.py",

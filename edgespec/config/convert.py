@@ -5,6 +5,7 @@ dataclass's own ``validate()`` run after construction."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -112,11 +113,18 @@ def _convert_scalar(tp: Any, value: Any, path: str) -> Any:
     return tp(value) if tp in (float, Path) else value
 
 
+@functools.cache
+def _type_hints(cls: type) -> dict[str, Any]:
+    """``cls``'s resolved field types (resolving them is most of a small config's checking:
+    a sweep checks every point's scenario)."""
+    return typing.get_type_hints(cls)
+
+
 def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     """Build dataclass ``cls`` from a mapping, validating names, types and ranges."""
     if not isinstance(data, Mapping):
         raise ConfigError(path, f"expected a mapping, got {_describe(data)}")
-    hints = typing.get_type_hints(cls)
+    hints = _type_hints(typing.cast(type, cls))
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
