@@ -1,8 +1,8 @@
 """Config and data files: a YAML mapping and JSONL records, with errors naming the file
 (and line). YAML text is read as :func:`.yaml_text.load_yaml` reads it (YAML 1.2 core
-scalars, unique keys, bounded depth and size); a file's text must be UTF-8. Both are
+scalars, unique keys, bounded depth and size); a file's text must be UTF-8. All are
 bounded while read: a YAML file at :data:`MAX_YAML_BYTES`, a JSONL line at
-:data:`MAX_JSONL_LINE_BYTES`."""
+:data:`MAX_JSONL_LINE_BYTES`, other text at :data:`MAX_TEXT_BYTES`."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from edgespec.config.yaml_text import YamlRefused, load_yaml
 
 __all__ = [
     "MAX_JSONL_LINE_BYTES",
+    "MAX_TEXT_BYTES",
     "MAX_YAML_BYTES",
     "load_yaml",
     "read_jsonl",
@@ -29,6 +30,13 @@ MAX_YAML_BYTES = 64 * 2**20
 """The largest YAML file :func:`read_yaml` reads (64 MiB): the ones edgespec ships and
 writes (scenarios, presets, profiles, reproduction jobs) are a few kB; a larger file is
 refused after reading at most one byte more, never read whole."""
+
+MAX_TEXT_BYTES = 256 * 2**20
+"""The largest file :func:`read_text` reads unless its caller says otherwise (256 MiB):
+the files read through it (reject-share and agreement tables, latency samples, WC-DNN and
+stop-predictor weights) are at most a few MB (the bundled WC-DNN, width 64: 354 kB; a
+WC-DNN file grows with the square of ``--width``, about 90 MB at width 1024); a larger
+file is refused after reading at most one byte more, never read whole."""
 
 MAX_JSONL_LINE_BYTES = 64 * 2**20
 """The longest line :func:`read_jsonl` reads (64 MiB, its ``\\n`` not counted): a
@@ -45,7 +53,10 @@ def _check_file(file: Path, what: str) -> None:
 
 
 def _a(what: str) -> str:
-    return what if what.startswith(("a ", "an ")) else f"a {what}"
+    """``what`` with its article: ``a file``, ``an agreement table``."""
+    if what.startswith(("a ", "an ")):
+        return what
+    return f"{'an' if what[:1].lower() in ('a', 'e', 'i', 'o', 'u') else 'a'} {what}"
 
 
 def _decoded(file: Path, data: bytes, offset: int = 0) -> str:
@@ -58,12 +69,14 @@ def _decoded(file: Path, data: bytes, offset: int = 0) -> str:
         raise ConfigFileError(str(file), f"not UTF-8 text ({byte})") from None
 
 
-def read_text(path: str | Path, what: str = "file") -> str:
-    """The UTF-8 text of file ``path``; a ConfigFileError when it is missing, a folder or
-    not UTF-8 (``"<what> not found"``)."""
+def read_text(path: str | Path, what: str = "file", max_bytes: int | None = None) -> str:
+    """The UTF-8 text of file ``path``; a ConfigFileError when it is missing, a folder, not
+    UTF-8 (``"<what> not found"``) or larger than ``max_bytes`` (:data:`MAX_TEXT_BYTES`
+    when ``None``), found reading one byte past the limit."""
     file = Path(path)
     _check_file(file, what)
-    return _decoded(file, file.read_bytes())
+    limit = MAX_TEXT_BYTES if max_bytes is None else max_bytes
+    return _decoded(file, _read_at_most(file, limit, _a(what)))
 
 
 def _read_at_most(file: Path, limit: int, what: str) -> bytes:

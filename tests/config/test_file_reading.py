@@ -159,3 +159,27 @@ def test_a_jsonl_line_over_the_limit_is_refused_naming_file_and_line(
         next(records)
     assert str(error.value) == f"{path}:3: line longer than 16 bytes, the limit for a JSONL line"
     assert reads == [17, 16, 17]
+
+
+def test_a_text_file_over_the_limit_is_refused_while_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was read whole, however large (reject-share tables, latency samples, weights)."""
+    monkeypatch.setattr(files, "MAX_TEXT_BYTES", 16)
+    fits, big = tmp_path / "fits.json", tmp_path / "big.json"
+    fits.write_text('{"a": 123456789}')  # 16 bytes
+    big.write_text("[" + "1, " * 1_000_000 + "1]")
+    assert read_text(fits) == '{"a": 123456789}'
+    reads = _reads(monkeypatch)
+    with pytest.raises(ConfigError) as error:
+        read_text(big, "agreement table")
+    assert str(error.value) == f"{big}: larger than 16 bytes, the limit for an agreement table"
+    assert sum(reads) == 17
+    with pytest.raises(ConfigError) as error:
+        read_text(fits, "samples file", max_bytes=15)
+    assert str(error.value) == f"{fits}: larger than 15 bytes, the limit for a samples file"
+    assert read_text(big, max_bytes=4 * 10**6).startswith("[1, 1, ")
+
+
+def test_the_text_limit_is_256_mib() -> None:
+    assert files.MAX_TEXT_BYTES == 256 * 2**20 and files._size(files.MAX_TEXT_BYTES) == "256 MiB"

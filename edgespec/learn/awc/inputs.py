@@ -1,12 +1,14 @@
 """What ``edgespec train awc`` reads from an ``awc-data`` folder, checked before training:
 ``labels.parquet`` (scenario id → label γ), ``labels.json``'s label weights and the
-``contexts/`` (scenario id and the WC-DNN's features per decision). A missing column, an
-infinite feature or a feature with no value is a one-line :class:`UserInputError` naming
-the file (or folder), the column and, for a value, its row."""
+``contexts/`` (scenario id and the WC-DNN's features per decision). A missing column, a
+null (or non-finite) label or scenario id, an infinite feature or a feature with no value
+is a one-line :class:`UserInputError` naming the file (or folder), the column and, for a
+value, its row."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,10 +27,27 @@ CONTEXT_COLUMNS = ("scenario_id", *AWC_FEATURE_NAMES)
 
 
 def read_labels(path: Path) -> dict[int, int]:
-    """Scenario id → label γ, from ``labels.parquet`` at ``path``."""
+    """Scenario id → label γ, from ``labels.parquet`` at ``path``: a null in either column,
+    or a label that is not a finite number, is refused naming the column and first row."""
     table = read_parquet_file(path)
     _require_columns(table, LABEL_COLUMNS, f"{path}: no", "an awc-data labels file has")
+    for name in LABEL_COLUMNS:
+        row = next((i for i, value in enumerate(table[name]) if not _is_value(value)), None)
+        if row is not None:
+            raise UserInputError(
+                f"{path}: column {name!r}, row {row} (from 0) is {_shown(table[name][row])}; "
+                "every row of an awc-data labels file has a scenario id and a finite label"
+            )
     return dict(zip(table["scenario_id"], table["label_gamma"], strict=True))
+
+
+def _is_value(value: Any) -> bool:
+    """Not null (``None``) and, for a float, finite (a NaN label trains into NaN)."""
+    return value is not None and not (isinstance(value, float) and not math.isfinite(value))
+
+
+def _shown(value: Any) -> str:
+    return "null" if value is None else str(value)
 
 
 def read_contexts(folder: Path) -> dict[str, list[Any]]:

@@ -25,6 +25,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from edgespec.learn.settings_checks import check_at_least_one, check_non_negative, check_positive
 from edgespec.policies.awc import AwcSettings, round_gamma
 from edgespec.policies.stop_drafting import DenseLayer
 from edgespec.policies.wc_dnn import AWC_FEATURE_NAMES, WcDnn
@@ -66,13 +67,9 @@ class AwcTrainSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("width", "epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise ValueError(f"learning_rate must be a finite number > 0, got {self.learning_rate}")
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay}")
+        check_at_least_one(width=self.width, epochs=self.epochs, batch_size=self.batch_size)
+        check_positive("learning_rate", self.learning_rate)
+        check_non_negative("weight_decay", self.weight_decay)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from edgespec.learn.drafts.samples import Sample
+from edgespec.learn.settings_checks import check_non_negative, check_positive, check_time_budget
 from edgespec.models.trimmed import TrimmedDraftConfig, TrimmedVocabDraft
 
 
@@ -43,8 +44,9 @@ class DraftArchitecture:
 
 @dataclass(frozen=True, slots=True)
 class TrainSettings:
-    """Optimisation settings. ``time_budget_s`` ends training early (checked per step); the
-    cosine learning-rate decay then follows elapsed time so it still finishes its decay."""
+    """Optimisation settings. ``time_budget_s`` (``None``: no budget; else a finite number
+    of seconds > 0) ends training early (checked per step); the cosine learning-rate decay
+    then follows elapsed time so it still finishes its decay."""
 
     epochs: int = 4
     tokens_per_step: int = 8192
@@ -57,10 +59,9 @@ class TrainSettings:
     time_budget_s: float | None = None
 
     def __post_init__(self) -> None:
-        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise ValueError(f"learning_rate must be a finite number > 0, got {self.learning_rate}")
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay}")
+        check_positive("learning_rate", self.learning_rate)
+        check_non_negative("weight_decay", self.weight_decay)
+        check_time_budget(self.time_budget_s)
 
 
 def init_draft(

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgespec.argument_types import positive_int
+from edgespec.argument_types import positive_float, positive_int
 from edgespec.arguments import (
     TrainingOptions,
     add_seed,
@@ -74,12 +74,15 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--feature-minutes",
-        type=float,
+        type=positive_float,
         default=60.0,
         help="featurizing budget, minutes (default 60)",
     )
     p.add_argument(
-        "--train-minutes", type=float, default=30.0, help="training budget, minutes (default 30)"
+        "--train-minutes",
+        type=positive_float,
+        default=30.0,
+        help="training budget, minutes (default 30)",
     )
     add_threads(p, 1)
     add_verbose(p)

@@ -24,6 +24,12 @@ import torch.nn.functional as F
 
 from edgespec.errors import UserInputError
 from edgespec.learn.drafts.samples import checked_lists, load_torch_file, read_token_shard
+from edgespec.learn.settings_checks import (
+    check_at_least_one,
+    check_non_negative,
+    check_positive,
+    check_time_budget,
+)
 from edgespec.models.feature_draft import FeatureDraftNet
 from edgespec.output_paths import write_atomically
 
@@ -40,6 +46,10 @@ class FeatureSequence:
 
 @dataclass(frozen=True, slots=True)
 class FeatureTrainSettings:
+    """Optimisation settings; a bad field is a ``ValueError`` naming it and its value.
+    ``warmup_fraction``, in (0, 1], is the share of training spent warming up the learning
+    rate; ``time_budget_s`` is ``None`` for no budget."""
+
     num_steps: int = 2
     sequences_per_batch: int = 8
     learning_rate: float = 5e-4
@@ -48,6 +58,18 @@ class FeatureTrainSettings:
     epochs: int = 3
     time_budget_s: float | None = None
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_at_least_one(
+            num_steps=self.num_steps,
+            sequences_per_batch=self.sequences_per_batch,
+            epochs=self.epochs,
+        )
+        check_positive("learning_rate", self.learning_rate)
+        if not 0.0 < self.warmup_fraction <= 1.0:
+            raise ValueError(f"warmup_fraction must be in (0, 1], got {self.warmup_fraction}")
+        check_non_negative("feature_weight", self.feature_weight)
+        check_time_budget(self.time_budget_s)
 
 
 @torch.inference_mode()

@@ -17,13 +17,16 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from edgespec.learn.settings_checks import check_at_least_one, check_dropout, check_positive
 from edgespec.learn.stop.data import StopDataset
 from edgespec.policies.stop_drafting import DenseLayer, MlpStopPolicy
 
 
 @dataclass(frozen=True, slots=True)
 class MlpSettings:
-    """One point of Table 9's MLP search space."""
+    """One point of Table 9's MLP search space; a bad field (a hidden size, the batch size,
+    epochs or patience < 1, a learning rate not a finite number > 0, dropout outside
+    [0, 1)) is a ``ValueError`` naming it and its value."""
 
     hidden: tuple[int, ...] = (64, 32, 16)
     learning_rate: float = 1e-3
@@ -33,6 +36,14 @@ class MlpSettings:
     max_epochs: int = 60
     patience: int = 6
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_at_least_one(**{f"hidden[{i}]": size for i, size in enumerate(self.hidden)})
+        check_positive("learning_rate", self.learning_rate)
+        check_at_least_one(
+            batch_size=self.batch_size, max_epochs=self.max_epochs, patience=self.patience
+        )
+        check_dropout(self.dropout)
 
 
 MLP_SEARCH_SPACE: dict[str, Sequence[Any]] = {

@@ -33,7 +33,6 @@ dataset, exported as a numpy :class:`~edgespec.policies.semantic.head.DecisionHe
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +41,7 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
+from edgespec.learn.settings_checks import check_dropout, check_non_negative, check_positive
 from edgespec.learn.wisv.dataset import WisvDataset
 from edgespec.learn.wisv.early_stop import EarlyStop
 from edgespec.learn.wisv.export import export_head
@@ -95,8 +95,7 @@ class TrainSettings:
     def __post_init__(self) -> None:
         if min(self.width, self.epochs, self.batch_size, self.draws) < 1:
             raise ValueError("width, epochs, batch size and draws must be >= 1")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        check_dropout(self.dropout)
         if not 0.0 < self.holdout < 1.0:
             raise ValueError(f"holdout must be in (0, 1), got {self.holdout}")
         if not 0.0 <= self.validation < 1.0 or self.patience < 1:
@@ -104,10 +103,8 @@ class TrainSettings:
                 f"validation must be in [0, 1) and patience >= 1, got {self.validation} "
                 f"and {self.patience}"
             )
-        if not (math.isfinite(self.learning_rate) and self.learning_rate > 0):
-            raise ValueError(f"learning_rate must be a finite number > 0, got {self.learning_rate}")
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise ValueError(f"weight_decay must be a finite number >= 0, got {self.weight_decay}")
+        check_positive("learning_rate", self.learning_rate)
+        check_non_negative("weight_decay", self.weight_decay)
         if self.budget not in BUDGETS:
             raise ValueError(f"unknown budget {self.budget!r}: known are {', '.join(BUDGETS)}")
 

@@ -82,3 +82,59 @@ def test_a_non_finite_label_weight_is_refused(
         f"(ValueError('{constant} is not a JSON number'))\n"
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("labels", "column", "row", "shown"),
+    [
+        (
+            {"scenario_id": [0, 1, 2, 3, 4], "label_gamma": [1, 2, None, 4, None]},
+            "label_gamma",
+            2,
+            "null",
+        ),
+        (
+            {"scenario_id": [0, None, 2, 3, 4], "label_gamma": [1, 2, 3, 4, 1]},
+            "scenario_id",
+            1,
+            "null",
+        ),
+    ],
+)
+def test_a_null_in_labels_parquet_is_refused_naming_column_and_row(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    labels: dict[str, list[Any]],
+    column: str,
+    row: int,
+    shown: str,
+) -> None:
+    """A null label was a NaN label, reported as "training diverged (try a lower --lr)"; a
+    null scenario id dropped its label silently."""
+    data, out = _dataset(tmp_path / "d"), tmp_path / "wc-dnn.json"
+    write_parquet(labels, data / "labels.parquet")
+    assert _train(data, out) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train: {data / 'labels.parquet'}: column {column!r}, row {row} (from 0) is "
+        f"{shown}; every row of an awc-data labels file has a scenario id and a finite label\n"
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("value", "shown"), [(float("nan"), "nan"), (float("-inf"), "-inf")])
+def test_a_non_finite_label_in_a_float_column_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: float, shown: str
+) -> None:
+    """A labels file written by hand with a float label column: NaN trained into NaN."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data, out = _dataset(tmp_path / "d"), tmp_path / "wc-dnn.json"
+    table = pa.table({"scenario_id": [0, 1, 2, 3, 4], "label_gamma": [1.0, 2.0, 3.0, value, 1.0]})
+    pq.write_table(table, data / "labels.parquet")
+    assert _train(data, out) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train: {data / 'labels.parquet'}: column 'label_gamma', row 3 (from 0) is "
+        f"{shown}; every row of an awc-data labels file has a scenario id and a finite label\n"
+    )
+    assert not out.exists()

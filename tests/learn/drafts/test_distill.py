@@ -136,3 +136,21 @@ def test_train_settings_refuse_a_bad_rate_built_directly(
         TrainSettings(**change)  # type: ignore[arg-type]
     assert str(error.value) == message
     assert TrainSettings(learning_rate=1e-9, weight_decay=0.0).weight_decay == 0.0
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [
+        (float("nan"), "time_budget_s must be a finite number > 0, got nan"),
+        (float("inf"), "time_budget_s must be a finite number > 0, got inf"),
+        (0.0, "time_budget_s must be a finite number > 0, got 0.0"),
+        (-60.0, "time_budget_s must be a finite number > 0, got -60.0"),
+    ],
+)
+def test_train_settings_refuse_a_bad_time_budget(budget: float, message: str) -> None:
+    """Was accepted: NaN made every learning rate of the cosine schedule NaN."""
+    with pytest.raises(ValueError) as error:
+        TrainSettings(time_budget_s=budget)
+    assert str(error.value) == message
+    assert TrainSettings().time_budget_s is None  # no budget
+    assert TrainSettings(time_budget_s=1e-3).time_budget_s == 1e-3

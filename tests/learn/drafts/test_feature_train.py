@@ -121,3 +121,53 @@ def test_command_errors_name_the_bad_argument(
     assert f"--data-dir {str(tmp_path / 'nothing')!r} holds no shard_*.pt files" in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"learning_rate": float("nan")}, "learning_rate must be a finite number > 0, got nan"),
+        ({"learning_rate": float("inf")}, "learning_rate must be a finite number > 0, got inf"),
+        ({"learning_rate": 0.0}, "learning_rate must be a finite number > 0, got 0.0"),
+        ({"num_steps": 0}, "num_steps must be >= 1, got 0"),
+        ({"sequences_per_batch": 0}, "sequences_per_batch must be >= 1, got 0"),
+        ({"epochs": -1}, "epochs must be >= 1, got -1"),
+        ({"warmup_fraction": 0.0}, "warmup_fraction must be in (0, 1], got 0.0"),
+        ({"warmup_fraction": 1.5}, "warmup_fraction must be in (0, 1], got 1.5"),
+        ({"warmup_fraction": float("nan")}, "warmup_fraction must be in (0, 1], got nan"),
+        ({"feature_weight": -0.5}, "feature_weight must be a finite number >= 0, got -0.5"),
+        ({"feature_weight": float("inf")}, "feature_weight must be a finite number >= 0, got inf"),
+        ({"time_budget_s": float("nan")}, "time_budget_s must be a finite number > 0, got nan"),
+        ({"time_budget_s": 0.0}, "time_budget_s must be a finite number > 0, got 0.0"),
+        ({"time_budget_s": -60.0}, "time_budget_s must be a finite number > 0, got -60.0"),
+    ],
+)
+def test_feature_train_settings_refuse_a_bad_field_built_directly(
+    change: dict[str, float], message: str
+) -> None:
+    """Was accepted: a NaN budget or warm-up was silently ignored (``max``/``min`` with
+    NaN), a zero one divided by zero, an infinite rate trained NaN weights."""
+    with pytest.raises(ValueError) as error:
+        ft.FeatureTrainSettings(**change)  # type: ignore[arg-type]
+    assert str(error.value) == message
+    edge = ft.FeatureTrainSettings(warmup_fraction=1.0, feature_weight=0.0, time_budget_s=1e-3)
+    assert (edge.warmup_fraction, edge.feature_weight, edge.time_budget_s) == (1.0, 0.0, 1e-3)
+
+
+@pytest.mark.parametrize("flag", ["--train-minutes", "--feature-minutes"])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("nan", "must be a finite number, got 'nan'"), ("0", "must be > 0, got 0")],
+)
+def test_command_refuses_a_budget_that_is_not_a_positive_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str
+) -> None:
+    """Was accepted: NaN meant no budget, 0 divided by zero (--train-minutes)."""
+    from edgespec.cli import main
+
+    argv = ["train", "feature-draft", "--out", str(tmp_path / "fd"), "--data-dir", str(tmp_path)]
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, flag, value])
+    assert stop.value.code == 2
+    assert f"argument {flag}: {message}" in capsys.readouterr().err
+    assert not (tmp_path / "fd").exists()

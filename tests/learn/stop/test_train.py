@@ -72,3 +72,32 @@ def test_sample_settings_are_distinct_and_seeded() -> None:
     points = sample_settings(space, 6, seed=0)
     assert len(points) == 6 and len({repr(sorted(p.items())) for p in points}) == 6
     assert sample_settings(space, 4, seed=5) == sample_settings(space, 4, seed=5)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"learning_rate": float("nan")}, "learning_rate must be a finite number > 0, got nan"),
+        ({"learning_rate": float("inf")}, "learning_rate must be a finite number > 0, got inf"),
+        ({"learning_rate": 0.0}, "learning_rate must be a finite number > 0, got 0.0"),
+        ({"learning_rate": -1e-3}, "learning_rate must be a finite number > 0, got -0.001"),
+        ({"hidden": (64, 0, 16)}, "hidden[1] must be >= 1, got 0"),
+        ({"batch_size": 0}, "batch_size must be >= 1, got 0"),
+        ({"max_epochs": 0}, "max_epochs must be >= 1, got 0"),
+        ({"patience": -1}, "patience must be >= 1, got -1"),
+        ({"dropout": 1.0}, "dropout must be in [0, 1), got 1.0"),
+        ({"dropout": -0.1}, "dropout must be in [0, 1), got -0.1"),
+        ({"dropout": float("nan")}, "dropout must be in [0, 1), got nan"),
+    ],
+)
+def test_mlp_settings_refuse_a_bad_field_built_directly(
+    change: dict[str, object], message: str
+) -> None:
+    """Was accepted when built: an infinite rate trained a NaN network, a zero rate
+    nothing, a NaN dropout meant none, dropout 1 zeroed every activation; a NaN rate or a
+    zero batch size failed only once training started."""
+    with pytest.raises(ValueError) as error:
+        MlpSettings(**change)  # type: ignore[arg-type]
+    assert str(error.value) == message
+    edge = MlpSettings(hidden=(1,), learning_rate=1e-9, batch_size=1, dropout=0.0, patience=1)
+    assert (edge.hidden, edge.dropout, edge.max_epochs) == ((1,), 0.0, 60)

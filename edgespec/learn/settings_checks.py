@@ -1,0 +1,47 @@
+"""Checks shared by the training settings of :mod:`edgespec.learn` (run in their
+``__post_init__``, so a settings object built directly is checked as one built from the
+command line): a bad field is a ``ValueError`` naming the field and its value, e.g.
+``learning_rate must be a finite number > 0, got nan``."""
+
+from __future__ import annotations
+
+import math
+
+__all__ = [
+    "check_at_least_one",
+    "check_dropout",
+    "check_non_negative",
+    "check_positive",
+    "check_time_budget",
+]
+
+
+def check_positive(name: str, value: float) -> None:
+    """``value`` a finite number > 0 (a learning rate)."""
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+
+
+def check_non_negative(name: str, value: float) -> None:
+    """``value`` a finite number >= 0 (a weight decay, a loss weight)."""
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+
+
+def check_at_least_one(**counts: int) -> None:
+    """Each count (epochs, a width, a batch size) >= 1; the first that is not is named."""
+    for name, value in counts.items():
+        if not value >= 1:
+            raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+def check_dropout(value: float, name: str = "dropout") -> None:
+    """A dropout probability: in [0, 1) (NaN is not)."""
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value}")
+
+
+def check_time_budget(value: float | None, name: str = "time_budget_s") -> None:
+    """``None`` (no budget) or a finite number of seconds > 0."""
+    if value is not None:
+        check_positive(name, value)
