@@ -89,8 +89,10 @@ class LoadRun:
         self._end_s: float | None = None
 
     def _client_ids(self, index: int) -> tuple[str, ...]:
+        """Process ``index``'s clients: ``TAG.client-000``, unique per run, so another run
+        on the server (or a killed one's sessions) never shares their per-client quotas."""
         n, p = self._load.num_clients, self._load.num_procs
-        return tuple(f"client-{j:03d}" for j in range(index, n, p))
+        return tuple(f"{self._run_tag}.client-{j:03d}" for j in range(index, n, p))
 
     def _spawn(self, index: int, incarnation: int) -> None:
         spec = WorkerSpec(index, incarnation, self._run_tag, self._client_ids(index), self._access,

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgespec.errors import UserInputError
 from edgespec.runtime.loadgen.check import centralized_outputs, check_outputs
 from edgespec.runtime.loadgen.outcome import RunOutcome
 from edgespec.runtime.loadgen.report import LoadReport, run_metrics
@@ -59,6 +60,13 @@ def setup_row(args: argparse.Namespace, load: LoadSpec, target: str) -> dict[str
         "gamma": load.gamma,
         "faults": args.faults or "none",
     }
+
+
+def check_gamma(gamma: int, limit: int | None, modes: tuple[Mode, ...]) -> None:
+    """``--gamma`` within the server's ``max_draft_tokens`` (``None``: a server that does
+    not say) when a mode drafts: the server would refuse every request's first block."""
+    if limit is not None and "distributed" in modes and gamma > limit:
+        raise UserInputError(f"--gamma {gamma} exceeds the server's max_draft_tokens {limit}")
 
 
 class BenchSession:
@@ -120,7 +128,10 @@ class BenchSession:
         from edgespec.runtime.loadgen.prompts import prompt_token_ids
 
         args = self._args
-        if args.server is None:
+        if args.server is None:  # its max_draft_tokens is the config's: before it starts
+            from edgespec.runtime.server.config import ServerConfig
+
+            check_gamma(self._load.gamma, ServerConfig().max_draft_tokens, modes)
             self._access = ServerAccess(self._start_server())
         else:
             self._access = ServerAccess(args.server, args.auth_token, args.tls_ca,
@@ -128,6 +139,7 @@ class BenchSession:
         try:
             with self._access.connected(timeout_s=10.0) as client:
                 vocab_size = int(client.vocab_size())
+                check_gamma(self._load.gamma, client.max_draft_tokens(), modes)
             prompts = prompt_token_ids(args.prompts, self._tokenizer(), vocab_size,
                                        args.max_prompt_tokens)  # fmt: skip
             return tuple(self._run_mode(m, prompts, vocab_size) for m in modes)

@@ -43,7 +43,8 @@ class WorkerSpec:
     """What one client process runs: its clients, the server, the prompts and which life of
     the process this is (a killed process comes back as the next ``incarnation``). When to
     stop taking requests comes later, on the pipe, once the process is ready. ``run_tag``
-    begins each request id: another run's ids on the same server differ."""
+    begins each request id and each client id (``TAG.client-000``, its requests'
+    ``TAG.client-000.0.3``): another run's ids on the same server differ."""
 
     index: int
     incarnation: int
@@ -178,7 +179,7 @@ def _closed_loop(client: _Client, slot: int) -> None:
     rng = np.random.default_rng([spec.load.seed, spec.index, spec.incarnation, slot])
     n = 0
     while time.monotonic() < client.end_s:
-        request_id = f"{spec.run_tag}.{client_id}.{spec.incarnation}.{n}"
+        request_id = f"{client_id}.{spec.incarnation}.{n}"  # client_id: TAG.client-000
         client.run(client_id, _pick(rng, spec, request_id, time.monotonic()))
         n += 1
 

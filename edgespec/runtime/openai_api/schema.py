@@ -100,6 +100,15 @@ def _number(body: Mapping[str, Any], name: str, default: float, low: float, high
     return float(value)
 
 
+def _sampling(body: Mapping[str, Any], defaults: Defaults) -> tuple[float, float]:
+    """(``temperature``, ``top_p``): ``top_p`` in [0, 1] as OpenAI takes it. Its limit 0
+    keeps only the most likely token: greedy, so temperature 0 and top_p 1 (the core's
+    top_p is in (0, 1], and the wire reads a top_p of 0 as unset, i.e. 1)."""
+    temperature = _number(body, "temperature", defaults.temperature, 0.0, 2.0)
+    top_p = _number(body, "top_p", 1.0, 0.0, 1.0)
+    return (0.0, 1.0) if top_p == 0 else (temperature, top_p)
+
+
 def _integer(body: Mapping[str, Any], name: str, default: int | None) -> int | None:
     value = body.get(name)
     if value is None:
@@ -205,12 +214,14 @@ def parse_request(
     max_tokens = _max_tokens(body, chat, defaults, limits)
     stream, include_usage = parse_stream(body)
     slo_class, window = _extension(body, defaults)
+    prompt = parse_prompt(body, chat, limits.max_prompt_tokens)
+    temperature, top_p = _sampling(body, defaults)
     return ParsedRequest(
         model=model,
-        prompt=parse_prompt(body, chat, limits.max_prompt_tokens),
+        prompt=prompt,
         max_tokens=max_tokens,
-        temperature=_number(body, "temperature", defaults.temperature, 0.0, 2.0),
-        top_p=_number(body, "top_p", 1.0, 1e-9, 1.0),
+        temperature=temperature,
+        top_p=top_p,
         seed=_seed(body),
         stop=_stop(body),
         stream=stream,

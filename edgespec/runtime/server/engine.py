@@ -116,10 +116,9 @@ class VerificationEngine(SessionTable):
         try:
             outputs = self.backend.forward([item for _, _, _, item in live]) if live else []
         except Exception:
-            with self._lock:  # sessions keep their caches: back into the LRU
-                for _, s, c, _ in live:
-                    if s.kv is not None and self._holds(s):
-                        self._lru[c.session_id] = None
+            with self._lock:  # sessions keep their caches (and stored rows): back into the LRU
+                for _, s, _, _ in live:
+                    self._relist(s)
             raise
         finally:
             with self._lock:
@@ -185,7 +184,7 @@ class VerificationEngine(SessionTable):
             s.kv_len = 0
         else:
             self._tally.num_cache_hits += 1
-            self._lru.pop(c.session_id, None)  # not evictable while in flight
+        self._lru.pop(c.session_id, None)  # not evictable while in flight
         new = (*s.tokens[s.kv_len :], *c.draft_token_ids)
         k = len(c.draft_token_ids)
         want_hidden = s.spec.return_hidden or s.hidden_rule is not None
@@ -210,8 +209,7 @@ class VerificationEngine(SessionTable):
         s.kv, s.kv_len = out.kv, item.kv_len + len(item.new_token_ids)
         if not self._prefix_cache:
             s.kv, s.kv_len = None, 0
-        elif self._holds(s):
-            self._lru[call.session_id] = None
+        self._relist(s)
         s.last_used_s = self._clock()
         return waiting_outcome(judged)
 
@@ -235,8 +233,7 @@ class VerificationEngine(SessionTable):
         return self._apply(s, pending.call, pending.item, out, judged)
 
     def _rule_failed(self, s: EngineSession, call: VerifyCall, exc: Exception) -> RequestError:
-        if s.kv is not None and self._holds(s):
-            self._lru[call.session_id] = None  # back into the LRU, unchanged
+        self._relist(s)  # back into the LRU, unchanged
         return RequestError(
             ErrorCode.INTERNAL,
             f"verification rule {s.spec.verification_rule!r} failed: {exc!r}",
@@ -273,7 +270,6 @@ class VerificationEngine(SessionTable):
             else:  # keep the accepted path's entries, drop the other branches
                 keep = [*range(old_total), *(old_total + i for i in kv_nodes)]
                 s.kv = self.backend.gather(out.kv, keep)
-            self._lru[call.session_id] = None
         else:
             s.kv, s.kv_len = None, 0
         hidden = None
@@ -294,5 +290,5 @@ class VerificationEngine(SessionTable):
         )
         block = VerifyCall(call.session_id, call.prefix_len, call.draft_token_ids,
                            draft_parents=call.draft_parents)  # fmt: skip
-        s.last_round = (block, outcome)  # a retry of this round gets it again
+        self._store_round(s, block, outcome)  # a retry of this round gets it again
         return outcome

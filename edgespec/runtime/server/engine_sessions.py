@@ -13,7 +13,10 @@ Each open gets a new ``serial``: a verification is bound to the session it was a
 keeps its last committed round (its block, not the draft's probabilities or payloads), so
 a retry of that round gets the same outcome again (:meth:`SessionTable.replay`) instead of
 a second verification; an identical open of a session that has verified nothing yet is a
-retry too (:meth:`SessionTable.is_unused_copy`).
+retry too (:meth:`SessionTable.is_unused_copy`). A kept outcome's hidden rows (a
+``return_hidden`` session's: up to the whole context, 2.5 KiB a row at Gemma 3 270M's 640
+floats) count against the token budget, a row a token, beside the KV; evicted, a retry of
+that round is refused (``FAILED_PRECONDITION``) rather than answered without them.
 """
 
 from __future__ import annotations
@@ -96,6 +99,17 @@ class EngineSession:
     hidden_rule: HiddenStateRule | None = None  # the rule, when it reads hidden states
     pending: PendingHidden | None = None  # a verification waiting for its follow-up
     last_round: tuple[VerifyCall, VerifyOutcome] | None = None
+    rows_evicted: int = 0  # the hidden rows of last_round's outcome the budget dropped
+
+
+def stored_rows(s: EngineSession) -> int:
+    """The hidden rows ``s``'s kept outcome holds (counted against the budget)."""
+    hidden = None if s.last_round is None else s.last_round[1].target_hidden
+    return 0 if hidden is None else int(hidden.shape[0])
+
+
+def _held_tokens(s: EngineSession) -> int:
+    return s.kv_len + stored_rows(s)
 
 
 class SessionTable:
@@ -115,7 +129,8 @@ class SessionTable:
         self._max_sessions = max_sessions
         self._clock = clock
         self._sessions: dict[str, EngineSession] = {}
-        self._lru: OrderedDict[str, None] = OrderedDict()  # sessions holding KV, oldest first
+        # sessions holding KV or a kept outcome's hidden rows, oldest first
+        self._lru: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
         self._tally = _Tally()
         self._serials = itertools.count(1)
@@ -186,6 +201,13 @@ class SessionTable:
             last = s.last_round
             if last is None or call.prefix_len != last[0].prefix_len:
                 return None
+            if same_block(call, last[0]) and s.rows_evicted:
+                raise RequestError(
+                    ErrorCode.FAILED_PRECONDITION,
+                    f"session {call.session_id!r}: the reply of its round at prefix_len "
+                    f"{call.prefix_len} is no longer held (its {s.rows_evicted} hidden rows "
+                    "were evicted under kv_budget_tokens); reopen the session",
+                )
             if same_block(call, last[0]):
                 return last[1]
             raise RequestError(
@@ -215,14 +237,35 @@ class SessionTable:
 
     # --- the KV budget
 
+    def _store_round(self, s: EngineSession, block: VerifyCall, outcome: VerifyOutcome) -> None:
+        """Keep ``s``'s committed round for a retry; ``s`` goes to the LRU's newest end."""
+        s.last_round, s.rows_evicted = (block, outcome), 0
+        self._relist(s)
+
+    def _relist(self, s: EngineSession) -> None:
+        """``s``, still open, at the LRU's newest end when it holds KV or kept hidden rows
+        (out of it otherwise)."""
+        if not self._holds(s):
+            return
+        self._lru.pop(s.spec.session_id, None)
+        if s.kv is not None or stored_rows(s):
+            self._lru[s.spec.session_id] = None
+
     def _enforce_budget(self) -> None:
-        total = sum(self._sessions[sid].kv_len for sid in self._lru)
+        """Evict the oldest sessions' KV and kept hidden rows (a row a token) while the
+        sessions in the LRU hold more tokens than the budget."""
+        total = sum(_held_tokens(self._sessions[sid]) for sid in self._lru)
         while total > self._budget and self._lru:
             sid, _ = self._lru.popitem(last=False)
             s = self._sessions[sid]
-            total -= s.kv_len
-            s.kv, s.kv_len, s.was_evicted = None, 0, True
-            self._tally.num_evictions += 1
+            total -= _held_tokens(s)
+            if s.kv is not None:
+                s.kv, s.kv_len, s.was_evicted = None, 0, True
+                self._tally.num_evictions += 1
+            if s.last_round is not None and (rows := stored_rows(s)):
+                block, outcome = s.last_round
+                s.last_round = (block, dataclasses.replace(outcome, target_hidden=None))
+                s.rows_evicted = rows
 
     # --- helpers
 
@@ -237,7 +280,7 @@ class SessionTable:
             return EngineCounters(
                 **dataclasses.asdict(self._tally),
                 num_cached_tokens=sum(s.kv_len for s in held),
-                num_cached_bytes=sum(self.backend.kv_bytes(s.kv) for s in held),
+                num_cached_bytes=sum(self.backend.kv_bytes(s.kv) for s in held if s.kv is not None),
                 num_sessions=len(self._sessions),
             )
 

@@ -56,7 +56,7 @@ def test_run_tags_are_random_hex() -> None:
 
 def test_closed_loop_ids_carry_the_run_tag() -> None:
     load = LoadSpec(1, 1, "closed", None, 1.0, 1.0, MIX, 8, 4, "ngram", 0)
-    client = _client(load, ("client-000", "client-001"))
+    client = _client(load, ("feedc0de.client-000", "feedc0de.client-001"))  # as LoadRun names
     client.end_s = time.monotonic() + 60
     ids: list[str] = []
 

@@ -63,7 +63,7 @@ def test_a_request_still_running_after_the_drain_is_lost() -> None:
     assert outcome.run_tag == "0a1b2c3d" and outcome.never_served == ()
 
 
-def _secured_server() -> Any:
+def _secured_server(**settings: Any) -> Any:
     from edgespec.config import from_dict
     from edgespec.policies.batching import FcfsBatching
     from edgespec.runtime.backends.transformers_backend import TransformersTarget
@@ -74,7 +74,7 @@ def _secured_server() -> Any:
     from edgespec.runtime.wire.grpc_server import ServerThread
 
     target = TransformersTarget(tiny_llama(0, vocab_size=300, hidden_size=32))  # bytes fit
-    config = from_dict(ServerConfig, {"port": 0, "auth_tokens": ["tok-a"]})
+    config = from_dict(ServerConfig, {"port": 0, "auth_tokens": ["tok-a"], **settings})
     return ServerThread(lambda: VerificationService(VerificationEngine(target), config,
                                                     FcfsBatching()))  # fmt: skip
 

@@ -47,6 +47,8 @@ TIMEOUT = "--session-timeout-s must be a finite number > 0, got"
         ([*OTHER, "--draft", "./no-such-draft"],
          "--draft: model path 'no-such-draft' does not exist"),
         (["--max-queued", "4"], "--max-queued applies to --arrivals poisson only"),
+        # the bench's own server verifies at most 32 draft tokens a round: refused before it starts
+        (["--gamma", "33"], "--gamma 33 exceeds the server's max_draft_tokens 32"),
         (["--arrivals", "poisson", "--rate", "2", "--max-queued", "0"],
          "--max-queued must be ≥ 1, got 0"),
     ],
@@ -86,6 +88,27 @@ def test_every_request_failed_is_one_line_and_exit_1(
     assert re.fullmatch(rf"edgespec bench serve: every request failed \(distributed: {started} of "
                         rf"{started}\): INVALID_ARGUMENT: prompt \(\d+ tokens\) \+ max_new_tokens "
                         rf"\(5000\) {refusal}", last)  # fmt: skip
+
+
+def test_a_gamma_over_your_servers_limit_is_one_line_before_any_request(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Its Health says max_draft_tokens 4: --gamma 5 is refused before a client process
+    starts (every request would fail at the server); centralized mode drafts nothing."""
+    from tests.runtime.loadgen.test_bench_serve import _secured_server
+
+    with _secured_server(max_draft_tokens=4) as server:
+        flags = ["bench", "serve", "--server", f"127.0.0.1:{server.port}", "--auth-token",
+                 "tok-a", "--clients", "1", "--procs", "1", "--duration-s", "1", "--gamma", "5",
+                 "--max-new-tokens", "2", "--no-check"]  # fmt: skip
+        t0 = time.monotonic()
+        assert main(flags) == 2
+        assert time.monotonic() - t0 < 5  # no client process started
+        assert capsys.readouterr().err == (
+            "edgespec bench: --gamma 5 exceeds the server's max_draft_tokens 4\n"
+        )
+        assert main([*flags, "--mode", "centralized"]) == 0
+        assert server.service.stats().num_rejected == 0
 
 
 @pytest.mark.parametrize("kept", [False, True])

@@ -115,6 +115,27 @@ def test_seeded_sampling_is_reproducible(client: Any) -> None:
     assert len({sample(s) for s in range(4)}) > 1
 
 
+def test_top_p_0_keeps_only_the_most_likely_token(
+    client: Any, api: Any, target: TransformersTarget
+) -> None:
+    """OpenAI takes top_p in [0, 1]; 0 was a 400 here. Its limit keeps only the most likely
+    token: at temperature 1 the tokens are exactly those of temperature 0, the target's
+    greedy decoding, whatever the seed; below 0 and above 1 are 400s that say the range."""
+    from tests.runtime.openai_api.test_errors import _error
+
+    expected = _oracle(target, (1, 2), 16)
+    for seed in (1, 2):
+        out = client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=16,
+                                        temperature=1.0, top_p=0, seed=seed)  # fmt: skip
+        assert out.choices[0].text == expected
+    greedy = client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=16,
+                                       temperature=0)  # fmt: skip
+    assert greedy.choices[0].text == expected
+    status, error = _error(api, {"model": MODEL, "prompt": "w1", "top_p": -0.1})
+    assert (status, error["param"]) == (400, "top_p")
+    assert error["message"] == "top_p must be in [0.0, 1.0], got -0.1"
+
+
 def test_concurrent_requests_each_lossless(client: Any, target: TransformersTarget) -> None:
     prompts = [(3, 4), (20, 21, 22), (40,), (7, 8, 9, 10)]
 
