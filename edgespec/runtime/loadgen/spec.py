@@ -16,6 +16,9 @@ Mode = Literal["distributed", "centralized"]
 MODES: tuple[Mode, ...] = ("distributed", "centralized")
 FaultKind = Literal["kill-clients", "restart-server"]
 FAULT_KINDS: tuple[FaultKind, ...] = ("kill-clients", "restart-server")
+MAX_CLIENTS = 4_096
+"""The most ``--clients``: each is a thread of a client process with a session on the
+server (16 times a server's default 256 sessions)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,8 @@ class LoadSpec:
 
     def __post_init__(self) -> None:
         _positive("--clients", self.num_clients)
+        if self.num_clients > MAX_CLIENTS:
+            raise UserInputError(f"--clients must be ≤ {MAX_CLIENTS:,}, got {self.num_clients}")
         if not 1 <= self.num_procs <= self.num_clients:
             raise UserInputError(
                 f"--procs must be in 1..--clients ({self.num_clients}), got {self.num_procs}"

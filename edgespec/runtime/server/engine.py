@@ -198,7 +198,9 @@ class VerificationEngine(SessionTable):
         assert s.hidden_rule is not None
         rows = logit_hidden_rows(item, out)
         try:
-            judged = judge_pass(s.hidden_rule, call, s.spec.sampling, item, out, rows)
+            judged = judge_pass(
+                s.hidden_rule, call, s.spec.sampling, item, out, rows, s.spec.return_hidden
+            )
         except Exception as exc:  # the session keeps its state; the others go on
             return self._rule_failed(s, call, exc)
         if isinstance(judged, Verdict):

@@ -35,8 +35,10 @@ from edgespec.runtime.server.verification import HiddenStateRule, Verdict
 @dataclass(frozen=True, slots=True, eq=False)
 class PendingHidden:
     """A verification waiting for the client's draft hidden states (SH upload): its call,
-    forward item and output (without KV: the session holds the pass's), the target's hidden
-    rows of its logit rows, and the draft positions asked for."""
+    forward item and output (without KV: the session holds the pass's; with the hidden rows
+    of every forwarded token only for a ``return_hidden`` session, whose reply carries
+    them), the target's hidden rows of its K + 1 logit rows (a copy: never a view holding
+    the whole context's rows), and the draft positions asked for."""
 
     call: VerifyCall
     item: ForwardItem
@@ -73,9 +75,12 @@ def judge_pass(
     item: ForwardItem,
     out: ForwardOutput,
     rows: npt.NDArray[np.float32],
+    return_hidden: bool,
 ) -> Verdict | PendingHidden:
     """The rule's verdict on a forward pass (``rows``: :func:`logit_hidden_rows`), or the
-    pass kept until the client sends the draft hidden states the rule asked for. Raises
+    pass kept until the client sends the draft hidden states the rule asked for (the hidden
+    rows of every forwarded token only when the session has ``return_hidden``: up to the
+    whole context on a first round or a re-prefill, 84 MB at 32,768 x 640 floats). Raises
     what the rule raises."""
     judged = rule.verdict_hidden(call, sampling, out.rows, rows)
     if isinstance(judged, Verdict):
@@ -83,8 +88,10 @@ def judge_pass(
     # what the rule reads at the follow-up, never a view of the whole batch's rows
     rows_kept = out.rows.own() if judged.kept_rows is None else judged.kept_rows
     # the pass's KV goes to the session (the engine's cache); the item's input KV is dropped
-    kept = replace(out, rows=rows_kept, kv=None)
-    return PendingHidden(call, replace(item, kv=None), kept, rows, judged.positions)
+    hidden = out.hidden if return_hidden else None
+    kept = replace(out, rows=rows_kept, kv=None, hidden=hidden)
+    item_kept = replace(item, kv=None)
+    return PendingHidden(call, item_kept, kept, rows.copy(), judged.positions)
 
 
 def decide_followup(

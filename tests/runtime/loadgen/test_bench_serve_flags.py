@@ -51,6 +51,8 @@ TIMEOUT = "--session-timeout-s must be a finite number > 0, got"
         (["--gamma", "33"], "--gamma 33 exceeds the server's max_draft_tokens 32"),
         (["--arrivals", "poisson", "--rate", "2", "--max-queued", "0"],
          "--max-queued must be ≥ 1, got 0"),
+        # each client is a thread with a session on the server: bounded while parsed
+        (["--clients", "4097"], "--clients must be ≤ 4,096, got 4097"),
     ],
 )  # fmt: skip
 def test_flag_mistakes_are_one_line_before_anything_starts(

@@ -353,7 +353,7 @@ def test_a_kept_pass_holds_its_rows_argmax_not_the_rows_at_a_262k_vocabulary() -
     item = ForwardItem(None, 0, (*PROMPT, *block), len(argmax), want_hidden=True)
     out = ForwardOutput(HostRows(logits), "kv", np.zeros((len(item.new_token_ids), 32), np.float32))
     target_hidden = logit_hidden_rows(item, out)
-    pending = judge_pass(rule, call, GREEDY, item, out, target_hidden)
+    pending = judge_pass(rule, call, GREEDY, item, out, target_hidden, False)
     assert isinstance(pending, PendingHidden) and pending.positions == (0, 2, 3, 4)
     assert isinstance(pending.out.rows, ArgmaxRows) and pending.out.rows.argmax() == argmax
     assert waiting_outcome(pending).result.extra_token == argmax[0]

@@ -1,0 +1,81 @@
+"""What an SH session's kept pass holds while it waits for the follow-up (up to the 300 s
+expiry, outside the KV budget): the target's hidden rows of its K + 1 logit rows, owned,
+not the rows of every forwarded token (a first round or re-prefill forwards the whole
+context: 32,768 x 640 floats, 84 MB at Gemma 3 270M), unless the session asked for hidden
+states (``return_hidden``: its reply carries them). The outputs are those of the FH path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall, VerifyOutcome
+from edgespec.runtime.server.engine import VerificationEngine
+from edgespec.runtime.server.hidden_followup import PendingHidden
+from edgespec.runtime.server.semantic import semantic_rules
+from tests.runtime.semantic_helpers import HIDDEN, draft_coordinate_head, next_token, rows
+from tests.runtime.server.test_semantic_rule import GOOD, GREEDY, _verify
+
+LONG = tuple((7 * i + 3) % 64 for i in range(400))
+SIGNS = (-1.0, +1.0, -1.0, -1.0)  # mismatch 0 accepted, mismatch 1 rejected
+
+
+def _setup(
+    target: TransformersTarget, target_model: Any, return_hidden: bool
+) -> tuple[VerificationEngine, tuple[int, ...]]:
+    """An engine with an SH and an FH session on LONG, and a block mismatching everywhere."""
+    engine = VerificationEngine(target, rules=semantic_rules(draft_coordinate_head()))
+    for sid in ("sh", "fh"):
+        spec = SessionSpec(sid, "c", LONG, GREEDY, return_hidden=return_hidden,
+                           verification_rule="semantic", semantic=GOOD)  # fmt: skip
+        engine.open_session(spec)
+    return engine, tuple((next_token(target_model, LONG) + 1 + j) % 64 for j in range(4))
+
+
+def _sh_round(engine: VerificationEngine, block: tuple[int, ...]) -> tuple[PendingHidden, Any]:
+    """The SH session's waiting pass, then its decided follow-up."""
+    first = _verify(engine, VerifyCall("sh", len(LONG), block))
+    assert first.hidden_request is not None and first.committed_token_ids == ()
+    pending = engine._sessions["sh"].pending
+    assert pending is not None
+    wanted = rows(*SIGNS)[list(first.hidden_request)]
+    call = VerifyCall("sh", len(LONG), block, payloads={DRAFT_HIDDEN: wanted})
+    return pending, _verify(engine, call)
+
+
+def _fh(engine: VerificationEngine, block: tuple[int, ...]) -> VerifyOutcome:
+    return _verify(
+        engine, VerifyCall("fh", len(LONG), block, payloads={DRAFT_HIDDEN: rows(*SIGNS)})
+    )
+
+
+def test_a_waiting_pass_holds_its_k_plus_1_hidden_rows_not_the_prompts(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    engine, block = _setup(target, target_model, return_hidden=False)
+    pending, decided = _sh_round(engine, block)
+    assert pending.positions[:2] == (0, 1)
+    assert pending.out.hidden is None  # was 404 x 32: the prompt and the block
+    assert pending.target_hidden.shape == (len(block) + 1, HIDDEN)
+    assert pending.target_hidden.base is None  # owned, not a view of the 404 rows
+    reference = _fh(engine, block)
+    assert decided.committed_token_ids == reference.committed_token_ids
+    assert len(decided.committed_token_ids) == 2 and decided.committed_token_ids[0] == block[0]
+    assert decided.target_hidden is None and decided.accepted_mismatches == 1
+
+
+def test_a_return_hidden_session_waiting_keeps_the_rows_its_reply_carries(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    engine, block = _setup(target, target_model, return_hidden=True)
+    pending, decided = _sh_round(engine, block)
+    assert pending.out.hidden is not None
+    assert pending.out.hidden.shape == (len(LONG) + len(block), HIDDEN)
+    assert pending.target_hidden.shape == (len(block) + 1, HIDDEN)
+    reference = _fh(engine, block)
+    assert decided.committed_token_ids == reference.committed_token_ids
+    assert decided.target_hidden is not None and reference.target_hidden is not None
+    assert decided.target_hidden.shape == (len(LONG) + 1, HIDDEN)  # context + accepted
+    assert np.array_equal(decided.target_hidden, reference.target_hidden)
