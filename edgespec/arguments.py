@@ -22,6 +22,21 @@ from edgespec.argument_types import (
     seed_int,
 )
 
+MAX_BUDGET_MINUTES = 10_000_000
+"""The largest time budget a ``--*-minutes`` flag takes (10,000,000 minutes, about 19
+years): a larger one could overflow to ``inf`` in seconds (``1e308`` × 60)."""
+
+
+def budget_minutes(text: str) -> float:
+    """A time budget in minutes (``--train-minutes``): a finite number > 0 and at most
+    :data:`MAX_BUDGET_MINUTES`."""
+    value = positive_float(text)
+    if value > MAX_BUDGET_MINUTES:
+        raise argparse.ArgumentTypeError(
+            f"must be at most {MAX_BUDGET_MINUTES:,} minutes, got {value!r}"
+        )
+    return value
+
 
 def add_threads(
     parser: argparse.ArgumentParser, default: int | None, what: str = "torch CPU threads"

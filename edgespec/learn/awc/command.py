@@ -39,6 +39,20 @@ from edgespec.output_paths import output_file, output_folder
 if TYPE_CHECKING:
     from rich.console import Console
 
+MAX_WIDTH = 1024
+"""The widest WC-DNN ``train awc`` trains: its JSON file grows with the square of the
+width (about 90 MB at 1024), and loading reads at most 256 MiB (about width 1,800)."""
+
+
+def wc_dnn_width(text: str) -> int:
+    """``--width``: an integer in ``[1, MAX_WIDTH]``."""
+    value = positive_int(text)
+    if value > MAX_WIDTH:
+        raise argparse.ArgumentTypeError(
+            f"must be <= {MAX_WIDTH} (a wider WC-DNN's file is too large to load), got {value}"
+        )
+    return value
+
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w = DEFAULT_WEIGHTS
@@ -104,7 +118,12 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t = sub.add_parser("awc", help="train the WC-DNN on an awc-data directory")
     t.add_argument("--data", type=Path, required=True, help="an awc-data --out directory")
     t.add_argument("--out", type=output_file, required=True, help="write the weights (JSON) here")
-    t.add_argument("--width", type=positive_int, default=64, help="hidden width (default 64)")
+    t.add_argument(
+        "--width",
+        type=wc_dnn_width,
+        default=64,
+        help=f"hidden width, at most {MAX_WIDTH} (default 64)",
+    )
     add_training_arguments(
         t,
         defaults=TrainingOptions(100, 1e-3, 1e-2, 256, 0.2),

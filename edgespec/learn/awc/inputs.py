@@ -1,9 +1,9 @@
 """What ``edgespec train awc`` reads from an ``awc-data`` folder, checked before training:
 ``labels.parquet`` (scenario id → label γ), ``labels.json``'s label weights and the
 ``contexts/`` (scenario id and the WC-DNN's features per decision). A missing column, a
-null (or non-finite) label or scenario id, an infinite feature or a feature with no value
-is a one-line :class:`UserInputError` naming the file (or folder), the column and, for a
-value, its row."""
+null (or non-finite) label or scenario id, a scenario id labelled twice, an infinite
+feature or a feature with no value is a one-line :class:`UserInputError` naming the file
+(or folder), the column and, for a value, its row."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ CONTEXT_COLUMNS = ("scenario_id", *AWC_FEATURE_NAMES)
 
 def read_labels(path: Path) -> dict[int, int]:
     """Scenario id → label γ, from ``labels.parquet`` at ``path``: a null in either column,
-    or a label that is not a finite number, is refused naming the column and first row."""
+    or a label that is not a finite number, is refused naming the column and first row; a
+    scenario id in two rows, naming the first such id and both rows."""
     table = read_parquet_file(path)
     _require_columns(table, LABEL_COLUMNS, f"{path}: no", "an awc-data labels file has")
     for name in LABEL_COLUMNS:
@@ -38,7 +39,18 @@ def read_labels(path: Path) -> dict[int, int]:
                 f"{path}: column {name!r}, row {row} (from 0) is {_shown(table[name][row])}; "
                 "every row of an awc-data labels file has a scenario id and a finite label"
             )
-    return dict(zip(table["scenario_id"], table["label_gamma"], strict=True))
+    labels: dict[int, int] = {}
+    first_row: dict[int, int] = {}
+    for row, (scenario, label) in enumerate(
+        zip(table["scenario_id"], table["label_gamma"], strict=True)
+    ):
+        if scenario in first_row:
+            raise UserInputError(
+                f"{path}: scenario id {scenario} is in rows {first_row[scenario]} and {row} "
+                "(from 0); an awc-data labels file has one label per scenario"
+            )
+        first_row[scenario], labels[scenario] = row, label
+    return labels
 
 
 def _is_value(value: Any) -> bool:

@@ -16,12 +16,14 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgespec.argument_types import positive_float, positive_int, seed_int
+from edgespec.argument_types import positive_int, seed_int
 from edgespec.arguments import (
+    MAX_BUDGET_MINUTES,
     TrainingOptions,
     add_threads,
     add_training_arguments,
     add_verbose,
+    budget_minutes,
     training_options,
 )
 from edgespec.datasets.prompts import DATASETS
@@ -32,12 +34,13 @@ from edgespec.output_paths import output_folder
 if TYPE_CHECKING:  # make_draft imports torch: the command line loads it only to run
     from edgespec.learn.drafts.make_draft import BatchProgress, DraftJob, StepProgress
 
-# Plain numeric options of `train draft`: flag, type (each > 0; the seed >= 0), default, help
-# (the default is appended).
+# Plain numeric options of `train draft`: flag, type (each > 0; the seed >= 0; a budget at
+# most MAX_BUDGET_MINUTES), default, help (the default is appended).
+_AT_MOST = f"at most {MAX_BUDGET_MINUTES:,}"
 _NUMBERS: tuple[tuple[str, Callable[[str], float], float, str], ...] = (
     ("--sharegpt-limit", positive_int, 600, "ShareGPT training prompts"),
-    ("--gen-minutes", positive_float, 35.0, "generation budget, minutes"),
-    ("--train-minutes", positive_float, 20.0, "training budget, minutes"),
+    ("--gen-minutes", budget_minutes, 35.0, f"generation budget, minutes, {_AT_MOST}"),
+    ("--train-minutes", budget_minutes, 20.0, f"training budget, minutes, {_AT_MOST}"),
     ("--batch-size", positive_int, 32, "prompts generated together"),
     ("--max-prompt-tokens", positive_int, 256, "prompt tokens kept: BOS + the last ones"),
     ("--max-new-tokens", positive_int, 96, "tokens generated per prompt"),
@@ -113,9 +116,9 @@ def add_arguments(sub: Any) -> None:
     )
     p.add_argument(
         "--text-minutes",
-        type=positive_float,
+        type=budget_minutes,
         default=15.0,
-        help="labelling budget, minutes (default 15)",
+        help=f"labelling budget, minutes, {_AT_MOST} (default 15)",
     )
     p.add_argument(
         "--text-max-tokens",

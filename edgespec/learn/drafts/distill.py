@@ -26,7 +26,12 @@ import torch
 from torch import nn
 
 from edgespec.learn.drafts.samples import Sample
-from edgespec.learn.settings_checks import check_non_negative, check_positive, check_time_budget
+from edgespec.learn.settings_checks import (
+    check_at_least_one,
+    check_non_negative,
+    check_positive,
+    check_time_budget,
+)
 from edgespec.models.trimmed import TrimmedDraftConfig, TrimmedVocabDraft
 
 
@@ -46,7 +51,9 @@ class DraftArchitecture:
 class TrainSettings:
     """Optimisation settings. ``time_budget_s`` (``None``: no budget; else a finite number
     of seconds > 0) ends training early (checked per step); the cosine learning-rate decay
-    then follows elapsed time so it still finishes its decay."""
+    then follows elapsed time so it still finishes its decay. A bad field (``epochs`` or
+    ``tokens_per_step`` < 1, a negative or non-finite ``warmup_steps`` or loss weight) is a
+    ``ValueError`` naming it and its value."""
 
     epochs: int = 4
     tokens_per_step: int = 8192
@@ -59,8 +66,12 @@ class TrainSettings:
     time_budget_s: float | None = None
 
     def __post_init__(self) -> None:
+        check_at_least_one(epochs=self.epochs, tokens_per_step=self.tokens_per_step)
         check_positive("learning_rate", self.learning_rate)
         check_non_negative("weight_decay", self.weight_decay)
+        check_non_negative("warmup_steps", self.warmup_steps)
+        check_non_negative("soft_weight", self.soft_weight)
+        check_non_negative("prompt_weight", self.prompt_weight)
         check_time_budget(self.time_budget_s)
 
 

@@ -14,13 +14,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgespec.argument_types import positive_float, positive_int
+from edgespec.argument_types import positive_int
 from edgespec.arguments import (
+    MAX_BUDGET_MINUTES,
     TrainingOptions,
     add_seed,
     add_threads,
     add_training_arguments,
     add_verbose,
+    budget_minutes,
     training_options,
 )
 from edgespec.errors import UserInputError
@@ -74,15 +76,15 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--feature-minutes",
-        type=positive_float,
+        type=budget_minutes,
         default=60.0,
-        help="featurizing budget, minutes (default 60)",
+        help=f"featurizing budget, minutes, at most {MAX_BUDGET_MINUTES:,} (default 60)",
     )
     p.add_argument(
         "--train-minutes",
-        type=positive_float,
+        type=budget_minutes,
         default=30.0,
-        help="training budget, minutes (default 30)",
+        help=f"training budget, minutes, at most {MAX_BUDGET_MINUTES:,} (default 30)",
     )
     add_threads(p, 1)
     add_verbose(p)

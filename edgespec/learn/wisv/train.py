@@ -41,7 +41,12 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from edgespec.learn.settings_checks import check_dropout, check_non_negative, check_positive
+from edgespec.learn.settings_checks import (
+    check_at_least_one,
+    check_dropout,
+    check_non_negative,
+    check_positive,
+)
 from edgespec.learn.wisv.dataset import WisvDataset
 from edgespec.learn.wisv.early_stop import EarlyStop
 from edgespec.learn.wisv.export import export_head
@@ -93,16 +98,18 @@ class TrainSettings:
         return "" if self.budget == DEFAULT_BUDGET else f"-{self.budget}"
 
     def __post_init__(self) -> None:
-        if min(self.width, self.epochs, self.batch_size, self.draws) < 1:
-            raise ValueError("width, epochs, batch size and draws must be >= 1")
+        check_at_least_one(
+            width=self.width,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            draws=self.draws,
+            patience=self.patience,
+        )
         check_dropout(self.dropout)
         if not 0.0 < self.holdout < 1.0:
             raise ValueError(f"holdout must be in (0, 1), got {self.holdout}")
-        if not 0.0 <= self.validation < 1.0 or self.patience < 1:
-            raise ValueError(
-                f"validation must be in [0, 1) and patience >= 1, got {self.validation} "
-                f"and {self.patience}"
-            )
+        if not 0.0 <= self.validation < 1.0:
+            raise ValueError(f"validation must be in [0, 1), got {self.validation}")
         check_positive("learning_rate", self.learning_rate)
         check_non_negative("weight_decay", self.weight_decay)
         if self.budget not in BUDGETS:

@@ -62,3 +62,27 @@ def test_train_awc_refuses_a_holdout_outside_zero_one(capsys: pytest.CaptureFixt
         build_parser().parse_args(["train", "awc", "--data", "d", "--out", "o", "--holdout", "1"])
     assert stop.value.code == 2
     assert "argument --holdout: must be between 0 and 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("width", "message"),
+    [
+        ("1025", "must be <= 1024 (a wider WC-DNN's file is too large to load), got 1025"),
+        ("2000", "must be <= 1024 (a wider WC-DNN's file is too large to load), got 2000"),
+        ("0", "must be >= 1, got 0"),
+    ],
+)
+def test_train_awc_refuses_a_width_outside_one_to_1024(
+    capsys: pytest.CaptureFixture[str], width: str, message: str
+) -> None:
+    """Was unbounded: width ~1,800 wrote a WC-DNN file over the loader's 256 MiB."""
+    from edgespec.cli import build_parser
+
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(["train", "awc", "--data", "d", "--out", "o", "--width", width])
+    assert stop.value.code == 2
+    assert f"argument --width: {message}\n" in capsys.readouterr().err
+    args = build_parser().parse_args(
+        ["train", "awc", "--data", "d", "--out", "o", "--width", "1024"]
+    )
+    assert args.width == 1024

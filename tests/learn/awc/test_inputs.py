@@ -138,3 +138,27 @@ def test_a_non_finite_label_in_a_float_column_is_refused(
         f"{shown}; every row of an awc-data labels file has a scenario id and a finite label\n"
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("ids", "first", "again", "shown"),
+    [([0, 1, 2, 1, 3, 2], 1, 3, "1"), ([4, 0, 1, 2, 3, 4, 4], 0, 5, "4")],
+)
+def test_a_scenario_id_labelled_twice_is_refused_naming_it_and_its_rows(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    ids: list[int],
+    first: int,
+    again: int,
+    shown: str,
+) -> None:
+    """Was accepted: the scenario kept the label of its last row, silently."""
+    data, out = _dataset(tmp_path / "d"), tmp_path / "wc-dnn.json"
+    labels = {"scenario_id": ids, "label_gamma": [1 + k % 4 for k in range(len(ids))]}
+    write_parquet(labels, data / "labels.parquet")
+    assert _train(data, out) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train: {data / 'labels.parquet'}: scenario id {shown} is in rows {first} "
+        f"and {again} (from 0); an awc-data labels file has one label per scenario\n"
+    )
+    assert not out.exists()

@@ -139,6 +139,32 @@ def test_train_settings_refuse_a_bad_rate_built_directly(
 
 
 @pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"epochs": 0}, "epochs must be >= 1, got 0"),
+        ({"tokens_per_step": 0}, "tokens_per_step must be >= 1, got 0"),
+        ({"tokens_per_step": -8}, "tokens_per_step must be >= 1, got -8"),
+        ({"warmup_steps": -1}, "warmup_steps must be a finite number >= 0, got -1"),
+        ({"soft_weight": float("nan")}, "soft_weight must be a finite number >= 0, got nan"),
+        ({"soft_weight": -0.5}, "soft_weight must be a finite number >= 0, got -0.5"),
+        ({"prompt_weight": float("nan")}, "prompt_weight must be a finite number >= 0, got nan"),
+        ({"prompt_weight": float("inf")}, "prompt_weight must be a finite number >= 0, got inf"),
+    ],
+)
+def test_train_settings_refuse_a_bad_count_or_loss_weight(
+    change: dict[str, float], message: str
+) -> None:
+    """Was accepted: a NaN loss weight made every loss NaN, 0 tokens per step or a
+    negative warm-up trained nothing or nonsense."""
+    with pytest.raises(ValueError) as error:
+        TrainSettings(**change)  # type: ignore[arg-type]
+    assert str(error.value) == message
+    edge = TrainSettings(epochs=1, tokens_per_step=1, warmup_steps=0, soft_weight=0.0,
+                         prompt_weight=0.0)  # fmt: skip
+    assert (edge.warmup_steps, edge.soft_weight, edge.prompt_weight) == (0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(
     ("budget", "message"),
     [
         (float("nan"), "time_budget_s must be a finite number > 0, got nan"),

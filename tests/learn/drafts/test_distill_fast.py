@@ -114,9 +114,13 @@ def test_train_draft_fast_head_without_a_draft_is_a_clear_usage_error(
         ("--train-minutes", "-1", "must be > 0, got -1"),
         ("--text-minutes", "0", "must be > 0, got 0"),
         ("--conversations", "-5", "must be >= 1, got -5"),
+        # a budget over 10,000,000 minutes: 1e308 x 60 was inf seconds, a ValueError traceback
+        ("--train-minutes", "1e308", "must be at most 10,000,000 minutes, got 1e+308"),
+        ("--gen-minutes", "10000001", "must be at most 10,000,000 minutes, got 10000001.0"),
+        ("--text-minutes", "1e9", "must be at most 10,000,000 minutes, got 1000000000.0"),
     ],
 )
-def test_train_draft_refuses_a_count_or_budget_below_its_range_before_any_work(
+def test_train_draft_refuses_a_count_or_budget_outside_its_range_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str
 ) -> None:
     args = ["train", "draft", "--out", str(tmp_path / "d"), "--data-dir", str(tmp_path / "s")]
@@ -125,6 +129,18 @@ def test_train_draft_refuses_a_count_or_budget_below_its_range_before_any_work(
     assert stop.value.code == 2
     assert f"argument {flag}: {message}" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
+
+
+def test_train_draft_takes_a_budget_of_exactly_the_largest_minutes(tmp_path: Path) -> None:
+    from edgespec.cli import build_parser
+    from edgespec.learn.drafts.command import draft_job
+
+    args = build_parser().parse_args(
+        ["train", "draft", "--out", str(tmp_path / "d"), "--data-dir", str(tmp_path / "s"),
+         "--train-minutes", "10000000", "--gen-minutes", "1e7", "--text-minutes", "1e7"]
+    )  # fmt: skip
+    job = draft_job(args)
+    assert (job.training.time_budget_s, job.gen_minutes, args.text_minutes) == (6e8, 1e7, 1e7)
 
 
 def test_sharegpt_conversations_use_the_prompt_template_and_the_training_split(

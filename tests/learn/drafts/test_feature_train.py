@@ -157,7 +157,11 @@ def test_feature_train_settings_refuse_a_bad_field_built_directly(
 @pytest.mark.parametrize("flag", ["--train-minutes", "--feature-minutes"])
 @pytest.mark.parametrize(
     ("value", "message"),
-    [("nan", "must be a finite number, got 'nan'"), ("0", "must be > 0, got 0")],
+    [
+        ("nan", "must be a finite number, got 'nan'"),
+        ("0", "must be > 0, got 0"),
+        ("1e308", "must be at most 10,000,000 minutes, got 1e+308"),  # x 60 was inf
+    ],
 )
 def test_command_refuses_a_budget_that_is_not_a_positive_number(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str

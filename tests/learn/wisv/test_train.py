@@ -186,6 +186,26 @@ def test_train_command_argument_errors(
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"width": 0}, "width must be >= 1, got 0"),
+        ({"epochs": -1}, "epochs must be >= 1, got -1"),
+        ({"batch_size": 0}, "batch_size must be >= 1, got 0"),
+        ({"draws": 0}, "draws must be >= 1, got 0"),
+        ({"patience": 0}, "patience must be >= 1, got 0"),
+        ({"validation": 1.0}, "validation must be in [0, 1), got 1.0"),
+    ],
+)
+def test_train_settings_name_the_bad_field_and_its_value(
+    change: dict[str, Any], message: str
+) -> None:
+    """Was one message for all: "width, epochs, batch size and draws must be >= 1"."""
+    with pytest.raises(ValueError) as error:
+        TrainSettings(**change)
+    assert str(error.value) == message
+
+
 def test_train_command_data_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = ["--out-dir", str(tmp_path / "o")]
     assert main(["train", "wisv", "--data", str(tmp_path / "none.npz"), *out]) == 2
