@@ -38,6 +38,21 @@ def budget_minutes(text: str) -> float:
     return value
 
 
+MAX_DRAFTER_PROCESSES = 256
+"""The most drafter processes a ``--clients`` flag starts (``calibrate``, ``reproduce
+wisp-serving``): each client is a Python process of its own, with its own drafter."""
+
+
+def drafter_processes(text: str) -> int:
+    """``--clients``, one process each: an integer in ``[1, MAX_DRAFTER_PROCESSES]``."""
+    value = positive_int(text)
+    if value > MAX_DRAFTER_PROCESSES:
+        raise argparse.ArgumentTypeError(
+            f"must be <= {MAX_DRAFTER_PROCESSES} (each client is a process), got {value}"
+        )
+    return value
+
+
 def add_threads(
     parser: argparse.ArgumentParser, default: int | None, what: str = "torch CPU threads"
 ) -> None:

@@ -31,7 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.argument_types import non_negative_int, positive_int, seed_int
-from edgespec.arguments import add_max_new_tokens, add_threads, add_verbose
+from edgespec.arguments import (
+    MAX_DRAFTER_PROCESSES,
+    add_max_new_tokens,
+    add_threads,
+    add_verbose,
+    drafter_processes,
+)
 from edgespec.calibration.comparison import compare
 from edgespec.calibration.runs import link_rtt_ms, run_real, simulate_run, write_trace
 from edgespec.output_paths import claim_folder, output_folder
@@ -54,7 +60,7 @@ def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: 
 
 
 _NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
-    ("--clients", positive_int, 4, "drafter processes"),
+    ("--clients", drafter_processes, 4, f"drafter processes, at most {MAX_DRAFTER_PROCESSES}"),
     ("--requests", positive_int, 2, "requests per client, in sequence"),
     ("--prompt-tokens", positive_int, 32, "synthetic prompt tokens"),
     ("--gamma", positive_int, 4, "static window γ, tokens"),

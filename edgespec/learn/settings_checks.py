@@ -8,12 +8,20 @@ from __future__ import annotations
 import math
 
 __all__ = [
+    "MAX_WIDTH",
     "check_at_least_one",
+    "check_at_most",
     "check_dropout",
     "check_non_negative",
     "check_positive",
     "check_time_budget",
 ]
+
+MAX_WIDTH = 1024
+"""The widest hidden layer ``train awc`` and ``train wisv`` train (their ``--width`` and
+settings): a WC-DNN's file grows with the square of the width (about 90 MB at 1024;
+loading reads at most 256 MiB, about width 1,800), a WISV head's with width × inputs
+(about 10 MB at 1024 for the bundled gemma3-270m pair's 900 inputs)."""
 
 
 def check_positive(name: str, value: float) -> None:
@@ -33,6 +41,12 @@ def check_at_least_one(**counts: int) -> None:
     for name, value in counts.items():
         if not value >= 1:
             raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+def check_at_most(name: str, value: int, limit: int) -> None:
+    """``value`` (a width) at most ``limit``, the bound its command-line flag has."""
+    if not value <= limit:
+        raise ValueError(f"{name} must be <= {limit}, got {value}")
 
 
 def check_dropout(value: float, name: str = "dropout") -> None:

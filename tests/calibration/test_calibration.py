@@ -121,3 +121,29 @@ def test_an_out_holding_an_earlier_calibration_is_refused_and_a_given_profile_ke
     args = argparse.Namespace(out=tmp_path, overwrite=True, profile=str(tmp_path / "profile.yaml"))
     assert calibration_folder(args) == tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["profile-draft.yaml", "profile.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("clients", "message"),
+    [
+        ("257", "must be <= 256 (each client is a process), got 257"),
+        ("100000", "must be <= 256 (each client is a process), got 100000"),
+    ],
+)
+def test_clients_over_256_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], clients: str, message: str
+) -> None:
+    """Was unbounded: each client is a spawned drafter process, and the profiling grid
+    measured batches of --clients prompts."""
+    import argparse
+
+    from edgespec.calibration.command import add_arguments
+
+    with pytest.raises(SystemExit) as stop:
+        main(["calibrate", "--out", str(tmp_path / "c"), "--clients", clients])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: argument --clients: {message}\n")
+    assert not (tmp_path / "c").exists()
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert parser.parse_args(["--clients", "256"]).clients == 256

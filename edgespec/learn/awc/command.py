@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgespec.argument_types import positive_int
+from edgespec.argument_types import positive_float, positive_int
 from edgespec.arguments import (
     TrainingOptions,
     add_seed,
@@ -34,14 +34,13 @@ from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
 from edgespec.learn.progress import progress_bar
+from edgespec.learn.settings_checks import MAX_WIDTH
 from edgespec.output_paths import output_file, output_folder
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-MAX_WIDTH = 1024
-"""The widest WC-DNN ``train awc`` trains: its JSON file grows with the square of the
-width (about 90 MB at 1024), and loading reads at most 256 MiB (about width 1,800)."""
+    from edgespec.learn.awc.grid import AwcScenario
 
 
 def wc_dnn_width(text: str) -> int:
@@ -54,22 +53,42 @@ def wc_dnn_width(text: str) -> int:
     return value
 
 
+DEFAULT_SCENARIOS, DEFAULT_DURATION_S = 2000, 20.0
+"""``awc-data``'s grid without ``--quick``: its ``--scenarios`` and ``--duration-s``."""
+MAX_DURATION_S = 3_600
+"""The longest run ``awc-data --duration-s`` takes (simulated seconds, one hour): each
+scenario runs 12 times that long, with up to 192 drafts sending requests throughout."""
+
+
+def simulated_seconds(text: str) -> float:
+    """``--duration-s``: a finite number of seconds > 0, at most :data:`MAX_DURATION_S`."""
+    value = positive_float(text)
+    if value > MAX_DURATION_S:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_DURATION_S:,} s, got {value:g}")
+    return value
+
+
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w = DEFAULT_WEIGHTS
     p = sub.add_parser("awc-data", help="simulate the AWC scenario grid (static γ 2..12 + fused)")
     p.add_argument("--out", type=output_folder, required=True, help="dataset directory (resumable)")
-    p.add_argument("--quick", action="store_true", help="4 small scenarios (6 s, ≤ 8 drafts)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="4 small scenarios (6 s, ≤ 8 drafts); not with --scenarios or --duration-s",
+    )
     p.add_argument(
         "--scenarios",
         type=positive_int,
-        default=2000,
-        help="grid points to draw (default 2000; not with --quick)",
+        default=None,
+        help=f"grid points to draw (default {DEFAULT_SCENARIOS}; not with --quick)",
     )
     p.add_argument(
         "--duration-s",
-        type=float,
-        default=20.0,
-        help="simulated seconds per run (default 20; --quick: 6)",
+        type=simulated_seconds,
+        default=None,
+        help=f"simulated seconds per run, at most {MAX_DURATION_S:,} "
+        f"(default {DEFAULT_DURATION_S:g}; not with --quick, which runs 6)",
     )
     p.add_argument(
         "--contexts-per-run", type=positive_int, default=8, help="contexts kept per run (default 8)"
@@ -160,13 +179,30 @@ def run(args: argparse.Namespace) -> int:
     return run_data(args)
 
 
+def scenario_grid(args: argparse.Namespace) -> list[AwcScenario]:
+    """``--quick``'s 4 scenarios, or ``--scenarios`` grid points of ``--duration-s``;
+    ``--quick`` with either of those is refused (its scenarios would ignore them)."""
+    from edgespec.learn.awc.grid import full_scenarios, quick_scenarios
+
+    given = [f"--scenarios {args.scenarios}"] if args.scenarios is not None else []
+    given += [f"--duration-s {args.duration_s:g}"] if args.duration_s is not None else []
+    if args.quick and given:
+        raise UserInputError(
+            f"--quick runs its own 4 scenarios of 6 simulated s: not with {' and '.join(given)}"
+        )
+    if args.quick:
+        return quick_scenarios(args.seed)
+    count = args.scenarios or DEFAULT_SCENARIOS
+    return full_scenarios(count, args.seed, args.duration_s or DEFAULT_DURATION_S)
+
+
 def run_data(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from edgespec.learn.awc.data import AwcTask, run_awc_scenario, workload_lengths
-    from edgespec.learn.awc.grid import full_scenarios, quick_scenarios
     from edgespec.sweeps.executor import make_executor
 
+    grid = scenario_grid(args)
     weights = {"ttft": args.w_ttft, "tpot": args.w_tpot, "throughput": args.w_throughput}
     if min(weights.values()) < 0 or sum(weights.values()) <= 0:
         raise UserInputError("the --w-* weights must be >= 0 and not all 0")
@@ -176,11 +212,6 @@ def run_data(args: argparse.Namespace) -> int:
         raise UserInputError(f"--workload-trace {trace}: no such file")
     lengths = workload_lengths(str(trace)) if trace is not None else None
     console.print(f"GSM8K lengths: {trace or 'the bundled gsm8k table'}")
-    grid = (
-        quick_scenarios(args.seed)
-        if args.quick
-        else full_scenarios(args.scenarios, args.seed, args.duration_s)
-    )
     done = finished_ids(args.out)
     todo = [AwcTask(s, args.contexts_per_run, args.fused_gamma, lengths, args.fused_rounds)
             for s in grid if s.scenario_id not in done]  # fmt: skip

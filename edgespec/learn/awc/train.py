@@ -25,7 +25,13 @@ import numpy.typing as npt
 import torch
 from torch import nn
 
-from edgespec.learn.settings_checks import check_at_least_one, check_non_negative, check_positive
+from edgespec.learn.settings_checks import (
+    MAX_WIDTH,
+    check_at_least_one,
+    check_at_most,
+    check_non_negative,
+    check_positive,
+)
 from edgespec.policies.awc import AwcSettings, round_gamma
 from edgespec.policies.stop_drafting import DenseLayer
 from edgespec.policies.wc_dnn import AWC_FEATURE_NAMES, WcDnn
@@ -68,6 +74,7 @@ class AwcTrainSettings:
 
     def __post_init__(self) -> None:
         check_at_least_one(width=self.width, epochs=self.epochs, batch_size=self.batch_size)
+        check_at_most("width", self.width, MAX_WIDTH)
         check_positive("learning_rate", self.learning_rate)
         check_non_negative("weight_decay", self.weight_decay)
 

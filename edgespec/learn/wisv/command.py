@@ -48,11 +48,22 @@ from edgespec.arguments import (
     add_verbose,
 )
 from edgespec.errors import UserInputError
+from edgespec.learn.settings_checks import MAX_WIDTH
 from edgespec.learn.wisv.collect import DATASETS, ROLLOUT_CHANNELS, DataConfig
 from edgespec.learn.wisv.fit import FitConfig
 from edgespec.learn.wisv.union import LABELS
 from edgespec.output_paths import output_file
 from edgespec.policies.semantic.relabel import BUDGETS, DEFAULT_BUDGET
+
+
+def head_width(text: str) -> int:
+    """``wisv --width``: an integer in ``[1, MAX_WIDTH]``."""
+    value = positive_int(text)
+    if value > MAX_WIDTH:
+        raise argparse.ArgumentTypeError(
+            f"must be <= {MAX_WIDTH} (the head's file grows with its width), got {value}"
+        )
+    return value
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -153,7 +164,12 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "-kappa-critical)",
     )
     t.add_argument("--draws", type=positive_int, default=8, help="CSI draws per prompt (default 8)")
-    t.add_argument("--width", type=positive_int, default=64, help="hidden width (default 64)")
+    t.add_argument(
+        "--width",
+        type=head_width,
+        default=64,
+        help=f"hidden width, at most {MAX_WIDTH} (default 64)",
+    )
     t.add_argument("--dropout", type=float, default=0.1, help="dropout (default 0.1)")
     t.add_argument(
         "--validation",

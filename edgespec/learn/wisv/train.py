@@ -42,7 +42,9 @@ import torch
 from torch import nn
 
 from edgespec.learn.settings_checks import (
+    MAX_WIDTH,
     check_at_least_one,
+    check_at_most,
     check_dropout,
     check_non_negative,
     check_positive,
@@ -105,6 +107,7 @@ class TrainSettings:
             draws=self.draws,
             patience=self.patience,
         )
+        check_at_most("width", self.width, MAX_WIDTH)
         check_dropout(self.dropout)
         if not 0.0 < self.holdout < 1.0:
             raise ValueError(f"holdout must be in (0, 1), got {self.holdout}")

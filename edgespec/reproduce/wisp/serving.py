@@ -24,7 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.argument_types import positive_int
-from edgespec.arguments import add_max_new_tokens, add_threads
+from edgespec.arguments import (
+    MAX_DRAFTER_PROCESSES,
+    add_max_new_tokens,
+    add_threads,
+    drafter_processes,
+)
 from edgespec.output_paths import output_file
 
 SYSTEMS = {
@@ -195,7 +200,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--profile", required=True, help="kind: wisp profile of this machine")
     parser.add_argument(
-        "--clients", type=positive_int, default=8, help="drafter processes (default 8)"
+        "--clients",
+        type=drafter_processes,
+        default=8,
+        help=f"drafter processes, at most {MAX_DRAFTER_PROCESSES} (default 8)",
     )
     parser.add_argument(
         "--seconds", type=float, default=60.0, help="closed-loop run per system, s (default 60)"

@@ -90,6 +90,7 @@ def test_split_keeps_scenarios_whole_and_join_labels() -> None:
         ({"weight_decay": float("nan")}, "weight_decay must be a finite number >= 0, got nan"),
         ({"weight_decay": float("inf")}, "weight_decay must be a finite number >= 0, got inf"),
         ({"width": 0}, "width must be >= 1, got 0"),
+        ({"width": 1025}, "width must be <= 1024, got 1025"),
         ({"batch_size": -2}, "batch_size must be >= 1, got -2"),
     ],
 )

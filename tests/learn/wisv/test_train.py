@@ -187,9 +187,32 @@ def test_train_command_argument_errors(
 
 
 @pytest.mark.parametrize(
+    ("width", "message"),
+    [
+        ("1025", "must be <= 1024 (the head's file grows with its width), got 1025"),
+        ("100000", "must be <= 1024 (the head's file grows with its width), got 100000"),
+        ("0", "must be >= 1, got 0"),
+    ],
+)
+def test_train_command_refuses_a_width_outside_one_to_1024(
+    capsys: pytest.CaptureFixture[str], width: str, message: str
+) -> None:
+    """Was unbounded: the head's file grows with width × inputs (900 for gemma3-270m)."""
+    from edgespec.cli import build_parser
+
+    base = ["train", "wisv", "--data", "d", "--out-dir", "o", "--width"]
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args([*base, width])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: argument --width: {message}\n")
+    assert build_parser().parse_args([*base, "1024"]).width == 1024
+
+
+@pytest.mark.parametrize(
     ("change", "message"),
     [
         ({"width": 0}, "width must be >= 1, got 0"),
+        ({"width": 1025}, "width must be <= 1024, got 1025"),
         ({"epochs": -1}, "epochs must be >= 1, got -1"),
         ({"batch_size": 0}, "batch_size must be >= 1, got 0"),
         ({"draws": 0}, "draws must be >= 1, got 0"),

@@ -3,13 +3,18 @@ rows."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
+from edgespec.cli import main
 from edgespec.core.types import RoundRecord
 from edgespec.reproduce.wisp.serving import (
     SYSTEMS,
+    add_arguments,
     attribution_summary,
     round_log_path,
     system_summary,
@@ -56,3 +61,25 @@ def test_attribution_from_a_round_log(tmp_path: Path) -> None:
         "compute_dominant": 1,
         "compute_share": 1.0,
     }
+
+
+@pytest.mark.parametrize(
+    ("clients", "message"),
+    [
+        ("257", "must be <= 256 (each client is a process), got 257"),
+        ("100000", "must be <= 256 (each client is a process), got 100000"),
+        ("0", "must be >= 1, got 0"),
+    ],
+)
+def test_clients_outside_one_to_256_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], clients: str, message: str
+) -> None:
+    """Was unbounded: each client is a drafter process of its own, all started at once."""
+    base = ["reproduce", "wisp-serving", "--profile", "p.yaml", "--clients"]
+    with pytest.raises(SystemExit) as stop:
+        main([*base, clients])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: argument --clients: {message}\n")
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert parser.parse_args(["--profile", "p.yaml", "--clients", "256"]).clients == 256

@@ -1,0 +1,71 @@
+"""`edgespec train awc-data`'s sizing flags, refused while parsing or before any scenario
+runs: ``--duration-s`` a finite number of simulated seconds in (0, 3,600] (was a plain
+float: NaN or a negative reached the Ray workers), and ``--quick`` not with
+``--scenarios`` or ``--duration-s`` (its 4 scenarios of 6 s silently ignored them)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from edgespec.cli import build_parser, main
+from edgespec.learn.awc.command import scenario_grid
+from edgespec.learn.awc.grid import full_scenarios, quick_scenarios
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("nan", "must be a finite number, got 'nan'"),
+        ("inf", "must be a finite number, got 'inf'"),
+        ("-5", "must be > 0, got -5"),
+        ("0", "must be > 0, got 0"),
+        ("3600.5", "must be <= 3,600 s, got 3600.5"),
+        ("1e9", "must be <= 3,600 s, got 1e+09"),
+    ],
+)
+def test_duration_s_outside_zero_to_an_hour_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(["train", "awc-data", "--out", "o", "--duration-s", value])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: argument --duration-s: {message}\n")
+
+
+def test_duration_s_up_to_an_hour_is_taken() -> None:
+    args = build_parser().parse_args(["train", "awc-data", "--out", "o", "--duration-s", "3600"])
+    assert args.duration_s == 3600.0
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--scenarios", "30"], "--scenarios 30"),
+        (["--duration-s", "10"], "--duration-s 10"),
+        (["--duration-s", "2.5", "--scenarios", "7"], "--scenarios 7 and --duration-s 2.5"),
+    ],
+)
+def test_quick_with_scenarios_or_duration_is_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], named: str
+) -> None:
+    out = tmp_path / "d"
+    assert main(["train", "awc-data", "--quick", "--out", str(out), *extra]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train: --quick runs its own 4 scenarios of 6 simulated s: not with {named}\n"
+    )
+    assert not out.exists()
+
+
+def _grid_args(*flags: str) -> argparse.Namespace:
+    return build_parser().parse_args(["train", "awc-data", "--out", "o", *flags])
+
+
+def test_the_grid_defaults_and_the_explicit_flags() -> None:
+    assert scenario_grid(_grid_args("--quick")) == quick_scenarios(0)
+    assert scenario_grid(_grid_args("--scenarios", "5")) == full_scenarios(5, 0, 20.0)
+    sized = scenario_grid(_grid_args("--scenarios", "3", "--duration-s", "7.5", "--seed", "4"))
+    assert sized == full_scenarios(3, 4, 7.5)
+    assert {s.duration_s for s in sized} == {7.5}
