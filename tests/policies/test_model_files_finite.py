@@ -174,4 +174,4 @@ def test_a_malformed_head_file_is_a_value_error_naming_it(
     assert str(info.value) == f"{path} is not a decision head: {message}"
     with pytest.raises(ValueError) as info:
         load_head(tmp_path / "none.json")
-    assert str(info.value) == f"cannot read {tmp_path / 'none.json'}: No such file or directory"
+    assert str(info.value) == f"cannot read {tmp_path / 'none.json'}: decision head file not found"

@@ -16,13 +16,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import shlex
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgespec.argument_types import positive_float, positive_int
+from edgespec.argument_types import non_negative_float, positive_float, positive_int
 from edgespec.arguments import (
     TrainingOptions,
     add_seed,
@@ -36,8 +37,11 @@ from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.settings_checks import MAX_WIDTH
 from edgespec.output_paths import output_file, output_folder
+from edgespec.policies.params import MAX_GAMMA
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from edgespec.learn.awc.grid import AwcScenario
@@ -68,6 +72,38 @@ def simulated_seconds(text: str) -> float:
     return value
 
 
+MAX_SCENARIOS = 100_000
+"""The most grid points ``awc-data --scenarios`` draws (as a sweep's points): the whole
+grid is built in memory before any runs."""
+MAX_CONTEXTS_PER_RUN = 1_000
+"""The most decision contexts ``awc-data --contexts-per-run`` keeps of a run: 12,000 rows
+per scenario, and ``train awc`` reads every scenario's rows into memory."""
+
+
+def _at_most(limit: int, why: str) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[1, limit]``, ``why`` said when over it."""
+
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be <= {limit:,}{why}, got {value}")
+        return value
+
+    return parse
+
+
+def objective_weights(args: argparse.Namespace) -> dict[str, float]:
+    """The ``--w-*`` weights (each finite and >= 0, as parsed): not all 0, and adding up
+    to a finite number (else every configuration's score is inf, a tie)."""
+    weights = {"ttft": args.w_ttft, "tpot": args.w_tpot, "throughput": args.w_throughput}
+    total = sum(weights.values())
+    if total == 0:
+        raise UserInputError("the --w-* weights are all 0: at least one must be > 0")
+    if total == math.inf:
+        raise UserInputError("the --w-* weights add up to more than a float holds (1.8e308)")
+    return weights
+
+
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w = DEFAULT_WEIGHTS
     p = sub.add_parser("awc-data", help="simulate the AWC scenario grid (static γ 2..12 + fused)")
@@ -79,9 +115,10 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--scenarios",
-        type=positive_int,
+        type=_at_most(MAX_SCENARIOS, " (the grid is built in memory)"),
         default=None,
-        help=f"grid points to draw (default {DEFAULT_SCENARIOS}; not with --quick)",
+        help=f"grid points to draw, at most {MAX_SCENARIOS:,} "
+        f"(default {DEFAULT_SCENARIOS}; not with --quick)",
     )
     p.add_argument(
         "--duration-s",
@@ -91,13 +128,16 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         f"(default {DEFAULT_DURATION_S:g}; not with --quick, which runs 6)",
     )
     p.add_argument(
-        "--contexts-per-run", type=positive_int, default=8, help="contexts kept per run (default 8)"
+        "--contexts-per-run",
+        type=_at_most(MAX_CONTEXTS_PER_RUN, " (train awc reads every context into memory)"),
+        default=8,
+        help=f"contexts kept per run, at most {MAX_CONTEXTS_PER_RUN:,} (default 8)",
     )
     p.add_argument(
         "--fused-gamma",
-        type=positive_int,
+        type=_at_most(MAX_GAMMA, ", the largest γ a policy takes"),
         default=4,
-        help="co-located window γ in fused runs (default 4)",
+        help=f"co-located window γ in fused runs, at most {MAX_GAMMA} (default 4)",
     )
     p.add_argument(
         "--fused-rounds",
@@ -115,21 +155,21 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--w-ttft",
-        type=float,
+        type=non_negative_float,
         default=w["ttft"],
-        help=f"objective weight of TTFT (default {w['ttft']:g})",
+        help=f"objective weight of TTFT, >= 0 (default {w['ttft']:g})",
     )
     p.add_argument(
         "--w-tpot",
-        type=float,
+        type=non_negative_float,
         default=w["tpot"],
-        help=f"objective weight of TPOT (default {w['tpot']:g})",
+        help=f"objective weight of TPOT, >= 0 (default {w['tpot']:g})",
     )
     p.add_argument(
         "--w-throughput",
-        type=float,
+        type=non_negative_float,
         default=w["throughput"],
-        help=f"objective weight of throughput (default {w['throughput']:g})",
+        help=f"objective weight of throughput, >= 0 (default {w['throughput']:g})",
     )
     p.add_argument("--address", help="Ray cluster address (ray://host:10001); default: local")
     add_workers(p, 2, "local Ray CPUs / tasks in flight")
@@ -202,10 +242,8 @@ def run_data(args: argparse.Namespace) -> int:
     from edgespec.learn.awc.data import AwcTask, run_awc_scenario, workload_lengths
     from edgespec.sweeps.executor import make_executor
 
+    weights = objective_weights(args)
     grid = scenario_grid(args)
-    weights = {"ttft": args.w_ttft, "tpot": args.w_tpot, "throughput": args.w_throughput}
-    if min(weights.values()) < 0 or sum(weights.values()) <= 0:
-        raise UserInputError("the --w-* weights must be >= 0 and not all 0")
     console = Console(stderr=True)
     trace = args.workload_trace
     if trace is not None and not trace.is_file():

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.config import ConfigFileError, read_text
 from edgespec.policies.stop_drafting import require_finite, require_scale
 
 FloatArray = npt.NDArray[np.float64]
@@ -152,13 +153,15 @@ _ARRAYS = ("mean", "scale", "w1", "b1", "w2", "b2")
 
 def load_head(path: str | Path) -> DecisionHead:
     """A head saved as JSON (:meth:`DecisionHead.to_json`); ``ValueError`` naming the file
-    and what is wrong (unreadable, not JSON, a missing key, a bad shape or a non-finite
-    value)."""
+    and what is wrong (missing, unreadable, over :data:`~edgespec.config.MAX_TEXT_BYTES`
+    (refused after reading one byte more), not UTF-8, not JSON, a missing key, a bad shape
+    or a non-finite value)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise ValueError(f"cannot read {path}: {reason}") from None
+        text = read_text(path, "decision head file")
+    except ConfigFileError as exc:
+        raise ValueError(f"cannot read {path}: {exc.message}") from None
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
         return DecisionHead.from_json(json.loads(text))
     except ValueError as exc:  # json.JSONDecodeError is one

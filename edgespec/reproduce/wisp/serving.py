@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing as mp
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgespec.argument_types import positive_int
+from edgespec.argument_types import positive_float, positive_int
 from edgespec.arguments import (
     MAX_DRAFTER_PROCESSES,
     add_max_new_tokens,
@@ -37,6 +38,35 @@ SYSTEMS = {
     "sled": ["--batching", "fcfs", "--no-prefix-cache"],
     "wisp": ["--batching", "wisp", "--deadline-rule", "token_speed"],
 }
+
+MAX_SECONDS = 3_600
+"""The longest closed-loop run per system ``--seconds`` asks for (one hour; three systems
+run one after another, each client keeping every request's row in memory)."""
+
+
+def run_seconds(text: str) -> float:
+    """``--seconds``: a finite number of seconds > 0, at most :data:`MAX_SECONDS`."""
+    value = positive_float(text)
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_SECONDS:,} s, got {value:g}")
+    return value
+
+
+def slo_class(text: str) -> str:
+    """A ``--classes`` entry: ``NAME=TOKENS_PER_S``, the name non-empty without ``.`` or
+    ``=`` (as ``serve --slo-class`` takes it), the target a finite number > 0; returned as
+    ``NAME=TOKENS_PER_S`` with the spaces around either part dropped."""
+    name, _, value = (part.strip() for part in text.partition("="))
+    try:
+        target = float(value)
+    except ValueError:
+        target = math.nan
+    if not name or "." in name or not math.isfinite(target) or target <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected NAME=TOKENS_PER_S (a finite number > 0; no '.' or '=' in the name), "
+            f"got {text!r}"
+        )
+    return f"{name}={value}"
 
 
 def _client(
@@ -206,7 +236,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"drafter processes, at most {MAX_DRAFTER_PROCESSES} (default 8)",
     )
     parser.add_argument(
-        "--seconds", type=float, default=60.0, help="closed-loop run per system, s (default 60)"
+        "--seconds",
+        type=run_seconds,
+        default=60.0,
+        help=f"closed-loop run per system, s, at most {MAX_SECONDS:,} (default 60)",
     )
     add_max_new_tokens(parser, 24)
     add_threads(parser, 2, "server torch threads")
@@ -214,6 +247,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--classes",
         nargs="+",
         default=["c1=0.5", "c2=1", "c3=2", "c4=3"],
+        type=slo_class,
         metavar="NAME=TOKENS_PER_S",
         help="SLO classes and token-speed targets, tokens/s (default c1=0.5 c2=1 c3=2 c4=3)",
     )

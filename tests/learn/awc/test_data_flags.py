@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from edgespec.cli import build_parser, main
+from edgespec.errors import UserInputError
 from edgespec.learn.awc.command import scenario_grid
 from edgespec.learn.awc.grid import full_scenarios, quick_scenarios
 
@@ -69,3 +70,62 @@ def test_the_grid_defaults_and_the_explicit_flags() -> None:
     sized = scenario_grid(_grid_args("--scenarios", "3", "--duration-s", "7.5", "--seed", "4"))
     assert sized == full_scenarios(3, 4, 7.5)
     assert {s.duration_s for s in sized} == {7.5}
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--w-ttft", "nan", "must be a finite number, got 'nan'"),
+        ("--w-tpot", "inf", "must be a finite number, got 'inf'"),
+        ("--w-throughput", "-0.5", "must be >= 0, got -0.5"),
+        ("--scenarios", "100001", "must be <= 100,000 (the grid is built in memory), got 100001"),
+        ("--scenarios", "0", "must be >= 1, got 0"),
+        (
+            "--contexts-per-run",
+            "1001",
+            "must be <= 1,000 (train awc reads every context into memory), got 1001",
+        ),
+        ("--fused-gamma", "257", "must be <= 256, the largest γ a policy takes, got 257"),
+        ("--fused-gamma", "0", "must be >= 1, got 0"),
+    ],
+)
+def test_weights_and_sizes_out_of_range_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], flag: str, value: str, message: str
+) -> None:
+    """The weights were plain floats (NaN passed the >= 0 check), the sizes unbounded."""
+    with pytest.raises(SystemExit) as stop:
+        build_parser().parse_args(["train", "awc-data", "--out", "o", flag, value])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: argument {flag}: {message}\n")
+
+
+def test_the_largest_sizes_are_taken() -> None:
+    args = _grid_args("--scenarios", "100000", "--contexts-per-run", "1000", "--fused-gamma", "256")
+    assert (args.scenarios, args.contexts_per_run, args.fused_gamma) == (100_000, 1000, 256)
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        (("0", "0", "0"), "the --w-* weights are all 0: at least one must be > 0"),
+        (("1e308", "1e308", "0"), "the --w-* weights add up to more than a float holds (1.8e308)"),
+    ],
+)
+def test_weights_all_zero_or_adding_up_to_inf_are_refused_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], weights: tuple[str, ...], message: str
+) -> None:
+    """A sum of inf made every configuration's score inf: a tie, labelled the smallest γ."""
+    from edgespec.learn.awc.command import objective_weights
+
+    flags = [f for name, w in zip(("ttft", "tpot", "throughput"), weights, strict=True)
+             for f in (f"--w-{name}", w)]  # fmt: skip
+    with pytest.raises(UserInputError) as info:
+        objective_weights(_grid_args(*flags))
+    assert str(info.value) == message
+    out = tmp_path / "d"
+    assert main(["train", "awc-data", "--quick", "--out", str(out), *flags]) == 2
+    assert capsys.readouterr().err == f"edgespec train: {message}\n"
+    assert not out.exists()
+    assert objective_weights(_grid_args("--w-ttft", "0", "--w-tpot", "2")) == {
+        "ttft": 0.0, "tpot": 2.0, "throughput": 0.25,
+    }  # fmt: skip

@@ -99,3 +99,29 @@ def test_csi_features_and_channel_quality() -> None:
     with pytest.raises(ValueError, match=r"RTT must be in \[0, 1e\+06\] s, got 1e\+308"):
         ChannelState(uplink_bps=1e6, rtt_s=1e308)  # RTT / 100 ms is inf: the head's p NaN
     assert csi_features(ChannelState(uplink_bps=1.0, rtt_s=1e6)) == (-6.0, 0.0, 1e7, 0.0)
+
+
+def test_a_head_file_is_read_bounded_and_as_utf8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read through edgespec.config's read_text: at most MAX_TEXT_BYTES (here lowered to
+    10 bytes), found reading one byte past it, not read whole (was unbounded); text that
+    is not UTF-8 names the byte; a folder is named as one."""
+    import edgespec.config.files
+
+    path = tmp_path / "head.json"
+    path.write_text(json.dumps(hand_head().to_json()))
+    monkeypatch.setattr(edgespec.config.files, "MAX_TEXT_BYTES", 10)
+    with pytest.raises(ValueError) as info:
+        load_head(path)
+    assert str(info.value) == (
+        f"cannot read {path}: larger than 10 bytes, the limit for a decision head file"
+    )
+    monkeypatch.undo()
+    path.write_bytes(b'{"draft_hidden": \xff}')
+    with pytest.raises(ValueError) as info:
+        load_head(path)
+    assert str(info.value) == f"cannot read {path}: not UTF-8 text (byte 0xff at offset 17)"
+    with pytest.raises(ValueError) as info:
+        load_head(tmp_path)
+    assert str(info.value) == f"cannot read {tmp_path}: is a directory, not a decision head file"

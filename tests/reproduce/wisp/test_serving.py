@@ -83,3 +83,49 @@ def test_clients_outside_one_to_256_is_a_usage_error(
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     assert parser.parse_args(["--profile", "p.yaml", "--clients", "256"]).clients == 256
+
+
+def _parsed(*flags: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(["--profile", "p.yaml", *flags])
+
+
+@pytest.mark.parametrize(
+    ("seconds", "message"),
+    [
+        ("nan", "must be a finite number, got 'nan'"),
+        ("inf", "must be a finite number, got 'inf'"),
+        ("-1", "must be > 0, got -1"),
+        ("0", "must be > 0, got 0"),
+        ("3600.5", "must be <= 3,600 s, got 3600.5"),
+    ],
+)
+def test_seconds_outside_zero_to_an_hour_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], seconds: str, message: str
+) -> None:
+    """Was a plain float: NaN or a negative ran each system for no time."""
+    with pytest.raises(SystemExit) as stop:
+        _parsed("--seconds", seconds)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith(f"error: argument --seconds: {message}\n")
+    assert _parsed("--seconds", "3600").seconds == 3600.0
+
+
+@pytest.mark.parametrize("entry", ["c1", "c1=x", "c1=", "=2", "c.1=2", "c1=0", "c1=-1", "c1=nan"])
+def test_a_malformed_class_is_a_usage_error_naming_it(
+    capsys: pytest.CaptureFixture[str], entry: str
+) -> None:
+    """Was split at run time: 'c1' an IndexError, 'c1=x' a ValueError, both tracebacks."""
+    with pytest.raises(SystemExit) as stop:
+        _parsed("--classes", "a=1", entry)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "error: argument --classes: expected NAME=TOKENS_PER_S (a finite number > 0; no '.' "
+        f"or '=' in the name), got {entry!r}\n"
+    )
+
+
+def test_classes_are_taken_as_serve_takes_them() -> None:
+    assert _parsed("--classes", "a=0.5", " b = 2 ").classes == ["a=0.5", "b=2"]
+    assert _parsed().classes == ["c1=0.5", "c2=1", "c3=2", "c4=3"]
