@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.core.frozen import frozen_builder
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.params import MAX_GAMMA, PolicyParamError
 from edgespec.policies.wc_dnn import WcDnn, load_wc_dnn
@@ -77,6 +78,11 @@ class AwcState:
     fused: bool = False
 
 
+_INITIAL_STATE = AwcState()  # a pair not seen yet (frozen: shared)
+_awc_state = frozen_builder(AwcState)  # AwcState(...), built per prediction
+_decision = frozen_builder(WindowDecision)  # WindowDecision(...), built per prediction
+
+
 def clamp_prediction(raw: float, settings: AwcSettings) -> float:
     return min(float(settings.max_gamma), max(float(settings.min_gamma), raw))
 
@@ -108,21 +114,23 @@ def stabilise(
     smoothed = ema(state.smoothed, clamp_prediction(raw, settings), settings.ema_alpha)
     fused, steps = hysteresis(state.fused, state.near_one_steps, smoothed, settings)
     gamma = FUSED_GAMMA if fused else round_gamma(smoothed, settings)
-    return AwcState(smoothed, steps, fused), WindowDecision(gamma, fused)
+    return _awc_state(smoothed, steps, fused), _decision(gamma, fused)
+
+
+def awc_feature_row(obs: WindowObservation, queue_capacity: int) -> tuple[float, ...]:
+    """The five WC-DNN inputs of ``obs`` as floats (NaN where the observation has none)."""
+    return (
+        obs.queue_depth / queue_capacity,
+        math.nan if obs.recent_acceptance is None else obs.recent_acceptance,
+        obs.rtt_s * 1e3,
+        math.nan if obs.tpot_s is None else obs.tpot_s * 1e3,
+        float(FUSED_GAMMA if obs.previous_fused else obs.previous_gamma),
+    )
 
 
 def awc_features(obs: WindowObservation, queue_capacity: int) -> npt.NDArray[np.float64]:
-    """The five WC-DNN inputs of ``obs`` (NaN where the observation has none)."""
-    return np.array(
-        [
-            obs.queue_depth / queue_capacity,
-            math.nan if obs.recent_acceptance is None else obs.recent_acceptance,
-            obs.rtt_s * 1e3,
-            math.nan if obs.tpot_s is None else obs.tpot_s * 1e3,
-            float(FUSED_GAMMA if obs.previous_fused else obs.previous_gamma),
-        ],
-        dtype=np.float64,
-    )
+    """:func:`awc_feature_row` as an array (the training set's rows)."""
+    return np.array(awc_feature_row(obs, queue_capacity), dtype=np.float64)
 
 
 class AwcWindow:
@@ -171,7 +179,7 @@ class AwcWindow:
 
     def state(self, pair: str = "") -> AwcState:
         """The stabiliser state of ``pair`` (the initial state for a pair not seen yet)."""
-        return self._states.get(pair, AwcState())
+        return self._states.get(pair, _INITIAL_STATE)
 
     def pair_state(self, pair: str) -> tuple[float, ...]:
         """``pair``'s stabiliser state as numbers (``PairStateWindow``): ``()`` for the
@@ -197,7 +205,7 @@ class AwcWindow:
             if state.fused:
                 return self._fused
             return WindowDecision(round_gamma(state.smoothed, self.settings), False)
-        raw = float(self.model.predict(awc_features(obs, self.queue_capacity)[None, :])[0])
+        raw = self.model.predict_one(awc_feature_row(obs, self.queue_capacity))
         state, decision = stabilise(state, raw, self.settings)
         self._states[pair] = state
         return self._fused if decision.fused else decision

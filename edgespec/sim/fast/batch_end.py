@@ -29,7 +29,6 @@ from collections.abc import Callable
 from heapq import heappush
 from math import log
 
-from edgespec.core.types import BatchRecord
 from edgespec.hardware.cost_models import decode_steps_s
 from edgespec.policies.contracts import decide_window
 from edgespec.policies.inputs import UNOBSERVED
@@ -38,6 +37,7 @@ from edgespec.sim.fast.inbound import Touch
 from edgespec.sim.fast.link_tables import KEY_BASE, DeviceConstants, grow, per_device
 from edgespec.sim.fast.window import distributed_only
 from edgespec.sim.kernel import Handler
+from edgespec.sim.loop.records import batch_record
 from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.inbound_queue import drain
 from edgespec.sim.state import SimState
@@ -73,7 +73,7 @@ def distributed_batch_end(
         server.batch = []
         touch(server)
         sink_batch(
-            BatchRecord(
+            batch_record(
                 server.server_id, start, t, len(batch), server.batch_new, server.batch_cached
             )
         )

@@ -62,7 +62,7 @@ def pending_entry(s: Session, cached: int, rule: DeadlineRule = "pace") -> Pendi
         request.num_prompt_tokens + s.committed + sent - cached,
         cached,
         request.slo_class,
-        round_deadline_s(s, rule, expected),
+        None if s.slo_tokens_per_s is None else round_deadline_s(s, rule, expected),
         expected,
     )
 
@@ -100,16 +100,18 @@ def select_batch(
     if not entry_ids:
         return []
     if len(entry_ids) == len(queue):
-        rest: list[Session] = []
+        server.queue = []
+        if entry_ids == tuple(by_id):  # the whole queue, in its order
+            return queue
         taken = dict(zip(by_id, queue, strict=True))
     else:
         chosen_ids = set(entry_ids)
         taken = {}
-        rest = []
+        rest: list[Session] = []
         for s in queue:
             if s.entry_id in chosen_ids:
                 taken[s.entry_id] = s
             else:
                 rest.append(s)
-    server.queue = rest
+        server.queue = rest
     return [taken[i] for i in entry_ids]

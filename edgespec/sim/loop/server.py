@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from edgespec.core.types import BatchRecord, RoundRecord
 from edgespec.hardware.batch_pricing import padded_batch_time_s
 from edgespec.sim.events import BATCH_END, DELIVER, DISPATCH
 from edgespec.sim.kernel import Handler
 from edgespec.sim.loop.batch_choice import round_deadline_s, select_batch
 from edgespec.sim.loop.device import DeviceLoop
+from edgespec.sim.loop.records import batch_record, round_record
 from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.network import downlink_bytes
 
@@ -97,7 +97,7 @@ class ReferenceLoop(DeviceLoop):
         server.batch = []
         self.touch(server)
         state.sink.batch(
-            BatchRecord(
+            batch_record(
                 server.server_id, start, t, len(batch), server.batch_new, server.batch_cached
             )
         )
@@ -117,7 +117,9 @@ class ReferenceLoop(DeviceLoop):
         (:mod:`edgespec.sim.blocks`), a fused round goes to :mod:`edgespec.sim.loop.fused`,
         a drafted one's tokens go down."""
         state = self.state
-        deadline = round_deadline_s(s, state.deadline_rule) if state.record_rounds else None
+        deadline = None
+        if state.record_rounds and s.slo_tokens_per_s is not None:
+            deadline = round_deadline_s(s, state.deadline_rule)
         num_acc, committed, extra = s.block.judge(s)
         gamma = s.gamma_eff
         s.committed += committed
@@ -142,11 +144,11 @@ class ReferenceLoop(DeviceLoop):
             )
         if state.record_rounds:
             state.sink.round(
-                RoundRecord(
+                round_record(
                     s.request.request_id, s.num_rounds - 1, s.round_start_s,
                     deliver if state.distributed else t, s.round_draft_s, s.round_up_s,
                     queued, verify, down, s.sent, num_acc, committed, size,
-                    server.server_id, deadline, s.passes,
+                    server.server_id, deadline, s.passes, False,
                 )
             )  # fmt: skip
         self._next(s, server, t, deliver)
