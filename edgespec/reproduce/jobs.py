@@ -1,17 +1,21 @@
 """The pieces every ``edgespec reproduce`` shares: a picklable run job, running a list of
-jobs through a sweep executor, and writing the scenario files a report links to."""
+jobs through a sweep executor (a scenario that several claims share, under other names,
+run once), and writing the scenario files a report links to."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from edgespec.config import dump_yaml
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim.commands.run import run_scenario_dict
 from edgespec.sweeps.executor import SweepExecutor
+
+J = TypeVar("J")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,26 @@ def run_all(
         results[index] = value
         advance()
     return results
+
+
+def scenario_key(data: Mapping[str, Any]) -> str:
+    """Scenario ``data`` as canonical text without its name: two scenarios with the same
+    key are the same simulation (a name labels a run and its progress line, nothing else)."""
+    return json.dumps({k: v for k, v in data.items() if k != "name"}, sort_keys=True, default=repr)
+
+
+def distinct_jobs(jobs: Sequence[J], key: Callable[[J], str]) -> tuple[list[J], list[int]]:
+    """The jobs whose ``key`` is new, in order, and for each job the index of the one among
+    them that gives its result."""
+    first: dict[str, int] = {}
+    distinct: list[J] = []
+    which = []
+    for job in jobs:
+        index = first.setdefault(key(job), len(distinct))
+        if index == len(distinct):
+            distinct.append(job)
+        which.append(index)
+    return distinct, which
 
 
 def write_scenario(folder: Path, name: str, data: dict[str, Any]) -> str:

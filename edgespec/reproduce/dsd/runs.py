@@ -29,7 +29,7 @@ from edgespec.reproduce.dsd.setup import (
     scenario,
 )
 from edgespec.reproduce.dsd.summary import DsdRunJob, DsdRunSummary
-from edgespec.reproduce.jobs import run_all, write_scenario
+from edgespec.reproduce.jobs import distinct_jobs, run_all, write_scenario
 from edgespec.sweeps.executor import SweepExecutor
 from edgespec.sweeps.grid import progress_bar
 
@@ -209,17 +209,19 @@ def results_dict(results: Sequence[DsdResults]) -> dict[str, Any]:
 def run_dsd(
     plan: DsdPlan, executor: SweepExecutor, scenario_dir: Path, progress: bool
 ) -> tuple[list[DsdResults], list[str]]:
-    """Run every scenario of ``plan`` in both cost modes; write each scenario file
-    (``scenarios/<mode>-<name>.yaml``)."""
+    """Run every scenario of ``plan`` in both cost modes, a scenario that several claims
+    share once; write each scenario file (``scenarios/<mode>-<name>.yaml``)."""
     plans = [plan.in_mode(mode) for mode in COST_MODES]
     named = [(p, name, data) for p in plans for name, data in plan_scenarios(p).items()]
     files = [
         write_scenario(scenario_dir, f"{p.setup.cost_mode}-{name}", data) for p, name, data in named
     ]
     jobs = [DsdRunJob(data, p.setup.duration_s, p.setup.compat) for p, _, data in named]
+    distinct, which = distinct_jobs(jobs, DsdRunJob.key)  # e.g. stack-s4 is table-…-awc
     with progress_bar(progress) as bar:
-        task = bar.add_task("reproduce dsd", total=len(jobs))
-        values = run_all(executor, jobs, lambda: bar.advance(task))
+        task = bar.add_task("reproduce dsd", total=len(distinct))
+        ran = run_all(executor, distinct, lambda: bar.advance(task))
+    values = [ran[index] for index in which]
     results = []
     for p in plans:
         runs = {

@@ -9,6 +9,7 @@ from typing import Any
 
 from edgespec.core.types import RoundRecord
 from edgespec.metrics.types import SystemMetrics
+from edgespec.reproduce.jobs import scenario_key
 from edgespec.sim.simulator import StreamSink
 
 
@@ -66,6 +67,10 @@ class DsdRunJob:
     data: dict[str, Any]
     horizon_s: float
     compat: bool
+
+    def key(self) -> str:
+        """What the run's summary depends on (jobs with one key run once)."""
+        return f"{scenario_key(self.data)} {self.horizon_s!r} {self.compat}"
 
     def __call__(self) -> DsdRunSummary:
         from edgespec.sim.setup.scenario import scenario_from_dict
