@@ -6,7 +6,7 @@ every id stays within the server's identifier bound."""
 from __future__ import annotations
 
 from edgespec.runtime.loadgen.run import LoadRun
-from edgespec.runtime.loadgen.spec import LoadSpec, ServerAccess, SloShare
+from edgespec.runtime.loadgen.spec import MAX_CLIENTS, LoadSpec, ServerAccess, SloShare
 from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS, check_identifier
 
 MIX = (SloShare("default", None, 1.0),)
@@ -30,12 +30,12 @@ def test_two_runs_never_share_a_client_id() -> None:
 
 
 def test_client_and_request_ids_fit_the_servers_bound() -> None:
-    """100,000 clients: the longest client id, and a request id of it with a billion
-    incarnations and requests, are well within the 128 characters the server takes."""
-    ids = _ids(100_000, 4, "0a1b2c3d")
+    """The most clients a load takes: the longest client id, and a request id of it with a
+    billion incarnations and requests, are well within the 128 characters the server takes."""
+    ids = _ids(MAX_CLIENTS, 4, "0a1b2c3d")
     longest = max((i for group in ids for i in group), key=lambda i: (len(i), i))
-    assert longest == "0a1b2c3d.client-99999"
+    assert longest == "0a1b2c3d.client-4095"
     request_id = f"{longest}.{10**9}.{10**9}"
-    assert len(request_id) == 43 <= MAX_IDENTIFIER_CHARS
+    assert len(request_id) == 42 <= MAX_IDENTIFIER_CHARS
     check_identifier("client_id", longest)
     check_identifier("session_id", request_id)
