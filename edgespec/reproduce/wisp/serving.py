@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing as mp
 import subprocess
 import sys
@@ -24,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgespec.argument_types import positive_float, positive_int
+from edgespec.argument_types import positive_int
 from edgespec.arguments import (
     MAX_DRAFTER_PROCESSES,
     add_max_new_tokens,
@@ -32,41 +31,13 @@ from edgespec.arguments import (
     drafter_processes,
 )
 from edgespec.output_paths import output_file
+from edgespec.reproduce.wisp.serving_flags import MAX_SECONDS, class_targets, run_seconds, slo_class
 
 SYSTEMS = {
     "fcfs": ["--batching", "fcfs"],
     "sled": ["--batching", "fcfs", "--no-prefix-cache"],
     "wisp": ["--batching", "wisp", "--deadline-rule", "token_speed"],
 }
-
-MAX_SECONDS = 3_600
-"""The longest closed-loop run per system ``--seconds`` asks for (one hour; three systems
-run one after another, each client keeping every request's row in memory)."""
-
-
-def run_seconds(text: str) -> float:
-    """``--seconds``: a finite number of seconds > 0, at most :data:`MAX_SECONDS`."""
-    value = positive_float(text)
-    if value > MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"must be <= {MAX_SECONDS:,} s, got {value:g}")
-    return value
-
-
-def slo_class(text: str) -> str:
-    """A ``--classes`` entry: ``NAME=TOKENS_PER_S``, the name non-empty without ``.`` or
-    ``=`` (as ``serve --slo-class`` takes it), the target a finite number > 0; returned as
-    ``NAME=TOKENS_PER_S`` with the spaces around either part dropped."""
-    name, _, value = (part.strip() for part in text.partition("="))
-    try:
-        target = float(value)
-    except ValueError:
-        target = math.nan
-    if not name or "." in name or not math.isfinite(target) or target <= 0:
-        raise argparse.ArgumentTypeError(
-            f"expected NAME=TOKENS_PER_S (a finite number > 0; no '.' or '=' in the name), "
-            f"got {text!r}"
-        )
-    return f"{name}={value}"
 
 
 def _client(
@@ -269,12 +240,12 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.datasets.prompts import load_prompts
     from edgespec.models.loading import load_tokenizer
 
+    classes = class_targets(args.classes)
     tokenizer = load_tokenizer(args.target)
     if tokenizer is None:
         raise SystemExit(f"no tokenizer for {args.target!r}")
     texts = [p.text for p in load_prompts("gsm8k", "test")][: args.prompts]
     prompts = [list(tokenizer(t)["input_ids"]) for t in texts]
-    classes = {c.split("=")[0]: float(c.split("=")[1]) for c in args.classes}
     report: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
         "args": {k: str(v) for k, v in vars(args).items()},

@@ -19,6 +19,7 @@ from edgespec.reproduce.wisp.serving import (
     round_log_path,
     system_summary,
 )
+from edgespec.reproduce.wisp.serving_flags import class_targets
 
 
 def test_summary_per_class() -> None:
@@ -129,3 +130,14 @@ def test_a_malformed_class_is_a_usage_error_naming_it(
 def test_classes_are_taken_as_serve_takes_them() -> None:
     assert _parsed("--classes", "a=0.5", " b = 2 ").classes == ["a=0.5", "b=2"]
     assert _parsed().classes == ["c1=0.5", "c2=1", "c3=2", "c4=3"]
+
+
+def test_a_class_named_twice_is_refused_before_anything_loads() -> None:
+    """The later target silently won (a dict of the entries)."""
+    from edgespec.errors import UserInputError
+    from edgespec.reproduce.wisp.serving import run
+
+    args = _parsed("--classes", "a=1", "b=2", "a=3")
+    with pytest.raises(UserInputError, match=r"^--classes: 'a' is given more than once"):
+        run(args)
+    assert class_targets(_parsed("--classes", "a=1", "b=2").classes) == {"a": 1.0, "b": 2.0}
