@@ -33,10 +33,11 @@ refused after reading at most one byte more, never read whole."""
 
 MAX_TEXT_BYTES = 256 * 2**20
 """The largest file :func:`read_text` reads unless its caller says otherwise (256 MiB):
-the files read through it (reject-share and agreement tables, latency samples, WC-DNN and
-stop-predictor weights) are at most a few MB (the bundled WC-DNN, width 64: 354 kB; a
-WC-DNN file grows with the square of ``--width``, about 90 MB at width 1024); a larger
-file is refused after reading at most one byte more, never read whole."""
+the files read through it (reject-share and agreement tables, latency samples, WC-DNN,
+stop-predictor and WISV decision-head weights) are at most a few MB (the bundled WC-DNN,
+width 64: 354 kB; a WC-DNN file grows with the square of ``--width``, about 90 MB at width
+1024; a WISV head at width 1024 about 10 MB); a larger file is refused after reading at
+most one byte more, never read whole."""
 
 MAX_JSONL_LINE_BYTES = 64 * 2**20
 """The longest line :func:`read_jsonl` reads (64 MiB, its ``\\n`` not counted): a
