@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 from edgespec.core.types import SEED_LIMIT, UINT32_LIMIT
 
@@ -14,6 +15,19 @@ from edgespec.core.types import SEED_LIMIT, UINT32_LIMIT
 def positive_int(text: str) -> int:
     """An integer >= 1 (``--workers``, ``--threads``)."""
     return _int_at_least(text, 1)
+
+
+def int_at_most(limit: int, why: str = "") -> Callable[[str], int]:
+    """An argparse type: an integer in ``[1, limit]``; over it, the message gives the
+    limit, then ``why`` (e.g. ``" (each client is a process)"``)."""
+
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be <= {limit:,}{why}, got {value}")
+        return value
+
+    return parse
 
 
 def non_negative_int(text: str) -> int:
@@ -93,6 +107,18 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value:g}")
     return value
+
+
+def seconds_at_most(limit: float) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds > 0, at most ``limit``."""
+
+    def parse(text: str) -> float:
+        value = positive_float(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be <= {limit:,} s, got {value:g}")
+        return value
+
+    return parse
 
 
 def non_negative_float(text: str) -> float:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from edgespec.argument_types import (
     cpu_list,
+    int_at_most,
     non_negative_float,
     open_fraction,
     positive_float,
@@ -43,14 +44,8 @@ MAX_DRAFTER_PROCESSES = 256
 wisp-serving``): each client is a Python process of its own, with its own drafter."""
 
 
-def drafter_processes(text: str) -> int:
-    """``--clients``, one process each: an integer in ``[1, MAX_DRAFTER_PROCESSES]``."""
-    value = positive_int(text)
-    if value > MAX_DRAFTER_PROCESSES:
-        raise argparse.ArgumentTypeError(
-            f"must be <= {MAX_DRAFTER_PROCESSES} (each client is a process), got {value}"
-        )
-    return value
+drafter_processes = int_at_most(MAX_DRAFTER_PROCESSES, " (each client is a process)")
+"""``--clients``, one process each: an integer in ``[1, MAX_DRAFTER_PROCESSES]``."""
 
 
 def add_threads(

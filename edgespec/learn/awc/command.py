@@ -23,7 +23,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from edgespec.argument_types import non_negative_float, positive_float, positive_int
+from edgespec.argument_types import (
+    int_at_most,
+    non_negative_float,
+    positive_int,
+    seconds_at_most,
+)
 from edgespec.arguments import (
     TrainingOptions,
     add_seed,
@@ -40,8 +45,6 @@ from edgespec.output_paths import output_file, output_folder
 from edgespec.policies.params import MAX_GAMMA
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from rich.console import Console
 
     from edgespec.learn.awc.grid import AwcScenario
@@ -64,12 +67,8 @@ MAX_DURATION_S = 3_600
 scenario runs 12 times that long, with up to 192 drafts sending requests throughout."""
 
 
-def simulated_seconds(text: str) -> float:
-    """``--duration-s``: a finite number of seconds > 0, at most :data:`MAX_DURATION_S`."""
-    value = positive_float(text)
-    if value > MAX_DURATION_S:
-        raise argparse.ArgumentTypeError(f"must be <= {MAX_DURATION_S:,} s, got {value:g}")
-    return value
+simulated_seconds = seconds_at_most(MAX_DURATION_S)
+"""``--duration-s``: a finite number of seconds > 0, at most :data:`MAX_DURATION_S`."""
 
 
 MAX_SCENARIOS = 100_000
@@ -78,18 +77,6 @@ grid is built in memory before any runs."""
 MAX_CONTEXTS_PER_RUN = 1_000
 """The most decision contexts ``awc-data --contexts-per-run`` keeps of a run: 12,000 rows
 per scenario, and ``train awc`` reads every scenario's rows into memory."""
-
-
-def _at_most(limit: int, why: str) -> Callable[[str], int]:
-    """An argparse type: an integer in ``[1, limit]``, ``why`` said when over it."""
-
-    def parse(text: str) -> int:
-        value = positive_int(text)
-        if value > limit:
-            raise argparse.ArgumentTypeError(f"must be <= {limit:,}{why}, got {value}")
-        return value
-
-    return parse
 
 
 def objective_weights(args: argparse.Namespace) -> dict[str, float]:
@@ -115,7 +102,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--scenarios",
-        type=_at_most(MAX_SCENARIOS, " (the grid is built in memory)"),
+        type=int_at_most(MAX_SCENARIOS, " (the grid is built in memory)"),
         default=None,
         help=f"grid points to draw, at most {MAX_SCENARIOS:,} "
         f"(default {DEFAULT_SCENARIOS}; not with --quick)",
@@ -129,13 +116,13 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--contexts-per-run",
-        type=_at_most(MAX_CONTEXTS_PER_RUN, " (train awc reads every context into memory)"),
+        type=int_at_most(MAX_CONTEXTS_PER_RUN, " (train awc reads every context into memory)"),
         default=8,
         help=f"contexts kept per run, at most {MAX_CONTEXTS_PER_RUN:,} (default 8)",
     )
     p.add_argument(
         "--fused-gamma",
-        type=_at_most(MAX_GAMMA, ", the largest γ a policy takes"),
+        type=int_at_most(MAX_GAMMA, ", the largest γ a policy takes"),
         default=4,
         help=f"co-located window γ in fused runs, at most {MAX_GAMMA} (default 4)",
     )

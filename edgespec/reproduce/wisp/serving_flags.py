@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from edgespec.argument_types import positive_float
+from edgespec.argument_types import seconds_at_most
 from edgespec.errors import UserInputError
 
 MAX_SECONDS = 3_600
@@ -14,12 +14,8 @@ MAX_SECONDS = 3_600
 run one after another, each client keeping every request's row in memory)."""
 
 
-def run_seconds(text: str) -> float:
-    """``--seconds``: a finite number of seconds > 0, at most :data:`MAX_SECONDS`."""
-    value = positive_float(text)
-    if value > MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"must be <= {MAX_SECONDS:,} s, got {value:g}")
-    return value
+run_seconds = seconds_at_most(MAX_SECONDS)
+"""``--seconds``: a finite number of seconds > 0, at most :data:`MAX_SECONDS`."""
 
 
 def slo_class(text: str) -> str:

@@ -25,8 +25,7 @@ def with_bonus(s: Session, num_acc: int) -> int:
 def fixed_round(s: Session, num_acc: int) -> int:
     """DSD-Sim's ``fixed_rounds``: what the round drafted (at least 1), capped likewise."""
     left = s.request.num_output_tokens - s.committed
-    drafted = s.sent if s.sent > 1 else 1
-    return drafted if drafted < left else left
+    return min(max(s.sent, 1), left)
 
 
 def sent_up_s(s: Session, size: int) -> float:

@@ -62,7 +62,7 @@ def pending_entry(s: Session, cached: int, rule: DeadlineRule = "pace") -> Pendi
         request.num_prompt_tokens + s.committed + sent - cached,
         cached,
         request.slo_class,
-        None if s.slo_tokens_per_s is None else round_deadline_s(s, rule, expected),
+        round_deadline_s(s, rule, expected),
         expected,
     )
 

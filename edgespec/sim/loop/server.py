@@ -117,9 +117,7 @@ class ReferenceLoop(DeviceLoop):
         (:mod:`edgespec.sim.blocks`), a fused round goes to :mod:`edgespec.sim.loop.fused`,
         a drafted one's tokens go down."""
         state = self.state
-        deadline = None
-        if state.record_rounds and s.slo_tokens_per_s is not None:
-            deadline = round_deadline_s(s, state.deadline_rule)
+        deadline = round_deadline_s(s, state.deadline_rule) if state.record_rounds else None
         num_acc, committed, extra = s.block.judge(s)
         gamma = s.gamma_eff
         s.committed += committed

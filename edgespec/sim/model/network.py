@@ -68,25 +68,15 @@ class Link:
     def latency_s(self, payload_bytes: int, rng: UniformStream) -> float:
         """One-way delivery time of a ``payload_bytes`` message on the downlink (draws from
         ``rng``)."""
-        delay = one_way_delay_s(
-            self.rtt_s, payload_bytes, self.bandwidth_bytes_per_s, self.jitter_s, rng.next
-        )
-        return self._lost_s(delay, rng) if self.loss_rate > 0 else delay
+        return self._delay_s(payload_bytes, self.bandwidth_bytes_per_s, rng)
 
     def uplink_latency_s(self, payload_bytes: int, rng: UniformStream) -> float:
         """The same on the uplink."""
-        rate = self.uplink_bytes_per_s
-        delay = one_way_delay_s(
-            self.rtt_s,
-            payload_bytes,
-            self.bandwidth_bytes_per_s if rate is None else rate,  # up_bytes_per_s
-            self.jitter_s,
-            rng.next,
-        )
-        return self._lost_s(delay, rng) if self.loss_rate > 0 else delay
+        return self._delay_s(payload_bytes, self.up_bytes_per_s, rng)
 
-    def _lost_s(self, delay: float, rng: UniformStream) -> float:
-        """``delay`` plus a retransmission timeout per lost transmission (drawn)."""
-        while rng.next() < self.loss_rate:
-            delay += self.retransmit_timeout_s
+    def _delay_s(self, payload_bytes: int, rate: float, rng: UniformStream) -> float:
+        delay = one_way_delay_s(self.rtt_s, payload_bytes, rate, self.jitter_s, rng.next)
+        if self.loss_rate > 0:
+            while rng.next() < self.loss_rate:
+                delay += self.retransmit_timeout_s
         return delay
