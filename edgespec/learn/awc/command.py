@@ -37,17 +37,28 @@ from edgespec.arguments import (
     add_workers,
 )
 from edgespec.errors import UserInputError
-from edgespec.learn.awc.data import DEFAULT_WEIGHTS
+from edgespec.learn.awc.data import DEFAULT_WEIGHTS, GAMMAS
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.settings_checks import MAX_WIDTH
 from edgespec.output_paths import output_file, output_folder
-from edgespec.policies.params import MAX_GAMMA
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from edgespec.learn.awc.grid import AwcScenario
+
+
+def fused_gamma(text: str) -> int:
+    """``--fused-gamma``: one of the static windows every scenario runs (:data:`GAMMAS`), whose
+    run's acceptance fills the fused contexts (another γ has no run, and NaN acceptance)."""
+    value = positive_int(text)
+    if value not in GAMMAS:
+        raise argparse.ArgumentTypeError(
+            f"must be one of the static windows {GAMMAS[0]} to {GAMMAS[-1]} (its run's "
+            f"acceptance fills the fused contexts), got {value}"
+        )
+    return value
 
 
 def wc_dnn_width(text: str) -> int:
@@ -122,9 +133,10 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--fused-gamma",
-        type=int_at_most(MAX_GAMMA, ", the largest γ a policy takes"),
+        type=fused_gamma,
         default=4,
-        help=f"co-located window γ in fused runs, at most {MAX_GAMMA} (default 4)",
+        help=f"co-located window γ in fused runs, one of the static windows {GAMMAS[0]} to "
+        f"{GAMMAS[-1]} (default 4)",
     )
     p.add_argument(
         "--fused-rounds",

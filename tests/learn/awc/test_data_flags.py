@@ -85,7 +85,15 @@ def test_the_grid_defaults_and_the_explicit_flags() -> None:
             "1001",
             "must be <= 1,000 (train awc reads every context into memory), got 1001",
         ),
-        ("--fused-gamma", "257", "must be <= 256, the largest γ a policy takes, got 257"),
+        *(
+            (
+                "--fused-gamma",
+                gamma,
+                "must be one of the static windows 2 to 12 (its run's acceptance fills the "
+                f"fused contexts), got {gamma}",
+            )
+            for gamma in ("13", "1")  # 13: no static run, the contexts' acceptance was NaN
+        ),
         ("--fused-gamma", "0", "must be >= 1, got 0"),
     ],
 )
@@ -100,8 +108,8 @@ def test_weights_and_sizes_out_of_range_are_usage_errors(
 
 
 def test_the_largest_sizes_are_taken() -> None:
-    args = _grid_args("--scenarios", "100000", "--contexts-per-run", "1000", "--fused-gamma", "256")
-    assert (args.scenarios, args.contexts_per_run, args.fused_gamma) == (100_000, 1000, 256)
+    args = _grid_args("--scenarios", "100000", "--contexts-per-run", "1000", "--fused-gamma", "12")
+    assert (args.scenarios, args.contexts_per_run, args.fused_gamma) == (100_000, 1000, 12)
 
 
 @pytest.mark.parametrize(
