@@ -37,6 +37,7 @@ from edgespec.runtime.server.engine_sessions import EngineSession, SessionTable
 from edgespec.runtime.server.hidden_followup import (
     check_followup_call,
     decide_followup,
+    evicted_followup_error,
     followup_sizes,
     judge_pass,
     logit_hidden_rows,
@@ -223,6 +224,9 @@ class VerificationEngine(SessionTable):
                 ErrorCode.FAILED_PRECONDITION,
                 f"session {call.session_id!r} changed before verification",
             )
+        if pending.num_hidden_evicted:  # the reply cannot carry the rows: nothing committed
+            s.pending, s.kv, s.kv_len = None, None, 0  # its KV was evicted with the rows
+            return evicted_followup_error(pending)
         try:
             judged = decide_followup(rule, s.spec.verification_rule, pending, s.spec.sampling, call)
         except Exception as exc:

@@ -15,8 +15,9 @@ a retry of that round gets the same outcome again (:meth:`SessionTable.replay`) 
 a second verification; an identical open of a session that has verified nothing yet is a
 retry too (:meth:`SessionTable.is_unused_copy`). A kept outcome's hidden rows (a
 ``return_hidden`` session's: up to the whole context, 2.5 KiB a row at Gemma 3 270M's 640
-floats) count against the token budget, a row a token, beside the KV; evicted, a retry of
-that round is refused (``FAILED_PRECONDITION``) rather than answered without them.
+floats), and those of a pass waiting for its SH follow-up, count against the token budget,
+a row a token, beside the KV; evicted, a retry of that round, or the follow-up, is refused
+(``FAILED_PRECONDITION``) rather than answered without them.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from edgespec.runtime.backends.base import KVState, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine_checks import check_session_spec, same_block
-from edgespec.runtime.server.hidden_followup import PendingHidden
+from edgespec.runtime.server.hidden_followup import PendingHidden, pending_rows, without_hidden_rows
 from edgespec.runtime.server.verification import (
     AnyRule,
     HiddenStateRule,
@@ -103,9 +104,11 @@ class EngineSession:
 
 
 def stored_rows(s: EngineSession) -> int:
-    """The hidden rows ``s``'s kept outcome holds (counted against the budget)."""
+    """The hidden rows ``s``'s kept outcome and waiting pass hold (counted against the
+    budget)."""
     hidden = None if s.last_round is None else s.last_round[1].target_hidden
-    return 0 if hidden is None else int(hidden.shape[0])
+    kept = 0 if hidden is None else int(hidden.shape[0])
+    return kept + (0 if s.pending is None else pending_rows(s.pending))
 
 
 def _held_tokens(s: EngineSession) -> int:
@@ -262,6 +265,8 @@ class SessionTable:
             if s.kv is not None:
                 s.kv, s.kv_len, s.was_evicted = None, 0, True
                 self._tally.num_evictions += 1
+            if s.pending is not None and pending_rows(s.pending):
+                s.pending = without_hidden_rows(s.pending)
             if s.last_round is not None and (rows := stored_rows(s)):
                 block, outcome = s.last_round
                 s.last_round = (block, dataclasses.replace(outcome, target_hidden=None))

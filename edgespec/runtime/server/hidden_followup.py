@@ -14,7 +14,9 @@ is decided from the kept pass (:func:`decide_followup`) without another forward.
 session, commits the verdicts and handles a failing rule; a session waiting for its
 follow-up holds the pass's KV as its cache, in the LRU budget: evicted, the follow-up is
 still decided from the kept logit and hidden rows, and the session re-prefills on its next
-verification.
+verification. A ``return_hidden`` session's pass also holds the hidden rows its reply
+carries, counted in the budget beside the KV; evicted, its follow-up is refused
+(``FAILED_PRECONDITION``), nothing is committed, and the client sends the block again.
 """
 
 from __future__ import annotations
@@ -38,13 +40,40 @@ class PendingHidden:
     forward item and output (without KV: the session holds the pass's; with the hidden rows
     of every forwarded token only for a ``return_hidden`` session, whose reply carries
     them), the target's hidden rows of its K + 1 logit rows (a copy: never a view holding
-    the whole context's rows), and the draft positions asked for."""
+    the whole context's rows), and the draft positions asked for. The ``return_hidden``
+    rows count against the engine's token budget; ``num_hidden_evicted``: how many it
+    dropped (the follow-up is then refused, :func:`evicted_followup_error`)."""
 
     call: VerifyCall
     item: ForwardItem
     out: ForwardOutput
     target_hidden: npt.NDArray[np.float32]
     positions: tuple[int, ...]
+    num_hidden_evicted: int = 0
+
+
+def pending_rows(pending: PendingHidden) -> int:
+    """The ``return_hidden`` rows ``pending`` holds (0 without them, or once evicted)."""
+    return 0 if pending.out.hidden is None else int(pending.out.hidden.shape[0])
+
+
+def without_hidden_rows(pending: PendingHidden) -> PendingHidden:
+    """``pending`` with its ``return_hidden`` rows dropped (evicted under the budget)."""
+    out = replace(pending.out, hidden=None)
+    return replace(pending, out=out, num_hidden_evicted=pending_rows(pending))
+
+
+def evicted_followup_error(pending: PendingHidden) -> RequestError:
+    """The follow-up of a pass whose ``return_hidden`` rows the budget evicted: its reply
+    cannot carry them, so nothing is committed and the block is to be sent again."""
+    call = pending.call
+    return RequestError(
+        ErrorCode.FAILED_PRECONDITION,
+        f"session {call.session_id!r}: the pass of its block at prefix_len {call.prefix_len}, "
+        f"waiting for draft hidden states, lost its {pending.num_hidden_evicted} target hidden "
+        "rows (return_hidden) under kv_budget_tokens; nothing was committed: send the block "
+        "again",
+    )
 
 
 def logit_hidden_rows(item: ForwardItem, out: ForwardOutput) -> npt.NDArray[np.float32]:

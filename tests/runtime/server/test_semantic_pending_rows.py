@@ -1,8 +1,10 @@
 """What an SH session's kept pass holds while it waits for the follow-up (up to the 300 s
-expiry, outside the KV budget): the target's hidden rows of its K + 1 logit rows, owned,
-not the rows of every forwarded token (a first round or re-prefill forwards the whole
-context: 32,768 x 640 floats, 84 MB at Gemma 3 270M), unless the session asked for hidden
-states (``return_hidden``: its reply carries them). The outputs are those of the FH path."""
+expiry): the target's hidden rows of its K + 1 logit rows, owned, not the rows of every
+forwarded token (a first round or re-prefill forwards the whole context: 32,768 x 640
+floats, 84 MB at Gemma 3 270M), unless the session asked for hidden states
+(``return_hidden``: its reply carries them). Those count against ``kv_budget_tokens``, a
+row a token; evicted, the follow-up is refused, nothing committed, and the block sent again
+gets the same reply. The outputs are those of the FH path."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from edgespec.core.types import SamplingParams
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.hidden_followup import PendingHidden
@@ -23,10 +27,11 @@ SIGNS = (-1.0, +1.0, -1.0, -1.0)  # mismatch 0 accepted, mismatch 1 rejected
 
 
 def _setup(
-    target: TransformersTarget, target_model: Any, return_hidden: bool
+    target: TransformersTarget, target_model: Any, return_hidden: bool, budget: int = 65536
 ) -> tuple[VerificationEngine, tuple[int, ...]]:
     """An engine with an SH and an FH session on LONG, and a block mismatching everywhere."""
-    engine = VerificationEngine(target, rules=semantic_rules(draft_coordinate_head()))
+    rules = semantic_rules(draft_coordinate_head())
+    engine = VerificationEngine(target, kv_budget_tokens=budget, rules=rules)
     for sid in ("sh", "fh"):
         spec = SessionSpec(sid, "c", LONG, GREEDY, return_hidden=return_hidden,
                            verification_rule="semantic", semantic=GOOD)  # fmt: skip
@@ -79,3 +84,36 @@ def test_a_return_hidden_session_waiting_keeps_the_rows_its_reply_carries(
     assert decided.target_hidden is not None and reference.target_hidden is not None
     assert decided.target_hidden.shape == (len(LONG) + 1, HIDDEN)  # context + accepted
     assert np.array_equal(decided.target_hidden, reference.target_hidden)
+
+
+def test_a_return_hidden_pass_waiting_counts_in_the_budget_and_evicted_is_sent_again(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    """The waiting pass holds 404 KV tokens and 404 hidden rows: 808 of a 1,000 budget. A
+    plain session's 251 more evict it (with its rows uncounted, 655 fit and nothing went)."""
+    engine, block = _setup(target, target_model, return_hidden=True, budget=1000)
+    _, roomy = _sh_round(_setup(target, target_model, return_hidden=True)[0], block)
+    first = _verify(engine, VerifyCall("sh", len(LONG), block))
+    assert first.hidden_request is not None
+    assert engine.counters().num_cached_tokens == len(LONG) + len(block)
+    engine.open_session(SessionSpec("p", "c", LONG[:250], SamplingParams(max_new_tokens=4)))
+    _verify(engine, VerifyCall("p", 250, (1,)))
+    assert engine.counters().num_evictions == 1  # the oldest: the waiting pass
+    wanted = rows(*SIGNS)[list(first.hidden_request)]
+    followup = VerifyCall("sh", len(LONG), block, payloads={DRAFT_HIDDEN: wanted})
+    engine.validate(followup, 16)
+    (refused,) = engine.verify_batch([followup])
+    assert isinstance(refused, RequestError) and refused.code is ErrorCode.FAILED_PRECONDITION
+    assert refused.message == (
+        f"session 'sh': the pass of its block at prefix_len {len(LONG)}, waiting for draft "
+        f"hidden states, lost its {len(LONG) + len(block)} target hidden rows (return_hidden) "
+        "under kv_budget_tokens; nothing was committed: send the block again"
+    )
+    assert engine.session_tokens("sh") == LONG  # nothing committed
+    again = _verify(engine, VerifyCall("sh", len(LONG), block))  # re-prefilled, waits again
+    assert again.hidden_request == first.hidden_request
+    decided = _verify(engine, followup)
+    assert decided.committed_token_ids == roomy.committed_token_ids
+    assert decided.target_hidden is not None and roomy.target_hidden is not None
+    assert np.array_equal(decided.target_hidden, roomy.target_hidden)
+    assert engine.session_tokens("sh") == LONG + decided.committed_token_ids
