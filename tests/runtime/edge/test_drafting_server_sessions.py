@@ -188,6 +188,9 @@ def test_sigterm_and_ctrl_c_close_the_sessions_and_say_one_line(
         raise _Stopped
 
     previous = signal.signal(signal.SIGTERM, ours)
+    # Ctrl-C as a shell delivers it: a pytest-xdist worker starts with SIGINT ignored, and
+    # only an earlier test in the same worker that handled SIGINT had set it back
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     _stop_mid_run(monkeypatch, sig, after_calls=12)  # past the warm-up
     try:
         rc = main([*_argv(server, draft_dir, "1,2", "3", "4,5"), "--max-new-tokens", "40"])
@@ -195,6 +198,8 @@ def test_sigterm_and_ctrl_c_close_the_sessions_and_say_one_line(
         pytest.fail(f"{type(exc).__name__} escaped the command")
     finally:
         restored = signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
     assert rc == status and restored is ours
     assert capsys.readouterr().err == f"edgespec drafting-server: {line}\n"
     time.sleep(0.2)
