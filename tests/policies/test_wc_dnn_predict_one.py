@@ -12,8 +12,8 @@ import pytest
 
 from edgespec.policies.awc import awc_feature_row, awc_features
 from edgespec.policies.interfaces import WindowObservation
-from edgespec.policies.stop_drafting import DenseLayer
 from edgespec.policies.wc_dnn import WcDnn, load_wc_dnn
+from tests.policies.test_awc import _random_model
 
 Array = npt.NDArray[np.float64]
 
@@ -32,21 +32,6 @@ def _plain(model: WcDnn, rows: Array) -> Array:
     return np.asarray((silu(h) @ model.output.weight + model.output.bias)[:, 0])
 
 
-def _small_model() -> WcDnn:
-    rng = np.random.default_rng(11)
-
-    def dense(n_in: int, n_out: int) -> DenseLayer:
-        return DenseLayer(rng.normal(size=(n_in, n_out)), rng.normal(size=n_out))
-
-    return WcDnn(
-        mean=rng.normal(size=5),
-        scale=rng.uniform(0.5, 2.0, size=5),
-        input=dense(5, 8),
-        blocks=((dense(8, 8), dense(8, 8)),),
-        output=dense(8, 1),
-    )
-
-
 def _rows(n: int) -> Array:
     """Rows around AWC's feature ranges, some far out, NaN where a feature is missing."""
     rng = np.random.default_rng(7)
@@ -57,14 +42,14 @@ def _rows(n: int) -> Array:
     return rows
 
 
-@pytest.mark.parametrize("model", [load_wc_dnn(), _small_model()], ids=["bundled", "small"])
+@pytest.mark.parametrize("model", [load_wc_dnn(), _random_model(11)], ids=["bundled", "small"])
 def test_predict_one_is_the_plain_network_bit_for_bit(model: WcDnn) -> None:
     rows = _rows(3000)
     plain = [float(_plain(model, row)[0]) for row in rows]
     assert [model.predict_one(row.tolist()) for row in rows] == plain
 
 
-@pytest.mark.parametrize("model", [load_wc_dnn(), _small_model()], ids=["bundled", "small"])
+@pytest.mark.parametrize("model", [load_wc_dnn(), _random_model(11)], ids=["bundled", "small"])
 @pytest.mark.parametrize("n", [1, 2, 3, 64, 3000])
 def test_predict_is_the_plain_network_bit_for_bit(model: WcDnn, n: int) -> None:
     rows = _rows(n)
