@@ -16,6 +16,9 @@ class ErrorCode(enum.Enum):
     INTERNAL = "INTERNAL"
     CANCELLED = "CANCELLED"
     PERMISSION_DENIED = "PERMISSION_DENIED"
+    # the server dropped what the call needed (a semantic follow-up's hidden rows evicted
+    # under kv_budget_tokens) and committed nothing: the client plays the round again
+    ABORTED = "ABORTED"
 
 
 class RequestError(Exception):

@@ -13,7 +13,8 @@ The rounds themselves run in :class:`~edgespec.runtime.edge.round_loop.RoundLoop
 verifier that lost the session (server restart, idle expiry) or became unreachable
 (:data:`~edgespec.runtime.edge.round_loop.RECOVERABLE`) is handled by reopening the session
 with every committed token as the new prompt (:mod:`edgespec.runtime.edge.reconnect`), so
-the output is identical to an uninterrupted run (greedy). A
+the output is identical to an uninterrupted run (greedy); a round the server aborted
+(``ABORTED``) is played again on the same session. A
 :class:`~edgespec.runtime.backends.base.FeatureDraftBackend` that wants the target's hidden
 states gets a session opened with ``return_hidden`` and sees every verification's rows
 (``observe_target_hidden``, timed as drafting) before it drafts again.
@@ -65,6 +66,9 @@ class GenerationResult:
     num_reconnects: int
     semantic: SemanticReport | None = None
     """A semantic (lossy) run's report; ``None`` for exact verification."""
+    num_replays: int = 0
+    """Rounds played again on the same session after the server aborted them (``ABORTED``:
+    a semantic follow-up's hidden rows evicted, nothing committed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +172,7 @@ def _generate(
         request=_request_record(options, prompt, ledger, arrival),
         num_reconnects=loop.reconnects,
         semantic=report,
+        num_replays=loop.replays,
     )
 
 

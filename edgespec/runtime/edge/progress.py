@@ -45,6 +45,7 @@ class ProgressWatch:
         self._last_s = clock()
         self._num_committed = 0
         self._reconnects = 0
+        self._replays = 0  # of those reconnects, rounds played again on the same session
 
     def committed(self, num_committed: int) -> None:
         """The generation has ``num_committed`` tokens now: more than before resets both
@@ -52,17 +53,20 @@ class ProgressWatch:
         if num_committed > self._num_committed:
             self._num_committed = num_committed
             self._last_s = self._clock()
-            self._reconnects = 0
+            self._reconnects = self._replays = 0
 
     def remaining_s(self) -> float:
         return self._budget.timeout_s - (self._clock() - self._last_s)
 
-    def reconnect(self, cause: RequestError) -> None:
-        """A reconnect is about to happen after ``cause``: :class:`NoProgress` when it
-        would exceed the budget."""
+    def reconnect(self, cause: RequestError, replay: bool = False) -> None:
+        """A reconnect (``replay``: the round played again on the same session) is about
+        to happen after ``cause``: :class:`NoProgress` when it would exceed the budget."""
         self._reconnects += 1
+        self._replays += replay
         if self._reconnects > self._budget.max_reconnects:
-            raise NoProgress(self._gave_up(f"{self._budget.max_reconnects} reconnects", cause))
+            tries, replays = self._budget.max_reconnects, self._replays - replay
+            kind = "reconnects" if replays == 0 else "replays" if replays == tries else ""
+            raise NoProgress(self._gave_up(f"{tries} {kind or 'reconnects and replays'}", cause))
         self.check(cause)
 
     def check(self, cause: RequestError) -> None:

@@ -4,7 +4,8 @@ after its session is open: each decided by the window policy, then played distri
 (:mod:`edgespec.runtime.edge.fused_handover`), and committed to the
 :class:`~edgespec.runtime.edge.rounds.Ledger`. A session lost to a :data:`RECOVERABLE`
 error is reopened with every committed token as its prompt
-(:mod:`edgespec.runtime.edge.reconnect`)."""
+(:mod:`edgespec.runtime.edge.reconnect`); a round the server aborted (:data:`REPLAYED`)
+is played again on the same session. Both count against the progress budget."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.policies.stop_drafting import DraftStopPolicy
 from edgespec.runtime.backends.base import DraftBackend
 from edgespec.runtime.edge.fused_handover import fused_handover
-from edgespec.runtime.edge.progress import ProgressBudget, ProgressWatch
+from edgespec.runtime.edge.progress import NoProgress, ProgressBudget, ProgressWatch
 from edgespec.runtime.edge.reconnect import close_quietly, reopen
 from edgespec.runtime.edge.rounds import (
     Ledger,
@@ -50,15 +51,22 @@ RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
 """Errors after which the session is reopened: it was lost (server restart, idle expiry)
 or the server is unreachable for now."""
 
+REPLAYED = frozenset({ErrorCode.ABORTED})
+"""Errors after which the round is played again on the same session: the server dropped
+the round's state and committed nothing (a semantic follow-up whose pass lost its
+``return_hidden`` rows under ``kv_budget_tokens``)."""
+
 
 class RoundLoop:
     """The rounds of one generation until it finishes: each decided by the window policy,
     played distributed or handed over fused, committed to the ledger; a lost session is
-    reopened (``reconnects``) under a new name (``session_id``). A semantic run's
+    reopened (``reconnects``) under a new name (``session_id``), an aborted round played
+    again on the same session (``replays``). A semantic run's
     exchanges and accepted mismatches per round are kept for its report."""
 
     __slots__ = ("clock", "drafter", "exchanges", "first", "ledger", "mismatches", "options",
-                 "prompt", "reconnects", "rng", "sampling", "session_id", "verifier")  # fmt: skip
+                 "prompt", "reconnects", "replays", "rng", "sampling", "session_id",
+                 "verifier")  # fmt: skip
 
     def __init__(
         self,
@@ -76,6 +84,7 @@ class RoundLoop:
         self.ledger, self.first, self.session_id = ledger, first, first.session_id
         self.rng = draft_rng(sampling.seed)
         self.reconnects = 0
+        self.replays = 0
         self.exchanges: list[int] = []
         self.mismatches: list[int] = []
 
@@ -108,7 +117,7 @@ class RoundLoop:
                 )  # fmt: skip
             except RequestError as exc:
                 decision = None  # the policy is asked again for the round that did not run
-                self._reconnect(exc, sent, watch)
+                self._recover(exc, sent, watch)
                 continue
             finished = self._commit(decision, played)
             decision = None
@@ -124,12 +133,31 @@ class RoundLoop:
         self.mismatches.append(reply.outcome.accepted_mismatches)
         return finished
 
-    def _reconnect(self, exc: RequestError, sent: float, watch: ProgressWatch) -> None:
-        """Reopen a lost session with every committed token as its prompt; an error that
-        is not recoverable, or came after ``retry_timeout_s``, is raised again."""
+    def _recover(self, exc: RequestError, sent: float, watch: ProgressWatch) -> None:
+        """Let the round be played again after ``exc``: on the same session when the server
+        aborted it, else on the lost session reopened; an error that is neither, or came
+        after ``retry_timeout_s``, is raised again."""
         options, clock = self.options, self.clock
-        if exc.code not in RECOVERABLE or clock() - sent > options.retry_timeout_s:
+        survivable = exc.code in RECOVERABLE or exc.code in REPLAYED
+        if not survivable or clock() - sent > options.retry_timeout_s:
             raise exc
+        if exc.code in REPLAYED:
+            self._replay(exc, watch)
+        else:
+            self._reconnect(exc, watch)
+
+    def _replay(self, exc: RequestError, watch: ProgressWatch) -> None:
+        """Count a replay of the aborted round (the session is still open on the server)."""
+        self.replays += 1
+        try:
+            watch.reconnect(exc, replay=True)  # NoProgress once the budget is spent
+        except NoProgress:
+            close_quietly(self.verifier, self.session_id)
+            raise
+
+    def _reconnect(self, exc: RequestError, watch: ProgressWatch) -> None:
+        """Reopen a lost session with every committed token as its prompt."""
+        options, clock = self.options, self.clock
         self.reconnects += 1
         close_quietly(self.verifier, self.session_id)  # its KV must not wait for the timeout
         watch.reconnect(exc)  # NoProgress once the budget is spent

@@ -73,6 +73,7 @@ _STATUS: dict[ErrorCode, tuple[int, str]] = {
     ErrorCode.PERMISSION_DENIED: (502, "server_error"),
     ErrorCode.UNAVAILABLE: (503, "server_error"),
     ErrorCode.CANCELLED: (503, "server_error"),
+    ErrorCode.ABORTED: (503, "server_error"),  # nothing committed: the request may be retried
     ErrorCode.INTERNAL: (500, "server_error"),
 }
 

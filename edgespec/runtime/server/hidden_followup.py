@@ -16,7 +16,8 @@ follow-up holds the pass's KV as its cache, in the LRU budget: evicted, the foll
 still decided from the kept logit and hidden rows, and the session re-prefills on its next
 verification. A ``return_hidden`` session's pass also holds the hidden rows its reply
 carries, counted in the budget beside the KV; evicted, its follow-up is refused
-(``FAILED_PRECONDITION``), nothing is committed, and the client sends the block again.
+(``ABORTED``), nothing is committed, and the client sends the block again (the edge
+drafter replays the round).
 """
 
 from __future__ import annotations
@@ -65,10 +66,11 @@ def without_hidden_rows(pending: PendingHidden) -> PendingHidden:
 
 def evicted_followup_error(pending: PendingHidden) -> RequestError:
     """The follow-up of a pass whose ``return_hidden`` rows the budget evicted: its reply
-    cannot carry them, so nothing is committed and the block is to be sent again."""
+    cannot carry them, so nothing is committed and the block is to be sent again
+    (``ABORTED``: not a client mistake; the edge drafter replays the round)."""
     call = pending.call
     return RequestError(
-        ErrorCode.FAILED_PRECONDITION,
+        ErrorCode.ABORTED,
         f"session {call.session_id!r}: the pass of its block at prefix_len {call.prefix_len}, "
         f"waiting for draft hidden states, lost its {pending.num_hidden_evicted} target hidden "
         "rows (return_hidden) under kv_budget_tokens; nothing was committed: send the block "

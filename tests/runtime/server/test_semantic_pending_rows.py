@@ -3,8 +3,8 @@ expiry): the target's hidden rows of its K + 1 logit rows, owned, not the rows o
 forwarded token (a first round or re-prefill forwards the whole context: 32,768 x 640
 floats, 84 MB at Gemma 3 270M), unless the session asked for hidden states
 (``return_hidden``: its reply carries them). Those count against ``kv_budget_tokens``, a
-row a token; evicted, the follow-up is refused, nothing committed, and the block sent again
-gets the same reply. The outputs are those of the FH path."""
+row a token; evicted, the follow-up is refused (``ABORTED``), nothing committed, and the
+block sent again gets the same reply. The outputs are those of the FH path."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_a_return_hidden_pass_waiting_counts_in_the_budget_and_evicted_is_sent_a
     followup = VerifyCall("sh", len(LONG), block, payloads={DRAFT_HIDDEN: wanted})
     engine.validate(followup, 16)
     (refused,) = engine.verify_batch([followup])
-    assert isinstance(refused, RequestError) and refused.code is ErrorCode.FAILED_PRECONDITION
+    assert isinstance(refused, RequestError) and refused.code is ErrorCode.ABORTED
     assert refused.message == (
         f"session 'sh': the pass of its block at prefix_len {len(LONG)}, waiting for draft "
         f"hidden states, lost its {len(LONG) + len(block)} target hidden rows (return_hidden) "

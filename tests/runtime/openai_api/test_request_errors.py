@@ -1,0 +1,53 @@
+"""The verification server's refusals as OpenAI errors: every :class:`ErrorCode` has its
+HTTP status and type, and the ones a retry may cure (503, 429) carry ``Retry-After``."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.openai_api.errors import _STATUS, RETRY_AFTER_S, from_request_error
+
+STATUS = {
+    ErrorCode.INVALID_ARGUMENT: (400, "invalid_request_error"),
+    ErrorCode.FAILED_PRECONDITION: (400, "invalid_request_error"),
+    ErrorCode.NOT_FOUND: (503, "server_error"),
+    ErrorCode.RESOURCE_EXHAUSTED: (429, "rate_limit_error"),
+    ErrorCode.UNAUTHENTICATED: (502, "server_error"),
+    ErrorCode.PERMISSION_DENIED: (502, "server_error"),
+    ErrorCode.UNAVAILABLE: (503, "server_error"),
+    ErrorCode.CANCELLED: (503, "server_error"),
+    ErrorCode.INTERNAL: (500, "server_error"),
+    ErrorCode.ABORTED: (503, "server_error"),  # was 500: not in the table
+}
+
+
+def test_every_error_code_has_its_status() -> None:
+    assert set(_STATUS) == set(ErrorCode)
+    assert STATUS == _STATUS
+
+
+@pytest.mark.parametrize("code", list(ErrorCode), ids=lambda code: code.value)
+def test_a_refusal_is_an_openai_error(code: ErrorCode) -> None:
+    error = from_request_error(RequestError(code, "what went wrong"))
+    assert (error.status, error.kind, error.code) == (*STATUS[code], code.value.lower())
+    retry = RETRY_AFTER_S if error.status in (429, 503) else None
+    assert error.retry_after_s == retry
+    if code is not ErrorCode.UNAVAILABLE:
+        assert error.message == (
+            f"the verification server refused the request ({code.value}): what went wrong"
+        )
+
+
+def test_an_aborted_round_may_be_retried() -> None:
+    error = from_request_error(RequestError(ErrorCode.ABORTED, "send the block again"))
+    assert (error.status, error.headers()) == (503, {"Retry-After": "1"})
+    assert error.body() == {
+        "error": {
+            "message": "the verification server refused the request (ABORTED): "
+            "send the block again",
+            "type": "server_error",
+            "param": None,
+            "code": "aborted",
+        }
+    }
