@@ -111,7 +111,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-reconnects",
         type=int,
         metavar="N",
-        help="give up after N reconnects in a row without a committed token (default 5)",
+        help="give up after N reconnects (or replays of a round the server aborted) in a "
+        "row without a committed token (default 5)",
     )
     parser.add_argument(
         "--progress-timeout-s",

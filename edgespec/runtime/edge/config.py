@@ -40,8 +40,8 @@ class DrafterConfig:
     auth_token: str | None = None
     tls_ca: str | None = None
     request_timeout_s: float = 30.0
-    # a request gives up after this many reconnects in a row, or seconds, without a
-    # committed token (edgespec.runtime.edge.progress)
+    # a request gives up after this many reconnects (or replays) in a row, or seconds,
+    # without a committed token (edgespec.runtime.edge.progress)
     max_reconnects: int = 5
     progress_timeout_s: float = 60.0
     # the client's gRPC send/receive limit per message (the server has its own): raise both

@@ -1,9 +1,10 @@
 """A generation's budget for making progress, not only for one round.
 
 A round that fails fast (a request timeout shorter than one verification, a server that
-drops every session) would otherwise be retried forever, each reopen making the server
-prefill the whole context again. :class:`ProgressWatch` allows at most
-``max_reconnects`` reconnects in a row without a committed token, and at most
+drops every session, a pass the KV budget always evicts) would otherwise be retried
+forever, each reopen or replay making the server prefill the whole context again.
+:class:`ProgressWatch` allows at most ``max_reconnects`` reconnects (replays of an aborted
+round included) in a row without a committed token, and at most
 ``timeout_s`` since the last committed token (or since the generation started); past
 either the drafter closes its session and raises :class:`NoProgress`.
 """
@@ -21,8 +22,8 @@ NO_PROGRESS_EXIT = 3
 
 @dataclass(frozen=True, slots=True)
 class ProgressBudget:
-    """At most ``max_reconnects`` reconnects in a row, and ``timeout_s`` seconds, without
-    a committed token."""
+    """At most ``max_reconnects`` reconnects (or replays) in a row, and ``timeout_s``
+    seconds, without a committed token."""
 
     max_reconnects: int = 5
     timeout_s: float = 60.0
