@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from typing import Any, cast
 
-from edgespec.runtime.openai_api.errors import clip, invalid
+from edgespec.runtime.openai_api.errors import clip, invalid, shown
 from edgespec.runtime.openai_api.messages import Message, Prompt, is_chat
 from edgespec.runtime.openai_api.schema import Limits
 
@@ -44,8 +44,8 @@ def prompt_ids(tokenizer: Any, prompt: Prompt, vocab_size: int, limits: Limits) 
         ids = cast(tuple[int, ...], prompt)
         bad = [t for t in ids if t >= vocab_size]
         if bad:
-            raise invalid(f"prompt token ids {bad[:5]} are outside the target's vocabulary "
-                          f"of {vocab_size}", param="prompt")  # fmt: skip
+            raise invalid(f"prompt token ids {shown(bad[:5])} are outside the target's "
+                          f"vocabulary of {vocab_size}", param="prompt")  # fmt: skip
     if not ids:
         raise invalid("the prompt is empty after tokenization", param="prompt")
     if len(ids) > limits.max_prompt_tokens:

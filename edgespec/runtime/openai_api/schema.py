@@ -181,18 +181,25 @@ def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, Window
         raise invalid(f"edgespec.slo_class is {len(slo)} characters; the limit is "
                       f"{MAX_IDENTIFIER_CHARS}", param="edgespec.slo_class")  # fmt: skip
     window = ext.get("window")
-    if window is None:
-        return slo, None
-    if isinstance(window, str):
-        return slo, WindowChoice(window)
-    params = window.get("params", {}) if isinstance(window, dict) else None
-    if (
-        not isinstance(window, dict)
-        or not isinstance(window.get("name"), str)
-        or not isinstance(params, dict)
-    ):
+    return slo, None if window is None else _window(window)
+
+
+def _window(window: Any) -> WindowChoice:
+    """``edgespec.window``: a policy name, or ``{name, params}`` and nothing else; the name
+    at most :data:`MAX_IDENTIFIER_CHARS` (an unknown one is looked up for the closest
+    known name, a cost that grows with its length)."""
+    params = window.get("params", {}) if isinstance(window, dict) else {}
+    name = window.get("name") if isinstance(window, dict) else window
+    if not isinstance(name, str) or not isinstance(params, dict):
         raise invalid(f"edgespec.window must be a policy name or {{name, params}}, got "
                       f"{shown(window)}", param="edgespec.window")  # fmt: skip
+    unknown = sorted(set(window) - {"name", "params"}) if isinstance(window, dict) else []
+    if unknown:
+        raise invalid(f"edgespec.window has unknown fields {shown(unknown)} (known: name, "
+                      "params)", param="edgespec.window")  # fmt: skip
+    if len(name) > MAX_IDENTIFIER_CHARS:
+        raise invalid(f"edgespec.window names a policy of {len(name)} characters; the limit "
+                      f"is {MAX_IDENTIFIER_CHARS}", param="edgespec.window")  # fmt: skip
     for key, value in params.items():  # a string could name a file on this machine (awc's)
         if not isinstance(value, int | float) or (
             isinstance(value, float) and not math.isfinite(value)
@@ -200,7 +207,7 @@ def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, Window
             raise invalid(f"edgespec.window.params.{clip(key)}: a request's window parameters "
                           f"are finite numbers or booleans, got {shown(value)}",
                           param="edgespec.window")  # fmt: skip
-    return slo, WindowChoice(window["name"], params)
+    return WindowChoice(name, params)
 
 
 def parse_request(
