@@ -188,7 +188,8 @@ def _window(window: Any) -> WindowChoice:
     """``edgespec.window``: a policy name, or ``{name, params}`` and nothing else; the name
     at most :data:`MAX_IDENTIFIER_CHARS` (an unknown one is looked up for the closest
     known name, a cost that grows with its length)."""
-    params = window.get("params", {}) if isinstance(window, dict) else {}
+    params = window.get("params") if isinstance(window, dict) else None
+    params = {} if params is None else params  # null, as everywhere, is absent
     name = window.get("name") if isinstance(window, dict) else window
     if not isinstance(name, str) or not isinstance(params, dict):
         raise invalid(f"edgespec.window must be a policy name or {{name, params}}, got "

@@ -44,6 +44,11 @@ def test_a_window_policy_name_is_bounded_like_an_identifier(window: Any) -> None
 def test_a_window_is_still_a_name_or_name_and_params() -> None:
     assert _window("static") == WindowChoice("static", {})
     assert _window({"name": "dynamic"}) == WindowChoice("dynamic", {})
+    assert _window({"name": "dynamic", "params": None}) == WindowChoice("dynamic", {})
+    assert _refusal({"name": "static", "params": 0}).message == (
+        "edgespec.window must be a policy name or {name, params}, got {'name': 'static', "
+        "'params': 0}"
+    )
     assert _window({"name": "static", "params": {"gamma": 2}}) == WindowChoice(
         "static", {"gamma": 2}
     )
