@@ -27,7 +27,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -285,7 +285,7 @@ async def stream_fused_run(
     window: ServerWindow | None,
     clock: Callable[[], float],
     owner: str | None = None,
-) -> AsyncIterator[FusedRound]:
+) -> AsyncGenerator[FusedRound, None]:
     """:func:`run_fused_rounds` on a worker thread, its rounds streamed as they end."""
     verifier = ServiceVerifier(service, asyncio.get_running_loop(), owner)
 

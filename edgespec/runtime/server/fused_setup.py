@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from edgespec.config import ConfigError
@@ -68,17 +68,25 @@ def start_fused_run(
     max_draft_tokens: int,
     draft_factory: DraftFactory | None,
     cloud_only: bool = False,
+    running: Collection[str] = (),
 ) -> FusedStart:
     """The checks of a fused request (raises :class:`RequestError`); its draft backend
     (from ``draft_factory``, :func:`fused_draft_factory`'s), session spec and tokens.
     ``cloud_only``: its rounds are the target's alone (no draft needed, a lossy session's
-    rule has no draft hidden states to read)."""
+    rule has no draft hidden states to read); ``running``: the sessions with a fused run
+    in progress (one per session: another is refused before it drafts anything)."""
     if draft_factory is None and not cloud_only:
         raise RequestError(
             ErrorCode.FAILED_PRECONDITION,
             "fused rounds need a co-located draft model; this server was started without --draft",
         )
     clients.check_owner(call.session_id, owner)
+    if call.session_id in running:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"session {call.session_id!r}: a fused run is already in progress on it; "
+            "one fused run per session",
+        )
     spec = engine.session_spec(call.session_id)
     tokens = engine.session_tokens(call.session_id)
     if call.prefix_len != len(tokens):

@@ -15,6 +15,7 @@ says: drafted by the co-located draft, or cloud-only (:mod:`edgespec.runtime.ser
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -88,6 +89,7 @@ class VerificationService:
         # a fused run holds a thread for all its rounds: one per session the server admits,
         # so a run never waits for another's thread (each client is bounded by its sessions)
         self._fused_executor = ThreadPoolExecutor(config.max_sessions, "edgespec-fused")
+        self._fused_sessions: set[str] = set()  # sessions with a fused run in progress
 
     @property
     def fused_executor(self) -> Executor:
@@ -186,7 +188,10 @@ class VerificationService:
         self, call: FusedCall, owner: str | None = None
     ) -> AsyncIterator[FusedRound]:
         """A run of fused rounds for an open session (:mod:`edgespec.runtime.server.fused_run`),
-        streamed round by round; the last round carries the run's end."""
+        streamed round by round; the last round carries the run's end. The session is held
+        from its checks (another run on it is refused) until the run's worker has stopped,
+        however the run ends."""
+        session_id = call.session_id
         start = self._guard(
             lambda: start_fused_run(
                 call,
@@ -196,12 +201,17 @@ class VerificationService:
                 self.config.max_draft_tokens,
                 self._draft_factory,
                 self._cloud_only,
+                self._fused_sessions,
             )
         )
-        async for fused_round in stream_fused_run(
-            self, call, start, self._window, self._clock, owner
-        ):
-            yield fused_round
+        self._fused_sessions.add(session_id)  # on the loop, as the check: nothing between
+        try:
+            run = stream_fused_run(self, call, start, self._window, self._clock, owner)
+            async with contextlib.aclosing(run) as rounds:  # its worker stopped before release
+                async for fused_round in rounds:
+                    yield fused_round
+        finally:
+            self._fused_sessions.discard(session_id)
 
     def stats(self) -> ServerStats:
         return self._counters.stats(self.engine.counters(), queue_depth=len(self._scheduler.queue))
