@@ -149,3 +149,5 @@ def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]
                 yield where, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise RecordError(where, f"invalid JSON: {exc.msg}") from exc
+            except ValueError as exc:  # an integer of more digits than Python converts
+                raise RecordError(where, f"invalid JSON: {str(exc).split(';')[0]}") from exc

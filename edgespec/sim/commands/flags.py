@@ -10,6 +10,7 @@ default to ``None`` in the parser so a given flag can be told from its default;
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from edgespec.argument_types import positive_int
@@ -130,13 +131,21 @@ def _given(value: Any) -> bool:
     return value is not None and value is not False
 
 
+def names_a_file(item: str) -> bool:
+    """``item`` names a file (an override too long to be a file name names none)."""
+    try:
+        return Path(item).is_file()
+    except OSError:  # e.g. ENAMETOOLONG: an override over 255 bytes
+        return False
+
+
 def _is_scenario(item: str) -> bool:
     """``item`` names a scenario: a file, or a bundled scenario's name."""
     from edgespec.sim.setup.scenario import scenario_path
 
     try:
         return scenario_path(item).is_file()
-    except UserInputError:
+    except (UserInputError, OSError):  # OSError: too long to be a file name
         return False
 
 

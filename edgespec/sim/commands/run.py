@@ -14,14 +14,14 @@ from typing import Any
 from edgespec.config import apply_overrides, dump_yaml, read_yaml
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.sim.commands.flags import add_arguments as add_arguments
-from edgespec.sim.commands.flags import check_flags
+from edgespec.sim.commands.flags import check_flags, names_a_file
 
 
 def _split(items: list[str]) -> tuple[str | None, list[str]]:
     path: str | None = None
     overrides = []
     for item in items:
-        if "=" in item and not Path(item).is_file():  # a file named k=v.yaml is a file
+        if "=" in item and not names_a_file(item):  # a file named k=v.yaml is a file
             overrides.append(item)
         elif path is None:
             path = item

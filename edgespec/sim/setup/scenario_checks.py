@@ -6,6 +6,7 @@ wisp, zhu or lookup (kind is roofline)``)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 
 from edgespec.config import ConfigError
@@ -60,8 +61,15 @@ def _validate_devices(
                 f"unknown SLO class; known: {sorted(slo_classes)}" + did_you_mean(cls, slo_classes),
             )
         non_negative(f"{where}.slo_mix.{cls}", share)
-    if not pool.slo_mix or sum(pool.slo_mix.values()) <= 0:
+    total = sum(pool.slo_mix.values())
+    if not pool.slo_mix or total <= 0:
         raise ConfigError(f"{where}.slo_mix", "needs at least one class with a positive share")
+    if not math.isfinite(pool.count * total):  # the apportionment's quotas would overflow
+        raise ConfigError(
+            f"{where}.slo_mix",
+            f"shares too large: {pool.count} devices x their sum ({total}) is not a finite "
+            "number; the shares are relative weights, e.g. fractions of 1",
+        )
     validate_cost(f"{where}.cost_model", pool.cost_model)
 
 

@@ -16,6 +16,7 @@ string maps through CRC-32, so the mapping is stable across runs.
 from __future__ import annotations
 
 import json
+import math
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from edgespec.config import ConfigError, ConfigFileError, RecordError, read_jsonl
+from edgespec.config.overrides import shown
 from edgespec.core.features import FeatureRows, parse_feature_rows, parse_rejection_rows
 from edgespec.core.tree import parse_branching
 
@@ -74,14 +76,26 @@ def _count(value: Any, where: str, field: str, minimum: int) -> int:
     return value
 
 
+def _arrival_ms(value: Any, where: str) -> float:
+    """A record's arrival time: a finite number >= 0 (not JSON's NaN or Infinity, nor an
+    integer past a float's range), else a RecordError naming the line and field."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    try:
+        ok = ok and math.isfinite(value) and value >= 0
+    except OverflowError:  # an integer too large for a float
+        ok = False
+    if not ok:
+        got = shown(repr(value), 40)
+        raise RecordError(where, f"expected a finite number >= 0, got {got}", "arrival_ms")
+    return float(value)
+
+
 def parse_trace_record(record: Any, where: str) -> TraceEntry:
     """One trace line (either schema) → :class:`TraceEntry`; errors name line and field."""
     if not isinstance(record, Mapping):
         raise RecordError(where, f"expected a JSON object, got {type(record).__name__}")
     arrival_key = ("arrival_ms", "arrivaltime_ms", "arrival_time_ms")
-    arrival = _first(record, arrival_key, where)
-    if isinstance(arrival, bool) or not isinstance(arrival, int | float) or arrival < 0:
-        raise RecordError(where, f"expected a number >= 0, got {arrival!r}", "arrival_ms")
+    arrival = _arrival_ms(_first(record, arrival_key, where), where)
     prompt_keys = ("prompt_tokens", "prompt_length", "prompt_len")
     prompt = _count(_first(record, prompt_keys, where), where, "prompt_tokens", 0)
     out_keys = ("output_tokens", "target_tokens", "output_length", "output_len")
@@ -104,7 +118,7 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
     features, after = _features(record, output, where)
     return TraceEntry(
         request_id=str(rid) if rid is not None else where,
-        arrival_s=float(arrival) / 1000.0,
+        arrival_s=arrival / 1000.0,
         num_prompt_tokens=prompt,
         num_output_tokens=output,
         client_id=str(client),

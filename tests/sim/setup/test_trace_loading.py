@@ -114,7 +114,7 @@ def test_length_tables() -> None:
         ),
         (
             {"arrival_ms": -1, "prompt_tokens": 1, "output_tokens": 2},
-            "t.jsonl:1: arrival_ms: expected a number >= 0, got -1",
+            "t.jsonl:1: arrival_ms: expected a finite number >= 0, got -1",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": -1, "output_tokens": 2},
@@ -131,7 +131,7 @@ def test_length_tables() -> None:
         ([1, 2], "t.jsonl:1: expected a JSON object, got list"),
         (
             {"arrival_ms": True, "prompt_tokens": 1, "output_tokens": 2},
-            "t.jsonl:1: arrival_ms: expected a number >= 0, got True",
+            "t.jsonl:1: arrival_ms: expected a finite number >= 0, got True",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": True},
@@ -169,7 +169,7 @@ def test_sim_names_the_trace_line_under_its_config_field(
     assert main([*args, "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err == (
         "edgespec sim: config field 'workload.trace': "
-        "t.jsonl:2: arrival_ms: expected a number >= 0, got -1\n"
+        "t.jsonl:2: arrival_ms: expected a finite number >= 0, got -1\n"
     )
     empty = _write(tmp_path / "empty.jsonl", [])
     assert main(["sim", f"workload={{kind: trace, trace: {empty}}}", "--quiet"]) == 2

@@ -1,0 +1,100 @@
+"""Scenario input that once gave a traceback, a silently ignored value or a misleading
+error: each is now one line on stderr naming where, with exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgespec.cli import main
+
+_SCENARIO = """\
+name: tiny
+duration_s: 1.0
+slo_classes: {a: 2.0, b: 4.0}
+auto_topology:
+  devices: [{count: 2, slo_mix: {a: 1.0}}]
+acceptance: {kind: iid}
+"""
+_LINE = '"prompt_tokens": 5, "output_tokens": 3'
+
+
+def _sim(tmp_path: Path, capsys: pytest.CaptureFixture[str], *overrides: str) -> tuple[int, str]:
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(_SCENARIO)
+    out = ["--out", str(tmp_path / "run"), "--quiet", "--no-plots"]
+    code = main(["sim", str(scenario), *overrides, *out])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("mix", "total"),
+    [("{a: 1e308}", "1e+308"), ("{a: 1e308, b: 1e308}", "inf")],
+)
+def test_slo_shares_too_large_to_apportion_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], mix: str, total: str
+) -> None:
+    """Was an OverflowError traceback from the class apportionment."""
+    code, err = _sim(tmp_path, capsys, f"auto_topology.devices.0.slo_mix={mix}")
+    assert (code, err) == (
+        2,
+        "edgespec sim: config field 'auto_topology.devices[0].slo_mix': shares too large: "
+        f"2 devices x their sum ({total}) is not a finite number; the shares are relative "
+        "weights, e.g. fractions of 1\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("arrival", "shown"),
+    [
+        ("NaN", "nan"),  # was accepted: the request silently never arrived
+        ("Infinity", "inf"),  # likewise
+        ("1" + "0" * 400, "1000000000000000000000000000000000000... (401 characters)"),
+    ],
+)
+def test_a_trace_arrival_must_be_finite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arrival: str, shown: str
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(f'{{"arrival_ms": {arrival}, {_LINE}}}\n')
+    code, err = _sim(tmp_path, capsys, f"workload={{kind: trace, trace: {trace}}}")
+    assert (code, err) == (
+        2,
+        "edgespec sim: config field 'workload.trace': t.jsonl:1: arrival_ms: expected a "
+        f"finite number >= 0, got {shown}\n",
+    )
+
+
+def test_a_trace_integer_of_too_many_digits_is_named_at_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was a ValueError traceback from json.loads (Python converts at most 4,300 digits)."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(f'{{"arrival_ms": 0, {_LINE}}}\n{{"arrival_ms": 1{"0" * 5000}}}\n')
+    code, err = _sim(tmp_path, capsys, f"workload={{kind: trace, trace: {trace}}}")
+    assert (code, err) == (
+        2,
+        "edgespec sim: config field 'workload.trace': t.jsonl:2: invalid JSON: Exceeds the "
+        "limit (4300 digits) for integer string conversion: value has 5001 digits\n",
+    )
+
+
+def test_an_override_longer_than_a_file_name_is_an_override(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An override over 255 bytes was taken for a scenario file: 'File name too long'."""
+    tokens = "[" + ",".join(["7"] * 200) + "]"
+    override = f"workload.prompt_tokens={tokens}"
+    assert len(override) > 255
+    code, err = _sim(tmp_path, capsys, override, "workload.output_tokens=[1]")
+    assert (code, err) == (
+        2,
+        "edgespec sim: config field 'workload.output_tokens': has 1 entries but "
+        "prompt_tokens has 200\n",
+    )
+    first = ["sim", override, "workload.output_tokens=[1]", "--out", str(tmp_path / "r2")]
+    assert main(first) == 2  # as the first argument too
+    assert capsys.readouterr().err.startswith(
+        "edgespec sim: config field 'workload.output_tokens': has 1 entries"
+    )
