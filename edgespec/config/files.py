@@ -127,6 +127,23 @@ def _yaml_problem(file: Path, exc: yaml.YAMLError) -> tuple[str, str]:
     return where, problem
 
 
+class DuplicateKeyError(ValueError):
+    """A JSON object names a key twice (:func:`read_jsonl` refuses it, as YAML does)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' object hook: the object, unless a key comes twice."""
+    obj = dict(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                quoted = repr(key) if len(key) <= 40 else repr(key[:40]) + "..."
+                raise DuplicateKeyError(f"duplicate key {quoted} in a JSON object")
+            seen.add(key)
+    return obj
+
+
 def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]]:
     """Yield ``(where, object)`` for each non-blank line of a JSONL file, ``where`` being
     ``name:line`` for error messages; a missing file, a folder, text that is not UTF-8, a
@@ -146,7 +163,9 @@ def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]
                 continue
             where = f"{file.name}:{line_no}"
             try:
-                yield where, json.loads(line)
+                yield where, json.loads(line, object_pairs_hook=_unique_keys)
+            except DuplicateKeyError as exc:
+                raise RecordError(where, str(exc)) from exc
             except json.JSONDecodeError as exc:
                 raise RecordError(where, f"invalid JSON: {exc.msg}") from exc
             except ValueError as exc:  # an integer of more digits than Python converts

@@ -67,11 +67,21 @@ def _first(record: Mapping[str, Any], keys: tuple[str, ...], where: str) -> Any:
     raise RecordError(where, f"missing field; expected one of {list(keys)}", keys[0])
 
 
+MAX_RECORD_TOKENS = 2**31 - 1
+"""The most tokens a trace record's prompt or output may have (a context longer than any
+model's; the cost models' arithmetic stays finite below it)."""
+
+
 def _count(value: Any, where: str, field: str, minimum: int) -> int:
     if isinstance(value, list):
         value = len(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        message = f"expected an integer >= {minimum} or a token list, got {value!r}"
+    if isinstance(value, bool) or not isinstance(value, int):
+        got = shown(repr(value), 40)
+        raise RecordError(where, f"expected an integer >= {minimum} or a token list, got {got}",
+                          field)  # fmt: skip
+    if not minimum <= value <= MAX_RECORD_TOKENS:
+        got = shown(repr(value), 40)
+        message = f"expected an integer in [{minimum}, {MAX_RECORD_TOKENS:,}], got {got}"
         raise RecordError(where, message, field)
     return value
 

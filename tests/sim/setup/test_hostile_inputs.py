@@ -98,3 +98,30 @@ def test_an_override_longer_than_a_file_name_is_an_override(
     assert capsys.readouterr().err.startswith(
         "edgespec sim: config field 'workload.output_tokens': has 1 entries"
     )
+
+
+def test_a_trace_key_given_twice_is_refused_not_overwritten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The last value was kept silently (YAML files refuse a duplicate key)."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(f'{{"arrival_ms": 0, "arrival_ms": 5, {_LINE}}}\n')
+    code, err = _sim(tmp_path, capsys, f"workload={{kind: trace, trace: {trace}}}")
+    assert (code, err) == (
+        2,
+        "edgespec sim: config field 'workload.trace': t.jsonl:1: duplicate key 'arrival_ms' "
+        "in a JSON object\n",
+    )
+
+
+def test_a_trace_token_count_is_bounded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A prompt of 10**400 tokens was an OverflowError traceback in the cost model."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(f'{{"arrival_ms": 0, "prompt_tokens": 1{"0" * 400}, "output_tokens": 3}}\n')
+    code, err = _sim(tmp_path, capsys, f"workload={{kind: trace, trace: {trace}}}")
+    assert (code, err) == (
+        2,
+        "edgespec sim: config field 'workload.trace': t.jsonl:1: prompt_tokens: expected an "
+        "integer in [0, 2,147,483,647], got 1000000000000000000000000000000000000... "
+        "(401 characters)\n",
+    )

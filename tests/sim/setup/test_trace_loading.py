@@ -118,11 +118,11 @@ def test_length_tables() -> None:
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": -1, "output_tokens": 2},
-            "t.jsonl:1: prompt_tokens: expected an integer >= 0 or a token list, got -1",
+            "t.jsonl:1: prompt_tokens: expected an integer in [0, 2,147,483,647], got -1",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 0},
-            "t.jsonl:1: output_tokens: expected an integer >= 1 or a token list, got 0",
+            "t.jsonl:1: output_tokens: expected an integer in [1, 2,147,483,647], got 0",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "acceptance_seq": [1, 2]},
