@@ -46,9 +46,12 @@ trace record is a few kB; a longer line is refused after reading at most one byt
 
 def _check_file(file: Path, what: str) -> None:
     """A ConfigFileError unless ``file`` is a file: ``"<what> not found"`` or, for a
-    folder, ``"is a directory, not <what>"``."""
+    folder, ``"is a directory, not <what>"``; for a device, pipe or socket (``/dev/zero``
+    never ends), ``"is not a regular file (...)"``."""
     if file.is_dir():
         raise ConfigFileError(str(file), f"is a directory, not {_a(what)}")
+    if file.exists() and not file.is_file():
+        raise ConfigFileError(str(file), "is not a regular file (a device, pipe or socket)")
     if not file.is_file():
         raise ConfigFileError(str(file), f"{what} not found")
 

@@ -98,7 +98,9 @@ class _ParquetStream:
 
 class RecordFiles:
     """The record sink of a run folder (see the module docstring); a context manager
-    that closes its files."""
+    that closes its files, and removes them (and the folder, when it made it and nothing
+    else is in it) when the run raises: a run that fails, at set-up (a trace not found) or
+    midway, leaves no half-written records behind, nor a folder that looks like a run."""
 
     def __init__(
         self, run_dir: Path, *, rounds: bool = False, row_group_rows: int = ROW_GROUP_ROWS
@@ -106,6 +108,7 @@ class RecordFiles:
         if row_group_rows < 1:
             raise ValueError(f"row_group_rows must be >= 1, got {row_group_rows}")
         self.run_dir = Path(run_dir)
+        self._made_dir = not self.run_dir.exists()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.acc = MetricsAccumulator(SIM_BUSY_KEEP)
         self._csv_files: list[TextIO] = []
@@ -182,6 +185,17 @@ class RecordFiles:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+        if kind is not None:
+            self._remove()
+
+    def _remove(self) -> None:
+        """Remove the record files this sink wrote, and the folder if it made it and
+        nothing else is in it."""
+        written = RECORD_FILE_NAMES if self._rounds is not None else RECORD_FILE_NAMES[:3]
+        for name in written:
+            (self.run_dir / name).unlink(missing_ok=True)
+        if self._made_dir and not any(self.run_dir.iterdir()):
+            self.run_dir.rmdir()
 
 
 RECORD_FILE_NAMES = (
@@ -191,7 +205,7 @@ RECORD_FILE_NAMES = (
     "rounds.csv",
     "rounds.parquet",
 )
-"""Every file a :class:`RecordFiles` may write (the rounds' only with rounds)."""
+"""Every file a :class:`RecordFiles` may write (the last two only with rounds)."""
 
 
 def concatenate_records(run_dir: Path, parts: Sequence[Path]) -> None:

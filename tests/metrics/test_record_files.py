@@ -100,3 +100,20 @@ def test_rounds_are_dropped_without_rounds_files(tmp_path: Path) -> None:
         "requests.csv",
         "requests.parquet",
     ]
+
+
+def test_a_run_that_raises_leaves_no_records_nor_the_folder_it_made(tmp_path: Path) -> None:
+    run_dir = tmp_path / "new" / "run"
+    with pytest.raises(RuntimeError, match="midway"), RecordFiles(run_dir, rounds=True) as files:
+        files.batch(BatchRecord(0, 0.0, 1.0, 1, 4, 0))
+        raise RuntimeError("midway")
+    assert not run_dir.exists() and (tmp_path / "new").exists()  # only the folder it made
+
+
+def test_a_run_that_raises_keeps_the_folder_and_what_it_did_not_write(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "rounds.csv").write_text("an earlier run's, not this one's")
+    with pytest.raises(KeyboardInterrupt), RecordFiles(tmp_path) as files:
+        files.batch(BatchRecord(0, 0.0, 1.0, 1, 4, 0))
+        raise KeyboardInterrupt
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "rounds.csv"]

@@ -216,9 +216,11 @@ def resolve_trace(name_or_path: str) -> Path:
     if path.suffix == ".jsonl" or path.is_file():
         return path
     bundled = Path(str(resources.files("edgespec") / "data" / "traces" / f"{name_or_path}.jsonl"))
-    if not bundled.is_file():
-        raise ConfigFileError(name_or_path, "no such trace file or bundled trace")
-    return bundled
+    if bundled.is_file():
+        return bundled
+    if path.exists():  # a folder or a device: read_jsonl says which
+        return path
+    raise ConfigFileError(name_or_path, "no such trace file or bundled trace")
 
 
 def bundled_traces() -> list[Path]:

@@ -216,3 +216,19 @@ def test_a_taken_default_folder_gets_the_next_number(
     Path("runs/tiny-20261129-230000").mkdir(parents=True)
     Path("runs/tiny-20261129-230000-2").mkdir()
     assert claim_run_folder(None, "tiny", False, stamp) == Path("runs/tiny-20261129-230000-3")
+
+
+def test_a_run_that_fails_at_set_up_leaves_no_run_behind_and_the_folder_free(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trace not found is found when the run is built, after its record files opened:
+    their empty files made the next run into the same --out 'already holds a run'."""
+    path = write(tmp_path, tiny_scenario(duration_s=2.0))
+    out = tmp_path / "run"
+    assert main(["sim", str(path), "workload={kind: trace, trace: nosuch}", *QUIET,
+                 "--out", str(out)]) == 2  # fmt: skip
+    assert capsys.readouterr().err == (
+        "edgespec sim: config field 'workload.trace': nosuch: no such trace file or bundled trace\n"
+    )
+    assert not out.exists()
+    assert main(["sim", str(path), *QUIET, "--out", str(out)]) == 0

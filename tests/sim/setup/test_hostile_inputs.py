@@ -125,3 +125,23 @@ def test_a_trace_token_count_is_bounded(tmp_path: Path, capsys: pytest.CaptureFi
         "integer in [0, 2,147,483,647], got 1000000000000000000000000000000000000... "
         "(401 characters)\n",
     )
+
+
+def test_a_device_or_folder_is_named_as_such_not_as_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """/dev/zero was 'not found' as a scenario and 'no such trace file' as a trace, and a
+    folder given as a trace was 'no such trace file'."""
+    assert main(["sim", "/dev/zero", "--quiet"]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec sim: /dev/zero: is not a regular file (a device, pipe or socket)\n"
+    )
+    for trace, problem in (
+        ("/dev/zero", "is not a regular file (a device, pipe or socket)"),
+        (str(tmp_path), "is a directory, not a trace file"),
+    ):
+        code, err = _sim(tmp_path, capsys, f"workload={{kind: trace, trace: {trace}}}")
+        assert (code, err) == (
+            2,
+            f"edgespec sim: config field 'workload.trace': {trace}: {problem}\n",
+        )
