@@ -132,7 +132,7 @@ def parse_reject_table(data: Any, source: str) -> RejectShareTable:
 def load_reject_table(name: str, field: str = "verification.table") -> RejectShareTable:
     """The table ``name`` names (:func:`table_path`); errors at ``field``."""
     path = table_path(name)
-    if not path.is_file():
+    if not path.exists():  # a folder or a device: read_text says which
         raise ConfigError(
             field,
             f"no reject-share table {name!r} ({path} does not exist); `{TRAIN_COMMAND}` "

@@ -49,3 +49,14 @@ def test_a_table_that_is_not_json_is_still_refused_at_the_field(tmp_path: Path) 
     assert str(error.value) == (
         f"config field 'verification.table': {path}: Expecting value: line 1 column 17 (char 16)"
     )
+
+
+def test_a_folder_or_device_is_named_as_such_not_as_missing(tmp_path: Path) -> None:
+    """A folder was 'does not exist', like a name that matched nothing."""
+    for path, problem in (
+        (tmp_path, "is a directory, not a reject-share table"),
+        (Path("/dev/zero"), "is not a regular file (a device, pipe or socket)"),
+    ):
+        with pytest.raises(ConfigError) as error:
+            load_reject_table(str(path))
+        assert str(error.value) == f"config field 'verification.table': {path}: {problem}"
