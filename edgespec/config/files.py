@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from edgespec.config.errors import ConfigFileError, RecordError
+from edgespec.config.overrides import shown
 from edgespec.config.yaml_text import YamlRefused, load_yaml
 
 __all__ = [
@@ -138,12 +139,9 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``json.loads``' object hook: the object, unless a key comes twice."""
     obj = dict(pairs)
     if len(obj) < len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                quoted = repr(key) if len(key) <= 40 else repr(key[:40]) + "..."
-                raise DuplicateKeyError(f"duplicate key {quoted} in a JSON object")
-            seen.add(key)
+        keys = [key for key, _ in pairs]
+        twice = next(key for i, key in enumerate(keys) if key in keys[:i])
+        raise DuplicateKeyError(f"duplicate key {shown(repr(twice), 40)} in a JSON object")
     return obj
 
 

@@ -66,8 +66,9 @@ class ProgressWatch:
         self._replays += replay
         if self._reconnects > self._budget.max_reconnects:
             tries, replays = self._budget.max_reconnects, self._replays - replay
-            kind = "reconnects" if replays == 0 else "replays" if replays == tries else ""
-            raise NoProgress(self._gave_up(f"{tries} {kind or 'reconnects and replays'}", cause))
+            mixed = "reconnects and replays"
+            kind = "reconnects" if replays == 0 else "replays" if replays == tries else mixed
+            raise NoProgress(self._gave_up(f"{tries} {kind}", cause))
         self.check(cause)
 
     def check(self, cause: RequestError) -> None:

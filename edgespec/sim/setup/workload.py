@@ -76,14 +76,12 @@ def _count(value: Any, where: str, field: str, minimum: int) -> int:
     if isinstance(value, list):
         value = len(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        got = shown(repr(value), 40)
-        raise RecordError(where, f"expected an integer >= {minimum} or a token list, got {got}",
-                          field)  # fmt: skip
-    if not minimum <= value <= MAX_RECORD_TOKENS:
-        got = shown(repr(value), 40)
-        message = f"expected an integer in [{minimum}, {MAX_RECORD_TOKENS:,}], got {got}"
-        raise RecordError(where, message, field)
-    return value
+        expected = f"an integer >= {minimum} or a token list"
+    elif not minimum <= value <= MAX_RECORD_TOKENS:
+        expected = f"an integer in [{minimum}, {MAX_RECORD_TOKENS:,}]"
+    else:
+        return value
+    raise RecordError(where, f"expected {expected}, got {shown(repr(value), 40)}", field)
 
 
 def _arrival_ms(value: Any, where: str) -> float:

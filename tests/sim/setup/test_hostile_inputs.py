@@ -28,6 +28,13 @@ def _sim(tmp_path: Path, capsys: pytest.CaptureFixture[str], *overrides: str) ->
     return code, capsys.readouterr().err
 
 
+def _sim_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> tuple[int, str]:
+    """:func:`_sim` on a trace workload whose file ``t.jsonl`` holds ``text``."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(text)
+    return _sim(tmp_path, capsys, f"workload={{kind: trace, trace: {trace}}}")
+
+
 @pytest.mark.parametrize(
     ("mix", "total"),
     [("{a: 1e308}", "1e+308"), ("{a: 1e308, b: 1e308}", "inf")],
@@ -56,9 +63,7 @@ def test_slo_shares_too_large_to_apportion_are_refused(
 def test_a_trace_arrival_must_be_finite(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], arrival: str, shown: str
 ) -> None:
-    trace = tmp_path / "t.jsonl"
-    trace.write_text(f'{{"arrival_ms": {arrival}, {_LINE}}}\n')
-    code, err = _sim(tmp_path, capsys, f"workload={{kind: trace, trace: {trace}}}")
+    code, err = _sim_trace(tmp_path, capsys, f'{{"arrival_ms": {arrival}, {_LINE}}}\n')
     assert (code, err) == (
         2,
         "edgespec sim: config field 'workload.trace': t.jsonl:1: arrival_ms: expected a "
@@ -70,9 +75,9 @@ def test_a_trace_integer_of_too_many_digits_is_named_at_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Was a ValueError traceback from json.loads (Python converts at most 4,300 digits)."""
-    trace = tmp_path / "t.jsonl"
-    trace.write_text(f'{{"arrival_ms": 0, {_LINE}}}\n{{"arrival_ms": 1{"0" * 5000}}}\n')
-    code, err = _sim(tmp_path, capsys, f"workload={{kind: trace, trace: {trace}}}")
+    code, err = _sim_trace(
+        tmp_path, capsys, f'{{"arrival_ms": 0, {_LINE}}}\n{{"arrival_ms": 1{"0" * 5000}}}\n'
+    )
     assert (code, err) == (
         2,
         "edgespec sim: config field 'workload.trace': t.jsonl:2: invalid JSON: Exceeds the "
@@ -104,9 +109,7 @@ def test_a_trace_key_given_twice_is_refused_not_overwritten(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The last value was kept silently (YAML files refuse a duplicate key)."""
-    trace = tmp_path / "t.jsonl"
-    trace.write_text(f'{{"arrival_ms": 0, "arrival_ms": 5, {_LINE}}}\n')
-    code, err = _sim(tmp_path, capsys, f"workload={{kind: trace, trace: {trace}}}")
+    code, err = _sim_trace(tmp_path, capsys, f'{{"arrival_ms": 0, "arrival_ms": 5, {_LINE}}}\n')
     assert (code, err) == (
         2,
         "edgespec sim: config field 'workload.trace': t.jsonl:1: duplicate key 'arrival_ms' "
@@ -116,9 +119,11 @@ def test_a_trace_key_given_twice_is_refused_not_overwritten(
 
 def test_a_trace_token_count_is_bounded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A prompt of 10**400 tokens was an OverflowError traceback in the cost model."""
-    trace = tmp_path / "t.jsonl"
-    trace.write_text(f'{{"arrival_ms": 0, "prompt_tokens": 1{"0" * 400}, "output_tokens": 3}}\n')
-    code, err = _sim(tmp_path, capsys, f"workload={{kind: trace, trace: {trace}}}")
+    code, err = _sim_trace(
+        tmp_path,
+        capsys,
+        f'{{"arrival_ms": 0, "prompt_tokens": 1{"0" * 400}, "output_tokens": 3}}\n',
+    )
     assert (code, err) == (
         2,
         "edgespec sim: config field 'workload.trace': t.jsonl:1: prompt_tokens: expected an "
