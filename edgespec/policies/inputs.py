@@ -60,6 +60,11 @@ MAX_HISTORY_COUNT = 2**31 - 1
 """The largest count a :class:`HistorySnapshot` takes: the wire carries them as uint32, and
 a run that goes on counting from a larger one would overflow its reply's."""
 
+MAX_WINDOW_STATE = 64
+"""The most numbers a :class:`HistorySnapshot`'s ``window_state`` holds (AWC keeps 3): a
+device's snapshot is otherwise bounded only by the message limit (~1M floats), and a server
+without a window policy hands it back as it came."""
+
 MAX_HISTORY_S = 1e6
 """The longest duration a :class:`HistorySnapshot` takes (11.6 days): a policy computing on a
 larger one (AWC's network feature) could overflow to inf and decide on a NaN."""
@@ -145,6 +150,8 @@ def _snapshot_problem(s: HistorySnapshot) -> str | None:
             return f"{name} must be finite and >= 0, got {duration}"
         if duration > MAX_HISTORY_S:
             return f"{name} must be at most {MAX_HISTORY_S:g} s, got {duration:g}"
+    if len(s.window_state) > MAX_WINDOW_STATE:
+        return f"window_state holds {len(s.window_state)} numbers; at most {MAX_WINDOW_STATE}"
     for number in s.window_state:
         if not (type(number) is float and math.isfinite(number)):
             return f"window_state must hold finite floats, got {number!r}"

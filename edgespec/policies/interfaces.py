@@ -155,7 +155,8 @@ class PairStateWindow(Protocol):
        is malformed; ``()`` restores the initial state);
     3. at the end of the fused run the server hands it back the same way.
 
-    The host treats the tuple as opaque numbers.
+    The host treats the tuple as opaque numbers: finite floats, at most
+    :data:`edgespec.policies.inputs.MAX_WINDOW_STATE` of them.
     """
 
     def pair_state(self, pair: str) -> tuple[float, ...]: ...

@@ -37,9 +37,9 @@ from edgespec.sim.setup.pools import ServerPool as ServerPool
 from edgespec.sim.setup.pools import TopologyConfig as TopologyConfig
 from edgespec.sim.setup.pools import frozen_mapping
 from edgespec.sim.setup.scenario_checks import validate_topology
+from edgespec.sim.setup.workload_config import MAX_DURATION_S, check_kind_fields, validate_workload
 from edgespec.sim.setup.workload_config import DsdSimCompat as DsdSimCompat
 from edgespec.sim.setup.workload_config import WorkloadConfig as WorkloadConfig
-from edgespec.sim.setup.workload_config import check_kind_fields, validate_workload
 from edgespec.sim.setup.workload_config import non_negative as _non_negative
 from edgespec.sim.setup.workload_config import positive as _positive
 
@@ -128,6 +128,10 @@ class Scenario:
     def validate(self) -> None:
         check_run_name(self.name)
         _positive("duration_s", self.duration_s)
+        if self.duration_s > MAX_DURATION_S:
+            raise ConfigError(
+                "duration_s", f"must be at most {MAX_DURATION_S:g} s, got {self.duration_s:g}"
+            )
         if self.seed < 0:
             raise ConfigError("seed", f"must be >= 0, got {self.seed}")
         if self.cloud_only_draft_pass and self.fused_rounds != "cloud_only":

@@ -11,6 +11,13 @@ from typing import Literal
 
 from edgespec.config import ConfigError
 
+MAX_DURATION_S = 1e7
+"""The longest simulated run (116 days): past it a run's clock loses the microseconds its
+events are timed in."""
+MAX_POISSON_ARRIVALS = 100_000_000
+"""The most arrivals a Poisson workload may expect (``rate_per_s`` × its arrival window):
+a run of more would take the simulator hours."""
+
 
 def positive(where: str, value: float) -> None:
     """``value`` must be a finite number > 0 (``ConfigError`` at ``where``)."""
@@ -126,6 +133,13 @@ def validate_workload(wl: WorkloadConfig, duration_s: float) -> None:
         raise ConfigError("workload.trace", "workload kind 'trace' needs a trace file")
     if wl.kind == "poisson":
         positive("workload.rate_per_s", wl.rate_per_s)
+        window_s = duration_s if wl.arrivals_until_s is None else wl.arrivals_until_s
+        if wl.rate_per_s * window_s > MAX_POISSON_ARRIVALS:
+            raise ConfigError(
+                "workload.rate_per_s",
+                f"{wl.rate_per_s:g} per s over {window_s:g} s of arrivals expects "
+                f"{wl.rate_per_s * window_s:.3g} requests; at most {MAX_POISSON_ARRIVALS:,}",
+            )
     for name in ("ramp_s", "think_time_s", "think_min_s"):
         non_negative(f"workload.{name}", getattr(wl, name))
     if wl.arrivals_until_s is not None:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import VerifyResult
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.inputs import MAX_WINDOW_STATE, HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, FusedRound, FusedRunEnd, VerifyOutcome, VerifyReply
@@ -55,6 +55,14 @@ def test_a_malformed_snapshot_is_refused_naming_the_field() -> None:
     with pytest.raises(RequestError) as info:
         fused_call_from_proto(msg)
     assert info.value.message == "history snapshot: window_state must hold finite floats, got inf"
+    msg = fused_call_to_proto(FusedCall("s", 9, 4, SNAPSHOT))
+    msg.history.window_state.extend([0.5] * (MAX_WINDOW_STATE + 1 - 3))  # SNAPSHOT holds 3
+    with pytest.raises(RequestError) as info:
+        fused_call_from_proto(msg)
+    assert info.value.message == "history snapshot: window_state holds 65 numbers; at most 64"
+    msg = fused_call_to_proto(FusedCall("s", 9, 4, SNAPSHOT))
+    msg.history.window_state.extend([0.5] * (MAX_WINDOW_STATE - 3))
+    assert len(fused_call_from_proto(msg).history.window_state) == MAX_WINDOW_STATE
     chunk = pb.FusedRoundChunk(run_ended=True, history=pb.HistorySnapshot(network_s=-1.0))
     chunk.verdict.first_rejection = -1
     with pytest.raises(RequestError) as info:

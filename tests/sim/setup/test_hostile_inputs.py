@@ -6,8 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from edgespec.cli import main
+from edgespec.sim.setup.scenario import scenario_from_dict
+from edgespec.sim.setup.workload_config import MAX_POISSON_ARRIVALS
 
 _SCENARIO = """\
 name: tiny
@@ -150,3 +153,39 @@ def test_a_device_or_folder_is_named_as_such_not_as_missing(
             2,
             f"edgespec sim: config field 'workload.trace': {trace}: {problem}\n",
         )
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (  # was accepted: arrivals drawn lazily, the run went on until killed
+            ("workload={kind: poisson, rate_per_s: 1e308}",),
+            "workload.rate_per_s': 1e+308 per s over 1 s of arrivals expects 1e+308 requests; "
+            "at most 100,000,000",
+        ),
+        (
+            ("duration_s=20000", "workload={kind: poisson, rate_per_s: 6000}"),
+            "workload.rate_per_s': 6000 per s over 20000 s of arrivals expects 1.2e+08 "
+            "requests; at most 100,000,000",
+        ),
+        (  # likewise: a closed loop's clock past 1e7 s loses the microseconds of its events
+            ("duration_s=1e308",),
+            "duration_s': must be at most 1e+07 s, got 1e+308",
+        ),
+    ],
+)
+def test_a_run_too_long_to_finish_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    overrides: tuple[str, ...],
+    message: str,
+) -> None:
+    code, err = _sim(tmp_path, capsys, *overrides)
+    assert (code, err) == (2, f"edgespec sim: config field '{message}\n")
+
+
+def test_the_longest_poisson_run_allowed_is_accepted() -> None:
+    """At the bound exactly: 10,000 per s over 10,000 s (validation only; not run)."""
+    longest = {"duration_s": 1e4, "workload": {"kind": "poisson", "rate_per_s": 1e4}}
+    scenario = scenario_from_dict(yaml.safe_load(_SCENARIO) | longest)
+    assert scenario.workload.rate_per_s * scenario.duration_s == MAX_POISSON_ARRIVALS
