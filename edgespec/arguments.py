@@ -48,13 +48,22 @@ drafter_processes = int_at_most(MAX_DRAFTER_PROCESSES, " (each client is a proce
 """``--clients``, one process each: an integer in ``[1, MAX_DRAFTER_PROCESSES]``."""
 
 
+MAX_THREADS = 256
+"""The most torch intra-op threads a ``--threads`` flag asks for: threads beyond the CPUs
+only slow torch down (1,024 on 2 cores: 9x slower), and 100,000 hang it."""
+
+torch_threads = int_at_most(MAX_THREADS)
+"""``--threads``: an integer in ``[1, MAX_THREADS]``."""
+
+
 def add_threads(
     parser: argparse.ArgumentParser, default: int | None, what: str = "torch CPU threads"
 ) -> None:
-    """``--threads N`` (>= 1): torch's intra-op threads; ``default`` None leaves torch's."""
+    """``--threads N`` (1..:data:`MAX_THREADS`): torch's intra-op threads; ``default`` None
+    leaves torch's."""
     stated = "torch's" if default is None else str(default)
     parser.add_argument(
-        "--threads", type=positive_int, default=default, help=f"{what} (default {stated})"
+        "--threads", type=torch_threads, default=default, help=f"{what} (default {stated})"
     )
 
 

@@ -225,3 +225,21 @@ def test_the_draft_trainers_share_the_training_group(
     assert capsys.readouterr().err.endswith(
         f"edgespec train {what}: error: argument --lr: must be > 0, got -1\n"
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["serve", "--target", "never-loaded"],
+        ["train", "stop-predictor", "--traces", "t.jsonl", "--out", "o"],
+        ["profile"],
+    ],
+)
+def test_threads_are_at_most_256(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """100,000 torch threads hung the first matrix product (1,024 on 2 cores: 9x slower)."""
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, "--threads", "257"])
+    assert exit_info.value.code == 2
+    prog = " ".join(command[:2]) if command[0] == "train" else command[0]
+    err = capsys.readouterr().err
+    assert err.endswith(f"edgespec {prog}: error: argument --threads: must be <= 256, got 257\n")

@@ -40,6 +40,7 @@ from edgespec.arguments import (
 )
 from edgespec.calibration.comparison import compare
 from edgespec.calibration.runs import link_rtt_ms, run_real, simulate_run, write_trace
+from edgespec.errors import UserInputError
 from edgespec.output_paths import claim_folder, output_folder
 
 
@@ -52,7 +53,8 @@ def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: 
     return GridSpec(
         cold_totals=tuple(sorted({p + g, 2 * (p + g), clients * (p + g)})),
         new_tokens=tuple(sorted({1, 2, max(1, g // 2 + 1), g + 1})),
-        totals=(p + max_new_tokens // 2, p + max_new_tokens),
+        # a follow-up's total exceeds its new tokens (short prompts and outputs: raised)
+        totals=tuple(sorted({max(p + max_new_tokens // 2, g + 2), max(p + max_new_tokens, g + 2)})),
         memory_batch_sizes=tuple(sorted({1, max(1, clients // 2), clients})),
         max_batch_size=clients, num_random=6, num_mixed=6, num_test=12,
         warmup_runs=2, runs=3,
@@ -69,6 +71,42 @@ _NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
     ("--seed", seed_int, 0, "synthetic prompts, simulation"),
 )
 """calibrate's counts: flag, type, default, help (the default is appended)."""
+
+MAX_REQUESTS = 1_000
+"""The most requests a calibration runs (``--clients`` × ``--requests``): one small scenario,
+its prompts built before it starts."""
+
+
+def check_counts(args: argparse.Namespace) -> None:
+    """Refuse, before anything loads, more than :data:`MAX_REQUESTS` requests, a ``--gamma``
+    over the calibration server's ``max_draft_tokens``, or one new token (no TPOT)."""
+    from edgespec.runtime.server.config import ServerConfig
+
+    if args.max_new_tokens < 2:
+        raise UserInputError(
+            f"--max-new-tokens {args.max_new_tokens}: at least 2 (TPOT is the time between "
+            "output tokens)"
+        )
+    total = args.clients * args.requests
+    if total > MAX_REQUESTS:
+        raise UserInputError(
+            f"--clients {args.clients} x --requests {args.requests} = {total:,} requests; "
+            f"a calibration runs at most {MAX_REQUESTS:,}"
+        )
+    limit = ServerConfig().max_draft_tokens
+    if args.gamma > limit:
+        raise UserInputError(
+            f"--gamma {args.gamma}: at most {limit} (the calibration server's max_draft_tokens)"
+        )
+
+
+def check_context(longest_prompt: int, what: str, max_new_tokens: int, context: int) -> None:
+    """Refuse a prompt that with ``--max-new-tokens`` does not fit the target's context."""
+    if longest_prompt + max_new_tokens > context:
+        raise UserInputError(
+            f"{what} ({longest_prompt:,} tokens) + --max-new-tokens ({max_new_tokens:,}) "
+            f"exceeds the target's context of {context:,} tokens"
+        )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -138,11 +176,15 @@ def _pair(args: argparse.Namespace) -> _Pair:
     return _Pair(args.target, target, files, args.draft, make, model, tokenizer)
 
 
-def _prompts(args: argparse.Namespace, tokenizer: Any, vocab: int) -> list[list[tuple[int, ...]]]:
+def _prompts(
+    args: argparse.Namespace, tokenizer: Any, vocab: int, context: int
+) -> list[list[tuple[int, ...]]]:
+    """Each client's prompts; all of them with ``--max-new-tokens`` within ``context``."""
     n = args.clients * args.requests
     if tokenizer is None:
         from edgespec.profiling.measure import PromptSource
 
+        check_context(args.prompt_tokens, "--prompt-tokens", args.max_new_tokens, context)
         source = PromptSource(vocab, args.seed + 100)
         flat = [source.take(args.prompt_tokens) for _ in range(n)]
     else:
@@ -150,6 +192,8 @@ def _prompts(args: argparse.Namespace, tokenizer: Any, vocab: int) -> list[list[
 
         texts = [p.text for p in load_prompts(args.dataset, "test", n)]
         flat = [tuple(tokenizer(t)["input_ids"]) for t in texts]
+        longest = max(len(prompt) for prompt in flat)
+        check_context(longest, f"the longest {args.dataset} prompt", args.max_new_tokens, context)
     return [flat[i :: args.clients] for i in range(args.clients)]
 
 
@@ -214,13 +258,14 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.runtime.backends.mask_check_cache import checked_target
 
+    check_counts(args)
     torch.set_num_threads(args.threads)
     out = calibration_folder(args)
     out.mkdir(parents=True, exist_ok=True)
     pair = _pair(args)
     t_name, d_name, make_draft = pair.target_name, pair.draft_name, pair.make_draft
     backend = checked_target(pair.target_model, pair.target_files)
-    prompts = _prompts(args, pair.tokenizer, backend.vocab_size)
+    prompts = _prompts(args, pair.tokenizer, backend.vocab_size, backend.max_context_tokens)
     target = (t_name, pair.target_model, backend)
     draft = (d_name, make_draft, pair.draft_model)
     target_profile = (

@@ -55,9 +55,11 @@ class Comparison:
     rtt_ms: float
     load_average: tuple[float, float, float]
 
-    def error_pct(self, name: str) -> float:
+    def error_pct(self, name: str) -> float | None:
+        """The simulator's relative difference from the real run in %; ``None`` when the
+        real run's value is 0 (e.g. no queueing with one client)."""
         real, sim = getattr(self.real, name), getattr(self.sim, name)
-        return float(100.0 * (sim - real) / real)
+        return None if real == 0 else float(100.0 * (sim - real) / real)
 
     def table(self) -> str:
         rows = [
@@ -72,7 +74,9 @@ class Comparison:
         out = ["| metric | real (loopback gRPC) | simulator | sim − real |", "|---|---|---|---|"]
         for label, attr, k in rows:
             real, sim = getattr(self.real, attr) * k, getattr(self.sim, attr) * k
-            out.append(f"| {label} | {real:.3f} | {sim:.3f} | {self.error_pct(attr):+.1f}% |")
+            error = self.error_pct(attr)
+            shown = "—" if error is None else f"{error:+.1f}%"
+            out.append(f"| {label} | {real:.3f} | {sim:.3f} | {shown} |")
         return "\n".join(out)
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.argument_types import positive_int, seed_int
-from edgespec.arguments import add_max_new_tokens
+from edgespec.arguments import add_max_new_tokens, torch_threads
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.serve_target import BACKENDS
@@ -67,7 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        help="what runs the bench server's target (default transformers; "
                        "llamacpp needs a GGUF --target, e.g. gemma3-270m)")  # fmt: skip
     where.add_argument("--batching", help="its batching policy (default fcfs)")
-    where.add_argument("--server-threads", type=positive_int, help="its torch threads (default 1)")
+    where.add_argument(
+        "--server-threads", type=torch_threads, help="its torch threads (default 1; at most 256)"
+    )
     where.add_argument(
         "--session-timeout-s", type=float,
         help="the bench server's idle-session timeout (default 15: a killed client's sessions "
