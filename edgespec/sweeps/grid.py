@@ -27,6 +27,7 @@ from edgespec.config import (
     key_path,
     load_yaml,
 )
+from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sweeps.executor import SerialExecutor, SweepExecutor
@@ -80,8 +81,31 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
             raise ConfigError(key, f"cannot parse sweep values {raw!r}: {problem}") from exc
+        twice = _repeated(values)
+        if twice is not None:
+            raise ConfigError(
+                key, f"sweep value {twice} repeats an earlier value (the same runs); give each once"
+            )
         grid[key] = values
     return grid
+
+
+def _repeated(values: Sequence[Any]) -> str | None:
+    """The first value of ``values`` given again, as YAML writes it (``1`` and ``1.0`` are
+    one value, ``true`` and ``1`` two); ``None`` when each is given once."""
+    seen: set[Any] = set()
+    for value in values:
+        mark: Any = (value, type(value) is bool)
+        if isinstance(value, list | dict):
+            try:
+                mark = json.dumps(value, sort_keys=True, default=repr)
+            except TypeError:  # keys of more than one type do not sort
+                mark = repr(value)
+        if mark in seen:
+            text = dump_yaml(value, default_flow_style=True, width=math.inf, allow_unicode=True)
+            return shown(text.removesuffix("\n...\n").strip())
+        seen.add(mark)
+    return None
 
 
 MAX_POINTS = 100_000

@@ -181,3 +181,28 @@ def test_run_sweep_puts_results_back_in_grid_order(tmp_path: Path) -> None:
     _, csv_path = write_sweep(tmp_path / "sweep", points)
     rows = list(csv.DictReader(csv_path.open()))
     assert [r["slo_classes.1.slo_class"] for r in rows] == ["", "c2", ""]  # the others empty
+
+
+@pytest.mark.parametrize(
+    ("spec", "shown"),
+    [
+        ("seed=1,2,1", "1"),
+        ("seed=1,1.0", "1.0"),  # the same number
+        ("name=fcfs,lab,'fcfs'", "fcfs"),
+        ("w=[1,2],[1, 2]", "[1, 2]"),
+        ("m={a: 1, b: 2},{b: 2, a: 1}", "{a: 1, b: 2}"),
+    ],
+)
+def test_a_value_given_twice_is_refused(spec: str, shown: str) -> None:
+    key = spec.partition("=")[0]
+    message = (
+        f"config field '{key}': sweep value {shown} repeats an earlier value (the same runs); "
+        "give each once"
+    )
+    with pytest.raises(ConfigError) as error:
+        parse_grid([spec])
+    assert str(error.value) == message
+
+
+def test_true_and_one_are_two_sweep_values() -> None:
+    assert parse_grid(["x=true,1"]) == {"x": [True, 1]}

@@ -60,9 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repeat",
         type=int,
-        default=1,
-        help="run N times (default 1); report the run with the least CPU time and the median "
-        "rate (the machine is shared: CPU time is the steadier measure)",
+        default=None,
+        help=f"sim and policy: run N times (default {REPEAT['sim']}, policy {REPEAT['policy']}; "
+        f"at most {MAX_REPEAT:,}); report the run with the least CPU time and the median rate "
+        "(the machine is shared: CPU time is the steadier measure)",
     )
     parser.add_argument(
         "--profile", type=output_file, default=None, help="sim only: write cProfile stats here"
@@ -144,6 +145,12 @@ def _bench_data(tmp: Path) -> tuple[dict[str, Any], str]:
     return apply_overrides(data, [f"acceptance.traces={json.dumps(traces)}"]), source
 
 
+REPEAT = {"sim": 1, "policy": 3}
+"""``--repeat`` when not given, for the benchmarks it acts in (not ``bench memory``)."""
+
+MAX_REPEAT = 1000
+"""The most runs ``--repeat`` may ask for."""
+
 SIM_ONLY = ("--straightforward", "--handlers", "--check", "--one-path", "--profile")
 """Flags that act only on ``bench sim``."""
 
@@ -151,8 +158,16 @@ SIM_ONLY = ("--straightforward", "--handlers", "--check", "--one-path", "--profi
 def check_flags(args: argparse.Namespace) -> None:
     """Flags out of range, given where they do nothing or contradicting each other: one
     line before anything runs; the output files' folders made."""
-    if args.repeat < 1:
-        raise UserInputError(f"--repeat must be >= 1, got {args.repeat}")
+    if args.repeat is not None:
+        if args.repeat < 1:
+            raise UserInputError(f"--repeat must be >= 1, got {args.repeat}")
+        if args.repeat > MAX_REPEAT:
+            raise UserInputError(f"--repeat must be <= {MAX_REPEAT:,}, got {args.repeat}")
+        if args.target not in REPEAT:
+            raise UserInputError(
+                f"--repeat applies only to bench sim or bench policy, not to bench {args.target}"
+            )
+    args.repeat = args.repeat or REPEAT.get(args.target, 1)
     if args.target != "sim" and args.overrides:
         raise UserInputError(
             f"the {args.target} benchmark takes no key.path=value overrides, got {args.overrides}"
@@ -220,7 +235,7 @@ def _bench_policies(args: argparse.Namespace) -> int:
     """Decision time of every registered batching policy at queue depths 10/100/1,000."""
     from edgespec.sim.policy_bench import bench_policies
 
-    rows = bench_policies(repeat=max(args.repeat, 3))
+    rows = bench_policies(repeat=args.repeat)
     for row in rows:
         print(f"{row['policy']:>6} depth {row['queue_depth']:>5}: {row['us_per_decision']:9.1f} µs")
     if args.json is not None:

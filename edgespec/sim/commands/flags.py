@@ -15,6 +15,8 @@ from typing import Any
 
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_quiet
+from edgespec.config import key_path
+from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_folder
 from edgespec.sweeps.executor import MAX_CLUSTER_WORKERS, WORKERS_PER_CPU, max_workers
@@ -182,7 +184,30 @@ def check_flags(args: argparse.Namespace) -> None:
             raise UserInputError(
                 "--capacity needs a scenario key, e.g. auto_topology.devices.0.count"
             )
+        if "=" in args.capacity:
+            raise UserInputError(
+                f"--capacity {shown(args.capacity)}: KEY is a scenario key without a value "
+                "(the search sets its values from --lo to --hi)"
+            )
+        key_path(args.capacity, args.capacity, "--capacity")
         if not 0 <= args.lo <= args.hi:
             raise UserInputError(f"need 0 <= --lo <= --hi, got --lo {args.lo} --hi {args.hi}")
         if not 0.0 <= args.epsilon <= 1.0:
             raise UserInputError(f"--epsilon must be in [0, 1], got {args.epsilon}")
+
+
+def check_not_overridden(args: argparse.Namespace, overrides: list[str]) -> None:
+    """Refuse an override that a ``--sweep`` key or the ``--capacity`` key sets too (or a
+    field inside it): every run would replace it, so it would act nowhere."""
+    keys = [("--capacity", args.capacity, "capacity probe")] if args.capacity else []
+    keys += [("--sweep", item, "sweep run") for item in args.sweep or () if "=" in item]
+    for flag, text, run in keys:
+        key = text.partition("=")[0]
+        swept = key_path(text, key, flag)
+        for override in overrides:
+            if key_path(override, override.partition("=")[0])[: len(swept)] == swept:
+                name = shown(".".join(swept))
+                raise UserInputError(
+                    f"{flag} {name}: the override {shown(override)} sets it too, and each "
+                    f"{run} would replace that; give {name} in one place"
+                )

@@ -14,7 +14,7 @@ from typing import Any
 from edgespec.config import apply_overrides, dump_yaml, read_yaml
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.sim.commands.flags import add_arguments as add_arguments
-from edgespec.sim.commands.flags import check_flags, names_a_file
+from edgespec.sim.commands.flags import check_flags, check_not_overridden, names_a_file
 
 
 def _split(items: list[str]) -> tuple[str | None, list[str]]:
@@ -62,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         from edgespec.sim.drafting_server.command import run_drafting_server_command
 
         return run_drafting_server_command(args, data)
+    check_not_overridden(args, overrides)
     if args.rounds:
         data = apply_overrides(data, ["record_rounds=true"])
     scenario = scenario_from_dict(data)  # validate once, before any run
@@ -256,7 +257,6 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path) -> i
     from edgespec.sweeps.executor import make_executor
 
     started = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
     executor = make_executor(args.workers, args.engine, args.address)
     if args.quiet:
         run = simulate_sharded(data, args.shards, executor, out.resolve())

@@ -85,3 +85,47 @@ def test_the_profile_s_folder_is_made_before_the_benchmark(tmp_path: Path) -> No
     with pytest.raises(AssertionError, match="the benchmark ran"):
         main(["bench", "sim", "--profile", str(profile)])
     assert profile.parent.is_dir()
+
+
+@pytest.mark.parametrize(
+    ("target", "flags", "message"),
+    [
+        ("sim", ["--repeat", "1001"], "--repeat must be <= 1,000, got 1001"),
+        ("policy", ["--repeat", "1000000000"], "--repeat must be <= 1,000, got 1000000000"),
+        (
+            "memory",
+            ["--repeat", "2"],
+            "--repeat applies only to bench sim or bench policy, not to bench memory",
+        ),
+    ],
+)
+def test_a_repeat_over_the_bound_or_where_it_does_nothing_is_refused(
+    target: str,
+    flags: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def never(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the benchmark ran")
+
+    monkeypatch.setattr("edgespec.sim.policy_bench.bench_policies", never)
+    monkeypatch.setattr("edgespec.sim.memory_bench.access_costs", never)
+    assert main(["bench", target, *flags]) == 2
+    assert capsys.readouterr().err == f"edgespec bench: {message}\n"
+
+
+@pytest.mark.parametrize(("flags", "repeat"), [([], 3), (["--repeat", "1"], 1)])
+def test_bench_policy_runs_as_many_times_as_asked(
+    flags: list[str], repeat: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--repeat 1`` is one run per policy, not raised to 3 (3 is the default)."""
+    asked: list[int] = []
+
+    def bench_policies(repeat: int) -> list[Any]:
+        asked.append(repeat)
+        return []
+
+    monkeypatch.setattr("edgespec.sim.policy_bench.bench_policies", bench_policies)
+    assert main(["bench", "policy", *flags]) == 0
+    assert asked == [repeat]
