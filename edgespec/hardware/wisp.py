@@ -37,7 +37,8 @@ def wisp_batching_params(
     the profile; without that, the error says what to give (``needs``). ``guard_s`` is
     passed on. Every error is a :class:`ConfigError` at the policy spec ``field``'s
     ``params`` (or ``params.profile``): an unknown parameter, a partial set, a profile
-    that is missing, not YAML or not ``kind: wisp``.
+    that is missing, not YAML or not ``kind: wisp``, or a bad field of the profile file
+    (``FILE.a_s: required field is missing``).
     """
     params = dict(params)
     known = sorted({"profile", *(accepted_params("batching", "wisp") or ())})
@@ -66,5 +67,7 @@ def wisp_batching_params(
     try:
         coefficients = load_wisp_coefficients(str(profile))
     except ConfigError as exc:
+        if exc.path.startswith(f"{profile}."):  # a profile file's own field: named too
+            raise ConfigError(where, f"{exc.path}: {exc.message}") from exc
         raise at_field(exc, where) from exc
     return {**params, **dataclasses.asdict(coefficients)}

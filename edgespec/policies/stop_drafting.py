@@ -212,7 +212,8 @@ def mlp_from_json(data: dict[str, Any], source: str = "<dict>") -> MlpStopPolicy
     """Rebuild an :class:`MlpStopPolicy` from :meth:`MlpStopPolicy.to_json`'s form."""
     if data.get("kind") != "mlp":
         raise ValueError(f"{source}: not an MLP stop predictor (kind={data.get('kind')!r})")
-    if tuple(data.get("features", ())) != STOP_FEATURE_NAMES:
+    features = data.get("features")
+    if not isinstance(features, list) or tuple(features) != STOP_FEATURE_NAMES:
         raise ValueError(
             f"{source}: features {data.get('features')} differ from {list(STOP_FEATURE_NAMES)}"
         )
@@ -250,5 +251,9 @@ def load_stop_policy(file: str | None = None, threshold: float | None = None) ->
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{source}: not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{source}: not a stop predictor (a JSON {type(data).__name__}, not an object)"
+        )
     policy = mlp_from_json(data, source)
     return policy if threshold is None else policy.with_threshold(threshold)

@@ -143,6 +143,8 @@ def load_checkpoint(path: Path, setup: dict[str, Any]) -> Checkpoint:
         raise CheckpointError(f"{path}:1: not an edgespec profile checkpoint")
     if header.get("version") != VERSION:
         raise CheckpointError(f"{path}:1: checkpoint version {header.get('version')!r}")
+    if not isinstance(header.get("setup"), dict):
+        raise CheckpointError(f"{path}:1: setup must be an object, got {header.get('setup')!r:.80}")
     diff = _differences(header.get("setup", {}), setup)
     if diff:
         raise CheckpointError(

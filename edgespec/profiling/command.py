@@ -16,16 +16,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from edgespec.arguments import (
-    add_device_arguments,
-    add_seed,
-    add_threads,
-    add_verbose,
-)
+from edgespec.arguments import add_device_arguments, add_seed, add_threads, add_verbose
 from edgespec.models.devices import device_placement
 from edgespec.output_paths import output_file
+from edgespec.policies.params import MAX_GAMMA
 
 NGRAM = "ngram"
+MAX_BOOTSTRAP = 100_000
+"""The most ``--bootstrap`` resamples: their refits are held at once, after the measuring."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,9 +101,9 @@ def check_args(args: argparse.Namespace) -> str | None:
         return "--target is required (or --residuals REPORT)"
     if not str(args.out).endswith((".yaml", ".yml")):
         return f"--out must end in .yaml or .yml, got {str(args.out)!r}"
-    for name in ("gamma", "bootstrap"):
-        if getattr(args, name) < 1:
-            return f"--{name} must be >= 1, got {getattr(args, name)}"
+    for name, limit in (("gamma", MAX_GAMMA), ("bootstrap", MAX_BOOTSTRAP)):
+        if not 1 <= getattr(args, name) <= limit:
+            return f"--{name} must be in [1, {limit:,}], got {getattr(args, name)}"
     if args.runs is not None and args.runs < 1:
         return f"--runs must be >= 1, got {args.runs}"
     if args.warmup is not None and args.warmup < 0:

@@ -5,6 +5,7 @@ the file and line), not a traceback after minutes of loading."""
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,11 @@ from edgespec.datasets.prompts import DATASETS, HELD_OUT
 from edgespec.errors import UserInputError
 
 NGRAM = "ngram"
+
+MAX_DRAFT_TOKENS = 64
+"""The most tokens one block may hold: what the in-process verifier that traces run
+through takes (:class:`edgespec.runtime.wire.inprocess.LocalVerifier`'s default), so
+``--gamma`` and ``--tree-max-nodes`` above it are refused before any model loads."""
 
 
 def slo_classes(text: str) -> tuple[str, ...]:
@@ -34,8 +40,13 @@ def check_args(args: argparse.Namespace) -> str | None:
             return f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}"
     if args.max_prompt_tokens < 2:
         return f"--max-prompt-tokens must be >= 2, got {args.max_prompt_tokens}"
-    if args.rate <= 0:
-        return f"--rate must be > 0, got {args.rate}"
+    if args.gamma > MAX_DRAFT_TOKENS:
+        return (
+            f"--gamma must be <= {MAX_DRAFT_TOKENS} (the most tokens a block "
+            f"holds), got {args.gamma}"
+        )
+    if not (math.isfinite(args.rate) and args.rate > 0 and math.isfinite(1000.0 / args.rate)):
+        return f"--rate must be a finite number > 0, got {args.rate}"
     try:
         slo_classes(args.slo_classes)
     except ValueError as exc:
@@ -51,9 +62,21 @@ def check_args(args: argparse.Namespace) -> str | None:
             return f"--tree: {exc}"
     if args.stop_predictor is not None and (args.draft == NGRAM or args.tree is not None):
         return "--stop-predictor needs a neural chain draft (not ngram, not --tree)"
-    if args.tree_max_nodes < 1:
-        return f"--tree-max-nodes must be >= 1, got {args.tree_max_nodes}"
-    if not 0.0 <= args.tree_min_prob < 1.0:
+    return _tree_limits(args)
+
+
+def _tree_limits(args: argparse.Namespace) -> str | None:
+    """``--tree-max-nodes`` and ``--tree-min-prob``: in range, and given with ``--tree``
+    only (without it they would change nothing)."""
+    for flag in ("tree_max_nodes", "tree_min_prob"):
+        if args.tree is None and getattr(args, flag) is not None:
+            return f"--{flag.replace('_', '-')} shapes a token tree: it needs --tree"
+    if args.tree_max_nodes is not None and not 1 <= args.tree_max_nodes <= MAX_DRAFT_TOKENS:
+        return (
+            f"--tree-max-nodes must be in [1, {MAX_DRAFT_TOKENS}] (the most tokens a block "
+            f"holds), got {args.tree_max_nodes}"
+        )
+    if args.tree_min_prob is not None and not 0.0 <= args.tree_min_prob < 1.0:
         return f"--tree-min-prob must be in [0, 1), got {args.tree_min_prob}"
     return None
 

@@ -9,6 +9,7 @@ Example (the bundled pair on 10 GSM8K test prompts, with both speed baselines)::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from edgespec.arguments import (
@@ -45,15 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tree-min-prob",
         type=float,
-        default=0.0,
         help="with --tree: leave out candidates whose path probability under the draft is "
         "below this (default 0: keep all; the draft's first choice at the root always stays)",
     )
     parser.add_argument(
         "--tree-max-nodes",
         type=int,
-        default=24,
-        help="with --tree: the most tokens one tree may hold (default 24)",
+        help="with --tree: the most tokens one tree may hold, at most 64 (default 24)",
     )
     parser.add_argument(
         "--dataset",
@@ -156,9 +155,11 @@ def run(args: argparse.Namespace) -> int:
             ).model
         )
     try:
-        choice = DraftChoice(
-            args.draft, args.lookup, args.tree, args.tree_min_prob, args.tree_max_nodes
-        )
+        choice = DraftChoice(args.draft, args.lookup, args.tree)
+        if args.tree_min_prob is not None:
+            choice = dataclasses.replace(choice, tree_min_prob=args.tree_min_prob)
+        if args.tree_max_nodes is not None:
+            choice = dataclasses.replace(choice, tree_max_nodes=args.tree_max_nodes)
         drafter, draft_model, draft_name = drafter_for(choice, draft_model, stop is not None)
     except UserInputError as exc:
         console.print(f"edgespec trace: {exc}")
@@ -197,6 +198,8 @@ def _capture(
         for name, prompts in prompt_sets
         for p in prompts
     ]
+    target_backend = checked_target(target.model, target.weight_files)
+    _check_context(work, args.max_new_tokens, target_backend.max_context_tokens)
     bar = progress_bar(console, "tracing", total=len(work))
     with bar as update, library_output(args.verbose):
 
@@ -215,8 +218,19 @@ def _capture(
                 console.print(f"{request_id}: {stage} ...")
 
         settings = _capture_settings(args, pair.draft_model is not None, stop)
-        target_backend = checked_target(target.model, target.weight_files)
         return capture(target_backend, drafter, pair, work, settings, on_record, on_stage)
+
+
+def _check_context(work: list[Any], max_new_tokens: int, context: int) -> None:
+    """Every prompt with ``--max-new-tokens`` within the target's context, before any is
+    traced: a :class:`UserInputError` naming the longest prompt otherwise."""
+    request_id, _, prompt_ids = max(work, key=lambda item: len(item[2]))
+    if len(prompt_ids) + max_new_tokens > context:
+        raise UserInputError(
+            f"--max-new-tokens {max_new_tokens}: prompt {request_id} ({len(prompt_ids)} "
+            f"tokens) + {max_new_tokens} new tokens exceed the target's context of {context} "
+            "(lower --max-new-tokens or --max-prompt-tokens)"
+        )
 
 
 def _capture_settings(args: argparse.Namespace, has_draft_model: bool, stop: Any) -> Any:

@@ -20,7 +20,8 @@ import numpy as np
 
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_device_arguments, add_threads, add_verbose
-from edgespec.output_paths import output_file
+from edgespec.errors import UserInputError
+from edgespec.output_paths import output_file, write_text_atomically
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -41,8 +42,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _lengths(text: str) -> list[int]:
-    from edgespec.errors import UserInputError
-
     try:
         lengths = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
@@ -104,6 +103,9 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.runtime.backends.mask_check_cache import checked_target
 
     lengths = _lengths(args.prefix_lens)
+    if args.target == "synthetic" and args.synthetic_hidden % 8:
+        raise UserInputError(f"--synthetic-hidden must be a multiple of 8 (4 attention heads "
+                             f"of an even size), got {args.synthetic_hidden}")  # fmt: skip
     files: tuple[Path, ...] = ()  # a model built in memory has none: probed every run
     placement = device_placement(args)
     torch.set_num_threads(args.threads)
@@ -122,9 +124,14 @@ def run(args: argparse.Namespace) -> int:
     if placement == DevicePlacement():
         where = "fp32 CPU"
     print(f"## edgespec bench prefix: {desc}; torch threads {args.threads}, {where}")
-    rows = bench_prefix(checked_target(model, files), args.gamma, args.repeats, lengths)
+    backend = checked_target(model, files)
+    if max(lengths) + args.gamma > backend.max_context_tokens:
+        raise UserInputError(f"--prefix-lens {max(lengths)} + --gamma {args.gamma} tokens exceed "
+                             f"the target's context of {backend.max_context_tokens}")  # fmt: skip
+    rows = bench_prefix(backend, args.gamma, args.repeats, lengths)
     if args.json is not None:
         report = {"target": desc, "threads": args.threads, "gamma": args.gamma,
                   "repeats": args.repeats, "prefix": rows}  # fmt: skip
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomically(args.json, json.dumps(report, indent=2) + "\n")
     return 0

@@ -20,6 +20,9 @@ the server's 128 characters."""
 MAX_TIMEOUT_S = 86_400.0
 """The longest ``--timeout-s`` (a day)."""
 
+DEFAULT_SESSIONS = 8
+"""``--num-sessions`` when not given (with ``--prompts``)."""
+
 MAX_SESSIONS = 65_536
 """The most ``--num-sessions`` (each a prompt held in memory and a session on the server,
 whose per-client quota refuses most runs far sooner)."""
@@ -52,7 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--split", default="test", help="dataset split (default test)")
     parser.add_argument(
-        "--num-sessions", type=int, default=8, help="sessions (prompts) with --prompts (default 8)"
+        "--num-sessions",
+        type=int,
+        help=f"sessions (prompts) with --prompts (default {DEFAULT_SESSIONS}; with --prompt-ids: "
+        "one per --prompt-ids)",
     )
     parser.add_argument("--batch-size", type=int, default=4, help="sessions per batch (default 4)")
     parser.add_argument("--gamma", type=int, default=4, help="draft tokens per block (default 4)")
@@ -100,9 +106,15 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
 
 
 def check_flags(args: argparse.Namespace) -> None:
-    """:class:`ConfigError` naming the first bad flag (before any model loads)."""
+    """:class:`ConfigError` naming the first bad flag (before any model loads); fills in
+    ``--num-sessions`` when not given (the --prompt-ids given, else 8)."""
     from edgespec.config import ConfigError
 
+    if args.prompt_ids and args.num_sessions is not None:
+        raise ConfigError("num_sessions", "the sessions are the --prompt-ids given (one each): "
+                          "drop --num-sessions")  # fmt: skip
+    if args.num_sessions is None:
+        args.num_sessions = len(args.prompt_ids) if args.prompt_ids else DEFAULT_SESSIONS
     for name in ("num_sessions", "batch_size", "gamma", "max_new_tokens"):
         if getattr(args, name) < 1:
             raise ConfigError(name, f"must be >= 1, got {getattr(args, name)}")

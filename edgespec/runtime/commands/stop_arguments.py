@@ -29,7 +29,8 @@ def add_stop_arguments(parser: argparse.ArgumentParser) -> None:
 
 def stop_policy_from_args(args: argparse.Namespace) -> MlpStopPolicy | None:
     """The predictor ``--stop-predictor`` names (``None`` without it); a missing or
-    malformed file or a bad threshold is a :class:`UserInputError` naming it."""
+    malformed file or a bad ``--stop-threshold`` is a :class:`UserInputError` naming
+    the flag."""
     from edgespec.errors import UserInputError
     from edgespec.policies.stop_drafting import BUNDLED_STOP_PREDICTOR, load_stop_policy
 
@@ -39,7 +40,7 @@ def stop_policy_from_args(args: argparse.Namespace) -> MlpStopPolicy | None:
         return None
     bundled = args.stop_predictor == "bundled"
     try:
-        return load_stop_policy(None if bundled else args.stop_predictor, args.stop_threshold)
+        policy = load_stop_policy(None if bundled else args.stop_predictor)
     except FileNotFoundError as exc:
         raise UserInputError(
             f"--stop-predictor: the bundled predictor {BUNDLED_STOP_PREDICTOR} is not shipped "
@@ -47,3 +48,9 @@ def stop_policy_from_args(args: argparse.Namespace) -> MlpStopPolicy | None:
         ) from exc
     except ValueError as exc:
         raise UserInputError(f"--stop-predictor: {exc}") from exc
+    if args.stop_threshold is None:
+        return policy
+    try:
+        return policy.with_threshold(args.stop_threshold)
+    except ValueError as exc:
+        raise UserInputError(f"--stop-threshold: {exc}") from exc

@@ -80,3 +80,35 @@ def test_capture_settings_refuse_no_classes_and_capture_of_nothing_is_empty() ->
         CaptureSettings(num_drafters=0)
     no_model = None
     assert capture(no_model, no_model, no_model, [], CaptureSettings()) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("flags", "problem"),
+    [
+        (["--rate", "nan"], "--rate must be a finite number > 0, got nan"),
+        (["--rate", "inf"], "--rate must be a finite number > 0, got inf"),
+        (["--rate", "1e-320"], "--rate must be a finite number > 0, got 1e-320"),
+        (["--gamma", "65"], "--gamma must be <= 64 (the most tokens a block holds), got 65"),
+        (
+            ["--draft", "d", "--tree", "8,8", "--tree-max-nodes", "65"],
+            "--tree-max-nodes must be in [1, 64] (the most tokens a block holds), got 65",
+        ),
+        (["--tree-min-prob", "0.5"], "--tree-min-prob shapes a token tree: it needs --tree"),
+        (["--tree-max-nodes", "8"], "--tree-max-nodes shapes a token tree: it needs --tree"),
+    ],
+)
+def test_out_of_range_or_unused_flags_are_refused_before_the_models_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], problem: str
+) -> None:
+    assert _trace(tmp_path, *flags) == 2
+    assert capsys.readouterr().err == f"edgespec trace: {problem}\n"
+
+
+def test_the_block_limit_is_the_in_process_verifiers() -> None:
+    import inspect
+
+    from edgespec.learn.traces.checks import MAX_DRAFT_TOKENS
+    from edgespec.runtime.wire.inprocess import LocalVerifier
+
+    default = inspect.signature(LocalVerifier).parameters["max_draft_tokens"].default
+    assert default == MAX_DRAFT_TOKENS

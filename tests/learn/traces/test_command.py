@@ -117,3 +117,19 @@ def test_trace_command_with_a_token_tree(
     assert "--tree: tree branching must be comma-separated integers" in capsys.readouterr().err
     assert main(["trace", "--tree", "2", "--tree-min-prob", "-1", "--out", "x.jsonl"]) == 2
     assert "--tree-min-prob must be in [0, 1), got -1.0" in capsys.readouterr().err
+
+
+def test_a_budget_beyond_the_targets_context_is_refused_before_tracing(
+    pair: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prompts = tmp_path / "toy.jsonl"
+    prompts.write_text(json.dumps({"prompt": "w5"}) + "\n" + json.dumps({"prompt": "w5 w9 w7"}))
+    target, draft = pair
+    args = ["trace", "--target", str(target), "--draft", str(draft), "--dataset", str(prompts)]
+    args += ["--threads", "1", "--max-new-tokens", "253", "--out", str(tmp_path / "t.jsonl")]
+    assert main(args) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "edgespec trace: --max-new-tokens 253: prompt toy-1 (4 tokens) + 253 new tokens exceed "
+        "the target's context of 256 (lower --max-new-tokens or --max-prompt-tokens)"
+    )
+    assert not (tmp_path / "t.jsonl").exists()

@@ -32,6 +32,31 @@ def test_bad_prefix_lengths(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--prefix-lens expects comma-separated integers, got '8,x'" in capsys.readouterr().err
 
 
+def test_json_in_a_folder_not_made_yet_is_written(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "prefix.json"
+    assert main([*SMALL, "--prefix-lens", "8", "--json", str(out)]) == 0
+    assert [r["prefix"] for r in json.loads(out.read_text())["prefix"]] == [8]
+    assert [p.name for p in out.parent.iterdir()] == ["prefix.json"]  # no temporary left
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--prefix-lens", "8,4093"],
+         "--prefix-lens 4093 + --gamma 4 tokens exceed the target's context of 4096"),
+        (["--prefix-lens", str(10**12)],
+         f"--prefix-lens {10**12} + --gamma 4 tokens exceed the target's context of 4096"),
+        (["--synthetic-hidden", "36"],
+         "--synthetic-hidden must be a multiple of 8 (4 attention heads of an even size), got 36"),
+    ],
+)  # fmt: skip
+def test_what_the_target_cannot_take_is_one_line_before_timing(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*SMALL, *flags]) == 2
+    assert capsys.readouterr().err == f"edgespec bench: {message}\n"
+
+
 def test_a_saved_model_is_probed_once_per_weights(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -112,7 +112,7 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
         ),
         (
             ["--prompt-ids", "1", "--stop-predictor", "bundled", "--stop-threshold", "2"],
-            "--stop-predictor: threshold must be in [0, 1], got 2.0",
+            "--stop-threshold: threshold must be in [0, 1], got 2.0",
         ),
         (
             ["--prompt-ids", "1", "--routing", "nosuch", "--server", "127.0.0.1:2"],
@@ -171,6 +171,24 @@ def test_a_missing_predictor_file_is_named(
     assert main([*BASE, "--prompt-ids", "1", "--stop-predictor", str(missing)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"edgespec draft: --stop-predictor: stop predictor file {missing} does not exist"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[1]", "not a stop predictor (a JSON list, not an object)"),
+        ('"mlp"', "not a stop predictor (a JSON str, not an object)"),
+        ('{"kind": "mlp", "features": 5}', "features 5 differ from ['confidence', "
+         "'entropy_nats', 'margin', 'logit_std', 'top5_mass']"),
+    ],
+)  # fmt: skip
+def test_a_predictor_file_of_the_wrong_shape_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, problem: str
+) -> None:
+    path = tmp_path / "stop.json"
+    path.write_text(text)
+    assert main([*BASE, "--prompt-ids", "1", "--stop-predictor", str(path)]) == 2
+    assert capsys.readouterr().err == f"edgespec draft: --stop-predictor: {path}: {problem}\n"
 
 
 def _stop_args(predictor: str | None, threshold: float | None = None) -> argparse.Namespace:

@@ -37,6 +37,9 @@ CLI = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "somewhere"]
         (["--client-id", "c" * 101],
          "config field 'client_id': must be 1 to 100 characters, got 101"),
         (["--num-sessions", "65537"], "config field 'num_sessions': must be <= 65,536, got 65537"),
+        (["--prompt-ids", "1,2", "--prompt-ids", "3", "--num-sessions", "3"],
+         "config field 'num_sessions': the sessions are the --prompt-ids given (one each): "
+         "drop --num-sessions"),
     ],
 )  # fmt: skip
 def test_out_of_range_flags_are_one_line_before_the_server_is_asked(

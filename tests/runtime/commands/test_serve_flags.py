@@ -134,6 +134,27 @@ def test_missing_profile_file_is_named(tmp_path: Path, capsys: pytest.CaptureFix
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("kind: wisp\n", "{file}.a_s: required field is missing"),
+        ("kind: wisp\nalpha: 1\n", "{file}.alpha: unknown field; known: ['a_s', 'b_compute_s', "
+         "'b_read_s', 'c_s']"),
+        ("", "{file}.kind: must be 'wisp', 'zhu' or 'lookup', got None"),
+    ],
+)  # fmt: skip
+def test_a_bad_field_of_a_profile_file_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, problem: str
+) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text(text)
+    args = ["serve", "--target", "x", "--batching", "wisp", "--profile", str(profile)]
+    assert main(args) == 2
+    assert capsys.readouterr().err.strip() == (
+        "edgespec serve: config field 'batching.params.profile': " + problem.format(file=profile)
+    )
+
+
 def test_parse_slo_class() -> None:
     assert parse_slo_class("gold=12.5") == ("gold", 12.5)
     assert parse_slo_class(" be = None ") == ("be", None)
