@@ -30,6 +30,7 @@ from typing import Any, Protocol
 
 from edgespec.arguments import add_quiet, add_workers
 from edgespec.output_paths import claim_folder, output_folder
+from edgespec.sweeps.executor import check_workers
 
 RUN_FILES = (
     "REPORT.md",
@@ -155,6 +156,7 @@ def command_line() -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the claims of the paper ``args.seed`` names."""
+    check_workers(args.workers)
     out = run_folder(args.seed, args.out, args.overwrite)  # refused before anything loads
     reproduce: Reproduce = importlib.import_module(PAPERS[args.seed].claims).reproduce
     import torch

@@ -17,6 +17,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from edgespec.errors import UserInputError
+
 WORKERS_PER_CPU = 4
 """``--workers`` may ask for at most this many processes per CPU of this machine."""
 
@@ -31,6 +33,15 @@ def max_workers(address: str | None = None) -> int:
     if address is not None:
         return MAX_CLUSTER_WORKERS
     return WORKERS_PER_CPU * (os.cpu_count() or 1)
+
+
+def check_workers(workers: int, address: str | None = None) -> None:
+    """Refuse a ``--workers`` over :func:`max_workers` (a :class:`UserInputError` naming the
+    bound and where it comes from)."""
+    limit = max_workers(address)
+    if workers > limit:
+        where = "on a Ray cluster" if address else f"{WORKERS_PER_CPU} per CPU here"
+        raise UserInputError(f"--workers {workers}: at most {limit} ({where})")
 
 
 class SweepExecutor(Protocol):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -155,3 +156,27 @@ def test_check_points_checks_every_point_and_stops_at_a_bad_one() -> None:
     with pytest.raises(ValueError, match="bad 2"):
         check_points(grid_points({"a": [1, 2, 3]}), check, progress=False)
     assert seen == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["reproduce", "wisp", "--quick"],  # were unbounded: a process per run, up to 292
+        ["reproduce", "wisv-real-pair", "--quick"],
+        ["train", "awc-data", "--quick"],  # likewise, as local Ray CPUs
+    ],
+)
+def test_every_workers_flag_is_four_per_cpu_here(
+    command: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from edgespec.cli import main
+
+    monkeypatch.setattr("os.cpu_count", lambda: 3)
+    out = tmp_path / "out"
+    assert main([*command, "--out", str(out), "--workers", "13"]) == 2
+    prog = " ".join(["edgespec", command[0]])
+    assert capsys.readouterr().err == f"{prog}: --workers 13: at most 12 (4 per CPU here)\n"
+    assert not out.exists()

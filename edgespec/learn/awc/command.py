@@ -239,8 +239,9 @@ def run_data(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from edgespec.learn.awc.data import AwcTask, run_awc_scenario, workload_lengths
-    from edgespec.sweeps.executor import make_executor
+    from edgespec.sweeps.executor import check_workers, make_executor
 
+    check_workers(args.workers, args.address)
     weights = objective_weights(args)
     grid = scenario_grid(args)
     console = Console(stderr=True)
