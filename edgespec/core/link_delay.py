@@ -19,6 +19,27 @@ TOKEN_ID_BYTES = 4  # int32 token ids
 PARENT_BYTES = 4  # int32 tree parent per node (VerifyRequest.draft_parents)
 PROB_BYTES = 2  # fp16 draft probabilities (and hidden values)
 
+MAX_LINK_DELAY_MS = 60_000.0
+"""The longest RTT or mean jitter an emulated link takes (a minute): a round sleeps it, and
+``time.sleep`` overflows on 1e10 s."""
+MIN_LINK_BANDWIDTH_MBPS = 0.001
+"""The narrowest emulated link besides 0 (unlimited): 1 kbit/s; a narrower one's transfer
+time overflows the same way."""
+
+
+def link_setting_problem(name: str, value: float) -> str | None:
+    """What is wrong with an emulated link's setting ``name`` (``*_ms``: an RTT or jitter;
+    ``*_mbps``: a bandwidth, 0 unlimited), ``None`` when it is in range."""
+    if not (math.isfinite(value) and value >= 0):
+        return f"must be a finite number >= 0, got {value}"
+    if name.endswith("_ms") and value > MAX_LINK_DELAY_MS:
+        return f"must be at most {MAX_LINK_DELAY_MS:,.0f} ms, got {value:g}"
+    if name.endswith("_mbps") and 0 < value < MIN_LINK_BANDWIDTH_MBPS:
+        return (
+            f"must be 0 (unlimited) or at least {MIN_LINK_BANDWIDTH_MBPS:g} Mbit/s, got {value:g}"
+        )
+    return None
+
 
 def exponential_jitter_s(mean_s: float, uniform: float) -> float:
     """An exponential delay of mean ``mean_s`` from a uniform draw in [0, 1)."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgespec.argument_types import positive_int
 from edgespec.arguments import add_max_new_tokens, add_real_pair, add_threads, add_verbose
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file
@@ -105,7 +106,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_real_pair(parser)
     parser.add_argument(
         "--limit",
-        type=int,
+        type=positive_int,
         default=2,
         help="test prompts per dataset (gsm8k, cnndm, humaneval; default 2)",
     )
@@ -135,12 +136,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def cells_of(args: argparse.Namespace) -> tuple[list[float], list[str]]:
+    """``--rtt-ms`` and ``--windows`` as lists, checked before anything loads (each value
+    once; RTTs an emulated link takes), with ``--port`` (the server's: 1..65535)."""
+    from edgespec.runtime.wire.emulated_link import LinkEmulation
+
     windows = args.windows.split(",")
     unknown = sorted(set(windows) - set(WINDOWS))
     if unknown:
         raise UserInputError(f"--windows: unknown {unknown}; known: {sorted(WINDOWS)}")
-    rtts = [float(x) for x in args.rtt_ms.split(",")]
+    rtts: list[float] = []
+    for text in args.rtt_ms.split(","):
+        try:
+            rtt = float(text)
+        except ValueError:
+            raise UserInputError(f"--rtt-ms: {text.strip()!r} is not a number") from None
+        try:
+            LinkEmulation(rtt, rtt * 0.1, 100.0)
+        except ValueError as exc:
+            raise UserInputError(f"--rtt-ms: {exc}") from None
+        rtts.append(rtt)
+    for flag, values in (("--rtt-ms", [f"{r:g}" for r in rtts]), ("--windows", windows)):
+        twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+        if twice is not None:
+            raise UserInputError(f"{flag}: {twice} is given twice")
+    if not 1 <= args.port <= 65535:
+        raise UserInputError(f"--port must be in 1..65535, got {args.port}")
+    return rtts, windows
+
+
+def run(args: argparse.Namespace) -> int:
+    rtts, windows = cells_of(args)
 
     import torch
 

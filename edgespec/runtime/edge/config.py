@@ -8,6 +8,7 @@ import math
 from typing import TYPE_CHECKING, Literal
 
 from edgespec.config import ConfigError, PolicySpec
+from edgespec.core.link_delay import link_setting_problem
 from edgespec.core.tree import parse_branching
 from edgespec.core.types import SEED_LIMIT
 from edgespec.errors import did_you_mean
@@ -73,8 +74,9 @@ class DrafterConfig:
     def validate(self) -> None:
         for name in ("link_rtt_ms", "link_jitter_ms", "link_bandwidth_mbps"):
             value = getattr(self, name)
-            if value is not None and not (math.isfinite(value) and value >= 0):
-                raise ConfigError(name, f"must be a finite number >= 0, got {value}")
+            problem = None if value is None else link_setting_problem(name, value)
+            if problem is not None:
+                raise ConfigError(name, problem)
         if self.link_seed is not None and not 0 <= self.link_seed < SEED_LIMIT:
             raise ConfigError("link_seed", f"must be in [0, 2**63), got {self.link_seed}")
         if self.max_message_bytes < 1:

@@ -25,7 +25,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from edgespec.core.link_delay import HEADER_BYTES, downlink_bytes, one_way_delay_s, uplink_bytes
+from edgespec.core.link_delay import (
+    HEADER_BYTES,
+    downlink_bytes,
+    link_setting_problem,
+    one_way_delay_s,
+    uplink_bytes,
+)
 from edgespec.errors import UserInputError
 from edgespec.runtime.errors import ErrorCode, RequestError
 
@@ -49,8 +55,9 @@ LINK_FLAGS = {
 
 
 def _check(name: str, value: float) -> None:
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
+    problem = link_setting_problem(name, value)
+    if problem is not None:
+        raise ValueError(f"{name} {problem}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,6 +115,18 @@ def test_drafter_link_settings_are_finite_and_non_negative(name: str, value: flo
 
 
 @pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [  # were accepted: `edgespec draft --link-rtt-ms 1e308`'s first round overflowed sleep
+        ("link_rtt_ms", 1e308, "must be at most 60,000 ms, got 1e+308"),
+        ("link_jitter_ms", 60_001.0, "must be at most 60,000 ms, got 60001"),
+        ("link_bandwidth_mbps", 1e-9, "must be 0 (unlimited) or at least 0.001 Mbit/s, got 1e-09"),
+    ],
+)
+def test_drafter_link_settings_a_round_can_sleep(name: str, value: float, problem: str) -> None:
+    assert _drafter_error({name: value}) == f"config field '{name}': {problem}"
+
+
+@pytest.mark.parametrize(
     ("data", "message"),
     [
         ({"max_new_tokens": 0}, "'max_new_tokens': must be >= 1, got 0"),

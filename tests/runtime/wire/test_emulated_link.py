@@ -126,6 +126,25 @@ def test_bad_settings_are_refused(kwargs: dict[str, float], field: str) -> None:
         LinkEmulation(**kwargs)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [  # were accepted: the first round's sleep overflowed (OverflowError) or never ended
+        ({"rtt_ms": 1e308}, "rtt_ms must be at most 60,000 ms, got 1e+308"),
+        ({"jitter_ms": 60_000.5}, "jitter_ms must be at most 60,000 ms, got 60000.5"),
+        (
+            {"bandwidth_mbps": 1e-300},
+            "bandwidth_mbps must be 0 (unlimited) or at least 0.001 Mbit/s, got 1e-300",
+        ),
+    ],
+)
+def test_settings_a_round_cannot_sleep_are_refused(kwargs: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        LinkEmulation(**kwargs)
+    assert str(info.value) == message
+    LinkEmulation(rtt_ms=60_000.0, jitter_ms=60_000.0, bandwidth_mbps=0.001)  # the bounds
+    LinkEmulation(bandwidth_mbps=0.0)  # unlimited
+
+
 def test_formulas_match_the_simulators_link() -> None:
     for args in [(3, 0, 100, False), (4, 12, 100, True, 7), (5, 0, 50, False, 0, True)]:
         assert link_delay.uplink_bytes(*args) == network.uplink_bytes(*args)  # type: ignore[arg-type]
