@@ -31,6 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from edgespec.errors import UserInputError
+
 if TYPE_CHECKING:  # the models' modules load only for a run, not for a summary
     from edgespec.reproduce.wisv.real_pair.answers import AnswerRun, Pair, PromptCase
 
@@ -47,8 +49,6 @@ def _done(path: Path, head: dict[str, str] | None = None) -> dict[int, dict[str,
         other = next((r for r in lines if r.get("head", {}).get("sha256", shipped) !=
                       head["sha256"]), None)  # fmt: skip
         if other is not None:
-            from edgespec.errors import UserInputError
-
             theirs = other.get("head", {}).get("file", "the shipped head")
             raise UserInputError(
                 f"{path} holds prompt {other['prompt']} run with {theirs}, not {head['file']}: "
@@ -229,6 +229,22 @@ def _report(command: str, text: str, default: int, head: Path | None) -> str:
     )
 
 
+def check_plan(
+    quick: bool, prompts: int | None, lossy_prompts: int | None
+) -> tuple[int, tuple[int, ...], int | None]:
+    """The check's (prompts, thresholds, lossy prompts): :data:`QUICK` or :data:`FULL`,
+    cut to ``prompts`` and ``lossy_prompts``; a :class:`UserInputError` for more prompts
+    than the check has or more lossy ones than it runs (they were cut silently)."""
+    count, thresholds, lossy = QUICK if quick else FULL
+    if prompts is not None and prompts > count:
+        which = "the quick check has" if quick else "the check has"
+        raise UserInputError(f"--prompts {prompts}: {which} {count} prompts")
+    count = count if prompts is None else prompts
+    if lossy_prompts is not None and lossy_prompts > count:
+        raise UserInputError(f"--lossy-prompts {lossy_prompts}: the check runs {count} prompts")
+    return count, thresholds, lossy if lossy_prompts is None else lossy_prompts
+
+
 def reproduce(
     out: Path,
     *,
@@ -242,12 +258,11 @@ def reproduce(
     ``out/heldout.jsonl`` (:data:`FULL` or :data:`QUICK`; ``prompts``: the first that many
     of them; ``lossy_prompts``: the thresholds above 0 on the first that many) with ``head``
     (``None``: the shipped one), write ``out/REPORT.md`` and the
-    agreement file ``out/gemma3-270m-agreement.json``, print the table; the summary rows."""
+    agreement file ``out/gemma3-270m-agreement.json``, print the table; the summary rows.
+    Refused before anything runs: :func:`check_plan`."""
     from edgespec.policies.semantic.agreement import AGREEMENT_FILE, AgreementTable
 
-    count, thresholds, lossy = QUICK if quick else FULL
-    count = count if prompts is None else min(prompts, count)
-    lossy = lossy if lossy_prompts is None else lossy_prompts
+    count, thresholds, lossy = check_plan(quick, prompts, lossy_prompts)
     out.mkdir(parents=True, exist_ok=True)
     run(out / "heldout.jsonl", count, thresholds, lossy, head)
     records = list(_done(out / "heldout.jsonl").values())

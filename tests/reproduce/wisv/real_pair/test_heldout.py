@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
+from edgespec.cli import main
 from edgespec.errors import UserInputError
 from edgespec.policies.semantic.agreement import load_agreement
 from edgespec.reproduce.wisv.real_pair.heldout import (
     QUICK,
     agreement_json,
+    check_plan,
     head_identity,
     reproduce,
     run,
@@ -86,3 +88,22 @@ def test_prompts_limits_the_check(tmp_path: Path) -> None:
     (tmp_path / "heldout.jsonl").write_text(json.dumps(RECORDS[0]) + "\n")
     rows = reproduce(tmp_path, quick=False, command="cmd", prompts=1)  # prompt 0 is done
     assert rows == table(RECORDS[:1])
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [  # were cut silently: the run took fewer prompts than asked
+        (["--prompts", "51"], "--prompts 51: the check has 50 prompts"),
+        (["--quick", "--prompts", "3"], "--prompts 3: the quick check has 2 prompts"),
+        (["--prompts", "5", "--lossy-prompts", "6"], "--lossy-prompts 6: the check runs 5 prompts"),
+    ],
+)
+def test_more_prompts_than_the_check_runs_are_refused_before_it_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    out = tmp_path / "h"
+    assert main(["reproduce", "wisv-heldout", "--out", str(out), *flags]) == 2
+    assert capsys.readouterr().err == f"edgespec reproduce: {message}\n"
+    assert not out.exists()
+    assert check_plan(False, 50, 50) == (50, (1, 2, 4, 8, 12), 50)
+    assert check_plan(True, None, None) == (2, (12,), None)
