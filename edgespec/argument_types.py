@@ -17,17 +17,55 @@ def positive_int(text: str) -> int:
     return _int_at_least(text, 1)
 
 
-def int_at_most(limit: int, why: str = "") -> Callable[[str], int]:
-    """An argparse type: an integer in ``[1, limit]``; over it, the message gives the
+def int_at_most(limit: int, why: str = "", minimum: int = 1) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[minimum, limit]``; over it, the message gives the
     limit, then ``why`` (e.g. ``" (each client is a process)"``)."""
 
     def parse(text: str) -> int:
-        value = positive_int(text)
+        value = _int_at_least(text, minimum)
         if value > limit:
             raise argparse.ArgumentTypeError(f"must be <= {limit:,}{why}, got {value}")
         return value
 
     return parse
+
+
+MAX_REPETITIONS = 1_000
+"""The most repetitions a ``--runs``, ``--warmup`` (``edgespec profile``, ``calibrate``) or
+``--repeats`` (``bench prefix``) flag asks for: each is one more pass of every measured
+configuration, so a mistyped count (10**9) would run for days; 1,000 is far past where a
+median or minimum stops changing."""
+
+repetitions = int_at_most(MAX_REPETITIONS, " (passes per measurement)")
+"""``--runs``, ``--repeats``: an integer in ``[1, MAX_REPETITIONS]``."""
+
+warmup_repetitions = int_at_most(MAX_REPETITIONS, " (passes per measurement)", minimum=0)
+"""``--warmup``: an integer in ``[0, MAX_REPETITIONS]``."""
+
+MAX_SYNTHETIC_LAYERS = 32
+"""The most ``--synthetic-layers`` (``bench serve``, ``bench prefix``; default 12): with
+:data:`MAX_SYNTHETIC_HIDDEN`, the largest synthetic target has about 1.2 B parameters,
+4.9 GB in fp32 (held by the bench, and by ``bench serve``'s server once more, after a copy
+on disk), already over 4 times gemma3-270m; 64 layers of hidden 8192 would be 155 GB."""
+
+MAX_SYNTHETIC_HIDDEN = 2048
+"""The largest ``--synthetic-hidden`` (default 512): see :data:`MAX_SYNTHETIC_LAYERS`
+(a layer's weights grow with its square: 9 × hidden² parameters)."""
+
+synthetic_layers = int_at_most(MAX_SYNTHETIC_LAYERS, " (the synthetic target is held in memory)")
+"""``--synthetic-layers``: an integer in ``[1, MAX_SYNTHETIC_LAYERS]``."""
+
+
+def synthetic_hidden(text: str) -> int:
+    """``--synthetic-hidden``: an integer in ``[8, MAX_SYNTHETIC_HIDDEN]``, a multiple of 8
+    (:func:`edgespec.runtime.testing.synthetic_target` has 4 attention heads, whose size
+    rotary embeddings need even)."""
+    value = int_at_most(MAX_SYNTHETIC_HIDDEN, " (the synthetic target is held in memory)")(text)
+    if value % 8:
+        raise argparse.ArgumentTypeError(
+            f"must be a multiple of 8 (4 attention heads of an even size), got {value}"
+        )
+    return value
 
 
 def non_negative_int(text: str) -> int:

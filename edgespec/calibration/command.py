@@ -30,7 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from edgespec.argument_types import non_negative_int, positive_int, seed_int
+from edgespec.argument_types import positive_int, repetitions, seed_int, warmup_repetitions
 from edgespec.arguments import (
     MAX_DRAFTER_PROCESSES,
     add_max_new_tokens,
@@ -66,8 +66,8 @@ _NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
     ("--requests", positive_int, 2, "requests per client, in sequence"),
     ("--prompt-tokens", positive_int, 32, "synthetic prompt tokens"),
     ("--gamma", positive_int, 4, "static window γ, tokens"),
-    ("--warmup", non_negative_int, 2, "profile warm-up runs per configuration"),
-    ("--runs", positive_int, 3, "profile timed runs per configuration"),
+    ("--warmup", warmup_repetitions, 2, "profile warm-up runs per configuration, at most 1,000"),
+    ("--runs", repetitions, 3, "profile timed runs per configuration, at most 1,000"),
     ("--seed", seed_int, 0, "synthetic prompts, simulation"),
 )
 """calibrate's counts: flag, type, default, help (the default is appended)."""

@@ -43,9 +43,13 @@ def check_tree(parents: Sequence[int], num_tokens: int) -> None:
 
 
 def parse_branching(text: str) -> tuple[int, ...]:
-    """A tree shape, branching per depth: ``"2,2,1,1"`` → (2, 2, 1, 1); entries >= 1."""
+    """A tree shape, branching per depth: ``"2,2,1,1"`` → (2, 2, 1, 1); entries >= 1, none
+    empty (``"2,,1"`` or ``"2,1,"`` is refused, not read as (2, 1))."""
+    entries = text.split(",")
+    if text.strip() and not all(v.strip() for v in entries):
+        raise ValueError(f"tree branching has an empty entry in {text!r} (one integer per depth)")
     try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
+        values = tuple(int(v) for v in entries if v.strip())
     except ValueError:
         raise ValueError(f"tree branching must be comma-separated integers, got {text!r}") from None
     if not values or min(values) < 1:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from edgespec.argument_types import repetitions, warmup_repetitions
 from edgespec.arguments import add_device_arguments, add_seed, add_threads, add_verbose
 from edgespec.models.devices import device_placement
 from edgespec.output_paths import output_file
@@ -54,12 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_threads(parser, 2)
     add_verbose(parser)
     parser.add_argument(
-        "--runs", type=int, help="measured runs per configuration (default 3; --quick: 2)"
+        "--runs",
+        type=repetitions,
+        help="measured runs per configuration (default 3; --quick: 2; at most 1,000)",
     )
     parser.add_argument(
         "--warmup",
-        type=int,
-        help="discarded warm-up runs per configuration (default 10; --quick: 1)",
+        type=warmup_repetitions,
+        help="discarded warm-up runs per configuration (default 10; --quick: 1; at most 1,000)",
     )
     parser.add_argument(
         "--scale",
@@ -104,10 +107,6 @@ def check_args(args: argparse.Namespace) -> str | None:
     for name, limit in (("gamma", MAX_GAMMA), ("bootstrap", MAX_BOOTSTRAP)):
         if not 1 <= getattr(args, name) <= limit:
             return f"--{name} must be in [1, {limit:,}], got {getattr(args, name)}"
-    if args.runs is not None and args.runs < 1:
-        return f"--runs must be >= 1, got {args.runs}"
-    if args.warmup is not None and args.warmup < 0:
-        return f"--warmup must be >= 0, got {args.warmup}"
     if not 0 < args.scale <= 1:
         return f"--scale must be in (0, 1], got {args.scale}"
     if args.resume and args.fresh:

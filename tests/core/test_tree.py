@@ -101,12 +101,16 @@ def test_too_many_parents_are_named() -> None:
     assert tree_problem((-1, 0), 1) == "draft tree has 2 parents for 1 tokens"
 
 
-def test_parse_branching_skips_blank_entries_but_needs_one() -> None:
-    assert parse_branching("2, 1,") == (2, 1)
-    assert parse_branching(" 3 ,, 1") == (3, 1)
-    for text in ("", " , "):
-        with pytest.raises(ValueError, match=f"tree branching needs integers >= 1, got {text!r}"):
+def test_parse_branching_refuses_an_empty_entry_and_needs_one() -> None:
+    assert parse_branching(" 2, 1") == (2, 1)
+    for text in ("2, 1,", " 3 ,, 1", "1,,2", ",2", " , "):
+        with pytest.raises(ValueError) as refused:
             parse_branching(text)
+        assert str(refused.value) == (
+            f"tree branching has an empty entry in {text!r} (one integer per depth)"
+        )
+    with pytest.raises(ValueError, match="^tree branching needs integers >= 1, got ''$"):
+        parse_branching("")
 
 
 def test_an_empty_tree_has_depth_zero_and_verifies_like_an_empty_chain() -> None:

@@ -267,8 +267,6 @@ def _args(*argv: str) -> argparse.Namespace:
     ("argv", "message"),
     [
         (("--out", "p.txt"), "--out must end in .yaml or .yml, got 'p.txt'"),
-        (("--runs", "0"), "--runs must be >= 1, got 0"),
-        (("--warmup", "-1"), "--warmup must be >= 0, got -1"),
         (("--scale", "2"), "--scale must be in (0, 1], got 2.0"),
     ],
 )

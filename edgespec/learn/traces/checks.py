@@ -57,12 +57,30 @@ def check_args(args: argparse.Namespace) -> str | None:
         if args.draft == NGRAM:
             return "--tree needs a neural draft model (ngram drafts chains)"
         try:
-            parse_branching(args.tree)
+            depths = len(parse_branching(args.tree))
         except ValueError as exc:
             return f"--tree: {exc}"
+        if (problem := _tree_too_deep(args, depths)) is not None:
+            return problem
     if args.stop_predictor is not None and (args.draft == NGRAM or args.tree is not None):
         return "--stop-predictor needs a neural chain draft (not ngram, not --tree)"
     return _tree_limits(args)
+
+
+def _tree_too_deep(args: argparse.Namespace, depths: int) -> str | None:
+    """A ``--tree`` with more depths than a round's largest γ (``--gamma``; a dynamic
+    window's ``max(--gamma, 8)``), whose extra depths would never be drafted, or None."""
+    if args.window == "dynamic":
+        from edgespec.learn.traces.capture import DYNAMIC_MAX_GAMMA
+
+        deepest = max(args.gamma, DYNAMIC_MAX_GAMMA)
+        if depths > deepest:
+            return (f"--tree {args.tree} has {depths} depths, more than --window dynamic's "
+                    f"largest γ {deepest} (--gamma {args.gamma}, or {DYNAMIC_MAX_GAMMA} if "
+                    "larger)")  # fmt: skip
+    elif depths > args.gamma:
+        return f"--tree {args.tree} has {depths} depths, more than --gamma {args.gamma}"
+    return None
 
 
 def _tree_limits(args: argparse.Namespace) -> str | None:

@@ -18,7 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.argument_types import positive_int
+from edgespec.argument_types import (
+    positive_int,
+    repetitions,
+    synthetic_hidden,
+    synthetic_layers,
+)
 from edgespec.arguments import add_device_arguments, add_threads, add_verbose
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file, write_text_atomically
@@ -26,13 +31,25 @@ from edgespec.output_paths import output_file, write_text_atomically
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default="synthetic", help="'synthetic' (default) or a model")
-    p.add_argument("--synthetic-layers", type=positive_int, default=12, help="(default 12)")
-    p.add_argument("--synthetic-hidden", type=positive_int, default=512, help="(default 512)")
+    p.add_argument(
+        "--synthetic-layers", type=synthetic_layers, default=12, help="(default 12; at most 32)"
+    )
+    p.add_argument(
+        "--synthetic-hidden",
+        type=synthetic_hidden,
+        default=512,
+        help="(default 512; a multiple of 8, at most 2048)",
+    )
     p.add_argument(
         "--prefix-lens", default="128,512,1024", help="prefix tokens (default 128,512,1024)"
     )
     p.add_argument("--gamma", type=positive_int, default=4, help="draft tokens (default 4)")
-    p.add_argument("--repeats", type=positive_int, default=5, help="alternated timings (default 5)")
+    p.add_argument(
+        "--repeats",
+        type=repetitions,
+        default=5,
+        help="alternated timings (default 5; at most 1,000)",
+    )
     add_device_arguments(p, "the target")
     add_threads(p, 2)
     add_verbose(p)
@@ -103,9 +120,6 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.runtime.backends.mask_check_cache import checked_target
 
     lengths = _lengths(args.prefix_lens)
-    if args.target == "synthetic" and args.synthetic_hidden % 8:
-        raise UserInputError(f"--synthetic-hidden must be a multiple of 8 (4 attention heads "
-                             f"of an even size), got {args.synthetic_hidden}")  # fmt: skip
     files: tuple[Path, ...] = ()  # a model built in memory has none: probed every run
     placement = device_placement(args)
     torch.set_num_threads(args.threads)

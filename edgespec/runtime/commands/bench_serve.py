@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgespec.argument_types import positive_int, seed_int
+from edgespec.argument_types import positive_int, seed_int, synthetic_hidden, synthetic_layers
 from edgespec.arguments import add_max_new_tokens, torch_threads
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file
@@ -61,8 +61,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--target", help="model the bench's own server serves: 'synthetic' "
         "(default, built here: --synthetic-layers, --synthetic-hidden), a name or a directory",
     )  # fmt: skip
-    where.add_argument("--synthetic-layers", type=positive_int, help="(default 12)")
-    where.add_argument("--synthetic-hidden", type=positive_int, help="(default 512)")
+    where.add_argument("--synthetic-layers", type=synthetic_layers, help="(default 12; at most 32)")
+    where.add_argument(
+        "--synthetic-hidden",
+        type=synthetic_hidden,
+        help="(default 512; a multiple of 8, at most 2048)",
+    )
     where.add_argument("--backend", choices=BACKENDS,
                        help="what runs the bench server's target (default transformers; "
                        "llamacpp needs a GGUF --target, e.g. gemma3-270m)")  # fmt: skip

@@ -96,6 +96,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     prompt_ids: tuple[int, ...] | None = args.prompt_ids
     window = configured_policy("window", config.window.name, config.window.params)
+    check_tree_depth(config.tree, window)
     placement = draft_placement(args)
     pin_to_cpus(args.cpus)
     if args.serve_openai is not None:
@@ -169,6 +170,27 @@ def _compare(
         file=sys.stderr,
     )
     return 0 if same else 1
+
+
+def check_tree_depth(tree: str | None, window: Any) -> None:
+    """A ``--tree`` with more depths than a round can draft (a static window's γ, a dynamic
+    one's ``max_gamma``) is a :class:`~edgespec.config.ConfigError`: a round drafts at most
+    γ deep, so the extra depths would never be drafted."""
+    from edgespec.config import ConfigError
+    from edgespec.core.tree import parse_branching
+    from edgespec.policies.window import DynamicWindow, StaticWindow
+
+    if tree is None:
+        return
+    if isinstance(window, StaticWindow):
+        deepest, what = window.gamma, "--gamma"
+    elif isinstance(window, DynamicWindow):
+        deepest, what = window.max_gamma, "the dynamic window's max_gamma"
+    else:
+        return
+    depths = len(parse_branching(tree))
+    if depths > deepest:
+        raise ConfigError("tree", f"--tree {tree} has {depths} depths, more than {what} {deepest}")
 
 
 def draft_placement(args: argparse.Namespace) -> Any:

@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="IDS",
         help="one session's comma-separated prompt token ids (repeat: one per session)",
     )
-    parser.add_argument("--split", default="test", help="dataset split (default test)")
+    parser.add_argument("--split", help="--prompts' dataset split (default test)")
     parser.add_argument(
         "--num-sessions",
         type=int,
@@ -107,12 +107,16 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
 
 def check_flags(args: argparse.Namespace) -> None:
     """:class:`ConfigError` naming the first bad flag (before any model loads); fills in
-    ``--num-sessions`` when not given (the --prompt-ids given, else 8)."""
+    ``--num-sessions`` when not given (the --prompt-ids given, else 8) and ``--split``."""
     from edgespec.config import ConfigError
 
     if args.prompt_ids and args.num_sessions is not None:
         raise ConfigError("num_sessions", "the sessions are the --prompt-ids given (one each): "
                           "drop --num-sessions")  # fmt: skip
+    if args.prompt_ids and args.split is not None:
+        raise ConfigError("split", "the prompts are the --prompt-ids given, not a dataset's: "
+                          "drop --split")  # fmt: skip
+    args.split = "test" if args.split is None else args.split
     if args.num_sessions is None:
         args.num_sessions = len(args.prompt_ids) if args.prompt_ids else DEFAULT_SESSIONS
     for name in ("num_sessions", "batch_size", "gamma", "max_new_tokens"):

@@ -106,6 +106,8 @@ def _round_log(path: str) -> Any:
     from edgespec.errors import UserInputError
     from edgespec.runtime.server.round_log import RoundLog
 
+    if not path:  # Path("") is this folder: "Is a directory" would not say what is wrong
+        raise UserInputError("--round-log needs a file name, got ''")
     try:
         return RoundLog(Path(path))
     except OSError as exc:

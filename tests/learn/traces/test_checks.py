@@ -95,6 +95,23 @@ def test_capture_settings_refuse_no_classes_and_capture_of_nothing_is_empty() ->
         ),
         (["--tree-min-prob", "0.5"], "--tree-min-prob shapes a token tree: it needs --tree"),
         (["--tree-max-nodes", "8"], "--tree-max-nodes shapes a token tree: it needs --tree"),
+        (
+            ["--draft", "d", "--tree", "1,,2"],
+            "--tree: tree branching has an empty entry in '1,,2' (one integer per depth)",
+        ),
+        (
+            ["--draft", "d", "--tree", "1,1,1,1,1"],
+            "--tree 1,1,1,1,1 has 5 depths, more than --gamma 4",
+        ),
+        (
+            ["--draft", "d", "--tree", "2,2", "--gamma", "1"],
+            "--tree 2,2 has 2 depths, more than --gamma 1",
+        ),
+        (
+            ["--draft", "d", "--tree", "1,1,1,1,1,1,1,1,1", "--window", "dynamic"],
+            "--tree 1,1,1,1,1,1,1,1,1 has 9 depths, more than --window dynamic's largest γ 8 "
+            "(--gamma 4, or 8 if larger)",
+        ),
     ],
 )
 def test_out_of_range_or_unused_flags_are_refused_before_the_models_load(
@@ -112,3 +129,22 @@ def test_the_block_limit_is_the_in_process_verifiers() -> None:
 
     default = inspect.signature(LocalVerifier).parameters["max_draft_tokens"].default
     assert default == MAX_DRAFT_TOKENS
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--tree", "2,2,1,1"],  # as deep as --gamma 4
+        ["--tree", "2,1,1,1,1,1", "--window", "dynamic"],  # a dynamic window reaches γ 8
+        ["--tree", "1,1,1,1,1,1,1,1,1", "--window", "dynamic", "--gamma", "9"],
+    ],
+)
+def test_a_tree_as_deep_as_a_round_reaches_is_kept(flags: list[str]) -> None:
+    import argparse
+
+    from edgespec.learn.traces.checks import check_args
+    from edgespec.learn.traces.command import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert check_args(parser.parse_args(["--draft", "d", "--out", "t.jsonl", *flags])) is None

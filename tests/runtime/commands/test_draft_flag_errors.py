@@ -224,3 +224,34 @@ def test_a_tree_drafter_holds_24_nodes_unless_told() -> None:
     model = tiny_target()
     assert make_drafter("d", model, 48, tree="2,1").max_nodes == 24
     assert make_drafter("d", model, 48, tree="2,1", tree_max_nodes=5).max_nodes == 5
+
+
+TREE = "config field 'tree': "
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--tree", "1,,2"], "tree branching has an empty entry in '1,,2' (one integer per depth)"),
+        (["--tree", "2,1,"], "tree branching has an empty entry in '2,1,' (one integer per depth)"),
+        (["--tree", "1,1,1,1,1"], "--tree 1,1,1,1,1 has 5 depths, more than --gamma 4"),
+        (["--tree", "2,2,2", "--gamma", "2"], "--tree 2,2,2 has 3 depths, more than --gamma 2"),
+        (["--tree", "1,1,1", "--window", "dynamic",
+          "--set", "window.params={initial_gamma: 2, max_gamma: 2}"],
+         "--tree 1,1,1 has 3 depths, more than the dynamic window's max_gamma 2"),
+    ],
+)  # fmt: skip
+def test_a_tree_with_an_empty_or_undrafted_depth_is_one_line(
+    flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["draft", "--prompt-ids", "5,6", "--draft", "some/model", *flags]) == 2
+    assert capsys.readouterr().err == f"edgespec draft: {TREE}{message}\n"
+
+
+def test_a_tree_as_deep_as_the_window_reaches_is_kept() -> None:
+    from edgespec.policies.window import DynamicWindow, StaticWindow
+    from edgespec.runtime.commands.draft import check_tree_depth
+
+    check_tree_depth("2,2,1,1", StaticWindow(4))
+    check_tree_depth("2,1,1,1,1,1,1,1", DynamicWindow())  # up to its max_gamma 8
+    check_tree_depth(None, StaticWindow(1))

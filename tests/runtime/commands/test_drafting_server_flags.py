@@ -40,6 +40,9 @@ CLI = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "somewhere"]
         (["--prompt-ids", "1,2", "--prompt-ids", "3", "--num-sessions", "3"],
          "config field 'num_sessions': the sessions are the --prompt-ids given (one each): "
          "drop --num-sessions"),
+        (["--prompt-ids", "1,2", "--split", "train"],
+         "config field 'split': the prompts are the --prompt-ids given, not a dataset's: "
+         "drop --split"),
     ],
 )  # fmt: skip
 def test_out_of_range_flags_are_one_line_before_the_server_is_asked(

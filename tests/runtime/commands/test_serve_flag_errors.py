@@ -150,6 +150,7 @@ def test_the_round_log_is_closed_when_the_server_fails(
             "none; no '.' in the name), got 'a.b=3'",
         ),
         (["--window-params", "{}"], "--window-params needs --window NAME"),
+        (["--round-log", ""], "--round-log needs a file name, got ''"),
         (
             ["--window", "static", "--window-params", "3"],
             "--window-params must be a JSON object, got 3",
