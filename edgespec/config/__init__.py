@@ -13,7 +13,7 @@ a string; unique keys; bounded depth and alias expansion), :mod:`.convert` (a ma
 into a dataclass), :mod:`.spec` (:class:`PolicySpec`).
 """
 
-from edgespec.config.convert import from_dict, load_config
+from edgespec.config.convert import field_type, from_dict, load_config, type_text
 from edgespec.config.errors import (
     ConfigError,
     ConfigFileError,
@@ -24,6 +24,7 @@ from edgespec.config.errors import (
 from edgespec.config.files import load_yaml, read_jsonl, read_text, read_yaml
 from edgespec.config.overrides import (
     apply_overrides,
+    check_repeats,
     key_path,
     overrides_from_flags,
     parse_override,
@@ -39,7 +40,9 @@ __all__ = [
     "RecordError",
     "apply_overrides",
     "at_field",
+    "check_repeats",
     "dump_yaml",
+    "field_type",
     "from_dict",
     "key_path",
     "load_config",
@@ -49,4 +52,5 @@ __all__ = [
     "read_jsonl",
     "read_text",
     "read_yaml",
+    "type_text",
 ]

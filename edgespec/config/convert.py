@@ -152,3 +152,50 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequenc
     """Load ``cls`` from an optional YAML file plus CLI overrides; defaults fill the rest."""
     data = read_yaml(path) if path is not None else {}
     return from_dict(cls, apply_overrides(data, overrides))
+
+
+def field_type(cls: type, keys: Sequence[str]) -> Any:
+    """The declared type of the field at override key path ``keys`` in dataclass ``cls``
+    (a numeric segment an item of a tuple, any segment a value of a mapping; ``X | None``
+    read as ``X``), or ``None`` where no type is declared there: an unknown field, a
+    value typed ``Any`` (a policy's params)."""
+    tp: Any = cls
+    for key in keys:
+        tp = _not_none(tp)
+        origin, args = typing.get_origin(tp), typing.get_args(tp)
+        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            names = {f.name for f in dataclasses.fields(tp) if f.init}
+            tp = _type_hints(tp)[key] if key in names else None
+        elif origin in (dict, Mapping) and args:
+            tp = args[1]
+        elif origin in (tuple, Sequence) and args and key.isascii() and key.isdigit():
+            variadic = len(args) == 1 or args[-1] is Ellipsis
+            tp = args[0] if variadic else (args[int(key)] if int(key) < len(args) else None)
+        else:
+            return None
+        if tp is None or tp is Any:
+            return None
+    return _not_none(tp)
+
+
+def _not_none(tp: Any) -> Any:
+    """``X`` for ``X | None``; any other type as it is."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(options) == 1:
+            return options[0]
+    return tp
+
+
+def type_text(tp: Any) -> str:
+    """A config type as an error names it: ``float``, ``a list``, ``one of ['a', 'b']``."""
+    origin = typing.get_origin(tp) or tp
+    if dataclasses.is_dataclass(origin):
+        return "a section"
+    if origin in (tuple, Sequence):
+        return "a list"
+    if origin in (dict, Mapping):
+        return "a mapping"
+    if origin is Literal:
+        return f"one of {list(typing.get_args(tp))}"
+    return tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "")

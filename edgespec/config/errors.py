@@ -38,12 +38,18 @@ class ConfigFileError(ConfigError):
         UserInputError.__init__(self, f"{where}: {message}")
 
 
-def at_field(exc: ConfigError, path: str) -> ConfigError:
+def at_field(exc: ConfigError, path: str, source: str | None = None) -> ConfigError:
     """``exc``, raised loading what the config field ``path`` names (a preset, a profile
     file), reported at ``path``: a file's error (:class:`ConfigFileError`: missing, not
-    YAML) keeps its file and line; a field's error keeps its message, not its field (the
-    loader's own name for it, e.g. ``hardware``)."""
-    return ConfigError(path, str(exc) if isinstance(exc, ConfigFileError) else exc.message)
+    YAML) keeps its file and line; an error at a field of ``source`` (the file or preset
+    name ``path`` gave) keeps that field (``FILE.a_s: required field is missing``); another
+    field's error keeps its message, not its field (the loader's own name for it, e.g.
+    ``hardware``)."""
+    if isinstance(exc, ConfigFileError):
+        return ConfigError(path, str(exc))
+    if source is not None and exc.path.startswith(f"{source}."):
+        return ConfigError(path, f"{exc.path}: {exc.message}")
+    return ConfigError(path, exc.message)
 
 
 class RecordError(ConfigFileError):

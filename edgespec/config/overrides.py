@@ -46,6 +46,29 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return keys, value
 
 
+def check_repeats(overrides: Sequence[str]) -> None:
+    """Refuse a key that one command's overrides set twice (the earlier value would be
+    silently lost), and a section given whole after an override inside it (which it would
+    replace). A field after its whole section refines it (``workload={...}
+    workload.rate_per_s=3``): that order is kept. An OverrideError quoting the later one."""
+    given: dict[tuple[str, ...], str] = {}  # every key and key prefix → its first override
+    for text in overrides:
+        keys = tuple(key_path(text, text.partition("=")[0]))
+        earlier = given.get(keys)
+        if earlier is not None:
+            name, first = shown(".".join(keys)), shown(earlier)
+            if tuple(key_path(earlier, earlier.partition("=")[0])) == keys:
+                problem = f"{name} is given twice (first as {first!r}); give it once"
+            else:
+                problem = (
+                    f"{name} given whole would replace the earlier {first!r} inside it; "
+                    f"give {name} first"
+                )
+            raise OverrideError(shown(text), problem)
+        for end in range(1, len(keys) + 1):
+            given.setdefault(keys[:end], text)
+
+
 def apply_overrides(data: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """Return a deep copy of ``data`` with each ``key.path=value`` override applied.
 

@@ -66,8 +66,6 @@ def wisp_batching_params(
         profile, where = fallback_profile, fallback_field or where
     try:
         coefficients = load_wisp_coefficients(str(profile))
-    except ConfigError as exc:
-        if exc.path.startswith(f"{profile}."):  # a profile file's own field: named too
-            raise ConfigError(where, f"{exc.path}: {exc.message}") from exc
-        raise at_field(exc, where) from exc
+    except ConfigError as exc:  # a profile file's own field is named too
+        raise at_field(exc, where, str(profile)) from exc
     return {**params, **dataclasses.asdict(coefficients)}

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgespec.config import apply_overrides, read_yaml
+from edgespec.config import apply_overrides, check_repeats, read_yaml
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file
 
@@ -172,6 +172,7 @@ def check_flags(args: argparse.Namespace) -> None:
         raise UserInputError(
             f"the {args.target} benchmark takes no key.path=value overrides, got {args.overrides}"
         )
+    check_repeats(args.overrides)
     for flag in SIM_ONLY:
         if args.target != "sim" and getattr(args, flag[2:].replace("-", "_")) not in (None, False):
             raise UserInputError(f"{flag} applies only to bench sim, not to bench {args.target}")

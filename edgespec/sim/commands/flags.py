@@ -15,7 +15,7 @@ from typing import Any
 
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_quiet
-from edgespec.config import key_path
+from edgespec.config import field_type, key_path, type_text
 from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_folder
@@ -198,7 +198,10 @@ def check_flags(args: argparse.Namespace) -> None:
 
 def check_not_overridden(args: argparse.Namespace, overrides: list[str]) -> None:
     """Refuse an override that a ``--sweep`` key or the ``--capacity`` key sets too (or a
-    field inside it): every run would replace it, so it would act nowhere."""
+    field inside it): every run would replace it, so it would act nowhere; and a
+    ``--capacity`` key whose field takes no integer (:func:`check_capacity_key`)."""
+    if args.capacity:
+        check_capacity_key(args.capacity)
     keys = [("--capacity", args.capacity, "capacity probe")] if args.capacity else []
     keys += [("--sweep", item, "sweep run") for item in args.sweep or () if "=" in item]
     for flag, text, run in keys:
@@ -211,3 +214,20 @@ def check_not_overridden(args: argparse.Namespace, overrides: list[str]) -> None
                     f"{flag} {name}: the override {shown(override)} sets it too, and each "
                     f"{run} would replace that; give {name} in one place"
                 )
+
+
+def check_capacity_key(key: str) -> None:
+    """Refuse a ``--capacity`` KEY whose scenario field is declared and is not an integer
+    (the search sets whole numbers: a float field would be probed at those only). A key
+    no type is declared for (a policy's params, an unknown field) is left to the scenario's
+    own check at ``--lo`` and ``--hi``."""
+    from edgespec.sim.setup.scenario import Scenario
+    from edgespec.sweeps.capacity import field_path
+
+    tp = field_type(Scenario, key_path(key, key, "--capacity"))
+    if tp is not None and tp is not int:
+        raise UserInputError(
+            f"--capacity {shown(key)}: scenario field {shown(field_path(key))} is "
+            f"{type_text(tp)}, not an integer (the search sets whole numbers); give an "
+            "integer count, e.g. auto_topology.devices.0.count"
+        )

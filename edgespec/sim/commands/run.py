@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from edgespec.config import apply_overrides, dump_yaml, read_yaml
+from edgespec.config import apply_overrides, check_repeats, dump_yaml, read_yaml
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.sim.commands.flags import add_arguments as add_arguments
 from edgespec.sim.commands.flags import check_flags, check_not_overridden, names_a_file
@@ -30,6 +30,7 @@ def _split(items: list[str]) -> tuple[str | None, list[str]]:
                 f"two scenario files given, {path} and {item}; only one may be "
                 "(an override looks like key.path=value)"
             )
+    check_repeats(overrides)
     return path, overrides
 
 

@@ -74,7 +74,7 @@ def build_costs(cfg: PipelineConfig) -> PipelineCosts:
         try:
             stages.append(zhu_stage(profile))
         except ConfigError as exc:
-            raise at_field(exc, where) from exc
+            raise at_field(exc, where, profile) from exc
     (draft, draft_stage), (verify, verify_stage) = stages
     try:
         return PipelineCosts(

@@ -173,7 +173,7 @@ def _cost(
         return build_cost_model(cfg.kind, model, hardware, cfg.profile, where)
     except ConfigError as exc:
         field = {"model": model_field, "hardware": "hardware"}.get(exc.path, "cost_model.profile")
-        raise at_field(exc, f"{where}.{field}") from exc
+        raise at_field(exc, f"{where}.{field}", cfg.profile) from exc
 
 
 def _link(scenario: Scenario, name: str) -> Link:

@@ -1,6 +1,7 @@
 """``edgespec sim --sweep/--capacity/--shards`` (edgespec.sim.commands.flags, run): a key
-that an override also sets, or a ``--capacity`` KEY that is no key, is one line naming the
-flag, exit status 2, before any run and before the run folder is made."""
+that an override also sets, or a ``--capacity`` KEY that is no key or whose field is not an
+integer, is one line naming the flag, exit status 2, before any run and before the run
+folder is made."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from edgespec.cli import main
+from edgespec.sim.commands.flags import check_capacity_key
 from tests.sim.helpers import tiny_scenario
 
 
@@ -121,3 +123,47 @@ def test_shards_of_an_unpinned_scenario_leave_no_run_folder(
         "edgespec sim: --shards: only a scenario whose device pools are pinned to server pools "
         "(auto_topology.devices[*].server_pools) can be sharded\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "kind"),
+    [
+        ("duration_s", "float"),
+        ("slo_classes.slow", "float"),
+        ("fast_path", "bool"),
+        ("auto_topology.devices.0.name", "str"),
+        ("mode", "one of ['distributed', 'fused', 'centralized']"),
+        ("auto_topology.servers", "a list"),
+        ("auto_topology.servers.0", "a section"),
+    ],
+)
+def test_a_capacity_key_of_a_field_that_is_no_integer_is_refused(
+    key: str,
+    kind: str,
+    scenario_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The search sets whole numbers: a float field would be probed at those only."""
+    got = _error([str(scenario_file), "--capacity", key], tmp_path, capsys, monkeypatch)
+    field = key.replace(".0", "[0]")
+    assert got == (
+        f"edgespec sim: --capacity {key}: scenario field {field} is {kind}, not an integer "
+        "(the search sets whole numbers); give an integer count, e.g. "
+        "auto_topology.devices.0.count\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "auto_topology.devices.0.count",
+        "auto_topology.servers.0.max_batch_size",
+        "seed",  # an integer, though not a count: violations need not rise with it
+        "policies.window.params.gamma",  # params are typed Any: the policy checks them
+        "auto_topology.cells",  # written out before the fields are typed
+    ],
+)
+def test_a_capacity_key_of_an_integer_or_untyped_field_passes(key: str) -> None:
+    check_capacity_key(key)

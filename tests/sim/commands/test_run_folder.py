@@ -69,10 +69,10 @@ def test_scenario_yaml_keeps_the_scenario_key_order_and_the_overrides(tmp_path: 
     data = tiny_scenario(duration_s=2.0)
     path = write(tmp_path, data)
     out = tmp_path / "run"
-    assert main(["sim", str(path), "seed=4", "seed=11", *QUIET, "--out", str(out)]) == 0
+    assert main(["sim", str(path), "duration_s=1.5", "seed=11", *QUIET, "--out", str(out)]) == 0
     written = yaml.safe_load((out / "scenario.yaml").read_text())
     assert list(written) == list(data)
-    assert written == {**data, "seed": 11}  # the last override of a key wins
+    assert written == {**data, "seed": 11, "duration_s": 1.5}  # a key given twice: refused
     assert not (out / "rounds.csv").exists()  # only with --rounds
 
 
