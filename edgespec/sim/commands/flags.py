@@ -19,7 +19,7 @@ from edgespec.config import field_type, key_path, type_text
 from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_folder
-from edgespec.sweeps.executor import MAX_CLUSTER_WORKERS, WORKERS_PER_CPU, max_workers
+from edgespec.sweeps.executor import MAX_CLUSTER_WORKERS, WORKERS_PER_CPU, check_workers
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -168,11 +168,7 @@ def check_flags(args: argparse.Namespace) -> None:
         raise UserInputError("--address is a Ray cluster address: it needs --engine ray")
     if args.overwrite and args.out is None:
         raise UserInputError("--overwrite needs --out (a new runs/<name>-<time> holds no run)")
-    if args.workers > max_workers(args.address):
-        where = "on a Ray cluster" if args.address else f"{WORKERS_PER_CPU} per CPU here"
-        raise UserInputError(
-            f"--workers {args.workers}: at most {max_workers(args.address)} ({where})"
-        )
+    check_workers(args.workers, args.address)
     for item in args.sweep or ():
         if "=" not in item and _is_scenario(item):
             raise UserInputError(
