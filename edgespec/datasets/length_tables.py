@@ -256,7 +256,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_seed(parser, "the pairs' random draw")
 
 
+def check_sources(datasets: Sequence[str], prompts_dir: Path) -> None:
+    """Before the tokenizer loads (tens of seconds): each dataset named once, and the prompt
+    files' folder a folder when a dataset reads it (all but ShareGPT)."""
+    from edgespec.errors import UserInputError
+
+    twice = next((d for i, d in enumerate(datasets) if d in datasets[:i]), None)
+    if twice is not None:
+        raise UserInputError(f"--datasets: {twice} is given twice")
+    if any(d != "sharegpt" for d in datasets) and not prompts_dir.is_dir():
+        problem = "not a folder" if prompts_dir.exists() else "no such folder"
+        raise UserInputError(
+            f"--prompts-dir {prompts_dir}: {problem} (the prompt files' folder; default "
+            "$EDGESPEC_PROMPTS, else shared/data/prompts)"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
+    check_sources(args.datasets, args.prompts_dir or prompt_dir())
     return build_tables(
         args.datasets,
         args.prompts_dir or prompt_dir(),

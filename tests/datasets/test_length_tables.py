@@ -193,3 +193,36 @@ def test_tables_are_written_atomically(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(lt, "write_text_atomically", lambda path, text: written.append(path))
     lt.write_table(tmp_path / "gsm8k.json", {"dataset": "gsm8k"})
     assert written == [tmp_path / "gsm8k.json"] and not (tmp_path / "gsm8k.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [  # were found after the tokenizer loaded (~40 s): "Not a directory", a table built twice
+        (
+            ["--datasets", "humaneval", "--prompts-dir", "/dev/null"],
+            "--prompts-dir /dev/null: not a folder",
+        ),
+        (
+            ["--datasets", "humaneval", "--prompts-dir", "/no/such/prompts"],
+            "--prompts-dir /no/such/prompts: no such folder",
+        ),
+        (["--datasets", "gsm8k", "humaneval", "gsm8k"], "--datasets: gsm8k is given twice"),
+    ],
+)
+def test_sources_are_checked_before_the_tokenizer_loads(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    message: str,
+) -> None:
+    from edgespec.cli import main
+
+    def never() -> None:
+        raise AssertionError("the tokenizer loaded")
+
+    monkeypatch.setattr(lt, "load_tokenizer", never)
+    assert main(["data", "lengths", *flags, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"edgespec data: {message}")
+    assert err.count("\n") == 1
