@@ -42,6 +42,14 @@ repetitions = int_at_most(MAX_REPETITIONS, " (passes per measurement)")
 warmup_repetitions = int_at_most(MAX_REPETITIONS, " (passes per measurement)", minimum=0)
 """``--warmup``: an integer in ``[0, MAX_REPETITIONS]``."""
 
+MAX_THREADS = 256
+"""The most torch intra-op threads a ``--threads`` flag asks for: threads beyond the CPUs
+only slow torch down (1,024 on 2 cores: 9x slower), and 100,000 hang it."""
+
+torch_threads = int_at_most(MAX_THREADS)
+"""``--threads``: an integer in ``[1, MAX_THREADS]``."""
+
+
 MAX_SYNTHETIC_LAYERS = 32
 """The most ``--synthetic-layers`` (``bench serve``, ``bench prefix``; default 12): with
 :data:`MAX_SYNTHETIC_HIDDEN`, the largest synthetic target has about 1.2 B parameters,

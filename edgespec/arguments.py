@@ -21,6 +21,7 @@ from edgespec.argument_types import (
     positive_float,
     positive_int,
     seed_int,
+    torch_threads,
 )
 
 MAX_BUDGET_MINUTES = 10_000_000
@@ -46,14 +47,6 @@ wisp-serving``): each client is a Python process of its own, with its own drafte
 
 drafter_processes = int_at_most(MAX_DRAFTER_PROCESSES, " (each client is a process)")
 """``--clients``, one process each: an integer in ``[1, MAX_DRAFTER_PROCESSES]``."""
-
-
-MAX_THREADS = 256
-"""The most torch intra-op threads a ``--threads`` flag asks for: threads beyond the CPUs
-only slow torch down (1,024 on 2 cores: 9x slower), and 100,000 hang it."""
-
-torch_threads = int_at_most(MAX_THREADS)
-"""``--threads``: an integer in ``[1, MAX_THREADS]``."""
 
 
 def add_threads(

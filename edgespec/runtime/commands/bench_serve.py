@@ -20,8 +20,14 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgespec.argument_types import positive_int, seed_int, synthetic_hidden, synthetic_layers
-from edgespec.arguments import add_max_new_tokens, torch_threads
+from edgespec.argument_types import (
+    positive_int,
+    seed_int,
+    synthetic_hidden,
+    synthetic_layers,
+    torch_threads,
+)
+from edgespec.arguments import add_max_new_tokens
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.serve_target import BACKENDS
