@@ -149,14 +149,14 @@ class PairStateWindow(Protocol):
     the other and back. Call order, for a session of draft–target pair ``pair``:
 
     1. the handing-over host calls ``pair_state(pair)`` and sends the tuple with the
-       session's history (:class:`edgespec.policies.inputs.HistorySnapshot`);
+       session's history (:class:`edgespec.policies.history_snapshot.HistorySnapshot`);
     2. the receiving host calls ``restore_pair_state(pair, state)`` before its first
        ``next_window`` for the session (``ValueError`` naming the problem when ``state``
        is malformed; ``()`` restores the initial state);
     3. at the end of the fused run the server hands it back the same way.
 
     The host treats the tuple as opaque numbers: finite floats, at most
-    :data:`edgespec.policies.inputs.MAX_WINDOW_STATE` of them.
+    :data:`edgespec.policies.history_snapshot.MAX_WINDOW_STATE` of them.
     """
 
     def pair_state(self, pair: str) -> tuple[float, ...]: ...

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.compact_probs import CompactProbs
 

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgespec.policies.inputs import RECENT_ROUNDS, HistorySnapshot, RoundOutcome, WindowHistory
+from edgespec.policies.history_snapshot import RECENT_ROUNDS, HistorySnapshot
+from edgespec.policies.inputs import RoundOutcome, WindowHistory
 from edgespec.policies.interfaces import WindowObservation
 
 

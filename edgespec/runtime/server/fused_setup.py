@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from edgespec.config import ConfigError
 from edgespec.policies.contracts import PolicyContractError, policy_name
-from edgespec.policies.inputs import MAX_HISTORY_COUNT, HistorySnapshot, WindowHistory
+from edgespec.policies.history_snapshot import MAX_HISTORY_COUNT, HistorySnapshot
+from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend, hidden_state_drafter
 from edgespec.runtime.edge.rounds import decide, pair_state, restore_pair_state
@@ -114,10 +115,10 @@ def start_fused_run(
 
 def check_history_room(history: HistorySnapshot, spec: SessionSpec, num_tokens: int) -> None:
     """``INVALID_ARGUMENT`` naming the count a run could push past
-    :data:`~edgespec.policies.inputs.MAX_HISTORY_COUNT`: every round commits at least one of
-    the session's remaining tokens, so a run adds at most that many rounds and committed
-    tokens (``num_tokens``: the session's committed tokens now, prompt included). The
-    first token's age saturates instead (:meth:`WindowHistory.snapshot`)."""
+    :data:`~edgespec.policies.history_snapshot.MAX_HISTORY_COUNT`: every round commits at
+    least one of the session's remaining tokens, so a run adds at most that many rounds and
+    committed tokens (``num_tokens``: the session's committed tokens now, prompt included).
+    The first token's age saturates instead (:meth:`WindowHistory.snapshot`)."""
     remaining = spec.sampling.max_new_tokens - (num_tokens - len(spec.prompt_token_ids))
     room = MAX_HISTORY_COUNT - max(remaining, 0)
     for name, value in (

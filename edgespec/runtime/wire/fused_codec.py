@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, FusedRound, FusedRunEnd

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams, ServerLoad, VerifyResult
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.routing import JoinShortestQueueRouting
 from edgespec.runtime.edge.routing import route, server_loads
 from edgespec.runtime.errors import ErrorCode, RequestError

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from edgespec.core.types import RoundRecord, SamplingParams
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.runtime.edge.drafter import DraftOptions, GenerationResult, generate
 from edgespec.runtime.edge.rounds import Ledger

@@ -14,7 +14,7 @@ import pytest
 from edgespec.config import ConfigError, from_dict
 from edgespec.core.types import SamplingParams
 from edgespec.policies.batching import FcfsBatching
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.backends.base import DraftProposal
 from edgespec.runtime.errors import ErrorCode, RequestError

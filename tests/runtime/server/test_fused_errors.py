@@ -13,7 +13,7 @@ import pytest
 from edgespec.cli import build_parser
 from edgespec.core.types import SamplingParams
 from edgespec.errors import UserInputError
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.window import DynamicWindow, StaticWindow
 from edgespec.runtime.backends.ngram import NgramDrafter

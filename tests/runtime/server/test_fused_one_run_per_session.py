@@ -14,7 +14,7 @@ import pytest
 
 from edgespec.config import from_dict
 from edgespec.core.types import SamplingParams
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.runtime.backends.base import DraftProposal
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft

@@ -12,7 +12,7 @@ import pytest
 
 from edgespec.core.types import SamplingParams
 from edgespec.policies.awc import AwcState, AwcWindow
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.stop_drafting import DenseLayer
 from edgespec.policies.wc_dnn import WcDnn
 from edgespec.runtime.backends.ngram import NgramDrafter

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from edgespec.core.types import SamplingParams
-from edgespec.policies.inputs import HistorySnapshot, WindowHistory
+from edgespec.policies.history_snapshot import HistorySnapshot
+from edgespec.policies.inputs import WindowHistory
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.errors import ErrorCode, RequestError

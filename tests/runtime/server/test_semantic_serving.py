@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.semantic.head import DecisionHead
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.transformers_backend import TransformersTarget

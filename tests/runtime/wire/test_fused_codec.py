@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import VerifyResult
-from edgespec.policies.inputs import MAX_WINDOW_STATE, HistorySnapshot
+from edgespec.policies.history_snapshot import MAX_WINDOW_STATE, HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, FusedRound, FusedRunEnd, VerifyOutcome, VerifyReply

@@ -11,7 +11,7 @@ import numpy as np
 
 from edgespec.core.link_delay import HEADER_BYTES, downlink_bytes
 from edgespec.core.types import SamplingParams, VerifyResult
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
