@@ -8,9 +8,9 @@ import argparse
 from edgespec.argument_types import positive_int, seed_int, token_ids
 from edgespec.arguments import add_cpus, add_device_arguments, add_verbose
 from edgespec.output_paths import output_file
+from edgespec.runtime.commands.link_arguments import add_link_arguments, link_overrides
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS
-from edgespec.runtime.wire.emulated_link import add_link_arguments, link_overrides
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

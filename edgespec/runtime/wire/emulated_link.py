@@ -16,7 +16,6 @@ its verifier only when a ``--link-*`` flag or ``link_*`` config field asks for i
 
 from __future__ import annotations
 
-import argparse
 import math
 import queue
 import threading
@@ -32,7 +31,6 @@ from edgespec.core.link_delay import (
     one_way_delay_s,
     uplink_bytes,
 )
-from edgespec.errors import UserInputError
 from edgespec.runtime.errors import ErrorCode, RequestError
 
 if TYPE_CHECKING:  # kept light: draft_command imports this module to build the CLI parser
@@ -46,12 +44,6 @@ if TYPE_CHECKING:  # kept light: draft_command imports this module to build the 
         VerifyCall,
         VerifyReply,
     )
-
-LINK_FLAGS = {
-    "link_rtt_ms": "--link-rtt-ms",
-    "link_jitter_ms": "--link-jitter-ms",
-    "link_bandwidth_mbps": "--link-bandwidth-mbps",
-}
 
 
 def _check(name: str, value: float) -> None:
@@ -246,38 +238,7 @@ def _received(
         yield got  # type: ignore[misc]
 
 
-# --- edgespec draft: flags and config
-
-
-def add_link_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--link-rtt-ms`` / ``--link-jitter-ms`` / ``--link-bandwidth-mbps`` / ``--link-seed``."""
-    group = parser.add_argument_group(
-        "emulated link (off by default: no delay, unlimited bandwidth, a fresh jitter seed)"
-    )
-    group.add_argument("--link-rtt-ms", type=float, metavar="MS", help="added round-trip time")
-    group.add_argument(
-        "--link-jitter-ms", type=float, metavar="MS", help="mean exponential jitter per message"
-    )
-    group.add_argument(
-        "--link-bandwidth-mbps", type=float, metavar="MBIT/S", help="link bandwidth (0: unlimited)"
-    )
-    group.add_argument("--link-seed", type=int, metavar="N", help="seed of the jitter draws")
-
-
-def link_overrides(args: argparse.Namespace) -> list[str]:
-    """Config overrides for the link flags given; a bad value is a
-    :class:`UserInputError` naming its flag."""
-    out: list[str] = []
-    for key, flag in LINK_FLAGS.items():
-        value = getattr(args, key)
-        if value is None:
-            continue
-        if not (math.isfinite(value) and value >= 0):
-            raise UserInputError(f"{flag} must be a finite number >= 0, got {value}")
-        out.append(f"{key}={value!r}")
-    if args.link_seed is not None:
-        out.append(f"link_seed={args.link_seed}")
-    return out
+# --- edgespec draft: the configured link
 
 
 def link_from_config(config: Any) -> LinkEmulation | None:

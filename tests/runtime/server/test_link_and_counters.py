@@ -15,7 +15,8 @@ import pytest
 from edgespec.core.link_delay import HEADER_BYTES
 from edgespec.core.types import PendingVerification, SamplingParams, VerifyResult
 from edgespec.errors import UserInputError
-from edgespec.policies.inputs import HistorySnapshot
+from edgespec.policies.history_snapshot import HistorySnapshot
+from edgespec.runtime.commands.link_arguments import add_link_arguments, link_overrides
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
@@ -28,13 +29,7 @@ from edgespec.runtime.messages import (
 )
 from edgespec.runtime.server.counters import ServiceCounters
 from edgespec.runtime.server.engine_sessions import EngineCounters
-from edgespec.runtime.wire.emulated_link import (
-    EmulatedLinkVerifier,
-    LinkEmulation,
-    LinkTransfer,
-    add_link_arguments,
-    link_overrides,
-)
+from edgespec.runtime.wire.emulated_link import EmulatedLinkVerifier, LinkEmulation, LinkTransfer
 
 # 8 Mbit/s = 1e6 bytes/s and no RTT: a message of n bytes is delayed exactly n µs
 BYTE_LINK = LinkEmulation(bandwidth_mbps=8.0)
@@ -195,6 +190,9 @@ def test_link_flags_become_config_overrides() -> None:
     ]
     with pytest.raises(UserInputError, match="--link-jitter-ms must be a finite number >= 0"):
         _flags("--link-jitter-ms", "-0.5")
+    with pytest.raises(UserInputError) as info:  # was a config-field error after parsing
+        _flags("--link-rtt-ms", "1e308")
+    assert str(info.value) == "--link-rtt-ms must be at most 60,000 ms, got 1e+308"
 
 
 def _entry(entry_id: int, new: int, cached: int) -> PendingVerification:
