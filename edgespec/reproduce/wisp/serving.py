@@ -7,16 +7,19 @@ loop over GSM8K test prompts for ``--seconds``, its SLO class taken round-robin 
 ``--classes``. It reports per system and class the attainment (requests whose achieved
 token speed met the class), goodput and mean latency, and checks that every prompt's
 output is identical in every system (lossless). Each server writes its round log
-(``--round-log``, next to ``--out``: ``NAME-SYSTEM-rounds.jsonl``), and the report gives
-WISP's Eq. 21 attribution of the rounds that missed their deadlines
-(:func:`attribution_summary`). Results go to ``--out`` as JSON.
+(``--round-log``, next to ``--out``: ``NAME-SYSTEM-rounds.jsonl``) and its output
+(``NAME-SYSTEM-server.log``), and the report gives WISP's Eq. 21 attribution of the rounds
+that missed their deadlines (:func:`attribution_summary`). Results go to ``--out`` as JSON.
+
+It fails fast, in one line: a ``--profile`` WISP's server would refuse, or ``--prompts``
+beyond GSM8K's test split, before anything loads; a server that exits before it answers,
+with its log's last line and path; a client that fails (or dies), naming it and its error.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import subprocess
 import sys
 import time
@@ -30,7 +33,10 @@ from edgespec.arguments import (
     add_threads,
     drafter_processes,
 )
+from edgespec.config import ConfigError
+from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file
+from edgespec.reproduce.wisp.serving_clients import ClientPlan, run_clients
 from edgespec.reproduce.wisp.serving_flags import MAX_SECONDS, class_targets, run_seconds, slo_class
 
 SYSTEMS = {
@@ -40,69 +46,43 @@ SYSTEMS = {
 }
 
 
-def _client(
-    address: str,
-    slo_class: str,
-    prompts: list[list[int]],
-    until: float,
-    max_new: int,
-    index: int,
-    out: Any,
+def _wait_ready(
+    name: str, address: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float
 ) -> None:
-    from edgespec.core.types import SamplingParams
-    from edgespec.policies.window import StaticWindow
-    from edgespec.runtime.edge.draft_backends import make_drafter
-    from edgespec.runtime.edge.drafter import DraftOptions, generate
-    from edgespec.runtime.wire.grpc_client import RemoteVerifier
-
-    verifier = RemoteVerifier(address, None, None, 120.0)
-    drafter = make_drafter("ngram", None, verifier.vocab_size(), False, None, 0.0, 32)
-    rows = []
-    k = index
-    while time.time() < until:
-        prompt = prompts[k % len(prompts)]
-        options = DraftOptions(f"c{index}-{k}", f"client{index}", slo_class)
-        result = generate(
-            verifier,
-            drafter,
-            prompt,
-            SamplingParams(max_new_tokens=max_new),
-            options,
-            StaticWindow(4),
-        )
-        r = result.request
-        rows.append(
-            {
-                "prompt": k % len(prompts),
-                "class": slo_class,
-                "tokens": list(result.output_token_ids),
-                "tokens_per_s": r.tokens_per_s,
-                "e2e_s": r.e2e_s,
-                "finish": time.time(),
-            }
-        )
-        k += len(prompts) // 3 + 1
-    out.put(rows)
-
-
-def _wait_ready(address: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Until the server answers; one that exits first, or never answers, is an error with
+    its log's last line and path."""
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
     start = time.time()
     while time.time() - start < timeout_s:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
+            raise UserInputError(
+                f"the {name} server exited with {proc.returncode} before it came up: "
+                f"{_last_line(log)} (log: {log})"
+            )
         try:
             RemoteVerifier(address, None, None, 2.0).vocab_size()
             return
         except Exception:
             time.sleep(1.0)
-    raise RuntimeError("server did not come up")
+    raise UserInputError(
+        f"the {name} server did not come up in {timeout_s:.0f} s: {_last_line(log)} (log: {log})"
+    )
+
+
+def _last_line(log: Path) -> str:
+    lines = log.read_text(errors="replace").strip().splitlines()
+    return lines[-1].strip() if lines else "(no output)"
 
 
 def round_log_path(out: Path, system: str) -> Path:
     """Where ``system``'s server writes its round log, next to the report ``out``."""
     return out.with_name(f"{out.stem}-{system}-rounds.jsonl")
+
+
+def server_log_path(out: Path, system: str) -> Path:
+    """Where ``system``'s server output (stdout and stderr) goes, next to the report."""
+    return out.with_name(f"{out.stem}-{system}-server.log")
 
 
 def attribution_summary(path: Path) -> dict[str, Any]:
@@ -127,7 +107,6 @@ def run_system(
     flags = [*SYSTEMS[name], "--round-log", str(round_log_path(args.out, name))]
     if name == "wisp":
         flags += ["--profile", args.profile]
-    classes = [c.split("=") for c in args.classes]
     cmd = [
         sys.executable,
         "-m",
@@ -142,36 +121,39 @@ def run_system(
         *flags,
         *[a for c in args.classes for a in ("--slo-class", c)],
     ]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = server_log_path(args.out, name)
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
     try:
         address = f"127.0.0.1:{port}"
-        _wait_ready(address, proc, 300.0)
-        until = time.time() + args.seconds
-        queue: Any = mp.Queue()
-        workers = [
-            mp.Process(
-                target=_client,
-                args=(
-                    address,
-                    classes[i % len(classes)][0],
-                    prompts,
-                    until,
-                    args.max_new_tokens,
-                    i,
-                    queue,
-                ),
-            )
-            for i in range(args.clients)
-        ]
-        for w in workers:
-            w.start()
-        rows = [row for _ in workers for row in queue.get()]
-        for w in workers:
-            w.join()
-        return rows
+        _wait_ready(name, address, proc, log, 300.0)
+        plan = ClientPlan(
+            address,
+            [c.split("=")[0] for c in args.classes],
+            prompts,
+            time.time() + args.seconds,
+            args.max_new_tokens,
+        )
+        try:
+            return run_clients(plan, args.clients)
+        except UserInputError as exc:
+            raise UserInputError(f"{name}: {exc}") from None
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def check_profile(profile: str) -> None:
+    """``--profile`` loaded as the WISP server loads it (a bundled name or a ``kind: wisp``
+    YAML): a missing, unreadable or other profile is a :class:`UserInputError` naming
+    ``--profile``, before anything loads (the server would exit only after FCFS and SLED
+    ran)."""
+    from edgespec.hardware.wisp import wisp_batching_params
+
+    try:
+        wisp_batching_params({"profile": profile}, field="batching")
+    except ConfigError as exc:
+        raise UserInputError(f"--profile: {exc.message}") from None
 
 
 def system_summary(
@@ -241,10 +223,17 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.models.loading import load_tokenizer
 
     classes = class_targets(args.classes)
+    check_profile(args.profile)
+    available = [p.text for p in load_prompts("gsm8k", "test")]
+    if args.prompts > len(available):
+        raise UserInputError(
+            f"--prompts: {args.prompts} asked for, but GSM8K's test split has "
+            f"{len(available)} prompts"
+        )
+    texts = available[: args.prompts]
     tokenizer = load_tokenizer(args.target)
     if tokenizer is None:
         raise SystemExit(f"no tokenizer for {args.target!r}")
-    texts = [p.text for p in load_prompts("gsm8k", "test")][: args.prompts]
     prompts = [list(tokenizer(t)["input_ids"]) for t in texts]
     report: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),

@@ -1,0 +1,136 @@
+"""The drafter processes of ``edgespec reproduce wisp-serving`` and how their rows come back.
+
+Each client is a process of its own running a closed loop of requests against one server
+(:func:`client`); it puts one :class:`ClientResult` on the queue: its rows, or the error
+that stopped it (type and message). :func:`run_clients` collects one result per client and
+raises a one-line :class:`UserInputError` naming the first client that failed, or that
+exited without putting anything (killed, out of memory): it never waits on a dead client.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue as queues
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from edgespec.errors import UserInputError
+
+POLL_S = 1.0
+"""How long the parent waits on the queue before it checks whether a client has died."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientResult:
+    """What client ``index`` reports: its ``rows``, or its ``error`` (``Type: message``)."""
+
+    index: int
+    rows: list[dict[str, Any]] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClientPlan:
+    """One server's clients: its ``address``, the SLO ``classes`` taken round-robin, the
+    tokenized ``prompts``, the wall-clock time ``until`` which each runs and ``max_new``
+    tokens per request."""
+
+    address: str
+    classes: list[str]
+    prompts: list[list[int]]
+    until: float
+    max_new: int
+
+
+def _requests(plan: ClientPlan, index: int) -> list[dict[str, Any]]:
+    from edgespec.core.types import SamplingParams
+    from edgespec.policies.window import StaticWindow
+    from edgespec.runtime.edge.draft_backends import make_drafter
+    from edgespec.runtime.edge.drafter import DraftOptions, generate
+    from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+    prompts, slo_class = plan.prompts, plan.classes[index % len(plan.classes)]
+    verifier = RemoteVerifier(plan.address, None, None, 120.0)
+    drafter = make_drafter("ngram", None, verifier.vocab_size(), False, None, 0.0, 32)
+    rows = []
+    k = index
+    while time.time() < plan.until:
+        options = DraftOptions(f"c{index}-{k}", f"client{index}", slo_class)
+        sampling = SamplingParams(max_new_tokens=plan.max_new)
+        result = generate(
+            verifier, drafter, prompts[k % len(prompts)], sampling, options, StaticWindow(4)
+        )
+        r = result.request
+        rows.append(
+            {
+                "prompt": k % len(prompts),
+                "class": slo_class,
+                "tokens": list(result.output_token_ids),
+                "tokens_per_s": r.tokens_per_s,
+                "e2e_s": r.e2e_s,
+                "finish": time.time(),
+            }
+        )
+        k += len(prompts) // 3 + 1
+    return rows
+
+
+def client(plan: ClientPlan, index: int, out: Any) -> None:
+    """Client ``index``'s closed loop (n-gram drafting, static γ = 4, greedy); puts its
+    :class:`ClientResult` on ``out``, the error instead of rows when one stops it."""
+    try:
+        rows = _requests(plan, index)
+    except Exception as exc:  # reported to the parent, which names it; nothing is lost
+        message = " ".join(str(exc).split())
+        out.put(ClientResult(index, error=f"{type(exc).__name__}: {message}"))
+        return
+    out.put(ClientResult(index, rows=rows))
+
+
+def collect(out: Any, workers: list[Any], classes: list[str]) -> list[dict[str, Any]]:
+    """Every worker's rows from ``out``, in client order; a client's error, or a client
+    that exited without putting its result, is a :class:`UserInputError` naming it."""
+    results: dict[int, ClientResult] = {}
+    while len(results) < len(workers):
+        try:
+            result: ClientResult = out.get(timeout=POLL_S)
+        except queues.Empty:
+            dead = [i for i, w in enumerate(workers) if i not in results and w.exitcode is not None]
+            if not dead:
+                continue
+            try:  # what a client put before it exited is in the pipe by now
+                result = out.get(timeout=POLL_S)
+            except queues.Empty:
+                i = dead[0]
+                raise UserInputError(
+                    f"client {i} (class {classes[i % len(classes)]}) exited with "
+                    f"{workers[i].exitcode} without reporting its rows"
+                ) from None
+        if result.error is not None:
+            i = result.index
+            raise UserInputError(
+                f"client {i} (class {classes[i % len(classes)]}) failed: {result.error}"
+            )
+        results[result.index] = result
+    return [row for i in sorted(results) for row in results[i].rows or []]
+
+
+def run_clients(plan: ClientPlan, clients: int) -> list[dict[str, Any]]:
+    """``clients`` drafter processes against ``plan.address``, their rows in client order;
+    every process is ended and joined before this returns or raises."""
+    out: Any = mp.Queue()
+    workers = [mp.Process(target=client, args=(plan, i, out)) for i in range(clients)]
+    for w in workers:
+        w.start()
+    try:
+        rows = collect(out, workers, plan.classes)
+    except BaseException:  # the others would run on to ``until`` for nothing
+        for w in workers:
+            if w.is_alive():
+                w.terminate()
+        raise
+    finally:
+        for w in workers:
+            w.join()
+    return rows

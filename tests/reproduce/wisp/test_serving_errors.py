@@ -1,0 +1,157 @@
+"""``edgespec reproduce wisp-serving`` fails fast and in one line: a bad ``--profile`` or
+``--prompts`` before anything loads, a server that does not start with its log's reason,
+a client that fails or dies naming it (the parent never waits on it forever)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.errors import UserInputError
+from edgespec.models import loading
+from edgespec.reproduce.wisp import serving
+from edgespec.reproduce.wisp.serving_clients import ClientResult, collect
+
+pytest.importorskip("torch")
+pytest.importorskip("grpc")
+
+BASE = ["reproduce", "wisp-serving", "--clients", "1", "--seconds", "0.5", "--prompts", "2"]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny Llama (context 4,096) saved with a word-level tokenizer ``w0`` … ``w63``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from edgespec.runtime.testing import tiny_llama
+
+    directory = tmp_path_factory.mktemp("tiny")
+    model = tiny_llama(seed=0)
+    model.save_pretrained(directory)
+    vocab = {f"w{i}": i for i in range(model.config.vocab_size)}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    core.decoder = decoders.Fuse()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="w0")  # type: ignore[no-untyped-call]
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture
+def no_tokenizer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the tokenizer was loaded")
+
+    monkeypatch.setattr(loading, "load_tokenizer", refuse)
+    yield
+
+
+@pytest.mark.usefixtures("no_tokenizer")
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (None, "{file}: file not found"),
+        ("kind: wisp\n", "{file}.a_s: required field is missing"),
+        ("", "{file}.kind: must be 'wisp', 'zhu' or 'lookup', got None"),
+    ],
+)
+def test_a_bad_profile_file_is_refused_before_anything_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | None, problem: str
+) -> None:
+    """Was found only when the WISP server exited, after FCFS and SLED had run:
+    'RuntimeError: server exited with 2', a traceback without the reason."""
+    profile = tmp_path / "p.yaml"
+    if text is not None:
+        profile.write_text(text)
+    out = tmp_path / "r.json"
+    assert main([*BASE, "--profile", str(profile), "--out", str(out)]) == 2
+    message = problem.format(file=profile)
+    assert capsys.readouterr().err == f"edgespec reproduce: --profile: {message}\n"
+    assert list(tmp_path.iterdir()) == ([profile] if text is not None else [])
+
+
+@pytest.mark.usefixtures("no_tokenizer")
+def test_a_profile_of_another_kind_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--profile", "rtx4500-llama2-7b-zhu", "--out", str(tmp_path / "r.json")]
+    assert main([*BASE, *args]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec reproduce: --profile: 'rtx4500-llama2-7b-zhu' is not a 'wisp' profile\n"
+    )
+
+
+@pytest.mark.usefixtures("no_tokenizer")
+def test_more_prompts_than_gsm8k_test_has_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was cut to the 100 there are, silently."""
+    args = ["--profile", "a100-qwen3-32b", "--prompts", "101", "--out", str(tmp_path / "r.json")]
+    assert main([*BASE, *args]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec reproduce: --prompts: 101 asked for, but GSM8K's test split has 100 prompts\n"
+    )
+
+
+def test_a_server_that_does_not_start_says_why(
+    model_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its output went to /dev/null: 'RuntimeError: server exited with 2', a traceback."""
+    monkeypatch.setitem(serving.SYSTEMS, "fcfs", ["--batching", "fcfs", "--guard-ms", "1"])
+    out = tmp_path / "r.json"
+    args = ["--target", str(model_dir), "--profile", "a100-qwen3-32b", "--out", str(out)]
+    assert main([*BASE, *args]) == 2
+    log = tmp_path / "r-fcfs-server.log"
+    assert serving.server_log_path(out, "fcfs") == log
+    assert capsys.readouterr().err == (
+        "edgespec reproduce: the fcfs server exited with 2 before it came up: edgespec serve: "
+        "config field 'batching.name': --profile and --guard-ms configure the wisp batching "
+        f"policy; batching is 'fcfs' (add --batching wisp) (log: {log})\n"
+    )
+
+
+@pytest.mark.timeout(120)
+def test_a_failing_client_is_named_with_its_error(
+    model_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server refuses the session (prompt + max_new_tokens beyond the context): the
+    client died without putting its rows and the parent waited on the queue forever."""
+    out = tmp_path / "r.json"
+    args = ["--target", str(model_dir), "--profile", "a100-qwen3-32b", "--out", str(out)]
+    assert main([*BASE, *args, "--max-new-tokens", "5000"]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec reproduce: fcfs: client 0 (class c1) failed: RequestError: INVALID_ARGUMENT: "
+        "prompt (45 tokens) + max_new_tokens (5000) exceeds the target's context of 4096\n"
+    )
+    assert not out.exists()
+
+
+def test_a_client_that_dies_without_reporting_is_named() -> None:
+    """A client killed before it puts anything: the parent stops waiting and names it."""
+    out: Any = mp.Queue()
+    worker = mp.Process(target=os._exit, args=(3,))
+    worker.start()
+    with pytest.raises(UserInputError) as caught:
+        collect(out, [worker], ["gold"])
+    assert str(caught.value) == "client 0 (class gold) exited with 3 without reporting its rows"
+    worker.join()
+
+
+def test_rows_come_back_in_client_order_after_the_clients_exit() -> None:
+    out: Any = mp.Queue()
+    workers = [mp.Process(target=out.put, args=(ClientResult(i, rows=[{"i": i}]),)) for i in (0, 1)]
+    for w in reversed(workers):
+        w.start()
+    for w in workers:
+        w.join()  # exited before the parent reads: what they put is still collected
+    assert collect(out, workers, ["a"]) == [{"i": 0}, {"i": 1}]
