@@ -7,6 +7,8 @@
 * :mod:`.draft`, :mod:`.draft_arguments`, :mod:`.draft_run` — ``edgespec draft``: its flags and
   the ``DrafterConfig`` overrides they make, ``DraftRun`` (one request in any mode, timed
   alike, with its stats line and ``--records``);
+* :mod:`.link_arguments` — ``edgespec draft``'s emulated-link flags (``--link-*``), checked
+  as the link checks them;
 * :mod:`.stop_arguments` — ``--stop-predictor`` / ``--stop-threshold``, shared by ``edgespec
   draft`` and ``edgespec trace``;
 * :mod:`.cpus` — ``--cpus``: a command's process bound to CPUs of its own;
