@@ -10,16 +10,14 @@ emulated link of each ``--rtt-ms``, once per window policy, back to back. It rep
 (RTT, window) the output tokens per second, mean TPOT, fused rounds and whether every
 output equals target-only greedy decoding (the server's own fused baseline is not used:
 target-only outputs come from ``edgespec trace``-style in-process decoding). Results go to
-``--out`` as JSON.
+``--out`` as JSON; the server (on ``--port``, else a free port) writes its output beside it
+(:func:`server_log_path`), and one that does not come up is an error quoting that log.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,7 @@ from typing import Any
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_max_new_tokens, add_real_pair, add_threads, add_verbose
 from edgespec.errors import UserInputError
-from edgespec.output_paths import output_file
+from edgespec.output_paths import output_file, write_text_atomically
 
 WINDOWS: dict[str, dict[str, Any]] = {
     "static": {"gamma": 4},
@@ -52,21 +50,6 @@ class PairRun:
     @property
     def tokens_per_s(self) -> float:
         return self.num_tokens / self.seconds if self.seconds > 0 else 0.0
-
-
-def _wait_ready(address: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    from edgespec.runtime.wire.grpc_client import RemoteVerifier
-
-    start = time.time()
-    while time.time() - start < timeout_s:
-        if proc.poll() is not None:
-            raise RuntimeError(f"edgespec serve exited with {proc.returncode}")
-        try:
-            RemoteVerifier(address, None, None, 2.0).vocab_size()
-            return
-        except Exception:
-            time.sleep(1.0)
-    raise RuntimeError(f"edgespec serve did not answer on {address} in {timeout_s:.0f} s")
 
 
 def run_cell(
@@ -127,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_threads(parser, 1, "torch threads, each process")
     add_verbose(parser)
-    parser.add_argument("--port", type=int, default=50790, help="server port (default 50790)")
+    parser.add_argument("--port", type=int, default=None, help="server port (default: a free one)")
     parser.add_argument(
         "--out",
         type=output_file,
@@ -160,7 +143,7 @@ def cells_of(args: argparse.Namespace) -> tuple[list[float], list[str]]:
         twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
         if twice is not None:
             raise UserInputError(f"{flag}: {twice} is given twice")
-    if not 1 <= args.port <= 65535:
+    if args.port is not None and not 1 <= args.port <= 65535:
         raise UserInputError(f"--port must be in 1..65535, got {args.port}")
     return rtts, windows
 
@@ -174,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.models.loading import load_model
     from edgespec.runtime.backends.mask_check_cache import checked_target
     from edgespec.runtime.edge.draft_backends import make_drafter
+    from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
     from edgespec.runtime.wire.inprocess import target_greedy_decode
 
     torch.set_num_threads(args.threads)
@@ -188,27 +172,31 @@ def run(args: argparse.Namespace) -> int:
     target = checked_target(loaded.model, loaded.weight_files)
     references = [target_greedy_decode(target, p, args.max_new_tokens) for p in prompts]
     del target, loaded
-    address = f"127.0.0.1:{args.port}"
-    serve = [sys.executable, "-m", "edgespec.cli", "serve", "--target", args.target,
-             "--draft", args.draft, "--window", "awc", "--port", str(args.port),
+    serve = ["--target", args.target, "--draft", args.draft, "--window", "awc",
              "--fused-rounds", args.fused_rounds, "--threads", str(args.threads)]  # fmt: skip
-    proc = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    log = server_log_path(args.out)
+    log.unlink(missing_ok=True)  # this run's output only
+    server = ServerProcess(serve, args.port or free_port(), log)
     cells = []
     try:
-        _wait_ready(address, proc, 300.0)
-        drafter = make_drafter(args.draft, draft.model, target_vocab(address))
+        server.start(300.0)
+        drafter = make_drafter(args.draft, draft.model, target_vocab(server.address))
         for rtt in rtts:
             for window in windows:
-                cell = run_cell(address, drafter, prompts, references, rtt, window,
+                cell = run_cell(server.address, drafter, prompts, references, rtt, window,
                                 args.max_new_tokens, seed=0)  # fmt: skip
                 cells.append(cell)
                 print(json.dumps(_row(cell)), flush=True)
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps([_row(c) for c in cells], indent=1) + "\n")
+        server.stop()
+    write_text_atomically(args.out, json.dumps([_row(c) for c in cells], indent=1) + "\n")
     return 0 if all(c.lossless for c in cells) else 1
+
+
+def server_log_path(out: Path) -> Path:
+    """Where the server's output goes: beside ``--out`` (``NAME-server.log``)."""
+    return out.with_name(f"{out.stem}-server.log")
 
 
 def target_vocab(address: str) -> int:

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -44,35 +42,6 @@ SYSTEMS = {
     "sled": ["--batching", "fcfs", "--no-prefix-cache"],
     "wisp": ["--batching", "wisp", "--deadline-rule", "token_speed"],
 }
-
-
-def _wait_ready(
-    name: str, address: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float
-) -> None:
-    """Until the server answers; one that exits first, or never answers, is an error with
-    its log's last line and path."""
-    from edgespec.runtime.wire.grpc_client import RemoteVerifier
-
-    start = time.time()
-    while time.time() - start < timeout_s:
-        if proc.poll() is not None:
-            raise UserInputError(
-                f"the {name} server exited with {proc.returncode} before it came up: "
-                f"{_last_line(log)} (log: {log})"
-            )
-        try:
-            RemoteVerifier(address, None, None, 2.0).vocab_size()
-            return
-        except Exception:
-            time.sleep(1.0)
-    raise UserInputError(
-        f"the {name} server did not come up in {timeout_s:.0f} s: {_last_line(log)} (log: {log})"
-    )
-
-
-def _last_line(log: Path) -> str:
-    lines = log.read_text(errors="replace").strip().splitlines()
-    return lines[-1].strip() if lines else "(no output)"
 
 
 def round_log_path(out: Path, system: str) -> Path:
@@ -103,32 +72,25 @@ def attribution_summary(path: Path) -> dict[str, Any]:
 def run_system(
     name: str, args: argparse.Namespace, prompts: list[list[int]]
 ) -> list[dict[str, Any]]:
-    port = 50700 + list(SYSTEMS).index(name)
+    """``name``'s server on a free loopback port, its output in :func:`server_log_path`, and
+    the clients against it; a server that does not come up names itself and its log."""
+    from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
+
     flags = [*SYSTEMS[name], "--round-log", str(round_log_path(args.out, name))]
     if name == "wisp":
         flags += ["--profile", args.profile]
-    cmd = [
-        sys.executable,
-        "-m",
-        "edgespec.cli",
-        "serve",
-        "--target",
-        args.target,
-        "--port",
-        str(port),
-        "--threads",
-        str(args.threads),
-        *flags,
-        *[a for c in args.classes for a in ("--slo-class", c)],
-    ]
+    serve = ["--target", args.target, "--threads", str(args.threads), *flags,
+             *[a for c in args.classes for a in ("--slo-class", c)]]  # fmt: skip
     log = server_log_path(args.out, name)
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT)
+    log.unlink(missing_ok=True)  # this run's output only
+    server = ServerProcess(serve, free_port(), log)
     try:
-        address = f"127.0.0.1:{port}"
-        _wait_ready(name, address, proc, log, 300.0)
+        try:
+            server.start(300.0)
+        except UserInputError as exc:
+            raise UserInputError(f"{name}: {exc}") from None
         plan = ClientPlan(
-            address,
+            server.address,
             [c.split("=")[0] for c in args.classes],
             prompts,
             time.time() + args.seconds,
@@ -139,8 +101,7 @@ def run_system(
         except UserInputError as exc:
             raise UserInputError(f"{name}: {exc}") from None
     finally:
-        proc.terminate()
-        proc.wait(30)
+        server.stop()
 
 
 def check_profile(profile: str) -> None:

@@ -4,6 +4,7 @@ a client that fails or dies naming it (the parent never waits on it forever)."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from edgespec.errors import UserInputError
 from edgespec.models import loading
 from edgespec.reproduce.wisp import serving
 from edgespec.reproduce.wisp.serving_clients import ClientResult, collect
+from tests.reproduce.tiny_model import save_tiny_model
 
 pytest.importorskip("torch")
 pytest.importorskip("grpc")
@@ -26,22 +28,7 @@ BASE = ["reproduce", "wisp-serving", "--clients", "1", "--seconds", "0.5", "--pr
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny Llama (context 4,096) saved with a word-level tokenizer ``w0`` … ``w63``."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    from edgespec.runtime.testing import tiny_llama
-
-    directory = tmp_path_factory.mktemp("tiny")
-    model = tiny_llama(seed=0)
-    model.save_pretrained(directory)
-    vocab = {f"w{i}": i for i in range(model.config.vocab_size)}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.decoder = decoders.Fuse()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="w0")  # type: ignore[no-untyped-call]
-    tokenizer.save_pretrained(directory)
-    return directory
+    return save_tiny_model(tmp_path_factory.mktemp("tiny"))
 
 
 @pytest.fixture
@@ -114,9 +101,10 @@ def test_a_server_that_does_not_start_says_why(
     log = tmp_path / "r-fcfs-server.log"
     assert serving.server_log_path(out, "fcfs") == log
     assert capsys.readouterr().err == (
-        "edgespec reproduce: the fcfs server exited with 2 before it came up: edgespec serve: "
-        "config field 'batching.name': --profile and --guard-ms configure the wisp batching "
-        f"policy; batching is 'fcfs' (add --batching wisp) (log: {log})\n"
+        "edgespec reproduce: fcfs: the verification server exited (2) before it served; the "
+        f"end of its log ({log}):\nedgespec serve: config field 'batching.name': --profile "
+        "and --guard-ms configure the wisp batching policy; batching is 'fcfs' (add "
+        "--batching wisp)\n"
     )
 
 
@@ -155,3 +143,21 @@ def test_rows_come_back_in_client_order_after_the_clients_exit() -> None:
     for w in workers:
         w.join()  # exited before the parent reads: what they put is still collected
     assert collect(out, workers, ["a"]) == [{"i": 0}, {"i": 1}]
+
+
+@pytest.mark.timeout(180)
+def test_a_run_writes_its_report_and_its_servers_logs(
+    model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The way through, WISP's server alone (on a free port; each system takes ~10 s to
+    start): the report, the server's round log and its output."""
+    for system in ("fcfs", "sled"):
+        monkeypatch.delitem(serving.SYSTEMS, system)
+    out = tmp_path / "r.json"
+    args = ["--target", str(model_dir), "--profile", "a100-qwen3-32b", "--out", str(out)]
+    assert main([*BASE, "--max-new-tokens", "4", *args]) == 0
+    report = json.loads(out.read_text())
+    assert report["identical_outputs_across_systems"] is True
+    assert report["wisp"]["attribution"]["rounds_with_deadline"] > 0 and "fcfs" not in report
+    assert serving.round_log_path(out, "wisp").stat().st_size > 0
+    assert "ready" in serving.server_log_path(out, "wisp").read_text()
