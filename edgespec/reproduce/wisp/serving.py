@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     texts = available[: args.prompts]
     tokenizer = load_tokenizer(args.target)
     if tokenizer is None:
-        raise SystemExit(f"no tokenizer for {args.target!r}")
+        raise UserInputError(f"--target {args.target}: no tokenizer (the prompts are text)")
     prompts = [list(tokenizer(t)["input_ids"]) for t in texts]
     report: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),

@@ -161,3 +161,15 @@ def test_a_run_writes_its_report_and_its_servers_logs(
     assert report["wisp"]["attribution"]["rounds_with_deadline"] > 0 and "fcfs" not in report
     assert serving.round_log_path(out, "wisp").stat().st_size > 0
     assert "ready" in serving.server_log_path(out, "wisp").read_text()
+
+
+def test_a_target_without_a_tokenizer_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was ``SystemExit`` with exit status 1."""
+    monkeypatch.setattr(loading, "load_tokenizer", lambda *args, **kwargs: None)
+    args = ["--target", "t", "--profile", "a100-qwen3-32b", "--out", str(tmp_path / "r.json")]
+    assert main([*BASE, *args]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec reproduce: --target t: no tokenizer (the prompts are text)\n"
+    )
