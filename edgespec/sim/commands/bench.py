@@ -176,6 +176,12 @@ def check_flags(args: argparse.Namespace) -> None:
     for flag in SIM_ONLY:
         if args.target != "sim" and getattr(args, flag[2:].replace("-", "_")) not in (None, False):
             raise UserInputError(f"{flag} applies only to bench sim, not to bench {args.target}")
+    given = next((o for o in args.overrides if o.partition("=")[0].strip() == "fast_path"), None)
+    if args.straightforward and given is not None:
+        raise UserInputError(
+            f"--straightforward sets fast_path=false, the override {given!r} sets it too: "
+            "give one of them"
+        )
     if args.straightforward and args.handlers is not None:
         raise UserInputError(
             f"--straightforward times the reference handler set, --handlers {args.handlers} "
