@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.link_delay import link_setting_problem
 from edgespec.core.tree import parse_branching
-from edgespec.core.types import SEED_LIMIT
+from edgespec.core.types import SEED_LIMIT, UINT32_LIMIT
 from edgespec.errors import did_you_mean
 from edgespec.policies.registry import ROUTING
 from edgespec.policies.semantic.agreement import (
@@ -18,10 +18,29 @@ from edgespec.policies.semantic.agreement import (
     load_agreement,
     shipped_default,
 )
+from edgespec.policies.semantic.csi import MAX_RTT_S
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 
 if TYPE_CHECKING:
     from edgespec.runtime.edge.semantic import SemanticRequest
+
+MAX_MESSAGE_BYTES = 2**31 - 1
+"""The largest ``max_message_bytes`` (server and drafter): gRPC takes its message limits
+as a C int, and a larger one makes building the server or channel raise OverflowError."""
+
+MAX_REQUEST_TIMEOUT_S = 86_400.0
+"""The longest ``request_timeout_s`` (a day, as ``edgespec drafting-server --timeout-s``):
+gRPC's deadline is now + timeout in int64 nanoseconds, so from about 7.4e9 s on every call
+failed at once with DEADLINE_EXCEEDED, and a drafter retried until it gave up."""
+
+MAX_TEMPERATURE = 1000.0
+"""The highest ``temperature``: far above any useful one (a model's logits, a few tens
+apart, scale to within a few hundredths: sampling is all but uniform), and inside the
+float32 the wire carries it in (1e39 reached the server as inf, and was refused as that)."""
+
+MAX_UPLINK_MBPS = 1e9
+"""The fastest uplink reported to the decision head (1 Pbit/s, beyond any link): its bit/s
+stay finite (1e308 Mbit/s overflowed to an uplink of inf bit/s)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -79,20 +98,25 @@ class DrafterConfig:
                 raise ConfigError(name, problem)
         if self.link_seed is not None and not 0 <= self.link_seed < SEED_LIMIT:
             raise ConfigError("link_seed", f"must be in [0, 2**63), got {self.link_seed}")
-        if self.max_message_bytes < 1:
-            raise ConfigError("max_message_bytes", f"must be >= 1, got {self.max_message_bytes}")
+        if not 1 <= self.max_message_bytes <= MAX_MESSAGE_BYTES:
+            raise ConfigError(
+                "max_message_bytes",
+                f"must be in 1..{MAX_MESSAGE_BYTES:,} (gRPC takes it as a C int), got "
+                f"{self.max_message_bytes}",
+            )
         if self.max_reconnects < 0:
             raise ConfigError("max_reconnects", f"must be >= 0, got {self.max_reconnects}")
         for name in ("request_timeout_s", "progress_timeout_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(name, f"must be a finite number > 0, got {value}")
-        if self.max_new_tokens < 1:
-            raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
-        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+        if self.request_timeout_s > MAX_REQUEST_TIMEOUT_S:
             raise ConfigError(
-                "temperature", f"must be a finite number >= 0, got {self.temperature}"
+                "request_timeout_s",
+                f"must be at most {MAX_REQUEST_TIMEOUT_S:,.0f} s (a day), got "
+                f"{self.request_timeout_s:g}",
             )
+        self._validate_sampling()
         if self.lookup and self.draft == "ngram":
             raise ConfigError("lookup", "needs a neural draft model (ngram is lookup alone)")
         if self.lookup and self.temperature > 0:
@@ -118,6 +142,23 @@ class DrafterConfig:
                 + did_you_mean(self.routing.name, ROUTING),
             )
         self._validate_semantic()
+
+    def _validate_sampling(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ConfigError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
+        if self.max_new_tokens >= UINT32_LIMIT:
+            raise ConfigError(
+                "max_new_tokens",
+                f"must be below 2**32 (the wire's uint32), got {self.max_new_tokens}",
+            )
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise ConfigError(
+                "temperature", f"must be a finite number >= 0, got {self.temperature}"
+            )
+        if self.temperature > MAX_TEMPERATURE:
+            raise ConfigError(
+                "temperature", f"must be at most {MAX_TEMPERATURE:g}, got {self.temperature:g}"
+            )
 
     def _validate_semantic(self) -> None:
         if self.verification != "semantic":
@@ -151,6 +192,20 @@ class DrafterConfig:
         rtt = self.channel_rtt_ms
         if rtt is not None and not (math.isfinite(rtt) and rtt >= 0):
             raise ConfigError("channel_rtt_ms", f"must be a finite number >= 0, got {rtt}")
+        if rtt is not None and rtt > MAX_RTT_S * 1e3:
+            raise ConfigError(
+                "channel_rtt_ms",
+                f"must be at most {MAX_RTT_S * 1e3:,.0f} ms (the decision head's RTT range), "
+                f"got {rtt:g}",
+            )
+        uplink = self.channel_uplink_mbps or self.link_bandwidth_mbps
+        if uplink is not None and uplink > MAX_UPLINK_MBPS:
+            field = "channel_uplink_mbps" if self.channel_uplink_mbps else "link_bandwidth_mbps"
+            raise ConfigError(
+                field,
+                f"must be at most {MAX_UPLINK_MBPS:g} Mbit/s (1 Pbit/s) to be reported as the "
+                f"uplink, got {uplink:g}",
+            )
         try:
             self.semantic_request()
         except ValueError as exc:

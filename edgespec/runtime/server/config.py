@@ -15,6 +15,11 @@ from edgespec.arguments import DevicePlacement
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.policies.slo import DeadlineRule
+from edgespec.runtime.edge.config import MAX_MESSAGE_BYTES
+
+MAX_DRAFT_TOKENS = 2**32 - 1
+"""The largest ``max_draft_tokens``: Health reports it as a uint32 (a larger one made every
+Health call fail, and with it every client's start)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -96,6 +101,17 @@ class ServerConfig:
             raise ConfigError(
                 "prometheus_port", f"must differ from port (the gRPC server's), got {self.port}"
             )
+        self._validate_limits()
+        if not (math.isfinite(self.session_timeout_s) and self.session_timeout_s > 0):
+            raise ConfigError(
+                "session_timeout_s", f"must be a finite number > 0, got {self.session_timeout_s}"
+            )
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
+        if self.tls_cert is not None and self.tls_key is not None:
+            check_tls_pair(self.tls_cert, self.tls_key)
+
+    def _validate_limits(self) -> None:
         for name in (
             "max_batch_size",
             "max_batch_tokens",
@@ -109,14 +125,12 @@ class ServerConfig:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
-        if not (math.isfinite(self.session_timeout_s) and self.session_timeout_s > 0):
-            raise ConfigError(
-                "session_timeout_s", f"must be a finite number > 0, got {self.session_timeout_s}"
-            )
-        if (self.tls_cert is None) != (self.tls_key is None):
-            raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
-        if self.tls_cert is not None and self.tls_key is not None:
-            check_tls_pair(self.tls_cert, self.tls_key)
+        for name, limit, why in (
+            ("max_message_bytes", MAX_MESSAGE_BYTES, "gRPC takes it as a C int"),
+            ("max_draft_tokens", MAX_DRAFT_TOKENS, "Health reports it as a uint32"),
+        ):
+            if getattr(self, name) > limit:
+                raise ConfigError(name, f"must be <= {limit:,} ({why}), got {getattr(self, name)}")
 
     def placement(self) -> DevicePlacement:
         """``device`` and ``dtype``, the dtype's default resolved (float32 on the CPU,
