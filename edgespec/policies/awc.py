@@ -243,7 +243,8 @@ def load_awc_window(
     bundled ``edgespec/data/awc/wc-dnn.json`` when ``None``). Each parameter is checked
     here, before the weights load, as a :class:`PolicyParamError` naming it (the registry
     has checked its type against this signature): ``queue_capacity`` >= 1,
-    ``initial_gamma`` in the stabiliser's [1, 12], ``fused_gamma`` in [1, MAX_GAMMA]."""
+    ``initial_gamma`` in the stabiliser's [1, 12], ``fused_gamma`` in [1, MAX_GAMMA];
+    then ``file`` (missing, unreadable or not WC-DNN weights)."""
     settings = AwcSettings()
     low, high = settings.min_gamma, settings.max_gamma
     if queue_capacity < 1:
@@ -258,4 +259,8 @@ def load_awc_window(
         raise PolicyParamError(
             "fused_gamma", f"fused_gamma must be in [1, {MAX_GAMMA}], got {fused_gamma}"
         )
-    return AwcWindow(load_wc_dnn(file), settings, queue_capacity, initial_gamma, fused_gamma)
+    try:
+        model = load_wc_dnn(file)
+    except ValueError as exc:  # missing, unreadable or not WC-DNN weights
+        raise PolicyParamError("file", str(exc)) from exc
+    return AwcWindow(model, settings, queue_capacity, initial_gamma, fused_gamma)

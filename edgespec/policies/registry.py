@@ -29,7 +29,7 @@ from edgespec.policies.interfaces import (
 )
 from edgespec.policies.params import PolicyParamError
 from edgespec.policies.routing import JoinShortestQueueRouting, RandomRouting, RoundRobinRouting
-from edgespec.policies.semantic.head import load_head
+from edgespec.policies.semantic.head import head_policy
 from edgespec.policies.stop_drafting import DraftStopPolicy, load_stop_policy
 from edgespec.policies.window import DynamicWindow, StaticWindow
 from edgespec.policies.wisp import wisp_batching
@@ -56,7 +56,7 @@ PLANNER: dict[str, Callable[..., DraftingPlanner]] = {
     "zhu": PipelinePlanner,  # its costs (PipelineCosts) are a parameter the host gives
 }
 HEAD: dict[str, Callable[..., SemanticHead]] = {
-    "wisv": load_head,  # path: a head saved as JSON
+    "wisv": head_policy,  # path: a head saved as JSON
 }
 KINDS: dict[str, Mapping[str, Callable[..., Any]]] = {
     "routing": ROUTING,

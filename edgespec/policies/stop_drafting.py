@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.config import read_text
+from edgespec.policies.params import PolicyParamError
 
 STOP_FEATURE_NAMES: tuple[str, ...] = (
     "confidence",
@@ -238,15 +239,31 @@ def mlp_from_json(data: dict[str, Any], source: str = "<dict>") -> MlpStopPolicy
 
 def load_stop_policy(file: str | None = None, threshold: float | None = None) -> MlpStopPolicy:
     """The predictor in JSON file ``file`` (the bundled one when ``None``), optionally at
-    another ``threshold`` (registry kind ``stop``, name ``mlp``)."""
+    another ``threshold`` (registry kind ``stop``, name ``mlp``); a :class:`PolicyParamError`
+    naming ``threshold`` (outside [0, 1], checked first) or ``file`` (missing, unreadable,
+    not a predictor)."""
+    if threshold is not None and not 0.0 <= threshold <= 1.0:
+        raise PolicyParamError("threshold", f"threshold must be in [0, 1], got {threshold}")
     if file is None:
-        ref = resources.files("edgespec") / "data" / "predictors" / f"{BUNDLED_STOP_PREDICTOR}.json"
-        text, source = ref.read_text(encoding="utf-8"), f"bundled {BUNDLED_STOP_PREDICTOR}"
+        policy = _stop_policy_from_text(*_bundled_stop_predictor())
     else:
-        found = Path(file)
-        if not found.exists():
-            raise ValueError(f"stop predictor file {file} does not exist")
-        text, source = read_text(found, "stop predictor file"), str(found)
+        try:
+            found = Path(file)
+            if not found.exists():
+                raise ValueError(f"stop predictor file {file} does not exist")
+            text = read_text(found, "stop predictor file")
+            policy = _stop_policy_from_text(text, str(found))
+        except ValueError as exc:
+            raise PolicyParamError("file", str(exc)) from exc
+    return policy if threshold is None else policy.with_threshold(threshold)
+
+
+def _bundled_stop_predictor() -> tuple[str, str]:
+    ref = resources.files("edgespec") / "data" / "predictors" / f"{BUNDLED_STOP_PREDICTOR}.json"
+    return ref.read_text(encoding="utf-8"), f"bundled {BUNDLED_STOP_PREDICTOR}"
+
+
+def _stop_policy_from_text(text: str, source: str) -> MlpStopPolicy:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -255,5 +272,4 @@ def load_stop_policy(file: str | None = None, threshold: float | None = None) ->
         raise ValueError(
             f"{source}: not a stop predictor (a JSON {type(data).__name__}, not an object)"
         )
-    policy = mlp_from_json(data, source)
-    return policy if threshold is None else policy.with_threshold(threshold)
+    return mlp_from_json(data, source)

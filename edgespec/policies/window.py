@@ -52,10 +52,11 @@ class DynamicWindow:
                 f"need 1 <= min_gamma <= initial_gamma <= max_gamma <= {MAX_GAMMA}, got "
                 f"{low}, {start}, {high}",
             )
-        if not 0.0 <= self.lower_below <= self.raise_above <= 1.0:
+        lower, upper = self.lower_below, self.raise_above
+        if not 0.0 <= lower <= upper <= 1.0:
             raise PolicyParamError(
-                "raise_above" if not self.raise_above <= 1.0 else "lower_below",
-                "need 0 <= lower_below <= raise_above <= 1",
+                "raise_above" if not 0.0 <= upper <= 1.0 else "lower_below",
+                f"need 0 <= lower_below <= raise_above <= 1, got {lower}, {upper}",
             )
         decisions = tuple(WindowDecision(g) for g in range(self.max_gamma + 1))
         object.__setattr__(self, "_decisions", decisions)  # one object per γ, built once
@@ -73,7 +74,8 @@ class DynamicWindow:
 
 def _misplaced_gamma(low: int, high: int) -> str:
     """Which of DynamicWindow's γ parameters breaks 1 <= min <= initial <= max <= MAX_GAMMA
-    (``initial_gamma`` when the bounds themselves are in order)."""
-    if low < 1:
+    (each bound out of [1, MAX_GAMMA] first, ``initial_gamma`` when the bounds themselves
+    are in order)."""
+    if not 1 <= low <= MAX_GAMMA:
         return "min_gamma"
     return "max_gamma" if not low <= high <= MAX_GAMMA else "initial_gamma"

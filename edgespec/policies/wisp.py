@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.interfaces import BatchLimits
+from edgespec.policies.params import PolicyParamError
 
 DEFAULT_GUARD_S = 0.005
 """δ (Eq. 17): 5 ms, a third of Table 12's fixed batch cost c = 14.86 ms."""
@@ -176,7 +177,13 @@ def wisp_batching(
     work_conserving: bool = False,
 ) -> WispBatching:
     """Registry factory: ``WispBatching`` from Eq. 19's four coefficients (a host turns a
-    ``profile`` parameter into them), δ and the reading (printed or work-conserving)."""
+    ``profile`` parameter into them), δ and the reading (printed or work-conserving); a
+    coefficient or δ that is not a finite number >= 0 is a :class:`PolicyParamError`
+    naming it."""
+    coefficients = {"a_s": a_s, "b_compute_s": b_compute_s, "b_read_s": b_read_s, "c_s": c_s}
+    for name, value in (*coefficients.items(), ("guard_s", guard_s)):
+        if not (math.isfinite(value) and value >= 0):
+            raise PolicyParamError(name, f"{name} must be a finite number >= 0, got {value}")
     if not isinstance(work_conserving, bool):
         raise ValueError(f"work_conserving must be true or false, got {work_conserving!r}")
     return WispBatching(WispCoefficients(a_s, b_compute_s, b_read_s, c_s), guard_s, work_conserving)

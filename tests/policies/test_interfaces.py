@@ -66,5 +66,6 @@ def test_the_planner_is_taken_by_name_and_is_a_drafting_planner() -> None:
     with pytest.raises(ConfigError) as error:
         build_policy_at("pipeline.planner", "planner", bad)
     assert str(error.value).startswith(
-        "config field 'pipeline.planner': planner policy 'zhu': batching must be one of"
+        "config field 'pipeline.planner.params.batching': planner policy 'zhu': "
+        "batching must be one of"
     )

@@ -74,13 +74,13 @@ def test_the_gamma_bound_is_the_one_constant() -> None:
             "dynamic",
             {"raise_above": math.nan},
             "'policies.window.params.raise_above': window policy 'dynamic': "
-            "need 0 <= lower_below <= raise_above <= 1",
+            "need 0 <= lower_below <= raise_above <= 1, got 0.25, nan",
         ),
         (
             "dynamic",
             {"lower_below": 0.9},
             "'policies.window.params.lower_below': window policy 'dynamic': "
-            "need 0 <= lower_below <= raise_above <= 1",
+            "need 0 <= lower_below <= raise_above <= 1, got 0.9, 0.75",
         ),
     ],
 )

@@ -173,9 +173,9 @@ class TestWindow:
             ({"min_gamma": 2, "initial_gamma": 1}, f"{GAMMAS}, got 2, 1, 8"),
             ({"initial_gamma": 9}, f"{GAMMAS}, got 1, 9, 8"),
             ({"max_gamma": 10**7}, f"{GAMMAS}, got 1, 4, 10000000"),  # a decision per γ
-            ({"lower_below": 0.8, "raise_above": 0.5}, THRESHOLDS),
-            ({"raise_above": 1.5}, THRESHOLDS),
-            ({"lower_below": -0.1}, THRESHOLDS),
+            ({"lower_below": 0.8, "raise_above": 0.5}, f"{THRESHOLDS}, got 0.8, 0.5"),
+            ({"raise_above": 1.5}, f"{THRESHOLDS}, got 0.25, 1.5"),
+            ({"lower_below": -0.1}, f"{THRESHOLDS}, got -0.1, 0.75"),
         ],
     )
     def test_dynamic_refuses_bad_settings(self, params: dict[str, Any], message: str) -> None:

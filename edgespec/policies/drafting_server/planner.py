@@ -43,6 +43,9 @@ from edgespec.policies.params import MAX_GAMMA, PolicyParamError
 BatchingRule = Literal["dp", "max", "static", "heuristic", "none"]
 BATCHING_RULES: tuple[str, ...] = ("dp", "max", "static", "heuristic", "none")
 BandwidthRule = Literal["optimal", "uniform"]
+MAX_OUTPUT_LEN = 32_768
+"""The largest ``output_len`` (O) a planner plans for: the DP keeps per-step tables of
+⌈O / l⌉ columns per task (O = 10**9 asked numpy for 87 GiB)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +105,8 @@ class PipelinePlanner:
     pipeline), ``batching`` 'none' (no batching) / 'max' / 'static' / 'heuristic',
     ``spec_len=7`` (FSL), ``bandwidth='uniform'``. ``max_spec_len`` and ``spec_len`` are
     at most :data:`~edgespec.policies.window.MAX_GAMMA` (256: planning searches every l up
-    to ``max_spec_len``, each a batching problem)."""
+    to ``max_spec_len``, each a batching problem), ``output_len`` at most
+    :data:`MAX_OUTPUT_LEN`."""
 
     costs: PipelineCosts
     batching: BatchingRule = "dp"
@@ -115,13 +119,22 @@ class PipelinePlanner:
 
     def __post_init__(self) -> None:
         if self.batching not in BATCHING_RULES:
-            raise ValueError(f"batching must be one of {BATCHING_RULES}, got {self.batching!r}")
+            raise PolicyParamError(
+                "batching", f"batching must be one of {BATCHING_RULES}, got {self.batching!r}"
+            )
         if self.bandwidth not in ("optimal", "uniform"):
-            raise ValueError(f"bandwidth must be 'optimal' or 'uniform', got {self.bandwidth!r}")
-        for name in ("max_spec_len", "spec_len"):
+            raise PolicyParamError(
+                "bandwidth", f"bandwidth must be 'optimal' or 'uniform', got {self.bandwidth!r}"
+            )
+        bounds = {"max_spec_len": MAX_GAMMA, "spec_len": MAX_GAMMA, "output_len": MAX_OUTPUT_LEN}
+        for name, high in bounds.items():
             length = getattr(self, name)
-            if length is not None and not 1 <= length <= MAX_GAMMA:
-                raise PolicyParamError(name, f"{name} must be in [1, {MAX_GAMMA}], got {length}")
+            if length is not None and not 1 <= length <= high:
+                raise PolicyParamError(name, f"{name} must be in [1, {high}], got {length}")
+        if self.static_batch_size < 1:
+            raise PolicyParamError(
+                "static_batch_size", f"static_batch_size must be >= 1, got {self.static_batch_size}"
+            )
 
     def plan(self, obs: PipelineObservation) -> PipelinePlan:
         tasks = obs.tasks

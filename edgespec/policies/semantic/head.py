@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.config import ConfigFileError, read_text
+from edgespec.policies.params import PolicyParamError
 from edgespec.policies.stop_drafting import require_finite, require_scale
 
 FloatArray = npt.NDArray[np.float64]
@@ -167,3 +168,13 @@ def load_head(path: str | Path) -> DecisionHead:
     except ValueError as exc:  # json.JSONDecodeError is one
         kind = "not JSON: " if isinstance(exc, json.JSONDecodeError) else ""
         raise ValueError(f"{path} is not a decision head: {kind}{exc}") from None
+
+
+def head_policy(path: str) -> DecisionHead:
+    """Registry factory (kind ``head``, name ``wisv``): :func:`load_head`, whatever is wrong
+    with the file a :class:`PolicyParamError` naming ``path`` (the registry has checked
+    that it is a string)."""
+    try:
+        return load_head(path)
+    except ValueError as exc:
+        raise PolicyParamError("path", str(exc)) from exc

@@ -94,8 +94,8 @@ def test_every_registered_batching_policy_is_accepted(name: str) -> None:
         ),
         (
             ["--batching", "wisp", "--profile", "a100-qwen3-32b", "--guard-ms", "-1"],
-            "config field 'batching': batching policy 'wisp': guard_s must be a finite "
-            "number >= 0, got -0.001",
+            "config field 'batching.params.guard_s': batching policy 'wisp': guard_s must be "
+            "a finite number >= 0, got -0.001",
         ),
         (
             ["--profile", "a100-qwen3-32b"],
