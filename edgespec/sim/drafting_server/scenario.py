@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict
 from edgespec.core.wireless import WirelessCell
+from edgespec.policies.drafting_server.planner import MAX_OUTPUT_LEN
 from edgespec.policies.params import MAX_GAMMA
 from edgespec.sim.model.stop_model import StopPredictorConfig
 
@@ -126,6 +127,12 @@ def _validate_system(cfg: PipelineConfig) -> None:
         raise ConfigError("pipeline.alpha", f"must be in [0, 1], got {cfg.alpha}")
     for name in ("num_users", "max_input_tokens", "max_output_tokens"):
         _at_least(f"pipeline.{name}", getattr(cfg, name), 1)
+    if cfg.max_output_tokens > MAX_OUTPUT_LEN:  # the planner's O_max (output_len by default)
+        raise ConfigError(
+            "pipeline.max_output_tokens",
+            f"must be <= {MAX_OUTPUT_LEN:,} (the planner's tables grow with it), "
+            f"got {cfg.max_output_tokens}",
+        )
     if cfg.num_users > MAX_USERS:
         raise ConfigError(
             "pipeline.num_users",
@@ -137,10 +144,11 @@ def _validate_system(cfg: PipelineConfig) -> None:
 def _validate_planner(cfg: PlannerConfig) -> None:
     for name in ("spec_len", "max_spec_len", "static_batch_size", "output_len"):
         _at_least(f"pipeline.planner.{name}", getattr(cfg, name), 1)
-    for name in ("spec_len", "max_spec_len"):  # the planner's bound (PipelinePlanner)
+    bounds = {"spec_len": MAX_GAMMA, "max_spec_len": MAX_GAMMA, "output_len": MAX_OUTPUT_LEN}
+    for name, bound in bounds.items():  # the planner's bounds (PipelinePlanner)
         length = getattr(cfg, name)
-        if length is not None and length > MAX_GAMMA:
-            raise ConfigError(f"pipeline.planner.{name}", f"must be <= {MAX_GAMMA}, got {length}")
+        if length is not None and length > bound:
+            raise ConfigError(f"pipeline.planner.{name}", f"must be <= {bound:,}, got {length}")
 
 
 def _validate_simulation(cfg: PipelineConfig) -> None:

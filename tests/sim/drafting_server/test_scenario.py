@@ -203,3 +203,25 @@ def test_the_users_are_bounded_before_any_planning() -> None:
         "config field 'pipeline.num_users': must be <= 10,000 (planning grows with the square "
         "of the users), got 10001"
     )
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "message"),
+    [  # were refused by the planner at 'pipeline.planner.params.output_len', a field not given
+        (
+            {"max_output_tokens": 32_769},
+            "config field 'pipeline.max_output_tokens': must be <= 32,768 (the planner's tables "
+            "grow with it), got 32769",
+        ),
+        (
+            {"planner": {"output_len": 40_000}},
+            "config field 'pipeline.planner.output_len': must be <= 32,768, got 40000",
+        ),
+    ],
+)
+def test_the_planned_output_length_is_bounded_at_its_own_field(
+    pipeline: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        pipeline_scenario_from_dict({"pipeline": pipeline})
+    assert str(info.value) == message
