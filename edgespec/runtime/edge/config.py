@@ -164,6 +164,14 @@ class DrafterConfig:
         if self.verification != "semantic":
             if self.threshold is not None:
                 raise ConfigError("threshold", "is the semantic threshold: needs --verify semantic")
+            if self.upload != "auto":
+                raise ConfigError("upload", "is how semantic rounds upload hidden states: needs "
+                                  "--verify semantic")  # fmt: skip
+            channel = {"channel_uplink_mbps": None, "channel_per": 0.0, "channel_rtt_ms": None}
+            for name, default in channel.items():  # reported to the head: semantic only
+                if getattr(self, name) != default:
+                    raise ConfigError(name, "is reported to the decision head: needs --verify "
+                                      "semantic")  # fmt: skip
             return
         threshold = self.semantic_threshold
         if threshold is None or not 0 <= threshold <= THRESHOLD_STEPS:

@@ -187,3 +187,18 @@ def test_drafter_edge_values_are_kept() -> None:
     assert cfg.servers == ("a:1", "b:2")
     sampled = from_dict(DrafterConfig, {"draft": "tiny", "temperature": 0.5})
     assert sampled.temperature == 0.5
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [  # were accepted and ignored under exact verification
+        ("upload", "fh", "is how semantic rounds upload hidden states: needs --verify semantic"),
+        ("channel_uplink_mbps", 5.0, "is reported to the decision head: needs --verify semantic"),
+        ("channel_per", 0.5, "is reported to the decision head: needs --verify semantic"),
+        ("channel_rtt_ms", -1.0, "is reported to the decision head: needs --verify semantic"),
+    ],
+)
+def test_semantic_fields_need_semantic_verification(
+    field: str, value: object, problem: str
+) -> None:
+    assert _drafter_error({field: value}) == f"config field '{field}': {problem}"
