@@ -22,6 +22,8 @@ LONGEST_FIRST = (
     "tests/runtime/backends/test_stochastic.py",
     "tests/runtime/commands/test_commands.py",
     "tests/calibration/test_calibration.py",
+    "tests/reproduce/wisp/test_serving_errors.py",
+    "tests/reproduce/dsd/test_real_pair_run.py",
     "tests/learn/wisv/test_capture.py",
     "tests/sim/test_handler_sets.py",
     "tests/reproduce/zhu/test_runs.py",
