@@ -122,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def cells_of(args: argparse.Namespace) -> tuple[list[float], list[str]]:
     """``--rtt-ms`` and ``--windows`` as lists, checked before anything loads (each value
     once; RTTs an emulated link takes), with ``--port`` (the server's: 1..65535)."""
-    from edgespec.runtime.wire.emulated_link import LinkEmulation
+    from edgespec.core.link_delay import link_setting_problem
 
     windows = args.windows.split(",")
     unknown = sorted(set(windows) - set(WINDOWS))
@@ -134,10 +134,9 @@ def cells_of(args: argparse.Namespace) -> tuple[list[float], list[str]]:
             rtt = float(text)
         except ValueError:
             raise UserInputError(f"--rtt-ms: {text.strip()!r} is not a number") from None
-        try:
-            LinkEmulation(rtt, rtt * 0.1, 100.0)
-        except ValueError as exc:
-            raise UserInputError(f"--rtt-ms: {exc}") from None
+        problem = link_setting_problem("rtt_ms", rtt)  # its jitter, a tenth, is then in range
+        if problem is not None:
+            raise UserInputError(f"--rtt-ms: rtt_ms {problem}")
         rtts.append(rtt)
     for flag, values in (("--rtt-ms", [f"{r:g}" for r in rtts]), ("--windows", windows)):
         twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
