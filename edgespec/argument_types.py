@@ -9,7 +9,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from edgespec.core.types import SEED_LIMIT, UINT32_LIMIT
+from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT
 
 
 def positive_int(text: str) -> int:
@@ -82,7 +82,7 @@ def non_negative_int(text: str) -> int:
 
 
 def seed_int(text: str) -> int:
-    """A seed: an integer ``0 <= seed < 2**63`` (:data:`~edgespec.core.types.SEED_LIMIT`)."""
+    """A seed: an integer ``0 <= seed < 2**63`` (:data:`~edgespec.core.wire_limits.SEED_LIMIT`)."""
     value = _int(text)
     if not 0 <= value < SEED_LIMIT:
         raise argparse.ArgumentTypeError(f"must be in [0, 2**63), got {value}")

@@ -13,16 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from edgespec.core.wire_limits import wire_float_problem
+
 FloatArray = npt.NDArray[np.float32] | npt.NDArray[np.float64]
-
-
-SEED_LIMIT = 2**63
-"""Seeds are ``0 <= seed < 2**63``: what numpy, torch and the wire's uint64 all take (the
-command line's ``--seed`` flags, a drafter's ``link_seed`` and the OpenAI endpoint's
-``seed`` are held to it)."""
-
-UINT32_LIMIT = 2**32
-"""Token ids and ``max_new_tokens`` are below this: the wire carries them as uint32."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +32,9 @@ class SamplingParams:
             raise ValueError(f"temperature must be finite and >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        for name in ("temperature", "top_p"):
+            if (problem := wire_float_problem(getattr(self, name))) is not None:
+                raise ValueError(f"{name} {problem}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
 

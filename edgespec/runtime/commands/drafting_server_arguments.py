@@ -10,7 +10,7 @@ import secrets
 
 from edgespec.argument_types import token_ids
 from edgespec.arguments import add_device_arguments, add_threads, add_verbose
-from edgespec.core.types import UINT32_LIMIT
+from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.output_paths import output_file
 
 MAX_CLIENT_ID_CHARS = 100

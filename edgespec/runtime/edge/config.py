@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.link_delay import link_setting_problem
 from edgespec.core.tree import parse_branching
-from edgespec.core.types import SEED_LIMIT, UINT32_LIMIT
+from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT, wire_float_problem
 from edgespec.errors import did_you_mean
 from edgespec.policies.registry import ROUTING
 from edgespec.policies.semantic.agreement import (
@@ -159,6 +159,8 @@ class DrafterConfig:
             raise ConfigError(
                 "temperature", f"must be at most {MAX_TEMPERATURE:g}, got {self.temperature:g}"
             )
+        if (problem := wire_float_problem(self.temperature)) is not None:
+            raise ConfigError("temperature", problem)
 
     def _validate_semantic(self) -> None:
         if self.verification != "semantic":

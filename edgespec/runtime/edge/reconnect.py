@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from edgespec.core.types import SEED_LIMIT, SamplingParams
+from edgespec.core.types import SamplingParams
+from edgespec.core.wire_limits import SEED_LIMIT
 from edgespec.runtime.edge.rounds import Verifier
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgespec.core.types import SEED_LIMIT
+from edgespec.core.wire_limits import SEED_LIMIT, wire_float_problem
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
 from edgespec.runtime.openai_api.fields import check_fields, parse_stream
 from edgespec.runtime.openai_api.messages import Prompt, max_prompt_chars, parse_prompt
@@ -106,6 +106,9 @@ def _sampling(body: Mapping[str, Any], defaults: Defaults) -> tuple[float, float
     top_p is in (0, 1], and the wire reads a top_p of 0 as unset, i.e. 1)."""
     temperature = _number(body, "temperature", defaults.temperature, 0.0, 2.0)
     top_p = _number(body, "top_p", 1.0, 0.0, 1.0)
+    for name, value in (("temperature", temperature), ("top_p", top_p)):
+        if (problem := wire_float_problem(value)) is not None:
+            raise invalid(f"{name} {problem}", param=name)
     return (0.0, 1.0) if top_p == 0 else (temperature, top_p)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 
-from edgespec.core.types import UINT32_LIMIT
+from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,

@@ -164,6 +164,16 @@ def test_bad_field_is_400_naming_it(api: ApiThread, field: str, value: Any, para
     assert (status, error["param"]) == (400, param), error["message"]
 
 
+@pytest.mark.parametrize("field", ["temperature", "top_p"])
+def test_a_value_above_0_the_wire_cannot_carry_is_400(api: ApiThread, field: str) -> None:
+    """1e-50 reached the server as 0: greedy for a temperature, unset (1) for a top_p."""
+    status, error = _error(api, {"model": MODEL, "prompt": "w1", field: 1e-50})
+    assert (status, error["param"]) == (400, field)
+    assert error["message"] == (
+        f"{field} must not be below 1.175e-38 unless 0 (the wire's float32), got 1e-50"
+    )
+
+
 def test_chat_takes_max_completion_tokens_or_max_tokens(client: Any) -> None:
     """A null max_completion_tokens beside max_tokens once meant the default (64 here)."""
     messages = [{"role": "user", "content": "w1 w2"}]

@@ -74,6 +74,15 @@ def test_temperature_is_at_most_a_thousand(value: float) -> None:
     assert from_dict(DrafterConfig, {"temperature": 1000.0}).temperature == 1000.0
 
 
+def test_a_temperature_above_0_is_one_the_wire_carries() -> None:
+    """1e-50 reached the server as 0 (greedy) while the drafter sampled at 1e-50."""
+    assert _error(DrafterConfig, {"temperature": 1e-50}) == (
+        "config field 'temperature': must not be below 1.175e-38 unless 0 (the wire's "
+        "float32), got 1e-50"
+    )
+    assert from_dict(DrafterConfig, {"temperature": 2.0**-126}).temperature == 2.0**-126
+
+
 @pytest.mark.parametrize("value", [1e9 + 1, 1e308, 10**30])
 def test_channel_rtt_is_named_when_out_of_the_heads_range(value: float) -> None:
     # was reported against channel_uplink_mbps, in seconds

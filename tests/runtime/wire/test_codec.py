@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams
+from edgespec.core.wire_limits import MIN_WIRE_FLOAT
 from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode
 from edgespec.runtime.messages import PROTOCOL_VERSION, SessionSpec, VerifyCall
@@ -48,6 +49,28 @@ def test_a_session_spec_crosses_the_wire_field_by_field() -> None:
     spec = SessionSpec("s", "c", (1, 2), sampling, "gold", True, "snr")
     wire = pb.OpenSessionRequest.FromString(spec_to_proto(spec).SerializeToString())
     assert spec_from_proto(wire) == spec
+
+
+def test_the_least_temperature_and_top_p_cross_the_wire_as_they_are() -> None:
+    """Float32 carries both: the least accepted (2**-126) arrives unchanged; less is refused
+    where it is given (1e-50 had reached the server as greedy, and a top_p of 1e-50, near
+    greedy at the drafter, as unset, i.e. 1)."""
+    least = SamplingParams(temperature=MIN_WIRE_FLOAT, top_p=MIN_WIRE_FLOAT, max_new_tokens=3)
+    spec = SessionSpec("s", "c", (1,), least)
+    wire = pb.OpenSessionRequest.FromString(spec_to_proto(spec).SerializeToString())
+    assert spec_from_proto(wire).sampling == least
+    assert pb.Sampling(temperature=1e-50, top_p=1e-50) == pb.Sampling()  # both 0: unset
+    for name in ("temperature", "top_p"):
+        with pytest.raises(ValueError) as caught:
+            SamplingParams(**{name: 1e-50})  # type: ignore[arg-type]
+        assert str(caught.value) == (
+            f"{name} must not be below 1.175e-38 unless 0 (the wire's float32), got 1e-50"
+        )
+    request = _open_request()
+    request.sampling.temperature = 1e-40  # a float32 subnormal, from some other client
+    message = "sampling: temperature must not be below 1.175e-38 unless 0 (the wire's float32)"
+    got = f", got {np.float32(1e-40):g}"
+    raises_request_error(ErrorCode.INVALID_ARGUMENT, message + got, spec_from_proto, request)
 
 
 @pytest.mark.parametrize("field", ["session_id", "client_id", "slo_class", "verification_rule"])
