@@ -26,11 +26,32 @@ Two rules, chosen by name (scenario ``deadline_rule``, server ``deadline_rule``)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Literal
 
 DeadlineRule = Literal["pace", "token_speed"]
 DEADLINE_RULES: tuple[DeadlineRule, ...] = ("pace", "token_speed")
+
+MIN_TOKENS_PER_S = 1e-6
+"""The slowest token-speed target s_c a class may have: below it a deadline's
+committed / s_c overflows to infinity (a target of 1e-306 tok/s did)."""
+
+
+def token_speed_target_problem(tokens_per_s: float | None) -> str | None:
+    """Why ``tokens_per_s`` cannot be an SLO class's target (``None``: it can; a class
+    without a target is ``None`` too). One check for the scenario and the server."""
+    if tokens_per_s is None:
+        return None
+    if not 0 < tokens_per_s < math.inf:
+        return f"must be a finite number > 0 or null, got {tokens_per_s}"
+    if tokens_per_s < MIN_TOKENS_PER_S:
+        return (
+            f"must be at least {MIN_TOKENS_PER_S:g} tok/s (a slower target's deadlines are "
+            f"not finite) or null, got {tokens_per_s:g}"
+        )
+    return None
+
 
 ACCEPTANCE_PRIOR = 0.7
 """α̂ before a session has drafted anything (and what little evidence is shrunk towards)."""

@@ -14,9 +14,12 @@ from typing import Literal
 from edgespec.arguments import DevicePlacement
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
-from edgespec.policies.slo import DeadlineRule
+from edgespec.policies.slo import DeadlineRule, token_speed_target_problem
 from edgespec.runtime.edge.config import MAX_MESSAGE_BYTES
 
+MIN_SESSION_TIMEOUT_S = 0.01
+"""The shortest ``session_timeout_s``: the server looks for idle sessions every quarter of
+it (at most every second), and 1e-9 s made that a loop that never slept."""
 MAX_DRAFT_TOKENS = 2**32 - 1
 """The largest ``max_draft_tokens``: Health reports it as a uint32 (a larger one made every
 Health call fail, and with it every client's start)."""
@@ -89,10 +92,8 @@ class ServerConfig:
                     "is empty: give a secret, or no auth token at all for a server without auth",
                 )
         for cls, target in self.slo_classes.items():
-            if target is not None and not 0 < target < math.inf:
-                raise ConfigError(
-                    f"slo_classes.{cls}", f"must be a finite number > 0 or null, got {target}"
-                )
+            if (problem := token_speed_target_problem(target)) is not None:
+                raise ConfigError(f"slo_classes.{cls}", problem)
         if not 0 <= self.port <= 65535:
             raise ConfigError("port", f"must be in 0..65535 (0 = any free port), got {self.port}")
         if self.prometheus_port is not None and not 1 <= self.prometheus_port <= 65535:
@@ -105,6 +106,12 @@ class ServerConfig:
         if not (math.isfinite(self.session_timeout_s) and self.session_timeout_s > 0):
             raise ConfigError(
                 "session_timeout_s", f"must be a finite number > 0, got {self.session_timeout_s}"
+            )
+        if self.session_timeout_s < MIN_SESSION_TIMEOUT_S:
+            raise ConfigError(
+                "session_timeout_s",
+                f"must be at least {MIN_SESSION_TIMEOUT_S:g} s (the server looks for idle "
+                f"sessions every quarter of it), got {self.session_timeout_s:g}",
             )
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")

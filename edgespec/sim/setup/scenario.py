@@ -9,7 +9,6 @@ explicit entities. A scenario is a YAML file or a bundled one's name (:func:`sce
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -26,7 +25,7 @@ from edgespec.config import (
 )
 from edgespec.core.wireless import WirelessCell
 from edgespec.errors import UserInputError, did_you_mean
-from edgespec.policies.slo import DeadlineRule
+from edgespec.policies.slo import DeadlineRule, token_speed_target_problem
 from edgespec.sim.model.semantic import VerificationConfig
 from edgespec.sim.model.stop_model import StopPredictorConfig
 from edgespec.sim.run_folder import check_run_name
@@ -141,10 +140,8 @@ class Scenario:
             )
         _non_negative("temperature", self.temperature)
         for cls, target in self.slo_classes.items():
-            if target is not None and not (math.isfinite(target) and target > 0):
-                raise ConfigError(
-                    f"slo_classes.{cls}", f"must be a finite number > 0 or null, got {target}"
-                )
+            if (problem := token_speed_target_problem(target)) is not None:
+                raise ConfigError(f"slo_classes.{cls}", problem)
         for name, link in self.links.items():
             _validate_link(f"links.{name}", link)
         validate_topology(self.auto_topology, self.links, self.slo_classes)

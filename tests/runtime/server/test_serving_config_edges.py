@@ -56,6 +56,12 @@ def test_server_port_and_timeout_ranges() -> None:
             f"config field 'session_timeout_s': must be a finite number > 0, got {timeout}"
         )
     assert from_dict(ServerConfig, {"session_timeout_s": 0.01}).session_timeout_s == 0.01
+    # 1e-9 s: the expiry loop slept 2.5e-10 s between sweeps, a core spinning for nothing
+    for timeout in (0.0099, 1e-9):
+        assert _server_error({"session_timeout_s": timeout}) == (
+            "config field 'session_timeout_s': must be at least 0.01 s (the server looks for "
+            f"idle sessions every quarter of it), got {timeout:g}"
+        )
 
 
 def test_the_metrics_port_is_a_port_of_its_own() -> None:
@@ -81,6 +87,12 @@ def test_slo_classes_allow_null_and_name_the_class() -> None:
     assert dict(cfg.slo_classes) == {"free": None, "gold": 12.5}
     assert _server_error({"slo_classes": {"free": None, "silver": 0.0}}) == (
         "config field 'slo_classes.silver': must be a finite number > 0 or null, got 0.0"
+    )
+    # 1e-306 tok/s: every deadline was infinite, and the round log wrote Infinity
+    assert from_dict(ServerConfig, {"slo_classes": {"slow": 1e-6}}).slo_classes["slow"] == 1e-6
+    assert _server_error({"slo_classes": {"slow": 1e-306}}) == (
+        "config field 'slo_classes.slow': must be at least 1e-06 tok/s (a slower target's "
+        "deadlines are not finite) or null, got 1e-306"
     )
 
 

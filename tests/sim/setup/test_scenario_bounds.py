@@ -24,6 +24,11 @@ from tests.sim.helpers import tiny_scenario
             ["slo_classes.slow=.inf"],
             "'slo_classes.slow': must be a finite number > 0 or null, got inf",
         ),
+        (
+            ["slo_classes.slow=9.9e-7"],
+            "'slo_classes.slow': must be at least 1e-06 tok/s (a slower target's deadlines "
+            "are not finite) or null, got 9.9e-07",
+        ),
         (["links.wan.loss_rate=1.0"], "'links.wan.loss_rate': must be in [0, 1), got 1.0"),
         (
             ["links.wan.retransmit_timeout_ms=-1"],
@@ -92,8 +97,10 @@ def test_the_last_value_in_range_is_accepted() -> None:
         "workload.prompt_tokens=[0, 1, 2, 3]",
         "workload.output_tokens=[1, 1, 1, 1]",
         "workload.max_output_tokens=1",
+        "slo_classes.slow=1e-6",
     ]
     scenario = scenario_from_dict(tiny_scenario(), overrides)
+    assert scenario.slo_classes["slow"] == 1e-6
     assert scenario.workload.ramp_s == 0.0 and scenario.acceptance.alpha == 0.0
     assert scenario.workload.prompt_tokens == (0, 1, 2, 3)
     assert dict(scenario.auto_topology.devices[0].slo_mix) == {"slow": 1.0, "fast": 0.0}
