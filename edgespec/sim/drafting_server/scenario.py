@@ -19,6 +19,7 @@ from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict
 from edgespec.core.wireless import WirelessCell
 from edgespec.policies.drafting_server.planner import MAX_OUTPUT_LEN
 from edgespec.policies.params import MAX_GAMMA
+from edgespec.policies.slo import token_speed_target_problem
 from edgespec.sim.model.stop_model import StopPredictorConfig
 
 BatchingName = Literal["dp", "max", "static", "heuristic", "none"]
@@ -179,9 +180,8 @@ def _validate_simulation(cfg: PipelineConfig) -> None:
 def _validate_verifier(cfg: VerifierConfig) -> None:
     for name in ("max_batch_size", "max_batch_tokens", "max_context_tokens"):
         _at_least(f"pipeline.verifier.{name}", getattr(cfg, name), 1)
-    slo = cfg.slo_tokens_per_s
-    if slo is not None and not 0 < slo < math.inf:
-        raise ConfigError("pipeline.verifier.slo_tokens_per_s", f"must be > 0, got {slo}")
+    if (problem := token_speed_target_problem(cfg.slo_tokens_per_s)) is not None:
+        raise ConfigError("pipeline.verifier.slo_tokens_per_s", problem)
 
 
 def pipeline_scenario_from_dict(

@@ -70,6 +70,11 @@ def test_the_defaults_are_table_two() -> None:
         ),
         (["pipeline.verifier.max_batch_size=0"], "pipeline.verifier.max_batch_size", ">= 1"),
         (["pipeline.verifier.slo_tokens_per_s=-2"], "pipeline.verifier.slo_tokens_per_s", "> 0"),
+        (  # every deadline was infinite (the scenario's slo_classes rule, one copy)
+            ["pipeline.verifier.slo_tokens_per_s=1e-306"],
+            "pipeline.verifier.slo_tokens_per_s",
+            "must be at least 1e-06 tok/s (a slower target's deadlines are not finite) or null",
+        ),
         (["pipeline.cell.radius_m=5"], "pipeline.cell", "radius_m must be > min_distance_m"),
         (["seed=-1"], "seed", "must be >= 0"),
         (["duration_s=3"], "duration_s", "unknown field"),
