@@ -2,7 +2,9 @@
 
 The CLI prints any :class:`UserInputError` as one line naming the problem and exits
 with status 2, instead of a traceback. A message naming something unknown (a config
-key, a policy, a scenario) ends with :func:`did_you_mean`'s suggestion when one is close.
+key, a policy, a scenario) ends with :func:`did_you_mean`'s suggestion when one is close;
+a command's work that would not fit the target's context is refused, before it runs, in
+:func:`check_fits_context`'s one wording.
 """
 
 from __future__ import annotations
@@ -27,3 +29,16 @@ def did_you_mean(given: str, known: Iterable[str]) -> str:
     "unknown ..." message, after its own text."""
     close = difflib.get_close_matches(given, [str(k) for k in known], n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_fits_context(
+    what: str, num_tokens: int, added: str, num_added: int, context: int, hint: str = ""
+) -> None:
+    """Refuse ``what`` (``num_tokens`` tokens) with ``added`` (``num_added`` more) beyond
+    the target's ``context``: "WHAT (N tokens) + ADDED (M) exceeds the target's context of
+    C tokens", then ``hint``."""
+    if num_tokens + num_added > context:
+        raise UserInputError(
+            f"{what} ({num_tokens:,} tokens) + {added} ({num_added:,}) exceeds the target's "
+            f"context of {context:,} tokens{hint}"
+        )

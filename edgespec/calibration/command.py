@@ -40,7 +40,7 @@ from edgespec.arguments import (
 )
 from edgespec.calibration.comparison import compare
 from edgespec.calibration.runs import link_rtt_ms, run_real, simulate_run, write_trace
-from edgespec.errors import UserInputError
+from edgespec.errors import UserInputError, check_fits_context
 from edgespec.output_paths import claim_folder, output_folder
 
 
@@ -97,15 +97,6 @@ def check_counts(args: argparse.Namespace) -> None:
     if args.gamma > limit:
         raise UserInputError(
             f"--gamma {args.gamma}: at most {limit} (the calibration server's max_draft_tokens)"
-        )
-
-
-def check_context(longest_prompt: int, what: str, max_new_tokens: int, context: int) -> None:
-    """Refuse a prompt that with ``--max-new-tokens`` does not fit the target's context."""
-    if longest_prompt + max_new_tokens > context:
-        raise UserInputError(
-            f"{what} ({longest_prompt:,} tokens) + --max-new-tokens ({max_new_tokens:,}) "
-            f"exceeds the target's context of {context:,} tokens"
         )
 
 
@@ -181,10 +172,11 @@ def _prompts(
 ) -> list[list[tuple[int, ...]]]:
     """Each client's prompts; all of them with ``--max-new-tokens`` within ``context``."""
     n = args.clients * args.requests
+    new = ("--max-new-tokens", args.max_new_tokens, context)
     if tokenizer is None:
         from edgespec.profiling.measure import PromptSource
 
-        check_context(args.prompt_tokens, "--prompt-tokens", args.max_new_tokens, context)
+        check_fits_context("--prompt-tokens", args.prompt_tokens, *new)
         source = PromptSource(vocab, args.seed + 100)
         flat = [source.take(args.prompt_tokens) for _ in range(n)]
     else:
@@ -193,7 +185,7 @@ def _prompts(
         texts = [p.text for p in load_prompts(args.dataset, "test", n)]
         flat = [tuple(tokenizer(t)["input_ids"]) for t in texts]
         longest = max(len(prompt) for prompt in flat)
-        check_context(longest, f"the longest {args.dataset} prompt", args.max_new_tokens, context)
+        check_fits_context(f"the longest {args.dataset} prompt", longest, *new)
     return [flat[i :: args.clients] for i in range(args.clients)]
 
 

@@ -20,7 +20,7 @@ from edgespec.arguments import (
     add_verbose,
 )
 from edgespec.datasets.prompts import DATASETS, HELD_OUT
-from edgespec.errors import UserInputError
+from edgespec.errors import UserInputError, check_fits_context
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.traces.checks import NGRAM, check_args, prompt_sets, slo_classes
 from edgespec.models.devices import device_placement
@@ -225,12 +225,8 @@ def _check_context(work: list[Any], max_new_tokens: int, context: int) -> None:
     """Every prompt with ``--max-new-tokens`` within the target's context, before any is
     traced: a :class:`UserInputError` naming the longest prompt otherwise."""
     request_id, _, prompt_ids = max(work, key=lambda item: len(item[2]))
-    if len(prompt_ids) + max_new_tokens > context:
-        raise UserInputError(
-            f"--max-new-tokens {max_new_tokens}: prompt {request_id} ({len(prompt_ids)} "
-            f"tokens) + {max_new_tokens} new tokens exceed the target's context of {context} "
-            "(lower --max-new-tokens or --max-prompt-tokens)"
-        )
+    check_fits_context(f"prompt {request_id}", len(prompt_ids), "--max-new-tokens", max_new_tokens,
+                       context, " (lower --max-new-tokens or --max-prompt-tokens)")  # fmt: skip
 
 
 def _capture_settings(args: argparse.Namespace, has_draft_model: bool, stop: Any) -> Any:

@@ -25,7 +25,7 @@ from edgespec.argument_types import (
     synthetic_layers,
 )
 from edgespec.arguments import add_device_arguments, add_threads, add_verbose
-from edgespec.errors import UserInputError
+from edgespec.errors import UserInputError, check_fits_context
 from edgespec.output_paths import output_file, write_text_atomically
 
 
@@ -139,9 +139,8 @@ def run(args: argparse.Namespace) -> int:
         where = "fp32 CPU"
     print(f"## edgespec bench prefix: {desc}; torch threads {args.threads}, {where}")
     backend = checked_target(model, files)
-    if max(lengths) + args.gamma > backend.max_context_tokens:
-        raise UserInputError(f"--prefix-lens {max(lengths)} + --gamma {args.gamma} tokens exceed "
-                             f"the target's context of {backend.max_context_tokens}")  # fmt: skip
+    check_fits_context("the longest --prefix-lens", max(lengths), "--gamma", args.gamma,
+                       backend.max_context_tokens)  # fmt: skip
     rows = bench_prefix(backend, args.gamma, args.repeats, lengths)
     if args.json is not None:
         report = {"target": desc, "threads": args.threads, "gamma": args.gamma,

@@ -129,7 +129,7 @@ def test_a_budget_beyond_the_targets_context_is_refused_before_tracing(
     args += ["--threads", "1", "--max-new-tokens", "253", "--out", str(tmp_path / "t.jsonl")]
     assert main(args) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "edgespec trace: --max-new-tokens 253: prompt toy-1 (4 tokens) + 253 new tokens exceed "
-        "the target's context of 256 (lower --max-new-tokens or --max-prompt-tokens)"
+        "edgespec trace: prompt toy-1 (4 tokens) + --max-new-tokens (253) exceeds the target's "
+        "context of 256 tokens (lower --max-new-tokens or --max-prompt-tokens)"
     )
     assert not (tmp_path / "t.jsonl").exists()

@@ -43,9 +43,11 @@ def test_json_in_a_folder_not_made_yet_is_written(tmp_path: Path) -> None:
     ("flags", "message"),
     [
         (["--prefix-lens", "8,4093"],
-         "--prefix-lens 4093 + --gamma 4 tokens exceed the target's context of 4096"),
+         "the longest --prefix-lens (4,093 tokens) + --gamma (4) exceeds the target's context "
+         "of 4,096 tokens"),
         (["--prefix-lens", str(10**12)],
-         f"--prefix-lens {10**12} + --gamma 4 tokens exceed the target's context of 4096"),
+         f"the longest --prefix-lens ({10**12:,} tokens) + --gamma (4) exceeds the target's "
+         "context of 4,096 tokens"),
     ],
 )  # fmt: skip
 def test_what_the_target_cannot_take_is_one_line_before_timing(
