@@ -261,12 +261,12 @@ class SessionTable:
         while total > self._budget and self._lru:
             sid, _ = self._lru.popitem(last=False)
             s = self._sessions[sid]
-            total -= _held_tokens(s)
+            total -= (held := _held_tokens(s))
             if s.kv is not None:
                 s.kv, s.kv_len, s.was_evicted = None, 0, True
                 self._tally.num_evictions += 1
             if s.pending is not None and pending_rows(s.pending):
-                s.pending = without_hidden_rows(s.pending)
+                s.pending = without_hidden_rows(s.pending, held, self._budget)
             if s.last_round is not None and (rows := stored_rows(s)):
                 block, outcome = s.last_round
                 s.last_round = (block, dataclasses.replace(outcome, target_hidden=None))

@@ -17,7 +17,9 @@ still decided from the kept logit and hidden rows, and the session re-prefills o
 verification. A ``return_hidden`` session's pass also holds the hidden rows its reply
 carries, counted in the budget beside the KV; evicted, its follow-up is refused
 (``ABORTED``), nothing is committed, and the client sends the block again (the edge
-drafter replays the round).
+drafter replays the round) — unless the pass alone held more than the budget: sent again,
+it would hold as much or more (a re-prefill forwards the whole context), so that refusal is
+final (``FAILED_PRECONDITION``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class PendingHidden:
     them), the target's hidden rows of its K + 1 logit rows (a copy: never a view holding
     the whole context's rows), and the draft positions asked for. The ``return_hidden``
     rows count against the engine's token budget; ``num_hidden_evicted``: how many it
-    dropped (the follow-up is then refused, :func:`evicted_followup_error`)."""
+    dropped (the follow-up is then refused, :func:`evicted_followup_error`), and
+    ``over_budget``: (tokens it held, the budget) when it alone held more than the budget."""
 
     call: VerifyCall
     item: ForwardItem
@@ -51,6 +54,7 @@ class PendingHidden:
     target_hidden: npt.NDArray[np.float32]
     positions: tuple[int, ...]
     num_hidden_evicted: int = 0
+    over_budget: tuple[int, int] | None = None
 
 
 def pending_rows(pending: PendingHidden) -> int:
@@ -58,17 +62,30 @@ def pending_rows(pending: PendingHidden) -> int:
     return 0 if pending.out.hidden is None else int(pending.out.hidden.shape[0])
 
 
-def without_hidden_rows(pending: PendingHidden) -> PendingHidden:
-    """``pending`` with its ``return_hidden`` rows dropped (evicted under the budget)."""
+def without_hidden_rows(pending: PendingHidden, num_held: int, budget: int) -> PendingHidden:
+    """``pending`` with its ``return_hidden`` rows dropped (evicted under ``budget`` while
+    its session held ``num_held`` tokens: KV and hidden rows)."""
     out = replace(pending.out, hidden=None)
-    return replace(pending, out=out, num_hidden_evicted=pending_rows(pending))
+    over = (num_held, budget) if num_held > budget else None
+    return replace(pending, out=out, num_hidden_evicted=pending_rows(pending), over_budget=over)
 
 
 def evicted_followup_error(pending: PendingHidden) -> RequestError:
     """The follow-up of a pass whose ``return_hidden`` rows the budget evicted: its reply
     cannot carry them, so nothing is committed and the block is to be sent again
-    (``ABORTED``: not a client mistake; the edge drafter replays the round)."""
+    (``ABORTED``: not a client mistake; the edge drafter replays the round); final
+    (``FAILED_PRECONDITION``) when the pass alone held more than the budget."""
     call = pending.call
+    if pending.over_budget is not None:
+        held, budget = pending.over_budget
+        return RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"session {call.session_id!r}: the pass of its block at prefix_len "
+            f"{call.prefix_len}, waiting for draft hidden states, held {held} tokens (KV and "
+            f"{pending.num_hidden_evicted} target hidden rows, return_hidden), over "
+            f"kv_budget_tokens {budget} alone: sent again it would not fit either; nothing was "
+            "committed (raise kv_budget_tokens, or draft without target hidden states)",
+        )
     return RequestError(
         ErrorCode.ABORTED,
         f"session {call.session_id!r}: the pass of its block at prefix_len {call.prefix_len}, "

@@ -1,7 +1,7 @@
 """A semantic SH follow-up whose waiting pass lost its ``return_hidden`` rows under
 ``kv_budget_tokens`` is refused ``ABORTED`` (nothing committed): the edge drafter plays the
 round again on the same session, counted against its progress budget, over loopback gRPC
-with the tiny models; a pass that alone can never fit the budget gives up (``NoProgress``)."""
+with the tiny models; a pass that alone can never fit the budget fails at once."""
 
 from __future__ import annotations
 
@@ -139,31 +139,26 @@ def test_an_evicted_followup_is_replayed_with_the_roomy_servers_output(
     assert _sessions(tight_server) == 1  # the intruder's; the generation closed its own
 
 
-def test_a_pass_that_never_fits_the_budget_gives_up_naming_the_eviction(
+def test_a_pass_that_never_fits_the_budget_fails_at_once_naming_the_budget(
     serve: Any, draft_model: Any
 ) -> None:
-    """Budget 1: every waiting pass is evicted; the round is played 1 + 2 times, then the
-    generation gives up and closes its session."""
+    """Budget 1: the first waiting pass alone holds more. Sent again it would too: the
+    refusal is final (FAILED_PRECONDITION) and the generation fails on it, with no replay
+    (it was ABORTED and played 1 + 2 times before giving up), and closes its session."""
     server = serve(1)
     verifier = Intruded(server)
     verifier.intruded = True  # alone
-    with pytest.raises(NoProgress) as info:
+    with pytest.raises(RequestError) as info:
         _run(verifier, draft_model, max_reconnects=2)
-    assert len(verifier.aborted) == 3  # the round, then 2 replays
-    assert {e.message for e in verifier.aborted} == {verifier.aborted[0].message}
-    match = re.fullmatch(
-        r"gave up after 2 replays without a committed token \((\d+) committed; last error "
-        r"ABORTED: (.*)\)",
-        info.value.message,
+    assert not isinstance(info.value, NoProgress) and verifier.aborted == []
+    assert info.value.code is ErrorCode.FAILED_PRECONDITION
+    rows = len(PROMPT) + GAMMA  # the first round's pass: the prompt and its block
+    assert info.value.message == (
+        f"session 's': the pass of its block at prefix_len {len(PROMPT)}, waiting for draft "
+        f"hidden states, held {2 * rows} tokens (KV and {rows} target hidden rows, "
+        "return_hidden), over kv_budget_tokens 1 alone: sent again it would not fit either; "
+        "nothing was committed (raise kv_budget_tokens, or draft without target hidden states)"
     )
-    assert match is not None, info.value.message
-    assert match[2] == verifier.aborted[0].message
-    evicted = EVICTED.fullmatch(match[2])
-    assert evicted is not None
-    prefix_len = int(evicted[1])
-    assert prefix_len == len(PROMPT) + int(match[1])
-    assert int(evicted[2]) == prefix_len + GAMMA  # re-prefilled every pass: context + block
-    assert info.value.code is ErrorCode.UNAVAILABLE
     assert _sessions(server) == 0
 
 

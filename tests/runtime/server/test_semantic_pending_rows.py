@@ -117,3 +117,29 @@ def test_a_return_hidden_pass_waiting_counts_in_the_budget_and_evicted_is_sent_a
     assert decided.target_hidden is not None and roomy.target_hidden is not None
     assert np.array_equal(decided.target_hidden, roomy.target_hidden)
     assert engine.session_tokens("sh") == LONG + decided.committed_token_ids
+
+
+def test_a_return_hidden_pass_over_the_budget_alone_is_refused_for_good(
+    target: TransformersTarget, target_model: Any
+) -> None:
+    """808 tokens held on a budget of 800: evicted as soon as it waits, and sent again it
+    would hold as much. It was ABORTED, and the edge drafter played it again until its
+    progress budget ran out; now the refusal is final and says what would fit."""
+    engine, block = _setup(target, target_model, return_hidden=True, budget=800)
+    first = _verify(engine, VerifyCall("sh", len(LONG), block))
+    assert first.hidden_request is not None
+    assert engine.counters().num_evictions == 1  # its own pass, at once
+    wanted = rows(*SIGNS)[list(first.hidden_request)]
+    followup = VerifyCall("sh", len(LONG), block, payloads={DRAFT_HIDDEN: wanted})
+    engine.validate(followup, 16)
+    (refused,) = engine.verify_batch([followup])
+    assert isinstance(refused, RequestError) and refused.code is ErrorCode.FAILED_PRECONDITION
+    held = 2 * (len(LONG) + len(block))
+    assert refused.message == (
+        f"session 'sh': the pass of its block at prefix_len {len(LONG)}, waiting for draft "
+        f"hidden states, held {held} tokens (KV and {len(LONG) + len(block)} target hidden "
+        "rows, return_hidden), over kv_budget_tokens 800 alone: sent again it would not fit "
+        "either; nothing was committed (raise kv_budget_tokens, or draft without target "
+        "hidden states)"
+    )
+    assert engine.session_tokens("sh") == LONG  # nothing committed
