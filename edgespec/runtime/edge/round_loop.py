@@ -136,10 +136,13 @@ class RoundLoop:
     def _recover(self, exc: RequestError, sent: float, watch: ProgressWatch) -> None:
         """Let the round be played again after ``exc``: on the same session when the server
         aborted it, else on the lost session reopened; an error that is neither, or came
-        after ``retry_timeout_s``, is raised again."""
+        after ``retry_timeout_s``, is raised again (the session closed first, unless lost:
+        its KV would wait for the server's idle timeout)."""
         options, clock = self.options, self.clock
         survivable = exc.code in RECOVERABLE or exc.code in REPLAYED
         if not survivable or clock() - sent > options.retry_timeout_s:
+            if exc.code not in RECOVERABLE:  # the server holds it: free its KV now
+                close_quietly(self.verifier, self.session_id)
             raise exc
         if exc.code in REPLAYED:
             self._replay(exc, watch)

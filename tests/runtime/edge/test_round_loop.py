@@ -322,3 +322,29 @@ def test_a_feature_draft_reopens_with_hidden_rows() -> None:
         ("s", True),
         ("s#r1.1", True),
     ]
+
+
+@pytest.mark.parametrize(
+    ("code", "closed"),
+    [
+        (ErrorCode.INVALID_ARGUMENT, ["s"]),  # refused for good: the server still holds it
+        (ErrorCode.FAILED_PRECONDITION, ["s"]),
+        (ErrorCode.RESOURCE_EXHAUSTED, ["s"]),
+        (ErrorCode.ABORTED, ["s"]),  # past retry_timeout_s (below): still held
+        (ErrorCode.UNAVAILABLE, []),  # past retry_timeout_s: unreachable, nothing to close
+        (ErrorCode.NOT_FOUND, []),  # the server lost it already
+    ],
+)
+def test_a_round_that_fails_the_generation_closes_a_session_the_server_holds(
+    code: ErrorCode, closed: list[str]
+) -> None:
+    """A refused round used to leave its session open: its KV waited for the server's idle
+    timeout (300 s by default) after the generation had failed."""
+    clock = Clock()
+    verifier = Verifier(clock)
+    verifier.failures = [code]
+    options = DraftOptions(session_id="s", retry_backoff_s=0.0, retry_timeout_s=0.0)
+    with pytest.raises(RequestError) as info:
+        generate(verifier, Drafter(clock), PROMPT, GREEDY, options, clock=clock)
+    assert (info.value.code, info.value.message) == (code, "scripted failure")
+    assert verifier.closed == closed
