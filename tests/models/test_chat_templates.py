@@ -15,21 +15,14 @@ from edgespec.models.chat_templates import (
     gguf_template,
     with_chat_template,
 )
+from tests.word_tokenizer import make_word_tokenizer
 
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 
 
 def _tokenizer(extra: tuple[str, ...] = ("<end_of_turn>", "<start_of_turn>")) -> Any:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-
     words = ["<bos>", "<unk>", "hi", "there", *extra]
-    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.decoder = decoders.Fuse()
-    return transformers.PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<bos>", unk_token="<unk>",
-        additional_special_tokens=list(extra),
-    )  # fmt: skip
+    return make_word_tokenizer(words, unk_token="<unk>", bos_token="<bos>", special_tokens=extra)
 
 
 def test_gemma3_turns_as_google_publishes_them() -> None:

@@ -6,22 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
 
 from edgespec.cli import main
 from edgespec.learn.traces.records import read_trace
 from tests.models.tiny import VOCAB, tiny_draft, tiny_target
-
-
-def _tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2} | {f"w{i}": i for i in range(3, VOCAB)}
-    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="w3"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    # transformers' tokenizer constructor is unannotated
-    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
-        tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>"
-    )
+from tests.word_tokenizer import make_word_tokenizer, word_vocab
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +18,11 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("pair")
     target = tiny_target()
     target.save_pretrained(root / "target")
-    _tokenizer().save_pretrained(root / "target")
+    words = word_vocab(VOCAB, {0: "<pad>", 1: "<eos>", 2: "<bos>"})  # tiny.SPECIAL's ids
+    make_word_tokenizer(
+        words, unk_token="w3", unk_special=False, fuse=False,
+        bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+    ).save_pretrained(root / "target")  # fmt: skip
     tiny_draft(list(range(0, VOCAB, 2))).save(root / "draft")
     return root / "target", root / "draft"
 

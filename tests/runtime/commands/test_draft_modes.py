@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
 
 from edgespec.cli import main
 from edgespec.models import loading
@@ -23,18 +21,9 @@ from edgespec.runtime.wire import grpc_client
 from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import start_server
+from tests.word_tokenizer import make_word_tokenizer
 
 PROMPT = (1, 2, 3)
-
-
-def _tokenizer(vocab_size: int) -> Any:
-    """Words ``w0`` … ``w{V-1}`` as ids 0 … V−1; decoding joins them without spaces, so
-    chunks decoded one by one read as the whole output decoded at once."""
-    vocab = {f"w{i}": i for i in range(vocab_size)}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.decoder = decoders.Fuse()
-    return PreTrainedTokenizerFast(tokenizer_object=core, unk_token="w0")  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +31,7 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory, target_model: Any) -> Pa
     """The tiny target saved with a tokenizer: a draft (or target) that has one."""
     directory = tmp_path_factory.mktemp("with-tokenizer")
     target_model.save_pretrained(directory)
-    _tokenizer(target_model.config.vocab_size).save_pretrained(directory)
+    make_word_tokenizer(target_model.config.vocab_size).save_pretrained(directory)
     return directory
 
 
@@ -88,7 +77,7 @@ def test_centralized_text_prompt_stats_and_records_without_loading_weights(
     argv += ["--draft", name, "--prompt", "w1 w2 w3", "--max-new-tokens", "6"]
     assert main([*argv, "--records", str(records)]) == 0
     out = capsys.readouterr()
-    decoded: str = _tokenizer(64).decode(list(_reference(target, 6)))
+    decoded: str = make_word_tokenizer(64).decode(list(_reference(target, 6)))
     assert out.out == decoded + "\n"
     assert out.err.startswith("[centralized: 6 tokens, ") and "tok/s, first token " in out.err
     (row,) = _rows(records)
@@ -104,7 +93,7 @@ def test_distributed_prints_text_with_the_servers_tokenizer_and_the_same_stats(
     argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram"]
     assert main([*argv, "--prompt", "w1 w2 w3", "--max-new-tokens", "6"]) == 0
     out = capsys.readouterr()
-    decoded: str = _tokenizer(64).decode(list(_reference(target, 6)))
+    decoded: str = make_word_tokenizer(64).decode(list(_reference(target, 6)))
     assert out.out == decoded + "\n"
     assert out.err.startswith("[distributed: 6 tokens, ") and "first token " in out.err
     assert " rounds, " in out.err and "accepted per round" in out.err
@@ -119,7 +108,7 @@ def test_compare_runs_both_modes_and_checks_the_outputs(
     argv += ["--prompt-ids", "1,2,3", "--max-new-tokens", "8", "--records", str(records)]
     assert main(argv) == 0
     out = capsys.readouterr()
-    text: str = _tokenizer(64).decode(list(_reference(target, 8)))
+    text: str = make_word_tokenizer(64).decode(list(_reference(target, 8)))
     assert out.out == (
         f"centralized (the server decodes alone):\n{text}\n"
         f"distributed (drafted here, verified by the server):\n{text}\n"

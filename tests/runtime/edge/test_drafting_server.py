@@ -17,8 +17,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
@@ -34,6 +32,7 @@ from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import start_server
 from tests.runtime.device import on_test_device
+from tests.word_tokenizer import make_word_tokenizer
 
 EOS = 1  # has no special meaning to the tiny target unless its backend is told so
 
@@ -247,10 +246,7 @@ def draft_dir(tmp_path_factory: pytest.TempPathFactory, draft_model: Any) -> Pat
     """The tiny draft saved with a tokenizer (words ``w0`` … as ids 0 …)."""
     directory = tmp_path_factory.mktemp("draft")
     draft_model.save_pretrained(directory)
-    core = Tokenizer(models.WordLevel({f"w{i}": i for i in range(VOCAB)}, unk_token="w0"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="w0")  # type: ignore[no-untyped-call]
-    tokenizer.save_pretrained(directory)
+    make_word_tokenizer(VOCAB, fuse=False).save_pretrained(directory)
     return directory
 
 

@@ -13,8 +13,6 @@ openai = pytest.importorskip("openai")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
-from transformers import PreTrainedTokenizerFast  # noqa: E402
 
 from edgespec.config import from_dict  # noqa: E402
 from edgespec.runtime.backends.transformers_backend import TransformersTarget  # noqa: E402
@@ -26,6 +24,7 @@ from edgespec.runtime.openai_api.serve import ApiThread  # noqa: E402
 from edgespec.runtime.wire.grpc_client import RemoteVerifier  # noqa: E402
 from edgespec.runtime.wire.grpc_server import ServerThread  # noqa: E402
 from tests.runtime.conftest import start_server  # noqa: E402
+from tests.word_tokenizer import make_word_tokenizer  # noqa: E402
 
 MODEL = "tiny"
 LIMITS = Limits(max_body_bytes=4096, max_prompt_tokens=64, max_tokens=4000)
@@ -33,14 +32,9 @@ CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
 
 
 def word_tokenizer(vocab_size: int, chat: bool = True) -> Any:
-    """Words ``w0`` … ``w{V-1}`` as ids; decoding joins them without spaces; ``chat``: a
-    template that joins the messages' contents."""
-    core = Tokenizer(models.WordLevel({f"w{i}": i for i in range(vocab_size)}, unk_token="w0"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.decoder = decoders.Fuse()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="w0")  # type: ignore[no-untyped-call]
-    tokenizer.chat_template = CHAT_TEMPLATE if chat else None
-    return tokenizer
+    """Words ``w0`` … ``w{V-1}`` as ids (:mod:`tests.word_tokenizer`); decoding joins them
+    without spaces; ``chat``: a template that joins the messages' contents."""
+    return make_word_tokenizer(vocab_size, chat_template=CHAT_TEMPLATE if chat else None)
 
 
 def free_port() -> int:

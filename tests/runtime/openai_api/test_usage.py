@@ -13,8 +13,6 @@ from typing import Any
 
 import openai
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-from transformers import PreTrainedTokenizerFast
 
 from edgespec.config import from_dict
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
@@ -26,6 +24,7 @@ from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import start_server
 from tests.runtime.openai_api.conftest import CHAT_TEMPLATE, LIMITS, MODEL
+from tests.word_tokenizer import make_word_tokenizer, word_vocab
 
 PROMPT = (5, 6, 7)
 
@@ -37,21 +36,6 @@ def greedy(target: TransformersTarget) -> tuple[int, ...]:
     return tuple(tokens)
 
 
-def _tokenizer(end_of_turn: int, eos: int) -> Any:
-    """Words ``w0`` … ``w63``, but ``end_of_turn`` is ``<end_of_turn>`` (a template's end
-    of turn) and ``w{eos}`` the tokenizer's EOS; both special (not in the text)."""
-    vocab = {f"w{i}": i for i in range(64) if i != end_of_turn} | {"<end_of_turn>": end_of_turn}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    core.decoder = decoders.Fuse()
-    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
-        tokenizer_object=core, unk_token="w0", eos_token=f"w{eos}",
-        extra_special_tokens=["<end_of_turn>"],
-    )  # fmt: skip
-    tokenizer.chat_template = CHAT_TEMPLATE + "{# each turn ends with <end_of_turn> #}"
-    return tokenizer
-
-
 @pytest.fixture(scope="module")
 def client(target_model: Any, greedy: tuple[int, ...]) -> Iterator[Any]:
     target = TransformersTarget(target_model, eos_token_ids=frozenset({greedy[5]}))
@@ -59,7 +43,14 @@ def client(target_model: Any, greedy: tuple[int, ...]) -> Iterator[Any]:
     address = f"127.0.0.1:{server.port}"
     window = {"name": "static", "params": {"gamma": 8}}
     config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft", "window": window})
-    setup = EdgeSetup(config, target_model, _tokenizer(greedy[2], greedy[5]), 64, 24,
+    # words w0 … w63, but greedy[2] is <end_of_turn> (a template's end of turn) and
+    # w{greedy[5]} the tokenizer's EOS; both special (not in the text)
+    tokenizer = make_word_tokenizer(
+        word_vocab(64, {greedy[2]: "<end_of_turn>"}), eos_token=f"w{greedy[5]}",
+        special_tokens=["<end_of_turn>"],
+        chat_template=CHAT_TEMPLATE + "{# each turn ends with <end_of_turn> #}",
+    )  # fmt: skip
+    setup = EdgeSetup(config, target_model, tokenizer, 64, 24,
                       (RemoteVerifier(address, timeout_s=10.0),))  # fmt: skip
     api = ApiThread(build_app(setup, ApiConfig(MODEL, limits=LIMITS)), "127.0.0.1").start()
     yield openai.OpenAI(base_url=f"http://127.0.0.1:{api.port}/v1", api_key="unused",
