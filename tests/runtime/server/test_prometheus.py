@@ -124,3 +124,22 @@ def test_batches_are_observed_in_the_batch_histograms() -> None:
     assert m.batch_seconds.count == 1
     assert m.batch_seconds.sum == pytest.approx(0.02)
     assert dataclasses.replace(m.stats).num_batches == 1
+
+
+def test_every_metric_the_docs_name_is_one_the_server_or_endpoint_exports() -> None:
+    """DEPLOY.md named edgespec_num_cached_tokens, edgespec_num_cached_bytes and
+    edgespec_num_reprefills_total: an alert on them watches an empty series."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    docs = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    named = {m for p in docs for m in re.findall(r"\bedgespec_[a-z_]+", p.read_text())}
+    exported = {name for name, _ in _samples()}
+    exported |= {f"{name}_bucket" for name, _ in _samples() if name.endswith("_count")}
+    exported |= {name.removesuffix("_count") for name, _ in _samples() if name.endswith("_count")}
+    endpoint = "\n".join(p.read_text() for p in (root / "edgespec/runtime/openai_api").glob("*.py"))
+    exported |= {
+        f"edgespec_openai_{n}" for n in re.findall(r'\("([a-z_]+)", "(?:gauge|counter)"', endpoint)
+    }
+    assert len(named) > 20 and not named - exported, sorted(named - exported)
