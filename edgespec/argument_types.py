@@ -196,3 +196,24 @@ def _float(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
+def server_address_problem(address: str) -> str | None:
+    """Why ``address`` is not a verification server's ``host:port`` (``None``: it is); one
+    rule for ``draft``'s config and every ``--server`` flag."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        return f"expected host:port with a port in 1..65535, got {address!r}"
+    if "/" in host or "@" in host:  # gRPC took it, then failed: "Misformatted domain name"
+        return (
+            "expected host:port without a scheme, path or user (gRPC speaks to host:port "
+            f"itself), got {address!r}"
+        )
+    return None
+
+
+def server_address(text: str) -> str:
+    """A ``--server`` flag's ``host:port`` (:func:`server_address_problem`)."""
+    if (problem := server_address_problem(text)) is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text

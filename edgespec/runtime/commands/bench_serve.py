@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from edgespec.argument_types import (
     positive_int,
     seed_int,
+    server_address,
     synthetic_hidden,
     synthetic_layers,
     torch_threads,
@@ -56,7 +57,10 @@ OWN_SERVER_DEFAULTS: dict[str, Any] = {
 def add_arguments(p: argparse.ArgumentParser) -> None:
     where = p.add_argument_group("the server")
     where.add_argument(
-        "--server", metavar="HOST:PORT", help="a running server (default: start one)"
+        "--server",
+        metavar="HOST:PORT",
+        type=server_address,
+        help="a running server (default: start one)",
     )
     where.add_argument("--auth-token", help="--server's bearer token (default: none)")
     where.add_argument("--tls-ca", metavar="PEM", help="--server's CA (default: plaintext)")

@@ -8,7 +8,7 @@ import math
 import os
 import secrets
 
-from edgespec.argument_types import token_ids
+from edgespec.argument_types import server_address, token_ids
 from edgespec.arguments import add_device_arguments, add_threads, add_verbose
 from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.output_paths import output_file
@@ -35,7 +35,9 @@ def default_client_id() -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server", required=True, help="host:port of an edgespec serve")
+    parser.add_argument(
+        "--server", required=True, type=server_address, help="host:port of an edgespec serve"
+    )
     parser.add_argument(
         "--draft", required=True, help="draft model (HF directory or name, e.g. gemma3-270m-draft)"
     )

@@ -7,6 +7,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Literal
 
+from edgespec.argument_types import server_address_problem
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.link_delay import link_setting_problem
 from edgespec.core.tree import parse_branching
@@ -130,11 +131,8 @@ class DrafterConfig:
         if not 0.0 <= self.tree_min_prob < 1.0:
             raise ConfigError("tree_min_prob", f"must be in [0, 1), got {self.tree_min_prob}")
         for address in self.servers:
-            host, _, port = address.rpartition(":")
-            if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-                raise ConfigError(
-                    "server", f"expected host:port with a port in 1..65535, got {address!r}"
-                )
+            if (problem := server_address_problem(address)) is not None:
+                raise ConfigError("server", problem)
         if self.routing.name not in ROUTING:
             raise ConfigError(
                 "routing.name",

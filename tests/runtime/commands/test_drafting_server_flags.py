@@ -135,3 +135,21 @@ def test_a_close_has_its_own_deadline(silent_server: str) -> None:
     finally:
         client.close_channel()
     assert failed.value.code is ErrorCode.UNAVAILABLE and time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("command", [["drafting-server", "--draft", "d"], ["bench", "serve"]])
+def test_a_server_address_with_a_scheme_is_a_usage_error(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """http://127.0.0.1:1 was taken, then failed in gRPC ("Misformatted domain name")."""
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--server", "http://127.0.0.1:1"])
+    assert exited.value.code == 2
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .endswith(
+            "error: argument --server: expected host:port without a scheme, path or user (gRPC "
+            "speaks to host:port itself), got 'http://127.0.0.1:1'"
+        )
+    )

@@ -166,6 +166,11 @@ def test_drafter_link_settings_a_round_can_sleep(name: str, value: float, proble
             "'server': expected host:port with a port in 1..65535, got ':50051'",
         ),
         ({"server": "h:x"}, "'server': expected host:port with a port in 1..65535, got 'h:x'"),
+        (  # was accepted, then gRPC's "Misformatted domain name" after the draft loaded
+            {"server": "http://127.0.0.1:50051"},
+            "'server': expected host:port without a scheme, path or user (gRPC speaks to "
+            "host:port itself), got 'http://127.0.0.1:50051'",
+        ),
         ({"routing": {"name": "rr"}}, "'routing.name': unknown routing policy 'rr'; known: "),
         ({"tree": "2,2"}, "'tree': needs a neural draft model (ngram drafts chains)"),
         (
