@@ -182,8 +182,9 @@ def _run_plain(args: argparse.Namespace, data: dict[str, Any], scenario: Any, ou
         console.print(f"handler set: {sim.path}")
     console.print(
         f"{scenario.name}: {plain(sim.num_rounds)} rounds, {plain(metrics.num_requests)} "
-        f"requests, {plain(sim.duration_s, 6)} s simulated in {fixed(wall_s, 2)} s wall → {out}"
-    )
+        f"requests, {plain(sim.duration_s, 6)} s simulated in {fixed(wall_s, 2)} s wall → {out}",
+        highlight=False, markup=False, soft_wrap=True,  # one line, the folder as it is
+    )  # fmt: skip
     return 0
 
 
@@ -292,6 +293,7 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path) -> i
         f"{data.get('name', 'scenario')}: {plain(run.num_rounds)} rounds in "
         f"{len(run.shards)} shards ({args.engine}, {args.workers} workers), "
         f"{plain(run.metrics.num_requests)} requests, {plain(run.metrics.duration_s, 6)} s "
-        f"simulated in {fixed(wall_s, 2)} s wall → {out}"
-    )
+        f"simulated in {fixed(wall_s, 2)} s wall → {out}",
+        highlight=False, markup=False, soft_wrap=True,
+    )  # fmt: skip
     return 0

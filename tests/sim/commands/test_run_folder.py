@@ -232,3 +232,15 @@ def test_a_run_that_fails_at_set_up_leaves_no_run_behind_and_the_folder_free(
     )
     assert not out.exists()
     assert main(["sim", str(path), *QUIET, "--out", str(out)]) == 0
+
+
+def test_the_last_line_names_the_run_folder_whole_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not on a terminal, the line wrapped at 80 columns before the folder, and a folder
+    with brackets lost them to rich's markup."""
+    path = write(tmp_path, tiny_scenario(duration_s=3.0))
+    out = tmp_path / ("a-long-folder-name-" * 4) / "[run]"
+    assert main(["sim", str(path), "--quiet", "--out", str(out)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert re.fullmatch(rf"tiny: .* s wall → {re.escape(str(out))}", last), last
