@@ -188,3 +188,20 @@ def test_serve_help_states_the_listening_and_tls_defaults() -> None:
     assert "private key file of --tls-cert (give both or neither)" in str(serve["--tls-key"].help)
     assert "on --host" in str(serve["--prometheus-port"].help)
     assert "default: plaintext" in str(_options("draft")["--tls-ca"].help)
+
+
+def test_every_console_prints_text_as_it_is() -> None:
+    """A rich Console parses ``[...]`` as markup by default: ``edgespec sim`` printed the run
+    folder ``runs/[x]`` as ``runs/``. Paths, names and prompts are the user's: every Console
+    the package makes takes ``markup=False`` (a style is passed as ``style=``)."""
+    import re
+
+    package = Path(__file__).resolve().parents[1] / "edgespec"
+    calls = [
+        (str(path.relative_to(package.parent)), call)
+        for path in sorted(package.rglob("*.py"))
+        for call, probe in re.findall(r"\bConsole\((.*?)\)(\.width)?", path.read_text())
+        if not probe  # a Console asked for the terminal's width prints nothing
+    ]
+    assert len(calls) >= 15
+    assert [c for c in calls if "markup=False" not in c[1]] == []

@@ -108,7 +108,7 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or Console(markup=False)
     m = metrics
     lat = Table(title="latency (ms)", title_justify="left", box=None, pad_edge=False)
     lat.add_column("")
@@ -180,7 +180,7 @@ def print_runs(
     headers are their full keys."""
     from rich.console import Console
 
-    console = console or Console()
+    console = console or Console(markup=False)
     keys = list(rows[0][0]) if rows else []
     names = ["goodput tok/s", "TPOT p50 ms", "acceptance", "SLO violation", "server util"]
     console.print(

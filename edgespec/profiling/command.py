@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
 
     device_placement(args)  # a GPU this machine lacks fails before anything loads
     torch.set_num_threads(args.threads)
-    console = Console(stderr=True, width=max(Console(stderr=True).width, 140))
+    console = Console(stderr=True, markup=False, width=max(Console(stderr=True).width, 140))
     spec = grid_spec(args)
     try:
         resume = read_checkpoint(args, spec)

@@ -104,5 +104,5 @@ def print_claims(
     rows: Sequence[ClaimRow], console: Console | None = None, *, quick: bool = False
 ) -> None:
     """Print the claims table (:func:`claims_renderable`) at the console's width."""
-    console = console or Console()
+    console = console or Console(markup=False)
     console.print(claims_renderable(rows, console.width, quick=quick))

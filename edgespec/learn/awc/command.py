@@ -244,7 +244,7 @@ def run_data(args: argparse.Namespace) -> int:
     check_workers(args.workers, args.address)
     weights = objective_weights(args)
     grid = scenario_grid(args)
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False)
     trace = args.workload_trace
     if trace is not None and not trace.is_file():
         raise UserInputError(f"--workload-trace {trace}: no such file")

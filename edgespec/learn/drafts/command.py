@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.models.loading import load_model
 
     job = draft_job(args)
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     with console.status(f"loading target {job.target}"):

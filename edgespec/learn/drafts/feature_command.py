@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         time_budget_s=args.train_minutes * 60,
         seed=args.seed,
     )
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     with console.status(f"loading target {args.target}"):
@@ -182,7 +182,7 @@ def _featurize(args: argparse.Namespace, target: Any, shards: list[Path], consol
         done = ft.featurize_shards(target.model, shards, args.features_dir, deadline, on_shard)
         update(completed=len(done))
     if len(done) < len(shards):
-        console.print(f"[yellow]features budget: {len(done)} of {len(shards)} shards[/]")
+        console.print(f"features budget: {len(done)} of {len(shards)} shards", style="yellow")
     return done
 
 

@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.stop.study import StudySettings, run_study
 
     torch.set_num_threads(args.threads)  # this command owns its process
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False)
     records = read_records(args.traces)
     if args.k_max < 1:
         raise UserInputError(f"--k-max must be >= 1, got {args.k_max}")

@@ -131,9 +131,9 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.models.loading import load_model
     from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False)
     if not console.is_terminal:
-        console = Console(stderr=True, width=180)
+        console = Console(stderr=True, markup=False, width=180)
     problem = check_args(args)
     if problem is not None:
         console.print(f"edgespec trace: {problem}")

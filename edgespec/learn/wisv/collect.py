@@ -181,7 +181,9 @@ def _capturer(config: DataConfig) -> Callable[[DataPrompt], PromptCapture]:
     from edgespec.runtime.backends.transformers_backend import eos_ids
 
     torch.set_num_threads(config.threads)
-    with Console(stderr=True).status(f"loading target {config.target} and draft {config.draft}"):
+    with Console(stderr=True, markup=False).status(
+        f"loading target {config.target} and draft {config.draft}"
+    ):
         target = load_model(config.target, require_tokenizer=True, verbose=config.verbose)
         draft = load_model(config.draft, target=target, verbose=config.verbose)
     layout = attention_layout(target.model)
@@ -210,7 +212,7 @@ def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt], store: Shard
     from edgespec.models.loading import library_output
 
     todo = [p for p in prompts if not store.done(p.index)]
-    console = Console(stderr=True)
+    console = Console(stderr=True, markup=False)
     if len(todo) < len(prompts):
         console.print(f"{store.folder}: {len(prompts) - len(todo)} prompts captured before")
     if not todo:

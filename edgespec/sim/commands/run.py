@@ -108,7 +108,7 @@ def _run_sweep(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int
         executor=make_executor(args.workers, args.engine, args.address),
     )
     json_path, csv_path = write_sweep(out / "sweep", points)
-    console = Console()
+    console = Console(markup=False)
     print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
     console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}")
     return 0
@@ -149,7 +149,7 @@ def _run_capacity(
     if result.capacity is None:
         bound = f" (even {args.capacity}={plain(args.lo)} violates more than epsilon)"
     probes = sorted(result.probes, key=lambda p: p.value)
-    console = Console()
+    console = Console(markup=False)
     print_runs([({args.capacity: p.value}, p.metrics) for p in probes], console, "probes")
     console.print(
         f"capacity {args.capacity} at epsilon={setting(args.epsilon)}"
@@ -175,7 +175,7 @@ def _run_plain(args: argparse.Namespace, data: dict[str, Any], scenario: Any, ou
     wall_s = time.perf_counter() - started
     metrics = files.finish(sim.duration_s, sim.num_servers)
     _write_run_folder(args, data, out, metrics)
-    console = Console()
+    console = Console(markup=False)
     print_summary(metrics, console)
     _print_semantic(data, metrics, console)
     if args.verbose:
@@ -281,7 +281,7 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path) -> i
         for s in run.shards
     ]
     (out / "shards.json").write_text(json.dumps(shards, indent=2) + "\n")
-    console = Console()
+    console = Console(markup=False)
     print_summary(run.metrics, console)
     _print_semantic(data, run.metrics, console)
     if len(run.shards) < args.shards:  # at most one shard per cell

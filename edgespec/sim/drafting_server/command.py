@@ -51,7 +51,7 @@ def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any]) 
     out.mkdir(parents=True, exist_ok=True)
     (out / "pipeline.json").write_text(json.dumps(run_record(run), indent=2) + "\n")
     (out / "scenario.yaml").write_text(dump_yaml(data, sort_keys=False))
-    console = Console()
+    console = Console(markup=False)
     for line in report_lines(run):
         console.print(line, highlight=False, markup=False, soft_wrap=True)
     console.print(
