@@ -12,6 +12,8 @@
 * :mod:`.stop_arguments` — ``--stop-predictor`` / ``--stop-threshold``, shared by ``edgespec
   draft`` and ``edgespec trace``;
 * :mod:`.cpus` — ``--cpus``: a command's process bound to CPUs of its own;
+* :mod:`.stages` — ``Stages``: ``edgespec serve``'s and ``edgespec draft``'s start-up, each
+  stage said on stderr as it starts;
 * :mod:`.drafting_server`, :mod:`.drafting_server_arguments` — ``edgespec drafting-server``
   and its flags (checked before the server is asked or the draft loads);
 * :mod:`.bench_serve`, :mod:`.bench_prefix` — ``edgespec bench serve`` (the load generator is

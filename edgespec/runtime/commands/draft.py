@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from edgespec.core.sequences import first_difference
 from edgespec.runtime.commands.cpus import pin_to_cpus
 from edgespec.runtime.commands.draft_arguments import add_arguments, overrides
 from edgespec.runtime.commands.draft_run import DraftRun
+from edgespec.runtime.commands.stages import Stages
 from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
 
 __all__ = ["add_arguments", "run"]
@@ -70,12 +71,14 @@ def _routed_verifier(config: Any) -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     """Check the arguments, reach the server, then load what the mode needs and run it:
-    nothing slow happens before a bad flag or an unreachable server is reported."""
+    nothing slow happens before a bad flag or an unreachable server is reported. Each slow
+    stage is said on stderr as it starts, and ``ready`` before the first round."""
     from edgespec.config import ConfigError, load_config
     from edgespec.models.registry import resolve_model
     from edgespec.runtime.edge.config import DrafterConfig
     from edgespec.runtime.wire.emulated_link import check_link_mode
 
+    say = Stages("draft")
     config = load_config(DrafterConfig, args.config, overrides(args))
     stop = stop_policy_from_args(args)
     if stop is not None and args.mode != "distributed":
@@ -100,30 +103,41 @@ def _run(args: argparse.Namespace) -> int:
     placement = draft_placement(args)
     pin_to_cpus(args.cpus)
     if args.serve_openai is not None:
-        return _serve_openai(args, config, stop, placement)
+        return _serve_openai(args, config, stop, placement, say)
     if args.mode == "distributed" and config.draft != "ngram":
         resolve_model(config.draft)  # an unknown draft is named before the server is reached
-    verifier = _routed_verifier(config)
-    vocab_size = verifier.vocab_size()  # reaches the server before anything loads
-    draft = _load_draft(config, args, placement) if args.mode == "distributed" else None
-    tokenizer = _tokenizer(args, config, verifier, draft, needed=prompt_ids is None)
+    verifier, vocab_size = _connect(config, say)
+    draft = _load_draft(config, args, placement, say) if args.mode == "distributed" else None
+    tokenizer = _tokenizer(args, config, verifier, draft, prompt_ids is None, say)
     prompt = prompt_ids if prompt_ids is not None else tuple(tokenizer(args.prompt)["input_ids"])
     run = DraftRun(config, verifier, prompt, tokenizer, args.seed)
     if args.compare:
-        return _compare(run, draft, vocab_size, window, stop, args)
+        return _compare(run, draft, vocab_size, window, stop, args, say.done)
     if args.mode != "distributed":
-        outcome = run.server_side(fused=args.mode == "fused")
+        outcome = run.server_side(fused=args.mode == "fused", ready=say.done)
     else:
-        outcome = run.distributed(draft, vocab_size, window, stop, args.records is not None)
+        keep = args.records is not None
+        outcome = run.distributed(draft, vocab_size, window, stop, keep, ready=say.done)
     outcome.report(args.mode)
     if args.records:
         outcome.write_records(args.records)
     return 0
 
 
-def _serve_openai(args: argparse.Namespace, config: Any, stop: Any, placement: Any) -> int:
+def _connect(config: Any, say: Stages) -> tuple[Any, int]:
+    """The verifier (said as it is reached) and its vocabulary size: the server is reached
+    before anything loads."""
+    say(f"connecting to {', '.join(config.servers)}")
+    verifier = _routed_verifier(config)
+    return verifier, verifier.vocab_size()
+
+
+def _serve_openai(
+    args: argparse.Namespace, config: Any, stop: Any, placement: Any, say: Stages
+) -> int:
     """``--serve-openai``: the flags checked, the server reached, the draft and tokenizer
-    loaded, then the endpoint served until interrupted (edgespec.runtime.openai_api)."""
+    loaded (each said as it starts), then the endpoint served until interrupted
+    (edgespec.runtime.openai_api), which says where it listens."""
     from edgespec.runtime.openai_api import serve
     from edgespec.runtime.openai_api.schema import Limits
     from edgespec.runtime.wire.ports import ensure_port_free
@@ -135,22 +149,22 @@ def _serve_openai(args: argparse.Namespace, config: Any, stop: Any, placement: A
     serve.check_limits(config.max_new_tokens, limits)
     concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued)
     ensure_port_free(host, port)  # before the server is reached or the draft loads
-    verifier = _routed_verifier(config)
-    vocab_size = verifier.vocab_size()  # reaches the server before anything loads
-    draft = _load_draft(config, args, placement)
-    tokenizer = _tokenizer(args, config, verifier, draft, needed=True)
+    verifier, vocab_size = _connect(config, say)
+    draft = _load_draft(config, args, placement, say)
+    tokenizer = _tokenizer(args, config, verifier, draft, True, say)
     return serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size,
                               limits, concurrency=concurrency)  # fmt: skip
 
 
 def _compare(
-    run: DraftRun, draft: Any, vocab_size: int, window: Any, stop: Any, args: argparse.Namespace
-) -> int:
-    """``--compare``: centralized, then distributed, on the same prompt, each output under
-    its label on stdout; the speed-up, and whether the outputs are token-identical (exit 1
-    when they are not)."""
+    run: DraftRun, draft: Any, vocab_size: int, window: Any, stop: Any,
+    args: argparse.Namespace, ready: Callable[[], None],
+) -> int:  # fmt: skip
+    """``--compare``: centralized (``ready`` before its first token is asked for), then
+    distributed, on the same prompt, each output under its label on stdout; the speed-up,
+    and whether the outputs are token-identical (exit 1 when they are not)."""
     print("centralized (the server decodes alone):", flush=True)
-    central = run.server_side(fused=False)
+    central = run.server_side(fused=False, ready=ready)
     central.report("centralized")
     print("distributed (drafted here, verified by the server):", flush=True)
     spec = run.distributed(draft, vocab_size, window, stop, args.records is not None)
@@ -205,37 +219,38 @@ def draft_placement(args: argparse.Namespace) -> Any:
     return device_placement(args)
 
 
-def _load_draft(config: Any, args: argparse.Namespace, placement: Any) -> Any:
-    """The draft model on ``--backend`` (with its tokenizer) on ``placement``'s device, or
-    ``None`` for prompt lookup."""
+def _load_draft(config: Any, args: argparse.Namespace, placement: Any, say: Stages) -> Any:
+    """The draft model on ``--backend`` (with its tokenizer) on ``placement``'s device (said
+    as it starts), or ``None`` for prompt lookup."""
     from edgespec.runtime.edge.draft_backends import load_draft_model
 
+    if config.draft != "ngram":
+        say(f"loading the draft {config.draft}")
     return load_draft_model(config.draft, args.backend, args.verbose, placement)
 
 
 def _tokenizer(
-    args: argparse.Namespace, config: Any, verifier: Any, draft: Any, needed: bool
+    args: argparse.Namespace, config: Any, verifier: Any, draft: Any, needed: bool, say: Stages
 ) -> Any:
     """``--tokenizer``'s; else the loaded draft's; else the draft's by its name, or the
-    server's target's by the name the server gives (a tokenizer alone: no weights load);
-    ``None`` when there is none, a :class:`ConfigError` then if a text prompt ``needed``
-    one."""
+    server's target's by the name the server gives (a tokenizer alone: no weights load; each
+    load said as it starts); ``None`` when there is none, a :class:`ConfigError` then if a
+    text prompt ``needed`` one."""
     from edgespec.config import ConfigError
-    from edgespec.models.loading import load_tokenizer
 
     if args.tokenizer:
-        tokenizer = load_tokenizer(args.tokenizer, args.verbose)
+        tokenizer = _load_tokenizer(args.tokenizer, args.verbose, say)
         if tokenizer is None:
             raise ConfigError("tokenizer", f"no tokenizer found at {args.tokenizer!r}")
         return tokenizer
     if draft is not None and draft.tokenizer is not None:
         return draft.tokenizer
     if draft is None and config.draft not in (None, "ngram"):
-        tokenizer = load_tokenizer(config.draft, args.verbose)
+        tokenizer = _load_tokenizer(config.draft, args.verbose, say)
         if tokenizer is not None:
             return tokenizer
     target = verifier.target_name()
-    tokenizer = load_tokenizer(target, args.verbose) if target else None
+    tokenizer = _load_tokenizer(target, args.verbose, say) if target else None
     if tokenizer is None and needed:
         where = (
             f"nor has the server's target {target!r} one here"
@@ -247,3 +262,12 @@ def _tokenizer(
             "(--tokenizer MODEL, or --prompt-ids)",
         )  # fmt: skip
     return tokenizer
+
+
+def _load_tokenizer(name: str, verbose: bool, say: Stages) -> Any:
+    """The tokenizer ``name`` gives, said as it starts (transformers' import and the
+    tokenizer's files take seconds); ``None`` when it gives none."""
+    from edgespec.models.loading import load_tokenizer
+
+    say(f"loading the tokenizer {name}")
+    return load_tokenizer(name, verbose)

@@ -100,8 +100,9 @@ class DraftRun:
             sys.stdout.write(f"{list(tokens)} ")
         sys.stdout.flush()
 
-    def server_side(self, fused: bool) -> Outcome:
-        """Centralized (the server decodes alone) or fused (the server drafts too)."""
+    def server_side(self, fused: bool, ready: Callable[[], None] | None = None) -> Outcome:
+        """Centralized (the server decodes alone) or fused (the server drafts too);
+        ``ready`` is called just before the first token is asked for."""
         from edgespec.runtime.messages import SessionSpec
 
         config = self.config
@@ -110,6 +111,8 @@ class DraftRun:
                            config.slo_class)  # fmt: skip
         gamma = int(config.window.params.get("gamma", 4))
         output: list[int] = []
+        if ready is not None:
+            ready()
         arrival = self.clock()
         first = None
         for chunk in self.verifier.generate(spec, fused=fused, gamma=gamma):
@@ -127,9 +130,11 @@ class DraftRun:
         return Outcome(tuple(output), request)
 
     def distributed(
-        self, draft: Any, vocab_size: int, window: Any, stop: Any, keep_rounds: bool
-    ) -> Outcome:
-        """Draft here, verify on the server (through the emulated link when configured)."""
+        self, draft: Any, vocab_size: int, window: Any, stop: Any, keep_rounds: bool,
+        ready: Callable[[], None] | None = None,
+    ) -> Outcome:  # fmt: skip
+        """Draft here, verify on the server (through the emulated link when configured);
+        ``ready`` is called just before the first round, once the drafter is built."""
         from edgespec.config import ConfigError
         from edgespec.runtime.backends.base import hidden_state_drafter, stopping_drafter
         from edgespec.runtime.edge.draft_backends import make_drafter
@@ -166,6 +171,8 @@ class DraftRun:
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
                                progress=budget)  # fmt: skip
         linked = wrap_verifier(self.verifier, config)  # itself unless a link_* setting
+        if ready is not None:
+            ready()
         result = generate(linked, drafter, self.prompt, self._sampling(), options, window,
                           self.show, stop=stop, semantic=semantic)  # fmt: skip
         sys.stdout.write("\n")

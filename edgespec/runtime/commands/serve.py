@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from collections.abc import Callable
 from typing import Any
 
 from edgespec.runtime.commands.cpus import pin_to_cpus
@@ -21,6 +19,7 @@ from edgespec.runtime.commands.serve_service import (
     semantic_head,
 )
 from edgespec.runtime.commands.serve_target import TargetChoice, load_target, target_choice
+from edgespec.runtime.commands.stages import Stages
 
 __all__ = ["add_arguments", "run"]
 
@@ -151,7 +150,7 @@ async def _serve(
     from edgespec.runtime.wire.grpc_server import start_server
 
     check_before_loading(config, draft_name, threads)
-    say = Stages()
+    say = Stages("serve")
     target = load_target(choice or TargetChoice("transformers"), config, verbose, say)
     head = semantic_head(config)
     service = build_service(
@@ -217,23 +216,3 @@ def fused_rounds_label(config: Any, window: Any) -> str:
         label = ", cloud-only fused rounds"
         label += " with a co-located draft pass" if config.cloud_only_draft_pass else ""
     return label if window is None else f"{label}, fused-run window {window!r}"
-
-
-class Stages:
-    """``edgespec serve``'s start-up, said on stderr as it goes: each stage as it starts,
-    after the seconds since start-up began (a first load is minutes of otherwise silent
-    work)."""
-
-    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self._clock = clock
-        self._start = clock()
-
-    def _say(self, text: str) -> None:
-        elapsed = self._clock() - self._start
-        print(f"edgespec serve: [{elapsed:5.1f} s] {text}", file=sys.stderr, flush=True)
-
-    def __call__(self, stage: str) -> None:
-        self._say(f"{stage} ...")
-
-    def done(self) -> None:
-        self._say("ready")

@@ -15,6 +15,7 @@ import pytest
 from edgespec.cli import main
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.runtime.commands.draft_stages import split_stages
 
 PROMPT = (5, 6, 7, 8, 9)
 
@@ -150,11 +151,13 @@ def test_draft_text_prompt_without_tokenizer(
     address, model_dir = served.split("|")
     draft = ["draft", "--server", address, "--draft", "ngram"]
     assert main([*draft, "--prompt", "hello"]) == 2
-    assert capsys.readouterr().err == (
+    stages, rest = split_stages(capsys.readouterr().err)
+    assert stages == [f"connecting to {address} ...", f"loading the tokenizer {model_dir} ..."]
+    assert rest == [
         "edgespec draft: config field 'prompt': text prompts need a tokenizer: the draft has "
         f"none, nor has the server's target '{model_dir}' one here (--tokenizer MODEL, or "
-        "--prompt-ids)\n"
-    )
+        "--prompt-ids)"
+    ]
     missing = str(tmp_path / "nowhere")
     assert main([*draft, "--prompt", "hi", "--tokenizer", missing]) == 2
     assert f"config field 'tokenizer': no tokenizer found at '{missing}'" in capsys.readouterr().err
@@ -166,11 +169,10 @@ def test_draft_command_reports_refused_request_in_one_line(
     address = served.split("|")[0]
     code = main(["draft", "--server", address, "--draft", "ngram", "--prompt-ids", "1,2,999"])
     assert code == 1
-    err = capsys.readouterr().err
-    assert err.strip() == (
+    assert split_stages(capsys.readouterr().err)[1] == [
         "edgespec draft: INVALID_ARGUMENT: "
         "prompt token 2 (id 999) is outside the vocabulary [0, 64)"
-    )
+    ]  # after the start-up stages
 
 
 def test_draft_against_no_server_says_what_to_check(capsys: pytest.CaptureFixture[str]) -> None:
@@ -181,7 +183,8 @@ def test_draft_against_no_server_says_what_to_check(capsys: pytest.CaptureFixtur
         port = probe.getsockname()[1]
     args = ["draft", "--server", f"127.0.0.1:{port}", "--draft", "ngram", "--prompt-ids", "1,2"]
     assert main(args) == 1
-    err = capsys.readouterr().err.strip()
+    stages, (err,) = split_stages(capsys.readouterr().err)
+    assert stages == [f"connecting to 127.0.0.1:{port} ..."]
     assert err.startswith("edgespec draft: UNAVAILABLE: ")
     assert f"127.0.0.1:{port}" in err
     assert err.endswith(" (is an `edgespec serve` running and reachable at the --server address?)")
@@ -258,7 +261,7 @@ def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: 
     """A first load is minutes of work: serve names each stage as it starts (stderr), and
     stdout's first line is still the address it listens on. The second start finds the
     mask probe's pass recorded (in its own EDGESPEC_CACHE) and says so."""
-    from edgespec.runtime.commands.serve import Stages
+    from edgespec.runtime.commands.stages import Stages
 
     model_dir = tmp_path / "model"
     target_model.save_pretrained(model_dir)
@@ -293,7 +296,7 @@ def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: 
     )
     assert said[1][:5] == expected
     ticks = iter([10.0, 10.0, 12.5, 70.25])
-    stages = Stages(clock=lambda: next(ticks))
+    stages = Stages("serve", clock=lambda: next(ticks))
     import contextlib
     import io
 
@@ -319,6 +322,6 @@ def test_the_clients_message_limit_is_the_flags(
     args = ["draft", "--server", address, "--draft", "ngram", "--prompt-ids", "1,2",
             "--max-new-tokens", "2"]  # fmt: skip
     assert main([*args, "--max-message-bytes", "4"]) == 1
-    err = capsys.readouterr().err.strip()
+    (err,) = split_stages(capsys.readouterr().err)[1]
     assert err.startswith("edgespec draft: RESOURCE_EXHAUSTED: "), err
     assert main(args) == 0

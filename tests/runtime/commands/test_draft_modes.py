@@ -20,6 +20,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire import grpc_client
 from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.runtime.commands.draft_stages import split_stages
 from tests.runtime.conftest import start_server
 from tests.word_tokenizer import make_word_tokenizer
 
@@ -79,7 +80,8 @@ def test_centralized_text_prompt_stats_and_records_without_loading_weights(
     out = capsys.readouterr()
     decoded: str = make_word_tokenizer(64).decode(list(_reference(target, 6)))
     assert out.out == decoded + "\n"
-    assert out.err.startswith("[centralized: 6 tokens, ") and "tok/s, first token " in out.err
+    err = split_stages(out.err)[1]
+    assert err[0].startswith("[centralized: 6 tokens, ") and "tok/s, first token " in err[0]
     (row,) = _rows(records)
     assert (row["type"], row["num_prompt_tokens"], row["num_output_tokens"]) == (
         "RequestRecord", 3, 6,
@@ -95,7 +97,8 @@ def test_distributed_prints_text_with_the_servers_tokenizer_and_the_same_stats(
     out = capsys.readouterr()
     decoded: str = make_word_tokenizer(64).decode(list(_reference(target, 6)))
     assert out.out == decoded + "\n"
-    assert out.err.startswith("[distributed: 6 tokens, ") and "first token " in out.err
+    err = split_stages(out.err)[1]
+    assert err[0].startswith("[distributed: 6 tokens, ") and "first token " in err[0]
     assert " rounds, " in out.err and "accepted per round" in out.err
 
 
@@ -113,7 +116,8 @@ def test_compare_runs_both_modes_and_checks_the_outputs(
         f"centralized (the server decodes alone):\n{text}\n"
         f"distributed (drafted here, verified by the server):\n{text}\n"
     )
-    lines = out.err.splitlines()
+    stages, lines = split_stages(out.err)
+    assert stages[-1] == "ready" and stages.count("ready") == 1  # before centralized only
     assert lines[0].startswith("[centralized: 8 tokens, ")
     assert lines[1].startswith("[distributed: 8 tokens, ")
     assert re.fullmatch(
@@ -165,3 +169,37 @@ def test_the_server_is_reached_before_the_draft_loads(
     argv = ["draft", "--server", f"127.0.0.1:{port}", "--draft", str(model_dir)]
     assert main([*argv, "--prompt-ids", "1,2"]) == 1
     assert "UNAVAILABLE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "stages"),
+    [
+        (["--draft", "ngram"], ["loading the tokenizer {model}"]),
+        (["--draft", "{model}"], ["loading the draft {model}"]),
+        (["--draft", "{model}", "--mode", "centralized"], ["loading the tokenizer {model}"]),
+        (["--draft", "ngram", "--tokenizer", "{model}"], ["loading the tokenizer {model}"]),
+    ],
+)
+def test_draft_says_each_start_up_stage_on_stderr(
+    flags: list[str],
+    stages: list[str],
+    server: ServerThread,
+    model_dir: Path,
+    target: TransformersTarget,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Seconds of imports and loading passed in silence before the first token: draft names
+    each slow stage as it starts (stderr, as serve does), ``ready`` just before the first
+    round, then the stats line; stdout is the generated text alone."""
+    address = f"127.0.0.1:{server.port}"
+    argv = ["draft", "--server", address, *(f.format(model=model_dir) for f in flags)]
+    assert main([*argv, "--prompt", "w1 w2 w3", "--max-new-tokens", "6"]) == 0
+    out = capsys.readouterr()
+    decoded: str = make_word_tokenizer(64).decode(list(_reference(target, 6)))
+    assert out.out == decoded + "\n"
+    started, rest = split_stages(out.err)
+    expected = [f"connecting to {address}", *(s.format(model=model_dir) for s in stages)]
+    assert started == [f"{stage} ..." for stage in expected] + ["ready"]
+    mode = "centralized" if "centralized" in flags else "distributed"
+    assert out.err.splitlines()[len(started) :] == rest  # the stages first, then the stats
+    assert len(rest) == 1 and rest[0].startswith(f"[{mode}: 6 tokens, ")

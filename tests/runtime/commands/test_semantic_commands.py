@@ -21,6 +21,7 @@ from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.round_log import read_round_log
 from edgespec.runtime.server.semantic import SEMANTIC, semantic_rules
 from edgespec.runtime.testing import tiny_llama
+from tests.runtime.commands.draft_stages import split_stages
 from tests.runtime.conftest import start_server
 from tests.runtime.semantic_helpers import accept_all_reference, constant_head
 
@@ -84,7 +85,7 @@ def test_a_semantic_run_says_lossy_everywhere(
     out = capsys.readouterr()
     shown = [int(t) for t in re.findall(r"\d+", out.out)]  # token ids, chunk by chunk
     assert tuple(shown) == accept_all_reference(target_model, draft_model, PROMPT, 4, 12)
-    err = out.err.splitlines()
+    err = split_stages(out.err)[1]  # after the start-up stages
     assert err[0].startswith("[distributed: 12 tokens, ")
     assert err[1].startswith(
         "LOSSY semantic verification (threshold 12/16): the output may differ from the "

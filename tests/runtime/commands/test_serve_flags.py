@@ -23,6 +23,7 @@ from edgespec.runtime.server.batching import build_batching
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.runtime.commands.draft_stages import split_stages
 
 PROMPT = (5, 6, 7, 8, 9)
 
@@ -193,10 +194,10 @@ def test_served_with_wisp_slo_classes_and_no_prefix_cache(
         ]
         assert streamed == list(target_greedy_decode(target, PROMPT, 10))
         assert main([*args, "--set", "slo_class=silver"]) == 1  # not a configured class
-        err = capsys.readouterr().err.strip()
-        assert err == (
+        _, err = split_stages(capsys.readouterr().err)
+        assert err == [
             "edgespec draft: INVALID_ARGUMENT: unknown slo_class 'silver'; this server has ['gold']"
-        )
+        ]
         stats = RemoteVerifier(address).stats()
         assert stats.num_cache_hits == 0 and stats.num_cache_misses > 0
     finally:
