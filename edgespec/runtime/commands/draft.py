@@ -9,7 +9,7 @@ from typing import Any
 
 from edgespec.core.sequences import first_difference
 from edgespec.runtime.commands.cpus import pin_to_cpus
-from edgespec.runtime.commands.draft_arguments import add_arguments, overrides
+from edgespec.runtime.commands.draft_arguments import add_arguments, check_seed, overrides
 from edgespec.runtime.commands.draft_run import DraftRun
 from edgespec.runtime.commands.stages import Stages
 from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
@@ -80,6 +80,7 @@ def _run(args: argparse.Namespace) -> int:
 
     say = Stages("draft")
     config = load_config(DrafterConfig, args.config, overrides(args))
+    check_seed(args, config.temperature)
     stop = stop_policy_from_args(args)
     if stop is not None and args.mode != "distributed":
         raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")

@@ -238,3 +238,18 @@ def overrides(args: argparse.Namespace) -> list[str]:
     if args.lookup:
         out.append("lookup=true")
     return out + link_overrides(args)
+
+
+def check_seed(args: argparse.Namespace, temperature: float) -> None:
+    """Refuse a ``--seed`` that nothing would use (it was ignored): greedy decoding draws
+    nothing, and ``--serve-openai``'s requests carry their own seeds."""
+    from edgespec.errors import UserInputError
+
+    if args.seed is None:
+        return
+    if args.serve_openai is not None:
+        raise UserInputError(f"--seed {args.seed}: the endpoint (--serve-openai) takes each "
+                             "request's own seed; drop --seed")  # fmt: skip
+    if temperature == 0:
+        raise UserInputError(f"--seed {args.seed} is for sampling (--temperature > 0); "
+                             "greedy decoding draws nothing")  # fmt: skip

@@ -140,6 +140,14 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
             ["--serve-openai", "127.0.0.1:0", "--openai-max-queued", "-1"],
             "config field 'openai_max_queued': must be >= 0, got -1",
         ),
+        (  # was ignored: greedy decoding draws nothing
+            ["--prompt-ids", "1", "--seed", "3"],
+            "--seed 3 is for sampling (--temperature > 0); greedy decoding draws nothing",
+        ),
+        (  # was ignored: the endpoint never read it
+            ["--serve-openai", "127.0.0.1:0", "--temperature", "0.7", "--seed", "3"],
+            "--seed 3: the endpoint (--serve-openai) takes each request's own seed; drop --seed",
+        ),
     ],
 )
 def test_flag_mistakes_exit_2_before_any_request(
