@@ -45,7 +45,7 @@ from edgespec.runtime.backends.base import (
     stopping_drafter,
 )
 from edgespec.runtime.edge.progress import ProgressBudget
-from edgespec.runtime.edge.reconnect import close_if_opened, open_retrying
+from edgespec.runtime.edge.reconnect import close_if_opened, close_quietly, open_retrying
 from edgespec.runtime.edge.round_loop import RECOVERABLE, RoundLoop
 from edgespec.runtime.edge.rounds import Ledger, Verifier
 from edgespec.runtime.edge.semantic import (
@@ -151,7 +151,13 @@ def _generate(
     handshake_rtt_s = clock() - opened
     upload = None if semantic is None else choose_upload(semantic.upload, handshake_rtt_s)
     loop = RoundLoop(verifier, drafter, prompt, sampling, options, clock, ledger, first)
-    loop.run(window if window is not None else StaticWindow(4), stop, upload)
+    try:
+        loop.run(window if window is not None else StaticWindow(4), stop, upload)
+    except RequestError:
+        raise  # the loop closed what the server still holds (RoundLoop._recover)
+    except BaseException:  # a local failure or an interrupt: free the server's KV now
+        close_quietly(verifier, loop.session_id)
+        raise
     try:
         verifier.close(loop.session_id)
     except RequestError as exc:  # the output is complete; a server gone took the session along

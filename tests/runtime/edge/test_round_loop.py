@@ -9,6 +9,7 @@ step (γ capped at 0), commits 12."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -348,3 +349,27 @@ def test_a_round_that_fails_the_generation_closes_a_session_the_server_holds(
         generate(verifier, Drafter(clock), PROMPT, GREEDY, options, clock=clock)
     assert (info.value.code, info.value.message) == (code, "scripted failure")
     assert verifier.closed == closed
+
+
+class _FailingDrafter(Drafter):
+    """Its second draft fails (a draft backend's error, or Ctrl-C in the middle)."""
+
+    def __init__(self, clock: Clock, error: BaseException) -> None:
+        super().__init__(clock)
+        self.error = error
+
+    def propose(self, *args: Any, **kwargs: Any) -> Any:
+        if self.gammas:
+            raise self.error
+        return super().propose(*args, **kwargs)
+
+
+@pytest.mark.parametrize("error", [RuntimeError("draft backend failed"), KeyboardInterrupt()])
+def test_a_generation_failing_here_closes_its_session(error: BaseException) -> None:
+    """The session stayed open on the server, its KV held until the idle timeout."""
+    clock = Clock()
+    verifier = Verifier(clock)
+    with pytest.raises(type(error)):
+        generate(verifier, _FailingDrafter(clock, error), PROMPT, GREEDY, OPTIONS, clock=clock)
+    assert len(verifier.calls) == 1  # the first round was verified
+    assert verifier.closed == ["s"]
