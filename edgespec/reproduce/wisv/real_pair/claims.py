@@ -35,6 +35,7 @@ from edgespec.reproduce.wisv.real_pair.verdicts import (
     channels_of,
     chosen_threshold,
     curve,
+    drop_tolerance,
     falls,
     gain_reason,
     length_reason,
@@ -74,7 +75,7 @@ def _low_rows(results: dict[str, Any], quick: str) -> list[ClaimRow]:
         worst = min(a for _, a in agreements)
         rows.append(ClaimRow(
             "V5", f"T < 9 ≈ target-only, {CHANNEL_WORDS[channel]}", "≈ " + TARGET_ONLY,
-            show(agreements, ".0%"), "drop ≤ 1 pt at every T < 9", None,
+            show(agreements, ".0%"), drop_tolerance(results, " at every T < 9"), None,
             1.0 - worst <= AGREEMENT_TOLERANCE, reason=pair_reason(results), quick_run=quick,
         ))  # fmt: skip
     return rows
@@ -128,7 +129,8 @@ def _drop_rows(results: dict[str, Any], quick: str) -> list[ClaimRow]:
             notes.append(f"the largest T whose drop is ≤ 1 pt on both channels: {chosen}")
         rows.append(ClaimRow(
             "V5", f"drop at the chosen T = 12, {CHANNEL_WORDS[channel]}", paper12[channel],
-            f"{cell['agreement']:.0%} agree (drop {drop * 100:.1f} pt)", "drop ≤ 1 pt", None,
+            f"{cell['agreement']:.0%} agree (drop {drop * 100:.1f} pt)", drop_tolerance(results),
+            None,
             drop <= AGREEMENT_TOLERANCE, note="; ".join(notes), reason=pair_reason(results),
             quick_run=quick,
         ))  # fmt: skip

@@ -46,6 +46,16 @@ def answer_slack(results: dict[str, Any]) -> float:
     return 1.0 / max(1, int(results["v5"]["cells"][0]["prompts"]))
 
 
+def drop_tolerance(results: dict[str, Any], where: str = "") -> str:
+    """The agreement tolerance as the rows show it, with what it means when one answer
+    weighs more than it (20 prompts: 5 pt an answer, so no answer may change)."""
+    text = f"drop ≤ 1 pt{where}"
+    num = max(1, int(results["v5"]["cells"][0]["prompts"]))
+    if 1.0 / num > AGREEMENT_TOLERANCE:
+        text += f": no answer of {num} may change (one is {100 / num:.0f} pt)"
+    return text
+
+
 def curve(results: dict[str, Any], channel: str, key: str) -> list[tuple[int, float]]:
     return [(t, float(v5_cell(results, t, channel)[key])) for t in thresholds_of(results)]
 

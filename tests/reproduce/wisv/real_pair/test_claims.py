@@ -308,3 +308,15 @@ def test_equal_channels_do_not_show_the_poor_channel_losing_more() -> None:
     one = {"poor": {**PAPER_AGREEMENT["good"], 14: 0.95}, "good": PAPER_AGREEMENT["good"]}
     row = _by_what(v5_rows(results(one)), "poor channel loses more")[0]
     assert row.outcome is Outcome.HOLDS and row.ours.endswith("T14 +3 pt")
+
+
+def test_the_agreement_tolerance_says_what_it_means_at_few_prompts() -> None:
+    """1 pt is finer than one answer at 20 prompts (5 pt): the row says that no answer may
+    change, rather than a tolerance the run cannot resolve."""
+    few = {r.what: r.tolerance for r in v5_rows(results(prompts=20))}
+    many = {r.what: r.tolerance for r in v5_rows(results(prompts=200))}
+    low = "T < 9 ≈ target-only, poor channel (20 Mbit/s)"
+    chosen = "drop at the chosen T = 12, poor channel (20 Mbit/s)"
+    assert few[low] == "drop ≤ 1 pt at every T < 9: no answer of 20 may change (one is 5 pt)"
+    assert few[chosen] == "drop ≤ 1 pt: no answer of 20 may change (one is 5 pt)"
+    assert (many[low], many[chosen]) == ("drop ≤ 1 pt at every T < 9", "drop ≤ 1 pt")
