@@ -10,6 +10,7 @@ from typing import Any
 from edgespec.core.sequences import first_difference
 from edgespec.runtime.commands.cpus import pin_to_cpus
 from edgespec.runtime.commands.draft_arguments import add_arguments, check_seed, overrides
+from edgespec.runtime.commands.draft_context import ContextBudget
 from edgespec.runtime.commands.draft_run import DraftRun
 from edgespec.runtime.commands.stages import Stages
 from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
@@ -98,7 +99,6 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(
             "verification", "--compare checks token-identical outputs; semantic is lossy"
         )
-    prompt_ids: tuple[int, ...] | None = args.prompt_ids
     window = configured_policy("window", config.window.name, config.window.params)
     check_tree_depth(config.tree, window)
     placement = draft_placement(args)
@@ -108,9 +108,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.mode == "distributed" and config.draft != "ngram":
         resolve_model(config.draft)  # an unknown draft is named before the server is reached
     verifier, vocab_size = _connect(config, say)
-    draft = _load_draft(config, args, placement, say) if args.mode == "distributed" else None
-    tokenizer = _tokenizer(args, config, verifier, draft, prompt_ids is None, say)
-    prompt = prompt_ids if prompt_ids is not None else tuple(tokenizer(args.prompt)["input_ids"])
+    prompt, tokenizer, draft = _prompt_and_models(args, config, verifier, placement, say)
     run = DraftRun(config, verifier, prompt, tokenizer, args.seed)
     if args.compare:
         return _compare(run, draft, vocab_size, window, stop, args, say.done)
@@ -131,6 +129,28 @@ def _connect(config: Any, say: Stages) -> tuple[Any, int]:
     say(f"connecting to {', '.join(config.servers)}")
     verifier = _routed_verifier(config)
     return verifier, verifier.vocab_size()
+
+
+def _prompt_and_models(
+    args: argparse.Namespace, config: Any, verifier: Any, placement: Any, say: Stages
+) -> tuple[tuple[int, ...], Any, Any]:
+    """The prompt's ids, the tokenizer and the draft (``None`` unless distributed), the
+    prompt and ``max_new_tokens`` checked against the target's context as soon as each is
+    known: ``--prompt-ids`` (or ``max_new_tokens`` alone) before anything loads; ``--prompt``
+    before the draft loads when ``--tokenizer`` names the tokenizer, else just after it
+    (the draft's own tokenizer comes with it)."""
+    budget = ContextBudget.of(args, config.max_new_tokens, verifier.max_context_tokens())
+    ids: tuple[int, ...] | None = budget.checked_ids(args.prompt_ids)
+    tokenizer = None
+    if args.tokenizer:  # not the draft's: loaded (and the text prompt checked) before it
+        tokenizer = _tokenizer(args, config, verifier, None, ids is None, say)
+        ids = ids if ids is not None else budget.tokenized(tokenizer, args.prompt)
+    draft = _load_draft(config, args, placement, say) if args.mode == "distributed" else None
+    if not args.tokenizer:
+        tokenizer = _tokenizer(args, config, verifier, draft, ids is None, say)
+    if ids is None:  # a text prompt: _tokenizer refused to go on without a tokenizer
+        ids = budget.tokenized(tokenizer, args.prompt)
+    return ids, tokenizer, draft
 
 
 def _serve_openai(

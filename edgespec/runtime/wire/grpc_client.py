@@ -118,6 +118,11 @@ class RemoteVerifier:
         say: they predate the field)."""
         return int(self._call(self._stub.Health, pb.HealthRequest()).max_draft_tokens) or None
 
+    def max_context_tokens(self) -> int | None:
+        """The target's context, prompt + output + draft tokens (``None`` from servers that
+        do not say: they predate the field)."""
+        return int(self._call(self._stub.Health, pb.HealthRequest()).max_context_tokens) or None
+
     def target_name(self) -> str | None:
         """The name the server's target model was given (``serve --target``), for its
         tokenizer (``None`` from servers that do not say)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 import grpc
 
+from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.errors import UserInputError
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import PROTOCOL_VERSION
@@ -181,17 +182,20 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
         return await self._run("Stats", context, request, stats)
 
     async def Health(self, request: Any, context: Any) -> Any:
-        """Serving flag, protocol version, vocabulary size, draft limit and the target's name;
-        without a token
-        unless the config sets ``health_requires_auth``."""
+        """Serving flag, protocol version, vocabulary size, draft limit, the target's name and
+        context (0 when a uint32 cannot carry it: clients then leave the check to OpenSession);
+        without a token unless the config sets ``health_requires_auth``."""
+        backend = self._service.engine.backend
+        max_context = backend.max_context_tokens
 
         def health(_: str | None) -> Any:
             return pb.HealthResponse(
                 serving=True,
                 protocol_version=PROTOCOL_VERSION,
-                vocab_size=self._service.engine.backend.vocab_size,
+                vocab_size=backend.vocab_size,
                 max_draft_tokens=self._service.config.max_draft_tokens,
                 target=self._service.config.target or "",
+                max_context_tokens=max_context if max_context < UINT32_LIMIT else 0,
             )
 
         if self._service.config.health_requires_auth:

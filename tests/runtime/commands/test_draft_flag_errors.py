@@ -44,6 +44,9 @@ class FakeVerifier:
     def target_name(self) -> str | None:
         return None
 
+    def max_context_tokens(self) -> int | None:
+        return None  # an older server's Health: the context is left to OpenSession
+
     def generate(self, spec: Any, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
         self.asked.append((spec, fused, gamma))
         yield spec.prompt_token_ids

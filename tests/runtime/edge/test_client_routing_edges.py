@@ -167,8 +167,12 @@ def test_calls_carry_the_bearer_token_and_the_deadline() -> None:
 def test_health_fields_and_an_old_server_without_max_draft_tokens() -> None:
     verifier, stub = _verifier()
     assert (verifier.vocab_size(), verifier.max_draft_tokens()) == (11, None)
-    stub.health = pb.HealthResponse(serving=False, vocab_size=11, max_draft_tokens=6)
+    assert verifier.max_context_tokens() is None  # nor its context
+    stub.health = pb.HealthResponse(
+        serving=False, vocab_size=11, max_draft_tokens=6, max_context_tokens=2048
+    )
     assert (verifier.health(), verifier.max_draft_tokens()) == (False, 6)
+    assert verifier.max_context_tokens() == 2048
 
 
 def test_generate_sends_the_mode_and_gamma() -> None:

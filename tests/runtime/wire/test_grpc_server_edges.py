@@ -1,6 +1,6 @@
-"""The gRPC servicer's exact replies: OpenSession, CloseSession and Health fields, a
-Health request that does not parse (without auth), a bearer token with padding, an
-explicit port, and a ServerThread stopped twice."""
+"""The gRPC servicer's exact replies: OpenSession, CloseSession and Health fields (the
+target's context read by the client too), a Health request that does not parse (without
+auth), a bearer token with padding, an explicit port, and a ServerThread stopped twice."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire.codec import pb
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_common import pb_grpc
 from tests.runtime.conftest import ServerFactory, start_server
 
@@ -54,7 +55,24 @@ def test_health_reply_fields(make_server: ServerFactory, target: TransformersTar
         target.vocab_size,
     )
     assert (health.max_draft_tokens, health.target) == (7, "tiny-target")
+    assert health.max_context_tokens == target.max_context_tokens == 4096
     assert _stub(make_server().port).Health(pb.HealthRequest(), timeout=10).target == ""
+
+
+def test_the_client_reads_the_targets_context_from_health(
+    make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``max_context_tokens()`` over loopback: the tiny target's 4096; a context a uint32
+    cannot carry is sent as 0 (unknown, as from an older server), read as ``None``, and
+    Health still answers."""
+    client = RemoteVerifier(f"127.0.0.1:{make_server().port}", timeout_s=10)
+    try:
+        assert (client.max_context_tokens(), client.max_draft_tokens()) == (4096, 32)
+        huge = property(lambda self: 1 << 32)
+        monkeypatch.setattr(TransformersTarget, "max_context_tokens", huge)
+        assert (client.max_context_tokens(), client.health()) == (None, True)
+    finally:
+        client.close_channel()
 
 
 @pytest.mark.parametrize("method", ["Health", "Stats"])
