@@ -19,6 +19,9 @@ from edgespec.errors import UserInputError
 MAX_NAMED = 8
 """How many of an earlier run's files a refusal names (then "and N more")."""
 
+OVERWRITE_NEEDS_OUT = "--overwrite needs --out (a new runs/<name>-<time> holds no run)"
+"""Every command's refusal of ``--overwrite`` without ``--out`` (:func:`claim_folder`)."""
+
 
 def output_folder(text: str) -> Path:
     """A folder to write into: it may exist (as a folder) or not; a file at the path, or a
@@ -68,9 +71,12 @@ def claim_folder(
     """The folder a run writes, so that it holds one run's files and no other's: ``out``
     when it holds none of ``run_files`` (names or glob patterns, relative to it) — with
     ``overwrite``, those files are removed now, but for ``keep`` (inputs of this run);
-    without ``out``, ``default``, or ``default-2``, ``-3`` ... when taken. Other files are
-    never touched; nothing is created here (the run makes the folder when it writes)."""
+    without ``out``, ``default``, or ``default-2``, ``-3`` ... when taken, and
+    ``overwrite`` is refused (a new folder holds no run to replace). Other files are never
+    touched; nothing is created here (the run makes the folder when it writes)."""
     if out is None:
+        if overwrite:
+            raise UserInputError(OVERWRITE_NEEDS_OUT)
         folder, count = default, 1
         while folder.exists():
             count += 1

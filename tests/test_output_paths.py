@@ -134,3 +134,59 @@ def test_write_atomically_replaces_the_file_whole_or_leaves_it_as_it_was(tmp_pat
     write_atomically(path, lambda fh: fh.write(b"second\n"))
     assert path.read_bytes() == b"second\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def _with_overwrite(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> set[str]:
+    """Every ``edgespec`` command line (``sim``, ``reproduce zhu`` ...) under ``parser``
+    that takes ``--overwrite``."""
+    found = {" ".join(words)} if "--overwrite" in parser._option_string_actions else set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found |= _with_overwrite(sub, (*words, name))
+    return found
+
+
+def _work(command: list[str]) -> str:
+    """The function that starts ``command``'s work, after its folder is claimed."""
+    from edgespec.reproduce.command import PAPERS
+
+    if command[0] == "reproduce":
+        return f"{PAPERS[command[1]].claims}.reproduce"
+    return {"calibrate": "edgespec.calibration.command._pair",
+            "sim": "edgespec.sim.commands.run._run_plain"}[command[0]]  # fmt: skip
+
+
+OVERWRITING = [["reproduce", name] for name in ("wisp", "dsd", "zhu", "wisv", "wisv-real-pair")]
+OVERWRITING += [["calibrate"], ["sim"]]
+
+
+def test_every_command_with_overwrite_is_checked_below() -> None:
+    from edgespec.cli import build_parser
+
+    assert _with_overwrite(build_parser()) == {" ".join(c) for c in OVERWRITING}
+
+
+@pytest.mark.parametrize("command", OVERWRITING, ids=" ".join)
+def test_overwrite_without_out_is_refused_before_anything_runs(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+) -> None:
+    """reproduce and calibrate took it and ran the whole run into a new folder."""
+    import time
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(_work(command), never)
+    monkeypatch.chdir(tmp_path)
+    started = time.perf_counter()
+    assert main([*command, "--overwrite"]) == 2
+    assert time.perf_counter() - started < 5
+    assert capsys.readouterr() == (
+        "",
+        f"edgespec {command[0]}: --overwrite needs --out (a new runs/<name>-<time> holds no run)\n",
+    )
+    assert list(tmp_path.iterdir()) == []

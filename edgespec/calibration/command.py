@@ -38,9 +38,15 @@ from edgespec.arguments import (
     add_verbose,
     drafter_processes,
 )
+from edgespec.calibration.checks import (
+    check_counts,
+    check_pair_names,
+    check_profiles,
+    draft_profile_path,
+)
 from edgespec.calibration.comparison import compare
 from edgespec.calibration.runs import link_rtt_ms, run_real, simulate_run, write_trace
-from edgespec.errors import UserInputError, check_fits_context
+from edgespec.errors import check_fits_context
 from edgespec.output_paths import claim_folder, output_folder
 
 
@@ -71,33 +77,6 @@ _NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
     ("--seed", seed_int, 0, "synthetic prompts, simulation"),
 )
 """calibrate's counts: flag, type, default, help (the default is appended)."""
-
-MAX_REQUESTS = 1_000
-"""The most requests a calibration runs (``--clients`` × ``--requests``): one small scenario,
-its prompts built before it starts."""
-
-
-def check_counts(args: argparse.Namespace) -> None:
-    """Refuse, before anything loads, more than :data:`MAX_REQUESTS` requests, a ``--gamma``
-    over the calibration server's ``max_draft_tokens``, or one new token (no TPOT)."""
-    from edgespec.runtime.server.config import ServerConfig
-
-    if args.max_new_tokens < 2:
-        raise UserInputError(
-            f"--max-new-tokens {args.max_new_tokens}: at least 2 (TPOT is the time between "
-            "output tokens)"
-        )
-    total = args.clients * args.requests
-    if total > MAX_REQUESTS:
-        raise UserInputError(
-            f"--clients {args.clients} x --requests {args.requests} = {total:,} requests; "
-            f"a calibration runs at most {MAX_REQUESTS:,}"
-        )
-    limit = ServerConfig().max_draft_tokens
-    if args.gamma > limit:
-        raise UserInputError(
-            f"--gamma {args.gamma}: at most {limit} (the calibration server's max_draft_tokens)"
-        )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -239,31 +218,34 @@ def calibration_folder(args: argparse.Namespace) -> Path:
     for the ``--profile`` given and its draft's), else a new ``runs/calibration-<time>``."""
     keep = []
     if args.profile is not None:
-        given = Path(args.profile)
-        keep = [given, given.with_name(given.stem + "-draft.yaml")]
+        keep = [Path(args.profile), draft_profile_path(Path(args.profile))]
     default = Path("runs") / f"calibration-{time.strftime('%Y%m%d-%H%M%S')}"
     return claim_folder(args.out, default, RUN_FILES, args.overwrite, keep)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Refuse what cannot run before anything loads (and the folder is made), then profile
+    (unless ``--profile``), measure the link, run for real, simulate and compare."""
+    check_counts(args)
+    check_pair_names(args)
+    profiles = check_profiles(args)
+    out = calibration_folder(args)
     import torch
 
     from edgespec.runtime.backends.mask_check_cache import checked_target
 
-    check_counts(args)
     torch.set_num_threads(args.threads)
-    out = calibration_folder(args)
-    out.mkdir(parents=True, exist_ok=True)
     pair = _pair(args)
     t_name, d_name, make_draft = pair.target_name, pair.draft_name, pair.make_draft
     backend = checked_target(pair.target_model, pair.target_files)
     prompts = _prompts(args, pair.tokenizer, backend.vocab_size, backend.max_context_tokens)
+    out.mkdir(parents=True, exist_ok=True)  # made only once nothing more is refused
     target = (t_name, pair.target_model, backend)
     draft = (d_name, make_draft, pair.draft_model)
-    target_profile = (
-        _profile(args, out, target, draft, prompts) if args.profile is None else Path(args.profile)
-    )
-    draft_profile = target_profile.with_name(target_profile.stem + "-draft.yaml")
+    if profiles is None:
+        target_profile = _profile(args, out, target, draft, prompts)
+        profiles = (target_profile, draft_profile_path(target_profile))
+    target_profile, draft_profile = profiles
     print("measuring the loopback link (1 client) ...", flush=True)
     probe = run_real(backend, make_draft, [prompts[0][:1]], args.max_new_tokens, args.gamma,
                      args.clients, "probe")  # fmt: skip

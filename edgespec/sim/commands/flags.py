@@ -166,8 +166,6 @@ def check_flags(args: argparse.Namespace) -> None:
             setattr(args, dest, value)
     if args.address is not None and args.engine != "ray":
         raise UserInputError("--address is a Ray cluster address: it needs --engine ray")
-    if args.overwrite and args.out is None:
-        raise UserInputError("--overwrite needs --out (a new runs/<name>-<time> holds no run)")
     check_workers(args.workers, args.address)
     for item in args.sweep or ():
         if "=" not in item and _is_scenario(item):

@@ -1,0 +1,89 @@
+"""``edgespec calibrate``'s refusals before anything loads or runs, and before its folder
+is claimed or made (:mod:`edgespec.calibration.command`): sizes it cannot run
+(:func:`check_counts`), a pair it cannot build (:func:`check_pair_names`) and a
+``--profile`` whose files the simulated run could not read (:func:`check_profiles`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from edgespec.errors import UserInputError
+
+MAX_REQUESTS = 1_000
+"""The most requests a calibration runs (``--clients`` × ``--requests``): one small scenario,
+its prompts built before it starts."""
+
+SYNTHETIC_DRAFTS = ("truncated", "ngram")
+"""The drafts the synthetic target takes: its first layers, or the prompt-lookup drafter."""
+
+
+def check_counts(args: argparse.Namespace) -> None:
+    """Refuse more than :data:`MAX_REQUESTS` requests, a ``--gamma`` over the calibration
+    server's ``max_draft_tokens``, or one new token (no TPOT)."""
+    from edgespec.runtime.server.config import ServerConfig
+
+    if args.max_new_tokens < 2:
+        raise UserInputError(
+            f"--max-new-tokens {args.max_new_tokens}: at least 2 (TPOT is the time between "
+            "output tokens)"
+        )
+    total = args.clients * args.requests
+    if total > MAX_REQUESTS:
+        raise UserInputError(
+            f"--clients {args.clients} x --requests {args.requests} = {total:,} requests; "
+            f"a calibration runs at most {MAX_REQUESTS:,}"
+        )
+    limit = ServerConfig().max_draft_tokens
+    if args.gamma > limit:
+        raise UserInputError(
+            f"--gamma {args.gamma}: at most {limit} (the calibration server's max_draft_tokens)"
+        )
+
+
+def check_pair_names(args: argparse.Namespace) -> None:
+    """``--target`` and ``--draft`` resolved to models (nothing is loaded), the refusal
+    naming the flag; the synthetic target takes only :data:`SYNTHETIC_DRAFTS` (it builds
+    its draft; a model named would be ignored)."""
+    from edgespec.models.registry import ModelNotFoundError, resolve_model
+
+    if args.target == "synthetic":
+        if args.draft not in SYNTHETIC_DRAFTS:
+            raise UserInputError(
+                f"--draft {args.draft}: the synthetic target takes 'truncated' or 'ngram' "
+                "(a model draft needs a model --target)"
+            )
+        return
+    names = [("--target", args.target), ("--draft", args.draft)]
+    for flag, name in names[: 1 if args.draft == "ngram" else 2]:
+        try:
+            resolve_model(name)
+        except ModelNotFoundError as exc:
+            raise UserInputError(f"{flag} {name}: {exc}") from None
+
+
+def draft_profile_path(target_profile: Path) -> Path:
+    """The draft's profile beside the target's: ``profile.yaml`` → ``profile-draft.yaml``."""
+    return target_profile.with_name(target_profile.stem + "-draft.yaml")
+
+
+def check_profiles(args: argparse.Namespace) -> tuple[Path, Path] | None:
+    """The target's and the draft's profile the simulated run reads (``--profile`` and
+    :func:`draft_profile_path` of it), each loaded as the simulator loads it; a file missing
+    or bad is refused naming ``--profile`` and that file. ``None`` without ``--profile``."""
+    from edgespec.config import ConfigError
+    from edgespec.hardware.cost_models import load_profile
+
+    if args.profile is None:
+        return None
+    target = Path(args.profile)
+    draft = draft_profile_path(target)
+    for path, note in ((target, ""), (draft, " (the draft's profile, read beside --profile)")):
+        try:
+            load_profile(str(path))
+        except ConfigError as exc:  # where: the file (and line or field), else the path
+            where = exc.path if exc.path.startswith(str(path)) else str(path)
+            raise UserInputError(
+                f"--profile {args.profile}: {where}: {exc.message}{note}"
+            ) from None
+    return target, draft

@@ -1,0 +1,106 @@
+"""``edgespec calibrate``'s refusals come before anything loads or runs and leave nothing
+behind: a ``--profile`` whose file or ``-draft`` file is missing or bad, a pair it cannot
+build, a prompt beyond the target's context; no ``--out`` or ``runs/calibration-<time>``
+folder is made for them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgespec.cli import main
+
+WISP = "kind: wisp\na_s: 0.0\nb_compute_s: 0.0\nb_read_s: 0.0\nc_s: 0.02\n"
+"""A valid WISP profile."""
+
+
+def _never(*args: object, **kwargs: object) -> None:
+    raise AssertionError("calibrate went on past its checks")
+
+
+@pytest.fixture
+def cheap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """In ``tmp_path`` (returned), with no model loaded, profiled or run for real: each
+    fails the test."""
+    for work in ("edgespec.models.loading.load_model", "edgespec.calibration.command._profile",
+                 "edgespec.calibration.command.run_real"):  # fmt: skip
+        monkeypatch.setattr(work, _never)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (  # was the whole run (link, real run), then a scenario field's error
+            {},
+            "--profile p.yaml: p.yaml: file not found",
+        ),
+        (
+            {"p.yaml": WISP},
+            "--profile p.yaml: p-draft.yaml: file not found (the draft's profile, read "
+            "beside --profile)",
+        ),
+        (
+            {"p.yaml": WISP, "p-draft.yaml": "kind: wisp\na_s: 0.0\n"},
+            "--profile p.yaml: p-draft.yaml.b_compute_s: required field is missing (the "
+            "draft's profile, read beside --profile)",
+        ),
+        (
+            {"p.yaml": "- a list\n", "p-draft.yaml": WISP},
+            "--profile p.yaml: p.yaml: top level must be a mapping, got list",
+        ),
+    ],
+)
+def test_a_profile_missing_or_bad_is_refused_before_anything_loads(
+    cheap: Path, capsys: pytest.CaptureFixture[str], files: dict[str, str], message: str
+) -> None:
+    for name, text in files.items():
+        (cheap / name).write_text(text)
+    argv = ["calibrate", "--profile", "p.yaml", "--clients", "1", "--requests", "1"]
+    assert main([*argv, "--threads", "1", "--out", "c"]) == 2
+    assert capsys.readouterr() == ("", f"edgespec calibrate: {message}\n")
+    assert sorted(p.name for p in cheap.iterdir()) == sorted(files)
+
+
+@pytest.mark.parametrize("out", [None, "c"], ids=["default folder", "--out"])
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--prompt-tokens", "5000"],
+            "--prompt-tokens (5,000 tokens) + --max-new-tokens (48) exceeds the target's "
+            "context of 4,096 tokens",
+        ),
+        (
+            ["--target", "nomodel"],
+            "--target nomodel: unknown model 'nomodel': known names are gemma3-270m, "
+            "gemma3-270m-draft, or give a path to a local Hugging Face model directory or "
+            ".gguf file",
+        ),
+        (  # was resolved only after the target had loaded
+            ["--target", "gemma3-270m", "--draft", "nomodel"],
+            "--draft nomodel: unknown model 'nomodel': known names are gemma3-270m, "
+            "gemma3-270m-draft, or give a path to a local Hugging Face model directory or "
+            ".gguf file",
+        ),
+        (  # was ignored: the synthetic target's truncated draft ran instead
+            ["--draft", "nomodel"],
+            "--draft nomodel: the synthetic target takes 'truncated' or 'ngram' (a model "
+            "draft needs a model --target)",
+        ),
+    ],
+)
+def test_a_refusal_leaves_no_folder(
+    cheap: Path,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    message: str,
+    out: str | None,
+) -> None:
+    """The folder was made before the pair loaded: each refusal left it, empty."""
+    where = [] if out is None else ["--out", out]
+    assert main(["calibrate", "--threads", "1", *flags, *where]) == 2
+    assert capsys.readouterr() == ("", f"edgespec calibrate: {message}\n")
+    assert list(cheap.iterdir()) == []
