@@ -14,6 +14,7 @@ import numpy.typing as npt
 from edgespec.core.types import BatchRecord, RequestRecord
 from edgespec.metrics.attribution import ViolationAttribution
 from edgespec.metrics.types import SystemMetrics
+from edgespec.output_paths import write_atomically
 
 FloatArray = npt.NDArray[np.float64]
 MAX_CLASS_LINES = 6
@@ -27,6 +28,15 @@ def _pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _save(plt: Any, fig: Any, path: Path) -> None:
+    """Save ``fig`` to ``path`` whole or not at all (the format is the path's suffix's),
+    then close it."""
+    try:
+        write_atomically(path, lambda fh: fig.savefig(fh, format=path.suffix[1:] or None, dpi=110))
+    finally:
+        plt.close(fig)
 
 
 BatchColumns = tuple[npt.NDArray[np.int64], FloatArray, FloatArray]
@@ -133,8 +143,7 @@ def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord] | Mapping[st
     if len(groups) > 1:
         axes[0].legend(title="SLO class", fontsize=8)
     fig.suptitle(f"Latency CDFs ({count} requests)")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_slo_attainment(path: Path, metrics: SystemMetrics) -> None:
@@ -167,8 +176,7 @@ def plot_slo_attainment(path: Path, metrics: SystemMetrics) -> None:
     title = "SLO attainment per class"
     ax.set_title(title if overall is None else f"{title} (overall {100 * overall:.1f}%)")
     ax.grid(axis="y", alpha=0.3)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_utilization(
@@ -200,8 +208,7 @@ def plot_utilization(
     )
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def plot_batch_sizes(path: Path, metrics: SystemMetrics) -> None:
@@ -228,8 +235,7 @@ def plot_batch_sizes(path: Path, metrics: SystemMetrics) -> None:
         + (f", mean {mean:.2f})" if mean is not None else ")")
     )
     ax.grid(axis="y", alpha=0.3)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def write_plots(
@@ -269,5 +275,4 @@ def plot_violation_attribution(path: Path, attribution: ViolationAttribution) ->
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(plt, fig, path)

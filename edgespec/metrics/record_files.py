@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,6 +40,7 @@ from edgespec.metrics.sinks import (
     request_row,
 )
 from edgespec.metrics.types import SystemMetrics
+from edgespec.output_paths import write_atomically
 
 if TYPE_CHECKING:
     from edgespec.metrics.plots import BatchColumns
@@ -100,7 +102,9 @@ class RecordFiles:
     """The record sink of a run folder (see the module docstring); a context manager
     that closes its files, and removes them (and the folder, when it made it and nothing
     else is in it) when the run raises: a run that fails, at set-up (a trace not found) or
-    midway, leaves no half-written records behind, nor a folder that looks like a run."""
+    midway, leaves no half-written records behind, nor a folder that looks like a run.
+    Each file is written under a temporary name beside it (``.NAME.PID.tmp``), renamed
+    when the run ends well: a run killed midway leaves no file under a record's name."""
 
     def __init__(
         self, run_dir: Path, *, rounds: bool = False, row_group_rows: int = ROW_GROUP_ROWS
@@ -112,26 +116,32 @@ class RecordFiles:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.acc = MetricsAccumulator(SIM_BUSY_KEEP)
         self._csv_files: list[TextIO] = []
+        self._written: dict[str, Path] = {}  # record file → its temporary name
         self._requests_csv = self._csv("requests.csv", (*REQUEST_FIELDS, *REQUEST_DERIVED))
         self._requests = _ParquetStream(
-            self.run_dir / "requests.parquet", REQUEST_SCHEMA, row_group_rows
+            self._temporary("requests.parquet"), REQUEST_SCHEMA, row_group_rows
         )
         self._batches = _ParquetStream(
-            self.run_dir / "batches.parquet", BATCH_SCHEMA, row_group_rows
+            self._temporary("batches.parquet"), BATCH_SCHEMA, row_group_rows
         )
         self._rounds: _ParquetStream | None = None
         self._rounds_csv: Any = None
         if rounds:
             self._rounds_csv = self._csv("rounds.csv", ROUND_FIELDS)
             self._rounds = _ParquetStream(
-                self.run_dir / "rounds.parquet", ROUND_SCHEMA, row_group_rows
+                self._temporary("rounds.parquet"), ROUND_SCHEMA, row_group_rows
             )
         self._add_request = self.acc.add_request
         self._add_batch = self.acc.add_batch
         self._add_round = self.acc.add_round
 
+    def _temporary(self, name: str) -> Path:
+        """Where ``name`` is written until the run ends well."""
+        self._written[name] = self.run_dir / f".{name}.{os.getpid()}.tmp"
+        return self._written[name]
+
     def _csv(self, name: str, header: tuple[str, ...]) -> Any:
-        handle = (self.run_dir / name).open("w", newline="")
+        handle = self._temporary(name).open("w", newline="")
         self._csv_files.append(handle)
         writer = csv.writer(handle)
         writer.writerow(header)
@@ -184,15 +194,24 @@ class RecordFiles:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
-        if kind is not None:
+        try:
+            self.close()
+            if kind is None:
+                for name, temporary in self._written.items():
+                    with temporary.open("rb") as fh:
+                        os.fsync(fh.fileno())
+                    os.replace(temporary, self.run_dir / name)
+                return
+        except BaseException:
             self._remove()
+            raise
+        self._remove()
 
     def _remove(self) -> None:
-        """Remove the record files this sink wrote, and the folder if it made it and
-        nothing else is in it."""
-        written = RECORD_FILE_NAMES if self._rounds is not None else RECORD_FILE_NAMES[:3]
-        for name in written:
+        """Remove the record files this sink wrote (renamed or not yet), and the folder if
+        it made it and nothing else is in it."""
+        for name, temporary in self._written.items():
+            temporary.unlink(missing_ok=True)
             (self.run_dir / name).unlink(missing_ok=True)
         if self._made_dir and not any(self.run_dir.iterdir()):
             self.run_dir.rmdir()
@@ -230,21 +249,27 @@ def concatenate_records(run_dir: Path, parts: Sequence[Path]) -> None:
 
 
 def _concatenate_csv(path: Path, present: Sequence[Path]) -> None:
-    with path.open("w", newline="") as out:
+    def write(out: BinaryIO) -> None:
         for k, source in enumerate(present):
-            with source.open(newline="") as handle:
+            with source.open("rb") as handle:
                 header = handle.readline()
                 if k == 0:
                     out.write(header)
                 shutil.copyfileobj(handle, out)
 
+    write_atomically(path, write)
+
 
 def _concatenate_parquet(path: Path, present: Sequence[Path]) -> None:
     schema = pq.read_schema(present[0])
-    with pq.ParquetWriter(path, schema) as writer:
-        for source in present:
-            for group in pq.ParquetFile(source).iter_batches(batch_size=ROW_GROUP_ROWS):
-                writer.write_batch(group)
+
+    def write(out: BinaryIO) -> None:
+        with pq.ParquetWriter(out, schema) as writer:
+            for source in present:
+                for group in pq.ParquetFile(source).iter_batches(batch_size=ROW_GROUP_ROWS):
+                    writer.write_batch(group)
+
+    write_atomically(path, write)
 
 
 def read_rounds(run_dir: Path) -> list[RoundRecord]:

@@ -1,17 +1,20 @@
 """Where metrics go: a run folder (JSON, CSV/Parquet, PNG plots); the terminal's tables are
-:mod:`edgespec.metrics.summary`'s."""
+:mod:`edgespec.metrics.summary`'s. Each file is written whole or not at all
+(:func:`~edgespec.output_paths.write_atomically`)."""
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.metrics.types import SystemMetrics
+from edgespec.output_paths import write_atomically, write_text_atomically
 
 if TYPE_CHECKING:
     pass
@@ -36,27 +39,40 @@ def request_row(record: RequestRecord) -> dict[str, Any]:
     return row
 
 
-def write_metrics_json(path: Path, metrics: SystemMetrics) -> None:
-    """``metrics.to_dict()`` as indented JSON (non-finite floats are already ``null``)."""
-    path.write_text(json.dumps(metrics.to_dict(), indent=2, allow_nan=False) + "\n")
+def write_metrics_json(
+    path: Path, metrics: SystemMetrics, first: Mapping[str, Any] | None = None
+) -> None:
+    """``metrics.to_dict()`` as indented JSON (non-finite floats are already ``null``),
+    after the fields ``first`` when given."""
+    record = {**(first or {}), **metrics.to_dict()}
+    write_text_atomically(path, json.dumps(record, indent=2, allow_nan=False) + "\n")
+
+
+def write_csv(path: Path, header: Sequence[str], rows: Iterable[Iterable[Any]]) -> None:
+    """A CSV file of ``header`` and then ``rows`` (their :func:`cells`), in UTF-8, written
+    whole or not at all; streams, so ``rows`` may be a generator."""
+
+    def write(fh: BinaryIO) -> None:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        writer = csv.writer(text)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow(cells(row))
+        text.detach()  # flushed; the file stays open for write_atomically
+
+    write_atomically(path, write)
 
 
 def write_requests_csv(path: Path, requests: Iterable[RequestRecord]) -> None:
     """Per-request CSV; floats are written in full (``repr``) precision, ``None`` as empty."""
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow((*REQUEST_FIELDS, *REQUEST_DERIVED))
-        for record in requests:
-            writer.writerow(cells(request_row(record).values()))
+    rows = (request_row(record).values() for record in requests)
+    write_csv(path, (*REQUEST_FIELDS, *REQUEST_DERIVED), rows)
 
 
 def write_rounds_csv(path: Path, rounds: Iterable[RoundRecord]) -> None:
     """Per-round CSV in RoundRecord field order; streams, so rounds may be a generator."""
-    with path.open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(ROUND_FIELDS)
-        for record in rounds:
-            writer.writerow(cells(getattr(record, name) for name in ROUND_FIELDS))
+    rows = ((getattr(record, name) for name in ROUND_FIELDS) for record in rounds)
+    write_csv(path, ROUND_FIELDS, rows)
 
 
 def write_requests_parquet(path: Path, requests: Sequence[RequestRecord]) -> bool:
@@ -82,7 +98,8 @@ def write_requests_parquet(path: Path, requests: Sequence[RequestRecord]) -> boo
             schema.append(pa.field(name, pa.bool_()))
         else:
             schema.append(pa.field(name, pa.float64()))
-    pq.write_table(pa.table(columns, schema=pa.schema(schema)), path)
+    table = pa.table(columns, schema=pa.schema(schema))
+    write_atomically(path, lambda fh: pq.write_table(table, fh))
     return True
 
 
@@ -131,7 +148,7 @@ def write_attribution(run_dir: Path, rounds: Sequence[RoundRecord], *, plots: bo
         "violated": attribution.num_violated,
         "compute_dominant": attribution.num_compute_dominant,
     }
-    (run_dir / "attribution.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_text_atomically(run_dir / "attribution.json", json.dumps(summary, indent=2) + "\n")
     if plots:
         from edgespec.metrics.plots import plot_violation_attribution
 

@@ -8,6 +8,7 @@ sweep key means exactly what ``key.path=value`` means on the command line.
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import json
 import math
@@ -30,6 +31,7 @@ from edgespec.config import (
 from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
+from edgespec.output_paths import write_text_atomically
 from edgespec.sweeps.executor import SerialExecutor, SweepExecutor
 
 Runner = Callable[[dict[str, Any]], SystemMetrics]
@@ -179,46 +181,100 @@ def run_sweep(
     return [SweepPoint(i, MappingProxyType(dict(p)), metrics[i]) for i, p in enumerate(points)]
 
 
+LIST_KEYS: Mapping[str, str] = MappingProxyType(
+    {"slo_classes": "slo_class", "batch_sizes": "batch_size"}
+)
+"""The field that names an entry of a metrics list of records (dotted path → field): the
+entry's columns are ``<list>.<that field's value>.<other field>`` (``batch_sizes.32.
+num_batches``, ``slo_classes.c1.attainment``), so a column means one entry in every row,
+whichever entries a run has."""
+
+
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts/lists → ``a.b`` / ``a.0.b`` keys with scalar values."""
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
+    """Nested dicts/lists → ``a.b`` keys with scalar values: a list of records by the
+    :data:`LIST_KEYS` field of each entry, a list of scalars by position
+    (``server_utilization.0`` is server 0's). ``ValueError`` for a list of records with no
+    key field, an entry without it, or two entries, or two values, under one key."""
+    return {column: value for column, (value, _) in _ranked(data, prefix, ()).items()}
+
+
+Rank = tuple[tuple[int, Any], ...]
+"""Where a column goes among every row's: a field by its place in its record, a list's
+entry by its key (numbers before names), so a column new in a later row lands in order."""
+
+
+def _ranked(data: Mapping[str, Any], prefix: str, rank: Rank) -> dict[str, tuple[Any, Rank]]:
+    """:func:`flatten`'s columns, each value with its column's :data:`Rank`."""
+    flat: dict[str, tuple[Any, Rank]] = {}
+    for position, (key, value) in enumerate(data.items()):
+        name, here = f"{prefix}{key}", (*rank, (0, position))
         if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{name}."))
+            items = _ranked(value, f"{name}.", here)
         elif isinstance(value, list):
-            flat.update(flatten({str(i): v for i, v in enumerate(value)}, f"{name}."))
+            items = {}
+            for label, order, entry in _entries(name, value):
+                items.update(_ranked({label: entry}, f"{name}.", (*here, order)))
         else:
-            flat[name] = value
+            items = {name: (value, here)}
+        for column, cell in items.items():
+            if column in flat:
+                raise ValueError(f"two values for column {column!r}")
+            flat[column] = cell
     return flat
 
 
-def write_sweep(path_stem: Path, points: Sequence[SweepPoint]) -> tuple[Path, Path]:
-    """Write ``<stem>.json`` (full records) and ``<stem>.csv`` (one flat row per point).
+def _entries(name: str, values: list[Any]) -> list[tuple[str, tuple[int, Any], Any]]:
+    """The list ``name`` as (label, order, entry): scalars by position, records by their
+    key field (:data:`LIST_KEYS`; the field itself left out, its value is the label)."""
+    if not any(isinstance(value, Mapping) for value in values):
+        return [(str(i), (0, i), value) for i, value in enumerate(values)]
+    field = LIST_KEYS.get(name)
+    if field is None:
+        raise ValueError(f"{name}: a list of records with no key field in LIST_KEYS")
+    entries: dict[str, tuple[str, tuple[int, Any], Any]] = {}
+    for value in values:
+        if not isinstance(value, Mapping) or field not in value:
+            raise ValueError(f"{name}: entry {value!r} has no {field}")
+        key, label = value[field], str(value[field])
+        if label in entries:
+            raise ValueError(f"{name}: two entries with {field} {label}")
+        number = isinstance(key, int | float) and not isinstance(key, bool)
+        order = (0, key) if number else (1, label)
+        entries[label] = (label, order, {k: v for k, v in value.items() if k != field})
+    return list(entries.values())
 
-    CSV columns: ``index``, the swept keys, then every metric as a dotted path (per-class
-    SLO stats as ``slo_classes.<i>.…``); a column missing from a point is left empty.
+
+def write_sweep(path_stem: Path, points: Sequence[SweepPoint]) -> tuple[Path, Path]:
+    """Write ``<stem>.json`` (full records) and ``<stem>.csv`` (one flat row per point),
+    each whole or not at all (:func:`~edgespec.output_paths.write_atomically`).
+
+    CSV columns: ``index``, the swept keys, then every metric as a dotted path (:func:`flatten`:
+    per-class SLO stats as ``slo_classes.<class>.…``, the batch-size histogram as
+    ``batch_sizes.<size>.num_batches``); a column missing from a point is left empty.
     """
     path_stem = Path(path_stem)
     path_stem.parent.mkdir(parents=True, exist_ok=True)
     json_path = path_stem.with_suffix(".json")
     csv_path = path_stem.with_suffix(".csv")
     records = [p.to_dict() for p in points]
-    json_path.write_text(json.dumps(records, indent=2, allow_nan=False) + "\n")
-    rows = []
+    write_text_atomically(json_path, json.dumps(records, indent=2, allow_nan=False) + "\n")
+    rows: list[dict[str, Any]] = []
+    swept: dict[str, None] = {}  # the swept keys, in order
+    ranks: dict[str, Rank] = {}  # every metric column, and where it goes
     for p in points:
-        row: dict[str, Any] = {"index": p.index}
-        row.update({k: _cell(v) for k, v in p.overrides.items()})
-        row.update(flatten(p.metrics.to_dict()))
-        rows.append(row)
-    columns: list[str] = []
+        metrics = _ranked(p.metrics.to_dict(), "", ())
+        swept.update(dict.fromkeys(p.overrides))
+        rows.append({"index": p.index, **{k: _cell(v) for k, v in p.overrides.items()}})
+        rows[-1].update({column: value for column, (value, _) in metrics.items()})
+        ranks.update({column: rank for column, (_, rank) in metrics.items() if column not in ranks})
+    metric_columns = sorted((c for c in ranks if c not in swept), key=lambda c: ranks[c])
+    columns = ["index", *swept, *metric_columns]
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=columns, restval="")
+    writer.writeheader()
     for row in rows:
-        columns.extend(c for c in row if c not in columns)
-    with csv_path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, restval="")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    write_text_atomically(csv_path, text.getvalue())
     return json_path, csv_path
 
 

@@ -129,7 +129,7 @@ def test_run_sweep_applies_overrides_in_product_order(tmp_path: Path) -> None:
         "duration_s",
     ]
     assert [r["slo_violation_rate"] for r in rows] == ["0.1", "0.1", "0.3", "0.3"]
-    assert rows[3]["slo_classes.0.num_met"] == "7"
+    assert rows[3]["slo_classes.c8.num_met"] == "7"
     assert rows[0]["server_utilization.0"] == "0.0"
     assert rows[0]["tpot.p50_s"] == str(0.5 / 7)
 
@@ -180,7 +180,7 @@ def test_run_sweep_puts_results_back_in_grid_order(tmp_path: Path) -> None:
     assert [p.metrics.slo_violation_rate for p in points] == [0.1, 0.2, 0.3]
     _, csv_path = write_sweep(tmp_path / "sweep", points)
     rows = list(csv.DictReader(csv_path.open()))
-    assert [r["slo_classes.1.slo_class"] for r in rows] == ["", "c2", ""]  # the others empty
+    assert [r["slo_classes.c2.num_requests"] for r in rows] == ["", "2", ""]  # others empty
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,10 @@ The three share these flags (``args.target`` names the one chosen)."""
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gc
 import json
+import marshal
 import resource
 import sys
 import tempfile
@@ -18,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.config import apply_overrides, check_repeats, read_yaml
 from edgespec.errors import UserInputError
-from edgespec.output_paths import output_file
+from edgespec.output_paths import output_file, write_atomically, write_text_atomically
 
 if TYPE_CHECKING:
     from edgespec.sim.setup.scenario import Scenario
@@ -116,12 +118,11 @@ def _timed(
         started = time.perf_counter()
         cpu_started = time.process_time()
         if profile is not None:
-            import cProfile
-
             profiler = cProfile.Profile()
             with paused_gc():
                 result = profiler.runcall(simulate, scenario, keep_records=False, handlers=handlers)
-            profiler.dump_stats(str(profile))
+            profiler.create_stats()  # dump_stats's content, written whole (the lambda runs now)
+            write_atomically(profile, lambda fh: marshal.dump(profiler.stats, fh))  # noqa: B023
         else:
             with paused_gc():
                 result = simulate(
@@ -234,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     for key, value in report.items():
         print(f"{key:>14}: {value}")
     if args.json is not None:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+        write_text_atomically(args.json, json.dumps(report, indent=2) + "\n")
     return 0 if identical in (None, True) else 1
 
 
@@ -246,7 +247,7 @@ def _bench_policies(args: argparse.Namespace) -> int:
     for row in rows:
         print(f"{row['policy']:>6} depth {row['queue_depth']:>5}: {row['us_per_decision']:9.1f} µs")
     if args.json is not None:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n")
+        write_text_atomically(args.json, json.dumps(rows, indent=2) + "\n")
     return 0
 
 
@@ -259,7 +260,7 @@ def _bench_memory(args: argparse.Namespace) -> int:
         print(f"{row.num_objects:>9,} objects: {row.ns_per_access:6.0f} ns per access")
     if args.json is not None:
         payload = [{"num_objects": r.num_objects, "ns_per_access": r.ns_per_access} for r in rows]
-        args.json.write_text(json.dumps(payload, indent=2) + "\n")
+        write_text_atomically(args.json, json.dumps(payload, indent=2) + "\n")
     return 0
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from edgespec.config import apply_overrides, check_repeats, dump_yaml, read_yaml
 from edgespec.errors import UserInputError, did_you_mean
+from edgespec.output_paths import write_text_atomically
 from edgespec.sim.commands.flags import add_arguments as add_arguments
 from edgespec.sim.commands.flags import check_flags, check_not_overridden, names_a_file
 
@@ -144,7 +145,7 @@ def _run_capacity(
         check=scenario_from_dict,  # the bounds valid (a fleet within its limit) before a run
     )
     out.mkdir(parents=True, exist_ok=True)
-    (out / "capacity.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    write_text_atomically(out / "capacity.json", json.dumps(result.to_dict(), indent=2) + "\n")
     bound = " (at upper bound)" if result.at_upper_bound else ""
     if result.capacity is None:
         bound = f" (even {args.capacity}={plain(args.lo)} violates more than epsilon)"
@@ -196,18 +197,15 @@ def _write_run_folder(
     from edgespec.metrics.record_files import read_plot_columns, read_rounds
     from edgespec.metrics.sinks import write_attribution, write_metrics_json
 
-    write_metrics_json(out / "metrics.json", metrics)
-    lossy = semantic_fields(data, metrics)
-    if lossy is not None:  # the verification rule beside the metrics it changes
-        written = json.loads((out / "metrics.json").read_text())
-        (out / "metrics.json").write_text(json.dumps({**lossy, **written}, indent=2) + "\n")
+    # a semantic (lossy) run's verification rule beside the metrics it changes
+    write_metrics_json(out / "metrics.json", metrics, semantic_fields(data, metrics))
     if not args.no_plots:
         from edgespec.metrics.plots import write_plots
 
         write_plots(out, metrics, *read_plot_columns(out))
     if args.rounds:
         write_attribution(out, read_rounds(out), plots=not args.no_plots)
-    (out / "scenario.yaml").write_text(dump_yaml(data, sort_keys=False))
+    write_text_atomically(out / "scenario.yaml", dump_yaml(data, sort_keys=False))
 
 
 def semantic_fields(data: dict[str, Any], metrics: Any) -> dict[str, Any] | None:
@@ -280,7 +278,7 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path) -> i
         {"cells": list(s.cells), "num_rounds": s.num_rounds, "wall_s": round(s.wall_s, 3)}
         for s in run.shards
     ]
-    (out / "shards.json").write_text(json.dumps(shards, indent=2) + "\n")
+    write_text_atomically(out / "shards.json", json.dumps(shards, indent=2) + "\n")
     console = Console(markup=False)
     print_summary(run.metrics, console)
     _print_semantic(data, run.metrics, console)

@@ -11,6 +11,7 @@ from typing import Any
 
 from edgespec.config import dump_yaml
 from edgespec.errors import UserInputError
+from edgespec.output_paths import write_text_atomically
 from edgespec.sim.run_folder import claim_run_folder
 
 PLAIN_ONLY = {
@@ -49,8 +50,8 @@ def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any]) 
     run = run_pipeline(scenario)
     wall_s = time.perf_counter() - started
     out.mkdir(parents=True, exist_ok=True)
-    (out / "pipeline.json").write_text(json.dumps(run_record(run), indent=2) + "\n")
-    (out / "scenario.yaml").write_text(dump_yaml(data, sort_keys=False))
+    write_text_atomically(out / "pipeline.json", json.dumps(run_record(run), indent=2) + "\n")
+    write_text_atomically(out / "scenario.yaml", dump_yaml(data, sort_keys=False))
     console = Console(markup=False)
     for line in report_lines(run):
         console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -1,0 +1,61 @@
+"""``edgespec sim`` and ``edgespec bench --json`` write their files whole or not at all: a
+disk that fills while one is written leaves no file under its name (or the old one) and
+no temporary file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgespec.cli import main
+from tests.sim.helpers import tiny_scenario
+
+pytestmark = pytest.mark.skipif(
+    not Path("/proc/self/fd").is_dir(), reason="finds the file being written in /proc"
+)
+
+
+def disk_full_writing(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The disk fills as ``name`` is written (when its temporary file is synced)."""
+    fsync = os.fsync
+
+    def selective(fd: int) -> None:
+        if Path(os.readlink(f"/proc/self/fd/{fd}")).name.startswith(f".{name}."):
+            raise OSError(28, "No space left on device")
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", selective)
+
+
+def test_a_run_folder_file_that_fails_midway_is_not_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_scenario(duration_s=2.0)))
+    out = tmp_path / "run"
+    disk_full_writing(monkeypatch, "scenario.yaml")
+    with pytest.raises(OSError, match="No space left"):
+        main(["sim", str(path), "--quiet", "--no-plots", "--out", str(out)])
+    assert sorted(p.name for p in out.iterdir()) == [
+        "batches.parquet",
+        "metrics.json",
+        "requests.csv",
+        "requests.parquet",
+    ]
+
+
+def test_a_bench_json_that_fails_midway_leaves_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [{"policy": "fcfs", "queue_depth": 10, "us_per_decision": 1.5}]
+    monkeypatch.setattr("edgespec.sim.policy_bench.bench_policies", lambda repeat: rows)
+    out = tmp_path / "policy.json"
+    out.write_text("old\n")
+    disk_full_writing(monkeypatch, "policy.json")
+    with pytest.raises(OSError, match="No space left"):
+        main(["bench", "policy", "--json", str(out)])
+    assert [p.name for p in tmp_path.iterdir()] == ["policy.json"]
+    assert out.read_text() == "old\n"
