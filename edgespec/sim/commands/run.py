@@ -111,7 +111,7 @@ def _run_sweep(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int
     json_path, csv_path = write_sweep(out / "sweep", points)
     console = Console(markup=False)
     print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
-    console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}")
+    console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}", soft_wrap=True)
     return 0
 
 
@@ -156,7 +156,8 @@ def _run_capacity(
         f"capacity {args.capacity} at epsilon={setting(args.epsilon)}"
         + ("" if args.slo_class is None else f" for class {args.slo_class}")
         + f": {'None' if result.capacity is None else plain(result.capacity)}{bound}"
-        f" → {out / 'capacity.json'}"
+        f" → {out / 'capacity.json'}",
+        soft_wrap=True,
     )
     return 0
 

@@ -111,7 +111,7 @@ def test_capacity_json_is_indented_and_probes_are_listed_by_value(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(tmp_path, tiny_scenario(duration_s=5.0))
-    out = tmp_path / "cap"
+    out = tmp_path / ("a-long-folder-name-" * 3) / "cap"
     key = "auto_topology.devices.0.count"
     args = ["sim", str(path), "--capacity", key, "--lo", "3", "--hi", "5", "--epsilon", "1"]
     assert main([*args, *QUIET, "--out", str(out)]) == 0
@@ -120,7 +120,8 @@ def test_capacity_json_is_indented_and_probes_are_listed_by_value(
     lines = capsys.readouterr().out.splitlines()
     rows = [int(m.group(1)) for line in lines if (m := re.match(r"^\W*(\d+)\s+│", line))]
     assert rows == [3, 5, 3, 5]  # the probes table, then the per-class table
-    assert " ".join(" ".join(lines).split()).endswith(
+    # one line, not wrapped at 80 columns before the file
+    assert lines[-1] == (
         f"capacity {key} at epsilon=1.0: 5 (at upper bound) → {out / 'capacity.json'}"
     )
 
