@@ -242,12 +242,12 @@ def test_train_draft_adds_the_extra_shard_directories(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from edgespec.learn.drafts.distill_data import write_shards
-    from tests.learn.traces.test_command import _tokenizer
+    from tests.learn.traces.test_command import tiny_tokenizer
     from tests.models.tiny import tiny_draft
 
     target = tiny_target()
     target.save_pretrained(tmp_path / "target")
-    _tokenizer().save_pretrained(tmp_path / "target")
+    tiny_tokenizer().save_pretrained(tmp_path / "target")
     kept = list(range(3, VOCAB))
     tiny_draft(kept).save(tmp_path / "draft")
     settings = GenerationSettings(max_new_tokens=5, top_k=2, temperature=1.0, seed=3)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,16 +14,21 @@ from tests.models.tiny import VOCAB, tiny_draft, tiny_target
 from tests.word_tokenizer import make_word_tokenizer, word_vocab
 
 
+def tiny_tokenizer() -> Any:
+    """The tiny target's tokenizer: words w0..w{VOCAB-1}, tiny.SPECIAL's ids named."""
+    words = word_vocab(VOCAB, {0: "<pad>", 1: "<eos>", 2: "<bos>"})
+    return make_word_tokenizer(
+        words, unk_token="w3", unk_special=False, fuse=False,
+        bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+    )  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("pair")
     target = tiny_target()
     target.save_pretrained(root / "target")
-    words = word_vocab(VOCAB, {0: "<pad>", 1: "<eos>", 2: "<bos>"})  # tiny.SPECIAL's ids
-    make_word_tokenizer(
-        words, unk_token="w3", unk_special=False, fuse=False,
-        bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
-    ).save_pretrained(root / "target")  # fmt: skip
+    tiny_tokenizer().save_pretrained(root / "target")
     tiny_draft(list(range(0, VOCAB, 2))).save(root / "draft")
     return root / "target", root / "draft"
 

@@ -47,7 +47,11 @@ def test_a_sweep_prints_whole_headers_and_classes_by_target_at_80_columns(
     sweep = ["--sweep", f"{keys[0]}=4,8", f"{keys[1]}=10,50"]
     assert main(["sim", str(scenario_file), *sweep, "--quiet", "--out", str(tmp_path / "s")]) == 0
     text = capsys.readouterr().out
-    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    *tables, last = text.splitlines()
+    assert "…" not in text and max(len(line) for line in tables) <= 80
+    assert (
+        last == f"sweep: 4 runs → {tmp_path / 's' / 'sweep.json'}, {tmp_path / 's' / 'sweep.csv'}"
+    )
     assert headers(text, "sweep") == [*keys, *RUN_NAMES]
     assert headers(text, "SLO attainment per class") == [*keys, "slow", "fast"]  # 2, 8 tok/s
     assert not re.search(r"\de[+-]\d", text)
@@ -60,6 +64,9 @@ def test_a_capacity_search_prints_whole_headers_at_80_columns(
     args = ["sim", str(scenario_file), "duration_s=20", "--capacity", key, "--lo", "4", "--hi", "8"]
     assert main([*args, "--epsilon", "1", "--quiet", "--out", str(tmp_path / "c")]) == 0
     text = capsys.readouterr().out
-    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+    *tables, last = text.splitlines()
+    assert "…" not in text and max(len(line) for line in tables) <= 80
+    assert last.startswith(f"capacity {key} at epsilon=1.0: ")  # the path whole, one line
+    assert last.endswith(f" → {tmp_path / 'c' / 'capacity.json'}")
     assert headers(text, "probes") == [key, *RUN_NAMES]
     assert headers(text, "SLO attainment per class") == [key, "slow", "fast"]
