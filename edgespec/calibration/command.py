@@ -47,7 +47,7 @@ from edgespec.calibration.checks import (
 from edgespec.calibration.comparison import compare
 from edgespec.calibration.runs import link_rtt_ms, run_real, simulate_run, write_trace
 from edgespec.errors import check_fits_context
-from edgespec.output_paths import claim_folder, output_folder
+from edgespec.output_paths import claim_folder, output_folder, write_text_atomically
 
 
 def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: int) -> Any:
@@ -262,5 +262,5 @@ def run(args: argparse.Namespace) -> int:
         f"load average {' '.join(f'{x:.2f}' for x in real.load_average)}\n\n{result_cmp.table()}"
     )
     print(text)
-    (out / "comparison.md").write_text(text + "\n")
+    write_text_atomically(out / "comparison.md", text + "\n")
     return 0

@@ -120,7 +120,10 @@ PAPERS: dict[str, Reproduction] = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The shared flags of the claims reproductions."""
     parser.add_argument(
-        "--quick", action="store_true", help="a reduced run (CI): fewer classes, shorter runs"
+        "--quick",
+        action="store_true",
+        help="a reduced run (CI): fewer points and draws, shorter runs; its report says what "
+        "it leaves out",
     )
     parser.add_argument(
         "--out",

@@ -44,7 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     parser.add_argument(
-        "--rounds", action="store_true", help="also write rounds.csv (plain run, --shards)"
+        "--rounds",
+        action="store_true",
+        help="also write rounds.csv, rounds.parquet and the violation attribution "
+        "(attribution.json, .png) (plain run, --shards)",
     )
     parser.add_argument(
         "--sweep",
