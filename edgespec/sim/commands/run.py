@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from edgespec.config import apply_overrides, check_repeats, dump_yaml, read_yaml
+from edgespec.config import apply_overrides, check_repeats, dump_yaml
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.output_paths import write_text_atomically
 from edgespec.sim.commands.flags import add_arguments as add_arguments
@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.sim.run_folder import claim_run_folder
     from edgespec.sim.setup.scenario import (
         default_scenario_path,
+        read_scenario_file,
         scenario_from_dict,
         scenario_path,
     )
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     check_flags(args)
     path, overrides = _split(args.args)
     file = scenario_path(path) if path else default_scenario_path()
-    data = apply_overrides(read_yaml(file), overrides)
+    data = apply_overrides(read_scenario_file(file), overrides)
     if system_of(data) == "drafting_server":  # Zhu et al.'s (edgespec/sim/drafting_server/)
         from edgespec.sim.drafting_server.command import run_drafting_server_command
 

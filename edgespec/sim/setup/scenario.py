@@ -243,8 +243,17 @@ def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -
     return from_dict(Scenario, replicate_cells(apply_overrides(data, overrides)))
 
 
+def read_scenario_file(file: Path) -> dict[str, Any]:
+    """A scenario file's mapping; an empty one (or comments only) is refused: it ran the
+    built-in defaults, one device for 60 s, without a word."""
+    data = read_yaml(file)
+    if not data:
+        raise ConfigFileError(str(file), "holds no scenario (empty, or comments only)")
+    return data
+
+
 def load_scenario(path: str | Path | None, overrides: Sequence[str] = ()) -> Scenario:
     """Load a scenario YAML (a file or a bundled scenario's name, :func:`scenario_path`;
     ``None``: the bundled default) with ``key.path=value`` overrides."""
     file = scenario_path(path) if path else default_scenario_path()
-    return scenario_from_dict(read_yaml(file), overrides)
+    return scenario_from_dict(read_scenario_file(file), overrides)

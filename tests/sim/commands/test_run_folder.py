@@ -245,3 +245,17 @@ def test_the_last_line_names_the_run_folder_whole_on_one_line(
     assert main(["sim", str(path), "--quiet", "--out", str(out)]) == 0
     last = capsys.readouterr().out.splitlines()[-1]
     assert re.fullmatch(rf"tiny: .* s wall → {re.escape(str(out))}", last), last
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n"])
+def test_an_empty_scenario_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    """It ran the built-in defaults, one device for 60 s, and said nothing of it."""
+    path = tmp_path / "empty.yaml"
+    path.write_text(text)
+    assert main(["sim", str(path), "--quiet", "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec sim: {path}: holds no scenario (empty, or comments only)\n"
+    )
+    assert not (tmp_path / "run").exists()
