@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import edgespec.sim.model.reject_table as semantic
-from edgespec.reproduce.claims import ClaimRow, Outcome
+from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.wisv.claims import fig5_rows, per_round_extra_s
 from edgespec.reproduce.wisv.report import reproduce as reproduce_wisv
 from edgespec.reproduce.wisv.runs import WisvPlan, WisvResults
@@ -96,9 +96,13 @@ def test_what_the_quick_run_reproduces(quick: tuple[Path, list[ClaimRow]]) -> No
     assert by_what[
         "WISV FH faster than greedy in every Fig. 4 setting (4 scenarios × 5 windows)"
     ].holds
-    # The headline cuts are there in direction; their magnitude waits for the full run.
+    # The headline cut is judged whole, as in the full run: means per answer do not wait
+    # for 500 answers (every magnitude was "depends on run length (quick run)", though 100
+    # answers give the full run's AAL within 1 %). With this test's reject-share tables it
+    # holds; with the shipped ones it holds in direction only, for the head's cause.
     headline = by_what["WISV FH latency vs greedy, γ = 64, 500 Mbit/s"]
-    assert headline.direction_ok and headline.outcome is Outcome.DIRECTION_ONLY
+    assert headline.direction_ok and headline.magnitude_ok and headline.outcome is Outcome.HOLDS
+    assert not any(r.quick_run or r.cause is Cause.QUICK_RUN for r in rows)
     # At RTT 50 ms on the good link SH pays its round trip.
     assert by_what[
         "Fig. 4, RTT 50 ms, 500 Mbit/s: sign of SH − FH latency, γ = 10/16/24/32/64"
