@@ -99,12 +99,18 @@ def claim_folder(
     return out
 
 
+def temporary_path(path: Path) -> Path:
+    """Where ``path`` is written until it is whole (``.NAME.PID.tmp`` beside it, so that
+    the rename is atomic)."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
 def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Write ``path`` whole or not at all: ``write`` fills a temporary file beside it (in the
     same folder, so that the rename is atomic), which then replaces ``path``. A run stopped
     or failing part-way leaves ``path`` as it was and no temporary file behind. The folder
     must exist."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary = temporary_path(path)
     try:
         with temporary.open("wb") as fh:
             write(fh)

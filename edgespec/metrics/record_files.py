@@ -40,7 +40,7 @@ from edgespec.metrics.sinks import (
     request_row,
 )
 from edgespec.metrics.types import SystemMetrics
-from edgespec.output_paths import write_atomically
+from edgespec.output_paths import temporary_path, write_atomically
 
 if TYPE_CHECKING:
     from edgespec.metrics.plots import BatchColumns
@@ -137,7 +137,7 @@ class RecordFiles:
 
     def _temporary(self, name: str) -> Path:
         """Where ``name`` is written until the run ends well."""
-        self._written[name] = self.run_dir / f".{name}.{os.getpid()}.tmp"
+        self._written[name] = temporary_path(self.run_dir / name)
         return self._written[name]
 
     def _csv(self, name: str, header: tuple[str, ...]) -> Any:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any, TypedDict
 
+import pytest
 import yaml
 
 
@@ -100,3 +101,15 @@ def hand_trace_scenario(
         "workload": {"kind": "trace", "trace": str(trace)},
         "record_rounds": True,
     }
+
+
+def sim_refusal(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """``edgespec sim ARGS`` (quiet, no plots, into ``tmp_path/out``) exits 2 and prints
+    nothing on stdout: its stderr."""
+    from edgespec.cli import main
+
+    out = tmp_path / "out"
+    assert main(["sim", *args, "--quiet", "--no-plots", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return captured.err

@@ -6,7 +6,6 @@ were the server's OpenSession refusal, exit 1, after the draft had loaded."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,30 +13,17 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.models import loading
-from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge import draft_backends
+from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.commands.draft_stages import split_stages
-from tests.runtime.conftest import start_server
-from tests.word_tokenizer import make_word_tokenizer
 
 CONTEXT = "exceeds the target's context of 4,096 tokens"  # the tiny target's
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory, target_model: Any) -> Path:
-    """The tiny target saved with a tokenizer: a draft (or target) that has one."""
-    directory = tmp_path_factory.mktemp("with-tokenizer")
-    target_model.save_pretrained(directory)
-    make_word_tokenizer(target_model.config.vocab_size).save_pretrained(directory)
-    return directory
-
-
 @pytest.fixture
-def address(target: TransformersTarget, model_dir: Path) -> Iterator[str]:
-    """A loopback server whose target is named by ``model_dir`` (its tokenizer's home)."""
-    running = start_server(target, target=str(model_dir), host="127.0.0.1")
-    yield f"127.0.0.1:{running.port}"
-    running.stop(grace_s=0)
+def address(server: ServerThread) -> str:
+    """The loopback server whose target is named by ``model_dir`` (its tokenizer's home)."""
+    return f"127.0.0.1:{server.port}"
 
 
 def _refuse(what: str) -> Any:

@@ -9,16 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from edgespec.cli import main
-from tests.sim.helpers import tiny_scenario
-
-
-def _error(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    out = tmp_path / "out"
-    assert main(["sim", *args, "--quiet", "--no-plots", "--out", str(out)]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    return captured.err
+from tests.sim.helpers import sim_refusal, tiny_scenario
 
 
 @pytest.mark.parametrize(
@@ -42,7 +33,7 @@ def test_a_policy_parameter_is_named_at_its_field(
 ) -> None:
     scenario = tmp_path / "tiny.yaml"
     scenario.write_text(yaml.safe_dump(tiny_scenario(duration_s=1.0)))
-    assert _error([str(scenario), override], tmp_path, capsys) == (
+    assert sim_refusal([str(scenario), override], tmp_path, capsys) == (
         f"edgespec sim: config field {message}\n"
     )
 
@@ -52,7 +43,7 @@ def test_the_planned_output_length_is_bounded(
 ) -> None:
     """Was a numpy traceback allocating 87 GiB; refused at the field given, before planning."""
     override = "pipeline.max_output_tokens=1000000000"
-    assert _error(["zhu-pipeline", override], tmp_path, capsys) == (
+    assert sim_refusal(["zhu-pipeline", override], tmp_path, capsys) == (
         "edgespec sim: config field 'pipeline.max_output_tokens': must be <= 32,768 (the "
         "planner's tables grow with it), got 1000000000\n"
     )

@@ -9,16 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from edgespec.cli import main
-from tests.sim.helpers import tiny_scenario
-
-
-def _error(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    out = tmp_path / "out"
-    assert main(["sim", *args, "--quiet", "--no-plots", "--out", str(out)]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    return captured.err
+from tests.sim.helpers import sim_refusal, tiny_scenario
 
 
 @pytest.fixture
@@ -55,7 +46,7 @@ def test_a_profile_files_missing_field_is_named_with_its_file(
     scenario = tmp_path / "tiny.yaml"
     scenario.write_text(yaml.safe_dump(tiny_scenario(duration_s=1.0)))
     given = override.replace("FILE", str(wisp_without_a_s))
-    assert _error([str(scenario), given], tmp_path, capsys) == (
+    assert sim_refusal([str(scenario), given], tmp_path, capsys) == (
         f"edgespec sim: config field '{named}': {wisp_without_a_s}.a_s: required field is missing\n"
     )
 
@@ -66,7 +57,7 @@ def test_a_zhu_profiles_missing_field_is_named_with_its_file(
     path = tmp_path / "z.yaml"
     path.write_text("kind: zhu\nmodel: llama2-7b\nc1_s_per_flop: 1.0e-12\n")
     override = f"pipeline.draft_profile={path}"
-    assert _error(["zhu-pipeline", override], tmp_path, capsys) == (
+    assert sim_refusal(["zhu-pipeline", override], tmp_path, capsys) == (
         f"edgespec sim: config field 'pipeline.draft_profile': {path}.c2_s: required field is "
         "missing\n"
     )
