@@ -160,10 +160,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"edgespec {args.command}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path that cannot be written or read: named, one line
-        if exc.filename is None:
+        if exc.filename is not None:
+            print(f"edgespec {args.command}: {exc.filename}: {exc.strerror}", file=sys.stderr)
+            return 2
+        if exc.errno is None:
             raise
-        print(f"edgespec {args.command}: {exc.filename}: {exc.strerror}", file=sys.stderr)
-        return 2
+        # The system failed, not the user (a full disk while records stream, a port in use).
+        print(f"edgespec {args.command}: {exc.strerror} (errno {exc.errno})", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

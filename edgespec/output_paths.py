@@ -108,7 +108,8 @@ def temporary_path(path: Path) -> Path:
 def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Write ``path`` whole or not at all: ``write`` fills a temporary file beside it (in the
     same folder, so that the rename is atomic), which then replaces ``path``. A run stopped
-    or failing part-way leaves ``path`` as it was and no temporary file behind. The folder
+    or failing part-way leaves ``path`` as it was and no temporary file behind; an
+    ``OSError`` that names no file (a full disk) is raised again naming ``path``. The folder
     must exist."""
     temporary = temporary_path(path)
     try:
@@ -117,6 +118,11 @@ def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(temporary, path)
+    except OSError as exc:  # a full disk names no file: name the one being written
+        temporary.unlink(missing_ok=True)
+        if exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

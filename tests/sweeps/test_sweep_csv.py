@@ -125,7 +125,8 @@ def test_a_sweep_json_that_fails_midway_leaves_the_old_file(
 
     (tmp_path / "sweep.json").write_text("old\n")
     monkeypatch.setattr("edgespec.output_paths.os.fsync", full)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(OSError, match="No space left") as raised:
         write_sweep(tmp_path / "sweep", [point(0, 0, {1: 1})])
+    assert raised.value.filename == str(tmp_path / "sweep.json")
     assert [p.name for p in tmp_path.iterdir()] == ["sweep.json"]
     assert (tmp_path / "sweep.json").read_text() == "old\n"

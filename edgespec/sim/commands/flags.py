@@ -10,6 +10,7 @@ default to ``None`` in the parser so a given flag can be told from its default;
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,9 @@ from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_folder
 from edgespec.sweeps.executor import MAX_CLUSTER_WORKERS, WORKERS_PER_CPU, check_workers
+
+DEVICE_COUNT = re.compile(r"auto_topology\.devices\.\d+\.count")
+"""The keys ``--capacity`` searches: a device pool's count."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -214,17 +218,26 @@ def check_not_overridden(args: argparse.Namespace, overrides: list[str]) -> None
 
 
 def check_capacity_key(key: str) -> None:
-    """Refuse a ``--capacity`` KEY whose scenario field is declared and is not an integer
-    (the search sets whole numbers: a float field would be probed at those only). A key
-    no type is declared for (a policy's params, an unknown field) is left to the scenario's
-    own check at ``--lo`` and ``--hi``."""
+    """Refuse a ``--capacity`` KEY that is not a device pool's count. The search is WISP
+    Eq. 20 (the most devices whose violation rate is within ε): it bisects, assuming the
+    rate grows with KEY. That holds for a device count; other integers break it (more
+    servers lower the rate, a seed or a batch cap moves it either way), and the search
+    would return a number that means nothing."""
     from edgespec.sim.setup.scenario import Scenario
     from edgespec.sweeps.capacity import field_path
 
-    tp = field_type(Scenario, key_path(key, key, "--capacity"))
+    path = key_path(key, key, "--capacity")
+    if DEVICE_COUNT.fullmatch(".".join(path)):
+        return
+    tp = field_type(Scenario, path)
     if tp is not None and tp is not int:
         raise UserInputError(
             f"--capacity {shown(key)}: scenario field {shown(field_path(key))} is "
             f"{type_text(tp)}, not an integer (the search sets whole numbers); give an "
             "integer count, e.g. auto_topology.devices.0.count"
         )
+    raise UserInputError(
+        f"--capacity {shown(key)}: the search finds the most devices within --epsilon "
+        "(WISP Eq. 20), assuming violations grow with KEY; give a device pool's count, "
+        "auto_topology.devices.<i>.count"
+    )

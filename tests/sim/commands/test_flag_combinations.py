@@ -30,9 +30,9 @@ def refused(*argv: str) -> str:
 
 
 def test_all_three_run_kinds_are_named() -> None:
-    assert refused("--sweep", "seed=1,2", "--capacity", "seed", "--shards", "2") == (
-        "--sweep and --capacity and --shards exclude each other; give one"
-    )
+    assert refused(
+        "--sweep", "seed=1,2", "--capacity", "auto_topology.devices.0.count", "--shards", "2"
+    ) == ("--sweep and --capacity and --shards exclude each other; give one")
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ def checked(*argv: str) -> argparse.Namespace:
 
 def test_flags_not_given_get_the_documented_defaults() -> None:
     """docs/SIMULATOR.md: "The bounds default to --lo 1 --hi 1000, epsilon to 0.05"."""
-    args = checked("--capacity", "seed")
+    args = checked("--capacity", "auto_topology.devices.0.count")
     assert (args.lo, args.hi, args.epsilon) == (1, 1000, 0.05)
     args = checked("--sweep", "seed=1,2")
     assert (args.workers, args.engine, args.address) == (1, "local", None)
@@ -33,9 +33,13 @@ def test_flags_not_given_get_the_documented_defaults() -> None:
 
 def test_capacity_bounds_and_epsilon_include_their_ends() -> None:
     """A given 0 is kept (not taken for "not given"); --lo may equal --hi."""
-    args = checked("--capacity", "seed", "--lo", "0", "--hi", "0", "--epsilon", "0")
+    args = checked(
+        "--capacity", "auto_topology.devices.0.count", "--lo", "0", "--hi", "0", "--epsilon", "0"
+    )
     assert (args.lo, args.hi, args.epsilon) == (0, 0, 0.0)
-    args = checked("--capacity", "seed", "--lo", "7", "--hi", "7", "--epsilon", "1")
+    args = checked(
+        "--capacity", "auto_topology.devices.0.count", "--lo", "7", "--hi", "7", "--epsilon", "1"
+    )
     assert (args.lo, args.hi, args.epsilon) == (7, 7, 1.0)
 
 
@@ -50,7 +54,7 @@ def test_capacity_bounds_and_epsilon_include_their_ends() -> None:
 )
 def test_capacity_flags_just_out_of_range(flags: list[str], message: str) -> None:
     with pytest.raises(UserInputError) as error:
-        checked("--capacity", "seed", *flags)
+        checked("--capacity", "auto_topology.devices.0.count", *flags)
     assert str(error.value) == message
 
 

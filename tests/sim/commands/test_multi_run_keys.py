@@ -156,14 +156,33 @@ def test_a_capacity_key_of_a_field_that_is_no_integer_is_refused(
 
 
 @pytest.mark.parametrize(
+    "key", ["auto_topology.devices.0.count", " auto_topology.devices.12.count"]
+)
+def test_a_capacity_key_of_a_device_count_passes(key: str) -> None:
+    check_capacity_key(key)
+
+
+@pytest.mark.parametrize(
     "key",
     [
-        "auto_topology.devices.0.count",
-        "auto_topology.servers.0.max_batch_size",
         "seed",  # an integer, though not a count: violations need not rise with it
-        "policies.window.params.gamma",  # params are typed Any: the policy checks them
-        "auto_topology.cells",  # written out before the fields are typed
+        "auto_topology.servers.0.count",  # violations fall as servers are added
+        "auto_topology.servers.0.max_batch_size",
+        "policies.window.params.gamma",  # untyped (a policy's param)
+        "auto_topology.devices.count",  # no pool index
     ],
 )
-def test_a_capacity_key_of_an_integer_or_untyped_field_passes(key: str) -> None:
-    check_capacity_key(key)
+def test_a_capacity_key_that_is_no_device_count_is_refused(
+    key: str,
+    scenario_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bisection over anything else than devices returns a number that means nothing."""
+    got = _error([str(scenario_file), "--capacity", key], tmp_path, capsys, monkeypatch)
+    assert got == (
+        f"edgespec sim: --capacity {key}: the search finds the most devices within "
+        "--epsilon (WISP Eq. 20), assuming violations grow with KEY; give a device pool's "
+        "count, auto_topology.devices.<i>.count\n"
+    )

@@ -39,8 +39,14 @@ def test_address_without_ray_is_a_user_error(
     ("flags", "named"),
     [
         (["--sweep", "seed=1,2", "--shards", "2"], "--sweep and --shards"),
-        (["--capacity", "seed", "--shards", "2"], "--capacity and --shards"),
-        (["--sweep", "seed=1,2", "--capacity", "seed"], "--sweep and --capacity"),
+        (
+            ["--capacity", "auto_topology.devices.0.count", "--shards", "2"],
+            "--capacity and --shards",
+        ),
+        (
+            ["--sweep", "seed=1,2", "--capacity", "auto_topology.devices.0.count"],
+            "--sweep and --capacity",
+        ),
     ],
 )
 def test_run_kinds_exclude_each_other(
@@ -129,7 +135,11 @@ SWEEP_OR_SHARDS = "--sweep or --shards"
     ("flags", "applies", "given"),
     [
         (["--rounds", "--sweep", "seed=1,2"], PLAIN_OR_SHARDS, "--sweep"),
-        (["--rounds", "--capacity", "seed"], PLAIN_OR_SHARDS, "--capacity"),
+        (
+            ["--rounds", "--capacity", "auto_topology.devices.0.count"],
+            PLAIN_OR_SHARDS,
+            "--capacity",
+        ),
         (["--verbose", "--sweep", "seed=1,2"], "a plain run", "--sweep"),
         (["--verbose", "--shards", "2"], "a plain run", "--shards"),
         (["--slo-class", "gold"], "--capacity", "a plain run"),
@@ -137,10 +147,18 @@ SWEEP_OR_SHARDS = "--sweep or --shards"
         (["--hi", "3", "--shards", "2"], "--capacity", "--shards"),
         (["--epsilon", "0.1"], "--capacity", "a plain run"),
         (["--workers", "2"], SWEEP_OR_SHARDS, "a plain run"),
-        (["--workers", "2", "--capacity", "seed"], SWEEP_OR_SHARDS, "--capacity"),
+        (
+            ["--workers", "2", "--capacity", "auto_topology.devices.0.count"],
+            SWEEP_OR_SHARDS,
+            "--capacity",
+        ),
         (["--engine", "local"], SWEEP_OR_SHARDS, "a plain run"),
         (["--engine", "ray", "--address", "h:1"], SWEEP_OR_SHARDS, "a plain run"),
-        (["--address", "h:1", "--capacity", "seed"], SWEEP_OR_SHARDS, "--capacity"),
+        (
+            ["--address", "h:1", "--capacity", "auto_topology.devices.0.count"],
+            SWEEP_OR_SHARDS,
+            "--capacity",
+        ),
     ],
 )
 def test_a_flag_given_where_it_has_no_effect_is_refused(

@@ -31,14 +31,16 @@ def disk_full_writing(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
 
 
 def test_a_run_folder_file_that_fails_midway_is_not_left(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(tiny_scenario(duration_s=2.0)))
     out = tmp_path / "run"
     disk_full_writing(monkeypatch, "scenario.yaml")
-    with pytest.raises(OSError, match="No space left"):
-        main(["sim", str(path), "--quiet", "--no-plots", "--out", str(out)])
+    assert main(["sim", str(path), "--quiet", "--no-plots", "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec sim: {out / 'scenario.yaml'}: No space left on device\n"
+    )
     assert sorted(p.name for p in out.iterdir()) == [
         "batches.parquet",
         "metrics.json",
@@ -48,14 +50,28 @@ def test_a_run_folder_file_that_fails_midway_is_not_left(
 
 
 def test_a_bench_json_that_fails_midway_leaves_the_old_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = [{"policy": "fcfs", "queue_depth": 10, "us_per_decision": 1.5}]
     monkeypatch.setattr("edgespec.sim.policy_bench.bench_policies", lambda repeat: rows)
     out = tmp_path / "policy.json"
     out.write_text("old\n")
     disk_full_writing(monkeypatch, "policy.json")
-    with pytest.raises(OSError, match="No space left"):
-        main(["bench", "policy", "--json", str(out)])
+    assert main(["bench", "policy", "--json", str(out)]) == 2
+    assert capsys.readouterr().err == f"edgespec bench: {out}: No space left on device\n"
     assert [p.name for p in tmp_path.iterdir()] == ["policy.json"]
     assert out.read_text() == "old\n"
+
+
+def test_a_disk_that_fills_while_records_stream_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def full(self: object, record: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("edgespec.metrics.record_files.RecordFiles.batch", full)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_scenario(duration_s=2.0)))
+    out = tmp_path / "run"
+    assert main(["sim", str(path), "--quiet", "--no-plots", "--out", str(out)]) == 1
+    assert capsys.readouterr().err == "edgespec sim: No space left on device (errno 28)\n"
