@@ -67,13 +67,16 @@ def claim_folder(
     run_files: Sequence[str],
     overwrite: bool,
     keep: Sequence[Path] = (),
+    remove: bool = True,
 ) -> Path:
     """The folder a run writes, so that it holds one run's files and no other's: ``out``
     when it holds none of ``run_files`` (names or glob patterns, relative to it) — with
-    ``overwrite``, those files are removed now, but for ``keep`` (inputs of this run);
-    without ``out``, ``default``, or ``default-2``, ``-3`` ... when taken, and
-    ``overwrite`` is refused (a new folder holds no run to replace). Other files are never
-    touched; nothing is created here (the run makes the folder when it writes)."""
+    ``overwrite``, those files are removed now, but for ``keep`` (inputs of this run;
+    ``remove=False``: only checked, for a command that refuses more before it starts and
+    calls again to remove them); without ``out``, ``default``, or ``default-2``, ``-3`` ...
+    when taken, and ``overwrite`` is refused (a new folder holds no run to replace). Other
+    files are never touched; nothing is created here (the run makes the folder when it
+    writes)."""
     if out is None:
         if overwrite:
             raise UserInputError(OVERWRITE_NEEDS_OUT)
@@ -94,7 +97,7 @@ def claim_folder(
             f"--out {out} already holds a run ({shown}); give another folder, or "
             "--overwrite to replace that run's files"
         )
-    for path in found:
+    for path in found if remove else ():
         path.unlink()
     return out
 

@@ -17,6 +17,12 @@ its prompts built before it starts."""
 SYNTHETIC_DRAFTS = ("truncated", "ngram")
 """The drafts the synthetic target takes: its first layers, or the prompt-lookup drafter."""
 
+DEFAULT_PROMPT_TOKENS = 32
+"""The synthetic target's prompt length (``--prompt-tokens``): random tokens."""
+
+DEFAULT_DATASET = "gsm8k"
+"""A model target's prompt set (``--dataset``), its test split."""
+
 
 def check_counts(args: argparse.Namespace) -> None:
     """Refuse more than :data:`MAX_REQUESTS` requests, a ``--gamma`` over the calibration
@@ -44,7 +50,8 @@ def check_counts(args: argparse.Namespace) -> None:
 def check_pair_names(args: argparse.Namespace) -> None:
     """``--target`` and ``--draft`` resolved to models (nothing is loaded), the refusal
     naming the flag; the synthetic target takes only :data:`SYNTHETIC_DRAFTS` (it builds
-    its draft; a model named would be ignored)."""
+    its draft; a model named would be ignored) and no ``--dataset``, a model target a known
+    ``--dataset`` and no ``--prompt-tokens`` (each would be ignored)."""
     from edgespec.models.registry import ModelNotFoundError, resolve_model
 
     if args.target == "synthetic":
@@ -53,13 +60,37 @@ def check_pair_names(args: argparse.Namespace) -> None:
                 f"--draft {args.draft}: the synthetic target takes 'truncated' or 'ngram' "
                 "(a model draft needs a model --target)"
             )
+        if args.dataset is not None:
+            raise UserInputError(
+                f"--dataset {args.dataset}: the synthetic target's prompts are random tokens "
+                "(--prompt-tokens); a dataset needs a model --target"
+            )
         return
+    _check_dataset(args)
     names = [("--target", args.target), ("--draft", args.draft)]
     for flag, name in names[: 1 if args.draft == "ngram" else 2]:
         try:
             resolve_model(name)
         except ModelNotFoundError as exc:
             raise UserInputError(f"{flag} {name}: {exc}") from None
+
+
+def _check_dataset(args: argparse.Namespace) -> None:
+    """A model target's prompts: a known ``--dataset``, and no ``--prompt-tokens`` (which
+    sizes only the synthetic target's random prompts)."""
+    from edgespec.datasets.prompts import DATASETS, HELD_OUT
+
+    if args.prompt_tokens is not None:
+        raise UserInputError(
+            f"--prompt-tokens {args.prompt_tokens}: a model target's prompts come from "
+            f"--dataset (default {DEFAULT_DATASET}); --prompt-tokens sizes the synthetic "
+            "target's"
+        )
+    known = (*DATASETS, *HELD_OUT)
+    if args.dataset is not None and args.dataset not in known:
+        raise UserInputError(
+            f"--dataset {args.dataset}: unknown; known datasets are {', '.join(known)}"
+        )
 
 
 def draft_profile_path(target_profile: Path) -> Path:

@@ -39,6 +39,8 @@ from edgespec.arguments import (
     drafter_processes,
 )
 from edgespec.calibration.checks import (
+    DEFAULT_DATASET,
+    DEFAULT_PROMPT_TOKENS,
     check_counts,
     check_pair_names,
     check_profiles,
@@ -70,7 +72,6 @@ def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: 
 _NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
     ("--clients", drafter_processes, 4, f"drafter processes, at most {MAX_DRAFTER_PROCESSES}"),
     ("--requests", positive_int, 2, "requests per client, in sequence"),
-    ("--prompt-tokens", positive_int, 32, "synthetic prompt tokens"),
     ("--gamma", positive_int, 4, "static window γ, tokens"),
     ("--warmup", warmup_repetitions, 2, "profile warm-up runs per configuration, at most 1,000"),
     ("--runs", repetitions, 3, "profile timed runs per configuration, at most 1,000"),
@@ -85,8 +86,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--draft", default="truncated", help="'truncated' (default; synthetic), 'ngram', a model"
     )
     p.add_argument(
-        "--dataset", default="gsm8k", help="real target's prompt set, test split (default gsm8k)"
-    )
+        "--dataset", default=None,
+        help=f"a model target's prompt set, test split (default {DEFAULT_DATASET})",
+    )  # fmt: skip
+    p.add_argument(
+        "--prompt-tokens", type=positive_int, default=None,
+        help=f"the synthetic target's prompt tokens (default {DEFAULT_PROMPT_TOKENS})",
+    )  # fmt: skip
     add_max_new_tokens(p, 48)
     add_threads(p, 2)
     add_verbose(p)
@@ -155,16 +161,18 @@ def _prompts(
     if tokenizer is None:
         from edgespec.profiling.measure import PromptSource
 
-        check_fits_context("--prompt-tokens", args.prompt_tokens, *new)
+        size = args.prompt_tokens or DEFAULT_PROMPT_TOKENS
+        check_fits_context("--prompt-tokens", size, *new)
         source = PromptSource(vocab, args.seed + 100)
-        flat = [source.take(args.prompt_tokens) for _ in range(n)]
+        flat = [source.take(size) for _ in range(n)]
     else:
         from edgespec.datasets.prompts import load_prompts
 
-        texts = [p.text for p in load_prompts(args.dataset, "test", n)]
+        dataset = args.dataset or DEFAULT_DATASET
+        texts = [p.text for p in load_prompts(dataset, "test", n)]
         flat = [tuple(tokenizer(t)["input_ids"]) for t in texts]
         longest = max(len(prompt) for prompt in flat)
-        check_fits_context(f"the longest {args.dataset} prompt", longest, *new)
+        check_fits_context(f"the longest {dataset} prompt", longest, *new)
     return [flat[i :: args.clients] for i in range(args.clients)]
 
 
@@ -213,14 +221,15 @@ RUN_FILES = ("profile.yaml", "profile-*.yaml", "profile-report.json", "trace.jso
 the real run's trace, the comparison)."""
 
 
-def calibration_folder(args: argparse.Namespace) -> Path:
+def calibration_folder(args: argparse.Namespace, remove: bool = True) -> Path:
     """``--out`` holding no earlier calibration (or ``--overwrite``: its files removed but
-    for the ``--profile`` given and its draft's), else a new ``runs/calibration-<time>``."""
+    for the ``--profile`` given and its draft's; ``remove=False``: only checked), else a new
+    ``runs/calibration-<time>``."""
     keep = []
     if args.profile is not None:
         keep = [Path(args.profile), draft_profile_path(Path(args.profile))]
     default = Path("runs") / f"calibration-{time.strftime('%Y%m%d-%H%M%S')}"
-    return claim_folder(args.out, default, RUN_FILES, args.overwrite, keep)
+    return claim_folder(args.out, default, RUN_FILES, args.overwrite, keep, remove)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -229,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
     check_counts(args)
     check_pair_names(args)
     profiles = check_profiles(args)
-    out = calibration_folder(args)
+    out = calibration_folder(args, remove=False)
     import torch
 
     from edgespec.runtime.backends.mask_check_cache import checked_target
@@ -239,6 +248,8 @@ def run(args: argparse.Namespace) -> int:
     t_name, d_name, make_draft = pair.target_name, pair.draft_name, pair.make_draft
     backend = checked_target(pair.target_model, pair.target_files)
     prompts = _prompts(args, pair.tokenizer, backend.vocab_size, backend.max_context_tokens)
+    if args.out is not None:  # an earlier run's files go only once nothing more is refused
+        calibration_folder(args)
     out.mkdir(parents=True, exist_ok=True)  # made only once nothing more is refused
     target = (t_name, pair.target_model, backend)
     draft = (d_name, make_draft, pair.draft_model)

@@ -5,6 +5,7 @@ folder is made for them."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,21 @@ def test_a_profile_missing_or_bad_is_refused_before_anything_loads(
             "--draft nomodel: the synthetic target takes 'truncated' or 'ngram' (a model "
             "draft needs a model --target)",
         ),
+        (  # was ignored: random prompts ran instead
+            ["--dataset", "cnndm"],
+            "--dataset cnndm: the synthetic target's prompts are random tokens "
+            "(--prompt-tokens); a dataset needs a model --target",
+        ),
+        (  # was ignored: the dataset's prompts ran at their own lengths
+            ["--target", "gemma3-270m", "--prompt-tokens", "40"],
+            "--prompt-tokens 40: a model target's prompts come from --dataset (default "
+            "gsm8k); --prompt-tokens sizes the synthetic target's",
+        ),
+        (  # was a ValueError traceback after the target had loaded
+            ["--target", "gemma3-270m", "--dataset", "nope"],
+            "--dataset nope: unknown; known datasets are gsm8k, cnndm, humaneval, sharegpt, "
+            "general",
+        ),
     ],
 )
 def test_a_refusal_leaves_no_folder(
@@ -104,3 +120,24 @@ def test_a_refusal_leaves_no_folder(
     assert main(["calibrate", "--threads", "1", *flags, *where]) == 2
     assert capsys.readouterr() == ("", f"edgespec calibrate: {message}\n")
     assert list(cheap.iterdir()) == []
+
+
+def test_overwrite_keeps_the_earlier_run_when_a_later_check_refuses(
+    cheap: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--overwrite removed the earlier run's files when it claimed the folder, before the
+    context check that needs the loaded target refused the run."""
+    from edgespec.runtime.testing import tiny_llama
+
+    monkeypatch.setattr("edgespec.runtime.testing.tiny_llama", partial(tiny_llama, num_layers=1))
+    earlier = {"profile.yaml": "earlier", "trace.jsonl": "earlier", "comparison.md": "earlier"}
+    (cheap / "c").mkdir()
+    for name, text in earlier.items():
+        (cheap / "c" / name).write_text(text)
+    argv = ["calibrate", "--threads", "1", "--out", "c", "--overwrite"]
+    assert main([*argv, "--prompt-tokens", "5000"]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec calibrate: --prompt-tokens (5,000 tokens) + --max-new-tokens (48) exceeds "
+        "the target's context of 4,096 tokens\n"
+    )
+    assert {p.name: p.read_text() for p in (cheap / "c").iterdir()} == earlier
