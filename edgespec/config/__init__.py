@@ -8,6 +8,7 @@ called after construction and its ``ValueError`` is reported against the section
 
 Modules, by responsibility: :mod:`.errors` (the errors, each at its field),
 :mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL files, UTF-8),
+:mod:`.locate` (where a file gives a field: its errors start with ``file:line``),
 :mod:`.yaml_text` (YAML text: YAML 1.2 core scalars, where ``1e12`` is a number and ``no``
 a string; unique keys; bounded depth and alias expansion), :mod:`.convert` (a mapping
 into a dataclass), :mod:`.spec` (:class:`PolicySpec`).
@@ -17,11 +18,13 @@ from edgespec.config.convert import field_type, from_dict, load_config, type_tex
 from edgespec.config.errors import (
     ConfigError,
     ConfigFileError,
+    LocatedConfigError,
     OverrideError,
     RecordError,
     at_field,
 )
 from edgespec.config.files import load_yaml, read_jsonl, read_text, read_yaml
+from edgespec.config.locate import located_in
 from edgespec.config.overrides import (
     apply_overrides,
     check_repeats,
@@ -35,6 +38,7 @@ from edgespec.config.yaml_text import dump_yaml
 __all__ = [
     "ConfigError",
     "ConfigFileError",
+    "LocatedConfigError",
     "OverrideError",
     "PolicySpec",
     "RecordError",
@@ -47,6 +51,7 @@ __all__ = [
     "key_path",
     "load_config",
     "load_yaml",
+    "located_in",
     "overrides_from_flags",
     "parse_override",
     "read_jsonl",

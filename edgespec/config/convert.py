@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 
 from edgespec.config.errors import ConfigError
 from edgespec.config.files import read_yaml
+from edgespec.config.locate import located_in
 from edgespec.config.overrides import apply_overrides
 from edgespec.errors import did_you_mean
 
@@ -149,9 +150,13 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
 
 
 def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequence[str] = ()) -> T:
-    """Load ``cls`` from an optional YAML file plus CLI overrides; defaults fill the rest."""
-    data = read_yaml(path) if path is not None else {}
-    return from_dict(cls, apply_overrides(data, overrides))
+    """Load ``cls`` from an optional YAML file plus CLI overrides; defaults fill the rest.
+    An error at a field the file gives (and no override sets) starts with ``file:line``."""
+    if path is None:
+        return from_dict(cls, apply_overrides({}, overrides))
+    data = read_yaml(path)
+    with located_in(Path(path), overrides):
+        return from_dict(cls, apply_overrides(data, overrides))
 
 
 def field_type(cls: type, keys: Sequence[str]) -> Any:

@@ -38,6 +38,15 @@ class ConfigFileError(ConfigError):
         UserInputError.__init__(self, f"{where}: {message}")
 
 
+class LocatedConfigError(ConfigError):
+    """A config field's error with where a file gives that field: ``file:line: config field
+    'path': message`` (:func:`edgespec.config.locate.located_in`)."""
+
+    def __init__(self, where: str, path: str, message: str) -> None:
+        self.path, self.message, self.where = path, message, where
+        UserInputError.__init__(self, f"{where}: config field '{path}': {message}")
+
+
 def at_field(exc: ConfigError, path: str, source: str | None = None) -> ConfigError:
     """``exc``, raised loading what the config field ``path`` names (a preset, a profile
     file), reported at ``path``: a file's error (:class:`ConfigFileError`: missing, not

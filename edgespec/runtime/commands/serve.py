@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
 from edgespec.runtime.commands.cpus import pin_to_cpus
@@ -50,16 +52,19 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from edgespec.config import ConfigError, apply_overrides, from_dict, read_yaml
+    from edgespec.config import ConfigError, apply_overrides, from_dict, located_in, read_yaml
     from edgespec.runtime.server.batching import build_batching
     from edgespec.runtime.server.config import ServerConfig
 
-    data = apply_overrides(read_yaml(args.config) if args.config else {}, _overrides(args))
+    overrides = _overrides(args)
+    data = apply_overrides(read_yaml(args.config) if args.config else {}, overrides)
     batching = data.get("batching")
     if isinstance(batching, dict) and "name" not in batching:  # --profile without --batching
         batching["name"] = ServerConfig().batching.name
-    config = from_dict(ServerConfig, data)
-    policy = build_batching(config.batching)  # validated here, once; before any model loads
+    located = located_in(Path(args.config), overrides) if args.config else nullcontext()
+    with located:  # an error at a field the file gives starts with file:line
+        config = from_dict(ServerConfig, data)
+        policy = build_batching(config.batching)  # validated here, once; before models load
     if not config.target:
         raise ConfigError("target", "no target model given (--target MODEL)")
     draft = draft_to_load(config, args.draft)

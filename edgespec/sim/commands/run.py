@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from edgespec.config import apply_overrides, check_repeats, dump_yaml
+from edgespec.config import apply_overrides, check_repeats, dump_yaml, located_in
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.output_paths import write_text_atomically
 from edgespec.sim.commands.flags import add_arguments as add_arguments
@@ -61,22 +61,24 @@ def run(args: argparse.Namespace) -> int:
     path, overrides = _split(args.args)
     file = scenario_path(path) if path else default_scenario_path()
     data = apply_overrides(read_scenario_file(file), overrides)
-    if system_of(data) == "drafting_server":  # Zhu et al.'s (edgespec/sim/drafting_server/)
-        from edgespec.sim.drafting_server.command import run_drafting_server_command
+    with located_in(file, overrides):  # a field's error names the file's line
+        if system_of(data) == "drafting_server":  # Zhu et al.'s (sim/drafting_server/)
+            from edgespec.sim.drafting_server.command import run_drafting_server_command
 
-        return run_drafting_server_command(args, data)
-    check_not_overridden(args, overrides)
-    if args.rounds:
-        data = apply_overrides(data, ["record_rounds=true"])
-    scenario = scenario_from_dict(data)  # validate once, before any run
+            return run_drafting_server_command(args, data)
+        check_not_overridden(args, overrides)
+        if args.rounds:
+            data = apply_overrides(data, ["record_rounds=true"])
+        scenario = scenario_from_dict(data)  # validate once, before any run
     out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     if args.sweep:
         return _run_sweep(args, data, out)
     if args.capacity is not None:
         return _run_capacity(args, data, scenario.slo_classes, out)
-    if args.shards is not None:
-        return _run_sharded(args, data, out)
-    return _run_plain(args, data, scenario, out)
+    with located_in(file, overrides):  # and so does one found resolving the policies
+        if args.shards is not None:
+            return _run_sharded(args, data, out)
+        return _run_plain(args, data, scenario, out)
 
 
 def _run_sweep(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int:

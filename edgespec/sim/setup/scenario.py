@@ -21,6 +21,7 @@ from edgespec.config import (
     PolicySpec,
     apply_overrides,
     from_dict,
+    located_in,
     read_yaml,
 )
 from edgespec.core.wireless import WirelessCell
@@ -256,4 +257,5 @@ def load_scenario(path: str | Path | None, overrides: Sequence[str] = ()) -> Sce
     """Load a scenario YAML (a file or a bundled scenario's name, :func:`scenario_path`;
     ``None``: the bundled default) with ``key.path=value`` overrides."""
     file = scenario_path(path) if path else default_scenario_path()
-    return scenario_from_dict(read_scenario_file(file), overrides)
+    with located_in(file, overrides):
+        return scenario_from_dict(read_scenario_file(file), overrides)

@@ -140,8 +140,9 @@ def test_a_misspelt_yaml_key_gets_the_closest_key(
     data["duraton_s"] = data.pop("duration_s")
     path = tmp_path / "typo.yaml"
     path.write_text(yaml.safe_dump(data))
+    line = path.read_text().splitlines().index("duraton_s: 2.0") + 1
     assert _error([str(path)], capsys) == (
-        f"edgespec sim: config field 'duraton_s': unknown field; known: {KNOWN} "
+        f"edgespec sim: {path}:{line}: config field 'duraton_s': unknown field; known: {KNOWN} "
         "(did you mean 'duration_s'?)\n"
     )
 

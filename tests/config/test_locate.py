@@ -1,0 +1,114 @@
+"""A config field's error from a file starts with ``file:line`` (edgespec.config.locate):
+the line that gives the field, or its nearest given parent; not for a field an override
+set, and not in a sweep, whose points set fields the file does not show."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgespec.cli import main
+from edgespec.config import ConfigError, LocatedConfigError, located_in
+from edgespec.config.locate import field_line, field_segments
+from tests.sim.helpers import tiny_scenario
+
+TEXT = """\
+name: x
+auto_topology:
+  devices:
+    - name: orin
+      count: 3
+    - {name: pi, count: 2}
+policies:
+  batching: {name: fcfs}
+"""
+
+
+def test_a_field_path_splits_into_keys_and_indices() -> None:
+    assert field_segments("auto_topology.devices[1].count") == [
+        "auto_topology",
+        "devices",
+        1,
+        "count",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "line"),
+    [
+        ("name", 1),
+        ("auto_topology.devices[0].count", 5),
+        ("auto_topology.devices[1]", 6),
+        ("auto_topology.devices[1].count", 6),  # a flow mapping on one line
+        ("policies.batching.name", 8),
+        ("auto_topology.devices[0].server_pools", 4),  # not given: its list entry's line
+        ("auto_topology.devices[7].count", 3),  # no such entry: the list's key
+        ("policies.window.name", 7),  # not given: the section's key
+        ("workload.kind", None),  # not even its first key is given
+    ],
+)
+def test_the_line_is_the_fields_own_or_its_nearest_given_parents(
+    path: str, line: int | None
+) -> None:
+    assert field_line(TEXT, path) == line
+
+
+def test_text_that_is_no_yaml_has_no_line() -> None:
+    assert field_line("a: [1,", "a") is None
+
+
+def test_an_error_at_a_field_the_file_gives_names_the_file_and_line(tmp_path: Path) -> None:
+    file = tmp_path / "s.yaml"
+    file.write_text(TEXT)
+    with pytest.raises(LocatedConfigError) as raised, located_in(file, ["seed=3"]):
+        raise ConfigError("auto_topology.devices[0].count", "must be >= 1, got -3")
+    assert str(raised.value) == (
+        f"{file}:5: config field 'auto_topology.devices[0].count': must be >= 1, got -3"
+    )
+    assert (raised.value.path, raised.value.message) == (
+        "auto_topology.devices[0].count",
+        "must be >= 1, got -3",
+    )
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["auto_topology.devices.0.count=-3", "auto_topology.devices=[]", "auto_topology={}"],
+)
+def test_an_error_at_a_field_an_override_set_keeps_the_field_alone(
+    tmp_path: Path, override: str
+) -> None:
+    file = tmp_path / "s.yaml"
+    file.write_text(TEXT)
+    error = ConfigError("auto_topology.devices[0].count", "must be >= 1, got -3")
+    with pytest.raises(ConfigError) as raised, located_in(file, [override]):
+        raise error
+    assert raised.value is error
+
+
+def test_sim_names_the_line_of_a_bad_field_and_of_a_bad_policy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The policy's error is found resolving the policies, after the scenario's checks."""
+    data = tiny_scenario(duration_s=2.0)
+    file = tmp_path / "s.yaml"
+    file.write_text(yaml.safe_dump({**data, "seed": -1}, sort_keys=False))
+    line = file.read_text().splitlines().index("seed: -1") + 1
+    assert main(["sim", str(file), "--quiet", "--no-plots"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec sim: {file}:{line}: config field 'seed': must be >= 0, got -1\n"
+    )
+    data["policies"] = {"batching": {"name": "nope"}}
+    file.write_text(yaml.safe_dump(data, sort_keys=False))
+    line = file.read_text().splitlines().index("    name: nope") + 1
+    assert main(["sim", str(file), "--quiet", "--no-plots"]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec sim: {file}:{line}: config field 'policies.batching.name': unknown "
+        "batching policy 'nope'; known: ['fcfs', 'lab', 'wisp']\n"
+    )
+    assert main(["sim", str(file), "policies.batching.name=nope2", "--quiet"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "edgespec sim: config field 'policies.batching.name': unknown batching policy 'nope2'"
+    )
