@@ -10,9 +10,10 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from edgespec.core.types import RequestRecord, RoundRecord
+from edgespec.output_paths import write_atomically
 
 
 def acceptance_seq(rounds: Sequence[RoundRecord]) -> list[int]:
@@ -161,8 +162,9 @@ def link_rtt_ms(run: RealRun) -> float:
 
 def write_trace(run: RealRun, path: Path) -> Path:
     """The real requests as a simulator trace (all arriving at 0 on their client's device,
-    which serves them in order, as the client process did)."""
-    with path.open("w") as f:
+    which serves them in order, as the client process did), written whole or not at all."""
+
+    def write(f: BinaryIO) -> None:
         for i, (rec, rounds, client) in enumerate(
             zip(run.records, run.rounds, run.clients, strict=True)
         ):
@@ -171,7 +173,9 @@ def write_trace(run: RealRun, path: Path) -> Path:
                 "output_tokens": rec.num_output_tokens, "drafter_id": client,
                 "acceptance_seq": acceptance_seq(rounds),
             }  # fmt: skip
-            f.write(json.dumps(row) + "\n")
+            f.write((json.dumps(row) + "\n").encode("utf-8"))
+
+    write_atomically(path, write)
     return path
 
 

@@ -21,7 +21,8 @@ MAX_CLASS_LINES = 6
 MAX_SERVER_LINES = 8
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (no display needed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,7 +31,7 @@ def _pyplot() -> Any:
     return plt
 
 
-def _save(plt: Any, fig: Any, path: Path) -> None:
+def save_figure(plt: Any, fig: Any, path: Path) -> None:
     """Save ``fig`` to ``path`` whole or not at all (the format is the path's suffix's),
     then close it."""
     try:
@@ -104,7 +105,7 @@ def request_columns(requests: Sequence[RequestRecord]) -> dict[str, Any]:
 def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord] | Mapping[str, Any]) -> None:
     """Empirical CDFs of TTFT, TPOT (ms) and E2E (s), overall and per SLO class;
     ``requests``: records or their :func:`request_columns`."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
     columns = requests if isinstance(requests, Mapping) else request_columns(requests)
     slo_class = np.asarray(columns["slo_class"], dtype=object)
@@ -143,12 +144,12 @@ def plot_latency_cdfs(path: Path, requests: Sequence[RequestRecord] | Mapping[st
     if len(groups) > 1:
         axes[0].legend(title="SLO class", fontsize=8)
     fig.suptitle(f"Latency CDFs ({count} requests)")
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
 def plot_slo_attainment(path: Path, metrics: SystemMetrics) -> None:
     """Bar per SLO class: share of its requests that met the class's token-speed target."""
-    plt = _pyplot()
+    plt = pyplot()
     stats = [s for s in metrics.slo_classes_by_target() if s.attainment is not None]
     fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(stats) + 2), 3.8), constrained_layout=True)
     if stats:
@@ -176,7 +177,7 @@ def plot_slo_attainment(path: Path, metrics: SystemMetrics) -> None:
     title = "SLO attainment per class"
     ax.set_title(title if overall is None else f"{title} (overall {100 * overall:.1f}%)")
     ax.grid(axis="y", alpha=0.3)
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
 def plot_utilization(
@@ -186,7 +187,7 @@ def plot_utilization(
     num_bins: int = 100,
 ) -> None:
     """Server busy fraction over time: mean and min–max band, per-server lines when few."""
-    plt = _pyplot()
+    plt = pyplot()
     edges, util = utilization_over_time(batches, metrics.num_servers, metrics.duration_s, num_bins)
     mids = (edges[:-1] + edges[1:]) / 2
     fig, ax = plt.subplots(figsize=(9, 3.8), constrained_layout=True)
@@ -208,12 +209,12 @@ def plot_utilization(
     )
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(alpha=0.3)
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
 def plot_batch_sizes(path: Path, metrics: SystemMetrics) -> None:
     """Histogram of verification batch sizes (number of batches per size)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 3.8), constrained_layout=True)
     if metrics.batch_sizes:
         sizes = [b.batch_size for b in metrics.batch_sizes]
@@ -235,7 +236,7 @@ def plot_batch_sizes(path: Path, metrics: SystemMetrics) -> None:
         + (f", mean {mean:.2f})" if mean is not None else ")")
     )
     ax.grid(axis="y", alpha=0.3)
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
 def write_plots(
@@ -254,7 +255,7 @@ def write_plots(
 def plot_violation_attribution(path: Path, attribution: ViolationAttribution) -> None:
     """WISP Fig. 8: (t_queue, t_verify) of every violated round, compute-dominant (ρ above
     the threshold) and queue-dominant rounds in two colours."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.2, 4.0), constrained_layout=True)
     for compute, colour, label in ((True, "tab:red", "compute"), (False, "tab:blue", "queue")):
         points = [v for v in attribution.violated if v.compute_dominant is compute]
@@ -275,4 +276,4 @@ def plot_violation_attribution(path: Path, attribution: ViolationAttribution) ->
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)

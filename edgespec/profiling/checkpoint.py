@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.measure import GridSpec, Sample, design_grid
 
 FORMAT = "edgespec-profile-checkpoint"
@@ -179,11 +180,9 @@ class CheckpointWriter:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         text = path.read_text() if append and path.exists() else ""
+        if text and not text.endswith("\n"):  # drop a cut-off last line, keeping the others
+            write_text_atomically(path, text[: text.rfind("\n") + 1])
         self._file: TextIO = path.open("a" if text else "w")
-        if text and not text.endswith("\n"):  # drop a cut-off last line
-            self._file.close()
-            path.write_text(text[: text.rfind("\n") + 1])
-            self._file = path.open("a")
         if not text:
             header = {"format": FORMAT, "version": VERSION, "setup": setup}
             self._file.write(json.dumps(header) + "\n")

@@ -28,6 +28,7 @@ import numpy as np
 
 from edgespec.config import dump_yaml
 from edgespec.hardware.cost_models import ModelArchitecture, available
+from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.checkpoint import Checkpoint
 from edgespec.profiling.draft import DraftSample, measure_drafter, model_spec, per_token_s
 from edgespec.profiling.fit import (
@@ -204,7 +205,7 @@ def _header(result: ProfileResult, fit: LinearFit, what: str, command: str) -> s
 
 
 def _write(path: Path, header: str, data: dict[str, Any]) -> Path:
-    path.write_text(header + dump_yaml(data, sort_keys=False))
+    write_text_atomically(path, header + dump_yaml(data, sort_keys=False))
     return path
 
 
@@ -243,7 +244,7 @@ def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]
             _write(path, _header(result, fit, f"{role} {model} ({kind})", command), data)
         )
     report = Path(f"{stem}-report.json")
-    report.write_text(json.dumps(_report(result, command), indent=1))
+    write_text_atomically(report, json.dumps(_report(result, command), indent=1))
     return [*written, report]
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from edgespec.config import read_text
 from edgespec.errors import UserInputError
+from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.residuals import SAMPLES_FORMAT, Point, points
 
 FORMAT = SAMPLES_FORMAT
@@ -155,4 +156,4 @@ def write_document(doc: dict[str, Any], out: Path) -> None:
     lines = [json.dumps(head, ensure_ascii=False)[:-1] + ', "samples": [']
     body = [json.dumps(s, separators=(",", ":")) for s in doc["samples"]]
     lines += [line + "," for line in body[:-1]] + body[-1:] + ["]}"]
-    out.write_text("\n".join(lines) + "\n")
+    write_text_atomically(out, "\n".join(lines) + "\n")

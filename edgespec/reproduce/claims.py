@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from edgespec.output_paths import write_text_atomically
+
 UNKNOWN_CAUSE = "cause not known"
 
 
@@ -250,11 +252,12 @@ def write_report(
     *,
     quick: bool = False,
     findings: Sequence[Finding] = (),
+    appendix: str = "",
 ) -> None:
     """REPORT.md: the command, the headline counts, the claims table with each miss's cause,
-    the findings (where given), the chosen inputs with their reasons, and the files
-    (scenarios, plots, raw results) beside it. ``quick``: the rows come from a ``--quick``
-    run, and the header says so."""
+    the findings (where given), the chosen inputs with their reasons, the files (scenarios,
+    plots, raw results) beside it, then ``appendix`` as given; written whole or not at all.
+    ``quick``: the rows come from a ``--quick`` run, and the header says so."""
     unexplained = sum(1 for r in rows if r.why.startswith(UNKNOWN_CAUSE))
     parts = [f"# {title}", "", f"Command: `{command}`", ""]
     if quick:
@@ -287,4 +290,4 @@ def write_report(
         *[f"- `{f}`" for f in files],
         "",
     ]
-    path.write_text("\n".join(parts))
+    write_text_atomically(path, "\n".join(parts) + appendix)

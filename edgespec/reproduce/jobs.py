@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from edgespec.config import dump_yaml
 from edgespec.metrics.types import SystemMetrics
+from edgespec.output_paths import write_text_atomically
 from edgespec.sim.commands.run import run_scenario_dict
 from edgespec.sweeps.executor import SweepExecutor
 
@@ -71,5 +72,5 @@ def write_scenario(folder: Path, name: str, data: dict[str, Any]) -> str:
     """Write ``data`` as ``folder/name.yaml``; the path relative to the run folder."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
-    path.write_text(dump_yaml(data, sort_keys=False))
+    write_text_atomically(path, dump_yaml(data, sort_keys=False))
     return f"{folder.name}/{path.name}"

@@ -41,7 +41,7 @@ from edgespec.learn.awc.data import DEFAULT_WEIGHTS, GAMMAS
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.settings_checks import MAX_WIDTH
-from edgespec.output_paths import output_file, output_folder
+from edgespec.output_paths import output_file, output_folder, write_text_atomically
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -206,7 +206,7 @@ def write_labels(out: Path, weights: dict[str, float]) -> dict[int, int]:
     ids = sorted(labels)
     write_parquet({"scenario_id": ids, "label_gamma": [labels[i] for i in ids]},
                    out / "labels.parquet")  # fmt: skip
-    (out / "labels.json").write_text(json.dumps({"weights": weights}) + "\n")
+    write_text_atomically(out / "labels.json", json.dumps({"weights": weights}) + "\n")
     return labels
 
 
@@ -282,7 +282,7 @@ def _finish(
         "wall_s": round(wall_s, 1),
         "labels": {str(k): counts[k] for k in sorted(counts)},
     }
-    (args.out / "last_run.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_text_atomically(args.out / "last_run.json", json.dumps(summary, indent=1) + "\n")
     console.print(
         f"{num_run} scenarios in {wall_s:.1f} s; {len(labels)} labelled "
         f"(label γ: count {summary['labels']}, 1 = fused) → {args.out}"

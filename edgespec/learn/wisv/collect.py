@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.wisv.shards import ShardStore, file_digest, parts_folder
+from edgespec.output_paths import write_text_atomically
 
 if TYPE_CHECKING:
     from edgespec.learn.wisv.capture import PromptCapture
@@ -292,5 +293,5 @@ def capture_dataset(config: DataConfig) -> dict[str, Any]:
         "seconds": {k: round(v, 1) for k, v in seconds.items()},
     }
     config.summary.parent.mkdir(parents=True, exist_ok=True)
-    config.summary.write_text(json.dumps(summary, indent=1) + "\n")
+    write_text_atomically(config.summary, json.dumps(summary, indent=1) + "\n")
     return summary

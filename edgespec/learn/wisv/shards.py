@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.errors import UserInputError
+from edgespec.output_paths import write_text_atomically
 
 if TYPE_CHECKING:
     from edgespec.learn.wisv.capture import PromptCapture
@@ -57,7 +58,7 @@ class ShardStore:
                 )
             return
         self.folder.mkdir(parents=True, exist_ok=True)
-        run.write_text(json.dumps(settings, indent=1, sort_keys=True) + "\n")
+        write_text_atomically(run, json.dumps(settings, indent=1, sort_keys=True) + "\n")
 
     def path(self, prompt_index: int) -> Path:
         return self.folder / f"prompt-{prompt_index:07d}.npz"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgespec.metrics.plots import _pyplot
+from edgespec.metrics.plots import pyplot, save_figure
 from edgespec.reproduce.dsd.runs import (
     CROSSOVER_MODES,
     DsdResults,
@@ -27,7 +27,7 @@ def _thr(summary: DsdRunSummary | None) -> float:
 
 def plot_stacks(path: Path, res: DsdResults) -> None:
     """Fig. 5: throughput and TPOT per policy stack."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.4), constrained_layout=True)
     names = list(STACKS)
     runs = [res.get(stack_name(s)) for s in names]
@@ -38,13 +38,12 @@ def plot_stacks(path: Path, res: DsdResults) -> None:
     for ax in (left, right):
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle("policy stacks, GSM8K, RTT 10 ms", fontsize=9)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(plt, fig, path)
 
 
 def plot_crossover(path: Path, res: DsdResults) -> None:
     """Fig. 6: mean TPOT vs RTT: distributed, cloud-only (DSD's fused) and colocated."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6), constrained_layout=True)
     rtts = sorted(res.plan.crossover_rtts_ms)
     for mode, style in zip(CROSSOVER_MODES, ("-", "--", ":"), strict=True):
@@ -54,14 +53,13 @@ def plot_crossover(path: Path, res: DsdResults) -> None:
     ax.set_ylabel("mean TPOT (ms)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(plt, fig, path)
 
 
 def plot_sweep(path: Path, res: DsdResults, kind: str) -> None:
     """Figs. 7–8 (``kind`` routing: JSQ vs round-robin) or 9–10 (batching: FIFO vs LAB):
     throughput and TPOT vs the number of drafts."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.4), constrained_layout=True)
     drafts = sorted(res.plan.sweep_drafts)
     variants = ("jsq", "round_robin") if kind == "routing" else ("fcfs", "lab")
@@ -76,8 +74,7 @@ def plot_sweep(path: Path, res: DsdResults, kind: str) -> None:
         ax.set_xlabel("drafts")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(plt, fig, path)
 
 
 def plot_dsd(out: Path, res: DsdResults) -> list[str]:

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from edgespec.output_paths import write_text_atomically
+
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run D2–D7 in both cost modes, write the run folder, print the table (each claim's
@@ -26,7 +28,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     rows = sorted((r for mode in by_mode for r in mode), key=lambda r: r.claim_id)
     for res in results:
         files += plot_dsd(out, res)
-    (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
+    write_text_atomically(out / "results.json", json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "DSD (seed 004) reproduced" + (" — quick" if quick else "")
     write_report(

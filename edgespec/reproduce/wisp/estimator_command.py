@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from edgespec.output_paths import output_file
+from edgespec.output_paths import output_file, write_text_atomically
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
         if row.note:
             print(f"{row.what}: {row.note}")
     if args.json is not None:
-        args.json.write_text(json.dumps(estimator_dict(check, samples), indent=1) + "\n")
+        write_text_atomically(
+            args.json, json.dumps(estimator_dict(check, samples), indent=1) + "\n"
+        )
         print(f"wrote {args.json}")
     if args.save_samples is not None:
         save_samples(args.samples, args.save_samples, args)

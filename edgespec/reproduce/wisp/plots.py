@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgespec.metrics.plots import _pyplot
+from edgespec.metrics.plots import pyplot, save_figure
 from edgespec.reproduce.wisp.runs import WispResults
 from edgespec.reproduce.wisp.setup import CLASSES
 from edgespec.sweeps.capacity import class_violation
@@ -15,7 +15,7 @@ COLOURS = {"c2": "tab:green", "c4": "tab:blue", "c6": "tab:orange", "c8": "tab:r
 def plot_violation_curves(path: Path, res: WispResults) -> None:
     """Fig. 7: violation rate vs devices per class, WISP solid, FCFS dashed, WISP without
     its predictor dotted, WISP work-conserving dash-dotted."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 4.0), constrained_layout=True)
     for system, style in (("wisp", "-"), ("fcfs", "--"), ("wisp-np", ":"), ("wisp-wc", "-.")):
         points = sorted(n for s, n in res.curves if s == system)
@@ -32,13 +32,12 @@ def plot_violation_curves(path: Path, res: WispResults) -> None:
     )
     ax.legend(fontsize=6, ncol=3)
     ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(plt, fig, path)
 
 
 def plot_capacities(path: Path, res: WispResults) -> None:
     """Table 2: capacity per class for each system and target, as grouped bars."""
-    plt = _pyplot()
+    plt = pyplot()
     targets = res.plan.targets
     fig, axes = plt.subplots(
         1, len(targets), figsize=(5.0 * len(targets), 3.8), constrained_layout=True, squeeze=False
@@ -56,5 +55,4 @@ def plot_capacities(path: Path, res: WispResults) -> None:
         ax.set_title(target, fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(axis="y", alpha=0.3)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(plt, fig, path)

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from edgespec.output_paths import write_text_atomically
+
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run W1–W4 and W6–W10, write the run folder, print the table; returns the rows."""
@@ -52,14 +54,16 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     samples = load_samples()  # W9: the bundled real profile, the same in every run
     estimator = check_estimator(samples.points)
     rows += insert_w9(predictor_rows(predictor), w9_rows(estimator, samples))
-    (out / "estimator.json").write_text(
-        json.dumps(estimator_dict(estimator, samples), indent=1) + "\n"
+    write_text_atomically(
+        out / "estimator.json", json.dumps(estimator_dict(estimator, samples), indent=1) + "\n"
     )
     study = predictor["study"]
-    (out / "predictor.md").write_text(
-        study_markdown(study, command, time.strftime("%Y-%m-%d %H:%M"))
+    write_text_atomically(
+        out / "predictor.md", study_markdown(study, command, time.strftime("%Y-%m-%d %H:%M"))
     )
-    (out / "predictor.json").write_text(json.dumps(predictor_dict(predictor), indent=1) + "\n")
+    write_text_atomically(
+        out / "predictor.json", json.dumps(predictor_dict(predictor), indent=1) + "\n"
+    )
     plot_violation_curves(out / "fig7_violation_curves.png", results)
     plot_capacities(out / "table2_capacities.png", results)
     files = [*scenario_files, *table6.files, "fig7_violation_curves.png", "table2_capacities.png"]
@@ -67,7 +71,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     if results.attribution is not None:
         plot_violation_attribution(out / "fig8_attribution.png", results.attribution)
         files.append("fig8_attribution.png")
-    (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
+    write_text_atomically(out / "results.json", json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
     chosen = (*choices(plan.setup), results.late.choice(), *operating_choice(results))

@@ -33,7 +33,7 @@ from edgespec.arguments import (
 )
 from edgespec.config import ConfigError
 from edgespec.errors import UserInputError
-from edgespec.output_paths import output_file
+from edgespec.output_paths import output_file, write_text_atomically
 from edgespec.reproduce.wisp.serving_clients import ClientPlan, run_clients
 from edgespec.reproduce.wisp.serving_flags import MAX_SECONDS, class_targets, run_seconds, slo_class
 
@@ -213,6 +213,6 @@ def run(args: argparse.Namespace) -> int:
         print(name, json.dumps(report[name]), flush=True)
     report["identical_outputs_across_systems"] = lossless
     report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    write_text_atomically(args.out, json.dumps(report, indent=2) + "\n")
     print("identical outputs across systems:", lossless)
     return 0

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from edgespec.output_paths import write_text_atomically
+
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run the cells, write REPORT.md and results.json, print the table; returns the rows.
@@ -24,12 +26,13 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     out.mkdir(parents=True, exist_ok=True)
     results, files = run_wisv(plan, make_executor(workers), out / "scenarios", progress, tables)
     rows = all_rows(results)
-    (out / "results.json").write_text(json.dumps(results_dict(results), indent=2) + "\n")
+    write_text_atomically(out / "results.json", json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "WISV (seed 003) reproduced" + (" — quick" if quick else "")
-    write_report(out / "REPORT.md", title, command, rows, CHOICES, files, quick=quick)
-    with (out / "REPORT.md").open("a") as report:
-        report.write("\n" + "\n".join(shares_section(results.shares, tables)) + "\n")
+    shares = "\n" + "\n".join(shares_section(results.shares, tables)) + "\n"
+    write_report(
+        out / "REPORT.md", title, command, rows, CHOICES, files, quick=quick, appendix=shares
+    )
     print_claims(rows, quick=quick)
     print(f"report: {out / 'REPORT.md'}")
     return rows

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from edgespec.output_paths import write_text_atomically
+
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run the draws, write REPORT.md and results.json, print the table; returns the rows."""
@@ -42,7 +44,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     rows = all_rows(draws, setup, plan, quick)
     results_json = {"setup": setup.to_dict(), "draws": draws, "events": events}
     results_json["dp_gaps"] = {str(o): g for o, g in gaps.items()}
-    (out / "results.json").write_text(json.dumps(results_json, indent=2) + "\n")
+    write_text_atomically(out / "results.json", json.dumps(results_json, indent=2) + "\n")
+    summary = gap_summary(gaps, plan.exhaustive_users) + events_summary(events)
     title = "Zhu et al. (seed 001) reproduced" + (" — quick" if quick else "")
     write_report(
         out / "REPORT.md",
@@ -53,10 +56,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         ["results.json"],
         quick=quick,
         findings=findings(setup, draws),
+        appendix="\n" + "\n".join(summary) + "\n",
     )
-    with (out / "REPORT.md").open("a") as report:
-        lines = gap_summary(gaps, plan.exhaustive_users) + events_summary(events)
-        report.write("\n" + "\n".join(lines) + "\n")
     print_claims(rows, quick=quick)
     print(f"report: {out / 'REPORT.md'}")
     return rows

@@ -86,18 +86,13 @@ def synthetic_acceptance_trace(path: Path, seed: int, num_requests: int = 512) -
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    with path.open("w") as fh:
-        for i in range(num_requests):
-            seq = (rng.random(256) < 0.7).astype(int).tolist()
-            record = {
-                "request_id": f"syn{i}",
-                "arrival_ms": 0.0,
-                "prompt_tokens": 1,
-                "output_tokens": 256,
-                "drafter_id": 0,
-                "acceptance_seq": seq,
-            }
-            fh.write(json.dumps(record) + "\n")
+    fixed = {"arrival_ms": 0.0, "prompt_tokens": 1, "output_tokens": 256, "drafter_id": 0}
+
+    def record(i: int) -> dict[str, Any]:
+        seq = (rng.random(256) < 0.7).astype(int).tolist()
+        return {"request_id": f"syn{i}", **fixed, "acceptance_seq": seq}
+
+    write_text_atomically(path, "".join(json.dumps(record(i)) + "\n" for i in range(num_requests)))
     return path
 
 

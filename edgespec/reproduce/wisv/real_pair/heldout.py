@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.errors import UserInputError
+from edgespec.output_paths import write_text_atomically
 
 if TYPE_CHECKING:  # the models' modules load only for a run, not for a summary
     from edgespec.reproduce.wisv.real_pair.answers import AnswerRun, Pair, PromptCase
@@ -270,8 +271,8 @@ def reproduce(
     text = markdown(rows, target_only_rate(records))
     data = agreement_json(rows, command)
     default = AgreementTable.from_json(data, AGREEMENT_FILE).default_threshold
-    (out / AGREEMENT_FILE).write_text(json.dumps(data, indent=1) + "\n")
-    (out / "REPORT.md").write_text(_report(command, text, default, head))
+    write_text_atomically(out / AGREEMENT_FILE, json.dumps(data, indent=1) + "\n")
+    write_text_atomically(out / "REPORT.md", _report(command, text, default, head))
     print(text)
     print(f"default for this head: T = {default}; report: {out / 'REPORT.md'}")
     return rows

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgespec.output_paths import write_text_atomically
 from edgespec.reproduce.wisv.real_pair.answers import Pair
 from edgespec.reproduce.wisv.real_pair.choices import DRAFT, TARGET
 from edgespec.reproduce.wisv.real_pair.runs import Plan
@@ -196,7 +197,7 @@ def reproduce(
     results["command"] = command
     results["quick"] = quick
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    write_text_atomically(out / "results.json", json.dumps(results, indent=1) + "\n")
     rows = write_outputs(out, results)
     print_claims(rows, quick=quick)
     print(f"report: {out / 'REPORT.md'}")
@@ -222,8 +223,6 @@ def write_outputs(out: Path, results: dict[str, Any]) -> list[Any]:
     rows = all_rows(results, shortened)
     title = "WISV (seed 003) on the real pair: V5 and V6" + (" — quick" if quick else "")
     command = str(results["command"])
-    write_report(out / "REPORT.md", title, command, rows, choices(plan), ["results.json"],
-                 quick=quick)  # fmt: skip
     chosen = chosen_threshold(results)
     tables = [
         "",
@@ -242,6 +241,6 @@ def write_outputs(out: Path, results: dict[str, Any]) -> list[Any]:
         "Wall time: " + ", ".join(f"{k} {v:g} s" for k, v in results["seconds"].items()) + ".",
         "",
     ]
-    with (out / "REPORT.md").open("a") as fh:
-        fh.write("\n".join(tables))
+    write_report(out / "REPORT.md", title, command, rows, choices(plan), ["results.json"],
+                 quick=quick, appendix="\n".join(tables))  # fmt: skip
     return rows
