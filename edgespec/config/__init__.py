@@ -24,7 +24,7 @@ from edgespec.config.errors import (
     at_field,
 )
 from edgespec.config.files import load_yaml, read_jsonl, read_text, read_yaml
-from edgespec.config.locate import located_in
+from edgespec.config.locate import located_in, named_by_flags
 from edgespec.config.overrides import (
     apply_overrides,
     check_repeats,
@@ -52,6 +52,7 @@ __all__ = [
     "load_config",
     "load_yaml",
     "located_in",
+    "named_by_flags",
     "overrides_from_flags",
     "parse_override",
     "read_jsonl",

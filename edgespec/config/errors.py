@@ -39,12 +39,18 @@ class ConfigFileError(ConfigError):
 
 
 class LocatedConfigError(ConfigError):
-    """A config field's error with where a file gives that field: ``file:line: config field
-    'path': message`` (:func:`edgespec.config.locate.located_in`)."""
+    """A config field's error with where the user gave that field: ``file:line: config
+    field 'path': message`` for a file (:func:`edgespec.config.locate.located_in`),
+    ``--flag: message`` for a flag, whose name the user typed instead of the field's
+    (``named_field=False``, :func:`edgespec.config.locate.named_by_flags`)."""
 
-    def __init__(self, where: str, path: str, message: str) -> None:
+    def __init__(self, where: str, path: str, message: str, named_field: bool = True) -> None:
         self.path, self.message, self.where = path, message, where
-        UserInputError.__init__(self, f"{where}: config field '{path}': {message}")
+        field = f"config field '{path}': " if named_field else ""
+        if not named_field and message.startswith(f"{where} "):  # it names the flag itself
+            UserInputError.__init__(self, message)
+        else:
+            UserInputError.__init__(self, f"{where}: {field}{message}")
 
 
 def at_field(exc: ConfigError, path: str, source: str | None = None) -> ConfigError:

@@ -1,11 +1,12 @@
-"""Where in a YAML file a config field was given, so that a field's error from a file
-starts with ``file:line`` (:func:`located_in`); an error at a field an override set, or at
-one the file does not give, keeps the field alone."""
+"""Where the user gave a config field, so that its error says so: a field a YAML file
+gives starts with ``file:line`` (:func:`located_in`), one a command's flag set names the
+flag instead of the field (:func:`named_by_flags`); an error at a field a ``--set`` or
+scenario override set, or at one nobody gave, keeps the field alone."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -82,3 +83,21 @@ def located_in(file: Path, overrides: Sequence[str] = ()) -> Iterator[None]:
         if line is None:
             raise
         raise LocatedConfigError(f"{file}:{line}", exc.path, exc.message) from None
+
+
+@contextmanager
+def named_by_flags(flags: Mapping[str, str]) -> Iterator[None]:
+    """A config field's error raised inside, at a field a flag set or inside one
+    (``flags``: override key → flag, ``{"batching.name": "--batching"}``), raised again
+    naming the flag, not the field (:class:`LocatedConfigError`): the user typed the flag."""
+    try:
+        yield
+    except (ConfigFileError, LocatedConfigError):
+        raise
+    except ConfigError as exc:
+        field = [str(segment) for segment in field_segments(exc.path)]
+        for key, flag in flags.items():
+            keys = key.split(".")
+            if field[: len(keys)] == keys:
+                raise LocatedConfigError(flag, exc.path, exc.message, named_field=False) from None
+        raise

@@ -1,4 +1,5 @@
-"""A config field's error from a file starts with ``file:line`` (edgespec.config.locate):
+"""Where the user gave a field, in its error (edgespec.config.locate): a file's ``file:line``,
+or the flag that set it; from a file:
 the line that gives the field, or its nearest given parent; not for a field an override
 set, and not in a sweep, whose points set fields the file does not show."""
 
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from edgespec.cli import main
-from edgespec.config import ConfigError, LocatedConfigError, located_in
+from edgespec.config import ConfigError, LocatedConfigError, located_in, named_by_flags
 from edgespec.config.locate import field_line, field_segments
 from tests.sim.helpers import tiny_scenario
 
@@ -112,3 +113,36 @@ def test_sim_names_the_line_of_a_bad_field_and_of_a_bad_policy(
     assert capsys.readouterr().err.startswith(
         "edgespec sim: config field 'policies.batching.name': unknown batching policy 'nope2'"
     )
+
+
+FLAGS = {"max_new_tokens": "--max-new-tokens", "window": "--gamma", "tree": "--tree"}
+
+
+@pytest.mark.parametrize(
+    ("path", "message", "shown"),
+    [
+        ("max_new_tokens", "must be >= 1, got 0", "--max-new-tokens: must be >= 1, got 0"),
+        ("window.params.gamma", "must be >= 1, got 0", "--gamma: must be >= 1, got 0"),
+        ("tree", "--tree 1,1 has 2 depths", "--tree 1,1 has 2 depths"),  # it names the flag
+    ],
+)
+def test_an_error_at_a_field_a_flag_set_names_the_flag(path: str, message: str, shown: str) -> None:
+    with pytest.raises(LocatedConfigError) as raised, named_by_flags(FLAGS):
+        raise ConfigError(path, message)
+    assert (str(raised.value), raised.value.path, raised.value.message) == (shown, path, message)
+
+
+@pytest.mark.parametrize("path", ["temperature", "max_new", "tree_min_prob"])
+def test_an_error_at_another_field_keeps_the_field(path: str) -> None:
+    error = ConfigError(path, "bad")
+    with pytest.raises(ConfigError) as raised, named_by_flags(FLAGS):
+        raise error
+    assert raised.value is error
+
+
+def test_a_file_located_error_is_kept_as_it_is(tmp_path: Path) -> None:
+    """A field the file gives and no flag sets: located_in ran first, inside."""
+    error = LocatedConfigError("c.yaml:3", "max_new_tokens", "must be >= 1, got 0")
+    with pytest.raises(ConfigError) as raised, named_by_flags(FLAGS):
+        raise error
+    assert raised.value is error

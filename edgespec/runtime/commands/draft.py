@@ -9,7 +9,12 @@ from typing import Any
 
 from edgespec.core.sequences import first_difference
 from edgespec.runtime.commands.cpus import pin_to_cpus
-from edgespec.runtime.commands.draft_arguments import add_arguments, check_seed, overrides
+from edgespec.runtime.commands.draft_arguments import (
+    add_arguments,
+    check_seed,
+    flag_fields,
+    overrides,
+)
 from edgespec.runtime.commands.draft_context import ContextBudget
 from edgespec.runtime.commands.draft_run import DraftRun
 from edgespec.runtime.commands.stages import Stages
@@ -34,11 +39,13 @@ def run(args: argparse.Namespace) -> int:
     """Run one generation; a request the server refuses is reported in one line, exit 1
     (a server that cannot be reached, with a hint); one that made no progress within its
     budget (``--max-reconnects``, ``--progress-timeout-s``), exit 3."""
+    from edgespec.config import named_by_flags
     from edgespec.runtime.edge.progress import NO_PROGRESS_EXIT, NoProgress
     from edgespec.runtime.errors import RequestError
 
     try:
-        return _run(args)
+        with named_by_flags(flag_fields(args)):  # a field a flag set: named by the flag
+            return _run(args)
     except NoProgress as exc:  # one line, its own exit status; the session is closed
         print(f"edgespec draft: {exc.message}", file=sys.stderr)
         return NO_PROGRESS_EXIT

@@ -4,11 +4,16 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from edgespec.argument_types import positive_int, seed_int, token_ids
 from edgespec.arguments import add_cpus, add_device_arguments, add_verbose
 from edgespec.output_paths import output_file
-from edgespec.runtime.commands.link_arguments import add_link_arguments, link_overrides
+from edgespec.runtime.commands.link_arguments import (
+    LINK_FLAGS,
+    add_link_arguments,
+    link_overrides,
+)
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS
 
@@ -213,19 +218,45 @@ def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+_PLAIN_FLAGS = ("draft", "max_new_tokens", "temperature", "auth_token", "tls_ca",
+                "max_message_bytes", "request_timeout_s", "max_reconnects",
+                "progress_timeout_s", "tree", "tree_min_prob", "tree_max_nodes", "threshold",
+                "upload", "channel_uplink_mbps", "channel_per", "channel_rtt_ms")  # fmt: skip
+"""The flags whose value is the DrafterConfig field of the same name (``--max-new-tokens``:
+``max_new_tokens``)."""
+
+
+def _flag_settings(args: argparse.Namespace) -> list[tuple[str, str, Any]]:
+    """Each field flag as (override key, flag, value; ``None``: not given)."""
+    settings = [(key, "--" + key.replace("_", "-"), getattr(args, key)) for key in _PLAIN_FLAGS]
+    settings.append(("verification", "--verify", args.verify))
+    settings.append(("server", "--server", ",".join(args.server) if args.server else None))
+    return settings
+
+
+def flag_fields(args: argparse.Namespace) -> dict[str, str]:
+    """The DrafterConfig fields the flags given set (override key → the flag): a field's
+    error names the flag the user typed (:func:`edgespec.config.named_by_flags`)."""
+    fields = {key: flag for key, flag, value in _flag_settings(args) if value is not None}
+    given = [("routing.name", "--routing", args.routing), ("window.name", "--window", args.window),
+             ("window", "--gamma", args.gamma), ("lookup", "--lookup", args.lookup or None),
+             *[(key, flag, getattr(args, key)) for key, flag in LINK_FLAGS.items()],
+             ("link_seed", "--link-seed", args.link_seed)]  # fmt: skip
+    return fields | {key: flag for key, flag, value in given if value is not None} | FLAG_ONLY
+
+
+_FLAG_ONLY_NAMES = ("mode", "stop_predictor", "serve_openai", "openai_max_queued", "prompt")
+FLAG_ONLY = {name: "--" + name.replace("_", "-") for name in (*_FLAG_ONLY_NAMES, "tokenizer")}
+"""Flags that are no DrafterConfig field, whose errors the checks raise at the flag's name."""
+
+
 def overrides(args: argparse.Namespace) -> list[str]:
     """The flags as DrafterConfig overrides (after ``--set``); ``--window`` with ``--gamma``
     is a :class:`~edgespec.errors.UserInputError`."""
     from edgespec.config import overrides_from_flags
     from edgespec.errors import UserInputError
 
-    keys = ["draft", "max_new_tokens", "temperature", "auth_token", "tls_ca", "max_message_bytes"]
-    keys += ["request_timeout_s", "max_reconnects", "progress_timeout_s"]
-    keys += ["tree", "tree_min_prob", "tree_max_nodes"]
-    keys += ["threshold", "upload", "channel_uplink_mbps", "channel_per", "channel_rtt_ms"]
-    flags = {key: getattr(args, key) for key in keys}
-    flags["verification"] = args.verify
-    flags["server"] = ",".join(args.server) if args.server else None
+    flags = {key: value for key, _, value in _flag_settings(args)}
     out = [*args.set, *overrides_from_flags(flags)]
     if args.routing is not None:
         out.append(f"routing.name={args.routing}")

@@ -26,7 +26,30 @@ from edgespec.runtime.commands.stages import Stages
 __all__ = ["add_arguments", "run"]
 
 
+FLAG_NAMES = {"batching.name": "--batching", "batching.params.profile": "--profile",
+              "auth_tokens": "--auth-token", "prefix_cache": "--no-prefix-cache"}  # fmt: skip
+"""The flags that set a ServerConfig field of another name than theirs (``--guard-ms`` is
+left unnamed: its value is converted to the field's seconds, which its error shows)."""
+
+
+def _flag_fields(args: argparse.Namespace) -> dict[str, str]:
+    """The ServerConfig fields the flags given set (override key → the flag): a field's
+    error names the flag the user typed (:func:`edgespec.config.named_by_flags`)."""
+    keys = {override.partition("=")[0] for override in _flag_overrides(args)}
+    fields = {key: FLAG_NAMES.get(key, "--" + key.replace("_", "-")) for key in keys}
+    classes = {key: f"--slo-class {key.partition('.')[2]}" for key in keys
+               if key.startswith("slo_classes.")}  # fmt: skip
+    fields.pop("batching.params.guard_s", None)
+    return fields | classes
+
+
 def _overrides(args: argparse.Namespace) -> list[str]:
+    """``--set``'s overrides, then the flags'."""
+    return [*args.set, *_flag_overrides(args)]
+
+
+def _flag_overrides(args: argparse.Namespace) -> list[str]:
+    """The flags given as ServerConfig overrides."""
     from edgespec.config import overrides_from_flags
 
     keys = ("target", "host", "port", "tls_cert", "tls_key", "prometheus_port", "deadline_rule",
@@ -46,10 +69,18 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     classes = [parse_slo_class(text) for text in args.slo_class]
     # written out here: overrides_from_flags skips None, which is a class without a target
     slo = [f"slo_classes.{name}={json.dumps(target)}" for name, target in classes]
-    return [*args.set, *overrides_from_flags(flags), *slo]
+    return [*overrides_from_flags(flags), *slo]
 
 
 def run(args: argparse.Namespace) -> int:
+    """Serve until interrupted; an error at a field a flag set names the flag."""
+    from edgespec.config import named_by_flags
+
+    with named_by_flags(_flag_fields(args)):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     import asyncio
 
     from edgespec.config import ConfigError, apply_overrides, from_dict, located_in, read_yaml

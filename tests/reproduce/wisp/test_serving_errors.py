@@ -102,7 +102,7 @@ def test_a_server_that_does_not_start_says_why(
     assert serving.server_log_path(out, "fcfs") == log
     assert capsys.readouterr().err == (
         "edgespec reproduce: fcfs: the verification server exited (2) before it served; the "
-        f"end of its log ({log}):\nedgespec serve: config field 'batching.name': --profile "
+        f"end of its log ({log}):\nedgespec serve: --batching: --profile "
         "and --guard-ms configure the wisp batching policy; batching is 'fcfs' (add "
         "--batching wisp)\n"
     )

@@ -154,13 +154,14 @@ def test_draft_text_prompt_without_tokenizer(
     stages, rest = split_stages(capsys.readouterr().err)
     assert stages == [f"connecting to {address} ...", f"loading the tokenizer {model_dir} ..."]
     assert rest == [
-        "edgespec draft: config field 'prompt': text prompts need a tokenizer: the draft has "
+        "edgespec draft: --prompt: text prompts need a tokenizer: the draft has "
         f"none, nor has the server's target '{model_dir}' one here (--tokenizer MODEL, or "
         "--prompt-ids)"
     ]
     missing = str(tmp_path / "nowhere")
     assert main([*draft, "--prompt", "hi", "--tokenizer", missing]) == 2
-    assert f"config field 'tokenizer': no tokenizer found at '{missing}'" in capsys.readouterr().err
+    expected = f"edgespec draft: --tokenizer: no tokenizer found at '{missing}'"
+    assert expected in capsys.readouterr().err
 
 
 def test_draft_command_reports_refused_request_in_one_line(
@@ -193,7 +194,7 @@ def test_draft_against_no_server_says_what_to_check(capsys: pytest.CaptureFixtur
 def test_draft_lookup_needs_a_greedy_neural_draft(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["draft", "--prompt-ids", "5,6", "--lookup"]
     assert main([*args, "--draft", "ngram"]) == 2
-    assert "config field 'lookup': needs a neural draft model" in capsys.readouterr().err
+    assert "edgespec draft: --lookup: needs a neural draft model" in capsys.readouterr().err
     assert main([*args, "--draft", "some/model", "--temperature", "0.5"]) == 2
     assert "drafts greedily: needs temperature 0, got 0.5" in capsys.readouterr().err
 
@@ -202,13 +203,13 @@ def test_draft_tree_flag_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["draft", "--prompt-ids", "5,6", "--draft", "some/model"]
     assert main([*args, "--tree", "2,0"]) == 2
     err = capsys.readouterr().err
-    assert "config field 'tree': tree branching needs integers >= 1, got '2,0'" in err
+    assert "edgespec draft: --tree: tree branching needs integers >= 1, got '2,0'" in err
     assert main([*args, "--tree", "2,1", "--temperature", "0.7"]) == 2
     assert "trees are verified greedily: needs temperature 0, got 0.7" in capsys.readouterr().err
     assert main(["draft", "--prompt-ids", "5", "--draft", "ngram", "--tree", "2"]) == 2
-    assert "config field 'tree': needs a neural draft model" in capsys.readouterr().err
+    assert "edgespec draft: --tree: needs a neural draft model" in capsys.readouterr().err
     assert main([*args, "--tree", "2", "--tree-min-prob", "1.5"]) == 2
-    assert "config field 'tree_min_prob': must be in [0, 1), got 1.5" in capsys.readouterr().err
+    assert "edgespec draft: --tree-min-prob: must be in [0, 1), got 1.5" in capsys.readouterr().err
 
 
 def test_make_drafter_picks_the_backend() -> None:

@@ -129,8 +129,8 @@ def test_compare_exits_1_when_the_outputs_differ(
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--mode", "centralized"], "'mode': --compare runs distributed and centralized"),
-        (["--temperature", "0.5"], "'temperature': --compare checks token-identical outputs"),
+        (["--mode", "centralized"], "--mode: --compare runs distributed and centralized"),
+        (["--temperature", "0.5"], "--temperature: --compare checks token-identical outputs"),
     ],
 )
 def test_compare_refusals(
@@ -138,7 +138,7 @@ def test_compare_refusals(
 ) -> None:
     argv = ["draft", "--draft", "ngram", "--prompt-ids", "1", "--compare", *flags]
     assert main(argv) == 2
-    assert f"edgespec draft: config field {message}" in capsys.readouterr().err
+    assert f"edgespec draft: {message}" in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("no_weights")

@@ -152,32 +152,33 @@ SEMANTIC_FLAGS = ["--verify", "semantic", "--threshold", "12", "--channel-uplink
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--threshold", "12"], "'threshold': is the semantic threshold: needs --verify semantic"),
+        (["--threshold", "12"], "--threshold: is the semantic threshold: needs --verify semantic"),
         (
             ["--verify", "semantic", "--channel-uplink-mbps", "20"],
-            "'threshold': semantic verification needs a threshold in 0..16",
+            "config field 'threshold': semantic verification needs a threshold in 0..16",
         ),
         (
             [*SEMANTIC_FLAGS[:2], "--threshold", "17", *SEMANTIC_FLAGS[4:]],
-            "'threshold': semantic verification needs a threshold in 0..16",
+            "--threshold: semantic verification needs a threshold in 0..16",
         ),
         (
             ["--verify", "semantic", "--threshold", "12"],
-            "'channel_uplink_mbps': semantic verification reports the device's uplink rate",
+            "config field 'channel_uplink_mbps': semantic verification reports the device's "
+            "uplink rate",
         ),
-        ([*SEMANTIC_FLAGS, "--channel-per", "1.5"], "'channel_per': must be in [0, 1), got 1.5"),
+        ([*SEMANTIC_FLAGS, "--channel-per", "1.5"], "--channel-per: must be in [0, 1), got 1.5"),
         (
             [*SEMANTIC_FLAGS, "--temperature", "0.7"],
-            "'verification': semantic verification is greedy only",
+            "--verify: semantic verification is greedy only",
         ),
-        ([*SEMANTIC_FLAGS, "--tree", "2,1"], "'verification': semantic verification takes chains"),
+        ([*SEMANTIC_FLAGS, "--tree", "2,1"], "--verify: semantic verification takes chains"),
         (
             [*SEMANTIC_FLAGS, "--mode", "centralized"],
-            "'verification': semantic needs --mode distributed, got centralized",
+            "--verify: semantic needs --mode distributed, got centralized",
         ),
         (
             [*SEMANTIC_FLAGS, "--compare"],
-            "'verification': --compare checks token-identical outputs; semantic is lossy",
+            "--verify: --compare checks token-identical outputs; semantic is lossy",
         ),
     ],
 )
@@ -186,7 +187,7 @@ def test_draft_flag_errors(
 ) -> None:
     argv = ["draft", "--draft", str(draft_dir), "--prompt-ids", "1,2", *flags]
     assert main(argv) == 2
-    assert f"edgespec draft: config field {message}" in capsys.readouterr().err
+    assert f"edgespec draft: {message}" in capsys.readouterr().err
 
 
 def test_ngram_cannot_verify_semantically(capsys: pytest.CaptureFixture[str]) -> None:
@@ -257,20 +258,21 @@ def test_serve_flags_load_the_head_and_check_it_against_the_target(tmp_path: Pat
     [
         (
             ["--semantic-thresholds", "8,12"],
-            "'semantic_thresholds': needs a decision head (--semantic-head FILE)",
+            "--semantic-thresholds: needs a decision head (--semantic-head FILE)",
         ),
         (
             ["--semantic-head", "@HEAD", "--semantic-thresholds", "8,17"],
-            "'semantic_thresholds': each must be in 0..16, got 17",
+            "--semantic-thresholds: each must be in 0..16, got 17",
         ),
         (
             ["--semantic-head", "@HEAD", "--semantic-thresholds", "8;12"],
-            "'semantic_thresholds': --semantic-thresholds expects comma-separated integers",
+            "config field 'semantic_thresholds': --semantic-thresholds expects comma-separated "
+            "integers",
         ),
-        (["--semantic-head", "@MISSING"], "'semantic_head': @MISSING does not exist"),
+        (["--semantic-head", "@MISSING"], "--semantic-head: @MISSING does not exist"),
         (
             ["--semantic-head", "@BAD"],
-            "'semantic_head': @BAD is not a decision head: missing keys 'target_hidden', 'mean',",
+            "--semantic-head: @BAD is not a decision head: missing keys 'target_hidden', 'mean',",
         ),
     ],
 )
@@ -285,4 +287,4 @@ def test_serve_flag_errors(
     for name, path in names.items():
         message = message.replace(name, path)
     assert main(argv) == 2
-    assert f"edgespec serve: config field {message}" in capsys.readouterr().err
+    assert f"edgespec serve: {message}" in capsys.readouterr().err

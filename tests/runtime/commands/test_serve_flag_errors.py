@@ -133,12 +133,12 @@ def test_the_round_log_is_closed_when_the_server_fails(
         ),
         (
             ["--batching", "lab", "--guard-ms", "3"],
-            "config field 'batching.name': --profile and --guard-ms configure the wisp "
+            "--batching: --profile and --guard-ms configure the wisp "
             "batching policy; batching is 'lab' (add --batching wisp)",
         ),
         (
             ["--tls-cert", "cert.pem"],
-            "config field 'tls_cert': tls_cert and tls_key must be given together",
+            "--tls-cert: tls_cert and tls_key must be given together",
         ),
         (
             ["--tls-key", "key.pem"],
@@ -157,12 +157,12 @@ def test_the_round_log_is_closed_when_the_server_fails(
         ),
         (
             ["--draft", "ngram", "--cloud-only-draft-pass"],
-            "config field 'cloud_only_draft_pass': needs fused_rounds cloud_only "
+            "--cloud-only-draft-pass: needs fused_rounds cloud_only "
             "(--fused-rounds cloud_only), got colocated",
         ),
         (
             ["--fused-rounds", "cloud_only", "--cloud-only-draft-pass"],
-            "config field 'cloud_only_draft_pass': --cloud-only-draft-pass runs one co-located "
+            "--cloud-only-draft-pass runs one co-located "
             "draft pass per fused round: it needs --draft MODEL (or --draft ngram)",
         ),
     ],

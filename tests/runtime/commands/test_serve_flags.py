@@ -90,8 +90,7 @@ def test_every_registered_batching_policy_is_accepted(name: str) -> None:
         ),
         (
             ["--batching", "wisp", "--profile", "rtx4500-llama2-7b-zhu"],
-            "config field 'batching.params.profile': 'rtx4500-llama2-7b-zhu' is not a 'wisp' "
-            "profile",
+            "--profile: 'rtx4500-llama2-7b-zhu' is not a 'wisp' profile",
         ),
         (
             ["--batching", "wisp", "--profile", "a100-qwen3-32b", "--guard-ms", "-1"],
@@ -105,8 +104,7 @@ def test_every_registered_batching_policy_is_accepted(name: str) -> None:
         ),
         (
             ["--batching", "edf"],
-            "config field 'batching.name': unknown batching policy 'edf'; known: "
-            "['fcfs', 'lab', 'wisp']",
+            "--batching: unknown batching policy 'edf'; known: ['fcfs', 'lab', 'wisp']",
         ),
         (
             ["--slo-class", "gold"],
@@ -115,7 +113,7 @@ def test_every_registered_batching_policy_is_accepted(name: str) -> None:
         ),
         (
             ["--slo-class", "gold=0"],
-            "config field 'slo_classes.gold': must be a finite number > 0 or null, got 0.0",
+            "--slo-class gold: must be a finite number > 0 or null, got 0.0",
         ),
     ],
 )
@@ -131,7 +129,7 @@ def test_missing_profile_file_is_named(tmp_path: Path, capsys: pytest.CaptureFix
     args = ["serve", "--target", "x", "--batching", "wisp", "--profile", str(missing)]
     assert main(args) == 2
     assert capsys.readouterr().err.strip() == (
-        f"edgespec serve: config field 'batching.params.profile': {missing}: file not found"
+        f"edgespec serve: --profile: {missing}: file not found"
     )
 
 
@@ -152,7 +150,7 @@ def test_a_bad_field_of_a_profile_file_is_named(
     args = ["serve", "--target", "x", "--batching", "wisp", "--profile", str(profile)]
     assert main(args) == 2
     assert capsys.readouterr().err.strip() == (
-        "edgespec serve: config field 'batching.params.profile': " + problem.format(file=profile)
+        "edgespec serve: --profile: " + problem.format(file=profile)
     )
 
 

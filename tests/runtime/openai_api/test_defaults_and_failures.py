@@ -31,7 +31,7 @@ def test_a_default_max_tokens_over_the_limit_is_refused_at_startup(
     assert main(argv) == 2
     said = capsys.readouterr().err.strip()
     assert said.endswith(
-        "config field 'max_new_tokens': 2048 is the max_tokens of a request that gives none, "
+        "edgespec draft: --max-new-tokens: 2048 is the max_tokens of a request that gives none, "
         "over --openai-max-tokens 1024: lower --max-new-tokens or raise --openai-max-tokens"
     )
 
