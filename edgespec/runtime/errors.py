@@ -22,12 +22,15 @@ class ErrorCode(enum.Enum):
 
 
 class RequestError(Exception):
-    """A request the server refuses; ``message`` says what was wrong and where."""
+    """A request the server refuses; ``message`` says what was wrong and where.
+    ``counted``: the server has counted it (``edgespec_rejected_requests_total``), so a
+    refusal passed up from the service to the gRPC servicer counts once."""
 
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(f"{code.value}: {message}")
         self.code = code
         self.message = message
+        self.counted = False
 
     def client_line(self, command: str) -> str:
         """How a client command reports it: one line, with a hint when the server could

@@ -49,6 +49,9 @@ class ServerConfig:
     max_queue_depth: int = 1024
     max_draft_tokens: int = 32
     max_message_bytes: int = 4 << 20
+    # gRPC connections open at once, handshaking ones included (edgespec.runtime.wire.
+    # grpc_limits: the handshake and idle timeouts, the file descriptors it needs)
+    max_connections: int = 512
     session_timeout_s: float = 300.0
     auth_tokens: tuple[str, ...] = ()
     tls_cert: str | None = None
@@ -129,11 +132,13 @@ class ServerConfig:
             "max_queue_depth",
             "max_draft_tokens",
             "max_message_bytes",
+            "max_connections",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
         for name, limit, why in (
             ("max_message_bytes", MAX_MESSAGE_BYTES, "gRPC takes it as a C int"),
+            ("max_connections", MAX_MESSAGE_BYTES, "gRPC takes it as a C int"),
             ("max_draft_tokens", MAX_DRAFT_TOKENS, "Health reports it as a uint32"),
         ):
             if getattr(self, name) > limit:

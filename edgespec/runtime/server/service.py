@@ -222,13 +222,22 @@ class VerificationService:
             self.engine.counters(), queue_depth=len(self._scheduler.queue)
         )
 
+    def refused(self, exc: RequestError) -> None:
+        """Count ``exc``, a refused request, by its code (``edgespec_rejected_requests_total``,
+        Stats' ``num_rejected``) unless it is counted already: the servicer passes every
+        call it ends with an error, and the service counts its own checks' refusals as they
+        are raised; either way a refusal counts once."""
+        if not exc.counted:
+            exc.counted = True
+            self._counters.rejected(exc.code)
+
     # --- internals
 
     def _guard(self, fn: Callable[[], _T]) -> _T:
         try:
             return fn()
         except RequestError as exc:
-            self._counters.rejected(exc.code)
+            self.refused(exc)
             raise
 
     async def _expiry_loop(self) -> None:

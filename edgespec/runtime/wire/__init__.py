@@ -13,5 +13,7 @@
 * :mod:`.emulated_link` — ``EmulatedLinkVerifier``: a chosen RTT, jitter and bandwidth on
   loopback, the simulator's link model;
 * :mod:`.ports` — ``ensure_port_free``: whether ``host:port`` can be listened on, checked
-  before a server loads its model.
+  before a server loads its model;
+* :mod:`.grpc_limits` — the gRPC server's connection bounds (handshake and idle timeouts,
+  ``max_connections``, streams per connection) and ``ensure_fd_room``.
 """

@@ -32,6 +32,7 @@ from edgespec.runtime.wire.codec import (
 )
 from edgespec.runtime.wire.fused_codec import fused_call_from_proto, fused_round_to_proto
 from edgespec.runtime.wire.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
+from edgespec.runtime.wire.grpc_limits import connection_options, ensure_fd_room
 from edgespec.runtime.wire.ports import ensure_port_free
 from edgespec.runtime.wire.requests import decoded, generate_from_proto, lenient
 
@@ -90,6 +91,11 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
         self._service = service
         self._tokens = frozenset(service.config.auth_tokens)
 
+    async def _refuse(self, context: Any, exc: RequestError) -> None:
+        """End the call with ``exc``, counted once whoever raised it (auth, decoding, service)."""
+        self._service.refused(exc)
+        await _abort(context, exc)
+
     async def _run(
         self, method: str, context: Any, request: Any, fn: Callable[[str | None], Any]
     ) -> Any:
@@ -99,9 +105,9 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
             result = fn(owner)
             return await result if asyncio.iscoroutine(result) else result
         except RequestError as exc:
-            await _abort(context, exc)
+            await self._refuse(context, exc)
         except Exception as exc:
-            await _abort(context, _internal(method, exc))
+            await self._refuse(context, _internal(method, exc))
 
     def _authenticate(self, context: Any) -> str | None:
         """The caller's identity (its token) when auth is on, else ``None``."""
@@ -160,9 +166,9 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
             async for tokens, finished in chunks:
                 yield pb.GenerateChunk(token_ids=list(tokens), finished=finished)
         except RequestError as exc:
-            await _abort(context, exc)
+            await self._refuse(context, exc)
         except Exception as exc:
-            await _abort(context, _internal("Generate", exc))
+            await self._refuse(context, _internal("Generate", exc))
 
     async def RunFused(self, request: Any, context: Any) -> AsyncIterator[Any]:
         try:
@@ -171,9 +177,9 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
             async for fused_round in self._service.run_fused(call, owner):
                 yield fused_round_to_proto(fused_round)
         except RequestError as exc:
-            await _abort(context, exc)
+            await self._refuse(context, exc)
         except Exception as exc:
-            await _abort(context, _internal("RunFused", exc))
+            await self._refuse(context, _internal("RunFused", exc))
 
     async def Stats(self, request: Any, context: Any) -> Any:
         def stats(_: str | None) -> Any:
@@ -203,19 +209,22 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
         try:
             decoded(request)
         except RequestError as exc:
-            await _abort(context, exc)
+            await self._refuse(context, exc)
         return health(None)
 
 
 async def start_server(service: VerificationService, port: int | None = None) -> tuple[Any, int]:
     """Start ``service`` on ``config.host:port`` (``port`` overrides the config; 0 picks a
-    free one). Returns the running ``grpc.aio.Server`` and the bound port.
+    free one), its connections bounded (:mod:`.grpc_limits`). Returns the running
+    ``grpc.aio.Server`` and the bound port.
 
     The port is bound exclusively (gRPC's default ``SO_REUSEPORT`` is off): a port another
     server listens on is a :class:`PortInUseError`, not a second listener sharing the
     traffic."""
     config: ServerConfig = service.config
+    ensure_fd_room(config.max_connections)
     options = [*message_size_options(config.max_message_bytes), ("grpc.so_reuseport", 0)]
+    options += connection_options(config.max_connections)
     server = grpc.aio.server(options=options)
     _add_servicer(_Servicer(service), server)
     wanted = config.port if port is None else port
