@@ -6,8 +6,10 @@ verification server(s).
 
 * :mod:`.serve`, :mod:`.app` — uvicorn started from ``edgespec draft`` in a thread of its
   own; the routes;
-* :mod:`.connections` — the HTTP connections bounded before the app: how many, how long a
-  request head may take, malformed HTTP and a body length declared twice refused;
+* :mod:`.connections`, :mod:`.http_connection`, :mod:`.descriptors` — the HTTP connections
+  bounded before the app: how many (within the open-file limit), how long and how large a
+  request head may be, malformed HTTP refused with h11's reason, a connection closed after
+  a response to a body it did not read;
 * :mod:`.body`, :mod:`.schema`, :mod:`.fields`, :mod:`.messages` — a body read as it arrives
   and refused past its limit; fields checked into a ``ParsedRequest`` (a field the endpoint
   does not apply refused, never ignored); the prompt checked and bounded before it is

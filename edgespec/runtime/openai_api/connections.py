@@ -1,17 +1,22 @@
 """The endpoint's HTTP connections, bounded before a request reaches the app.
 
-uvicorn's own HTTP/1.1 protocol (h11) bounds a request head's size (16 KiB) but not the
-time it takes to arrive, nor how many connections stay open, and answers malformed HTTP in
-plain text. :func:`bounded_protocol` is that protocol with:
+uvicorn's own HTTP/1.1 protocol (h11) bounds neither the time a request head takes to
+arrive nor how many connections stay open, and answers malformed HTTP in plain text with
+one message for all. :func:`bounded_protocol` is that protocol with:
 
-- at most ``max_connections`` open at once: one more is answered 503 (an OpenAI error body,
+- at most ``max_connections`` open at once (the serving process caps that by its
+  open-file limit, :mod:`.descriptors`): one more is answered 503 (an OpenAI error body,
   ``Retry-After``) and closed as it opens, so idle or slow clients cannot take every file
   descriptor of the device;
 - a request head (request line and headers) whole within ``head_timeout_s`` of the
   connection opening, or of the first byte after the previous response: otherwise 408 when
   part of one came, and the connection closed either way (a client trickling a head byte by
   byte holds a connection at most that long);
-- malformed HTTP answered 400 with an OpenAI error body, ``code`` ``invalid_http``.
+- a request head of at most ``max_head_bytes`` (16 KiB), else 431, and malformed HTTP
+  answered 400 (501 for an unsupported ``Transfer-Encoding``) with an OpenAI error body,
+  ``code`` ``invalid_http``, giving h11's reason;
+- the connection closed after a response sent before the request's body was read whole
+  (:mod:`.http_connection`).
 
 :class:`RefuseAmbiguousFraming` refuses a request that declares both ``Content-Length`` and
 ``Transfer-Encoding`` (400, connection closed): a proxy in front could read another body
@@ -31,6 +36,11 @@ from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from edgespec.runtime.openai_api.errors import RETRY_AFTER_S, ApiError
+from edgespec.runtime.openai_api.http_connection import (
+    MAX_HEAD_BYTES,
+    CheckedConnection,
+    malformed,
+)
 
 HEAD_TIMEOUT_S = 10.0
 """The longest a request's head may take to arrive (408 and closed after that)."""
@@ -54,12 +64,18 @@ def raw_response(error: ApiError) -> bytes:
 
 
 class BoundedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a connection cap and a request-head deadline; the
-    bounds are class attributes (:func:`bounded_protocol` makes a class with others)."""
+    """uvicorn's h11 protocol with a connection cap, a request-head deadline and size
+    bound; the bounds are class attributes (:func:`bounded_protocol` makes a class with
+    others)."""
 
     head_timeout_s: float = HEAD_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
+    max_head_bytes: int = MAX_HEAD_BYTES
     _head_timer: asyncio.TimerHandle | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn: CheckedConnection = CheckedConnection(self.max_head_bytes)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -81,7 +97,9 @@ class BoundedH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def send_400_response(self, msg: str) -> None:
-        self._close_with(ApiError(400, f"invalid HTTP request: {msg}", code="invalid_http"))
+        """Answer a request h11 refused, with h11's reason (``msg`` is uvicorn's, the same
+        for all) and status: 400, 431 for a head too large, 501."""
+        self._close_with(self.conn.refusal or malformed(msg))
 
     def _watch_head(self) -> None:
         """Arm the head deadline while a request's head is awaited, disarm it after."""
@@ -112,13 +130,17 @@ class BoundedH11Protocol(H11Protocol):
 
 
 def bounded_protocol(
-    head_timeout_s: float = HEAD_TIMEOUT_S, max_connections: int = MAX_CONNECTIONS
+    head_timeout_s: float = HEAD_TIMEOUT_S,
+    max_connections: int = MAX_CONNECTIONS,
+    max_head_bytes: int = MAX_HEAD_BYTES,
 ) -> type[BoundedH11Protocol]:
     """:class:`BoundedH11Protocol` with these bounds (uvicorn's ``http=`` takes a class)."""
-    if not head_timeout_s > 0 or max_connections < 1:
-        raise ValueError(f"need head_timeout_s > 0 and max_connections >= 1, got "
-                         f"{head_timeout_s}, {max_connections}")  # fmt: skip
-    bounds = {"head_timeout_s": head_timeout_s, "max_connections": max_connections}
+    if not head_timeout_s > 0 or max_connections < 1 or max_head_bytes < 1:
+        raise ValueError(f"need head_timeout_s > 0, max_connections >= 1 and "
+                         f"max_head_bytes >= 1, got {head_timeout_s}, {max_connections}, "
+                         f"{max_head_bytes}")  # fmt: skip
+    bounds = {"head_timeout_s": head_timeout_s, "max_connections": max_connections,
+              "max_head_bytes": max_head_bytes}  # fmt: skip
     return type("BoundedH11Protocol", (BoundedH11Protocol,), bounds)
 
 

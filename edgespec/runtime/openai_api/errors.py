@@ -3,6 +3,7 @@ with the HTTP status an OpenAI client expects (400, 404, 413, 503 with ``Retry-A
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from edgespec.runtime.edge.progress import NoProgress
@@ -78,12 +79,46 @@ _STATUS: dict[ErrorCode, tuple[int, str]] = {
 }
 
 
-def from_request_error(exc: RequestError) -> ApiError:
+def context_exceeded(
+    prompt_tokens: int, max_tokens: int, context: int, prompt_param: str | None, name: str
+) -> ApiError:
+    """A prompt of ``prompt_tokens`` (``prompt_param``: ``prompt``, ``messages``, ``None``
+    unknown) plus ``max_tokens`` (the field ``name`` the client gave) over the target's
+    ``context``, in the client's terms; ``max_tokens`` alone leaving no room for a prompt
+    names that field."""
+    if max_tokens >= context:
+        return invalid(f"{name} is {max_tokens}, which leaves no room for a prompt in the "
+                       f"target's context of {context} tokens", param=name,
+                       code="context_length_exceeded")  # fmt: skip
+    return invalid(f"the prompt is {prompt_tokens} tokens and {name} is {max_tokens}: "
+                   f"{prompt_tokens + max_tokens} tokens, over the target's context of "
+                   f"{context}; shorten the prompt or lower {name}", param=prompt_param,
+                   code="context_length_exceeded")  # fmt: skip
+
+
+_SERVER_CONTEXT = re.compile(
+    r"prompt \((\d+) tokens\) \+ max_new_tokens \((\d+)\) exceeds the target's context of (\d+)"
+)
+"""The verification server's refusal of a prompt and output beyond its target's context
+(:func:`edgespec.runtime.server.engine_checks.check_session_spec`)."""
+
+
+def from_request_error(
+    exc: RequestError, prompt_param: str | None = None, max_tokens_name: str = "max_tokens"
+) -> ApiError:
     """The verification server's refusal as an OpenAI error; unreachable (or overloaded)
-    servers carry a ``Retry-After`` hint; a drafter that gave up making progress is a 504."""
+    servers carry a ``Retry-After`` hint; a drafter that gave up making progress is a 504;
+    a prompt and output beyond the target's context is :func:`context_exceeded` (about
+    ``prompt_param`` and the field ``max_tokens_name``, never the wire's
+    ``max_new_tokens``)."""
     if isinstance(exc, NoProgress):
         return ApiError(504, f"the drafter {exc.message}", kind="server_error",
                         code="no_progress", retry_after_s=RETRY_AFTER_S)  # fmt: skip
+    over = _SERVER_CONTEXT.search(exc.message)
+    if exc.code == ErrorCode.INVALID_ARGUMENT and over is not None:
+        prompt_tokens, max_tokens, context = (int(group) for group in over.groups())
+        return context_exceeded(prompt_tokens, max_tokens, context, prompt_param,
+                                max_tokens_name)  # fmt: skip
     status, kind = _STATUS.get(exc.code, (500, "server_error"))
     retry = RETRY_AFTER_S if status in (429, 503) else None
     where = "the verification server"

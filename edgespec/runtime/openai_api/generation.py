@@ -20,10 +20,11 @@ from typing import Any
 from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
 from edgespec.runtime.edge.reconnect import close_quietly
+from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec
-from edgespec.runtime.openai_api.errors import clip, invalid
+from edgespec.runtime.openai_api.errors import clip, context_exceeded, from_request_error, invalid
 from edgespec.runtime.openai_api.messages import is_chat
-from edgespec.runtime.openai_api.prompts import prompt_ids
+from edgespec.runtime.openai_api.prompts import prompt_ids, prompt_param
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
 from edgespec.runtime.openai_api.text import TextStream
 
@@ -46,7 +47,8 @@ class Completion:
 class EdgeSetup:
     """What every request shares: the drafter config, the draft model (``None`` for prompt
     lookup), the tokenizer, the target's vocabulary size, the tree size cap, the
-    verification servers' clients and, with several, the routing policy across them."""
+    verification servers' clients and, with several, the routing policy across them, and
+    the target's context as the server's Health reports it (``None``: it does not say)."""
 
     config: Any  # DrafterConfig
     draft_model: Any
@@ -55,6 +57,7 @@ class EdgeSetup:
     max_nodes: int
     verifiers: tuple[Any, ...]
     routing: Any = None
+    max_context_tokens: int | None = None
 
 
 class SessionTracker:
@@ -149,10 +152,23 @@ def _check_sampling(setup: EdgeSetup, request: ParsedRequest) -> None:
                       param="temperature")  # fmt: skip
 
 
+def _check_context(setup: EdgeSetup, request: ParsedRequest, num_prompt_tokens: int) -> None:
+    """A prompt of ``num_prompt_tokens`` (at least 1) and ``max_tokens`` beyond the target's
+    context, refused before a worker or a server session is taken (an unknown context is
+    left to the server, whose refusal :func:`run_request` words the same)."""
+    context = setup.max_context_tokens
+    if context and num_prompt_tokens + request.max_tokens > context:
+        raise context_exceeded(num_prompt_tokens, request.max_tokens, context,
+                               prompt_param(request.prompt), request.max_tokens_field)  # fmt: skip
+
+
 def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> PreparedRequest:
-    """Tokenize ``request``'s prompt (bounded by ``limits``) and make its window policy."""
+    """Tokenize ``request``'s prompt (bounded by ``limits``), check it and ``max_tokens``
+    against the target's context, and make its window policy."""
     _check_sampling(setup, request)
+    _check_context(setup, request, 1)  # max_tokens alone: before the prompt is tokenized
     ids = prompt_ids(setup.tokenizer, request.prompt, setup.vocab_size, limits)
+    _check_context(setup, request, len(ids))
     sampling = SamplingParams(request.temperature, request.top_p, request.max_tokens,
                               request.seed)  # fmt: skip
     return PreparedRequest(request, ids, sampling, _window(setup, request))
@@ -165,8 +181,8 @@ def run_request(
     cancel: threading.Event,
 ) -> Completion:
     """Generate ``prepared``; text deltas go to ``on_text`` as rounds commit. Raises
-    :class:`Cancelled` when ``cancel`` is set (the session closed);
-    :class:`~edgespec.runtime.errors.RequestError` when the server refuses or is gone."""
+    :class:`Cancelled` when ``cancel`` is set (the session closed); the server's refusal
+    (or its absence) as an :class:`~.errors.ApiError` in the request's terms."""
     from edgespec.runtime.edge.drafter import DraftOptions, generate
     from edgespec.runtime.edge.progress import ProgressBudget
     from edgespec.runtime.wire.emulated_link import wrap_verifier
@@ -196,6 +212,9 @@ def run_request(
     except Cancelled:
         if not text.stopped:
             raise
+    except RequestError as exc:
+        raise from_request_error(exc, prompt_param(request.prompt),
+                                 request.max_tokens_field) from None  # fmt: skip
     finally:
         tracker.close_all()
     if not text.stopped:

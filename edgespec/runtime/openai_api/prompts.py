@@ -47,10 +47,10 @@ def prompt_ids(tokenizer: Any, prompt: Prompt, vocab_size: int, limits: Limits) 
             raise invalid(f"prompt token ids {shown(bad[:5])} are outside the target's "
                           f"vocabulary of {vocab_size}", param="prompt")  # fmt: skip
     if not ids:
-        raise invalid("the prompt is empty after tokenization", param="prompt")
+        raise invalid("the prompt is empty after tokenization", param=prompt_param(prompt))
     if len(ids) > limits.max_prompt_tokens:
         raise invalid(f"the prompt is {len(ids)} tokens, over the limit of "
-                      f"{limits.max_prompt_tokens}", param="prompt",
+                      f"{limits.max_prompt_tokens}", param=prompt_param(prompt),
                       code="context_length_exceeded")  # fmt: skip
     return ids
 
@@ -58,3 +58,8 @@ def prompt_ids(tokenizer: Any, prompt: Prompt, vocab_size: int, limits: Limits) 
 def needs_tokenizer(prompt: Prompt) -> bool:
     """Whether ``prompt`` is text or messages (token ids need no tokenizer)."""
     return isinstance(prompt, str) or is_chat(prompt)
+
+
+def prompt_param(prompt: Prompt) -> str:
+    """The field that carried ``prompt``: ``messages`` in chat, else ``prompt``."""
+    return "messages" if is_chat(prompt) else "prompt"

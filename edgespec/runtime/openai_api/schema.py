@@ -69,19 +69,42 @@ class ParsedRequest:
     include_usage: bool
     slo_class: str
     window: WindowChoice | None
+    max_tokens_field: str = "max_tokens"  # or, in chat, max_completion_tokens when given
+
+
+class _DuplicateKey(Exception):
+    """A JSON object of the body names ``key`` twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (``json``'s ``object_pairs_hook``)."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key)
+        obj[key] = value
+    return obj
 
 
 def decode_body(raw: bytes) -> dict[str, Any]:
     """The JSON object of a request body (its size was bounded as it was read:
-    :func:`edgespec.runtime.openai_api.body.read_body`): 400 when not a JSON object."""
+    :func:`edgespec.runtime.openai_api.body.read_body`): 400 when not a JSON object, or
+    when an object of it names a key twice (which value counts would be a guess)."""
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, object_pairs_hook=_unique_keys)
         json.dumps(body, ensure_ascii=False).encode()  # a lone surrogate ("\ud800") is no text
     except (UnicodeError, json.JSONDecodeError) as exc:
         raise invalid(f"request body is not valid JSON: {exc}", code="invalid_json") from None
     except RecursionError:
         raise invalid("request body is not valid JSON: nested too deeply",
                       code="invalid_json") from None  # fmt: skip
+    except _DuplicateKey as exc:
+        raise invalid(f"request body names the key {shown(exc.key)} twice in one object: give "
+                      "each key once", code="duplicate_key") from None  # fmt: skip
     except ValueError as exc:  # an integer of more digits than Python converts
         raise invalid(f"request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
@@ -93,10 +116,14 @@ def _number(body: Mapping[str, Any], name: str, default: float, low: float, high
     value = body.get(name)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (isinstance(value, float) and not math.isfinite(value))
+    ):
         raise invalid(f"{name} must be a number, got {shown(value)}", param=name)
-    if not low <= value <= high:
-        raise invalid(f"{name} must be in [{low}, {high}], got {value}", param=name)
+    if not low <= value <= high:  # an int of any size compares exactly, unconverted
+        raise invalid(f"{name} must be in [{low}, {high}], got {shown(value)}", param=name)
     return float(value)
 
 
@@ -121,9 +148,11 @@ def _integer(body: Mapping[str, Any], name: str, default: int | None) -> int | N
     return value
 
 
-def _max_tokens(body: Mapping[str, Any], chat: bool, defaults: Defaults, limits: Limits) -> int:
-    """``max_tokens``; in chat also ``max_completion_tokens`` (its newer name): either one,
-    both only when equal, a null one as absent."""
+def _max_tokens(
+    body: Mapping[str, Any], chat: bool, defaults: Defaults, limits: Limits
+) -> tuple[str, int]:
+    """``max_tokens`` and the field that gave it; in chat also ``max_completion_tokens`` (its
+    newer name): either one, both only when equal, a null one as absent."""
     names = ("max_completion_tokens", "max_tokens") if chat else ("max_tokens",)
     given: dict[str, int] = {}
     for name in names:
@@ -131,19 +160,20 @@ def _max_tokens(body: Mapping[str, Any], chat: bool, defaults: Defaults, limits:
         if value is not None:
             given[name] = value
     if len(set(given.values())) > 1:
-        raise invalid(f"max_completion_tokens ({given['max_completion_tokens']}) and "
-                      f"max_tokens ({given['max_tokens']}) differ: give one",
+        raise invalid(f"max_completion_tokens ({shown(given['max_completion_tokens'])}) and "
+                      f"max_tokens ({shown(given['max_tokens'])}) differ: give one",
                       param="max_completion_tokens")  # fmt: skip
     name, value = next(iter(given.items()), ("max_tokens", defaults.max_tokens))
     if not 1 <= value <= limits.max_tokens:
-        raise invalid(f"{name} must be in [1, {limits.max_tokens}], got {value}", param=name)
-    return value
+        raise invalid(f"{name} must be in [1, {limits.max_tokens}], got {shown(value)}",
+                      param=name)  # fmt: skip
+    return name, value
 
 
 def _seed(body: Mapping[str, Any]) -> int | None:
     seed = _integer(body, "seed", None)
     if seed is not None and not 0 <= seed < SEED_LIMIT:
-        raise invalid(f"seed must be in [0, 2**63), got {seed}", param="seed")
+        raise invalid(f"seed must be in [0, 2**63), got {shown(seed)}", param="seed")
     return seed
 
 
@@ -222,7 +252,7 @@ def parse_request(
     if not isinstance(model, str) or not model:
         raise invalid("model is required (a string; see /v1/models)", param="model")
     check_fields(body, chat)
-    max_tokens = _max_tokens(body, chat, defaults, limits)
+    max_tokens_field, max_tokens = _max_tokens(body, chat, defaults, limits)
     stream, include_usage = parse_stream(body)
     slo_class, window = _extension(body, defaults)
     prompt = parse_prompt(body, chat, limits.max_prompt_tokens)
@@ -239,4 +269,5 @@ def parse_request(
         include_usage=include_usage,
         slo_class=slo_class,
         window=window,
+        max_tokens_field=max_tokens_field,
     )

@@ -18,6 +18,13 @@ from edgespec.runtime.openai_api.connections import (
     RefuseAmbiguousFraming,
     bounded_protocol,
 )
+from edgespec.runtime.openai_api.descriptors import (
+    ACCEPT_BACKLOG,
+    AcceptErrorLog,
+    FileBudget,
+    file_budget,
+    raise_open_file_limit,
+)
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.schema import Defaults, Limits
 
@@ -26,7 +33,9 @@ class ApiThread:
     """uvicorn serving ``app`` on ``host:port`` (0: an ephemeral port, in ``port`` once
     started) from a daemon thread: ``ApiThread(app, "127.0.0.1").start()``, ``stop()``.
     Its connections are bounded (:mod:`.connections`: how many, how long a request head
-    may take, one body length)."""
+    may take, one body length); ``max_connections`` is capped by the open-file limit
+    (:func:`.descriptors.file_budget`; ``OSError`` when it leaves no room), the result in
+    ``budget``."""
 
     def __init__(
         self,
@@ -38,14 +47,19 @@ class ApiThread:
     ) -> None:
         import uvicorn
 
-        protocol = bounded_protocol(head_timeout_s, max_connections)
+        self.budget = file_budget(max_connections)
+        protocol = bounded_protocol(head_timeout_s, self.budget.max_connections)
         config = uvicorn.Config(RefuseAmbiguousFraming(app), host=host, port=port, http=protocol,
-                                log_level="warning", lifespan="off")  # fmt: skip
+                                log_level="warning", lifespan="off",
+                                backlog=ACCEPT_BACKLOG)  # fmt: skip
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._server.serve()),
-                                        daemon=True)  # fmt: skip
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._serve()), daemon=True)
         self.host = host
         self.port = port
+
+    async def _serve(self) -> None:
+        asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
+        await self._server.serve()
 
     def start(self, timeout_s: float = 30.0) -> ApiThread:
         """Serve; raises ``OSError`` when the server does not start (its port in use, say)."""
@@ -65,6 +79,17 @@ class ApiThread:
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=30)
+
+
+def connections_told(budget: FileBudget, raised: tuple[int, int] | None) -> str:
+    """The start-up line's part on connections: their cap, and what set it."""
+    told = f"at most {budget.max_connections} connections"
+    if budget.max_connections < MAX_CONNECTIONS:
+        told += (f" (the open-file limit {budget.soft_limit} less {budget.reserved} kept for "
+                 f"the process)")  # fmt: skip
+    if raised is not None:
+        told += f"; open-file limit raised from {raised[0]} to {raised[1]}"
+    return told
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -117,7 +142,8 @@ def check_limits(max_new_tokens: int, limits: Limits) -> None:
 
 def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int) -> EdgeSetup:
     """The shared state of every request: one client per server (and the routing policy
-    across several), the tree capped at the server's block limit."""
+    across several), the tree capped at the server's block limit, the target's context as
+    the server reached reports it (requests beyond it are refused before they run)."""
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.wire.grpc_client import drafter_clients
 
@@ -129,7 +155,8 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
     limit = verifier.max_draft_tokens() if config.tree is not None else None
     max_nodes = min(config.tree_max_nodes, limit or config.tree_max_nodes)
     model = None if draft is None else draft.model
-    return EdgeSetup(config, model, tokenizer, vocab_size, max_nodes, verifiers, routing)
+    return EdgeSetup(config, model, tokenizer, vocab_size, max_nodes, verifiers, routing,
+                     verifier.max_context_tokens())  # fmt: skip
 
 
 def serve_openai(
@@ -151,13 +178,15 @@ def serve_openai(
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)
     admits = concurrency or Concurrency.for_device()
     app = build_app(setup, ApiConfig(model_id, defaults, limits, admits))
+    raised = raise_open_file_limit(MAX_CONNECTIONS)  # process-wide: here, as it starts
     try:
         server = ApiThread(app, host, port).start()
-    except OSError as exc:  # the port taken since it was checked
+    except OSError as exc:  # the port taken since it was checked, no descriptors left
         raise UserInputError(str(exc)) from None
     print(f"edgespec draft: OpenAI-compatible endpoint on http://{host}:{server.port}/v1 "
           f"(model {model_id!r}; {admits.max_running} generations at once, "
-          f"{admits.max_queued} queued)", file=sys.stderr, flush=True)  # fmt: skip
+          f"{admits.max_queued} queued; {connections_told(server.budget, raised)})",
+          file=sys.stderr, flush=True)  # fmt: skip
     try:
         server.wait()
     except KeyboardInterrupt:

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 
 from edgespec.runtime.openai_api.connections import bounded_protocol, raw_response
 from edgespec.runtime.openai_api.errors import ApiError
+from edgespec.runtime.openai_api.http_connection import MAX_HEAD_BYTES
 from edgespec.runtime.openai_api.serve import ApiThread
 
 HEAD_TIMEOUT_S = 0.6
@@ -144,13 +145,60 @@ def test_a_connection_over_the_cap_is_503_and_closed(server: ApiThread) -> None:
     assert statuses[-1] == b"200", statuses
 
 
-def test_malformed_http_is_an_openai_400(server: ApiThread) -> None:
+POST_HEAD = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status", "reason"),
+    [
+        (b"NOT HTTP AT ALL\r\n\r\n", 400, "illegal request line: bytearray(b'NOT HTTP AT ALL')"),
+        (b"GET /health\r\n\r\n", 400, "illegal request line: bytearray(b'GET /health')"),
+        (b"GET /health HTTP/1.1\r\n\r\n", 400, "Missing mandatory Host: header"),
+        (f"{POST_HEAD}Content-Length: -1\r\n\r\n".encode(), 400, "bad Content-Length"),
+        (f"{POST_HEAD}Content-Length: +5\r\n\r\n{{}}{{}}{{".encode(), 400, "bad Content-Length"),
+        (f"{POST_HEAD}Transfer-Encoding: identity\r\n\r\n{{}}".encode(), 501,
+         "Only Transfer-Encoding: chunked is supported"),
+        (f"{POST_HEAD}Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n".encode(), 501,
+         "Only Transfer-Encoding: chunked is supported"),
+    ],
+)  # fmt: skip
+def test_malformed_http_is_an_openai_error_giving_h11s_reason(
+    server: ApiThread, request_bytes: bytes, status: int, reason: str
+) -> None:
+    """Each got the same "invalid HTTP request: Invalid HTTP request received." before."""
     with _connect(server) as sock:
-        sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
-        status, headers, body = _reply(_read_all(sock))
-    assert (status, headers["content-type"]) == (400, "application/json")
+        sock.sendall(request_bytes)
+        got, headers, body = _reply(_read_all(sock))
+    assert (got, headers["content-type"], headers["connection"]) == (
+        status, "application/json", "close")  # fmt: skip
     assert body["error"]["code"] == "invalid_http"
-    assert body["error"]["message"].startswith("invalid HTTP request: ")
+    assert body["error"]["message"] == f"invalid HTTP request: {reason}"
+
+
+def _head_of(size: int) -> bytes:
+    """A GET /health head of exactly ``size`` bytes."""
+    start, end = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: ", b"\r\n\r\n"
+    return start + b"a" * (size - len(start) - len(end)) + end
+
+
+def test_a_request_head_over_16_kib_is_431_whether_whole_or_not(server: ApiThread) -> None:
+    """h11 bounded only a head still incomplete: 64 KiB sent at once were answered 200."""
+    with _connect(server) as sock:
+        sock.sendall(_head_of(MAX_HEAD_BYTES))
+        assert _read_response(sock).startswith(b"HTTP/1.1 200 ")
+    for size, told in ((MAX_HEAD_BYTES + 1, "16385"), (64 << 10, "65536")):
+        with _connect(server) as sock:
+            sock.sendall(_head_of(size))
+            status, headers, body = _reply(_read_all(sock))
+        assert (status, headers["connection"]) == (431, "close")
+        assert body["error"] == {"message": f"the request head is {told} bytes, over the "
+                                 "limit of 16384", "type": "invalid_request_error",
+                                 "param": None, "code": "request_head_too_large"}  # fmt: skip
+    with _connect(server) as sock:  # never whole: h11's own bound, the same answer
+        sock.sendall(_head_of(64 << 10)[:20000])
+        status, _, body = _reply(_read_all(sock))
+    message = "the request head is more than 16384 bytes, over the limit of 16384"
+    assert (status, body["error"]["message"]) == (431, message)
 
 
 def test_a_body_length_declared_twice_is_400_and_closed(server: ApiThread) -> None:

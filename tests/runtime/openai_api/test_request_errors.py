@@ -51,3 +51,18 @@ def test_an_aborted_round_may_be_retried() -> None:
             "code": "aborted",
         }
     }
+
+
+def test_the_servers_context_refusal_is_in_the_clients_terms() -> None:
+    """It quoted ``max_new_tokens``, a field of the wire, not of the request."""
+    server = "prompt (30 tokens) + max_new_tokens (20) exceeds the target's context of 40"
+    error = from_request_error(RequestError(ErrorCode.INVALID_ARGUMENT, server), "messages")
+    assert error.body() == {
+        "error": {
+            "message": "the prompt is 30 tokens and max_tokens is 20: 50 tokens, over the "
+            "target's context of 40; shorten the prompt or lower max_tokens",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
