@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from edgespec.models.registry import FEATURE_DRAFT_MARKER
+from edgespec.output_paths import write_text_atomically
 
 WEIGHTS_FILE = "model.safetensors"
 
@@ -237,13 +238,18 @@ def target_rows(target_model: Any, draft_token_ids: Sequence[int]) -> tuple[torc
 
 
 def save_feature_draft(net: FeatureDraftNet, directory: Path) -> None:
-    """Config and the trainable weights (fp16); the target's rows are not saved."""
+    """Config and the trainable weights (fp16); the target's rows are not saved.
+
+    The config is the marker the model loader looks for: an earlier save's is removed
+    first and this one's written last, whole (:func:`write_text_atomically`), so a
+    directory whose save was cut off is never taken for a complete feature draft."""
     from safetensors.torch import save_file
 
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / FEATURE_DRAFT_MARKER).write_text(net.config.to_json())
+    (directory / FEATURE_DRAFT_MARKER).unlink(missing_ok=True)
     state = {k: v.detach().to(torch.float16).contiguous() for k, v in net.state_dict().items()}
     save_file(state, str(directory / WEIGHTS_FILE))
+    write_text_atomically(directory / FEATURE_DRAFT_MARKER, net.config.to_json())
 
 
 def load_feature_draft(directory: Path, target_model: Any) -> FeatureDraftNet:

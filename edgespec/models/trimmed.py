@@ -16,6 +16,7 @@ the 262k-wide scatter, and map indices back with :meth:`to_target_ids`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ import torch
 from torch import nn
 from transformers import GenerationMixin, LlamaConfig, LlamaModel, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutputWithPast
+
+from edgespec.output_paths import write_text_atomically
 
 TRIMMED_MARKER = "trimmed_vocab.json"
 
@@ -152,13 +155,16 @@ class TrimmedVocabDraft(PreTrainedModel, GenerationMixin):  # type: ignore[misc,
         return model  # type: ignore[no-any-return]
 
     def save(self, directory: Path, dtype: torch.dtype = torch.float16) -> None:
-        """save_pretrained in ``dtype`` plus the marker file the model loader looks for."""
+        """save_pretrained in ``dtype`` plus the marker file the model loader looks for: an
+        earlier save's marker is removed first and this one's written last, whole, so a
+        directory whose save was cut off is never taken for a complete draft."""
         directory.mkdir(parents=True, exist_ok=True)
+        (directory / TRIMMED_MARKER).unlink(missing_ok=True)
         original = next(self.parameters()).dtype
         self.to(dtype)  # type: ignore[arg-type]
         try:
             self.save_pretrained(str(directory))
         finally:
             self.to(original)  # type: ignore[arg-type]
-        marker = f'{{"target": "{self.config.target_name}", "num_kept": {self.num_kept}}}\n'
-        (directory / TRIMMED_MARKER).write_text(marker)
+        marker = json.dumps({"target": self.config.target_name, "num_kept": self.num_kept})
+        write_text_atomically(directory / TRIMMED_MARKER, marker + "\n")

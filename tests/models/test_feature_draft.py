@@ -153,3 +153,36 @@ def test_a_saved_feature_draft_resolves_and_loads_with_its_target(tmp_path: Path
     loaded = load_model(spec, target=target)
     assert isinstance(loaded.model, FeatureDraftNet)
     assert loaded.model.config.draft_token_ids == KEPT
+
+
+def test_the_config_marker_goes_first_and_comes_back_last(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import safetensors.torch
+
+    save_feature_draft(_net(), tmp_path / "d")
+    marker = tmp_path / "d" / FEATURE_DRAFT_MARKER
+
+    def cut_off(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("save cut off")
+
+    monkeypatch.setattr(safetensors.torch, "save_file", cut_off)
+    with pytest.raises(RuntimeError, match="save cut off"):
+        save_feature_draft(_net(), tmp_path / "new")
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == []
+    with pytest.raises(RuntimeError, match="save cut off"):
+        save_feature_draft(_net(), tmp_path / "d")  # over a complete save
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_disk_that_fills_as_the_marker_is_written_leaves_no_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.sim.commands.test_run_outputs import disk_full_writing
+
+    disk_full_writing(monkeypatch, FEATURE_DRAFT_MARKER)
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        save_feature_draft(_net(), tmp_path / "d")
+    assert caught.value.filename == str(tmp_path / "d" / FEATURE_DRAFT_MARKER)
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["model.safetensors"]

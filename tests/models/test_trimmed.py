@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
 from edgespec.models.loading import load_model
-from edgespec.models.trimmed import build_id_maps
+from edgespec.models.trimmed import TrimmedVocabDraft, build_id_maps
 from tests.models.tiny import VOCAB, tiny_draft, tiny_target
 
 KEPT = [7, 3, 11, 1, 20, 5]
@@ -88,3 +90,46 @@ def test_transformers_assisted_generation_with_the_trimmed_draft_is_lossless() -
         plain = target.generate(ids, max_new_tokens=16, do_sample=False)
         assisted = target.generate(ids, assistant_model=draft, max_new_tokens=16, do_sample=False)
     assert assisted.tolist() == plain.tolist()
+
+
+def test_the_marker_is_json_whatever_the_target_is_called(tmp_path: Path) -> None:
+    draft = tiny_draft(KEPT)
+    draft.config.target_name = 'C:\\models\\"tiny"'
+    draft.save(tmp_path / "d")
+    marker = (tmp_path / "d" / "trimmed_vocab.json").read_text()
+    assert json.loads(marker) == {"target": 'C:\\models\\"tiny"', "num_kept": 6}
+
+
+def test_a_save_cut_off_before_the_marker_leaves_no_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    draft = tiny_draft(KEPT)
+    draft.save(tmp_path / "d")
+
+    def cut_off(self: TrimmedVocabDraft, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("save cut off")
+
+    monkeypatch.setattr(TrimmedVocabDraft, "save_pretrained", cut_off)
+    with pytest.raises(RuntimeError, match="save cut off"):
+        draft.save(tmp_path / "d")  # over the complete save: its marker goes first
+    assert not (tmp_path / "d" / "trimmed_vocab.json").exists()
+    with pytest.raises(RuntimeError, match="save cut off"):
+        draft.save(tmp_path / "new")
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_disk_that_fills_as_the_marker_is_written_leaves_no_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.sim.commands.test_run_outputs import disk_full_writing
+
+    disk_full_writing(monkeypatch, "trimmed_vocab.json")
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        tiny_draft(KEPT).save(tmp_path / "d")
+    assert caught.value.filename == str(tmp_path / "d" / "trimmed_vocab.json")
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == [
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+    ]

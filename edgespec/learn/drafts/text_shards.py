@@ -7,20 +7,23 @@ and each GSM8K / CNN-DM / HumanEval training prompt becomes one sequence of at m
 ``--max-tokens`` tokens (BOS first). Its first ``PROMPT_TOKENS`` tokens are written as
 ``prompt_ids`` (so the prompt hold-out of the training command separates texts) and the
 rest as ``output_ids``, ``SEQUENCES_PER_SHARD`` sequences per ``shard_*.pt``: the shard
-format ``edgespec train feature-draft --data-dir`` reads. Text shards carry no target
+format ``edgespec train feature-draft --data-dir`` reads. Each shard is written whole or
+not at all (:func:`~edgespec.output_paths.write_atomically`), so a run stopped part-way
+leaves no truncated shard for a training run to read. Text shards carry no target
 labels, so train with ``--kept-from DRAFT`` (the kept tokens cannot be chosen from them).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from edgespec.argument_types import non_negative_int
 from edgespec.errors import UserInputError
-from edgespec.output_paths import output_folder
+from edgespec.output_paths import output_folder, write_atomically
 
 PROMPT_TOKENS = 32
 MIN_OUTPUT_TOKENS = 9  # a shorter text gives too few training positions to keep
@@ -68,7 +71,8 @@ def training_texts(conversations: int) -> list[str]:
 def write_text_shards(
     tokenizer: Any, texts: Sequence[str], out: Path, max_tokens: int
 ) -> tuple[int, int]:
-    """Encode ``texts`` and write them as shards into ``out``; returns (sequences, tokens).
+    """Encode ``texts`` and write them as shards into ``out``, each whole or not at all;
+    returns (sequences, tokens).
 
     Texts of at most ``PROMPT_TOKENS + MIN_OUTPUT_TOKENS - 1`` tokens are left out.
     """
@@ -81,13 +85,12 @@ def write_text_shards(
     out.mkdir(parents=True, exist_ok=True)
     for index in range(0, len(sequences), SEQUENCES_PER_SHARD):
         chunk = sequences[index : index + SEQUENCES_PER_SHARD]
-        torch.save(
-            {
-                "prompt_ids": [torch.tensor(s[:PROMPT_TOKENS]) for s in chunk],
-                "output_ids": [torch.tensor(s[PROMPT_TOKENS:]) for s in chunk],
-            },
-            out / f"shard_{index // SEQUENCES_PER_SHARD:05d}.pt",
-        )
+        shard = {
+            "prompt_ids": [torch.tensor(s[:PROMPT_TOKENS]) for s in chunk],
+            "output_ids": [torch.tensor(s[PROMPT_TOKENS:]) for s in chunk],
+        }
+        path = out / f"shard_{index // SEQUENCES_PER_SHARD:05d}.pt"
+        write_atomically(path, functools.partial(torch.save, shard))
     return len(sequences), sum(map(len, sequences))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,49 @@ def test_command_refuses_too_few_tokens(capsys: pytest.CaptureFixture[str]) -> N
 
     assert main(["train", "text-shards", "--out", "unused", "--max-tokens", "40"]) == 2
     assert "--max-tokens must be >= 41, got 40" in capsys.readouterr().err
+
+
+def _interrupted_on_second_shard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``torch.save`` writes the second shard's first half, then the run is stopped."""
+    save = torch.save
+    calls: list[int] = []
+
+    def half_then_stop(obj: Any, f: Any, *args: Any, **kwargs: Any) -> None:
+        calls.append(1)
+        if len(calls) < 2:
+            save(obj, f, *args, **kwargs)
+            return
+        buffer = io.BytesIO()
+        save(obj, buffer)
+        data = buffer.getvalue()[: len(buffer.getvalue()) // 2]
+        if isinstance(f, (str, Path)):
+            Path(f).write_bytes(data)
+        else:
+            f.write(data)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", half_then_stop)
+
+
+def test_a_run_stopped_mid_shard_leaves_no_part_of_that_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _interrupted_on_second_shard(monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        text_shards.write_text_shards(_Tok(), _texts(160), tmp_path / "s", max_tokens=64)
+    assert [p.name for p in (tmp_path / "s").iterdir()] == ["shard_00000.pt"]
+    assert len(torch.load(tmp_path / "s" / "shard_00000.pt", weights_only=True)["prompt_ids"]) == 64
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_disk_that_fills_mid_shard_names_the_shard_and_leaves_none_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.sim.commands.test_run_outputs import disk_full_writing
+
+    out = tmp_path / "s"
+    disk_full_writing(monkeypatch, "shard_00001.pt")
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        text_shards.write_text_shards(_Tok(), _texts(160), out, max_tokens=64)
+    assert caught.value.filename == str(out / "shard_00001.pt")
+    assert [p.name for p in out.iterdir()] == ["shard_00000.pt"]
