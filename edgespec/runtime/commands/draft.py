@@ -92,20 +92,17 @@ def _run(args: argparse.Namespace) -> int:
     stop = stop_policy_from_args(args)
     if stop is not None and args.mode != "distributed":
         raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")
+    identical = "--compare checks token-identical outputs"
     if args.compare:
         if args.mode != "distributed":
             raise ConfigError("mode", "--compare runs distributed and centralized: drop --mode")
         if config.temperature != 0:
-            raise ConfigError(
-                "temperature", "--compare checks token-identical outputs: greedy only"
-            )
+            raise ConfigError("temperature", f"{identical}: greedy only")
     check_link_mode(config, args.mode)
     if config.verification == "semantic" and args.mode != "distributed":
         raise ConfigError("verification", f"semantic needs --mode distributed, got {args.mode}")
     if config.verification == "semantic" and args.compare:
-        raise ConfigError(
-            "verification", "--compare checks token-identical outputs; semantic is lossy"
-        )
+        raise ConfigError("verification", f"{identical}; semantic is lossy")
     window = configured_policy("window", config.window.name, config.window.params)
     check_tree_depth(config.tree, window)
     placement = draft_placement(args)

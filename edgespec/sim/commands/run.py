@@ -88,30 +88,24 @@ def _run_sweep(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int
 
     from edgespec.metrics.summary import plain, print_runs
     from edgespec.sim.setup.scenario import scenario_from_dict
+    from edgespec.sweeps import grid as sweep_grid
     from edgespec.sweeps.executor import make_executor
-    from edgespec.sweeps.grid import (
-        check_points,
-        grid_points,
-        override_text,
-        parse_grid,
-        run_sweep,
-        write_sweep,
-    )
 
-    grid = parse_grid(args.sweep)
-    check_points(  # every point valid (a misspelt key...) before any run
-        grid_points(grid),
-        lambda point: scenario_from_dict(data, [override_text(k, v) for k, v in point.items()]),
+    grid = sweep_grid.parse_grid(args.sweep)
+    texts = sweep_grid.override_text
+    sweep_grid.check_points(  # every point valid (a misspelt key...) before any run
+        sweep_grid.grid_points(grid),
+        lambda point: scenario_from_dict(data, [texts(k, v) for k, v in point.items()]),
         progress=not args.quiet,
     )
-    points = run_sweep(
+    points = sweep_grid.run_sweep(
         data,
         grid,
         run_scenario_dict,
         progress=not args.quiet,
         executor=make_executor(args.workers, args.engine, args.address),
     )
-    json_path, csv_path = write_sweep(out / "sweep", points)
+    json_path, csv_path = sweep_grid.write_sweep(out / "sweep", points)
     console = Console(markup=False)
     print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
     console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}", soft_wrap=True)
