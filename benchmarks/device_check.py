@@ -31,6 +31,7 @@ from typing import Any
 import torch
 
 from edgespec.runtime.backends.base import ForwardItem
+from edgespec.runtime.backends.batch_invariant import ROW_MULTIPLE
 from edgespec.runtime.backends.exactness import InexactBackendError
 from edgespec.runtime.backends.transformers_backend import Numerics, TransformersTarget
 from edgespec.runtime.testing import synthetic_target, tiny_gemma3, tiny_llama
@@ -143,9 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--row-multiples",
         type=lambda text: [int(m) for m in text.split(",")],
-        default=[4],
-        help="the exact mode's row multiples to try, comma-separated (default 4, the "
-        "backend's; a GPU's shape-chosen kernels may need larger buckets)",
+        default=[ROW_MULTIPLE],
+        help=f"the exact mode's row multiples to try, comma-separated (default "
+        f"{ROW_MULTIPLE}, the backend's)",
     )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument(

@@ -7,10 +7,14 @@ lanes), so a row verified beside others can differ in its last bits from the sam
 decoded alone, and a greedy argmax can flip. This module makes every reduction a token's
 logits depend on run in a shape that the rest of the pass cannot change:
 
-* **Linear layers** (every ``nn.Linear`` of the model, the LM head included) run on the
-  token rows padded with zero rows to a multiple of :data:`ROW_MULTIPLE` (never fewer):
-  a GEMM's per-row result then no longer depends on the number of rows (measured on MKL:
-  1–3 rows, and on two threads any count not a multiple of 4, take other kernels).
+* **Linear layers** (every ``nn.Linear`` of the model, the LM head included) run as
+  products of one shape (:func:`invariant_linear`): the token rows zero-padded to a
+  multiple of :data:`ROW_MULTIPLE` and cut into chunks of exactly that many rows, each
+  chunk times the weight a block of :data:`COLUMN_BLOCK` outputs at a time. Every product
+  is then the same kernel on the same shape, split across the same threads, whatever the
+  pass's row count; a row's result does not depend on its place in its chunk. (One
+  product over the padded rows is not enough: on an AVX-512 CPU, MKL's kernel and its
+  two-thread split change with the row count, even between multiples of 16.)
 * **Attention** (:func:`invariant_attention`, registered with transformers as
   :data:`ATTENTION_NAME`) puts each row's keys in one canonical order, real keys first
   and padding last (``edgespec_key_order``, built by the backend from the pass's layout;
@@ -32,7 +36,6 @@ from __future__ import annotations
 
 import functools
 import types
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -40,37 +43,46 @@ from torch.nn import functional
 
 ATTENTION_NAME = "edgespec_batch_invariant"
 """The attention implementation name the exact mode sets on the model's config."""
-ROW_MULTIPLE = 4
-"""The default row multiple; a target may choose another (``row_multiple``: a GPU's kernels
-may need larger buckets, which ``benchmarks/device_check.py --row-multiples`` tries)."""
+ROW_MULTIPLE = 8
+"""Rows per product (a target may choose another: ``row_multiple``). One decoded token pays
+for 8 rows; a batch of many rows pays one product per 8 (8 cost Gemma 3 270M least on CPU,
+of 4, 8 and 16: docs/PERFORMANCE.md, *Backend A/B measurements*)."""
 ROW_MULTIPLE_KEY = "edgespec_row_multiple"
 """The forward keyword carrying the target's row multiple to the attention."""
 KEY_CHUNK = 64
+COLUMN_BLOCK = 256
+"""Outputs per product in a linear layer wider than this (an LM head: 262k for Gemma 3): a
+block of the weight stays in a CPU core's cache across a pass's row chunks."""
 KEY_ORDER = "edgespec_key_order"
 """The forward keyword carrying each row's canonical key order, ``[B, P + N]`` column
 indices (real keys by token position, then padding)."""
 
 
-def on_padded_rows(
-    apply: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, multiple: int = ROW_MULTIPLE
-) -> torch.Tensor:
-    """``apply`` (a row-wise map of 2-D input, e.g. a linear layer) on ``x``'s rows with
-    zero rows appended up to a multiple of ``multiple`` (at least one multiple), the
-    padding cut off again (module doc)."""
-    rows = x.reshape(-1, x.shape[-1])
-    count = rows.shape[0]
-    extra = max(multiple, _round_up(count, multiple)) - count
-    out = apply(functional.pad(rows, (0, 0, 0, extra)))[:count] if extra else apply(rows)
-    return out.reshape(*x.shape[:-1], out.shape[-1])
-
-
 def invariant_linear(
     x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, multiple: int = ROW_MULTIPLE
 ) -> torch.Tensor:
-    """``F.linear(x, weight, bias)`` computed on row-padded input (see the module doc)."""
-    return on_padded_rows(
-        functools.partial(functional.linear, weight=weight, bias=bias), x, multiple
-    )
+    """``F.linear(x, weight, bias)`` as products of one shape (module doc): chunks of
+    ``multiple`` rows, and a weight of more than :data:`COLUMN_BLOCK` outputs a block of
+    that many at a time (an LM head's block stays in cache across the row chunks)."""
+    rows = x.reshape(-1, x.shape[-1])
+    count = rows.shape[0]
+    total = max(multiple, _round_up(count, multiple))
+    padded = functional.pad(rows, (0, 0, 0, total - count)) if total != count else rows
+    outputs = weight.shape[0]
+    if outputs <= COLUMN_BLOCK and total == multiple:
+        out = functional.linear(padded, weight, bias)
+    else:
+        out = padded.new_empty((total, outputs))
+        for start in range(0, outputs, COLUMN_BLOCK):
+            end = min(start + COLUMN_BLOCK, outputs)
+            block = weight[start:end]
+            block_bias = None if bias is None else bias[start:end]
+            for first in range(0, total, multiple):
+                chunk = padded[first : first + multiple]
+                out[first : first + multiple, start:end] = functional.linear(
+                    chunk, block, block_bias
+                )
+    return out[:count].reshape(*x.shape[:-1], outputs)
 
 
 def _linear_forward(self: torch.nn.Linear, x: torch.Tensor, multiple: int) -> torch.Tensor:

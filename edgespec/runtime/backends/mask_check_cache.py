@@ -5,13 +5,13 @@
 unless a padded probe batch reproduces the model's own logits; for Gemma 3 (a 512-token
 window) the probes forward about 1,500 tokens and decode 518 one at a time, tens of seconds
 on a small CPU. Their outcome depends only on the weights, the model's configuration, the
-dtype and device, the numerics, the torch and transformers versions and edgespec's masking
-and batch-invariant code, so a passed probe is recorded (with what the batch-invariance
-check found, for the lossy mode's report) under
-a key made of exactly those (the weight files by path, size and modification time; the
-masking code by the hash of its source) in ``<cache>/checks/attention-masks/``, and a later
-load with the same key skips it. Anything that changes the key probes again; a failed probe
-is never recorded (it refuses the model, every time)."""
+dtype and device (a CPU's instruction set: AVX2, AVX-512), the torch threads, the numerics,
+the torch and transformers versions and edgespec's masking and batch-invariant code, so a
+passed probe is recorded (with what the batch-invariance check found, for the lossy mode's
+report) under a key made of exactly those (the weight files by path, size and modification
+time; the masking code by the hash of its source) in ``<cache>/checks/attention-masks/``,
+and a later load with the same key skips it. Anything that changes the key probes again; a
+failed probe is never recorded (it refuses the model, every time)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,9 @@ def probe_key(model: Any, weight_files: Sequence[Path], numerics: str = "exact")
         "device": str(param.device),
         "numerics": numerics,
         "attention": getattr(model.config, "_attn_implementation", None),
+        # the kernels MKL and torch pick depend on the CPU's instruction set and the threads
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "edgespec_masking_code": code.hexdigest(),

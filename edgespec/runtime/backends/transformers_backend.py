@@ -40,7 +40,6 @@ from edgespec.runtime.backends.batch_invariant import (
     ROW_MULTIPLE,
     ROW_MULTIPLE_KEY,
     make_batch_invariant,
-    on_padded_rows,
 )
 from edgespec.runtime.backends.device_rows import device_rows
 from edgespec.runtime.backends.exactness import (
@@ -104,8 +103,9 @@ class TransformersTarget:
         self._device: torch.device = next(model.parameters()).device
         self._vocab_size = int(model.config.get_text_config().vocab_size)
         self._eos = eos_ids(model) if eos_token_ids is None else eos_token_ids
-        # vocabulary blocks pay on a CPU's caches; a GPU runs the head as one product
-        blocked = blocked_head_logits and self._device.type == "cpu"
+        # vocabulary blocks pay on a CPU's caches; a GPU runs the head as one product; the
+        # exact mode's head is blocked as every wide linear layer is (invariant_linear)
+        blocked = blocked_head_logits and self._device.type == "cpu" and numerics == "lossy"
         self._head = plain_head(model) if blocked else None
         self._split = split_padded_batches
         self._dtype = next(model.parameters()).dtype
@@ -241,7 +241,7 @@ class TransformersTarget:
             out = self._model.model(**inputs)
             hidden = out.last_hidden_state
             last = hidden[:, -keep:]
-            logits = self._head_logits(last) if weight is None else self._blocked(last, weight)
+            logits = self._head_logits(last) if weight is None else blocked_head(last, weight)
         else:
             out = self._model(**inputs, logits_to_keep=keep)
             logits = out.logits[:, -keep:]
@@ -269,12 +269,6 @@ class TransformersTarget:
     def _check_exact_masking(self) -> None:
         """:func:`~edgespec.runtime.backends.attention_mask.check_exact_masking` here."""
         check_exact_masking(self._model, self._forward_pass, self._layout, self.max_context_tokens)
-
-    def _blocked(self, hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        """The blocked head; in the exact mode on rows padded as every linear layer's."""
-        if self.numerics == "lossy":
-            return blocked_head(hidden, weight)
-        return on_padded_rows(lambda rows: blocked_head(rows, weight), hidden, self._rows)
 
     def _head_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The model's own head over ``hidden`` (as its causal-LM forward computes it,

@@ -1,5 +1,6 @@
-"""The exact mode's reductions: the chunk sums' fixed tree, and attention whose output for a
-row is the same bits however many masked key chunks its pass padded it to."""
+"""The exact mode's reductions: linear layers as products of one shape, the chunk sums' fixed
+tree, and attention whose output for a row is the same bits however many masked key chunks
+its pass padded it to."""
 
 from __future__ import annotations
 
@@ -9,7 +10,60 @@ pytest.importorskip("torch")
 
 import torch
 
-from edgespec.runtime.backends.batch_invariant import KEY_CHUNK, invariant_attention, pairwise_sum
+from edgespec.runtime.backends.batch_invariant import (
+    COLUMN_BLOCK,
+    KEY_CHUNK,
+    ROW_MULTIPLE,
+    invariant_attention,
+    invariant_linear,
+    pairwise_sum,
+)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(
+    ("inputs", "outputs"), [(640, 2048), (2048, 640), (64, 3 * COLUMN_BLOCK + 5)]
+)
+def test_a_row_is_the_same_bits_alone_and_among_any_number_of_rows(
+    inputs: int, outputs: int, threads: int
+) -> None:
+    """One row's output as in a one-token pass, and beside 1..40 others. A single product
+    over rows padded to a multiple of 4 differed here on an AVX-512 CPU (MKL picks its
+    kernel, and on two threads its split, by the row count: Gemma 3 270M's layers are
+    640 → 2048 and 2048 → 640)."""
+    g = torch.Generator().manual_seed(inputs + outputs)
+    weight = torch.randn(outputs, inputs, generator=g)
+    bias = torch.randn(outputs, generator=g)
+    rows = torch.randn(41, inputs, generator=g)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        alone = invariant_linear(rows[:1], weight, bias)
+        for count in (2, 3, 5, 8, 9, 17, 24, 41):
+            among = invariant_linear(rows[:count].flip(0), weight, bias)  # the row last
+            assert torch.equal(among[count - 1], alone[0]), count
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_every_product_has_one_shape_whatever_the_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ROW_MULTIPLE rows × at most COLUMN_BLOCK outputs each; the outputs equal F.linear's."""
+    shapes: set[tuple[int, int]] = set()
+    linear = torch.nn.functional.linear
+
+    def recording(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+        shapes.add((x.shape[0], w.shape[0]))
+        return linear(x, w, b)
+
+    monkeypatch.setattr(torch.nn.functional, "linear", recording)  # as batch_invariant calls it
+    g = torch.Generator().manual_seed(0)
+    weight = torch.randn(2 * COLUMN_BLOCK + 3, 16, generator=g)
+    for count in (1, ROW_MULTIPLE - 1, ROW_MULTIPLE, ROW_MULTIPLE + 1, 5 * ROW_MULTIPLE + 2):
+        x = torch.randn(1, count, 16, generator=g)
+        out = invariant_linear(x, weight, None)
+        torch.testing.assert_close(out, linear(x, weight))
+        assert out.shape == (1, count, weight.shape[0])
+    assert shapes == {(ROW_MULTIPLE, COLUMN_BLOCK), (ROW_MULTIPLE, 3)}
 
 
 def _parts(count: int, seed: int = 0) -> torch.Tensor:

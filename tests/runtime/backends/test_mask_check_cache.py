@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from edgespec.models.loading import load_model
 from edgespec.runtime.backends import attention_mask
@@ -62,6 +63,24 @@ def test_new_weights_or_dtype_probe_again(tmp_path: Path, probes: list[int]) -> 
     os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
     assert _load(directory, cache).probed and len(probes) == 2
     assert _load(directory, cache, "bfloat16").probed and len(probes) == 3
+    assert not _load(directory, cache).probed and len(probes) == 3
+
+
+def test_another_instruction_set_or_thread_count_probes_again(
+    tmp_path: Path, probes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pass recorded on an AVX2 CPU proves nothing on an AVX-512 one (MKL picks other
+    kernels), nor one at 1 thread for 2 (other splits)."""
+    directory, cache = _saved(tmp_path), tmp_path / "cache"
+    _load(directory, cache)
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2-elsewhere")
+    assert _load(directory, cache).probed and len(probes) == 2
+    before = torch.get_num_threads()
+    torch.set_num_threads(1 if before != 1 else 2)
+    try:
+        assert _load(directory, cache).probed and len(probes) == 3
+    finally:
+        torch.set_num_threads(before)
     assert not _load(directory, cache).probed and len(probes) == 3
 
 

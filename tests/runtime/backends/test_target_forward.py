@@ -112,6 +112,9 @@ def test_chunked_prefill_keeps_a_trees_root_token_with_the_tree(model: Any) -> N
 def test_blocked_head_runs_for_two_to_max_rows_only(
     model: Any, numerics: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The lossy mode's head runs in vocabulary blocks for 2..BLOCKED_HEAD_MAX_ROWS rows;
+    the exact mode's never does: its head is blocked as every wide linear layer is
+    (``invariant_linear``), the same products whatever the rows."""
     target = TransformersTarget(model, numerics=numerics)  # type: ignore[arg-type]
     calls: list[int] = []
     real = lm_head.blocked_head
@@ -127,17 +130,16 @@ def test_blocked_head_runs_for_two_to_max_rows_only(
         target.forward(items)
         return list(calls)
 
-    # the exact mode pads the head's rows to a multiple of 4, as every linear layer's
-    def padded(n: int) -> int:
-        return -(-n // 4) * 4 if numerics == "exact" else n
+    def blocked(n: int) -> list[int]:
+        return [] if numerics == "exact" else [n]
 
     one = ForwardItem(None, 0, (1, 2, 3), 1)
     assert head_rows([one]) == []  # one row: the model's own head
-    assert head_rows([ForwardItem(None, 0, (1, 2, 3), 2)]) == [padded(2)]
-    assert head_rows([one, one]) == [padded(2)]
+    assert head_rows([ForwardItem(None, 0, (1, 2, 3), 2)]) == blocked(2)
+    assert head_rows([one, one]) == blocked(2)
     rows = BLOCKED_HEAD_MAX_ROWS
     tokens = tuple(t % 60 + 1 for t in range(rows + 1))
-    assert head_rows([ForwardItem(None, 0, tokens, rows)]) == [padded(rows)]
+    assert head_rows([ForwardItem(None, 0, tokens, rows)]) == blocked(rows)
     assert head_rows([ForwardItem(None, 0, tokens, rows + 1)]) == []
 
 

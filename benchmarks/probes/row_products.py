@@ -1,0 +1,125 @@
+"""Gemma 3 270M's exact verification pass on CPU: its linear layers as one product over the
+padded rows against products of one shape, by rows per product (docs/PERFORMANCE.md,
+"Backend A/B measurements"; ``edgespec/runtime/backends/batch_invariant.py``).
+
+    python benchmarks/probes/row_products.py THREADS REPEATS OUT.json
+
+Variants, alternated in order each repeat: ``one-product-4`` (rows padded to a multiple of 4,
+one product per layer: fast, but not batch-invariant where MKL picks its kernel by the row
+count), ``fixed-4``, ``fixed-8``, ``fixed-16`` (:func:`invariant_linear` with that many rows
+per product). Each times a pass of B sessions × n new tokens on 64 cached tokens after one
+untimed pass, and checks bit for bit that the first session's logits in the B = 16 pass
+equal the same session's alone (every session forwards the same tokens). Writes the medians
+(ms), their ratio to ``one-product-4`` and the check per variant.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import statistics
+import sys
+import time
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn import functional
+
+from edgespec.models.loading import load_model
+from edgespec.runtime.backends.base import ForwardItem
+from edgespec.runtime.backends.batch_invariant import invariant_linear
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+
+Linear = Callable[[torch.Tensor, torch.Tensor, "torch.Tensor | None", int], torch.Tensor]
+SHAPES = ((1, 1), (1, 5), (4, 5), (8, 5), (16, 5))
+CONTEXT = 64
+
+
+def one_product(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, multiple: int
+) -> torch.Tensor:
+    """The rows padded to a multiple of ``multiple``, one product."""
+    rows = x.reshape(-1, x.shape[-1])
+    count = rows.shape[0]
+    extra = max(multiple, -(-count // multiple) * multiple) - count
+    out = functional.linear(functional.pad(rows, (0, 0, 0, extra)), weight, bias)[:count]
+    return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+def _target(model: Any, linear: Linear, multiple: int) -> TransformersTarget:
+    """An exact target whose linear layers run ``linear`` with ``multiple`` rows."""
+    target = TransformersTarget(model, check_masks=False, row_multiple=multiple)
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            forward = functools.partial(
+                lambda self, x, fn: fn(x, self.weight, self.bias, multiple), fn=linear
+            )
+            module.forward = types.MethodType(forward, module)  # type: ignore[method-assign]
+    return target
+
+
+def _items(kv: Any, tokens: tuple[int, ...], batch: int) -> list[ForwardItem]:
+    return [ForwardItem(kv, CONTEXT, tokens, len(tokens)) for _ in range(batch)]
+
+
+def main() -> None:
+    threads, repeats, out = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+    torch.set_num_threads(threads)
+    model = load_model("gemma3-270m").model
+    variants: dict[str, tuple[Linear, int]] = {
+        "one-product-4": (one_product, 4),
+        "fixed-4": (invariant_linear, 4),
+        "fixed-8": (invariant_linear, 8),
+        "fixed-16": (invariant_linear, 16),
+    }
+    rng = np.random.default_rng(0)
+    prompt = tuple(int(t) for t in rng.integers(0, 262_000, CONTEXT))
+    new = {n: tuple(int(t) for t in rng.integers(0, 262_000, n)) for _, n in SHAPES}
+    times: dict[str, dict[str, list[float]]] = {v: {} for v in variants}
+    identical: dict[str, bool] = {}
+    for repeat in range(repeats):
+        for name in list(variants) if repeat % 2 == 0 else list(variants)[::-1]:
+            target = _target(model, *variants[name])
+            kv = target.forward([ForwardItem(None, 0, prompt, 1)])[0].kv
+            for batch, n in SHAPES:
+                items = _items(kv, new[n], batch)
+                target.forward(items)
+                start = time.perf_counter()
+                outputs = target.forward(items)
+                times[name].setdefault(f"B={batch} n={n}", []).append(time.perf_counter() - start)
+                if batch == 16:
+                    alone = target.forward(items[:1])[0].logits
+                    identical[name] = identical.get(name, True) and bool(
+                        np.array_equal(alone, outputs[0].logits)
+                    )
+    medians = {v: {k: statistics.median(t) * 1e3 for k, t in ts.items()} for v, ts in times.items()}
+    base = medians["one-product-4"]
+    result = {
+        "command": f"python benchmarks/probes/row_products.py {threads} {repeats} {out}",
+        "threads": threads,
+        "repeats": repeats,
+        "cpu": _cpu(),
+        "median_ms": medians,
+        "ratio_to_one_product_4": {
+            v: {k: round(m[k] / base[k], 3) for k in m} for v, m in medians.items()
+        },
+        "row_alone_equals_row_in_16": identical,
+    }
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result["ratio_to_one_product_4"], indent=1), identical)
+
+
+def _cpu() -> str:
+    """The CPU's model name and whether it has AVX-512 (``/proc/cpuinfo``), for the record."""
+    lines = Path("/proc/cpuinfo").read_text().splitlines()
+    name = next((x.partition(":")[2].strip() for x in lines if x.startswith("model name")), "?")
+    flags = next((x.partition(":")[2].split() for x in lines if x.startswith("flags")), [])
+    return f"{name}, {'with' if 'avx512f' in flags else 'without'} AVX-512"
+
+
+if __name__ == "__main__":
+    main()
