@@ -37,6 +37,7 @@ def test_probes_exist() -> None:
         "mixed_batch_ab.py",
         "openai_concurrency.py",
         "pass_ops.py",
+        "row_products.py",
         "tree_bound.py",
     ]
 

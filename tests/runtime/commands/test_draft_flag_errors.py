@@ -121,6 +121,10 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
             ["--prompt-ids", "1", "--routing", "nosuch", "--server", "127.0.0.1:2"],
             "--routing: unknown routing policy 'nosuch'; known: ['jsq', 'random', 'round_robin']",
         ),
+        (  # was "config field 'window'": the policy is built from window.name and params
+            ["--prompt-ids", "1", "--window", "nosuch"],
+            "--window: unknown window policy 'nosuch'; known: ['awc', 'dynamic', 'static']",
+        ),
         (
             ["--prompt-ids", "1", "--request-timeout-s", "0"],
             "--request-timeout-s: must be a finite number > 0, got 0.0",

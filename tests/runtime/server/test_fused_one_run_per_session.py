@@ -201,6 +201,10 @@ def test_a_cancelled_fused_run_frees_its_session_once_its_worker_stopped(
                 [r async for r in service.run_fused(_fused("s"))]
             assert info.value.message == IN_PROGRESS
             pending.cancel()
+            # one loop turn: the cancellation reaches the run (its verifier is cancelled)
+            # before the draft pass may finish; set at once, the gate let the worker's
+            # verification reach the loop first now and then, and the round committed
+            await asyncio.sleep(0)
             book.gate.set()
             with pytest.raises(asyncio.CancelledError):
                 await pending
