@@ -30,6 +30,7 @@ session opening's round trip (the handshake) picks the FH or SH upload when it i
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -77,7 +78,10 @@ class DraftOptions:
     ``retry_timeout_s``; with ``retry_first_open`` the first open is retried alike while
     the server is unreachable (else it fails at once: ``edgespec draft`` against no server).
     ``progress``: how many reconnects in a row, and how long, without a committed token
-    before the generation gives up (:mod:`edgespec.runtime.edge.progress`)."""
+    before the generation gives up (:mod:`edgespec.runtime.edge.progress`). ``cancel``:
+    set, it ends the retries within one ``retry_backoff_s`` with
+    :class:`~edgespec.runtime.edge.reconnect.Cancelled` (its caller gone); ``None``: they
+    run their course."""
 
     session_id: str
     client_id: str = "edge-0"
@@ -86,6 +90,7 @@ class DraftOptions:
     retry_backoff_s: float = 0.05
     retry_first_open: bool = False
     progress: ProgressBudget = field(default_factory=ProgressBudget)
+    cancel: threading.Event | None = None
 
 
 def generate(
@@ -192,7 +197,7 @@ def _open(
     try:
         if options.retry_first_open:
             open_retrying(verifier, first, clock, options.retry_timeout_s,
-                          options.retry_backoff_s)  # fmt: skip
+                          options.retry_backoff_s, options.cancel)  # fmt: skip
         else:
             verifier.open(first)
     except RequestError as exc:

@@ -7,12 +7,17 @@ with every committed token as the new prompt (:func:`reopen`), so the output is 
 to an uninterrupted run (greedy) — the server keeps no state the client lacks. A sampled
 run stays identically distributed: the reopened session's seed (:func:`reopened_seed`)
 starts a verification stream of its own, so no uniform the run already used is drawn again.
+
+Both retry loops (:func:`reopen`, :func:`open_retrying`) wait between attempts on the
+generation's cancel event when it has one: a generation cancelled (its client gone) while
+the server is unreachable ends within one ``retry_backoff_s`` with :class:`Cancelled`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -25,6 +30,20 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
 
 
+class Cancelled(Exception):
+    """The generation's caller ended it (its client gone, a stop sequence reached): it
+    stops here, and the sessions it opened are closed on the way out."""
+
+
+def _wait_to_retry(retry_backoff_s: float, cancel: threading.Event | None) -> None:
+    """Wait ``retry_backoff_s`` before the next attempt; :class:`Cancelled` as soon as
+    ``cancel`` is set (at once when it already is). No event: a plain sleep."""
+    if cancel is None:
+        time.sleep(retry_backoff_s)
+    elif cancel.wait(retry_backoff_s):
+        raise Cancelled("cancelled while retrying an unreachable server")
+
+
 def reopen(
     verifier: Verifier,
     first: SessionSpec,
@@ -34,11 +53,13 @@ def reopen(
     retry_timeout_s: float,
     retry_backoff_s: float,
     on_give_up: Callable[[RequestError], None] = lambda exc: None,
+    cancel: threading.Event | None = None,
 ) -> str:
     """Open a fresh session holding every committed token (``first``: the spec the
     generation opened with, ``output``: what it committed since), retrying every
     ``retry_backoff_s`` until the server is back or ``retry_timeout_s`` passed (then
-    ``on_give_up(error)`` may raise its own error instead). Its name
+    ``on_give_up(error)`` may raise its own error instead; :class:`Cancelled` within a
+    backoff once ``cancel`` is set, before any attempt when it already is). Its name
     ``<session>#r<reconnect>.<attempt>`` is new for every reconnect of the generation, even
     with no progress in between. An attempt that failed is closed too: an open whose
     answer timed out may still have opened the session on the server."""
@@ -51,6 +72,8 @@ def reopen(
     )
     deadline = clock() + retry_timeout_s
     attempt = 0
+    if cancel is not None and cancel.is_set():
+        raise Cancelled("cancelled before its session was reopened")
     while True:
         attempt += 1
         session_id = f"{first.session_id}#r{reconnect}.{attempt}"
@@ -67,7 +90,7 @@ def reopen(
             if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
                 on_give_up(exc)
                 raise
-            time.sleep(retry_backoff_s)
+            _wait_to_retry(retry_backoff_s, cancel)
 
 
 def reopened_seed(seed: int | None, num_output: int) -> int | None:
@@ -106,9 +129,12 @@ def open_retrying(
     clock: Callable[[], float],
     retry_timeout_s: float,
     retry_backoff_s: float,
+    cancel: threading.Event | None = None,
 ) -> None:
     """Open ``spec``, retrying every ``retry_backoff_s`` while the server is unreachable
-    (``UNAVAILABLE``: down, restarting), for at most ``retry_timeout_s``."""
+    (``UNAVAILABLE``: down, restarting), for at most ``retry_timeout_s``; :class:`Cancelled`
+    within a backoff once ``cancel`` is set (the last attempt closed first: it may have
+    opened the session all the same)."""
     deadline = clock() + retry_timeout_s
     while True:
         try:
@@ -117,4 +143,8 @@ def open_retrying(
         except RequestError as exc:
             if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
                 raise
-            time.sleep(retry_backoff_s)
+            try:
+                _wait_to_retry(retry_backoff_s, cancel)
+            except Cancelled:
+                close_if_opened(verifier, spec.session_id, exc)
+                raise

@@ -9,6 +9,7 @@ is played again on the same session. Both count against the progress budget."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Protocol
 
@@ -35,7 +36,8 @@ from edgespec.runtime.messages import SessionSpec
 
 class RetryOptions(Protocol):
     """What the loop reads of the request's ``DraftOptions``: how long and how often a
-    lost session is reopened, and the progress budget across reconnects."""
+    lost session is reopened, the progress budget across reconnects, and the event that
+    cancels the reopening."""
 
     @property
     def retry_timeout_s(self) -> float: ...
@@ -45,6 +47,9 @@ class RetryOptions(Protocol):
 
     @property
     def progress(self) -> ProgressBudget: ...
+
+    @property
+    def cancel(self) -> threading.Event | None: ...
 
 
 RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
@@ -167,4 +172,4 @@ class RoundLoop:
         retry_s = min(options.retry_timeout_s, watch.remaining_s())
         self.session_id = reopen(self.verifier, self.first, self.ledger.output, clock,
                                  self.reconnects, retry_s, options.retry_backoff_s,
-                                 watch.check)  # fmt: skip
+                                 watch.check, options.cancel)  # fmt: skip

@@ -9,7 +9,9 @@ verification server(s).
 * :mod:`.connections`, :mod:`.http_connection`, :mod:`.descriptors` — the HTTP connections
   bounded before the app: how many (within the open-file limit), how long and how large a
   request head may be, malformed HTTP refused with h11's reason, a connection closed after
-  a response to a body it did not read;
+  a response to a body it did not read, a request answered after its client half-closed;
+* :mod:`.throttle` — log lines clients can cause at line rate (failed ``accept()`` calls,
+  malformed requests) let through at most one per 10 s, counting the others;
 * :mod:`.body`, :mod:`.schema`, :mod:`.fields`, :mod:`.messages` — a body read as it arrives
   and refused past its limit; fields checked into a ``ParsedRequest`` (a field the endpoint
   does not apply refused, never ignored); the prompt checked and bounded before it is

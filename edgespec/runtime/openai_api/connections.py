@@ -16,7 +16,13 @@ one message for all. :func:`bounded_protocol` is that protocol with:
   answered 400 (501 for an unsupported ``Transfer-Encoding``) with an OpenAI error body,
   ``code`` ``invalid_http``, giving h11's reason;
 - the connection closed after a response sent before the request's body was read whole
-  (:mod:`.http_connection`).
+  (:mod:`.http_connection`);
+- malformed requests logged in one line at most every ``throttle.LOG_INTERVAL_S``, saying
+  how many were not (uvicorn logs one line each, "Invalid HTTP request received.": a client
+  could fill the device's log at line rate);
+- a request sent whole before the client half-closed its socket (``shutdown(SHUT_WR)``)
+  still answered, if within ``HALF_CLOSE_GRACE_S`` (uvicorn takes the end of the client's
+  stream for the client gone, and drops the response).
 
 :class:`RefuseAmbiguousFraming` refuses a request that declares both ``Content-Length`` and
 ``Transfer-Encoding`` (400, connection closed): a proxy in front could read another body
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from http import HTTPStatus
 from typing import Any
 
@@ -41,11 +48,38 @@ from edgespec.runtime.openai_api.http_connection import (
     CheckedConnection,
     malformed,
 )
+from edgespec.runtime.openai_api.throttle import Throttle
+
+LOG = logging.getLogger(__name__)
 
 HEAD_TIMEOUT_S = 10.0
 """The longest a request's head may take to arrive (408 and closed after that)."""
 MAX_CONNECTIONS = 1024
 """The most connections open at once; one more is answered 503 and closed."""
+HALF_CLOSE_GRACE_S = 2.0
+"""How long a request sent whole keeps its connection after the client's end of stream
+(a FIN) came before its response began: enough for an answer that needs no long
+generation. TCP cannot tell a client that half-closed (``shutdown(SHUT_WR)``) from one gone
+(``close()``): both send a FIN, and only a write finds the second gone. So a client that
+left before its response began is taken for gone after this, its generation cancelled
+(uvicorn took it at once)."""
+UVICORN_INVALID_REQUEST = "Invalid HTTP request received."
+"""The line uvicorn's h11 protocol logs for every malformed request (``uvicorn.error``)."""
+
+
+class WithoutInvalidRequestLines(logging.Logger):
+    """``uvicorn.error`` as one connection logs to it, less uvicorn's line for each
+    malformed request (:meth:`BoundedH11Protocol.send_400_response` logs those, throttled);
+    every other record goes on to that logger, at its level."""
+
+    def __init__(self, inner: logging.Logger) -> None:
+        super().__init__(inner.name, inner.level)
+        self.parent = inner  # whose level counts when this one's is NOTSET
+        self._inner = inner
+
+    def handle(self, record: logging.LogRecord) -> None:
+        if record.msg != UVICORN_INVALID_REQUEST:
+            self._inner.handle(record)
 
 
 def raw_response(error: ApiError) -> bytes:
@@ -65,17 +99,21 @@ def raw_response(error: ApiError) -> bytes:
 
 class BoundedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a connection cap, a request-head deadline and size
-    bound; the bounds are class attributes (:func:`bounded_protocol` makes a class with
-    others)."""
+    bound, throttled log lines for malformed requests and half-closed connections answered;
+    the bounds and the throttle (one an endpoint) are class attributes: use the class
+    :func:`bounded_protocol` makes."""
 
     head_timeout_s: float = HEAD_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
     max_head_bytes: int = MAX_HEAD_BYTES
+    refusals: Throttle  # the endpoint's, for the log lines of malformed requests
     _head_timer: asyncio.TimerHandle | None = None
+    _half_closed: asyncio.TimerHandle | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.conn: CheckedConnection = CheckedConnection(self.max_head_bytes)
+        self.logger = WithoutInvalidRequestLines(self.logger)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -94,12 +132,40 @@ class BoundedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
+        if self._half_closed is not None:
+            self._half_closed.cancel()
         super().connection_lost(exc)
+
+    def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio.Protocol's
+        """The client's end of stream: a request it sent whole and whose response has not
+        begun keeps the connection open (for writing) up to ``HALF_CLOSE_GRACE_S``, closed
+        after its response; otherwise (nothing to answer, a request cut short, a client
+        that leaves mid-stream) the connection closes now, as uvicorn's does."""
+        cycle = self.cycle
+        whole = self.conn.their_state in (h11.DONE, h11.MUST_CLOSE)  # MUST_CLOSE: HTTP/1.0
+        if cycle is None or cycle.response_started or not whole:
+            return None  # asyncio closes the transport: the request, if any, sees it gone
+        cycle.keep_alive = False  # nothing more can come: close once it is answered
+        if self._half_closed is None:
+            self._half_closed = self.loop.call_later(HALF_CLOSE_GRACE_S, self.transport.close)
+        return True
 
     def send_400_response(self, msg: str) -> None:
         """Answer a request h11 refused, with h11's reason (``msg`` is uvicorn's, the same
-        for all) and status: 400, 431 for a head too large, 501."""
-        self._close_with(self.conn.refusal or malformed(msg))
+        for all) and status: 400, 431 for a head too large, 501; logged in one line at
+        most every ``refusals.interval_s``, which says how many were not."""
+        refusal = self.conn.refusal or malformed(msg)
+        count = self.refusals.due()
+        if count is not None:
+            self._log_refusal(refusal, count - 1)
+        self._close_with(refusal)
+
+    def _log_refusal(self, refusal: ApiError, num_unlogged: int) -> None:
+        client = f"{self.client[0]}:{self.client[1]}" if self.client else "an unknown address"
+        unlogged = f"; {num_unlogged} more since the last such line, not logged"
+        LOG.warning("the OpenAI-compatible endpoint refused a malformed request from %s: "
+                    "%d %s%s", client, refusal.status, refusal.message,
+                    unlogged if num_unlogged else "")  # fmt: skip
 
     def _watch_head(self) -> None:
         """Arm the head deadline while a request's head is awaited, disarm it after."""
@@ -133,14 +199,18 @@ def bounded_protocol(
     head_timeout_s: float = HEAD_TIMEOUT_S,
     max_connections: int = MAX_CONNECTIONS,
     max_head_bytes: int = MAX_HEAD_BYTES,
+    refusals: Throttle | None = None,
 ) -> type[BoundedH11Protocol]:
-    """:class:`BoundedH11Protocol` with these bounds (uvicorn's ``http=`` takes a class)."""
+    """:class:`BoundedH11Protocol` with these bounds and ``refusals`` (a new
+    :class:`Throttle` when ``None``) for its connections' log lines of malformed requests
+    (uvicorn's ``http=`` takes a class)."""
     if not head_timeout_s > 0 or max_connections < 1 or max_head_bytes < 1:
         raise ValueError(f"need head_timeout_s > 0, max_connections >= 1 and "
                          f"max_head_bytes >= 1, got {head_timeout_s}, {max_connections}, "
                          f"{max_head_bytes}")  # fmt: skip
     bounds = {"head_timeout_s": head_timeout_s, "max_connections": max_connections,
-              "max_head_bytes": max_head_bytes}  # fmt: skip
+              "max_head_bytes": max_head_bytes,
+              "refusals": refusals or Throttle()}  # fmt: skip
     return type("BoundedH11Protocol", (BoundedH11Protocol,), bounds)
 
 

@@ -9,7 +9,7 @@ second). So the endpoint caps its connections at the soft limit less a reserve
 (:func:`connection_cap`), :func:`raise_open_file_limit` (called by ``serve_openai`` as it
 starts, nowhere else) raises the soft limit towards the hard one to make room for
 ``MAX_CONNECTIONS``, and :class:`AcceptErrorLog` logs such failures in one line at most
-every ``ACCEPT_ERROR_LOG_S``.
+every ``throttle.LOG_INTERVAL_S`` (:mod:`.throttle`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from edgespec.runtime.openai_api.throttle import LOG_INTERVAL_S, Throttle
+
 LOG = logging.getLogger(__name__)
 
 ACCEPT_BACKLOG = 64
@@ -35,8 +37,6 @@ once). The reserve counts them, so a flood of connections gets 503s, not ``EMFIL
 SPARE_FDS = 64
 """Descriptors kept free beyond those open when the endpoint starts (the gRPC channels'
 reconnections, a log file, the tokenizer's files)."""
-ACCEPT_ERROR_LOG_S = 10.0
-"""The least time between two log lines about failed ``accept()`` calls."""
 _OUT_OF_RESOURCES = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 
@@ -110,27 +110,21 @@ class AcceptErrorLog:
     else to the loop's default handler."""
 
     def __init__(
-        self, interval_s: float = ACCEPT_ERROR_LOG_S, clock: Callable[[], float] = time.monotonic
+        self, interval_s: float = LOG_INTERVAL_S, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self.interval_s = interval_s
-        self._clock = clock
-        self._last: float | None = None
-        self._failed = 0
+        self._throttle = Throttle(interval_s, clock)
 
     def __call__(self, loop: Any, context: dict[str, Any]) -> None:
         exc = context.get("exception")
         if not isinstance(exc, OSError) or exc.errno not in _OUT_OF_RESOURCES:
             loop.default_exception_handler(context)
             return
-        self._failed += 1
-        now = self._clock()
-        if self._last is not None and now - self._last < self.interval_s:
+        failed = self._throttle.due()
+        if failed is None:
             return
         soft = _soft_limit()
         LOG.warning("the OpenAI-compatible endpoint could not accept connections: %s "
                     "(%d failed accept() calls since the last such line; the open-file "
                     "limit is %s)",
-                    exc.strerror, self._failed,
+                    exc.strerror, failed,
                     "unlimited" if soft is None else soft)  # fmt: skip
-        self._last = now
-        self._failed = 0

@@ -1,7 +1,8 @@
 """One request's distributed speculative decoding, run in a worker thread: token ids in,
 text deltas out as rounds commit them (stop sequences cut the text and end the session),
-a client that went away (:class:`threading.Event` set) ends it at the next round, and the
-session is closed on the verification server however the request ends.
+a client that went away (:class:`threading.Event` set) ends it at the next round, or
+within one retry backoff while the server is unreachable, and the session is closed on
+the verification server however the request ends.
 
 ``usage.completion_tokens`` counts the tokens of the text returned (a stop sequence, a chat
 template's end-of-turn token and what a round committed after them are not counted; an
@@ -19,7 +20,7 @@ from typing import Any
 
 from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
-from edgespec.runtime.edge.reconnect import close_quietly
+from edgespec.runtime.edge.reconnect import Cancelled, close_quietly
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.openai_api.errors import clip, context_exceeded, from_request_error, invalid
@@ -27,10 +28,6 @@ from edgespec.runtime.openai_api.messages import is_chat
 from edgespec.runtime.openai_api.prompts import prompt_ids, prompt_param
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
 from edgespec.runtime.openai_api.text import TextStream
-
-
-class Cancelled(Exception):
-    """The client disconnected, or a stop sequence appeared: generation ends here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +202,8 @@ def run_request(
     tracker = SessionTracker(wrap_verifier(_verifier(setup), config))
     session_id = f"{config.client_id}-oai-{uuid.uuid4().hex[:12]}"
     budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
-    options = DraftOptions(session_id, config.client_id, request.slo_class, progress=budget)
+    options = DraftOptions(session_id, config.client_id, request.slo_class, progress=budget,
+                           cancel=cancel)  # fmt: skip
     try:
         generate(tracker, _drafter(setup), prepared.prompt_ids, prepared.sampling, options,
                  prepared.window, on_tokens)  # fmt: skip

@@ -7,6 +7,7 @@ import asyncio
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from edgespec.errors import UserInputError
@@ -27,6 +28,7 @@ from edgespec.runtime.openai_api.descriptors import (
 )
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.schema import Defaults, Limits
+from edgespec.runtime.openai_api.throttle import Throttle
 
 
 class ApiThread:
@@ -35,7 +37,8 @@ class ApiThread:
     Its connections are bounded (:mod:`.connections`: how many, how long a request head
     may take, one body length); ``max_connections`` is capped by the open-file limit
     (:func:`.descriptors.file_budget`; ``OSError`` when it leaves no room), the result in
-    ``budget``."""
+    ``budget``. What clients can make it log at line rate (failed ``accept()`` calls,
+    malformed requests) is throttled on ``log_clock`` (:mod:`.throttle`)."""
 
     def __init__(
         self,
@@ -44,11 +47,14 @@ class ApiThread:
         port: int = 0,
         head_timeout_s: float = HEAD_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
+        log_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         import uvicorn
 
         self.budget = file_budget(max_connections)
-        protocol = bounded_protocol(head_timeout_s, self.budget.max_connections)
+        self._log_clock = log_clock
+        protocol = bounded_protocol(head_timeout_s, self.budget.max_connections,
+                                    refusals=Throttle(clock=log_clock))  # fmt: skip
         config = uvicorn.Config(RefuseAmbiguousFraming(app), host=host, port=port, http=protocol,
                                 log_level="warning", lifespan="off",
                                 backlog=ACCEPT_BACKLOG)  # fmt: skip
@@ -58,7 +64,7 @@ class ApiThread:
         self.port = port
 
     async def _serve(self) -> None:
-        asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
+        asyncio.get_running_loop().set_exception_handler(AcceptErrorLog(clock=self._log_clock))
         await self._server.serve()
 
     def start(self, timeout_s: float = 30.0) -> ApiThread:

@@ -17,6 +17,7 @@ from edgespec.config import from_dict
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
+from edgespec.runtime.openai_api.connections import HALF_CLOSE_GRACE_S
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
@@ -92,7 +93,8 @@ def test_client_leaving_a_non_streamed_request_closes_the_session(
     api, server = gated  # no permit: the generation cannot end before the client leaves
     with pytest.raises(openai.APITimeoutError):
         _client(api, 1.0).completions.create(model=MODEL, prompt="w1", max_tokens=4000)
-    time.sleep(2)  # the endpoint notices within its 0.25 s poll
+    # the endpoint takes it for gone after the grace for a half-close, then notices
+    time.sleep(HALF_CLOSE_GRACE_S + 2)  # within its 0.25 s poll
     GatedTarget.permits.release(PLENTY)
     sessions, forwarded = _closed(server)
     assert sessions == 0
