@@ -27,6 +27,7 @@ from edgespec.models.devices import check_device_available
 from edgespec.models.gemma_cache import gemma_directory, gemma_tokenizer
 from edgespec.models.registry import (
     FEATURE_DRAFT_MARKER,
+    TRIMMED_MARKER,
     ModelNotFoundError,
     ModelSource,
     ModelSpec,
@@ -219,7 +220,7 @@ def _load(
     if spec.source is ModelSource.FEATURE_DRAFT:
         return _load_feature_draft(spec, target, verbose, dtype, device)
     if spec.source is ModelSource.BUNDLED_DRAFT or (
-        spec.path is not None and (spec.path / "trimmed_vocab.json").is_file()
+        spec.path is not None and (spec.path / TRIMMED_MARKER).is_file()
     ):
         from edgespec.models.trimmed import TrimmedVocabDraft
 
@@ -257,7 +258,6 @@ def _load_feature_draft(
     """A feature draft (float32, its rows from ``target``, else from its target loaded in
     ``dtype`` on ``device``)."""
     from edgespec.models.feature_draft import FeatureDraftConfig, load_feature_draft
-    from edgespec.models.registry import FEATURE_DRAFT_MARKER
 
     assert spec.path is not None
     if target is None:

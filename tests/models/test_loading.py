@@ -77,3 +77,70 @@ def test_cuda_without_cuda_fails_before_any_weight_is_read(
     assert str(info.value).startswith(
         "--device cuda:0: CUDA is not available to this torch (torch "
     )
+
+
+def _cut_off_trimmed_draft(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trimmed draft at ``path`` whose save stopped before its marker (the disk filled)."""
+    from tests.models.tiny import tiny_draft
+    from tests.sim.commands.test_run_outputs import disk_full_writing
+
+    with monkeypatch.context() as full:
+        disk_full_writing(full, "trimmed_vocab.json")
+        with pytest.raises(OSError, match="No space left on device"):
+            tiny_draft(list(range(3, 40))).save(path)
+
+
+def _cut_off(path: Path) -> str:
+    return (
+        f"model directory '{path}' holds a trimmed draft without its trimmed_vocab.json: "
+        "its save was cut off before it finished; save or train the draft again"
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_a_draft_whose_save_was_cut_off_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the library's "model type `edgespec_trimmed_draft` ... does not recognize this
+    architecture"; a feature draft cut off before its config likewise."""
+    from edgespec.models.feature_draft import save_feature_draft
+    from tests.models.test_feature_draft import _net
+    from tests.sim.commands.test_run_outputs import disk_full_writing
+
+    _cut_off_trimmed_draft(tmp_path / "d", monkeypatch)
+    with pytest.raises(ModelNotFoundError) as info:
+        load_model(str(tmp_path / "d"))
+    assert str(info.value) == _cut_off(tmp_path / "d")
+    disk_full_writing(monkeypatch, "feature_draft.json")
+    with pytest.raises(OSError, match="No space left on device"):
+        save_feature_draft(_net(), tmp_path / "f")
+    with pytest.raises(ModelNotFoundError) as info:
+        load_model(str(tmp_path / "f"))
+    assert str(info.value) == (
+        f"model directory '{tmp_path / 'f'}' has weights but neither config.json nor "
+        "feature_draft.json: its save was cut off (a feature draft writes feature_draft.json "
+        "last); save or train it again"
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_the_commands_report_a_cut_off_draft_in_one_line_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from edgespec.cli import main
+    from tests.learn.traces.test_command import tiny_tokenizer
+    from tests.models.tiny import tiny_target
+
+    draft = tmp_path / "d"
+    _cut_off_trimmed_draft(draft, monkeypatch)
+    tiny_target().save_pretrained(tmp_path / "target")
+    tiny_tokenizer().save_pretrained(tmp_path / "target")
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "w5 w9 w7"}\n')
+    capsys.readouterr()
+    trace = ["trace", "--target", str(tmp_path / "target"), "--draft", str(draft)]
+    assert main([*trace, "--dataset", str(prompts), "--out", str(tmp_path / "t.jsonl")]) == 2
+    assert capsys.readouterr().err == f"edgespec trace: {_cut_off(draft)}\n"
+    draft_command = ["draft", "--server", "127.0.0.1:1", "--draft", str(draft)]
+    assert main([*draft_command, "--prompt-ids", "1"]) == 2  # before any server is asked
+    assert capsys.readouterr().err == f"edgespec draft: {_cut_off(draft)}\n"

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from edgespec.models.registry import ModelNotFoundError, ModelSource, resolve_model
+from edgespec.models.registry import (
+    TRIMMED_MARKER,
+    TRIMMED_MODEL_TYPE,
+    ModelNotFoundError,
+    ModelSource,
+    resolve_model,
+)
 
 
 def test_known_target_name_resolves_to_the_gguf_package() -> None:
@@ -47,3 +54,41 @@ def test_hf_directory_resolves(tmp_path: Path) -> None:
     assert spec.source is ModelSource.HF_DIRECTORY
     assert spec.path == tmp_path
     assert spec.name == tmp_path.name
+
+
+def test_a_trimmed_draft_without_its_marker_is_a_save_cut_off(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": TRIMMED_MODEL_TYPE}))
+    with pytest.raises(ModelNotFoundError) as info:
+        resolve_model(str(tmp_path))
+    assert str(info.value) == (
+        f"model directory '{tmp_path}' holds a trimmed draft without its trimmed_vocab.json: "
+        "its save was cut off before it finished; save or train the draft again"
+    )
+    (tmp_path / TRIMMED_MARKER).write_text("{}\n")
+    assert resolve_model(str(tmp_path)).source is ModelSource.HF_DIRECTORY
+
+
+def test_weights_without_a_config_are_a_save_cut_off(tmp_path: Path) -> None:
+    (tmp_path / "model.safetensors").write_bytes(b"weights")  # a feature draft's, marker last
+    with pytest.raises(ModelNotFoundError) as info:
+        resolve_model(str(tmp_path))
+    assert str(info.value) == (
+        f"model directory '{tmp_path}' has weights but neither config.json nor "
+        "feature_draft.json: its save was cut off (a feature draft writes feature_draft.json "
+        "last); save or train it again"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"model_type": "edgespec_trim', "is not valid JSON (Unterminated string starting at: "
+         "line 1 column 16 (char 15)); save the model again"),
+        ('["llama"]', "is not a JSON object"),
+    ],
+)  # fmt: skip
+def test_a_config_that_is_no_json_object_is_named(tmp_path: Path, text: str, problem: str) -> None:
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(ModelNotFoundError) as info:
+        resolve_model(str(tmp_path))
+    assert str(info.value) == f"model directory '{tmp_path}': config.json {problem}"

@@ -4,19 +4,20 @@ Generation is the CPU bottleneck, so prompts are generated in batches (left-padd
 cache, weights read once per step for the whole batch), grouped by length to waste
 little on padding. At every generated position the target's top-k logits are kept as
 soft labels. Each batch is saved as its own shard (``shard_00012.pt``) as soon as it is
-done, so an interrupted run loses at most one batch and a rerun resumes where it stopped.
+done, whole or not at all (:mod:`edgespec.learn.drafts.shard_writing`), so an interrupted
+run loses at most one batch and a rerun resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from edgespec.datasets.prompts import Prompt
+from edgespec.learn.drafts.shard_writing import write_shards as write_shards  # re-exported
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,35 +260,3 @@ def _batch_generator(settings: GenerationSettings, index: int) -> Any:
     import torch
 
     return torch.Generator().manual_seed(settings.seed * 1_000_003 + index)
-
-
-def write_shards(
-    out_dir: Path,
-    num_batches: int,
-    make_batch: Callable[[int], dict[str, Any]],
-    progress: Callable[[int, int, float], None] | None = None,
-    deadline_s: float | None = None,
-) -> int:
-    """Write ``make_batch(i)`` to ``out_dir/shard_{i:05d}.pt`` for every batch whose shard is
-    missing (resume), atomically; returns batches done. ``deadline_s`` (a
-    ``time.monotonic()`` value) stops cleanly after the batch that crosses it."""
-    import torch
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    done = 0
-    for index in range(num_batches):
-        shard = out_dir / f"shard_{index:05d}.pt"
-        if shard.exists():
-            done += 1
-            continue
-        if deadline_s is not None and time.monotonic() > deadline_s:
-            break
-        start = time.monotonic()
-        data = make_batch(index)
-        tmp = shard.with_suffix(".tmp")
-        torch.save(data, tmp)
-        tmp.rename(shard)
-        done += 1
-        if progress is not None:
-            progress(index + 1, num_batches, time.monotonic() - start)
-    return done

@@ -1,0 +1,81 @@
+"""Distillation shards written one batch at a time: ``shard_00012.pt`` holds batch 12, each
+shard whole or not at all (:func:`~edgespec.output_paths.write_atomically`), so that a
+present shard is a finished batch and a rerun writes exactly the missing ones. Temporary
+files left by a run killed outright (or by an older version, ``shard_00012.tmp``) are
+never read as shards, and are removed when a run starts in that folder."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from edgespec.output_paths import write_atomically
+
+LEFTOVER_TEMPORARY = re.compile(r"shard_\d{5,}\.tmp|\.shard_\d{5,}\.pt\.(\d+)\.tmp")
+"""A shard's temporary file: an older version's ``shard_00012.tmp``, or
+``.shard_00012.pt.PID.tmp`` (:func:`~edgespec.output_paths.temporary_path`)."""
+
+
+def write_shards(
+    out_dir: Path,
+    num_batches: int,
+    make_batch: Callable[[int], dict[str, Any]],
+    progress: Callable[[int, int, float], None] | None = None,
+    deadline_s: float | None = None,
+) -> int:
+    """Write ``make_batch(i)`` to ``out_dir/shard_{i:05d}.pt`` for every batch whose shard is
+    missing (resume), each whole or not at all; returns batches done. A present shard is
+    whole; the temporary files of runs that were killed outright are removed first
+    (:func:`remove_leftover_temporaries`). ``deadline_s`` (a ``time.monotonic()`` value)
+    stops cleanly after the batch that crosses it."""
+    import torch
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    remove_leftover_temporaries(out_dir)
+    done = 0
+    for index in range(num_batches):
+        shard = out_dir / f"shard_{index:05d}.pt"
+        if shard.is_file():
+            done += 1
+            continue
+        if deadline_s is not None and time.monotonic() > deadline_s:
+            break
+        start = time.monotonic()
+        write_atomically(shard, functools.partial(torch.save, make_batch(index)))
+        done += 1
+        if progress is not None:
+            progress(index + 1, num_batches, time.monotonic() - start)
+    return done
+
+
+def remove_leftover_temporaries(out_dir: Path) -> list[Path]:
+    """Remove the shard temporary files in ``out_dir`` whose writer is gone (an older
+    version's, or one of a process that no longer runs; a live process's is its
+    shard in the making) and return them. They are never read as shards either way."""
+    removed = []
+    for path in sorted(out_dir.iterdir()):
+        match = LEFTOVER_TEMPORARY.fullmatch(path.name)
+        if match is None or not path.is_file():
+            continue
+        if match.group(1) is None or not _process_runs(int(match.group(1))):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def _process_runs(pid: int) -> bool:
+    """Whether process ``pid`` exists (one of another user's counts)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)  # signal 0: only checked, nothing sent
+    except (ProcessLookupError, OverflowError):  # none, or no process id at all
+        return False
+    except PermissionError:
+        return True
+    return True
