@@ -123,7 +123,7 @@ def _load_transformers_target(
             )
         else:
             say("attention masks and batch invariance: checked before for these weights, "
-                "versions, device and numerics (cached)")  # fmt: skip
+                "versions, device, CPU, threads and numerics (cached)")  # fmt: skip
 
     checked = load_checked_target(
         model, loaded.weight_files, cache_dir(), announce, numerics=numerics

@@ -293,7 +293,7 @@ def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: 
     assert said[0][:5] == expected
     expected[1] = (
         "attention masks and batch invariance: checked before for these weights, versions, "
-        "device and numerics (cached) ..."
+        "device, CPU, threads and numerics (cached) ..."
     )
     assert said[1][:5] == expected
     ticks = iter([10.0, 10.0, 12.5, 70.25])
