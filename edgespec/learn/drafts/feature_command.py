@@ -91,18 +91,23 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_seed(p, "init, batch order and the validation split")
 
 
+def _kept_from(args: argparse.Namespace) -> list[int] | None:
+    """The kept tokens of the ``--kept-from`` trimmed draft (None without it), read before
+    the target loads: a bad or cut-off directory is reported without that wait."""
+    if args.kept_from is None:
+        return None
+    from edgespec.learn.drafts.make_draft import load_trimmed_draft
+
+    if not args.kept_from.is_dir():
+        raise UserInputError(f"--kept-from {str(args.kept_from)!r} is not a draft directory")
+    saved = load_trimmed_draft("--kept-from", args.kept_from, args.verbose)
+    return [int(t) for t in saved.config.draft_token_ids]
+
+
 def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:
+    """K tokens the shards' continuations use most (the special tokens always among them)."""
     from edgespec.learn.drafts import samples as shards
 
-    if args.kept_from is not None:
-        from edgespec.models.loading import library_output
-        from edgespec.models.trimmed import TrimmedVocabDraft
-
-        if not args.kept_from.is_dir():
-            raise UserInputError(f"--kept-from {str(args.kept_from)!r} is not a draft directory")
-        with library_output(args.verbose):
-            saved = TrimmedVocabDraft.load(args.kept_from)
-        return [int(t) for t in saved.config.draft_token_ids]
     samples = shards.load_shards(*args.data_dir)
     always = list(shards.special_token_ids(getattr(target, "tokenizer", None)).values())
     return shards.choose_kept_tokens(samples, args.kept_tokens, always)
@@ -140,9 +145,10 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True, markup=False)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    kept_from = _kept_from(args)  # a bad --kept-from is named before the target loads
     with console.status(f"loading target {args.target}"):
         target = load_model(args.target, verbose=args.verbose)
-    kept = _kept_tokens(args, target)
+    kept = kept_from if kept_from is not None else _kept_tokens(args, target)
     done = _featurize(args, target, shards, console)
     train, val = ft.split_by_prompt(ft.load_feature_files(done), options.holdout or 0.05, args.seed)
     net = _new_draft(args, target, kept)

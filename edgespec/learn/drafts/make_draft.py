@@ -70,11 +70,29 @@ def load_saved(job: DraftJob) -> Any:
     """The ``--init-from`` draft to continue (None for a new draft)."""
     if job.init_from is None:
         return None
+    return load_trimmed_draft("--init-from", job.init_from, job.verbose)
+
+
+def load_trimmed_draft(flag: str, directory: Path, verbose: bool) -> Any:
+    """The trimmed draft saved in ``directory`` (given as ``flag``), checked by the model
+    registry first (:func:`~edgespec.models.registry.resolve_model`): a directory whose
+    save was cut off, or that holds no trimmed draft, is a one-line
+    :class:`~edgespec.errors.UserInputError` naming ``flag``, not a library traceback."""
+    from edgespec.errors import UserInputError
     from edgespec.models.loading import library_output
+    from edgespec.models.registry import TRIMMED_MARKER, ModelNotFoundError, resolve_model
     from edgespec.models.trimmed import TrimmedVocabDraft
 
-    with library_output(job.verbose):
-        return TrimmedVocabDraft.load(job.init_from)
+    name = str(directory)
+    try:  # "./": a path, even one spelled like a known model's name
+        spec = resolve_model(name if "/" in name else f"./{name}")
+    except ModelNotFoundError as exc:
+        raise UserInputError(f"{flag}: {exc}") from None
+    if spec.path is None or not (spec.path / TRIMMED_MARKER).is_file():
+        raise UserInputError(f"{flag} {name!r} holds no trimmed draft (no {TRIMMED_MARKER}); "
+                             "give a directory `edgespec train draft` saved")  # fmt: skip
+    with library_output(verbose):
+        return TrimmedVocabDraft.load(spec.path)
 
 
 def generate(job: DraftJob, target: Any, saved: Any, on_batch: BatchProgress) -> None:

@@ -24,6 +24,7 @@ from edgespec.errors import UserInputError, check_fits_context
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.traces.checks import NGRAM, check_args, prompt_sets, slo_classes
 from edgespec.models.devices import device_placement
+from edgespec.models.registry import ModelSpec, resolve_model
 from edgespec.output_paths import output_file, output_folder
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 
@@ -142,16 +143,17 @@ def run(args: argparse.Namespace) -> int:
     placement = device_placement(args)  # so does a GPU this machine lacks
     torch.set_num_threads(args.threads)
     sets = prompt_sets(args)  # a bad --dataset fails before any model loads
+    target_spec, draft_spec = _model_specs(args)  # so does a bad model name or directory
     with console.status(f"loading target {args.target} and draft {args.draft}"):
         device, dtype = placement.device, placement.dtype
         target = load_model(
-            args.target, dtype, require_tokenizer=True, verbose=args.verbose, device=device
+            target_spec, dtype, require_tokenizer=True, verbose=args.verbose, device=device
         )
         draft_model = (
             None
-            if args.draft == NGRAM
+            if draft_spec is None
             else load_model(
-                args.draft, dtype, target=target, verbose=args.verbose, device=device
+                draft_spec, dtype, target=target, verbose=args.verbose, device=device
             ).model
         )
     try:
@@ -175,6 +177,15 @@ def run(args: argparse.Namespace) -> int:
         write_summary_json(args.json, records, args.gamma, args.max_new_tokens, title)
         console.print(f"wrote the summary to {args.json}")
     return 0
+
+
+def _model_specs(args: argparse.Namespace) -> tuple[ModelSpec, ModelSpec | None]:
+    """``--target``'s and ``--draft``'s models (no draft model for prompt lookup), resolved
+    without loading them: an unknown name, a missing path or a directory whose save was
+    cut off is a one-line :class:`~edgespec.models.registry.ModelNotFoundError` before the
+    target's slow load."""
+    target = resolve_model(args.target)
+    return target, None if args.draft == NGRAM else resolve_model(args.draft)
 
 
 def _capture(

@@ -32,7 +32,6 @@ than ours from it (request smuggling).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from http import HTTPStatus
 from typing import Any
@@ -82,19 +81,19 @@ class WithoutInvalidRequestLines(logging.Logger):
             self._inner.handle(record)
 
 
+def _closing_response(error: ApiError) -> JSONResponse:
+    """``error``'s response, closing its connection: its body serialised as the app's error
+    bodies are (one ``JSONResponse``: compact, UTF-8), so every refusal reads the same."""
+    return JSONResponse(error.body(), error.status, {**error.headers(), "Connection": "close"})
+
+
 def raw_response(error: ApiError) -> bytes:
-    """``error`` as a whole HTTP/1.1 response that closes its connection."""
-    body = json.dumps(error.body()).encode()
-    headers = {
-        "content-type": "application/json",
-        "content-length": str(len(body)),
-        "connection": "close",
-        **{name.lower(): value for name, value in error.headers().items()},
-    }
-    head = f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}\r\n" + "".join(
-        f"{name}: {value}\r\n" for name, value in headers.items()
-    )
-    return (head + "\r\n").encode("ascii") + body
+    """``error`` as a whole HTTP/1.1 response that closes its connection (sent before the
+    app: :func:`_closing_response`'s head and body)."""
+    response = _closing_response(error)
+    head = f"HTTP/1.1 {error.status} {HTTPStatus(error.status).phrase}\r\n".encode("ascii")
+    fields = b"".join(name + b": " + value + b"\r\n" for name, value in response.raw_headers)
+    return head + fields + b"\r\n" + bytes(response.body)
 
 
 class BoundedH11Protocol(H11Protocol):
@@ -228,7 +227,6 @@ class RefuseAmbiguousFraming:
                 error = ApiError(400, "a request may declare its body's length by "
                                  "Content-Length or by Transfer-Encoding, not both",
                                  code="invalid_http")  # fmt: skip
-                response = JSONResponse(error.body(), error.status, {"Connection": "close"})
-                await response(scope, receive, send)
+                await _closing_response(error)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

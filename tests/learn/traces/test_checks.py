@@ -10,6 +10,8 @@ import pytest
 from edgespec.cli import main
 from edgespec.learn.traces.capture import CaptureSettings, capture
 from edgespec.learn.traces.checks import slo_classes
+from edgespec.models.registry import TRIMMED_MARKER
+from tests.models.tiny import VOCAB, tiny_draft
 
 
 def _trace(tmp_path: Path, *extra: str) -> int:
@@ -17,6 +19,50 @@ def _trace(tmp_path: Path, *extra: str) -> int:
     loading it would fail differently."""
     args = ["trace", "--target", str(tmp_path / "never-loaded"), "--draft", "ngram"]
     return main([*args, *extra, "--out", str(tmp_path / "t.jsonl")])
+
+
+def cut_off_draft(directory: Path) -> Path:
+    """A tiny trimmed draft whose save stopped before its marker: weights, no marker."""
+    tiny_draft(list(range(0, VOCAB, 2))).save(directory)
+    (directory / TRIMMED_MARKER).unlink()
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        (
+            "gemma3-270m",  # tens of seconds to load: the draft is checked first
+            "model directory '{draft}' holds a trimmed draft without its trimmed_vocab.json: "
+            "its save was cut off before it finished; save or train the draft again",
+        ),
+        ("{tmp}/gone", "model path '{tmp}/gone' does not exist"),  # named before the draft
+    ],
+    ids=["cut-off-draft", "missing-target"],
+)
+def test_a_bad_model_is_refused_in_one_line_before_any_model_loads(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    target: str,
+    problem: str,
+) -> None:
+    """Was refused only after the target had loaded (tens of seconds for Gemma 3 270M)."""
+    from edgespec.models import loading
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model was loaded before the models were checked")
+
+    monkeypatch.setattr(loading, "load_model", never)
+    draft = cut_off_draft(tmp_path / "draft")
+    capsys.readouterr()  # the library's progress bar of the save
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"prompt": "w5 w9"}\n')
+    args = ["trace", "--target", target.format(tmp=tmp_path), "--draft", str(draft)]
+    assert main([*args, "--dataset", str(prompts), "--out", str(tmp_path / "t.jsonl")]) == 2
+    shown = problem.format(draft=draft, tmp=tmp_path)
+    assert capsys.readouterr().err == f"edgespec trace: {shown}\n"
+    assert not (tmp_path / "t.jsonl").exists()
 
 
 @pytest.mark.parametrize(

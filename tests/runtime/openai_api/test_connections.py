@@ -219,7 +219,7 @@ def test_a_body_length_declared_twice_is_400_and_closed(server: ApiThread) -> No
 def test_raw_response_and_bounds() -> None:
     raw = raw_response(ApiError(503, "busy", code="x", retry_after_s=1))
     status, headers, body = _reply(raw)
-    assert (status, headers["retry-after"], headers["content-length"]) == (503, "1", "91")
+    assert (status, headers["retry-after"], headers["content-length"]) == (503, "1", "83")
     assert body == {"error": {"message": "busy", "type": "invalid_request_error",
                               "param": None, "code": "x"}}  # fmt: skip
     with pytest.raises(ValueError, match="head_timeout_s > 0"):
