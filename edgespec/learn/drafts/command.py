@@ -132,7 +132,7 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
     """The run the flags describe; a contradiction or a missing directory is a usage error."""
     from edgespec.learn.drafts.distill import DraftArchitecture, TrainSettings
     from edgespec.learn.drafts.distill_data import GenerationSettings
-    from edgespec.learn.drafts.make_draft import DraftJob, TextLabelling
+    from edgespec.learn.drafts.make_draft import DraftJob, TextLabelling, trimmed_draft_path
 
     if args.fast_head and args.init_from is None:
         raise UserInputError("--fast-head needs --init-from (its kept tokens form the head)")
@@ -145,6 +145,8 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
             raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")
     if args.init_from is not None and not args.init_from.is_dir():
         raise UserInputError(f"--init-from {str(args.init_from)!r} is not a saved draft directory")
+    if args.init_from is not None:  # a cut-off or foreign draft: named before the target loads
+        trimmed_draft_path("--init-from", args.init_from)
     options = training_options(args)
     labelling = None
     if args.text_data_dir is not None:

@@ -74,14 +74,23 @@ def load_saved(job: DraftJob) -> Any:
 
 
 def load_trimmed_draft(flag: str, directory: Path, verbose: bool) -> Any:
-    """The trimmed draft saved in ``directory`` (given as ``flag``), checked by the model
-    registry first (:func:`~edgespec.models.registry.resolve_model`): a directory whose
-    save was cut off, or that holds no trimmed draft, is a one-line
+    """The trimmed draft saved in ``directory`` (given as ``flag``), checked first
+    (:func:`trimmed_draft_path`)."""
+    from edgespec.models.loading import library_output
+    from edgespec.models.trimmed import TrimmedVocabDraft
+
+    path = trimmed_draft_path(flag, directory)
+    with library_output(verbose):
+        return TrimmedVocabDraft.load(path)
+
+
+def trimmed_draft_path(flag: str, directory: Path) -> Path:
+    """Where the trimmed draft ``directory`` (given as ``flag``) is, checked by the model
+    registry (:func:`~edgespec.models.registry.resolve_model`) without loading it: a
+    directory whose save was cut off, or that holds no trimmed draft, is a one-line
     :class:`~edgespec.errors.UserInputError` naming ``flag``, not a library traceback."""
     from edgespec.errors import UserInputError
-    from edgespec.models.loading import library_output
     from edgespec.models.registry import TRIMMED_MARKER, ModelNotFoundError, resolve_model
-    from edgespec.models.trimmed import TrimmedVocabDraft
 
     name = str(directory)
     try:  # "./": a path, even one spelled like a known model's name
@@ -91,8 +100,7 @@ def load_trimmed_draft(flag: str, directory: Path, verbose: bool) -> Any:
     if spec.path is None or not (spec.path / TRIMMED_MARKER).is_file():
         raise UserInputError(f"{flag} {name!r} holds no trimmed draft (no {TRIMMED_MARKER}); "
                              "give a directory `edgespec train draft` saved")  # fmt: skip
-    with library_output(verbose):
-        return TrimmedVocabDraft.load(spec.path)
+    return spec.path
 
 
 def generate(job: DraftJob, target: Any, saved: Any, on_batch: BatchProgress) -> None:

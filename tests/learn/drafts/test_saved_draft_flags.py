@@ -32,7 +32,7 @@ def _saved(kind: str, directory: Path) -> Path:
 
 
 def _never(*args: object, **kwargs: object) -> None:
-    raise AssertionError("the target was loaded before --kept-from was checked")
+    raise AssertionError("the target was loaded before the saved draft was checked")
 
 
 @pytest.mark.parametrize(("kind", "message"), [("cut-off", CUT_OFF), ("other", NOT_TRIMMED)])
@@ -43,9 +43,10 @@ def test_train_draft_checks_its_init_from_draft(
     kind: str,
     message: str,
 ) -> None:
-    """Was loaded without the registry's check: a cut-off draft's weights were trained on."""
+    """Was loaded without the registry's check (a cut-off draft's weights were trained on),
+    after the target's slow load."""
     saved = _saved(kind, tmp_path / "saved")
-    monkeypatch.setattr(loading, "load_model", lambda *args, **kwargs: object())
+    monkeypatch.setattr(loading, "load_model", _never)
     capsys.readouterr()  # the library's progress bar of the save
     args = ["train", "draft", "--skip-generate", "--init-from", str(saved), "--threads", "1"]
     assert main([*args, "--data-dir", str(tmp_path / "d"), "--out", str(tmp_path / "o")]) == 2
