@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
 from typing import Any
+
+from starlette.responses import JSONResponse
 
 from edgespec.runtime.openai_api.generation import Completion
 from edgespec.runtime.openai_api.responses import Shape
@@ -63,7 +64,9 @@ class Running:
 
 
 def event(body: dict[str, Any]) -> str:
-    return f"data: {json.dumps(body)}\n\n"
+    """One server-sent event, its JSON rendered as every other body the endpoint sends
+    (Starlette's ``JSONResponse``: compact, UTF-8)."""
+    return f"data: {bytes(JSONResponse(body).body).decode()}\n\n"
 
 
 async def sse(

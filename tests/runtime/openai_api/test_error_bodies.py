@@ -94,3 +94,13 @@ def test_raw_and_app_error_bodies_on_the_wire_have_one_format(api: ApiThread) ->
     for body in (app_body, big_body, bad_body):
         assert body == _canonical(body)
         assert list(json.loads(body)["error"]) == ["message", "type", "param", "code"]
+
+
+def test_a_stream_event_is_rendered_as_every_other_body() -> None:
+    """Was json.dumps: spaces after separators and non-ASCII text as \\u escapes."""
+    from edgespec.runtime.openai_api.streaming import event
+
+    body = {"object": "text_completion", "choices": [{"index": 0, "text": "naïve …"}]}
+    assert event(body) == (
+        'data: {"object":"text_completion","choices":[{"index":0,"text":"naïve …"}]}\n\n'
+    )
