@@ -103,7 +103,7 @@ else
   GRID_ARGS=(--device cuda --shape "$GRID_SHAPE" --numerics exact,lossy --budget-s "$GRID_BUDGET_S"
     --out "$RESULTS/verify-grid-$GRID_SHAPE.json")
   TEST_ARGS=(-q)
-  CHECK_ARGS=(--device cuda --row-multiples 4,16,64 --out "$RESULTS/device-check.json")
+  CHECK_ARGS=(--device cuda --row-multiples 8,16,64 --out "$RESULTS/device-check.json")
 fi
 
 step info "$TIMEOUT_INFO_S" "$PY" -c "$INFO" "$DEVICE"
