@@ -8,12 +8,10 @@ from pathlib import Path
 import pytest
 
 from edgespec.calibration.runs import RealRun, write_trace
+from tests.disk_full import NEEDS_PROC_FD, disk_full_writing
 from tests.metrics.test_summary import REQUESTS
-from tests.sim.commands.test_run_outputs import disk_full_writing
 
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/fd").is_dir(), reason="finds the file being written in /proc"
-)
+pytestmark = NEEDS_PROC_FD
 
 
 def test_a_trace_that_fails_midway_leaves_the_old_file(

@@ -179,7 +179,7 @@ def test_the_config_marker_goes_first_and_comes_back_last(
 def test_a_disk_that_fills_as_the_marker_is_written_leaves_no_marker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.sim.commands.test_run_outputs import disk_full_writing
+    from tests.disk_full import disk_full_writing
 
     disk_full_writing(monkeypatch, FEATURE_DRAFT_MARKER)
     with pytest.raises(OSError, match="No space left on device") as caught:

@@ -81,8 +81,8 @@ def test_cuda_without_cuda_fails_before_any_weight_is_read(
 
 def _cut_off_trimmed_draft(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A trimmed draft at ``path`` whose save stopped before its marker (the disk filled)."""
+    from tests.disk_full import disk_full_writing
     from tests.models.tiny import tiny_draft
-    from tests.sim.commands.test_run_outputs import disk_full_writing
 
     with monkeypatch.context() as full:
         disk_full_writing(full, "trimmed_vocab.json")
@@ -104,8 +104,8 @@ def test_a_draft_whose_save_was_cut_off_is_refused_in_one_line(
     """Not the library's "model type `edgespec_trimmed_draft` ... does not recognize this
     architecture"; a feature draft cut off before its config likewise."""
     from edgespec.models.feature_draft import save_feature_draft
+    from tests.disk_full import disk_full_writing
     from tests.models.test_feature_draft import _net
-    from tests.sim.commands.test_run_outputs import disk_full_writing
 
     _cut_off_trimmed_draft(tmp_path / "d", monkeypatch)
     with pytest.raises(ModelNotFoundError) as info:

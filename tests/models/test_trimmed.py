@@ -122,7 +122,7 @@ def test_a_save_cut_off_before_the_marker_leaves_no_marker(
 def test_a_disk_that_fills_as_the_marker_is_written_leaves_no_marker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.sim.commands.test_run_outputs import disk_full_writing
+    from tests.disk_full import disk_full_writing
 
     disk_full_writing(monkeypatch, "trimmed_vocab.json")
     with pytest.raises(OSError, match="No space left on device") as caught:

@@ -11,11 +11,9 @@ import pytest
 
 from edgespec.profiling.checkpoint import FORMAT, VERSION, CheckpointWriter
 from edgespec.profiling.samples import write_document
-from tests.sim.commands.test_run_outputs import disk_full_writing
+from tests.disk_full import NEEDS_PROC_FD, disk_full_writing
 
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/fd").is_dir(), reason="finds the file being written in /proc"
-)
+pytestmark = NEEDS_PROC_FD
 
 
 def test_samples_that_fail_midway_leave_the_old_file(

@@ -12,12 +12,10 @@ import pytest
 
 from edgespec.reproduce.claims import write_report
 from edgespec.reproduce.jobs import write_scenario
+from tests.disk_full import NEEDS_PROC_FD, disk_full_writing
 from tests.metrics.test_atomic_writes import half_then_full
-from tests.sim.commands.test_run_outputs import disk_full_writing
 
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/fd").is_dir(), reason="finds the file being written in /proc"
-)
+pytestmark = NEEDS_PROC_FD
 
 OLD = "the earlier run's file\n"
 

@@ -70,7 +70,7 @@ def test_a_save_cut_off_leaves_no_shard_and_the_rerun_writes_only_the_missing(
 def test_a_disk_that_fills_names_the_shard_and_leaves_no_temporary(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.sim.commands.test_run_outputs import disk_full_writing
+    from tests.disk_full import disk_full_writing
 
     write_shards(tmp_path, 3, _batch)
     (tmp_path / "shard_00001.pt").unlink()

@@ -109,7 +109,7 @@ def test_a_run_stopped_mid_shard_leaves_no_part_of_that_shard(
 def test_a_disk_that_fills_mid_shard_names_the_shard_and_leaves_none_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.sim.commands.test_run_outputs import disk_full_writing
+    from tests.disk_full import disk_full_writing
 
     out = tmp_path / "s"
     disk_full_writing(monkeypatch, "shard_00001.pt")

@@ -10,11 +10,9 @@ from pathlib import Path
 import pytest
 
 from edgespec.learn.wisv.shards import RUN_FILE, ShardStore
-from tests.sim.commands.test_run_outputs import disk_full_writing
+from tests.disk_full import NEEDS_PROC_FD, disk_full_writing
 
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/fd").is_dir(), reason="finds the file being written in /proc"
-)
+pytestmark = NEEDS_PROC_FD
 
 
 def test_settings_that_fail_midway_leave_no_run_file(

@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 
 from edgespec.sim.commands.bench import synthetic_acceptance_trace
-from tests.sim.commands.test_run_outputs import disk_full_writing
+from tests.disk_full import NEEDS_PROC_FD, disk_full_writing
 
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/fd").is_dir(), reason="finds the file being written in /proc"
-)
+pytestmark = NEEDS_PROC_FD
 
 
 def test_a_synthetic_trace_that_fails_midway_leaves_the_old_file(

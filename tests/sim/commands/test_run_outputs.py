@@ -4,30 +4,16 @@ no temporary file."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 import yaml
 
 from edgespec.cli import main
+from tests.disk_full import NEEDS_PROC_FD, disk_full_writing
 from tests.sim.helpers import tiny_scenario
 
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/fd").is_dir(), reason="finds the file being written in /proc"
-)
-
-
-def disk_full_writing(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    """The disk fills as ``name`` is written (when its temporary file is synced)."""
-    fsync = os.fsync
-
-    def selective(fd: int) -> None:
-        if Path(os.readlink(f"/proc/self/fd/{fd}")).name.startswith(f".{name}."):
-            raise OSError(28, "No space left on device")
-        fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", selective)
+pytestmark = NEEDS_PROC_FD
 
 
 def test_a_run_folder_file_that_fails_midway_is_not_left(
