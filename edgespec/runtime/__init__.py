@@ -20,6 +20,8 @@ Top-level modules, what both sides share:
   distribution both sides read alike;
 * :mod:`.compact_probs` — ``CompactProbs``: a draft block's q as each row's nonzero entries,
   as the server holds, checks and verifies it (never K × the vocabulary);
+* :mod:`.open_files` — the process's open-file limit raised for a server's connections
+  (the gRPC server's and the HTTP endpoint's);
 * :mod:`.testing` — synthetic models for tests and benchmarks (``tiny_llama``,
   ``noisy_copy``, ``layer_truncated_copy``, ``synthetic_target``).
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from edgespec.runtime.open_files import LimitNotRaised, raise_soft_limit
 from edgespec.runtime.openai_api.throttle import LOG_INTERVAL_S, Throttle
 
 LOG = logging.getLogger(__name__)
@@ -87,21 +88,13 @@ def file_budget(wanted: int) -> FileBudget:
 def raise_open_file_limit(wanted: int) -> tuple[int, int] | None:
     """Raise the process's soft open-file limit to what ``wanted`` connections and the
     :func:`reserve` need, or to the hard limit if that is lower; ``(old, new)`` soft
-    limits when raised, ``None`` when it had room already or may not be raised. A
-    process-wide change: only the serving command calls it, as it starts."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    needed = wanted + reserve()
-    if soft == resource.RLIM_INFINITY or soft >= needed:
-        return None
-    new = needed if hard == resource.RLIM_INFINITY else min(hard, needed)
-    if new <= soft:
-        return None
+    limits when raised, ``None`` when it had room already or may not be raised (logged).
+    A process-wide change: only the serving command calls it, as it starts."""
     try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
-    except (OSError, ValueError) as exc:  # a platform's own ceiling (macOS: OPEN_MAX)
-        LOG.warning("could not raise the open-file limit from %d to %d: %s", soft, new, exc)
+        return raise_soft_limit(wanted + reserve())
+    except LimitNotRaised as exc:
+        LOG.warning("could not raise the open-file limit %s", exc)
         return None
-    return soft, new
 
 
 class AcceptErrorLog:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import resource
 
 from edgespec.errors import UserInputError
+from edgespec.runtime.open_files import LimitNotRaised, raise_soft_limit
 
 HANDSHAKE_TIMEOUT_S = 5.0
 """How long a new connection has to finish its (TLS) handshake and send HTTP/2 SETTINGS."""
@@ -55,10 +56,10 @@ def ensure_fd_room(max_connections: int) -> None:
             "or raise the limit"
         )
     try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
-    except (OSError, ValueError) as exc:
+        raise_soft_limit(needed)
+    except LimitNotRaised as exc:
         raise UserInputError(
             f"max_connections {max_connections} needs {needed} file descriptors, but this "
-            f"process may open {soft} (ulimit -n) and cannot raise it ({exc}): lower "
+            f"process may open {soft} (ulimit -n) and cannot raise it ({exc.reason}): lower "
             "max_connections (--set max_connections=N) or raise the limit"
         ) from exc
