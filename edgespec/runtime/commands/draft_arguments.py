@@ -238,8 +238,7 @@ def flag_fields(args: argparse.Namespace) -> dict[str, str]:
     """The DrafterConfig fields the flags given set (override key → the flag): a field's
     error names the flag the user typed (:func:`edgespec.config.named_by_flags`)."""
     fields = {key: flag for key, flag, value in _flag_settings(args) if value is not None}
-    given = [("routing.name", "--routing", args.routing), ("window.name", "--window", args.window),
-             ("routing", "--routing", args.routing), ("window", "--window", args.window),
+    given = [("routing", "--routing", args.routing), ("window", "--window", args.window),
              ("window", "--gamma", args.gamma), ("lookup", "--lookup", args.lookup or None),
              *[(key, flag, getattr(args, key)) for key, flag in LINK_FLAGS.items()],
              ("link_seed", "--link-seed", args.link_seed)]  # fmt: skip
