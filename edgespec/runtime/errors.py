@@ -4,6 +4,7 @@ status codes."""
 from __future__ import annotations
 
 import enum
+import re
 
 
 class ErrorCode(enum.Enum):
@@ -39,3 +40,29 @@ class RequestError(Exception):
         if self.code is ErrorCode.UNAVAILABLE:
             hint = " (is an `edgespec serve` running and reachable at the --server address?)"
         return f"edgespec {command}: {self}{hint}"
+
+
+_CONTEXT_REFUSAL = re.compile(
+    r"prompt \((\d+) tokens\) \+ max_new_tokens \((\d+)\) exceeds the target's context of "
+    r"(\d+)"
+)
+
+
+def context_refusal(num_prompt_tokens: int, max_new_tokens: int, context: int) -> RequestError:
+    """The server's refusal of a session whose prompt and output exceed its target's
+    ``context`` (read back by :func:`context_refusal_numbers`)."""
+    return RequestError(
+        ErrorCode.INVALID_ARGUMENT,
+        f"prompt ({num_prompt_tokens} tokens) + max_new_tokens ({max_new_tokens}) exceeds "
+        f"the target's context of {context}",
+    )
+
+
+def context_refusal_numbers(exc: RequestError) -> tuple[int, int, int] | None:
+    """The prompt tokens, ``max_new_tokens`` and context of a :func:`context_refusal`,
+    ``None`` for any other error: a client words it in its own terms."""
+    found = _CONTEXT_REFUSAL.search(exc.message)
+    if exc.code is not ErrorCode.INVALID_ARGUMENT or found is None:
+        return None
+    prompt, max_new, context = (int(group) for group in found.groups())
+    return prompt, max_new, context

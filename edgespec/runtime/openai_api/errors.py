@@ -3,11 +3,10 @@ with the HTTP status an OpenAI client expects (400, 404, 413, 503 with ``Retry-A
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from edgespec.runtime.edge.progress import NoProgress
-from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.errors import ErrorCode, RequestError, context_refusal_numbers
 
 RETRY_AFTER_S = 1
 """The ``Retry-After`` hint (seconds) of a 503: the verification server did not answer."""
@@ -96,13 +95,6 @@ def context_exceeded(
                    code="context_length_exceeded")  # fmt: skip
 
 
-_SERVER_CONTEXT = re.compile(
-    r"prompt \((\d+) tokens\) \+ max_new_tokens \((\d+)\) exceeds the target's context of (\d+)"
-)
-"""The verification server's refusal of a prompt and output beyond its target's context
-(:func:`edgespec.runtime.server.engine_checks.check_session_spec`)."""
-
-
 def from_request_error(
     exc: RequestError, prompt_param: str | None = None, max_tokens_name: str = "max_tokens"
 ) -> ApiError:
@@ -114,11 +106,9 @@ def from_request_error(
     if isinstance(exc, NoProgress):
         return ApiError(504, f"the drafter {exc.message}", kind="server_error",
                         code="no_progress", retry_after_s=RETRY_AFTER_S)  # fmt: skip
-    over = _SERVER_CONTEXT.search(exc.message)
-    if exc.code == ErrorCode.INVALID_ARGUMENT and over is not None:
-        prompt_tokens, max_tokens, context = (int(group) for group in over.groups())
-        return context_exceeded(prompt_tokens, max_tokens, context, prompt_param,
-                                max_tokens_name)  # fmt: skip
+    over = context_refusal_numbers(exc)
+    if over is not None:
+        return context_exceeded(*over, prompt_param, max_tokens_name)
     status, kind = _STATUS.get(exc.code, (500, "server_error"))
     retry = RETRY_AFTER_S if status in (429, 503) else None
     where = "the verification server"

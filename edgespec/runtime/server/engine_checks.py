@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from edgespec.runtime.backends.base import TargetBackend
-from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.errors import ErrorCode, RequestError, context_refusal
 from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall
 from edgespec.runtime.server.verification import VerificationRule
 from edgespec.runtime.validation import check_vocab
@@ -24,11 +24,7 @@ def check_session_spec(spec: SessionSpec, backend: TargetBackend, rules: Collect
     limit = backend.max_context_tokens
     needed = len(spec.prompt_token_ids) + spec.sampling.max_new_tokens
     if needed > limit:
-        raise RequestError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"prompt ({len(spec.prompt_token_ids)} tokens) + max_new_tokens "
-            f"({spec.sampling.max_new_tokens}) exceeds the target's context of {limit}",
-        )
+        raise context_refusal(len(spec.prompt_token_ids), spec.sampling.max_new_tokens, limit)
     check_vocab(spec.prompt_token_ids, "prompt token", backend.vocab_size)
     if spec.verification_rule not in rules:
         raise RequestError(
