@@ -108,6 +108,16 @@ def temporary_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
+def temporary_of(temporary: Path) -> tuple[str, int] | None:
+    """The file name and writer's process id a :func:`temporary_path` stands for
+    (``.NAME.PID.tmp`` → NAME, PID), ``None`` for any other name."""
+    stem, dot, suffix = temporary.name.removeprefix(".").rpartition(".")
+    name, _, pid = stem.rpartition(".")
+    if not (temporary.name.startswith(".") and dot and suffix == "tmp" and name and pid.isdigit()):
+        return None
+    return name, int(pid)
+
+
 def write_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Write ``path`` whole or not at all: ``write`` fills a temporary file beside it (in the
     same folder, so that the rename is atomic), which then replaces ``path``. A run stopped

@@ -4,13 +4,14 @@ naming the flag, before any work; other path errors are one line from the CLI.""
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import BinaryIO
 
 import pytest
 
 from edgespec.cli import main
-from edgespec.output_paths import output_file, output_folder
+from edgespec.output_paths import output_file, output_folder, temporary_of, temporary_path
 
 
 def test_a_folder_may_exist_or_not_and_a_file_may_be_replaced(tmp_path: Path) -> None:
@@ -190,3 +191,11 @@ def test_overwrite_without_out_is_refused_before_anything_runs(
         f"edgespec {command[0]}: --overwrite needs --out (a new runs/<name>-<time> holds no run)\n",
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_temporary_names_its_file_and_writer_and_nothing_else_does() -> None:
+    made = temporary_path(Path("/x/shard_00012.pt"))
+    assert temporary_of(made) == ("shard_00012.pt", os.getpid())
+    assert temporary_of(Path(".x.y.12.tmp")) == ("x.y", 12)
+    for name in (".a.tmp", "shard_00012.tmp", ".a.12x.tmp", "a.1.tmp", "..1.tmp", ".a.1.txt"):
+        assert temporary_of(Path(name)) is None, name

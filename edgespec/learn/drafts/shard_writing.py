@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edgespec.output_paths import write_atomically
+from edgespec.output_paths import temporary_of, write_atomically
 
-LEFTOVER_TEMPORARY = re.compile(r"shard_\d{5,}\.tmp|\.shard_\d{5,}\.pt\.(\d+)\.tmp")
-"""A shard's temporary file: an older version's ``shard_00012.tmp``, or
-``.shard_00012.pt.PID.tmp`` (:func:`~edgespec.output_paths.temporary_path`)."""
+SHARD_NAME = re.compile(r"shard_\d{5,}\.pt")
+OLD_TEMPORARY = re.compile(r"shard_\d{5,}\.tmp")
+"""An older version's temporary file of a shard (its writer is gone)."""
 
 
 def write_shards(
@@ -57,15 +57,21 @@ def remove_leftover_temporaries(out_dir: Path) -> list[Path]:
     """Remove the shard temporary files in ``out_dir`` whose writer is gone (an older
     version's, or one of a process that no longer runs; a live process's is its
     shard in the making) and return them. They are never read as shards either way."""
-    removed = []
-    for path in sorted(out_dir.iterdir()):
-        match = LEFTOVER_TEMPORARY.fullmatch(path.name)
-        if match is None or not path.is_file():
-            continue
-        if match.group(1) is None or not _process_runs(int(match.group(1))):
-            path.unlink(missing_ok=True)
-            removed.append(path)
+    removed = [path for path in sorted(out_dir.iterdir()) if path.is_file() and _left_over(path)]
+    for path in removed:
+        path.unlink(missing_ok=True)
     return removed
+
+
+def _left_over(path: Path) -> bool:
+    """An older version's shard temporary, or a shard's (``.shard_00012.pt.PID.tmp``,
+    :func:`~edgespec.output_paths.temporary_of`) whose writer no longer runs."""
+    if OLD_TEMPORARY.fullmatch(path.name) is not None:
+        return True
+    temporary = temporary_of(path)
+    if temporary is None or SHARD_NAME.fullmatch(temporary[0]) is None:
+        return False
+    return not _process_runs(temporary[1])
 
 
 def _process_runs(pid: int) -> bool:
