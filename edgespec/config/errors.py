@@ -9,11 +9,17 @@ from edgespec.errors import UserInputError
 
 
 class ConfigError(UserInputError, ValueError):
-    """A config value that is missing, unknown or of the wrong type or range."""
+    """A config value that is missing, unknown or of the wrong type or range.
+    ``flag_message``: the message in a command's terms (other fields named by their
+    flags), shown instead when a flag set the field (:func:`edgespec.config.named_by_flags`);
+    ``None``: ``message`` reads the same either way."""
 
-    def __init__(self, path: str, message: str) -> None:
+    flag_message: str | None = None
+
+    def __init__(self, path: str, message: str, *, flag_message: str | None = None) -> None:
         self.path = path or "<root>"
         self.message = message  # what is wrong, without the field
+        self.flag_message = flag_message
         super().__init__(f"config field '{self.path}': {message}")
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -89,7 +89,9 @@ def located_in(file: Path, overrides: Sequence[str] = ()) -> Iterator[None]:
 def named_by_flags(flags: Mapping[str, str]) -> Iterator[None]:
     """A config field's error raised inside, at a field a flag set or inside one
     (``flags``: override key → flag, ``{"batching.name": "--batching"}``), raised again
-    naming the flag, not the field (:class:`LocatedConfigError`): the user typed the flag."""
+    naming the flag, not the field (:class:`LocatedConfigError`): the user typed the flag;
+    its message is the error's ``flag_message`` where it has one (other fields named by
+    their flags too)."""
     try:
         yield
     except (ConfigFileError, LocatedConfigError):
@@ -99,5 +101,6 @@ def named_by_flags(flags: Mapping[str, str]) -> Iterator[None]:
         for key, flag in flags.items():
             keys = key.split(".")
             if field[: len(keys)] == keys:
-                raise LocatedConfigError(flag, exc.path, exc.message, named_field=False) from None
+                message = exc.message if exc.flag_message is None else exc.flag_message
+                raise LocatedConfigError(flag, exc.path, message, named_field=False) from None
         raise

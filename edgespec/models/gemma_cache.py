@@ -35,7 +35,7 @@ def gemma_converted() -> bool:
 
 def needs_conversion(name: str) -> bool:
     """Whether loading model ``name`` first converts it (``gemma3-270m`` before its fp32
-    copy is cached: a minute on two cores)."""
+    copy is cached: 25 s on README's 2-core machine)."""
     try:
         spec = resolve_model(name)
     except ModelNotFoundError:

@@ -28,6 +28,7 @@ from edgespec.models.gemma_cache import gemma_directory, gemma_tokenizer
 from edgespec.models.registry import (
     FEATURE_DRAFT_MARKER,
     TRIMMED_MARKER,
+    BrokenModelError,
     ModelNotFoundError,
     ModelSource,
     ModelSpec,
@@ -167,10 +168,14 @@ def load_model(
 def load_tokenizer(name: str, verbose: bool = False) -> Any | None:
     """The tokenizer of a model name or path, without loading its weights: the one saved
     with it, else (a trimmed or feature draft) its target's by the ``target_name`` in its
-    config; ``None`` when it has neither or the name resolves to no model. Never goes to
-    the network. The libraries' progress bars and warnings show only when ``verbose``."""
+    config; ``None`` when it has neither or the name resolves to no model. A model that is
+    there but cut off (a trimmed draft without its marker) is the registry's
+    :class:`~edgespec.models.registry.BrokenModelError`, not ``None``. Never goes to the
+    network. The libraries' progress bars and warnings show only when ``verbose``."""
     try:
         spec = resolve_model(name)
+    except BrokenModelError:
+        raise
     except ModelNotFoundError:
         return None
     with library_output(verbose):

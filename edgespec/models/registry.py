@@ -54,6 +54,12 @@ class ModelNotFoundError(UserInputError, ValueError):
     """An unknown model name or a path that does not hold a model."""
 
 
+class BrokenModelError(ModelNotFoundError):
+    """A model that is there but cannot be used as it is (a save cut off, an unreadable
+    config, the bundled draft's files missing): refused even where a missing model is
+    taken as none (:func:`edgespec.models.loading.load_tokenizer`)."""
+
+
 def bundled_draft_dir(name: str) -> Path:
     """Directory of a draft shipped as package data (``edgespec/data/drafts/<name>``)."""
     return Path(str(resources.files("edgespec").joinpath("data", "drafts", name)))
@@ -66,7 +72,7 @@ def resolve_model(name_or_path: str) -> ModelSpec:
     if name_or_path == GEMMA3_270M_DRAFT:
         directory = bundled_draft_dir(name_or_path)
         if not (directory / "config.json").is_file():
-            raise ModelNotFoundError(
+            raise BrokenModelError(
                 f"bundled draft {name_or_path!r} is missing from {directory}; "
                 f"recreate it with `edgespec train draft --target {GEMMA3_270M}`"
             )
@@ -96,7 +102,7 @@ def _directory_spec(path: Path) -> ModelSpec:
         return ModelSpec(name=path.name, source=ModelSource.FEATURE_DRAFT, path=path)
     if not (path / "config.json").is_file():
         if any(path.glob("*.safetensors")):  # a feature draft writes them before its config
-            raise ModelNotFoundError(
+            raise BrokenModelError(
                 f"model directory {str(path)!r} has weights but neither config.json nor "
                 f"{FEATURE_DRAFT_MARKER}: its save was cut off (a feature draft writes "
                 f"{FEATURE_DRAFT_MARKER} last); save or train it again"
@@ -118,16 +124,16 @@ def _check_trimmed_marker(directory: Path) -> None:
     try:
         config = json.loads((directory / "config.json").read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ModelNotFoundError(
+        raise BrokenModelError(
             f"{where}: config.json is not valid JSON ({exc}); save the model again"
         ) from None
     if not isinstance(config, dict):
-        raise ModelNotFoundError(f"{where}: config.json is not a JSON object")
+        raise BrokenModelError(f"{where}: config.json is not a JSON object")
     if (
         config.get("model_type") == TRIMMED_MODEL_TYPE
         and not (directory / TRIMMED_MARKER).is_file()
     ):
-        raise ModelNotFoundError(
+        raise BrokenModelError(
             f"{where} holds a trimmed draft without its {TRIMMED_MARKER}: its save was cut "
             "off before it finished; save or train the draft again"
         )

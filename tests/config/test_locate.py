@@ -132,6 +132,21 @@ def test_an_error_at_a_field_a_flag_set_names_the_flag(path: str, message: str, 
     assert (str(raised.value), raised.value.path, raised.value.message) == (shown, path, message)
 
 
+def test_an_error_in_the_flags_terms_is_shown_so_where_a_flag_set_the_field() -> None:
+    """A message naming another field reads in the flags' terms after a flag (not
+    ``--tree: needs tree_min_prob``), and in the fields' terms otherwise."""
+    error = ConfigError("tree", "needs tree_min_prob", flag_message="needs --tree-min-prob")
+    with pytest.raises(LocatedConfigError) as raised, named_by_flags(FLAGS):
+        raise error
+    assert (str(raised.value), raised.value.message) == (
+        "--tree: needs --tree-min-prob",
+        "needs --tree-min-prob",
+    )
+    with pytest.raises(ConfigError) as kept, named_by_flags({}):
+        raise error
+    assert str(kept.value) == "config field 'tree': needs tree_min_prob"
+
+
 @pytest.mark.parametrize("path", ["temperature", "max_new", "tree_min_prob"])
 def test_an_error_at_another_field_keeps_the_field(path: str) -> None:
     error = ConfigError(path, "bad")

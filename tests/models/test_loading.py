@@ -15,7 +15,7 @@ from edgespec.models.loading import (  # noqa: E402
     load_tokenizer,
     torch_dtype,
 )
-from edgespec.models.registry import ModelNotFoundError  # noqa: E402
+from edgespec.models.registry import BrokenModelError, ModelNotFoundError  # noqa: E402
 from edgespec.runtime.testing import tiny_llama  # noqa: E402
 
 
@@ -144,3 +144,19 @@ def test_the_commands_report_a_cut_off_draft_in_one_line_exit_2(
     draft_command = ["draft", "--server", "127.0.0.1:1", "--draft", str(draft)]
     assert main([*draft_command, "--prompt-ids", "1"]) == 2  # before any server is asked
     assert capsys.readouterr().err == f"edgespec draft: {_cut_off(draft)}\n"
+
+
+def test_the_tokenizer_of_a_cut_off_draft_is_refused_not_none(tmp_path: Path) -> None:
+    """Was ``None``, as for a name that resolves to no model: the callers said "no
+    tokenizer" of a draft whose save was cut off (the registry's refusal, now)."""
+    from tests.learn.traces.test_checks import cut_off_draft
+
+    draft = cut_off_draft(tmp_path / "cut")
+    with pytest.raises(BrokenModelError) as refused:
+        load_tokenizer(str(draft))
+    assert str(refused.value) == (
+        f"model directory '{draft}' holds a trimmed draft without its trimmed_vocab.json: its "
+        "save was cut off before it finished; save or train the draft again"
+    )
+    assert load_tokenizer(str(tmp_path / "gone")) is None
+    assert load_tokenizer("no-such-model") is None

@@ -143,9 +143,7 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
     for extra in args.train_data_dir:
         if not extra.is_dir():
             raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")
-    if args.init_from is not None and not args.init_from.is_dir():
-        raise UserInputError(f"--init-from {str(args.init_from)!r} is not a saved draft directory")
-    if args.init_from is not None:  # a cut-off or foreign draft: named before the target loads
+    if args.init_from is not None:  # no draft, or a cut-off one: named before the target loads
         trimmed_draft_path("--init-from", args.init_from)
     options = training_options(args)
     labelling = None

@@ -98,8 +98,6 @@ def _kept_from(args: argparse.Namespace) -> list[int] | None:
         return None
     from edgespec.learn.drafts.make_draft import load_trimmed_draft
 
-    if not args.kept_from.is_dir():
-        raise UserInputError(f"--kept-from {str(args.kept_from)!r} is not a draft directory")
     saved = load_trimmed_draft("--kept-from", args.kept_from, args.verbose)
     return [int(t) for t in saved.config.draft_token_ids]
 

@@ -86,13 +86,20 @@ def load_trimmed_draft(flag: str, directory: Path, verbose: bool) -> Any:
 
 def trimmed_draft_path(flag: str, directory: Path) -> Path:
     """Where the trimmed draft ``directory`` (given as ``flag``) is, checked by the model
-    registry (:func:`~edgespec.models.registry.resolve_model`) without loading it: a
-    directory whose save was cut off, or that holds no trimmed draft, is a one-line
-    :class:`~edgespec.errors.UserInputError` naming ``flag``, not a library traceback."""
+    registry (:func:`~edgespec.models.registry.resolve_model`) without loading it: no
+    directory (a ``.gguf`` file, a model name), a directory whose save was cut off, or one
+    that holds no trimmed draft is a one-line :class:`~edgespec.errors.UserInputError`
+    naming ``flag`` and what it takes, not a library traceback."""
     from edgespec.errors import UserInputError
     from edgespec.models.registry import TRIMMED_MARKER, ModelNotFoundError, resolve_model
 
     name = str(directory)
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise UserInputError(
+            f"{flag} {name!r} {what}: it takes a directory `edgespec train draft` saved "
+            "(a trimmed draft), not a model name or .gguf file"
+        )
     try:  # "./": a path, even one spelled like a known model's name
         spec = resolve_model(name if "/" in name else f"./{name}")
     except ModelNotFoundError as exc:

@@ -9,8 +9,11 @@ and each GSM8K / CNN-DM / HumanEval training prompt becomes one sequence of at m
 rest as ``output_ids``, ``SEQUENCES_PER_SHARD`` sequences per ``shard_*.pt``: the shard
 format ``edgespec train feature-draft --data-dir`` reads. Each shard is written whole or
 not at all (:func:`~edgespec.output_paths.write_atomically`), so a run stopped part-way
-leaves no truncated shard for a training run to read. Text shards carry no target
-labels, so train with ``--kept-from DRAFT`` (the kept tokens cannot be chosen from them).
+leaves no truncated shard for a training run to read, and the temporary files of one killed
+outright are removed by the next run, as the distillation shards' are
+(:func:`~edgespec.learn.drafts.shard_writing.remove_leftover_temporaries`). Text shards
+carry no target labels, so train with ``--kept-from DRAFT`` (the kept tokens cannot be
+chosen from them).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from edgespec.argument_types import non_negative_int
 from edgespec.errors import UserInputError
+from edgespec.learn.drafts.shard_writing import remove_leftover_temporaries
 from edgespec.output_paths import output_folder, write_atomically
 
 PROMPT_TOKENS = 32
@@ -71,8 +75,9 @@ def training_texts(conversations: int) -> list[str]:
 def write_text_shards(
     tokenizer: Any, texts: Sequence[str], out: Path, max_tokens: int
 ) -> tuple[int, int]:
-    """Encode ``texts`` and write them as shards into ``out``, each whole or not at all;
-    returns (sequences, tokens).
+    """Encode ``texts`` and write them as shards into ``out``, each whole or not at all,
+    after removing the shard temporaries of runs killed outright; returns (sequences,
+    tokens).
 
     Texts of at most ``PROMPT_TOKENS + MIN_OUTPUT_TOKENS - 1`` tokens are left out.
     """
@@ -83,6 +88,7 @@ def write_text_shards(
     sequences = [encode_text(tokenizer, t, max_tokens) for t in texts]
     sequences = [s for s in sequences if len(s) >= PROMPT_TOKENS + MIN_OUTPUT_TOKENS]
     out.mkdir(parents=True, exist_ok=True)
+    remove_leftover_temporaries(out)
     for index in range(0, len(sequences), SEQUENCES_PER_SHARD):
         chunk = sequences[index : index + SEQUENCES_PER_SHARD]
         shard = {

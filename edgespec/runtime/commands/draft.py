@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from edgespec.core.sequences import first_difference
@@ -21,18 +21,6 @@ from edgespec.runtime.commands.stages import Stages
 from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
 
 __all__ = ["add_arguments", "run"]
-
-
-def configured_policy(kind: str, name: str, params: Mapping[str, Any]) -> Any:
-    """The ``kind`` policy the config names; an unknown name or parameter is a
-    :class:`~edgespec.config.ConfigError` naming the config field."""
-    from edgespec.config import ConfigError
-    from edgespec.policies.registry import PolicyConfigError, build_policy
-
-    try:
-        return build_policy(kind, name, params)
-    except PolicyConfigError as exc:
-        raise ConfigError(kind, str(exc)) from exc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,13 +46,14 @@ def _routed_verifier(config: Any) -> Any:
     """A client of ``config.server``, or of the server ``config.routing`` picks from them."""
     import numpy as np
 
+    from edgespec.policies.registry import build_policy_at
     from edgespec.runtime.edge.routing import route
     from edgespec.runtime.wire.grpc_client import drafter_clients
 
     verifiers = drafter_clients(config)
     if len(verifiers) == 1:
         return verifiers[0]
-    policy = configured_policy("routing", config.routing.name, config.routing.params)
+    policy = build_policy_at("routing", "routing", config.routing)
     choice = route(verifiers, policy, np.random.default_rng())
     for index in choice.unreachable:
         print(f"edgespec draft: server {config.servers[index]} did not answer", file=sys.stderr)
@@ -83,6 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     stage is said on stderr as it starts, and ``ready`` before the first round."""
     from edgespec.config import ConfigError, load_config
     from edgespec.models.registry import resolve_model
+    from edgespec.policies.registry import build_policy_at
     from edgespec.runtime.edge.config import DrafterConfig
     from edgespec.runtime.wire.emulated_link import check_link_mode
 
@@ -103,7 +93,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("verification", f"semantic needs --mode distributed, got {args.mode}")
     if config.verification == "semantic" and args.compare:
         raise ConfigError("verification", f"{identical}; semantic is lossy")
-    window = configured_policy("window", config.window.name, config.window.params)
+    # an error at window.name (--window) or at window.params... (--set, or --gamma)
+    window = build_policy_at("window", "window", config.window)
     check_tree_depth(config.tree, window)
     placement = draft_placement(args)
     pin_to_cpus(args.cpus)

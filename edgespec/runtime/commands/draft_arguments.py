@@ -236,9 +236,10 @@ def _flag_settings(args: argparse.Namespace) -> list[tuple[str, str, Any]]:
 
 def flag_fields(args: argparse.Namespace) -> dict[str, str]:
     """The DrafterConfig fields the flags given set (override key → the flag): a field's
-    error names the flag the user typed (:func:`edgespec.config.named_by_flags`)."""
+    error names the flag the user typed (:func:`edgespec.config.named_by_flags`):
+    ``--window`` and ``--routing`` set a policy's name, not the params ``--set`` gives it."""
     fields = {key: flag for key, flag, value in _flag_settings(args) if value is not None}
-    given = [("routing", "--routing", args.routing), ("window", "--window", args.window),
+    given = [("routing.name", "--routing", args.routing), ("window.name", "--window", args.window),
              ("window", "--gamma", args.gamma), ("lookup", "--lookup", args.lookup or None),
              *[(key, flag, getattr(args, key)) for key, flag in LINK_FLAGS.items()],
              ("link_seed", "--link-seed", args.link_seed)]  # fmt: skip

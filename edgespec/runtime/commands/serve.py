@@ -152,9 +152,9 @@ def _round_log(path: str) -> Any:
 def window_from_args(args: argparse.Namespace) -> Any:
     """The window policy ``--window`` / ``--window-params`` name (``None`` without
     ``--window``); a bad name, JSON or parameter is a :class:`UserInputError` naming the
-    flag."""
+    flag that gave it."""
     from edgespec.errors import UserInputError
-    from edgespec.policies.registry import PolicyConfigError, build_policy
+    from edgespec.policies.registry import PolicyConfigError, UnknownPolicyError, build_policy
 
     if args.window is None:
         if args.window_params is not None:
@@ -169,7 +169,8 @@ def window_from_args(args: argparse.Namespace) -> Any:
     try:
         return build_policy("window", args.window, params)
     except PolicyConfigError as exc:
-        raise UserInputError(f"--window: {exc}") from exc
+        flag = "--window" if isinstance(exc, UnknownPolicyError) else "--window-params"
+        raise UserInputError(f"{flag}: {exc}") from exc
 
 
 async def _serve(

@@ -107,7 +107,7 @@ def _load_transformers_target(
     from edgespec.runtime.backends.transformers_backend import Numerics
 
     first = needs_conversion(config.target)
-    note = " (first load: dequantizing it once, about a minute)" if first else ""
+    note = " (first load: dequantizing its GGUF once into a cached fp32 copy)" if first else ""
     say(f"loading the target {config.target}{note}")
     placement = config.placement()
     loaded = load_model(config.target, placement.dtype, verbose=verbose, device=placement.device)

@@ -116,8 +116,12 @@ class ServerConfig:
                 f"must be at least {MIN_SESSION_TIMEOUT_S:g} s (the server looks for idle "
                 f"sessions every quarter of it), got {self.session_timeout_s:g}",
             )
-        if (self.tls_cert is None) != (self.tls_key is None):
-            raise ConfigError("tls_cert", "tls_cert and tls_key must be given together")
+        for given, missing in (("tls_cert", "tls_key"), ("tls_key", "tls_cert")):
+            if getattr(self, given) is not None and getattr(self, missing) is None:
+                why = "(TLS serves a certificate with its private key)"
+                flag = "--" + missing.replace("_", "-")
+                raise ConfigError(given, f"needs {missing} too {why}",
+                                  flag_message=f"needs {flag} too {why}")  # fmt: skip
         if self.tls_cert is not None and self.tls_key is not None:
             check_tls_pair(self.tls_cert, self.tls_key)
 

@@ -103,7 +103,7 @@ def test_train_draft_fast_head_without_a_draft_is_a_clear_usage_error(
     assert main([*args, "--fast-head"]) == 2
     assert "--fast-head needs --init-from" in capsys.readouterr().err
     assert main([*args, "--init-from", str(tmp_path / "missing")]) == 2
-    assert "is not a saved draft directory" in capsys.readouterr().err
+    assert f"--init-from '{tmp_path / 'missing'}' does not exist: " in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

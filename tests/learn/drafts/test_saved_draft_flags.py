@@ -88,3 +88,41 @@ def test_a_whole_draft_loads_even_when_spelled_like_a_known_model(
     monkeypatch.chdir(tmp_path)
     saved = load_trimmed_draft("--init-from", Path("gemma3-270m-draft"), verbose=False)
     assert saved.config.draft_token_ids == [3, 5, 7]
+
+
+NO_DIRECTORY = (
+    "{flag} '{path}' {what}: it takes a directory `edgespec train draft` saved (a trimmed "
+    "draft), not a model name or .gguf file"
+)
+
+
+@pytest.mark.parametrize("exists", [True, False])
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [(["train", "draft"], "--init-from"), (["train", "feature-draft"], "--kept-from")],
+)
+def test_a_gguf_file_given_for_a_saved_draft_says_what_the_flag_takes(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: list[str],
+    flag: str,
+    exists: bool,
+) -> None:
+    """Said "is not a saved draft directory" (--kept-from: "is not a draft directory"),
+    not what either flag takes; refused before the target loads."""
+    gguf = tmp_path / "model.gguf"
+    if exists:
+        gguf.write_bytes(b"GGUF")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "shard_0.pt").touch()  # never read: the flag is refused first
+    monkeypatch.setattr(loading, "load_model", _never)
+    args = [*command, flag, str(gguf), "--data-dir", str(tmp_path / "d")]
+    args += ["--out", str(tmp_path / "o")]
+    if flag == "--kept-from":
+        args += ["--features-dir", str(tmp_path / "f")]
+    assert main(args) == 2
+    what = "is not a directory" if exists else "does not exist"
+    shown = NO_DIRECTORY.format(flag=flag, path=gguf, what=what)
+    assert capsys.readouterr().err == f"edgespec train: {shown}\n"
+    assert not (tmp_path / "o").exists()

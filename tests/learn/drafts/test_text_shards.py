@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +68,24 @@ def test_command_writes_shards(
     assert len(list((tmp_path / "s").glob("shard_*.pt"))) == 1
 
 
+def test_command_refuses_a_cut_off_draft_as_its_target_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was "--target '...' has no tokenizer": the registry's refusal of the cut-off save."""
+    from edgespec.cli import main
+    from tests.learn.traces.test_checks import cut_off_draft
+
+    draft = cut_off_draft(tmp_path / "cut")
+    capsys.readouterr()  # the library's progress bar of the save
+    assert main(["train", "text-shards", "--target", str(draft), "--out", str(tmp_path / "s")]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train: model directory '{draft}' holds a trimmed draft without its "
+        "trimmed_vocab.json: its save was cut off before it finished; save or train the draft "
+        "again\n"
+    )
+    assert not (tmp_path / "s").exists()
+
+
 def test_command_refuses_too_few_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     from edgespec.cli import main
 
@@ -117,3 +137,21 @@ def test_a_disk_that_fills_mid_shard_names_the_shard_and_leaves_none_of_it(
         text_shards.write_text_shards(_Tok(), _texts(160), out, max_tokens=64)
     assert caught.value.filename == str(out / "shard_00001.pt")
     assert [p.name for p in out.iterdir()] == ["shard_00000.pt"]
+
+
+def test_temporaries_of_a_killed_run_are_removed_by_the_next(tmp_path: Path) -> None:
+    """Were left for good (the distillation shards' were removed): a dead writer's
+    temporary goes, a live one's (its shard in the making) stays."""
+    out = tmp_path / "s"
+    out.mkdir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    live = os.getppid()
+    (out / f".shard_00001.pt.{gone.pid}.tmp").write_bytes(b"a run killed outright")
+    (out / f".shard_00003.pt.{live}.tmp").write_bytes(b"in the making")
+    text_shards.write_text_shards(_Tok(), _texts(160), out, max_tokens=64)
+    assert sorted(p.name for p in out.iterdir()) == [
+        f".shard_00003.pt.{live}.tmp",
+        "shard_00000.pt",
+        "shard_00001.pt",
+    ]

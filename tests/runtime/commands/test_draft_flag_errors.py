@@ -125,6 +125,20 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
             ["--prompt-ids", "1", "--window", "nosuch"],
             "--window: unknown window policy 'nosuch'; known: ['awc', 'dynamic', 'static']",
         ),
+        (  # was "--window: ...": --window names the policy, --set gave its params
+            ["--prompt-ids", "1", "--window", "static", "--set", "window.params.gamma=-1"],
+            "config field 'window.params.gamma': window policy 'static': gamma must be >= 1, "
+            "got -1",
+        ),
+        (
+            ["--prompt-ids", "1", "--window", "static", "--set", "window.params.gama=3"],
+            "config field 'window.params': window policy 'static' has no parameter(s) ['gama']; "
+            "known: ['fused', 'gamma'] (did you mean 'gamma'?)",
+        ),
+        (
+            ["--prompt-ids", "1", "--gamma", "0"],
+            "--gamma: window policy 'static': gamma must be >= 1, got 0",
+        ),
         (
             ["--prompt-ids", "1", "--request-timeout-s", "0"],
             "--request-timeout-s: must be a finite number > 0, got 0.0",
@@ -161,6 +175,19 @@ def test_flag_mistakes_exit_2_before_any_request(
 ) -> None:
     assert main([*BASE, *flags]) == 2
     assert capsys.readouterr().err.strip() == f"edgespec draft: {message}"
+    assert all(not v.asked for v in fake)
+
+
+def test_routing_params_set_with_routing_are_named_by_their_field(
+    fake: list[FakeVerifier], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was ``--routing: ...``: ``--routing`` names the policy, ``--set`` gave its params."""
+    flags = ["--prompt-ids", "1", "--server", "127.0.0.1:2", "--routing", "jsq"]
+    assert main([*BASE, *flags, "--set", "routing.params.x=1"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "edgespec draft: config field 'routing.params': routing policy 'jsq' has no "
+        "parameter(s) ['x']; known: []"
+    )
     assert all(not v.asked for v in fake)
 
 

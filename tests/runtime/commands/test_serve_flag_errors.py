@@ -136,13 +136,13 @@ def test_the_round_log_is_closed_when_the_server_fails(
             "--batching: --profile and --guard-ms configure the wisp "
             "batching policy; batching is 'lab' (add --batching wisp)",
         ),
-        (
+        (  # was "--tls-cert: tls_cert and tls_key must be given together": config fields
             ["--tls-cert", "cert.pem"],
-            "--tls-cert: tls_cert and tls_key must be given together",
+            "--tls-cert: needs --tls-key too (TLS serves a certificate with its private key)",
         ),
-        (
+        (  # was "config field 'tls_cert': ...", a field the user never gave
             ["--tls-key", "key.pem"],
-            "config field 'tls_cert': tls_cert and tls_key must be given together",
+            "--tls-key: needs --tls-cert too (TLS serves a certificate with its private key)",
         ),
         (
             ["--slo-class", "a.b=3"],
@@ -172,6 +172,22 @@ def test_flag_mistakes_exit_2_before_serving(
 ) -> None:
     assert main(["serve", "--target", "never-loaded", *flags]) == 2
     assert capsys.readouterr().err.strip() == f"edgespec serve: {message}"
+    assert served.calls == 0
+
+
+def test_a_tls_half_in_a_config_file_is_named_by_its_field(
+    served: Served, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file's field keeps the config's names; a flag's the flags' (not mixed)."""
+    config = tmp_path / "server.yaml"
+    config.write_text("target: m\ntls_key: key.pem\n")
+    why = "(TLS serves a certificate with its private key)"
+    assert main(["serve", "--config", str(config)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"edgespec serve: {config}:2: config field 'tls_key': needs tls_cert too {why}"
+    assert main(["serve", "--target", "m", "--set", "tls_cert=c.pem"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"edgespec serve: config field 'tls_cert': needs tls_key too {why}"
     assert served.calls == 0
 
 

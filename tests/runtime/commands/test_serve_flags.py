@@ -227,3 +227,30 @@ def test_the_listening_line_names_a_device_or_dtype_other_than_the_cpus_float32(
     assert backend_label(plain, DevicePlacement()) == ""
     assert backend_label(plain, DevicePlacement("cuda:1", "bfloat16")) == " on cuda:1, bfloat16"
     assert backend_label(plain, DevicePlacement("cpu", "bfloat16")) == " on cpu, bfloat16"
+
+
+class _Stopped(Exception):
+    """Raised in place of the target's load: what was said before it is the test."""
+
+
+def _stop(*args: object, **kwargs: object) -> None:
+    raise _Stopped
+
+
+def test_a_first_load_says_it_converts_the_gguf_with_no_unmeasured_duration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Said "about a minute", measured nowhere (README: 25 s converting, 2-core machine)."""
+    from edgespec.models import gemma_cache, loading
+    from edgespec.runtime.commands.serve_target import TargetChoice, load_target
+
+    monkeypatch.setattr(gemma_cache, "needs_conversion", lambda name: True)
+    monkeypatch.setattr(loading, "load_model", _stop)
+    said: list[str] = []
+    config = ServerConfig(target="gemma3-270m")
+    with pytest.raises(_Stopped):
+        load_target(TargetChoice("transformers"), config, False, said.append)
+    assert said == [
+        "loading the target gemma3-270m (first load: dequantizing its GGUF once into a cached "
+        "fp32 copy)"
+    ]

@@ -225,9 +225,9 @@ def test_serve_window_flags() -> None:
             ("--window", "nope"),
             "--window: unknown window policy 'nope'; known: ['awc', 'dynamic', 'static']",
         ),
-        (
+        (  # was "--window: ...": the params gave it
             ("--window", "static", "--window-params", '{"gamma": 0}'),
-            "--window: window policy 'static': gamma must be >= 1, got 0",
+            "--window-params: window policy 'static': gamma must be >= 1, got 0",
         ),
     ]:
         with pytest.raises(UserInputError) as info:

@@ -103,9 +103,11 @@ def test_wisp_batching_accepts_either_coefficient_source() -> None:
 
 
 def test_tls_cert_and_key_go_together_and_must_exist(tmp_path: Path) -> None:
-    together = "tls_cert and tls_key must be given together"
-    assert _server_error({"tls_cert": "c.pem"}) == f"config field 'tls_cert': {together}"
-    assert _server_error({"tls_key": "k.pem"}) == f"config field 'tls_cert': {together}"
+    """Each half alone is refused at the field given, naming the other (the key alone was
+    refused at tls_cert, which nobody gave)."""
+    why = "(TLS serves a certificate with its private key)"
+    assert _server_error({"tls_cert": "c"}) == f"config field 'tls_cert': needs tls_key too {why}"
+    assert _server_error({"tls_key": "k"}) == f"config field 'tls_key': needs tls_cert too {why}"
     cert = tmp_path / "cert.pem"
     cert.write_text("not checked before the key exists\n")
     missing = tmp_path / "key.pem"
