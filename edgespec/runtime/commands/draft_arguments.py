@@ -126,6 +126,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="give up after S seconds without a committed token (default 60)",
     )
     parser.add_argument(
+        "--retry-timeout-s",
+        type=float,
+        metavar="S",
+        help="reopen a lost session for up to S seconds while the server is unreachable "
+        "(default 30); --serve-openai: a request's first open waits as long (one prompt: "
+        "fails at once)",
+    )
+    parser.add_argument(
         "--mode",
         choices=["distributed", "centralized", "fused"],
         default="distributed",
@@ -220,8 +228,9 @@ def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
 
 _PLAIN_FLAGS = ("draft", "max_new_tokens", "temperature", "auth_token", "tls_ca",
                 "max_message_bytes", "request_timeout_s", "max_reconnects",
-                "progress_timeout_s", "tree", "tree_min_prob", "tree_max_nodes", "threshold",
-                "upload", "channel_uplink_mbps", "channel_per", "channel_rtt_ms")  # fmt: skip
+                "progress_timeout_s", "retry_timeout_s", "tree", "tree_min_prob",
+                "tree_max_nodes", "threshold", "upload", "channel_uplink_mbps", "channel_per",
+                "channel_rtt_ms")  # fmt: skip
 """The flags whose value is the DrafterConfig field of the same name (``--max-new-tokens``:
 ``max_new_tokens``)."""
 

@@ -168,8 +168,9 @@ class DraftRun:
                 raise ConfigError("verification", str(exc)) from None
             _warn_measured_agreement(config.draft, semantic.threshold, config.threshold is None)
         budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
+        # a lost session is reopened for up to retry_timeout_s; the first open fails at once
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
-                               progress=budget)  # fmt: skip
+                               config.retry_timeout_s, progress=budget)  # fmt: skip
         linked = wrap_verifier(self.verifier, config)  # itself unless a link_* setting
         if ready is not None:
             ready()

@@ -65,6 +65,9 @@ class DrafterConfig:
     # without a committed token (edgespec.runtime.edge.progress)
     max_reconnects: int = 5
     progress_timeout_s: float = 60.0
+    # how long a lost session is reopened while the server is unreachable (and, for the
+    # OpenAI endpoint's requests, the first open retried: edgespec draft's fails at once)
+    retry_timeout_s: float = 30.0
     # the client's gRPC send/receive limit per message (the server has its own): raise both
     # for hidden-state drafts with long prompts (docs/RUNTIME.md)
     max_message_bytes: int = 4 << 20
@@ -107,7 +110,7 @@ class DrafterConfig:
             )
         if self.max_reconnects < 0:
             raise ConfigError("max_reconnects", f"must be >= 0, got {self.max_reconnects}")
-        for name in ("request_timeout_s", "progress_timeout_s"):
+        for name in ("request_timeout_s", "progress_timeout_s", "retry_timeout_s"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(name, f"must be a finite number > 0, got {value}")

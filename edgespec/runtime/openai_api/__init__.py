@@ -12,10 +12,10 @@ verification server(s).
   a response to a body it did not read, a request answered after its client half-closed;
 * :mod:`.throttle` — log lines clients can cause at line rate (failed ``accept()`` calls,
   malformed requests) let through at most one per 10 s, counting the others;
-* :mod:`.body`, :mod:`.schema`, :mod:`.fields`, :mod:`.messages` — a body read as it arrives
-  and refused past its limit; fields checked into a ``ParsedRequest`` (a field the endpoint
-  does not apply refused, never ignored); the prompt checked and bounded before it is
-  tokenized (characters, messages, roles);
+* :mod:`.body`, :mod:`.schema`, :mod:`.fields`, :mod:`.messages` — a body said to be JSON
+  in UTF-8, read as it arrives and refused past its limit, then decoded; fields checked
+  into a ``ParsedRequest`` (a field the endpoint does not apply refused, never ignored);
+  the prompt checked and bounded before it is tokenized (characters, messages, roles);
 * :mod:`.tokenizing`, :mod:`.prompts` — prompts tokenized one at a time off the event loop,
   a 429 when too many wait; the prompt as token ids (text, ids, or chat messages through the
   chat template);

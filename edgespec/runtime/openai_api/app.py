@@ -1,6 +1,6 @@
 """The FastAPI app: ``/v1/models`` (and ``/v1/models/{id}``), ``/v1/completions``,
-``/v1/chat/completions``, ``/health``, ``/metrics``; every refusal an OpenAI error body
-(:mod:`.errors`)."""
+``/v1/chat/completions``, ``/health``, ``/metrics`` (the GET routes answer HEAD too); every
+refusal an OpenAI error body (:mod:`.errors`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from starlette.requests import ClientDisconnect
 
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.admission import Admission, Concurrency
-from edgespec.runtime.openai_api.body import read_body
+from edgespec.runtime.openai_api.body import check_content_type, read_body
 from edgespec.runtime.openai_api.errors import ApiError, clip, from_request_error, shown
 from edgespec.runtime.openai_api.generation import (
     Completion,
@@ -39,7 +39,7 @@ from edgespec.runtime.openai_api.schema import (
     decode_body,
     parse_request,
 )
-from edgespec.runtime.openai_api.streaming import Running, sse
+from edgespec.runtime.openai_api.streaming import Item, Running, sse
 from edgespec.runtime.openai_api.tokenizing import TOKENIZE_QUEUE_PROMPTS, PromptLine, run_holding
 
 LOG = logging.getLogger(__name__)
@@ -71,6 +71,11 @@ class Lines:
 
 DISCONNECT_POLL_S = 0.25
 
+READ_METHODS = ("GET", "HEAD")
+"""The methods of the routes that only read: a HEAD is answered as the GET, status and
+headers (``Content-Length`` too), without the body (RFC 9110 §9.3.2; uvicorn sends none).
+FastAPI's ``app.get`` routes GET alone, so a HEAD was a 405."""
+
 
 def api_error(exc: BaseException) -> ApiError:
     """Any failure of a request as an :class:`ApiError`."""
@@ -94,12 +99,8 @@ def error_response(exc: BaseException, headers: Mapping[str, str] | None = None)
 
 
 async def _body(request: Request, limits: Limits) -> dict[str, Any]:
-    """The JSON body, of a request that says it is JSON: a web page can POST other types
-    (text/plain, forms) to a loopback endpoint without a CORS preflight."""
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media != "application/json":
-        raise ApiError(415, f"Content-Type must be application/json, got {media or 'none'!r}",
-                       code="unsupported_media_type")  # fmt: skip
+    """The JSON body, of a request that says it is JSON in UTF-8 (else a 415)."""
+    check_content_type(request.headers.get("content-type", ""))
     return decode_body(await read_body(request, limits.max_body_bytes))
 
 
@@ -142,7 +143,7 @@ async def _complete(
     if not parsed.stream:
         return JSONResponse(shape.whole(await _whole(request, running)))
     try:
-        first = await running.next()
+        first = await _first(request, running)
     except BaseException:
         running.cancel.set()
         raise
@@ -183,6 +184,17 @@ async def _waited(request: Request, acquire: Awaitable[None], release: Callable[
     raise _client_left()
 
 
+async def _first(request: Request, running: Running) -> Item:
+    """A stream's first item, taken before any header is sent (its text, or its error:
+    a server still unreachable past the retry timeout is a 503); a client that leaves
+    first raises :func:`_client_left` (the caller ends the work)."""
+    first = asyncio.ensure_future(running.next())
+    if await _done_unless_gone(request, first):
+        return first.result()
+    first.cancel()
+    raise _client_left()
+
+
 async def _whole(request: Request, running: Running) -> Completion:
     """The whole completion; a client that leaves before it is done ends the work at its
     next round, and its session is closed."""
@@ -216,22 +228,22 @@ def build_app(setup: EdgeSetup, api: ApiConfig) -> FastAPI:
         where = f"{request.method} {request.url.path}"
         return error_response(ApiError(exc.status_code, f"{where}: {exc.detail}"), exc.headers)
 
-    @app.get("/v1/models")
+    @app.api_route("/v1/models", methods=list(READ_METHODS))
     async def models() -> JSONResponse:
         return JSONResponse(model_list(api.model_id, created))
 
-    @app.get("/v1/models/{name:path}")
+    @app.api_route("/v1/models/{name:path}", methods=list(READ_METHODS))
     async def model(name: str) -> JSONResponse:
         if name != api.model_id:
             return error_response(_unknown_model(name, api.model_id))
         return JSONResponse(model_entry(api.model_id, created))
 
-    @app.get("/health")
+    @app.api_route("/health", methods=list(READ_METHODS))
     async def health() -> JSONResponse:
         return JSONResponse({"status": "ok", "running": admission.running,
                              "queued": admission.queued})  # fmt: skip
 
-    @app.get("/metrics")
+    @app.api_route("/metrics", methods=list(READ_METHODS))
     async def metrics() -> Response:
         return Response(admission.metrics() + prompts.metrics(),
                         media_type="text/plain; version=0.0.4")  # fmt: skip

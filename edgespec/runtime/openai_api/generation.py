@@ -2,7 +2,9 @@
 text deltas out as rounds commit them (stop sequences cut the text and end the session),
 a client that went away (:class:`threading.Event` set) ends it at the next round, or
 within one retry backoff while the server is unreachable, and the session is closed on
-the verification server however the request ends.
+the verification server however the request ends. A server unreachable (restarting) when
+the request opens its session, or later, is retried for up to the config's
+``retry_timeout_s``, then the request is a 503.
 
 ``usage.completion_tokens`` counts the tokens of the text returned (a stop sequence, a chat
 template's end-of-turn token and what a round committed after them are not counted; an
@@ -202,7 +204,8 @@ def run_request(
     tracker = SessionTracker(wrap_verifier(_verifier(setup), config))
     session_id = f"{config.client_id}-oai-{uuid.uuid4().hex[:12]}"
     budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
-    options = DraftOptions(session_id, config.client_id, request.slo_class, progress=budget,
+    options = DraftOptions(session_id, config.client_id, request.slo_class,
+                           config.retry_timeout_s, retry_first_open=True, progress=budget,
                            cancel=cancel)  # fmt: skip
     try:
         generate(tracker, _drafter(setup), prepared.prompt_ids, prepared.sampling, options,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgespec.core.wire_limits import SEED_LIMIT, wire_float_problem
+from edgespec.runtime.openai_api.body import utf8_text
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
 from edgespec.runtime.openai_api.fields import check_fields, parse_stream
 from edgespec.runtime.openai_api.messages import Prompt, max_prompt_chars, parse_prompt
@@ -92,10 +93,12 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def decode_body(raw: bytes) -> dict[str, Any]:
     """The JSON object of a request body (its size was bounded as it was read:
-    :func:`edgespec.runtime.openai_api.body.read_body`): 400 when not a JSON object, or
-    when an object of it names a key twice (which value counts would be a guess)."""
+    :func:`edgespec.runtime.openai_api.body.read_body`): 400 when not UTF-8
+    (:func:`~edgespec.runtime.openai_api.body.utf8_text`), not a JSON object, or when an
+    object of it names a key twice (which value counts would be a guess)."""
+    text = utf8_text(raw)
     try:
-        body = json.loads(raw, object_pairs_hook=_unique_keys)
+        body = json.loads(text, object_pairs_hook=_unique_keys)
         json.dumps(body, ensure_ascii=False).encode()  # a lone surrogate ("\ud800") is no text
     except (UnicodeError, json.JSONDecodeError) as exc:
         raise invalid(f"request body is not valid JSON: {exc}", code="invalid_json") from None

@@ -146,10 +146,35 @@ def check_limits(max_new_tokens: int, limits: Limits) -> None:
                           "lower --max-new-tokens or raise --openai-max-tokens")  # fmt: skip
 
 
+def smallest_limit(servers: tuple[str, ...], verifiers: tuple[Any, ...], what: str) -> int | None:
+    """The smallest ``what`` (``max_context_tokens``, ``max_draft_tokens``: a client's
+    method asking its server's Health) the servers report, ``None`` when none says: a
+    request is held to what every server takes, as routing may send it to any. Servers
+    that differ are told in one line (one target may be served with other limits, e.g.
+    ``--llamacpp-context``); one that does not answer now is left out (it refuses beyond
+    its own limit, in the same words, if a request goes there)."""
+    from edgespec.runtime.errors import RequestError
+
+    told: dict[str, int] = {}
+    for address, verifier in zip(servers, verifiers, strict=True):
+        try:
+            limit = getattr(verifier, what)()
+        except RequestError:
+            continue
+        if limit is not None:
+            told[address] = int(limit)
+    if len(set(told.values())) > 1:
+        each = ", ".join(f"{address} {limit}" for address, limit in told.items())
+        print(f"edgespec draft: the servers' {what} differ ({each}): the endpoint keeps to "
+              f"{min(told.values())}, the smallest", file=sys.stderr)  # fmt: skip
+    return min(told.values(), default=None)
+
+
 def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int) -> EdgeSetup:
     """The shared state of every request: one client per server (and the routing policy
-    across several), the tree capped at the server's block limit, the target's context as
-    the server reached reports it (requests beyond it are refused before they run)."""
+    across several), the tree capped at the servers' block limit, the target's context as
+    the servers report it (requests beyond it are refused before they run): with several,
+    the smallest of each (:func:`smallest_limit`)."""
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.wire.grpc_client import drafter_clients
 
@@ -158,11 +183,15 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
     if len(config.servers) > 1:
         verifiers = drafter_clients(config)
         routing = build_policy("routing", config.routing.name, config.routing.params)
-    limit = verifier.max_draft_tokens() if config.tree is not None else None
+    servers = config.servers
+    limit = None
+    if config.tree is not None:
+        limit = smallest_limit(servers, verifiers, "max_draft_tokens")
     max_nodes = min(config.tree_max_nodes, limit or config.tree_max_nodes)
+    context = smallest_limit(servers, verifiers, "max_context_tokens")
     model = None if draft is None else draft.model
     return EdgeSetup(config, model, tokenizer, vocab_size, max_nodes, verifiers, routing,
-                     verifier.max_context_tokens())  # fmt: skip
+                     context)  # fmt: skip
 
 
 def serve_openai(

@@ -1,9 +1,13 @@
 """Fixtures: a loopback verification server over the tiny target, and the OpenAI-compatible
-endpoint on loopback drafting with the tiny draft, through a word-level tokenizer."""
+endpoint on loopback drafting with the tiny draft, through a word-level tokenizer; requests
+posted to it as raw bytes, and its refusals read back."""
 
 from __future__ import annotations
 
+import json
 import socket
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -44,10 +48,15 @@ def free_port() -> int:
 
 
 def endpoint(
-    address: str, draft_model: Any, tokenizer: Any, max_message_bytes: int = 4 << 20
+    address: str,
+    draft_model: Any,
+    tokenizer: Any,
+    max_message_bytes: int = 4 << 20,
+    **settings: Any,
 ) -> ApiThread:
-    """The endpoint on loopback, verifying on the server at ``address``."""
-    config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft"})
+    """The endpoint on loopback, verifying on the server at ``address``; ``settings``:
+    more DrafterConfig fields (``retry_timeout_s=1.0``, say)."""
+    config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft", **settings})
     verifier = RemoteVerifier(address, timeout_s=5.0, max_message_bytes=max_message_bytes)
     setup = EdgeSetup(config, draft_model, tokenizer, 64, 24, (verifier,))
     return ApiThread(build_app(setup, ApiConfig(MODEL, limits=LIMITS)), "127.0.0.1").start()
@@ -72,3 +81,30 @@ def client(api: ApiThread) -> Any:
     return openai.OpenAI(
         base_url=f"http://127.0.0.1:{api.port}/v1", api_key="unused", max_retries=0, timeout=60
     )
+
+
+def _post(
+    api: ApiThread, path: str, data: bytes, content_type: str = "application/json"
+) -> tuple[int, dict[str, Any], Any]:
+    """POST ``data`` to ``path``: the status, the JSON reply and the headers."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{api.port}{path}", data=data,
+        headers={"Content-Type": content_type}, method="POST",
+    )  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read()), response.headers
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read()), exc.headers
+
+
+def _error(
+    api: ApiThread, body: Any, path: str = "/v1/completions", content_type: str = "application/json"
+) -> tuple[int, dict[str, Any]]:
+    """The status and the OpenAI error of ``body`` (bytes as they are, else as JSON),
+    checked to have the OpenAI error shape."""
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    status, reply, _ = _post(api, path, raw, content_type)
+    assert set(reply) == {"error"}
+    assert set(reply["error"]) == {"message", "type", "param", "code"}
+    return status, reply["error"]

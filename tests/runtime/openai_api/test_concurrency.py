@@ -27,8 +27,7 @@ from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.conftest import start_server
-from tests.runtime.openai_api.conftest import LIMITS, MODEL, word_tokenizer
-from tests.runtime.openai_api.test_errors import _error
+from tests.runtime.openai_api.conftest import LIMITS, MODEL, _error, word_tokenizer
 
 CLIENTS = 12
 ADMITS = Concurrency(max_running=4, max_queued=4)

@@ -14,8 +14,7 @@ from edgespec.config import from_dict
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.openai_api.errors import ApiError
 from edgespec.runtime.openai_api.serve import ApiThread
-from tests.runtime.openai_api.conftest import MODEL, word_tokenizer
-from tests.runtime.openai_api.test_errors import _error
+from tests.runtime.openai_api.conftest import MODEL, _error, word_tokenizer
 
 
 def test_a_default_max_tokens_over_the_limit_is_refused_at_startup(

@@ -121,7 +121,7 @@ def test_top_p_0_keeps_only_the_most_likely_token(
     """OpenAI takes top_p in [0, 1]; 0 was a 400 here. Its limit keeps only the most likely
     token: at temperature 1 the tokens are exactly those of temperature 0, the target's
     greedy decoding, whatever the seed; below 0 and above 1 are 400s that say the range."""
-    from tests.runtime.openai_api.test_errors import _error
+    from tests.runtime.openai_api.conftest import _error
 
     expected = _oracle(target, (1, 2), 16)
     for seed in (1, 2):

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from edgespec.runtime.openai_api.serve import ApiThread
-from tests.runtime.openai_api.test_errors import _error, _post
+from tests.runtime.openai_api.conftest import _error, _post
 
 BASE = {"model": "tiny", "prompt": "w5 w6 w7", "max_tokens": 4}
 CHAT = "/v1/chat/completions"

@@ -18,9 +18,8 @@ import pytest
 
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_server import ServerThread
-from tests.runtime.openai_api.conftest import MODEL, endpoint, word_tokenizer
+from tests.runtime.openai_api.conftest import MODEL, _error, _post, endpoint, word_tokenizer
 from tests.runtime.openai_api.test_concurrency import _metrics
-from tests.runtime.openai_api.test_errors import _error, _post
 
 LONG = "w1" + " " * 998  # one token, 1,000 characters (the limit here: 64 tokens x 16)
 

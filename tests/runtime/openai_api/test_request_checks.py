@@ -20,8 +20,14 @@ from edgespec.runtime.openai_api.schema import Limits
 from edgespec.runtime.openai_api.serve import ApiThread, _setup
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_server import ServerThread
-from tests.runtime.openai_api.conftest import LIMITS, MODEL, free_port, word_tokenizer
-from tests.runtime.openai_api.test_errors import _error, _post
+from tests.runtime.openai_api.conftest import (
+    LIMITS,
+    MODEL,
+    _error,
+    _post,
+    free_port,
+    word_tokenizer,
+)
 
 CHAT = "/v1/chat/completions"
 BIG = 10**400
@@ -97,7 +103,9 @@ def test_a_chat_prompt_refused_after_tokenizing_names_messages(
 
 
 def _endpoint(address: str, draft_model: Any, context: int | None, limits: Limits) -> ApiThread:
-    config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft"})
+    """An absent server is retried for 0.5 s (30 s by default), then a 503."""
+    config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft",
+                                       "retry_timeout_s": 0.5})  # fmt: skip
     verifier = RemoteVerifier(address, timeout_s=5.0)
     setup = EdgeSetup(config, draft_model, word_tokenizer(64), 64, 24, (verifier,), None, context)
     return ApiThread(build_app(setup, ApiConfig(MODEL, limits=limits)), "127.0.0.1").start()

@@ -1,12 +1,12 @@
-"""Refusals in the OpenAI error shape with the right HTTP status: bad JSON, unknown model,
-oversized body or prompt, bad fields, no chat template, unknown routes, and a verification
-server that cannot be reached (503 with ``Retry-After``)."""
+"""Requests refused for their shape, in the OpenAI error shape with the right HTTP status:
+a body not JSON, an unknown model, an oversized body or prompt, bad fields, a chat request
+without a chat template; fields at values that change nothing are accepted. A body's media
+type and encoding: :mod:`.test_body_encoding`; routes, methods, unreachable servers and
+the ``--serve-openai`` flags: :mod:`.test_transport_errors`."""
 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,27 +15,7 @@ import pytest
 
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_server import ServerThread
-from tests.runtime.openai_api.conftest import MODEL, endpoint, free_port, word_tokenizer
-
-
-def _post(api: ApiThread, path: str, data: bytes) -> tuple[int, dict[str, Any], Any]:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{api.port}{path}", data=data,
-        headers={"Content-Type": "application/json"}, method="POST",
-    )  # fmt: skip
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read()), response.headers
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read()), exc.headers
-
-
-def _error(api: ApiThread, body: Any, path: str = "/v1/completions") -> tuple[int, dict[str, Any]]:
-    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    status, reply, _ = _post(api, path, raw)
-    assert set(reply) == {"error"}
-    assert set(reply["error"]) == {"message", "type", "param", "code"}
-    return status, reply["error"]
+from tests.runtime.openai_api.conftest import MODEL, _error, _post, endpoint, word_tokenizer
 
 
 def test_bad_json_is_400(api: ApiThread) -> None:
@@ -76,22 +56,6 @@ def test_a_window_parameter_cannot_name_a_file_on_the_device(api: ApiThread) -> 
         "edgespec.window.params.file: a request's window parameters are finite numbers or "
         "booleans, got '/etc/passwd'"
     )
-
-
-@pytest.mark.parametrize(
-    "media", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]
-)
-def test_a_body_that_does_not_say_it_is_json_is_415(api: ApiThread, media: str) -> None:
-    """What a web page may POST cross-site without a preflight starts no generation."""
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{api.port}/v1/completions", method="POST",
-        data=json.dumps({"model": MODEL, "prompt": "w1", "max_tokens": 2}).encode(),
-        headers={"Content-Type": media},
-    )  # fmt: skip
-    with pytest.raises(urllib.error.HTTPError) as info:
-        urllib.request.urlopen(request, timeout=30)
-    error = json.loads(info.value.read())["error"]
-    assert (info.value.code, error["code"]) == (415, "unsupported_media_type")
 
 
 def test_unsupported_fields_at_their_defaults_are_fine(api: ApiThread) -> None:
@@ -203,23 +167,6 @@ def test_edgespec_extension_is_accepted(client: Any) -> None:
     assert out.usage.completion_tokens == 4
 
 
-def test_unknown_route_is_an_openai_404(api: ApiThread) -> None:
-    status, error = _error(api, {}, path="/v1/embeddings")
-    assert status == 404
-    assert "POST /v1/embeddings" in error["message"]
-
-
-def test_a_wrong_method_is_an_openai_405_with_allow(api: ApiThread) -> None:
-    """The 405 once dropped the Allow header starlette gives it."""
-    try:
-        urllib.request.urlopen(f"http://127.0.0.1:{api.port}/v1/completions", timeout=30)
-        raise AssertionError("GET /v1/completions was answered")
-    except urllib.error.HTTPError as exc:
-        status, headers, reply = exc.code, exc.headers, json.loads(exc.read())
-    assert (status, headers["Allow"]) == (405, "POST")
-    assert reply["error"]["message"] == "GET /v1/completions: Method Not Allowed"
-
-
 @pytest.fixture
 def no_template(grpc_server: ServerThread, draft_model: Any) -> Iterator[ApiThread]:
     tokenizer = word_tokenizer(64, chat=False)
@@ -232,91 +179,3 @@ def test_chat_without_a_chat_template_is_400(no_template: ApiThread) -> None:
     body = {"model": MODEL, "messages": [{"role": "user", "content": "w1"}]}
     status, error = _error(no_template, body, path="/v1/chat/completions")
     assert (status, error["code"]) == (400, "chat_template_missing")
-
-
-@pytest.fixture
-def unreachable(draft_model: Any) -> Iterator[ApiThread]:
-    running = endpoint(f"127.0.0.1:{free_port()}", draft_model, word_tokenizer(64))
-    yield running
-    running.stop()
-
-
-@pytest.mark.parametrize("stream", [False, True])
-def test_unreachable_server_is_503_with_retry_after(unreachable: ApiThread, stream: bool) -> None:
-    body = {"model": MODEL, "prompt": "w1", "max_tokens": 4, "stream": stream}
-    status, reply, headers = _post(unreachable, "/v1/completions", json.dumps(body).encode())
-    assert status == 503
-    assert headers["Retry-After"] == "1"
-    assert reply["error"]["type"] == "server_error"
-    assert "verification server is unreachable" in reply["error"]["message"]
-
-
-@pytest.fixture
-def small_messages(grpc_server: ServerThread, draft_model: Any) -> Iterator[ApiThread]:
-    address = f"127.0.0.1:{grpc_server.port}"
-    running = endpoint(address, draft_model, word_tokenizer(64), max_message_bytes=300)
-    yield running
-    running.stop()
-
-
-def test_a_draft_block_over_the_message_limit_is_400_and_not_retried(
-    small_messages: ApiThread,
-) -> None:
-    """The drafter measures its message before sending: a 400 the openai client does not
-    retry (gRPC's own refusal would be RESOURCE_EXHAUSTED, a 429 it retries by itself)."""
-    client = openai.OpenAI(
-        base_url=f"http://127.0.0.1:{small_messages.port}/v1", api_key="unused", timeout=60
-    )
-    with pytest.raises(openai.BadRequestError) as info:
-        client.completions.create(model=MODEL, prompt="w1 w2", max_tokens=8, temperature=0.8)
-    message = str(info.value)
-    assert "over this client's gRPC message limit of 300 bytes" in message
-    assert "draft fewer tokens per round (--gamma)" in message
-
-
-@pytest.mark.parametrize(
-    ("extra", "message"),
-    [
-        (["--serve-openai", "nowhere"], "--serve-openai: expected HOST:PORT"),
-        (["--serve-openai", "127.0.0.1:0", "--mode", "centralized"], "drop --mode centralized"),
-        (["--serve-openai", "127.0.0.1:0", "--compare"], "--compare is for one prompt"),
-    ],
-)
-def test_draft_serve_openai_flag_errors(
-    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from edgespec.cli import main
-
-    assert main(["draft", "--server", "127.0.0.1:1", "--draft", "ngram", *extra]) == 2
-    assert message in capsys.readouterr().err
-
-
-def test_the_limit_flags_reach_the_endpoint(
-    grpc_server: ServerThread, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``--openai-max-*`` set what the endpoint refuses (the endpoint replaced by a recorder:
-    the limits themselves are tested on the app above)."""
-    from edgespec.cli import main
-    from edgespec.runtime.commands import draft as draft_command
-    from edgespec.runtime.openai_api import serve
-    from edgespec.runtime.openai_api.admission import Concurrency
-    from edgespec.runtime.openai_api.schema import Limits
-
-    seen: list[Limits] = []
-    admits: list[Concurrency] = []
-    monkeypatch.setattr(draft_command, "_tokenizer", lambda *a, **k: word_tokenizer(64))
-
-    def record(*args: Any, concurrency: Concurrency) -> int:
-        seen.append(args[-1])
-        admits.append(concurrency)
-        return 0
-
-    monkeypatch.setattr(serve, "serve_openai", record)
-    argv = ["draft", "--server", f"127.0.0.1:{grpc_server.port}", "--draft", "ngram",
-            "--serve-openai", "127.0.0.1:0"]  # fmt: skip
-    assert main(argv) == 0
-    assert main([*argv, "--openai-max-body-bytes", "1000", "--openai-max-prompt-tokens", "9",
-                 "--openai-max-tokens", "7", "--max-new-tokens", "7",
-                 "--openai-max-concurrent", "3", "--openai-max-queued", "0"]) == 0  # fmt: skip
-    assert seen == [Limits(), Limits(1000, 9, 7)]
-    assert admits == [Concurrency.for_device(), Concurrency(3, 0)]
