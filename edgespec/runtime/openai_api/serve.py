@@ -170,11 +170,32 @@ def smallest_limit(servers: tuple[str, ...], verifiers: tuple[Any, ...], what: s
     return min(told.values(), default=None)
 
 
+def check_one_model(servers: tuple[str, ...], verifiers: tuple[Any, ...]) -> None:
+    """Every server that answers serves one model, the same target name and vocabulary
+    (the endpoint offers one model id, and routing may send a request to any): servers
+    that differ are a :class:`UserInputError` naming each; one that does not answer now is
+    left out."""
+    from edgespec.runtime.errors import RequestError
+
+    told: dict[str, tuple[str | None, int]] = {}
+    for address, verifier in zip(servers, verifiers, strict=True):
+        try:
+            told[address] = (verifier.target_name(), verifier.vocab_size())
+        except RequestError:
+            continue
+    if len(set(told.values())) > 1:
+        each = ", ".join(f"{address} {name or 'unnamed'} of {vocab} tokens"
+                         for address, (name, vocab) in told.items())  # fmt: skip
+        raise UserInputError(f"--server: the servers serve different targets ({each}); the "
+                             "endpoint serves one model: give servers of one target")  # fmt: skip
+
+
 def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int) -> EdgeSetup:
     """The shared state of every request: one client per server (and the routing policy
     across several), the tree capped at the servers' block limit, the target's context as
     the servers report it (requests beyond it are refused before they run): with several,
-    the smallest of each (:func:`smallest_limit`)."""
+    the smallest of each (:func:`smallest_limit`); several must serve one model
+    (:func:`check_one_model`)."""
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.wire.grpc_client import drafter_clients
 
@@ -182,6 +203,7 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
     routing = None
     if len(config.servers) > 1:
         verifiers = drafter_clients(config)
+        check_one_model(config.servers, verifiers)
         routing = build_policy("routing", config.routing.name, config.routing.params)
     servers = config.servers
     limit = None

@@ -1,9 +1,10 @@
-"""The endpoint over several verification servers holds every request to what all of them
-take, as routing may send it to any: the smallest context (and, with ``--tree``, the
-smallest ``max_draft_tokens``) the servers' Health reports, said in one line when they
-differ; a server that does not answer at start is left to refuse beyond its own. It took
-both from the one server routed to at start. In-process fakes stand for the servers'
-clients (``grpc_client.RemoteVerifier``)."""
+"""The endpoint over several verification servers serves one model (servers of different
+targets or vocabularies are refused at start, naming each), and holds every request to
+what all of them take, as routing may send it to any: the smallest context (and, with
+``--tree``, the smallest ``max_draft_tokens``) the servers' Health reports, said in one
+line when they differ; a server that does not answer at start is left to refuse beyond
+its own. It took both from the one server routed to at start. In-process fakes stand for
+the servers' clients (``grpc_client.RemoteVerifier``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any, ClassVar
 import pytest
 
 from edgespec.config import from_dict
+from edgespec.errors import UserInputError
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
@@ -43,6 +45,16 @@ class FakeClient:
 
     def max_draft_tokens(self) -> int | None:
         return self._said("max_draft_tokens")
+
+    def target_name(self) -> str | None:
+        if "target" not in self.LIMITS[self.address]:
+            self._said("max_context_tokens")  # down, or the default model
+            return MODEL
+        return self.LIMITS[self.address]["target"]  # type: ignore[return-value]
+
+    def vocab_size(self) -> int:
+        said = self._said("vocab_size") if "vocab_size" in self.LIMITS[self.address] else 64
+        return 64 if said is None else said
 
 
 def _setup_over(
@@ -114,4 +126,28 @@ def test_a_tree_is_capped_at_the_smallest_draft_limit(
     assert capsys.readouterr().err == (
         "edgespec draft: the servers' max_draft_tokens differ (127.0.0.1:1 32, 127.0.0.1:2 8): "
         "the endpoint keeps to 8, the smallest\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("second", "told"),
+    [
+        ({"target": "other-model"}, "127.0.0.2:2 other-model of 64 tokens"),
+        ({"vocab_size": 65}, "127.0.0.2:2 tiny of 65 tokens"),
+        ({"target": None}, "127.0.0.2:2 unnamed of 64 tokens"),
+    ],
+    ids=["target", "vocabulary", "unnamed"],
+)
+def test_servers_of_different_targets_are_refused_naming_each(
+    monkeypatch: pytest.MonkeyPatch, second: dict[str, Any], told: str
+) -> None:
+    limits = {"127.0.0.1:1": {"max_context_tokens": 4096, "max_draft_tokens": 32},
+              "127.0.0.2:2": {"max_context_tokens": 4096, "max_draft_tokens": 32, **second},
+              "127.0.0.3:3": {"max_context_tokens": RequestError(ErrorCode.UNAVAILABLE, "down"),
+                              "max_draft_tokens": 32}}  # fmt: skip
+    with pytest.raises(UserInputError) as raised:
+        _setup_over(monkeypatch, limits)
+    assert str(raised.value) == (
+        f"--server: the servers serve different targets (127.0.0.1:1 {MODEL} of 64 tokens, "
+        f"{told}); the endpoint serves one model: give servers of one target"
     )
