@@ -60,6 +60,7 @@ class Outcome(Enum):
     QUICK = "not comparable (quick run)"
     NOT_JUDGED = "not judged"
     SETTING = "setting, not a claim"
+    BY_CONSTRUCTION = "hold by construction, not judged"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,12 @@ class ClaimRow:
     """Non-empty for a row whose number a chosen input fixes (a setting shown beside the
     paper's, not a claim): which input fixes it. Such a row is never judged: its outcome is
     :attr:`Outcome.SETTING` whatever its verdicts, so it cannot pass or fail."""
+    by_construction: str = ""
+    """Non-empty for a row whose verdict the model's construction decides, so that no run
+    could come out otherwise (an input the compared quantity does not read, a monotone
+    model fed a fixed order): why. Its numbers are shown; its outcome is
+    :attr:`Outcome.BY_CONSTRUCTION`, counted apart from the rows that hold: a verdict that
+    cannot fail is no evidence."""
 
     @property
     def holds(self) -> bool:
@@ -103,6 +110,8 @@ class ClaimRow:
         is not judged."""
         if self.setting:
             return Outcome.SETTING
+        if self.by_construction:
+            return Outcome.BY_CONSTRUCTION
         if self.direction_ok is False:
             return Outcome.MISS
         if self.quick_magnitude:
@@ -144,6 +153,8 @@ class ClaimRow:
     def verdict(self) -> str:
         if self.setting:
             return f"setting: {self.setting}"
+        if self.by_construction:
+            return f"by construction: {self.by_construction}"
         magnitude = mark(self.magnitude_ok) + (" (quick run)" if self.quick_magnitude else "")
         return f"direction {mark(self.direction_ok)}, magnitude {magnitude}"
 
@@ -163,8 +174,10 @@ class Finding:
         return f"- **{self.claims}** ({self.cause.value}): {self.line} Shown by: {self.shown_by}."
 
 
-_UNEXPLAINED = (Outcome.HOLDS, Outcome.NOT_JUDGED, Outcome.SETTING)
-"""Outcomes that need no cause: nothing failed, nothing was judged, or nothing could be."""
+_UNEXPLAINED = (Outcome.HOLDS, Outcome.NOT_JUDGED, Outcome.SETTING, Outcome.BY_CONSTRUCTION)
+"""Outcomes that need no cause: nothing failed, nothing was judged, or nothing could fail."""
+UNJUDGED = (Outcome.SETTING, Outcome.BY_CONSTRUCTION)
+"""Outcomes of rows whose verdicts are shown as reasons, never as marks: nothing could fail."""
 
 
 def mark(ok: bool | None) -> str:
@@ -196,7 +209,8 @@ def headline(rows: Sequence[ClaimRow]) -> str:
     compared, and the rows not judged, where there are any)."""
     counts = Counter(r.outcome for r in rows)
     shown = [Outcome.HOLDS, Outcome.DIRECTION_ONLY, Outcome.MISS]
-    shown += [o for o in (Outcome.QUICK, Outcome.NOT_JUDGED, Outcome.SETTING) if counts[o]]
+    apart = (Outcome.QUICK, Outcome.NOT_JUDGED, Outcome.SETTING, Outcome.BY_CONSTRUCTION)
+    shown += [o for o in apart if counts[o]]
     noun = "row" if len(rows) == 1 else "rows"
     return f"{len(rows)} {noun}: " + ", ".join(f"{counts[o]} {o.value}" for o in shown)
 
@@ -206,7 +220,9 @@ OUTCOMES_EXPLAINED = (
     "the tolerance where it is compared); it holds in direction only when the direction is "
     "right and the magnitude is not; it misses when the direction is wrong, or when the "
     "magnitude is outside the tolerance and no direction is judged. A row whose number a "
-    "chosen input fixes is a setting, shown beside the paper's and never judged. Every row "
+    "chosen input fixes is a setting, shown beside the paper's and never judged; one whose "
+    "verdict the model's construction decides (no run could come out otherwise) holds by "
+    "construction, shown and not judged. Every row "
     "that misses or holds in direction only says why: a cause class ("
     + "; ".join(c.value for c in Cause)
     + f") and one line, or “{UNKNOWN_CAUSE}”."

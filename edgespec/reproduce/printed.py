@@ -1,6 +1,7 @@
 """The claims table as printed on the terminal (``edgespec reproduce`` prints it after
-writing REPORT.md): claim, what, paper, edgespec and verdict columns fitted to the
-terminal's width with words kept whole, each row's cause on a line of its own under it."""
+writing REPORT.md): claim, what, paper, edgespec, tolerance and verdict columns fitted to
+the terminal's width with words kept whole, each row's cause on a line of its own under it.
+A setting's or a by-construction row's verdict column shows no marks: nothing was judged."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from edgespec.reproduce.claims import QUICK_PRINTED, ClaimRow, Outcome, headline, mark
+from edgespec.reproduce.claims import QUICK_PRINTED, UNJUDGED, ClaimRow, Outcome, headline, mark
 
-_COLUMNS = ("claim", "what", "paper", "edgespec", "verdict")
+_COLUMNS = ("claim", "what", "paper", "edgespec", "tolerance", "verdict")
 _GAP = 2
 """Spaces between two columns of the printed table."""
 _SHORT = {
@@ -24,13 +25,15 @@ _SHORT = {
     Outcome.QUICK: "quick run",
     Outcome.NOT_JUDGED: "not judged",
     Outcome.SETTING: "setting",
+    Outcome.BY_CONSTRUCTION: "by construction",
 }
 """The outcome in the printed table's verdict column."""
 
 
 def _terminal_cells(r: ClaimRow) -> tuple[str, ...]:
-    marks = f"{mark(r.direction_ok)} {mark(r.magnitude_ok)}"
-    return (r.claim_id, r.what, r.paper, r.ours, f"{marks} {_SHORT[r.outcome]}")
+    short = _SHORT[r.outcome]
+    marks = "" if r.outcome in UNJUDGED else f"{mark(r.direction_ok)} {mark(r.magnitude_ok)} "
+    return (r.claim_id, r.what, r.paper, r.ours, r.tolerance, marks + short)
 
 
 def _longest_word(text: str) -> int:
@@ -71,9 +74,10 @@ def _grid_row(cells: Sequence[str], widths: Sequence[int], style: str = "") -> T
 def claims_renderable(
     rows: Sequence[ClaimRow], width: int, *, quick: bool = False
 ) -> RenderableType:
-    """The claims as a table of claim / what / paper / edgespec / verdict ``width`` columns
-    wide, words kept whole; under each row that does not hold, its cause on a line of its
-    own. Where the longest words do not fit side by side, each row's cells stack."""
+    """The claims as a table of claim / what / paper / edgespec / tolerance / verdict,
+    ``width`` columns wide, words kept whole; under each row that does not hold, its cause
+    on a line of its own. Where the longest words do not fit side by side, each row's cells
+    stack."""
     title = "claims: paper vs edgespec" + (" (quick run)" if quick else "")
     parts: list[RenderableType] = [
         Text(title, style="bold"),

@@ -286,23 +286,3 @@ def test_printed_table_stacks_its_cells_when_the_words_cannot_sit_side_by_side()
     assert max(len(line) for line in lines) <= 80
     assert _split_words(rows, lines) == []
     assert "quick run" in lines[0] and "edgespec: " + word in "\n".join(lines)
-
-
-def test_a_setting_is_shown_but_never_judged(tmp_path: Path) -> None:
-    """A row whose number a chosen input fixes cannot pass or fail: whatever its verdicts,
-    its outcome is a setting, it needs no cause, and the headline counts it apart."""
-    failing = ClaimRow("D2", "absolute throughput", "25.1", "25.8", "±50%", None, False)
-    passing = replace(failing, magnitude_ok=True)
-    for row in (failing, passing):
-        shown = replace(row, setting="the arrival rate was chosen to give it")
-        assert shown.outcome is Outcome.SETTING
-        assert shown.why == "" and shown.cause is None
-        assert shown.verdict == "setting: the arrival rate was chosen to give it"
-    rows = [replace(failing, setting="the arrival rate"), replace(passing, what="other")]
-    assert (
-        headline(rows) == "2 rows: 1 hold, 0 hold in direction only, 0 miss, 1 setting, not a claim"
-    )
-    write_report(tmp_path / "R.md", "t", "cmd", rows, [], [])
-    text = (tmp_path / "R.md").read_text()
-    assert "| setting: the arrival rate | setting, not a claim |" in text
-    assert "have no known cause" not in text
