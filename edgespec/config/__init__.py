@@ -14,7 +14,13 @@ a string; unique keys; bounded depth and alias expansion), :mod:`.convert` (a ma
 into a dataclass), :mod:`.spec` (:class:`PolicySpec`).
 """
 
-from edgespec.config.convert import field_type, from_dict, load_config, type_text
+from edgespec.config.convert import (
+    default_policy_names,
+    field_type,
+    from_dict,
+    load_config,
+    type_text,
+)
 from edgespec.config.errors import (
     ConfigError,
     ConfigFileError,
@@ -45,6 +51,7 @@ __all__ = [
     "apply_overrides",
     "at_field",
     "check_repeats",
+    "default_policy_names",
     "dump_yaml",
     "field_type",
     "from_dict",

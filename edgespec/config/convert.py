@@ -16,6 +16,7 @@ from edgespec.config.errors import ConfigError
 from edgespec.config.files import read_yaml
 from edgespec.config.locate import located_in
 from edgespec.config.overrides import apply_overrides
+from edgespec.config.spec import PolicySpec
 from edgespec.errors import did_you_mean
 
 T = TypeVar("T")
@@ -150,13 +151,30 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
 
 
 def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequence[str] = ()) -> T:
-    """Load ``cls`` from an optional YAML file plus CLI overrides; defaults fill the rest.
+    """Load ``cls`` from an optional YAML file plus CLI overrides; defaults fill the rest,
+    a policy given its params alone its default name too (:func:`default_policy_names`).
     An error at a field the file gives (and no override sets) starts with ``file:line``."""
     if path is None:
-        return from_dict(cls, apply_overrides({}, overrides))
+        return from_dict(cls, default_policy_names(cls, apply_overrides({}, overrides)))
     data = read_yaml(path)
     with located_in(Path(path), overrides):
-        return from_dict(cls, apply_overrides(data, overrides))
+        return from_dict(cls, default_policy_names(cls, apply_overrides(data, overrides)))
+
+
+def default_policy_names(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a mapping for dataclass ``cls``) with the default policy's name put in each
+    policy field (a :class:`PolicySpec` with a default) given without a name: only its
+    params (``window.params.gamma=3``) set the default policy's params."""
+    hints = _type_hints(cls)
+    for field in dataclasses.fields(cls):
+        given = data.get(field.name)
+        if hints[field.name] is not PolicySpec or not isinstance(given, dict) or "name" in given:
+            continue
+        if field.default_factory is not dataclasses.MISSING:
+            given["name"] = field.default_factory().name
+        elif isinstance(field.default, PolicySpec):
+            given["name"] = field.default.name
+    return data
 
 
 def field_type(cls: type, keys: Sequence[str]) -> Any:

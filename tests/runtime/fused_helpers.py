@@ -1,14 +1,38 @@
-"""Test window policies for per-round fused/distributed switching."""
+"""Test window policies for per-round fused/distributed switching, and a drafter's request
+to a loopback server (:func:`generate_at`)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
+from edgespec.core.types import SamplingParams
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
+from edgespec.policies.window import StaticWindow
+from edgespec.runtime.backends.ngram import NgramDrafter
+from edgespec.runtime.edge.drafter import DraftOptions, GenerationResult, generate
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
 FUSED_GAMMA = 4
 DISTRIBUTED_GAMMA = 2
+
+PROMPT = (5, 6, 7, 8, 9)
+GREEDY = SamplingParams(max_new_tokens=16)
+ALWAYS_FUSED = StaticWindow(3, fused=True)
+
+
+def generate_at(port: int, session_id: str, window: Any, drafter: Any = None) -> GenerationResult:
+    """:data:`PROMPT` generated (:data:`GREEDY`) against the server at ``port`` under
+    ``window``, drafted by ``drafter`` (default: prompt lookup)."""
+    return generate(
+        RemoteVerifier(f"127.0.0.1:{port}"),
+        drafter if drafter is not None else NgramDrafter(),
+        PROMPT,
+        GREEDY,
+        DraftOptions(session_id=session_id),
+        window,
+    )
 
 
 class ScriptedWindow:

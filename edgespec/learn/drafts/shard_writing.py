@@ -27,12 +27,14 @@ def write_shards(
     make_batch: Callable[[int], dict[str, Any]],
     progress: Callable[[int, int, float], None] | None = None,
     deadline_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> int:
     """Write ``make_batch(i)`` to ``out_dir/shard_{i:05d}.pt`` for every batch whose shard is
     missing (resume), each whole or not at all; returns batches done. A present shard is
     whole; the temporary files of runs that were killed outright are removed first
-    (:func:`remove_leftover_temporaries`). ``deadline_s`` (a ``time.monotonic()`` value)
-    stops cleanly after the batch that crosses it."""
+    (:func:`remove_leftover_temporaries`). ``deadline_s`` (a ``clock()`` value) stops
+    cleanly after the batch that crosses it; ``progress`` gets each batch written, of how
+    many, and its seconds by ``clock``."""
     import torch
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -43,13 +45,13 @@ def write_shards(
         if shard.is_file():
             done += 1
             continue
-        if deadline_s is not None and time.monotonic() > deadline_s:
+        if deadline_s is not None and clock() > deadline_s:
             break
-        start = time.monotonic()
+        start = clock()
         write_atomically(shard, functools.partial(torch.save, make_batch(index)))
         done += 1
         if progress is not None:
-            progress(index + 1, num_batches, time.monotonic() - start)
+            progress(index + 1, num_batches, clock() - start)
     return done
 
 

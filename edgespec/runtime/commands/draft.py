@@ -42,19 +42,18 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
-def _routed_verifier(config: Any) -> Any:
-    """A client of ``config.server``, or of the server ``config.routing`` picks from them."""
+def _routed_verifier(config: Any, routing: Any) -> Any:
+    """A client of ``config.server``, or of the server ``routing`` (``config.routing``'s
+    policy) picks from them."""
     import numpy as np
 
-    from edgespec.policies.registry import build_policy_at
     from edgespec.runtime.edge.routing import route
     from edgespec.runtime.wire.grpc_client import drafter_clients
 
     verifiers = drafter_clients(config)
     if len(verifiers) == 1:
         return verifiers[0]
-    policy = build_policy_at("routing", "routing", config.routing)
-    choice = route(verifiers, policy, np.random.default_rng())
+    choice = route(verifiers, routing, np.random.default_rng())
     for index in choice.unreachable:
         print(f"edgespec draft: server {config.servers[index]} did not answer", file=sys.stderr)
     load = next(x for x in choice.loads if x.server_id == choice.server_index)
@@ -95,14 +94,15 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("verification", f"{identical}; semantic is lossy")
     # an error at window.name (--window) or at window.params... (--set, or --gamma)
     window = build_policy_at("window", "window", config.window)
+    routing = build_policy_at("routing", "routing", config.routing)  # before anything connects
     check_tree_depth(config.tree, window)
     placement = draft_placement(args)
     pin_to_cpus(args.cpus)
     if args.serve_openai is not None:
-        return _serve_openai(args, config, stop, placement, say)
+        return _serve_openai(args, config, routing, stop, placement, say)
     if args.mode == "distributed" and config.draft != "ngram":
         resolve_model(config.draft)  # an unknown draft is named before the server is reached
-    verifier, vocab_size = _connect(config, say)
+    verifier, vocab_size = _connect(config, routing, say)
     prompt, tokenizer, draft = _prompt_and_models(args, config, verifier, placement, say)
     run = DraftRun(config, verifier, prompt, tokenizer, args.seed)
     if args.compare:
@@ -118,11 +118,11 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _connect(config: Any, say: Stages) -> tuple[Any, int]:
-    """The verifier (said as it is reached) and its vocabulary size: the server is reached
-    before anything loads."""
+def _connect(config: Any, routing: Any, say: Stages) -> tuple[Any, int]:
+    """The verifier (said as it is reached; ``routing`` picks one of several) and its
+    vocabulary size: the server is reached before anything loads."""
     say(f"connecting to {', '.join(config.servers)}")
-    verifier = _routed_verifier(config)
+    verifier = _routed_verifier(config, routing)
     return verifier, verifier.vocab_size()
 
 
@@ -149,7 +149,7 @@ def _prompt_and_models(
 
 
 def _serve_openai(
-    args: argparse.Namespace, config: Any, stop: Any, placement: Any, say: Stages
+    args: argparse.Namespace, config: Any, routing: Any, stop: Any, placement: Any, say: Stages
 ) -> int:
     """``--serve-openai``: the flags checked, the server reached, the draft and tokenizer
     loaded (each said as it starts), then the endpoint served until interrupted
@@ -165,7 +165,7 @@ def _serve_openai(
     serve.check_limits(config.max_new_tokens, limits)
     concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued)
     ensure_port_free(host, port)  # before the server is reached or the draft loads
-    verifier, vocab_size = _connect(config, say)
+    verifier, vocab_size = _connect(config, routing, say)
     draft = _load_draft(config, args, placement, say)
     tokenizer = _tokenizer(args, config, verifier, draft, True, say)
     return serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size,

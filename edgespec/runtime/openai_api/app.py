@@ -21,7 +21,13 @@ from starlette.requests import ClientDisconnect
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.admission import Admission, Concurrency
 from edgespec.runtime.openai_api.body import check_content_type, read_body
-from edgespec.runtime.openai_api.errors import ApiError, clip, from_request_error, shown
+from edgespec.runtime.openai_api.errors import (
+    ApiError,
+    clip,
+    from_request_error,
+    json_response,
+    shown,
+)
 from edgespec.runtime.openai_api.generation import (
     Completion,
     EdgeSetup,
@@ -92,10 +98,9 @@ def api_error(exc: BaseException) -> ApiError:
 
 
 def error_response(exc: BaseException, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    """``exc``'s OpenAI error body, with its headers and ``headers`` (an ``Allow``, say)."""
-    error = api_error(exc)
-    return JSONResponse(error.body(), status_code=error.status,
-                        headers={**error.headers(), **(headers or {})})  # fmt: skip
+    """``exc``'s OpenAI error response (:func:`.errors.json_response`), with its headers and
+    ``headers`` (an ``Allow``, say)."""
+    return json_response(api_error(exc), headers)
 
 
 async def _body(request: Request, limits: Limits) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from edgespec.runtime.openai_api.errors import RETRY_AFTER_S, ApiError
+from edgespec.runtime.openai_api.errors import RETRY_AFTER_S, ApiError, json_response
 from edgespec.runtime.openai_api.http_connection import (
     MAX_HEAD_BYTES,
     CheckedConnection,
@@ -82,9 +82,9 @@ class WithoutInvalidRequestLines(logging.Logger):
 
 
 def _closing_response(error: ApiError) -> JSONResponse:
-    """``error``'s response, closing its connection: its body serialised as the app's error
-    bodies are (one ``JSONResponse``: compact, UTF-8), so every refusal reads the same."""
-    return JSONResponse(error.body(), error.status, {**error.headers(), "Connection": "close"})
+    """``error``'s response, closing its connection: built as the app's error responses are
+    (:func:`.errors.json_response`), so every refusal reads the same."""
+    return json_response(error, {"Connection": "close"})
 
 
 def raw_response(error: ApiError) -> bytes:

@@ -1,9 +1,13 @@
 """Failures as OpenAI error bodies: ``{"error": {"message", "type", "param", "code"}}``
-with the HTTP status an OpenAI client expects (400, 404, 413, 503 with ``Retry-After``)."""
+with the HTTP status an OpenAI client expects (400, 404, 413, 503 with ``Retry-After``),
+each response built one way (:func:`json_response`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+from starlette.responses import JSONResponse
 
 from edgespec.runtime.edge.progress import NoProgress
 from edgespec.runtime.errors import ErrorCode, RequestError, context_refusal_numbers
@@ -57,6 +61,14 @@ class ApiError(Exception):
 
     def headers(self) -> dict[str, str]:
         return {} if self.retry_after_s is None else {"Retry-After": str(self.retry_after_s)}
+
+
+def json_response(error: ApiError, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """``error``'s response, the app's and those sent before it alike: its status, its body
+    serialised one way (compact JSON, UTF-8), its headers and ``headers`` (an ``Allow``, a
+    ``Connection: close``)."""
+    return JSONResponse(error.body(), status_code=error.status,
+                        headers={**error.headers(), **(headers or {})})  # fmt: skip
 
 
 def invalid(message: str, param: str | None = None, code: str | None = None) -> ApiError:

@@ -83,11 +83,9 @@ class ServerConfig:
         self.placement()
         self._validate_semantic()
         if self.cloud_only_draft_pass and self.fused_rounds != "cloud_only":
-            raise ConfigError(
-                "cloud_only_draft_pass",
-                f"needs fused_rounds cloud_only (--fused-rounds cloud_only), got "
-                f"{self.fused_rounds}",
-            )
+            got = f"cloud_only, got {self.fused_rounds}"
+            raise ConfigError("cloud_only_draft_pass", f"needs fused_rounds {got}",
+                              flag_message=f"needs --fused-rounds {got}")  # fmt: skip
         for i, token in enumerate(self.auth_tokens):
             if not token.strip():
                 raise ConfigError(
@@ -102,9 +100,9 @@ class ServerConfig:
         if self.prometheus_port is not None and not 1 <= self.prometheus_port <= 65535:
             raise ConfigError("prometheus_port", f"must be in 1..65535, got {self.prometheus_port}")
         if self.prometheus_port is not None and self.prometheus_port == self.port:
-            raise ConfigError(
-                "prometheus_port", f"must differ from port (the gRPC server's), got {self.port}"
-            )
+            why = f"(the gRPC server's), got {self.port}"
+            raise ConfigError("prometheus_port", f"must differ from port {why}",
+                              flag_message=f"must differ from --port {why}")  # fmt: skip
         self._validate_limits()
         if not (math.isfinite(self.session_timeout_s) and self.session_timeout_s > 0):
             raise ConfigError(
@@ -180,8 +178,9 @@ def check_tls_pair(cert_path: str, key_path: str) -> None:
     try:
         context.load_cert_chain(cert_path, key_path)
     except ssl.SSLError as exc:
+        problem = f"are not a PEM certificate and its matching private key ({exc.reason or exc})"
         raise ConfigError(
             "tls_cert",
-            f"tls_cert {cert_path} and tls_key {key_path} are not a PEM certificate and its "
-            f"matching private key ({exc.reason or exc})",
+            f"tls_cert {cert_path} and tls_key {key_path} {problem}",
+            flag_message=f"--tls-cert {cert_path} and --tls-key {key_path} {problem}",
         ) from exc

@@ -111,3 +111,35 @@ def test_temporary_files_of_gone_writers_are_removed_never_read(tmp_path: Path) 
         "shard_00002.pt",
     ]
     assert [len(s.output_ids) for s in load_shards(tmp_path)] == [1, 2, 3]
+
+
+class _FakeClock:
+    """A clock that moves only when a batch is made: each takes ``batch_s``."""
+
+    def __init__(self, batch_s: float) -> None:
+        self.now_s, self.batch_s = 0.0, batch_s
+
+    def __call__(self) -> float:
+        return self.now_s
+
+    def made(self, index: int) -> dict[str, list[torch.Tensor]]:
+        self.now_s += self.batch_s
+        return _batch(index)
+
+
+def test_the_deadline_stops_after_the_batch_that_crosses_it_by_the_clock_given(
+    tmp_path: Path,
+) -> None:
+    """Batches of 1.5 s against a deadline at 2.5 s: batch 0 ends at 1.5, batch 1 (started
+    before the deadline) at 3.0, past it: no batch 2. Each batch's seconds as ``clock``
+    counts them, exactly (they were ``time.monotonic()``'s, whatever was passed)."""
+    clock = _FakeClock(batch_s=1.5)
+    seen: list[tuple[int, int, float]] = []
+    done = write_shards(tmp_path, 4, clock.made, lambda *p: seen.append(p), 2.5, clock)
+    assert done == 2
+    assert seen == [(1, 4, 1.5), (2, 4, 1.5)]
+    assert _names(tmp_path) == ["shard_00000.pt", "shard_00001.pt"]
+    # resumed at 3.0 s: the shards present count, and a deadline at the clock's time is
+    # not crossed yet (one more batch), one just before it is
+    assert write_shards(tmp_path, 4, clock.made, deadline_s=2.9, clock=clock) == 2
+    assert write_shards(tmp_path, 4, clock.made, deadline_s=3.0, clock=clock) == 3

@@ -86,6 +86,14 @@ def test_baseline_requests_carry_the_flags(
     assert (s.seed, s.max_new_tokens, s.temperature) == (11, 7, 0.5)
 
 
+def test_window_params_alone_set_the_default_static_window(fake: list[FakeVerifier]) -> None:
+    """Was ``config field 'window.name': required field is missing``."""
+    args = ["draft", "--prompt-ids", "1", "--mode", "fused", "--set", "window.params.gamma=3"]
+    assert main(args) == 0
+    ((_, fused, gamma),) = fake[0].asked
+    assert (fused, gamma) == (True, 3)
+
+
 def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
     args = ["draft", "--prompt-ids", "1", "--mode", "centralized", "--gamma", "6"]
     assert main(args) == 0
@@ -175,19 +183,6 @@ def test_flag_mistakes_exit_2_before_any_request(
 ) -> None:
     assert main([*BASE, *flags]) == 2
     assert capsys.readouterr().err.strip() == f"edgespec draft: {message}"
-    assert all(not v.asked for v in fake)
-
-
-def test_routing_params_set_with_routing_are_named_by_their_field(
-    fake: list[FakeVerifier], capsys: pytest.CaptureFixture[str]
-) -> None:
-    """Was ``--routing: ...``: ``--routing`` names the policy, ``--set`` gave its params."""
-    flags = ["--prompt-ids", "1", "--server", "127.0.0.1:2", "--routing", "jsq"]
-    assert main([*BASE, *flags, "--set", "routing.params.x=1"]) == 2
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        "edgespec draft: config field 'routing.params': routing policy 'jsq' has no "
-        "parameter(s) ['x']; known: []"
-    )
     assert all(not v.asked for v in fake)
 
 

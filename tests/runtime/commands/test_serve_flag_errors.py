@@ -155,10 +155,13 @@ def test_the_round_log_is_closed_when_the_server_fails(
             ["--window", "static", "--window-params", "3"],
             "--window-params must be a JSON object, got 3",
         ),
-        (
+        (  # was "needs fused_rounds cloud_only (--fused-rounds cloud_only)": field and flag
             ["--draft", "ngram", "--cloud-only-draft-pass"],
-            "--cloud-only-draft-pass: needs fused_rounds cloud_only "
-            "(--fused-rounds cloud_only), got colocated",
+            "--cloud-only-draft-pass: needs --fused-rounds cloud_only, got colocated",
+        ),
+        (  # was "must differ from port": the field's name, not its flag
+            ["--prometheus-port", "50051"],
+            "--prometheus-port: must differ from --port (the gRPC server's), got 50051",
         ),
         (
             ["--fused-rounds", "cloud_only", "--cloud-only-draft-pass"],

@@ -12,7 +12,7 @@ import pytest
 
 from edgespec.runtime.openai_api.app import error_response
 from edgespec.runtime.openai_api.connections import raw_response
-from edgespec.runtime.openai_api.errors import ApiError, clip
+from edgespec.runtime.openai_api.errors import ApiError, clip, json_response
 from edgespec.runtime.openai_api.http_connection import head_too_large, malformed
 from edgespec.runtime.openai_api.serve import ApiThread
 from tests.runtime.openai_api.conftest import MODEL
@@ -55,6 +55,24 @@ def test_a_known_error_has_the_same_bytes_raw_and_from_the_app() -> None:
     )
     assert raw_response(error) == head + expected
     assert bytes(error_response(error).body) == expected
+
+
+def test_the_app_and_the_raw_responses_are_built_by_one_function() -> None:
+    """Were two ``JSONResponse`` constructions (the app's :func:`.app.error_response`, the
+    raw :func:`.connections.raw_response`): status, headers (in order) and body of both are
+    :func:`.errors.json_response`'s."""
+    error = ApiError(429, "slow down", kind="rate_limit_error", code="busy", retry_after_s=1)
+    app, built = error_response(error, {"Allow": "GET"}), json_response(error, {"Allow": "GET"})
+    assert (app.status_code, app.raw_headers, bytes(app.body)) == (
+        built.status_code,
+        built.raw_headers,
+        bytes(built.body),
+    )
+    assert built.raw_headers[:2] == [(b"retry-after", b"1"), (b"allow", b"GET")]
+    closing = json_response(error, {"Connection": "close"})
+    fields = b"".join(name + b": " + value + b"\r\n" for name, value in closing.raw_headers)
+    head = b"HTTP/1.1 429 Too Many Requests\r\n" + fields + b"\r\n"
+    assert raw_response(error) == head + bytes(closing.body)
 
 
 @pytest.mark.parametrize(

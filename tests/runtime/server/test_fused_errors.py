@@ -1,56 +1,26 @@
-"""Fused runs: refused requests (no co-located draft, a verifier that cannot run them,
-a bad prefix or γ), a broken server window policy, the server without a window policy,
-and ``edgespec serve --window``."""
+"""Fused runs refused: a request the server cannot run (no co-located draft, a verifier
+without fused runs), a bad prefix, γ or history count, and the server-side baselines' fused
+mode without a draft or with a γ out of range; each with its exact code and message, the
+session or server serving on."""
 
 from __future__ import annotations
-
-import threading
-from typing import Any
 
 import grpc
 import pytest
 
-from edgespec.cli import build_parser
-from edgespec.core.types import SamplingParams
-from edgespec.errors import UserInputError
 from edgespec.policies.history_snapshot import HistorySnapshot
-from edgespec.policies.interfaces import WindowDecision, WindowObservation
-from edgespec.policies.window import DynamicWindow, StaticWindow
+from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.backends.transformers_draft import TransformersDraft
-from edgespec.runtime.commands.serve import window_from_args
-from edgespec.runtime.edge.drafter import DraftOptions, GenerationResult, generate
-from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.errors import ErrorCode
 from edgespec.runtime.messages import FusedCall, SessionSpec
 from edgespec.runtime.wire.codec import pb
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_common import pb_grpc
 from edgespec.runtime.wire.inprocess import speculative_generate, target_greedy_decode
+from tests.runtime.bad_cases import raises_request_error
 from tests.runtime.conftest import ServerFactory, start_server
-from tests.runtime.fused_helpers import ScriptedWindow
-from tests.runtime.server.test_fused_switching import _check_decisions
-
-PROMPT = (5, 6, 7, 8, 9)
-GREEDY = SamplingParams(max_new_tokens=16)
-ALWAYS_FUSED = StaticWindow(3, fused=True)
-
-
-def _generate(port: int, session_id: str, window: Any, drafter: Any = None) -> GenerationResult:
-    return generate(
-        RemoteVerifier(f"127.0.0.1:{port}"),
-        drafter if drafter is not None else NgramDrafter(),
-        PROMPT,
-        GREEDY,
-        DraftOptions(session_id=session_id),
-        window,
-    )
-
-
-def _refused(code: ErrorCode, message: str, fn: Any, *args: Any) -> None:
-    with pytest.raises(RequestError) as info:
-        fn(*args)
-    assert (info.value.code, info.value.message) == (code, message)
+from tests.runtime.fused_helpers import ALWAYS_FUSED, GREEDY, PROMPT, generate_at
 
 
 def test_a_fused_request_to_a_server_without_a_draft_is_refused(
@@ -58,23 +28,23 @@ def test_a_fused_request_to_a_server_without_a_draft_is_refused(
 ) -> None:
     server = start_server(target, window=ALWAYS_FUSED)  # no draft_factory
     try:
-        _refused(
+        raises_request_error(
             ErrorCode.FAILED_PRECONDITION,
             "fused rounds need a co-located draft model; this server was started without --draft",
-            _generate,
+            generate_at,
             server.port,
             "nodraft",
             ALWAYS_FUSED,
         )
         # the server goes on serving distributed sessions
-        result = _generate(server.port, "fine", StaticWindow(3))
+        result = generate_at(server.port, "fine", StaticWindow(3))
         assert result.output_token_ids == target_greedy_decode(target, PROMPT, 16)
     finally:
         server.stop(grace_s=0)
 
 
 def test_a_verifier_without_fused_runs_is_refused(target: TransformersTarget) -> None:
-    _refused(
+    raises_request_error(
         ErrorCode.FAILED_PRECONDITION,
         "window policy StaticWindow chose a fused round; verifier LocalVerifier cannot run "
         "fused rounds",
@@ -91,17 +61,17 @@ def test_a_bad_prefix_or_gamma_is_refused(make_server: ServerFactory) -> None:
     server = make_server(max_draft_tokens=8)
     verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
     verifier.open(SessionSpec("s", "x", PROMPT, GREEDY))
-    _refused(
+    raises_request_error(
         ErrorCode.INVALID_ARGUMENT,
         "prefix_len 7 does not match session 's', which has 5 committed tokens",
         lambda: list(verifier.run_fused(FusedCall("s", 7, 3, HistorySnapshot()))),
     )
-    _refused(
+    raises_request_error(
         ErrorCode.INVALID_ARGUMENT,
         "fused gamma 9 outside 1..8",
         lambda: list(verifier.run_fused(FusedCall("s", 5, 9, HistorySnapshot()))),
     )
-    _refused(
+    raises_request_error(
         ErrorCode.NOT_FOUND,
         "unknown session 'gone'",
         lambda: list(verifier.run_fused(FusedCall("gone", 5, 3, HistorySnapshot()))),
@@ -120,7 +90,7 @@ def test_a_fused_baseline_needs_a_draft_and_a_gamma_in_range(
     plain = start_server(target)  # no draft_factory
     try:
         verifier = RemoteVerifier(f"127.0.0.1:{plain.port}")
-        _refused(
+        raises_request_error(
             ErrorCode.FAILED_PRECONDITION,
             "fused mode needs a server started with --draft",
             lambda: list(verifier.generate(SessionSpec("f", "x", PROMPT, GREEDY), fused=True)),
@@ -135,107 +105,11 @@ def test_a_fused_baseline_needs_a_draft_and_a_gamma_in_range(
     verifier = RemoteVerifier(f"127.0.0.1:{server.port}")
     for gamma in (0, 9):
         spec = SessionSpec(f"g{gamma}", "x", PROMPT, GREEDY)
-        _refused(
+        raises_request_error(
             ErrorCode.INVALID_ARGUMENT,
             f"gamma {gamma} outside 1..8",
             lambda spec=spec, gamma=gamma: list(verifier.generate(spec, True, gamma)),
         )
-
-
-class _BrokenWindow:
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-
-    def next_window(self, obs: WindowObservation) -> WindowDecision:
-        if self.answer == "raise":
-            raise ValueError("policy bug")
-        return WindowDecision(0, True)
-
-
-@pytest.mark.parametrize(
-    ("answer", "message"),
-    [
-        ("raise", "window policy _BrokenWindow raised ValueError('policy bug')"),
-        (
-            "zero",
-            "window policy _BrokenWindow returned WindowDecision(gamma=0, fused=True); "
-            "expected WindowDecision(gamma=<integer >= 1>, fused=<bool>)",
-        ),
-    ],
-)
-def test_a_broken_server_window_fails_its_session_and_the_server_keeps_serving(
-    target: TransformersTarget, draft_model: Any, answer: str, message: str
-) -> None:
-    server = start_server(
-        target, lambda: TransformersDraft(draft_model), window=_BrokenWindow(answer)
-    )
-    reference = target_greedy_decode(target, PROMPT, 16)
-    try:
-        others: list[GenerationResult | BaseException] = []
-
-        def other() -> None:  # a distributed session running meanwhile
-            try:
-                others.append(_generate(server.port, "other", DynamicWindow()))
-            except BaseException as exc:  # surfaced by the assertion below
-                others.append(exc)
-
-        thread = threading.Thread(target=other)
-        thread.start()
-        _refused(ErrorCode.INTERNAL, message, _generate, server.port, "bad", ALWAYS_FUSED)
-        thread.join(timeout=60)
-        assert isinstance(others[0], GenerationResult)
-        assert others[0].output_token_ids == reference
-        after = _generate(server.port, "after", StaticWindow(4))
-        assert after.output_token_ids == reference
-    finally:
-        server.stop(grace_s=0)
-
-
-def test_without_a_server_window_each_fused_request_runs_one_round(
-    make_server: ServerFactory, target: TransformersTarget, draft_model: Any
-) -> None:
-    """The default: the server runs the fused round it was asked for and hands the next
-    decision back to the device's policy, which is consulted before every round."""
-    server = make_server()  # a draft, no window policy
-    script = (True, True, False, True, True)
-    policy = ScriptedWindow(script)
-    result = _generate(server.port, "default", policy, TransformersDraft(draft_model))
-    assert result.output_token_ids == target_greedy_decode(target, PROMPT, 16)
-    assert [r.fused for r in result.rounds[: len(script)]] == list(script)  # 5 of 5 rounds
-    _check_decisions(result, policy, server_decides=False)
-
-
-def _window_args(*flags: str) -> Any:
-    return window_from_args(build_parser().parse_args(["serve", *flags]))
-
-
-def test_serve_window_flags() -> None:
-    assert _window_args() is None
-    assert _window_args("--window", "static", "--window-params", '{"gamma": 3, "fused": true}') == (
-        StaticWindow(3, fused=True)
-    )
-    assert _window_args("--window", "dynamic") == DynamicWindow()
-    for flags, message in [
-        (("--window-params", "{}"), "--window-params needs --window NAME"),
-        (
-            ("--window", "static", "--window-params", "[3]"),
-            "--window-params must be a JSON object, got [3]",
-        ),
-        (
-            ("--window", "nope"),
-            "--window: unknown window policy 'nope'; known: ['awc', 'dynamic', 'static']",
-        ),
-        (  # was "--window: ...": the params gave it
-            ("--window", "static", "--window-params", '{"gamma": 0}'),
-            "--window-params: window policy 'static': gamma must be >= 1, got 0",
-        ),
-    ]:
-        with pytest.raises(UserInputError) as info:
-            _window_args(*flags)
-        assert str(info.value) == message
-    with pytest.raises(UserInputError) as info:
-        _window_args("--window", "static", "--window-params", "{gamma")
-    assert str(info.value).startswith("--window-params is not JSON: ")
 
 
 @pytest.mark.parametrize("field", ["num_rounds", "num_committed_total"])
@@ -257,71 +131,3 @@ def test_a_history_count_past_the_wire_s_range_is_refused_before_any_round(
     # nothing was committed: the session still has its 5 prompt tokens
     (only,) = list(verifier.run_fused(FusedCall("s", 5, 3, HistorySnapshot())))
     assert only.end is not None and only.end.history.num_rounds == 1
-
-
-def test_long_fused_runs_of_one_client_do_not_hold_back_anothers(
-    make_server: ServerFactory,
-) -> None:
-    """More long fused Generates than the event loop's default thread pool holds
-    (min(32, cpus + 4)), never read: another client's one-round RunFused still runs."""
-    import os
-
-    from edgespec.runtime.messages import PROTOCOL_VERSION
-
-    server = make_server()
-    address = f"127.0.0.1:{server.port}"
-    stub = pb_grpc.VerificationStub(grpc.insecure_channel(address))
-    long_runs = []
-    for index in range(min(32, (os.cpu_count() or 1) + 4) + 1):
-        session = pb.OpenSessionRequest(
-            protocol_version=PROTOCOL_VERSION,
-            session_id=f"long-{index}",
-            client_id="hog",
-            prompt_token_ids=[1, 2, 3],
-            sampling=pb.Sampling(max_new_tokens=4000),
-        )
-        long_runs.append(stub.Generate(pb.GenerateRequest(session=session, mode=1, gamma=1)))
-    try:
-        verifier = RemoteVerifier(address)
-        verifier.open(SessionSpec("short", "other", PROMPT, GREEDY))
-        done = threading.Event()
-        rounds: list[Any] = []
-
-        def one_round() -> None:
-            rounds.extend(verifier.run_fused(FusedCall("short", 5, 3, HistorySnapshot())))
-            done.set()
-
-        threading.Thread(target=one_round, daemon=True).start()
-        assert done.wait(timeout=30), "the other client's fused run never got a thread"
-        assert len(rounds) == 1 and rounds[0].end is not None
-        assert not all(run.done() for run in long_runs), "the long runs ended too soon to tell"
-    finally:
-        for run in long_runs:
-            run.cancel()
-
-
-def test_a_server_stopped_during_a_fused_generate_leaves_no_worker_waiting(
-    make_server: ServerFactory,
-) -> None:
-    """The worker of a run the stop interrupted ends (before, it waited forever on the
-    stopped loop to reopen its session, and the process could not exit)."""
-    import time
-
-    from edgespec.runtime.messages import PROTOCOL_VERSION
-
-    server = make_server()
-    stub = pb_grpc.VerificationStub(grpc.insecure_channel(f"127.0.0.1:{server.port}"))
-    session = pb.OpenSessionRequest(
-        protocol_version=PROTOCOL_VERSION,
-        session_id="long",
-        client_id="c",
-        prompt_token_ids=[1, 2, 3],
-        sampling=pb.Sampling(max_new_tokens=4000),
-    )
-    run = stub.Generate(pb.GenerateRequest(session=session, mode=1, gamma=1))
-    next(run)  # the run is under way
-    server.stop(grace_s=0)
-    deadline = time.monotonic() + 10
-    while any(t.name.startswith("edgespec-fused") for t in threading.enumerate()):
-        assert time.monotonic() < deadline, "a fused worker is still waiting"
-        time.sleep(0.05)

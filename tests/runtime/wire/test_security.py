@@ -178,7 +178,7 @@ def test_tls(make_server: ServerFactory, tmp_path: Path, target: TransformersTar
     assert info.value.code is ErrorCode.UNAVAILABLE
 
 
-def test_tls_mistakes_name_the_files(tmp_path: Path) -> None:
+def test_tls_mistakes_name_the_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from edgespec.config import ConfigError
     from edgespec.runtime.server.config import check_tls_pair
 
@@ -198,9 +198,15 @@ def test_tls_mistakes_name_the_files(tmp_path: Path) -> None:
         check_tls_pair(str(tmp_path / "missing.pem"), str(key))
     from edgespec.cli import main
 
-    # edgespec serve says so before loading any model, and exits 2
+    # edgespec serve says so before loading any model, and exits 2, naming the flags (was
+    # "--tls-cert: tls_cert ... and tls_key ...": the fields' names)
     args = ["serve", "--target", "no-such-model", "--tls-cert", str(garbage)]
     assert main([*args, "--tls-key", str(key)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        f"edgespec serve: --tls-cert {garbage} and --tls-key {key} are not a PEM certificate "
+        "and its matching private key ("
+    )
 
 
 def test_health_can_require_auth(make_server: ServerFactory) -> None:
