@@ -11,15 +11,18 @@ from typing import Any
 def check_before_loading(config: Any, draft_name: str | None, threads: int | None) -> None:
     """An address the server cannot listen on, a bad model name or path, or a GPU this
     machine does not have (``device``) fails before anything loads; ``threads`` set for
-    torch."""
+    torch, and the open-file limit raised for ``max_connections`` (process-wide: the
+    command's to change, before the port is bound; a hard limit without room fails here)."""
     import torch
 
     from edgespec.models.devices import check_device_available
     from edgespec.models.registry import resolve_model
+    from edgespec.runtime.wire.grpc_limits import ensure_fd_room
     from edgespec.runtime.wire.ports import ensure_port_free
 
     check_device_available(config.device)
     ensure_port_free(config.host, config.port)
+    ensure_fd_room(config.max_connections)
     if config.prometheus_port is not None:
         ensure_port_free(config.host, config.prometheus_port)
     resolve_model(config.target)

@@ -14,8 +14,9 @@
   history handed to the server, each fused round recorded as it arrives, the history, window
   state and next decision taken back;
 * :mod:`.reconnect` — ``reopen`` (a lost session reopened with every committed token as its
-  prompt, retried until the server is back or the generation is ``Cancelled``) and
-  ``close_quietly``;
+  prompt, retried until the server is back or the generation is ``Cancelled``),
+  ``retry_unavailable`` (the one retry loop: reopens, first opens, the endpoint's routing)
+  and ``close_quietly``;
 * :mod:`.progress` — a generation's budget for making progress (``--max-reconnects``,
   ``--progress-timeout-s``) and ``NoProgress``;
 * :mod:`.routing` — ``route(servers, policy, rng)``: live ``ServerLoad`` s from the ``Stats``

@@ -8,18 +8,22 @@ to an uninterrupted run (greedy) — the server keeps no state the client lacks.
 run stays identically distributed: the reopened session's seed (:func:`reopened_seed`)
 starts a verification stream of its own, so no uniform the run already used is drawn again.
 
-Both retry loops (:func:`reopen`, :func:`open_retrying`) wait between attempts on the
-generation's cancel event when it has one: a generation cancelled (its client gone) while
-the server is unreachable ends within one ``retry_backoff_s`` with :class:`Cancelled`.
+Every retry (:func:`reopen`, :func:`open_retrying`, the endpoint's routing while no server
+answers) is one loop, :func:`retry_unavailable`: it retries every ``retry_backoff_s`` while
+the server is unreachable, for at most ``retry_timeout_s``, and waits between attempts on
+the generation's cancel event when it has one: a generation cancelled (its client gone)
+while the server is unreachable ends within one ``retry_backoff_s`` with :class:`Cancelled`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -28,6 +32,8 @@ from edgespec.core.wire_limits import SEED_LIMIT
 from edgespec.runtime.edge.rounds import Verifier
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
+
+T = TypeVar("T")
 
 
 class Cancelled(Exception):
@@ -42,6 +48,32 @@ def _wait_to_retry(retry_backoff_s: float, cancel: threading.Event | None) -> No
         time.sleep(retry_backoff_s)
     elif cancel.wait(retry_backoff_s):
         raise Cancelled("cancelled while retrying an unreachable server")
+
+
+def retry_unavailable(
+    attempt: Callable[[], T],
+    clock: Callable[[], float],
+    retry_timeout_s: float,
+    retry_backoff_s: float,
+    cancel: threading.Event | None = None,
+    on_cancel: Callable[[RequestError], None] = lambda exc: None,
+) -> T:
+    """``attempt()``'s answer, retried every ``retry_backoff_s`` while it fails
+    ``UNAVAILABLE`` (the server down, restarting) for at most ``retry_timeout_s``; then, or
+    at any other error, that error. :class:`Cancelled` within a backoff once ``cancel`` is
+    set, after ``on_cancel(the last failure)``."""
+    deadline = clock() + retry_timeout_s
+    while True:
+        try:
+            return attempt()
+        except RequestError as exc:
+            if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
+                raise
+            try:
+                _wait_to_retry(retry_backoff_s, cancel)
+            except Cancelled:
+                on_cancel(exc)
+                raise
 
 
 def reopen(
@@ -70,27 +102,28 @@ def reopen(
         max_new_tokens=sampling.max_new_tokens - len(output),
         seed=reopened_seed(sampling.seed, len(output)),
     )
-    deadline = clock() + retry_timeout_s
-    attempt = 0
     if cancel is not None and cancel.is_set():
         raise Cancelled("cancelled before its session was reopened")
-    while True:
-        attempt += 1
-        session_id = f"{first.session_id}#r{reconnect}.{attempt}"
+    context = (*first.prompt_token_ids, *output)
+    attempts = itertools.count(1)
+
+    def attempt() -> str:
+        session_id = f"{first.session_id}#r{reconnect}.{next(attempts)}"
+        reopened = dataclasses.replace(
+            first, session_id=session_id, prompt_token_ids=context, sampling=remaining
+        )
         try:
-            context = (*first.prompt_token_ids, *output)
-            verifier.open(
-                dataclasses.replace(
-                    first, session_id=session_id, prompt_token_ids=context, sampling=remaining
-                )
-            )
-            return session_id
+            verifier.open(reopened)
         except RequestError as exc:
             close_if_opened(verifier, session_id, exc)
-            if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
-                on_give_up(exc)
-                raise
-            _wait_to_retry(retry_backoff_s, cancel)
+            raise
+        return session_id
+
+    try:
+        return retry_unavailable(attempt, clock, retry_timeout_s, retry_backoff_s, cancel)
+    except RequestError as exc:
+        on_give_up(exc)
+        raise
 
 
 def reopened_seed(seed: int | None, num_output: int) -> int | None:
@@ -135,16 +168,10 @@ def open_retrying(
     (``UNAVAILABLE``: down, restarting), for at most ``retry_timeout_s``; :class:`Cancelled`
     within a backoff once ``cancel`` is set (the last attempt closed first: it may have
     opened the session all the same)."""
-    deadline = clock() + retry_timeout_s
-    while True:
-        try:
-            verifier.open(spec)
-            return
-        except RequestError as exc:
-            if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
-                raise
-            try:
-                _wait_to_retry(retry_backoff_s, cancel)
-            except Cancelled:
-                close_if_opened(verifier, spec.session_id, exc)
-                raise
+
+    def closed(failure: RequestError) -> None:
+        close_if_opened(verifier, spec.session_id, failure)
+
+    retry_unavailable(
+        lambda: verifier.open(spec), clock, retry_timeout_s, retry_backoff_s, cancel, closed
+    )

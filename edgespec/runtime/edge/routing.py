@@ -61,7 +61,8 @@ def server_loads(servers: Sequence[StatsSource]) -> tuple[list[ServerLoad], list
 def route(
     servers: Sequence[StatsSource], policy: RoutingPolicy, rng: np.random.Generator
 ) -> RouteChoice:
-    """Where a new request goes; ``UNAVAILABLE`` when no server answers."""
+    """Where a new request goes; ``UNAVAILABLE`` when no server answers (the endpoint asks
+    again, :func:`~edgespec.runtime.edge.reconnect.retry_unavailable`)."""
     loads, unreachable = server_loads(servers)
     if not loads:
         raise RequestError(

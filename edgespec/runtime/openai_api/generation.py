@@ -4,7 +4,8 @@ a client that went away (:class:`threading.Event` set) ends it at the next round
 within one retry backoff while the server is unreachable, and the session is closed on
 the verification server however the request ends. A server unreachable (restarting) when
 the request opens its session, or later, is retried for up to the config's
-``retry_timeout_s``, then the request is a 503.
+``retry_timeout_s``, then the request is a 503; with several servers, so is routing while
+none of them answers.
 
 ``usage.completion_tokens`` counts the tokens of the text returned (a stop sequence, a chat
 template's end-of-turn token and what a round committed after them are not counted; an
@@ -15,6 +16,7 @@ the output reached ``max_tokens`` without ending: a last token that is an end of
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,15 +86,21 @@ class SessionTracker:
         return getattr(self._inner, name)
 
 
-def _verifier(setup: EdgeSetup) -> Any:
-    """The server for a new request: the only one, or the routing policy's pick."""
+def _verifier(setup: EdgeSetup, options: Any) -> Any:
+    """The server for a new request: the only one, or the routing policy's pick, asked
+    again while no server answers as a single server's first open is (``options``: the
+    request's ``DraftOptions``, its retry timeout, backoff and cancel event)."""
     if len(setup.verifiers) == 1:
         return setup.verifiers[0]
     import numpy as np
 
+    from edgespec.runtime.edge.reconnect import retry_unavailable
     from edgespec.runtime.edge.routing import route
 
-    choice = route(setup.verifiers, setup.routing, np.random.default_rng())
+    rng = np.random.default_rng()
+    choice = retry_unavailable(lambda: route(setup.verifiers, setup.routing, rng),
+                               time.perf_counter, options.retry_timeout_s,
+                               options.retry_backoff_s, options.cancel)  # fmt: skip
     return setup.verifiers[choice.server_index]
 
 
@@ -201,12 +209,12 @@ def run_request(
         if cancel.is_set() or text.stopped:
             raise Cancelled
 
-    tracker = SessionTracker(wrap_verifier(_verifier(setup), config))
     session_id = f"{config.client_id}-oai-{uuid.uuid4().hex[:12]}"
     budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
     options = DraftOptions(session_id, config.client_id, request.slo_class,
                            config.retry_timeout_s, retry_first_open=True, progress=budget,
                            cancel=cancel)  # fmt: skip
+    tracker = SessionTracker(wrap_verifier(_verifier(setup, options), config))
     try:
         generate(tracker, _drafter(setup), prepared.prompt_ids, prepared.sampling, options,
                  prepared.window, on_tokens)  # fmt: skip

@@ -23,6 +23,9 @@ it (at most every second), and 1e-9 s made that a loop that never slept."""
 MAX_DRAFT_TOKENS = 2**32 - 1
 """The largest ``max_draft_tokens``: Health reports it as a uint32 (a larger one made every
 Health call fail, and with it every client's start)."""
+MAX_CONNECTIONS = 2**31 - 1
+"""The largest ``max_connections``: gRPC takes its ``grpc.max_allowed_incoming_connections``
+option as a C int (a larger one made building the server raise OverflowError)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -140,7 +143,11 @@ class ServerConfig:
                 raise ConfigError(name, f"must be >= 1, got {getattr(self, name)}")
         for name, limit, why in (
             ("max_message_bytes", MAX_MESSAGE_BYTES, "gRPC takes it as a C int"),
-            ("max_connections", MAX_MESSAGE_BYTES, "gRPC takes it as a C int"),
+            (
+                "max_connections",
+                MAX_CONNECTIONS,
+                "gRPC takes grpc.max_allowed_incoming_connections as a C int",
+            ),
             ("max_draft_tokens", MAX_DRAFT_TOKENS, "Health reports it as a uint32"),
         ):
             if getattr(self, name) > limit:

@@ -15,5 +15,6 @@
 * :mod:`.ports` — ``ensure_port_free``: whether ``host:port`` can be listened on, checked
   before a server loads its model;
 * :mod:`.grpc_limits` — the gRPC server's connection bounds (handshake and idle timeouts,
-  ``max_connections``, streams per connection) and ``ensure_fd_room``.
+  ``max_connections``, streams per connection) and ``ensure_fd_room`` (the open-file limit
+  raised for them: by the serving command, not ``start_server``).
 """

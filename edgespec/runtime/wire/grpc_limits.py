@@ -7,7 +7,9 @@ its next call, transparently); at most ``ServerConfig.max_connections`` are open
 handshaking ones included (one more is closed as it is accepted), and each carries at most
 :data:`MAX_CONCURRENT_STREAMS` calls at once (more wait in the client). The process keeps
 :data:`FD_RESERVE` file descriptors beyond the connections for its own files
-(:func:`ensure_fd_room`), so sockets that never speak cannot exhaust them.
+(:func:`ensure_fd_room`), so sockets that never speak cannot exhaust them: a process-wide
+change, which the serving command makes as it starts (``edgespec serve``), not the server's
+start, so a process that starts a server in-process keeps its limit.
 """
 
 from __future__ import annotations

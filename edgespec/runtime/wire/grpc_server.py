@@ -32,7 +32,7 @@ from edgespec.runtime.wire.codec import (
 )
 from edgespec.runtime.wire.fused_codec import fused_call_from_proto, fused_round_to_proto
 from edgespec.runtime.wire.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
-from edgespec.runtime.wire.grpc_limits import connection_options, ensure_fd_room
+from edgespec.runtime.wire.grpc_limits import connection_options
 from edgespec.runtime.wire.ports import ensure_port_free
 from edgespec.runtime.wire.requests import decoded, generate_from_proto, lenient
 
@@ -216,13 +216,14 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
 async def start_server(service: VerificationService, port: int | None = None) -> tuple[Any, int]:
     """Start ``service`` on ``config.host:port`` (``port`` overrides the config; 0 picks a
     free one), its connections bounded (:mod:`.grpc_limits`). Returns the running
-    ``grpc.aio.Server`` and the bound port.
+    ``grpc.aio.Server`` and the bound port. The process's open-file limit is left as it
+    is: room for ``max_connections`` (:func:`~.grpc_limits.ensure_fd_room`, a process-wide
+    change) is the serving command's to make as it starts.
 
     The port is bound exclusively (gRPC's default ``SO_REUSEPORT`` is off): a port another
     server listens on is a :class:`PortInUseError`, not a second listener sharing the
     traffic."""
     config: ServerConfig = service.config
-    ensure_fd_room(config.max_connections)
     options = [*message_size_options(config.max_message_bytes), ("grpc.so_reuseport", 0)]
     options += connection_options(config.max_connections)
     server = grpc.aio.server(options=options)

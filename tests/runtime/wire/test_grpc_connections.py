@@ -2,11 +2,13 @@
 that never finish the HTTP/2 handshake are closed after the handshake timeout (gRPC's own
 default kept them 120 s), a connection without calls after the idle bound (a drafter's
 channel reconnects and its session goes on), one over ``max_connections`` as it is
-accepted, and the process keeps file descriptors for them. Before, 1,100 silent sockets
-under ``ulimit -n 1024`` took every descriptor and real clients timed out."""
+accepted, and ``ensure_fd_room`` keeps file descriptors for them (the serving command's
+to call: a server started in-process leaves its process's limit alone). Before, 1,100
+silent sockets under ``ulimit -n 1024`` took every descriptor and real clients timed out."""
 
 from __future__ import annotations
 
+import asyncio
 import resource
 import socket
 import threading
@@ -16,9 +18,8 @@ import grpc
 import pytest
 
 from edgespec.config import ConfigError, from_dict
-from edgespec.errors import UserInputError
 from edgespec.runtime.messages import SessionSpec, VerifyCall
-from edgespec.runtime.server.config import ServerConfig
+from edgespec.runtime.server.config import MAX_CONNECTIONS, ServerConfig
 from edgespec.runtime.wire import grpc_limits
 from edgespec.runtime.wire.codec import pb
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
@@ -143,23 +144,43 @@ def test_the_soft_descriptor_limit_is_raised_to_fit_the_connections(
     assert calls == []
 
 
-def test_connections_the_hard_limit_cannot_hold_are_refused_at_start(
-    make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("hard", [600, 10_000], ids=["no-room", "room"])
+def test_a_server_started_in_process_leaves_the_descriptor_limit_alone(
+    make_server: ServerFactory, monkeypatch: pytest.MonkeyPatch, hard: int
 ) -> None:
-    calls = _limits(monkeypatch, soft=256, hard=600)
-    with pytest.raises(UserInputError) as info:
-        make_server(max_connections=512)
-    assert str(info.value) == (
-        "max_connections 512 needs 640 file descriptors (128 more for the server's own "
-        "files), but this process may open at most 600 (ulimit -Hn): lower max_connections "
-        "(--set max_connections=N) or raise the limit"
-    )
+    """The limit is process-wide: the serving command raises it (and refuses a hard limit
+    without room, :mod:`tests.runtime.commands.test_serve_fd_room`), not ``start_server``,
+    which raised it (or refused to start) in whatever process started a server."""
+    calls = _limits(monkeypatch, soft=256, hard=hard)
+    server = make_server(max_connections=512)
+    assert server.port > 0
     assert calls == []
 
 
 def test_max_connections_is_checked_in_the_config() -> None:
+    """Its bound is its own, gRPC's C int option (it was ``MAX_MESSAGE_BYTES``'s, the same
+    number for another quantity, its message saying only "it")."""
     assert from_dict(ServerConfig, {}).max_connections == 512
-    for value, problem in ((0, "must be >= 1"), (2**31, "must be <= 2,147,483,647")):
+    assert from_dict(ServerConfig, {"max_connections": 2**31 - 1}).max_connections == 2**31 - 1
+    for value, problem in (
+        (0, "must be >= 1, got 0"),
+        (2**31, "must be <= 2,147,483,647 (gRPC takes grpc.max_allowed_incoming_connections "
+                "as a C int), got 2147483648"),
+    ):  # fmt: skip
         with pytest.raises(ConfigError) as info:
             from_dict(ServerConfig, {"max_connections": value})
-        assert str(info.value).startswith(f"config field 'max_connections': {problem}")
+        assert str(info.value) == f"config field 'max_connections': {problem}"
+
+
+@pytest.mark.parametrize("value", [MAX_CONNECTIONS, MAX_CONNECTIONS + 1])
+def test_the_bound_is_what_grpc_builds_a_server_with(value: int) -> None:
+    """``MAX_CONNECTIONS`` builds a server; one more is gRPC's OverflowError."""
+
+    async def build() -> None:
+        grpc.aio.server(options=grpc_limits.connection_options(value))
+
+    if value > MAX_CONNECTIONS:
+        with pytest.raises(OverflowError):
+            asyncio.run(build())
+    else:
+        asyncio.run(build())
