@@ -83,15 +83,20 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from edgespec.config import ConfigError, apply_overrides, from_dict, located_in, read_yaml
+    from edgespec.config import (
+        ConfigError,
+        apply_overrides,
+        default_policy_names,
+        from_dict,
+        located_in,
+        read_yaml,
+    )
     from edgespec.runtime.server.batching import build_batching
     from edgespec.runtime.server.config import ServerConfig
 
     overrides = _overrides(args)
     data = apply_overrides(read_yaml(args.config) if args.config else {}, overrides)
-    batching = data.get("batching")
-    if isinstance(batching, dict) and "name" not in batching:  # --profile without --batching
-        batching["name"] = ServerConfig().batching.name
+    data = default_policy_names(ServerConfig, data)  # --profile without --batching
     located = located_in(Path(args.config), overrides) if args.config else nullcontext()
     with located:  # an error at a field the file gives starts with file:line
         config = from_dict(ServerConfig, data)
