@@ -42,7 +42,10 @@ def test_wisv_without_the_heads_table_names_the_command_that_makes_it(
     assert main(["reproduce", "wisv", "--quick", "--quiet", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("edgespec reproduce: edgespec reproduce wisv needs the decision head")
-    assert "gemma3-270m-acceptance.json does not exist; run `edgespec train wisv` first" in err
+    assert (
+        "/gemma3-270m-kappa-critical-acceptance.json does not exist; run `edgespec train wisv "
+        "--budget kappa-critical` first" in err
+    )
     assert not out.exists()  # stopped before writing anything
 
 

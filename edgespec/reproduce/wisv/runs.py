@@ -1,17 +1,17 @@
 """``edgespec reproduce wisv``: the simulator runs behind Table I, Fig. 4 and Fig. 5.
 
 Every (method, γ, rate, RTT) of Fig. 4 is one run (Table I is its RTT 50 ms part, without
-SH), plus Fig. 5's ablation: WISV FH with the head relabelled with B = κ·n_critical (the
-shipped head has no relabelling), at RTT 50 ms, when its table exists. Each run is reduced to a
-:class:`WisvRunSummary` in the paper's units: latency per answer, AAL as the paper counts
-it (committed tokens per round, the target's token included), rounds per answer,
-throughput (tokens per answer / latency).
+SH), plus Fig. 5's ablation: WISV FH with the head trained without the CSI-aware relabelling
+(the runtime's shipped head, ``keep-critical``), at RTT 50 ms, when its table exists.
+Each run is reduced to a :class:`WisvRunSummary` in the paper's units: latency per answer,
+AAL as the paper counts it (committed tokens per round, the target's token included),
+rounds per answer, throughput (tokens per answer / latency).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +27,11 @@ from edgespec.reproduce.wisv.setup import (
     RATES_MBPS,
     RTTS_MS,
     TABLE,
+    TABLE_COMMAND,
     WisvSetup,
     scenario,
 )
 from edgespec.sim.model.reject_table import (
-    TRAIN_COMMAND,
     RejectShareTable,
     load_reject_table,
     table_path,
@@ -39,8 +39,8 @@ from edgespec.sim.model.reject_table import (
 from edgespec.sweeps.executor import SweepExecutor
 from edgespec.sweeps.grid import progress_bar
 
-ABLATION = "fh-kappa-critical"
-"""The ablation's method key: FH with the head relabelled with B = κ·n_critical."""
+ABLATION = "fh-no-relabelling"
+"""The ablation's method key: FH with the head trained without the CSI-aware relabelling."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ class Tables:
         if not path.is_file():
             raise UserInputError(
                 f"edgespec reproduce wisv needs the decision head's reject shares: {path} "
-                f"does not exist; run `{TRAIN_COMMAND}` first"
+                f"does not exist; run `{TABLE_COMMAND}` first"
             )
         found = [p for p in map(table_path, ablation) if p.is_file()]
         return Tables(path.resolve(), found[0].resolve() if found else None)
@@ -149,13 +149,15 @@ def channel_shares(table: RejectShareTable, threshold: float) -> dict[str, float
 
 @dataclass(frozen=True, slots=True)
 class WisvResults:
-    """Everything the claims read: run name → summary, and the reject shares the runs
-    used (table → link → share)."""
+    """Everything the claims read: run name → summary, the reject shares the runs used
+    (table → link → share) and how many held-out mismatches each table's shares come from
+    (table → count; absent where the table does not say)."""
 
     plan: WisvPlan
     runs: dict[str, WisvRunSummary]
     shares: dict[str, dict[str, float]]
     ablation: bool
+    mismatches: dict[str, int] = field(default_factory=dict)
 
     def get(
         self, method: str, gamma: int, rate_mbps: float, rtt_ms: float = 50.0
@@ -169,6 +171,7 @@ def results_dict(res: WisvResults) -> dict[str, Any]:
         "setup": res.plan.setup.to_dict(),
         "answers_per_run": res.plan.answers,
         "reject_shares": res.shares,
+        "held_out_mismatches": res.mismatches,
         "runs": {name: asdict(summary) for name, summary in sorted(res.runs.items())},
     }
 
@@ -189,8 +192,9 @@ def run_wisv(
         task = bar.add_task("reproduce wisv", total=len(jobs))
         values = run_all(executor, jobs, lambda: bar.advance(task))
     runs = {name: WisvRunSummary.of(m) for name, m in zip(names, values, strict=True)}
-    threshold = plan.setup.threshold
-    shares = {TABLE: channel_shares(load_reject_table(str(tables.main)), threshold)}
+    read = {TABLE: load_reject_table(str(tables.main))}
     if tables.ablation is not None:
-        shares[ABLATION_TABLE] = channel_shares(load_reject_table(str(tables.ablation)), threshold)
-    return WisvResults(plan, runs, shares, tables.ablation is not None), files
+        read[ABLATION_TABLE] = load_reject_table(str(tables.ablation))
+    shares = {name: channel_shares(t, plan.setup.threshold) for name, t in read.items()}
+    counts = {name: t.num_mismatches for name, t in read.items() if t.num_mismatches}
+    return WisvResults(plan, runs, shares, tables.ablation is not None, counts), files

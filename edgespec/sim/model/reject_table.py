@@ -6,7 +6,8 @@ acceptance.json``): the share of held-out mismatches the head rejects at each th
 (linear between thresholds) and at a device's channel quality κ
 (:class:`edgespec.policies.semantic.csi.ChannelState`, from its link's uplink rate, loss
 rate and RTT), linear in κ between the two channels' κ and held at the nearer channel's
-share outside them.
+share outside them. A table may say how many held-out mismatches its shares come from
+(``mismatches``: what a share's standard error needs).
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ TRAIN_COMMAND = "edgespec train wisv"
 @dataclass(frozen=True, slots=True)
 class RejectShareTable:
     """A head's measured reject shares: ``shares[c][i]`` at ``thresholds[i]`` on channel
-    ``c`` (0 = poor, 1 = good) of quality ``qualities[c]`` (κ_poor < κ_good)."""
+    ``c`` (0 = poor, 1 = good) of quality ``qualities[c]`` (κ_poor < κ_good), measured on
+    ``num_mismatches`` held-out mismatches (``None``: the table does not say)."""
 
     source: str
     thresholds: tuple[float, ...]
     qualities: tuple[float, float]
     shares: tuple[tuple[float, ...], tuple[float, ...]]
+    num_mismatches: int | None = None
 
     def __post_init__(self) -> None:
         xs = self.thresholds
@@ -48,6 +51,8 @@ class RejectShareTable:
         poor, good = self.qualities
         if not poor < good:
             raise ValueError(f"the poor channel's quality {poor} is not below the good's {good}")
+        if self.num_mismatches is not None and self.num_mismatches < 1:
+            raise ValueError(f"mismatches must be a whole number >= 1, got {self.num_mismatches}")
 
     def share_at(self, channel: int, threshold: float) -> float:
         """Channel ``channel``'s share at ``threshold``, linear between the table's
@@ -107,7 +112,8 @@ def _channel_quality(entry: Any, where: str) -> float:
 def parse_reject_table(data: Any, source: str) -> RejectShareTable:
     """A table from its JSON object: ``thresholds`` (0..16), ``channels`` (``poor`` and
     ``good``: each a ``quality`` κ or ``uplink_mbps`` [+ ``per``, ``rtt_ms``]) and
-    ``reject_share`` (``poor`` and ``good``: one share per threshold)."""
+    ``reject_share`` (``poor`` and ``good``: one share per threshold); optionally
+    ``mismatches``, how many held-out mismatches the shares come from."""
     if not isinstance(data, Mapping):
         raise ValueError("expected a JSON object")
     try:
@@ -126,7 +132,17 @@ def parse_reject_table(data: Any, source: str) -> RejectShareTable:
             f"missing or malformed {exc}: needs thresholds, channels.poor/good and "
             "reject_share.poor/good"
         ) from exc
-    return RejectShareTable(source, thresholds, qualities, rows)
+    return RejectShareTable(source, thresholds, qualities, rows, _mismatches(data))
+
+
+def _mismatches(data: Mapping[str, Any]) -> int | None:
+    """A table's ``mismatches`` (absent: ``None``), a whole number."""
+    if "mismatches" not in data:
+        return None
+    value = data["mismatches"]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"mismatches must be a whole number >= 1, got {value!r}")
+    return value
 
 
 def load_reject_table(name: str, field: str = "verification.table") -> RejectShareTable:

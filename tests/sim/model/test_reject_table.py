@@ -3,6 +3,7 @@ naming the file (was a UnicodeDecodeError's own words, or mojibake in another lo
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,25 @@ def test_a_folder_or_device_is_named_as_such_not_as_missing(tmp_path: Path) -> N
         with pytest.raises(ConfigError) as error:
             load_reject_table(str(path))
         assert str(error.value) == f"config field 'verification.table': {path}: {problem}"
+
+
+def test_a_table_says_how_many_mismatches_its_shares_come_from(tmp_path: Path) -> None:
+    """What a share's standard error needs (``edgespec reproduce wisv`` judges a sign of
+    two shares only beyond it); a table without it still loads."""
+    assert load_reject_table("gemma3-270m-kappa-critical").num_mismatches == 921
+    table = {
+        "thresholds": [0, 16],
+        "channels": {"poor": {"quality": 0.2}, "good": {"quality": 0.8}},
+        "reject_share": {"poor": [1.0, 0.0], "good": [1.0, 0.0]},
+    }
+    path = tmp_path / "head-acceptance.json"
+    path.write_text(json.dumps(table))
+    assert load_reject_table(str(path)).num_mismatches is None
+    for bad in (0, "921", 9.5, True):
+        path.write_text(json.dumps({**table, "mismatches": bad}))
+        with pytest.raises(ConfigError) as error:
+            load_reject_table(str(path))
+        assert str(error.value) == (
+            f"config field 'verification.table': {path}: mismatches must be a whole number "
+            f">= 1, got {bad!r}"
+        )
