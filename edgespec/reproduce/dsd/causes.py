@@ -1,23 +1,29 @@
 """Why each DSD claim misses, per cost mode: one :class:`~edgespec.reproduce.claims.Reason`
 (a cause class and one line) per claim family, stated once here and used by
-:mod:`edgespec.reproduce.dsd.claims` and :mod:`edgespec.reproduce.dsd.sweep_claims`
-(docs/REPRODUCE.md, the DSD section's Findings, explains them). Table 2's absolute
-throughput rows get a cause per cell from Little's law under the fitted think time
-(:func:`table_throughput_reason`)."""
+:mod:`edgespec.reproduce.dsd.claims`, :mod:`edgespec.reproduce.dsd.stack_claims` and
+:mod:`edgespec.reproduce.dsd.sweep_claims` (docs/REPRODUCE.md, the DSD section's Findings,
+explains them). Where the runs show which policy moves a number out (a step of Fig. 5's
+chain, a window policy's Table 2 cell beside Static's on the same profiles), the cause
+names that policy instead (:func:`policies_reason`). Table 2's absolute throughput rows
+get a cause per cell from Little's law under the fitted think time
+(:func:`table_throughput_reason`). The load the paper does not give is the one class
+everywhere it is the cause: an input the paper does not give."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from edgespec.reproduce.claims import Cause, Reason
+from edgespec.reproduce.claims import Cause, Reason, pct, within
 from edgespec.reproduce.dsd.load import (
     FIT_CELL,
     LENGTH_TABLES,
     cell_conversation_s,
+    closed_loop_gain,
     fitted_think_s,
     mean_output_tokens,
 )
-from edgespec.reproduce.dsd.paper import PAPER_TABLE2, TABLE_CONFIGS
+from edgespec.reproduce.dsd.paper import PAPER_STACKS, PAPER_TABLE2, TABLE_CONFIGS
 from edgespec.reproduce.dsd.setup import CostMode
 
 
@@ -47,6 +53,14 @@ PROFILES = (
     "4-GPU 70B pass costs 19.1 / 27.8 / 69.2 ms (4×H100 / 4×A100 / 4×A6000) and a 7–8B "
     "draft token 23.6–35.0 ms; the acceptance is the bundled Gemma pair's"
 )
+DYNAMIC_RULE = (
+    "the Dynamic rule's start and bounds (not given: here γ starts at 4, +1 above 0.75 "
+    "recent acceptance, −1 below 0.25, within [1, 8])"
+)
+ROUTING_GAIN = (
+    "DSD's VIDUR profiles (not given): what JSQ saves over random routing is the imbalance "
+    "of the targets' queues, a fraction of a pass on the 4-GPU servers"
+)
 LAB_RULE = (
     "LAB's grouping rule (not given: here a batch takes the head-of-line request and the "
     "queued requests within 1.5× of its length); every run prices padded batches "
@@ -56,6 +70,81 @@ LAB_RULE = (
     "verification, which carries its prompt, pads its companions' new blocks whatever "
     "their context lengths"
 )
+POLICIES: dict[str, tuple[str, str]] = {
+    "s1": ("JSQ", ROUTING_GAIN),
+    "s2": ("LAB", LAB_RULE),
+    "s3": ("Dynamic", DYNAMIC_RULE),
+    "s4": ("AWC", WC_DNN),
+}
+"""What each of Fig. 5's stacks adds to the one before (Table 2's Dynamic and AWC columns
+are S3's and S4's windows), and why its effect here is not the paper's."""
+STACK_NAMES: dict[str, str] = {"default": "Default", "s1": "S1", "s2": "S2", "s3": "S3", "s4": "S4"}
+
+
+def step_label(before: str, after: str) -> str:
+    """``S3 → S4 (adds AWC)``: a step of Fig. 5's chain, named by the policy it adds."""
+    return f"{STACK_NAMES[before]} → {STACK_NAMES[after]} (adds {POLICIES[after][0]})"
+
+
+def policies_reason(steps: Sequence[tuple[str, str]], effect: str, then: str = "") -> Reason:
+    """Why a number misses where the runs show which policies move it: each step (what
+    moved it, the stack whose policy it adds) with ``effect`` (what it does to the number)
+    and why that policy's effect here is not the paper's; ``then``: a further clause (the
+    cause of the row's other verdict)."""
+    parts = [f"{label} {effect}: {POLICIES[stack][1]}" for label, stack in steps]
+    return Reason(Cause.MISSING_INPUT, "; ".join(parts) + (f"; {then}" if then else ""))
+
+
+def window_cells_reason(
+    family: Reason, ours: Sequence[float | None], paper: Sequence[float], tolerance: float
+) -> Reason:
+    """Why a Table 2 latency row (Static / Dynamic / AWC) misses: where Static's cell lies
+    within ``tolerance`` of the paper's, the same profiles do, and the window policies whose
+    cells lie beyond it are the cause; else ``family`` (the profiles)."""
+    values = [o for o in ours if o is not None]
+    if len(values) != len(ours) or not within(values[0], paper[0], tolerance):
+        return family
+    out = [
+        stack
+        for stack, o, p in zip(("s3", "s4"), values[1:], paper[1:], strict=True)
+        if not within(o, p, tolerance)
+    ]
+    if not out:
+        return family
+    steps = [(f"{POLICIES[stack][0]}'s cell", stack) for stack in out]
+    return policies_reason(
+        steps, f"lies beyond ±{tolerance:.0%} where Static's, on the same profiles, lies within"
+    )
+
+
+def stack_gain_note(default_ms: tuple[float, float] | None, relative: float) -> str:
+    """Why D2's throughput gain is shown and not judged: under the load chosen for the one
+    the paper does not give, Little's law turns Fig. 5's own latencies into a gain far below
+    its printed one. ``default_ms``: our Default's (TTFT from arrival, per-request TPOT), ms,
+    where the TPOT row judges the per-request TPOT (physical): how much gain a TPOT within
+    ``relative`` of the paper's cut leaves."""
+    (thr_0, ttft_0, tpot_0), (thr_4, ttft_4, tpot_4) = PAPER_STACKS["default"], PAPER_STACKS["s4"]
+    gain, cut = thr_4 / thr_0 - 1.0, tpot_4 / tpot_0 - 1.0
+    implied = closed_loop_gain((ttft_0, tpot_0), (ttft_4, tpot_4))
+    text = (
+        f"the gain's size is shown, not judged: {LOAD} makes throughput N / (Z + TTFT + "
+        f"TPOT·(L − 1)) (Little's law; Z = {fitted_think_s():.2f} s, L = "
+        f"{mean_output_tokens(FIT_CELL[0]):.2f} tokens), so the gain follows from the "
+        f"latencies the TTFT and TPOT rows judge. Fig. 5's own TTFT and TPOT ({ttft_0:g} → "
+        f"{ttft_4:g} ms, {tpot_0:g} → {tpot_4:g} ms) give {pct(implied)}, not {pct(gain)}: the "
+        "paper's throughput and TPOT gains cannot both hold under this load"
+    )
+    if default_ms is None:
+        return text
+    floor = default_ms[1] * (1.0 + cut * (1.0 + relative))
+    most = closed_loop_gain(default_ms, (0.0, floor))
+    return text + (
+        f"; from our Default ({default_ms[0]:.0f} ms, {default_ms[1]:.1f} ms) a TPOT within "
+        f"±{relative:.0%} of {pct(cut)} (≥ {floor:.1f} ms) leaves at most {pct(most)} even at "
+        f"zero TTFT, and ±{relative:.0%} of {pct(gain)} needs {pct(gain * (1.0 - relative))}"
+    )
+
+
 PHYSICAL = DsdCauses(
     stack_gain=Reason(Cause.MISSING_INPUT, LAB_RULE + "; " + WC_DNN),
     stack_tpot=Reason(Cause.MISSING_INPUT, LAB_RULE + "; " + WC_DNN),
@@ -99,10 +188,13 @@ COMPAT = DsdCauses(
     routing=PHYSICAL.routing,
     batching=PHYSICAL.batching,
 )
+LOAD = (
+    "the load (not given: a closed loop is chosen, its one think time fitted to Table 2's "
+    "GSM8K C1 Static cell)"
+)
 UNSATURATED = Reason(
     Cause.MISSING_INPUT,
-    "the load (not given): with the think time fitted to Table 2's GSM8K C1 the 4-GPU "
-    "fleet does not saturate within the swept draft counts",
+    f"{LOAD}: with that think time the 4-GPU fleet does not saturate within the swept draft counts",
 )
 """D7's throughput row where the sweep's largest draft count does not saturate."""
 TP1_CROSSOVER = Reason(
@@ -129,8 +221,8 @@ def tagged(mode: CostMode, what: str) -> str:
 
 INCONSISTENT_GAP = 0.25
 """A Table 2 cell whose printed throughput is more than this far from what Little's law
-gives for its own TTFT and TPOT (under the fitted think time) is inconsistent with the
-fitted cell."""
+gives for its own TTFT and TPOT (under the fitted think time) does not fit a closed loop
+with the fitted cell's think time."""
 
 
 def required_output_tokens(dataset: str, config: str) -> float:
@@ -145,8 +237,9 @@ def required_output_tokens(dataset: str, config: str) -> float:
 def table_throughput_reason(dataset: str, config: str) -> Reason:
     """Why a Table 2 throughput cell misses: the fitted cell's own inputs (profiles), the
     dataset's answer lengths (HumanEval, CNN/DailyMail: Little's law needs a mean length
-    the length table does not have), or Table 2 itself (its printed numbers, under the
-    think time fitted to :data:`FIT_CELL`, break Little's law)."""
+    the length table does not have), or the load (its printed numbers, under the think
+    time fitted to :data:`FIT_CELL`, break Little's law: one closed loop does not fit
+    both)."""
     drafts, _ = TABLE_CONFIGS[config]
     printed = PAPER_TABLE2[(dataset, config)]["thr"][0]
     implied = drafts / (fitted_think_s() + cell_conversation_s(dataset, config))
@@ -160,10 +253,10 @@ def table_throughput_reason(dataset: str, config: str) -> Reason:
         )
     if abs(printed / implied - 1.0) > INCONSISTENT_GAP:
         return Reason(
-            Cause.INCONSISTENT,
-            f"Little's law over Table 2's own numbers: with the think time fitted to "
-            f"{FIT_CELL[0]} {FIT_CELL[1]}, this cell's printed TTFT and TPOT give "
-            f"{implied:.1f} req/s, the printed {printed:g} is {printed / implied - 1:+.0%} "
-            "from it",
+            Cause.MISSING_INPUT,
+            f"{LOAD}: Little's law with that think time turns this cell's printed TTFT and "
+            f"TPOT into {implied:.1f} req/s, and the printed {printed:g} is "
+            f"{printed / implied - 1:+.0%} from it: no one think time fits this cell and "
+            f"{FIT_CELL[0]} {FIT_CELL[1]} both",
         )
     return PHYSICAL.absolute

@@ -1,6 +1,8 @@
 """REPORT.md's *Findings* for DSD: where the paper's numbers rest on its simulator's
-simplifications or on inputs it does not state, and where they are inconsistent with
-themselves, each with the run (or the arithmetic over the printed numbers) that shows it."""
+simplifications or on inputs it does not state, each with the run (or the arithmetic over
+the printed numbers) that shows it. What holds only under the closed loop chosen for the
+load the paper does not give is that input's finding (an input the paper does not give),
+never "the paper is inconsistent with itself"."""
 
 from __future__ import annotations
 
@@ -22,10 +24,11 @@ def _load_finding() -> Finding:
     think = fitted_think_s()
     return Finding(
         "D2, D4 absolute rows",
-        Cause.SIMPLIFICATION,
-        f"The paper states no load; DSD-Sim ships a {DSDSIM_THINK_S} s think time, "
-        f"{think / DSDSIM_THINK_S:.0f}× shorter than the {think:.1f} s Little's law gives "
-        "over Table 2's GSM8K C1 Static cell (600 / 25.8 − 0.352 − 0.0401 × 136.75 s).",
+        Cause.MISSING_INPUT,
+        f"The paper states no load; a closed loop is chosen, its one think time fitted by "
+        f"Little's law to Table 2's GSM8K C1 Static cell: {think:.1f} s (600 / 25.8 − 0.352 − "
+        f"0.0401 × 136.75 s), {think / DSDSIM_THINK_S:.0f}× the {DSDSIM_THINK_S} s DSD-Sim "
+        "ships.",
         "the load setting (`edgespec/reproduce/dsd/load.py`), every absolute row",
     )
 
@@ -45,12 +48,13 @@ def _c1_c3_finding(results: Sequence[DsdResults]) -> Finding:
                         f"({pct(change(b, a))})")  # fmt: skip
     return Finding(
         "D4 Table 2 C1 → C3",
-        Cause.INCONSISTENT,
-        f"Unexplained: GSM8K Static goes {c1.printed_per_s:g} → {c3.printed_per_s:g} req/s "
-        f"({pct(printed)}) for +20 ms RTT. A closed loop with one think time and a per-round "
-        "RTT passes the RTT on through TPOT, and C3's own printed TTFT and TPOT give "
-        f"{c3.implied_per_s:.1f} req/s ({pct(implied)}); no closed loop with a per-round "
-        "RTT explains the rest.",
+        Cause.MISSING_INPUT,
+        f"Unexplained under the chosen load: GSM8K Static goes {c1.printed_per_s:g} → "
+        f"{c3.printed_per_s:g} req/s ({pct(printed)}) for +20 ms RTT. A closed loop with one "
+        "think time and a per-round RTT passes the RTT on through TPOT, and C3's own printed "
+        f"TTFT and TPOT give {c3.implied_per_s:.1f} req/s ({pct(implied)}); no closed loop "
+        "with one think time explains the rest, and the paper states no load to say which "
+        "one it ran.",
         "the Static C1 and C3 runs: "
         + ("; ".join(ours) if ours else "not run (the plan has no C3)"),
     )
@@ -71,11 +75,12 @@ def _little_finding() -> Finding:
     )  # fmt: skip
     return Finding(
         "D4 Table 2 absolute rows",
-        Cause.INCONSISTENT,
-        "Table 2 against itself under the fitted think time: printed vs Little's-law "
-        f"throughput (req/s) of the other GSM8K cells: {gsm}. The mean answer length each "
-        f"HumanEval and CNN/DailyMail cell needs (C1 / C2 / C3 / C4, tokens): {lengths}; "
-        "one dataset's answers cannot change length with the configuration.",
+        Cause.MISSING_INPUT,
+        "Table 2 under the chosen load (a closed loop with the fitted think time): printed "
+        f"vs Little's-law throughput (req/s) of the other GSM8K cells: {gsm}. The mean "
+        "answer length each HumanEval and CNN/DailyMail cell needs (C1 / C2 / C3 / C4, "
+        f"tokens): {lengths}; one dataset's answers cannot change length with the "
+        "configuration, so no closed loop with one think time fits the table.",
         "the arithmetic over the printed cells (`edgespec/reproduce/dsd/load.py`, "
         "`causes.py`), each Table 2 throughput row's cause",
     )

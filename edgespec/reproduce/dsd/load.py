@@ -57,6 +57,24 @@ def fitted_think_s() -> float:
     return drafts / throughput - cell_conversation_s(dataset, config)
 
 
+def closed_loop_gain(before_ms: tuple[float, float], after_ms: tuple[float, float]) -> float:
+    """Little's law: how a closed loop's throughput changes at the fitted think time, over
+    :data:`FIT_CELL`'s answers, when its (TTFT, TPOT) in ms go from ``before_ms`` to
+    ``after_ms``: (Z + R_before) / (Z + R_after) − 1."""
+    think, length = fitted_think_s(), mean_output_tokens(FIT_CELL[0])
+    before, after = conversation_s(*before_ms, length), conversation_s(*after_ms, length)
+    return (think + before) / (think + after) - 1.0
+
+
+FITTED_THROUGHPUT = (
+    "shown, not judged: the think time is fitted to Table 2's GSM8K C1 Static throughput "
+    "(load.py), and a closed loop of 600 drafts in this configuration cannot exceed "
+    "600 / Z req/s, inside ±50% of the paper's"
+)
+"""Why a throughput in the fitted configuration (GSM8K, 600 drafts, RTT 10 ms) is a
+setting: Little's law, X = N / (Z + R), with Z fitted there, leaves it almost no room."""
+
+
 @dataclass(frozen=True, slots=True)
 class LittleCell:
     """One printed Table 2 cell (Static) under the fitted think time: the throughput

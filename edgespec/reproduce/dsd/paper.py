@@ -1,7 +1,14 @@
 """DSD's printed numbers that the claims and the fitted load read (SEED-NOTES §4.2): Fig. 5's
-stacks and Table 2, with Table 2's configurations."""
+stacks and Table 2, with Table 2's configurations, and the tolerances SEED-NOTES' checklist
+sets around them."""
 
 from __future__ import annotations
+
+ABSOLUTE = 0.5
+"""An absolute value within ±50% of the paper's (SEED-NOTES §5: DSD's key inputs are
+missing)."""
+RELATIVE = 0.25
+"""A relative change within ±25% of the paper's (SEED-NOTES §5)."""
 
 TABLE_CONFIGS: dict[str, tuple[int, float]] = {
     "C1": (600, 10.0),

@@ -1,4 +1,5 @@
-"""``edgespec reproduce dsd``: run D2–D7, write the run folder, print the claims."""
+"""``edgespec reproduce dsd``: run D2–D7, write the run folder, print the claims (D1
+beside them, not judged)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from edgespec.output_paths import write_text_atomically
 
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
-    """Run D2–D7 in both cost modes, write the run folder, print the table (each claim's
-    physical rows, then its DSD-Sim compat rows); returns the claim rows."""
+    """Run D2–D7 in both cost modes, write the run folder, print the table (D1, not judged,
+    then each claim's physical rows and its DSD-Sim compat rows); returns the claim rows."""
     from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.dsd.choices import CHOICES
-    from edgespec.reproduce.dsd.claims import all_rows
+    from edgespec.reproduce.dsd.claims import CALIBRATION, all_rows
     from edgespec.reproduce.dsd.findings import findings
     from edgespec.reproduce.dsd.plots import plot_dsd
     from edgespec.reproduce.dsd.runs import DsdPlan, results_dict, run_dsd
@@ -25,7 +26,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     out.mkdir(parents=True, exist_ok=True)
     results, files = run_dsd(plan, make_executor(workers), out / "scenarios", progress)
     by_mode = [all_rows(res) for res in results]
-    rows = sorted((r for mode in by_mode for r in mode), key=lambda r: r.claim_id)
+    rows = sorted([CALIBRATION, *(r for mode in by_mode for r in mode)], key=lambda r: r.claim_id)
     for res in results:
         files += plot_dsd(out, res)
     write_text_atomically(out / "results.json", json.dumps(results_dict(results), indent=2) + "\n")

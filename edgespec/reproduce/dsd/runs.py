@@ -206,6 +206,31 @@ def results_dict(results: Sequence[DsdResults]) -> dict[str, Any]:
     }
 
 
+def results_from_dict(data: dict[str, Any], plan: DsdPlan) -> list[DsdResults]:
+    """The inverse of :func:`results_dict`: a results.json read back as ``plan``'s results,
+    per cost mode it holds, so that the rows can be rebuilt without running anything. A
+    mode that is none, or whose stored setup is not ``plan``'s in that mode, is refused,
+    naming the first field that differs."""
+    for mode in data:
+        if mode not in COST_MODES:
+            raise ValueError(f"results for {mode!r}: not a cost mode ({', '.join(COST_MODES)})")
+    results = []
+    for mode in COST_MODES:
+        if mode not in data:
+            continue
+        mode_plan, stored = plan.in_mode(mode), data[mode]["setup"]
+        want = mode_plan.setup.to_dict()
+        for key in sorted(want.keys() | stored.keys()):
+            if want.get(key) != stored.get(key):
+                raise ValueError(
+                    f"results for {mode}: setup {key} is {stored.get(key)!r}, the plan's is "
+                    f"{want.get(key)!r}: these results are not this plan's"
+                )
+        runs = {name: DsdRunSummary(**summary) for name, summary in data[mode]["runs"].items()}
+        results.append(DsdResults(mode_plan, runs))
+    return results
+
+
 def run_dsd(
     plan: DsdPlan, executor: SweepExecutor, scenario_dir: Path, progress: bool
 ) -> tuple[list[DsdResults], list[str]]:

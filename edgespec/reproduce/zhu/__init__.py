@@ -6,7 +6,8 @@ simulator runs through :mod:`edgespec.reproduce.jobs`), ``events.py`` and ``exha
 (the plan replayed as events with sampled acceptance; the DP against the optimum on small K),
 ``claims.py`` (claims Z1–Z5 of ../shared/SEED-NOTES.md §5 as
 :class:`~edgespec.reproduce.claims.ClaimRow` rows: paper, ours, tolerance, verdict; Z4 in
-``bandwidth.py``, the figure values in ``stats.py``), ``causes.py`` (why rows miss, and the
+``bandwidth.py``, the figure values in ``stats.py``), ``coverage.py`` (what a quick run
+leaves out of the full one), ``causes.py`` (why rows miss or hold by construction, and the
 report's *Findings*) and
 ``report.py`` (``reproduce(out, quick=..., workers=..., progress=..., command=...)``,
 registered in :data:`edgespec.reproduce.command.PAPERS`).

@@ -1,6 +1,6 @@
-"""Why Zhu et al.'s claims miss where they do, and where the paper is inconsistent with
-itself (REPORT.md's *Findings*): each cause stated once, from the printed costs where the
-arithmetic decides it."""
+"""Why Zhu et al.'s claims miss where they do, why some rows hold by construction (shown,
+not judged), and where the paper is inconsistent with itself (REPORT.md's *Findings*):
+each cause stated once, from the printed costs where the arithmetic decides it."""
 
 from __future__ import annotations
 
@@ -26,6 +26,24 @@ ADS_SHORT = Reason(
     Cause.MISSING_INPUT,
     "ADS's batch limit is not stated; capped by the MBS memory, ADS batches grow as the "
     "outputs shrink (34 LLaMA-7B tasks a batch at O_max = 256) and catch up with the pipeline",
+)
+BY_CONSTRUCTION_BAND = (
+    "only the upload time depends on B_w (every bandwidth keeps the plan's inference time), "
+    "and a user's rate B_w·log2(1 + p·g/σ²) grows with B_w (Eq. 15; with the noise taken over "
+    "the whole band, as chosen, the upload time is proportional to 1/B_w)"
+)
+BY_CONSTRUCTION_GAP = (
+    "ADS's latency does not read α (the verify model alone decodes one token a pass: "
+    "ads_latency_s reads no acceptance, and ADS is the same at every α), so the gap is a "
+    "fixed ADS minus the pipeline's latency, which Eqs. 7–8 make fall as α grows: "
+    "L = (1 − α^(1+l))/(1 − α) rises, so every task needs fewer steps n = ⌈O/L⌉"
+)
+BY_CONSTRUCTION_HIGHEST = (
+    "(LLaMA-1.1B, LLaMA-13B) has a larger draft model than (LLaMA-68M, LLaMA-7B) and a larger "
+    "verify model than either, at the same per-FLOP costs (Table II's one c^d and one c^v), "
+    "on the same tasks, channels and α, with a larger upload λ = 16·(h^d_1 + h^v_1): every "
+    "plan costs it more, and its SBS memory (the draft's) admits no plan the others' does "
+    "not, so its best plan is the slowest"
 )
 REFERENCE_MAX_GAIN = 0.087
 """SEED-NOTES §2.4 [D]: an independent reference model of Eqs. 13–32 on Table II's

@@ -16,6 +16,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.zhu.causes import findings
     from edgespec.reproduce.zhu.claims import all_rows
+    from edgespec.reproduce.zhu.coverage import coverage, left_out_lines
     from edgespec.reproduce.zhu.events import AcceptanceJob, events_summary
     from edgespec.reproduce.zhu.exhaustive import SHORT_OUTPUT, GapJob, gap_summary
     from edgespec.reproduce.zhu.runs import DrawJob, ZhuPlan
@@ -45,7 +46,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     results_json = {"setup": setup.to_dict(), "draws": draws, "events": events}
     results_json["dp_gaps"] = {str(o): g for o, g in gaps.items()}
     write_text_atomically(out / "results.json", json.dumps(results_json, indent=2) + "\n")
-    summary = gap_summary(gaps, plan.exhaustive_users) + events_summary(events)
+    summary = left_out_lines(coverage(setup, plan))
+    summary += gap_summary(gaps, plan.exhaustive_users) + events_summary(events)
     title = "Zhu et al. (seed 001) reproduced" + (" — quick" if quick else "")
     write_report(
         out / "REPORT.md",

@@ -225,7 +225,7 @@ class DrawJob:
     def _fig7_and_8(self, users: Users) -> dict[str, float]:
         s, out = self.setup, {}
         costs = s.costs(SWEEP_PAIR)
-        for name, (k, i_max, o_max) in self._sweep_points():
+        for name, (k, i_max, o_max) in sweep_points(s, self.plan):
             obs = users.observe(s, k, i_max, o_max, s.bandwidth_mhz)
             for scheme, kwargs in SD_SCHEMES.items():
                 planner = self._planner(costs, output_len=o_max, **kwargs)
@@ -235,18 +235,20 @@ class DrawJob:
             out[f"sweep/{name}/ads"] = ads_latency_s(s, costs, obs, o_max)
         return out
 
-    def _sweep_points(self) -> Iterator[tuple[str, tuple[int, int, int]]]:
-        s = self.setup
-        default = (s.num_users, s.max_input_len, s.max_output_len)
-        for k in self.plan.num_users:
-            yield f"K={k}", (k, s.max_input_len, s.max_output_len)
-        for i_max in self.plan.max_inputs:
-            point = (s.num_users, i_max, s.max_output_len)
-            if point != default:
-                yield f"I_max={i_max}", point
-        for o_max in self.plan.max_outputs:
-            if (s.num_users, s.max_input_len, o_max) != default:
-                yield f"O_max={o_max}", (s.num_users, s.max_input_len, o_max)
+
+def sweep_points(setup: ZhuSetup, plan: ZhuPlan) -> Iterator[tuple[str, tuple[int, int, int]]]:
+    """Figs. 7–8's sweep points of ``plan``: name (``K=…``, ``I_max=…``, ``O_max=…``; the
+    default point once, as ``K=100``) → (K, I_max, O_max)."""
+    default = (setup.num_users, setup.max_input_len, setup.max_output_len)
+    for k in plan.num_users:
+        yield f"K={k}", (k, setup.max_input_len, setup.max_output_len)
+    for i_max in plan.max_inputs:
+        point = (setup.num_users, i_max, setup.max_output_len)
+        if point != default:
+            yield f"I_max={i_max}", point
+    for o_max in plan.max_outputs:
+        if (setup.num_users, setup.max_input_len, o_max) != default:
+            yield f"O_max={o_max}", (setup.num_users, setup.max_input_len, o_max)
 
 
 def sweep_key(param: str, value: float, setup: ZhuSetup) -> str:

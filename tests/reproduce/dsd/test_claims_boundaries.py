@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from edgespec.reproduce.dsd.causes import tagged
-from edgespec.reproduce.dsd.claims import stack_rows, table_rows
+from edgespec.reproduce.dsd.claims import table_rows
 from edgespec.reproduce.dsd.crossover_claims import crossover_rows, crossover_rtt_ms
 from edgespec.reproduce.dsd.paper import PAPER_TABLE2
 from edgespec.reproduce.dsd.runs import (
@@ -19,6 +19,7 @@ from edgespec.reproduce.dsd.runs import (
     table_name,
 )
 from edgespec.reproduce.dsd.setup import STACKS, DsdSetup
+from edgespec.reproduce.dsd.stack_claims import stack_rows
 from edgespec.reproduce.dsd.sweep_claims import SATURATED, batching_rows, routing_rows
 from tests.reproduce.dsd.test_claims import PLAN, by_what, crossover, run
 
@@ -39,8 +40,10 @@ def test_d2_ties_zero_changes_and_the_relative_tolerance() -> None:
     tpot = (45.0, 44.0, 43.0, 40.0, 37.0)
     gain, *_ = stack_rows(_stacks((25.0, 25.0, 26.0, 27.0, 28.0), tpot))
     assert gain.direction_ok is True  # a flat step is still monotone
-    # the paper: +12.0%; +15.2% is 27% beyond it
-    assert stack_rows(_stacks((25.0, 25.5, 26.0, 27.0, 28.8), tpot))[0].magnitude_ok is False
+    # the gain's size is shown, never judged (the load makes it the latencies'): +15.2%, 27%
+    # beyond the paper's +12.0%, is no miss, and the TPOT row judges the cut
+    beyond = stack_rows(_stacks((25.0, 25.5, 26.0, 27.0, 28.8), tpot))
+    assert (beyond[0].magnitude_ok, beyond[1].magnitude_ok) == (None, True)
     flat = stack_rows(_stacks((25.0,) * 5, (45.0,) * 5))
     assert (flat[0].ours, flat[0].direction_ok) == (
         "25.00 → 25.00 → 25.00 → 25.00 → 25.00 (+0.0%)",

@@ -18,14 +18,16 @@ from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.dsd.causes import (
     CAUSES,
     MODE_TAGS,
+    POLICIES,
     TP1_CROSSOVER,
     UNSATURATED,
     table_throughput_reason,
 )
 from edgespec.reproduce.dsd.choices import CHOICES
+from edgespec.reproduce.dsd.claims import CALIBRATION, all_rows
 from edgespec.reproduce.dsd.paper import PAPER_TABLE2
 from edgespec.reproduce.dsd.report import reproduce as reproduce_dsd
-from edgespec.reproduce.dsd.runs import DsdPlan, crossover_name, plan_scenarios
+from edgespec.reproduce.dsd.runs import DsdPlan, crossover_name, plan_scenarios, results_from_dict
 from edgespec.reproduce.dsd.setup import COST_MODES, CostMode
 from edgespec.sim.setup.scenario import scenario_from_dict
 from tests.reproduce.reports import check_quick_report
@@ -55,7 +57,9 @@ def test_report_and_files_per_mode(quick: tuple[Path, list[ClaimRow]]) -> None:
     out, rows = quick
     report = (out / "REPORT.md").read_text()
     ids = {"D2", "D3", "D4", "D5", "D6", "D7"}
-    assert {r.claim_id for r in rows} == ids
+    assert {r.claim_id for r in rows} == {"D1", *ids}
+    assert rows[0] == CALIBRATION  # D1 once, for both modes: shown, not judged
+    assert f"| D1 | {CALIBRATION.what} |" in report and "| not judged |" in report
     for claim in ids:  # every claim in both modes, the same rows in each
         by_mode = {
             m: [r for r in rows if r.claim_id == claim and _mode(r) == m] for m in COST_MODES
@@ -146,12 +150,16 @@ def test_report_says_quick_and_gives_every_miss_its_cause(
     out, rows = quick
     report = check_quick_report(out, rows, expect_miss=False)  # every row not comparable
     cells = [table_throughput_reason(d, c) for d, c in PAPER_TABLE2]
-    for row in rows:  # every row states one of its mode's causes
+    policies = [why for _, why in POLICIES.values()]
+    for row in rows[1:]:  # every row states one of its mode's causes, or the policies'
         stated = CAUSES[_mode(row)]
         reason = row.reason
         known = [getattr(stated, f.name) for f in fields(stated)]
         known += [UNSATURATED, TP1_CROSSOVER, *cells]
-        assert reason is not None and reason in known
+        assert reason is not None
+        assert reason in known or (
+            reason.cause is Cause.MISSING_INPUT and any(why in reason.line for why in policies)
+        ), reason
     # 40 s runs end inside the start-up transient (70 s): no row is judged, every row is
     # not comparable, its numbers shown; the fitted cell's throughput (the think time's
     # fit) is a setting in every run, one per cost mode
@@ -161,7 +169,7 @@ def test_report_says_quick_and_gives_every_miss_its_cause(
         ("D4", "Table 2 C1 gsm8k thr (Static / Dynamic / AWC)")
     ] * 2
     assert all(r.outcome is Outcome.SETTING for r in settings)
-    for row in rows:
+    for row in rows[1:]:
         if row.setting:
             continue
         assert (row.outcome, row.cause, row.direction_ok) == (
@@ -169,3 +177,21 @@ def test_report_says_quick_and_gives_every_miss_its_cause(
         ), row  # fmt: skip
         assert "end inside the start-up transient (70 s" in row.why
         assert f"| {row.verdict} | not comparable (quick run) |" in report
+
+
+def test_rows_rebuild_from_results_json(quick: tuple[Path, list[ClaimRow]]) -> None:
+    """A run folder's results.json gives back the same rows without running anything (how
+    docs/REPRODUCE.md recomputes the full run's headline); another plan's is refused."""
+    out, rows = quick
+    data = _results(out)
+    rebuilt = [r for res in results_from_dict(data, QUICK) for r in all_rows(res)]
+    assert sorted([CALIBRATION, *rebuilt], key=lambda r: r.claim_id) == rows
+    with pytest.raises(ValueError) as refused:
+        results_from_dict(data, DsdPlan.full())
+    assert str(refused.value) == (
+        "results for physical: setup duration_s is 40.0, the plan's is 120.0: these results "
+        "are not this plan's"
+    )
+    with pytest.raises(ValueError) as unknown:
+        results_from_dict({"fused": data["physical"]}, QUICK)
+    assert str(unknown.value) == ("results for 'fused': not a cost mode (physical, dsdsim_compat)")
