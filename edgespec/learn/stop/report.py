@@ -115,8 +115,11 @@ def study_markdown(study: StopStudy, command: str, when: str) -> str:
         "",
         "## Theorem 1: FPR at the first rejection vs wasted draft tokens (held-out requests)",
         "",
-        f"Pairs where one predictor's FP(r) is ≤ another's at every r: {dom['dominating_pairs']};"
-        f" E[W] ordered as Theorem 1 says in {dom['theorem_holds']} of them.",
+        f"Pairs of two predictors where one's FP(r) is ≤ the other's at every r: "
+        f"{dom['dominating_pairs']}; E[W] ordered as Theorem 1 says in {dom['theorem_holds']} "
+        f"of them. Apart, as no evidence: {dom['same_predictor_pairs']} pairs of one predictor "
+        f"at two thresholds ({dom['same_predictor_holds']} ordered), where a higher cut keeps a "
+        "subset of the positions and so, from any start, never wastes more.",
         "",
         *theorem_table(study),
         "",

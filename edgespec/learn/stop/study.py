@@ -103,8 +103,11 @@ def _held_out_sequences(
 
 def dominance_check(points: Sequence[TheoremPoint]) -> dict[str, int]:
     """Theorem 1 on every ordered pair (θ', θ) whose FP_θ'(r) ≤ FP_θ(r) at every r where
-    both are defined: count the pairs and those where E[W_θ'] ≤ E[W_θ] holds."""
-    pairs = holds = 0
+    both are defined: count the pairs and those where E[W_θ'] ≤ E[W_θ] holds, pairs of two
+    predictors apart from pairs of one predictor at two thresholds. The latter are no
+    evidence: a higher cut of the same scores keeps a subset of the positions, so from any
+    start its round sends no more and wastes no more (only where rounds start differs)."""
+    pairs = holds = same_pairs = same_holds = 0
     for a in points:
         for b in points:
             if a is b:
@@ -115,9 +118,17 @@ def dominance_check(points: Sequence[TheoremPoint]) -> dict[str, int]:
             ]
             if not both or not all(x <= y for x, y in both) or all(x == y for x, y in both):
                 continue
-            pairs += 1
-            holds += int(a.waste.mean_wasted_sent <= b.waste.mean_wasted_sent + 1e-12)
-    return {"dominating_pairs": pairs, "theorem_holds": holds}
+            held = int(a.waste.mean_wasted_sent <= b.waste.mean_wasted_sent + 1e-12)
+            if a.name == b.name:
+                same_pairs, same_holds = same_pairs + 1, same_holds + held
+            else:
+                pairs, holds = pairs + 1, holds + held
+    return {
+        "dominating_pairs": pairs,
+        "theorem_holds": holds,
+        "same_predictor_pairs": same_pairs,
+        "same_predictor_holds": same_holds,
+    }
 
 
 def run_study(

@@ -1,5 +1,5 @@
-"""``edgespec reproduce wisp``: run W1–W4 and W6–W10, write the run folder (REPORT.md
-with its Findings), print the claims."""
+"""``edgespec reproduce wisp``: run W1–W10, write the run folder (REPORT.md with its
+Findings, the sensitivities and, in a quick run, what it leaves out), print the claims."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from edgespec.output_paths import write_text_atomically
 
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
-    """Run W1–W4 and W6–W10, write the run folder, print the table; returns the rows."""
+    """Run W1–W10, write the run folder, print the table (and what a quick run leaves
+    out); returns the rows."""
     from edgespec.learn.stop.report import study_markdown
     from edgespec.metrics.plots import plot_violation_attribution
+    from edgespec.profiling.run import cpu_name
     from edgespec.profiling.samples import load_samples
     from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.printed import print_claims
@@ -35,6 +37,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         run_predictor_claims,
     )
     from edgespec.reproduce.wisp.predictor_claims import predictor_rows
+    from edgespec.reproduce.wisp.quick import left_out, left_out_markdown
+    from edgespec.reproduce.wisp.runner import LATE_RULE, late_rule_choice
     from edgespec.reproduce.wisp.runs import Plan, results_dict, run_wisp
     from edgespec.reproduce.wisp.setup import choices
     from edgespec.reproduce.wisp.table6 import run_table6
@@ -44,7 +48,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     out.mkdir(parents=True, exist_ok=True)
     results, scenario_files = run_wisp(plan, make_executor(workers), out / "scenarios", progress)
     rows = all_rows(results)
-    rule = results.late.rule
+    rule = LATE_RULE
     predictor_plan = PredictorPlan.quick() if quick else PredictorPlan.full()
     predictor = run_predictor_claims(predictor_plan, rule)
     table6 = run_table6(
@@ -53,7 +57,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     predictor["table6"] = table6
     samples = load_samples()  # W9: the bundled real profile, the same in every run
     estimator = check_estimator(samples.points)
-    rows += insert_w9(predictor_rows(predictor), w9_rows(estimator, samples))
+    rows += insert_w9(predictor_rows(predictor, cpu_name()), w9_rows(estimator, samples))
     write_text_atomically(
         out / "estimator.json", json.dumps(estimator_dict(estimator, samples), indent=1) + "\n"
     )
@@ -74,12 +78,26 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     write_text_atomically(out / "results.json", json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
-    chosen = (*choices(plan.setup), results.late.choice(), *operating_choice(results))
-    chosen += (*predictor_choices(predictor), estimator_choice(samples))
-    found = findings(results, table6, rows)
-    write_report(
-        out / "REPORT.md", title, command, rows, chosen, files, quick=quick, findings=found
+    chosen = (*choices(plan.setup), late_rule_choice(), *operating_choice(results))
+    chosen += (*predictor_choices(), estimator_choice(samples))
+    found = findings(results, rows)
+    sensitivities = (results.late.line(), table6.speed.line())
+    omitted = left_out(plan, predictor_plan)
+    appendix = "\n".join(
+        ["", "## Sensitivities", "", "Shown, never judged and never used to choose an input.", ""]
+        + [f"- {line}" for line in sensitivities]
+        + [""]
     )
+    if omitted:
+        appendix += "\n" + left_out_markdown(omitted)
+    write_report(
+        out / "REPORT.md", title, command, rows, chosen, files, quick=quick, findings=found,
+        appendix=appendix,
+    )  # fmt: skip
     print_claims(rows, quick=quick)
+    if omitted:
+        print("quick run leaves out (REPORT.md, “What the quick run leaves out”):")
+        for item in omitted:
+            print(f"  - {item}")
     print(f"report: {out / 'REPORT.md'}")
     return rows

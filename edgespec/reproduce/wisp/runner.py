@@ -2,14 +2,16 @@
 
 :class:`SimRun` turns a scenario dict into metrics that hold the committed goodput too
 (every round is counted as it is verified, docs/METRICS.md), with WISP's batching under
-the late-request rule the calibration chose.
+the late-request rule :data:`LATE_RULE`.
 
 **Late requests.** Algorithm 1 stalls on a request that cannot meet its deadline even in a
 batch of its own (FEASIBLEADD fails on the empty batch; SEED-NOTES §1.4 item 8), and the
-paper does not say what WISP does with it. :data:`LATE_RULES` are three answers;
-:func:`calibrate_late_rule` finds WISP's capacity under each on a setting no claim uses
-(classes mixed and pooled, another seed, shorter runs) and keeps the rule that serves the
-most devices; every claim then runs under that one rule.
+paper does not say what WISP does with it. :data:`LATE_RULES` are three answers. Every
+claim runs under one, :data:`LATE_RULE`, chosen from Algorithm 1's own text (a late
+request is critical, and the critical queue is served first, earliest deadline first),
+never from a run. :func:`late_rule_sensitivity` shows what the other two would do to WISP's
+capacity on a setting no claim uses (classes mixed and pooled, another seed, shorter
+runs): a sensitivity, shown in REPORT.md, never used to choose.
 """
 
 from __future__ import annotations
@@ -109,9 +111,27 @@ class SimRun:
         return sink.acc.finish(run.duration_s, run.num_servers)
 
 
+LATE_RULE: LateRule = "first"
+"""The rule every WISP run of every claim uses (:func:`late_rule_choice` says why)."""
+
+
+def late_rule_choice() -> tuple[str, str]:
+    """The rule and why, for REPORT.md's chosen inputs: from the paper's text, not a run."""
+    return (
+        "late requests",
+        f"rule “{LATE_RULE}”: a request that cannot meet its deadline even alone is "
+        f"{LATE_RULES[LATE_RULE]}. Chosen from Algorithm 1's text: such a request is critical "
+        "(t ≥ LST_i), and Algorithm 1 serves the critical queue first, earliest deadline "
+        "first; only FEASIBLEADD's deadline test, which no batch could pass, is waived for it. "
+        "Every WISP run of every claim uses it; the other rules' effect is a sensitivity "
+        "(below), never used to choose.",
+    )
+
+
 @dataclass(frozen=True, slots=True)
-class LateCalibration:
-    """The calibration setting and each rule's capacity there (Eq. 20, every class)."""
+class LateSensitivity:
+    """WISP's capacity under each late-request rule on a setting no claim uses (Eq. 20,
+    every class): shown beside the chosen rule, never used to choose it."""
 
     seed: int
     duration_s: float
@@ -120,26 +140,19 @@ class LateCalibration:
     """Rule → the most devices of mixed classes with at most ``epsilon`` of all finished
     requests below their class's speed (``None``: not even one device)."""
 
-    @property
-    def rule(self) -> LateRule:
-        """The rule with the largest capacity (the first listed on a tie)."""
-        return max(LATE_RULES, key=lambda r: self.capacity[r] or 0)
-
-    def choice(self) -> tuple[str, str]:
-        """The rule and why, for REPORT.md's chosen inputs."""
+    def line(self) -> str:
+        """The sensitivity, for REPORT.md's *Sensitivities*."""
         caps = ", ".join(f"{r} {c if c is not None else 0}" for r, c in self.capacity.items())
         return (
-            "late requests",
-            f"rule “{self.rule}”: a request that cannot meet its deadline even alone is "
-            f"{LATE_RULES[self.rule]}. Chosen once, before any claim runs, on a setting no claim "
-            f"uses: WISP's capacity (Eq. 20, ε = {100 * self.epsilon:g}% over all classes "
-            f"pooled) with devices of mixed classes, seed {self.seed}, {self.duration_s:g} s "
-            f"runs: {caps} devices; the largest wins (capacity is the paper's headline "
-            "measure, and a system is run below it). Every WISP run of every claim uses it.",
+            f"**late-request rule** (chosen: “{LATE_RULE}”): WISP's capacity (Eq. 20, ε = "
+            f"{100 * self.epsilon:g}% over all classes pooled) with devices of mixed classes, "
+            f"seed {self.seed}, {self.duration_s:g} s runs, under each rule: {caps} devices."
         )
 
 
-def calibrate_late_rule(setup: WispSetup, seed: int, duration_s: float, hi: int) -> LateCalibration:
+def late_rule_sensitivity(
+    setup: WispSetup, seed: int, duration_s: float, hi: int
+) -> LateSensitivity:
     """WISP's pooled capacity (devices 1…``hi``) under each rule, on ``setup`` with
     ``seed`` and runs of ``duration_s``."""
     calibration = replace(setup, seed=seed, duration_s=duration_s)
@@ -156,4 +169,4 @@ def calibrate_late_rule(setup: WispSetup, seed: int, duration_s: float, hi: int)
         ).capacity
         for rule in LATE_RULES
     }
-    return LateCalibration(seed, duration_s, setup.epsilon, capacity)
+    return LateSensitivity(seed, duration_s, setup.epsilon, capacity)

@@ -1,6 +1,7 @@
 """``edgespec reproduce wisp``: WISP's claims W1–W5 (SEED-NOTES §5) against the simulator.
 
-First the late-request rule is chosen on its calibration setting (:mod:`runner`); then W1/W2
+First the late-request rule's sensitivity is run on its own setting (:mod:`runner`; the
+rule itself is fixed there, from Algorithm 1's text); then W1/W2
 Table 2 capacities per class (Qwen3-32B, Qwen3-14B stand-in) for WISP, centralized and
 SLED; W3 Table 3 goodput; W4 Table 1 / Fig. 7 violation curves of WISP (Algorithm 1 as
 printed, and its work-conserving reading) and FCFS, mixed classes, and the operating point
@@ -23,10 +24,11 @@ from edgespec.metrics.types import SystemMetrics
 from edgespec.reproduce.jobs import run_all, write_scenario
 from edgespec.reproduce.wisp.operating import MAX_PROBES, OperatingPoint, find_operating_point
 from edgespec.reproduce.wisp.runner import (
-    LateCalibration,
+    LATE_RULE,
     LateRule,
+    LateSensitivity,
     SimRun,
-    calibrate_late_rule,
+    late_rule_sensitivity,
     named,
     simulate_rule,
 )
@@ -52,8 +54,8 @@ class Plan:
     goodput_devices: int
     without_predictor: tuple[str, ...]
     """Targets whose capacities are searched for ``wisp-np`` too."""
-    calibration: tuple[int, float, int]
-    """The late-request calibration's seed, run length (s) and most devices."""
+    sensitivity: tuple[int, float, int]
+    """The late-request sensitivity's seed, run length (s) and most devices."""
     operating_probes: int
     """FCFS runs off the grid to find W4's operating point, at most."""
 
@@ -118,7 +120,8 @@ class WispResults:
     """Everything the claims are computed from."""
 
     plan: Plan
-    late: LateCalibration
+    late: LateSensitivity
+    """What the other late-request rules would do (shown, never used to choose)."""
     capacities: dict[tuple[str, str, str], int | None]
     """(system, target, class) → devices."""
     goodput: dict[str, SystemMetrics]
@@ -191,11 +194,12 @@ def at_operating_point(
 def run_wisp(
     plan: Plan, executor: SweepExecutor, scenario_dir: Path, progress: bool
 ) -> tuple[WispResults, list[str]]:
-    """Choose the late-request rule, run every job of ``plan`` (capacity searches, curve and
-    goodput runs), then the operating point and its attribution; write each scenario run."""
-    seed, seconds, hi = plan.calibration
-    late = calibrate_late_rule(plan.setup, seed, seconds, hi)
-    rule = late.rule
+    """Run the late-request sensitivity, every job of ``plan`` (capacity searches, curve and
+    goodput runs) under :data:`LATE_RULE`, then the operating point and its attribution;
+    write each scenario run."""
+    seed, seconds, hi = plan.sensitivity
+    late = late_rule_sensitivity(plan.setup, seed, seconds, hi)
+    rule = LATE_RULE
     caps, curves, goodput = (
         capacity_jobs(plan, rule),
         curve_jobs(plan, rule),
@@ -235,7 +239,7 @@ def results_dict(res: WispResults) -> dict[str, Any]:
     op = res.operating
     return {
         "setup": res.plan.setup.to_dict(),
-        "late_rule": {"chosen": res.late.rule, "calibration_capacity": res.late.capacity},
+        "late_rule": {"rule": LATE_RULE, "sensitivity_capacity": res.late.capacity},
         "capacities": [
             {"system": s, "target": t, "class": c, "devices": v}
             for (s, t, c), v in sorted(res.capacities.items())

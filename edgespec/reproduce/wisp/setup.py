@@ -112,7 +112,11 @@ def workload_choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
             "wisp-np is WISP without it; FCFS, SLED and centralized have none.",
         ),
         ("window", f"K = {setup.gamma} draft tokens per round (§4.4: follow-ups of 3–5)."),
-        ("device", f"drafting at 50 tok/s, 20 ms per draft pass ({setup.device_profile}, Fig. 1)."),
+        (
+            "device",
+            f"drafting at 50 tok/s, 20 ms per draft pass ({setup.device_profile}, Fig. 1: the "
+            "one drafting speed the paper states), for every claim, W8 included.",
+        ),
         ("network", f"{setup.rtt_ms:g} ms RTT, {setup.bandwidth_mbps:g} Mbps, no jitter."),
     )
 

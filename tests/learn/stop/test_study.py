@@ -7,8 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from edgespec.learn.stop.evaluate import WasteSummary
 from edgespec.learn.stop.report import study_markdown
-from edgespec.learn.stop.study import PREDICTORS, StudySettings, run_study
+from edgespec.learn.stop.study import (
+    PREDICTORS,
+    StudySettings,
+    TheoremPoint,
+    dominance_check,
+    run_study,
+)
 from edgespec.learn.traces.records import TraceRecord
 
 
@@ -69,6 +76,22 @@ def test_study_runs_every_predictor_and_checks_theorem_1() -> None:
     text = study_markdown(study, "edgespec train stop-predictor ...", "2026-11-23")
     assert "## Dataset (Table 8)" in text and "| mlp |" in text
     assert study.mlp.threshold == study.predictors[0].threshold
+
+
+def test_dominance_counts_one_predictor_at_two_thresholds_apart() -> None:
+    def point(name: str, fp: float, wasted: float) -> TheoremPoint:
+        return TheoremPoint(name, 0.5, fp, WasteSummary(1, 10, wasted, wasted, 0.5, 2.0, (fp,)))
+
+    # a → b and c → d are one predictor at two cuts; a/b → c/d are pairs of two, one of
+    # which (b at FP 0.2 wasting 3.0 against c at FP 0.8 wasting 2.5) breaks Theorem 1
+    points = [point("mlp", 0.1, 1.0), point("mlp", 0.2, 3.0), point("rf", 0.8, 2.5),
+              point("rf", 0.9, 3.5)]  # fmt: skip
+    assert dominance_check(points) == {
+        "dominating_pairs": 4,
+        "theorem_holds": 3,
+        "same_predictor_pairs": 2,
+        "same_predictor_holds": 2,
+    }
 
 
 def test_train_stop_predictor_command(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]

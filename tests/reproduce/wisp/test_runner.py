@@ -1,22 +1,22 @@
 """The WISP reproduction's runner: the three late-request rules on a hand-built queue, the
-calibration's choice, and a run's two goodputs."""
+one rule every claim runs under (never the sensitivity's best), and a run's two goodputs."""
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 from edgespec.core.types import PendingVerification
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.interfaces import BatchLimits
 from edgespec.policies.wisp import WispBatching
 from edgespec.reproduce.wisp.runner import (
+    LATE_RULE,
     LATE_RULES,
-    LateCalibration,
     LateRuleBatching,
+    LateSensitivity,
     SimRun,
+    late_rule_choice,
     policies_for,
 )
-from edgespec.reproduce.wisp.runs import Plan, mixed
+from edgespec.reproduce.wisp.runs import Plan, WispResults, mixed, results_dict
 from edgespec.sim.setup.scenario import scenario_from_dict
 
 # T̂ = 1 ms per new token + 10 ms: 14 ms for any entry of 4 new tokens
@@ -48,14 +48,23 @@ def test_each_late_rule_places_the_late_request() -> None:
     assert list(LATE_RULES) == ["first", "utility", "last"]
 
 
-def test_the_calibration_keeps_the_largest_capacity_first_on_a_tie() -> None:
-    cal = LateCalibration(1, 120.0, 0.05, {"first": 76, "utility": 52, "last": 35})
-    assert cal.rule == "first"
-    assert replace(cal, capacity={"first": 40, "utility": 52, "last": 52}).rule == "utility"
-    assert replace(cal, capacity={"first": None, "utility": None, "last": 1}).rule == "last"
-    name, text = cal.choice()
+def test_the_rule_is_algorithm_1s_never_the_sensitivitys_best() -> None:
+    # "utility" serves the most devices here; every claim still runs under "first"
+    late = LateSensitivity(1, 120.0, 0.05, {"first": 40, "utility": 52, "last": 35})
+    res = WispResults(Plan.quick(), late, {}, {}, {}, None, {}, None)
+    assert LATE_RULE == "first"
+    assert results_dict(res)["late_rule"] == {
+        "rule": "first",
+        "sensitivity_capacity": {"first": 40, "utility": 52, "last": 35},
+    }
+    assert late.line() == (
+        "**late-request rule** (chosen: “first”): WISP's capacity (Eq. 20, ε = 5% over all "
+        "classes pooled) with devices of mixed classes, seed 1, 120 s runs, under each rule: "
+        "first 40, utility 52, last 35 devices."
+    )
+    name, text = late_rule_choice()
     assert name == "late requests" and text.startswith("rule “first”: a request that cannot")
-    assert "seed 1, 120 s runs: first 76, utility 52, last 35 devices" in text
+    assert "Chosen from Algorithm 1's text: such a request is critical (t ≥ LST_i)" in text
 
 
 def test_a_run_counts_committed_goodput_when_it_records_rounds() -> None:

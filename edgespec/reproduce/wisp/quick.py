@@ -1,0 +1,112 @@
+"""What ``edgespec reproduce wisp --quick`` leaves out of the full run: the claims it does
+not run and the runs it shortens, read off the two plans (so the list stays true when a plan
+changes). REPORT.md ends with it and the terminal prints it (``--help``: "its report says
+what it leaves out")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from edgespec.reproduce.wisp.claims import quick_run
+from edgespec.reproduce.wisp.predictor import PredictorPlan
+from edgespec.reproduce.wisp.runs import Plan
+from edgespec.reproduce.wisp.setup import CLASSES
+
+CAPACITY_CLAIMS = {"qwen3-32b": "W1", "qwen3-14b": "W2"}
+"""Which claim a target's capacities belong to."""
+
+
+def _and(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[-1] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _tok_s(classes: Sequence[str]) -> str:
+    return _and([f"{CLASSES[c]:g}" for c in classes]) + " tok/s"
+
+
+def _devices(ns: Sequence[int]) -> str:
+    return "N = " + _and([str(n) for n in ns])
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _not_run(plan: Plan, predictor: PredictorPlan) -> list[str]:
+    """The claims and sub-claims the quick plans do not run at all."""
+    full, full_p = Plan.full(), PredictorPlan.full()
+    out = [
+        f"{CAPACITY_CLAIMS.get(t, t)} ({t} capacities of WISP, centralized and SLED, every "
+        "class): not run"
+        for t in full.targets
+        if t not in plan.targets
+    ]
+    classes = [c for c in full.classes if c not in plan.classes]
+    if classes:
+        out.append(
+            f"W1 at {_tok_s(classes)} (the capacities and the centralized setting there): not "
+            f"run, only {_tok_s(plan.classes)}"
+        )
+    out += [
+        f"WISP without its predictor's capacities ({t}, W1's notes): not searched"
+        for t in full.without_predictor
+        if t not in plan.without_predictor
+    ]
+    missing = [n for n in full_p.goodput_devices if n not in predictor.goodput_devices]
+    if missing:
+        out.append(
+            f"W8 at {_devices(missing)} (its gains there and the non-decreasing check over "
+            f"them): not run, only {_devices(predictor.goodput_devices)}"
+        )
+    return out
+
+
+def _shortened(plan: Plan, predictor: PredictorPlan) -> list[str]:
+    """What the quick plans run smaller than the full ones, each beside the full value."""
+    full, full_p = Plan.full(), PredictorPlan.full()
+    pairs = [
+        ("W1's capacity searches: up to", plan.capacity_hi, full.capacity_hi, "device"),
+        ("W3 at", plan.goodput_devices, full.goodput_devices, "device"),
+        ("W4's operating point: at most", plan.operating_probes, full.operating_probes,
+         "FCFS probe"),
+        ("W7's acceptance runs:", predictor.acceptance_devices, full_p.acceptance_devices,
+         "device"),
+        ("W6's MLP search:", predictor.study.mlp_trials, full_p.study.mlp_trials, "trial"),
+        ("W6's MLP training: at most", predictor.study.mlp_max_epochs,
+         full_p.study.mlp_max_epochs, "epoch"),
+        ("W6's tree searches, per tree:", predictor.study.tree_trials, full_p.study.tree_trials,
+         "trial"),
+        ("W10's latency:", predictor.study.latency_calls, full_p.study.latency_calls, "call"),
+    ]  # fmt: skip
+    out = [f"{what} {_count(q, noun)} (full: {f})" for what, q, f, noun in pairs if q != f]
+    if plan.curve_devices != full.curve_devices:
+        grid = full.curve_devices
+        out.append(
+            f"W4's violation curves: N = {', '.join(map(str, plan.curve_devices))} (full: "
+            f"{grid[0]}–{grid[-1]}, {len(grid)} points)"
+        )
+    if plan.sensitivity != full.sensitivity:
+        (_, q_s, q_hi), (_, f_s, f_hi) = plan.sensitivity, full.sensitivity
+        out.append(
+            f"the late-request sensitivity: {q_s:g} s runs up to {q_hi} devices (full: "
+            f"{f_s:g} s up to {f_hi})"
+        )
+    runs = quick_run(plan)
+    if runs:
+        out.append(f"every simulated run (W1, W3, W4, W5, W7, W8): {runs}")
+    return out
+
+
+def left_out(plan: Plan, predictor: PredictorPlan) -> list[str]:
+    """Everything the ``plan``/``predictor`` pair leaves out of the full run, claims not run
+    first; empty for the full plans."""
+    return [*_not_run(plan, predictor), *_shortened(plan, predictor)]
+
+
+def left_out_markdown(items: Sequence[str]) -> str:
+    """REPORT.md's closing section listing ``items`` (empty: no section)."""
+    if not items:
+        return ""
+    lines = ["## What the quick run leaves out", "", *[f"- {item}" for item in items], ""]
+    return "\n".join(lines)
