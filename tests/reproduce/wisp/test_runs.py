@@ -131,7 +131,9 @@ def test_report_says_quick_and_gives_every_miss_its_cause(quick: tuple[Path, lis
         "relative gain decreasing with draft size (0.6B → 8B)"
     ]
     unjudged = [r.claim_id for r in rows if r.outcome is Outcome.NOT_JUDGED]
-    assert unjudged == ["W5", "W10"]  # W10: the paper's < 1 ms is on a Pi 5, not this host
+    # W6 at threshold 0.5: a sensitivity of the threshold rule; W10: the paper's < 1 ms is
+    # on a Pi 5, not this host
+    assert unjudged == ["W5", "W6", "W10"]
     # capacities and goodput come from 60 s runs of short outputs: not compared
     for row in rows:
         if row.claim_id in ("W1", "W3") and row.magnitude_ok is not None:
