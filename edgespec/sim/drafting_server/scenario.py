@@ -118,7 +118,7 @@ def _at_least(where: str, value: float | None, minimum: float) -> None:
 
 MAX_USERS = 10_000
 """Users a drafting-server scenario may have: its planning time grows with their square
-(``edgespec sim zhu-pipeline pipeline.num_users=4000``: 40 s on a 2-core machine)."""
+(``time edgespec sim zhu-pipeline pipeline.num_users=4000``: 20 s on a 2-core machine)."""
 
 
 def _validate_system(cfg: PipelineConfig) -> None:
