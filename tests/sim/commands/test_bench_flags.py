@@ -134,3 +134,19 @@ def test_bench_policy_runs_as_many_times_as_asked(
     monkeypatch.setattr("edgespec.sim.policy_bench.bench_policies", bench_policies)
     assert main(["bench", "policy", *flags]) == 0
     assert asked == [repeat]
+
+
+@pytest.mark.parametrize(
+    "flags", [["record_rounds=true"], ["--handlers", "inbound", "record_rounds=true"]]
+)
+def test_record_rounds_is_refused_for_a_benchmark_that_keeps_no_records(
+    flags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench sim streams each run into its metrics: round records were silently dropped (and
+    a handler set without them timed), so asking for them is refused before anything runs."""
+    assert main(["bench", "sim", *flags]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec bench: record_rounds=true: bench sim streams each run into its metrics and "
+        "keeps no records, so no round would be recorded (and the handler set timed would be "
+        "one without round records); drop it (`edgespec sim --rounds` keeps them)\n"
+    )
