@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="REPORT",
         help="measure nothing: print where the Eq. 19 fit in an earlier run's NAME-report.json "
-        "misses (per-category errors, and a padded-shape refit)",
+        "misses (per-category errors, and refits on the padded and the executed shapes)",
     )
     parser.add_argument("--draft", help="a draft model name/dir, or 'ngram'; omitted: no drafter")
     parser.add_argument(

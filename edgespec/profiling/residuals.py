@@ -1,4 +1,4 @@
-"""Where a profile's WISP Eq. 19 fit misses: per-category errors, and a padded-shape refit.
+"""Where a profile's WISP Eq. 19 fit misses: per-category errors, padded- and executed-shape refits.
 
     edgespec profile --residuals runs/profile/gemma-report.json
 
