@@ -30,7 +30,7 @@ GRID_SHAPE="${GRID_SHAPE:-llama2-7b}"
 GRID_BUDGET_S="${GRID_BUDGET_S:-100}"  # verify_grid.py starts no grid point after this
 # Step limits, 500 s together: run the script with the device tool's timeout_s=600. On an
 # H200 (benchmarks/results/gpu-check-h200.log, TIMEOUT_LOSSLESS_S=160) the steps took 7,
-# 25, 127 and 107 s (the lossless tests 113 s, the hypothesis ones at their 100 examples).
+# 25, 127 and 107 s (the lossless tests 113 s).
 TIMEOUT_INFO_S="${TIMEOUT_INFO_S:-30}"
 TIMEOUT_EXACTNESS_S="${TIMEOUT_EXACTNESS_S:-90}"
 TIMEOUT_LOSSLESS_S="${TIMEOUT_LOSSLESS_S:-240}"

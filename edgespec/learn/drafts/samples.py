@@ -131,8 +131,9 @@ def without_prompts_of(
 def choose_kept_tokens(
     samples: Sequence[Sample], num_kept: int, always: Sequence[int] = ()
 ) -> list[int]:
-    """The ``num_kept`` most frequent target ids (continuation tokens count 4× prompt tokens),
-    plus ``always`` (special tokens), ordered by frequency."""
+    """``num_kept`` target ids: ``always`` (special tokens) first, counted within
+    ``num_kept``, then the most frequent ids (continuation tokens count 4× prompt tokens),
+    by frequency."""
     counts: dict[int, float] = {}
     for s in samples:
         for tok in s.prompt_ids.tolist():
