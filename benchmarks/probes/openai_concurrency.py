@@ -1,7 +1,8 @@
 """How many concurrent streaming clients an ``edgespec draft --serve-openai`` endpoint
 serves, and how long each waits for its first token (docs/DEPLOY.md, "Sizing a device's
 endpoint"). ``--make-tiny DIR`` first saves the test suite's tiny Llama with a word-level
-tokenizer (``w0`` … ``w63``) to serve and draft with:
+tokenizer (``w0`` … ``w63``) to serve and draft with, its chat template the suite's too (the
+messages' contents joined, so a chat reply is the completion of the same words):
 
     python benchmarks/probes/openai_concurrency.py --make-tiny /tmp/oai/tiny
     edgespec serve --target /tmp/oai/tiny --port 50071 --threads 1 &
@@ -21,6 +22,9 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
+"""The messages' contents, each followed by a space (tests/runtime/openai_api/conftest.py's)."""
+
 
 def make_tiny(out: str) -> None:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -32,6 +36,7 @@ def make_tiny(out: str) -> None:
     core.pre_tokenizer = pre_tokenizers.Whitespace()
     core.decoder = decoders.Fuse()
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="w0")  # type: ignore[no-untyped-call]
+    tokenizer.chat_template = CHAT_TEMPLATE
     tiny_llama(0).save_pretrained(out)
     tokenizer.save_pretrained(out)
 

@@ -2,7 +2,8 @@
 (docs/RUNTIME.md).
 
 Only :mod:`edgespec.runtime.wire.grpc_common`, :mod:`~edgespec.runtime.wire.grpc_server` and
-:mod:`~edgespec.runtime.wire.grpc_client` import grpc; everything else (engine, server
+:mod:`~edgespec.runtime.wire.grpc_client` import grpc (with the generated stubs in
+:mod:`edgespec.runtime.proto`); everything else (engine, server
 scheduler, drafter loop, backends) is usable in-process, e.g. by
 :func:`edgespec.runtime.wire.inprocess.speculative_generate`. Nothing here imports the
 simulator; the policies in :mod:`edgespec.policies` are what both hosts share.

@@ -29,6 +29,12 @@ def test_every_key_of_the_definitions_table_is_a_metrics_field() -> None:
     assert keys and set(keys) <= fields, sorted(set(keys) - fields)
 
 
+def test_every_metrics_field_is_a_key_of_the_definitions_table() -> None:
+    """metrics.json is "the table above": each of its keys has a row."""
+    keys = {k.removesuffix("[]") for cell, _ in _table_rows() for k in re.findall(r"`(.+?)`", cell)}
+    assert [name for name in _names(SystemMetrics) if name not in keys] == []
+
+
 def test_nested_fields_the_table_lists_are_the_records_fields() -> None:
     rows = dict(_table_rows())
     latency = rows["`ttft`, `service_ttft`, `tpot`, `e2e`"]
