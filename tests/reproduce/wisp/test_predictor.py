@@ -10,6 +10,7 @@ from edgespec.reproduce.wisp.predictor import (
     fit_alpha,
     fixed_window_acceptance,
     predictor_scenario,
+    stopped_round,
 )
 from edgespec.reproduce.wisp.setup import MIXED, WispSetup, scenario
 from edgespec.reproduce.wisp.table6 import table6_speed
@@ -28,6 +29,22 @@ def test_alpha_fit_matches_seed_notes() -> None:
     assert fitted == [0.584, 0.682, 0.72, 0.762]
     for fraction in (0.31, 0.53):
         assert math.isclose(fixed_window_acceptance(fit_alpha(fraction, 4), 4), fraction)
+
+
+def test_on_above_off_for_every_point_whose_tpr_exceeds_its_fpr() -> None:
+    """What W7's note (predictor_claims.ON_ABOVE_OFF) says makes its direction hold by
+    construction: over the grid it names, accepted / sent with the predictor is above the
+    fixed window's (TPR = FPR = 1) for every TPR > FPR."""
+    for a in range(1, 50):
+        alpha = a / 50  # 0.02 … 0.98
+        for t in range(1, 21):
+            for f in range(20):  # FPR 0 … 0.95
+                if f >= t:
+                    continue
+                for k in range(1, 9):
+                    accepted, sent = stopped_round(alpha, k, t / 20, f / 20)
+                    off, _ = stopped_round(alpha, k, 1.0, 1.0)
+                    assert accepted / sent > off / k, (alpha, t / 20, f / 20, k)
 
 
 def test_predictor_scenario_adds_the_stand_in_to_wisp_without_predictor() -> None:

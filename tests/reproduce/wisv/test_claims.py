@@ -4,12 +4,29 @@ SH − FH signs as the paper's text states them."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import replace
 from itertools import pairwise
 
-from edgespec.core.semantic_link import LinkRates, fh_comm_s, greedy_comm_s
+from edgespec.core.semantic_link import (
+    LinkRates,
+    fh_comm_s,
+    greedy_comm_s,
+    rejection_comm_s,
+    sh_comm_s,
+)
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
-from edgespec.reproduce.wisv.claims import CUT_GROWS, GAIN_GROWS, v1_rows, v2_rows
+from edgespec.reproduce.wisv.claims import (
+    CUT_GROWS,
+    FASTER,
+    GAIN_GROWS,
+    MORE_PER_ROUND,
+    SLOWEST,
+    v1_rows,
+    v2_rows,
+    v3_rows,
+)
 from edgespec.reproduce.wisv.heads import fig5_rows, permissive_row
 from edgespec.reproduce.wisv.regimes import v4_rows
 from edgespec.reproduce.wisv.runs import (
@@ -90,6 +107,30 @@ def test_the_gains_growing_with_the_window_hold_by_construction() -> None:
     assert cut.outcome is Outcome.BY_CONSTRUCTION and cut.by_construction == CUT_GROWS
     assert GAIN_GROWS.endswith("rise with γ for every r < 1 (a ratio of geometric sums whose "
                                "terms' ratio grows)")  # fmt: skip
+
+
+def test_the_headline_changes_at_64_are_judged_on_their_magnitude_alone() -> None:
+    """Their sign cannot come out otherwise (MORE_PER_ROUND, FASTER): not judged; a
+    magnitude outside ±25 % is then a miss, not "direction only"."""
+    res = results(SHIPPED, COUNTS)
+    v1, v2 = by_what(v1_rows(res)), by_what(v2_rows(res))
+    aal = v1["WISV FH AAL vs greedy, γ = 64, 20 Mbit/s"]
+    latency = v2["WISV FH latency vs greedy, γ = 64, 500 Mbit/s"]
+    assert aal.note == f"direction not judged, by construction: {MORE_PER_ROUND}"
+    assert latency.note == f"direction not judged, by construction: {FASTER}"
+    assert (aal.tolerance, aal.ours) == ("±25 % of +60.7%", "15.134 vs 9.989 (+51.5%)")
+    assert aal.direction_ok is None and aal.outcome is Outcome.HOLDS  # within ±25 %
+    assert latency.direction_ok is None and latency.outcome is Outcome.HOLDS  # −33 % vs −31 %
+    # a head that commits 3× greedy's at γ = 64: +200 % AAL, −67 % rounds, both misses
+    fh = res.get("fh", 64, 20.0)
+    far = replace(fh, committed_per_round=3 * 9.989, rounds_per_answer=208 / (3 * 9.989))
+    res.runs[run_name("fh", 64, 20.0, 50.0)] = far
+    rows = by_what(v1_rows(res))
+    for what in ("AAL", "rounds"):
+        row = rows[f"WISV FH {what} vs greedy, γ = 64, 20 Mbit/s"]
+        assert (row.direction_ok, row.magnitude_ok, row.outcome) == (None, False, Outcome.MISS)
+        assert row.cause is Cause.MISSING_INPUT
+        assert row.why.startswith("an input the paper does not give — the paper's decision head")
 
 
 def test_the_poor_link_more_permissive_is_judged_on_a_gap_beyond_noise() -> None:
@@ -186,3 +227,39 @@ def test_what_the_by_construction_reasons_say_holds_for_every_share() -> None:
                 assert fh / greedy - 1 < 0.004
                 cut.append(fh / greedy / ratio)
             assert all(b < a for a, b in pairwise(cut)), (share, rtt)
+
+
+def test_rejection_sampling_the_slowest_holds_by_construction() -> None:
+    (row,) = [r for r in v3_rows(results(SHIPPED, COUNTS)) if "the slowest method" in r.what]
+    assert row.outcome is Outcome.BY_CONSTRUCTION and row.setting == ""
+    assert row.by_construction == SLOWEST
+
+
+def test_what_slowest_says_holds_for_every_share() -> None:
+    """SLOWEST in expected values: at every reject share, in every Fig. 4 setting, rejection
+    sampling's answer takes longer than greedy's, FH's and SH's (SH's second round trip in
+    the rounds with m > 0 mismatches, m ~ Binomial(γ, 0.1)); the nearest case is γ = 10,
+    500 Mbit/s, RTT 50 ms, every mismatch rejected, 3.1 % apart."""
+    setup = WisvSetup()
+    p, alpha = setup.payloads(), setup.alpha
+    margins = {}
+    for rate in RATES_MBPS:
+        for rtt in RTTS_MS:
+            link = LinkRates(rate * 1e6, rtt / 1000)
+            for g in GAMMAS:
+                draft = g * setup.draft_s_per_token
+                sh_extra = sum(
+                    math.comb(g, m) * 0.1**m * 0.9 ** (g - m) * (sh_comm_s(p, link, g, m)
+                                                                 - greedy_comm_s(p, link, g))
+                    for m in range(1, g + 1)
+                )  # fmt: skip
+                greedy = (draft + greedy_comm_s(p, link, g)) / expected_committed(alpha, 1.0, g)
+                reject = (draft + rejection_comm_s(p, link, g)) / expected_committed(alpha, 1.0, g)
+                for share in [i / 100 for i in range(101)]:
+                    committed = expected_committed(alpha, share, g)
+                    fh = (draft + fh_comm_s(p, link, g)) / committed
+                    sh = (draft + greedy_comm_s(p, link, g) + sh_extra) / committed
+                    margins[(rate, rtt, g, share)] = reject / max(greedy, fh, sh) - 1
+    nearest = min(margins, key=margins.__getitem__)
+    assert nearest == (500.0, 50.0, 10, 1.0)
+    assert round(100 * margins[nearest], 1) == 3.1
