@@ -10,7 +10,7 @@ import math
 from dataclasses import replace
 
 from edgespec.reproduce.claims import ClaimRow, change, fmt, pct
-from edgespec.reproduce.dsd.causes import CAUSES, UNSATURATED, tagged
+from edgespec.reproduce.dsd.causes import CAUSES, UNSATURATED, catch_up_reason, tagged
 from edgespec.reproduce.dsd.runs import (
     DsdPlan,
     DsdResults,
@@ -41,7 +41,10 @@ def quick_run(res: DsdResults) -> str:
 def not_comparable(row: ClaimRow, res: DsdResults) -> ClaimRow:
     """``row`` of a run that ends inside the start-up transient (shorter than
     :attr:`DsdPlan.transient_s`): neither its direction nor its magnitude is judged, its
-    outcome is "not comparable (quick run)", its numbers stay shown."""
+    outcome is "not comparable (quick run)", its numbers stay shown. A row that judges
+    nothing in any run (a sensitivity) is left as it is."""
+    if row.direction_ok is None and row.magnitude_ok is None:
+        return row
     why = (
         f"{res.plan.setup.duration_s:g} s runs end inside the start-up transient "
         f"({res.plan.transient_s:.0f} s: three closed-loop cycles); the direction is not "
@@ -70,6 +73,10 @@ def routing_rows(res: DsdResults) -> list[ClaimRow]:
     crossing = next(
         (n for n, d in zip(drafts, diff, strict=True) if d is not None and d <= 0), None
     )
+    known = [(n, d) for n, d in zip(drafts, diff, strict=True) if d is not None]
+    jsq_thr = [summary_metric(res.get(routing_name("jsq", n)), "thr") for n in drafts[-2:]]
+    growth = change(jsq_thr[-1], jsq_thr[0]) if len(drafts) > 1 else None
+    top = None if growth is None else (drafts[-2], drafts[-1], growth)
     return [
         ClaimRow(
             "D6", tagged(res.cost_mode, "RR TPOT − JSQ TPOT below 1k drafts (ms)"),
@@ -84,7 +91,7 @@ def routing_rows(res: DsdResults) -> list[ClaimRow]:
             "not reached" if crossing is None else f"{crossing}",
             "within ±25% of 1,000", crossing is not None,
             crossing is not None and 750 <= crossing <= 1250,
-            reason=CAUSES[res.cost_mode].routing, quick_run=quick_run(res),
+            reason=catch_up_reason(known, top), quick_run=quick_run(res),
         ),
     ]  # fmt: skip
 

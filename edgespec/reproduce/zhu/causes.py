@@ -1,14 +1,18 @@
 """Why Zhu et al.'s claims miss where they do, why some rows hold by construction (shown,
-not judged), and where the paper is inconsistent with itself (REPORT.md's *Findings*):
-each cause stated once, from the printed costs where the arithmetic decides it."""
+not judged), and REPORT.md's *Findings* (where the paper is inconsistent with itself, and
+where the input it prints with a wrong unit sets a figure's magnitude): each cause stated
+once, from the printed costs where the arithmetic decides it, from the run where the run
+does."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from edgespec.reproduce.claims import Cause, Finding, Reason
-from edgespec.reproduce.zhu.bandwidth import gains
-from edgespec.reproduce.zhu.runs import sweep_key
+from edgespec.reproduce.zhu.bandwidth import gains, matching_readings
+from edgespec.reproduce.zhu.runs import AT_O_MAX, FIG7_SCHEMES, sweep_key
 from edgespec.reproduce.zhu.setup import G0_READINGS_DB, PAIR_NAMES, PAIRS, SWEEP_PAIR, ZhuSetup
-from edgespec.reproduce.zhu.stats import Draws, reduction
+from edgespec.reproduce.zhu.stats import Draws, median, reduction
 
 ADS_LIMIT = Reason(
     Cause.MISSING_INPUT,
@@ -16,12 +20,39 @@ ADS_LIMIT = Reason(
     "10 LLaMA-7B or 2 LLaMA-13B tasks a batch; Fig. 6's axes need ADS in about 4–5 batches "
     "(SEED-NOTES §2.4)",
 )
-FSL_SHORT = Reason(
-    Cause.MODELLING,
-    "with the printed costs (Eqs. 13–22, Table II), at short outputs the pipeline's overlap "
-    "outweighs FSL's longer drafts and FSL (the pipeline with l = 7) beats SD without the "
-    "pipeline; the paper gives no numbers for its Fig. 7 curves to say where its runs differ",
-)
+
+
+def ordering_reason(draws: Draws, failing: Sequence[str]) -> Reason | None:
+    """Fig. 7's ordering (proposed ≤ SD w/o pipeline < FSL, No batching) where it fails at
+    ``failing`` sweep points: the paper does not say which output lengths a latency is
+    taken over (SEED-NOTES §2.5, 3); where, with O_max as every task's (as Algorithm 1
+    plans), the ordering holds at every one of them, that input is the cause, with both
+    readings' medians; else none is known."""
+    if not failing:
+        return None
+
+    def medians(point: str, suffix: str) -> list[float]:
+        return [median(draws, f"sweep/{point}/{scheme}{suffix}") for scheme in FIG7_SCHEMES]
+
+    def ordered(m: list[float]) -> bool:
+        return m[0] <= m[1] < min(m[2], m[3])
+
+    if not all(ordered(medians(p, AT_O_MAX)) for p in failing):
+        return None
+    shown = "; ".join(
+        f"{p}: {' / '.join(f'{v:.1f}' for v in medians(p, ''))} s, with O_max "
+        f"{' / '.join(f'{v:.1f}' for v in medians(p, AT_O_MAX))} s"
+        for p in failing
+    )
+    return Reason(
+        Cause.MISSING_INPUT,
+        "which output lengths a plan's latency is taken over (not given, SEED-NOTES §2.5, 3): "
+        "with each task's own O_k (chosen, Eq. 8) the ordering fails there, with O_max as "
+        "every task's (as Algorithm 1 plans) it holds; median latencies, proposed / SD w/o "
+        f"pipeline / FSL / No batching: {shown}",
+    )
+
+
 ADS_SHORT = Reason(
     Cause.MISSING_INPUT,
     "ADS's batch limit is not stated; capped by the MBS memory, ADS batches grow as the "
@@ -101,6 +132,7 @@ def findings(setup: ZhuSetup, draws: Draws) -> tuple[Finding, ...]:
     draft, verify, fixed, ratio = step_costs_ms(setup)
     dp = dp_gains(draws, setup)
     g0 = gains(draws)
+    match = matching_readings(g0)
     lo, hi = G0_READINGS_DB[0], G0_READINGS_DB[-1]
     spread = ", ".join(
         f"{PAIR_NAMES[p]} {100 * g0[(p, lo)][0]:.1f}% → {100 * g0[(p, hi)][0]:.1f}%" for p in PAIRS
@@ -120,10 +152,14 @@ def findings(setup: ZhuSetup, draws: Draws) -> tuple[Finding, ...]:
         ),
         Finding(
             "Z4 (Fig. 9)",
-            Cause.INCONSISTENT,
-            "g0 is printed as “−30 dBm”, a power unit on a dimensionless gain; the optimal "
-            f"split's gain at 25 MHz grows with how it is read, from {lo:g} dB to {hi:g} dB: "
-            f"{spread}. Fig. 9's magnitudes cannot be checked, only their ordering.",
+            Cause.MISSING_INPUT,
+            "g0 is printed as “−30 dBm”, a power unit on a dimensionless gain (SEED-NOTES "
+            "§2.5, 4), so the value the paper ran is not given; the optimal split's gain at "
+            f"25 MHz grows with how it is read, from {lo:g} dB to {hi:g} dB: {spread}. Each "
+            f"pair's gain is judged at the chosen {setup.path_loss_db:g} dB (the printed unit "
+            "converted literally); all three lie within ±25% of Fig. 9's at "
+            + (", ".join(f"{db:g} dB" for db in match) or "none of these readings")
+            + ".",
             "the Z4 rows (the sweep over g0 readings, `results.json` keys `g0/…`)",
         ),
     )

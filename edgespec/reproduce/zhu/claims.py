@@ -16,7 +16,7 @@ from edgespec.reproduce.zhu.causes import (
     BY_CONSTRUCTION_BAND,
     BY_CONSTRUCTION_GAP,
     BY_CONSTRUCTION_HIGHEST,
-    FSL_SHORT,
+    ordering_reason,
     printed_costs_reason,
 )
 from edgespec.reproduce.zhu.coverage import Coverage, coverage, points_text, values_text
@@ -156,7 +156,7 @@ def z2_rows(draws: Draws, setup: ZhuSetup, quick: str, cov: Coverage) -> list[Cl
             "Z2",
             "Fig. 7: proposed ≤ SD w/o pipeline < FSL, No batching at every point",
             failing,
-            FSL_SHORT,
+            ordering_reason(draws, failing),
             cov,
         )
     )
@@ -164,7 +164,7 @@ def z2_rows(draws: Draws, setup: ZhuSetup, quick: str, cov: Coverage) -> list[Cl
 
 
 def points_row(
-    claim: str, what: str, failing: Sequence[str], why: Reason, cov: Coverage
+    claim: str, what: str, failing: Sequence[str], why: Reason | None, cov: Coverage
 ) -> ClaimRow:
     """A statement over every sweep point; ``ours`` names the points where it fails. A plan
     that leaves sweep points out says it judged the statement at the points it ran only,
@@ -285,6 +285,6 @@ def all_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan, quick: bool) -> list[
         *z1_rows(draws, plan, cov),
         *z2_rows(draws, setup, why, cov),
         *z3_rows(draws, setup, plan, why, cov),
-        *z4_rows(draws, setup),
+        *z4_rows(draws, setup, why),
         *z5_rows(draws, setup, plan),
     ]

@@ -4,7 +4,9 @@ One job per draw (:class:`DrawJob`): it draws K users' lengths and channels once
 evaluates every scheme of every figure on them, so configurations share their random
 numbers. A scheme's latency is its plan's upload time plus the recursion's T_inf with the
 tasks' own output lengths. Results are latencies in seconds keyed
-``figure/pair/parameter=value/scheme``.
+``figure/pair/parameter=value/scheme``; Fig. 7's schemes also with O_max as every task's
+output length (``sweep/point/scheme@o_max``, the other reading of the lengths a latency is
+taken over, SEED-NOTES §2.5, 3).
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ SD_SCHEMES: dict[str, dict[str, object]] = {
     "static_batching": {"batching": "static"},
 }
 """Figs. 7–8's SD schemes as planner configurations."""
+FIG7_SCHEMES = ("proposed", "no_pipeline", "fsl", "no_batching")
+"""Fig. 7's schemes, whose latencies are also taken with O_max as every task's output."""
+AT_O_MAX = "@o_max"
+"""The suffix of a scheme's latency with O_max as every task's output length."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,11 +233,14 @@ class DrawJob:
         costs = s.costs(SWEEP_PAIR)
         for name, (k, i_max, o_max) in sweep_points(s, self.plan):
             obs = users.observe(s, k, i_max, o_max, s.bandwidth_mhz)
+            longest = replace(obs, tasks=tuple(replace(t, output_len=o_max) for t in obs.tasks))
             for scheme, kwargs in SD_SCHEMES.items():
                 planner = self._planner(costs, output_len=o_max, **kwargs)
-                out[f"sweep/{name}/{scheme}"] = latency_s(
-                    costs, obs, planner.plan(obs), planner.pipelined
-                )
+                plan = planner.plan(obs)
+                out[f"sweep/{name}/{scheme}"] = latency_s(costs, obs, plan, planner.pipelined)
+                if scheme in FIG7_SCHEMES:
+                    at_o_max = latency_s(costs, longest, plan, planner.pipelined)
+                    out[f"sweep/{name}/{scheme}{AT_O_MAX}"] = at_o_max
             out[f"sweep/{name}/ads"] = ads_latency_s(s, costs, obs, o_max)
         return out
 

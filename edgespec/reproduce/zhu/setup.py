@@ -76,8 +76,9 @@ CHOICES: tuple[tuple[str, str], ...] = (
         "the paper prints g0 = −30 dBm, a power unit on a dimensionless gain; converting the "
         "printed unit literally, −30 dBm = 10⁻⁶ W, taken as the gain 10⁻⁶ (−60 dB). The −30 dB "
         "reading (10⁻³) makes every user's channel so good that the bandwidth split barely "
-        "matters (SEED-NOTES §2.4: 5–9 % instead of Fig. 9's 25–45 %). Z4 shows Fig. 9's gain at "
-        "−30, −40, −50 and −60 dB and judges only the ordering across pairs",
+        "matters (SEED-NOTES §2.4: 5–9 % instead of Fig. 9's 25–45 %). Z4 judges each pair's "
+        "gain at −60 dB, shows it at −30, −40 and −50 dB beside it, and judges the ordering "
+        "across pairs at every reading",
     ),
     (
         "users 10 m to 400 m from the SBS, uniform by area; σ² over the whole band",
@@ -92,7 +93,9 @@ CHOICES: tuple[tuple[str, str], ...] = (
     (
         "plans assume O_max for every task; latencies use each task's own O_k",
         "Algorithm 1 plans with O_k = O_max (§III-C); the latency of any plan is Eqs. 20–22 "
-        "with O_m the longest output of batch m and batches leaving as they finish (Eq. 8)",
+        "with O_m the longest output of batch m and batches leaving as they finish (Eq. 8). "
+        "Fig. 7's schemes are also timed with O_max for every task, shown where Z2's "
+        "ordering fails",
     ),
     (
         "Algorithm 1 as Eqs. 30–32 define it",

@@ -15,8 +15,8 @@ from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.dsd.causes import (
     CAUSES,
     MODE_TAGS,
-    TP1_CROSSOVER,
     UNSATURATED,
+    catch_up_reason,
     policies_reason,
     table_throughput_reason,
     tagged,
@@ -187,28 +187,6 @@ def test_crossover_row_reads_cloud_only_and_notes_the_colocated_crossover() -> N
     del runs[crossover_name("colocated", 90.0)]
     (row,) = crossover_rows(DsdResults(PLAN, runs))
     assert "90 ms: 70.0 / 50.0 / n/a" in row.note and row.note.endswith("crosses at none")
-
-
-def test_the_variant_fleet_gets_its_own_crossover_row() -> None:
-    """A plan with variant RTTs judges D3 a second time on DSD-Sim's TP-1 targets, over the
-    paper's two round modes only."""
-    plan = replace(PLAN, variant_rtts_ms=(10.0, 60.0))
-    res = crossover([30.0, 40.0, 52.0, 70.0], [50.0] * 4, plan=plan)
-    runs = dict(res.runs)
-    for rtt, dist, cloud in ((10.0, 80.0, 120.0), (60.0, 130.0, 120.0)):
-        runs[crossover_name("distributed", rtt, variant=True)] = run(20.0, 300.0, dist)
-        runs[crossover_name("cloud_only", rtt, variant=True)] = run(20.0, 300.0, cloud)
-    res = DsdResults(plan, runs)
-    primary, variant = crossover_rows(res)
-    assert primary.ours == "60 ms" and variant.ours == "60 ms"
-    assert crossover_rtt_ms(res, variant=True) == 60.0
-    assert variant.what.endswith("(GSM8K, 600 drafts, DSD-Sim's TP-1 targets, the variant)")
-    assert variant.note == (
-        "TPOT ms, distributed / cloud-only: 10 ms: 80.0 / 120.0; 60 ms: 130.0 / 120.0"
-    )
-    runs[crossover_name("cloud_only", 60.0, variant=True)] = run(20.0, 300.0, 131.0)
-    missed = crossover_rows(DsdResults(plan, runs))[1]
-    assert missed.ours == "none in the sweep" and missed.reason == TP1_CROSSOVER
 
 
 @MODES
@@ -408,6 +386,8 @@ def test_every_row_carries_its_modes_tag_and_cause(mode: CostMode) -> None:
             reason = table_throughput_reason(what[3], what[2])
         if row.claim_id == "D7" and "saturated" in row.what:  # no run saturates: the load's
             reason = UNSATURATED
+        if row.claim_id == "D6" and "catches up" in row.what:  # from the run's gaps: none
+            reason = catch_up_reason([], None)
         assert row.reason == reason, row.what
         if row.outcome is Outcome.NOT_JUDGED:  # D7's TPOT: unreachable by construction
             assert row.claim_id == "D7" and row.why == "" and row.cause is None
@@ -628,8 +608,10 @@ def test_misses_carry_the_cause_their_claim_states(mode: CostMode) -> None:
         runs[batching_name("lab", n)] = run(30.0, 300.0, jsq + 3.0)
     gap, catch_up = routing_rows(DsdResults(plan, runs))
     assert gap.outcome is Outcome.DIRECTION_ONLY and gap.reason == why.routing
-    assert catch_up.outcome is Outcome.MISS and catch_up.reason == why.routing
-    assert catch_up.cause is why.routing.cause
+    assert catch_up.outcome is Outcome.MISS and catch_up.cause is Cause.MISSING_INPUT
+    assert catch_up.reason == catch_up_reason(
+        [(400, 1.1), (1000, 1.5), (1400, 1.2)], (1000, 1400, 0.0)
+    )
     lab, _ = batching_rows(DsdResults(plan, runs))  # padded batches: judged, LAB's rule
     assert lab.outcome is Outcome.MISS and lab.reason == why.batching
     assert lab.cause is why.batching.cause and lab.why.startswith(str(why.batching))

@@ -85,7 +85,7 @@ def test_findings_state_the_load_the_inconsistencies_and_the_runs() -> None:
     assert c1_c3.line.startswith("Unexplained under the chosen load: GSM8K Static goes 25.8")
     assert "(-31.0%)" in c1_c3.line
     assert c1_c3.shown_by.endswith("physical 24.00 → 21.00 (-12.5%)")
-    assert fleet.shown_by.startswith("D3's two rows, crossover by fleet: the variant not run")
+    assert fleet.shown_by == "D3's rows, crossover by fleet: the variant not run"
     assert awc.shown_by.endswith("Static: physical +2.5%")  # (+5% + 0%) / 2
     empty = findings([DsdResults(DsdPlan.quick(), {})])[2]
     assert empty.shown_by.endswith("not run (the plan has no C3)")
