@@ -1,4 +1,5 @@
-"""Claims of a reproduced paper, side by side with ours, and the REPORT.md that shows them.
+"""Claims of a reproduced paper, side by side with ours (REPORT.md's markdown:
+:mod:`edgespec.reproduce.report_file`).
 
 Every ``edgespec reproduce <seed>`` returns :class:`ClaimRow` s: one per claim (and sub-claim)
 of SEED-NOTES' checklist, each with the paper's number, edgespec's, the tolerance and two
@@ -22,9 +23,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
-
-from edgespec.output_paths import write_text_atomically
 
 UNKNOWN_CAUSE = "cause not known"
 
@@ -215,95 +213,6 @@ def headline(rows: Sequence[ClaimRow]) -> str:
     return f"{len(rows)} {noun}: " + ", ".join(f"{counts[o]} {o.value}" for o in shown)
 
 
-OUTCOMES_EXPLAINED = (
-    "A row holds when no verdict failed (direction right where it is judged, magnitude within "
-    "the tolerance where it is compared); it holds in direction only when the direction is "
-    "right and the magnitude is not; it misses when the direction is wrong, or when the "
-    "magnitude is outside the tolerance and no direction is judged. A row whose number a "
-    "chosen input fixes is a setting, shown beside the paper's and never judged; one whose "
-    "verdict the model's construction decides (no run could come out otherwise) holds by "
-    "construction, shown and not judged. Every row "
-    "that misses or holds in direction only says why: a cause class ("
-    + "; ".join(c.value for c in Cause)
-    + f") and one line, or “{UNKNOWN_CAUSE}”."
-)
-QUICK_EXPLAINED = (
-    "**Quick run** (`--quick`): fewer and shorter runs than the full reproduction. A magnitude "
-    "that depends on the run length is marked “(quick run)” and not compared with the "
-    "paper's: its row holds in direction only, or is not comparable where no direction is "
-    "judged. Run without `--quick` to compare it."
-)
-
 QUICK_PRINTED = (
     "quick run: a magnitude that depends on the run length is not compared with the paper's"
 )
-
-
-def markdown_table(rows: Sequence[ClaimRow]) -> str:
-    head = "| claim | what | paper | edgespec | tolerance | verdict | outcome | cause | note |"
-    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        cells = (
-            r.claim_id,
-            r.what,
-            r.paper,
-            r.ours,
-            r.tolerance,
-            r.verdict,
-            r.outcome.value,
-            r.why,
-            r.note,
-        )
-        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-    return "\n".join(lines)
-
-
-def write_report(
-    path: Path,
-    title: str,
-    command: str,
-    rows: Sequence[ClaimRow],
-    choices: Sequence[tuple[str, str]],
-    files: Sequence[str],
-    *,
-    quick: bool = False,
-    findings: Sequence[Finding] = (),
-    appendix: str = "",
-) -> None:
-    """REPORT.md: the command, the headline counts, the claims table with each miss's cause,
-    the findings (where given), the chosen inputs with their reasons, the files (scenarios,
-    plots, raw results) beside it, then ``appendix`` as given; written whole or not at all.
-    ``quick``: the rows come from a ``--quick`` run, and the header says so."""
-    unexplained = sum(1 for r in rows if r.why.startswith(UNKNOWN_CAUSE))
-    parts = [f"# {title}", "", f"Command: `{command}`", ""]
-    if quick:
-        parts += [QUICK_EXPLAINED, ""]
-    parts += [f"{headline(rows)}.", "", OUTCOMES_EXPLAINED]
-    if unexplained:
-        parts += ["", f"{unexplained} of the rows that do not hold have no known cause."]
-    parts += [
-        "",
-        markdown_table(rows),
-        "",
-    ]
-    if findings:
-        parts += [
-            "## Findings",
-            "",
-            "Where the paper's number rests on its simulator's simplification or the paper is "
-            "inconsistent with itself, each with the run that shows it.",
-            "",
-            *[f.markdown() for f in findings],
-            "",
-        ]
-    parts += [
-        "## Inputs the paper does not state, chosen once for every claim",
-        "",
-        *[f"- **{name}**: {why}" for name, why in choices],
-        "",
-        "## Files",
-        "",
-        *[f"- `{f}`" for f in files],
-        "",
-    ]
-    write_text_atomically(path, "\n".join(parts) + appendix)

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from edgespec.reproduce.claims import write_report
 from edgespec.reproduce.jobs import write_scenario
+from edgespec.reproduce.report_file import write_report
 from tests.disk_full import NEEDS_PROC_FD, disk_full_writing
 from tests.metrics.test_atomic_writes import half_then_full
 

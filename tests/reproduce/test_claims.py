@@ -22,12 +22,11 @@ from edgespec.reproduce.claims import (
     Reason,
     change,
     headline,
-    markdown_table,
     pct,
     within,
-    write_report,
 )
 from edgespec.reproduce.printed import column_widths, print_claims
+from edgespec.reproduce.report_file import markdown_table, write_report
 
 
 @pytest.mark.parametrize(

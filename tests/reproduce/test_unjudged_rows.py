@@ -11,8 +11,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from edgespec.reproduce.claims import ClaimRow, Outcome, headline, write_report
+from edgespec.reproduce.claims import ClaimRow, Outcome, headline
 from edgespec.reproduce.printed import print_claims
+from edgespec.reproduce.report_file import write_report
 
 FAILING = ClaimRow("D2", "absolute throughput", "25.1", "25.8", "±50%", None, False)
 PASSING = replace(FAILING, magnitude_ok=True)

@@ -9,21 +9,19 @@ from typing import Any
 
 from edgespec.output_paths import write_text_atomically
 
-SENSITIVITIES_SHOWN = "Shown, never judged and never used to choose an input."
-
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run D2–D7 in both cost modes, write the run folder (REPORT.md's *Sensitivities*
     after its files, where the plan runs the variant fleet), print the table (D1, not
     judged, then each claim's physical rows and its DSD-Sim compat rows); returns the claim
     rows."""
-    from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.dsd.choices import CHOICES, SENSITIVITIES
     from edgespec.reproduce.dsd.claims import CALIBRATION, all_rows
     from edgespec.reproduce.dsd.findings import findings
     from edgespec.reproduce.dsd.plots import plot_dsd
     from edgespec.reproduce.dsd.runs import DsdPlan, results_dict, run_dsd
     from edgespec.reproduce.printed import print_claims
+    from edgespec.reproduce.report_file import sensitivities_markdown, write_report
     from edgespec.sweeps.executor import make_executor
 
     plan = DsdPlan.quick() if quick else DsdPlan.full()
@@ -36,12 +34,11 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     write_text_atomically(out / "results.json", json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "DSD (seed 004) reproduced" + (" — quick" if quick else "")
-    shown = [f"- **{name}**: {what}" for name, what in SENSITIVITIES]
-    sensitivities = ["", "## Sensitivities", "", SENSITIVITIES_SHOWN, "", *shown]
+    sensitivities = sensitivities_markdown([f"**{name}**: {what}" for name, what in SENSITIVITIES])
     write_report(
         out / "REPORT.md", title, command, rows, CHOICES, files, quick=quick,
         findings=findings(results),
-        appendix="\n".join(sensitivities) + "\n" if plan.variant_rtts_ms else "",
+        appendix=sensitivities if plan.variant_rtts_ms else "",
     )  # fmt: skip
     print_claims(rows, quick=quick)
     print(f"report: {out / 'REPORT.md'}")

@@ -18,8 +18,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.metrics.plots import plot_violation_attribution
     from edgespec.profiling.run import cpu_name
     from edgespec.profiling.samples import load_samples
-    from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.printed import print_claims
+    from edgespec.reproduce.report_file import sensitivities_markdown, write_report
     from edgespec.reproduce.wisp.curve_claims import all_rows, operating_choice
     from edgespec.reproduce.wisp.estimator import (
         check_estimator,
@@ -84,11 +84,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     found = findings(results)
     sensitivities = (results.late.line(), reading_line(results), table6.speed.line())
     omitted = left_out(plan, predictor_plan)
-    appendix = "\n".join(
-        ["", "## Sensitivities", "", "Shown, never judged and never used to choose an input.", ""]
-        + [f"- {line}" for line in sensitivities]
-        + [""]
-    )
+    appendix = sensitivities_markdown(sensitivities)
     if omitted:
         appendix += "\n" + left_out_markdown(omitted)
     write_report(

@@ -14,8 +14,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     """Run the cells, write REPORT.md and results.json, print the table; returns the rows.
     Stops with a :class:`~edgespec.errors.UserInputError` naming `edgespec train wisv`
     when the decision head's reject-share table is missing."""
-    from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.printed import print_claims
+    from edgespec.reproduce.report_file import write_report
     from edgespec.reproduce.wisv.claims import all_rows
     from edgespec.reproduce.wisv.runs import Tables, WisvPlan, results_dict, run_wisv
     from edgespec.reproduce.wisv.setup import CHOICES

@@ -11,9 +11,9 @@ from edgespec.output_paths import write_text_atomically
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run the draws, write REPORT.md and results.json, print the table; returns the rows."""
-    from edgespec.reproduce.claims import write_report
     from edgespec.reproduce.jobs import run_all
     from edgespec.reproduce.printed import print_claims
+    from edgespec.reproduce.report_file import write_report
     from edgespec.reproduce.zhu.causes import findings
     from edgespec.reproduce.zhu.claims import all_rows
     from edgespec.reproduce.zhu.coverage import coverage, left_out_lines

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from edgespec.reproduce.claims import Cause, ClaimRow, Outcome, write_report
+from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
+from edgespec.reproduce.report_file import write_report
 from edgespec.reproduce.wisp.claims import (
     GAP_FLAT,
     QWEN3_14B,

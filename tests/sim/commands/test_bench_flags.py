@@ -146,7 +146,6 @@ def test_record_rounds_is_refused_for_a_benchmark_that_keeps_no_records(
     a handler set without them timed), so asking for them is refused before anything runs."""
     assert main(["bench", "sim", *flags]) == 2
     assert capsys.readouterr().err == (
-        "edgespec bench: record_rounds=true: bench sim streams each run into its metrics and "
-        "keeps no records, so no round would be recorded (and the handler set timed would be "
-        "one without round records); drop it (`edgespec sim --rounds` keeps them)\n"
+        "edgespec bench: record_rounds=true: bench sim keeps no records, so no round would be "
+        "recorded; drop it (`edgespec sim --rounds` keeps them)\n"
     )

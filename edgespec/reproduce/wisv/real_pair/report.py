@@ -207,7 +207,7 @@ def reproduce(
 def write_outputs(out: Path, results: dict[str, Any]) -> list[Any]:
     """REPORT.md in ``out`` from a results dict (:func:`run_all`'s, with ``command`` and
     ``quick``): the claims, the chosen inputs, the V5 and V6 tables; returns the rows."""
-    from edgespec.reproduce.claims import write_report
+    from edgespec.reproduce.report_file import write_report
     from edgespec.reproduce.wisv.real_pair.choices import choices
     from edgespec.reproduce.wisv.real_pair.claims import all_rows, chosen_threshold
 
