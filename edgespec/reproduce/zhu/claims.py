@@ -265,15 +265,12 @@ def z5_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan) -> list[ClaimRow]:
             rising,
             None,
         ),
-        ClaimRow(
+        _direction_row(
             "Z5",
             "Fig. 9: latency falls as B_w grows (every pair)",
             "falls",
-            "yes" if falls else "no",
-            "direction",
             falls,
-            None,
-            by_construction=BY_CONSTRUCTION_BAND,
+            BY_CONSTRUCTION_BAND,
         ),
     ]
 
