@@ -21,7 +21,7 @@ from edgespec.reproduce.dsd.runs import (
 from edgespec.reproduce.dsd.setup import STACKS, DsdSetup
 from edgespec.reproduce.dsd.stack_claims import stack_rows
 from edgespec.reproduce.dsd.sweep_claims import SATURATED, batching_rows, routing_rows
-from tests.reproduce.dsd.test_claims import PLAN, by_what, crossover, run
+from tests.reproduce.dsd.results_inputs import PLAN, by_what, crossover, run
 
 
 def _stacks(

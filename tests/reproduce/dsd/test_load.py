@@ -25,7 +25,7 @@ from edgespec.reproduce.dsd.load import (
 from edgespec.reproduce.dsd.runs import DsdPlan, DsdResults, table_name
 from edgespec.reproduce.dsd.setup import DsdSetup
 from edgespec.reproduce.dsd.sweep_claims import not_comparable
-from tests.reproduce.dsd.test_claims import run
+from tests.reproduce.dsd.results_inputs import run
 
 
 def test_the_think_time_is_littles_law_over_c1_gsm8k_static() -> None:

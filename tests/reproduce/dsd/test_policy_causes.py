@@ -23,7 +23,7 @@ from edgespec.reproduce.dsd.runs import DsdPlan, DsdResults, stack_name, table_n
 from edgespec.reproduce.dsd.setup import STACKS, DsdSetup
 from edgespec.reproduce.dsd.stack_claims import stack_rows
 from edgespec.reproduce.dsd.summary import DsdRunSummary
-from tests.reproduce.dsd.test_claims import PLAN, run
+from tests.reproduce.dsd.results_inputs import PLAN, run
 
 FULL_STACKS = {  # (throughput req/s, TTFT ms, TPOT ms), physical, full run
     "default": (23.17, 238.1, 56.552),

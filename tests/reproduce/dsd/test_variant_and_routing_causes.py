@@ -14,7 +14,7 @@ from edgespec.reproduce.dsd.crossover_claims import crossover_rows, crossover_rt
 from edgespec.reproduce.dsd.findings import findings
 from edgespec.reproduce.dsd.runs import DsdPlan, DsdResults, crossover_name, routing_name
 from edgespec.reproduce.dsd.sweep_claims import not_comparable, routing_rows
-from tests.reproduce.dsd.test_claims import PLAN, crossover, run
+from tests.reproduce.dsd.results_inputs import PLAN, crossover, run
 
 LOAD = (
     "the load (not given: a closed loop is chosen, its one think time fitted to Table 2's "
