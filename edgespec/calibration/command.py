@@ -20,12 +20,9 @@
 from __future__ import annotations
 
 import argparse
-import shlex
-import statistics
-import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -47,27 +44,10 @@ from edgespec.calibration.checks import (
     draft_profile_path,
 )
 from edgespec.calibration.comparison import compare
+from edgespec.calibration.fresh_profile import MIN_PROFILE_R2, profile_scenario
 from edgespec.calibration.runs import link_rtt_ms, run_real, simulate_run, write_trace
 from edgespec.errors import check_fits_context
 from edgespec.output_paths import claim_folder, output_folder, write_text_atomically
-
-
-def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: int) -> Any:
-    """A profiling grid covering the scenario's shapes: cold starts of 1..clients prompts,
-    follow-ups of 1..γ+1 new tokens over the prompt plus half / all of the output."""
-    from edgespec.profiling.measure import GridSpec
-
-    p, g = prompt_tokens, gamma
-    return GridSpec(
-        cold_totals=tuple(sorted({p + g, 2 * (p + g), clients * (p + g)})),
-        new_tokens=tuple(sorted({1, 2, max(1, g // 2 + 1), g + 1})),
-        # a follow-up's total exceeds its new tokens (short prompts and outputs: raised)
-        totals=tuple(sorted({max(p + max_new_tokens // 2, g + 2), max(p + max_new_tokens, g + 2)})),
-        memory_batch_sizes=tuple(sorted({1, max(1, clients // 2), clients})),
-        max_batch_size=clients, num_random=6, num_mixed=6, num_test=12,
-        warmup_runs=2, runs=3,
-    )  # fmt: skip
-
 
 _NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
     ("--clients", drafter_processes, 4, f"drafter processes, at most {MAX_DRAFTER_PROCESSES}"),
@@ -97,7 +77,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_threads(p, 2)
     add_verbose(p)
     p.add_argument(
-        "--profile", help="use this target profile (with its -draft file) instead of profiling"
+        "--profile",
+        help="use this target profile (with its -draft file) instead of profiling (a fresh "
+        f"profile's held-out R² below {MIN_PROFILE_R2} is warned of on stderr)",
     )
     p.add_argument(
         "--out", type=output_folder, default=None,
@@ -105,8 +87,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--overwrite", action="store_true",
-        help="--out may hold an earlier calibration: its files are removed first (a --profile "
-        "given is kept; default: refused)",
+        help="--out may hold an earlier calibration: its files are removed once every check "
+        "has passed (a --profile given is kept; default: refused)",
     )  # fmt: skip
     for flag, kind, default, text in _NUMBERS:
         p.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
@@ -176,67 +158,6 @@ def _prompts(
     return [flat[i :: args.clients] for i in range(args.clients)]
 
 
-def _progress(index: int, total: int) -> None:
-    if (index + 1) % 10 == 0 or index + 1 == total:
-        print(f"  profiled {index + 1}/{total} configurations", flush=True)
-
-
-def _profile(
-    args: argparse.Namespace,
-    out: Path,
-    target: tuple[str, Any, Any],
-    draft: tuple[str, Any, Any],
-    prompts: list[list[tuple[int, ...]]],
-) -> Path:
-    """Profile the pair at the scenario's shapes first (no ``--profile`` given): writes
-    ``profile.yaml`` (and the draft's) to ``out`` and returns its path."""
-    from edgespec.profiling.measure import design_grid
-    from edgespec.profiling.run import profile_pair, write_profiles
-
-    (t_name, t_model, backend), (d_name, make_draft, d_model) = target, draft
-    p = round(statistics.mean(len(prompt) for ps in prompts for prompt in ps))  # mean prompt
-    spec = scenario_grid(p, args.max_new_tokens, args.gamma, args.clients)
-    spec = replace(spec, warmup_runs=args.warmup, runs=args.runs)
-    num_configs = len(design_grid(spec))
-    print(f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...", flush=True)
-    result = profile_pair(
-        t_name, t_model, backend, spec, (d_name, make_draft, d_model),
-        draft_contexts=(p, p + args.max_new_tokens // 2, p + args.max_new_tokens),
-        gamma=args.gamma,
-        num_bootstrap=200, on_config=lambda i: _progress(i, num_configs),
-    )  # fmt: skip
-    paths = write_profiles(
-        result,
-        out / "profile.yaml",
-        "edgespec calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:]),
-    )
-    print(profile_summary(result.wisp.test.r2, result.wisp.test.mape_pct, paths[0]), flush=True)
-    return out / "profile.yaml"
-
-
-MIN_PROFILE_R2 = 0.5
-"""Below this held-out R², the profile's verification-time estimator explains less than
-half of how verify time varies over the scenario's shapes: the simulated verify times then
-hardly follow batch size and tokens, and the simulator's difference from the real run
-measures the fit more than the simulator (the profiles in docs/CALIBRATION.md reached 0.82
-and more)."""
-
-
-def profile_summary(r2: float, mape_pct: float, path: Path) -> str:
-    """The line a fresh profile is reported in; an R² shown below :data:`MIN_PROFILE_R2`
-    (or nan: no variation to explain) adds a line that warns of it and says what to do."""
-    shown = f"{r2:.3f}"
-    line = f"profile: target held-out R² {shown}, MAPE {mape_pct:.1f}%; wrote {path}"
-    if float(shown) >= MIN_PROFILE_R2:
-        return line
-    return (
-        f"{line}\nwarning: held-out R² {shown} is below {MIN_PROFILE_R2}: the profile's "
-        "verify-time estimator explains little of the measured times, so the comparison tests "
-        "the fit more than the simulator; profile again with more --runs (and --warmup) on a "
-        "quieter machine (--threads 1 on a shared one), or give a better profile with --profile"
-    )
-
-
 RUN_FILES = ("profile.yaml", "profile-*.yaml", "profile-report.json", "trace.jsonl",
              "comparison.md")  # fmt: skip
 """What a calibration writes into its folder (``write_profiles``' files for profile.yaml,
@@ -275,9 +196,10 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)  # made only once nothing more is refused
     target = (t_name, pair.target_model, backend)
     draft = (d_name, make_draft, pair.draft_model)
+    fit_lines: tuple[str, ...] = ()  # a fresh profile's, recorded in comparison.md
     if profiles is None:
-        target_profile = _profile(args, out, target, draft, prompts)
-        profiles = (target_profile, draft_profile_path(target_profile))
+        fresh = profile_scenario(args, out, target, draft, prompts)
+        profiles, fit_lines = (fresh.path, draft_profile_path(fresh.path)), fresh.fit_lines
     target_profile, draft_profile = profiles
     print("measuring the loopback link (1 client) ...", flush=True)
     probe = run_real(backend, make_draft, [prompts[0][:1]], args.max_new_tokens, args.gamma,
@@ -288,12 +210,18 @@ def run(args: argparse.Namespace) -> int:
     trace = write_trace(real, out / "trace.jsonl")
     sim = simulate_run(trace, target_profile, draft_profile, rtt, args.clients, args.gamma,
                        args.clients, args.seed)  # fmt: skip
-    result_cmp = compare(real, sim, rtt)
-    text = (
+    table = compare(real, sim, rtt).table()
+    header = (
         f"{t_name} + {d_name}, {args.clients} clients x {args.requests} requests, "
         f"γ={args.gamma}, {args.max_new_tokens} new tokens, loopback RTT {rtt:.2f} ms, "
-        f"load average {' '.join(f'{x:.2f}' for x in real.load_average)}\n\n{result_cmp.table()}"
+        f"load average {' '.join(f'{x:.2f}' for x in real.load_average)}"
     )
-    print(text)
-    write_text_atomically(out / "comparison.md", text + "\n")
+    print(f"{header}\n\n{table}")
+    write_text_atomically(out / "comparison.md", comparison_text(header, fit_lines, table))
     return 0
+
+
+def comparison_text(header: str, fit_lines: tuple[str, ...], table: str) -> str:
+    """``comparison.md``: the header and table as printed, a fresh profile's fit lines
+    (its summary, and the held-out R² warning when there is one) under the header."""
+    return "\n".join((header, *fit_lines, "", table)) + "\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from edgespec.calibration.command import scenario_grid
 from edgespec.calibration.comparison import compare, summarize_records
+from edgespec.calibration.fresh_profile import scenario_grid
 from edgespec.calibration.runs import (
     acceptance_seq,
     link_rtt_ms,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from edgespec.calibration.command import scenario_grid
 from edgespec.calibration.comparison import Comparison, RunSummary
+from edgespec.calibration.fresh_profile import scenario_grid
 from edgespec.cli import main
 from edgespec.profiling.measure import design_grid
 

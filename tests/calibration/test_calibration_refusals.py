@@ -24,7 +24,8 @@ def _never(*args: object, **kwargs: object) -> None:
 def cheap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """In ``tmp_path`` (returned), with no model loaded, profiled or run for real: each
     fails the test."""
-    for work in ("edgespec.models.loading.load_model", "edgespec.calibration.command._profile",
+    for work in ("edgespec.models.loading.load_model",
+                 "edgespec.calibration.command.profile_scenario",
                  "edgespec.calibration.command.run_real"):  # fmt: skip
         monkeypatch.setattr(work, _never)
     monkeypatch.chdir(tmp_path)
