@@ -7,10 +7,11 @@ Config dataclasses may define ``validate(self) -> None`` for cross-field checks;
 called after construction and its ``ValueError`` is reported against the section.
 
 Modules, by responsibility: :mod:`.errors` (the errors, each at its field),
-:mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL files, UTF-8),
-:mod:`.locate` (where a file gives a field: its errors start with ``file:line``),
-:mod:`.yaml_text` (YAML text: YAML 1.2 core scalars, where ``1e12`` is a number and ``no``
-a string; unique keys; bounded depth and alias expansion), :mod:`.convert` (a mapping
+:mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL files, UTF-8;
+a YAML file read with the line of each key), :mod:`.locate` (where a file gives a field:
+its errors start with ``file:line``), :mod:`.yaml_text` (YAML text: YAML 1.2 core
+scalars, where ``1e12`` is a number and ``no`` a string; unique keys; bounded depth and
+alias expansion; the line of each key), :mod:`.convert` (a mapping
 into a dataclass), :mod:`.spec` (:class:`PolicySpec`).
 """
 
@@ -29,7 +30,14 @@ from edgespec.config.errors import (
     RecordError,
     at_field,
 )
-from edgespec.config.files import load_yaml, read_jsonl, read_text, read_yaml
+from edgespec.config.files import (
+    YamlFile,
+    load_yaml,
+    read_jsonl,
+    read_text,
+    read_yaml,
+    read_yaml_file,
+)
 from edgespec.config.locate import located_in, named_by_flags
 from edgespec.config.overrides import (
     apply_overrides,
@@ -48,6 +56,7 @@ __all__ = [
     "OverrideError",
     "PolicySpec",
     "RecordError",
+    "YamlFile",
     "apply_overrides",
     "at_field",
     "check_repeats",
@@ -65,5 +74,6 @@ __all__ = [
     "read_jsonl",
     "read_text",
     "read_yaml",
+    "read_yaml_file",
     "type_text",
 ]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from edgespec.config.errors import ConfigError
-from edgespec.config.files import read_yaml
+from edgespec.config.files import read_yaml_file
 from edgespec.config.locate import located_in
 from edgespec.config.overrides import apply_overrides
 from edgespec.config.spec import PolicySpec
@@ -156,9 +156,9 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequenc
     An error at a field the file gives (and no override sets) starts with ``file:line``."""
     if path is None:
         return from_dict(cls, default_policy_names(cls, apply_overrides({}, overrides)))
-    data = read_yaml(path)
-    with located_in(Path(path), overrides):
-        return from_dict(cls, default_policy_names(cls, apply_overrides(data, overrides)))
+    file = read_yaml_file(path)
+    with located_in(file, overrides):
+        return from_dict(cls, default_policy_names(cls, apply_overrides(file.data, overrides)))
 
 
 def default_policy_names(cls: type, data: dict[str, Any]) -> dict[str, Any]:

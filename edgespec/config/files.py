@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,16 +16,18 @@ import yaml
 
 from edgespec.config.errors import ConfigFileError, RecordError
 from edgespec.config.overrides import shown
-from edgespec.config.yaml_text import YamlRefused, load_yaml
+from edgespec.config.yaml_text import KeyLines, YamlRefused, load_yaml, load_yaml_lines
 
 __all__ = [
     "MAX_JSONL_LINE_BYTES",
     "MAX_TEXT_BYTES",
     "MAX_YAML_BYTES",
+    "YamlFile",
     "load_yaml",
     "read_jsonl",
     "read_text",
     "read_yaml",
+    "read_yaml_file",
 ]
 
 MAX_YAML_BYTES = 64 * 2**20
@@ -99,21 +102,36 @@ def _size(limit: int) -> str:
     return f"{limit // 2**20} MiB" if limit and limit % 2**20 == 0 else f"{limit:,} bytes"
 
 
+@dataclass(frozen=True, slots=True)
+class YamlFile:
+    """A YAML file as read once: its mapping, and the line that gives each of its keys
+    (what :func:`edgespec.config.located_in` names an error's field by)."""
+
+    path: Path
+    data: dict[str, Any]
+    lines: KeyLines
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping, with errors that name the file; a file over
     :data:`MAX_YAML_BYTES` is refused."""
+    return read_yaml_file(path).data
+
+
+def read_yaml_file(path: str | Path) -> YamlFile:
+    """Read a YAML mapping as :func:`read_yaml` does, keeping where it gives each key."""
     file = Path(path)
     _check_file(file, "file")
     text = _decoded(file, _read_at_most(file, MAX_YAML_BYTES, "a YAML file"))
     try:
-        data = load_yaml(text)
+        data, lines = load_yaml_lines(text)
     except yaml.YAMLError as exc:
         raise ConfigFileError(*_yaml_problem(file, exc)) from exc
     if data is None:
-        return {}
+        return YamlFile(file, {}, lines)
     if not isinstance(data, dict):
         raise ConfigFileError(str(file), f"top level must be a mapping, got {type(data).__name__}")
-    return data
+    return YamlFile(file, data, lines)
 
 
 def _yaml_problem(file: Path, exc: yaml.YAMLError) -> tuple[str, str]:

@@ -10,11 +10,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
-
-from edgespec.config.errors import ConfigError, ConfigFileError, LocatedConfigError
-from edgespec.config.files import MAX_YAML_BYTES, read_text
+from edgespec.config.errors import (
+    ConfigError,
+    ConfigFileError,
+    LocatedConfigError,
+    OverrideError,
+)
+from edgespec.config.files import YamlFile, read_yaml_file
 from edgespec.config.overrides import key_path
 
 _SEGMENT = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
@@ -23,35 +25,6 @@ _SEGMENT = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 def field_segments(path: str) -> list[str | int]:
     """A config error's field path as keys and list indices: ``a.b[0].c`` → a, b, 0, c."""
     return [int(index) if index else key for index, key in _SEGMENT.findall(path)]
-
-
-def field_line(text: str, path: str) -> int | None:
-    """The 1-based line of YAML ``text`` where field ``path`` (a :class:`ConfigError`'s)
-    is given: its key's line, or its nearest given parent's when the field itself is not
-    given (a required field missing); ``None`` when not even its first key is given, or
-    when ``text`` is no YAML mapping."""
-    try:
-        node: Node | None = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return None
-    line = None
-    for segment in field_segments(path):
-        if isinstance(node, MappingNode) and isinstance(segment, str):
-            key, node = next(
-                ((k, v) for k, v in node.value if isinstance(k, ScalarNode) and k.value == segment),
-                (None, None),
-            )
-            if key is None:
-                break
-            line = key.start_mark.line + 1
-        elif isinstance(node, SequenceNode) and isinstance(segment, int):
-            if segment >= len(node.value):
-                break
-            node = node.value[segment]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
 
 
 def _overridden(path: str, overrides: Sequence[str]) -> bool:
@@ -66,23 +39,28 @@ def _overridden(path: str, overrides: Sequence[str]) -> bool:
 
 
 @contextmanager
-def located_in(file: Path, overrides: Sequence[str] = ()) -> Iterator[None]:
+def located_in(file: YamlFile | Path, overrides: Sequence[str] = ()) -> Iterator[None]:
     """A config field's error raised inside, at a field ``file`` gives and no override
-    sets, raised again starting with ``file:line`` (:class:`LocatedConfigError`)."""
+    sets, raised again starting with ``file:line`` (:class:`LocatedConfigError`): the line
+    of the field's key, or of its nearest given parent's (a required field missing). The
+    lines are those of the file as it was read (:func:`~edgespec.config.read_yaml_file`);
+    a :class:`~pathlib.Path` is read when an error needs its lines (an unreadable one:
+    the field alone)."""
     try:
         yield
-    except (ConfigFileError, LocatedConfigError):
+    except (ConfigFileError, LocatedConfigError, OverrideError):  # not at a field
         raise
     except ConfigError as exc:
         if exc.path == "<root>" or _overridden(exc.path, overrides):
             raise
         try:
-            line = field_line(read_text(file, "YAML file", MAX_YAML_BYTES), exc.path)
+            read = file if isinstance(file, YamlFile) else read_yaml_file(file)
         except ConfigError:  # the file changed since it was read: the field alone
             raise exc from None
+        line = read.lines.line(field_segments(exc.path))
         if line is None:
             raise
-        raise LocatedConfigError(f"{file}:{line}", exc.path, exc.message) from None
+        raise LocatedConfigError(f"{read.path}:{line}", exc.path, exc.message) from None
 
 
 @contextmanager

@@ -13,15 +13,20 @@ underscores (``1_000``), as in Python. The ``<<`` merge key still merges.
 Refused, each naming where in the text: a key given twice in one mapping; nesting deeper
 than :data:`MAX_DEPTH` collections; aliases that make the value larger than
 :data:`MAX_NODES` nodes once expanded (an alias bomb), or that refer to a collection
-from inside it (a value that contains itself)."""
+from inside it (a value that contains itself).
+
+:func:`load_yaml_lines` also says where the text gives each key and list item
+(:class:`KeyLines`), so that an error at a file's field can name its line."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_DEPTH = 100
 """How deep collections (mappings, lists) may nest, aliases expanded."""
@@ -65,6 +70,7 @@ class _Loader(yaml.SafeLoader):
         self._sizes: dict[str, tuple[int, int]] = {}  # anchor: (nodes, levels below it)
         self._open: set[str] = set()  # anchors of collections being composed
         self._checked: set[int] = set()  # mapping nodes whose keys were checked
+        self.alias_items: dict[tuple[int, int], int] = {}  # (list node, index): alias's line
 
     def fetch_flow_collection_start(self, token_class: Any) -> None:
         """Refuse a flow collection (``[``, ``{``) too deep while scanning, before PyYAML
@@ -77,6 +83,9 @@ class _Loader(yaml.SafeLoader):
         event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent):
             self._alias(event)
+            mark = event.start_mark
+            if isinstance(parent, SequenceNode) and mark is not None:  # the item's line:
+                self.alias_items[id(parent), index] = mark.line + 1  # the alias's, not its node's
             return _composed(super().compose_node(parent, index))
         collection = isinstance(event, yaml.CollectionStartEvent)
         if collection and self._depth >= MAX_DEPTH:
@@ -191,3 +200,75 @@ def load_yaml(text: str, outer_depth: int = 0) -> Any:
         return loader.get_single_data()
     finally:
         loader.dispose()
+
+
+def load_yaml_lines(text: str) -> tuple[Any, KeyLines]:
+    """The value of YAML ``text``, as :func:`load_yaml` reads it, and where the text gives
+    each of its keys and list items."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, KeyLines({})
+        value = loader.construct_document(node)
+        return value, KeyLines(_key_lines(node, (), _Walk(loader.alias_items, set(), {})))
+    finally:
+        loader.dispose()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyLines:
+    """Where a YAML text gives each key and list item: ``lines`` maps a key path (keys as
+    written, list items by index: ``("devices", 0, "count")``) to its 1-based line; a key
+    a ``<<`` merge brings, to its line in the anchored mapping. The keys inside a value an
+    alias repeats are mapped under its anchor only (a path through the alias gets the
+    alias's line), so there are no more entries than pairs and items the text composes
+    to, aliases not expanded."""
+
+    lines: Mapping[tuple[str | int, ...], int]
+
+    def line(self, path: Sequence[str | int]) -> int | None:
+        """The line of ``path``, or of its deepest part the text gives (a required key
+        missing: its mapping's key); ``None`` when not even its first key is given."""
+        for end in range(len(path), 0, -1):
+            found = self.lines.get(tuple(path[:end]))
+            if found is not None:
+                return found
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """What :func:`_key_lines` carries through a walk: the lines of list items that are
+    aliases (the loader's ``alias_items``), the collections walked and the lines found."""
+
+    alias_items: Mapping[tuple[int, int], int]
+    walked: set[int]
+    lines: dict[tuple[str | int, ...], int]
+
+
+def _key_lines(
+    node: Node, path: tuple[str | int, ...], walk: _Walk
+) -> dict[tuple[str | int, ...], int]:
+    """``walk.lines`` with the key paths under ``node`` (at ``path``) added, in the text's
+    order, so that a mapping's own key overrides the one a merge brought; a collection
+    already walked (an alias's) is not walked again."""
+    if id(node) in walk.walked:
+        return walk.lines
+    walk.walked.add(id(node))
+    children: list[tuple[str | int, int, Node]] = []
+    if isinstance(node, MappingNode):
+        children = [
+            (key.value, key.start_mark.line + 1, value)
+            for key, value in node.value
+            if isinstance(key, ScalarNode)
+        ]
+    elif isinstance(node, SequenceNode):
+        children = [
+            (index, walk.alias_items.get((id(node), index), item.start_mark.line + 1), item)
+            for index, item in enumerate(node.value)
+        ]
+    for segment, line, value in children:
+        walk.lines[(*path, segment)] = line
+        _key_lines(value, (*path, segment), walk)
+    return walk.lines

@@ -1,7 +1,7 @@
 """Where the user gave a field, in its error (edgespec.config.locate): a file's ``file:line``,
-or the flag that set it; from a file:
-the line that gives the field, or its nearest given parent; not for a field an override
-set, and not in a sweep, whose points set fields the file does not show."""
+or the flag that set it; from a file: the line that gives the field, or its nearest given
+parent, in the file as it was read (edgespec.config.read_yaml_file); not for a field an
+override (or a sweep's point) set."""
 
 from __future__ import annotations
 
@@ -11,8 +11,16 @@ import pytest
 import yaml
 
 from edgespec.cli import main
-from edgespec.config import ConfigError, LocatedConfigError, located_in, named_by_flags
-from edgespec.config.locate import field_line, field_segments
+from edgespec.config import (
+    ConfigError,
+    LocatedConfigError,
+    OverrideError,
+    located_in,
+    named_by_flags,
+    read_yaml_file,
+)
+from edgespec.config.locate import field_segments
+from edgespec.config.yaml_text import load_yaml_lines
 from tests.sim.helpers import tiny_scenario
 
 TEXT = """\
@@ -53,17 +61,44 @@ def test_a_field_path_splits_into_keys_and_indices() -> None:
 def test_the_line_is_the_fields_own_or_its_nearest_given_parents(
     path: str, line: int | None
 ) -> None:
-    assert field_line(TEXT, path) == line
+    assert load_yaml_lines(TEXT)[1].line(field_segments(path)) == line
 
 
-def test_text_that_is_no_yaml_has_no_line() -> None:
-    assert field_line("a: [1,", "a") is None
+MERGED = """\
+defaults: &pool
+  count: 3
+  link: wan
+devices:
+  - &first
+    <<: *pool
+    name: orin
+    link: lan
+  - *first
+"""
 
 
-def test_an_error_at_a_field_the_file_gives_names_the_file_and_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("path", "line"),
+    [
+        ("devices[0].count", 2),  # a merge brings it: its line in the anchored mapping
+        ("devices[0].link", 8),  # the mapping's own key overrides the merged one
+        ("devices[1]", 9),  # an alias as a list item: the alias's line
+        ("devices[1].count", 9),  # inside what an alias repeats: the alias's line
+    ],
+)
+def test_merged_keys_and_aliases_have_the_lines_that_give_them(path: str, line: int) -> None:
+    assert load_yaml_lines(MERGED)[1].line(field_segments(path)) == line
+
+
+@pytest.mark.parametrize("where", ["read", "path"])
+def test_an_error_at_a_field_the_file_gives_names_the_file_and_line(
+    tmp_path: Path, where: str
+) -> None:
+    """From the file as read, or, given its path, as read when the error is raised."""
     file = tmp_path / "s.yaml"
     file.write_text(TEXT)
-    with pytest.raises(LocatedConfigError) as raised, located_in(file, ["seed=3"]):
+    read = read_yaml_file(file) if where == "read" else file
+    with pytest.raises(LocatedConfigError) as raised, located_in(read, ["seed=3"]):
         raise ConfigError("auto_topology.devices[0].count", "must be >= 1, got -3")
     assert str(raised.value) == (
         f"{file}:5: config field 'auto_topology.devices[0].count': must be >= 1, got -3"
@@ -72,6 +107,27 @@ def test_an_error_at_a_field_the_file_gives_names_the_file_and_line(tmp_path: Pa
         "auto_topology.devices[0].count",
         "must be >= 1, got -3",
     )
+
+
+def test_the_lines_are_those_of_the_file_as_read(tmp_path: Path) -> None:
+    file = tmp_path / "s.yaml"
+    file.write_text(TEXT)
+    read = read_yaml_file(file)
+    file.write_text("# edited since\n" + TEXT)
+    with pytest.raises(LocatedConfigError) as raised, located_in(read):
+        raise ConfigError("policies.batching.name", "unknown")
+    assert str(raised.value) == f"{file}:8: config field 'policies.batching.name': unknown"
+
+
+def test_an_override_text_error_is_kept_as_it_is(tmp_path: Path) -> None:
+    """Its path is the text, not a field: neither looked up in the file nor in the
+    overrides (a malformed one among them)."""
+    file = tmp_path / "s.yaml"
+    file.write_text(TEXT)
+    error = OverrideError("name..x=1,2", "empty key segment", "--sweep")
+    with pytest.raises(ConfigError) as raised, located_in(file, ["name..x=1,2"]):
+        raise error
+    assert raised.value is error
 
 
 @pytest.mark.parametrize(

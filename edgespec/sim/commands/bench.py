@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgespec.config import apply_overrides, check_repeats, read_yaml
+from edgespec.config import YamlFile, check_repeats, located_in
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file, write_atomically, write_text_atomically
 
@@ -127,18 +127,19 @@ def _timed(
     return result, [c for c, _ in runs] + [w for _, w in runs]
 
 
-def _bench_data(tmp: Path) -> tuple[dict[str, Any], str]:
-    """bench.yaml with the bundled traces (or a synthetic one), and which it is."""
-    from edgespec.sim.setup.scenario import default_scenario_path
+def _bench_data(tmp: Path) -> tuple[YamlFile, str, str]:
+    """bench.yaml, the override that gives it the bundled traces (or a synthetic one),
+    and which traces they are."""
+    from edgespec.sim.setup.scenario import default_scenario_path, read_scenario_file
     from edgespec.sim.setup.workload import bundled_traces
 
-    data: dict[str, Any] = read_yaml(default_scenario_path().with_name("bench.yaml"))
+    file = read_scenario_file(default_scenario_path().with_name("bench.yaml"))
     traces = [str(p) for p in bundled_traces()]
     source = "bundled real traces"
     if not traces:
         traces = [str(synthetic_acceptance_trace(tmp / "synthetic.jsonl", 0))]
         source = "synthetic trace (i.i.d. 0.7 per position; no real traces bundled yet)"
-    return apply_overrides(data, [f"acceptance.traces={json.dumps(traces)}"]), source
+    return file, f"acceptance.traces={json.dumps(traces)}", source
 
 
 REPEAT = {"sim": 1, "policy": 3}
@@ -201,9 +202,10 @@ def run(args: argparse.Namespace) -> int:
     if args.target == "memory":
         return _bench_memory(args)
     with tempfile.TemporaryDirectory() as tmp:
-        data, source = _bench_data(Path(tmp))
-        extra = ["fast_path=false"] if args.straightforward else []
-        scenario = scenario_from_dict(data, [*args.overrides, *extra])
+        file, traces, source = _bench_data(Path(tmp))
+        overrides = [traces, *args.overrides, *(["fast_path=false"] * args.straightforward)]
+        with located_in(file, overrides):  # an error at bench.yaml's field names its line
+            scenario = scenario_from_dict(file.data, overrides)
         if scenario.record_rounds:  # and the handler set timed would be one without them
             raise UserInputError("record_rounds=true: bench sim keeps no records, so no "
                                  "round would be recorded; drop it (`edgespec sim --rounds` "
@@ -213,9 +215,8 @@ def run(args: argparse.Namespace) -> int:
         result, times = _timed(scenario, args.repeat, args.profile, progress, args.handlers)
         other = other_times = None
         if not args.one_path:  # the other path, as many times, compared
-            other_scenario = scenario_from_dict(
-                data, [*args.overrides, f"fast_path={str(not fast).lower()}"]
-            )
+            other_path = f"fast_path={str(not fast).lower()}"
+            other_scenario = scenario_from_dict(file.data, [traces, *args.overrides, other_path])
             other, other_times = _timed(other_scenario, args.repeat, None, progress)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     report = _report(scenario, result, times, args.repeat, source, peak_mib)

@@ -59,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_flags(args)
     path, overrides = _split(args.args)
-    file = scenario_path(path) if path else default_scenario_path()
-    data = apply_overrides(read_scenario_file(file), overrides)
+    file = read_scenario_file(scenario_path(path) if path else default_scenario_path())
+    data = apply_overrides(file.data, overrides)
     with located_in(file, overrides):  # a field's error names the file's line
         if system_of(data) == "drafting_server":  # Zhu et al.'s (sim/drafting_server/)
             from edgespec.sim.drafting_server.command import run_drafting_server_command
@@ -71,11 +71,13 @@ def run(args: argparse.Namespace) -> int:
             data = apply_overrides(data, ["record_rounds=true"])
         scenario = scenario_from_dict(data)  # validate once, before any run
     out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
-    if args.sweep:
-        return _run_sweep(args, data, out)
-    if args.capacity is not None:
-        return _run_capacity(args, data, scenario.slo_classes, out)
-    with located_in(file, overrides):  # and so does one found resolving the policies
+    probed = [] if args.capacity is None else [f"{args.capacity}="]  # the key probes set
+    varied = [*overrides, *(args.sweep or ()), *probed]
+    with located_in(file, varied):  # and so does one found resolving the policies, or at a
+        if args.sweep:  # field of the file that a sweep's point or a capacity probe made bad
+            return _run_sweep(args, data, out)
+        if args.capacity is not None:
+            return _run_capacity(args, data, scenario.slo_classes, out)
         if args.shards is not None:
             return _run_sharded(args, data, out)
         return _run_plain(args, data, scenario, out)

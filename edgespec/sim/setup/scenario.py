@@ -19,10 +19,11 @@ from edgespec.config import (
     ConfigError,
     ConfigFileError,
     PolicySpec,
+    YamlFile,
     apply_overrides,
     from_dict,
     located_in,
-    read_yaml,
+    read_yaml_file,
 )
 from edgespec.core.wireless import WirelessCell
 from edgespec.errors import UserInputError, did_you_mean
@@ -244,18 +245,20 @@ def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -
     return from_dict(Scenario, replicate_cells(apply_overrides(data, overrides)))
 
 
-def read_scenario_file(file: Path) -> dict[str, Any]:
-    """A scenario file's mapping; an empty one (or comments only) is refused: it ran the
-    built-in defaults, one device for 60 s, without a word."""
-    data = read_yaml(file)
-    if not data:
+def read_scenario_file(file: Path) -> YamlFile:
+    """A scenario file as read once: its mapping, and the line of each key, which the
+    errors at its fields name (:func:`edgespec.config.located_in`); an empty one (or
+    comments only) is refused: it ran the built-in defaults, one device for 60 s, without
+    a word."""
+    read = read_yaml_file(file)
+    if not read.data:
         raise ConfigFileError(str(file), "holds no scenario (empty, or comments only)")
-    return data
+    return read
 
 
 def load_scenario(path: str | Path | None, overrides: Sequence[str] = ()) -> Scenario:
     """Load a scenario YAML (a file or a bundled scenario's name, :func:`scenario_path`;
     ``None``: the bundled default) with ``key.path=value`` overrides."""
-    file = scenario_path(path) if path else default_scenario_path()
-    with located_in(file, overrides):
-        return scenario_from_dict(read_scenario_file(file), overrides)
+    read = read_scenario_file(scenario_path(path) if path else default_scenario_path())
+    with located_in(read, overrides):
+        return scenario_from_dict(read.data, overrides)
