@@ -31,10 +31,20 @@ from edgespec.runtime.sampling import draft_sample, logits_to_probs
 @dataclass(frozen=True, slots=True)
 class LlamaCppDraftModel:
     """What ``edgespec draft --backend llamacpp`` loads for ``--draft``: the settings each
-    drafter's own context is made from (a drafter per request; the weights are mmapped)."""
+    drafter's own context is made from (a drafter per request; the weights are mmapped).
+    Made by :meth:`loaded`, which loads the GGUF once."""
 
     settings: LlamaCppSettings
     tokenizer: None = None
+
+    @classmethod
+    def loaded(cls, settings: LlamaCppSettings) -> LlamaCppDraftModel:
+        """The model of ``settings``, its GGUF loaded once now (a context made, then freed):
+        the wait for the file and llama.cpp's first load is the draft's, said as the draft
+        loads, and a file llama.cpp cannot load fails here, before anything else loads;
+        the drafters' own loads then map the file the page cache holds."""
+        LlamaContext(settings).close()
+        return cls(settings)
 
     @property
     def model(self) -> LlamaCppDraftModel:

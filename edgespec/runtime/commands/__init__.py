@@ -4,10 +4,12 @@
   ``edgespec serve``: its flags and the parsers of list-valued ones, ``--backend`` and the
   llama.cpp context's flags, ``load_target``; the checks before anything loads, the decision
   head and the verification rules it allows, the co-located draft and the service;
-* :mod:`.draft`, :mod:`.draft_arguments`, :mod:`.draft_run`, :mod:`.draft_context` —
-  ``edgespec draft``: its flags and the ``DrafterConfig`` overrides they make, ``DraftRun``
-  (one request in any mode, timed alike, with its stats line and ``--records``), the prompt
-  and ``--max-new-tokens`` checked against the target's context before the draft loads;
+* :mod:`.draft`, :mod:`.draft_arguments`, :mod:`.draft_connect`, :mod:`.draft_run`,
+  :mod:`.draft_context` — ``edgespec draft``: its flags and the ``DrafterConfig`` overrides
+  they make, the server reached (routed across several, waiting through a restart) before
+  anything loads, ``DraftRun`` (one request in any mode, timed alike, with its stats line
+  and ``--records``), the prompt and ``--max-new-tokens`` checked against the target's
+  context before the draft loads;
 * :mod:`.link_arguments` — ``edgespec draft``'s emulated-link flags (``--link-*``), checked
   as the link checks them;
 * :mod:`.stop_arguments` — ``--stop-predictor`` / ``--stop-threshold``, shared by ``edgespec

@@ -15,6 +15,7 @@ from edgespec.runtime.commands.draft_arguments import (
     flag_fields,
     overrides,
 )
+from edgespec.runtime.commands.draft_connect import connect
 from edgespec.runtime.commands.draft_context import ContextBudget
 from edgespec.runtime.commands.draft_run import DraftRun
 from edgespec.runtime.commands.stages import Stages
@@ -40,29 +41,6 @@ def run(args: argparse.Namespace) -> int:
     except RequestError as exc:
         print(exc.client_line("draft"), file=sys.stderr)
         return 1
-
-
-def _routed_verifier(config: Any, routing: Any) -> Any:
-    """A client of ``config.server``, or of the server ``routing`` (``config.routing``'s
-    policy) picks from them."""
-    import numpy as np
-
-    from edgespec.runtime.edge.routing import route
-    from edgespec.runtime.wire.grpc_client import drafter_clients
-
-    verifiers = drafter_clients(config)
-    if len(verifiers) == 1:
-        return verifiers[0]
-    choice = route(verifiers, routing, np.random.default_rng())
-    for index in choice.unreachable:
-        print(f"edgespec draft: server {config.servers[index]} did not answer", file=sys.stderr)
-    load = next(x for x in choice.loads if x.server_id == choice.server_index)
-    print(
-        f"edgespec draft: {config.routing.name} routed to {config.servers[choice.server_index]} "
-        f"(queue {load.queue_depth}, sessions {load.num_active_sessions})",
-        file=sys.stderr,
-    )
-    return verifiers[choice.server_index]
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -95,16 +73,17 @@ def _run(args: argparse.Namespace) -> int:
     # an error at window.name (--window) or at window.params... (--set, or --gamma)
     window = build_policy_at("window", "window", config.window)
     routing = build_policy_at("routing", "routing", config.routing)  # before anything connects
-    check_tree_depth(config.tree, window)
+    check_tree_depth(config.tree, window, gamma_by_flag=args.gamma is not None)
     placement = draft_placement(args)
     pin_to_cpus(args.cpus)
     if args.serve_openai is not None:
         return _serve_openai(args, config, routing, stop, placement, say)
     if args.mode == "distributed" and config.draft != "ngram":
         resolve_model(config.draft)  # an unknown draft is named before the server is reached
-    verifier, vocab_size = _connect(config, routing, say)
+    # several servers: routing waits through a restart, and the first open for what it left
+    verifier, vocab_size, open_retry_s = connect(config, routing, say, config.retry_timeout_s)
     prompt, tokenizer, draft = _prompt_and_models(args, config, verifier, placement, say)
-    run = DraftRun(config, verifier, prompt, tokenizer, args.seed)
+    run = DraftRun(config, verifier, prompt, tokenizer, args.seed, first_open_retry_s=open_retry_s)
     if args.compare:
         return _compare(run, draft, vocab_size, window, stop, args, say.done)
     if args.mode != "distributed":
@@ -116,14 +95,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.records:
         outcome.write_records(args.records)
     return 0
-
-
-def _connect(config: Any, routing: Any, say: Stages) -> tuple[Any, int]:
-    """The verifier (said as it is reached; ``routing`` picks one of several) and its
-    vocabulary size: the server is reached before anything loads."""
-    say(f"connecting to {', '.join(config.servers)}")
-    verifier = _routed_verifier(config, routing)
-    return verifier, verifier.vocab_size()
 
 
 def _prompt_and_models(
@@ -165,7 +136,7 @@ def _serve_openai(
     serve.check_limits(config.max_new_tokens, limits)
     concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued)
     ensure_port_free(host, port)  # before the server is reached or the draft loads
-    verifier, vocab_size = _connect(config, routing, say)
+    verifier, vocab_size, _ = connect(config, routing, say, 0.0)  # each request retries
     draft = _load_draft(config, args, placement, say)
     tokenizer = _tokenizer(args, config, verifier, draft, True, say)
     return serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size,
@@ -202,10 +173,12 @@ def _compare(
     return 0 if same else 1
 
 
-def check_tree_depth(tree: str | None, window: Any) -> None:
+def check_tree_depth(tree: str | None, window: Any, gamma_by_flag: bool = False) -> None:
     """A ``--tree`` with more depths than a round can draft (a static window's γ, a dynamic
     one's ``max_gamma``) is a :class:`~edgespec.config.ConfigError`: a round drafts at most
-    γ deep, so the extra depths would never be drafted."""
+    γ deep, so the extra depths would never be drafted. γ is named where it came from:
+    ``--gamma`` when ``gamma_by_flag``, else the config field (``--set``, a config file, the
+    default); the tree by its flag when a flag set it (``flag_message``), else its field."""
     from edgespec.config import ConfigError
     from edgespec.core.tree import parse_branching
     from edgespec.policies.window import DynamicWindow, StaticWindow
@@ -213,14 +186,15 @@ def check_tree_depth(tree: str | None, window: Any) -> None:
     if tree is None:
         return
     if isinstance(window, StaticWindow):
-        deepest, what = window.gamma, "--gamma"
+        deepest, what = window.gamma, "--gamma" if gamma_by_flag else "window.params.gamma"
     elif isinstance(window, DynamicWindow):
         deepest, what = window.max_gamma, "the dynamic window's max_gamma"
     else:
         return
     depths = len(parse_branching(tree))
     if depths > deepest:
-        raise ConfigError("tree", f"--tree {tree} has {depths} depths, more than {what} {deepest}")
+        problem = f"has {depths} depths, more than {what} {deepest}"
+        raise ConfigError("tree", f"{tree} {problem}", flag_message=f"--tree {tree} {problem}")
 
 
 def draft_placement(args: argparse.Namespace) -> Any:

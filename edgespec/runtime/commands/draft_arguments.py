@@ -130,8 +130,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         metavar="S",
         help="reopen a lost session for up to S seconds while the server is unreachable "
-        "(default 30); --serve-openai: a request's first open waits as long (one prompt: "
-        "fails at once)",
+        "(default 30); a new request waits as long in all while routing finds no --server "
+        "answering and its first open finds the server down (--serve-openai: any request; "
+        "one prompt against one --server fails at once)",
     )
     parser.add_argument(
         "--mode",

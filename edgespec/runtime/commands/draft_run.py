@@ -74,13 +74,16 @@ class Outcome:
 @dataclass(frozen=True, slots=True)
 class DraftRun:
     """A prompt against one server, in the mode asked: the same request, output shown as
-    it streams (text when a tokenizer is known, else token ids)."""
+    it streams (text when a tokenizer is known, else token ids); a distributed run's first
+    open retried while the server is unreachable for up to ``first_open_retry_s`` (what
+    routing left of ``retry_timeout_s``; 0: it fails at once)."""
 
     config: Any  # DrafterConfig
     verifier: Any  # RemoteVerifier
     prompt: tuple[int, ...]
     tokenizer: Any
     seed: int | None
+    first_open_retry_s: float = 0.0
     clock: Callable[[], float] = time.perf_counter
 
     def _sampling(self) -> SamplingParams:
@@ -168,9 +171,10 @@ class DraftRun:
                 raise ConfigError("verification", str(exc)) from None
             _warn_measured_agreement(config.draft, semantic.threshold, config.threshold is None)
         budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
-        # a lost session is reopened for up to retry_timeout_s; the first open fails at once
+        # a lost session is reopened for up to retry_timeout_s
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
-                               config.retry_timeout_s, progress=budget)  # fmt: skip
+                               config.retry_timeout_s, progress=budget,
+                               first_open_retry_s=self.first_open_retry_s)  # fmt: skip
         linked = wrap_verifier(self.verifier, config)  # itself unless a link_* setting
         if ready is not None:
             ready()

@@ -15,12 +15,13 @@
   state and next decision taken back;
 * :mod:`.reconnect` — ``reopen`` (a lost session reopened with every committed token as its
   prompt, retried until the server is back or the generation is ``Cancelled``),
-  ``retry_unavailable`` (the one retry loop: reopens, first opens, the endpoint's routing)
-  and ``close_quietly``;
+  ``retry_unavailable`` (the one retry loop: reopens, first opens, routing while no server
+  answers) and ``close_quietly``;
 * :mod:`.progress` — a generation's budget for making progress (``--max-reconnects``,
   ``--progress-timeout-s``) and ``NoProgress``;
 * :mod:`.routing` — ``route(servers, policy, rng)``: live ``ServerLoad`` s from the ``Stats``
-  RPC, the routing policy's choice, checked;
+  RPC, the routing policy's choice, checked; ``route_retrying``: asked again while no server
+  answers, within the retry budget a new request's routing and first open share;
 * :mod:`.draft_backends` — ``make_drafter``: the draft backend ``--draft NAME`` stands for
   (prompt lookup, a model, lookup first, a token tree, a feature draft, a llama.cpp chain);
 * :mod:`.semantic` — the device's side of semantic verification (WISV): ``SemanticRequest``,

@@ -65,8 +65,9 @@ class DrafterConfig:
     # without a committed token (edgespec.runtime.edge.progress)
     max_reconnects: int = 5
     progress_timeout_s: float = 60.0
-    # how long a lost session is reopened while the server is unreachable (and, for the
-    # OpenAI endpoint's requests, the first open retried: edgespec draft's fails at once)
+    # how long a lost session is reopened while the server is unreachable; a new request's
+    # routing across several servers and its first open share it (edgespec draft's first
+    # open against one server fails at once)
     retry_timeout_s: float = 30.0
     # the client's gRPC send/receive limit per message (the server has its own): raise both
     # for hidden-state drafts with long prompts (docs/RUNTIME.md)
@@ -164,26 +165,22 @@ class DrafterConfig:
             raise ConfigError("temperature", problem)
 
     def _validate_semantic(self) -> None:
+        """The semantic fields; each error names the other fields as the one at fault was
+        given: by their flags when a flag set it (``flag_message``), else as fields."""
         if self.verification != "semantic":
-            if self.threshold is not None:
-                raise ConfigError("threshold", "is the semantic threshold: needs --verify semantic")
-            if self.upload != "auto":
-                raise ConfigError("upload", "is how semantic rounds upload hidden states: needs "
-                                  "--verify semantic")  # fmt: skip
-            channel = {"channel_uplink_mbps": None, "channel_per": 0.0, "channel_rtt_ms": None}
-            for name, default in channel.items():  # reported to the head: semantic only
-                if getattr(self, name) != default:
-                    raise ConfigError(name, "is reported to the decision head: needs --verify "
-                                      "semantic")  # fmt: skip
+            self._refuse_semantic_fields()
             return
         threshold = self.semantic_threshold
         if threshold is None or not 0 <= threshold <= THRESHOLD_STEPS:
-            raise ConfigError(
-                "threshold",
-                f"semantic verification needs a threshold in 0..{THRESHOLD_STEPS} (--threshold "
+            needs = f"semantic verification needs a threshold in 0..{THRESHOLD_STEPS}"
+            rule = (
                 f"T; a mismatch is rejected when the head's p >= T/{THRESHOLD_STEPS}; only the "
-                f"bundled {BUNDLED_DRAFT_PREFIX} pair has a shipped default), got {threshold}",
+                f"bundled {BUNDLED_DRAFT_PREFIX} pair has a shipped default), got {threshold}"
             )
+            # none given: the error is the semantic verification's, which asks for one
+            field = "verification" if self.threshold is None else "threshold"
+            raise ConfigError(field, f"{needs} (threshold: {rule}",
+                              flag_message=f"{needs} (--threshold {rule}")  # fmt: skip
         if self.temperature > 0:
             raise ConfigError(
                 "verification",
@@ -191,13 +188,30 @@ class DrafterConfig:
                 f"{self.temperature}",
             )
         if self.tree is not None:
-            raise ConfigError("verification", "semantic verification takes chains, not --tree")
+            chains = "semantic verification takes chains, not"
+            raise ConfigError("verification", f"{chains} a token tree (tree {self.tree})",
+                              flag_message=f"{chains} --tree")  # fmt: skip
         if self.draft == "ngram":
             raise ConfigError(
                 "verification",
                 "semantic verification needs a neural draft model, which returns its hidden "
                 "states (ngram has none)",
             )
+        self._validate_channel()
+
+    def _refuse_semantic_fields(self) -> None:
+        """Under exact verification, a semantic field set is an error (it was ignored)."""
+        if self.threshold is not None:
+            raise _needs_semantic("threshold", "is the semantic threshold")
+        if self.upload != "auto":
+            raise _needs_semantic("upload", "is how semantic rounds upload hidden states")
+        channel = {"channel_uplink_mbps": None, "channel_per": 0.0, "channel_rtt_ms": None}
+        for name, default in channel.items():  # reported to the head: semantic only
+            if getattr(self, name) != default:
+                raise _needs_semantic(name, "is reported to the decision head")
+
+    def _validate_channel(self) -> None:
+        """The channel a semantic session reports to the server's decision head."""
         if not 0.0 <= self.channel_per < 1.0:
             raise ConfigError("channel_per", f"must be in [0, 1), got {self.channel_per}")
         rtt = self.channel_rtt_ms
@@ -219,8 +233,9 @@ class DrafterConfig:
             )
         try:
             self.semantic_request()
-        except ValueError as exc:
-            raise ConfigError("channel_uplink_mbps", str(exc)) from None
+        except ValueError as exc:  # no uplink rate: the semantic verification's error
+            flags = _uplink_needed("--channel-uplink-mbps", "--link-bandwidth-mbps")
+            raise ConfigError("verification", str(exc), flag_message=flags) from None
 
     @property
     def semantic_threshold(self) -> int | None:
@@ -240,11 +255,7 @@ class DrafterConfig:
             return None
         uplink = self.channel_uplink_mbps or self.link_bandwidth_mbps
         if not uplink:
-            raise ValueError(
-                "semantic verification reports the device's uplink rate to the server's "
-                "decision head: give --channel-uplink-mbps (or an emulated "
-                "--link-bandwidth-mbps)"
-            )
+            raise ValueError(_uplink_needed("channel_uplink_mbps", "link_bandwidth_mbps"))
         rtt_ms = self.channel_rtt_ms if self.channel_rtt_ms is not None else self.link_rtt_ms
         return SemanticRequest(threshold, uplink * 1e6, self.channel_per, rtt_ms / 1e3, self.upload)
 
@@ -264,3 +275,17 @@ class DrafterConfig:
             raise ConfigError(
                 "tree", f"trees are verified greedily: needs temperature 0, got {self.temperature}"
             )
+
+
+def _needs_semantic(field: str, what: str) -> ConfigError:
+    """``field`` (``what`` it is) set under exact verification: it needs ``verification``
+    semantic, named as a field, or as the flag ``--verify`` when a flag set ``field``."""
+    return ConfigError(field, f"{what}: needs verification semantic",
+                       flag_message=f"{what}: needs --verify semantic")  # fmt: skip
+
+
+def _uplink_needed(channel: str, link: str) -> str:
+    """Semantic verification without an uplink rate to report: give ``channel`` or ``link``
+    (the fields' or the flags' names)."""
+    return (f"semantic verification reports the device's uplink rate to the server's decision "
+            f"head: give {channel} (or an emulated {link})")  # fmt: skip

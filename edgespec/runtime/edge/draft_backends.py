@@ -17,16 +17,17 @@ def load_draft_model(
     """What ``--draft NAME`` loads on ``backend``: ``None`` for prompt lookup; on
     transformers the model and its tokenizer (:func:`~edgespec.models.loading.load_model`,
     on ``placement``'s device and dtype; default: the CPU, float32);
-    on llamacpp the GGUF's context settings (each drafter makes its own context), no
-    tokenizer (the draft command falls back to the server's target's)."""
+    on llamacpp the GGUF's context settings (each drafter makes its own context; the GGUF
+    is loaded once here all the same: ``LlamaCppDraftModel.loaded``), no tokenizer (the
+    draft command falls back to the server's target's)."""
     if name == "ngram":
         return None
     if backend == "llamacpp":
         from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings, model_file
         from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraftModel
 
-        return LlamaCppDraftModel(LlamaCppSettings(model_file(name), sequences=1,
-                                                   context_tokens=4096))  # fmt: skip
+        return LlamaCppDraftModel.loaded(LlamaCppSettings(model_file(name), sequences=1,
+                                                          context_tokens=4096))  # fmt: skip
     from edgespec.models.loading import load_model
 
     where = placement or DevicePlacement()

@@ -46,7 +46,12 @@ from edgespec.runtime.backends.base import (
     stopping_drafter,
 )
 from edgespec.runtime.edge.progress import ProgressBudget
-from edgespec.runtime.edge.reconnect import close_if_opened, close_quietly, open_retrying
+from edgespec.runtime.edge.reconnect import (
+    RETRY_BACKOFF_S,
+    close_if_opened,
+    close_quietly,
+    open_retrying,
+)
 from edgespec.runtime.edge.round_loop import RECOVERABLE, RoundLoop
 from edgespec.runtime.edge.rounds import Ledger, Verifier
 from edgespec.runtime.edge.semantic import (
@@ -75,8 +80,10 @@ class GenerationResult:
 @dataclass(frozen=True, slots=True)
 class DraftOptions:
     """Per-request drafter settings. A lost session is reopened for up to
-    ``retry_timeout_s``; with ``retry_first_open`` the first open is retried alike while
-    the server is unreachable (else it fails at once: ``edgespec draft`` against no server).
+    ``retry_timeout_s``; the first open is retried alike while the server is unreachable
+    for up to ``first_open_retry_s`` (what routing left of the request's retry budget,
+    :func:`~edgespec.runtime.edge.routing.route_retrying`; 0: it is tried once and fails at
+    once, as ``edgespec draft`` against its one server).
     ``progress``: how many reconnects in a row, and how long, without a committed token
     before the generation gives up (:mod:`edgespec.runtime.edge.progress`). ``cancel``:
     set, it ends the retries within one ``retry_backoff_s`` with
@@ -87,8 +94,8 @@ class DraftOptions:
     client_id: str = "edge-0"
     slo_class: str = "default"
     retry_timeout_s: float = 30.0
-    retry_backoff_s: float = 0.05
-    retry_first_open: bool = False
+    retry_backoff_s: float = RETRY_BACKOFF_S
+    first_open_retry_s: float = 0.0
     progress: ProgressBudget = field(default_factory=ProgressBudget)
     cancel: threading.Event | None = None
 
@@ -190,13 +197,14 @@ def _generate(
 def _open(
     verifier: Verifier, first: SessionSpec, options: DraftOptions, clock: Callable[[], float]
 ) -> None:
-    """Open the generation's session, retrying while the server is unreachable when
-    ``options.retry_first_open``. An open whose outcome is unknown (its answer lost or timed
-    out: it may still have opened the session on the server) is closed again before it is
-    raised; one the server refused is not (the id may be another client's open session)."""
+    """Open the generation's session, retrying while the server is unreachable for up to
+    ``options.first_open_retry_s`` (0: no retry). An open whose outcome is unknown (its
+    answer lost or timed out: it may still have opened the session on the server) is closed
+    again before it is raised; one the server refused is not (the id may be another
+    client's open session)."""
     try:
-        if options.retry_first_open:
-            open_retrying(verifier, first, clock, options.retry_timeout_s,
+        if options.first_open_retry_s > 0:
+            open_retrying(verifier, first, clock, options.first_open_retry_s,
                           options.retry_backoff_s, options.cancel)  # fmt: skip
         else:
             verifier.open(first)

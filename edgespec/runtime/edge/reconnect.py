@@ -8,10 +8,11 @@ to an uninterrupted run (greedy) — the server keeps no state the client lacks.
 run stays identically distributed: the reopened session's seed (:func:`reopened_seed`)
 starts a verification stream of its own, so no uniform the run already used is drawn again.
 
-Every retry (:func:`reopen`, :func:`open_retrying`, the endpoint's routing while no server
-answers) is one loop, :func:`retry_unavailable`: it retries every ``retry_backoff_s`` while
-the server is unreachable, for at most ``retry_timeout_s``, and waits between attempts on
-the generation's cancel event when it has one: a generation cancelled (its client gone)
+Every retry (:func:`reopen`, :func:`open_retrying`, routing while no server answers:
+:func:`~edgespec.runtime.edge.routing.route_retrying`) is one loop,
+:func:`retry_unavailable`: it retries every ``retry_backoff_s`` while the server is
+unreachable, for at most ``retry_timeout_s``, and waits between attempts on the
+generation's cancel event when it has one: a generation cancelled (its client gone)
 while the server is unreachable ends within one ``retry_backoff_s`` with :class:`Cancelled`.
 """
 
@@ -34,6 +35,9 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
 
 T = TypeVar("T")
+
+RETRY_BACKOFF_S = 0.05
+"""How long a retry of an unreachable server waits before the next attempt, by default."""
 
 
 class Cancelled(Exception):

@@ -10,12 +10,14 @@ is running); :func:`route` shows them to the policy as a
 checks its answer
 (:func:`edgespec.policies.contracts.check_route`). A server that does not answer is left
 out of the loads (and named in ``unreachable``), so one dead server does not stop the
-others from taking requests.
+others from taking requests. :func:`route_retrying` asks again while none answers, and
+says what is left of the retry budget for the chosen server's first open.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,6 +27,7 @@ from edgespec.core.types import ServerLoad
 from edgespec.policies.contracts import check_route
 from edgespec.policies.interfaces import RoutingPolicy
 from edgespec.policies.loads import LoadView
+from edgespec.runtime.edge.reconnect import retry_unavailable
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import ServerStats
 
@@ -61,8 +64,8 @@ def server_loads(servers: Sequence[StatsSource]) -> tuple[list[ServerLoad], list
 def route(
     servers: Sequence[StatsSource], policy: RoutingPolicy, rng: np.random.Generator
 ) -> RouteChoice:
-    """Where a new request goes; ``UNAVAILABLE`` when no server answers (the endpoint asks
-    again, :func:`~edgespec.runtime.edge.reconnect.retry_unavailable`)."""
+    """Where a new request goes; ``UNAVAILABLE`` when no server answers
+    (:func:`route_retrying` asks again)."""
     loads, unreachable = server_loads(servers)
     if not loads:
         raise RequestError(
@@ -71,3 +74,24 @@ def route(
     view = LoadView(loads)
     chosen = check_route(policy, policy.route(view, rng), view)
     return RouteChoice(chosen, tuple(loads), tuple(unreachable))
+
+
+def route_retrying(
+    servers: Sequence[StatsSource],
+    policy: RoutingPolicy,
+    rng: np.random.Generator,
+    clock: Callable[[], float],
+    retry_timeout_s: float,
+    retry_backoff_s: float,
+    cancel: threading.Event | None = None,
+) -> tuple[RouteChoice, float]:
+    """:func:`route`, asked again every ``retry_backoff_s`` while no server answers (the
+    servers restarting), for at most ``retry_timeout_s``
+    (:func:`~edgespec.runtime.edge.reconnect.retry_unavailable`; its ``Cancelled`` within a
+    backoff once ``cancel`` is set); with the seconds of ``retry_timeout_s`` routing left
+    (at least 0), which are all the chosen server's first open may retry for: a new
+    request's routing and first open share one retry budget."""
+    start_s = clock()
+    choice = retry_unavailable(lambda: route(servers, policy, rng), clock, retry_timeout_s,
+                               retry_backoff_s, cancel)  # fmt: skip
+    return choice, max(0.0, retry_timeout_s - (clock() - start_s))

@@ -106,7 +106,7 @@ class _Client:
         # a restart takes the budget's reconnects, and as long as the retries may
         budget = ProgressBudget(timeout_s=RETRY_TIMEOUT_S)
         options = DraftOptions(job.request_id, client_id, slo.name, RETRY_TIMEOUT_S,
-                               RETRY_BACKOFF_S, retry_first_open=True,
+                               RETRY_BACKOFF_S, first_open_retry_s=RETRY_TIMEOUT_S,
                                progress=budget)  # fmt: skip
         first = Progressed(job.request_id)
         said: list[Progressed] = []

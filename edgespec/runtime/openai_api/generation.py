@@ -5,7 +5,9 @@ within one retry backoff while the server is unreachable, and the session is clo
 the verification server however the request ends. A server unreachable (restarting) when
 the request opens its session, or later, is retried for up to the config's
 ``retry_timeout_s``, then the request is a 503; with several servers, so is routing while
-none of them answers.
+none of them answers, and routing and the first open share that one budget (the open
+retries only for what routing left): a new request waits at most ``retry_timeout_s``
+for a server, not twice as long.
 
 ``usage.completion_tokens`` counts the tokens of the text returned (a stop sequence, a chat
 template's end-of-turn token and what a round committed after them are not counted; an
@@ -15,6 +17,7 @@ the output reached ``max_tokens`` without ending: a last token that is an end of
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 import uuid
@@ -49,7 +52,8 @@ class EdgeSetup:
     """What every request shares: the drafter config, the draft model (``None`` for prompt
     lookup), the tokenizer, the target's vocabulary size, the tree size cap, the
     verification servers' clients and, with several, the routing policy across them, and
-    the target's context as the server's Health reports it (``None``: it does not say)."""
+    the target's context as the server's Health reports it (``None``: it does not say),
+    and the clock the requests' retries and records are timed on."""
 
     config: Any  # DrafterConfig
     draft_model: Any
@@ -59,6 +63,7 @@ class EdgeSetup:
     verifiers: tuple[Any, ...]
     routing: Any = None
     max_context_tokens: int | None = None
+    clock: Callable[[], float] = time.perf_counter
 
 
 class SessionTracker:
@@ -86,22 +91,22 @@ class SessionTracker:
         return getattr(self._inner, name)
 
 
-def _verifier(setup: EdgeSetup, options: Any) -> Any:
-    """The server for a new request: the only one, or the routing policy's pick, asked
-    again while no server answers as a single server's first open is (``options``: the
-    request's ``DraftOptions``, its retry timeout, backoff and cancel event)."""
+def _verifier(setup: EdgeSetup, options: Any) -> tuple[Any, float]:
+    """The server for a new request (``options``: its ``DraftOptions``, with its retry
+    timeout, backoff and cancel event) and how long its first open may retry while the
+    server is unreachable: the only server, for the whole ``retry_timeout_s``; or the
+    routing policy's pick, asked again while no server answers, for what routing left of
+    it (:func:`~edgespec.runtime.edge.routing.route_retrying`)."""
     if len(setup.verifiers) == 1:
-        return setup.verifiers[0]
+        return setup.verifiers[0], options.retry_timeout_s
     import numpy as np
 
-    from edgespec.runtime.edge.reconnect import retry_unavailable
-    from edgespec.runtime.edge.routing import route
+    from edgespec.runtime.edge.routing import route_retrying
 
-    rng = np.random.default_rng()
-    choice = retry_unavailable(lambda: route(setup.verifiers, setup.routing, rng),
-                               time.perf_counter, options.retry_timeout_s,
-                               options.retry_backoff_s, options.cancel)  # fmt: skip
-    return setup.verifiers[choice.server_index]
+    choice, left_s = route_retrying(setup.verifiers, setup.routing, np.random.default_rng(),
+                                    setup.clock, options.retry_timeout_s,
+                                    options.retry_backoff_s, options.cancel)  # fmt: skip
+    return setup.verifiers[choice.server_index], left_s
 
 
 def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
@@ -212,12 +217,13 @@ def run_request(
     session_id = f"{config.client_id}-oai-{uuid.uuid4().hex[:12]}"
     budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
     options = DraftOptions(session_id, config.client_id, request.slo_class,
-                           config.retry_timeout_s, retry_first_open=True, progress=budget,
-                           cancel=cancel)  # fmt: skip
-    tracker = SessionTracker(wrap_verifier(_verifier(setup, options), config))
+                           config.retry_timeout_s, progress=budget, cancel=cancel)  # fmt: skip
+    verifier, left_s = _verifier(setup, options)
+    options = dataclasses.replace(options, first_open_retry_s=left_s)
+    tracker = SessionTracker(wrap_verifier(verifier, config))
     try:
         generate(tracker, _drafter(setup), prepared.prompt_ids, prepared.sampling, options,
-                 prepared.window, on_tokens)  # fmt: skip
+                 prepared.window, on_tokens, setup.clock)  # fmt: skip
     except Cancelled:
         if not text.stopped:
             raise

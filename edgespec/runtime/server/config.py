@@ -165,7 +165,9 @@ class ServerConfig:
 
     def _validate_semantic(self) -> None:
         if self.semantic_thresholds and self.semantic_head is None:
-            raise ConfigError("semantic_thresholds", "needs a decision head (--semantic-head FILE)")
+            needs = "needs a decision head"
+            raise ConfigError("semantic_thresholds", f"{needs} (semantic_head: FILE)",
+                              flag_message=f"{needs} (--semantic-head FILE)")  # fmt: skip
         for t in self.semantic_thresholds:
             if not 0 <= t <= THRESHOLD_STEPS:
                 raise ConfigError(

@@ -18,16 +18,21 @@ from tests.runtime.backends.llamacpp_fixtures import SKIP_REASON, VOCAB, tiny_gg
 pytest.importorskip("llama_cpp", reason=SKIP_REASON)
 pytest.importorskip("gguf", reason="the tiny test model is written with the gguf package")
 
+from edgespec.cli import main
 from edgespec.config import ConfigError
 from edgespec.errors import UserInputError
 from edgespec.models.registry import ModelNotFoundError
 from edgespec.runtime.backends.llamacpp_backend import LlamaCppTarget
+from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings
 from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraft
 from edgespec.runtime.commands.serve import backend_label
 from edgespec.runtime.commands.serve_arguments import add_arguments
 from edgespec.runtime.commands.serve_target import load_target, target_choice
 from edgespec.runtime.edge.draft_backends import load_draft_model, make_drafter
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.server.config import ServerConfig
+from tests.runtime.commands.draft_stages import split_stages
 
 
 def _serve_args(*flags: str) -> argparse.Namespace:
@@ -139,3 +144,75 @@ def test_gemma_on_the_lossy_mode_fails_the_self_check_and_says_so() -> None:
         assert "on llamacpp-lossy (LOSSY)" in lines[-1]
     finally:
         _stop(server)
+
+
+class RefusingServer:
+    """In place of a ``RemoteVerifier``: a server of the target ``the-target`` (no tokenizer
+    here) that refuses every session, so ``edgespec draft`` ends after its start-up."""
+
+    def __init__(self, address: str, *settings: object) -> None:
+        self.address = address
+
+    def vocab_size(self) -> int:
+        return VOCAB
+
+    def max_context_tokens(self) -> int | None:
+        return None
+
+    def target_name(self) -> str:
+        return "the-target"
+
+    def open(self, spec: SessionSpec) -> None:
+        raise RequestError(ErrorCode.INVALID_ARGUMENT, "refused")
+
+
+def _draft_on_llamacpp(
+    gguf: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, list[str], list[str], list[str]]:
+    """``edgespec draft --backend llamacpp --draft GGUF`` against :class:`RefusingServer`:
+    its exit status, the last stage said as each llama.cpp model load began, its stage lines
+    and its other stderr lines."""
+    from edgespec.runtime.backends.llamacpp_context import LlamaContext
+    from edgespec.runtime.wire import grpc_client
+
+    monkeypatch.setattr(grpc_client, "RemoteVerifier", RefusingServer)
+    err: list[str] = []
+    at_load: list[str] = []
+    load = LlamaContext.__init__
+
+    def watched(context: LlamaContext, settings: LlamaCppSettings) -> None:
+        err.append(capsys.readouterr().err)
+        at_load.append(split_stages("".join(err))[0][-1])
+        load(context, settings)
+
+    monkeypatch.setattr(LlamaContext, "__init__", watched)
+    argv = ["draft", "--server", "127.0.0.1:1", "--backend", "llamacpp", "--draft", str(gguf),
+            "--prompt-ids", "5,6,7", "--max-new-tokens", "4"]  # fmt: skip
+    code = main(argv)
+    stages, rest = split_stages("".join([*err, capsys.readouterr().err]))
+    return code, at_load, stages, rest
+
+
+def test_the_draft_gguf_loads_under_the_draft_stage_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The GGUF was first loaded when the drafter was made, after "loading the tokenizer
+    ...": its wait showed under the tokenizer's line."""
+    gguf = tiny_gguf(1)
+    code, at_load, stages, rest = _draft_on_llamacpp(gguf, monkeypatch, capsys)
+    assert code == 1 and rest == ["edgespec draft: INVALID_ARGUMENT: refused"]
+    assert stages == ["connecting to 127.0.0.1:1 ...", f"loading the draft {gguf} ...",
+                      "loading the tokenizer the-target ...", "ready"]  # fmt: skip
+    assert at_load[0] == f"loading the draft {gguf} ..."
+
+
+def test_a_gguf_llamacpp_cannot_load_fails_at_the_draft_stage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before the tokenizer loads (it failed after it, once the drafter was made)."""
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF but not really")
+    code, _, stages, rest = _draft_on_llamacpp(bad, monkeypatch, capsys)
+    assert code == 2
+    assert stages == ["connecting to 127.0.0.1:1 ...", f"loading the draft {bad} ..."]
+    assert rest == [f"edgespec draft: llama.cpp cannot load '{bad}' (not a GGUF model it knows)"]

@@ -269,7 +269,8 @@ def test_a_tree_drafter_holds_24_nodes_unless_told() -> None:
          "per depth)"),
         (["--tree", "2,1,"], "--tree: tree branching has an empty entry in '2,1,' (one integer "
          "per depth)"),
-        (["--tree", "1,1,1,1,1"], "--tree 1,1,1,1,1 has 5 depths, more than --gamma 4"),
+        (["--tree", "1,1,1,1,1"],  # the default γ: no --gamma given
+         "--tree 1,1,1,1,1 has 5 depths, more than window.params.gamma 4"),
         (["--tree", "2,2,2", "--gamma", "2"], "--tree 2,2,2 has 3 depths, more than --gamma 2"),
         (["--tree", "1,1,1", "--window", "dynamic",
           "--set", "window.params={initial_gamma: 2, max_gamma: 2}"],

@@ -1,6 +1,6 @@
 """``edgespec draft``'s policies (``window``, ``routing``): params given alone (``--set
 window.params.gamma=3``) are the default policy's, and a bad param is refused at its field,
-exit 2, before anything connects."""
+exit 2, before anything connects; a ``--tree`` deeper than γ names γ where it came from."""
 
 from __future__ import annotations
 
@@ -74,4 +74,37 @@ def test_a_bad_policy_param_is_named_at_its_field_before_anything_connects(
     unconnected: None, flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["draft", "--draft", "ngram", *flags]) == 2
+    assert capsys.readouterr().err == f"edgespec draft: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("yaml", "flags", "message"),
+    [
+        ("", ["--tree", "2,2,2", "--gamma", "2"], "--tree 2,2,2 has 3 depths, more than --gamma 2"),
+        (  # was "... more than --gamma 2": no --gamma was given
+            "", ["--tree", "2,2,2", "--set", "window.params.gamma=2"],
+            "--tree 2,2,2 has 3 depths, more than window.params.gamma 2",
+        ),
+        (
+            "window: {name: static, params: {gamma: 2}}\n", ["--tree", "2,2,2"],
+            "--tree 2,2,2 has 3 depths, more than window.params.gamma 2",
+        ),
+        (  # was "config field 'tree': --tree 2,2,2 has 3 depths, more than --gamma 2"
+            "window: {name: static, params: {gamma: 2}}\ntree: '2,2,2'\n", [],
+            "config field 'tree': 2,2,2 has 3 depths, more than window.params.gamma 2",
+        ),
+        (  # the file's tree, the flag's γ
+            "tree: '2,2,2'\n", ["--gamma", "2"],
+            "config field 'tree': 2,2,2 has 3 depths, more than --gamma 2",
+        ),
+    ],
+)  # fmt: skip
+def test_a_tree_deeper_than_gamma_names_gamma_where_it_came_from(
+    unconnected: None, yaml: str, flags: list[str], message: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    file = tmp_path / "drafter.yaml"
+    file.write_text(yaml)
+    argv = ["draft", "--draft", "some/model", "--prompt-ids", "1", "--config", str(file)]
+    assert main([*argv, *flags]) == 2
     assert capsys.readouterr().err == f"edgespec draft: {message}\n"

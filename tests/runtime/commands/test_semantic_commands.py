@@ -153,18 +153,17 @@ SEMANTIC_FLAGS = ["--verify", "semantic", "--threshold", "12", "--channel-uplink
     ("flags", "message"),
     [
         (["--threshold", "12"], "--threshold: is the semantic threshold: needs --verify semantic"),
-        (
+        (  # none given: the --verify semantic that needs one (was "config field 'threshold'")
             ["--verify", "semantic", "--channel-uplink-mbps", "20"],
-            "config field 'threshold': semantic verification needs a threshold in 0..16",
+            "--verify: semantic verification needs a threshold in 0..16 (--threshold T;",
         ),
         (
             [*SEMANTIC_FLAGS[:2], "--threshold", "17", *SEMANTIC_FLAGS[4:]],
             "--threshold: semantic verification needs a threshold in 0..16",
         ),
-        (
+        (  # was "config field 'channel_uplink_mbps'", a field nobody gave
             ["--verify", "semantic", "--threshold", "12"],
-            "config field 'channel_uplink_mbps': semantic verification reports the device's "
-            "uplink rate",
+            "--verify: semantic verification reports the device's uplink rate",
         ),
         ([*SEMANTIC_FLAGS, "--channel-per", "1.5"], "--channel-per: must be in [0, 1), got 1.5"),
         (

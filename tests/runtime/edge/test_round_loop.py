@@ -195,7 +195,7 @@ def test_the_first_open_is_retried_while_the_server_is_down_only_when_asked(retr
     clock = Clock()
     verifier = Verifier(clock)
     verifier.first_open_failures = [ErrorCode.UNAVAILABLE, ErrorCode.UNAVAILABLE]
-    options = DraftOptions(session_id="s", retry_backoff_s=0.0, retry_first_open=retry)
+    options = DraftOptions(session_id="s", retry_backoff_s=0.0, first_open_retry_s=retry * 30.0)
     if not retry:
         with pytest.raises(RequestError) as info:
             generate(verifier, Drafter(clock), PROMPT, GREEDY, options, clock=clock)

@@ -19,6 +19,9 @@ def _server_error(data: dict[str, Any]) -> str:
     return str(info.value)
 
 
+NEEDS_SEMANTIC = "needs verification semantic"
+
+
 def _drafter_error(data: dict[str, Any]) -> str:
     with pytest.raises(ConfigError) as info:
         from_dict(DrafterConfig, data)
@@ -210,11 +213,12 @@ def test_drafter_edge_values_are_kept() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value", "problem"),
-    [  # were accepted and ignored under exact verification
-        ("upload", "fh", "is how semantic rounds upload hidden states: needs --verify semantic"),
-        ("channel_uplink_mbps", 5.0, "is reported to the decision head: needs --verify semantic"),
-        ("channel_per", 0.5, "is reported to the decision head: needs --verify semantic"),
-        ("channel_rtt_ms", -1.0, "is reported to the decision head: needs --verify semantic"),
+    [  # were accepted and ignored under exact verification; named as fields (flags: their
+        # own words, tests/runtime/commands/test_semantic_field_names.py)
+        ("upload", "fh", "is how semantic rounds upload hidden states: " + NEEDS_SEMANTIC),
+        ("channel_uplink_mbps", 5.0, "is reported to the decision head: " + NEEDS_SEMANTIC),
+        ("channel_per", 0.5, "is reported to the decision head: " + NEEDS_SEMANTIC),
+        ("channel_rtt_ms", -1.0, "is reported to the decision head: " + NEEDS_SEMANTIC),
     ],
 )
 def test_semantic_fields_need_semantic_verification(

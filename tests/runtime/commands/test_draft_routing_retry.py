@@ -1,0 +1,131 @@
+"""``edgespec draft --prompt-ids`` over several servers waits through a restart as the
+endpoint's requests do: routing is asked again every backoff while none of them answers,
+and the chosen server's first open retried while it is down, both within one
+``--retry-timeout-s``. It routed once: no server answering was exit 1 at once. (Against one
+server the first open still fails at once: :mod:`.test_draft_retry`.)"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import ServerStats, SessionSpec
+from edgespec.runtime.wire import grpc_client
+from edgespec.runtime.wire.grpc_server import ServerThread
+from edgespec.runtime.wire.inprocess import target_greedy_decode
+from tests.runtime.commands.draft_stages import split_stages
+from tests.runtime.conftest import start_server
+from tests.runtime.openai_api.conftest import free_port
+
+PROMPT = (5, 6, 7, 8, 9)
+DRAFT = ["draft", "--draft", "ngram", "--prompt-ids", ",".join(map(str, PROMPT))]
+DOWN_S = 0.5
+"""How long the servers are down after routing starts."""
+SLACK_S = 0.2
+"""A backoff (50 ms) and the scheduling of a loaded machine."""
+
+
+def _down() -> RequestError:
+    return RequestError(ErrorCode.UNAVAILABLE, "failed to connect to all addresses")
+
+
+class Outage:
+    """Servers down for :data:`DOWN_S` from the first ``Stats`` call (routing's start):
+    their ``Stats`` fails until then; every open fails (the chosen one went down again),
+    each one's start in ``opens``, in seconds since routing started."""
+
+    def __init__(self) -> None:
+        self.started_s: float | None = None
+        self.opens: list[float] = []
+
+    def since_start_s(self) -> float:
+        if self.started_s is None:
+            self.started_s = time.monotonic()
+        return time.monotonic() - self.started_s
+
+    def client(self, address: str, *settings: Any) -> Restarting:
+        """In place of a ``RemoteVerifier``."""
+        return Restarting(self)
+
+
+class Restarting:
+    """A client of one of ``outage``'s servers."""
+
+    def __init__(self, outage: Outage) -> None:
+        self.outage = outage
+
+    def stats(self) -> ServerStats:
+        if self.outage.since_start_s() < DOWN_S:
+            raise _down()
+        return ServerStats(0, 0, 0, 0.0, 0, (), 0, 0, 0, 0.0, 0, 0, 0, 0, 0, 0)
+
+    def vocab_size(self) -> int:
+        return 64
+
+    def max_context_tokens(self) -> int | None:
+        return None
+
+    def target_name(self) -> str | None:
+        return None
+
+    def open(self, spec: SessionSpec) -> None:
+        self.outage.opens.append(self.outage.since_start_s())
+        raise _down()
+
+    def close(self, session_id: str) -> None:
+        raise _down()
+
+
+def test_routing_and_the_first_open_wait_within_one_retry_timeout(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    retry_timeout_s = 1.5
+    argv = [*DRAFT, "--server", "127.0.0.1:1", "--server", "127.0.0.1:2"]
+    outage = Outage()
+    monkeypatch.setattr(grpc_client, "RemoteVerifier", outage.client)
+    assert main([*argv, "--retry-timeout-s", str(retry_timeout_s)]) == 1
+    took = outage.since_start_s()
+    stages, rest = split_stages(capsys.readouterr().err)
+    assert stages == ["connecting to 127.0.0.1:1, 127.0.0.1:2 ...", "ready"]
+    assert rest[0].startswith("edgespec draft: jsq routed to 127.0.0.1:")  # a tie: either
+    assert rest[1:] == [
+        "edgespec draft: UNAVAILABLE: failed to connect to all addresses (is an `edgespec "
+        "serve` running and reachable at the --server address?)"
+    ]  # was "none of the 2 servers answered a Stats call", at once
+    opens = outage.opens
+    assert len(opens) > 2 and opens[0] >= DOWN_S  # retried after routing found a server
+    # for what routing left, not a budget of its own (to DOWN_S + retry_timeout_s): the
+    # last attempt starts within one backoff (50 ms) of the budget's end
+    assert opens[-1] < retry_timeout_s + SLACK_S
+    assert retry_timeout_s <= took < retry_timeout_s + SLACK_S
+
+
+def test_a_prompt_waits_for_one_of_the_servers_to_come_back(
+    target: TransformersTarget, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Real loopback servers: nothing listens on either port until one is started."""
+    ports = (free_port(), free_port())
+    servers: list[ServerThread] = []
+    comes_back = threading.Timer(
+        1.0, lambda: servers.append(start_server(target, host="127.0.0.1", port=ports[1]))
+    )
+    argv = [*DRAFT, "--max-new-tokens", "8", "--retry-timeout-s", "20"]
+    argv += [arg for port in ports for arg in ("--server", f"127.0.0.1:{port}")]
+    comes_back.start()
+    try:
+        code = main(argv)  # was 1 at once: UNAVAILABLE, none of the 2 servers answered
+    finally:
+        comes_back.join()
+        for server in servers:
+            server.stop(grace_s=0)
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    streamed = out.out.replace("[", " ").replace("]", " ").replace(",", " ").split()
+    assert [int(t) for t in streamed] == list(target_greedy_decode(target, PROMPT, 8))
+    assert f"edgespec draft: jsq routed to 127.0.0.1:{ports[1]} " in out.err
