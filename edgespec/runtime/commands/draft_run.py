@@ -8,7 +8,7 @@ import json
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,9 +74,10 @@ class Outcome:
 @dataclass(frozen=True, slots=True)
 class DraftRun:
     """A prompt against one server, in the mode asked: the same request, output shown as
-    it streams (text when a tokenizer is known, else token ids); a distributed run's first
-    open retried while the server is unreachable for up to ``first_open_retry_s`` (what
-    routing left of ``retry_timeout_s``; 0: it fails at once)."""
+    it streams (text when a tokenizer is known, else token ids); the first open (a
+    distributed run's session, a server-side run's stream until its first chunk) retried
+    while the server is unreachable for up to ``first_open_retry_s`` (what routing left of
+    ``retry_timeout_s``; 0: it fails at once)."""
 
     config: Any  # DrafterConfig
     verifier: Any  # RemoteVerifier
@@ -118,7 +119,7 @@ class DraftRun:
             ready()
         arrival = self.clock()
         first = None
-        for chunk in self.verifier.generate(spec, fused=fused, gamma=gamma):
+        for chunk in self._stream(spec, fused, gamma):
             if chunk and first is None:
                 first = self.clock()
             output.extend(chunk)
@@ -131,6 +132,22 @@ class DraftRun:
             0, 0, 0,
         )  # fmt: skip
         return Outcome(tuple(output), request)
+
+    def _stream(self, spec: Any, fused: bool, gamma: int) -> Iterator[tuple[int, ...]]:
+        """The server-side generation's chunks; until its first chunk arrives the call is
+        made again while the server is unreachable, for ``first_open_retry_s`` (after it,
+        an error ends the request: the server holds no session to resume)."""
+        from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, retry_unavailable
+
+        def start() -> tuple[tuple[int, ...] | None, Iterator[tuple[int, ...]]]:
+            stream = iter(self.verifier.generate(spec, fused=fused, gamma=gamma))
+            return next(stream, None), stream
+
+        first, stream = retry_unavailable(start, self.clock, self.first_open_retry_s,
+                                          RETRY_BACKOFF_S)  # fmt: skip
+        if first is not None:
+            yield first
+            yield from stream
 
     def distributed(
         self, draft: Any, vocab_size: int, window: Any, stop: Any, keep_rounds: bool,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,9 +41,10 @@ class Outage:
     their ``Stats`` fails until then; every open fails (the chosen one went down again),
     each one's start in ``opens``, in seconds since routing started."""
 
-    def __init__(self) -> None:
+    def __init__(self, generates_from_s: float = float("inf")) -> None:
         self.started_s: float | None = None
         self.opens: list[float] = []
+        self.generates_from_s = generates_from_s
 
     def since_start_s(self) -> float:
         if self.started_s is None:
@@ -80,6 +82,14 @@ class Restarting:
 
     def close(self, session_id: str) -> None:
         raise _down()
+
+    def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
+        """A server-side generation: down until ``generates_from_s``, then two chunks."""
+        self.outage.opens.append(self.outage.since_start_s())
+        if self.outage.since_start_s() < self.outage.generates_from_s:
+            raise _down()
+        yield (11, 12)
+        yield (13,)
 
 
 def test_routing_and_the_first_open_wait_within_one_retry_timeout(
@@ -129,3 +139,27 @@ def test_a_prompt_waits_for_one_of_the_servers_to_come_back(
     streamed = out.out.replace("[", " ").replace("]", " ").replace(",", " ").split()
     assert [int(t) for t in streamed] == list(target_greedy_decode(target, PROMPT, 8))
     assert f"edgespec draft: jsq routed to 127.0.0.1:{ports[1]} " in out.err
+
+
+@pytest.mark.parametrize("mode", ["centralized", "fused"])
+def test_a_server_side_run_retries_its_stream_until_the_first_chunk(
+    mode: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server decodes: its stream is asked for again while the chosen server is down,
+    within what routing left; it was one call, failing at once."""
+    argv = [*DRAFT, "--server", "127.0.0.1:1", "--server", "127.0.0.1:2", "--mode", mode]
+    outage = Outage(generates_from_s=DOWN_S + 0.3)
+    monkeypatch.setattr(grpc_client, "RemoteVerifier", outage.client)
+    assert main([*argv, "--retry-timeout-s", "5"]) == 0
+    out = capsys.readouterr()
+    assert out.out == "[11, 12] [13] \n"
+    assert len(outage.opens) > 2 and outage.opens[-1] >= DOWN_S + 0.3
+    assert outage.opens[-2] < DOWN_S + 0.3  # the attempt before failed, the server down
+    down = Outage()  # never back: a 1 s budget, then the error
+    monkeypatch.setattr(grpc_client, "RemoteVerifier", down.client)
+    assert main([*argv, "--retry-timeout-s", "1"]) == 1
+    assert 1.0 <= down.since_start_s() < 1.0 + SLACK_S
+    assert capsys.readouterr().err.endswith(
+        "edgespec draft: UNAVAILABLE: failed to connect to all addresses (is an `edgespec "
+        "serve` running and reachable at the --server address?)\n"
+    )
