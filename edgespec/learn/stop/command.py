@@ -160,6 +160,7 @@ def write_study(
         "threshold_rule": "maximum balanced accuracy on the validation requests",
         "dataset": study.balance["all"],
         "test": dataclasses.asdict(study.predictors[0].test),
+        "threshold_plateau": dataclasses.asdict(study.predictors[0].plateau),
     }
     policy = dataclasses.replace(study.mlp, metadata=meta)
     out.parent.mkdir(parents=True, exist_ok=True)

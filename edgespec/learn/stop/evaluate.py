@@ -1,6 +1,6 @@
-"""Evaluating rejection predictors: Tables 4 and 10 (operating point), Table 11 (latency),
-the threshold rule, and Theorem 1's check (lower FPR at the first rejection → fewer wasted
-draft tokens).
+"""Evaluating rejection predictors: Tables 4 and 10 (operating point), Table 11 (latency)
+and Theorem 1's check (lower FPR at the first rejection → fewer wasted draft tokens); the
+threshold rule is :mod:`edgespec.learn.stop.threshold`.
 
 Every predictor is seen as a function ``scores(features) -> P(accepted)`` (numpy in, numpy
 out), so the MLP's numpy inference and the tree libraries are measured the same way.
@@ -95,27 +95,6 @@ def operating_point(
         fn=fn,
         tp=tp,
     )
-
-
-def youden_threshold(labels: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> float:
-    """The operating threshold rule, applied on validation data to every predictor alike:
-    the score cut maximising balanced accuracy (TPR − FPR, Youden's J). With 73% of rows
-    accepted, the default 0.5 cut keeps most first rejections (high FPR); this rule lowers
-    FPR at the first rejection at the cost of some recall. Ties go to the higher cut
-    (lower FPR). Cuts are midpoints between distinct scores."""
-    distinct = np.unique(scores)
-    if len(distinct) == 1:
-        return float(distinct[0])
-    cuts = np.concatenate([(distinct[:-1] + distinct[1:]) / 2.0, [distinct[-1]]])
-    accepted = labels == 1
-    num_pos, num_neg = max(int(accepted.sum()), 1), max(int((~accepted).sum()), 1)
-    best_cut, best_j = float(cuts[0]), -np.inf
-    for cut in cuts:
-        predicted = scores >= cut
-        j = (predicted & accepted).sum() / num_pos - (predicted & ~accepted).sum() / num_neg
-        if j >= best_j:
-            best_cut, best_j = float(cut), float(j)
-    return best_cut
 
 
 @dataclass(frozen=True, slots=True)

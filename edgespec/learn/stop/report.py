@@ -4,6 +4,7 @@ Tables 8, 4, 10 and 11, beside the paper's numbers, and Theorem 1's check."""
 from __future__ import annotations
 
 from edgespec.learn.stop.study import StopStudy
+from edgespec.learn.stop.threshold import ThresholdPlateau
 
 PAPER_TABLE8 = {"samples": 17510, "accepted": 12820, "rejected": 4690}
 PAPER_TABLE4 = {  # Acc, AUC, Rec1, Spec, FPR, BalAcc
@@ -18,6 +19,14 @@ PAPER_TABLE11_RPI5 = {  # mean, median, p95, p99 (ms), Raspberry Pi 5
     "random_forest": (42.6230, 44.4504, 45.4629, 45.7573),
     "mlp": (0.4590, 0.4552, 0.4733, 0.4831),
 }
+
+
+def plateau_text(plateau: ThresholdPlateau) -> str:
+    """The held-out FPR range over the near-best cuts, with how many and where they are."""
+    return (
+        f"{plateau.test_fpr_min:.3f}–{plateau.test_fpr_max:.3f} ({plateau.num_cuts} cuts, "
+        f"{plateau.low_cut:.3f}–{plateau.high_cut:.3f})"
+    )
 
 
 def _row(cells: list[str]) -> str:
@@ -41,7 +50,8 @@ def dataset_table(study: StopStudy) -> list[str]:
 
 def operating_table(study: StopStudy) -> list[str]:
     head = ["predictor", "threshold", "Acc.", "AUC", "Rec₁", "Spec.", "FPR", "BalAcc",
-            "TN", "FP", "FN", "TP", "FPR at 0.5", "paper Acc/AUC/Rec₁/Spec/FPR/BalAcc"]  # fmt: skip
+            "TN", "FP", "FN", "TP", "FPR at 0.5", "FPR over near-best cuts",
+            "paper Acc/AUC/Rec₁/Spec/FPR/BalAcc"]  # fmt: skip
     lines = [_row(head), _row(["---"] * len(head))]
     for r in study.predictors:
         t = r.test
@@ -54,7 +64,7 @@ def operating_table(study: StopStudy) -> list[str]:
             f"{t.fp} ({t.fp / max(t.num_rejected, 1):.1%})",
             f"{t.fn} ({t.fn / max(t.num_accepted, 1):.1%})",
             f"{t.tp} ({t.tp / max(t.num_accepted, 1):.1%})",
-            f"{r.test_at_half.fpr:.4f}", paper,
+            f"{r.test_at_half.fpr:.4f}", plateau_text(r.plateau), paper,
         ]))  # fmt: skip
     return lines
 
@@ -105,7 +115,9 @@ def study_markdown(study: StopStudy, command: str, when: str) -> str:
         "## Held-out operating points (Tables 4 and 10)",
         "",
         "Thresholds chosen on validation by maximum balanced accuracy (Youden's J), the same "
-        "rule for every predictor.",
+        "rule for every predictor. FPR over near-best cuts: the held-out FPR at every cut "
+        "whose validation J is within one standard error of the best, cuts the rule cannot "
+        "tell apart on this validation set.",
         "",
         *operating_table(study),
         "",

@@ -27,8 +27,8 @@ from edgespec.learn.stop.evaluate import (
     operating_point,
     replay_with_stops,
     single_sample_latency,
-    youden_threshold,
 )
+from edgespec.learn.stop.threshold import ThresholdPlateau, threshold_plateau, youden_threshold
 from edgespec.learn.stop.train import search_mlp
 from edgespec.learn.traces.records import TraceRecord
 from edgespec.policies.stop_drafting import MlpStopPolicy
@@ -52,13 +52,15 @@ class StudySettings:
 @dataclass(frozen=True, slots=True)
 class PredictorResult:
     """One predictor: its chosen hyper-parameters, the threshold picked on validation,
-    its held-out operating point there and at 0.5, and its latency."""
+    its held-out operating point there and at 0.5, the held-out FPR range over the cuts
+    the rule cannot tell apart on validation (``plateau``), and its latency."""
 
     name: str
     params: dict[str, Any]
     threshold: float
     test: OperatingPoint
     test_at_half: OperatingPoint
+    plateau: ThresholdPlateau
     latency: LatencyStats
 
 
@@ -206,7 +208,8 @@ def _evaluate(
     settings: StudySettings,
 ) -> PredictorResult:
     """One predictor thresholded on validation (Youden), then measured on the test rows."""
-    threshold = youden_threshold(val.labels, scorer(val.features))
+    val_scores = scorer(val.features)
+    threshold = youden_threshold(val.labels, val_scores)
     scores = scorer(test.features)
     return PredictorResult(
         name=name,
@@ -214,5 +217,6 @@ def _evaluate(
         threshold=threshold,
         test=operating_point(test.labels, scores, threshold),
         test_at_half=operating_point(test.labels, scores, 0.5),
+        plateau=threshold_plateau(val.labels, val_scores, test.labels, scores),
         latency=single_sample_latency(scorer, test.features, settings.latency_calls),
     )

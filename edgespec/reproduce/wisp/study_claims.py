@@ -27,6 +27,17 @@ SENSITIVITY_05 = (
 )
 
 
+def plateau_note(study: StopStudy) -> str:
+    """The held-out FPR range of each predictor over the cuts its validation J cannot tell
+    from its best (within one standard error): how far the threshold rule's choice, and so
+    W6's FPRs, can move with a small change of scores, such as another CPU's training."""
+    ranges = ", ".join(
+        f"{p.name} {p.plateau.test_fpr_min:.3f}–{p.plateau.test_fpr_max:.3f}"
+        for p in study.predictors
+    )
+    return f"held-out FPR over the cuts within one SE of each best validation J: {ranges}"
+
+
 def w6_rows(study: StopStudy) -> list[ClaimRow]:
     """W6 judged at each predictor's validation threshold (the chosen threshold rule); the
     same comparison with every predictor at 0.5 is shown beside it as a sensitivity, its
@@ -52,6 +63,8 @@ def w6_rows(study: StopStudy) -> list[ClaimRow]:
             f"{t.balanced_accuracy:.3f}" for t in trees
         )
         judged = not rows
+        if judged:
+            note += "; " + plateau_note(study)
         if not judged:
             note += (f"; {SENSITIVITY_05}: MLP lowest FPR and best BalAcc "
                      f"{mark(direction)}, ratio within ±25% {mark(magnitude)}")  # fmt: skip

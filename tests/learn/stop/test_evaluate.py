@@ -1,4 +1,4 @@
-"""Predictor metrics, the threshold rule and the wasted-token replay, on hand-built cases."""
+"""Predictor metrics, latency and the wasted-token replay, on hand-built cases."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from edgespec.learn.stop.evaluate import (
     replay_with_stops,
     roc_auc,
     single_sample_latency,
-    youden_threshold,
 )
 
 
@@ -33,14 +32,6 @@ def test_operating_point_counts_and_rates() -> None:
 def test_auc_counts_ties_as_half() -> None:
     assert roc_auc(np.array([1, 0]), np.array([0.5, 0.5])) == 0.5
     assert roc_auc(np.array([1, 0, 1]), np.array([0.9, 0.5, 0.5])) == 0.75
-
-
-def test_youden_threshold_prefers_lower_fpr_on_ties() -> None:
-    labels = np.array([1, 1, 1, 0, 0])
-    scores = np.array([0.9, 0.8, 0.6, 0.7, 0.3])
-    # cut 0.5 (between 0.3 and 0.6): TPR 1, FPR 0.5 → J 0.5;
-    # cut 0.75: TPR 2/3, FPR 0 → J 0.667 (the best)
-    assert youden_threshold(labels, scores) == 0.75
 
 
 def test_replay_with_stops_hand_built() -> None:
@@ -88,15 +79,6 @@ def test_auc_refuses_a_single_class() -> None:
     for labels in (np.array([1, 1]), np.array([0, 0])):
         with pytest.raises(ValueError, match="AUC needs both classes"):
             roc_auc(labels, np.array([0.2, 0.7]))
-
-
-def test_youden_threshold_considers_the_top_score_and_breaks_ties_upwards() -> None:
-    labels = np.array([0, 0, 1])
-    # cuts 0.15 (J 0.5), 0.55 (J 1) and the top score 0.9 itself (J 1: score >= cut): the
-    # tie goes to the higher cut
-    assert youden_threshold(labels, np.array([0.1, 0.2, 0.9])) == 0.9
-    # one distinct score: that score
-    assert youden_threshold(labels, np.array([0.3, 0.3, 0.3])) == 0.3
 
 
 def test_latency_stats_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:

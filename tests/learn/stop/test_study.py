@@ -65,6 +65,9 @@ def test_study_runs_every_predictor_and_checks_theorem_1() -> None:
         assert p.test.tn + p.test.fp + p.test.fn + p.test.tp == balance["test"]["samples"]
         assert 0.0 <= p.threshold <= 1.0
         assert p.latency.num_calls == 20
+        # the chosen cut is on its own plateau, its held-out FPR inside the plateau's range
+        assert p.plateau.low_cut <= p.threshold <= p.plateau.high_cut and p.plateau.num_cuts >= 1
+        assert p.plateau.test_fpr_min <= p.test.fpr <= p.plateau.test_fpr_max
     # each predictor at its own threshold and at the fixed grid
     assert len(study.theorem) >= 4 * 6
     dominance = study.to_json()["dominance"]
@@ -75,6 +78,8 @@ def test_study_runs_every_predictor_and_checks_theorem_1() -> None:
     assert study.no_predictor.mean_wasted_sent > 0
     text = study_markdown(study, "edgespec train stop-predictor ...", "2026-11-23")
     assert "## Dataset (Table 8)" in text and "| mlp |" in text
+    mlp = study.predictors[0].plateau
+    assert f"| {mlp.test_fpr_min:.3f}–{mlp.test_fpr_max:.3f} ({mlp.num_cuts} cuts, " in text
     assert study.mlp.threshold == study.predictors[0].threshold
 
 
@@ -109,6 +114,8 @@ def test_train_stop_predictor_command(tmp_path, capsys) -> None:  # type: ignore
     policy = load_stop_policy(str(out))
     assert policy.metadata["dataset"]["requests"] == 30
     assert policy.metadata["test"]["tp"] + policy.metadata["test"]["fn"] > 0
+    plateau = policy.metadata["threshold_plateau"]
+    assert plateau["test_fpr_min"] <= policy.metadata["test"]["fpr"] <= plateau["test_fpr_max"]
     assert (report / "REPORT.md").read_text().startswith("# Rejection predictor study")
     missing = tmp_path / "nowhere"
     assert main(["train", "stop-predictor", "--traces", str(missing), "--out", str(out)]) == 2

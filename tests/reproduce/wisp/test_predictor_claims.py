@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from edgespec.learn.stop.evaluate import LatencyStats, OperatingPoint, WasteSummary
 from edgespec.learn.stop.study import PredictorResult, StopStudy, StudySettings, TheoremPoint
+from edgespec.learn.stop.threshold import ThresholdPlateau
 from edgespec.metrics import SystemMetrics, summarize
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.wisp.predictor import AcceptanceRow
@@ -39,8 +40,12 @@ def study(
     names = ("mlp", *TREES)
     points = points or {n: (point(0.5, 0.6), point(0.5, 0.6)) for n in names}
     means_ms = means_ms or dict.fromkeys(names, 0.1)
+    plateaus = {
+        n: ThresholdPlateau(3, 0.3, 0.5, 0.02, 0.1 * i, 0.1 * i + 0.05) for i, n in enumerate(names)
+    }
     predictors = tuple(
-        PredictorResult(n, {}, 0.4, points[n][0], points[n][1], latency(means_ms[n])) for n in names
+        PredictorResult(n, {}, 0.4, points[n][0], points[n][1], plateaus[n], latency(means_ms[n]))
+        for n in names
     )
     return StopStudy(
         StudySettings(), {}, predictors, theorem, no_predictor or waste(1.0), cast(Any, None)
@@ -56,6 +61,11 @@ def test_w6_mlp_fpr_ratio_and_the_direction_with_ties() -> None:
     at_threshold, at_half = w6_rows(study(tied))
     assert at_threshold.ours == "0.50 (MLP 0.400 vs 0.400–1.200)"
     assert (at_threshold.direction_ok, at_threshold.magnitude_ok) == (True, True)  # ties count
+    assert at_threshold.note == (
+        "BalAcc MLP 0.700, trees 0.700/0.700/0.700; held-out FPR over the cuts within one SE "
+        "of each best validation J: mlp 0.000–0.050, lightgbm 0.100–0.150, random_forest "
+        "0.200–0.250, xgboost 0.300–0.350"
+    )
     assert at_half.ours == "0.50 (MLP 0.400 vs 0.800–0.800)"
     # at 0.5 a sensitivity of the threshold rule: shown, its would-be verdicts in the note
     assert at_half.outcome is Outcome.NOT_JUDGED and at_half.tolerance == "not judged"
