@@ -146,6 +146,19 @@ def check_limits(max_new_tokens: int, limits: Limits) -> None:
                           "lower --max-new-tokens or raise --openai-max-tokens")  # fmt: skip
 
 
+def check_default_fits(max_new_tokens: int, context: int | None) -> None:
+    """``--max-new-tokens`` (the ``max_tokens`` of a request that gives none) that the
+    target's context (the servers' smallest; ``None``: none says) cannot hold after even a
+    one-token prompt: every such request would be refused, so it is refused here."""
+    from edgespec.config import ConfigError
+
+    if context is not None and max_new_tokens + 1 > context:
+        raise ConfigError("max_new_tokens", f"{max_new_tokens} is the max_tokens of a request "
+                          "that gives none, and with a one-token prompt it exceeds the "
+                          f"target's context of {context} tokens: lower --max-new-tokens "
+                          f"below {context}")  # fmt: skip
+
+
 def smallest_limit(servers: tuple[str, ...], verifiers: tuple[Any, ...], what: str) -> int | None:
     """The smallest ``what`` (``max_context_tokens``, ``max_draft_tokens``: a client's
     method asking its server's Health) the servers report, ``None`` when none says: a
@@ -231,6 +244,7 @@ def serve_openai(
     server's target."""
     host, port = parse_address(address)
     setup = _setup(config, verifier, draft, tokenizer, vocab_size)
+    check_default_fits(config.max_new_tokens, setup.max_context_tokens)
     model_id = verifier.target_name() or "edgespec"
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)
     admits = concurrency or Concurrency.for_device()

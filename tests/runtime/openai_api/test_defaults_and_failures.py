@@ -14,6 +14,7 @@ from edgespec.config import from_dict
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.openai_api.errors import ApiError
 from edgespec.runtime.openai_api.serve import ApiThread
+from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.openai_api.conftest import MODEL, _error, word_tokenizer
 
 
@@ -33,6 +34,45 @@ def test_a_default_max_tokens_over_the_limit_is_refused_at_startup(
         "edgespec draft: --max-new-tokens: 2048 is the max_tokens of a request that gives none, "
         "over --openai-max-tokens 1024: lower --max-new-tokens or raise --openai-max-tokens"
     )
+
+
+def test_a_default_max_tokens_beyond_the_targets_context_is_refused_at_startup(
+    grpc_server: ServerThread, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tiny target's context is 4,096 tokens: ``--max-new-tokens 4096`` under a raised
+    ``--openai-max-tokens`` served, and every request without max_tokens was a 400
+    (context exceeded) however short its prompt. 4,095 leaves room for one prompt token."""
+    from edgespec.cli import main
+    from edgespec.runtime.commands import draft as draft_command
+    from edgespec.runtime.openai_api import serve
+
+    monkeypatch.setattr(draft_command, "_tokenizer", lambda *a, **k: word_tokenizer(64))
+    monkeypatch.setattr(serve, "ApiThread", _PortTaken)  # an endpoint never starts here
+    argv = ["draft", "--server", f"127.0.0.1:{grpc_server.port}", "--draft", "ngram",
+            "--serve-openai", "127.0.0.1:0", "--openai-max-tokens", "8000"]  # fmt: skip
+    assert main([*argv, "--max-new-tokens", "4096"]) == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(
+            "edgespec draft: --max-new-tokens: 4096 is the max_tokens of a request that gives "
+            "none, and with a one-token prompt it exceeds the target's context of 4096 tokens: "
+            "lower --max-new-tokens below 4096"
+        )
+    )
+    # 4095 gets past the check, to the endpoint's start (a port found taken)
+    assert main([*argv, "--max-new-tokens", "4095"]) == 2
+    assert capsys.readouterr().err.strip().endswith("edgespec draft: port 0 taken")
+
+
+class _PortTaken:
+    """An endpoint whose port was taken since it was checked."""
+
+    def __init__(self, *args: Any) -> None:
+        pass
+
+    def start(self) -> None:
+        raise OSError("port 0 taken")
 
 
 def test_an_app_whose_default_max_tokens_no_request_may_have_is_not_built() -> None:
