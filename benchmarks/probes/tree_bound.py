@@ -2,7 +2,7 @@
 distilled draft (and a prompt-lookup chain), at depth γ = 4? (docs/LEARN.md, "What would
 reach AAL 2.5")
 
-    python benchmarks/probes/tree_bound.py [DRAFT_DIR] [PROMPTS_PER_DATASET] [THREADS]
+    python benchmarks/probes/tree_bound.py [DRAFT_DIR] [PROMPTS] [THREADS] [--json PATH]
 
 Uses the greedy target outputs of benchmarks/probes/hybrid_rules.py (generated and cached there
 on first use). At every output position
@@ -13,12 +13,15 @@ Under greedy verification a round accepts depth d when the target's token is amo
 surviving candidates there, so the replay below is exact for the draft tree (the per-position
 lookup proposal approximates a lookup chain's continuation, as in hybrid_rules.py). Node
 counts are the tokens one round verifies (draft tree + lookup chain, duplicates counted).
+``--json PATH`` writes the same numbers (``probe_json.py``).
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -26,7 +29,8 @@ from edgespec.models.trimmed import TrimmedVocabDraft
 from edgespec.runtime.backends.ngram import suffix_match_next
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hybrid_rules import NEW_TOKENS, draft_and_outputs
+from hybrid_rules import NEW_TOKENS, arguments, draft_and_outputs, setting
+from probe_json import finish
 
 GAMMA = 4
 # per position: (target token, draft top-4 target ids, lookup proposal or None)
@@ -74,22 +78,37 @@ def nodes(shape: tuple[int, ...], lookup: bool) -> int:
     return total + (GAMMA if lookup else 0)
 
 
-def main() -> None:
-    draft, data = draft_and_outputs(sys.argv[1:])
+def tree_row(
+    seqs: Mapping[str, list[list[Pos]]], shape: tuple[int, ...], lookup: bool
+) -> dict[str, Any]:
+    """One tree's nodes per round and AAL per dataset, then over all rounds."""
+    aal: dict[str, float] = {}
+    every: list[int] = []
+    for name, reqs in seqs.items():
+        lengths = [n for s in reqs for n in accepted_lengths(s, shape, lookup)]
+        every += lengths
+        aal[name] = sum(lengths) / len(lengths)
+    aal["all"] = sum(every) / len(every)
+    return {"shape": list(shape), "lookup": lookup, "nodes": nodes(shape, lookup), "aal": aal}
+
+
+def row_text(row: Mapping[str, Any]) -> str:
+    label = f"{tuple(row['shape'])}{' + lookup' if row['lookup'] else ''}"
+    cells = "  ".join(f"{n} {a:.2f}" for n, a in row["aal"].items())
+    return f"{label}: {row['nodes']} nodes; {cells}"
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = arguments("offline AAL bound of token trees at depth 4").parse_args(argv)
+    draft, data = draft_and_outputs(args)
     seqs = {name: [positions(draft, p, o) for p, o in items] for name, items in data.items()}
     print("tree (branching per depth)[+ lookup chain]: nodes verified per round; AAL per "
           "dataset, then all")  # fmt: skip
-    for lookup in (False, True):
-        for shape in SHAPES:
-            cells = []
-            every: list[int] = []
-            for name, reqs in seqs.items():
-                lengths = [n for s in reqs for n in accepted_lengths(s, shape, lookup)]
-                every += lengths
-                cells.append(f"{name} {sum(lengths) / len(lengths):.2f}")
-            label = f"{shape}{' + lookup' if lookup else ''}"
-            print(f"{label}: {nodes(shape, lookup)} nodes; " + "  ".join(cells)
-                  + f"  all {sum(every) / len(every):.2f}")  # fmt: skip
+    rows = [tree_row(seqs, shape, lookup) for lookup in (False, True) for shape in SHAPES]
+    for row in rows:
+        print(row_text(row))
+    finish(args.json, "tree_bound.py", argv, {**setting(args), "gamma": GAMMA, "trees": rows})
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ run here (they load Gemma 3 270M)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import ModuleType
 
 from hypothesis import given, settings
@@ -82,3 +83,57 @@ def test_the_last_token_is_never_drafted() -> None:
     flags[62] = False  # the round at 60 stops at 62; the next starts at 63, the last token
     seq = [(1, (1 if ok else 2, 9, 9, 9), None) for ok in flags]
     assert TREE.accepted_lengths(seq, (1, 1, 1, 1), False) == [4] * 12 + [2, 0]
+
+
+# (target, draft, conf, lookup(4,2), lookup(8,2), match length): two requests of one dataset
+_REQUESTS = [
+    [(1, 1, 0.9, None, None, 0), (2, 5, 0.4, 2, 2, 2), (3, 3, 0.8, 4, 3, 4)],
+    [(7, 7, 0.9, None, 7, 3), (8, 9, 0.2, None, None, 0)],
+]
+
+
+def test_rule_results_hold_every_printed_cell() -> None:
+    results = HYBRID.rule_results({"gsm8k": _REQUESTS, "cnndm": _REQUESTS[1:]})
+    assert list(results) == list(HYBRID.RULES)
+    # the draft: [1, 0, 1], rounds of 1 and 1, and [1, 0], one round of 1 (then the output ends)
+    assert results["draft"]["gsm8k"] == {"aal": 1.0, "acceptance": 0.6}
+    assert results["draft"]["cnndm"] == {"aal": 1.0, "acceptance": 0.5}
+    # lookup(8) first: [1, 1, 1], one round of 3, and [1, 0], one of 1
+    assert results["hybrid, max n-gram 8"]["gsm8k"] == {"aal": 2.0, "acceptance": 0.8}
+    assert results["draft"]["all"] == HYBRID.acceptance([[1, 0, 1], [1, 0], [1, 0]])
+    assert HYBRID.cell_text(results["lookup"]["gsm8k"]) == "0.25/0.20"  # [0, 1, 0], [0, 0]
+
+
+def test_vocabulary_gaps_count_the_tokens_no_rule_reaches() -> None:
+    gaps = HYBRID.vocabulary_gaps({"gsm8k": _REQUESTS}, {1, 3, 7})
+    # 2 and 8 lie outside; lookup(8) proposes 2, so only 8 is unreachable
+    assert gaps == {"gsm8k": {"outside": 0.4, "unreachable": 0.2}}
+
+
+def test_the_arguments_keep_the_documented_positions(tmp_path: Path) -> None:
+    parser = HYBRID.arguments("test")
+    defaults = parser.parse_args([])
+    assert (defaults.prompts, defaults.threads, defaults.json) == (6, 2, None)
+    assert HYBRID.setting(defaults) == {
+        "draft": "edgespec/data/drafts/gemma3-270m-draft",
+        "prompts_per_dataset": 6,
+        "new_tokens": 64,
+    }
+    args = parser.parse_args(["runs/d", "3", "1", "--json", str(tmp_path / "x.json")])
+    assert (args.draft_dir, args.prompts, args.threads) == (Path("runs/d"), 3, 1)
+    assert args.json == tmp_path / "x.json"
+
+
+def test_a_tree_row_holds_its_nodes_and_every_printed_aal() -> None:
+    accepted = [(1, (9, 1, 9, 9), None), (2, (2, 7, 9, 9), 2), (3, (3, 9, 9, 9), 5)]
+    rejected = [(4, (9, 9, 9, 9), None), (5, (5, 9, 9, 9), None)]
+    row = TREE.tree_row({"gsm8k": [accepted], "cnndm": [rejected]}, (2, 1, 1, 1), False)
+    # gsm8k: one round of 3 (1 is the draft's second choice); cnndm: rounds of 0 and 1
+    assert row == {
+        "shape": [2, 1, 1, 1],
+        "lookup": False,
+        "nodes": 8,
+        "aal": {"gsm8k": 3.0, "cnndm": 0.5, "all": 4 / 3},
+    }
+    assert TREE.row_text(row) == "(2, 1, 1, 1): 8 nodes; gsm8k 3.00  cnndm 0.50  all 1.33"
+    assert TREE.row_text({**row, "lookup": True}).startswith("(2, 1, 1, 1) + lookup: 8 nodes;")
