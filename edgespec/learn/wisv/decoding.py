@@ -29,7 +29,6 @@ from transformers import DynamicCache
 from edgespec.models.trimmed import TrimmedVocabDraft
 from edgespec.runtime.backends.attention_mask import AttentionLayout, batch_attention
 from edgespec.runtime.backends.base import ForwardItem
-from edgespec.runtime.backends.lm_head import BLOCKED_HEAD_MAX_ROWS, blocked_head, plain_head
 
 Layers = tuple[tuple[torch.Tensor, torch.Tensor], ...]
 """Per-layer (keys, values), each [1, kv_heads, length, head_dim]: one sequence's cache."""
@@ -44,13 +43,9 @@ class Stopping(Protocol):
 
 def target_argmax(model: Any, hidden: torch.Tensor) -> list[int]:
     """The target's greedy token for each row of ``hidden`` (R × d): its own head (a
-    logit soft-cap is monotone and leaves the argmax alone), in vocabulary blocks for
-    2..48 rows as the runtime's backend does."""
-    weight = plain_head(model)
-    if weight is not None and 1 < hidden.shape[0] <= BLOCKED_HEAD_MAX_ROWS:
-        logits = blocked_head(hidden, weight)
-    else:
-        logits = model.lm_head(hidden)
+    logit soft-cap is monotone and leaves the argmax alone), one product as the runtime's
+    backend computes it."""
+    logits = model.lm_head(hidden)
     return [int(t) for t in logits.argmax(dim=-1).tolist()]
 
 

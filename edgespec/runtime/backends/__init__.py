@@ -16,7 +16,8 @@
 * :mod:`.padded_kv` — the batch KV cache of a padded pass: each item's cached prefix
   left-padded to the longest, each row's real tokens cut back out afterwards;
 * :mod:`.padding` — ``pass_groups``: a batch split into passes of similar shape;
-* :mod:`.lm_head` — ``plain_head`` / ``blocked_head``: the LM head in vocabulary blocks;
+* :mod:`.lm_head` — ``plain_head`` / ``blocked_head``: the LM head in vocabulary blocks
+  (``TransformersTarget(blocked_head_logits=True)``, lossy mode on a CPU only);
 * :mod:`.ngram` — ``suffix_match_next`` (the prompt lookup every drafter uses) and
   ``NgramDrafter``;
 * :mod:`.transformers_draft`, :mod:`.tree_draft`, :mod:`.feature_draft` — ``TransformersDraft``

@@ -1,8 +1,12 @@
 """The LM head applied outside the model's forward, in vocabulary blocks.
 
-With a handful of rows (a γ + 1 verification block) and Gemma 3's 262k-row head, one CPU
-GEMM over the whole matrix is slow; :func:`blocked_head` runs it a block of rows at a time.
-:func:`plain_head` says when that is the model's own head (no bias, no soft-cap).
+With a handful of rows (a γ + 1 verification block) and Gemma 3's 262k-row head,
+:func:`blocked_head` runs the product a block of vocabulary rows at a time, meant to keep
+each block in cache; :func:`plain_head` says when that is the model's own head (no bias, no
+soft-cap). It is off unless asked for (``TransformersTarget(blocked_head_logits=True)``):
+on this project's CPUs it was no faster than one GEMM at 5 rows on one thread and slower
+at 19 and 48 rows on two (``benchmarks/probes/head_speed.py``, the results files it names
+in docs/PERFORMANCE.md).
 """
 
 from __future__ import annotations
@@ -36,15 +40,8 @@ def plain_head(model: Any) -> torch.Tensor | None:
 
 
 def blocked_head(hidden: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """``hidden @ weight.T`` for a few rows, one block of 2,048 vocabulary rows at a time.
-
-    With a handful of rows (a γ + 1 verification block) and a 262k-row head, the CPU GEMM
-    for the whole matrix ran about 2× slower than for one row on one CPU thread (Gemma 3 270M);
-    blocks that stay in cache cut the 5-row head by about a fifth on 1 thread, and on 2
-    threads a token tree's 19-row head by about a quarter, a 48-row head by about a seventh
-    (medians; docs/PERFORMANCE.md, *Backend A/B measurements*).
-    Used for 2..48 rows; one row (plain decoding) gains nothing.
-    """
+    """``hidden @ weight.T`` for a few rows, one block of 2,048 vocabulary rows at a time
+    (bit-identical to one product; used for 2..48 rows when asked for)."""
     rows = hidden.reshape(-1, hidden.shape[-1])
     out = rows.new_empty((rows.shape[0], weight.shape[0]))
     for start in range(0, weight.shape[0], _HEAD_BLOCK_ROWS):

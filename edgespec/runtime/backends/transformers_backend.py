@@ -84,7 +84,7 @@ class TransformersTarget:
         self,
         model: Any,
         eos_token_ids: frozenset[int] | None = None,
-        blocked_head_logits: bool = True,
+        blocked_head_logits: bool = False,
         split_padded_batches: bool = True,
         prefill_chunk_tokens: int = 2048,
         check_masks: bool = True,
@@ -103,8 +103,9 @@ class TransformersTarget:
         self._device: torch.device = next(model.parameters()).device
         self._vocab_size = int(model.config.get_text_config().vocab_size)
         self._eos = eos_ids(model) if eos_token_ids is None else eos_token_ids
-        # vocabulary blocks pay on a CPU's caches; a GPU runs the head as one product; the
-        # exact mode's head is blocked as every wide linear layer is (invariant_linear)
+        # the lossy mode's head in vocabulary blocks on a CPU, only when asked: it did not
+        # pay on this project's CPUs (benchmarks/results/head-speed-cpu-*.json); the exact
+        # mode's head is blocked as every wide linear layer is (invariant_linear)
         blocked = blocked_head_logits and self._device.type == "cpu" and numerics == "lossy"
         self._head = plain_head(model) if blocked else None
         self._split = split_padded_batches

@@ -112,10 +112,11 @@ def test_chunked_prefill_keeps_a_trees_root_token_with_the_tree(model: Any) -> N
 def test_blocked_head_runs_for_two_to_max_rows_only(
     model: Any, numerics: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The lossy mode's head runs in vocabulary blocks for 2..BLOCKED_HEAD_MAX_ROWS rows;
-    the exact mode's never does: its head is blocked as every wide linear layer is
-    (``invariant_linear``), the same products whatever the rows."""
-    target = TransformersTarget(model, numerics=numerics)  # type: ignore[arg-type]
+    """Asked for, the lossy mode's head runs in vocabulary blocks for
+    2..BLOCKED_HEAD_MAX_ROWS rows; the exact mode's never does: its head is blocked as every
+    wide linear layer is (``invariant_linear``), the same products whatever the rows. Not
+    asked for (the default), no mode's does."""
+    target = TransformersTarget(model, numerics=numerics, blocked_head_logits=True)  # type: ignore[arg-type]
     calls: list[int] = []
     real = lm_head.blocked_head
 
@@ -141,12 +142,14 @@ def test_blocked_head_runs_for_two_to_max_rows_only(
     tokens = tuple(t % 60 + 1 for t in range(rows + 1))
     assert head_rows([ForwardItem(None, 0, tokens, rows)]) == blocked(rows)
     assert head_rows([ForwardItem(None, 0, tokens, rows + 1)]) == []
+    target = TransformersTarget(model, numerics=numerics)  # type: ignore[arg-type]
+    assert head_rows([one, one]) == []
 
 
 @pytest.mark.parametrize("blocked", [True, False])
 def test_nan_logits_are_refused(blocked: bool) -> None:
     model = tiny_llama(0)
-    target = TransformersTarget(model, blocked_head_logits=blocked)
+    target = TransformersTarget(model, blocked_head_logits=blocked, numerics="lossy")
     with torch.no_grad():
         model.lm_head.weight[3, 0] = float("nan")
     with pytest.raises(RuntimeError, match="NaN logits in a batched forward pass"):
