@@ -8,15 +8,24 @@ first, so no plot, record file or summary of the earlier run is left beside the 
 files in the folder are never touched. The default folder is new: when two runs of one
 scenario start in the same second, the second gets ``-2`` and so on.
 
+:func:`made_run_folder` then makes the folder before the first run (a sweep's, a capacity
+search's or a sharded run's too), so that a folder that cannot be made or written fails at
+once, not after every run has finished; when the command fails, it removes what it made
+that is still empty, so a failed run leaves no folder behind.
+
 The scenario's ``name`` names that default folder, so it must be one plain folder name
 (:func:`check_run_name`): the scenario checks it when it is validated, and
 :func:`claim_run_folder` once more before it builds the path."""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from edgespec.config import ConfigError
+from edgespec.errors import UserInputError
 from edgespec.output_paths import claim_folder
 
 MAX_NAME_BYTES = 200
@@ -54,6 +63,50 @@ def claim_run_folder(out: Path | None, name: str, overwrite: bool, stamp: str) -
     (:func:`check_run_name`)."""
     check_run_name(name)
     return claim_folder(out, Path("runs") / f"{name}-{stamp}", RUN_FILES, overwrite)
+
+
+@contextmanager
+def made_run_folder(out: Path) -> Iterator[Path]:
+    """Make ``out`` (and its missing parents) and check that a file can be written in it,
+    before any run: an error says which and why (``cannot create the run folder
+    /sys/x: Operation not permitted``). When the body raises, the folders made here that
+    are still empty are removed again."""
+    made = []
+    for folder in (out, *out.parents):
+        if folder.exists():
+            break
+        made.append(folder)
+    if made:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            _remove_empty(made)
+            raise UserInputError(f"cannot create the run folder {out}: {_reason(exc)}") from None
+    try:
+        with tempfile.TemporaryFile(dir=out, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        _remove_empty(made)
+        raise UserInputError(f"cannot write in the run folder {out}: {_reason(exc)}") from None
+    try:
+        yield out
+    except BaseException:
+        _remove_empty(made)
+        raise
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty, or never made
+            if folder.exists():
+                return
 
 
 def check_run_name(name: str) -> None:

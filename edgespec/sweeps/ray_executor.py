@@ -1,9 +1,10 @@
 """A :class:`~edgespec.sweeps.executor.SweepExecutor` on Ray: a local Ray (started
 here with ``workers`` CPUs, no dashboard, quiet logging) or an existing cluster
 (``address``: ``"auto"``, ``"host:port"`` or ``"ray://host:10001"``). A ``host:port``
-address is first tried with a TCP connect (:func:`check_address`, up to
-:data:`CONNECT_TIMEOUT_S`): ``ray.init`` itself waits on an address that does not answer
-without end.
+address is first tried with a TCP connect and a gRPC (HTTP/2) handshake, all within
+:data:`CONNECT_TIMEOUT_S` (:func:`check_address`): ``ray.init`` itself retries without end
+on an address that does not answer, or that answers but is no Ray cluster (a web server);
+an error ``ray.init`` then raises is one line naming the address.
 
 Ray is imported only when a map runs, so ``import edgespec`` stays light; it is pinned in
 the ``learn`` extra. The executor shuts down only a Ray it started itself: inside a
@@ -16,15 +17,26 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import os
 import socket
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from edgespec.errors import MissingPackageError, UserInputError
 
 CONNECT_TIMEOUT_S = 5.0
-"""How long :func:`check_address` waits for a cluster's ``host:port`` to accept."""
+"""How long :func:`check_address` waits for a cluster's ``host:port`` to accept and answer
+the gRPC handshake, both together."""
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes.fromhex("000000040000000000")
+"""An HTTP/2 client's connection preface and an empty SETTINGS frame: a gRPC server (Ray's
+GCS, its client server on 10001) answers with a SETTINGS frame of its own."""
+FRAME_HEADER_BYTES = 9
+SETTINGS_FRAME = 4
+"""An HTTP/2 frame's header size, and the type byte (its fourth) of a SETTINGS frame."""
+MAX_REASON_CHARS = 300
+"""How much of the first line of ``ray.init``'s error a refusal quotes."""
 
 
 def _ray() -> Any:
@@ -77,18 +89,27 @@ def _end_children_since(before: set[int]) -> None:
     psutil.wait_procs(started, timeout=10.0)
 
 
-def check_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+def check_address(
+    address: str,
+    timeout_s: float = CONNECT_TIMEOUT_S,
+    *,
+    tls: bool = False,
+    clock: Callable[[], float] = time.monotonic,
+) -> None:
     """Refuse a Ray ``address`` whose ``host:port`` (after an optional ``ray://``) does not
-    accept a TCP connection within ``timeout_s``, or that has no ``host:port``; ``auto`` and
-    ``local`` are Ray's to resolve. One line naming ``--address``."""
+    accept a TCP connection, or does not answer a gRPC handshake as Ray does, within
+    ``timeout_s`` in all (``tls``: a cluster with ``RAY_USE_TLS``, whose handshake is TLS,
+    gets the connect alone), or that has no ``host:port``; ``auto`` and ``local`` are
+    Ray's to resolve. One line naming ``--address``."""
     if address in ("auto", "local"):
         return
     host, _, port_text = address.removeprefix("ray://").rpartition(":")
     host = host.removeprefix("[").removesuffix("]")  # [::1]:6379
     if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise UserInputError(f"--address {address}: expected host:port, ray://host:port or auto")
+    deadline = clock() + timeout_s
     try:
-        socket.create_connection((host, int(port_text)), timeout=timeout_s).close()
+        sock = socket.create_connection((host, int(port_text)), timeout=timeout_s)
     except OSError as exc:
         reason = "no answer" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
         raise UserInputError(
@@ -96,6 +117,57 @@ def check_address(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
             f"{timeout_s:g} s); start one (ray start --head) or leave --address out "
             "for a local Ray"
         ) from exc
+    with sock:
+        problem = None if tls else _grpc_problem(sock, lambda: deadline - clock(), timeout_s)
+    if problem is not None:
+        raise UserInputError(
+            f"--address {address}: not a Ray cluster ({problem}); start one (ray start "
+            "--head) or leave --address out for a local Ray"
+        )
+
+
+def _grpc_problem(sock: socket.socket, left_s: Callable[[], float], timeout_s: float) -> str | None:
+    """Why the server on ``sock`` is no gRPC server, ``None`` when it answers the HTTP/2
+    preface with a SETTINGS frame before ``left_s()`` runs out (its first 9 bytes read)."""
+    reply = b""
+    try:
+        sock.settimeout(max(left_s(), 1e-3))
+        sock.sendall(HTTP2_PREFACE)
+        while len(reply) < FRAME_HEADER_BYTES:
+            sock.settimeout(max(left_s(), 1e-3))
+            chunk = sock.recv(FRAME_HEADER_BYTES - len(reply))
+            if not chunk:
+                after = f", after {reply!r}" if reply else ""
+                return f"it closed the connection at a gRPC (HTTP/2) handshake{after}"
+            reply += chunk
+    except TimeoutError:
+        return f"no answer to a gRPC (HTTP/2) handshake within {timeout_s:g} s"
+    except OSError as exc:
+        return f"a gRPC (HTTP/2) handshake failed: {exc.strerror or exc}"
+    if reply[3] != SETTINGS_FRAME:
+        return (
+            f"it answered {reply!r} to a gRPC (HTTP/2) handshake; Ray's GCS answers with a "
+            "SETTINGS frame"
+        )
+    return None
+
+
+def tls_asked(environ: Mapping[str, str]) -> bool:
+    """Whether ``environ`` asks Ray for TLS (``RAY_USE_TLS`` 1 or true, as Ray reads it)."""
+    return environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")
+
+
+def _joined(ray: Any, address: str, options: Mapping[str, Any]) -> None:
+    """``ray.init`` at a cluster's ``address``; its connection error as one line."""
+    try:
+        ray.init(address=address, **options)
+    except (OSError, RuntimeError) as exc:  # ConnectionError, "Failed to connect to GCS"
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if len(first) > MAX_REASON_CHARS:
+            first = first[:MAX_REASON_CHARS] + "..."
+        raise UserInputError(
+            f"--address {address}: Ray could not join the cluster: {first}"
+        ) from None
 
 
 def _call(fn: Callable[[Any], Any], item: Any) -> Any:
@@ -133,8 +205,8 @@ class RaySweepExecutor:
         if self.address is None:
             start_local_ray(ray, cpus, **options)
         else:
-            check_address(self.address)
-            ray.init(address=self.address, **options)
+            check_address(self.address, tls=tls_asked(os.environ))
+            _joined(ray, self.address, options)
         return True
 
     def map_unordered(

@@ -16,7 +16,7 @@ from pathlib import Path
 import ray
 
 from edgespec.sweeps.executor import SerialExecutor, make_executor
-from edgespec.sweeps.ray_executor import RaySweepExecutor, start_local_ray
+from edgespec.sweeps.ray_executor import RaySweepExecutor, check_address, start_local_ray
 
 
 def _square_with_pid(x: int) -> tuple[int, int]:
@@ -71,12 +71,21 @@ def a_sharded_run_equals_the_single_process_run(out: Path) -> None:
         assert sorted_rows(out / "sharded" / name) == sorted_rows(out / "single" / name)
 
 
+def a_real_gcs_passes_the_address_check(out: Path) -> None:
+    """The gRPC handshake of ``check_address`` (tests/sweeps/test_ray_address.py) is
+    answered by Ray's own GCS, at its address and as ``ray://`` names it."""
+    address = ray.get_runtime_context().gcs_address
+    check_address(address)
+    check_address(f"ray://{address}")
+
+
 CHECKS: dict[str, Callable[[Path], None]] = {
     check.__name__: check
     for check in (
         results_equal_the_serial_executor,
         a_failing_task_raises_in_the_caller,
         a_sharded_run_equals_the_single_process_run,
+        a_real_gcs_passes_the_address_check,
     )
 }
 

@@ -5,7 +5,6 @@ end on one that does not answer), and at most MAX_POINTS points in a grid."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from edgespec.sweeps import executor, ray_executor
 from edgespec.sweeps.executor import ProcessPoolSweepExecutor, max_workers
 from edgespec.sweeps.grid import MAX_POINTS, check_points, grid_points
 from edgespec.sweeps.ray_executor import RaySweepExecutor, check_address
+from tests.sweeps.executors import FakeRay
 
 
 def test_a_process_pool_starts_no_more_processes_than_items(
@@ -42,41 +42,6 @@ def test_max_workers_is_four_per_cpu_here_and_a_fixed_bound_on_a_cluster(
     assert (max_workers(), max_workers("h:1")) == (12, 10_000)
     monkeypatch.setattr("os.cpu_count", lambda: None)
     assert max_workers() == 4
-
-
-class FakeRay:
-    """Just enough of Ray for the executor: tasks run at ``remote`` time."""
-
-    def __init__(self) -> None:
-        self.inits: list[dict[str, Any]] = []
-
-    def is_initialized(self) -> bool:
-        return False
-
-    def init(self, **options: Any) -> None:
-        self.inits.append(options)
-
-    def shutdown(self) -> None:
-        return None
-
-    def remote(self, **options: Any) -> Callable[[Any], Any]:
-        class Task:
-            def __init__(self, fn: Callable[..., Any]) -> None:
-                self.fn = fn
-
-            def remote(self, *args: Any) -> Any:
-                return (self.fn(*args),)
-
-        return Task
-
-    def put(self, value: Any) -> Any:
-        return value
-
-    def wait(self, refs: list[Any], num_returns: int) -> tuple[list[Any], list[Any]]:
-        return refs[:num_returns], refs[num_returns:]
-
-    def get(self, ref: Any) -> Any:
-        return ref[0]
 
 
 def test_a_local_ray_gets_no_more_cpus_than_items(monkeypatch: pytest.MonkeyPatch) -> None:

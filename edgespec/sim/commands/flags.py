@@ -191,8 +191,8 @@ def check_flags(args: argparse.Namespace) -> None:
                 "(the search sets its values from --lo to --hi)"
             )
         key_path(args.capacity, args.capacity, "--capacity")
-        if not 0 <= args.lo <= args.hi:
-            raise UserInputError(f"need 0 <= --lo <= --hi, got --lo {args.lo} --hi {args.hi}")
+        if not 1 <= args.lo <= args.hi:  # KEY is a device pool's count: at least 1
+            raise UserInputError(f"need 1 <= --lo <= --hi, got --lo {args.lo} --hi {args.hi}")
         if not 0.0 <= args.epsilon <= 1.0:
             raise UserInputError(f"--epsilon must be in [0, 1], got {args.epsilon}")
 

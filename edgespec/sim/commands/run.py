@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     """Parse the scenario (file or bundled name, plus overrides) once, then run it in the
     mode the flags ask for: a drafting server's run, a sweep, a capacity search, a
     sharded run or a plain one."""
-    from edgespec.sim.run_folder import claim_run_folder
+    from edgespec.sim.run_folder import claim_run_folder, made_run_folder
     from edgespec.sim.setup.scenario import (
         default_scenario_path,
         read_scenario_file,
@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     probed = [] if args.capacity is None else [f"{args.capacity}="]  # the key probes set
     varied = [*overrides, *(args.sweep or ()), *probed]
-    with located_in(file, varied):  # and so does one found resolving the policies, or at a
-        if args.sweep:  # field of the file that a sweep's point or a capacity probe made bad
+    with located_in(file, varied), made_run_folder(out):  # and so does one found resolving
+        if args.sweep:  # the policies, or at a field that a sweep's point or a probe made bad
             return _run_sweep(args, data, out)
         if args.capacity is not None:
             return _run_capacity(args, data, scenario.slo_classes, out)
@@ -143,7 +143,6 @@ def _run_capacity(
         progress=not args.quiet,
         check=scenario_from_dict,  # the bounds valid (a fleet within its limit) before a run
     )
-    out.mkdir(parents=True, exist_ok=True)
     write_text_atomically(out / "capacity.json", json.dumps(result.to_dict(), indent=2) + "\n")
     bound = " (at upper bound)" if result.at_upper_bound else ""
     if result.capacity is None:

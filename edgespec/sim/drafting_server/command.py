@@ -12,7 +12,7 @@ from typing import Any
 from edgespec.config import dump_yaml
 from edgespec.errors import UserInputError
 from edgespec.output_paths import write_text_atomically
-from edgespec.sim.run_folder import claim_run_folder
+from edgespec.sim.run_folder import claim_run_folder, made_run_folder
 
 PLAIN_ONLY = {
     "--sweep": "sweep",
@@ -47,11 +47,11 @@ def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any]) 
     scenario = pipeline_scenario_from_dict(data)  # validate once, before any run
     out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     started = time.perf_counter()
-    run = run_pipeline(scenario)
-    wall_s = time.perf_counter() - started
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(out / "pipeline.json", json.dumps(run_record(run), indent=2) + "\n")
-    write_text_atomically(out / "scenario.yaml", dump_yaml(data, sort_keys=False))
+    with made_run_folder(out):  # before the run: an unwritable --out fails at once
+        run = run_pipeline(scenario)
+        wall_s = time.perf_counter() - started
+        write_text_atomically(out / "pipeline.json", json.dumps(run_record(run), indent=2) + "\n")
+        write_text_atomically(out / "scenario.yaml", dump_yaml(data, sort_keys=False))
     console = Console(markup=False)
     for line in report_lines(run):
         console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -5,7 +5,8 @@ link).
 latency = RTT/2 + jitter + payload_bits / bandwidth, where jitter is exponential with
 mean ``jitter_ms`` (non-negative, so messages never arrive before RTT/2), and each lost
 transmission (probability ``loss_rate``, independent per attempt) costs a retransmission
-timeout before the message is sent again.
+timeout before the message is sent again. ``loss_rate`` is at most :data:`MAX_LOSS_RATE`:
+a message takes 1/(1 − loss_rate) attempts on average, one draw each.
 """
 
 from __future__ import annotations
@@ -25,13 +26,30 @@ from edgespec.sim.model.rng import UniformStream
 
 __all__ = [
     "HEADER_BYTES",
+    "MAX_LOSS_RATE",
     "PARENT_BYTES",
     "PROB_BYTES",
     "TOKEN_ID_BYTES",
     "Link",
     "downlink_bytes",
+    "loss_rate_problem",
     "uplink_bytes",
 ]
+
+
+MAX_LOSS_RATE = 0.99
+"""The highest loss rate a link takes: each message is resent until it arrives, one draw per
+attempt, 1/(1 − p) attempts on average (100 at 0.99; a rate near 1 would never finish)."""
+
+
+def loss_rate_problem(loss_rate: float) -> str | None:
+    """What is wrong with a link's ``loss_rate``, ``None`` when it is in range."""
+    if 0.0 <= loss_rate <= MAX_LOSS_RATE:  # NaN fails too
+        return None
+    return (
+        f"must be in [0, {MAX_LOSS_RATE:g}] (each message is resent until it arrives, "
+        f"1/(1 - loss_rate) attempts on average), got {loss_rate}"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +71,8 @@ class Link:
             raise ValueError("bandwidth must be > 0")
         if self.uplink_bytes_per_s is not None and self.uplink_bytes_per_s <= 0:
             raise ValueError("uplink rate must be > 0")
-        if not 0.0 <= self.loss_rate < 1.0:
-            raise ValueError(f"loss_rate must be in [0, 1), got {self.loss_rate}")
+        if (problem := loss_rate_problem(self.loss_rate)) is not None:
+            raise ValueError(f"loss_rate {problem}")
 
     @property
     def up_bytes_per_s(self) -> float:

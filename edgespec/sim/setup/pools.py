@@ -23,20 +23,31 @@ fleet, 100,000 devices in 471 MiB: docs/PERFORMANCE.md, "Fleet scale")."""
 MAX_SERVERS = 100_000
 """At most this many servers in a scenario's pools together (50× that fleet's 2,000)."""
 
+MAX_COUNTS_SHOWN = 8
+"""How many pools' counts a fleet-size error lists (then "+ N more pools")."""
+
 
 def check_fleet_size(kind: str, counts: Sequence[int], limit: int) -> None:
     """The pools' ``counts`` (each >= 1) sum to at most ``limit``: else a ``ConfigError``
-    at the count of the pool that passes it."""
-    total = 0
-    for i, count in enumerate(counts):
-        if total + count > limit:
-            room = f"<= {limit - total}" if total else f"<= {limit}"
-            raise ConfigError(
-                f"auto_topology.{kind}[{i}].count",
-                f"must be {room} (a scenario has at most {limit:,} {kind} in all pools), "
-                f"got {count}",
-            )
-        total += count
+    at the one pool's count, or, with more pools, at ``auto_topology.<kind>`` naming the
+    total (no pool's count alone is to blame, nor has a bound of its own)."""
+    total = sum(counts)
+    if total <= limit:
+        return
+    if len(counts) == 1:
+        raise ConfigError(
+            f"auto_topology.{kind}[0].count",
+            f"must be <= {limit} (a scenario has at most {limit:,} {kind} in all pools), "
+            f"got {total}",
+        )
+    shown = " + ".join(f"{c:,}" for c in counts[:MAX_COUNTS_SHOWN])
+    if len(counts) > MAX_COUNTS_SHOWN:
+        shown += f" + {len(counts) - MAX_COUNTS_SHOWN} more pools"
+    raise ConfigError(
+        f"auto_topology.{kind}",
+        f"{total:,} {kind} in all pools ({shown}), over the limit of {limit:,} {kind} in a "
+        "scenario",
+    )
 
 
 def frozen_mapping(mapping: Mapping[str, Any]) -> Mapping[str, Any]:

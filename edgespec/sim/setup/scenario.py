@@ -28,6 +28,7 @@ from edgespec.config import (
 from edgespec.core.wireless import WirelessCell
 from edgespec.errors import UserInputError, did_you_mean
 from edgespec.policies.slo import DeadlineRule, token_speed_target_problem
+from edgespec.sim.model.network import loss_rate_problem
 from edgespec.sim.model.semantic import VerificationConfig
 from edgespec.sim.model.stop_model import StopPredictorConfig
 from edgespec.sim.run_folder import check_run_name
@@ -157,8 +158,8 @@ def _validate_link(where: str, link: LinkConfig) -> None:
     for name in ("rtt_ms", "jitter_ms", "retransmit_timeout_ms"):
         _non_negative(f"{where}.{name}", getattr(link, name))
     _positive(f"{where}.bandwidth_mbps", link.bandwidth_mbps)
-    if not 0.0 <= link.loss_rate < 1.0:
-        raise ConfigError(f"{where}.loss_rate", f"must be in [0, 1), got {link.loss_rate}")
+    if (problem := loss_rate_problem(link.loss_rate)) is not None:
+        raise ConfigError(f"{where}.loss_rate", problem)
 
 
 ACCEPTANCE_FIELD_KINDS = {"alpha": ("iid",), "rates": ("decay",), "traces": ("trace",)}

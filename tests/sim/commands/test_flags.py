@@ -32,11 +32,12 @@ def test_flags_not_given_get_the_documented_defaults() -> None:
 
 
 def test_capacity_bounds_and_epsilon_include_their_ends() -> None:
-    """A given 0 is kept (not taken for "not given"); --lo may equal --hi."""
+    """A given 0 is kept (not taken for "not given": --lo 0 is refused as 0, below); --lo
+    may equal --hi."""
     args = checked(
-        "--capacity", "auto_topology.devices.0.count", "--lo", "0", "--hi", "0", "--epsilon", "0"
+        "--capacity", "auto_topology.devices.0.count", "--lo", "1", "--hi", "1", "--epsilon", "0"
     )
-    assert (args.lo, args.hi, args.epsilon) == (0, 0, 0.0)
+    assert (args.lo, args.hi, args.epsilon) == (1, 1, 0.0)
     args = checked(
         "--capacity", "auto_topology.devices.0.count", "--lo", "7", "--hi", "7", "--epsilon", "1"
     )
@@ -46,8 +47,9 @@ def test_capacity_bounds_and_epsilon_include_their_ends() -> None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--lo", "-1"], "need 0 <= --lo <= --hi, got --lo -1 --hi 1000"),
-        (["--lo", "8", "--hi", "7"], "need 0 <= --lo <= --hi, got --lo 8 --hi 7"),
+        (["--lo", "-1"], "need 1 <= --lo <= --hi, got --lo -1 --hi 1000"),
+        (["--lo", "0"], "need 1 <= --lo <= --hi, got --lo 0 --hi 1000"),  # a count >= 1
+        (["--lo", "8", "--hi", "7"], "need 1 <= --lo <= --hi, got --lo 8 --hi 7"),
         (["--epsilon", "-0.01"], "--epsilon must be in [0, 1], got -0.01"),
         (["--epsilon", "1.01"], "--epsilon must be in [0, 1], got 1.01"),
     ],

@@ -78,7 +78,7 @@ def test_capacity_bounds_and_epsilon_name_the_flags(
     key = "auto_topology.devices.0.count"
     base = [str(scenario_file), "--capacity", key]
     assert _error([*base, "--lo", "50", "--hi", "10"], capsys) == (
-        "edgespec sim: need 0 <= --lo <= --hi, got --lo 50 --hi 10\n"
+        "edgespec sim: need 1 <= --lo <= --hi, got --lo 50 --hi 10\n"
     )
     assert _error([*base, "--epsilon", "2"], capsys) == (
         "edgespec sim: --epsilon must be in [0, 1], got 2.0\n"

@@ -199,6 +199,12 @@ def test_acceptance_at_the_ends_of_the_range() -> None:
     assert DecayAcceptance((1.0,)).accepted(None, 0, 9, rng) == 9  # the last rate repeats
 
 
+_LOSS_RANGE = (
+    "must be in [0, 0.99] (each message is resent until it arrives, 1/(1 - loss_rate) "
+    "attempts on average), got "
+)
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
@@ -206,8 +212,9 @@ def test_acceptance_at_the_ends_of_the_range() -> None:
         ((0.02, -0.01, 1e6, 0.0, 0.2), "rtt, jitter and retransmit timeout must be >= 0"),
         ((0.02, 0.0, 1e6, 0.0, -0.2), "rtt, jitter and retransmit timeout must be >= 0"),
         ((0.02, 0.0, 0.0, 0.0, 0.2), "bandwidth must be > 0"),
-        ((0.02, 0.0, 1e6, 1.0, 0.2), "loss_rate must be in [0, 1), got 1.0"),
-        ((0.02, 0.0, 1e6, -0.1, 0.2), "loss_rate must be in [0, 1), got -0.1"),
+        ((0.02, 0.0, 1e6, 1.0, 0.2), f"loss_rate {_LOSS_RANGE}1.0"),
+        ((0.02, 0.0, 1e6, -0.1, 0.2), f"loss_rate {_LOSS_RANGE}-0.1"),
+        ((0.02, 0.0, 1e6, 0.999999999, 0.2), f"loss_rate {_LOSS_RANGE}0.999999999"),
     ],
 )
 def test_link_refuses_out_of_range_fields(

@@ -65,7 +65,8 @@ def _devices(**fields: Any) -> dict[str, Any]:
         (
             tiny_scenario(),
             ["links.wan.loss_rate=1.5"],
-            "config field 'links.wan.loss_rate': must be in [0, 1), got 1.5",
+            "config field 'links.wan.loss_rate': must be in [0, 0.99] (each message is resent "
+            "until it arrives, 1/(1 - loss_rate) attempts on average), got 1.5",
         ),
         (
             tiny_scenario(),

@@ -9,6 +9,11 @@ from edgespec.config import ConfigError
 from edgespec.sim.setup.scenario import scenario_from_dict
 from tests.sim.helpers import tiny_scenario
 
+_LOSS_RANGE = (
+    "must be in [0, 0.99] (each message is resent until it arrives, 1/(1 - loss_rate) "
+    "attempts on average), got "
+)
+
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
@@ -29,7 +34,8 @@ from tests.sim.helpers import tiny_scenario
             "'slo_classes.slow': must be at least 1e-06 tok/s (a slower target's deadlines "
             "are not finite) or null, got 9.9e-07",
         ),
-        (["links.wan.loss_rate=1.0"], "'links.wan.loss_rate': must be in [0, 1), got 1.0"),
+        (["links.wan.loss_rate=1.0"], f"'links.wan.loss_rate': {_LOSS_RANGE}1.0"),
+        (["links.wan.loss_rate=0.991"], f"'links.wan.loss_rate': {_LOSS_RANGE}0.991"),
         (
             ["links.wan.retransmit_timeout_ms=-1"],
             "'links.wan.retransmit_timeout_ms': must be a finite number >= 0, got -1.0",
@@ -104,3 +110,8 @@ def test_the_last_value_in_range_is_accepted() -> None:
     assert scenario.workload.ramp_s == 0.0 and scenario.acceptance.alpha == 0.0
     assert scenario.workload.prompt_tokens == (0, 1, 2, 3)
     assert dict(scenario.auto_topology.devices[0].slo_mix) == {"slow": 1.0, "fast": 0.0}
+
+
+def test_the_highest_loss_rate_is_accepted() -> None:
+    scenario = scenario_from_dict(tiny_scenario(), ["links.wan.loss_rate=0.99"])
+    assert scenario.links["wan"].loss_rate == 0.99

@@ -58,13 +58,13 @@ def test_the_fleet_limits_allow_the_documented_fleet_and_ten_times_it() -> None:
             "'auto_topology.devices[0].count': must be <= 1000000 (a scenario has at most "
             "1,000,000 devices in all pools), got 1000000000",
         ),
-        (  # the pool that passes the limit, with the room the pools before it leave
+        (  # several pools: their total, at the pools (tests/sim/setup/test_fleet_limit.py)
             [
                 "auto_topology.devices=[{link: wan, count: 600000, slo_mix: {slow: 1}}, "
                 "{link: wan, count: 400001, slo_mix: {slow: 1}}]"
             ],
-            "'auto_topology.devices[1].count': must be <= 400000 (a scenario has at most "
-            "1,000,000 devices in all pools), got 400001",
+            "'auto_topology.devices': 1,000,001 devices in all pools (600,000 + 400,001), "
+            "over the limit of 1,000,000 devices in a scenario",
         ),
         (
             ["auto_topology.servers.0.count=100001"],
