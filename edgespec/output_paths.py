@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
@@ -36,9 +37,10 @@ def output_folder(text: str) -> Path:
         shown = os.fsencode(text).decode("utf-8", "backslashreplace")
         raise argparse.ArgumentTypeError(f"{shown} is not valid UTF-8; give a UTF-8 path") from None
     path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
-    _check_parents(path, text)
+    with _unusable_path(text):
+        if path.exists() and not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+        _check_parents(path, text)
     return path
 
 
@@ -46,10 +48,21 @@ def output_file(text: str) -> Path:
     """A file to write: it may exist (it is replaced) or not; a folder at the path, or a
     file where one of its parent folders would be, is refused."""
     path = Path(text)
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
-    _check_parents(path, text)
+    with _unusable_path(text):
+        if path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
+        _check_parents(path, text)
     return path
+
+
+@contextmanager
+def _unusable_path(text: str) -> Iterator[None]:
+    """A path the system cannot even look up (a name over the file system's limit, too
+    many links) refused in one line, not a traceback from inside the argument's check."""
+    try:
+        yield
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: {exc.strerror or exc}") from None
 
 
 def _check_parents(path: Path, text: str) -> None:

@@ -23,6 +23,24 @@ def test_a_folder_may_exist_or_not_and_a_file_may_be_replaced(tmp_path: Path) ->
     assert not (tmp_path / "new").exists()  # nothing is made while parsing
 
 
+def test_a_name_over_the_file_systems_limit_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 300-byte name: looking it up raised ENAMETOOLONG from inside the check, a traceback."""
+    from edgespec.cli import main
+
+    long = tmp_path / ("x" * 300)
+    for check in (output_folder, output_file):
+        with pytest.raises(argparse.ArgumentTypeError) as info:
+            check(str(long / "y"))
+        assert str(info.value) == f"{long / 'y'}: File name too long"
+    with pytest.raises(SystemExit) as exited:  # argparse's usage error
+        main(["sim", "--out", str(long), "--quiet"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.endswith(f"argument --out: {long}: File name too long\n") and "Traceback" not in err
+
+
 def test_a_file_where_a_folder_goes_and_a_folder_where_a_file_goes_are_refused(
     tmp_path: Path,
 ) -> None:
