@@ -71,7 +71,7 @@ def violation_rate(metrics: SystemMetrics) -> float:
     if metrics.slo_violation_rate is None:
         raise ValueError(
             f"SLO violation rate undefined: none of the {metrics.num_requests} completed "
-            "requests has an SLO target (slo_tokens_per_s)"
+            "requests has an SLO target (a token-speed target of its SLO class)"
         )
     return metrics.slo_violation_rate
 

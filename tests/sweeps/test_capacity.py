@@ -168,7 +168,8 @@ def test_a_probe_without_slo_targets_names_the_key_the_value_and_the_fix() -> No
         capacity_search(BASE, "devices.count", runner, epsilon=0.1, lo=3, hi=5, progress=False)
     assert str(info.value) == (
         "config field 'devices.count': capacity probe at 3: SLO violation rate undefined: "
-        "none of the 0 completed requests has an SLO target (slo_tokens_per_s); give the "
+        "none of the 0 completed requests has an SLO target (a token-speed target of its SLO "
+        "class); give the "
         "scenario slo_classes and a duration_s long enough for requests to finish"
     )
 
