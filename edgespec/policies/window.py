@@ -1,10 +1,13 @@
-"""Window policies: how many tokens γ a device drafts next (DSD §3.4, §4)."""
+"""Window policies: how many tokens γ a device drafts next (DSD §3.4, §4); and
+:func:`gamma_bounds`, the largest γ each known policy's decisions may carry (a host checks
+them against the longest block its verifier takes before a round is drafted)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from edgespec.policies.awc import AwcWindow
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.policies.params import MAX_GAMMA, PolicyParamError
 
@@ -79,3 +82,28 @@ def _misplaced_gamma(low: int, high: int) -> str:
     if not 1 <= low <= MAX_GAMMA:
         return "min_gamma"
     return "max_gamma" if not low <= high <= MAX_GAMMA else "initial_gamma"
+
+
+@dataclass(frozen=True, slots=True)
+class GammaBound:
+    """The largest γ a window policy's decisions of one kind (``fused`` or distributed)
+    may carry, and the parameter that sets it."""
+
+    param: str
+    gamma: int
+    fused: bool
+
+
+def gamma_bounds(window: object) -> tuple[GammaBound, ...] | None:
+    """The largest γ of each kind of decision ``window`` makes: a :class:`StaticWindow`'s
+    ``gamma`` (fused when it is), a :class:`DynamicWindow`'s ``max_gamma`` (distributed),
+    an :class:`~edgespec.policies.awc.AwcWindow`'s stabiliser ``max_gamma`` (distributed)
+    and ``fused_gamma`` (fused); ``None`` for a policy of another type (unknown)."""
+    if type(window) is StaticWindow:
+        return (GammaBound("gamma", window.gamma, window.fused),)
+    if type(window) is DynamicWindow:
+        return (GammaBound("max_gamma", window.max_gamma, False),)
+    if isinstance(window, AwcWindow):
+        return (GammaBound("max_gamma", window.settings.max_gamma, False),
+                GammaBound("fused_gamma", window.fused_gamma, True))  # fmt: skip
+    return None

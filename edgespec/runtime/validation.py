@@ -30,6 +30,22 @@ def check_identifier(field: str, value: str) -> None:
         )
 
 
+def client_id_problem(client_id: str, suffix_chars: int, suffix_told: str) -> str | None:
+    """What is wrong with ``client_id`` as the start of session ids that add at most
+    ``suffix_chars`` characters to it (``suffix_told``: what they are), ``None`` when its
+    longest session id is within :data:`MAX_IDENTIFIER_CHARS` (the one rule of every client
+    that names its sessions after its client id)."""
+    room = MAX_IDENTIFIER_CHARS - suffix_chars
+    if room < 1:
+        return (f"no client_id fits: {suffix_told} add up to {suffix_chars} characters to it, "
+                f"over the {MAX_IDENTIFIER_CHARS} of a session id")  # fmt: skip
+    if not 0 < len(client_id) <= room:
+        return (f"must be 1 to {room} characters, got {len(client_id)}: {suffix_told} add up "
+                f"to {suffix_chars} to it, and a session id has at most "
+                f"{MAX_IDENTIFIER_CHARS}")  # fmt: skip
+    return None
+
+
 def check_vocab(token_ids: Sequence[int], what: str, vocab: int) -> None:
     """Every id in ``[0, vocab)``; the error names the position and the id."""
     for i, tok in enumerate(token_ids):

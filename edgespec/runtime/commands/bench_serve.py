@@ -232,7 +232,8 @@ def _report(
     args: argparse.Namespace, modes: tuple[str, ...], reports: tuple[LoadReport, ...]
 ) -> int:
     """Print the reports (and write the JSON); exit 1 when a request was lost, an output
-    mismatched, or every request of a mode failed (then one line says so)."""
+    mismatched, the centralized check failed or every request of a mode failed (then one
+    line says so)."""
     from edgespec.output_paths import write_text_atomically
     from edgespec.runtime.loadgen.report import all_failed_line, markdown, summary
 
@@ -246,5 +247,9 @@ def _report(
     if (line := all_failed_line(reports)) is not None:
         _say(line)
         return 1
+    for mode, report in zip(modes, reports, strict=True):
+        if report.check is not None and report.check.failure is not None:
+            _say(f"{mode}: the centralized check failed: {report.check.failure}")
+            return 1
     bad = sum(len(r.outcome.lost) + (len(r.check.mismatches) if r.check else 0) for r in reports)
     return 1 if bad else 0

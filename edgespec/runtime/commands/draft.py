@@ -82,6 +82,7 @@ def _run(args: argparse.Namespace) -> int:
         resolve_model(config.draft)  # an unknown draft is named before the server is reached
     # several servers: routing waits through a restart, and the first open for what it left
     verifier, vocab_size, open_retry_s = connect(config, routing, say, config.retry_timeout_s)
+    check_blocks(config, window, args.mode, verifier.max_draft_tokens())
     prompt, tokenizer, draft = _prompt_and_models(args, config, verifier, placement, say)
     run = DraftRun(config, verifier, prompt, tokenizer, args.seed, first_open_retry_s=open_retry_s)
     if args.compare:
@@ -195,6 +196,21 @@ def check_tree_depth(tree: str | None, window: Any, gamma_by_flag: bool = False)
     if depths > deepest:
         problem = f"has {depths} depths, more than {what} {deepest}"
         raise ConfigError("tree", f"{tree} {problem}", flag_message=f"--tree {tree} {problem}")
+
+
+def check_blocks(config: Any, window: Any, mode: str, limit: int | None) -> None:
+    """A round's block within the server's ``max_draft_tokens`` (``limit``; ``None``: it
+    does not say), checked once the server is reached: ``--mode fused``'s γ, a distributed
+    run's window (:func:`~edgespec.runtime.edge.block_limit.check_window_fits`); a
+    centralized run drafts nothing. A :class:`~edgespec.config.ConfigError` at the window
+    parameter (the server refused the first round that reached it)."""
+    from edgespec.runtime.commands.draft_run import fused_mode_gamma
+    from edgespec.runtime.edge.block_limit import check_gamma_fits, check_window_fits
+
+    if mode == "fused":
+        check_gamma_fits("gamma", fused_mode_gamma(config), limit)
+    elif mode == "distributed":
+        check_window_fits(window, config.tree is not None, limit)
 
 
 def draft_placement(args: argparse.Namespace) -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +94,9 @@ class DraftRun:
         )
 
     def _session_id(self) -> str:
-        return f"{self.config.client_id}-{uuid.uuid4().hex[:12]}"
+        from edgespec.runtime.edge.session_ids import new_session_id
+
+        return new_session_id(self.config.client_id)
 
     def show(self, tokens: tuple[int, ...]) -> None:
         if self.tokenizer is not None:
@@ -113,7 +114,7 @@ class DraftRun:
         session_id = self._session_id()
         spec = SessionSpec(session_id, config.client_id, self.prompt, self._sampling(),
                            config.slo_class)  # fmt: skip
-        gamma = int(config.window.params.get("gamma", 4))
+        gamma = fused_mode_gamma(config)
         output: list[int] = []
         if ready is not None:
             ready()
@@ -203,6 +204,11 @@ class DraftRun:
             sent = (result.request.num_drafted, sum(x.draft_passes for x in result.rounds))
         rounds = result.rounds
         return Outcome(result.output_token_ids, result.request, rounds, sent, result.semantic)
+
+
+def fused_mode_gamma(config: Any) -> int:
+    """``--mode fused``'s γ: the window's ``gamma`` parameter (``--gamma``), else 4."""
+    return int(config.window.params.get("gamma", 4))
 
 
 def _warn_measured_agreement(draft: str, threshold: int, defaulted: bool = False) -> None:

@@ -13,10 +13,6 @@ from edgespec.arguments import add_device_arguments, add_threads, add_verbose
 from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.output_paths import output_file
 
-MAX_CLIENT_ID_CHARS = 100
-"""The longest ``--client-id``: its session ids, ``<client-id>-<8 hex>-<index>``, stay within
-the server's 128 characters."""
-
 MAX_TIMEOUT_S = 86_400.0
 """The longest ``--timeout-s`` (a day)."""
 
@@ -26,6 +22,11 @@ DEFAULT_SESSIONS = 8
 MAX_SESSIONS = 65_536
 """The most ``--num-sessions`` (each a prompt held in memory and a session on the server,
 whose per-client quota refuses most runs far sooner)."""
+
+SESSION_SUFFIX = f"-{'0' * 8}-{MAX_SESSIONS - 1}"
+"""The longest its session ids, ``<client-id>-<8 hex>-<index>``, add to ``--client-id``
+(:func:`edgespec.runtime.validation.client_id_problem` holds them within the server's
+limit)."""
 
 
 def default_client_id() -> str:
@@ -111,6 +112,7 @@ def check_flags(args: argparse.Namespace) -> None:
     """:class:`ConfigError` naming the first bad flag (before any model loads); fills in
     ``--num-sessions`` when not given (the --prompt-ids given, else 8) and ``--split``."""
     from edgespec.config import ConfigError
+    from edgespec.runtime.validation import client_id_problem
 
     if args.prompt_ids and args.num_sessions is not None:
         raise ConfigError("num_sessions", "the sessions are the --prompt-ids given (one each): "
@@ -132,11 +134,9 @@ def check_flags(args: argparse.Namespace) -> None:
         )
     if not (math.isfinite(args.timeout_s) and 0 < args.timeout_s <= MAX_TIMEOUT_S):
         raise ConfigError("timeout_s", f"must be in (0, {MAX_TIMEOUT_S:g}], got {args.timeout_s:g}")
-    if not 0 < len(args.client_id) <= MAX_CLIENT_ID_CHARS:
-        raise ConfigError(
-            "client_id",
-            f"must be 1 to {MAX_CLIENT_ID_CHARS} characters, got {len(args.client_id)}",
-        )
+    told = "its session ids' '-<8 hex>-<index>'"
+    if (problem := client_id_problem(args.client_id, len(SESSION_SUFFIX), told)) is not None:
+        raise ConfigError("client_id", problem)
     if args.compare and args.pipeline is not None:
         raise ConfigError("pipeline", "--compare runs both: drop --pipeline/--no-pipeline")
     if args.draft == "ngram":

@@ -17,6 +17,10 @@
   prompt, retried until the server is back or the generation is ``Cancelled``),
   ``retry_unavailable`` (the one retry loop: reopens, first opens, routing while no server
   answers) and ``close_quietly``;
+* :mod:`.session_ids` — the session ids made from the ``client_id`` (a new generation's,
+  the endpoint's) and the most characters they and a reconnect's add to it;
+* :mod:`.block_limit` — a window policy's largest block against the server's
+  ``max_draft_tokens``, before a round is drafted;
 * :mod:`.progress` — a generation's budget for making progress (``--max-reconnects``,
   ``--progress-timeout-s``) and ``NoProgress``;
 * :mod:`.routing` — ``route(servers, policy, rng)``: live ``ServerLoad`` s from the ``Stats``

@@ -21,6 +21,7 @@ from edgespec.policies.semantic.agreement import (
 )
 from edgespec.policies.semantic.csi import MAX_RTT_S
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
+from edgespec.runtime.edge.session_ids import config_client_id_problem
 
 if TYPE_CHECKING:
     from edgespec.runtime.edge.semantic import SemanticRequest
@@ -122,6 +123,8 @@ class DrafterConfig:
                 f"{self.request_timeout_s:g}",
             )
         self._validate_sampling()
+        if (problem := config_client_id_problem(self)) is not None:
+            raise ConfigError("client_id", problem)
         if self.lookup and self.draft == "ngram":
             raise ConfigError("lookup", "needs a neural draft model (ngram is lookup alone)")
         if self.lookup and self.temperature > 0:

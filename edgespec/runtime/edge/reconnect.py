@@ -112,7 +112,7 @@ def reopen(
     attempts = itertools.count(1)
 
     def attempt() -> str:
-        session_id = f"{first.session_id}#r{reconnect}.{next(attempts)}"
+        session_id = reconnect_session_id(first.session_id, reconnect, next(attempts))
         reopened = dataclasses.replace(
             first, session_id=session_id, prompt_token_ids=context, sampling=remaining
         )
@@ -128,6 +128,12 @@ def reopen(
     except RequestError as exc:
         on_give_up(exc)
         raise
+
+
+def reconnect_session_id(first_session_id: str, reconnect: int, attempt: int) -> str:
+    """The id of a generation's ``reconnect``-th reopened session, at its ``attempt``-th
+    try: new for every reconnect and try, even with no progress in between."""
+    return f"{first_session_id}#r{reconnect}.{attempt}"
 
 
 def reopened_seed(seed: int | None, num_output: int) -> int | None:

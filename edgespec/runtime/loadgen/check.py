@@ -27,9 +27,13 @@ class Mismatch:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
+    """The outputs checked against the references; ``failure``: why there are none (the
+    server refused or failed the centralized decoding: the load's report is kept)."""
+
     num_checked: int
     num_references: int
     mismatches: tuple[Mismatch, ...]
+    failure: str | None = None
 
 
 def centralized_outputs(
@@ -42,9 +46,13 @@ def centralized_outputs(
     num_threads: int = 8,
 ) -> dict[int, tuple[int, ...]]:
     """The server's centralized greedy output of each prompt in ``indices`` (sessions of
-    ``slo_class``, one the server knows; ``TAG.reference-I``, the run's tag first)."""
+    ``slo_class``, one the server knows; ``TAG.reference-I``, the run's tag first), at most
+    ``num_threads`` at once, and no more than the server's ``max_sessions_per_client`` (its
+    Health says it; the references are one client's sessions). Each chunk has 120 s to come
+    (:meth:`~edgespec.runtime.wire.grpc_client.RemoteVerifier.generate`)."""
     from edgespec.runtime.messages import SessionSpec
 
+    num_threads = min(num_threads, len(indices), _session_quota(server) or num_threads)
     verifier = server.client(timeout_s=120.0)
     sampling = SamplingParams(max_new_tokens=max_new_tokens)
 
@@ -55,10 +63,22 @@ def centralized_outputs(
         return tuple(t for chunk in verifier.generate(spec) for t in chunk)
 
     try:
-        with ThreadPoolExecutor(max(1, min(num_threads, len(indices)))) as pool:
+        with ThreadPoolExecutor(max(1, num_threads)) as pool:
             return dict(zip(indices, pool.map(decode, indices), strict=True))
     finally:
         verifier.close_channel()
+
+
+def _session_quota(server: ServerAccess) -> int | None:
+    """The server's ``max_sessions_per_client`` as its Health says it (``None``: it does not
+    say, or did not answer within 10 s: the decoding then says what is wrong)."""
+    from edgespec.runtime.errors import RequestError
+
+    try:
+        with server.connected(timeout_s=10.0) as client:
+            return client.max_sessions_per_client()  # type: ignore[no-any-return]
+    except RequestError:
+        return None
 
 
 def check_outputs(

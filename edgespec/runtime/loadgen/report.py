@@ -110,6 +110,7 @@ class LoadReport:
                 "num_references": self.check.num_references,
                 "num_mismatches": len(self.check.mismatches),
                 "mismatches": [dataclasses.asdict(m) for m in self.check.mismatches],
+                "failure": self.check.failure,
             }
         return {
             "setup": self.setup,
@@ -205,7 +206,9 @@ def all_failed_line(reports: tuple[LoadReport, ...]) -> str | None:
 
 def _check_lines(report: LoadReport) -> list[str]:
     lines = []
-    if report.check is not None:
+    if report.check is not None and report.check.failure is not None:
+        lines.append(f"centralized check: **failed** ({report.check.failure})")
+    elif report.check is not None:
         c = report.check
         lines.append(
             f"centralized check: {c.num_checked} finished outputs against "

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.errors import UserInputError
-from edgespec.runtime.loadgen.check import centralized_outputs, check_outputs
+from edgespec.runtime.errors import RequestError
+from edgespec.runtime.loadgen.check import CheckResult, centralized_outputs, check_outputs
 from edgespec.runtime.loadgen.outcome import RunOutcome
 from edgespec.runtime.loadgen.report import LoadReport, run_metrics
 from edgespec.runtime.loadgen.run import LoadRun, new_run_tag
@@ -187,9 +188,14 @@ class BenchSession:
             indices = sorted({f.prompt_index for f in outcome.finished})
             self._say(f"checking {len(outcome.finished)} outputs against centralized decoding "
                       f"of their {len(indices)} prompts")  # fmt: skip
-            refs = centralized_outputs(self._access, prompts, indices, self._load.max_new_tokens,
-                                       self._load.slo_mix[0].name, outcome.run_tag)  # fmt: skip
-            check = check_outputs(outcome.finished, refs)
+            try:
+                refs = centralized_outputs(self._access, prompts, indices,
+                                           self._load.max_new_tokens, self._load.slo_mix[0].name,
+                                           outcome.run_tag)  # fmt: skip
+                check = check_outputs(outcome.finished, refs)
+            except RequestError as exc:  # the load's report is kept; the bench fails after it
+                failure = f"{exc.code.value}: {exc.message}"
+                check = CheckResult(len(outcome.finished), 0, (), failure)
         rows, note = None, ""
         if before is None or after is None:
             note = "no Prometheus page (--metrics-url)"

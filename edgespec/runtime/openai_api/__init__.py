@@ -6,6 +6,9 @@ verification server(s).
 
 * :mod:`.serve`, :mod:`.app` — uvicorn started from ``edgespec draft`` in a thread of its
   own; the routes;
+* :mod:`.server_facts` — what the servers' Health says as the endpoint starts (context,
+  draft-block limit, SLO classes, one model), so that requests beyond it are refused up
+  front;
 * :mod:`.connections`, :mod:`.http_connection`, :mod:`.descriptors` — the HTTP connections
   bounded before the app: how many (within the open-file limit), how long and how large a
   request head may be, malformed HTTP refused with h11's reason, a connection closed after

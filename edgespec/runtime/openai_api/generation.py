@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +27,16 @@ from typing import Any
 from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
 from edgespec.runtime.edge.reconnect import Cancelled, close_quietly
+from edgespec.runtime.edge.session_ids import new_session_id
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec
-from edgespec.runtime.openai_api.errors import clip, context_exceeded, from_request_error, invalid
+from edgespec.runtime.openai_api.errors import (
+    clip,
+    context_exceeded,
+    from_request_error,
+    invalid,
+    shown,
+)
 from edgespec.runtime.openai_api.messages import is_chat
 from edgespec.runtime.openai_api.prompts import prompt_ids, prompt_param
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
@@ -51,9 +57,10 @@ class Completion:
 class EdgeSetup:
     """What every request shares: the drafter config, the draft model (``None`` for prompt
     lookup), the tokenizer, the target's vocabulary size, the tree size cap, the
-    verification servers' clients and, with several, the routing policy across them, and
-    the target's context as the server's Health reports it (``None``: it does not say),
-    and the clock the requests' retries and records are timed on."""
+    verification servers' clients and, with several, the routing policy across them, what
+    the servers' Health reports (``None``: it does not say): the target's context, the
+    longest draft block, the SLO classes; and the clock the requests' retries and records
+    are timed on."""
 
     config: Any  # DrafterConfig
     draft_model: Any
@@ -63,6 +70,8 @@ class EdgeSetup:
     verifiers: tuple[Any, ...]
     routing: Any = None
     max_context_tokens: int | None = None
+    max_draft_tokens: int | None = None
+    slo_classes: frozenset[str] | None = None
     clock: Callable[[], float] = time.perf_counter
 
 
@@ -110,16 +119,26 @@ def _verifier(setup: EdgeSetup, options: Any) -> tuple[Any, float]:
 
 
 def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
-    """A fresh window policy for the request: its ``edgespec.window``, else the config's."""
+    """A fresh window policy for the request: its ``edgespec.window``, else the config's
+    (checked at startup); one whose rounds may draft more than the servers verify
+    (:func:`~edgespec.runtime.edge.block_limit.block_over_limit`) is refused."""
     from edgespec.policies.registry import PolicyConfigError, build_policy
+    from edgespec.runtime.edge.block_limit import block_over_limit
 
     spec = request.window
     name, params = (spec.name, spec.params) if spec else (setup.config.window.name,
                                                           setup.config.window.params)  # fmt: skip
     try:
-        return build_policy("window", name, params)
+        window = build_policy("window", name, params)
     except PolicyConfigError as exc:
         raise invalid(f"edgespec.window: {clip(str(exc), 200)}", param="edgespec.window") from None
+    limit = setup.max_draft_tokens
+    over = block_over_limit(window, setup.config.tree is not None, limit)
+    if spec is not None and over is not None:
+        raise invalid(f"edgespec.window {name}: {over.param} {over.gamma} exceeds the "
+                      f"server's max_draft_tokens {limit}, the longest block it verifies",
+                      param="edgespec.window")  # fmt: skip
+    return window
 
 
 def _drafter(setup: EdgeSetup) -> Any:
@@ -157,11 +176,26 @@ def end_ids(setup: EdgeSetup) -> frozenset[int]:
 
 
 def _check_sampling(setup: EdgeSetup, request: ParsedRequest) -> None:
-    """What the drafter cannot do for this request, refused before it waits for a worker."""
-    if setup.config.tree is not None and request.temperature > 0:
-        raise invalid(f"temperature {request.temperature:g}: this endpoint drafts token trees "
-                      "(--tree), which are verified greedily only: use temperature 0",
-                      param="temperature")  # fmt: skip
+    """What the drafter cannot do for this request, refused before it waits for a worker:
+    sampling with a token tree or with prompt lookup (both greedy only)."""
+    if request.temperature == 0:
+        return
+    drafts = ("token trees (--tree), which are verified" if setup.config.tree is not None
+              else "with prompt lookup (--lookup), which drafts" if setup.config.lookup
+              else None)  # fmt: skip
+    if drafts is not None:
+        raise invalid(f"temperature {request.temperature:g}: this endpoint drafts {drafts} "
+                      "greedily only: use temperature 0", param="temperature")  # fmt: skip
+
+
+def _check_slo_class(setup: EdgeSetup, request: ParsedRequest) -> None:
+    """An SLO class the servers lack (when their Health says theirs), refused before the
+    request waits for a worker (the server refused it only once a session was asked for)."""
+    classes = setup.slo_classes
+    if classes is not None and request.slo_class not in classes:
+        raise invalid(f"edgespec.slo_class {shown(request.slo_class)} is not an SLO "
+                      f"class of the server, which has {clip(repr(sorted(classes)), 200)}",
+                      param="edgespec.slo_class")  # fmt: skip
 
 
 def _check_context(setup: EdgeSetup, request: ParsedRequest, num_prompt_tokens: int) -> None:
@@ -178,6 +212,7 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     """Tokenize ``request``'s prompt (bounded by ``limits``), check it and ``max_tokens``
     against the target's context, and make its window policy."""
     _check_sampling(setup, request)
+    _check_slo_class(setup, request)
     _check_context(setup, request, 1)  # max_tokens alone: before the prompt is tokenized
     ids = prompt_ids(setup.tokenizer, request.prompt, setup.vocab_size, limits)
     _check_context(setup, request, len(ids))
@@ -214,7 +249,7 @@ def run_request(
         if cancel.is_set() or text.stopped:
             raise Cancelled
 
-    session_id = f"{config.client_id}-oai-{uuid.uuid4().hex[:12]}"
+    session_id = new_session_id(config.client_id, endpoint=True)
     budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
     options = DraftOptions(session_id, config.client_id, request.slo_class,
                            config.retry_timeout_s, progress=budget, cancel=cancel)  # fmt: skip

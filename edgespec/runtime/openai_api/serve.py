@@ -28,6 +28,7 @@ from edgespec.runtime.openai_api.descriptors import (
 )
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.schema import Defaults, Limits
+from edgespec.runtime.openai_api.server_facts import check_one_model, learn
 from edgespec.runtime.openai_api.throttle import Throttle
 
 
@@ -159,56 +160,12 @@ def check_default_fits(max_new_tokens: int, context: int | None) -> None:
                           f"below {context}")  # fmt: skip
 
 
-def smallest_limit(servers: tuple[str, ...], verifiers: tuple[Any, ...], what: str) -> int | None:
-    """The smallest ``what`` (``max_context_tokens``, ``max_draft_tokens``: a client's
-    method asking its server's Health) the servers report, ``None`` when none says: a
-    request is held to what every server takes, as routing may send it to any. Servers
-    that differ are told in one line (one target may be served with other limits, e.g.
-    ``--llamacpp-context``); one that does not answer now is left out (it refuses beyond
-    its own limit, in the same words, if a request goes there)."""
-    from edgespec.runtime.errors import RequestError
-
-    told: dict[str, int] = {}
-    for address, verifier in zip(servers, verifiers, strict=True):
-        try:
-            limit = getattr(verifier, what)()
-        except RequestError:
-            continue
-        if limit is not None:
-            told[address] = int(limit)
-    if len(set(told.values())) > 1:
-        each = ", ".join(f"{address} {limit}" for address, limit in told.items())
-        print(f"edgespec draft: the servers' {what} differ ({each}): the endpoint keeps to "
-              f"{min(told.values())}, the smallest", file=sys.stderr)  # fmt: skip
-    return min(told.values(), default=None)
-
-
-def check_one_model(servers: tuple[str, ...], verifiers: tuple[Any, ...]) -> None:
-    """Every server that answers serves one model, the same target name and vocabulary
-    (the endpoint offers one model id, and routing may send a request to any): servers
-    that differ are a :class:`UserInputError` naming each; one that does not answer now is
-    left out."""
-    from edgespec.runtime.errors import RequestError
-
-    told: dict[str, tuple[str | None, int]] = {}
-    for address, verifier in zip(servers, verifiers, strict=True):
-        try:
-            told[address] = (verifier.target_name(), verifier.vocab_size())
-        except RequestError:
-            continue
-    if len(set(told.values())) > 1:
-        each = ", ".join(f"{address} {name or 'unnamed'} of {vocab} tokens"
-                         for address, (name, vocab) in told.items())  # fmt: skip
-        raise UserInputError(f"--server: the servers serve different targets ({each}); the "
-                             "endpoint serves one model: give servers of one target")  # fmt: skip
-
-
 def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int) -> EdgeSetup:
     """The shared state of every request: one client per server (and the routing policy
-    across several), the tree capped at the servers' block limit, the target's context as
-    the servers report it (requests beyond it are refused before they run): with several,
-    the smallest of each (:func:`smallest_limit`); several must serve one model
-    (:func:`check_one_model`)."""
+    across several), what the servers' Health reports (:func:`.server_facts.learn`: the
+    tree capped at their block limit, requests beyond their context or block limit, or of
+    an SLO class they lack, refused before they run), and the config's own window and SLO
+    class checked against it; several must serve one model."""
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.wire.grpc_client import drafter_clients
 
@@ -218,15 +175,12 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
         verifiers = drafter_clients(config)
         check_one_model(config.servers, verifiers)
         routing = build_policy("routing", config.routing.name, config.routing.params)
-    servers = config.servers
-    limit = None
-    if config.tree is not None:
-        limit = smallest_limit(servers, verifiers, "max_draft_tokens")
-    max_nodes = min(config.tree_max_nodes, limit or config.tree_max_nodes)
-    context = smallest_limit(servers, verifiers, "max_context_tokens")
+    facts = learn(config, verifiers)
+    max_nodes = min(config.tree_max_nodes, facts.max_draft_tokens or config.tree_max_nodes)
     model = None if draft is None else draft.model
     return EdgeSetup(config, model, tokenizer, vocab_size, max_nodes, verifiers, routing,
-                     context)  # fmt: skip
+                     facts.max_context_tokens, facts.max_draft_tokens,
+                     facts.slo_classes)  # fmt: skip
 
 
 def serve_openai(

@@ -14,6 +14,9 @@
   loopback, the simulator's link model;
 * :mod:`.ports` — ``ensure_port_free``: whether ``host:port`` can be listened on, checked
   before a server loads its model;
+* :mod:`.stream_deadline` — ``ChunkDeadline``: a streaming call cancelled when a chunk
+  its client waits for does not come within the request timeout (no grpc: it is handed
+  the call's ``cancel``);
 * :mod:`.grpc_limits` — the gRPC server's connection bounds (handshake and idle timeouts,
   ``max_connections``, streams per connection) and ``ensure_fd_room`` (the open-file limit
   raised for them: by the serving command, not ``start_server``).

@@ -30,6 +30,7 @@ from edgespec.runtime.wire.codec import (
 )
 from edgespec.runtime.wire.fused_codec import fused_call_to_proto, fused_round_from_proto
 from edgespec.runtime.wire.grpc_common import ERROR_CODE, message_size_options, pb_grpc
+from edgespec.runtime.wire.stream_deadline import ChunkDeadline
 
 
 class RemoteVerifier:
@@ -123,23 +124,48 @@ class RemoteVerifier:
         do not say: they predate the field)."""
         return int(self._call(self._stub.Health, pb.HealthRequest()).max_context_tokens) or None
 
+    def slo_classes(self) -> frozenset[str] | None:
+        """The SLO classes the server admits (``None`` when it takes any, or does not say:
+        it predates the field)."""
+        return frozenset(self._call(self._stub.Health, pb.HealthRequest()).slo_classes) or None
+
+    def max_sessions_per_client(self) -> int | None:
+        """The most sessions one client may hold open on the server (``None`` from servers
+        that do not say: they predate the field)."""
+        health = self._call(self._stub.Health, pb.HealthRequest())
+        return int(health.max_sessions_per_client) or None
+
     def target_name(self) -> str | None:
         """The name the server's target model was given (``serve --target``), for its
         tokenizer (``None`` from servers that do not say)."""
         return str(self._call(self._stub.Health, pb.HealthRequest()).target) or None
 
     def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
-        """Server-side baselines: yields committed token-id tuples as they stream in."""
+        """Server-side baselines: yields committed token-id tuples as they stream in, each
+        within ``timeout_s`` of asking for it (the first and every next: a long generation
+        is not cut, a server gone silent is), else the call is cancelled and ``UNAVAILABLE``
+        raised; a stream left unfinished is cancelled on the server too."""
         request = pb.GenerateRequest(
             session=spec_to_proto(_check_uint32s(spec)),
             mode=pb.MODE_FUSED if fused else pb.MODE_CENTRALIZED,
             gamma=gamma,
         )
         try:
-            for chunk in self._stub.Generate(request, metadata=self._metadata):
-                yield tuple(chunk.token_ids)
-        except grpc.RpcError as exc:
+            call = self._stub.Generate(request, metadata=self._metadata)
+        except grpc.RpcError as exc:  # gRPC's own report errors as the stream is read
             raise _to_request_error(exc) from exc
+        with ChunkDeadline(call.cancel, self._timeout_s) as deadline:
+            try:
+                while (chunk := _next_chunk(call, deadline)) is not None:
+                    yield tuple(chunk.token_ids)
+            except grpc.RpcError as exc:
+                if deadline.fired:
+                    raise RequestError(ErrorCode.UNAVAILABLE, f"no chunk from the server within "
+                                       f"{self._timeout_s:g} s: the stream was "
+                                       "cancelled") from exc  # fmt: skip
+                raise _to_request_error(exc) from exc
+            finally:
+                call.cancel()  # a no-op once the stream ended; else the server stops
 
     def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
         """A run of fused rounds (:mod:`edgespec.runtime.server.fused_run`), round by round as the
@@ -156,6 +182,15 @@ class RemoteVerifier:
 
     def close_channel(self) -> None:
         self._channel.close()
+
+
+def _next_chunk(call: Any, deadline: ChunkDeadline) -> Any:
+    """The stream's next chunk (``None`` at its end), waited for under ``deadline``."""
+    deadline.arm()
+    try:
+        return next(call, None)
+    finally:
+        deadline.disarm()
 
 
 def _check_uint32s(spec: SessionSpec) -> SessionSpec:

@@ -189,22 +189,23 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
 
     async def Health(self, request: Any, context: Any) -> Any:
         """Serving flag, protocol version, vocabulary size, draft limit, the target's name and
-        context (0 when a uint32 cannot carry it: clients then leave the check to OpenSession);
+        context (0 when a uint32 cannot carry it: clients then leave the check to OpenSession),
+        the SLO classes and the per-client session quota (clients check both up front);
         without a token unless the config sets ``health_requires_auth``."""
         backend = self._service.engine.backend
         max_context = backend.max_context_tokens
+        config = self._service.config
 
         def health(_: str | None) -> Any:
             return pb.HealthResponse(
-                serving=True,
-                protocol_version=PROTOCOL_VERSION,
-                vocab_size=backend.vocab_size,
-                max_draft_tokens=self._service.config.max_draft_tokens,
-                target=self._service.config.target or "",
+                serving=True, protocol_version=PROTOCOL_VERSION, vocab_size=backend.vocab_size,
+                max_draft_tokens=config.max_draft_tokens, target=config.target or "",
                 max_context_tokens=max_context if max_context < UINT32_LIMIT else 0,
-            )
+                slo_classes=sorted(config.slo_classes),
+                max_sessions_per_client=min(config.max_sessions_per_client, UINT32_LIMIT - 1),
+            )  # fmt: skip
 
-        if self._service.config.health_requires_auth:
+        if config.health_requires_auth:
             return await self._run("Health", context, request, health)
         try:
             decoded(request)

@@ -159,6 +159,9 @@ class RefusingServer:
     def max_context_tokens(self) -> int | None:
         return None
 
+    def max_draft_tokens(self) -> int | None:
+        return None  # an older server's Health: blocks are left to Verify
+
     def target_name(self) -> str:
         return "the-target"
 

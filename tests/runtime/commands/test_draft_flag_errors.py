@@ -47,6 +47,9 @@ class FakeVerifier:
     def max_context_tokens(self) -> int | None:
         return None  # an older server's Health: the context is left to OpenSession
 
+    def max_draft_tokens(self) -> int | None:
+        return None  # an older server's Health: blocks are left to Verify
+
     def generate(self, spec: Any, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
         self.asked.append((spec, fused, gamma))
         yield spec.prompt_token_ids

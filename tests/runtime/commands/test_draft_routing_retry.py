@@ -73,6 +73,9 @@ class Restarting:
     def max_context_tokens(self) -> int | None:
         return None
 
+    def max_draft_tokens(self) -> int | None:
+        return None  # an older server's Health: blocks are left to Verify
+
     def target_name(self) -> str | None:
         return None
 

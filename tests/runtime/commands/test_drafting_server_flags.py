@@ -22,6 +22,9 @@ from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
 CLI = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "somewhere"]
 
+SUFFIX_TOLD = ("its session ids' '-<8 hex>-<index>' add up to 15 to it, and a session id has "
+               "at most 128")  # fmt: skip
+
 
 @pytest.mark.parametrize(
     ("flags", "message"),
@@ -33,9 +36,10 @@ CLI = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "somewhere"]
         (["--timeout-s", "nan"], "config field 'timeout_s': must be in (0, 86400], got nan"),
         (["--timeout-s", "inf"], "config field 'timeout_s': must be in (0, 86400], got inf"),
         (["--timeout-s", "1e9"], "config field 'timeout_s': must be in (0, 86400], got 1e+09"),
-        (["--client-id", ""], "config field 'client_id': must be 1 to 100 characters, got 0"),
-        (["--client-id", "c" * 101],
-         "config field 'client_id': must be 1 to 100 characters, got 101"),
+        (["--client-id", ""], f"config field 'client_id': must be 1 to 113 characters, got 0: "
+         f"{SUFFIX_TOLD}"),
+        (["--client-id", "c" * 114],  # its 113 + '-<8 hex>-65535': 128
+         f"config field 'client_id': must be 1 to 113 characters, got 114: {SUFFIX_TOLD}"),
         (["--num-sessions", "65537"], "config field 'num_sessions': must be <= 65,536, got 65537"),
         (["--prompt-ids", "1,2", "--prompt-ids", "3", "--num-sessions", "3"],
          "config field 'num_sessions': the sessions are the --prompt-ids given (one each): "

@@ -114,6 +114,25 @@ def test_grpc_status_codes_map_to_request_errors(
     assert (error.code, error.message) == (code, message)
 
 
+class FakeCall:
+    """A streaming call's chunks, and its ``cancel`` (the client cancels a stream it
+    leaves, a no-op once it ended)."""
+
+    def __init__(self, chunks: list[Any]) -> None:
+        self._chunks = iter(chunks)
+        self.cancelled = False
+
+    def __iter__(self) -> FakeCall:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._chunks)
+
+    def cancel(self) -> bool:
+        self.cancelled = True
+        return True
+
+
 class FakeStub:
     """Records every call as (rpc, request, metadata, timeout); answers from ``health``
     and ``rounds``, or raises ``error``."""
@@ -137,9 +156,9 @@ class FakeStub:
         self._record("Health", request, metadata, timeout)
         return self.health
 
-    def Generate(self, request: Any, metadata: Any = None) -> Iterator[Any]:
+    def Generate(self, request: Any, metadata: Any = None) -> FakeCall:
         self._record("Generate", request, metadata)
-        yield pb.GenerateChunk(token_ids=[1, 2])
+        return FakeCall([pb.GenerateChunk(token_ids=[1, 2])])
 
     def RunFused(self, request: Any, metadata: Any = None) -> Iterator[Any]:
         self._record("RunFused", request, metadata)

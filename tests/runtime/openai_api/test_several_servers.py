@@ -46,6 +46,9 @@ class FakeClient:
     def max_draft_tokens(self) -> int | None:
         return self._said("max_draft_tokens")
 
+    def slo_classes(self) -> frozenset[str] | None:
+        return None  # any class
+
     def target_name(self) -> str | None:
         if "target" not in self.LIMITS[self.address]:
             self._said("max_context_tokens")  # down, or the default model

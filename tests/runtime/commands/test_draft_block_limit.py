@@ -1,0 +1,41 @@
+"""``edgespec draft`` checks its rounds' block against the server's ``max_draft_tokens`` once
+the server is reached, before anything loads: a ``--gamma`` (or window) over it was sent,
+and the server refused the first round that reached it (a dynamic window's, mid-output)."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgespec.cli import main
+from tests.runtime.conftest import ServerFactory
+
+LIMIT_TOLD = "exceeds the server's max_draft_tokens 8, the longest block it verifies"
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--gamma", "9"], f"--gamma: 9 {LIMIT_TOLD}"),
+        (["--mode", "fused", "--gamma", "9"], f"--gamma: 9 {LIMIT_TOLD}"),
+        (["--set", "window.name=dynamic", "--set", "window.params.max_gamma=40"],
+         f"config field 'window.params.max_gamma': 40 {LIMIT_TOLD}"),
+    ],
+    ids=["gamma", "fused-mode", "dynamic-max-gamma"],
+)  # fmt: skip
+def test_a_block_over_the_servers_limit_is_refused_at_startup(
+    make_server: ServerFactory, capsys: pytest.CaptureFixture[str], flags: list[str], said: str
+) -> None:
+    server = make_server(max_draft_tokens=8)
+    argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram",
+            "--prompt-ids", "1,2,3", "--max-new-tokens", "4", *flags]  # fmt: skip
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().endswith(f"edgespec draft: {said}")
+
+
+def test_a_block_at_the_limit_runs(
+    make_server: ServerFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = make_server(max_draft_tokens=8)
+    argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram",
+            "--prompt-ids", "1,2,3", "--max-new-tokens", "4", "--gamma", "8"]  # fmt: skip
+    assert main(argv) == 0
