@@ -150,14 +150,32 @@ class RemoteVerifier:
             mode=pb.MODE_FUSED if fused else pb.MODE_CENTRALIZED,
             gamma=gamma,
         )
+        for chunk in self._chunks(lambda: self._stub.Generate(request, metadata=self._metadata)):
+            yield tuple(chunk.token_ids)
+
+    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
+        """A run of fused rounds (:mod:`edgespec.runtime.server.fused_run`), round by round as the
+        server streams them, each within ``timeout_s`` of asking for it as :meth:`generate`'s
+        chunks (a run lasts as long as its rounds; a server gone silent ends it)."""
+        prefix_len = call.prefix_len
+        message = fused_call_to_proto(call)
+        for chunk in self._chunks(lambda: self._stub.RunFused(message, metadata=self._metadata)):
+            fused_round = fused_round_from_proto(chunk, prefix_len)
+            prefix_len += len(fused_round.reply.outcome.committed_token_ids)
+            yield fused_round
+
+    def _chunks(self, start: Callable[[], Any]) -> Iterator[Any]:
+        """The messages of the server-streaming call ``start()`` makes, each waited for at
+        most ``timeout_s`` (:class:`ChunkDeadline`: the call cancelled, ``UNAVAILABLE``);
+        a stream left unfinished is cancelled on the server too."""
         try:
-            call = self._stub.Generate(request, metadata=self._metadata)
+            call = start()
         except grpc.RpcError as exc:  # gRPC's own report errors as the stream is read
             raise _to_request_error(exc) from exc
         with ChunkDeadline(call.cancel, self._timeout_s) as deadline:
             try:
                 while (chunk := _next_chunk(call, deadline)) is not None:
-                    yield tuple(chunk.token_ids)
+                    yield chunk
             except grpc.RpcError as exc:
                 if deadline.fired:
                     raise RequestError(ErrorCode.UNAVAILABLE, f"no chunk from the server within "
@@ -166,19 +184,6 @@ class RemoteVerifier:
                 raise _to_request_error(exc) from exc
             finally:
                 call.cancel()  # a no-op once the stream ended; else the server stops
-
-    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
-        """A run of fused rounds (:mod:`edgespec.runtime.server.fused_run`), round by round as the
-        server streams them (no deadline: a run lasts as long as its rounds)."""
-        prefix_len = call.prefix_len
-        try:
-            stream = self._stub.RunFused(fused_call_to_proto(call), metadata=self._metadata)
-            for chunk in stream:
-                fused_round = fused_round_from_proto(chunk, prefix_len)
-                prefix_len += len(fused_round.reply.outcome.committed_token_ids)
-                yield fused_round
-        except grpc.RpcError as exc:
-            raise _to_request_error(exc) from exc
 
     def close_channel(self) -> None:
         self._channel.close()

@@ -4,7 +4,6 @@ server, no model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -160,9 +159,9 @@ class FakeStub:
         self._record("Generate", request, metadata)
         return FakeCall([pb.GenerateChunk(token_ids=[1, 2])])
 
-    def RunFused(self, request: Any, metadata: Any = None) -> Iterator[Any]:
+    def RunFused(self, request: Any, metadata: Any = None) -> FakeCall:
         self._record("RunFused", request, metadata)
-        yield from self.rounds
+        return FakeCall(list(self.rounds))
 
 
 def _verifier(**kwargs: Any) -> tuple[RemoteVerifier, FakeStub]:

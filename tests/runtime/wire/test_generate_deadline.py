@@ -25,9 +25,25 @@ SPEC = SessionSpec("s", "c", (1, 2, 3), SamplingParams(max_new_tokens=4))
 
 
 def _serve(generate: Any) -> Iterator[str]:
-    """A server whose ``Generate`` is ``generate``; its address."""
-    handlers = {"Generate": grpc.unary_stream_rpc_method_handler(
-        generate, response_serializer=pb.GenerateChunk.SerializeToString)}  # fmt: skip
+    """A server whose ``Generate`` is ``generate`` and whose ``RunFused`` says nothing until
+    the client cancels; its address."""
+
+    def run_fused(request: Any, context: Any) -> Iterator[Any]:
+        released = threading.Event()
+        context.add_callback(released.set)
+        released.wait(30)
+        yield from ()
+
+    handlers = {
+        "Generate": grpc.unary_stream_rpc_method_handler(
+            generate, response_serializer=pb.GenerateChunk.SerializeToString
+        ),
+        "RunFused": grpc.unary_stream_rpc_method_handler(
+            run_fused,
+            request_deserializer=pb.FusedRequest.FromString,
+            response_serializer=pb.FusedRoundChunk.SerializeToString,
+        ),
+    }
     server = grpc.server(futures.ThreadPoolExecutor(4))
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler("edgespec.v1.Verification", handlers),)
@@ -98,4 +114,20 @@ def test_time_the_caller_spends_between_chunks_is_not_counted(slow: str) -> None
         got.append(chunk)
         time.sleep(0.6)  # over the timeout, on the caller's side
     assert len(got) == 6
+    client.close_channel()
+
+
+def test_a_fused_run_whose_server_stops_answering_ends_within_the_timeout(slow: str) -> None:
+    """``RunFused`` streams rounds as ``Generate`` streams chunks: it had no deadline."""
+    from edgespec.policies.history_snapshot import HistorySnapshot
+    from edgespec.runtime.messages import FusedCall
+
+    client = RemoteVerifier(slow, timeout_s=0.5)
+    start = time.monotonic()
+    with pytest.raises(RequestError) as info:
+        list(client.run_fused(FusedCall("s", 3, 2, HistorySnapshot())))
+    assert (info.value.code, info.value.message) == (
+        ErrorCode.UNAVAILABLE, "no chunk from the server within 0.5 s: the stream was cancelled"
+    )  # fmt: skip
+    assert 0.5 <= time.monotonic() - start < 2.0
     client.close_channel()
