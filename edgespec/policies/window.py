@@ -87,11 +87,13 @@ def _misplaced_gamma(low: int, high: int) -> str:
 @dataclass(frozen=True, slots=True)
 class GammaBound:
     """The largest γ a window policy's decisions of one kind (``fused`` or distributed)
-    may carry, and the parameter that sets it."""
+    may carry, and the parameter that sets it (``settable``: among the policy's params; an
+    AWC window's ``max_gamma`` is its stabiliser's, fixed)."""
 
     param: str
     gamma: int
     fused: bool
+    settable: bool = True
 
 
 def gamma_bounds(window: object) -> tuple[GammaBound, ...] | None:
@@ -104,6 +106,6 @@ def gamma_bounds(window: object) -> tuple[GammaBound, ...] | None:
     if type(window) is DynamicWindow:
         return (GammaBound("max_gamma", window.max_gamma, False),)
     if isinstance(window, AwcWindow):
-        return (GammaBound("max_gamma", window.settings.max_gamma, False),
+        return (GammaBound("max_gamma", window.settings.max_gamma, False, settable=False),
                 GammaBound("fused_gamma", window.fused_gamma, True))  # fmt: skip
     return None

@@ -24,6 +24,11 @@ def block_over_limit(window: Any, tree: bool, limit: int | None) -> GammaBound |
 def check_window_fits(window: Any, tree: bool, limit: int | None) -> None:
     """:func:`block_over_limit` as a :class:`ConfigError` (:func:`check_gamma_fits`)."""
     over = block_over_limit(window, tree, limit)
+    if over is not None and not over.settable:
+        raise ConfigError("window.name", f"{type(window).__name__}'s rounds reach its fixed "
+                          f"{over.param} {over.gamma}, over the server's max_draft_tokens "
+                          f"{limit}, the longest block it verifies: choose another window "
+                          "policy, or a server that verifies longer blocks")  # fmt: skip
     if over is not None:
         check_gamma_fits(over.param, over.gamma, limit)
 

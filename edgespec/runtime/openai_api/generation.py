@@ -135,7 +135,8 @@ def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
     limit = setup.max_draft_tokens
     over = block_over_limit(window, setup.config.tree is not None, limit)
     if spec is not None and over is not None:
-        raise invalid(f"edgespec.window {name}: {over.param} {over.gamma} exceeds the "
+        fixed = "" if over.settable else "its fixed "
+        raise invalid(f"edgespec.window {name}: {fixed}{over.param} {over.gamma} exceeds the "
                       f"server's max_draft_tokens {limit}, the longest block it verifies",
                       param="edgespec.window")  # fmt: skip
     return window

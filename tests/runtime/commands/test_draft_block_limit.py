@@ -19,8 +19,12 @@ LIMIT_TOLD = "exceeds the server's max_draft_tokens 8, the longest block it veri
         (["--mode", "fused", "--gamma", "9"], f"--gamma: 9 {LIMIT_TOLD}"),
         (["--set", "window.name=dynamic", "--set", "window.params.max_gamma=40"],
          f"config field 'window.params.max_gamma': 40 {LIMIT_TOLD}"),
+        (["--set", "window.name=awc"],  # its max_gamma is no parameter: the policy is named
+         "config field 'window.name': AwcWindow's rounds reach its fixed max_gamma 12, over "
+         "the server's max_draft_tokens 8, the longest block it verifies: choose another "
+         "window policy, or a server that verifies longer blocks"),
     ],
-    ids=["gamma", "fused-mode", "dynamic-max-gamma"],
+    ids=["gamma", "fused-mode", "dynamic-max-gamma", "awc-fixed-max-gamma"],
 )  # fmt: skip
 def test_a_block_over_the_servers_limit_is_refused_at_startup(
     make_server: ServerFactory, capsys: pytest.CaptureFixture[str], flags: list[str], said: str

@@ -132,3 +132,15 @@ def test_sampling_with_prompt_lookup_is_400_naming_temperature() -> None:
         "temperature 0.7: this endpoint drafts with prompt lookup (--lookup), which drafts "
         "greedily only: use temperature 0",
     )  # fmt: skip
+
+
+def test_an_awc_window_over_a_small_limit_names_its_fixed_max_gamma() -> None:
+    """AWC's distributed rounds reach its stabiliser's max_gamma (12), no parameter of it."""
+    config = from_dict(DrafterConfig, {"server": "127.0.0.1:1", "draft": "tiny-draft"})
+    setup = EdgeSetup(config, None, word_tokenizer(64), 64, 24, (), max_draft_tokens=8)
+    error = _refusal(setup, edgespec={"window": {"name": "awc"}})
+    assert (error.status, error.param) == (400, "edgespec.window")
+    assert error.message == (
+        "edgespec.window awc: its fixed max_gamma 12 exceeds the server's max_draft_tokens 8, "
+        "the longest block it verifies"
+    )
