@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from probe_json import cpu_model
 from torch.nn import functional
 
 from edgespec.models.loading import load_model
@@ -102,7 +103,7 @@ def main() -> None:
         "command": f"python benchmarks/probes/row_products.py {threads} {repeats} {out}",
         "threads": threads,
         "repeats": repeats,
-        "cpu": _cpu(),
+        "cpu": cpu_model(Path("/proc/cpuinfo").read_text()),
         "median_ms": medians,
         "ratio_to_one_product_4": {
             v: {k: round(m[k] / base[k], 3) for k in m} for v, m in medians.items()
@@ -111,14 +112,6 @@ def main() -> None:
     }
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result["ratio_to_one_product_4"], indent=1), identical)
-
-
-def _cpu() -> str:
-    """The CPU's model name and whether it has AVX-512 (``/proc/cpuinfo``), for the record."""
-    lines = Path("/proc/cpuinfo").read_text().splitlines()
-    name = next((x.partition(":")[2].strip() for x in lines if x.startswith("model name")), "?")
-    flags = next((x.partition(":")[2].split() for x in lines if x.startswith("flags")), [])
-    return f"{name}, {'with' if 'avx512f' in flags else 'without'} AVX-512"
 
 
 if __name__ == "__main__":
