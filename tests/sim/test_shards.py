@@ -206,3 +206,19 @@ def test_shards_finishing_out_of_order_are_kept_in_cell_order() -> None:
     run = simulate_sharded(data, 3, ReversedExecutor())
     assert [s.cells for s in run.shards] == [(0,), (1,), (2,)]
     assert run.metrics == run_scenario(scenario_from_dict(data))
+
+
+def test_an_unpinned_scenario_is_refused_before_the_progress_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bar started before the shards were planned: the refusal came after its blank
+    line."""
+    from edgespec.cli import main
+
+    assert main(["sim", "duration_s=1", "--shards", "2", "--out", str(tmp_path / "r")]) == 2
+    said = capsys.readouterr()
+    assert said.out == ""
+    assert said.err == (
+        "edgespec sim: --shards: only a scenario whose device pools are pinned to server pools "
+        "(auto_topology.devices[*].server_pools) can be sharded\n"
+    )

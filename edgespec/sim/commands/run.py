@@ -5,6 +5,7 @@ print the summary table."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from edgespec.errors import UserInputError, did_you_mean
 from edgespec.output_paths import write_text_atomically
 from edgespec.sim.commands.flags import add_arguments as add_arguments
 from edgespec.sim.commands.flags import check_flags, check_not_overridden, names_a_file
+from edgespec.sim.commands.progress import lazy_bar
 
 
 def _split(items: list[str]) -> tuple[str | None, list[str]]:
@@ -257,20 +259,9 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path) -> i
 
     started = time.perf_counter()
     executor = make_executor(args.workers, args.engine, args.address)
-    if args.quiet:
-        run = simulate_sharded(data, args.shards, executor, out.resolve())
-    else:
-        from rich.progress import Progress
-
-        with Progress(transient=True) as bar:
-            task = bar.add_task(f"shards ({args.engine})", total=None)
-            run = simulate_sharded(
-                data,
-                args.shards,
-                executor,
-                out.resolve(),
-                lambda done, total: bar.update(task, completed=done, total=total),
-            )
+    with contextlib.ExitStack() as stack:
+        show = None if args.quiet else lazy_bar(stack, f"shards ({args.engine})")
+        run = simulate_sharded(data, args.shards, executor, out.resolve(), show)
     wall_s = time.perf_counter() - started
     _write_run_folder(args, data, out, run.metrics)
     shards = [
