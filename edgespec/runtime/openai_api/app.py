@@ -119,10 +119,10 @@ async def _prepared(
     request: Request, setup: EdgeSetup, api: ApiConfig, parsed: ParsedRequest, line: PromptLine
 ) -> PreparedRequest:
     """``parsed`` tokenized and its window policy made, before it waits for a worker (a bad
-    one is a 400 now); a text or chat prompt waits its turn for the tokenizer, whose work
-    runs off the event loop (:mod:`.tokenizing`)."""
+    one is a 400 now), off the event loop (an AWC window reads its weights): a text or chat
+    prompt waits its turn for the tokenizer (:mod:`.tokenizing`), token ids do not."""
     if not needs_tokenizer(parsed.prompt):
-        return prepare(setup, parsed, api.limits)  # token ids: checked, nothing to tokenize
+        return await asyncio.to_thread(prepare, setup, parsed, api.limits)
     await _waited(request, line.acquire(prompt_size(parsed.prompt)), line.release)
     return await run_holding(line, partial(prepare, setup, parsed, api.limits))
 

@@ -141,3 +141,32 @@ def test_a_client_that_leaves_while_its_prompt_waits_is_never_tokenized(
         tokenizer.go.set()
         assert first.result(timeout=60) == 200
     assert tokenizer.calls == 1
+
+
+def test_a_token_id_prompts_window_is_made_off_the_event_loop(
+    api: ApiThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A token-id prompt has nothing to tokenize, but its window policy is made (an AWC
+    window reads its weights, 20–40 ms): that ran on the event loop, stalling every other
+    client meanwhile. A window that takes a second to make leaves /health answering."""
+    from edgespec.runtime.openai_api.generation import prepare as real
+
+    making, made = threading.Event(), threading.Event()
+
+    def slow_prepare(*args: Any) -> Any:
+        making.set()
+        time.sleep(1.0)
+        made.set()
+        return real(*args)
+
+    monkeypatch.setattr("edgespec.runtime.openai_api.app.prepare", slow_prepare)
+    body = json.dumps({"model": MODEL, "prompt": [5, 6, 7], "max_tokens": 2}).encode()
+    with ThreadPoolExecutor(1) as pool:
+        status = pool.submit(_post, api, "/v1/completions", body)
+        assert making.wait(10)
+        connection = http.client.HTTPConnection("127.0.0.1", api.port, timeout=10)
+        connection.request("GET", "/health")
+        assert connection.getresponse().status == 200
+        assert not made.is_set()  # answered while the window was still being made
+        connection.close()
+        assert status.result(timeout=30)[0] == 200
