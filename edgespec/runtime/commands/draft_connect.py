@@ -47,7 +47,13 @@ def connect(
     config: Any, routing: Any, say: Stages, retry_timeout_s: float
 ) -> tuple[Any, int, float]:
     """The verifier (said as it is reached; :func:`routed_verifier`), its vocabulary size
-    and how long its first open may retry while the server is unreachable."""
+    (asked again while the chosen server is unreachable, within what routing left) and how
+    long its first open may then retry while the server is unreachable."""
+    from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, retry_unavailable
+
     say(f"connecting to {', '.join(config.servers)}")
     verifier, open_retry_s = routed_verifier(config, routing, retry_timeout_s)
-    return verifier, verifier.vocab_size(), open_retry_s
+    start_s = time.perf_counter()
+    vocab_size = retry_unavailable(verifier.vocab_size, time.perf_counter, open_retry_s,
+                                   RETRY_BACKOFF_S)  # fmt: skip
+    return verifier, vocab_size, max(0.0, open_retry_s - (time.perf_counter() - start_s))

@@ -41,10 +41,11 @@ class Outage:
     their ``Stats`` fails until then; every open fails (the chosen one went down again),
     each one's start in ``opens``, in seconds since routing started."""
 
-    def __init__(self, generates_from_s: float = float("inf")) -> None:
+    def __init__(self, generates_from_s: float = float("inf"), vocab_from_s: float = 0.0) -> None:
         self.started_s: float | None = None
         self.opens: list[float] = []
         self.generates_from_s = generates_from_s
+        self.vocab_from_s = vocab_from_s
 
     def since_start_s(self) -> float:
         if self.started_s is None:
@@ -68,6 +69,8 @@ class Restarting:
         return ServerStats(0, 0, 0, 0.0, 0, (), 0, 0, 0, 0.0, 0, 0, 0, 0, 0, 0)
 
     def vocab_size(self) -> int:
+        if self.outage.since_start_s() < self.outage.vocab_from_s:
+            raise _down()
         return 64
 
     def max_context_tokens(self) -> int | None:
@@ -166,3 +169,15 @@ def test_a_server_side_run_retries_its_stream_until_the_first_chunk(
         "edgespec draft: UNAVAILABLE: failed to connect to all addresses (is an `edgespec "
         "serve` running and reachable at the --server address?)\n"
     )
+
+
+def test_the_chosen_servers_vocabulary_is_asked_again_while_it_is_down(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Routing found a server, which went down before its Health answered: that failed at
+    once, the rest of the retry budget unused."""
+    argv = [*DRAFT, "--server", "127.0.0.1:1", "--server", "127.0.0.1:2", "--mode", "centralized"]
+    outage = Outage(generates_from_s=DOWN_S + 0.3, vocab_from_s=DOWN_S + 0.2)
+    monkeypatch.setattr(grpc_client, "RemoteVerifier", outage.client)
+    assert main([*argv, "--retry-timeout-s", "5"]) == 0
+    assert capsys.readouterr().out == "[11, 12] [13] \n"
