@@ -40,6 +40,8 @@ Fused rounds and baselines:
   (``start_fused_run``), and ``ServerWindow`` (the server's window policy under a lock);
 * :mod:`.fused_run` — the fused-run loop ``run_fused_rounds`` on a worker thread, its rounds
   verified through the service's queue;
+* :mod:`.worker_bridge` — ``ServiceVerifier`` (a worker's verifier whose calls run on the
+  service's event loop) and ``from_worker`` (a worker's items streamed back to the loop);
 * :mod:`.cloud_only` — cloud-only fused rounds (``--fused-rounds cloud_only``): an empty block
   verified, i.e. the target's next token;
 * :mod:`.fused_baseline` — the whole-request fused baseline (``Generate``, fused mode).

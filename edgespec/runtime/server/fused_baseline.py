@@ -4,7 +4,7 @@ fused-rounds setting. ``colocated``: :func:`fused_generate`,
 :func:`edgespec.runtime.edge.drafter.generate` itself on the server, drafted by the co-located
 draft with a static window. ``cloud_only``: :func:`cloud_only_generate`, one target token per
 round (:mod:`edgespec.runtime.server.cloud_only`). Both verify through the service's queue
-and run on a worker thread (:func:`edgespec.runtime.server.fused_run.from_worker`).
+and run on a worker thread (:func:`edgespec.runtime.server.worker_bridge.from_worker`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from edgespec.runtime.edge.drafter import DraftOptions, generate
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.server.cloud_only import cloud_only_decode
-from edgespec.runtime.server.fused_run import Chunk, ServiceVerifier, SessionHost, from_worker
+from edgespec.runtime.server.worker_bridge import Chunk, ServiceVerifier, SessionHost, from_worker
 
 
 async def fused_baseline(

@@ -3,9 +3,10 @@
 model and verifies; ``cloud_only``, the target decodes one token per round
 (:mod:`edgespec.runtime.server.cloud_only`).
 
-Two uses, both verifying through the service's normal queue (:class:`ServiceVerifier`
-submits each verification to the service on its event loop, so fused rounds batch with
-everyone else's), both running their rounds on a worker thread:
+Two uses, both verifying through the service's normal queue
+(:class:`~edgespec.runtime.server.worker_bridge.ServiceVerifier` submits each verification
+to the service on its event loop, so fused rounds batch with everyone else's), both
+running their rounds on a worker thread:
 
 - **fused runs** (:func:`run_fused_rounds`, the ``RunFused`` RPC): a device whose window
   policy answered fused hands its open session over with its window history
@@ -24,12 +25,10 @@ everyone else's), both running their rounds on a worker thread:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
-from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import AsyncGenerator, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from edgespec.policies.inputs import WindowHistory
 from edgespec.runtime.backends.base import hidden_state_drafter
@@ -45,133 +44,12 @@ from edgespec.runtime.messages import (
     FusedCall,
     FusedRound,
     FusedRunEnd,
-    SessionSpec,
-    VerifyCall,
-    VerifyReply,
 )
 from edgespec.runtime.server.cloud_only import play_cloud_only_round
+from edgespec.runtime.server.worker_bridge import ServiceVerifier, SessionHost, from_worker
 
 if TYPE_CHECKING:
     from edgespec.runtime.server.fused_setup import FusedStart, PairHold, ServerWindow
-
-Chunk = tuple[tuple[int, ...], bool]
-WAIT_SLICE_S = 0.25
-"""How often a worker waiting on the event loop looks whether it should stop waiting."""
-_T = TypeVar("_T")
-
-
-class SessionHost(Protocol):
-    """What a fused run needs of the verification service
-    (:class:`~edgespec.runtime.server.service.VerificationService`): open a session, verify
-    its rounds, close it, each for an owner (the caller's identity when auth is on); and the
-    executor its worker thread runs on."""
-
-    @property
-    def fused_executor(self) -> Executor: ...
-
-    def open_session(self, spec: SessionSpec, owner: str | None = None) -> None: ...
-
-    async def verify(self, call: VerifyCall, owner: str | None = None) -> VerifyReply: ...
-
-    def close_session(self, session_id: str, owner: str | None = None) -> bool: ...
-
-
-class ServiceVerifier:
-    """A :class:`~edgespec.runtime.edge.drafter.Verifier` for a worker thread: every call runs
-    on the service's event loop, for ``owner``. Once ``cancelled`` is set (the client went
-    away), or the loop stops (the server is stopping), a call waiting on the loop and every
-    later call fail with ``CANCELLED``: the worker ends rather than wait for a loop that
-    will never answer (a process could not exit past it). ``opened`` holds the sessions its
-    own ``open`` opened (the ones its caller may close on its behalf)."""
-
-    def __init__(
-        self,
-        service: SessionHost,
-        loop: asyncio.AbstractEventLoop,
-        owner: str | None = None,
-    ) -> None:
-        self._service = service
-        self._loop = loop
-        self.owner = owner
-        self.cancelled = False
-        self.opened: set[str] = set()
-
-    def _wait(self, make: Callable[[], Coroutine[Any, Any, _T]], cleanup: bool = False) -> _T:
-        """``make()``'s coroutine run on the loop, its result waited for in slices; a
-        ``cleanup`` call (a close) still runs once the verifier is cancelled."""
-        self._check(cleanup)
-        future = asyncio.run_coroutine_threadsafe(make(), self._loop)
-        while True:
-            try:
-                return future.result(timeout=WAIT_SLICE_S)
-            except concurrent.futures.TimeoutError:
-                try:
-                    self._check(cleanup)
-                except RequestError:
-                    future.cancel()
-                    raise
-
-    def _check(self, cleanup: bool) -> None:
-        if self.cancelled and not cleanup:
-            raise RequestError(ErrorCode.CANCELLED, "the fused-mode client went away")
-        if not self._loop.is_running():
-            raise RequestError(ErrorCode.CANCELLED, "the server stopped")
-
-    def _on_loop(self, fn: Callable[[], _T], cleanup: bool = False) -> _T:
-        async def call() -> _T:
-            return fn()
-
-        return self._wait(call, cleanup)
-
-    def open(self, spec: SessionSpec) -> None:
-        self._on_loop(lambda: self._service.open_session(spec, self.owner))
-        self.opened.add(spec.session_id)
-
-    def verify(self, call: VerifyCall) -> VerifyReply:
-        """Verify on the service; the drafter's own draft time stands, its network time
-        (thread hops only) is reported as 0: the server drafts for itself."""
-        local = dataclasses.replace(call, network_s=0.0)
-        return self._wait(lambda: self._service.verify(local, self.owner))
-
-    def close(self, session_id: str) -> None:
-        self._on_loop(lambda: self._service.close_session(session_id, self.owner), cleanup=True)
-        self.opened.discard(session_id)
-
-
-async def from_worker(
-    work: Callable[[Callable[[_T], None]], None],
-    verifier: ServiceVerifier,
-    executor: Executor | None = None,
-) -> AsyncGenerator[_T, None]:
-    """Run ``work(emit)`` on a thread of ``executor`` (the service's fused runs' own, so
-    that they do not wait for threads of the event loop's small default pool, where one
-    client's long runs held every thread from the others'; ``None``: that default pool) and
-    yield what it emits, in order; its exception is raised here. When the caller stops
-    early, the verifier is cancelled (the worker's next verification fails) and the worker
-    is waited for."""
-    loop = asyncio.get_running_loop()
-    items: asyncio.Queue[tuple[_T] | BaseException | None] = asyncio.Queue()
-
-    def push(item: tuple[_T] | BaseException | None) -> None:
-        loop.call_soon_threadsafe(items.put_nowait, item)
-
-    def run() -> None:
-        try:
-            work(lambda x: push((x,)))
-            push(None)
-        except BaseException as exc:  # surfaced to the caller below
-            push(exc)
-
-    worker = loop.run_in_executor(executor, run)
-    try:
-        while (item := await items.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item[0]
-    finally:
-        verifier.cancelled = True
-        await asyncio.shield(worker)
-
 
 RoundPlayer = Callable[[Sequence[int], int], PlayedRound]
 """Plays a fused round of a γ (already capped) after a context."""

@@ -25,7 +25,7 @@ from typing import TypeVar
 from edgespec.core.types import BatchRecord, PendingVerification
 from edgespec.policies.interfaces import BatchingPolicy, WindowPolicy
 from edgespec.runtime.backends.base import DraftBackend
-from edgespec.runtime.errors import RequestError
+from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
     FusedRound,
@@ -113,12 +113,19 @@ class VerificationService:
 
     # --- API used by the gRPC servicer (edgespec.runtime.wire.grpc_server)
 
-    def open_session(self, spec: SessionSpec, owner: str | None = None) -> None:
+    def open_session(
+        self, spec: SessionSpec, owner: str | None = None, *, fresh: bool = False
+    ) -> None:
         """Open ``spec``; with auth on, ``owner`` (the caller's identity) owns the session:
         only it may verify or close it (:mod:`edgespec.runtime.server.clients`). The same
         spec and owner again, before the session's first verification, is a retry of an open
-        whose reply was lost: it succeeds and changes nothing."""
+        whose reply was lost: it succeeds and changes nothing, unless ``fresh`` (a baseline
+        opens a session of its own and closes it at its end): then it already exists."""
         if not self._guard(lambda: self._admission.open(spec, owner, self._clock())):
+            if fresh:
+                raise RequestError(
+                    ErrorCode.INVALID_ARGUMENT, f"session {spec.session_id!r} already exists"
+                )
             return  # a retry of the open that made it (its reply was lost)
         self._counters.num_sessions_opened += 1
         rule = self.engine.session_rule(spec.session_id)
@@ -172,7 +179,7 @@ class VerificationService:
             async for chunk in baseline:
                 yield chunk
             return
-        self.open_session(spec, owner)
+        self.open_session(spec, owner, fresh=True)
         try:
             finished = False
             while not finished:

@@ -23,8 +23,9 @@ from edgespec.runtime.edge.rounds import draft_rng
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall, FusedRound, SessionSpec, VerifyCall, VerifyReply
 from edgespec.runtime.server.fused_baseline import fused_generate
-from edgespec.runtime.server.fused_run import ServiceVerifier, from_worker, run_fused_rounds
+from edgespec.runtime.server.fused_run import run_fused_rounds
 from edgespec.runtime.server.fused_setup import FusedStart, ServerWindow
+from edgespec.runtime.server.worker_bridge import ServiceVerifier, from_worker
 from tests.runtime.round_fakes import DRAFT_S, Clock, Drafter, StatefulRecording, Verifier
 
 PROMPT = (1, 2, 3)
@@ -111,7 +112,8 @@ class _Service:
         self.closed: list[str] = []
         self.fused_executor = None  # the event loop's default pool
 
-    def open_session(self, spec: SessionSpec, owner: str | None) -> None:
+    def open_session(self, spec: SessionSpec, owner: str | None, *, fresh: bool = False) -> None:
+        assert fresh  # a worker's session is its own
         self.inner.open(spec)
 
     async def verify(self, call: VerifyCall, owner: str | None) -> VerifyReply:
@@ -150,6 +152,21 @@ def test_service_verifier_reports_no_network_time_and_refuses_once_cancelled() -
         )
         verifier.close("s")
         assert len(service.calls) == 1 and service.closed == ["s"]
+
+
+def test_a_session_the_verifier_did_not_open_is_not_closed() -> None:
+    """The client went away before the open was sent (cancelled): the drafter, unsure
+    whether its open made it, asks to close the id, which may be another client's open
+    session; the verifier knows it opened nothing and leaves it (it closed it)."""
+    for loop in _loop():
+        service = _Service()
+        verifier = ServiceVerifier(service, loop)  # type: ignore[arg-type]
+        verifier.cancelled = True
+        with pytest.raises(RequestError) as info:
+            verifier.open(SessionSpec("x", "dev", PROMPT, SamplingParams(max_new_tokens=8)))
+        assert info.value.code is ErrorCode.CANCELLED
+        verifier.close("x")
+        assert service.closed == [] and verifier.opened == set()
 
 
 def test_the_worker_bridge_cancels_on_early_exit_and_raises_the_workers_error() -> None:

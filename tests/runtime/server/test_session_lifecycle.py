@@ -304,3 +304,23 @@ def test_only_an_identical_open_by_the_same_owner_is_a_retry(target: Transformer
     for again, owner in ((other_prompt, "tok"), (spec, "other-tok")):
         raises_request_error(ErrorCode.INVALID_ARGUMENT, exists, service.open_session, again, owner)
     assert service.stats().num_sessions == 1
+
+
+def test_a_centralized_generate_does_not_adopt_an_unused_session_of_its_id(
+    target: TransformersTarget,
+) -> None:
+    """Generate opens a session of its own and closes it at its end: an open session of the
+    same id and spec, not yet verified, looked like a retry of its open, was adopted and
+    then closed under its owner."""
+    service, _ = _service(target)
+    spec = SessionSpec("s", "x", PROMPT, GREEDY)
+    service.open_session(spec, owner="tok")
+
+    async def generate() -> list[Any]:
+        return [chunk async for chunk in service.generate(spec, False, 0, owner="tok")]
+
+    raises_request_error(
+        ErrorCode.INVALID_ARGUMENT, "session 's' already exists", asyncio.run, generate()
+    )
+    assert service.stats().num_sessions == 1  # the owner's session is still there
+    service.open_session(spec, owner="tok")  # and still unused: its open retried is no error
