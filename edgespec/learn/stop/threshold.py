@@ -45,9 +45,11 @@ def youden_threshold(labels: npt.NDArray[np.int64], scores: npt.NDArray[np.float
     accepted, the default 0.5 cut keeps most first rejections (high FPR); this rule lowers
     FPR at the first rejection at the cost of some recall. Ties go to the higher cut
     (lower FPR). Cuts are midpoints between distinct scores."""
-    cuts, j = youden_curve(labels, scores)
-    if len(cuts) == 1:
-        return float(cuts[0])
+    return _best_cut(*youden_curve(labels, scores))
+
+
+def _best_cut(cuts: npt.NDArray[np.float64], j: npt.NDArray[np.float64]) -> float:
+    """The cut of the largest J, the highest of those tied."""
     return float(cuts[np.flatnonzero(j == j.max())[-1]])
 
 
@@ -75,7 +77,7 @@ def threshold_plateau(
     FPRs. The standard error is J's at the best cut, sqrt(TPR(1 − TPR)/P + FPR(1 − FPR)/N)
     over the validation set's P accepted and N rejected rows."""
     cuts, j = youden_curve(val_labels, val_scores)
-    best = float(cuts[np.flatnonzero(j == j.max())[-1]])
+    best = _best_cut(cuts, j)
     accepted = val_labels == 1
     num_pos, num_neg = max(int(accepted.sum()), 1), max(int((~accepted).sum()), 1)
     tpr = float((val_scores[accepted] >= best).sum() / num_pos)

@@ -33,9 +33,13 @@ def check_window_fits(window: Any, tree: bool, limit: int | None) -> None:
         check_gamma_fits(over.param, over.gamma, limit)
 
 
+def limit_told(limit: int) -> str:
+    """How a block over the server's ``limit`` is refused, after the γ it names."""
+    return f"exceeds the server's max_draft_tokens {limit}, the longest block it verifies"
+
+
 def check_gamma_fits(param: str, gamma: int, limit: int | None) -> None:
     """A :class:`ConfigError` at the window parameter ``param`` (``window.params.gamma``,
     named by ``--gamma`` when it gave it) when its ``gamma`` is over ``limit``."""
     if limit is not None and gamma > limit:
-        raise ConfigError(f"window.params.{param}", f"{gamma} exceeds the server's "
-                          f"max_draft_tokens {limit}, the longest block it verifies")  # fmt: skip
+        raise ConfigError(f"window.params.{param}", f"{gamma} {limit_told(limit)}")

@@ -123,7 +123,7 @@ def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
     (checked at startup); one whose rounds may draft more than the servers verify
     (:func:`~edgespec.runtime.edge.block_limit.block_over_limit`) is refused."""
     from edgespec.policies.registry import PolicyConfigError, build_policy
-    from edgespec.runtime.edge.block_limit import block_over_limit
+    from edgespec.runtime.edge.block_limit import block_over_limit, limit_told
 
     spec = request.window
     name, params = (spec.name, spec.params) if spec else (setup.config.window.name,
@@ -134,11 +134,10 @@ def _window(setup: EdgeSetup, request: ParsedRequest) -> Any:
         raise invalid(f"edgespec.window: {clip(str(exc), 200)}", param="edgespec.window") from None
     limit = setup.max_draft_tokens
     over = block_over_limit(window, setup.config.tree is not None, limit)
-    if spec is not None and over is not None:
+    if spec is not None and over is not None and limit is not None:
         fixed = "" if over.settable else "its fixed "
-        raise invalid(f"edgespec.window {name}: {fixed}{over.param} {over.gamma} exceeds the "
-                      f"server's max_draft_tokens {limit}, the longest block it verifies",
-                      param="edgespec.window")  # fmt: skip
+        raise invalid(f"edgespec.window {name}: {fixed}{over.param} {over.gamma} "
+                      f"{limit_told(limit)}", param="edgespec.window")  # fmt: skip
     return window
 
 
