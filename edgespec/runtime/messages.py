@@ -171,3 +171,17 @@ class ServerStats:
     num_rejected: int
     busy: bool = False
     """A verification pass is running now."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerHealth:
+    """What one ``Health`` reply says: a fact the server does not say (it predates the
+    field) is ``None``; ``slo_classes`` is ``None`` too when it admits any class."""
+
+    serving: bool
+    vocab_size: int
+    target_name: str | None
+    max_draft_tokens: int | None
+    max_context_tokens: int | None
+    slo_classes: frozenset[str] | None
+    max_sessions_per_client: int | None

@@ -59,8 +59,8 @@ class EdgeSetup:
     lookup), the tokenizer, the target's vocabulary size, the tree size cap, the
     verification servers' clients and, with several, the routing policy across them, what
     the servers' Health reports (``None``: it does not say): the target's context, the
-    longest draft block, the SLO classes; and the clock the requests' retries and records
-    are timed on."""
+    longest draft block, the SLO classes, the target's name; and the clock the requests'
+    retries and records are timed on."""
 
     config: Any  # DrafterConfig
     draft_model: Any
@@ -72,6 +72,7 @@ class EdgeSetup:
     max_context_tokens: int | None = None
     max_draft_tokens: int | None = None
     slo_classes: frozenset[str] | None = None
+    target_name: str | None = None
     clock: Callable[[], float] = time.perf_counter
 
 

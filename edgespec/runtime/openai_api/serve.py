@@ -28,7 +28,7 @@ from edgespec.runtime.openai_api.descriptors import (
 )
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.schema import Defaults, Limits
-from edgespec.runtime.openai_api.server_facts import check_one_model, learn
+from edgespec.runtime.openai_api.server_facts import check_one_model, described, learn
 from edgespec.runtime.openai_api.throttle import Throttle
 
 
@@ -173,14 +173,15 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
     routing = None
     if len(config.servers) > 1:
         verifiers = drafter_clients(config)
-        check_one_model(config.servers, verifiers)
         routing = build_policy("routing", config.routing.name, config.routing.params)
-    facts = learn(config, verifiers)
+    told = described(config.servers, verifiers)
+    check_one_model(told)
+    facts = learn(config, told)
     max_nodes = min(config.tree_max_nodes, facts.max_draft_tokens or config.tree_max_nodes)
     model = None if draft is None else draft.model
     return EdgeSetup(config, model, tokenizer, vocab_size, max_nodes, verifiers, routing,
-                     facts.max_context_tokens, facts.max_draft_tokens,
-                     facts.slo_classes)  # fmt: skip
+                     facts.max_context_tokens, facts.max_draft_tokens, facts.slo_classes,
+                     facts.target_name)  # fmt: skip
 
 
 def serve_openai(
@@ -199,7 +200,7 @@ def serve_openai(
     host, port = parse_address(address)
     setup = _setup(config, verifier, draft, tokenizer, vocab_size)
     check_default_fits(config.max_new_tokens, setup.max_context_tokens)
-    model_id = verifier.target_name() or "edgespec"
+    model_id = setup.target_name or "edgespec"
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)
     admits = concurrency or Concurrency.for_device()
     app = build_app(setup, ApiConfig(model_id, defaults, limits, admits))

@@ -1,9 +1,9 @@
 """What the OpenAI endpoint learns from its verification servers as it starts (their
-``Health``), so that a request they would refuse is refused before it waits for a worker:
-the smallest context and draft-block limit (:func:`smallest_limit`), the SLO classes every
-server admits (:func:`common_slo_classes`), the one model they serve
-(:func:`check_one_model`); and the config's own window and SLO class checked against them
-(:func:`learn`)."""
+``Health``, asked once each: :func:`described`), so that a request they would refuse is
+refused before it waits for a worker: the smallest context and draft-block limit
+(:func:`smallest_limit`), the SLO classes every server admits (:func:`common_slo_classes`),
+the one model they serve (:func:`check_one_model`); and the config's own window and SLO
+class checked against them (:func:`learn`)."""
 
 from __future__ import annotations
 
@@ -12,31 +12,49 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgespec.errors import UserInputError
+from edgespec.runtime.messages import ServerHealth
 
 
 @dataclass(frozen=True, slots=True)
 class ServerFacts:
     """What the servers' Health says (``None``: none says): the target's context, the
-    longest draft block, the SLO classes every one admits."""
+    longest draft block, the SLO classes every one admits, the target's name."""
 
     max_context_tokens: int | None
     max_draft_tokens: int | None
     slo_classes: frozenset[str] | None
+    target_name: str | None = None
 
 
-def learn(config: Any, verifiers: tuple[Any, ...]) -> ServerFacts:
-    """The servers' :class:`ServerFacts`, with the config's (``DrafterConfig``) default
-    window (:func:`~edgespec.runtime.edge.block_limit.check_window_fits`) and SLO class
-    checked against them: a :class:`~edgespec.config.ConfigError` at its field, since every
-    request that gives neither would be refused."""
+def described(servers: tuple[str, ...], verifiers: tuple[Any, ...]) -> dict[str, ServerHealth]:
+    """Each server's Health (one call each; ``verifiers`` are their clients, in the order
+    of ``servers``); one that does not answer now is left out (it refuses beyond its own
+    limits, in the same words, if a request goes there)."""
+    from edgespec.runtime.errors import RequestError
+
+    told: dict[str, ServerHealth] = {}
+    for address, verifier in zip(servers, verifiers, strict=True):
+        try:
+            told[address] = verifier.describe()
+        except RequestError:
+            continue
+    return told
+
+
+def learn(config: Any, told: dict[str, ServerHealth]) -> ServerFacts:
+    """The :class:`ServerFacts` of the servers' Health (``told``, by :func:`described`),
+    with the config's (``DrafterConfig``) default window
+    (:func:`~edgespec.runtime.edge.block_limit.check_window_fits`) and SLO class checked
+    against them: a :class:`~edgespec.config.ConfigError` at its field, since every request
+    that gives neither would be refused."""
     from edgespec.config import ConfigError
     from edgespec.policies.registry import build_policy_at
     from edgespec.runtime.edge.block_limit import check_window_fits
 
-    servers = config.servers
-    facts = ServerFacts(smallest_limit(servers, verifiers, "max_context_tokens"),
-                        smallest_limit(servers, verifiers, "max_draft_tokens"),
-                        common_slo_classes(verifiers))  # fmt: skip
+    names = {health.target_name for health in told.values()}
+    facts = ServerFacts(smallest_limit(told, "max_context_tokens"),
+                        smallest_limit(told, "max_draft_tokens"), common_slo_classes(told),
+                        names.pop() if len(names) == 1 else None)  # fmt: skip
     window = build_policy_at("window", "window", config.window)
     check_window_fits(window, config.tree is not None, facts.max_draft_tokens)
     classes = facts.slo_classes
@@ -46,61 +64,37 @@ def learn(config: Any, verifiers: tuple[Any, ...]) -> ServerFacts:
     return facts
 
 
-def common_slo_classes(verifiers: tuple[Any, ...]) -> frozenset[str] | None:
+def common_slo_classes(told: dict[str, ServerHealth]) -> frozenset[str] | None:
     """The SLO classes every server that says admits (``None``: none says, or every one
-    takes any class); a server that does not answer now is left out."""
-    from edgespec.runtime.errors import RequestError
-
+    takes any class)."""
     common: frozenset[str] | None = None
-    for verifier in verifiers:
-        try:
-            classes = verifier.slo_classes()
-        except RequestError:
-            continue
-        if classes is not None:
-            common = classes if common is None else common & classes
+    for health in told.values():
+        if health.slo_classes is not None:
+            common = health.slo_classes if common is None else common & health.slo_classes
     return common
 
 
-def smallest_limit(servers: tuple[str, ...], verifiers: tuple[Any, ...], what: str) -> int | None:
-    """The smallest ``what`` (``max_context_tokens``, ``max_draft_tokens``: a client's
-    method asking its server's Health) the servers report, ``None`` when none says: a
-    request is held to what every server takes, as routing may send it to any. Servers
-    that differ are told in one line (one target may be served with other limits, e.g.
-    ``--llamacpp-context``); one that does not answer now is left out (it refuses beyond
-    its own limit, in the same words, if a request goes there)."""
-    from edgespec.runtime.errors import RequestError
-
-    told: dict[str, int] = {}
-    for address, verifier in zip(servers, verifiers, strict=True):
-        try:
-            limit = getattr(verifier, what)()
-        except RequestError:
-            continue
-        if limit is not None:
-            told[address] = int(limit)
-    if len(set(told.values())) > 1:
-        each = ", ".join(f"{address} {limit}" for address, limit in told.items())
+def smallest_limit(told: dict[str, ServerHealth], what: str) -> int | None:
+    """The smallest ``what`` (``max_context_tokens``, ``max_draft_tokens``) the servers
+    report, ``None`` when none says: a request is held to what every server takes, as
+    routing may send it to any. Servers that differ are told in one line (one target may be
+    served with other limits, e.g. ``--llamacpp-context``)."""
+    limits = {address: getattr(health, what) for address, health in told.items()}
+    said = {address: int(limit) for address, limit in limits.items() if limit is not None}
+    if len(set(said.values())) > 1:
+        each = ", ".join(f"{address} {limit}" for address, limit in said.items())
         print(f"edgespec draft: the servers' {what} differ ({each}): the endpoint keeps to "
-              f"{min(told.values())}, the smallest", file=sys.stderr)  # fmt: skip
-    return min(told.values(), default=None)
+              f"{min(said.values())}, the smallest", file=sys.stderr)  # fmt: skip
+    return min(said.values(), default=None)
 
 
-def check_one_model(servers: tuple[str, ...], verifiers: tuple[Any, ...]) -> None:
-    """Every server that answers serves one model, the same target name and vocabulary
+def check_one_model(told: dict[str, ServerHealth]) -> None:
+    """Every server that answered serves one model, the same target name and vocabulary
     (the endpoint offers one model id, and routing may send a request to any): servers
-    that differ are a :class:`UserInputError` naming each; one that does not answer now is
-    left out."""
-    from edgespec.runtime.errors import RequestError
-
-    told: dict[str, tuple[str | None, int]] = {}
-    for address, verifier in zip(servers, verifiers, strict=True):
-        try:
-            told[address] = (verifier.target_name(), verifier.vocab_size())
-        except RequestError:
-            continue
-    if len(set(told.values())) > 1:
+    that differ are a :class:`UserInputError` naming each."""
+    models = {address: (health.target_name, health.vocab_size) for address, health in told.items()}
+    if len(set(models.values())) > 1:
         each = ", ".join(f"{address} {name or 'unnamed'} of {vocab} tokens"
-                         for address, (name, vocab) in told.items())  # fmt: skip
+                         for address, (name, vocab) in models.items())  # fmt: skip
         raise UserInputError(f"--server: the servers serve different targets ({each}); the "
                              "endpoint serves one model: give servers of one target")  # fmt: skip

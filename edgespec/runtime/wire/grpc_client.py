@@ -16,6 +16,7 @@ from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
     FusedRound,
+    ServerHealth,
     ServerStats,
     SessionSpec,
     VerifyCall,
@@ -107,38 +108,42 @@ class RemoteVerifier:
     def stats(self) -> ServerStats:
         return stats_from_proto(self._call(self._stub.Stats, pb.StatsRequest()))
 
+    def describe(self) -> ServerHealth:
+        """What the server's ``Health`` says, in one call (the methods below each ask it
+        for one fact)."""
+        return health_from_proto(self._call(self._stub.Health, pb.HealthRequest()))
+
     def health(self) -> bool:
-        return bool(self._call(self._stub.Health, pb.HealthRequest()).serving)
+        return self.describe().serving
 
     def vocab_size(self) -> int:
         """The target's vocabulary size (drafters need it for one-hot q)."""
-        return int(self._call(self._stub.Health, pb.HealthRequest()).vocab_size)
+        return self.describe().vocab_size
 
     def max_draft_tokens(self) -> int | None:
         """The longest draft block the server verifies (``None`` from servers that do not
         say: they predate the field)."""
-        return int(self._call(self._stub.Health, pb.HealthRequest()).max_draft_tokens) or None
+        return self.describe().max_draft_tokens
 
     def max_context_tokens(self) -> int | None:
         """The target's context, prompt + output + draft tokens (``None`` from servers that
         do not say: they predate the field)."""
-        return int(self._call(self._stub.Health, pb.HealthRequest()).max_context_tokens) or None
+        return self.describe().max_context_tokens
 
     def slo_classes(self) -> frozenset[str] | None:
         """The SLO classes the server admits (``None`` when it takes any, or does not say:
         it predates the field)."""
-        return frozenset(self._call(self._stub.Health, pb.HealthRequest()).slo_classes) or None
+        return self.describe().slo_classes
 
     def max_sessions_per_client(self) -> int | None:
         """The most sessions one client may hold open on the server (``None`` from servers
         that do not say: they predate the field)."""
-        health = self._call(self._stub.Health, pb.HealthRequest())
-        return int(health.max_sessions_per_client) or None
+        return self.describe().max_sessions_per_client
 
     def target_name(self) -> str | None:
         """The name the server's target model was given (``serve --target``), for its
         tokenizer (``None`` from servers that do not say)."""
-        return str(self._call(self._stub.Health, pb.HealthRequest()).target) or None
+        return self.describe().target_name
 
     def generate(self, spec: SessionSpec, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
         """Server-side baselines: yields committed token-id tuples as they stream in, each
@@ -196,6 +201,19 @@ def _next_chunk(call: Any, deadline: ChunkDeadline) -> Any:
         return next(call, None)
     finally:
         deadline.disarm()
+
+
+def health_from_proto(msg: Any) -> ServerHealth:
+    """A ``HealthResponse`` as :class:`ServerHealth` (zero and empty fields: not said)."""
+    return ServerHealth(
+        serving=bool(msg.serving),
+        vocab_size=int(msg.vocab_size),
+        target_name=str(msg.target) or None,
+        max_draft_tokens=int(msg.max_draft_tokens) or None,
+        max_context_tokens=int(msg.max_context_tokens) or None,
+        slo_classes=frozenset(msg.slo_classes) or None,
+        max_sessions_per_client=int(msg.max_sessions_per_client) or None,
+    )
 
 
 def _check_uint32s(spec: SessionSpec) -> SessionSpec:

@@ -16,6 +16,7 @@ from edgespec.config import from_dict
 from edgespec.errors import UserInputError
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import ServerHealth
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.generation import EdgeSetup
 from edgespec.runtime.openai_api.serve import ApiThread, _setup
@@ -27,37 +28,29 @@ SERVERS = ("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3")
 
 class FakeClient:
     """A server's client whose Health says ``LIMITS[address]`` (a ``RequestError`` stands
-    for a server that does not answer)."""
+    for a server that does not answer); ``ASKED`` counts the Health calls per server."""
 
     LIMITS: ClassVar[dict[str, dict[str, int | RequestError | None]]] = {}
+    ASKED: ClassVar[dict[str, int]] = {}
 
     def __init__(self, address: str, *_: Any) -> None:
         self.address = address
 
-    def _said(self, what: str) -> int | None:
-        said = self.LIMITS[self.address][what]
-        if isinstance(said, RequestError):
-            raise said
-        return said
-
-    def max_context_tokens(self) -> int | None:
-        return self._said("max_context_tokens")
-
-    def max_draft_tokens(self) -> int | None:
-        return self._said("max_draft_tokens")
-
-    def slo_classes(self) -> frozenset[str] | None:
-        return None  # any class
-
-    def target_name(self) -> str | None:
-        if "target" not in self.LIMITS[self.address]:
-            self._said("max_context_tokens")  # down, or the default model
-            return MODEL
-        return self.LIMITS[self.address]["target"]  # type: ignore[return-value]
-
-    def vocab_size(self) -> int:
-        said = self._said("vocab_size") if "vocab_size" in self.LIMITS[self.address] else 64
-        return 64 if said is None else said
+    def describe(self) -> ServerHealth:
+        said: dict[str, Any] = self.LIMITS[self.address]
+        FakeClient.ASKED[self.address] = FakeClient.ASKED.get(self.address, 0) + 1
+        for value in said.values():
+            if isinstance(value, RequestError):
+                raise value
+        return ServerHealth(
+            serving=True,
+            vocab_size=said.get("vocab_size") or 64,
+            target_name=said.get("target", MODEL),
+            max_draft_tokens=said["max_draft_tokens"],
+            max_context_tokens=said["max_context_tokens"],
+            slo_classes=None,  # any class
+            max_sessions_per_client=None,
+        )
 
 
 def _setup_over(
@@ -65,6 +58,7 @@ def _setup_over(
 ) -> EdgeSetup:
     """``_setup`` over ``limits``'s servers, the first being the one routed to at start."""
     monkeypatch.setattr(FakeClient, "LIMITS", limits)
+    monkeypatch.setattr(FakeClient, "ASKED", {})
     monkeypatch.setattr(grpc_client, "RemoteVerifier", FakeClient)
     config = from_dict(DrafterConfig, {"server": ",".join(limits), "draft": "tiny-draft",
                                        **fields})  # fmt: skip
@@ -83,6 +77,9 @@ def test_the_smallest_context_holds_and_is_told(
 ) -> None:
     setup = _setup_over(monkeypatch, _context(4096, 40))
     assert setup.max_context_tokens == 40  # was 4096: the first server's
+    asked = FakeClient.ASKED
+    assert asked == {SERVERS[0]: 1, SERVERS[1]: 1}  # each server's Health once (was 6 calls)
+    assert setup.target_name == MODEL
     assert capsys.readouterr().err == (
         "edgespec draft: the servers' max_context_tokens differ (127.0.0.1:1 4096, "
         "127.0.0.1:2 40): the endpoint keeps to 40, the smallest\n"
