@@ -4,7 +4,8 @@ a finished request whose output differs is a mismatch."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -12,6 +13,11 @@ from edgespec.core.sequences import first_difference
 from edgespec.core.types import SamplingParams
 from edgespec.runtime.loadgen.messages import Finished
 from edgespec.runtime.loadgen.spec import ServerAccess
+
+QUOTA_WAIT_S = 60.0
+"""How long a reference decoding the server refuses for its session quota is asked again:
+sessions the load's clients are closing go within it; those a killed client left open on a
+server of its own (``--server``) stay until that server's idle timeout."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +50,16 @@ def centralized_outputs(
     slo_class: str,
     run_tag: str,
     num_threads: int = 8,
+    quota_wait_s: float = QUOTA_WAIT_S,
 ) -> dict[int, tuple[int, ...]]:
     """The server's centralized greedy output of each prompt in ``indices`` (sessions of
     ``slo_class``, one the server knows; ``TAG.reference-I``, the run's tag first), at most
     ``num_threads`` at once, and no more than the server's ``max_sessions_per_client`` (its
     Health says it; the references are one client's sessions). Each chunk has 120 s to come
-    (:meth:`~edgespec.runtime.wire.grpc_client.RemoteVerifier.generate`)."""
+    (:meth:`~edgespec.runtime.wire.grpc_client.RemoteVerifier.generate`). A decoding the
+    server refuses ``RESOURCE_EXHAUSTED`` (its quota taken by sessions the load left open:
+    under auth the load's sessions and the references are one client, the token) is asked
+    again every second for ``quota_wait_s``, as those sessions close or expire."""
     from edgespec.runtime.messages import SessionSpec
 
     num_threads = min(num_threads, len(indices), _session_quota(server) or num_threads)
@@ -60,13 +70,35 @@ def centralized_outputs(
         spec = SessionSpec(
             f"{run_tag}.reference-{index}", "bench-reference", prompts[index], sampling, slo_class
         )
-        return tuple(t for chunk in verifier.generate(spec) for t in chunk)
+        return _when_admitted(lambda: tuple(t for chunk in verifier.generate(spec) for t in chunk),
+                              quota_wait_s)  # fmt: skip
 
     try:
         with ThreadPoolExecutor(max(1, num_threads)) as pool:
             return dict(zip(indices, pool.map(decode, indices), strict=True))
     finally:
         verifier.close_channel()
+
+
+def _when_admitted(
+    attempt: Callable[[], tuple[int, ...]],
+    wait_s: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[int, ...]:
+    """``attempt()``, asked again every second while the server refuses it
+    ``RESOURCE_EXHAUSTED``, for at most ``wait_s``; then, or at any other error, the
+    error."""
+    from edgespec.runtime.errors import ErrorCode, RequestError
+
+    deadline = clock() + wait_s
+    while True:
+        try:
+            return attempt()
+        except RequestError as exc:
+            if exc.code is not ErrorCode.RESOURCE_EXHAUSTED or clock() + 1.0 > deadline:
+                raise
+        sleep(1.0)
 
 
 def _session_quota(server: ServerAccess) -> int | None:
