@@ -12,6 +12,10 @@ one message for all. :func:`bounded_protocol` is that protocol with:
   connection opening, or of the first byte after the previous response: otherwise 408 when
   part of one came, and the connection closed either way (a client trickling a head byte by
   byte holds a connection at most that long);
+- a response's bytes read by the client within ``write_timeout_s`` of being written: a
+  client that stops reading (a stream it never reads) while bytes wait to be sent has its
+  connection aborted after that, its generation cancelled; otherwise it would hold its
+  connection for good, the bytes left once the socket's buffers filled never sent;
 - a request head of at most ``max_head_bytes`` (16 KiB), else 431, and malformed HTTP
   answered 400 (501 for an unsupported ``Transfer-Encoding``) with an OpenAI error body,
   ``code`` ``invalid_http``, giving h11's reason;
@@ -31,8 +35,11 @@ than ours from it (request smuggling).
 
 from __future__ import annotations
 
+import array
 import asyncio
+import fcntl
 import logging
+import termios
 from http import HTTPStatus
 from typing import Any
 
@@ -55,6 +62,9 @@ HEAD_TIMEOUT_S = 10.0
 """The longest a request's head may take to arrive (408 and closed after that)."""
 MAX_CONNECTIONS = 1024
 """The most connections open at once; one more is answered 503 and closed."""
+WRITE_TIMEOUT_S = 30.0
+"""The longest bytes the endpoint wrote may wait for the client to read them (the
+connection aborted after that)."""
 HALF_CLOSE_GRACE_S = 2.0
 """How long a request sent whole keeps its connection after the client's end of stream
 (a FIN) came before its response began: enough for an answer that needs no long
@@ -81,6 +91,23 @@ class WithoutInvalidRequestLines(logging.Logger):
             self._inner.handle(record)
 
 
+def unsent_bytes(transport: asyncio.Transport) -> int:
+    """The bytes written to ``transport`` that the client has not taken: those waiting in
+    this process and, on Linux, those in the socket's send queue (``SIOCOUTQ``; the kernel
+    asks for more only once half its buffer is free, so a client reading slowly drains
+    that queue long before this process's part moves)."""
+    waiting = transport.get_write_buffer_size()
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return waiting
+    try:
+        queued = array.array("i", [0])
+        fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, queued)
+    except (OSError, AttributeError):  # not Linux, or the socket closed
+        return waiting
+    return waiting + queued[0]
+
+
 def _closing_response(error: ApiError) -> JSONResponse:
     """``error``'s response, closing its connection: built as the app's error responses are
     (:func:`.errors.json_response`), so every refusal reads the same."""
@@ -98,15 +125,17 @@ def raw_response(error: ApiError) -> bytes:
 
 class BoundedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a connection cap, a request-head deadline and size
-    bound, throttled log lines for malformed requests and half-closed connections answered;
-    the bounds and the throttle (one an endpoint) are class attributes: use the class
-    :func:`bounded_protocol` makes."""
+    bound, a write deadline, throttled log lines for malformed requests and half-closed
+    connections answered; the bounds and the throttle (one an endpoint) are class
+    attributes: use the class :func:`bounded_protocol` makes."""
 
     head_timeout_s: float = HEAD_TIMEOUT_S
+    write_timeout_s: float = WRITE_TIMEOUT_S
     max_connections: int = MAX_CONNECTIONS
     max_head_bytes: int = MAX_HEAD_BYTES
     refusals: Throttle  # the endpoint's, for the log lines of malformed requests
     _head_timer: asyncio.TimerHandle | None = None
+    _write_timer: asyncio.TimerHandle | None = None
     _half_closed: asyncio.TimerHandle | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -116,6 +145,9 @@ class BoundedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        # writing pauses whenever a byte waits in this process (the socket's buffers full),
+        # and only then: the write deadline runs exactly while the client is not reading
+        transport.set_write_buffer_limits(high=0)
         if len(self.connections) > self.max_connections:
             message = (f"this endpoint has {self.max_connections} connections open, its "
                        f"limit; retry after {RETRY_AFTER_S}s")  # fmt: skip
@@ -131,9 +163,40 @@ class BoundedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_timer()
+        self._stop_write_timer()
         if self._half_closed is not None:
             self._half_closed.cancel()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """Bytes wait for the client to read: some must go within ``write_timeout_s``."""
+        super().pause_writing()
+        if self._write_timer is None:
+            self._arm_write_timer()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._stop_write_timer()
+
+    def _arm_write_timer(self) -> None:
+        waiting = unsent_bytes(self.transport)
+        self._write_timer = self.loop.call_later(self.write_timeout_s, self._write_due, waiting)
+
+    def _write_due(self, waiting_bytes: int) -> None:
+        """``write_timeout_s`` after ``waiting_bytes`` waited: fewer wait now (the client
+        reads, slowly), so the next ``write_timeout_s`` begins; none went, and the
+        connection is aborted (a close would wait for them to be sent, for good), which
+        ends the request's stream and its generation."""
+        self._write_timer = None
+        if unsent_bytes(self.transport) < waiting_bytes:
+            self._arm_write_timer()
+        else:
+            self.transport.abort()
+
+    def _stop_write_timer(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
 
     def eof_received(self) -> bool | None:  # type: ignore[override]  # asyncio.Protocol's
         """The client's end of stream: a request it sent whole and whose response has not
@@ -199,15 +262,19 @@ def bounded_protocol(
     max_connections: int = MAX_CONNECTIONS,
     max_head_bytes: int = MAX_HEAD_BYTES,
     refusals: Throttle | None = None,
+    write_timeout_s: float = WRITE_TIMEOUT_S,
 ) -> type[BoundedH11Protocol]:
     """:class:`BoundedH11Protocol` with these bounds and ``refusals`` (a new
     :class:`Throttle` when ``None``) for its connections' log lines of malformed requests
     (uvicorn's ``http=`` takes a class)."""
-    if not head_timeout_s > 0 or max_connections < 1 or max_head_bytes < 1:
-        raise ValueError(f"need head_timeout_s > 0, max_connections >= 1 and "
-                         f"max_head_bytes >= 1, got {head_timeout_s}, {max_connections}, "
-                         f"{max_head_bytes}")  # fmt: skip
-    bounds = {"head_timeout_s": head_timeout_s, "max_connections": max_connections,
+    if not head_timeout_s > 0 or not write_timeout_s > 0:
+        raise ValueError(f"need head_timeout_s > 0 and write_timeout_s > 0, got "
+                         f"{head_timeout_s}, {write_timeout_s}")  # fmt: skip
+    if max_connections < 1 or max_head_bytes < 1:
+        raise ValueError(f"need max_connections >= 1 and max_head_bytes >= 1, got "
+                         f"{max_connections}, {max_head_bytes}")  # fmt: skip
+    bounds = {"head_timeout_s": head_timeout_s, "write_timeout_s": write_timeout_s,
+              "max_connections": max_connections,
               "max_head_bytes": max_head_bytes,
               "refusals": refusals or Throttle()}  # fmt: skip
     return type("BoundedH11Protocol", (BoundedH11Protocol,), bounds)

@@ -16,6 +16,7 @@ from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.connections import (
     HEAD_TIMEOUT_S,
     MAX_CONNECTIONS,
+    WRITE_TIMEOUT_S,
     RefuseAmbiguousFraming,
     bounded_protocol,
 )
@@ -36,7 +37,8 @@ class ApiThread:
     """uvicorn serving ``app`` on ``host:port`` (0: an ephemeral port, in ``port`` once
     started) from a daemon thread: ``ApiThread(app, "127.0.0.1").start()``, ``stop()``.
     Its connections are bounded (:mod:`.connections`: how many, how long a request head
-    may take, one body length); ``max_connections`` is capped by the open-file limit
+    may take, how long written bytes may wait for the client to read them, one body
+    length); ``max_connections`` is capped by the open-file limit
     (:func:`.descriptors.file_budget`; ``OSError`` when it leaves no room), the result in
     ``budget``. What clients can make it log at line rate (failed ``accept()`` calls,
     malformed requests) is throttled on ``log_clock`` (:mod:`.throttle`)."""
@@ -49,13 +51,15 @@ class ApiThread:
         head_timeout_s: float = HEAD_TIMEOUT_S,
         max_connections: int = MAX_CONNECTIONS,
         log_clock: Callable[[], float] = time.monotonic,
+        write_timeout_s: float = WRITE_TIMEOUT_S,
     ) -> None:
         import uvicorn
 
         self.budget = file_budget(max_connections)
         self._log_clock = log_clock
         protocol = bounded_protocol(head_timeout_s, self.budget.max_connections,
-                                    refusals=Throttle(clock=log_clock))  # fmt: skip
+                                    refusals=Throttle(clock=log_clock),
+                                    write_timeout_s=write_timeout_s)  # fmt: skip
         config = uvicorn.Config(RefuseAmbiguousFraming(app), host=host, port=port, http=protocol,
                                 log_level="warning", lifespan="off",
                                 backlog=ACCEPT_BACKLOG)  # fmt: skip
