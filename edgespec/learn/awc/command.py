@@ -6,7 +6,9 @@ with ``--workers`` CPUs, or the cluster at ``--address``) and writes, under ``--
 decision contexts) per scenario — the contexts file is written last, so a scenario with
 one is finished and is not run again when the command is repeated (resumable) — then
 ``labels.parquet`` (scenario id → label γ, 1 = fused) from every finished scenario with
-the ``--w-*`` weights. ``awc`` trains the WC-DNN on such a directory
+the ``--w-*`` weights. The folder's ``run.json`` keeps the settings that shape a
+scenario's rows: a run with other ones is refused (:mod:`edgespec.learn.awc.folder`).
+``awc`` trains the WC-DNN on such a directory
 (:mod:`edgespec.learn.awc.train`) and writes its weights (JSON, the format
 :func:`edgespec.policies.awc.load_wc_dnn` reads).
 """
@@ -14,11 +16,7 @@ the ``--w-*`` weights. ``awc`` trains the WC-DNN on such a directory
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import math
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,14 +36,12 @@ from edgespec.arguments import (
 )
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS, GAMMAS
-from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
+from edgespec.learn.awc.tables import write_parquet
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.settings_checks import MAX_WIDTH
-from edgespec.output_paths import output_file, output_folder, write_text_atomically
+from edgespec.output_paths import output_file, output_folder
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from edgespec.learn.awc.grid import AwcScenario
 
 
@@ -195,21 +191,6 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_seed(t, "init, batches, holdout")
 
 
-def finished_ids(out: Path) -> set[int]:
-    return {int(f.stem[1:]) for f in (out / "contexts").glob("s*.parquet")}
-
-
-def write_labels(out: Path, weights: dict[str, float]) -> dict[int, int]:
-    from edgespec.learn.awc.data import label_scenarios
-
-    labels = label_scenarios(read_parquet_dir(out / "configs"), weights)
-    ids = sorted(labels)
-    write_parquet({"scenario_id": ids, "label_gamma": [labels[i] for i in ids]},
-                   out / "labels.parquet")  # fmt: skip
-    write_text_atomically(out / "labels.json", json.dumps({"weights": weights}) + "\n")
-    return labels
-
-
 def run(args: argparse.Namespace) -> int:
     if args.what == "awc":
         from edgespec.learn.awc.train import run_training
@@ -239,6 +220,7 @@ def run_data(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from edgespec.learn.awc.data import AwcTask, run_awc_scenario, workload_lengths
+    from edgespec.learn.awc.folder import data_settings, finish, finished_ids, open_folder
     from edgespec.sweeps.executor import check_workers, make_executor
 
     check_workers(args.workers, args.address)
@@ -250,6 +232,7 @@ def run_data(args: argparse.Namespace) -> int:
         raise UserInputError(f"--workload-trace {trace}: no such file")
     lengths = workload_lengths(str(trace)) if trace is not None else None
     console.print(f"GSM8K lengths: {trace or 'the bundled gsm8k table'}")
+    open_folder(args.out, data_settings(args, grid), console)
     done = finished_ids(args.out)
     todo = [AwcTask(s, args.contexts_per_run, args.fused_gamma, lengths, args.fused_rounds)
             for s in grid if s.scenario_id not in done]  # fmt: skip
@@ -262,28 +245,5 @@ def run_data(args: argparse.Namespace) -> int:
             write_parquet(rows.configs, args.out / "configs" / name)
             write_parquet(rows.contexts, args.out / "contexts" / name)
             update(advance=1)
-    _finish(args, weights, len(todo), time.perf_counter() - start, console)
+    finish(args, weights, len(todo), time.perf_counter() - start, console)
     return 0
-
-
-def _finish(
-    args: argparse.Namespace, weights: dict[str, float], num_run: int, wall_s: float,
-    console: Console,
-) -> None:  # fmt: skip
-    """Label every finished scenario, write ``last_run.json`` and say what was done."""
-    labels = write_labels(args.out, weights)
-    counts: dict[int, int] = {}
-    for gamma in labels.values():
-        counts[gamma] = counts.get(gamma, 0) + 1
-    summary = {
-        "command": "edgespec " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
-        "finished": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "scenarios_run": num_run,
-        "wall_s": round(wall_s, 1),
-        "labels": {str(k): counts[k] for k in sorted(counts)},
-    }
-    write_text_atomically(args.out / "last_run.json", json.dumps(summary, indent=1) + "\n")
-    console.print(
-        f"{num_run} scenarios in {wall_s:.1f} s; {len(labels)} labelled "
-        f"(label γ: count {summary['labels']}, 1 = fused) → {args.out}"
-    )

@@ -23,7 +23,8 @@ drafts and targets).
 :func:`label_scenarios` gives each scenario its label: each metric is min-max normalised
 across the scenario's configurations (throughput reversed, so 0 is best; a configuration
 that finished no request scores 1), the weighted sum is minimised, ties go to the smaller
-γ. Every context of a scenario gets the scenario's label.
+γ. Every context of a scenario gets the scenario's label. A scenario where no
+configuration finished a request gets none (its runs were too short to tell).
 """
 
 from __future__ import annotations
@@ -174,12 +175,16 @@ def _normalised(values: Sequence[float | None], higher_is_better: bool) -> list[
 def label_scenarios(
     configs: Mapping[str, Sequence[Any]], weights: Mapping[str, float]
 ) -> dict[int, int]:
-    """Scenario id → the γ (1 = fused) minimising the weighted normalised objective."""
+    """Scenario id → the γ (1 = fused) minimising the weighted normalised objective. A
+    scenario where no configuration finished a request has no label (left out): its
+    scores would tie, or rank throughput alone, and the tie would go to fused."""
     by_scenario: dict[int, list[int]] = {}
     for row, sid in enumerate(configs["scenario_id"]):
         by_scenario.setdefault(int(sid), []).append(row)
     labels = {}
     for sid, rows in by_scenario.items():
+        if not any(configs["num_requests"][r] for r in rows):
+            continue
         ttft = _normalised([configs["ttft_s"][r] for r in rows], False)
         tpot = _normalised([configs["tpot_s"][r] for r in rows], False)
         thr = _normalised([configs["throughput_tokens_per_s"][r] for r in rows], True)

@@ -38,7 +38,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from edgespec.argument_types import positive_int
+from edgespec.argument_types import non_negative_float, positive_int
 from edgespec.arguments import (
     TrainingOptions,
     add_real_pair,
@@ -62,6 +62,16 @@ def head_width(text: str) -> int:
     if value > MAX_WIDTH:
         raise argparse.ArgumentTypeError(
             f"must be <= {MAX_WIDTH} (the head's file grows with its width), got {value}"
+        )
+    return value
+
+
+def validation_share(text: str) -> float:
+    """``wisv --validation``: a share of the training prompts in ``[0, 1)`` (0: none)."""
+    value = non_negative_float(text)
+    if not value < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be in [0, 1) (a share of the training prompts; 0: none), got {value:g}"
         )
     return value
 
@@ -173,7 +183,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t.add_argument("--dropout", type=float, default=0.1, help="dropout (default 0.1)")
     t.add_argument(
         "--validation",
-        type=float,
+        type=validation_share,
         default=0.0,
         help="share of the training prompts set aside for early stopping on their AUC "
         "(default 0: none, all epochs)",
@@ -269,7 +279,8 @@ def run(args: argparse.Namespace) -> int:
         from edgespec.learn.wisv.fit import train_and_write
 
         found = train_and_write(fit_config(args))
-        print(json.dumps({k: found[k] for k in ("report", "reject_share")}, indent=1))
+        shown = {k: found[k] for k in ("report", "reject_share")}
+        print(json.dumps(shown, indent=1, allow_nan=False))
         print(f"wrote {', '.join(found['paths'])}", file=sys.stderr)
         return 0
     from edgespec.learn.wisv.collect import capture_dataset

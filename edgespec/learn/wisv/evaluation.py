@@ -5,6 +5,7 @@ poor and the good link of :data:`~edgespec.learn.wisv.train.CHANNELS`)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -18,22 +19,29 @@ from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead
 from edgespec.policies.semantic.relabel import rejection_targets
 
 
-def evaluate(head: DecisionHead, data: Instances) -> dict[str, float]:
+def evaluate(head: DecisionHead, data: Instances) -> dict[str, float | None]:
     """Instances, class balance, AUC against the relabelled hard and the base labels,
-    accuracy at τ = 0.5 against the relabelled hard labels, mean p."""
+    accuracy at τ = 0.5 against the relabelled hard labels, mean p. A metric that is
+    undefined on ``data`` (an AUC where one class is missing, a share of no instances) is
+    ``None`` (JSON ``null``: the files are strict JSON)."""
     p = head.rejection_probability(data.x.astype(np.float64))
-    return {
+
+    def mean(values: npt.NDArray[Any]) -> float:
+        return float(values.mean()) if values.size else math.nan
+
+    found = {
         "instances": float(len(data)),
         "mismatches": float(np.unique(data.row).size),
-        "base_critical_share": float(data.base.mean()) if len(data) else float("nan"),
-        "relabelled_reject_share": float(data.hard.mean()) if len(data) else float("nan"),
-        "mean_target": float(data.target.mean()) if len(data) else float("nan"),
+        "base_critical_share": mean(data.base),
+        "relabelled_reject_share": mean(data.hard),
+        "mean_target": mean(data.target),
         "auc_relabelled": roc_auc(p, data.hard),
         "auc_base": roc_auc(p, data.base),
-        "accuracy_relabelled": float(np.mean((p >= 0.5) == (data.hard == 1))),
-        "accuracy_base": float(np.mean((p >= 0.5) == (data.base == 1))),
-        "mean_p": float(p.mean()),
+        "accuracy_relabelled": mean((p >= 0.5) == (data.hard == 1)),
+        "accuracy_base": mean((p >= 0.5) == (data.base == 1)),
+        "mean_p": mean(p),
     }
+    return {name: value if math.isfinite(value) else None for name, value in found.items()}
 
 
 def reject_shares(

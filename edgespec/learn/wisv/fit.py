@@ -138,11 +138,14 @@ def _metrics(
 
 
 def _check_training_set(config: FitConfig, train: Any, baseline: DecisionHead | None) -> None:
-    """Something to learn from, and a baseline head of the data's input width."""
+    """Something to learn from (both classes among the training targets: with one, the
+    loss teaches nothing and an AUC is undefined), and a baseline head of the data's
+    input width."""
+    names = " ".join(f"--data {p}" for p in config.data)
     if train.target.sum() <= 0:
-        raise UserInputError(
-            f"--data {config.data[0]}: no critical mismatch among the training prompts"
-        )
+        raise UserInputError(f"{names}: no critical mismatch among the training prompts")
+    if train.target.min() >= 1:
+        raise UserInputError(f"{names}: every mismatch among the training prompts is critical")
     if baseline is not None and baseline.w1.shape[0] != train.x.shape[1]:
         raise UserInputError(
             f"--baseline-head {config.baseline}: takes {baseline.w1.shape[0]} inputs, the "
@@ -195,7 +198,7 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
         "relabelled": relabel,
         "budget": settings.budget,
         "settings": metrics["settings"],
-        "held_out": {k: round(v, 4) for k, v in report["held_out"].items()},
+        "held_out": {k: v if v is None else round(v, 4) for k, v in report["held_out"].items()},
         "inputs": "[h_d (draft post-norm) ; h_t (target post-norm) ; csi_features]",
     }
     stem = (config.name or str(data.meta.get("target", "head"))) + settings.suffix
@@ -242,12 +245,15 @@ def _write(
     out_dir: Path, stem: str, head: dict[str, Any], table: dict[str, Any], metrics: dict[str, Any]
 ) -> list[str]:
     """Write ``STEM-head.json``, ``-acceptance.json`` (naming the head it is of) and
-    ``-metrics.json`` into ``out_dir``; their paths."""
+    ``-metrics.json`` into ``out_dir``; their paths. All three are strict JSON: a NaN or
+    inf in any is a ``ValueError`` before anything is written."""
+    head_text = json.dumps(head, separators=(",", ":"), allow_nan=False) + "\n"
+    metrics_text = json.dumps(metrics, indent=1, default=float, allow_nan=False) + "\n"
+    json.dumps(table, allow_nan=False)  # checked now; written below with the head's digest
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {k: out_dir / f"{stem}-{k}.json" for k in ("head", "acceptance", "metrics")}
-    write_text_atomically(paths["head"], json.dumps(head, separators=(",", ":")) + "\n")
+    write_text_atomically(paths["head"], head_text)
     table["head"] = head_provenance(paths["head"])  # the runtime's head this table is of
-    write_text_atomically(paths["acceptance"], json.dumps(table, indent=1) + "\n")
-    metrics_text = json.dumps(metrics, indent=1, default=float) + "\n"
+    write_text_atomically(paths["acceptance"], json.dumps(table, indent=1, allow_nan=False) + "\n")
     write_text_atomically(paths["metrics"], metrics_text)
     return [str(p) for p in paths.values()]

@@ -39,6 +39,40 @@ def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def record_run_settings(folder: Path, settings: dict[str, Any], what: str) -> None:
+    """Create ``folder`` with ``settings`` in its ``run.json``, or check that the one there
+    holds the same: a difference is a :class:`UserInputError` naming the settings that
+    differ, ``"<folder> holds <what> with other settings (a, b): remove the folder or
+    choose another --out"``. ``train wisv-data``'s store and ``train awc-data``'s folder
+    keep their settings this way."""
+    run = folder / RUN_FILE
+    if run.is_file():
+        before = _read_settings(run)
+        changed = sorted(k for k in {*before, *settings} if before.get(k) != settings.get(k))
+        if changed:
+            raise UserInputError(
+                f"{folder} holds {what} with other settings ({', '.join(changed)}): "
+                "remove the folder or choose another --out"
+            )
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(run, json.dumps(settings, indent=1, sort_keys=True) + "\n")
+
+
+def _read_settings(run: Path) -> dict[str, Any]:
+    """The settings object of a ``run.json``; one that is not is named."""
+    try:
+        found = json.loads(run.read_text(encoding="utf-8"))
+    except ValueError:  # not JSON, or not UTF-8
+        found = None
+    if not isinstance(found, dict):
+        raise UserInputError(
+            f"{run}: not a run settings file (a JSON object): remove the folder or choose "
+            "another --out"
+        )
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class ShardStore:
     """The shards of one capture run (module docstring)."""
@@ -47,18 +81,7 @@ class ShardStore:
 
     def open(self, settings: dict[str, Any]) -> None:
         """Create the folder, or check that it was written with the same ``settings``."""
-        run = self.folder / RUN_FILE
-        if run.is_file():
-            before = json.loads(run.read_text())
-            changed = sorted(k for k in {*before, *settings} if before.get(k) != settings.get(k))
-            if changed:
-                raise UserInputError(
-                    f"{self.folder} holds a capture with other settings ({', '.join(changed)}): "
-                    "remove the folder or choose another --out"
-                )
-            return
-        self.folder.mkdir(parents=True, exist_ok=True)
-        write_text_atomically(run, json.dumps(settings, indent=1, sort_keys=True) + "\n")
+        record_run_settings(self.folder, settings, "a capture")
 
     def path(self, prompt_index: int) -> Path:
         return self.folder / f"prompt-{prompt_index:07d}.npz"

@@ -34,10 +34,12 @@ from edgespec.sweeps import executor as executor_module
 
 
 def _configs(
-    rows: list[tuple[int, int, float | None, float | None, float]],
+    rows: list[tuple[int, int, float | None, float | None, float]], num_requests: int = 1
 ) -> dict[str, list[float | None]]:
+    """Configuration rows, each with ``num_requests`` finished requests."""
     names = ("scenario_id", "gamma", "ttft_s", "tpot_s", "throughput_tokens_per_s")
-    return {n: [r[i] for r in rows] for i, n in enumerate(names)}
+    columns = {n: [r[i] for r in rows] for i, n in enumerate(names)}
+    return {**columns, "num_requests": [num_requests] * len(rows)}
 
 
 def test_labels_of_a_hand_built_two_scenario_dataset() -> None:
