@@ -1,15 +1,18 @@
 """Where a command writes, checked when its flags are parsed: argparse value types for an
 output folder (``--out DIR``) and an output file (``--json FILE``), so that a path that
 cannot be written is a usage error naming the flag before any work starts, not an
-``OSError`` after it; :func:`claim_folder`, a run's folder claimed before it starts so
-that an earlier run's files are never mixed with its own (nothing is created by these: the
-command makes what is missing when it writes); and :func:`write_atomically`, how a command
-writes a file so that it is never left half-written."""
+``OSError`` after it (:func:`output_file` and :func:`writable_output_folder` also write and
+remove a file in the folder, :func:`check_writable`); :func:`claim_folder`, a run's folder
+claimed before it starts so that an earlier run's files are never mixed with its own
+(nothing is created by these: the command makes what is missing when it writes); and
+:func:`write_atomically`, how a command writes a file so that it is never left
+half-written."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,15 +47,41 @@ def output_folder(text: str) -> Path:
     return path
 
 
+def writable_output_folder(text: str) -> Path:
+    """:func:`output_folder`, for a command that writes it only after long work: the folder
+    (or, while it does not exist, its nearest existing parent) must also take a file now."""
+    path = output_folder(text)
+    with _unusable_path(text):
+        _check_writable_at(path if path.is_dir() else _check_parents(path, text), text)
+    return path
+
+
 def output_file(text: str) -> Path:
     """A file to write: it may exist (it is replaced) or not; a folder at the path, or a
-    file where one of its parent folders would be, is refused."""
+    file where one of its parent folders would be, is refused, and so is a folder that
+    cannot take a file now (its nearest existing parent folder: :func:`check_writable`)."""
     path = Path(text)
     with _unusable_path(text):
         if path.is_dir():
             raise argparse.ArgumentTypeError(f"{text} is a folder; give a file name")
-        _check_parents(path, text)
+        _check_writable_at(_check_parents(path, text), text)
     return path
+
+
+def check_writable(folder: Path) -> None:
+    """Create a temporary file in ``folder`` and remove it again: an ``OSError`` saying why
+    when a file cannot be written there (a read-only file system, /proc, no permission), so
+    that a command fails before its work, not when it writes. Nothing is left behind."""
+    with tempfile.TemporaryFile(dir=folder, prefix=".write-check-"):
+        pass
+
+
+def _check_writable_at(folder: Path, text: str) -> None:
+    try:
+        check_writable(folder)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise argparse.ArgumentTypeError(f"{text}: cannot write in {folder}: {reason}") from None
 
 
 @contextmanager
@@ -65,13 +94,14 @@ def _unusable_path(text: str) -> Iterator[None]:
         raise argparse.ArgumentTypeError(f"{text}: {exc.strerror or exc}") from None
 
 
-def _check_parents(path: Path, text: str) -> None:
-    """The nearest existing parent of ``path`` must be a folder."""
+def _check_parents(path: Path, text: str) -> Path:
+    """The nearest existing parent of ``path``, which must be a folder."""
     for parent in path.parents:
         if parent.exists():
             if not parent.is_dir():
                 raise argparse.ArgumentTypeError(f"{text}: {parent} is a file, not a folder")
-            return
+            return parent
+    return Path.cwd()  # a relative path's parents end at ".", which exists
 
 
 def claim_folder(

@@ -11,7 +11,13 @@ from typing import BinaryIO
 import pytest
 
 from edgespec.cli import main
-from edgespec.output_paths import output_file, output_folder, temporary_of, temporary_path
+from edgespec.output_paths import (
+    output_file,
+    output_folder,
+    temporary_of,
+    temporary_path,
+    writable_output_folder,
+)
 
 
 def test_a_folder_may_exist_or_not_and_a_file_may_be_replaced(tmp_path: Path) -> None:
@@ -20,7 +26,9 @@ def test_a_folder_may_exist_or_not_and_a_file_may_be_replaced(tmp_path: Path) ->
     assert output_folder(str(tmp_path / "new" / "deeper")) == tmp_path / "new" / "deeper"
     assert output_file(str(tmp_path / "old.json")) == tmp_path / "old.json"
     assert output_file(str(tmp_path / "new" / "x.json")) == tmp_path / "new" / "x.json"
-    assert not (tmp_path / "new").exists()  # nothing is made while parsing
+    assert writable_output_folder(str(tmp_path / "new")) == tmp_path / "new"
+    # nothing is made while parsing, and the write checks leave nothing behind
+    assert [p.name for p in tmp_path.iterdir()] == ["old.json"]
 
 
 def test_a_name_over_the_file_systems_limit_is_one_line(
@@ -178,12 +186,15 @@ def _work(command: list[str]) -> str:
 
 OVERWRITING = [["reproduce", name] for name in ("wisp", "dsd", "zhu", "wisv", "wisv-real-pair")]
 OVERWRITING += [["calibrate"], ["sim"]]
+FILE_OUT = {"profile"}
+"""Commands whose ``--out`` is one file with a fixed default (``profile.yaml``), which
+``--overwrite`` may replace without ``--out``: tests/profiling/test_profile_out.py."""
 
 
 def test_every_command_with_overwrite_is_checked_below() -> None:
     from edgespec.cli import build_parser
 
-    assert _with_overwrite(build_parser()) == {" ".join(c) for c in OVERWRITING}
+    assert _with_overwrite(build_parser()) == {" ".join(c) for c in OVERWRITING} | FILE_OUT
 
 
 @pytest.mark.parametrize("command", OVERWRITING, ids=" ".join)
@@ -217,3 +228,49 @@ def test_a_temporary_names_its_file_and_writer_and_nothing_else_does() -> None:
     assert temporary_of(Path(".x.y.12.tmp")) == ("x.y", 12)
     for name in (".a.tmp", "shard_00012.tmp", ".a.12x.tmp", "a.1.tmp", "..1.tmp", ".a.1.txt"):
         assert temporary_of(Path(name)) is None, name
+
+
+def _written_flags(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+    """(parser's prog, flag) of every flag whose value is a path written after the work."""
+    found = [
+        (parser.prog, action.option_strings[-1])
+        for action in parser._actions
+        if action.type in (output_file, writable_output_folder)
+    ]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _written_flags(sub)
+    return found
+
+
+def test_every_written_path_is_tried_when_the_flags_are_parsed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``trace --out /proc/t.jsonl`` captured every request, ``train stop-predictor --out
+    /proc/x.json`` ran its whole study, then each failed naming a hidden temporary file."""
+    import errno
+    import tempfile
+
+    from edgespec.cli import build_parser
+
+    def read_only(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr("edgespec.output_paths.tempfile.TemporaryFile", read_only)
+    flags = _written_flags(build_parser())
+    assert ("edgespec train stop-predictor", "--out") in flags and len(flags) >= 15
+    for prog, flag in flags:
+        given = str(tmp_path / "new" / "x.json")
+        with pytest.raises(SystemExit) as stop:
+            main([*prog.split()[1:], flag, given])
+        assert stop.value.code == 2, prog
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"{prog}: error: argument {flag}: {given}: cannot write in {tmp_path}: "
+            "Read-only file system"
+        )
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        output_file("x.json")
+    assert str(info.value) == "x.json: cannot write in .: Read-only file system"
+    monkeypatch.setattr("edgespec.output_paths.tempfile.TemporaryFile", tempfile.TemporaryFile)

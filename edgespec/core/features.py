@@ -7,6 +7,7 @@ so a device can compute them while drafting.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,27 +118,36 @@ FeatureRows = tuple[tuple[float, ...], ...]
 
 
 def parse_feature_rows(raw: object, count: int | None = None) -> FeatureRows:
-    """JSON feature rows (lists of 5 numbers; ``count`` of them when given) as tuples;
-    ``ValueError`` saying what is wrong otherwise (trace files, both readers)."""
+    """JSON feature rows (lists of 5 finite numbers; ``count`` of them when given) as
+    tuples; ``ValueError`` saying what is wrong otherwise, a NaN or infinity (JSON's
+    ``NaN``, ``Infinity``) by its row and feature (trace files, both readers)."""
     if not isinstance(raw, list) or (count is not None and len(raw) != count):
         wanted = "a list" if count is None else f"{count} rows (one per output token)"
         raise ValueError(f"expected {wanted} of 5 numbers")
     rows = []
-    for row in raw:
+    for index, row in enumerate(raw):
         ok = isinstance(row, list) and len(row) == 5
         if not ok or any(isinstance(v, bool) or not isinstance(v, int | float) for v in row):
             raise ValueError(f"expected rows of 5 numbers, got {row!r}")
-        rows.append(tuple(float(v) for v in row))
+        values = tuple(float(v) for v in row)
+        for name, value in zip(FEATURE_NAMES, values, strict=False):
+            if not math.isfinite(value):
+                raise ValueError(f"row {index}: {name} is {value}, expected a finite number")
+        rows.append(values)
     return tuple(rows)
 
 
 def parse_rejection_rows(raw: object) -> tuple[tuple[int, FeatureRows], ...]:
-    """A trace's ``rejection_features``: ``[[position, [[5 numbers], ...]], ...]``."""
+    """A trace's ``rejection_features``: ``[[position, [[5 numbers], ...]], ...]``; a bad
+    row is named by its position."""
     if not isinstance(raw, list):
         raise ValueError("expected [[position, [[5 numbers], ...]], ...]")
     parsed = []
     for item in raw:
         if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int):
             raise ValueError(f"expected [position, rows], got {item!r}")
-        parsed.append((item[0], parse_feature_rows(item[1])))
+        try:
+            parsed.append((item[0], parse_feature_rows(item[1])))
+        except ValueError as exc:
+            raise ValueError(f"position {item[0]}: {exc}") from None
     return tuple(parsed)

@@ -19,14 +19,13 @@ The scenario's ``name`` names that default folder, so it must be one plain folde
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from edgespec.config import ConfigError
 from edgespec.errors import UserInputError
-from edgespec.output_paths import claim_folder
+from edgespec.output_paths import check_writable, claim_folder
 
 MAX_NAME_BYTES = 200
 """The longest scenario name (UTF-8 bytes): ``<name>-<time>-N`` stays within the 255 bytes
@@ -83,8 +82,7 @@ def made_run_folder(out: Path) -> Iterator[Path]:
             _remove_empty(made)
             raise UserInputError(f"cannot create the run folder {out}: {_reason(exc)}") from None
     try:
-        with tempfile.TemporaryFile(dir=out, prefix=".write-check-"):
-            pass
+        check_writable(out)
     except OSError as exc:
         _remove_empty(made)
         raise UserInputError(f"cannot write in the run folder {out}: {_reason(exc)}") from None

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -80,6 +82,12 @@ def test_stop_features_are_rounded_to_four_digits() -> None:
         ({"rows": []}, None, "expected a list of 5 numbers"),
         ([[1, 2, 3, 4]], None, "expected rows of 5 numbers, got [1, 2, 3, 4]"),
         ([[True, 0, 0, 0, 0]], None, "expected rows of 5 numbers, got [True, 0, 0, 0, 0]"),
+        (
+            [[1, 2, 3, 4, 5], [1, 2, math.nan, 4, 5]],
+            2,
+            "row 1: margin is nan, expected a finite number",
+        ),
+        ([[-math.inf, 0, 0, 0, 0]], 1, "row 0: confidence is -inf, expected a finite number"),
     ],
 )
 def test_bad_feature_rows_are_named(raw: object, count: int | None, message: str) -> None:
@@ -94,3 +102,6 @@ def test_feature_rows_parse_to_float_tuples() -> None:
     with pytest.raises(ValueError) as caught:
         parse_rejection_rows([[True, []]])
     assert str(caught.value) == "expected [position, rows], got [True, []]"
+    with pytest.raises(ValueError) as caught:
+        parse_rejection_rows([[2, [[0, 0, 0, 0, 1]]], [5, [[0, 0, 0, 0, math.inf]]]])
+    assert str(caught.value) == "position 5: row 0: top5_mass is inf, expected a finite number"

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_seed, add_threads
 from edgespec.errors import UserInputError, did_you_mean
-from edgespec.output_paths import output_file, output_folder, write_text_atomically
+from edgespec.output_paths import output_file, writable_output_folder, write_text_atomically
 
 if TYPE_CHECKING:
     from edgespec.learn.stop.study import StopStudy
@@ -50,7 +50,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--report-dir",
-        type=output_folder,
+        type=writable_output_folder,
         help="write study.json and REPORT.md here (default: print REPORT.md only)",
     )
     p.add_argument(
@@ -123,25 +123,31 @@ def run(args: argparse.Namespace) -> int:
     try:
         with console.status("training predictors") as status:
             study = run_study(records, settings, log=lambda m: status.update(m[:120]))
-    except ValueError as exc:
-        raise UserInputError(str(exc)) from exc
+    except ValueError as exc:  # too few requests, one class in a split: name the traces
+        named = " ".join(f"--traces {path}" for path in args.traces)
+        raise UserInputError(f"{named}: {exc}") from exc
     threshold = write_study(study, args.out, args.report_dir, command, when)
     console.print(f"wrote {args.out} (threshold {threshold:.3f})")
     return 0
 
 
 def read_records(paths: list[Path]) -> list[TraceRecord]:
-    """Every record of the ``--traces`` files (:func:`trace_files`); a bad file is a usage
-    error naming it."""
+    """Every record of the ``--traces`` files (:func:`trace_files`); a bad file, or a
+    record that gives no rows (:func:`~edgespec.learn.stop.data.check_record`), is a usage
+    error naming the file."""
     from edgespec.config import ConfigError
+    from edgespec.learn.stop.data import check_record
     from edgespec.learn.traces.records import read_trace
 
     records: list[TraceRecord] = []
     for file in trace_files(paths):
         try:
-            records.extend(read_trace(file))
-        except ConfigError as exc:
+            found = read_trace(file)
+            for record in found:
+                check_record(record)
+        except (ConfigError, ValueError) as exc:
             raise UserInputError(f"--traces {file}: {exc}") from exc
+        records.extend(found)
     return records
 
 

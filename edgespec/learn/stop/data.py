@@ -85,7 +85,9 @@ class StopDataset:
         }
 
 
-def _check_record(record: TraceRecord) -> None:
+def check_record(record: TraceRecord) -> None:
+    """A ``ValueError`` naming the request when ``record`` cannot give rows: drafted with
+    lookup tokens, or without one row of ``draft_features`` per position."""
     draft = record.draft_model
     if draft.endswith("+lookup") or draft == "ngram":
         raise ValueError(
@@ -107,7 +109,7 @@ def build_dataset(records: Sequence[TraceRecord], k_max: int) -> StopDataset:
     labels: list[int] = []
     groups: list[int] = []
     for index, record in enumerate(records):
-        _check_record(record)
+        check_record(record)
         assert record.draft_features is not None
         for position, label in window_rows(record.acceptance_seq, k_max):
             features.append(record.draft_features[position])
@@ -120,6 +122,23 @@ def build_dataset(records: Sequence[TraceRecord], k_max: int) -> StopDataset:
         groups=np.asarray(groups, dtype=np.int64),
         request_ids=tuple(r.request_id for r in records),
     )
+
+
+def require_both_labels(parts: Sequence[tuple[str, StopDataset]]) -> None:
+    """A ``ValueError`` naming the first part (``training``, ...) whose rows hold no first
+    rejection or no accepted position: a predictor could neither learn nor be measured
+    there (and the tree baselines fail on one class)."""
+    for name, part in parts:
+        num_rejected = int((part.labels == 0).sum())
+        if num_rejected and num_rejected < len(part):
+            continue
+        missing = "first rejection" if not num_rejected else "accepted position"
+        seen = "accepted" if not num_rejected else "first rejections"
+        raise ValueError(
+            f"no {missing} in the {name} requests: all {len(part)} positions they draft are "
+            f"{seen} ({len(np.unique(part.groups))} requests; the study needs accepted "
+            "positions and first rejections in the training, validation and test requests)"
+        )
 
 
 def split_by_request(

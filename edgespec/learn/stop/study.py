@@ -18,7 +18,12 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.learn.stop.baselines import search_tree
-from edgespec.learn.stop.data import StopDataset, build_dataset, split_by_request
+from edgespec.learn.stop.data import (
+    StopDataset,
+    build_dataset,
+    require_both_labels,
+    split_by_request,
+)
 from edgespec.learn.stop.evaluate import (
     LatencyStats,
     OperatingPoint,
@@ -138,9 +143,12 @@ def run_study(
     settings: StudySettings,
     log: Callable[[str], None] = lambda _: None,
 ) -> StopStudy:
-    """Build the dataset, train and evaluate every predictor (see the module docstring)."""
+    """Build the dataset, train and evaluate every predictor (see the module docstring).
+    A ``ValueError`` before any training when the records give no split of at least three
+    requests, or a split without a first rejection or an accepted position."""
     data = build_dataset(records, settings.k_max)
     train, val, test = split_by_request(data, settings.split, settings.seed)
+    require_both_labels((("training", train), ("validation", val), ("test", test)))
     balance = {
         name: part.balance()
         for name, part in (("all", data), ("train", train), ("validation", val), ("test", test))

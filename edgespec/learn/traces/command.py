@@ -25,7 +25,7 @@ from edgespec.learn.progress import progress_bar
 from edgespec.learn.traces.checks import NGRAM, check_args, prompt_sets, slo_classes
 from edgespec.models.devices import device_placement
 from edgespec.models.registry import ModelSpec, resolve_model
-from edgespec.output_paths import output_file, output_folder
+from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 
 
@@ -113,7 +113,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=output_file,
         help="write all records to this JSONL file (give --out and/or --out-dir)",
     )
-    parser.add_argument("--out-dir", type=output_folder, help="write <dataset>.jsonl files here")
+    parser.add_argument(
+        "--out-dir", type=writable_output_folder, help="write <dataset>.jsonl files here"
+    )
     add_verbose(parser)
     parser.add_argument(
         "--json",

@@ -32,10 +32,10 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from edgespec.config import ConfigError, RecordError, read_jsonl
 from edgespec.core.features import (
@@ -47,6 +47,8 @@ from edgespec.core.features import (
 from edgespec.output_paths import write_atomically
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +218,18 @@ def _round_from_json(row: Sequence[Any]) -> TraceRound:
     return TraceRound(int(row[0]), int(row[1]), float(row[2]), float(row[3]), passes)
 
 
+def _features(
+    obj: dict[str, Any], key: str, parse: Callable[[object], T], request_id: str, where: str
+) -> T | None:
+    """A feature field parsed (``None`` when absent); a malformed one, or a NaN or infinity
+    in it, is refused naming the line, the field and the request."""
+    raw = obj.get(key)
+    try:
+        return None if raw is None else parse(raw)
+    except ValueError as exc:
+        raise RecordError(where, f"{exc} (request {request_id})", key) from exc
+
+
 def record_from_json(obj: Any, where: str) -> TraceRecord:
     """Parse one trace line; errors name the line and the field."""
     if not isinstance(obj, dict):
@@ -230,11 +244,12 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
     seq = _field(obj, "acceptance_seq", list, where)
     if any(v not in (0, 1) or isinstance(v, bool | float) for v in seq):
         raise RecordError(where, "must be a list of 0/1 integers", "acceptance_seq")
-    feats = obj.get("draft_features")
-    after = obj.get("rejection_features")
+    request_id = str(_field(obj, "request_id", str, where))
+    feats = _features(obj, "draft_features", parse_feature_rows, request_id, where)
+    after = _features(obj, "rejection_features", parse_rejection_rows, request_id, where)
     try:
         return TraceRecord(
-            request_id=str(_field(obj, "request_id", str, where)),
+            request_id=request_id,
             arrival_ms=float(_field(obj, "arrival_ms", (int, float), where)),
             prompt_tokens=int(_field(obj, "prompt_tokens", int, where)),
             output_tokens=int(_field(obj, "output_tokens", int, where)),
@@ -246,13 +261,13 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
             gamma_max=int(obj.get("gamma_max", 0)),
             acceptance_seq=tuple(int(v) for v in seq),
             rounds=rounds,
-            draft_features=None if feats is None else parse_feature_rows(feats),
+            draft_features=feats,
             sd_ms=obj.get("sd_ms"),
             target_only_ms=obj.get("target_only_ms"),
             assisted_ms=obj.get("assisted_ms"),
             lossless=obj.get("lossless"),
             draft_tree=obj.get("draft_tree"),
-            rejection_features=None if after is None else parse_rejection_rows(after),
+            rejection_features=after,
         )
     except ConfigError:
         raise

@@ -132,3 +132,25 @@ def test_a_budget_beyond_the_targets_context_is_refused_before_tracing(
         "context of 256 tokens (lower --max-new-tokens or --max-prompt-tokens)"
     )
     assert not (tmp_path / "t.jsonl").exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize(("flag", "path"), [("--out", "/proc/t.jsonl"), ("--out-dir", "/proc/t")])
+def test_an_output_that_cannot_be_written_is_refused_before_any_capture(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, flag: str, path: str
+) -> None:
+    """``--out /proc/t.jsonl`` captured every request, then failed naming its temporary
+    (``/proc/.t.jsonl.PID.tmp``): the folder is now tried when the flags are parsed."""
+
+    def never(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the capture started")
+
+    monkeypatch.setattr("edgespec.learn.traces.command.run", never)
+    with pytest.raises(SystemExit) as stop:
+        main(["trace", "--draft", "ngram", flag, path])
+    assert stop.value.code == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    # the reason is the system's: ENOENT for root, EACCES for another user
+    assert last.startswith(
+        f"edgespec trace: error: argument {flag}: {path}: cannot write in /proc: "
+    )

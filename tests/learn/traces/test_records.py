@@ -207,3 +207,34 @@ def test_a_trace_write_stopped_part_way_leaves_the_earlier_file(tmp_path: Path) 
         write_trace(path, records())
     assert path.read_text() == before
     assert [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("draft_features", "NaN", "row 4: margin is nan"),
+        ("draft_features", "-Infinity", "row 4: margin is -inf"),
+        ("rejection_features", "Infinity", "position 2: row 4: margin is inf"),
+    ],
+)
+def test_a_non_finite_feature_names_line_field_and_request_in_both_readers(
+    tmp_path: Path, field: str, value: str, message: str
+) -> None:
+    """JSON's NaN / Infinity were read as features: a NaN trained nothing (``mean[0] is
+    nan``) or scored NaN in silence, in the trainer and in the simulator's replay."""
+    rows = [[0.5, 1.25, 0.1, 2.0, 0.9] for _ in range(6)]
+    rows[4][2] = 12345.5  # stands for the value, which json.dumps would write as is
+    obj = record_to_json(_record())
+    obj[field] = [[2, rows[:5]]] if field == "rejection_features" else rows
+    path = tmp_path / "t.jsonl"
+    good = json.dumps(record_to_json(_record(request_id="ok")))
+    path.write_text(good + "\n" + json.dumps(obj).replace("12345.5", value) + "\n")
+    with pytest.raises(ConfigError) as info:
+        read_trace(path)
+    assert str(info.value) == (
+        f"t.jsonl:2: {field}: {message}, expected a finite number (request gsm8k-3)"
+    )
+    assert info.value.path == f"t.jsonl:2.{field}"
+    with pytest.raises(ConfigError) as info:
+        load_trace(path)  # the simulator's reader (workload and acceptance.traces)
+    assert str(info.value) == f"t.jsonl:2: {field}: {message}, expected a finite number"

@@ -72,7 +72,7 @@ def test_a_run_folder_that_cannot_be_written_fails_before_any_run(
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise OSError(errno.EROFS, "Read-only file system")
 
-    monkeypatch.setattr("edgespec.sim.run_folder.tempfile.TemporaryFile", refuse)
+    monkeypatch.setattr("edgespec.output_paths.tempfile.TemporaryFile", refuse)
     assert _run(tmp_path, out, flags) == 2
     assert capsys.readouterr().err == (
         f"edgespec sim: cannot write in the run folder {out}: Read-only file system\n"
