@@ -1,0 +1,11 @@
+"""Draft models distilled from a target.
+
+``edgespec train draft`` (:mod:`.command`, its stages in :mod:`.make_draft`, its early
+checks in :mod:`.draft_checks`): a trimmed-vocabulary draft trained (:mod:`.distill`) on
+the target's continuations (:mod:`.distill_data`) and teacher-forced text labels
+(:mod:`.distill_text`), read back as samples (:mod:`.samples`) from shards written whole
+(:mod:`.shard_writing`) into folders that record what made them (:mod:`.shard_manifest`).
+``edgespec train feature-draft`` (:mod:`.feature_command`, :mod:`.feature_train`): an
+EAGLE-style draft on the target's features, also of ``edgespec train text-shards``'
+token shards (:mod:`.text_shards`).
+"""

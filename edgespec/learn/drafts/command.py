@@ -1,8 +1,12 @@
 """`edgespec train draft`: distil a trimmed-vocabulary draft from a target.
 
 Two stages, both resumable: (1) the target's greedy continuations of the training prompts
-are generated in batches into ``--data-dir`` shards (skipped shards already there);
-(2) a small draft is trained on them and saved (fp16 safetensors) to ``--out``.
+are generated in batches into ``--data-dir`` shards (skipped shards already there; the
+folder records what they were made with, and a rerun with another target or other
+settings is refused, :mod:`edgespec.learn.drafts.shard_manifest`); (2) a small draft is
+trained on them and saved (fp16 safetensors) to ``--out``. Settings that would fail only
+after generation are refused before the target loads
+(:mod:`edgespec.learn.drafts.draft_checks`).
 The flags are parsed into a :class:`~edgespec.learn.drafts.make_draft.DraftJob`, whose
 stages :mod:`edgespec.learn.drafts.make_draft` runs. The bundled ``gemma3-270m-draft`` was
 made with the command in docs/LEARN.md.
@@ -32,7 +36,9 @@ from edgespec.learn.progress import Update, progress_bar
 from edgespec.output_paths import output_folder
 
 if TYPE_CHECKING:  # make_draft imports torch: the command line loads it only to run
+    from edgespec.learn.drafts.draft_checks import TargetShape
     from edgespec.learn.drafts.make_draft import BatchProgress, DraftJob, StepProgress
+    from edgespec.learn.drafts.shard_manifest import ShardSettings
 
 # Plain numeric options of `train draft`: flag, type (each > 0; the seed >= 0; a budget at
 # most MAX_BUDGET_MINUTES), default, help (the default is appended).
@@ -130,22 +136,14 @@ def add_arguments(sub: Any) -> None:
 
 
 def draft_job(args: argparse.Namespace) -> DraftJob:
-    """The run the flags describe; a contradiction or a missing directory is a usage error."""
+    """The run the flags describe; a contradiction or a missing directory is a usage error
+    (:func:`_check_flags`)."""
     from edgespec.learn.drafts.distill import DraftArchitecture, TrainSettings
     from edgespec.learn.drafts.distill_data import GenerationSettings
-    from edgespec.learn.drafts.make_draft import DraftJob, TextLabelling, trimmed_draft_path
+    from edgespec.learn.drafts.draft_checks import training_datasets
+    from edgespec.learn.drafts.make_draft import DraftJob, TextLabelling
 
-    if args.fast_head and args.init_from is None:
-        raise UserInputError("--fast-head needs --init-from (its kept tokens form the head)")
-    if args.sample_temperature < 0:
-        raise UserInputError(f"--sample-temperature must be >= 0, got {args.sample_temperature}")
-    if args.sample_temperature > 0 and not args.fast_head:
-        raise UserInputError("--sample-temperature needs --fast-head (it samples the cut head)")
-    for extra in args.train_data_dir:
-        if not extra.is_dir():
-            raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")
-    if args.init_from is not None:  # no draft, or a cut-off one: named before the target loads
-        trimmed_draft_path("--init-from", args.init_from)
+    _check_flags(args)
     options = training_options(args)
     labelling = None
     if args.text_data_dir is not None:
@@ -156,7 +154,7 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
         target=args.target,
         out=args.out,
         data_dir=args.data_dir,
-        datasets=tuple(d.strip() for d in args.datasets.split(",") if d.strip()),
+        datasets=training_datasets(args.datasets),
         sharegpt_limit=args.sharegpt_limit,
         generation=GenerationSettings(
             batch_size=args.batch_size,
@@ -186,23 +184,57 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
     )
 
 
+def _check_flags(args: argparse.Namespace) -> None:
+    """Flags that contradict each other, a missing directory, a new draft's shape that no
+    target fits, a limit too small to use: each a one-line usage error, before any work."""
+    from edgespec.learn.drafts.draft_checks import check_heads
+    from edgespec.learn.drafts.make_draft import trimmed_draft_path
+
+    if args.fast_head and args.init_from is None:
+        raise UserInputError("--fast-head needs --init-from (its kept tokens form the head)")
+    if args.sample_temperature < 0:
+        raise UserInputError(f"--sample-temperature must be >= 0, got {args.sample_temperature}")
+    if args.sample_temperature > 0 and not args.fast_head:
+        raise UserInputError("--sample-temperature needs --fast-head (it samples the cut head)")
+    for extra in args.train_data_dir:
+        if not extra.is_dir():
+            raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")
+    if args.init_from is not None:  # no draft, or a cut-off one: named before the target loads
+        trimmed_draft_path("--init-from", args.init_from)
+    else:  # a new draft's shape; its fit to the target is checked once its size is known
+        check_heads(args.hidden_size, args.heads)
+    if args.max_prompt_tokens < 2:
+        raise UserInputError(
+            f"--max-prompt-tokens must be >= 2 (BOS + one), got {args.max_prompt_tokens}"
+        )
+    if args.text_data_dir is not None and args.text_max_tokens < 3:
+        raise UserInputError(f"--text-max-tokens must be >= 3, got {args.text_max_tokens}")
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
     from rich.console import Console
 
     from edgespec.learn.drafts import make_draft as make
+    from edgespec.learn.drafts.draft_checks import loaded_target_shape, saved_target_shape
     from edgespec.models.loading import load_model
 
     job = draft_job(args)
     console = Console(stderr=True, markup=False)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
+    saved = make.load_saved(job)
+    # The target's sizes from its config.json where there is one, so that what would fail or
+    # mix only after generation is refused before the target loads; else once it has.
+    shape = saved_target_shape(job.target)
+    settings = None if shape is None else _checked(console, job, saved, shape)
     with console.status(f"loading target {job.target}"):
         target = load_model(job.target, require_tokenizer=True, verbose=job.verbose)
-    saved = make.load_saved(job)
+    if settings is None:
+        settings = _checked(console, job, saved, loaded_target_shape(job.target, target.model))
     if not job.skip_generate:
         with progress_bar(console, "generating") as update:
-            make.generate(job, target, saved, _on_generated(console, update))
+            make.generate(job, target, saved, settings, _on_generated(console, update))
     labelling = progress_bar(console, "labelling conversations")
     with labelling if job.labelling else nullcontext(_no_update) as update:
         data = make.training_data(job, target, saved, _on_labelled(console, update))
@@ -217,6 +249,17 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"validation top-1 agreement with the target: {agreement:.3f}")
     console.print(f"saved draft to {job.out} ({size_mb:.1f} MB)")
     return 0
+
+
+def _checked(console: Any, job: DraftJob, saved: Any, shape: TargetShape) -> ShardSettings:
+    """The settings of the shards the run makes, once checked
+    (:func:`~edgespec.learn.drafts.make_draft.check_settings`, its warnings shown)."""
+    from edgespec.learn.drafts import make_draft as make
+
+    settings = make.shard_settings(job, shape)
+    for warning in make.check_settings(job, saved, settings):
+        console.print(warning, style="yellow", soft_wrap=True)
+    return settings
 
 
 def _no_update(**changes: Any) -> None:

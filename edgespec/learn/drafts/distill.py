@@ -83,7 +83,9 @@ def init_draft(
     target_name: str,
 ) -> TrimmedVocabDraft:
     """A fresh draft whose embeddings are the target's (kept rows) projected onto their top
-    principal directions, rescaled to std 0.05; the "other" row is their mean."""
+    principal directions, rescaled to std 0.05; the "other" row is their mean. There are at
+    most min(kept rows, target hidden size) directions: when the training data yields fewer
+    kept tokens than the draft's hidden size, the columns past them start at zero."""
     config = TrimmedDraftConfig(
         draft_token_ids=list(kept),
         target_name=target_name,
@@ -103,6 +105,7 @@ def init_draft(
     _, _, v = torch.linalg.svd(centred, full_matrices=False)
     projected = centred @ v[: arch.hidden_size].T
     projected = projected * (0.05 / projected.std())
+    projected = torch.nn.functional.pad(projected, (0, arch.hidden_size - projected.shape[1]))
     with torch.no_grad():
         weight = draft.model.embed_tokens.weight
         weight[: len(kept)] = projected

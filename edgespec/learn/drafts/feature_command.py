@@ -131,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.models.loading import load_model
 
     shards = shard_files(args.data_dir)
+    if args.head_dim % 2:  # else refused by the draft's config only after featurizing
+        raise UserInputError(
+            f"--head-dim must be even (rotary position embeddings turn pairs), got {args.head_dim}"
+        )
     options = training_options(args)
     settings = ft.FeatureTrainSettings(
         num_steps=args.steps,

@@ -1,4 +1,5 @@
 """`edgespec train draft`'s work, stage by stage, from a validated :class:`DraftJob`:
+what would fail or mix only after generation checked first (:func:`check_settings`),
 the target's continuations generated into shards (:func:`generate`), the training and
 validation sequences and the kept tokens (:func:`training_data`, optionally with
 teacher-forced text labels), then the draft trained, checked and saved
@@ -15,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.learn.drafts import distill, samples
+from edgespec.learn.drafts import shard_manifest as manifest
 from edgespec.learn.drafts.distill_data import GenerationSettings
+from edgespec.learn.drafts.draft_checks import TargetShape, check_fits_target
 
 BatchProgress = Callable[[int, int, float], None]
 """``(batches done, batches in all, seconds of the last one)``."""
@@ -110,12 +113,57 @@ def trimmed_draft_path(flag: str, directory: Path) -> Path:
     return spec.path
 
 
-def generate(job: DraftJob, target: Any, saved: Any, on_batch: BatchProgress) -> None:
+def shard_settings(job: DraftJob, shape: TargetShape) -> manifest.ShardSettings:
+    """What the shards this run generates are made with."""
+    generation = job.generation
+    return manifest.ShardSettings(
+        target=shape.name,
+        target_vocab_size=shape.vocab_size,
+        target_hidden_size=shape.hidden_size,
+        datasets=job.datasets,
+        sharegpt_limit=job.sharegpt_limit if "sharegpt" in job.datasets else None,
+        batch_size=generation.batch_size,
+        max_prompt_tokens=generation.max_prompt_tokens,
+        max_new_tokens=generation.max_new_tokens,
+        top_k=generation.top_k,
+        seed=generation.seed,
+        temperature=generation.temperature,
+    )
+
+
+def check_settings(job: DraftJob, saved: Any, settings: manifest.ShardSettings) -> list[str]:
+    """Before generation, what would otherwise fail or mix only after it: a new draft wider
+    than the target allows (:func:`~edgespec.learn.drafts.draft_checks.check_fits_target`),
+    ``--data-dir`` shards made with other ``settings`` (only another target's when
+    ``--skip-generate``: they are trained on as they are), ``--train-data-dir`` shards of
+    another target. Returns the warnings of folders whose settings are unknown."""
+    if saved is None:
+        arch = job.architecture
+        check_fits_target(arch.hidden_size, arch.num_kept_tokens, settings.target_hidden_size)
+    compared = manifest.TARGET_FIELDS if job.skip_generate else manifest.ALL_FIELDS
+    found = [manifest.check_shard_folder("--data-dir", job.data_dir, settings, compared)]
+    for extra in job.extra_data_dirs:
+        found.append(
+            manifest.check_shard_folder("--train-data-dir", extra, settings, manifest.TARGET_FIELDS)
+        )
+    return [warning for warning in found if warning is not None]
+
+
+def generate(
+    job: DraftJob,
+    target: Any,
+    saved: Any,
+    settings: manifest.ShardSettings,
+    on_batch: BatchProgress,
+) -> None:
     """Stage 1: the target's continuations of the datasets' training prompts into
-    ``job.data_dir`` shards, within ``job.gen_minutes`` (resumable)."""
+    ``job.data_dir`` shards, within ``job.gen_minutes`` (resumable); a folder with no
+    shard yet first gets the record of their ``settings``."""
     from edgespec.datasets.prompts import load_prompts
     from edgespec.learn.drafts.distill_data import generate_distillation_data
 
+    if not manifest.has_shards(job.data_dir):
+        manifest.record_settings(job.data_dir, settings)
     prompts = []
     for name in job.datasets:
         limit = job.sharegpt_limit if name == "sharegpt" else None

@@ -1,0 +1,115 @@
+"""Settings of `edgespec train draft` that would fail only after its generation stage (up to
+``--gen-minutes``), checked before the target loads: the ``--datasets`` list, a new
+draft's shape against ``--heads``, ``--kept-tokens`` and the target's hidden size, and the
+target's sizes, read from its ``config.json`` without its weights (:class:`TargetShape`).
+Each refusal is a one-line :class:`~edgespec.errors.UserInputError` naming the flags."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from edgespec.datasets.prompts import DATASETS, HELD_OUT
+from edgespec.errors import UserInputError
+from edgespec.models.gemma_cache import gemma_directory, needs_conversion
+from edgespec.models.registry import ModelSource, resolve_model
+
+MAX_CONFIG_BYTES = 1 << 20
+"""A target's ``config.json`` read for its sizes: at most this much (Gemma 3's is 2 kB)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TargetShape:
+    """The target a run distils from: ``name`` (a known model's name, else its directory
+    or file, resolved to an absolute path) and its vocabulary and hidden sizes."""
+
+    name: str
+    vocab_size: int
+    hidden_size: int
+
+
+def training_datasets(text: str) -> tuple[str, ...]:
+    """The ``--datasets`` list (comma-separated): one or more training datasets, each once."""
+    known = ", ".join(DATASETS)
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise UserInputError(f"--datasets {text!r} names no dataset; known datasets are {known}")
+    for index, name in enumerate(names):
+        if name in HELD_OUT:
+            raise UserInputError(
+                f"--datasets: {name!r} is held out from training (a test split only); "
+                f"known datasets are {known}"
+            )
+        if name not in DATASETS:
+            raise UserInputError(
+                f"--datasets: no dataset named {name!r}; known datasets are {known}"
+            )
+        if name in names[:index]:
+            raise UserInputError(f"--datasets names {name!r} twice")
+    return names
+
+
+def check_heads(hidden_size: int, num_heads: int) -> None:
+    """A new draft's ``--hidden-size`` splits into ``--heads`` heads of an even size (the
+    rotary position embedding turns pairs of dimensions)."""
+    if hidden_size % num_heads:
+        raise UserInputError(
+            f"--hidden-size {hidden_size} is not a multiple of --heads {num_heads} "
+            "(each head takes hidden-size / heads dimensions)"
+        )
+    if (hidden_size // num_heads) % 2:
+        raise UserInputError(
+            f"--hidden-size {hidden_size} / --heads {num_heads} = {hidden_size // num_heads} "
+            "dimensions per head: it must be even (rotary position embeddings turn pairs)"
+        )
+
+
+def check_fits_target(hidden_size: int, num_kept_tokens: int, target_hidden_size: int) -> None:
+    """A new draft's ``--hidden-size`` at most min(``--kept-tokens``, the target's hidden
+    size): its embeddings start as the kept rows of the target's projected on their top
+    principal directions, of which there are no more than that."""
+    limit = min(num_kept_tokens, target_hidden_size)
+    if hidden_size > limit:
+        raise UserInputError(
+            f"--hidden-size {hidden_size} is larger than min(--kept-tokens {num_kept_tokens}, "
+            f"the target's hidden size {target_hidden_size}) = {limit}: a new draft's "
+            "embeddings are the target's projected on at most that many directions"
+        )
+
+
+def saved_target_shape(target: str) -> TargetShape | None:
+    """The ``--target``'s sizes from its ``config.json``, its weights not loaded; ``None``
+    where there is none to read (a ``.gguf`` file, ``gemma3-270m`` before its first
+    conversion) or it gives no whole-number sizes: then the loaded model tells
+    (:func:`loaded_target_shape`). An unknown name or a broken directory is the
+    registry's one-line error."""
+    spec = resolve_model(target)
+    if spec.source is ModelSource.GGUF_FILE or needs_conversion(target):
+        return None
+    directory = gemma_directory() if spec.path is None else spec.path
+    with (directory / "config.json").open("rb") as config_file:
+        text = config_file.read(MAX_CONFIG_BYTES + 1)
+    try:
+        config: Any = json.loads(text) if len(text) <= MAX_CONFIG_BYTES else None
+    except (json.JSONDecodeError, UnicodeDecodeError):  # the load names what is wrong
+        return None
+    if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
+        config = config["text_config"]  # a multimodal model's text part
+    if not isinstance(config, dict):
+        return None
+    vocab_size, hidden_size = config.get("vocab_size"), config.get("hidden_size")
+    if not (type(vocab_size) is int and type(hidden_size) is int):
+        return None
+    return TargetShape(_target_name(target), vocab_size, hidden_size)
+
+
+def loaded_target_shape(target: str, model: Any) -> TargetShape:
+    """The loaded ``--target`` model's sizes, from its input embeddings."""
+    vocab_size, hidden_size = model.get_input_embeddings().weight.shape
+    return TargetShape(_target_name(target), int(vocab_size), int(hidden_size))
+
+
+def _target_name(target: str) -> str:
+    spec = resolve_model(target)
+    return spec.name if spec.path is None else str(spec.path.resolve())
