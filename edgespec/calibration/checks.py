@@ -1,14 +1,17 @@
 """``edgespec calibrate``'s refusals before anything loads or runs, and before its folder
 is claimed or made (:mod:`edgespec.calibration.command`): sizes it cannot run
 (:func:`check_counts`), a pair it cannot build (:func:`check_pair_names`) and a
-``--profile`` whose files the simulated run could not read (:func:`check_profiles`)."""
+``--profile`` whose files the simulated run could not read, or that is no .yaml or .yml
+file (:func:`check_profiles`)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from edgespec.errors import UserInputError
+from edgespec.profiling.files import PROFILE_SUFFIXES, profile_files
 
 MAX_REQUESTS = 1_000
 """The most requests a calibration runs (``--clients`` × ``--requests``): one small scenario,
@@ -93,22 +96,20 @@ def _check_dataset(args: argparse.Namespace) -> None:
         )
 
 
-def draft_profile_path(target_profile: Path) -> Path:
-    """The draft's profile beside the target's: ``profile.yaml`` → ``profile-draft.yaml``."""
-    return target_profile.with_name(target_profile.stem + "-draft.yaml")
-
-
 def check_profiles(args: argparse.Namespace) -> tuple[Path, Path] | None:
-    """The target's and the draft's profile the simulated run reads (``--profile`` and
-    :func:`draft_profile_path` of it), each loaded as the simulator loads it; a file missing
-    or bad is refused naming ``--profile`` and that file. ``None`` without ``--profile``."""
+    """The target's and the draft's profile the simulated run reads (``--profile`` and the
+    draft's beside it, :func:`profile_files`), each loaded as the simulator loads it; a
+    file missing or bad is refused naming ``--profile`` and that file, and so is a path
+    (one that exists, or has a folder or a suffix) not ending in .yaml or .yml. ``None``
+    without ``--profile``."""
     from edgespec.config import ConfigError
     from edgespec.hardware.cost_models import load_profile
 
     if args.profile is None:
         return None
+    _check_suffix(args.profile)
     target = Path(args.profile)
-    draft = draft_profile_path(target)
+    draft = profile_files(target).draft
     for path, note in ((target, ""), (draft, " (the draft's profile, read beside --profile)")):
         try:
             load_profile(str(path))
@@ -118,3 +119,23 @@ def check_profiles(args: argparse.Namespace) -> tuple[Path, Path] | None:
                 f"--profile {args.profile}: {where}: {exc.message}{note}"
             ) from None
     return target, draft
+
+
+def _check_suffix(text: str) -> None:
+    """A ``--profile`` that is a path (it exists, or names a folder or a suffix) is a file
+    ``edgespec profile`` wrote: a .yaml or .yml file, else refused for what it is (a
+    bare name that is none is read as a bundled preset's, as the simulator reads it)."""
+    path = Path(text)
+    if path.suffix in PROFILE_SUFFIXES:
+        return
+    if path.is_dir():
+        what = "a folder"
+    elif path.suffix:
+        what = f"a {path.suffix} file"
+    elif path.exists():
+        what = "a file without a suffix"
+    elif os.sep in text or (os.altsep is not None and os.altsep in text):
+        what = "a path without a suffix"
+    else:
+        return
+    raise UserInputError(f"--profile {text}: {what}; a profile is a .yaml or .yml file")

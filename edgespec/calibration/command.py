@@ -41,13 +41,13 @@ from edgespec.calibration.checks import (
     check_counts,
     check_pair_names,
     check_profiles,
-    draft_profile_path,
 )
 from edgespec.calibration.comparison import compare
 from edgespec.calibration.fresh_profile import MIN_PROFILE_R2, profile_scenario
 from edgespec.calibration.runs import link_rtt_ms, run_real, simulate_run, write_trace
 from edgespec.errors import check_fits_context
 from edgespec.output_paths import claim_folder, output_folder, write_text_atomically
+from edgespec.profiling.files import profile_files
 
 _NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
     ("--clients", drafter_processes, 4, f"drafter processes, at most {MAX_DRAFTER_PROCESSES}"),
@@ -78,8 +78,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_verbose(p)
     p.add_argument(
         "--profile",
-        help="use this target profile (with its -draft file) instead of profiling (a fresh "
-        f"profile's held-out R² below {MIN_PROFILE_R2} is warned of on stderr)",
+        help="use this target profile, .yaml or .yml (with its -draft file beside it) instead "
+        f"of profiling (a fresh profile's held-out R² below {MIN_PROFILE_R2} is warned of on "
+        "stderr)",
     )
     p.add_argument(
         "--out", type=output_folder, default=None,
@@ -88,7 +89,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--overwrite", action="store_true",
         help="--out may hold an earlier calibration: its files are removed once every check "
-        "has passed (a --profile given is kept; default: refused)",
+        "has passed (a --profile given is kept, with its -draft and -report files; default: "
+        "refused)",
     )  # fmt: skip
     for flag, kind, default, text in _NUMBERS:
         p.add_argument(flag, type=kind, default=default, help=f"{text} (default {default})")
@@ -158,19 +160,19 @@ def _prompts(
     return [flat[i :: args.clients] for i in range(args.clients)]
 
 
-RUN_FILES = ("profile.yaml", "profile-*.yaml", "profile-report.json", "trace.jsonl",
-             "comparison.md")  # fmt: skip
+RUN_FILES = (*(path.name for path in profile_files(Path("profile.yaml")).finished),
+             "trace.jsonl", "comparison.md")  # fmt: skip
 """What a calibration writes into its folder (``write_profiles``' files for profile.yaml,
 the real run's trace, the comparison)."""
 
 
 def calibration_folder(args: argparse.Namespace, remove: bool = True) -> Path:
     """``--out`` holding no earlier calibration (or ``--overwrite``: its files removed but
-    for the ``--profile`` given and its draft's; ``remove=False``: only checked), else a new
-    ``runs/calibration-<time>``."""
-    keep = []
+    for the ``--profile`` given and its siblings, :func:`profile_files`: its draft's, its
+    report; ``remove=False``: only checked), else a new ``runs/calibration-<time>``."""
+    keep: tuple[Path, ...] = ()
     if args.profile is not None:
-        keep = [Path(args.profile), draft_profile_path(Path(args.profile))]
+        keep = profile_files(Path(args.profile)).finished
     default = Path("runs") / f"calibration-{time.strftime('%Y%m%d-%H%M%S')}"
     return claim_folder(args.out, default, RUN_FILES, args.overwrite, keep, remove)
 
@@ -199,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     fit_lines: tuple[str, ...] = ()  # a fresh profile's, recorded in comparison.md
     if profiles is None:
         fresh = profile_scenario(args, out, target, draft, prompts)
-        profiles, fit_lines = (fresh.path, draft_profile_path(fresh.path)), fresh.fit_lines
+        profiles, fit_lines = (fresh.path, profile_files(fresh.path).draft), fresh.fit_lines
     target_profile, draft_profile = profiles
     print("measuring the loopback link (1 client) ...", flush=True)
     probe = run_real(backend, make_draft, [prompts[0][:1]], args.max_new_tokens, args.gamma,

@@ -1,0 +1,14 @@
+"""``edgespec profile``: verification and drafter latency measured on this machine, the
+cost models fitted to it and written as the simulator's profiles (docs/PROFILE.md).
+
+* :mod:`.command` — the flags and the run: load, measure with a checkpoint, write, print;
+* :mod:`.checks` — the refusals before anything loads or is measured;
+* :mod:`.files` — the names of one profile's files (the one place they are made);
+* :mod:`.measure` — the grid of batch configurations, timed through the runtime's engine;
+* :mod:`.draft` — the drafter's propose calls timed, and its FLOPs;
+* :mod:`.fit` — least-squares fits of Eq. 19 and Eq. 17, held-out metrics, intervals;
+* :mod:`.run` — measure and fit a pair, write its profile files and report;
+* :mod:`.checkpoint` — measured configurations appended as they finish, for ``--resume``;
+* :mod:`.residuals` — where a written profile's Eq. 19 fit misses (``--residuals``);
+* :mod:`.samples` — the shipped samples file of one real profile run.
+"""

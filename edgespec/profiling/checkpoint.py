@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from edgespec.output_paths import write_text_atomically
+from edgespec.profiling.files import profile_files
 from edgespec.profiling.measure import GridSpec, Sample, design_grid
 
 FORMAT = "edgespec-profile-checkpoint"
@@ -32,8 +33,8 @@ VERSION = 1
 
 
 def checkpoint_path(out: Path) -> Path:
-    """``DIR/NAME-samples.jsonl`` for ``--out DIR/NAME.yaml``."""
-    return out.parent / f"{out.stem}-samples.jsonl"
+    """``DIR/NAME-samples.jsonl`` for ``--out DIR/NAME.yaml`` (:func:`profile_files`)."""
+    return profile_files(out).samples
 
 
 def setup_of(

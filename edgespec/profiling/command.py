@@ -4,7 +4,8 @@ estimator and Zhu's c₁, c₂, time the drafter, and write the simulator's prof
 Measurements go through the runtime's
 :class:`~edgespec.runtime.server.engine.VerificationEngine` with the
 :class:`~edgespec.runtime.backends.transformers_backend.TransformersTarget` backend, the
-code ``edgespec serve`` runs. See :mod:`edgespec.profiling.measure` for the grid and
+code ``edgespec serve`` runs. See :mod:`edgespec.profiling.measure` for the grid,
+:mod:`edgespec.profiling.checks` for the refusals before anything loads and
 :mod:`edgespec.profiling.run` for the files written.
 """
 
@@ -20,11 +21,9 @@ from edgespec.argument_types import repetitions, warmup_repetitions
 from edgespec.arguments import add_device_arguments, add_seed, add_threads, add_verbose
 from edgespec.models.devices import device_placement
 from edgespec.output_paths import output_file
-from edgespec.policies.params import MAX_GAMMA
+from edgespec.profiling.checks import check_args, check_out, read_checkpoint
 
 NGRAM = "ngram"
-MAX_BOOTSTRAP = 100_000
-"""The most ``--bootstrap`` resamples: their refits are held at once, after the measuring."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=output_file,
         default="profile.yaml",
-        help="target profile path, .yaml (default profile.yaml)",
+        help="target profile path, .yaml or .yml, which its siblings take (default profile.yaml)",
     )
     parser.add_argument(
         "--quick",
@@ -96,53 +95,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fresh", action="store_true", help="start over, replacing an unfinished checkpoint"
     )
-
-
-def check_args(args: argparse.Namespace) -> str | None:
-    """An error message for bad arguments, or None."""
-    if args.target is None:
-        return "--target is required (or --residuals REPORT)"
-    if not str(args.out).endswith((".yaml", ".yml")):
-        return f"--out must end in .yaml or .yml, got {str(args.out)!r}"
-    for name, limit in (("gamma", MAX_GAMMA), ("bootstrap", MAX_BOOTSTRAP)):
-        if not 1 <= getattr(args, name) <= limit:
-            return f"--{name} must be in [1, {limit:,}], got {getattr(args, name)}"
-    if not 0 < args.scale <= 1:
-        return f"--scale must be in (0, 1], got {args.scale}"
-    if args.resume and args.fresh:
-        return "--resume and --fresh exclude each other"
-    if args.clock == "cpu" and args.device not in (None, "cpu"):
-        return (
-            f"--clock cpu times this process's CPU work, not --device {args.device}'s: "
-            "use --clock wall"
-        )
-    return None
-
-
-def read_checkpoint(args: argparse.Namespace, spec: Any) -> Any:
-    """The checkpoint to resume, or None. A checkpoint exists only while its profile is
-    unfinished (it is deleted once the files are written), so one found without --resume
-    or --fresh is an error rather than silently overwritten; raises CheckpointError with
-    the message to print."""
-    from edgespec.profiling.checkpoint import (
-        CheckpointError,
-        checkpoint_path,
-        load_checkpoint,
-        setup_of,
-    )
-
-    path = checkpoint_path(Path(args.out))
-    if not path.exists() or args.fresh:
-        return None
-    if not args.resume:
-        num_lines = len(path.read_text().splitlines())
-        raise CheckpointError(
-            f"{path} holds an unfinished profile ({max(num_lines - 1, 0)} configurations "
-            "measured): add --resume to continue it, or --fresh to start over"
-        )
-    placement = device_placement(args)
-    setup = setup_of(args.target, spec, args.threads, placement.device, placement.dtype)
-    return load_checkpoint(path, setup)
+    parser.add_argument(
+        "--overwrite", action="store_true",
+        help="--out may hold an earlier profile: its files are replaced, and a sibling this run "
+        "does not write (NAME-draft.yaml without --draft) removed (default: refused)",
+    )  # fmt: skip
 
 
 def grid_spec(args: argparse.Namespace) -> Any:
@@ -194,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         from edgespec.profiling.residuals import print_residuals
 
         return print_residuals(args.residuals)
-    error = check_args(args)
+    error = check_args(args) or check_out(Path(args.out), args.overwrite)
     if error is not None:
         print(f"edgespec profile: {error}", file=sys.stderr)
         return 2

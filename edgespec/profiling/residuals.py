@@ -39,6 +39,9 @@ from edgespec.runtime.backends.padding import pass_groups
 SAMPLES_FORMAT = "edgespec-profile-samples"
 """The ``format`` of a profile's samples file (:mod:`edgespec.profiling.samples`)."""
 
+MAX_KEYS_SHOWN = 4
+"""How many of a JSON object's keys the refusal of a file that is no report names."""
+
 Entries = tuple[tuple[int, int], ...]
 
 
@@ -180,10 +183,9 @@ def read_report(path: Path) -> dict[str, Any]:
     if not isinstance(report, dict):
         raise UserInputError(f"{where}: a JSON {type(report).__name__}, not a profile report")
     if "wisp" not in report:
-        kind = "a samples file" if report.get("format") == SAMPLES_FORMAT else "not a report"
         raise UserInputError(
-            f"{where}: {kind} without the Eq. 19 fit ('wisp'); give the NAME-report.json "
-            "that edgespec profile writes"
+            f"{where}: {_what_it_is(report)}; give the NAME-report.json that edgespec "
+            "profile writes (its 'wisp' entry holds the Eq. 19 fit)"
         )
     coefficients = report["wisp"].get("coefficients") if isinstance(report["wisp"], dict) else None
     if not isinstance(coefficients, dict):
@@ -200,6 +202,19 @@ def read_report(path: Path) -> dict[str, Any]:
         if problem is not None:
             raise UserInputError(f"{where}: samples[{index}]: {problem}")
     return report
+
+
+def _what_it_is(document: dict[str, Any]) -> str:
+    """A JSON object that is not a profile report, said plainly: a samples file (timed runs,
+    no fit), else the object by its first keys (each cut to 40 characters)."""
+    if document.get("format") == SAMPLES_FORMAT:
+        return "a samples file: timed runs, no fit"
+    if not document:
+        return "an empty JSON object, not a profile report"
+    keys = [repr(key[:40]) for key in list(document)[:MAX_KEYS_SHOWN]]
+    more = len(document) - len(keys)
+    shown = ", ".join(keys) + (f" and {more} more" if more else "")
+    return f"a JSON object with keys {shown}, not a profile report"
 
 
 def _is_number(value: object) -> TypeGuard[float]:

@@ -1,7 +1,8 @@
 """``edgespec profile`` end to end: measure, fit, write the simulator's profile files.
 
 Files written for ``--out DIR/NAME.yaml`` (each in the format
-:func:`edgespec.hardware.cost_models.load_profile` reads):
+:func:`edgespec.hardware.cost_models.load_profile` reads; for ``NAME.yml`` each YAML
+sibling ends in ``.yml``: :func:`edgespec.profiling.files.profile_files` names them):
 
 * ``NAME.yaml`` — ``kind: wisp``, the target's verification-time estimator (Eq. 19);
 * ``NAME-zhu.yaml`` — ``kind: zhu``, the target's Eq. 17 fit, only when the target is a
@@ -31,6 +32,7 @@ from edgespec.hardware.cost_models import ModelArchitecture, available
 from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.checkpoint import Checkpoint
 from edgespec.profiling.draft import DraftSample, measure_drafter, model_spec, per_token_s
+from edgespec.profiling.files import PROFILE_SUFFIXES, profile_files
 from edgespec.profiling.fit import (
     WISP_TERMS,
     ZHU_TERMS,
@@ -210,23 +212,27 @@ def _write(path: Path, header: str, data: dict[str, Any]) -> Path:
 
 
 def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]:
-    """Write the profile files next to ``out`` (see the module docstring)."""
-    if out.suffix not in (".yaml", ".yml"):
+    """Write the profile files next to ``out`` (see the module docstring), each sibling
+    named by :func:`profile_files`; a sibling this run does not write (an earlier run's
+    draft, say) is removed first, so that no reader pairs it with this profile."""
+    if out.suffix not in PROFILE_SUFFIXES:
         raise ValueError(f"--out must end in .yaml or .yml, got {str(out)!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    stem = out.parent / out.stem
+    files = profile_files(out)
     presets = set(available("models"))
-    written = []
-    fits: list[tuple[str, str, LinearFit, str]] = [("", result.target, result.wisp, "wisp")]
-    fits.append(("-zhu", result.target, result.zhu, "zhu"))
+    fits: list[tuple[Path, str, LinearFit, str]] = [(out, result.target, result.wisp, "wisp")]
+    fits.append((files.target_zhu, result.target, result.zhu, "zhu"))
     if result.draft is not None:
-        fits.append(("-draft", result.draft.name, result.draft.wisp, "wisp"))
+        fits.append((files.draft, result.draft.name, result.draft.wisp, "wisp"))
         if result.draft.zhu is not None:
-            fits.append(("-draft-zhu", result.draft.name, result.draft.zhu, "zhu"))
-    for suffix, model, fit, kind in fits:
-        if kind == "zhu" and model not in presets:
-            continue  # a zhu profile must name a simulator model preset
-        role = "drafter" if "draft" in suffix else "target"
+            fits.append((files.draft_zhu, result.draft.name, result.draft.zhu, "zhu"))
+    # a zhu profile must name a simulator model preset
+    fits = [fit for fit in fits if fit[3] == "wisp" or fit[1] in presets]
+    for stale in set(files.finished) - {path for path, *_ in fits} - {files.report}:
+        stale.unlink(missing_ok=True)
+    written = []
+    for path, model, fit, kind in fits:
+        role = "drafter" if path in (files.draft, files.draft_zhu) else "target"
         data: dict[str, Any] = {
             "source": f"edgespec profile ({role} {model}, {kind}; see comments)",
             "kind": kind,
@@ -239,13 +245,11 @@ def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]
         else:  # fitted against ModelArchitecture.flops, not Zhu's printed Eqs. 13-14
             data["flops"] = "architecture"
             data.update({k: max(v, 0.0) for k, v in fit.as_dict().items()})
-        path = Path(f"{stem}{suffix}{out.suffix}")
         written.append(
             _write(path, _header(result, fit, f"{role} {model} ({kind})", command), data)
         )
-    report = Path(f"{stem}-report.json")
-    write_text_atomically(report, json.dumps(_report(result, command), indent=1))
-    return [*written, report]
+    write_text_atomically(files.report, json.dumps(_report(result, command), indent=1))
+    return [*written, files.report]
 
 
 def _fit_json(fit: LinearFit) -> dict[str, Any]:

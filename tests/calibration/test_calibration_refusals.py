@@ -1,15 +1,18 @@
 """``edgespec calibrate``'s refusals come before anything loads or runs and leave nothing
-behind: a ``--profile`` whose file or ``-draft`` file is missing or bad, a pair it cannot
-build, a prompt beyond the target's context; no ``--out`` or ``runs/calibration-<time>``
-folder is made for them."""
+behind: a ``--profile`` whose file or ``-draft`` file is missing or bad, or that is no
+.yaml or .yml file, a pair it cannot build, a prompt beyond the target's context; no
+``--out`` or ``runs/calibration-<time>`` folder is made for them. ``--overwrite`` keeps
+every file of a ``--profile`` given in ``--out``."""
 
 from __future__ import annotations
 
+import argparse
 from functools import partial
 from pathlib import Path
 
 import pytest
 
+from edgespec.calibration.checks import check_profiles
 from edgespec.cli import main
 
 WISP = "kind: wisp\na_s: 0.0\nb_compute_s: 0.0\nb_read_s: 0.0\nc_s: 0.02\n"
@@ -142,3 +145,65 @@ def test_overwrite_keeps_the_earlier_run_when_a_later_check_refuses(
         "the target's context of 4,096 tokens\n"
     )
     assert {p.name: p.read_text() for p in (cheap / "c").iterdir()} == earlier
+
+
+@pytest.mark.parametrize(
+    ("profile", "what"),
+    [
+        ("small.jsonl", "a .jsonl file"),  # was: no hardware/profiles preset named ...
+        ("gone.json", "a .json file"),
+        ("folder", "a folder"),
+        ("bare", "a file without a suffix"),
+        ("sub/p", "a path without a suffix"),
+    ],
+)
+def test_a_profile_path_not_ending_in_yaml_is_refused_for_its_suffix(
+    cheap: Path, capsys: pytest.CaptureFixture[str], profile: str, what: str
+) -> None:
+    (cheap / "small.jsonl").write_text('{"a": 1}\n')
+    (cheap / "bare").write_text(WISP)
+    (cheap / "folder").mkdir()
+    before = sorted(p.name for p in cheap.iterdir())
+    argv = ["calibrate", "--profile", profile, "--clients", "1", "--requests", "1"]
+    assert main([*argv, "--threads", "1", "--out", "c"]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"edgespec calibrate: --profile {profile}: {what}; a profile is a .yaml or .yml file\n",
+    )
+    assert sorted(p.name for p in cheap.iterdir()) == before
+
+
+def test_a_yml_profile_is_read_with_its_yml_draft(
+    cheap: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """edgespec profile --out p.yml writes p-draft.yml: calibrate looked for p-draft.yaml."""
+    (cheap / "p.yml").write_text(WISP)
+    argv = ["calibrate", "--profile", "p.yml", "--clients", "1", "--requests", "1"]
+    assert main([*argv, "--threads", "1", "--out", "c"]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec calibrate: --profile p.yml: p-draft.yml: file not found (the draft's "
+        "profile, read beside --profile)\n"
+    )
+    (cheap / "p-draft.yml").write_text(WISP)
+    assert check_profiles(argparse.Namespace(profile="p.yml")) == (
+        Path("p.yml"), Path("p-draft.yml")
+    )  # fmt: skip
+
+
+def test_overwrite_keeps_every_file_of_the_profile_given(
+    cheap: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--overwrite with --profile DIR/profile.yaml --out DIR kept profile.yaml and its
+    draft but removed profile-report.json (and profile-zhu.yaml), that profile's fit."""
+    from edgespec.runtime.testing import tiny_llama
+
+    monkeypatch.setattr("edgespec.runtime.testing.tiny_llama", partial(tiny_llama, num_layers=1))
+    profile = {"profile.yaml": WISP, "profile-draft.yaml": WISP, "profile-report.json": "{}",
+               "profile-zhu.yaml": "zhu"}  # fmt: skip
+    (cheap / "c").mkdir()
+    for name, text in {**profile, "trace.jsonl": "earlier", "comparison.md": "earlier"}.items():
+        (cheap / "c" / name).write_text(text)
+    argv = ["calibrate", "--threads", "1", "--out", "c", "--overwrite", "--clients", "1"]
+    with pytest.raises(AssertionError, match="calibrate went on past its checks"):
+        main([*argv, "--requests", "1", "--profile", "c/profile.yaml"])  # stops at the run
+    assert {p.name: p.read_text() for p in (cheap / "c").iterdir()} == profile

@@ -13,7 +13,8 @@ import torch
 
 from edgespec.hardware.cost_models import WispCost, ZhuCost, load_profile
 from edgespec.policies.estimator import BatchShape
-from edgespec.profiling.command import add_arguments, check_args
+from edgespec.profiling.checks import check_args
+from edgespec.profiling.command import add_arguments
 from edgespec.profiling.command import run as run_command
 from edgespec.profiling.draft import measure_drafter, pass_shapes, per_token_s
 from edgespec.profiling.fit import (

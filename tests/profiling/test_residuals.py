@@ -125,8 +125,20 @@ def test_executed_design_counts_the_passes_the_backend_runs() -> None:
         ('{"wisp": {\n', ":2: not valid JSON (Expecting property name enclosed in double quotes)"),
         ("[1, 2]", ": a JSON list, not a profile report"),
         ('{"format": "edgespec-profile-samples", "samples": []}',
-         ": a samples file without the Eq. 19 fit ('wisp'); give the NAME-report.json that "
-         "edgespec profile writes"),
+         ": a samples file: timed runs, no fit; give the NAME-report.json that edgespec "
+         "profile writes (its 'wisp' entry holds the Eq. 19 fit)"),
+        # was: "not a report without the Eq. 19 fit ('wisp')"
+        ('{"kind": "wc-dnn", "features": [], "mean": [], "scale": [], "layers": []}',
+         ": a JSON object with keys 'kind', 'features', 'mean', 'scale' and 1 more, not a "
+         "profile report; give the NAME-report.json that edgespec profile writes (its 'wisp' "
+         "entry holds the Eq. 19 fit)"),
+        ('{"' + "k" * 50 + '": 1}',
+         ": a JSON object with keys '" + "k" * 40 + "', not a profile report; give the "
+         "NAME-report.json that edgespec profile writes (its 'wisp' entry holds the Eq. 19 "
+         "fit)"),
+        ("{}",
+         ": an empty JSON object, not a profile report; give the NAME-report.json that "
+         "edgespec profile writes (its 'wisp' entry holds the Eq. 19 fit)"),
         ('{"wisp": {}}', ": 'wisp' has no 'coefficients' object"),
         ('{"wisp": {"coefficients": {"a_s": 1}}}',
          ": wisp.coefficients.b_compute_s is 'missing', not a number"),
@@ -147,7 +159,7 @@ def test_the_shipped_samples_file_and_a_folder_are_refused(
     from edgespec.profiling.samples import shipped_path
 
     assert main(["profile", "--residuals", str(shipped_path())]) == 2
-    assert "a samples file without the Eq. 19 fit ('wisp')" in capsys.readouterr().err
+    assert ": a samples file: timed runs, no fit; give the " in capsys.readouterr().err
     assert main(["profile", "--residuals", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err == f"edgespec profile: --residuals {tmp_path}: a folder; give a profile's " + (

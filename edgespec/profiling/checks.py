@@ -1,0 +1,78 @@
+"""``edgespec profile``'s refusals before any model loads or anything is measured
+(:mod:`edgespec.profiling.command`): flags out of range (:func:`check_args`), an ``--out``
+that already holds a profile (:func:`check_out`), and a checkpoint found without
+``--resume`` or ``--fresh`` or resumed with other settings (:func:`read_checkpoint`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from edgespec.models.devices import device_placement
+from edgespec.policies.params import MAX_GAMMA
+from edgespec.profiling.files import PROFILE_SUFFIXES, profile_files
+
+MAX_BOOTSTRAP = 100_000
+"""The most ``--bootstrap`` resamples: their refits are held at once, after the measuring."""
+
+
+def check_args(args: argparse.Namespace) -> str | None:
+    """An error message for bad arguments, or None."""
+    if args.target is None:
+        return "--target is required (or --residuals REPORT)"
+    if not str(args.out).endswith(PROFILE_SUFFIXES):
+        return f"--out must end in .yaml or .yml, got {str(args.out)!r}"
+    for name, limit in (("gamma", MAX_GAMMA), ("bootstrap", MAX_BOOTSTRAP)):
+        if not 1 <= getattr(args, name) <= limit:
+            return f"--{name} must be in [1, {limit:,}], got {getattr(args, name)}"
+    if not 0 < args.scale <= 1:
+        return f"--scale must be in (0, 1], got {args.scale}"
+    if args.resume and args.fresh:
+        return "--resume and --fresh exclude each other"
+    if args.clock == "cpu" and args.device not in (None, "cpu"):
+        return (
+            f"--clock cpu times this process's CPU work, not --device {args.device}'s: "
+            "use --clock wall"
+        )
+    return None
+
+
+def check_out(out: Path, overwrite: bool) -> str | None:
+    """An error message for an ``--out`` whose profile, or any sibling a profile run
+    writes (:attr:`ProfileFiles.finished`), is already there without ``overwrite``: an
+    earlier run's draft left beside this run's target would be read as this run's.
+    ``None`` when there is none, or with ``overwrite`` (the run then replaces them)."""
+    found = [path.name for path in profile_files(out).finished if path.exists()]
+    if not found or overwrite:
+        return None
+    return (
+        f"--out {out} already holds a profile ({', '.join(found)}); give another --out, "
+        "or --overwrite to replace that profile's files"
+    )
+
+
+def read_checkpoint(args: argparse.Namespace, spec: Any) -> Any:
+    """The checkpoint to resume, or None. A checkpoint exists only while its profile is
+    unfinished (it is deleted once the files are written), so one found without --resume
+    or --fresh is an error rather than silently overwritten; raises CheckpointError with
+    the message to print."""
+    from edgespec.profiling.checkpoint import (
+        CheckpointError,
+        checkpoint_path,
+        load_checkpoint,
+        setup_of,
+    )
+
+    path = checkpoint_path(Path(args.out))
+    if not path.exists() or args.fresh:
+        return None
+    if not args.resume:
+        num_lines = len(path.read_text().splitlines())
+        raise CheckpointError(
+            f"{path} holds an unfinished profile ({max(num_lines - 1, 0)} configurations "
+            "measured): add --resume to continue it, or --fresh to start over"
+        )
+    placement = device_placement(args)
+    setup = setup_of(args.target, spec, args.threads, placement.device, placement.dtype)
+    return load_checkpoint(path, setup)
