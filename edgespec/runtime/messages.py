@@ -82,10 +82,12 @@ class VerifyOutcome:
 
     For a session opened with ``return_hidden``: ``target_hidden`` (rows × hidden_size
     float32) holds the target's last-layer hidden states of the committed positions
-    ``target_hidden_start ..`` that this verification forwarded (the uncached context
-    tokens and the accepted draft tokens; not the newest committed token, which is
-    forwarded next round); ``None`` otherwise. (Outcomes compare field by field: compare
-    two with ``target_hidden`` arrays by their other fields and ``np.allclose``.)
+    ``target_hidden_start ..`` this verification forwarded that the client lacks: every
+    position from 0 in the session's first reply, later from ``prefix_len - 1`` on, and the
+    accepted draft tokens (not the newest committed token, which is forwarded next round;
+    :mod:`edgespec.runtime.server.returned_hidden`); ``None`` otherwise. (Outcomes compare
+    field by field: compare two with ``target_hidden`` arrays by their other fields and
+    ``np.allclose``.)
 
     For a token tree, ``accepted_nodes`` holds the accepted path's node indices (the
     tokens ``result.accepted_token_ids``); ``None`` for a chain.

@@ -139,6 +139,11 @@ class TransformersTarget:
         return self._vocab_size
 
     @property
+    def hidden_size(self) -> int:
+        """The width of the hidden rows a pass returns (:attr:`ForwardOutput.hidden`)."""
+        return int(self._model.config.get_text_config().hidden_size)
+
+    @property
     def device(self) -> torch.device:
         """Where the model, its KV states and its passes live."""
         return self._device

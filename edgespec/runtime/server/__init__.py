@@ -24,7 +24,11 @@ Engine and verification:
 * :mod:`.engine` — ``VerificationEngine``: batched verification over the per-session KV
   prefix cache (a batch's forward pass, the verdicts, what the cache keeps);
 * :mod:`.engine_sessions` — ``SessionTable`` (open, close, idle expiry, the LRU token budget
-  over the sessions' KV caches), ``EngineSession``, ``EngineCounters``;
+  over the sessions' KV caches), ``EngineCounters``;
+* :mod:`.session_record` — ``EngineSession`` (one open session's state) and what it holds
+  against the token budget (KV tokens, kept hidden rows), dropped when evicted;
+* :mod:`.returned_hidden` — the target's hidden rows a ``return_hidden`` session's reply
+  carries: all from 0 in its first round, then from its newest committed token on;
 * :mod:`.engine_checks` — what the engine refuses, and why: a session's spec when it opens,
   a verify call before it is queued;
 * :mod:`.verification` — the ``VerificationRule`` Protocol, ``ExactRule`` (greedy chains and

@@ -8,10 +8,11 @@ K + 1 target distributions from the last K + 1 positions; afterwards the cache k
 the accepted draft tokens and drops the rejected ones. The cache is bounded by a token
 budget with LRU eviction; an evicted session is re-prefilled from its stored tokens on
 its next verification, so clients never notice (``num_reprefills`` counts it). A session
-opened with ``return_hidden`` also gets the target's hidden states of the forwarded
-positions that are now committed (``VerifyOutcome.target_hidden``). With
-``prefix_cache=False`` (the SLED-style baseline) no KV outlives a verification: every one
-forwards the session's whole context, and the outputs are the same.
+opened with ``return_hidden`` also gets the target's hidden states of the committed
+positions its client lacks (``VerifyOutcome.target_hidden``, which ones:
+:mod:`edgespec.runtime.server.returned_hidden`). With ``prefix_cache=False`` (the
+SLED-style baseline) no KV outlives a verification: each forwards the whole context (same
+outputs).
 
 The sessions, their KV caches and the LRU budget are the engine's
 :class:`~edgespec.runtime.server.engine_sessions.SessionTable`. A session's rule
@@ -33,7 +34,7 @@ from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, TargetBac
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine_checks import check_verify_call
-from edgespec.runtime.server.engine_sessions import EngineSession, SessionTable
+from edgespec.runtime.server.engine_sessions import SessionTable
 from edgespec.runtime.server.hidden_followup import (
     check_followup_call,
     decide_followup,
@@ -43,6 +44,8 @@ from edgespec.runtime.server.hidden_followup import (
     logit_hidden_rows,
     waiting_outcome,
 )
+from edgespec.runtime.server.returned_hidden import first_returned_position, returned_rows
+from edgespec.runtime.server.session_record import EngineSession
 from edgespec.runtime.server.verification import (
     EXACT_RULES,
     AnyRule,
@@ -198,10 +201,10 @@ class VerificationEngine(SessionTable):
         hidden states (the pass is kept, nothing is committed)."""
         assert s.hidden_rule is not None
         rows = logit_hidden_rows(item, out)
+        first_row = first_returned_position(s.last_round is not None, call.prefix_len)
+        returned = first_row if s.spec.return_hidden else None
         try:
-            judged = judge_pass(
-                s.hidden_rule, call, s.spec.sampling, item, out, rows, s.spec.return_hidden
-            )
+            judged = judge_pass(s.hidden_rule, call, s.spec.sampling, item, out, rows, returned)
         except Exception as exc:  # the session keeps its state; the others go on
             return self._rule_failed(s, call, exc)
         if isinstance(judged, Verdict):
@@ -278,19 +281,16 @@ class VerificationEngine(SessionTable):
                 s.kv = self.backend.gather(out.kv, keep)
         else:
             s.kv, s.kv_len = None, 0
-        hidden = None
-        if s.spec.return_hidden and out.hidden is not None:  # forwarded, now committed:
-            # context + accepted
-            num_context = len(item.new_token_ids) - len(draft)
-            rows = [*range(num_context), *(num_context + i for i in accepted[: len(committed)])]
-            hidden = out.hidden[rows]
+        first_row = first_returned_position(s.last_round is not None, call.prefix_len)
+        rows = out.hidden if s.spec.return_hidden else None  # forwarded, now committed
+        hidden, start = returned_rows(rows, item, len(draft), accepted[: len(committed)], first_row)
         outcome = VerifyOutcome(
             result,
             tuple(committed),
             s.finished,
             len(item.new_token_ids),
             hidden,
-            item.kv_len,
+            start,
             path,
             accepted_mismatches=judged.accepted_mismatches,
         )

@@ -1,7 +1,7 @@
 """The verification engine's sessions and their KV caches.
 
-:class:`SessionTable` holds the open sessions (:class:`EngineSession`: spec, bound rule,
-committed tokens, KV cache), opens them (checked by
+:class:`SessionTable` holds the open sessions (an
+:class:`~edgespec.runtime.server.session_record.EngineSession` each), opens them (checked by
 :mod:`edgespec.runtime.server.engine_checks`, the rule bound from the engine's rules),
 closes them and expires idle ones, keeps the sessions holding KV in LRU order under a token
 budget (evicting the oldest), and reports the engine's counters (:class:`EngineCounters`).
@@ -14,10 +14,13 @@ keeps its last committed round (its block, not the draft's probabilities or payl
 a retry of that round gets the same outcome again (:meth:`SessionTable.replay`) instead of
 a second verification; an identical open of a session that has verified nothing yet is a
 retry too (:meth:`SessionTable.is_unused_copy`). A kept outcome's hidden rows (a
-``return_hidden`` session's: up to the whole context, 2.5 KiB a row at Gemma 3 270M's 640
-floats), and those of a pass waiting for its SH follow-up, count against the token budget,
-a row a token, beside the KV; evicted, a retry of that round, or the follow-up, is refused
-(``FAILED_PRECONDITION``) rather than answered without them.
+``return_hidden`` session's: its prompt's in its first round, then at most 1 + K,
+:mod:`edgespec.runtime.server.returned_hidden`; 2.5 KiB a row at Gemma 3 270M's 640 floats),
+and those of a pass waiting for its SH follow-up, count against the token budget, a row a
+token, beside the KV. Evicted, neither is answered without them: a retry of that round is
+refused (``FAILED_PRECONDITION``), and so is the follow-up (``ABORTED``: the client sends
+the block again; ``FAILED_PRECONDITION`` when the pass alone held more than the budget,
+:func:`~edgespec.runtime.server.hidden_followup.evicted_followup_error`).
 """
 
 from __future__ import annotations
@@ -27,18 +30,18 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from edgespec.runtime.backends.base import KVState, TargetBackend
+from edgespec.runtime.backends.base import TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine_checks import check_session_spec, same_block
-from edgespec.runtime.server.hidden_followup import PendingHidden, pending_rows, without_hidden_rows
+from edgespec.runtime.server.hidden_followup import PendingHidden
+from edgespec.runtime.server.session_record import EngineSession, evict, held_tokens, stored_rows
 from edgespec.runtime.server.verification import (
     AnyRule,
-    HiddenStateRule,
     VerificationRule,
     bind_rule,
     hidden_state_rule,
@@ -76,43 +79,6 @@ class _Tally:
     num_cache_misses: int = 0
     num_reprefills: int = 0
     num_evictions: int = 0
-
-
-@dataclass(slots=True)
-class EngineSession:
-    """One open session: its spec and bound rule, the committed ``tokens`` and the KV
-    cache of ``tokens[:kv_len]`` (``kv`` is ``None`` when it holds none); ``serial``: this
-    open's number, unique in the table's life; ``last_round``: the block (prefix, tokens,
-    tree) and outcome of its last committed round."""
-
-    spec: SessionSpec
-    rule: VerificationRule
-    tokens: list[int]
-    rng: np.random.Generator
-    last_used_s: float
-    serial: int
-    kv: KVState | None = None
-    kv_len: int = 0
-    was_evicted: bool = False
-    finished: bool = False
-    num_output_tokens: int = 0
-    in_flight: bool = field(default=False)
-    hidden_rule: HiddenStateRule | None = None  # the rule, when it reads hidden states
-    pending: PendingHidden | None = None  # a verification waiting for its follow-up
-    last_round: tuple[VerifyCall, VerifyOutcome] | None = None
-    rows_evicted: int = 0  # the hidden rows of last_round's outcome the budget dropped
-
-
-def stored_rows(s: EngineSession) -> int:
-    """The hidden rows ``s``'s kept outcome and waiting pass hold (counted against the
-    budget)."""
-    hidden = None if s.last_round is None else s.last_round[1].target_hidden
-    kept = 0 if hidden is None else int(hidden.shape[0])
-    return kept + (0 if s.pending is None else pending_rows(s.pending))
-
-
-def _held_tokens(s: EngineSession) -> int:
-    return s.kv_len + stored_rows(s)
 
 
 class SessionTable:
@@ -238,6 +204,11 @@ class SessionTable:
         """The rule the session was bound to when it opened."""
         return self._get(session_id).rule
 
+    def session_pending(self, session_id: str) -> PendingHidden | None:
+        """The session's pass waiting for its SH follow-up (``None``: none waits)."""
+        with self._lock:
+            return self._get(session_id).pending
+
     # --- the KV budget
 
     def _store_round(self, s: EngineSession, block: VerifyCall, outcome: VerifyOutcome) -> None:
@@ -257,20 +228,12 @@ class SessionTable:
     def _enforce_budget(self) -> None:
         """Evict the oldest sessions' KV and kept hidden rows (a row a token) while the
         sessions in the LRU hold more tokens than the budget."""
-        total = sum(_held_tokens(self._sessions[sid]) for sid in self._lru)
+        total = sum(held_tokens(self._sessions[sid]) for sid in self._lru)
         while total > self._budget and self._lru:
             sid, _ = self._lru.popitem(last=False)
             s = self._sessions[sid]
-            total -= (held := _held_tokens(s))
-            if s.kv is not None:
-                s.kv, s.kv_len, s.was_evicted = None, 0, True
-                self._tally.num_evictions += 1
-            if s.pending is not None and pending_rows(s.pending):
-                s.pending = without_hidden_rows(s.pending, held, self._budget)
-            if s.last_round is not None and (rows := stored_rows(s)):
-                block, outcome = s.last_round
-                s.last_round = (block, dataclasses.replace(outcome, target_hidden=None))
-                s.rows_evicted = rows
+            total -= held_tokens(s)
+            self._tally.num_evictions += evict(s, self._budget)
 
     # --- helpers
 

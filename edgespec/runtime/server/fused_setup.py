@@ -21,7 +21,7 @@ from edgespec.policies.interfaces import WindowDecision, WindowPolicy
 from edgespec.runtime.backends.base import DraftBackend, FeatureDraftBackend, hidden_state_drafter
 from edgespec.runtime.edge.rounds import decide, pair_state, restore_pair_state
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import FusedCall, SessionSpec
+from edgespec.runtime.messages import DRAFT_HIDDEN, FusedCall, SessionSpec
 from edgespec.runtime.server.clients import ClientBook
 from edgespec.runtime.server.cloud_only import NEEDS_DRAFT
 from edgespec.runtime.server.config import ServerConfig
@@ -75,7 +75,8 @@ def start_fused_run(
     (from ``draft_factory``, :func:`fused_draft_factory`'s), session spec and tokens.
     ``cloud_only``: its rounds are the target's alone (no draft needed, a lossy session's
     rule has no draft hidden states to read); ``running``: the sessions with a fused run
-    in progress (one per session: another is refused before it drafts anything)."""
+    in progress (one per session: another is refused before it drafts anything, as is a
+    run on a session awaiting its SH follow-up)."""
     if draft_factory is None and not cloud_only:
         raise RequestError(
             ErrorCode.FAILED_PRECONDITION,
@@ -87,6 +88,15 @@ def start_fused_run(
             ErrorCode.FAILED_PRECONDITION,
             f"session {call.session_id!r}: a fused run is already in progress on it; "
             "one fused run per session",
+        )
+    pending = engine.session_pending(call.session_id)
+    if pending is not None:  # a fused round would draft, then be refused: its block waits
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"session {call.session_id!r} awaits the hidden-state follow-up of its block at "
+            f"prefix_len {pending.call.prefix_len}: send it (the block again, with payload "
+            f"{DRAFT_HIDDEN!r} holding the draft hidden states of positions "
+            f"{list(pending.positions)}) before a fused run",
         )
     spec = engine.session_spec(call.session_id)
     tokens = engine.session_tokens(call.session_id)

@@ -34,19 +34,21 @@ from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall, VerifyOutcome
 from edgespec.runtime.server.engine_checks import check_followup
+from edgespec.runtime.server.returned_hidden import num_unreturned
 from edgespec.runtime.server.verification import HiddenStateRule, Verdict
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class PendingHidden:
     """A verification waiting for the client's draft hidden states (SH upload): its call,
-    forward item and output (without KV: the session holds the pass's; with the hidden rows
-    of every forwarded token only for a ``return_hidden`` session, whose reply carries
-    them), the target's hidden rows of its K + 1 logit rows (a copy: never a view holding
-    the whole context's rows), and the draft positions asked for. The ``return_hidden``
-    rows count against the engine's token budget; ``num_hidden_evicted``: how many it
-    dropped (the follow-up is then refused, :func:`evicted_followup_error`), and
-    ``over_budget``: (tokens it held, the budget) when it alone held more than the budget."""
+    forward item and output (without KV: the session holds the pass's; with hidden rows
+    only for a ``return_hidden`` session: those of its forwarded tokens from the first its
+    reply carries on, :mod:`edgespec.runtime.server.returned_hidden`, a copy), the target's
+    hidden rows of its K + 1 logit rows (a copy: never a view holding the whole context's
+    rows), and the draft positions asked for. The ``return_hidden`` rows count against the
+    engine's token budget; ``num_hidden_evicted``: how many it dropped (the follow-up is
+    then refused, :func:`evicted_followup_error`), and ``over_budget``: (tokens it held,
+    the budget) when it alone held more than the budget."""
 
     call: VerifyCall
     item: ForwardItem
@@ -123,20 +125,22 @@ def judge_pass(
     item: ForwardItem,
     out: ForwardOutput,
     rows: npt.NDArray[np.float32],
-    return_hidden: bool,
+    returned_from: int | None,
 ) -> Verdict | PendingHidden:
     """The rule's verdict on a forward pass (``rows``: :func:`logit_hidden_rows`), or the
-    pass kept until the client sends the draft hidden states the rule asked for (the hidden
-    rows of every forwarded token only when the session has ``return_hidden``: up to the
-    whole context on a first round or a re-prefill, 84 MB at 32,768 x 640 floats). Raises
-    what the rule raises."""
+    pass kept until the client sends the draft hidden states the rule asked for (with the
+    hidden rows of its forwarded tokens from position ``returned_from`` on, which its reply
+    may carry, when the session has ``return_hidden``; ``None`` otherwise: see
+    :mod:`edgespec.runtime.server.returned_hidden`). Raises what the rule raises."""
     judged = rule.verdict_hidden(call, sampling, out.rows, rows)
     if isinstance(judged, Verdict):
         return judged
     # what the rule reads at the follow-up, never a view of the whole batch's rows
     rows_kept = out.rows.own() if judged.kept_rows is None else judged.kept_rows
     # the pass's KV goes to the session (the engine's cache); the item's input KV is dropped
-    hidden = out.hidden if return_hidden else None
+    hidden = None
+    if returned_from is not None and out.hidden is not None:
+        hidden = out.hidden[num_unreturned(item, returned_from) :].copy()  # not the batch's
     kept = replace(out, rows=rows_kept, kv=None, hidden=hidden)
     item_kept = replace(item, kv=None)
     return PendingHidden(call, item_kept, kept, rows.copy(), judged.positions)

@@ -33,6 +33,7 @@ from edgespec.runtime.wire.codec import (
 from edgespec.runtime.wire.fused_codec import fused_call_from_proto, fused_round_to_proto
 from edgespec.runtime.wire.grpc_common import GRPC_STATUS, message_size_options, pb_grpc
 from edgespec.runtime.wire.grpc_limits import connection_options
+from edgespec.runtime.wire.hidden_reply_size import check_hidden_reply
 from edgespec.runtime.wire.ports import ensure_port_free
 from edgespec.runtime.wire.requests import decoded, generate_from_proto, lenient
 
@@ -129,6 +130,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
     async def OpenSession(self, request: Any, context: Any) -> Any:
         def open_(owner: str | None) -> Any:
             spec = spec_from_proto(request)
+            check_hidden_reply(spec, self._service.engine.backend, self._service.config)
             self._service.open_session(spec, owner)
             return pb.OpenSessionResponse(
                 session_id=spec.session_id,
@@ -140,11 +142,8 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
 
     async def Verify(self, request: Any, context: Any) -> Any:
         async def verify(owner: str | None) -> Any:
-            call = call_from_proto(
-                request,
-                self._service.engine.backend.vocab_size,
-                self._service.config.max_draft_tokens,
-            )
+            vocab_size = self._service.engine.backend.vocab_size
+            call = call_from_proto(request, vocab_size, self._service.config.max_draft_tokens)
             return reply_to_proto(await self._service.verify(call, owner=owner))
 
         return await self._run("Verify", context, request, verify)

@@ -162,20 +162,24 @@ def test_engine_returns_rows_of_every_committed_forwarded_position(
     _check_rows(target_model, tokens, _by_position(observed))
 
 
-def test_rows_restart_at_zero_after_a_reprefill(
+def test_a_reprefill_returns_only_the_rows_the_client_lacks(
     target: TransformersTarget, target_model: Any
 ) -> None:
+    """The re-prefill forwards the whole context again; its reply carries the rows from the
+    newest committed token on, as a cached round's would (the client holds the others)."""
     engine = VerificationEngine(target, kv_budget_tokens=len(PROMPT) + 4)
     engine.open_session(SessionSpec("a", "c", PROMPT, GREEDY, return_hidden=True))
     engine.open_session(SessionSpec("b", "c", PROMPT[::-1], GREEDY))
     first = _verify(engine, "a", (1, 2))
     _verify(engine, "b", (1, 2))  # evicts "a"
     assert engine.counters().num_evictions >= 1
+    prefix_len = len(engine.session_tokens("a"))
     again = _verify(engine, "a", (3,))
-    assert first.target_hidden_start == 0 and again.target_hidden_start == 0
-    assert again.target_hidden is not None
-    tokens = engine.session_tokens("a")
-    _check_rows(target_model, tokens, dict(enumerate(again.target_hidden)))
+    assert again.num_forwarded == prefix_len + 1  # re-prefilled: the whole context
+    assert first.target_hidden_start == 0 and again.target_hidden_start == prefix_len - 1
+    assert first.target_hidden is not None and again.target_hidden is not None
+    observed = [(0, first.target_hidden), (prefix_len - 1, again.target_hidden)]
+    _check_rows(target_model, engine.session_tokens("a"), _by_position(observed))
 
 
 # --- drafter loop

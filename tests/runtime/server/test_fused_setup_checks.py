@@ -69,6 +69,9 @@ class _Engine:
     def session_rule(self, session_id: str) -> ExactRule:
         return ExactRule()
 
+    def session_pending(self, session_id: str) -> None:
+        return None
+
 
 class _FeatureDraft(Drafter):
     wants_target_hidden = True

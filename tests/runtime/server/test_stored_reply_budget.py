@@ -1,8 +1,9 @@
 """A session's kept reply (a retry of its last round gets it again) holds hidden rows for
-a ``return_hidden`` session: up to the whole context, 2.5 KiB a row at Gemma 3 270M's 640
-floats, once outside every budget. They count against ``kv_budget_tokens``, a row a token,
-beside the KV: evicted with the session's KV, a retry of that round is refused, not
-answered without them; the session goes on (hand-built target: test_engine_cache_state)."""
+a ``return_hidden`` session: its prompt's in its first round, 2.5 KiB a row at Gemma 3
+270M's 640 floats, once outside every budget. They count against ``kv_budget_tokens``, a
+row a token, beside the KV: evicted with the session's KV, a retry of that round is
+refused, not answered without them; the session goes on (hand-built target:
+test_engine_cache_state)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,9 @@ def test_kept_hidden_rows_count_against_the_budget_and_are_evicted_oldest_first(
     )
     later = _verify(engine, "h", (10,), None)  # the session goes on, re-prefilled
     assert later.committed_token_ids == (10, 11)
-    assert later.target_hidden is not None and later.target_hidden.shape == (10, 2)
+    assert later.num_forwarded == 10  # the whole context and the block, but the reply
+    assert later.target_hidden is not None and later.target_hidden_start == 8  # from 9 - 1
+    assert later.target_hidden.shape == (2, 2)  # positions 8 (token 9) and 9 (token 10)
 
 
 def test_a_reply_without_hidden_rows_is_kept_whatever_the_budget_evicts() -> None:

@@ -1,0 +1,72 @@
+"""One open session of the verification engine: :class:`EngineSession` (spec, bound rule,
+committed tokens, KV cache, last committed round, a pass waiting for its SH follow-up) and
+what it holds against the engine's token budget (:func:`held_tokens`: its KV tokens and
+its kept hidden rows, a row a token), which :func:`evict` drops. The table of sessions, in
+LRU order under that budget, is :mod:`edgespec.runtime.server.engine_sessions`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from edgespec.runtime.backends.base import KVState
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome
+from edgespec.runtime.server.hidden_followup import PendingHidden, pending_rows, without_hidden_rows
+from edgespec.runtime.server.verification import HiddenStateRule, VerificationRule
+
+
+@dataclass(slots=True)
+class EngineSession:
+    """One open session: its spec and bound rule, the committed ``tokens`` and the KV
+    cache of ``tokens[:kv_len]`` (``kv`` is ``None`` when it holds none); ``serial``: this
+    open's number, unique in the table's life; ``last_round``: the block (prefix, tokens,
+    tree) and outcome of its last committed round."""
+
+    spec: SessionSpec
+    rule: VerificationRule
+    tokens: list[int]
+    rng: np.random.Generator
+    last_used_s: float
+    serial: int
+    kv: KVState | None = None
+    kv_len: int = 0
+    was_evicted: bool = False
+    finished: bool = False
+    num_output_tokens: int = 0
+    in_flight: bool = field(default=False)
+    hidden_rule: HiddenStateRule | None = None  # the rule, when it reads hidden states
+    pending: PendingHidden | None = None  # a verification waiting for its follow-up
+    last_round: tuple[VerifyCall, VerifyOutcome] | None = None
+    rows_evicted: int = 0  # the hidden rows of last_round's outcome the budget dropped
+
+
+def stored_rows(s: EngineSession) -> int:
+    """The hidden rows ``s``'s kept outcome and waiting pass hold (counted against the
+    budget)."""
+    hidden = None if s.last_round is None else s.last_round[1].target_hidden
+    kept = 0 if hidden is None else int(hidden.shape[0])
+    return kept + (0 if s.pending is None else pending_rows(s.pending))
+
+
+def held_tokens(s: EngineSession) -> int:
+    """What ``s`` holds against the token budget: its KV tokens and hidden rows."""
+    return s.kv_len + stored_rows(s)
+
+
+def evict(s: EngineSession, budget: int) -> bool:
+    """Drop ``s``'s KV and kept hidden rows (evicted under ``budget`` tokens): a waiting
+    pass keeps what decides its follow-up, a kept outcome its block. ``True`` when it held
+    KV (an eviction: its next verification re-prefills)."""
+    held, had_kv = held_tokens(s), s.kv is not None
+    if had_kv:
+        s.kv, s.kv_len, s.was_evicted = None, 0, True
+    if s.pending is not None and pending_rows(s.pending):
+        s.pending = without_hidden_rows(s.pending, held, budget)
+    if s.last_round is not None and (rows := stored_rows(s)):
+        block, outcome = s.last_round
+        s.last_round = (block, dataclasses.replace(outcome, target_hidden=None))
+        s.rows_evicted = rows
+    return had_kv
