@@ -1,10 +1,12 @@
 """Where a command writes, checked when its flags are parsed: argparse value types for an
-output folder (``--out DIR``) and an output file (``--json FILE``), so that a path that
-cannot be written is a usage error naming the flag before any work starts, not an
-``OSError`` after it (:func:`output_file` and :func:`writable_output_folder` also write and
-remove a file in the folder, :func:`check_writable`); :func:`claim_folder`, a run's folder
-claimed before it starts so that an earlier run's files are never mixed with its own
-(nothing is created by these: the command makes what is missing when it writes); and
+output folder (``--out DIR``: :func:`writable_output_folder`) and an output file (``--json
+FILE``: :func:`output_file`), so that a path that cannot be written is a usage error naming
+the flag before any work starts, not an ``OSError`` after it (both write and remove a file
+in the folder, or in its nearest existing parent while it does not exist:
+:func:`check_writable`; :func:`output_folder` checks the path only, for ``edgespec sim``,
+which makes and checks its run folder itself before any run); :func:`claim_folder`, a
+run's folder claimed before it starts so that an earlier run's files are never mixed with
+its own (nothing is created by these: the command makes what is missing when it writes); and
 :func:`write_atomically`, how a command writes a file so that it is never left
 half-written."""
 
@@ -31,7 +33,10 @@ def output_folder(text: str) -> Path:
     """A folder to write into: it may exist (as a folder) or not; a file at the path, or a
     file where one of its parent folders would be, is refused, and so are an empty path
     (which would be this folder) and one that is not UTF-8 (record files' writers need
-    UTF-8 paths)."""
+    UTF-8 paths). Nothing is written: a command's ``--out`` is
+    :func:`writable_output_folder`; this alone is ``edgespec sim``'s, whose run folder is
+    made and checked before its first run (:func:`edgespec.sim.run_folder.made_run_folder`,
+    which says which folder it could not make or write)."""
     if not text:
         raise argparse.ArgumentTypeError("must not be empty (give . for this folder)")
     try:
@@ -48,8 +53,9 @@ def output_folder(text: str) -> Path:
 
 
 def writable_output_folder(text: str) -> Path:
-    """:func:`output_folder`, for a command that writes it only after long work: the folder
-    (or, while it does not exist, its nearest existing parent) must also take a file now."""
+    """:func:`output_folder`, and the folder (or, while it does not exist, its nearest
+    existing parent) must also take a file now: every command's ``--out DIR``, so that one
+    that cannot be written fails before the work, not after it."""
     path = output_folder(text)
     with _unusable_path(text):
         _check_writable_at(path if path.is_dir() else _check_parents(path, text), text)

@@ -46,7 +46,7 @@ from edgespec.calibration.comparison import compare
 from edgespec.calibration.fresh_profile import MIN_PROFILE_R2, profile_scenario
 from edgespec.calibration.runs import link_rtt_ms, run_real, simulate_run, write_trace
 from edgespec.errors import check_fits_context
-from edgespec.output_paths import claim_folder, output_folder, write_text_atomically
+from edgespec.output_paths import claim_folder, writable_output_folder, write_text_atomically
 from edgespec.profiling.files import profile_files
 
 _NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
@@ -83,7 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "stderr)",
     )
     p.add_argument(
-        "--out", type=output_folder, default=None,
+        "--out", type=writable_output_folder, default=None,
         help="output directory (default runs/calibration-<time>)",
     )  # fmt: skip
     p.add_argument(

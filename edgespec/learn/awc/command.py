@@ -39,7 +39,7 @@ from edgespec.learn.awc.data import DEFAULT_WEIGHTS, GAMMAS
 from edgespec.learn.awc.tables import write_parquet
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.settings_checks import MAX_WIDTH
-from edgespec.output_paths import output_file, output_folder
+from edgespec.output_paths import output_file, writable_output_folder
 
 if TYPE_CHECKING:
     from edgespec.learn.awc.grid import AwcScenario
@@ -101,7 +101,9 @@ def objective_weights(args: argparse.Namespace) -> dict[str, float]:
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     w = DEFAULT_WEIGHTS
     p = sub.add_parser("awc-data", help="simulate the AWC scenario grid (static γ 2..12 + fused)")
-    p.add_argument("--out", type=output_folder, required=True, help="dataset directory (resumable)")
+    p.add_argument(
+        "--out", type=writable_output_folder, required=True, help="dataset directory (resumable)"
+    )
     p.add_argument(
         "--quick",
         action="store_true",

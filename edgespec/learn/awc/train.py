@@ -18,6 +18,7 @@ import math
 import shlex
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
@@ -209,7 +210,6 @@ def evaluate(model: WcDnn, data: AwcDataset) -> AwcReport:
 
 
 def run_training(args: argparse.Namespace) -> int:
-    from edgespec.errors import UserInputError
     from edgespec.learn.awc.inputs import label_weights, read_contexts, read_labels
     from edgespec.output_paths import write_text_atomically
 
@@ -217,8 +217,7 @@ def run_training(args: argparse.Namespace) -> int:
     labels = read_labels(args.data / "labels.parquet")
     weights = label_weights(args.data / "labels.json")
     data = join_labels(read_contexts(args.data / "contexts"), labels)
-    if len(np.unique(data.scenario_ids)) < 2:
-        raise UserInputError(f"{args.data}: need at least two labelled scenarios")
+    _check_two_labelled(args.data, data, labels)
     train, held = split_by_scenario(data, args.holdout, args.seed)
     settings = AwcTrainSettings(args.width, args.epochs, args.lr, args.weight_decay,
                                 args.batch_size, args.seed)  # fmt: skip
@@ -241,6 +240,31 @@ def run_training(args: argparse.Namespace) -> int:
     print(json.dumps(report, indent=1))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
+
+
+def _check_two_labelled(folder: Path, data: AwcDataset, labels: dict[int, int]) -> None:
+    """Two labelled scenarios with contexts at least (one is held out); the refusal says how
+    many scenarios ``folder`` holds and how many of them are unlabelled (no configuration
+    finished a request: awc-data gives them no label), and what gives more."""
+    from edgespec.errors import UserInputError
+    from edgespec.learn.awc.folder import finished_ids
+
+    found = len(np.unique(data.scenario_ids))
+    if found >= 2:
+        return
+    scenarios = finished_ids(folder)
+    unlabelled = len(scenarios - set(labels))
+    hint = (
+        " (no configuration finished a request in them): a longer awc-data --duration-s "
+        "gives them time (in a new --out)"
+        if unlabelled
+        else ": run awc-data with more --scenarios"
+    )
+    raise UserInputError(
+        f"{folder}: need at least two labelled scenarios (one is held out), found {found}; "
+        f"the folder holds {len(scenarios)} scenario{'s' if len(scenarios) != 1 else ''}, "
+        f"{unlabelled} unlabelled{hint}"
+    )
 
 
 def _train_finite(

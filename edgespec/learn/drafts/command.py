@@ -33,7 +33,7 @@ from edgespec.arguments import (
 from edgespec.datasets.prompts import DATASETS
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import Update, progress_bar
-from edgespec.output_paths import output_folder
+from edgespec.output_paths import writable_output_folder
 
 if TYPE_CHECKING:  # make_draft imports torch: the command line loads it only to run
     from edgespec.learn.drafts.draft_checks import TargetShape
@@ -70,7 +70,7 @@ def add_arguments(sub: Any) -> None:
     p = sub.add_parser("draft", help="distil a small trimmed-vocabulary draft model")
     p.add_argument("--target", default="gemma3-270m", help="target model (default gemma3-270m)")
     p.add_argument(
-        "--out", type=output_folder, required=True, help="directory to save the draft in"
+        "--out", type=writable_output_folder, required=True, help="directory to save the draft in"
     )
     p.add_argument("--data-dir", type=Path, required=True, help="distillation shards (resumable)")
     p.add_argument(

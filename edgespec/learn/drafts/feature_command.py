@@ -27,14 +27,14 @@ from edgespec.arguments import (
 )
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
-from edgespec.output_paths import output_folder
+from edgespec.output_paths import writable_output_folder
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("feature-draft", help="train an EAGLE-style draft on the target's features")
     p.add_argument("--target", default="gemma3-270m", help="target model (default gemma3-270m)")
     p.add_argument(
-        "--out", type=output_folder, required=True, help="directory to save the draft in"
+        "--out", type=writable_output_folder, required=True, help="directory to save the draft in"
     )
     p.add_argument(
         "--data-dir",

@@ -27,7 +27,7 @@ from typing import Any
 from edgespec.argument_types import non_negative_int
 from edgespec.errors import UserInputError
 from edgespec.learn.drafts.shard_writing import remove_leftover_temporaries
-from edgespec.output_paths import output_folder, write_atomically
+from edgespec.output_paths import writable_output_folder, write_atomically
 
 PROMPT_TOKENS = 32
 MIN_OUTPUT_TOKENS = 9  # a shorter text gives too few training positions to keep
@@ -42,7 +42,10 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p = sub.add_parser("text-shards", help=text, description=text)
     p.add_argument(
-        "--out", type=output_folder, required=True, help="directory for the shard_*.pt files"
+        "--out",
+        type=writable_output_folder,
+        required=True,
+        help="directory for the shard_*.pt files",
     )
     p.add_argument(
         "--target",

@@ -31,11 +31,10 @@ output_tokens, drafter_id, slo_class``) come first; then what a real pair adds:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, TypeVar
 
 from edgespec.config import ConfigError, RecordError, read_jsonl
 from edgespec.core.features import (
@@ -44,6 +43,7 @@ from edgespec.core.features import (
     parse_feature_rows,
     parse_rejection_rows,
 )
+from edgespec.learn.traces.json_line import json_line
 from edgespec.output_paths import write_atomically
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
@@ -276,19 +276,14 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
 
 
 def write_trace(path: Path, records: Iterable[TraceRecord]) -> int:
-    """Write records as JSONL (one compact object per line); returns the count."""
+    """Write records as JSONL (one compact object per line), whole or not at all; returns
+    the count. Every line is made first (:func:`~edgespec.learn.traces.json_line.json_line`),
+    so a NaN or infinity, which JSON cannot hold, is refused naming the field and the
+    request before anything is written."""
+    lines = [json_line(record_to_json(r), str(path), r.request_id) for r in records]
     path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-
-    def write(fh: BinaryIO) -> None:
-        nonlocal count
-        for record in records:
-            line = json.dumps(record_to_json(record), separators=(",", ":")) + "\n"
-            fh.write(line.encode("utf-8"))
-            count += 1
-
-    write_atomically(path, write)
-    return count
+    write_atomically(path, lambda fh: fh.writelines(lines))
+    return len(lines)
 
 
 def read_trace(path: Path) -> list[TraceRecord]:

@@ -38,42 +38,13 @@ import shlex
 import sys
 from pathlib import Path
 
-from edgespec.argument_types import non_negative_float, positive_int
-from edgespec.arguments import (
-    TrainingOptions,
-    add_real_pair,
-    add_seed,
-    add_threads,
-    add_training_arguments,
-    add_verbose,
-)
+from edgespec.argument_types import positive_int
+from edgespec.arguments import add_real_pair, add_seed, add_threads, add_verbose
 from edgespec.errors import UserInputError
-from edgespec.learn.settings_checks import MAX_WIDTH
 from edgespec.learn.wisv.collect import DATASETS, ROLLOUT_CHANNELS, DataConfig
 from edgespec.learn.wisv.fit import FitConfig
-from edgespec.learn.wisv.union import LABELS
+from edgespec.learn.wisv.fit_flags import add_fit_arguments
 from edgespec.output_paths import output_file
-from edgespec.policies.semantic.relabel import BUDGETS, DEFAULT_BUDGET
-
-
-def head_width(text: str) -> int:
-    """``wisv --width``: an integer in ``[1, MAX_WIDTH]``."""
-    value = positive_int(text)
-    if value > MAX_WIDTH:
-        raise argparse.ArgumentTypeError(
-            f"must be <= {MAX_WIDTH} (the head's file grows with its width), got {value}"
-        )
-    return value
-
-
-def validation_share(text: str) -> float:
-    """``wisv --validation``: a share of the training prompts in ``[0, 1)`` (0: none)."""
-    value = non_negative_float(text)
-    if not value < 1:
-        raise argparse.ArgumentTypeError(
-            f"must be in [0, 1) (a share of the training prompts; 0: none), got {value:g}"
-        )
-    return value
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -140,74 +111,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_seed(p, "the rollout's channel draws")
     add_threads(p, 1)
     add_verbose(p)
-    t = sub.add_parser("wisv", help="relabel with CSI draws and train the WISV decision head")
-    t.add_argument(
-        "--data",
-        type=Path,
-        action="append",
-        required=True,
-        help="a wisv-data .npz file; repeat to train on several (a prompt of one dataset "
-        "is held out in all of them together)",
-    )
-    t.add_argument("--out-dir", type=Path, required=True, help="write the three files here")
-    t.add_argument(
-        "--baseline-head",
-        type=Path,
-        help="also report this head's metrics on the same train and held-out instances",
-    )
-    t.add_argument(
-        "--labels",
-        choices=LABELS,
-        default="base",
-        help="a rollout capture's labels: base (against the target-only output) or local "
-        "(accepting against rejecting on the same prefix) (default base)",
-    )
-    t.add_argument(
-        "--name", default=None, help="file name stem (default: the dataset's target name)"
-    )
-    t.add_argument(
-        "--budget",
-        choices=tuple(BUDGETS),
-        default=DEFAULT_BUDGET,
-        help=f"the relabelling's repair budget (default {DEFAULT_BUDGET}: no critical "
-        "mismatch relaxed, the base labels; kappa-critical: B = κ·n_critical, files end in "
-        "-kappa-critical)",
-    )
-    t.add_argument("--draws", type=positive_int, default=8, help="CSI draws per prompt (default 8)")
-    t.add_argument(
-        "--width",
-        type=head_width,
-        default=64,
-        help=f"hidden width, at most {MAX_WIDTH} (default 64)",
-    )
-    t.add_argument("--dropout", type=float, default=0.1, help="dropout (default 0.1)")
-    t.add_argument(
-        "--validation",
-        type=validation_share,
-        default=0.0,
-        help="share of the training prompts set aside for early stopping on their AUC "
-        "(default 0: none, all epochs)",
-    )
-    t.add_argument(
-        "--patience",
-        type=positive_int,
-        default=10,
-        help="with --validation: stop after this many epochs without a better validation "
-        "AUC and keep the best epoch's weights (default 10)",
-    )
-    add_training_arguments(
-        t,
-        defaults=TrainingOptions(100, 1e-3, 1e-2, 256, 0.25),
-        helps={"batch_size": "instances per step", "holdout": "share of prompts held out"},
-    )
-    t.add_argument(
-        "--digits",
-        type=positive_int,
-        default=6,
-        help="significant digits of the saved weights (default 6)",
-    )
-    add_threads(t, 1)
-    add_seed(t, "the split, CSI draws, init and batches")
+    add_fit_arguments(sub)
 
 
 def _command() -> str:

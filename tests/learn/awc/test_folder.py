@@ -198,6 +198,34 @@ def test_unlabelled_scenarios_are_said_once_and_left_out(
     assert json.loads(weights.read_text())["metadata"]["label_counts"] == {"4": 2}
 
 
+@pytest.mark.parametrize(
+    ("empty", "scenarios", "told"),
+    [
+        ({1, 2}, "3", "the folder holds 3 scenarios, 2 unlabelled (no configuration finished a "
+         "request in them): a longer awc-data --duration-s gives them time (in a new --out)"),
+        (set(), "1", "the folder holds 1 scenario, 0 unlabelled: run awc-data with more "
+         "--scenarios"),
+    ],
+)  # fmt: skip
+def test_train_awc_on_one_labelled_scenario_says_how_many_are_unlabelled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runs: Runs, empty: set[int],
+    scenarios: str, told: str,
+) -> None:  # fmt: skip
+    """Was "need at least two labelled scenarios", with no word of the unlabelled ones."""
+    runs.empty.clear()
+    runs.empty.update(empty)
+    out = tmp_path / "d"
+    assert _awc_data(out, "--scenarios", scenarios, "--duration-s", "1") == 0
+    capsys.readouterr()
+    weights = tmp_path / "w.json"
+    assert main(["train", "awc", "--data", str(out), "--out", str(weights)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train: {out}: need at least two labelled scenarios (one is held out), "
+        f"found 1; {told}\n"
+    )
+    assert not weights.exists()
+
+
 def test_a_run_where_no_scenario_finished_a_request_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], runs: Runs
 ) -> None:

@@ -238,3 +238,41 @@ def test_a_non_finite_feature_names_line_field_and_request_in_both_readers(
     with pytest.raises(ConfigError) as info:
         load_trace(path)  # the simulator's reader (workload and acceptance.traces)
     assert str(info.value) == f"t.jsonl:2: {field}: {message}, expected a finite number"
+
+
+NAN, INF = float("nan"), float("inf")
+_ROWS = tuple((0.5, 1.25, 0.1, 2.0, 0.9) for _ in range(6))
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "shown"),
+    [
+        ({"draft_features": (*_ROWS[:4], (0.5, 1.25, NAN, 2.0, 0.9), _ROWS[5])},
+         "draft_features[4][2]", "nan"),
+        ({"rejection_features": ((2, (*_ROWS[:4], (0.5, 1.25, -INF, 2.0, 0.9))),)},
+         "rejection_features[0][1][4][2]", "-inf"),
+        ({"rounds": (TraceRound(4, 2, 3.25, 100.5), TraceRound(3, 2, 2.0, INF))},
+         "rounds[1][3]", "inf"),
+        ({"arrival_ms": NAN}, "arrival_ms", "nan"),
+        ({"assisted_ms": INF}, "assisted_ms", "inf"),
+    ],
+)  # fmt: skip
+def test_a_non_finite_value_is_refused_before_anything_is_written(
+    tmp_path: Path, change: dict[str, object], field: str, shown: str
+) -> None:
+    """It was written as JSON's bare NaN / Infinity, a trace read_trace then refused."""
+    records = [_record(request_id="ok"), _record(**change)]
+    path = tmp_path / "new" / "t.jsonl"
+    with pytest.raises(ConfigError) as info:
+        write_trace(path, records)
+    assert str(info.value) == (
+        f"{path}: {field}: {shown}, expected a finite number (request gsm8k-3); the trace is "
+        "not written"
+    )
+    assert list(tmp_path.iterdir()) == []  # not even the folder
+    (tmp_path / "new").mkdir()
+    path.write_text("before\n")
+    with pytest.raises(ConfigError):
+        write_trace(path, records)
+    assert path.read_text() == "before\n"
+    assert [p.name for p in (tmp_path / "new").iterdir()] == ["t.jsonl"]

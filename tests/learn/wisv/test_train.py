@@ -167,7 +167,11 @@ def test_train_command_writes_head_table_and_metrics(tmp_path: Path) -> None:
     ("extra", "message"),
     [
         (["--holdout", "1.5"], "argument --holdout: must be between 0 and 1 (exclusive), got 1.5"),
-        (["--dropout", "1"], "dropout must be in [0, 1)"),
+        (
+            ["--dropout", "1"],
+            "argument --dropout: must be in [0, 1) (the probability of dropping a hidden unit "
+            "in training), got 1",
+        ),
         (["--lr", "0"], "argument --lr: must be > 0, got 0"),
     ],
 )

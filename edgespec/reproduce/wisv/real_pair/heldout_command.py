@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from edgespec.argument_types import positive_int
-from edgespec.output_paths import output_folder
+from edgespec.output_paths import writable_output_folder
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--out",
-        type=output_folder,
+        type=writable_output_folder,
         default=None,
         help="output folder; a rerun continues it (default runs/reproduce-wisv-heldout-<time>)",
     )
