@@ -41,9 +41,9 @@ from pathlib import Path
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_real_pair, add_seed, add_threads, add_verbose
 from edgespec.errors import UserInputError
+from edgespec.learn.wisv import fit_flags
 from edgespec.learn.wisv.collect import DATASETS, ROLLOUT_CHANNELS, DataConfig
 from edgespec.learn.wisv.fit import FitConfig
-from edgespec.learn.wisv.fit_flags import add_fit_arguments
 from edgespec.output_paths import output_file
 
 
@@ -111,7 +111,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_seed(p, "the rollout's channel draws")
     add_threads(p, 1)
     add_verbose(p)
-    add_fit_arguments(sub)
+    fit_flags.add_arguments(sub)
 
 
 def _command() -> str:

@@ -1,4 +1,4 @@
-"""``edgespec train wisv``'s flags (:func:`add_fit_arguments`) and their value types,
+"""``edgespec train wisv``'s flags (:func:`add_arguments`) and their value types,
 each refused as the flags are parsed, naming the flag: ``--width`` (:func:`head_width`),
 ``--validation`` (:func:`validation_share`), ``--dropout`` (:func:`dropout_probability`)
 and ``--out-dir``, a folder that must take a file now
@@ -48,7 +48,7 @@ def _below_one(text: str, meaning: str) -> float:
     return value
 
 
-def add_fit_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``wisv`` to ``edgespec train``'s subcommands."""
     t = sub.add_parser("wisv", help="relabel with CSI draws and train the WISV decision head")
     t.add_argument(

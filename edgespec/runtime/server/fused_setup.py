@@ -61,6 +61,28 @@ def fused_draft_factory(
     return draft_factory
 
 
+def _check_session_free(
+    session_id: str, engine: VerificationEngine, running: Collection[str]
+) -> None:
+    """A fused run needs the session to itself: none in progress on it, and no block
+    awaiting its SH follow-up (a fused round would draft, then be refused: the block waits)."""
+    if session_id in running:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"session {session_id!r}: a fused run is already in progress on it; "
+            "one fused run per session",
+        )
+    pending = engine.session_pending(session_id)
+    if pending is not None:
+        raise RequestError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"session {session_id!r} awaits the hidden-state follow-up of its block at "
+            f"prefix_len {pending.call.prefix_len}: send it (the block again, with payload "
+            f"{DRAFT_HIDDEN!r} holding the draft hidden states of positions "
+            f"{list(pending.positions)}) before a fused run",
+        )
+
+
 def start_fused_run(
     call: FusedCall,
     owner: str | None,
@@ -83,21 +105,7 @@ def start_fused_run(
             "fused rounds need a co-located draft model; this server was started without --draft",
         )
     clients.check_owner(call.session_id, owner)
-    if call.session_id in running:
-        raise RequestError(
-            ErrorCode.FAILED_PRECONDITION,
-            f"session {call.session_id!r}: a fused run is already in progress on it; "
-            "one fused run per session",
-        )
-    pending = engine.session_pending(call.session_id)
-    if pending is not None:  # a fused round would draft, then be refused: its block waits
-        raise RequestError(
-            ErrorCode.FAILED_PRECONDITION,
-            f"session {call.session_id!r} awaits the hidden-state follow-up of its block at "
-            f"prefix_len {pending.call.prefix_len}: send it (the block again, with payload "
-            f"{DRAFT_HIDDEN!r} holding the draft hidden states of positions "
-            f"{list(pending.positions)}) before a fused run",
-        )
+    _check_session_free(call.session_id, engine, running)
     spec = engine.session_spec(call.session_id)
     tokens = engine.session_tokens(call.session_id)
     if call.prefix_len != len(tokens):
