@@ -5,7 +5,11 @@ command line): a bad field is a ``ValueError`` naming the field and its value, e
 
 from __future__ import annotations
 
+import argparse
 import math
+from collections.abc import Callable
+
+from edgespec.argument_types import positive_int
 
 __all__ = [
     "MAX_WIDTH",
@@ -15,6 +19,7 @@ __all__ = [
     "check_non_negative",
     "check_positive",
     "check_time_budget",
+    "width_flag",
 ]
 
 MAX_WIDTH = 1024
@@ -22,6 +27,19 @@ MAX_WIDTH = 1024
 settings): a WC-DNN's file grows with the square of the width (about 90 MB at 1024;
 loading reads at most 256 MiB, about width 1,800), a WISV head's with width × inputs
 (about 10 MB at 1024 for the bundled gemma3-270m pair's 900 inputs)."""
+
+
+def width_flag(why_bounded: str) -> Callable[[str], int]:
+    """The argparse type of a ``--width`` flag: an integer in ``[1, MAX_WIDTH]``, a wider
+    one refused saying ``why_bounded``."""
+
+    def width(text: str) -> int:
+        value = positive_int(text)
+        if value > MAX_WIDTH:
+            raise argparse.ArgumentTypeError(f"must be <= {MAX_WIDTH} ({why_bounded}), got {value}")
+        return value
+
+    return width
 
 
 def check_positive(name: str, value: float) -> None:

@@ -38,7 +38,7 @@ from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS, GAMMAS
 from edgespec.learn.awc.tables import write_parquet
 from edgespec.learn.progress import progress_bar
-from edgespec.learn.settings_checks import MAX_WIDTH
+from edgespec.learn.settings_checks import MAX_WIDTH, width_flag
 from edgespec.output_paths import output_file, writable_output_folder
 
 if TYPE_CHECKING:
@@ -57,14 +57,8 @@ def fused_gamma(text: str) -> int:
     return value
 
 
-def wc_dnn_width(text: str) -> int:
-    """``--width``: an integer in ``[1, MAX_WIDTH]``."""
-    value = positive_int(text)
-    if value > MAX_WIDTH:
-        raise argparse.ArgumentTypeError(
-            f"must be <= {MAX_WIDTH} (a wider WC-DNN's file is too large to load), got {value}"
-        )
-    return value
+wc_dnn_width = width_flag("a wider WC-DNN's file is too large to load")
+"""``--width``: an integer in ``[1, MAX_WIDTH]``."""
 
 
 DEFAULT_SCENARIOS, DEFAULT_DURATION_S = 2000, 20.0

@@ -13,20 +13,13 @@ from pathlib import Path
 
 from edgespec.argument_types import non_negative_float, positive_int
 from edgespec.arguments import TrainingOptions, add_seed, add_threads, add_training_arguments
-from edgespec.learn.settings_checks import MAX_WIDTH
+from edgespec.learn.settings_checks import MAX_WIDTH, width_flag
 from edgespec.learn.wisv.union import LABELS
 from edgespec.output_paths import writable_output_folder
 from edgespec.policies.semantic.relabel import BUDGETS, DEFAULT_BUDGET
 
-
-def head_width(text: str) -> int:
-    """``wisv --width``: an integer in ``[1, MAX_WIDTH]``."""
-    value = positive_int(text)
-    if value > MAX_WIDTH:
-        raise argparse.ArgumentTypeError(
-            f"must be <= {MAX_WIDTH} (the head's file grows with its width), got {value}"
-        )
-    return value
+head_width = width_flag("the head's file grows with its width")
+"""``wisv --width``: an integer in ``[1, MAX_WIDTH]``."""
 
 
 def validation_share(text: str) -> float:
