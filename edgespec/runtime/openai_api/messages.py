@@ -1,5 +1,6 @@
 """A request's prompt checked and bounded before anything tokenizes it: a string of at most
-``CHARS_PER_TOKEN`` characters per prompt token allowed, at most that many token ids, or
+``chars_per_token`` characters per prompt token allowed (the tokenizer's longest token,
+:func:`longest_token_chars`, at least ``CHARS_PER_TOKEN``), at most that many token ids, or
 chat messages (system or developer, user, assistant; a system message only first; a
 user message somewhere) of at most as many messages and characters. Each bound is checked as the
 prompt is walked, so a refused one costs no more than the limit."""
@@ -13,9 +14,22 @@ from typing import Any
 from edgespec.runtime.openai_api.errors import ApiError, clip, invalid, shown
 
 CHARS_PER_TOKEN = 16
-"""The most characters a prompt may have per token of ``--openai-max-prompt-tokens``: real
-text averages about 4 per token, so a longer prompt could never fit, and is refused before
-the tokenizer spends time on it."""
+"""The fewest characters a prompt may have per token of ``--openai-max-prompt-tokens``
+(real text averages about 4 per token); the endpoint allows its tokenizer's longest token
+when longer (:func:`longest_token_chars`: Gemma 3's is 31, a run of tabs), so a longer
+prompt could never fit, and is refused before the tokenizer spends time on it."""
+
+
+def longest_token_chars(tokenizer: Any) -> int:
+    """The most characters one token of ``tokenizer`` can stand for, at least
+    :data:`CHARS_PER_TOKEN`: its vocabulary's longest entry (an entry is never shorter than
+    its text: a SentencePiece piece spells a space as one ``▁``, a byte-level BPE entry has
+    a character per byte, a byte-fallback ``<0xNN>`` is one byte of a character);
+    :data:`CHARS_PER_TOKEN` when the tokenizer does not list its vocabulary."""
+    vocab = getattr(tokenizer, "get_vocab", None)
+    entries = vocab() if callable(vocab) else {}
+    return max(CHARS_PER_TOKEN, max((len(str(entry)) for entry in entries), default=0))
+
 
 ROLES = ("system", "user", "assistant")
 """The chat roles the endpoint takes (tools and their results are refused)."""
@@ -35,8 +49,8 @@ Prompt = str | tuple[int, ...] | tuple[Message, ...]
 """A checked prompt: text, token ids, or chat messages."""
 
 
-def max_prompt_chars(max_prompt_tokens: int) -> int:
-    return max_prompt_tokens * CHARS_PER_TOKEN
+def max_prompt_chars(max_prompt_tokens: int, chars_per_token: int = CHARS_PER_TOKEN) -> int:
+    return max_prompt_tokens * chars_per_token
 
 
 def _over(what: str, limit: str, param: str) -> ApiError:
@@ -44,10 +58,11 @@ def _over(what: str, limit: str, param: str) -> ApiError:
                    code="context_length_exceeded")  # fmt: skip
 
 
-def _chars(max_prompt_tokens: int) -> str:
+def _chars(max_prompt_tokens: int, chars_per_token: int) -> str:
     """The character limit as a message states it."""
-    return (f"{max_prompt_chars(max_prompt_tokens)} characters ({CHARS_PER_TOKEN} per token "
-            f"of the {max_prompt_tokens}-token prompt limit)")  # fmt: skip
+    return (f"{max_prompt_chars(max_prompt_tokens, chars_per_token)} characters "
+            f"({chars_per_token} per token of the {max_prompt_tokens}-token prompt "
+            "limit)")  # fmt: skip
 
 
 def _content(value: Any, index: int, room: int) -> str:
@@ -94,22 +109,23 @@ def _message(value: Any, index: int, room: int) -> Message:
     return Message(role, _content(value.get("content"), index, room))
 
 
-def _messages(value: Any, max_prompt_tokens: int) -> tuple[Message, ...]:
+def _messages(value: Any, max_prompt_tokens: int, chars_per_token: int) -> tuple[Message, ...]:
     if not isinstance(value, list) or not value:
         raise invalid(f"messages must be a non-empty list of {{role, content}} objects, got "
                       f"{shown(value)}", param="messages")  # fmt: skip
     if len(value) > max_prompt_tokens:
         raise _over(f"messages has {len(value)} messages", f"{max_prompt_tokens} (each is at "
                     "least one token of the prompt)", "messages")  # fmt: skip
-    room = max_prompt_chars(max_prompt_tokens)
+    room = max_prompt_chars(max_prompt_tokens, chars_per_token)
     messages: list[Message] = []
     for index, item in enumerate(value):
         message = _message(item, index, room)
         room -= len(message.content)
         if room < 0:
-            size = max_prompt_chars(max_prompt_tokens) - room
+            size = max_prompt_chars(max_prompt_tokens, chars_per_token) - room
             raise _over(f"the messages' content is at least {size} characters (by "
-                        f"messages[{index}])", _chars(max_prompt_tokens), "messages")  # fmt: skip
+                        f"messages[{index}])", _chars(max_prompt_tokens, chars_per_token),
+                        "messages")  # fmt: skip
         messages.append(message)
     if all(m.role != "user" for m in messages):
         raise invalid("messages has no user message: a conversation needs one",
@@ -117,15 +133,19 @@ def _messages(value: Any, max_prompt_tokens: int) -> tuple[Message, ...]:
     return tuple(messages)
 
 
-def parse_prompt(body: Mapping[str, Any], chat: bool, max_prompt_tokens: int) -> Prompt:
-    """``messages`` (chat) or ``prompt`` checked and bounded by ``max_prompt_tokens``."""
+def parse_prompt(
+    body: Mapping[str, Any], chat: bool, max_prompt_tokens: int,
+    chars_per_token: int = CHARS_PER_TOKEN,
+) -> Prompt:  # fmt: skip
+    """``messages`` (chat) or ``prompt`` checked and bounded by ``max_prompt_tokens`` (and
+    ``chars_per_token`` characters a token before tokenizing)."""
     if chat:
-        return _messages(body.get("messages"), max_prompt_tokens)
+        return _messages(body.get("messages"), max_prompt_tokens, chars_per_token)
     prompt = body.get("prompt")
     if isinstance(prompt, str):
-        if len(prompt) > max_prompt_chars(max_prompt_tokens):
-            raise _over(f"the prompt is {len(prompt)} characters", _chars(max_prompt_tokens),
-                        "prompt")  # fmt: skip
+        if len(prompt) > max_prompt_chars(max_prompt_tokens, chars_per_token):
+            raise _over(f"the prompt is {len(prompt)} characters",
+                        _chars(max_prompt_tokens, chars_per_token), "prompt")  # fmt: skip
         return prompt
     if isinstance(prompt, list) and len(prompt) > max_prompt_tokens:
         raise _over(f"the prompt is {len(prompt)} tokens", str(max_prompt_tokens), "prompt")

@@ -15,7 +15,12 @@ from edgespec.core.wire_limits import SEED_LIMIT, wire_float_problem
 from edgespec.runtime.openai_api.body import utf8_text
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
 from edgespec.runtime.openai_api.fields import check_fields, parse_stream
-from edgespec.runtime.openai_api.messages import Prompt, max_prompt_chars, parse_prompt
+from edgespec.runtime.openai_api.messages import (
+    CHARS_PER_TOKEN,
+    Prompt,
+    max_prompt_chars,
+    parse_prompt,
+)
 from edgespec.runtime.validation import MAX_IDENTIFIER_CHARS
 
 MAX_STOP = 4
@@ -31,11 +36,14 @@ class Limits:
     max_body_bytes: int = 1 << 20
     max_prompt_tokens: int = 2048
     max_tokens: int = 1024
+    chars_per_token: int = CHARS_PER_TOKEN
+    """A prompt's characters allowed per token before tokenizing: the endpoint's
+    tokenizer's longest token (:func:`.messages.longest_token_chars`)."""
 
     @property
     def max_prompt_chars(self) -> int:
-        """The most characters of a prompt (:data:`.messages.CHARS_PER_TOKEN` per token)."""
-        return max_prompt_chars(self.max_prompt_tokens)
+        """The most characters of a prompt (``chars_per_token`` per token)."""
+        return max_prompt_chars(self.max_prompt_tokens, self.chars_per_token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +266,7 @@ def parse_request(
     max_tokens_field, max_tokens = _max_tokens(body, chat, defaults, limits)
     stream, include_usage = parse_stream(body)
     slo_class, window = _extension(body, defaults)
-    prompt = parse_prompt(body, chat, limits.max_prompt_tokens)
+    prompt = parse_prompt(body, chat, limits.max_prompt_tokens, limits.chars_per_token)
     temperature, top_p = _sampling(body, defaults)
     return ParsedRequest(
         model=model,

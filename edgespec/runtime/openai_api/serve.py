@@ -4,6 +4,7 @@ its own (:class:`ApiThread`, also what tests start on loopback)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import threading
 import time
@@ -28,6 +29,7 @@ from edgespec.runtime.openai_api.descriptors import (
     raise_open_file_limit,
 )
 from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.messages import longest_token_chars
 from edgespec.runtime.openai_api.schema import Defaults, Limits
 from edgespec.runtime.openai_api.server_facts import check_one_model, described, learn
 from edgespec.runtime.openai_api.throttle import Throttle
@@ -198,10 +200,12 @@ def serve_openai(
     limits: Limits,
     concurrency: Concurrency | None = None,
 ) -> int:
-    """Serve until interrupted, refusing requests beyond ``limits`` and generations beyond
+    """Serve until interrupted, refusing requests beyond ``limits`` (a text prompt's
+    characters bounded by the tokenizer's longest token) and generations beyond
     ``concurrency`` (default: sized to the device); the model id is the name of the
     server's target."""
     host, port = parse_address(address)
+    limits = dataclasses.replace(limits, chars_per_token=longest_token_chars(tokenizer))
     setup = _setup(config, verifier, draft, tokenizer, vocab_size)
     check_default_fits(config.max_new_tokens, setup.max_context_tokens)
     model_id = setup.target_name or "edgespec"
