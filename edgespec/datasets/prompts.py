@@ -29,6 +29,8 @@ HELD_OUT: tuple[str, ...] = ("general",)
 (``edgespec/data/prompts/general_test.jsonl``), 16 prompts written for edgespec — math word
 problems, news paragraphs to summarise, Python functions to complete, chat questions — each
 as a user would type it (test split only, text as is)."""
+PROMPT_SETS: tuple[str, ...] = (*DATASETS, *HELD_OUT)
+"""Every name :func:`load_prompts` takes."""
 SPLITS: tuple[str, ...] = ("train", "test")
 
 TEMPLATES: dict[str, str] = {
@@ -192,6 +194,7 @@ def load_prompts(dataset: str, split: str, limit: int | None = None) -> list[Pro
         prompts = load_jsonl_prompts(bundled, dataset, template="raw")
         return prompts if limit is None else prompts[:limit]
     if dataset not in DATASETS:
-        raise ValueError(f"unknown dataset {dataset!r}: known datasets are {', '.join(DATASETS)}")
+        known = ", ".join(PROMPT_SETS)
+        raise ValueError(f"unknown dataset {dataset!r}: known datasets are {known}")
     prompts = load_jsonl_prompts(prompt_dir() / f"{dataset}_{split}.jsonl", dataset)
     return prompts if limit is None else prompts[:limit]

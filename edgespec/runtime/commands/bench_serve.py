@@ -29,8 +29,9 @@ from edgespec.argument_types import (
     torch_threads,
 )
 from edgespec.arguments import add_max_new_tokens
+from edgespec.datasets.prompts import PROMPT_SETS
 from edgespec.errors import UserInputError
-from edgespec.output_paths import output_file
+from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.runtime.commands.serve_target import BACKENDS
 from edgespec.runtime.loadgen.spec import (
     LoadSpec,
@@ -114,8 +115,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--slo-mix", help=f"NAME:TOKENS_PER_S:SHARE,... (default {DEFAULT_SLO_MIX}, which the "
         f"bench's own server is given; with --server, {SERVER_SLO_MIX}: its classes are its own)",
     )  # fmt: skip
-    load.add_argument("--prompts", default="general", help="bundled prompt set: general "
-                      "(default), gsm8k, cnndm, humaneval, sharegpt (test split)")  # fmt: skip
+    load.add_argument("--prompts", default="general", choices=PROMPT_SETS, metavar="SET",
+                      help="bundled prompt set: general (default), gsm8k, cnndm, humaneval, "
+                      "sharegpt (test split)")  # fmt: skip
     load.add_argument("--max-prompt-tokens", type=positive_int, default=256, help="(default 256)")
     add_max_new_tokens(p, 32)
     load.add_argument("--gamma", type=positive_int, default=4, help="static window (default 4)")
@@ -132,7 +134,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--json", type=output_file, metavar="FILE", help="also write the report as JSON"
     )
-    out.add_argument("--log-dir", type=Path, help="where the bench server's log goes (a tmp dir)")
+    out.add_argument(
+        "--log-dir", type=writable_output_folder, metavar="DIR",
+        help="where the bench's own server's log goes (default: a temporary folder)",
+    )  # fmt: skip
 
 
 def load_spec(args: argparse.Namespace) -> LoadSpec:

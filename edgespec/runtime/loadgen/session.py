@@ -126,9 +126,10 @@ class BenchSession:
 
     def run(self, modes: tuple[Mode, ...] = ("distributed",)) -> tuple[LoadReport, ...]:
         """The load once per mode, one after another against the same server."""
-        from edgespec.runtime.loadgen.prompts import prompt_token_ids
+        from edgespec.runtime.loadgen.prompts import prompt_texts, prompt_token_ids
 
         args = self._args
+        texts = prompt_texts(args.prompts)  # before the server: a set it cannot read fails first
         if args.server is None:  # its max_draft_tokens is the config's: before it starts
             from edgespec.runtime.server.config import ServerConfig
 
@@ -141,7 +142,7 @@ class BenchSession:
             with self._access.connected(timeout_s=10.0) as client:
                 vocab_size = int(client.vocab_size())
                 check_gamma(self._load.gamma, client.max_draft_tokens(), modes)
-            prompts = prompt_token_ids(args.prompts, self._tokenizer(), vocab_size,
+            prompts = prompt_token_ids(texts, self._tokenizer(), vocab_size,
                                        args.max_prompt_tokens)  # fmt: skip
             return tuple(self._run_mode(m, prompts, vocab_size) for m in modes)
         finally:

@@ -7,4 +7,8 @@ V5 (Fig. 3: answer quality against the threshold, on a poor and a good channel) 
 (Figs. 6–7: latency against the window over an emulated Wi-Fi-like link, adaptive FH/SH,
 against greedy SD). :mod:`.runs` runs the pair, :mod:`.claims` builds the claim rows from
 the results, :mod:`.report` writes the run folder.
+
+``edgespec reproduce wisv-heldout`` (:mod:`.heldout_command`) is the shipped default's
+held-out check (:mod:`.heldout`), its run folder :mod:`.heldout_folder` (records, plan,
+claiming the folder).
 """

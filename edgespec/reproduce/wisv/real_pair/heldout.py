@@ -10,8 +10,9 @@ plan's thresholds on both reported channels (:data:`~.runs.CHANNELS`), in proces
 γ = 8 with the FH upload, exactly as V5 does (:func:`~.answers.answer_run`). The full
 check (:data:`FULL`) runs 50 prompts, target-only, exact SD and WISV at T = 1, 2, 4, 8
 and 12 on every one; the quick one (:data:`QUICK`) 2 prompts at T = 12. Each
-prompt's record is one JSON line of ``DIR/heldout.jsonl``; a rerun skips the prompts
-already there, so an interrupted run continues. :func:`table` summarises the lines: per
+prompt's record is one JSON line of ``DIR/heldout.jsonl``; a rerun of the same plan skips
+the prompts already there, so an interrupted run continues (the folder records its plan:
+:mod:`~.heldout_folder`). :func:`table` summarises the lines: per
 threshold and channel, agreement, token-identical share, tokens/s and its ratio to exact
 SD's on the same prompts (*speed-up*), rounds per answer. ``DIR/gemma3-270m-agreement.json``
 is the file :mod:`edgespec.policies.semantic.agreement` reads (the bundled copy is
@@ -33,39 +34,17 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.errors import UserInputError
 from edgespec.output_paths import write_text_atomically
+from edgespec.reproduce.wisv.real_pair.heldout_folder import (
+    RECORDS_FILE,
+    HeldoutPlan,
+    claim_heldout_folder,
+    end_at_whole_line,
+    head_identity,
+    read_records,
+)
 
 if TYPE_CHECKING:  # the models' modules load only for a run, not for a summary
     from edgespec.reproduce.wisv.real_pair.answers import AnswerRun, Pair, PromptCase
-
-
-def _done(path: Path, head: dict[str, str] | None = None) -> dict[int, dict[str, Any]]:
-    """The records in ``path`` by prompt; with ``head``, a
-    :class:`~edgespec.errors.UserInputError` when one was made with another head (a record
-    naming none was made with the shipped head)."""
-    if not path.is_file():
-        return {}
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    if head is not None:
-        shipped = head_identity(None)["sha256"]
-        other = next((r for r in lines if r.get("head", {}).get("sha256", shipped) !=
-                      head["sha256"]), None)  # fmt: skip
-        if other is not None:
-            theirs = other.get("head", {}).get("file", "the shipped head")
-            raise UserInputError(
-                f"{path} holds prompt {other['prompt']} run with {theirs}, not {head['file']}: "
-                "choose another --out for another head"
-            )
-    return {int(r["prompt"]): r for r in lines}
-
-
-def head_identity(head: Path | None) -> dict[str, str]:
-    """The head a record was made with: its file and SHA-256 (``None``: the shipped one)."""
-    import hashlib
-
-    from edgespec.reproduce.wisv.real_pair.report import shipped_head_path
-
-    path = head or shipped_head_path()
-    return {"file": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
 def prompt_record(
@@ -201,7 +180,8 @@ def run(
 
     torch.set_num_threads(1)
     identity = head_identity(head)
-    done = _done(out, identity)
+    done, torn_line = read_records(out, identity)
+    end_at_whole_line(out, torn_line)  # before the models load: a bad file fails first
     if len(done) >= prompts:  # nothing left to run: no models to load
         return table(list(done.values()))
     pair, encoded, _ = load_real_pair(plan, head)
@@ -247,26 +227,34 @@ def check_plan(
 
 
 def reproduce(
-    out: Path,
+    out: Path | None,
     *,
     quick: bool,
     command: str,
     head: Path | None = None,
     prompts: int | None = None,
     lossy_prompts: int | None = None,
+    overwrite: bool = False,
 ) -> list[Any]:
     """``edgespec reproduce wisv-heldout``: run (or continue) the check into
     ``out/heldout.jsonl`` (:data:`FULL` or :data:`QUICK`; ``prompts``: the first that many
     of them; ``lossy_prompts``: the thresholds above 0 on the first that many) with ``head``
     (``None``: the shipped one), write ``out/REPORT.md`` and the
     agreement file ``out/gemma3-270m-agreement.json``, print the table; the summary rows.
-    Refused before anything runs: :func:`check_plan`."""
+    Refused before anything runs: :func:`check_plan`, and an ``out`` holding another
+    plan's check or another run (:func:`~.heldout_folder.claim_heldout_folder`;
+    ``overwrite``: its files removed first; ``None``: a new
+    ``runs/reproduce-wisv-heldout-<time>``)."""
     from edgespec.policies.semantic.agreement import AGREEMENT_FILE, AgreementTable
+    from edgespec.reproduce.command import default_folder
 
     count, thresholds, lossy = check_plan(quick, prompts, lossy_prompts)
-    out.mkdir(parents=True, exist_ok=True)
-    run(out / "heldout.jsonl", count, thresholds, lossy, head)
-    records = list(_done(out / "heldout.jsonl").values())
+    identity = head_identity(head)
+    plan = HeldoutPlan(quick, count, thresholds, lossy, identity["file"], identity["sha256"],
+                       command)  # fmt: skip
+    out = claim_heldout_folder(out, default_folder("wisv-heldout"), plan, overwrite)
+    run(out / RECORDS_FILE, count, thresholds, lossy, head)
+    records = list(read_records(out / RECORDS_FILE)[0].values())
     rows = table(records)
     text = markdown(rows, target_only_rate(records))
     data = agreement_json(rows, command)

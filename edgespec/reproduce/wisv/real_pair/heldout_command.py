@@ -4,6 +4,10 @@
     edgespec reproduce wisv-heldout --out runs/wisv                  # the shipped head
     edgespec reproduce wisv-heldout --head H-head.json --prompts 6 --out runs/h  # a candidate
     edgespec reproduce wisv-heldout --lossy-prompts 6 --out runs/w  # T > 0 on 6 prompts only
+
+A rerun into the same ``--out`` continues a check of the same plan; another plan's check,
+or another reproduction's files, are refused unless ``--overwrite``
+(:mod:`~edgespec.reproduce.wisv.real_pair.heldout_folder`).
 """
 
 from __future__ import annotations
@@ -24,7 +28,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=writable_output_folder,
         default=None,
-        help="output folder; a rerun continues it (default runs/reproduce-wisv-heldout-<time>)",
+        help="output folder; a rerun of the same plan continues it "
+        "(default runs/reproduce-wisv-heldout-<time>)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="--out may hold an earlier check of another plan or another reproduction: the "
+        "files this check writes are removed first (default: a check of the same plan is "
+        "continued, anything else refused)",
     )
     parser.add_argument(
         "--head",
@@ -48,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from edgespec.reproduce.command import command_line, default_folder
+    from edgespec.reproduce.command import command_line
     from edgespec.reproduce.wisv.real_pair.heldout import reproduce
     from edgespec.runtime.server.semantic import load_semantic_head
 
@@ -59,11 +71,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"edgespec reproduce wisv-heldout: --head: {exc}", file=sys.stderr)
             return 2
     reproduce(
-        args.out or default_folder("wisv-heldout"),  # a folder of its own resumes the run
+        args.out,  # claimed, or continued when it holds a check of this plan
         quick=args.quick,
         command=command_line(),
         head=args.head,
         prompts=args.prompts,
         lossy_prompts=args.lossy_prompts,
+        overwrite=args.overwrite,
     )
     return 0

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from edgespec.errors import UserInputError
 from edgespec.output_paths import write_text_atomically
 from edgespec.reproduce.wisv.real_pair.answers import Pair
 from edgespec.reproduce.wisv.real_pair.choices import DRAFT, TARGET
@@ -188,9 +189,16 @@ def reproduce(
     load: Loader | None = None,
 ) -> list[Any]:
     """Run V5 and V6 on the pair ``load`` gives (default :func:`load_real_pair`), write
-    the run folder, print the table; returns the claim rows (``workers`` is not used: one
-    process owns the models)."""
+    the run folder, print the table; returns the claim rows. One process owns the models:
+    ``workers`` above 1 is a :class:`UserInputError` before they load (it would not be
+    used)."""
     from edgespec.reproduce.printed import print_claims
+
+    if workers != 1:
+        raise UserInputError(
+            f"--workers {workers}: wisv-real-pair runs the pair in one process (its models "
+            "load once); leave --workers out"
+        )
 
     plan = Plan.quick() if quick else Plan.full()
     results = run_all(plan, load or load_real_pair, progress)

@@ -55,6 +55,25 @@ def test_quick_run_through_the_command_line(
     assert f"report: {out / 'REPORT.md'}" in capsys.readouterr().out
 
 
+def test_workers_is_refused_before_the_pair_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One process owns the models: --workers 2 was accepted and ignored."""
+
+    def no_load(plan: object) -> None:
+        raise AssertionError("the pair loaded")
+
+    monkeypatch.setattr(report, "load_real_pair", no_load)
+    out = tmp_path / "run"
+    argv = ["reproduce", "wisv-real-pair", "--quick", "--quiet", "--workers", "2"]
+    assert main([*argv, "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec reproduce: --workers 2: wisv-real-pair runs the pair in one process (its "
+        "models load once); leave --workers out\n"
+    )
+    assert not out.exists()
+
+
 def test_heldout_takes_a_candidate_head(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``--head`` is read before any model loads: a file that is no head is a clear error."""
     from edgespec.cli import main

@@ -16,10 +16,14 @@ from edgespec.reproduce.wisv.real_pair.heldout import (
     QUICK,
     agreement_json,
     check_plan,
-    head_identity,
     reproduce,
     run,
     table,
+)
+from edgespec.reproduce.wisv.real_pair.heldout_folder import (
+    HeldoutPlan,
+    claim_heldout_folder,
+    head_identity,
 )
 
 
@@ -39,6 +43,16 @@ RECORDS = [
 ]  # fmt: skip
 
 
+def planted(folder: Path, records: list[dict[str, Any]], quick: bool, prompts: int | None) -> None:
+    """``folder`` claimed for the check ``quick`` and ``prompts`` name (with the shipped
+    head, command ``cmd``), as a run starts it, holding ``records``."""
+    count, thresholds, lossy = check_plan(quick, prompts, None)
+    head = head_identity(None)
+    plan = HeldoutPlan(quick, count, thresholds, lossy, head["file"], head["sha256"], "cmd")
+    claim_heldout_folder(folder, folder / "unused", plan, overwrite=False)
+    (folder / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
 def test_speed_up_is_over_exact_sd_on_the_same_prompts() -> None:
     rows = {(r["threshold"], r["channel"]): r for r in table(RECORDS)}
     exact = rows[(0, "either")]
@@ -53,7 +67,7 @@ def test_speed_up_is_over_exact_sd_on_the_same_prompts() -> None:
 def test_a_finished_check_is_summarised_without_the_models(tmp_path: Path) -> None:
     # the quick check's two prompts are done already: nothing runs, nothing loads
     assert QUICK[0] == len(RECORDS)
-    (tmp_path / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
+    planted(tmp_path, RECORDS, quick=True, prompts=None)
     rows = reproduce(tmp_path, quick=True, command="cmd")
     assert rows == table(RECORDS)
     loaded = load_agreement(tmp_path / "gemma3-270m-agreement.json")
@@ -85,7 +99,7 @@ def test_another_heads_records_stop_the_run_and_name_both(tmp_path: Path) -> Non
 
 
 def test_prompts_limits_the_check(tmp_path: Path) -> None:
-    (tmp_path / "heldout.jsonl").write_text(json.dumps(RECORDS[0]) + "\n")
+    planted(tmp_path, RECORDS[:1], quick=False, prompts=1)
     rows = reproduce(tmp_path, quick=False, command="cmd", prompts=1)  # prompt 0 is done
     assert rows == table(RECORDS[:1])
 
