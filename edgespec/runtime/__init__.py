@@ -23,6 +23,8 @@ Top-level modules, what both sides share:
   as the server holds, checks and verifies it (never K × the vocabulary);
 * :mod:`.open_files` — the process's open-file limit raised for a server's connections
   (the gRPC server's and the HTTP endpoint's);
+* :mod:`.detokenize` — token ids to text a token at a time, complete characters only (an
+  unfinished byte-token run held): the HTTP endpoint's text and ``edgespec draft``'s;
 * :mod:`.testing` — synthetic models for tests and benchmarks (``tiny_llama``,
   ``noisy_copy``, ``layer_truncated_copy``, ``synthetic_target``).
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
+from edgespec.runtime.detokenize import IncrementalText
 from edgespec.runtime.edge.semantic import SemanticReport
 
 
@@ -70,6 +71,28 @@ class Outcome:
             f.writelines(json.dumps(row) + "\n" for row in rows)
 
 
+class Shown:
+    """An output on stdout as it streams: with a tokenizer its text as the HTTP endpoint
+    returns it (complete characters only: :mod:`edgespec.runtime.detokenize`), else its
+    token ids. ``end`` writes the text held (an unfinished character's U+FFFD) and ends the
+    line."""
+
+    __slots__ = ("_text",)
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._text = None if tokenizer is None else IncrementalText(tokenizer)
+
+    def push(self, tokens: tuple[int, ...]) -> None:
+        text = f"{list(tokens)} " if self._text is None else self._text.push(tokens)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def end(self) -> None:
+        held = "" if self._text is None else self._text.finish()
+        sys.stdout.write(held + "\n")
+        sys.stdout.flush()
+
+
 @dataclass(frozen=True, slots=True)
 class DraftRun:
     """A prompt against one server, in the mode asked: the same request, output shown as
@@ -98,13 +121,6 @@ class DraftRun:
 
         return new_session_id(self.config.client_id)
 
-    def show(self, tokens: tuple[int, ...]) -> None:
-        if self.tokenizer is not None:
-            sys.stdout.write(self.tokenizer.decode(list(tokens)))
-        else:
-            sys.stdout.write(f"{list(tokens)} ")
-        sys.stdout.flush()
-
     def server_side(self, fused: bool, ready: Callable[[], None] | None = None) -> Outcome:
         """Centralized (the server decodes alone) or fused (the server drafts too);
         ``ready`` is called just before the first token is asked for."""
@@ -116,6 +132,7 @@ class DraftRun:
                            config.slo_class)  # fmt: skip
         gamma = fused_mode_gamma(config)
         output: list[int] = []
+        shown = Shown(self.tokenizer)
         if ready is not None:
             ready()
         arrival = self.clock()
@@ -124,9 +141,9 @@ class DraftRun:
             if chunk and first is None:
                 first = self.clock()
             output.extend(chunk)
-            self.show(chunk)
+            shown.push(chunk)
         finish = self.clock()
-        sys.stdout.write("\n")
+        shown.end()
         request = RequestRecord(
             session_id, config.client_id, config.slo_class, 0, arrival,
             first if first is not None else finish, finish, len(self.prompt), len(output),
@@ -194,11 +211,12 @@ class DraftRun:
                                config.retry_timeout_s, progress=budget,
                                first_open_retry_s=self.first_open_retry_s)  # fmt: skip
         linked = wrap_verifier(self.verifier, config)  # itself unless a link_* setting
+        shown = Shown(self.tokenizer)
         if ready is not None:
             ready()
         result = generate(linked, drafter, self.prompt, self._sampling(), options, window,
-                          self.show, stop=stop, semantic=semantic)  # fmt: skip
-        sys.stdout.write("\n")
+                          shown.push, stop=stop, semantic=semantic)  # fmt: skip
+        shown.end()
         sent = None
         if stop is not None:
             sent = (result.request.num_drafted, sum(x.draft_passes for x in result.rounds))
