@@ -124,7 +124,8 @@ def test_failed_accepts_are_logged_once_per_interval(caplog: pytest.LogCaptureFi
 
 
 SERVER = """
-import os, sys
+import os, resource, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[2]), int(sys.argv[2])))
 from fastapi import FastAPI
 from edgespec.runtime.openai_api.serve import ApiThread
 app = FastAPI()
@@ -143,12 +144,12 @@ HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
 
 
 def _serve_under(soft_limit: int, mode: str, log: Path) -> tuple[subprocess.Popen[bytes], int, int]:
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft_limit, soft_limit))
-
+    """The endpoint in a process whose open-file limit is ``soft_limit``, set by the process
+    itself: a ``preexec_fn`` forks this one, whose gRPC (other tests' clients) then writes
+    its fork warning into the child's stderr, the log under test."""
     with log.open("wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-c", SERVER, mode], stdout=subprocess.PIPE,
-                                   stderr=stderr, preexec_fn=limit,
+        process = subprocess.Popen([sys.executable, "-c", SERVER, mode, str(soft_limit)],
+                                   stdout=subprocess.PIPE, stderr=stderr,
                                    cwd=Path(__file__).parents[3])  # fmt: skip
     assert process.stdout is not None
     port, cap = (int(word) for word in process.stdout.readline().split())
