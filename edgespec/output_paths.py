@@ -16,7 +16,7 @@ import argparse
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
@@ -117,15 +117,19 @@ def claim_folder(
     overwrite: bool,
     keep: Sequence[Path] = (),
     remove: bool = True,
+    recorded: Sequence[str] = (),
 ) -> Path:
     """The folder a run writes, so that it holds one run's files and no other's: ``out``
-    when it holds none of ``run_files`` (names or glob patterns, relative to it) — with
-    ``overwrite``, those files are removed now, but for ``keep`` (inputs of this run;
-    ``remove=False``: only checked, for a command that refuses more before it starts and
-    calls again to remove them); without ``out``, ``default``, or ``default-2``, ``-3`` ...
-    when taken, and ``overwrite`` is refused (a new folder holds no run to replace). Other
-    files are never touched; nothing is created here (the run makes the folder when it
-    writes)."""
+    when it holds none of ``run_files`` (names or glob patterns, relative to it) nor of
+    ``recorded`` (another run's, which the folder records and this run replaces too) — with
+    ``overwrite``, those files are removed now, and then the subfolders that removing them
+    left empty, but for ``keep`` (inputs of this run; ``remove=False``: only checked, for a
+    command that refuses more before it starts and calls again to remove them); without
+    ``out``, ``default``, or ``default-2``, ``-3`` ... when taken, and ``overwrite`` is
+    refused (a new folder holds no run to replace). A path of ``run_files`` that this run
+    could not write is refused first, whatever ``overwrite`` says (:func:`check_run_paths`).
+    Other files are never touched; nothing is created here (the run makes the folder when
+    it writes)."""
     if out is None:
         if overwrite:
             raise UserInputError(OVERWRITE_NEEDS_OUT)
@@ -134,21 +138,62 @@ def claim_folder(
             count += 1
             folder = default.with_name(f"{default.name}-{count}")
         return folder
+    check_run_paths(out, run_files)
     kept = {path.resolve() for path in keep}
-    matched = {path for pattern in run_files for path in out.glob(pattern)} if out.is_dir() else ()
+    patterns = (*run_files, *recorded)
+    matched = {path for pattern in patterns for path in out.glob(pattern)} if out.is_dir() else ()
     found = sorted(path for path in matched if path.is_file() and path.resolve() not in kept)
     if found and not overwrite:
-        names = [str(path.relative_to(out)) for path in found]
-        shown = ", ".join(names[:MAX_NAMED]) + (
-            f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else ""
-        )
+        shown = named([str(path.relative_to(out)) for path in found])
         raise UserInputError(
-            f"--out {out} already holds a run ({shown}); give another folder, or "
-            "--overwrite to replace that run's files"
+            f"--out {out} already holds a run ({shown}); give another folder, or --overwrite "
+            "to replace that run's files"
         )
-    for path in found if remove else ():
-        path.unlink()
+    if remove:
+        _remove(out, found)
     return out
+
+
+def _remove(out: Path, files: Sequence[Path]) -> None:
+    """Remove ``files``, then each subfolder of ``out`` that removing them left empty."""
+    for path in files:
+        path.unlink()
+    for folder in sorted({path.parent for path in files if path.parent != out}, reverse=True):
+        with suppress(OSError):  # not empty: a file no run wrote is in it
+            folder.rmdir()
+
+
+def check_run_paths(out: Path, run_files: Sequence[str]) -> None:
+    """Refuse, naming it, a path of ``run_files`` in ``out`` that the run could not write: a
+    folder where it writes a file (a name, or a match of a pattern), a file where it makes
+    a folder, or a folder it writes into that cannot take a file
+    (:func:`check_writable`)."""
+    for pattern in run_files:
+        inside = out / Path(pattern).parent
+        if inside != out and inside.exists() and not inside.is_dir():
+            raise UserInputError(
+                f"--out {out}: {inside} is a file where this run makes a folder; move it or "
+                "give another folder"
+            )
+        if inside != out and inside.is_dir():
+            try:
+                check_writable(inside)
+            except OSError as exc:
+                raise UserInputError(
+                    f"--out {out}: cannot write in {inside}: {exc.strerror or exc}"
+                ) from None
+        for path in sorted(out.glob(pattern)) if out.is_dir() else ():
+            if path.is_dir() and not path.is_symlink():
+                raise UserInputError(
+                    f"--out {out}: {path} is a folder where this run writes a file; move it "
+                    "or give another folder"
+                )
+
+
+def named(names: Sequence[str]) -> str:
+    """``a, b, c``: at most :data:`MAX_NAMED` names, then "and N more"."""
+    more = len(names) - MAX_NAMED
+    return ", ".join(names[:MAX_NAMED]) + (f" and {more} more" if more > 0 else "")
 
 
 def temporary_path(path: Path) -> Path:

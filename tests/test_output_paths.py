@@ -143,6 +143,72 @@ def test_claim_folder_keeps_inputs_names_at_most_eight_and_numbers_defaults(
     assert claim_folder(None, tmp_path / "runs" / "a", (), False) == tmp_path / "runs" / "a-3"
 
 
+def test_claim_folder_refuses_a_path_the_run_cannot_write_whatever_overwrite_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder where the run writes a file failed only when the run wrote it, at its end,
+    naming the temporary file (``.fig1.png.123.tmp: Is a directory``)."""
+    import edgespec.output_paths as output_paths
+    from edgespec.errors import UserInputError
+    from edgespec.output_paths import claim_folder
+
+    files = ("REPORT.md", "scenarios/*.yaml", "fig*.png")
+    default = tmp_path / "runs" / "x"
+    (tmp_path / "fig1.png").mkdir()
+    for overwrite in (False, True):
+        with pytest.raises(UserInputError) as refused:
+            claim_folder(tmp_path, default, files, overwrite)
+        assert str(refused.value) == (
+            f"--out {tmp_path}: {tmp_path / 'fig1.png'} is a folder where this run writes a "
+            "file; move it or give another folder"
+        )
+    (tmp_path / "fig1.png").rmdir()
+    (tmp_path / "scenarios").write_text("mine")
+    with pytest.raises(UserInputError) as refused:
+        claim_folder(tmp_path, default, files, True)
+    assert str(refused.value) == (
+        f"--out {tmp_path}: {tmp_path / 'scenarios'} is a file where this run makes a folder; "
+        "move it or give another folder"
+    )
+    (tmp_path / "scenarios").unlink()
+    (tmp_path / "scenarios").mkdir()
+
+    def read_only(folder: Path) -> None:
+        if folder == tmp_path / "scenarios":
+            raise PermissionError(13, "Permission denied", str(folder))
+
+    monkeypatch.setattr(output_paths, "check_writable", read_only)
+    with pytest.raises(UserInputError) as refused:
+        claim_folder(tmp_path, default, files, False)
+    assert str(refused.value) == (
+        f"--out {tmp_path}: cannot write in {tmp_path / 'scenarios'}: Permission denied"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["scenarios"]  # nothing touched
+
+
+def test_claim_folder_replaces_a_recorded_runs_files_and_removes_the_folders_it_empties(
+    tmp_path: Path,
+) -> None:
+    """--overwrite left the subfolders it emptied behind; ``recorded`` (another run's files,
+    which the folder records) is refused and removed like the run's own."""
+    from edgespec.errors import UserInputError
+    from edgespec.output_paths import claim_folder
+
+    for name in ("scenarios", "profiles", "plots"):
+        (tmp_path / name).mkdir()
+    for name in ("REPORT.md", "scenarios/a.yaml", "profiles/p.yaml", "profiles/mine.yaml",
+                 "plots/fig.png"):  # fmt: skip
+        (tmp_path / name).write_text(name)
+    files, recorded = ("REPORT.md", "scenarios/*.yaml"), ("profiles/p.yaml",)
+    with pytest.raises(
+        UserInputError, match=r"\(REPORT\.md, profiles/p\.yaml, scenarios/a\.yaml\)"
+    ):
+        claim_folder(tmp_path, tmp_path, files, False, recorded=recorded)
+    assert claim_folder(tmp_path, tmp_path, files, True, recorded=recorded) == tmp_path
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert left == ["plots", "plots/fig.png", "profiles", "profiles/mine.yaml"]
+
+
 def test_write_atomically_replaces_the_file_whole_or_leaves_it_as_it_was(tmp_path: Path) -> None:
     from edgespec.output_paths import write_atomically, write_text_atomically
 
@@ -178,13 +244,16 @@ def _work(command: list[str]) -> str:
     """The function that starts ``command``'s work, after its folder is claimed."""
     from edgespec.reproduce.command import PAPERS
 
+    if command[1:] == ["wisv-heldout"]:  # claims its folder itself, then runs
+        return "edgespec.reproduce.wisv.real_pair.heldout.run"
     if command[0] == "reproduce":
         return f"{PAPERS[command[1]].claims}.reproduce"
     return {"calibrate": "edgespec.calibration.command._pair",
             "sim": "edgespec.sim.commands.run._run_plain"}[command[0]]  # fmt: skip
 
 
-OVERWRITING = [["reproduce", name] for name in ("wisp", "dsd", "zhu", "wisv", "wisv-real-pair")]
+OVERWRITING = [["reproduce", name] for name in ("wisp", "dsd", "zhu", "wisv", "wisv-real-pair",
+                                                "wisv-heldout")]  # fmt: skip
 OVERWRITING += [["calibrate"], ["sim"]]
 FILE_OUT = {"profile"}
 """Commands whose ``--out`` is one file with a fixed default (``profile.yaml``), which

@@ -153,8 +153,13 @@ class ClaimRow:
             return f"setting: {self.setting}"
         if self.by_construction:
             return f"by construction: {self.by_construction}"
-        magnitude = mark(self.magnitude_ok) + (" (quick run)" if self.quick_magnitude else "")
-        return f"direction {mark(self.direction_ok)}, magnitude {magnitude}"
+        return f"direction {mark(self.direction_ok)}, magnitude {self.magnitude_mark}"
+
+    @property
+    def magnitude_mark(self) -> str:
+        """The magnitude's verdict as shown: its mark, or ``– (quick run)`` where a quick run
+        judged it too short to compare with the paper's (whatever it came out)."""
+        return f"{mark(None)} (quick run)" if self.quick_magnitude else mark(self.magnitude_ok)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,9 +5,10 @@ Two kinds share the shape:
 
 * a paper's claims in the simulator (``claims``: the module of its
   ``report.reproduce(out, quick=..., workers=..., progress=..., command=...)``), run with
-  this module's shared flags (``--quick --out --workers --quiet``): it writes
+  this module's shared flags (``--quick --out --workers --quiet --overwrite``): it writes
   ``runs/reproduce-NAME-<time>/`` (REPORT.md, the scenario files it ran, plots,
-  results.json) and prints the claims table; each paper is a package beside this module
+  results.json: the ``files`` it declares) and prints the claims table; each paper is a
+  package beside this module
   whose report runs its claims through the shared framework
   (:mod:`edgespec.reproduce.claims`);
 * a paper's system on the real runtime with flags of its own (``command``: a module with
@@ -29,23 +30,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from edgespec.arguments import add_quiet, add_workers
-from edgespec.output_paths import claim_folder, writable_output_folder
+from edgespec.errors import UserInputError
+from edgespec.output_paths import writable_output_folder
+from edgespec.reproduce.folder import claim_reproduction_folder
 from edgespec.sweeps.executor import check_workers
 
-RUN_FILES = (
-    "REPORT.md",
-    "results.json",
-    "scenarios/*.yaml",
-    "profiles/*.yaml",
-    "estimator.json",
-    "predictor.json",
-    "predictor.md",
-    "fig*.png",
-    "table*.png",
-    "*-fig*.png",
-)
-"""What a claims reproduction writes into its folder (every paper's, as names or patterns):
-an ``--out`` holding any of them holds an earlier run, refused unless ``--overwrite``."""
+REPORT_FILES = ("REPORT.md", "results.json")
+"""What every claims reproduction writes into its folder."""
+SCENARIO_FILES = "scenarios/*.yaml"
+"""The scenario files a simulated reproduction writes beside its report."""
 
 
 class Reproduce(Protocol):
@@ -65,10 +58,19 @@ class Reproduction:
     help: str
     claims: str = ""
     command: str = ""
+    one_process: bool = False
+    """Its runs share one process (the models load once): ``--workers`` above 1 is refused
+    before anything else."""
+    files: tuple[str, ...] = ()
+    """What a claims reproduction writes into its folder (names or glob patterns, relative
+    to it): an ``--out`` holding any of them is refused unless ``--overwrite`` removes them
+    (:mod:`edgespec.reproduce.folder`); a command claims its own folder."""
 
     def __post_init__(self) -> None:
         if bool(self.claims) == bool(self.command):
             raise ValueError("a reproduction runs either claims or a command of its own")
+        if bool(self.claims) != bool(self.files):
+            raise ValueError("a claims reproduction, and only one, declares the files it writes")
 
     @property
     def module(self) -> str:
@@ -80,18 +82,32 @@ PAPERS: dict[str, Reproduction] = {
     "wisp": Reproduction(
         "WISP (seed 000): SLO-aware batching, the rejection predictor",
         claims="edgespec.reproduce.wisp.report",
+        files=(
+            *REPORT_FILES,
+            SCENARIO_FILES,
+            "profiles/edge-table6.yaml",
+            "estimator.json",
+            "predictor.json",
+            "predictor.md",
+            "fig7_violation_curves.png",
+            "fig8_attribution.png",
+            "table2_capacities.png",
+        ),
     ),
     "dsd": Reproduction(
         "DSD (seed 004): DSD-Sim, adaptive window control",
         claims="edgespec.reproduce.dsd.report",
+        files=(*REPORT_FILES, SCENARIO_FILES, "physical-fig*.png", "dsdsim_compat-fig*.png"),
     ),
     "zhu": Reproduction(
         "Zhu et al. (seed 001): pipelined SD over an edge drafting server",
         claims="edgespec.reproduce.zhu.report",
+        files=REPORT_FILES,
     ),
     "wisv": Reproduction(
         "WISV (seed 003): CSI-aware semantic verification, simulated",
         claims="edgespec.reproduce.wisv.report",
+        files=(*REPORT_FILES, SCENARIO_FILES),
     ),
     "wisp-serving": Reproduction(
         "WISP's batching vs FCFS vs SLED on the real server, drafter processes",
@@ -108,6 +124,8 @@ PAPERS: dict[str, Reproduction] = {
     "wisv-real-pair": Reproduction(
         "WISV's semantic verification on the real pair: answers vs threshold, latency",
         claims="edgespec.reproduce.wisv.real_pair.report",
+        one_process=True,
+        files=REPORT_FILES,
     ),
     "wisv-heldout": Reproduction(
         "WISV's shipped default on the real pair: held-out answers and speed vs exact SD",
@@ -134,10 +152,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="--out may hold an earlier reproduction: its files are removed first "
+        help="--out may hold an earlier reproduction: the files this paper writes are "
+        "removed first, and another paper's where the folder records its run; no other file "
         "(default: refused)",
     )
-    add_workers(parser, 1, "local processes for the runs")
+    add_workers(parser, 1, "local processes for the runs (wisv-real-pair: 1, its models load once)")
     add_quiet(parser)
 
 
@@ -147,9 +166,14 @@ def default_folder(name: str) -> Path:
 
 
 def run_folder(name: str, out: Path | None, overwrite: bool) -> Path:
-    """``out`` when it holds no earlier reproduction (or ``overwrite``: its files removed
-    now), else a new :func:`default_folder` (``-2``, ``-3`` ... when taken)."""
-    return claim_folder(out, default_folder(name), RUN_FILES, overwrite)
+    """``out`` when it holds no earlier reproduction's files (or ``overwrite``: those removed
+    now, and which it removed and kept said on stderr), else a new :func:`default_folder`
+    (``-2``, ``-3`` ... when taken)."""
+    declared = {paper: r.files for paper, r in PAPERS.items() if r.claims}
+    folder, said = claim_reproduction_folder(name, out, default_folder(name), declared, overwrite)
+    if said:
+        print(said, file=sys.stderr)
+    return folder
 
 
 def command_line() -> str:
@@ -159,6 +183,9 @@ def command_line() -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the claims of the paper ``args.seed`` names."""
+    if PAPERS[args.seed].one_process and args.workers != 1:
+        raise UserInputError(f"--workers {args.workers}: {args.seed} runs in one process (its "
+                             "models load once); leave --workers out")  # fmt: skip
     check_workers(args.workers)
     out = run_folder(args.seed, args.out, args.overwrite)  # refused before anything loads
     reproduce: Reproduce = importlib.import_module(PAPERS[args.seed].claims).reproduce

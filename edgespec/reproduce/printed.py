@@ -1,7 +1,8 @@
 """The claims table as printed on the terminal (``edgespec reproduce`` prints it after
 writing REPORT.md): claim, what, paper, edgespec, tolerance and verdict columns fitted to
 the terminal's width with words kept whole, each row's cause on a line of its own under it.
-A setting's or a by-construction row's verdict column shows no marks: nothing was judged."""
+A setting's or a by-construction row's verdict column shows no marks: nothing was judged;
+a quick run's magnitude shows ``– (quick run)``, as REPORT.md's verdict does: not compared."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ _SHORT = {
     Outcome.HOLDS: "hold",
     Outcome.DIRECTION_ONLY: "direction only",
     Outcome.MISS: "miss",
-    Outcome.QUICK: "quick run",
+    Outcome.QUICK: "not comparable",
     Outcome.NOT_JUDGED: "not judged",
     Outcome.SETTING: "setting",
     Outcome.BY_CONSTRUCTION: "by construction",
@@ -32,7 +33,7 @@ _SHORT = {
 
 def _terminal_cells(r: ClaimRow) -> tuple[str, ...]:
     short = _SHORT[r.outcome]
-    marks = "" if r.outcome in UNJUDGED else f"{mark(r.direction_ok)} {mark(r.magnitude_ok)} "
+    marks = "" if r.outcome in UNJUDGED else f"{mark(r.direction_ok)} {r.magnitude_mark} "
     return (r.claim_id, r.what, r.paper, r.ours, r.tolerance, marks + short)
 
 

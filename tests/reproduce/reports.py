@@ -24,4 +24,19 @@ def check_quick_report(out: Path, rows: Sequence[ClaimRow], *, expect_miss: bool
             assert row.cause is not None, row
             assert f"| {row.outcome.value} | {row.why} |" in report
     assert "| cause not known" not in report  # no cause cell says it
+    for row in rows:  # a magnitude the quick run does not compare shows no ✓ or ✗
+        if row.quick_magnitude and row.outcome not in UNJUDGED:
+            assert row.verdict.endswith("magnitude – (quick run)"), row
+    assert "✓ (quick run)" not in report and "✗ (quick run)" not in report
     return report
+
+
+def check_declared_files(out: Path, name: str) -> None:
+    """Every file the run wrote is one that reproduction ``name`` declares (what
+    ``--overwrite`` removes), and results.json names it."""
+    from edgespec.reproduce.command import PAPERS
+    from edgespec.reproduce.folder import recorded
+
+    declared = {path for pattern in PAPERS[name].files for path in out.glob(pattern)}
+    assert {path for path in out.rglob("*") if path.is_file()} <= declared
+    assert recorded(out, list(PAPERS)) == [name]

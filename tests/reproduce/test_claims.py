@@ -193,12 +193,13 @@ def test_quick_run_magnitudes_are_marked_and_not_compared(tmp_path: Path) -> Non
     # a magnitude off in a quick run: the direction still holds, the magnitude is the run's
     only = _row(True, False, reason=SLED, quick_run=short)
     assert only.holds is False and only.outcome is DIRECTION_ONLY
-    assert only.verdict == "direction ✓, magnitude ✗ (quick run)"
+    assert only.verdict == "direction ✓, magnitude – (quick run)"  # not compared: no ✗
     assert only.cause is Cause.QUICK_RUN
     assert only.why == f"magnitude depends on run length (quick run) — {short}"
     # one within tolerance by luck is not a hold either, and holds keeps its meaning
     lucky = _row(True, True, quick_run=short)
     assert lucky.holds is True and lucky.outcome is DIRECTION_ONLY
+    assert lucky.verdict == "direction ✓, magnitude – (quick run)"  # not compared: no ✓
     # no direction judged: not comparable at all
     absolute = _row(None, False, quick_run=short)
     assert absolute.outcome is Outcome.QUICK and absolute.cause is Cause.QUICK_RUN
@@ -217,7 +218,9 @@ def test_quick_run_magnitudes_are_marked_and_not_compared(tmp_path: Path) -> Non
     write_report(path, "T — quick", "cmd --quick", rows, [], [], quick=True)
     text = path.read_text()
     assert "**Quick run** (`--quick`)" in text
-    assert "| direction –, magnitude ✗ (quick run) | not comparable (quick run) |" in text
+    assert "| direction –, magnitude – (quick run) | not comparable (quick run) |" in text
+    assert "| direction ✓, magnitude – (quick run) | hold in direction only |" in text
+    assert "✓ (quick run)" not in text and "✗ (quick run)" not in text
     write_report(path, "T", "cmd", [replace(r, quick_run="") for r in rows], [], [])
     assert "Quick run" not in path.read_text()
 

@@ -1,7 +1,8 @@
 """Rows that are shown but never judged: a setting (a chosen input fixes the number) and a
 row that holds by construction (no run could come out otherwise). Neither counts as a row
 that holds, neither needs a cause, and the printed table shows neither with verdict marks,
-only its outcome; every printed row shows its tolerance."""
+only its outcome; every printed row shows its tolerance. A quick run's magnitude is not
+compared either: printed as ``– (quick run)``, as REPORT.md's verdict shows it."""
 
 from __future__ import annotations
 
@@ -80,3 +81,22 @@ def test_unjudged_rows_are_printed_without_marks_and_every_row_with_its_toleranc
     assert _line_of(lines, "Z4").split()[-2:] == ["±50%", "setting"]
     assert _line_of(lines, "Z2").split()[-3:] == ["direction", "by", "construction"]
     assert _line_of(lines, "Z3").split()[-5:] == ["±25%", "✓", "✗", "direction", "only"]
+
+
+def test_the_printed_table_shows_a_quick_runs_magnitude_as_not_compared() -> None:
+    """Before, a quick row printed ``✓ ✓ direction only`` (REPORT.md: ``magnitude ✓ (quick
+    run)``): a magnitude shown as compared on a row the quick run does not compare."""
+    short = "1 Monte-Carlo draw(s) instead of 20"
+    lucky = replace(PASSING, claim_id="Z2", direction_ok=True, quick_run=short)
+    rows = [lucky, replace(PASSING, claim_id="Z4", quick_run=short)]
+    rows += [
+        replace(lucky, claim_id="Z5", magnitude_ok=None),
+        replace(lucky, claim_id="Z1", quick_run=""),
+    ]
+    verdicts = [_line_of(_printed(rows), r.claim_id).split("±50%")[1].strip() for r in rows]
+    assert verdicts == [
+        "✓ – (quick run) direction only",
+        "– – (quick run) not comparable",
+        "✓ – hold",  # no magnitude judged: nothing for the quick run to leave out
+        "✓ ✓ hold",  # a full run's row compares its magnitude
+    ]

@@ -3,7 +3,6 @@ beside them, not judged)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.reproduce.dsd.findings import findings
     from edgespec.reproduce.dsd.plots import plot_dsd
     from edgespec.reproduce.dsd.runs import DsdPlan, results_dict, run_dsd
+    from edgespec.reproduce.folder import results_text
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.report_file import sensitivities_markdown, write_report
     from edgespec.sweeps.executor import make_executor
@@ -27,11 +27,11 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     plan = DsdPlan.quick() if quick else DsdPlan.full()
     out.mkdir(parents=True, exist_ok=True)
     results, files = run_dsd(plan, make_executor(workers), out / "scenarios", progress)
-    by_mode = [all_rows(res) for res in results]
+    write_text_atomically(out / "results.json", results_text("dsd", results_dict(results)))
+    by_mode = [all_rows(res) for res in results]  # after results.json: a failure keeps the runs
     rows = sorted([CALIBRATION, *(r for mode in by_mode for r in mode)], key=lambda r: r.claim_id)
     for res in results:
         files += plot_dsd(out, res)
-    write_text_atomically(out / "results.json", json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "DSD (seed 004) reproduced" + (" — quick" if quick else "")
     sensitivities = sensitivities_markdown([f"**{name}**: {what}" for name, what in SENSITIVITIES])

@@ -29,6 +29,7 @@ from edgespec.reproduce.dsd.setup import (
     scenario,
 )
 from edgespec.reproduce.dsd.summary import DsdRunJob, DsdRunSummary
+from edgespec.reproduce.folder import RECORD_KEY
 from edgespec.reproduce.jobs import distinct_jobs, run_all, write_scenario
 from edgespec.sweeps.executor import SweepExecutor
 from edgespec.sweeps.grid import progress_bar
@@ -208,9 +209,11 @@ def results_dict(results: Sequence[DsdResults]) -> dict[str, Any]:
 
 def results_from_dict(data: dict[str, Any], plan: DsdPlan) -> list[DsdResults]:
     """The inverse of :func:`results_dict`: a results.json read back as ``plan``'s results,
-    per cost mode it holds, so that the rows can be rebuilt without running anything. A
+    per cost mode it holds, so that the rows can be rebuilt without running anything (the
+    key naming the reproduction, :data:`~edgespec.reproduce.folder.RECORD_KEY`, aside). A
     mode that is none, or whose stored setup is not ``plan``'s in that mode, is refused,
     naming the first field that differs."""
+    data = {key: value for key, value in data.items() if key != RECORD_KEY}
     for mode in data:
         if mode not in COST_MODES:
             raise ValueError(f"results for {mode!r}: not a cost mode ({', '.join(COST_MODES)})")

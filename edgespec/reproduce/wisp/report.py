@@ -18,6 +18,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.metrics.plots import plot_violation_attribution
     from edgespec.profiling.run import cpu_name
     from edgespec.profiling.samples import load_samples
+    from edgespec.reproduce.folder import results_text
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.report_file import sensitivities_markdown, write_report
     from edgespec.reproduce.wisp.curve_claims import all_rows, operating_choice
@@ -48,7 +49,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     plan = Plan.quick() if quick else Plan.full()
     out.mkdir(parents=True, exist_ok=True)
     results, scenario_files = run_wisp(plan, make_executor(workers), out / "scenarios", progress)
-    rows = all_rows(results)
+    write_text_atomically(out / "results.json", results_text("wisp", results_dict(results)))
     rule = LATE_RULE
     predictor_plan = PredictorPlan.quick() if quick else PredictorPlan.full()
     predictor = run_predictor_claims(predictor_plan, rule)
@@ -56,18 +57,19 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         predictor_plan.setup, predictor_plan.goodput_devices, predictor["point"], rule, out
     )
     predictor["table6"] = table6
+    write_text_atomically(
+        out / "predictor.json", json.dumps(predictor_dict(predictor), indent=1) + "\n"
+    )
     samples = load_samples()  # W9: the bundled real profile, the same in every run
     estimator = check_estimator(samples.points)
-    rows += insert_w9(predictor_rows(predictor, cpu_name()), w9_rows(estimator, samples))
     write_text_atomically(
         out / "estimator.json", json.dumps(estimator_dict(estimator, samples), indent=1) + "\n"
     )
+    rows = all_rows(results)  # after every run's results are written: a failure keeps them
+    rows += insert_w9(predictor_rows(predictor, cpu_name()), w9_rows(estimator, samples))
     study = predictor["study"]
     write_text_atomically(
         out / "predictor.md", study_markdown(study, command, time.strftime("%Y-%m-%d %H:%M"))
-    )
-    write_text_atomically(
-        out / "predictor.json", json.dumps(predictor_dict(predictor), indent=1) + "\n"
     )
     plot_violation_curves(out / "fig7_violation_curves.png", results)
     plot_capacities(out / "table2_capacities.png", results)
@@ -76,7 +78,6 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     if results.attribution is not None:
         plot_violation_attribution(out / "fig8_attribution.png", results.attribution)
         files.append("fig8_attribution.png")
-    write_text_atomically(out / "results.json", json.dumps(results_dict(results), indent=2) + "\n")
     files.append("results.json")
     title = "WISP (seed 000) reproduced" + (" — quick" if quick else "")
     chosen = (*choices(plan.setup), late_rule_choice(), *operating_choice(results))

@@ -3,7 +3,6 @@ print the claims."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     """Run the cells, write REPORT.md and results.json, print the table; returns the rows.
     Stops with a :class:`~edgespec.errors.UserInputError` naming `edgespec train wisv`
     when the decision head's reject-share table is missing."""
+    from edgespec.reproduce.folder import results_text
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.report_file import write_report
     from edgespec.reproduce.wisv.claims import all_rows
@@ -25,9 +25,9 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     plan = WisvPlan.quick_plan() if quick else WisvPlan.full()
     out.mkdir(parents=True, exist_ok=True)
     results, files = run_wisv(plan, make_executor(workers), out / "scenarios", progress, tables)
-    rows = all_rows(results)
-    write_text_atomically(out / "results.json", json.dumps(results_dict(results), indent=2) + "\n")
+    write_text_atomically(out / "results.json", results_text("wisv", results_dict(results)))
     files.append("results.json")
+    rows = all_rows(results)  # after results.json: a failure keeps the runs
     title = "WISV (seed 003) reproduced" + (" — quick" if quick else "")
     shares = "\n" + "\n".join(shares_section(results.shares, tables)) + "\n"
     write_report(

@@ -127,8 +127,19 @@ def dp_gains(draws: Draws, setup: ZhuSetup) -> tuple[float, float, float]:
     return got[0], got[1], got[2]
 
 
-def findings(setup: ZhuSetup, draws: Draws) -> tuple[Finding, ...]:
-    """REPORT.md's *Findings* for Zhu et al., with this run's numbers."""
+QUICK_NO_FINDINGS = (
+    "No *Findings*: Z3's (Fig. 8's gains against Table II's printed constants) and Z4's "
+    "(Fig. 9's gains across the g0 readings) rest on magnitudes, which this run's {draws} "
+    "Monte-Carlo draw(s) do not compare with the paper's; the full run states them."
+)
+"""What a quick run's REPORT.md says instead of the findings it leaves out."""
+
+
+def findings(setup: ZhuSetup, draws: Draws, quick: bool = False) -> tuple[Finding, ...]:
+    """REPORT.md's *Findings* for Zhu et al., with this run's numbers; none for a ``quick``
+    run, whose magnitudes are not compared (:data:`QUICK_NO_FINDINGS` says so)."""
+    if quick:
+        return ()
     draft, verify, fixed, ratio = step_costs_ms(setup)
     dp = dp_gains(draws, setup)
     g0 = gains(draws)

@@ -55,10 +55,10 @@ def values_text(values: Sequence[float]) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
 
-def left_out_lines(cov: Coverage) -> list[str]:
-    """REPORT.md lines naming what the plan leaves out of the full run (none when it leaves
-    out nothing)."""
-    if cov.complete:
+def left_out_lines(cov: Coverage, also: Sequence[str] = ()) -> list[str]:
+    """REPORT.md lines naming what the plan leaves out of the full run, then ``also`` (a
+    paragraph each: what else it leaves out); none when it leaves out nothing."""
+    if cov.complete and not also:
         return []
     items = [
         ("α (Fig. 6, Z1)", values_text(cov.alphas_left_out)),
@@ -73,4 +73,5 @@ def left_out_lines(cov: Coverage) -> list[str]:
         "",
         *[f"- {what}: {values}" for what, values in items if values],
         "",
+        *[line for paragraph in also for line in (paragraph, "")],
     ]

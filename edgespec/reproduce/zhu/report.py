@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +10,11 @@ from edgespec.output_paths import write_text_atomically
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run the draws, write REPORT.md and results.json, print the table; returns the rows."""
+    from edgespec.reproduce.folder import results_text
     from edgespec.reproduce.jobs import run_all
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.report_file import write_report
-    from edgespec.reproduce.zhu.causes import findings
+    from edgespec.reproduce.zhu.causes import QUICK_NO_FINDINGS, findings
     from edgespec.reproduce.zhu.claims import all_rows
     from edgespec.reproduce.zhu.coverage import coverage, left_out_lines
     from edgespec.reproduce.zhu.events import AcceptanceJob, events_summary
@@ -42,11 +42,12 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     n = plan.exhaustive_draws
     gaps = {out: rest[i * n : (i + 1) * n] for i, out in enumerate(outputs)}
     events = rest[len(outputs) * n :]
-    rows = all_rows(draws, setup, plan, quick)
     results_json = {"setup": setup.to_dict(), "draws": draws, "events": events}
     results_json["dp_gaps"] = {str(o): g for o, g in gaps.items()}
-    write_text_atomically(out / "results.json", json.dumps(results_json, indent=2) + "\n")
-    summary = left_out_lines(coverage(setup, plan))
+    write_text_atomically(out / "results.json", results_text("zhu", results_json))
+    rows = all_rows(draws, setup, plan, quick)  # after results.json: a failure keeps the runs
+    also = [QUICK_NO_FINDINGS.format(draws=plan.draws)] if quick else []
+    summary = left_out_lines(coverage(setup, plan), also)
     summary += gap_summary(gaps, plan.exhaustive_users) + events_summary(events)
     title = "Zhu et al. (seed 001) reproduced" + (" — quick" if quick else "")
     write_report(
@@ -57,7 +58,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         CHOICES,
         ["results.json"],
         quick=quick,
-        findings=findings(setup, draws),
+        findings=findings(setup, draws, quick),
         appendix="\n" + "\n".join(summary) + "\n",
     )
     print_claims(rows, quick=quick)

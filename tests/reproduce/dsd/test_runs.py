@@ -29,7 +29,7 @@ from edgespec.reproduce.dsd.report import reproduce as reproduce_dsd
 from edgespec.reproduce.dsd.runs import DsdPlan, crossover_name, plan_scenarios, results_from_dict
 from edgespec.reproduce.dsd.setup import COST_MODES, CostMode
 from edgespec.sim.setup.scenario import scenario_from_dict
-from tests.reproduce.reports import check_quick_report
+from tests.reproduce.reports import check_declared_files, check_quick_report
 
 QUICK = DsdPlan.quick()
 FIGURES = ("fig5_stacks", "fig6_crossover", "fig7_8_routing", "fig9_10_batching")
@@ -111,7 +111,7 @@ def test_scenario_files_per_mode_are_the_runs(quick: tuple[Path, list[ClaimRow]]
 
 def test_results_are_keyed_by_mode(quick: tuple[Path, list[ClaimRow]]) -> None:
     results = _results(quick[0])
-    assert list(results) == list(COST_MODES)
+    assert list(results) == ["reproduction", *COST_MODES]  # which run wrote it, then
     for mode in COST_MODES:
         setup = QUICK.in_mode(mode).setup
         assert results[mode]["setup"] == setup.to_dict()
@@ -156,6 +156,7 @@ def test_report_says_quick_and_gives_every_miss_its_cause(
 ) -> None:
     out, rows = quick
     report = check_quick_report(out, rows, expect_miss=False)  # every row not comparable
+    check_declared_files(out, "dsd")
     cells = [table_throughput_reason(d, c) for d, c in PAPER_TABLE2]
     policies = [why for _, why in POLICIES.values()]
     variant = [r for r in rows if r.what.endswith("DSD-Sim's TP-1 targets, the variant)")]

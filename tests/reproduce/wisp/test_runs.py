@@ -16,7 +16,7 @@ from edgespec.cli import main
 from edgespec.reproduce.claims import Cause, Outcome
 from edgespec.reproduce.wisp.report import reproduce as reproduce_wisp
 from edgespec.sim.setup.scenario import scenario_from_dict
-from tests.reproduce.reports import check_quick_report
+from tests.reproduce.reports import check_declared_files, check_quick_report
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +122,7 @@ def test_directions_reproduced_by_the_quick_run(quick: tuple[Path, list]) -> Non
 def test_report_says_quick_and_gives_every_miss_its_cause(quick: tuple[Path, list]) -> None:  # type: ignore[type-arg]
     out, rows = quick
     report = check_quick_report(out, rows)
+    check_declared_files(out, "wisp")
     # the numbers a chosen input fixes are settings, shown and never judged
     settings = {r.what for r in rows if r.outcome is Outcome.SETTING}
     assert settings == {

@@ -22,7 +22,7 @@ from edgespec.reproduce.wisv.heads import fig5_rows
 from edgespec.reproduce.wisv.report import reproduce as reproduce_wisv
 from edgespec.reproduce.wisv.runs import WisvPlan, WisvResults
 from edgespec.reproduce.wisv.setup import GAMMAS, METHODS, RATES_MBPS, RTTS_MS, WisvSetup
-from tests.reproduce.reports import check_quick_report
+from tests.reproduce.reports import check_declared_files, check_quick_report
 
 
 def _curve(at_12: float) -> list[float]:
@@ -63,6 +63,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list
 def test_report_lists_every_claim(quick: tuple[Path, list[ClaimRow]]) -> None:
     out, rows = quick
     report = check_quick_report(out, rows)
+    check_declared_files(out, "wisv")
     assert [r.claim_id for r in rows].count("V1") == 17
     assert {r.claim_id for r in rows} == {"V1", "V2", "V3", "V4", "Fig. 5"}
     for row in rows:

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from edgespec.errors import UserInputError
 from edgespec.output_paths import write_text_atomically
 from edgespec.reproduce.wisv.real_pair.answers import Pair
 from edgespec.reproduce.wisv.real_pair.choices import DRAFT, TARGET
@@ -189,16 +188,9 @@ def reproduce(
     load: Loader | None = None,
 ) -> list[Any]:
     """Run V5 and V6 on the pair ``load`` gives (default :func:`load_real_pair`), write
-    the run folder, print the table; returns the claim rows. One process owns the models:
-    ``workers`` above 1 is a :class:`UserInputError` before they load (it would not be
-    used)."""
+    the run folder, print the table; returns the claim rows. One process owns the models
+    (``workers`` is 1: the command refuses more)."""
     from edgespec.reproduce.printed import print_claims
-
-    if workers != 1:
-        raise UserInputError(
-            f"--workers {workers}: wisv-real-pair runs the pair in one process (its models "
-            "load once); leave --workers out"
-        )
 
     plan = Plan.quick() if quick else Plan.full()
     results = run_all(plan, load or load_real_pair, progress)

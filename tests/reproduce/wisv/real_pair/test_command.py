@@ -68,10 +68,16 @@ def test_workers_is_refused_before_the_pair_loads(
     argv = ["reproduce", "wisv-real-pair", "--quick", "--quiet", "--workers", "2"]
     assert main([*argv, "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
-        "edgespec reproduce: --workers 2: wisv-real-pair runs the pair in one process (its "
-        "models load once); leave --workers out\n"
+        "edgespec reproduce: --workers 2: wisv-real-pair runs in one process (its models load "
+        "once); leave --workers out\n"
     )
     assert not out.exists()
+    out.mkdir()
+    (out / "REPORT.md").write_text("Command: `edgespec reproduce wisv-real-pair`\n")
+    argv = [*argv[:-1], "999", "--out", str(out), "--overwrite"]  # over the CPUs, too
+    assert main(argv) == 2
+    assert "--workers 999: wisv-real-pair runs in one process" in capsys.readouterr().err
+    assert (out / "REPORT.md").is_file()  # refused before --overwrite removed anything
 
 
 def test_heldout_takes_a_candidate_head(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

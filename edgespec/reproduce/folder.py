@@ -1,0 +1,98 @@
+"""The run folder of a claims reproduction: which paper's run a folder records (its
+results.json's :data:`RECORD_KEY`, its REPORT.md's command line: :func:`recorded`), and
+claiming it for a paper (:func:`claim_reproduction_folder`). A folder holding files this
+paper writes is refused, naming them; with ``--overwrite`` they are removed, and another
+paper's only where the folder records that paper's run, never any other file, and the
+files it keeps are named."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from edgespec.output_paths import claim_folder, named
+
+RECORD_KEY = "reproduction"
+"""results.json's key naming the reproduction that wrote it (``"dsd"``)."""
+REPORT_COMMAND = "Command: `edgespec reproduce "
+"""How REPORT.md's command line starts (:func:`edgespec.reproduce.report_file.write_report`)."""
+MAX_REPORT_HEAD_BYTES = 4096
+"""How much of a REPORT.md is read for its command line (its third line)."""
+MAX_RESULTS_BYTES = 64 * 2**20
+"""The largest results.json read for its :data:`RECORD_KEY` (a larger one names no run)."""
+
+
+def results_text(name: str, data: Mapping[str, Any]) -> str:
+    """results.json's text: ``data``, after :data:`RECORD_KEY` naming reproduction ``name``
+    (so that a later ``--overwrite`` knows whose files the folder holds)."""
+    return json.dumps({RECORD_KEY: name, **data}, indent=2) + "\n"
+
+
+def recorded(out: Path, names: Sequence[str]) -> list[str]:
+    """Which of the reproductions ``names`` the folder ``out`` records a run of: the one its
+    results.json names (:data:`RECORD_KEY`) and the one its REPORT.md's command line names,
+    in ``names``' order; a file that is missing, too large or unreadable names none."""
+    found = {_results_name(out / "results.json"), _report_name(out / "REPORT.md")}
+    return [name for name in names if name in found]
+
+
+def _report_name(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(MAX_REPORT_HEAD_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    for line in head.splitlines():
+        if line.startswith(REPORT_COMMAND):
+            return line.removeprefix(REPORT_COMMAND).split(" ")[0].rstrip("`")
+    return ""
+
+
+def _results_name(path: Path) -> str:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_RESULTS_BYTES:
+            return ""
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return ""
+    name = data.get(RECORD_KEY) if isinstance(data, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def claim_reproduction_folder(
+    name: str,
+    out: Path | None,
+    default: Path,
+    declared: Mapping[str, Sequence[str]],
+    overwrite: bool,
+) -> tuple[Path, str]:
+    """The folder reproduction ``name`` writes (:func:`~edgespec.output_paths.claim_folder`
+    on its ``declared`` files, and on another reproduction's where ``out`` records its run),
+    and, where ``overwrite`` removed or kept files, one line saying which (else empty)."""
+    others = [other for other in recorded(out, list(declared)) if other != name] if out else []
+    extra = [pattern for other in others for pattern in declared[other]]
+    before = _listed(out, declared) if out is not None and overwrite else []
+    folder = claim_folder(out, default, declared[name], overwrite, recorded=extra)
+    if not before:
+        return folder, ""
+    kept = _listed(folder, declared)
+    removed = [path for path in before if path not in kept]
+    said = [f"removed {named(removed)}"] if removed else []
+    said += [f"kept {named(kept)} (no run recorded in {folder} wrote them)"] if kept else []
+    return folder, "--overwrite: " + "; ".join(said)
+
+
+def _listed(out: Path, declared: Mapping[str, Sequence[str]]) -> list[str]:
+    """The files in ``out`` and in the subfolders the reproductions write into, relative to
+    it."""
+    inside = {Path(p).parent for patterns in declared.values() for p in patterns}
+    folders = [out / sub for sub in sorted(inside)]
+    return sorted(
+        str(path.relative_to(out))
+        for folder in folders
+        if folder.is_dir()
+        for path in folder.iterdir()
+        if path.is_file()
+    )
