@@ -8,7 +8,10 @@ messages' contents joined, so a chat reply is the completion of the same words):
     edgespec serve --target /tmp/oai/tiny --port 50071 --threads 1 &
     edgespec draft --server 127.0.0.1:50071 --draft /tmp/oai/tiny --serve-openai 127.0.0.1:8071 &
     python benchmarks/probes/openai_concurrency.py --url http://127.0.0.1:8071 \\
-        --model /tmp/oai/tiny --clients 4,8,16,24
+        --model /tmp/oai/tiny --clients 4,8,16,24 --json OUT.json
+
+Each client count's row is printed as it finishes; ``--json`` also writes them, with the
+command and host (:mod:`probe_json`).
 """
 
 from __future__ import annotations
@@ -16,11 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from probe_json import add_json_option, finish
 
 CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }} {% endfor %}"
 """The messages' contents, each followed by a space (tests/runtime/openai_api/conftest.py's)."""
@@ -82,12 +88,16 @@ def main() -> None:
     parser.add_argument("--model", default="/tmp/oai/tiny")
     parser.add_argument("--clients", default="4,8,16,24")
     parser.add_argument("--max-tokens", type=int, default=32)
+    add_json_option(parser)
     args = parser.parse_args()
     if args.make_tiny:
         make_tiny(args.make_tiny)
         return
+    rows = []
     for clients in (int(c) for c in args.clients.split(",")):
-        print(json.dumps(run(args.url, args.model, clients, args.max_tokens)), flush=True)
+        rows.append(run(args.url, args.model, clients, args.max_tokens))
+        print(json.dumps(rows[-1]), flush=True)
+    finish(args.json, "openai_concurrency.py", sys.argv[1:], {"rows": rows})
 
 
 if __name__ == "__main__":
