@@ -6,7 +6,7 @@ written before the first scenario runs; ``labels.parquet`` and ``labels.json`` (
 
 A run on a folder whose ``run.json`` holds other settings is refused (exit code 2) naming
 the settings that differ, as ``train wisv-data``'s store does
-(:func:`~edgespec.learn.wisv.shards.record_run_settings`), so scenarios of two grids are
+(:func:`~edgespec.learn.run_settings.record_run_settings`), so scenarios of two grids are
 never mixed. The scenario count is not one of them: a scenario is drawn by (seed, id),
 so a run with more ``--scenarios`` adds the new ones. A folder with finished scenarios
 and no ``run.json`` (written before awc-data recorded its settings) is taken as made with
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
-from edgespec.learn.wisv.shards import RUN_FILE, file_digest, record_run_settings
+from edgespec.learn.run_settings import RUN_FILE, file_digest, record_run_settings
 from edgespec.output_paths import write_text_atomically
 
 if TYPE_CHECKING:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
-from edgespec.learn.wisv.shards import ShardStore, file_digest, parts_folder
+from edgespec.learn.run_settings import file_digest
+from edgespec.learn.wisv.shards import ShardStore, parts_folder
 from edgespec.output_paths import write_text_atomically
 
 if TYPE_CHECKING:

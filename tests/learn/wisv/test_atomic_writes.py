@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from edgespec.learn.wisv.shards import RUN_FILE, ShardStore
+from edgespec.learn.run_settings import RUN_FILE
+from edgespec.learn.wisv.shards import ShardStore
 from tests.disk_full import NEEDS_PROC_FD, disk_full_writing
 
 pytestmark = NEEDS_PROC_FD
