@@ -1,9 +1,7 @@
-"""What the service sets a fused run up with
-(:meth:`~edgespec.runtime.server.service.VerificationService.run_fused`): the draft its fused
-rounds run (:func:`fused_draft_factory`, by the server's fused-rounds setting), the checks of a
-fused request and a fresh draft backend (:func:`start_fused_run`), and the server's window
-policy as fused runs use it (:class:`ServerWindow`).
-"""
+"""What the service sets a fused run up with (:meth:`~edgespec.runtime.server.service.
+VerificationService.run_fused`): the draft its rounds run (:func:`fused_draft_factory`), the
+checks of a request and a fresh draft (:func:`start_fused_run`), the server's window policy
+as fused runs use it (:class:`ServerWindow`)."""
 
 from __future__ import annotations
 
