@@ -1,7 +1,7 @@
 """What the service sets a fused run up with (``VerificationService.run_fused``): the draft
-its rounds run (:func:`fused_draft_factory`), the
-checks of a request and a fresh draft (:func:`start_fused_run`), the server's window policy
-as fused runs use it (:class:`ServerWindow`)."""
+its rounds run (:func:`fused_draft_factory`), the checks of a request and a fresh draft
+(:func:`start_fused_run`), the server's window policy as fused runs use it
+(:class:`ServerWindow`)."""
 
 from __future__ import annotations
 
