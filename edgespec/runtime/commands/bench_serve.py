@@ -110,10 +110,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     load.add_argument(
         "--duration-s", type=float, default=30.0, help="arrivals stop then (default 30)"
     )
-    load.add_argument("--drain-s", type=float, default=60.0, help="in-flight ones get (default 60)")
     load.add_argument(
-        "--slo-mix", help=f"NAME:TOKENS_PER_S:SHARE,... (default {DEFAULT_SLO_MIX}, which the "
-        f"bench's own server is given; with --server, {SERVER_SLO_MIX}: its classes are its own)",
+        "--drain-s", type=float, default=60.0,
+        help="then the requests in flight get this long; one still running is lost (default 60)",
+    )  # fmt: skip
+    load.add_argument(
+        "--slo-mix", help="NAME:TOKENS_PER_S:SHARE,..., the shares rescaled to sum to 1 "
+        f"(default {DEFAULT_SLO_MIX}, which the bench's own server is given; with --server, "
+        f"{SERVER_SLO_MIX}: its classes are its own)",
     )  # fmt: skip
     load.add_argument("--prompts", default="general", choices=PROMPT_SETS, metavar="SET",
                       help="bundled prompt set: general (default), gsm8k, cnndm, humaneval, "
@@ -246,7 +250,8 @@ def _report(
     result = summary(reports)
     if len(reports) > 1:
         print(f"\ngoodput {' / '.join(modes)}: {result['goodput_ratio']:.2f}")
-    if args.json is not None:
+    if args.json is not None:  # its folder was found writable when the flags were read
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomically(args.json, json.dumps(result, indent=2, allow_nan=False) + "\n")
         _say(f"wrote {args.json}")
     if (line := all_failed_line(reports)) is not None:

@@ -10,8 +10,8 @@ output checked against centralized decoding.
 * :mod:`.worker` — a client process: its clients as threads, each request's arrival, start
   and end sent on its own pipe (:mod:`.messages`);
 * :mod:`.run` — ``LoadRun``: the client processes started and watched, faults applied at
-  their times, every request's fate (finished, failed, killed, lost, never served;
-  :mod:`.outcome`), each request id led by the run's random tag;
+  their times, each request id led by the run's random tag; :mod:`.tally` — every request's
+  fate (finished, failed, killed, lost, never served; :mod:`.outcome`);
 * :mod:`.server_process` — ``ServerProcess``: the bench's own ``edgespec serve`` child on a
   fixed loopback port, killed and started again for a fault;
 * :mod:`.check`, :mod:`.scrape` — every finished output against the server's centralized

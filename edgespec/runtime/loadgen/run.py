@@ -1,10 +1,10 @@
 """Running a load: client processes started and watched, faults applied at their times,
-every request's fate recorded (finished, failed with a code, killed with its process, or
-lost: still running when the drain ended, or in a process that died on its own), and every
-Poisson arrival no client started (never served: dropped, or still queued at the end)."""
+every request's fate tallied (:mod:`.tally`; a lost request's session closed once the
+processes are gone)."""
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import secrets
 import sys
@@ -15,21 +15,16 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from edgespec.errors import UserInputError
-from edgespec.runtime.loadgen.messages import (
-    Arrived,
-    Failed,
-    Finished,
-    Progressed,
-    SetupFailed,
-    Started,
-)
-from edgespec.runtime.loadgen.outcome import FaultEvent, NeverServed, RunOutcome
+from edgespec.runtime.loadgen.messages import SetupFailed
+from edgespec.runtime.loadgen.outcome import FaultEvent, RunOutcome
 from edgespec.runtime.loadgen.server_process import ServerProcess
 from edgespec.runtime.loadgen.spec import Fault, LoadSpec, ServerAccess
+from edgespec.runtime.loadgen.tally import Requests, Tally
 from edgespec.runtime.loadgen.worker import WorkerSpec, worker_main
 
 PROGRESS_EVERY_S = 10.0
 DRAIN_S = 0.2
+CLOSE_TIMEOUT_S = 2.0  # for each lost request's CloseSession
 
 
 def new_run_tag() -> str:
@@ -42,9 +37,7 @@ class _Worker:
     spec: WorkerSpec
     proc: Any
     conn: Connection
-    in_flight: set[str] = field(default_factory=set)
-    queued: dict[str, int] = field(default_factory=dict)  # arrived, not started: its class
-    progressed: set[str] = field(default_factory=set)  # in flight, tokens committed
+    requests: Requests = field(default_factory=Requests)
     ready: bool = False
     done: bool = False
     setup_error: str | None = None
@@ -78,15 +71,11 @@ class LoadRun:
         self._run_tag = new_run_tag() if run_tag is None else run_tag
         self._ctx = multiprocessing.get_context("spawn")
         self._workers: dict[int, _Worker] = {}
-        self._finished: list[Finished] = []
-        self._failed: list[Failed] = []
-        self._killed: list[str] = []
-        self._lost: list[tuple[str, str]] = []
-        self._never_served: list[NeverServed] = []
-        self._num_started = 0
+        self._tally = Tally(load.slo_mix, load.drain_s)
         self._faults: list[FaultEvent] = []
         self._next_victim = 0
         self._end_s: float | None = None
+        self._exited: list[Any] = []  # retired processes, joined once the run is over
 
     def _client_ids(self, index: int) -> tuple[str, ...]:
         """Process ``index``'s clients: ``TAG.client-000``, unique per run, so another run
@@ -104,33 +93,10 @@ class LoadRun:
         theirs.close()  # the child holds the only other end: its exit is our EOF
         self._workers[index] = _Worker(spec, proc, ours)
 
-    def _never(self, request_id: str, slo_index: int, dropped: bool) -> None:
-        slo = self._load.slo_mix[slo_index]
-        self._never_served.append(
-            NeverServed(request_id, slo.name, slo.target_tokens_per_s, dropped)
-        )
-
     def _handle(self, worker: _Worker, message: object) -> None:
-        if isinstance(message, Arrived):
-            if message.dropped:
-                self._never(message.request_id, message.slo_index, True)
-            else:
-                worker.queued[message.request_id] = message.slo_index
-        elif isinstance(message, Started):
-            self._num_started += 1
-            worker.queued.pop(message.request_id, None)
-            worker.in_flight.add(message.request_id)
-        elif isinstance(message, Progressed):
-            worker.progressed.add(message.request_id)
-        elif isinstance(message, Finished):
-            worker.in_flight.discard(message.request_id)
-            worker.progressed.discard(message.request_id)
-            self._finished.append(message)
-        elif isinstance(message, Failed):
-            worker.in_flight.discard(message.request_id)
-            worker.progressed.discard(message.request_id)
-            self._failed.append(message)
-        elif message == "ready":
+        if self._tally.take(worker.requests, message):
+            return
+        if message == "ready":
             worker.ready = True
             if self._end_s is not None:  # a replacement joins the running load
                 worker.conn.send(self._end_s)
@@ -149,18 +115,13 @@ class LoadRun:
         return True
 
     def _retire(self, worker: _Worker, why: str | None) -> None:
-        """``worker``'s process is gone: its unfinished requests were killed (``why`` is
-        ``None``) or lost for ``why``; its queued arrivals were never served."""
+        """``worker``'s process is gone or going: its unfinished requests were killed
+        (``why`` is ``None``) or lost for ``why``; its queued arrivals were never served.
+        It is joined once the run is over (a process's exit must not hold up the run)."""
         self._read(worker)
         worker.conn.close()
-        worker.proc.join()
-        for request_id, slo_index in worker.queued.items():
-            self._never(request_id, slo_index, False)
-        for request_id in sorted(worker.in_flight):
-            if why is None:
-                self._killed.append(request_id)
-            else:
-                self._lost.append((request_id, why))
+        self._exited.append(worker.proc)
+        self._tally.retire(worker.requests, why)
         del self._workers[worker.spec.index]
 
     def _apply(self, fault: Fault, start_s: float, end_s: float) -> None:
@@ -197,7 +158,7 @@ class LoadRun:
         first)."""
         for worker in list(self._workers.values()):
             self._read(worker)
-        return any(w.progressed for w in self._workers.values())
+        return any(w.requests.progressed for w in self._workers.values())
 
     def _stop_mid_request(self, end_s: float) -> None:
         """Stop (SIGSTOP) the server at a moment a request is mid-generation on it, so the
@@ -217,8 +178,8 @@ class LoadRun:
                     return
                 server.resume()
             now = time.monotonic()
-            in_flight = any(w.in_flight for w in self._workers.values())
-            if now > end_s + self._load.drain_s or (now > end_s and not in_flight):
+            in_flight = any(w.requests.in_flight for w in self._workers.values())
+            if now > self._tally.drain_end_s or (now > end_s and not in_flight):
                 return
             time.sleep(0.02)
 
@@ -241,6 +202,7 @@ class LoadRun:
             time.sleep(0.05)
         start_s = time.monotonic()
         self._end_s = start_s + self._load.duration_s
+        self._tally.drain_end_s = self._end_s + self._load.drain_s
         for worker in self._workers.values():
             worker.conn.send(self._end_s)
         return start_s, self._end_s
@@ -253,9 +215,11 @@ class LoadRun:
         self._workers.clear()
 
     def run(self) -> RunOutcome:
-        load = self._load
+        """Run the load: arrivals until ``duration_s``, then ``drain_s`` for the requests in
+        flight; one still running at its end is lost (its process killed, its session
+        closed), even when its finish is read later."""
         start_s, end_s = self._start()
-        pending = list(load.faults)
+        pending = list(self._load.faults)
         last_report = start_s
         last_end = start_s
         while self._workers:
@@ -263,33 +227,43 @@ class LoadRun:
             if pending and now >= start_s + pending[0].at_s:
                 self._apply(pending.pop(0), start_s, end_s)
                 continue
-            if now > end_s + load.drain_s:
+            if now > self._tally.drain_end_s:
                 for worker in list(self._workers.values()):
                     worker.proc.kill()
-                    self._retire(
-                        worker, f"still running {load.drain_s:g} s after the arrivals ended"
-                    )
+                    self._retire(worker, self._tally.drained)
                 break
             if now - last_report >= PROGRESS_EVERY_S:
                 last_report = now
                 self._progress(now - start_s)
-            timeout = 0.5 if not pending else min(0.5, max(start_s + pending[0].at_s - now, 0))
+            fault_s = start_s + pending[0].at_s if pending else math.inf
+            wake_s = min(self._tally.drain_end_s, fault_s)  # the drain's end is never overslept
             by_conn = {w.conn: w for w in self._workers.values()}
-            for conn in wait(list(by_conn), timeout):
+            for conn in wait(list(by_conn), min(0.5, max(wake_s - now, 0.0))):
                 worker = by_conn[conn]  # type: ignore[index]
                 if not self._read(worker) or worker.done:
-                    worker.proc.join(5)
                     self._retire(worker, None if worker.done else "its client process died")
                     last_end = time.monotonic()
-        finished_ends = [f.record.finish_s for f in self._finished]
-        return RunOutcome(start_s, end_s, max([*finished_ends, min(last_end, end_s)]),
-                          self._num_started, tuple(self._finished), tuple(self._failed),
-                          tuple(self._killed), tuple(self._lost), tuple(self._faults),
-                          tuple(self._never_served), self._run_tag)  # fmt: skip
+        self._end()
+        return self._tally.outcome(start_s, end_s, last_end, tuple(self._faults), self._run_tag)
+
+    def _end(self) -> None:
+        """Close the lost requests' sessions (their processes are gone, the server would
+        hold them until its idle timeout; one reopened after a reconnect, under another id,
+        is left to it), then join the retired processes."""
+        if lost := [request_id for request_id, _ in self._tally.lost]:
+            failure = self._access.close_sessions(lost, CLOSE_TIMEOUT_S)
+            if failure is not None:
+                self._say(f"the lost requests' sessions were not closed: {failure}")
+        for proc in self._exited:
+            proc.join(5)
+            if proc.exitcode is None:  # said done but does not exit
+                proc.kill()
+                proc.join()
 
     def _progress(self, elapsed_s: float) -> None:
-        in_flight = sum(len(w.in_flight) for w in self._workers.values())
+        tally = self._tally
+        in_flight = sum(len(w.requests.in_flight) for w in self._workers.values())
         self._say(
-            f"[{elapsed_s:6.1f} s] {len(self._finished)} finished, {in_flight} in flight, "
-            f"{len(self._failed)} failed, {len(self._killed)} killed"
+            f"[{elapsed_s:6.1f} s] {len(tally.finished)} finished, {in_flight} in flight, "
+            f"{len(tally.failed)} failed, {len(tally.killed)} killed"
         )

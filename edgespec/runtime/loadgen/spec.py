@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,6 +46,20 @@ class ServerAccess:
             yield client
         finally:
             client.close_channel()
+
+    def close_sessions(self, session_ids: Iterable[str], timeout_s: float) -> str | None:
+        """Close each of ``session_ids`` (one the server no longer holds is no error), each
+        within ``timeout_s``: ``None``, or the first refusal in one line (the rest are not
+        tried: a server that does not answer one would not answer the next)."""
+        from edgespec.runtime.errors import RequestError
+
+        with self.connected(timeout_s) as client:
+            for session_id in session_ids:
+                try:
+                    client.close(session_id)
+                except RequestError as exc:
+                    return f"{exc.code.value}: {exc.message}"
+        return None
 
 
 @dataclass(frozen=True, slots=True)

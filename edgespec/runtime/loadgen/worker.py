@@ -8,7 +8,9 @@ process's arrival thread draws arrivals at ``rate / num_procs`` per second (the 
 arrivals together are Poisson at the rate), up to ``max_queued`` wait (one more is dropped)
 and a free client takes the oldest while the arrivals last; the time it waited is the
 request's ``device_wait_s``. Times are ``time.monotonic()``, one clock for
-every process of the machine."""
+every process of the machine. A process is set up before it says ready (its draft model
+loaded, a drafter built: torch and the draft backends imported), so no request's latency
+holds its start, a replacement's after a kill included."""
 
 from __future__ import annotations
 
@@ -23,6 +25,10 @@ from typing import Any
 import numpy as np
 
 from edgespec.core.types import RequestRecord, SamplingParams
+from edgespec.policies.window import StaticWindow
+from edgespec.runtime.edge.drafter import DraftOptions, generate
+from edgespec.runtime.edge.progress import ProgressBudget
+from edgespec.runtime.errors import RequestError
 from edgespec.runtime.loadgen.messages import (
     Arrived,
     Failed,
@@ -68,7 +74,8 @@ class Job:
 
 
 class _Client:
-    """Everything a process's client threads share: the server client, the pipe, the jobs."""
+    """Everything a process's client threads share: the server client, the pipe, the jobs;
+    made (the draft model loaded, a first drafter built) before the process says ready."""
 
     def __init__(self, spec: WorkerSpec, conn: Any) -> None:
         self.spec = spec
@@ -84,6 +91,8 @@ class _Client:
 
             torch.set_num_threads(1)
             self.draft_model = load_model(spec.draft_model_dir).model
+        if spec.load.mode == "distributed":
+            self.drafter()  # the first imports the draft backends and torch: not in a request
 
     def send(self, message: object) -> None:
         with self._lock:
@@ -95,11 +104,6 @@ class _Client:
         return make_drafter(self.spec.load.draft, self.draft_model, self.spec.vocab_size)
 
     def run(self, client_id: str, job: Job) -> None:
-        from edgespec.policies.window import StaticWindow
-        from edgespec.runtime.edge.drafter import DraftOptions, generate
-        from edgespec.runtime.edge.progress import ProgressBudget
-        from edgespec.runtime.errors import RequestError
-
         load = self.spec.load
         slo = load.slo_mix[job.slo_index]
         self.send(Started(job.request_id, self.spec.index, self.spec.incarnation, job.prompt_index))
@@ -219,9 +223,9 @@ def _poisson_client(client: _Client, slot: int, jobs: queue.Queue[Job]) -> None:
 
 
 def worker_main(spec: WorkerSpec, conn: Any) -> None:
-    """The process's body: say ``"ready"`` once set up (or :class:`SetupFailed`), take
-    ``end_s`` (monotonic) from the parent, run the clients until then and until their
-    requests are done, then send ``"done"``."""
+    """The process's body: say ``"ready"`` once set up (:class:`_Client`; or
+    :class:`SetupFailed`), take ``end_s`` (monotonic) from the parent, run the clients
+    until then and until their requests are done, then send ``"done"``."""
     try:
         client = _Client(spec, conn)
     except Exception as exc:  # a draft that does not load: one line to the parent

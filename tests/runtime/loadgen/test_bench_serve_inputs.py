@@ -7,6 +7,7 @@ its model, had started, in words that named neither flag nor every set)."""
 from __future__ import annotations
 
 import errno
+import json
 import time
 from pathlib import Path
 
@@ -105,3 +106,30 @@ def test_the_loader_names_every_set_it_takes() -> None:
         prompt_texts("nosuch")
     assert str(refused.value) == f"--prompts nosuch: unknown dataset 'nosuch': {known}"
     assert len(prompt_texts("general")) == 16
+
+
+def test_json_into_a_folder_not_made_yet_is_written(tmp_path: Path) -> None:
+    """``--json`` into new folders: they are made when the report is written (it was
+    ``[Errno 2] No such file or directory: '.../.x.json.PID.tmp'`` after the whole run)."""
+    from edgespec.cli import build_parser
+    from edgespec.runtime.commands.bench_serve import _report
+    from edgespec.runtime.loadgen.outcome import RunOutcome
+    from edgespec.runtime.loadgen.report import LoadReport, run_metrics
+
+    out = tmp_path / "new" / "deeper" / "x.json"
+    args = build_parser().parse_args(["bench", "serve", "--json", str(out)])
+    outcome = RunOutcome(0.0, 1.0, 1.0, 0, (), (), (), (), (), (), "0a1b2c3d")
+    report = LoadReport({"mode": "distributed"}, outcome, run_metrics(outcome), None, 0, None, "")
+    assert _report(args, ("distributed",), (report,)) == 0
+    assert json.loads(out.read_text())["runs"][0]["run_tag"] == "0a1b2c3d"
+
+
+def test_the_help_says_what_the_drain_and_the_shares_do(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--slo-mix`` shares that do not sum to 1 are rescaled, and the help says so."""
+    with pytest.raises(SystemExit):
+        main(["bench", "serve", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "NAME:TOKENS_PER_S:SHARE,..., the shares rescaled to sum to 1 (default" in shown
+    assert "then the requests in flight get this long; one still running is lost" in shown
