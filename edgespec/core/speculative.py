@@ -1,4 +1,5 @@
-"""The speculative-decoding math, in one place.
+"""The speculative-decoding verification math, in one place (what it gains, in closed form:
+:mod:`edgespec.core.speedup`).
 
 Terms (Leviathan et al. 2023; DSD §2; WISP §2):
 
@@ -26,7 +27,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-import numpy.typing as npt
 
 from edgespec.core.tree import check_tree, children, tree_depth
 from edgespec.core.types import FloatArray, VerifyResult
@@ -129,9 +129,11 @@ def as_drawn(probs: FloatArray) -> FloatArray:
 
 
 class DrawnRows(Protocol):
-    """A draft block's q rows as drawn (:func:`as_drawn`), read one at a time:
+    """Rows over the vocabulary as :func:`sample_token` draws from them, read one at a time:
+    a draft block's q (as drawn: :func:`as_drawn`) or the target's p.
     :func:`stochastic_verify_drawn` asks ``prob(i, token)`` of each position it judges and
-    ``row(i)`` (all V entries) only of the position it rejects."""
+    ``row(i)`` (all V entries) only of a row it draws from (the rejected position's, the
+    bonus row), so rows it does not read need never be computed."""
 
     def prob(self, row: int, token: int) -> float: ...
 
@@ -140,7 +142,7 @@ class DrawnRows(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class DenseDrawn:
-    """:class:`DrawnRows` over K × V rows already read as drawn."""
+    """:class:`DrawnRows` over dense rows (a q already read as drawn)."""
 
     rows: FloatArray
 
@@ -172,31 +174,28 @@ def stochastic_verify(
     if draft_probs.shape[1] != target_probs.shape[1]:
         raise ValueError("draft and target vocabularies differ in size")
     return stochastic_verify_drawn(
-        draft_tokens, DenseDrawn(as_drawn(draft_probs)), target_probs, rng
+        draft_tokens, DenseDrawn(as_drawn(draft_probs)), DenseDrawn(target_probs), rng
     )
 
 
 def stochastic_verify_drawn(
     draft_tokens: Sequence[int],
     drawn: DrawnRows,
-    target_probs: FloatArray,
+    target: DrawnRows,
     rng: np.random.Generator,
 ) -> VerifyResult:
-    """:func:`stochastic_verify` with q given as :class:`DrawnRows` (K rows over the
-    vocabulary of ``target_probs``, which is (K + 1) × V), so a q held as each row's
-    nonzero entries is read densely at its rejected position only. The same draws, the
-    same result, as :func:`stochastic_verify` of the dense rows."""
+    """:func:`stochastic_verify` with q (K rows) and p (K + 1 rows over the same vocabulary;
+    the caller checks the shapes) given as :class:`DrawnRows`: a q held as each row's
+    nonzero entries is read densely at its rejected position only, and of p only the rows
+    up to the first rejection (or the bonus row) are read. The same draws, the same result,
+    as :func:`stochastic_verify` of the dense rows."""
     num_drafted = len(draft_tokens)
-    if target_probs.shape[0] != num_drafted + 1:
-        raise ValueError(
-            f"expected target_probs (K+1)×V with K={num_drafted}, got {target_probs.shape}"
-        )
     for i, token in enumerate(draft_tokens):
-        p, q = float(target_probs[i, token]), drawn.prob(i, token)
+        p, q = target.prob(i, token), drawn.prob(i, token)
         accept_prob = 1.0 if q <= 0.0 and p > 0.0 else (min(1.0, p / q) if q > 0.0 else 0.0)
         if rng.random() < accept_prob:
             continue
-        extra = sample_token(residual_distribution(target_probs[i], drawn.row(i)), rng)
+        extra = sample_token(residual_distribution(target.row(i), drawn.row(i)), rng)
         return VerifyResult(
             num_drafted=num_drafted,
             num_accepted=i,
@@ -204,7 +203,7 @@ def stochastic_verify_drawn(
             extra_token=extra,
             accepted_token_ids=tuple(int(t) for t in draft_tokens[:i]),
         )
-    bonus = sample_token(target_probs[num_drafted], rng)
+    bonus = sample_token(target.row(num_drafted), rng)
     return VerifyResult(
         num_drafted=num_drafted,
         num_accepted=num_drafted,
@@ -212,91 +211,3 @@ def stochastic_verify_drawn(
         extra_token=bonus,
         accepted_token_ids=tuple(int(t) for t in draft_tokens),
     )
-
-
-def acceptance_probability(target_probs: FloatArray, draft_probs: FloatArray) -> float:
-    """α for one position: Σ_x min(p(x), q(x)) = 1 − TV(p, q)."""
-    return float(np.minimum(target_probs, draft_probs).sum())
-
-
-def expected_committed_tokens(alpha: float, gamma: int) -> float:
-    """E[τ] = (1 − α^(γ+1)) / (1 − α): expected tokens committed per round (DSD Eq. 1).
-
-    Counts the L accepted drafts plus the extra token; equals γ + 1 at α = 1.
-    """
-    _check_alpha_gamma(alpha, gamma)
-    if alpha == 1.0:
-        return float(gamma + 1)
-    return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
-
-
-def expected_accepted_length(alpha: float, gamma: int) -> float:
-    """E[L] = E[τ] − 1 = α(1 − α^γ)/(1 − α): expected accepted draft tokens per round."""
-    return expected_committed_tokens(alpha, gamma) - 1.0
-
-
-def expected_speedup(alpha: float, gamma: int, cost_ratio: float) -> float:
-    """S = (1 − α^(γ+1)) / ((1 − α)(cγ + 1)) (DSD Eq. 2): speedup over target-only decoding
-    when one round costs γ draft steps (each c target steps) plus one target step."""
-    if cost_ratio < 0:
-        raise ValueError(f"cost_ratio must be >= 0, got {cost_ratio}")
-    return expected_committed_tokens(alpha, gamma) / (cost_ratio * gamma + 1.0)
-
-
-def optimal_gamma(alpha: float, cost_ratio: float, max_gamma: int = 16) -> int:
-    """The γ in 1..max_gamma that maximizes :func:`expected_speedup`."""
-    return max(range(1, max_gamma + 1), key=lambda g: expected_speedup(alpha, g, cost_ratio))
-
-
-def _check_alpha_gamma(alpha: float, gamma: int) -> None:
-    if not 0.0 <= alpha <= 1.0:
-        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
-    if gamma < 0:
-        raise ValueError(f"gamma must be >= 0, got {gamma}")
-
-
-# --- per-position acceptance (traces carry a 0/1 acceptance sequence per drafted position)
-
-
-def accepted_length_from_sequence(acceptance: Sequence[int], gamma: int) -> int:
-    """L for a window of ``gamma``: the number of leading 1s among the first γ flags.
-
-    A trace captured at γ_max gives the outcome at any shorter γ: verification stops at
-    the first rejection, and the prefix before it does not depend on the window length.
-    """
-    if gamma > len(acceptance):
-        raise ValueError(f"gamma={gamma} exceeds the {len(acceptance)} recorded positions")
-    length = 0
-    while length < gamma and acceptance[length]:
-        length += 1
-    return length
-
-
-def marginal_acceptance_by_position(
-    accepted_lengths: Sequence[int], gamma: int
-) -> npt.NDArray[np.float64]:
-    """P(position i accepted | positions < i accepted), for i = 0..γ-1.
-
-    ``accepted_lengths`` are observed L values of rounds with window γ. Positions never
-    reached get NaN.
-    """
-    lengths = np.asarray(accepted_lengths, dtype=np.int64)
-    if lengths.size and (lengths.min() < 0 or lengths.max() > gamma):
-        raise ValueError(f"accepted lengths must lie in 0..{gamma}")
-    rates = np.full(gamma, np.nan)
-    for i in range(gamma):
-        reached = int((lengths >= i).sum())
-        if reached:
-            rates[i] = float((lengths >= i + 1).sum()) / reached
-    return rates
-
-
-def expected_accepted_length_by_position(conditional_rates: Sequence[float]) -> float:
-    """E[L] = Σ_k Π_{i<k+1} a_i for conditional per-position acceptance rates a_i."""
-    expected, survive = 0.0, 1.0
-    for rate in conditional_rates:
-        if not 0.0 <= rate <= 1.0:
-            raise ValueError(f"acceptance rate {rate} outside [0, 1]")
-        survive *= rate
-        expected += survive
-    return expected

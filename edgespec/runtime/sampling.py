@@ -1,13 +1,21 @@
 """Logits → next-token distribution, shared by target verification and drafters (a token
-is drawn from it with :func:`edgespec.core.speculative.sample_token`), and the compact
-distribution a sampling drafter draws from and sends (:func:`draft_sample`)."""
+is drawn from it with :func:`edgespec.core.speculative.sample_token`), the target's rows
+computed as a verification reads them (:class:`TargetProbs`), and the compact distribution
+a sampling drafter draws from and sends (:func:`draft_sample`)."""
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.speculative import sample_token
+
+NUCLEUS_FIRST_CANDIDATES = 1024
+""":func:`logits_to_probs` looks for a row's nucleus among its this many most likely
+tokens first, then among at least 8 times as many, and so on up to the whole row."""
 
 
 def logits_to_probs(
@@ -15,6 +23,7 @@ def logits_to_probs(
 ) -> npt.NDArray[np.float64]:
     """Softmax of ``logits / temperature`` (rows are positions), then nucleus (top-p)
     truncation: keep the smallest set of tokens whose mass reaches ``top_p``, renormalize.
+    Each row's result depends on that row alone, bit for bit.
 
     ``temperature`` must be > 0 (greedy callers use argmax instead).
     """
@@ -26,14 +35,91 @@ def logits_to_probs(
     probs /= probs.sum(axis=-1, keepdims=True)
     if top_p >= 1.0:
         return probs
-    order = np.argsort(-probs, axis=-1, kind="stable")
-    sorted_probs = np.take_along_axis(probs, order, axis=-1)
-    # keep token k when the mass strictly before it is < top_p (the first is always kept)
-    keep_sorted = (np.cumsum(sorted_probs, axis=-1) - sorted_probs) < top_p
-    keep = np.zeros_like(keep_sorted)
-    np.put_along_axis(keep, order, keep_sorted, axis=-1)
+    keep = np.zeros(probs.shape, dtype=bool)
+    for row, row_keep in zip(
+        probs.reshape(-1, probs.shape[-1]), keep.reshape(-1, probs.shape[-1]), strict=True
+    ):
+        row_keep[_nucleus(row, top_p)] = True
     probs = np.where(keep, probs, 0.0)
     return np.asarray(probs / probs.sum(axis=-1, keepdims=True), dtype=np.float64)
+
+
+def _nucleus(probs: npt.NDArray[np.float64], top_p: float) -> npt.NDArray[np.intp]:
+    """The tokens one softmax row keeps at ``top_p``: in descending order of probability
+    (ties by token id), each token while the mass before it, ``cumsum − p``, is < top_p
+    (the first always). That mass never decreases along the order, so the kept tokens are
+    a prefix of it, and a prefix whose last token is not kept holds them all: looked for
+    among the :data:`NUCLEUS_FIRST_CANDIDATES` most likely tokens, then at least 8 times as
+    many (exactly the first tokens of a full sort, their cumulative sums the same), not a
+    sort of the whole row. The mass still missing comes in tokens no likelier than the last
+    candidate: when that many more would pass a quarter of the row, the whole row next."""
+    if np.isnan(probs[0]):  # non-finite logits make the whole row NaN: nothing compares < top_p
+        return np.empty(0, dtype=np.intp)
+    size, limit = probs.shape[0], NUCLEUS_FIRST_CANDIDATES
+    while True:
+        top = top_tokens(probs, limit)
+        ranked = probs[top]
+        mass = np.cumsum(ranked)
+        kept = (mass - ranked) < top_p
+        if top.size == size or not kept[-1]:
+            return top[kept]
+        least = limit + (top_p - mass[-1]) / ranked[-1] if ranked[-1] > 0 else size
+        limit = size if least > size / 4 else max(8 * limit, math.ceil(least))
+
+
+def top_tokens(probs: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.intp]:
+    """Indices of the ``limit`` largest entries of ``probs`` (one row; all when it is
+    shorter), largest first, ties by index: the first ``limit`` of a stable descending sort,
+    found in time linear in the row, sorting only those."""
+    if limit < probs.shape[0]:
+        bound = probs[np.argpartition(-probs, limit - 1)[limit - 1]]
+        above = np.flatnonzero(probs > bound)
+        tied = np.flatnonzero(probs == bound)[: limit - above.size]
+        tokens = np.concatenate([above, tied])
+    else:
+        tokens = np.arange(probs.shape[0])
+    return _ranked(probs, tokens)
+
+
+def _ranked(probs: npt.NDArray[np.float64], tokens: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """``tokens`` by descending ``probs``, ties by token id, as ``np.lexsort((tokens,
+    -probs[tokens]))`` orders them, but by a faster unstable sort, then each run of equal
+    values put in token order."""
+    values = probs[tokens]
+    order = np.argsort(-values)
+    ranked = values[order]
+    if ranked.size and np.isnan(ranked[-1]):  # NaNs sort last: lexsort's own order then
+        return tokens[np.lexsort((tokens, -values))]
+    same = ranked[1:] == ranked[:-1]
+    if same.any():
+        run = np.concatenate(([0], np.cumsum(~same)))
+        tied = np.flatnonzero(np.concatenate((same, [False])) | np.concatenate(([False], same)))
+        within = order[tied]
+        order[tied] = within[np.argsort(run[tied] * probs.shape[0] + tokens[within])]
+    return tokens[order]
+
+
+@dataclass(slots=True)
+class TargetProbs:
+    """The target's distributions of a block's logit rows (K + 1 × V, float32) as
+    :class:`~edgespec.core.speculative.DrawnRows`: row i is :func:`logits_to_probs` of
+    ``logits[i]``, bit for bit that row of the whole block's, computed when first read.
+    Speculative sampling reads the rows up to its first rejection (and the bonus row when it
+    accepts all), not the K + 1; it reads a row's token, then perhaps the whole row, so
+    only the last row read is kept."""
+
+    logits: npt.NDArray[np.float32]
+    temperature: float
+    top_p: float
+    _last: tuple[int, npt.NDArray[np.float64]] | None = None
+
+    def prob(self, row: int, token: int) -> float:
+        return float(self.row(row)[token])
+
+    def row(self, row: int) -> npt.NDArray[np.float64]:
+        if self._last is None or self._last[0] != row:
+            self._last = (row, logits_to_probs(self.logits[row], self.temperature, self.top_p))
+        return self._last[1]
 
 
 DRAFT_SUPPORT_MASS = 0.999
@@ -48,18 +134,10 @@ def draft_support(probs: npt.NDArray[np.float64]) -> npt.NDArray[np.intp]:
     """Indices of ``probs``' most likely entries, most likely first (ties by index), holding
     at least :data:`DRAFT_SUPPORT_MASS` of its mass, at most
     :data:`DRAFT_SUPPORT_MAX_TOKENS` of them. Linear in the vocabulary: no full sort."""
-    limit = min(DRAFT_SUPPORT_MAX_TOKENS, probs.shape[0])
-    if limit < probs.shape[0]:
-        bound = probs[np.argpartition(-probs, limit - 1)[limit - 1]]
-        above = np.flatnonzero(probs > bound)
-        tied = np.flatnonzero(probs == bound)[: limit - above.size]
-        top = np.concatenate([above, tied])
-    else:
-        top = np.arange(limit)
-    top = top[np.lexsort((top, -probs[top]))]
+    top = top_tokens(probs, DRAFT_SUPPORT_MAX_TOKENS)
     mass = np.cumsum(probs[top]) / probs.sum()
     keep = int(np.searchsorted(mass, DRAFT_SUPPORT_MASS, side="left")) + 1
-    return top[: min(keep, limit)]
+    return top[: min(keep, top.size)]
 
 
 def draft_sample(

@@ -7,18 +7,20 @@ import pytest
 from scipy.stats import chisquare
 
 from edgespec.core.speculative import (
+    greedy_verify,
+    residual_distribution,
+    sample_token,
+    stochastic_verify,
+)
+from edgespec.core.speedup import (
     acceptance_probability,
     accepted_length_from_sequence,
     expected_accepted_length,
     expected_accepted_length_by_position,
     expected_committed_tokens,
     expected_speedup,
-    greedy_verify,
     marginal_acceptance_by_position,
     optimal_gamma,
-    residual_distribution,
-    sample_token,
-    stochastic_verify,
 )
 
 

@@ -7,16 +7,18 @@ import numpy as np
 import pytest
 
 from edgespec.core.speculative import (
-    expected_accepted_length_by_position,
-    expected_committed_tokens,
-    expected_speedup,
     greedy_verify,
     greedy_verify_tree,
-    marginal_acceptance_by_position,
-    optimal_gamma,
     residual_distribution,
     sample_token,
     stochastic_verify,
+)
+from edgespec.core.speedup import (
+    expected_accepted_length_by_position,
+    expected_committed_tokens,
+    expected_speedup,
+    marginal_acceptance_by_position,
+    optimal_gamma,
 )
 from edgespec.core.types import VerifyResult
 

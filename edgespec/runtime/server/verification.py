@@ -49,9 +49,11 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.speculative import (
+    DenseDrawn,
+    DrawnRows,
+    as_drawn,
     greedy_verify,
     greedy_verify_tree,
-    stochastic_verify,
     stochastic_verify_drawn,
 )
 from edgespec.core.types import SamplingParams, VerifyResult
@@ -59,7 +61,7 @@ from edgespec.runtime.backends.logit_rows import LogitRows
 from edgespec.runtime.compact_probs import CompactProbs
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec, VerifyCall
-from edgespec.runtime.sampling import logits_to_probs
+from edgespec.runtime.sampling import TargetProbs
 from edgespec.runtime.validation import check_draft_probs, check_tree_call
 
 
@@ -214,22 +216,31 @@ class ExactRule:
             return Verdict(result, path)
         if sampling.greedy:
             return Verdict(greedy_verify(draft, list(logits.argmax())))
-        probs = logits_to_probs(logits.host(), sampling.temperature, sampling.top_p)
-        return Verdict(_sampled_verdict(call, probs, rng))
+        return Verdict(_sampled_verdict(call, sampling, logits.host(), rng))
 
 
 def _sampled_verdict(
-    call: VerifyCall, probs: npt.NDArray[np.float64], rng: np.random.Generator
+    call: VerifyCall,
+    sampling: SamplingParams,
+    logits: npt.NDArray[np.float32],
+    rng: np.random.Generator,
 ) -> VerifyResult:
-    """Speculative sampling of ``call``'s chain against the target's ``probs``; a compact q
-    (:class:`CompactProbs`) is read as it is held, densely at the rejected row only."""
+    """Speculative sampling of ``call``'s chain against the target's ``logits``: a row's
+    probabilities are computed only when the verifier reads it (:class:`TargetProbs`), a
+    compact q (:class:`CompactProbs`) is read as it is held, densely at the rejected row."""
     draft, q = call.draft_token_ids, call.draft_probs
+    q_shape = (0, logits.shape[1]) if q is None else q.shape
+    if logits.shape[0] != len(draft) + 1 or q_shape != (len(draft), logits.shape[1]):
+        raise ValueError(
+            f"draft_probs has shape {q_shape}, target rows {logits.shape} (K={len(draft)})"
+        )
+    drawn: DrawnRows
     if isinstance(q, CompactProbs):
-        if q.shape != (len(draft), probs.shape[1]):
-            raise ValueError(f"draft_probs has shape {q.shape}, target rows {probs.shape}")
-        return stochastic_verify_drawn(draft, q.drawn(), probs, rng)
-    rows = np.zeros((0, probs.shape[1])) if q is None else q
-    return stochastic_verify(draft, rows, probs, rng)
+        drawn = q.drawn()
+    else:
+        drawn = DenseDrawn(as_drawn(np.zeros(q_shape) if q is None else q))
+    target = TargetProbs(logits, sampling.temperature, sampling.top_p)
+    return stochastic_verify_drawn(draft, drawn, target, rng)
 
 
 EXACT_RULES: Mapping[str, VerificationRule] = {"exact": ExactRule()}
