@@ -46,15 +46,16 @@ def make_drafter(
     """A draft backend: prompt lookup for 'ngram'; for a model, a token tree when ``tree``
     gives its branching, else lookup first when ``lookup``, else the model alone
     (trimmed-vocabulary drafts through their own head)."""
+    from edgespec.runtime.backends.ngram import NgramDrafter
+
+    if name == "ngram":  # before the model backends' imports: prompt lookup needs no torch
+        return NgramDrafter(vocab_size=vocab_size)
     from edgespec.config import ConfigError
     from edgespec.core.tree import parse_branching
     from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraft, LlamaCppDraftModel
-    from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_draft import HybridDraft, TransformersDraft
     from edgespec.runtime.backends.tree_draft import TreeDraft
 
-    if name == "ngram":
-        return NgramDrafter(vocab_size=vocab_size)
     if isinstance(model, LlamaCppDraftModel):
         if tree is not None:
             raise ConfigError("tree", "a llama.cpp draft drafts chains only (drop --tree)")
