@@ -3,8 +3,11 @@
 Each client is a process of its own running a closed loop of requests against one server
 (:func:`client`); it puts one :class:`ClientResult` on the queue: its rows, or the error
 that stopped it (type and message). :func:`run_clients` collects one result per client and
-raises a one-line :class:`UserInputError` naming the first client that failed, or that
-exited without putting anything (killed, out of memory): it never waits on a dead client.
+raises a one-line :class:`UserInputError` naming the first client that failed, that exited
+without putting anything (killed, out of memory), or that is still running
+``HANG_GRACE_S`` past the run's end: it never waits on a dead or hung client. Clients are
+spawned, not forked: a fork of a process whose gRPC threads are running can deadlock in
+the child's first call.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from edgespec.errors import UserInputError
 
 POLL_S = 1.0
 """How long the parent waits on the queue before it checks whether a client has died."""
+HANG_GRACE_S = 300.0
+"""How long past the run's end (``ClientPlan.until``) a client may still be running (a
+request in progress finishes within it; a hung one is named and ended after it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +94,12 @@ def client(plan: ClientPlan, index: int, out: Any) -> None:
     out.put(ClientResult(index, rows=rows))
 
 
-def collect(out: Any, workers: list[Any], classes: list[str]) -> list[dict[str, Any]]:
-    """Every worker's rows from ``out``, in client order; a client's error, or a client
-    that exited without putting its result, is a :class:`UserInputError` naming it."""
+def collect(
+    out: Any, workers: list[Any], classes: list[str], deadline: float = float("inf")
+) -> list[dict[str, Any]]:
+    """Every worker's rows from ``out``, in client order; a client's error, a client that
+    exited without putting its result, or one still running at ``deadline`` (wall-clock
+    time) is a :class:`UserInputError` naming it."""
     results: dict[int, ClientResult] = {}
     while len(results) < len(workers):
         try:
@@ -98,6 +107,7 @@ def collect(out: Any, workers: list[Any], classes: list[str]) -> list[dict[str, 
         except queues.Empty:
             dead = [i for i, w in enumerate(workers) if i not in results and w.exitcode is not None]
             if not dead:
+                _check_deadline(workers, results, classes, deadline)
                 continue
             try:  # what a client put before it exited is in the pipe by now
                 result = out.get(timeout=POLL_S)
@@ -116,15 +126,27 @@ def collect(out: Any, workers: list[Any], classes: list[str]) -> list[dict[str, 
     return [row for i in sorted(results) for row in results[i].rows or []]
 
 
+def _check_deadline(
+    workers: list[Any], results: dict[int, ClientResult], classes: list[str], deadline: float
+) -> None:
+    if time.time() > deadline:
+        i = next(i for i in range(len(workers)) if i not in results)
+        raise UserInputError(
+            f"client {i} (class {classes[i % len(classes)]}) was still running "
+            f"{HANG_GRACE_S:g} s after the run's end: ended"
+        )
+
+
 def run_clients(plan: ClientPlan, clients: int) -> list[dict[str, Any]]:
-    """``clients`` drafter processes against ``plan.address``, their rows in client order;
-    every process is ended and joined before this returns or raises."""
-    out: Any = mp.Queue()
-    workers = [mp.Process(target=client, args=(plan, i, out)) for i in range(clients)]
+    """``clients`` drafter processes (spawned) against ``plan.address``, their rows in
+    client order; every process is ended and joined before this returns or raises."""
+    context = mp.get_context("spawn")
+    out: Any = context.Queue()
+    workers = [context.Process(target=client, args=(plan, i, out)) for i in range(clients)]
     for w in workers:
         w.start()
     try:
-        rows = collect(out, workers, plan.classes)
+        rows = collect(out, workers, plan.classes, plan.until + HANG_GRACE_S)
     except BaseException:  # the others would run on to ``until`` for nothing
         for w in workers:
             if w.is_alive():

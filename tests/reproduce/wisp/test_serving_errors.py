@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from edgespec.cli import main
 from edgespec.errors import UserInputError
 from edgespec.models import loading
 from edgespec.reproduce.wisp import serving
-from edgespec.reproduce.wisp.serving_clients import ClientResult, collect
+from edgespec.reproduce.wisp.serving_clients import HANG_GRACE_S, ClientResult, collect
 from tests.reproduce.tiny_model import save_tiny_model
 
 pytest.importorskip("torch")
@@ -172,4 +173,23 @@ def test_a_target_without_a_tokenizer_is_a_usage_error(
     assert main([*BASE, *args]) == 2
     assert capsys.readouterr().err == (
         "edgespec reproduce: --target t: no tokenizer (the prompts are text)\n"
+    )
+
+
+def test_a_client_still_running_past_the_deadline_is_named_and_ended() -> None:
+    """A client hung in its first call (a forked child's gRPC can deadlock) kept the
+    parent waiting for good: past the run's end and the grace it is named."""
+    out: Any = mp.Queue()
+    worker = mp.Process(target=time.sleep, args=(60,))
+    worker.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(UserInputError) as caught:
+            collect(out, [worker], ["gold"], deadline=time.time() + 1.0)
+        assert time.monotonic() - started < 10
+    finally:
+        worker.terminate()
+        worker.join()
+    assert str(caught.value) == (
+        f"client 0 (class gold) was still running {HANG_GRACE_S:g} s after the run's end: ended"
     )
