@@ -91,7 +91,7 @@ def write_labels(out: Path, weights: dict[str, float]) -> Labelled:
         raise UserInputError(
             f"{out}: no configuration of its {num_scenarios} scenario"
             f"{'s' if num_scenarios > 1 else ''} finished a request, so none has a label: "
-            "give a longer --duration-s"
+            "give a longer --duration-s, in a new --out (this folder keeps its settings)"
         )
     ids = sorted(labels)
     write_parquet({"scenario_id": ids, "label_gamma": [labels[i] for i in ids]},

@@ -234,7 +234,8 @@ def test_a_run_where_no_scenario_finished_a_request_is_refused(
     assert _awc_data(out, "--scenarios", "3", "--duration-s", "1") == 2
     assert capsys.readouterr().err.endswith(
         f"edgespec train: {out}: no configuration of its 3 scenarios finished a request, so "
-        "none has a label: give a longer --duration-s\n"
+        "none has a label: give a longer --duration-s, in a new --out (this folder keeps its "
+        "settings)\n"
     )
     assert not (out / "labels.parquet").exists() and not (out / "last_run.json").exists()
     assert _awc_data(tmp_path / "one", "--scenarios", "1", "--duration-s", "1") == 2
