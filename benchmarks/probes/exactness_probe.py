@@ -2,32 +2,43 @@
 skip the LM head where no comparison reads the logits (docs/DEPLOY.md, "Exactness
 self-check"; docs/PERFORMANCE.md, "Backend A/B measurements").
 
-    python benchmarks/probes/exactness_probe.py [THREADS] [OUT.json]   # default: 2 threads
+    python benchmarks/probes/exactness_probe.py [THREADS] [--json PATH]   # default: 2 threads
 
 Loads the target without running its self-checks, then times
 :func:`~edgespec.runtime.backends.exactness.exactness_problem` over the served probe length
 alternately with the head-free passes, with a full pass at every position, and with the
-head-free passes again; prints (and writes to ``OUT.json`` when given) the seconds of each
-and what each found (``null``: the same bits).
+head-free passes again; prints (and writes to ``--json PATH`` with the command and host,
+:mod:`probe_json`) the seconds of each and what each found (``null``: the same bits).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import torch
+from probe_json import add_json_option, finish, positive_int
 
 from edgespec.models.loading import load_model
 from edgespec.runtime.backends.exactness import exactness_problem, probe_length
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
 
-def main() -> None:
-    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("threads", nargs="?", type=positive_int, default=2, metavar="THREADS")
+    add_json_option(parser)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
+    threads = args.threads
     torch.set_num_threads(threads)
     target = TransformersTarget(load_model("gemma3-270m").model, check_masks=False)
     length = probe_length(target._layout.sliding_window, target.max_context_tokens)
@@ -41,8 +52,7 @@ def main() -> None:
         runs.append({"head_free": head_free, "seconds": seconds, "problem": found})
         print(json.dumps(runs[-1]), flush=True)
     result["runs"] = runs
-    if len(sys.argv) > 2:
-        Path(sys.argv[2]).write_text(json.dumps(result, indent=2) + "\n")
+    finish(args.json, "exactness_probe.py", argv, result)
 
 
 if __name__ == "__main__":
