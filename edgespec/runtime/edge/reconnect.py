@@ -61,17 +61,18 @@ def retry_unavailable(
     retry_backoff_s: float,
     cancel: threading.Event | None = None,
     on_cancel: Callable[[RequestError], None] = lambda exc: None,
+    retry_code: ErrorCode = ErrorCode.UNAVAILABLE,
 ) -> T:
     """``attempt()``'s answer, retried every ``retry_backoff_s`` while it fails
-    ``UNAVAILABLE`` (the server down, restarting) for at most ``retry_timeout_s``; then, or
-    at any other error, that error. :class:`Cancelled` within a backoff once ``cancel`` is
-    set, after ``on_cancel(the last failure)``."""
+    ``retry_code`` (``UNAVAILABLE``: the server down, restarting) for at most
+    ``retry_timeout_s``; then, or at any other error, that error. :class:`Cancelled` within
+    a backoff once ``cancel`` is set, after ``on_cancel(the last failure)``."""
     deadline = clock() + retry_timeout_s
     while True:
         try:
             return attempt()
         except RequestError as exc:
-            if exc.code is not ErrorCode.UNAVAILABLE or clock() > deadline:
+            if exc.code is not retry_code or clock() > deadline:
                 raise
             try:
                 _wait_to_retry(retry_backoff_s, cancel)

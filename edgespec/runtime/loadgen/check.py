@@ -5,7 +5,7 @@ a finished request whose output differs is a mismatch."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -60,6 +60,8 @@ def centralized_outputs(
     server refuses ``RESOURCE_EXHAUSTED`` (its quota taken by sessions the load left open:
     under auth the load's sessions and the references are one client, the token) is asked
     again every second for ``quota_wait_s``, as those sessions close or expire."""
+    from edgespec.runtime.edge.reconnect import retry_unavailable
+    from edgespec.runtime.errors import ErrorCode
     from edgespec.runtime.messages import SessionSpec
 
     num_threads = min(num_threads, len(indices), _session_quota(server) or num_threads)
@@ -70,35 +72,16 @@ def centralized_outputs(
         spec = SessionSpec(
             f"{run_tag}.reference-{index}", "bench-reference", prompts[index], sampling, slo_class
         )
-        return _when_admitted(lambda: tuple(t for chunk in verifier.generate(spec) for t in chunk),
-                              quota_wait_s)  # fmt: skip
+        return retry_unavailable(
+            lambda: tuple(t for chunk in verifier.generate(spec) for t in chunk),
+            time.monotonic, quota_wait_s, 1.0, retry_code=ErrorCode.RESOURCE_EXHAUSTED,
+        )  # fmt: skip
 
     try:
         with ThreadPoolExecutor(max(1, num_threads)) as pool:
             return dict(zip(indices, pool.map(decode, indices), strict=True))
     finally:
         verifier.close_channel()
-
-
-def _when_admitted(
-    attempt: Callable[[], tuple[int, ...]],
-    wait_s: float,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> tuple[int, ...]:
-    """``attempt()``, asked again every second while the server refuses it
-    ``RESOURCE_EXHAUSTED``, for at most ``wait_s``; then, or at any other error, the
-    error."""
-    from edgespec.runtime.errors import ErrorCode, RequestError
-
-    deadline = clock() + wait_s
-    while True:
-        try:
-            return attempt()
-        except RequestError as exc:
-            if exc.code is not ErrorCode.RESOURCE_EXHAUSTED or clock() + 1.0 > deadline:
-                raise
-        sleep(1.0)
 
 
 def _session_quota(server: ServerAccess) -> int | None:
