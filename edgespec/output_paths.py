@@ -144,7 +144,7 @@ def claim_folder(
     matched = {path for pattern in patterns for path in out.glob(pattern)} if out.is_dir() else ()
     found = sorted(path for path in matched if path.is_file() and path.resolve() not in kept)
     if found and not overwrite:
-        shown = named([str(path.relative_to(out)) for path in found])
+        shown = shown_names([str(path.relative_to(out)) for path in found])
         raise UserInputError(
             f"--out {out} already holds a run ({shown}); give another folder, or --overwrite "
             "to replace that run's files"
@@ -190,10 +190,10 @@ def check_run_paths(out: Path, run_files: Sequence[str]) -> None:
                 )
 
 
-def named(names: Sequence[str]) -> str:
-    """``a, b, c``: at most :data:`MAX_NAMED` names, then "and N more"."""
-    more = len(names) - MAX_NAMED
-    return ", ".join(names[:MAX_NAMED]) + (f" and {more} more" if more > 0 else "")
+def shown_names(names: Sequence[str], at_most: int = MAX_NAMED) -> str:
+    """``a, b, c``: at most ``at_most`` names, then "and N more"."""
+    more = len(names) - at_most
+    return ", ".join(names[:at_most]) + (f" and {more} more" if more > 0 else "")
 
 
 def temporary_path(path: Path) -> Path:

@@ -31,6 +31,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from edgespec.errors import UserInputError
+from edgespec.output_paths import shown_names
 from edgespec.policies.estimator import BatchShape
 from edgespec.profiling.fit import WISP_TERMS, FitMetrics, FloatArray, metrics, ols, wisp_design
 from edgespec.profiling.measure import logit_rows
@@ -211,10 +212,8 @@ def _what_it_is(document: dict[str, Any]) -> str:
         return "a samples file: timed runs, no fit"
     if not document:
         return "an empty JSON object, not a profile report"
-    keys = [repr(key[:40]) for key in list(document)[:MAX_KEYS_SHOWN]]
-    more = len(document) - len(keys)
-    shown = ", ".join(keys) + (f" and {more} more" if more else "")
-    return f"a JSON object with keys {shown}, not a profile report"
+    keys = shown_names([repr(key[:40]) for key in document], MAX_KEYS_SHOWN)
+    return f"a JSON object with keys {keys}, not a profile report"
 
 
 def _is_number(value: object) -> TypeGuard[float]:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from edgespec.output_paths import claim_folder, named
+from edgespec.output_paths import claim_folder, shown_names
 
 RECORD_KEY = "reproduction"
 """results.json's key naming the reproduction that wrote it (``"dsd"``)."""
@@ -79,8 +79,8 @@ def claim_reproduction_folder(
         return folder, ""
     kept = _listed(folder, declared)
     removed = [path for path in before if path not in kept]
-    said = [f"removed {named(removed)}"] if removed else []
-    said += [f"kept {named(kept)} (no run recorded in {folder} wrote them)"] if kept else []
+    said = [f"removed {shown_names(removed)}"] if removed else []
+    said += [f"kept {shown_names(kept)} (no run recorded in {folder} wrote them)"] if kept else []
     return folder, "--overwrite: " + "; ".join(said)
 
 
