@@ -19,9 +19,10 @@ verification server(s).
   in UTF-8, read as it arrives and refused past its limit, then decoded; fields checked
   into a ``ParsedRequest`` (a field the endpoint does not apply refused, never ignored);
   the prompt checked and bounded before it is tokenized (characters, messages, roles);
-* :mod:`.tokenizing`, :mod:`.prompts` — prompts tokenized one at a time off the event loop,
-  a 429 when too many wait; the prompt as token ids (text, ids, or chat messages through the
-  chat template);
+* :mod:`.tokenizing`, :mod:`.prompts`, :mod:`.chat_prompt` — prompts tokenized one at a
+  time off the event loop, a 429 when too many wait; the prompt as token ids (text, ids, or
+  chat messages through the chat template, special-token text in their contents kept as
+  text);
 * :mod:`.admission` — how many generations run at once and how many may wait;
 * :mod:`.generation`, :mod:`.text`, :mod:`.streaming` — one request's generation in a worker
   thread; committed ids to text deltas (held back where a stop sequence may begin); deltas

@@ -1,33 +1,21 @@
 """A request's prompt as token ids: text through the tokenizer, token ids checked against
-the target's vocabulary, chat messages through the tokenizer's chat template. The prompt
-was bounded as it was parsed (:mod:`.messages`); only the tokenizer itself runs under
-:data:`TOKENIZER_LOCK` (a chat template is rendered outside it)."""
+the target's vocabulary, chat messages through the tokenizer's chat template (their
+special-token text kept as text, :mod:`.chat_prompt`). The prompt was bounded as it was
+parsed (:mod:`.messages`); only the tokenizer itself runs under :data:`TOKENIZER_LOCK` (a
+chat template is rendered outside it)."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any, cast
 
-from edgespec.runtime.openai_api.errors import clip, invalid, shown
+from edgespec.runtime.openai_api.chat_prompt import chat_ids
+from edgespec.runtime.openai_api.errors import invalid, shown
 from edgespec.runtime.openai_api.messages import Message, Prompt, is_chat
 from edgespec.runtime.openai_api.schema import Limits
 
 TOKENIZER_LOCK = threading.Lock()
 """Fast tokenizers refuse concurrent use ("Already borrowed"): every call holds this."""
-
-
-def _chat_text(tokenizer: Any, messages: tuple[Message, ...]) -> str:
-    if getattr(tokenizer, "chat_template", None) is None:
-        raise invalid("this model's tokenizer has no chat template: use /v1/completions "
-                      "with a text prompt", param="messages",
-                      code="chat_template_missing")  # fmt: skip
-    plain = [{"role": m.role, "content": m.content} for m in messages]
-    try:
-        return str(tokenizer.apply_chat_template(plain, tokenize=False,
-                                                 add_generation_prompt=True))  # fmt: skip
-    except Exception as exc:  # the template's own checks (alternation, say) fail here
-        raise invalid(f"the chat template refused the messages: {clip(str(exc))}",
-                      param="messages") from None  # fmt: skip
 
 
 def prompt_ids(tokenizer: Any, prompt: Prompt, vocab_size: int, limits: Limits) -> tuple[int, ...]:
@@ -37,9 +25,7 @@ def prompt_ids(tokenizer: Any, prompt: Prompt, vocab_size: int, limits: Limits) 
         with TOKENIZER_LOCK:
             ids = tuple(tokenizer(prompt)["input_ids"])
     elif needs_tokenizer(prompt):
-        text = _chat_text(tokenizer, cast(tuple[Message, ...], prompt))
-        with TOKENIZER_LOCK:
-            ids = tuple(tokenizer(text, add_special_tokens=False)["input_ids"])
+        ids = tuple(chat_ids(tokenizer, cast(tuple[Message, ...], prompt), TOKENIZER_LOCK))
     else:
         ids = cast(tuple[int, ...], prompt)
         bad = [t for t in ids if t >= vocab_size]
