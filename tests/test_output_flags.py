@@ -45,7 +45,8 @@ def test_every_written_path_is_tried_when_the_flags_are_parsed(
     """``trace --out /proc/t.jsonl`` captured every request, ``train stop-predictor --out
     /proc/x.json`` ran its whole study, ``train draft``, ``calibrate``, ``reproduce``,
     ``train awc-data --out`` and ``train wisv --out-dir`` their whole work, then each
-    failed naming a hidden temporary file or the folder."""
+    failed naming a hidden temporary file or the folder; ``reproduce wisp-estimator
+    --save-samples`` was not walked at all (a plain path, written after the check)."""
     import errno
     import tempfile
 
@@ -64,6 +65,7 @@ def test_every_written_path_is_tried_when_the_flags_are_parsed(
         assert (f"edgespec {named}", "--out") in folders, named
     assert ("edgespec train wisv", "--out-dir") in folders and len(folders) >= 15
     assert ("edgespec train stop-predictor", "--out") in [f[:2] for f in flags]
+    assert ("edgespec reproduce wisp-estimator", "--save-samples") in [f[:2] for f in flags]
     assert len(flags) >= 35
     for prog, flag, kind in flags:
         if kind is output_folder:

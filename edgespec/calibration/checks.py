@@ -2,16 +2,22 @@
 is claimed or made (:mod:`edgespec.calibration.command`): sizes it cannot run
 (:func:`check_counts`), a pair it cannot build (:func:`check_pair_names`) and a
 ``--profile`` whose files the simulated run could not read, or that is no .yaml or .yml
-file (:func:`check_profiles`)."""
+file: a bundled preset, which has no draft profile beside it, among them
+(:func:`check_profiles`)."""
 
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from edgespec.errors import UserInputError
-from edgespec.profiling.files import PROFILE_SUFFIXES, profile_files
+from edgespec.hardware.presets import available
+from edgespec.hardware.profile_source import (
+    PROFILE_PRESETS,
+    PROFILE_SUFFIXES,
+    not_a_profile_file,
+)
+from edgespec.profiling.files import profile_files
 
 MAX_REQUESTS = 1_000
 """The most requests a calibration runs (``--clients`` × ``--requests``): one small scenario,
@@ -99,16 +105,17 @@ def _check_dataset(args: argparse.Namespace) -> None:
 def check_profiles(args: argparse.Namespace) -> tuple[Path, Path] | None:
     """The target's and the draft's profile the simulated run reads (``--profile`` and the
     draft's beside it, :func:`profile_files`), each loaded as the simulator loads it; a
-    file missing or bad is refused naming ``--profile`` and that file, and so is a path
-    (one that exists, or has a folder or a suffix) not ending in .yaml or .yml. ``None``
+    file missing or bad is refused naming ``--profile`` and that file, and so is a
+    ``--profile`` not ending in .yaml or .yml (:func:`_not_a_profile_file`). ``None``
     without ``--profile``."""
     from edgespec.config import ConfigError
     from edgespec.hardware.cost_models import load_profile
 
     if args.profile is None:
         return None
-    _check_suffix(args.profile)
     target = Path(args.profile)
+    if target.suffix not in PROFILE_SUFFIXES:
+        raise UserInputError(f"--profile {args.profile}: {_not_a_profile_file(args.profile)}")
     draft = profile_files(target).draft
     for path, note in ((target, ""), (draft, " (the draft's profile, read beside --profile)")):
         try:
@@ -121,21 +128,16 @@ def check_profiles(args: argparse.Namespace) -> tuple[Path, Path] | None:
     return target, draft
 
 
-def _check_suffix(text: str) -> None:
-    """A ``--profile`` that is a path (it exists, or names a folder or a suffix) is a file
-    ``edgespec profile`` wrote: a .yaml or .yml file, else refused for what it is (a
-    bare name that is none is read as a bundled preset's, as the simulator reads it)."""
-    path = Path(text)
-    if path.suffix in PROFILE_SUFFIXES:
-        return
-    if path.is_dir():
-        what = "a folder"
-    elif path.suffix:
-        what = f"a {path.suffix} file"
-    elif path.exists():
-        what = "a file without a suffix"
-    elif os.sep in text or (os.altsep is not None and os.altsep in text):
-        what = "a path without a suffix"
-    else:
-        return
-    raise UserInputError(f"--profile {text}: {what}; a profile is a .yaml or .yml file")
+def _not_a_profile_file(text: str) -> str:
+    """Why ``--profile`` ``text`` (not ending in .yaml or .yml) is refused: a bundled
+    preset is paired with no draft profile (none is bundled as ``NAME-draft``, which is
+    where a file's is read: beside it), so the pair is named by files; anything else is
+    refused for what it is (no such file, a folder, another suffix), as the simulator
+    refuses it (:func:`~edgespec.hardware.profile_source.not_a_profile_file`)."""
+    if text in available(PROFILE_PRESETS):
+        return (
+            "a bundled preset, and no draft profile is paired with one (there is no "
+            f"{text}-draft); give a profile file, DIR/NAME.yaml, with the draft's beside it "
+            "as DIR/NAME-draft.yaml (edgespec profile --out DIR/NAME.yaml writes both)"
+        )
+    return not_a_profile_file(Path(text))

@@ -1,0 +1,10 @@
+"""What a forward pass costs: the bundled presets and profiles, and the cost models built
+from them.
+
+* :mod:`.presets` — model architectures and accelerators, the bundled presets' loaders;
+* :mod:`.profile_source` — where a profile is read from: a YAML file or a bundled preset;
+* :mod:`.cost_models` — roofline, WISP Eq. 19, Zhu Eq. 17 and lookup cost models;
+* :mod:`.batch_pricing` — how a batched pass is priced from its entries' shapes;
+* :mod:`.wisp` — WISP batching's parameters: a profile or Eq. 19's coefficients;
+* :mod:`.drafting_server` — the drafting server's cost inputs (Zhu et al.).
+"""

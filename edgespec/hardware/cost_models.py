@@ -23,18 +23,17 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal, Protocol, get_args
 
-from edgespec.config import ConfigError, from_dict, read_yaml
+from edgespec.config import ConfigError, from_dict
 from edgespec.hardware.presets import (
     HardwareSpec,
     ModelArchitecture,
     available,
     load_architecture,
     load_hardware,
-    load_named,
 )
+from edgespec.hardware.profile_source import profile_mapping
 from edgespec.policies.estimator import WispCoefficients, zhu_batch_flops, zhu_runtime_s
 
 __all__ = [
@@ -177,12 +176,10 @@ class LookupCost:
 
 
 def load_profile(name_or_path: str) -> CostModel:
-    """A WISP, Zhu or lookup cost model from a profile YAML (bundled name or file path)."""
-    path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml"):
-        data, where = read_yaml(path), str(path)
-    else:
-        data, where = load_named("hardware/profiles", name_or_path), name_or_path
+    """A WISP, Zhu or lookup cost model from a profile YAML (bundled name or file path;
+    :func:`~edgespec.hardware.profile_source.profile_mapping`, which says what a name that
+    is neither is)."""
+    data, where = profile_mapping(name_or_path)
     kind = data.get("kind")
     params = {k: v for k, v in data.items() if k not in ("kind", "source", "hardware", "model")}
     if kind == "wisp":

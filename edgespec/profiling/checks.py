@@ -9,9 +9,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from edgespec.hardware.profile_source import PROFILE_SUFFIXES
 from edgespec.models.devices import device_placement
 from edgespec.policies.params import MAX_GAMMA
-from edgespec.profiling.files import PROFILE_SUFFIXES, profile_files
+from edgespec.profiling.files import profile_files
 
 MAX_BOOTSTRAP = 100_000
 """The most ``--bootstrap`` resamples: their refits are held at once, after the measuring."""

@@ -9,10 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-PROFILE_SUFFIXES = (".yaml", ".yml")
-"""A profile file's suffixes (what :func:`edgespec.hardware.cost_models.load_profile` reads
-as a file rather than a bundled preset's name)."""
-
 
 @dataclass(frozen=True, slots=True)
 class ProfileFiles:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
+from edgespec.config import ConfigFileError, read_text
 from edgespec.errors import UserInputError
 from edgespec.output_paths import shown_names
 from edgespec.policies.estimator import BatchShape
@@ -39,6 +41,12 @@ from edgespec.runtime.backends.padding import pass_groups
 
 SAMPLES_FORMAT = "edgespec-profile-samples"
 """The ``format`` of a profile's samples file (:mod:`edgespec.profiling.samples`)."""
+
+MAX_REPORT_BYTES = 128 * 2**20
+"""The largest report ``--residuals`` reads (128 MiB), found reading one byte past it: one
+of the full grid at the default 3 runs is about 0.16 MB (504 samples of ~320 bytes as
+``edgespec profile`` writes them, 658 at most), at the most ``--runs`` (1,000) about 55 MB
+with the drafter's samples; the cap is over twice that."""
 
 MAX_KEYS_SHOWN = 4
 """How many of a JSON object's keys the refusal of a file that is no report names."""
@@ -173,14 +181,21 @@ def read_report(path: Path) -> dict[str, Any]:
     where = f"--residuals {path}"
     if path.is_dir():
         raise UserInputError(f"{where}: a folder; give a profile's NAME-report.json")
-    if not path.is_file():
+    if not path.exists():
         raise UserInputError(f"{where}: no such file")
-    try:
-        report = json.loads(path.read_bytes())
+    try:  # at most MAX_REPORT_BYTES + 1 bytes read; a device or pipe is refused
+        report = json.loads(read_text(path, "profile report", MAX_REPORT_BYTES))
+    except ConfigFileError as exc:
+        raise UserInputError(f"{where}: {exc.message}") from None
     except json.JSONDecodeError as exc:
         raise UserInputError(f"{where}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
-    except UnicodeDecodeError as exc:
-        raise UserInputError(f"{where}: not UTF-8 text ({exc.reason})") from exc
+    except RecursionError:
+        raise UserInputError(f"{where}: not valid JSON (nested too deeply)") from None
+    except ValueError:  # an integer of more digits than Python converts
+        digits = f"{sys.get_int_max_str_digits():,}"
+        raise UserInputError(
+            f"{where}: not valid JSON (an integer of over {digits} digits)"
+        ) from None
     if not isinstance(report, dict):
         raise UserInputError(f"{where}: a JSON {type(report).__name__}, not a profile report")
     if "wisp" not in report:

@@ -29,10 +29,11 @@ import numpy as np
 
 from edgespec.config import dump_yaml
 from edgespec.hardware.cost_models import ModelArchitecture, available
+from edgespec.hardware.profile_source import PROFILE_SUFFIXES
 from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.checkpoint import Checkpoint
 from edgespec.profiling.draft import DraftSample, measure_drafter, model_spec, per_token_s
-from edgespec.profiling.files import PROFILE_SUFFIXES, profile_files
+from edgespec.profiling.files import profile_files
 from edgespec.profiling.fit import (
     WISP_TERMS,
     ZHU_TERMS,

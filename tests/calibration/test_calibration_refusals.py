@@ -147,17 +147,22 @@ def test_overwrite_keeps_the_earlier_run_when_a_later_check_refuses(
     assert {p.name: p.read_text() for p in (cheap / "c").iterdir()} == earlier
 
 
+TAKEN = "; a profile is a .yaml or .yml file"
+"""How a --profile of another kind ends its refusal (the simulator's words too)."""
+
+
 @pytest.mark.parametrize(
     ("profile", "what"),
     [
-        ("small.jsonl", "a .jsonl file"),  # was: no hardware/profiles preset named ...
-        ("gone.json", "a .json file"),
-        ("folder", "a folder"),
-        ("bare", "a file without a suffix"),
-        ("sub/p", "a path without a suffix"),
+        ("small.jsonl", f"a .jsonl file{TAKEN}"),  # was: no hardware/profiles preset named ...
+        ("gone.json", "file not found"),  # was: a .json file
+        ("folder", f"a folder{TAKEN}"),
+        ("bare", f"a file without a suffix{TAKEN}"),
+        ("sub/p", "file not found"),  # was: a path without a suffix
+        ("nope", "file not found"),  # was: nope: no hardware/profiles preset named 'nope'; ...
     ],
 )
-def test_a_profile_path_not_ending_in_yaml_is_refused_for_its_suffix(
+def test_a_profile_path_not_ending_in_yaml_is_refused_for_what_it_is(
     cheap: Path, capsys: pytest.CaptureFixture[str], profile: str, what: str
 ) -> None:
     (cheap / "small.jsonl").write_text('{"a": 1}\n')
@@ -166,11 +171,28 @@ def test_a_profile_path_not_ending_in_yaml_is_refused_for_its_suffix(
     before = sorted(p.name for p in cheap.iterdir())
     argv = ["calibrate", "--profile", profile, "--clients", "1", "--requests", "1"]
     assert main([*argv, "--threads", "1", "--out", "c"]) == 2
+    assert capsys.readouterr() == ("", f"edgespec calibrate: --profile {profile}: {what}\n")
+    assert sorted(p.name for p in cheap.iterdir()) == before
+
+
+@pytest.mark.parametrize("preset", ["a100-qwen3-32b", "rtx3080-tinyllama-1.1b-zhu"])
+def test_a_bundled_preset_is_refused_for_its_missing_draft_profile(
+    cheap: Path, capsys: pytest.CaptureFixture[str], preset: str
+) -> None:
+    """A preset's draft was looked up as the preset ``NAME-draft``, which none is (presets
+    pair with no draft profile): ``--profile a100-qwen3-32b: a100-qwen3-32b-draft: no
+    hardware/profiles preset named ...`` and all ten names; the preset with a dot in its
+    name was refused as ``a .1b-zhu file``."""
+    argv = ["calibrate", "--profile", preset, "--clients", "1", "--requests", "1"]
+    assert main([*argv, "--threads", "1", "--out", "c"]) == 2
     assert capsys.readouterr() == (
         "",
-        f"edgespec calibrate: --profile {profile}: {what}; a profile is a .yaml or .yml file\n",
+        f"edgespec calibrate: --profile {preset}: a bundled preset, and no draft profile is "
+        f"paired with one (there is no {preset}-draft); give a profile file, DIR/NAME.yaml, "
+        "with the draft's beside it as DIR/NAME-draft.yaml (edgespec profile --out "
+        "DIR/NAME.yaml writes both)\n",
     )
-    assert sorted(p.name for p in cheap.iterdir()) == before
+    assert list(cheap.iterdir()) == []
 
 
 def test_a_yml_profile_is_read_with_its_yml_draft(

@@ -207,3 +207,62 @@ def test_a_report_without_held_out_configurations_prints_nothing_but_the_error(
         f"edgespec profile: --residuals {path}: the report needs training and held-out "
         "configurations\n",
     )
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [  # each was a traceback (RecursionError, ValueError), or the decoder's reason alone
+        (b"[" * 100_000, "not valid JSON (nested too deeply)"),
+        (b'{"wisp": ' + b"1" * 5_000 + b"}", "not valid JSON (an integer of over 4,300 digits)"),
+        (b'{"wisp": "\xff"}', "not UTF-8 text (byte 0xff at offset 10)"),  # invalid start byte
+    ],
+)
+def test_a_file_that_is_no_json_says_so_with_the_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, problem: str
+) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(data)
+    assert main(["profile", "--residuals", str(path)]) == 2
+    assert capsys.readouterr() == ("", f"edgespec profile: --residuals {path}: {problem}\n")
+
+
+def test_a_report_over_the_cap_is_refused_reading_one_byte_past_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file was read whole (``path.read_bytes()``), however large; this one is sparse."""
+    assert pr.MAX_REPORT_BYTES == 128 * 2**20
+    path = tmp_path / "r.json"
+    with path.open("wb") as fh:
+        fh.truncate(pr.MAX_REPORT_BYTES + 1)
+    assert main(["profile", "--residuals", str(path)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"edgespec profile: --residuals {path}: larger than 128 MiB, the limit for a profile "
+        "report\n",
+    )
+
+
+def test_a_report_at_the_cap_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cap is the file's size in bytes: one of exactly that many is a report."""
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(_report()))
+    monkeypatch.setattr(pr, "MAX_REPORT_BYTES", path.stat().st_size)
+    assert main(["profile", "--residuals", str(path)]) == 0
+    monkeypatch.setattr(pr, "MAX_REPORT_BYTES", path.stat().st_size - 1)
+    assert main(["profile", "--residuals", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec profile: --residuals {path}: larger than {path.stat().st_size - 1:,} bytes, "
+        "the limit for a profile report\n"
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero")
+def test_a_device_is_refused_for_what_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """/dev/zero exists but is no regular file: it was refused as ``no such file``."""
+    assert main(["profile", "--residuals", "/dev/zero"]) == 2
+    assert capsys.readouterr().err == (
+        "edgespec profile: --residuals /dev/zero: is not a regular file (a device, pipe or "
+        "socket)\n"
+    )

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--save-samples",
-        type=Path,
+        type=output_file,
         metavar="FILE",
         help="write --samples REPORT's timed batches as a samples file (needs --machine)",
     )

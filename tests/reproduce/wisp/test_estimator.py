@@ -212,3 +212,19 @@ def test_saving_samples_needs_a_report_and_the_machine(capsys: pytest.CaptureFix
         "edgespec reproduce wisp-estimator: --save-samples needs --samples REPORT and "
         "--machine TEXT\n"
     )
+
+
+def test_save_samples_is_tried_when_the_flags_are_parsed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--save-samples`` was a plain path, written only after the samples were read and the
+    check run: a folder given was found (an ``IsADirectoryError``) at the end."""
+    argv = ["reproduce", "wisp-estimator", "--samples", str(tmp_path / "gone.json")]
+    with pytest.raises(SystemExit) as stop:
+        main([*argv, "--save-samples", str(tmp_path), "--machine", "a CPU"])
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines()[-1] == (
+        "edgespec reproduce wisp-estimator: error: argument --save-samples: "
+        f"{tmp_path} is a folder; give a file name"
+    )
