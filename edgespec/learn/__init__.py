@@ -4,6 +4,7 @@ trained policies (stop predictor, AWC's WC-DNN, WISV's decision head).
 * :mod:`.command` — ``edgespec train``'s subcommands;
 * :mod:`.progress` — the progress bars of long training work;
 * :mod:`.settings_checks` — checks shared by the training settings, and the ``--width`` type;
-* :mod:`.run_settings` — a run folder's ``run.json``, checked by every run continuing it;
+* :mod:`.run_settings` — a folder's settings record (``run.json`` and the others), checked
+  by every run continuing it;
 * subpackages: :mod:`.drafts`, :mod:`.traces`, :mod:`.stop`, :mod:`.awc`, :mod:`.wisv`.
 """

@@ -6,6 +6,7 @@ the target's continuations (:mod:`.distill_data`) and teacher-forced text labels
 (:mod:`.distill_text`), read back as samples (:mod:`.samples`) from shards written whole
 (:mod:`.shard_writing`) into folders that record what made them (:mod:`.shard_manifest`).
 ``edgespec train feature-draft`` (:mod:`.feature_command`, :mod:`.feature_train`): an
-EAGLE-style draft on the target's features, also of ``edgespec train text-shards``'
-token shards (:mod:`.text_shards`).
+EAGLE-style draft on the target's features, kept in a folder that records whose they are
+(:mod:`.feature_record`), also of ``edgespec train text-shards``' token shards
+(:mod:`.text_shards`).
 """

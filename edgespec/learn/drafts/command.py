@@ -237,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
             make.generate(job, target, saved, settings, _on_generated(console, update))
     labelling = progress_bar(console, "labelling conversations")
     with labelling if job.labelling else nullcontext(_no_update) as update:
-        data = make.training_data(job, target, saved, _on_labelled(console, update))
+        data = make.training_data(job, target, saved, settings, _on_labelled(console, update))
     draft = make.new_or_saved_draft(job, target, saved, data)
     del target
     console.print(

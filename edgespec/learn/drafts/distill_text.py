@@ -20,6 +20,10 @@ from edgespec.datasets.prompts import TEMPLATES, sharegpt_rows, sharegpt_split
 from edgespec.learn.drafts.distill_data import write_shards
 
 _SPEAKERS = {"human": "User", "gpt": "Assistant"}
+LABEL_BATCH_SIZE = 8
+"""Texts labelled in one pass (a shard holds one batch)."""
+LABEL_TOP_K = 16
+"""Labels kept per position: the target's top-k among the draft's kept tokens."""
 
 
 def sharegpt_conversations(skip: int = 0, limit: int | None = None) -> Iterator[str]:
@@ -92,8 +96,8 @@ def label_texts(
     head_ids: Sequence[int],
     *,
     max_tokens: int = 256,
-    batch_size: int = 8,
-    top_k: int = 16,
+    batch_size: int = LABEL_BATCH_SIZE,
+    top_k: int = LABEL_TOP_K,
     progress: Callable[[int, int, float], None] | None = None,
     deadline_s: float | None = None,
 ) -> int:

@@ -2,9 +2,12 @@
 
 Two stages, both resumable: (1) the target's features of every sequence in the
 ``--data-dir`` shards (generation shards of ``edgespec train draft``, or text shards of
-``edgespec train text-shards``) are written to ``--features-dir``; (2) the draft is trained
-on them and saved to ``--out`` (edgespec/learn/drafts/feature_train.py). No feature draft is
-bundled; the runs measured so far and their commands are in docs/LEARN.md.
+``edgespec train text-shards``) are written to ``--features-dir``, which records whose
+features and which folders' shards they are (a folder of another target or another folder
+of the same name is refused before any model loads,
+:mod:`edgespec.learn.drafts.feature_record`); (2) the draft is trained on them and saved to
+``--out`` (edgespec/learn/drafts/feature_train.py). No feature draft is bundled; the runs
+measured so far and their commands are in docs/LEARN.md.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgespec.argument_types import positive_int
 from edgespec.arguments import (
@@ -28,6 +31,9 @@ from edgespec.arguments import (
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
 from edgespec.output_paths import writable_output_folder
+
+if TYPE_CHECKING:
+    from edgespec.learn.drafts.draft_checks import TargetShape
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -127,8 +133,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from edgespec.learn.drafts import feature_train as ft
+    from edgespec.learn.drafts.feature_record import record_features_folder
     from edgespec.models.feature_draft import save_feature_draft
-    from edgespec.models.loading import load_model
 
     shards = shard_files(args.data_dir)
     if args.head_dim % 2:  # else refused by the draft's config only after featurizing
@@ -147,10 +153,9 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True, markup=False)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
-    kept_from = _kept_from(args)  # a bad --kept-from is named before the target loads
-    with console.status(f"loading target {args.target}"):
-        target = load_model(args.target, verbose=args.verbose)
+    target, shape, kept_from = _checked_target(console, args)
     kept = kept_from if kept_from is not None else _kept_tokens(args, target)
+    record_features_folder(args.features_dir, shape, args.data_dir)
     done = _featurize(args, target, shards, console)
     train, val = ft.split_by_prompt(ft.load_feature_files(done), options.holdout or 0.05, args.seed)
     net = _new_draft(args, target, kept)
@@ -172,6 +177,37 @@ def run(args: argparse.Namespace) -> int:
     per_step = ", ".join(f"step {i + 1}: {a:.3f}" for i, a in enumerate(agreement))
     console.print(f"{steps} steps; held-out top-1 agreement {per_step}; saved to {args.out}")
     return 0
+
+
+def _checked_target(
+    console: Any, args: argparse.Namespace
+) -> tuple[Any, TargetShape, list[int] | None]:
+    """The loaded target, its sizes and the ``--kept-from`` draft's kept tokens, the
+    ``--features-dir`` checked first: before any model loads where the target's
+    ``config.json`` gives its sizes, else once it has loaded."""
+    from edgespec.learn.drafts.draft_checks import loaded_target_shape, saved_target_shape
+    from edgespec.models.loading import load_model
+
+    shape = saved_target_shape(args.target)
+    if shape is not None:
+        _check_features(console, args, shape)
+    kept_from = _kept_from(args)  # a bad --kept-from is named before the target loads
+    with console.status(f"loading target {args.target}"):
+        target = load_model(args.target, verbose=args.verbose)
+    if shape is None:
+        shape = loaded_target_shape(args.target, target.model)
+        _check_features(console, args, shape)
+    return target, shape, kept_from
+
+
+def _check_features(console: Any, args: argparse.Namespace, shape: TargetShape) -> None:
+    """A ``--features-dir`` of another target or other shards refused, before featurizing
+    (:func:`~edgespec.learn.drafts.feature_record.check_features_folder`; its warning shown)."""
+    from edgespec.learn.drafts.feature_record import check_features_folder
+
+    warning = check_features_folder(args.features_dir, shape, args.data_dir)
+    if warning is not None:
+        console.print(warning, style="yellow", soft_wrap=True)
 
 
 def _featurize(args: argparse.Namespace, target: Any, shards: list[Path], console: Any) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,12 +131,27 @@ def shard_settings(job: DraftJob, shape: TargetShape) -> manifest.ShardSettings:
     )
 
 
+def text_settings(
+    job: DraftJob,
+    labelling: TextLabelling,
+    settings: manifest.ShardSettings,
+    kept: Sequence[int] | None,
+) -> manifest.TextLabelSettings:
+    """What the ``labelling`` shards of this run are made with: ``settings``' target, and
+    the draft's ``kept`` tokens (``None``: not chosen yet)."""
+    texts = (job.datasets, labelling.conversations, labelling.max_tokens)
+    return manifest.text_label_settings(settings, *texts, kept)
+
+
 def check_settings(job: DraftJob, saved: Any, settings: manifest.ShardSettings) -> list[str]:
     """Before generation, what would otherwise fail or mix only after it: a new draft wider
     than the target allows (:func:`~edgespec.learn.drafts.draft_checks.check_fits_target`),
     ``--data-dir`` shards made with other ``settings`` (only another target's when
     ``--skip-generate``: they are trained on as they are), ``--train-data-dir`` shards of
-    another target. Returns the warnings of folders whose settings are unknown."""
+    another target, ``--text-data-dir`` shards of other texts or another target (or, with
+    ``--init-from``, other kept tokens; a new draft's are checked once chosen,
+    :func:`label_conversations`). Returns the warnings of folders whose settings are
+    unknown."""
     if saved is None:
         arch = job.architecture
         check_fits_target(arch.hidden_size, arch.num_kept_tokens, settings.target_hidden_size)
@@ -146,6 +161,12 @@ def check_settings(job: DraftJob, saved: Any, settings: manifest.ShardSettings) 
         found.append(
             manifest.check_shard_folder("--train-data-dir", extra, settings, manifest.TARGET_FIELDS)
         )
+    if (labelling := job.labelling) is not None:
+        kept = None if saved is None else saved.config.draft_token_ids
+        text = text_settings(job, labelling, settings, kept)
+        fields = manifest.TEXT_FIELDS if kept is not None else manifest.TEXT_FIELDS_BUT_KEPT
+        flag = "--text-data-dir"
+        found.append(manifest.check_shard_folder(flag, labelling.data_dir, text, fields))
     return [warning for warning in found if warning is not None]
 
 
@@ -181,11 +202,16 @@ def generate(
 
 
 def training_data(
-    job: DraftJob, target: Any, saved: Any, on_labelled: BatchProgress
+    job: DraftJob,
+    target: Any,
+    saved: Any,
+    settings: manifest.ShardSettings,
+    on_labelled: BatchProgress,
 ) -> TrainingData:
     """The shards split into validation (1 in 20, at least 1, generated continuations
     only: on-policy) and training sequences, plus the extra directories and the text
-    labels; the kept tokens are the saved draft's or the training data's most common."""
+    labels (by ``settings``' target); the kept tokens are the saved draft's or the
+    training data's most common."""
     shards = samples.load_shards(job.data_dir)
     order = list(range(len(shards)))
     random.Random(job.training.seed).shuffle(order)
@@ -202,20 +228,32 @@ def training_data(
     )
     if job.extra_data_dirs:
         train.extend(samples.load_shards(*job.extra_data_dirs))
-    if job.labelling is not None:
-        train.extend(label_conversations(job, job.labelling, target, kept, on_labelled))
+    if (labelling := job.labelling) is not None:
+        text = text_settings(job, labelling, settings, kept)
+        train.extend(label_conversations(job, labelling, text, target, kept, on_labelled))
     train, leaked = samples.without_prompts_of(train, val)
     return TrainingData(train, val, kept, leaked)
 
 
 def label_conversations(
-    job: DraftJob, labelling: TextLabelling, target: Any, kept: list[int], on_batch: BatchProgress
+    job: DraftJob,
+    labelling: TextLabelling,
+    text: manifest.TextLabelSettings,
+    target: Any,
+    kept: list[int],
+    on_batch: BatchProgress,
 ) -> list[samples.Sample]:
     """Teacher-forced labels for the training prompts of the non-ShareGPT datasets and for
-    ShareGPT conversations (resumable shards); returns their samples."""
+    ShareGPT conversations, into shards of the ``text`` settings (resumable: a folder of
+    other ones, a new draft's other kept tokens included, is refused first; one with no
+    shard yet first gets their record); returns their samples."""
     from edgespec.datasets.prompts import load_prompts
     from edgespec.learn.drafts.distill_text import label_texts, sharegpt_conversations
 
+    folder = labelling.data_dir
+    manifest.check_shard_folder("--text-data-dir", folder, text, manifest.TEXT_FIELDS)
+    if not manifest.has_shards(folder):
+        manifest.record_settings(folder, text)
     # The other datasets' training prompts (articles, code, questions), then conversations.
     texts = [
         p.text for name in job.datasets if name != "sharegpt" for p in load_prompts(name, "train")
@@ -225,13 +263,13 @@ def label_conversations(
         target.model,
         target.tokenizer,
         texts,
-        labelling.data_dir,
+        folder,
         kept,
         max_tokens=labelling.max_tokens,
         progress=on_batch,
         deadline_s=time.monotonic() + labelling.minutes * 60,
     )
-    return samples.load_shards(labelling.data_dir)
+    return samples.load_shards(folder)
 
 
 def new_or_saved_draft(job: DraftJob, target: Any, saved: Any, data: TrainingData) -> Any:

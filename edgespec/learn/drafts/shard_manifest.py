@@ -1,25 +1,33 @@
-"""What a folder's distillation shards were generated with: the target and every setting
-that changes a shard's content (:class:`ShardSettings`), recorded once in the folder
-(:data:`MANIFEST_NAME`, written whole before its first shard, :func:`record_settings`).
-A shard holds only token ids and logits, so without the record a rerun with another
-target or other settings would add its shards to the old ones, or train on them, unnoticed;
-:func:`check_shard_folder` refuses that in one line naming each setting that differs. A
-folder of shards made before the record existed is taken as it is, with a warning."""
+"""What a folder's distillation shards were made with, recorded once in the folder
+(:data:`MANIFEST_NAME`, written whole before its first shard, :func:`record_settings`):
+for ``--data-dir``, the target and every setting that changes a generated shard
+(:class:`ShardSettings`); for ``--text-data-dir``, the target, the texts and the draft's
+kept tokens its labels are taken among (:class:`TextLabelSettings`). A shard holds only
+token ids and logits, so without the record a rerun with another target or other settings
+would add its shards to the old ones, or train on them, unnoticed;
+:func:`check_shard_folder` refuses that in one line naming each setting that differs
+(:mod:`edgespec.learn.run_settings`, which reads, compares and writes every such record).
+A folder of shards made before the record existed is taken as it is, with a warning."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from edgespec.errors import UserInputError
-from edgespec.output_paths import write_text_atomically
+from edgespec.learn.drafts.distill_text import LABEL_BATCH_SIZE, LABEL_TOP_K
+from edgespec.learn.run_settings import (
+    flag_folder,
+    other_settings_error,
+    read_settings,
+    settings_differences,
+    write_settings,
+)
 
 MANIFEST_NAME = "shard_settings.json"
-MAX_MANIFEST_BYTES = 64 * 1024
-"""A settings file is read up to this size (one is under 1 kB); a larger one is refused."""
 FORMAT_KEY = "edgespec_shard_settings"
 
 
@@ -44,10 +52,34 @@ class ShardSettings:
     temperature: float
 
 
+@dataclass(frozen=True, slots=True)
+class TextLabelSettings:
+    """The target and what decides a ``--text-data-dir``'s teacher-forced shards: the texts
+    (the training prompts of ``text_datasets``, the ``--datasets`` but ShareGPT, then
+    ``conversations`` ShareGPT conversations), each cut to ``max_tokens``, labelled
+    ``label_batch_size`` at a time with the ``top_k`` among the draft's kept tokens
+    (``kept_tokens_sha256``: their sorted ids' SHA-256, ``None`` until a new draft has
+    chosen them after generation)."""
+
+    target: str
+    target_vocab_size: int
+    target_hidden_size: int
+    text_datasets: tuple[str, ...]
+    conversations: int
+    max_tokens: int
+    label_batch_size: int
+    top_k: int
+    kept_tokens_sha256: str | None
+
+
+Settings = ShardSettings | TextLabelSettings
 ALL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(ShardSettings))
 TARGET_FIELDS: tuple[str, ...] = ("target", "target_vocab_size", "target_hidden_size")
 """What shards trained on as they are must share with the run (``--skip-generate``,
 ``--train-data-dir``): their token ids and labels are the target's."""
+TEXT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TextLabelSettings))
+TEXT_FIELDS_BUT_KEPT = tuple(name for name in TEXT_FIELDS if name != "kept_tokens_sha256")
+"""What a ``--text-data-dir`` is checked for before a new draft has chosen its tokens."""
 
 _LABELS = {
     "target": "--target",
@@ -61,7 +93,38 @@ _LABELS = {
     "top_k": "top-k",
     "seed": "--seed",
     "temperature": "--sample-temperature",
+    "text_datasets": "--datasets (all but sharegpt)",
+    "conversations": "--conversations",
+    "max_tokens": "--text-max-tokens",
+    "label_batch_size": "the labelling batch size",
+    "kept_tokens_sha256": "the draft's kept tokens (SHA-256)",
 }
+
+
+def text_label_settings(
+    target: ShardSettings,
+    datasets: Sequence[str],
+    conversations: int,
+    max_tokens: int,
+    kept: Sequence[int] | None,
+) -> TextLabelSettings:
+    """The :class:`TextLabelSettings` of texts of ``datasets`` and ``conversations`` cut to
+    ``max_tokens``, labelled by ``target``'s target among the ``kept`` tokens (``None``:
+    not chosen yet)."""
+    digest = (
+        None if kept is None else hashlib.sha256(json.dumps(sorted(int(t) for t in kept)).encode())
+    )
+    return TextLabelSettings(
+        target=target.target,
+        target_vocab_size=target.target_vocab_size,
+        target_hidden_size=target.target_hidden_size,
+        text_datasets=tuple(name for name in datasets if name != "sharegpt"),
+        conversations=conversations,
+        max_tokens=max_tokens,
+        label_batch_size=LABEL_BATCH_SIZE,
+        top_k=LABEL_TOP_K,
+        kept_tokens_sha256=None if digest is None else digest.hexdigest(),
+    )
 
 
 def has_shards(folder: Path) -> bool:
@@ -69,37 +132,20 @@ def has_shards(folder: Path) -> bool:
     return folder.is_dir() and any(folder.glob("shard_*.pt"))
 
 
-def record_settings(folder: Path, settings: ShardSettings) -> None:
+def record_settings(folder: Path, settings: Settings) -> None:
     """Write ``settings`` to ``folder``'s :data:`MANIFEST_NAME`, whole or not at all."""
-    folder.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({FORMAT_KEY: 1, **asdict(settings)}, indent=1)
-    write_text_atomically(folder / MANIFEST_NAME, text + "\n")
+    write_settings(folder / MANIFEST_NAME, {FORMAT_KEY: 1, **asdict(settings)})
 
 
-def read_settings(folder: Path) -> dict[str, Any] | None:
-    """The settings recorded in ``folder`` as a JSON object (``None`` when there is no
-    record); a file that is not one is a one-line error naming it."""
-    path = folder / MANIFEST_NAME
-    if not path.is_file():
-        return None
-    with path.open("rb") as manifest:
-        data = manifest.read(MAX_MANIFEST_BYTES + 1)
-    where = f"{path}: not a shard settings file"
-    if len(data) > MAX_MANIFEST_BYTES:
-        raise UserInputError(f"{where} (over {MAX_MANIFEST_BYTES:,} bytes)")
-    try:
-        recorded = json.loads(data.decode("utf-8"))
-    except json.JSONDecodeError as exc:
-        raise UserInputError(f"{where} (not valid JSON: {exc.msg})") from None
-    except UnicodeDecodeError:
-        raise UserInputError(f"{where} (not UTF-8 text)") from None
-    if not isinstance(recorded, dict) or FORMAT_KEY not in recorded:
-        raise UserInputError(f"{where} (no {FORMAT_KEY!r} key)")
-    return recorded
+def read_recorded(folder: Path) -> dict[str, Any] | None:
+    """The settings recorded in ``folder`` (``None`` when there is no record); a file that
+    is not one is a one-line error naming it
+    (:func:`~edgespec.learn.run_settings.read_settings`)."""
+    return read_settings(folder / MANIFEST_NAME, FORMAT_KEY)
 
 
 def check_shard_folder(
-    flag: str, folder: Path, settings: ShardSettings, compared: Sequence[str]
+    flag: str, folder: Path, settings: Settings, compared: Sequence[str]
 ) -> str | None:
     """Check that the shards in ``folder`` (given as ``flag``) were made with
     ``settings``' ``compared`` fields: any that differs is a one-line
@@ -108,33 +154,13 @@ def check_shard_folder(
     or the same settings)."""
     if not has_shards(folder):
         return None
-    recorded = read_settings(folder)
+    recorded = read_recorded(folder)
     if recorded is None:
         return (
             f"warning: {flag} {str(folder)!r} holds shards but no {MANIFEST_NAME} (made "
             "before edgespec recorded it): their target and settings are unknown, so they "
             "are used as they are"
         )
-    now = json.loads(json.dumps(asdict(settings)))  # tuples as lists, as recorded
-    differ = [
-        f"{_LABELS[name]} {_shown(recorded, name)} there, {_shown(now, name)} now"
-        for name in compared
-        if name not in recorded or recorded[name] != now[name]
-    ]
-    if differ:
-        raise UserInputError(
-            f"{flag} {str(folder)!r} holds shards made with other settings "
-            f"({'; '.join(differ)}): give a new {flag}, or the settings it was made with"
-        )
+    if differences := settings_differences(recorded, asdict(settings), compared, _LABELS):
+        raise other_settings_error(flag_folder(flag, folder), "shards", differences, flag)
     return None
-
-
-def _shown(values: dict[str, Any], name: str) -> str:
-    if name not in values:
-        return "not recorded"
-    value = values[name]
-    if value is None:
-        return "none"
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    return repr(value) if isinstance(value, str) else str(value)

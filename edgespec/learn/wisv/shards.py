@@ -37,7 +37,7 @@ class ShardStore:
 
     def open(self, settings: dict[str, Any]) -> None:
         """Create the folder, or check that it was written with the same ``settings``."""
-        record_run_settings(self.folder, settings, "a capture")
+        record_run_settings(self.folder, settings, "a capture", repr(str(self.folder)))
 
     def path(self, prompt_index: int) -> Path:
         return self.folder / f"prompt-{prompt_index:07d}.npz"

@@ -6,6 +6,7 @@ scenarios' runs are replaced by hand-made rows, so no simulation runs."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,11 +94,12 @@ def test_run_json_records_the_settings_that_shape_the_rows(tmp_path: Path, runs:
     ("second", "named"),
     [
         (["--scenarios", "6", "--duration-s", "1", "--fused-rounds", "colocated"],
-         "duration_s, fused_rounds, quick"),
-        (["--quick", "--seed", "1"], "seed"),
+         "duration_s 6.0 there, 1.0 now; fused_rounds 'cloud_only' there, 'colocated' now; "
+         "quick True there, False now"),
+        (["--quick", "--seed", "1"], "seed 0 there, 1 now"),
         (["--quick", "--contexts-per-run", "3", "--fused-gamma", "6"],
-         "contexts_per_run, fused_gamma"),
-        (["--scenarios", "4", "--duration-s", "6"], "quick"),
+         "contexts_per_run 8 there, 3 now; fused_gamma 4 there, 6 now"),
+        (["--scenarios", "4", "--duration-s", "6"], "quick True there, False now"),
     ],
 )  # fmt: skip
 def test_a_resume_with_other_settings_is_refused_naming_them(
@@ -116,8 +118,8 @@ def test_a_resume_with_other_settings_is_refused_naming_them(
     capsys.readouterr()
     assert _awc_data(out, *second) == 2
     assert capsys.readouterr().err.endswith(
-        f"edgespec train: {out} holds an awc-data run with other settings ({named}): "
-        "remove the folder or choose another --out\n"
+        f"edgespec train: --out '{out}' holds an awc-data run made with other settings "
+        f"({named}): give a new --out, or the settings it was made with\n"
     )
     assert runs.ran == []
     assert {p.name: p.stat().st_mtime_ns for p in (out / "contexts").iterdir()} == before
@@ -132,10 +134,13 @@ def test_another_workload_trace_is_refused(
     out = tmp_path / "d"
     assert _awc_data(out, "--quick", "--workload-trace", str(trace)) == 0
     assert _awc_data(out, "--quick", "--workload-trace", str(trace)) == 0  # the same bytes
+    before = hashlib.sha256(trace.read_bytes()).hexdigest()
     trace.write_text('{"arrival_ms": 0, "prompt_tokens": 20, "output_tokens": 31}\n')
+    now = hashlib.sha256(trace.read_bytes()).hexdigest()
     capsys.readouterr()
     assert _awc_data(out, "--quick", "--workload-trace", str(trace)) == 2
-    assert "other settings (workload_trace_sha256)" in capsys.readouterr().err
+    named = f"workload_trace_sha256 {before!r} there, {now!r} now"
+    assert f"made with other settings ({named}): give a new --out" in capsys.readouterr().err
 
 
 def test_same_settings_resume_and_more_scenarios_extend(
@@ -248,16 +253,23 @@ def _scenario(scenario_id: int) -> Any:
     return sample_scenario(scenario_id, 0, 1.0)
 
 
-@pytest.mark.parametrize("text", ["{", "[]", "\xff"])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{", "not valid JSON: Expecting property name enclosed in double quotes"),
+        ("[]", "not a JSON object"),
+        ("\xff", "not UTF-8 text"),
+        (" " * 70_000, "over 65,536 bytes"),
+    ],
+)
 def test_a_run_json_that_is_not_settings_is_named(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], runs: Runs, text: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], runs: Runs, text: str, problem: str
 ) -> None:
     out = tmp_path / "d"
     out.mkdir()
     (out / "run.json").write_bytes(text.encode("latin-1"))
     assert _awc_data(out, "--quick") == 2
     assert capsys.readouterr().err.endswith(
-        f"edgespec train: {out / 'run.json'}: not a run settings file (a JSON object): remove "
-        "the folder or choose another --out\n"
+        f"edgespec train: {out / 'run.json'}: not a settings file ({problem})\n"
     )
     assert runs.ran == []

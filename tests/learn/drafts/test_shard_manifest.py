@@ -34,16 +34,6 @@ def _never(*args: object, **kwargs: object) -> None:
     raise AssertionError("the target was loaded although the data dir was refused")
 
 
-@pytest.fixture
-def prompts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Five GSM8K training prompts in the tiny tokenizer's words."""
-    folder = tmp_path / "prompts"
-    folder.mkdir()
-    lines = [json.dumps({"prompt": f"w5 w{9 + i} w7 w{20 + i}"}) + "\n" for i in range(5)]
-    (folder / "gsm8k_train.jsonl").write_text("".join(lines))
-    monkeypatch.setenv("EDGESPEC_PROMPTS", str(folder))
-
-
 def _args(target: Path, data: Path, out: Path, *flags: str) -> list[str]:
     """A whole `train draft` run on the tiny target: seconds."""
     args = ["train", "draft", "--target", str(target), "--data-dir", str(data), "--out", str(out)]
@@ -203,7 +193,8 @@ def test_shards_without_a_record_are_used_with_a_warning(
     [
         (b'{"target": ', "not valid JSON: Expecting value"),
         (b"\xff\xfe", "not UTF-8 text"),
-        (b'["edgespec_shard_settings"]', "no 'edgespec_shard_settings' key"),
+        (b'["edgespec_shard_settings"]', "not a JSON object"),
+        (b'{"target": "gemma3-270m"}', "no 'edgespec_shard_settings' key"),
         (b" " * 70_000, "over 65,536 bytes"),
     ],
 )
@@ -221,5 +212,5 @@ def test_a_record_that_is_not_one_is_named(
     (data / MANIFEST_NAME).write_bytes(content)
     monkeypatch.setattr(loading, "load_model", _never)
     assert main(_args(target_dir, data, tmp_path / "o")) == 2
-    shown = f"{data / MANIFEST_NAME}: not a shard settings file ({problem})"
+    shown = f"{data / MANIFEST_NAME}: not a settings file ({problem})"
     assert capsys.readouterr().err == f"edgespec train: {shown}\n"

@@ -4,6 +4,7 @@ errors."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -248,7 +249,13 @@ def test_a_changed_setting_names_itself(
     capsys.readouterr()
     assert _rollout(tmp_path, out, 1, "--rollout-channel", "poor") == 2
     err = capsys.readouterr().err
-    assert f"{tmp_path / 'a.parts'} holds a capture with other settings (rollout)" in err
+    digest = hashlib.sha256(_head_file(tmp_path).read_bytes()).hexdigest()
+    rollout = '{{"channel": "{}", "head_sha256": "{}", "seed": 0, "threshold": 8.0}}'.format
+    assert err == (
+        f"edgespec train: '{tmp_path / 'a.parts'}' holds a capture made with other settings "
+        f"(rollout {rollout('draw', digest)} there, {rollout('poor', digest)} now): give a "
+        "new --out, or the settings it was made with\n"
+    )
 
 
 def test_unframed_gsm8k(tmp_path: Path, prompt_files: Path, tiny_pair: dict[str, Any]) -> None:

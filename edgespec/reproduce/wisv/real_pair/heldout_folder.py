@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.errors import UserInputError
-from edgespec.output_paths import claim_folder, write_text_atomically
+from edgespec.learn.run_settings import read_settings, write_settings
+from edgespec.output_paths import claim_folder
 from edgespec.policies.semantic.agreement import AGREEMENT_FILE
 
 RECORDS_FILE = "heldout.jsonl"
@@ -63,9 +64,11 @@ class HeldoutPlan:
 
     @staticmethod
     def read(path: Path) -> HeldoutPlan:
-        """The plan in ``path``; a :class:`UserInputError` naming it when it is not one."""
+        """The plan in ``path``; a :class:`UserInputError` naming it when it is not one
+        (:func:`~edgespec.learn.run_settings.read_settings` reads it, as every settings
+        record)."""
+        data = read_settings(path) or {}
         try:
-            data = json.loads(path.read_bytes())
             lossy = data["lossy_prompts"]
             return HeldoutPlan(bool(data["quick"]), int(data["num_prompts"]),
                                tuple(int(t) for t in data["thresholds"]),
@@ -114,8 +117,7 @@ def claim_heldout_folder(
             )
         return out
     folder = claim_folder(out, default, HELDOUT_FILES, overwrite)
-    folder.mkdir(parents=True, exist_ok=True)
-    write_text_atomically(folder / PLAN_FILE, json.dumps(asdict(plan), indent=1) + "\n")
+    write_settings(folder / PLAN_FILE, asdict(plan))
     return folder
 
 

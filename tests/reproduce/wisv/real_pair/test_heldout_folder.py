@@ -231,3 +231,29 @@ def test_a_check_from_before_plans_were_recorded_is_refused(
     assert main([*HELDOUT, "--quick", "--overwrite"]) == 2
     assert capsys.readouterr().err == f"edgespec reproduce: {OVERWRITE_NEEDS_OUT}\n"
     assert check_plan(True, None, None) == QUICK
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (b'{"quick": ', "not a settings file (not valid JSON: Expecting value)"),
+        (b" " * 70_000, "not a settings file (over 65,536 bytes)"),
+        (b'{"quick": true}', "not a held-out check's plan (KeyError('lossy_prompts'))"),
+    ],
+)
+def test_a_plan_that_is_not_one_is_named_before_the_pair_loads(
+    tmp_path: Path,
+    loads: list[int],
+    capsys: pytest.CaptureFixture[str],
+    content: bytes,
+    problem: str,
+) -> None:
+    """Read as every settings record is (edgespec.learn.run_settings): within a bound, not
+    JSON named as such (it was "not a held-out check's plan (JSONDecodeError(...))")."""
+    out = tmp_path / "h"
+    out.mkdir()
+    (out / "heldout-plan.json").write_bytes(content)
+    assert main([*HELDOUT, "--quick", "--out", str(out)]) == 2
+    plan = out / "heldout-plan.json"
+    assert capsys.readouterr().err == f"edgespec reproduce: {plan}: {problem}\n"
+    assert loads == []

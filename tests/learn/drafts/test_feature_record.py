@@ -1,0 +1,171 @@
+"""A `train feature-draft --features-dir` records whose features it holds (the target) and
+of which folders' shards (feature_settings.json, before the first features file): a rerun
+with the same resumes, a `--data-dir` of a new name adds itself, and another target, or
+another folder of a name already recorded, is refused in one line naming them before any
+model loads. Without the record the old features were trained on as the new target's, or
+another folder's shard_00000.pt took the features of the first one's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.learn.drafts import feature_train
+from edgespec.models import loading
+from edgespec.models.registry import resolve_model
+from tests.learn.drafts.test_feature_train import _shards, _Tok
+from tests.models.tiny import tiny_target
+
+RECORD = "feature_settings.json"
+OTHER = (
+    "edgespec train: --features-dir '{folder}' holds features made with other settings "
+    "({differ}): give a new --features-dir, or the settings it was made with\n"
+)
+
+
+def _never(*args: object, **kwargs: object) -> None:
+    raise AssertionError("a model was loaded although --features-dir was refused")
+
+
+@pytest.fixture
+def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The tiny target saved (its config.json read before it loads), loaded from memory
+    with a word tokenizer; its generated shards in tmp_path/gen."""
+    model = tiny_target()
+    _shards(tmp_path / "gen", model)
+    directory = tmp_path / "target"
+    model.save_pretrained(directory)
+    real = loading.load_model
+
+    def load(name: Any, *args: Any, **kwargs: Any) -> Any:
+        if Path(str(name)).parent == tmp_path:  # the target, or a copy of it
+            return loading.LoadedModel(resolve_model(str(name)), model, _Tok())
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(loading, "load_model", load)
+    return directory
+
+
+def _run(target: Path, tmp_path: Path, *data_dirs: Path) -> int:
+    argv = ["train", "feature-draft", "--target", str(target), "--out", str(tmp_path / "fd")]
+    for data in data_dirs or (tmp_path / "gen",):
+        argv += ["--data-dir", str(data)]
+    argv += ["--features-dir", str(tmp_path / "f"), "--kept-tokens", "20", "--epochs", "1"]
+    return main([*argv, "--heads", "2", "--head-dim", "8", "--intermediate-size", "16"])
+
+
+def _features(tmp_path: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((tmp_path / "f").glob("features_*.pt"))}
+
+
+def test_the_record_is_written_before_the_first_features_and_the_same_run_resumes(
+    target: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bool] = []
+    features = feature_train.target_features
+
+    def recorded_first(*args: Any, **kwargs: Any) -> Any:
+        seen.append((tmp_path / "f" / RECORD).is_file())
+        return features(*args, **kwargs)
+
+    monkeypatch.setattr(feature_train, "target_features", recorded_first)
+    assert _run(target, tmp_path) == 0
+    assert seen and all(seen)
+    assert json.loads((tmp_path / "f" / RECORD).read_text()) == {
+        "edgespec_feature_settings": 1,
+        "target": str(target.resolve()),
+        "target_vocab_size": 48,
+        "target_hidden_size": 32,
+        "data_dirs": {"gen": str((tmp_path / "gen").resolve())},
+    }
+    done = _features(tmp_path)
+    seen.clear()
+    capsys.readouterr()
+    assert _run(target, tmp_path) == 0
+    assert seen == [] and _features(tmp_path) == done  # resumed: nothing to compute
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_another_target_or_another_folder_of_a_recorded_name_is_refused_before_any_load(
+    target: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Were featurized beside (or trained on as) the old target's features, or took the
+    first gen/'s features as their own (the same file names)."""
+    assert _run(target, tmp_path) == 0
+    done = _features(tmp_path)
+    copy = tmp_path / "copy"
+    shutil.copytree(target, copy)
+    other = tmp_path / "elsewhere" / "gen"
+    shutil.copytree(tmp_path / "gen", other)
+    monkeypatch.setattr(loading, "load_model", _never)
+    capsys.readouterr()
+    assert _run(copy, tmp_path) == 2
+    differ = f"--target '{target.resolve()}' there, '{copy.resolve()}' now"
+    assert capsys.readouterr().err == OTHER.format(folder=tmp_path / "f", differ=differ)
+    assert _run(target, tmp_path, other) == 2
+    differ = f"--data-dir named 'gen' '{(tmp_path / 'gen').resolve()}' there, "
+    differ += f"'{other.resolve()}' now"
+    assert capsys.readouterr().err == OTHER.format(folder=tmp_path / "f", differ=differ)
+    assert _features(tmp_path) == done
+
+
+def test_two_data_dirs_of_one_name_are_refused_before_any_load(
+    target: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Their shard_00000.pt files had one features file between them."""
+    other = tmp_path / "elsewhere" / "gen"
+    shutil.copytree(tmp_path / "gen", other)
+    monkeypatch.setattr(loading, "load_model", _never)
+    assert _run(target, tmp_path, tmp_path / "gen", other) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train: --data-dir '{(tmp_path / 'gen').resolve()}' and '{other.resolve()}' "
+        "share the name 'gen': "
+        "their features would share files in --features-dir; give folders of different names\n"
+    )
+    assert not (tmp_path / "f").exists()
+
+
+def test_a_data_dir_of_a_new_name_adds_itself_to_the_record(
+    target: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _run(target, tmp_path) == 0
+    done = _features(tmp_path)
+    more = tmp_path / "more"
+    shutil.copytree(tmp_path / "gen", more)
+    assert _run(target, tmp_path, tmp_path / "gen", more) == 0
+    assert json.loads((tmp_path / "f" / RECORD).read_text())["data_dirs"] == {
+        "gen": str((tmp_path / "gen").resolve()),
+        "more": str(more.resolve()),
+    }
+    now = _features(tmp_path)
+    assert {k: now[k] for k in done} == done and len(now) == 2 * len(done)
+
+
+def test_features_without_a_record_are_used_with_a_warning(
+    target: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Made before this change: their target is unknown, said in one line."""
+    assert _run(target, tmp_path) == 0
+    (tmp_path / "f" / RECORD).unlink()
+    capsys.readouterr()
+    assert _run(target, tmp_path) == 0
+    assert capsys.readouterr().err.startswith(
+        f"warning: --features-dir '{tmp_path / 'f'}' holds features but no {RECORD} (made "
+        "before edgespec recorded it): their target and shards are unknown, so they are used "
+        "as they are\n"
+    )
+    assert not (tmp_path / "f" / RECORD).exists()
