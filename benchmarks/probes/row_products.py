@@ -2,32 +2,34 @@
 padded rows against products of one shape, by rows per product (docs/PERFORMANCE.md,
 "Backend A/B measurements"; ``edgespec/runtime/backends/batch_invariant.py``).
 
-    python benchmarks/probes/row_products.py THREADS REPEATS OUT.json
+    python benchmarks/probes/row_products.py [THREADS] [REPEATS] [--json PATH]
+    # defaults: 2 threads, 6 repeats
 
 Variants, alternated in order each repeat: ``one-product-4`` (rows padded to a multiple of 4,
 one product per layer: fast, but not batch-invariant where MKL picks its kernel by the row
 count), ``fixed-4``, ``fixed-8``, ``fixed-16`` (:func:`invariant_linear` with that many rows
 per product). Each times a pass of B sessions × n new tokens on 64 cached tokens after one
 untimed pass, and checks bit for bit that the first session's logits in the B = 16 pass
-equal the same session's alone (every session forwards the same tokens). Writes the medians
-(ms), their ratio to ``one-product-4`` and the check per variant.
+equal the same session's alone (every session forwards the same tokens). Prints each
+variant's ratio to ``one-product-4`` and the check; ``--json PATH`` writes the medians (ms),
+the ratios and the checks with the command and host (``probe_json.py``).
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
 import json
 import statistics
 import sys
 import time
 import types
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import torch
-from probe_json import cpu_model
+from probe_json import add_json_option, finish, positive_int
 from torch.nn import functional
 
 from edgespec.models.loading import load_model
@@ -67,8 +69,34 @@ def _items(kv: Any, tokens: tuple[int, ...], batch: int) -> list[ForwardItem]:
     return [ForwardItem(kv, CONTEXT, tokens, len(tokens)) for _ in range(batch)]
 
 
-def main() -> None:
-    threads, repeats, out = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="exact linear layers: one product vs one shape")
+    parser.add_argument("threads", nargs="?", type=positive_int, default=2, metavar="THREADS")
+    parser.add_argument("repeats", nargs="?", type=positive_int, default=6, metavar="REPEATS")
+    add_json_option(parser)
+    return parser.parse_args(argv)
+
+
+def row_results(
+    times: Mapping[str, Mapping[str, Sequence[float]]], identical: Mapping[str, bool]
+) -> dict[str, Any]:
+    """The medians (ms) of each variant's timings (seconds) per shape, their ratio to
+    ``one-product-4``'s, and each variant's bit-for-bit check."""
+    medians = {v: {k: statistics.median(t) * 1e3 for k, t in ts.items()} for v, ts in times.items()}
+    base = medians["one-product-4"]
+    return {
+        "median_ms": medians,
+        "ratio_to_one_product_4": {
+            v: {k: round(m[k] / base[k], 3) for k in m} for v, m in medians.items()
+        },
+        "row_alone_equals_row_in_16": dict(identical),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
+    threads, repeats = args.threads, args.repeats
     torch.set_num_threads(threads)
     model = load_model("gemma3-270m").model
     variants: dict[str, tuple[Linear, int]] = {
@@ -97,21 +125,9 @@ def main() -> None:
                     identical[name] = identical.get(name, True) and bool(
                         np.array_equal(alone, outputs[0].logits)
                     )
-    medians = {v: {k: statistics.median(t) * 1e3 for k, t in ts.items()} for v, ts in times.items()}
-    base = medians["one-product-4"]
-    result = {
-        "command": f"python benchmarks/probes/row_products.py {threads} {repeats} {out}",
-        "threads": threads,
-        "repeats": repeats,
-        "cpu": cpu_model(Path("/proc/cpuinfo").read_text()),
-        "median_ms": medians,
-        "ratio_to_one_product_4": {
-            v: {k: round(m[k] / base[k], 3) for k in m} for v, m in medians.items()
-        },
-        "row_alone_equals_row_in_16": identical,
-    }
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    result = {"repeats": repeats, **row_results(times, identical)}
     print(json.dumps(result["ratio_to_one_product_4"], indent=1), identical)
+    finish(args.json, "row_products.py", argv, result)
 
 
 if __name__ == "__main__":

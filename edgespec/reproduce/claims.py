@@ -157,9 +157,8 @@ class ClaimRow:
 
     @property
     def magnitude_mark(self) -> str:
-        """The magnitude's verdict as shown: its mark, or ``– (quick run)`` where a quick run
-        judged it too short to compare with the paper's (whatever it came out)."""
-        return f"{mark(None)} (quick run)" if self.quick_magnitude else mark(self.magnitude_ok)
+        """The magnitude's verdict as shown (:func:`magnitude_mark`)."""
+        return magnitude_mark(self.magnitude_ok, self.quick_run)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +171,10 @@ class Finding:
     cause: Cause
     line: str
     shown_by: str
+    from_run: str = ""
+    """The run's numbers the finding rests on (empty: the paper's printed numbers and the
+    chosen inputs alone). A quick run does not compare its numbers with the paper's, so its
+    REPORT.md states no such finding: it names it and them as left to the full run."""
 
     def markdown(self) -> str:
         return f"- **{self.claims}** ({self.cause.value}): {self.line} Shown by: {self.shown_by}."
@@ -185,6 +188,13 @@ UNJUDGED = (Outcome.SETTING, Outcome.BY_CONSTRUCTION)
 
 def mark(ok: bool | None) -> str:
     return "–" if ok is None else ("✓" if ok else "✗")
+
+
+def magnitude_mark(ok: bool | None, quick_run: str = "") -> str:
+    """A magnitude's verdict as shown, in a row or in a sensitivity's would-be verdicts:
+    its mark, or ``– (quick run)`` where ``quick_run`` says what a quick run shortened that
+    it depends on (not compared with the paper's, whatever it came out)."""
+    return f"{mark(None)} (quick run)" if quick_run and ok is not None else mark(ok)
 
 
 def within(ours: float, paper: float, relative: float) -> bool:

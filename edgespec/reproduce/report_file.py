@@ -49,6 +49,35 @@ def markdown_table(rows: Sequence[ClaimRow]) -> str:
     return "\n".join(lines)
 
 
+FINDINGS_EXPLAINED = (
+    "Where the paper's number rests on its simulator's simplification or on an input it does "
+    "not give, or the paper is inconsistent with itself: each with its class and the run that "
+    "shows it."
+)
+QUICK_FINDINGS = (
+    "A quick run's numbers are not compared with the paper's, so no finding here rests on "
+    "them; left to the full run, which states them from its own: "
+)
+
+
+def findings_markdown(findings: Sequence[Finding], quick: bool) -> list[str]:
+    """REPORT.md's *Findings* lines (none without findings). A ``quick`` run states only
+    those resting on the paper's numbers and the chosen inputs, and names the rest, each
+    with the run's numbers it rests on (:attr:`Finding.from_run`), as left to the full
+    run."""
+    if not findings:
+        return []
+    left = [f for f in findings if quick and f.from_run]
+    shown = [f for f in findings if f not in left]
+    lines = ["## Findings", ""]
+    if shown:
+        lines += [FINDINGS_EXPLAINED, "", *[f.markdown() for f in shown], ""]
+    if left:
+        names = "; ".join(f"**{f.claims}**, resting on {f.from_run}" for f in left)
+        lines += [f"{QUICK_FINDINGS}{names}.", ""]
+    return lines
+
+
 SENSITIVITIES_SHOWN = "Shown, never judged and never used to choose an input."
 
 
@@ -75,7 +104,8 @@ def write_report(
     """REPORT.md: the command, the headline counts, the claims table with each miss's cause,
     the findings (where given), the chosen inputs with their reasons, the files (scenarios,
     plots, raw results) beside it, then ``appendix`` as given; written whole or not at all.
-    ``quick``: the rows come from a ``--quick`` run, and the header says so."""
+    ``quick``: the rows come from a ``--quick`` run, and the header says so; its findings
+    are :func:`findings_markdown`'s."""
     unexplained = sum(1 for r in rows if r.why.startswith(UNKNOWN_CAUSE))
     parts = [f"# {title}", "", f"Command: `{command}`", ""]
     if quick:
@@ -88,17 +118,7 @@ def write_report(
         markdown_table(rows),
         "",
     ]
-    if findings:
-        parts += [
-            "## Findings",
-            "",
-            "Where the paper's number rests on its simulator's simplification or on an input it "
-            "does not give, or the paper is inconsistent with itself: each with its class and "
-            "the run that shows it.",
-            "",
-            *[f.markdown() for f in findings],
-            "",
-        ]
+    parts += findings_markdown(findings, quick)
     parts += [
         "## Inputs the paper does not state, chosen once for every claim",
         "",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,18 @@ def test_a_probe_record_is_quoted_with_the_command_that_wrote_it(path: Path) -> 
     assert command in (RESULTS / "README.md").read_text(encoding="utf-8")
     docs = [p.read_text(encoding="utf-8") for p in (RESULTS.parents[1] / "docs").glob("*.md")]
     assert any(command in doc for doc in docs), f"no doc in docs/ quotes `{command}`"
+
+
+QUOTED_PROBE = re.compile(r"`(python benchmarks/probes/[\w.]+\.py[^`]*)`")
+
+
+def test_every_quoted_probe_run_writes_its_results_file_with_json() -> None:
+    """Where docs/ or benchmarks/results/README.md quote a probe's command that writes a
+    results file, it names the file with ``--json``, the one way every probe takes it."""
+    texts = [p.read_text(encoding="utf-8") for p in (RESULTS.parents[1] / "docs").glob("*.md")]
+    texts.append((RESULTS / "README.md").read_text(encoding="utf-8"))
+    quoted = {command for text in texts for command in QUOTED_PROBE.findall(text)}
+    writing = sorted(command for command in quoted if "benchmarks/results/" in command)
+    assert len(writing) >= 10, writing
+    for command in writing:
+        assert re.search(r" --json benchmarks/results/[\w.-]+\.json$", command), command

@@ -1,6 +1,6 @@
-"""What benchmarks/probes/head_speed.py, distill_speed.py and mixed_batch_ab.py write with
-``--json PATH``, built from hand-made timings (their runs load Gemma 3 270M and are not run
-here), and their documented positional arguments."""
+"""What benchmarks/probes/head_speed.py, distill_speed.py, mixed_batch_ab.py and
+row_products.py write with ``--json PATH``, built from hand-made timings (their runs load
+Gemma 3 270M and are not run here), and their documented positional arguments."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tests.benchmarks.scripts import load_script
 HEAD = load_script("probes/head_speed.py", "head_speed_probe")
 DISTILL = load_script("probes/distill_speed.py", "distill_speed_probe")
 MIXED = load_script("probes/mixed_batch_ab.py", "mixed_batch_ab_probe")
+ROWS = load_script("probes/row_products.py", "row_products_probe")
 
 
 def _clock(*readings: float) -> Iterator[float]:
@@ -101,3 +102,46 @@ def test_mixed_batch_refuses_fewer_than_two_repeats(capsys: pytest.CaptureFixtur
         .err.splitlines()[-1]
         .endswith("error: REPEATS must be at least 2: the first is a discarded warm-up")
     )
+
+
+def test_row_products_records_medians_ratios_and_the_checks() -> None:
+    times = {
+        "one-product-4": {"B=1 n=1": [0.002, 0.004, 0.003], "B=16 n=5": [0.010, 0.010]},
+        "fixed-8": {"B=1 n=1": [0.003, 0.003, 0.003], "B=16 n=5": [0.013, 0.017]},
+    }
+    assert ROWS.row_results(times, {"one-product-4": False, "fixed-8": True}) == {
+        "median_ms": {
+            "one-product-4": {"B=1 n=1": 3.0, "B=16 n=5": 10.0},
+            "fixed-8": {"B=1 n=1": 3.0, "B=16 n=5": 15.0},
+        },
+        "ratio_to_one_product_4": {
+            "one-product-4": {"B=1 n=1": 1.0, "B=16 n=5": 1.0},
+            "fixed-8": {"B=1 n=1": 1.0, "B=16 n=5": 1.5},
+        },
+        "row_alone_equals_row_in_16": {"one-product-4": False, "fixed-8": True},
+    }
+
+
+def test_row_products_takes_json_like_the_other_probes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``[THREADS] [REPEATS] [--json PATH]`` as every probe: the output file is no longer a
+    third positional argument, and a bad one is refused before the model loads."""
+    assert vars(ROWS.parse([])) == {"threads": 2, "repeats": 6, "json": None}
+    out = tmp_path / "rows.json"
+    assert vars(ROWS.parse(["2", "6", "--json", str(out)])) == {
+        "threads": 2,
+        "repeats": 6,
+        "json": out,
+    }
+    for argv, error in (
+        (["2", "6", str(out)], f"unrecognized arguments: {out}"),
+        (["2", "6", "--json", str(tmp_path / "no" / "x.json")],
+         f"argument --json: folder {tmp_path / 'no'} of {tmp_path / 'no' / 'x.json'} does not "
+         "exist"),
+        (["2", "0"], "argument REPEATS: expected an integer >= 1, got '0'"),
+    ):  # fmt: skip
+        with pytest.raises(SystemExit) as exit_info:
+            ROWS.parse(argv)
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: {error}")

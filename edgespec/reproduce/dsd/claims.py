@@ -38,7 +38,7 @@ from edgespec.reproduce.dsd.stack_claims import stack_rows
 from edgespec.reproduce.dsd.summary import summary_metric
 from edgespec.reproduce.dsd.sweep_claims import (
     batching_rows,
-    not_comparable,
+    in_run,
     quick_run,
     routing_rows,
 )
@@ -184,4 +184,4 @@ def all_rows(res: DsdResults) -> list[ClaimRow]:
         *routing_rows(res),
         *batching_rows(res),
     ]
-    return rows if res.plan.past_transient else [not_comparable(r, res) for r in rows]
+    return [in_run(r, res) for r in rows]

@@ -57,6 +57,7 @@ def _c1_c3_finding(results: Sequence[DsdResults]) -> Finding:
         "one it ran.",
         "the Static C1 and C3 runs: "
         + ("; ".join(ours) if ours else "not run (the plan has no C3)"),
+        "the Static C1 and C3 runs' throughputs" if ours else "",
     )
 
 
@@ -107,6 +108,7 @@ def _awc_finding(results: Sequence[DsdResults]) -> Finding:
         "on over-saturated targets; the compat AWC rows are marked fragile.",
         "the Table 2 Static and AWC runs, the same WC-DNN's mean throughput gain over "
         "Static: " + ", ".join(gains),
+        "the WC-DNN's mean throughput gain over Static in each cost mode",
     )
 
 
@@ -141,11 +143,14 @@ def _fleet_finding(results: Sequence[DsdResults]) -> Finding:
         "4×A100, 4×H100 and 4×A6000 servers; DSD-Sim's configurations run every 70B target "
         "at tensor-parallel 1 (`tensor_parallel: 1`, a 70B model on one GPU). " + decides,
         "D3's rows, crossover by fleet: " + ("; ".join(found) if found else "the variant not run"),
+        "the crossover RTT on each fleet",
     )
 
 
 def findings(results: Sequence[DsdResults]) -> list[Finding]:
-    """REPORT.md's *Findings*."""
+    """REPORT.md's *Findings*: the load's and Table 2's rest on the printed numbers alone;
+    D3's and the compat AWC rows' on the run's (a quick run leaves them to the full one,
+    :attr:`~edgespec.reproduce.claims.Finding.from_run`)."""
     items = [
         _load_finding(),
         _little_finding(),

@@ -96,8 +96,9 @@ def _chain_text(values: list[float | None], spec: str, skip_lab: bool) -> str:
 
 def _default_ms(res: DsdResults, default: DsdRunSummary | None) -> tuple[float, float] | None:
     """Our Default's (TTFT from arrival, per-request TPOT) where the TPOT row judges the
-    per-request TPOT (physical); ``None`` in compat mode or without the run."""
-    if res.plan.setup.compat or default is None:
+    per-request TPOT (physical); ``None`` in compat mode, without the run, and in a quick
+    run (its magnitudes are not compared: no bound is drawn from them)."""
+    if res.plan.setup.compat or default is None or quick_run(res):
         return None
     ttft, tpot = default.ttft_from_arrival_ms, default.request_tpot_ms
     return None if ttft is None or tpot is None else (ttft, tpot)

@@ -59,6 +59,12 @@ def not_comparable(row: ClaimRow, res: DsdResults) -> ClaimRow:
     )
 
 
+def in_run(row: ClaimRow, res: DsdResults) -> ClaimRow:
+    """``row`` as ``res``'s plan judges it: as built where its runs pass the start-up
+    transient, else :func:`not_comparable`."""
+    return row if res.plan.past_transient else not_comparable(row, res)
+
+
 def routing_rows(res: DsdResults) -> list[ClaimRow]:
     """D6: Figs. 7–8, JSQ vs round-robin over the number of drafts (GSM8K, 10 ms)."""
     drafts = sorted(res.plan.sweep_drafts)

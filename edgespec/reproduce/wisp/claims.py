@@ -98,13 +98,18 @@ def sled_reason(setup: WispSetup) -> Reason:
 def quick_run(plan: Plan) -> str:
     """What ``plan`` shortens against :meth:`Plan.full` that capacities and goodput depend on
     (the run length and the outputs); empty for the full plan."""
-    full = Plan.full().setup
+    return shortened(plan.setup, Plan.full().setup)
+
+
+def shortened(setup: WispSetup, full: WispSetup) -> str:
+    """What ``setup``'s simulated runs shorten against ``full``'s that every simulated
+    magnitude depends on (the run length and the outputs); empty where nothing is."""
     cut = []
-    if plan.setup.duration_s < full.duration_s:
-        cut.append(f"{plan.setup.duration_s:g} s runs (full: {full.duration_s:g} s)")
-    if plan.setup.mean_output_tokens < full.mean_output_tokens:
+    if setup.duration_s < full.duration_s:
+        cut.append(f"{setup.duration_s:g} s runs (full: {full.duration_s:g} s)")
+    if setup.mean_output_tokens < full.mean_output_tokens:
         cut.append(
-            f"outputs of {plan.setup.mean_output_tokens} tokens on average "
+            f"outputs of {setup.mean_output_tokens} tokens on average "
             f"(full: {full.mean_output_tokens})"
         )
     return ", ".join(cut)

@@ -1,13 +1,14 @@
 """What ``edgespec reproduce wisp --quick`` leaves out of the full run: the claims it does
 not run and the runs it shortens, read off the two plans (so the list stays true when a plan
 changes). REPORT.md ends with it and the terminal prints it (``--help``: "its report says
-what it leaves out")."""
+what it leaves out"). The predictor claims' rows name what they depend on of it
+(:func:`study_quick_run`, :func:`runs_quick_run`): their magnitudes are not compared."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edgespec.reproduce.wisp.claims import quick_run
+from edgespec.reproduce.wisp.claims import quick_run, shortened
 from edgespec.reproduce.wisp.predictor import PredictorPlan
 from edgespec.reproduce.wisp.runs import Plan
 from edgespec.reproduce.wisp.setup import CLASSES
@@ -96,6 +97,34 @@ def _shortened(plan: Plan, predictor: PredictorPlan) -> list[str]:
     if runs:
         out.append(f"every simulated run (W1, W3, W4, W5, W7, W8): {runs}")
     return out
+
+
+def study_quick_run(predictor: PredictorPlan) -> str:
+    """What ``predictor``'s study shortens against the full one that W6's FPRs depend on
+    (the hyper-parameter searches and the MLP's training); empty for the full plan."""
+    study, full = predictor.study, PredictorPlan.full().study
+    cut = []
+    if study.mlp_trials < full.mlp_trials or study.mlp_max_epochs < full.mlp_max_epochs:
+        cut.append(
+            f"{_count(study.mlp_trials, 'MLP trial')} of at most "
+            f"{_count(study.mlp_max_epochs, 'epoch')} (full: {full.mlp_trials} of "
+            f"{full.mlp_max_epochs})"
+        )
+    if study.tree_trials < full.tree_trials:
+        cut.append(f"{_count(study.tree_trials, 'trial')} per tree (full: {full.tree_trials})")
+    return ", ".join(cut)
+
+
+def runs_quick_run(predictor: PredictorPlan, devices: bool = False) -> str:
+    """What ``predictor``'s simulated runs (W7's, or W8's) shorten against the full plan's
+    that their magnitudes depend on, with W7's device count where ``devices``; empty for
+    the full plan."""
+    full = PredictorPlan.full()
+    cut = [shortened(predictor.setup, full.setup)]
+    if devices and predictor.acceptance_devices < full.acceptance_devices:
+        n, f = predictor.acceptance_devices, full.acceptance_devices
+        cut.insert(0, f"{_count(n, 'device')} (full: {f})")
+    return ", ".join(c for c in cut if c)
 
 
 def left_out(plan: Plan, predictor: PredictorPlan) -> list[str]:

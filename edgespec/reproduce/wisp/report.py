@@ -66,7 +66,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         out / "estimator.json", json.dumps(estimator_dict(estimator, samples), indent=1) + "\n"
     )
     rows = all_rows(results)  # after every run's results are written: a failure keeps them
-    rows += insert_w9(predictor_rows(predictor, cpu_name()), w9_rows(estimator, samples))
+    found_rows = predictor_rows(predictor, cpu_name(), predictor_plan)
+    rows += insert_w9(found_rows, w9_rows(estimator, samples))
     study = predictor["study"]
     write_text_atomically(
         out / "predictor.md", study_markdown(study, command, time.strftime("%Y-%m-%d %H:%M"))

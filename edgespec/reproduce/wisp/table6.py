@@ -21,6 +21,7 @@ our own MLP's is in each row's note.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -209,14 +210,18 @@ def run_table6(
 ) -> Table6Results:
     """OFF / ON / ON with our MLP at each N in ``devices`` at the setup's drafting speed,
     and OFF / ON at :func:`table6_speed` (the sensitivity); its profile (``out/profiles``)
-    and the runs' scenarios (``out/scenarios``) are written."""
+    and the runs' scenarios (``out/scenarios``) are written, each naming the profile
+    relative to itself (a scenario file's relative path is read against its folder), so
+    the run folder can be moved or copied whole."""
     files = [write_scenario(out / "profiles", "edge-table6", table6_speed(setup).profile())]
-    implied_profile = str((out / files[0]).resolve())
+    scenarios = out / "scenarios"
+    beside = os.path.relpath(out / files[0], scenarios)  # ../profiles/edge-table6.yaml
     goodput, implied = {}, {}
     for n in devices:
-        runs = _runs(setup, n, point, implied_profile)
-        for name, data in runs.items():
-            files.append(write_scenario(out / "scenarios", f"table6-{name}-{n}", named(data, rule)))
+        runs = _runs(setup, n, point, str((out / files[0]).resolve()))
+        written = _runs(setup, n, point, beside)
+        for name, data in written.items():
+            files.append(write_scenario(scenarios, f"table6-{name}-{n}", named(data, rule)))
         m = {name: SimRun(rule)(data) for name, data in runs.items()}
         goodput[n] = (m["off"], m["on"], m["on-measured"])
         implied[n] = (m["implied-off"], m["implied-on"])

@@ -63,10 +63,13 @@ class WisvPlan:
 @dataclass(frozen=True, slots=True)
 class Tables:
     """The reject-share tables the WISV runs read: the head's (``main``) and, when it
-    exists, the ablation head's."""
+    exists, the ablation head's; ``names``: how the scenario files name them (a bundled
+    table by its name, so a run folder's scenarios load on any clone; a file by its
+    absolute path)."""
 
     main: Path
     ablation: Path | None
+    names: tuple[str, str | None] = (TABLE, None)
 
     @staticmethod
     def find(main: str = TABLE, ablation: Sequence[str] = ABLATION_TABLES) -> Tables:
@@ -78,8 +81,21 @@ class Tables:
                 f"edgespec reproduce wisv needs the decision head's reject shares: {path} "
                 f"does not exist; run `{TABLE_COMMAND}` first"
             )
-        found = [p for p in map(table_path, ablation) if p.is_file()]
-        return Tables(path.resolve(), found[0].resolve() if found else None)
+        other = next((n for n in ablation if table_path(n).is_file()), None)
+        return Tables(
+            path.resolve(),
+            None if other is None else table_path(other).resolve(),
+            (_named(main), None if other is None else _named(other)),
+        )
+
+
+def _named(name: str) -> str:
+    """How a scenario names table ``name``: itself where it is a bundled table's name
+    (:func:`~edgespec.sim.model.reject_table.table_path`'s rule), else the file's absolute
+    path (a relative one would be read against the scenario's folder)."""
+    path = Path(name)
+    bundled = path.suffix != ".json" and len(path.parts) == 1
+    return name if bundled else str(path.resolve())
 
 
 def run_name(method: str, gamma: int, rate_mbps: float, rtt_ms: float) -> str:
@@ -118,7 +134,7 @@ class WisvRunSummary:
 def plan_scenarios(plan: WisvPlan, tables: Tables) -> dict[str, dict[str, Any]]:
     """Every run of ``plan``: name → scenario dict."""
     s, runs = plan.setup, {}
-    main = str(tables.main)
+    main, ablation = tables.names
     for rtt in RTTS_MS:
         for rate in RATES_MBPS:
             for method in METHODS:
@@ -128,13 +144,13 @@ def plan_scenarios(plan: WisvPlan, tables: Tables) -> dict[str, dict[str, Any]]:
                         s, name=name, method=method, gamma=gamma, rate_mbps=rate,
                         rtt_ms=rtt, answers=plan.answers, table=main,
                     )  # fmt: skip
-    if tables.ablation is not None:
+    if ablation is not None:
         for rate in RATES_MBPS:
             for gamma in GAMMAS:
                 name = run_name(ABLATION, gamma, rate, 50.0)
                 runs[name] = scenario(
                     s, name=name, method="fh", gamma=gamma, rate_mbps=rate, rtt_ms=50.0,
-                    answers=plan.answers, table=str(tables.ablation),
+                    answers=plan.answers, table=ablation,
                 )  # fmt: skip
     return runs
 

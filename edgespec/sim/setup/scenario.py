@@ -10,7 +10,7 @@ explicit entities. A scenario is a YAML file or a bundled one's name (:func:`sce
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +33,7 @@ from edgespec.sim.model.semantic import VerificationConfig
 from edgespec.sim.model.stop_model import StopPredictorConfig
 from edgespec.sim.run_folder import check_run_name
 from edgespec.sim.setup.cells import plan_cells, replicate_cells
+from edgespec.sim.setup.file_paths import anchored
 from edgespec.sim.setup.pools import CostModelConfig as CostModelConfig
 from edgespec.sim.setup.pools import DevicePool as DevicePool
 from edgespec.sim.setup.pools import ServerPool as ServerPool
@@ -247,14 +248,15 @@ def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -
 
 
 def read_scenario_file(file: Path) -> YamlFile:
-    """A scenario file as read once: its mapping, and the line of each key, which the
+    """A scenario file as read once: its mapping, its relative file paths read against its
+    folder (:mod:`edgespec.sim.setup.file_paths`), and the line of each key, which the
     errors at its fields name (:func:`edgespec.config.located_in`); an empty one (or
     comments only) is refused: it ran the built-in defaults, one device for 60 s, without
     a word."""
     read = read_yaml_file(file)
     if not read.data:
         raise ConfigFileError(str(file), "holds no scenario (empty, or comments only)")
-    return read
+    return replace(read, data=dict(anchored(read.data, file.parent)))
 
 
 def load_scenario(path: str | Path | None, overrides: Sequence[str] = ()) -> Scenario:

@@ -89,6 +89,12 @@ def test_findings_state_the_load_the_inconsistencies_and_the_runs() -> None:
     assert awc.shown_by.endswith("Static: physical +2.5%")  # (+5% + 0%) / 2
     empty = findings([DsdResults(DsdPlan.quick(), {})])[2]
     assert empty.shown_by.endswith("not run (the plan has no C3)")
+    # which rest on the run's numbers (a quick REPORT.md leaves those to the full run)
+    assert [f.from_run for f in (load, little, c1_c3, fleet, awc)] == [
+        "", "", "the Static C1 and C3 runs' throughputs", "the crossover RTT on each fleet",
+        "the WC-DNN's mean throughput gain over Static in each cost mode",
+    ]  # fmt: skip
+    assert empty.from_run == ""  # the printed cells alone
 
 
 def test_rows_inside_the_transient_are_not_comparable() -> None:

@@ -6,6 +6,8 @@ benchmarks/results/reproduce-dsd-full.json)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from edgespec.reproduce.claims import Cause, Outcome
@@ -124,6 +126,15 @@ def test_d2_gain_bound_is_the_runs_not_the_constructions() -> None:
         "of +12.0% needs"
     )
     assert "cannot both" not in note
+
+
+def test_d2_gain_note_draws_no_bound_from_a_quick_run() -> None:
+    """A quick run's Default is not compared with the paper's (its runs end inside the
+    start-up transient): the note gives Fig. 5's arithmetic only, no bound of this run's."""
+    quick = replace(PLAN, setup=DsdPlan.quick().setup)
+    gain = stack_rows(DsdResults(quick, _stacks(FULL_STACKS).runs))[0]
+    assert gain.note == stack_gain_note(None, 0.25)
+    assert "in this run" not in gain.note
 
 
 def test_table2_latency_misses_of_a_window_alone_name_that_window() -> None:

@@ -80,12 +80,20 @@ def test_the_variant_fleet_is_listed_apart_from_the_inputs_chosen_once() -> None
 def test_a_quick_run_leaves_the_sensitivity_not_judged() -> None:
     plan = replace(PLAN, setup=DsdPlan.quick().setup, variant_rtts_ms=(10.0, 60.0))
     res = crossover([30.0, 40.0, 52.0, 70.0], [50.0] * 4, plan=plan)
+    res = _variant(res, {10.0: (80.0, 120.0), 60.0: (130.0, 120.0)})  # full: ✓, ✓
     primary, variant = (not_comparable(r, res) for r in crossover_rows(res))
     assert primary.outcome is Outcome.QUICK and primary.cause is Cause.QUICK_RUN
     assert (variant.outcome, variant.quick_run, variant.magnitude_ok) == (
         Outcome.NOT_JUDGED,
         "",
         None,
+    )
+    # its would-be verdicts are as the quick run judges D3: neither
+    assert variant.note.startswith(
+        "a sensitivity, not judged: DSD-Sim's shipped TP-1 targets in place of the paper's "
+        "4-GPU servers, on which D3 is judged once; judged like them (distributed wins at low "
+        "RTT and degrades; crossover in 35–80 ms), it would give direction –, magnitude – "
+        "(quick run); TPOT ms"
     )
 
 

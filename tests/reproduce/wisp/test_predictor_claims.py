@@ -250,3 +250,30 @@ def test_w8_misses_carry_the_stand_ins_arithmetic() -> None:
     assert "20.0 ms a pass at Fig. 1's speed (84.7 ms at the speed Table 6 implies" in (falling.why)
     assert rows[1].reason == falling.reason  # N = 16: +9.1% against +30.0%
     assert rows[1].outcome is Outcome.DIRECTION_ONLY
+
+
+def test_a_quick_plan_compares_no_w6_w7_w8_magnitude() -> None:
+    """What a quick plan shortened (``quick_run``) keeps W6's, W7's and W8's magnitudes
+    from being compared, in the rows and in W6's would-be verdicts; directions stay."""
+    cut = "1 MLP trial of at most 8 epochs (full: 8 of 60)"
+    tied = {"mlp": (point(0.4, 0.7), point(0.4, 0.6))} | {
+        t: (point(fpr, 0.7), point(0.8, 0.65))
+        for t, fpr in zip(TREES, (0.4, 0.8, 1.2), strict=True)
+    }
+    judged, at_half = w6_rows(study(tied), cut)
+    assert (judged.direction_ok, judged.magnitude_ok, judged.quick_run) == (True, True, cut)
+    assert judged.outcome is Outcome.DIRECTION_ONLY and judged.cause is Cause.QUICK_RUN
+    assert judged.verdict == "direction ✓, magnitude – (quick run)"
+    assert at_half.quick_run == "" and at_half.note.endswith(
+        "MLP lowest FPR and best BalAcc ✗, ratio within ±25% – (quick run)"
+    )
+    runs = "60 s runs (full: 300 s)"
+    s = study(theorem=(TheoremPoint("mlp", 0.4, 0.2, waste(0.5, acceptance=0.6)),))
+    *per_model, _, _ = w7_rows(_acceptance((0.5, 0.5, 0.0, -0.1)), s, runs)
+    assert {(r.outcome, r.cause, r.quick_run) for r in per_model} == {
+        (Outcome.QUICK, Cause.QUICK_RUN, runs)
+    }
+    gain, _, off = w8_rows(_table6({2: (14.0, 30.0, 30.0)}), runs)
+    assert (gain.direction_ok, gain.outcome) == (True, Outcome.DIRECTION_ONLY)  # +114%
+    assert gain.why == f"magnitude depends on run length (quick run) — {runs}"
+    assert off.outcome is Outcome.QUICK and off.verdict.endswith("– (quick run)")

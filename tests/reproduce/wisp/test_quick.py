@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from edgespec.reproduce.wisp.predictor import PredictorPlan
-from edgespec.reproduce.wisp.quick import left_out, left_out_markdown
+from edgespec.reproduce.wisp.quick import (
+    left_out,
+    left_out_markdown,
+    runs_quick_run,
+    study_quick_run,
+)
 from edgespec.reproduce.wisp.runs import Plan
 
 
@@ -38,3 +43,22 @@ def test_the_quick_run_names_the_claims_it_does_not_run_first() -> None:
     )
     text = left_out_markdown(items)
     assert text.startswith("## What the quick run leaves out\n\n- W2 (qwen3-14b")
+
+
+def test_the_predictor_claims_name_what_the_quick_plan_shortened() -> None:
+    """W6's FPRs depend on the study's searches and training, W7's and W8's goodputs on the
+    simulated runs (W7's on its devices too): a quick plan names what it cut, so its rows
+    do not compare those magnitudes; the full plan cuts nothing, and its rows judge them."""
+    quick, full = PredictorPlan.quick(), PredictorPlan.full()
+    assert study_quick_run(quick) == (
+        "1 MLP trial of at most 8 epochs (full: 8 of 60), 1 trial per tree (full: 6)"
+    )
+    assert runs_quick_run(quick, devices=True) == (
+        "4 devices (full: 8), 60 s runs (full: 300 s), outputs of 60 tokens on average (full: 150)"
+    )
+    assert runs_quick_run(quick) == (
+        "60 s runs (full: 300 s), outputs of 60 tokens on average (full: 150)"
+    )
+    assert study_quick_run(full) == runs_quick_run(full, devices=True) == ""
+    trees = replace(full, study=replace(full.study, tree_trials=2))  # one cut alone
+    assert study_quick_run(trees) == "2 trials per tree (full: 6)"
