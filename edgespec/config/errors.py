@@ -89,3 +89,16 @@ class OverrideError(ConfigError):
     def __init__(self, text: str, message: str, what: str = "override") -> None:
         self.path, self.message = text, message
         UserInputError.__init__(self, f"{what} {text!r}: {message}")
+
+
+def in_context(exc: ConfigError, context: str) -> ConfigError:
+    """``exc`` with ``context``, which of a command's runs it is (``at hi=2000``, ``at sweep
+    point 3 of 4 (seed=2)``), between its field (or file) and its message: ``config field
+    'seed': at hi=2000: must be >= 0, got -1``. A located error (it names a line), an
+    override's and a record's are returned as they are."""
+    if isinstance(exc, LocatedConfigError | OverrideError | RecordError):
+        return exc
+    if isinstance(exc, ConfigFileError):
+        return ConfigFileError(exc.path, f"{context}: {exc.message}")
+    flag = None if exc.flag_message is None else f"{context}: {exc.flag_message}"
+    return ConfigError(exc.path, f"{context}: {exc.message}", flag_message=flag)

@@ -208,6 +208,10 @@ def load_wisp_coefficients(name_or_path: str) -> WispCoefficients:
     return cost.coefficients
 
 
+PROFILE_KINDS: dict[type, str] = {WispCost: "wisp", ZhuCost: "zhu", LookupCost: "lookup"}
+"""The ``kind`` of the profile file that :func:`load_profile` read each cost model from."""
+
+
 @dataclass(frozen=True, slots=True)
 class _ZhuCoefficients:
     c1_s_per_flop: float
@@ -227,12 +231,24 @@ def _check_coefficient(name: str, value: float) -> None:
 def build_cost_model(
     kind: str, model: str, hardware: str, profile: str | None, where: str
 ) -> CostModel:
-    """The cost model a scenario names: roofline from presets, or a profile file."""
+    """The cost model a scenario names at ``where`` (its ``cost_model`` field): roofline
+    from presets, or a profile file, whose own ``kind`` must be ``kind`` (a zhu ``kind``
+    beside a wisp profile ran as wisp, and the run folder said zhu):
+    ``config field '...cost_model.kind': 'a100-qwen3-32b' is a 'wisp' profile, not a
+    'zhu' one; give kind: wisp, or a 'zhu' profile``."""
     if kind == "roofline":
         return RooflineCost(load_architecture(model), load_hardware(hardware))
     if profile is None:
         raise ConfigError(f"{where}.profile", f"cost model {kind!r} needs a profile")
-    return load_profile(profile)
+    cost = load_profile(profile)
+    found = PROFILE_KINDS[type(cost)]
+    if found != kind:
+        raise ConfigError(
+            f"{where}.kind",
+            f"{profile!r} is a {found!r} profile, not a {kind!r} one; give kind: {found}, "
+            f"or a {kind!r} profile",
+        )
+    return cost
 
 
 def decode_steps_s(cost: CostModel, num_steps: int, context: int, prefill: int = 0) -> float:

@@ -1,7 +1,8 @@
 """Plain numbers and whole headers for the terminal's tables: every figure a plain number
-(:func:`plain`, :func:`fixed`, :func:`setting`): never an exponent, thousands grouped from
-five integer digits on (``10,634``, ``1000.0``); a table's headers never cut short: in a
-table too wide for the terminal they wrap at spaces and after dots (:func:`fit_headers`).
+(:func:`plain`, :func:`fixed`, :func:`setting`, :func:`percent`): never an exponent,
+thousands grouped from five integer digits on (``10,634``, ``1000.0``), a share short of
+all never ``100.0%``; a table's headers never cut short: in a table too wide for the
+terminal they wrap at spaces and after dots (:func:`fit_headers`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,18 @@ def fixed(value: float, decimals: int) -> str:
         return "-"
     text = _grouped(format(value, f",.{decimals}f"))
     return text.lstrip("-") if text.strip("-0.,") == "" else text  # no "-0.0"
+
+
+def percent(share: float | None) -> str:
+    """``share`` (of 1) as a percentage with one decimal; ``-`` for ``None`` or a value
+    that is not finite. A share strictly between 0 and 1 never shows as ``0.0%`` or
+    ``100.0%``: 2,999 of 3,000 met is ``99.9%``, not all of them; 1 of 10,000 ``0.1%``."""
+    if share is None:
+        return "-"
+    shown = fixed(100 * share, 1)
+    if 0 < share < 1 and shown in ("0.0", "100.0"):
+        shown = "0.1" if shown == "0.0" else "99.9"
+    return "-" if shown == "-" else f"{shown}%"
 
 
 def plain(value: float | None, digits: int = 3) -> str:

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from edgespec.core.types import BatchRecord, RequestRecord
 from edgespec.metrics.attribution import ViolationAttribution
+from edgespec.metrics.formatting import percent
 from edgespec.metrics.types import SystemMetrics
 from edgespec.output_paths import write_atomically
 
@@ -163,7 +164,7 @@ def plot_slo_attainment(path: Path, metrics: SystemMetrics) -> None:
         bars = ax.bar(labels, values, color="tab:blue")
         for bar, s in zip(bars, stats, strict=True):
             ax.annotate(
-                f"{100 * (s.attainment or 0.0):.1f}%\n({s.num_met}/{s.num_with_target})",
+                f"{percent(s.attainment or 0.0)}\n({s.num_met}/{s.num_with_target})",
                 (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                 ha="center",
                 va="bottom",
@@ -175,7 +176,7 @@ def plot_slo_attainment(path: Path, metrics: SystemMetrics) -> None:
     ax.set_ylabel("SLO attainment (%)")
     overall = metrics.slo_attainment
     title = "SLO attainment per class"
-    ax.set_title(title if overall is None else f"{title} (overall {100 * overall:.1f}%)")
+    ax.set_title(title if overall is None else f"{title} (overall {percent(overall)})")
     ax.grid(axis="y", alpha=0.3)
     save_figure(plt, fig, path)
 

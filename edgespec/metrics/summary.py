@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 from edgespec.metrics.accumulator import MetricsAccumulator
-from edgespec.metrics.formatting import fit_headers, fixed, plain, setting
+from edgespec.metrics.formatting import fit_headers, fixed, percent, plain, setting
 from edgespec.metrics.types import LatencyStats, SystemMetrics
 
 if TYPE_CHECKING:
@@ -98,10 +98,6 @@ def _ms(stats: LatencyStats | None, name: str) -> str:
     return "-" if stats is None else fixed(getattr(stats, name) * 1000, 1)
 
 
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{fixed(100 * value, 1)}%"
-
-
 def print_summary(metrics: SystemMetrics, console: Console | None = None) -> None:
     """Print a compact rich summary: latency percentiles, then throughput, SLO, speculation
     and server rows."""
@@ -129,19 +125,19 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
     if m.committed_goodput_tokens_per_s is not None:
         tab.add_row("committed goodput", f"{plain(m.committed_goodput_tokens_per_s, 4)} tok/s")
     tab.add_row("server tokens", f"{plain(m.throughput_tokens_per_s, 4)} tok/s")
-    tab.add_row("SLO attainment", _pct(m.slo_attainment))
+    tab.add_row("SLO attainment", percent(m.slo_attainment))
     for c in m.slo_classes_by_target():
         if c.attainment is not None:
             target = c.target_tokens_per_s
             shown = "" if target is None else f" ≥{plain(target)} tok/s"
             tab.add_row(
                 f"  {c.slo_class}{shown}",
-                f"{_pct(c.attainment)} ({plain(c.num_met)}/{plain(c.num_with_target)})",
+                f"{percent(c.attainment)} ({plain(c.num_met)}/{plain(c.num_with_target)})",
             )
-    tab.add_row("acceptance rate", _pct(m.acceptance_rate))
+    tab.add_row("acceptance rate", percent(m.acceptance_rate))
     tab.add_row("AAL / rounds per req", f"{plain(m.aal)} / {plain(m.rounds_per_request)}")
     tab.add_row("wasted draft tokens", plain(m.num_wasted_draft_tokens))
-    util = f"{_pct(m.mean_server_utilization)} mean over {plain(m.num_servers)}"
+    util = f"{percent(m.mean_server_utilization)} mean over {plain(m.num_servers)}"
     tab.add_row("server utilization", util)
     batches = f"{plain(m.mean_batch_size)} mean, {plain(m.num_batches)} batches"
     tab.add_row("batch size", batches)
@@ -150,7 +146,7 @@ def print_summary(metrics: SystemMetrics, console: Console | None = None) -> Non
         tab.add_row(
             "time draft/net/queue/verify",
             "/".join(
-                _pct(x) for x in (t.draft_share, t.network_share, t.queue_share, t.verify_share)
+                percent(x) for x in (t.draft_share, t.network_share, t.queue_share, t.verify_share)
             ),
         )
     console.print(lat)
@@ -191,9 +187,9 @@ def print_runs(
             lambda m: [
                 plain(None if m.goodput_tokens_per_s is None else round(m.goodput_tokens_per_s)),
                 "-" if m.tpot is None else fixed(m.tpot.p50_s * 1000, 1),
-                _pct(m.acceptance_rate),
-                _pct(m.slo_violation_rate),
-                _pct(m.mean_server_utilization),
+                percent(m.acceptance_rate),
+                percent(m.slo_violation_rate),
+                percent(m.mean_server_utilization),
             ],
             title,
             console.width,
@@ -204,7 +200,7 @@ def print_runs(
 
         def attained(m: SystemMetrics) -> list[str]:
             by_class = {c.slo_class: c.attainment for c in m.slo_classes}
-            return [_pct(by_class.get(c)) for c in classes]
+            return [percent(by_class.get(c)) for c in classes]
 
         title = "SLO attainment per class"
         console.print(_runs_table(rows, keys, classes, attained, title, console.width))

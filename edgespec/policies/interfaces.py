@@ -40,7 +40,7 @@ new planner, head, or routing, batching or window policy by its name.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -168,9 +168,12 @@ class PairStateWindow(Protocol):
 class DraftingPlanner(Protocol):
     """Plans a drafting server's known tasks (Zhu et al.'s problem P): which tasks batch
     together, the speculation length, the uplink's split. Called once per set of tasks
-    (module docstring); pure, no clock."""
+    (module docstring); pure, no clock. ``progress(done, total)``, when given, is told
+    how far a long planning is (the simulator's bar)."""
 
-    def plan(self, obs: PipelineObservation) -> PipelinePlan: ...
+    def plan(
+        self, obs: PipelineObservation, progress: Callable[[int, int], None] | None = None
+    ) -> PipelinePlan: ...
 
 
 @runtime_checkable

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgespec.config import ConfigError, apply_overrides
+from edgespec.config.errors import in_context
 from edgespec.metrics.summary import class_violation_rate, violation_rate
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sweeps.grid import Runner, override_text, progress_bar
@@ -110,8 +111,8 @@ def capacity_search(
     Probes ``lo`` (if it violates, capacity is ``None``), then ``hi`` (if it does not,
     capacity is ``hi``), then bisects the feasible/infeasible bracket: at most
     2 + ⌈log2(hi − lo)⌉ runs. ``violation`` defaults to the overall SLO violation rate;
-    use :func:`class_violation` for one class's Cap(τ). ``check`` (e.g.
-    :func:`edgespec.sim.setup.scenario.scenario_from_dict`) validates the scenario at
+    use :func:`class_violation` for one class's Cap(τ). ``check`` (``edgespec sim``'s:
+    :func:`edgespec.sim.commands.checks.check_scenario_dict`) validates the scenario at
     ``lo`` and at ``hi`` before any run, so a bound the scenario refuses (a fleet over its
     limit) fails at once, at its field. Errors name ``key`` as a field
     (:func:`field_path`).
@@ -126,7 +127,7 @@ def capacity_search(
             try:
                 check(apply_overrides(base, [override_text(key, value)]))
             except ConfigError as exc:
-                raise ConfigError(exc.path, f"at {bound}={value}: {exc.message}") from exc
+                raise in_context(exc, f"at {bound}={value}") from exc
     probes: list[CapacityProbe] = []
     max_runs = 2 + max(0, (hi - lo - 1).bit_length())
 

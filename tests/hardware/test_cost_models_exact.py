@@ -157,3 +157,25 @@ def test_a_profile_cost_model_needs_its_profile() -> None:
         "config field 'auto_topology.servers[0].cost_model.profile': "
         "cost model 'wisp' needs a profile"
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "profile", "found"),
+    [
+        ("zhu", "a100-qwen3-32b", "wisp"),
+        ("wisp", "rtx4500-llama2-7b-zhu", "zhu"),
+        ("wisp", "generic-cpu-gemma3-270m", "lookup"),
+    ],
+)
+def test_a_profile_of_another_kind_than_the_cost_models_is_refused(
+    kind: str, profile: str, found: str
+) -> None:
+    """A ``kind: zhu`` cost model beside a wisp profile ran as the wisp profile."""
+    where = "auto_topology.devices[1].cost_model"
+    with pytest.raises(ConfigError) as info:
+        build_cost_model(kind, "qwen3-0.6b", "a100", profile, where)
+    assert str(info.value) == (
+        f"config field '{where}.kind': {profile!r} is a {found!r} profile, not a {kind!r} one; "
+        f"give kind: {found}, or a {kind!r} profile"
+    )
+    assert isinstance(build_cost_model(found, "qwen3-0.6b", "a100", profile, where), object)

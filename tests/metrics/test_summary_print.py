@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from edgespec.metrics.formatting import percent
 from edgespec.metrics.summary import (
     fit_headers,
     fixed,
@@ -216,3 +217,36 @@ def test_the_class_table_orders_classes_by_target_token_speed() -> None:
     table = _table(_text(120, print_runs, rows), "SLO attainment per class")
     assert table[0] == ["n", "bronze", "silver", "gold", "platinum"]
     assert table[2] == ["2", "50.0%", "-", "50.0%", "50.0%"]
+
+
+# --- shares short of all (or of none)
+
+
+@pytest.mark.parametrize(
+    ("share", "shown"),
+    [
+        (2999 / 3000, "99.9%"),  # 100.0% before (bench-cells: 25,803 of 25,806 met)
+        (971 / 972, "99.9%"),
+        (0.99949, "99.9%"),
+        (0.9995, "99.9%"),
+        (1.0, "100.0%"),
+        (0.9994, "99.9%"),
+        (0.5, "50.0%"),
+        (1 / 10_000, "0.1%"),  # one violation in 10,000: 0.0% before
+        (0.0, "0.0%"),
+        (None, "-"),
+        (float("nan"), "-"),
+    ],
+)
+def test_a_share_short_of_all_never_shows_as_100_percent(share: float | None, shown: str) -> None:
+    assert percent(share) == shown
+
+
+def test_the_summary_and_the_runs_table_say_99_9_when_one_of_3000_missed() -> None:
+    gold = SloClassStats("gold", 6.0, 3000, 3000, 2999, 2999 / 3000)
+    metrics = replace(METRICS, slo_attainment=2999 / 3000, slo_classes=(gold,))
+    text = _text(120, print_summary, metrics)
+    assert "SLO attainment               99.9%" in text
+    assert "  gold ≥6 tok/s              99.9% (2999/3000)" in text
+    table = _table(_text(200, print_runs, [({"n": 1}, metrics)]), "SLO attainment per class")
+    assert table == [["n", "gold"], ["1", "99.9%"]]

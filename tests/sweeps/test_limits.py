@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from edgespec.config import ConfigError, ConfigFileError
 from edgespec.errors import UserInputError
 from edgespec.sweeps import executor, ray_executor
 from edgespec.sweeps.executor import ProcessPoolSweepExecutor, max_workers
@@ -121,6 +122,31 @@ def test_check_points_checks_every_point_and_stops_at_a_bad_one() -> None:
     with pytest.raises(ValueError, match="bad 2"):
         check_points(grid_points({"a": [1, 2, 3]}), check, progress=False)
     assert seen == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (
+            ConfigError("policies.window.params.gamma", "gamma must be >= 1, got 0"),
+            "config field 'policies.window.params.gamma': at sweep point 4 of 4 (a=2 "
+            "b={c: [1, x]}): gamma must be >= 1, got 0",
+        ),
+        (
+            ConfigFileError("t.jsonl", "file not found"),
+            "t.jsonl: at sweep point 4 of 4 (a=2 b={c: [1, x]}): file not found",
+        ),
+    ],
+)
+def test_check_points_names_the_point_a_config_error_is_at(error: ConfigError, said: str) -> None:
+    def check(point: Any) -> None:
+        if point["a"] == 2 and point["b"] != 0:
+            raise error
+
+    with pytest.raises(ConfigError) as refused:
+        check_points(grid_points({"a": [1, 2], "b": [0, {"c": [1, "x"]}]}), check, progress=False)
+    assert str(refused.value) == said
+    assert type(refused.value) is type(error) and refused.value.path == error.path
 
 
 @pytest.mark.parametrize(

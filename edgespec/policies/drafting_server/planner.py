@@ -18,7 +18,7 @@ Call order (both hosts): the drafting server builds a :class:`PipelineObservatio
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -136,16 +136,25 @@ class PipelinePlanner:
                 "static_batch_size", f"static_batch_size must be >= 1, got {self.static_batch_size}"
             )
 
-    def plan(self, obs: PipelineObservation) -> PipelinePlan:
+    def plan(
+        self, obs: PipelineObservation, progress: Callable[[int, int], None] | None = None
+    ) -> PipelinePlan:
+        """The plan of ``obs``'s tasks. ``progress(done, total)``: called before the first
+        speculation length is planned and after each (``total``: how many it tries; each
+        one batching problem, O(K²·N) under ``dp``)."""
         tasks = obs.tasks
         out = self.output_len or max(t.output_len for t in tasks)
         assumed = tuple(replace(t, output_len=out) for t in tasks)
         lengths = [self.spec_len] if self.spec_len else range(1, self.max_spec_len + 1)
         best: tuple[float, int, Batches] | None = None
-        for spec_len in lengths:
+        for done, spec_len in enumerate(lengths):
+            if progress is not None:
+                progress(done, len(lengths))
             batches, latency = self._batches(assumed, spec_len, out)
             if best is None or latency < best[0]:
                 best = (latency, spec_len, batches)
+        if progress is not None:
+            progress(len(lengths), len(lengths))
         assert best is not None
         shares, upload = self._bandwidth(obs)
         return PipelinePlan(best[2], best[1], shares, best[0], upload)

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     """Parse the scenario (file or bundled name, plus overrides) once, then run it in the
     mode the flags ask for: a drafting server's run, a sweep, a capacity search, a
     sharded run or a plain one."""
+    from edgespec.sim.commands.checks import check_added_entries
     from edgespec.sim.run_folder import claim_run_folder, made_run_folder
     from edgespec.sim.setup.scenario import (
         default_scenario_path,
@@ -67,11 +68,12 @@ def run(args: argparse.Namespace) -> int:
         if system_of(data) == "drafting_server":  # Zhu et al.'s (sim/drafting_server/)
             from edgespec.sim.drafting_server.command import run_drafting_server_command
 
-            return run_drafting_server_command(args, data)
+            return run_drafting_server_command(args, data, lazy_bar)
         check_not_overridden(args, overrides)
         if args.rounds:
             data = apply_overrides(data, ["record_rounds=true"])
         scenario = scenario_from_dict(data)  # validate once, before any run
+        check_added_entries(file.data, overrides, scenario)  # a misspelt link or class
     out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     probed = [] if args.capacity is None else [f"{args.capacity}="]  # the key probes set
     varied = [*overrides, *(args.sweep or ()), *probed]
@@ -91,15 +93,15 @@ def _run_sweep(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int
     from rich.console import Console
 
     from edgespec.metrics.summary import plain, print_runs
-    from edgespec.sim.setup.scenario import scenario_from_dict
+    from edgespec.sim.commands.checks import check_scenario_dict
     from edgespec.sweeps import grid as sweep_grid
     from edgespec.sweeps.executor import make_executor
 
     grid = sweep_grid.parse_grid(args.sweep)
     texts = sweep_grid.override_text
-    sweep_grid.check_points(  # every point valid (a misspelt key...) before any run
+    sweep_grid.check_points(  # every point built (a misspelt key, a bad param...) before any run
         sweep_grid.grid_points(grid),
-        lambda point: scenario_from_dict(data, [texts(k, v) for k, v in point.items()]),
+        lambda point: check_scenario_dict(data, [texts(k, v) for k, v in point.items()]),
         progress=not args.quiet,
     )
     points = sweep_grid.run_sweep(
@@ -124,7 +126,7 @@ def _run_capacity(
     from rich.console import Console
 
     from edgespec.metrics.summary import plain, print_runs, setting, violation_rate
-    from edgespec.sim.setup.scenario import scenario_from_dict
+    from edgespec.sim.commands.checks import check_scenario_dict
     from edgespec.sweeps.capacity import capacity_search, class_violation
 
     if args.slo_class is not None and args.slo_class not in classes:
@@ -143,7 +145,7 @@ def _run_capacity(
         hi=args.hi,
         violation=violation,
         progress=not args.quiet,
-        check=scenario_from_dict,  # the bounds valid (a fleet within its limit) before a run
+        check=check_scenario_dict,  # the bounds valid (a fleet within its limit) before a run
     )
     write_text_atomically(out / "capacity.json", json.dumps(result.to_dict(), indent=2) + "\n")
     bound = " (at upper bound)" if result.at_upper_bound else ""
@@ -194,9 +196,11 @@ def _write_run_folder(
     args: argparse.Namespace, data: dict[str, Any], out: Path, metrics: Any
 ) -> None:
     """What a run folder holds besides its record files: metrics.json, the plots (read
-    back from the record files), the violation attribution (with rounds), scenario.yaml."""
+    back from the record files), the violation attribution (with rounds), scenario.yaml
+    (its file paths absolute: it reruns the run from anywhere)."""
     from edgespec.metrics.record_files import read_plot_columns, read_rounds
     from edgespec.metrics.sinks import write_attribution, write_metrics_json
+    from edgespec.sim.setup.file_paths import anchored
 
     # a semantic (lossy) run's verification rule beside the metrics it changes
     write_metrics_json(out / "metrics.json", metrics, semantic_fields(data, metrics))
@@ -206,7 +210,8 @@ def _write_run_folder(
         write_plots(out, metrics, *read_plot_columns(out))
     if args.rounds:
         write_attribution(out, read_rounds(out), plots=not args.no_plots)
-    write_text_atomically(out / "scenario.yaml", dump_yaml(data, sort_keys=False))
+    ran = anchored(data, Path.cwd())  # the overrides' relative paths: from anywhere too
+    write_text_atomically(out / "scenario.yaml", dump_yaml(ran, sort_keys=False))
 
 
 def semantic_fields(data: dict[str, Any], metrics: Any) -> dict[str, Any] | None:

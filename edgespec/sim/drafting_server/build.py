@@ -42,6 +42,9 @@ from edgespec.sim.drafting_server.verifier import PolicyVerifier, Verifier
 from edgespec.sim.model.rng import spawn_generator
 from edgespec.sim.model.stop_model import ReplayFeatures, StopModel
 
+Progress = Callable[[int, int], None]
+"""``progress(done, total)``: how far a run is, for a bar."""
+
 
 @dataclass(frozen=True, slots=True)
 class PipelineRun:
@@ -116,10 +119,15 @@ def build_planner(cfg: PipelineConfig, costs: PipelineCosts) -> DraftingPlanner:
     return planner
 
 
-def build_plan(cfg: PipelineConfig, costs: PipelineCosts, obs: PipelineObservation) -> PipelinePlan:
+def build_plan(
+    cfg: PipelineConfig,
+    costs: PipelineCosts,
+    obs: PipelineObservation,
+    progress: Progress | None = None,
+) -> PipelinePlan:
     planner = build_planner(cfg, costs)
     try:
-        return planner.plan(obs)
+        return planner.plan(obs, progress)
     except ValueError as exc:  # a task that does not fit the SBS memory on its own
         raise ConfigError("pipeline.sbs_memory_gb", str(exc)) from exc
 
@@ -226,15 +234,18 @@ def sim_options(scenario: PipelineScenario) -> SimOptions:
     )
 
 
-def run_pipeline(scenario: PipelineScenario) -> PipelineRun:
+def run_pipeline(scenario: PipelineScenario, progress: Progress | None = None) -> PipelineRun:
     """Plan, evaluate analytically and simulate one scenario (every file and policy the
-    scenario names is loaded before the planner runs)."""
+    scenario names is loaded before the planner runs). ``progress(done, total)``: called
+    as the run goes, a step per speculation length planned (the planner's) and one per
+    simulation (two with a verifier policy: its run and the plan order's)."""
     cfg = scenario.pipeline
     costs = build_costs(cfg)
     verifier = verifier_factory(cfg.verifier, costs)
     acceptance = build_acceptance(scenario)
     obs = draw_observation(cfg, scenario.seed)
-    plan = build_plan(cfg, costs, obs)
+    steps = _Steps(progress, 1 if verifier is None else 2)
+    plan = build_plan(cfg, costs, obs, steps.planned)
     analytic = inference_latency_s(
         costs, obs.tasks, plan.batches, plan.spec_len, pipelined=cfg.planner.pipelined
     )
@@ -242,10 +253,34 @@ def run_pipeline(scenario: PipelineScenario) -> PipelineRun:
 
     def simulate(schedule: Callable[[StageClock], Verifier] | None) -> PipelineSimResult:
         outcomes = acceptance.outcomes(costs, obs.tasks, plan.spec_len)
-        return simulate_pipeline(
+        result = simulate_pipeline(
             costs, obs, plan, options=options, outcomes=outcomes, verifier=schedule
         )
+        steps.simulated()
+        return result
 
     result = simulate(verifier)
     plan_order = None if verifier is None else simulate(None)
     return PipelineRun(scenario, costs, obs, plan, analytic, result, plan_order)
+
+
+@dataclass(slots=True)
+class _Steps:
+    """:func:`run_pipeline`'s progress: the planner's steps, then ``num_simulations``."""
+
+    progress: Progress | None
+    num_simulations: int
+    done: int = 0
+    total: int = 0
+
+    def planned(self, done: int, total: int) -> None:
+        """The planner's ``progress``: ``done`` of its ``total`` steps."""
+        self._show(done, total + self.num_simulations)
+
+    def simulated(self) -> None:
+        self._show(self.done + 1, self.total)
+
+    def _show(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        if self.progress is not None:
+            self.progress(done, total)

@@ -5,8 +5,11 @@ plan, simulate, print the report and write the run folder (``pipeline.json``,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from edgespec.config import dump_yaml
@@ -23,6 +26,10 @@ PLAIN_ONLY = {
 }
 """Flags of ``edgespec sim`` that a drafting-server run does not take (flag → dest)."""
 
+Bar = Callable[[contextlib.ExitStack[Any], str], Callable[[int, int], None]]
+"""Makes a progress callback ``(done, total)`` whose bar ``stack`` closes, from its label
+(:func:`edgespec.sim.commands.progress.lazy_bar`)."""
+
 
 def check_drafting_server_flags(args: argparse.Namespace) -> None:
     """A flag the drafting-server run would ignore is an error, not silently dropped."""
@@ -35,23 +42,28 @@ def check_drafting_server_flags(args: argparse.Namespace) -> None:
             )
 
 
-def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any]) -> int:
-    """Run the scenario mapping ``data`` (overrides applied); print; write ``--out``."""
+def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any], bar: Bar) -> int:
+    """Run the scenario mapping ``data`` (overrides applied) under a progress bar made by
+    ``bar`` (the ``sim`` command's; none with ``--quiet``); print; write ``--out``."""
     from rich.console import Console
 
     from edgespec.sim.drafting_server.build import run_pipeline
     from edgespec.sim.drafting_server.report import report_lines, run_record
     from edgespec.sim.drafting_server.scenario import pipeline_scenario_from_dict
+    from edgespec.sim.setup.file_paths import anchored
 
     check_drafting_server_flags(args)
     scenario = pipeline_scenario_from_dict(data)  # validate once, before any run
     out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     started = time.perf_counter()
     with made_run_folder(out):  # before the run: an unwritable --out fails at once
-        run = run_pipeline(scenario)
+        with contextlib.ExitStack() as stack:  # the bar gone before the report
+            show = None if args.quiet else bar(stack, "planning, then simulating")
+            run = run_pipeline(scenario, show)
         wall_s = time.perf_counter() - started
         write_text_atomically(out / "pipeline.json", json.dumps(run_record(run), indent=2) + "\n")
-        write_text_atomically(out / "scenario.yaml", dump_yaml(data, sort_keys=False))
+        ran = anchored(data, Path.cwd())  # the overrides' relative paths: from anywhere too
+        write_text_atomically(out / "scenario.yaml", dump_yaml(ran, sort_keys=False))
     console = Console(markup=False)
     for line in report_lines(run):
         console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -21,7 +21,12 @@ from edgespec.sim.model.rng import spawn_streams
 from edgespec.sim.model.semantic import device_semantics
 from edgespec.sim.model.stop_model import StopModel
 from edgespec.sim.setup.cells import select_cells
-from edgespec.sim.setup.resolve import ResolvedPolicies, ResolvedScenario, resolve_policies
+from edgespec.sim.setup.resolve import (
+    ResolvedPolicies,
+    ResolvedScenario,
+    resolve,
+    resolve_policies,
+)
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.setup.topology import expand_topology
 from edgespec.sim.setup.wireless import device_link, devices_per_link
@@ -62,18 +67,8 @@ def build_run(
 
     Brought ``policies`` whose window may fuse need a scenario resolved with
     ``colocated=True`` (their servers' co-located drafts): a ``ValueError`` otherwise."""
-    scenario = resolved.scenario
-    if policies is None:
-        policies = policies_from(resolved.policies)
-    if fusing(policies.window, scenario.mode) is not False and not resolved.colocated:
-        raise ValueError(
-            f"window policy {policies.window!r} may run fused rounds: resolve the scenario "
-            "with colocated=True"
-        )
+    policies, stop = build_parts(resolved, policies)
     devices, servers, layout = build_fleet(resolved, cells)
-    stop = None
-    if resolved.stop_features is not None and scenario.stop_predictor is not None:
-        stop = StopModel(scenario.stop_predictor, policies.stop, resolved.stop_features)
     return BuiltRun(
         policies,
         devices,
@@ -84,6 +79,34 @@ def build_run(
         resolved.lengths,
         stop,
     )
+
+
+def build_parts(
+    resolved: ResolvedScenario, policies: Policies | None = None
+) -> tuple[Policies, StopModel | None]:
+    """The parts of a run but its fleet (:func:`build_run`): ``policies`` (default: the
+    resolved specs') and the stop model, if the scenario has a stop predictor."""
+    scenario = resolved.scenario
+    if policies is None:
+        policies = policies_from(resolved.policies)
+    if fusing(policies.window, scenario.mode) is not False and not resolved.colocated:
+        raise ValueError(
+            f"window policy {policies.window!r} may run fused rounds: resolve the scenario "
+            "with colocated=True"
+        )
+    stop = None
+    if resolved.stop_features is not None and scenario.stop_predictor is not None:
+        stop = StopModel(scenario.stop_predictor, policies.stop, resolved.stop_features)
+    return policies, stop
+
+
+def check_buildable(scenario: Scenario) -> None:
+    """``scenario`` resolved (every preset, profile and data file it names loaded,
+    :func:`~edgespec.sim.setup.resolve.resolve`) and built as a run builds it, short of
+    its fleet and of running (:func:`build_parts`): what a sweep checks of each point, and
+    a capacity search of its bounds, before any run. The fleet, the one part that grows
+    with the scenario, follows from the topology its validation checked."""
+    build_parts(resolve(scenario))
 
 
 def policies_from(specs: ResolvedPolicies) -> Policies:

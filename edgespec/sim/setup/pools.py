@@ -55,6 +55,11 @@ def frozen_mapping(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
     return types.MappingProxyType(dict(mapping))
 
 
+DEFAULT_SLO_MIX: Mapping[str, float] = frozen_mapping({"default": 1.0})
+"""A device pool's ``slo_mix`` when none is given: every device of class ``default``. One
+object, so that a check can tell it from a given mix (``is``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CostModelConfig:
     """``roofline`` (from model + hardware presets), or ``wisp``, ``zhu`` or ``lookup``
@@ -76,7 +81,7 @@ class DevicePool:
     draft_model: str = "qwen3-0.6b"
     hardware: str = "jetson-orin"
     link: str = "default"
-    slo_mix: Mapping[str, float] = field(default_factory=lambda: frozen_mapping({"default": 1.0}))
+    slo_mix: Mapping[str, float] = field(default_factory=lambda: DEFAULT_SLO_MIX)
     cost_model: CostModelConfig = field(default_factory=CostModelConfig)
     server_pools: tuple[int, ...] = ()
 

@@ -170,8 +170,10 @@ def _cost(
 ) -> CostModel:
     """A pool's cost model; errors name the pool's field (``...devices[0].hardware``)."""
     try:
-        return build_cost_model(cfg.kind, model, hardware, cfg.profile, where)
+        return build_cost_model(cfg.kind, model, hardware, cfg.profile, f"{where}.cost_model")
     except ConfigError as exc:
+        if exc.path.startswith(f"{where}.cost_model."):  # its kind, its missing profile
+            raise
         field = {"model": model_field, "hardware": "hardware"}.get(exc.path, "cost_model.profile")
         raise at_field(exc, f"{where}.{field}", cfg.profile) from exc
 

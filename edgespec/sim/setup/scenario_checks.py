@@ -12,6 +12,7 @@ from collections.abc import Collection
 from edgespec.config import ConfigError
 from edgespec.errors import did_you_mean
 from edgespec.sim.setup.pools import (
+    DEFAULT_SLO_MIX,
     MAX_DEVICES,
     MAX_SERVERS,
     CostModelConfig,
@@ -54,6 +55,8 @@ def _validate_devices(
             f"{where}.link",
             f"unknown link {pool.link!r}; known: {sorted(links)}" + did_you_mean(pool.link, links),
         )
+    if pool.slo_mix is DEFAULT_SLO_MIX and not DEFAULT_SLO_MIX.keys() <= set(slo_classes):
+        raise ConfigError(f"{where}.slo_mix", _default_mix_problem(slo_classes))
     for cls, share in pool.slo_mix.items():
         if cls not in slo_classes:
             raise ConfigError(
@@ -71,6 +74,20 @@ def _validate_devices(
             "number; the shares are relative weights, e.g. fractions of 1",
         )
     validate_cost(f"{where}.cost_model", pool.cost_model)
+
+
+def _default_mix_problem(slo_classes: Collection[str]) -> str:
+    """What is wrong with a pool's default slo_mix when slo_classes leaves out its class:
+    the user wrote neither the mix nor (given ``slo_classes``) the class it names."""
+    (name,) = DEFAULT_SLO_MIX
+    said = f"not given, so its devices are all of SLO class {name!r}, which slo_classes"
+    if not slo_classes:
+        return f"{said}, empty, does not have; add a {name!r} class to slo_classes"
+    return (
+        f"{said} does not have (its classes: {sorted(slo_classes)}); give the pool an "
+        f"slo_mix over those classes (e.g. {{{next(iter(slo_classes))}: 1}}) or add a "
+        f"{name!r} class to slo_classes"
+    )
 
 
 def validate_cost(where: str, cost: CostModelConfig) -> None:

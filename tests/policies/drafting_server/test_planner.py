@@ -70,3 +70,15 @@ def test_bad_configuration_is_refused() -> None:
         observe_tasks([1, 2], [3], [1.0, 1.0], 1e6)
     with pytest.raises(ValueError, match="at least one task"):
         observe_tasks([], [], [], 1e6)
+
+
+def test_the_planner_reports_each_speculation_length_it_plans() -> None:
+    """``pipeline.num_users=2000`` planned for seconds (10,000: minutes) without a word."""
+    obs = observe_tasks(*drawn(8), [6.0] * 8, 20e6)
+    calls: list[tuple[int, int]] = []
+    plan = PipelinePlanner(paper_costs(), max_spec_len=3).plan(obs, lambda *c: calls.append(c))
+    assert calls == [(0, 3), (1, 3), (2, 3), (3, 3)]  # before the first, then after each
+    assert plan == PipelinePlanner(paper_costs(), max_spec_len=3).plan(obs)  # unchanged
+    calls.clear()
+    PipelinePlanner(paper_costs(), spec_len=5).plan(obs, lambda *c: calls.append(c))
+    assert calls == [(0, 1), (1, 1)]  # FSL: one length

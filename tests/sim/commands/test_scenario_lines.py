@@ -145,11 +145,13 @@ def test_a_sweep_point_that_makes_a_files_field_bad_names_its_line(
     """``think_time_s`` (line 18) applies only to closed_loop; the point's own field, no line."""
     file, err = _sim_error(SCENARIO, tmp_path, capsys, "--sweep", "workload.kind=poisson")
     assert err == (
-        f"edgespec sim: {file}:18: config field 'workload.think_time_s': applies only to "
-        "kind: closed_loop (kind is poisson)\n"
+        f"edgespec sim: {file}:18: config field 'workload.think_time_s': at sweep point 1 of 1 "
+        "(workload.kind=poisson): applies only to kind: closed_loop (kind is poisson)\n"
     )
     _, err = _sim_error(SCENARIO, tmp_path, capsys, "--sweep", "seed=-1,0")
-    assert err == "edgespec sim: config field 'seed': must be >= 0, got -1\n"
+    assert err == (
+        "edgespec sim: config field 'seed': at sweep point 1 of 2 (seed=-1): must be >= 0, got -1\n"
+    )
 
 
 def test_bench_sim_names_the_line_of_bench_yaml(

@@ -127,8 +127,8 @@ def test_a_misspelt_sweep_key_is_refused_before_any_run(
     out = tmp_path / "sweep"
     sweep = ["--sweep", "seed=1,2", "auto_topolgy.cells=1,2", "--workers", workers]
     assert _error([str(scenario_file), *sweep, "--out", str(out)], capsys) == (
-        f"edgespec sim: config field 'auto_topolgy': unknown field; known: {KNOWN} "
-        "(did you mean 'auto_topology'?)\n"
+        "edgespec sim: config field 'auto_topolgy': at sweep point 1 of 4 (seed=1 "
+        f"auto_topolgy.cells=1): unknown field; known: {KNOWN} (did you mean 'auto_topology'?)\n"
     )
     assert not out.exists()
 

@@ -4,7 +4,9 @@ run folder, and the flags it does not take."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -74,3 +76,34 @@ def test_its_folder_is_claimed_before_it_runs(
     )
     assert main(["sim", "zhu-pipeline", *FAST, "--quiet", "--overwrite", "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["pipeline.json", "scenario.yaml"]
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_planning_and_simulating_show_a_bar_unless_quiet(
+    quiet: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bar of the sim command's other long runs (its shards'): a step per speculation
+    length planned (2 here), then one per simulation."""
+    bars: list[tuple[str, list[tuple[int, int]]]] = []
+
+    def lazy_bar(stack: Any, label: str) -> Callable[[int, int], None]:
+        bars.append((label, []))
+        return lambda done, total: bars[-1][1].append((done, total))
+
+    monkeypatch.setattr("edgespec.sim.commands.run.lazy_bar", lazy_bar)
+    quieted = ["--quiet"] if quiet else []
+    assert main(["sim", "zhu-pipeline", *FAST, *quieted, "--out", str(tmp_path / "r")]) == 0
+    steps = [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert bars == ([] if quiet else [("planning, then simulating", steps)])
+
+
+def test_a_verifier_policy_run_counts_both_simulations() -> None:
+    from edgespec.sim.drafting_server.build import run_pipeline
+    from edgespec.sim.drafting_server.scenario import pipeline_scenario_from_dict
+
+    policy = ["pipeline.verifier.policy.name=fcfs", "pipeline.simulation.acceptance=iid"]
+    scenario = pipeline_scenario_from_dict({"name": "t", "pipeline": {}}, [*FAST, *policy])
+    calls: list[tuple[int, int]] = []
+    run = run_pipeline(scenario, lambda *c: calls.append(c))
+    assert run.plan_order is not None
+    assert calls == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]

@@ -1,0 +1,79 @@
+"""What ``edgespec sim`` checks before any run, beyond a scenario's own validation.
+
+* Named entries that the command line adds and nothing uses (:func:`check_added_entries`):
+  ``links.defualt.rtt_ms=500`` added a link no device pool uses, so the run was the
+  default one; ``slo_classes.platnum=1`` added a class no device pool's ``slo_mix`` names.
+  A file may define entries it does not use (a reproduction defines every class and gives
+  a run one of them), so only an entry new on the command line (an override, a sweep's
+  key) is refused, naming it and the closest name the pools use. SLO classes are not
+  checked under a trace workload: its requests may name any class.
+* A sweep's every point and a capacity search's bounds built as their runs would build
+  them, short of running (:func:`check_scenario_dict`), so a bad one is refused before
+  the first run, not after the points before it ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from edgespec.config import OverrideError, parse_override
+from edgespec.config.overrides import shown
+from edgespec.errors import did_you_mean
+from edgespec.sim.setup.build import check_buildable
+from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
+
+NAMED_SECTIONS: Mapping[str, tuple[str, str]] = {
+    "links": ("link", "no device pool uses; the pools' links"),
+    "slo_classes": ("SLO class", "no device pool's slo_mix names; their classes"),
+}
+"""The scenario sections whose entries the device pools use by name: what an entry is
+called, and what is said of an unused one."""
+
+
+def used_names(scenario: Scenario) -> dict[str, set[str]]:
+    """The names the device pools use, by :data:`NAMED_SECTIONS` section (no SLO classes
+    under a trace workload, whose requests may name any)."""
+    pools = scenario.auto_topology.devices
+    used = {"links": {pool.link for pool in pools}}
+    if scenario.workload.kind != "trace":
+        used["slo_classes"] = {cls for pool in pools for cls in pool.slo_mix}
+    return used
+
+
+def check_added_entries(
+    given: Mapping[str, Any], overrides: Sequence[str], scenario: Scenario, what: str = "override"
+) -> None:
+    """Refuse an entry of a :data:`NAMED_SECTIONS` section that one of ``overrides`` adds to
+    ``given`` (the scenario mapping before them) and that no device pool of ``scenario``
+    (the scenario after them) uses: ``override 'links.defualt.rtt_ms=500': adds link
+    'defualt', which no device pool uses; the pools' links: ['default'] (did you mean
+    'default'?)``. ``what``: what gave the overrides (``--sweep`` for a sweep's point)."""
+    used = used_names(scenario)
+    for text in overrides:
+        keys, value = parse_override(text)
+        if keys[0] not in used:
+            continue
+        names = keys[1:2] if len(keys) > 1 else list(value) if isinstance(value, Mapping) else []
+        before = given.get(keys[0])
+        for name in names:
+            if (isinstance(before, Mapping) and name in before) or name in used[keys[0]]:
+                continue
+            kind, unused = NAMED_SECTIONS[keys[0]]
+            known = sorted(used[keys[0]])
+            raise OverrideError(
+                shown(text),
+                f"adds {kind} {shown(str(name))!r}, which {unused}: {known}"
+                + did_you_mean(str(name), known),
+                what,
+            )
+
+
+def check_scenario_dict(data: Mapping[str, Any], point: Sequence[str] = ()) -> None:
+    """``data`` with a sweep ``point``'s overrides validated, the entries the point adds
+    used (:func:`check_added_entries`), and built as its run would build it, short of
+    running (:func:`edgespec.sim.setup.build.check_buildable`): each point of a sweep, and
+    a capacity search's bounds (``data`` alone), before any run."""
+    scenario = scenario_from_dict(data, point)
+    check_added_entries(data, point, scenario, "--sweep")
+    check_buildable(scenario)
