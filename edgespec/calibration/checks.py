@@ -106,10 +106,10 @@ def check_profiles(args: argparse.Namespace) -> tuple[Path, Path] | None:
     """The target's and the draft's profile the simulated run reads (``--profile`` and the
     draft's beside it, :func:`profile_files`), each loaded as the simulator loads it; a
     file missing or bad is refused naming ``--profile`` and that file, and so is a
-    ``--profile`` not ending in .yaml or .yml (:func:`_not_a_profile_file`). ``None``
-    without ``--profile``."""
+    ``--profile`` not ending in .yaml or .yml (:func:`_not_a_profile_file`), and a profile
+    of a kind other than ``wisp`` (the simulated run's). ``None`` without ``--profile``."""
     from edgespec.config import ConfigError
-    from edgespec.hardware.cost_models import load_profile
+    from edgespec.hardware.cost_models import PROFILE_KINDS, load_profile
 
     if args.profile is None:
         return None
@@ -119,12 +119,17 @@ def check_profiles(args: argparse.Namespace) -> tuple[Path, Path] | None:
     draft = profile_files(target).draft
     for path, note in ((target, ""), (draft, " (the draft's profile, read beside --profile)")):
         try:
-            load_profile(str(path))
+            kind = PROFILE_KINDS[type(load_profile(str(path)))]
         except ConfigError as exc:  # where: the file (and line or field), else the path
             where = exc.path if exc.path.startswith(str(path)) else str(path)
             raise UserInputError(
                 f"--profile {args.profile}: {where}: {exc.message}{note}"
             ) from None
+        if kind != "wisp":
+            raise UserInputError(
+                f"--profile {args.profile}: {path}: a {kind!r} profile{note}; the simulated "
+                "run prices with 'wisp' profiles, as edgespec profile writes them"
+            )
     return target, draft
 
 

@@ -17,6 +17,8 @@ from edgespec.cli import main
 
 WISP = "kind: wisp\na_s: 0.0\nb_compute_s: 0.0\nb_read_s: 0.0\nc_s: 0.02\n"
 """A valid WISP profile."""
+ZHU = "kind: zhu\nmodel: llama2-7b\nflops: printed\nc1_s_per_flop: 2.08e-14\nc2_s: 1.28e-2\n"
+"""A valid Zhu profile."""
 
 
 def _never(*args: object, **kwargs: object) -> None:
@@ -55,6 +57,12 @@ def cheap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         (
             {"p.yaml": "- a list\n", "p-draft.yaml": WISP},
             "--profile p.yaml: p.yaml: top level must be a mapping, got list",
+        ),
+        (  # was run as kind: wisp, refused by the simulator after the real measurement
+            {"p.yaml": WISP, "p-draft.yaml": ZHU},
+            "--profile p.yaml: p-draft.yaml: a 'zhu' profile (the draft's profile, read "
+            "beside --profile); the simulated run prices with 'wisp' profiles, as edgespec "
+            "profile writes them",
         ),
     ],
 )
