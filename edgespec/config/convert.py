@@ -128,10 +128,10 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
         raise ConfigError(path, f"expected a mapping, got {_describe(data)}")
     hints = _type_hints(typing.cast(type, cls))
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        hint = did_you_mean(str(unknown[0]), fields)
-        raise ConfigError(_join(path, unknown[0]), f"unknown field; known: {sorted(fields)}{hint}")
+    unknown = next((key for key in data if key not in fields), None)  # the first given
+    if unknown is not None:
+        hint = did_you_mean(str(unknown), fields)
+        raise ConfigError(_join(path, unknown), f"unknown field; known: {sorted(fields)}{hint}")
     kwargs: dict[str, Any] = {}
     for name, field in fields.items():
         if name in data:
@@ -163,17 +163,23 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequenc
 
 def default_policy_names(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     """``data`` (a mapping for dataclass ``cls``) with the default policy's name put in each
-    policy field (a :class:`PolicySpec` with a default) given without a name: only its
-    params (``window.params.gamma=3``) set the default policy's params."""
+    policy field (a :class:`PolicySpec` with a default) given without a name, in ``cls``
+    and in its sections (``policies.window``): only its params (``window.params.gamma=3``)
+    set the default policy's params. A policy field whose default is ``None`` (no policy)
+    is left as given. ``data`` is changed in place (a caller's own copy) and returned."""
     hints = _type_hints(cls)
     for field in dataclasses.fields(cls):
-        given = data.get(field.name)
-        if hints[field.name] is not PolicySpec or not isinstance(given, dict) or "name" in given:
+        given, tp = data.get(field.name), _not_none(hints[field.name])
+        if not isinstance(given, dict):
             continue
-        if field.default_factory is not dataclasses.MISSING:
-            given["name"] = field.default_factory().name
-        elif isinstance(field.default, PolicySpec):
-            given["name"] = field.default.name
+        if tp is PolicySpec:
+            default = field.default
+            if field.default_factory is not dataclasses.MISSING:
+                default = field.default_factory()
+            if "name" not in given and isinstance(default, PolicySpec):
+                given["name"] = default.name
+        elif dataclasses.is_dataclass(tp) and isinstance(tp, type):
+            default_policy_names(tp, given)
     return data
 
 

@@ -35,6 +35,7 @@ from edgespec.sim.kernel import EventQueue, Handler, RecordSink
 from edgespec.sim.setup.build import Policies, build_run
 from edgespec.sim.setup.resolve import resolve
 from edgespec.sim.setup.scenario import Scenario
+from edgespec.sim.setup.sources import num_arrivals_after
 from edgespec.sim.state import SimState
 
 
@@ -53,6 +54,8 @@ class SimResult:
     metrics: SystemMetrics | None = None
     path: str = ""
     """Which handler set ran, and why (:func:`~edgespec.sim.handler_sets.choose_handler_set`)."""
+    num_late_arrivals: int = 0
+    """The trace workload's requests that arrive after ``duration_s``: not simulated."""
 
 
 class _ListSink:
@@ -145,6 +148,7 @@ def simulate(
         len(state.servers),
         state.q.num_events,
         path=choice.description,
+        num_late_arrivals=num_arrivals_after(state.trace, scenario.duration_s),
     )
     if isinstance(collected, _ListSink):
         rounds = tuple(collected.rounds or ())

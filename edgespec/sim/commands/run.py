@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -177,6 +178,12 @@ def _run_plain(args: argparse.Namespace, data: dict[str, Any], scenario: Any, ou
     with RecordFiles(out, rounds=args.rounds) as files, paused_gc():
         sim = simulate(scenario, sink=files, progress=not args.quiet)
     wall_s = time.perf_counter() - started
+    if sim.num_late_arrivals:  # a trace longer than the run (none inside: refused)
+        print(
+            f"edgespec sim: warning: {plain(sim.num_late_arrivals)} trace requests arrive "
+            f"after duration_s ({plain(sim.duration_s, 6)} s) and are not simulated",
+            file=sys.stderr,
+        )
     metrics = files.finish(sim.duration_s, sim.num_servers)
     _write_run_folder(args, data, out, metrics)
     console = Console(markup=False)

@@ -21,6 +21,7 @@ from edgespec.config import (
     PolicySpec,
     YamlFile,
     apply_overrides,
+    default_policy_names,
     from_dict,
     located_in,
     read_yaml_file,
@@ -243,8 +244,12 @@ def scenario_path(text: str | Path) -> Path:
 
 def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -> Scenario:
     """Build a validated Scenario from a plain mapping (sweeps) plus overrides, with
-    ``auto_topology.cells`` written out as pinned pools (:func:`.cells.replicate_cells`)."""
-    return from_dict(Scenario, replicate_cells(apply_overrides(data, overrides)))
+    ``auto_topology.cells`` written out as pinned pools (:func:`.cells.replicate_cells`);
+    a policy given its params alone (``policies.window.params.gamma=2``, the file naming
+    no window policy) is the default policy, as :func:`edgespec.config.load_config` has it
+    (:func:`edgespec.config.default_policy_names`)."""
+    given = default_policy_names(Scenario, apply_overrides(data, overrides))
+    return from_dict(Scenario, replicate_cells(given))
 
 
 def read_scenario_file(file: Path) -> YamlFile:

@@ -5,9 +5,11 @@ predictor replays. Errors name the scenario field (``workload.trace``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+from collections.abc import Mapping, Sequence
 
 from edgespec.config import ConfigError
+from edgespec.metrics.formatting import plain
 from edgespec.sim.model.acceptance import (
     AcceptanceModel,
     DecayAcceptance,
@@ -17,6 +19,7 @@ from edgespec.sim.model.acceptance import (
 from edgespec.sim.model.stop_model import ReplayFeatures
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.setup.workload import (
+    ARRIVAL_KEYS,
     LengthTable,
     TraceEntry,
     bundled_traces,
@@ -28,7 +31,9 @@ from edgespec.sim.setup.workload import (
 
 def load_workload_trace(scenario: Scenario) -> tuple[TraceEntry, ...]:
     """The workload trace's entries (``()`` unless the workload is a trace); a request of
-    an SLO class the scenario does not have is refused."""
+    an SLO class the scenario does not have is refused, and so is a trace whose every
+    request arrives after ``duration_s`` (its times in another unit than milliseconds, or
+    wall-clock timestamps: the run simulated none of them, and exited 0)."""
     if scenario.workload.kind != "trace" or scenario.workload.trace is None:
         return ()
     try:
@@ -41,7 +46,21 @@ def load_workload_trace(scenario: Scenario) -> tuple[TraceEntry, ...]:
                 "workload.trace",
                 f"request {entry.request_id!r} has unknown slo_class {entry.slo_class!r}",
             )
+    if num_arrivals_after(entries, scenario.duration_s) == len(entries):
+        first_s, duration_s = entries[0].arrival_s, scenario.duration_s
+        raise ConfigError(
+            "workload.trace",
+            f"{scenario.workload.trace}: every request arrives after duration_s "
+            f"({plain(duration_s, 6)} s), the first at {plain(first_s * 1000, 6)} ms "
+            f"({plain(first_s, 6)} s); a trace's {' / '.join(ARRIVAL_KEYS)} is in milliseconds",
+        )
     return entries
+
+
+def num_arrivals_after(trace: Sequence[TraceEntry], duration_s: float) -> int:
+    """How many of ``trace``'s requests (sorted by arrival) arrive after ``duration_s``:
+    a run to ``duration_s`` never simulates them."""
+    return len(trace) - bisect.bisect_right(trace, duration_s, key=lambda e: e.arrival_s)
 
 
 def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> AcceptanceModel:

@@ -30,6 +30,7 @@ from edgespec.config import ConfigError, ConfigFileError, RecordError, read_json
 from edgespec.config.overrides import shown
 from edgespec.core.features import FeatureRows, parse_feature_rows, parse_rejection_rows
 from edgespec.core.tree import parse_branching
+from edgespec.errors import did_you_mean
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +99,16 @@ def _arrival_ms(value: Any, where: str) -> float:
     return float(value)
 
 
+ARRIVAL_KEYS = ("arrival_ms", "arrivaltime_ms", "arrival_time_ms")
+"""A trace record's arrival time, in milliseconds: the first of these keys it has
+(edgespec's schema, then DSD-Sim's two spellings)."""
+
+
 def parse_trace_record(record: Any, where: str) -> TraceEntry:
     """One trace line (either schema) → :class:`TraceEntry`; errors name line and field."""
     if not isinstance(record, Mapping):
         raise RecordError(where, f"expected a JSON object, got {type(record).__name__}")
-    arrival_key = ("arrival_ms", "arrivaltime_ms", "arrival_time_ms")
-    arrival = _arrival_ms(_first(record, arrival_key, where), where)
+    arrival = _arrival_ms(_first(record, ARRIVAL_KEYS, where), where)
     prompt_keys = ("prompt_tokens", "prompt_length", "prompt_len")
     prompt = _count(_first(record, prompt_keys, where), where, "prompt_tokens", 0)
     out_keys = ("output_tokens", "target_tokens", "output_length", "output_len")
@@ -209,21 +214,31 @@ def load_trace(path: str | Path) -> tuple[TraceEntry, ...]:
 
 
 def resolve_trace(name_or_path: str) -> Path:
-    """A bundled trace name (``edgespec/data/traces/<name>.jsonl``) or a file path."""
+    """A bundled trace name (``edgespec/data/traces/<name>.jsonl``) or a file path; for
+    anything else a ConfigFileError listing the bundled traces, ending with the closest
+    one's name when one is close (``gsm8``: ``(did you mean 'gsm8k'?)``)."""
     path = Path(name_or_path)
     if path.suffix == ".jsonl" or path.is_file():
         return path
-    bundled = Path(str(resources.files("edgespec") / "data" / "traces" / f"{name_or_path}.jsonl"))
+    bundled = _bundled_traces_dir() / f"{name_or_path}.jsonl"
     if bundled.is_file():
         return bundled
     if path.exists():  # a folder or a device: read_jsonl says which
         return path
-    raise ConfigFileError(name_or_path, "no such trace file or bundled trace")
+    names = [p.stem for p in bundled_traces()]
+    raise ConfigFileError(
+        name_or_path,
+        f"no such trace file or bundled trace; bundled: {names}{did_you_mean(name_or_path, names)}",
+    )
+
+
+def _bundled_traces_dir() -> Path:
+    return Path(str(resources.files("edgespec") / "data" / "traces"))
 
 
 def bundled_traces() -> list[Path]:
     """The real acceptance traces shipped in ``edgespec/data/traces``, sorted by name."""
-    folder = Path(str(resources.files("edgespec") / "data" / "traces"))
+    folder = _bundled_traces_dir()
     return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
 
@@ -252,7 +267,10 @@ def load_length_table(dataset: str) -> LengthTable:
     path = folder / f"{dataset}.json"
     if not path.is_file():
         known = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
-        raise ConfigError("workload.dataset", f"no length table {dataset!r}; known: {known}")
+        raise ConfigError(
+            "workload.dataset",
+            f"no length table {dataset!r}; known: {known}{did_you_mean(dataset, known)}",
+        )
     data = json.loads(path.read_text())
     try:
         return LengthTable(dataset, tuple(data["prompt_tokens"]), tuple(data["output_tokens"]))

@@ -229,7 +229,8 @@ def test_a_run_that_fails_at_set_up_leaves_no_run_behind_and_the_folder_free(
     assert main(["sim", str(path), "workload={kind: trace, trace: nosuch}", *QUIET,
                  "--out", str(out)]) == 2  # fmt: skip
     assert capsys.readouterr().err == (
-        "edgespec sim: config field 'workload.trace': nosuch: no such trace file or bundled trace\n"
+        "edgespec sim: config field 'workload.trace': nosuch: no such trace file or bundled "
+        "trace; bundled: ['cnndm', 'gsm8k', 'humaneval', 'sharegpt']\n"
     )
     assert not out.exists()
     assert main(["sim", str(path), *QUIET, "--out", str(out)]) == 0

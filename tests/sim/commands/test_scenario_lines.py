@@ -72,9 +72,11 @@ def test_a_misspelt_key_names_its_line(tmp_path: Path, capsys: pytest.CaptureFix
 def test_a_missing_required_key_names_its_mappings_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    file, err = _sim_error(SCENARIO.replace("    name: static\n", ""), tmp_path, capsys)
+    text = f"{SCENARIO}stop_predictor:\n  policy:\n    params: {{threshold: 0.5}}\n"
+    file, err = _sim_error(text, tmp_path, capsys)
     assert err == (
-        f"edgespec sim: {file}:15: config field 'policies.window.name': required field is missing\n"
+        f"edgespec sim: {file}:20: config field 'stop_predictor.policy.name': required field "
+        "is missing\n"
     )
 
 

@@ -1,0 +1,88 @@
+"""A trace workload's requests after ``duration_s`` are not simulated
+(edgespec.sim.setup.sources): a trace whose every request arrives after it (times written
+in another unit than milliseconds) is refused naming the trace, its first arrival,
+``duration_s`` and the unit, where it ran a table of 0 requests with exit 0; a trace some
+of whose requests arrive after it runs, saying on stderr how many are left out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from edgespec.cli import main
+from edgespec.sim.setup.sources import num_arrivals_after
+from edgespec.sim.setup.workload import TraceEntry
+from tests.sim.helpers import sim_refusal
+
+QUIET = ["--quiet", "--no-plots"]
+
+
+@pytest.fixture(autouse=True)
+def wide_console(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rich wraps at the terminal width; a wide one keeps each summary on one line."""
+    monkeypatch.setenv("COLUMNS", "500")
+
+
+def _scenario(tmp_path: Path, arrivals_ms: list[float]) -> Path:
+    """A 2-second scenario whose workload is a trace of requests at ``arrivals_ms``."""
+    rows = [
+        {"request_id": f"r{i}", "arrival_ms": ms, "prompt_tokens": 20, "output_tokens": 8}
+        for i, ms in enumerate(arrivals_ms)
+    ]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    data = {
+        "name": "late",
+        "duration_s": 2.0,
+        "acceptance": {"kind": "iid", "alpha": 0.7},
+        "workload": {"kind": "trace", "trace": "t.jsonl"},
+    }
+    file = tmp_path / "late.yaml"
+    file.write_text(yaml.safe_dump(data, sort_keys=False))
+    return file
+
+
+def test_a_trace_with_every_request_after_duration_s_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = _scenario(tmp_path, [120_000.0, 121_500.0])  # 2 minutes in: past a 2 s run
+    assert sim_refusal([str(file)], tmp_path, capsys) == (
+        f"edgespec sim: {file}:8: config field 'workload.trace': {tmp_path / 't.jsonl'}: every "
+        "request arrives after duration_s (2 s), the first at 120,000 ms (120 s); a trace's "
+        "arrival_ms / arrivaltime_ms / arrival_time_ms is in milliseconds\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_trace_with_some_requests_after_duration_s_says_how_many_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = _scenario(tmp_path, [0.0, 500.0, 2000.0, 2000.5, 9000.0])
+    assert main(["sim", str(file), *QUIET, "--out", str(tmp_path / "run")]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (
+        "edgespec sim: warning: 2 trace requests arrive after duration_s (2 s) and are not "
+        "simulated\n"
+    )
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["num_requests"] == 2  # the one at 2 s arrives, and does not finish by then
+
+
+def test_a_trace_within_duration_s_runs_without_a_word(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = _scenario(tmp_path, [0.0, 500.0, 2000.0])  # at duration_s: simulated
+    assert main(["sim", str(file), *QUIET, "--out", str(tmp_path / "run")]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("arrivals_s", "num_after"), [((), 0), ((0.0, 2.0), 0), ((0.0, 2.0, 2.001), 1), ((3.0,), 1)]
+)
+def test_arrivals_after_duration_s_are_those_strictly_later(
+    arrivals_s: tuple[float, ...], num_after: int
+) -> None:
+    trace = [TraceEntry(f"r{i}", t, 1, 1, "0") for i, t in enumerate(arrivals_s)]
+    assert num_arrivals_after(trace, 2.0) == num_after
