@@ -17,6 +17,8 @@
 * :mod:`.cpus` — ``--cpus``: a command's process bound to CPUs of its own;
 * :mod:`.stages` — ``Stages``: ``edgespec serve``'s and ``edgespec draft``'s start-up, each
   stage said on stderr as it starts;
+* :mod:`.signals` — SIGTERM stopping a command as Ctrl-C does, and the line and exit status
+  (130, 143) of a command so stopped;
 * :mod:`.drafting_server`, :mod:`.drafting_server_arguments` — ``edgespec drafting-server``
   and its flags (checked before the server is asked or the draft loads);
 * :mod:`.bench_serve`, :mod:`.bench_prefix` — ``edgespec bench serve`` (the load generator is

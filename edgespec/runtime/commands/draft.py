@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -18,6 +20,7 @@ from edgespec.runtime.commands.draft_arguments import (
 from edgespec.runtime.commands.draft_connect import connect
 from edgespec.runtime.commands.draft_context import ContextBudget
 from edgespec.runtime.commands.draft_run import DraftRun
+from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 from edgespec.runtime.commands.stages import Stages
 from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
 
@@ -27,13 +30,15 @@ __all__ = ["add_arguments", "run"]
 def run(args: argparse.Namespace) -> int:
     """Run one generation; a request the server refuses is reported in one line, exit 1
     (a server that cannot be reached, with a hint); one that made no progress within its
-    budget (``--max-reconnects``, ``--progress-timeout-s``), exit 3."""
+    budget (``--max-reconnects``, ``--progress-timeout-s``), exit 3. SIGTERM stops it as
+    Ctrl-C does (its session on the server closed; ``--serve-openai``: its requests in
+    flight drained), one line on stderr, exit 143 (Ctrl-C: 130)."""
     from edgespec.config import named_by_flags
     from edgespec.runtime.edge.progress import NO_PROGRESS_EXIT, NoProgress
     from edgespec.runtime.errors import RequestError
 
     try:
-        with named_by_flags(flag_fields(args)):  # a field a flag set: named by the flag
+        with sigterm_raises(), named_by_flags(flag_fields(args)):  # a flag's field: its name
             return _run(args)
     except NoProgress as exc:  # one line, its own exit status; the session is closed
         print(f"edgespec draft: {exc.message}", file=sys.stderr)
@@ -41,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     except RequestError as exc:
         print(exc.client_line("draft"), file=sys.stderr)
         return 1
+    except Terminated:  # Ctrl-C is cli.main's, once the session is closed
+        return stopped("draft", signal.SIGTERM)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -124,8 +131,9 @@ def _serve_openai(
     args: argparse.Namespace, config: Any, routing: Any, stop: Any, placement: Any, say: Stages
 ) -> int:
     """``--serve-openai``: the flags checked, the server reached, the draft and tokenizer
-    loaded (each said as it starts), then the endpoint served until interrupted
-    (edgespec.runtime.openai_api), which says where it listens."""
+    loaded (each said as it starts), then the endpoint served until Ctrl-C or SIGTERM
+    (edgespec.runtime.openai_api), which says where it listens; then the signal's line and
+    exit status."""
     from edgespec.runtime.openai_api import serve
     from edgespec.runtime.openai_api.schema import Limits
     from edgespec.runtime.wire.ports import ensure_port_free
@@ -140,8 +148,16 @@ def _serve_openai(
     verifier, vocab_size, _ = connect(config, routing, say, 0.0)  # each request retries
     draft = _load_draft(config, args, placement, say)
     tokenizer = _tokenizer(args, config, verifier, draft, True, say)
-    return serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size,
-                              limits, concurrency=concurrency)  # fmt: skip
+    end = serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size,
+                             limits, concurrency=concurrency)  # fmt: skip
+    if end.signum is None:  # uvicorn said why, above
+        print("edgespec draft: the OpenAI-compatible endpoint stopped serving", file=sys.stderr)
+        return 1
+    status = stopped("draft", end.signum)
+    if end.num_abandoned:  # their workers would hold the exit until their calls time out
+        sys.stdout.flush()
+        os._exit(status)
+    return status
 
 
 def _compare(

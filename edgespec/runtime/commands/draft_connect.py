@@ -1,7 +1,8 @@
 """``edgespec draft`` reaching its verification server before anything loads: the one
 ``--server``, or the one ``--routing`` picks from several (asked again while none answers,
 as the endpoint's requests ask: :func:`~edgespec.runtime.edge.routing.route_retrying`),
-its vocabulary size, and what routing left of ``--retry-timeout-s`` for the first open."""
+its vocabulary size, its token checked, and what routing left of ``--retry-timeout-s`` for
+the first open."""
 
 from __future__ import annotations
 
@@ -47,8 +48,9 @@ def connect(
     config: Any, routing: Any, say: Stages, retry_timeout_s: float
 ) -> tuple[Any, int, float]:
     """The verifier (said as it is reached; :func:`routed_verifier`), its vocabulary size
-    (asked again while the chosen server is unreachable, within what routing left) and how
-    long its first open may then retry while the server is unreachable."""
+    (asked again while the chosen server is unreachable, within what routing left), its
+    token checked (one the server does not take: a ``UserInputError`` before anything
+    loads), and how long its first open may then retry while the server is unreachable."""
     from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, retry_unavailable
 
     say(f"connecting to {', '.join(config.servers)}")
@@ -56,4 +58,5 @@ def connect(
     start_s = time.perf_counter()
     vocab_size = retry_unavailable(verifier.vocab_size, time.perf_counter, open_retry_s,
                                    RETRY_BACKOFF_S)  # fmt: skip
+    verifier.check_credentials()
     return verifier, vocab_size, max(0.0, open_retry_s - (time.perf_counter() - start_s))

@@ -14,6 +14,7 @@ from typing import Any
 
 from edgespec.output_paths import write_text_atomically
 from edgespec.runtime.commands.drafting_server_arguments import add_arguments, check_flags
+from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 
 __all__ = ["add_arguments", "check_flags", "run"]
 
@@ -23,14 +24,6 @@ CLOSE_TIMEOUT_S = 5.0
 stopped answering, the sessions are closed (all at once) within this, not another timeout."""
 
 
-class _Terminated(BaseException):
-    """SIGTERM, raised in the main thread as Ctrl-C raises ``KeyboardInterrupt``."""
-
-
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise _Terminated
-
-
 def run(args: argparse.Namespace) -> int:
     """Run (or ``--compare``) the drafting server; a request the server refuses is one
     line on stderr, exit 1. SIGTERM stops it as Ctrl-C does: its sessions on the server
@@ -38,17 +31,14 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.runtime.errors import RequestError
 
     check_flags(args)
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        return _run(args)
+        with sigterm_raises():
+            return _run(args)
     except RequestError as exc:
         print(exc.client_line("drafting-server"), file=sys.stderr)
         return 1
-    except _Terminated:  # Ctrl-C is cli.main's, once the sessions are closed
-        print("edgespec drafting-server: terminated", file=sys.stderr)
-        return 128 + signal.SIGTERM
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    except Terminated:  # Ctrl-C is cli.main's, once the sessions are closed
+        return stopped("drafting-server", signal.SIGTERM)
 
 
 def _run(args: argparse.Namespace) -> int:

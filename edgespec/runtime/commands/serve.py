@@ -21,6 +21,7 @@ from edgespec.runtime.commands.serve_service import (
     semantic_head,
 )
 from edgespec.runtime.commands.serve_target import TargetChoice, load_target, target_choice
+from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 from edgespec.runtime.commands.stages import Stages
 
 __all__ = ["add_arguments", "run"]
@@ -73,11 +74,17 @@ def _flag_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until interrupted; an error at a field a flag set names the flag."""
+    """Serve until Ctrl-C or SIGTERM, then stop (one line, exit 130 or 143; either while
+    the target loads too); an error at a field a flag set names the flag."""
+    import signal
+
     from edgespec.config import named_by_flags
 
-    with named_by_flags(_flag_fields(args)):
-        return _run(args)
+    try:
+        with sigterm_raises(), named_by_flags(_flag_fields(args)):
+            return _run(args)
+    except Terminated:  # Ctrl-C is cli.main's
+        return stopped("serve", signal.SIGTERM)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -110,13 +117,13 @@ def _run(args: argparse.Namespace) -> int:
     round_log = None if args.round_log is None else _round_log(args.round_log)
     pin_to_cpus(args.cpus)
     try:
-        asyncio.run(
+        signum = asyncio.run(
             _serve(config, policy, draft, args.threads, window, round_log, args.verbose, choice)
         )
     finally:
         if round_log is not None:
             round_log.close()
-    return 0
+    return stopped("serve", signum)
 
 
 def draft_to_load(config: Any, draft: str | None) -> str | None:
@@ -187,8 +194,8 @@ async def _serve(
     round_log: Any = None,
     verbose: bool = False,
     choice: TargetChoice | None = None,
-) -> None:
-    """Load the target (and draft), serve until SIGINT or SIGTERM, then stop."""
+) -> int:
+    """Load the target (and draft), serve until SIGINT or SIGTERM, then stop; the signal."""
     from edgespec.runtime.wire.grpc_server import start_server
 
     check_before_loading(config, draft_name, threads)
@@ -207,9 +214,10 @@ async def _serve(
         start_prometheus(config.prometheus_port, service.metrics, config.host)
     serving = _serving(config, window, head, choice)
     print(f"edgespec serve: listening on {config.host}:{port} ({serving})", flush=True)
-    await _until_signalled()
+    signum = await _until_signalled()
     await server.stop(1.0)
     await service.stop()
+    return signum
 
 
 def _serving(config: Any, window: Any, head: Any, choice: TargetChoice | None) -> str:
@@ -230,15 +238,21 @@ def _serving(config: Any, window: Any, head: Any, choice: TargetChoice | None) -
     )
 
 
-async def _until_signalled() -> None:
+async def _until_signalled() -> int:
+    """The first SIGINT or SIGTERM's number, once it comes."""
     import asyncio
     import signal
 
-    stop = asyncio.Event()
+    first: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    def received(signum: int) -> None:
+        if not first.done():
+            first.set_result(signum)
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+        loop.add_signal_handler(sig, received, sig)
+    return await first
 
 
 def backend_label(choice: TargetChoice | None, placement: Any = None) -> str:

@@ -1,6 +1,6 @@
 """The server's Prometheus endpoint read before and after a load, and its counts set
-beside the load generator's own (docs/RUNTIME.md, "Observability"): on a run without faults
-and without failed requests they must agree exactly."""
+beside the load generator's own (docs/RUNTIME.md, "Observability"): on a run without faults,
+failed requests or a server restart they must agree exactly (:func:`compared`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from edgespec.runtime.loadgen.messages import Finished
+from edgespec.runtime.loadgen.outcome import RunOutcome
 
 COMPARED: tuple[tuple[str, str], ...] = (  # (server counter, what the clients counted)
     ("edgespec_verifications_total", "rounds"),
@@ -72,3 +73,24 @@ def agreement(
         Agreement(metric, what, after.get(metric, 0.0) - before.get(metric, 0.0), counts[what])
         for metric, what in COMPARED
     )
+
+
+def compared(
+    before: dict[str, float] | None, after: dict[str, float] | None, outcome: RunOutcome
+) -> tuple[tuple[Agreement, ...] | None, str]:
+    """The counters' :func:`agreement` with the clients, or ``None`` and why they are not
+    compared: no page read; faults or failed requests (the clients cannot count what the
+    server did); the server restarted during the run (a counter went backwards: a new
+    process counts from 0), or clients reconnected (a round the server counted may be lost
+    with its answer)."""
+    if before is None or after is None:
+        return None, "no Prometheus page (--metrics-url)"
+    if outcome.faults or outcome.failed or outcome.lost or outcome.killed:
+        return None, "faults or failed requests: the clients cannot count what the server did"
+    if any(after.get(metric, 0.0) < before.get(metric, 0.0) for metric, _ in COMPARED):
+        return None, "the server restarted during the run: its counters went backwards"
+    reconnects = sum(f.num_reconnects for f in outcome.finished)
+    if reconnects:
+        return None, (f"the clients reconnected {reconnects} time{'s' if reconnects > 1 else ''}"
+                      ": the server restarted or lost sessions during the run")  # fmt: skip
+    return agreement(before, after, outcome.finished), ""

@@ -17,7 +17,7 @@ from edgespec.runtime.loadgen.check import CheckResult, centralized_outputs, che
 from edgespec.runtime.loadgen.outcome import RunOutcome
 from edgespec.runtime.loadgen.report import LoadReport, run_metrics
 from edgespec.runtime.loadgen.run import LoadRun, new_run_tag
-from edgespec.runtime.loadgen.scrape import agreement, scrape
+from edgespec.runtime.loadgen.scrape import compared, scrape
 from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
 from edgespec.runtime.loadgen.spec import LoadSpec, Mode, ServerAccess
 
@@ -197,12 +197,6 @@ class BenchSession:
             except RequestError as exc:  # the load's report is kept; the bench fails after it
                 failure = f"{exc.code.value}: {exc.message}"
                 check = CheckResult(len(outcome.finished), 0, (), failure)
-        rows, note = None, ""
-        if before is None or after is None:
-            note = "no Prometheus page (--metrics-url)"
-        elif outcome.faults or outcome.failed or outcome.lost or outcome.killed:
-            note = "faults or failed requests: the clients cannot count what the server did"
-        else:
-            rows = agreement(before, after, outcome.finished)
+        rows, note = compared(before, after, outcome)
         return LoadReport(setup_row(self._args, load, self._target), outcome,
                           run_metrics(outcome), check, orphaned, rows, note)  # fmt: skip

@@ -6,6 +6,8 @@ verification server(s).
 
 * :mod:`.serve`, :mod:`.app` — uvicorn started from ``edgespec draft`` in a thread of its
   own; the routes;
+* :mod:`.stopping`, :mod:`.in_flight` — Ctrl-C and SIGTERM alike: the requests in flight
+  finished within a drain deadline, or cancelled by a second signal (503s, sessions closed);
 * :mod:`.server_facts` — what the servers' Health says as the endpoint starts (context,
   draft-block limit, SLO classes, one model), so that requests beyond it are refused up
   front;
@@ -14,7 +16,8 @@ verification server(s).
   request head may be, malformed HTTP refused with h11's reason, a connection closed after
   a response to a body it did not read, a request answered after its client half-closed;
 * :mod:`.throttle` — log lines clients can cause at line rate (failed ``accept()`` calls,
-  malformed requests) let through at most one per 10 s, counting the others;
+  malformed requests, 502s for a token the server refuses) let through at most one per
+  10 s, counting the others;
 * :mod:`.body`, :mod:`.schema`, :mod:`.fields`, :mod:`.messages` — a body said to be JSON
   in UTF-8, read as it arrives and refused past its limit, then decoded; fields checked
   into a ``ParsedRequest`` (a field the endpoint does not apply refused, never ignored);

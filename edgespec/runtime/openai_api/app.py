@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
+from edgespec.runtime.edge.reconnect import Cancelled
 from edgespec.runtime.errors import RequestError
 from edgespec.runtime.openai_api.admission import Admission, Concurrency
 from edgespec.runtime.openai_api.body import check_content_type, read_body
@@ -35,6 +36,7 @@ from edgespec.runtime.openai_api.generation import (
     prepare,
     run_request,
 )
+from edgespec.runtime.openai_api.in_flight import InFlight, endpoint_stopping
 from edgespec.runtime.openai_api.messages import prompt_size
 from edgespec.runtime.openai_api.prompts import needs_tokenizer
 from edgespec.runtime.openai_api.responses import Shape, model_entry, model_list
@@ -69,10 +71,12 @@ class ApiConfig:
 
 @dataclass(frozen=True, slots=True)
 class Lines:
-    """Where a request waits: for the tokenizer, then for a worker."""
+    """Where a request waits: for the tokenizer, then for a worker; the requests in flight
+    (waiting for a worker or generating), for a stopping endpoint to count and cancel."""
 
     prompts: PromptLine
     admission: Admission
+    in_flight: InFlight
 
 
 DISCONNECT_POLL_S = 0.25
@@ -91,6 +95,8 @@ def api_error(exc: BaseException) -> ApiError:
         return from_request_error(exc)
     if isinstance(exc, ClientDisconnect):
         return _client_left()
+    if isinstance(exc, Cancelled):  # its client gone (unanswered) or the endpoint stopping
+        return endpoint_stopping()
     # what a request can get wrong is an ApiError by now: anything else is the endpoint's
     LOG.error("internal error answering a request", exc_info=exc)
     return ApiError(500, f"internal error: {type(exc).__name__}: {clip(str(exc))}",
@@ -138,12 +144,15 @@ async def _complete(
         run_request, setup, prepared
     )
     admission = lines.admission
-    await _waited(request, admission.acquire(), admission.release)  # 429: the queue is full
+    with lines.in_flight.waiting():
+        await _waited(request, admission.acquire(), admission.release)  # 429: queue full
     try:
+        lines.in_flight.check_open()  # 503: the endpoint is stopping
         running = Running(work, admission.executor, admission.release)
     except BaseException:
         admission.release()
         raise
+    lines.in_flight.started(running)
     shape = Shape.new(parsed.model, chat)
     if not parsed.stream:
         return JSONResponse(shape.whole(await _whole(request, running)))
@@ -220,13 +229,14 @@ async def _answer(
         return error_response(exc)
 
 
-def build_app(setup: EdgeSetup, api: ApiConfig) -> FastAPI:
-    """The endpoint over ``setup`` (the drafter's models and verification servers)."""
+def build_app(setup: EdgeSetup, api: ApiConfig, in_flight: InFlight | None = None) -> FastAPI:
+    """The endpoint over ``setup`` (the drafter's models and verification servers), its
+    requests in flight kept in ``in_flight`` (for the one who stops it)."""
     app = FastAPI(title="edgespec", docs_url=None, redoc_url=None, openapi_url=None)
     created = int(time.time())
     admission = Admission(api.concurrency)
     prompts = PromptLine(TOKENIZE_QUEUE_PROMPTS * api.limits.max_prompt_chars)
-    lines = Lines(prompts, admission)
+    lines = Lines(prompts, admission, in_flight or InFlight())
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:

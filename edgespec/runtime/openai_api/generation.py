@@ -41,6 +41,7 @@ from edgespec.runtime.openai_api.messages import is_chat
 from edgespec.runtime.openai_api.prompts import prompt_ids, prompt_param
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
 from edgespec.runtime.openai_api.text import TextStream
+from edgespec.runtime.openai_api.throttle import RefusedCredentials
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +60,9 @@ class EdgeSetup:
     lookup), the tokenizer, the target's vocabulary size, the tree size cap, the
     verification servers' clients and, with several, the routing policy across them, what
     the servers' Health reports (``None``: it does not say): the target's context, the
-    longest draft block, the SLO classes, the target's name; and the clock the requests'
-    retries and records are timed on."""
+    longest draft block, the SLO classes, the target's name; the clock the requests'
+    retries and records are timed on; the log of the servers' refusals of the endpoint's
+    own credentials (its 502s)."""
 
     config: Any  # DrafterConfig
     draft_model: Any
@@ -74,6 +76,7 @@ class EdgeSetup:
     slo_classes: frozenset[str] | None = None
     target_name: str | None = None
     clock: Callable[[], float] = time.perf_counter
+    refusals: RefusedCredentials = dataclasses.field(default_factory=RefusedCredentials)
 
 
 class SessionTracker:
@@ -264,8 +267,9 @@ def run_request(
         if not text.stopped:
             raise
     except RequestError as exc:
-        raise from_request_error(exc, prompt_param(request.prompt),
-                                 request.max_tokens_field) from None  # fmt: skip
+        error = from_request_error(exc, prompt_param(request.prompt), request.max_tokens_field)
+        setup.refusals.note(error)  # a 502: logged, the endpoint's token is refused
+        raise error from None
     finally:
         tracker.close_all()
     if not text.stopped:

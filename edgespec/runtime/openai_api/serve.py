@@ -1,5 +1,6 @@
 """``edgespec draft --serve-openai HOST:PORT``: the endpoint under uvicorn, in a thread of
-its own (:class:`ApiThread`, also what tests start on loopback)."""
+its own (:class:`ApiThread`, also what tests start on loopback), until Ctrl-C or SIGTERM
+(:mod:`.stopping`)."""
 
 from __future__ import annotations
 
@@ -29,9 +30,11 @@ from edgespec.runtime.openai_api.descriptors import (
     raise_open_file_limit,
 )
 from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.in_flight import InFlight
 from edgespec.runtime.openai_api.messages import longest_token_chars
 from edgespec.runtime.openai_api.schema import Defaults, Limits
 from edgespec.runtime.openai_api.server_facts import check_one_model, described, learn
+from edgespec.runtime.openai_api.stopping import Stopped, StopSignals, serve_until_stopped
 from edgespec.runtime.openai_api.throttle import Throttle
 
 
@@ -89,8 +92,17 @@ class ApiThread:
     def wait(self) -> None:
         self._thread.join()
 
-    def stop(self) -> None:
+    @property
+    def alive(self) -> bool:
+        """Whether it still serves (or still finishes its connections, once stopping)."""
+        return self._thread.is_alive()
+
+    def begin_stop(self) -> None:
+        """Close the listening socket and the idle connections; the others finish."""
         self._server.should_exit = True
+
+    def stop(self) -> None:
+        self.begin_stop()
         self._thread.join(timeout=30)
 
 
@@ -171,7 +183,8 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
     across several), what the servers' Health reports (:func:`.server_facts.learn`: the
     tree capped at their block limit, requests beyond their context or block limit, or of
     an SLO class they lack, refused before they run), and the config's own window and SLO
-    class checked against it; several must serve one model."""
+    class checked against it; several must serve one model, and each that answers must take
+    the token."""
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.wire.grpc_client import drafter_clients
 
@@ -181,6 +194,10 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
         verifiers = drafter_clients(config)
         routing = build_policy("routing", config.routing.name, config.routing.params)
     told = described(config.servers, verifiers)
+    if len(verifiers) > 1:  # the one --server had its token checked as it was reached
+        for address, client in zip(config.servers, verifiers, strict=True):
+            if address in told:
+                client.check_credentials()
     check_one_model(told)
     facts = learn(config, told)
     max_nodes = min(config.tree_max_nodes, facts.max_draft_tokens or config.tree_max_nodes)
@@ -199,11 +216,11 @@ def serve_openai(
     vocab_size: int,
     limits: Limits,
     concurrency: Concurrency | None = None,
-) -> int:
-    """Serve until interrupted, refusing requests beyond ``limits`` (a text prompt's
-    characters bounded by the tokenizer's longest token) and generations beyond
-    ``concurrency`` (default: sized to the device); the model id is the name of the
-    server's target."""
+) -> Stopped:
+    """Serve until Ctrl-C or SIGTERM, then stop (:mod:`.stopping`), refusing requests beyond
+    ``limits`` (a text prompt's characters bounded by the tokenizer's longest token) and
+    generations beyond ``concurrency`` (default: sized to the device); the model id is the
+    name of the server's target."""
     host, port = parse_address(address)
     limits = dataclasses.replace(limits, chars_per_token=longest_token_chars(tokenizer))
     setup = _setup(config, verifier, draft, tokenizer, vocab_size)
@@ -211,18 +228,20 @@ def serve_openai(
     model_id = setup.target_name or "edgespec"
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)
     admits = concurrency or Concurrency.for_device()
-    app = build_app(setup, ApiConfig(model_id, defaults, limits, admits))
+    in_flight = InFlight()
+    app = build_app(setup, ApiConfig(model_id, defaults, limits, admits), in_flight)
     raised = raise_open_file_limit(MAX_CONNECTIONS)  # process-wide: here, as it starts
-    try:
-        server = ApiThread(app, host, port).start()
-    except OSError as exc:  # the port taken since it was checked, no descriptors left
-        raise UserInputError(str(exc)) from None
-    print(f"edgespec draft: OpenAI-compatible endpoint on http://{host}:{server.port}/v1 "
-          f"(model {model_id!r}; {admits.max_running} generations at once, "
-          f"{admits.max_queued} queued; {connections_told(server.budget, raised)})",
-          file=sys.stderr, flush=True)  # fmt: skip
-    try:
-        server.wait()
-    except KeyboardInterrupt:
-        server.stop()
-    return 0
+    with StopSignals() as signals:  # from the start: a signal as it starts stops it too
+        try:
+            server = ApiThread(app, host, port).start()
+        except OSError as exc:  # the port taken since it was checked, no descriptors left
+            raise UserInputError(str(exc)) from None
+        say(f"OpenAI-compatible endpoint on http://{host}:{server.port}/v1 (model "
+            f"{model_id!r}; {admits.max_running} generations at once, {admits.max_queued} "
+            f"queued; {connections_told(server.budget, raised)})")  # fmt: skip
+        return serve_until_stopped(server, in_flight, signals.wait, say)
+
+
+def say(line: str) -> None:
+    """One line of the endpoint's on stderr."""
+    print(f"edgespec draft: {line}", file=sys.stderr, flush=True)

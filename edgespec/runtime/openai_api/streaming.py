@@ -25,7 +25,8 @@ Item = tuple[str, Any]  # ("text", str) | ("done", Completion) | ("error", BaseE
 
 class Running:
     """``work`` started in ``executor`` (the loop's default one when ``None``); :meth:`next`
-    awaits its next item; ``on_end`` is called on the loop once the work has ended."""
+    awaits its next item; ``on_end`` is called on the loop once the work has ended;
+    ``finished`` is set in the worker as it ends (seen from any thread, the loop's or not)."""
 
     def __init__(
         self, work: Work, executor: Executor | None = None, on_end: Callable[[], None] | None = None
@@ -33,6 +34,7 @@ class Running:
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[Item] = asyncio.Queue()
         self.cancel = threading.Event()
+        self.finished = threading.Event()
         self._future = self._loop.run_in_executor(executor, self._run, work)
         if on_end is not None:
             self._future.add_done_callback(lambda _: on_end())
@@ -46,6 +48,8 @@ class Running:
             self._put(("done", work(lambda text: self._put(("text", text)), self.cancel)))
         except BaseException as exc:  # handed to the loop, which raises or reports it
             self._put(("error", exc))
+        finally:
+            self.finished.set()
 
     async def next(self) -> Item:
         return await self._queue.get()

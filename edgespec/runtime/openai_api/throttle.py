@@ -4,13 +4,21 @@ A flood of connections that ``accept()`` cannot take (:class:`.descriptors.Accep
 or of malformed HTTP requests (:class:`.connections.BoundedH11Protocol`) would otherwise
 write a line each, and a hostile client could fill the device's log. Each such kind of line
 has its :class:`Throttle`: the first occurrence is logged, later ones within
-``LOG_INTERVAL_S`` are only counted, and the next line logged says how many there were.
+``LOG_INTERVAL_S`` are only counted, and the next line logged says how many there were. So
+has each kind of 502 a request gets when the verification server refuses the endpoint's own
+credentials (:class:`RefusedCredentials`).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable
+
+from edgespec.runtime.openai_api.errors import ApiError
+
+LOG = logging.getLogger(__name__)
 
 LOG_INTERVAL_S = 10.0
 """The least time between two log lines of one kind."""
@@ -37,3 +45,40 @@ class Throttle:
             return None
         count, self._count, self._last = self._count, 0, now
         return count
+
+
+ADVICE = {
+    "unauthenticated": "its clients cannot fix this: restart the endpoint with an --auth-token "
+    "the server takes"
+}
+"""What a :class:`RefusedCredentials` line advises, by the refusal's code."""
+
+
+class RefusedCredentials:
+    """The verification server refusing the endpoint's own credentials (its ``--auth-token``
+    unknown or revoked, ``UNAUTHENTICATED``; ``PERMISSION_DENIED``): every request then fails
+    with a 502 its client cannot fix, so the device's log says so, one line per kind of
+    refusal at most every ``interval_s`` (a :class:`Throttle` each), counting the others."""
+
+    def __init__(
+        self, interval_s: float = LOG_INTERVAL_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._interval_s = interval_s
+        self._clock = clock
+        self._throttles: dict[str, Throttle] = {}
+        self._lock = threading.Lock()  # requests fail in worker threads of their own
+
+    def note(self, error: ApiError) -> None:
+        """Log ``error`` (a request's failure) when it is such a 502 and its line is due."""
+        if error.status != 502:
+            return
+        kind = error.code or ""
+        with self._lock:
+            throttle = self._throttles.setdefault(kind, Throttle(self._interval_s, self._clock))
+            count = throttle.due()
+        if count is None:
+            return
+        fix = ADVICE.get(kind, "the endpoint's credentials, not the request, were refused")
+        more = f"; {count - 1} more since the last such line, not logged" if count > 1 else ""
+        LOG.warning("the OpenAI-compatible endpoint answered a request 502: %s; %s%s",
+                    error.message, fix, more)  # fmt: skip

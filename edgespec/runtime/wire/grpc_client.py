@@ -12,6 +12,7 @@ from typing import Any
 import grpc
 
 from edgespec.core.wire_limits import UINT32_LIMIT
+from edgespec.errors import UserInputError
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
@@ -59,6 +60,7 @@ class RemoteVerifier:
         else:
             self._channel = grpc.insecure_channel(address, options=options)
         self._stub = pb_grpc.VerificationStub(self._channel)
+        self.address = address
         self._metadata = (("authorization", f"Bearer {auth_token}"),) if auth_token else ()
         self._timeout_s = timeout_s
         self._close_timeout_s = timeout_s if close_timeout_s is None else close_timeout_s
@@ -107,6 +109,22 @@ class RemoteVerifier:
 
     def stats(self) -> ServerStats:
         return stats_from_proto(self._call(self._stub.Stats, pb.StatsRequest()))
+
+    def check_credentials(self) -> None:
+        """One call the server authenticates (``Stats``: it reads counters; ``Health``
+        answers without a token), so that a token it does not take is said as a drafter
+        starts, a :class:`UserInputError` naming the server, not in every request's refusal."""
+        try:
+            self.stats()
+        except RequestError as exc:
+            if exc.code is not ErrorCode.UNAUTHENTICATED:
+                raise
+            said = f"{exc.code.value}: {exc.message}"
+            if not self._metadata:
+                raise UserInputError(f"the server {self.address} needs an auth token ({said}): "
+                                     "give --auth-token") from None  # fmt: skip
+            raise UserInputError(f"--auth-token: the server {self.address} does not take it "
+                                 f"({said})") from None  # fmt: skip
 
     def describe(self) -> ServerHealth:
         """What the server's ``Health`` says, in one call (the methods below each ask it

@@ -156,6 +156,9 @@ class RefusingServer:
     def vocab_size(self) -> int:
         return VOCAB
 
+    def check_credentials(self) -> None:
+        pass  # it takes any token
+
     def max_context_tokens(self) -> int | None:
         return None
 

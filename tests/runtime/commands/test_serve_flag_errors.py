@@ -1,10 +1,11 @@
 """``edgespec serve``: which flags reach the server it would start (``_serve`` replaced by
-a recorder, so no model loads), their precedence over ``--set``, and the exact message
-and exit code of each flag mistake."""
+a recorder, so no model loads, that returns as if Ctrl-C stopped it: exit 130), their
+precedence over ``--set``, and the exact message and exit code of each flag mistake."""
 
 from __future__ import annotations
 
 import dataclasses
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,9 @@ from edgespec.runtime.commands import serve as serve_command
 from edgespec.runtime.commands.serve import fused_rounds_label
 from edgespec.runtime.commands.serve_arguments import parse_slo_class
 from edgespec.runtime.server.config import ServerConfig
+
+STOPPED = 130
+"""The exit status of a served run stopped by Ctrl-C."""
 
 
 @dataclasses.dataclass
@@ -48,11 +52,12 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Served:
         round_log: Any = None,
         verbose: bool = False,
         choice: Any = None,
-    ) -> None:
+    ) -> int:
         seen.config, seen.policy, seen.draft, seen.threads = config, policy, draft_name, threads
         seen.window, seen.round_log, seen.verbose = window, round_log, verbose
         seen.choice = choice
         seen.calls += 1
+        return signal.SIGINT  # served until Ctrl-C
 
     monkeypatch.setattr(serve_command, "_serve", record)
     return seen
@@ -65,7 +70,7 @@ def test_every_flag_reaches_the_server(served: Served, tmp_path: Path) -> None:
     args += ["--deadline-rule", "token_speed", "--no-prefix-cache", "--threads", "3"]
     args += ["--draft", "ngram", "--window", "static", "--window-params", '{"gamma": 2}']
     args += ["--round-log", str(log), "--slo-class", "gold=null", "--verbose"]
-    assert main(args) == 0
+    assert main(args) == STOPPED
     assert served.calls == 1 and served.verbose
     c = served.config
     assert (c.target, c.host, c.port, c.prometheus_port) == ("m", "0.0.0.0", 7001, 9100)
@@ -82,7 +87,7 @@ def test_every_flag_reaches_the_server(served: Served, tmp_path: Path) -> None:
 
 
 def test_defaults_without_flags(served: Served) -> None:
-    assert main(["serve", "--target", "m"]) == 0
+    assert main(["serve", "--target", "m"]) == STOPPED
     c = served.config
     assert (c.host, c.port, c.prometheus_port, c.auth_tokens) == ("127.0.0.1", 50051, None, ())
     assert (c.deadline_rule, c.prefix_cache, c.batching.name) == ("pace", True, "fcfs")
@@ -100,10 +105,10 @@ def test_flags_win_over_set_and_config(served: Served, tmp_path: Path) -> None:
     config = tmp_path / "server.yaml"
     config.write_text("target: from-file\nport: 6000\nhost: 10.0.0.1\nmax_batch_size: 3\n")
     args = ["serve", "--config", str(config), "--set", "port=6001", "--set", "max_batch_size=5"]
-    assert main(args) == 0
+    assert main(args) == STOPPED
     c = served.config
     assert (c.target, c.port, c.host, c.max_batch_size) == ("from-file", 6001, "10.0.0.1", 5)
-    assert main([*args, "--port", "6002", "--target", "flag"]) == 0
+    assert main([*args, "--port", "6002", "--target", "flag"]) == STOPPED
     assert (served.config.target, served.config.port) == ("flag", 6002)
 
 
@@ -196,7 +201,7 @@ def test_a_tls_half_in_a_config_file_is_named_by_its_field(
 
 def test_a_wisp_guard_reaches_the_policy_in_seconds(served: Served) -> None:
     args = ["serve", "--target", "m", "--batching", "wisp", "--profile", "a100-qwen3-32b"]
-    assert main([*args, "--guard-ms", "40"]) == 0
+    assert main([*args, "--guard-ms", "40"]) == STOPPED
     assert served.config.batching.params["guard_s"] == 0.04
     assert served.policy.guard_s == 0.04
 
@@ -213,16 +218,16 @@ def test_slo_class_none_and_null_are_no_target() -> None:
 
 
 def test_fused_rounds_flags_reach_the_config(served: Served) -> None:
-    assert main(["serve", "--target", "m", "--fused-rounds", "cloud_only"]) == 0
+    assert main(["serve", "--target", "m", "--fused-rounds", "cloud_only"]) == STOPPED
     c = served.config
     assert (c.fused_rounds, c.cloud_only_draft_pass, served.draft) == ("cloud_only", False, None)
     args = ["serve", "--target", "m", "--fused-rounds", "cloud_only", "--draft", "ngram"]
-    assert main([*args, "--cloud-only-draft-pass"]) == 0
+    assert main([*args, "--cloud-only-draft-pass"]) == STOPPED
     c = served.config
     assert (c.fused_rounds, c.cloud_only_draft_pass, served.draft) == ("cloud_only", True, "ngram")
-    assert main(["serve", "--target", "m", "--set", "fused_rounds=cloud_only"]) == 0
+    assert main(["serve", "--target", "m", "--set", "fused_rounds=cloud_only"]) == STOPPED
     assert served.config.fused_rounds == "cloud_only"
-    assert main(["serve", "--target", "m"]) == 0
+    assert main(["serve", "--target", "m"]) == STOPPED
     assert (served.config.fused_rounds, served.config.cloud_only_draft_pass) == (
         "colocated",
         False,
@@ -266,11 +271,13 @@ def test_the_listening_line_names_cloud_only_rounds() -> None:
 def test_cloud_only_rounds_without_their_pass_load_no_draft(
     served: Served, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["serve", "--target", "m", "--fused-rounds", "cloud_only", "--draft", "x"]) == 0
+    assert (
+        main(["serve", "--target", "m", "--fused-rounds", "cloud_only", "--draft", "x"]) == STOPPED
+    )
     assert served.draft is None
     assert capsys.readouterr().err.strip() == (
         "edgespec serve: --draft x is not loaded: cloud-only fused rounds without "
-        "--cloud-only-draft-pass"
+        "--cloud-only-draft-pass\nedgespec serve: interrupted"
     )
-    assert main(["serve", "--target", "m", "--draft", "x"]) == 0
-    assert served.draft == "x" and capsys.readouterr().err == ""
+    assert main(["serve", "--target", "m", "--draft", "x"]) == STOPPED
+    assert served.draft == "x" and capsys.readouterr().err == "edgespec serve: interrupted\n"

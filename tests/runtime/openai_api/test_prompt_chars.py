@@ -85,7 +85,7 @@ def test_serve_openai_bounds_prompts_by_its_tokenizers_longest_token(
 
     from edgespec.runtime.openai_api import serve
 
-    def build_app(setup: Any, api: Any) -> Any:
+    def build_app(setup: Any, api: Any, in_flight: Any) -> Any:
         raise Captured(api)
 
     monkeypatch.setattr(serve, "_setup", lambda *_: SimpleNamespace(max_context_tokens=None,

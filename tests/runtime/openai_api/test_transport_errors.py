@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import signal
 import time
 import urllib.error
 import urllib.request
@@ -159,26 +160,27 @@ def test_the_limit_flags_reach_the_endpoint(
     from edgespec.runtime.openai_api import serve
     from edgespec.runtime.openai_api.admission import Concurrency
     from edgespec.runtime.openai_api.schema import Limits
+    from edgespec.runtime.openai_api.stopping import Stopped
 
     seen: list[Limits] = []
     admits: list[Concurrency] = []
     retries: list[float] = []
     monkeypatch.setattr(draft_command, "_tokenizer", lambda *a, **k: word_tokenizer(64))
 
-    def record(*args: Any, concurrency: Concurrency) -> int:
+    def record(*args: Any, concurrency: Concurrency) -> Stopped:
         seen.append(args[-1])
         admits.append(concurrency)
         retries.append(args[1].retry_timeout_s)
-        return 0
+        return Stopped(signal.SIGINT)  # served until Ctrl-C: exit 130
 
     monkeypatch.setattr(serve, "serve_openai", record)
     argv = ["draft", "--server", f"127.0.0.1:{grpc_server.port}", "--draft", "ngram",
             "--serve-openai", "127.0.0.1:0"]  # fmt: skip
-    assert main(argv) == 0
+    assert main(argv) == 130
     assert main([*argv, "--openai-max-body-bytes", "1000", "--openai-max-prompt-tokens", "9",
                  "--openai-max-tokens", "7", "--max-new-tokens", "7",
                  "--openai-max-concurrent", "3", "--openai-max-queued", "0",
-                 "--retry-timeout-s", "2.5"]) == 0  # fmt: skip
+                 "--retry-timeout-s", "2.5"]) == 130  # fmt: skip
     assert seen == [Limits(), Limits(1000, 9, 7)]
     assert admits == [Concurrency.for_device(), Concurrency(3, 0)]
     assert retries == [30.0, 2.5]

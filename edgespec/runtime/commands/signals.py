@@ -1,0 +1,52 @@
+"""How a long-running command ends on Ctrl-C (SIGINT) and SIGTERM (``kill PID``, systemd,
+``docker stop``) alike: what it was doing is cleaned up (its sessions on the server closed,
+an endpoint's requests drained), then one line on stderr (``interrupted``, ``terminated``)
+and the shell's status for the signal, 128 + its number (130, 143).
+
+Ctrl-C raises ``KeyboardInterrupt`` in the main thread; :func:`sigterm_raises` makes SIGTERM
+raise :class:`Terminated` there too, while the command runs (installed by the command, the
+previous handler put back as it returns)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread as Ctrl-C raises ``KeyboardInterrupt``."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread within this block; a SIGTERM
+    the process was started ignoring stays ignored, and a command run off the main thread
+    (a test's, an embedding program's) leaves the process's handlers as they are."""
+    if not on_main_thread() or signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def on_main_thread() -> bool:
+    """Whether this is the main thread, the only one that may set signal handlers."""
+    return threading.current_thread() is threading.main_thread()
+
+
+def stopped(command: str, signum: int) -> int:
+    """Say that ``edgespec COMMAND`` was stopped by ``signum`` (``interrupted`` for SIGINT,
+    ``terminated`` for SIGTERM), in one line on stderr; its exit status, 128 + ``signum``."""
+    said = "interrupted" if signum == signal.SIGINT else "terminated"
+    print(f"edgespec {command}: {said}", file=sys.stderr, flush=True)
+    return 128 + signum

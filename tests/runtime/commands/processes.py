@@ -1,0 +1,79 @@
+"""Commands run as processes of their own, to be stopped by a signal as a shell, systemd or
+``docker stop`` stops them: a command started with Ctrl-C delivered as a shell delivers it,
+its stderr read as it comes, and the sessions a verification server still holds."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# A pytest-xdist worker runs with SIGINT ignored, and its children would inherit that: the
+# command runs as started from a shell, where Ctrl-C raises KeyboardInterrupt.
+AS_FROM_A_SHELL = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                   "from edgespec.cli import main; sys.exit(main(sys.argv[1:]))")  # fmt: skip
+
+
+class Command:
+    """``edgespec ARGS`` in a process of its own, its stderr in ``log`` (its stdout beside it,
+    ``log`` with ``.out`` added)."""
+
+    def __init__(self, args: list[str], log: Path) -> None:
+        self.log, self.out = log, log.with_name(log.name + ".out")
+        with log.open("wb") as stderr, self.out.open("wb") as stdout:
+            self.process = subprocess.Popen([sys.executable, "-c", AS_FROM_A_SHELL, *args],
+                                            stdout=stdout, stderr=stderr, cwd=ROOT)  # fmt: skip
+
+    @property
+    def lines(self) -> list[str]:
+        """Its stderr's lines so far."""
+        return self.log.read_text(errors="replace").splitlines()
+
+    def wait_for(
+        self, pattern: str, timeout_s: float = 120.0, stdout: bool = False
+    ) -> re.Match[str]:
+        """The first line of stderr (``stdout``: of stdout) that matches ``pattern``, once
+        it is written."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for line in (self.out if stdout else self.log).read_text(errors="replace").splitlines():
+                if found := re.search(pattern, line):
+                    return found
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"no line matching {pattern!r}; stderr:\n{self.log.read_text()}")
+
+    def stopped(self, timeout_s: float) -> int:
+        """The exit status, once it exits within ``timeout_s`` (else the test fails)."""
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"still running after {timeout_s} s; stderr:\n"
+                                 f"{self.log.read_text()}") from None  # fmt: skip
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def open_sessions(address: str, settle_s: float = 5.0) -> int:
+    """The sessions the server at ``address`` holds, given ``settle_s`` for closes under way
+    to land."""
+    probe = RemoteVerifier(address, timeout_s=10.0)
+    try:
+        deadline = time.monotonic() + settle_s
+        while (num := probe.stats().num_sessions) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return int(num)
+    finally:
+        probe.close_channel()

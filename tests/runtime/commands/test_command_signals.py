@@ -1,0 +1,89 @@
+"""``edgespec draft --prompt`` and ``edgespec serve`` stopped by SIGTERM (``kill PID``,
+systemd, ``docker stop``) and Ctrl-C, in processes of their own.
+
+``draft --prompt`` died at once on SIGTERM (exit -15), its session left open on the server
+until ``session_timeout_s``; ``serve`` stopped in silence with exit 0 on both. Each now
+says one line and exits 128 + the signal's number, as ``drafting-server`` does."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from edgespec.runtime.loadgen.server_process import free_port
+from edgespec.runtime.wire.grpc_server import ServerThread
+from tests.runtime.commands.processes import Command, open_sessions
+
+
+def test_sigterm_mid_prompt_closes_the_session_and_exits_143(
+    server: ServerThread, model_dir: Path, tmp_path: Path
+) -> None:
+    args = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", str(model_dir),
+            "--prompt", "w5 w6 w7", "--max-new-tokens", "1000",
+            "--link-rtt-ms", "200"]  # fmt: skip
+    command = Command(args, tmp_path / "stderr")
+    try:
+        command.wait_for(r"\] ready$")
+        time.sleep(1.0)  # a few rounds of about 200 in
+        command.process.send_signal(signal.SIGTERM)
+        assert command.stopped(30) == 143
+    finally:
+        command.kill()
+    assert command.lines[-1] == "edgespec draft: terminated"
+    assert not any("Traceback" in line for line in command.lines)
+    assert open_sessions(f"127.0.0.1:{server.port}") == 0
+
+
+@pytest.mark.parametrize(
+    ("sig", "status", "said"),
+    [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")],
+)
+def test_serve_says_why_it_stopped_and_exits_with_the_signals_status(
+    sig: signal.Signals, status: int, said: str, model_dir: Path, tmp_path: Path
+) -> None:
+    port = free_port()
+    args = ["serve", "--target", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
+            "--threads", "1"]  # fmt: skip
+    command = Command(args, tmp_path / "stderr")
+    try:
+        command.wait_for(f"listening on 127.0.0.1:{port}", stdout=True)
+        command.process.send_signal(sig)
+        assert command.stopped(30) == status
+    finally:
+        command.kill()
+    assert command.lines[-1] == f"edgespec serve: {said}"
+
+
+class _Stopped(Exception):
+    """What this test's own SIGTERM handler raises (the default one would end pytest)."""
+
+
+def test_sigterm_while_the_target_loads_is_one_line_and_143(
+    model_dir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It ended the process at once, without a line (Ctrl-C said ``interrupted``)."""
+    from edgespec.cli import main
+    from edgespec.runtime.commands import serve as serve_command
+
+    def loading(*args: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(10)  # the signal's exception ends this first
+        raise AssertionError("SIGTERM did not stop the load")
+
+    def ours(signum: int, frame: object) -> None:
+        raise _Stopped
+
+    monkeypatch.setattr(serve_command, "load_target", loading)
+    previous = signal.signal(signal.SIGTERM, ours)
+    try:
+        status = main(["serve", "--target", str(model_dir)])
+    except _Stopped:
+        pytest.fail("the command left SIGTERM to the handler it found")
+    finally:
+        restored = signal.signal(signal.SIGTERM, previous)
+    assert status == 143 and restored is ours
+    assert capsys.readouterr().err.splitlines()[-1] == "edgespec serve: terminated"

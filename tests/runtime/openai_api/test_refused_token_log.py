@@ -1,0 +1,69 @@
+"""An endpoint whose token the server no longer takes (revoked after it started): every
+request is a 502 its client cannot fix, and nothing was logged. The device's log says so,
+one line per kind of refusal at most every 10 s, the next line counting those not logged."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from edgespec.config import from_dict
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.runtime.openai_api import throttle
+from edgespec.runtime.openai_api.app import ApiConfig, build_app
+from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.serve import ApiThread
+from edgespec.runtime.openai_api.throttle import RefusedCredentials
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from tests.runtime.conftest import start_server
+from tests.runtime.openai_api.conftest import LIMITS, MODEL, _post, word_tokenizer
+
+REFUSED = "the verification server refused the request (UNAUTHENTICATED): invalid auth token"
+LINE = (f"the OpenAI-compatible endpoint answered a request 502: {REFUSED}; its clients cannot "
+        "fix this: restart the endpoint with an --auth-token the server takes")  # fmt: skip
+
+
+@pytest.fixture
+def revoked(
+    target: TransformersTarget, draft_model: Any
+) -> Iterator[tuple[ApiThread, list[float]]]:
+    """An endpoint whose token the server does not take, and its log clock."""
+    server = start_server(target, host="127.0.0.1", auth_tokens=["tok-now"])
+    address = f"127.0.0.1:{server.port}"
+    now = [100.0]
+    config = from_dict(DrafterConfig, {"server": address, "draft": "tiny-draft"})
+    verifier = RemoteVerifier(address, auth_token="tok-revoked", timeout_s=5.0)
+    setup = EdgeSetup(config, draft_model, word_tokenizer(64), 64, 24, (verifier,),
+                      refusals=RefusedCredentials(clock=lambda: now[0]))  # fmt: skip
+    api = ApiThread(build_app(setup, ApiConfig(MODEL, limits=LIMITS)), "127.0.0.1").start()
+    yield api, now
+    api.stop()
+    server.stop(grace_s=0)
+
+
+def _refused(api: ApiThread) -> None:
+    body = json.dumps({"model": MODEL, "prompt": "w5 w6", "max_tokens": 4}).encode()
+    status, reply, _ = _post(api, "/v1/completions", body)
+    assert (status, reply["error"]["message"], reply["error"]["code"]) == (
+        502, REFUSED, "unauthenticated",
+    )  # fmt: skip
+
+
+def test_a_refused_token_is_logged_once_per_interval(
+    revoked: tuple[ApiThread, list[float]], caplog: pytest.LogCaptureFixture
+) -> None:
+    api, now = revoked
+    with caplog.at_level(logging.WARNING, logger=throttle.__name__):
+        for _ in range(3):
+            _refused(api)
+        now[0] = 109.9  # within the interval: counted, not logged
+        _refused(api)
+        now[0] = 110.0
+        _refused(api)
+    told = [r.getMessage() for r in caplog.records if r.name == throttle.__name__]
+    assert told == [LINE, f"{LINE}; 3 more since the last such line, not logged"]
