@@ -4,9 +4,10 @@ with other settings stops rather than mixing its files with the folder's. One re
 JSON object, read up to :data:`MAX_SETTINGS_BYTES`: :func:`read_settings`), one comparison
 (:func:`settings_differences`), one refusal (:func:`other_settings_error`) and one writer
 (:func:`write_settings`) serve every record: ``run.json`` (:func:`record_run_settings`,
-``train wisv-data``'s shard store and ``train awc-data``'s scenarios), the distillation
-shard folders' ``shard_settings.json`` (``train draft --data-dir`` and
-``--text-data-dir``, :mod:`edgespec.learn.drafts.shard_manifest`), ``train
+``train wisv-data``'s shard store and ``train awc-data``'s scenarios), the shard
+folders' ``shard_settings.json`` (``train draft --data-dir`` and
+``--text-data-dir``, ``train text-shards --out``, read by ``train feature-draft
+--data-dir`` for its target, :mod:`edgespec.learn.drafts.shard_manifest`), ``train
 feature-draft --features-dir``'s ``feature_settings.json``
 (:mod:`edgespec.learn.drafts.feature_record`); ``reproduce wisv-heldout``'s
 ``heldout-plan.json`` is read and written here too, and compared as its typed plan (its

@@ -26,6 +26,14 @@ LABEL_TOP_K = 16
 """Labels kept per position: the target's top-k among the draft's kept tokens."""
 
 
+def label_width(num_kept: int) -> int:
+    """Labels per position among ``num_kept`` kept tokens: :data:`LABEL_TOP_K`, or all of
+    them when fewer. Training reads each sequence's labels at their own width
+    (:func:`edgespec.learn.drafts.distill.batch_loss`), so narrower ones train beside the
+    generated shards' top-16."""
+    return min(LABEL_TOP_K, num_kept)
+
+
 def sharegpt_conversations(skip: int = 0, limit: int | None = None) -> Iterator[str]:
     """ShareGPT *training-split* conversations as ``User: …\\nAssistant: …`` text (the
     ShareGPT prompt template, continued turn by turn), skipping the first ``skip``."""
@@ -97,11 +105,12 @@ def label_texts(
     *,
     max_tokens: int = 256,
     batch_size: int = LABEL_BATCH_SIZE,
-    top_k: int = LABEL_TOP_K,
+    top_k: int | None = None,
     progress: Callable[[int, int, float], None] | None = None,
     deadline_s: float | None = None,
 ) -> int:
-    """Label ``texts`` into ``out_dir`` shards (existing shards skipped); returns batches done.
+    """Label ``texts`` into ``out_dir`` shards (existing shards skipped), ``top_k`` labels
+    per position (default :func:`label_width` of ``head_ids``); returns batches done.
 
     ``deadline_s`` (a ``time.monotonic()`` value) stops cleanly after the batch crossing it.
     """
@@ -110,10 +119,11 @@ def label_texts(
     encoded = [encode_text(tokenizer, t, max_tokens) for t in texts]
     encoded = [e for e in encoded if len(e) >= 3]
     batches = [encoded[i : i + batch_size] for i in range(0, len(encoded), batch_size)]
+    width = label_width(len(head_ids)) if top_k is None else top_k
     return write_shards(
         out_dir,
         len(batches),
-        lambda index: label_batch(model, batches[index], head_ids, top_k),
+        lambda index: label_batch(model, batches[index], head_ids, width),
         progress,
         deadline_s,
     )

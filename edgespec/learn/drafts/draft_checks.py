@@ -101,15 +101,17 @@ def saved_target_shape(target: str) -> TargetShape | None:
     vocab_size, hidden_size = config.get("vocab_size"), config.get("hidden_size")
     if not (type(vocab_size) is int and type(hidden_size) is int):
         return None
-    return TargetShape(_target_name(target), vocab_size, hidden_size)
+    return TargetShape(target_name(target), vocab_size, hidden_size)
 
 
 def loaded_target_shape(target: str, model: Any) -> TargetShape:
     """The loaded ``--target`` model's sizes, from its input embeddings."""
     vocab_size, hidden_size = model.get_input_embeddings().weight.shape
-    return TargetShape(_target_name(target), int(vocab_size), int(hidden_size))
+    return TargetShape(target_name(target), int(vocab_size), int(hidden_size))
 
 
-def _target_name(target: str) -> str:
+def target_name(target: str) -> str:
+    """How a record names the ``--target``: a known model's name, else its directory or
+    file resolved to an absolute path (the registry's one-line error when it is neither)."""
     spec = resolve_model(target)
     return spec.name if spec.path is None else str(spec.path.resolve())

@@ -2,10 +2,12 @@
 
 Two stages, both resumable: (1) the target's features of every sequence in the
 ``--data-dir`` shards (generation shards of ``edgespec train draft``, or text shards of
-``edgespec train text-shards``) are written to ``--features-dir``, which records whose
-features and which folders' shards they are (a folder of another target or another folder
-of the same name is refused before any model loads,
-:mod:`edgespec.learn.drafts.feature_record`); (2) the draft is trained on them and saved to
+``edgespec train text-shards``; shards whose record names another target are refused,
+:func:`~edgespec.learn.drafts.shard_manifest.check_shard_target`) are written to
+``--features-dir``, which records whose features and which folders' shards they are (a
+folder of another target or another folder of the same name is refused,
+:mod:`edgespec.learn.drafts.feature_record`), both before any model loads where the
+target's ``config.json`` gives its sizes; (2) the draft is trained on them and saved to
 ``--out`` (edgespec/learn/drafts/feature_train.py). No feature draft is bundled; the runs
 measured so far and their commands are in docs/LEARN.md.
 """
@@ -134,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.learn.drafts import feature_train as ft
     from edgespec.learn.drafts.feature_record import record_features_folder
+    from edgespec.learn.drafts.make_draft import trimmed_draft_path
     from edgespec.models.feature_draft import save_feature_draft
 
     shards = shard_files(args.data_dir)
@@ -141,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserInputError(
             f"--head-dim must be even (rotary position embeddings turn pairs), got {args.head_dim}"
         )
+    if args.kept_from is not None:  # no draft, or a cut-off one: named before the folders
+        trimmed_draft_path("--kept-from", args.kept_from)
     options = training_options(args)
     settings = ft.FeatureTrainSettings(
         num_steps=args.steps,
@@ -183,31 +188,37 @@ def _checked_target(
     console: Any, args: argparse.Namespace
 ) -> tuple[Any, TargetShape, list[int] | None]:
     """The loaded target, its sizes and the ``--kept-from`` draft's kept tokens, the
-    ``--features-dir`` checked first: before any model loads where the target's
-    ``config.json`` gives its sizes, else once it has loaded."""
+    ``--data-dir`` and ``--features-dir`` folders checked first: before any model loads
+    where the target's ``config.json`` gives its sizes, else once it has loaded."""
     from edgespec.learn.drafts.draft_checks import loaded_target_shape, saved_target_shape
     from edgespec.models.loading import load_model
 
     shape = saved_target_shape(args.target)
     if shape is not None:
-        _check_features(console, args, shape)
+        _check_folders(console, args, shape)
     kept_from = _kept_from(args)  # a bad --kept-from is named before the target loads
     with console.status(f"loading target {args.target}"):
         target = load_model(args.target, verbose=args.verbose)
     if shape is None:
         shape = loaded_target_shape(args.target, target.model)
-        _check_features(console, args, shape)
+        _check_folders(console, args, shape)
     return target, shape, kept_from
 
 
-def _check_features(console: Any, args: argparse.Namespace, shape: TargetShape) -> None:
-    """A ``--features-dir`` of another target or other shards refused, before featurizing
-    (:func:`~edgespec.learn.drafts.feature_record.check_features_folder`; its warning shown)."""
+def _check_folders(console: Any, args: argparse.Namespace, shape: TargetShape) -> None:
+    """A ``--features-dir`` of another target or other shards
+    (:func:`~edgespec.learn.drafts.feature_record.check_features_folder`), and each
+    ``--data-dir`` of shards of another target
+    (:func:`~edgespec.learn.drafts.shard_manifest.check_shard_target`), refused before
+    featurizing; their warnings shown."""
     from edgespec.learn.drafts.feature_record import check_features_folder
+    from edgespec.learn.drafts.shard_manifest import check_shard_target
 
-    warning = check_features_folder(args.features_dir, shape, args.data_dir)
-    if warning is not None:
-        console.print(warning, style="yellow", soft_wrap=True)
+    warnings = [check_features_folder(args.features_dir, shape, args.data_dir)]
+    warnings += [check_shard_target("--data-dir", folder, shape) for folder in args.data_dir]
+    for warning in warnings:
+        if warning is not None:
+            console.print(warning, style="yellow", soft_wrap=True)
 
 
 def _featurize(args: argparse.Namespace, target: Any, shards: list[Path], console: Any) -> Any:

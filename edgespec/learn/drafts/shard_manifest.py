@@ -1,24 +1,28 @@
-"""What a folder's distillation shards were made with, recorded once in the folder
+"""What a folder's shards were made with, recorded once in the folder
 (:data:`MANIFEST_NAME`, written whole before its first shard, :func:`record_settings`):
-for ``--data-dir``, the target and every setting that changes a generated shard
-(:class:`ShardSettings`); for ``--text-data-dir``, the target, the texts and the draft's
-kept tokens its labels are taken among (:class:`TextLabelSettings`). A shard holds only
-token ids and logits, so without the record a rerun with another target or other settings
-would add its shards to the old ones, or train on them, unnoticed;
+for ``train draft --data-dir``, the target and every setting that changes a generated
+shard (:class:`ShardSettings`); for ``--text-data-dir``, the target, the texts and the
+draft's kept tokens its labels are taken among (:class:`TextLabelSettings`); for ``train
+text-shards --out``, whose tokenizer and which texts (:class:`TextShardSettings`). A shard
+holds only token ids (and logits), so without the record a rerun with another target or
+other settings would add its shards to the old ones, or train on them, unnoticed;
 :func:`check_shard_folder` refuses that in one line naming each setting that differs
-(:mod:`edgespec.learn.run_settings`, which reads, compares and writes every such record).
-A folder of shards made before the record existed is taken as it is, with a warning."""
+(:mod:`edgespec.learn.run_settings`, which reads, compares and writes every such record),
+and :func:`check_shard_target` refuses shards of another target where only the target
+must match (``train feature-draft --data-dir``). A folder of shards made before the record
+existed is taken as it is, with a warning."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from edgespec.learn.drafts.distill_text import LABEL_BATCH_SIZE, LABEL_TOP_K
+from edgespec.learn.drafts.distill_text import LABEL_BATCH_SIZE, label_width
+from edgespec.learn.drafts.draft_checks import TargetShape
 from edgespec.learn.run_settings import (
     flag_folder,
     other_settings_error,
@@ -68,18 +72,40 @@ class TextLabelSettings:
     conversations: int
     max_tokens: int
     label_batch_size: int
-    top_k: int
+    top_k: int | None
     kept_tokens_sha256: str | None
 
 
-Settings = ShardSettings | TextLabelSettings
+@dataclass(frozen=True, slots=True)
+class TextShardSettings:
+    """What decides ``train text-shards``' shards: the ``target`` whose tokenizer encoded
+    the texts (named as a :class:`~edgespec.learn.drafts.draft_checks.TargetShape` names
+    it; no sizes: no weights load), the texts (the training prompts of ``task_datasets``
+    and ``conversations`` ShareGPT conversations), each cut to ``max_tokens``, and how they
+    are laid out: the first ``prompt_tokens`` as the prompt, texts shorter than
+    ``prompt_tokens + min_output_tokens`` left out, ``sequences_per_shard`` per shard."""
+
+    target: str
+    task_datasets: tuple[str, ...]
+    conversations: int
+    max_tokens: int
+    prompt_tokens: int
+    min_output_tokens: int
+    sequences_per_shard: int
+
+
+Settings = ShardSettings | TextLabelSettings | TextShardSettings
 ALL_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(ShardSettings))
 TARGET_FIELDS: tuple[str, ...] = ("target", "target_vocab_size", "target_hidden_size")
 """What shards trained on as they are must share with the run (``--skip-generate``,
 ``--train-data-dir``): their token ids and labels are the target's."""
 TEXT_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TextLabelSettings))
-TEXT_FIELDS_BUT_KEPT = tuple(name for name in TEXT_FIELDS if name != "kept_tokens_sha256")
-"""What a ``--text-data-dir`` is checked for before a new draft has chosen its tokens."""
+TEXT_FIELDS_BUT_KEPT = tuple(
+    name for name in TEXT_FIELDS if name not in ("kept_tokens_sha256", "top_k")
+)
+"""What a ``--text-data-dir`` is checked for before a new draft has chosen its tokens (and
+so the label width, at most their number)."""
+TEXT_SHARD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TextShardSettings))
 
 _LABELS = {
     "target": "--target",
@@ -98,7 +124,12 @@ _LABELS = {
     "max_tokens": "--text-max-tokens",
     "label_batch_size": "the labelling batch size",
     "kept_tokens_sha256": "the draft's kept tokens (SHA-256)",
+    "task_datasets": "the task datasets",
+    "prompt_tokens": "the prompt tokens",
+    "min_output_tokens": "the fewest output tokens",
+    "sequences_per_shard": "the sequences per shard",
 }
+_TEXT_SHARD_LABELS = {**_LABELS, "max_tokens": "--max-tokens"}
 
 
 def text_label_settings(
@@ -122,7 +153,7 @@ def text_label_settings(
         conversations=conversations,
         max_tokens=max_tokens,
         label_batch_size=LABEL_BATCH_SIZE,
-        top_k=LABEL_TOP_K,
+        top_k=None if kept is None else label_width(len(kept)),
         kept_tokens_sha256=None if digest is None else digest.hexdigest(),
     )
 
@@ -152,6 +183,35 @@ def check_shard_folder(
     :class:`~edgespec.errors.UserInputError` naming each and the folder. Returns a warning
     for shards with no record (made by an older edgespec), else ``None`` (no shards yet,
     or the same settings)."""
+    labels = _TEXT_SHARD_LABELS if isinstance(settings, TextShardSettings) else _LABELS
+    return _check(flag, folder, asdict(settings), lambda recorded: compared, labels)
+
+
+def check_shard_target(flag: str, folder: Path, shape: TargetShape) -> str | None:
+    """Check that the shards in ``folder`` (given as ``flag``) hold ``shape``'s target's
+    tokens: the target their record names and, where it holds them, its vocabulary and
+    hidden sizes (``train text-shards``' record has none: only the tokenizer made its
+    shards). A difference is :func:`check_shard_folder`'s refusal, no record its warning."""
+    now = {
+        "target": shape.name,
+        "target_vocab_size": shape.vocab_size,
+        "target_hidden_size": shape.hidden_size,
+    }
+
+    def compared(recorded: dict[str, Any]) -> Sequence[str]:
+        return ("target", *(name for name in TARGET_FIELDS[1:] if name in recorded))
+
+    return _check(flag, folder, now, compared, _LABELS)
+
+
+def _check(
+    flag: str,
+    folder: Path,
+    now: dict[str, Any],
+    compared: Callable[[dict[str, Any]], Sequence[str]],
+    labels: dict[str, str],
+) -> str | None:
+    """:func:`check_shard_folder` of ``now``'s settings, those ``compared`` of a record."""
     if not has_shards(folder):
         return None
     recorded = read_recorded(folder)
@@ -161,6 +221,6 @@ def check_shard_folder(
             "before edgespec recorded it): their target and settings are unknown, so they "
             "are used as they are"
         )
-    if differences := settings_differences(recorded, asdict(settings), compared, _LABELS):
+    if differences := settings_differences(recorded, now, compared(recorded), labels):
         raise other_settings_error(flag_folder(flag, folder), "shards", differences, flag)
     return None

@@ -11,21 +11,28 @@ format ``edgespec train feature-draft --data-dir`` reads. Each shard is written 
 not at all (:func:`~edgespec.output_paths.write_atomically`), so a run stopped part-way
 leaves no truncated shard for a training run to read, and the temporary files of one killed
 outright are removed by the next run, as the distillation shards' are
-(:func:`~edgespec.learn.drafts.shard_writing.remove_leftover_temporaries`). Text shards
-carry no target labels, so train with ``--kept-from DRAFT`` (the kept tokens cannot be
-chosen from them).
+(:func:`~edgespec.learn.drafts.shard_writing.remove_leftover_temporaries`). Before its
+first shard the folder records whose tokenizer and which texts its shards hold
+(:class:`~edgespec.learn.drafts.shard_manifest.TextShardSettings` in
+``shard_settings.json``): a run with others is refused before the tokenizer loads, naming
+each (it would overwrite some of the shards and leave the rest), and ``train feature-draft``
+refuses the folder for another target. Text shards carry no target labels, so train with
+``--kept-from DRAFT`` (the kept tokens cannot be chosen from them).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from edgespec.argument_types import non_negative_int
 from edgespec.errors import UserInputError
+from edgespec.learn.drafts import shard_manifest as manifest
+from edgespec.learn.drafts.draft_checks import target_name
 from edgespec.learn.drafts.shard_writing import remove_leftover_temporaries
 from edgespec.output_paths import writable_output_folder, write_atomically
 
@@ -103,6 +110,23 @@ def write_text_shards(
     return len(sequences), sum(map(len, sequences))
 
 
+def text_shard_settings(
+    target: str, conversations: int, max_tokens: int
+) -> manifest.TextShardSettings:
+    """The :class:`~edgespec.learn.drafts.shard_manifest.TextShardSettings` of a run with
+    ``--target`` ``target`` (named as the records name it), ``--conversations`` and
+    ``--max-tokens``."""
+    return manifest.TextShardSettings(
+        target=target_name(target),
+        task_datasets=TASK_DATASETS,
+        conversations=conversations,
+        max_tokens=max_tokens,
+        prompt_tokens=PROMPT_TOKENS,
+        min_output_tokens=MIN_OUTPUT_TOKENS,
+        sequences_per_shard=SEQUENCES_PER_SHARD,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from edgespec.models.loading import load_tokenizer
 
@@ -110,10 +134,16 @@ def run(args: argparse.Namespace) -> int:
         raise UserInputError(
             f"--max-tokens must be >= {PROMPT_TOKENS + MIN_OUTPUT_TOKENS}, got {args.max_tokens}"
         )
+    settings = text_shard_settings(args.target, args.conversations, args.max_tokens)
+    fields = manifest.TEXT_SHARD_FIELDS
+    if (warning := manifest.check_shard_folder("--out", args.out, settings, fields)) is not None:
+        print(warning, file=sys.stderr)
     tokenizer = load_tokenizer(args.target)  # the tokenizer alone: no weights load
     if tokenizer is None:
         raise UserInputError(f"--target {args.target!r} has no tokenizer")
     texts = training_texts(args.conversations)
+    if not manifest.has_shards(args.out):
+        manifest.record_settings(args.out, settings)
     count, tokens = write_text_shards(tokenizer, texts, args.out, args.max_tokens)
     print(f"{count} sequences, {tokens} tokens -> {args.out}")
     return 0

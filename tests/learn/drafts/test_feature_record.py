@@ -16,6 +16,7 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.learn.drafts import feature_train
+from edgespec.learn.drafts.shard_manifest import ShardSettings, record_settings
 from edgespec.models import loading
 from edgespec.models.registry import resolve_model
 from tests.learn.drafts.test_feature_train import _shards, _Tok
@@ -32,14 +33,23 @@ def _never(*args: object, **kwargs: object) -> None:
     raise AssertionError("a model was loaded although --features-dir was refused")
 
 
+def _record_shards(folder: Path, target: Path, vocab_size: int = 48) -> None:
+    """The record `train draft` writes before its first shard, of ``_shards``' shards."""
+    settings = ShardSettings(
+        str(target.resolve()), vocab_size, 32, ("toy",), None, 4, 8, 16, 2, 0, 0.0
+    )
+    record_settings(folder, settings)
+
+
 @pytest.fixture
 def target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The tiny target saved (its config.json read before it loads), loaded from memory
-    with a word tokenizer; its generated shards in tmp_path/gen."""
+    with a word tokenizer; its generated shards, and their record, in tmp_path/gen."""
     model = tiny_target()
     _shards(tmp_path / "gen", model)
     directory = tmp_path / "target"
     model.save_pretrained(directory)
+    _record_shards(tmp_path / "gen", directory)
     real = loading.load_model
 
     def load(name: Any, *args: Any, **kwargs: Any) -> Any:
@@ -169,3 +179,61 @@ def test_features_without_a_record_are_used_with_a_warning(
         "as they are\n"
     )
     assert not (tmp_path / "f" / RECORD).exists()
+
+
+SHARDS_OTHER = (
+    "edgespec train: --data-dir '{folder}' holds shards made with other settings ({differ}): "
+    "give a new --data-dir, or the settings it was made with\n"
+)
+
+
+def test_data_dir_shards_of_another_target_are_refused_before_any_load(
+    target: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Were featurized by this target although their token ids are another's."""
+    monkeypatch.setattr(loading, "load_model", _never)
+    elsewhere = tmp_path / "elsewhere"
+    runs = [
+        (elsewhere, 48, f"--target '{elsewhere}' there, '{target.resolve()}' now"),
+        (target, 50, "the target's vocabulary size 50 there, 48 now"),
+    ]
+    for recorded, vocab_size, differ in runs:
+        _record_shards(tmp_path / "gen", recorded, vocab_size)
+        assert _run(target, tmp_path) == 2
+        shown = SHARDS_OTHER.format(folder=tmp_path / "gen", differ=differ)
+        assert capsys.readouterr().err == shown
+    assert not (tmp_path / "f").exists()
+
+
+def test_text_shards_are_checked_for_their_tokenizers_target_only(
+    target: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`train text-shards` loads no weights, so its record names the target, no sizes:
+    the same target trains on them, another is refused before any model loads."""
+    from tests.learn.drafts.test_text_shards import _command
+    from tests.models.tiny import tiny_draft
+
+    load = loading.load_model
+    assert _command(monkeypatch, target, tmp_path / "text", "--max-tokens", "64") == 0
+    monkeypatch.setattr(loading, "load_model", load)
+    tiny_draft(list(range(3, 48))).save(tmp_path / "draft")
+    text = ("--data-dir", str(tmp_path / "text"), "--kept-from", str(tmp_path / "draft"))
+    argv = ["train", "feature-draft", *text, "--epochs", "1", "--heads", "2", "--head-dim", "8"]
+    argv += ["--intermediate-size", "16", "--out", str(tmp_path / "fd")]
+    capsys.readouterr()
+    assert main([*argv, "--target", str(target), "--features-dir", str(tmp_path / "f")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    copy = tmp_path / "copy"
+    shutil.copytree(target, copy)
+    monkeypatch.setattr(loading, "load_model", _never)
+    assert main([*argv, "--target", str(copy), "--features-dir", str(tmp_path / "f2")]) == 2
+    differ = f"--target '{target.resolve()}' there, '{copy.resolve()}' now"
+    shown = SHARDS_OTHER.format(folder=tmp_path / "text", differ=differ)
+    assert capsys.readouterr().err == shown
+    assert not (tmp_path / "f2").exists()

@@ -181,3 +181,29 @@ def test_text_shards_without_a_record_are_used_with_a_warning(
     )
     assert capsys.readouterr().err.startswith(warning)
     assert not (tmp_path / "text" / SETTINGS).exists()
+
+
+@pytest.mark.usefixtures("prompts", "conversations")
+@pytest.mark.parametrize("draft", ["new", "init-from"])
+def test_fewer_than_16_kept_tokens_are_all_labels_and_train_beside_the_generated_top_16(
+    target_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], draft: str
+) -> None:
+    """Crashed after generation with "RuntimeError: selected index k out of range": the
+    top-16 was taken among 8 kept tokens. Each sequence's labels are read at their own
+    width, so the 8-wide text labels train beside the generated shards' 16-wide ones."""
+    from edgespec.learn.drafts.samples import load_shards
+
+    kept = ("--kept-tokens", "8")
+    if draft == "init-from":
+        tiny_draft(KEPT[:8]).save(tmp_path / "draft")
+        kept = ("--init-from", str(tmp_path / "draft"))
+    flags = (*kept, "--conversations", "3", "--max-new-tokens", "4")
+    assert main(_text_args(target_dir, tmp_path, "out", *flags)) == 0
+    text = tmp_path / "text"
+    assert json.loads((text / SETTINGS).read_text())["top_k"] == 8
+    assert {s.topk_ids.shape[1] for s in load_shards(text)} == {8}
+    assert {s.topk_ids.shape[1] for s in load_shards(tmp_path / "data")} == {16}
+    shards = _shards(text)
+    capsys.readouterr()
+    assert main(_text_args(target_dir, tmp_path, "out2", *flags)) == 0  # resumed
+    assert _shards(text) == shards and "warning" not in capsys.readouterr().err

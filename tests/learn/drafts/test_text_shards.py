@@ -46,24 +46,39 @@ def test_shards_split_prompt_and_output_and_feed_feature_training(tmp_path: Path
     assert len(sequences) == count and sequences[0].prompt_len == 32
 
 
-def test_command_writes_shards(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _command(
+    monkeypatch: pytest.MonkeyPatch, target: Path, out: Path, *flags: str, loads: bool = True
+) -> int:
+    """`train text-shards` of 80 texts with the word tokenizer as ``target``'s (``loads``
+    False: loading it, or reading the texts, fails the test); never the weights."""
     from edgespec.cli import main
     from edgespec.models import loading
 
     def load(name: Any, *args: Any, **kwargs: Any) -> Any:
-        assert name == "tiny"
+        assert loads, "the tokenizer was loaded although --out was refused"
+        assert name == str(target)
         return _Tok()
+
+    def texts(conversations: int) -> list[str]:
+        assert loads, "the texts were read although --out was refused"
+        return _texts(80)
 
     def no_weights(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("text-shards needs the tokenizer only")
 
     monkeypatch.setattr(loading, "load_tokenizer", load)
     monkeypatch.setattr(loading, "load_model", no_weights)
-    monkeypatch.setattr(text_shards, "training_texts", lambda conversations: _texts(80))
-    argv = ["train", "text-shards", "--target", "tiny", "--out", str(tmp_path / "s")]
-    assert main(argv) == 0
+    monkeypatch.setattr(text_shards, "training_texts", texts)
+    return main(["train", "text-shards", "--target", str(target), "--out", str(out), *flags])
+
+
+def test_command_writes_shards(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target_dir: Path,
+) -> None:
+    assert _command(monkeypatch, target_dir, tmp_path / "s") == 0
     assert "sequences" in capsys.readouterr().out
     assert len(list((tmp_path / "s").glob("shard_*.pt"))) == 1
 
