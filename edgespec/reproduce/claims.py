@@ -14,6 +14,8 @@ and carries its cause: the :class:`Reason` (a :class:`Cause` and one line) that 
 builder states, or "cause not known" where it states none. In a ``--quick`` run a row whose
 magnitude depends on the run length says what the quick run shortened (``quick_run``); its
 magnitude is then not compared with the paper's, and its cause is :attr:`Cause.QUICK_RUN`.
+A cause line that quotes the run's own numbers names them as left to the full run in a quick
+run (:func:`left_to_full_run`), as a quick REPORT.md's findings that rest on them are.
 """
 
 from __future__ import annotations
@@ -178,6 +180,13 @@ class Finding:
 
     def markdown(self) -> str:
         return f"- **{self.claims}** ({self.cause.value}): {self.line} Shown by: {self.shown_by}."
+
+
+def left_to_full_run(numbers: str) -> str:
+    """A quick run's words, in a cause line, for the run's numbers that the full run's line
+    quotes (``numbers`` says which): left to the full run, as a quick REPORT.md's findings
+    that rest on the run's numbers are (:attr:`Finding.from_run`)."""
+    return f"{numbers}: left to the full run (quick run)"
 
 
 _UNEXPLAINED = (Outcome.HOLDS, Outcome.NOT_JUDGED, Outcome.SETTING, Outcome.BY_CONSTRUCTION)

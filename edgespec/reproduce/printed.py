@@ -2,7 +2,8 @@
 writing REPORT.md): claim, what, paper, edgespec, tolerance and verdict columns fitted to
 the terminal's width with words kept whole, each row's cause on a line of its own under it.
 A setting's or a by-construction row's verdict column shows no marks: nothing was judged;
-a quick run's magnitude shows ``– (quick run)``, as REPORT.md's verdict does: not compared."""
+a quick run's magnitude shows ``– (quick run)``, as REPORT.md's verdict does: not compared;
+what a quick run leaves out follows the table, as REPORT.md's closing section lists it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from edgespec.reproduce.claims import QUICK_PRINTED, UNJUDGED, ClaimRow, Outcome, headline, mark
+from edgespec.reproduce.report_file import LEFT_OUT_HEADING
 
 _COLUMNS = ("claim", "what", "paper", "edgespec", "tolerance", "verdict")
 _GAP = 2
@@ -106,8 +108,16 @@ def claims_renderable(
 
 
 def print_claims(
-    rows: Sequence[ClaimRow], console: Console | None = None, *, quick: bool = False
+    rows: Sequence[ClaimRow],
+    console: Console | None = None,
+    *,
+    quick: bool = False,
+    left_out: Sequence[str] = (),
 ) -> None:
-    """Print the claims table (:func:`claims_renderable`) at the console's width."""
+    """Print the claims table (:func:`claims_renderable`) at the console's width, then what
+    a quick run leaves out (``left_out``, as REPORT.md lists it), one item a line, unwrapped."""
     console = console or Console(markup=False)
     console.print(claims_renderable(rows, console.width, quick=quick))
+    lines = [f"quick run leaves out (REPORT.md, “{LEFT_OUT_HEADING}”):"] if left_out else []
+    for line in [*lines, *[f"  - {item}" for item in left_out]]:
+        console.print(Text(line), soft_wrap=True)

@@ -1,6 +1,7 @@
 """REPORT.md of a reproduction: the headline, the outcomes explained, the claims table with
-each cause, the findings, the inputs chosen once, the files, then the sensitivities or what
-a quick run leaves out; written whole or not at all."""
+each cause, the findings, the inputs chosen once, the files, then the paper's own sections
+(its sensitivities, ...) and, in a quick run, what it leaves out; written whole or not at
+all."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ QUICK_EXPLAINED = (
     "**Quick run** (`--quick`): fewer and shorter runs than the full reproduction. A magnitude "
     "that depends on the run length is marked “(quick run)” and not compared with the "
     "paper's: its row holds in direction only, or is not comparable where no direction is "
-    "judged. Run without `--quick` to compare it."
+    "judged. Run without `--quick` to compare it. The last section lists what the quick run "
+    "leaves out of the full one."
 )
 
 
@@ -78,6 +80,19 @@ def findings_markdown(findings: Sequence[Finding], quick: bool) -> list[str]:
     return lines
 
 
+LEFT_OUT_HEADING = "What the quick run leaves out"
+"""The title of a quick REPORT.md's closing section (:func:`left_out_markdown`)."""
+
+
+def left_out_markdown(items: Sequence[str]) -> list[str]:
+    """A quick REPORT.md's closing section: what the quick run leaves out of the full one,
+    one item a line, each read off the paper's quick plan against its full one (none:
+    no section)."""
+    if not items:
+        return []
+    return [f"## {LEFT_OUT_HEADING}", "", *[f"- {item}" for item in items], ""]
+
+
 SENSITIVITIES_SHOWN = "Shown, never judged and never used to choose an input."
 
 
@@ -100,12 +115,18 @@ def write_report(
     quick: bool = False,
     findings: Sequence[Finding] = (),
     appendix: str = "",
+    left_out: Sequence[str] = (),
 ) -> None:
     """REPORT.md: the command, the headline counts, the claims table with each miss's cause,
     the findings (where given), the chosen inputs with their reasons, the files (scenarios,
     plots, raw results) beside it, then ``appendix`` as given; written whole or not at all.
     ``quick``: the rows come from a ``--quick`` run, and the header says so; its findings
-    are :func:`findings_markdown`'s."""
+    are :func:`findings_markdown`'s, and it ends with what it leaves out of the full run,
+    ``left_out`` (:func:`left_out_markdown`), which a quick report, and only one, gives."""
+    if quick != bool(left_out):
+        said = "a quick run, nothing" if quick else f"a full run, {len(left_out)} item(s)"
+        raise ValueError(f"{path}: {said} left out: a quick report, and only a quick one, "
+                         "says what the run leaves out")  # fmt: skip
     unexplained = sum(1 for r in rows if r.why.startswith(UNKNOWN_CAUSE))
     parts = [f"# {title}", "", f"Command: `{command}`", ""]
     if quick:
@@ -129,4 +150,7 @@ def write_report(
         *[f"- `{f}`" for f in files],
         "",
     ]
-    write_text_atomically(path, "\n".join(parts) + appendix)
+    text = "\n".join(parts) + appendix
+    if left_out:
+        text = text.rstrip("\n") + "\n\n" + "\n".join(left_out_markdown(left_out))
+    write_text_atomically(path, text)

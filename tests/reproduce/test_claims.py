@@ -215,7 +215,7 @@ def test_quick_run_magnitudes_are_marked_and_not_compared(tmp_path: Path) -> Non
         "5 rows: 1 hold, 2 hold in direction only, 1 miss, 1 not comparable (quick run)"
     )
     path = tmp_path / "REPORT.md"
-    write_report(path, "T — quick", "cmd --quick", rows, [], [], quick=True)
+    write_report(path, "T — quick", "cmd --quick", rows, [], [], quick=True, left_out=[short])
     text = path.read_text()
     assert "**Quick run** (`--quick`)" in text
     assert "| direction –, magnitude – (quick run) | not comparable (quick run) |" in text

@@ -1,5 +1,5 @@
 """``edgespec reproduce dsd``: run D2–D7, write the run folder, print the claims (D1
-beside them, not judged)."""
+beside them, not judged) and, in a quick run, what it leaves out."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from edgespec.output_paths import write_text_atomically
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run D2–D7 in both cost modes, write the run folder (REPORT.md's *Sensitivities*
-    after its files, where the plan runs the variant fleet), print the table (D1, not
-    judged, then each claim's physical rows and its DSD-Sim compat rows); returns the claim
-    rows."""
+    after its files, where the plan runs the variant fleet; in a quick run, what it leaves
+    out last), print the table (D1, not judged, then each claim's physical rows and its
+    DSD-Sim compat rows) and what a quick run leaves out; returns the claim rows."""
     from edgespec.reproduce.dsd.choices import CHOICES, SENSITIVITIES
     from edgespec.reproduce.dsd.claims import CALIBRATION, all_rows
     from edgespec.reproduce.dsd.findings import findings
     from edgespec.reproduce.dsd.plots import plot_dsd
+    from edgespec.reproduce.dsd.quick import left_out
     from edgespec.reproduce.dsd.runs import DsdPlan, results_dict, run_dsd
     from edgespec.reproduce.folder import results_text
     from edgespec.reproduce.printed import print_claims
@@ -35,11 +36,12 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     files.append("results.json")
     title = "DSD (seed 004) reproduced" + (" — quick" if quick else "")
     sensitivities = sensitivities_markdown([f"**{name}**: {what}" for name, what in SENSITIVITIES])
+    omitted = left_out(plan)
     write_report(
         out / "REPORT.md", title, command, rows, CHOICES, files, quick=quick,
         findings=findings(results),
-        appendix=sensitivities if plan.variant_rtts_ms else "",
+        appendix=sensitivities if plan.variant_rtts_ms else "", left_out=omitted,
     )  # fmt: skip
-    print_claims(rows, quick=quick)
+    print_claims(rows, quick=quick, left_out=omitted)
     print(f"report: {out / 'REPORT.md'}")
     return rows

@@ -26,9 +26,15 @@ SATURATED = 0.1
 
 
 def quick_run(res: DsdResults) -> str:
-    """What ``res``'s plan shortens against :meth:`DsdPlan.full` that every throughput and
-    latency depends on (the run length); empty for the full plan."""
-    setup, full = res.plan.setup, DsdPlan.full().setup
+    """What ``res``'s plan shortens that every throughput and latency depends on
+    (:func:`shortened`); empty for the full plan."""
+    return shortened(res.plan)
+
+
+def shortened(plan: DsdPlan) -> str:
+    """What ``plan``'s runs shorten against :meth:`DsdPlan.full`'s (the run length, the
+    fleet); empty for the full plan."""
+    setup, full = plan.setup, DsdPlan.full().setup
     if setup.duration_s >= full.duration_s and setup.fleet_share >= full.fleet_share:
         return ""
     return (

@@ -1,37 +1,30 @@
 """What ``edgespec reproduce wisp --quick`` leaves out of the full run: the claims it does
 not run and the runs it shortens, read off the two plans (so the list stays true when a plan
 changes). REPORT.md ends with it and the terminal prints it (``--help``: "its report says
-what it leaves out"). The predictor claims' rows name what they depend on of it
-(:func:`study_quick_run`, :func:`runs_quick_run`): their magnitudes are not compared."""
+what it leaves out"; :func:`~edgespec.reproduce.report_file.left_out_markdown`). The
+predictor claims' rows name what they depend on of it (:func:`study_quick_run`,
+:func:`runs_quick_run`): their magnitudes are not compared."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from edgespec.reproduce.wisp.claims import quick_run, shortened
+from edgespec.reproduce.left_out import and_list, count, cut, missing, not_run
+from edgespec.reproduce.wisp.claims import shortened
 from edgespec.reproduce.wisp.predictor import PredictorPlan
 from edgespec.reproduce.wisp.runs import Plan
-from edgespec.reproduce.wisp.setup import CLASSES
+from edgespec.reproduce.wisp.setup import CLASSES, WispSetup
 
 CAPACITY_CLAIMS = {"qwen3-32b": "W1", "qwen3-14b": "W2"}
 """Which claim a target's capacities belong to."""
 
 
-def _and(items: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
-    return items[-1] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
 def _tok_s(classes: Sequence[str]) -> str:
-    return _and([f"{CLASSES[c]:g}" for c in classes]) + " tok/s"
+    return and_list([f"{CLASSES[c]:g}" for c in classes]) + " tok/s"
 
 
 def _devices(ns: Sequence[int]) -> str:
-    return "N = " + _and([str(n) for n in ns])
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
+    return "N = " + and_list([str(n) for n in ns])
 
 
 def _not_run(plan: Plan, predictor: PredictorPlan) -> list[str]:
@@ -43,23 +36,18 @@ def _not_run(plan: Plan, predictor: PredictorPlan) -> list[str]:
         for t in full.targets
         if t not in plan.targets
     ]
-    classes = [c for c in full.classes if c not in plan.classes]
+    classes = missing(full.classes, plan.classes)
     if classes:
-        out.append(
-            f"W1 at {_tok_s(classes)} (the capacities and the centralized setting there): not "
-            f"run, only {_tok_s(plan.classes)}"
-        )
+        about = "the capacities and the centralized setting there"
+        out.append(not_run("W1 at", _tok_s(classes), _tok_s(plan.classes), about))
     out += [
         f"WISP without its predictor's capacities ({t}, W1's notes): not searched"
-        for t in full.without_predictor
-        if t not in plan.without_predictor
+        for t in missing(full.without_predictor, plan.without_predictor)
     ]
-    missing = [n for n in full_p.goodput_devices if n not in predictor.goodput_devices]
-    if missing:
-        out.append(
-            f"W8 at {_devices(missing)} (its gains there and the non-decreasing check over "
-            f"them): not run, only {_devices(predictor.goodput_devices)}"
-        )
+    left = missing(full_p.goodput_devices, predictor.goodput_devices)
+    if left:
+        about = "its gains there and the non-decreasing check over them"
+        out.append(not_run("W8 at", _devices(left), _devices(predictor.goodput_devices), about))
     return out
 
 
@@ -80,7 +68,7 @@ def _shortened(plan: Plan, predictor: PredictorPlan) -> list[str]:
          "trial"),
         ("W10's latency:", predictor.study.latency_calls, full_p.study.latency_calls, "call"),
     ]  # fmt: skip
-    out = [f"{what} {_count(q, noun)} (full: {f})" for what, q, f, noun in pairs if q != f]
+    out = [cut(what, q, f, noun) for what, q, f, noun in pairs if q != f]
     if plan.curve_devices != full.curve_devices:
         grid = full.curve_devices
         out.append(
@@ -93,26 +81,45 @@ def _shortened(plan: Plan, predictor: PredictorPlan) -> list[str]:
             f"the late-request sensitivity: {q_s:g} s runs up to {q_hi} devices (full: "
             f"{f_s:g} s up to {f_hi})"
         )
-    runs = quick_run(plan)
-    if runs:
-        out.append(f"every simulated run (W1, W3, W4, W5, W7, W8): {runs}")
-    return out
+    return out + _runs_shortened(plan.setup, predictor.setup)
+
+
+def _runs_shortened(setup: WispSetup, predictor: WispSetup) -> list[str]:
+    """What the simulated runs of W1–W5 (``setup``) and of W7–W8 (``predictor``) shorten
+    against the full plans': one item where both shorten the same, else one each."""
+    main = _run(setup, Plan.full().setup)
+    pred = _run(predictor, PredictorPlan.full().setup)
+    if main and main == pred:
+        return [f"every simulated run (W1, W3, W4, W5, W7, W8): {main}"]
+    said = [("W1, W3, W4 and W5's simulated runs", main), ("W7 and W8's simulated runs", pred)]
+    return [f"{which}: {what}" for which, what in said if what]
+
+
+def _run(setup: WispSetup, full: WispSetup) -> str:
+    """A simulated run's cuts: those its magnitudes depend on
+    (:func:`~edgespec.reproduce.wisp.claims.shortened`), then its ramp."""
+    ramp = (
+        f"first requests spread over {setup.ramp_s:g} s (full: {full.ramp_s:g} s)"
+        if setup.ramp_s < full.ramp_s
+        else ""
+    )
+    return ", ".join(c for c in (shortened(setup, full), ramp) if c)
 
 
 def study_quick_run(predictor: PredictorPlan) -> str:
     """What ``predictor``'s study shortens against the full one that W6's FPRs depend on
     (the hyper-parameter searches and the MLP's training); empty for the full plan."""
     study, full = predictor.study, PredictorPlan.full().study
-    cut = []
+    cuts = []
     if study.mlp_trials < full.mlp_trials or study.mlp_max_epochs < full.mlp_max_epochs:
-        cut.append(
-            f"{_count(study.mlp_trials, 'MLP trial')} of at most "
-            f"{_count(study.mlp_max_epochs, 'epoch')} (full: {full.mlp_trials} of "
+        cuts.append(
+            f"{count(study.mlp_trials, 'MLP trial')} of at most "
+            f"{count(study.mlp_max_epochs, 'epoch')} (full: {full.mlp_trials} of "
             f"{full.mlp_max_epochs})"
         )
     if study.tree_trials < full.tree_trials:
-        cut.append(f"{_count(study.tree_trials, 'trial')} per tree (full: {full.tree_trials})")
-    return ", ".join(cut)
+        cuts.append(f"{count(study.tree_trials, 'trial')} per tree (full: {full.tree_trials})")
+    return ", ".join(cuts)
 
 
 def runs_quick_run(predictor: PredictorPlan, devices: bool = False) -> str:
@@ -120,22 +127,14 @@ def runs_quick_run(predictor: PredictorPlan, devices: bool = False) -> str:
     that their magnitudes depend on, with W7's device count where ``devices``; empty for
     the full plan."""
     full = PredictorPlan.full()
-    cut = [shortened(predictor.setup, full.setup)]
+    cuts = [shortened(predictor.setup, full.setup)]
     if devices and predictor.acceptance_devices < full.acceptance_devices:
         n, f = predictor.acceptance_devices, full.acceptance_devices
-        cut.insert(0, f"{_count(n, 'device')} (full: {f})")
-    return ", ".join(c for c in cut if c)
+        cuts.insert(0, f"{count(n, 'device')} (full: {f})")
+    return ", ".join(c for c in cuts if c)
 
 
 def left_out(plan: Plan, predictor: PredictorPlan) -> list[str]:
     """Everything the ``plan``/``predictor`` pair leaves out of the full run, claims not run
     first; empty for the full plans."""
     return [*_not_run(plan, predictor), *_shortened(plan, predictor)]
-
-
-def left_out_markdown(items: Sequence[str]) -> str:
-    """REPORT.md's closing section listing ``items`` (empty: no section)."""
-    if not items:
-        return ""
-    lines = ["## What the quick run leaves out", "", *[f"- {item}" for item in items], ""]
-    return "\n".join(lines)

@@ -38,7 +38,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         run_predictor_claims,
     )
     from edgespec.reproduce.wisp.predictor_claims import predictor_rows
-    from edgespec.reproduce.wisp.quick import left_out, left_out_markdown
+    from edgespec.reproduce.wisp.quick import left_out
     from edgespec.reproduce.wisp.readings import reading_line
     from edgespec.reproduce.wisp.runner import LATE_RULE, late_rule_choice
     from edgespec.reproduce.wisp.runs import Plan, results_dict, run_wisp
@@ -86,17 +86,10 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     found = findings(results)
     sensitivities = (results.late.line(), reading_line(results), table6.speed.line())
     omitted = left_out(plan, predictor_plan)
-    appendix = sensitivities_markdown(sensitivities)
-    if omitted:
-        appendix += "\n" + left_out_markdown(omitted)
     write_report(
         out / "REPORT.md", title, command, rows, chosen, files, quick=quick, findings=found,
-        appendix=appendix,
+        appendix=sensitivities_markdown(sensitivities), left_out=omitted,
     )  # fmt: skip
-    print_claims(rows, quick=quick)
-    if omitted:
-        print("quick run leaves out (REPORT.md, “What the quick run leaves out”):")
-        for item in omitted:
-            print(f"  - {item}")
+    print_claims(rows, quick=quick, left_out=omitted)
     print(f"report: {out / 'REPORT.md'}")
     return rows

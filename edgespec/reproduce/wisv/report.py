@@ -1,5 +1,5 @@
 """``edgespec reproduce wisv``: run V1–V4 and Fig. 5's ablation, write the run folder,
-print the claims."""
+print the claims and, in a quick run, what it leaves out."""
 
 from __future__ import annotations
 
@@ -10,14 +10,15 @@ from edgespec.output_paths import write_text_atomically
 
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
-    """Run the cells, write REPORT.md and results.json, print the table; returns the rows.
+    """Run the cells, write REPORT.md and results.json, print the table (and what a quick
+    run leaves out); returns the rows.
     Stops with a :class:`~edgespec.errors.UserInputError` naming `edgespec train wisv`
     when the decision head's reject-share table is missing."""
     from edgespec.reproduce.folder import results_text
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.report_file import write_report
     from edgespec.reproduce.wisv.claims import all_rows
-    from edgespec.reproduce.wisv.runs import Tables, WisvPlan, results_dict, run_wisv
+    from edgespec.reproduce.wisv.runs import Tables, WisvPlan, left_out, results_dict, run_wisv
     from edgespec.reproduce.wisv.setup import CHOICES
     from edgespec.sweeps.executor import make_executor
 
@@ -30,10 +31,10 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     rows = all_rows(results)  # after results.json: a failure keeps the runs
     title = "WISV (seed 003) reproduced" + (" — quick" if quick else "")
     shares = "\n" + "\n".join(shares_section(results.shares, tables)) + "\n"
-    write_report(
-        out / "REPORT.md", title, command, rows, CHOICES, files, quick=quick, appendix=shares
-    )
-    print_claims(rows, quick=quick)
+    omitted = left_out(plan)
+    write_report(out / "REPORT.md", title, command, rows, CHOICES, files, quick=quick,
+                 appendix=shares, left_out=omitted)  # fmt: skip
+    print_claims(rows, quick=quick, left_out=omitted)
     print(f"report: {out / 'REPORT.md'}")
     return rows
 

@@ -19,6 +19,7 @@ from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
 from edgespec.policies.semantic.csi import ChannelState
 from edgespec.reproduce.jobs import RunJob, run_all, write_scenario
+from edgespec.reproduce.left_out import cut
 from edgespec.reproduce.wisv.setup import (
     ABLATION_TABLE,
     ABLATION_TABLES,
@@ -49,7 +50,7 @@ class WisvPlan:
 
     setup: WisvSetup
     answers: int
-    quick: bool = False
+    """How many answers each run is sized for."""
 
     @staticmethod
     def full() -> WisvPlan:
@@ -57,7 +58,17 @@ class WisvPlan:
 
     @staticmethod
     def quick_plan() -> WisvPlan:
-        return WisvPlan(WisvSetup(), 100, quick=True)
+        return WisvPlan(WisvSetup(), 100)
+
+
+def left_out(plan: WisvPlan) -> list[str]:
+    """What ``plan`` leaves out of :meth:`WisvPlan.full`, read off the two plans: the
+    answers every run is sized for (empty for the full plan)."""
+    full = WisvPlan.full()
+    if plan.answers == full.answers:
+        return []
+    return [cut("every run (V1–V4, Fig. 5's ablation): sized for", plan.answers, full.answers,
+                "answer")]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,13 +1,15 @@
 """What a plan leaves out of the full Zhu reproduction: the α of Fig. 6, the sweep points of
-Figs. 7–8 and the bandwidths of Fig. 9 that ``--quick`` does not run. The rows that claim
-something "at every α" or "at every point" say over which ones they judged it, and the
-quick REPORT.md lists what it left out (:func:`left_out_lines`)."""
+Figs. 7–8 and the bandwidths of Fig. 9 that ``--quick`` does not run, and the draws it
+shortens. The rows that claim something "at every α" or "at every point" say over which ones
+they judged it, and the quick REPORT.md lists what it left out (:func:`left_out`), read off
+the two plans."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from edgespec.reproduce.left_out import cut, not_run, numbers
 from edgespec.reproduce.zhu.runs import ZhuPlan, sweep_points
 from edgespec.reproduce.zhu.setup import ZhuSetup
 
@@ -22,11 +24,6 @@ class Coverage:
     points: tuple[str, ...]
     points_left_out: tuple[str, ...]
     bands_left_out_mhz: tuple[float, ...]
-
-    @property
-    def complete(self) -> bool:
-        """The plan runs every α, sweep point and bandwidth of the full one."""
-        return not (self.alphas_left_out or self.points_left_out or self.bands_left_out_mhz)
 
 
 def coverage(setup: ZhuSetup, plan: ZhuPlan) -> Coverage:
@@ -55,23 +52,33 @@ def values_text(values: Sequence[float]) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
 
-def left_out_lines(cov: Coverage, also: Sequence[str] = ()) -> list[str]:
-    """REPORT.md lines naming what the plan leaves out of the full run, then ``also`` (a
-    paragraph each: what else it leaves out); none when it leaves out nothing."""
-    if cov.complete and not also:
-        return []
-    items = [
-        ("α (Fig. 6, Z1)", values_text(cov.alphas_left_out)),
-        ("sweep points (Figs. 7–8, Z2, Z3, Z5)", points_text(cov.points_left_out)),
-        ("bandwidths (Fig. 9, Z5), MHz", values_text(cov.bands_left_out_mhz)),
-    ]
-    return [
-        "## What the quick run leaves out",
-        "",
-        "The rows that claim a statement at every α or every point judge it only at the "
-        "ones this run has; the full run judges it at every one. Not run here:",
-        "",
-        *[f"- {what}: {values}" for what, values in items if values],
-        "",
-        *[line for paragraph in also for line in (paragraph, "")],
-    ]
+def _not_run(setup: ZhuSetup, plan: ZhuPlan) -> list[str]:
+    """The α, sweep points and bandwidths of the full plan that ``plan`` does not run."""
+    cov, out = coverage(setup, plan), []
+    if cov.alphas_left_out:
+        left, kept = numbers(cov.alphas_left_out), numbers(plan.alphas)
+        about = "Fig. 6; its rows at every α judged without them"
+        out.append(not_run("Z1 at α =", left, f"α = {kept}", about))
+    if cov.points_left_out:
+        left, kept = points_text(cov.points_left_out), points_text(cov.points)
+        about = "Figs. 7–8; the rows at every point judged without them"
+        out.append(not_run("Z2, Z3, Z5 at", left, kept, about))
+    if cov.bands_left_out_mhz:
+        kept = numbers(plan.bandwidths_mhz, "MHz")
+        out.append(not_run("Z5 at B =", numbers(cov.bands_left_out_mhz, "MHz"), kept, "Fig. 9"))
+    return out
+
+
+def left_out(setup: ZhuSetup, plan: ZhuPlan) -> list[str]:
+    """Everything ``plan`` leaves out of :meth:`ZhuPlan.full`, the values not run first,
+    then the draws it shortens, each beside the full value; empty for the full plan."""
+    full = ZhuPlan.full()
+    pairs = [
+        ("every claim (Z1–Z5):", plan.draws, full.draws, "Monte-Carlo draw"),
+        ("Algorithm 1 against exhaustive search:", plan.exhaustive_draws,
+         full.exhaustive_draws, "draw"),
+        ("Algorithm 1 against exhaustive search: on", plan.exhaustive_users,
+         full.exhaustive_users, "user"),
+        ("the plan as events:", plan.event_draws, full.event_draws, "draw"),
+    ]  # fmt: skip
+    return _not_run(setup, plan) + [cut(*pair) for pair in pairs if pair[1] != pair[2]]

@@ -1,4 +1,5 @@
-"""``edgespec reproduce zhu``: run Z1–Z5, write the run folder, print the claims."""
+"""``edgespec reproduce zhu``: run Z1–Z5, write the run folder, print the claims and, in a
+quick run, what it leaves out."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ from edgespec.output_paths import write_text_atomically
 
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
-    """Run the draws, write REPORT.md and results.json, print the table; returns the rows."""
+    """Run the draws, write REPORT.md and results.json, print the table (and what a quick
+    run leaves out); returns the rows."""
     from edgespec.reproduce.folder import results_text
     from edgespec.reproduce.jobs import run_all
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.report_file import write_report
-    from edgespec.reproduce.zhu.causes import QUICK_NO_FINDINGS, findings
+    from edgespec.reproduce.zhu.causes import findings
     from edgespec.reproduce.zhu.claims import all_rows
-    from edgespec.reproduce.zhu.coverage import coverage, left_out_lines
+    from edgespec.reproduce.zhu.coverage import left_out
     from edgespec.reproduce.zhu.events import AcceptanceJob, events_summary
     from edgespec.reproduce.zhu.exhaustive import SHORT_OUTPUT, GapJob, gap_summary
     from edgespec.reproduce.zhu.runs import DrawJob, ZhuPlan
@@ -46,9 +48,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     results_json["dp_gaps"] = {str(o): g for o, g in gaps.items()}
     write_text_atomically(out / "results.json", results_text("zhu", results_json))
     rows = all_rows(draws, setup, plan, quick)  # after results.json: a failure keeps the runs
-    also = [QUICK_NO_FINDINGS.format(draws=plan.draws)] if quick else []
-    summary = left_out_lines(coverage(setup, plan), also)
-    summary += gap_summary(gaps, plan.exhaustive_users) + events_summary(events)
+    summary = gap_summary(gaps, plan.exhaustive_users) + events_summary(events)
+    omitted = left_out(setup, plan)
     title = "Zhu et al. (seed 001) reproduced" + (" — quick" if quick else "")
     write_report(
         out / "REPORT.md",
@@ -58,9 +59,10 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         CHOICES,
         ["results.json"],
         quick=quick,
-        findings=findings(setup, draws, quick),
+        findings=findings(setup, draws),
         appendix="\n" + "\n".join(summary) + "\n",
+        left_out=omitted,
     )
-    print_claims(rows, quick=quick)
+    print_claims(rows, quick=quick, left_out=omitted)
     print(f"report: {out / 'REPORT.md'}")
     return rows

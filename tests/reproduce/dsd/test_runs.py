@@ -25,11 +25,12 @@ from edgespec.reproduce.dsd.causes import (
 from edgespec.reproduce.dsd.choices import CHOICES, SENSITIVITIES
 from edgespec.reproduce.dsd.claims import CALIBRATION, all_rows
 from edgespec.reproduce.dsd.paper import PAPER_TABLE2
+from edgespec.reproduce.dsd.quick import left_out
 from edgespec.reproduce.dsd.report import reproduce as reproduce_dsd
 from edgespec.reproduce.dsd.runs import DsdPlan, crossover_name, plan_scenarios, results_from_dict
 from edgespec.reproduce.dsd.setup import COST_MODES, CostMode
 from edgespec.sim.setup.scenario import scenario_from_dict
-from tests.reproduce.reports import check_declared_files, check_quick_report
+from tests.reproduce.reports import check_declared_files, check_left_out_last, check_quick_report
 
 QUICK = DsdPlan.quick()
 FIGURES = ("fig5_stacks", "fig6_crossover", "fig7_8_routing", "fig9_10_batching")
@@ -72,13 +73,14 @@ def test_report_and_files_per_mode(quick: tuple[Path, list[ClaimRow]]) -> None:
         assert f"| {row.claim_id} | {row.what} |" in report
     for name, why in CHOICES:
         assert f"- **{name}**: {why}" in report
-    # the variant fleet is a sensitivity, listed after the files, not among the chosen inputs
+    # the variant fleet is a sensitivity, listed after the files, not among the chosen inputs;
+    # what the quick run leaves out closes the report
     chosen, files = report.index("## Inputs the paper does not state"), report.index("## Files")
     ((name, what),) = SENSITIVITIES
-    assert report.endswith(
+    assert (
         "\n\n## Sensitivities\n\nShown, never judged and never used to choose an input.\n\n"
-        f"- **{name}**: {what}\n"
-    )
+        f"- **{name}**: {what}\n\n## What the quick run leaves out\n\n"
+    ) in report
     assert "TP-1" not in report[chosen:files]
     for mode in COST_MODES:
         for figure in FIGURES:
@@ -165,6 +167,8 @@ def test_report_says_quick_and_gives_every_miss_its_cause(
     out, rows = quick
     report = check_quick_report(out, rows, expect_miss=False)  # every row not comparable
     check_declared_files(out, "dsd")
+    check_left_out_last(report, left_out(QUICK))
+    assert "\n- D4, D5 (Table 2) in C2, C3 and C4: not run, only C1\n" in report
     cells = [table_throughput_reason(d, c) for d, c in PAPER_TABLE2]
     policies = [why for _, why in POLICIES.values()]
     variant = [r for r in rows if r.what.endswith("DSD-Sim's TP-1 targets, the variant)")]

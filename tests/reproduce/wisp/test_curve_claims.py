@@ -10,10 +10,17 @@ from typing import Any
 
 from edgespec.metrics.attribution import ViolatedRound, ViolationAttribution
 from edgespec.reproduce.claims import Cause, Outcome
-from edgespec.reproduce.wisp.curve_claims import knee_rows, operating_rows, w5_row
+from edgespec.reproduce.wisp.curve_claims import (
+    SMALLER_BATCHES,
+    WORK_CONSERVING,
+    knee_rows,
+    operating_rows,
+    slower_than_fcfs,
+    w5_row,
+)
 from edgespec.reproduce.wisp.findings import findings
 from edgespec.reproduce.wisp.readings import reading_line
-from edgespec.reproduce.wisp.runs import Plan
+from edgespec.reproduce.wisp.runs import Plan, WispResults
 from tests.reproduce.wisp.results import at_point as _at
 from tests.reproduce.wisp.results import metrics, results
 
@@ -45,22 +52,58 @@ def test_operating_rows_the_setting_then_wisp_against_fcfs() -> None:
     assert none.outcome is Outcome.MISS and none.cause is Cause.MODELLING
 
 
-def test_w4_misses_state_the_throughputs_at_the_operating_point() -> None:
+def _served_at_180(plan: Plan, with_conserving: bool = False) -> WispResults:
+    """WISP (and without its predictor, or ``with_conserving`` its work-conserving reading)
+    missing W4 at N = 180, with its throughputs there."""
     fcfs = {"c2": 0.0, "c4": 0.35, "c6": 0.9, "c8": 1.0}
     worse = {"c2": 0.1, "c4": 0.9, "c6": 1.0, "c8": 1.0}
-    res = results(**_at(180, 0.35, fcfs=fcfs, wisp=worse, **{"wisp-np": worse}))
+    res = results(plan, **_at(180, 0.35, fcfs=fcfs, wisp=worse, **{"wisp-np": worse}))
     served = {"wisp": 596.2, "wisp-np": 700.0, "fcfs": 722.9}
+    if with_conserving:
+        res = results(plan, **_at(180, 0.35, fcfs=fcfs, wisp=worse, **{"wisp-wc": worse}))
+        served = {"wisp": 596.2, "wisp-wc": 650.0, "fcfs": 722.9}
     at = {s: dataclasses.replace(m, committed_goodput_tokens_per_s=served[s])
           for s, m in res.at_operating.items()}  # fmt: skip
-    _, main, two = operating_rows(dataclasses.replace(res, at_operating=at))
+    return dataclasses.replace(res, at_operating=at)
+
+
+def test_w4_misses_state_the_throughputs_at_the_operating_point() -> None:
+    _, main, two = operating_rows(_served_at_180(Plan.full()))
     assert main.outcome is Outcome.MISS and two.outcome is Outcome.MISS
     assert main.cause is Cause.MODELLING and main.reason == two.reason
     assert main.why.endswith(
         "at N = 180 WISP commits 596 tok/s (without its predictor 700) against FCFS's 723, "
         "so where FCFS reaches Table 1's 4 tok/s rate WISP is already overloaded"
     )
+    conserving = slower_than_fcfs(_served_at_180(Plan.full(), with_conserving=True), "wisp-wc")
+    assert conserving.line.endswith("at N = 180 WISP commits 650 tok/s against FCFS's 723, so "
+                                    "where FCFS reaches Table 1's 4 tok/s rate WISP is already "
+                                    "overloaded")  # fmt: skip
     knee = knee_rows(results())[0]  # no operating point: the mechanism without numbers
     assert knee.why.endswith("WISP serves fewer tokens per second than FCFS")
+
+
+def test_a_quick_run_leaves_w4_s_throughputs_to_the_full_run() -> None:
+    """A quick run's numbers are not compared with the paper's: as its findings that rest on
+    them, W4's cause line names its throughputs as left to the full run, the mechanism
+    stated; every W4 row that misses says the same."""
+    res = _served_at_180(Plan.quick())
+    rows = [*operating_rows(res), *knee_rows(res)]
+    misses = [r for r in rows if r.outcome is Outcome.MISS]
+    assert [r.what.split(":")[0].split(",")[0] for r in misses] == [
+        "violations 8/6/4/2 tok/s at N = 180", "2 tok/s class ≈ 0 for both at that N",
+        "knee (N where violations first reach 5%", "knee (N where violations first reach 5%",
+    ]  # fmt: skip
+    for row in misses:
+        assert row.why == (
+            f"a modelling difference — {SMALLER_BATCHES}; the committed throughputs at W4's N "
+            "that show it: left to the full run (quick run)"
+        )
+    conserving = slower_than_fcfs(_served_at_180(Plan.quick(), with_conserving=True), "wisp-wc")
+    assert conserving.line == (
+        f"{WORK_CONSERVING}; the committed throughputs at W4's N that show it: left to the "
+        "full run (quick run)"
+    )
 
 
 def test_knees_are_interpolated_on_the_grid() -> None:

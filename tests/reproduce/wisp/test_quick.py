@@ -4,19 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from edgespec.reproduce.report_file import left_out_markdown
 from edgespec.reproduce.wisp.predictor import PredictorPlan
-from edgespec.reproduce.wisp.quick import (
-    left_out,
-    left_out_markdown,
-    runs_quick_run,
-    study_quick_run,
-)
+from edgespec.reproduce.wisp.quick import left_out, runs_quick_run, study_quick_run
 from edgespec.reproduce.wisp.runs import Plan
 
 
 def test_the_full_run_leaves_nothing_out() -> None:
     assert left_out(Plan.full(), PredictorPlan.full()) == []
-    assert left_out_markdown([]) == ""
+    assert left_out_markdown([]) == []
 
 
 def test_the_quick_run_names_the_claims_it_does_not_run_first() -> None:
@@ -33,7 +29,17 @@ def test_the_quick_run_names_the_claims_it_does_not_run_first() -> None:
     assert "W4's violation curves: N = 60, 120, 180 (full: 40–400, 19 points)" in items
     assert items[-1] == (
         "every simulated run (W1, W3, W4, W5, W7, W8): 60 s runs (full: 300 s), outputs of 60 "
-        "tokens on average (full: 150)"
+        "tokens on average (full: 150), first requests spread over 5 s (full: 10 s)"
+    )
+    # W1–W5's runs and W7–W8's are two plans: where they shorten differently, each says so
+    longer = replace(PredictorPlan.quick(), setup=PredictorPlan.full().setup)
+    assert left_out(Plan.quick(), longer)[-1] == (
+        "W1, W3, W4 and W5's simulated runs: 60 s runs (full: 300 s), outputs of 60 tokens on "
+        "average (full: 150), first requests spread over 5 s (full: 10 s)"
+    )
+    assert left_out(Plan.full(), PredictorPlan.quick())[-1] == (
+        "W7 and W8's simulated runs: 60 s runs (full: 300 s), outputs of 60 tokens on average "
+        "(full: 150), first requests spread over 5 s (full: 10 s)"
     )
     # a plan that changes is described as it is: W8 at every N but 16 runs here
     wider = replace(PredictorPlan.quick(), goodput_devices=(2, 4, 8))
@@ -41,7 +47,7 @@ def test_the_quick_run_names_the_claims_it_does_not_run_first() -> None:
         "W8 at N = 16 (its gains there and the non-decreasing check over them): not run, "
         "only N = 2, 4 and 8" in left_out(Plan.quick(), wider)
     )
-    text = left_out_markdown(items)
+    text = "\n".join(left_out_markdown(items))
     assert text.startswith("## What the quick run leaves out\n\n- W2 (qwen3-14b")
 
 

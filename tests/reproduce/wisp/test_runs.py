@@ -15,9 +15,12 @@ import yaml
 
 from edgespec.cli import main
 from edgespec.reproduce.claims import Cause, Outcome
+from edgespec.reproduce.wisp.predictor import PredictorPlan
+from edgespec.reproduce.wisp.quick import left_out
 from edgespec.reproduce.wisp.report import reproduce as reproduce_wisp
+from edgespec.reproduce.wisp.runs import Plan
 from edgespec.sim.setup.scenario import scenario_from_dict
-from tests.reproduce.reports import check_declared_files, check_quick_report
+from tests.reproduce.reports import check_declared_files, check_left_out_last, check_quick_report
 
 
 @pytest.fixture(scope="module")
@@ -217,6 +220,7 @@ def test_quick_report_and_output_say_what_the_quick_run_leaves_out(
 ) -> None:
     out, _, stdout = printed
     report = (out / "REPORT.md").read_text()
+    check_left_out_last(report, left_out(Plan.quick(), PredictorPlan.quick()))
     section = report.split("## What the quick run leaves out\n\n", 1)[1]
     for item in (
         "W2 (qwen3-14b capacities of WISP, centralized and SLED, every class): not run",
@@ -228,6 +232,9 @@ def test_quick_report_and_output_say_what_the_quick_run_leaves_out(
         assert f"- {item}\n" in section
         assert f"  - {item}\n" in stdout
     assert "quick run leaves out (REPORT.md, “What the quick run leaves out”):\n" in stdout
+    # W4's cause quotes no quick-run throughput: left to the full run, as the findings are
+    assert "WISP commits" not in report
+    assert "that show it: left to the full run (quick run) |" in report
 
 
 def test_unknown_and_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,9 +20,9 @@ from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
 from edgespec.reproduce.wisv.claims import per_round_extra_s
 from edgespec.reproduce.wisv.heads import fig5_rows
 from edgespec.reproduce.wisv.report import reproduce as reproduce_wisv
-from edgespec.reproduce.wisv.runs import WisvPlan, WisvResults
+from edgespec.reproduce.wisv.runs import WisvPlan, WisvResults, left_out
 from edgespec.reproduce.wisv.setup import GAMMAS, METHODS, RATES_MBPS, RTTS_MS, WisvSetup
-from tests.reproduce.reports import check_declared_files, check_quick_report
+from tests.reproduce.reports import check_declared_files, check_left_out_last, check_quick_report
 
 
 def _curve(at_12: float) -> list[float]:
@@ -75,6 +75,9 @@ def test_report_lists_every_claim(quick: tuple[Path, list[ClaimRow]]) -> None:
     results = json.loads((out / "results.json").read_text())
     assert len(results["runs"]) == len(RTTS_MS) * len(RATES_MBPS) * len(METHODS) * len(GAMMAS) + 10
     assert results["answers_per_run"] == WisvPlan.quick_plan().answers
+    check_left_out_last(report, left_out(WisvPlan.quick_plan()))
+    assert report.endswith("\n- every run (V1–V4, Fig. 5's ablation): sized for 100 answers "
+                           "(full: 500)\n")  # fmt: skip
     fh = yaml.safe_load((out / "scenarios" / "fh-g64-20mbps-rtt50.yaml").read_text())
     assert fh["verification"]["upload"] == "fh" and fh["verification"]["threshold"] == 12.0
     # the bundled tables by name, not by this machine's path: the run folder's scenarios

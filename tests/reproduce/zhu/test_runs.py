@@ -18,7 +18,7 @@ from edgespec.reproduce.zhu.causes import (
     findings,
 )
 from edgespec.reproduce.zhu.claims import points_row
-from edgespec.reproduce.zhu.coverage import coverage, left_out_lines
+from edgespec.reproduce.zhu.coverage import coverage, left_out
 from edgespec.reproduce.zhu.report import reproduce as reproduce_zhu
 from edgespec.reproduce.zhu.runs import (
     DrawJob,
@@ -30,7 +30,7 @@ from edgespec.reproduce.zhu.runs import (
 )
 from edgespec.reproduce.zhu.setup import G0_READINGS_DB, ZhuSetup
 from edgespec.reproduce.zhu.stats import reduction
-from tests.reproduce.reports import check_declared_files, check_quick_report
+from tests.reproduce.reports import check_declared_files, check_left_out_last, check_quick_report
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +50,16 @@ def test_report_lists_every_claim_and_the_dp_gap(quick: tuple[Path, list[ClaimRo
         assert f"| {row.claim_id} | {row.what} |" in report
     assert "**path loss constant g0 = −60 dB**" in report
     assert "## Algorithm 1 against exhaustive search" in report
-    # the findings rest on magnitudes a quick run does not compare: left out, and it says so
-    assert "## Findings" not in report and "lie within ±25% of Fig. 9's at" not in report
-    assert "all three within ±25% of Fig. 9 at" not in report
+    # the findings rest on the run's gains, which a quick run does not compare: named as left
+    # to the full run (Finding.from_run), as every paper's are, not stated
+    assert "lie within ±25% of Fig. 9's at" not in report
+    assert "all three within ±25% of Fig. 9 at" not in report and "- **Z3" not in report
     assert (
-        "No *Findings*: Z3's (Fig. 8's gains against Table II's printed constants) and Z4's "
-        "(Fig. 9's gains across the g0 readings) rest on magnitudes, which this run's 1 "
-        "Monte-Carlo draw(s) do not compare with the paper's; the full run states them.\n"
+        "## Findings\n\nA quick run's numbers are not compared with the paper's, so no finding "
+        "here rests on them; left to the full run, which states them from its own: **Z3 (Fig. "
+        "8)**, resting on the DP batching's median gains at K = 90, I_max = 1792 and O_max = "
+        "1024; **Z4 (Fig. 9)**, resting on the optimal split's median gains at each g0 "
+        "reading.\n\n## Inputs the paper does not state"
     ) in report
     found = "\n".join(f.markdown() for f in findings(ZhuSetup(), json.loads(
         (out / "results.json").read_text())["draws"]))  # fmt: skip
@@ -209,25 +212,26 @@ def test_quick_run_says_which_points_it_leaves_out(quick: tuple[Path, list[Claim
     for row in rows[:3]:
         assert row.tolerance == "inside the axis; direction at α = 0.5, 0.9 (quick run)"
     report = (out / "REPORT.md").read_text()
+    check_left_out_last(report, left_out(ZhuSetup(), ZhuPlan.quick()))
     assert (
-        "## What the quick run leaves out\n\nThe rows that claim a statement at every α or "
-        "every point judge it only at the ones this run has; the full run judges it at every "
-        "one. Not run here:\n\n- α (Fig. 6, Z1): 0.6, 0.7, 0.8\n- sweep points (Figs. 7–8, "
-        "Z2, Z3, Z5): K = 20, 30, 40, 60, 70, 80; I_max = 128, 256, 768, 1024, 1280, 1536; "
-        "O_max = 256, 512, 768, 1280, 1536\n- bandwidths (Fig. 9, Z5), MHz: 20, 30, 35\n"
+        "\n- Z1 at α = 0.6, 0.7 and 0.8 (Fig. 6; its rows at every α judged without them): not "
+        "run, only α = 0.5 and 0.9\n- Z2, Z3, Z5 at K = 20, 30, 40, 60, 70, 80; I_max = 128, "
+        "256, 768, 1024, 1280, 1536; O_max = 256, 512, 768, 1280, 1536 (Figs. 7–8; the rows at "
+        "every point judged without them): not run, only K = 10, 50, 90, 100; I_max = 1792; "
+        "O_max = 1024, 1792\n- Z5 at B = 20, 30 and 35 MHz (Fig. 9): not run, only 15, 25 and "
+        "40 MHz\n- every claim (Z1–Z5): 1 Monte-Carlo draw (full: 20)\n"
     ) in report
 
 
 def test_full_plan_leaves_nothing_out_and_claims_every_point() -> None:
     setup = ZhuSetup()
     full = coverage(setup, ZhuPlan.full())
-    assert full.complete and left_out_lines(full) == []
+    assert left_out(setup, ZhuPlan.full()) == []
+    assert not (full.alphas_left_out or full.points_left_out or full.bands_left_out_mhz)
     assert len(full.points) == 24 and "O_max=256" in full.points
     row = points_row("Z3", "every point", ["O_max=256"], ADS_SHORT, full)
     assert (row.ours, row.tolerance, row.direction_ok) == ("not at O_max=256", "direction", False)
     row = points_row("Z3", "every point", [], ADS_SHORT, full)
     assert (row.ours, row.outcome) == ("at every point", Outcome.HOLDS)
     quick = coverage(setup, ZhuPlan.quick())
-    assert not quick.complete and quick.points_left_out[-5:] == tuple(
-        f"O_max={o}" for o in (256, 512, 768, 1280, 1536)
-    )
+    assert quick.points_left_out[-5:] == tuple(f"O_max={o}" for o in (256, 512, 768, 1280, 1536))

@@ -12,7 +12,7 @@ from typing import Any
 from edgespec.output_paths import write_text_atomically
 from edgespec.reproduce.wisv.real_pair.answers import Pair
 from edgespec.reproduce.wisv.real_pair.choices import DRAFT, TARGET
-from edgespec.reproduce.wisv.real_pair.runs import Plan
+from edgespec.reproduce.wisv.real_pair.runs import Plan, left_out
 
 Prompts = list[tuple[int, list[int]]]
 Loader = Callable[[Plan], tuple[Pair, Prompts, dict[str, Any]]]
@@ -199,14 +199,15 @@ def reproduce(
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomically(out / "results.json", json.dumps(results, indent=1) + "\n")
     rows = write_outputs(out, results)
-    print_claims(rows, quick=quick)
+    print_claims(rows, quick=quick, left_out=left_out(plan))
     print(f"report: {out / 'REPORT.md'}")
     return rows
 
 
 def write_outputs(out: Path, results: dict[str, Any]) -> list[Any]:
     """REPORT.md in ``out`` from a results dict (:func:`run_all`'s, with ``command`` and
-    ``quick``): the claims, the chosen inputs, the V5 and V6 tables; returns the rows."""
+    ``quick``): the claims, the chosen inputs, the V5 and V6 tables and, for a quick run,
+    what it leaves out; returns the rows."""
     from edgespec.reproduce.report_file import write_report
     from edgespec.reproduce.wisv.real_pair.choices import choices
     from edgespec.reproduce.wisv.real_pair.claims import all_rows, chosen_threshold
@@ -242,5 +243,5 @@ def write_outputs(out: Path, results: dict[str, Any]) -> list[Any]:
         "",
     ]
     write_report(out / "REPORT.md", title, command, rows, choices(plan), ["results.json"],
-                 quick=quick, appendix="\n".join(tables))  # fmt: skip
+                 quick=quick, appendix="\n".join(tables), left_out=left_out(plan))  # fmt: skip
     return rows

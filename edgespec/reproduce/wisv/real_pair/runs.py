@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from edgespec.reproduce.left_out import cut, missing, not_run, numbers
 from edgespec.reproduce.wisv.real_pair.answers import (
     AnswerRun,
     Pair,
@@ -105,6 +106,23 @@ class Plan:
             v6_rates_mbps=(172.0,),
             v6_windows=(4, 16),
         )
+
+
+def left_out(plan: Plan) -> list[str]:
+    """What ``plan`` leaves out of :meth:`Plan.full`, read off the two plans: the thresholds,
+    rates and windows it does not run, then the prompts it shortens; empty for the full
+    plan."""
+    full, out = Plan.full(), []
+    if thresholds := missing(full.thresholds, plan.thresholds):
+        out.append(not_run("V5 at T =", numbers(thresholds), f"T = {numbers(plan.thresholds)}"))
+    if rates := missing(full.v6_rates_mbps, plan.v6_rates_mbps):
+        kept = numbers(plan.v6_rates_mbps, "Mbit/s")
+        out.append(not_run("V6 at", numbers(rates, "Mbit/s"), kept))
+    if windows := missing(full.v6_windows, plan.v6_windows):
+        out.append(not_run("V6 at γ =", numbers(windows), f"γ = {numbers(plan.v6_windows)}"))
+    pairs = [("V5 (and target-only):", plan.prompts, full.prompts, "prompt"),
+             ("V6:", plan.v6_prompts, full.v6_prompts, "prompt")]  # fmt: skip
+    return out + [cut(*pair) for pair in pairs if pair[1] != pair[2]]
 
 
 def _semantic_rules(pair: Pair) -> Any:

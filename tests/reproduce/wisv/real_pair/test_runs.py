@@ -17,8 +17,9 @@ from edgespec.reproduce.wisv.real_pair.answers import (
     summarise,
 )
 from edgespec.reproduce.wisv.real_pair.report import reproduce, v5_table, v6_table, write_outputs
-from edgespec.reproduce.wisv.real_pair.runs import Plan
+from edgespec.reproduce.wisv.real_pair.runs import Plan, left_out
 from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyOutcome, VerifyReply
+from tests.reproduce.reports import check_left_out_last
 from tests.reproduce.wisv.real_pair.tiny import TokenOutcome, tiny_loader
 
 torch = pytest.importorskip("torch")
@@ -114,6 +115,8 @@ def test_quick_reproduction_on_tiny_models(tmp_path: Path) -> None:
     report = (out / "REPORT.md").read_text()
     assert "**Quick run** (`--quick`)" in report and "Command: `edgespec x`" in report
     assert v5_table(results) in report and v6_table(results) in report
+    check_left_out_last(report, left_out(Plan.quick()))
+    assert "\n- V5 at T = 4, 8, 14 and 16: not run, only T = 0 and 12\n" in report
     assert rows[0].what.startswith("T = 0") and rows[0].outcome is Outcome.HOLDS
     upload = next(r for r in rows if "adaptive upload" in r.what)
     assert upload.outcome is Outcome.HOLDS
