@@ -33,6 +33,7 @@ from edgespec.datasets.prompts import PROMPT_SETS
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.runtime.commands.serve_target import BACKENDS
+from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 from edgespec.runtime.loadgen.spec import (
     LoadSpec,
     check_own_server_classes,
@@ -189,24 +190,27 @@ def _check_draft(args: argparse.Namespace) -> None:
         raise UserInputError(f"--draft: {exc}") from None
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
-
-
 def _say(line: str) -> None:
     print(f"edgespec bench serve: {line}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the load; a server that refuses the bench's own calls (health, vocabulary,
-    metrics, the check) is one line, exit 1, as ``edgespec draft`` says it."""
+    metrics, the check) is one line, exit 1, as ``edgespec draft`` says it. SIGTERM stops
+    it as Ctrl-C does: its client processes and its own server stopped, one line
+    (``terminated``, ``interrupted``), exit 143 (130), as the other commands end."""
     from edgespec.runtime.errors import RequestError
 
     try:
-        return _run(args)
+        with sigterm_raises():
+            return _run(args)
     except RequestError as exc:
         print(exc.client_line("bench serve"), file=sys.stderr)
         return 1
+    except Terminated:  # the processes were stopped on the way out
+        return stopped("bench serve", signal.SIGTERM)
+    except KeyboardInterrupt:  # cli.main would name the group alone: "edgespec bench"
+        return stopped("bench serve", signal.SIGINT)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -227,13 +231,8 @@ def _run(args: argparse.Namespace) -> int:
     _check_draft(args)
     from edgespec.runtime.loadgen.session import BenchSession
 
-    # SIGTERM ends the bench as Ctrl-C does: its server and client processes are stopped
-    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    try:
-        with tempfile.TemporaryDirectory(prefix="edgespec-bench-") as tmp:
-            reports = BenchSession(args, load, Path(tmp), _say).run(modes)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with tempfile.TemporaryDirectory(prefix="edgespec-bench-") as tmp:
+        reports = BenchSession(args, load, Path(tmp), _say).run(modes)
     return _report(args, modes, reports)
 
 

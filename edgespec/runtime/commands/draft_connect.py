@@ -17,24 +17,37 @@ def routed_verifier(config: Any, routing: Any, retry_timeout_s: float) -> tuple[
     """A client of ``config.server``, whose first open is not retried (0 s); or of the
     server ``routing`` (``config.routing``'s policy) picks from them, asked again while
     none answers for up to ``retry_timeout_s`` (0: asked once), with what routing left of
-    it for the first open; the servers that did not answer and the choice said on stderr."""
+    it for the first open; the servers that did not answer and the choice said on stderr.
+    A server that refuses the token is a ``UserInputError`` naming it, as one
+    ``--server``'s (and the endpoint's, over several): not a server that did not answer."""
     import numpy as np
 
     from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S
     from edgespec.runtime.edge.routing import route, route_retrying
+    from edgespec.runtime.errors import ErrorCode, RequestError
     from edgespec.runtime.wire.grpc_client import drafter_clients
 
     verifiers = drafter_clients(config)
     if len(verifiers) == 1:
         return verifiers[0], 0.0
     rng = np.random.default_rng()
-    if retry_timeout_s > 0:
-        choice, left_s = route_retrying(verifiers, routing, rng, time.perf_counter,
-                                        retry_timeout_s, RETRY_BACKOFF_S)  # fmt: skip
-    else:
-        choice, left_s = route(verifiers, routing, rng), 0.0
-    for index in choice.unreachable:
-        print(f"edgespec draft: server {config.servers[index]} did not answer", file=sys.stderr)
+    try:
+        if retry_timeout_s > 0:
+            choice, left_s = route_retrying(verifiers, routing, rng, time.perf_counter,
+                                            retry_timeout_s, RETRY_BACKOFF_S)  # fmt: skip
+        else:
+            choice, left_s = route(verifiers, routing, rng), 0.0
+    except RequestError as exc:
+        if exc.code is ErrorCode.UNAUTHENTICATED:  # every server refused: the first says so
+            for verifier in verifiers:
+                verifier.check_credentials()
+        raise
+    for index, failure in zip(choice.unreachable, choice.failures, strict=True):
+        if failure.code is ErrorCode.UNAUTHENTICATED:
+            raise verifiers[index].token_refused(failure)
+        said = ("did not answer" if failure.code is ErrorCode.UNAVAILABLE
+                else f"refused its Stats call ({failure})")  # fmt: skip
+        print(f"edgespec draft: server {config.servers[index]} {said}", file=sys.stderr)
     load = next(x for x in choice.loads if x.server_id == choice.server_index)
     print(
         f"edgespec draft: {config.routing.name} routed to {config.servers[choice.server_index]} "

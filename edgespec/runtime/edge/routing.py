@@ -38,12 +38,14 @@ class StatsSource(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class RouteChoice:
-    """The chosen server's index, the loads the policy saw and the servers that did not
-    answer (by index)."""
+    """The chosen server's index, the loads the policy saw, the servers whose ``Stats``
+    failed (by index) and each one's failure, in that order (unreachable, or its token
+    refused)."""
 
     server_index: int
     loads: tuple[ServerLoad, ...]
     unreachable: tuple[int, ...]
+    failures: tuple[RequestError, ...] = ()
 
 
 def load_from_stats(server_id: int, stats: ServerStats) -> ServerLoad:
@@ -52,28 +54,46 @@ def load_from_stats(server_id: int, stats: ServerStats) -> ServerLoad:
 
 def server_loads(servers: Sequence[StatsSource]) -> tuple[list[ServerLoad], list[int]]:
     """(loads of the servers that answered, indices of those that did not)."""
-    loads, unreachable = [], []
+    loads, failed = _polled(servers)
+    return loads, list(failed)
+
+
+def _polled(
+    servers: Sequence[StatsSource],
+) -> tuple[list[ServerLoad], dict[int, RequestError]]:
+    """(loads of the servers that answered, each other one's failure by index)."""
+    loads: list[ServerLoad] = []
+    failed: dict[int, RequestError] = {}
     for index, server in enumerate(servers):
         try:
             loads.append(load_from_stats(index, server.stats()))
-        except RequestError:
-            unreachable.append(index)
-    return loads, unreachable
+        except RequestError as exc:
+            failed[index] = exc
+    return loads, failed
 
 
 def route(
     servers: Sequence[StatsSource], policy: RoutingPolicy, rng: np.random.Generator
 ) -> RouteChoice:
     """Where a new request goes; ``UNAVAILABLE`` when no server answers
-    (:func:`route_retrying` asks again)."""
-    loads, unreachable = server_loads(servers)
+    (:func:`route_retrying` asks again), or every one's refusal (:func:`_none_took`)."""
+    loads, failed = _polled(servers)
     if not loads:
-        raise RequestError(
-            ErrorCode.UNAVAILABLE, f"none of the {len(servers)} servers answered a Stats call"
-        )
+        raise _none_took(list(failed.values()))
     view = LoadView(loads)
     chosen = check_route(policy, policy.route(view, rng), view)
-    return RouteChoice(chosen, tuple(loads), tuple(unreachable))
+    return RouteChoice(chosen, tuple(loads), tuple(failed), tuple(failed.values()))
+
+
+def _none_took(failures: list[RequestError]) -> RequestError:
+    """The error of a route no server took: ``UNAVAILABLE`` while one of them may come back
+    (asked again); when every one refused the call (the client's token, say: waiting does
+    not change that), the first refusal's code, at once."""
+    refused = [exc for exc in failures if exc.code is not ErrorCode.UNAVAILABLE]
+    none = f"none of the {len(failures)} servers"
+    if len(refused) < len(failures) or not refused:
+        return RequestError(ErrorCode.UNAVAILABLE, f"{none} answered a Stats call")
+    return RequestError(refused[0].code, f"{none} took a Stats call: {refused[0].message}")
 
 
 def route_retrying(

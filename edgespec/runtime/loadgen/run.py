@@ -217,7 +217,18 @@ class LoadRun:
     def run(self) -> RunOutcome:
         """Run the load: arrivals until ``duration_s``, then ``drain_s`` for the requests in
         flight; one still running at its end is lost (its process killed, its session
-        closed), even when its finish is read later."""
+        closed), even when its finish is read later. Stopped part-way (Ctrl-C, SIGTERM, a
+        failure), its client processes are killed and joined before it raises."""
+        try:
+            return self._run()
+        except BaseException:
+            self._stop_all()
+            for proc in self._exited:
+                proc.kill()
+                proc.join()
+            raise
+
+    def _run(self) -> RunOutcome:
         start_s, end_s = self._start()
         pending = list(self._load.faults)
         last_report = start_s

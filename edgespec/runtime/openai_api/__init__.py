@@ -1,8 +1,8 @@
 """An OpenAI-compatible HTTP endpoint on the edge drafter (``edgespec draft --serve-openai``).
 
-``/v1/completions``, ``/v1/chat/completions`` (``stream: true`` as server-sent events) and
-``/v1/models``; every request runs distributed speculative decoding against the
-verification server(s).
+``/v1/completions``, ``/v1/chat/completions`` (``stream: true`` as server-sent events),
+``/v1/models``, ``/health``, ``/ready`` and ``/metrics``; every request runs distributed
+speculative decoding against the verification server(s).
 
 * :mod:`.serve`, :mod:`.app` — uvicorn started from ``edgespec draft`` in a thread of its
   own; the routes;
@@ -11,13 +11,17 @@ verification server(s).
 * :mod:`.server_facts` — what the servers' Health says as the endpoint starts (context,
   draft-block limit, SLO classes, one model), so that requests beyond it are refused up
   front;
+* :mod:`.server_watch`, :mod:`.health`, :mod:`.outages` — what the endpoint last saw of each
+  server (reachable, unreachable, refusing its token, since when: every call's outcome and
+  short cached probes), answered by ``/health`` (liveness) and ``/ready`` (503 while no
+  server is reachable); an outage logged in two lines, its start and its end;
 * :mod:`.connections`, :mod:`.http_connection`, :mod:`.descriptors` — the HTTP connections
   bounded before the app: how many (within the open-file limit), how long and how large a
   request head may be, malformed HTTP refused with h11's reason, a connection closed after
   a response to a body it did not read, a request answered after its client half-closed;
 * :mod:`.throttle` — log lines clients can cause at line rate (failed ``accept()`` calls,
-  malformed requests, 502s for a token the server refuses) let through at most one per
-  10 s, counting the others;
+  malformed requests, 502s for a token the server refuses, outages) let through at most one
+  per 10 s, counting the others;
 * :mod:`.body`, :mod:`.schema`, :mod:`.fields`, :mod:`.messages` — a body said to be JSON
   in UTF-8, read as it arrives and refused past its limit, then decoded; fields checked
   into a ``ParsedRequest`` (a field the endpoint does not apply refused, never ignored);

@@ -1,10 +1,11 @@
 """The FastAPI app: ``/v1/models`` (and ``/v1/models/{id}``), ``/v1/completions``,
-``/v1/chat/completions``, ``/health``, ``/metrics`` (the GET routes answer HEAD too); every
-refusal an OpenAI error body (:mod:`.errors`)."""
+``/v1/chat/completions``, ``/health``, ``/ready`` (:mod:`.health`), ``/metrics`` (the GET
+routes answer HEAD too); every refusal an OpenAI error body (:mod:`.errors`)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import time
@@ -36,6 +37,7 @@ from edgespec.runtime.openai_api.generation import (
     prepare,
     run_request,
 )
+from edgespec.runtime.openai_api.health import Health
 from edgespec.runtime.openai_api.in_flight import InFlight, endpoint_stopping
 from edgespec.runtime.openai_api.messages import prompt_size
 from edgespec.runtime.openai_api.prompts import needs_tokenizer
@@ -47,6 +49,7 @@ from edgespec.runtime.openai_api.schema import (
     decode_body,
     parse_request,
 )
+from edgespec.runtime.openai_api.server_watch import ServerWatch
 from edgespec.runtime.openai_api.streaming import Item, Running, sse
 from edgespec.runtime.openai_api.tokenizing import TOKENIZE_QUEUE_PROMPTS, PromptLine, run_holding
 
@@ -77,6 +80,7 @@ class Lines:
     prompts: PromptLine
     admission: Admission
     in_flight: InFlight
+    watch: ServerWatch  # told of every failure answered
 
 
 DISCONNECT_POLL_S = 0.25
@@ -101,6 +105,14 @@ def api_error(exc: BaseException) -> ApiError:
     LOG.error("internal error answering a request", exc_info=exc)
     return ApiError(500, f"internal error: {type(exc).__name__}: {clip(str(exc))}",
                     kind="server_error")  # fmt: skip
+
+
+def _failed(exc: BaseException, setup: EdgeSetup, lines: Lines) -> ApiError:
+    """``exc`` as answered, told to the logs of what no client fixes (.throttle, .outages)."""
+    error = api_error(exc)
+    setup.refusals.note(error)
+    lines.watch.note(error)
+    return error
 
 
 def error_response(exc: BaseException, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -163,7 +175,8 @@ async def _complete(
         raise
     if first[0] == "error":
         raise first[1]
-    events = sse(running, first, shape, parsed.include_usage, lambda e: api_error(e).body())
+    events = sse(running, first, shape, parsed.include_usage,
+                 lambda e: _failed(e, setup, lines).body())  # fmt: skip
     return StreamingResponse(events, media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})  # fmt: skip
 
@@ -226,17 +239,27 @@ async def _answer(
     try:
         return await _complete(request, setup, api, chat, lines)
     except Exception as exc:
-        return error_response(exc)
+        return json_response(_failed(exc, setup, lines))
 
 
-def build_app(setup: EdgeSetup, api: ApiConfig, in_flight: InFlight | None = None) -> FastAPI:
-    """The endpoint over ``setup`` (the drafter's models and verification servers), its
+def build_app(
+    setup: EdgeSetup,
+    api: ApiConfig,
+    in_flight: InFlight | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
+) -> FastAPI:
+    """The endpoint over ``setup`` (the drafter's models and verification servers, each
+    call to them watched: :mod:`.server_watch`, on ``clock`` and ``wall_clock``), its
     requests in flight kept in ``in_flight`` (for the one who stops it)."""
     app = FastAPI(title="edgespec", docs_url=None, redoc_url=None, openapi_url=None)
-    created = int(time.time())
+    created = int(wall_clock())
     admission = Admission(api.concurrency)
     prompts = PromptLine(TOKENIZE_QUEUE_PROMPTS * api.limits.max_prompt_chars)
-    lines = Lines(prompts, admission, in_flight or InFlight())
+    watch = ServerWatch(setup.config.servers, clock, wall_clock, setup.answered_at_start)
+    health = Health(watch, setup.verifiers, admission, clock)
+    setup = dataclasses.replace(setup, verifiers=health.clients)
+    lines = Lines(prompts, admission, in_flight or InFlight(), health.watch)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -254,9 +277,12 @@ def build_app(setup: EdgeSetup, api: ApiConfig, in_flight: InFlight | None = Non
         return JSONResponse(model_entry(api.model_id, created))
 
     @app.api_route("/health", methods=list(READ_METHODS))
-    async def health() -> JSONResponse:
-        return JSONResponse({"status": "ok", "running": admission.running,
-                             "queued": admission.queued})  # fmt: skip
+    async def alive() -> JSONResponse:
+        return await health.answer(readiness=False)
+
+    @app.api_route("/ready", methods=list(READ_METHODS))
+    async def ready() -> JSONResponse:
+        return await health.answer(readiness=True)
 
     @app.api_route("/metrics", methods=list(READ_METHODS))
     async def metrics() -> Response:

@@ -4,6 +4,7 @@ each response built one way (:func:`json_response`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,12 @@ def clip(text: str, limit: int = SHOWN_CHARS) -> str:
 def shown(value: object) -> str:
     """``value`` as an error message quotes it: its ``repr``, cut by :func:`clip`."""
     return clip(repr(value))
+
+
+def shown_json(value: object) -> str:
+    """A value of a request's JSON body as an error message quotes it: spelled as JSON
+    (``null``, ``true``, ``"text"``), cut by :func:`clip`."""
+    return clip(json.dumps(value, ensure_ascii=False))
 
 
 class ApiError(Exception):

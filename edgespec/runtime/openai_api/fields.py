@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from edgespec.runtime.openai_api.errors import clip, invalid, shown
+from edgespec.runtime.openai_api.errors import clip, invalid, shown, shown_json
 
 APPLIED = ("model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream",
            "stream_options", "edgespec")  # fmt: skip
@@ -51,17 +51,25 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
 is refused, not ignored: a penalty, a bias, a sampling cut or a response format this
 endpoint would not apply)."""
 
+UNKNOWN = "unknown_parameter"
+"""The code of a refused field the route does not know (OpenAI's)."""
+
 IGNORED = ("metadata", "store", "user")
 """Fields accepted whatever their value and ignored: they label or keep a request and never
 change its output (this endpoint stores nothing)."""
 
 
 def _unsupported(body: Mapping[str, Any]) -> None:
+    """A 400 naming the first field of :data:`UNSUPPORTED` at a value it does not take,
+    values spelled as JSON; its code OpenAI's: ``unsupported_value`` (the field takes some
+    value), ``unsupported_parameter`` (it takes none but null)."""
     for name, allowed in UNSUPPORTED.items():
         value = body.get(name)
         if value is not None and not any(type(value) is type(a) and value == a for a in allowed):
-            only = ", ".join(map(repr, (None, *allowed)))
-            raise invalid(f"{name}={shown(value)} is not supported (only {only})", param=name)
+            only = ", ".join(map(shown_json, (None, *allowed)))
+            code = "unsupported_value" if allowed else "unsupported_parameter"
+            raise invalid(f"{name}: {shown_json(value)} is not supported (only {only})",
+                          param=name, code=code)  # fmt: skip
 
 
 def check_fields(body: Mapping[str, Any], chat: bool) -> None:
@@ -73,10 +81,10 @@ def check_fields(body: Mapping[str, Any], chat: bool) -> None:
             continue
         if name in OWN[not chat]:
             raise invalid(f"{name} is a field of {ROUTES[not chat]}, not of {ROUTES[chat]}",
-                          param=name)  # fmt: skip
+                          param=name, code=UNKNOWN)  # fmt: skip
         raise invalid(f"unknown field {shown(name)}: this endpoint does not apply it, so it "
                       f"refuses it (it ignores only {', '.join(IGNORED)})",
-                      param=clip(name))  # fmt: skip
+                      param=clip(name), code=UNKNOWN)  # fmt: skip
     _unsupported(body)
 
 

@@ -62,7 +62,8 @@ class EdgeSetup:
     the servers' Health reports (``None``: it does not say): the target's context, the
     longest draft block, the SLO classes, the target's name; the clock the requests'
     retries and records are timed on; the log of the servers' refusals of the endpoint's
-    own credentials (its 502s)."""
+    own credentials (its 502s, told by the app as it answers them); the servers that
+    answered as the endpoint started (reachable from its first ``/ready`` on)."""
 
     config: Any  # DrafterConfig
     draft_model: Any
@@ -77,6 +78,7 @@ class EdgeSetup:
     target_name: str | None = None
     clock: Callable[[], float] = time.perf_counter
     refusals: RefusedCredentials = dataclasses.field(default_factory=RefusedCredentials)
+    answered_at_start: frozenset[str] = frozenset()
 
 
 class SessionTracker:
@@ -189,7 +191,8 @@ def _check_sampling(setup: EdgeSetup, request: ParsedRequest) -> None:
               else None)  # fmt: skip
     if drafts is not None:
         raise invalid(f"temperature {request.temperature:g}: this endpoint drafts {drafts} "
-                      "greedily only: use temperature 0", param="temperature")  # fmt: skip
+                      "greedily only: use temperature 0", param="temperature",
+                      code="unsupported_value")  # fmt: skip
 
 
 def _check_slo_class(setup: EdgeSetup, request: ParsedRequest) -> None:
@@ -266,10 +269,9 @@ def run_request(
     except Cancelled:
         if not text.stopped:
             raise
-    except RequestError as exc:
-        error = from_request_error(exc, prompt_param(request.prompt), request.max_tokens_field)
-        setup.refusals.note(error)  # a 502: logged, the endpoint's token is refused
-        raise error from None
+    except RequestError as exc:  # the app logs a 502 (the endpoint's token refused), a 503
+        raise from_request_error(exc, prompt_param(request.prompt),
+                                 request.max_tokens_field) from None  # fmt: skip
     finally:
         tracker.close_all()
     if not text.stopped:

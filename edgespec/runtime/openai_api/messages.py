@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.runtime.openai_api.errors import ApiError, clip, invalid, shown
+from edgespec.runtime.openai_api.errors import ApiError, clip, invalid, shown, shown_json
 
 CHARS_PER_TOKEN = 16
 """The fewest characters a prompt may have per token of ``--openai-max-prompt-tokens``
@@ -80,7 +80,8 @@ def _content(value: Any, index: int, room: int) -> str:
         if not (isinstance(part, dict) and part.keys() == {"type", "text"}
                 and part["type"] == "text" and isinstance(part["text"], str)):  # fmt: skip
             raise invalid(f"{param} parts must be {{\"type\": \"text\", \"text\": ...}} (text "
-                          f"only), got {shown(part)}", param=param)  # fmt: skip
+                          f"only), got {shown_json(part)}", param=param,
+                          code="unsupported_value")  # fmt: skip
         texts.append(part["text"])
         size += len(part["text"])
         if size > room:
@@ -105,7 +106,8 @@ def _message(value: Any, index: int, room: int) -> Message:
     extra = next((key for key in value if key not in ("role", "content")), None)
     if extra is not None:
         raise invalid(f"{where}.{clip(extra)} is not supported: a message takes role and "
-                      "content only", param=f"{where}.{clip(extra)}")  # fmt: skip
+                      "content only", param=f"{where}.{clip(extra)}",
+                      code="unsupported_parameter")  # fmt: skip
     return Message(role, _content(value.get("content"), index, room))
 
 

@@ -204,7 +204,7 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
     model = None if draft is None else draft.model
     return EdgeSetup(config, model, tokenizer, vocab_size, max_nodes, verifiers, routing,
                      facts.max_context_tokens, facts.max_draft_tokens, facts.slo_classes,
-                     facts.target_name)  # fmt: skip
+                     facts.target_name, answered_at_start=frozenset(told))  # fmt: skip
 
 
 def serve_openai(

@@ -107,8 +107,9 @@ class RemoteVerifier:
         request = pb.CloseSessionRequest(session_id=session_id)
         self._call(self._stub.CloseSession, request, self._close_timeout_s)
 
-    def stats(self) -> ServerStats:
-        return stats_from_proto(self._call(self._stub.Stats, pb.StatsRequest()))
+    def stats(self, timeout_s: float | None = None) -> ServerStats:
+        """The server's counters, within ``timeout_s`` (default: this client's)."""
+        return stats_from_proto(self._call(self._stub.Stats, pb.StatsRequest(), timeout_s))
 
     def check_credentials(self) -> None:
         """One call the server authenticates (``Stats``: it reads counters; ``Health``
@@ -119,12 +120,17 @@ class RemoteVerifier:
         except RequestError as exc:
             if exc.code is not ErrorCode.UNAUTHENTICATED:
                 raise
-            said = f"{exc.code.value}: {exc.message}"
-            if not self._metadata:
-                raise UserInputError(f"the server {self.address} needs an auth token ({said}): "
-                                     "give --auth-token") from None  # fmt: skip
-            raise UserInputError(f"--auth-token: the server {self.address} does not take it "
-                                 f"({said})") from None  # fmt: skip
+            raise self.token_refused(exc) from None
+
+    def token_refused(self, exc: RequestError) -> UserInputError:
+        """The server's ``UNAUTHENTICATED`` (``exc``) as the one line a drafter says: the
+        server needs a token (none given), or does not take this one."""
+        said = f"{exc.code.value}: {exc.message}"
+        if not self._metadata:
+            return UserInputError(f"the server {self.address} needs an auth token ({said}): "
+                                  "give --auth-token")  # fmt: skip
+        return UserInputError(f"--auth-token: the server {self.address} does not take it "
+                              f"({said})")  # fmt: skip
 
     def describe(self) -> ServerHealth:
         """What the server's ``Health`` says, in one call (the methods below each ask it

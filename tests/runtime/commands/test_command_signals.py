@@ -12,6 +12,7 @@ import signal
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from edgespec.runtime.loadgen.server_process import free_port
@@ -87,3 +88,39 @@ def test_sigterm_while_the_target_loads_is_one_line_and_143(
         restored = signal.signal(signal.SIGTERM, previous)
     assert status == 143 and restored is ours
     assert capsys.readouterr().err.splitlines()[-1] == "edgespec serve: terminated"
+
+
+def test_bench_serve_stopped_by_sigterm_stops_its_processes_and_says_terminated(
+    tmp_path: Path,
+) -> None:
+    """It exited 143 through ``SystemExit``, without the line every other command says."""
+    args = ["bench", "serve", "--synthetic-layers", "2", "--synthetic-hidden", "32",
+            "--clients", "2", "--procs", "2", "--duration-s", "300",
+            "--max-new-tokens", "8"]  # fmt: skip
+    command = Command(args, tmp_path / "stderr")
+    try:
+        command.wait_for(r"distributed: 2 clients in 2 processes")
+        bench = psutil.Process(command.process.pid)
+        deadline = time.monotonic() + 60
+        while len(bench.children()) < 3 and time.monotonic() < deadline:  # server, 2 clients
+            time.sleep(0.1)
+        started = bench.children(recursive=True)
+        assert len(started) >= 3, command.lines
+        command.process.send_signal(signal.SIGTERM)
+        assert command.stopped(60) == 143
+    finally:
+        command.kill()
+    assert command.lines[-1] == "edgespec bench serve: terminated"
+    assert not any("Traceback" in line for line in command.lines)
+    deadline = time.monotonic() + 10  # multiprocessing's resource tracker ends on its own
+    while (alive := [p.pid for p in started if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert alive == []
+
+
+def _alive(process: psutil.Process) -> bool:
+    """Whether ``process`` still runs (a zombie left to its new parent does not)."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

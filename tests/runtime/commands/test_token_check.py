@@ -5,6 +5,7 @@ request 502 and logged nothing."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,4 +88,43 @@ def test_an_endpoint_over_several_servers_checks_the_token_with_each(
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"edgespec draft: --auth-token: the server {refusing} does not take it "
         "(UNAUTHENTICATED: invalid auth token)"
+    )
+
+
+def test_a_prompt_over_several_servers_says_which_one_refuses_the_token(
+    guarded: ServerThread, server: ServerThread, model_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """It said ``server X did not answer`` and drafted against the other one, exit 0."""
+    refusing, taking = f"127.0.0.1:{guarded.port}", f"127.0.0.1:{server.port}"
+    argv = ["draft", "--server", taking, "--server", refusing, "--auth-token", "tok-other",
+            "--draft", str(model_dir), "--prompt-ids", "5,6,7",
+            "--max-new-tokens", "4"]  # fmt: skip
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert not any("did not answer" in line for line in lines)
+    assert lines[-1] == (f"edgespec draft: --auth-token: the server {refusing} does not take "
+                         "it (UNAUTHENTICATED: invalid auth token)")  # fmt: skip
+
+
+def test_a_prompt_over_servers_that_all_refuse_the_token_is_told_at_once(
+    guarded: ServerThread, target: TransformersTarget, model_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Routing waited ``--retry-timeout-s`` for a server to answer, then said none of them
+    answered (UNAVAILABLE, with the hint to start one), exit 1."""
+    other = start_server(target, target=str(model_dir), host="127.0.0.1",
+                         auth_tokens=["tok-now"])  # fmt: skip
+    first, second = f"127.0.0.1:{guarded.port}", f"127.0.0.1:{other.port}"
+    argv = ["draft", "--server", first, "--server", second, "--draft", str(model_dir),
+            "--prompt-ids", "5,6,7", "--retry-timeout-s", "20"]  # fmt: skip
+    start = time.monotonic()
+    try:
+        assert main(argv) == 2
+    finally:
+        other.stop(grace_s=0)
+    assert time.monotonic() - start < 10  # was the whole 20 s, then exit 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"edgespec draft: the server {first} needs an auth token (UNAUTHENTICATED: missing "
+        "auth token): give --auth-token"
     )

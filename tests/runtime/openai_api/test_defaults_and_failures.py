@@ -96,7 +96,9 @@ def test_a_tree_drafter_refuses_sampling_before_any_worker() -> None:
     request = parse_request(body, False, Defaults(), Limits())
     with pytest.raises(ApiError) as info:
         prepare(setup, request, Limits())
-    assert (info.value.status, info.value.param) == (400, "temperature")
+    assert (info.value.status, info.value.param, info.value.code) == (
+        400, "temperature", "unsupported_value",
+    )  # fmt: skip
     assert info.value.message == (
         "temperature 0.7: this endpoint drafts token trees (--tree), which are verified "
         "greedily only: use temperature 0"

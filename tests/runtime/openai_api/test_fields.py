@@ -18,33 +18,48 @@ BASE = {"model": "tiny", "prompt": "w5 w6 w7", "max_tokens": 4}
 CHAT = "/v1/chat/completions"
 
 
+VALUE, PARAMETER, UNKNOWN = "unsupported_value", "unsupported_parameter", "unknown_parameter"
+"""OpenAI's codes: a value the field does not take, a field that takes none but null, a
+field the route does not know."""
+
+
 @pytest.mark.parametrize(
-    ("field", "value", "message"),
+    ("field", "value", "message", "code"),
     [
-        ("top_k", 1, "top_k=1 is not supported (only None, -1, 0)"),
-        ("repetition_penalty", 2.0, "repetition_penalty=2.0 is not supported (only None, 1, 1.0)"),
-        ("min_p", 0.5, "min_p=0.5 is not supported (only None, 0, 0.0)"),
-        ("min_tokens", 5, "min_tokens=5 is not supported (only None, 0)"),
-        ("ignore_eos", True, "ignore_eos=True is not supported (only None, False)"),
-        ("stop_token_ids", [1], "stop_token_ids=[1] is not supported (only None, [])"),
-        ("reasoning_effort", "high", "reasoning_effort='high' is not supported (only None)"),
-        ("modalities", ["audio"], "modalities=['audio'] is not supported (only None, ['text'])"),
+        ("top_k", 1, "top_k: 1 is not supported (only null, -1, 0)", VALUE),
+        ("repetition_penalty", 2.0, "repetition_penalty: 2.0 is not supported (only null, 1, 1.0)",
+         VALUE),
+        ("min_p", 0.5, "min_p: 0.5 is not supported (only null, 0, 0.0)", VALUE),
+        ("min_tokens", 5, "min_tokens: 5 is not supported (only null, 0)", VALUE),
+        ("ignore_eos", True, "ignore_eos: true is not supported (only null, false)", VALUE),
+        ("logprobs", True, "logprobs: true is not supported (only null, false)", VALUE),
+        ("stop_token_ids", [1], "stop_token_ids: [1] is not supported (only null, [])", VALUE),
+        ("reasoning_effort", "high",
+         'reasoning_effort: "high" is not supported (only null)', PARAMETER),
+        ("modalities", ["audio"],
+         'modalities: ["audio"] is not supported (only null, ["text"])', VALUE),
         ("prediction", {"type": "content", "content": "w1"},
-         "prediction={'type': 'content', 'content': 'w1'} is not supported (only None)"),
-        ("parallel_tool_calls", True, "parallel_tool_calls=True is not supported (only None)"),
+         'prediction: {"type": "content", "content": "w1"} is not supported (only null)',
+         PARAMETER),
+        ("parallel_tool_calls", True, "parallel_tool_calls: true is not supported (only null)",
+         PARAMETER),
         ("service_tier", "flex",
-         "service_tier='flex' is not supported (only None, 'auto', 'default')"),
+         'service_tier: "flex" is not supported (only null, "auto", "default")', VALUE),
         ("guided_json", {"type": "object"}, "unknown field 'guided_json': this endpoint does "
-         "not apply it, so it refuses it (it ignores only metadata, store, user)"),
-        ("messages", [], "messages is a field of /v1/chat/completions, not of /v1/completions"),
+         "not apply it, so it refuses it (it ignores only metadata, store, user)", UNKNOWN),
+        ("messages", [], "messages is a field of /v1/chat/completions, not of /v1/completions",
+         UNKNOWN),
     ],
 )  # fmt: skip
 def test_a_field_that_would_change_the_output_is_refused(
-    api: ApiThread, field: str, value: Any, message: str
+    api: ApiThread, field: str, value: Any, message: str, code: str
 ) -> None:
-    """These were answered 200, the field silently ignored."""
+    """These were answered 200, the field silently ignored; then refused with code null and
+    values in Python's spelling (``ignore_eos=True``, ``only None, False``)."""
     status, error = _error(api, BASE | {field: value})
-    assert (status, error["param"], error["message"]) == (400, field, message)
+    assert (status, error["param"], error["message"], error["code"]) == (
+        400, field, message, code,
+    )  # fmt: skip
 
 
 def test_fields_that_change_nothing_are_taken(api: ApiThread) -> None:
@@ -63,38 +78,42 @@ USER = {"role": "user", "content": "w1"}
 
 
 @pytest.mark.parametrize(
-    ("body", "param", "message"),
+    ("body", "param", "message", "code"),
     [
         (_chat(USER, {"role": "tool", "content": "w2"}), "messages[1].role",
          "messages[1].role must be one of system, user, assistant (or developer, taken as "
-         "system), got 'tool'"),
+         "system), got 'tool'", None),
         (_chat(USER, {"role": "system", "content": "w2"}), "messages[1].role",
-         "messages[1].role: a system message must be the first message"),
+         "messages[1].role: a system message must be the first message", None),
         (_chat(USER, {"role": "developer", "content": "w2"}), "messages[1].role",
-         "messages[1].role: a system message must be the first message"),
+         "messages[1].role: a system message must be the first message", None),
         (_chat({"role": "system", "content": "w1"}), "messages",
-         "messages has no user message: a conversation needs one"),
+         "messages has no user message: a conversation needs one", None),
         (_chat(USER | {"name": "bob"}), "messages[0].name",
-         "messages[0].name is not supported: a message takes role and content only"),
+         "messages[0].name is not supported: a message takes role and content only", PARAMETER),
         (_chat(USER, {"role": "assistant", "content": "w2", "tool_calls": [{"id": "x"}]}, USER),
          "messages[1].tool_calls",
-         "messages[1].tool_calls is not supported: a message takes role and content only"),
+         "messages[1].tool_calls is not supported: a message takes role and content only",
+         PARAMETER),
         (_chat({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}),
          "messages[0].content", "messages[0].content parts must be {\"type\": \"text\", "
-         "\"text\": ...} (text only), got {'type': 'image_url', 'image_url': {'url': 'x'}}"),
+         "\"text\": ...} (text only), got {\"type\": \"image_url\", \"image_url\": {\"url\": "
+         "\"x\"}}", VALUE),
         (_chat(USER, {"role": "assistant", "content": None}), "messages[1].content",
-         "messages[1].content must be a string or a list of text parts, got None"),
+         "messages[1].content must be a string or a list of text parts, got None", None),
     ],
     ids=["tool-role", "system-later", "developer-later", "no-user", "name", "tool-calls", "image",
          "no-content"],
 )  # fmt: skip
 def test_a_message_the_endpoint_would_misread_is_refused(
-    api: ApiThread, body: dict[str, Any], param: str, message: str
+    api: ApiThread, body: dict[str, Any], param: str, message: str, code: str | None
 ) -> None:
     """Before, Gemma's template rendered a tool or later system turn as one of its own,
     dropped a system-only conversation, and the extra keys were dropped silently."""
     status, error = _error(api, body, path=CHAT)
-    assert (status, error["param"], error["message"]) == (400, param, message)
+    assert (status, error["param"], error["message"], error["code"]) == (
+        400, param, message, code,
+    )  # fmt: skip
 
 
 def test_a_developer_message_is_the_system_message(api: ApiThread) -> None:
@@ -143,7 +162,7 @@ def test_an_empty_stop_list_is_no_stop(api: ApiThread) -> None:
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("n", "x" * 3000, "n='" + "x" * 78 + "… is not supported (only None, 1)"),
+        ("n", "x" * 3000, 'n: "' + "x" * 78 + "… is not supported (only null, 1)"),
         ("prompt", {"k": "y" * 3000},
          "prompt must be a string or a non-empty list of token ids (one prompt per request), "
          "got {'k': '" + "y" * 72 + "…"),

@@ -127,8 +127,8 @@ def test_sampling_with_prompt_lookup_is_400_naming_temperature() -> None:
                                        "lookup": True})  # fmt: skip
     setup = EdgeSetup(config, None, word_tokenizer(64), 64, 24, ())
     error = _refusal(setup, temperature=0.7)
-    assert (error.status, error.param, error.message) == (
-        400, "temperature",
+    assert (error.status, error.param, error.code, error.message) == (
+        400, "temperature", "unsupported_value",
         "temperature 0.7: this endpoint drafts with prompt lookup (--lookup), which drafts "
         "greedily only: use temperature 0",
     )  # fmt: skip

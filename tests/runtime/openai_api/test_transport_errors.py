@@ -55,14 +55,24 @@ def _answer(conn: http.client.HTTPConnection, method: str, path: str) -> tuple[i
     return response.status, [h for h in response.getheaders() if h[0] != "date"], body
 
 
+def _ready(conn: http.client.HTTPConnection, timeout_s: float = 30.0) -> None:
+    """``/ready`` asked on ``conn`` until it answers 200 (its first probe landed)."""
+    deadline = time.monotonic() + timeout_s
+    while _answer(conn, "GET", "/ready")[0] != 200:
+        assert time.monotonic() < deadline, f"/ready not 200 within {timeout_s} s"
+        time.sleep(0.1)
+
+
 @pytest.mark.parametrize(
-    "path", ["/v1/models", f"/v1/models/{MODEL}", "/v1/models/gpt-9", "/health", "/metrics"]
+    "path",
+    ["/v1/models", f"/v1/models/{MODEL}", "/v1/models/gpt-9", "/health", "/ready", "/metrics"],
 )
 def test_head_is_answered_as_get_without_the_body(api: ApiThread, path: str) -> None:
     """HEAD was a 405 on every route (FastAPI's ``app.get`` routes GET alone): RFC 9110
     answers it as the GET, status and headers (Content-Length too), with no body."""
     conn = http.client.HTTPConnection("127.0.0.1", api.port, timeout=30)
     try:
+        _ready(conn)  # the server's state known: no probe lands between GET and HEAD
         status, headers, body = _answer(conn, "GET", path)
         assert status == (404 if path.endswith("gpt-9") else 200)
         assert ("content-length", str(len(body))) in headers

@@ -1,0 +1,119 @@
+"""``/health`` and ``/ready``: what the endpoint last saw of each verification server
+(:mod:`.server_watch`), refreshed by short probes when no real call is recent.
+
+``/health`` is liveness: 200 whenever the process answers, its body saying whether a server
+is reachable (``status`` ``ok``, else ``no_server_reachable``), the requests running and
+queued, and each server's state since when. ``/ready`` is readiness, the same body with 503
+while no server is reachable: a load balancer or a Kubernetes readiness probe sends no
+requests then, which would each wait ``--retry-timeout-s`` and fail (a liveness probe on it
+would restart an endpoint that only waits for its server).
+
+A probe is one ``Stats`` call (the server authenticates it, unlike ``Health``: a refused
+token shows) of ``PROBE_TIMEOUT_S``, on a worker thread, never the event loop. A server is
+probed only when nothing told of it for ``PROBE_INTERVAL_S`` (requests' calls keep a busy
+one fresh), at most one probe of it in flight and one started per ``PROBE_INTERVAL_S``,
+however many health checks arrive; a check waits at most ``PROBE_WAIT_S`` for the probes it
+finds, then answers with what is known."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from fastapi.responses import JSONResponse
+
+from edgespec.runtime.errors import RequestError
+from edgespec.runtime.openai_api.admission import Admission
+from edgespec.runtime.openai_api.server_watch import Seen, ServerWatch
+
+LOG = logging.getLogger(__name__)
+
+PROBE_INTERVAL_S = 5.0
+"""The least time between two probes of one server, and how old what a server's last call
+told may be before a health check probes it."""
+
+PROBE_TIMEOUT_S = 2.0
+"""A probe's deadline: a server silent that long is unreachable."""
+
+PROBE_WAIT_S = 0.5
+"""The most a health check waits for probes in flight (a Kubernetes probe's shortest
+timeout is 1 s)."""
+
+
+def _utc(unix_s: float) -> str:
+    moment = datetime.datetime.fromtimestamp(unix_s, tz=datetime.UTC)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def server_entry(address: str, seen: Seen) -> dict[str, Any]:
+    """One server in a health body: its state since when, when a call or probe last told of
+    it (``null``: never; both UTC, to the second: a GET and a HEAD alike), the failure
+    behind a state other than ``reachable`` (else ``null``)."""
+    told = None if seen.told_unix_s is None else _utc(seen.told_unix_s)
+    return {"address": address, "state": seen.state, "since": _utc(seen.since_unix_s),
+            "checked": told, "error": seen.error}  # fmt: skip
+
+
+class Health:
+    """The answers of ``/health`` and ``/ready`` over ``watch``, with ``admission``'s counts,
+    on ``clock`` (the watch's); its servers' ``clients`` watched (:attr:`clients`, for the
+    requests and the probes alike)."""
+
+    def __init__(
+        self,
+        watch: ServerWatch,
+        clients: tuple[Any, ...],
+        admission: Admission,
+        clock: Callable[[], float],
+    ) -> None:
+        self.watch = watch
+        self.clients = watch.watched(clients)
+        self._admission = admission
+        self._clock = clock
+        self._flying: dict[int, asyncio.Future[Any]] = {}  # touched on the event loop only
+        self._started_s: dict[int, float] = {}
+
+    async def answer(self, readiness: bool) -> JSONResponse:
+        """The body, once fresh probes landed (or ``PROBE_WAIT_S`` passed); ``readiness``:
+        503 while no server is reachable."""
+        await self._refresh()
+        ready = self.watch.ready()
+        servers = [server_entry(address, seen)
+                   for address, seen in zip(self.watch.addresses, self.watch.seen(),
+                                            strict=True)]  # fmt: skip
+        body = {"status": "ok" if ready else "no_server_reachable", "ready": ready,
+                "running": self._admission.running, "queued": self._admission.queued,
+                "servers": servers}  # fmt: skip
+        return JSONResponse(body, status_code=503 if readiness and not ready else 200)
+
+    def _due(self, index: int, now_s: float) -> bool:
+        """Whether server ``index`` is to be probed now."""
+        if index in self._flying:
+            return False
+        last_s = [self._started_s.get(index), self.watch.seen()[index].told_s]
+        return all(s is None or now_s - s >= PROBE_INTERVAL_S for s in last_s)
+
+    async def _refresh(self) -> None:
+        loop = asyncio.get_running_loop()
+        now_s = self._clock()
+        for index, client in enumerate(self.clients):
+            if self._due(index, now_s):
+                self._started_s[index] = now_s
+                probe = loop.run_in_executor(None, client.stats, PROBE_TIMEOUT_S)
+                self._flying[index] = probe
+                probe.add_done_callback(partial(self._landed, index))
+        if self._flying:
+            await asyncio.wait(set(self._flying.values()), timeout=PROBE_WAIT_S)
+
+    def _landed(self, index: int, probe: asyncio.Future[Any]) -> None:
+        """A probe of server ``index`` ended (its outcome told to the watch by the client);
+        one that failed other than a server's refusal is the endpoint's bug, logged."""
+        del self._flying[index]
+        failure = None if probe.cancelled() else probe.exception()
+        if failure is not None and not isinstance(failure, RequestError):
+            LOG.error("probing the verification server %s failed",
+                      self.watch.addresses[index], exc_info=failure)  # fmt: skip

@@ -1,0 +1,167 @@
+"""What the endpoint last saw of each verification server: the outcome of every real call
+(:class:`Watched`, in place of each server's client) and of the short probes ``/health``
+and ``/ready`` start when no call is recent (:mod:`.health`).
+
+A server is ``reachable`` (its last call answered, a refusal of a request included),
+``unreachable`` (the last one failed ``UNAVAILABLE``: down, restarting, or silent past the
+call's deadline), ``refusing_token`` (``UNAUTHENTICATED`` or ``PERMISSION_DENIED``: it does
+not take the endpoint's own ``--auth-token``), or ``unknown`` (nothing asked yet); each
+state since the call that set it. The endpoint is ready while one server is reachable.
+A server that answers again ends the outage :class:`~.outages.OutageLog` may have opened."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.messages import ServerStats, SessionSpec, VerifyCall, VerifyReply
+from edgespec.runtime.openai_api.errors import ApiError, clip
+from edgespec.runtime.openai_api.outages import OutageLog
+
+REACHABLE, UNREACHABLE, REFUSING, UNKNOWN = "reachable", "unreachable", "refusing_token", "unknown"
+
+UNAVAILABLE_CODE = ErrorCode.UNAVAILABLE.value.lower()
+"""The ``code`` of a request's 503 when its server was unreachable (:mod:`.errors`)."""
+
+NOTHING_LEARNED = frozenset({ErrorCode.INVALID_ARGUMENT, ErrorCode.CANCELLED})
+"""Failures that say nothing of the server: this client's own checks before a call (a
+message over its size limit) and a call it cancelled."""
+
+
+def state_of(error: RequestError | None) -> str | None:
+    """The state a call's outcome (``None``: it answered) shows, ``None`` if none."""
+    if error is None:
+        return REACHABLE
+    if error.code is ErrorCode.UNAVAILABLE:
+        return UNREACHABLE
+    if error.code in (ErrorCode.UNAUTHENTICATED, ErrorCode.PERMISSION_DENIED):
+        return REFUSING
+    return None if error.code in NOTHING_LEARNED else REACHABLE
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """One server's last known ``state``, since ``since_s`` (on the watch's clock;
+    ``since_unix_s`` on the wall clock), last told at ``told_s`` (``told_unix_s``;
+    ``None``: never), and the failure behind a state other than ``reachable``."""
+
+    state: str
+    since_s: float
+    since_unix_s: float
+    told_s: float | None = None
+    told_unix_s: float | None = None
+    error: str | None = None
+
+
+class ServerWatch:
+    """The :class:`Seen` of each server at ``addresses`` (in the order of the endpoint's
+    clients), told from any thread; times on ``clock`` (seconds, monotonic) and
+    ``wall_clock`` (Unix seconds); its outages logged (:class:`~.outages.OutageLog`, on
+    ``clock`` too); the servers that ``answered`` the endpoint's start reachable from it."""
+
+    def __init__(
+        self,
+        addresses: tuple[str, ...],
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        answered: frozenset[str] = frozenset(),
+    ) -> None:
+        self.addresses = addresses
+        self.outages = OutageLog(clock)
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._lock = threading.Lock()
+        start = Seen(UNKNOWN, clock(), wall_clock())
+        self._seen = [start] * len(addresses)
+        for index, address in enumerate(addresses):
+            if address in answered:  # it answered the endpoint's start (Health, its token)
+                self.tell(index, None)
+
+    def tell(self, index: int, error: RequestError | None) -> None:
+        """A call to server ``index`` answered (``error`` ``None``) or failed with ``error``."""
+        state = state_of(error)
+        if state is None:
+            return
+        now_s, now_unix_s = self._clock(), self._wall_clock()
+        said = None if error is None or state == REACHABLE else clip(str(error), 200)
+        seen = Seen(state, now_s, now_unix_s, now_s, now_unix_s, said)
+        with self._lock:
+            last = self._seen[index]
+            if last.state == state:  # still so: since the call that made it so
+                seen = dataclasses.replace(seen, since_s=last.since_s,
+                                           since_unix_s=last.since_unix_s)  # fmt: skip
+            self._seen[index] = seen
+        if state == REACHABLE:
+            self.outages.answered(self.addresses[index], now_s)
+
+    def note(self, error: ApiError) -> None:
+        """A request answered ``error``: a 503 for no server reachable is counted in the
+        outage, the first one opening it (:meth:`.outages.OutageLog.refused`)."""
+        if error.status == 503 and error.code == UNAVAILABLE_CODE:
+            self.outages.refused(error.message, self.down_since_s())
+
+    def watched(self, clients: tuple[Any, ...]) -> tuple[Watched, ...]:
+        """The servers' ``clients`` (in the order of ``addresses``), each call watched."""
+        if len(clients) != len(self.addresses):
+            raise ValueError(f"{len(clients)} clients of {len(self.addresses)} servers")
+        return tuple(Watched(client, self, index) for index, client in enumerate(clients))
+
+    def seen(self) -> tuple[Seen, ...]:
+        with self._lock:
+            return tuple(self._seen)
+
+    def ready(self) -> bool:
+        """Whether a server is reachable: a request may be served now."""
+        return any(seen.state == REACHABLE for seen in self.seen())
+
+    def down_since_s(self) -> float:
+        """Since when no server has been reachable: the latest of their states' starts
+        (the last one lost), or now while one is."""
+        seen = self.seen()
+        if any(one.state == REACHABLE for one in seen):
+            return self._clock()
+        return max((one.since_s for one in seen), default=self._clock())
+
+
+class Watched:
+    """Server ``index``'s client ``inner``, each call's outcome told to ``watch``; any other
+    attribute is the client's."""
+
+    def __init__(self, inner: Any, watch: ServerWatch, index: int) -> None:
+        self._inner = inner
+        self._watch = watch
+        self._index = index
+
+    def _told(self, call: Callable[..., Any], *args: Any) -> Any:
+        try:
+            result = call(*args)
+        except RequestError as exc:
+            self._watch.tell(self._index, exc)
+            raise
+        self._watch.tell(self._index, None)
+        return result
+
+    def open(self, spec: SessionSpec) -> None:
+        self._told(self._inner.open, spec)
+
+    def verify(self, call: VerifyCall) -> VerifyReply:
+        reply: VerifyReply = self._told(self._inner.verify, call)
+        return reply
+
+    def close(self, session_id: str) -> None:
+        self._told(self._inner.close, session_id)
+
+    def stats(self, timeout_s: float | None = None) -> ServerStats:
+        """The server's counters, within ``timeout_s`` (a probe's; default the client's)."""
+        ask = self._inner.stats if timeout_s is None else partial(self._inner.stats, timeout_s)
+        stats: ServerStats = self._told(ask)
+        return stats
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

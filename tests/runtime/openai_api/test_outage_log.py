@@ -1,0 +1,89 @@
+"""An outage of the verification server is two lines in the endpoint's log, its start (the
+first 503 answered) and its end (a server answering again: how long there was none, how
+many requests were answered 503); a server that comes and goes at line rate has at most one
+outage logged per 10 s. The endpoint answered those 503s and logged nothing."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from typing import Any
+
+import pytest
+
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.openai_api import outages
+from edgespec.runtime.openai_api.outages import OutageLog
+from tests.runtime.conftest import start_server
+from tests.runtime.openai_api.conftest import _post, free_port
+from tests.runtime.openai_api.test_server_health import (
+    BODY,
+    WALL_S,
+    Clock,
+    _endpoint,
+    get,
+    until_ready,
+)
+
+START = ("the OpenAI-compatible endpoint answered a request 503: {message}; no verification "
+         "server has been reachable for {down_s} s (one line when one answers again)")  # fmt: skip
+END = ("the verification server {address} answers again: the endpoint had none reachable for "
+       "{down_s} s and answered {num} 503 meanwhile")  # fmt: skip
+MORE = "more since the last such line, not logged"
+
+
+def _logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == outages.__name__]
+
+
+def test_an_outage_is_logged_as_it_starts_and_as_it_ends(
+    target: TransformersTarget, draft_model: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    server = start_server(target, host="127.0.0.1", port=port)
+    clock = Clock()
+    api, _ = _endpoint([address], draft_model, clock, retry_timeout_s=0.5)
+    try:
+        assert get(api)[0] == 200
+        server.stop(grace_s=0)
+        clock.now_s = 110.0
+        assert get(api)[0] == 503  # a probe: unreachable since 110
+        clock.now_s = 130.0
+        with caplog.at_level(logging.WARNING, logger=outages.__name__):
+            replies = [_post(api, "/v1/completions", BODY) for _ in range(3)]
+            server = start_server(target, host="127.0.0.1", port=port)
+            (seen,) = until_ready(api, clock)["servers"]
+    finally:
+        api.stop()
+        server.stop(grace_s=0)
+    assert [status for status, _, _ in replies] == [503] * 3
+    since = datetime.datetime.fromisoformat(seen["since"].replace("Z", "+00:00"))
+    back_s = since.timestamp() - WALL_S  # the endpoint's clock when the server answered
+    assert _logged(caplog) == [
+        START.format(message=replies[0][1]["error"]["message"], down_s="20.0"),
+        END.format(address=address, down_s=f"{back_s - 110:.1f}", num="3 requests"),
+    ]
+
+
+def test_outages_at_line_rate_log_one_per_interval(caplog: pytest.LogCaptureFixture) -> None:
+    now = [100.0]
+    log = OutageLog(lambda: now[0], interval_s=10.0)
+    with caplog.at_level(logging.WARNING, logger=outages.__name__):
+        log.refused("m1", down_since_s=98.0)
+        now[0] = 101.0
+        log.refused("m2", down_since_s=98.0)  # the same outage: counted
+        log.answered("a:1", now_s=104.0)
+        now[0] = 105.0
+        log.refused("m3", down_since_s=105.0)  # within 10 s of the last line: not logged
+        log.answered("a:1", now_s=106.0)  # nor its end
+        log.answered("a:1", now_s=107.0)  # no outage open: nothing
+        now[0] = 110.0
+        log.refused("m4", down_since_s=109.0)
+        log.answered("a:1", now_s=111.5)
+    assert _logged(caplog) == [
+        START.format(message="m1", down_s="2.0"),
+        END.format(address="a:1", down_s="6.0", num="2 requests"),
+        START.format(message="m4", down_s="1.0") + f"; 1 {MORE}",
+        END.format(address="a:1", down_s="2.5", num="1 request"),
+    ]
