@@ -208,7 +208,7 @@ def test_overrides_from_flags_skips_unset_and_round_trips() -> None:
         ({"auth_tokens": "abc"}, "config field 'auth_tokens': expected a list, got 'abc' (str)"),
         ({"prometheus_port": "x"}, "'prometheus_port': expected an integer, got 'x' (str)"),
         ({"slo_classes": {1: 2.0}}, "config field 'slo_classes': expected a string, got 1 (int)"),
-        ({"zz": 1, "aa": 2}, "config field 'aa': unknown field; known: "),
+        ({"zz": 1, "aa": 2}, "config field 'zz': unknown field; known: "),  # the first given
     ],
 )
 def test_a_wrong_value_is_refused_where_it_is(data: object, message: str) -> None:
