@@ -96,6 +96,15 @@ def other_settings_error(
     )
 
 
+def unrecorded_warning(flag: str, folder: Path, holds: str, record: str, unknown: str) -> str:
+    """The warning for a folder that ``holds`` files but no ``record`` (made before
+    edgespec kept one): what is ``unknown`` of them, and that they are used as they are."""
+    return (
+        f"warning: {flag} {str(folder)!r} holds {holds} but no {record} (made before "
+        f"edgespec recorded it): their {unknown} are unknown, so they are used as they are"
+    )
+
+
 def flag_folder(flag: str, folder: Path) -> str:
     """How a refusal names a folder given as ``flag``: ``--data-dir '/runs/distill'``."""
     return f"{flag} {str(folder)!r}"

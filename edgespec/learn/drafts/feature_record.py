@@ -22,6 +22,7 @@ from edgespec.learn.run_settings import (
     other_settings_error,
     read_settings,
     settings_differences,
+    unrecorded_warning,
     write_settings,
 )
 
@@ -67,11 +68,7 @@ def check_features_folder(
         return None
     recorded = _recorded(folder)
     if recorded is None:
-        return (
-            f"warning: {FLAG} {str(folder)!r} holds features but no {RECORD_NAME} (made "
-            "before edgespec recorded it): their target and shards are unknown, so they are "
-            "used as they are"
-        )
+        return unrecorded_warning(FLAG, folder, "features", RECORD_NAME, "target and shards")
     differences = settings_differences(recorded, _target(shape), tuple(_LABELS), _LABELS)
     recorded_sources = recorded["data_dirs"]
     differences += [

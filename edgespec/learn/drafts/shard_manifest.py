@@ -28,6 +28,7 @@ from edgespec.learn.run_settings import (
     other_settings_error,
     read_settings,
     settings_differences,
+    unrecorded_warning,
     write_settings,
 )
 
@@ -216,11 +217,7 @@ def _check(
         return None
     recorded = read_recorded(folder)
     if recorded is None:
-        return (
-            f"warning: {flag} {str(folder)!r} holds shards but no {MANIFEST_NAME} (made "
-            "before edgespec recorded it): their target and settings are unknown, so they "
-            "are used as they are"
-        )
+        return unrecorded_warning(flag, folder, "shards", MANIFEST_NAME, "target and settings")
     if differences := settings_differences(recorded, now, compared(recorded), labels):
         raise other_settings_error(flag_folder(flag, folder), "shards", differences, flag)
     return None

@@ -12,6 +12,7 @@ import pytest
 from edgespec.runtime.openai_api.errors import ApiError
 from edgespec.runtime.openai_api.messages import CHARS_PER_TOKEN, longest_token_chars
 from edgespec.runtime.openai_api.schema import Defaults, Limits, parse_request
+from tests.runtime.openai_api.byte_tokenizer import gemma_tokenizer
 from tests.runtime.openai_api.conftest import word_tokenizer
 
 
@@ -30,14 +31,7 @@ def test_the_bound_is_the_longest_entry_and_never_under_16() -> None:
 
 
 def test_gemmas_longest_token_is_31_characters() -> None:
-    from edgespec.models.loading import load_tokenizer
-
-    try:
-        tokenizer = load_tokenizer("gemma3-270m")
-    except (ImportError, OSError, ValueError) as exc:
-        pytest.skip(f"gemma3-270m's tokenizer not available: {exc}")
-    if tokenizer is None:
-        pytest.skip("gemma3-270m's tokenizer not available")
+    tokenizer = gemma_tokenizer()
     assert longest_token_chars(tokenizer) == 31
     newlines = "Hi\n" + "\n" * 40_000  # 40,003 characters, 1,293 tokens
     assert len(tokenizer(newlines, add_special_tokens=False)["input_ids"]) <= 2048
