@@ -96,12 +96,19 @@ def other_settings_error(
     )
 
 
-def unrecorded_warning(flag: str, folder: Path, holds: str, record: str, unknown: str) -> str:
+USED_AS_THEY_ARE = "so they are used as they are"
+"""What a run does with old files that it reads or resumes (:func:`unrecorded_warning`)."""
+
+
+def unrecorded_warning(
+    flag: str, folder: Path, holds: str, record: str, unknown: str, fate: str
+) -> str:
     """The warning for a folder that ``holds`` files but no ``record`` (made before
-    edgespec kept one): what is ``unknown`` of them, and that they are used as they are."""
+    edgespec kept one): what is ``unknown`` of them, and what the run does with them
+    (``fate``: :data:`USED_AS_THEY_ARE`, or how it writes over them)."""
     return (
         f"warning: {flag} {str(folder)!r} holds {holds} but no {record} (made before "
-        f"edgespec recorded it): their {unknown} are unknown, so they are used as they are"
+        f"edgespec recorded it): their {unknown} are unknown, {fate}"
     )
 
 

@@ -256,7 +256,7 @@ def _checked(console: Any, job: DraftJob, saved: Any, shape: TargetShape) -> Sha
     (:func:`~edgespec.learn.drafts.make_draft.check_settings`, its warnings shown)."""
     from edgespec.learn.drafts import make_draft as make
 
-    settings = make.shard_settings(job, shape)
+    settings = make.shard_settings(job, saved, shape)
     for warning in make.check_settings(job, saved, settings):
         console.print(warning, style="yellow", soft_wrap=True)
     return settings

@@ -3,9 +3,12 @@
 Generation is the CPU bottleneck, so prompts are generated in batches (left-padded, KV
 cache, weights read once per step for the whole batch), grouped by length to waste
 little on padding. At every generated position the target's top-k logits are kept as
-soft labels. Each batch is saved as its own shard (``shard_00012.pt``) as soon as it is
-done, whole or not at all (:mod:`edgespec.learn.drafts.shard_writing`), so an interrupted
-run loses at most one batch and a rerun resumes where it stopped.
+soft labels (:data:`LABEL_TOP_K`; all of a cut head's tokens when it has fewer,
+:func:`label_width`, as for the teacher-forced labels of
+:mod:`edgespec.learn.drafts.distill_text`). Each batch is saved as its own shard
+(``shard_00012.pt``) as soon as it is done, whole or not at all
+(:mod:`edgespec.learn.drafts.shard_writing`), so an interrupted run loses at most one
+batch and a rerun resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -19,6 +22,19 @@ from typing import Any
 from edgespec.datasets.prompts import Prompt
 from edgespec.learn.drafts.shard_writing import write_shards as write_shards  # re-exported
 
+LABEL_TOP_K = 16
+"""Labels kept per position: the target's top-k (among a cut head's or the draft's kept
+tokens where there is one)."""
+
+
+def label_width(num_kept: int, top_k: int = LABEL_TOP_K) -> int:
+    """Labels per position among ``num_kept`` tokens: ``top_k``, or all of them when
+    fewer. Training reads each sequence's labels at their own width
+    (:func:`edgespec.learn.drafts.distill.batch_loss`), so narrower ones train beside
+    top-16 ones, and a draft of K < 16 tokens learns the target's whole distribution
+    over them."""
+    return min(top_k, num_kept)
+
 
 @dataclass(frozen=True, slots=True)
 class GenerationSettings:
@@ -26,13 +42,14 @@ class GenerationSettings:
 
     ``temperature`` > 0 samples the continuation at that temperature instead of taking the
     argmax: more varied contexts from the same prompts, still close to what the target
-    writes. The labels stay the target's top-k at every position either way.
+    writes. The labels stay the target's top-k at every position either way (all of a cut
+    head's tokens where it has fewer, :func:`label_width`).
     """
 
     batch_size: int = 32
     max_prompt_tokens: int = 256
     max_new_tokens: int = 96
-    top_k: int = 16
+    top_k: int = LABEL_TOP_K
     seed: int = 0
     temperature: float = 0.0
 
@@ -158,10 +175,11 @@ def _trimmed_step(
     logits: Any, kept: Any, settings: GenerationSettings, generator: Any
 ) -> tuple[Any, Any, Any]:
     """One step over the kept tokens' ``logits`` (B × K): (next token ids, the top-k ids
-    as int32, their logits as float16); greedy, or sampled at ``settings.temperature``."""
+    as int32, their logits as float16, all K when K < top-k); greedy, or sampled at
+    ``settings.temperature``."""
     import torch
 
-    values, indices = torch.topk(logits, settings.top_k, dim=-1)
+    values, indices = torch.topk(logits, label_width(len(kept), settings.top_k), dim=-1)
     if settings.temperature > 0:
         probs = torch.softmax(logits / settings.temperature, dim=-1)
         next_ids = kept[torch.multinomial(probs, 1, generator=generator)[:, 0]]

@@ -17,21 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.datasets.prompts import TEMPLATES, sharegpt_rows, sharegpt_split
-from edgespec.learn.drafts.distill_data import write_shards
+from edgespec.learn.drafts.distill_data import label_width, write_shards
 
 _SPEAKERS = {"human": "User", "gpt": "Assistant"}
 LABEL_BATCH_SIZE = 8
 """Texts labelled in one pass (a shard holds one batch)."""
-LABEL_TOP_K = 16
-"""Labels kept per position: the target's top-k among the draft's kept tokens."""
-
-
-def label_width(num_kept: int) -> int:
-    """Labels per position among ``num_kept`` kept tokens: :data:`LABEL_TOP_K`, or all of
-    them when fewer. Training reads each sequence's labels at their own width
-    (:func:`edgespec.learn.drafts.distill.batch_loss`), so narrower ones train beside the
-    generated shards' top-16."""
-    return min(LABEL_TOP_K, num_kept)
 
 
 def sharegpt_conversations(skip: int = 0, limit: int | None = None) -> Iterator[str]:
@@ -110,7 +100,8 @@ def label_texts(
     deadline_s: float | None = None,
 ) -> int:
     """Label ``texts`` into ``out_dir`` shards (existing shards skipped), ``top_k`` labels
-    per position (default :func:`label_width` of ``head_ids``); returns batches done.
+    per position (default :func:`~edgespec.learn.drafts.distill_data.label_width` of
+    ``head_ids``); returns batches done.
 
     ``deadline_s`` (a ``time.monotonic()`` value) stops cleanly after the batch crossing it.
     """

@@ -18,6 +18,7 @@ from typing import Any
 from edgespec.errors import UserInputError
 from edgespec.learn.drafts.draft_checks import TargetShape
 from edgespec.learn.run_settings import (
+    USED_AS_THEY_ARE,
     flag_folder,
     other_settings_error,
     read_settings,
@@ -68,7 +69,8 @@ def check_features_folder(
         return None
     recorded = _recorded(folder)
     if recorded is None:
-        return unrecorded_warning(FLAG, folder, "features", RECORD_NAME, "target and shards")
+        unknown = "target and shards"
+        return unrecorded_warning(FLAG, folder, "features", RECORD_NAME, unknown, USED_AS_THEY_ARE)
     differences = settings_differences(recorded, _target(shape), tuple(_LABELS), _LABELS)
     recorded_sources = recorded["data_dirs"]
     differences += [

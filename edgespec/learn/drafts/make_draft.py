@@ -17,7 +17,7 @@ from typing import Any
 
 from edgespec.learn.drafts import distill, samples
 from edgespec.learn.drafts import shard_manifest as manifest
-from edgespec.learn.drafts.distill_data import GenerationSettings
+from edgespec.learn.drafts.distill_data import GenerationSettings, label_width
 from edgespec.learn.drafts.draft_checks import TargetShape, check_fits_target
 
 BatchProgress = Callable[[int, int, float], None]
@@ -113,9 +113,10 @@ def trimmed_draft_path(flag: str, directory: Path) -> Path:
     return spec.path
 
 
-def shard_settings(job: DraftJob, shape: TargetShape) -> manifest.ShardSettings:
-    """What the shards this run generates are made with."""
-    generation = job.generation
+def shard_settings(job: DraftJob, saved: Any, shape: TargetShape) -> manifest.ShardSettings:
+    """What the shards this run generates are made with: their labels are the target's
+    top-k, or all of a ``--fast-head``'s tokens where it has fewer (:func:`head_ids`)."""
+    generation, head = job.generation, head_ids(job, saved)
     return manifest.ShardSettings(
         target=shape.name,
         target_vocab_size=shape.vocab_size,
@@ -125,10 +126,15 @@ def shard_settings(job: DraftJob, shape: TargetShape) -> manifest.ShardSettings:
         batch_size=generation.batch_size,
         max_prompt_tokens=generation.max_prompt_tokens,
         max_new_tokens=generation.max_new_tokens,
-        top_k=generation.top_k,
+        top_k=generation.top_k if head is None else label_width(len(head), generation.top_k),
         seed=generation.seed,
         temperature=generation.temperature,
     )
+
+
+def head_ids(job: DraftJob, saved: Any) -> list[int] | None:
+    """The tokens a ``--fast-head`` cuts the target's head to: the saved draft's kept ones."""
+    return list(saved.config.draft_token_ids) if job.fast_head and saved is not None else None
 
 
 def text_settings(
@@ -150,8 +156,8 @@ def check_settings(job: DraftJob, saved: Any, settings: manifest.ShardSettings) 
     ``--skip-generate``: they are trained on as they are), ``--train-data-dir`` shards of
     another target, ``--text-data-dir`` shards of other texts or another target (or, with
     ``--init-from``, other kept tokens; a new draft's are checked once chosen,
-    :func:`label_conversations`). Returns the warnings of folders whose settings are
-    unknown."""
+    :func:`label_conversations`); any of them of another kind, or one written into that
+    holds a model (:mod:`.shard_kinds`). Returns the warnings of unrecorded folders."""
     if saved is None:
         arch = job.architecture
         check_fits_target(arch.hidden_size, arch.num_kept_tokens, settings.target_hidden_size)
@@ -197,7 +203,7 @@ def generate(
         job.generation,
         on_batch,
         time.monotonic() + job.gen_minutes * 60,
-        head_ids=saved.config.draft_token_ids if job.fast_head and saved else None,
+        head_ids=head_ids(job, saved),
     )
 
 

@@ -9,8 +9,10 @@ other settings would add its shards to the old ones, or train on them, unnoticed
 :func:`check_shard_folder` refuses that in one line naming each setting that differs
 (:mod:`edgespec.learn.run_settings`, which reads, compares and writes every such record),
 and :func:`check_shard_target` refuses shards of another target where only the target
-must match (``train feature-draft --data-dir``). A folder of shards made before the record
-existed is taken as it is, with a warning."""
+must match (``train feature-draft --data-dir``); both first refuse a folder of another
+kind, and a folder to write into that holds a model (:mod:`.shard_kinds`). A folder of
+shards made before the record existed is taken as it is, with a warning saying what the
+run does with them."""
 
 from __future__ import annotations
 
@@ -21,9 +23,12 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from edgespec.learn.drafts.distill_text import LABEL_BATCH_SIZE, label_width
+from edgespec.learn.drafts import shard_kinds
+from edgespec.learn.drafts.distill_data import label_width
+from edgespec.learn.drafts.distill_text import LABEL_BATCH_SIZE
 from edgespec.learn.drafts.draft_checks import TargetShape
 from edgespec.learn.run_settings import (
+    USED_AS_THEY_ARE,
     flag_folder,
     other_settings_error,
     read_settings,
@@ -42,7 +47,8 @@ class ShardSettings:
     generation settings of a folder's shards (``sharegpt_limit`` is ``None`` when ShareGPT
     is not among the ``datasets``). Not ``--fast-head``: its continuations are the target's
     greedy ones up to the first token outside its head, so a run with it may finish the
-    batches of a folder begun without it (docs/LEARN.md)."""
+    batches of a folder begun without it (docs/LEARN.md), but its label width is: ``top_k``
+    is all of a head of fewer tokens (so widths never differ within a folder)."""
 
     target: str
     target_vocab_size: int
@@ -117,7 +123,7 @@ _LABELS = {
     "batch_size": "--batch-size",
     "max_prompt_tokens": "--max-prompt-tokens",
     "max_new_tokens": "--max-new-tokens",
-    "top_k": "top-k",
+    "top_k": "the labels per position (top-k)",
     "seed": "--seed",
     "temperature": "--sample-temperature",
     "text_datasets": "--datasets (all but sharegpt)",
@@ -181,11 +187,23 @@ def check_shard_folder(
 ) -> str | None:
     """Check that the shards in ``folder`` (given as ``flag``) were made with
     ``settings``' ``compared`` fields: any that differs is a one-line
-    :class:`~edgespec.errors.UserInputError` naming each and the folder. Returns a warning
-    for shards with no record (made by an older edgespec), else ``None`` (no shards yet,
-    or the same settings)."""
+    :class:`~edgespec.errors.UserInputError` naming each and the folder. ``compared``
+    :data:`TARGET_FIELDS`: the shards are only read (trained on as they are), so any with
+    the target's labels serve; else the run writes its ``settings``' kind of shards into
+    ``folder``, which must hold no other kind and no model
+    (:mod:`edgespec.learn.drafts.shard_kinds`). Returns a warning for shards with no
+    record (made by an older edgespec), else ``None`` (no shards yet, or the same
+    settings)."""
     labels = _TEXT_SHARD_LABELS if isinstance(settings, TextShardSettings) else _LABELS
-    return _check(flag, folder, asdict(settings), lambda recorded: compared, labels)
+    kinds: tuple[shard_kinds.ShardKind, ...]
+    if tuple(compared) == TARGET_FIELDS:
+        kinds, fate = shard_kinds.LABELS_OF_THE_TARGET, USED_AS_THEY_ARE
+    else:
+        shard_kinds.check_holds_no_model(flag, folder)
+        kinds = (_KIND_OF[type(settings)],)
+        fate = kinds[0].rerun
+    now = asdict(settings)
+    return _check(flag, folder, now, lambda recorded: compared, labels, kinds, fate)
 
 
 def check_shard_target(flag: str, folder: Path, shape: TargetShape) -> str | None:
@@ -202,7 +220,14 @@ def check_shard_target(flag: str, folder: Path, shape: TargetShape) -> str | Non
     def compared(recorded: dict[str, Any]) -> Sequence[str]:
         return ("target", *(name for name in TARGET_FIELDS[1:] if name in recorded))
 
-    return _check(flag, folder, now, compared, _LABELS)
+    return _check(flag, folder, now, compared, _LABELS, shard_kinds.KINDS, USED_AS_THEY_ARE)
+
+
+_KIND_OF: dict[type[Settings], shard_kinds.ShardKind] = {
+    ShardSettings: shard_kinds.GENERATED,
+    TextLabelSettings: shard_kinds.LABELLED,
+    TextShardSettings: shard_kinds.TEXT,
+}
 
 
 def _check(
@@ -211,13 +236,18 @@ def _check(
     now: dict[str, Any],
     compared: Callable[[dict[str, Any]], Sequence[str]],
     labels: dict[str, str],
+    kinds: Sequence[shard_kinds.ShardKind],
+    fate: str,
 ) -> str | None:
-    """:func:`check_shard_folder` of ``now``'s settings, those ``compared`` of a record."""
+    """:func:`check_shard_folder` of ``now``'s settings, those ``compared`` of a record of
+    one of the ``kinds`` (what happens to shards of none: ``fate``)."""
     if not has_shards(folder):
         return None
     recorded = read_recorded(folder)
     if recorded is None:
-        return unrecorded_warning(flag, folder, "shards", MANIFEST_NAME, "target and settings")
+        unknown = "target and settings"
+        return unrecorded_warning(flag, folder, "shards", MANIFEST_NAME, unknown, fate)
+    shard_kinds.check_kind(flag, folder, recorded, kinds)
     if differences := settings_differences(recorded, now, compared(recorded), labels):
         raise other_settings_error(flag_folder(flag, folder), "shards", differences, flag)
     return None

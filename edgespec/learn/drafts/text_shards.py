@@ -15,9 +15,10 @@ outright are removed by the next run, as the distillation shards' are
 first shard the folder records whose tokenizer and which texts its shards hold
 (:class:`~edgespec.learn.drafts.shard_manifest.TextShardSettings` in
 ``shard_settings.json``): a run with others is refused before the tokenizer loads, naming
-each (it would overwrite some of the shards and leave the rest), and ``train feature-draft``
-refuses the folder for another target. Text shards carry no target labels, so train with
-``--kept-from DRAFT`` (the kept tokens cannot be chosen from them).
+each (it would overwrite some of the shards and leave the rest), as is a folder of
+distillation shards or one holding a model (:mod:`edgespec.learn.drafts.shard_kinds`), and
+``train feature-draft`` refuses the folder for another target. Text shards carry no target
+labels, so train with ``--kept-from DRAFT`` (the kept tokens cannot be chosen from them).
 """
 
 from __future__ import annotations

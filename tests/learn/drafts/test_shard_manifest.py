@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from edgespec.cli import main
 from edgespec.learn.drafts import distill_data
@@ -145,6 +146,31 @@ def test_a_fast_head_run_finishes_a_folder_begun_without_one(
     flags = ("--init-from", str(tmp_path / "draft"), "--fast-head")
     assert main(_args(target_dir, data, tmp_path / "out2", *flags)) == 0
     assert sorted(_shards(data)) == [f"shard_0000{i}.pt" for i in range(3)]
+
+
+@pytest.mark.usefixtures("prompts")
+def test_a_fast_head_of_fewer_than_16_tokens_labels_all_of_them_and_records_that_width(
+    target_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Crashed at the first batch (top-16 of an 8-row head), after the target loaded. Every
+    label's width is recorded, so a run without the cut head (top-16) is refused first."""
+    data = tmp_path / "data"
+    tiny_draft(list(range(3, 11))).save(tmp_path / "draft")  # K = 8
+    flags = ("--init-from", str(tmp_path / "draft"), "--fast-head")
+    assert main(_args(target_dir, data, tmp_path / "out", *flags)) == 0
+    assert json.loads((data / SETTINGS).read_text())["top_k"] == 8
+    for shard in sorted(data.glob("shard_*.pt")):
+        for ids in torch.load(shard, weights_only=True)["topk_ids"]:
+            assert ids.shape[1] == 8 and set(ids.flatten().tolist()) <= set(range(3, 11))
+    monkeypatch.setattr(loading, "load_model", _never)
+    capsys.readouterr()
+    (data / "shard_00002.pt").unlink()
+    assert main(_args(target_dir, data, tmp_path / "out2")) == 2
+    differ = "the labels per position (top-k) 8 there, 16 now"
+    assert capsys.readouterr().err == OTHER.format(flag="--data-dir", folder=data, differ=differ)
 
 
 @pytest.mark.usefixtures("prompts")

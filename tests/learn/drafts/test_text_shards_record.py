@@ -89,15 +89,21 @@ def test_shards_without_a_record_are_written_over_with_a_warning(
     capsys: pytest.CaptureFixture[str],
     target_dir: Path,
 ) -> None:
-    """Written before this change: their settings are unknown, said in one line."""
+    """Written before this change: their settings are unknown, and what the run does with
+    them, said in one line (it said they were "used as they are", as read shards are)."""
     out = tmp_path / "s"
     assert _command(monkeypatch, target_dir, out) == 0
     (out / SETTINGS).unlink()
+    first = (out / "shard_00000.pt").read_bytes()
+    (out / "shard_00000.pt").write_bytes(b"old")
+    (out / "shard_00009.pt").write_bytes(b"old")
     capsys.readouterr()
     assert _command(monkeypatch, target_dir, out) == 0
     assert capsys.readouterr().err == (
         f"warning: --out '{out}' holds shards but no shard_settings.json (made before "
-        "edgespec recorded it): their target and settings are unknown, so they are used as "
-        "they are\n"
+        "edgespec recorded it): their target and settings are unknown, and this run writes "
+        "its shards over those of the same numbers, leaving any others as they are\n"
     )
+    assert (out / "shard_00000.pt").read_bytes() == first  # written over
+    assert (out / "shard_00009.pt").read_bytes() == b"old"  # left
     assert not (out / SETTINGS).exists()
