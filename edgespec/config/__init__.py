@@ -12,7 +12,7 @@ a YAML file read with the line of each key), :mod:`.locate` (where a file gives 
 its errors start with ``file:line``), :mod:`.yaml_text` (YAML text: YAML 1.2 core
 scalars, where ``1e12`` is a number and ``no`` a string; unique keys; bounded depth and
 alias expansion; the line of each key), :mod:`.convert` (a mapping
-into a dataclass), :mod:`.spec` (:class:`PolicySpec`).
+into a dataclass), :mod:`.spec` (:class:`PolicySpec`, a policy field's kind).
 """
 
 from edgespec.config.convert import (
@@ -46,10 +46,11 @@ from edgespec.config.overrides import (
     overrides_from_flags,
     parse_override,
 )
-from edgespec.config.spec import PolicySpec
+from edgespec.config.spec import POLICY_KIND, PolicySpec
 from edgespec.config.yaml_text import dump_yaml
 
 __all__ = [
+    "POLICY_KIND",
     "ConfigError",
     "ConfigFileError",
     "LocatedConfigError",

@@ -8,15 +8,15 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 from edgespec.config.errors import ConfigError
 from edgespec.config.files import read_yaml_file
 from edgespec.config.locate import located_in
 from edgespec.config.overrides import apply_overrides
-from edgespec.config.spec import PolicySpec
+from edgespec.config.spec import POLICY_KIND, PolicySpec
 from edgespec.errors import did_you_mean
 
 T = TypeVar("T")
@@ -128,10 +128,9 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
         raise ConfigError(path, f"expected a mapping, got {_describe(data)}")
     hints = _type_hints(typing.cast(type, cls))
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
-    unknown = next((key for key in data if key not in fields), None)  # the first given
-    if unknown is not None:
-        hint = did_you_mean(str(unknown), fields)
-        raise ConfigError(_join(path, unknown), f"unknown field; known: {sorted(fields)}{hint}")
+    unknown = [key for key in data if key not in fields]  # a YAML key null is None
+    if unknown:
+        _refuse_unknown(path, unknown[0], sorted(fields))  # the first given
     kwargs: dict[str, Any] = {}
     for name, field in fields.items():
         if name in data:
@@ -150,6 +149,38 @@ def from_dict(cls: type[T], data: Any, path: str = "") -> T:
     return obj
 
 
+def _refuse_unknown(path: str, key: object, known: list[str]) -> NoReturn:
+    """Refuse the unknown field ``key`` at ``path``: named as written (a YAML key ``1`` is
+    ``1``, not a list index), a key that is not a string said to be one where a field
+    name is expected, a string ending with the closest known name."""
+    if isinstance(key, str):
+        raise ConfigError(
+            _join(path, key), f"unknown field; known: {known}{did_you_mean(key, known)}"
+        )
+    raise ConfigError(
+        _join(path, _key_text(key)),
+        f"{_key_kind(key)} where a field name is expected; known: {known}",
+    )
+
+
+def _key_text(key: object) -> str:
+    """A mapping key that is not a string as YAML writes it: ``1``, ``true``, ``null``."""
+    if key is None:
+        return "null"
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(key)
+
+
+def _key_kind(key: object) -> str:
+    """What a key that is not a string is: ``a number``, ``true/false``, ``null``, ..."""
+    if isinstance(key, bool):
+        return "true/false"
+    if isinstance(key, int | float):
+        return "a number"
+    return "null" if key is None else f"a {type(key).__name__}"
+
+
 def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequence[str] = ()) -> T:
     """Load ``cls`` from an optional YAML file plus CLI overrides; defaults fill the rest,
     a policy given its params alone its default name too (:func:`default_policy_names`).
@@ -161,26 +192,57 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: Sequenc
         return from_dict(cls, default_policy_names(cls, apply_overrides(file.data, overrides)))
 
 
-def default_policy_names(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` (a mapping for dataclass ``cls``) with the default policy's name put in each
-    policy field (a :class:`PolicySpec` with a default) given without a name, in ``cls``
+def default_policy_names(
+    cls: type,
+    data: dict[str, Any],
+    registered: Mapping[str, Iterable[str]] | None = None,
+    path: str = "",
+) -> dict[str, Any]:
+    """``data`` (a mapping for dataclass ``cls``, at ``path``) with the default policy's
+    name put in each policy field (a :class:`PolicySpec`) given without a name, in ``cls``
     and in its sections (``policies.window``): only its params (``window.params.gamma=3``)
-    set the default policy's params. A policy field whose default is ``None`` (no policy)
-    is left as given. ``data`` is changed in place (a caller's own copy) and returned."""
+    set the default policy's params. A policy field without a default (``None``: no
+    policy runs) given only params is refused at the field: its name is required, and
+    the policy kind its metadata names (:data:`~edgespec.config.spec.POLICY_KIND`) has
+    the names ``registered`` lists for it (the policy registry's, by kind). ``data`` is
+    changed in place (a caller's own copy) and returned."""
     hints = _type_hints(cls)
     for field in dataclasses.fields(cls):
         given, tp = data.get(field.name), _not_none(hints[field.name])
         if not isinstance(given, dict):
             continue
+        where = _join(path, field.name)
         if tp is PolicySpec:
-            default = field.default
-            if field.default_factory is not dataclasses.MISSING:
-                default = field.default_factory()
-            if "name" not in given and isinstance(default, PolicySpec):
-                given["name"] = default.name
+            _name_policy(where, field, given, registered or {})
         elif dataclasses.is_dataclass(tp) and isinstance(tp, type):
-            default_policy_names(tp, given)
+            default_policy_names(tp, given, registered, where)
     return data
+
+
+def _name_policy(
+    where: str,
+    field: dataclasses.Field[Any],
+    given: dict[str, Any],
+    registered: Mapping[str, Iterable[str]],
+) -> None:
+    """Name the policy ``given`` (at ``where``) without a name: its field's default, or a
+    refusal saying that the name is required. A key other than ``params`` beside it is
+    left for :func:`from_dict` to name (``nmae``: did you mean ``name``)."""
+    if "name" in given:
+        return
+    default = field.default
+    if field.default_factory is not dataclasses.MISSING:
+        default = field.default_factory()
+    if isinstance(default, PolicySpec):
+        given["name"] = default.name
+        return
+    if set(given) - {"params"}:
+        return
+    kind = field.metadata.get(POLICY_KIND)
+    names = sorted(registered.get(kind, ())) if kind is not None else []
+    what = "policy" if kind is None else f"{kind} policy"
+    known = f"; known: {names}" if names else ""
+    raise ConfigError(where, f"name is required: no {what} runs here by default{known}")
 
 
 def field_type(cls: type, keys: Sequence[str]) -> Any:

@@ -118,6 +118,13 @@ def print_claims(
     a quick run leaves out (``left_out``, as REPORT.md lists it), one item a line, unwrapped."""
     console = console or Console(markup=False)
     console.print(claims_renderable(rows, console.width, quick=quick))
-    lines = [f"quick run leaves out (REPORT.md, “{LEFT_OUT_HEADING}”):"] if left_out else []
-    for line in [*lines, *[f"  - {item}" for item in left_out]]:
+    print_left_out(left_out, console)
+
+
+def print_left_out(items: Sequence[str], console: Console | None = None) -> None:
+    """What a quick run leaves out (``items``, as REPORT.md's closing section lists them),
+    under a line naming that section, one item a line, unwrapped; nothing for none."""
+    console = console or Console(markup=False)
+    lines = [f"quick run leaves out (REPORT.md, “{LEFT_OUT_HEADING}”):"] if items else []
+    for line in [*lines, *[f"  - {item}" for item in items]]:
         console.print(Text(line), soft_wrap=True)

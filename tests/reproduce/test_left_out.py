@@ -21,6 +21,9 @@ from edgespec.reproduce.report_file import write_report
 from edgespec.reproduce.wisp.predictor import PredictorPlan
 from edgespec.reproduce.wisp.quick import left_out as wisp_left_out
 from edgespec.reproduce.wisp.runs import Plan as WispPlan
+from edgespec.reproduce.wisv.real_pair.heldout_plan import FULL as HELDOUT_FULL
+from edgespec.reproduce.wisv.real_pair.heldout_plan import QUICK as HELDOUT_QUICK
+from edgespec.reproduce.wisv.real_pair.heldout_plan import left_out as heldout_left_out
 from edgespec.reproduce.wisv.real_pair.runs import Plan as PairPlan
 from edgespec.reproduce.wisv.real_pair.runs import left_out as pair_left_out
 from edgespec.reproduce.wisv.runs import WisvPlan
@@ -42,6 +45,7 @@ PLANS: dict[str, tuple[LeftOut, Any, Any]] = {
     "zhu": (lambda p: zhu_left_out(ZhuSetup(), p), ZhuPlan.full(), ZhuPlan.quick()),
     "wisv": (wisv_left_out, WisvPlan.full(), WisvPlan.quick_plan()),
     "wisv-real-pair": (pair_left_out, PairPlan.full(), PairPlan.quick()),
+    "wisv-heldout": (heldout_left_out, HELDOUT_FULL, HELDOUT_QUICK),
 }
 CUTS = [
     (paper, field, plan)
@@ -82,6 +86,7 @@ def test_the_shortened_fields_are_the_expected_ones() -> None:
         # V5's 2 prompts alone would leave V6 (6 prompts) without its prompts: the plan
         # refuses it; the quick plan's list names it (below)
         "wisv-real-pair": ["thresholds", "v6_prompts", "v6_rates_mbps", "v6_windows"],
+        "wisv-heldout": ["num_prompts", "thresholds"],
     }  # fmt: skip
 
 

@@ -9,11 +9,13 @@
   checked under a trace workload: its requests may name any class.
 * A sweep's every point and a capacity search's bounds built as their runs would build
   them, short of running (:func:`check_scenario_dict`), so a bad one is refused before
-  the first run, not after the points before it ran.
+  the first run, not after the points before it ran; a trace's requests after
+  ``duration_s`` said once per trace and duration (:class:`LateArrivalWarnings`).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +24,7 @@ from edgespec.config.overrides import shown
 from edgespec.errors import did_you_mean
 from edgespec.sim.setup.build import check_buildable
 from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
+from edgespec.sim.setup.sources import LateArrivals, late_arrivals, num_arrivals_after
 
 NAMED_SECTIONS: Mapping[str, tuple[str, str]] = {
     "links": ("link", "no device pool uses; the pools' links"),
@@ -69,11 +72,28 @@ def check_added_entries(
             )
 
 
-def check_scenario_dict(data: Mapping[str, Any], point: Sequence[str] = ()) -> None:
+def check_scenario_dict(data: Mapping[str, Any], point: Sequence[str] = ()) -> LateArrivals | None:
     """``data`` with a sweep ``point``'s overrides validated, the entries the point adds
     used (:func:`check_added_entries`), and built as its run would build it, short of
     running (:func:`edgespec.sim.setup.build.check_buildable`): each point of a sweep, and
-    a capacity search's bounds (``data`` alone), before any run."""
+    a capacity search's bounds (``data`` alone), before any run. Its trace's requests
+    after ``duration_s`` returned (:class:`LateArrivalWarnings` says them)."""
     scenario = scenario_from_dict(data, point)
     check_added_entries(data, point, scenario, "--sweep")
-    check_buildable(scenario)
+    trace = check_buildable(scenario).trace
+    return late_arrivals(scenario, num_arrivals_after(trace, scenario.duration_s))
+
+
+class LateArrivalWarnings:
+    """Says each distinct :class:`~edgespec.sim.setup.sources.LateArrivals` once, on stderr
+    (``edgespec sim: warning: t.jsonl: 2 trace requests arrive after duration_s (2 s) and
+    are not simulated``): a plain run's, and those of a sweep's points or a capacity
+    search's bounds, once per trace and ``duration_s`` however many points share them."""
+
+    def __init__(self) -> None:
+        self._said: set[LateArrivals] = set()
+
+    def __call__(self, late: LateArrivals | None) -> None:
+        if late is not None and late not in self._said:
+            self._said.add(late)
+            print(f"edgespec sim: {late.warning}", file=sys.stderr)

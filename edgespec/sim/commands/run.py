@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -94,15 +93,15 @@ def _run_sweep(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int
     from rich.console import Console
 
     from edgespec.metrics.summary import plain, print_runs
-    from edgespec.sim.commands.checks import check_scenario_dict
+    from edgespec.sim.commands.checks import LateArrivalWarnings, check_scenario_dict
     from edgespec.sweeps import grid as sweep_grid
     from edgespec.sweeps.executor import make_executor
 
-    grid = sweep_grid.parse_grid(args.sweep)
+    grid, warn = sweep_grid.parse_grid(args.sweep), LateArrivalWarnings()
     texts = sweep_grid.override_text
     sweep_grid.check_points(  # every point built (a misspelt key, a bad param...) before any run
         sweep_grid.grid_points(grid),
-        lambda point: check_scenario_dict(data, [texts(k, v) for k, v in point.items()]),
+        lambda point: warn(check_scenario_dict(data, [texts(k, v) for k, v in point.items()])),
         progress=not args.quiet,
     )
     points = sweep_grid.run_sweep(
@@ -127,7 +126,7 @@ def _run_capacity(
     from rich.console import Console
 
     from edgespec.metrics.summary import plain, print_runs, setting, violation_rate
-    from edgespec.sim.commands.checks import check_scenario_dict
+    from edgespec.sim.commands.checks import LateArrivalWarnings, check_scenario_dict
     from edgespec.sweeps.capacity import capacity_search, class_violation
 
     if args.slo_class is not None and args.slo_class not in classes:
@@ -137,6 +136,7 @@ def _run_capacity(
             + did_you_mean(args.slo_class, known)
         )
     violation = violation_rate if args.slo_class is None else class_violation(args.slo_class)
+    warn = LateArrivalWarnings()  # a trace's late requests: the same at every probe
     result = capacity_search(
         data,
         args.capacity,
@@ -146,7 +146,7 @@ def _run_capacity(
         hi=args.hi,
         violation=violation,
         progress=not args.quiet,
-        check=check_scenario_dict,  # the bounds valid (a fleet within its limit) before a run
+        check=lambda given: warn(check_scenario_dict(given)),  # the bounds valid before a run
     )
     write_text_atomically(out / "capacity.json", json.dumps(result.to_dict(), indent=2) + "\n")
     bound = " (at upper bound)" if result.at_upper_bound else ""
@@ -172,18 +172,15 @@ def _run_plain(args: argparse.Namespace, data: dict[str, Any], scenario: Any, ou
 
     from edgespec.metrics.record_files import RecordFiles
     from edgespec.metrics.summary import fixed, plain, print_summary
+    from edgespec.sim.commands.checks import LateArrivalWarnings
+    from edgespec.sim.setup.sources import late_arrivals
     from edgespec.sim.simulator import paused_gc, simulate
 
     started = time.perf_counter()
     with RecordFiles(out, rounds=args.rounds) as files, paused_gc():
         sim = simulate(scenario, sink=files, progress=not args.quiet)
     wall_s = time.perf_counter() - started
-    if sim.num_late_arrivals:  # a trace longer than the run (none inside: refused)
-        print(
-            f"edgespec sim: warning: {plain(sim.num_late_arrivals)} trace requests arrive "
-            f"after duration_s ({plain(sim.duration_s, 6)} s) and are not simulated",
-            file=sys.stderr,
-        )
+    LateArrivalWarnings()(late_arrivals(scenario, sim.num_late_arrivals))  # none in: refused
     metrics = files.finish(sim.duration_s, sim.num_servers)
     _write_run_folder(args, data, out, metrics)
     console = Console(markup=False)

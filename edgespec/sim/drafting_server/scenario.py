@@ -15,10 +15,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from edgespec.config import ConfigError, PolicySpec, apply_overrides, from_dict
+from edgespec.config import (
+    POLICY_KIND,
+    ConfigError,
+    PolicySpec,
+    apply_overrides,
+    default_policy_names,
+    from_dict,
+)
 from edgespec.core.wireless import WirelessCell
 from edgespec.policies.drafting_server.planner import MAX_OUTPUT_LEN
 from edgespec.policies.params import MAX_GAMMA
+from edgespec.policies.registry import KINDS
 from edgespec.policies.slo import token_speed_target_problem
 from edgespec.sim.model.stop_model import StopPredictorConfig
 
@@ -64,7 +72,7 @@ class VerifierConfig:
     exact fit of the verify model's Eq. 14/17 cost). ``slo_tokens_per_s``: a token-speed
     target for every session (``pace`` deadlines; null: none)."""
 
-    policy: PolicySpec | None = None
+    policy: PolicySpec | None = field(default=None, metadata={POLICY_KIND: "batching"})
     max_batch_size: int = 1024
     max_batch_tokens: int = 1 << 24
     max_context_tokens: int = 1 << 30
@@ -188,5 +196,7 @@ def pipeline_scenario_from_dict(
     data: Mapping[str, Any], overrides: Sequence[str] = ()
 ) -> PipelineScenario:
     """A validated :class:`PipelineScenario` from a mapping plus ``key.path=value``
-    overrides."""
-    return from_dict(PipelineScenario, apply_overrides(data, overrides))
+    overrides; a policy given only params is refused naming the policies of its kind
+    (:func:`edgespec.config.default_policy_names`: none of its policies has a default)."""
+    given = default_policy_names(PipelineScenario, apply_overrides(data, overrides), KINDS)
+    return from_dict(PipelineScenario, given)

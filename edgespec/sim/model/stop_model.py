@@ -21,12 +21,12 @@ stopped token is drafted, not sent) and pays ``overhead_ms`` per pass for the pr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.config import ConfigError, PolicySpec
+from edgespec.config import POLICY_KIND, ConfigError, PolicySpec
 from edgespec.core.features import FeatureRows
 from edgespec.policies.stop_drafting import DraftStopPolicy, checked_keep_mask, draft_passes
 from edgespec.sim.model.acceptance import AcceptanceModel
@@ -41,7 +41,7 @@ class StopPredictorConfig:
     ``confusion_fpr``: the stand-in for requests without features; ``overhead_ms``: the
     predictor's time per draft pass on the device (WISP Table 11: 0.459 ms on a Pi 5)."""
 
-    policy: PolicySpec | None = None
+    policy: PolicySpec | None = field(default=None, metadata={POLICY_KIND: "stop"})
     confusion_tpr: float | None = None
     confusion_fpr: float | None = None
     overhead_ms: float = 0.0

@@ -28,6 +28,7 @@ from edgespec.config import (
 )
 from edgespec.core.wireless import WirelessCell
 from edgespec.errors import UserInputError, did_you_mean
+from edgespec.policies.registry import KINDS
 from edgespec.policies.slo import DeadlineRule, token_speed_target_problem
 from edgespec.sim.model.network import loss_rate_problem
 from edgespec.sim.model.semantic import VerificationConfig
@@ -247,8 +248,9 @@ def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -
     ``auto_topology.cells`` written out as pinned pools (:func:`.cells.replicate_cells`);
     a policy given its params alone (``policies.window.params.gamma=2``, the file naming
     no window policy) is the default policy, as :func:`edgespec.config.load_config` has it
-    (:func:`edgespec.config.default_policy_names`)."""
-    given = default_policy_names(Scenario, apply_overrides(data, overrides))
+    (:func:`edgespec.config.default_policy_names`); one without a default
+    (``stop_predictor.policy``) is refused naming the policies of its kind."""
+    given = default_policy_names(Scenario, apply_overrides(data, overrides), KINDS)
     return from_dict(Scenario, replicate_cells(given))
 
 

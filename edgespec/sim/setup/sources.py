@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from edgespec.config import ConfigError
 from edgespec.metrics.formatting import plain
@@ -61,6 +62,32 @@ def num_arrivals_after(trace: Sequence[TraceEntry], duration_s: float) -> int:
     """How many of ``trace``'s requests (sorted by arrival) arrive after ``duration_s``:
     a run to ``duration_s`` never simulates them."""
     return len(trace) - bisect.bisect_right(trace, duration_s, key=lambda e: e.arrival_s)
+
+
+@dataclass(frozen=True, slots=True)
+class LateArrivals:
+    """A trace workload's requests that arrive after ``duration_s``, which a run leaves
+    out (:func:`late_arrivals`)."""
+
+    trace: str
+    duration_s: float
+    num_requests: int
+
+    @property
+    def warning(self) -> str:
+        """What a command says of them, in one line (after its name)."""
+        return (
+            f"warning: {self.trace}: {plain(self.num_requests)} trace requests arrive after "
+            f"duration_s ({plain(self.duration_s, 6)} s) and are not simulated"
+        )
+
+
+def late_arrivals(scenario: Scenario, num_requests: int) -> LateArrivals | None:
+    """``num_requests`` of ``scenario``'s workload trace arriving after its ``duration_s``
+    (:func:`num_arrivals_after`: a run's, or its resolved trace's), or ``None`` for none."""
+    if not num_requests:
+        return None
+    return LateArrivals(str(scenario.workload.trace), scenario.duration_s, num_requests)
 
 
 def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> AcceptanceModel:

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from edgespec.config import ConfigError
 from edgespec.core.wireless import draw_channels, rate_bps
 from edgespec.sim.model.network import Link
 from edgespec.sim.setup.pools import DeviceSpec
@@ -26,11 +27,19 @@ def devices_per_link(all_devices: Sequence[DeviceSpec]) -> Counter[str]:
 def device_link(
     scenario: Scenario, spec: DeviceSpec, link: Link, global_index: int, counts: Counter[str]
 ) -> Link:
-    """``link``, with the device's own uplink rate when its link is wireless."""
+    """``link``, with the device's own uplink rate when its link is wireless; a rate of 0
+    (a channel gain lost under the noise: ``path_loss_db: -4000``) is a ConfigError at
+    the link's ``wireless``, naming the device."""
     cell = scenario.links[spec.pool.link].wireless
     if cell is None:
         return link
     seq = np.random.SeedSequence([scenario.seed, *b"wireless"], spawn_key=(global_index,))
     gain = draw_channels(cell, 1, np.random.Generator(np.random.PCG64(seq))).gains[0]
-    share = 1.0 / counts[spec.pool.link]
-    return replace(link, uplink_bytes_per_s=rate_bps(cell, share, gain) / 8.0)
+    rate = rate_bps(cell, 1.0 / counts[spec.pool.link], gain)
+    if not rate > 0:
+        raise ConfigError(
+            f"links.{spec.pool.link}.wireless",
+            f"device {global_index}'s uplink rate is {rate:g} bit/s (channel gain {gain:.3g}); "
+            "every device needs a rate > 0",
+        )
+    return replace(link, uplink_bytes_per_s=rate / 8.0)

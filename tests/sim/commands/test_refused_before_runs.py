@@ -1,6 +1,7 @@
 """What ``edgespec sim`` refuses before any run (edgespec/sim/commands/checks.py and the
 checks it calls): a cost-model kind beside a profile of another kind, a sweep point that
-its run would refuse while being built (named with its index and overrides), a link or SLO
+its run would refuse while being built, its fleet included (named with its index and
+overrides), a wireless device without an uplink rate, a link or SLO
 class that the command line adds and no device pool uses, and the default slo_mix beside
 slo_classes without its class. Each one line, exit status 2, no run folder, nothing run."""
 
@@ -120,6 +121,48 @@ def test_a_sweep_point_its_run_would_refuse_is_refused_before_any_run(
     folder with their results was removed."""
     err = _refused([str(roofline_file.name), "--sweep", sweep], roofline_file.parent / "o", capsys)
     assert err == f"edgespec sim: {refusal}\n"
+
+
+WIRELESS_ZERO = "device 0's uplink rate is 0 bit/s (channel gain 0); every device needs a rate > 0"
+
+
+@pytest.mark.parametrize(
+    ("argv", "refusal"),
+    [
+        (
+            ["wisv", "duration_s=1", "--sweep", "links.default.bandwidth_mbps=20,1e-7"],
+            "config field 'links': at sweep point 2 of 2 (links.default.bandwidth_mbps=1.0e-07): "
+            "a semantic device's link: uplink rate must be a finite number >= 1 bit/s, got "
+            "0.09999999999999999",
+        ),
+        (
+            ["duration_s=1", "--sweep", "links.default.wireless.path_loss_db=-60,-4000"],
+            "config field 'links.default.wireless': at sweep point 2 of 2 "
+            f"(links.default.wireless.path_loss_db=-4000): {WIRELESS_ZERO}",
+        ),
+    ],
+)
+def test_a_sweep_point_whose_fleet_its_run_would_refuse_is_refused_before_any_run(
+    argv: list[str],
+    refusal: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    never_run: None,
+) -> None:
+    """The pre-check built each point short of its fleet: a device's link that semantic
+    verification's head cannot describe (or a wireless one with no rate) was found when
+    that point's run started, after the points before it ran, without the point named."""
+    assert _refused(argv, tmp_path / "o", capsys) == f"edgespec sim: {refusal}\n"
+
+
+def test_a_wireless_device_without_an_uplink_rate_is_refused_at_its_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was a traceback: ``ValueError: uplink rate must be > 0``."""
+    argv = ["duration_s=1", "links.default.wireless={path_loss_db: -4000}"]
+    assert _refused(argv, tmp_path / "o", capsys) == (
+        f"edgespec sim: config field 'links.default.wireless': {WIRELESS_ZERO}\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -75,8 +75,8 @@ def test_a_missing_required_key_names_its_mappings_line(
     text = f"{SCENARIO}stop_predictor:\n  policy:\n    params: {{threshold: 0.5}}\n"
     file, err = _sim_error(text, tmp_path, capsys)
     assert err == (
-        f"edgespec sim: {file}:20: config field 'stop_predictor.policy.name': required field "
-        "is missing\n"
+        f"edgespec sim: {file}:20: config field 'stop_predictor.policy': name is required: no "
+        "stop policy runs here by default; known: ['mlp']\n"
     )
 
 

@@ -2,7 +2,8 @@
 (edgespec.sim.setup.sources): a trace whose every request arrives after it (times written
 in another unit than milliseconds) is refused naming the trace, its first arrival,
 ``duration_s`` and the unit, where it ran a table of 0 requests with exit 0; a trace some
-of whose requests arrive after it runs, saying on stderr how many are left out."""
+of whose requests arrive after it runs, saying on stderr how many are left out: a plain
+run, and a sweep or a capacity search once per trace and duration (they said nothing)."""
 
 from __future__ import annotations
 
@@ -62,12 +63,46 @@ def test_a_trace_with_some_requests_after_duration_s_says_how_many_on_stderr(
     file = _scenario(tmp_path, [0.0, 500.0, 2000.0, 2000.5, 9000.0])
     assert main(["sim", str(file), *QUIET, "--out", str(tmp_path / "run")]) == 0
     captured = capsys.readouterr()
-    assert captured.err == (
-        "edgespec sim: warning: 2 trace requests arrive after duration_s (2 s) and are not "
-        "simulated\n"
-    )
+    assert captured.err == f"edgespec sim: {_late(tmp_path, 2, 2)}\n"
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["num_requests"] == 2  # the one at 2 s arrives, and does not finish by then
+
+
+def _late(tmp_path: Path, num: int, duration_s: float) -> str:
+    return (
+        f"warning: {tmp_path / 't.jsonl'}: {num} trace requests arrive after duration_s "
+        f"({duration_s:g} s) and are not simulated"
+    )
+
+
+def test_a_sweep_says_each_traces_late_requests_once_per_duration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sweep said nothing (a plain run alone did): its points at 2 s say it once for
+    both seeds, its points at 1 s once with their own count, those at 9.5 s nothing."""
+    file = _scenario(tmp_path, [0.0, 500.0, 2000.0, 2000.5, 9000.0])
+    sweep = ["--sweep", "seed=0,1", "duration_s=2,1,9.5"]
+    assert main(["sim", str(file), *QUIET, *sweep, "--out", str(tmp_path / "s")]) == 0
+    assert capsys.readouterr().err == (
+        f"edgespec sim: {_late(tmp_path, 2, 2)}\nedgespec sim: {_late(tmp_path, 3, 1)}\n"
+    )
+
+
+def test_a_capacity_search_says_its_traces_late_requests_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its probes change the devices only: the same requests arrive late at every one."""
+    file = _scenario(tmp_path, [0.0, 500.0, 2000.0, 2000.5, 9000.0])
+    data = yaml.safe_load(file.read_text())
+    data["slo_classes"] = {"default": 1.0}
+    data["auto_topology"] = {
+        "devices": [{"count": 2, "draft_model": "qwen3-0.6b", "hardware": "jetson-orin"}],
+        "servers": [{"count": 1, "target_model": "qwen3-8b", "hardware": "a40"}],
+    }
+    file.write_text(yaml.safe_dump(data, sort_keys=False))
+    search = ["--capacity", "auto_topology.devices.0.count", "--hi", "4", "--epsilon", "1"]
+    assert main(["sim", str(file), *QUIET, *search, "--out", str(tmp_path / "c")]) == 0
+    assert capsys.readouterr().err == f"edgespec sim: {_late(tmp_path, 2, 2)}\n"
 
 
 def test_a_trace_within_duration_s_runs_without_a_word(

@@ -9,6 +9,7 @@ against greedy SD). :mod:`.runs` runs the pair, :mod:`.claims` builds the claim 
 the results, :mod:`.report` writes the run folder.
 
 ``edgespec reproduce wisv-heldout`` (:mod:`.heldout_command`) is the shipped default's
-held-out check (:mod:`.heldout`), its run folder :mod:`.heldout_folder` (records, plan,
-claiming the folder).
+held-out check (:mod:`.heldout`), its plans :mod:`.heldout_plan` (full, quick, what the
+quick one leaves out), its run folder :mod:`.heldout_folder` (records, plan, claiming the
+folder).
 """

@@ -8,8 +8,9 @@ train split only) through the pair of
 target-only once (the reference answer), runs exact greedy SD (T = 0) and WISV at the
 plan's thresholds on both reported channels (:data:`~.runs.CHANNELS`), in process at
 γ = 8 with the FH upload, exactly as V5 does (:func:`~.answers.answer_run`). The full
-check (:data:`FULL`) runs 50 prompts, target-only, exact SD and WISV at T = 1, 2, 4, 8
-and 12 on every one; the quick one (:data:`QUICK`) 2 prompts at T = 12. Each
+check (:data:`~.heldout_plan.FULL`) runs 50 prompts, target-only, exact SD and WISV at
+T = 1, 2, 4, 8 and 12 on every one; the quick one (:data:`~.heldout_plan.QUICK`) 2
+prompts at T = 12, and its REPORT.md ends with what it leaves out. Each
 prompt's record is one JSON line of ``DIR/heldout.jsonl``; a rerun of the same plan skips
 the prompts already there, so an interrupted run continues (the folder records its plan:
 :mod:`~.heldout_folder`). :func:`table` summarises the lines: per
@@ -32,8 +33,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from edgespec.errors import UserInputError
 from edgespec.output_paths import write_text_atomically
+from edgespec.reproduce.printed import print_left_out
+from edgespec.reproduce.report_file import left_out_markdown
 from edgespec.reproduce.wisv.real_pair.heldout_folder import (
     RECORDS_FILE,
     HeldoutPlan,
@@ -42,6 +44,7 @@ from edgespec.reproduce.wisv.real_pair.heldout_folder import (
     head_identity,
     read_records,
 )
+from edgespec.reproduce.wisv.real_pair.heldout_plan import check_plan, left_out
 
 if TYPE_CHECKING:  # the models' modules load only for a run, not for a summary
     from edgespec.reproduce.wisv.real_pair.answers import AnswerRun, Pair, PromptCase
@@ -153,13 +156,6 @@ def markdown(rows: Sequence[dict[str, Any]], target: tuple[float, float] | None 
     return "\n".join(lines)
 
 
-FULL: tuple[int, tuple[int, ...], int | None] = (50, (1, 2, 4, 8, 12), None)
-"""The full check: 50 prompts, WISV at T = 1, 2, 4, 8 and 12 on every one (a user asking
-for a T between them is told the agreement measured at the nearest ones below and above)."""
-QUICK: tuple[int, tuple[int, ...], int | None] = (2, (12,), None)
-"""The quick check: 2 prompts, WISV at T = 12 on both."""
-
-
 def run(
     out: Path,
     prompts: int,
@@ -201,29 +197,19 @@ def run(
     return table(list(done.values()))
 
 
-def _report(command: str, text: str, default: int, head: Path | None) -> str:
+def _report(
+    command: str, text: str, default: int, head: Path | None, omitted: Sequence[str]
+) -> str:
+    """REPORT.md: the table and the default it gives, then what a quick check leaves out
+    (``omitted``, :func:`~.heldout_plan.left_out`; none for the full check)."""
     which = "the shipped head" if head is None else f"the head {head}"
+    closing = "".join(f"\n{line}" for line in left_out_markdown(omitted))
     return (
         "# WISV's shipped default: held-out agreement and speed (Gemma 3 270M pair)\n\n"
         f"`{command}`\n\nWith {which}.\n\n{text}\n\nDefault for this head: T = {default}, "
         "the largest measured threshold whose agreement is at least 95% on both channels.\n"
+        f"{closing}"
     )
-
-
-def check_plan(
-    quick: bool, prompts: int | None, lossy_prompts: int | None
-) -> tuple[int, tuple[int, ...], int | None]:
-    """The check's (prompts, thresholds, lossy prompts): :data:`QUICK` or :data:`FULL`,
-    cut to ``prompts`` and ``lossy_prompts``; a :class:`UserInputError` for more prompts
-    than the check has or more lossy ones than it runs (they were cut silently)."""
-    count, thresholds, lossy = QUICK if quick else FULL
-    if prompts is not None and prompts > count:
-        which = "the quick check has" if quick else "the check has"
-        raise UserInputError(f"--prompts {prompts}: {which} {count} prompts")
-    count = count if prompts is None else prompts
-    if lossy_prompts is not None and lossy_prompts > count:
-        raise UserInputError(f"--lossy-prompts {lossy_prompts}: the check runs {count} prompts")
-    return count, thresholds, lossy if lossy_prompts is None else lossy_prompts
 
 
 def reproduce(
@@ -237,30 +223,33 @@ def reproduce(
     overwrite: bool = False,
 ) -> list[Any]:
     """``edgespec reproduce wisv-heldout``: run (or continue) the check into
-    ``out/heldout.jsonl`` (:data:`FULL` or :data:`QUICK`; ``prompts``: the first that many
-    of them; ``lossy_prompts``: the thresholds above 0 on the first that many) with ``head``
-    (``None``: the shipped one), write ``out/REPORT.md`` and the
-    agreement file ``out/gemma3-270m-agreement.json``, print the table; the summary rows.
-    Refused before anything runs: :func:`check_plan`, and an ``out`` holding another
-    plan's check or another run (:func:`~.heldout_folder.claim_heldout_folder`;
+    ``out/heldout.jsonl`` (:data:`~.heldout_plan.FULL` or :data:`~.heldout_plan.QUICK`;
+    ``prompts``: the first that many of them; ``lossy_prompts``: the thresholds above 0 on
+    the first that many) with ``head`` (``None``: the shipped one), write ``out/REPORT.md``
+    (a quick check's ending with what it leaves out) and the agreement file
+    ``out/gemma3-270m-agreement.json``, print the table (and that list); the summary rows.
+    Refused before anything runs: :func:`~.heldout_plan.check_plan`, and an ``out``
+    holding another plan's check or another run (:func:`~.heldout_folder.claim_heldout_folder`;
     ``overwrite``: its files removed first; ``None``: a new
     ``runs/reproduce-wisv-heldout-<time>``)."""
     from edgespec.policies.semantic.agreement import AGREEMENT_FILE, AgreementTable
     from edgespec.reproduce.command import default_folder
 
-    count, thresholds, lossy = check_plan(quick, prompts, lossy_prompts)
+    check = check_plan(quick, prompts, lossy_prompts)
     identity = head_identity(head)
-    plan = HeldoutPlan(quick, count, thresholds, lossy, identity["file"], identity["sha256"],
-                       command)  # fmt: skip
+    plan = HeldoutPlan(quick, check.num_prompts, check.thresholds, check.lossy_prompts,
+                       identity["file"], identity["sha256"], command)  # fmt: skip
     out = claim_heldout_folder(out, default_folder("wisv-heldout"), plan, overwrite)
-    run(out / RECORDS_FILE, count, thresholds, lossy, head)
+    run(out / RECORDS_FILE, check.num_prompts, check.thresholds, check.lossy_prompts, head)
     records = list(read_records(out / RECORDS_FILE)[0].values())
     rows = table(records)
     text = markdown(rows, target_only_rate(records))
     data = agreement_json(rows, command)
     default = AgreementTable.from_json(data, AGREEMENT_FILE).default_threshold
     write_text_atomically(out / AGREEMENT_FILE, json.dumps(data, indent=1) + "\n")
-    write_text_atomically(out / "REPORT.md", _report(command, text, default, head))
+    omitted = left_out(check) if quick else []
+    write_text_atomically(out / "REPORT.md", _report(command, text, default, head, omitted))
     print(text)
     print(f"default for this head: T = {default}; report: {out / 'REPORT.md'}")
+    print_left_out(omitted)
     return rows

@@ -12,19 +12,14 @@ import pytest
 from edgespec.cli import main
 from edgespec.errors import UserInputError
 from edgespec.policies.semantic.agreement import load_agreement
-from edgespec.reproduce.wisv.real_pair.heldout import (
-    QUICK,
-    agreement_json,
-    check_plan,
-    reproduce,
-    run,
-    table,
-)
+from edgespec.reproduce.wisv.real_pair.heldout import agreement_json, reproduce, run, table
 from edgespec.reproduce.wisv.real_pair.heldout_folder import (
     HeldoutPlan,
     claim_heldout_folder,
     head_identity,
 )
+from edgespec.reproduce.wisv.real_pair.heldout_plan import QUICK, CheckPlan, check_plan, left_out
+from tests.reproduce.reports import check_left_out_last
 
 
 def _run(
@@ -46,9 +41,9 @@ RECORDS = [
 def planted(folder: Path, records: list[dict[str, Any]], quick: bool, prompts: int | None) -> None:
     """``folder`` claimed for the check ``quick`` and ``prompts`` name (with the shipped
     head, command ``cmd``), as a run starts it, holding ``records``."""
-    count, thresholds, lossy = check_plan(quick, prompts, None)
-    head = head_identity(None)
-    plan = HeldoutPlan(quick, count, thresholds, lossy, head["file"], head["sha256"], "cmd")
+    check, head = check_plan(quick, prompts, None), head_identity(None)
+    plan = HeldoutPlan(quick, check.num_prompts, check.thresholds, check.lossy_prompts,
+                       head["file"], head["sha256"], "cmd")  # fmt: skip
     claim_heldout_folder(folder, folder / "unused", plan, overwrite=False)
     (folder / "heldout.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
@@ -66,7 +61,7 @@ def test_speed_up_is_over_exact_sd_on_the_same_prompts() -> None:
 
 def test_a_finished_check_is_summarised_without_the_models(tmp_path: Path) -> None:
     # the quick check's two prompts are done already: nothing runs, nothing loads
-    assert QUICK[0] == len(RECORDS)
+    assert QUICK.num_prompts == len(RECORDS)
     planted(tmp_path, RECORDS, quick=True, prompts=None)
     rows = reproduce(tmp_path, quick=True, command="cmd")
     assert rows == table(RECORDS)
@@ -77,6 +72,45 @@ def test_a_finished_check_is_summarised_without_the_models(tmp_path: Path) -> No
     report = (tmp_path / "REPORT.md").read_text()
     assert "`cmd`" in report and "| 12 | poor | 1 | 0% | 0% | 5.00 | 5.00x | 5.0 | 10.0 |" in report
     assert "With the shipped head." in report and "Default for this head: T = 0" in report
+
+
+QUICK_LEFT_OUT = [
+    "WISV at T = 1, 2, 4 and 8: not run, only T = 12",
+    "target-only, exact SD and WISV: 2 prompts (full: 50)",
+]
+
+
+def test_a_quick_checks_report_ends_with_what_it_leaves_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As every other quick report does, read off the quick plan against the full one (it
+    had no such section), and printed under the table as theirs is."""
+    assert left_out(QUICK) == QUICK_LEFT_OUT
+    planted(tmp_path, RECORDS, quick=True, prompts=None)
+    reproduce(tmp_path, quick=True, command="cmd")
+    report = (tmp_path / "REPORT.md").read_text()
+    check_left_out_last(report, QUICK_LEFT_OUT)
+    assert report.endswith(
+        "at least 95% on both channels.\n\n## What the quick run leaves out\n\n"
+        "- WISV at T = 1, 2, 4 and 8: not run, only T = 12\n"
+        "- target-only, exact SD and WISV: 2 prompts (full: 50)\n"
+    )
+    assert capsys.readouterr().out.endswith(
+        f"report: {tmp_path / 'REPORT.md'}\n"
+        "quick run leaves out (REPORT.md, “What the quick run leaves out”):\n"
+        "  - WISV at T = 1, 2, 4 and 8: not run, only T = 12\n"
+        "  - target-only, exact SD and WISV: 2 prompts (full: 50)\n"
+    )
+
+
+def test_a_quick_check_cut_further_says_what_it_runs() -> None:
+    assert left_out(check_plan(True, 2, 1)) == [
+        *QUICK_LEFT_OUT,
+        "WISV above T = 0: 1 prompt (full: 50)",
+    ]
+    assert left_out(check_plan(True, 1, None))[1] == (
+        "target-only, exact SD and WISV: 1 prompt (full: 50)"
+    )
 
 
 def test_another_heads_records_stop_the_run_and_name_both(tmp_path: Path) -> None:
@@ -102,6 +136,7 @@ def test_prompts_limits_the_check(tmp_path: Path) -> None:
     planted(tmp_path, RECORDS[:1], quick=False, prompts=1)
     rows = reproduce(tmp_path, quick=False, command="cmd", prompts=1)  # prompt 0 is done
     assert rows == table(RECORDS[:1])
+    assert "leaves out" not in (tmp_path / "REPORT.md").read_text()  # not a quick check
 
 
 @pytest.mark.parametrize(
@@ -119,5 +154,5 @@ def test_more_prompts_than_the_check_runs_are_refused_before_it_starts(
     assert main(["reproduce", "wisv-heldout", "--out", str(out), *flags]) == 2
     assert capsys.readouterr().err == f"edgespec reproduce: {message}\n"
     assert not out.exists()
-    assert check_plan(False, 50, 50) == (50, (1, 2, 4, 8, 12), 50)
-    assert check_plan(True, None, None) == (2, (12,), None)
+    assert check_plan(False, 50, 50) == CheckPlan(50, (1, 2, 4, 8, 12), 50)
+    assert check_plan(True, None, None) == CheckPlan(2, (12,), None)

@@ -18,13 +18,13 @@ import edgespec.reproduce.wisv.real_pair.report as report
 from edgespec.cli import main as cli_main
 from edgespec.errors import UserInputError
 from edgespec.output_paths import OVERWRITE_NEEDS_OUT, claim_folder
-from edgespec.reproduce.wisv.real_pair.heldout import QUICK, check_plan
 from edgespec.reproduce.wisv.real_pair.heldout_folder import (
     HELDOUT_FILES,
     HeldoutPlan,
     claim_heldout_folder,
     head_identity,
 )
+from edgespec.reproduce.wisv.real_pair.heldout_plan import QUICK, check_plan
 from edgespec.reproduce.wisv.real_pair.runs import Plan
 from tests.reproduce.wisv.real_pair.tiny import tiny_loader
 
@@ -116,9 +116,9 @@ def test_any_other_bad_line_is_refused_naming_file_and_line(
     problem: str,
 ) -> None:
     out = tmp_path / "h"
-    count, thresholds, lossy = QUICK
     head = head_identity(None)
-    plan = HeldoutPlan(True, count, thresholds, lossy, head["file"], head["sha256"], "cmd")
+    plan = HeldoutPlan(True, QUICK.num_prompts, QUICK.thresholds, QUICK.lossy_prompts,
+                       head["file"], head["sha256"], "cmd")  # fmt: skip
     claim_heldout_folder(out, tmp_path / "unused", plan, overwrite=False)
     (out / "heldout.jsonl").write_text(text)
     assert main([*HELDOUT, "--quick", "--out", str(out)]) == 2
