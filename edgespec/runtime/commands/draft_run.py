@@ -13,8 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
+from edgespec.runtime.commands.signals import signals_held
 from edgespec.runtime.detokenize import IncrementalText
 from edgespec.runtime.edge.semantic import SemanticReport
+from edgespec.runtime.messages import (
+    FusedCall,
+    FusedRound,
+    SessionSpec,
+    VerifyCall,
+    VerifyReply,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +99,36 @@ class Shown:
         held = "" if self._text is None else self._text.finish()
         sys.stdout.write(held + "\n")
         sys.stdout.flush()
+
+
+class ClosedWhole:
+    """The verifier ``inner`` whose session closes a signal does not cut short
+    (:func:`~.signals.signals_held`, for at most the close's deadline ``close_timeout_s``):
+    a Ctrl-C's close, cut by a second one, left the session open on the server until its
+    ``session_timeout_s``. Any other attribute is ``inner``'s."""
+
+    def __init__(self, inner: Any, close_timeout_s: float) -> None:
+        self._inner = inner
+        self._close_timeout_s = close_timeout_s
+
+    def open(self, spec: SessionSpec) -> None:
+        self._inner.open(spec)
+
+    def verify(self, call: VerifyCall) -> VerifyReply:
+        reply: VerifyReply = self._inner.verify(call)
+        return reply
+
+    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
+        """The fused rounds (a ``FusedVerifier``'s, as ``isinstance`` sees it)."""
+        rounds: Iterator[FusedRound] = self._inner.run_fused(call)
+        return rounds
+
+    def close(self, session_id: str) -> None:
+        with signals_held("draft", "closing its session on the server", self._close_timeout_s):
+            self._inner.close(session_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +248,8 @@ class DraftRun:
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
                                config.retry_timeout_s, progress=budget,
                                first_open_retry_s=self.first_open_retry_s)  # fmt: skip
-        linked = wrap_verifier(self.verifier, config)  # itself unless a link_* setting
+        # the link: itself unless a link_* setting; its closes whole within their deadline
+        linked = ClosedWhole(wrap_verifier(self.verifier, config), config.request_timeout_s)
         shown = Shown(self.tokenizer)
         if ready is not None:
             ready()

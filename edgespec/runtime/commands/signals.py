@@ -5,15 +5,19 @@ and the shell's status for the signal, 128 + its number (130, 143).
 
 Ctrl-C raises ``KeyboardInterrupt`` in the main thread; :func:`sigterm_raises` makes SIGTERM
 raise :class:`Terminated` there too, while the command runs (installed by the command, the
-previous handler put back as it returns)."""
+previous handler put back as it returns). A bounded cleanup a signal would cut short (a
+session's close on the server) runs with both held (:func:`signals_held`): a second Ctrl-C
+is said and waits for it."""
 
 from __future__ import annotations
 
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
+from typing import Any
 
 
 class Terminated(BaseException):
@@ -37,6 +41,42 @@ def sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def signals_held(command: str, doing: str, bound_s: float) -> Iterator[None]:
+    """Ctrl-C and SIGTERM held while the block runs (``doing``, at most ``bound_s``): each
+    said in one line on stderr; once the block ends, the first delivered to the handler
+    it found, unless the block ran for a stop already under way (a ``KeyboardInterrupt`` or
+    :class:`Terminated` being handled): then they are ignored. A signal the process ignores
+    stays ignored; off the main thread nothing changes."""
+    if not on_main_thread():
+        yield
+        return
+    stopping = isinstance(sys.exc_info()[1], KeyboardInterrupt | Terminated)
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+        print(f"edgespec {command}: {signal.Signals(signum).name} while {doing}, which goes on "
+              f"(at most {bound_s:g} s)", file=sys.stderr, flush=True)  # fmt: skip
+
+    found: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int] = {}
+    for stop in STOPS:
+        handler = signal.getsignal(stop)
+        if handler is not None and handler is not signal.SIG_IGN:  # None: not set from Python
+            found[stop] = handler
+            signal.signal(stop, hold)
+    try:
+        yield
+    finally:
+        for stop, handler in found.items():
+            signal.signal(stop, handler)
+        if held and not stopping:
+            signal.raise_signal(held[0])
 
 
 def on_main_thread() -> bool:

@@ -13,8 +13,10 @@ speculative decoding against the verification server(s).
   front;
 * :mod:`.server_watch`, :mod:`.health`, :mod:`.outages` — what the endpoint last saw of each
   server (reachable, unreachable, refusing its token, since when: every call's outcome and
-  short cached probes), answered by ``/health`` (liveness) and ``/ready`` (503 while no
-  server is reachable); an outage logged in two lines, its start and its end;
+  short cached probes), answered by ``/health`` (liveness), ``/ready`` (503 while no
+  server is reachable) and ``/metrics`` (a gauge per server); a request 503 at once when
+  every server has been unreachable for longer than it would wait; an outage logged in two
+  lines, its start and its end;
 * :mod:`.connections`, :mod:`.http_connection`, :mod:`.descriptors` — the HTTP connections
   bounded before the app: how many (within the open-file limit), how long and how large a
   request head may be, malformed HTTP refused with h11's reason, a connection closed after

@@ -87,13 +87,19 @@ def busy(message: str) -> ApiError:
                     retry_after_s=RETRY_AFTER_S)  # fmt: skip
 
 
+def metric_family(name: str, kind: str, text: str, samples: list[tuple[str, int]]) -> str:
+    """The metric ``edgespec_openai_NAME`` of ``kind`` (``gauge``, ``counter``) and help
+    ``text`` in Prometheus' text format, each of ``samples`` a ``(labels, value)`` (labels
+    ``{server="…"}``, or ``""``)."""
+    metric = f"edgespec_openai_{name}"
+    lines = [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}"]
+    return "\n".join(lines + [f"{metric}{labels} {value}" for labels, value in samples]) + "\n"
+
+
 def prometheus(rows: tuple[tuple[str, str, str, int], ...]) -> str:
     """``(name, type, help, value)`` rows in Prometheus' text format."""
-    lines: list[str] = []
-    for name, kind, text, value in rows:
-        metric = f"edgespec_openai_{name}"
-        lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}", f"{metric} {value}"]
-    return "\n".join(lines) + "\n"
+    return "".join(metric_family(name, kind, text, [("", value)])
+                   for name, kind, text, value in rows)  # fmt: skip
 
 
 class Admission(Line):

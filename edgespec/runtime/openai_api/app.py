@@ -74,21 +74,20 @@ class ApiConfig:
 
 @dataclass(frozen=True, slots=True)
 class Lines:
-    """Where a request waits: for the tokenizer, then for a worker; the requests in flight
-    (waiting for a worker or generating), for a stopping endpoint to count and cancel."""
+    """Where a request waits: for the tokenizer, then for a worker; the requests in flight,
+    for a stopping endpoint; the servers' health (told of failures; none to wait for: 503)."""
 
     prompts: PromptLine
     admission: Admission
     in_flight: InFlight
-    watch: ServerWatch  # told of every failure answered
+    health: Health
 
 
 DISCONNECT_POLL_S = 0.25
 
 READ_METHODS = ("GET", "HEAD")
-"""The methods of the routes that only read: a HEAD is answered as the GET, status and
-headers (``Content-Length`` too), without the body (RFC 9110 §9.3.2; uvicorn sends none).
-FastAPI's ``app.get`` routes GET alone, so a HEAD was a 405."""
+"""The methods of the routes that only read: a HEAD answered as the GET, status and headers
+(``Content-Length`` too), no body (RFC 9110 §9.3.2); FastAPI's ``app.get`` made it a 405."""
 
 
 def api_error(exc: BaseException) -> ApiError:
@@ -111,7 +110,7 @@ def _failed(exc: BaseException, setup: EdgeSetup, lines: Lines) -> ApiError:
     """``exc`` as answered, told to the logs of what no client fixes (.throttle, .outages)."""
     error = api_error(exc)
     setup.refusals.note(error)
-    lines.watch.note(error)
+    lines.health.watch.note(error)
     return error
 
 
@@ -129,7 +128,7 @@ async def _body(request: Request, limits: Limits) -> dict[str, Any]:
 
 def _unknown_model(name: str, model_id: str) -> ApiError:
     return ApiError(404, f"the model {shown(name)} does not exist; this endpoint serves "
-                    f"{model_id!r} (see /v1/models)", param="model",
+                    f"{shown(model_id)} (see /v1/models)", param="model",
                     code="model_not_found")  # fmt: skip
 
 
@@ -155,6 +154,7 @@ async def _complete(
     work: Callable[[Callable[[str], None], threading.Event], Completion] = partial(
         run_request, setup, prepared
     )
+    await lines.health.refuse_if_hopeless(setup.config.retry_timeout_s)  # 503: no server
     admission = lines.admission
     with lines.in_flight.waiting():
         await _waited(request, admission.acquire(), admission.release)  # 429: queue full
@@ -259,7 +259,7 @@ def build_app(
     watch = ServerWatch(setup.config.servers, clock, wall_clock, setup.answered_at_start)
     health = Health(watch, setup.verifiers, admission, clock)
     setup = dataclasses.replace(setup, verifiers=health.clients)
-    lines = Lines(prompts, admission, in_flight or InFlight(), health.watch)
+    lines = Lines(prompts, admission, in_flight or InFlight(), health)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -286,8 +286,8 @@ def build_app(
 
     @app.api_route("/metrics", methods=list(READ_METHODS))
     async def metrics() -> Response:
-        return Response(admission.metrics() + prompts.metrics(),
-                        media_type="text/plain; version=0.0.4")  # fmt: skip
+        text = admission.metrics() + prompts.metrics() + await health.metrics()
+        return Response(text, media_type="text/plain; version=0.0.4")
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:

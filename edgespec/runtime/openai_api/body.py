@@ -41,7 +41,8 @@ def check_content_type(content_type: str) -> None:
     media, *params = content_type.split(";")
     media = media.strip().lower()
     if media != "application/json":
-        raise _unsupported(f"Content-Type must be application/json, got {shown(media or 'none')}")
+        got = shown(media) if media else "none"
+        raise _unsupported(f"Content-Type must be application/json, got {got}")
     for param in params:
         name, _, value = param.partition("=")
         charset = value.strip().strip('"')

@@ -25,15 +25,11 @@ def clip(text: str, limit: int = SHOWN_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def shown(value: object) -> str:
-    """``value`` as an error message quotes it: its ``repr``, cut by :func:`clip`."""
-    return clip(repr(value))
-
-
-def shown_json(value: object) -> str:
-    """A value of a request's JSON body as an error message quotes it: spelled as JSON
-    (``null``, ``true``, ``"text"``), cut by :func:`clip`."""
-    return clip(json.dumps(value, ensure_ascii=False))
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """``value`` (of a request's JSON body, a header, a name) as an error message quotes it:
+    spelled as JSON, as the client wrote it (``null``, ``true``, ``"text"``, ``["a"]``; never
+    Python's ``None``, ``True``, ``'text'``), cut by :func:`clip` at ``limit``."""
+    return clip(json.dumps(value, ensure_ascii=False, default=str), limit)
 
 
 class ApiError(Exception):

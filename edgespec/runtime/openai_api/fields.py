@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from edgespec.runtime.openai_api.errors import clip, invalid, shown, shown_json
+from edgespec.runtime.openai_api.errors import clip, invalid, shown
 
 APPLIED = ("model", "max_tokens", "temperature", "top_p", "seed", "stop", "stream",
            "stream_options", "edgespec")  # fmt: skip
@@ -66,9 +66,9 @@ def _unsupported(body: Mapping[str, Any]) -> None:
     for name, allowed in UNSUPPORTED.items():
         value = body.get(name)
         if value is not None and not any(type(value) is type(a) and value == a for a in allowed):
-            only = ", ".join(map(shown_json, (None, *allowed)))
+            only = ", ".join(map(shown, (None, *allowed)))
             code = "unsupported_value" if allowed else "unsupported_parameter"
-            raise invalid(f"{name}: {shown_json(value)} is not supported (only {only})",
+            raise invalid(f"{name}: {shown(value)} is not supported (only {only})",
                           param=name, code=code)  # fmt: skip
 
 
@@ -108,7 +108,7 @@ def parse_stream(body: Mapping[str, Any]) -> tuple[bool, bool]:
     unknown = [key for key in options if key != "include_usage"]
     if unknown:
         raise invalid(f"stream_options has unknown fields {shown(unknown)} (known: "
-                      "include_usage)", param="stream_options")  # fmt: skip
+                      "include_usage)", param="stream_options", code=UNKNOWN)  # fmt: skip
     usage = options.get("include_usage")
     if usage is not None and not isinstance(usage, bool):
         raise invalid(f"stream_options.include_usage must be a boolean, got {shown(usage)}",

@@ -201,7 +201,7 @@ def _check_slo_class(setup: EdgeSetup, request: ParsedRequest) -> None:
     classes = setup.slo_classes
     if classes is not None and request.slo_class not in classes:
         raise invalid(f"edgespec.slo_class {shown(request.slo_class)} is not an SLO "
-                      f"class of the server, which has {clip(repr(sorted(classes)), 200)}",
+                      f"class of the server, which has {shown(sorted(classes), 200)}",
                       param="edgespec.slo_class")  # fmt: skip
 
 

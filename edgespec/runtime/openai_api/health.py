@@ -13,7 +13,12 @@ token shows) of ``PROBE_TIMEOUT_S``, on a worker thread, never the event loop. A
 probed only when nothing told of it for ``PROBE_INTERVAL_S`` (requests' calls keep a busy
 one fresh), at most one probe of it in flight and one started per ``PROBE_INTERVAL_S``,
 however many health checks arrive; a check waits at most ``PROBE_WAIT_S`` for the probes it
-finds, then answers with what is known."""
+finds, then answers with what is known.
+
+``/metrics`` says the same per server (:func:`server_metrics`), refreshed alike. A request
+that finds every server unreachable for longer than ``--retry-timeout-s``, as probed within
+``PROBE_INTERVAL_S``, is answered 503 at once (:meth:`Health.refuse_if_hopeless`): waiting
+that long could not help it; one at an outage's start waits (a server restarting)."""
 
 from __future__ import annotations
 
@@ -27,8 +32,8 @@ from typing import Any
 from fastapi.responses import JSONResponse
 
 from edgespec.runtime.errors import RequestError
-from edgespec.runtime.openai_api.admission import Admission
-from edgespec.runtime.openai_api.server_watch import Seen, ServerWatch
+from edgespec.runtime.openai_api.admission import Admission, metric_family
+from edgespec.runtime.openai_api.server_watch import REACHABLE, STATES, Seen, ServerWatch
 
 LOG = logging.getLogger(__name__)
 
@@ -47,6 +52,31 @@ timeout is 1 s)."""
 def _utc(unix_s: float) -> str:
     moment = datetime.datetime.fromtimestamp(unix_s, tz=datetime.UTC)
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+SERVER_UP = ("server_up", "gauge", "1 while the verification server answers the endpoint "
+             "(its /health state reachable), else 0")  # fmt: skip
+SERVER_STATE = ("server_state", "gauge", "the verification server's /health state: a series "
+                "per state, 1 for the current one")  # fmt: skip
+"""Per server, labelled ``server`` (its address): ``up`` to alert on, ``state`` to tell an
+outage from a refused token (Prometheus' enum: every state a series always there, not one
+series whose changing label ends it and starts another)."""
+
+
+def _label(text: str) -> str:
+    """``text`` as a Prometheus label value (backslash, double quote and newline escaped)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def server_metrics(addresses: tuple[str, ...], seen: tuple[Seen, ...]) -> str:
+    """Each server's ``up`` and ``state`` gauges in Prometheus' text format."""
+    up: list[tuple[str, int]] = []
+    states: list[tuple[str, int]] = []
+    for address, one in zip(addresses, seen, strict=True):
+        server = f'server="{_label(address)}"'
+        up.append((f"{{{server}}}", int(one.state == REACHABLE)))
+        states += [(f'{{{server},state="{state}"}}', int(one.state == state)) for state in STATES]
+    return metric_family(*SERVER_UP, up) + metric_family(*SERVER_STATE, states)
 
 
 def server_entry(address: str, seen: Seen) -> dict[str, Any]:
@@ -89,6 +119,23 @@ class Health:
                 "running": self._admission.running, "queued": self._admission.queued,
                 "servers": servers}  # fmt: skip
         return JSONResponse(body, status_code=503 if readiness and not ready else 200)
+
+    async def metrics(self) -> str:
+        """:func:`server_metrics`, once fresh probes landed (or ``PROBE_WAIT_S`` passed)."""
+        await self._refresh()
+        return server_metrics(self.watch.addresses, self.watch.seen())
+
+    async def refuse_if_hopeless(self, retry_timeout_s: float) -> None:
+        """Raise, for a request about to wait up to ``retry_timeout_s`` for a server, the 503
+        it would get then, when every server has been unreachable for longer (each as told
+        within ``PROBE_INTERVAL_S``: one told of earlier is probed first, at most
+        ``PROBE_WAIT_S``; one still unknown, the request waits)."""
+        if self.watch.unreachable_for_s() <= retry_timeout_s:
+            return  # a server in another state, or an outage younger than the wait
+        await self._refresh()
+        down_s = self.watch.unreachable_for_s(fresh_s=PROBE_INTERVAL_S)
+        if down_s > retry_timeout_s:
+            raise self.watch.unreachable_error(down_s, retry_timeout_s)
 
     def _due(self, index: int, now_s: float) -> bool:
         """Whether server ``index`` is to be probed now."""

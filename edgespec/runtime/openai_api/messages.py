@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from edgespec.runtime.openai_api.errors import ApiError, clip, invalid, shown, shown_json
+from edgespec.runtime.openai_api.errors import ApiError, clip, invalid, shown
 
 CHARS_PER_TOKEN = 16
 """The fewest characters a prompt may have per token of ``--openai-max-prompt-tokens``
@@ -80,7 +80,7 @@ def _content(value: Any, index: int, room: int) -> str:
         if not (isinstance(part, dict) and part.keys() == {"type", "text"}
                 and part["type"] == "text" and isinstance(part["text"], str)):  # fmt: skip
             raise invalid(f"{param} parts must be {{\"type\": \"text\", \"text\": ...}} (text "
-                          f"only), got {shown_json(part)}", param=param,
+                          f"only), got {shown(part)}", param=param,
                           code="unsupported_value")  # fmt: skip
         texts.append(part["text"])
         size += len(part["text"])

@@ -1,9 +1,11 @@
 """The endpoint's outages in its log: a stretch with no verification server reachable, in
-which requests are answered 503 (after ``--retry-timeout-s`` each). One line as the first
-such 503 is answered, one when a server answers again (how long there was none, how many
-requests were answered 503), never a line per request. A server that comes and goes at line
-rate has at most one outage logged per :data:`~.throttle.LOG_INTERVAL_S`
-(:class:`~.throttle.Throttle`), the next logged one saying how many were not."""
+which requests are answered 503 (after ``--retry-timeout-s`` each; at once when every
+server has been unreachable for longer: :meth:`.health.Health.refuse_if_hopeless`). One
+line as the first such 503 is answered, one when a server answers again (how long there
+was none, how many requests were answered 503), never a line per request. A server that
+comes and goes at line rate has at most one outage logged per
+:data:`~.throttle.LOG_INTERVAL_S` (:class:`~.throttle.Throttle`), the next logged one
+saying how many were not."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from typing import Any
 from edgespec.core.wire_limits import SEED_LIMIT, wire_float_problem
 from edgespec.runtime.openai_api.body import utf8_text
 from edgespec.runtime.openai_api.errors import clip, invalid, shown
-from edgespec.runtime.openai_api.fields import check_fields, parse_stream
+from edgespec.runtime.openai_api.fields import UNKNOWN, check_fields, parse_stream
 from edgespec.runtime.openai_api.messages import (
     CHARS_PER_TOKEN,
     Prompt,
@@ -119,7 +119,7 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     except ValueError as exc:  # an integer of more digits than Python converts
         raise invalid(f"request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
-        raise invalid(f"request body must be a JSON object, got {type(body).__name__}")
+        raise invalid(f"request body must be a JSON object, got {shown(body)}")
     return body
 
 
@@ -216,7 +216,7 @@ def _extension(body: Mapping[str, Any], defaults: Defaults) -> tuple[str, Window
     unknown = sorted(set(ext) - {"slo_class", "window"})
     if unknown:
         raise invalid(f"edgespec has unknown fields {shown(unknown)} (known: slo_class, "
-                      "window)", param="edgespec")  # fmt: skip
+                      "window)", param="edgespec", code=UNKNOWN)  # fmt: skip
     slo = ext.get("slo_class", defaults.slo_class)
     if not isinstance(slo, str) or not slo:
         raise invalid(f"edgespec.slo_class must be a non-empty string, got {shown(slo)}",
@@ -241,7 +241,7 @@ def _window(window: Any) -> WindowChoice:
     unknown = sorted(set(window) - {"name", "params"}) if isinstance(window, dict) else []
     if unknown:
         raise invalid(f"edgespec.window has unknown fields {shown(unknown)} (known: name, "
-                      "params)", param="edgespec.window")  # fmt: skip
+                      "params)", param="edgespec.window", code=UNKNOWN)  # fmt: skip
     if len(name) > MAX_IDENTIFIER_CHARS:
         raise invalid(f"edgespec.window names a policy of {len(name)} characters; the limit "
                       f"is {MAX_IDENTIFIER_CHARS}", param="edgespec.window")  # fmt: skip

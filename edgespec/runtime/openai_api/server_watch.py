@@ -7,7 +7,9 @@ A server is ``reachable`` (its last call answered, a refusal of a request includ
 call's deadline), ``refusing_token`` (``UNAUTHENTICATED`` or ``PERMISSION_DENIED``: it does
 not take the endpoint's own ``--auth-token``), or ``unknown`` (nothing asked yet); each
 state since the call that set it. The endpoint is ready while one server is reachable.
-A server that answers again ends the outage :class:`~.outages.OutageLog` may have opened."""
+A server that answers again ends the outage :class:`~.outages.OutageLog` may have opened.
+Every server unreachable for longer than a request would wait for one: its 503 is due at
+once (:meth:`ServerWatch.unreachable_for_s`, :meth:`ServerWatch.unreachable_error`)."""
 
 from __future__ import annotations
 
@@ -21,10 +23,11 @@ from typing import Any
 
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import ServerStats, SessionSpec, VerifyCall, VerifyReply
-from edgespec.runtime.openai_api.errors import ApiError, clip
+from edgespec.runtime.openai_api.errors import ApiError, clip, from_request_error
 from edgespec.runtime.openai_api.outages import OutageLog
 
 REACHABLE, UNREACHABLE, REFUSING, UNKNOWN = "reachable", "unreachable", "refusing_token", "unknown"
+STATES = (REACHABLE, UNREACHABLE, REFUSING, UNKNOWN)
 
 UNAVAILABLE_CODE = ErrorCode.UNAVAILABLE.value.lower()
 """The ``code`` of a request's 503 when its server was unreachable (:mod:`.errors`)."""
@@ -105,6 +108,27 @@ class ServerWatch:
         outage, the first one opening it (:meth:`.outages.OutageLog.refused`)."""
         if error.status == 503 and error.code == UNAVAILABLE_CODE:
             self.outages.refused(error.message, self.down_since_s())
+
+    def unreachable_for_s(self, fresh_s: float | None = None) -> float:
+        """How long every server has been unreachable (since the last one was lost): 0 while
+        one is in another state or, given ``fresh_s``, was last told of ``fresh_s`` or more
+        ago (it may be back since)."""
+        seen, now_s = self.seen(), self._clock()
+        for one in seen:
+            stale = fresh_s is not None and (one.told_s is None or now_s - one.told_s >= fresh_s)
+            if one.state != UNREACHABLE or stale:
+                return 0.0
+        return now_s - max((one.since_s for one in seen), default=now_s)
+
+    def unreachable_error(self, down_s: float, retry_timeout_s: float) -> ApiError:
+        """The 503 of a request not made to wait for a server: none has answered for
+        ``down_s``, longer than it would wait (``retry_timeout_s``); the body and headers of
+        the 503 a request gets once it waited that long (:func:`.errors.from_request_error`)."""
+        num = len(self.addresses)
+        who = "it has not" if num == 1 else f"none of the {num} servers has"
+        why = (f"{who} answered for {down_s:.1f} s, longer than --retry-timeout-s "
+               f"({retry_timeout_s:g} s): the request did not wait (see /health)")  # fmt: skip
+        return from_request_error(RequestError(ErrorCode.UNAVAILABLE, why))
 
     def watched(self, clients: tuple[Any, ...]) -> tuple[Watched, ...]:
         """The servers' ``clients`` (in the order of ``addresses``), each call watched."""

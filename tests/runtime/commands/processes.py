@@ -16,19 +16,20 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # A pytest-xdist worker runs with SIGINT ignored, and its children would inherit that: the
 # command runs as started from a shell, where Ctrl-C raises KeyboardInterrupt.
-AS_FROM_A_SHELL = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                   "from edgespec.cli import main; sys.exit(main(sys.argv[1:]))")  # fmt: skip
+SHELL_SIGNALS = "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+RUN_CLI = "from edgespec.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 class Command:
     """``edgespec ARGS`` in a process of its own, its stderr in ``log`` (its stdout beside it,
-    ``log`` with ``.out`` added)."""
+    ``log`` with ``.out`` added); ``prelude``: Python statements run before the command."""
 
-    def __init__(self, args: list[str], log: Path) -> None:
+    def __init__(self, args: list[str], log: Path, prelude: str = "") -> None:
         self.log, self.out = log, log.with_name(log.name + ".out")
+        code = SHELL_SIGNALS + prelude + RUN_CLI
         with log.open("wb") as stderr, self.out.open("wb") as stdout:
-            self.process = subprocess.Popen([sys.executable, "-c", AS_FROM_A_SHELL, *args],
-                                            stdout=stdout, stderr=stderr, cwd=ROOT)  # fmt: skip
+            self.process = subprocess.Popen([sys.executable, "-c", code, *args], stdout=stdout,
+                                            stderr=stderr, cwd=ROOT)  # fmt: skip
 
     @property
     def lines(self) -> list[str]:

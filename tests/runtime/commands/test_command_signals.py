@@ -3,7 +3,8 @@ systemd, ``docker stop``) and Ctrl-C, in processes of their own.
 
 ``draft --prompt`` died at once on SIGTERM (exit -15), its session left open on the server
 until ``session_timeout_s``; ``serve`` stopped in silence with exit 0 on both. Each now
-says one line and exits 128 + the signal's number, as ``drafting-server`` does."""
+says one line and exits 128 + the signal's number, as ``drafting-server`` does. A second
+Ctrl-C while ``draft --prompt`` closes its session is said and waits for the close."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from edgespec.runtime.commands.signals import signals_held
 from edgespec.runtime.loadgen.server_process import free_port
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.commands.processes import Command, open_sessions
@@ -37,6 +39,69 @@ def test_sigterm_mid_prompt_closes_the_session_and_exits_143(
     assert command.lines[-1] == "edgespec draft: terminated"
     assert not any("Traceback" in line for line in command.lines)
     assert open_sessions(f"127.0.0.1:{server.port}") == 0
+
+
+SLOW_CLOSE = (
+    "import time; from edgespec.runtime.wire import grpc_client; "
+    "close = grpc_client.RemoteVerifier.close; "
+    "grpc_client.RemoteVerifier.close = lambda self, session_id: (print('closing', "
+    "file=sys.stderr, flush=True), time.sleep(3), close(self, session_id))[-1]; "
+)
+"""The client's close slowed by 3 s, said as it starts: a second Ctrl-C lands in it."""
+
+
+def test_a_second_ctrl_c_while_the_session_closes_is_said_and_the_close_finishes(
+    server: ServerThread, model_dir: Path, tmp_path: Path
+) -> None:
+    """The second Ctrl-C cut the close short: the session stayed open on the server until
+    its session_timeout_s (300 s by default)."""
+    args = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", str(model_dir),
+            "--prompt", "w5 w6 w7", "--max-new-tokens", "1000",
+            "--link-rtt-ms", "200"]  # fmt: skip
+    command = Command(args, tmp_path / "stderr", prelude=SLOW_CLOSE)
+    try:
+        command.wait_for(r"\] ready$")
+        time.sleep(1.0)  # a few rounds of about 200 in
+        command.process.send_signal(signal.SIGINT)
+        command.wait_for(r"^closing$")
+        command.process.send_signal(signal.SIGINT)
+        assert command.stopped(30) == 130
+    finally:
+        command.kill()
+    left = open_sessions(f"127.0.0.1:{server.port}")
+    assert (left, command.lines[-3:]) == (0, [
+        "closing",
+        "edgespec draft: SIGINT while closing its session on the server, which goes on (at "
+        "most 30 s)",
+        "edgespec draft: interrupted",
+    ])  # fmt: skip
+    assert not any("Traceback" in line for line in command.lines)
+
+
+def test_a_signal_in_a_held_close_is_delivered_after_it_unless_a_stop_is_under_way(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Ctrl-C during a close on the way out (a stop under way) is said and ignored; during a
+    close mid-run, said and delivered once the close is done, not lost."""
+    done: list[str] = []
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # xdist ignores it
+    try:
+        with pytest.raises(KeyboardInterrupt), signals_held("draft", "closing", 5.0):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            done.append("mid-run")
+        try:
+            raise KeyboardInterrupt  # the first Ctrl-C
+        except KeyboardInterrupt:
+            with signals_held("draft", "closing", 5.0):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
+                done.append("stopping")
+    finally:
+        restored = signal.signal(signal.SIGINT, previous)
+    assert (done, restored) == (["mid-run", "stopping"], signal.default_int_handler)
+    said = "edgespec draft: SIGINT while closing, which goes on (at most 5 s)"
+    assert capsys.readouterr().err.splitlines() == [said, said]
 
 
 @pytest.mark.parametrize(

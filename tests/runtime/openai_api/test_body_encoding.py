@@ -55,7 +55,7 @@ def test_a_charset_other_than_utf8_is_415_naming_it(
     status, error = _error(api, raw, content_type=content_type)
     assert (status, error["type"], error["param"], error["code"], error["message"]) == (
         415, "invalid_request_error", None, "unsupported_media_type",
-        f"request body charset is {charset!r}; only utf-8 is accepted",
+        f"request body charset is {json.dumps(charset)}; only utf-8 is accepted",
     )  # fmt: skip
 
 

@@ -74,7 +74,7 @@ def test_a_template_that_repeats_special_text_is_refused_at_the_message() -> Non
     assert refused.value.status == 400
     assert refused.value.param == "messages[2].content"
     assert refused.value.message == (
-        "messages[2].content holds the special token text '<eot>', which this model's chat "
+        'messages[2].content holds the special token text "<eot>", which this model\'s chat '
         "template does not keep as plain text"
     )
 

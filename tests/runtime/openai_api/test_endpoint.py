@@ -40,7 +40,7 @@ def test_models_retrieves_the_served_model_and_no_other(client: Any) -> None:
     assert (body["code"], body["param"]) == ("model_not_found", "model")
     assert (
         body["message"]
-        == "the model 'gpt-9' does not exist; this endpoint serves 'tiny' (see /v1/models)"
+        == 'the model "gpt-9" does not exist; this endpoint serves "tiny" (see /v1/models)'
     )
 
 

@@ -102,7 +102,7 @@ def test_raw_and_app_error_bodies_on_the_wire_have_one_format(api: ApiThread) ->
         b'{"error":{"message":"the request head is more than 16384 bytes, over the limit of '
         b'16384","type":"invalid_request_error","param":null,"code":"request_head_too_large"}}'
     )
-    shown = "'" + "é" * 78 + "…"
+    shown = '\\"' + "é" * 78 + "…"  # JSON's string quote, escaped in the body's JSON
     expected = (
         '{"error":{"message":"stream must be a boolean, got ' + shown + '","type":'
         '"invalid_request_error","param":"stream","code":null}}'

@@ -45,7 +45,7 @@ field the route does not know."""
          PARAMETER),
         ("service_tier", "flex",
          'service_tier: "flex" is not supported (only null, "auto", "default")', VALUE),
-        ("guided_json", {"type": "object"}, "unknown field 'guided_json': this endpoint does "
+        ("guided_json", {"type": "object"}, 'unknown field "guided_json": this endpoint does '
          "not apply it, so it refuses it (it ignores only metadata, store, user)", UNKNOWN),
         ("messages", [], "messages is a field of /v1/chat/completions, not of /v1/completions",
          UNKNOWN),
@@ -82,7 +82,7 @@ USER = {"role": "user", "content": "w1"}
     [
         (_chat(USER, {"role": "tool", "content": "w2"}), "messages[1].role",
          "messages[1].role must be one of system, user, assistant (or developer, taken as "
-         "system), got 'tool'", None),
+         'system), got "tool"', None),
         (_chat(USER, {"role": "system", "content": "w2"}), "messages[1].role",
          "messages[1].role: a system message must be the first message", None),
         (_chat(USER, {"role": "developer", "content": "w2"}), "messages[1].role",
@@ -100,7 +100,7 @@ USER = {"role": "user", "content": "w1"}
          "\"text\": ...} (text only), got {\"type\": \"image_url\", \"image_url\": {\"url\": "
          "\"x\"}}", VALUE),
         (_chat(USER, {"role": "assistant", "content": None}), "messages[1].content",
-         "messages[1].content must be a string or a list of text parts, got None", None),
+         "messages[1].content must be a string or a list of text parts, got null", None),
     ],
     ids=["tool-role", "system-later", "developer-later", "no-user", "name", "tool-calls", "image",
          "no-content"],
@@ -128,26 +128,31 @@ def test_a_developer_message_is_the_system_message(api: ApiThread) -> None:
 
 
 @pytest.mark.parametrize(
-    ("fields", "param", "message"),
+    ("fields", "param", "message", "code"),
     [
         ({"stream": True, "stream_options": {"include_usage": "no"}},
          "stream_options.include_usage",
-         "stream_options.include_usage must be a boolean, got 'no'"),
+         'stream_options.include_usage must be a boolean, got "no"', None),
         ({"stream_options": {"include_usage": True}}, "stream_options",
-         "stream_options is only allowed when stream is true"),
+         "stream_options is only allowed when stream is true", None),
         ({"stream": True, "stream_options": {"include_usage": True, "bogus": 1}},
-         "stream_options", "stream_options has unknown fields ['bogus'] (known: include_usage)"),
+         "stream_options", 'stream_options has unknown fields ["bogus"] (known: include_usage)',
+         UNKNOWN),
         ({"stream": True, "stream_options": [1]}, "stream_options",
-         "stream_options must be an object, got [1]"),
-        ({"stream": "yes"}, "stream", "stream must be a boolean, got 'yes'"),
+         "stream_options must be an object, got [1]", None),
+        ({"stream": "yes"}, "stream", 'stream must be a boolean, got "yes"', None),
     ],
     ids=["usage-string", "not-streaming", "unknown-key", "not-an-object", "stream-string"],
 )  # fmt: skip
 def test_stream_options_are_checked(
-    api: ApiThread, fields: dict[str, Any], param: str, message: str
+    api: ApiThread, fields: dict[str, Any], param: str, message: str, code: str | None
 ) -> None:
+    """Values were quoted in Python's spelling (``'no'``, ``['bogus']``), and an unknown key
+    had code null (every other unknown field: ``unknown_parameter``)."""
     status, error = _error(api, BASE | fields)
-    assert (status, error["param"], error["message"]) == (400, param, message)
+    assert (status, error["param"], error["message"], error["code"]) == (
+        400, param, message, code,
+    )  # fmt: skip
 
 
 def test_an_empty_stop_list_is_no_stop(api: ApiThread) -> None:
@@ -165,8 +170,8 @@ def test_an_empty_stop_list_is_no_stop(api: ApiThread) -> None:
         ("n", "x" * 3000, 'n: "' + "x" * 78 + "… is not supported (only null, 1)"),
         ("prompt", {"k": "y" * 3000},
          "prompt must be a string or a non-empty list of token ids (one prompt per request), "
-         "got {'k': '" + "y" * 72 + "…"),
-        ("x" * 3000, 1, "unknown field '" + "x" * 78 + "…: this endpoint does not apply it, "
+         'got {"k": "' + "y" * 72 + "…"),
+        ("x" * 3000, 1, 'unknown field "' + "x" * 78 + "…: this endpoint does not apply it, "
          "so it refuses it (it ignores only metadata, store, user)"),
     ],
     ids=["value", "prompt", "field-name"],

@@ -80,7 +80,7 @@ def test_a_key_given_twice_is_400(api: ApiThread, raw: bytes, key: str) -> None:
     status, error = _error(api, raw, path=path)
     assert (status, error["param"], error["code"], error["message"]) == (
         400, None, "duplicate_key",
-        f"request body names the key {key!r} twice in one object: give each key once",
+        f"request body names the key {json.dumps(key)} twice in one object: give each key once",
     )  # fmt: skip
 
 

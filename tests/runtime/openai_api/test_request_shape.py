@@ -54,7 +54,7 @@ def test_a_window_parameter_cannot_name_a_file_on_the_device(api: ApiThread) -> 
     assert (status, error["param"]) == (400, "edgespec.window")
     assert error["message"] == (  # before: "/etc/passwd: not JSON: ..." - the file was read
         "edgespec.window.params.file: a request's window parameters are finite numbers or "
-        "booleans, got '/etc/passwd'"
+        'booleans, got "/etc/passwd"'
     )
 
 
@@ -79,7 +79,7 @@ def test_unknown_model_is_404(client: Any) -> None:
         client.completions.create(model="gpt-9", prompt="w1", max_tokens=2)
     body: Any = info.value.body
     assert body["code"] == "model_not_found"
-    assert "'gpt-9' does not exist; this endpoint serves 'tiny'" in body["message"]
+    assert '"gpt-9" does not exist; this endpoint serves "tiny"' in body["message"]
 
 
 def test_oversized_body_is_413_and_long_prompt_400(api: ApiThread) -> None:

@@ -98,8 +98,8 @@ def test_an_slo_class_the_server_lacks_is_400_naming_the_field(
     error = _refusal(setup, edgespec={"slo_class": "gold"})
     assert (error.status, error.param, error.message) == (
         400, "edgespec.slo_class",
-        "edgespec.slo_class 'gold' is not an SLO class of the server, which has ['default', "
-        "'fast']",
+        'edgespec.slo_class "gold" is not an SLO class of the server, which has ["default", '
+        '"fast"]',
     )  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """What a request controls of ``edgespec.window`` and of token-id prompts is checked as it
-is read: no field of the window object is ignored, its policy name is bounded like every
-identifier, and an out-of-vocabulary error quotes a client's ids clipped."""
+is read: no field of the window object (nor of ``edgespec``) is ignored, its policy name is
+bounded like every identifier, and an out-of-vocabulary error quotes a client's ids clipped;
+what a refusal quotes of the body is spelled as JSON."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import pytest
 
 from edgespec.runtime.openai_api.errors import ApiError
 from edgespec.runtime.openai_api.prompts import prompt_ids
-from edgespec.runtime.openai_api.schema import Defaults, Limits, WindowChoice, parse_request
+from edgespec.runtime.openai_api.schema import (
+    Defaults,
+    Limits,
+    WindowChoice,
+    decode_body,
+    parse_request,
+)
 
 
 def _refusal(window: Any) -> ApiError:
@@ -28,8 +35,28 @@ def _window(window: Any) -> WindowChoice | None:
 def test_a_misspelled_field_of_the_window_is_refused_not_ignored() -> None:
     """``param`` for ``params``: the request ran with the policy's default γ before."""
     error = _refusal({"name": "static", "param": {"gamma": 2}})
-    assert (error.status, error.param) == (400, "edgespec.window")
-    assert error.message == "edgespec.window has unknown fields ['param'] (known: name, params)"
+    assert (error.status, error.param, error.code) == (400, "edgespec.window", "unknown_parameter")
+    assert error.message == 'edgespec.window has unknown fields ["param"] (known: name, params)'
+
+
+def test_an_unknown_field_of_edgespec_is_an_unknown_parameter() -> None:
+    """Its code was null, every other unknown field's ``unknown_parameter``; the names were
+    quoted in Python's spelling (``['windw']``)."""
+    body = {"model": "tiny", "prompt": "w1", "edgespec": {"windw": "static"}}
+    with pytest.raises(ApiError) as info:
+        parse_request(body, False, Defaults(), Limits())
+    error = info.value
+    assert (error.status, error.param, error.code, error.message) == (
+        400, "edgespec", "unknown_parameter",
+        'edgespec has unknown fields ["windw"] (known: slo_class, window)',
+    )  # fmt: skip
+
+
+def test_a_body_that_is_no_object_is_quoted_as_json() -> None:
+    """It was named by its Python type: ``got list``."""
+    with pytest.raises(ApiError) as info:
+        decode_body(b'[null, true, "w1"]')
+    assert info.value.message == 'request body must be a JSON object, got [null, true, "w1"]'
 
 
 @pytest.mark.parametrize("window", ["x" * 129, {"name": "x" * 129}], ids=["string", "object"])
@@ -46,14 +73,14 @@ def test_a_window_is_still_a_name_or_name_and_params() -> None:
     assert _window({"name": "dynamic"}) == WindowChoice("dynamic", {})
     assert _window({"name": "dynamic", "params": None}) == WindowChoice("dynamic", {})
     assert _refusal({"name": "static", "params": 0}).message == (
-        "edgespec.window must be a policy name or {name, params}, got {'name': 'static', "
-        "'params': 0}"
+        'edgespec.window must be a policy name or {name, params}, got {"name": "static", '
+        '"params": 0}'
     )
     assert _window({"name": "static", "params": {"gamma": 2}}) == WindowChoice(
         "static", {"gamma": 2}
     )
     assert _refusal({"params": {}}).message == (
-        "edgespec.window must be a policy name or {name, params}, got {'params': {}}"
+        'edgespec.window must be a policy name or {name, params}, got {"params": {}}'
     )
 
 
