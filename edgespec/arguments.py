@@ -60,14 +60,16 @@ def add_threads(
     )
 
 
-def add_cpus(parser: argparse.ArgumentParser, side: str) -> None:
-    """``--cpus LIST``: run on these CPUs only, with one torch thread each (the drafter and
-    the server on one machine, each on CPUs of its own, as on separate devices)."""
+def add_threads_and_cpus(parser: argparse.ArgumentParser, side: str) -> None:
+    """``--threads N`` then ``--cpus LIST``: torch's threads, and the CPUs ``side`` runs on,
+    one torch thread each unless ``--threads`` (the drafter and the server on one machine,
+    each on CPUs of its own); :func:`edgespec.runtime.commands.cpus.apply_cpus_and_threads`."""
+    add_threads(parser, None, "torch CPU threads; 1 where other work shares the cores")
     parser.add_argument(
         "--cpus", type=cpu_list, default=None, metavar="LIST",
-        help=f"run the {side} on these CPUs only (e.g. 0 or 0-1), one torch thread each: "
-        "give the drafter and the server CPUs of their own on one machine, as on separate "
-        "devices (default: every CPU, shared)",
+        help=f"run the {side} on these CPUs only (e.g. 0 or 0-1), one torch thread each "
+        "unless --threads: give the drafter and the server CPUs of their own on one machine, "
+        "as on separate devices (default: every CPU, shared)",
     )  # fmt: skip
 
 

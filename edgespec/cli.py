@@ -4,15 +4,17 @@ calibrate | train | bench | reproduce | data.
 A subcommand is a module listed in ``COMMAND_MODULES``, or a :class:`Group` in ``GROUPS``
 whose first positional picks the module (``edgespec bench serve``). Each module defines
 ``add_arguments(parser)`` and ``run(args) -> int`` and keeps its top-level imports light
-(torch and grpc are imported inside ``run``) so ``edgespec --help`` stays fast.
+(torch and grpc are imported inside ``run``) so ``edgespec --help`` stays fast, and so that
+:func:`quiet_grpc_logs` comes before gRPC reads its environment.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from edgespec import __version__
@@ -141,7 +143,23 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     raise AssertionError("unreachable")
 
 
+GRPC_VERBOSITY = "ERROR"
+"""gRPC core's log level in every ``edgespec`` command unless the user set ``GRPC_VERBOSITY``."""
+
+
+def quiet_grpc_logs(environ: MutableMapping[str, str]) -> None:
+    """gRPC's own log lines at errors only (``GRPC_VERBOSITY=ERROR``) unless ``environ``
+    sets ``GRPC_VERBOSITY`` (non-empty): its INFO lines, such as a client's ``Got goaway
+    [2] err=UNAVAILABLE:GOAWAY received ... connection idle`` after a server closed an idle
+    connection, read as an outage. gRPC reads the variable when it is imported, so
+    :func:`main` calls this before any command runs; the processes a command starts inherit
+    it (docs/DEPLOY.md, step 3: how to get gRPC's logs back)."""
+    if not environ.get("GRPC_VERBOSITY"):
+        environ["GRPC_VERBOSITY"] = GRPC_VERBOSITY
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    quiet_grpc_logs(os.environ)  # before any command imports grpc
     parser = build_parser()
     args = _parse(parser, argv)
     if args.command is None:

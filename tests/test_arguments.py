@@ -12,7 +12,7 @@ import pytest
 
 from edgespec.argument_types import cpu_list, non_negative_int, positive_int, seed_int
 from edgespec.arguments import TrainingOptions, add_training_arguments, training_options
-from edgespec.cli import main
+from edgespec.cli import build_parser, main
 
 
 def test_positive_int() -> None:
@@ -119,42 +119,96 @@ def test_bad_cpu_lists(text: str, message: str, monkeypatch: pytest.MonkeyPatch)
     assert str(info.value) == message
 
 
-def test_pinning_binds_the_process_and_torchs_threads() -> None:
-    """In a child process: this one's CPUs stay as they are."""
-    code = (
-        "import os, torch; from edgespec.runtime.commands.cpus import pin_to_cpus; "
-        f"pin_to_cpus(({FIRST_CPU},)); print(sorted(os.sched_getaffinity(0)), "
-        "torch.get_num_threads())"
+_APPLY = """
+import os, threading, torch
+from edgespec.runtime.commands.cpus import apply_cpus_and_threads
+before = sorted(os.sched_getaffinity(0)), torch.get_num_threads()
+apply_cpus_and_threads({cpus}, {threads})
+after = sorted(os.sched_getaffinity(0))
+seen = []
+worker = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+worker.start()
+worker.join()
+print("same" if after == before[0] else after, torch.get_num_threads(), seen[0], before[1])
+"""
+
+
+@pytest.mark.parametrize(
+    ("cpus", "threads", "printed"),
+    [
+        ("({FIRST_CPU},)", "None", "[{FIRST_CPU}] 1 1"),
+        ("({FIRST_CPU},)", "3", "[{FIRST_CPU}] 3 3"),  # --threads over --cpus' one per CPU
+        ("None", "3", "same 3 3"),
+        ("None", "None", "same {before} {before}"),  # torch's own stays
+    ],
+)
+def test_cpus_and_threads_bind_the_process_and_torchs_threads(
+    cpus: str, threads: str, printed: str
+) -> None:
+    """In a child process (this one's CPUs and threads stay as they are); a thread started
+    afterwards (the endpoint's workers) runs with the same count."""
+    code = _APPLY.format(cpus=cpus.format(FIRST_CPU=FIRST_CPU), threads=threads)
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}  # so one thread per --cpus CPU is a change
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == f"[{FIRST_CPU}] 1"
+    *shown, before = out.stdout.split()
+    assert " ".join(shown) == printed.format(FIRST_CPU=FIRST_CPU, before=before)
 
 
 FIRST_CPU = min(os.sched_getaffinity(0))
 """A CPU this process may run on (the tests may themselves run pinned)."""
 
 
-class Pinned(Exception):
-    """Raised in place of pinning: the flag reached the command before any model loads."""
+class Applied(Exception):
+    """Raised in place of pinning: the flags reached the command before any model loads."""
+
+
+_DRAFT = ["draft", "--server", "127.0.0.1:1"]
 
 
 @pytest.mark.parametrize(
     ("module", "argv"),
     [
-        ("serve", ["serve", "--target", "never-loaded", "--cpus", str(FIRST_CPU)]),
-        ("draft", ["draft", "--server", "127.0.0.1:1", "--prompt", "a", "--cpus", str(FIRST_CPU)]),
+        ("serve", ["serve", "--target", "never-loaded"]),
+        ("draft", [*_DRAFT, "--prompt", "a"]),
+        ("draft", [*_DRAFT, "--prompt", "a", "--compare"]),
+        ("draft", [*_DRAFT, "--serve-openai", "127.0.0.1:0"]),
     ],
 )
-def test_cpus_reach_the_command_before_anything_loads(
+def test_cpus_and_threads_reach_the_command_before_anything_loads(
     module: str, argv: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def pinned(cpus: tuple[int, ...] | None) -> None:
-        raise Pinned(cpus)
+    """``edgespec serve`` and every mode of ``edgespec draft`` apply both flags, one way."""
 
-    monkeypatch.setattr(f"edgespec.runtime.commands.{module}.pin_to_cpus", pinned)
-    with pytest.raises(Pinned) as info:
+    def applied(cpus: tuple[int, ...] | None, threads: int | None) -> None:
+        raise Applied(cpus, threads)
+
+    monkeypatch.setattr(f"edgespec.runtime.commands.{module}.apply_cpus_and_threads", applied)
+    with pytest.raises(Applied) as info:
+        main([*argv, "--cpus", str(FIRST_CPU), "--threads", "2"])
+    assert info.value.args == ((FIRST_CPU,), 2)
+    with pytest.raises(Applied) as info:
         main(argv)
-    assert info.value.args == ((FIRST_CPU,),)
+    assert info.value.args == (None, None)
+
+
+def test_the_readmes_threads_advice_parses() -> None:
+    """README, "The speed you will see over gRPC": each process gets ``--threads 1``."""
+    parser = build_parser()
+    for argv in (["draft", "--server", "h:1", "--prompt", "a"], ["serve"]):
+        assert parser.parse_args([*argv, "--threads", "1"]).threads == 1
+
+
+def test_serve_and_draft_list_threads_and_cpus_together() -> None:
+    """``--help``: ``--threads`` right before ``--cpus``, which says ``--threads`` wins."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for command in ("serve", "draft"):
+        text = sub.choices[command].format_help()
+        threads, cpus = text.index("  --threads THREADS"), text.index("  --cpus LIST")
+        assert "\n  --" not in text[threads + 3 : cpus]
+        assert "one torch thread each unless --threads" in " ".join(text[cpus:].split())
 
 
 def _training_parser(defaults: TrainingOptions) -> argparse.ArgumentParser:

@@ -5,16 +5,18 @@
   llama.cpp context's flags, ``load_target``; the checks before anything loads, the decision
   head and the verification rules it allows, the co-located draft and the service;
 * :mod:`.draft`, :mod:`.draft_arguments`, :mod:`.draft_connect`, :mod:`.draft_run`,
-  :mod:`.draft_context` — ``edgespec draft``: its flags and the ``DrafterConfig`` overrides
-  they make, the server reached (routed across several, waiting through a restart) before
-  anything loads, ``DraftRun`` (one request in any mode, timed alike, with its stats line
-  and ``--records``), the prompt and ``--max-new-tokens`` checked against the target's
-  context before the draft loads;
+  :mod:`.closed_whole`, :mod:`.draft_context` — ``edgespec draft``: its flags and the
+  ``DrafterConfig`` overrides they make, the server reached (routed across several, waiting
+  through a restart) before anything loads, ``DraftRun`` (one request in any mode, timed
+  alike, with its stats line and ``--records``), its verifier's session closes held
+  against a second Ctrl-C, the prompt and ``--max-new-tokens`` checked against the
+  target's context before the draft loads;
 * :mod:`.link_arguments` — ``edgespec draft``'s emulated-link flags (``--link-*``), checked
   as the link checks them;
 * :mod:`.stop_arguments` — ``--stop-predictor`` / ``--stop-threshold``, shared by ``edgespec
   draft`` and ``edgespec trace``;
-* :mod:`.cpus` — ``--cpus``: a command's process bound to CPUs of its own;
+* :mod:`.cpus` — ``--cpus`` and ``--threads``: a command's process bound to CPUs of its own,
+  and torch's threads;
 * :mod:`.stages` — ``Stages``: ``edgespec serve``'s and ``edgespec draft``'s start-up, each
   stage said on stderr as it starts;
 * :mod:`.signals` — SIGTERM stopping a command as Ctrl-C does, and the line and exit status

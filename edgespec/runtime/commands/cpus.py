@@ -1,17 +1,20 @@
-"""``--cpus``: a command's process bound to CPUs of its own
-(:func:`edgespec.arguments.add_cpus`)."""
+"""``--cpus`` and ``--threads``: a command's process bound to CPUs of its own, and torch's
+intra-op threads (:func:`edgespec.arguments.add_threads_and_cpus`)."""
 
 from __future__ import annotations
 
 
-def pin_to_cpus(cpus: tuple[int, ...] | None) -> None:
-    """Bind this process to ``cpus`` and torch's threads to their number (``None``: leave
-    both as they are). Call it before a model loads."""
-    if cpus is None:
+def apply_cpus_and_threads(cpus: tuple[int, ...] | None, threads: int | None) -> None:
+    """Bind this process to ``cpus`` (``None``: leave it as it is) and torch's intra-op
+    threads to ``threads``, else to the number of ``cpus`` (both ``None``: torch's default
+    stays). Threads the process starts later (the endpoint's workers) take the same count.
+    Call it before a model loads."""
+    if cpus is None and threads is None:
         return
     import os
 
     import torch
 
-    os.sched_setaffinity(0, cpus)
-    torch.set_num_threads(len(cpus))
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    torch.set_num_threads(threads if threads is not None else len(cpus or ()))

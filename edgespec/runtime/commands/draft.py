@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from edgespec.core.sequences import first_difference
-from edgespec.runtime.commands.cpus import pin_to_cpus
+from edgespec.runtime.commands.cpus import apply_cpus_and_threads
 from edgespec.runtime.commands.draft_arguments import (
     add_arguments,
     check_seed,
@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
     routing = build_policy_at("routing", "routing", config.routing)  # before anything connects
     check_tree_depth(config.tree, window, gamma_by_flag=args.gamma is not None)
     placement = draft_placement(args)
-    pin_to_cpus(args.cpus)
+    apply_cpus_and_threads(args.cpus, args.threads)  # every mode's draft, and its workers
     if args.serve_openai is not None:
         return _serve_openai(args, config, routing, stop, placement, say)
     if args.mode == "distributed" and config.draft != "ngram":

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from edgespec.argument_types import positive_int, seed_int, token_ids
-from edgespec.arguments import add_cpus, add_device_arguments, add_verbose
+from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.link_arguments import (
     LINK_FLAGS,
@@ -179,7 +179,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_semantic_arguments(parser)
     add_link_arguments(parser)
     add_device_arguments(parser, "the --draft model")
-    add_cpus(parser, "drafter")
+    add_threads_and_cpus(parser, "drafter")
     add_verbose(parser)
 
 

@@ -25,7 +25,7 @@ def routed_verifier(config: Any, routing: Any, retry_timeout_s: float) -> tuple[
     from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S
     from edgespec.runtime.edge.routing import route, route_retrying
     from edgespec.runtime.errors import ErrorCode, RequestError
-    from edgespec.runtime.wire.grpc_client import drafter_clients
+    from edgespec.runtime.wire.drafter_clients import drafter_clients
 
     verifiers = drafter_clients(config)
     if len(verifiers) == 1:

@@ -13,16 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
-from edgespec.runtime.commands.signals import signals_held
 from edgespec.runtime.detokenize import IncrementalText
 from edgespec.runtime.edge.semantic import SemanticReport
-from edgespec.runtime.messages import (
-    FusedCall,
-    FusedRound,
-    SessionSpec,
-    VerifyCall,
-    VerifyReply,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,36 +91,6 @@ class Shown:
         held = "" if self._text is None else self._text.finish()
         sys.stdout.write(held + "\n")
         sys.stdout.flush()
-
-
-class ClosedWhole:
-    """The verifier ``inner`` whose session closes a signal does not cut short
-    (:func:`~.signals.signals_held`, for at most the close's deadline ``close_timeout_s``):
-    a Ctrl-C's close, cut by a second one, left the session open on the server until its
-    ``session_timeout_s``. Any other attribute is ``inner``'s."""
-
-    def __init__(self, inner: Any, close_timeout_s: float) -> None:
-        self._inner = inner
-        self._close_timeout_s = close_timeout_s
-
-    def open(self, spec: SessionSpec) -> None:
-        self._inner.open(spec)
-
-    def verify(self, call: VerifyCall) -> VerifyReply:
-        reply: VerifyReply = self._inner.verify(call)
-        return reply
-
-    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
-        """The fused rounds (a ``FusedVerifier``'s, as ``isinstance`` sees it)."""
-        rounds: Iterator[FusedRound] = self._inner.run_fused(call)
-        return rounds
-
-    def close(self, session_id: str) -> None:
-        with signals_held("draft", "closing its session on the server", self._close_timeout_s):
-            self._inner.close(session_id)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,9 +175,11 @@ class DraftRun:
         ``ready`` is called just before the first round, once the drafter is built."""
         from edgespec.config import ConfigError
         from edgespec.runtime.backends.base import hidden_state_drafter, stopping_drafter
+        from edgespec.runtime.commands.closed_whole import closed_whole
         from edgespec.runtime.edge.draft_backends import make_drafter
         from edgespec.runtime.edge.drafter import DraftOptions, generate
         from edgespec.runtime.edge.progress import ProgressBudget
+        from edgespec.runtime.wire.drafter_clients import close_timeout_s
         from edgespec.runtime.wire.emulated_link import wrap_verifier
 
         config = self.config
@@ -249,7 +213,8 @@ class DraftRun:
                                config.retry_timeout_s, progress=budget,
                                first_open_retry_s=self.first_open_retry_s)  # fmt: skip
         # the link: itself unless a link_* setting; its closes whole within their deadline
-        linked = ClosedWhole(wrap_verifier(self.verifier, config), config.request_timeout_s)
+        close_s = close_timeout_s(config.request_timeout_s)
+        linked = closed_whole(wrap_verifier(self.verifier, config), close_s)
         shown = Shown(self.tokenizer)
         if ready is not None:
             ready()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.output_paths import write_text_atomically
+from edgespec.runtime.commands.cpus import apply_cpus_and_threads
 from edgespec.runtime.commands.drafting_server_arguments import add_arguments, check_flags
 from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 
@@ -42,8 +43,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import torch
-
     from edgespec.config import ConfigError
     from edgespec.models.devices import device_placement
     from edgespec.models.loading import load_model
@@ -58,8 +57,7 @@ def _run(args: argparse.Namespace) -> int:
     limit = verifier.max_draft_tokens()  # reaches the server before anything loads
     if limit is not None and args.gamma > limit:
         raise ConfigError("gamma", f"{args.gamma} exceeds the server's max_draft_tokens {limit}")
-    if args.threads is not None:
-        torch.set_num_threads(args.threads)
+    apply_cpus_and_threads(None, args.threads)
     loaded = load_model(args.draft, placement.dtype, verbose=args.verbose, device=placement.device)
     draft = BatchedDraftModel(loaded.model)
     target_vocab = verifier.vocab_size()

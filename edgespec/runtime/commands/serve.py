@@ -9,7 +9,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from edgespec.runtime.commands.cpus import pin_to_cpus
+from edgespec.runtime.commands.cpus import apply_cpus_and_threads
 from edgespec.runtime.commands.serve_arguments import (
     add_arguments,
     parse_slo_class,
@@ -115,11 +115,11 @@ def _run(args: argparse.Namespace) -> int:
     semantic_head(config)  # a file that is not a head fails before the model loads
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
-    pin_to_cpus(args.cpus)
+    apply_cpus_and_threads(args.cpus, args.threads)
     try:
-        signum = asyncio.run(
-            _serve(config, policy, draft, args.threads, window, round_log, args.verbose, choice)
-        )
+        serving = _serve(config, policy, draft, window=window, round_log=round_log,
+                         verbose=args.verbose, choice=choice)  # fmt: skip
+        signum = asyncio.run(serving)
     finally:
         if round_log is not None:
             round_log.close()
@@ -189,7 +189,6 @@ async def _serve(
     config: Any,
     policy: Any,
     draft_name: str | None,
-    threads: int | None,
     window: Any = None,
     round_log: Any = None,
     verbose: bool = False,
@@ -198,7 +197,7 @@ async def _serve(
     """Load the target (and draft), serve until SIGINT or SIGTERM, then stop; the signal."""
     from edgespec.runtime.wire.grpc_server import start_server
 
-    check_before_loading(config, draft_name, threads)
+    check_before_loading(config, draft_name)
     say = Stages("serve")
     target = load_target(choice or TargetChoice("transformers"), config, verbose, say)
     head = semantic_head(config)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from edgespec.arguments import add_cpus, add_device_arguments, add_threads, add_verbose
+from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.policies.registry import BATCHING, WINDOW
 from edgespec.policies.slo import DEADLINE_RULES
 from edgespec.runtime.commands.serve_target import add_backend_arguments
@@ -123,8 +123,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --semantic-head: the thresholds (0..16) sessions may ask for (default: all)",
     )
     add_device_arguments(parser, "the target (and a co-located --draft)")
-    add_threads(parser, None)
-    add_cpus(parser, "server")
+    add_threads_and_cpus(parser, "server")
     add_verbose(parser)
     parser.add_argument(
         "--round-log",

@@ -8,13 +8,12 @@ from collections.abc import Callable
 from typing import Any
 
 
-def check_before_loading(config: Any, draft_name: str | None, threads: int | None) -> None:
+def check_before_loading(config: Any, draft_name: str | None) -> None:
     """An address the server cannot listen on, a bad model name or path, or a GPU this
-    machine does not have (``device``) fails before anything loads; ``threads`` set for
-    torch, and the open-file limit raised for ``max_connections`` (process-wide: the
-    command's to change, before the port is bound; a hard limit without room fails here)."""
-    import torch
-
+    machine does not have (``device``) fails before anything loads; the open-file limit is
+    raised for ``max_connections`` (process-wide: the command's to change, before the port is
+    bound; a hard limit without room fails here). ``--threads`` and ``--cpus`` were applied
+    before (:func:`edgespec.runtime.commands.cpus.apply_cpus_and_threads`)."""
     from edgespec.models.devices import check_device_available
     from edgespec.models.registry import resolve_model
     from edgespec.runtime.wire.grpc_limits import ensure_fd_room
@@ -28,8 +27,6 @@ def check_before_loading(config: Any, draft_name: str | None, threads: int | Non
     resolve_model(config.target)
     if draft_name not in (None, "ngram"):
         resolve_model(draft_name)
-    if threads is not None:
-        torch.set_num_threads(threads)
 
 
 def semantic_head(config: Any) -> Any:

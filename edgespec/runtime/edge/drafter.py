@@ -30,6 +30,7 @@ session opening's round trip (the handshake) picks the FH or SH upload when it i
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -50,6 +51,7 @@ from edgespec.runtime.edge.reconnect import (
     RETRY_BACKOFF_S,
     close_if_opened,
     close_quietly,
+    open_bounded,
     open_retrying,
 )
 from edgespec.runtime.edge.round_loop import RECOVERABLE, RoundLoop
@@ -86,9 +88,9 @@ class DraftOptions:
     once, as ``edgespec draft`` against its one server).
     ``progress``: how many reconnects in a row, and how long, without a committed token
     before the generation gives up (:mod:`edgespec.runtime.edge.progress`). ``cancel``:
-    set, it ends the retries within one ``retry_backoff_s`` with
-    :class:`~edgespec.runtime.edge.reconnect.Cancelled` (its caller gone); ``None``: they
-    run their course."""
+    set, it ends the retries, and an open the server has not answered, within one
+    ``retry_backoff_s`` with :class:`~edgespec.runtime.edge.reconnect.Cancelled` (its caller
+    gone); ``None``: they run their course."""
 
     session_id: str
     client_id: str = "edge-0"
@@ -198,7 +200,8 @@ def _open(
     verifier: Verifier, first: SessionSpec, options: DraftOptions, clock: Callable[[], float]
 ) -> None:
     """Open the generation's session, retrying while the server is unreachable for up to
-    ``options.first_open_retry_s`` (0: no retry). An open whose outcome is unknown (its
+    ``options.first_open_retry_s`` (0: no retry; the open waits the verifier's own timeout),
+    cut short by ``options.cancel`` either way. An open whose outcome is unknown (its
     answer lost or timed out: it may still have opened the session on the server) is closed
     again before it is raised; one the server refused is not (the id may be another
     client's open session)."""
@@ -207,7 +210,7 @@ def _open(
             open_retrying(verifier, first, clock, options.first_open_retry_s,
                           options.retry_backoff_s, options.cancel)  # fmt: skip
         else:
-            verifier.open(first)
+            open_bounded(verifier, first, math.inf, options.cancel)
     except RequestError as exc:
         close_if_opened(verifier, first.session_id, exc)
         raise

@@ -10,9 +10,17 @@ records each as a fused :class:`~edgespec.core.types.RoundRecord` when it arrive
 the history and the policy's state back when the run ends, and returns the decision the
 server obtained, which the drafter's loop (:func:`edgespec.runtime.edge.drafter.generate`)
 continues with (no second consultation).
+
+A verifier wrapped in another (the endpoint's, ``edgespec draft``'s) runs fused rounds when
+the one it wraps does, and only then: :func:`fused_if` picks the wrapper's class that
+declares ``run_fused``. ``isinstance`` with :class:`FusedVerifier` looks the method up on
+the class from Python 3.12 on (``inspect.getattr_static``): a wrapper's ``__getattr__``
+does not make it fused there.
 """
 
 from __future__ import annotations
+
+from typing import Any, TypeVar
 
 from edgespec.policies.contracts import policy_name
 from edgespec.policies.inputs import WindowHistory
@@ -26,6 +34,15 @@ from edgespec.runtime.edge.rounds import (
 )
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import FusedCall
+
+W = TypeVar("W")
+
+
+def fused_if(inner: Any, plain: type[W], fused: type[W]) -> type[W]:
+    """The class of a wrapper of ``inner``: ``fused`` (it declares ``run_fused``) when
+    ``inner`` is a :class:`FusedVerifier`, else ``plain``: a wrapper claims no more than
+    the verifier it wraps."""
+    return fused if isinstance(inner, FusedVerifier) else plain
 
 
 def fused_handover(

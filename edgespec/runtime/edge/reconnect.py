@@ -14,6 +14,11 @@ Every retry (:func:`reopen`, :func:`open_retrying`, routing while no server answ
 unreachable, for at most ``retry_timeout_s``, and waits between attempts on the
 generation's cancel event when it has one: a generation cancelled (its client gone)
 while the server is unreachable ends within one ``retry_backoff_s`` with :class:`Cancelled`.
+An open retried so (:func:`retry_within`) waits for each answer only as long as is left of
+``retry_timeout_s`` (at least :data:`MIN_ATTEMPT_S`), and a verifier that can
+(:class:`BoundedOpen`: the gRPC client) cuts it short once the event is set: a server that
+takes the connection and never answers (stopped, hung) holds the request no longer than
+the retries, not another request timeout on top.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -38,6 +43,11 @@ T = TypeVar("T")
 
 RETRY_BACKOFF_S = 0.05
 """How long a retry of an unreachable server waits before the next attempt, by default."""
+
+MIN_ATTEMPT_S = 1.0
+"""The least an attempt to open a session waits for its answer, however little is left of its
+retry window (and at most the request timeout): an open does no model work, so a server
+that answers at all answers it within this."""
 
 
 class Cancelled(Exception):
@@ -67,18 +77,75 @@ def retry_unavailable(
     ``retry_code`` (``UNAVAILABLE``: the server down, restarting) for at most
     ``retry_timeout_s``; then, or at any other error, that error. :class:`Cancelled` within
     a backoff once ``cancel`` is set, after ``on_cancel(the last failure)``."""
+    return retry_within(lambda left_s: attempt(), clock, retry_timeout_s, retry_backoff_s,
+                        cancel, on_cancel, retry_code)  # fmt: skip
+
+
+def retry_within(
+    attempt: Callable[[float], T],
+    clock: Callable[[], float],
+    retry_timeout_s: float,
+    retry_backoff_s: float,
+    cancel: threading.Event | None = None,
+    on_cancel: Callable[[RequestError], None] = lambda exc: None,
+    retry_code: ErrorCode = ErrorCode.UNAVAILABLE,
+) -> T:
+    """:func:`retry_unavailable`, each attempt given the seconds left of ``retry_timeout_s``
+    as it starts (an attempt that waits for a server bounds its wait by them:
+    :func:`attempt_timeout_s`); a failed attempt once ``cancel`` is set (one the event cut
+    short, too) is :class:`Cancelled`, after ``on_cancel(that failure)``."""
     deadline = clock() + retry_timeout_s
+    left_s = retry_timeout_s
     while True:
         try:
-            return attempt()
+            return attempt(left_s)
         except RequestError as exc:
-            if exc.code is not retry_code or clock() > deadline:
+            if cancel is not None and cancel.is_set():
+                on_cancel(exc)
+                raise Cancelled("cancelled while retrying an unreachable server") from None
+            if exc.code is not retry_code:
+                raise
+            now = clock()
+            if now > deadline:
                 raise
             try:
                 _wait_to_retry(retry_backoff_s, cancel)
             except Cancelled:
                 on_cancel(exc)
                 raise
+            left_s = deadline - now - retry_backoff_s
+
+
+def attempt_timeout_s(left_s: float) -> float:
+    """How long an attempt to open a session waits for its answer with ``left_s`` of its retry
+    window left: that, but at least :data:`MIN_ATTEMPT_S` (the verifier's own request
+    timeout caps it)."""
+    return max(left_s, MIN_ATTEMPT_S)
+
+
+@runtime_checkable
+class BoundedOpen(Protocol):
+    """A verifier whose open can wait for its answer less than its other calls do, and be
+    cut short by a cancel event: ``open_within(spec, timeout_s, cancel)`` waits at most
+    ``timeout_s`` (past it: ``UNAVAILABLE``, as a call past its deadline) and raises
+    :class:`Cancelled` once ``cancel`` is set (closing the session, which the server may
+    have opened, without waiting for that close)."""
+
+    def open_within(
+        self, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
+    ) -> None: ...
+
+
+def open_bounded(
+    verifier: Verifier, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
+) -> None:
+    """Open ``spec`` within ``timeout_s``, cut short once ``cancel`` is set, when
+    ``verifier`` can (:class:`BoundedOpen`); else (an in-process verifier, which answers at
+    once) its plain ``open``."""
+    if isinstance(verifier, BoundedOpen):
+        verifier.open_within(spec, timeout_s, cancel)
+    else:
+        verifier.open(spec)
 
 
 def reopen(
@@ -112,20 +179,20 @@ def reopen(
     context = (*first.prompt_token_ids, *output)
     attempts = itertools.count(1)
 
-    def attempt() -> str:
+    def attempt(left_s: float) -> str:
         session_id = reconnect_session_id(first.session_id, reconnect, next(attempts))
         reopened = dataclasses.replace(
             first, session_id=session_id, prompt_token_ids=context, sampling=remaining
         )
         try:
-            verifier.open(reopened)
+            open_bounded(verifier, reopened, attempt_timeout_s(left_s), cancel)
         except RequestError as exc:
             close_if_opened(verifier, session_id, exc)
             raise
         return session_id
 
     try:
-        return retry_unavailable(attempt, clock, retry_timeout_s, retry_backoff_s, cancel)
+        return retry_within(attempt, clock, retry_timeout_s, retry_backoff_s, cancel)
     except RequestError as exc:
         on_give_up(exc)
         raise
@@ -176,13 +243,15 @@ def open_retrying(
     cancel: threading.Event | None = None,
 ) -> None:
     """Open ``spec``, retrying every ``retry_backoff_s`` while the server is unreachable
-    (``UNAVAILABLE``: down, restarting), for at most ``retry_timeout_s``; :class:`Cancelled`
-    within a backoff once ``cancel`` is set (the last attempt closed first: it may have
-    opened the session all the same)."""
+    (``UNAVAILABLE``: down, restarting, or silent past the attempt's wait), for at most
+    ``retry_timeout_s``, each attempt waiting only for what is left of it
+    (:func:`attempt_timeout_s`); :class:`Cancelled` within a backoff once ``cancel`` is set
+    (the last attempt closed first: it may have opened the session all the same)."""
+
+    def attempt(left_s: float) -> None:
+        open_bounded(verifier, spec, attempt_timeout_s(left_s), cancel)
 
     def closed(failure: RequestError) -> None:
         close_if_opened(verifier, spec.session_id, failure)
 
-    retry_unavailable(
-        lambda: verifier.open(spec), clock, retry_timeout_s, retry_backoff_s, cancel, closed
-    )
+    retry_within(attempt, clock, retry_timeout_s, retry_backoff_s, cancel, closed)

@@ -33,8 +33,9 @@ speculative decoding against the verification server(s).
   chat messages through the chat template, special-token text in their contents kept as
   text);
 * :mod:`.admission` — how many generations run at once and how many may wait;
-* :mod:`.generation`, :mod:`.text`, :mod:`.streaming` — one request's generation in a worker
-  thread; committed ids to text deltas (held back where a stop sequence may begin); deltas
+* :mod:`.generation`, :mod:`.session_tracker`, :mod:`.text`, :mod:`.streaming` — one
+  request's generation in a worker thread, its sessions closed on the server however it
+  ends; committed ids to text deltas (held back where a stop sequence may begin); deltas
   as server-sent events;
 * :mod:`.responses`, :mod:`.errors` — bodies in the OpenAI shapes; failures as OpenAI error
   bodies with the status an OpenAI client expects.

@@ -38,7 +38,7 @@ from edgespec.runtime.openai_api.generation import (
     run_request,
 )
 from edgespec.runtime.openai_api.health import Health
-from edgespec.runtime.openai_api.in_flight import InFlight, endpoint_stopping
+from edgespec.runtime.openai_api.in_flight import Accepted, InFlight, endpoint_stopping
 from edgespec.runtime.openai_api.messages import prompt_size
 from edgespec.runtime.openai_api.prompts import needs_tokenizer
 from edgespec.runtime.openai_api.responses import Shape, model_entry, model_list
@@ -145,7 +145,7 @@ async def _prepared(
 
 
 async def _complete(
-    request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, lines: Lines
+    request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, lines: Lines, place: Accepted
 ) -> Response:
     parsed = parse_request(await _body(request, api.limits), chat, api.defaults, api.limits)
     if parsed.model != api.model_id:
@@ -156,15 +156,14 @@ async def _complete(
     )
     await lines.health.refuse_if_hopeless(setup.config.retry_timeout_s)  # 503: no server
     admission = lines.admission
-    with lines.in_flight.waiting():
-        await _waited(request, admission.acquire(), admission.release)  # 429: queue full
+    await _waited(request, admission.acquire(), admission.release)  # 429: queue full
     try:
         lines.in_flight.check_open()  # 503: the endpoint is stopping
         running = Running(work, admission.executor, admission.release)
     except BaseException:
         admission.release()
         raise
-    lines.in_flight.started(running)
+    lines.in_flight.started(running, place)
     shape = Shape.new(parsed.model, chat)
     if not parsed.stream:
         return JSONResponse(shape.whole(await _whole(request, running)))
@@ -235,9 +234,10 @@ async def _whole(request: Request, running: Running) -> Completion:
 async def _answer(
     request: Request, setup: EdgeSetup, api: ApiConfig, chat: bool, lines: Lines
 ) -> Response:
-    """A completion, or the OpenAI error body of whatever went wrong."""
+    """A completion, or the OpenAI error body of whatever went wrong; in flight until then."""
     try:
-        return await _complete(request, setup, api, chat, lines)
+        with lines.in_flight.accepted() as place:
+            return await _complete(request, setup, api, chat, lines, place)
     except Exception as exc:
         return json_response(_failed(exc, setup, lines))
 

@@ -1,22 +1,34 @@
 """Chat messages as token ids: rendered by the tokenizer's chat template, their contents kept
-as text. A message whose content spells one of the tokenizer's special tokens (Gemma's
-``<end_of_turn>``, say) would otherwise be tokenized as that token, so a client could forge
-turn markers or an end of text inside its own message; here such text becomes the tokens
-of its characters, the way :func:`plain_ids` spells it, while the template's own markers
-stay special tokens. A conversation without such text is tokenized exactly as before, in
-one call."""
+as text. A special token (Gemma's ``<end_of_turn>``, say) stands in the ids only where the
+template itself wrote it: special-token text a client spells in a content, or across the
+contents the template joins (``a<end_of`` then ``_turn>b``), becomes the tokens of its
+characters (the tokenizer's ``split_special_tokens``). The template's own text is found by
+rendering the conversation again with each content's characters masked (:func:`masked`):
+where both renders line up, a special token is the template's when no masked character
+lies in it. A conversation whose special tokens are all the template's is tokenized in one
+call, exactly as before; one whose template rewrites its contents (the renders differ in
+length) is taken as rendered when it holds no special token beyond the masked render's,
+and refused otherwise."""
 
 from __future__ import annotations
 
+import re
 import threading
+from collections import Counter
 from typing import Any
 
-from edgespec.runtime.openai_api.errors import clip, invalid, shown
+from edgespec.runtime.openai_api.errors import ApiError, clip, invalid, shown
 from edgespec.runtime.openai_api.messages import Message
 
 NEUTRAL_CHAR = "\ue000"
-"""What a content's special-token text is replaced by (one per character) to find where the
-template's own markers are: a private-use character, never part of a special token."""
+"""What each character of a content but a space is masked by: a private-use character,
+never part of a special token."""
+
+_NOT_SPACE = re.compile(r"\S")
+
+Token = tuple[int, int, int]
+"""A token id and the character span of the text it stands for (``0, 0`` from a slow
+tokenizer, which gives no spans: its special tokens are only counted)."""
 
 
 def chat_text(tokenizer: Any, messages: tuple[Message, ...]) -> str:
@@ -35,77 +47,97 @@ def chat_text(tokenizer: Any, messages: tuple[Message, ...]) -> str:
                       param="messages") from None  # fmt: skip
 
 
+def masked(content: str) -> str:
+    """``content`` with each character but a space (``str.isspace``) as
+    :data:`NEUTRAL_CHAR`: a template that trims a content trims this one alike, and a marker
+    that takes in the spaces beside it (an added token's ``lstrip``) stays the template's.
+    (A special token of spaces alone would pass for the template's; Gemma has none.)"""
+    return _NOT_SPACE.sub(NEUTRAL_CHAR, content)
+
+
 def chat_ids(tokenizer: Any, messages: tuple[Message, ...], lock: threading.Lock) -> list[int]:
-    """``messages`` as token ids, special-token text in their contents as plain text.
+    """``messages`` as token ids, a special token only where the chat template wrote it.
     Only the tokenizer's calls hold ``lock`` (the templates render outside it)."""
     text = chat_text(tokenizer, messages)
+    fast = bool(getattr(tokenizer, "is_fast", False))
     with lock:
-        spans = [_special_spans(tokenizer, m.content) for m in messages]
-    if not any(spans):
-        with lock:
-            return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-    pairs = zip(messages, spans, strict=True)
-    neutral = tuple(Message(m.role, _neutralized(m.content, s)) for m, s in pairs)
-    markers_text = chat_text(tokenizer, neutral)
-    with lock:
-        if len(markers_text) == len(text):
-            return _kept_as_text(tokenizer, text, markers_text)
-        ids = [token for token, _, _ in _tokens_at(tokenizer, text)]
         special = _special_ids(tokenizer)
-        markers = [token for token, _, _ in _tokens_at(tokenizer, markers_text)]
-    if [t for t in ids if t in special] == [t for t in markers if t in special]:
-        return ids  # the template rewrote the special-token text itself (escaped it, say)
-    where = next(i for i, s in enumerate(spans) if s)
-    found = messages[where].content[slice(*spans[where][0])]
-    raise invalid(f"messages[{where}].content holds the special token text {shown(found)}, "
-                  "which this model's chat template does not keep as plain text",
-                  param=f"messages[{where}].content")  # fmt: skip
+        tokens = _tokens_at(tokenizer, text) if fast else [(t, 0, 0) for t in _ids(tokenizer, text)]
+    ids = [token for token, _, _ in tokens]
+    if special.isdisjoint(ids):
+        return ids
+    template = chat_text(tokenizer, tuple(Message(m.role, masked(m.content)) for m in messages))
+    if fast and _lined_up(text, template):
+        forged = {(t, s, e) for t, s, e in tokens if t in special and NEUTRAL_CHAR in template[s:e]}
+        if not forged:
+            return ids
+        with lock:
+            return _spelt_out(tokenizer, text, tokens, forged)
+    with lock:
+        own = Counter(t for t in _ids(tokenizer, template) if t in special)
+        beyond = Counter(t for t in ids if t in special) - own
+        if not beyond:
+            return ids  # the template rewrote the contents (escaped special-token text, say)
+        raise _refusal(tokenizer, messages, special, next(t for t in ids if t in beyond))
 
 
-def plain_ids(tokenizer: Any, text: str) -> list[int]:
-    """``text``'s tokens with special-token text spelt out as characters."""
-    return list(tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"])
+def _lined_up(text: str, template: str) -> bool:
+    """Whether ``template`` is ``text`` with characters masked: the chat template wrote the
+    same text at the same places around the contents and their masks."""
+    if len(text) != len(template):
+        return False
+    return all(mask in (char, NEUTRAL_CHAR) for char, mask in zip(text, template, strict=True))
 
 
-def _special_spans(tokenizer: Any, content: str) -> list[tuple[int, int]]:
-    """Where ``content`` alone tokenizes to a special token (character spans); none when
-    its tokens are the same with special tokens spelt out."""
-    ids = list(tokenizer(content, add_special_tokens=False)["input_ids"])
-    if ids == plain_ids(tokenizer, content):
-        return []
-    if not getattr(tokenizer, "is_fast", False):
-        raise invalid("a message's content holds special-token text, which this model's "
-                      "tokenizer (not a fast one) cannot keep as plain text",
-                      param="messages")  # fmt: skip
-    special = _special_ids(tokenizer)
-    tokens = _tokens_at(tokenizer, content)
-    return [(start, end) for token, start, end in tokens if token in special]
-
-
-def _neutralized(content: str, spans: list[tuple[int, int]]) -> str:
-    chars = list(content)
-    for start, end in spans:
-        chars[start:end] = NEUTRAL_CHAR * (end - start)
-    return "".join(chars)
-
-
-def _kept_as_text(tokenizer: Any, text: str, markers_text: str) -> list[int]:
-    """``text``'s tokens, but a special token the template did not write (it is not at that
-    place in ``markers_text``, where contents hold no special-token text) replaced by the
-    plain tokens of its characters."""
-    special = _special_ids(tokenizer)
-    owned = {found for found in _tokens_at(tokenizer, markers_text) if found[0] in special}
+def _spelt_out(tokenizer: Any, text: str, tokens: list[Token], forged: set[Token]) -> list[int]:
+    """``tokens``' ids, each of ``forged`` replaced by the plain tokens of its characters
+    (all spelt out in one call of the tokenizer)."""
+    spans = [found for found in tokens if found in forged]
+    pieces = [text[start:end] for _, start, end in spans]
+    spelt = tokenizer(pieces, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    plain = dict(zip(spans, spelt, strict=True))
     ids: list[int] = []
-    for token, start, end in _tokens_at(tokenizer, text):
-        if token in special and (token, start, end) not in owned:
-            ids.extend(plain_ids(tokenizer, text[start:end]))
+    for found in tokens:
+        if found in plain:
+            ids.extend(int(token) for token in plain[found])
         else:
-            ids.append(token)
+            ids.append(found[0])
     return ids
 
 
-def _tokens_at(tokenizer: Any, text: str) -> list[tuple[int, int, int]]:
-    """``text``'s tokens, each with the character span it stands for."""
+def _refusal(
+    tokenizer: Any, messages: tuple[Message, ...], special: set[int], extra: int
+) -> ApiError:
+    """The 400 for a render holding the special token ``extra`` beyond the template's own,
+    at the first message whose content alone holds special-token text, if one does."""
+    for where, message in enumerate(messages):
+        found = _special_text(tokenizer, message.content, special)
+        if found is not None:
+            return invalid(f"messages[{where}].content holds the special token text "
+                           f"{shown(found)}, which this model's chat template does not keep "
+                           "as plain text", param=f"messages[{where}].content")  # fmt: skip
+    name = str(tokenizer.convert_ids_to_tokens(extra))
+    return invalid(f"the messages' contents, joined by this model's chat template, spell the "
+                   f"special token text {shown(name)}, which the template does not keep as "
+                   "plain text", param="messages")  # fmt: skip
+
+
+def _special_text(tokenizer: Any, content: str, special: set[int]) -> str | None:
+    """The first special token ``content`` alone tokenizes to, as the content spells it
+    (the token's own text where the tokenizer gives no spans); ``None`` when none."""
+    if getattr(tokenizer, "is_fast", False):
+        spans = _tokens_at(tokenizer, content)
+        return next((content[s:e] for t, s, e in spans if t in special), None)
+    found = next((t for t in _ids(tokenizer, content) if t in special), None)
+    return None if found is None else str(tokenizer.convert_ids_to_tokens(found))
+
+
+def _ids(tokenizer: Any, text: str) -> list[int]:
+    return [int(token) for token in tokenizer(text, add_special_tokens=False)["input_ids"]]
+
+
+def _tokens_at(tokenizer: Any, text: str) -> list[Token]:
+    """``text``'s tokens, each with the character span it stands for (a fast tokenizer's)."""
     found = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     pairs = zip(found["input_ids"], found["offset_mapping"], strict=True)
     return [(int(token), int(start), int(end)) for token, (start, end) in pairs]
@@ -113,8 +145,9 @@ def _tokens_at(tokenizer: Any, text: str) -> list[tuple[int, int, int]]:
 
 def _special_ids(tokenizer: Any) -> set[int]:
     """Every special token's id: the added tokens marked special (Gemma's turn markers are
-    among them) and the named ones (BOS, EOS, …)."""
+    among them) and the named ones (BOS, EOS, …), but UNK: text the vocabulary lacks is UNK
+    spelt out or not."""
     added = getattr(tokenizer, "added_tokens_decoder", {})
-    return {int(i) for i, token in added.items() if getattr(token, "special", False)} | {
-        int(i) for i in tokenizer.all_special_ids
-    }
+    named = {int(i) for i in tokenizer.all_special_ids}
+    marked = {int(i) for i, token in added.items() if getattr(token, "special", False)}
+    return (named | marked) - {getattr(tokenizer, "unk_token_id", None)}

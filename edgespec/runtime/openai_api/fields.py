@@ -49,7 +49,12 @@ UNSUPPORTED: dict[str, tuple[Any, ...]] = {
 }
 """Fields accepted only absent, null or at these values, of their JSON type (anything else
 is refused, not ignored: a penalty, a bias, a sampling cut or a response format this
-endpoint would not apply)."""
+endpoint would not apply); a route's own values in :data:`ROUTE_UNSUPPORTED`."""
+
+ROUTE_UNSUPPORTED: dict[bool, dict[str, tuple[Any, ...]]] = {False: {"logprobs": ()}, True: {}}
+"""What a route takes instead of :data:`UNSUPPORTED`'s: ``logprobs`` is chat's boolean
+(``false`` is off) but an integer on ``/v1/completions``, where even 0 returns the chosen
+tokens' log probabilities: only null."""
 
 UNKNOWN = "unknown_parameter"
 """The code of a refused field the route does not know (OpenAI's)."""
@@ -59,11 +64,11 @@ IGNORED = ("metadata", "store", "user")
 change its output (this endpoint stores nothing)."""
 
 
-def _unsupported(body: Mapping[str, Any]) -> None:
-    """A 400 naming the first field of :data:`UNSUPPORTED` at a value it does not take,
-    values spelled as JSON; its code OpenAI's: ``unsupported_value`` (the field takes some
-    value), ``unsupported_parameter`` (it takes none but null)."""
-    for name, allowed in UNSUPPORTED.items():
+def _unsupported(body: Mapping[str, Any], chat: bool) -> None:
+    """A 400 naming the first field of :data:`UNSUPPORTED` at a value the route does not
+    take, values spelled as JSON; its code OpenAI's: ``unsupported_value`` (the field takes
+    some value), ``unsupported_parameter`` (it takes none but null)."""
+    for name, allowed in (UNSUPPORTED | ROUTE_UNSUPPORTED[chat]).items():
         value = body.get(name)
         if value is not None and not any(type(value) is type(a) and value == a for a in allowed):
             only = ", ".join(map(shown, (None, *allowed)))
@@ -85,7 +90,7 @@ def check_fields(body: Mapping[str, Any], chat: bool) -> None:
         raise invalid(f"unknown field {shown(name)}: this endpoint does not apply it, so it "
                       f"refuses it (it ignores only {', '.join(IGNORED)})",
                       param=clip(name), code=UNKNOWN)  # fmt: skip
-    _unsupported(body)
+    _unsupported(body, chat)
 
 
 def parse_stream(body: Mapping[str, Any]) -> tuple[bool, bool]:

@@ -26,10 +26,9 @@ from typing import Any
 
 from edgespec.core.types import SamplingParams
 from edgespec.models.chat_templates import end_of_turn_ids
-from edgespec.runtime.edge.reconnect import Cancelled, close_quietly
+from edgespec.runtime.edge.reconnect import Cancelled
 from edgespec.runtime.edge.session_ids import new_session_id
 from edgespec.runtime.errors import RequestError
-from edgespec.runtime.messages import SessionSpec
 from edgespec.runtime.openai_api.errors import (
     clip,
     context_exceeded,
@@ -40,6 +39,7 @@ from edgespec.runtime.openai_api.errors import (
 from edgespec.runtime.openai_api.messages import is_chat
 from edgespec.runtime.openai_api.prompts import prompt_ids, prompt_param
 from edgespec.runtime.openai_api.schema import Limits, ParsedRequest
+from edgespec.runtime.openai_api.session_tracker import tracked
 from edgespec.runtime.openai_api.text import TextStream
 from edgespec.runtime.openai_api.throttle import RefusedCredentials
 
@@ -79,31 +79,6 @@ class EdgeSetup:
     clock: Callable[[], float] = time.perf_counter
     refusals: RefusedCredentials = dataclasses.field(default_factory=RefusedCredentials)
     answered_at_start: frozenset[str] = frozenset()
-
-
-class SessionTracker:
-    """A verifier that remembers the sessions it opened and has not closed, so that a
-    request ended early (client gone, stop sequence, error) closes them on the server."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self._open: set[str] = set()
-
-    def open(self, spec: SessionSpec) -> None:
-        self._inner.open(spec)
-        self._open.add(spec.session_id)
-
-    def close(self, session_id: str) -> None:
-        self._open.discard(session_id)
-        self._inner.close(session_id)
-
-    def close_all(self) -> None:
-        for session_id in sorted(self._open):
-            self._open.discard(session_id)
-            close_quietly(self._inner, session_id)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 def _verifier(setup: EdgeSetup, options: Any) -> tuple[Any, float]:
@@ -262,7 +237,7 @@ def run_request(
                            config.retry_timeout_s, progress=budget, cancel=cancel)  # fmt: skip
     verifier, left_s = _verifier(setup, options)
     options = dataclasses.replace(options, first_open_retry_s=left_s)
-    tracker = SessionTracker(wrap_verifier(verifier, config))
+    tracker = tracked(wrap_verifier(verifier, config))  # its sessions closed however it ends
     try:
         generate(tracker, _drafter(setup), prepared.prompt_ids, prepared.sampling, options,
                  prepared.window, on_tokens, setup.clock)  # fmt: skip

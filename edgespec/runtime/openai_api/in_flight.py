@@ -1,5 +1,6 @@
 """The requests an endpoint has in flight, as a stopping endpoint needs them
-(:mod:`.stopping`): how many wait for a worker or generate, and a way to cancel them all.
+(:mod:`.stopping`): how many it has taken and not answered (reading their body, their
+prompt tokenized, waiting for a worker, generating), and a way to cancel them all.
 
 A cancelled generation ends at its next round (or within one retry backoff while its server
 is unreachable) and closes its session on the verification server; its client gets
@@ -22,30 +23,51 @@ def endpoint_stopping() -> ApiError:
                     "finished", kind="server_error", code="endpoint_stopping")  # fmt: skip
 
 
+class Accepted:
+    """One request an :class:`InFlight` counts from when the endpoint took it until it is
+    answered or its generation starts (:meth:`InFlight.started`: counted as that since)."""
+
+    __slots__ = ("counted",)
+
+    def __init__(self) -> None:
+        self.counted = True
+
+
 class InFlight:
-    """The endpoint's requests waiting for a worker and its generations running (their
-    :class:`~.streaming.Running`), counted and cancelled from any thread."""
+    """The endpoint's requests taken and not yet generating (:meth:`accepted`) and its
+    generations running (their :class:`~.streaming.Running`), counted and cancelled from
+    any thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running: list[Running] = []
-        self._num_waiting = 0
+        self._num_accepted = 0
         self._cancelled = False
 
     @contextmanager
-    def waiting(self) -> Iterator[None]:
-        """Counted as in flight while it waits for a worker."""
+    def accepted(self) -> Iterator[Accepted]:
+        """Counted as in flight from now (its body still to read, its prompt to tokenize, a
+        worker to wait for) until the block ends or its generation starts."""
+        place = Accepted()
         with self._lock:
-            self._num_waiting += 1
+            self._num_accepted += 1
         try:
-            yield
+            yield place
         finally:
             with self._lock:
-                self._num_waiting -= 1
+                self._uncount(place)
 
-    def started(self, running: Running) -> None:
-        """``running`` is one of the generations; cancelled at once if they were."""
+    def _uncount(self, place: Accepted) -> None:
+        """``place`` no longer counted as accepted (under the lock)."""
+        if place.counted:
+            place.counted = False
+            self._num_accepted -= 1
+
+    def started(self, running: Running, place: Accepted) -> None:
+        """``running`` is the generation of the request at ``place``, counted as that from
+        now; cancelled at once if the requests in flight were."""
         with self._lock:
+            self._uncount(place)
             self._running = [r for r in self._running if not r.finished.is_set()]
             self._running.append(running)
             if self._cancelled:
@@ -58,9 +80,9 @@ class InFlight:
             raise endpoint_stopping()
 
     def count(self) -> int:
-        """The requests waiting for a worker and the generations not yet ended."""
+        """The requests taken and not yet generating, and the generations not yet ended."""
         with self._lock:
-            return self._num_waiting + sum(1 for r in self._running if not r.finished.is_set())
+            return self._num_accepted + sum(1 for r in self._running if not r.finished.is_set())
 
     def generating(self) -> int:
         """The generations not yet ended (their workers still busy)."""
@@ -73,7 +95,7 @@ class InFlight:
         with self._lock:
             self._cancelled = True
             left = [r for r in self._running if not r.finished.is_set()]
-            num = self._num_waiting + len(left)
+            num = self._num_accepted + len(left)
         for running in left:
             running.cancel.set()
         return num

@@ -141,12 +141,20 @@ def _number(body: Mapping[str, Any], name: str, default: float, low: float, high
 def _sampling(body: Mapping[str, Any], defaults: Defaults) -> tuple[float, float]:
     """(``temperature``, ``top_p``): ``top_p`` in [0, 1] as OpenAI takes it. Its limit 0
     keeps only the most likely token: greedy, so temperature 0 and top_p 1 (the core's
-    top_p is in (0, 1], and the wire reads a top_p of 0 as unset, i.e. 1)."""
+    top_p is in (0, 1], and the wire reads a top_p of 0 as unset, i.e. 1). A top_p in
+    (0, 1) at temperature 0 (greedy; the default unless the config sets another) would
+    change nothing: refused, ``unsupported_value`` as :mod:`.fields`' refusals."""
     temperature = _number(body, "temperature", defaults.temperature, 0.0, 2.0)
     top_p = _number(body, "top_p", 1.0, 0.0, 1.0)
     for name, value in (("temperature", temperature), ("top_p", top_p)):
         if (problem := wire_float_problem(value)) is not None:
             raise invalid(f"{name} {problem}", param=name)
+    if temperature == 0 and 0 < top_p < 1:
+        given = body.get("temperature") is not None
+        default = "" if given else ", this endpoint's default when a request gives none"
+        raise invalid(f"top_p {shown(body['top_p'])} does nothing at temperature 0 (greedy)"
+                      f"{default}: give a temperature > 0 to sample with top_p",
+                      param="top_p", code="unsupported_value")  # fmt: skip
     return (0.0, 1.0) if top_p == 0 else (temperature, top_p)
 
 

@@ -186,7 +186,7 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
     class checked against it; several must serve one model, and each that answers must take
     the token."""
     from edgespec.policies.registry import build_policy
-    from edgespec.runtime.wire.grpc_client import drafter_clients
+    from edgespec.runtime.wire.drafter_clients import drafter_clients
 
     verifiers: tuple[Any, ...] = (verifier,)
     routing = None

@@ -16,13 +16,22 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from edgespec.runtime.edge.fused_handover import fused_if
+from edgespec.runtime.edge.reconnect import open_bounded
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import ServerStats, SessionSpec, VerifyCall, VerifyReply
+from edgespec.runtime.messages import (
+    FusedCall,
+    FusedRound,
+    ServerStats,
+    SessionSpec,
+    VerifyCall,
+    VerifyReply,
+)
 from edgespec.runtime.openai_api.errors import ApiError, clip, from_request_error
 from edgespec.runtime.openai_api.outages import OutageLog
 
@@ -131,10 +140,12 @@ class ServerWatch:
         return from_request_error(RequestError(ErrorCode.UNAVAILABLE, why))
 
     def watched(self, clients: tuple[Any, ...]) -> tuple[Watched, ...]:
-        """The servers' ``clients`` (in the order of ``addresses``), each call watched."""
+        """The servers' ``clients`` (in the order of ``addresses``), each call watched (a
+        :class:`FusedWatched` of a client that runs fused rounds)."""
         if len(clients) != len(self.addresses):
             raise ValueError(f"{len(clients)} clients of {len(self.addresses)} servers")
-        return tuple(Watched(client, self, index) for index, client in enumerate(clients))
+        return tuple(fused_if(client, Watched, FusedWatched)(client, self, index)
+                     for index, client in enumerate(clients))  # fmt: skip
 
     def seen(self) -> tuple[Seen, ...]:
         with self._lock:
@@ -155,7 +166,8 @@ class ServerWatch:
 
 class Watched:
     """Server ``index``'s client ``inner``, each call's outcome told to ``watch``; any other
-    attribute is the client's."""
+    attribute is the client's, but the verifier's methods are declared here (a Protocol's
+    ``isinstance`` does not see ``__getattr__`` from Python 3.12 on)."""
 
     def __init__(self, inner: Any, watch: ServerWatch, index: int) -> None:
         self._inner = inner
@@ -174,6 +186,13 @@ class Watched:
     def open(self, spec: SessionSpec) -> None:
         self._told(self._inner.open, spec)
 
+    def open_within(
+        self, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
+    ) -> None:
+        """The client's bounded open (:func:`~edgespec.runtime.edge.reconnect.open_bounded`),
+        told: one cut short by ``cancel`` tells nothing."""
+        self._told(open_bounded, self._inner, spec, timeout_s, cancel)
+
     def verify(self, call: VerifyCall) -> VerifyReply:
         reply: VerifyReply = self._told(self._inner.verify, call)
         return reply
@@ -189,3 +208,12 @@ class Watched:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+class FusedWatched(Watched):
+    """A :class:`Watched` client that runs fused rounds (a ``FusedVerifier``); a fused run
+    is passed on untold, as before."""
+
+    def run_fused(self, call: FusedCall) -> Iterator[FusedRound]:
+        rounds: Iterator[FusedRound] = self._inner.run_fused(call)
+        return rounds

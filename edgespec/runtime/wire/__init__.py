@@ -1,9 +1,13 @@
 """Protobuf, gRPC, and the in-process and emulated links.
 
-* :mod:`.grpc_common`, :mod:`.grpc_server`, :mod:`.grpc_client` — **the only grpc
-  importers**: the shared generated stubs, ``ErrorCode`` to gRPC status-code maps and
-  message-size options; the servicer (auth, TLS, size limits, undecodable requests),
-  ``start_server``, ``ServerThread``; the ``RemoteVerifier`` client;
+* :mod:`.grpc_common`, :mod:`.grpc_server`, :mod:`.grpc_client`, :mod:`.grpc_calls` —
+  **the only grpc importers**: the shared generated stubs, ``ErrorCode`` to gRPC
+  status-code maps and message-size options; the servicer (auth, TLS, size limits,
+  undecodable requests), ``start_server``, ``ServerThread``; the ``RemoteVerifier`` client;
+  a client call's failure as a ``RequestError`` (a ``CANCELLED`` the server cut it with:
+  ``UNAVAILABLE``) and a unary call's answer waited for until a cancel event;
+* :mod:`.drafter_clients` — ``drafter_clients``: the clients of an edge drafter's servers
+  from its config, each close within ``CLOSE_TIMEOUT_S`` (2 s);
 * :mod:`.codec`, :mod:`.fused_codec`, :mod:`.draft_probs`, :mod:`.requests` — protobuf to
   runtime records (protobuf only, no grpc): verify calls and replies, fused-run records
   (``HistorySnapshot``, ``FusedCall``, ``FusedRound``), the compact draft distribution (held

@@ -164,10 +164,22 @@ class EmulatedLinkVerifier:
         return delay
 
     def open(self, spec: SessionSpec) -> None:
+        self._open(spec, lambda: self.inner.open(spec))
+
+    def open_within(
+        self, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
+    ) -> None:
+        """:meth:`open`, the call bounded as the inner verifier can bound it
+        (:func:`~edgespec.runtime.edge.reconnect.open_bounded`), the link's delays not."""
+        from edgespec.runtime.edge.reconnect import open_bounded
+
+        self._open(spec, lambda: open_bounded(self.inner, spec, timeout_s, cancel))
+
+    def _open(self, spec: SessionSpec, call: Callable[[], None]) -> None:
         size = open_bytes(spec)
         up = self._wait(size)
         self._transfers.append(LinkTransfer("open", size, up))
-        self.inner.open(spec)
+        call()
         down = self._wait(HEADER_BYTES)
         self._transfers[-1] = LinkTransfer("open", size, up, HEADER_BYTES, down)
 

@@ -1,11 +1,13 @@
 """gRPC client side: :class:`RemoteVerifier` is the drafter's
 :class:`~edgespec.runtime.edge.drafter.Verifier` over a blocking channel; gRPC status codes
-come back as :class:`RequestError` with the same :class:`ErrorCode`. The server is
+come back as :class:`RequestError` with the same :class:`ErrorCode`
+(:func:`~edgespec.runtime.wire.grpc_calls.to_request_error`). The server is
 :mod:`edgespec.runtime.wire.grpc_server`.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,6 +15,7 @@ import grpc
 
 from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.errors import UserInputError
+from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, Cancelled
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
@@ -31,12 +34,14 @@ from edgespec.runtime.wire.codec import (
     stats_from_proto,
 )
 from edgespec.runtime.wire.fused_codec import fused_call_to_proto, fused_round_from_proto
-from edgespec.runtime.wire.grpc_common import ERROR_CODE, message_size_options, pb_grpc
+from edgespec.runtime.wire.grpc_calls import answered, to_request_error
+from edgespec.runtime.wire.grpc_common import message_size_options, pb_grpc
 from edgespec.runtime.wire.stream_deadline import ChunkDeadline
 
 
 class RemoteVerifier:
-    """Blocking gRPC client; a :class:`~edgespec.runtime.edge.drafter.Verifier`. Every call
+    """Blocking gRPC client; a :class:`~edgespec.runtime.edge.drafter.Verifier` (and a
+    :class:`~edgespec.runtime.edge.reconnect.BoundedOpen`: :meth:`open_within`). Every call
     has ``timeout_s`` to answer, ``CloseSession`` ``close_timeout_s`` (default the same): a
     client cleaning up after a server that stopped answering can give it less."""
 
@@ -65,6 +70,7 @@ class RemoteVerifier:
         self._timeout_s = timeout_s
         self._close_timeout_s = timeout_s if close_timeout_s is None else close_timeout_s
         self._max_message_bytes = max_message_bytes
+        self._unwaited: set[Any] = set()  # closes not waited for: kept until they end
 
     def _call(
         self, method: Callable[..., Any], request: Any, timeout_s: float | None = None
@@ -74,7 +80,7 @@ class RemoteVerifier:
             timeout = self._timeout_s if timeout_s is None else timeout_s
             return method(request, metadata=self._metadata, timeout=timeout)
         except grpc.RpcError as exc:
-            raise _to_request_error(exc) from exc
+            raise to_request_error(exc) from exc
 
     def _check_size(self, request: Any, what: str, advice: str) -> Any:
         """``request`` when it fits this client's message limit; else a clear
@@ -89,10 +95,45 @@ class RemoteVerifier:
             )
         return request
 
-    def open(self, spec: SessionSpec) -> None:
+    def _open_request(self, spec: SessionSpec) -> Any:
         request = spec_to_proto(_check_uint32s(spec))
         advice = f"shorten the prompt ({len(spec.prompt_token_ids)} tokens)"
-        self._call(self._stub.OpenSession, self._check_size(request, "the prompt", advice))
+        return self._check_size(request, "the prompt", advice)
+
+    def open(self, spec: SessionSpec) -> None:
+        self._call(self._stub.OpenSession, self._open_request(spec))
+
+    def open_within(
+        self, spec: SessionSpec, timeout_s: float, cancel: threading.Event | None
+    ) -> None:
+        """:meth:`open`, answered within ``timeout_s`` (at most this client's), else
+        ``UNAVAILABLE``; once ``cancel`` is set (seen within ``RETRY_BACKOFF_S``) or on an
+        interrupt, the call cancelled, the session (maybe opened) closed unwaited: Cancelled."""
+        request = self._open_request(spec)
+        call = self._stub.OpenSession.future(request, metadata=self._metadata,
+                                             timeout=min(timeout_s, self._timeout_s))  # fmt: skip
+        done = False
+        try:
+            done = answered(call, cancel, RETRY_BACKOFF_S)
+        finally:
+            if not done:
+                call.cancel()
+                self._close_unwaited(spec.session_id)
+        if not done:
+            raise Cancelled("cancelled while its session's open was unanswered")
+        try:
+            call.result()
+        except grpc.RpcError as exc:
+            raise to_request_error(exc) from exc
+
+    def _close_unwaited(self, session_id: str) -> None:
+        """Close ``session_id`` without waiting for the answer (within ``close_timeout_s``);
+        the call is kept until it ends (gRPC cancels a call whose future is collected)."""
+        request = pb.CloseSessionRequest(session_id=session_id)
+        closing = self._stub.CloseSession.future(request, metadata=self._metadata,
+                                                 timeout=self._close_timeout_s)  # fmt: skip
+        self._unwaited.add(closing)
+        closing.add_done_callback(self._unwaited.discard)
 
     def verify(self, call: VerifyCall) -> VerifyReply:
         request = self._check_size(
@@ -200,7 +241,7 @@ class RemoteVerifier:
         try:
             call = start()
         except grpc.RpcError as exc:  # gRPC's own report errors as the stream is read
-            raise _to_request_error(exc) from exc
+            raise to_request_error(exc) from exc
         with ChunkDeadline(call.cancel, self._timeout_s) as deadline:
             try:
                 while (chunk := _next_chunk(call, deadline)) is not None:
@@ -210,7 +251,7 @@ class RemoteVerifier:
                     raise RequestError(ErrorCode.UNAVAILABLE, f"no chunk from the server within "
                                        f"{self._timeout_s:g} s: the stream was "
                                        "cancelled") from exc  # fmt: skip
-                raise _to_request_error(exc) from exc
+                raise to_request_error(exc) from exc
             finally:
                 call.cancel()  # a no-op once the stream ended; else the server stops
 
@@ -257,29 +298,3 @@ def _check_uint32s(spec: SessionSpec) -> SessionSpec:
             f"max_new_tokens {budget} is outside [0, 2**32), what the wire carries (uint32)",
         )
     return spec
-
-
-def _to_request_error(exc: grpc.RpcError) -> RequestError:
-    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
-    details = exc.details() if hasattr(exc, "details") else str(exc)
-    mapped = ERROR_CODE.get(code)
-    if mapped is None:
-        mapped = ErrorCode.UNAVAILABLE if code == grpc.StatusCode.DEADLINE_EXCEEDED else None
-    if mapped is None:
-        return RequestError(ErrorCode.INVALID_ARGUMENT, f"{code.name}: {details}")
-    return RequestError(mapped, details or code.name)
-
-
-def drafter_clients(config: Any) -> tuple[RemoteVerifier, ...]:
-    """A client of each server a ``DrafterConfig`` names, with its token, CA, request
-    timeout and message limit (``edgespec draft`` and its OpenAI endpoint alike)."""
-    return tuple(
-        RemoteVerifier(
-            address,
-            config.auth_token,
-            config.tls_ca,
-            config.request_timeout_s,
-            config.max_message_bytes,
-        )
-        for address in config.servers
-    )

@@ -1,5 +1,6 @@
-"""What the gRPC server and client share; with :mod:`edgespec.runtime.wire.grpc_server` and
-:mod:`edgespec.runtime.wire.grpc_client`, the only modules that import grpc.
+"""What the gRPC server and client share; with :mod:`edgespec.runtime.wire.grpc_server`,
+:mod:`edgespec.runtime.wire.grpc_client` and :mod:`edgespec.runtime.wire.grpc_calls`, the
+only modules that import grpc.
 
 The generated stubs (``pb_grpc``), the :class:`ErrorCode` ⇄ ``grpc.StatusCode`` maps (a
 :class:`RequestError` crosses the wire as the status code of the same name) and the

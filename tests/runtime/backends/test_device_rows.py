@@ -3,6 +3,7 @@ the rows to the host; a sampled verdict copies them once."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -67,8 +68,11 @@ def _counting_host(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     original = DeviceRows.host
 
+    this = threading.current_thread()  # not another test's server left in this worker
+
     def host(self: DeviceRows) -> npt.NDArray[np.float32]:
-        calls.append(self.num_rows)
+        if threading.current_thread() is this:
+            calls.append(self.num_rows)
         return original(self)
 
     monkeypatch.setattr(DeviceRows, "host", host)
@@ -96,8 +100,11 @@ def test_a_greedy_draft_copies_its_rows_only_when_they_are_read(
     copies: list[tuple[int, ...]] = []
     original = torch.Tensor.cpu
 
+    this = threading.current_thread()  # not another test's server left in this worker
+
     def cpu(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-        copies.append(tuple(self.shape))
+        if threading.current_thread() is this:
+            copies.append(tuple(self.shape))
         return original(self, *args, **kwargs)
 
     drafter = TransformersDraft(draft_model)

@@ -72,7 +72,7 @@ def test_a_second_ctrl_c_while_the_session_closes_is_said_and_the_close_finishes
     assert (left, command.lines[-3:]) == (0, [
         "closing",
         "edgespec draft: SIGINT while closing its session on the server, which goes on (at "
-        "most 30 s)",
+        "most 2 s)",
         "edgespec draft: interrupted",
     ])  # fmt: skip
     assert not any("Traceback" in line for line in command.lines)

@@ -32,9 +32,12 @@ class FakeVerifier:
         tls_ca: str | None,
         timeout_s: float,
         max_message_bytes: int,
+        tls_server_name: str | None,
+        close_timeout_s: float,
     ) -> None:
         self.address, self.auth_token, self.tls_ca = address, auth_token, tls_ca
         self.timeout_s, self.max_message_bytes = timeout_s, max_message_bytes
+        self.close_timeout_s = close_timeout_s
         self.asked: list[tuple[Any, bool, int]] = []
         FakeVerifier.made.append(self)
 
@@ -82,7 +85,7 @@ def test_baseline_requests_carry_the_flags(
         "ca.pem",
         9.0,
     )
-    assert client.max_message_bytes == 8388608
+    assert (client.max_message_bytes, client.close_timeout_s) == (8388608, 2.0)  # close: ≤ 2 s
     ((spec, fused, gamma),) = client.asked
     assert (fused, gamma) == (True, 4)  # the default static window's γ
     assert spec.prompt_token_ids == (4, 5, 6)

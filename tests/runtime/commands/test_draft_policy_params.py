@@ -12,7 +12,7 @@ import pytest
 from edgespec.cli import main
 from edgespec.config import PolicySpec, load_config
 from edgespec.runtime.edge.config import DrafterConfig
-from edgespec.runtime.wire import grpc_client
+from edgespec.runtime.wire import drafter_clients as wire_clients
 
 TWO_SERVERS = ["--server", "127.0.0.1:1", "--server", "127.0.0.1:2"]
 JSQ_ROUTED = [*TWO_SERVERS, "--routing", "jsq"]
@@ -42,7 +42,7 @@ def unconnected(monkeypatch: pytest.MonkeyPatch) -> None:
     def connect(config: Any) -> Any:
         raise AssertionError(f"connected to {config.server} before the flags were checked")
 
-    monkeypatch.setattr(grpc_client, "drafter_clients", connect)
+    monkeypatch.setattr(wire_clients, "drafter_clients", connect)
 
 
 @pytest.mark.parametrize(

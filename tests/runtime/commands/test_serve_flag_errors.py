@@ -26,7 +26,7 @@ STOPPED = 130
 
 @dataclasses.dataclass
 class Served:
-    """What ``run`` handed to ``_serve``."""
+    """What ``run`` handed to ``_serve`` (``threads``: to ``apply_cpus_and_threads``)."""
 
     config: Any = None
     policy: Any = None
@@ -47,19 +47,22 @@ def served(monkeypatch: pytest.MonkeyPatch) -> Served:
         config: Any,
         policy: Any,
         draft_name: str | None,
-        threads: int | None,
         window: Any = None,
         round_log: Any = None,
         verbose: bool = False,
         choice: Any = None,
     ) -> int:
-        seen.config, seen.policy, seen.draft, seen.threads = config, policy, draft_name, threads
+        seen.config, seen.policy, seen.draft = config, policy, draft_name
         seen.window, seen.round_log, seen.verbose = window, round_log, verbose
         seen.choice = choice
         seen.calls += 1
         return signal.SIGINT  # served until Ctrl-C
 
+    def applied(cpus: tuple[int, ...] | None, threads: int | None) -> None:
+        seen.threads = threads  # and this process's torch threads left alone
+
     monkeypatch.setattr(serve_command, "_serve", record)
+    monkeypatch.setattr(serve_command, "apply_cpus_and_threads", applied)
     return seen
 
 

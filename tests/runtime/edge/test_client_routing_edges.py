@@ -26,7 +26,8 @@ from edgespec.runtime.messages import (
 )
 from edgespec.runtime.wire.codec import pb
 from edgespec.runtime.wire.fused_codec import fused_round_to_proto
-from edgespec.runtime.wire.grpc_client import RemoteVerifier, _to_request_error
+from edgespec.runtime.wire.grpc_calls import to_request_error
+from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
 SPEC = SessionSpec("s", "c", (5, 6, 7), SamplingParams(max_new_tokens=4))
 
@@ -109,7 +110,7 @@ class FakeRpcError(grpc.RpcError):  # type: ignore[misc]
 def test_grpc_status_codes_map_to_request_errors(
     status: grpc.StatusCode, details: str, code: ErrorCode, message: str
 ) -> None:
-    error = _to_request_error(FakeRpcError(status, details))
+    error = to_request_error(FakeRpcError(status, details))
     assert (error.code, error.message) == (code, message)
 
 

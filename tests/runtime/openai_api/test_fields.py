@@ -1,8 +1,9 @@
 """Which fields a request may carry, checked before anything runs: a field that would change
-the output and is not applied is refused naming it (never ignored); chat messages are
-system, user and assistant turns of role and content only; ``stream_options`` is an object
-of booleans, with ``stream: true`` only; ``stop: []`` is no stop; an error message quotes
-at most 80 characters of what the client sent."""
+the output and is not applied is refused naming it (never ignored), ``top_p`` at temperature
+0 too, ``logprobs`` in each route's own spelling; chat messages are system, user and
+assistant turns of role and content only; ``stream_options`` is an object of booleans, with
+``stream: true`` only; ``stop: []`` is no stop; an error message quotes at most 80
+characters of what the client sent."""
 
 from __future__ import annotations
 
@@ -32,7 +33,10 @@ field the route does not know."""
         ("min_p", 0.5, "min_p: 0.5 is not supported (only null, 0, 0.0)", VALUE),
         ("min_tokens", 5, "min_tokens: 5 is not supported (only null, 0)", VALUE),
         ("ignore_eos", True, "ignore_eos: true is not supported (only null, false)", VALUE),
-        ("logprobs", True, "logprobs: true is not supported (only null, false)", VALUE),
+        ("logprobs", True, "logprobs: true is not supported (only null)", PARAMETER),
+        ("logprobs", 1, "logprobs: 1 is not supported (only null)", PARAMETER),
+        ("logprobs", 0, "logprobs: 0 is not supported (only null)", PARAMETER),
+        ("logprobs", False, "logprobs: false is not supported (only null)", PARAMETER),
         ("stop_token_ids", [1], "stop_token_ids: [1] is not supported (only null, [])", VALUE),
         ("reasoning_effort", "high",
          'reasoning_effort: "high" is not supported (only null)', PARAMETER),
@@ -60,6 +64,36 @@ def test_a_field_that_would_change_the_output_is_refused(
     assert (status, error["param"], error["message"], error["code"]) == (
         400, field, message, code,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"top_p": 0.9}, "top_p 0.9 does nothing at temperature 0 (greedy), this endpoint's "
+         "default when a request gives none: give a temperature > 0 to sample with top_p"),
+        ({"top_p": 0.5, "temperature": 0}, "top_p 0.5 does nothing at temperature 0 (greedy): "
+         "give a temperature > 0 to sample with top_p"),
+    ],
+    ids=["default-temperature", "temperature-0"],
+)  # fmt: skip
+def test_top_p_at_temperature_0_is_refused(
+    api: ApiThread, fields: dict[str, Any], message: str
+) -> None:
+    """The endpoint's temperature is the config's (0 here), not OpenAI's 1: a client that
+    set only top_p got greedy text, not the nucleus sampling it asked for."""
+    status, error = _error(api, BASE | fields)
+    assert (status, error["param"], error["message"], error["code"]) == (
+        400, "top_p", message, VALUE,
+    )  # fmt: skip
+
+
+def test_a_seed_or_top_p_that_changes_nothing_at_temperature_0_is_taken(api: ApiThread) -> None:
+    """Greedy text is the same with or without a seed (OpenAI clients send one routinely),
+    and top_p 1 (no cut) or 0 (greedy) asks for greedy text."""
+    plain = _post(api, "/v1/completions", json.dumps(BASE).encode())[1]["choices"][0]
+    for fields in ({"seed": 7}, {"top_p": 1}, {"top_p": 0, "seed": 3}, {"temperature": 0}):
+        status, reply, _ = _post(api, "/v1/completions", json.dumps(BASE | fields).encode())
+        assert (status, reply["choices"][0]) == (200, plain), fields
 
 
 def test_fields_that_change_nothing_are_taken(api: ApiThread) -> None:
@@ -125,6 +159,16 @@ def test_a_developer_message_is_the_system_message(api: ApiThread) -> None:
         assert status == 200, reply
         replies.append((reply["usage"], reply["choices"][0]["message"]))
     assert replies[0] == replies[1]
+
+
+def test_chat_refuses_logprobs_in_its_own_spelling(api: ApiThread) -> None:
+    """Chat's logprobs is a boolean (false is off); completions' an integer, where the
+    refusal read "only null, false" for ``1``."""
+    body = _chat(USER) | {"logprobs": True}
+    status, error = _error(api, body, path=CHAT)
+    assert (status, error["param"], error["message"], error["code"]) == (
+        400, "logprobs", "logprobs: true is not supported (only null, false)", VALUE,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(

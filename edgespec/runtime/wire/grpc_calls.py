@@ -1,0 +1,55 @@
+"""What one call of the gRPC client (:mod:`edgespec.runtime.wire.grpc_client`) comes to: its
+failure as a :class:`RequestError` (:func:`to_request_error`), and a unary call's answer
+waited for until a cancel event is set (:func:`answered`).
+
+A call the client did not cancel that ends ``CANCELLED`` was cut by the server: one stopping
+without grace (``edgespec serve`` stopped, restarted) cuts some of the calls under way so,
+others ``UNAVAILABLE`` (``Cancelling all calls``), whichever its connection's teardown
+reaches first. Both are the server going away, so both are ``UNAVAILABLE`` here, which the
+drafter retries (:mod:`edgespec.runtime.edge.reconnect`); the client's own cancellations (a
+stream's chunk past its deadline, an open cut by a cancel event) are told apart before
+this, and gRPC says :data:`LOCAL_CANCEL_DETAILS` of them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import grpc
+
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.wire.grpc_common import ERROR_CODE
+
+LOCAL_CANCEL_DETAILS = "Locally cancelled by application!"
+"""gRPC's details of a call its own client cancelled (left ``CANCELLED``)."""
+
+
+def to_request_error(exc: grpc.RpcError) -> RequestError:
+    """A call's gRPC failure as the :class:`RequestError` of the same code; a deadline
+    exceeded, and a ``CANCELLED`` the client did not ask for (the server stopping), are
+    ``UNAVAILABLE``; a status the runtime has no code for, ``INVALID_ARGUMENT`` naming it."""
+    code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    if code == grpc.StatusCode.CANCELLED and details != LOCAL_CANCEL_DETAILS:
+        said = "" if details in ("", code.name) else f": {details}"
+        return RequestError(ErrorCode.UNAVAILABLE, f"the server cancelled the call "
+                            f"(CANCELLED{said}): it is stopping or restarting")  # fmt: skip
+    mapped = ERROR_CODE.get(code)
+    if mapped is None:
+        mapped = ErrorCode.UNAVAILABLE if code == grpc.StatusCode.DEADLINE_EXCEEDED else None
+    if mapped is None:
+        return RequestError(ErrorCode.INVALID_ARGUMENT, f"{code.name}: {details}")
+    return RequestError(mapped, details or code.name)
+
+
+def answered(call: Any, cancel: threading.Event | None, poll_s: float) -> bool:
+    """Wait for ``call`` (a unary call's future, ended by its own deadline at the latest):
+    ``True`` once it is done, ``False`` as soon as ``cancel`` is set (looked at every
+    ``poll_s``; the call is left to its caller to cancel)."""
+    done = threading.Event()
+    call.add_done_callback(lambda _: done.set())
+    while not done.wait(poll_s):
+        if cancel is not None and cancel.is_set():
+            return False
+    return True

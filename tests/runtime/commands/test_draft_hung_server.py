@@ -1,0 +1,37 @@
+"""``edgespec draft --prompt`` against a server that went silent after it was reached (its
+``Health`` answered, then nothing: :mod:`tests.runtime.hung_server`): the first open fails
+after ``--request-timeout-s``, and its close (the server may have opened the session) takes
+at most ``CLOSE_TIMEOUT_S`` more, not another request timeout. The close held against a
+second Ctrl-C says that bound: tests/runtime/commands/test_command_signals.py."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from edgespec.config import from_dict
+from edgespec.policies.window import StaticWindow
+from edgespec.runtime.commands.draft_run import DraftRun
+from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.wire.drafter_clients import CLOSE_TIMEOUT_S, drafter_clients
+from tests.runtime.hung_server import VOCAB_SIZE, hung_server
+
+REQUEST_TIMEOUT_S = 4.0
+SLACK_S = 0.8
+
+
+def test_the_first_open_fails_after_one_request_timeout_and_a_short_close() -> None:
+    with hung_server(health_hangs=False) as (address, calls):
+        config = from_dict(DrafterConfig, {"server": address, "draft": "ngram",
+                                           "request_timeout_s": REQUEST_TIMEOUT_S})  # fmt: skip
+        (verifier,) = drafter_clients(config)
+        run = DraftRun(config, verifier, (5, 6, 7), None, None)
+        start = time.monotonic()
+        with pytest.raises(RequestError) as info:
+            run.distributed(None, VOCAB_SIZE, StaticWindow(4), None, False)
+        took_s = time.monotonic() - start
+    assert (info.value.code, info.value.message) == (ErrorCode.UNAVAILABLE, "Deadline Exceeded")
+    assert calls == ["OpenSession", "CloseSession"]
+    assert took_s < REQUEST_TIMEOUT_S + CLOSE_TIMEOUT_S + SLACK_S  # was 8 s: 4 + 4

@@ -1,0 +1,69 @@
+"""A verification server that takes connections and calls and answers none of them: what a
+client sees of a server stopped with SIGSTOP, or hung (TCP and HTTP/2 up, nothing answers).
+``Health`` may answer (a server that hung after a client reached it)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent import futures
+from contextlib import contextmanager
+from typing import Any
+
+import grpc
+
+from edgespec.runtime.wire.codec import pb
+from edgespec.runtime.wire.grpc_common import pb_grpc
+
+VOCAB_SIZE = 64
+
+
+class _Silent(pb_grpc.VerificationServicer):  # type: ignore[misc]
+    """Every call recorded by method name as it arrives, then held until ``release`` is set;
+    ``Health`` answered at once unless ``health_hangs``."""
+
+    def __init__(self, release: threading.Event, health_hangs: bool) -> None:
+        self.release = release
+        self.health_hangs = health_hangs
+        self.calls: list[str] = []
+        self._lock = threading.Lock()
+
+    def _hold(self, method: str, context: Any) -> Any:
+        with self._lock:
+            self.calls.append(method)
+        self.release.wait()
+        context.abort(grpc.StatusCode.UNAVAILABLE, "the hung server was stopped")
+
+    def OpenSession(self, request: Any, context: Any) -> Any:
+        return self._hold("OpenSession", context)
+
+    def Verify(self, request: Any, context: Any) -> Any:
+        return self._hold("Verify", context)
+
+    def CloseSession(self, request: Any, context: Any) -> Any:
+        return self._hold("CloseSession", context)
+
+    def Stats(self, request: Any, context: Any) -> Any:
+        return self._hold("Stats", context)
+
+    def Health(self, request: Any, context: Any) -> Any:
+        if self.health_hangs:
+            return self._hold("Health", context)
+        return pb.HealthResponse(serving=True, vocab_size=VOCAB_SIZE)
+
+
+@contextmanager
+def hung_server(health_hangs: bool = True) -> Iterator[tuple[str, list[str]]]:
+    """A silent server on loopback: its address and the methods called on it, in order of
+    arrival; its held calls released (``UNAVAILABLE``) as the block ends."""
+    release = threading.Event()
+    servicer = _Silent(release, health_hangs)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
+    pb_grpc.add_VerificationServicer_to_server(servicer, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}", servicer.calls
+    finally:
+        release.set()
+        server.stop(grace=0)
