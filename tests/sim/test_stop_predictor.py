@@ -126,8 +126,15 @@ def test_confusion_stand_in_without_features(tmp_path: Path) -> None:
 def test_missing_features_without_stand_in_is_an_error(tmp_path: Path) -> None:
     row = {"request_id": "x", "arrival_ms": 0.0, "prompt_tokens": 4, "output_tokens": 6,
            "drafter_id": 0, "acceptance_seq": [1, 1, 1, 0, 1, 1]}  # fmt: skip
-    with pytest.raises(ValueError, match="request x has no draft features"):
+    with pytest.raises(ConfigError) as info:
         simulate(scenario_from_dict(scenario(tmp_path, [row])))
+    assert str(info.value) == (
+        "config field 'stop_predictor': policy 'mlp' replays each request's draft_features, "
+        "and workload.trace trace.jsonl:1: request 'x' has none; give confusion_tpr and "
+        "confusion_fpr (the stand-in for requests without them) or replay traces that have "
+        "draft_features (acceptance.kind: trace, or a trace workload; edgespec trace records "
+        "them for a neural --draft, not for --draft ngram)"
+    )
 
 
 def test_config_errors_name_the_field(tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from edgespec.sim.setup.resolve import (
     resolve_policies,
 )
 from edgespec.sim.setup.scenario import Scenario
+from edgespec.sim.setup.sources import check_replayable
 from edgespec.sim.setup.topology import expand_topology
 from edgespec.sim.setup.wireless import device_link, devices_per_link
 from edgespec.sim.setup.workload import LengthTable, TraceEntry
@@ -88,7 +89,9 @@ def build_parts(
     resolved: ResolvedScenario, policies: Policies | None = None
 ) -> tuple[Policies, StopModel | None]:
     """The parts of a run but its fleet (:func:`build_run`): ``policies`` (default: the
-    resolved specs') and the stop model, if the scenario has a stop predictor."""
+    resolved specs') and the stop model, if the scenario has a stop predictor (a request
+    its policy has nothing to replay for is refused,
+    :func:`~edgespec.sim.setup.sources.check_replayable`)."""
     scenario = resolved.scenario
     if policies is None:
         policies = policies_from(resolved.policies)
@@ -99,6 +102,7 @@ def build_parts(
         )
     stop = None
     if resolved.stop_features is not None and scenario.stop_predictor is not None:
+        check_replayable(scenario, resolved.trace, resolved.acceptance)
         stop = StopModel(scenario.stop_predictor, policies.stop, resolved.stop_features)
     return policies, stop
 

@@ -59,10 +59,7 @@ def _validate_devices(
         raise ConfigError(f"{where}.slo_mix", _default_mix_problem(slo_classes))
     for cls, share in pool.slo_mix.items():
         if cls not in slo_classes:
-            raise ConfigError(
-                f"{where}.slo_mix.{cls}",
-                f"unknown SLO class; known: {sorted(slo_classes)}" + did_you_mean(cls, slo_classes),
-            )
+            raise ConfigError(f"{where}.slo_mix.{cls}", _unknown_mix_class(cls, slo_classes))
         non_negative(f"{where}.slo_mix.{cls}", share)
     total = sum(pool.slo_mix.values())
     if not pool.slo_mix or total <= 0:
@@ -87,6 +84,24 @@ def _default_mix_problem(slo_classes: Collection[str]) -> str:
         f"{said} does not have (its classes: {sorted(slo_classes)}); give the pool an "
         f"slo_mix over those classes (e.g. {{{next(iter(slo_classes))}: 1}}) or add a "
         f"{name!r} class to slo_classes"
+    )
+
+
+def _unknown_mix_class(name: str, slo_classes: Collection[str]) -> str:
+    """What is wrong with a pool's ``slo_mix`` class that slo_classes lacks, and (unless a
+    known one is close, a typo) the ways out: the mix over the known classes, or the class
+    added to them, which an override ``slo_classes={...}`` (the classes replaced, not
+    added to) may have left out."""
+    said = f"unknown SLO class; known: {sorted(slo_classes)}"
+    close = did_you_mean(name, slo_classes)
+    if close:
+        return said + close
+    mix = ""
+    if slo_classes:
+        mix = f"give the pool an slo_mix over those (e.g. {{{next(iter(slo_classes))}: 1}}) or "
+    return (
+        f"{said}; {mix}add a {name!r} class to slo_classes (slo_classes.{name}=TOK_S adds "
+        "one to the others; slo_classes={...} replaces them all)"
     )
 
 

@@ -6,10 +6,12 @@ predictor replays. Errors name the scenario field (``workload.trace``,
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from edgespec.config import ConfigError
+from edgespec.config.overrides import shown
+from edgespec.errors import did_you_mean
 from edgespec.metrics.formatting import plain
 from edgespec.sim.model.acceptance import (
     AcceptanceModel,
@@ -43,10 +45,7 @@ def load_workload_trace(scenario: Scenario) -> tuple[TraceEntry, ...]:
         raise ConfigError("workload.trace", str(exc)) from exc
     for entry in entries:
         if entry.slo_class is not None and entry.slo_class not in scenario.slo_classes:
-            raise ConfigError(
-                "workload.trace",
-                f"request {entry.request_id!r} has unknown slo_class {entry.slo_class!r}",
-            )
+            raise ConfigError("workload.trace", unknown_class(entry, entry.slo_class, scenario))
     if num_arrivals_after(entries, scenario.duration_s) == len(entries):
         first_s, duration_s = entries[0].arrival_s, scenario.duration_s
         raise ConfigError(
@@ -56,6 +55,27 @@ def load_workload_trace(scenario: Scenario) -> tuple[TraceEntry, ...]:
             f"({plain(first_s, 6)} s); a trace's {' / '.join(ARRIVAL_KEYS)} is in milliseconds",
         )
     return entries
+
+
+def record_name(entry: TraceEntry) -> str:
+    """A trace's request as a message names it: its ``file:line`` and its id as the file
+    gives it (the line, when the record has none)."""
+    named = f"request {shown(entry.request_id)!r}"
+    return f"{entry.where}: {named}" if entry.where else named
+
+
+def unknown_class(entry: TraceEntry, name: str, scenario: Scenario) -> str:
+    """What is wrong with a trace request's SLO class ``name`` that the scenario lacks, and
+    the two ways out: the class added (the request's own class is used, so no pool's
+    ``slo_mix`` needs it), or the trace captured with the scenario's classes."""
+    classes = list(scenario.slo_classes)
+    return (
+        f"{record_name(entry)} has slo_class {shown(name)!r}, which slo_classes does not have "
+        f"(its classes: {sorted(classes)}){did_you_mean(name, classes)}; add the class "
+        f"(slo_classes.{shown(name)}=TOK_S, or null for no target; a trace request keeps its "
+        "own class, so no pool's slo_mix needs it) or give the trace the scenario's "
+        f"classes (edgespec trace --slo-classes {','.join(classes)})"
+    )
 
 
 def num_arrivals_after(trace: Sequence[TraceEntry], duration_s: float) -> int:
@@ -99,22 +119,10 @@ def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> A
         return IidAcceptance(acc.alpha)
     if acc.kind == "decay":
         return DecayAcceptance(acc.rates)
-    names = [str(p) for p in bundled_traces()] if not acc.traces else list(acc.traces)
     pool: list[tuple[int, ...]] = []
     features: list[tuple[tuple[float, ...], ...] | None] = []
     rejections: list[Mapping[int, tuple[tuple[float, ...], ...]] | None] = []
-    for i, name in enumerate(names):
-        try:
-            entries = load_trace(resolve_trace(name))
-        except ConfigError as exc:
-            raise ConfigError(f"acceptance.traces[{i}]", str(exc)) from exc
-        if any(e.tree_rounds for e in entries):
-            raise ConfigError(
-                f"acceptance.traces[{i}]",
-                "a token-tree trace replays its captured rounds only as the workload "
-                "(workload: {kind: trace, trace: FILE})",
-            )
-        kept = [e for e in entries if e.acceptance_seq]
+    for _, kept in pool_traces(scenario):
         pool.extend(e.acceptance_seq for e in kept if e.acceptance_seq)
         features.extend(e.draft_features for e in kept)
         rejections.extend(e.rejection_features for e in kept)
@@ -127,6 +135,27 @@ def load_acceptance(scenario: Scenario, trace: tuple[TraceEntry, ...] = ()) -> A
             "and none bundled in edgespec/data/traces/",
         )
     return TraceAcceptance(tuple(pool), tuple(features), tuple(rejections))
+
+
+def pool_traces(scenario: Scenario) -> Iterator[tuple[str, tuple[TraceEntry, ...]]]:
+    """Trace acceptance's traces (``acceptance.traces``, default the bundled ones), each
+    with its field and its requests that have an ``acceptance_seq``: its share of the pool
+    of sequences, in pool order."""
+    acc = scenario.acceptance
+    names = [str(p) for p in bundled_traces()] if not acc.traces else list(acc.traces)
+    for i, name in enumerate(names):
+        where = f"acceptance.traces[{i}]"
+        try:
+            entries = load_trace(resolve_trace(name))
+        except ConfigError as exc:
+            raise ConfigError(where, str(exc)) from exc
+        if any(e.tree_rounds for e in entries):
+            raise ConfigError(
+                where,
+                "a token-tree trace replays its captured rounds only as the workload "
+                "(workload: {kind: trace, trace: FILE})",
+            )
+        yield where, tuple(e for e in entries if e.acceptance_seq)
 
 
 def load_lengths(scenario: Scenario) -> LengthTable | None:
@@ -158,3 +187,49 @@ def stop_features(
         if seq is not None and rows is not None:
             found.append(ReplayFeatures(seq, rows, after))
     return tuple(found)
+
+
+STOP_REMEDY = (
+    "; give confusion_tpr and confusion_fpr (the stand-in for requests without them) or "
+    "replay traces that have draft_features (acceptance.kind: trace, or a trace workload; "
+    "edgespec trace records them for a neural --draft, not for --draft ngram)"
+)
+"""What a stop predictor with nothing to replay for some request is told to give."""
+
+
+def check_replayable(
+    scenario: Scenario, trace: tuple[TraceEntry, ...], acceptance: AcceptanceModel
+) -> None:
+    """A stop predictor's policy without the confusion stand-in needs ``draft_features``
+    for every chain request's acceptance sequence (its own in the workload trace, else the
+    trace-acceptance pool's, every one of which some request may draw): a ConfigError at
+    ``stop_predictor`` naming the first request without them (its trace's field, file,
+    line and id), or the acceptance kind that draws outcomes with none. Checked as a run's
+    stop model is built (:func:`edgespec.sim.setup.build.build_parts`), after its policy:
+    an unknown policy name is said first."""
+    stop = scenario.stop_predictor
+    if stop is None or stop.policy is None or stop.confusion_tpr is not None:
+        return
+    said = f"policy {stop.policy.name!r} replays each request's draft_features, and "
+    drawn = f"acceptance.kind {scenario.acceptance.kind} draws"
+    pooled = "" if scenario.workload.kind == "trace" else f"{drawn} each round's outcome"
+    for entry in trace:
+        if entry.tree_rounds is not None:
+            continue  # a token-tree request replays its captured rounds
+        if entry.acceptance_seq is None:
+            own = f"workload.trace {record_name(entry)} has no acceptance_seq"
+            pooled = pooled or f"{own}: {drawn} its rounds' outcomes"
+        elif entry.draft_features is None:
+            said += f"workload.trace {record_name(entry)} has none"
+            raise ConfigError("stop_predictor", said + STOP_REMEDY)
+    if not pooled:
+        return
+    if not isinstance(acceptance, TraceAcceptance):
+        raise ConfigError("stop_predictor", f"{said}{pooled}, with none to replay{STOP_REMEDY}")
+    if all(rows is not None for rows in acceptance.pool_features):
+        return
+    for where, kept in pool_traces(scenario):
+        for entry in kept:
+            if entry.draft_features is None:
+                said += f"{where} {record_name(entry)} has none"
+                raise ConfigError("stop_predictor", said + STOP_REMEDY)

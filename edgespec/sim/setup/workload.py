@@ -19,7 +19,7 @@ import json
 import math
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,8 @@ class TraceEntry:
     rejection_features: Mapping[int, FeatureRows] | None = None
     """By rejected output position, the features of the positions the draft drafts on its
     own tokens after it (learn/traces/records.py ``rejection_features``)."""
+    where: str = field(default="", compare=False)
+    """The record's ``file:line`` in its trace (empty for one not read from a file)."""
 
     def device_index(self, num_devices: int) -> int:
         cid = self.client_id.strip()
@@ -141,6 +143,7 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
         tree_depth=depth,
         draft_features=features,
         rejection_features=after,
+        where=where,
     )
 
 

@@ -252,5 +252,7 @@ def test_the_default_slo_mix_beside_slo_classes_without_its_class_says_so(
     )
     assert _refused([str(path)], tmp_path / "o", capsys) == (
         f"edgespec sim: {path}:4: config field 'auto_topology.devices[0].slo_mix.default': "
-        "unknown SLO class; known: ['gold']\n"
+        "unknown SLO class; known: ['gold']; give the pool an slo_mix over those (e.g. "
+        "{gold: 1}) or add a 'default' class to slo_classes (slo_classes.default=TOK_S adds "
+        "one to the others; slo_classes={...} replaces them all)\n"
     )
