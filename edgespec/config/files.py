@@ -7,6 +7,7 @@ bounded while read: a YAML file at :data:`MAX_YAML_BYTES`, a JSONL line at
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,10 +168,11 @@ def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]
     """Yield ``(where, object)`` for each non-blank line of a JSONL file, ``where`` being
     ``name:line`` for error messages; a missing file, a folder, text that is not UTF-8, a
     line longer than :data:`MAX_JSONL_LINE_BYTES` (``file:line``) or a bad line is a
-    ConfigFileError."""
+    ConfigFileError. A first line that is not JSON says what the file is instead where that
+    is plain (:func:`_not_json_lines`: a JSON document over several lines, YAML)."""
     file = Path(path)
     _check_file(file, what)
-    limit, offset = MAX_JSONL_LINE_BYTES, 0
+    limit, offset, first = MAX_JSONL_LINE_BYTES, 0, True
     with file.open("rb") as fh:
         for line_no, data in enumerate(iter(lambda: fh.readline(limit + 1), b""), start=1):
             if len(data) > limit and data[limit:] != b"\n":
@@ -182,10 +184,53 @@ def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]
                 continue
             where = f"{file.name}:{line_no}"
             try:
-                yield where, json.loads(line, object_pairs_hook=_unique_keys)
+                record = json.loads(line, object_pairs_hook=_unique_keys)
             except DuplicateKeyError as exc:
                 raise RecordError(where, str(exc)) from exc
             except json.JSONDecodeError as exc:
-                raise RecordError(where, f"invalid JSON: {exc.msg}") from exc
+                instead = _not_json_lines(file) if first else None
+                raise RecordError(where, instead or f"invalid JSON: {exc.msg}") from exc
             except ValueError as exc:  # an integer of more digits than Python converts
                 raise RecordError(where, f"invalid JSON: {str(exc).split(';')[0]}") from exc
+            first = False
+            yield where, record
+
+
+NOT_JSON_LINES = "not JSON Lines (one JSON object per line)"
+_YAML_KEY = re.compile(r"""(?:[A-Za-z_][\w.-]*|"[^"\n]*"|'[^'\n]*')[ \t]*:(?:[ \t]|$)""")
+"""A YAML mapping's ``key: value`` (or ``key:``) line; a JSON line never starts so."""
+
+
+def _not_json_lines(file: Path) -> str | None:
+    """What ``file``, whose first line is not JSON, is instead, when that is plain: one JSON
+    document over several lines (a pretty-printed summary, a model's config.json: tried
+    whole when at most :data:`MAX_JSONL_LINE_BYTES`, never read past one byte more), or YAML
+    (its first line that is not blank, a ``#`` comment or ``---`` is ``key: value``);
+    ``None`` for anything else, a JSONL file with a broken first line."""
+    with file.open("rb") as fh:
+        data = fh.read(MAX_JSONL_LINE_BYTES + 1)
+    text = data.decode("utf-8", "replace")
+    if len(data) <= MAX_JSONL_LINE_BYTES:
+        try:
+            document = json.loads(text)
+        except (ValueError, RecursionError):  # not one JSON document either
+            pass
+        else:
+            return f"a JSON document over several lines ({_looks_like(document)}), {NOT_JSON_LINES}"
+    first = next((line for line in text[:65536].splitlines() if _yaml_content(line)), "")
+    return f"YAML (lines of key: value), {NOT_JSON_LINES}" if _YAML_KEY.match(first) else None
+
+
+def _yaml_content(line: str) -> bool:
+    """Whether ``line`` of a YAML file says something: not blank, a comment or a marker."""
+    return bool(line.strip()) and not line.startswith(("#", "---", "%YAML"))
+
+
+def _looks_like(document: Any) -> str:
+    """A JSON document over several lines (an object or a list) in a few words: ``an object
+    with keys 'a', 'b'``, ``a list of 3 items``."""
+    if isinstance(document, dict):
+        keys = [shown(repr(key), 40) for key in document]
+        more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+        return f"an object with keys {', '.join(keys[:5])}{more}" if keys else "an empty object"
+    return f"a list of {len(document)} item{'' if len(document) == 1 else 's'}"

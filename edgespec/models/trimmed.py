@@ -25,6 +25,7 @@ import torch
 from torch import nn
 from transformers import GenerationMixin, LlamaConfig, LlamaModel, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutputWithPast
+from transformers.utils import SAFE_WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME
 
 from edgespec.models.registry import TRIMMED_MARKER as TRIMMED_MARKER  # re-exported
 from edgespec.models.registry import TRIMMED_MODEL_TYPE
@@ -154,10 +155,11 @@ class TrimmedVocabDraft(PreTrainedModel, GenerationMixin):  # type: ignore[misc,
         model.eval()  # type: ignore[no-untyped-call]
         return model  # type: ignore[no-any-return]
 
-    def save(self, directory: Path, dtype: torch.dtype = torch.float16) -> None:
+    def save(self, directory: Path, dtype: torch.dtype = torch.float16) -> tuple[Path, ...]:
         """save_pretrained in ``dtype`` plus the marker file the model loader looks for: an
         earlier save's marker is removed first and this one's written last, whole, so a
-        directory whose save was cut off is never taken for a complete draft."""
+        directory whose save was cut off is never taken for a complete draft. Returns the
+        files the draft is saved as (:func:`saved_files`)."""
         directory.mkdir(parents=True, exist_ok=True)
         (directory / TRIMMED_MARKER).unlink(missing_ok=True)
         original = next(self.parameters()).dtype
@@ -168,3 +170,16 @@ class TrimmedVocabDraft(PreTrainedModel, GenerationMixin):  # type: ignore[misc,
             self.to(original)  # type: ignore[arg-type]
         marker = json.dumps({"target": self.config.target_name, "num_kept": self.num_kept})
         write_text_atomically(directory / TRIMMED_MARKER, marker + "\n")
+        return saved_files(directory)
+
+
+def saved_files(directory: Path) -> tuple[Path, ...]:
+    """The files of the trimmed draft saved in ``directory`` (by
+    :meth:`TrimmedVocabDraft.save`): its config and generation config, its weights (one
+    file, or an index and the files it names) and its marker; any other file there is not
+    the draft's."""
+    index = directory / SAFE_WEIGHTS_INDEX_NAME
+    parts = set(json.loads(index.read_text())["weight_map"].values()) if index.is_file() else ()
+    names = ("config.json", "generation_config.json", SAFE_WEIGHTS_NAME, index.name, *sorted(parts))
+    paths = (directory / name for name in (*names, TRIMMED_MARKER))
+    return tuple(path for path in paths if path.is_file())

@@ -107,8 +107,9 @@ def add_arguments(sub: Any) -> None:
     p.add_argument(
         "--fast-head",
         action="store_true",
-        help="generate with the target's head cut to the --init-from draft's tokens "
-        "(0.69-0.72x the time of transformers' generate on CPU, docs/LEARN.md)",
+        help="generate with the target's head cut to the --init-from draft's tokens (0.66x "
+        "the time of transformers' generate on one CPU thread: benchmarks/results/"
+        "distill-speed-gemma3-270m.json, docs/LEARN.md)",
     )
     p.add_argument(
         "--text-data-dir",
@@ -187,7 +188,7 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
 def _check_flags(args: argparse.Namespace) -> None:
     """Flags that contradict each other, a missing directory, a new draft's shape that no
     target fits, a limit too small to use: each a one-line usage error, before any work."""
-    from edgespec.learn.drafts.draft_checks import check_heads
+    from edgespec.learn.drafts.draft_checks import check_heads, check_out_apart
     from edgespec.learn.drafts.make_draft import trimmed_draft_path
 
     if args.fast_head and args.init_from is None:
@@ -199,6 +200,7 @@ def _check_flags(args: argparse.Namespace) -> None:
     for extra in args.train_data_dir:
         if not extra.is_dir():
             raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")
+    check_out_apart(args.out, args.data_dir, args.text_data_dir, args.train_data_dir)
     if args.init_from is not None:  # no draft, or a cut-off one: named before the target loads
         trimmed_draft_path("--init-from", args.init_from)
     else:  # a new draft's shape; its fit to the target is checked once its size is known
@@ -245,9 +247,10 @@ def run(args: argparse.Namespace) -> int:
         f"K = {len(data.kept)} kept tokens ({data.leaked} sharing a validation prompt left out)"
     )
     with progress_bar(console, "training") as update:
-        agreement, size_mb = make.train_and_save(job, draft, data, _on_step(console, update))
+        agreement, num_bytes = make.train_and_save(job, draft, data, _on_step(console, update))
     console.print(f"validation top-1 agreement with the target: {agreement:.3f}")
-    console.print(f"saved draft to {job.out} ({size_mb:.1f} MB)")
+    size = f"{num_bytes / 1e6:.1f} MB" if num_bytes >= 1e6 else f"{num_bytes / 1e3:.1f} kB"
+    console.print(f"saved draft to {job.out} ({size})")
     return 0
 
 

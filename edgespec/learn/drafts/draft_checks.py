@@ -2,12 +2,15 @@
 ``--gen-minutes``), checked before the target loads: the ``--datasets`` list, a new
 draft's shape against ``--heads``, ``--kept-tokens`` and the target's hidden size, and the
 target's sizes, read from its ``config.json`` without its weights (:class:`TargetShape`).
-Each refusal is a one-line :class:`~edgespec.errors.UserInputError` naming the flags."""
+Also ``--out`` apart from the shard folders (:func:`check_out_apart`). Each refusal is a
+one-line :class:`~edgespec.errors.UserInputError` naming the flags."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from edgespec.datasets.prompts import DATASETS, HELD_OUT
@@ -102,6 +105,23 @@ def saved_target_shape(target: str) -> TargetShape | None:
     if not (type(vocab_size) is int and type(hidden_size) is int):
         return None
     return TargetShape(target_name(target), vocab_size, hidden_size)
+
+
+def check_out_apart(
+    out: Path, data_dir: Path, text_data_dir: Path | None, train_data_dirs: Sequence[Path]
+) -> None:
+    """``--out`` must be a folder of its own: not one of the run's shard folders, nor one
+    that holds shards: a draft saved among shards would leave a folder that no later run
+    writes shards into (:func:`~edgespec.learn.drafts.shard_kinds.check_holds_no_model`)."""
+    named = [("--data-dir", data_dir), ("--text-data-dir", text_data_dir)]
+    named += [("--train-data-dir", folder) for folder in train_data_dirs]
+    apart = "a draft is saved into a folder of its own, not among shards; give another --out"
+    for flag, folder in named:
+        if folder is not None and folder.resolve() == out.resolve():
+            raise UserInputError(f"--out {str(out)!r} is also the {flag}: {apart}")
+    shards = sorted(out.glob("shard_*")) if out.is_dir() else []
+    if shards:
+        raise UserInputError(f"--out {str(out)!r} holds shards ({shards[0].name}): {apart}")
 
 
 def loaded_target_shape(target: str, model: Any) -> TargetShape:

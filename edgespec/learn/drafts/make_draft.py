@@ -19,6 +19,7 @@ from edgespec.learn.drafts import distill, samples
 from edgespec.learn.drafts import shard_manifest as manifest
 from edgespec.learn.drafts.distill_data import GenerationSettings, label_width
 from edgespec.learn.drafts.draft_checks import TargetShape, check_fits_target
+from edgespec.models.loading import library_output
 
 BatchProgress = Callable[[int, int, float], None]
 """``(batches done, batches in all, seconds of the last one)``."""
@@ -79,7 +80,6 @@ def load_saved(job: DraftJob) -> Any:
 def load_trimmed_draft(flag: str, directory: Path, verbose: bool) -> Any:
     """The trimmed draft saved in ``directory`` (given as ``flag``), checked first
     (:func:`trimmed_draft_path`)."""
-    from edgespec.models.loading import library_output
     from edgespec.models.trimmed import TrimmedVocabDraft
 
     path = trimmed_draft_path(flag, directory)
@@ -289,11 +289,12 @@ def new_or_saved_draft(job: DraftJob, target: Any, saved: Any, data: TrainingDat
 
 def train_and_save(
     job: DraftJob, draft: Any, data: TrainingData, on_step: StepProgress
-) -> tuple[float, float]:
+) -> tuple[float, int]:
     """Stage 2: train ``draft``, measure its validation top-1 agreement with the target,
-    save it to ``job.out``; returns (agreement, saved size in MB)."""
+    save it to ``job.out`` (the libraries quiet unless ``job.verbose``); returns (agreement,
+    bytes of the files saved)."""
     distill.train_draft(draft, data.train, job.training, on_step)
     agreement = distill.evaluate_agreement(draft, data.val, job.training)
-    draft.save(job.out)
-    size_mb = sum(f.stat().st_size for f in job.out.iterdir()) / 1e6
-    return agreement, size_mb
+    with library_output(job.verbose):  # transformers' "Writing model shards" bar
+        saved = draft.save(job.out)
+    return agreement, sum(path.stat().st_size for path in saved)

@@ -67,6 +67,7 @@ def save_samples(report: Path, out: Path, args: argparse.Namespace) -> None:
     from edgespec.profiling.samples import samples_document, write_document
 
     doc = samples_document(json.loads(report.read_text()), args.machine, args.date, args.code)
+    out.parent.mkdir(parents=True, exist_ok=True)  # tried when the flags were parsed
     write_document(doc, out)
     print(f"wrote {out}: {len(doc['samples'])} samples; {doc['grid']}")
 
@@ -87,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         if row.note:
             print(f"{row.what}: {row.note}")
     if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)  # tried when the flags were parsed
         write_text_atomically(
             args.json, json.dumps(estimator_dict(check, samples), indent=1) + "\n"
         )

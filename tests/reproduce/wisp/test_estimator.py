@@ -136,10 +136,9 @@ def test_w9_goes_before_w10() -> None:
     assert [r.claim_id for r in insert_w9([row("W8")], w9)] == ["W8", "W9", "W9"]
 
 
-def test_the_command_judges_a_profile_measured_here(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """``edgespec reproduce wisp-estimator --samples REPORT``: a fresh profile's report."""
+def _report(folder: Path) -> Path:
+    """An ``edgespec profile`` NAME-report.json of :func:`additive`'s samples, held-out
+    ones 8% slower, in ``folder``."""
     report = {
         "command": "edgespec profile --target tiny",
         "target": "tiny",
@@ -150,8 +149,16 @@ def test_the_command_judges_a_profile_measured_here(
             for i, p in enumerate(additive(test_scale=1.08))
         ],
     }  # fmt: skip
-    path = tmp_path / "gemma-report.json"
+    path = folder / "gemma-report.json"
     path.write_text(json.dumps(report))
+    return path
+
+
+def test_the_command_judges_a_profile_measured_here(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``edgespec reproduce wisp-estimator --samples REPORT``: a fresh profile's report."""
+    path = _report(tmp_path)
     argv = ["reproduce", "wisp-estimator", "--samples", str(path), "--json", str(tmp_path / "e")]
     assert main(argv) == 0
     out = " ".join(capsys.readouterr().out.split())  # the printed table wraps its cells
@@ -228,3 +235,21 @@ def test_save_samples_is_tried_when_the_flags_are_parsed(
         "edgespec reproduce wisp-estimator: error: argument --save-samples: "
         f"{tmp_path} is a folder; give a file name"
     )
+
+
+def test_json_and_save_samples_make_their_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Like every output flag: the fit was computed and printed, then the run failed (exit
+    2) naming a hidden temporary file, ``[Errno 2] No such file or directory:
+    'NEW/.w9.json.PID.tmp'``, and wrote nothing."""
+    fit, saved = tmp_path / "new" / "fit" / "w9.json", tmp_path / "other" / "s.json"
+    argv = ["reproduce", "wisp-estimator", "--samples", str(_report(tmp_path))]
+    argv += ["--json", str(fit), "--save-samples", str(saved), "--machine", "a CPU"]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and f"wrote {fit}\n" in out and f"wrote {saved}: 64 samples" in out
+    assert json.loads(fit.read_text())["samples"]["source"] == str(tmp_path / "gemma-report.json")
+    assert load_samples(saved).machine == "a CPU"
+    assert sorted(p.name for p in fit.parent.iterdir()) == ["w9.json"]
+    assert sorted(p.name for p in saved.parent.iterdir()) == ["s.json"]
