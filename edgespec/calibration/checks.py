@@ -3,11 +3,13 @@ is claimed or made (:mod:`edgespec.calibration.command`): sizes it cannot run
 (:func:`check_counts`), a pair it cannot build (:func:`check_pair_names`) and a
 ``--profile`` whose files the simulated run could not read, or that is no .yaml or .yml
 file: a bundled preset, which has no draft profile beside it, among them
-(:func:`check_profiles`)."""
+(:func:`check_profiles`), or whose files record another pair than the run's
+(:func:`check_profile_models`)."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from edgespec.errors import UserInputError
@@ -22,6 +24,10 @@ from edgespec.profiling.files import profile_files
 MAX_REQUESTS = 1_000
 """The most requests a calibration runs (``--clients`` × ``--requests``): one small scenario,
 its prompts built before it starts."""
+
+SYNTHETIC = "synthetic"
+"""The ``--target`` built in memory (:func:`edgespec.calibration.command._pair`), the
+default: a name a profile calibrate made of it records, as it does its draft's."""
 
 SYNTHETIC_DRAFTS = ("truncated", "ngram")
 """The drafts the synthetic target takes: its first layers, or the prompt-lookup drafter."""
@@ -63,7 +69,7 @@ def check_pair_names(args: argparse.Namespace) -> None:
     ``--dataset`` and no ``--prompt-tokens`` (each would be ignored)."""
     from edgespec.models.registry import ModelNotFoundError, resolve_model
 
-    if args.target == "synthetic":
+    if args.target == SYNTHETIC:
         if args.draft not in SYNTHETIC_DRAFTS:
             raise UserInputError(
                 f"--draft {args.draft}: the synthetic target takes 'truncated' or 'ngram' "
@@ -102,12 +108,37 @@ def _check_dataset(args: argparse.Namespace) -> None:
         )
 
 
-def check_profiles(args: argparse.Namespace) -> tuple[Path, Path] | None:
+_DRAFT_NOTE = " (the draft's profile, read beside --profile)"
+"""What a refusal about the ``-draft`` file says of it."""
+
+
+@dataclass(frozen=True, slots=True)
+class GivenProfile:
+    """A ``--profile`` the run reads instead of profiling: the target's file, the draft's
+    beside it, and the models they record (``--target``'s and ``--draft``'s)."""
+
+    target: Path
+    draft: Path
+    target_model: str
+    draft_model: str
+
+    def line(self) -> str:
+        """What stdout and ``comparison.md`` say of it, where a fresh profile's summary
+        is (:func:`edgespec.calibration.fresh_profile.profile_summary`)."""
+        return (
+            f"profile: read from --profile {self.target} and {self.draft} (of "
+            f"{self.target_model} + {self.draft_model}); not profiled in this run"
+        )
+
+
+def check_profiles(args: argparse.Namespace) -> GivenProfile | None:
     """The target's and the draft's profile the simulated run reads (``--profile`` and the
     draft's beside it, :func:`profile_files`), each loaded as the simulator loads it; a
     file missing or bad is refused naming ``--profile`` and that file, and so is a
-    ``--profile`` not ending in .yaml or .yml (:func:`_not_a_profile_file`), and a profile
-    of a kind other than ``wisp`` (the simulated run's). ``None`` without ``--profile``."""
+    ``--profile`` not ending in .yaml or .yml (:func:`_not_a_profile_file`), a profile
+    of a kind other than ``wisp`` (the simulated run's), and one of another model than
+    ``--target`` (the draft's: ``--draft``), :func:`check_profile_models`. ``None``
+    without ``--profile``."""
     from edgespec.config import ConfigError
     from edgespec.hardware.cost_models import PROFILE_KINDS, load_profile
 
@@ -117,7 +148,7 @@ def check_profiles(args: argparse.Namespace) -> tuple[Path, Path] | None:
     if target.suffix not in PROFILE_SUFFIXES:
         raise UserInputError(f"--profile {args.profile}: {_not_a_profile_file(args.profile)}")
     draft = profile_files(target).draft
-    for path, note in ((target, ""), (draft, " (the draft's profile, read beside --profile)")):
+    for path, note in ((target, ""), (draft, _DRAFT_NOTE)):
         try:
             kind = PROFILE_KINDS[type(load_profile(str(path)))]
         except ConfigError as exc:  # where: the file (and line or field), else the path
@@ -130,7 +161,7 @@ def check_profiles(args: argparse.Namespace) -> tuple[Path, Path] | None:
                 f"--profile {args.profile}: {path}: a {kind!r} profile{note}; the simulated "
                 "run prices with 'wisp' profiles, as edgespec profile writes them"
             )
-    return target, draft
+    return check_profile_models(args, target, draft)
 
 
 def _not_a_profile_file(text: str) -> str:
@@ -146,3 +177,49 @@ def _not_a_profile_file(text: str) -> str:
             "as DIR/NAME-draft.yaml (edgespec profile --out DIR/NAME.yaml writes both)"
         )
     return not_a_profile_file(Path(text))
+
+
+def check_profile_models(args: argparse.Namespace, target: Path, draft: Path) -> GivenProfile:
+    """The models ``--profile``'s files record (``model:``, the name edgespec profile or
+    calibrate was given), each that of the run: the target's ``--target``, the draft's
+    ``--draft``, compared as the models the names resolve to (:func:`_model_identity`:
+    ``gemma3-270m-draft`` and the bundled draft's folder are one model); a file recording
+    none, or another model, is refused naming both (the simulated run would price
+    another pair)."""
+    from edgespec.hardware.profile_source import profile_mapping
+
+    found: list[str] = []
+    pairs = ((target, "", "--target", args.target), (draft, _DRAFT_NOTE, "--draft", args.draft))
+    for path, note, flag, name in pairs:
+        where = f"--profile {args.profile}: {path}"
+        model = profile_mapping(str(path))[0].get("model")
+        if not isinstance(model, str):
+            raise UserInputError(
+                f"{where} records no model name (model:){note}, so it may be another "
+                "pair's; give this pair's profile, or omit --profile to profile it here"
+            )
+        recorded = _model_identity(model)
+        if model != name and (recorded is None or recorded != _model_identity(name)):
+            unknown = " (no such model from here)" if recorded is None else ""
+            raise UserInputError(
+                f"{where} records model {model}{unknown}, not {flag} {name}{note}; give "
+                "this pair's profile, or omit --profile to profile it here"
+            )
+        found.append(model)
+    return GivenProfile(target, draft, found[0], found[1])
+
+
+def _model_identity(name: str) -> str | None:
+    """The model ``name`` is, however spelled: a name calibrate builds or runs itself
+    (:data:`SYNTHETIC`, :data:`SYNTHETIC_DRAFTS`) as it is, a known model's name, a
+    directory or file as its absolute path (a relative one from this folder); ``None``
+    for a name that is no model from here."""
+    from edgespec.learn.drafts.draft_checks import target_name
+    from edgespec.models.registry import ModelNotFoundError
+
+    if name in (SYNTHETIC, *SYNTHETIC_DRAFTS):
+        return name
+    try:
+        return target_name(name)
+    except ModelNotFoundError:
+        return None

@@ -3,7 +3,8 @@
 ``edgespec calibrate [--target synthetic|NAME] [--draft ...]``
 
 1. Profile the pair on this machine (:func:`edgespec.profiling.run.profile_pair`, a
-   grid sized to the scenario) unless ``--profile`` names existing files.
+   grid sized to the scenario) unless ``--profile`` names existing files of this pair
+   (their ``model:`` fields name ``--target`` and ``--draft``).
 2. Measure the loopback link: one client runs a request through the gRPC server; the
    median per-round network time (round wall time − draft − queue − verify) is the RTT.
 3. Real run: ``--clients`` drafter processes (one torch thread each), each running
@@ -38,6 +39,7 @@ from edgespec.arguments import (
 from edgespec.calibration.checks import (
     DEFAULT_DATASET,
     DEFAULT_PROMPT_TOKENS,
+    SYNTHETIC,
     check_counts,
     check_pair_names,
     check_profiles,
@@ -115,16 +117,16 @@ def _pair(args: argparse.Namespace) -> _Pair:
     from edgespec.runtime.backends.ngram import NgramDrafter
     from edgespec.runtime.backends.transformers_draft import TransformersDraft
 
-    if args.target == "synthetic":
+    if args.target == SYNTHETIC:
         from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
 
         target = tiny_llama(0, num_layers=8, vocab_size=4096, hidden_size=256, logit_scale=5.0,
                             quiet_layers_from=2, quiet_scale=0.03)  # fmt: skip
         if args.draft == "ngram":
-            return _Pair("synthetic", target, (), "ngram", NgramDrafter, None, None)
+            return _Pair(SYNTHETIC, target, (), "ngram", NgramDrafter, None, None)
         draft = layer_truncated_copy(target, 2)
         make = partial(TransformersDraft, draft)
-        return _Pair("synthetic", target, (), "truncated", make, draft, None)
+        return _Pair(SYNTHETIC, target, (), "truncated", make, draft, None)
     from edgespec.models.loading import load_model
 
     loaded = load_model(args.target, verbose=args.verbose)
@@ -182,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
     (unless ``--profile``), measure the link, run for real, simulate and compare."""
     check_counts(args)
     check_pair_names(args)
-    profiles = check_profiles(args)
+    given = check_profiles(args)
     out = calibration_folder(args, remove=False)
     import torch
 
@@ -198,11 +200,13 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)  # made only once nothing more is refused
     target = (t_name, pair.target_model, backend)
     draft = (d_name, make_draft, pair.draft_model)
-    fit_lines: tuple[str, ...] = ()  # a fresh profile's, recorded in comparison.md
-    if profiles is None:
+    if given is None:  # profile_lines: which profile, recorded in comparison.md
         fresh = profile_scenario(args, out, target, draft, prompts)
-        profiles, fit_lines = (fresh.path, profile_files(fresh.path).draft), fresh.fit_lines
-    target_profile, draft_profile = profiles
+        target_profile, profile_lines = fresh.path, fresh.fit_lines
+        draft_profile = profile_files(fresh.path).draft
+    else:
+        target_profile, draft_profile, profile_lines = given.target, given.draft, (given.line(),)
+        print(given.line(), flush=True)
     print("measuring the loopback link (1 client) ...", flush=True)
     probe = run_real(backend, make_draft, [prompts[0][:1]], args.max_new_tokens, args.gamma,
                      args.clients, "probe")  # fmt: skip
@@ -219,11 +223,13 @@ def run(args: argparse.Namespace) -> int:
         f"load average {' '.join(f'{x:.2f}' for x in real.load_average)}"
     )
     print(f"{header}\n\n{table}")
-    write_text_atomically(out / "comparison.md", comparison_text(header, fit_lines, table))
+    write_text_atomically(out / "comparison.md", comparison_text(header, profile_lines, table))
     return 0
 
 
-def comparison_text(header: str, fit_lines: tuple[str, ...], table: str) -> str:
-    """``comparison.md``: the header and table as printed, a fresh profile's fit lines
-    (its summary, and the held-out R² warning when there is one) under the header."""
-    return "\n".join((header, *fit_lines, "", table)) + "\n"
+def comparison_text(header: str, profile_lines: tuple[str, ...], table: str) -> str:
+    """``comparison.md``: the header and table as printed, and under the header the
+    profile's lines: a fresh profile's fit (its summary, and the held-out R² warning when
+    there is one), or the ``--profile`` files read
+    (:meth:`edgespec.calibration.checks.GivenProfile.line`)."""
+    return "\n".join((header, *profile_lines, "", table)) + "\n"

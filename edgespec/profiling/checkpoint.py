@@ -5,7 +5,9 @@ File format (JSON lines, ``NAME-samples.jsonl`` beside ``--out NAME.yaml``):
 
 * line 1, the header: ``{"format": "edgespec-profile-checkpoint", "version": 1,
   "setup": {...}}`` where ``setup`` holds everything that must match for samples to be
-  combined (target, grid sizes, seed, torch threads);
+  combined (target, grid sizes, seed, clock, torch threads, device, dtype; the clock,
+  device and dtype left out at ``wall``, ``cpu`` and ``float32``, as checkpoints written
+  before their flags existed left them out: :data:`OLDER_DEFAULTS`);
 * then one line per measured configuration: ``{"config": i, "num_prompts": n,
   "samples": [{"run": r, "entries": [[L_new, L_cached], ...], "time_s": t}, ...]}``.
 
@@ -19,9 +21,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TextIO
 
 from edgespec.output_paths import write_text_atomically
@@ -37,18 +40,40 @@ def checkpoint_path(out: Path) -> Path:
     return profile_files(out).samples
 
 
+OLDER_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {"device": "cpu", "dtype": "float32", "grid": MappingProxyType({"clock": "wall"})}
+)
+"""The settings a checkpoint written before ``--device``, ``--dtype`` and ``--clock``
+existed leaves out, at the values those versions ran with. :func:`setup_of` leaves them
+out at these values too (its header is then an older version's), and
+:func:`load_checkpoint` fills them back into both setups before comparing them: a
+setting left out is compared at its value, not as ``None``."""
+
+
 def setup_of(
     target: str, spec: GridSpec, threads: int, device: str = "cpu", dtype: str = "float32"
 ) -> dict[str, Any]:
-    """What must be equal for two runs' samples to belong to one profile (``device`` and
-    ``dtype`` written only when not the CPU in float32, so older checkpoints still match)."""
+    """What must be equal for two runs' samples to belong to one profile (``device``,
+    ``dtype`` and the grid's ``clock`` written only away from :data:`OLDER_DEFAULTS`)."""
     grid = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(spec).items()}
-    if grid["clock"] == "wall":
-        del grid["clock"]  # as checkpoints written before --clock existed
+    if grid["clock"] == OLDER_DEFAULTS["grid"]["clock"]:
+        del grid["clock"]
     setup: dict[str, Any] = {"target": target, "grid": grid, "threads": threads}
-    if (device, dtype) != ("cpu", "float32"):
+    if (device, dtype) != (OLDER_DEFAULTS["device"], OLDER_DEFAULTS["dtype"]):
         setup.update(device=device, dtype=dtype)
     return setup
+
+
+def _with_defaults(setup: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``setup`` with each of ``defaults`` it leaves out filled in (a nested
+    mapping's too)."""
+    out = dict(setup)
+    for key, value in defaults.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key, {}), dict):
+            out[key] = _with_defaults(out.get(key, {}), value)
+        elif key not in out:
+            out[key] = value
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,14 +90,24 @@ class CheckpointError(ValueError):
 
 
 def _differences(found: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+    """Each setting that differs, ``dtype (checkpoint float32, now bfloat16)``, its
+    values spelled as the flags take them (:func:`_spelled`)."""
     out = []
     for key in sorted(set(found) | set(wanted)):
         a, b = found.get(key), wanted.get(key)
         if isinstance(a, dict) and isinstance(b, dict):
             out += [f"{key}.{d}" for d in _differences(a, b)]
         elif a != b:
-            out.append(f"{key} (checkpoint {a!r}, now {b!r})")
+            out.append(f"{key} (checkpoint {_spelled(a)}, now {_spelled(b)})")
     return out
+
+
+def _spelled(value: Any) -> str:
+    """A setting's value as its flag takes it: a name bare (``cpu``, not ``'cpu'``), a
+    number or list as written; one absent from the setup, ``not recorded``."""
+    if value is None:
+        return "not recorded"
+    return value if isinstance(value, str) else repr(value)
 
 
 def _count(value: Any, name: str, minimum: int = 0, limit: int | None = None) -> int:
@@ -147,7 +182,9 @@ def load_checkpoint(path: Path, setup: dict[str, Any]) -> Checkpoint:
         raise CheckpointError(f"{path}:1: checkpoint version {header.get('version')!r}")
     if not isinstance(header.get("setup"), dict):
         raise CheckpointError(f"{path}:1: setup must be an object, got {header.get('setup')!r:.80}")
-    diff = _differences(header.get("setup", {}), setup)
+    diff = _differences(
+        _with_defaults(header["setup"], OLDER_DEFAULTS), _with_defaults(setup, OLDER_DEFAULTS)
+    )
     if diff:
         raise CheckpointError(
             f"{path} was written by a profile with other settings: {'; '.join(diff)}. "

@@ -12,29 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from edgespec.calibration.checks import check_profiles
+from edgespec.calibration.checks import GivenProfile, check_profiles
 from edgespec.cli import main
 
 WISP = "kind: wisp\na_s: 0.0\nb_compute_s: 0.0\nb_read_s: 0.0\nc_s: 0.02\n"
-"""A valid WISP profile."""
+"""A valid WISP profile, of no model named (refused by calibrate once the rest passes)."""
+
 ZHU = "kind: zhu\nmodel: llama2-7b\nflops: printed\nc1_s_per_flop: 2.08e-14\nc2_s: 1.28e-2\n"
 """A valid Zhu profile."""
 
 
-def _never(*args: object, **kwargs: object) -> None:
-    raise AssertionError("calibrate went on past its checks")
-
-
-@pytest.fixture
-def cheap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """In ``tmp_path`` (returned), with no model loaded, profiled or run for real: each
-    fails the test."""
-    for work in ("edgespec.models.loading.load_model",
-                 "edgespec.calibration.command.profile_scenario",
-                 "edgespec.calibration.command.run_real"):  # fmt: skip
-        monkeypatch.setattr(work, _never)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def wisp_of(model: str) -> str:
+    """A valid WISP profile of ``model``, as edgespec profile or calibrate records it."""
+    return f"model: {model}\n{WISP}"
 
 
 @pytest.mark.parametrize(
@@ -207,16 +197,17 @@ def test_a_yml_profile_is_read_with_its_yml_draft(
     cheap: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """edgespec profile --out p.yml writes p-draft.yml: calibrate looked for p-draft.yaml."""
-    (cheap / "p.yml").write_text(WISP)
+    (cheap / "p.yml").write_text(wisp_of("synthetic"))
     argv = ["calibrate", "--profile", "p.yml", "--clients", "1", "--requests", "1"]
     assert main([*argv, "--threads", "1", "--out", "c"]) == 2
     assert capsys.readouterr().err == (
         "edgespec calibrate: --profile p.yml: p-draft.yml: file not found (the draft's "
         "profile, read beside --profile)\n"
     )
-    (cheap / "p-draft.yml").write_text(WISP)
-    assert check_profiles(argparse.Namespace(profile="p.yml")) == (
-        Path("p.yml"), Path("p-draft.yml")
+    (cheap / "p-draft.yml").write_text(wisp_of("truncated"))
+    args = argparse.Namespace(profile="p.yml", target="synthetic", draft="truncated")
+    assert check_profiles(args) == GivenProfile(
+        Path("p.yml"), Path("p-draft.yml"), "synthetic", "truncated"
     )  # fmt: skip
 
 
@@ -228,8 +219,8 @@ def test_overwrite_keeps_every_file_of_the_profile_given(
     from edgespec.runtime.testing import tiny_llama
 
     monkeypatch.setattr("edgespec.runtime.testing.tiny_llama", partial(tiny_llama, num_layers=1))
-    profile = {"profile.yaml": WISP, "profile-draft.yaml": WISP, "profile-report.json": "{}",
-               "profile-zhu.yaml": "zhu"}  # fmt: skip
+    profile = {"profile.yaml": wisp_of("synthetic"), "profile-draft.yaml": wisp_of("truncated"),
+               "profile-report.json": "{}", "profile-zhu.yaml": "zhu"}  # fmt: skip
     (cheap / "c").mkdir()
     for name, text in {**profile, "trace.jsonl": "earlier", "comparison.md": "earlier"}.items():
         (cheap / "c" / name).write_text(text)

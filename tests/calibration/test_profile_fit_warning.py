@@ -115,7 +115,7 @@ def test_comparison_md_records_the_fit_lines_under_its_header() -> None:
     lines = ("profile: target held-out R² 0.096, ...", WARNING.format(r2="0.096"))
     text = comparison_text("synthetic + truncated, ...", lines, "| metric |\n|---|")
     assert text == "\n".join(("synthetic + truncated, ...", *lines, "", "| metric |\n|---|\n"))
-    assert comparison_text("h", (), "| t |") == "h\n\n| t |\n"  # --profile: as printed
+    assert comparison_text("h", (), "| t |") == "h\n\n| t |\n"  # no profile lines
 
 
 def test_docs_show_the_warning_as_printed() -> None:

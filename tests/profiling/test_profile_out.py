@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from edgespec.calibration.checks import check_profiles
+from edgespec.calibration.checks import GivenProfile, check_profiles
 from edgespec.cli import main
 from edgespec.profiling.fit import WISP_TERMS, FitMetrics, LinearFit
 from edgespec.profiling.run import ProfileResult, write_profiles
@@ -41,7 +41,8 @@ def test_a_yml_profile_pairs_with_its_own_draft_and_no_other_runs(
     assert _profile(model, out, "--draft", str(model), "--gamma", "2") == 0
     assert sorted(_contents(out.parent)) == ["p-draft.yml", "p-report.json", "p.yml"]
     draft = out.parent / "p-draft.yml"
-    assert check_profiles(argparse.Namespace(profile=str(out))) == (out, draft)
+    args = argparse.Namespace(profile=str(out), target=str(model), draft=str(model))
+    assert check_profiles(args) == GivenProfile(out, draft, str(model), str(model))
 
     capsys.readouterr()
     before = _contents(out.parent)

@@ -1,0 +1,120 @@
+"""``edgespec calibrate --profile``: its files must be of the run's pair. A profile records
+the model it measured (``model:``); one of another target or draft was read silently and
+the simulated run priced another pair (TPOT sim − real −78.5 %, throughput +494 %, with
+nothing saying which profile it was). It is refused in one line (exit 2) before anything
+loads, names compared as the models they resolve to; ``comparison.md`` names the files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from edgespec.cli import main
+from edgespec.models.registry import GEMMA3_270M_DRAFT, bundled_draft_dir
+from tests.calibration.test_calibration_refusals import WISP, wisp_of
+
+RUN = ["calibrate", "--profile", "p.yaml", "--clients", "1", "--requests", "1", "--threads", "1"]
+REMEDY = "; give this pair's profile, or omit --profile to profile it here"
+DRAFT_NOTE = " (the draft's profile, read beside --profile)"
+
+
+def _profile(folder: Path, target: str | None, draft: str) -> None:
+    """``p.yaml`` recording ``target`` (none: no ``model:``) and ``p-draft.yaml``."""
+    (folder / "p.yaml").write_text(WISP if target is None else wisp_of(target))
+    (folder / "p-draft.yaml").write_text(wisp_of(draft))
+
+
+def _model_dir(folder: Path) -> Path:
+    """A folder the registry takes as a Hugging Face model (never loaded here)."""
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("recorded", "flags", "message"),
+    [
+        (  # the reviewer's: profiled as m/llama + ngram, run as synthetic + truncated
+            ("m/llama", "ngram"),
+            [],
+            f"--profile p.yaml: p.yaml records model m/llama, not --target synthetic{REMEDY}",
+        ),
+        (
+            ("synthetic", "ngram"),
+            [],
+            "--profile p.yaml: p-draft.yaml records model ngram, not --draft truncated"
+            f"{DRAFT_NOTE}{REMEDY}",
+        ),
+        (
+            ("m/llama", "ngram"),
+            ["--target", "m/other", "--draft", "ngram"],
+            f"--profile p.yaml: p.yaml records model m/llama, not --target m/other{REMEDY}",
+        ),
+        (  # a relative path recorded elsewhere: no model from this folder
+            ("llama", "ngram"),
+            ["--target", "m/llama", "--draft", "ngram"],
+            "--profile p.yaml: p.yaml records model llama (no such model from here), not "
+            f"--target m/llama{REMEDY}",
+        ),
+        (
+            (None, "truncated"),
+            [],
+            "--profile p.yaml: p.yaml records no model name (model:), so it may be another "
+            f"pair's{REMEDY}",
+        ),
+    ],
+)
+def test_a_profile_of_another_pair_is_refused_before_anything_loads(
+    cheap: Path,
+    capsys: pytest.CaptureFixture[str],
+    recorded: tuple[str | None, str],
+    flags: list[str],
+    message: str,
+) -> None:
+    for name in ("llama", "other"):
+        _model_dir(cheap / "m" / name)
+    _profile(cheap, *recorded)
+    assert main([*RUN, *flags, "--out", "c"]) == 2
+    assert capsys.readouterr() == ("", f"edgespec calibrate: {message}\n")
+    assert not (cheap / "c").exists()
+
+
+@pytest.mark.parametrize(
+    ("recorded", "target", "draft"),
+    [
+        (("./m/llama", "ngram"), "{here}/m/llama", "ngram"),
+        (("m/llama", GEMMA3_270M_DRAFT), "m/llama", "{bundled}"),
+    ],
+    ids=["relative and absolute path", "known name and its folder"],
+)
+def test_a_model_spelled_otherwise_is_the_same_model(
+    cheap: Path, recorded: tuple[str, str], target: str, draft: str
+) -> None:
+    """Names are compared as the models they resolve to: the checks pass and the run
+    goes on to load the pair (which ``cheap`` stops)."""
+    _model_dir(cheap / "m" / "llama")
+    _profile(cheap, *recorded)
+    spelled = {"here": cheap, "bundled": bundled_draft_dir(GEMMA3_270M_DRAFT)}
+    flags = ["--target", target.format(**spelled), "--draft", draft.format(**spelled)]
+    with pytest.raises(AssertionError, match="calibrate went on past its checks"):
+        main([*RUN, *flags, "--out", "c"])
+
+
+def test_comparison_md_names_the_profile_files_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole command with the synthetic pair and a --profile of it: stdout and
+    comparison.md said nothing of which profile priced the simulated run."""
+    monkeypatch.chdir(tmp_path)
+    _profile(tmp_path, "synthetic", "truncated")
+    sizes = ["--max-new-tokens", "4", "--prompt-tokens", "8"]
+    assert main([*RUN, *sizes, "--out", "c"]) == 0
+    line = (
+        "profile: read from --profile p.yaml and p-draft.yaml (of synthetic + truncated); "
+        "not profiled in this run"
+    )
+    assert capsys.readouterr().out.startswith(f"{line}\nmeasuring the loopback link")
+    lines = (tmp_path / "c" / "comparison.md").read_text().splitlines()
+    assert lines[0].startswith("synthetic + truncated, 1 clients x 1 requests, γ=4")
+    assert lines[1:3] == [line, ""]
