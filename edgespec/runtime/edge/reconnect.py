@@ -46,8 +46,9 @@ RETRY_BACKOFF_S = 0.05
 
 MIN_ATTEMPT_S = 1.0
 """The least an attempt to open a session waits for its answer, however little is left of its
-retry window (and at most the request timeout): an open does no model work, so a server
-that answers at all answers it within this."""
+retry window (and at most the request timeout), and the most a routing round waits for each
+server's ``Stats`` (:mod:`~edgespec.runtime.edge.routing`): neither call does model work, so
+a server that answers at all answers it within this."""
 
 
 class Cancelled(Exception):

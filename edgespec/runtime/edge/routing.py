@@ -8,16 +8,21 @@ batch; ``num_active_sessions`` = sessions the server holds; ``busy`` = a verific
 is running); :func:`route` shows them to the policy as a
 :class:`~edgespec.policies.loads.LoadView`, as the simulator does, calls it once and
 checks its answer
-(:func:`edgespec.policies.contracts.check_route`). A server that does not answer is left
-out of the loads (and named in ``unreachable``), so one dead server does not stop the
-others from taking requests. :func:`route_retrying` asks again while none answers, and
-says what is left of the retry budget for the chosen server's first open.
+(:func:`edgespec.policies.contracts.check_route`). Every server is asked at once, each
+``Stats`` waited for at most :data:`~edgespec.runtime.edge.reconnect.MIN_ATTEMPT_S` (a
+server that takes the call and never answers, hung, holds a routing round no longer, not a
+request timeout per server); a server that does not answer in time is left out of the
+loads (and named in ``unreachable``), so one dead or hung server does not stop the others
+from taking requests. :func:`route_retrying` asks again while none answers, and says what
+is left of the retry budget for the chosen server's first open.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,13 +32,20 @@ from edgespec.core.types import ServerLoad
 from edgespec.policies.contracts import check_route
 from edgespec.policies.interfaces import RoutingPolicy
 from edgespec.policies.loads import LoadView
-from edgespec.runtime.edge.reconnect import retry_unavailable
+from edgespec.runtime.edge.reconnect import (
+    MIN_ATTEMPT_S,
+    RETRY_BACKOFF_S,
+    Cancelled,
+    retry_unavailable,
+)
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import ServerStats
 
 
 class StatsSource(Protocol):
-    def stats(self) -> ServerStats: ...
+    def stats(self, timeout_s: float | None = None) -> ServerStats:
+        """The server's counters, answered within ``timeout_s`` (else ``UNAVAILABLE``)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,32 +64,75 @@ def load_from_stats(server_id: int, stats: ServerStats) -> ServerLoad:
     return ServerLoad(server_id, stats.queue_depth, stats.num_sessions, stats.busy)
 
 
-def server_loads(servers: Sequence[StatsSource]) -> tuple[list[ServerLoad], list[int]]:
-    """(loads of the servers that answered, indices of those that did not)."""
-    loads, failed = _polled(servers)
+def server_loads(
+    servers: Sequence[StatsSource], timeout_s: float = MIN_ATTEMPT_S
+) -> tuple[list[ServerLoad], list[int]]:
+    """(loads of the servers that answered within ``timeout_s``, indices of the others)."""
+    loads, failed = _polled(servers, timeout_s, None)
     return loads, list(failed)
 
 
 def _polled(
-    servers: Sequence[StatsSource],
+    servers: Sequence[StatsSource], timeout_s: float, cancel: threading.Event | None
 ) -> tuple[list[ServerLoad], dict[int, RequestError]]:
-    """(loads of the servers that answered, each other one's failure by index)."""
+    """(loads of the servers that answered, each other one's failure by index): every
+    server asked at once, on a thread of its own, its answer waited for at most
+    ``timeout_s`` (a call still unanswered then ends at its own deadline, the same);
+    :class:`~edgespec.runtime.edge.reconnect.Cancelled` within a backoff once ``cancel`` is
+    set. A failure other than a :class:`RequestError` is a bug: raised."""
+    pool = ThreadPoolExecutor(max(1, len(servers)), "edgespec-routing")
+    try:
+        asked = [pool.submit(server.stats, timeout_s) for server in servers]
+        _waited(asked, timeout_s, cancel)
+    finally:
+        pool.shutdown(wait=False)
     loads: list[ServerLoad] = []
     failed: dict[int, RequestError] = {}
-    for index, server in enumerate(servers):
-        try:
-            loads.append(load_from_stats(index, server.stats()))
-        except RequestError as exc:
-            failed[index] = exc
+    for index, answer in enumerate(asked):
+        error = answer.exception() if answer.done() else _silent(timeout_s)
+        if error is None:
+            loads.append(load_from_stats(index, answer.result()))
+        elif isinstance(error, RequestError):
+            failed[index] = error
+        else:
+            raise error
     return loads, failed
 
 
+def _waited(
+    asked: list[Future[ServerStats]], timeout_s: float, cancel: threading.Event | None
+) -> None:
+    """Wait until every call in ``asked`` answered or ``timeout_s`` passed, looking at
+    ``cancel`` every :data:`~edgespec.runtime.edge.reconnect.RETRY_BACKOFF_S`."""
+    if cancel is None:
+        wait(asked, timeout_s)
+        return
+    num_slices = max(1, math.ceil(timeout_s / RETRY_BACKOFF_S))
+    pending = set(asked)
+    for _ in range(num_slices):
+        if cancel.is_set():
+            raise Cancelled("cancelled while routing")
+        pending = wait(pending, timeout_s / num_slices).not_done
+        if not pending:
+            return
+
+
+def _silent(timeout_s: float) -> RequestError:
+    """The failure of a server that did not answer its ``Stats`` call in time."""
+    return RequestError(ErrorCode.UNAVAILABLE, f"no answer to a Stats call within {timeout_s:g} s")
+
+
 def route(
-    servers: Sequence[StatsSource], policy: RoutingPolicy, rng: np.random.Generator
+    servers: Sequence[StatsSource],
+    policy: RoutingPolicy,
+    rng: np.random.Generator,
+    timeout_s: float = MIN_ATTEMPT_S,
+    cancel: threading.Event | None = None,
 ) -> RouteChoice:
-    """Where a new request goes; ``UNAVAILABLE`` when no server answers
-    (:func:`route_retrying` asks again), or every one's refusal (:func:`_none_took`)."""
-    loads, failed = _polled(servers)
+    """Where a new request goes, by the loads of the servers that answered within
+    ``timeout_s``; ``UNAVAILABLE`` when none did (:func:`route_retrying` asks again), or
+    every one's refusal (:func:`_none_took`); :class:`Cancelled` once ``cancel`` is set."""
+    loads, failed = _polled(servers, timeout_s, cancel)
     if not loads:
         raise _none_took(list(failed.values()))
     view = LoadView(loads)
@@ -106,12 +161,13 @@ def route_retrying(
     cancel: threading.Event | None = None,
 ) -> tuple[RouteChoice, float]:
     """:func:`route`, asked again every ``retry_backoff_s`` while no server answers (the
-    servers restarting), for at most ``retry_timeout_s``
-    (:func:`~edgespec.runtime.edge.reconnect.retry_unavailable`; its ``Cancelled`` within a
-    backoff once ``cancel`` is set); with the seconds of ``retry_timeout_s`` routing left
-    (at least 0), which are all the chosen server's first open may retry for: a new
-    request's routing and first open share one retry budget."""
+    servers restarting, or silent for a round's :data:`MIN_ATTEMPT_S`), for at most
+    ``retry_timeout_s`` (:func:`~edgespec.runtime.edge.reconnect.retry_unavailable`; the
+    last round may end up to :data:`MIN_ATTEMPT_S` later; ``Cancelled`` within a backoff
+    once ``cancel`` is set); with the seconds of ``retry_timeout_s`` routing left (at least
+    0), which are all the chosen server's first open may retry for: a new request's routing
+    and first open share one retry budget."""
     start_s = clock()
-    choice = retry_unavailable(lambda: route(servers, policy, rng), clock, retry_timeout_s,
-                               retry_backoff_s, cancel)  # fmt: skip
+    choice = retry_unavailable(lambda: route(servers, policy, rng, MIN_ATTEMPT_S, cancel), clock,
+                               retry_timeout_s, retry_backoff_s, cancel)  # fmt: skip
     return choice, max(0.0, retry_timeout_s - (clock() - start_s))

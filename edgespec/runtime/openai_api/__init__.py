@@ -16,7 +16,7 @@ speculative decoding against the verification server(s).
   short cached probes), answered by ``/health`` (liveness), ``/ready`` (503 while no
   server is reachable) and ``/metrics`` (a gauge per server); a request 503 at once when
   every server has been unreachable for longer than it would wait; an outage logged in two
-  lines, its start and its end;
+  lines, its start and its end, every 503 counted in exactly one line;
 * :mod:`.connections`, :mod:`.http_connection`, :mod:`.descriptors` — the HTTP connections
   bounded before the app: how many (within the open-file limit), how long and how large a
   request head may be, malformed HTTP refused with h11's reason, a connection closed after

@@ -1,9 +1,9 @@
 """How many generations the endpoint runs at once, and how many it lets wait.
 
 Each generation runs on a thread of the endpoint's own pool of ``max_running`` workers
-(never the event loop's default executor, which request parsing, ``/health`` and
-``/v1/models`` are free to use). A request that finds every worker busy waits in a FIFO
-queue of at most ``max_queued``; beyond that it is refused at once with a 429 and
+(never the event loop's default executor, where prompts are tokenized; ``/health``'s probes
+have a pool of their own too: :mod:`.health`). A request that finds every worker busy waits
+in a FIFO queue of at most ``max_queued``; beyond that it is refused at once with a 429 and
 ``Retry-After``. ``/metrics`` shows the running and queued requests. :class:`Line` (places
 held, the rest waiting in order) is shared with the line of prompts waiting to be
 tokenized (:mod:`.tokenizing`).

@@ -9,7 +9,9 @@ requests then, which would each wait ``--retry-timeout-s`` and fail (a liveness 
 would restart an endpoint that only waits for its server).
 
 A probe is one ``Stats`` call (the server authenticates it, unlike ``Health``: a refused
-token shows) of ``PROBE_TIMEOUT_S``, on a worker thread, never the event loop. A server is
+token shows) of ``PROBE_TIMEOUT_S``, never on the event loop: on a thread of the probes' own
+pool, one per server, not the loop's default executor, which tokenizes prompts (probes of
+hung servers would hold its threads, as few as 6 on a 2-core device, 2 s in every 5). A server is
 probed only when nothing told of it for ``PROBE_INTERVAL_S`` (requests' calls keep a busy
 one fresh), at most one probe of it in flight and one started per ``PROBE_INTERVAL_S``,
 however many health checks arrive; a check waits at most ``PROBE_WAIT_S`` for the probes it
@@ -26,6 +28,7 @@ import asyncio
 import datetime
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any
 
@@ -105,6 +108,8 @@ class Health:
         self._admission = admission
         self._clock = clock
         self._flying: dict[int, asyncio.Future[Any]] = {}  # touched on the event loop only
+        # at most one probe per server runs: one thread each, a probe never waits for one
+        self._probes = ThreadPoolExecutor(max(1, len(clients)), "edgespec-probe")
         self._started_s: dict[int, float] = {}
 
     async def answer(self, readiness: bool) -> JSONResponse:
@@ -150,7 +155,7 @@ class Health:
         for index, client in enumerate(self.clients):
             if self._due(index, now_s):
                 self._started_s[index] = now_s
-                probe = loop.run_in_executor(None, client.stats, PROBE_TIMEOUT_S)
+                probe = loop.run_in_executor(self._probes, client.stats, PROBE_TIMEOUT_S)
                 self._flying[index] = probe
                 probe.add_done_callback(partial(self._landed, index))
         if self._flying:

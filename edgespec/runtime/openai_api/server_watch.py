@@ -7,7 +7,10 @@ A server is ``reachable`` (its last call answered, a refusal of a request includ
 call's deadline), ``refusing_token`` (``UNAUTHENTICATED`` or ``PERMISSION_DENIED``: it does
 not take the endpoint's own ``--auth-token``), or ``unknown`` (nothing asked yet); each
 state since the call that set it. The endpoint is ready while one server is reachable.
-A server that answers again ends the outage :class:`~.outages.OutageLog` may have opened.
+A server that answers again ends the outage :class:`~.outages.OutageLog` may have opened
+(each 503 ``unavailable`` told to it, :meth:`ServerWatch.note`, with whether a server was
+reachable then, under the lock a server answering takes: so none is counted twice, or in
+an outage a server's answer already ended).
 Every server unreachable for longer than a request would wait for one: its 503 is due at
 once (:meth:`ServerWatch.unreachable_for_s`, :meth:`ServerWatch.unreachable_error`)."""
 
@@ -109,14 +112,18 @@ class ServerWatch:
                 seen = dataclasses.replace(seen, since_s=last.since_s,
                                            since_unix_s=last.since_unix_s)  # fmt: skip
             self._seen[index] = seen
-        if state == REACHABLE:
-            self.outages.answered(self.addresses[index], now_s)
+            if state == REACHABLE:  # under the lock: a 503 told meanwhile sees it or not
+                self.outages.answered(self.addresses[index], now_s)
 
     def note(self, error: ApiError) -> None:
         """A request answered ``error``: a 503 for no server reachable is counted in the
-        outage, the first one opening it (:meth:`.outages.OutageLog.refused`)."""
+        outage, the first one opening it; one answered as a server was reachable again (or
+        another one was), in the next line (:meth:`.outages.OutageLog.refused`)."""
         if error.status == 503 and error.code == UNAVAILABLE_CODE:
-            self.outages.refused(error.message, self.down_since_s())
+            with self._lock:  # none reachable: since the last one was lost
+                reachable = any(one.state == REACHABLE for one in self._seen)
+                down_since_s = max((one.since_s for one in self._seen), default=self._clock())
+                self.outages.refused(error.message, down_since_s, reachable)
 
     def unreachable_for_s(self, fresh_s: float | None = None) -> float:
         """How long every server has been unreachable (since the last one was lost): 0 while
@@ -154,14 +161,6 @@ class ServerWatch:
     def ready(self) -> bool:
         """Whether a server is reachable: a request may be served now."""
         return any(seen.state == REACHABLE for seen in self.seen())
-
-    def down_since_s(self) -> float:
-        """Since when no server has been reachable: the latest of their states' starts
-        (the last one lost), or now while one is."""
-        seen = self.seen()
-        if any(one.state == REACHABLE for one in seen):
-            return self._clock()
-        return max((one.since_s for one in seen), default=self._clock())
 
 
 class Watched:

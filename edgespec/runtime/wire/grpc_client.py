@@ -75,9 +75,9 @@ class RemoteVerifier:
     def _call(
         self, method: Callable[..., Any], request: Any, timeout_s: float | None = None
     ) -> Any:
-        """``method``'s reply within ``timeout_s`` (default: this client's ``timeout_s``)."""
+        """``method``'s reply within ``timeout_s`` (at most this client's, the default)."""
         try:
-            timeout = self._timeout_s if timeout_s is None else timeout_s
+            timeout = self._timeout_s if timeout_s is None else min(timeout_s, self._timeout_s)
             return method(request, metadata=self._metadata, timeout=timeout)
         except grpc.RpcError as exc:
             raise to_request_error(exc) from exc
@@ -149,7 +149,7 @@ class RemoteVerifier:
         self._call(self._stub.CloseSession, request, self._close_timeout_s)
 
     def stats(self, timeout_s: float | None = None) -> ServerStats:
-        """The server's counters, within ``timeout_s`` (default: this client's)."""
+        """The server's counters, within ``timeout_s`` (at most this client's, the default)."""
         return stats_from_proto(self._call(self._stub.Stats, pb.StatsRequest(), timeout_s))
 
     def check_credentials(self) -> None:

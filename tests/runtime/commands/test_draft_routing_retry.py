@@ -63,7 +63,7 @@ class Restarting:
     def __init__(self, outage: Outage) -> None:
         self.outage = outage
 
-    def stats(self) -> ServerStats:
+    def stats(self, timeout_s: float | None = None) -> ServerStats:
         if self.outage.since_start_s() < DOWN_S:
             raise _down()
         return ServerStats(0, 0, 0, 0.0, 0, (), 0, 0, 0, 0.0, 0, 0, 0, 0, 0, 0)

@@ -4,6 +4,8 @@ server, no model."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import grpc
@@ -13,7 +15,8 @@ import pytest
 from edgespec.core.types import SamplingParams, ServerLoad, VerifyResult
 from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.routing import JoinShortestQueueRouting
-from edgespec.runtime.edge.routing import route, server_loads
+from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, Cancelled
+from edgespec.runtime.edge.routing import StatsSource, route, server_loads
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import (
     FusedCall,
@@ -41,7 +44,7 @@ class Source:
         self._stats = stats
         self._error = error
 
-    def stats(self) -> ServerStats:
+    def stats(self, timeout_s: float | None = None) -> ServerStats:
         if self._error is not None:
             raise self._error
         assert self._stats is not None
@@ -74,6 +77,43 @@ def test_no_answer_from_three_servers_is_unavailable() -> None:
         ErrorCode.UNAVAILABLE,
         "none of the 3 servers answered a Stats call",
     )
+
+
+class Silent:
+    """A server that takes the call and never answers it: ``stats`` returns only once
+    ``released`` is set (its deadline, ``timeout_s``, left unkept)."""
+
+    def __init__(self, released: threading.Event) -> None:
+        self.released = released
+
+    def stats(self, timeout_s: float | None = None) -> ServerStats:
+        self.released.wait()
+        raise DOWN
+
+
+def test_a_silent_server_holds_a_round_only_its_timeout_and_a_cancel_ends_it() -> None:
+    """Every server asked at once, each waited for at most ``timeout_s``: not one after
+    another, each for as long as it takes (a hung one: the whole request timeout)."""
+    released = threading.Event()
+    servers: list[StatsSource] = [Silent(released), Silent(released), Source(_stats(0, 0, False))]
+    try:
+        start = time.monotonic()
+        choice = route(servers, JoinShortestQueueRouting(), np.random.default_rng(0), 0.3)
+        took_s = time.monotonic() - start
+        cancel = threading.Event()
+        threading.Timer(0.1, cancel.set).start()
+        start = time.monotonic()
+        with pytest.raises(Cancelled, match="^cancelled while routing$"):
+            route(servers, JoinShortestQueueRouting(), np.random.default_rng(0), 30.0, cancel)
+        cancelled_s = time.monotonic() - start
+    finally:
+        released.set()
+    assert (choice.server_index, choice.unreachable) == (2, (0, 1))
+    assert [failure.message for failure in choice.failures] == [
+        "no answer to a Stats call within 0.3 s"
+    ] * 2
+    assert 0.3 <= took_s < 0.3 + 0.2
+    assert cancelled_s < 0.1 + RETRY_BACKOFF_S + 0.2
 
 
 class FakeRpcError(grpc.RpcError):  # type: ignore[misc]

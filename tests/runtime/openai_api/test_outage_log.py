@@ -1,19 +1,30 @@
 """An outage of the verification server is two lines in the endpoint's log, its start (the
 first 503 answered) and its end (a server answering again: how long there was none, how
 many requests were answered 503); a server that comes and goes at line rate has at most one
-outage logged per 10 s. The endpoint answered those 503s and logged nothing."""
+outage logged per 10 s. The endpoint answered those 503s and logged nothing.
+
+Every 503 ``unavailable`` is counted in exactly one line. They were not: a server flipping
+up and down every 0.7 s got its clients 1266 such 503s, 555 of them counted. The 503s of an
+outage not logged were counted nowhere (the next line said only how many outages were
+not), and a 503 answered just after a server answered again (its request waited through
+the outage) opened an outage of its own, "no server reachable for 0.0 s", most often not
+logged either."""
 
 from __future__ import annotations
 
 import datetime
 import logging
+import re
 from typing import Any
 
 import pytest
 
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.openai_api import outages
+from edgespec.runtime.openai_api.errors import from_request_error
 from edgespec.runtime.openai_api.outages import OutageLog
+from edgespec.runtime.openai_api.server_watch import ServerWatch
 from tests.runtime.conftest import start_server
 from tests.runtime.openai_api.conftest import _post, free_port
 from tests.runtime.openai_api.test_server_health import (
@@ -29,7 +40,9 @@ START = ("the OpenAI-compatible endpoint answered a request 503: {message}; no v
          "server has been reachable for {down_s} s (one line when one answers again)")  # fmt: skip
 END = ("the verification server {address} answers again: the endpoint had none reachable for "
        "{down_s} s and answered {num} 503 meanwhile")  # fmt: skip
-MORE = "more since the last such line, not logged"
+UNTOLD = "since its last outage line it answered {num} 503 that no line counted"
+COUNTED = re.compile(r"answered (\d+) requests? 503")
+"""How many 503s a line counts (a start line's own is counted in its end line)."""
 
 
 def _logged(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -84,6 +97,59 @@ def test_outages_at_line_rate_log_one_per_interval(caplog: pytest.LogCaptureFixt
     assert _logged(caplog) == [
         START.format(message="m1", down_s="2.0"),
         END.format(address="a:1", down_s="6.0", num="2 requests"),
-        START.format(message="m4", down_s="1.0") + f"; 1 {MORE}",
+        START.format(message="m4", down_s="1.0")
+        + "; "
+        + UNTOLD.format(num="1 request")
+        + " (1 outage not logged)",
         END.format(address="a:1", down_s="2.5", num="1 request"),
     ]
+
+
+DOWN = RequestError(ErrorCode.UNAVAILABLE, "failed to connect to all addresses")
+REFUSED = from_request_error(DOWN)
+"""A request's 503 once its server was unreachable for --retry-timeout-s."""
+
+
+def test_every_503_is_counted_in_exactly_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    now = [100.0]
+    watch = ServerWatch(("a:1",), lambda: now[0], answered=frozenset({"a:1"}))
+    hopeless = watch.unreachable_error(40.0, 30.0)  # a 503 at once: none for long
+
+    def at(now_s: float, *steps: str) -> None:
+        now[0] = now_s
+        for step in steps:  # down: a call failed; up: one answered; 503: a request's
+            if step == "503":
+                watch.note(REFUSED)
+            else:
+                watch.tell(0, DOWN if step == "down" else None)
+
+    with caplog.at_level(logging.WARNING, logger=outages.__name__):
+        at(100.0, "down", "503", "503")  # an outage: logged
+        at(101.0, "up", "503")  # over; a request that waited through it answered 503 after
+        at(102.0, "down", "503", "503", "503")  # within 10 s of the last line: not logged
+        at(103.0, "up")
+        at(104.0, "down", "503")
+        watch.note(hopeless)  # the 503 at once of a request finding none for long
+        at(105.0, "up")
+        at(111.0, "down", "503")  # due: logged, saying what no line counted
+        at(112.0, "503", "up")
+        at(113.0, "down", "503", "503")  # not logged
+        at(114.0, "up")
+        at(120.0, "up")  # within 10 s of the last line: nothing yet
+        at(121.0, "up")  # due: what no line counted
+        at(122.0, "up")  # nothing more to say
+    lines = _logged(caplog)
+    assert lines == [
+        START.format(message=REFUSED.message, down_s="0.0"),
+        END.format(address="a:1", down_s="1.0", num="2 requests"),
+        START.format(message=REFUSED.message, down_s="0.0")
+        + "; "
+        + UNTOLD.format(num="6 requests")
+        + " (2 outages not logged)",
+        END.format(address="a:1", down_s="1.0", num="2 requests"),
+        "the OpenAI-compatible endpoint: "
+        + UNTOLD.format(num="2 requests")
+        + " (1 outage not logged)",
+    ]
+    num_refused = 12  # every "503" above, and the one at once
+    assert sum(int(m[1]) for line in lines for m in COUNTED.finditer(line)) == num_refused

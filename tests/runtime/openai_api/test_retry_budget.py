@@ -40,12 +40,13 @@ class Restarting:
     """A server on ``clock``: ``Stats`` fails until :data:`UP_S`; every open fails (each
     recorded by the time it started in ``opens``), and so does every close."""
 
-    def __init__(self, clock: Clock, opens: list[float]) -> None:
-        self.clock, self.opens = clock, opens
+    def __init__(self, clock: Clock, opens: list[float], lock: threading.Lock) -> None:
+        self.clock, self.opens, self.lock = clock, opens, lock
 
-    def stats(self) -> ServerStats:
-        started = self.clock.t
-        self.clock.t += CALL_S
+    def stats(self, timeout_s: float | None = None) -> ServerStats:
+        with self.lock:  # routing asks the servers at once, each on a thread of its own
+            started = self.clock.t
+            self.clock.t += CALL_S
         if started < UP_S:
             raise _down()
         return ServerStats(0, 0, 0, 0.0, 0, (), 0, 0, 0, 0.0, 0, 0, 0, 0, 0, 0)
@@ -66,7 +67,8 @@ def _request(num_servers: int) -> tuple[Clock, list[float], ApiError]:
                                        "draft": "ngram",
                                        "retry_timeout_s": RETRY_TIMEOUT_S})  # fmt: skip
     clock, opens = Clock(), list[float]()
-    servers = tuple(Restarting(clock, opens) for _ in range(num_servers))
+    lock = threading.Lock()
+    servers = tuple(Restarting(clock, opens, lock) for _ in range(num_servers))
     routing = build_policy("routing", config.routing.name, config.routing.params)
     setup = EdgeSetup(config, None, word_tokenizer(64), 64, 24, servers, routing, clock=clock)
     body = {"model": MODEL, "prompt": "w1 w2", "max_tokens": 4}
