@@ -214,12 +214,11 @@ def _model_identity(name: str) -> str | None:
     (:data:`SYNTHETIC`, :data:`SYNTHETIC_DRAFTS`) as it is, a known model's name, a
     directory or file as its absolute path (a relative one from this folder); ``None``
     for a name that is no model from here."""
-    from edgespec.learn.drafts.draft_checks import target_name
-    from edgespec.models.registry import ModelNotFoundError
+    from edgespec.models.registry import ModelNotFoundError, model_identity
 
     if name in (SYNTHETIC, *SYNTHETIC_DRAFTS):
         return name
     try:
-        return target_name(name)
+        return model_identity(name)
     except ModelNotFoundError:
         return None

@@ -95,6 +95,14 @@ def resolve_model(name_or_path: str) -> ModelSpec:
     )
 
 
+def model_identity(name_or_path: str) -> str:
+    """The model ``name_or_path`` is, however spelled, as a record names it: a known model's
+    name, else its directory or file resolved to an absolute path (a relative one from this
+    folder); :class:`ModelNotFoundError` when it is neither."""
+    spec = resolve_model(name_or_path)
+    return spec.name if spec.path is None else str(spec.path.resolve())
+
+
 def _directory_spec(path: Path) -> ModelSpec:
     """A feature draft (its marker present) or a Hugging Face directory (``config.json``);
     weights without either are a save cut off, as is a trimmed draft without its marker."""

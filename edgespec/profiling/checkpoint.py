@@ -27,6 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TextIO
 
+from edgespec.models.registry import ModelNotFoundError, model_identity
 from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.files import profile_files
 from edgespec.profiling.measure import GridSpec, Sample, design_grid
@@ -87,6 +88,18 @@ class Checkpoint:
 
 class CheckpointError(ValueError):
     """A checkpoint that cannot be resumed (other setup, malformed line)."""
+
+
+def _same_model(recorded: Any, now: Any) -> bool:
+    """Whether the ``target`` a checkpoint records and this run's name one model, however
+    spelled (:func:`~edgespec.models.registry.model_identity`; a name that is no model from
+    here is compared as written)."""
+    if not isinstance(recorded, str) or not isinstance(now, str) or recorded == now:
+        return recorded == now
+    try:
+        return model_identity(recorded) == model_identity(now)
+    except ModelNotFoundError:
+        return False
 
 
 def _differences(found: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
@@ -182,9 +195,10 @@ def load_checkpoint(path: Path, setup: dict[str, Any]) -> Checkpoint:
         raise CheckpointError(f"{path}:1: checkpoint version {header.get('version')!r}")
     if not isinstance(header.get("setup"), dict):
         raise CheckpointError(f"{path}:1: setup must be an object, got {header.get('setup')!r:.80}")
-    diff = _differences(
-        _with_defaults(header["setup"], OLDER_DEFAULTS), _with_defaults(setup, OLDER_DEFAULTS)
-    )
+    recorded, now = (_with_defaults(one, OLDER_DEFAULTS) for one in (header["setup"], setup))
+    if _same_model(recorded.get("target"), now.get("target")):
+        recorded["target"] = now["target"]  # ``m/llama`` then, ``./m/llama`` now: one model
+    diff = _differences(recorded, now)
     if diff:
         raise CheckpointError(
             f"{path} was written by a profile with other settings: {'; '.join(diff)}. "

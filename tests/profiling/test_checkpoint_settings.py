@@ -116,3 +116,21 @@ def test_resuming_with_another_flag_names_it_before_the_target_loads(
     path = _write(tmp_path / "p-samples.jsonl", _older_setup("t", spec, 1))
     assert run_command(_args(*argv, "--resume", *flag)) == 2
     assert capsys.readouterr().err == f"edgespec profile: {path} {OTHER.format(differs)}\n"
+
+
+def test_one_model_spelled_otherwise_resumes_and_another_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--target m/llama`` then ``--target ./m/llama`` (or its absolute path): one model;
+    it was refused as ``target (checkpoint m/llama, now ./m/llama)``."""
+    for name in ("llama", "other"):
+        (tmp_path / "m" / name).mkdir(parents=True)
+        (tmp_path / "m" / name / "config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    path = _write(tmp_path / "p-samples.jsonl", setup_of("m/llama", SMALL, 1))
+    for spelled in ("./m/llama", str(tmp_path / "m" / "llama"), "m/llama/"):
+        assert load_checkpoint(path, setup_of(spelled, SMALL, 1)).samples.keys() == {0}
+    with pytest.raises(CheckpointError) as refused:
+        load_checkpoint(path, setup_of("m/other", SMALL, 1))
+    differs = "target (checkpoint m/llama, now m/other)"
+    assert str(refused.value) == f"{path} {OTHER.format(differs)}"

@@ -16,7 +16,7 @@ from typing import Any
 from edgespec.datasets.prompts import DATASETS, HELD_OUT
 from edgespec.errors import UserInputError
 from edgespec.models.gemma_cache import gemma_directory, needs_conversion
-from edgespec.models.registry import ModelSource, resolve_model
+from edgespec.models.registry import ModelSource, model_identity, resolve_model
 
 MAX_CONFIG_BYTES = 1 << 20
 """A target's ``config.json`` read for its sizes: at most this much (Gemma 3's is 2 kB)."""
@@ -104,7 +104,7 @@ def saved_target_shape(target: str) -> TargetShape | None:
     vocab_size, hidden_size = config.get("vocab_size"), config.get("hidden_size")
     if not (type(vocab_size) is int and type(hidden_size) is int):
         return None
-    return TargetShape(target_name(target), vocab_size, hidden_size)
+    return TargetShape(model_identity(target), vocab_size, hidden_size)
 
 
 def check_out_apart(
@@ -127,11 +127,4 @@ def check_out_apart(
 def loaded_target_shape(target: str, model: Any) -> TargetShape:
     """The loaded ``--target`` model's sizes, from its input embeddings."""
     vocab_size, hidden_size = model.get_input_embeddings().weight.shape
-    return TargetShape(target_name(target), int(vocab_size), int(hidden_size))
-
-
-def target_name(target: str) -> str:
-    """How a record names the ``--target``: a known model's name, else its directory or
-    file resolved to an absolute path (the registry's one-line error when it is neither)."""
-    spec = resolve_model(target)
-    return spec.name if spec.path is None else str(spec.path.resolve())
+    return TargetShape(model_identity(target), int(vocab_size), int(hidden_size))

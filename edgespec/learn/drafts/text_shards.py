@@ -33,8 +33,8 @@ from typing import Any
 from edgespec.argument_types import non_negative_int
 from edgespec.errors import UserInputError
 from edgespec.learn.drafts import shard_manifest as manifest
-from edgespec.learn.drafts.draft_checks import target_name
 from edgespec.learn.drafts.shard_writing import remove_leftover_temporaries
+from edgespec.models.registry import model_identity
 from edgespec.output_paths import writable_output_folder, write_atomically
 
 PROMPT_TOKENS = 32
@@ -118,7 +118,7 @@ def text_shard_settings(
     ``--target`` ``target`` (named as the records name it), ``--conversations`` and
     ``--max-tokens``."""
     return manifest.TextShardSettings(
-        target=target_name(target),
+        target=model_identity(target),
         task_datasets=TASK_DATASETS,
         conversations=conversations,
         max_tokens=max_tokens,
