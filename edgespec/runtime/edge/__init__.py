@@ -25,8 +25,9 @@
 * :mod:`.progress` — a generation's budget for making progress (``--max-reconnects``,
   ``--progress-timeout-s``) and ``NoProgress``;
 * :mod:`.routing` — ``route(servers, policy, rng)``: live ``ServerLoad`` s from the ``Stats``
-  RPC (every server asked at once, at most 1 s: a hung one left out), the routing policy's
-  choice, checked; ``route_retrying``: asked again while no server
+  RPC (every server asked at once, at most 1 s: a hung one left out; those the caller
+  knows to be down not asked), the routing policy's choice, checked; ``route_retrying``:
+  asked again while no server
   answers, within the retry budget a new request's routing and first open share;
 * :mod:`.draft_backends` — ``make_drafter``: the draft backend ``--draft NAME`` stands for
   (prompt lookup, a model, lookup first, a token tree, a feature draft, a llama.cpp chain);

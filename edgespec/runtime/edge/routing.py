@@ -15,13 +15,20 @@ request timeout per server); a server that does not answer in time is left out o
 loads (and named in ``unreachable``), so one dead or hung server does not stop the others
 from taking requests. :func:`route_retrying` asks again while none answers, and says what
 is left of the retry budget for the chosen server's first open.
+
+A caller that watches the servers may say which ones it knows to be down (``known_down``:
+the endpoint's, those told unreachable within the last few seconds,
+:meth:`~edgespec.runtime.openai_api.health.Health.known_down`): they are not asked, but
+left out as servers that did not answer, so a hung one does not cost every request its
+1 s; when that is every server, every one is asked (one may be back). A hint, no policy:
+routing without one (``edgespec draft``) asks them all.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Protocol
@@ -51,8 +58,8 @@ class StatsSource(Protocol):
 @dataclass(frozen=True, slots=True)
 class RouteChoice:
     """The chosen server's index, the loads the policy saw, the servers whose ``Stats``
-    failed (by index) and each one's failure, in that order (unreachable, or its token
-    refused)."""
+    failed (by index) and each one's failure, in that order (unreachable, its token
+    refused, or not asked: :data:`KNOWN_DOWN`)."""
 
     server_index: int
     loads: tuple[ServerLoad, ...]
@@ -73,22 +80,32 @@ def server_loads(
 
 
 def _polled(
-    servers: Sequence[StatsSource], timeout_s: float, cancel: threading.Event | None
+    servers: Sequence[StatsSource],
+    timeout_s: float,
+    cancel: threading.Event | None,
+    known_down: Collection[int] = frozenset(),
 ) -> tuple[list[ServerLoad], dict[int, RequestError]]:
     """(loads of the servers that answered, each other one's failure by index): every
-    server asked at once, on a thread of its own, its answer waited for at most
-    ``timeout_s`` (a call still unanswered then ends at its own deadline, the same);
-    :class:`~edgespec.runtime.edge.reconnect.Cancelled` within a backoff once ``cancel`` is
-    set. A failure other than a :class:`RequestError` is a bug: raised."""
+    server but those :func:`_skipped` of ``known_down`` asked at once, on a thread of its
+    own, its answer waited for at most ``timeout_s`` (a call still unanswered then ends at
+    its own deadline, the same); :class:`~edgespec.runtime.edge.reconnect.Cancelled` within
+    a backoff once ``cancel`` is set. A failure other than a :class:`RequestError` is a
+    bug: raised."""
+    skipped = _skipped(len(servers), known_down)
     pool = ThreadPoolExecutor(max(1, len(servers)), "edgespec-routing")
     try:
-        asked = [pool.submit(server.stats, timeout_s) for server in servers]
-        _waited(asked, timeout_s, cancel)
+        asked = {index: pool.submit(server.stats, timeout_s)
+                 for index, server in enumerate(servers) if index not in skipped}  # fmt: skip
+        _waited(list(asked.values()), timeout_s, cancel)
     finally:
         pool.shutdown(wait=False)
     loads: list[ServerLoad] = []
     failed: dict[int, RequestError] = {}
-    for index, answer in enumerate(asked):
+    for index in range(len(servers)):
+        answer = asked.get(index)
+        if answer is None:
+            failed[index] = RequestError(ErrorCode.UNAVAILABLE, KNOWN_DOWN)
+            continue
         error = answer.exception() if answer.done() else _silent(timeout_s)
         if error is None:
             loads.append(load_from_stats(index, answer.result()))
@@ -97,6 +114,17 @@ def _polled(
         else:
             raise error
     return loads, failed
+
+
+KNOWN_DOWN = "not asked: known to be down"
+"""The failure (``UNAVAILABLE``) of a server routing did not ask, its caller knowing it down."""
+
+
+def _skipped(num_servers: int, known_down: Collection[int]) -> frozenset[int]:
+    """The servers (indices) of ``known_down`` routing does not ask: none when that is every
+    one of the ``num_servers`` (one may be back, and routing without an answer fails)."""
+    skipped = frozenset(index for index in known_down if 0 <= index < num_servers)
+    return frozenset() if len(skipped) >= num_servers else skipped
 
 
 def _waited(
@@ -128,11 +156,13 @@ def route(
     rng: np.random.Generator,
     timeout_s: float = MIN_ATTEMPT_S,
     cancel: threading.Event | None = None,
+    known_down: Collection[int] = frozenset(),
 ) -> RouteChoice:
     """Where a new request goes, by the loads of the servers that answered within
-    ``timeout_s``; ``UNAVAILABLE`` when none did (:func:`route_retrying` asks again), or
-    every one's refusal (:func:`_none_took`); :class:`Cancelled` once ``cancel`` is set."""
-    loads, failed = _polled(servers, timeout_s, cancel)
+    ``timeout_s`` (those ``known_down`` not asked, unless that is all of them);
+    ``UNAVAILABLE`` when none did (:func:`route_retrying` asks again), or every one's
+    refusal (:func:`_none_took`); :class:`Cancelled` once ``cancel`` is set."""
+    loads, failed = _polled(servers, timeout_s, cancel, known_down)
     if not loads:
         raise _none_took(list(failed.values()))
     view = LoadView(loads)
@@ -159,15 +189,21 @@ def route_retrying(
     retry_timeout_s: float,
     retry_backoff_s: float,
     cancel: threading.Event | None = None,
+    known_down: Callable[[], Collection[int]] | None = None,
 ) -> tuple[RouteChoice, float]:
     """:func:`route`, asked again every ``retry_backoff_s`` while no server answers (the
     servers restarting, or silent for a round's :data:`MIN_ATTEMPT_S`), for at most
     ``retry_timeout_s`` (:func:`~edgespec.runtime.edge.reconnect.retry_unavailable`; the
     last round may end up to :data:`MIN_ATTEMPT_S` later; ``Cancelled`` within a backoff
-    once ``cancel`` is set); with the seconds of ``retry_timeout_s`` routing left (at least
-    0), which are all the chosen server's first open may retry for: a new request's routing
-    and first open share one retry budget."""
+    once ``cancel`` is set), each round leaving out the servers ``known_down()`` says then
+    (``None``: none); with the seconds of ``retry_timeout_s`` routing left (at least 0),
+    which are all the chosen server's first open may retry for: a new request's routing and
+    first open share one retry budget."""
+
+    def one_round() -> RouteChoice:
+        down = frozenset() if known_down is None else known_down()
+        return route(servers, policy, rng, MIN_ATTEMPT_S, cancel, down)
+
     start_s = clock()
-    choice = retry_unavailable(lambda: route(servers, policy, rng, MIN_ATTEMPT_S, cancel), clock,
-                               retry_timeout_s, retry_backoff_s, cancel)  # fmt: skip
+    choice = retry_unavailable(one_round, clock, retry_timeout_s, retry_backoff_s, cancel)
     return choice, max(0.0, retry_timeout_s - (clock() - start_s))

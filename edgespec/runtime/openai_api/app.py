@@ -258,7 +258,7 @@ def build_app(
     prompts = PromptLine(TOKENIZE_QUEUE_PROMPTS * api.limits.max_prompt_chars)
     watch = ServerWatch(setup.config.servers, clock, wall_clock, setup.answered_at_start)
     health = Health(watch, setup.verifiers, admission, clock)
-    setup = dataclasses.replace(setup, verifiers=health.clients)
+    setup = dataclasses.replace(setup, verifiers=health.clients, known_down=health.known_down)
     lines = Lines(prompts, admission, in_flight or InFlight(), health)
 
     @app.exception_handler(HTTPException)

@@ -63,7 +63,9 @@ class EdgeSetup:
     longest draft block, the SLO classes, the target's name; the clock the requests'
     retries and records are timed on; the log of the servers' refusals of the endpoint's
     own credentials (its 502s, told by the app as it answers them); the servers that
-    answered as the endpoint started (reachable from its first ``/ready`` on)."""
+    answered as the endpoint started (reachable from its first ``/ready`` on); the servers
+    known to be down now, which routing does not ask (the app's watch,
+    :meth:`.health.Health.known_down`; ``None``: routing asks every one)."""
 
     config: Any  # DrafterConfig
     draft_model: Any
@@ -79,14 +81,16 @@ class EdgeSetup:
     clock: Callable[[], float] = time.perf_counter
     refusals: RefusedCredentials = dataclasses.field(default_factory=RefusedCredentials)
     answered_at_start: frozenset[str] = frozenset()
+    known_down: Callable[[], frozenset[int]] | None = None
 
 
 def _verifier(setup: EdgeSetup, options: Any) -> tuple[Any, float]:
     """The server for a new request (``options``: its ``DraftOptions``, with its retry
     timeout, backoff and cancel event) and how long its first open may retry while the
     server is unreachable: the only server, for the whole ``retry_timeout_s``; or the
-    routing policy's pick, asked again while no server answers, for what routing left of
-    it (:func:`~edgespec.runtime.edge.routing.route_retrying`)."""
+    routing policy's pick (those known down not asked), asked again while no server
+    answers, for what routing left of it
+    (:func:`~edgespec.runtime.edge.routing.route_retrying`)."""
     if len(setup.verifiers) == 1:
         return setup.verifiers[0], options.retry_timeout_s
     import numpy as np
@@ -95,7 +99,8 @@ def _verifier(setup: EdgeSetup, options: Any) -> tuple[Any, float]:
 
     choice, left_s = route_retrying(setup.verifiers, setup.routing, np.random.default_rng(),
                                     setup.clock, options.retry_timeout_s,
-                                    options.retry_backoff_s, options.cancel)  # fmt: skip
+                                    options.retry_backoff_s, options.cancel,
+                                    setup.known_down)  # fmt: skip
     return setup.verifiers[choice.server_index], left_s
 
 

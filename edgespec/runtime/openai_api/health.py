@@ -20,7 +20,9 @@ finds, then answers with what is known.
 ``/metrics`` says the same per server (:func:`server_metrics`), refreshed alike. A request
 that finds every server unreachable for longer than ``--retry-timeout-s``, as probed within
 ``PROBE_INTERVAL_S``, is answered 503 at once (:meth:`Health.refuse_if_hopeless`): waiting
-that long could not help it; one at an outage's start waits (a server restarting)."""
+that long could not help it; one at an outage's start waits (a server restarting). A
+server told unreachable within ``PROBE_INTERVAL_S`` is not asked by routing
+(:meth:`Health.known_down`)."""
 
 from __future__ import annotations
 
@@ -129,6 +131,13 @@ class Health:
         """:func:`server_metrics`, once fresh probes landed (or ``PROBE_WAIT_S`` passed)."""
         await self._refresh()
         return server_metrics(self.watch.addresses, self.watch.seen())
+
+    def known_down(self) -> frozenset[int]:
+        """The servers a new request's routing does not ask: told unreachable less than
+        ``PROBE_INTERVAL_S`` ago (:meth:`.ServerWatch.known_down`). Past that routing asks
+        one again, and a health check probes it: a server back is admitted within
+        ``PROBE_INTERVAL_S`` of its last failure, at once when a call or probe answers."""
+        return self.watch.known_down(PROBE_INTERVAL_S)
 
     async def refuse_if_hopeless(self, retry_timeout_s: float) -> None:
         """Raise, for a request about to wait up to ``retry_timeout_s`` for a server, the 503

@@ -12,7 +12,9 @@ A server that answers again ends the outage :class:`~.outages.OutageLog` may hav
 reachable then, under the lock a server answering takes: so none is counted twice, or in
 an outage a server's answer already ended).
 Every server unreachable for longer than a request would wait for one: its 503 is due at
-once (:meth:`ServerWatch.unreachable_for_s`, :meth:`ServerWatch.unreachable_error`)."""
+once (:meth:`ServerWatch.unreachable_for_s`, :meth:`ServerWatch.unreachable_error`). A
+server told unreachable a moment ago is not asked by a new request's routing
+(:meth:`ServerWatch.known_down`): a hung one would hold each routing round 1 s."""
 
 from __future__ import annotations
 
@@ -135,6 +137,15 @@ class ServerWatch:
             if one.state != UNREACHABLE or stale:
                 return 0.0
         return now_s - max((one.since_s for one in seen), default=now_s)
+
+    def known_down(self, fresh_s: float) -> frozenset[int]:
+        """The servers (indices) unreachable as told less than ``fresh_s`` ago: routing need
+        not ask them (:func:`~edgespec.runtime.edge.routing.route`); one told of longer ago
+        may be back, and one a call or probe found answering is reachable again."""
+        now_s = self._clock()
+        return frozenset(index for index, one in enumerate(self.seen())
+                         if one.state == UNREACHABLE and one.told_s is not None
+                         and now_s - one.told_s < fresh_s)  # fmt: skip
 
     def unreachable_error(self, down_s: float, retry_timeout_s: float) -> ApiError:
         """The 503 of a request not made to wait for a server: none has answered for

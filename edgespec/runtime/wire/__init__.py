@@ -2,7 +2,8 @@
 
 * :mod:`.grpc_common`, :mod:`.grpc_server`, :mod:`.grpc_client`, :mod:`.grpc_calls` —
   **the only grpc importers**: the shared generated stubs, ``ErrorCode`` to gRPC
-  status-code maps and message-size options; the servicer (auth, TLS, size limits,
+  status-code maps, message-size options and the client channels' reconnect backoff
+  (100 ms growing to 1 s); the servicer (auth, TLS, size limits,
   undecodable requests), ``start_server``, ``ServerThread``; the ``RemoteVerifier`` client;
   a client call's failure as a ``RequestError`` (a ``CANCELLED`` the server cut it with:
   ``UNAVAILABLE``) and a unary call's answer waited for until a cancel event;

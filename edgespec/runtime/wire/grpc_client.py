@@ -35,7 +35,7 @@ from edgespec.runtime.wire.codec import (
 )
 from edgespec.runtime.wire.fused_codec import fused_call_to_proto, fused_round_from_proto
 from edgespec.runtime.wire.grpc_calls import answered, to_request_error
-from edgespec.runtime.wire.grpc_common import message_size_options, pb_grpc
+from edgespec.runtime.wire.grpc_common import client_channel_options, pb_grpc
 from edgespec.runtime.wire.stream_deadline import ChunkDeadline
 
 
@@ -55,7 +55,7 @@ class RemoteVerifier:
         tls_server_name: str | None = None,
         close_timeout_s: float | None = None,
     ) -> None:
-        options = message_size_options(max_message_bytes)
+        options = client_channel_options(max_message_bytes)
         if tls_ca is not None:
             with open(tls_ca, "rb") as f:
                 creds = grpc.ssl_channel_credentials(root_certificates=f.read())

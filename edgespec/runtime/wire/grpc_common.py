@@ -3,8 +3,9 @@
 only modules that import grpc.
 
 The generated stubs (``pb_grpc``), the :class:`ErrorCode` ⇄ ``grpc.StatusCode`` maps (a
-:class:`RequestError` crosses the wire as the status code of the same name) and the
-message-size channel options both sides set.
+:class:`RequestError` crosses the wire as the status code of the same name), the
+message-size channel options both sides set and the client channels' reconnect backoff
+(:data:`RECONNECT_OPTIONS`).
 """
 
 from __future__ import annotations
@@ -32,3 +33,27 @@ def message_size_options(max_message_bytes: int) -> list[tuple[str, int]]:
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.max_send_message_length", max_message_bytes),
     ]
+
+
+RECONNECT_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1_000),
+    ("grpc.min_reconnect_backoff_ms", 20_000),
+)
+"""How a client channel reconnects to a server it lost: its first retry 100 ms after the
+failed attempt (gRPC's floor), each next one 1.6x later (±20 % jitter), at most 1 s apart,
+so a server back from a restart is reached within about 1.2 s, inside any retry window of
+the drafter's (it asks every 50 ms for ``--retry-timeout-s``). gRPC's defaults (1 s, up to
+120 s) kept a channel failing ``UNAVAILABLE`` for seconds after its server was back: after
+3 s down, until about 5 s. A down server costs at most one connection attempt a second
+per channel that calls it.
+``min_reconnect_backoff_ms`` is, despite its name, the least time a connection attempt is
+given (TCP, TLS and HTTP/2 handshakes: gRPC's ``subchannel.cc`` waits for
+``max(next attempt, now + it)``), not a floor of the backoff: kept at gRPC's 20 s, as a slow
+link's handshake may take longer than a backoff."""
+
+
+def client_channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
+    """A client channel's options: :func:`message_size_options` and
+    :data:`RECONNECT_OPTIONS`."""
+    return [*message_size_options(max_message_bytes), *RECONNECT_OPTIONS]

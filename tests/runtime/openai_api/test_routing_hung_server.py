@@ -4,7 +4,9 @@ for at most ``MIN_ATTEMPT_S`` (1 s), so a request goes to the server that answer
 every server hung its 503 comes once ``--retry-timeout-s`` passed. It waited
 ``--request-timeout-s`` on each hung server's ``Stats`` in turn, every request, every
 routing round: 8 s before a request reached the live server, 16 s a round over two hung
-ones, and a client that left meanwhile held its worker that long."""
+ones, and a client that left meanwhile held its worker that long. A server told unreachable
+within ``PROBE_INTERVAL_S`` is then not asked (``ServerWatch.known_down``): every request
+paid the hung one's 1 s."""
 
 from __future__ import annotations
 
@@ -19,10 +21,13 @@ from edgespec.policies.registry import build_policy
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.edge.reconnect import MIN_ATTEMPT_S
+from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.openai_api.admission import Concurrency
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.generation import EdgeSetup
+from edgespec.runtime.openai_api.health import PROBE_INTERVAL_S
 from edgespec.runtime.openai_api.serve import ApiThread
+from edgespec.runtime.openai_api.server_watch import ServerWatch
 from edgespec.runtime.wire.drafter_clients import drafter_clients
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.conftest import start_server
@@ -80,6 +85,45 @@ def test_a_request_goes_to_the_server_that_answers_past_a_hung_one(
     )
     assert took_s < MIN_ATTEMPT_S + SLACK_S  # was over 8 s: the hung one's Stats waited out
     assert calls == ["Stats"]  # left out of the decision: nothing opened on it
+
+
+def test_a_server_known_down_is_not_asked_by_the_next_request(
+    target: TransformersTarget, draft_model: Any
+) -> None:
+    """The first request's routing waits the hung server's 1 s and so learns it is down;
+    the next one, within ``PROBE_INTERVAL_S``, routes without asking it."""
+    server = start_server(target, host="127.0.0.1")
+    try:
+        with hung_server() as (hung, calls):
+            addresses = [hung, f"127.0.0.1:{server.port}"]  # the hung one asked first
+            with _endpoint(addresses, draft_model, retry_timeout_s=REQUEST_TIMEOUT_S) as api:
+                first, second = _completion(api), _completion(api)
+    finally:
+        server.stop(grace_s=0)
+    text = TOKENIZER.decode(list(target_greedy_decode(target, (1, 2), 8)))
+    for status, reply, _ in (first, second):
+        assert (status, reply["choices"][0]["text"]) == (200, text), reply
+    assert first[2] >= MIN_ATTEMPT_S  # its routing waited for the hung server
+    assert second[2] < MIN_ATTEMPT_S  # was over 1 s: the hung server's Stats waited for
+    assert calls == ["Stats"]  # asked once, by the first request's routing
+
+
+def test_known_down_is_what_was_told_unreachable_lately() -> None:
+    now_s = [100.0]
+    watch = ServerWatch(("a:1", "b:2", "c:3"), lambda: now_s[0], lambda: 0.0)
+    assert watch.known_down(PROBE_INTERVAL_S) == frozenset()  # unknown: not known down
+    watch.tell(0, RequestError(ErrorCode.UNAVAILABLE, "down"))
+    watch.tell(1, RequestError(ErrorCode.UNAUTHENTICATED, "token"))  # refusing, not down
+    now_s[0] = 100.0 + PROBE_INTERVAL_S - 0.01
+    assert watch.known_down(PROBE_INTERVAL_S) == frozenset({0})
+    watch.tell(0, RequestError(ErrorCode.CANCELLED, "ours"))  # says nothing of the server
+    assert watch.known_down(PROBE_INTERVAL_S) == frozenset({0})
+    now_s[0] = 100.0 + PROBE_INTERVAL_S  # told that long ago: it may be back, asked again
+    assert watch.known_down(PROBE_INTERVAL_S) == frozenset()
+    watch.tell(0, RequestError(ErrorCode.UNAVAILABLE, "down"))  # a probe: still down
+    assert watch.known_down(PROBE_INTERVAL_S) == frozenset({0})
+    watch.tell(0, None)  # a call or probe answered: admitted again at once
+    assert watch.known_down(PROBE_INTERVAL_S) == frozenset()
 
 
 @contextmanager
