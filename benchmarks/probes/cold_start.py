@@ -31,7 +31,8 @@ from probe_json import add_json_option, finish, int_list, positive_int
 from edgespec.datasets.prompts import load_prompts
 from edgespec.models.loading import load_model
 from edgespec.runtime.backends.base import ForwardItem
-from edgespec.runtime.backends.transformers_backend import PREFILL_CHUNK_TOKENS, TransformersTarget
+from edgespec.runtime.backends.padding import PREFILL_CHUNK_TOKENS
+from edgespec.runtime.backends.transformers_backend import TransformersTarget
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:

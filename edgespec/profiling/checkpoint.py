@@ -95,7 +95,7 @@ def _same_model(recorded: Any, now: Any) -> bool:
     spelled (:func:`~edgespec.models.registry.model_identity`; a name that is no model from
     here is compared as written)."""
     if not isinstance(recorded, str) or not isinstance(now, str) or recorded == now:
-        return recorded == now
+        return bool(recorded == now)
     try:
         return model_identity(recorded) == model_identity(now)
     except ModelNotFoundError:

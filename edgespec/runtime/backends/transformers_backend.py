@@ -50,7 +50,7 @@ from edgespec.runtime.backends.exactness import (
 )
 from edgespec.runtime.backends.lm_head import BLOCKED_HEAD_MAX_ROWS, blocked_head, plain_head
 from edgespec.runtime.backends.padded_kv import Layers, padded_cache, row_kv
-from edgespec.runtime.backends.padding import pass_groups
+from edgespec.runtime.backends.padding import PREFILL_CHUNK_TOKENS, pass_groups
 
 Numerics = Literal["exact", "lossy"]
 """``exact``: batch-invariant kernels (:mod:`~edgespec.runtime.backends.batch_invariant`),
@@ -72,14 +72,6 @@ def _with_hidden_head(out: ForwardOutput, head: npt.NDArray[np.float32]) -> Forw
     """``out`` with the hidden rows of the chunk-prefilled head in front of its own."""
     assert out.hidden is not None
     return ForwardOutput(out.rows, out.kv, np.concatenate([head, out.hidden]))
-
-
-PREFILL_CHUNK_TOKENS = 512
-"""New tokens per pass of a long prompt's cold start (the tokens that need no logits, ahead
-of the rest): its attention then works on ``chunk × (cached + chunk)`` scores, not
-``prompt²``, with the same bits (the exact mode's reduction ignores masked chunks). On a
-CPU, Gemma 3 270M's 2,040-token cold start took 0.69× the time of one pass exact, 0.94×
-lossy (``benchmarks/results/cold-start-cpu-gemma3-270m.json``)."""
 
 
 class TransformersTarget:
