@@ -14,8 +14,9 @@
 * V3: rejection-sampling SD: its latency and throughput cells within ±10 %, its extra time
   per round (γ × V × 16 bits / R, pure arithmetic) within ±10 % of what Table I implies,
   slowest everywhere (by construction: :data:`SLOWEST`), collapsing at 20 Mbit/s.
-* V4: Fig. 4's regimes: the sign of SH − FH per scenario, FH ahead of greedy everywhere,
-  SH behind greedy at RTT 50 ms.
+* V4: Fig. 4's regimes: the sign of SH − FH per scenario (two of the three by
+  construction: :data:`~edgespec.reproduce.wisv.regimes.HEAD_FREE`), FH ahead of greedy
+  everywhere, SH behind greedy at RTT 50 ms.
 * Fig. 5: the head trained without the CSI-aware relabelling (``keep-critical``, the
   runtime's shipped head) rejects more on the poor link than WISV's relabelled one: lower
   AAL, higher latency (directions only, :mod:`.heads`; not judged without its table).

@@ -150,6 +150,8 @@ def test_rows_a_fitted_input_fixes_are_settings(quick: tuple[Path, list[ClaimRow
         "WISV FH's AAL gain over greedy grows with γ, 500 Mbit/s",
         "WISV FH's latency reduction over greedy grows with γ, 500 Mbit/s",
         "rejection-sampling SD the slowest method (Fig. 4, 4 scenarios × 5 windows)",
+        "Fig. 4, RTT 50 ms, 500 Mbit/s: sign of SH − FH latency, γ = 10/16/24/32/64",
+        "Fig. 4, RTT 5 ms, 20 Mbit/s: sign of SH − FH latency, γ = 10/16/24/32/64",
     ]
     assert all("WISV" not in r.what for r in settings if r.claim_id in ("V1", "V2"))
     assert {r.setting.split(",")[0] for r in settings} == {

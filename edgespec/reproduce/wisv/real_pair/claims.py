@@ -4,10 +4,11 @@ the results dict of :func:`edgespec.reproduce.wisv.real_pair.report.run_all` alo
 V5 (Fig. 3; the paper's accuracy → our agreement with the target-only answer): threshold 0
 is lossless; T < 9 ≈ target-only; agreement falls as T grows, more on the poor channel;
 the drop at the paper's chosen T = 12 on each channel; AAL rises and rounds fall with T,
-AAL at least as high on the poor channel as on the good one, and the AAL gain at T = 12
-against Table I's. V6 (Figs. 6–7): WISV's latency per answer below greedy SD's at every
-window, the gap growing with the window, the answers' agreement over the link, and FH
-chosen by the handshake RTT (> 10 ms).
+AAL higher on the poor channel than on the good one (never lower, higher at one T at
+least), and the AAL gain at T = 12 against Table I's. V6 (Figs. 6–7): WISV's latency per
+committed token below greedy SD's at every window, the gap growing with the window, the
+answers' agreement over the link, and FH chosen by the handshake RTT (> 10 ms, by
+construction on our fixed RTT).
 
 Tolerances: an agreement "≈" or "drop" claim holds within 1 point (Fig. 3's "< 1 %"); a
 curve's shape may go against its direction between neighbouring thresholds by one answer
@@ -182,10 +183,11 @@ def _poor_aal_row(results: dict[str, Any]) -> list[ClaimRow]:
         for t in middle
     ]
     return [ClaimRow(
-        "V5", "AAL on the poor channel ≥ on the good one at the same T (0 < T < 16)",
+        "V5", "AAL on the poor channel above the good one's at the same T (0 < T < 16)",
         "Table I: 20 Mbps > 500 Mbps at every window (7.805 vs 7.478 at 10)",
         "poor − good: " + ", ".join(f"T{t} {d:+.2f}" for t, d in diffs),
-        "poor ≥ good at every 0 < T < 16", all(d >= 0 for _, d in diffs), None,
+        "poor ≥ good at every 0 < T < 16, poor > good at one at least",
+        all(d >= 0 for _, d in diffs) and any(d > 0 for _, d in diffs), None,
         reason=channel_reason(results, middle),
     )]  # fmt: skip
 

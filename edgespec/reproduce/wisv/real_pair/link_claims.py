@@ -1,6 +1,7 @@
-"""V6 on the real pair (Figs. 6–7) as claim rows: WISV's latency per answer below greedy
-SD's at every window, the gap growing with the window, the answers' agreement over the
-link, and FH chosen by the handshake RTT (> 10 ms)."""
+"""V6 on the real pair (Figs. 6–7) as claim rows: WISV's latency per committed token below
+greedy SD's at every window, the gap growing with the window (per token: :data:`PER_TOKEN`;
+per answer in the notes), the answers' agreement over the link, and FH chosen by the
+handshake RTT (> 10 ms, by construction on our fixed RTT: :data:`FIXED_RTT`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ from edgespec.reproduce.wisv.real_pair.verdicts import (
     TABLE_I_REDUCTION_16,
     pair_reason,
 )
+
+FIXED_RTT = (
+    "the emulated link's RTT is ours, fixed above 10 ms, so FH is our rule's answer to an "
+    "input we set: a check of our code (a miss if another upload was used), not evidence"
+)
+"""Why the adaptive-upload row holds by construction when it holds."""
 
 
 def _v6(results: dict[str, Any], rate: float, window: int, method: str) -> dict[str, Any]:
@@ -57,36 +64,50 @@ def _saturation(results: dict[str, Any], rate: float) -> Reason | None:
     )
 
 
+PER_TOKEN = (
+    "judged per committed token: the paper's answers are as long for every method (Table I: "
+    "AAL × rounds ≈ 204–212 tokens) at accuracy within 1.3 pt, so its latency per answer is "
+    "one per token; ours differ in length"
+)
+"""Why V6's latency rows judge the latency per committed token, not per answer."""
+
+
 def _gap_rows(results: dict[str, Any], rate: float) -> list[ClaimRow]:
-    """WISV below greedy at every window at ``rate``, and the gap growing with γ."""
+    """WISV below greedy per committed token at every window at ``rate``, and the gap
+    growing with γ; the latency per answer shown in the note (:data:`PER_TOKEN`)."""
     rtt = results["v6"]["link_rtt_ms"]
     where = f"{rate:g} Mbit/s, RTT {rtt:g} ms"
     answer = v6_reductions(results, rate, "latency_s")
     token = v6_reductions(results, rate, "latency_per_token_ms")
-    shown = ", ".join(f"γ{w} {r * 100:+.1f}%" for w, r in answer)
-    per_token = ", ".join(f"γ{w} {r * 100:+.1f}%" for w, r in token)
-    largest = answer[-1]
+    per_answer = ", ".join(f"γ{w} {r * 100:+.1f}%" for w, r in answer)
+    shown = ", ".join(f"γ{w} {r * 100:+.1f}%" for w, r in token)
+    largest = token[-1]
     grows = (
-        len(answer) >= 2
-        and answer[-1][1] > answer[0][1]
-        and all(b >= a for (_, a), (_, b) in pairwise(answer))
+        len(token) >= 2
+        and token[-1][1] > token[0][1]
+        and all(b >= a for (_, a), (_, b) in pairwise(token))
+    )
+    lengths = (
+        f"per answer: {per_answer}; tokens per answer: greedy "
+        f"{_mean(results, rate, 'greedy', 'tokens_per_answer'):.1f}, WISV "
+        f"{_mean(results, rate, 'wisv', 'tokens_per_answer'):.1f}; agreement: greedy "
+        f"{_mean(results, rate, 'greedy', 'agreement'):.0%}, WISV "
+        f"{_mean(results, rate, 'wisv', 'agreement'):.0%}"
     )
     return [
         ClaimRow(
-            "V6", f"WISV's latency per answer below greedy SD's at every window, {where}",
+            "V6", f"WISV's latency per token below greedy SD's at every window, {where}",
             "lower at every window (Orin + A40, Wi-Fi)", "reduction " + shown,
-            "reduction > 0 at every window", all(r > 0 for _, r in answer), None,
-            note=f"per committed token: {per_token}; tokens per answer: greedy "
-            f"{_mean(results, rate, 'greedy', 'tokens_per_answer'):.1f}, WISV "
-            f"{_mean(results, rate, 'wisv', 'tokens_per_answer'):.1f}",
+            "reduction > 0 at every window", all(r > 0 for _, r in token), None,
+            note=f"{PER_TOKEN}; {lengths}",
         ),
         ClaimRow(
-            "V6", f"the gap grows with the window, {where}",
+            "V6", f"the gap grows with the window (per token), {where}",
             f"grows; max {PAPER_MAX_REDUCTION:.2%} at window 64 (Qwen)",
             f"{shown}; {largest[1]:.1%} at our largest window {largest[0]}",
             "reduction non-decreasing in γ, larger at the largest than the smallest", grows,
             None, note=f"magnitude not compared: different window and hardware (Table I, "
-            f"simulated, 500 Mbit/s, window 16: {TABLE_I_REDUCTION_16:.1%})",
+            f"simulated, 500 Mbit/s, window 16: {TABLE_I_REDUCTION_16:.1%}); {lengths}",
             reason=_saturation(results, rate),
         ),
     ]  # fmt: skip
@@ -117,6 +138,6 @@ def v6_rows(results: dict[str, Any], quick: str = "") -> list[ClaimRow]:
         "V6", f"adaptive upload: FH when the handshake RTT > 10 ms (link RTT {rtt:g} ms)",
         "FH if RTT > 10 ms, else SH",
         "uploads used: " + (", ".join(u.upper() for u in uploads) or "none"), "FH only",
-        uploads == ["fh"], None,
+        uploads == ["fh"], None, by_construction=FIXED_RTT if uploads == ["fh"] else "",
     ))  # fmt: skip
     return rows
