@@ -61,6 +61,7 @@ class Outcome(Enum):
     NOT_JUDGED = "not judged"
     SETTING = "setting, not a claim"
     BY_CONSTRUCTION = "hold by construction, not judged"
+    UNREACHED = "not comparable (setting not reached)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,10 @@ class ClaimRow:
     model fed a fixed order): why. Its numbers are shown; its outcome is
     :attr:`Outcome.BY_CONSTRUCTION`, counted apart from the rows that hold: a verdict that
     cannot fail is no evidence."""
+    unreached: str = ""
+    """Non-empty for a row judged at a setting the run did not reach within its tolerance
+    (the paper's operating point missed by more than it allows): by how much. Its numbers
+    are shown, its verdicts not counted: its outcome is :attr:`Outcome.UNREACHED`."""
 
     @property
     def holds(self) -> bool:
@@ -112,6 +117,8 @@ class ClaimRow:
             return Outcome.SETTING
         if self.by_construction:
             return Outcome.BY_CONSTRUCTION
+        if self.unreached:
+            return Outcome.UNREACHED
         if self.direction_ok is False:
             return Outcome.MISS
         if self.quick_magnitude:
@@ -155,6 +162,8 @@ class ClaimRow:
             return f"setting: {self.setting}"
         if self.by_construction:
             return f"by construction: {self.by_construction}"
+        if self.unreached:
+            return f"not comparable: {self.unreached}"
         return f"direction {mark(self.direction_ok)}, magnitude {self.magnitude_mark}"
 
     @property
@@ -182,6 +191,20 @@ class Finding:
         return f"- **{self.claims}** ({self.cause.value}): {self.line} Shown by: {self.shown_by}."
 
 
+@dataclass(frozen=True, slots=True)
+class PaperError:
+    """A known error of the paper (SEED-NOTES lists them), for REPORT.md's *Where the paper
+    is wrong*: the claims it touches, what the paper prints or says, and what its own
+    numbers (or the run) give instead, with which the rows compare."""
+
+    claims: str
+    printed: str
+    instead: str
+
+    def markdown(self) -> str:
+        return f"- **{self.claims}**: the paper says {self.printed}; {self.instead}."
+
+
 def left_to_full_run(numbers: str) -> str:
     """A quick run's words, in a cause line, for the run's numbers that the full run's line
     quotes (``numbers`` says which): left to the full run, as a quick REPORT.md's findings
@@ -189,10 +212,11 @@ def left_to_full_run(numbers: str) -> str:
     return f"{numbers}: left to the full run (quick run)"
 
 
-_UNEXPLAINED = (Outcome.HOLDS, Outcome.NOT_JUDGED, Outcome.SETTING, Outcome.BY_CONSTRUCTION)
+UNJUDGED = (Outcome.SETTING, Outcome.BY_CONSTRUCTION, Outcome.UNREACHED)
+"""Outcomes of rows whose verdicts are shown as reasons, never as marks: nothing could fail,
+or nothing is compared."""
+_UNEXPLAINED = (Outcome.HOLDS, Outcome.NOT_JUDGED, *UNJUDGED)
 """Outcomes that need no cause: nothing failed, nothing was judged, or nothing could fail."""
-UNJUDGED = (Outcome.SETTING, Outcome.BY_CONSTRUCTION)
-"""Outcomes of rows whose verdicts are shown as reasons, never as marks: nothing could fail."""
 
 
 def mark(ok: bool | None) -> str:
@@ -231,7 +255,7 @@ def headline(rows: Sequence[ClaimRow]) -> str:
     compared, and the rows not judged, where there are any)."""
     counts = Counter(r.outcome for r in rows)
     shown = [Outcome.HOLDS, Outcome.DIRECTION_ONLY, Outcome.MISS]
-    apart = (Outcome.QUICK, Outcome.NOT_JUDGED, Outcome.SETTING, Outcome.BY_CONSTRUCTION)
+    apart = (Outcome.QUICK, Outcome.NOT_JUDGED, *UNJUDGED)
     shown += [o for o in apart if counts[o]]
     noun = "row" if len(rows) == 1 else "rows"
     return f"{len(rows)} {noun}: " + ", ".join(f"{counts[o]} {o.value}" for o in shown)

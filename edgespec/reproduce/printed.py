@@ -29,6 +29,7 @@ _SHORT = {
     Outcome.NOT_JUDGED: "not judged",
     Outcome.SETTING: "setting",
     Outcome.BY_CONSTRUCTION: "by construction",
+    Outcome.UNREACHED: "not comparable",
 }
 """The outcome in the printed table's verdict column."""
 

@@ -9,7 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from edgespec.output_paths import write_text_atomically
-from edgespec.reproduce.claims import UNKNOWN_CAUSE, Cause, ClaimRow, Finding, headline
+from edgespec.reproduce.claims import (
+    UNKNOWN_CAUSE,
+    Cause,
+    ClaimRow,
+    Finding,
+    PaperError,
+    headline,
+)
 
 OUTCOMES_EXPLAINED = (
     "A row holds when no verdict failed (direction right where it is judged, magnitude within "
@@ -18,7 +25,8 @@ OUTCOMES_EXPLAINED = (
     "magnitude is outside the tolerance and no direction is judged. A row whose number a "
     "chosen input fixes is a setting, shown beside the paper's and never judged; one whose "
     "verdict the model's construction decides (no run could come out otherwise) holds by "
-    "construction, shown and not judged. Every row "
+    "construction, shown and not judged; one judged at a setting the run did not reach within "
+    "its tolerance is not comparable, its numbers shown. Every row "
     "that misses or holds in direction only says why: a cause class ("
     + "; ".join(c.value for c in Cause)
     + f") and one line, or “{UNKNOWN_CAUSE}”."
@@ -80,6 +88,23 @@ def findings_markdown(findings: Sequence[Finding], quick: bool) -> list[str]:
     return lines
 
 
+PAPER_ERRORS_HEADING = "Where the paper is wrong"
+PAPER_ERRORS_EXPLAINED = (
+    "The paper's known errors (SEED-NOTES): what it prints or says, and what its own numbers "
+    "or the run give instead. The rows compare with the latter where their paper column "
+    "says so."
+)
+
+
+def paper_errors_markdown(errors: Sequence[PaperError]) -> list[str]:
+    """REPORT.md's *Where the paper is wrong* lines, one known error a line (none: no
+    section)."""
+    if not errors:
+        return []
+    return [f"## {PAPER_ERRORS_HEADING}", "", PAPER_ERRORS_EXPLAINED, "",
+            *[e.markdown() for e in errors], ""]  # fmt: skip
+
+
 LEFT_OUT_HEADING = "What the quick run leaves out"
 """The title of a quick REPORT.md's closing section (:func:`left_out_markdown`)."""
 
@@ -114,12 +139,14 @@ def write_report(
     *,
     quick: bool = False,
     findings: Sequence[Finding] = (),
+    paper_errors: Sequence[PaperError] = (),
     appendix: str = "",
     left_out: Sequence[str] = (),
 ) -> None:
     """REPORT.md: the command, the headline counts, the claims table with each miss's cause,
-    the findings (where given), the chosen inputs with their reasons, the files (scenarios,
-    plots, raw results) beside it, then ``appendix`` as given; written whole or not at all.
+    the findings and the paper's known errors (where given), the chosen inputs with their
+    reasons, the files (scenarios, plots, raw results) beside it, then ``appendix`` as
+    given; written whole or not at all.
     ``quick``: the rows come from a ``--quick`` run, and the header says so; its findings
     are :func:`findings_markdown`'s, and it ends with what it leaves out of the full run,
     ``left_out`` (:func:`left_out_markdown`), which a quick report, and only one, gives."""
@@ -140,6 +167,7 @@ def write_report(
         "",
     ]
     parts += findings_markdown(findings, quick)
+    parts += paper_errors_markdown(paper_errors)
     parts += [
         "## Inputs the paper does not state, chosen once for every claim",
         "",

@@ -41,3 +41,11 @@ PAPER_TABLE2: dict[tuple[str, str], dict[str, tuple[float, ...]]] = {
     (d, c): {"thr": thr, "ttft": ttft, "tpot": tpot} for d, c, thr, ttft, tpot in _TABLE2_ROWS
 }
 """(dataset, configuration) → metric → (Static, Dynamic, AWC)."""
+PRINTED_TPOT_PCT: dict[tuple[str, str], float] = {
+    ("gsm8k", "C1"): -10.7, ("gsm8k", "C2"): -7.1, ("gsm8k", "C3"): -8.8, ("gsm8k", "C4"): -8.6,
+    ("humaneval", "C1"): -9.7, ("humaneval", "C2"): -6.9, ("humaneval", "C3"): -7.0,
+    ("humaneval", "C4"): -6.0, ("cnndm", "C1"): -6.8, ("cnndm", "C2"): -6.5,
+    ("cnndm", "C3"): -6.2, ("cnndm", "C4"): -10.2,
+}  # fmt: skip
+"""Table 2's printed AWC TPOT change over Static (%), which its absolute values contradict in
+8 of the 12 cells (SEED-NOTES §4.4 item 3)."""

@@ -17,6 +17,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.reproduce.dsd.choices import CHOICES, SENSITIVITIES
     from edgespec.reproduce.dsd.claims import CALIBRATION, all_rows
     from edgespec.reproduce.dsd.findings import findings
+    from edgespec.reproduce.dsd.paper_errors import paper_errors
     from edgespec.reproduce.dsd.plots import plot_dsd
     from edgespec.reproduce.dsd.quick import left_out
     from edgespec.reproduce.dsd.runs import DsdPlan, results_dict, run_dsd
@@ -40,6 +41,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     write_report(
         out / "REPORT.md", title, command, rows, CHOICES, files, quick=quick,
         findings=findings(results),
+        paper_errors=paper_errors(),
         appendix=sensitivities if plan.variant_rtts_ms else "", left_out=omitted,
     )  # fmt: skip
     print_claims(rows, quick=quick, left_out=omitted)

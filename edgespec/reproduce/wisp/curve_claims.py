@@ -20,9 +20,15 @@ the model.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from edgespec.reproduce.claims import Cause, ClaimRow, Reason, left_to_full_run
 from edgespec.reproduce.wisp.claims import capacity_rows, goodput_row, quick_run
-from edgespec.reproduce.wisp.operating import FCFS_OPERATING_LEVEL, LEVEL_TOLERANCE
+from edgespec.reproduce.wisp.operating import (
+    FCFS_OPERATING_LEVEL,
+    LEVEL_TOLERANCE,
+    OperatingPoint,
+)
 from edgespec.reproduce.wisp.readings import (
     JUDGED_READING,
     KNEE_CLASSES,
@@ -153,7 +159,8 @@ def operating_rows(res: WispResults) -> list[ClaimRow]:
         None,
         None,
         f"interpolated on the device grid{probed}",
-        setting="N is chosen so that FCFS's 4 tok/s violation rate is Table 1's 36.45%",
+        setting="N is chosen so that FCFS's 4 tok/s violation rate is Table 1's 36.45%"
+        + _reached(op),
     )
     main = [_versus_fcfs(res, system, viol) for system in READINGS if system in viol]
     two = ClaimRow(
@@ -166,7 +173,18 @@ def operating_rows(res: WispResults) -> list[ClaimRow]:
         None,
         reason=slower_than_fcfs(res),
     )
-    return [setting, *main, two]
+    judged = [r for r in (*main, two) if (r.direction_ok, r.magnitude_ok) != (None, None)]
+    rows = [replace(r, unreached=op.unreached()) if r in judged else r for r in (*main, two)]
+    return [setting, *rows]
+
+
+def _reached(op: OperatingPoint) -> str:
+    """The setting's end: whether the run reached the level, and by how much it missed."""
+    gap = f"{100 * op.gap:.1f} points off"
+    if op.reached:
+        return f"; reached ({gap}, tolerance {100 * LEVEL_TOLERANCE:g})"
+    return (f"; not reached ({gap}, tolerance {100 * LEVEL_TOLERANCE:g}): the rows judged "
+            "at this N are not comparable")  # fmt: skip
 
 
 def operating_choice(res: WispResults) -> tuple[tuple[str, str], ...]:
@@ -179,6 +197,7 @@ def operating_choice(res: WispResults) -> tuple[tuple[str, str], ...]:
         else f"N = {op.devices}, FCFS {100 * op.fcfs_rate:.1f}% (probed at "
         + (", ".join(map(str, op.probed)) or "none: a grid point was close enough")
         + ")"
+        + ("" if op.reached else f", not reached: {100 * op.gap:.1f} points off")
     )
     return (
         (

@@ -68,6 +68,29 @@ class OperatingPoint:
     def fcfs_rate(self) -> float:
         return class_violation(OPERATING_CLASS)(self.fcfs)
 
+    @property
+    def gap(self) -> float:
+        """How far FCFS's rate at ``devices`` is from :data:`FCFS_OPERATING_LEVEL`."""
+        return abs(self.fcfs_rate - FCFS_OPERATING_LEVEL)
+
+    @property
+    def reached(self) -> bool:
+        """FCFS's rate at ``devices`` is within :data:`LEVEL_TOLERANCE` of the level (the
+        probes ran out, or the bracket closed, before it came nearer: not reached)."""
+        return self.gap <= LEVEL_TOLERANCE
+
+    def unreached(self) -> str:
+        """Why a row judged at ``devices`` is not comparable with Table 1 (empty where the
+        level is reached)."""
+        if self.reached:
+            return ""
+        level, tolerance = 100 * FCFS_OPERATING_LEVEL, 100 * LEVEL_TOLERANCE
+        return (
+            f"Table 1's operating point not reached: FCFS {100 * self.fcfs_rate:.1f}% at "
+            f"N = {self.devices}, {100 * self.gap:.1f} points from {level:.2f}% "
+            f"(tolerance {tolerance:g})"
+        )
+
 
 def find_operating_point(
     grid: dict[int, SystemMetrics],

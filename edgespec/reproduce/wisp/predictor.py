@@ -30,6 +30,22 @@ from edgespec.reproduce.wisp.setup import MIXED, WispSetup, scenario
 TRAINING_TRACES = "gemma3-270m-draft-train.jsonl"
 TABLE_5_OFF = {"qwen3-0.6b": 0.31, "qwen3-1.7b": 0.42, "qwen3-4b": 0.47, "qwen3-8b": 0.53}
 TABLE_5_ON = {"qwen3-0.6b": 0.48, "qwen3-1.7b": 0.63, "qwen3-4b": 0.66, "qwen3-8b": 0.71}
+TABLE_5_PRINTED_GAIN = {"qwen3-0.6b": 0.540, "qwen3-1.7b": 0.500, "qwen3-4b": 0.447,
+                        "qwen3-8b": 0.340}  # fmt: skip
+"""Table 5's printed improvements; two are misprints of its own OFF/ON rates (SEED-NOTES
+§1.4 item 3), so W7 compares with the gains the rates give (:func:`table5_gain`)."""
+
+
+def table5_gain(model: str) -> float:
+    """The acceptance gain Table 5's own OFF and ON rates give for ``model``."""
+    return TABLE_5_ON[model] / TABLE_5_OFF[model] - 1.0
+
+
+def table5_misprints() -> dict[str, tuple[float, float]]:
+    """Table 5's misprinted gains: model → (printed, what its rates give), where the printed
+    percentage differs from the rates' by 0.1 point or more."""
+    gains = {m: (p, table5_gain(m)) for m, p in TABLE_5_PRINTED_GAIN.items()}
+    return {m: (p, g) for m, (p, g) in gains.items() if abs(p - g) >= 0.001}
 
 
 def training_traces_path() -> Path:

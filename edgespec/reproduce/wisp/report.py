@@ -29,7 +29,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         insert_w9,
         w9_rows,
     )
-    from edgespec.reproduce.wisp.findings import findings
+    from edgespec.reproduce.wisp.findings import findings, paper_errors
     from edgespec.reproduce.wisp.plots import plot_capacities, plot_violation_curves
     from edgespec.reproduce.wisp.predictor import (
         PredictorPlan,
@@ -88,6 +88,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     omitted = left_out(plan, predictor_plan)
     write_report(
         out / "REPORT.md", title, command, rows, chosen, files, quick=quick, findings=found,
+        paper_errors=paper_errors(),
         appendix=sensitivities_markdown(sensitivities), left_out=omitted,
     )  # fmt: skip
     print_claims(rows, quick=quick, left_out=omitted)

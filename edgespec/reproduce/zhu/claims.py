@@ -22,7 +22,7 @@ from edgespec.reproduce.zhu.causes import (
 from edgespec.reproduce.zhu.coverage import Coverage, coverage, points_text, values_text
 from edgespec.reproduce.zhu.runs import ZhuPlan, sweep_key
 from edgespec.reproduce.zhu.setup import PAIR_NAMES, PAIRS, ZhuSetup
-from edgespec.reproduce.zhu.stats import median, reduction
+from edgespec.reproduce.zhu.stats import ONE_DRAW, median, reduction
 
 Draws = Sequence[Mapping[str, float]]
 AXES_S = {"68m-7b": 150.0, "1.1b-7b": 250.0, "1.1b-13b": 300.0}
@@ -33,13 +33,16 @@ def _reduction_row(
     claim: str,
     what: str,
     paper: float | tuple[float, ...],
-    got: tuple[float, float, float, float],
+    draws: Draws,
+    keys: tuple[str, str],
     quick: str,
     why: Reason | None,
 ) -> ClaimRow:
     """``paper``: the figure's reduction, or several figures' readings of one point (each
-    judged)."""
-    value, lo, hi, of_means = got
+    judged); ``keys``: the baseline's latency and the proposed one's. One draw has no
+    spread: the note says so."""
+    value, lo, hi, of_means = reduction(draws, *keys)
+    spread = ONE_DRAW if len(draws) == 1 else f"{pct(lo)} to {pct(hi)}"
     papers = paper if isinstance(paper, tuple) else (paper,)
     return ClaimRow(
         claim,
@@ -49,13 +52,15 @@ def _reduction_row(
         "±25 %" + (" of each" if len(papers) > 1 else ""),
         value > 0,
         all(within(value, p, 0.25) for p in papers),
-        note=f"per draw 10–90 %: {pct(lo)} to {pct(hi)}; of the mean latencies {pct(of_means)}",
+        note=f"per draw 10–90 %: {spread}; of the mean latencies {pct(of_means)}",
         reason=why,
         quick_run=quick,
     )
 
 
-def z1_rows(draws: Draws, plan: ZhuPlan, cov: Coverage) -> list[ClaimRow]:
+def z1_rows(draws: Draws, plan: ZhuPlan, cov: Coverage, quick: str = "") -> list[ClaimRow]:
+    """Fig. 6's rows (``quick``: what a quick run shortened that the latencies, and so
+    whether they lie inside the axes, depend on)."""
     rows = []
     alphas = plan.alphas
     only = f"; direction at α = {values_text(alphas)} (quick run)" if cov.alphas_left_out else ""
@@ -73,6 +78,7 @@ def z1_rows(draws: Draws, plan: ZhuPlan, cov: Coverage) -> list[ClaimRow]:
                 all(p < a for p, a in zip(prop, ads, strict=True)),
                 top <= AXES_S[pair],
                 reason=ADS_LIMIT,
+                quick_run=quick,
             )
         )
     gaps = {
@@ -130,7 +136,8 @@ def z2_rows(draws: Draws, setup: ZhuSetup, quick: str, cov: Coverage) -> list[Cl
             f"Fig. 7a / 7b: vs SD w/o pipeline at K = {setup.num_users}, I_max = 512 "
             "(the same point in both figures)",
             (0.313, 0.316),
-            reduction(draws, f"sweep/{k100}/no_pipeline", f"sweep/{k100}/proposed"),
+            draws,
+            (f"sweep/{k100}/no_pipeline", f"sweep/{k100}/proposed"),
             quick,
             None,
         ),
@@ -138,7 +145,8 @@ def z2_rows(draws: Draws, setup: ZhuSetup, quick: str, cov: Coverage) -> list[Cl
             "Z2",
             "Fig. 7c: vs SD w/o pipeline at O_max = 1792",
             0.307,
-            reduction(draws, f"sweep/{o1792}/no_pipeline", f"sweep/{o1792}/proposed"),
+            draws,
+            (f"sweep/{o1792}/no_pipeline", f"sweep/{o1792}/proposed"),
             quick,
             None,
         ),
@@ -193,7 +201,8 @@ def z3_rows(
             "Z3",
             "Fig. 8a: DP vs Max batching at K = 90",
             0.214,
-            reduction(draws, f"sweep/{k90}/max_batching", f"sweep/{k90}/proposed"),
+            draws,
+            (f"sweep/{k90}/max_batching", f"sweep/{k90}/proposed"),
             quick,
             printed_costs_reason(setup),
         ),
@@ -201,7 +210,8 @@ def z3_rows(
             "Z3",
             "Fig. 8b: DP vs Heuristic batching at I_max = 1792",
             0.196,
-            reduction(draws, f"sweep/{i1792}/heuristic_batching", f"sweep/{i1792}/proposed"),
+            draws,
+            (f"sweep/{i1792}/heuristic_batching", f"sweep/{i1792}/proposed"),
             quick,
             printed_costs_reason(setup),
         ),
@@ -209,7 +219,8 @@ def z3_rows(
             "Z3",
             "Fig. 8c: DP vs Heuristic batching at O_max = 1024",
             0.205,
-            reduction(draws, f"sweep/{o1024}/heuristic_batching", f"sweep/{o1024}/proposed"),
+            draws,
+            (f"sweep/{o1024}/heuristic_batching", f"sweep/{o1024}/proposed"),
             quick,
             printed_costs_reason(setup),
         ),
@@ -279,7 +290,7 @@ def all_rows(draws: Draws, setup: ZhuSetup, plan: ZhuPlan, quick: bool) -> list[
     why = f"{plan.draws} Monte-Carlo draw(s) instead of {ZhuPlan.full().draws}" if quick else ""
     cov = coverage(setup, plan)
     return [
-        *z1_rows(draws, plan, cov),
+        *z1_rows(draws, plan, cov, why),
         *z2_rows(draws, setup, why, cov),
         *z3_rows(draws, setup, plan, why, cov),
         *z4_rows(draws, setup, why),

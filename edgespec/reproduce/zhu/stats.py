@@ -4,7 +4,8 @@ Every figure value is a median over the draws (the paper does not say how its po
 aggregate; the uniform split's latency is heavy-tailed in the worst user's fade, so a mean
 over a few dozen draws follows its deepest fade): a latency is the median latency, a
 reduction the median of the per-draw reductions (baseline − proposed) / baseline, shown
-with the 10th–90th percentiles and the reduction of the mean latencies beside it.
+with the 10th–90th percentiles (none from one draw: :data:`ONE_DRAW`) and the reduction of
+the mean latencies beside it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 Draws = Sequence[Mapping[str, float]]
+ONE_DRAW = "1 draw, no spread"
+"""What a reduction's per-draw percentiles read where the run has one draw."""
 
 
 def median(draws: Draws, key: str) -> float:

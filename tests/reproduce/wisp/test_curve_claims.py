@@ -9,11 +9,12 @@ import dataclasses
 from typing import Any
 
 from edgespec.metrics.attribution import ViolatedRound, ViolationAttribution
-from edgespec.reproduce.claims import Cause, Outcome
+from edgespec.reproduce.claims import Cause, Outcome, headline
 from edgespec.reproduce.wisp.curve_claims import (
     SMALLER_BATCHES,
     WORK_CONSERVING,
     knee_rows,
+    operating_choice,
     operating_rows,
     slower_than_fcfs,
     w5_row,
@@ -202,3 +203,44 @@ def test_w5_is_shown_and_never_judged() -> None:
     assert (row.direction_ok, row.magnitude_ok, row.outcome) == (None, None, Outcome.NOT_JUDGED)
     assert row.note.startswith("not judged: the simulated verifier is Eq. 19 itself")
     assert w5_row(results()).ours == "no operating point: not run"
+
+
+def test_an_operating_point_not_reached_makes_the_rows_judged_there_not_comparable() -> None:
+    """The probes ran out 11.4 points from Table 1's 36.45%: the setting says so, and the
+    rows judged at that N are not comparable (their numbers still shown)."""
+    fcfs = {"c2": 0.0, "c4": 0.25, "c6": 0.9, "c8": 1.0}
+    wisp = {"c2": 0.0, "c4": 0.9, "c6": 1.0, "c8": 1.0}
+    res = results(**_at(147, 0.25, fcfs=fcfs, wisp=wisp, **{"wisp-wc": wisp}))
+    setting, main, conserving, two = operating_rows(res)
+    assert setting.outcome is Outcome.SETTING and setting.ours == "N = 147: FCFS 25.0%"
+    assert setting.verdict == (
+        "setting: N is chosen so that FCFS's 4 tok/s violation rate is Table 1's 36.45%; not "
+        "reached (11.4 points off, tolerance 2): the rows judged at this N are not comparable"
+    )
+    unreached = (
+        "Table 1's operating point not reached: FCFS 25.0% at N = 147, 11.4 points from "
+        "36.45% (tolerance 2)"
+    )
+    for row in (main, two):
+        assert row.outcome is Outcome.UNREACHED and row.verdict == f"not comparable: {unreached}"
+        assert row.why == "" and row.cause is None
+    assert main.ours.endswith("vs FCFS 100.0% / 90.0% / 25.0% / 0.0%")
+    assert conserving.outcome is Outcome.NOT_JUDGED  # a sensitivity stays one
+    assert headline([setting, main, conserving, two]) == (
+        "4 rows: 0 hold, 0 hold in direction only, 0 miss, 1 not judged, 1 setting, not a "
+        "claim, 2 not comparable (setting not reached)"
+    )
+    (chosen,) = operating_choice(res)
+    assert chosen[1].endswith(
+        "the N nearest the level wins: N = 147, FCFS 25.0% (probed at 147), not reached: "
+        "11.4 points off. WISP's knees are interpolated on the same grid."
+    )
+    # no W4 finding rests on verdicts off the level, even where the readings part ways
+    parted = {**wisp, "c4": 0.1, "c6": 0.5}
+    full = results(Plan.full(), **_at(147, 0.25, fcfs=fcfs, wisp=wisp, **{"wisp-wc": parted}))
+    assert [f.claims for f in findings(full)] == ["W1/W3 (Tables 2–3, WISP/SLED)"]
+    # within the tolerance: reached, and the rows are judged there
+    near = results(**_at(147, 0.35, fcfs={**fcfs, "c4": 0.35}, wisp=wisp))
+    setting, main, two = operating_rows(near)
+    assert setting.verdict.endswith("36.45%; reached (1.5 points off, tolerance 2)")
+    assert (main.outcome, two.outcome) == (Outcome.MISS, Outcome.HOLDS)

@@ -40,11 +40,13 @@ def test_z4_judges_each_pairs_magnitude_at_the_chosen_reading() -> None:
         assert row.what.endswith("median reduction [p10–p90 per draw] at g0 = -60 dB (chosen)")
         assert row.note.startswith(f"direction not judged: {BY_CONSTRUCTION_SPLIT}; ")
     first = rows[0]
-    assert (first.paper, first.ours) == ("44.9%", "58.8% [59–59%]")
+    assert (first.paper, first.ours) == ("44.9%", "58.8% (1 draw, no spread)")
     assert first.note.endswith(
-        "at the other g0 readings (shown, not judged): -30 dB: 8.4% [8–8%]; -40 dB: 11.9% "
-        "[12–12%]; -50 dB: 23.9% [24–24%]"
+        "at the other g0 readings (shown, not judged): -30 dB: 8.4% (1 draw, no spread); "
+        "-40 dB: 11.9% (1 draw, no spread); -50 dB: 23.9% (1 draw, no spread)"
     )
+    two = z4_rows(_g0_draws(FULL_GAINS) * 2, ZhuSetup())[0]  # two draws: their spread
+    assert two.ours == "58.8% [59–59%]" and "judged): -30 dB: 8.4% [8–8%]; " in two.note
     assert first.why == (
         f"an input the paper does not give — {G0}this pair's gain grows from 8.4% at -30 dB "
         "to 58.8% at -60 dB, within ±25% of Fig. 9's at none of these readings; it passes "
@@ -60,7 +62,7 @@ def test_z4_judges_each_pairs_magnitude_at_the_chosen_reading() -> None:
     assert held[0].reason.line.endswith("to 40.0% at -60 dB, within ±25% of Fig. 9's at -60 dB")
     # another chosen reading is judged there: −50 dB's gains are far below Fig. 9's
     at_50 = z4_rows(_g0_draws(FULL_GAINS), replace(ZhuSetup(), path_loss_db=-50.0))
-    assert at_50[0].ours == "23.9% [24–24%]" and at_50[0].magnitude_ok is False
+    assert at_50[0].ours == "23.9% (1 draw, no spread)" and at_50[0].magnitude_ok is False
     # one draw: the magnitude is marked, not compared
     quick = z4_rows(_g0_draws(FULL_GAINS), ZhuSetup(), "1 Monte-Carlo draw(s) instead of 20")
     assert [r.outcome for r in quick[:3]] == [Outcome.QUICK] * 3

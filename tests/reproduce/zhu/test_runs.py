@@ -93,9 +93,10 @@ def test_what_the_quick_run_reproduces(quick: tuple[Path, list[ClaimRow]]) -> No
     assert [r.what.split(":")[0] for r in fig7ab] == ["Fig. 7a / 7b"]
     assert fig7ab[0].paper == "+31.3% / +31.6%" and fig7ab[0].tolerance == "±25 % of each"
     assert fig7ab[0].magnitude_ok and fig7ab[0].ours.startswith("+30.")
-    # ADS beyond Fig. 6's axes: a miss of magnitude with its stated cause.
+    # ADS beyond Fig. 6's axes, from one draw: the magnitude marked as the quick run's.
     for row in rows[:3]:
         assert row.outcome is Outcome.DIRECTION_ONLY and row.reason is not None
+        assert row.magnitude_mark == "– (quick run)" and row.cause is Cause.QUICK_RUN
     # Z3's gap is the paper's own printed constants: the cause says so, with the arithmetic.
     z3 = [r for r in rows if r.claim_id == "Z3" and r.magnitude_ok is not None]
     assert len(z3) == 3
@@ -123,9 +124,9 @@ def test_what_the_quick_run_reproduces(quick: tuple[Path, list[ClaimRow]]) -> No
     assert z5[0].ours.startswith("rises at every K run (10, 50, 90, 100); R² = ")
     assert "R² shown, not judged" in z5[0].tolerance and "≥ 0.98" not in z5[0].tolerance
     for row in z4[:3]:
-        assert row.note.endswith("%]") and "; at the other g0 readings (shown, not judged): " in (
-            row.note
-        )
+        assert row.note.endswith(
+            "% (1 draw, no spread)"
+        ) and "; at the other g0 readings (shown, not judged): " in (row.note)
         readings = row.note.split("(shown, not judged): ")[1].split("; ")
         assert [part.split(":")[0] for part in readings] == ["-30 dB", "-40 dB", "-50 dB"]
     assert z4[3].direction_ok and z4[3].ours == "ordered at -30 dB, -40 dB, -50 dB, -60 dB"
