@@ -13,6 +13,7 @@ pytest.importorskip("transformers")
 
 from transformers import AutoTokenizer
 
+from edgespec.runtime.openai_api.chat_prompt import special_ids
 from edgespec.runtime.openai_api.messages import Message
 from edgespec.runtime.openai_api.prompts import prompt_ids
 from edgespec.runtime.openai_api.schema import Limits
@@ -24,5 +25,7 @@ PROBE = load_script("probes/openai_concurrency.py", "openai_concurrency_probe")
 def test_the_tiny_model_s_chat_prompt_is_the_completion_s_tokens(tmp_path: Path) -> None:
     PROBE.make_tiny(str(tmp_path / "tiny"))
     tokenizer = AutoTokenizer.from_pretrained(str(tmp_path / "tiny"), local_files_only=True)
-    chat = prompt_ids(tokenizer, (Message("user", "w5 w6 w7"),), 64, Limits())
-    assert chat == prompt_ids(tokenizer, "w5 w6 w7", 64, Limits()) == (5, 6, 7)
+    chat = prompt_ids(
+        tokenizer, special_ids(tokenizer), (Message("user", "w5 w6 w7"),), 64, Limits()
+    )
+    assert chat == prompt_ids(tokenizer, frozenset(), "w5 w6 w7", 64, Limits()) == (5, 6, 7)

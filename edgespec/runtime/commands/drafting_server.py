@@ -57,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
     limit = verifier.max_draft_tokens()  # reaches the server before anything loads
     if limit is not None and args.gamma > limit:
         raise ConfigError("gamma", f"{args.gamma} exceeds the server's max_draft_tokens {limit}")
-    apply_cpus_and_threads(None, args.threads)
+    apply_cpus_and_threads(args.cpus, args.threads)
     loaded = load_model(args.draft, placement.dtype, verbose=args.verbose, device=placement.device)
     draft = BatchedDraftModel(loaded.model)
     target_vocab = verifier.vocab_size()

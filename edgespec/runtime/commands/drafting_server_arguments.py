@@ -9,7 +9,7 @@ import os
 import secrets
 
 from edgespec.argument_types import server_address, token_ids
-from edgespec.arguments import add_device_arguments, add_threads, add_verbose
+from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.output_paths import output_file
 
@@ -85,7 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     _add_connection(parser)
     add_device_arguments(parser, "the draft model")
-    add_threads(parser, None)
+    add_threads_and_cpus(parser, "drafting server")
     add_verbose(parser)
 
 

@@ -29,6 +29,7 @@ from edgespec.models.chat_templates import end_of_turn_ids
 from edgespec.runtime.edge.reconnect import Cancelled
 from edgespec.runtime.edge.session_ids import new_session_id
 from edgespec.runtime.errors import RequestError
+from edgespec.runtime.openai_api.chat_prompt import special_ids
 from edgespec.runtime.openai_api.errors import (
     clip,
     context_exceeded,
@@ -65,7 +66,8 @@ class EdgeSetup:
     own credentials (its 502s, told by the app as it answers them); the servers that
     answered as the endpoint started (reachable from its first ``/ready`` on); the servers
     known to be down now, which routing does not ask (the app's watch,
-    :meth:`.health.Health.known_down`; ``None``: routing asks every one)."""
+    :meth:`.health.Health.known_down`; ``None``: routing asks every one). The tokenizer's
+    special tokens (:func:`.chat_prompt.special_ids`) are read once, as it is built."""
 
     config: Any  # DrafterConfig
     draft_model: Any
@@ -82,6 +84,11 @@ class EdgeSetup:
     refusals: RefusedCredentials = dataclasses.field(default_factory=RefusedCredentials)
     answered_at_start: frozenset[str] = frozenset()
     known_down: Callable[[], frozenset[int]] | None = None
+    special_ids: frozenset[int] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        # derived once (the class is frozen)
+        object.__setattr__(self, "special_ids", special_ids(self.tokenizer))
 
 
 def _verifier(setup: EdgeSetup, options: Any) -> tuple[Any, float]:
@@ -201,7 +208,7 @@ def prepare(setup: EdgeSetup, request: ParsedRequest, limits: Limits) -> Prepare
     _check_sampling(setup, request)
     _check_slo_class(setup, request)
     _check_context(setup, request, 1)  # max_tokens alone: before the prompt is tokenized
-    ids = prompt_ids(setup.tokenizer, request.prompt, setup.vocab_size, limits)
+    ids = prompt_ids(setup.tokenizer, setup.special_ids, request.prompt, setup.vocab_size, limits)
     _check_context(setup, request, len(ids))
     sampling = SamplingParams(request.temperature, request.top_p, request.max_tokens,
                               request.seed)  # fmt: skip

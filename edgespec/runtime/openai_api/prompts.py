@@ -18,14 +18,17 @@ TOKENIZER_LOCK = threading.Lock()
 """Fast tokenizers refuse concurrent use ("Already borrowed"): every call holds this."""
 
 
-def prompt_ids(tokenizer: Any, prompt: Prompt, vocab_size: int, limits: Limits) -> tuple[int, ...]:
+def prompt_ids(
+    tokenizer: Any, special: frozenset[int], prompt: Prompt, vocab_size: int, limits: Limits
+) -> tuple[int, ...]:
     """``prompt`` (text, token ids or chat messages) as token ids, at most
-    ``limits.max_prompt_tokens`` of them."""
+    ``limits.max_prompt_tokens`` of them (``special``: the tokenizer's special tokens,
+    :func:`.chat_prompt.special_ids`)."""
     if isinstance(prompt, str):
         with TOKENIZER_LOCK:
             ids = tuple(tokenizer(prompt)["input_ids"])
     elif needs_tokenizer(prompt):
-        ids = tuple(chat_ids(tokenizer, cast(tuple[Message, ...], prompt), TOKENIZER_LOCK))
+        ids = tuple(chat_ids(tokenizer, cast(tuple[Message, ...], prompt), TOKENIZER_LOCK, special))
     else:
         ids = cast(tuple[int, ...], prompt)
         bad = [t for t in ids if t >= vocab_size]

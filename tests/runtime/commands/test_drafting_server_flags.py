@@ -157,3 +157,37 @@ def test_a_server_address_with_a_scheme_is_a_usage_error(
             "speaks to host:port itself), got 'http://127.0.0.1:1'"
         )
     )
+
+
+class _Applied(Exception):
+    """Raised where the draft would load: the flags reached the process's settings."""
+
+
+def test_cpus_and_threads_reach_the_process_before_the_draft_loads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--cpus`` was refused ("unrecognized arguments"): the drafting server shares a
+    machine with the verification server as the drafter does, and takes CPUs the same way."""
+    from edgespec.runtime.commands import drafting_server
+    from edgespec.runtime.wire import grpc_client
+
+    class Server:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def max_draft_tokens(self) -> None:
+            return None
+
+    applied: list[tuple[tuple[int, ...] | None, int | None]] = []
+
+    def apply(cpus: tuple[int, ...] | None, threads: int | None) -> None:
+        applied.append((cpus, threads))
+        raise _Applied
+
+    monkeypatch.setattr(grpc_client, "RemoteVerifier", Server)
+    monkeypatch.setattr(drafting_server, "apply_cpus_and_threads", apply)
+    with pytest.raises(_Applied):
+        main([*CLI, "--cpus", "0", "--threads", "2"])
+    with pytest.raises(_Applied):
+        main([*CLI, "--cpus", "0"])
+    assert applied == [((0,), 2), ((0,), None)]

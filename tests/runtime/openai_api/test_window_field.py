@@ -88,7 +88,7 @@ def test_out_of_vocabulary_prompt_ids_are_quoted_clipped() -> None:
     """Five ids of 4,000 digits made a 20,000-character message."""
     huge = 10**4000
     with pytest.raises(ApiError) as info:
-        prompt_ids(None, (1, huge, huge, huge, huge, huge, huge), 64, Limits())
+        prompt_ids(None, frozenset(), (1, huge, huge, huge, huge, huge, huge), 64, Limits())
     error = info.value
     assert (error.status, error.param) == (400, "prompt")
     assert error.message == (
@@ -98,7 +98,7 @@ def test_out_of_vocabulary_prompt_ids_are_quoted_clipped() -> None:
 
 def test_out_of_vocabulary_prompt_ids_are_named() -> None:
     with pytest.raises(ApiError) as info:
-        prompt_ids(None, (1, 99, 2, 64), 64, Limits())
+        prompt_ids(None, frozenset(), (1, 99, 2, 64), 64, Limits())
     assert info.value.message == (
         "prompt token ids [99, 64] are outside the target's vocabulary of 64"
     )
