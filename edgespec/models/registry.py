@@ -103,6 +103,17 @@ def model_identity(name_or_path: str) -> str:
     return spec.name if spec.path is None else str(spec.path.resolve())
 
 
+def recorded_name(name_or_path: str) -> str:
+    """How a file this run writes names the model, to be found again from any folder: a
+    directory or file as its absolute path, a known model's name (or one that is no model)
+    as given."""
+    try:
+        spec = resolve_model(name_or_path)
+    except ModelNotFoundError:
+        return name_or_path
+    return name_or_path if spec.path is None else str(spec.path.resolve())
+
+
 def _directory_spec(path: Path) -> ModelSpec:
     """A feature draft (its marker present) or a Hugging Face directory (``config.json``);
     weights without either are a save cut off, as is a trimmed draft without its marker."""

@@ -30,6 +30,7 @@ import numpy as np
 from edgespec.config import dump_yaml
 from edgespec.hardware.cost_models import ModelArchitecture, available
 from edgespec.hardware.profile_source import PROFILE_SUFFIXES
+from edgespec.models.registry import recorded_name
 from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.checkpoint import Checkpoint
 from edgespec.profiling.draft import DraftSample, measure_drafter, model_spec, per_token_s
@@ -238,7 +239,7 @@ def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]
             "source": f"edgespec profile ({role} {model}, {kind}; see comments)",
             "kind": kind,
             "hardware": result.hardware,
-            "model": model,
+            "model": recorded_name(model),
         }
         if kind == "wisp":
             coeffs, _ = wisp_coefficients(fit)

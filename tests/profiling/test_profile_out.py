@@ -100,3 +100,23 @@ def test_writing_a_profile_removes_the_siblings_it_does_not_write(tmp_path: Path
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "other.yml", "p-draft.yaml", "p-report.json", "p.yml"
     ]  # fmt: skip
+
+
+def test_a_local_targets_profile_is_found_again_from_another_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was: ``model: tiny`` as typed, so ``calibrate --profile`` from any other folder
+    refused the profile of its own target ("records model tiny (no such model from here)")."""
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    tiny_llama(0, num_layers=1).save_pretrained(str(work / "tiny"))
+    monkeypatch.chdir(work)
+    assert _profile(Path("tiny"), Path("p.yaml"), "--draft", "tiny", "--gamma", "2") == 0
+    for name in ("p.yaml", "p-draft.yaml"):
+        assert f"model: {work / 'tiny'}\n" in (work / name).read_text()
+    monkeypatch.chdir(elsewhere)
+    given = argparse.Namespace(
+        profile="../work/p.yaml", target="../work/tiny", draft="../work/tiny"
+    )
+    found = check_profiles(given)
+    assert found is not None and found.target_model == found.draft_model == str(work / "tiny")
