@@ -5,11 +5,10 @@ are generated in batches into ``--data-dir`` shards (skipped shards already ther
 folder records what they were made with, and a rerun with another target or other
 settings is refused, :mod:`edgespec.learn.drafts.shard_manifest`); (2) a small draft is
 trained on them and saved (fp16 safetensors) to ``--out``. Settings that would fail only
-after generation are refused before the target loads
-(:mod:`edgespec.learn.drafts.draft_checks`).
-The flags are parsed into a :class:`~edgespec.learn.drafts.make_draft.DraftJob`, whose
-stages :mod:`edgespec.learn.drafts.make_draft` runs. The bundled ``gemma3-270m-draft`` was
-made with the command in docs/LEARN.md.
+after generation are refused before the target loads (:mod:`.draft_checks`). The flags
+are parsed into a :class:`~edgespec.learn.drafts.make_draft.DraftJob`, whose stages
+:mod:`edgespec.learn.drafts.make_draft` runs. The bundled ``gemma3-270m-draft`` was made
+with the command in docs/LEARN.md.
 """
 
 from __future__ import annotations
@@ -200,7 +199,8 @@ def _check_flags(args: argparse.Namespace) -> None:
     for extra in args.train_data_dir:
         if not extra.is_dir():
             raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")
-    check_out_apart(args.out, args.data_dir, args.text_data_dir, args.train_data_dir)
+    named = [("--data-dir", args.data_dir), ("--text-data-dir", args.text_data_dir)]
+    check_out_apart(args.out, named + [("--train-data-dir", d) for d in args.train_data_dir])
     if args.init_from is not None:  # no draft, or a cut-off one: named before the target loads
         trimmed_draft_path("--init-from", args.init_from)
     else:  # a new draft's shape; its fit to the target is checked once its size is known

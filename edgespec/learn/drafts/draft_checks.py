@@ -107,21 +107,18 @@ def saved_target_shape(target: str) -> TargetShape | None:
     return TargetShape(model_identity(target), vocab_size, hidden_size)
 
 
-def check_out_apart(
-    out: Path, data_dir: Path, text_data_dir: Path | None, train_data_dirs: Sequence[Path]
-) -> None:
-    """``--out`` must be a folder of its own: not one of the run's shard folders, nor one
-    that holds shards: a draft saved among shards would leave a folder that no later run
-    writes shards into (:func:`~edgespec.learn.drafts.shard_kinds.check_holds_no_model`)."""
-    named = [("--data-dir", data_dir), ("--text-data-dir", text_data_dir)]
-    named += [("--train-data-dir", folder) for folder in train_data_dirs]
+def check_out_apart(out: Path, folders: Sequence[tuple[str, Path | None]]) -> None:
+    """``--out`` must be a folder of its own: none of the run's shard or features
+    ``folders`` (each with its flag), nor one that holds shards or features: a draft saved
+    among them would leave a folder that no later run writes into
+    (:func:`~edgespec.learn.drafts.shard_kinds.check_holds_no_model`)."""
     apart = "a draft is saved into a folder of its own, not among shards; give another --out"
-    for flag, folder in named:
+    for flag, folder in folders:
         if folder is not None and folder.resolve() == out.resolve():
             raise UserInputError(f"--out {str(out)!r} is also the {flag}: {apart}")
-    shards = sorted(out.glob("shard_*")) if out.is_dir() else []
-    if shards:
-        raise UserInputError(f"--out {str(out)!r} holds shards ({shards[0].name}): {apart}")
+    held = sorted(p for g in ("shard_*", "features_*") for p in out.glob(g)) if out.is_dir() else []
+    if held:
+        raise UserInputError(f"--out {str(out)!r} holds shards ({held[0].name}): {apart}")
 
 
 def loaded_target_shape(target: str, model: Any) -> TargetShape:

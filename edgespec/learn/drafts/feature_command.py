@@ -135,11 +135,14 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from edgespec.learn.drafts import feature_train as ft
+    from edgespec.learn.drafts.draft_checks import check_out_apart
     from edgespec.learn.drafts.feature_record import record_features_folder
     from edgespec.learn.drafts.make_draft import trimmed_draft_path
     from edgespec.models.feature_draft import save_feature_draft
 
     shards = shard_files(args.data_dir)
+    named = [("--data-dir", folder) for folder in args.data_dir]
+    check_out_apart(args.out, [*named, ("--features-dir", args.features_dir)])
     if args.head_dim % 2:  # else refused by the draft's config only after featurizing
         raise UserInputError(
             f"--head-dim must be even (rotary position embeddings turn pairs), got {args.head_dim}"

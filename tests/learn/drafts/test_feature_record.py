@@ -237,3 +237,44 @@ def test_text_shards_are_checked_for_their_tokenizers_target_only(
     shown = SHARDS_OTHER.format(folder=tmp_path / "text", differ=differ)
     assert capsys.readouterr().err == shown
     assert not (tmp_path / "f2").exists()
+
+
+@pytest.mark.parametrize("flag", ["--data-dir", "--features-dir"])
+def test_out_is_neither_a_data_dir_nor_the_features_dir(
+    target: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    flag: str,
+) -> None:
+    """Was taken: the feature draft was saved among the shards (or the features) after the
+    whole run, leaving a folder no later run writes into."""
+    monkeypatch.setattr(loading, "load_model", _never)
+    out = tmp_path / ("gen" if flag == "--data-dir" else "f")
+    out.mkdir(exist_ok=True)
+    argv = ["train", "feature-draft", "--target", str(target), "--out", str(out)]
+    argv += ["--data-dir", str(tmp_path / "gen"), "--features-dir", str(tmp_path / "f")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train: --out '{out}' is also the {flag}: a draft is saved into a folder "
+        "of its own, not among shards; give another --out\n"
+    )
+    assert _features(tmp_path) == {}
+
+
+def test_out_holds_no_features(
+    target: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(loading, "load_model", _never)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "features_00000.pt").write_bytes(b"")
+    argv = ["train", "feature-draft", "--target", str(target), "--out", str(tmp_path / "old")]
+    argv += ["--data-dir", str(tmp_path / "gen"), "--features-dir", str(tmp_path / "f")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"edgespec train: --out '{tmp_path / 'old'}' holds shards (features_00000.pt): a "
+        "draft is saved into a folder of its own, not among shards; give another --out\n"
+    )
