@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from edgespec import __version__
 from edgespec.errors import UserInputError
+from edgespec.policies.contracts import PolicyContractError
 from edgespec.reproduce.command import PAPERS
 
 Handler = Callable[[argparse.Namespace], int]
@@ -159,6 +160,13 @@ def quiet_grpc_logs(environ: MutableMapping[str, str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names; its exit status. A refused input (a
+    :class:`UserInputError`, a file that is missing or cannot be read or written) is one
+    line and status 2, before or while the command runs; a policy whose answer breaks its
+    contract (:class:`PolicyContractError`: the config was valid, the policy's code is at
+    fault, as the server fails the calls concerned with ``INTERNAL``, not
+    ``INVALID_ARGUMENT``) is one line and status 1, the status of a run that failed (a
+    system error, a command's own failure); Ctrl-C, 130."""
     quiet_grpc_logs(os.environ)  # before any command imports grpc
     parser = build_parser()
     args = _parse(parser, argv)
@@ -174,6 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UserInputError as exc:
         print(f"edgespec {args.command}: {exc}", file=sys.stderr)
         return 2
+    except PolicyContractError as exc:  # a policy's answer out of contract: its bug, not input
+        print(f"edgespec {args.command}: {exc}", file=sys.stderr)
+        return 1
     except FileNotFoundError as exc:
         print(f"edgespec {args.command}: {exc}", file=sys.stderr)
         return 2

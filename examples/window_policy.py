@@ -15,8 +15,19 @@ returns to γ once a round accepts again. It registers the policy by name, then 
 
 Run it with ``python examples/window_policy.py`` from the repository root (a few seconds;
 tests/examples/test_examples.py runs it). The rules a policy follows are in
-docs/SIMULATOR.md, "Adding a policy": a pure, frozen dataclass whose fields are its
-parameters, added to ``edgespec/policies/registry.py`` to make it permanent.
+docs/SIMULATOR.md, "Adding a policy", step by step: a pure, frozen dataclass whose fields
+are its parameters (a value out of range refused with ``PolicyParamError``, naming the
+parameter), with a class attribute ``may_fuse`` saying whether it may answer ``fused=True``.
+
+To keep a policy, add it to ``edgespec/policies/registry.py``: to ``WINDOW`` by name and to
+``WINDOW_FUSES`` (the same fact as ``may_fuse``, from its parameters), as
+:func:`registered` does here for the length of the script. Then the tests ask for the rest:
+its parameters in ``WINDOWS`` of tests/parity/test_window_parity.py (the runtime against
+the simulator, round by round, and ``edgespec sim``'s own handler set), and
+tests/policies/test_registry.py checks that ``WINDOW_FUSES`` and ``may_fuse`` agree.
+A registration by assignment, as here, is seen by this process (and processes forked from
+it) only: Ray's workers and freshly started processes import ``edgespec/policies/registry.py``
+anew, so a sweep on them needs the policy in that module.
 """
 
 from __future__ import annotations
@@ -35,7 +46,8 @@ import numpy as np
 from edgespec.cli import main as edgespec_main
 from edgespec.core.types import RoundRecord, SamplingParams
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
-from edgespec.policies.registry import WINDOW, build_policy
+from edgespec.policies.params import PolicyParamError
+from edgespec.policies.registry import WINDOW, WINDOW_FUSES, build_policy
 
 NAME = "fixed_backoff"
 PARAMS: dict[str, Any] = {"gamma": 4, "backoff_gamma": 1}
@@ -50,14 +62,18 @@ class BackoffWindow:
     round accepts one again. Never fused. It reads only the last round's accepted count, so
     it keeps no state: both hosts give it the same observation and get the same answer."""
 
-    may_fuse: ClassVar[bool] = False  # the simulator may then use its fast handler sets
-    gamma: int = 4
+    # Never fused: the simulator may run it on its faster distributed-only handler sets.
+    # A policy that may answer fused=True says True; one that says nothing and goes fused
+    # stops `edgespec sim` at that answer (docs/SIMULATOR.md, "Adding a policy", step 2).
+    may_fuse: ClassVar[bool] = False
+    gamma: int = 4  # int parameters: a config value of another type is refused at it
     backoff_gamma: int = 1
 
     def __post_init__(self) -> None:
-        if not 1 <= self.backoff_gamma <= self.gamma:
-            raise ValueError(
-                f"need 1 <= backoff_gamma <= gamma, got {self.backoff_gamma}, {self.gamma}"
+        if not 1 <= self.backoff_gamma <= self.gamma:  # at policies.window.params.backoff_gamma
+            raise PolicyParamError(
+                "backoff_gamma",
+                f"need 1 <= backoff_gamma <= gamma, got {self.backoff_gamma}, {self.gamma}",
             )
 
     def next_window(self, obs: WindowObservation) -> WindowDecision:
@@ -68,13 +84,17 @@ class BackoffWindow:
 
 @contextmanager
 def registered() -> Iterator[None]:
-    """The policy by name, for every config and scenario read meanwhile (a script of your
-    own may simply assign it; a policy that stays goes into the registry module)."""
+    """The policy by name, for every config and scenario this process reads meanwhile; a
+    policy that stays goes into the registry module. Assigned here, it is not seen by Ray's
+    workers (``edgespec sim --sweep ... --engine ray``) nor by processes started afresh
+    (spawn, forkserver), which import the registry module anew: their runs stop with
+    ``unknown window policy 'fixed_backoff'``."""
     WINDOW[NAME] = BackoffWindow
+    WINDOW_FUSES[NAME] = lambda params: False  # BackoffWindow.may_fuse, from its params
     try:
         yield
     finally:
-        del WINDOW[NAME]
+        del WINDOW[NAME], WINDOW_FUSES[NAME]
 
 
 def real_rounds() -> tuple[list[Round], list[int]]:

@@ -2,7 +2,8 @@
 
 A host calls a policy, then passes the answer through the matching ``check_*`` function
 here before acting on it. A violation raises :class:`PolicyContractError` whose message
-names the policy (its class) and says exactly what was wrong; the simulator stops on it,
+names the policy (its class) and says exactly what was wrong; the simulator stops on it
+(``edgespec`` prints the message as one line, exit status 1: :func:`edgespec.cli.main`),
 the server fails the calls the answer concerned with ``INTERNAL`` and keeps serving.
 
 Contracts (see :mod:`edgespec.policies.interfaces` for the call order):

@@ -2,14 +2,17 @@
 
 Both hosts build a policy from its spec with :func:`build_policy_at` (errors at the
 config field that named it); :func:`window_fuses` says from a window policy's spec, before
-any policy object exists, whether its rounds may go fused.
+any policy object exists, whether its rounds may go fused. A new policy is added as
+docs/SIMULATOR.md, "Adding a policy", says.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import numbers
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -73,7 +76,12 @@ WINDOW_FUSES: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "awc": lambda params: True,
 }
 """Whether a window policy's rounds may go fused in ``distributed`` mode, from its
-parameters (StaticWindow: its ``fused``; DynamicWindow: never; AWC: yes)."""
+parameters (StaticWindow: its ``fused``; DynamicWindow: never; AWC: yes): read from the
+spec before the policy exists, to give each server pool its co-located draft only when a
+round may go fused (a name without an entry: it may). Every ``WINDOW`` name has one, equal
+to its built policy's ``may_fuse`` (:func:`edgespec.policies.fusing.fusing`, which picks
+the simulator's handler set) with the default parameters: tests/policies/test_registry.py.
+"""
 
 
 class PolicyConfigError(ValueError):
@@ -186,14 +194,12 @@ _SCALARS: dict[Any, tuple[str, Callable[[object], bool]]] = {
 def _check_scalar_params(what: str, factory: Any, params: Mapping[str, Any]) -> None:
     """A parameter declared as a bool, int, float or str (or such ``| None``) given a value
     of another type is named here, instead of failing later inside the policy: a
-    dataclass's field annotations, a class's ``__init__``'s, a factory function's."""
+    dataclass's field annotations, a class's ``__init__``'s, a factory function's (each
+    resolved on its own where another does not resolve: :func:`_param_hints`)."""
     annotated = factory
     if inspect.isclass(factory) and not dataclasses.is_dataclass(factory):
         annotated = factory.__init__
-    try:
-        hints = typing.get_type_hints(annotated)
-    except (NameError, TypeError):  # an annotation this module cannot resolve: unchecked
-        return
+    hints = _param_hints(annotated)
     hints.pop("return", None)
     for param, value in params.items():
         declared = hints.get(param)
@@ -211,3 +217,42 @@ def _check_scalar_params(what: str, factory: Any, params: Mapping[str, Any]) -> 
                 f"{what}: parameter {param!r} expects {expected}, "
                 f"got {value!r} ({type(value).__name__})",
             )
+
+
+def _param_hints(annotated: Any) -> dict[str, Any]:
+    """``annotated``'s annotations, resolved (:func:`typing.get_type_hints`); when one of
+    them cannot be (a name its module imports only under ``TYPE_CHECKING``, which would
+    leave every parameter unchecked), each one alone in its own scope: those that resolve
+    are checked, the others left out (a name that does not resolve is no builtin scalar:
+    the policy's own checks apply to it)."""
+    with contextlib.suppress(Exception):  # any annotation that does not evaluate
+        return typing.get_type_hints(annotated)
+    hints: dict[str, Any] = {}
+    for raw, globalns, localns in _annotation_scopes(annotated):
+        for name, annotation in raw.items():
+            alone = types.SimpleNamespace(__annotations__={name: annotation})
+            try:
+                hints[name] = typing.get_type_hints(alone, globalns, localns)[name]
+            except Exception:  # unresolvable here: left to the policy's own checks
+                hints.pop(name, None)
+    return hints
+
+
+Scope = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]
+
+
+def _annotation_scopes(annotated: Any) -> list[Scope]:
+    """Where each of ``annotated``'s own annotations is written, base classes first: its
+    raw annotations, its module's names and its class's names."""
+    if not inspect.isclass(annotated):
+        function = inspect.unwrap(annotated)
+        names = getattr(function, "__globals__", {})  # none: a callable object
+        return [(dict(getattr(function, "__annotations__", {})), names, {})]
+    return [
+        (
+            dict(vars(owner).get("__annotations__", {})),
+            dict(vars(sys.modules[owner.__module__])) if owner.__module__ in sys.modules else {},
+            dict(vars(owner)),
+        )
+        for owner in reversed(annotated.__mro__)
+    ]

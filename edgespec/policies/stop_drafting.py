@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.config import read_text
+from edgespec.policies.contracts import PolicyContractError
 from edgespec.policies.params import PolicyParamError
 
 STOP_FEATURE_NAMES: tuple[str, ...] = (
@@ -65,8 +66,9 @@ class DraftStopPolicy(Protocol):
         ...
 
 
-class StopPolicyContractError(RuntimeError):
-    """A stop policy answered outside its contract."""
+class StopPolicyContractError(PolicyContractError):
+    """A stop policy answered outside its contract (a :class:`PolicyContractError`, as a
+    window, batching or routing policy's: the command line says it in one line)."""
 
 
 def checked_keep_mask(

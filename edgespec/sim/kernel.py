@@ -21,12 +21,21 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from edgespec.core.types import BatchRecord, RequestRecord, RoundRecord
 
 ENTITY_BITS = 32
+
+PROGRESS_EVERY_EVENTS = 256
+"""Events between looks at whether a progress call is due (one comparison a look). Few
+enough that a handler set packing many rounds into one event still moves the bar: the
+bundled default scenario's 60 s with ``awc`` are 11,598 events (97,986 rounds)."""
+PROGRESS_STEPS = 1000
+"""At most this many progress calls in a run (one per ``until_s / PROGRESS_STEPS`` of
+simulated time), however many events it has."""
 
 Handler = Callable[[float, Any], None]
 
@@ -101,13 +110,18 @@ class EventQueue:
         until_s: float,
         on_progress: Callable[[float], None] | None = None,
     ) -> None:
-        """Process events with time <= ``until_s``; ``handlers[kind](time_s, payload)``."""
+        """Process events with time <= ``until_s``; ``handlers[kind](time_s, payload)``.
+
+        ``on_progress(now_s)``: after a batch of :data:`PROGRESS_EVERY_EVENTS` events, when
+        simulated time has passed another ``until_s`` / :data:`PROGRESS_STEPS` since the
+        last call, and once at the end (unless the last call was at that time)."""
         heap, arrivals = self._heap, self._arrivals
         pop = heapq.heappop
         count = 0
+        step_s = until_s / PROGRESS_STEPS
+        due_s, reported_s = self.now_s + step_s, math.nan
         while (heap and heap[0][0] <= until_s) or (arrivals and arrivals[0][0] <= until_s):
-            # Up to 65536 events between progress callbacks.
-            for _ in range(0x10000):
+            for _ in range(PROGRESS_EVERY_EVENTS):
                 if arrivals and (not heap or arrivals[0] < heap[0]):  # the smaller head
                     source = arrivals  # (time, priority, seq): seq is unique, no tie
                 elif heap:
@@ -120,6 +134,9 @@ class EventQueue:
                 self.now_s = time_s
                 handlers[prio >> ENTITY_BITS](time_s, payload)
                 count += 1
-            if on_progress is not None:
+            if on_progress is not None and self.now_s >= due_s:
                 on_progress(self.now_s)
+                due_s, reported_s = self.now_s + step_s, self.now_s
         self.num_events += count
+        if on_progress is not None and reported_s != self.now_s:
+            on_progress(self.now_s)

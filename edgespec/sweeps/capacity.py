@@ -2,7 +2,9 @@
 
 Bisection over an integer scenario key (usually a device count), assuming the SLO
 violation rate grows monotonically with it. Generic over a runner
-``run(scenario_dict) -> SystemMetrics``; every probe is recorded.
+``run(scenario_dict) -> SystemMetrics``; every probe is recorded. Only values the scenario
+accepts are probed: multiples of the caller's :class:`ProbeStep` (a pool's count under
+``auto_topology.cells: N``, :func:`edgespec.sim.setup.cells.count_step`).
 """
 
 from __future__ import annotations
@@ -34,17 +36,31 @@ def field_path(key: str) -> str:
     return path
 
 
-def class_violation(slo_class: str) -> Violation:
+@dataclass(frozen=True, slots=True)
+class ProbeStep:
+    """The step between the values a search may probe, and why: ``(2, "auto_topology.cells")``
+    probes 2, 4, 6…; the default, every integer."""
+
+    size: int = 1
+    why: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClassViolation:
     """One class's violation rate for Cap(τ) of that class; 1.0 when none of its requests
     finished within the run (the load is beyond what the system serves in that time)."""
-    rate = class_violation_rate(slo_class)
 
-    def violation(metrics: SystemMetrics) -> float:
-        if not any(c.slo_class == slo_class for c in metrics.slo_classes):
+    slo_class: str
+
+    def __call__(self, metrics: SystemMetrics) -> float:
+        if not any(c.slo_class == self.slo_class for c in metrics.slo_classes):
             return 1.0
-        return rate(metrics)
+        return class_violation_rate(self.slo_class)(metrics)
 
-    return violation
+
+def class_violation(slo_class: str) -> ClassViolation:
+    """One class's violation rate for Cap(τ) of that class (:class:`ClassViolation`)."""
+    return ClassViolation(slo_class)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +121,16 @@ def capacity_search(
     violation: Violation = violation_rate,
     progress: bool = True,
     check: Check | None = None,
+    step: ProbeStep = ProbeStep(),
 ) -> CapacityResult:
     """Largest ``key`` value in [lo, hi] whose run has ``violation(metrics) <= epsilon``.
 
     Probes ``lo`` (if it violates, capacity is ``None``), then ``hi`` (if it does not,
     capacity is ``hi``), then bisects the feasible/infeasible bracket: at most
-    2 + ⌈log2(hi − lo)⌉ runs. ``violation`` defaults to the overall SLO violation rate;
-    use :func:`class_violation` for one class's Cap(τ). ``check`` (``edgespec sim``'s:
+    2 + ⌈log2((hi − lo) / step)⌉ runs, every value a multiple of ``step`` (so are ``lo``
+    and ``hi``, or the search is refused before any run, saying the step).
+    ``violation`` defaults to the overall SLO violation rate; use :func:`class_violation`
+    for one class's Cap(τ). ``check`` (``edgespec sim``'s:
     :func:`edgespec.sim.commands.checks.check_scenario_dict`) validates the scenario at
     ``lo`` and at ``hi`` before any run, so a bound the scenario refuses (a fleet over its
     limit) fails at once, at its field. Errors name ``key`` as a field
@@ -119,17 +138,9 @@ def capacity_search(
     """
     if not 0.0 <= epsilon <= 1.0:
         raise ConfigError("epsilon", f"must be in [0, 1], got {epsilon}")
-    where = field_path(key)
-    if lo < 0 or hi < lo:
-        raise ConfigError(where, f"need 0 <= lo <= hi, got lo={lo}, hi={hi}")
-    for bound, value in (("lo", lo), ("hi", hi)):
-        if check is not None:
-            try:
-                check(apply_overrides(base, [override_text(key, value)]))
-            except ConfigError as exc:
-                raise in_context(exc, f"at {bound}={value}") from exc
+    where, size = field_path(key), _checked_step(base, key, lo, hi, check, step)
     probes: list[CapacityProbe] = []
-    max_runs = 2 + max(0, (hi - lo - 1).bit_length())
+    max_runs = 2 + max(0, ((hi - lo) // size - 1).bit_length())
 
     with progress_bar(progress) as bar:
         task = bar.add_task(f"capacity {key}", total=max_runs)
@@ -150,9 +161,35 @@ def capacity_search(
             bar.advance(task)
             return feasible
 
-        capacity, at_upper = bisect_capacity(probe, lo, hi)
+        steps, at_upper = bisect_capacity(lambda k: probe(k * size), lo // size, hi // size)
         bar.update(task, total=len(probes), completed=len(probes))
+    capacity = None if steps is None else steps * size
     return CapacityResult(key, epsilon, lo, hi, capacity, at_upper, tuple(probes))
+
+
+def _checked_step(
+    base: Mapping[str, Any], key: str, lo: int, hi: int, check: Check | None, given: ProbeStep
+) -> int:
+    """``given``'s size, after refusing bounds out of order or off that step, and
+    (``check``) a scenario at either bound that the scenario refuses."""
+    where, step = field_path(key), given.size
+    if lo < 0 or hi < lo:
+        raise ConfigError(where, f"need 0 <= lo <= hi, got lo={lo}, hi={hi}")
+    for bound, value in (("lo", lo), ("hi", hi)):
+        if value % step:
+            inside = -(-value // step) * step if bound == "lo" else value // step * step
+            raise ConfigError(
+                where,
+                f"{bound}={value} is not a multiple of {given.why} ({step}): the search "
+                f"probes only the values the scenario takes, in steps of {step}: give "
+                f"{bound}={inside}",
+            )
+        if check is not None:
+            try:
+                check(apply_overrides(base, [override_text(key, value)]))
+            except ConfigError as exc:
+                raise in_context(exc, f"at {bound}={value}") from exc
+    return step
 
 
 def bisect_capacity(feasible: Callable[[int], bool], lo: int, hi: int) -> tuple[int | None, bool]:

@@ -6,6 +6,12 @@ address is first tried with a TCP connect and a gRPC (HTTP/2) handshake, all wit
 on an address that does not answer, or that answers but is no Ray cluster (a web server);
 an error ``ray.init`` then raises is one line naming the address.
 
+A task's error reaches the caller as the task raised it (Ray's ``RayTaskError``, whose text
+is the worker's whole traceback, unwrapped to its cause), so a config error in a worker is
+the one line a serial run prints. Ray's workers import edgespec afresh: a policy that this
+process registered by assignment is not theirs, and a run naming it fails there with an
+unknown policy; that error then says so (:func:`_call`).
+
 Ray is imported only when a map runs, so ``import edgespec`` stays light; it is pinned in
 the ``learn`` extra. The executor shuts down only a Ray it started itself: inside a
 process that already called ``ray.init`` (a test fixture, a notebook) it reuses that
@@ -24,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from edgespec.config import ConfigError
 from edgespec.errors import MissingPackageError, UserInputError
 
 CONNECT_TIMEOUT_S = 5.0
@@ -170,8 +177,54 @@ def _joined(ray: Any, address: str, options: Mapping[str, Any]) -> None:
         ) from None
 
 
-def _call(fn: Callable[[Any], Any], item: Any) -> Any:
-    return fn(item)
+def registered_policies() -> frozenset[tuple[str, str]]:
+    """Every (kind, name) of this process's policy registry
+    (:data:`edgespec.policies.registry.KINDS`)."""
+    from edgespec.policies.registry import KINDS
+
+    return frozenset((kind, name) for kind, names in KINDS.items() for name in names)
+
+
+def _call(fn: Callable[[Any], Any], item: Any, driver_policies: frozenset[tuple[str, str]]) -> Any:
+    """``fn(item)`` in a Ray worker. An error that an unknown policy caused, where the
+    driver's registry (``driver_policies``) has policies this worker's lacks, says which
+    and what to do: ``...; known: ['awc', 'dynamic', 'static'] (window policy 'mine' is
+    registered in the driver only: ...)``."""
+    try:
+        return fn(item)
+    except UserInputError as exc:
+        missing = sorted(driver_policies - registered_policies())
+        if not missing or not _caused_by_unknown_policy(exc):
+            raise
+        names = ", ".join(f"{kind} policy {name!r}" for kind, name in missing)
+        hint = (
+            f" ({names} {'is' if len(missing) == 1 else 'are'} registered in the driver only: "
+            "Ray's workers import edgespec's policy registry afresh; add it to "
+            "edgespec/policies/registry.py, or run with --engine local)"
+        )
+        if type(exc) is ConfigError:
+            raise ConfigError(exc.path, exc.message + hint) from exc
+        raise UserInputError(f"{exc}{hint}") from exc
+
+
+def _caused_by_unknown_policy(exc: BaseException) -> bool:
+    from edgespec.policies.registry import UnknownPolicyError
+
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, UnknownPolicyError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _result(ray: Any, ref: Any) -> Any:
+    """``ray.get(ref)``; a task's error raised as the task raised it (the module
+    docstring), from Ray's, whose text keeps the worker's traceback."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        raise exc.cause from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,16 +269,17 @@ class RaySweepExecutor:
         started = self._start(ray, max(1, min(self.workers, len(items))))
         try:
             remote = ray.remote(num_cpus=1)(_call)
-            fn_ref = ray.put(fn)
+            fn_ref, policies_ref = ray.put(fn), ray.put(registered_policies())
             pending: dict[Any, int] = {}
             next_index = 0
             while next_index < len(items) or pending:
                 while next_index < len(items) and len(pending) < self.workers:
-                    pending[remote.remote(fn_ref, items[next_index])] = next_index
+                    task = remote.remote(fn_ref, items[next_index], policies_ref)
+                    pending[task] = next_index
                     next_index += 1
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
-                    yield pending.pop(ref), ray.get(ref)
+                    yield pending.pop(ref), _result(ray, ref)
         finally:
             if started:
                 ray.shutdown()

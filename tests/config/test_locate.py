@@ -21,6 +21,7 @@ from edgespec.config import (
 )
 from edgespec.config.locate import field_segments
 from edgespec.config.yaml_text import load_yaml_lines
+from edgespec.policies.registry import BATCHING
 from tests.sim.helpers import tiny_scenario
 
 TEXT = """\
@@ -163,7 +164,7 @@ def test_sim_names_the_line_of_a_bad_field_and_of_a_bad_policy(
     assert main(["sim", str(file), "--quiet", "--no-plots"]) == 2
     assert capsys.readouterr().err == (
         f"edgespec sim: {file}:{line}: config field 'policies.batching.name': unknown "
-        "batching policy 'nope'; known: ['fcfs', 'lab', 'wisp']\n"
+        f"batching policy 'nope'; known: {sorted(BATCHING)}\n"
     )
     assert main(["sim", str(file), "policies.batching.name=nope2", "--quiet"]) == 2
     assert capsys.readouterr().err.startswith(

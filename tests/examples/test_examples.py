@@ -15,8 +15,17 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("grpc")
 
+from edgespec.config import ConfigError, PolicySpec
+from edgespec.policies.fusing import fusing
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
-from edgespec.policies.registry import WINDOW, PolicyConfigError, build_policy
+from edgespec.policies.registry import (
+    WINDOW,
+    WINDOW_FUSES,
+    PolicyConfigError,
+    build_policy,
+    build_policy_at,
+    window_fuses,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -49,11 +58,16 @@ def test_the_backoff_policy_decides_from_the_last_round(window_policy: ModuleTyp
 
 
 def test_it_is_a_registered_policy_only_while_registered(window_policy: ModuleType) -> None:
-    before = dict(WINDOW)
+    before = dict(WINDOW), dict(WINDOW_FUSES)
     with window_policy.registered():
         built = build_policy("window", "fixed_backoff", {"gamma": 3, "backoff_gamma": 2})
         assert built == window_policy.BackoffWindow(gamma=3, backoff_gamma=2)
-    assert before == WINDOW
+        assert window_fuses(PolicySpec("fixed_backoff")) is fusing(built, "distributed") is False
+        bad = PolicySpec("fixed_backoff", {"gamma": 1, "backoff_gamma": 2})
+        with pytest.raises(ConfigError) as error:  # at the parameter its PolicyParamError names
+            build_policy_at("policies.window", "window", bad)
+        assert error.value.path == "policies.window.params.backoff_gamma"
+    assert before == (WINDOW, WINDOW_FUSES)
     with pytest.raises(PolicyConfigError, match="unknown window policy 'fixed_backoff'"):
         build_policy("window", "fixed_backoff", {})
 

@@ -37,6 +37,7 @@ import pytest
 pytest.importorskip("torch")
 
 from edgespec.core.types import RoundRecord, SamplingParams
+from edgespec.policies.fusing import fusing
 from edgespec.policies.interfaces import PairStateWindow, WindowDecision, WindowObservation
 from edgespec.policies.registry import WINDOW, build_policy
 from edgespec.policies.stop_drafting import DenseLayer
@@ -48,7 +49,7 @@ from edgespec.runtime.testing import tiny_llama
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from edgespec.sim.setup.build import build_policies
-from edgespec.sim.setup.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.runtime.conftest import start_server
 from tests.runtime.fused_helpers import ScriptedWindow
@@ -136,10 +137,8 @@ def _rounds(policy: Recorded, records: Any) -> list[Round]:
     ]
 
 
-def _simulated_rounds(
-    tmp_path: Path, seq: list[int], fused_rounds: str, window: Any
-) -> list[Round]:
-    """The simulator's rounds of the trace request, decided by ``window`` (an instance)."""
+def _trace_scenario(tmp_path: Path, seq: list[int], **sections: Any) -> Scenario:
+    """One device replaying ``seq`` as the trace request's acceptance, one server."""
     trace = tmp_path / "trace.jsonl"
     row = {"request_id": "r", "arrival_ms": 0.0, "prompt_tokens": len(PROMPT),
            "output_tokens": MAX_NEW, "drafter_id": 0, "acceptance_seq": seq}  # fmt: skip
@@ -150,11 +149,17 @@ def _simulated_rounds(
         "auto_topology": {"devices": [{"count": 1}], "servers": [{"count": 1}]},
         "acceptance": {"kind": "trace"},
         "workload": {"kind": "trace", "trace": str(trace)},
-        "record_rounds": True,
-        "fast_path": False,
-        "fused_rounds": fused_rounds,
+        **sections,
     }
-    scenario = scenario_from_dict(data)
+    return scenario_from_dict(data)
+
+
+def _simulated_rounds(
+    tmp_path: Path, seq: list[int], fused_rounds: str, window: Any
+) -> list[Round]:
+    """The simulator's rounds of the trace request, decided by ``window`` (an instance)."""
+    sections = {"record_rounds": True, "fast_path": False, "fused_rounds": fused_rounds}
+    scenario = _trace_scenario(tmp_path, seq, **sections)
     policy = Recorded(window)
     policies = dataclasses.replace(build_policies(scenario), window=policy)
     result = simulate(scenario, policies=policies)
@@ -219,6 +224,28 @@ def test_window_decisions_match_between_runtime_and_simulator(
         assert came_back == (fused_rounds == "colocated")
     if fused_rounds == "cloud_only":
         _check_cloud_only(runtime)
+
+
+@pytest.mark.parametrize("name", sorted(WINDOWS))
+def test_each_window_policy_runs_on_the_handler_set_edgespec_sim_picks_for_it(
+    name: str, target: TransformersTarget, tmp_path: Path
+) -> None:
+    """As ``edgespec sim`` runs it (built by name, ``fast_path`` on, no round records),
+    which the runs above (``fast_path: false``) do not: a policy not declared to go fused
+    (``may_fuse``, :func:`edgespec.policies.fusing.fusing`) takes the distributed-only
+    ``fast`` set, which stops the run at a fused answer (``PolicyContractError``). On the
+    same trace it must run to the end with the reference round's requests."""
+    seq = _acceptance_seq(target_greedy_decode(target, PROMPT, MAX_NEW))
+    params = _params(name, tmp_path)
+    window = {"name": name, "params": params}
+    fast, reference = (
+        simulate(_trace_scenario(tmp_path, seq, policies={"window": window}, fast_path=on))
+        for on in (True, False)
+    )
+    may_fuse = fusing(build_policy("window", name, params), "distributed")
+    assert fast.path.startswith("inlined (" if may_fuse else "fast (")
+    assert fast.requests == reference.requests
+    assert [r.num_output_tokens for r in fast.requests] == [MAX_NEW]
 
 
 SWITCHES = (False, True, True, True, False, False, True, False, True, True)

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
+from edgespec.config import apply_overrides
 from edgespec.errors import UserInputError
 from edgespec.policies import registry
 from edgespec.sim.handler_sets import HANDLER_SETS
-from edgespec.sim.setup.scenario import scenario_from_dict
+from edgespec.sim.setup.scenario import PoliciesConfig, scenario_from_dict
 from edgespec.sim.simulator import SimResult, simulate
 from tests.sim.fast.test_fast_path import CASES as FAST_PATH_CASES
 from tests.sim.helpers import hand_trace_scenario, tiny_scenario
@@ -62,6 +63,26 @@ TINY_FAMILIES: dict[str, list[str]] = {
     "padded/fused": ["auto_topology.servers.0.batch_pricing=padded", "mode=fused"],
 }
 """Families over tests/sim/helpers.tiny_scenario (12 devices, 2 servers, 20 s)."""
+
+
+def _named(kind: str, families: dict[str, list[str]]) -> set[str]:
+    """The ``kind`` policies the families run, by name (a family naming none: the default)."""
+    default = getattr(PoliciesConfig(), kind).name
+    return {
+        apply_overrides(tiny_scenario(), overrides)["policies"].get(kind, {}).get("name", default)
+        for overrides in families.values()
+    }
+
+
+REGISTERED_FAMILIES: dict[str, list[str]] = {
+    f"registered/{kind}-{name}": [f"policies.{kind}.name={name}"]
+    for kind in ("window", "batching")
+    for name in sorted(set(registry.KINDS[kind]) - _named(kind, TINY_FAMILIES))
+}
+"""Each registered window and batching policy no family above names, with its default
+params: a new policy runs on every handler set the day it is registered (one that needs
+params, or a scenario to show what it does, gets a family of its own above)."""
+FAMILIES = {**TINY_FAMILIES, **REGISTERED_FAMILIES}
 
 STOP_ROWS = [
     {"request_id": f"r{i}", "arrival_ms": 40.0 * i, "prompt_tokens": 4, "output_tokens": 9,
@@ -122,7 +143,7 @@ def _check_against_reference(
 
 
 @pytest.mark.parametrize("rounds", [True, False])
-@pytest.mark.parametrize("family", sorted(TINY_FAMILIES))
+@pytest.mark.parametrize("family", sorted(FAMILIES))
 @pytest.mark.parametrize("name", sorted(set(HANDLER_SETS) - {"reference"}))
 def test_every_handler_set_gives_the_reference_records(
     name: str, family: str, rounds: bool, monkeypatch: pytest.MonkeyPatch
@@ -130,7 +151,7 @@ def test_every_handler_set_gives_the_reference_records(
     monkeypatch.setitem(registry.WINDOW, "switching", _Switching)
     monkeypatch.setitem(registry.WINDOW, "depth", _DepthWindow)
     trace = Path(__file__).with_name("acceptance_trace.jsonl")
-    overrides = [o.replace("TRACE", str(trace)) for o in TINY_FAMILIES[family]]
+    overrides = [o.replace("TRACE", str(trace)) for o in FAMILIES[family]]
     overrides.append(f"record_rounds={rounds}".lower())
     _check_against_reference(tiny_scenario(), overrides, name, key=(family, rounds))
 

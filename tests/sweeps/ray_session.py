@@ -6,15 +6,21 @@ checks write their files under ``OUT``."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import ray
 
+from edgespec.config import ConfigError
+from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.sweeps.executor import SerialExecutor, make_executor
 from edgespec.sweeps.ray_executor import RaySweepExecutor, check_address, start_local_ray
 
@@ -41,13 +47,61 @@ def results_equal_the_serial_executor(out: Path) -> None:
     assert ray.is_initialized()  # a session it did not start is left running
 
 
-def a_failing_task_raises_in_the_caller(out: Path) -> None:
+def _config_error_on_three(x: int) -> int:
+    if x == 3:
+        raise ConfigError("seed", "must be >= 0, got -3")
+    return x
+
+
+def a_failing_task_raises_its_own_error_in_the_caller(out: Path) -> None:
+    """Not Ray's RayTaskError, whose text is the worker's traceback in colour: the error
+    the task raised, as a serial run raises it."""
+    for fn, kind, text in (
+        (_fail_on_three, ValueError, "three"),
+        (_config_error_on_three, ConfigError, "config field 'seed': must be >= 0, got -3"),
+    ):
+        try:
+            list(RaySweepExecutor(None, 2).map_unordered(fn, [1, 2, 3, 4]))
+        except Exception as exc:
+            assert (type(exc), str(exc)) == (kind, text), (type(exc), str(exc))
+        else:
+            raise AssertionError("a task that raised did not raise in the caller")
+
+
+@dataclass(frozen=True, slots=True)
+class _DriverOnlyWindow:
+    may_fuse: ClassVar[bool] = False
+
+    def next_window(self, obs: WindowObservation) -> WindowDecision:
+        return WindowDecision(3)
+
+
+def a_policy_registered_in_the_driver_only_is_said_as_one_line(out: Path) -> None:
+    """``edgespec sim --sweep ... --engine ray`` naming a window policy this process
+    registered by assignment: the pre-run checks pass here, the workers do not know it."""
+    from edgespec.cli import main
+    from edgespec.policies.registry import WINDOW
+
+    WINDOW["mine"] = _DriverOnlyWindow
+    stderr = io.StringIO()
     try:
-        list(RaySweepExecutor(None, 2).map_unordered(_fail_on_three, [1, 2, 3, 4]))
-    except Exception as exc:  # Ray wraps the task's error in its own type
-        assert "three" in str(exc), str(exc)
-    else:
-        raise AssertionError("a task that raised did not raise in the caller")
+        with contextlib.redirect_stderr(stderr):
+            code = main(
+                [
+                    *("sim", "policies.window.name=mine", "duration_s=1", "--quiet"),
+                    *("--no-plots", "--out", str(out / "run"), "--sweep", "seed=1,2"),
+                    *("--engine", "ray", "--workers", "2"),
+                ]
+            )
+    finally:
+        del WINDOW["mine"]
+    assert (code, stderr.getvalue()) == (
+        2,
+        "edgespec sim: config field 'policies.window.name': unknown window policy 'mine'; "
+        "known: ['awc', 'dynamic', 'static'] (window policy 'mine' is registered in the "
+        "driver only: Ray's workers import edgespec's policy registry afresh; add it to "
+        "edgespec/policies/registry.py, or run with --engine local)\n",
+    ), stderr.getvalue()
 
 
 def a_sharded_run_equals_the_single_process_run(out: Path) -> None:
@@ -83,7 +137,8 @@ CHECKS: dict[str, Callable[[Path], None]] = {
     check.__name__: check
     for check in (
         results_equal_the_serial_executor,
-        a_failing_task_raises_in_the_caller,
+        a_failing_task_raises_its_own_error_in_the_caller,
+        a_policy_registered_in_the_driver_only_is_said_as_one_line,
         a_sharded_run_equals_the_single_process_run,
         a_real_gcs_passes_the_address_check,
     )

@@ -9,7 +9,8 @@
   checked under a trace workload: its requests may name any class.
 * A sweep's every point and a capacity search's bounds built as their runs would build
   them, short of running (:func:`check_scenario_dict`), so a bad one is refused before
-  the first run, not after the points before it ran; a trace's requests after
+  the first run, not after the points before it ran (and ``record_rounds: true``, which
+  their runs would not write); a trace's requests after
   ``duration_s`` said once per trace and duration (:class:`LateArrivalWarnings`).
 """
 
@@ -19,9 +20,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from edgespec.config import OverrideError, parse_override
+from edgespec.config import ConfigError, OverrideError, parse_override
 from edgespec.config.overrides import shown
-from edgespec.errors import did_you_mean
+from edgespec.errors import UserInputError, did_you_mean
 from edgespec.sim.setup.build import check_buildable
 from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
 from edgespec.sim.setup.sources import LateArrivals, late_arrivals, num_arrivals_after
@@ -72,14 +73,24 @@ def check_added_entries(
             )
 
 
-def check_scenario_dict(data: Mapping[str, Any], point: Sequence[str] = ()) -> LateArrivals | None:
+def check_scenario_dict(
+    data: Mapping[str, Any], point: Sequence[str] = (), kind: str = "--sweep"
+) -> LateArrivals | None:
     """``data`` with a sweep ``point``'s overrides validated, the entries the point adds
-    used (:func:`check_added_entries`), and built as its run would build it, short of
+    used (:func:`check_added_entries`), no ``record_rounds`` (``kind``'s runs keep no
+    records, so none would be written), and built as its run would build it, short of
     running (:func:`edgespec.sim.setup.build.check_buildable`): each point of a sweep, and
-    a capacity search's bounds (``data`` alone), before any run. Its trace's requests
-    after ``duration_s`` returned (:class:`LateArrivalWarnings` says them)."""
+    a capacity search's bounds (``data`` alone, ``kind`` ``--capacity``), before any run.
+    Its trace's requests after ``duration_s`` returned (:class:`LateArrivalWarnings` says
+    them)."""
     scenario = scenario_from_dict(data, point)
     check_added_entries(data, point, scenario, "--sweep")
+    if scenario.record_rounds:  # as --rounds is refused there (commands/flags.py)
+        raise ConfigError(
+            "record_rounds",
+            f"applies only to a plain run or --shards, not to {kind}: its runs keep no "
+            "round records; drop it (record_rounds=false)",
+        )
     trace = check_buildable(scenario).trace
     return late_arrivals(scenario, num_arrivals_after(trace, scenario.duration_s))
 
@@ -97,3 +108,35 @@ class LateArrivalWarnings:
         if late is not None and late not in self._said:
             self._said.add(late)
             print(f"edgespec sim: {late.warning}", file=sys.stderr)
+
+
+def check_class_measured(scenario: Scenario, slo_class: str) -> None:
+    """Refuse, before any run, a capacity search of ``slo_class`` (``--slo-class``) that no
+    run can measure: the scenario has no such class, the class has no token-speed target,
+    or (but under a trace workload, whose requests name their classes) no device pool's
+    ``slo_mix`` gives it a share."""
+    targets = scenario.slo_classes
+    if slo_class not in targets:
+        known = sorted(targets)
+        raise UserInputError(
+            f"--slo-class {slo_class}: the scenario has no such SLO class; known: {known}"
+            + did_you_mean(slo_class, known)
+        )
+    if targets.get(slo_class) is None:
+        measured = sorted(c for c, target in targets.items() if target is not None)
+        others = f" or search a class that has one: {measured}" if measured else ""
+        raise ConfigError(
+            f"slo_classes.{slo_class}",
+            f"class {slo_class} has no token-speed target, so its capacity has no violation "
+            f"rate to bound; give it one (slo_classes.{slo_class}=<tok/s>){others}",
+        )
+    pools = scenario.auto_topology.devices
+    if scenario.workload.kind == "trace" or any(p.slo_mix.get(slo_class) for p in pools):
+        return
+    shared = sorted({c for p in pools for c, share in p.slo_mix.items() if share})
+    raise ConfigError(
+        "auto_topology.devices",
+        f"no device pool's slo_mix gives class {slo_class} a share, so none of its requests "
+        f"is of class {slo_class}; add it to a pool's slo_mix or search one of the pools' "
+        f"classes: {shared}",
+    )

@@ -51,7 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rounds",
         action="store_true",
         help="also write rounds.csv, rounds.parquet and the violation attribution "
-        "(attribution.json, .png) (plain run, --shards)",
+        "(attribution.json, .png), as the scenario key record_rounds: true does "
+        "(plain run, --shards)",
     )
     parser.add_argument(
         "--sweep",

@@ -8,12 +8,11 @@ import argparse
 import contextlib
 import json
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from edgespec.config import apply_overrides, check_repeats, dump_yaml, located_in
-from edgespec.errors import UserInputError, did_you_mean
+from edgespec.errors import UserInputError
 from edgespec.output_paths import write_text_atomically
 from edgespec.sim.commands.flags import add_arguments as add_arguments
 from edgespec.sim.commands.flags import check_flags, check_not_overridden, names_a_file
@@ -81,9 +80,9 @@ def run(args: argparse.Namespace) -> int:
         if args.sweep:  # the policies, or at a field that a sweep's point or a probe made bad
             return _run_sweep(args, data, out)
         if args.capacity is not None:
-            return _run_capacity(args, data, scenario.slo_classes, out)
+            return _run_capacity(args, data, scenario, out)
         if args.shards is not None:
-            return _run_sharded(args, data, out)
+            return _run_sharded(args, data, out, scenario.record_rounds)
         return _run_plain(args, data, scenario, out)
 
 
@@ -118,24 +117,24 @@ def _run_sweep(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int
     return 0
 
 
-def _run_capacity(
-    args: argparse.Namespace, data: dict[str, Any], classes: Mapping[str, Any], out: Path
-) -> int:
+def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any, out: Path) -> int:
     """``--capacity``: the largest value of a knob within ``--epsilon`` SLO violations
     (:func:`edgespec.sweeps.capacity.capacity_search`), for one class or all."""
     from rich.console import Console
 
     from edgespec.metrics.summary import plain, print_runs, setting, violation_rate
-    from edgespec.sim.commands.checks import LateArrivalWarnings, check_scenario_dict
-    from edgespec.sweeps.capacity import capacity_search, class_violation
+    from edgespec.sim.commands.checks import (
+        LateArrivalWarnings,
+        check_class_measured,
+        check_scenario_dict,
+    )
+    from edgespec.sim.setup.cells import count_step
+    from edgespec.sweeps.capacity import ProbeStep, capacity_search, class_violation
 
-    if args.slo_class is not None and args.slo_class not in classes:
-        known = sorted(classes)
-        raise UserInputError(
-            f"--slo-class {args.slo_class}: the scenario has no such SLO class; known: {known}"
-            + did_you_mean(args.slo_class, known)
-        )
-    violation = violation_rate if args.slo_class is None else class_violation(args.slo_class)
+    violation = violation_rate
+    if args.slo_class is not None:  # one that runs can measure, before any run
+        check_class_measured(scenario, args.slo_class)
+        violation = class_violation(args.slo_class)
     warn = LateArrivalWarnings()  # a trace's late requests: the same at every probe
     result = capacity_search(
         data,
@@ -146,7 +145,8 @@ def _run_capacity(
         hi=args.hi,
         violation=violation,
         progress=not args.quiet,
-        check=lambda given: warn(check_scenario_dict(given)),  # the bounds valid before a run
+        check=lambda given: warn(check_scenario_dict(given, kind="--capacity")),  # before a run
+        step=ProbeStep(count_step(data, args.capacity), "auto_topology.cells"),
     )
     write_text_atomically(out / "capacity.json", json.dumps(result.to_dict(), indent=2) + "\n")
     bound = " (at upper bound)" if result.at_upper_bound else ""
@@ -177,12 +177,12 @@ def _run_plain(args: argparse.Namespace, data: dict[str, Any], scenario: Any, ou
     from edgespec.sim.simulator import paused_gc, simulate
 
     started = time.perf_counter()
-    with RecordFiles(out, rounds=args.rounds) as files, paused_gc():
+    with RecordFiles(out, rounds=scenario.record_rounds) as files, paused_gc():
         sim = simulate(scenario, sink=files, progress=not args.quiet)
     wall_s = time.perf_counter() - started
     LateArrivalWarnings()(late_arrivals(scenario, sim.num_late_arrivals))  # none in: refused
     metrics = files.finish(sim.duration_s, sim.num_servers)
-    _write_run_folder(args, data, out, metrics)
+    _write_run_folder(args, data, out, metrics, scenario.record_rounds)
     console = Console(markup=False)
     print_summary(metrics, console)
     _print_semantic(data, metrics, console)
@@ -197,11 +197,12 @@ def _run_plain(args: argparse.Namespace, data: dict[str, Any], scenario: Any, ou
 
 
 def _write_run_folder(
-    args: argparse.Namespace, data: dict[str, Any], out: Path, metrics: Any
+    args: argparse.Namespace, data: dict[str, Any], out: Path, metrics: Any, rounds: bool
 ) -> None:
     """What a run folder holds besides its record files: metrics.json, the plots (read
-    back from the record files), the violation attribution (with rounds), scenario.yaml
-    (its file paths absolute: it reruns the run from anywhere)."""
+    back from the record files), the violation attribution (``rounds``: the scenario's
+    ``record_rounds``, which ``--rounds`` sets), scenario.yaml (its file paths absolute:
+    it reruns the run from anywhere, with its rounds)."""
     from edgespec.metrics.record_files import read_plot_columns, read_rounds
     from edgespec.metrics.sinks import write_attribution, write_metrics_json
     from edgespec.sim.setup.file_paths import anchored
@@ -212,7 +213,7 @@ def _write_run_folder(
         from edgespec.metrics.plots import write_plots
 
         write_plots(out, metrics, *read_plot_columns(out))
-    if args.rounds:
+    if rounds:
         write_attribution(out, read_rounds(out), plots=not args.no_plots)
     ran = anchored(data, Path.cwd())  # the overrides' relative paths: from anywhere too
     write_text_atomically(out / "scenario.yaml", dump_yaml(ran, sort_keys=False))
@@ -257,9 +258,10 @@ def _print_semantic(data: dict[str, Any], metrics: Any, console: Any) -> None:
         )
 
 
-def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int:
+def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, rounds: bool) -> int:
     """``--shards N``: the cells in N shards on the executor; the run folder as a single
-    run writes it (records concatenated shard by shard), plus shards.json."""
+    run writes it (records concatenated shard by shard; ``rounds``: with the rounds'),
+    plus shards.json."""
     from rich.console import Console
 
     from edgespec.metrics.summary import fixed, plain, print_summary
@@ -272,7 +274,7 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path) -> i
         show = None if args.quiet else lazy_bar(stack, f"shards ({args.engine})")
         run = simulate_sharded(data, args.shards, executor, out.resolve(), show)
     wall_s = time.perf_counter() - started
-    _write_run_folder(args, data, out, run.metrics)
+    _write_run_folder(args, data, out, run.metrics, rounds)
     shards = [
         {"cells": list(s.cells), "num_rounds": s.num_rounds, "wall_s": round(s.wall_s, 3)}
         for s in run.shards

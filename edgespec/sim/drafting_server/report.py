@@ -42,17 +42,19 @@ def report_lines(run: PipelineRun) -> list[str]:
 
 
 def _schedule_line(run: PipelineRun, result: PipelineSimResult) -> str:
+    """The MBS schedule and, with ``slo_tokens_per_s``, the blocks verified past their
+    deadline (the plan's order counts them too)."""
     policy = run.scenario.pipeline.verifier.policy
+    slo = run.scenario.pipeline.verifier.slo_tokens_per_s is not None
+    missed = f"; {result.deadline_misses} of {result.num_blocks} blocks past their deadline"
     if policy is None or run.plan_order is None:
-        return f"MBS schedule: the plan's order, one pass per batch ({result.num_passes} passes)"
+        plan = f"MBS schedule: the plan's order, one pass per batch ({result.num_passes} passes)"
+        return plan + (missed if slo else "")
     base = run.plan_order.makespan_s
     change = (result.makespan_s - base) / base if base > 0 else 0.0
     deadlines = ""
-    if run.scenario.pipeline.verifier.slo_tokens_per_s is not None:
-        deadlines = (
-            f"; {result.deadline_misses} of {result.num_blocks} blocks past their deadline "
-            f"(plan order: {run.plan_order.deadline_misses})"
-        )
+    if slo:
+        deadlines = f"{missed} (plan order: {run.plan_order.deadline_misses})"
     return (
         f"MBS schedule: batching policy {policy.name!r} over per-session blocks, "
         f"{result.num_passes} passes of {result.num_blocks / max(result.num_passes, 1):.1f} "

@@ -26,9 +26,10 @@ from edgespec.config import (
 from edgespec.core.wireless import WirelessCell
 from edgespec.policies.drafting_server.planner import MAX_OUTPUT_LEN
 from edgespec.policies.params import MAX_GAMMA
-from edgespec.policies.registry import KINDS
+from edgespec.policies.registry import BATCHING, KINDS
 from edgespec.policies.slo import token_speed_target_problem
 from edgespec.sim.model.stop_model import StopPredictorConfig
+from edgespec.sim.setup.workload_config import applies_only
 
 BatchingName = Literal["dp", "max", "static", "heuristic", "none"]
 
@@ -117,6 +118,7 @@ class PipelineScenario:
         _validate_planner(self.pipeline.planner)
         _validate_simulation(self.pipeline)
         _validate_verifier(self.pipeline.verifier)
+        _check_used(self.pipeline)
 
 
 def _at_least(where: str, value: float | None, minimum: float) -> None:
@@ -190,6 +192,42 @@ def _validate_verifier(cfg: VerifierConfig) -> None:
         _at_least(f"pipeline.verifier.{name}", getattr(cfg, name), 1)
     if (problem := token_speed_target_problem(cfg.slo_tokens_per_s)) is not None:
         raise ConfigError("pipeline.verifier.slo_tokens_per_s", problem)
+
+
+def _check_used(cfg: PipelineConfig) -> None:
+    """Refuse a planner or verifier key that the chosen setting does not read: the static
+    rule's batch size under another batching rule, ``max_spec_len`` beside a fixed
+    ``spec_len``, the verifier's limits without a verifier policy (the plan's order)."""
+    planner, was = cfg.planner, PlannerConfig()
+    if planner.batching != "static":
+        applies_only(
+            "pipeline.planner.static_batch_size",
+            planner.static_batch_size,
+            was.static_batch_size,
+            "batching: static",
+            f"batching is {planner.batching}",
+            "drop it, or set batching: static",
+        )
+    if planner.spec_len is not None:
+        applies_only(
+            "pipeline.planner.max_spec_len",
+            planner.max_spec_len,
+            was.max_spec_len,
+            "spec_len: null, the best l of 1..max_spec_len",
+            f"spec_len is {planner.spec_len}, a fixed l",
+            "drop one of the two",
+        )
+    if cfg.verifier.policy is not None:
+        return
+    for name in ("max_batch_size", "max_batch_tokens", "max_context_tokens"):
+        applies_only(
+            f"pipeline.verifier.{name}",
+            getattr(cfg.verifier, name),
+            getattr(VerifierConfig(), name),
+            "a verifier policy",
+            "policy is null: the plan's order, one pass per batch",
+            f"drop it, or name a batching policy: {sorted(BATCHING)}",
+        )
 
 
 def pipeline_scenario_from_dict(

@@ -165,6 +165,20 @@ def split_cells(plans: Sequence[CellPlan], num_shards: int) -> list[tuple[int, .
     return [tuple(sorted(g)) for g in groups if g]
 
 
+def count_step(data: Mapping[str, Any], key: str) -> int:
+    """The step between the values of ``key`` (an override key) that the scenario mapping
+    ``data`` takes: its ``auto_topology.cells`` N (> 1) for a pool's count, which
+    :func:`replicate_cells` splits into N equal pools, else 1."""
+    topo = data.get("auto_topology")
+    num = topo.get("cells") if isinstance(topo, Mapping) else None
+    parts = key.strip().split(".")
+    pool_count = len(parts) == 4 and parts[1] in ("devices", "servers") and parts[2].isdigit()
+    pool_count = pool_count and parts[3] == "count"
+    if type(num) is int and num > 1 and parts[0] == "auto_topology" and pool_count:
+        return num
+    return 1
+
+
 def replicate_cells(data: Mapping[str, Any]) -> Mapping[str, Any]:
     """A scenario mapping with ``auto_topology.cells: N`` written out as N pinned cells
     (module docstring); N = 1 or no ``cells`` key: the pools as written. Raises

@@ -35,6 +35,7 @@ from edgespec.sim.model.semantic import VerificationConfig
 from edgespec.sim.model.stop_model import StopPredictorConfig
 from edgespec.sim.run_folder import check_run_name
 from edgespec.sim.setup.cells import plan_cells, replicate_cells
+from edgespec.sim.setup.centralized_fields import check_centralized_fields
 from edgespec.sim.setup.file_paths import anchored
 from edgespec.sim.setup.pools import CostModelConfig as CostModelConfig
 from edgespec.sim.setup.pools import DevicePool as DevicePool
@@ -154,6 +155,8 @@ class Scenario:
         _validate_acceptance(self.acceptance)
         validate_workload(self.workload, self.duration_s)
         _validate_verification(self)
+        if self.mode == "centralized":  # what it leaves unused
+            check_centralized_fields(self.fused_rounds, self.dsdsim_compat)
         plan_cells(self)  # the cell rules (pinned device pools)
 
 

@@ -21,8 +21,8 @@ from edgespec.sim.model.acceptance import (
 )
 from edgespec.sim.model.stop_model import ReplayFeatures
 from edgespec.sim.setup.scenario import Scenario
+from edgespec.sim.setup.trace_fields import ARRIVAL_KEYS
 from edgespec.sim.setup.workload import (
-    ARRIVAL_KEYS,
     LengthTable,
     TraceEntry,
     bundled_traces,

@@ -10,7 +10,8 @@ DSD-Sim's schema is read too: output length from ``target_tokens`` (or
 ``arrivaltime_ms`` / ``arrival_time_ms``, the device from ``metadata.client_id``.
 Length fields may be counts or token-id lists (their length is used). A client id that
 is an integer (or an integer string) maps to device ``id % num_devices``; any other
-string maps through CRC-32, so the mapping is stable across runs.
+string maps through CRC-32, so the mapping is stable across runs. A field neither schema
+has, or one given under two spellings, is refused (:mod:`.trace_fields`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,12 @@ from edgespec.config.overrides import shown
 from edgespec.core.features import FeatureRows, parse_feature_rows, parse_rejection_rows
 from edgespec.core.tree import parse_branching
 from edgespec.errors import did_you_mean
+from edgespec.sim.setup.trace_fields import (
+    ARRIVAL_KEYS,
+    OUTPUT_KEYS,
+    PROMPT_KEYS,
+    check_trace_fields,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,23 +108,18 @@ def _arrival_ms(value: Any, where: str) -> float:
     return float(value)
 
 
-ARRIVAL_KEYS = ("arrival_ms", "arrivaltime_ms", "arrival_time_ms")
-"""A trace record's arrival time, in milliseconds: the first of these keys it has
-(edgespec's schema, then DSD-Sim's two spellings)."""
-
-
 def parse_trace_record(record: Any, where: str) -> TraceEntry:
-    """One trace line (either schema) → :class:`TraceEntry`; errors name line and field."""
+    """One trace line (either schema) → :class:`TraceEntry`; errors name line and field
+    (an unknown field, or one given twice: :func:`.trace_fields.check_trace_fields`)."""
     if not isinstance(record, Mapping):
         raise RecordError(where, f"expected a JSON object, got {type(record).__name__}")
+    check_trace_fields(record, where)
     arrival = _arrival_ms(_first(record, ARRIVAL_KEYS, where), where)
-    prompt_keys = ("prompt_tokens", "prompt_length", "prompt_len")
-    prompt = _count(_first(record, prompt_keys, where), where, "prompt_tokens", 0)
-    out_keys = ("output_tokens", "target_tokens", "output_length", "output_len")
-    output = _count(_first(record, out_keys, where), where, "output_tokens", 1)
+    prompt = _count(_first(record, PROMPT_KEYS, where), where, "prompt_tokens", 0)
+    output = _count(_first(record, OUTPUT_KEYS, where), where, "output_tokens", 1)
     metadata = record.get("metadata")
-    if "drafter_id" in record:
-        client = record["drafter_id"]
+    if "drafter_id" in record or "draft_id" in record:
+        client = record.get("drafter_id", record.get("draft_id"))
     elif isinstance(metadata, Mapping) and "client_id" in metadata:
         client = metadata["client_id"]
     else:

@@ -34,12 +34,16 @@ def non_negative(where: str, value: float) -> None:
         raise ConfigError(where, f"must be a finite number >= 0, got {value}")
 
 
-def applies_only(where: str, value: object, default: object, to: str, actual: str) -> None:
+def applies_only(
+    where: str, value: object, default: object, to: str, actual: str, remedy: str = ""
+) -> None:
     """A field its kind does not use must keep its default ``default``: a ``ConfigError``
     at ``where`` otherwise, e.g. ``applies only to kind: poisson (kind is closed_loop)``
-    (``to`` = ``"kind: poisson"``, ``actual`` = ``"kind is closed_loop"``)."""
+    (``to`` = ``"kind: poisson"``, ``actual`` = ``"kind is closed_loop"``), then
+    ``; remedy`` when one is given (what to do)."""
     if value != default:  # NaN is never the default
-        raise ConfigError(where, f"applies only to {to} ({actual})")
+        said = f"applies only to {to} ({actual})"
+        raise ConfigError(where, f"{said}; {remedy}" if remedy else said)
 
 
 def check_kind_fields(
@@ -100,10 +104,13 @@ class DsdSimCompat:
       predictor for one iteration per round), not γ;
     - ``fixed_rounds``: a round advances the request by the γ tokens it drafted whatever
       the target accepted, no bonus token; a request ends after ⌈output/γ⌉ rounds
-      (a round without drafts, cloud-only or centralized, advances one token);
+      (a cloud-only round, which drafts nothing, advances one token);
     - ``unqueued_fused``: a fused round neither queues nor batches on its target: it runs
       alone at once, at its own cost (its draft pass + a one-entry verification), beside
       whatever batch the target is running (DSD-Sim's ``fused_execute``).
+
+    A centralized scenario refuses the section: it drafts and fuses nothing
+    (:mod:`edgespec.sim.setup.centralized_fields`).
     """
 
     one_pass_drafting: bool = True

@@ -10,6 +10,7 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.config import ConfigError, PolicySpec, from_dict
+from edgespec.policies.registry import BATCHING
 from edgespec.runtime.server import batching
 from edgespec.runtime.server.batching import build_batching
 from edgespec.runtime.server.config import ServerConfig
@@ -18,14 +19,13 @@ CASES = [
     (
         {"name": "edf"},
         ["--batching", "edf"],
-        "config field 'batching.name': unknown batching policy 'edf'; known: "
-        "['fcfs', 'lab', 'wisp']",
+        f"config field 'batching.name': unknown batching policy 'edf'; known: {sorted(BATCHING)}",
     ),
     (
         {"name": "wsip"},
         ["--batching", "wsip"],
         "config field 'batching.name': unknown batching policy 'wsip'; known: "
-        "['fcfs', 'lab', 'wisp'] (did you mean 'wisp'?)",
+        f"{sorted(BATCHING)} (did you mean 'wisp'?)",
     ),
     (
         {"name": "wisp"},

@@ -14,6 +14,7 @@ from edgespec.cli import build_parser
 from edgespec.errors import UserInputError
 from edgespec.policies.history_snapshot import HistorySnapshot
 from edgespec.policies.interfaces import WindowDecision, WindowObservation
+from edgespec.policies.registry import WINDOW
 from edgespec.policies.window import DynamicWindow, StaticWindow
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
@@ -114,7 +115,7 @@ def test_serve_window_flags() -> None:
         ),
         (
             ("--window", "nope"),
-            "--window: unknown window policy 'nope'; known: ['awc', 'dynamic', 'static']",
+            f"--window: unknown window policy 'nope'; known: {sorted(WINDOW)}",
         ),
         (  # was "--window: ...": the params gave it
             ("--window", "static", "--window-params", '{"gamma": 0}'),

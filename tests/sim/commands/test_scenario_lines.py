@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from edgespec.cli import main
+from edgespec.policies.registry import BATCHING, STOP, WINDOW
 from edgespec.sim.setup.scenario import bundled_scenarios_dir
 
 QUIET = ["--quiet", "--no-plots"]
@@ -56,7 +57,7 @@ def test_a_bad_value_two_levels_deep_names_its_line(
     file, err = _sim_error(text, tmp_path, capsys)
     assert err == (
         f"edgespec sim: {file}:16: config field 'policies.window.name': unknown window "
-        "policy 'nosuch'; known: ['awc', 'dynamic', 'static']\n"
+        f"policy 'nosuch'; known: {sorted(WINDOW)}\n"
     )
 
 
@@ -76,7 +77,7 @@ def test_a_missing_required_key_names_its_mappings_line(
     file, err = _sim_error(text, tmp_path, capsys)
     assert err == (
         f"edgespec sim: {file}:20: config field 'stop_predictor.policy': name is required: no "
-        "stop policy runs here by default; known: ['mlp']\n"
+        f"stop policy runs here by default; known: {sorted(STOP)}\n"
     )
 
 
@@ -137,7 +138,7 @@ def test_the_line_is_the_files_as_read_though_it_changed_since(
     _, err = _sim_error(text, tmp_path, capsys)
     assert err == (
         f"edgespec sim: {file}:14: config field 'policies.batching.name': unknown batching "
-        "policy 'nope'; known: ['fcfs', 'lab', 'wisp']\n"
+        f"policy 'nope'; known: {sorted(BATCHING)}\n"
     )
 
 

@@ -12,6 +12,7 @@ import yaml
 
 from edgespec.cli import main
 from edgespec.errors import did_you_mean
+from edgespec.policies.registry import BATCHING
 from edgespec.sim.setup.scenario import bundled_scenarios, bundled_scenarios_dir, scenario_path
 from tests.sim.helpers import tiny_scenario
 
@@ -152,7 +153,7 @@ def test_a_misspelt_policy_name_gets_the_closest_name(
 ) -> None:
     assert _error([str(scenario_file), "policies.batching.name=fcsf"], capsys) == (
         "edgespec sim: config field 'policies.batching.name': unknown batching policy 'fcsf'; "
-        "known: ['fcfs', 'lab', 'wisp'] (did you mean 'fcfs'?)\n"
+        f"known: {sorted(BATCHING)} (did you mean 'fcfs'?)\n"
     )
 
 

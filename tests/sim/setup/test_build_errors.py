@@ -12,6 +12,7 @@ import pytest
 
 from edgespec.config import ConfigError
 from edgespec.policies.estimator import WispCoefficients
+from edgespec.policies.registry import STOP
 from edgespec.sim.model.acceptance import TraceAcceptance
 from edgespec.sim.setup import sources
 from edgespec.sim.setup.build import build_policies
@@ -42,7 +43,8 @@ def error_of(build: Any, overrides: list[str], **sections: Any) -> str:
 def test_an_unknown_stop_policy_is_named_at_its_field() -> None:
     stop = {"policy": {"name": "oracle"}}
     assert error_of(build_policies, [], stop_predictor=stop) == (
-        "config field 'stop_predictor.policy.name': unknown stop policy 'oracle'; known: ['mlp']"
+        "config field 'stop_predictor.policy.name': unknown stop policy 'oracle'; "
+        f"known: {sorted(STOP)}"
     )
 
 

@@ -18,6 +18,7 @@ import yaml
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
+from edgespec.policies import registry
 from edgespec.sim.setup.scenario import scenario_from_dict
 from tests.sim.helpers import sim_refusal, tiny_scenario
 
@@ -74,9 +75,9 @@ def test_sim_runs_an_override_of_params_alone_as_the_default_policy_named(
     assert capsys.readouterr().err == ""
 
 
-STOP = "name is required: no stop policy runs here by default; known: ['mlp']"
+STOP = f"name is required: no stop policy runs here by default; known: {sorted(registry.STOP)}"
 BATCHING = (
-    "name is required: no batching policy runs here by default; known: ['fcfs', 'lab', 'wisp']"
+    f"name is required: no batching policy runs here by default; known: {sorted(registry.BATCHING)}"
 )
 
 

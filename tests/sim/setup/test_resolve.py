@@ -193,7 +193,7 @@ def test_building_from_a_resolved_scenario_loads_nothing(monkeypatch: pytest.Mon
         ("distributed", "{name: dynamic}", False),
         ("distributed", "{name: awc}", True),
         ("fused", "{name: static, params: {gamma: 3}}", True),
-        ("centralized", "{name: awc}", False),
+        ("centralized", "{name: static, params: {gamma: 3}}", False),  # awc: refused there
     ],
 )
 def test_whether_servers_get_a_colocated_draft_is_known_from_the_spec(

@@ -1,0 +1,100 @@
+"""The fields a trace line may have (edgespec's schema and DSD-Sim's), defined once: those
+the simulator reads (:mod:`edgespec.sim.setup.workload`), some under several spellings, and
+those ``edgespec trace`` records beside them that it does not read
+(:func:`edgespec.learn.traces.records.record_to_json`). :func:`check_trace_fields` refuses
+any other field, naming the line, the field and the closest known one: a misspelt optional
+field (``acceptance_sq``, ``slo_clas``) ran as if it were absent. Two spellings of one
+field (``arrival_ms`` and ``arrivaltime_ms``) are refused too: one of them was ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from edgespec.config import RecordError
+from edgespec.errors import did_you_mean
+
+ARRIVAL_KEYS = ("arrival_ms", "arrivaltime_ms", "arrival_time_ms")
+"""A trace record's arrival time, in milliseconds (edgespec's schema, then DSD-Sim's two
+spellings)."""
+PROMPT_KEYS = ("prompt_tokens", "prompt_length", "prompt_len")
+OUTPUT_KEYS = ("output_tokens", "target_tokens", "output_length", "output_len")
+ID_KEYS = ("request_id", "id")
+CLIENT_KEYS = ("drafter_id", "draft_id", "metadata.client_id", "client_id")
+"""The request's device: DSD-Sim's ``TraceRecord`` names its drafter ``draft_id``; its
+bundled GSM8K trace's ``metadata`` object holds it as ``client_id``."""
+
+SPELLINGS: Mapping[str, tuple[str, ...]] = {
+    "the arrival time": ARRIVAL_KEYS,
+    "the prompt length": PROMPT_KEYS,
+    "the output length": OUTPUT_KEYS,
+    "the request id": ID_KEYS,
+    "the device": CLIENT_KEYS,
+}
+"""What a field says → its spellings (one record gives at most one of them)."""
+
+READ_KEYS = (
+    *ARRIVAL_KEYS,
+    *PROMPT_KEYS,
+    *OUTPUT_KEYS,
+    *ID_KEYS,
+    "drafter_id",
+    "draft_id",
+    "client_id",
+    "metadata",
+    "slo_class",
+    "acceptance_seq",
+    "draft_tree",
+    "rounds",
+    "draft_features",
+    "rejection_features",
+)
+"""The fields the simulator reads (``rounds``: a token-tree trace's, under ``draft_tree``)."""
+
+RECORDED_KEYS = (
+    "dataset",
+    "draft_model",
+    "target_model",
+    "gamma_max",
+    "sd_ms",
+    "target_only_ms",
+    "assisted_ms",
+    "lossless",
+)
+"""The fields ``edgespec trace`` writes that the simulator does not read (docs/LEARN.md,
+"Trace format")."""
+
+DSDSIM_UNREAD_KEYS = ("device_tier", "mode_hint", "seed")
+"""DSD-Sim's ``TraceRecord`` fields the simulator does not read: a pool tier (edgespec
+places requests by device), a per-request mode hint and seed (the scenario's mode and seed
+decide)."""
+
+TRACE_KEYS = frozenset((*READ_KEYS, *RECORDED_KEYS, *DSDSIM_UNREAD_KEYS))
+"""Every field a trace line may have."""
+
+
+def _given(record: Mapping[str, Any], key: str) -> bool:
+    outer, _, inner = key.partition(".")
+    if not inner:
+        return outer in record
+    nested = record.get(outer)
+    return isinstance(nested, Mapping) and inner in nested
+
+
+def check_trace_fields(record: Mapping[str, Any], where: str) -> None:
+    """Refuse a field of ``record`` (the trace line at ``where``, ``file:line``) that is not
+    in :data:`TRACE_KEYS`, and a field given under two spellings (:data:`SPELLINGS`), with a
+    :class:`RecordError` naming the line and the field: ``t.jsonl:3: acceptance_sq: unknown
+    field; known: [...] (did you mean 'acceptance_seq'?)``."""
+    for key in record:
+        if key not in TRACE_KEYS:
+            known = sorted(TRACE_KEYS)
+            message = f"unknown field; known: {known}{did_you_mean(str(key), known)}"
+            raise RecordError(where, message, str(key))
+    for what, keys in SPELLINGS.items():
+        given = [key for key in keys if _given(record, key)]
+        if len(given) > 1:
+            raise RecordError(
+                where, f"gives {what}, which {given[0]} gives too; keep one of them", given[1]
+            )
