@@ -1,12 +1,13 @@
 """The command line's argparse value types: a bad value is argparse's usage error, the flag
 named, exit status 2, caught before any work starts (counts, seeds, token ids, CPU lists,
-numbers in a range). The flags several subcommands share are in :mod:`edgespec.arguments`;
-output paths in :mod:`edgespec.output_paths`."""
+numbers in a range, files to read). The flags several subcommands share are in
+:mod:`edgespec.arguments`; output paths in :mod:`edgespec.output_paths`."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
 
 from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT
@@ -215,5 +216,30 @@ def server_address_problem(address: str) -> str | None:
 def server_address(text: str) -> str:
     """A ``--server`` flag's ``host:port`` (:func:`server_address_problem`)."""
     if (problem := server_address_problem(text)) is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def readable_file_problem(path: str) -> str | None:
+    """Why ``path`` is not a file this process can read (``None``: it is); one rule for
+    every ``--tls-ca`` flag and ``draft``'s config (gRPC's client opened it raw, so a
+    mistake was ``[Errno 2] No such file or directory: '…'`` without the flag). Nothing is
+    opened: a FIFO would block."""
+    if not path:
+        return "expected a file name, got ''"
+    if not os.path.exists(path):
+        return f"{path}: no such file"
+    if os.path.isdir(path):
+        return f"{path}: is a folder, not a file"
+    if not os.path.isfile(path):
+        return f"{path}: not a regular file"
+    if not os.access(path, os.R_OK):
+        return f"{path}: cannot be read (permission denied)"
+    return None
+
+
+def readable_file(text: str) -> str:
+    """A file to read (``--tls-ca``): :func:`readable_file_problem`."""
+    if (problem := readable_file_problem(text)) is not None:
         raise argparse.ArgumentTypeError(problem)
     return text

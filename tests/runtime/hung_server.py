@@ -1,6 +1,7 @@
 """A verification server that takes connections and calls and answers none of them: what a
 client sees of a server stopped with SIGSTOP, or hung (TCP and HTTP/2 up, nothing answers).
-``Health`` may answer (a server that hung after a client reached it)."""
+``Health`` may answer (a server that hung after a client reached it), and ``OpenSession``
+(one that hung once its sessions were open)."""
 
 from __future__ import annotations
 
@@ -20,21 +21,28 @@ VOCAB_SIZE = 64
 
 class _Silent(pb_grpc.VerificationServicer):  # type: ignore[misc]
     """Every call recorded by method name as it arrives, then held until ``release`` is set;
-    ``Health`` answered at once unless ``health_hangs``."""
+    ``Health`` answered at once unless ``health_hangs``, ``OpenSession`` when ``opens``."""
 
-    def __init__(self, release: threading.Event, health_hangs: bool) -> None:
+    def __init__(self, release: threading.Event, health_hangs: bool, opens: bool) -> None:
         self.release = release
         self.health_hangs = health_hangs
+        self.opens = opens
         self.calls: list[str] = []
         self._lock = threading.Lock()
 
-    def _hold(self, method: str, context: Any) -> Any:
+    def _record(self, method: str) -> None:
         with self._lock:
             self.calls.append(method)
+
+    def _hold(self, method: str, context: Any) -> Any:
+        self._record(method)
         self.release.wait()
         context.abort(grpc.StatusCode.UNAVAILABLE, "the hung server was stopped")
 
     def OpenSession(self, request: Any, context: Any) -> Any:
+        if self.opens:
+            self._record("OpenSession")
+            return pb.OpenSessionResponse()
         return self._hold("OpenSession", context)
 
     def Verify(self, request: Any, context: Any) -> Any:
@@ -53,11 +61,11 @@ class _Silent(pb_grpc.VerificationServicer):  # type: ignore[misc]
 
 
 @contextmanager
-def hung_server(health_hangs: bool = True) -> Iterator[tuple[str, list[str]]]:
+def hung_server(health_hangs: bool = True, opens: bool = False) -> Iterator[tuple[str, list[str]]]:
     """A silent server on loopback: its address and the methods called on it, in order of
     arrival; its held calls released (``UNAVAILABLE``) as the block ends."""
     release = threading.Event()
-    servicer = _Silent(release, health_hangs)
+    servicer = _Silent(release, health_hangs, opens)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
     pb_grpc.add_VerificationServicer_to_server(servicer, server)
     port = server.add_insecure_port("127.0.0.1:0")

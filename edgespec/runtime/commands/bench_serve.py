@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.argument_types import (
     positive_int,
+    readable_file,
     seed_int,
     server_address,
     synthetic_hidden,
@@ -32,6 +33,8 @@ from edgespec.arguments import add_max_new_tokens
 from edgespec.datasets.prompts import PROMPT_SETS
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file, writable_output_folder
+from edgespec.policies.registry import BATCHING
+from edgespec.runtime.commands.serve_arguments import add_profile_argument
 from edgespec.runtime.commands.serve_target import BACKENDS
 from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 from edgespec.runtime.loadgen.spec import (
@@ -51,9 +54,14 @@ DEFAULT_MAX_QUEUED = 64
 # the flags that set the bench's own server, and their defaults: refused with --server
 OWN_SERVER_DEFAULTS: dict[str, Any] = {
     "target": "synthetic", "synthetic_layers": 12, "synthetic_hidden": 512,
-    "backend": "transformers", "batching": "fcfs", "server_threads": 1,
+    "backend": "transformers", "batching": "fcfs", "profile": None, "server_threads": 1,
     "session_timeout_s": 15.0, "log_dir": None,
 }  # fmt: skip
+WISP_NEEDS = ("--batching wisp needs --profile NAME_OR_FILE: WISP's Eq. 19 coefficients from a "
+              "'kind: wisp' profile (a bundled name such as a100-qwen3-32b, or the YAML "
+              "'edgespec profile --out' writes)")  # fmt: skip
+"""What the bench says of ``--batching wisp`` without ``--profile`` (its own server's
+config takes no coefficients: the profile is the one way to give them)."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -65,7 +73,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a running server (default: start one)",
     )
     where.add_argument("--auth-token", help="--server's bearer token (default: none)")
-    where.add_argument("--tls-ca", metavar="PEM", help="--server's CA (default: plaintext)")
+    where.add_argument("--tls-ca", type=readable_file, metavar="PEM",
+                       help="--server's CA (default: plaintext)")  # fmt: skip
     where.add_argument("--tls-server-name", help="the name in its certificate, when the "
                        "address is not it (default: the address)")  # fmt: skip
     where.add_argument("--metrics-url", help="its Prometheus page, e.g. http://HOST:9100/metrics")
@@ -82,7 +91,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     where.add_argument("--backend", choices=BACKENDS,
                        help="what runs the bench server's target (default transformers; "
                        "llamacpp needs a GGUF --target, e.g. gemma3-270m)")  # fmt: skip
-    where.add_argument("--batching", help="its batching policy (default fcfs)")
+    where.add_argument("--batching", help=f"its batching policy, one of "
+                       f"{', '.join(sorted(BATCHING))} (default fcfs)")  # fmt: skip
+    add_profile_argument(where)
     where.add_argument(
         "--server-threads", type=torch_threads, help="its torch threads (default 1; at most 256)"
     )
@@ -178,6 +189,24 @@ def own_server_args(args: argparse.Namespace) -> argparse.Namespace:
     return resolved
 
 
+def check_batching(args: argparse.Namespace) -> None:
+    """``--batching`` and ``--profile`` checked as the bench's own server will check them
+    (:func:`~edgespec.runtime.server.batching.build_batching`, ``edgespec serve``'s one
+    check), before it starts: a mistake names the flag (it was the server's exit 2, after
+    the target was built, advising a config field the bench cannot set)."""
+    from edgespec.config import PolicySpec, named_by_flags
+    from edgespec.runtime.server.batching import build_batching
+
+    if args.batching == "wisp" and args.profile is None:
+        raise UserInputError(WISP_NEEDS)
+    if args.batching != "wisp" and args.profile is not None:
+        raise UserInputError(f"--profile configures the wisp batching policy; --batching is "
+                             f"{args.batching!r} (add --batching wisp)")  # fmt: skip
+    params = {} if args.profile is None else {"profile": args.profile}
+    with named_by_flags({"batching.name": "--batching", "batching.params.profile": "--profile"}):
+        build_batching(PolicySpec(args.batching, params))
+
+
 def _check_draft(args: argparse.Namespace) -> None:
     """A model ``--draft`` resolves here, before any server starts (as ``edgespec draft``)."""
     if args.draft in ("ngram", "truncated"):
@@ -195,10 +224,11 @@ def _say(line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the load; a server that refuses the bench's own calls (health, vocabulary,
-    metrics, the check) is one line, exit 1, as ``edgespec draft`` says it. SIGTERM stops
-    it as Ctrl-C does: its client processes and its own server stopped, one line
-    (``terminated``, ``interrupted``), exit 143 (130), as the other commands end."""
+    """Run the load; a refused input is one line, exit 2, and a server that refuses the
+    bench's own calls (health, vocabulary, metrics, the check) one line, exit 1, as ``edgespec
+    draft`` says it. SIGTERM stops it as Ctrl-C does: its client processes and its own server
+    stopped, one line (``terminated``, ``interrupted``), exit 143 (130). These lines begin
+    ``edgespec bench serve:``, as its progress lines and argparse's usage errors do."""
     from edgespec.runtime.errors import RequestError
 
     try:
@@ -207,6 +237,9 @@ def run(args: argparse.Namespace) -> int:
     except RequestError as exc:
         print(exc.client_line("bench serve"), file=sys.stderr)
         return 1
+    except UserInputError as exc:  # cli.main would name the group alone: "edgespec bench"
+        _say(str(exc))
+        return 2
     except Terminated:  # the processes were stopped on the way out
         return stopped("bench serve", signal.SIGTERM)
     except KeyboardInterrupt:  # cli.main would name the group alone: "edgespec bench"
@@ -228,6 +261,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.server is None and secured:
         flag = "--" + secured[0].replace("_", "-")
         raise UserInputError(f"{flag} is for a --server of yours (the bench's own is plaintext)")
+    if args.server is None:
+        check_batching(args)
     _check_draft(args)
     from edgespec.runtime.loadgen.session import BenchSession
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from edgespec.argument_types import positive_int, seed_int, token_ids
+from edgespec.argument_types import positive_int, readable_file, seed_int, token_ids
 from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.link_arguments import (
@@ -96,6 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tls-ca",
+        type=readable_file,
         metavar="PEM",
         help="connect over TLS, verifying the server with this CA certificate file (the "
         "server's own certificate when self-signed; default: plaintext)",

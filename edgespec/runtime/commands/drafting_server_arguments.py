@@ -8,9 +8,10 @@ import math
 import os
 import secrets
 
-from edgespec.argument_types import server_address, token_ids
+from edgespec.argument_types import readable_file, server_address, token_ids
 from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.core.wire_limits import UINT32_LIMIT
+from edgespec.datasets.prompts import PROMPT_SETS
 from edgespec.output_paths import output_file
 
 MAX_TIMEOUT_S = 86_400.0
@@ -46,8 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     prompts.add_argument(
         "--prompts",
         default="gsm8k",
-        help="prompt dataset, one prompt per session (gsm8k, cnndm, humaneval, general; "
-        "default gsm8k; tokenized with the draft's or the server's target's tokenizer)",
+        choices=PROMPT_SETS,
+        metavar="SET",
+        help=f"prompt dataset, one prompt per session ({', '.join(PROMPT_SETS)}; default "
+        "gsm8k; tokenized with the draft's or the server's target's tokenizer)",
     )
     prompts.add_argument(
         "--prompt-ids",
@@ -91,7 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _add_connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--auth-token", help="token the server accepts (default: none)")
-    parser.add_argument("--tls-ca", metavar="PEM", help="connect over TLS with this CA file")
+    parser.add_argument(
+        "--tls-ca", type=readable_file, metavar="PEM", help="connect over TLS with this CA file"
+    )
     parser.add_argument(
         "--timeout-s",
         type=float,

@@ -33,12 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batching", help=f"batching policy, one of {', '.join(sorted(BATCHING))} (default fcfs)"
     )
-    parser.add_argument(
-        "--profile",
-        metavar="NAME_OR_FILE",
-        help="wisp batching: its Eq. 19 estimator from a 'kind: wisp' profile (a bundled "
-        "name such as a100-qwen3-32b, or the YAML 'edgespec profile --out' writes)",
-    )
+    add_profile_argument(parser)
     parser.add_argument(
         "--guard-ms",
         type=float,
@@ -130,6 +125,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="write a JSONL record of every verified round (queued, batch start and end, "
         "deadline; the server's clock) to FILE, for WISP's Eq. 21 attribution",
+    )
+
+
+def add_profile_argument(parser: argparse._ActionsContainer) -> None:
+    """``--profile``: ``edgespec serve``'s, and ``bench serve``'s for its own server."""
+    parser.add_argument(
+        "--profile",
+        metavar="NAME_OR_FILE",
+        help="wisp batching: its Eq. 19 estimator from a 'kind: wisp' profile (a bundled "
+        "name such as a100-qwen3-32b, or the YAML 'edgespec profile --out' writes)",
     )
 
 

@@ -7,7 +7,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Literal
 
-from edgespec.argument_types import server_address_problem
+from edgespec.argument_types import readable_file_problem, server_address_problem
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.link_delay import link_setting_problem
 from edgespec.core.tree import parse_branching
@@ -137,16 +137,22 @@ class DrafterConfig:
             raise ConfigError("tree_max_nodes", f"must be >= 1, got {self.tree_max_nodes}")
         if not 0.0 <= self.tree_min_prob < 1.0:
             raise ConfigError("tree_min_prob", f"must be in [0, 1), got {self.tree_min_prob}")
+        self._validate_servers()
+        self._validate_semantic()
+
+    def _validate_servers(self) -> None:
+        """The servers' addresses, the CA that secures them, the routing among them."""
         for address in self.servers:
             if (problem := server_address_problem(address)) is not None:
                 raise ConfigError("server", problem)
+        if self.tls_ca is not None and (problem := readable_file_problem(self.tls_ca)):
+            raise ConfigError("tls_ca", problem)
         if self.routing.name not in ROUTING:
             raise ConfigError(
                 "routing.name",
                 f"unknown routing policy {self.routing.name!r}; known: {sorted(ROUTING)}"
                 + did_you_mean(self.routing.name, ROUTING),
             )
-        self._validate_semantic()
 
     def _validate_sampling(self) -> None:
         if self.max_new_tokens < 1:

@@ -23,7 +23,8 @@ class DraftingServerResult:
     timing. ``wall_s``: from the first session's opening to the last reply;
     ``draft_s``: time spent drafting; ``verify_wait_s``: time the drafting thread
     spent waiting for verification replies (pipelining hides verification behind
-    drafting, so this shrinks)."""
+    drafting, so this shrinks); ``batch_size``: the largest batch run, min(batch size,
+    sessions) for consecutive batches (3 sessions in batches of 4 ran one batch of 3)."""
 
     sessions: tuple[SessionOutput, ...]
     pipelined: bool

@@ -142,7 +142,7 @@ def run_drafting_server(
     return DraftingServerResult(
         sessions=tuple(_session_output(lane) for lane in lanes),
         pipelined=pipelined,
-        batch_size=batch_size or max(len(batch) for batch in order),
+        batch_size=max(len(batch) for batch in order),
         gamma=gamma,
         num_steps=num_steps,
         num_draft_passes=draft.num_passes - passes,

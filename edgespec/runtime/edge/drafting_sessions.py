@@ -1,8 +1,9 @@
 """The sessions a batched drafting server (:mod:`edgespec.runtime.edge.drafting_server`) holds
 on its verification server: one :class:`Lane` per prompt, named ``<client_id>-<run
 tag>-<index>``, opened one by one and closed all at once (:func:`close_all`: a server that
-stopped answering costs one close deadline, not one per session), and :func:`check_sessions`,
-which asks the server to accept every prompt with its budget before any drafting starts."""
+stopped answering costs one close deadline, not one per session nor one per 32 sessions), and
+:func:`check_sessions`, which asks the server to accept every prompt with its budget before
+any drafting starts."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from edgespec.config import ConfigError
 from edgespec.core.types import SamplingParams
@@ -21,8 +22,14 @@ from edgespec.runtime.errors import RequestError
 from edgespec.runtime.messages import SessionSpec
 
 Clock = Callable[[], float]
-MAX_CLOSING = 32
-"""Sessions closed at once (threads): a hung server costs ceil(sessions / 32) deadlines."""
+
+
+@runtime_checkable
+class ClosesTogether(Protocol):
+    """A verifier that closes many sessions at once, waiting one close deadline for them
+    all (:meth:`edgespec.runtime.wire.grpc_client.RemoteVerifier.close_together`)."""
+
+    def close_together(self, session_ids: Sequence[str]) -> None: ...
 
 
 @dataclass(slots=True)
@@ -67,16 +74,16 @@ def open_all(verifier: Verifier, lanes: Sequence[Lane], client_id: str) -> None:
 
 
 def close_all(verifier: Verifier, lanes: Sequence[Lane]) -> None:
-    """Close every lane's session, all at once (a lane never opened, or a server gone, is
-    no error: the session is gone or the server expires it)."""
-
-    def close(lane: Lane) -> None:
+    """Close every lane's session, all at once when the verifier can (a server's client:
+    one close deadline for them all, however many), else one after another (a verifier in
+    this process answers at once); a lane never opened, or a server gone, is no error: the
+    session is gone or the server expires it."""
+    if isinstance(verifier, ClosesTogether):
+        verifier.close_together([lane.session_id for lane in lanes])
+        return
+    for lane in lanes:
         with contextlib.suppress(RequestError):
             verifier.close(lane.session_id)
-
-    if lanes:
-        with ThreadPoolExecutor(max_workers=min(len(lanes), MAX_CLOSING)) as pool:
-            list(pool.map(close, lanes))
 
 
 def check_sessions(

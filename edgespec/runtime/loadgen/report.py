@@ -1,8 +1,9 @@
 """A load run's report: what was run, every request's fate, the metrics of the finished
 requests (:mod:`edgespec.metrics`, as ``edgespec sim`` computes them), errors by gRPC code,
 SLO attainment per class with the arrivals never served counted as misses, the check
-against centralized decoding, the server's own counts beside the clients', and the faults
-as applied; printed as Markdown, written as JSON."""
+against centralized decoding, the server's own counts beside the clients', its verification
+passes as its counters tell them (``null``, "not measured", without them), and the faults as
+applied; printed as Markdown, written as JSON."""
 
 from __future__ import annotations
 
@@ -15,9 +16,16 @@ from edgespec.metrics.summary import plain, summarize
 from edgespec.metrics.types import LatencyStats, SloClassStats, SystemMetrics
 from edgespec.runtime.loadgen.check import CheckResult
 from edgespec.runtime.loadgen.outcome import RunOutcome
-from edgespec.runtime.loadgen.scrape import Agreement
+from edgespec.runtime.loadgen.scrape import Agreement, ServerFigures
 
 MESSAGE_CHARS = 160  # an error message as the Markdown quotes it
+SERVER_SIDE = ("throughput_tokens_per_s", "num_batches", "num_forwarded_tokens",
+               "num_cached_tokens", "mean_batch_size", "batch_sizes", "server_busy_s",
+               "server_utilization", "mean_server_utilization")  # fmt: skip
+"""The metrics only the server's batch records give: the clients cannot count them, so the
+bench reports them from the server's counters (:class:`ServerFigures`) or as ``null``;
+``num_cached_tokens`` and ``batch_sizes`` always ``null`` (its page has no counter of cached
+tokens, and batch sizes in histogram buckets only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +82,9 @@ class LoadReport:
     arrivals no client started (``dropped`` with the queue full, ``unserved`` still queued
     when the arrivals ended), misses of their SLO class (:class:`SloRow`); ``orphaned_sessions``:
     sessions the server still held at the end (killed clients' sessions wait for the idle
-    timeout); ``agreement``: ``None`` with ``agreement_note`` saying why when not compared."""
+    timeout); ``agreement``: ``None`` with ``agreement_note`` saying why when not compared;
+    ``server``: the server's passes, ``None`` with ``server_note`` saying why when not
+    measured."""
 
     setup: dict[str, Any]
     outcome: RunOutcome
@@ -83,6 +93,8 @@ class LoadReport:
     orphaned_sessions: int | None
     agreement: tuple[Agreement, ...] | None
     agreement_note: str
+    server: ServerFigures | None = None
+    server_note: str = ""
 
     @property
     def errors_by_code(self) -> dict[str, int]:
@@ -130,7 +142,7 @@ class LoadReport:
             },
             "errors_by_code": self.errors_by_code,
             "error_messages": sorted({f"{f.code}: {f.message}" for f in o.failed})[:20],
-            "metrics": self.metrics.to_dict(),
+            "metrics": metrics_dict(self.metrics, self.server),
             "slo_attainment": [dataclasses.asdict(r) for r in self.slo_rows],
             "check": check,
             "orphaned_sessions": self.orphaned_sessions,
@@ -146,6 +158,39 @@ def run_metrics(outcome: RunOutcome) -> SystemMetrics:
     """The finished requests' metrics over the run's span."""
     records = (f.record for f in outcome.finished)
     return summarize(records, (), max(outcome.end_s - outcome.start_s, 1e-9), 1)
+
+
+def metrics_dict(metrics: SystemMetrics, server: ServerFigures | None) -> dict[str, Any]:
+    """``metrics`` as JSON with its :data:`SERVER_SIDE` fields from ``server`` over the
+    run's span (busy time clipped to it, as the accumulator clips batches), or ``null``."""
+    out = metrics.to_dict() | dict.fromkeys(SERVER_SIDE)
+    if server is None:
+        return out
+    duration_s = metrics.duration_s
+    busy_s = min(server.busy_s, duration_s)
+    mean_size = server.num_batched_sessions / server.num_batches if server.num_batches else None
+    return out | {
+        "throughput_tokens_per_s": server.num_forwarded_tokens / duration_s,
+        "num_batches": server.num_batches,
+        "num_forwarded_tokens": server.num_forwarded_tokens,
+        "mean_batch_size": mean_size,
+        "server_busy_s": [busy_s],
+        "server_utilization": [busy_s / duration_s],
+        "mean_server_utilization": busy_s / duration_s,
+    }
+
+
+def _server_line(report: LoadReport) -> str:
+    """The server's passes in one line, or why they are not measured."""
+    s = report.server
+    if s is None:
+        note = report.server_note
+        return f"server passes: not measured ({note})" if note else "server passes: not measured"
+    m = metrics_dict(report.metrics, s)
+    return (f"server passes: {plain(s.num_batches)} (mean batch {plain(m['mean_batch_size'])} "
+            f"sessions), {plain(s.num_forwarded_tokens)} tokens forwarded "
+            f"({plain(m['throughput_tokens_per_s'])} tokens/s), utilization "
+            f"{plain(m['mean_server_utilization'])}")  # fmt: skip
 
 
 def _ms(stats: LatencyStats | None) -> list[str]:
@@ -170,7 +215,8 @@ def markdown(report: LoadReport) -> str:
     for label, stats in (("TTFT", m.ttft), ("TPOT", m.tpot), ("E2E", m.e2e)):
         lines.append(f"| {label} | " + " | ".join(_ms(stats)) + " |")
     lines += ["", f"goodput {plain(m.goodput_tokens_per_s)} tokens/s over "
-              f"{plain(m.duration_s)} s; acceptance {plain(m.acceptance_rate)}", ""]  # fmt: skip
+              f"{plain(m.duration_s)} s; acceptance {plain(m.acceptance_rate)}",
+              _server_line(report), ""]  # fmt: skip
     if rows := report.slo_rows:
         lines += ["| SLO class | target tokens/s | finished | never served | attainment |",
                   "|---|---|---|---|---|"]  # fmt: skip

@@ -1,6 +1,7 @@
-"""The server's Prometheus endpoint read before and after a load, and its counts set
-beside the load generator's own (docs/RUNTIME.md, "Observability"): on a run without faults,
-failed requests or a server restart they must agree exactly (:func:`compared`)."""
+"""The server's Prometheus endpoint read before and after a load: its counts set beside the
+load generator's own (docs/RUNTIME.md, "Observability"), which on a run without faults,
+failed requests or a server restart must agree exactly (:func:`compared`), and its
+verification passes, which only the server counts (:func:`server_figures`)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ COMPARED: tuple[tuple[str, str], ...] = (  # (server counter, what the clients c
     ("edgespec_closed_sessions_total", "sessions closed"),
     ("edgespec_queue_wait_seconds_count", "rounds"),
 )
+PASSES = ("edgespec_batches_total", "edgespec_forwarded_tokens_total",
+          "edgespec_batch_size_sum", "edgespec_batch_seconds_sum")  # fmt: skip
+"""The counters of the server's verification passes: how many, the tokens they forwarded,
+the sessions they held (the batch-size histogram's sum) and their wall time."""
+NO_PAGE = "no Prometheus page (--metrics-url)"
 
 
 def scrape(url: str, timeout_s: float = 10.0) -> dict[str, float]:
@@ -84,13 +90,54 @@ def compared(
     process counts from 0), or clients reconnected (a round the server counted may be lost
     with its answer)."""
     if before is None or after is None:
-        return None, "no Prometheus page (--metrics-url)"
+        return None, NO_PAGE
     if outcome.faults or outcome.failed or outcome.lost or outcome.killed:
         return None, "faults or failed requests: the clients cannot count what the server did"
-    if any(after.get(metric, 0.0) < before.get(metric, 0.0) for metric, _ in COMPARED):
-        return None, "the server restarted during the run: its counters went backwards"
+    if (note := _restarted(before, after, outcome, [m for m, _ in COMPARED])) is not None:
+        return None, note
+    return agreement(before, after, outcome.finished), ""
+
+
+def _restarted(
+    before: dict[str, float], after: dict[str, float], outcome: RunOutcome, metrics: list[str]
+) -> str | None:
+    """Why the server may have restarted during the run (a new process counts from 0), or
+    ``None``: the bench restarted it, one of ``metrics`` went backwards, or the clients
+    reconnected (a server restarted by hand, or one that lost sessions)."""
+    if any(f.kind == "restart-server" for f in outcome.faults):
+        return "the server restarted during the run: a new process counts from 0"
+    if any(after.get(metric, 0.0) < before.get(metric, 0.0) for metric in metrics):
+        return "the server restarted during the run: its counters went backwards"
     reconnects = sum(f.num_reconnects for f in outcome.finished)
     if reconnects:
-        return None, (f"the clients reconnected {reconnects} time{'s' if reconnects > 1 else ''}"
-                      ": the server restarted or lost sessions during the run")  # fmt: skip
-    return agreement(before, after, outcome.finished), ""
+        return (f"the clients reconnected {reconnects} time{'s' if reconnects > 1 else ''}"
+                ": the server restarted or lost sessions during the run")  # fmt: skip
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerFigures:
+    """The server's verification passes over a load, its :data:`PASSES` counters'
+    increase: ``num_batches`` passes forwarded ``num_forwarded_tokens`` tokens for
+    ``num_batched_sessions`` sessions in all (Σ batch sizes) in ``busy_s`` seconds."""
+
+    num_batches: int
+    num_forwarded_tokens: int
+    num_batched_sessions: int
+    busy_s: float
+
+
+def server_figures(
+    before: dict[str, float] | None, after: dict[str, float] | None, outcome: RunOutcome
+) -> tuple[ServerFigures | None, str]:
+    """The server's :class:`ServerFigures` over the load, or ``None`` and why they are not
+    measured: no page read, a page without one of the counters, or a restart during the
+    run (:func:`_restarted`)."""
+    if before is None or after is None:
+        return None, NO_PAGE
+    if missing := [m for m in PASSES if m not in after or m not in before]:
+        return None, f"the server's page has no {missing[0]}"
+    if (note := _restarted(before, after, outcome, list(PASSES))) is not None:
+        return None, note
+    batches, tokens, sessions, busy_s = (after[m] - before[m] for m in PASSES)
+    return ServerFigures(round(batches), round(tokens), round(sessions), busy_s), ""

@@ -17,7 +17,7 @@ from edgespec.runtime.loadgen.check import CheckResult, centralized_outputs, che
 from edgespec.runtime.loadgen.outcome import RunOutcome
 from edgespec.runtime.loadgen.report import LoadReport, run_metrics
 from edgespec.runtime.loadgen.run import LoadRun, new_run_tag
-from edgespec.runtime.loadgen.scrape import compared, scrape
+from edgespec.runtime.loadgen.scrape import compared, scrape, server_figures
 from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
 from edgespec.runtime.loadgen.spec import LoadSpec, Mode, ServerAccess
 
@@ -100,6 +100,8 @@ class BenchSession:
         serve = ["--target", target, "--batching", args.batching, "--backend", args.backend,
                  "--threads", str(args.server_threads), "--prometheus-port", str(metrics_port),
                  "--set", f"session_timeout_s={args.session_timeout_s}"]  # fmt: skip
+        if args.profile is not None:  # checked with --batching before the target was built
+            serve += ["--profile", args.profile]
         for s in self._load.slo_mix:
             serve += ["--slo-class", f"{s.name}={_speed(s.target_tokens_per_s)}"]
         log_dir = args.log_dir or self._tmp
@@ -198,5 +200,7 @@ class BenchSession:
                 failure = f"{exc.code.value}: {exc.message}"
                 check = CheckResult(len(outcome.finished), 0, (), failure)
         rows, note = compared(before, after, outcome)
+        server, server_note = server_figures(before, after, outcome)
         return LoadReport(setup_row(self._args, load, self._target), outcome,
-                          run_metrics(outcome), check, orphaned, rows, note)  # fmt: skip
+                          run_metrics(outcome), check, orphaned, rows, note, server,
+                          server_note)  # fmt: skip

@@ -117,9 +117,9 @@ class LoadSpec:
                 f"--procs must be in 1..--clients ({self.num_clients}), got {self.num_procs}"
             )
         if self.arrivals == "poisson":
-            if self.rate_per_s is None or not (
-                self.rate_per_s > 0 and math.isfinite(self.rate_per_s)
-            ):
+            if self.rate_per_s is None:
+                raise UserInputError("--arrivals poisson needs --rate (arrivals per second)")
+            if not (self.rate_per_s > 0 and math.isfinite(self.rate_per_s)):
                 raise UserInputError(f"--arrivals poisson needs --rate > 0, got {self.rate_per_s}")
             if self.max_queued is None or self.max_queued < 1:
                 raise UserInputError(f"--max-queued must be ≥ 1, got {self.max_queued}")

@@ -8,7 +8,7 @@ come back as :class:`RequestError` with the same :class:`ErrorCode`
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import grpc
@@ -35,7 +35,7 @@ from edgespec.runtime.wire.codec import (
 )
 from edgespec.runtime.wire.fused_codec import fused_call_to_proto, fused_round_from_proto
 from edgespec.runtime.wire.grpc_calls import answered, to_request_error
-from edgespec.runtime.wire.grpc_common import client_channel_options, pb_grpc
+from edgespec.runtime.wire.grpc_common import client_channel, pb_grpc
 from edgespec.runtime.wire.stream_deadline import ChunkDeadline
 
 
@@ -55,15 +55,7 @@ class RemoteVerifier:
         tls_server_name: str | None = None,
         close_timeout_s: float | None = None,
     ) -> None:
-        options = client_channel_options(max_message_bytes)
-        if tls_ca is not None:
-            with open(tls_ca, "rb") as f:
-                creds = grpc.ssl_channel_credentials(root_certificates=f.read())
-            if tls_server_name:
-                options = [*options, ("grpc.ssl_target_name_override", tls_server_name)]  # type: ignore[list-item]
-            self._channel = grpc.secure_channel(address, creds, options=options)
-        else:
-            self._channel = grpc.insecure_channel(address, options=options)
+        self._channel = client_channel(address, max_message_bytes, tls_ca, tls_server_name)
         self._stub = pb_grpc.VerificationStub(self._channel)
         self.address = address
         self._metadata = (("authorization", f"Bearer {auth_token}"),) if auth_token else ()
@@ -118,7 +110,7 @@ class RemoteVerifier:
         finally:
             if not done:
                 call.cancel()
-                self._close_unwaited(spec.session_id)
+                self._start_close(spec.session_id)
         if not done:
             raise Cancelled("cancelled while its session's open was unanswered")
         try:
@@ -126,14 +118,22 @@ class RemoteVerifier:
         except grpc.RpcError as exc:
             raise to_request_error(exc) from exc
 
-    def _close_unwaited(self, session_id: str) -> None:
-        """Close ``session_id`` without waiting for the answer (within ``close_timeout_s``);
-        the call is kept until it ends (gRPC cancels a call whose future is collected)."""
+    def _start_close(self, session_id: str) -> Any:
+        """Close ``session_id`` without waiting for the answer (within ``close_timeout_s``):
+        the call, kept until it ends (gRPC cancels a call whose future is collected)."""
         request = pb.CloseSessionRequest(session_id=session_id)
         closing = self._stub.CloseSession.future(request, metadata=self._metadata,
                                                  timeout=self._close_timeout_s)  # fmt: skip
         self._unwaited.add(closing)
         closing.add_done_callback(self._unwaited.discard)
+        return closing
+
+    def close_together(self, session_ids: Sequence[str]) -> None:
+        """Close every session at once, each within ``close_timeout_s`` of now, and wait for
+        all: a hung server costs one close deadline, not one per session nor a thread each;
+        a close refused or unanswered is no error (the server expires the session)."""
+        for closing in [self._start_close(session_id) for session_id in session_ids]:
+            closing.exception()  # waits for the answer or the deadline
 
     def verify(self, call: VerifyCall) -> VerifyReply:
         request = self._check_size(

@@ -4,8 +4,8 @@ only modules that import grpc.
 
 The generated stubs (``pb_grpc``), the :class:`ErrorCode` ⇄ ``grpc.StatusCode`` maps (a
 :class:`RequestError` crosses the wire as the status code of the same name), the
-message-size channel options both sides set and the client channels' reconnect backoff
-(:data:`RECONNECT_OPTIONS`).
+message-size channel options both sides set, the client channels' reconnect backoff
+(:data:`RECONNECT_OPTIONS`) and a client's channel, plaintext or TLS (:func:`client_channel`).
 """
 
 from __future__ import annotations
@@ -57,3 +57,19 @@ def client_channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
     """A client channel's options: :func:`message_size_options` and
     :data:`RECONNECT_OPTIONS`."""
     return [*message_size_options(max_message_bytes), *RECONNECT_OPTIONS]
+
+
+def client_channel(
+    address: str, max_message_bytes: int, tls_ca: str | None, tls_server_name: str | None
+) -> grpc.Channel:
+    """A client channel to ``address``: plaintext, or TLS trusting the CA file ``tls_ca``
+    (the commands check it is a readable file as their flags are parsed) and, when given,
+    taking ``tls_server_name`` as the name the server's certificate holds."""
+    options: list[tuple[str, Any]] = [*client_channel_options(max_message_bytes)]
+    if tls_ca is None:
+        return grpc.insecure_channel(address, options=options)
+    with open(tls_ca, "rb") as f:
+        creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+    if tls_server_name:
+        options.append(("grpc.ssl_target_name_override", tls_server_name))
+    return grpc.secure_channel(address, creds, options=options)

@@ -2,7 +2,7 @@
 wire's uint32, ``--timeout-s``, ``--client-id`` and its per-process default), checked
 before the server is asked or the draft loads; the gRPC client's own refusal of ids and
 budgets the wire cannot carry; ``--timeout-s`` and the short close deadline reaching the
-client."""
+client; ``--prompts`` naming every set there is."""
 
 from __future__ import annotations
 
@@ -191,3 +191,22 @@ def test_cpus_and_threads_reach_the_process_before_the_draft_loads(
     with pytest.raises(_Applied):
         main([*CLI, "--cpus", "0"])
     assert applied == [((0,), 2), ((0,), None)]
+
+
+def test_prompts_names_every_set_and_refuses_others_as_the_flags_are_parsed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Its help listed gsm8k, cnndm, humaneval and general, not sharegpt, which it takes; a
+    set of no known name was refused once the draft had loaded."""
+    with pytest.raises(SystemExit):
+        main(["drafting-server", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert ("--prompts SET prompt dataset, one prompt per session (gsm8k, cnndm, humaneval, "
+            "sharegpt, general; default gsm8k;") in help_text  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        main([*CLI, "--prompts", "nosuch"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "edgespec drafting-server: error: argument --prompts: invalid choice: 'nosuch' (choose "
+        "from 'gsm8k', 'cnndm', 'humaneval', 'sharegpt', 'general')"
+    )

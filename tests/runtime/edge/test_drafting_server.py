@@ -278,7 +278,7 @@ def test_dataset_prompts_are_tokenized_with_the_drafts_tokenizer(
     argv += ["--prompts", "general", "--num-sessions", "3", "--max-new-tokens", "2"]
     assert main([*argv, "--no-pipeline"]) == 0
     err = capsys.readouterr().err
-    assert err.startswith("[not pipelined: 3 sessions in batches of 4, 6 tokens, ")
+    assert err.startswith("[not pipelined: 3 sessions in batches of 3, 6 tokens, ")
 
 
 def test_a_gamma_over_the_servers_draft_limit_is_refused_before_the_draft_loads(

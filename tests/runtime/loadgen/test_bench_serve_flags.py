@@ -1,7 +1,9 @@
-"""``edgespec bench serve``'s flags checked before anything starts (one line, exit 2): the
-SLO mix, the session timeout, a model draft, and the flags of the bench's own server refused
-with ``--server``; and a load whose every request failed is one line and exit 1, its
-Markdown quoting each error code's first message."""
+"""``edgespec bench serve``'s flags checked before anything starts (one line, exit 2, said
+as ``edgespec bench serve:`` as its progress lines are; it was ``edgespec bench:``): the SLO
+mix, the session timeout, a model draft, the own server's batching and its ``--profile``,
+and the flags of the bench's own server refused with ``--server``; and a load whose every
+request failed is one line and exit 1, its Markdown quoting each error code's first
+message."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from edgespec.cli import main
+from edgespec.policies.registry import BATCHING
 
 OTHER = ["--server", "127.0.0.1:1"]
 TIMEOUT = "--session-timeout-s must be a finite number > 0, got"
@@ -53,6 +56,24 @@ TIMEOUT = "--session-timeout-s must be a finite number > 0, got"
          "--max-queued must be ≥ 1, got 0"),
         # each client is a thread with a session on the server: bounded while parsed
         (["--clients", "4097"], "--clients must be ≤ 4,096, got 4097"),
+        # was "got None"
+        (["--arrivals", "poisson"], "--arrivals poisson needs --rate (arrivals per second)"),
+        # was the bench's server's exit 2 once the target was built, advising a flag the
+        # bench lacked: "config field 'batching.params.profile': wisp batching needs ..."
+        (["--batching", "wisp"],
+         "--batching wisp needs --profile NAME_OR_FILE: WISP's Eq. 19 coefficients from a "
+         "'kind: wisp' profile (a bundled name such as a100-qwen3-32b, or the YAML 'edgespec "
+         "profile --out' writes)"),
+        (["--batching", "fcfs", "--profile", "a100-qwen3-32b"],
+         "--profile configures the wisp batching policy; --batching is 'fcfs' (add --batching "
+         "wisp)"),
+        (["--profile", "a100-qwen3-32b"],
+         "--profile configures the wisp batching policy; --batching is 'fcfs' (add --batching "
+         "wisp)"),
+        (["--batching", "edf"],
+         f"--batching: unknown batching policy 'edf'; known: {sorted(BATCHING)}"),
+        ([*OTHER, "--profile", "a100-qwen3-32b"],
+         "--profile sets the bench's own server (no --server)"),
     ],
 )  # fmt: skip
 def test_flag_mistakes_are_one_line_before_anything_starts(
@@ -60,8 +81,23 @@ def test_flag_mistakes_are_one_line_before_anything_starts(
 ) -> None:
     t0 = time.monotonic()
     assert main(["bench", "serve", *flags]) == 2
-    assert capsys.readouterr().err == f"edgespec bench: {message}\n"
+    assert capsys.readouterr().err == f"edgespec bench serve: {message}\n"
     assert time.monotonic() - t0 < 5  # no server, no client process
+
+
+def test_a_profile_that_is_not_one_is_refused_before_the_server_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The profile is loaded as ``edgespec serve`` loads it (one check), naming the flag."""
+    t0 = time.monotonic()
+    assert main(["bench", "serve", "--batching", "wisp", "--profile", "nosuch"]) == 2
+    assert time.monotonic() - t0 < 5
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "edgespec bench serve: --profile: no hardware/profiles preset named "
+        "'nosuch'; known: ['a100-qwen3-14b-scaled', 'a100-qwen3-32b', "
+    )
+    assert err.count("\n") == 1
 
 
 def test_every_request_failed_is_one_line_and_exit_1(
@@ -107,7 +143,7 @@ def test_a_gamma_over_your_servers_limit_is_one_line_before_any_request(
         assert main(flags) == 2
         assert time.monotonic() - t0 < 5  # no client process started
         assert capsys.readouterr().err == (
-            "edgespec bench: --gamma 5 exceeds the server's max_draft_tokens 4\n"
+            "edgespec bench serve: --gamma 5 exceeds the server's max_draft_tokens 4\n"
         )
         assert main([*flags, "--mode", "centralized"]) == 0
         assert server.service.stats().num_rejected == 0

@@ -88,7 +88,7 @@ def test_a_prompt_set_that_cannot_be_read_is_refused_before_the_server_starts(
     assert time.monotonic() - t0 < 5
     missing = tmp_path / "none" / "gsm8k_test.jsonl"
     assert capsys.readouterr().err == (  # no "starting edgespec serve" line before it
-        f"edgespec bench: --prompts gsm8k: prompt file '{missing}' does not exist\n"
+        f"edgespec bench serve: --prompts gsm8k: prompt file '{missing}' does not exist\n"
     )
 
 

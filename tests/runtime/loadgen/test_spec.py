@@ -100,7 +100,9 @@ def test_modes() -> None:
     [
         ({"num_procs": 9}, "--procs must be in 1..--clients (8), got 9"),
         ({"num_clients": 0, "num_procs": 0}, "--clients must be ≥ 1, got 0"),
-        ({"arrivals": "poisson"}, "--arrivals poisson needs --rate > 0, got None"),
+        ({"arrivals": "poisson"}, "--arrivals poisson needs --rate (arrivals per second)"),
+        ({"arrivals": "poisson", "rate_per_s": -1.0}, "--arrivals poisson needs --rate > 0, "
+                                                      "got -1.0"),
         ({"rate_per_s": 2.0}, "--rate applies to --arrivals poisson only"),
         ({"max_queued": 8}, "--max-queued applies to --arrivals poisson only"),
         ({"arrivals": "poisson", "rate_per_s": 2.0}, "--max-queued must be ≥ 1, got None"),
