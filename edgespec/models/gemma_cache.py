@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from edgespec.errors import MissingPackageError
 from edgespec.models.chat_templates import with_chat_template
+from edgespec.models.gguf_file import one_reader_per_file, reader_stop_ids
 from edgespec.models.registry import ModelNotFoundError, ModelSource, resolve_model
 
 
@@ -43,44 +42,20 @@ def needs_conversion(name: str) -> bool:
     return spec.source is ModelSource.GEMMA3_270M_GGUF and not gemma_converted()
 
 
-@contextmanager
-def _one_reader_per_file() -> Iterator[None]:
-    """While converting, transformers reads the GGUF's header once, not three times.
-
-    Its config, tokenizer and model loaders each build a ``gguf.GGUFReader`` of the file,
-    and parsing the metadata (Gemma 3's 262,144-token vocabulary, in pure Python) is most
-    of a conversion; dequantizing the weights is a few seconds. Within this block a reader
-    is built once per file and mode (a reader is only read: fields and lazy tensor views)."""
-    import gguf as gguf_module
-
-    gguf: Any = gguf_module  # its reader class is replaced for the block, then restored
-    real = gguf.GGUFReader
-    readers: dict[tuple[str, str], Any] = {}
-
-    def reader(path: Any, mode: str = "r") -> Any:
-        key = (str(path), mode)
-        if key not in readers:
-            readers[key] = real(path, mode)
-        return readers[key]
-
-    gguf.GGUFReader = reader
-    try:
-        yield
-    finally:
-        gguf.GGUFReader = real
-
-
 def _convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     """Dequantize a GGUF model once and save it as a plain HF directory (atomic rename)."""
+    import gguf
     import torch
     from safetensors.torch import save_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    with _one_reader_per_file():
+    with one_reader_per_file():
         tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
         model = AutoModelForCausalLM.from_pretrained(
             str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32
         )
+        stop_ids = sorted(reader_stop_ids(gguf.GGUFReader(str(gguf_path))))
+    model.generation_config.eos_token_id = stop_ids or None  # the stop rule: models/gguf_file.py
     tmp = out_dir.with_name(out_dir.name + f".tmp{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=True)
     model.config.save_pretrained(str(tmp))

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.arguments import DTYPE_NAMES
-from edgespec.models.chat_templates import with_chat_template
 from edgespec.models.devices import check_device_available
 from edgespec.models.gemma_cache import gemma_directory, gemma_tokenizer
+from edgespec.models.gguf_file import gguf_problem, load_gguf, unusable_gguf
 from edgespec.models.registry import (
     FEATURE_DRAFT_MARKER,
     TRIMMED_MARKER,
@@ -218,7 +218,7 @@ def _load(
     device: str,
 ) -> LoadedModel:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     if num_threads is not None:
         torch.set_num_threads(num_threads)
@@ -240,13 +240,7 @@ def _load(
         files = _directory_files(directory)
     elif spec.source is ModelSource.GGUF_FILE:
         assert spec.path is not None
-        parent, fname = str(spec.path.parent), spec.path.name
-        model = AutoModelForCausalLM.from_pretrained(parent, gguf_file=fname, dtype=dtype)
-        tokenizer = with_chat_template(
-            AutoTokenizer.from_pretrained(parent, gguf_file=fname),
-            str(model.config.model_type),
-            spec.path,
-        )
+        model, tokenizer = _load_gguf(spec.path, dtype)
         files = (spec.path,)
     else:
         assert spec.path is not None
@@ -255,6 +249,18 @@ def _load(
         files = _directory_files(spec.path)
     model.eval()  # type: ignore[no-untyped-call]
     return LoadedModel(spec=spec, model=model, tokenizer=tokenizer, weight_files=files)
+
+
+def _load_gguf(path: Path, dtype: torch.dtype) -> tuple[Any, Any]:
+    """:func:`~edgespec.models.gguf_file.load_gguf`; a file it cannot load for being no
+    GGUF file, or a truncated or corrupt one, is a one-line :class:`BrokenModelError`."""
+    try:
+        return load_gguf(path, dtype)
+    except Exception:
+        problem = gguf_problem(path)
+        if problem is None:  # the file reads whole: the library's own reason stands
+            raise
+        raise BrokenModelError(unusable_gguf(path, problem)) from None
 
 
 def _load_feature_draft(

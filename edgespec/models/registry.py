@@ -2,7 +2,8 @@
 
 A model is named either by a known short name (``gemma3-270m``, the bundled distilled
 draft ``gemma3-270m-draft``) or by a path to a local Hugging Face model directory
-(``config.json`` + weights) or a ``.gguf`` file. Nothing is fetched from a model hub.
+(``config.json`` + weights) or a GGUF file (known by its magic bytes, ``.gguf`` or not:
+:mod:`edgespec.models.gguf_file`). Nothing is fetched from a model hub.
 A directory whose save was cut off is refused here, naming the marker it lacks (a trimmed
 or feature draft writes its marker last). This module imports no torch: resolving a name
 is cheap and testable without it.
@@ -17,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from edgespec.errors import UserInputError
+from edgespec.models.gguf_file import NOT_GGUF, has_gguf_magic, unusable_gguf
 
 
 class ModelSource(Enum):
@@ -80,13 +82,13 @@ def resolve_model(name_or_path: str) -> ModelSpec:
         return ModelSpec(name=name_or_path, source=ModelSource.BUNDLED_DRAFT, path=directory)
     looks_like_path = "/" in name_or_path or name_or_path.startswith(".")
     path = Path(name_or_path).expanduser()
-    if path.suffix == ".gguf":
-        if not path.is_file():
-            raise ModelNotFoundError(f"model file {str(path)!r} does not exist")
-        return ModelSpec(name=path.stem, source=ModelSource.GGUF_FILE, path=path)
     if path.is_dir():
         return _directory_spec(path)
-    if looks_like_path or path.exists():
+    if path.suffix == ".gguf" and not path.is_file():
+        raise ModelNotFoundError(f"model file {str(path)!r} does not exist")
+    if path.exists():
+        return _file_spec(path)
+    if looks_like_path:
         raise ModelNotFoundError(f"model path {str(path)!r} does not exist")
     known = ", ".join(sorted(KNOWN_MODELS))
     raise ModelNotFoundError(
@@ -105,13 +107,29 @@ def model_identity(name_or_path: str) -> str:
 
 def recorded_name(name_or_path: str) -> str:
     """How a file this run writes names the model, to be found again from any folder: a
-    directory or file as its absolute path, a known model's name (or one that is no model)
-    as given."""
+    directory or file as its absolute path, a known model's name (the bundled draft's too:
+    a zhu profile names its preset) or one that is no model as given."""
     try:
         spec = resolve_model(name_or_path)
     except ModelNotFoundError:
         return name_or_path
-    return name_or_path if spec.path is None else str(spec.path.resolve())
+    if spec.path is None or spec.source is ModelSource.BUNDLED_DRAFT:
+        return name_or_path
+    return str(spec.path.resolve())
+
+
+def _file_spec(path: Path) -> ModelSpec:
+    """A GGUF file, known by its magic bytes whatever its name (both backends read one by
+    them); a ``.gguf`` file without them is broken, any other file is no model."""
+    is_gguf = path.is_file() and has_gguf_magic(path)
+    if is_gguf:
+        return ModelSpec(name=path.stem, source=ModelSource.GGUF_FILE, path=path)
+    if path.suffix == ".gguf":
+        raise BrokenModelError(unusable_gguf(path, NOT_GGUF))
+    raise ModelNotFoundError(
+        f"{str(path)!r} is a file but not a model: "
+        "give a .gguf file or a Hugging Face model directory"
+    )
 
 
 def _directory_spec(path: Path) -> ModelSpec:

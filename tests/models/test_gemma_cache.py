@@ -1,16 +1,19 @@
-"""The bundled Gemma's conversion reads its GGUF header once: within the conversion's block
-``gguf.GGUFReader`` builds one reader per file and mode (transformers' config, tokenizer
-and model loaders each ask for one), and the real class is back afterwards, also when the
-conversion fails."""
+"""A GGUF load (the bundled Gemma's conversion, a .gguf model) reads its header once: within
+the load's block ``gguf.GGUFReader`` builds one reader per file and mode (transformers'
+config, tokenizer and model loaders each ask for one), and the real class is back
+afterwards, also when the load fails; the copy stops where its GGUF says."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, ClassVar
 
 import gguf
 import pytest
 
-from edgespec.models.gemma_cache import _one_reader_per_file
+from edgespec.models.gemma_cache import _convert_gguf
+from edgespec.models.gguf_file import one_reader_per_file
 
 
 class _CountingReader:
@@ -23,7 +26,7 @@ class _CountingReader:
 def test_one_reader_per_file_and_mode_within_the_block(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gguf, "GGUFReader", _CountingReader)
     _CountingReader.built.clear()
-    with _one_reader_per_file():
+    with one_reader_per_file():
         config, tokenizer, model = (gguf.GGUFReader("/m/a.gguf") for _ in range(3))
         other = gguf.GGUFReader("/m/b.gguf")
         written = gguf.GGUFReader("/m/a.gguf", "r+")
@@ -31,7 +34,19 @@ def test_one_reader_per_file_and_mode_within_the_block(monkeypatch: pytest.Monke
     assert _CountingReader.built == [("/m/a.gguf", "r"), ("/m/b.gguf", "r"), ("/m/a.gguf", "r+")]
     module: Any = gguf
     assert module.GGUFReader is _CountingReader  # restored
-    with pytest.raises(RuntimeError, match="conversion failed"), _one_reader_per_file():
+    with pytest.raises(RuntimeError, match="conversion failed"), one_reader_per_file():
         raise RuntimeError("conversion failed")
     assert module.GGUFReader is _CountingReader
     assert gguf.GGUFReader("/m/a.gguf") is not config  # outside the block: built afresh
+
+
+def test_the_converted_copy_stops_on_the_ids_its_gguf_declares(tmp_path: Path) -> None:
+    """The stop rule (models/gguf_file.py) holds for the fp32 copy too: a declared
+    end-of-turn token is in its generation config (transformers' conversion kept the EOS
+    alone)."""
+    from tests.runtime.backends.llamacpp_fixtures import EOS, write_tiny_llama_gguf
+
+    source = write_tiny_llama_gguf(tmp_path / "m.gguf", eot_token_id=5)
+    _convert_gguf(source, tmp_path / "fp32")
+    saved = json.loads((tmp_path / "fp32" / "generation_config.json").read_text())
+    assert saved["eos_token_id"] == [EOS, 5]

@@ -10,8 +10,10 @@ import pytest
 from edgespec.models.registry import (
     TRIMMED_MARKER,
     TRIMMED_MODEL_TYPE,
+    BrokenModelError,
     ModelNotFoundError,
     ModelSource,
+    ModelSpec,
     resolve_model,
 )
 
@@ -92,3 +94,31 @@ def test_a_config_that_is_no_json_object_is_named(tmp_path: Path, text: str, pro
     with pytest.raises(ModelNotFoundError) as info:
         resolve_model(str(tmp_path))
     assert str(info.value) == f"model directory '{tmp_path}': config.json {problem}"
+
+
+def test_an_existing_file_that_is_no_model_says_what_it_is(tmp_path: Path) -> None:
+    """Not "does not exist" (it does)."""
+    text = tmp_path / "x.txt"
+    text.write_text("hello")
+    with pytest.raises(ModelNotFoundError) as info:
+        resolve_model(str(text))
+    assert str(info.value) == (
+        f"'{text}' is a file but not a model: give a .gguf file or a Hugging Face model directory"
+    )
+
+
+def test_a_gguf_file_is_known_by_its_magic_bytes_not_its_name(tmp_path: Path) -> None:
+    """Both backends read a GGUF by its magic bytes, whatever it is called."""
+    model = tmp_path / "tinygguf.bin"
+    model.write_bytes(b"GGUF\x03\x00\x00\x00")
+    assert resolve_model(str(model)) == ModelSpec("tinygguf", ModelSource.GGUF_FILE, model)
+
+
+def test_a_gguf_named_file_without_the_magic_bytes_is_refused_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a model at all")
+    with pytest.raises(BrokenModelError) as info:
+        resolve_model(str(bad))
+    assert str(info.value) == (
+        f"model file '{bad}' is not a usable GGUF file: it does not start with the GGUF magic bytes"
+    )

@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.errors import UserInputError
+from edgespec.models.gguf_file import declared_stop_ids, gguf_problem, unusable_gguf
 from edgespec.runtime.backends.exactness import InexactBackendError
 
 TILED_MM_ENV = "GGML_CPU_TILED_MM"
@@ -115,6 +116,15 @@ def _init_backend(lib: ModuleType) -> None:
     _INITIALISED = True
 
 
+def _refusal(path: Path) -> str:
+    """Why llama.cpp could not load the file ``path``: what is wrong with it, else that it
+    reads whole but is no model llama.cpp knows."""
+    problem = gguf_problem(path)
+    if problem is not None:
+        return unusable_gguf(path, problem)
+    return f"llama.cpp cannot load {str(path)!r} (not a GGUF model it knows)"
+
+
 def _free(lib: ModuleType, batch: Any, ctx: Any, model: Any) -> None:
     lib.llama_batch_free(batch)
     lib.llama_free(ctx)
@@ -140,9 +150,7 @@ class LlamaContext:
             str(settings.model_path).encode(), model_params
         )
         if not self._model:
-            raise LlamaCppUnavailableError(
-                f"llama.cpp cannot load {str(settings.model_path)!r} (not a GGUF model it knows)"
-            )
+            raise LlamaCppUnavailableError(_refusal(settings.model_path))
         params = lib.llama_context_default_params()
         params.n_ctx = settings.sequences * settings.context_tokens
         params.n_batch = params.n_ubatch = settings.batch_tokens
@@ -167,14 +175,18 @@ class LlamaContext:
         self.vocab_size = int(lib.llama_vocab_n_tokens(vocab))
         self.hidden_size = int(lib.llama_model_n_embd(self._model))
         self.context_tokens = int(lib.llama_n_ctx_seq(self._ctx))
-        self.eos_token_ids = frozenset(
-            int(t) for t in (lib.llama_vocab_eos(vocab), lib.llama_vocab_eot(vocab)) if int(t) >= 0
-        )
+        self.eos_token_ids = declared_stop_ids(self._metadata_int)  # not llama_vocab_eot's guess
         self._batch = lib.llama_batch_init(settings.batch_tokens, 0, 1)
         self._embeddings = False
         self._free = weakref.finalize(self, _free, lib, self._batch, self._ctx, self._model)
         if settings.exact:
             self._latch_tiled_matmul_off()
+
+    def _metadata_int(self, key: str) -> int | None:
+        """The model's integer metadata value of ``key``, ``None`` when it has none."""
+        buffer = ctypes.create_string_buffer(32)
+        size = self._lib.llama_model_meta_val_str(self._model, key.encode(), buffer, 32)
+        return int(buffer.value) if size > 0 and buffer.value.isdigit() else None
 
     def _latch_tiled_matmul_off(self) -> None:
         """ggml reads ``GGML_CPU_TILED_MM`` once per process, at its first matrix product:

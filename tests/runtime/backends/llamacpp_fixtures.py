@@ -19,9 +19,16 @@ SKIP_REASON = (
 )
 
 
-def write_tiny_llama_gguf(path: Path, seed: int = 0, layers: int = 2) -> Path:
+def write_tiny_llama_gguf(
+    path: Path,
+    seed: int = 0,
+    layers: int = 2,
+    eot_token_id: int | None = None,
+    control_tokens: dict[int, bytes] | None = None,
+) -> Path:
     """Write the tiny model to ``path`` (n_embd 64, 4 heads of 16, 2 KV heads, FFN 128,
-    context 512) and return it."""
+    context 512) and return it; ``eot_token_id``: declared as its end-of-turn token;
+    ``control_tokens``: ids given these texts as control tokens."""
     gguf = pytest.importorskip("gguf")
     rng = np.random.default_rng(seed)
     embd, heads, kv_heads, ffn = 64, 4, 2, 128
@@ -39,11 +46,16 @@ def write_tiny_llama_gguf(path: Path, seed: int = 0, layers: int = 2) -> Path:
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
     writer.add_tokenizer_model("llama")
     tokens = [b"<unk>", b"<s>", b"</s>"] + [f"t{i}".encode() for i in range(3, VOCAB)]
+    types = [2, 3, 3] + [1] * (VOCAB - 3)
+    for token_id, text in (control_tokens or {}).items():
+        tokens[token_id], types[token_id] = text, 3
     writer.add_token_list(tokens)
     writer.add_token_scores([0.0] * 3 + [-float(i) for i in range(3, VOCAB)])
-    writer.add_token_types([2, 3, 3] + [1] * (VOCAB - 3))
+    writer.add_token_types(types)
     writer.add_bos_token_id(1)
     writer.add_eos_token_id(EOS)
+    if eot_token_id is not None:
+        writer.add_eot_token_id(eot_token_id)
     writer.add_unk_token_id(0)
 
     def matrix(name: str, rows: int, cols: int, scale: float, zero_rows: int = 0) -> None:

@@ -173,9 +173,12 @@ class RefusingServer:
 
 
 def _draft_on_llamacpp(
-    gguf: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    gguf: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    backend: str = "llamacpp",
 ) -> tuple[int, list[str], list[str], list[str]]:
-    """``edgespec draft --backend llamacpp --draft GGUF`` against :class:`RefusingServer`:
+    """``edgespec draft --backend BACKEND --draft GGUF`` against :class:`RefusingServer`:
     its exit status, the last stage said as each llama.cpp model load began, its stage lines
     and its other stderr lines."""
     from edgespec.runtime.backends.llamacpp_context import LlamaContext
@@ -192,7 +195,7 @@ def _draft_on_llamacpp(
         load(context, settings)
 
     monkeypatch.setattr(LlamaContext, "__init__", watched)
-    argv = ["draft", "--server", "127.0.0.1:1", "--backend", "llamacpp", "--draft", str(gguf),
+    argv = ["draft", "--server", "127.0.0.1:1", "--backend", backend, "--draft", str(gguf),
             "--prompt-ids", "5,6,7", "--max-new-tokens", "4"]  # fmt: skip
     code = main(argv)
     stages, rest = split_stages("".join([*err, capsys.readouterr().err]))
@@ -221,4 +224,45 @@ def test_a_gguf_llamacpp_cannot_load_fails_at_the_draft_stage(
     code, _, stages, rest = _draft_on_llamacpp(bad, monkeypatch, capsys)
     assert code == 2
     assert stages == ["connecting to 127.0.0.1:1 ...", f"loading the draft {bad} ..."]
-    assert rest == [f"edgespec draft: llama.cpp cannot load '{bad}' (not a GGUF model it knows)"]
+    assert rest == [
+        f"edgespec draft: model file '{bad}' is not a usable GGUF file: it is truncated or "
+        "corrupt (Sorry, file appears to be version 1953849888 which we cannot handle)"
+    ]
+
+
+def _truncated_gguf(tmp_path: Path) -> Path:
+    """The tiny model cut off halfway through its tensors."""
+    whole = tiny_gguf(0).read_bytes()
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(whole[: len(whole) // 2])
+    return cut
+
+
+TRUNCATED = "it is truncated or corrupt (cannot reshape array of size 7216 into shape (64,136))"
+
+
+@pytest.mark.parametrize("backend", ["transformers", "llamacpp"])
+def test_a_truncated_draft_gguf_is_one_line_exit_2_on_either_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    backend: str,
+) -> None:  # fmt: skip
+    """Not transformers' traceback (exit 1): the file, and what is wrong with it."""
+    cut = _truncated_gguf(tmp_path)
+    code, _, stages, rest = _draft_on_llamacpp(cut, monkeypatch, capsys, backend)
+    assert (code, stages[-1]) == (2, f"loading the draft {cut} ...")
+    assert rest == [f"edgespec draft: model file '{cut}' is not a usable GGUF file: {TRUNCATED}"]
+
+
+@pytest.mark.parametrize("backend", ["transformers", "llamacpp"])
+@pytest.mark.parametrize("kind", ["truncated", "no-magic"])
+def test_a_broken_target_gguf_is_one_line_exit_2_on_either_backend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], backend: str, kind: str
+) -> None:
+    if kind == "truncated":
+        bad, problem = _truncated_gguf(tmp_path), TRUNCATED
+    else:
+        bad, problem = tmp_path / "bad.gguf", "it does not start with the GGUF magic bytes"
+        bad.write_bytes(b"not a model")
+    assert main(["serve", "--target", str(bad), "--port", "0", "--backend", backend]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"edgespec serve: model file '{bad}' is not a usable GGUF file: {problem}"
