@@ -90,7 +90,9 @@ class VerifyOutcome:
     ``np.allclose``.)
 
     For a token tree, ``accepted_nodes`` holds the accepted path's node indices (the
-    tokens ``result.accepted_token_ids``); ``None`` for a chain.
+    tokens ``result.accepted_token_ids``); ``None`` for a chain. ``accepted_mismatches``
+    (semantic sessions): the committed draft tokens that differ from the target's argmax
+    (none cut away by an EOS or the token budget).
     """
 
     result: VerifyResult

@@ -15,7 +15,7 @@ from edgespec.learn.wisv.auc import roc_auc
 from edgespec.learn.wisv.dataset import WisvDataset
 from edgespec.learn.wisv.train import CHANNELS, THRESHOLDS, Instances, Split, inputs
 from edgespec.policies.semantic.csi import ChannelState
-from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead
+from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead, rejected_at
 from edgespec.policies.semantic.relabel import rejection_targets
 
 
@@ -50,7 +50,7 @@ def reject_shares(
     """Share of ``rows``' mismatches the head rejects on ``channel`` at T = 0..16."""
     x = inputs(data, rows, channel).astype(np.float64)
     p = head.rejection_probability(x)
-    return [float(np.mean(p >= t / THRESHOLD_STEPS)) for t in THRESHOLDS]
+    return [float(np.mean(rejected_at(p, t))) for t in THRESHOLDS]
 
 
 def label_reject_share(episodes: Split, channel: ChannelState, budget: str) -> float:

@@ -14,7 +14,8 @@ the states computed on the committed prefix plus the block's tokens before j.
 **Threshold scale.** The paper sweeps a threshold "0 … >15" and picks 12, while Eq. 27
 thresholds a probability (SEED-NOTES §3.4, 2). We read the threshold T as sixteenths of
 a probability: τ = T / 16. T = 0 rejects every mismatch (standard greedy SD), T = 16
-accepts every one ("maximum = accept everything"), T = 12 rejects when p ≥ 0.75.
+accepts every one ("maximum = accept everything"), whatever p (:func:`rejected_at`: σ(g)
+rounds to 1.0 for large logits), T = 12 rejects when p ≥ 0.75.
 """
 
 from __future__ import annotations
@@ -41,6 +42,18 @@ def rejection_probability_threshold(threshold: float) -> float:
     if not 0.0 <= threshold <= THRESHOLD_STEPS:
         raise ValueError(f"threshold must be in [0, {THRESHOLD_STEPS}], got {threshold}")
     return threshold / THRESHOLD_STEPS
+
+
+def rejected_at(p: FloatArray, threshold: float) -> npt.NDArray[np.bool_]:
+    """Eq. 27 on rejection probabilities ``p``: reject iff p ≥ τ(threshold), exact at the
+    ends whatever p: T = 0 rejects every mismatch and T = 16 accepts every one (σ(g) rounds
+    to exactly 1.0 for a head logit g ≥ 37, which p ≥ 1 would reject). The one rule the
+    runtime (:meth:`DecisionHead.rejects`) and the simulator's measured tables
+    (``edgespec.learn.wisv.evaluation.reject_shares``) apply."""
+    tau = rejection_probability_threshold(threshold)
+    if tau <= 0.0 or tau >= 1.0:
+        return np.full(np.shape(p), tau <= 0.0, dtype=np.bool_)
+    return np.asarray(p >= tau, dtype=np.bool_)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -121,7 +134,7 @@ class DecisionHead:
             raise ValueError(
                 f"the decision head's rejection probability is not a number at rows {rows[:8]}"
             )
-        return p >= rejection_probability_threshold(threshold)
+        return rejected_at(p, threshold)
 
     def to_json(self) -> dict[str, Any]:
         return {

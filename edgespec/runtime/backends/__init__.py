@@ -24,10 +24,11 @@
   (any causal LM, its own KV cache) and ``HybridDraft`` (prompt lookup first); ``TreeDraft``
   (a token tree, one draft pass per depth); ``FeatureDraft`` (EAGLE-style, from the target's
   returned hidden states);
-* :mod:`.llamacpp_context`, :mod:`.llamacpp_backend`, :mod:`.llamacpp_tree`,
-  :mod:`.llamacpp_draft` — llama.cpp: one model and context in the exact (batch-invariant)
-  configuration, the ``--backend llamacpp`` target, token trees on one sequence, and the
-  chain drafter.
+* :mod:`.llamacpp_context`, :mod:`.llamacpp_backend`, :mod:`.llamacpp_batch`,
+  :mod:`.llamacpp_tree`, :mod:`.llamacpp_draft` — llama.cpp: one model and context in the
+  exact (batch-invariant) configuration, the ``--backend llamacpp`` target, a pass's decode
+  batches (logit rows only where read; hidden states in a batch of their own), token trees
+  on one sequence, and the chain drafter.
 """
 
 from edgespec.runtime.backends.base import (

@@ -31,7 +31,10 @@ class ForwardItem:
     ``kv`` covers the session's first ``kv_len`` tokens (``None`` and 0 for a cold
     start); ``new_token_ids`` are forwarded at positions ``kv_len ..``; logits are
     returned for the last ``num_logits`` of them. ``want_hidden`` asks for the
-    last-layer hidden states of every new token too (:attr:`ForwardOutput.hidden`).
+    last-layer hidden states of every new token too (:attr:`ForwardOutput.hidden`);
+    ``hidden_of_logits_only`` says only those of the last ``num_logits`` are needed (a
+    semantic rule's K + 1 rows), so a backend that must compute a logit row for every
+    hidden row it returns (llama.cpp) computes no more rows than ``num_logits``.
 
     ``tree_parents``, when given, makes the last ``len(tree_parents)`` new tokens a token
     tree (:mod:`edgespec.core.tree`) hanging off the new token just before them: tree node
@@ -45,6 +48,7 @@ class ForwardItem:
     num_logits: int
     want_hidden: bool = False
     tree_parents: tuple[int, ...] | None = None
+    hidden_of_logits_only: bool = False
 
     def __post_init__(self) -> None:
         if not self.new_token_ids:
@@ -71,7 +75,8 @@ class ForwardOutput:
 
     ``hidden``: when the item had ``want_hidden``, the target's last-layer hidden states
     (the LM head's input, after the final norm) of EVERY new token of the item,
-    ``len(new_token_ids)`` × hidden_size float32; otherwise ``None``.
+    ``len(new_token_ids)`` × hidden_size float32 (with ``hidden_of_logits_only``, the last
+    ``num_logits`` rows at least: a backend may return only those); otherwise ``None``.
     """
 
     rows: LogitRows
@@ -216,7 +221,7 @@ def hidden_state_drafter(drafter: DraftBackend) -> HiddenStateDraftBackend:
         if problem is None:
             return drafter
     else:
-        problem = "only the neural chain drafters TransformersDraft and HybridDraft can"
+        problem = "only the neural chain drafter TransformersDraft can"
     raise ValueError(f"{type(drafter).__name__} cannot return its hidden states ({problem})")
 
 

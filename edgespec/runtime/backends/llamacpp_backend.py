@@ -5,10 +5,12 @@ Each session's KV state is a llama.cpp sequence of the backend's one context
 (:class:`~edgespec.runtime.backends.llamacpp_context.LlamaContext`): a :class:`LlamaKV` names
 the sequence and how many of its cells the state covers. A forward pass puts every item's new
 tokens into one multi-sequence ``llama_decode`` batch at their true positions, with logits
-only for each item's last ``num_logits`` tokens (all of its tokens when it wants hidden
-states); no padding, so a cold start beside follow-ups costs its own tokens only. ``crop``
-trims the sequence in place (``llama_memory_seq_rm``) and returns a state of the new length;
-the older state of the same sequence is stale from then on and is refused. A sequence goes
+only for each item's last ``num_logits`` tokens, the tokens whose hidden states are read in
+a second batch with llama.cpp's embeddings on (which outputs every token of a batch:
+:mod:`~edgespec.runtime.backends.llamacpp_batch`); no padding, so a cold start beside
+follow-ups costs its own tokens only. ``crop`` trims the sequence in place
+(``llama_memory_seq_rm``) and returns a state of the new length; the older state of the
+same sequence is stale from then on and is refused. A sequence goes
 back to the free list when the engine drops the last state naming it (it is cleared at the
 next forward, on the decode thread). A token tree's context tokens share the batch; its
 nodes are then decoded on the session's sequence each on top of its own ancestors
@@ -31,15 +33,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.exactness import InexactBackendError, exactness_problem
-from edgespec.runtime.backends.llamacpp_context import (
-    Entry,
-    LlamaContext,
-    LlamaCppSettings,
-)
+from edgespec.runtime.backends.llamacpp_batch import Rows, decode_items
+from edgespec.runtime.backends.llamacpp_context import LlamaContext, LlamaCppSettings
 from edgespec.runtime.backends.llamacpp_tree import TreeTail, decode_tree, keep_path
 from edgespec.runtime.backends.logit_rows import HostRows
 
@@ -165,13 +163,9 @@ class LlamaCppTarget:
             for item in items:
                 self._check(item)
             slots = self._slots(items)
-            entries: list[Entry] = []
-            for item, slot in zip(items, slots, strict=True):
-                entries += _entries(item, slot.seq)
-            hidden = any(item.want_hidden for item in items)
             try:
-                logits, states = self._ctx.decode(entries, hidden)
-                return self._outputs(items, slots, logits, states)
+                decoded = decode_items(self._ctx, items, [slot.seq for slot in slots])
+                return self._outputs(items, slots, decoded)
             except Exception:
                 for item, slot in zip(items, slots, strict=True):
                     self._ctx.trim(slot.seq, item.kv_len)  # as before the pass
@@ -214,16 +208,10 @@ class LlamaCppTarget:
         self,
         items: Sequence[ForwardItem],
         slots: Sequence[_Slot],
-        logits: npt.NDArray[np.float32],
-        states: npt.NDArray[np.float32] | None,
+        decoded: Sequence[Rows],
     ) -> list[ForwardOutput]:
-        results, row = [], 0
-        for item, slot in zip(items, slots, strict=True):
-            count = _num_outputs(item)
-            rows = logits[row : row + count]
-            hidden = None
-            if item.want_hidden and states is not None:
-                hidden = states[row : row + count].copy()
+        results = []
+        for item, slot, (rows, hidden) in zip(items, slots, decoded, strict=True):
             length = item.kv_len + len(item.new_token_ids)
             tail = None
             if item.tree_parents is not None:
@@ -234,7 +222,6 @@ class LlamaCppTarget:
             slot.length = kv.cells
             own = rows[len(rows) - item.num_logits :].copy()
             results.append(ForwardOutput(HostRows(own), kv, hidden))
-            row += count
         return results
 
     def crop(self, kv: LlamaKV, num_tokens: int) -> LlamaKV:
@@ -276,19 +263,3 @@ class LlamaCppTarget:
             sizes.append(self._ctx.sequence_bytes(slot.seq))
             self._ctx.trim(slot.seq, 0)
         return max(1, (sizes[1] - sizes[0]) // 4)
-
-
-def _num_outputs(item: ForwardItem) -> int:
-    """Logit rows of the item's batched tokens (a tree's nodes are decoded after)."""
-    if item.want_hidden:
-        return len(item.new_token_ids)
-    if item.tree_parents is None:
-        return item.num_logits
-    return min(max(item.num_logits - len(item.tree_parents), 0), item.num_context)
-
-
-def _entries(item: ForwardItem, seq: int) -> list[Entry]:
-    """The item's tokens in the batch: all of them, or a tree's context tokens."""
-    tokens = item.new_token_ids[: item.num_context]
-    first_out = len(tokens) - _num_outputs(item)
-    return [(token, item.kv_len + i, seq, i >= first_out) for i, token in enumerate(tokens)]

@@ -249,6 +249,14 @@ class HybridDraft(TransformersDraft):
             raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
         self._max_ngram, self._min_ngram = max_ngram, min_ngram
 
+    def hidden_problem(self) -> str | None:
+        """A prompt-lookup token is not the draft model's own: its hidden state there is of
+        the token the model would have proposed, so a decision head would judge another."""
+        return super().hidden_problem() or (
+            "its prompt-lookup tokens are not the draft model's own: the decision head would "
+            "judge the draft's hidden state of another token"
+        )
+
     def _check_call(self, context: Sequence[int], temperature: float) -> None:
         if temperature > 0:
             raise ValueError("HybridDraft drafts greedily; use TransformersDraft for sampling")

@@ -23,6 +23,7 @@ from edgespec.runtime.commands.draft_run import DraftRun
 from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 from edgespec.runtime.commands.stages import Stages
 from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
+from edgespec.runtime.edge.draft_backends import check_draft_vocab
 
 __all__ = ["add_arguments", "run"]
 
@@ -91,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     verifier, vocab_size, open_retry_s = connect(config, routing, say, config.retry_timeout_s)
     check_blocks(config, window, args.mode, verifier.max_draft_tokens())
     prompt, tokenizer, draft = _prompt_and_models(args, config, verifier, placement, say)
+    check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
     run = DraftRun(config, verifier, prompt, tokenizer, args.seed, first_open_retry_s=open_retry_s)
     if args.compare:
         return _compare(run, draft, vocab_size, window, stop, args, say.done)
@@ -147,6 +149,7 @@ def _serve_openai(
     ensure_port_free(host, port)  # before the server is reached or the draft loads
     verifier, vocab_size, _ = connect(config, routing, say, 0.0)  # each request retries
     draft = _load_draft(config, args, placement, say)
+    check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
     tokenizer = _tokenizer(args, config, verifier, draft, True, say)
     end = serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size,
                              limits, concurrency=concurrency)  # fmt: skip

@@ -47,6 +47,7 @@ def _run(args: argparse.Namespace) -> int:
     from edgespec.models.devices import device_placement
     from edgespec.models.loading import load_model
     from edgespec.runtime.edge.batched_draft import BatchedDraftModel
+    from edgespec.runtime.edge.draft_backends import check_draft_vocab
     from edgespec.runtime.edge.drafting_sessions import check_sessions
     from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
@@ -59,12 +60,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("gamma", f"{args.gamma} exceeds the server's max_draft_tokens {limit}")
     apply_cpus_and_threads(args.cpus, args.threads)
     loaded = load_model(args.draft, placement.dtype, verbose=args.verbose, device=placement.device)
+    check_draft_vocab(args.draft, loaded.model, verifier.vocab_size())
     draft = BatchedDraftModel(loaded.model)
-    target_vocab = verifier.vocab_size()
-    if draft.vocab_size < target_vocab:
-        raise ConfigError("draft", f"{args.draft} has a vocabulary of {draft.vocab_size} "
-                          f"tokens, the server's target {target_vocab}: the draft must take "
-                          "every target token id (share the target's tokenizer)")  # fmt: skip
     prompts = _prompts(args, verifier, loaded.tokenizer)
     check_sessions(verifier, prompts, args.max_new_tokens, args.client_id)  # before the warm-up
     runs = _runs(args, verifier, draft, prompts)

@@ -30,6 +30,7 @@ from transformers.modeling_outputs import CausalLMOutputWithPast
 
 from edgespec.runtime.backends.base import ForwardItem, KVState, common_prefix_length
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.edge.draft_backends import draft_input_vocab
 
 
 @dataclass(slots=True)
@@ -71,11 +72,8 @@ class BatchedDraftModel:
 
     def __init__(self, model: Any) -> None:
         self._to_target: npt.NDArray[np.int64] | None = None
-        # the token ids it takes in (a trimmed draft maps in any id of its config's vocabulary)
-        trimmed = hasattr(model, "trimmed_forward")
-        inputs = model.config if trimmed else model.get_input_embeddings()
-        self.vocab_size = int(inputs.vocab_size if trimmed else inputs.num_embeddings)
-        if trimmed:  # TrimmedVocabDraft: outputs through its map
+        self.vocab_size = draft_input_vocab(model)  # the token ids it takes in
+        if hasattr(model, "trimmed_forward"):  # TrimmedVocabDraft: outputs through its map
             every = torch.arange(int(model.num_kept), device=next(model.parameters()).device)
             self._to_target = model.to_target_ids(every).cpu().numpy()
             model = _KeptVocabLM(model)

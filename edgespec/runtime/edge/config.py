@@ -191,21 +191,21 @@ class DrafterConfig:
             raise ConfigError(field, f"{needs} (threshold: {rule}",
                               flag_message=f"{needs} (--threshold {rule}")  # fmt: skip
         if self.temperature > 0:
-            raise ConfigError(
-                "verification",
-                f"semantic verification is greedy only: needs temperature 0, got "
-                f"{self.temperature}",
-            )
+            raise ConfigError("verification", "semantic verification is greedy only: needs "
+                              f"temperature 0, got {self.temperature}")  # fmt: skip
         if self.tree is not None:
             chains = "semantic verification takes chains, not"
             raise ConfigError("verification", f"{chains} a token tree (tree {self.tree})",
                               flag_message=f"{chains} --tree")  # fmt: skip
         if self.draft == "ngram":
-            raise ConfigError(
-                "verification",
-                "semantic verification needs a neural draft model, which returns its hidden "
-                "states (ngram has none)",
+            raise ConfigError("verification", "semantic verification needs a neural draft model, "
+                              "which returns its hidden states (ngram has none)")  # fmt: skip
+        if self.lookup:
+            own = (
+                "semantic verification judges the draft model's own greedy tokens by its hidden "
+                "states (a prompt-lookup token is not one: the head would judge another), not"
             )
+            raise ConfigError("verification", f"{own} lookup", flag_message=f"{own} --lookup")
         self._validate_channel()
 
     def _refuse_semantic_fields(self) -> None:

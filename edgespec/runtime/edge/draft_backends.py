@@ -34,6 +34,46 @@ def load_draft_model(
     return load_model(name, where.dtype, verbose=verbose, device=where.device)
 
 
+def draft_input_vocab(model: Any) -> int:
+    """How many token ids the draft ``model`` takes in (any id below it; one above it would
+    index past its embeddings): a trimmed draft every id of its config's vocabulary, the
+    target's (its kept-token map sends the ids it does not keep to its "other" slot, though
+    its head outputs only the kept ones); a feature draft its target's; a llama.cpp draft
+    its GGUF's vocabulary (read from a context made and freed now); else the embedding
+    rows."""
+    from edgespec.runtime.backends.llamacpp_draft import LlamaCppDraftModel
+
+    if isinstance(model, LlamaCppDraftModel):
+        from edgespec.runtime.backends.llamacpp_context import LlamaContext
+
+        context = LlamaContext(model.settings)
+        try:
+            return int(context.vocab_size)
+        finally:
+            context.close()
+    if hasattr(model, "unrolled"):  # a feature draft
+        return int(model.config.target_vocab_size)
+    if hasattr(model, "trimmed_forward"):  # TrimmedVocabDraft: maps in any target id
+        return int(model.config.vocab_size)
+    return int(model.get_input_embeddings().num_embeddings)
+
+
+def check_draft_vocab(name: str, model: Any, target_vocab: int) -> None:
+    """A :class:`~edgespec.config.ConfigError` at ``draft`` when the draft ``model``
+    (``None``: prompt lookup, which takes any id) takes fewer token ids than the server's
+    target has (:func:`draft_input_vocab`): the target's first token outside them would
+    crash the draft mid-output (``edgespec draft``, ``edgespec drafting-server``)."""
+    from edgespec.config import ConfigError
+
+    if model is None:
+        return
+    num_ids = draft_input_vocab(model)
+    if num_ids < target_vocab:
+        raise ConfigError("draft", f"{name} has a vocabulary of {num_ids} tokens, the server's "
+                          f"target {target_vocab}: the draft must take every target token id "
+                          "(share the target's tokenizer)")  # fmt: skip
+
+
 def make_drafter(
     name: str,
     model: Any,

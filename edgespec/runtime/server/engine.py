@@ -189,10 +189,10 @@ class VerificationEngine(SessionTable):
         else:
             self._tally.num_cache_hits += 1
         self._lru.pop(c.session_id, None)  # not evictable while in flight
-        new = (*s.tokens[s.kv_len :], *c.draft_token_ids)
-        k = len(c.draft_token_ids)
+        new, k = (*s.tokens[s.kv_len :], *c.draft_token_ids), len(c.draft_token_ids)
         want_hidden = s.spec.return_hidden or s.hidden_rule is not None
-        return ForwardItem(s.kv, s.kv_len, new, k + 1, want_hidden, c.draft_parents)
+        return ForwardItem(s.kv, s.kv_len, new, k + 1, want_hidden, c.draft_parents,
+                           hidden_of_logits_only=not s.spec.return_hidden)  # fmt: skip
 
     def _judge_hidden(
         self, s: EngineSession, call: VerifyCall, item: ForwardItem, out: ForwardOutput
@@ -292,7 +292,7 @@ class VerificationEngine(SessionTable):
             hidden,
             start,
             path,
-            accepted_mismatches=judged.accepted_mismatches,
+            accepted_mismatches=judged.committed_mismatches(len(committed)),
         )
         block = VerifyCall(call.session_id, call.prefix_len, call.draft_token_ids,
                            draft_parents=call.draft_parents)  # fmt: skip

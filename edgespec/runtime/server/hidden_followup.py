@@ -99,9 +99,10 @@ def evicted_followup_error(pending: PendingHidden) -> RequestError:
 
 def logit_hidden_rows(item: ForwardItem, out: ForwardOutput) -> npt.NDArray[np.float32]:
     """The target's hidden rows of the pass's logit rows (its last ``num_logits``
-    positions); the pass must have returned hidden states."""
-    assert out.hidden is not None
-    return out.hidden[len(item.new_token_ids) - item.num_logits :]
+    positions): the last rows it returned (every forwarded token's, or with
+    ``hidden_of_logits_only`` maybe just those); the pass must have returned hidden states."""
+    assert out.hidden is not None and out.hidden.shape[0] >= item.num_logits
+    return out.hidden[out.hidden.shape[0] - item.num_logits :]
 
 
 def check_followup_call(call: VerifyCall, pending: PendingHidden, rule: HiddenStateRule) -> None:

@@ -230,7 +230,7 @@ class SemanticRule:
         argmax = list(logits.argmax())
         mismatches = [j for j in range(k) if draft[j] != argmax[j]]
         if not mismatches or self.threshold == 0:  # T = 0 rejects every mismatch
-            return _verdict(draft, argmax, mismatches[0] if mismatches else k, 0)
+            return _verdict(draft, argmax, mismatches[0] if mismatches else k, ())
         if followup is not None:
             rows = followup.payloads[DRAFT_HIDDEN]
         elif DRAFT_HIDDEN in call.payloads:
@@ -246,14 +246,15 @@ class SemanticRule:
         )
         rejected = self.head.rejects(x, self.threshold)
         stop = next((j for j, r in zip(mismatches, rejected, strict=True) if r), k)
-        return _verdict(draft, argmax, stop, sum(1 for j in mismatches if j < stop))
+        return _verdict(draft, argmax, stop, tuple(j for j in mismatches if j < stop))
 
 
 def _verdict(
-    draft: tuple[int, ...], argmax: list[int], stop: int, accepted_mismatches: int
+    draft: tuple[int, ...], argmax: list[int], stop: int, mismatch_positions: tuple[int, ...]
 ) -> Verdict:
     """Commit ``draft[:stop]`` and the target's argmax at ``stop`` (a correction, or the
-    bonus when ``stop`` is the block's length)."""
+    bonus when ``stop`` is the block's length); ``mismatch_positions``: the accepted ones
+    that differ from the argmax."""
     result = VerifyResult(
         num_drafted=len(draft),
         num_accepted=stop,
@@ -261,7 +262,7 @@ def _verdict(
         extra_token=argmax[stop],
         accepted_token_ids=tuple(draft[:stop]),
     )
-    return Verdict(result, accepted_mismatches=accepted_mismatches)
+    return Verdict(result, mismatch_positions=mismatch_positions)
 
 
 def semantic_rules(

@@ -68,12 +68,23 @@ from edgespec.runtime.validation import check_draft_probs, check_tree_call
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """A verification's result and, for a token tree, its accepted path's node indices;
-    ``accepted_mismatches``: the accepted draft tokens that differ from the target's argmax
-    (a lossy rule's count; 0 for a lossless one)."""
+    ``mismatch_positions``: the draft positions of the accepted draft tokens that differ
+    from the target's argmax (a lossy rule's; none for a lossless one), ascending."""
 
     result: VerifyResult
     path: tuple[int, ...] | None = None
-    accepted_mismatches: int = 0
+    mismatch_positions: tuple[int, ...] = ()
+
+    @property
+    def accepted_mismatches(self) -> int:
+        """How many accepted draft tokens differ from the target's argmax."""
+        return len(self.mismatch_positions)
+
+    def committed_mismatches(self, num_committed: int) -> int:
+        """The accepted mismatches among the round's first ``num_committed`` tokens (an EOS
+        or the token budget may cut the committed tokens short: those cut are not
+        committed, so not counted); a chain's draft token j is its j-th committed token."""
+        return sum(1 for j in self.mismatch_positions if j < num_committed)
 
 
 @dataclass(frozen=True, slots=True)

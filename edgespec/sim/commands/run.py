@@ -220,10 +220,9 @@ def _write_run_folder(
 
 
 def semantic_fields(data: dict[str, Any], metrics: Any) -> dict[str, Any] | None:
-    """What metrics.json and the summary say of a semantic (lossy) run: the rule, the
-    threshold, the upload protocol, where the reject share comes from, and the committed
-    tokens per round (the accepted drafts and the target's token: WISV's AAL); ``None``
-    for exact verification."""
+    """What metrics.json and the summary say of a semantic (lossy) run: the rule, T (``None``
+    unless a table's share was read at it), the upload protocol, where the share comes from,
+    and the committed tokens per round (the target's token in: WISV's AAL); exact: ``None``."""
     from edgespec.sim.setup.scenario import scenario_from_dict
 
     config = scenario_from_dict(data).verification
@@ -233,7 +232,7 @@ def semantic_fields(data: dict[str, Any], metrics: Any) -> dict[str, Any] | None
     return {
         "verification": "semantic",
         "lossy": True,
-        "threshold": config.threshold_value,
+        "threshold": config.threshold_value if config.table is not None else None,
         "upload": config.upload or "auto",
         "reject_share": config.reject_share,
         "table": config.table,
@@ -246,13 +245,15 @@ def _print_semantic(data: dict[str, Any], metrics: Any, console: Any) -> None:
 
     lossy = semantic_fields(data, metrics)
     if lossy is not None:
+        threshold = lossy["threshold"]  # only a table's share is picked by it
+        said = "" if threshold is None else f"threshold {plain(threshold)}, "
         source = (
             f"table {lossy['table']}"
             if lossy["table"] is not None
             else f"reject share {plain(lossy['reject_share'])}"
         )
         console.print(
-            f"verification: semantic (lossy), threshold {plain(lossy['threshold'])}, "
+            f"verification: semantic (lossy), {said}"
             f"upload {lossy['upload']}, {source}; committed per round "
             f"{plain(lossy['committed_per_round'])}"
         )

@@ -18,7 +18,14 @@ mismatch too, because selective-hidden upload (SH) asks for the hidden states of
 mismatch of the block (m = |C_r|) before the head runs; FH and SH thus draw the same
 acceptance numbers and, on a link without jitter or loss (whose draws share the device's
 stream), commit the same tokens, as the paper's Table I says ("SH has identical
-AAL/rounds").
+AAL/rounds"). A reject share of 1 (T = 0 in a table) or 0 (T = 16) is a verdict the
+server knows without the head: share 1 is exact verification, drawing what it draws (the
+same seed gives exact's records under SH), share 0 accepts the whole block and draws
+nothing; neither asks SH for hidden states.
+
+The threshold T picks the share from a table; with a fixed ``reject_share`` it would
+decide nothing, so the two together are refused (a threshold never labels a run it did
+not decide).
 
 The reject share is a number (``reject_share``) or a head's measured table (``table``,
 :mod:`edgespec.sim.model.reject_table`: ``edgespec/data/wisv/<name>-acceptance.json``, or
@@ -77,10 +84,10 @@ _SEMANTIC_KEYS = ("threshold", "upload", "reject_share", "table", "draft_hidden"
 class VerificationConfig:
     """Scenario section ``verification`` (module docstring). ``rule``: ``exact`` (the
     default: greedy, or rejection sampling when ``temperature > 0``) or ``semantic``;
-    the other keys apply to ``semantic`` only: ``threshold`` T in [0, 16] (default 12),
-    ``upload`` ``fh``, ``sh`` or ``auto`` (default), exactly one of ``reject_share``
-    (in [0, 1]) and ``table`` (a name or a JSON path), ``draft_hidden`` (d_h; default the
-    device pool's draft model's hidden size)."""
+    the other keys apply to ``semantic`` only: ``upload`` ``fh``, ``sh`` or ``auto``
+    (default), exactly one of ``reject_share`` (in [0, 1]) and ``table`` (a name or a JSON
+    path), ``threshold`` T in [0, 16] (default 12; with ``table`` only: it reads the
+    table), ``draft_hidden`` (d_h; default the device pool's draft model's hidden size)."""
 
     rule: Literal["exact", "semantic"] = "exact"
     threshold: float | None = None
@@ -108,6 +115,14 @@ class VerificationConfig:
         if not 0.0 <= threshold <= THRESHOLD_STEPS:
             raise ConfigError(
                 "verification.threshold", f"must be in [0, {THRESHOLD_STEPS}], got {threshold}"
+            )
+        if self.reject_share is not None and self.threshold is not None:
+            raise ConfigError(
+                "verification.threshold",
+                f"{self.threshold:g} decides nothing with reject_share {self.reject_share:g} "
+                "(T only picks a share from a table): give a table instead "
+                "(verification.reject_share=null verification.table=gemma3-270m), or drop "
+                "threshold",
             )
         share = self.reject_share
         if share is not None and not 0.0 <= share <= 1.0:
@@ -182,7 +197,13 @@ def semantic_round(
 ) -> tuple[int, int]:
     """(accepted drafts, mismatches in the block) of one round of ``gamma`` drafted tokens
     at output ``position`` (module docstring): each mismatch before the first rejected one
-    is rejected with probability ``reject_share`` (one draw from ``rng`` each)."""
+    is rejected with probability ``reject_share`` (one draw from ``rng`` each). A share of
+    1 or 0 is a verdict known without the head: no head, no mismatches sent (module
+    docstring), and share 1 draws exactly what exact verification draws."""
+    if reject_share >= 1.0:  # every mismatch rejected: exact verification's draws
+        return base.accepted(seq, position, gamma, rng), 0
+    if reject_share <= 0.0:  # every mismatch accepted: nothing to draw
+        return gamma, 0
     k = 0
     mismatches = 0
     rejected = -1

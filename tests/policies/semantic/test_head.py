@@ -13,6 +13,7 @@ from edgespec.policies.semantic.csi import ChannelState, csi_features
 from edgespec.policies.semantic.head import (
     DecisionHead,
     load_head,
+    rejected_at,
     rejection_probability_threshold,
 )
 
@@ -49,6 +50,26 @@ def test_forward_by_hand() -> None:
     assert head.rejects(x, 12).tolist() == [True, False]
     assert head.rejects(x, 0).tolist() == [True, True]  # standard greedy SD
     assert head.rejects(x, 16).tolist() == [False, False]  # accept everything
+
+
+def constant_logit_head(logit: float) -> DecisionHead:
+    """A head whose logit g is ``logit`` for every input (all weights 0, b2 = g)."""
+    zeros = np.zeros(4)
+    return DecisionHead(2, 1, zeros, np.ones(4), np.zeros((4, 1)), np.zeros(1),
+                        np.zeros((1, 1)), np.array([logit]))  # fmt: skip
+
+
+@pytest.mark.parametrize("logit", [-700.0, -37.0, 0.0, 36.0, 37.0, 40.0, 700.0])
+def test_the_ends_are_exact_whatever_the_logit(logit: float) -> None:
+    """T = 16 accepts every mismatch and T = 0 rejects every one, whatever g: σ(g) rounds
+    to exactly 1.0 from g = 37 on, and p >= 16/16 rejected there at T = 16."""
+    head = constant_logit_head(logit)
+    x = head.inputs(np.zeros((3, 2)), np.zeros((3, 1)), (0.0,))
+    assert head.rejects(x, 16).tolist() == [False, False, False]
+    assert head.rejects(x, 0).tolist() == [True, True, True]
+    p = head.rejection_probability(x)
+    assert rejected_at(p, 16).tolist() == [False] * 3 and rejected_at(p, 0).tolist() == [True] * 3
+    assert head.rejects(x, 15).tolist() == [logit >= 2.8] * 3  # σ(2.8) ≈ 0.943 ≥ 15/16
 
 
 def test_a_rejection_probability_that_is_no_number_is_an_error_not_an_acceptance() -> None:

@@ -54,7 +54,13 @@ def test_hidden_states_are_the_predicting_positions_and_tokens_are_unchanged(
 
 
 def test_which_drafters_return_hidden_states(draft_model: Any) -> None:
-    assert isinstance(hidden_state_drafter(HybridDraft(draft_model)), HybridDraft)
+    with pytest.raises(ValueError) as info:  # lookup tokens are not the draft's own argmax
+        hidden_state_drafter(HybridDraft(draft_model))
+    assert str(info.value) == (
+        "HybridDraft cannot return its hidden states (its prompt-lookup tokens are not the "
+        "draft model's own: the decision head would judge the draft's hidden state of another "
+        "token)"
+    )
     with pytest.raises(ValueError, match="TreeDraft cannot return its hidden states"):
         hidden_state_drafter(TreeDraft(draft_model, (2, 1)))
     with pytest.raises(ValueError, match="NgramDrafter cannot return its hidden states"):

@@ -16,6 +16,10 @@ THRESHOLD = (
     "T; a mismatch is rejected when the head's p >= T/16; only the bundled gemma3-270m pair "
     "has a shipped default), got None"
 )
+OWN = (
+    "semantic verification judges the draft model's own greedy tokens by its hidden states (a "
+    "prompt-lookup token is not one: the head would judge another), not"
+)
 UPLINK = "semantic verification reports the device's uplink rate to the server's decision head"
 
 
@@ -50,6 +54,12 @@ UPLINK = "semantic verification reports the device's uplink rate to the server's
         ),
         (None, ["--verify", "semantic", "--threshold", "12", "--channel-uplink-mbps", "20",
                 "--tree", "2,1"], "--verify: semantic verification takes chains, not --tree"),
+        (  # the head judges the draft model's hidden state: a copied token is not its own
+            "verification: semantic\nthreshold: 12\nchannel_uplink_mbps: 20\nlookup: true\n", [],
+            f"@FILE:1: config field 'verification': {OWN} lookup",
+        ),
+        (None, ["--verify", "semantic", "--threshold", "12", "--channel-uplink-mbps", "20",
+                "--lookup"], f"--verify: {OWN} --lookup"),
         (
             "verification: semantic\nthreshold: 12\n", [],
             f"@FILE:1: config field 'verification': {UPLINK}: give channel_uplink_mbps (or an "

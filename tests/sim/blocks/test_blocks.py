@@ -39,7 +39,7 @@ def _session(
     blocks = _blocks(alpha=alpha, **kinds)
     device = DeviceState(0, "gold", _LINK, _PerPass(), 8, UniformStream(np.random.default_rng(0)))
     if kinds.get("semantic"):
-        device.semantic = DeviceSemantics(1.0, "sh", 4, 0.5)
+        device.semantic = DeviceSemantics(0.7, "sh", 4, 0.5)  # seed 0's first draw 0.64
     server = ServerState(0, _PerPass(), None, 1000, 8, 1000)
     request = Request("r0", "c0", 0.0, 5, output)
     block = blocks.for_session(tree, device)
@@ -142,7 +142,7 @@ def test_the_stop_cut_sends_the_kept_prefix_and_judges_its_early_draw() -> None:
 
 
 def test_semantic_sh_asks_for_the_mismatches_in_a_second_hop() -> None:
-    s, _ = _session(semantic=True, seq=(1, 0, 1, 0, 1, 1))  # reject share 1: exact
+    s, _ = _session(semantic=True, seq=(1, 0, 1, 0, 1, 1))  # the first mismatch rejected
     s.block.draft(s, 5, False)
     assert s.block.uplink_s(s, False, False) == (HEADER_BYTES + 5 * TOKEN_ID_BYTES) / 1000.0
     assert s.block.judge(s) == (1, 2, 2)  # positions 1 and 3 mismatch, the first rejects
