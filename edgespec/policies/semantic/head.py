@@ -56,6 +56,16 @@ def rejected_at(p: FloatArray, threshold: float) -> npt.NDArray[np.bool_]:
     return np.asarray(p >= tau, dtype=np.bool_)
 
 
+def rule_text(threshold: float) -> str:
+    """What :func:`rejected_at` does at ``threshold``, in words: ``every mismatch is
+    rejected`` (T = 0), ``every mismatch is accepted`` (T = 16), else ``a mismatch is
+    rejected when p >= 0.75`` (T = 12)."""
+    tau = rejection_probability_threshold(threshold)
+    if tau <= 0.0 or tau >= 1.0:
+        return f"every mismatch is {'rejected' if tau <= 0.0 else 'accepted'}"
+    return f"a mismatch is rejected when p >= {tau:g}"
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class DecisionHead:
     """Eq. 25's two layers (W1: d_in × width, W2: width × 1), with the input's

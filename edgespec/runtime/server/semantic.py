@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
 from edgespec.policies.semantic.csi import NUM_CSI_FEATURES, ChannelState, csi_features
-from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead, load_head
+from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead, load_head, rule_text
 from edgespec.runtime.backends.logit_rows import ArgmaxRows, LogitRows
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall
@@ -148,8 +148,8 @@ class SemanticRule:
         """The server's log line for a session bound to this rule."""
         c = self.channel
         return (
-            f"LOSSY semantic verification (threshold {threshold_label(self.threshold)}: a "
-            f"mismatch is rejected when p >= {self.threshold / THRESHOLD_STEPS:g}; channel "
+            f"LOSSY semantic verification (threshold {threshold_label(self.threshold)}: "
+            f"{rule_text(self.threshold)}; channel "
             f"uplink {c.uplink_bps / 1e6:g} Mbit/s, PER {c.per:g}, RTT {c.rtt_s * 1e3:g} ms)"
         )
 

@@ -15,6 +15,7 @@ from edgespec.policies.semantic.head import (
     load_head,
     rejected_at,
     rejection_probability_threshold,
+    rule_text,
 )
 
 
@@ -70,6 +71,14 @@ def test_the_ends_are_exact_whatever_the_logit(logit: float) -> None:
     p = head.rejection_probability(x)
     assert rejected_at(p, 16).tolist() == [False] * 3 and rejected_at(p, 0).tolist() == [True] * 3
     assert head.rejects(x, 15).tolist() == [logit >= 2.8] * 3  # σ(2.8) ≈ 0.943 ≥ 15/16
+
+
+def test_the_rule_in_words_says_the_ends() -> None:
+    """The server's session line said "rejected when p >= 1" at T = 16, which accepts
+    every mismatch."""
+    assert rule_text(0) == "every mismatch is rejected"
+    assert rule_text(16) == "every mismatch is accepted"
+    assert rule_text(12) == "a mismatch is rejected when p >= 0.75"
 
 
 def test_a_rejection_probability_that_is_no_number_is_an_error_not_an_acceptance() -> None:
