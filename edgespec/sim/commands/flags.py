@@ -16,7 +16,7 @@ from typing import Any
 
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_quiet
-from edgespec.config import field_type, key_path, type_text
+from edgespec.config import field_type, key_path, parse_override, type_text
 from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_folder
@@ -200,10 +200,16 @@ def check_flags(args: argparse.Namespace) -> None:
 
 def check_not_overridden(args: argparse.Namespace, overrides: list[str]) -> None:
     """Refuse an override that a ``--sweep`` key or the ``--capacity`` key sets too (or a
-    field inside it): every run would replace it, so it would act nowhere; and a
+    field inside it): every run would replace it, so it would act nowhere; one that
+    ``--rounds`` contradicts (``record_rounds=false``: the flag won silently); and a
     ``--capacity`` key whose field takes no integer (:func:`check_capacity_key`)."""
     if args.capacity:
         check_capacity_key(args.capacity)
+    for override in overrides if args.rounds else ():
+        if parse_override(override) == (["record_rounds"], False):
+            raise UserInputError(
+                f"--rounds: the override {shown(override)} says the opposite; give one of them"
+            )
     keys = [("--capacity", args.capacity, "capacity probe")] if args.capacity else []
     keys += [("--sweep", item, "sweep run") for item in args.sweep or () if "=" in item]
     for flag, text, run in keys:

@@ -113,3 +113,20 @@ def test_a_files_key_is_refused_at_its_line(
         f"edgespec sim: {path}:{line}: config field 'record_rounds': at sweep point 1 of 2 "
         f"(seed=1): {NO_RECORDS.format(kind='--sweep')}\n"
     )
+
+
+def test_rounds_beside_an_override_saying_the_opposite_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The flag won silently over ``record_rounds=false`` on the same command line."""
+    path, out = _write(tmp_path, tiny_scenario(duration_s=3.0)), tmp_path / "run"
+    args = ["sim", str(path), "record_rounds=false", "--rounds", *QUIET, "--out", str(out)]
+    assert main(args) == 2
+    assert capsys.readouterr().err == (
+        "edgespec sim: --rounds: the override record_rounds=false says the opposite; give "
+        "one of them\n"
+    )
+    assert not out.exists()
+    assert (
+        main(["sim", str(path), "record_rounds=true", "--rounds", *QUIET, "--out", str(out)]) == 0
+    )
