@@ -14,8 +14,6 @@ from edgespec.reproduce.wisv.real_pair.claims import (
     falls,
     rises,
     v5_rows,
-    v6_reductions,
-    v6_rows,
 )
 
 RATES = {"poor": 20.0, "good": 500.0}
@@ -196,42 +194,6 @@ def test_shape_checks_allow_one_answer_or_five_percent_against_the_direction() -
     assert not falls([1.0], 0.05, relative=False)
     assert rises([2.0, 3.0, 2.9, 4.0], 0.05, relative=True)  # down by 3.3%
     assert not rises([2.0, 3.0, 2.8, 4.0], 0.05, relative=True)  # down by 6.7%
-
-
-def test_v6_a_gap_that_shrinks_misses_and_a_saturated_one_says_why() -> None:
-    cells = []
-    for window, greedy, wisv in ((4, 5.0, 4.0), (8, 6.0, 5.5), (16, 8.0, 7.9)):
-        cells += [v6_cell(172.0, window, "greedy", greedy),
-                  v6_cell(172.0, window, "wisv", wisv)]  # fmt: skip
-    rows = v6_rows(results(v6=cells))
-    below, gap = rows[0], rows[1]
-    assert below.outcome is Outcome.HOLDS
-    assert gap.outcome is Outcome.MISS and gap.reason is None
-    assert [round(r, 4) for _, r in v6_reductions(results(v6=cells), 172.0, "latency_s")] == [
-        0.2,
-        0.0833,
-        0.0125,
-    ]
-    saturated = []
-    for window, wisv in ((4, 0.8), (8, 0.9), (16, 0.85)):
-        saturated += [v6_cell(172.0, window, "greedy", 5.0),
-                      v6_cell(172.0, window, "wisv", wisv, rounds=1.2)]  # fmt: skip
-    gap = v6_rows(results(v6=saturated))[1]
-    assert gap.outcome is Outcome.MISS and gap.cause is Cause.MODELLING
-    assert "end in 1.2 rounds" in gap.why
-
-
-def test_v6_upload_other_than_fh_misses_and_agreement_is_judged() -> None:
-    cells = []
-    for window in (4, 8):
-        wisv = v6_cell(498.0, window, "wisv", 4.0, agreement=0.5, upload=("fh", "sh"))
-        cells += [v6_cell(498.0, window, "greedy", 5.0), wisv]
-    rows = v6_rows(results(v6=cells, head=SHIPPED_HEAD))
-    upload = _by_what(rows, "adaptive upload")[0]
-    assert upload.outcome is Outcome.MISS and upload.ours == "uploads used: FH, SH"
-    answers = _by_what(rows, "answers on the link")[0]
-    assert answers.outcome is Outcome.MISS and answers.cause is Cause.MODELLING
-    assert answers.ours == "50% agree (greedy SD: 100%)"
 
 
 @pytest.mark.parametrize("quick", ["", "2 prompts instead of 20"])
