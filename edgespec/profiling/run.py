@@ -208,11 +208,6 @@ def _header(result: ProfileResult, fit: LinearFit, what: str, command: str) -> s
     return "\n".join(lines) + "\n"
 
 
-def _write(path: Path, header: str, data: dict[str, Any]) -> Path:
-    write_text_atomically(path, header + dump_yaml(data, sort_keys=False))
-    return path
-
-
 def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]:
     """Write the profile files next to ``out`` (see the module docstring), each sibling
     named by :func:`profile_files`; a sibling this run does not write (an earlier run's
@@ -247,9 +242,9 @@ def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]
         else:  # fitted against ModelArchitecture.flops, not Zhu's printed Eqs. 13-14
             data["flops"] = "architecture"
             data.update({k: max(v, 0.0) for k, v in fit.as_dict().items()})
-        written.append(
-            _write(path, _header(result, fit, f"{role} {model} ({kind})", command), data)
-        )
+        header = _header(result, fit, f"{role} {model} ({kind})", command)
+        write_text_atomically(path, header + dump_yaml(data, sort_keys=False))
+        written.append(path)
     write_text_atomically(files.report, json.dumps(_report(result, command), indent=1))
     return [*written, files.report]
 
