@@ -20,11 +20,15 @@ run) but left out of the block.
 For semantic verification (:meth:`TransformersDraft.return_hidden`) each block also carries
 the draft's last-layer hidden state after the final norm at each drafted token's predicting
 position (:attr:`~edgespec.runtime.backends.base.DraftProposal.hidden`), read by a forward
-hook on the base model, so the logits are computed exactly as without it.
+hook on the base model, so the logits are computed exactly as without it. The hook is
+registered for this draft's own forward only, and reads only its own thread's: drafts over
+one shared model (a server's co-located draft, one per fused run) neither leave hooks on it
+nor read each other's states.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,7 +56,7 @@ class TransformersDraft:
         self._cached: list[int] = []
         self._rows: list[torch.Tensor] = []  # the previous call's logit rows, on the device
         self._last_logits: npt.NDArray[np.float32] | None = None
-        self._hidden_hook: Any = None  # the base model's forward hook, while returning hidden
+        self._hidden = False  # whether each forward returns the hidden state (return_hidden)
         self._last_hidden: npt.NDArray[np.float32] | None = None
 
     @property
@@ -77,21 +81,27 @@ class TransformersDraft:
 
     def return_hidden(self, on: bool) -> int:
         """Return the hidden states with every block from now on (``on``) or stop; the draft's
-        hidden size. The base model (``model.model``) is hooked: its output's last hidden
-        state is the LM head's input (after the final norm)."""
+        hidden size. The base model (``model.model``) is hooked during each of this draft's
+        forwards: its output's last hidden state is the LM head's input (after the final
+        norm)."""
+        self._hidden = on
+        return int(self._model.config.get_text_config().hidden_size)
+
+    def _hooked(self) -> Any:
+        """A forward hook on the base model that keeps this thread's last hidden state (the
+        caller removes it after its forward)."""
         base = getattr(self._model, "model", None)
         if base is None:
             base = self._model.base_model
-        if on and self._hidden_hook is None:
-            self._hidden_hook = base.register_forward_hook(self._capture)
-        elif not on and self._hidden_hook is not None:
-            self._hidden_hook.remove()
-            self._hidden_hook = None
-        return int(self._model.config.get_text_config().hidden_size)
+        thread = threading.get_ident()
 
-    def _capture(self, module: Any, args: Any, output: Any) -> None:
-        state = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
-        self._last_hidden = state[0, -1].detach().float().cpu().numpy()
+        def capture(module: Any, args: Any, output: Any) -> None:
+            if threading.get_ident() != thread:  # another draft's forward on the shared model
+                return
+            state = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
+            self._last_hidden = state[0, -1].detach().float().cpu().numpy()
+
+        return base.register_forward_hook(capture)
 
     def reset(self) -> None:
         self._cache, self._cached = None, []
@@ -116,13 +126,18 @@ class TransformersDraft:
         if self._cache is None:
             self._cache = DynamicCache()
         ids = torch.tensor([list(new_ids)], dtype=torch.long, device=self._device)
-        if self._trimmed:
-            logits, self._cache = self._model.trimmed_forward(
-                ids, past_key_values=self._cache, use_cache=True, logits_to_keep=1
-            )
-        else:
-            out = self._model(input_ids=ids, past_key_values=self._cache, use_cache=True)
-            logits, self._cache = out.logits[:, -1:], out.past_key_values
+        hook = self._hooked() if self._hidden else None
+        try:
+            if self._trimmed:
+                logits, self._cache = self._model.trimmed_forward(
+                    ids, past_key_values=self._cache, use_cache=True, logits_to_keep=1
+                )
+            else:
+                out = self._model(input_ids=ids, past_key_values=self._cache, use_cache=True)
+                logits, self._cache = out.logits[:, -1:], out.past_key_values
+        finally:
+            if hook is not None:
+                hook.remove()
         self._cached.extend(int(t) for t in new_ids)
         row: torch.Tensor = logits[0, -1].to(torch.float32, copy=True)  # not a view of them all
         return row
@@ -209,7 +224,7 @@ class TransformersDraft:
             token, probs = self._next(seq, row, temperature, rng)
             if probs is not None:
                 rows.append(probs)
-            if self._hidden_hook is not None and self._last_hidden is not None:
+            if self._hidden and self._last_hidden is not None:
                 hidden.append(self._last_hidden)
             tokens.append(token)
             seq.append(token)

@@ -4,6 +4,7 @@ the drafted tokens unchanged."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -65,3 +66,37 @@ def test_which_drafters_return_hidden_states(draft_model: Any) -> None:
         hidden_state_drafter(TreeDraft(draft_model, (2, 1)))
     with pytest.raises(ValueError, match="NgramDrafter cannot return its hidden states"):
         hidden_state_drafter(NgramDrafter(vocab_size=64))
+
+
+def test_drafts_over_one_shared_model_leave_no_hook_and_read_only_their_own_states(
+    draft_model: Any,
+) -> None:
+    """The hook stayed on the shared model after a draft returned hidden states (a server's
+    co-located draft, one per lossy fused run, never turned it off): every later forward
+    of any draft ran every left hook, each copying a state to the host and keeping its
+    draft alive, and drafts in other threads overwrote each other's last state."""
+    base = draft_model.model
+    alone = TransformersDraft(draft_model)
+    alone.return_hidden(True)
+    expected = {c: alone.propose(c, 4, 0.0, np.random.default_rng(0)) for c in (CONTEXT, (7, 2))}
+    assert len(base._forward_hooks) == 0  # registered for each forward only
+    results: dict[tuple[int, ...], Any] = {}
+    barrier = threading.Barrier(2)
+
+    def run(context: tuple[int, ...]) -> None:
+        draft = TransformersDraft(draft_model)
+        draft.return_hidden(True)
+        barrier.wait()
+        for _ in range(20):  # forwards of both threads interleave on the one model
+            results[context] = draft.propose(context, 4, 0.0, np.random.default_rng(0))
+            draft.reset()
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in expected]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for context, proposal in expected.items():
+        assert results[context].token_ids == proposal.token_ids
+        np.testing.assert_array_equal(results[context].hidden, proposal.hidden)
+    assert len(base._forward_hooks) == 0

@@ -19,7 +19,7 @@ from edgespec.sim.model.semantic import semantic_round
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
-from tests.sim.model.test_semantic import TABLE
+from tests.sim.model.test_semantic_table import TABLE
 
 
 class _Counting(UniformStream):
