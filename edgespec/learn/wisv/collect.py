@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from edgespec.errors import UserInputError
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.run_settings import file_digest
-from edgespec.learn.wisv.shards import ShardStore, parts_folder
+from edgespec.learn.wisv.shards import ShardStore, parts_folder, target_vocab_size
 from edgespec.output_paths import write_text_atomically
 
 if TYPE_CHECKING:
@@ -167,9 +167,9 @@ def _now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _capturer(config: DataConfig) -> Callable[[DataPrompt], PromptCapture]:
+def _capturer(config: DataConfig) -> tuple[Callable[[DataPrompt], PromptCapture], int]:
     """Load the pair; a function that captures one prompt (lossless, or the rollout with
-    ``config.rollout_head``)."""
+    ``config.rollout_head``), and the target's vocabulary size."""
     import torch
     from rich.console import Console
 
@@ -203,7 +203,7 @@ def _capturer(config: DataConfig) -> Callable[[DataPrompt], PromptCapture]:
         channel = rollout_channel(config.rollout_channel, config.seed, prompt.index)
         return capture_rollout(*pair, HeadRule(head, channel, config.rollout_threshold), eos)
 
-    return capture
+    return capture, int(target.model.config.get_text_config().vocab_size)
 
 
 def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt], store: ShardStore) -> int:
@@ -219,14 +219,14 @@ def _capture_all(config: DataConfig, prompts: Sequence[DataPrompt], store: Shard
         console.print(f"{store.folder}: {len(prompts) - len(todo)} prompts captured before")
     if not todo:
         return 0
-    capture = _capturer(config)
+    capture, vocab_size = _capturer(config)
     mismatches = critical = 0
     bar = progress_bar(console, "prompts", len(prompts), remaining=True)
     with bar as update, library_output(config.verbose):
         update(completed=len(prompts) - len(todo))
         for prompt in todo:
             found = capture(prompt)
-            store.save(found)
+            store.save(found, vocab_size)
             mismatches += len(found.mismatches)
             critical += sum(found.critical)
             update(advance=1, description=f"prompts ({mismatches} mismatches, {critical} critical)")
@@ -276,8 +276,9 @@ def capture_dataset(config: DataConfig) -> dict[str, Any]:
     start = time.perf_counter()
     captured = _capture_all(config, prompts, store)
     wall_s = time.perf_counter() - start
-    meta = _meta(config, prompts)
     shards = [store.load(p.index) for p in prompts]
+    vocab_size = target_vocab_size([s.meta for s in shards])
+    meta = {**_meta(config, prompts), "target_vocab_size": vocab_size}
     data = WisvDataset.concat(shards, meta)
     data.save(config.out)
     seconds: dict[str, float] = {}

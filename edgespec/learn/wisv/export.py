@@ -1,7 +1,7 @@
 """The trained WISV head's export: the torch net as a numpy
 :class:`~edgespec.policies.semantic.head.DecisionHead` with the standardisation folded in
-front (:func:`export_head`), a check of the export (:func:`torch_probabilities`) and its
-JSON (:func:`head_json`)."""
+front (:func:`export_head`), a check of the export (:func:`torch_probabilities`), the
+model pair it is for (:func:`trained_pair`) and its JSON (:func:`head_json`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
-from edgespec.policies.semantic.head import DecisionHead
+from edgespec.policies.semantic.head import DecisionHead, TrainedFor
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -52,6 +52,25 @@ def _rounded(value: Any, digits: int) -> Any:
     if isinstance(value, list):
         return [_rounded(v, digits) for v in value]
     return float(f"{value:.{digits}g}")
+
+
+def trained_pair(meta: dict[str, Any]) -> TrainedFor | None:
+    """The pair a head trained on the dataset with ``meta`` is for: its captures' target
+    and draft (:func:`~edgespec.models.registry.recorded_name`, a path from this folder;
+    the draft ``None`` when they had several) and the target's vocabulary size they all
+    record (``None`` otherwise); ``None`` when a capture records no target."""
+    from edgespec.learn.wisv.shards import target_vocab_size
+    from edgespec.models.registry import recorded_name
+
+    captures = meta.get("union") or [meta]
+    targets = {c.get("target") for c in captures}
+    drafts = {c.get("draft") for c in captures}
+    target = targets.pop() if len(targets) == 1 else None
+    if not isinstance(target, str) or not target:
+        return None
+    draft = drafts.pop() if len(drafts) == 1 else None
+    named = recorded_name(draft) if isinstance(draft, str) and draft else None
+    return TrainedFor(recorded_name(target), named, target_vocab_size(captures))
 
 
 def head_json(head: DecisionHead, digits: int | None, metadata: dict[str, Any]) -> dict[str, Any]:

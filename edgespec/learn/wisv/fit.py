@@ -12,7 +12,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -190,7 +190,7 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
     import torch
 
     from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
-    from edgespec.learn.wisv.export import head_json
+    from edgespec.learn.wisv.export import head_json, trained_pair
     from edgespec.learn.wisv.train import build_instances, train_head
 
     settings = config.settings
@@ -232,7 +232,8 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
         "inputs": "[h_d (draft post-norm) ; h_t (target post-norm) ; csi_features]",
     }
     stem = (config.name or str(data.meta.get("target", "head"))) + settings.suffix
-    head = head_json(trained.head, config.digits, metadata)
+    pair = replace(trained.head, trained_for=trained_pair(data.meta))
+    head = head_json(pair, config.digits, metadata)
     paths = _write(config.out_dir, stem, head, table, metrics)
     return {"report": report, "reject_share": table["reject_share"], "paths": paths}
 

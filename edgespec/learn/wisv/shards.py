@@ -13,6 +13,7 @@ run with more ``--prompts`` captures only the new ones.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,13 +46,15 @@ class ShardStore:
     def done(self, prompt_index: int) -> bool:
         return self.path(prompt_index).is_file()
 
-    def save(self, capture: PromptCapture) -> None:
-        """One prompt's rows, its capture seconds and continuation tokens (in the meta)."""
+    def save(self, capture: PromptCapture, target_vocab_size: int) -> None:
+        """One prompt's rows, its capture seconds, continuation tokens and the target's
+        vocabulary size (in the meta)."""
         from edgespec.learn.wisv.dataset import WisvDataset
 
         meta = {
             "seconds": capture.seconds,
             "continuation_tokens": capture.continuation_tokens,
+            "target_vocab_size": target_vocab_size,
         }
         # save is atomic: a file there is a whole prompt's
         WisvDataset.from_captures([capture], meta).save(self.path(capture.prompt_index))
@@ -60,3 +63,12 @@ class ShardStore:
         from edgespec.learn.wisv.dataset import WisvDataset
 
         return WisvDataset.load(self.path(prompt_index))
+
+
+def target_vocab_size(metas: Sequence[dict[str, Any]]) -> int | None:
+    """The target's vocabulary size every shard's or capture's meta records (``None`` when
+    one records none, as those saved before it was recorded, or they differ)."""
+    sizes = {meta.get("target_vocab_size") for meta in metas}
+    size = sizes.pop() if len(sizes) == 1 else None
+    valid = isinstance(size, int) and not isinstance(size, bool) and size > 0
+    return size if valid else None

@@ -16,6 +16,11 @@ thresholds a probability (SEED-NOTES §3.4, 2). We read the threshold T as sixte
 a probability: τ = T / 16. T = 0 rejects every mismatch (standard greedy SD), T = 16
 accepts every one ("maximum = accept everything"), whatever p (:func:`rejected_at`: σ(g)
 rounds to 1.0 for large logits), T = 12 rejects when p ≥ 0.75.
+
+**Which pair.** A head reads one target's and one draft's hidden states; its file records
+them (:class:`TrainedFor`, ``trained_for``; ``edgespec train wisv`` writes it), and
+``edgespec serve --semantic-head`` refuses a head trained for another target. Files written
+before the record existed load with ``trained_for = None``.
 """
 
 from __future__ import annotations
@@ -66,12 +71,49 @@ def rule_text(threshold: float) -> str:
     return f"a mismatch is rejected when p >= {tau:g}"
 
 
+@dataclass(frozen=True, slots=True)
+class TrainedFor:
+    """The model pair a head was trained for, named as edgespec's files name a model
+    (:func:`edgespec.models.registry.recorded_name`: a known name, else an absolute path;
+    ``draft`` is ``None`` when its captures had several drafts), and the target's
+    vocabulary size then (``None``: not recorded)."""
+
+    target: str
+    draft: str | None
+    target_vocab_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.target, str) or not self.target:
+            raise ValueError(f"trained_for.target must be a model name, got {self.target!r}")
+        if self.draft is not None and (not isinstance(self.draft, str) or not self.draft):
+            raise ValueError(f"trained_for.draft must be a model name or null, got {self.draft!r}")
+        size = self.target_vocab_size
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+            raise ValueError(
+                f"trained_for.target_vocab_size must be an integer >= 1 or null, got {size!r}"
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "draft": self.draft,
+                "target_vocab_size": self.target_vocab_size}  # fmt: skip
+
+    @staticmethod
+    def from_json(data: Any) -> TrainedFor:
+        """The record :meth:`to_json` wrote; ``ValueError`` saying what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError(f"trained_for must be a JSON object, got {type(data).__name__}")
+        if "target" not in data:
+            raise ValueError("trained_for is missing 'target'")
+        return TrainedFor(data["target"], data.get("draft"), data.get("target_vocab_size"))
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class DecisionHead:
     """Eq. 25's two layers (W1: d_in × width, W2: width × 1), with the input's
     standardisation (``mean``, ``scale``) folded in front. ``draft_hidden`` and
     ``target_hidden`` are the hidden sizes the head was trained for; the CSI features
-    follow them."""
+    follow them. ``trained_for``: the model pair it was trained for (``None`` in a file
+    written before heads recorded it: it cannot be checked against a target)."""
 
     draft_hidden: int
     target_hidden: int
@@ -81,6 +123,7 @@ class DecisionHead:
     b1: FloatArray
     w2: FloatArray
     b2: FloatArray
+    trained_for: TrainedFor | None = None
 
     def __post_init__(self) -> None:
         for name in ("draft_hidden", "target_hidden"):
@@ -151,6 +194,7 @@ class DecisionHead:
             "draft_hidden": self.draft_hidden,
             "target_hidden": self.target_hidden,
             **{k: getattr(self, k).tolist() for k in ("mean", "scale", "w1", "b1", "w2", "b2")},
+            **({} if self.trained_for is None else {"trained_for": self.trained_for.to_json()}),
         }
 
     @staticmethod
@@ -168,7 +212,10 @@ class DecisionHead:
                 arrays[k] = np.asarray(data[k], dtype=np.float64)
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"{k} must be an array of numbers: {exc}") from None
-        return DecisionHead(data["draft_hidden"], data["target_hidden"], **arrays)
+        pair = data.get("trained_for")  # absent from older files
+        trained_for = None if pair is None else TrainedFor.from_json(pair)
+        return DecisionHead(data["draft_hidden"], data["target_hidden"], **arrays,
+                            trained_for=trained_for)  # fmt: skip
 
 
 _SIZES = ("draft_hidden", "target_hidden")

@@ -13,6 +13,13 @@ row anyway (that item's last ``num_logits``, a ``return_hidden`` item's every to
 second batch's tokens follow their own sequence's in the first; the exact configuration is
 batch-invariant (checked at load), so the split changes no row. A token tree's context
 tokens go in the first (trees return no hidden states; their nodes are decoded after).
+
+The second batch is decoded :data:`HIDDEN_CHUNK_ROWS` tokens per ``llama_decode`` (the KV
+cache carries a sequence from one chunk to the next, and batch invariance keeps every row),
+and of a ``return_hidden`` item's logit rows only its last ``num_logits`` are kept: a
+client's prompt is every token of a ``return_hidden`` cold start, and llama.cpp's output
+buffer, which grows to the largest batch's rows and never shrinks, stays at most
+``HIDDEN_CHUNK_ROWS × vocabulary × 4`` bytes.
 """
 
 from __future__ import annotations
@@ -26,7 +33,14 @@ from edgespec.runtime.backends.base import ForwardItem
 from edgespec.runtime.backends.llamacpp_context import Entry, LlamaContext
 
 Rows = tuple[npt.NDArray[np.float32], npt.NDArray[np.float32] | None]
-"""An item's logit rows from the batch (its tree nodes' come after) and hidden rows."""
+"""An item's logit rows from the batch (its tree nodes' come after; of an item with hidden
+rows, its last ``num_logits``) and hidden rows."""
+
+HIDDEN_CHUNK_ROWS = 64
+"""Tokens per ``llama_decode`` of the embeddings-on batch, each an output row: llama.cpp's
+output buffer then holds at most 64 vocabulary-wide logit rows (64 MiB at Gemma 3's
+262,144 tokens, against 2 GiB for a 2,048-token ``return_hidden`` cold start in one
+batch), while a verification block (K + 1 ≤ 64 rows) still decodes in one call."""
 
 
 def num_outputs(item: ForwardItem) -> int:
@@ -63,9 +77,9 @@ def decode_items(
         plain += off
         embedded += on
     logits, _ = ctx.decode(plain, False) if plain else (None, None)
-    hidden_logits, states = ctx.decode(embedded, True) if embedded else (None, None)
+    hidden_logits, states = decode_hidden(ctx, embedded, kept_logits(items))
     rows: list[Rows] = []
-    at_plain = at_hidden = 0
+    at_plain = at_hidden = at_state = 0
     for item in items:
         count = num_outputs(item)
         if not item.want_hidden:  # its tokens are in the first batch: never empty
@@ -73,8 +87,35 @@ def decode_items(
             rows.append((logits[at_plain : at_plain + count], None))
             at_plain += count
             continue
-        assert hidden_logits is not None and states is not None
-        end = at_hidden + count
-        rows.append((hidden_logits[at_hidden:end], states[at_hidden:end].copy()))
-        at_hidden = end
+        kept = min(item.num_logits, count)
+        own = hidden_logits[at_hidden : at_hidden + kept]
+        rows.append((own, states[at_state : at_state + count].copy()))
+        at_hidden += kept
+        at_state += count
     return rows
+
+
+def kept_logits(items: Sequence[ForwardItem]) -> list[bool]:
+    """For each token of the embeddings-on batch, in order: whether its logit row is read
+    (the item's last ``num_logits``)."""
+    kept: list[bool] = []
+    for item in items:
+        if item.want_hidden:
+            count = num_outputs(item)
+            kept += [i >= count - item.num_logits for i in range(count)]
+    return kept
+
+
+def decode_hidden(
+    ctx: LlamaContext, entries: Sequence[Entry], kept: Sequence[bool]
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """The embeddings-on batch, :data:`HIDDEN_CHUNK_ROWS` tokens per ``llama_decode``: (the
+    logit rows ``kept`` names, every token's hidden state), in order."""
+    logits = [np.zeros((0, ctx.vocab_size), np.float32)]
+    states = [np.zeros((0, ctx.hidden_size), np.float32)]
+    for start in range(0, len(entries), HIDDEN_CHUNK_ROWS):
+        chunk_logits, chunk_states = ctx.decode(entries[start : start + HIDDEN_CHUNK_ROWS], True)
+        assert chunk_states is not None
+        logits.append(chunk_logits[np.asarray(kept[start : start + HIDDEN_CHUNK_ROWS])])
+        states.append(chunk_states)
+    return np.concatenate(logits), np.concatenate(states)

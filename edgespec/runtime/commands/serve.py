@@ -112,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("target", "no target model given (--target MODEL)")
     draft = draft_to_load(config, args.draft)
     choice = target_choice(args, config.target, args.threads)  # a non-GGUF fails here
-    semantic_head(config)  # a file that is not a head fails before the model loads
+    semantic_head(config, _say)  # not a head, or another target's: fails before loading
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
     apply_cpus_and_threads(args.cpus, args.threads)

@@ -29,18 +29,50 @@ def check_before_loading(config: Any, draft_name: str | None) -> None:
         resolve_model(draft_name)
 
 
-def semantic_head(config: Any) -> Any:
+def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any:
     """The decision head ``semantic_head`` names (``None`` without one), read before the
-    model loads; a file that is not a head is a :class:`ConfigError` naming it."""
+    model loads; a file that is not a head, or a head trained for another target than
+    ``target`` (compared as the models the names resolve to), is a :class:`ConfigError`
+    naming it. A head that records no target (written before heads recorded their pair)
+    is served; ``warn`` is told that it cannot be checked."""
     from edgespec.config import ConfigError
     from edgespec.runtime.server.semantic import load_semantic_head
 
     if config.semantic_head is None:
         return None
     try:
-        return load_semantic_head(config.semantic_head)
+        head = load_semantic_head(config.semantic_head)
     except ValueError as exc:
         raise ConfigError("semantic_head", str(exc)) from None
+    if head.trained_for is None:
+        if warn is not None:
+            warn(
+                f"warning: --semantic-head {config.semantic_head} does not record the target "
+                f"it was trained for, so it cannot be checked against --target {config.target}"
+            )
+        return head
+    recorded = head.trained_for.target
+    if not _same_model(recorded, config.target):
+        raise ConfigError(
+            "semantic_head",
+            f"{config.semantic_head} was trained for target {recorded}, not --target "
+            f"{config.target}: give a head trained for this target",
+        )
+    return head
+
+
+def _same_model(recorded: str, target: str) -> bool:
+    """Whether a head's recorded target and the server's name one model, however spelled
+    (:func:`~edgespec.models.registry.model_identity`: ``gemma3-270m`` and a path to the
+    same folder are one); a name that is no model from here is compared as written."""
+    from edgespec.models.registry import ModelNotFoundError, model_identity
+
+    if recorded == target:
+        return True
+    try:
+        return model_identity(recorded) == model_identity(target)
+    except ModelNotFoundError:
+        return False
 
 
 def semantic_rules_for(config: Any, head: Any, model: Any) -> Any:
@@ -107,9 +139,14 @@ def _draft_factory(
     placement: Any,
 ) -> Callable[[], Any] | None:
     """What makes the co-located drafter of a fused run (``None`` without ``--draft``),
-    its model on the target's device, in the target's dtype (``placement``)."""
+    its model on the target's device, in the target's dtype (``placement``); a draft that
+    takes fewer token ids than the target's ``vocab_size`` is a ``UserInputError`` naming
+    ``--draft`` here, before the server listens (its first fused round crashed on the
+    target's first token outside them)."""
+    from edgespec.config import ConfigError
+    from edgespec.errors import UserInputError
     from edgespec.models.loading import load_model
-    from edgespec.runtime.edge.draft_backends import make_drafter
+    from edgespec.runtime.edge.draft_backends import check_draft_vocab, make_drafter
 
     if draft_name is None:
         return None
@@ -118,6 +155,10 @@ def _draft_factory(
     if draft_name != "ngram":
         device, dtype = placement.device, placement.dtype
         model = load_model(draft_name, dtype, verbose=verbose, device=device).model
+        try:
+            check_draft_vocab(draft_name, model, vocab_size)
+        except ConfigError as exc:  # --draft is a flag, not a ServerConfig field
+            raise UserInputError(f"--draft: {exc.message}") from None
 
     def factory() -> Any:
         return make_drafter(draft_name, model, vocab_size)

@@ -62,7 +62,8 @@ def check_draft_vocab(name: str, model: Any, target_vocab: int) -> None:
     """A :class:`~edgespec.config.ConfigError` at ``draft`` when the draft ``model``
     (``None``: prompt lookup, which takes any id) takes fewer token ids than the server's
     target has (:func:`draft_input_vocab`): the target's first token outside them would
-    crash the draft mid-output (``edgespec draft``, ``edgespec drafting-server``)."""
+    crash the draft mid-output (``edgespec draft``, ``edgespec drafting-server``, and
+    ``edgespec serve --draft``, which names the flag)."""
     from edgespec.config import ConfigError
 
     if model is None:

@@ -68,7 +68,8 @@ class ServiceMetrics:
     ``num_verifications``: rounds decided and answered (a client gone before its answer
     and a hidden-state request are not counted), with their drafted, accepted and committed
     tokens; ``rejected_by_code``: every :class:`ErrorCode`, with the requests the service
-    refused with it."""
+    refused with it; ``semantic_sessions`` and ``accepted_mismatches``: the engine's, by
+    threshold (:class:`EngineCounters`)."""
 
     stats: ServerStats
     num_verifications: int
@@ -78,6 +79,8 @@ class ServiceMetrics:
     num_sessions_opened: int
     num_sessions_closed: int
     rejected_by_code: tuple[tuple[str, int], ...]
+    semantic_sessions: tuple[tuple[int, int], ...]
+    accepted_mismatches: tuple[tuple[int, int], ...]
     batch_size: HistogramSnapshot
     batch_seconds: HistogramSnapshot
     queue_wait_seconds: HistogramSnapshot
@@ -173,6 +176,8 @@ class ServiceCounters:
             num_sessions_opened=self.num_sessions_opened,
             num_sessions_closed=self.num_sessions_closed,
             rejected_by_code=tuple((e.value, self.rejected_by_code[e.value]) for e in ErrorCode),
+            semantic_sessions=c.semantic_sessions,
+            accepted_mismatches=c.accepted_mismatches,
             batch_size=self.batch_size.snapshot(),
             batch_seconds=self.batch_seconds.snapshot(),
             queue_wait_seconds=self.queue_wait_seconds.snapshot(),

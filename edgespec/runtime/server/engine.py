@@ -131,9 +131,7 @@ class VerificationEngine(SessionTable):
         with self._lock:
             if live:
                 self._tally.num_forward_passes += 1
-            self._tally.num_tokens_forwarded += sum(
-                len(item.new_token_ids) for _, _, _, item in live
-            )
+            self._tally.num_tokens_forwarded += sum(len(i.new_token_ids) for *_, i in live)
             self._tally.num_verifications += len(live)
             for (index, s, c, item), out in zip(live, outputs, strict=True):
                 if s.hidden_rule is None:
@@ -296,5 +294,6 @@ class VerificationEngine(SessionTable):
         )
         block = VerifyCall(call.session_id, call.prefix_len, call.draft_token_ids,
                            draft_parents=call.draft_parents)  # fmt: skip
+        self._tally.count_round(s, outcome)  # lossy sessions, accepted mismatches
         self._store_round(s, block, outcome)  # a retry of this round gets it again
         return outcome

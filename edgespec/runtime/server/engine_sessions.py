@@ -25,12 +25,11 @@ the block again; ``FAILED_PRECONDITION`` when the pass alone held more than the 
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -50,6 +49,10 @@ from edgespec.runtime.server.verification import (
 
 @dataclass(frozen=True, slots=True)
 class EngineCounters:
+    """The engine's totals and its cache's size now. ``semantic_sessions``: (threshold,
+    lossy sessions that committed a round under it), ``accepted_mismatches``: (threshold,
+    mismatching draft tokens those sessions committed), sorted, thresholds seen only."""
+
     num_forward_passes: int
     num_tokens_forwarded: int
     num_verifications: int
@@ -60,6 +63,8 @@ class EngineCounters:
     num_cached_tokens: int
     num_cached_bytes: int
     num_sessions: int
+    semantic_sessions: tuple[tuple[int, int], ...] = ()
+    accepted_mismatches: tuple[tuple[int, int], ...] = ()
 
     @property
     def cache_hit_ratio(self) -> float:
@@ -79,6 +84,26 @@ class _Tally:
     num_cache_misses: int = 0
     num_reprefills: int = 0
     num_evictions: int = 0
+    semantic_sessions: Counter[int] = field(default_factory=Counter)
+    accepted_mismatches: Counter[int] = field(default_factory=Counter)
+
+    def count_round(self, s: EngineSession, outcome: VerifyOutcome) -> None:
+        """Count a round committed for ``s`` (before it is stored): a lossy session's
+        first round counts the session under its threshold, every round its committed
+        mismatching draft tokens."""
+        semantic = s.spec.semantic
+        if s.rule.lossless or semantic is None:
+            return
+        self.semantic_sessions[semantic.threshold] += int(s.last_round is None)
+        self.accepted_mismatches[semantic.threshold] += outcome.accepted_mismatches
+
+    def scalars(self) -> dict[str, int]:
+        """The plain counts, by field name."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if isinstance(getattr(self, f.name), int)
+        }
 
 
 class SessionTable:
@@ -246,10 +271,12 @@ class SessionTable:
         with self._lock:
             held = [self._sessions[sid] for sid in self._lru]
             return EngineCounters(
-                **dataclasses.asdict(self._tally),
+                **self._tally.scalars(),
                 num_cached_tokens=sum(s.kv_len for s in held),
                 num_cached_bytes=sum(self.backend.kv_bytes(s.kv) for s in held if s.kv is not None),
                 num_sessions=len(self._sessions),
+                semantic_sessions=tuple(sorted(self._tally.semantic_sessions.items())),
+                accepted_mismatches=tuple(sorted(self._tally.accepted_mismatches.items())),
             )
 
     def _holds(self, s: EngineSession) -> bool:

@@ -2,7 +2,8 @@
 :class:`~edgespec.runtime.server.counters.ServiceMetrics` under Prometheus' naming rules —
 counters end in ``_total``, units are spelled out (``_seconds``, ``_bytes``, ``_tokens``),
 latencies and batch sizes are histograms. docs/RUNTIME.md ("Observability") has the table;
-:data:`GAUGES`, :data:`COUNTERS` and :data:`HISTOGRAMS` are its source."""
+:data:`GAUGES`, :data:`COUNTERS`, :data:`BY_THRESHOLD` and :data:`HISTOGRAMS` are its
+source."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from edgespec.errors import MissingPackageError
+from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.runtime.server.counters import HistogramSnapshot, ServiceMetrics
 
 PREFIX = "edgespec_"
@@ -37,6 +39,18 @@ COUNTERS: dict[str, tuple[str, str]] = {  # metric without _total -> (field, hel
     "closed_sessions": ("num_sessions_closed", "sessions closed by their client"),
 }
 REJECTED = "rejected_requests"  # a counter labelled by the gRPC status code
+BY_THRESHOLD: dict[str, tuple[str, str]] = {  # counters labelled by the semantic threshold
+    "semantic_sessions": (
+        "semantic_sessions",
+        "lossy (semantic) sessions that committed a round, by threshold (of 16)",
+    ),
+    "accepted_mismatches": (
+        "accepted_mismatches",
+        "mismatching draft tokens committed by semantic verification, by threshold (of 16)",
+    ),
+}
+"""Labelled ``threshold`` "0".."16": every one present (0 included), so at most 17 series
+each, whatever the clients send."""
 HISTOGRAMS: dict[str, tuple[str, str]] = {
     "batch_size": ("batch_size", "sessions per verification pass"),
     "batch_seconds": ("batch_seconds", "wall time of a verification pass"),
@@ -59,6 +73,16 @@ def _histogram(name: str, doc: str, h: HistogramSnapshot) -> Any:
     return HistogramMetricFamily(name, doc, buckets=buckets, sum_value=h.sum)
 
 
+def _by_threshold(name: str, doc: str, counts: tuple[tuple[int, int], ...]) -> Any:
+    from prometheus_client.core import CounterMetricFamily
+
+    family = CounterMetricFamily(name, doc, labels=["threshold"])
+    seen = dict(counts)
+    for threshold in range(THRESHOLD_STEPS + 1):
+        family.add_metric([str(threshold)], float(seen.get(threshold, 0)))
+    return family
+
+
 class _Collector:
     def __init__(self, metrics: Callable[[], ServiceMetrics]) -> None:
         self._metrics = metrics
@@ -77,6 +101,8 @@ class _Collector:
         for code, count in m.rejected_by_code:
             rejected.add_metric([code], float(count))
         yield rejected
+        for name, (field, doc) in BY_THRESHOLD.items():
+            yield _by_threshold(PREFIX + name, doc, getattr(m, field))
         for name, (field, doc) in HISTOGRAMS.items():
             yield _histogram(PREFIX + name, doc, getattr(m, field))
 

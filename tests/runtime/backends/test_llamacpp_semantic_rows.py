@@ -91,10 +91,10 @@ def test_a_cold_start_asks_for_the_logit_rows_only(
     target: LlamaCppTarget, output_rows: list[int]
 ) -> None:
     every = target.forward([ForwardItem(None, 0, PROMPT, 4, want_hidden=True)])[0]
-    assert output_rows == [len(PROMPT)]  # return_hidden: every token's row, as before
+    assert output_rows == [64, 64, 64, 8]  # return_hidden: every token's row, in chunks
     item = ForwardItem(None, 0, PROMPT, 4, want_hidden=True, hidden_of_logits_only=True)
     kept = target.forward([item])[0]
-    assert output_rows == [len(PROMPT), 0, 4]  # the prompt without rows, then the 4
+    assert output_rows == [64, 64, 64, 8, 0, 4]  # the prompt without rows, then the 4
     assert every.hidden is not None and kept.hidden is not None
     assert kept.hidden.shape == (4, TARGET_HIDDEN)
     assert np.array_equal(kept.hidden, every.hidden[-4:])

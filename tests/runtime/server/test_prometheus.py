@@ -51,7 +51,7 @@ def test_families_have_conventional_names_and_types() -> None:
     counters = ["batches", "forwarded_tokens", "cache_hits", "cache_misses", "evictions"]
     counters += ["reprefills", "expired_sessions", "verifications", "drafted_tokens"]
     counters += ["accepted_tokens", "committed_tokens", "opened_sessions", "closed_sessions"]
-    counters += ["rejected_requests"]
+    counters += ["rejected_requests", "semantic_sessions", "accepted_mismatches"]
     histograms = ["batch_size", "batch_seconds", "queue_wait_seconds"]
     assert families == {
         **{f"edgespec_{g}": "gauge" for g in gauges},
