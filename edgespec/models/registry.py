@@ -105,6 +105,19 @@ def model_identity(name_or_path: str) -> str:
     return spec.name if spec.path is None else str(spec.path.resolve())
 
 
+def same_model(name: str, other: str) -> bool:
+    """Whether ``name`` and ``other`` name one model, however spelled
+    (:func:`model_identity`: ``gemma3-270m-draft`` and the bundled draft's folder, a path
+    from here and its absolute form); a name that is no model from here is compared as
+    written."""
+    if name == other:
+        return True
+    try:
+        return model_identity(name) == model_identity(other)
+    except ModelNotFoundError:
+        return False
+
+
 def recorded_name(name_or_path: str) -> str:
     """How a file this run writes names the model, to be found again from any folder: a
     directory or file as its absolute path, a known model's name (the bundled draft's too:

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TextIO
 
-from edgespec.models.registry import ModelNotFoundError, model_identity
+from edgespec.models.registry import same_model
 from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.files import profile_files
 from edgespec.profiling.measure import GridSpec, Sample, design_grid
@@ -92,14 +92,11 @@ class CheckpointError(ValueError):
 
 def _same_model(recorded: Any, now: Any) -> bool:
     """Whether the ``target`` a checkpoint records and this run's name one model, however
-    spelled (:func:`~edgespec.models.registry.model_identity`; a name that is no model from
+    spelled (:func:`~edgespec.models.registry.same_model`; a name that is no model from
     here is compared as written)."""
-    if not isinstance(recorded, str) or not isinstance(now, str) or recorded == now:
+    if not isinstance(recorded, str) or not isinstance(now, str):
         return bool(recorded == now)
-    try:
-        return model_identity(recorded) == model_identity(now)
-    except ModelNotFoundError:
-        return False
+    return same_model(recorded, now)
 
 
 def _differences(found: dict[str, Any], wanted: dict[str, Any]) -> list[str]:

@@ -36,6 +36,7 @@ def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any
     naming it. A head that records no target (written before heads recorded their pair)
     is served; ``warn`` is told that it cannot be checked."""
     from edgespec.config import ConfigError
+    from edgespec.models.registry import same_model
     from edgespec.runtime.server.semantic import load_semantic_head
 
     if config.semantic_head is None:
@@ -52,27 +53,13 @@ def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any
             )
         return head
     recorded = head.trained_for.target
-    if not _same_model(recorded, config.target):
+    if not same_model(recorded, config.target):
         raise ConfigError(
             "semantic_head",
             f"{config.semantic_head} was trained for target {recorded}, not --target "
             f"{config.target}: give a head trained for this target",
         )
     return head
-
-
-def _same_model(recorded: str, target: str) -> bool:
-    """Whether a head's recorded target and the server's name one model, however spelled
-    (:func:`~edgespec.models.registry.model_identity`: ``gemma3-270m`` and a path to the
-    same folder are one); a name that is no model from here is compared as written."""
-    from edgespec.models.registry import ModelNotFoundError, model_identity
-
-    if recorded == target:
-        return True
-    try:
-        return model_identity(recorded) == model_identity(target)
-    except ModelNotFoundError:
-        return False
 
 
 def semantic_rules_for(config: Any, head: Any, model: Any) -> Any:
