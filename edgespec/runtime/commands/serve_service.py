@@ -4,6 +4,7 @@ draft, and the verification service over the loaded target."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,7 @@ def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any
     is served; ``warn`` is told that it cannot be checked."""
     from edgespec.config import ConfigError
     from edgespec.models.registry import same_model
+    from edgespec.policies.semantic.bundled import bundled_pair
     from edgespec.runtime.server.semantic import load_semantic_head
 
     if config.semantic_head is None:
@@ -45,6 +47,8 @@ def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any
         head = load_semantic_head(config.semantic_head)
     except ValueError as exc:
         raise ConfigError("semantic_head", str(exc)) from None
+    if head.trained_for is None:
+        head = dataclasses.replace(head, trained_for=bundled_pair(config.semantic_head))
     if head.trained_for is None:
         if warn is not None:
             warn(
