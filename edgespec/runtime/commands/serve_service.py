@@ -66,16 +66,24 @@ def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any
     return head
 
 
-def semantic_rules_for(config: Any, head: Any, model: Any) -> Any:
+def semantic_rules_for(config: Any, head: Any, model: Any, vocab_size: int | None = None) -> Any:
     """The verification rules the server serves: exact, plus semantic with ``head`` (its
     widths checked against the target ``model``'s hidden size, or ``model`` itself when it
-    is that size, as on llama.cpp); a mismatch is a :class:`ConfigError`."""
+    is that size, as on llama.cpp; the target vocabulary it records, if any, against the
+    target's ``vocab_size``); a mismatch is a :class:`ConfigError`."""
     from edgespec.config import ConfigError
     from edgespec.runtime.server.semantic import semantic_rules
     from edgespec.runtime.server.verification import EXACT_RULES
 
     if head is None:
         return EXACT_RULES
+    trained = None if head.trained_for is None else head.trained_for.target_vocab_size
+    if trained is not None and vocab_size is not None and trained != vocab_size:
+        raise ConfigError(
+            "semantic_head",
+            f"{config.semantic_head} was trained for a target of {trained:,} tokens, the "
+            f"target has {vocab_size:,}: give a head trained for this target",
+        )
     width = model if isinstance(model, int) else int(model.config.get_text_config().hidden_size)
     thresholds = config.semantic_thresholds or None
     try:
@@ -104,7 +112,7 @@ def build_service(
     backend = target.backend
     if getattr(backend, "inexactness", None) is not None:
         log(f"LOSSY: batched logits differ from one-at-a-time ones ({backend.inexactness})")
-    rules = semantic_rules_for(config, head, target.hidden_size)
+    rules = semantic_rules_for(config, head, target.hidden_size, backend.vocab_size)
     max_sessions = config.max_sessions
     if target.max_sessions is not None and max_sessions > target.max_sessions:
         max_sessions = target.max_sessions

@@ -109,3 +109,23 @@ def test_a_bundled_head_is_known_by_its_content_wherever_it_is(tmp_path: Path, n
         f"config field 'semantic_head': {copy} was trained for target gemma3-270m, not "
         "--target no-such-model: give a head trained for this target"
     )
+
+
+def test_a_head_recording_another_target_vocabulary_is_refused(tmp_path: Path) -> None:
+    """The recorded ``target_vocab_size`` was never compared with the loaded target's."""
+    from edgespec.runtime.commands.serve_service import semantic_rules_for
+    from edgespec.runtime.testing import tiny_llama
+
+    head_file = _head(tmp_path, {"target": "m", "draft": None, "target_vocab_size": 262_144})
+    config = _config("m", head_file)
+    head = semantic_head(config)
+    with pytest.raises(ConfigError) as info:
+        semantic_rules_for(config, head, tiny_llama(), vocab_size=64)
+    assert str(info.value) == (
+        f"config field 'semantic_head': {head_file} was trained for a target of 262,144 "
+        "tokens, the target has 64: give a head trained for this target"
+    )
+    assert sorted(semantic_rules_for(config, head, tiny_llama(), vocab_size=262_144)) == [
+        "exact",
+        "semantic",
+    ]
