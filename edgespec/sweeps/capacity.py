@@ -45,22 +45,17 @@ class ProbeStep:
     why: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ClassViolation:
+def class_violation(slo_class: str) -> Violation:
     """One class's violation rate for Cap(τ) of that class; 1.0 when none of its requests
     finished within the run (the load is beyond what the system serves in that time)."""
+    rate = class_violation_rate(slo_class)
 
-    slo_class: str
-
-    def __call__(self, metrics: SystemMetrics) -> float:
-        if not any(c.slo_class == self.slo_class for c in metrics.slo_classes):
+    def violation(metrics: SystemMetrics) -> float:
+        if not any(c.slo_class == slo_class for c in metrics.slo_classes):
             return 1.0
-        return class_violation_rate(self.slo_class)(metrics)
+        return rate(metrics)
 
-
-def class_violation(slo_class: str) -> ClassViolation:
-    """One class's violation rate for Cap(τ) of that class (:class:`ClassViolation`)."""
-    return ClassViolation(slo_class)
+    return violation
 
 
 @dataclass(frozen=True, slots=True)

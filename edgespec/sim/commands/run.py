@@ -129,9 +129,9 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
         check_scenario_dict,
     )
     from edgespec.sim.setup.cells import count_step
-    from edgespec.sweeps.capacity import ProbeStep, capacity_search, class_violation
+    from edgespec.sweeps.capacity import ProbeStep, Violation, capacity_search, class_violation
 
-    violation = violation_rate
+    violation: Violation = violation_rate
     if args.slo_class is not None:  # one that runs can measure, before any run
         check_class_measured(scenario, args.slo_class)
         violation = class_violation(args.slo_class)

@@ -39,9 +39,7 @@ READ_KEYS = (
     *PROMPT_KEYS,
     *OUTPUT_KEYS,
     *ID_KEYS,
-    "drafter_id",
-    "draft_id",
-    "client_id",
+    *(key for key in CLIENT_KEYS if "." not in key),
     "metadata",
     "slo_class",
     "acceptance_seq",
@@ -80,6 +78,16 @@ def _given(record: Mapping[str, Any], key: str) -> bool:
         return outer in record
     nested = record.get(outer)
     return isinstance(nested, Mapping) and inner in nested
+
+
+def given_value(record: Mapping[str, Any], keys: tuple[str, ...], default: Any) -> Any:
+    """The value of the one spelling in ``keys`` that ``record`` gives (``metadata.client_id``:
+    inside ``metadata``), else ``default``."""
+    for key in keys:
+        if _given(record, key):
+            outer, _, inner = key.partition(".")
+            return record[outer][inner] if inner else record[outer]
+    return default
 
 
 def check_trace_fields(record: Mapping[str, Any], where: str) -> None:

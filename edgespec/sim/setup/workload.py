@@ -34,9 +34,11 @@ from edgespec.core.tree import parse_branching
 from edgespec.errors import did_you_mean
 from edgespec.sim.setup.trace_fields import (
     ARRIVAL_KEYS,
+    CLIENT_KEYS,
     OUTPUT_KEYS,
     PROMPT_KEYS,
     check_trace_fields,
+    given_value,
 )
 
 
@@ -117,13 +119,7 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
     arrival = _arrival_ms(_first(record, ARRIVAL_KEYS, where), where)
     prompt = _count(_first(record, PROMPT_KEYS, where), where, "prompt_tokens", 0)
     output = _count(_first(record, OUTPUT_KEYS, where), where, "output_tokens", 1)
-    metadata = record.get("metadata")
-    if "drafter_id" in record or "draft_id" in record:
-        client = record.get("drafter_id", record.get("draft_id"))
-    elif isinstance(metadata, Mapping) and "client_id" in metadata:
-        client = metadata["client_id"]
-    else:
-        client = record.get("client_id", 0)
+    client = given_value(record, CLIENT_KEYS, 0)
     seq = record.get("acceptance_seq")
     if seq is not None:
         if not isinstance(seq, list) or any(v not in (0, 1) or isinstance(v, float) for v in seq):

@@ -239,6 +239,12 @@ def test_text_shards_are_checked_for_their_tokenizers_target_only(
     assert not (tmp_path / "f2").exists()
 
 
+def _run_out(target: Path, tmp_path: Path, out: Path) -> int:
+    """A run with ``--out`` ``out``, the data in tmp_path/gen, the features in tmp_path/f."""
+    argv = ["train", "feature-draft", "--target", str(target), "--out", str(out)]
+    return main([*argv, "--data-dir", str(tmp_path / "gen"), "--features-dir", str(tmp_path / "f")])
+
+
 @pytest.mark.parametrize("flag", ["--data-dir", "--features-dir"])
 def test_out_is_neither_a_data_dir_nor_the_features_dir(
     target: Path,
@@ -252,9 +258,7 @@ def test_out_is_neither_a_data_dir_nor_the_features_dir(
     monkeypatch.setattr(loading, "load_model", _never)
     out = tmp_path / ("gen" if flag == "--data-dir" else "f")
     out.mkdir(exist_ok=True)
-    argv = ["train", "feature-draft", "--target", str(target), "--out", str(out)]
-    argv += ["--data-dir", str(tmp_path / "gen"), "--features-dir", str(tmp_path / "f")]
-    assert main(argv) == 2
+    assert _run_out(target, tmp_path, out) == 2
     assert capsys.readouterr().err == (
         f"edgespec train: --out '{out}' is also the {flag}: a draft is saved into a folder "
         "of its own, not among shards; give another --out\n"
@@ -271,9 +275,7 @@ def test_out_holds_no_features(
     monkeypatch.setattr(loading, "load_model", _never)
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "features_00000.pt").write_bytes(b"")
-    argv = ["train", "feature-draft", "--target", str(target), "--out", str(tmp_path / "old")]
-    argv += ["--data-dir", str(tmp_path / "gen"), "--features-dir", str(tmp_path / "f")]
-    assert main(argv) == 2
+    assert _run_out(target, tmp_path, tmp_path / "old") == 2
     assert capsys.readouterr().err == (
         f"edgespec train: --out '{tmp_path / 'old'}' holds shards (features_00000.pt): a "
         "draft is saved into a folder of its own, not among shards; give another --out\n"

@@ -7,13 +7,18 @@ import atexit
 import functools
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
 VOCAB = 64
 EOS = 2
+if TYPE_CHECKING:
+    from edgespec.runtime.backends.llamacpp_context import Entry
+
 SKIP_REASON = (
     "llama-cpp-python is not installed (`make` builds it once: tools/build_llamacpp_wheel.sh)"
 )
@@ -95,3 +100,20 @@ def tiny_gguf(seed: int = 0) -> Path:
     directory = Path(tempfile.mkdtemp(prefix="edgespec-tiny-gguf-"))
     atexit.register(shutil.rmtree, directory, True)
     return write_tiny_llama_gguf(directory / f"tiny-llama-{seed}.gguf", seed)
+
+
+def count_output_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The output rows (a vocabulary-wide logit row each) each ``llama_decode`` batch makes
+    llama.cpp compute, appended per call: its tokens with a logits flag, or with embeddings
+    on (``hidden``) every token (tests/runtime/backends/test_llamacpp_semantic_rows.py)."""
+    from edgespec.runtime.backends.llamacpp_context import LlamaContext
+
+    counts: list[int] = []
+    decode = LlamaContext.decode
+
+    def counting(self: LlamaContext, entries: Sequence[Entry], hidden: bool = False) -> Any:
+        counts.append(len(entries) if hidden else sum(1 for *_, wanted in entries if wanted))
+        return decode(self, entries, hidden)
+
+    monkeypatch.setattr(LlamaContext, "decode", counting)
+    return counts

@@ -7,13 +7,12 @@ batch, bit for bit (the exact configuration is batch-invariant)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.runtime.backends.llamacpp_fixtures import SKIP_REASON, tiny_gguf
+from tests.runtime.backends.llamacpp_fixtures import SKIP_REASON, count_output_rows, tiny_gguf
 
 pytest.importorskip("llama_cpp", reason=SKIP_REASON)
 pytest.importorskip("gguf", reason="the tiny test model is written with the gguf package")
@@ -23,7 +22,7 @@ from edgespec.runtime.backends import llamacpp_batch
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.llamacpp_backend import LlamaCppTarget
 from edgespec.runtime.backends.llamacpp_batch import HIDDEN_CHUNK_ROWS
-from edgespec.runtime.backends.llamacpp_context import Entry, LlamaContext, LlamaCppSettings
+from edgespec.runtime.backends.llamacpp_context import LlamaCppSettings
 from edgespec.runtime.messages import SessionSpec, VerifyOutcome
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.wire.inprocess import target_greedy_decode
@@ -43,15 +42,7 @@ def target() -> LlamaCppTarget:
 def output_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The output rows each ``llama_decode`` call asks of llama.cpp (with embeddings on,
     every token: tests/runtime/backends/test_llamacpp_semantic_rows.py)."""
-    counts: list[int] = []
-    decode = LlamaContext.decode
-
-    def counting(self: LlamaContext, entries: Sequence[Entry], hidden: bool = False) -> Any:
-        counts.append(len(entries) if hidden else sum(1 for *_, wanted in entries if wanted))
-        return decode(self, entries, hidden)
-
-    monkeypatch.setattr(LlamaContext, "decode", counting)
-    return counts
+    return count_output_rows(monkeypatch)
 
 
 def _cold_start(target: LlamaCppTarget) -> ForwardOutput:

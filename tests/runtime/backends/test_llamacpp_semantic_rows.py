@@ -7,13 +7,12 @@ and the verdicts the same."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pytest
 
-from tests.runtime.backends.llamacpp_fixtures import SKIP_REASON, tiny_gguf
+from tests.runtime.backends.llamacpp_fixtures import SKIP_REASON, count_output_rows, tiny_gguf
 
 pytest.importorskip("llama_cpp", reason=SKIP_REASON)
 pytest.importorskip("gguf", reason="the tiny test model is written with the gguf package")
@@ -23,7 +22,7 @@ from edgespec.policies.semantic.csi import CSI_FEATURE_NAMES, ChannelState, csi_
 from edgespec.policies.semantic.head import DecisionHead
 from edgespec.runtime.backends.base import ForwardItem
 from edgespec.runtime.backends.llamacpp_backend import LlamaCppTarget
-from edgespec.runtime.backends.llamacpp_context import Entry, LlamaContext, LlamaCppSettings
+from edgespec.runtime.backends.llamacpp_context import LlamaContext, LlamaCppSettings
 from edgespec.runtime.messages import (
     DRAFT_HIDDEN,
     SemanticSpec,
@@ -50,15 +49,7 @@ def output_rows(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The output rows (a V-wide logit row each) each ``llama_decode`` batch makes llama.cpp
     compute: its tokens with a logits flag, or with embeddings on (``hidden``) every token
     (:func:`test_with_embeddings_on_llamacpp_outputs_every_token`)."""
-    counts: list[int] = []
-    decode = LlamaContext.decode
-
-    def counting(self: LlamaContext, entries: Sequence[Entry], hidden: bool = False) -> Any:
-        counts.append(len(entries) if hidden else sum(1 for *_, wanted in entries if wanted))
-        return decode(self, entries, hidden)
-
-    monkeypatch.setattr(LlamaContext, "decode", counting)
-    return counts
+    return count_output_rows(monkeypatch)
 
 
 def test_with_embeddings_on_llamacpp_outputs_every_token() -> None:
