@@ -162,11 +162,12 @@ def quiet_grpc_logs(environ: MutableMapping[str, str]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command ``argv`` names; its exit status. A refused input (a
     :class:`UserInputError`, a file that is missing or cannot be read or written) is one
-    line and status 2, before or while the command runs; a policy whose answer breaks its
-    contract (:class:`PolicyContractError`: the config was valid, the policy's code is at
-    fault, as the server fails the calls concerned with ``INTERNAL``, not
-    ``INVALID_ARGUMENT``) is one line and status 1, the status of a run that failed (a
-    system error, a command's own failure); Ctrl-C, 130."""
+    line and status 2, before or while the command runs, named by the whole command
+    (``edgespec bench serve:``, ``edgespec reproduce wisp:``, as argparse names it); a
+    policy whose answer breaks its contract (:class:`PolicyContractError`: the config was
+    valid, the policy's code is at fault, as the server fails the calls concerned with
+    ``INTERNAL``, not ``INVALID_ARGUMENT``) is one line and status 1, the status of a run
+    that failed (a system error, a command's own failure); Ctrl-C, 130."""
     quiet_grpc_logs(os.environ)  # before any command imports grpc
     parser = build_parser()
     args = _parse(parser, argv)
@@ -174,28 +175,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     handler: Handler = args.handler
+    name: str = args.subparser.prog  # "edgespec sim", "edgespec bench serve"
     try:
         return handler(args)
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
-        print(f"edgespec {args.command}: interrupted", file=sys.stderr)
+        print(f"{name}: interrupted", file=sys.stderr)
         return 130
     except UserInputError as exc:
-        print(f"edgespec {args.command}: {exc}", file=sys.stderr)
+        print(f"{name}: {exc}", file=sys.stderr)
         return 2
     except PolicyContractError as exc:  # a policy's answer out of contract: its bug, not input
-        print(f"edgespec {args.command}: {exc}", file=sys.stderr)
+        print(f"{name}: {exc}", file=sys.stderr)
         return 1
     except FileNotFoundError as exc:
-        print(f"edgespec {args.command}: {exc}", file=sys.stderr)
+        print(f"{name}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path that cannot be written or read: named, one line
         if exc.filename is not None:
-            print(f"edgespec {args.command}: {exc.filename}: {exc.strerror}", file=sys.stderr)
+            print(f"{name}: {exc.filename}: {exc.strerror}", file=sys.stderr)
             return 2
         if exc.errno is None:
             raise
         # The system failed, not the user (a full disk while records stream, a port in use).
-        print(f"edgespec {args.command}: {exc.strerror} (errno {exc.errno})", file=sys.stderr)
+        print(f"{name}: {exc.strerror} (errno {exc.errno})", file=sys.stderr)
         return 1
 
 

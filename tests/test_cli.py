@@ -41,7 +41,7 @@ def test_wisv_without_the_heads_table_names_the_command_that_makes_it(
     out = tmp_path / "out"
     assert main(["reproduce", "wisv", "--quick", "--quiet", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("edgespec reproduce: edgespec reproduce wisv needs the decision head")
+    assert err.startswith("edgespec reproduce wisv: the decision head's reject shares are needed")
     assert (
         "/gemma3-270m-kappa-critical-acceptance.json does not exist; run `edgespec train wisv "
         "--budget kappa-critical` first" in err
@@ -69,7 +69,7 @@ def test_ctrl_c_is_one_line_and_status_130(
     except KeyboardInterrupt:  # not caught: a traceback (and pytest would stop here)
         pytest.fail("main let KeyboardInterrupt through")
     assert status == 130
-    assert capsys.readouterr() == ("", "edgespec data: interrupted\n")
+    assert capsys.readouterr() == ("", "edgespec data lengths: interrupted\n")
 
 
 def test_overrides_after_an_option_are_still_overrides(
@@ -83,7 +83,7 @@ def test_overrides_after_an_option_are_still_overrides(
     written = yaml.safe_load((out / "scenario.yaml").read_text())
     assert (written["seed"], written["duration_s"]) == (3, 1.5)
     assert main(["bench", "sim", "--repeat", "0", "duration_s=1"]) == 2
-    assert capsys.readouterr().err == "edgespec bench: --repeat must be >= 1, got 0\n"
+    assert capsys.readouterr().err == "edgespec bench sim: --repeat must be >= 1, got 0\n"
 
 
 def test_unknown_arguments_show_the_subcommand_usage(capsys: pytest.CaptureFixture[str]) -> None:

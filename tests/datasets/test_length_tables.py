@@ -224,5 +224,5 @@ def test_sources_are_checked_before_the_tokenizer_loads(
     monkeypatch.setattr(lt, "load_tokenizer", never)
     assert main(["data", "lengths", *flags, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"edgespec data: {message}")
+    assert err.startswith(f"edgespec data lengths: {message}")
     assert err.count("\n") == 1

@@ -104,4 +104,6 @@ def test_wisp_estimator_refuses_an_unreadable_samples_file_in_one_line(
     path = tmp_path / "s.json"
     path.write_bytes(data)
     assert main(["reproduce", "wisp-estimator", "--samples", str(path)]) == 2
-    assert capsys.readouterr().err == f"edgespec reproduce: {message.format(path=path)}\n"
+    assert capsys.readouterr().err == (
+        f"edgespec reproduce wisp-estimator: {message.format(path=path)}\n"
+    )

@@ -43,7 +43,7 @@ def test_an_out_holding_an_earlier_reproduction_is_refused_before_anything_runs(
         (tmp_path / name).write_text("earlier")
     assert main(["reproduce", "zhu", "--quick", "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec reproduce: --out {tmp_path} already holds a run (REPORT.md, results.json); "
+        f"edgespec reproduce zhu: --out {tmp_path} already holds a run (REPORT.md, results.json); "
         "give another folder, or --overwrite to replace that run's files\n"
     )
     assert run_folder("zhu", tmp_path, overwrite=True) == tmp_path
@@ -124,7 +124,7 @@ def test_a_folder_where_the_run_writes_a_file_is_refused_before_anything_runs(
     (tmp_path / "physical-fig5_stacks.png").mkdir()
     assert main(["reproduce", "dsd", "--quick", "--out", str(tmp_path), *overwrite]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec reproduce: --out {tmp_path}: {tmp_path / 'physical-fig5_stacks.png'} is a "
+        f"edgespec reproduce dsd: --out {tmp_path}: {tmp_path / 'physical-fig5_stacks.png'} is a "
         "folder where this run writes a file; move it or give another folder\n"
     )
     assert [p.name for p in tmp_path.iterdir()] == ["physical-fig5_stacks.png"]
@@ -132,7 +132,7 @@ def test_a_folder_where_the_run_writes_a_file_is_refused_before_anything_runs(
     (tmp_path / "scenarios").write_text("mine")
     assert main(["reproduce", "dsd", "--quick", "--out", str(tmp_path), *overwrite]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec reproduce: --out {tmp_path}: {tmp_path / 'scenarios'} is a file where this "
+        f"edgespec reproduce dsd: --out {tmp_path}: {tmp_path / 'scenarios'} is a file where this "
         "run makes a folder; move it or give another folder\n"
     )
 

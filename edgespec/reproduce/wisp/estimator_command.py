@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
+from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file, write_text_atomically
 
 
@@ -79,8 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
     error = check_args(args)
     if error is not None:
-        print(f"edgespec reproduce wisp-estimator: {error}", file=sys.stderr)
-        return 2
+        raise UserInputError(error)
     samples = load_samples(args.samples)
     check = check_estimator(samples.points)
     print_claims(w9_rows(check, samples))

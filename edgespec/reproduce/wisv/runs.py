@@ -89,7 +89,7 @@ class Tables:
         path = table_path(main)
         if not path.is_file():
             raise UserInputError(
-                f"edgespec reproduce wisv needs the decision head's reject shares: {path} "
+                f"the decision head's reject shares are needed: {path} "
                 f"does not exist; run `{TABLE_COMMAND}` first"
             )
         other = next((n for n in ablation if table_path(n).is_file()), None)

@@ -228,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
     bench's own calls (health, vocabulary, metrics, the check) one line, exit 1, as ``edgespec
     draft`` says it. SIGTERM stops it as Ctrl-C does: its client processes and its own server
     stopped, one line (``terminated``, ``interrupted``), exit 143 (130). These lines begin
-    ``edgespec bench serve:``, as its progress lines and argparse's usage errors do."""
+    ``edgespec bench serve:``, as its progress lines and argparse's usage errors do (a refused
+    input's, from :func:`edgespec.cli.main`)."""
     from edgespec.runtime.errors import RequestError
 
     try:
@@ -237,12 +238,9 @@ def run(args: argparse.Namespace) -> int:
     except RequestError as exc:
         print(exc.client_line("bench serve"), file=sys.stderr)
         return 1
-    except UserInputError as exc:  # cli.main would name the group alone: "edgespec bench"
-        _say(str(exc))
-        return 2
     except Terminated:  # the processes were stopped on the way out
         return stopped("bench serve", signal.SIGTERM)
-    except KeyboardInterrupt:  # cli.main would name the group alone: "edgespec bench"
+    except KeyboardInterrupt:  # its processes stopped on the way out, as SIGTERM's
         return stopped("bench serve", signal.SIGINT)
 
 

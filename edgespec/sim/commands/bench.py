@@ -161,18 +161,16 @@ def check_flags(args: argparse.Namespace) -> None:
         if args.repeat > MAX_REPEAT:
             raise UserInputError(f"--repeat must be <= {MAX_REPEAT:,}, got {args.repeat}")
         if args.target not in REPEAT:
-            raise UserInputError(
-                f"--repeat applies only to bench sim or bench policy, not to bench {args.target}"
-            )
+            raise UserInputError("--repeat applies only to bench sim and bench policy")
     args.repeat = args.repeat or REPEAT.get(args.target, 1)
     if args.target != "sim" and args.overrides:
         raise UserInputError(
-            f"the {args.target} benchmark takes no key.path=value overrides, got {args.overrides}"
+            f"takes no key.path=value overrides (bench sim does), got {args.overrides}"
         )
     check_repeats(args.overrides)
     for flag in SIM_ONLY:
         if args.target != "sim" and getattr(args, flag[2:].replace("-", "_")) not in (None, False):
-            raise UserInputError(f"{flag} applies only to bench sim, not to bench {args.target}")
+            raise UserInputError(f"{flag} applies only to bench sim")
     given = next((o for o in args.overrides if o.partition("=")[0].strip() == "fast_path"), None)
     if args.straightforward and given is not None:
         raise UserInputError(

@@ -23,7 +23,7 @@ def test_cells_are_checked_before_anything_loads(
     flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["reproduce", "dsd-real-pair", "--target", "never-loaded", *flags]) == 2
-    assert capsys.readouterr().err == f"edgespec reproduce: {message}\n"
+    assert capsys.readouterr().err == f"edgespec reproduce dsd-real-pair: {message}\n"
 
 
 def test_a_limit_below_one_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

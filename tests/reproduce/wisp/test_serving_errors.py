@@ -61,7 +61,7 @@ def test_a_bad_profile_file_is_refused_before_anything_loads(
     out = tmp_path / "r.json"
     assert main([*BASE, "--profile", str(profile), "--out", str(out)]) == 2
     message = problem.format(file=profile)
-    assert capsys.readouterr().err == f"edgespec reproduce: --profile: {message}\n"
+    assert capsys.readouterr().err == f"edgespec reproduce wisp-serving: --profile: {message}\n"
     assert list(tmp_path.iterdir()) == ([profile] if text is not None else [])
 
 
@@ -72,7 +72,8 @@ def test_a_profile_of_another_kind_is_refused(
     args = ["--profile", "rtx4500-llama2-7b-zhu", "--out", str(tmp_path / "r.json")]
     assert main([*BASE, *args]) == 2
     assert capsys.readouterr().err == (
-        "edgespec reproduce: --profile: 'rtx4500-llama2-7b-zhu' is not a 'wisp' profile\n"
+        "edgespec reproduce wisp-serving: "
+        "--profile: 'rtx4500-llama2-7b-zhu' is not a 'wisp' profile\n"
     )
 
 
@@ -84,7 +85,8 @@ def test_more_prompts_than_gsm8k_test_has_is_refused(
     args = ["--profile", "a100-qwen3-32b", "--prompts", "101", "--out", str(tmp_path / "r.json")]
     assert main([*BASE, *args]) == 2
     assert capsys.readouterr().err == (
-        "edgespec reproduce: --prompts: 101 asked for, but GSM8K's test split has 100 prompts\n"
+        "edgespec reproduce wisp-serving: "
+        "--prompts: 101 asked for, but GSM8K's test split has 100 prompts\n"
     )
 
 
@@ -103,7 +105,8 @@ def test_a_server_that_does_not_start_says_why(
     log = tmp_path / "r-fcfs-server.log"
     assert serving.server_log_path(out, "fcfs") == log
     assert capsys.readouterr().err == (
-        "edgespec reproduce: fcfs: the verification server exited (2) before it served; the "
+        "edgespec reproduce wisp-serving: "
+        "fcfs: the verification server exited (2) before it served; the "
         f"end of its log ({log}):\nedgespec serve: --batching: --profile "
         "and --guard-ms configure the wisp batching policy; batching is 'fcfs' (add "
         "--batching wisp)\n"
@@ -120,7 +123,8 @@ def test_a_failing_client_is_named_with_its_error(
     args = ["--target", str(model_dir), "--profile", "a100-qwen3-32b", "--out", str(out)]
     assert main([*BASE, *args, "--max-new-tokens", "5000"]) == 2
     assert capsys.readouterr().err == (
-        "edgespec reproduce: fcfs: client 0 (class c1) failed: RequestError: INVALID_ARGUMENT: "
+        "edgespec reproduce wisp-serving: "
+        "fcfs: client 0 (class c1) failed: RequestError: INVALID_ARGUMENT: "
         "prompt (45 tokens) + max_new_tokens (5000) exceeds the target's context of 4096\n"
     )
     assert not out.exists()
@@ -174,7 +178,7 @@ def test_a_target_without_a_tokenizer_is_a_usage_error(
     args = ["--target", "t", "--profile", "a100-qwen3-32b", "--out", str(tmp_path / "r.json")]
     assert main([*BASE, *args]) == 2
     assert capsys.readouterr().err == (
-        "edgespec reproduce: --target t: no tokenizer (the prompts are text)\n"
+        "edgespec reproduce wisp-serving: --target t: no tokenizer (the prompts are text)\n"
     )
 
 

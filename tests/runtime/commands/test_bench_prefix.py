@@ -54,7 +54,7 @@ def test_what_the_target_cannot_take_is_one_line_before_timing(
     flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main([*SMALL, *flags]) == 2
-    assert capsys.readouterr().err == f"edgespec bench: {message}\n"
+    assert capsys.readouterr().err == f"edgespec bench prefix: {message}\n"
 
 
 def test_a_saved_model_is_probed_once_per_weights(

@@ -13,7 +13,7 @@ from edgespec.cli import main
 @pytest.mark.parametrize("target", ["sim", "policy", "memory"])
 def test_repeat_below_one_is_a_user_error(target: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", target, "--repeat", "0"]) == 2
-    assert capsys.readouterr().err == "edgespec bench: --repeat must be >= 1, got 0\n"
+    assert capsys.readouterr().err == f"edgespec bench {target}: --repeat must be >= 1, got 0\n"
 
 
 @pytest.mark.parametrize("target", ["policy", "memory"])
@@ -22,7 +22,7 @@ def test_overrides_only_for_the_sim_benchmark(
 ) -> None:
     assert main(["bench", target, "seed=1"]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec bench: the {target} benchmark takes no key.path=value overrides, "
+        f"edgespec bench {target}: takes no key.path=value overrides (bench sim does), "
         "got ['seed=1']\n"
     )
 

@@ -56,7 +56,7 @@ def test_contradicting_flags_are_refused(
     flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["bench", "sim", *flags]) == 2
-    assert capsys.readouterr().err == f"edgespec bench: {message}\n"
+    assert capsys.readouterr().err == f"edgespec bench sim: {message}\n"
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_sim_only_flags_are_refused_for_the_other_benchmarks(
     monkeypatch.chdir(tmp_path)
     assert main(["bench", target, *flags]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec bench: {flags[0]} applies only to bench sim, not to bench {target}\n"
+        f"edgespec bench {target}: {flags[0]} applies only to bench sim\n"
     )
     assert list(tmp_path.iterdir()) == []
 
@@ -100,7 +100,7 @@ def test_the_profile_s_folder_is_made_before_the_benchmark(tmp_path: Path) -> No
         (
             "memory",
             ["--repeat", "2"],
-            "--repeat applies only to bench sim or bench policy, not to bench memory",
+            "--repeat applies only to bench sim and bench policy",
         ),
     ],
 )
@@ -117,7 +117,7 @@ def test_a_repeat_over_the_bound_or_where_it_does_nothing_is_refused(
     monkeypatch.setattr("edgespec.sim.policy_bench.bench_policies", never)
     monkeypatch.setattr("edgespec.sim.memory_bench.access_costs", never)
     assert main(["bench", target, *flags]) == 2
-    assert capsys.readouterr().err == f"edgespec bench: {message}\n"
+    assert capsys.readouterr().err == f"edgespec bench {target}: {message}\n"
 
 
 @pytest.mark.parametrize(("flags", "repeat"), [([], 3), (["--repeat", "1"], 1)])
@@ -146,6 +146,6 @@ def test_record_rounds_is_refused_for_a_benchmark_that_keeps_no_records(
     a handler set without them timed), so asking for them is refused before anything runs."""
     assert main(["bench", "sim", *flags]) == 2
     assert capsys.readouterr().err == (
-        "edgespec bench: record_rounds=true: bench sim keeps no records, so no round would be "
+        "edgespec bench sim: record_rounds=true: bench sim keeps no records, so no round would be "
         "recorded; drop it (`edgespec sim --rounds` keeps them)\n"
     )

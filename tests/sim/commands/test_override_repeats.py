@@ -62,7 +62,8 @@ def test_a_repeated_override_is_one_line_exit_2(
 def test_bench_sim_refuses_a_repeated_override(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "sim", "seed=1", "seed=2"]) == 2
     assert capsys.readouterr().err == (
-        "edgespec bench: override 'seed=2': seed is given twice (first as 'seed=1'); give it once\n"
+        "edgespec bench sim: "
+        "override 'seed=2': seed is given twice (first as 'seed=1'); give it once\n"
     )
 
 

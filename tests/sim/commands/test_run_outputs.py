@@ -44,7 +44,7 @@ def test_a_bench_json_that_fails_midway_leaves_the_old_file(
     out.write_text("old\n")
     disk_full_writing(monkeypatch, "policy.json")
     assert main(["bench", "policy", "--json", str(out)]) == 2
-    assert capsys.readouterr().err == f"edgespec bench: {out}: No space left on device\n"
+    assert capsys.readouterr().err == f"edgespec bench policy: {out}: No space left on device\n"
     assert [p.name for p in tmp_path.iterdir()] == ["policy.json"]
     assert out.read_text() == "old\n"
 

@@ -170,8 +170,10 @@ def test_bench_sim_names_the_line_of_bench_yaml(
     )
     assert main(["bench", "sim", "workload.kind=poisson"]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec bench: {bench}:{line}: config field 'workload.think_time_s': applies only "
+        f"edgespec bench sim: {bench}:{line}: config field 'workload.think_time_s': applies only "
         "to kind: closed_loop (kind is poisson)\n"
     )
     assert main(["bench", "sim", "seed=-1"]) == 2
-    assert capsys.readouterr().err == "edgespec bench: config field 'seed': must be >= 0, got -1\n"
+    assert capsys.readouterr().err == (
+        "edgespec bench sim: config field 'seed': must be >= 0, got -1\n"
+    )

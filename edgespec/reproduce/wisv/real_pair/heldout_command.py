@@ -13,10 +13,10 @@ or another reproduction's files, are refused unless ``--overwrite``
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from edgespec.argument_types import positive_int
+from edgespec.errors import UserInputError
 from edgespec.output_paths import writable_output_folder
 
 
@@ -68,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             load_semantic_head(args.head)
         except ValueError as exc:
-            print(f"edgespec reproduce wisv-heldout: --head: {exc}", file=sys.stderr)
-            return 2
+            raise UserInputError(f"--head: {exc}") from None
     reproduce(
         args.out,  # claimed, or continued when it holds a check of this plan
         quick=args.quick,

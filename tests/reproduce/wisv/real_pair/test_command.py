@@ -68,7 +68,8 @@ def test_workers_is_refused_before_the_pair_loads(
     argv = ["reproduce", "wisv-real-pair", "--quick", "--quiet", "--workers", "2"]
     assert main([*argv, "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
-        "edgespec reproduce: --workers 2: wisv-real-pair runs in one process (its models load "
+        "edgespec reproduce wisv-real-pair: "
+        "--workers 2: wisv-real-pair runs in one process (its models load "
         "once); leave --workers out\n"
     )
     assert not out.exists()

@@ -152,7 +152,7 @@ def test_more_prompts_than_the_check_runs_are_refused_before_it_starts(
 ) -> None:
     out = tmp_path / "h"
     assert main(["reproduce", "wisv-heldout", "--out", str(out), *flags]) == 2
-    assert capsys.readouterr().err == f"edgespec reproduce: {message}\n"
+    assert capsys.readouterr().err == f"edgespec reproduce wisv-heldout: {message}\n"
     assert not out.exists()
     assert check_plan(False, 50, 50) == CheckPlan(50, (1, 2, 4, 8, 12), 50)
     assert check_plan(True, None, None) == CheckPlan(2, (12,), None)

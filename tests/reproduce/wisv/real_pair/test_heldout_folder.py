@@ -123,7 +123,7 @@ def test_any_other_bad_line_is_refused_naming_file_and_line(
     (out / "heldout.jsonl").write_text(text)
     assert main([*HELDOUT, "--quick", "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec reproduce: {out / 'heldout.jsonl'}:{where}: {problem}\n"
+        f"edgespec reproduce wisv-heldout: {out / 'heldout.jsonl'}:{where}: {problem}\n"
     )
     assert loads == [] and (out / "heldout.jsonl").read_text() == text
     assert not (out / "REPORT.md").exists()
@@ -141,7 +141,8 @@ def test_another_plan_is_refused_naming_what_differs(
     capsys.readouterr()
     assert main([*HELDOUT, "--prompts", "2", "--out", str(out)]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec reproduce: --out {out} holds a check started under another plan (the quick "
+        "edgespec reproduce wisv-heldout: "
+        f"--out {out} holds a check started under another plan (the quick "
         "check, not the full one; T = 12, not T = 1, 2, 4, 8, 12: `edgespec reproduce "
         f"wisv-heldout --quick --out {out}`): rerun that command to continue it, give another "
         "--out, or --overwrite to start again\n"
@@ -178,7 +179,7 @@ def test_each_difference_is_named(
     assert main([a.replace("HEAD", str(candidate)) for a in again]) == 2
     named = differs.replace("SHIPPED", str(report.shipped_head_path()))
     assert capsys.readouterr().err == (
-        f"edgespec reproduce: --out {out} holds a check started under another plan "
+        f"edgespec reproduce wisv-heldout: --out {out} holds a check started under another plan "
         f"({named.replace('HEAD', str(candidate))}: `edgespec reproduce "
         f"{' '.join(started[1:])}`): rerun that command to continue it, give another --out, "
         "or --overwrite to start again\n"
@@ -204,7 +205,7 @@ def test_another_runs_files_are_refused_unless_overwrite(
     refusal = _claim_refusal(out)
     assert "REPORT.md" in refusal and "results.json" not in refusal
     assert main([*HELDOUT, "--quick", "--prompts", "1", "--out", str(out)]) == 2
-    assert capsys.readouterr().err == f"edgespec reproduce: {refusal}\n"
+    assert capsys.readouterr().err == f"edgespec reproduce wisv-heldout: {refusal}\n"
     assert _files(out) == {"REPORT.md": b"# zhu\n", "results.json": b"{}\n"} and loads == []
     argv = [*HELDOUT, "--quick", "--prompts", "1", "--out", str(out), "--overwrite"]
     assert main(argv) == 0 and loads == [1]
@@ -227,9 +228,11 @@ def test_a_check_from_before_plans_were_recorded_is_refused(
     refusal = _claim_refusal(out)
     assert "heldout.jsonl" in refusal
     assert main([*HELDOUT, "--quick", "--out", str(out)]) == 2
-    assert capsys.readouterr().err == f"edgespec reproduce: {refusal}\n" and loads == []
+    assert (
+        capsys.readouterr().err == (f"edgespec reproduce wisv-heldout: {refusal}\n") and loads == []
+    )
     assert main([*HELDOUT, "--quick", "--overwrite"]) == 2
-    assert capsys.readouterr().err == f"edgespec reproduce: {OVERWRITE_NEEDS_OUT}\n"
+    assert capsys.readouterr().err == f"edgespec reproduce wisv-heldout: {OVERWRITE_NEEDS_OUT}\n"
     assert check_plan(True, None, None) == QUICK
 
 
@@ -255,5 +258,5 @@ def test_a_plan_that_is_not_one_is_named_before_the_pair_loads(
     (out / "heldout-plan.json").write_bytes(content)
     assert main([*HELDOUT, "--quick", "--out", str(out)]) == 2
     plan = out / "heldout-plan.json"
-    assert capsys.readouterr().err == f"edgespec reproduce: {plan}: {problem}\n"
+    assert capsys.readouterr().err == f"edgespec reproduce wisv-heldout: {plan}: {problem}\n"
     assert loads == []
