@@ -93,7 +93,7 @@ def run_system(
             server.address,
             [c.split("=")[0] for c in args.classes],
             prompts,
-            time.time() + args.seconds,
+            args.seconds,
             args.max_new_tokens,
         )
         try:
@@ -153,7 +153,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--seconds",
         type=run_seconds,
         default=60.0,
-        help=f"closed-loop run per system, s, at most {MAX_SECONDS:,} (default 60)",
+        help=f"closed-loop run per system, s, from when every client is connected; at most "
+        f"{MAX_SECONDS:,} (default 60)",
     )
     add_max_new_tokens(parser, 24)
     add_threads(parser, 2, "server torch threads")
