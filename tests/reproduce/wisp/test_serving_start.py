@@ -45,7 +45,7 @@ def test_the_window_starts_when_the_last_client_is_connected() -> None:
 
 
 def test_a_client_that_exits_before_it_connects_is_named_with_its_error() -> None:
-    line, out = _line(), queue.Queue()
+    line, out = _line(), queue.Queue[ClientResult]()
     line.ready.put(0)
     out.put(ClientResult(1, error="RuntimeError: no server"))
     with pytest.raises(UserInputError) as caught:
