@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from edgespec.core.types import RequestRecord, SamplingParams
+from edgespec.errors import UserInputError
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.edge.drafter import DraftOptions, generate
 from edgespec.runtime.edge.progress import ProgressBudget
@@ -91,6 +92,7 @@ class _Client:
 
             torch.set_num_threads(1)
             self.draft_model = load_model(spec.draft_model_dir).model
+            _check_draft_vocab(spec.load.draft, self.draft_model, spec.vocab_size)
         if spec.load.mode == "distributed":
             self.drafter()  # the first imports the draft backends and torch: not in a request
 
@@ -222,12 +224,29 @@ def _poisson_client(client: _Client, slot: int, jobs: queue.Queue[Job]) -> None:
         client.run(client.spec.client_ids[slot], job)
 
 
+def _check_draft_vocab(name: str, model: Any, target_vocab: int) -> None:
+    """``--draft``'s model takes every token id of the server's target, or a
+    :class:`UserInputError` naming the flag (a narrower draft failed every request with
+    ``IndexError`` once the target's output passed its vocabulary)."""
+    from edgespec.config import ConfigError
+    from edgespec.runtime.edge.draft_backends import check_draft_vocab
+
+    try:
+        check_draft_vocab(name, model, target_vocab)
+    except ConfigError as exc:
+        raise UserInputError(f"--draft: {exc.message}") from None
+
+
 def worker_main(spec: WorkerSpec, conn: Any) -> None:
     """The process's body: say ``"ready"`` once set up (:class:`_Client`; or
     :class:`SetupFailed`), take ``end_s`` (monotonic) from the parent, run the clients
     until then and until their requests are done, then send ``"done"``."""
     try:
         client = _Client(spec, conn)
+    except UserInputError as exc:  # a draft the server's target cannot use: said as it is
+        conn.send(SetupFailed(str(exc)))
+        conn.close()
+        return
     except Exception as exc:  # a draft that does not load: one line to the parent
         conn.send(SetupFailed(f"{type(exc).__name__}: {exc}"))
         conn.close()
