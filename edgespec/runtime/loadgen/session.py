@@ -47,6 +47,7 @@ def setup_row(args: argparse.Namespace, load: LoadSpec, target: str) -> dict[str
     return {
         "target": target,
         "backend": args.backend if args.server is None else "the server's",
+        "batching": _batching(args),
         "mode": load.mode,
         "draft": load.draft if load.mode == "distributed" else "none",
         "clients": load.num_clients,
@@ -61,6 +62,13 @@ def setup_row(args: argparse.Namespace, load: LoadSpec, target: str) -> dict[str
         "gamma": load.gamma,
         "faults": args.faults or "none",
     }
+
+
+def _batching(args: argparse.Namespace) -> str:
+    """The bench's own server's batching policy (with wisp's profile), or the server's."""
+    if args.server is not None:
+        return "the server's"
+    return args.batching if args.profile is None else f"{args.batching} (profile {args.profile})"
 
 
 def check_gamma(gamma: int, limit: int | None, modes: tuple[Mode, ...]) -> None:
