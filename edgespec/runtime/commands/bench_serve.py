@@ -34,7 +34,7 @@ from edgespec.datasets.prompts import PROMPT_SETS
 from edgespec.errors import UserInputError
 from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.policies.registry import BATCHING
-from edgespec.runtime.commands.serve_arguments import add_profile_argument
+from edgespec.runtime.commands.serve_arguments import add_wisp_arguments, wisp_params
 from edgespec.runtime.commands.serve_target import BACKENDS
 from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 from edgespec.runtime.loadgen.spec import (
@@ -54,7 +54,8 @@ DEFAULT_MAX_QUEUED = 64
 # the flags that set the bench's own server, and their defaults: refused with --server
 OWN_SERVER_DEFAULTS: dict[str, Any] = {
     "target": "synthetic", "synthetic_layers": 12, "synthetic_hidden": 512,
-    "backend": "transformers", "batching": "fcfs", "profile": None, "server_threads": 1,
+    "backend": "transformers", "batching": "fcfs", "profile": None, "guard_ms": None,
+    "server_threads": 1,
     "session_timeout_s": 15.0, "log_dir": None,
 }  # fmt: skip
 WISP_NEEDS = ("--batching wisp needs --profile NAME_OR_FILE: WISP's Eq. 19 coefficients from a "
@@ -93,7 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        "llamacpp needs a GGUF --target, e.g. gemma3-270m)")  # fmt: skip
     where.add_argument("--batching", help=f"its batching policy, one of "
                        f"{', '.join(sorted(BATCHING))} (default fcfs)")  # fmt: skip
-    add_profile_argument(where)
+    add_wisp_arguments(where)
     where.add_argument(
         "--server-threads", type=torch_threads, help="its torch threads (default 1; at most 256)"
     )
@@ -202,8 +203,9 @@ def check_batching(args: argparse.Namespace) -> None:
     if args.batching != "wisp" and args.profile is not None:
         raise UserInputError(f"--profile configures the wisp batching policy; --batching is "
                              f"{args.batching!r} (add --batching wisp)")  # fmt: skip
-    params = {} if args.profile is None else {"profile": args.profile}
-    with named_by_flags({"batching.name": "--batching", "batching.params.profile": "--profile"}):
+    params = {key: value for key, value in wisp_params(args).items() if value is not None}
+    with named_by_flags({"batching.name": "--batching", "batching.params.profile": "--profile",
+                         "batching.params.guard_s": "--guard-ms"}):  # fmt: skip
         build_batching(PolicySpec(args.batching, params))
 
 

@@ -14,6 +14,7 @@ from edgespec.runtime.commands.serve_arguments import (
     add_arguments,
     parse_slo_class,
     parse_thresholds,
+    wisp_params,
 )
 from edgespec.runtime.commands.serve_service import (
     build_service,
@@ -57,8 +58,7 @@ def _flag_overrides(args: argparse.Namespace) -> list[str]:
             "device", "dtype")  # fmt: skip
     flags: dict[str, Any] = {key: getattr(args, key) for key in keys}
     flags["batching.name"] = args.batching
-    flags["batching.params.profile"] = args.profile
-    flags["batching.params.guard_s"] = None if args.guard_ms is None else args.guard_ms / 1000
+    flags |= {f"batching.params.{key}": value for key, value in wisp_params(args).items()}
     flags["auth_tokens"] = args.auth_token or None
     flags["prefix_cache"] = False if args.no_prefix_cache else None
     flags["semantic_head"] = args.semantic_head

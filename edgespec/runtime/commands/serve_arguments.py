@@ -4,7 +4,9 @@ ones; :mod:`edgespec.runtime.commands.serve` turns them into the server's config
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from edgespec.argument_types import non_negative_float
 from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.policies.registry import BATCHING, WINDOW
 from edgespec.policies.slo import DEADLINE_RULES
@@ -33,12 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batching", help=f"batching policy, one of {', '.join(sorted(BATCHING))} (default fcfs)"
     )
-    add_profile_argument(parser)
-    parser.add_argument(
-        "--guard-ms",
-        type=float,
-        help="wisp batching: the guard δ of its latest start times, ms (default 5, or --config's)",
-    )
+    add_wisp_arguments(parser)
     parser.add_argument(
         "--deadline-rule",
         choices=DEADLINE_RULES,
@@ -128,14 +125,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_profile_argument(parser: argparse._ActionsContainer) -> None:
-    """``--profile``: ``edgespec serve``'s, and ``bench serve``'s for its own server."""
+def add_wisp_arguments(parser: argparse._ActionsContainer) -> None:
+    """``--profile`` and ``--guard-ms``: ``edgespec serve``'s, and ``bench serve``'s for its
+    own server."""
     parser.add_argument(
         "--profile",
         metavar="NAME_OR_FILE",
         help="wisp batching: its Eq. 19 estimator from a 'kind: wisp' profile (a bundled "
         "name such as a100-qwen3-32b, or the YAML 'edgespec profile --out' writes)",
     )
+    parser.add_argument(
+        "--guard-ms",
+        type=non_negative_float,
+        help="wisp batching: the guard δ of its latest start times, ms (default 5, or --config's)",
+    )
+
+
+def wisp_params(args: argparse.Namespace) -> dict[str, Any]:
+    """The wisp batching parameters ``--profile`` and ``--guard-ms`` set (``None``: not
+    given), as ``batching.params`` names them."""
+    guard_s = None if args.guard_ms is None else args.guard_ms / 1000
+    return {"profile": args.profile, "guard_s": guard_s}
 
 
 def parse_thresholds(text: str) -> list[int]:

@@ -110,6 +110,8 @@ class BenchSession:
                  "--set", f"session_timeout_s={args.session_timeout_s}"]  # fmt: skip
         if args.profile is not None:  # checked with --batching before the target was built
             serve += ["--profile", args.profile]
+        if args.guard_ms is not None:
+            serve += ["--guard-ms", str(args.guard_ms)]
         for s in self._load.slo_mix:
             serve += ["--slo-class", f"{s.name}={_speed(s.target_tokens_per_s)}"]
         log_dir = args.log_dir or self._tmp

@@ -93,11 +93,6 @@ def test_every_registered_batching_policy_is_accepted(name: str) -> None:
             "--profile: 'rtx4500-llama2-7b-zhu' is not a 'wisp' profile",
         ),
         (
-            ["--batching", "wisp", "--profile", "a100-qwen3-32b", "--guard-ms", "-1"],
-            "config field 'batching.params.guard_s': batching policy 'wisp': guard_s must be "
-            "a finite number >= 0, got -0.001",
-        ),
-        (
             ["--profile", "a100-qwen3-32b"],
             "config field 'batching.name': --profile and --guard-ms configure the wisp "
             "batching policy; batching is 'fcfs' (add --batching wisp)",
