@@ -53,14 +53,14 @@ def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any
         if warn is not None:
             warn(
                 f"warning: --semantic-head {config.semantic_head} does not record the target "
-                f"it was trained for, so it cannot be checked against --target {config.target}"
+                f"it was trained for, so it cannot be checked against the target {config.target}"
             )
         return head
     recorded = head.trained_for.target
     if not same_model(recorded, config.target):
         raise ConfigError(
             "semantic_head",
-            f"{config.semantic_head} was trained for target {recorded}, not --target "
+            f"{config.semantic_head} was trained for target {recorded}, not the served target "
             f"{config.target}: give a head trained for this target",
         )
     return head

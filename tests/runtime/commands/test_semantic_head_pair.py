@@ -44,7 +44,7 @@ def test_a_head_for_another_target_is_refused(
     assert main(_serve("no-such-model", head, listener)) == 2
     assert capsys.readouterr().err == (
         f"edgespec serve: --semantic-head: {head} was trained for target gemma3-270m, not "
-        "--target no-such-model: give a head trained for this target\n"
+        "the served target no-such-model: give a head trained for this target\n"
     )
 
 
@@ -55,7 +55,7 @@ def test_a_head_without_the_record_is_served_with_one_warning(
     assert main(_serve("no-such-model", head, listener)) == 2  # then: the port is taken
     assert capsys.readouterr().err == (
         f"edgespec serve: warning: --semantic-head {head} does not record the target it was "
-        "trained for, so it cannot be checked against --target no-such-model\n"
+        "trained for, so it cannot be checked against the target no-such-model\n"
         f"edgespec serve: port {listener} is in use (on 127.0.0.1)\n"
     )
 
@@ -82,8 +82,8 @@ def test_one_model_however_spelled(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     with pytest.raises(ConfigError) as caught:
         semantic_head(_config("./other", head), warnings.append)
     assert caught.value.message == (
-        f"{head} was trained for target {tmp_path / 'target'}, not --target ./other: give a "
-        "head trained for this target"
+        f"{head} was trained for target {tmp_path / 'target'}, not the served target ./other: "
+        "give a head trained for this target"
     )
 
 
@@ -107,7 +107,7 @@ def test_a_bundled_head_is_known_by_its_content_wherever_it_is(tmp_path: Path, n
         semantic_head(_config("no-such-model", copy), warnings.append)
     assert str(info.value) == (
         f"config field 'semantic_head': {copy} was trained for target gemma3-270m, not "
-        "--target no-such-model: give a head trained for this target"
+        "the served target no-such-model: give a head trained for this target"
     )
 
 
