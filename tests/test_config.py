@@ -1,5 +1,8 @@
-"""The generic config loader (edgespec.config): typed loading, overrides, YAML and JSONL
-readers, named errors; ServerConfig serves as the example dataclass."""
+"""The generic config loader (edgespec.config): typed loading, a file with overrides, named
+errors (unknown fields with the closest known one, wrong types and values, union, tuple,
+path and section checks), frozen configs and errors that pickle whole; ServerConfig
+serves as the example dataclass. Overrides: tests/config/test_overrides.py; files read:
+tests/config/test_config_files.py."""
 
 from __future__ import annotations
 
@@ -18,12 +21,9 @@ from edgespec.config import (
     apply_overrides,
     from_dict,
     load_config,
-    parse_override,
-    read_yaml,
 )
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.server.config import ServerConfig
-from edgespec.sweeps.grid import parse_grid
 
 
 def test_defaults_load() -> None:
@@ -94,36 +94,6 @@ def test_bad_literal_and_range() -> None:
         from_dict(DrafterConfig, {"link_seed": -3})
 
 
-def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
-    missing = tmp_path / "nope.yaml"
-    with pytest.raises(ConfigError) as missing_error:
-        load_config(ServerConfig, missing)
-    assert str(missing_error.value) == f"{missing}: file not found"
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("port: [1, 2\n")
-    with pytest.raises(ConfigError, match="invalid YAML"):
-        load_config(ServerConfig, bad)
-
-
-def test_yaml_syntax_error_names_file_line_and_column_on_one_line(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("name: x\nseed: [1,\n duration_s: 2\n")
-    with pytest.raises(ConfigError) as error:
-        read_yaml(bad)
-    assert str(error.value) == (
-        f"{bad}:4:1: invalid YAML: expected ',' or ']', but got '<stream end>'"
-        " (while parsing a flow sequence at line 2, column 7)"
-    )
-    bad.write_text("a: 1\n b: 2\n")
-    with pytest.raises(ConfigError) as error:
-        read_yaml(bad)
-    assert str(error.value) == f"{bad}:2:3: invalid YAML: mapping values are not allowed here"
-    bad.write_text("- 1\n")
-    with pytest.raises(ConfigError) as error:
-        read_yaml(bad)
-    assert str(error.value) == f"{bad}: top level must be a mapping, got list"
-
-
 def test_configs_are_frozen_and_overrides_do_not_mutate_input() -> None:
     data = {"batching": {"name": "lab"}}
     merged = apply_overrides(data, ["batching.name=fcfs"])
@@ -133,69 +103,6 @@ def test_configs_are_frozen_and_overrides_do_not_mutate_input() -> None:
         cfg.port = 1  # type: ignore[misc]
     with pytest.raises(TypeError):
         cfg.batching.params["x"] = 1  # type: ignore[index]
-
-
-def test_bad_override_syntax() -> None:
-    with pytest.raises(ConfigError, match=r"^override 'port': must look like key.path=value$"):
-        load_config(ServerConfig, overrides=["port"])
-
-
-@pytest.mark.parametrize(
-    ("text", "problem"),
-    [
-        ("a..b=1", "empty key segment"),
-        (".x=1", "empty key segment"),
-        ("x.=1", "empty key segment"),
-        ("a. .b=1", "empty key segment"),
-        ("=1", "empty key"),
-        (" =1", "empty key"),
-    ],
-)
-def test_an_override_with_an_empty_key_segment_is_malformed(text: str, problem: str) -> None:
-    """Not an unknown field named after the part before the gap ("config field 'a'")."""
-    with pytest.raises(ConfigError) as info:
-        apply_overrides({"a": {"b": 0}}, [text])
-    assert str(info.value) == f"override {text!r}: {problem}"
-
-
-def test_unparsable_override_value_is_a_named_config_error() -> None:
-    # A ConfigError (one line from the CLI), not a yaml traceback.
-    with pytest.raises(ConfigError, match=r"override 'acceptance.traces=\[a.jsonl': cannot parse"):
-        apply_overrides({}, ["acceptance.traces=[a.jsonl"])
-
-
-def test_overrides_index_into_lists() -> None:
-    data = {"pools": [{"count": 1}, {"count": 2}]}
-    assert apply_overrides(data, ["pools.1.count=50"])["pools"] == [{"count": 1}, {"count": 50}]
-    with pytest.raises(ConfigError, match=r"'pools.2': list index must be 0..1, got '2'"):
-        apply_overrides(data, ["pools.2.count=5"])
-    with pytest.raises(ConfigError, match="'pools.0.count.x': cannot override inside"):
-        apply_overrides(data, ["pools.0.count.x=5"])
-
-
-def test_read_jsonl_names_file_and_line(tmp_path: Path) -> None:
-    from edgespec.config import read_jsonl
-
-    good = tmp_path / "t.jsonl"
-    good.write_text('{"a": 1}\n\n{"a": 2}\n')
-    assert list(read_jsonl(good)) == [("t.jsonl:1", {"a": 1}), ("t.jsonl:3", {"a": 2})]
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"a": 1}\n{"a": \n')
-    with pytest.raises(ConfigError, match=r"^bad\.jsonl:2: invalid JSON: "):
-        list(read_jsonl(bad))
-    missing = tmp_path / "missing.jsonl"
-    with pytest.raises(ConfigError) as error:
-        list(read_jsonl(missing, "trace file"))
-    assert str(error.value) == f"{missing}: trace file not found"
-
-
-def test_overrides_from_flags_skips_unset_and_round_trips() -> None:
-    from edgespec.config import overrides_from_flags
-
-    texts = overrides_from_flags({"port": 7, "host": None, "auth_tokens": ["a", "b"]})
-    assert texts == ["port=7", 'auth_tokens=["a", "b"]']
-    cfg = load_config(ServerConfig, overrides=texts)
-    assert (cfg.port, cfg.auth_tokens) == (7, ("a", "b"))
 
 
 @pytest.mark.parametrize(
@@ -264,66 +171,3 @@ def test_unions_fixed_tuples_paths_and_section_checks(data: object, message: str
 def test_typed_values_load() -> None:
     data = {"choice": "a", "pair": [3, "b"], "where": "x/y", "section": {"size": 9}}
     assert from_dict(Typed, data) == Typed("a", (3, "b"), Path("x/y"), Section(9))
-
-
-def test_override_values_keep_their_equals_and_may_be_empty() -> None:
-    cfg = load_config(ServerConfig, overrides=["target=a=b", "host=", "tls_cert=null"])
-    assert (cfg.target, cfg.host, cfg.tls_cert) == ("a=b", "", None)
-    with pytest.raises(ConfigError) as error:
-        apply_overrides({}, [" port =[1"])
-    assert str(error.value).startswith("override ' port =[1': cannot parse the value: ")
-
-
-def test_overrides_fill_a_null_section_and_index_tuples() -> None:
-    assert apply_overrides({"a": None}, ["a.b=1"]) == {"a": {"b": 1}}
-    data = {"a": (1, 2)}
-    assert apply_overrides(data, ["a.0=5"]) == {"a": [5, 2]} and data == {"a": (1, 2)}
-
-
-@pytest.mark.parametrize("index", ["x", "-1", "²"])
-def test_a_list_index_that_is_no_number_is_named(index: str) -> None:
-    data = {"pools": [{"count": 1}, {"count": 2}]}
-    with pytest.raises(ConfigError) as error:
-        apply_overrides(data, [f"pools.{index}.count=5"])
-    assert str(error.value) == (
-        f"config field 'pools.{index}': list index must be 0..1, got {index!r}"
-    )
-
-
-def test_an_empty_yaml_file_is_the_defaults(tmp_path: Path) -> None:
-    empty = tmp_path / "empty.yaml"
-    empty.write_text("# nothing set\n")
-    assert read_yaml(empty) == {}
-    assert load_config(ServerConfig, empty, ["port=7"]) == ServerConfig(port=7)
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("1e3", 1000.0),
-        ("20e6", 2e7),
-        ("1.5e3", 1500.0),
-        ("1.0e12", 1e12),
-        ("-2E-3", -0.002),
-        ("+1e0", 1.0),
-        ("1_000e1", 10000.0),
-        ("1.0e+12", 1e12),
-    ],
-)
-def test_a_number_with_an_exponent_is_a_float(tmp_path: Path, text: str, value: float) -> None:
-    """YAML 1.1 (PyYAML) reads ``1e3`` and ``1.0e12`` as strings; configs read them as
-    YAML 1.2 does, in a file, an override and a sweep alike."""
-    path = tmp_path / "c.yaml"
-    path.write_text(f"x: {text}\n")
-    for parsed in (read_yaml(path)["x"], parse_override(f"a.b={text}")[1]):
-        assert parsed == value and type(parsed) is float
-    assert parse_grid([f"a={text},2"]) == {"a": [value, 2]}
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [("12", 12), ("1e", "1e"), ("e5", "e5"), ("1e5x", "1e5x"), ("1.5", 1.5), ("'1e3'", "1e3")],
-)
-def test_other_scalars_read_as_yaml_reads_them(text: str, value: object) -> None:
-    parsed = parse_override(f"a={text}")[1]
-    assert parsed == value and type(parsed) is type(value)

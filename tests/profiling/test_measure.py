@@ -1,8 +1,10 @@
-"""edgespec profile: grid design, measurement through the engine, fits, profile files."""
+"""edgespec profile's measurement through the engine (warm-ups discarded, each timed pass
+the sample's shape), the drafter's passes, the median of runs, and the profile files it
+writes, loaded by the simulator. Fits on synthetic samples: test_wisp_fit.py; the default
+grid: test_grid_design.py; the command: test_profile_command.py."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,25 +15,9 @@ import torch
 
 from edgespec.hardware.cost_models import WispCost, ZhuCost, load_profile
 from edgespec.policies.estimator import BatchShape
-from edgespec.profiling.checks import check_args
-from edgespec.profiling.command import add_arguments
-from edgespec.profiling.command import run as run_command
 from edgespec.profiling.draft import measure_drafter, pass_shapes, per_token_s
-from edgespec.profiling.fit import (
-    WISP_TERMS,
-    fit_linear,
-    metrics,
-    ols,
-    split_indices,
-    wisp_coefficients,
-    wisp_design,
-)
-from edgespec.profiling.measure import (
-    GridSpec,
-    PromptSource,
-    design_grid,
-    measure_grid,
-)
+from edgespec.profiling.fit import wisp_coefficients
+from edgespec.profiling.measure import GridSpec, design_grid, measure_grid
 from edgespec.profiling.run import profile_pair, write_profiles
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
@@ -39,90 +25,6 @@ from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.testing import layer_truncated_copy, tiny_llama
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
-
-TRUE = (3e-5, 4e-8, 5e-6, 1.5e-2)  # a, b_compute, b_read, c (WISP Table 12's scale)
-
-
-def _synthetic(n: int, noise_s: float, seed: int) -> tuple[Any, Any]:
-    rng = np.random.default_rng(seed)
-    shapes = []
-    for _ in range(n):
-        entries = [
-            (int(rng.integers(1, 400)), int(rng.integers(0, 2000)))
-            for _ in range(int(rng.integers(1, 17)))
-        ]
-        shapes.append(BatchShape.of(entries))
-    x = wisp_design(shapes)
-    y = x @ np.array(TRUE) + rng.normal(0, noise_s, n)
-    return x, y
-
-
-def test_ols_recovers_exact_coefficients_without_noise() -> None:
-    x, y = _synthetic(40, 0.0, 0)
-    np.testing.assert_allclose(ols(x, y), TRUE, rtol=1e-8)
-
-
-def test_fit_with_noise_recovers_coefficients_and_intervals_cover_them() -> None:
-    x, y = _synthetic(300, 2e-3, 1)
-    train, test = split_indices(300, 0.3, np.random.default_rng(0))
-    assert len(train) == 210 and len(test) == 90 and not set(train) & set(test)
-    fit = fit_linear(WISP_TERMS, x, y, train, test, np.random.default_rng(0), 300)
-    for true, value, (low, high) in zip(TRUE, fit.values, fit.intervals, strict=True):
-        assert low <= true <= high
-        assert low < value < high
-    np.testing.assert_allclose(fit.values, TRUE, rtol=0.15)
-    assert fit.test.r2 > 0.99 and fit.test.num_samples == 90
-    assert abs(fit.test.mae_s - 2e-3 * np.sqrt(2 / np.pi)) < 4e-4  # E|N(0, σ)| = σ√(2/π)
-    coeffs, clipped = wisp_coefficients(fit)
-    assert clipped == () and coeffs.a_s == fit.values[0]
-
-
-def test_metrics_exact_values() -> None:
-    m = metrics(np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 3.0]))
-    assert m.mae_s == pytest.approx(2 / 3)
-    assert m.mape_pct == pytest.approx((0 + 50 + 25) / 3)
-    assert m.r2 == pytest.approx(1 - 2 / (16 / 9 + 1 / 9 + 25 / 9))  # mean 7/3
-
-
-def test_ols_refuses_too_few_samples() -> None:
-    with pytest.raises(ValueError, match="3 samples cannot fit 4 coefficients"):
-        ols(np.ones((3, 4)), np.ones(3))
-
-
-def test_default_grid_follows_wisp_appendix_c() -> None:
-    grid = design_grid(GridSpec())
-    cats: dict[tuple[str, str], int] = {}
-    for c in grid:
-        cats[(c.category, c.split)] = cats.get((c.category, c.split), 0) + 1
-    assert cats[("compute", "train")] == 20  # 5 totals x (single, split-2, split-4, uneven)
-    assert cats[("memory", "train")] == 48  # 6 L_new x 4 L_total x batch sizes {1, 4}
-    assert sum(n for (_, split), n in cats.items() if split == "train") == 118
-    assert sum(n for (_, split), n in cats.items() if split == "test") == 50
-    for c in grid:
-        assert 1 <= len(c.entries) <= 16
-        if c.category == "compute":
-            assert all(cached == 0 for _, cached in c.entries)
-            assert 1200 <= sum(n for n, _ in c.entries) <= 2000
-        if c.category == "memory":
-            (new, cached), size = c.entries[0], len(c.entries)
-            assert new in (1, 5, 10, 20, 50, 100) and new + cached in (500, 1000, 1500, 2000)
-            assert size in (1, 4)
-        if c.category == "mixed" and len(c.entries) > 1:
-            assert any(cached == 0 for _, cached in c.entries) or len(c.entries) == 1
-            assert any(cached > 0 for _, cached in c.entries)
-    assert design_grid(GridSpec()) == grid  # deterministic
-
-
-def test_grid_spec_rejects_totals_without_cache() -> None:
-    with pytest.raises(ValueError, match="every L_total must exceed every L_new"):
-        design_grid(GridSpec(totals=(50,), new_tokens=(1, 100)))
-
-
-def test_prompt_source_refuses_a_duplicate() -> None:
-    source = PromptSource(vocab_size=1, seed=0, max_draws=5)
-    assert source.take(3) == (0, 0, 0)
-    with pytest.raises(RuntimeError, match="duplicate profiling prompt of 3 tokens"):
-        source.take(3)
 
 
 class _Recording:
@@ -258,44 +160,6 @@ def test_zhu_profile_written_for_a_model_preset(tmp_path: Path) -> None:
     assert cost.c1_s_per_flop == max(result.zhu.values[0], 0.0)
 
 
-def _args(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return parser.parse_args(list(argv))
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (("--out", "p.txt"), "--out must end in .yaml or .yml, got 'p.txt'"),
-        (("--scale", "2"), "--scale must be in (0, 1], got 2.0"),
-    ],
-)
-def test_bad_arguments_give_clear_errors(
-    argv: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    args = _args("--target", "t", *argv)
-    assert check_args(args) == message
-    assert run_command(args) == 2
-    assert capsys.readouterr().err == f"edgespec profile: {message}\n"
-
-
-def test_threads_below_one_is_a_usage_error_naming_the_flag(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        _args("--target", "t", "--threads", "0")
-    assert exit_info.value.code == 2
-    assert "argument --threads: must be >= 1, got 0" in capsys.readouterr().err
-
-
-def test_missing_target_fails_naming_it(tmp_path: Path) -> None:
-    from edgespec.errors import UserInputError
-
-    with pytest.raises(UserInputError, match="no-such-model"):
-        run_command(_args("--target", str(tmp_path / "no-such-model"), "--quick"))
-
-
 def test_median_runs_picks_each_configurations_median() -> None:
     from edgespec.profiling.measure import Sample
     from edgespec.profiling.run import median_runs
@@ -305,19 +169,3 @@ def test_median_runs_picks_each_configurations_median() -> None:
         Sample(1, 0, ((1, 0),), 0.5), Sample(1, 1, ((1, 0),), 0.1),
     ]  # fmt: skip
     assert median_runs(samples) == [samples[0], samples[4]]
-
-
-def test_command_logs_progress_lines_when_not_on_a_terminal(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    model_dir = tmp_path / "tiny"
-    tiny_llama().save_pretrained(str(model_dir))
-    argv = ("--target", str(model_dir), "--draft", "ngram", "--quick", "--threads", "1")
-    args = _args(*argv, "--bootstrap", "20", "--out", str(tmp_path / "p.yaml"))
-    assert run_command(args) == 0
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("profiled ")]
-    assert lines and lines[-1].endswith("configurations")
-    done, total = lines[-1].split()[1].split("/")
-    assert done == total
-    assert (tmp_path / "p.yaml").is_file()

@@ -1,9 +1,12 @@
-"""WISV's dataset capture on tiny in-process models: mismatches, hidden states, base labels."""
+"""WISV's dataset capture on tiny in-process models, answer-labelled: the mismatches of the
+greedy speculative loop (by hand, as the stop dataset and the runtime replay them), their
+hidden states, base labels from batched target-only continuations, outputs that stop when
+the outcome is final, and a trimmed draft. Similarity labels:
+test_capture_similarity.py; the captured dataset on disk: test_capture_datasets.py."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,28 +20,13 @@ from edgespec.learn.wisv.capture import (
     capture_prompt,
     greedy_rounds,
 )
-from edgespec.learn.wisv.dataset import WisvDataset
 from edgespec.learn.wisv.decoding import continue_greedy, draft_states, target_reference
-from edgespec.learn.wisv.similarity import ContinuationSimilarity, rouge_l_f1
 from edgespec.runtime.backends.attention_mask import attention_layout
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
-from edgespec.runtime.testing import noisy_copy, tiny_llama
 from edgespec.runtime.wire.inprocess import speculative_generate, target_greedy_decode
+from tests.learn.wisv.capture_setup import NO_EOS, PROMPT, LastToken
 from tests.models.tiny import tiny_draft, tiny_target
-
-PROMPT = tuple(range(5, 17))
-NO_EOS: frozenset[int] = frozenset()
-
-
-class LastToken:
-    """A toy outcome: never final early; the answer is the last token modulo 4."""
-
-    def finished(self, output_ids: Sequence[int]) -> bool:
-        return False
-
-    def answer(self, output_ids: Sequence[int]) -> str | None:
-        return str(output_ids[-1] % 4)
 
 
 class StopAt:
@@ -54,12 +42,6 @@ class StopAt:
         out = list(output_ids)
         at = out.index(self.token) if self.token in out else len(out)
         return str(out[at - 1]) if at else None
-
-
-@pytest.fixture(scope="module")
-def pair() -> tuple[object, object]:
-    target = tiny_llama(seed=0)
-    return target, noisy_copy(target, 0.3)
 
 
 def _full_hidden(model: object, ids: Sequence[int]) -> np.ndarray:
@@ -190,110 +172,6 @@ def test_a_trimmed_draft_answers_in_target_ids() -> None:
         logits, _ = draft.trimmed_forward(ids)
         greedy = draft.to_target_ids(logits[0].argmax(-1)).tolist()[10:]
     assert [greedy[m.position] for m in found.mismatches] == list(found.draft_ids)
-
-
-def test_dataset_round_trip(pair: tuple[object, object], tmp_path: Path) -> None:
-    target, draft = pair
-    layout = attention_layout(target)
-    captures = [
-        capture_prompt(target, draft, layout, (i + 3, *PROMPT), i, CaptureSettings(4, 16),
-                       LastToken(), NO_EOS)
-        for i in (4, 9)
-    ]  # fmt: skip
-    data = WisvDataset.from_captures(captures, {"target": "tiny"})
-    path = tmp_path / "d.npz"
-    data.save(path)
-    back = WisvDataset.load(path)
-    assert len(back) == sum(len(c.mismatches) for c in captures) == len(data)
-    assert back.draft_hidden.dtype == np.float16 and back.meta == {"target": "tiny"}
-    np.testing.assert_array_equal(back.rows["critical"], data.rows["critical"])
-    episodes = back.episodes()
-    assert [p for p, _, _ in episodes] == [4, 9]
-    assert episodes[1][2].positions == tuple(m.position for m in captures[1].mismatches)
-    summary = back.summary()
-    assert summary["prompts"] == 2 and summary["mismatches"] == len(data)
-    assert summary["critical"] == sum(sum(c.critical) for c in captures)
-    assert back.similarity is None and "answers_found" in summary
-    with np.load(path) as raw:
-        assert "similarity" not in raw.files  # answer-labelled files are as before
-    bad = tmp_path / "bad.npz"
-    np.savez(bad, x=np.zeros(2))
-    with pytest.raises(ValueError, match="not a wisv-data file"):
-        WisvDataset.load(bad)
-
-
-@pytest.mark.parametrize("window", [8, 32])
-def test_similarity_labels_against_target_only_decoding(
-    pair: tuple[object, object], window: int
-) -> None:
-    """Each mismatch's swapped window (d_j, then the target alone) decoded independently,
-    scored against the reference's window; continuations stop ``window`` tokens after j."""
-    target, draft = pair
-    layout = attention_layout(target)
-    criterion = ContinuationSimilarity(window=window)
-    found = capture_prompt(
-        target, draft, layout, PROMPT, 3, CaptureSettings(4, 24), criterion, NO_EOS
-    )
-    m = len(found.mismatches)
-    assert len(found.output) == 24 and m >= 3  # never final early: decoded to the limit
-    assert found.answer is None and found.continuation_answers == (None,) * m
-    assert found.similarity is not None and len(found.similarity) == m
-    backend = TransformersTarget(target)
-    budget = 0
-    for mismatch, d, f1, y in zip(
-        found.mismatches, found.draft_ids, found.similarity, found.critical, strict=True
-    ):
-        j = mismatch.position
-        rest = min(window, 24 - j) - 1
-        budget += rest
-        alone = target_greedy_decode(backend, [*PROMPT, *found.output[:j], d], rest) if rest else ()
-        expected = rouge_l_f1(found.output[j : j + window], (d, *alone))
-        assert f1 == pytest.approx(expected) and y == int(expected < 0.5)
-    assert found.continuation_tokens == budget
-
-
-def test_a_one_token_window_makes_every_mismatch_critical(pair: tuple[object, object]) -> None:
-    """With W = 1 the windows are (O[j],) and (d_j,), which always differ: F1 0."""
-    target, draft = pair
-    found = capture_prompt(
-        target, draft, attention_layout(target), PROMPT, 0, CaptureSettings(4, 24),
-        ContinuationSimilarity(window=1), NO_EOS,
-    )  # fmt: skip
-    assert len(found.mismatches) >= 3 and found.continuation_tokens == 0
-    assert found.similarity == (0.0,) * len(found.mismatches)
-    assert found.critical == (1,) * len(found.mismatches)
-
-
-def test_similarity_dataset_round_trip(pair: tuple[object, object], tmp_path: Path) -> None:
-    target, draft = pair
-    layout = attention_layout(target)
-    criterion = ContinuationSimilarity(window=8)
-    captures = [
-        capture_prompt(target, draft, layout, (i + 3, *PROMPT), i, CaptureSettings(4, 20),
-                       criterion, NO_EOS)
-        for i in (2, 5)
-    ]  # fmt: skip
-    data = WisvDataset.from_captures(captures, {"dataset": "cnndm"})
-    path = tmp_path / "s.npz"
-    data.save(path)
-    back = WisvDataset.load(path)
-    scores = [s for c in captures for s in c.similarity or ()]
-    assert back.similarity is not None and back.similarity.tolist() == pytest.approx(scores)
-    np.testing.assert_array_equal(back.rows["critical"], (back.similarity < 0.5).astype(np.int8))
-    assert set(back.continuation_answer.tolist()) <= {""}
-    assert set(back.reference_answer.tolist()) == {""}
-    summary = back.summary()
-    assert "answers_found" not in summary
-    assert summary["similarity_mean"] == pytest.approx(np.mean(scores), abs=1e-4)
-    assert summary["similarity_median"] == pytest.approx(np.median(scores), abs=1e-4)
-    histogram = summary["similarity_histogram"]
-    assert len(histogram) == 10 and sum(histogram) == len(back)
-    assert sum(histogram[:5]) == summary["critical"]  # bins below 0.5 are the critical ones
-    answered = capture_prompt(
-        target, draft, layout, PROMPT, 9, CaptureSettings(4, 16), LastToken(), NO_EOS
-    )
-    with pytest.raises(ValueError, match="mix"):
-        WisvDataset.from_captures([captures[0], answered], {})
 
 
 def test_continuation_windows_must_be_positive(pair: tuple[object, object]) -> None:

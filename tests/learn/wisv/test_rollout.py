@@ -25,9 +25,8 @@ from edgespec.policies.semantic.head import DecisionHead
 from edgespec.policies.semantic.relabel import sample_channel
 from edgespec.runtime.backends.attention_mask import attention_layout
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.testing import noisy_copy, tiny_llama
 from edgespec.runtime.wire.inprocess import target_greedy_decode
-from tests.learn.wisv.test_capture import NO_EOS, PROMPT, LastToken
+from tests.learn.wisv.capture_setup import NO_EOS, PROMPT, LastToken
 
 
 class Toy:
@@ -112,12 +111,6 @@ def test_the_head_rule_rejects_iff_p_reaches_the_threshold() -> None:
     assert rollout_channel("draw", 3, 5) != rollout_channel("draw", 3, 6)
     with pytest.raises(ValueError, match="unknown rollout channel 'fair'"):
         rollout_channel("fair", 0, 0)
-
-
-@pytest.fixture(scope="module")
-def pair() -> tuple[object, object]:
-    target = tiny_llama(seed=0)
-    return target, noisy_copy(target, 0.3)
 
 
 class RejectAll:

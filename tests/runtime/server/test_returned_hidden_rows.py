@@ -22,8 +22,8 @@ from edgespec.runtime.server.engine_sessions import EngineCounters
 from edgespec.runtime.server.semantic import semantic_rules
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.runtime.semantic_helpers import HIDDEN, draft_coordinate_head, next_token, rows
+from tests.runtime.server.semantic_engine import GOOD
 from tests.runtime.server.test_engine import _verify
-from tests.runtime.server.test_semantic_rule import GOOD
 from tests.runtime.server.test_semantic_rule import _verify as _verify_call
 
 PROMPT = tuple((5 * j) % 64 for j in range(20))

@@ -20,7 +20,8 @@ from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.hidden_followup import PendingHidden
 from edgespec.runtime.server.semantic import semantic_rules
 from tests.runtime.semantic_helpers import HIDDEN, draft_coordinate_head, next_token, rows
-from tests.runtime.server.test_semantic_rule import GOOD, GREEDY, _verify
+from tests.runtime.server.semantic_engine import GOOD, GREEDY
+from tests.runtime.server.test_semantic_rule import _verify
 
 LONG = tuple((7 * i + 3) % 64 for i in range(400))
 SIGNS = (-1.0, +1.0, -1.0, -1.0)  # mismatch 0 accepted, mismatch 1 rejected

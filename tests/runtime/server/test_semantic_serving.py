@@ -1,13 +1,12 @@
 """Semantic (lossy, WISV) verification end to end over loopback gRPC with the tiny models:
 threshold 0 is exact greedy SD, a head that never rejects takes the draft's own tokens,
 FH and SH agree (SH pays its extra exchange only in rounds with a mismatch), auto picks FH
-behind a slow handshake, malformed hidden states are refused while the session and the
-others go on, and sessions that did not ask for it stay exact."""
+behind a slow handshake, and sessions that did not ask for it stay exact. Malformed hidden
+states: test_semantic_refusals.py; fused rounds: test_semantic_fused_serving.py."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,43 +14,26 @@ import numpy as np
 import pytest
 
 from edgespec.core.types import SamplingParams
-from edgespec.policies.history_snapshot import HistorySnapshot
-from edgespec.policies.semantic.head import DecisionHead
 from edgespec.policies.window import StaticWindow
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.backends.transformers_draft import TransformersDraft
 from edgespec.runtime.edge.drafter import DraftOptions, GenerationResult, generate
 from edgespec.runtime.edge.semantic import SemanticRequest, UploadMode
-from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import (
-    DRAFT_HIDDEN,
-    FusedCall,
-    FusedRound,
-    SemanticSpec,
-    SessionSpec,
-    VerifyCall,
-    VerifyReply,
-)
+from edgespec.runtime.messages import SessionSpec, VerifyCall, VerifyReply
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.round_log import RoundLog, read_round_log
 from edgespec.runtime.server.semantic import semantic_rules
 from edgespec.runtime.wire.emulated_link import EmulatedLinkVerifier, LinkEmulation
-from edgespec.runtime.wire.grpc_client import RemoteVerifier
-from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import LocalVerifier, target_greedy_decode
 from tests.runtime.conftest import start_server
 from tests.runtime.semantic_helpers import (
-    HIDDEN,
     accept_all_reference,
     constant_head,
     draft_coordinate_head,
-    next_token,
-    rows,
 )
-
-PROMPT = (3, 1, 4, 1, 5)
-MAX_NEW = 24
-GAMMA = 4
+from tests.runtime.server.semantic_engine import PROMPT
+from tests.runtime.server.semantic_remote import GAMMA, MAX_NEW
+from tests.runtime.server.semantic_remote import remote as _remote
 
 
 class Counting:
@@ -73,20 +55,6 @@ class Counting:
         self.inner.close(session_id)
 
 
-@pytest.fixture
-def serve(target: TransformersTarget) -> Iterator[Any]:
-    started: list[ServerThread] = []
-
-    def make(head: Any, **kw: Any) -> ServerThread:
-        server = start_server(target, rules=semantic_rules(head), **kw)
-        started.append(server)
-        return server
-
-    yield make
-    for server in started:
-        server.stop(grace_s=0)
-
-
 def _run(
     verifier: Any,
     draft_model: Any,
@@ -105,10 +73,6 @@ def _run(
         StaticWindow(GAMMA),
         semantic=semantic,
     )
-
-
-def _remote(server: ServerThread) -> RemoteVerifier:
-    return RemoteVerifier(f"127.0.0.1:{server.port}")
 
 
 @pytest.mark.parametrize("upload", ["fh", "sh"])
@@ -185,91 +149,6 @@ def test_auto_picks_fh_when_the_handshake_rtt_is_above_10_ms(
         assert len(sent) == len(result.rounds)
 
 
-def _error(verifier: RemoteVerifier, call: VerifyCall) -> tuple[ErrorCode, str]:
-    with pytest.raises(RequestError) as info:
-        verifier.verify(call)
-    return info.value.code, info.value.message
-
-
-def test_malformed_hidden_states_are_refused_and_every_session_goes_on(
-    serve: Any, target: TransformersTarget, target_model: Any, draft_model: Any
-) -> None:
-    server = serve(draft_coordinate_head())
-    verifier = _remote(server)
-    spec = SemanticSpec(12, 20e6)
-    verifier.open(
-        SessionSpec(
-            "a",
-            "c",
-            PROMPT,
-            SamplingParams(max_new_tokens=8),
-            verification_rule="semantic",
-            semantic=spec,
-        )
-    )
-    other = _remote(server)  # an exact session, mid-generation
-    other.open(SessionSpec("b", "c", PROMPT, SamplingParams(max_new_tokens=8)))
-    first = other.verify(VerifyCall("b", len(PROMPT), ()))
-    best = next_token(target_model, PROMPT)
-    block = ((best + 1) % 64, 7, 9)  # a mismatch first
-    n = len(PROMPT)
-    bad = [
-        (
-            VerifyCall("a", n, block, payloads={DRAFT_HIDDEN: np.zeros((3, 16), np.float32)}),
-            "draft_hidden has shape [3, 16]; the server's decision head "
-            "takes draft hidden states of width 32 (rows x 32)",
-        ),
-        (
-            VerifyCall("a", n, block, payloads={DRAFT_HIDDEN: rows(1, 1)}),
-            "draft_hidden has 2 rows for 3 draft tokens: an FH call "
-            "sends one row per draft token, an SH call none (the server asks for the rows "
-            "it needs)",
-        ),
-        (
-            VerifyCall("a", n, block, payloads={DRAFT_HIDDEN: rows(1, np.nan, 1)}),
-            "draft_hidden row 1 (draft position 1) has a non-finite value",
-        ),
-    ]
-    for call, message in bad:
-        assert _error(verifier, call) == (ErrorCode.INVALID_ARGUMENT, message)
-    asked = verifier.verify(VerifyCall("a", n, block))  # SH: the server asks
-    positions = asked.outcome.hidden_request
-    assert positions is not None and positions[0] == 0 and asked.outcome.committed_token_ids == ()
-    code, message = _error(verifier, VerifyCall("a", n, block))
-    assert code is ErrorCode.INVALID_ARGUMENT
-    assert message.startswith(
-        f"session 'a' awaits the draft hidden states of positions "
-        f"{list(positions)}: the follow-up call must carry payload"
-    )
-    code, message = _error(
-        verifier, VerifyCall("a", n, block[:1], payloads={DRAFT_HIDDEN: rows(1)})
-    )
-    assert code is ErrorCode.INVALID_ARGUMENT and "resend that block" in message
-    code, message = _error(
-        verifier,
-        VerifyCall("a", n, block, payloads={DRAFT_HIDDEN: rows(*[1] * (len(positions) + 1))}),
-    )
-    assert code is ErrorCode.INVALID_ARGUMENT
-    assert "the server asked for the hidden states of positions" in message
-    # the exact session went on meanwhile, and finishes as the target alone would
-    context = (*PROMPT, *first.outcome.committed_token_ids)
-    rest = generate(
-        other,
-        TransformersDraft(draft_model),
-        context,
-        SamplingParams(max_new_tokens=7),
-        DraftOptions("b2"),
-    )
-    reference = target_greedy_decode(target, PROMPT, 8)
-    assert (*first.outcome.committed_token_ids, *rest.output_token_ids) == reference
-    # and so does the semantic one: its follow-up is decided (+1: the head rejects)
-    done = verifier.verify(
-        VerifyCall("a", n, block, payloads={DRAFT_HIDDEN: rows(*[1] * len(positions))})
-    )
-    assert done.outcome.committed_token_ids == (best,)
-    assert server.service is not None and server.service.stats().num_rejected == 6
-
-
 def test_sessions_that_do_not_ask_stay_exact_and_lossy_ones_are_labelled(
     target: TransformersTarget, draft_model: Any, tmp_path: Path
 ) -> None:
@@ -304,58 +183,3 @@ def test_sessions_that_do_not_ask_stay_exact_and_lossy_ones_are_labelled(
         "threshold": 12,
     }
     assert len(list(read_round_log(tmp_path / "rounds.jsonl"))) == len(rows_)
-
-
-def _fused_round(server: ServerThread, sid: str, threshold: int, gamma: int) -> FusedRound:
-    """One fused round of a fresh semantic session (no server window: one round a run)."""
-    verifier = _remote(server)
-    spec = SessionSpec(
-        sid, "c", PROMPT, SamplingParams(max_new_tokens=MAX_NEW),
-        verification_rule="semantic", semantic=SemanticSpec(threshold, 20e6),
-    )  # fmt: skip
-    verifier.open(spec)
-    (played,) = list(verifier.run_fused(FusedCall(sid, len(PROMPT), gamma, HistorySnapshot())))
-    return played
-
-
-def test_fused_rounds_of_a_semantic_session_verify_semantically(
-    target: TransformersTarget, target_model: Any, draft_model: Any
-) -> None:
-    """AWC may move a semantic session to fused rounds: the server's co-located draft hands
-    its own hidden states to the session's rule (no upload), so a head that never rejects
-    commits the draft's γ tokens and the bonus, and threshold 0 stays greedy."""
-    server = start_server(
-        target, lambda: TransformersDraft(draft_model), rules=semantic_rules(constant_head(-20.0))
-    )
-    try:
-        lossy = _fused_round(server, "lossy", 12, GAMMA)
-        exact = _fused_round(server, "greedy", 0, GAMMA)
-    finally:
-        server.stop(grace_s=0)
-    expected = accept_all_reference(target_model, draft_model, PROMPT, GAMMA, MAX_NEW)
-    assert lossy.reply.outcome.committed_token_ids == expected[: GAMMA + 1]
-    greedy = target_greedy_decode(target, PROMPT, MAX_NEW)
-    committed = exact.reply.outcome.committed_token_ids
-    assert committed == greedy[: len(committed)]
-
-
-def test_fused_rounds_need_a_draft_of_the_heads_width(
-    target: TransformersTarget, draft_model: Any
-) -> None:
-    narrow = DecisionHead(
-        16, HIDDEN, np.zeros(16 + HIDDEN + 4), np.ones(16 + HIDDEN + 4),
-        np.zeros((16 + HIDDEN + 4, 1)), np.zeros(1), np.zeros((1, 1)), np.zeros(1),
-    )  # fmt: skip
-    server = start_server(
-        target, lambda: TransformersDraft(draft_model), rules=semantic_rules(narrow)
-    )
-    try:
-        with pytest.raises(RequestError) as info:
-            _fused_round(server, "f", 12, 3)
-    finally:
-        server.stop(grace_s=0)
-    assert (info.value.code, info.value.message) == (
-        ErrorCode.FAILED_PRECONDITION,
-        "fused rounds of semantic session 'f': the server's draft has hidden size 32, the "
-        "decision head takes draft hidden states of width 16",
-    )

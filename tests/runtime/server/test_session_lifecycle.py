@@ -1,8 +1,8 @@
 """A session's calls across its lifecycle: a close fails its queued call (which never
 reaches a later session under the same id), a verification whose caller went away during
-its pass commits and its retry gets the same reply, a caller that went away before its
-pass starts is never verified (a failed batch's re-runs included), and a retried open is
-answered as the open it retries."""
+its pass commits and its retry gets the same reply, and a caller that went away before its
+pass starts is never verified (a failed batch's re-runs included). Retried opens:
+test_open_retries.py."""
 
 from __future__ import annotations
 
@@ -15,54 +15,19 @@ from typing import Any
 import grpc
 import pytest
 
-from edgespec.config import from_dict
-from edgespec.core.types import SamplingParams
-from edgespec.policies.batching import FcfsBatching
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
-from edgespec.runtime.edge.reconnect import open_retrying
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import PROTOCOL_VERSION, SessionSpec, VerifyCall, VerifyReply
-from edgespec.runtime.server.config import ServerConfig
 from edgespec.runtime.server.engine import VerificationEngine
 from edgespec.runtime.server.service import VerificationService
 from edgespec.runtime.wire.codec import pb
-from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_common import pb_grpc
 from edgespec.runtime.wire.inprocess import target_greedy_decode
-from tests.runtime.bad_cases import GREEDY, PROMPT, raises_request_error
+from tests.runtime.bad_cases import GREEDY, PROMPT
 from tests.runtime.conftest import ServerFactory
-from tests.runtime.wrapped_target import WrappedTarget
+from tests.runtime.server.gated_service import gated_service as _service
 
 N = len(PROMPT)
-
-
-class _Gated(WrappedTarget):
-    """The real target, recording each pass's item lengths; a pass waits for ``gate``
-    (``entered`` is set once one does) and, with ``fail_batches``, one of several fails."""
-
-    def __init__(self, inner: TransformersTarget) -> None:
-        super().__init__(inner)
-        self.gate = threading.Event()
-        self.entered = threading.Event()
-        self.fail_batches = False
-        self.passes: list[list[int]] = []
-
-    def forward(self, items: Any) -> Any:
-        self.entered.set()
-        assert self.gate.wait(10)
-        self.passes.append([len(item.new_token_ids) for item in items])
-        if self.fail_batches and len(items) > 1:
-            raise RuntimeError("a batch of several fails")
-        return self._inner.forward(items)
-
-
-def _service(target: TransformersTarget, *sids: str) -> tuple[VerificationService, _Gated]:
-    backend = _Gated(target)
-    engine = VerificationEngine(backend)
-    service = VerificationService(engine, from_dict(ServerConfig, {}), FcfsBatching())
-    for sid in sids:
-        service.open_session(SessionSpec(sid, "x", PROMPT, GREEDY))
-    return service, backend
 
 
 async def _outcome(call: Any) -> VerifyReply | RequestError:
@@ -262,65 +227,3 @@ def test_closing_a_session_fails_its_queued_call_for_good(
     assert tuple(reply.committed_token_ids) == target_greedy_decode(target, other, 1)
     assert busy.result(timeout=10).num_drafted == 0
     pool.shutdown()
-
-
-def test_a_retried_open_whose_first_reply_was_lost_succeeds(
-    make_server: ServerFactory, target: TransformersTarget
-) -> None:
-    """The first OpenSession's reply comes after the client's deadline; open_retrying's
-    second attempt (the same spec, same client) is answered as that open, once."""
-    server = make_server()
-    service = server.service
-    assert service is not None
-    open_session = service.engine.open_session
-    opened: list[SessionSpec] = []
-
-    def late(spec: SessionSpec) -> None:
-        opened.append(spec)
-        if len(opened) == 1:
-            time.sleep(0.6)
-        open_session(spec)
-
-    service.engine.open_session = late  # type: ignore[method-assign]
-    verifier = RemoteVerifier(f"127.0.0.1:{server.port}", timeout_s=0.3)
-    spec = SessionSpec("s1", "c", PROMPT, SamplingParams(max_new_tokens=4))
-    open_retrying(verifier, spec, time.monotonic, 5.0, 0.05)
-    assert opened == [spec]  # the retry opened nothing more
-    assert (verifier.stats().num_sessions, service.metrics().num_sessions_opened) == (1, 1)
-    reply = verifier.verify(VerifyCall("s1", N, ()))
-    assert reply.outcome.committed_token_ids == target_greedy_decode(target, PROMPT, 1)
-    raises_request_error(  # once it has verified a round, an open is no retry
-        ErrorCode.INVALID_ARGUMENT, "session 's1' already exists", verifier.open, spec
-    )
-
-
-def test_only_an_identical_open_by_the_same_owner_is_a_retry(target: TransformersTarget) -> None:
-    service, _ = _service(target)
-    spec = SessionSpec("s", "x", PROMPT, GREEDY)
-    service.open_session(spec, owner="tok")
-    service.open_session(spec, owner="tok")
-    exists = "session 's' already exists"
-    other_prompt = SessionSpec("s", "x", (1, 2), GREEDY)
-    for again, owner in ((other_prompt, "tok"), (spec, "other-tok")):
-        raises_request_error(ErrorCode.INVALID_ARGUMENT, exists, service.open_session, again, owner)
-    assert service.stats().num_sessions == 1
-
-
-def test_a_centralized_generate_does_not_adopt_an_unused_session_of_its_id(
-    target: TransformersTarget,
-) -> None:
-    """Generate opens a session of its own and closes it at its end: an open session of the
-    same id and spec, not yet verified, looked like a retry of its open, was adopted and
-    then closed under its owner."""
-    service, _ = _service(target)
-    spec = SessionSpec("s", "x", PROMPT, GREEDY)
-    service.open_session(spec, owner="tok")
-
-    async def generate() -> list[Any]:
-        return [chunk async for chunk in service.generate(spec, False, 0, owner="tok")]
-
-    raises_request_error(
-        ErrorCode.INVALID_ARGUMENT, "session 's' already exists", asyncio.run, generate()
-    )
-    assert service.stats().num_sessions == 1  # the owner's session is still there
-    service.open_session(spec, owner="tok")  # and still unused: its open retried is no error

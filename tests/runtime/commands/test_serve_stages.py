@@ -1,0 +1,67 @@
+"""``edgespec serve`` names each start-up stage on stderr as it starts (a second start
+finds the mask probe cached and says so) while stdout's first line stays the address it
+listens on, and the stage lines' timing format."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: Any) -> None:
+    """A first load is minutes of work: serve names each stage as it starts (stderr), and
+    stdout's first line is still the address it listens on. The second start finds the
+    mask probe's pass recorded (in its own EDGESPEC_CACHE) and says so."""
+    from edgespec.runtime.commands.stages import Stages
+
+    model_dir = tmp_path / "model"
+    target_model.save_pretrained(model_dir)
+    argv = [sys.executable, "-m", "edgespec.cli", "serve", "--target", str(model_dir)]
+    argv += ["--port", "0", "--draft", "ngram", "--threads", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "EDGESPEC_CACHE": str(tmp_path / "cache")}
+    said = []
+    for _ in range(2):
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            assert "listening on 127.0.0.1:" in proc.stdout.readline()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+        lines = proc.stderr.read().splitlines()
+        said.append([line.split("] ", 1)[1] for line in lines if "s] " in line])
+    expected = [
+        f"loading the target {model_dir} ...",
+        "probing the target's attention masks and checking batched against one-at-a-time "
+        "logits (exact numerics; cached for later starts) ...",
+        "loading the draft ngram ...",
+        "starting the gRPC server ...",
+        "ready",
+    ]
+    assert said[0][:5] == expected
+    expected[1] = (
+        "attention masks and batch invariance: checked before for these weights, versions, "
+        "device, CPU, threads and numerics (cached) ..."
+    )
+    assert said[1][:5] == expected
+    ticks = iter([10.0, 10.0, 12.5, 70.25])
+    stages = Stages("serve", clock=lambda: next(ticks))
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        stages("a")
+        stages("b")
+        stages.done()
+    lines = err.getvalue().splitlines()
+    assert lines == [
+        "edgespec serve: [  0.0 s] a ...",
+        "edgespec serve: [  2.5 s] b ...",
+        "edgespec serve: [ 60.2 s] ready",
+    ]
