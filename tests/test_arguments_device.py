@@ -159,7 +159,7 @@ def test_cuda_without_cuda_fails_before_any_weight_loads(
     if command[0] == "bench":
         argv += ["--target", "never-loaded"]
     assert main(argv) == 2
-    assert capsys.readouterr().err == f"edgespec {command[0]}: {_unavailable('cuda')}\n"
+    assert capsys.readouterr().err == f"{_prog(command)}: {_unavailable('cuda')}\n"
 
 
 @pytest.mark.parametrize(

@@ -255,9 +255,10 @@ def _work(command: list[str]) -> str:
 OVERWRITING = [["reproduce", name] for name in ("wisp", "dsd", "zhu", "wisv", "wisv-real-pair",
                                                 "wisv-heldout")]  # fmt: skip
 OVERWRITING += [["calibrate"], ["sim"]]
-FILE_OUT = {"profile"}
-"""Commands whose ``--out`` is one file with a fixed default (``profile.yaml``), which
-``--overwrite`` may replace without ``--out``: tests/profiling/test_profile_out.py."""
+FILE_OUT = {"profile", "trace"}
+"""Commands whose ``--out`` is one file: profile's with a fixed default, which ``--overwrite``
+may replace without ``--out`` (tests/profiling/test_profile_out.py); trace's with none
+(tests/learn/traces/test_trace_outputs.py)."""
 
 
 def test_every_command_with_overwrite_is_checked_below() -> None:
@@ -284,10 +285,8 @@ def test_overwrite_without_out_is_refused_before_anything_runs(
     started = time.perf_counter()
     assert main([*command, "--overwrite"]) == 2
     assert time.perf_counter() - started < 5
-    assert capsys.readouterr() == (
-        "",
-        f"edgespec {command[0]}: --overwrite needs --out (a new runs/<name>-<time> holds no run)\n",
-    )
+    said = "--overwrite needs --out (a new runs/<name>-<time> holds no run)"
+    assert capsys.readouterr() == ("", f"edgespec {' '.join(command)}: {said}\n")
     assert list(tmp_path.iterdir()) == []
 
 

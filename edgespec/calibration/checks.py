@@ -65,7 +65,8 @@ def check_counts(args: argparse.Namespace) -> None:
 def check_pair_names(args: argparse.Namespace) -> None:
     """``--target`` and ``--draft`` resolved to models (nothing is loaded), the refusal
     naming the flag; the synthetic target takes only :data:`SYNTHETIC_DRAFTS` (it builds
-    its draft; a model named would be ignored) and no ``--dataset``, a model target a known
+    its draft; a model named would be ignored) and no ``--dataset``, a model target a model
+    or ``ngram`` draft (not the default ``truncated``, said as the default), a known
     ``--dataset`` and no ``--prompt-tokens`` (each would be ignored)."""
     from edgespec.models.registry import ModelNotFoundError, resolve_model
 
@@ -83,11 +84,16 @@ def check_pair_names(args: argparse.Namespace) -> None:
         return
     _check_dataset(args)
     names = [("--target", args.target), ("--draft", args.draft)]
-    for flag, name in names[: 1 if args.draft == "ngram" else 2]:
+    for flag, name in names[: 1 if args.draft in SYNTHETIC_DRAFTS else 2]:
         try:
             resolve_model(name)
         except ModelNotFoundError as exc:
             raise UserInputError(f"{flag} {name}: {exc}") from None
+    if args.draft == "truncated":
+        raise UserInputError(
+            "--draft truncated (the default) is the synthetic target's first layers: a model "
+            "--target needs --draft MODEL or ngram"
+        )
 
 
 def _check_dataset(args: argparse.Namespace) -> None:

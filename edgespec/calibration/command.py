@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,11 +46,20 @@ from edgespec.calibration.checks import (
     check_profiles,
 )
 from edgespec.calibration.comparison import compare
-from edgespec.calibration.fresh_profile import MIN_PROFILE_R2, profile_scenario
-from edgespec.calibration.runs import link_rtt_ms, run_real, simulate_run, write_trace
+from edgespec.calibration.fresh_profile import profile_scenario
+from edgespec.calibration.runs import (
+    DrafterProcessError,
+    RealRun,
+    link_rtt_ms,
+    run_real,
+    simulate_run,
+    write_trace,
+)
 from edgespec.errors import check_fits_context
+from edgespec.learn.traces.pair_vocab import check_pair_vocab
 from edgespec.output_paths import claim_folder, writable_output_folder, write_text_atomically
 from edgespec.profiling.files import profile_files
+from edgespec.profiling.quality import MIN_PROFILE_R2
 
 _NUMBERS: tuple[tuple[str, Callable[[str], int], int, str], ...] = (
     ("--clients", drafter_processes, 4, f"drafter processes, at most {MAX_DRAFTER_PROCESSES}"),
@@ -194,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
     pair = _pair(args)
     t_name, d_name, make_draft = pair.target_name, pair.draft_name, pair.make_draft
     backend = checked_target(pair.target_model, pair.target_files)
+    check_pair_vocab(args.draft, pair.draft_model, backend.vocab_size)  # before profiling
     prompts = _prompts(args, pair.tokenizer, backend.vocab_size, backend.max_context_tokens)
     if args.out is not None:  # an earlier run's files go only once nothing more is refused
         calibration_folder(args)
@@ -207,12 +218,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         target_profile, draft_profile, profile_lines = given.target, given.draft, (given.line(),)
         print(given.line(), flush=True)
-    print("measuring the loopback link (1 client) ...", flush=True)
-    probe = run_real(backend, make_draft, [prompts[0][:1]], args.max_new_tokens, args.gamma,
-                     args.clients, "probe")  # fmt: skip
-    rtt = link_rtt_ms(probe)
-    print(f"real run: {args.clients} clients x {args.requests} requests ...", flush=True)
-    real = run_real(backend, make_draft, prompts, args.max_new_tokens, args.gamma, args.clients)
+    try:
+        rtt, real = _real_runs(args, backend, make_draft, prompts)
+    except DrafterProcessError as exc:  # one line, and what this run left in its folder
+        print(f"edgespec calibrate: {exc}; {_left_behind(out, given is None)}", file=sys.stderr)
+        return 1
     trace = write_trace(real, out / "trace.jsonl")
     sim = simulate_run(trace, target_profile, draft_profile, rtt, args.clients, args.gamma,
                        args.clients, args.seed)  # fmt: skip
@@ -225,6 +235,30 @@ def run(args: argparse.Namespace) -> int:
     print(f"{header}\n\n{table}")
     write_text_atomically(out / "comparison.md", comparison_text(header, profile_lines, table))
     return 0
+
+
+def _real_runs(
+    args: argparse.Namespace, backend: Any, make_draft: Callable[[], Any], prompts: Any
+) -> tuple[float, RealRun]:
+    """The loopback link's RTT (one client, one request), then the real run."""
+    print("measuring the loopback link (1 client) ...", flush=True)
+    probe = run_real(backend, make_draft, [prompts[0][:1]], args.max_new_tokens, args.gamma,
+                     args.clients, "probe")  # fmt: skip
+    print(f"real run: {args.clients} clients x {args.requests} requests ...", flush=True)
+    real = run_real(backend, make_draft, prompts, args.max_new_tokens, args.gamma, args.clients)
+    return link_rtt_ms(probe), real
+
+
+def _left_behind(out: Path, profiled: bool) -> str:
+    """What a calibration stopped in its real run leaves in ``out``: no trace.jsonl nor
+    comparison.md; a fresh profile, which a rerun may read (``--profile``)."""
+    if not profiled:
+        return f"the calibration stopped before its trace and comparison: {out} holds neither"
+    return (
+        f"the calibration stopped before its trace and comparison: {out} holds only this "
+        f"run's profile (rerun with --profile {out / 'profile.yaml'} --out {out} --overwrite "
+        "to reuse it)"
+    )
 
 
 def comparison_text(header: str, profile_lines: tuple[str, ...], table: str) -> str:

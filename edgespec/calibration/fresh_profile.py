@@ -13,12 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-MIN_PROFILE_R2 = 0.5
-"""Below this held-out R², the profile's verification-time estimator explains less than
-half of how verify time varies over the scenario's shapes: the simulated verify times then
-hardly follow batch size and tokens, and the simulator's difference from the real run
-measures the fit more than the simulator (the profiles in docs/CALIBRATION.md reached 0.82
-and more)."""
+from edgespec.profiling.quality import MIN_PROFILE_R2
 
 
 def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: int) -> Any:

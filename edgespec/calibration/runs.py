@@ -27,6 +27,11 @@ def acceptance_seq(rounds: Sequence[RoundRecord]) -> list[int]:
     return seq
 
 
+class DrafterProcessError(RuntimeError):
+    """A drafter process of the real run failed: each one's error (type and message),
+    ``drafter process I: ...``, joined by ``; ``."""
+
+
 @dataclass(frozen=True, slots=True)
 class RealRun:
     records: tuple[RequestRecord, ...]
@@ -81,7 +86,7 @@ def run_real(
         ]
         results, errors = _run_processes(procs, queue, barrier, timeout_s)
     if errors:
-        raise RuntimeError("; ".join(errors))
+        raise DrafterProcessError("; ".join(errors))
     flat = [(i, r) for i in range(len(prompts)) for r in results[i]]
     start = min(r.request.arrival_s for _, r in flat)
     return RealRun(  # arrivals at the common start, as in the simulated trace

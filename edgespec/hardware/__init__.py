@@ -3,6 +3,9 @@ from them.
 
 * :mod:`.presets` — model architectures and accelerators, the bundled presets' loaders;
 * :mod:`.profile_source` — where a profile is read from: a YAML file or a bundled preset;
+* :mod:`.profile_info` — what a profile says of itself (role, clock, model, measured
+  range) and its numbers, checked; a profile refused for another role, or said to be used
+  beyond what it measured;
 * :mod:`.cost_models` — roofline, WISP Eq. 19, Zhu Eq. 17 and lookup cost models;
 * :mod:`.batch_pricing` — how a batched pass is priced from its entries' shapes;
 * :mod:`.wisp` — WISP batching's parameters: a profile or Eq. 19's coefficients;

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
 
-from edgespec.config import ConfigError, from_dict
+from edgespec.config import ConfigError, ConfigFileError, from_dict
 from edgespec.hardware.presets import (
     HardwareSpec,
     ModelArchitecture,
@@ -33,6 +33,7 @@ from edgespec.hardware.presets import (
     load_architecture,
     load_hardware,
 )
+from edgespec.hardware.profile_info import INFO_FIELDS, check_costs, read_profile_info
 from edgespec.hardware.profile_source import profile_mapping
 from edgespec.policies.estimator import WispCoefficients, zhu_batch_flops, zhu_runtime_s
 
@@ -180,8 +181,12 @@ def load_profile(name_or_path: str) -> CostModel:
     :func:`~edgespec.hardware.profile_source.profile_mapping`, which says what a name that
     is neither is)."""
     data, where = profile_mapping(name_or_path)
+    if not data:
+        raise ConfigFileError(where, "the file is empty; a profile gives its kind and coefficients")
+    read_profile_info(data, where)  # its role, clock and measured range are checked too
     kind = data.get("kind")
-    params = {k: v for k, v in data.items() if k not in ("kind", "source", "hardware", "model")}
+    params = {k: v for k, v in data.items() if k not in ("kind", *INFO_FIELDS)}
+    check_costs(params, where)
     if kind == "wisp":
         return WispCost(from_dict(WispCoefficients, params, where))
     if kind == "lookup":

@@ -8,6 +8,8 @@ cost models fitted to it and written as the simulator's profiles (docs/PROFILE.m
 * :mod:`.draft` — the drafter's propose calls timed, and its FLOPs;
 * :mod:`.fit` — least-squares fits of Eq. 19 and Eq. 17, held-out metrics, intervals;
 * :mod:`.run` — measure and fit a pair, write its profile files and report;
+* :mod:`.profile_yaml` — the text of one profile file: its header, what it is and measured;
+* :mod:`.quality` — when a fit is too poor to use as it is, and the warning then;
 * :mod:`.checkpoint` — measured configurations appended as they finish, for ``--resume``;
 * :mod:`.residuals` — where a written profile's Eq. 19 fit misses (``--residuals``);
 * :mod:`.samples` — the shipped samples file of one real profile run.

@@ -36,6 +36,12 @@ def check_args(args: argparse.Namespace) -> str | None:
             f"--clock cpu times this process's CPU work, not --device {args.device}'s: "
             "use --clock wall"
         )
+    if args.clock == "cpu" and args.threads > 1:
+        return (
+            f"--clock cpu sums the CPU time of all --threads {args.threads} threads, so a "
+            "pass would read about that many times its latency: give --threads 1 with "
+            "--clock cpu"
+        )
     return None
 
 

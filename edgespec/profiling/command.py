@@ -67,8 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scale",
         type=float,
         default=1.0,
-        help="multiply the grid's token counts, in (0, 1] (e.g. 0.25 on a slow CPU; default 1 = "
-        "WISP's)",
+        help="multiply the grid's token counts (cold-start totals, new tokens, memory-grid "
+        "totals), in (0, 1] (e.g. 0.25 on a slow CPU; default 1 = WISP's)",
     )
     parser.add_argument(
         "--clock",
@@ -110,16 +110,24 @@ def grid_spec(args: argparse.Namespace) -> Any:
     spec = QUICK_GRID if args.quick else GridSpec()
     if args.scale != 1.0:
         s = args.scale
+        new_tokens = _scaled(spec.new_tokens, s, 1)
         spec = replace(
             spec,
-            cold_totals=tuple(max(2, round(t * s)) for t in spec.cold_totals),
-            totals=tuple(max(max(spec.new_tokens) + 1, round(t * s)) for t in spec.totals),
+            cold_totals=_scaled(spec.cold_totals, s, 2),
+            new_tokens=new_tokens,
+            totals=_scaled(spec.totals, s, max(new_tokens) + 1),
         )
     if args.runs is not None:
         spec = replace(spec, runs=args.runs)
     if args.warmup is not None:
         spec = replace(spec, warmup_runs=args.warmup)
     return replace(spec, seed=args.seed, clock=args.clock)
+
+
+def _scaled(counts: tuple[int, ...], scale: float, least: int) -> tuple[int, ...]:
+    """Token counts times ``scale``, rounded, at least ``least``; each once, ascending
+    (0.1 of 500 and 1000 would be 50 and 100, but of 1 and 5 both 1)."""
+    return tuple(sorted({max(least, round(count * scale)) for count in counts}))
 
 
 def _load(name: str, args: argparse.Namespace) -> Any:
@@ -184,7 +192,21 @@ def run(args: argparse.Namespace) -> int:
     paths = write_profiles(result, Path(args.out), command)
     checkpoint_path(Path(args.out)).unlink()  # the report holds every sample
     print_summary(console, result, paths)
+    for warning in fit_warnings(result):
+        print(f"edgespec profile: {warning}", file=sys.stderr, flush=True)
     return 0
+
+
+def fit_warnings(result: Any) -> list[str]:
+    """A :func:`~edgespec.profiling.quality.poor_fit_warning` per written Eq. 19 fit (the
+    target's, the drafter's) that has one."""
+    from edgespec.profiling.quality import poor_fit_warning
+
+    fits = [("target", result.wisp)]
+    if result.draft is not None:
+        fits.append((f"drafter {result.draft.name}", result.draft.wisp))
+    warnings = [poor_fit_warning(label, fit) for label, fit in fits]
+    return [warning for warning in warnings if warning is not None]
 
 
 def _measure(
@@ -236,6 +258,8 @@ def _measure(
 def print_summary(console: Any, result: Any, paths: list[Path]) -> None:
     from rich.table import Table
 
+    from edgespec.profiling.profile_yaml import clipped_line
+
     table = Table(title=f"edgespec profile: {result.target} on {result.hardware}")
     for col in ("fit", "term", "value", "95% CI", "held-out R² / MAE ms / MAPE %"):
         table.add_column(col)
@@ -269,5 +293,8 @@ def print_summary(console: Any, result: Any, paths: list[Path]) -> None:
     )
     if result.draft is not None:
         console.print(f"drafter {result.draft.name}: {result.draft.per_token_s * 1e3:.3f} ms/token")
+    for label, fit in fits:
+        if fit.clipped:
+            console.print(f"{label}: {clipped_line(fit)}")
     for path in paths:
         console.print(f"wrote {path}")

@@ -7,9 +7,12 @@ least squares on a training split; R², MAE and MAPE are reported on the held-ou
 resampled with replacement). Zhu Eq. 17: T(b, F) = c₁·F·b + c₂ with F·b the batch's total
 FLOPs, fitted the same way with one regressor.
 
-Coefficients are fitted unconstrained; :func:`wisp_coefficients` clips a negative value
-to zero (the simulator's :class:`~edgespec.policies.estimator.WispCoefficients` rejects
-negatives) and the caller reports which were clipped.
+Coefficients are fitted unconstrained, or with ``nonnegative=True`` (the profiles
+``edgespec profile`` writes: the simulator's
+:class:`~edgespec.policies.estimator.WispCoefficients` rejects negatives) each term whose
+least-squares value comes out negative is fixed at 0 and the others refitted without it
+(:func:`nonnegative_ols`), so that the metrics reported are those of the coefficients
+written; :attr:`LinearFit.clipped` names the terms fixed at 0.
 """
 
 from __future__ import annotations
@@ -53,6 +56,22 @@ def ols(x: FloatArray, y: FloatArray) -> FloatArray:
     return np.asarray(beta / norms, dtype=np.float64)
 
 
+def nonnegative_ols(x: FloatArray, y: FloatArray) -> tuple[FloatArray, tuple[int, ...]]:
+    """Least squares with every coefficient >= 0: the columns whose coefficient comes out
+    negative are fixed at 0 and the rest refitted without them, until none is negative;
+    also the fixed columns' indices, ascending."""
+    fixed: set[int] = set()
+    while True:
+        free = [j for j in range(x.shape[1]) if j not in fixed]
+        beta = np.zeros(x.shape[1], dtype=np.float64)
+        if free:
+            beta[free] = ols(x[:, free], y)
+        negative = {j for j in free if beta[j] < 0}
+        if not negative:
+            return beta, tuple(sorted(fixed))
+        fixed |= negative
+
+
 @dataclass(frozen=True, slots=True)
 class FitMetrics:
     """Goodness of fit on one split: R², mean absolute error (s), mean absolute
@@ -84,6 +103,9 @@ class LinearFit:
     train: FitMetrics
     test: FitMetrics
     test_intervals: tuple[tuple[float, float], ...]
+    clipped: tuple[str, ...] = ()
+    """The terms fixed at 0 because their unconstrained value was negative (a
+    ``nonnegative`` fit's; the others were refitted without them)."""
 
     def as_dict(self) -> dict[str, float]:
         return dict(zip(self.names, self.values, strict=True))
@@ -108,13 +130,21 @@ def fit_linear(
     test: npt.NDArray[np.intp],
     rng: np.random.Generator,
     num_bootstrap: int = 1000,
+    nonnegative: bool = False,
 ) -> LinearFit:
-    """OLS on ``train``; metrics on both splits; ``num_bootstrap`` refits on resampled
-    training rows give the coefficients' 95% intervals, and resampled test rows the
-    held-out metrics' intervals."""
+    """OLS on ``train`` (``nonnegative``: :func:`nonnegative_ols`, and the bootstrap
+    refits keep its fixed terms at 0); metrics on both splits, of the coefficients
+    returned; ``num_bootstrap`` refits on resampled training rows give the coefficients'
+    95% intervals, and resampled test rows the held-out metrics' intervals."""
     if len(names) != x.shape[1]:
         raise ValueError(f"{len(names)} names for {x.shape[1]} columns")
-    beta = ols(x[train], y[train])
+    fixed: tuple[int, ...] = ()
+    if nonnegative:
+        beta, fixed = nonnegative_ols(x[train], y[train])
+        x = x.copy()
+        x[:, list(fixed)] = 0.0  # ols() leaves a zero column's coefficient at 0
+    else:
+        beta = ols(x[train], y[train])
     boot = np.empty((num_bootstrap, x.shape[1]))
     test_boot = np.empty((num_bootstrap, 3))
     pred_test = x[test] @ beta
@@ -124,6 +154,7 @@ def fit_linear(
         pick = rng.integers(0, test.size, test.size)
         m = metrics(y[test][pick], pred_test[pick])
         test_boot[i] = (m.r2, m.mae_s, m.mape_pct)
+    boot[:, list(fixed)] = 0.0  # exactly: lstsq leaves ~1e-18 on a zeroed column
     low, high = np.percentile(boot, [2.5, 97.5], axis=0)
     t_low, t_high = np.nanpercentile(test_boot, [2.5, 97.5], axis=0)
     return LinearFit(
@@ -133,12 +164,14 @@ def fit_linear(
         train=metrics(y[train], x[train] @ beta),
         test=metrics(y[test], pred_test),
         test_intervals=tuple((float(a), float(b)) for a, b in zip(t_low, t_high, strict=True)),
+        clipped=tuple(names[j] for j in fixed),
     )
 
 
 def wisp_coefficients(fit: LinearFit) -> tuple[WispCoefficients, tuple[str, ...]]:
     """The fit as simulator coefficients, negative values clipped to 0; also the names of
-    the clipped ones."""
+    the clipped ones (a ``nonnegative`` fit's :attr:`LinearFit.clipped`, whose values are
+    0 already, and any negative value)."""
     values = fit.as_dict()
-    clipped = tuple(name for name in WISP_TERMS if values[name] < 0)
+    clipped = tuple(n for n in WISP_TERMS if values[n] < 0 or n in fit.clipped)
     return WispCoefficients(*(max(values[n], 0.0) for n in WISP_TERMS)), clipped

@@ -5,7 +5,7 @@
 Reads the ``NAME-report.json`` that ``edgespec profile`` writes. One point per grid
 configuration, its median run (the lower median), as the fit uses. Prints, per grid
 category and split, the MAPE and the mean signed error (predicted − measured, relative)
-of the report's Eq. 19 fit (coefficients as fitted, before clipping), then refits two
+of the report's Eq. 19 fit (the coefficients its profile holds), then refits two
 models on the training configurations and scores them on the held-out ones: Eq. 19
 (N_linear, N_interactions, N_cached, 1) and a *padded* shape
 (B·max L_new, B·max L_new·max L_total, B·max L_total, 1), what a batched forward pass
@@ -212,7 +212,8 @@ def read_report(path: Path) -> dict[str, Any]:
             raise UserInputError(f"{where}: wisp.coefficients.{term} is {got!r}, not a number")
     samples = report.get("samples")
     if not isinstance(samples, list) or not samples:
-        raise UserInputError(f"{where}: no 'samples' list")
+        got = "missing" if samples is None else "empty" if samples == [] else "not a list"
+        raise UserInputError(f"{where}: 'samples' is {got}; it lists the report's timed batches")
     for index, sample in enumerate(samples):
         problem = check_sample(sample)
         if problem is not None:
@@ -263,8 +264,13 @@ def check_sample(sample: object) -> str | None:
     if sample.get("split") not in ("train", "test"):
         return f"split is {sample.get('split', 'missing')!r}, not 'train' or 'test'"
     entries = sample.get("entries")
+    pairs = "the batch's [L_new >= 1, L_cached >= 0] pairs"
+    if entries is None:
+        return f"no entries ({pairs})"
     if not isinstance(entries, list) or not entries or not all(map(_is_entry, entries)):
-        return f"entries is {entries!r}, not a list of [L_new >= 1, L_cached >= 0] pairs"
+        shown = repr(entries)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return f"entries is {shown}, not a non-empty list of {pairs}"
     time_s = sample.get("time_s")
     if not _is_number(time_s) or time_s <= 0:
         return f"time_s is {sample.get('time_s', 'missing')!r}, not a number > 0"
@@ -287,7 +293,7 @@ def print_residuals(path: Path) -> int:
         )
     for name, m in fits.items():
         print(
-            f"{name}: held-out R² {m.r2:.3f}, MAE {m.mae_s * 1e3:.0f} ms, "
+            f"{name}: held-out R² {m.r2:.3f}, MAE {m.mae_s * 1e3:.3g} ms, "
             f"MAPE {m.mape_pct:.1f}% ({m.num_samples} configurations)"
         )
     return 0

@@ -27,10 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.config import dump_yaml
 from edgespec.hardware.cost_models import ModelArchitecture, available
 from edgespec.hardware.profile_source import PROFILE_SUFFIXES
-from edgespec.models.registry import recorded_name
 from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.checkpoint import Checkpoint
 from edgespec.profiling.draft import DraftSample, measure_drafter, model_spec, per_token_s
@@ -41,10 +39,16 @@ from edgespec.profiling.fit import (
     LinearFit,
     fit_linear,
     split_indices,
-    wisp_coefficients,
     wisp_design,
 )
 from edgespec.profiling.measure import GridConfig, GridSpec, Sample, design_grid, measure_grid
+from edgespec.profiling.profile_yaml import (
+    MeasuredRange,
+    ProfileFile,
+    ProfileOrigin,
+    profile_text,
+    target_range,
+)
 from edgespec.runtime.backends.base import TargetBackend
 
 
@@ -118,11 +122,11 @@ def fit_target(
     train, test = np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
     y = np.array([s.time_s for s in points])
     shapes = [s.shape for s in points]
-    wisp = fit_linear(
-        WISP_TERMS, wisp_design(shapes), y, train, test, np.random.default_rng(seed), boot
-    )
+    rng = np.random.default_rng(seed)
+    wisp = fit_linear(WISP_TERMS, wisp_design(shapes), y, train, test, rng, boot, True)
     x_zhu = _zhu_design(spec, [(b.num_linear, b.num_interactions, 1) for b in shapes])
-    zhu = fit_linear(ZHU_TERMS, x_zhu, y, train, test, np.random.default_rng(seed + 1), boot)
+    rng = np.random.default_rng(seed + 1)
+    zhu = fit_linear(ZHU_TERMS, x_zhu, y, train, test, rng, boot, nonnegative=True)
     return wisp, zhu
 
 
@@ -134,11 +138,12 @@ def fit_draft(
     y = np.array([s.time_s for s in samples])
     x = wisp_design([s.shape for s in samples])
     x[:, 3] = [s.num_passes for s in samples]  # c is per pass
-    wisp = fit_linear(WISP_TERMS, x, y, train, test, rng, boot)
+    wisp = fit_linear(WISP_TERMS, x, y, train, test, rng, boot, nonnegative=True)
     zhu = None
     if spec is not None:
         rows = [(s.shape.num_linear, s.shape.num_interactions, s.num_passes) for s in samples]
-        zhu = fit_linear(ZHU_TERMS, _zhu_design(spec, rows), y, train, test, rng, boot)
+        x_zhu = _zhu_design(spec, rows)
+        zhu = fit_linear(ZHU_TERMS, x_zhu, y, train, test, rng, boot, nonnegative=True)
     return DraftProfile(name, tuple(samples), wisp, zhu, per_token_s(samples))
 
 
@@ -193,21 +198,6 @@ def profile_pair(
     )
 
 
-def _header(result: ProfileResult, fit: LinearFit, what: str, command: str) -> str:
-    t, iv = fit.test, fit.test_intervals
-    lines = [
-        f"# {what}, measured by `edgespec profile` on {result.hardware}",
-        f"# command: {command}",
-        f"# load average during the run: {' '.join(f'{x:.2f}' for x in result.load_average)}",
-        f"# held-out fit ({t.num_samples} samples): R^2 {t.r2:.4f} "
-        f"[{iv[0][0]:.4f}, {iv[0][1]:.4f}], MAE {t.mae_s * 1e3:.3f} ms, "
-        f"MAPE {t.mape_pct:.2f}% (bootstrap 95% intervals)",
-    ]
-    for name, value, (low, high) in zip(fit.names, fit.values, fit.intervals, strict=True):
-        lines.append(f"# {name} = {value:.4e}, 95% CI [{low:.4e}, {high:.4e}]")
-    return "\n".join(lines) + "\n"
-
-
 def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]:
     """Write the profile files next to ``out`` (see the module docstring), each sibling
     named by :func:`profile_files`; a sibling this run does not write (an earlier run's
@@ -227,31 +217,33 @@ def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]
     fits = [fit for fit in fits if fit[3] == "wisp" or fit[1] in presets]
     for stale in set(files.finished) - {path for path, *_ in fits} - {files.report}:
         stale.unlink(missing_ok=True)
+    origin = ProfileOrigin(result.hardware, command, result.load_average)
     written = []
     for path, model, fit, kind in fits:
-        role = "drafter" if path in (files.draft, files.draft_zhu) else "target"
-        data: dict[str, Any] = {
-            "source": f"edgespec profile ({role} {model}, {kind}; see comments)",
-            "kind": kind,
-            "hardware": result.hardware,
-            "model": recorded_name(model),
-        }
-        if kind == "wisp":
-            coeffs, _ = wisp_coefficients(fit)
-            data.update(asdict(coeffs))
-        else:  # fitted against ModelArchitecture.flops, not Zhu's printed Eqs. 13-14
-            data["flops"] = "architecture"
-            data.update({k: max(v, 0.0) for k, v in fit.as_dict().items()})
-        header = _header(result, fit, f"{role} {model} ({kind})", command)
-        write_text_atomically(path, header + dump_yaml(data, sort_keys=False))
+        draft = path in (files.draft, files.draft_zhu)
+        measured = draft_range(result.draft) if draft and result.draft else _range(result)
+        clock = "wall" if draft else result.clock  # a propose call is timed by perf_counter
+        profile = ProfileFile("draft" if draft else "target", model, kind, fit, clock, measured)
+        write_text_atomically(path, profile_text(profile, origin))
         written.append(path)
     write_text_atomically(files.report, json.dumps(_report(result, command), indent=1))
     return [*written, files.report]
 
 
+def _range(result: ProfileResult) -> MeasuredRange | None:
+    return target_range([s.entries for s in result.samples])
+
+
+def draft_range(draft: DraftProfile) -> MeasuredRange | None:
+    """A drafter's range: one request, its longest context plus the γ tokens drafted."""
+    contexts = [s.context_tokens + s.gamma for s in draft.samples]
+    return MeasuredRange(1, max(contexts)) if contexts else None
+
+
 def _fit_json(fit: LinearFit) -> dict[str, Any]:
     return {
         "coefficients": fit.as_dict(),
+        "clipped_to_0": list(fit.clipped),
         "intervals_95": dict(zip(fit.names, fit.intervals, strict=True)),
         "train": asdict(fit.train),
         "test": asdict(fit.test),

@@ -74,20 +74,20 @@ def test_a_poor_fit_is_warned_of_on_stderr_and_kept_with_the_profile(
 ) -> None:
     fit = _fitted(noise_s=0.004)  # noise up to 4 ms on a 1-4 ms signal
     fresh = _profile(fit, tmp_path, monkeypatch)
-    summary = f"profile: target held-out R² 0.301, MAPE 24.5%; wrote {tmp_path}/profile.yaml"
-    warning = WARNING.format(r2="0.301")
+    summary = f"profile: target held-out R² 0.308, MAPE 24.3%; wrote {tmp_path}/profile.yaml"
+    warning = WARNING.format(r2="0.308")
     assert fresh == FreshProfile(tmp_path / "profile.yaml", (summary, warning))
     out, err = capsys.readouterr()
     assert out.splitlines()[-1] == summary
     assert err == f"edgespec calibrate: {warning}\n"
-    assert "R^2 0.3010" in (tmp_path / "profile.yaml").read_text()  # the fit written
+    assert "R^2 0.3076" in (tmp_path / "profile.yaml").read_text()  # the fit written
 
 
 def test_a_good_fit_prints_no_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fresh = _profile(_fitted(noise_s=0.002), tmp_path, monkeypatch)
-    summary = f"profile: target held-out R² 0.736, MAPE 16.2%; wrote {tmp_path}/profile.yaml"
+    summary = f"profile: target held-out R² 0.738, MAPE 16.0%; wrote {tmp_path}/profile.yaml"
     assert fresh == FreshProfile(tmp_path / "profile.yaml", (summary,))
     out, err = capsys.readouterr()
     assert (out.splitlines()[-1], err) == (summary, "")
@@ -134,12 +134,12 @@ def test_calibrate_warns_and_records_the_warning_in_comparison_md(
     monkeypatch.setattr("edgespec.profiling.run.profile_pair", lambda *a, **k: _fitted(0.004))
     sizes = ["--clients", "1", "--requests", "1", "--max-new-tokens", "4", "--prompt-tokens", "8"]
     assert main(["calibrate", "--out", str(tmp_path), "--threads", "1", *sizes]) == 0
-    summary = f"profile: target held-out R² 0.301, MAPE 24.5%; wrote {tmp_path}/profile.yaml"
+    summary = f"profile: target held-out R² 0.308, MAPE 24.3%; wrote {tmp_path}/profile.yaml"
     err = capsys.readouterr().err
-    assert err == f"edgespec calibrate: {WARNING.format(r2='0.301')}\n"
+    assert err == f"edgespec calibrate: {WARNING.format(r2='0.308')}\n"
     lines = (tmp_path / "comparison.md").read_text().splitlines()
     assert lines[0].startswith("synthetic + truncated, 1 clients x 1 requests, γ=4")
-    assert lines[1:5] == [summary, WARNING.format(r2="0.301"), "", "| metric | real (loopback "
+    assert lines[1:5] == [summary, WARNING.format(r2="0.308"), "", "| metric | real (loopback "
                           "gRPC) | simulator | sim − real |"]  # fmt: skip
 
 

@@ -57,15 +57,15 @@ def test_zhu_cost_coefficients_must_be_finite(c1: float, c2: float, bad: str) ->
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({**WISP, "c_s": math.nan}, "c_s must be finite and >= 0, got nan"),
-        ({**WISP, "a_s": math.inf}, "a_s must be finite and >= 0, got inf"),
+        ({**WISP, "c_s": math.nan}, "c_s: must be finite and >= 0, got nan"),
+        ({**WISP, "a_s": math.inf}, "a_s: must be finite and >= 0, got inf"),
         (
             {"kind": "zhu", "model": "llama2-7b", "c1_s_per_flop": math.nan, "c2_s": 0.002},
-            "c1_s_per_flop must be finite and >= 0, got nan",
+            "c1_s_per_flop: must be finite and >= 0, got nan",
         ),
         (
             {"kind": "lookup", "num_linear": [1, 2], "time_s": [0.1, math.inf]},
-            "time_s[1] must be finite and >= 0, got inf",
+            "time_s[1]: must be finite and >= 0, got inf",
         ),
     ],
 )
@@ -76,7 +76,8 @@ def test_a_profile_file_with_a_non_finite_coefficient_is_refused(
     path.write_text(yaml.safe_dump(data))
     with pytest.raises(ConfigError) as info:
         load_profile(str(path))
-    assert str(info.value) == f"config field '{path}': {message}"
+    field, detail = message.split(": ", 1)
+    assert str(info.value) == f"config field '{path}.{field}': {detail}"
 
 
 def test_the_sim_reports_a_nan_profile_at_the_field_that_named_it(tmp_path: Path) -> None:
@@ -89,5 +90,5 @@ def test_the_sim_reports_a_nan_profile_at_the_field_that_named_it(tmp_path: Path
         simulate(scenario_from_dict(tiny_scenario(duration_s=0.5), overrides))
     assert str(info.value) == (
         "config field 'auto_topology.servers[0].cost_model.profile': "
-        "c_s must be finite and >= 0, got nan"
+        f"{path}.c_s: must be finite and >= 0, got nan"
     )

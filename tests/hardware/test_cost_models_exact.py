@@ -131,11 +131,11 @@ def test_a_yml_profile_loads_like_a_yaml_one(tmp_path: Path) -> None:
         ),
         (
             {"kind": "zhu", "model": "llama2-7b", "c1_s_per_flop": -1e-12, "c2_s": 0.002},
-            "config field '{path}': c1_s_per_flop must be finite and >= 0, got -1e-12",
+            "config field '{path}.c1_s_per_flop': must be finite and >= 0, got -1e-12",
         ),
         (  # the field at fault is named, not always c1
             {"kind": "zhu", "model": "llama2-7b", "c1_s_per_flop": 1e-12, "c2_s": -0.002},
-            "config field '{path}': c2_s must be finite and >= 0, got -0.002",
+            "config field '{path}.c2_s': must be finite and >= 0, got -0.002",
         ),
         (
             {"kind": "table"},

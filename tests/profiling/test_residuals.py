@@ -172,9 +172,13 @@ def test_the_shipped_samples_file_and_a_folder_are_refused(
     [
         ({"config": "3"}, "config is '3', not an integer"),
         ({"split": "dev"}, "split is 'dev', not 'train' or 'test'"),
-        ({"entries": []}, "entries is [], not a list of [L_new >= 1, L_cached >= 0] pairs"),
-        ({"entries": [[0, 5]]}, "entries is [[0, 5]], not a list of [L_new >= 1, "
+        ({"entries": []}, "entries is [], not a non-empty list of the batch's [L_new >= 1, "
          "L_cached >= 0] pairs"),
+        ({"entries": [[0, 5]]}, "entries is [[0, 5]], not a non-empty list of the batch's "
+         "[L_new >= 1, L_cached >= 0] pairs"),
+        ({"entries": None}, "no entries (the batch's [L_new >= 1, L_cached >= 0] pairs)"),
+        ({"entries": [[0, 2]] * 40}, "entries is [[0, 2], [0, 2], [0, 2], [0, 2], [0, 2], [0, 2], "
+         "[0, 2], ..., not a non-empty list of the batch's [L_new >= 1, L_cached >= 0] pairs"),
         ({"time_s": 0}, "time_s is 0, not a number > 0"),
         ({"time_s": None}, "time_s is None, not a number > 0"),
     ],

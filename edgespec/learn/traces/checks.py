@@ -127,3 +127,21 @@ def prompt_sets(args: argparse.Namespace) -> list[tuple[str, list[Any]]]:
             raise UserInputError(f"--dataset {name}: holds no prompts")
         sets.append((label, prompts))
     return sets
+
+
+def check_outputs(args: argparse.Namespace, labels: list[str]) -> None:
+    """Without ``--overwrite``, an ``--out`` file, or an ``--out-dir`` file of one of the
+    datasets ``labels``, that exists and is not empty is a :class:`UserInputError` naming
+    the flag and the file: an earlier trace is never replaced unawares (as ``edgespec
+    profile`` and ``calibrate`` refuse an ``--out`` holding an earlier run)."""
+    if args.overwrite:
+        return
+    given = [("--out", args.out)] if args.out is not None else []
+    if args.out_dir is not None:
+        given += [("--out-dir", args.out_dir / f"{label}.jsonl") for label in labels]
+    for flag, path in given:
+        if path.is_file() and path.stat().st_size > 0:
+            raise UserInputError(
+                f"{flag}: {path} already holds a trace; give another {flag}, or --overwrite "
+                "to replace it"
+            )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from contextlib import nullcontext
 from typing import Any
 
 from edgespec.arguments import (
@@ -22,9 +23,15 @@ from edgespec.arguments import (
 from edgespec.datasets.prompts import DATASETS, HELD_OUT
 from edgespec.errors import UserInputError, check_fits_context
 from edgespec.learn.progress import progress_bar
-from edgespec.learn.traces.checks import NGRAM, check_args, prompt_sets, slo_classes
+from edgespec.learn.traces.checks import (
+    NGRAM,
+    check_args,
+    check_outputs,
+    prompt_sets,
+    slo_classes,
+)
 from edgespec.models.devices import device_placement
-from edgespec.models.registry import ModelSpec, resolve_model
+from edgespec.models.registry import ModelSpec, recorded_name, resolve_model
 from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 
@@ -116,6 +123,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out-dir", type=writable_output_folder, help="write <dataset>.jsonl files here"
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an --out file, or --out-dir's <dataset>.jsonl, holding an earlier trace "
+        "(default: refused)",
+    )
     add_verbose(parser)
     parser.add_argument(
         "--json",
@@ -145,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
     placement = device_placement(args)  # so does a GPU this machine lacks
     torch.set_num_threads(args.threads)
     sets = prompt_sets(args)  # a bad --dataset fails before any model loads
+    check_outputs(args, [name for name, _ in sets])  # so does an earlier trace
     target_spec, draft_spec = _model_specs(args)  # so does a bad model name or directory
     with console.status(f"loading target {args.target} and draft {args.draft}"):
         device, dtype = placement.device, placement.dtype
@@ -158,8 +172,13 @@ def run(args: argparse.Namespace) -> int:
                 draft_spec, dtype, target=target, verbose=args.verbose, device=device
             ).model
         )
-    try:
-        choice = DraftChoice(args.draft, args.lookup, args.tree)
+    from edgespec.learn.traces.pair_vocab import check_pair_vocab
+    from edgespec.runtime.backends.mask_check_cache import checked_target
+
+    target_backend = checked_target(target.model, target.weight_files)
+    check_pair_vocab(args.draft, draft_model, target_backend.vocab_size)  # before any work
+    try:  # the records name the models as profiles do, to be found again from any folder
+        choice = DraftChoice(recorded_name(args.draft), args.lookup, args.tree)
         if args.tree_min_prob is not None:
             choice = dataclasses.replace(choice, tree_min_prob=args.tree_min_prob)
         if args.tree_max_nodes is not None:
@@ -168,8 +187,8 @@ def run(args: argparse.Namespace) -> int:
     except UserInputError as exc:
         console.print(f"edgespec trace: {exc}")
         return 2
-    pair = PairInfo(args.target, draft_name, target.model, draft_model)
-    records = _capture(args, target, drafter, pair, sets, stop, console)
+    pair = PairInfo(recorded_name(args.target), draft_name, target.model, draft_model)
+    records = _capture(args, (target, target_backend), drafter, pair, sets, stop, console)
     _write_records(args, records, [name for name, _ in sets], console)
     title = f"speculative decoding, greedy, γ = {args.gamma}, {args.window} window"
     if stop is not None:
@@ -192,46 +211,51 @@ def _model_specs(args: argparse.Namespace) -> tuple[ModelSpec, ModelSpec | None]
 
 def _capture(
     args: argparse.Namespace,
-    target: Any,
+    target_and_backend: tuple[Any, Any],
     drafter: Any,
     pair: Any,
     prompt_sets: list[tuple[str, list[Any]]],
     stop: Any,
     console: Any,
 ) -> list[Any]:
-    """Every prompt traced, under a progress bar (one line per request in a log file)."""
+    """Every prompt traced, under a progress bar on a terminal; in a log file, one line
+    per request instead."""
     from edgespec.learn.drafts.distill_data import encode_prompt
     from edgespec.learn.traces.capture import capture
     from edgespec.learn.traces.records import TraceRecord
     from edgespec.models.loading import library_output
-    from edgespec.runtime.backends.mask_check_cache import checked_target
 
+    target, target_backend = target_and_backend
     work = [
         (p.prompt_id, name, encode_prompt(target.tokenizer, p.text, args.max_prompt_tokens))
         for name, prompts in prompt_sets
         for p in prompts
     ]
-    target_backend = checked_target(target.model, target.weight_files)
     _check_context(work, args.max_new_tokens, target_backend.max_context_tokens)
-    bar = progress_bar(console, "tracing", total=len(work))
+    logged = not console.is_terminal  # a log file gets one line per request, and no bar
+    bar = nullcontext(_no_bar) if logged else progress_bar(console, "tracing", total=len(work))
+    done = iter(range(1, len(work) + 1))
     with bar as update, library_output(args.verbose):
 
         def on_record(record: TraceRecord) -> None:
             update(advance=1, description=f"tracing {record.dataset}")
-            if not console.is_terminal:  # a log file gets one line per request
+            if logged:
                 accepted = sum(r.num_accepted for r in record.rounds)
                 console.print(
-                    f"{record.request_id}: {record.output_tokens} tokens, {len(record.rounds)} "
-                    f"rounds, {accepted} drafts accepted, lossless={record.lossless}"
+                    f"{record.request_id} ({next(done)}/{len(work)}): {record.output_tokens} "
+                    f"tokens, {len(record.rounds)} rounds, {accepted} drafts accepted, "
+                    f"lossless={record.lossless}"
                 )
 
         def on_stage(request_id: str, stage: str) -> None:
             update(description=f"tracing {request_id}: {stage}")
-            if not console.is_terminal:
-                console.print(f"{request_id}: {stage} ...")
 
         settings = _capture_settings(args, pair.draft_model is not None, stop)
         return capture(target_backend, drafter, pair, work, settings, on_record, on_stage)
+
+
+def _no_bar(**changes: Any) -> None:
+    """A log file's progress "bar": its requests' lines say it (:func:`_capture`)."""
 
 
 def _check_context(work: list[Any], max_new_tokens: int, context: int) -> None:

@@ -45,6 +45,7 @@ from edgespec.core.features import (
 )
 from edgespec.learn.traces.json_line import json_line
 from edgespec.output_paths import write_atomically
+from edgespec.sim.setup.trace_fields import acceptance_values
 
 TRACE_FEATURE_NAMES: tuple[str, ...] = FEATURE_NAMES[:5]
 
@@ -241,9 +242,7 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
         raise RecordError(
             where, "expected [gamma, accepted, draft_ms, verify_ms(, passes)] rows", "rounds"
         ) from exc
-    seq = _field(obj, "acceptance_seq", list, where)
-    if any(v not in (0, 1) or isinstance(v, bool | float) for v in seq):
-        raise RecordError(where, "must be a list of 0/1 integers", "acceptance_seq")
+    seq = acceptance_values(_field(obj, "acceptance_seq", list, where), where)
     request_id = str(_field(obj, "request_id", str, where))
     feats = _features(obj, "draft_features", parse_feature_rows, request_id, where)
     after = _features(obj, "rejection_features", parse_rejection_rows, request_id, where)
@@ -259,7 +258,7 @@ def record_from_json(obj: Any, where: str) -> TraceRecord:
             draft_model=str(obj.get("draft_model", "")),
             target_model=str(obj.get("target_model", "")),
             gamma_max=int(obj.get("gamma_max", 0)),
-            acceptance_seq=tuple(int(v) for v in seq),
+            acceptance_seq=seq,
             rounds=rounds,
             draft_features=feats,
             sd_ms=obj.get("sd_ms"),

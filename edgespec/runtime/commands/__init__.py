@@ -4,6 +4,8 @@
   ``edgespec serve``: its flags and the parsers of list-valued ones, ``--backend`` and the
   llama.cpp context's flags, ``load_target``; the checks before anything loads, the decision
   head and the verification rules it allows, the co-located draft and the service;
+* :mod:`.serve_profile` — ``edgespec serve --profile`` checked against what is served: a
+  drafter's or another model's profile refused, one used beyond what it measured said;
 * :mod:`.draft`, :mod:`.draft_arguments`, :mod:`.draft_connect`, :mod:`.draft_run`,
   :mod:`.closed_whole`, :mod:`.draft_context` — ``edgespec draft``: its flags and the
   ``DrafterConfig`` overrides they make, the server reached (routed across several, waiting

@@ -16,6 +16,7 @@ from edgespec.runtime.commands.serve_arguments import (
     parse_thresholds,
     wisp_params,
 )
+from edgespec.runtime.commands.serve_profile import check_profile
 from edgespec.runtime.commands.serve_service import (
     build_service,
     check_before_loading,
@@ -113,6 +114,7 @@ def _run(args: argparse.Namespace) -> int:
     draft = draft_to_load(config, args.draft)
     choice = target_choice(args, config.target, args.threads)  # a non-GGUF fails here
     semantic_head(config, _say)  # not a head, or another target's: fails before loading
+    check_profile(config, _say)  # a drafter's or another model's profile: refused
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
     apply_cpus_and_threads(args.cpus, args.threads)

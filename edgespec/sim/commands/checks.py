@@ -12,6 +12,8 @@
   the first run, not after the points before it ran (and ``record_rounds: true``, which
   their runs would not write); a trace's requests after
   ``duration_s`` said once per trace and duration (:class:`LateArrivalWarnings`).
+* A server pool's profile used beyond the batch size or context it measured
+  (:func:`say_profile_ranges`), said once before the run.
 """
 
 from __future__ import annotations
@@ -93,6 +95,31 @@ def check_scenario_dict(
         )
     trace = check_buildable(scenario).trace
     return late_arrivals(scenario, num_arrivals_after(trace, scenario.duration_s))
+
+
+def say_profile_ranges(scenario: Scenario) -> None:
+    """Say on stderr, once each, a server pool's profile used beyond what it measured: its
+    pool's ``max_batch_size`` above the profile's ``measured_max_batch_size``, or its
+    ``kv_budget_tokens`` (the longest context a request can reach) above its
+    ``measured_max_context_tokens`` (:func:`edgespec.hardware.profile_info.range_warning`;
+    the profile loaded, with its errors, when the scenario is resolved)."""
+    from edgespec.hardware.profile_info import profile_info, range_warning
+
+    said: set[str] = set()
+    for pool in scenario.auto_topology.servers:
+        profile = pool.cost_model.profile
+        if pool.cost_model.kind == "roofline" or profile is None:
+            continue
+        try:
+            info = profile_info(profile)
+        except ConfigError:  # refused where the scenario is resolved, at its field
+            continue
+        if info.role == "draft":  # refused there too
+            continue
+        warning = range_warning(info, pool.max_batch_size, pool.kv_budget_tokens)
+        if warning is not None and warning not in said:
+            said.add(warning)
+            print(f"edgespec sim: {warning}", file=sys.stderr)
 
 
 class LateArrivalWarnings:

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     """Parse the scenario (file or bundled name, plus overrides) once, then run it in the
     mode the flags ask for: a drafting server's run, a sweep, a capacity search, a
     sharded run or a plain one."""
-    from edgespec.sim.commands.checks import check_added_entries
+    from edgespec.sim.commands.checks import check_added_entries, say_profile_ranges
     from edgespec.sim.run_folder import claim_run_folder, made_run_folder
     from edgespec.sim.setup.scenario import (
         default_scenario_path,
@@ -73,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             data = apply_overrides(data, ["record_rounds=true"])
         scenario = scenario_from_dict(data)  # validate once, before any run
         check_added_entries(file.data, overrides, scenario)  # a misspelt link or class
+    say_profile_ranges(scenario)  # a server's profile used beyond what it measured
     out = claim_run_folder(args.out, scenario.name, args.overwrite, time.strftime("%Y%m%d-%H%M%S"))
     probed = [] if args.capacity is None else [f"{args.capacity}="]  # the key probes set
     varied = [*overrides, *(args.sweep or ()), *probed]

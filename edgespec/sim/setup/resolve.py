@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from edgespec.config import ConfigError, PolicySpec, at_field
 from edgespec.hardware.cost_models import CostModel, build_cost_model, load_architecture
+from edgespec.hardware.profile_info import check_role, profile_info
 from edgespec.hardware.wisp import wisp_batching_params
 from edgespec.policies.fusing import spec_fusing
 from edgespec.sim.model.acceptance import AcceptanceModel
@@ -168,9 +169,16 @@ def resolve_policies(scenario: Scenario) -> ResolvedPolicies:
 def _cost(
     cfg: CostModelConfig, model: str, hardware: str, where: str, model_field: str
 ) -> CostModel:
-    """A pool's cost model; errors name the pool's field (``...devices[0].hardware``)."""
+    """A pool's cost model; errors name the pool's field (``...devices[0].hardware``). A
+    profile that says it is the other role's (a drafter's on a server pool, a target's
+    on a device pool) is refused at ``cost_model.profile``."""
     try:
-        return build_cost_model(cfg.kind, model, hardware, cfg.profile, f"{where}.cost_model")
+        cost = build_cost_model(cfg.kind, model, hardware, cfg.profile, f"{where}.cost_model")
+        if cfg.kind != "roofline" and cfg.profile is not None:
+            device = ".devices[" in where
+            user = "a device pool's cost model" if device else "a server pool's cost model"
+            check_role(profile_info(cfg.profile), "draft" if device else "target", user)
+        return cost
     except ConfigError as exc:
         if exc.path.startswith(f"{where}.cost_model."):  # its kind, its missing profile
             raise

@@ -106,3 +106,19 @@ def check_trace_fields(record: Mapping[str, Any], where: str) -> None:
             raise RecordError(
                 where, f"gives {what}, which {given[0]} gives too; keep one of them", given[1]
             )
+
+
+def acceptance_values(raw: Any, where: str) -> tuple[int, ...]:
+    """A trace line's ``acceptance_seq``, one rule for every reader (the simulator's and
+    :func:`edgespec.learn.traces.records.read_trace`): a non-empty list of 0/1 integers,
+    one per output position (JSON's ``true``/``false`` are no acceptances), else a
+    :class:`RecordError` naming the line and the field: an empty one would fail the run
+    mid-way, at the request's first round."""
+    ok = isinstance(raw, list) and all(type(v) is int and v in (0, 1) for v in raw)
+    if not ok:
+        raise RecordError(where, "must be a list of 0/1 integers", "acceptance_seq")
+    if not raw:
+        raise RecordError(
+            where, "is empty; a trace holds one 0/1 per output position", "acceptance_seq"
+        )
+    return tuple(raw)

@@ -37,6 +37,7 @@ from edgespec.sim.setup.trace_fields import (
     CLIENT_KEYS,
     OUTPUT_KEYS,
     PROMPT_KEYS,
+    acceptance_values,
     check_trace_fields,
     given_value,
 )
@@ -120,11 +121,8 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
     prompt = _count(_first(record, PROMPT_KEYS, where), where, "prompt_tokens", 0)
     output = _count(_first(record, OUTPUT_KEYS, where), where, "output_tokens", 1)
     client = given_value(record, CLIENT_KEYS, 0)
-    seq = record.get("acceptance_seq")
-    if seq is not None:
-        if not isinstance(seq, list) or any(v not in (0, 1) or isinstance(v, float) for v in seq):
-            raise RecordError(where, "must be a list of 0/1 integers", "acceptance_seq")
-        seq = tuple(int(v) for v in seq)
+    raw = record.get("acceptance_seq")
+    seq = None if raw is None else acceptance_values(raw, where)
     slo = record.get("slo_class")
     rid = record.get("request_id", record.get("id"))
     tree_rounds, depth = _tree_rounds(record, output, where)

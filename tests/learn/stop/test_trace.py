@@ -99,7 +99,7 @@ def test_trace_command_with_a_stop_predictor(
     assert "γ = 4, dynamic window, stop predictor" in err
     assert "sent acc." in err and "wasted /" in err
     predictor.write_text(json.dumps(constant_stop(False).to_json()))
-    assert main([*args, "--stop-predictor", str(predictor)]) == 0
+    assert main([*args, "--stop-predictor", str(predictor), "--overwrite"]) == 0
     records = read_trace(tmp_path / "t.jsonl")
     assert all(rnd.gamma == 0 for r in records for rnd in r.rounds)  # every block empty
     assert all(r.lossless for r in records)

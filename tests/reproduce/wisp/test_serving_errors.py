@@ -47,7 +47,7 @@ def no_tokenizer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     [
         (None, "{file}: file not found"),
         ("kind: wisp\n", "{file}.a_s: required field is missing"),
-        ("", "{file}.kind: must be 'wisp', 'zhu' or 'lookup', got None"),
+        ("", "{file}: the file is empty; a profile gives its kind and coefficients"),
     ],
 )
 def test_a_bad_profile_file_is_refused_before_anything_loads(

@@ -134,7 +134,10 @@ def test_missing_profile_file_is_named(tmp_path: Path, capsys: pytest.CaptureFix
         ("kind: wisp\n", "{file}.a_s: required field is missing"),
         ("kind: wisp\nalpha: 1\n", "{file}.alpha: unknown field; known: ['a_s', 'b_compute_s', "
          "'b_read_s', 'c_s']"),
-        ("", "{file}.kind: must be 'wisp', 'zhu' or 'lookup', got None"),
+        ("", "{file}: the file is empty; a profile gives its kind and coefficients"),
+        ("kind: wisp\na_s: -1\nb_compute_s: 0\nb_read_s: 0\nc_s: 0\n",
+         "{file}.a_s: must be finite and >= 0, got -1.0"),
+        ("kind: wisp\nrole: drafter\n", "{file}.role: must be 'target' or 'draft', got 'drafter'"),
     ],
 )  # fmt: skip
 def test_a_bad_field_of_a_profile_file_is_named(

@@ -145,6 +145,5 @@ def test_a_client_process_that_cannot_start_is_one_line(tmp_path: Any) -> None:
     with pytest.raises(UserInputError) as err:
         run.run()
     assert str(err.value) == (
-        f"client process 0 could not start: model path "
-        f"'{tmp_path / 'no-draft'}' does not exist"
+        f"client process 0 could not start: model path '{tmp_path / 'no-draft'}' does not exist"
     )
