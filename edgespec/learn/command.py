@@ -36,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
     for module in dict.fromkeys(TRAINERS.values()):
         module.add_arguments(sub)
+    for trainer in sub.choices.values():  # its errors say "edgespec train WHAT:", as argparse's
+        trainer.set_defaults(subparser=trainer)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -168,6 +168,6 @@ def test_every_workers_flag_is_four_per_cpu_here(
     monkeypatch.setattr("os.cpu_count", lambda: 3)
     out = tmp_path / "out"
     assert main([*command, "--out", str(out), "--workers", "13"]) == 2
-    prog = " ".join(["edgespec", command[0]])
+    prog = " ".join(["edgespec", *command[:2]])  # the whole command, as argparse names it
     assert capsys.readouterr().err == f"{prog}: --workers 13: at most 12 (4 per CPU here)\n"
     assert not out.exists()

@@ -55,7 +55,8 @@ def test_quick_with_scenarios_or_duration_is_refused_before_anything_runs(
     out = tmp_path / "d"
     assert main(["train", "awc-data", "--quick", "--out", str(out), *extra]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: --quick runs its own 4 scenarios of 6 simulated s: not with {named}\n"
+        "edgespec train awc-data: "
+        f"--quick runs its own 4 scenarios of 6 simulated s: not with {named}\n"
     )
     assert not out.exists()
 
@@ -132,7 +133,7 @@ def test_weights_all_zero_or_adding_up_to_inf_are_refused_before_anything_runs(
     assert str(info.value) == message
     out = tmp_path / "d"
     assert main(["train", "awc-data", "--quick", "--out", str(out), *flags]) == 2
-    assert capsys.readouterr().err == f"edgespec train: {message}\n"
+    assert capsys.readouterr().err == f"edgespec train awc-data: {message}\n"
     assert not out.exists()
     assert objective_weights(_grid_args("--w-ttft", "0", "--w-tpot", "2")) == {
         "ttft": 0.0, "tpot": 2.0, "throughput": 0.25,

@@ -118,7 +118,7 @@ def test_a_resume_with_other_settings_is_refused_naming_them(
     capsys.readouterr()
     assert _awc_data(out, *second) == 2
     assert capsys.readouterr().err.endswith(
-        f"edgespec train: --out '{out}' holds an awc-data run made with other settings "
+        f"edgespec train awc-data: --out '{out}' holds an awc-data run made with other settings "
         f"({named}): give a new --out, or the settings it was made with\n"
     )
     assert runs.ran == []
@@ -225,7 +225,7 @@ def test_train_awc_on_one_labelled_scenario_says_how_many_are_unlabelled(
     weights = tmp_path / "w.json"
     assert main(["train", "awc", "--data", str(out), "--out", str(weights)]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {out}: need at least two labelled scenarios (one is held out), "
+        f"edgespec train awc: {out}: need at least two labelled scenarios (one is held out), "
         f"found 1; {told}\n"
     )
     assert not weights.exists()
@@ -238,7 +238,8 @@ def test_a_run_where_no_scenario_finished_a_request_is_refused(
     out = tmp_path / "d"
     assert _awc_data(out, "--scenarios", "3", "--duration-s", "1") == 2
     assert capsys.readouterr().err.endswith(
-        f"edgespec train: {out}: no configuration of its 3 scenarios finished a request, so "
+        "edgespec train awc-data: "
+        f"{out}: no configuration of its 3 scenarios finished a request, so "
         "none has a label: give a longer --duration-s, in a new --out (this folder keeps its "
         "settings)\n"
     )
@@ -270,6 +271,6 @@ def test_a_run_json_that_is_not_settings_is_named(
     (out / "run.json").write_bytes(text.encode("latin-1"))
     assert _awc_data(out, "--quick") == 2
     assert capsys.readouterr().err.endswith(
-        f"edgespec train: {out / 'run.json'}: not a settings file ({problem})\n"
+        f"edgespec train awc-data: {out / 'run.json'}: not a settings file ({problem})\n"
     )
     assert runs.ran == []

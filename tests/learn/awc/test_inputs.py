@@ -42,7 +42,7 @@ def test_a_column_missing_from_every_contexts_file_is_named(
     data, out = _dataset(tmp_path / "d", _without(*names)), tmp_path / "wc-dnn.json"
     assert _train(data, out) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {data / 'contexts'}: its Parquet files have no {missing}; "
+        f"edgespec train awc: {data / 'contexts'}: its Parquet files have no {missing}; "
         f"awc-data contexts have {NEEDED}\n"
     )
     assert not out.exists()
@@ -63,7 +63,7 @@ def test_a_column_missing_from_labels_parquet_is_named(
     write_parquet(kept, data / "labels.parquet")
     assert _train(data, out) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {data / 'labels.parquet'}: no {missing}; "
+        f"edgespec train awc: {data / 'labels.parquet'}: no {missing}; "
         "an awc-data labels file has 'scenario_id', 'label_gamma'\n"
     )
     assert not out.exists()
@@ -78,7 +78,7 @@ def test_a_non_finite_label_weight_is_refused(
     (data / "labels.json").write_text(f'{{"weights": {{"ttft": {constant}}}}}')
     assert _train(data, out) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {data / 'labels.json'}: not an awc-data labels file "
+        f"edgespec train awc: {data / 'labels.json'}: not an awc-data labels file "
         f"(ValueError('{constant} is not a JSON number'))\n"
     )
     assert not out.exists()
@@ -115,7 +115,7 @@ def test_a_null_in_labels_parquet_is_refused_naming_column_and_row(
     write_parquet(labels, data / "labels.parquet")
     assert _train(data, out) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {data / 'labels.parquet'}: column {column!r}, row {row} (from 0) is "
+        f"edgespec train awc: {data / 'labels.parquet'}: column {column!r}, row {row} (from 0) is "
         f"{shown}; every row of an awc-data labels file has a scenario id and a finite label\n"
     )
     assert not out.exists()
@@ -134,7 +134,7 @@ def test_a_non_finite_label_in_a_float_column_is_refused(
     pq.write_table(table, data / "labels.parquet")
     assert _train(data, out) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {data / 'labels.parquet'}: column 'label_gamma', row 3 (from 0) is "
+        f"edgespec train awc: {data / 'labels.parquet'}: column 'label_gamma', row 3 (from 0) is "
         f"{shown}; every row of an awc-data labels file has a scenario id and a finite label\n"
     )
     assert not out.exists()
@@ -158,7 +158,7 @@ def test_a_scenario_id_labelled_twice_is_refused_naming_it_and_its_rows(
     write_parquet(labels, data / "labels.parquet")
     assert _train(data, out) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {data / 'labels.parquet'}: scenario id {shown} is in rows {first} "
+        f"edgespec train awc: {data / 'labels.parquet'}: scenario id {shown} is in rows {first} "
         f"and {again} (from 0); an awc-data labels file has one label per scenario\n"
     )
     assert not out.exists()

@@ -46,7 +46,7 @@ def test_a_cut_off_parquet_file_is_named(
     cut.write_bytes(cut.read_bytes()[:100])
     assert _train(data, tmp_path / "w.json") == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {cut}: not a readable Parquet file (Parquet magic bytes not found in "
+        f"edgespec train awc: {cut}: not a readable Parquet file (Parquet magic bytes not found in "
         "footer. Either the file is corrupted or this is not a parquet file.)\n"
     )
     (data / "labels.parquet").write_text("scenario_id,label_gamma\n")
@@ -65,7 +65,7 @@ def test_a_file_with_other_columns_names_them(
     tables.write_parquet(columns, odd)
     assert _train(data, tmp_path / "w.json") == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {odd}: columns differ from s00000.parquet's: missing rtt_ms, "
+        f"edgespec train awc: {odd}: columns differ from s00000.parquet's: missing rtt_ms, "
         "tpot_ms; extra extra\n"
     )
 

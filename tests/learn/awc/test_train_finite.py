@@ -57,7 +57,7 @@ def test_an_infinite_feature_is_refused_naming_file_column_and_row(
     data, out = _dataset(tmp_path / "d", infinite), tmp_path / "wc-dnn.json"
     assert _train(data, out) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {data / 'contexts' / 's00002.parquet'}: column 'rtt_ms', row 5 "
+        f"edgespec train awc: {data / 'contexts' / 's00002.parquet'}: column 'rtt_ms', row 5 "
         "(from 0) is inf; features must be finite numbers (NaN for a missing one)\n"
     )
     assert not out.exists()
@@ -72,7 +72,8 @@ def test_a_feature_with_no_value_at_all_is_refused(
     data, out = _dataset(tmp_path / "d", missing), tmp_path / "wc-dnn.json"
     assert _train(data, out) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {data / 'contexts'}: column 'tpot_ms' has no value (every row is NaN)\n"
+        "edgespec train awc: "
+        f"{data / 'contexts'}: column 'tpot_ms' has no value (every row is NaN)\n"
     )
     assert not out.exists()
 
@@ -93,7 +94,7 @@ def test_a_diverged_training_writes_nothing(
     assert _train(_dataset(tmp_path / "d"), out, "--lr", "1e308") == 2
     err = capsys.readouterr().err
     assert re.fullmatch(
-        r"edgespec train: training diverged: (input|output|blocks\[\d\]\[\d\])\."
+        r"edgespec train awc: training diverged: (input|output|blocks\[\d\]\[\d\])\."
         r"(weight|bias)\[[\d, ]+\] is nan, not a finite number; nothing written "
         r"\(try a lower --lr\)\n",
         err,
@@ -124,7 +125,7 @@ def test_a_missing_labels_json_is_an_error_before_training(
     (data / "labels.json").unlink()
     assert _train(data, tmp_path / "wc-dnn.json") == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: {data / 'labels.json'}: cannot read (No such file or directory)\n"
+        f"edgespec train awc: {data / 'labels.json'}: cannot read (No such file or directory)\n"
     )
 
 

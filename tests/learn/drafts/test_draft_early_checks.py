@@ -71,7 +71,7 @@ def test_train_draft_refuses_late_failing_settings_before_the_target_loads(
 ) -> None:
     monkeypatch.setattr(loading, "load_model", _never)
     assert main([*_draft_args(target_dir, tmp_path), *flags]) == 2
-    assert capsys.readouterr().err == f"edgespec train: {message}\n"
+    assert capsys.readouterr().err == f"edgespec train draft: {message}\n"
     assert not (tmp_path / "d").exists()
 
 
@@ -88,7 +88,7 @@ def test_a_target_without_readable_sizes_is_checked_once_loaded_before_generatio
     flags = ["--hidden-size", "64", "--kept-tokens", "40"]
     assert main([*_draft_args(target_dir, tmp_path), *flags]) == 2
     message = WIDER.format(hidden=64, kept=40, limit=32)
-    assert capsys.readouterr().err == f"edgespec train: {message}\n"
+    assert capsys.readouterr().err == f"edgespec train draft: {message}\n"
     assert not (tmp_path / "d").exists()
 
 
@@ -122,5 +122,5 @@ def test_train_feature_draft_refuses_an_odd_head_dim_before_the_target_loads(
     args += ["--data-dir", str(tmp_path / "d"), "--features-dir", str(tmp_path / "f")]
     assert main([*args, "--out", str(tmp_path / "o"), "--threads", "1"]) == 2
     message = "--head-dim must be even (rotary position embeddings turn pairs), got 7"
-    assert capsys.readouterr().err == f"edgespec train: {message}\n"
+    assert capsys.readouterr().err == f"edgespec train feature-draft: {message}\n"
     assert not (tmp_path / "f").exists()

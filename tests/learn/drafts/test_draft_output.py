@@ -84,7 +84,7 @@ def test_out_is_not_a_shard_folder_of_the_run(
     args.append("--skip-generate")
     assert main(args) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: --out 'shards' is also the {flag}: {APART}\n"
+        f"edgespec train draft: --out 'shards' is also the {flag}: {APART}\n"
     )
     assert list(Path("shards").iterdir()) == []
 
@@ -102,6 +102,6 @@ def test_out_holds_no_shards(
     Path("old", "shard_00000.pt").write_bytes(b"")
     assert main(_args(target_dir, Path("data"), Path("old"))) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: --out 'old' holds shards (shard_00000.pt): {APART}\n"
+        f"edgespec train draft: --out 'old' holds shards (shard_00000.pt): {APART}\n"
     )
     assert sorted(p.name for p in Path("old").iterdir()) == ["shard_00000.pt", "shard_00001.pt"]

@@ -24,7 +24,8 @@ from tests.models.tiny import tiny_target
 
 RECORD = "feature_settings.json"
 OTHER = (
-    "edgespec train: --features-dir '{folder}' holds features made with other settings "
+    "edgespec train feature-draft: "
+    "--features-dir '{folder}' holds features made with other settings "
     "({differ}): give a new --features-dir, or the settings it was made with\n"
 )
 
@@ -142,7 +143,8 @@ def test_two_data_dirs_of_one_name_are_refused_before_any_load(
     monkeypatch.setattr(loading, "load_model", _never)
     assert _run(target, tmp_path, tmp_path / "gen", other) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: --data-dir '{(tmp_path / 'gen').resolve()}' and '{other.resolve()}' "
+        "edgespec train feature-draft: "
+        f"--data-dir '{(tmp_path / 'gen').resolve()}' and '{other.resolve()}' "
         "share the name 'gen': "
         "their features would share files in --features-dir; give folders of different names\n"
     )
@@ -182,7 +184,8 @@ def test_features_without_a_record_are_used_with_a_warning(
 
 
 SHARDS_OTHER = (
-    "edgespec train: --data-dir '{folder}' holds shards made with other settings ({differ}): "
+    "edgespec train feature-draft: "
+    "--data-dir '{folder}' holds shards made with other settings ({differ}): "
     "give a new --data-dir, or the settings it was made with\n"
 )
 
@@ -260,7 +263,8 @@ def test_out_is_neither_a_data_dir_nor_the_features_dir(
     out.mkdir(exist_ok=True)
     assert _run_out(target, tmp_path, out) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: --out '{out}' is also the {flag}: a draft is saved into a folder "
+        "edgespec train feature-draft: "
+        f"--out '{out}' is also the {flag}: a draft is saved into a folder "
         "of its own, not among shards; give another --out\n"
     )
     assert _features(tmp_path) == {}
@@ -277,6 +281,7 @@ def test_out_holds_no_features(
     (tmp_path / "old" / "features_00000.pt").write_bytes(b"")
     assert _run_out(target, tmp_path, tmp_path / "old") == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: --out '{tmp_path / 'old'}' holds shards (features_00000.pt): a "
+        "edgespec train feature-draft: "
+        f"--out '{tmp_path / 'old'}' holds shards (features_00000.pt): a "
         "draft is saved into a folder of its own, not among shards; give another --out\n"
     )

@@ -51,7 +51,7 @@ def test_train_draft_checks_its_init_from_draft(
     args = ["train", "draft", "--skip-generate", "--init-from", str(saved), "--threads", "1"]
     assert main([*args, "--data-dir", str(tmp_path / "d"), "--out", str(tmp_path / "o")]) == 2
     shown = message.format(flag="--init-from", path=saved)
-    assert capsys.readouterr().err == f"edgespec train: {shown}\n"
+    assert capsys.readouterr().err == f"edgespec train draft: {shown}\n"
     assert not (tmp_path / "o").exists()
 
 
@@ -73,7 +73,7 @@ def test_train_feature_draft_checks_its_kept_from_draft_before_the_target_loads(
     args += ["--features-dir", str(tmp_path / "f"), "--data-dir", str(tmp_path / "d")]
     assert main([*args, "--out", str(tmp_path / "o")]) == 2
     shown = message.format(flag="--kept-from", path=saved)
-    assert capsys.readouterr().err == f"edgespec train: {shown}\n"
+    assert capsys.readouterr().err == f"edgespec train feature-draft: {shown}\n"
     assert not (tmp_path / "f").exists()
 
 
@@ -124,5 +124,5 @@ def test_a_gguf_file_given_for_a_saved_draft_says_what_the_flag_takes(
     assert main(args) == 2
     what = "is not a directory" if exists else "does not exist"
     shown = NO_DIRECTORY.format(flag=flag, path=gguf, what=what)
-    assert capsys.readouterr().err == f"edgespec train: {shown}\n"
+    assert capsys.readouterr().err == f"edgespec train {command[1]}: {shown}\n"
     assert not (tmp_path / "o").exists()

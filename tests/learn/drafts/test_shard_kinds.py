@@ -64,7 +64,7 @@ def test_a_text_shards_folder_given_to_train_draft_is_named_as_one(
     if flag != "--data-dir":
         args += [flag, str(text)]
     assert main(args) == 2
-    shown = f"edgespec train: {flag} '{text}' {TEXT_SHARDS}{wanted}\n"
+    shown = f"edgespec train draft: {flag} '{text}' {TEXT_SHARDS}{wanted}\n"
     assert capsys.readouterr().err == shown
     assert not (tmp_path / "out").exists()
 
@@ -83,7 +83,7 @@ def test_distillation_shards_given_to_text_shards_are_named_as_such(
     capsys.readouterr()
     assert _command(monkeypatch, target_dir, data, loads=False) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: --out '{data}' holds shards of the target's continuations "
+        f"edgespec train text-shards: --out '{data}' holds shards of the target's continuations "
         "(written by `train draft --data-dir`, read by `train draft --data-dir`, "
         "`--train-data-dir` and `train feature-draft --data-dir`), not of texts without the "
         "target's labels\n"
@@ -104,7 +104,7 @@ def test_text_shards_are_never_written_into_a_draft_folder(
     capsys.readouterr()
     assert _command(monkeypatch, target_dir, draft, loads=False) == 2
     shown = HOLDS_A_DRAFT.format(flag="--out")
-    assert capsys.readouterr().err == f"edgespec train: --out '{draft}' {shown}\n"
+    assert capsys.readouterr().err == f"edgespec train text-shards: --out '{draft}' {shown}\n"
     assert _folder_contents(draft) == before
 
 
@@ -130,5 +130,5 @@ def test_train_draft_writes_no_shards_into_a_draft_folder(
         args += [flag, str(draft)]
     assert main(args) == 2
     shown = HOLDS_A_DRAFT.format(flag=flag)
-    assert capsys.readouterr().err == f"edgespec train: {flag} '{draft}' {shown}\n"
+    assert capsys.readouterr().err == f"edgespec train draft: {flag} '{draft}' {shown}\n"
     assert _folder_contents(draft) == before

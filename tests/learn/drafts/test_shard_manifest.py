@@ -26,7 +26,7 @@ from tests.models.tiny import VOCAB, tiny_draft
 
 SETTINGS = "shard_settings.json"
 OTHER = (
-    "edgespec train: {flag} '{folder}' holds shards made with other settings ({differ}): "
+    "edgespec train {command}: {flag} '{folder}' holds shards made with other settings ({differ}): "
     "give a new {flag}, or the settings it was made with\n"
 )
 
@@ -110,13 +110,13 @@ def test_other_settings_or_another_target_are_refused_before_the_target_loads(
     assert main(_args(target_dir, data, tmp_path / "o", *flags)) == 2
     differ = "--datasets gsm8k there, gsm8k,cnndm now; --max-new-tokens 3 there, 4 now; "
     differ += "--seed 0 there, 1 now"
-    shown = OTHER.format(flag="--data-dir", folder=data, differ=differ)
+    shown = OTHER.format(command="draft", flag="--data-dir", folder=data, differ=differ)
     assert capsys.readouterr().err == shown
     for run in (_args(other_target, data, tmp_path / "o"), [*_args(other_target, data,
                 tmp_path / "o"), "--skip-generate"]):  # fmt: skip
         assert main(run) == 2
         differ = f"--target '{target_dir.resolve()}' there, '{other_target.resolve()}' now"
-        shown = OTHER.format(flag="--data-dir", folder=data, differ=differ)
+        shown = OTHER.format(command="draft", flag="--data-dir", folder=data, differ=differ)
         assert capsys.readouterr().err == shown
     assert _shards(data) == shards
     assert not (tmp_path / "o").exists()
@@ -170,7 +170,9 @@ def test_a_fast_head_of_fewer_than_16_tokens_labels_all_of_them_and_records_that
     (data / "shard_00002.pt").unlink()
     assert main(_args(target_dir, data, tmp_path / "out2")) == 2
     differ = "the labels per position (top-k) 8 there, 16 now"
-    assert capsys.readouterr().err == OTHER.format(flag="--data-dir", folder=data, differ=differ)
+    assert capsys.readouterr().err == OTHER.format(
+        command="draft", flag="--data-dir", folder=data, differ=differ
+    )
 
 
 @pytest.mark.usefixtures("prompts")
@@ -191,7 +193,7 @@ def test_train_data_dir_shards_of_another_target_are_refused(
     differ = f"--target 'gemma3-270m' there, '{target_dir.resolve()}' now; "
     differ += "the target's hidden size 640 there, 32 now"
     assert capsys.readouterr().err == OTHER.format(
-        flag="--train-data-dir", folder=extra, differ=differ
+        command="draft", flag="--train-data-dir", folder=extra, differ=differ
     )
 
 
@@ -239,4 +241,4 @@ def test_a_record_that_is_not_one_is_named(
     monkeypatch.setattr(loading, "load_model", _never)
     assert main(_args(target_dir, data, tmp_path / "o")) == 2
     shown = f"{data / MANIFEST_NAME}: not a settings file ({problem})"
-    assert capsys.readouterr().err == f"edgespec train: {shown}\n"
+    assert capsys.readouterr().err == f"edgespec train draft: {shown}\n"

@@ -128,7 +128,7 @@ def test_other_texts_another_target_or_other_kept_tokens_are_refused_before_the_
     for target, flags, differ in runs:
         data = ("--data-dir", str(tmp_path / "new-data"))  # the old one's would refuse first
         assert main(_text_args(target, tmp_path, "o", *flags, *data)) == 2
-        shown = OTHER.format(flag="--text-data-dir", folder=text, differ=differ)
+        shown = OTHER.format(command="draft", flag="--text-data-dir", folder=text, differ=differ)
         assert capsys.readouterr().err == shown
     assert _shards(text) == shards
     assert not (tmp_path / "o").exists()
@@ -157,7 +157,7 @@ def test_a_new_drafts_other_kept_tokens_are_refused_before_any_text_is_labelled(
     capsys.readouterr()
     assert main(_text_args(target_dir, tmp_path, "o", *longer, "--kept-tokens", "17")) == 2
     differ = f"the draft's kept tokens (SHA-256) '{first}' there, '{now}' now"
-    shown = OTHER.format(flag="--text-data-dir", folder=text, differ=differ)
+    shown = OTHER.format(command="draft", flag="--text-data-dir", folder=text, differ=differ)
     assert capsys.readouterr().err.endswith("\n" + shown)  # after the (resumed) stages' bars
     assert _shards(text) == shards
     assert not (tmp_path / "o").exists()

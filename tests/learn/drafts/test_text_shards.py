@@ -94,7 +94,7 @@ def test_command_refuses_a_cut_off_draft_as_its_target_in_one_line(
     capsys.readouterr()  # the library's progress bar of the save
     assert main(["train", "text-shards", "--target", str(draft), "--out", str(tmp_path / "s")]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: model directory '{draft}' holds a trimmed draft without its "
+        f"edgespec train text-shards: model directory '{draft}' holds a trimmed draft without its "
         "trimmed_vocab.json: its save was cut off before it finished; save or train the draft "
         "again\n"
     )

@@ -79,7 +79,9 @@ def test_another_target_or_other_limits_are_refused_before_the_tokenizer_loads(
     ]  # fmt: skip
     for target, flags, differ in runs:
         assert _command(monkeypatch, target, out, *flags, loads=False) == 2
-        assert capsys.readouterr().err == OTHER.format(flag="--out", folder=out, differ=differ)
+        assert capsys.readouterr().err == OTHER.format(
+            command="text-shards", flag="--out", folder=out, differ=differ
+        )
     assert _shards(out) == shards
 
 

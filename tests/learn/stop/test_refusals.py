@@ -58,7 +58,8 @@ def test_traces_without_a_rejection_are_refused_before_training(
     # 21 training requests of 40 tokens, each replayed in 8 rounds of 4 accepted positions
     assert _train([traces], out, capsys) == (
         2,
-        f"edgespec train: --traces {traces}: no first rejection in the training requests: "
+        "edgespec train stop-predictor: "
+        f"--traces {traces}: no first rejection in the training requests: "
         f"all 672 positions they draft are accepted (21 requests; {NEEDS_BOTH}\n",
     )
     assert not out.exists()
@@ -101,7 +102,8 @@ def test_a_non_finite_feature_is_refused_naming_file_line_field_and_request(
     traces.write_text("\n".join(lines) + "\n")
     assert _train([traces], tmp_path / "stop.json", capsys) == (
         2,
-        f"edgespec train: --traces {traces}: bad.jsonl:4: draft_features: row 7: entropy_nats "
+        "edgespec train stop-predictor: "
+        f"--traces {traces}: bad.jsonl:4: draft_features: row 7: entropy_nats "
         f"is {shown}, expected a finite number (request s3)\n",
     )
 
@@ -115,12 +117,14 @@ def test_no_requests_and_lookup_drafts_name_the_file(
     out = tmp_path / "stop.json"
     assert _train([empty], out, capsys) == (
         2,
-        f"edgespec train: --traces {empty}: need at least 3 requests to split, got 0\n",
+        "edgespec train stop-predictor: "
+        f"--traces {empty}: need at least 3 requests to split, got 0\n",
     )
     write_trace(good, synthetic_records(2, 0))
     assert _train([empty, good], out, capsys) == (
         2,
-        f"edgespec train: --traces {empty} --traces {good}: need at least 3 requests to "
+        "edgespec train stop-predictor: "
+        f"--traces {empty} --traces {good}: need at least 3 requests to "
         "split, got 2\n",
     )
     lookup = tmp_path / "lookup.jsonl"
@@ -128,7 +132,8 @@ def test_no_requests_and_lookup_drafts_name_the_file(
     write_trace(lookup, drafted)
     assert _train([good, lookup], out, capsys) == (
         2,
-        f"edgespec train: --traces {lookup}: trace request s0: draft 'd+lookup' drafts lookup "
+        "edgespec train stop-predictor: "
+        f"--traces {lookup}: trace request s0: draft 'd+lookup' drafts lookup "
         "tokens, which have no draft distribution; capture the dataset with the neural draft "
         "alone\n",
     )

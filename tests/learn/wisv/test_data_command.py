@@ -252,7 +252,8 @@ def test_a_changed_setting_names_itself(
     digest = hashlib.sha256(_head_file(tmp_path).read_bytes()).hexdigest()
     rollout = '{{"channel": "{}", "head_sha256": "{}", "seed": 0, "threshold": 8.0}}'.format
     assert err == (
-        f"edgespec train: '{tmp_path / 'a.parts'}' holds a capture made with other settings "
+        "edgespec train wisv-data: "
+        f"'{tmp_path / 'a.parts'}' holds a capture made with other settings "
         f"(rollout {rollout('draw', digest)} there, {rollout('poor', digest)} now): give a "
         "new --out, or the settings it was made with\n"
     )

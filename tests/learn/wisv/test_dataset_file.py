@@ -107,7 +107,7 @@ def test_train_wisv_refuses_a_bad_file_in_one_line(
     out = ["--out-dir", str(tmp_path / "o")]
     assert main(["train", "wisv", "--data", str(path), *out]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"edgespec train: --data {path}: ") and err.count("\n") == 1
+    assert err.startswith(f"edgespec train wisv: --data {path}: ") and err.count("\n") == 1
     assert err.endswith("not a wisv-data file (not an .npz archive: a cut-off or damaged zip "
                         "archive: File is not a zip file)\n")  # fmt: skip
 

@@ -58,7 +58,8 @@ def test_a_non_finite_hidden_state_is_refused_at_load(
     data, out = _data(tmp_path, array, row, col, value), tmp_path / "o"
     assert _train(data, out, "--epochs", "2") == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: --data {data}: {array}[{row}, {col}] is {shown}, not a finite number\n"
+        "edgespec train wisv: "
+        f"--data {data}: {array}[{row}, {col}] is {shown}, not a finite number\n"
     )
     assert not out.exists()
 
@@ -69,7 +70,7 @@ def test_a_diverged_training_writes_no_head(
     out = tmp_path / "o"
     assert _train(_data(tmp_path), out, "--epochs", "2", "--lr", "1e308") == 2
     assert capsys.readouterr().err == (
-        "edgespec train: training diverged: the head's w1[0, 0] is nan, not a finite number; "
+        "edgespec train wisv: training diverged: the head's w1[0, 0] is nan, not a finite number; "
         "nothing written (try a lower --lr)\n"
     )
     assert not out.exists()
@@ -85,7 +86,7 @@ def test_a_non_finite_loss_writes_no_head(
     out = tmp_path / "o"
     assert _train(_data(tmp_path), out) == 2
     assert capsys.readouterr().err == (
-        "edgespec train: training diverged: the loss of epoch 2 is inf; nothing written "
+        "edgespec train wisv: training diverged: the loss of epoch 2 is inf; nothing written "
         "(try a lower --lr)\n"
     )
     assert not out.exists()
@@ -117,7 +118,7 @@ def test_a_bad_baseline_head_is_refused_before_training(
     assert _train(tmp_path / "d.npz", tmp_path / "o", "--baseline-head", str(head)) == 2
     err = capsys.readouterr().err
     assert err.startswith(
-        f"edgespec train: --baseline-head: {head} is not a decision head: {problem}"
+        f"edgespec train wisv: --baseline-head: {head} is not a decision head: {problem}"
     )
     assert err.count("\n") == 1 and "Traceback" not in err
 
@@ -135,7 +136,8 @@ def test_a_nan_rollout_head_is_refused_before_the_models_load(
     argv = ["train", "wisv-data", "--out", str(tmp_path / "x.npz"), "--target", "t"]
     assert main([*argv, "--draft", "d", "--prompts", "1", "--rollout-head", str(head)]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: --rollout-head: {head} is not a decision head: w1[1, 0] is nan, "
+        "edgespec train wisv-data: "
+        f"--rollout-head: {head} is not a decision head: w1[1, 0] is nan, "
         "not a finite number\n"
     )
     assert not (tmp_path / "x.npz").exists()

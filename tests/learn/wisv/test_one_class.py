@@ -45,7 +45,7 @@ def test_training_prompts_of_one_class_are_refused(
     data.save(path)
     out = tmp_path / "o"
     assert main(["train", "wisv", "--data", str(path), "--out-dir", str(out)]) == 2
-    assert capsys.readouterr().err == f"edgespec train: --data {path}: {problem}\n"
+    assert capsys.readouterr().err == f"edgespec train wisv: --data {path}: {problem}\n"
     assert not out.exists()
 
 

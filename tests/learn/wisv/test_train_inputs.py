@@ -52,11 +52,11 @@ def test_a_data_file_given_twice_is_refused_however_named(
     (tmp_path / "link.npz").symlink_to(path)
     advice = "give each file once (its mismatches would count twice)"
     assert _train(tmp_path, path, path) == 2
-    assert capsys.readouterr().err == f"edgespec train: --data {path}: given twice; {advice}\n"
+    assert capsys.readouterr().err == f"edgespec train wisv: --data {path}: given twice; {advice}\n"
     for again in (tmp_path / "sub" / ".." / "d.npz", tmp_path / "link.npz"):
         assert _train(tmp_path, path, again) == 2
         assert capsys.readouterr().err == (
-            f"edgespec train: --data {again}: the same file as --data {path}; {advice}\n"
+            f"edgespec train wisv: --data {again}: the same file as --data {path}; {advice}\n"
         )
     assert not (tmp_path / "o").exists()
 
@@ -71,7 +71,8 @@ def test_files_of_different_targets_are_refused_naming_both(
         dataclasses.replace(synthetic(prompts=8, seed=k), meta=meta).save(path)
     assert _train(tmp_path, *paths[:3]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train: --data {paths[0]} and --data {paths[2]} were captured with different "
+        "edgespec train wisv: "
+        f"--data {paths[0]} and --data {paths[2]} were captured with different "
         "targets ('tiny' and 'other'); a head is trained for one target: give files of one\n"
     )
     assert _train(tmp_path, paths[0], paths[3]) == 2
