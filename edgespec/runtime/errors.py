@@ -35,11 +35,32 @@ class RequestError(Exception):
 
     def client_line(self, command: str) -> str:
         """How a client command reports it: one line, with a hint when the server could
-        not be reached."""
+        not be reached: what its TLS handshake failed on (:data:`TLS_HINTS`), else whether
+        a server is there at all."""
         hint = ""
         if self.code is ErrorCode.UNAVAILABLE:
-            hint = " (is an `edgespec serve` running and reachable at the --server address?)"
+            hint = next((h for said, h in TLS_HINTS if said in self.message), UNREACHED_HINT)
+            hint = f" ({hint})"
         return f"edgespec {command}: {self}{hint}"
+
+
+UNREACHED_HINT = "is an `edgespec serve` running and reachable at the --server address?"
+"""A client's hint for an ``UNAVAILABLE`` server that is no TLS handshake's failure."""
+
+_NOT_SIGNED = "the server's certificate is not signed by the --tls-ca CA"
+TLS_HINTS: tuple[tuple[str, str], ...] = (
+    ("CERTIFICATE_VERIFY_FAILED: unable to get local issuer certificate", _NOT_SIGNED),
+    ("CERTIFICATE_VERIFY_FAILED: self signed certificate", _NOT_SIGNED),
+    ("CERTIFICATE_VERIFY_FAILED", "the server's certificate does not verify against the "
+     "--tls-ca CA, for the reason just given"),
+    ("Hostname Verification Check failed", "the server's certificate does not name the "
+     "host in --server (bench serve: nor its --tls-server-name)"),
+    ("WRONG_VERSION_NUMBER", "the server does not speak TLS: drop --tls-ca, or serve with "
+     "--tls-cert and --tls-key"),
+)  # fmt: skip
+"""What a client's TLS handshake failed on, as gRPC's status details say it (BoringSSL's
+reason; gRPC's check of the certificate's names), and the hint the client gives for it, the
+first that fits: the server is up, so "is an `edgespec serve` running" misled."""
 
 
 _CONTEXT_REFUSAL = re.compile(

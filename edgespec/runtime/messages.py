@@ -189,3 +189,7 @@ class ServerHealth:
     max_context_tokens: int | None
     slo_classes: frozenset[str] | None
     max_sessions_per_client: int | None
+    numerics: str | None = None
+    """The target's numerics: ``"exact"`` (``--backend transformers``: batch-invariant
+    kernels), ``"lossy"`` (``transformers-lossy``: the library's), ``"llamacpp"``,
+    ``"llamacpp-lossy"``."""

@@ -122,6 +122,7 @@ class LlamaCppTarget:
         self._pool = _SequencePool(settings.sequences)
         self._lock = threading.Lock()
         self.exact = settings.exact
+        self.numerics = "llamacpp" if settings.exact else "llamacpp-lossy"  # Health says it
         self.bytes_per_token = self._measure_bytes_per_token()
         problem = exactness_problem(self, max_rows=settings.sequences)
         self.inexactness = problem

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.argument_types import (
+    ca_file,
     positive_int,
-    readable_file,
     seed_int,
     server_address,
     synthetic_hidden,
@@ -74,7 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="a running server (default: start one)",
     )
     where.add_argument("--auth-token", help="--server's bearer token (default: none)")
-    where.add_argument("--tls-ca", type=readable_file, metavar="PEM",
+    where.add_argument("--tls-ca", type=ca_file, metavar="PEM",
                        help="--server's CA (default: plaintext)")  # fmt: skip
     where.add_argument("--tls-server-name", help="the name in its certificate, when the "
                        "address is not it (default: the address)")  # fmt: skip

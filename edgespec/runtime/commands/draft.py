@@ -6,10 +6,8 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from edgespec.core.sequences import first_difference
 from edgespec.runtime.commands.cpus import apply_cpus_and_threads
 from edgespec.runtime.commands.draft_arguments import (
     add_arguments,
@@ -17,7 +15,8 @@ from edgespec.runtime.commands.draft_arguments import (
     flag_fields,
     overrides,
 )
-from edgespec.runtime.commands.draft_connect import connect
+from edgespec.runtime.commands.draft_compare import compare
+from edgespec.runtime.commands.draft_connect import connect, connect_waiting
 from edgespec.runtime.commands.draft_context import ContextBudget
 from edgespec.runtime.commands.draft_run import DraftRun
 from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
@@ -91,11 +90,12 @@ def _run(args: argparse.Namespace) -> int:
     # several servers: routing waits through a restart, and the first open for what it left
     verifier, vocab_size, open_retry_s = connect(config, routing, say, config.retry_timeout_s)
     check_blocks(config, window, args.mode, verifier.max_draft_tokens())
-    prompt, tokenizer, draft = _prompt_and_models(args, config, verifier, placement, say)
+    ids, tokenizer, draft = _prompt_and_models(args, config, verifier, vocab_size, placement, say)
     check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
-    run = DraftRun(config, verifier, prompt, tokenizer, args.seed, first_open_retry_s=open_retry_s)
+    run = DraftRun(config, verifier, ids, tokenizer, args.seed, first_open_retry_s=open_retry_s)
     if args.compare:
-        return _compare(run, draft, vocab_size, window, stop, args, say.done)
+        numerics = verifier.describe().numerics
+        return compare(run, numerics, draft, vocab_size, window, stop, args, say.done)
     if args.mode != "distributed":
         outcome = run.server_side(fused=args.mode == "fused", ready=say.done)
     else:
@@ -108,14 +108,16 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _prompt_and_models(
-    args: argparse.Namespace, config: Any, verifier: Any, placement: Any, say: Stages
-) -> tuple[tuple[int, ...], Any, Any]:
+    args: argparse.Namespace, config: Any, verifier: Any, vocab_size: int, placement: Any,
+    say: Stages,
+) -> tuple[tuple[int, ...], Any, Any]:  # fmt: skip
     """The prompt's ids, the tokenizer and the draft (``None`` unless distributed), the
-    prompt and ``max_new_tokens`` checked against the target's context as soon as each is
-    known: ``--prompt-ids`` (or ``max_new_tokens`` alone) before anything loads; ``--prompt``
-    before the draft loads when ``--tokenizer`` names the tokenizer, else just after it
-    (the draft's own tokenizer comes with it)."""
-    budget = ContextBudget.of(args, config.max_new_tokens, verifier.max_context_tokens())
+    prompt and ``max_new_tokens`` checked against the target's context (and ``vocab_size``)
+    as soon as each is known: ``--prompt-ids`` (or ``max_new_tokens`` alone) before anything
+    loads; ``--prompt`` before the draft loads when ``--tokenizer`` names the tokenizer,
+    else just after it (the draft's own tokenizer comes with it)."""
+    budget = ContextBudget.of(args, config.max_new_tokens, verifier.max_context_tokens(),
+                              vocab_size)  # fmt: skip
     ids: tuple[int, ...] | None = budget.checked_ids(args.prompt_ids)
     tokenizer = None
     if args.tokenizer:  # not the draft's: loaded (and the text prompt checked) before it
@@ -147,7 +149,7 @@ def _serve_openai(
     serve.check_limits(config.max_new_tokens, limits)
     concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued)
     ensure_port_free(host, port)  # before the server is reached or the draft loads
-    verifier, vocab_size, _ = connect(config, routing, say, 0.0)  # each request retries
+    verifier, vocab_size = connect_waiting(config, routing, say)
     draft = _load_draft(config, args, placement, say)
     check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
     tokenizer = _tokenizer(args, config, verifier, draft, True, say)
@@ -161,36 +163,6 @@ def _serve_openai(
         sys.stdout.flush()
         os._exit(status)
     return status
-
-
-def _compare(
-    run: DraftRun, draft: Any, vocab_size: int, window: Any, stop: Any,
-    args: argparse.Namespace, ready: Callable[[], None],
-) -> int:  # fmt: skip
-    """``--compare``: centralized (``ready`` before its first token is asked for), then
-    distributed, on the same prompt, each output under its label on stdout; the speed-up,
-    and whether the outputs are token-identical (exit 1 when they are not)."""
-    print("centralized (the server decodes alone):", flush=True)
-    central = run.server_side(fused=False, ready=ready)
-    central.report("centralized")
-    print("distributed (drafted here, verified by the server):", flush=True)
-    spec = run.distributed(draft, vocab_size, window, stop, args.records is not None)
-    spec.report("distributed")
-    if args.records:
-        spec.write_records(args.records)
-    same = central.output == spec.output
-    ratio = spec.request.tokens_per_s / max(central.request.tokens_per_s, 1e-12)
-    outputs = (
-        "identical"
-        if same
-        else f"differ from token {first_difference(central.output, spec.output)}"
-    )
-    print(
-        f"speed-up: {ratio:.2f}x (distributed {spec.request.tokens_per_s:.1f} tok/s over "
-        f"centralized {central.request.tokens_per_s:.1f} tok/s); outputs {outputs}",
-        file=sys.stderr,
-    )
-    return 0 if same else 1
 
 
 def check_tree_depth(tree: str | None, window: Any, gamma_by_flag: bool = False) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from edgespec.argument_types import positive_int, readable_file, seed_int, token_ids
+from edgespec.argument_types import ca_file, positive_int, seed_int, token_ids
 from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.link_arguments import (
@@ -96,7 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tls-ca",
-        type=readable_file,
+        type=ca_file,
         metavar="PEM",
         help="connect over TLS, verifying the server with this CA certificate file (the "
         "server's own certificate when self-signed; default: plaintext)",
@@ -132,8 +132,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="reopen a lost session for up to S seconds while the server is unreachable "
         "(default 30); a new request waits as long in all while routing finds no --server "
-        "answering and its first open finds the server down (--serve-openai: any request; "
-        "one prompt against one --server fails at once)",
+        "answering and its first open finds the server down (--serve-openai: any request, "
+        "and its start; one prompt against one --server fails at once)",
     )
     parser.add_argument(
         "--mode",

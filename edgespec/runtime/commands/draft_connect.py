@@ -1,35 +1,54 @@
 """``edgespec draft`` reaching its verification server before anything loads: the one
 ``--server``, or the one ``--routing`` picks from several (asked again while none answers,
-as the endpoint's requests ask: :func:`~edgespec.runtime.edge.routing.route_retrying`),
-its vocabulary size, its token checked, and what routing left of ``--retry-timeout-s`` for
-the first open."""
+as the endpoint's requests ask: :func:`~edgespec.runtime.edge.routing.route_retrying`;
+several of different targets refused), its vocabulary size, its token checked, and what
+routing left of ``--retry-timeout-s`` for the first open. The endpoint waits for its
+servers as it starts (:func:`connect_waiting`: it may start before them, under systemd),
+saying so every :data:`START_PROGRESS_S`."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from edgespec.runtime.commands.stages import Stages
 
+ONE_TARGET_WHY = "routing may send the prompt to any"
+"""Why ``edgespec draft``'s servers must serve one target."""
 
-def routed_verifier(config: Any, routing: Any, retry_timeout_s: float) -> tuple[Any, float]:
-    """A client of ``config.server``, whose first open is not retried (0 s); or of the
-    server ``routing`` (``config.routing``'s policy) picks from them, asked again while
-    none answers for up to ``retry_timeout_s`` (0: asked once), with what routing left of
-    it for the first open; the servers that did not answer and the choice said on stderr.
-    A server that refuses the token is a ``UserInputError`` naming it, as one
-    ``--server``'s (and the endpoint's, over several): not a server that did not answer."""
+START_PROGRESS_S = 5.0
+"""How often the endpoint says, as it starts, that it still waits for its servers."""
+
+
+def routed_verifier(
+    config: Any, routing: Any, retry_timeout_s: float, why: str = ONE_TARGET_WHY,
+    one_waits: bool = False,
+) -> tuple[Any, float]:  # fmt: skip
+    """A client of ``config.server``, whose first open is not retried (0 s; ``one_waits``:
+    ``retry_timeout_s``); or of the server ``routing`` (``config.routing``'s policy) picks
+    from them, asked again while none answers for up to ``retry_timeout_s`` (0: asked
+    once), with what routing left of it for the first open; the servers that did not
+    answer and the choice said on stderr. A server that refuses the token is a
+    ``UserInputError`` naming it, as one ``--server``'s (and the endpoint's, over
+    several): not a server that did not answer. Servers of different targets are refused
+    once one answers, as the endpoint refuses them
+    (:func:`~edgespec.runtime.openai_api.server_facts.check_one_model`: each that answers
+    its Health named, and ``why``)."""
     import numpy as np
 
     from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S
     from edgespec.runtime.edge.routing import route, route_retrying
     from edgespec.runtime.errors import ErrorCode, RequestError
+    from edgespec.runtime.openai_api.server_facts import check_one_model, described
     from edgespec.runtime.wire.drafter_clients import drafter_clients
 
     verifiers = drafter_clients(config)
     if len(verifiers) == 1:
-        return verifiers[0], 0.0
+        return verifiers[0], retry_timeout_s if one_waits else 0.0
     rng = np.random.default_rng()
     try:
         if retry_timeout_s > 0:
@@ -42,6 +61,16 @@ def routed_verifier(config: Any, routing: Any, retry_timeout_s: float) -> tuple[
             for verifier in verifiers:
                 verifier.check_credentials()
         raise
+    check_one_model(described(config.servers, verifiers), why)
+    _say_routed(config, verifiers, choice)
+    return verifiers[choice.server_index], left_s
+
+
+def _say_routed(config: Any, verifiers: tuple[Any, ...], choice: Any) -> None:
+    """The servers that did not answer routing, and its choice, on stderr; one that refused
+    the token, a ``UserInputError`` naming it."""
+    from edgespec.runtime.errors import ErrorCode
+
     for index, failure in zip(choice.unreachable, choice.failures, strict=True):
         if failure.code is ErrorCode.UNAUTHENTICATED:
             raise verifiers[index].token_refused(failure)
@@ -54,22 +83,64 @@ def routed_verifier(config: Any, routing: Any, retry_timeout_s: float) -> tuple[
         f"(queue {load.queue_depth}, sessions {load.num_active_sessions})",
         file=sys.stderr,
     )
-    return verifiers[choice.server_index], left_s
 
 
 def connect(
-    config: Any, routing: Any, say: Stages, retry_timeout_s: float
-) -> tuple[Any, int, float]:
-    """The verifier (said as it is reached; :func:`routed_verifier`), its vocabulary size
-    (asked again while the chosen server is unreachable, within what routing left), its
-    token checked (one the server does not take: a ``UserInputError`` before anything
-    loads), and how long its first open may then retry while the server is unreachable."""
+    config: Any, routing: Any, say: Stages, retry_timeout_s: float, why: str = ONE_TARGET_WHY,
+    one_waits: bool = False,
+) -> tuple[Any, int, float]:  # fmt: skip
+    """The verifier (said as it is reached; :func:`routed_verifier`, ``why`` and
+    ``one_waits`` its), its vocabulary size (asked again while the chosen server is
+    unreachable, within what routing left), its token checked (one the server does not
+    take: a ``UserInputError`` before anything loads), and how long its first open may then
+    retry while the server is unreachable."""
     from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, retry_unavailable
 
     say(f"connecting to {', '.join(config.servers)}")
-    verifier, open_retry_s = routed_verifier(config, routing, retry_timeout_s)
+    verifier, open_retry_s = routed_verifier(config, routing, retry_timeout_s, why, one_waits)
     start_s = time.perf_counter()
     vocab_size = retry_unavailable(verifier.vocab_size, time.perf_counter, open_retry_s,
                                    RETRY_BACKOFF_S)  # fmt: skip
     verifier.check_credentials()
     return verifier, vocab_size, max(0.0, open_retry_s - (time.perf_counter() - start_s))
+
+
+def connect_waiting(
+    config: Any, routing: Any, say: Stages, clock: Callable[[], float] = time.perf_counter,
+    every_s: float = START_PROGRESS_S,
+) -> tuple[Any, int]:  # fmt: skip
+    """The endpoint's :func:`connect` as it starts: its servers, the one ``--server`` too,
+    waited for up to ``--retry-timeout-s`` while none answers (it may start before them),
+    a line on stderr every ``every_s`` meanwhile; then the last failure (exit 1). Several
+    of different targets are refused as the endpoint's (one model)."""
+    from edgespec.runtime.openai_api.server_facts import ONE_MODEL_WHY
+
+    servers = ", ".join(config.servers)
+    with _said_while_waiting(servers, config.retry_timeout_s, clock, every_s):
+        verifier, vocab_size, _ = connect(config, routing, say, config.retry_timeout_s,
+                                          ONE_MODEL_WHY, one_waits=True)  # fmt: skip
+    return verifier, vocab_size
+
+
+@contextmanager
+def _said_while_waiting(
+    servers: str, wait_s: float, clock: Callable[[], float], every_s: float
+) -> Iterator[None]:
+    """While the block runs, a line every ``every_s`` that it still waits for ``servers``,
+    up to ``wait_s``, on ``clock``."""
+    done = threading.Event()
+    start_s = clock()
+
+    def tell() -> None:
+        while not done.wait(every_s):
+            print(f"edgespec draft: no verification server answers yet ({servers}): waited "
+                  f"{clock() - start_s:.0f} s of --retry-timeout-s ({wait_s:g} s)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+
+    teller = threading.Thread(target=tell, name="edgespec-start-wait", daemon=True)
+    teller.start()
+    try:
+        yield
+    finally:
+        done.set()
+        teller.join()

@@ -8,7 +8,7 @@ import math
 import os
 import secrets
 
-from edgespec.argument_types import readable_file, server_address, token_ids
+from edgespec.argument_types import ca_file, server_address, token_ids
 from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.datasets.prompts import PROMPT_SETS
@@ -95,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--auth-token", help="token the server accepts (default: none)")
     parser.add_argument(
-        "--tls-ca", type=readable_file, metavar="PEM", help="connect over TLS with this CA file"
+        "--tls-ca", type=ca_file, metavar="PEM", help="connect over TLS with this CA file"
     )
     parser.add_argument(
         "--timeout-s",
@@ -107,9 +107,10 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--client-id",
         default=default_client_id(),
-        help="the client id its sessions are opened under, which the server's per-client "
-        "session quota counts (default drafting-server-<pid>-<8 random hex>: one of "
-        "this process alone)",
+        help="the client id its sessions are opened under (default "
+        "drafting-server-<pid>-<8 random hex>: one of this process alone), which the "
+        "server's per-client session quota counts when it has no auth; with auth it counts "
+        "per --auth-token, so processes sharing a token share one quota",
     )
 
 

@@ -18,13 +18,17 @@ def check_before_loading(config: Any, draft_name: str | None) -> None:
     from edgespec.models.devices import check_device_available
     from edgespec.models.registry import resolve_model
     from edgespec.runtime.wire.grpc_limits import ensure_fd_room
-    from edgespec.runtime.wire.ports import ensure_port_free
+    from edgespec.runtime.wire.ports import PortInUseError, ensure_port_free
 
     check_device_available(config.device)
     ensure_port_free(config.host, config.port)
     ensure_fd_room(config.max_connections)
     if config.prometheus_port is not None:
-        ensure_port_free(config.host, config.prometheus_port)
+        try:
+            ensure_port_free(config.host, config.prometheus_port)
+        except PortInUseError as exc:
+            where = f"--prometheus-port {config.prometheus_port}"
+            raise PortInUseError(f"{where}: port in use (on {config.host})") from exc
     resolve_model(config.target)
     if draft_name not in (None, "ngram"):
         resolve_model(draft_name)

@@ -7,7 +7,7 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Literal
 
-from edgespec.argument_types import readable_file_problem, server_address_problem
+from edgespec.argument_types import ca_file_problem, server_address_problem
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.link_delay import link_setting_problem
 from edgespec.core.tree import parse_branching
@@ -145,7 +145,7 @@ class DrafterConfig:
         for address in self.servers:
             if (problem := server_address_problem(address)) is not None:
                 raise ConfigError("server", problem)
-        if self.tls_ca is not None and (problem := readable_file_problem(self.tls_ca)):
+        if self.tls_ca is not None and (problem := ca_file_problem(self.tls_ca)):
             raise ConfigError("tls_ca", problem)
         if self.routing.name not in ROUTING:
             raise ConfigError(

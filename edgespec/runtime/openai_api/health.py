@@ -19,8 +19,9 @@ finds, then answers with what is known.
 
 ``/metrics`` says the same per server (:func:`server_metrics`), refreshed alike. A request
 that finds every server unreachable for longer than ``--retry-timeout-s``, as probed within
-``PROBE_INTERVAL_S``, is answered 503 at once (:meth:`Health.refuse_if_hopeless`): waiting
-that long could not help it; one at an outage's start waits (a server restarting). A
+``PROBE_INTERVAL_S``, is answered 503 at once (:meth:`Health.refuse_if_hopeless`: a hung
+server's probe within its deadline, ``HOPELESS_WAIT_S``): waiting that long could not help
+it; one at an outage's start waits (a server restarting). A
 server told unreachable within ``PROBE_INTERVAL_S`` is not asked by routing
 (:meth:`Health.known_down`)."""
 
@@ -52,6 +53,11 @@ PROBE_TIMEOUT_S = 2.0
 PROBE_WAIT_S = 0.5
 """The most a health check waits for probes in flight (a Kubernetes probe's shortest
 timeout is 1 s)."""
+
+HOPELESS_WAIT_S = PROBE_TIMEOUT_S + PROBE_WAIT_S
+"""The most a request that finds every server long unreachable waits for their probes: a
+hung server's probe fails only at its deadline (and ``PROBE_WAIT_S`` more to land; a
+request that waited only ``PROBE_WAIT_S`` saw none land, and waited out the retry window)."""
 
 
 def _utc(unix_s: float) -> str:
@@ -142,11 +148,12 @@ class Health:
     async def refuse_if_hopeless(self, retry_timeout_s: float) -> None:
         """Raise, for a request about to wait up to ``retry_timeout_s`` for a server, the 503
         it would get then, when every server has been unreachable for longer (each as told
-        within ``PROBE_INTERVAL_S``: one told of earlier is probed first, at most
-        ``PROBE_WAIT_S``; one still unknown, the request waits)."""
+        within ``PROBE_INTERVAL_S``: one told of earlier is probed first, waited for up to
+        ``HOPELESS_WAIT_S``, a hung one's probe failing at its deadline; one still unknown,
+        the request waits)."""
         if self.watch.unreachable_for_s() <= retry_timeout_s:
             return  # a server in another state, or an outage younger than the wait
-        await self._refresh()
+        await self._refresh(HOPELESS_WAIT_S)
         down_s = self.watch.unreachable_for_s(fresh_s=PROBE_INTERVAL_S)
         if down_s > retry_timeout_s:
             raise self.watch.unreachable_error(down_s, retry_timeout_s)
@@ -158,7 +165,8 @@ class Health:
         last_s = [self._started_s.get(index), self.watch.seen()[index].told_s]
         return all(s is None or now_s - s >= PROBE_INTERVAL_S for s in last_s)
 
-    async def _refresh(self) -> None:
+    async def _refresh(self, wait_s: float = PROBE_WAIT_S) -> None:
+        """Start the probes due; wait up to ``wait_s`` for those in flight to land."""
         loop = asyncio.get_running_loop()
         now_s = self._clock()
         for index, client in enumerate(self.clients):
@@ -168,7 +176,7 @@ class Health:
                 self._flying[index] = probe
                 probe.add_done_callback(partial(self._landed, index))
         if self._flying:
-            await asyncio.wait(set(self._flying.values()), timeout=PROBE_WAIT_S)
+            await asyncio.wait(set(self._flying.values()), timeout=wait_s)
 
     def _landed(self, index: int, probe: asyncio.Future[Any]) -> None:
         """A probe of server ``index`` ended (its outcome told to the watch by the client);

@@ -88,13 +88,18 @@ def smallest_limit(told: dict[str, ServerHealth], what: str) -> int | None:
     return min(said.values(), default=None)
 
 
-def check_one_model(told: dict[str, ServerHealth]) -> None:
+ONE_MODEL_WHY = "the endpoint serves one model"
+"""Why the endpoint's servers must serve one target (its one model id)."""
+
+
+def check_one_model(told: dict[str, ServerHealth], why: str = ONE_MODEL_WHY) -> None:
     """Every server that answered serves one model, the same target name and vocabulary
-    (the endpoint offers one model id, and routing may send a request to any): servers
-    that differ are a :class:`UserInputError` naming each."""
+    (the endpoint offers one model id, and routing may send a request to any; ``why``:
+    another command's reason, ``edgespec draft --prompt``'s): servers that differ are a
+    :class:`UserInputError` naming each."""
     models = {address: (health.target_name, health.vocab_size) for address, health in told.items()}
     if len(set(models.values())) > 1:
         each = ", ".join(f"{address} {name or 'unnamed'} of {vocab} tokens"
                          for address, (name, vocab) in models.items())  # fmt: skip
-        raise UserInputError(f"--server: the servers serve different targets ({each}); the "
-                             "endpoint serves one model: give servers of one target")  # fmt: skip
+        raise UserInputError(f"--server: the servers serve different targets ({each}); "
+                             f"{why}: give servers of one target")  # fmt: skip

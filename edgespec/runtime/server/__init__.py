@@ -17,7 +17,9 @@ Service and admission:
   ``wisp`` profile becomes Eq. 19 coefficients);
 * :mod:`.config` — ``ServerConfig`` (``edgespec serve``) and ``check_tls_pair``;
 * :mod:`.counters`, :mod:`.prometheus`, :mod:`.round_log` — the service's counters and the
-  ``ServerStats`` built from them, the optional ``/metrics`` endpoint, ``--round-log``.
+  ``ServerStats`` built from them, the optional ``/metrics`` endpoint, ``--round-log``;
+* :mod:`.metrics_http` — the HTTP server under ``/metrics``, its connections bounded (a cap,
+  a request-head deadline and size, a response deadline).
 
 Engine and verification:
 

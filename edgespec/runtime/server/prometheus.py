@@ -7,12 +7,14 @@ source."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from edgespec.errors import MissingPackageError
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
 from edgespec.runtime.server.counters import HistogramSnapshot, ServiceMetrics
+from edgespec.runtime.server.metrics_http import BoundedWSGIServer, HttpBounds, serve_wsgi
 
 PREFIX = "edgespec_"
 
@@ -108,11 +110,17 @@ class _Collector:
 
 
 def start_prometheus(
-    port: int, metrics: Callable[[], ServiceMetrics], host: str = "127.0.0.1"
-) -> Any:
-    """Serve ``/metrics`` on ``host:port`` from ``metrics()``; returns the HTTP server."""
+    port: int,
+    metrics: Callable[[], ServiceMetrics],
+    host: str = "127.0.0.1",
+    bounds: HttpBounds | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> BoundedWSGIServer:
+    """Serve ``/metrics`` on ``host:port`` from ``metrics()`` (prometheus_client's app, so
+    any GET path answers the same) within ``bounds`` (:mod:`.metrics_http`'s defaults when
+    ``None``); returns the HTTP server."""
     try:
-        from prometheus_client import CollectorRegistry, start_http_server
+        from prometheus_client import CollectorRegistry, make_wsgi_app
     except ImportError as exc:
         raise MissingPackageError(
             "--prometheus-port needs the optional package prometheus-client "
@@ -120,5 +128,4 @@ def start_prometheus(
         ) from exc
     registry = CollectorRegistry()
     registry.register(_Collector(metrics))  # type: ignore[arg-type]
-    server, _thread = start_http_server(port, addr=host, registry=registry)
-    return server
+    return serve_wsgi(host, port, make_wsgi_app(registry), bounds or HttpBounds(), clock)

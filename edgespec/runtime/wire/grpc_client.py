@@ -36,6 +36,7 @@ from edgespec.runtime.wire.codec import (
 from edgespec.runtime.wire.fused_codec import fused_call_to_proto, fused_round_from_proto
 from edgespec.runtime.wire.grpc_calls import answered, to_request_error
 from edgespec.runtime.wire.grpc_common import client_channel, pb_grpc
+from edgespec.runtime.wire.health_codec import health_from_proto
 from edgespec.runtime.wire.stream_deadline import ChunkDeadline
 
 
@@ -266,19 +267,6 @@ def _next_chunk(call: Any, deadline: ChunkDeadline) -> Any:
         return next(call, None)
     finally:
         deadline.disarm()
-
-
-def health_from_proto(msg: Any) -> ServerHealth:
-    """A ``HealthResponse`` as :class:`ServerHealth` (zero and empty fields: not said)."""
-    return ServerHealth(
-        serving=bool(msg.serving),
-        vocab_size=int(msg.vocab_size),
-        target_name=str(msg.target) or None,
-        max_draft_tokens=int(msg.max_draft_tokens) or None,
-        max_context_tokens=int(msg.max_context_tokens) or None,
-        slo_classes=frozenset(msg.slo_classes) or None,
-        max_sessions_per_client=int(msg.max_sessions_per_client) or None,
-    )
 
 
 def _check_uint32s(spec: SessionSpec) -> SessionSpec:

@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 
+from edgespec.argument_types import MAX_CA_FILE_BYTES, ca_file_problem
 from edgespec.runtime.errors import ErrorCode
 
 # generated gRPC stubs (see proto/edgespec.proto); untyped, hence Any
@@ -62,14 +63,19 @@ def client_channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
 def client_channel(
     address: str, max_message_bytes: int, tls_ca: str | None, tls_server_name: str | None
 ) -> grpc.Channel:
-    """A client channel to ``address``: plaintext, or TLS trusting the CA file ``tls_ca``
-    (the commands check it is a readable file as their flags are parsed) and, when given,
-    taking ``tls_server_name`` as the name the server's certificate holds."""
+    """A client channel to ``address``: plaintext, or TLS trusting the CA certificates in the
+    file ``tls_ca`` and, when given, taking ``tls_server_name`` as the name the server's
+    certificate holds. ``ValueError`` unless ``tls_ca`` holds PEM certificates
+    (:func:`edgespec.argument_types.ca_file_problem`; the commands check it as their
+    flags are parsed): gRPC took any file, printed its own log lines for a key, and trusted
+    the system's CAs for an empty one."""
     options: list[tuple[str, Any]] = [*client_channel_options(max_message_bytes)]
     if tls_ca is None:
         return grpc.insecure_channel(address, options=options)
+    if (problem := ca_file_problem(tls_ca)) is not None:
+        raise ValueError(f"tls_ca {problem}")
     with open(tls_ca, "rb") as f:
-        creds = grpc.ssl_channel_credentials(root_certificates=f.read())
+        creds = grpc.ssl_channel_credentials(root_certificates=f.read(MAX_CA_FILE_BYTES))
     if tls_server_name:
         options.append(("grpc.ssl_target_name_override", tls_server_name))
     return grpc.secure_channel(address, creds, options=options)

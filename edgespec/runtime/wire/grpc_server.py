@@ -187,10 +187,10 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
         return await self._run("Stats", context, request, stats)
 
     async def Health(self, request: Any, context: Any) -> Any:
-        """Serving flag, protocol version, vocabulary size, draft limit, the target's name and
-        context (0 when a uint32 cannot carry it: clients then leave the check to OpenSession),
-        the SLO classes and the per-client session quota (clients check both up front);
-        without a token unless the config sets ``health_requires_auth``."""
+        """Serving flag, protocol version, vocabulary size, draft limit, the target's name,
+        context (0 when a uint32 cannot carry it: clients leave the check to OpenSession) and
+        numerics, the SLO classes and the per-client session quota (clients check both up
+        front); without a token unless the config sets ``health_requires_auth``."""
         backend = self._service.engine.backend
         max_context = backend.max_context_tokens
         config = self._service.config
@@ -202,6 +202,7 @@ class _Servicer(pb_grpc.VerificationServicer):  # type: ignore[misc]
                 max_context_tokens=max_context if max_context < UINT32_LIMIT else 0,
                 slo_classes=sorted(config.slo_classes),
                 max_sessions_per_client=min(config.max_sessions_per_client, UINT32_LIMIT - 1),
+                numerics=getattr(backend, "numerics", ""),
             )  # fmt: skip
 
         if config.health_requires_auth:

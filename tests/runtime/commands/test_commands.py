@@ -160,15 +160,17 @@ def test_draft_text_prompt_without_tokenizer(
     assert expected in capsys.readouterr().err
 
 
-def test_draft_command_reports_refused_request_in_one_line(
+def test_draft_command_refuses_an_id_outside_the_vocabulary_in_one_line(
     served: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The server refused it (exit 1) after the draft loaded; the vocabulary is known from
+    its Health first (test_draft_prompt_vocab.py: before anything loads)."""
     address = served.split("|")[0]
     code = main(["draft", "--server", address, "--draft", "ngram", "--prompt-ids", "1,2,999"])
-    assert code == 1
+    assert code == 2
     assert split_stages(capsys.readouterr().err)[1] == [
-        "edgespec draft: INVALID_ARGUMENT: "
-        "prompt token 2 (id 999) is outside the vocabulary [0, 64)"
+        "edgespec draft: --prompt-ids: token 2 (id 999) is outside the target's vocabulary "
+        "[0, 64)"
     ]  # after the start-up stages
 
 

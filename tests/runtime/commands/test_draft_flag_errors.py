@@ -13,6 +13,7 @@ import pytest
 from edgespec.cli import main
 from edgespec.policies import registry
 from edgespec.runtime.wire import grpc_client
+from tests.runtime.tls_certs import make_ca
 
 BASE = ["draft", "--server", "127.0.0.1:1", "--draft", "ngram"]
 
@@ -70,7 +71,7 @@ def test_baseline_requests_carry_the_flags(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     monkeypatch.chdir(tmp_path)
-    Path("ca.pem").write_text("")  # --tls-ca is a file to read, checked as the flags are parsed
+    make_ca(tmp_path, "ca")  # --tls-ca holds a certificate, checked as the flags are parsed
     args = ["draft", "--server", "h:1", "--prompt-ids", "4, 5,6", "--mode", "fused"]
     args += ["--seed", "11", "--max-new-tokens", "7", "--temperature", "0.5"]
     args += ["--auth-token", "tok", "--tls-ca", "ca.pem", "--set", "slo_class=gold"]

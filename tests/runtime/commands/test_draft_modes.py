@@ -103,10 +103,11 @@ def test_compare_runs_both_modes_and_checks_the_outputs(
     assert lines[0].startswith("[centralized: 8 tokens, ")
     assert lines[1].startswith("[distributed: 8 tokens, ")
     assert re.fullmatch(
-        r"speed-up: \d+\.\d\dx \(distributed \d+\.\d tok/s over centralized \d+\.\d tok/s\); "
-        r"outputs identical",
+        r"speed-up: \d+\.\d\dx \(distributed \d+\.\d tok/s over centralized \d+\.\d tok/s, "
+        r"the server's exact kernels\); outputs identical",
         lines[2],
     ), lines[2]
+    assert lines[3].startswith("baseline: the exact kernels pad each pass to 8 rows")
     rows = _rows(records)
     assert rows[-1]["type"] == "RequestRecord" and rows[-1]["num_rounds"] == len(rows) - 1
 
@@ -123,7 +124,8 @@ def test_compare_exits_1_when_the_outputs_differ(
     monkeypatch.setattr(grpc_client.RemoteVerifier, "generate", shifted)
     argv = ["draft", "--server", f"127.0.0.1:{server.port}", "--draft", "ngram", "--compare"]
     assert main([*argv, "--prompt-ids", "1,2,3", "--max-new-tokens", "4"]) == 1
-    assert capsys.readouterr().err.splitlines()[-1].endswith("outputs differ from token 0")
+    speedup = [x for x in capsys.readouterr().err.splitlines() if x.startswith("speed-up: ")]
+    assert len(speedup) == 1 and speedup[0].endswith("outputs differ from token 0")
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 from edgespec.cli import main
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import ServerStats, SessionSpec
+from edgespec.runtime.messages import ServerHealth, ServerStats, SessionSpec
 from edgespec.runtime.wire import grpc_client
 from edgespec.runtime.wire.grpc_server import ServerThread
 from edgespec.runtime.wire.inprocess import target_greedy_decode
@@ -75,6 +75,12 @@ class Restarting:
 
     def check_credentials(self) -> None:
         pass  # it takes any token
+
+    def describe(self) -> ServerHealth:
+        """Its Health (down as :meth:`vocab_size` is): servers of one unnamed target."""
+        return ServerHealth(serving=True, vocab_size=self.vocab_size(), target_name=None,
+                            max_draft_tokens=None, max_context_tokens=None, slo_classes=None,
+                            max_sessions_per_client=None)  # fmt: skip
 
     def max_context_tokens(self) -> int | None:
         return None

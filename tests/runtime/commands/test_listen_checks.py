@@ -37,7 +37,9 @@ def test_serve_refuses_a_prometheus_port_in_use_before_its_model(
     listener: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(_serve("127.0.0.1", 0, "--prometheus-port", str(listener))) == 2
-    assert _one_line(capsys) == f"edgespec serve: port {listener} is in use (on 127.0.0.1)\n"
+    assert _one_line(capsys) == (
+        f"edgespec serve: --prometheus-port {listener}: port in use (on 127.0.0.1)\n"
+    )
 
 
 def test_draft_serve_openai_refuses_a_port_in_use_before_anything(

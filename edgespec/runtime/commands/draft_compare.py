@@ -1,0 +1,70 @@
+"""``edgespec draft --compare``: centralized then distributed decoding of one prompt, the
+speed-up of distributed over centralized tokens/s and whether the outputs are
+token-identical, and which baseline the speed-up is over: the server's numerics (its
+Health says them; an older server does not, and nothing is claimed). On the exact server
+the target alone decodes on the batch-invariant kernels, which pad every pass to
+``ROW_MULTIPLE`` rows: a decoded token costs about what a verified block does, so the
+speed-up over it overstates the one over plain decoding on the library's kernels
+(``edgespec serve --backend transformers-lossy``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from edgespec.core.sequences import first_difference
+from edgespec.runtime.commands.draft_run import DraftRun
+
+
+def compare(
+    run: DraftRun, numerics: str | None, draft: Any, vocab_size: int, window: Any, stop: Any,
+    args: argparse.Namespace, ready: Callable[[], None],
+) -> int:  # fmt: skip
+    """``--compare``: centralized (``ready`` before its first token is asked for), then
+    distributed, on the same prompt, each output under its label on stdout; on stderr the
+    speed-up (over the server's ``numerics``) and whether the outputs are token-identical
+    (exit 1 when they are not)."""
+    print("centralized (the server decodes alone):", flush=True)
+    central = run.server_side(fused=False, ready=ready)
+    central.report("centralized")
+    print("distributed (drafted here, verified by the server):", flush=True)
+    spec = run.distributed(draft, vocab_size, window, stop, args.records is not None)
+    spec.report("distributed")
+    if args.records:
+        spec.write_records(args.records)
+    same = central.output == spec.output
+    outputs = (
+        "identical"
+        if same
+        else f"differ from token {first_difference(central.output, spec.output)}"
+    )
+    for line in speedup_lines(spec.request.tokens_per_s, central.request.tokens_per_s,
+                              numerics, outputs):  # fmt: skip
+        print(line, file=sys.stderr)
+    return 0 if same else 1
+
+
+def speedup_lines(
+    distributed_tokens_per_s: float, centralized_tokens_per_s: float, numerics: str | None,
+    outputs: str,
+) -> list[str]:  # fmt: skip
+    """The speed-up line, naming the server's ``numerics`` when it says them, and on an
+    exact server the line saying what its centralized baseline is."""
+    ratio = distributed_tokens_per_s / max(centralized_tokens_per_s, 1e-12)
+    baseline = "" if not numerics else f", the server's {numerics} kernels"
+    lines = [
+        f"speed-up: {ratio:.2f}x (distributed {distributed_tokens_per_s:.1f} tok/s over "
+        f"centralized {centralized_tokens_per_s:.1f} tok/s{baseline}); outputs {outputs}"
+    ]
+    if numerics == "exact":
+        from edgespec.runtime.backends.batch_invariant import ROW_MULTIPLE
+
+        lines.append(
+            f"baseline: the exact kernels pad each pass to {ROW_MULTIPLE} rows, so the target "
+            "alone decodes faster on the library's kernels (edgespec serve --backend "
+            "transformers-lossy); SD's speed-up over plain decoding is measured against such "
+            "a server"
+        )
+    return lines
