@@ -151,8 +151,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compare",
         action="store_true",
-        help="run the prompt centralized, then distributed; print both stats lines and the "
-        "speed-up, and check the outputs are token-identical (exit 1 if not; greedy only)",
+        help="run the prompt centralized (the server's own decoding, on its kernels: an exact "
+        "server's are slower than plain decoding), then distributed; print both stats lines and "
+        "the speed-up, and check the outputs are token-identical (exit 1 if not; greedy only)",
     )
     parser.add_argument(
         "--lookup",
