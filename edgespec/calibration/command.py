@@ -56,7 +56,7 @@ from edgespec.calibration.runs import (
     write_trace,
 )
 from edgespec.errors import check_fits_context
-from edgespec.learn.traces.pair_vocab import check_pair_vocab
+from edgespec.learn.traces.pair import check_pair_vocab
 from edgespec.output_paths import claim_folder, writable_output_folder, write_text_atomically
 from edgespec.profiling.files import profile_files
 from edgespec.profiling.quality import MIN_PROFILE_R2

@@ -30,8 +30,9 @@ from edgespec.learn.traces.checks import (
     prompt_sets,
     slo_classes,
 )
+from edgespec.learn.traces.pair import check_pair_vocab, load_pair, model_specs
 from edgespec.models.devices import device_placement
-from edgespec.models.registry import ModelSpec, recorded_name, resolve_model
+from edgespec.models.registry import recorded_name
 from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 
@@ -144,7 +145,6 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.traces.capture import PairInfo
     from edgespec.learn.traces.drafters import DraftChoice, drafter_for
     from edgespec.learn.traces.summary import print_summary_table, write_summary_json
-    from edgespec.models.loading import load_model
     from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
 
     console = Console(stderr=True, markup=False)
@@ -159,20 +159,9 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     sets = prompt_sets(args)  # a bad --dataset fails before any model loads
     check_outputs(args, [name for name, _ in sets])  # so does an earlier trace
-    target_spec, draft_spec = _model_specs(args)  # so does a bad model name or directory
+    target_spec, draft_spec = model_specs(args.target, args.draft)  # so does a bad model
     with console.status(f"loading target {args.target} and draft {args.draft}"):
-        device, dtype = placement.device, placement.dtype
-        target = load_model(
-            target_spec, dtype, require_tokenizer=True, verbose=args.verbose, device=device
-        )
-        draft_model = (
-            None
-            if draft_spec is None
-            else load_model(
-                draft_spec, dtype, target=target, verbose=args.verbose, device=device
-            ).model
-        )
-    from edgespec.learn.traces.pair_vocab import check_pair_vocab
+        target, draft_model = load_pair(target_spec, draft_spec, placement, args.verbose)
     from edgespec.runtime.backends.mask_check_cache import checked_target
 
     target_backend = checked_target(target.model, target.weight_files)
@@ -198,15 +187,6 @@ def run(args: argparse.Namespace) -> int:
         write_summary_json(args.json, records, args.gamma, args.max_new_tokens, title)
         console.print(f"wrote the summary to {args.json}")
     return 0
-
-
-def _model_specs(args: argparse.Namespace) -> tuple[ModelSpec, ModelSpec | None]:
-    """``--target``'s and ``--draft``'s models (no draft model for prompt lookup), resolved
-    without loading them: an unknown name, a missing path or a directory whose save was
-    cut off is a one-line :class:`~edgespec.models.registry.ModelNotFoundError` before the
-    target's slow load."""
-    target = resolve_model(args.target)
-    return target, None if args.draft == NGRAM else resolve_model(args.draft)
 
 
 def _capture(
