@@ -169,8 +169,7 @@ def test_draft_command_refuses_an_id_outside_the_vocabulary_in_one_line(
     code = main(["draft", "--server", address, "--draft", "ngram", "--prompt-ids", "1,2,999"])
     assert code == 2
     assert split_stages(capsys.readouterr().err)[1] == [
-        "edgespec draft: --prompt-ids: token 2 (id 999) is outside the target's vocabulary "
-        "[0, 64)"
+        "edgespec draft: --prompt-ids: token 2 (id 999) is outside the target's vocabulary [0, 64)"
     ]  # after the start-up stages
 
 
