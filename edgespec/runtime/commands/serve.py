@@ -16,7 +16,7 @@ from edgespec.runtime.commands.serve_arguments import (
     parse_thresholds,
     wisp_params,
 )
-from edgespec.runtime.commands.serve_profile import check_profile
+from edgespec.runtime.commands.serve_profile import check_profile, profile_range_warning
 from edgespec.runtime.commands.serve_service import (
     build_service,
     check_before_loading,
@@ -114,7 +114,7 @@ def _run(args: argparse.Namespace) -> int:
     draft = draft_to_load(config, args.draft)
     choice = target_choice(args, config.target, args.threads)  # a non-GGUF fails here
     semantic_head(config, _say)  # not a head, or another target's: fails before loading
-    check_profile(config, _say)  # a drafter's or another model's profile: refused
+    check_profile(config)  # a drafter's or another model's profile: refused
     window = window_from_args(args)
     round_log = None if args.round_log is None else _round_log(args.round_log)
     apply_cpus_and_threads(args.cpus, args.threads)
@@ -202,6 +202,8 @@ async def _serve(
     check_before_loading(config, draft_name)
     say = Stages("serve")
     target = load_target(choice or TargetChoice("transformers"), config, verbose, say)
+    if (beyond := profile_range_warning(config, target.backend.max_context_tokens)) is not None:
+        _say(beyond)  # a wisp profile used beyond what it measured
     head = semantic_head(config)
     service = build_service(
         config, policy, target, head, draft_name, window, round_log, verbose, say, _say

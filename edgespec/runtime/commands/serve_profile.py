@@ -1,14 +1,14 @@
 """``edgespec serve --profile``'s checks of the profile against what it serves, before
 the target loads: a drafter's profile (``role: draft``) or another model's (a profile
 file whose ``model:`` is not ``--target``, :func:`edgespec.models.registry.same_model`)
-is refused, and one used beyond the batch size or context it measured is said once
-(:func:`edgespec.hardware.profile_info.range_warning`). A bundled profile (a paper's
+is refused (:func:`check_profile`); one used beyond the batch size or context it measured
+is said once the target is loaded (:func:`profile_range_warning`, of the target's
+context). A bundled profile (a paper's
 measured coefficients, such as ``a100-qwen3-32b``) is a reference estimator, given by
 name on purpose: its model is not checked."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +21,9 @@ FIELD = "batching.params.profile"
 """Where the server's config holds the profile (``--profile`` sets it)."""
 
 
-def check_profile(config: Any, say: Callable[[str], None]) -> None:
-    """Refuse ``config``'s wisp profile priced for another role or model; ``say`` the
-    range warning. A profile that does not record its role or model is not checked for
-    it."""
+def check_profile(config: Any) -> None:
+    """Refuse ``config``'s wisp profile priced for another role or model, before the target
+    loads. A profile that does not record its role or model is not checked for it."""
     profile = config.batching.params.get("profile") if config.batching.name == "wisp" else None
     if profile is None:
         return
@@ -43,6 +42,14 @@ def check_profile(config: Any, say: Callable[[str], None]) -> None:
             "give its coefficients instead (--set batching.params.a_s=... with b_compute_s, "
             "b_read_s and c_s, without --profile)",
         )
-    warning = range_warning(info, config.max_batch_size, config.kv_budget_tokens)
-    if warning is not None:
-        say(warning)
+
+
+def profile_range_warning(config: Any, target_context_tokens: int) -> str | None:
+    """The line saying ``config``'s wisp profile is used beyond the batch size or context
+    it measured, once the target is loaded: the longest context a request can reach is the
+    target's (``target_context_tokens``), or the KV budget when that is smaller."""
+    profile = config.batching.params.get("profile") if config.batching.name == "wisp" else None
+    if profile is None:
+        return None
+    context = min(target_context_tokens, config.kv_budget_tokens)
+    return range_warning(profile_info(str(profile)), config.max_batch_size, context)
