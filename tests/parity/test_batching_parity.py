@@ -1,6 +1,8 @@
 """Parity: for the same sessions in the same state, the simulator and the real server
 build the same queue for the batching policy (draft, new and cached tokens per entry, the
-same limits and force) and so every registered batching policy picks the same batch."""
+same limits and force, the same deadlines) and so every registered batching policy picks
+the same batch. The requests all arrived at t = 0 but some devices were busy: their
+sessions started (the runtime's session open) later, which a ``pace`` deadline reads."""
 
 from __future__ import annotations
 
@@ -39,6 +41,8 @@ LIMITS = {"max_batch_size": 3, "max_batch_tokens": 60, "kv_budget_tokens": 4000}
 CLASSES = {"a": 4.0, "b": 6.0}  # session i is in class "ab"[i % 2]
 DRAFT_S = [0.02, 0.05, 0.03, 0.08, 0.01]  # this block's draft time, as the client reports it
 NETWORK_S = [0.0, 0.04, 0.0, 0.03, 0.0]  # the client's last round's network time
+START_S = [0.0, 5.0, 2.0, 0.0, 3.5]  # when each device took its request (arrived at 0) up
+NOW_S = 6.0  # when every block arrives at the server and the policy decides
 TABLE_12 = dataclasses.asdict(load_wisp_coefficients("a100-qwen3-32b"))
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "fcfs": ("fcfs", {}),
@@ -82,17 +86,20 @@ def _runtime(name: str, rule: str) -> tuple[Recording, dict[int, int]]:
     recording = Recording(build_policy("batching", *CASES[name]))
     settings = {**LIMITS, "slo_classes": CLASSES, "deadline_rule": rule}
     config = from_dict(ServerConfig, settings)
-    # one instant for everything: opens, arrivals and decisions all at t = 0, as in the sim
-    service = VerificationService(engine, config, recording, clock=lambda: 0.0)
+    # each session opens at its start; block arrivals and decisions at NOW_S, as in the sim
+    now_s = [0.0]
+    service = VerificationService(engine, config, recording, clock=lambda: now_s[0])
     committed = {}
     for i, n in enumerate(PROMPTS):
         prompt = tuple((7 * i + j) % 60 for j in range(n))
         sampling = SamplingParams(max_new_tokens=32)
+        now_s[0] = START_S[i]
         service.open_session(SessionSpec(f"s{i}", "c", prompt, sampling, "ab"[i % 2]))
         committed[i] = 0
         if i in WARM:  # verified before, outside the service: no round it has seen
             out = engine.verify_batch([VerifyCall(f"s{i}", n, (1,) * WARM[i])])[0]
             committed[i] = len(out.committed_token_ids)  # type: ignore[union-attr]
+    now_s[0] = NOW_S
 
     async def scenario() -> None:
         calls = [
@@ -136,10 +143,10 @@ def _simulated(name: str, rule: str, committed: dict[int, int]) -> Recording:
     for i, n in enumerate(PROMPTS):
         request = Request(f"s{i}", "c", 0.0, n, 32, slo_class="ab"[i % 2])
         slo = CLASSES["ab"[i % 2]]
-        s = Session(i, request, devices[i], server, None, slo, block=CHAIN)
+        s = Session(i, request, devices[i], server, None, slo, True, START_S[i], block=CHAIN)
         s.committed = committed[i]
         s.sent = s.gamma_eff = DRAFTS[i]
-        s.entry_id, s.enqueued_s = i, 0.0
+        s.entry_id, s.enqueued_s = i, NOW_S
         s.round_draft_s, s.last_network_s = DRAFT_S[i], NETWORK_S[i]
         if committed[i]:
             server.store(i, n + committed[i] - 1)  # the KV the runtime keeps
@@ -149,7 +156,7 @@ def _simulated(name: str, rule: str, committed: dict[int, int]) -> Recording:
     limits = (BatchLimits(size, tokens, kv), BatchLimits(size, tokens, kv, force=True))
     recording = Recording(build_policy("batching", *CASES[name]))
     while server.queue:  # the dispatched sessions stay active (they will come back)
-        assert select_batch(server, 0.0, recording, limits, rule)  # type: ignore[arg-type]
+        assert select_batch(server, NOW_S, recording, limits, rule)  # type: ignore[arg-type]
     return recording
 
 
@@ -164,3 +171,15 @@ def test_batching_decisions_match(name: str, rule: str) -> None:
     assert len(real.seen) > 1  # the limits split the queue: several decisions compared
     deadlines = {e[4] for shapes, _, _ in real.seen for e in shapes}
     assert None not in deadlines and len(deadlines) > 1
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pace_deadlines_start_when_the_device_took_the_request_up(name: str) -> None:
+    """Under ``pace`` the first decision's queue carries d = start + (committed + 1) / s_c
+    with the session's start (the device took the request up), not the request's arrival
+    (t = 0): a session that started at 5 s is not 5 s late."""
+    real, committed = _runtime(name, "pace")
+    first_queue = real.seen[0][0]
+    expected = [START_S[i] + (committed[i] + 1) / CLASSES["ab"[i % 2]] for i in range(5)]
+    assert [e[4] for e in first_queue] == pytest.approx(expected, abs=1e-12)
+    assert _simulated(name, "pace", committed).seen[0][0] == first_queue

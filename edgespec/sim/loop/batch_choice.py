@@ -20,16 +20,18 @@ def expected_accepted(s: Session) -> float:
 
 def round_deadline_s(s: Session, rule: DeadlineRule, expected: float | None = None) -> float | None:
     """The deadline of the block ``s`` has queued (:mod:`edgespec.policies.slo`), from what
-    the real server knows at its arrival: the arrival time, the request's start, the tokens
-    committed so far, this block's draft time and the previous round's network time
-    (``expected``: :func:`expected_accepted`, when the caller has it)."""
+    the real server knows at its arrival: the arrival time, the session's start (when the
+    device took the request up, later than its arrival when the device was busy: the
+    runtime's session open), the tokens committed so far, this block's draft time and the
+    previous round's network time (``expected``: :func:`expected_accepted`, when the caller
+    has it)."""
     tokens_per_s = s.slo_tokens_per_s
     if tokens_per_s is None:
         return None
     return DEADLINE_FUNCTIONS[rule](
         tokens_per_s,
         s.enqueued_s,
-        s.request.arrival_s,
+        s.start_s,
         s.committed,
         expected_accepted(s) if expected is None else expected,
         s.round_draft_s,
