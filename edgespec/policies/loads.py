@@ -1,6 +1,7 @@
 """The one place that builds what a routing policy sees, for the simulator and the real
-drafter alike: the servers' :class:`~edgespec.core.types.ServerLoad` as a
-:class:`LoadView`.
+drafter alike: one server's :class:`~edgespec.core.types.ServerLoad` from its counters
+(:func:`server_load`, by name, so each host's counter lands in the same field) and the
+servers' loads as a :class:`LoadView`.
 
 A :class:`LoadView` is a read-only ``Sequence[ServerLoad]`` (so every routing policy reads
 it as it would a list: ``len``, indexing, iteration) that a host keeps up to date one
@@ -34,6 +35,16 @@ _SPAN = 1 << 32
 ordered as the pair ``(queue_depth, num_active_sessions)``."""
 
 _server_load = frozen_builder(ServerLoad)  # ServerLoad(...), built per read
+
+
+def server_load(
+    server_id: int, *, num_active_sessions: int, queue_depth: int, busy: bool
+) -> ServerLoad:
+    """What a routing policy sees of server ``server_id``: ``num_active_sessions``, the
+    sessions it holds; ``queue_depth``, its verifications waiting, not yet in a batch;
+    ``busy``, a verification pass running. Both hosts build every load here (the simulator
+    from a ``ServerState``, the drafter from a server's ``Stats``)."""
+    return _server_load(server_id, queue_depth, num_active_sessions, busy)
 
 
 class _Members(Sequence[ServerLoad]):

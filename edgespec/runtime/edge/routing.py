@@ -38,7 +38,7 @@ import numpy as np
 from edgespec.core.types import ServerLoad
 from edgespec.policies.contracts import check_route
 from edgespec.policies.interfaces import RoutingPolicy
-from edgespec.policies.loads import LoadView
+from edgespec.policies.loads import LoadView, server_load
 from edgespec.runtime.edge.reconnect import (
     MIN_ATTEMPT_S,
     RETRY_BACKOFF_S,
@@ -68,7 +68,13 @@ class RouteChoice:
 
 
 def load_from_stats(server_id: int, stats: ServerStats) -> ServerLoad:
-    return ServerLoad(server_id, stats.queue_depth, stats.num_sessions, stats.busy)
+    """The load of server ``server_id`` (its index) by its ``Stats`` answer."""
+    return server_load(
+        server_id,
+        num_active_sessions=stats.num_sessions,
+        queue_depth=stats.queue_depth,
+        busy=stats.busy,
+    )
 
 
 def server_loads(

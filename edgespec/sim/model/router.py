@@ -38,7 +38,7 @@ import numpy as np
 from edgespec.core.types import ServerLoad
 from edgespec.policies.contracts import check_route
 from edgespec.policies.interfaces import RoutingPolicy
-from edgespec.policies.loads import LoadView
+from edgespec.policies.loads import LoadView, server_load
 from edgespec.sim.model.entities import ServerState
 from edgespec.sim.model.inbound_queue import drain
 from edgespec.sim.model.layout import Layout
@@ -52,6 +52,13 @@ are at most ``SCAN_FLOOR + SCAN_PER_ROUND * rounds`` (the rounds verified since 
 drain: a check costs a few times less than a server's drain)."""
 
 
+def load_of(s: ServerState) -> ServerLoad:
+    """What a routing policy sees of ``s`` now (its queue as it stands)."""
+    return server_load(
+        s.server_id, num_active_sessions=s.num_active, queue_depth=len(s.queue), busy=s.busy
+    )
+
+
 class Cell:
     """One routing domain: its servers' view, its policy instance and random stream."""
 
@@ -60,9 +67,7 @@ class Cell:
     def __init__(
         self, servers: Sequence[ServerState], policy: RoutingPolicy, rng: np.random.Generator
     ) -> None:
-        self.view = LoadView(
-            ServerLoad(s.server_id, len(s.queue), s.num_active, s.busy) for s in servers
-        )
+        self.view = LoadView(load_of(s) for s in servers)
         self.policy = policy
         self.rng = rng
 
@@ -135,7 +140,7 @@ class Router:
         where = self.where
         for s in self.touched:
             view, position = where[s.server_id]
-            view.update(position, len(s.queue), s.num_active, s.busy)
+            view.update(position, len(s.queue), s.num_active, s.busy)  # load_of's, unboxed
         self.touched.clear()
 
     def route(self, cell_index: int, t: float, inclusive: bool | None) -> ServerState:
