@@ -11,17 +11,20 @@ hosts. A fused round is drafted by the server's co-located draft (an n-gram draf
 the same acceptance sequence holds) and the server consults the policy after it; the
 runtime's server gets the drafter's policy object, as the simulator's server shares it.
 
-AWC runs a hand-built WC-DNN that reads only the recent acceptance (RTT, TPOT and queue
-depth are measured by each host's clock and cannot be equal across hosts; their weights are
-0): with this prompt's acceptance (three rejections, then every position accepted) it goes
-fused after the rejections and back to distributed as acceptance recovers.
+AWC runs a hand-built WC-DNN (:func:`tests.parity.window_recording.load_sensitive_wc_dnn`)
+whose acceptance unit, with this prompt's acceptance (three rejections, then every position
+accepted), goes fused after the rejections and back to distributed as acceptance recovers,
+and whose load unit reads queue depth, RTT and TPOT: silent at the values both hosts
+measure, it sends γ to 1 (then fused) on a misreported one.
 
 Both fused-rounds settings run: ``colocated`` (the scenario's default; the runtime server
 has the n-gram draft) and ``cloud_only`` (``fused_rounds: cloud_only`` in the scenario,
 ``fused_rounds="cloud_only"`` in the server's config, no draft on the server: a fused round
 sends nothing and commits the target's own token). Each host's policy object is wrapped
-to record its decisions: both hosts must make the same ones, and record the same rounds
-(γ, sent, accepted, committed, fused).
+to record its observations and decisions: both hosts must show the same observations (field
+by field; RTT and TPOT are each host's clock: RTT must be the host's own last round's
+network time), make the same decisions and record the same rounds (γ, sent, accepted,
+committed, fused).
 """
 
 from __future__ import annotations
@@ -38,10 +41,8 @@ pytest.importorskip("torch")
 
 from edgespec.core.types import RoundRecord, SamplingParams
 from edgespec.policies.fusing import fusing
-from edgespec.policies.interfaces import PairStateWindow, WindowDecision, WindowObservation
+from edgespec.policies.interfaces import WindowObservation
 from edgespec.policies.registry import WINDOW, build_policy
-from edgespec.policies.stop_drafting import DenseLayer
-from edgespec.policies.wc_dnn import AWC_FEATURE_NAMES, WcDnn
 from edgespec.runtime.backends.ngram import NgramDrafter
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.edge.drafter import DraftOptions, generate
@@ -51,12 +52,19 @@ from edgespec.runtime.wire.inprocess import target_greedy_decode
 from edgespec.sim.setup.build import build_policies
 from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
 from edgespec.sim.simulator import simulate
+from tests.parity.window_recording import (
+    Recorded,
+    assert_rtt_is_the_rounds_network,
+    assert_same_observations,
+    load_sensitive_wc_dnn,
+)
 from tests.runtime.conftest import start_server
 from tests.runtime.fused_helpers import ScriptedWindow
 
 PROMPT = (7, 3, 9, 7, 3, 9, 7, 3, 12, 40, 7, 3, 9, 7)
 FUSED_ROUNDS = ("colocated", "cloud_only")
 Round = tuple[int, bool, int, int, int]  # γ, fused, sent, accepted, committed
+Run = tuple[list[Round], list[WindowObservation]]  # the rounds, the observations before them
 MAX_NEW = 40
 WINDOWS: dict[str, dict[str, Any]] = {
     "static": {"gamma": 3},
@@ -65,25 +73,11 @@ WINDOWS: dict[str, dict[str, Any]] = {
 }
 
 
-def acceptance_only_wc_dnn() -> WcDnn:
-    """raw γ = 2·silu(silu(6·acceptance − 2)): ≈ −0.2 at 0, 1.0 at 0.5, 7.7 at 1."""
-    zero = DenseLayer(np.zeros((1, 1)), np.zeros(1))
-    weight = np.zeros((len(AWC_FEATURE_NAMES), 1))
-    weight[AWC_FEATURE_NAMES.index("recent_acceptance"), 0] = 6.0
-    return WcDnn(
-        mean=np.zeros(len(AWC_FEATURE_NAMES)),
-        scale=np.ones(len(AWC_FEATURE_NAMES)),
-        input=DenseLayer(weight, np.array([-2.0])),
-        blocks=((zero, zero), (zero, zero)),
-        output=DenseLayer(np.array([[2.0]]), np.zeros(1)),
-    )
-
-
 def _params(name: str, tmp_path: Path) -> dict[str, Any]:
     if name != "awc":
         return WINDOWS[name]
     weights = tmp_path / "wc-dnn.json"
-    weights.write_text(json.dumps(acceptance_only_wc_dnn().to_json()))
+    weights.write_text(json.dumps(load_sensitive_wc_dnn().to_json()))
     return {**WINDOWS[name], "file": str(weights)}
 
 
@@ -106,35 +100,16 @@ def _acceptance_seq(reference: tuple[int, ...]) -> list[int]:
     return seq
 
 
-class Recorded:
-    """A window policy that records each decision it makes (its pair state forwarded)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.decisions: list[WindowDecision] = []
-
-    def next_window(self, obs: WindowObservation) -> WindowDecision:
-        decision: WindowDecision = self.inner.next_window(obs)
-        self.decisions.append(decision)
-        return decision
-
-    def pair_state(self, pair: str) -> tuple[float, ...]:
-        inner = self.inner
-        return inner.pair_state(pair) if isinstance(inner, PairStateWindow) else ()
-
-    def restore_pair_state(self, pair: str, state: tuple[float, ...]) -> None:
-        if isinstance(self.inner, PairStateWindow):
-            self.inner.restore_pair_state(pair, state)
-
-
-def _rounds(policy: Recorded, records: Any) -> list[Round]:
-    """Each round with the decision it ran with: one decision per round."""
+def _rounds(policy: Recorded, records: Any) -> Run:
+    """Each round with the decision it ran with (one decision per round), and the
+    observations the decisions were made on, their RTT the host's own rounds' network."""
     rounds: list[RoundRecord] = list(records)
     assert len(policy.decisions) == len(rounds)
+    assert_rtt_is_the_rounds_network(policy.observations, rounds)
     return [
         (d.gamma, r.fused, r.num_drafted, r.num_accepted, r.num_committed)
         for d, r in zip(policy.decisions, rounds, strict=True)
-    ]
+    ], policy.observations
 
 
 def _trace_scenario(tmp_path: Path, seq: list[int], **sections: Any) -> Scenario:
@@ -154,9 +129,7 @@ def _trace_scenario(tmp_path: Path, seq: list[int], **sections: Any) -> Scenario
     return scenario_from_dict(data)
 
 
-def _simulated_rounds(
-    tmp_path: Path, seq: list[int], fused_rounds: str, window: Any
-) -> list[Round]:
+def _simulated_rounds(tmp_path: Path, seq: list[int], fused_rounds: str, window: Any) -> Run:
     """The simulator's rounds of the trace request, decided by ``window`` (an instance)."""
     sections = {"record_rounds": True, "fast_path": False, "fused_rounds": fused_rounds}
     scenario = _trace_scenario(tmp_path, seq, **sections)
@@ -169,7 +142,7 @@ def _simulated_rounds(
 
 def _runtime_rounds(
     target: TransformersTarget, fused_rounds: str, window: Any, session_id: str
-) -> list[Round]:
+) -> Run:
     """The runtime's rounds over loopback gRPC, ``window`` the device's and the server's
     (a ``cloud_only`` server has no draft: it needs none)."""
     policy = Recorded(window)
@@ -209,10 +182,12 @@ def test_window_decisions_match_between_runtime_and_simulator(
     assert 0 < sum(seq) < len(seq)  # some rounds accept, some reject
     params = _params(name, tmp_path)
     session_id = f"parity-{name}-{fused_rounds}"
-    runtime = _runtime_rounds(
+    runtime, seen = _runtime_rounds(
         target, fused_rounds, build_policy("window", name, params), session_id
     )
-    simulated = _simulated_rounds(tmp_path, seq, fused_rounds, build_policy("window", name, params))
+    window = build_policy("window", name, params)
+    simulated, simulated_seen = _simulated_rounds(tmp_path, seq, fused_rounds, window)
+    assert_same_observations(seen, simulated_seen)
     assert runtime == simulated
     if name == "dynamic":
         assert len({sent for _, _, sent, _, _ in runtime}) > 2  # the window really moved
@@ -259,8 +234,12 @@ def test_a_scripted_switch_pattern_runs_alike_in_both_hosts(
     each handed back, on the same scripted decisions (fused γ 4, distributed γ 2)."""
     seq = _acceptance_seq(target_greedy_decode(target, PROMPT, MAX_NEW))
     session_id = f"switches-{fused_rounds}"
-    runtime = _runtime_rounds(target, fused_rounds, ScriptedWindow(SWITCHES), session_id)
-    assert runtime == _simulated_rounds(tmp_path, seq, fused_rounds, ScriptedWindow(SWITCHES))
+    runtime, seen = _runtime_rounds(target, fused_rounds, ScriptedWindow(SWITCHES), session_id)
+    simulated, simulated_seen = _simulated_rounds(
+        tmp_path, seq, fused_rounds, ScriptedWindow(SWITCHES)
+    )
+    assert_same_observations(seen, simulated_seen)
+    assert runtime == simulated
     assert [fused for _, fused, _, _, _ in runtime[: len(SWITCHES)]] == list(SWITCHES)
     if fused_rounds == "cloud_only":
         _check_cloud_only(runtime)

@@ -10,7 +10,7 @@ from edgespec.policies.interfaces import WindowDecision, WindowObservation
 from edgespec.sim.setup.build import build_policies
 from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
-from tests.parity.test_window_parity import acceptance_only_wc_dnn
+from tests.parity.window_recording import acceptance_only_wc_dnn
 from tests.sim.helpers import tiny_scenario
 
 

@@ -8,7 +8,11 @@
   (``fcfs``, ``lab``, ``wisp``: :meth:`BatchingPolicy.select`) picks the queued blocks of
   the next pass, which may mix batches and steps; the pass takes Eq. 17 over the chosen
   blocks, c^v_1·Σ F^v + c^v_2, each block's F^v by Eq. 14 at its own batch's I_m and
-  step. The policy sees the cached tokens rounded to integers (L is fractional).
+  step. The policy sees the cached tokens rounded to integers (L is fractional). Its
+  answer is checked as the server and :mod:`edgespec.sim.loop` check it
+  (:func:`~edgespec.policies.contracts.check_batch_plan`: queued ids, each once, within
+  ``max_batch_size``, ``max_batch_tokens`` and ``max_context_tokens``; a
+  :class:`~edgespec.policies.contracts.PolicyContractError` otherwise).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from edgespec.core.types import PendingVerification
+from edgespec.policies.contracts import check_batch_plan
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.sim.drafting_server.stages import StageClock
 
@@ -89,14 +94,12 @@ class PlanOrderVerifier:
         return sum(len(g) for g in self._groups)
 
 
-class BatchingContractError(RuntimeError):
-    """A batching policy answered outside :class:`BatchingPolicy`'s contract."""
-
-
 @dataclass(slots=True)
 class PolicyVerifier:
     """A batching policy over per-session blocks; passes by Eq. 17 (module docstring).
-    ``acceptance_rate`` gives the policy's N̂ᵛ = α·(draft tokens) per block."""
+    ``acceptance_rate`` gives the policy's N̂ᵛ = α·(draft tokens) per block: the model's α,
+    known here, where the server and :mod:`edgespec.sim.loop`, which know no α, estimate
+    it per session (:func:`~edgespec.policies.slo.acceptance_estimate`)."""
 
     clock: StageClock
     policy: BatchingPolicy
@@ -134,20 +137,11 @@ class PolicyVerifier:
         if not self._pending:
             return None
         queue = list(self._pending.values())
-        plan = self.policy.select(queue, now_s, replace(self.limits, force=force))
-        chosen = plan.entry_ids
+        limits = replace(self.limits, force=force)
+        plan = self.policy.select(queue, now_s, limits)
+        chosen = check_batch_plan(self.policy, plan, queue, limits, self._pending)
         if not chosen:
-            if force:
-                raise BatchingContractError(
-                    f"batching policy {self.name!r} returned an empty plan for "
-                    f"{len(queue)} queued blocks with force set (nothing else can arrive)"
-                )
             return None
-        if len(set(chosen)) != len(chosen) or any(i not in self._pending for i in chosen):
-            raise BatchingContractError(
-                f"batching policy {self.name!r} chose {list(chosen)}: ids must be queued "
-                "entries, each once"
-            )
         blocks = tuple(self._blocks.pop(i) for i in chosen)
         for i in chosen:
             del self._pending[i]

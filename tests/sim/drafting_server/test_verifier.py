@@ -1,21 +1,25 @@
 """Composition (issue item 7): a registered batching policy schedules the MBS over
-per-session blocks; passes take Eq. 17 over the chosen blocks."""
+per-session blocks; passes take Eq. 17 over the chosen blocks; an answer out of the
+batching contract is refused as the server refuses it (``check_batch_plan``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
+from edgespec.cli import main
 from edgespec.core.types import BatchPlan, PendingVerification
+from edgespec.policies.contracts import PolicyContractError
 from edgespec.policies.drafting_server.latency import inference_latency_s
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
-from edgespec.policies.registry import build_policy
+from edgespec.policies.registry import BATCHING, build_policy
 from edgespec.sim.drafting_server.build import wisp_params
 from edgespec.sim.drafting_server.engine import SimOptions, simulate_pipeline
 from edgespec.sim.drafting_server.stages import StageClock
-from edgespec.sim.drafting_server.verifier import BatchingContractError, PolicyVerifier, Verifier
+from edgespec.sim.drafting_server.verifier import PolicyVerifier, Verifier
 from tests.sim.drafting_server.helpers import observation, paper_costs, plan_of
 
 INPUTS, OUTPUTS = [40, 300, 7, 90, 12], [120, 9, 400, 33, 77]
@@ -106,12 +110,53 @@ class _Stranger:
         return BatchPlan((10**9,))
 
 
+class _TakeAll:
+    def select(
+        self, queue: Sequence[PendingVerification], now_s: float, limits: BatchLimits
+    ) -> BatchPlan:
+        return BatchPlan(tuple(e.entry_id for e in queue))
+
+
 @pytest.mark.parametrize(
     ("policy", "message"),
-    [(_Empty(), "empty plan for 2 queued blocks with force set"), (_Stranger(), "must be queued")],
+    [
+        (_Empty(), "_Empty returned an empty plan although limits.force is set"),
+        (_Stranger(), "_Stranger chose entry ids [1000000000] that are not in the queue"),
+    ],
 )
 def test_a_policy_outside_its_contract_is_named(policy: BatchingPolicy, message: str) -> None:
     costs, obs = paper_costs(), observation([10, 20], [5, 5])
     plan = plan_of(costs, obs, ((0, 1),), 1)
-    with pytest.raises(BatchingContractError, match=message):
+    with pytest.raises(PolicyContractError) as caught:
         simulate_pipeline(costs, obs, plan, verifier=_policy(policy))
+    assert str(caught.value) == f"batching policy {message}"
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        (BatchLimits(2, 1 << 30, 1 << 40), "chose 5 entries; max_batch_size is 2"),
+        (BatchLimits(8, 1000, 1 << 40), "chose 1515 new tokens; max_batch_tokens is 1000"),
+        (BatchLimits(8, 1 << 30, 1000), "chose 1515 context tokens; max_context_tokens is 1000"),
+    ],
+)
+def test_a_plan_over_the_servers_limits_is_refused(limits: BatchLimits, message: str) -> None:
+    # One batch of five blocks at step 1: each forwards I_m = 300 prompt tokens + 3 drafts.
+    costs, obs = paper_costs(), observation(INPUTS, OUTPUTS)
+    plan = plan_of(costs, obs, ((0, 1, 2, 3, 4),), 3)
+    with pytest.raises(PolicyContractError) as caught:
+        simulate_pipeline(costs, obs, plan, verifier=_policy(_TakeAll(), limits))
+    assert str(caught.value) == f"batching policy _TakeAll {message}"
+
+
+def test_edgespec_sim_prints_a_policy_out_of_contract_as_one_line_exit_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(BATCHING, "take_all", _TakeAll)
+    overrides = ["pipeline.num_users=5", "pipeline.max_output_tokens=50"]
+    verifier = ["pipeline.verifier.policy.name=take_all", "pipeline.verifier.max_batch_size=1"]
+    args = ["sim", "zhu-pipeline", *overrides, *verifier, "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 1  # its plan has batches of 2
+    assert capsys.readouterr().err == (
+        "edgespec sim: batching policy _TakeAll chose 2 entries; max_batch_size is 1\n"
+    )
