@@ -5,30 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM
-
+from edgespec.runtime.testing import tiny_llama
 from tests.learn.traces.test_command import tiny_tokenizer
-from tests.models.tiny import SPECIAL, VOCAB, tiny_draft, tiny_target
-
-
-def _causal_lm(vocab_size: int) -> Any:
-    """A one-layer causal LM taking ``vocab_size`` token ids."""
-    torch.manual_seed(3)
-    return LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=vocab_size,
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            max_position_embeddings=256,
-            **SPECIAL,
-        )
-    )
+from tests.models.tiny import VOCAB, tiny_draft, tiny_target
 
 
 def save_pair_models(root: Path) -> Path:
@@ -37,8 +17,8 @@ def save_pair_models(root: Path) -> Path:
     tiny_target().save_pretrained(root / "target")
     tiny_tokenizer().save_pretrained(root / "target")
     tiny_draft(list(range(0, VOCAB, 2))).save(root / "draft")
-    _causal_lm(2 * VOCAB).save_pretrained(root / "wide")
-    _causal_lm(32).save_pretrained(root / "narrow")
+    tiny_llama(seed=3, num_layers=1, vocab_size=2 * VOCAB).save_pretrained(root / "wide")
+    tiny_llama(seed=3, num_layers=1, vocab_size=32).save_pretrained(root / "narrow")
     prompts = [{"prompt": f"w5 w{9 + i} w7 w5"} for i in range(2)]
     (root / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in prompts))
     return root

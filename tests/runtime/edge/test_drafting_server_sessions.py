@@ -39,13 +39,6 @@ def server(target: TransformersTarget) -> Iterator[ServerThread]:
 
 
 @pytest.fixture(scope="module")
-def verifier(server: ServerThread) -> Iterator[RemoteVerifier]:
-    client = RemoteVerifier(f"127.0.0.1:{server.port}")
-    yield client
-    client.close_channel()
-
-
-@pytest.fixture(scope="module")
 def draft_dir(tmp_path_factory: pytest.TempPathFactory, draft_model: Any) -> Path:
     directory = tmp_path_factory.mktemp("draft")
     draft_model.save_pretrained(directory)
