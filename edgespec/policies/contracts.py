@@ -16,14 +16,18 @@ Contracts (see :mod:`edgespec.policies.interfaces` for the call order):
 - window: a :class:`WindowDecision` whose γ is an integer ≥ 1 (the host then caps it to
   the tokens still to generate) and whose ``fused`` is a bool.
 - routing: the answer is the ``server_id`` of one of the loads shown.
+- decision head (WISV): ``rejects`` answers one bool per mismatch shown, a 1-D bool array
+  of exactly that length (:func:`check_head_answer`).
 """
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping, Sequence
 from numbers import Integral
 
 import numpy as np
+import numpy.typing as npt
 
 from edgespec.core.types import BatchPlan, PendingVerification, ServerLoad
 from edgespec.policies.interfaces import (
@@ -142,3 +146,24 @@ def check_route(policy: object, server_id: object, loads: Sequence[ServerLoad]) 
             f"expected one of {known}"
         )
     return int(server_id)
+
+
+def check_head_answer(head: object, answer: object, num_mismatches: int) -> npt.NDArray[np.bool_]:
+    """``answer``, a decision head's ``rejects`` for ``num_mismatches`` greedy mismatches,
+    when it is one bool per mismatch (a 1-D ``numpy`` bool array of exactly that length),
+    else the error naming the head, what it returned and what was expected."""
+    if (
+        isinstance(answer, np.ndarray)
+        and answer.dtype == np.bool_
+        and answer.shape == (num_mismatches,)
+    ):
+        return answer
+    if isinstance(answer, np.ndarray):
+        got = f"a {answer.dtype} array of shape {answer.shape}"
+    else:
+        got = f"{type(answer).__name__} {reprlib.repr(answer)}"
+    mismatches = "mismatch" if num_mismatches == 1 else "mismatches"
+    raise PolicyContractError(
+        f"decision head {policy_name(head)} returned {got} for {num_mismatches} {mismatches}; "
+        f"expected a 1-D bool array of shape ({num_mismatches},), one bool per mismatch"
+    )

@@ -31,8 +31,13 @@ Two policy kinds belong to one paper's system each:
   splits the uplink by ``plan.shares`` and runs ``plan.batches`` in order, drafting
   ``plan.spec_len`` tokens per round.
 - WISV's semantic verification (:class:`SemanticHead`): at a session's round the
-  verifier finds the greedy mismatches, builds ``inputs(h_d, h_t, csi)`` for them and
-  asks ``rejects(x, threshold)``; the earliest rejected mismatch ends the round.
+  verifier finds the greedy mismatches and asks
+  :func:`~edgespec.policies.semantic.judge.judge_mismatches`, which builds
+  ``inputs(h_d, h_t, csi)`` for them and checks ``rejects(x, threshold)``'s answer; the
+  earliest rejected mismatch ends the round.
+
+WISP's stop predictor (:class:`DraftStopPolicy`) is asked, token by token, whether the
+device keeps drafting the round's block.
 
 Every kind is registered by name (:mod:`edgespec.policies.registry`), so a host takes a
 new planner, head, or routing, batching or window policy by its name.
@@ -165,6 +170,32 @@ class PairStateWindow(Protocol):
 
 
 @runtime_checkable
+class DraftStopPolicy(Protocol):
+    """Says, token by token, whether a device keeps drafting (WISP's stop predictor,
+    :mod:`edgespec.policies.stop_drafting`).
+
+    Call order per round, in the real drafter and in the simulator alike:
+
+    1. the window policy gives γ, which is K_max for the round;
+    2. for k = 1..K_max the device runs the draft forward that gives position k's
+       distribution, computes its features (one row, in
+       :data:`~edgespec.policies.stop_drafting.STOP_FEATURE_NAMES` order) and calls
+       ``keep_mask(row[None, :])`` through
+       :func:`~edgespec.policies.stop_drafting.checked_keep_mask`: ``True`` — token k
+       joins the block, go on; ``False`` — stop: token k was drafted (its pass is paid) but
+       is not sent;
+    3. the block (the kept tokens) is sent.
+
+    The simulator asks for every position of a captured trace at once; the answer for a
+    row must not depend on the other rows given with it.
+    """
+
+    def keep_mask(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+        """One bool per row of an n × 5 feature matrix: ``True`` = predicted accepted."""
+        ...
+
+
+@runtime_checkable
 class DraftingPlanner(Protocol):
     """Plans a drafting server's known tasks (Zhu et al.'s problem P): which tasks batch
     together, the speculation length, the uplink's split. Called once per set of tasks
@@ -180,7 +211,22 @@ class DraftingPlanner(Protocol):
 class SemanticHead(Protocol):
     """Judges a greedy mismatch harmful or not from the draft's and the target's hidden
     states and the channel's features (WISV's decision head). ``draft_hidden`` and
-    ``target_hidden``: the hidden sizes it takes; ``num_csi``: how many CSI features."""
+    ``target_hidden``: the hidden sizes it takes; ``num_csi``: how many CSI features.
+
+    Built by name (kind ``head``) in both hosts. Call order, in the real server's semantic
+    rule (a round's mismatches at once) and in WISV's in-process rollout (one mismatch at a
+    time) alike, always through
+    :func:`edgespec.policies.semantic.judge.judge_mismatches`:
+
+    1. the host finds the round's greedy mismatches (draft token ≠ target argmax) and, for
+       the n it asks about, takes both models' hidden rows there;
+    2. ``inputs(h_d, h_t, csi)`` with the rows as float64 (n × each width) and ``csi`` the
+       channel's :func:`~edgespec.policies.semantic.csi.csi_features`: the n × d_in rows;
+    3. ``rejects(x, threshold)`` (T in 0..16): one bool per row, checked by
+       :func:`edgespec.policies.contracts.check_head_answer` (a 1-D bool array of n);
+    4. the earliest rejected mismatch ends the round (the target's token there); accepted
+       ones commit the draft's token.
+    """
 
     @property
     def draft_hidden(self) -> int: ...

@@ -24,13 +24,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from edgespec.config import read_text
 from edgespec.policies.contracts import PolicyContractError
+from edgespec.policies.interfaces import DraftStopPolicy as DraftStopPolicy  # re-exported
 from edgespec.policies.params import PolicyParamError
 
 STOP_FEATURE_NAMES: tuple[str, ...] = (
@@ -42,28 +43,6 @@ STOP_FEATURE_NAMES: tuple[str, ...] = (
 )
 BUNDLED_STOP_PREDICTOR = "gemma3-270m-draft"
 """Name of the shipped predictor (``edgespec/data/predictors/<name>.json``)."""
-
-
-@runtime_checkable
-class DraftStopPolicy(Protocol):
-    """Says, token by token, whether a device keeps drafting.
-
-    Call order per round, in the real drafter and in the simulator alike:
-
-    1. the window policy gives γ, which is K_max for the round;
-    2. for k = 1..K_max the device runs the draft forward that gives position k's
-       distribution, computes its features (one row, :data:`STOP_FEATURE_NAMES` order) and
-       calls ``keep_mask(row[None, :])``: ``True`` — token k joins the block, go on;
-       ``False`` — stop: token k was drafted (its pass is paid) but is not sent;
-    3. the block (the kept tokens) is sent.
-
-    The simulator asks for every position of a captured trace at once; the answer for a
-    row must not depend on the other rows given with it.
-    """
-
-    def keep_mask(self, features: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
-        """One bool per row of an n × 5 feature matrix: ``True`` = predicted accepted."""
-        ...
 
 
 class StopPolicyContractError(PolicyContractError):

@@ -175,10 +175,10 @@ def _capturer(config: DataConfig) -> tuple[Callable[[DataPrompt], PromptCapture]
 
     from edgespec.learn.drafts.distill_data import encode_prompt
     from edgespec.learn.wisv.capture import CaptureSettings, Criterion, TextOutcome, capture_prompt
+    from edgespec.learn.wisv.fit import read_head
     from edgespec.learn.wisv.rollout import HeadRule, capture_rollout, rollout_channel
     from edgespec.learn.wisv.similarity import ContinuationSimilarity
     from edgespec.models.loading import load_model
-    from edgespec.policies.semantic.head import load_head
     from edgespec.runtime.backends.attention_mask import attention_layout
     from edgespec.runtime.backends.transformers_backend import eos_ids
 
@@ -193,7 +193,7 @@ def _capturer(config: DataConfig) -> tuple[Callable[[DataPrompt], PromptCapture]
     gsm8k = config.dataset == "gsm8k"
     outcome: Criterion = TextOutcome(target.tokenizer) if gsm8k else ContinuationSimilarity()
     eos = eos_ids(target.model)
-    head = None if config.rollout_head is None else load_head(config.rollout_head)
+    head = None if config.rollout_head is None else read_head("--rollout-head", config.rollout_head)
 
     def capture(prompt: DataPrompt) -> PromptCapture:
         ids = encode_prompt(target.tokenizer, prompt.text, config.max_prompt_tokens)

@@ -130,16 +130,19 @@ def _require_finite(data: WisvDataset) -> None:
 
 
 def read_head(flag: str, path: Path) -> DecisionHead:
-    """The decision head file ``flag`` names, read before any long work (training, model
-    loading): a missing, malformed or non-finite one is a usage error naming both."""
-    from edgespec.policies.semantic.head import load_head
+    """The decision head file ``flag`` names, built through the policy registry (kind
+    ``head``, name ``wisv``, its ``path``) before any long work (training, model loading):
+    a missing, malformed or non-finite one is a usage error naming both."""
+    from edgespec.config import ConfigError, PolicySpec
+    from edgespec.policies.registry import build_policy_at
 
     if not path.is_file():
         raise UserInputError(f"{flag} {path}: no such file")
     try:
-        return load_head(path)
-    except ValueError as exc:
-        raise UserInputError(f"{flag}: {exc}") from exc
+        head: DecisionHead = build_policy_at(flag, "head", PolicySpec("wisv", {"path": str(path)}))
+    except ConfigError as exc:  # named by its flag, not as a config field
+        raise UserInputError(f"{flag}: {exc.message}") from exc
+    return head
 
 
 def _metrics(

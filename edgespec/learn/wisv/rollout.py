@@ -62,8 +62,9 @@ from edgespec.learn.wisv.capture import (
 from edgespec.learn.wisv.decoding import FloatArray, Reference, Stopping, continue_greedy
 from edgespec.learn.wisv.similarity import ContinuationSimilarity
 from edgespec.learn.wisv.steppers import DraftStepper, TargetStepper
-from edgespec.policies.semantic.csi import ChannelState, csi_features
-from edgespec.policies.semantic.head import DecisionHead
+from edgespec.policies.interfaces import SemanticHead
+from edgespec.policies.semantic.csi import ChannelState
+from edgespec.policies.semantic.judge import judge_mismatches
 from edgespec.policies.semantic.relabel import sample_channel
 from edgespec.runtime.backends.attention_mask import AttentionLayout
 from edgespec.runtime.backends.transformers_backend import eos_ids
@@ -86,19 +87,20 @@ class Decision(Protocol):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class HeadRule:
-    """Eq. 27 with a decision head on one channel: reject iff p ≥ ``threshold``/16."""
+    """Eq. 27 with a decision head on one channel: reject iff p ≥ ``threshold``/16, asked
+    one mismatch at a time through :func:`~edgespec.policies.semantic.judge.judge_mismatches`,
+    as the real server asks a round's mismatches (an answer that is not one bool is a
+    :class:`~edgespec.policies.contracts.PolicyContractError` naming the head)."""
 
-    head: DecisionHead
+    head: SemanticHead
     channel: ChannelState
     threshold: float
 
     def rejects(self, draft_hidden: FloatArray, target_hidden: FloatArray) -> bool:
-        x = self.head.inputs(
-            draft_hidden.astype(np.float64),
-            target_hidden.astype(np.float64),
-            csi_features(self.channel),
+        answer = judge_mismatches(
+            self.head, draft_hidden, target_hidden, self.channel, self.threshold
         )
-        return bool(self.head.rejects(x, self.threshold)[0])
+        return bool(answer[0])
 
 
 def rollout_channel(name: str, seed: int, prompt_index: int) -> ChannelState:

@@ -35,22 +35,24 @@ def check_before_loading(config: Any, draft_name: str | None) -> None:
 
 
 def semantic_head(config: Any, warn: Callable[[str], None] | None = None) -> Any:
-    """The decision head ``semantic_head`` names (``None`` without one), read before the
-    model loads; a file that is not a head, or a head trained for another target than
-    ``target`` (compared as the models the names resolve to), is a :class:`ConfigError`
-    naming it. A head that records no target (written before heads recorded their pair)
-    is served; ``warn`` is told that it cannot be checked."""
-    from edgespec.config import ConfigError
+    """The decision head ``semantic_head`` names (``None`` without one), built through the
+    policy registry (kind ``head``, name ``wisv``, its ``path``) before the model loads; a
+    file that is not a head, or a head trained for another target than ``target``
+    (compared as the models the names resolve to), is a :class:`ConfigError` at
+    ``semantic_head``. A head that records no target (written before heads recorded their
+    pair) is served; ``warn`` is told that it cannot be checked."""
+    from edgespec.config import ConfigError, PolicySpec
     from edgespec.models.registry import same_model
+    from edgespec.policies.registry import build_policy_at
     from edgespec.policies.semantic.bundled import bundled_pair
-    from edgespec.runtime.server.semantic import load_semantic_head
 
     if config.semantic_head is None:
         return None
+    spec = PolicySpec("wisv", {"path": str(config.semantic_head)})
     try:
-        head = load_semantic_head(config.semantic_head)
-    except ValueError as exc:
-        raise ConfigError("semantic_head", str(exc)) from None
+        head = build_policy_at("semantic_head", "head", spec)
+    except ConfigError as exc:  # the field is the file's name, not a policy spec
+        raise ConfigError("semantic_head", exc.message) from None
     if head.trained_for is None:
         head = dataclasses.replace(head, trained_for=bundled_pair(config.semantic_head))
     if head.trained_for is None:

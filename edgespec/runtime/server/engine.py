@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from time import monotonic
 
+from edgespec.policies.contracts import PolicyContractError
 from edgespec.runtime.backends.base import ForwardItem, ForwardOutput, TargetBackend
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall, VerifyOutcome
@@ -241,9 +242,9 @@ class VerificationEngine(SessionTable):
 
     def _rule_failed(self, s: EngineSession, call: VerifyCall, exc: Exception) -> RequestError:
         self._relist(s)  # back into the LRU, unchanged
+        why = str(exc) if isinstance(exc, PolicyContractError) else repr(exc)  # says its head
         return RequestError(
-            ErrorCode.INTERNAL,
-            f"verification rule {s.spec.verification_rule!r} failed: {exc!r}",
+            ErrorCode.INTERNAL, f"verification rule {s.spec.verification_rule!r} failed: {why}"
         )
 
     def _apply(

@@ -7,7 +7,9 @@ token differs from the target's argmax after the committed prefix and the block'
 before j). For each mismatch the decision head (:mod:`edgespec.policies.semantic.head`)
 reads x = [h_d ; h_t ; c] — the draft's and the target's last-layer hidden states (after
 the final norm) at the input position whose logits predict token j, and the session's CSI
-features (:mod:`edgespec.policies.semantic.csi`) — and rejects it iff p ≥ T/16. The
+features (:mod:`edgespec.policies.semantic.csi`) — and rejects it iff p ≥ T/16, asked by
+:func:`~edgespec.policies.semantic.judge.judge_mismatches` as WISV's in-process rollout
+asks it (a head whose answer breaks its contract fails that call with ``INTERNAL``). The
 earliest rejected mismatch ends the round: the tokens before it are committed (accepted
 mismatching draft tokens included), then the target's argmax there (the correction). With
 no rejected mismatch every draft token is committed, then the target's next token (the
@@ -33,8 +35,10 @@ import numpy as np
 import numpy.typing as npt
 
 from edgespec.core.types import FloatArray, SamplingParams, VerifyResult
-from edgespec.policies.semantic.csi import NUM_CSI_FEATURES, ChannelState, csi_features
+from edgespec.policies.interfaces import SemanticHead
+from edgespec.policies.semantic.csi import NUM_CSI_FEATURES, ChannelState
 from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead, load_head, rule_text
+from edgespec.policies.semantic.judge import judge_mismatches
 from edgespec.runtime.backends.logit_rows import ArgmaxRows, LogitRows
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import DRAFT_HIDDEN, SessionSpec, VerifyCall
@@ -68,7 +72,7 @@ class SemanticVerification:
     thresholds this server allows (all of 0..16 by default); ``target_hidden_size``, when
     given, must be the head's target width (checked here, before any session opens)."""
 
-    head: DecisionHead
+    head: SemanticHead
     thresholds: frozenset[int] = ALL_THRESHOLDS
     target_hidden_size: int | None = None
 
@@ -127,7 +131,7 @@ class SemanticRule:
     """One session's semantic rule (module docstring): its head, threshold T (reject a
     mismatch iff p ≥ T/16) and channel."""
 
-    head: DecisionHead
+    head: SemanticHead
     threshold: int
     channel: ChannelState
 
@@ -239,12 +243,9 @@ class SemanticRule:
             return HiddenStatesNeeded(tuple(mismatches), ArgmaxRows(tuple(argmax)))
         if rows.shape[0] != len(mismatches):
             raise ValueError(f"{rows.shape[0]} draft hidden rows for {len(mismatches)} mismatches")
-        x = self.head.inputs(
-            np.asarray(rows, np.float64),
-            np.asarray(target_hidden[mismatches], np.float64),
-            csi_features(self.channel),
+        rejected = judge_mismatches(
+            self.head, rows, target_hidden[mismatches], self.channel, self.threshold
         )
-        rejected = self.head.rejects(x, self.threshold)
         stop = next((j for j, r in zip(mismatches, rejected, strict=True) if r), k)
         return _verdict(draft, argmax, stop, tuple(j for j in mismatches if j < stop))
 
@@ -266,7 +267,7 @@ def _verdict(
 
 
 def semantic_rules(
-    head: DecisionHead,
+    head: SemanticHead,
     thresholds: Collection[int] | None = None,
     target_hidden_size: int | None = None,
 ) -> Mapping[str, AnyRule]:

@@ -23,9 +23,11 @@ from edgespec.learn.wisv.collect import DATASETS, NO_FRAME_NOTE, data_prompts
 from edgespec.learn.wisv.dataset import WisvDataset
 from edgespec.learn.wisv.dataset_checks import MISMATCH_KEYS, ROLLOUT_KEYS
 from edgespec.learn.wisv.similarity import ContinuationSimilarity
-from edgespec.policies.semantic.head import DecisionHead
+from edgespec.policies.registry import HEAD
+from edgespec.policies.semantic.head import DecisionHead, head_policy
 from edgespec.runtime.backends.attention_mask import attention_layout
 from edgespec.runtime.testing import noisy_copy, tiny_llama
+from tests.policies.semantic.broken_heads import BROKEN_ANSWERS, BrokenHead, contract_message
 
 ARTICLES = [
     "The council voted on Monday to close the old bridge for repairs.",
@@ -272,3 +274,25 @@ def test_unframed_gsm8k(tmp_path: Path, prompt_files: Path, tiny_pair: dict[str,
     (prompt,) = data_prompts("gsm8k", 0, 1, frame=False)
     assert prompt.text == prompt_sets.format_prompt("gsm8k", ARTICLES[0])
     assert "accepted" not in WisvDataset.load(out).rows  # a lossless capture
+
+
+def test_the_rollout_head_is_taken_by_name_and_its_answer_checked(
+    tmp_path: Path,
+    prompt_files: Path,
+    tiny_pair: dict[str, Any],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The registry's ``head`` ``wisv`` builds the rollout's head; one whose answer is not
+    one bool per mismatch stops the command: one line, exit 1 (it was read as it came)."""
+
+    def wisv(path: str) -> BrokenHead:
+        return BrokenHead(head_policy(path), BROKEN_ANSWERS["one too many"][0])
+
+    monkeypatch.setitem(HEAD, "wisv", wisv)
+    assert _rollout(tmp_path, tmp_path / "a.npz", 1) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.splitlines()[-1] == f"edgespec train wisv-data: {contract_message('one too many', 1)}"
+    )
+    assert "Traceback" not in err and not (tmp_path / "a.npz").exists()

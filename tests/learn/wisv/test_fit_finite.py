@@ -118,7 +118,8 @@ def test_a_bad_baseline_head_is_refused_before_training(
     assert _train(tmp_path / "d.npz", tmp_path / "o", "--baseline-head", str(head)) == 2
     err = capsys.readouterr().err
     assert err.startswith(
-        f"edgespec train wisv: --baseline-head: {head} is not a decision head: {problem}"
+        f"edgespec train wisv: --baseline-head: head policy 'wisv': {head} is not a decision "
+        f"head: {problem}"
     )
     assert err.count("\n") == 1 and "Traceback" not in err
 
@@ -137,7 +138,7 @@ def test_a_nan_rollout_head_is_refused_before_the_models_load(
     assert main([*argv, "--draft", "d", "--prompts", "1", "--rollout-head", str(head)]) == 2
     assert capsys.readouterr().err == (
         "edgespec train wisv-data: "
-        f"--rollout-head: {head} is not a decision head: w1[1, 0] is nan, "
+        f"--rollout-head: head policy 'wisv': {head} is not a decision head: w1[1, 0] is nan, "
         "not a finite number\n"
     )
     assert not (tmp_path / "x.npz").exists()

@@ -20,6 +20,7 @@ from edgespec.learn.wisv.rollout import (
 )
 from edgespec.learn.wisv.similarity import ContinuationSimilarity, rouge_l_f1
 from edgespec.learn.wisv.train import CHANNELS
+from edgespec.policies.contracts import PolicyContractError
 from edgespec.policies.semantic.csi import ChannelState
 from edgespec.policies.semantic.head import DecisionHead
 from edgespec.policies.semantic.relabel import sample_channel
@@ -27,6 +28,7 @@ from edgespec.runtime.backends.attention_mask import attention_layout
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.wire.inprocess import target_greedy_decode
 from tests.learn.wisv.capture_setup import NO_EOS, PROMPT, LastToken
+from tests.policies.semantic.broken_heads import BROKEN_ANSWERS, broken_head, contract_message
 
 
 class Toy:
@@ -234,3 +236,13 @@ def test_similarity_labels_compare_with_the_reference_windows(pair: tuple[object
         alone = target_greedy_decode(backend, [*PROMPT, *found.output[:j], d], rest) if rest else ()
         expected = rouge_l_f1(reference[j : j + 8], (d, *alone))
         assert f1 == pytest.approx(expected) and y == int(expected < 0.5)
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN_ANSWERS))
+def test_the_head_rule_refuses_an_answer_out_of_contract(name: str) -> None:
+    """One mismatch asked, not one bool answered: the shared check's one-line error (the
+    rule read ``[0]`` of whatever came back)."""
+    rule = HeadRule(broken_head(name), ChannelState(uplink_bps=20e6), 12)
+    with pytest.raises(PolicyContractError) as caught:
+        rule.rejects(np.ones(8, dtype=np.float32), np.ones(12, dtype=np.float32))
+    assert str(caught.value) == contract_message(name, 1)

@@ -271,7 +271,8 @@ def test_serve_flags_load_the_head_and_check_it_against_the_target(tmp_path: Pat
         (["--semantic-head", "@MISSING"], "--semantic-head: @MISSING does not exist"),
         (
             ["--semantic-head", "@BAD"],
-            "--semantic-head: @BAD is not a decision head: missing keys 'target_hidden', 'mean',",
+            "--semantic-head: head policy 'wisv': @BAD is not a decision head: missing keys "
+            "'target_hidden', 'mean',",
         ),
     ],
 )
