@@ -28,6 +28,7 @@ from edgespec.config.errors import (
     LocatedConfigError,
     OverrideError,
     RecordError,
+    applies_only,
     at_field,
 )
 from edgespec.config.files import (
@@ -58,6 +59,7 @@ __all__ = [
     "PolicySpec",
     "RecordError",
     "YamlFile",
+    "applies_only",
     "apply_overrides",
     "at_field",
     "check_repeats",

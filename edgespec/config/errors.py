@@ -35,6 +35,18 @@ def _rebuilt(cls: type[ConfigError], args: tuple[Any, ...], state: dict[str, Any
     return error
 
 
+def applies_only(
+    where: str, value: object, default: object, to: str, actual: str, remedy: str = ""
+) -> None:
+    """A field its kind does not use must keep its default ``default``: a ``ConfigError``
+    at ``where`` otherwise, e.g. ``applies only to kind: poisson (kind is closed_loop)``
+    (``to`` = ``"kind: poisson"``, ``actual`` = ``"kind is closed_loop"``), then
+    ``; remedy`` when one is given (what to do)."""
+    if value != default:  # NaN is never the default
+        said = f"applies only to {to} ({actual})"
+        raise ConfigError(where, f"{said}; {remedy}" if remedy else said)
+
+
 class ConfigFileError(ConfigError):
     """A config file that is missing or not readable as what it should hold; the message
     starts with the file (and line), not with a config field."""

@@ -9,5 +9,7 @@ from them.
 * :mod:`.cost_models` — roofline, WISP Eq. 19, Zhu Eq. 17 and lookup cost models;
 * :mod:`.batch_pricing` — how a batched pass is priced from its entries' shapes;
 * :mod:`.wisp` — WISP batching's parameters: a profile or Eq. 19's coefficients;
-* :mod:`.drafting_server` — the drafting server's cost inputs (Zhu et al.).
+* :mod:`.drafting_server` — the drafting server's cost inputs (Zhu et al.);
+* :mod:`.drafting_plan` — the system and planner part of a ``pipeline:`` scenario, and the
+  costs, planner and checked plan both hosts build from it.
 """

@@ -200,7 +200,14 @@ class DraftingPlanner(Protocol):
     """Plans a drafting server's known tasks (Zhu et al.'s problem P): which tasks batch
     together, the speculation length, the uplink's split. Called once per set of tasks
     (module docstring); pure, no clock. ``progress(done, total)``, when given, is told
-    how far a long planning is (the simulator's bar)."""
+    how far a long planning is (the simulator's bar).
+
+    Both hosts take it by name (``pipeline.planner.name`` of a ``pipeline:`` scenario,
+    :data:`edgespec.policies.registry.PLANNER`), built and called by
+    :mod:`edgespec.hardware.drafting_plan` (``build_planner``, ``build_plan``): the
+    simulator in :func:`edgespec.sim.drafting_server.build.run_pipeline`, the runtime in
+    ``edgespec drafting-server --plan`` (:mod:`edgespec.runtime.commands.drafting_server_plan`).
+    Its plan is checked by :func:`edgespec.policies.drafting_contract.check_plan`."""
 
     def plan(
         self, obs: PipelineObservation, progress: Callable[[int, int], None] | None = None

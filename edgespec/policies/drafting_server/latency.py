@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from numbers import Integral
 
 import numpy as np
 
@@ -60,11 +61,28 @@ def batch_shape(tasks: Sequence[PipelineTask], batch: Sequence[int]) -> tuple[in
     )
 
 
+def batches_problem(num_tasks: int, batches: Sequence[Sequence[object]]) -> str | None:
+    """What breaks constraint 24c (every task in exactly one batch, no batch empty) in
+    ``batches``, or ``None``: the first empty batch, task index that is not one of the
+    ``num_tasks``, task held twice, or task left out."""
+    seen: set[object] = set()
+    for m, batch in enumerate(batches):
+        if not batch:
+            return f"batch {m} is empty"
+        for k in batch:
+            if isinstance(k, bool) or not isinstance(k, Integral) or not 0 <= int(k) < num_tasks:
+                return f"batch {m} holds {k!r}, not a task index in 0..{num_tasks - 1}"
+            if k in seen:
+                return f"task {k} is in two batches"
+            seen.add(k)
+    missing = [k for k in range(num_tasks) if k not in seen]
+    return f"task {missing[0]} is in no batch" if missing else None
+
+
 def check_batches(num_tasks: int, batches: Batches) -> None:
-    """Every task in exactly one batch (constraint 24c)."""
-    seen = sorted(k for batch in batches for k in batch)
-    if seen != list(range(num_tasks)):
-        raise ValueError(f"batches must hold each of the {num_tasks} tasks once, got {batches}")
+    """Every task in exactly one batch (constraint 24c): a ``ValueError`` otherwise."""
+    if (problem := batches_problem(num_tasks, batches)) is not None:
+        raise ValueError(f"batches must hold each of the {num_tasks} tasks once: {problem}")
 
 
 def step_latencies_s(

@@ -24,8 +24,9 @@
   stage said on stderr as it starts;
 * :mod:`.signals` — SIGTERM stopping a command as Ctrl-C does, and the line and exit status
   (130, 143) of a command so stopped;
-* :mod:`.drafting_server`, :mod:`.drafting_server_arguments` — ``edgespec drafting-server``
-  and its flags (checked before the server is asked or the draft loads);
+* :mod:`.drafting_server`, :mod:`.drafting_server_arguments`, :mod:`.drafting_server_plan`
+  — ``edgespec drafting-server``, its flags (checked before the server is asked or the
+  draft loads) and ``--plan`` (a ``pipeline:`` scenario's planner plans the batches and γ);
 * :mod:`.bench_serve`, :mod:`.bench_prefix` — ``edgespec bench serve`` (the load generator is
   :mod:`edgespec.runtime.loadgen`) and ``edgespec bench prefix`` (a follow-up round on a cached
   prefix against a cold start).

@@ -1,6 +1,8 @@
 """``edgespec drafting-server``: one process hosting a draft model drafts for several
 sessions in batches and sends their blocks to an ``edgespec serve``, pipelined or not
-(:mod:`edgespec.runtime.edge.drafting_server`); ``--compare`` runs both on the same prompts."""
+(:mod:`edgespec.runtime.edge.drafting_server`); ``--compare`` runs both on the same prompts.
+The batches and γ are ``--batch-size`` and ``--gamma``'s, or the plan of ``--plan``'s
+planner (:mod:`edgespec.runtime.commands.drafting_server_plan`)."""
 
 from __future__ import annotations
 
@@ -29,12 +31,14 @@ def run(args: argparse.Namespace) -> int:
     """Run (or ``--compare``) the drafting server; a request the server refuses is one
     line on stderr, exit 1. SIGTERM stops it as Ctrl-C does: its sessions on the server
     are closed, one line on stderr, exit 128 + the signal's number (143, 130)."""
+    from edgespec.runtime.commands.drafting_server_plan import load_plan_flag
     from edgespec.runtime.errors import RequestError
 
     check_flags(args)
+    planning = load_plan_flag(args.plan)  # before the server is asked
     try:
         with sigterm_raises():
-            return _run(args)
+            return _run(args, planning)
     except RequestError as exc:
         print(exc.client_line("drafting-server"), file=sys.stderr)
         return 1
@@ -42,10 +46,11 @@ def run(args: argparse.Namespace) -> int:
         return stopped("drafting-server", signal.SIGTERM)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, planning: Any) -> int:
     from edgespec.config import ConfigError
     from edgespec.models.devices import device_placement
     from edgespec.models.loading import load_model
+    from edgespec.runtime.commands.drafting_server_plan import plan_run
     from edgespec.runtime.edge.batched_draft import BatchedDraftModel
     from edgespec.runtime.edge.draft_backends import check_draft_vocab
     from edgespec.runtime.edge.drafting_sessions import check_sessions
@@ -56,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
     verifier = RemoteVerifier(args.server, args.auth_token, args.tls_ca, args.timeout_s,
                               close_timeout_s=close_s)  # fmt: skip
     limit = verifier.max_draft_tokens()  # reaches the server before anything loads
-    if limit is not None and args.gamma > limit:
+    if limit is not None and args.gamma is not None and args.gamma > limit:
         raise ConfigError("gamma", f"{args.gamma} exceeds the server's max_draft_tokens {limit}")
     apply_cpus_and_threads(args.cpus, args.threads)
     loaded = load_model(args.draft, placement.dtype, verbose=args.verbose, device=placement.device)
@@ -64,18 +69,28 @@ def _run(args: argparse.Namespace) -> int:
     draft = BatchedDraftModel(loaded.model)
     prompts = _prompts(args, verifier, loaded.tokenizer)
     check_sessions(verifier, prompts, args.max_new_tokens, args.client_id)  # before the warm-up
-    runs = _runs(args, verifier, draft, prompts)
-    return _report(args, runs, prompts)
+    plan = None
+    if planning is not None:
+        plan = plan_run(planning, prompts, [args.max_new_tokens] * len(prompts), limit)
+    runs = _runs(args, verifier, draft, prompts, (planning, plan))
+    return _report(args, runs, prompts, (planning, plan))
 
 
 def _report(
     args: argparse.Namespace,
     runs: dict[str, tuple[Any, dict[str, int]]],
     prompts: list[tuple[int, ...]],
+    planned: tuple[Any, Any],
 ) -> int:
-    """The stats lines (and with ``--compare`` the speed-up), ``--json``; exit status 1
-    when the compared outputs differ."""
+    """The plan's line (with ``--plan``), the stats lines (and with ``--compare`` the
+    speed-up), ``--json``; exit status 1 when the compared outputs differ."""
+    from edgespec.runtime.commands.drafting_server_plan import plan_line, plan_record
+
     report: dict[str, Any] = {"settings": _settings(args, prompts), "runs": {}}
+    planning, plan = planned
+    if plan is not None:
+        report["settings"]["plan"] = plan_record(planning, plan)
+        print(plan_line(planning, plan), file=sys.stderr)
     for name, (result, server) in runs.items():
         print(_stats_line(result, len(prompts), server), file=sys.stderr)
         report["runs"][name] = {**result.summary(), **server}
@@ -98,23 +113,35 @@ def _report(
 
 
 def _runs(
-    args: argparse.Namespace, verifier: Any, draft: Any, prompts: list[tuple[int, ...]]
+    args: argparse.Namespace,
+    verifier: Any,
+    draft: Any,
+    prompts: list[tuple[int, ...]],
+    planned: tuple[Any, Any],
 ) -> dict[str, tuple[Any, dict[str, int]]]:
-    """A warm-up (one batch, a few tokens, untimed), then the run(s) asked for, each with
-    the server's batch counts during it."""
+    """A warm-up (the first batch, a few tokens, untimed), then the run(s) asked for, each
+    with the server's batch counts during it; with ``--plan``, in the plan's batches and γ."""
+    from edgespec.runtime.commands.drafting_server_plan import run_pipelined
     from edgespec.runtime.edge.drafting_server import run_drafting_server
 
-    def once(pipelined: bool, sessions: list[tuple[int, ...]], new_tokens: int) -> Any:
+    def once(
+        pipelined: bool, sessions: list[tuple[int, ...]], new_tokens: int, **order: Any
+    ) -> Any:
         return run_drafting_server(
-            verifier, draft, sessions, batch_size=args.batch_size, gamma=args.gamma,
-            max_new_tokens=new_tokens, pipelined=pipelined, client_id=args.client_id,
+            verifier, draft, sessions, max_new_tokens=new_tokens, pipelined=pipelined,
+            client_id=args.client_id, **order,
         )  # fmt: skip
 
-    once(False, prompts[: args.batch_size], min(WARMUP_TOKENS, args.max_new_tokens))
+    planning, plan = planned
+    first = plan.batches[0] if plan is not None else range(min(args.batch_size, len(prompts)))
+    gamma = plan.spec_len if plan is not None else args.gamma
+    warm_tokens = min(WARMUP_TOKENS, args.max_new_tokens)
+    once(False, [prompts[k] for k in first], warm_tokens, batch_size=len(first), gamma=gamma)
+    order = {"plan": plan} if plan is not None else {"batch_size": args.batch_size, "gamma": gamma}
     runs = {}
-    for pipelined in [False, True] if args.compare else [args.pipeline is not False]:
+    for pipelined in [False, True] if args.compare else [run_pipelined(args, planning)]:
         before = verifier.stats()
-        result = once(pipelined, prompts, args.max_new_tokens)
+        result = once(pipelined, prompts, args.max_new_tokens, **order)
         after = verifier.stats()
         server = {
             "server_batches": after.num_batches - before.num_batches,

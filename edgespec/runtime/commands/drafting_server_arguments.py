@@ -20,6 +20,12 @@ MAX_TIMEOUT_S = 86_400.0
 DEFAULT_SESSIONS = 8
 """``--num-sessions`` when not given (with ``--prompts``)."""
 
+DEFAULT_BATCH_SIZE = 4
+"""``--batch-size`` when not given (and no ``--plan``)."""
+
+DEFAULT_GAMMA = 4
+"""``--gamma`` when not given (and no ``--plan``)."""
+
 MAX_SESSIONS = 65_536
 """The most ``--num-sessions`` (each a prompt held in memory and a session on the server,
 whose per-client quota refuses most runs far sooner)."""
@@ -66,8 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"sessions (prompts) with --prompts (default {DEFAULT_SESSIONS}; with --prompt-ids: "
         "one per --prompt-ids)",
     )
-    parser.add_argument("--batch-size", type=int, default=4, help="sessions per batch (default 4)")
-    parser.add_argument("--gamma", type=int, default=4, help="draft tokens per block (default 4)")
+    _add_schedule(parser)
     parser.add_argument(
         "--max-new-tokens", type=int, default=32, help="tokens per session (default 32)"
     )
@@ -75,7 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pipeline",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="draft the next batch while the previous one verifies (default: pipelined)",
+        help="draft the next batch while the previous one verifies (default: pipelined; with "
+        "--plan, as its planner.pipelined says)",
     )
     parser.add_argument(
         "--compare",
@@ -90,6 +96,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_device_arguments(parser, "the draft model")
     add_threads_and_cpus(parser, "drafting server")
     add_verbose(parser)
+
+
+def _add_schedule(parser: argparse.ArgumentParser) -> None:
+    """The batches and γ: ``--batch-size`` and ``--gamma``, or ``--plan``'s planner."""
+    parser.add_argument(
+        "--batch-size", type=int, help=f"sessions per batch (default {DEFAULT_BATCH_SIZE})"
+    )
+    parser.add_argument(
+        "--gamma", type=int, help=f"draft tokens per block (default {DEFAULT_GAMMA})"
+    )
+    parser.add_argument(
+        "--plan",
+        metavar="SCENARIO",
+        help="plan the batches and gamma with the planner of this pipeline: scenario (the "
+        "simulator's form, system: drafting_server): its planner, costs and cell plan the "
+        "sessions' prompt lengths and --max-new-tokens budgets; no radio here, every session "
+        "at 1 bit/s/Hz; pipelined as its planner.pipelined says unless --pipeline is given; "
+        "not with --batch-size or --gamma",
+    )
 
 
 def _add_connection(parser: argparse.ArgumentParser) -> None:
@@ -129,8 +154,9 @@ def check_flags(args: argparse.Namespace) -> None:
     args.split = "test" if args.split is None else args.split
     if args.num_sessions is None:
         args.num_sessions = len(args.prompt_ids) if args.prompt_ids else DEFAULT_SESSIONS
+    _check_plan_flags(args)
     for name in ("num_sessions", "batch_size", "gamma", "max_new_tokens"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ConfigError(name, f"must be >= 1, got {getattr(args, name)}")
     if args.num_sessions > MAX_SESSIONS:
         raise ConfigError("num_sessions", f"must be <= {MAX_SESSIONS:,}, got {args.num_sessions}")
@@ -147,3 +173,32 @@ def check_flags(args: argparse.Namespace) -> None:
         raise ConfigError("pipeline", "--compare runs both: drop --pipeline/--no-pipeline")
     if args.draft == "ngram":
         raise ConfigError("draft", "the drafting server hosts a draft model, not 'ngram'")
+
+
+def _check_plan_flags(args: argparse.Namespace) -> None:
+    """``--plan`` picks the batches and γ: ``--batch-size`` or ``--gamma`` beside it is an
+    error, and its planning is bounded as the simulator's (:data:`MAX_USERS` sessions);
+    without it, the two get their defaults."""
+    from edgespec.config import ConfigError
+    from edgespec.hardware.drafting_plan import MAX_USERS
+    from edgespec.policies.drafting_server.planner import MAX_OUTPUT_LEN
+
+    if args.plan is None:
+        args.batch_size = DEFAULT_BATCH_SIZE if args.batch_size is None else args.batch_size
+        args.gamma = DEFAULT_GAMMA if args.gamma is None else args.gamma
+        return
+    for flag in ("batch_size", "gamma"):
+        if getattr(args, flag) is not None:
+            raise ConfigError(flag, f"--plan's planner picks it: drop --{flag.replace('_', '-')}")
+    if args.num_sessions > MAX_USERS:
+        raise ConfigError(
+            "num_sessions",
+            f"must be <= {MAX_USERS:,} with --plan (planning grows with the square of the "
+            f"sessions), got {args.num_sessions}",
+        )
+    if args.max_new_tokens > MAX_OUTPUT_LEN:
+        raise ConfigError(
+            "max_new_tokens",
+            f"must be <= {MAX_OUTPUT_LEN:,} with --plan (the planner plans every session for "
+            f"its budget; its tables grow with it), got {args.max_new_tokens}",
+        )

@@ -31,6 +31,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from edgespec.config import ConfigError
+from edgespec.hardware.drafting_plan import build_plan
+from edgespec.policies.drafting_contract import check_plan
 from edgespec.policies.drafting_server.planner import PipelinePlan, observe_tasks
 from edgespec.policies.interfaces import DraftingPlanner
 from edgespec.runtime.edge.batched_draft import BatchedDraftModel
@@ -55,15 +57,17 @@ def plan_sessions(
     planner: DraftingPlanner,
     prompts: Sequence[Sequence[int]],
     max_new_tokens: Sequence[int],
-    bandwidth_hz: float = 20e6,
-    spectral_efficiencies: Sequence[float] | None = None,
+    bandwidth_hz: float,
 ) -> PipelinePlan:
-    """The planner's batches and speculation length for these sessions, through the shared
-    input builder (:func:`~edgespec.policies.drafting_server.planner.observe_tasks`); a loopback
-    run has no radio, so every session's spectral efficiency defaults to 1 bit/s/Hz."""
-    efficiencies = spectral_efficiencies or [1.0] * len(prompts)
+    """``planner``'s plan for these sessions, checked
+    (:func:`~edgespec.hardware.drafting_plan.build_plan`, as the simulator plans): the
+    prompts' token lengths and the sessions' budgets through the shared input builder
+    (:func:`~edgespec.policies.drafting_server.planner.observe_tasks`); a loopback or LAN
+    run has no radio, so every session's spectral efficiency is 1 bit/s/Hz over
+    ``bandwidth_hz``."""
     lengths = [len(p) for p in prompts]
-    return planner.plan(observe_tasks(lengths, max_new_tokens, efficiencies, bandwidth_hz))
+    efficiencies = [1.0] * len(prompts)
+    return build_plan(planner, observe_tasks(lengths, max_new_tokens, efficiencies, bandwidth_hz))
 
 
 def consecutive_batches(num_prompts: int, batch_size: int) -> tuple[tuple[int, ...], ...]:
@@ -75,20 +79,28 @@ def consecutive_batches(num_prompts: int, batch_size: int) -> tuple[tuple[int, .
     )
 
 
-def check_settings(
-    num_prompts: int,
-    batches: Sequence[Sequence[int]],
-    gamma: int,
-    max_new_tokens: Sequence[int],
-) -> None:
+def run_order(
+    num_prompts: int, batch_size: int | None, gamma: int | None, plan: PipelinePlan | None
+) -> tuple[tuple[tuple[int, ...], ...], int]:
+    """The batches and γ of a run: the ``plan``'s (checked,
+    :func:`~edgespec.policies.drafting_contract.check_plan`), else consecutive
+    batches of ``batch_size`` and ``gamma``; a :class:`ConfigError` naming the setting."""
+    if plan is not None:
+        if batch_size is not None or gamma is not None:
+            raise ConfigError("plan", "gives the batches and gamma: drop batch_size and gamma")
+        plan = check_plan(plan, num_prompts)
+        return plan.batches, plan.spec_len
+    if batch_size is None or gamma is None:
+        raise ConfigError("batch_size", "give a batch size and gamma, or a plan")
+    if gamma < 1:
+        raise ConfigError("gamma", f"must be >= 1, got {gamma}")
+    return consecutive_batches(num_prompts, batch_size), gamma
+
+
+def check_budgets(num_prompts: int, max_new_tokens: Sequence[int]) -> None:
     """:class:`~edgespec.config.ConfigError` naming the first bad setting."""
     if num_prompts < 1:
         raise ConfigError("prompts", "need at least one prompt")
-    if sorted(k for batch in batches for k in batch) != list(range(num_prompts)):
-        raise ConfigError("batches", f"must hold each of the {num_prompts} prompts once")
-    for name, value in (("gamma", gamma),):
-        if value < 1:
-            raise ConfigError(name, f"must be >= 1, got {value}")
     if len(max_new_tokens) != num_prompts:
         raise ConfigError(
             "max_new_tokens", f"{len(max_new_tokens)} budgets for {num_prompts} prompts"
@@ -103,31 +115,24 @@ def run_drafting_server(
     prompts: Sequence[Sequence[int]],
     *,
     batch_size: int | None = None,
-    batches: Sequence[Sequence[int]] | None = None,
-    gamma: int,
+    gamma: int | None = None,
+    plan: PipelinePlan | None = None,
     max_new_tokens: int | Sequence[int],
     pipelined: bool,
     client_id: str = "drafting-server",
     clock: Clock = time.perf_counter,
 ) -> DraftingServerResult:
     """Generate every prompt greedily (one session each, ``max_new_tokens`` per session or
-    one for all), γ = ``gamma``; pipelined or not (module docstring). The batches are
-    ``batches`` (prompt indices, in processing order: a
-    :class:`~edgespec.policies.drafting_server.planner.PipelinePlan`'s, see :func:`plan_sessions`)
-    or consecutive runs of ``batch_size`` prompts. Sessions are closed at the end, also on
-    an error or an interrupt, all at once
+    one for all); pipelined or not (module docstring). The batches (prompt indices, in
+    processing order) and γ are the ``plan``'s (see :func:`plan_sessions`; :func:`run_order`)
+    or consecutive runs of ``batch_size`` prompts and ``gamma``. Sessions are closed at the
+    end, also on an error or an interrupt, all at once
     (:func:`~edgespec.runtime.edge.drafting_sessions.close_all`)."""
     budgets = (
         [max_new_tokens] * len(prompts) if isinstance(max_new_tokens, int) else list(max_new_tokens)
     )
-    if (batch_size is None) == (batches is None):
-        raise ConfigError("batch_size", "give a batch size or the batches, not both")
-    if batches is not None:
-        order = tuple(tuple(batch) for batch in batches)
-    else:
-        assert batch_size is not None
-        order = consecutive_batches(len(prompts), batch_size)
-    check_settings(len(prompts), order, gamma, budgets)
+    check_budgets(len(prompts), budgets)
+    order, gamma = run_order(len(prompts), batch_size, gamma, plan)
     lanes = make_lanes(prompts, budgets, client_id, clock)
     run = _Run(verifier, draft, gamma, pipelined, clock)
     passes = draft.num_passes

@@ -1,6 +1,7 @@
 """A ``pipeline:`` scenario assembled and run: costs from the zhu profiles, the users'
-tasks and channels drawn under the seed, the planner's plan, the analytic latency and
-the event simulation (:func:`run_pipeline`).
+tasks and channels drawn under the seed, the planner's plan (the costs, planner and plan
+by :mod:`edgespec.hardware.drafting_plan`, as ``edgespec drafting-server --plan`` builds
+them), the analytic latency and the event simulation (:func:`run_pipeline`).
 
 Draws (each from its own stream under the scenario seed, so changing one part of the
 scenario leaves the others' draws alone): ``pipeline-lengths`` — I_k ~ U[1, I_max], then
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from edgespec.config import ConfigError, PolicySpec, at_field
 from edgespec.core.wireless import draw_channels, spectral_efficiency
-from edgespec.hardware.drafting_server import GB, zhu_stage
+from edgespec.hardware.drafting_plan import build_costs, build_plan, build_planner
 from edgespec.hardware.wisp import COEFFICIENTS, wisp_batching_params
 from edgespec.policies.drafting_server.costs import PipelineCosts
 from edgespec.policies.drafting_server.latency import PipelineTask, inference_latency_s
@@ -24,7 +25,7 @@ from edgespec.policies.drafting_server.planner import (
     PipelinePlan,
     observe_tasks,
 )
-from edgespec.policies.interfaces import BatchingPolicy, BatchLimits, DraftingPlanner
+from edgespec.policies.interfaces import BatchingPolicy, BatchLimits
 from edgespec.policies.registry import build_policy_at
 from edgespec.sim.drafting_server.engine import SimOptions, simulate_pipeline
 from edgespec.sim.drafting_server.outcomes import (
@@ -67,26 +68,6 @@ class PipelineRun:
         return self.plan.upload_s + self.analytic_inference_s
 
 
-def build_costs(cfg: PipelineConfig) -> PipelineCosts:
-    """:class:`PipelineCosts` from the scenario's zhu profiles, Γ_s (GB) and α."""
-    stages = []
-    for where, profile in (
-        ("pipeline.draft_profile", cfg.draft_profile),
-        ("pipeline.verify_profile", cfg.verify_profile),
-    ):
-        try:
-            stages.append(zhu_stage(profile))
-        except ConfigError as exc:
-            raise at_field(exc, where, profile) from exc
-    (draft, draft_stage), (verify, verify_stage) = stages
-    try:
-        return PipelineCosts(
-            draft, verify, draft_stage, verify_stage, cfg.sbs_memory_gb * GB, cfg.alpha
-        )
-    except ValueError as exc:
-        raise ConfigError("pipeline.sbs_memory_gb", str(exc)) from exc
-
-
 def draw_observation(cfg: PipelineConfig, seed: int) -> PipelineObservation:
     """K users' lengths and channels (module docstring), as the planner sees them."""
     lengths = spawn_generator(seed, "pipeline-lengths")
@@ -97,39 +78,6 @@ def draw_observation(cfg: PipelineConfig, seed: int) -> PipelineObservation:
     return observe_tasks(
         [int(i) for i in inputs], [int(o) for o in outputs], efficiencies, cfg.cell.bandwidth_hz
     )
-
-
-def build_planner(cfg: PipelineConfig, costs: PipelineCosts) -> DraftingPlanner:
-    """The planner ``pipeline.planner.name`` names (:data:`edgespec.policies.registry.PLANNER`)
-    with the section's options and the run's costs."""
-    p = cfg.planner
-    options = {
-        "costs": costs,
-        "batching": p.batching,
-        "pipelined": p.pipelined,
-        "bandwidth": p.bandwidth,
-        "max_spec_len": p.max_spec_len,
-        "spec_len": p.spec_len,
-        "static_batch_size": p.static_batch_size,
-        "output_len": p.output_len or cfg.max_output_tokens,
-    }
-    planner: DraftingPlanner = build_policy_at(
-        "pipeline.planner", "planner", PolicySpec(p.name, options)
-    )
-    return planner
-
-
-def build_plan(
-    cfg: PipelineConfig,
-    costs: PipelineCosts,
-    obs: PipelineObservation,
-    progress: Progress | None = None,
-) -> PipelinePlan:
-    planner = build_planner(cfg, costs)
-    try:
-        return planner.plan(obs, progress)
-    except ValueError as exc:  # a task that does not fit the SBS memory on its own
-        raise ConfigError("pipeline.sbs_memory_gb", str(exc)) from exc
 
 
 def build_stop_model(
@@ -245,7 +193,7 @@ def run_pipeline(scenario: PipelineScenario, progress: Progress | None = None) -
     acceptance = build_acceptance(scenario)
     obs = draw_observation(cfg, scenario.seed)
     steps = _Steps(progress, 1 if verifier is None else 2)
-    plan = build_plan(cfg, costs, obs, steps.planned)
+    plan = build_plan(build_planner(cfg, costs), obs, steps.planned)
     analytic = inference_latency_s(
         costs, obs.tasks, plan.batches, plan.spec_len, pipelined=cfg.planner.pipelined
     )

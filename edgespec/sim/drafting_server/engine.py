@@ -37,8 +37,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgespec.policies.drafting_contract import check_plan
 from edgespec.policies.drafting_server.costs import PipelineCosts
-from edgespec.policies.drafting_server.latency import batch_shape, check_batches
+from edgespec.policies.drafting_server.latency import batch_shape
 from edgespec.policies.drafting_server.planner import PipelineObservation, PipelinePlan
 from edgespec.policies.slo import pace_deadline_s
 from edgespec.sim.drafting_server.outcomes import BlockOutcome, OutcomeModel, expected_outcomes
@@ -288,9 +289,9 @@ def simulate_pipeline(
 
     ``outcomes``: the acceptance mode (default ``expected``, Eq. 7; a sampled model's
     streams advance, so give each run its own). ``verifier``: builds the MBS's schedule
-    from the run's :class:`StageClock` (default the plan's order, Eq. 18).
+    from the run's :class:`StageClock` (default the plan's order, Eq. 18). Checked first.
     """
-    check_batches(len(obs.tasks), plan.batches)
+    plan = check_plan(plan, len(obs.tasks))
     clock = StageClock(costs, plan.spec_len)
     if outcomes is None:
         outcomes = expected_outcomes(costs, obs.tasks, plan.spec_len)

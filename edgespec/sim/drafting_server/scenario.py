@@ -5,12 +5,13 @@ with :mod:`edgespec.sim.drafting_server.command`); its top level holds ``name``,
 ``pipeline`` only. Loaded once through :func:`edgespec.config.from_dict` (overrides
 ``pipeline.num_users=50`` apply before validation); every error names its field, e.g.
 ``config field 'pipeline.planner.spec_len': must be >= 1, got 0``. Defaults are Zhu's
-Table II with the (LLaMA-1.1B, LLaMA-7B) pair.
+Table II with the (LLaMA-1.1B, LLaMA-7B) pair. The system and planner fields, and their
+checks, are :mod:`edgespec.hardware.drafting_plan`'s, which ``edgespec drafting-server
+--plan`` reads the same file with; the sections here are the simulator's.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -19,39 +20,19 @@ from edgespec.config import (
     POLICY_KIND,
     ConfigError,
     PolicySpec,
+    applies_only,
     apply_overrides,
     default_policy_names,
     from_dict,
 )
-from edgespec.core.wireless import WirelessCell
-from edgespec.policies.drafting_server.planner import MAX_OUTPUT_LEN
-from edgespec.policies.params import MAX_GAMMA
+from edgespec.hardware.drafting_plan import (
+    PipelineSystem,
+    at_least,
+    check_system,
+)
 from edgespec.policies.registry import BATCHING, KINDS
 from edgespec.policies.slo import token_speed_target_problem
 from edgespec.sim.model.stop_model import StopPredictorConfig
-from edgespec.sim.setup.workload_config import applies_only
-
-BatchingName = Literal["dp", "max", "static", "heuristic", "none"]
-
-
-@dataclass(frozen=True, slots=True)
-class PlannerConfig:
-    """The planner by registry ``name`` (:data:`edgespec.policies.registry.PLANNER`;
-    ``zhu``: :class:`edgespec.policies.drafting_server.planner.PipelinePlanner`) and its options:
-    the batching rule (Algorithm 1's ``dp`` or a baseline), ``pipelined`` (false: SD
-    without pipeline, planned and simulated so), the bandwidth split (Eq. 27 or uniform),
-    ``spec_len`` (a fixed l, e.g. 7 for FSL; null: the best of 1..``max_spec_len``,
-    Eq. 33), the static rule's batch size, and ``output_len``, the O every task is
-    planned for (null: the scenario's ``max_output_tokens``, the paper's O_max)."""
-
-    batching: BatchingName = "dp"
-    pipelined: bool = True
-    bandwidth: Literal["optimal", "uniform"] = "optimal"
-    spec_len: int | None = None
-    max_spec_len: int = 10
-    static_batch_size: int = 4
-    output_len: int | None = None
-    name: str = "zhu"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,20 +62,12 @@ class VerifierConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class PipelineConfig:
-    """The system: zhu profiles of the draft (SBS) and verify (MBS) stages, Γ_s in GB, α,
-    K users with I_k ~ U[1, I_max] and O_k ~ U[1, O_max], the cell (uplink), the planner,
-    the simulation, the verifier and an optional stop predictor on the SBS."""
+class PipelineConfig(PipelineSystem):
+    """The system and its planner (:class:`edgespec.hardware.drafting_plan.PipelineSystem`,
+    which ``edgespec drafting-server --plan`` reads too), then the simulator's sections
+    (:data:`edgespec.hardware.drafting_plan.SIMULATOR_SECTIONS`): the simulation, the
+    verifier and an optional stop predictor on the SBS."""
 
-    draft_profile: str = "rtx3080-tinyllama-1.1b-zhu"
-    verify_profile: str = "rtx4500-llama2-7b-zhu"
-    sbs_memory_gb: float = 16.0
-    alpha: float = 0.8
-    num_users: int = 100
-    max_input_tokens: int = 512
-    max_output_tokens: int = 2048
-    cell: WirelessCell = field(default_factory=WirelessCell)
-    planner: PlannerConfig = field(default_factory=PlannerConfig)
     simulation: SimulationConfig = field(default_factory=SimulationConfig)
     verifier: VerifierConfig = field(default_factory=VerifierConfig)
     stop_predictor: StopPredictorConfig | None = None
@@ -114,52 +87,10 @@ class PipelineScenario:
     def validate(self) -> None:
         if self.seed < 0:
             raise ConfigError("seed", f"must be >= 0, got {self.seed}")
-        _validate_system(self.pipeline)
-        _validate_planner(self.pipeline.planner)
+        check_system(self.pipeline)
         _validate_simulation(self.pipeline)
         _validate_verifier(self.pipeline.verifier)
         _check_used(self.pipeline)
-
-
-def _at_least(where: str, value: float | None, minimum: float) -> None:
-    if value is not None and not value >= minimum:
-        raise ConfigError(where, f"must be >= {minimum}, got {value}")
-
-
-MAX_USERS = 10_000
-"""Users a drafting-server scenario may have: its planning time grows with their square
-(``time edgespec sim zhu-pipeline pipeline.num_users=4000``: 20 s on a 2-core machine)."""
-
-
-def _validate_system(cfg: PipelineConfig) -> None:
-    if not 0 < cfg.sbs_memory_gb < math.inf:
-        raise ConfigError("pipeline.sbs_memory_gb", f"must be > 0, got {cfg.sbs_memory_gb}")
-    if not 0.0 <= cfg.alpha <= 1.0:
-        raise ConfigError("pipeline.alpha", f"must be in [0, 1], got {cfg.alpha}")
-    for name in ("num_users", "max_input_tokens", "max_output_tokens"):
-        _at_least(f"pipeline.{name}", getattr(cfg, name), 1)
-    if cfg.max_output_tokens > MAX_OUTPUT_LEN:  # the planner's O_max (output_len by default)
-        raise ConfigError(
-            "pipeline.max_output_tokens",
-            f"must be <= {MAX_OUTPUT_LEN:,} (the planner's tables grow with it), "
-            f"got {cfg.max_output_tokens}",
-        )
-    if cfg.num_users > MAX_USERS:
-        raise ConfigError(
-            "pipeline.num_users",
-            f"must be <= {MAX_USERS:,} (planning grows with the square of the users), "
-            f"got {cfg.num_users}",
-        )
-
-
-def _validate_planner(cfg: PlannerConfig) -> None:
-    for name in ("spec_len", "max_spec_len", "static_batch_size", "output_len"):
-        _at_least(f"pipeline.planner.{name}", getattr(cfg, name), 1)
-    bounds = {"spec_len": MAX_GAMMA, "max_spec_len": MAX_GAMMA, "output_len": MAX_OUTPUT_LEN}
-    for name, bound in bounds.items():  # the planner's bounds (PipelinePlanner)
-        length = getattr(cfg, name)
-        if length is not None and length > bound:
-            raise ConfigError(f"pipeline.planner.{name}", f"must be <= {bound:,}, got {length}")
 
 
 def _validate_simulation(cfg: PipelineConfig) -> None:
@@ -189,34 +120,14 @@ def _validate_simulation(cfg: PipelineConfig) -> None:
 
 def _validate_verifier(cfg: VerifierConfig) -> None:
     for name in ("max_batch_size", "max_batch_tokens", "max_context_tokens"):
-        _at_least(f"pipeline.verifier.{name}", getattr(cfg, name), 1)
+        at_least(f"pipeline.verifier.{name}", getattr(cfg, name), 1)
     if (problem := token_speed_target_problem(cfg.slo_tokens_per_s)) is not None:
         raise ConfigError("pipeline.verifier.slo_tokens_per_s", problem)
 
 
 def _check_used(cfg: PipelineConfig) -> None:
-    """Refuse a planner or verifier key that the chosen setting does not read: the static
-    rule's batch size under another batching rule, ``max_spec_len`` beside a fixed
-    ``spec_len``, the verifier's limits without a verifier policy (the plan's order)."""
-    planner, was = cfg.planner, PlannerConfig()
-    if planner.batching != "static":
-        applies_only(
-            "pipeline.planner.static_batch_size",
-            planner.static_batch_size,
-            was.static_batch_size,
-            "batching: static",
-            f"batching is {planner.batching}",
-            "drop it, or set batching: static",
-        )
-    if planner.spec_len is not None:
-        applies_only(
-            "pipeline.planner.max_spec_len",
-            planner.max_spec_len,
-            was.max_spec_len,
-            "spec_len: null, the best l of 1..max_spec_len",
-            f"spec_len is {planner.spec_len}, a fixed l",
-            "drop one of the two",
-        )
+    """Refuse the verifier's limits without a verifier policy (the plan's order); the
+    planner's unread keys are :func:`~edgespec.hardware.drafting_plan.check_system`'s."""
     if cfg.verifier.policy is not None:
         return
     for name in ("max_batch_size", "max_batch_tokens", "max_context_tokens"):

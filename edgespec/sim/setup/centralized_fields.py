@@ -14,7 +14,7 @@ Semantic verification and a stop predictor are refused in this mode too (at
 
 from __future__ import annotations
 
-from edgespec.sim.setup.workload_config import applies_only
+from edgespec.config import applies_only
 
 MODES = "mode: distributed or fused"
 """The modes whose rounds draft or fuse, where these fields act."""

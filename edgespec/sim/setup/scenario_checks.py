@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 
-from edgespec.config import ConfigError
+from edgespec.config import ConfigError, applies_only
 from edgespec.errors import did_you_mean
 from edgespec.sim.setup.pools import (
     DEFAULT_SLO_MIX,
@@ -20,7 +20,7 @@ from edgespec.sim.setup.pools import (
     TopologyConfig,
     check_fleet_size,
 )
-from edgespec.sim.setup.workload_config import applies_only, non_negative
+from edgespec.sim.setup.workload_config import non_negative
 
 
 def validate_topology(

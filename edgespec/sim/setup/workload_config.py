@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from edgespec.config import ConfigError
+from edgespec.config import ConfigError, applies_only
 
 MAX_DURATION_S = 1e7
 """The longest simulated run (116 days): past it a run's clock loses the microseconds its
@@ -32,18 +32,6 @@ def non_negative(where: str, value: float) -> None:
     """``value`` must be a finite number >= 0 (``ConfigError`` at ``where``)."""
     if not (math.isfinite(value) and value >= 0):
         raise ConfigError(where, f"must be a finite number >= 0, got {value}")
-
-
-def applies_only(
-    where: str, value: object, default: object, to: str, actual: str, remedy: str = ""
-) -> None:
-    """A field its kind does not use must keep its default ``default``: a ``ConfigError``
-    at ``where`` otherwise, e.g. ``applies only to kind: poisson (kind is closed_loop)``
-    (``to`` = ``"kind: poisson"``, ``actual`` = ``"kind is closed_loop"``), then
-    ``; remedy`` when one is given (what to do)."""
-    if value != default:  # NaN is never the default
-        said = f"applies only to {to} ({actual})"
-        raise ConfigError(where, f"{said}; {remedy}" if remedy else said)
 
 
 def check_kind_fields(

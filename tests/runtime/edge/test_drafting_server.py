@@ -136,9 +136,11 @@ def test_a_planners_batches_run_in_its_order(
     # The Zhu planner (a pure policy, fed by the shared input builder) picks the batches
     # and γ; the drafting server runs them in the plan's order, and a batch leaves the
     # schedule when its sessions are done.
+    from dataclasses import replace
+
+    from edgespec.policies.contracts import PolicyContractError
     from edgespec.policies.drafting_server.costs import ModelDims, PipelineCosts, StageCoefficients
-    from edgespec.policies.drafting_server.planner import PipelinePlanner
-    from edgespec.runtime.edge.drafting_server import plan_sessions
+    from edgespec.policies.drafting_server.planner import PipelinePlanner, observe_tasks
 
     dims = ModelDims("tiny", 2, 32, 64)
     costs = PipelineCosts(
@@ -146,25 +148,30 @@ def test_a_planners_batches_run_in_its_order(
     )
     prompts = [(3, 4, 5), (9,) * 7, (2, 8), (11, 12, 13, 14, 15)]
     budgets = [6, 3, 6, 2]
-    plan = plan_sessions(PipelinePlanner(costs, max_spec_len=3), prompts, budgets)
+    obs = observe_tasks([len(p) for p in prompts], budgets, [1.0] * 4, 20e6)
+    plan = PipelinePlanner(costs, max_spec_len=3).plan(obs)
     result = run_drafting_server(
-        verifier, batched, prompts, batches=plan.batches, gamma=plan.spec_len,
-        max_new_tokens=budgets, pipelined=True,
-    )  # fmt: skip
+        verifier, batched, prompts, plan=plan, max_new_tokens=budgets, pipelined=True
+    )
     for k, prompt in enumerate(prompts):
         assert result.sessions[k].output_token_ids == tuple(
             target_greedy_decode(target, prompt, budgets[k])
         )
+    assert result.gamma == plan.spec_len
     assert result.schedule[0] == tuple(range(len(plan.batches)))
     assert all(step == tuple(sorted(step)) for step in result.schedule)
     assert len(result.schedule) == result.num_steps
-    with pytest.raises(ConfigError, match="batch size or the batches, not both"):
+    with pytest.raises(ConfigError) as given_both:
         run_drafting_server(
-            verifier, batched, prompts, batch_size=2, batches=plan.batches, gamma=2,
-            max_new_tokens=3, pipelined=True,
+            verifier, batched, prompts, batch_size=2, plan=plan, max_new_tokens=3,
+            pipelined=True,
         )  # fmt: skip
-    with pytest.raises(ConfigError, match="each of the 4 prompts once"):
-        run_drafting_server(
-            verifier, batched, prompts, batches=((0, 1), (1, 2, 3)), gamma=2,
-            max_new_tokens=3, pipelined=True,
-        )  # fmt: skip
+    assert str(given_both.value) == (
+        "config field 'plan': gives the batches and gamma: drop batch_size and gamma"
+    )
+    bad = replace(plan, batches=((0, 1), (1, 2, 3)))
+    with pytest.raises(PolicyContractError) as broken:  # the planner's contract, one checker
+        run_drafting_server(verifier, batched, prompts, plan=bad, max_new_tokens=3, pipelined=True)
+    assert str(broken.value) == (
+        "drafting plan: batches must hold each of the 4 tasks once: task 1 is in two batches"
+    )

@@ -4,10 +4,10 @@ pinned: a change here needs the doc changed with it."""
 from __future__ import annotations
 
 from edgespec.core.wireless import WirelessCell
+from edgespec.hardware.drafting_plan import PlannerConfig
 from edgespec.sim.drafting_server.scenario import (
     PipelineConfig,
     PipelineScenario,
-    PlannerConfig,
     SimulationConfig,
     VerifierConfig,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from edgespec.policies.contracts import PolicyContractError
 from edgespec.policies.drafting_server.latency import (
     Batches,
     batch_shape,
@@ -110,7 +111,11 @@ def test_the_accounting_adds_up() -> None:
 
 
 def test_a_plan_that_misses_a_task_is_refused() -> None:
+    # The planner's contract, checked by the one checker both hosts use.
     costs = paper_costs()
     obs = observation([10, 20], [5, 5])
-    with pytest.raises(ValueError, match="each of the 2 tasks once"):
+    with pytest.raises(PolicyContractError) as caught:
         simulate_pipeline(costs, obs, plan_of(costs, obs, ((0,),), 1))
+    assert str(caught.value) == (
+        "drafting plan: batches must hold each of the 2 tasks once: task 1 is in no batch"
+    )
