@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from edgespec import __version__
 from edgespec.errors import UserInputError
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.reproduce.command import PAPERS
+from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -167,7 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     policy whose answer breaks its contract (:class:`PolicyContractError`: the config was
     valid, the policy's code is at fault, as the server fails the calls concerned with
     ``INTERNAL``, not ``INVALID_ARGUMENT``) is one line and status 1, the status of a run
-    that failed (a system error, a command's own failure); Ctrl-C, 130."""
+    that failed (a system error, a command's own failure); Ctrl-C, one line
+    (``edgespec sim: interrupted``) and 130; SIGTERM, as Ctrl-C (:func:`sigterm_raises`:
+    ``terminated``, 143), what the command made cleaned up as it unwinds."""
     quiet_grpc_logs(os.environ)  # before any command imports grpc
     parser = build_parser()
     args = _parse(parser, argv)
@@ -177,10 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler: Handler = args.handler
     name: str = args.subparser.prog  # "edgespec sim", "edgespec bench serve"
     try:
-        return handler(args)
+        with sigterm_raises():  # SIGTERM stops a command as Ctrl-C does
+            return handler(args)
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's status for SIGINT
-        print(f"{name}: interrupted", file=sys.stderr)
-        return 130
+        return stopped(name.removeprefix("edgespec "), signal.SIGINT)
+    except Terminated:  # SIGTERM (kill PID, systemd): one line, 143
+        return stopped(name.removeprefix("edgespec "), signal.SIGTERM)
     except UserInputError as exc:
         print(f"{name}: {exc}", file=sys.stderr)
         return 2

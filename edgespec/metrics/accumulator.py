@@ -146,6 +146,13 @@ class MetricsAccumulator:
             )
         self._num_committed = (self._num_committed or 0) + record.num_committed
 
+    def add_committed(self, num_tokens: int) -> None:
+        """Count ``num_tokens`` committed by rounds not given one by one
+        (:meth:`add_round`): the simulator's count over a run without round records."""
+        if num_tokens < 0:
+            raise ValueError(f"committed tokens must be >= 0, got {num_tokens}")
+        self._num_committed = (self._num_committed or 0) + num_tokens
+
     def merge(self, other: MetricsAccumulator) -> None:
         """Add every record ``other`` counted (a shard of the same run): the result is
         what one accumulator fed all the records gives (sums are exact, percentiles

@@ -41,11 +41,13 @@ Handler = Callable[[float, Any], None]
 
 
 class RecordSink(Protocol):
-    """Where the simulator's engine emits its records."""
+    """Where the simulator's engine emits its records; a run that emits no round records
+    gives ``committed`` the tokens its rounds committed, once, at its end."""
 
     def request(self, record: RequestRecord) -> None: ...
     def batch(self, record: BatchRecord) -> None: ...
     def round(self, record: RoundRecord) -> None: ...
+    def committed(self, num_tokens: int) -> None: ...
 
 
 def priority(kind: int, entity: int) -> int:

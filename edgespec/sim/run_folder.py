@@ -47,6 +47,7 @@ RUN_FILES = (
     "batch_sizes.png",
     "sweep.json",
     "sweep.csv",
+    "command.json",
     "capacity.json",
     "shards.json",
     "pipeline.json",

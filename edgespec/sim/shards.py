@@ -10,12 +10,14 @@ streams its records to files of its own (:class:`~edgespec.metrics.record_files.
 in ``shard-K/`` under the folder, which a worker must be able to write: on a Ray cluster a
 shared filesystem), and the driver concatenates them into the folder's record files
 (:func:`~edgespec.metrics.record_files.concatenate_records`): the single-process run's rows,
-grouped by shard.
+grouped by shard. A run that fails or is stopped (Ctrl-C, SIGTERM) removes the shards'
+folders, once the executor's work has ended.
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -101,18 +103,17 @@ def simulate_sharded(
     groups = split_cells(plans, num_shards)
     parts = [None if record_dir is None else record_dir / f"shard-{k}" for k in range(len(groups))]
     tasks = [ShardTask(dict(data), g, part) for g, part in zip(groups, parts, strict=True)]
-    results: list[ShardResult | None] = [None] * len(groups)
-    if progress is not None:
-        progress(0, len(tasks))
-    for finished, (index, result) in enumerate(executor.map_unordered(run_shard, tasks), 1):
-        results[index] = result
-        if progress is not None:
-            progress(finished, len(tasks))
-    done = tuple(r for r in results if r is not None)
-    if record_dir is not None:
-        from edgespec.metrics.record_files import concatenate_records
+    try:
+        done = _run_shards(executor, tasks, progress)
+        if record_dir is not None:
+            from edgespec.metrics.record_files import concatenate_records
 
-        concatenate_records(record_dir, [p for p in parts if p is not None])
+            concatenate_records(record_dir, [p for p in parts if p is not None])
+    except BaseException:  # an error, Ctrl-C, SIGTERM: the shards' folders go too
+        for part in parts:
+            if part is not None:
+                shutil.rmtree(part, ignore_errors=True)
+        raise
     merged = MetricsAccumulator(SIM_BUSY_KEEP)
     for shard in done:
         merged.merge(shard.acc)
@@ -122,3 +123,21 @@ def simulate_sharded(
         sum(s.num_rounds for s in done),
         done,
     )
+
+
+def _run_shards(
+    executor: Any, tasks: list[ShardTask], progress: Callable[[int, int], None] | None
+) -> tuple[ShardResult, ...]:
+    """Every shard of ``tasks`` run on ``executor``, in order; the executor's work ended
+    (its pending shards cancelled, a pool's processes reaped) when one fails."""
+    from edgespec.sweeps.executor import results_of
+
+    results: list[ShardResult | None] = [None] * len(tasks)
+    if progress is not None:
+        progress(0, len(tasks))
+    with results_of(executor, run_shard, tasks) as finished:
+        for count, (index, result) in enumerate(finished, 1):
+            results[index] = result
+            if progress is not None:
+                progress(count, len(tasks))
+    return tuple(r for r in results if r is not None)

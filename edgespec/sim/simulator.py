@@ -56,6 +56,10 @@ class SimResult:
     """Which handler set ran, and why (:func:`~edgespec.sim.handler_sets.choose_handler_set`)."""
     num_late_arrivals: int = 0
     """The trace workload's requests that arrive after ``duration_s``: not simulated."""
+    num_committed_tokens: int = 0
+    """Tokens committed by every round verified inside the run, finished request or not
+    (Σ ``RoundRecord.num_committed`` of its rounds, recorded or not: every handler set
+    counts them)."""
 
 
 class _ListSink:
@@ -74,6 +78,9 @@ class _ListSink:
         if self.rounds is not None:
             self.rounds.append(record)
 
+    def committed(self, num_tokens: int) -> None:
+        """Kept in :attr:`SimResult.num_committed_tokens` instead."""
+
 
 class StreamSink:
     """Aggregates online (memory flat in simulated time)."""
@@ -83,10 +90,12 @@ class StreamSink:
         # The accumulator's bound methods themselves: one call less per record.
         self.request: Callable[[RequestRecord], None] = self.acc.add_request
         self.batch: Callable[[BatchRecord], None] = self.acc.add_batch
+        self.committed: Callable[[int], None] = self.acc.add_committed
 
     def round(self, record: RoundRecord) -> None:
-        """Rounds come only from a run that records them; they give the committed goodput
-        (a method, not a bound attribute: a subclass may see the rounds too)."""
+        """Rounds come only from a run that records them; they give the committed goodput,
+        which a run without them gives :attr:`committed` at its end (a method, not a
+        bound attribute: a subclass may see the rounds too)."""
         self.acc.add_round(record)
 
 
@@ -105,6 +114,9 @@ class _GlobalIds:
 
     def round(self, record: RoundRecord) -> None:
         self.sink.round(replace(record, server_id=self.server_global[record.server_id]))
+
+    def committed(self, num_tokens: int) -> None:
+        self.sink.committed(num_tokens)
 
 
 def simulate(
@@ -140,6 +152,8 @@ def simulate(
     loop = build_loop(state, choice)
     loop.arrivals.start(state.q)
     _run_events(state.q, loop.handlers(), scenario, progress)
+    if not record_rounds:  # else the sink counted every round's record
+        state.sink.committed(state.num_committed_tokens)
     done = SimResult(
         (),
         (),
@@ -149,6 +163,7 @@ def simulate(
         state.q.num_events,
         path=choice.description,
         num_late_arrivals=num_arrivals_after(state.trace, scenario.duration_s),
+        num_committed_tokens=state.num_committed_tokens,
     )
     if isinstance(collected, _ListSink):
         rounds = tuple(collected.rounds or ())

@@ -72,6 +72,7 @@ class SimState:
         self.draft_times = DraftTimes(compat is not None and compat.one_pass_drafting)
         self.runs_memo: dict[int, tuple[tuple[int, ...], list[int]]] = {}
         self.num_rounds = 0
+        self.num_committed_tokens = 0  # Σ committed over every verdict, in every handler set
         self.num_sessions = 0
         self.q = EventQueue()
 

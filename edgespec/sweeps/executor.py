@@ -4,13 +4,19 @@ A :class:`SweepExecutor` maps a picklable, pure function over work items and yie
 ``(index, result)`` pairs as runs finish (in any order); the caller reassembles the order
 and drives the progress bar. :class:`SerialExecutor` runs them one after another in this
 process; :class:`ProcessPoolSweepExecutor` runs them on ``workers`` local processes (never
-more than there are items; :func:`max_workers` bounds what a command line may ask). A
-cluster engine (Ray, :mod:`edgespec.sweeps.ray_executor`) plugs in behind the same
-Protocol: ``make_executor(workers, engine="ray", address=...)``.
+more than there are items; :func:`max_workers` bounds what a command line may ask). When
+the caller stops early (an error, Ctrl-C, SIGTERM raised in the driver), the pool's pending
+runs are cancelled and its processes ended and reaped at once, not after the queued runs
+(:func:`ended`); its workers ignore SIGINT and die of SIGTERM
+(:func:`~edgespec.sweeps.stops.worker_signals`), so a terminal's Ctrl-C or a
+group's SIGTERM is the driver's to handle. A cluster engine (Ray,
+:mod:`edgespec.sweeps.ray_executor`) plugs in behind the same Protocol:
+``make_executor(workers, engine="ray", address=...)``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from edgespec.errors import UserInputError
+from edgespec.sweeps.stops import worker_signals
 
 WORKERS_PER_CPU = 4
 """``--workers`` may ask for at most this many processes per CPU of this machine."""
@@ -77,10 +84,51 @@ class ProcessPoolSweepExecutor:
     def map_unordered(
         self, fn: Callable[[Any], Any], items: Sequence[Any]
     ) -> Iterator[tuple[int, Any]]:
-        with ProcessPoolExecutor(max_workers=max(1, min(self.workers, len(items)))) as pool:
+        workers = max(1, min(self.workers, len(items)))
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=worker_signals)
+        try:
             futures = {pool.submit(fn, item): index for index, item in enumerate(items)}
             for future in as_completed(futures):
                 yield futures[future], future.result()
+        except BaseException:  # an error, Ctrl-C, SIGTERM, or the caller closed us
+            ended(pool)
+            raise
+        pool.shutdown(wait=True)
+
+
+PROCESS_END_S = 5.0
+"""How long :func:`ended` waits for a pool's process to exit after SIGTERM before SIGKILL."""
+
+
+def ended(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` now: its pending work cancelled, its processes sent SIGTERM (SIGKILL
+    after :data:`PROCESS_END_S`) and reaped, so that none outlives the caller."""
+    processes = list((pool._processes or {}).values())  # no public handle
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(PROCESS_END_S)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    pool.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def results_of(
+    executor: SweepExecutor, fn: Callable[[Any], Any], items: Sequence[Any]
+) -> Iterator[Iterator[tuple[int, Any]]]:
+    """``executor.map_unordered(fn, items)``, closed as the block ends, early too (an error
+    in the block, Ctrl-C): a pool's pending runs are cancelled and its processes ended
+    then, not when the iterator is collected."""
+    results = executor.map_unordered(fn, items)
+    try:
+        yield results
+    finally:
+        close = getattr(results, "close", None)  # a generator's; an iterator may have none
+        if close is not None:
+            close()
 
 
 ENGINES = ("local", "ray")

@@ -33,7 +33,8 @@ from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
 from edgespec.output_paths import write_text_atomically
-from edgespec.sweeps.executor import SerialExecutor, SweepExecutor
+from edgespec.sweeps.columns import Rank, cell, ranked
+from edgespec.sweeps.executor import SerialExecutor, SweepExecutor, results_of
 
 Runner = Callable[[dict[str, Any]], SystemMetrics]
 PointCheck = Callable[[Mapping[str, Any]], object]
@@ -75,7 +76,11 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
             raise OverrideError(item, "must look like key.path=v1,v2,...", "--sweep")
         key = ".".join(key_path(item, key, "--sweep"))
         if key in grid:
-            raise ConfigError(key, "swept twice; give all its values in one key=v1,v2,... spec")
+            raise ConfigError(
+                key,
+                "swept twice; give all its values in one key=v1,v2,... spec (--sweep takes "
+                "every argument up to the next option: a plain override goes before --sweep)",
+            )
         if not raw.strip():
             raise ConfigError(key, "sweep needs at least one value after '='")
         if raw.strip().endswith(","):
@@ -142,8 +147,36 @@ def check_points(
             try:
                 check(point)
             except ConfigError as exc:
-                label = " ".join(override_text(k, v) for k, v in point.items())
-                raise in_context(exc, f"at sweep point {n + 1} of {len(points)} ({label})") from exc
+                raise at_point(exc, n, len(points), point) from exc
+
+
+def at_point(exc: UserInputError, n: int, total: int, point: Mapping[str, Any]) -> UserInputError:
+    """``exc`` naming sweep point ``n`` (from 0) of ``total``: ``at sweep point 3 of 3
+    (k=0)``, after a config error's field (:func:`~edgespec.config.errors.in_context`)."""
+    label = " ".join(override_text(k, v) for k, v in point.items())
+    where = f"at sweep point {n + 1} of {total} ({label})"
+    return (
+        in_context(exc, where)
+        if isinstance(exc, ConfigError)
+        else UserInputError(f"{where}: {exc}")
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _PointRun:
+    """``run`` on one point's scenario (in a worker: it pickles), its refusal naming the
+    point as a check's does: the scenario passed its checks, but a run can still refuse
+    it (a file its policy reads, removed since)."""
+
+    run: Runner
+    total: int
+
+    def __call__(self, item: tuple[int, Mapping[str, Any], dict[str, Any]]) -> SystemMetrics:
+        n, point, scenario = item
+        try:
+            return self.run(scenario)
+        except UserInputError as exc:
+            raise at_point(exc, n, self.total, point) from exc
 
 
 def tracked(bar: Any, description: str, items: Sequence[T]) -> Iterator[T]:
@@ -165,8 +198,9 @@ def run_sweep(
     """Run ``run`` once per grid point on ``base`` with that point's overrides applied,
     on ``executor`` (default: serially in this process; ``run`` must pickle for a process
     pool). Points come back in grid order. ``base`` is not modified; each run gets a fresh
-    deep copy. A progress bar shows on the terminal when ``progress`` is true (also while
-    the runs' scenarios are made).
+    deep copy. A run's refusal names its point (:func:`at_point`), and the pending runs are
+    cancelled. A progress bar shows on stderr when ``progress`` is true (also while the
+    runs' scenarios are made).
     """
     points = grid_points(grid)
     metrics: dict[int, SystemMetrics] = {}
@@ -176,83 +210,23 @@ def run_sweep(
             for p in tracked(bar, f"preparing {len(points):,} runs", points)
         ]
         task = bar.add_task(f"sweep of {len(points)} runs", total=len(points))
-        for index, result in (executor or SerialExecutor()).map_unordered(run, scenarios):
-            metrics[index] = result
-            label = " ".join(f"{k}={v}" for k, v in points[index].items())
-            bar.update(task, description=f"sweep: done {label}", advance=1)
+        items = [(n, point, scenarios[n]) for n, point in enumerate(points)]
+        with results_of(executor or SerialExecutor(), _PointRun(run, len(points)), items) as done:
+            for index, result in done:
+                metrics[index] = result
+                label = " ".join(f"{k}={v}" for k, v in points[index].items())
+                bar.update(task, description=f"sweep: done {label}", advance=1)
     return [SweepPoint(i, MappingProxyType(dict(p)), metrics[i]) for i, p in enumerate(points)]
-
-
-LIST_KEYS: Mapping[str, str] = MappingProxyType(
-    {"slo_classes": "slo_class", "batch_sizes": "batch_size"}
-)
-"""The field that names an entry of a metrics list of records (dotted path → field): the
-entry's columns are ``<list>.<that field's value>.<other field>`` (``batch_sizes.32.
-num_batches``, ``slo_classes.c1.attainment``), so a column means one entry in every row,
-whichever entries a run has."""
-
-
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts/lists → ``a.b`` keys with scalar values: a list of records by the
-    :data:`LIST_KEYS` field of each entry, a list of scalars by position
-    (``server_utilization.0`` is server 0's). ``ValueError`` for a list of records with no
-    key field, an entry without it, or two entries, or two values, under one key."""
-    return {column: value for column, (value, _) in _ranked(data, prefix, ()).items()}
-
-
-Rank = tuple[tuple[int, Any], ...]
-"""Where a column goes among every row's: a field by its place in its record, a list's
-entry by its key (numbers before names), so a column new in a later row lands in order."""
-
-
-def _ranked(data: Mapping[str, Any], prefix: str, rank: Rank) -> dict[str, tuple[Any, Rank]]:
-    """:func:`flatten`'s columns, each value with its column's :data:`Rank`."""
-    flat: dict[str, tuple[Any, Rank]] = {}
-    for position, (key, value) in enumerate(data.items()):
-        name, here = f"{prefix}{key}", (*rank, (0, position))
-        if isinstance(value, Mapping):
-            items = _ranked(value, f"{name}.", here)
-        elif isinstance(value, list):
-            items = {}
-            for label, order, entry in _entries(name, value):
-                items.update(_ranked({label: entry}, f"{name}.", (*here, order)))
-        else:
-            items = {name: (value, here)}
-        for column, cell in items.items():
-            if column in flat:
-                raise ValueError(f"two values for column {column!r}")
-            flat[column] = cell
-    return flat
-
-
-def _entries(name: str, values: list[Any]) -> list[tuple[str, tuple[int, Any], Any]]:
-    """The list ``name`` as (label, order, entry): scalars by position, records by their
-    key field (:data:`LIST_KEYS`; the field itself left out, its value is the label)."""
-    if not any(isinstance(value, Mapping) for value in values):
-        return [(str(i), (0, i), value) for i, value in enumerate(values)]
-    field = LIST_KEYS.get(name)
-    if field is None:
-        raise ValueError(f"{name}: a list of records with no key field in LIST_KEYS")
-    entries: dict[str, tuple[str, tuple[int, Any], Any]] = {}
-    for value in values:
-        if not isinstance(value, Mapping) or field not in value:
-            raise ValueError(f"{name}: entry {value!r} has no {field}")
-        key, label = value[field], str(value[field])
-        if label in entries:
-            raise ValueError(f"{name}: two entries with {field} {label}")
-        number = isinstance(key, int | float) and not isinstance(key, bool)
-        order = (0, key) if number else (1, label)
-        entries[label] = (label, order, {k: v for k, v in value.items() if k != field})
-    return list(entries.values())
 
 
 def write_sweep(path_stem: Path, points: Sequence[SweepPoint]) -> tuple[Path, Path]:
     """Write ``<stem>.json`` (full records) and ``<stem>.csv`` (one flat row per point),
     each whole or not at all (:func:`~edgespec.output_paths.write_atomically`).
 
-    CSV columns: ``index``, the swept keys, then every metric as a dotted path (:func:`flatten`:
-    per-class SLO stats as ``slo_classes.<class>.…``, the batch-size histogram as
-    ``batch_sizes.<size>.num_batches``); a column missing from a point is left empty.
+    CSV columns: ``index``, the swept keys, then every metric as a dotted path
+    (:func:`~edgespec.sweeps.columns.flatten`: per-class SLO stats as
+    ``slo_classes.<class>.…``, the batch-size histogram as ``batch_sizes.<size>.num_batches``);
+    a column missing from a point is left empty.
     """
     path_stem = Path(path_stem)
     path_stem.parent.mkdir(parents=True, exist_ok=True)
@@ -264,9 +238,9 @@ def write_sweep(path_stem: Path, points: Sequence[SweepPoint]) -> tuple[Path, Pa
     swept: dict[str, None] = {}  # the swept keys, in order
     ranks: dict[str, Rank] = {}  # every metric column, and where it goes
     for p in points:
-        metrics = _ranked(p.metrics.to_dict(), "", ())
+        metrics = ranked(p.metrics.to_dict(), "", ())
         swept.update(dict.fromkeys(p.overrides))
-        rows.append({"index": p.index, **{k: _cell(v) for k, v in p.overrides.items()}})
+        rows.append({"index": p.index, **{k: cell(v) for k, v in p.overrides.items()}})
         rows[-1].update({column: value for column, (value, _) in metrics.items()})
         ranks.update({column: rank for column, (_, rank) in metrics.items() if column not in ranks})
     metric_columns = sorted((c for c in ranks if c not in swept), key=lambda c: ranks[c])
@@ -280,21 +254,24 @@ def write_sweep(path_stem: Path, points: Sequence[SweepPoint]) -> tuple[Path, Pa
     return json_path, csv_path
 
 
-def _cell(value: Any) -> Any:
-    if isinstance(value, list | dict):
-        return json.dumps(value)
-    return value
-
-
 def progress_bar(enabled: bool) -> Any:
-    """A rich Progress (disabled when not ``enabled``) used as a context manager."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    """A rich Progress on stderr (stdout keeps the tables), disabled when not ``enabled``,
+    used as a context manager."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     return Progress(
-        "[progress.description]{task.description}",
+        TextColumn("{task.description}", style="progress.description", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        console=Console(stderr=True, markup=False),
         disable=not enabled,
         transient=False,
     )

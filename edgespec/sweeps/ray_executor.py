@@ -15,7 +15,9 @@ unknown policy; that error then says so (:func:`_call`).
 Ray is imported only when a map runs, so ``import edgespec`` stays light; it is pinned in
 the ``learn`` extra. The executor shuts down only a Ray it started itself: inside a
 process that already called ``ray.init`` (a test fixture, a notebook) it reuses that
-session and leaves it running.
+session and leaves it running. The SIGINT and SIGTERM handlers ``ray.init`` replaces are
+put back (:func:`~edgespec.sweeps.stops.kept_stop_handlers`), so a command stopped by
+either says so in one line.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 
 from edgespec.config import ConfigError
 from edgespec.errors import MissingPackageError, UserInputError
+from edgespec.sweeps.stops import kept_stop_handlers, sigterm_interrupts
 
 CONNECT_TIMEOUT_S = 5.0
 """How long :func:`check_address` waits for a cluster's ``host:port`` to accept and answer
@@ -255,11 +258,12 @@ class RaySweepExecutor:
             "log_to_driver": False,
             "configure_logging": True,
         }
-        if self.address is None:
-            start_local_ray(ray, cpus, **options)
-        else:
-            check_address(self.address, tls=tls_asked(os.environ))
-            _joined(ray, self.address, options)
+        with kept_stop_handlers():
+            if self.address is None:
+                start_local_ray(ray, cpus, **options)
+            else:
+                check_address(self.address, tls=tls_asked(os.environ))
+                _joined(ray, self.address, options)
         return True
 
     def map_unordered(
@@ -277,9 +281,10 @@ class RaySweepExecutor:
                     task = remote.remote(fn_ref, items[next_index], policies_ref)
                     pending[task] = next_index
                     next_index += 1
-                done, _ = ray.wait(list(pending), num_returns=1)
-                for ref in done:
-                    yield pending.pop(ref), _result(ray, ref)
+                with sigterm_interrupts():  # Ray's wait drops any other exception
+                    done, _ = ray.wait(list(pending), num_returns=1)
+                    results = [(pending.pop(ref), _result(ray, ref)) for ref in done]
+                yield from results
         finally:
             if started:
                 ray.shutdown()

@@ -140,6 +140,9 @@ def _check_against_reference(
     assert result.requests == reference.requests
     assert result.batches == reference.batches
     assert result.rounds == reference.rounds
+    assert result.num_committed_tokens == reference.num_committed_tokens
+    if reference.rounds:  # the count a run without round records gives is the rounds' sum
+        assert reference.num_committed_tokens == sum(r.num_committed for r in reference.rounds)
 
 
 @pytest.mark.parametrize("rounds", [True, False])

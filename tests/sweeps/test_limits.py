@@ -26,9 +26,9 @@ def test_a_process_pool_starts_no_more_processes_than_items(
     asked: list[int | None] = []
 
     class Recording(ProcessPoolExecutor):
-        def __init__(self, max_workers: int | None = None) -> None:
+        def __init__(self, max_workers: int | None = None, **options: Any) -> None:
             asked.append(max_workers)
-            super().__init__(max_workers=max_workers)
+            super().__init__(max_workers=max_workers, **options)
 
     monkeypatch.setattr(executor, "ProcessPoolExecutor", Recording)
     assert sorted(ProcessPoolSweepExecutor(300).map_unordered(abs, [-1, -2])) == [(0, 1), (1, 2)]

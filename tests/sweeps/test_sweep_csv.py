@@ -1,4 +1,4 @@
-"""sweep.csv's columns (edgespec.sweeps.grid.flatten): a list of records keyed by the field
+"""sweep.csv's columns (edgespec.sweeps.columns.flatten): a list of records keyed by the field
 that names its entries, so a column means one batch size or one SLO class in every row;
 sweep.json and sweep.csv written whole or not at all."""
 
@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from edgespec.metrics.types import BatchSizeCount, SystemMetrics
-from edgespec.sweeps.grid import LIST_KEYS, SweepPoint, flatten, write_sweep
+from edgespec.sweeps.columns import LIST_KEYS, flatten
+from edgespec.sweeps.grid import SweepPoint, write_sweep
 from tests.sweeps.test_capacity import metrics_with_violations
 
 

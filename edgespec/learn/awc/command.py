@@ -216,7 +216,7 @@ def run_data(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from edgespec.learn.awc.data import AwcTask, run_awc_scenario, workload_lengths
-    from edgespec.learn.awc.folder import data_settings, finish, finished_ids, open_folder
+    from edgespec.learn.awc.folder import data_settings, finish, finished_ids, opened_folder
     from edgespec.sweeps.executor import check_workers, make_executor
 
     check_workers(args.workers, args.address)
@@ -228,18 +228,18 @@ def run_data(args: argparse.Namespace) -> int:
         raise UserInputError(f"--workload-trace {trace}: no such file")
     lengths = workload_lengths(str(trace)) if trace is not None else None
     console.print(f"GSM8K lengths: {trace or 'the bundled gsm8k table'}")
-    open_folder(args.out, data_settings(args, grid), console)
-    done = finished_ids(args.out)
-    todo = [AwcTask(s, args.contexts_per_run, args.fused_gamma, lengths, args.fused_rounds)
-            for s in grid if s.scenario_id not in done]  # fmt: skip
-    console.print(f"{len(grid)} scenarios, {len(grid) - len(todo)} already done")
-    executor = make_executor(args.workers, engine="ray", address=args.address)
-    start = time.perf_counter()
-    with progress_bar(console, "scenarios", len(todo), remaining=True) as update:
-        for _, rows in executor.map_unordered(run_awc_scenario, todo) if todo else ():
-            name = f"s{rows.scenario_id:05d}.parquet"
-            write_parquet(rows.configs, args.out / "configs" / name)
-            write_parquet(rows.contexts, args.out / "contexts" / name)
-            update(advance=1)
+    with opened_folder(args.out, data_settings(args, grid), console):
+        done = finished_ids(args.out)
+        todo = [AwcTask(s, args.contexts_per_run, args.fused_gamma, lengths, args.fused_rounds)
+                for s in grid if s.scenario_id not in done]  # fmt: skip
+        console.print(f"{len(grid)} scenarios, {len(grid) - len(todo)} already done")
+        executor = make_executor(args.workers, engine="ray", address=args.address)
+        start = time.perf_counter()
+        with progress_bar(console, "scenarios", len(todo), remaining=True) as update:
+            for _, rows in executor.map_unordered(run_awc_scenario, todo) if todo else ():
+                name = f"s{rows.scenario_id:05d}.parquet"
+                write_parquet(rows.configs, args.out / "configs" / name)
+                write_parquet(rows.contexts, args.out / "contexts" / name)
+                update(advance=1)
     finish(args, weights, len(todo), time.perf_counter() - start, console)
     return 0

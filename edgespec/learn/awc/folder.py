@@ -10,16 +10,21 @@ the settings that differ, as ``train wisv-data``'s store does
 never mixed. The scenario count is not one of them: a scenario is drawn by (seed, id),
 so a run with more ``--scenarios`` adds the new ones. A folder with finished scenarios
 and no ``run.json`` (written before awc-data recorded its settings) is taken as made with
-this run's settings, said once on stderr.
+this run's settings, said once on stderr. A run that fails before its first scenario is
+written (Ray could not start or join ``--address``, Ctrl-C) removes the ``run.json`` it
+wrote and the folders it made (:func:`opened_folder`), so a later run with other settings
+is not refused over a folder where nothing ran.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import shlex
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -67,6 +72,41 @@ def open_folder(out: Path, settings: dict[str, Any], console: Console) -> None:
             soft_wrap=True,  # one line, however wide
         )
     record_run_settings(out, settings, "an awc-data run")
+
+
+SCENARIO_FOLDERS = ("configs", "contexts")
+"""The folders of ``out`` that hold the scenarios' tables."""
+
+
+@contextlib.contextmanager
+def opened_folder(out: Path, settings: dict[str, Any], console: Console) -> Iterator[None]:
+    """:func:`open_folder`; when the body raises (any exception, Ctrl-C too) and no
+    scenario's table was written since, the ``run.json`` written here and the folders made
+    here (``out`` and its parents, its :data:`SCENARIO_FOLDERS`) are removed again, each
+    only while empty."""
+    made = [folder for folder in (out, *out.parents) if not folder.exists()]
+    made = [*(out / name for name in SCENARIO_FOLDERS if not (out / name).exists()), *made]
+    recorded = (out / RUN_FILE).exists()
+    before = _scenario_files(out)
+    open_folder(out, settings, console)
+    try:
+        yield
+    except BaseException:
+        if not recorded and _scenario_files(out) == before:
+            (out / RUN_FILE).unlink(missing_ok=True)
+            for folder in made:  # deepest first
+                with contextlib.suppress(OSError):  # not empty: kept
+                    folder.rmdir()
+        raise
+
+
+def _scenario_files(out: Path) -> dict[str, int]:
+    """Every scenario table of ``out`` and its modification time (ns)."""
+    return {
+        f"{name}/{path.name}": path.stat().st_mtime_ns
+        for name in SCENARIO_FOLDERS
+        for path in (out / name).glob("*.parquet")
+    }
 
 
 @dataclass(frozen=True, slots=True)

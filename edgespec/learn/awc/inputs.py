@@ -1,4 +1,6 @@
-"""What ``edgespec train awc`` reads from an ``awc-data`` folder, checked before training:
+"""What ``edgespec train awc`` reads from an ``awc-data`` folder (``--data``: a folder that
+is not there, or not a folder, is refused first, :func:`check_data_folder`), checked before
+training:
 ``labels.parquet`` (scenario id → label γ), ``labels.json``'s label weights and the
 ``contexts/`` (scenario id and the WC-DNN's features per decision). A missing column, a
 null (or non-finite) label or scenario id, a scenario id labelled twice, an infinite
@@ -24,6 +26,17 @@ LABEL_COLUMNS = ("scenario_id", "label_gamma")
 
 CONTEXT_COLUMNS = ("scenario_id", *AWC_FEATURE_NAMES)
 """The columns every ``contexts/*.parquet`` file must have."""
+
+
+def check_data_folder(folder: Path) -> None:
+    """Refuse a ``--data`` that does not exist, or is not a folder, in one line."""
+    if not folder.exists():
+        raise UserInputError(
+            f"--data {folder}: no such folder (give an awc-data --out folder: make one "
+            "with edgespec train awc-data)"
+        )
+    if not folder.is_dir():
+        raise UserInputError(f"--data {folder}: not a folder (give an awc-data --out folder)")
 
 
 def read_labels(path: Path) -> dict[int, int]:

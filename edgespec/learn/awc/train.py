@@ -178,8 +178,8 @@ def torch_predict(net: WcDnnNet, model: WcDnn, features: npt.NDArray[np.float64]
 class AwcReport(TypedDict):
     """:func:`evaluate`'s report of one side (train or held out)."""
 
-    rows: float
-    scenarios: float
+    rows: int
+    scenarios: int
     mae_gamma: float
     accuracy: float
     mode_accuracy: float
@@ -197,8 +197,8 @@ def evaluate(model: WcDnn, data: AwcDataset) -> AwcReport:
     settings = AwcSettings()
     chosen = np.array([round_gamma(min(12.0, max(1.0, r)), settings) for r in raw])
     return AwcReport(
-        rows=float(len(data.labels)),
-        scenarios=float(len(np.unique(data.scenario_ids))),
+        rows=len(data.labels),
+        scenarios=len(np.unique(data.scenario_ids)),
         mae_gamma=float(np.mean(np.abs(raw - data.labels))),
         accuracy=float(np.mean(chosen == data.labels)),
         mode_accuracy=float(np.mean((chosen == 1) == (data.labels == 1))),
@@ -210,10 +210,16 @@ def evaluate(model: WcDnn, data: AwcDataset) -> AwcReport:
 
 
 def run_training(args: argparse.Namespace) -> int:
-    from edgespec.learn.awc.inputs import label_weights, read_contexts, read_labels
+    from edgespec.learn.awc.inputs import (
+        check_data_folder,
+        label_weights,
+        read_contexts,
+        read_labels,
+    )
     from edgespec.output_paths import write_text_atomically
 
     torch.set_num_threads(args.threads)
+    check_data_folder(args.data)
     labels = read_labels(args.data / "labels.parquet")
     weights = label_weights(args.data / "labels.json")
     data = join_labels(read_contexts(args.data / "contexts"), labels)

@@ -55,7 +55,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p.add_argument(
         "--k-max",
-        type=int,
+        type=positive_int,
         default=4,
         help="window K_max the rows are built at, tokens (default 4)",
     )
@@ -109,8 +109,6 @@ def run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)  # this command owns its process
     console = Console(stderr=True, markup=False)
     records = read_records(args.traces)
-    if args.k_max < 1:
-        raise UserInputError(f"--k-max must be >= 1, got {args.k_max}")
     settings = StudySettings(
         k_max=args.k_max,
         mlp_trials=args.mlp_trials,

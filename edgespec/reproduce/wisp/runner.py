@@ -98,8 +98,8 @@ def simulate_rule(data: dict[str, Any], rule: LateRule) -> SimResult:
 
 @dataclass(frozen=True, slots=True)
 class SimRun:
-    """scenario dict → metrics under ``rule``, records streamed; a scenario that records
-    rounds gets the committed goodput (capacity searches do without: faster)."""
+    """scenario dict → metrics under ``rule``, records streamed (the committed goodput
+    counted with or without round records)."""
 
     rule: LateRule = "first"
 

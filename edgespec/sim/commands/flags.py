@@ -61,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="key=v1,v2,...",
         default=None,
         help="run the cartesian product of these values (one run per point); --sweep may "
-        "be given more than once",
+        "be given more than once. It takes every argument up to the next option as a sweep "
+        "spec, a one-value key=v too (a sweep column): plain overrides go before --sweep",
     )
     parser.add_argument(
         "--capacity",

@@ -11,12 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from edgespec.config import apply_overrides, check_repeats, dump_yaml, located_in
+from edgespec.config import apply_overrides, check_repeats, located_in
 from edgespec.errors import UserInputError
 from edgespec.output_paths import write_text_atomically
 from edgespec.sim.commands.flags import add_arguments as add_arguments
 from edgespec.sim.commands.flags import check_flags, check_not_overridden, names_a_file
 from edgespec.sim.commands.progress import lazy_bar
+from edgespec.sim.commands.sweep import run_sweep_command, write_scenario_yaml
 
 
 def _split(items: list[str]) -> tuple[str | None, list[str]]:
@@ -79,43 +80,12 @@ def run(args: argparse.Namespace) -> int:
     varied = [*overrides, *(args.sweep or ()), *probed]
     with located_in(file, varied), made_run_folder(out):  # and so does one found resolving
         if args.sweep:  # the policies, or at a field that a sweep's point or a probe made bad
-            return _run_sweep(args, data, out)
+            return run_sweep_command(args, data, out, run_scenario_dict)
         if args.capacity is not None:
             return _run_capacity(args, data, scenario, out)
         if args.shards is not None:
             return _run_sharded(args, data, out, scenario.record_rounds)
         return _run_plain(args, data, scenario, out)
-
-
-def _run_sweep(args: argparse.Namespace, data: dict[str, Any], out: Path) -> int:
-    """``--sweep``: every grid point validated, then each run
-    (:func:`edgespec.sweeps.grid.run_sweep`)."""
-    from rich.console import Console
-
-    from edgespec.metrics.summary import plain, print_runs
-    from edgespec.sim.commands.checks import LateArrivalWarnings, check_scenario_dict
-    from edgespec.sweeps import grid as sweep_grid
-    from edgespec.sweeps.executor import make_executor
-
-    grid, warn = sweep_grid.parse_grid(args.sweep), LateArrivalWarnings()
-    texts = sweep_grid.override_text
-    sweep_grid.check_points(  # every point built (a misspelt key, a bad param...) before any run
-        sweep_grid.grid_points(grid),
-        lambda point: warn(check_scenario_dict(data, [texts(k, v) for k, v in point.items()])),
-        progress=not args.quiet,
-    )
-    points = sweep_grid.run_sweep(
-        data,
-        grid,
-        run_scenario_dict,
-        progress=not args.quiet,
-        executor=make_executor(args.workers, args.engine, args.address),
-    )
-    json_path, csv_path = sweep_grid.write_sweep(out / "sweep", points)
-    console = Console(markup=False)
-    print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
-    console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}", soft_wrap=True)
-    return 0
 
 
 def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any, out: Path) -> int:
@@ -206,7 +176,6 @@ def _write_run_folder(
     it reruns the run from anywhere, with its rounds)."""
     from edgespec.metrics.record_files import read_plot_columns, read_rounds
     from edgespec.metrics.sinks import write_attribution, write_metrics_json
-    from edgespec.sim.setup.file_paths import anchored
 
     # a semantic (lossy) run's verification rule beside the metrics it changes
     write_metrics_json(out / "metrics.json", metrics, semantic_fields(data, metrics))
@@ -216,8 +185,7 @@ def _write_run_folder(
         write_plots(out, metrics, *read_plot_columns(out))
     if rounds:
         write_attribution(out, read_rounds(out), plots=not args.no_plots)
-    ran = anchored(data, Path.cwd())  # the overrides' relative paths: from anywhere too
-    write_text_atomically(out / "scenario.yaml", dump_yaml(ran, sort_keys=False))
+    write_scenario_yaml(out, data)
 
 
 def semantic_fields(data: dict[str, Any], metrics: Any) -> dict[str, Any] | None:

@@ -42,7 +42,7 @@ from edgespec.sim.model.entities import ServerState, Session
 from edgespec.sim.model.inbound_queue import drain
 from edgespec.sim.state import SimState
 
-Verdicts = Callable[[list[Session], ServerState, float, float, int], None]
+Verdicts = Callable[[list[Session], ServerState, float, float, int], int]
 
 
 def distributed_batch_end(
@@ -81,7 +81,7 @@ def distributed_batch_end(
         if observe:  # the queue the verdicts report: the ARRIVEs before t have run
             drain(server, t, False)
             depth = len(server.queue)
-        verdicts(batch, server, t, start, depth)
+        state.num_committed_tokens += verdicts(batch, server, t, start, depth)
         state.num_rounds += len(batch)
         after(t, server)
 
@@ -96,7 +96,7 @@ def _verdicts(state: SimState, tables: list[DeviceConstants], gamma_static: int 
     inline), then the request's end or ``DeviceLoop.begin_round`` at the delivery, inline:
     the window (the static γ, or the policy asked), the draft time (memoised), the uplink
     and the block put in its server's inbound heap. One loop, no calls per block: this is
-    the hot path of ``edgespec bench sim``."""
+    the hot path of ``edgespec bench sim``. It returns the tokens the batch committed."""
     accepted = state.acceptance.accepted
     push = state.q.raw_push()
     send_probs = state.send_probs
@@ -107,8 +107,9 @@ def _verdicts(state: SimState, tables: list[DeviceConstants], gamma_static: int 
 
     def verdicts(
         batch: list[Session], server: ServerState, t: float, start: float, depth: int
-    ) -> None:
+    ) -> int:
         verify = t - start
+        num_accepted = 0  # the batch's; each block commits its accepted tokens + 1
         kv, kv_total, kv_budget = server.kv, server.kv_total, server.kv_budget
         kv_pop = kv.pop
         for s in batch:
@@ -124,6 +125,7 @@ def _verdicts(state: SimState, tables: list[DeviceConstants], gamma_static: int 
                 num_acc = accepted(s.seq, position, gamma, dev.rng) if gamma else 0
             total = position + num_acc + 1
             s.committed = total
+            num_accepted += num_acc
             rounds = s.num_rounds = s.num_rounds + 1
             s.num_drafted += gamma
             s.num_positions += gamma
@@ -219,6 +221,7 @@ def _verdicts(state: SimState, tables: list[DeviceConstants], gamma_static: int 
             if arrival_s < listed[home.server_id]:
                 sent(arrival_s, home.server_id)
         server.kv_total = kv_total
+        return num_accepted + len(batch)
 
     return verdicts
 

@@ -121,6 +121,7 @@ class ReferenceLoop(DeviceLoop):
         num_acc, committed, extra = s.block.judge(s)
         gamma = s.gamma_eff
         s.committed += committed
+        state.num_committed_tokens += committed
         s.num_rounds += 1
         s.num_drafted += s.sent
         s.num_accepted += num_acc

@@ -173,3 +173,17 @@ def test_an_output_that_cannot_be_written_is_refused_before_reading(
         f"{read_only}: Read-only file system"
     )
     assert list(tmp_path.iterdir()) == [read_only] and not any(read_only.iterdir())
+
+
+@pytest.mark.parametrize("k_max", ["0", "-3"])
+def test_a_k_max_below_one_is_refused_as_the_other_flags_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], k_max: str
+) -> None:
+    """Was ``--k-max must be >= 1, got 0`` after the traces were read, unlike argparse's
+    ``argument --mlp-trials: must be >= 1, got 0``."""
+    with pytest.raises(SystemExit) as stop:
+        _train([tmp_path / "none.jsonl"], tmp_path / "p.json", capsys, "--k-max", k_max)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        f"edgespec train stop-predictor: error: argument --k-max: must be >= 1, got {k_max}\n"
+    )

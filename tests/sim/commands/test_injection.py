@@ -47,6 +47,9 @@ class Collect:
     def round(self, record: RoundRecord) -> None:
         self.rounds.append(record)
 
+    def committed(self, num_tokens: int) -> None:
+        raise AssertionError("a run with round records gives no committed count")
+
 
 def test_injected_policy_instances_and_sink() -> None:
     data = tiny_scenario()

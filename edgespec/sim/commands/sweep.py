@@ -1,0 +1,73 @@
+"""``edgespec sim --sweep``: every grid point checked, then each run on the executor; the
+sweep's folder holds ``sweep.json`` and ``sweep.csv`` (the points' metrics) and what reruns
+it: ``scenario.yaml`` (the base scenario, as a plain run writes it) and ``command.json``
+(the command that reruns the sweep from that file). Also the scenario.yaml every run
+folder holds (:func:`write_scenario_yaml`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from edgespec.config import dump_yaml
+from edgespec.output_paths import write_text_atomically
+
+COMMAND_FILE = "command.json"
+"""The file of a sweep's folder that holds the command rerunning it (:func:`rerun_command`)."""
+
+
+def write_scenario_yaml(out: Path, data: dict[str, Any]) -> Path:
+    """``out/scenario.yaml``: the scenario ``data`` that ran, its file paths (the overrides'
+    relative ones too) made absolute, so that it reruns the run from anywhere."""
+    from edgespec.sim.setup.file_paths import anchored
+
+    path = out / "scenario.yaml"
+    write_text_atomically(path, dump_yaml(anchored(data, Path.cwd()), sort_keys=False))
+    return path
+
+
+def rerun_command(args: argparse.Namespace, scenario_yaml: Path) -> list[str]:
+    """The command that reruns the sweep ``args`` asked for from its folder's
+    ``scenario_yaml`` (an absolute path): the same ``--sweep`` specs, workers and engine."""
+    command = ["edgespec", "sim", str(scenario_yaml.resolve()), "--sweep", *args.sweep]
+    command += ["--workers", str(args.workers), "--engine", args.engine]
+    return command + ([] if args.address is None else ["--address", args.address])
+
+
+def run_sweep_command(
+    args: argparse.Namespace, data: dict[str, Any], out: Path, run: Callable[[dict[str, Any]], Any]
+) -> int:
+    """``--sweep``: every grid point validated, then each run (``run``, which must pickle,
+    on :func:`edgespec.sweeps.grid.run_sweep`); the folder written (the module docstring)
+    and the table printed."""
+    from rich.console import Console
+
+    from edgespec.metrics.summary import plain, print_runs
+    from edgespec.sim.commands.checks import LateArrivalWarnings, check_scenario_dict
+    from edgespec.sweeps import grid as sweep_grid
+    from edgespec.sweeps.executor import make_executor
+
+    grid, warn = sweep_grid.parse_grid(args.sweep), LateArrivalWarnings()
+    texts = sweep_grid.override_text
+    sweep_grid.check_points(  # every point built (a misspelt key, a bad param...) before any run
+        sweep_grid.grid_points(grid),
+        lambda point: warn(check_scenario_dict(data, [texts(k, v) for k, v in point.items()])),
+        progress=not args.quiet,
+    )
+    points = sweep_grid.run_sweep(
+        data,
+        grid,
+        run,
+        progress=not args.quiet,
+        executor=make_executor(args.workers, args.engine, args.address),
+    )
+    json_path, csv_path = sweep_grid.write_sweep(out / "sweep", points)
+    command = rerun_command(args, write_scenario_yaml(out, data))
+    write_text_atomically(out / COMMAND_FILE, json.dumps({"command": command}, indent=2) + "\n")
+    console = Console(markup=False)
+    print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
+    console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}", soft_wrap=True)
+    return 0
