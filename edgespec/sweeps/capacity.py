@@ -17,7 +17,8 @@ from edgespec.config import ConfigError, apply_overrides
 from edgespec.config.errors import in_context
 from edgespec.metrics.summary import class_violation_rate, violation_rate
 from edgespec.metrics.types import SystemMetrics
-from edgespec.sweeps.grid import Runner, override_text, progress_bar
+from edgespec.sweeps.grid import Runner, override_text
+from edgespec.sweeps.progress import progress_bar
 
 Violation = Callable[[SystemMetrics], float]
 Check = Callable[[dict[str, Any]], object]

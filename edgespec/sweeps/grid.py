@@ -35,6 +35,7 @@ from edgespec.metrics.types import SystemMetrics
 from edgespec.output_paths import write_text_atomically
 from edgespec.sweeps.columns import Rank, cell, ranked
 from edgespec.sweeps.executor import SerialExecutor, SweepExecutor, results_of
+from edgespec.sweeps.progress import progress_bar
 
 Runner = Callable[[dict[str, Any]], SystemMetrics]
 PointCheck = Callable[[Mapping[str, Any]], object]
@@ -252,26 +253,3 @@ def write_sweep(path_stem: Path, points: Sequence[SweepPoint]) -> tuple[Path, Pa
         writer.writerow({k: "" if v is None else v for k, v in row.items()})
     write_text_atomically(csv_path, text.getvalue())
     return json_path, csv_path
-
-
-def progress_bar(enabled: bool) -> Any:
-    """A rich Progress on stderr (stdout keeps the tables), disabled when not ``enabled``,
-    used as a context manager."""
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    return Progress(
-        TextColumn("{task.description}", style="progress.description", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True, markup=False),
-        disable=not enabled,
-        transient=False,
-    )

@@ -32,7 +32,7 @@ from edgespec.reproduce.dsd.summary import DsdRunJob, DsdRunSummary
 from edgespec.reproduce.folder import RECORD_KEY
 from edgespec.reproduce.jobs import distinct_jobs, run_all, write_scenario
 from edgespec.sweeps.executor import SweepExecutor
-from edgespec.sweeps.grid import progress_bar
+from edgespec.sweeps.progress import progress_bar
 
 WINDOWS: tuple[str, ...] = ("static", "dynamic", "awc")
 CROSSOVER_MODES: tuple[RoundMode, ...] = ("distributed", "cloud_only", "colocated")

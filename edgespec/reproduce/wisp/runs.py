@@ -35,7 +35,7 @@ from edgespec.reproduce.wisp.runner import (
 from edgespec.reproduce.wisp.setup import CLASSES, MIXED, WispSetup, scenario
 from edgespec.sweeps.capacity import capacity_search, class_violation
 from edgespec.sweeps.executor import SweepExecutor
-from edgespec.sweeps.grid import progress_bar
+from edgespec.sweeps.progress import progress_bar
 
 CAPACITY_SYSTEMS = ("wisp", "centralized", "sled")
 CURVE_SYSTEMS = ("wisp", "wisp-wc", "wisp-np", "fcfs")

@@ -38,7 +38,7 @@ from edgespec.sim.model.reject_table import (
     table_path,
 )
 from edgespec.sweeps.executor import SweepExecutor
-from edgespec.sweeps.grid import progress_bar
+from edgespec.sweeps.progress import progress_bar
 
 ABLATION = "fh-no-relabelling"
 """The ablation's method key: FH with the head trained without the CSI-aware relabelling."""

@@ -24,7 +24,7 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.reproduce.zhu.runs import DrawJob, ZhuPlan
     from edgespec.reproduce.zhu.setup import CHOICES, ZhuSetup
     from edgespec.sweeps.executor import make_executor
-    from edgespec.sweeps.grid import progress_bar
+    from edgespec.sweeps.progress import progress_bar
 
     plan = ZhuPlan.quick() if quick else ZhuPlan.full()
     setup = ZhuSetup()
