@@ -99,6 +99,7 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
         check_class_measured,
         check_scenario_dict,
     )
+    from edgespec.sim.commands.sweep import capacity_rerun_command, write_rerun
     from edgespec.sim.setup.cells import count_step
     from edgespec.sweeps.capacity import ProbeStep, Violation, capacity_search, class_violation
 
@@ -120,6 +121,7 @@ def _run_capacity(args: argparse.Namespace, data: dict[str, Any], scenario: Any,
         step=ProbeStep(count_step(data, args.capacity), "auto_topology.cells"),
     )
     write_text_atomically(out / "capacity.json", json.dumps(result.to_dict(), indent=2) + "\n")
+    write_rerun(out, data, capacity_rerun_command, args)
     bound = " (at upper bound)" if result.at_upper_bound else ""
     if result.capacity is None:
         bound = f" (even {args.capacity}={plain(args.lo)} violates more than epsilon)"

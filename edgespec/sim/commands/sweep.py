@@ -1,8 +1,9 @@
 """``edgespec sim --sweep``: every grid point checked, then each run on the executor; the
 sweep's folder holds ``sweep.json`` and ``sweep.csv`` (the points' metrics) and what reruns
 it: ``scenario.yaml`` (the base scenario, as a plain run writes it) and ``command.json``
-(the command that reruns the sweep from that file). Also the scenario.yaml every run
-folder holds (:func:`write_scenario_yaml`)."""
+(the command that reruns the sweep from that file); a ``--capacity`` search's folder holds
+the same two beside its ``capacity.json``. Also the scenario.yaml every run folder holds
+(:func:`write_scenario_yaml`)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,21 @@ def rerun_command(args: argparse.Namespace, scenario_yaml: Path) -> list[str]:
     return command + ([] if args.address is None else ["--address", args.address])
 
 
+def capacity_rerun_command(args: argparse.Namespace, scenario_yaml: Path) -> list[str]:
+    """The command that reruns the capacity search ``args`` asked for from its folder's
+    ``scenario_yaml``: the same key, bounds, ε and class."""
+    command = ["edgespec", "sim", str(scenario_yaml.resolve()), "--capacity", args.capacity]
+    command += ["--lo", repr(args.lo), "--hi", repr(args.hi), "--epsilon", repr(args.epsilon)]
+    return command + ([] if args.slo_class is None else ["--slo-class", args.slo_class])
+
+
+def write_rerun(out: Path, data: dict[str, Any], command_of: Callable[..., list[str]],
+                args: argparse.Namespace) -> None:  # fmt: skip
+    """``out/scenario.yaml`` and ``out/command.json``, the command ``command_of`` makes."""
+    command = command_of(args, write_scenario_yaml(out, data))
+    write_text_atomically(out / COMMAND_FILE, json.dumps({"command": command}, indent=2) + "\n")
+
+
 def run_sweep_command(
     args: argparse.Namespace, data: dict[str, Any], out: Path, run: Callable[[dict[str, Any]], Any]
 ) -> int:
@@ -65,8 +81,7 @@ def run_sweep_command(
         executor=make_executor(args.workers, args.engine, args.address),
     )
     json_path, csv_path = sweep_grid.write_sweep(out / "sweep", points)
-    command = rerun_command(args, write_scenario_yaml(out, data))
-    write_text_atomically(out / COMMAND_FILE, json.dumps({"command": command}, indent=2) + "\n")
+    write_rerun(out, data, rerun_command, args)
     console = Console(markup=False)
     print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
     console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}", soft_wrap=True)

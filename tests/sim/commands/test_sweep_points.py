@@ -1,7 +1,7 @@
 """``edgespec sim --sweep`` as its points run: a refusal raised while a point runs (its
 checks passed) names the point, as a check's does, and comes at once, the pending points
 cancelled; the progress bars go to stderr (stdout is the table alone); the sweep's folder
-holds what reruns it (scenario.yaml, command.json)."""
+holds what reruns it (scenario.yaml, command.json), as a capacity search's does."""
 
 from __future__ import annotations
 
@@ -106,4 +106,30 @@ def test_a_sweep_folder_reruns_its_sweep(
     capsys.readouterr()
     assert json.loads((again / "sweep.json").read_text()) == json.loads(
         (first / "sweep.json").read_text()
+    )
+
+
+def test_a_capacity_folder_reruns_its_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tiny_scenario(duration_s=20.0)
+    data["slo_classes"] = {"loose": 0.001}
+    data["auto_topology"]["devices"][0]["slo_mix"] = {"loose": 1}
+    path = tmp_path / "loose.yaml"
+    path.write_text(yaml.safe_dump(data))
+    first, key = tmp_path / "first", "auto_topology.devices.0.count"
+    flags = ["--capacity", key, "--lo", "2", "--hi", "4", "--quiet", "--out", str(first)]
+    assert main(["sim", str(path), *flags]) == 0
+    command = json.loads((first / "command.json").read_text())["command"]
+    scenario = str((first / "scenario.yaml").resolve())
+    assert command == [
+        "edgespec", "sim", scenario, "--capacity", key, "--lo", "2", "--hi", "4",
+        "--epsilon", "0.05",
+    ]  # fmt: skip
+    monkeypatch.chdir(tmp_path / "..")
+    again = tmp_path / "again"
+    assert main([*command[1:], "--quiet", "--out", str(again)]) == 0
+    capsys.readouterr()
+    assert json.loads((again / "capacity.json").read_text()) == json.loads(
+        (first / "capacity.json").read_text()
     )
