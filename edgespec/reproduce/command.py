@@ -136,7 +136,10 @@ PAPERS: dict[str, Reproduction] = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The shared flags of the claims reproductions."""
+    """The shared flags of the claims reproductions (the help names the paper: the last word
+    of ``parser.prog``, ``edgespec reproduce zhu``)."""
+    name = parser.prog.rsplit(" ", 1)[-1]
+    one_process = name in PAPERS and PAPERS[name].one_process
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -147,7 +150,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=writable_output_folder,
         default=None,
-        help="output folder (default runs/reproduce-PAPER-<time>)",
+        help=f"output folder (default runs/reproduce-{name}-<time>)",
     )
     parser.add_argument(
         "--overwrite",
@@ -156,7 +159,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "removed first, and another paper's where the folder records its run; no other file "
         "(default: refused)",
     )
-    add_workers(parser, 1, "local processes for the runs (wisv-real-pair: 1, its models load once)")
+    add_workers(
+        parser, 1, "1 only: the models load once, in one process" if one_process else
+        "local processes for the runs",
+    )  # fmt: skip
     add_quiet(parser)
 
 

@@ -3,16 +3,19 @@ results.json's :data:`RECORD_KEY`, its REPORT.md's command line: :func:`recorded
 claiming it for a paper (:func:`claim_reproduction_folder`). A folder holding files this
 paper writes is refused, naming them; with ``--overwrite`` they are removed, and another
 paper's only where the folder records that paper's run, never any other file, and the
-files it keeps are named."""
+files it keeps are named. A run that fails or is interrupted before its results.json
+leaves none of its files behind (:func:`incomplete_run_removed`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from edgespec.output_paths import claim_folder, shown_names
+from edgespec.sim.run_folder import made_run_folder
 
 RECORD_KEY = "reproduction"
 """results.json's key naming the reproduction that wrote it (``"dsd"``)."""
@@ -96,3 +99,34 @@ def _listed(out: Path, declared: Mapping[str, Sequence[str]]) -> list[str]:
         for path in folder.iterdir()
         if path.is_file()
     )
+
+
+@contextmanager
+def incomplete_run_removed(out: Path, files: Sequence[str]) -> Iterator[Path]:
+    """Make ``out`` for a reproduction's run (:func:`~edgespec.sim.run_folder.made_run_folder`)
+    and, when the body raises (an error, Ctrl-C) before the run's results.json is written,
+    remove the files of ``files`` (the paper's declared names or glob patterns, relative to
+    ``out``) that were not there before, then the subfolders and the folders made here
+    that this leaves empty: an incomplete run leaves nothing that a rerun to the same
+    ``--out`` would refuse as a run. From results.json on, a failure keeps the runs (the
+    rows can be rebuilt from them)."""
+    before = _matching(out, files)
+    with made_run_folder(out):
+        try:
+            yield out
+        except BaseException:
+            written = sorted(_matching(out, files) - before)
+            if out / "results.json" not in written:
+                for path in written:
+                    path.unlink(missing_ok=True)
+                folders = {p.parent for p in written if p.parent != out}
+                for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
+                    if folder.is_dir() and not any(folder.iterdir()):
+                        folder.rmdir()
+            raise
+
+
+def _matching(out: Path, files: Sequence[str]) -> set[Path]:
+    if not out.is_dir():
+        return set()
+    return {path for pattern in files for path in out.glob(pattern) if path.is_file()}

@@ -33,7 +33,8 @@ def test_wisp_lists_its_known_errors_from_the_printed_numbers() -> None:
 
 
 def test_dsd_lists_its_text_claims_and_misprints_that_table_2_contradicts() -> None:
-    assert [e.markdown() for e in dsd_errors()] == [
+    # the fifth, §5's hardware against Fig. 5's, and the run's: tests/reproduce/dsd
+    assert [e.markdown() for e in dsd_errors()[:4]] == [
         "- **D4, D5 (text)**: the paper says (text) AWC has the best throughput in all 12 "
         "cases; its Table 2 gives 11 of 12 (C3 gsm8k Dynamic 18.9 > AWC 18.5 req/s): the D4 "
         "and D5 rows' paper columns are counted and averaged from Table 2's values.",

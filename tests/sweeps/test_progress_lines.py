@@ -40,7 +40,10 @@ def test_a_slow_task_says_it_is_alive_every_minute() -> None:
     bar.advance(task)  # within the minute, the same tenth: no line
     clock.now_s += 2
     bar.update(task, description="dsd: done s4", advance=1)
-    assert out.getvalue().splitlines() == ["dsd runs: 0/1,000 (0 s)", "dsd: done s4: 2/1,000 (61 s)"]
+    assert out.getvalue().splitlines() == [
+        "dsd runs: 0/1,000 (0 s)",
+        "dsd: done s4: 2/1,000 (61 s)",
+    ]
 
 
 def test_without_a_terminal_the_lines_are_chosen(capsys: pytest.CaptureFixture[str]) -> None:

@@ -69,7 +69,8 @@ def closed_loop_gain(before_ms: tuple[float, float], after_ms: tuple[float, floa
 FITTED_THROUGHPUT = (
     "shown, not judged: the think time is fitted to Table 2's GSM8K C1 Static throughput "
     "(load.py), and a closed loop of 600 drafts in this configuration cannot exceed "
-    "600 / Z req/s, inside ±50% of the paper's"
+    "600 drafts over that mean think time (Little's law: throughput ≤ drafts / think time), "
+    "inside ±50% of the paper's"
 )
 """Why a throughput in the fitted configuration (GSM8K, 600 drafts, RTT 10 ms) is a
 setting: Little's law, X = N / (Z + R), with Z fitted there, leaves it almost no room."""

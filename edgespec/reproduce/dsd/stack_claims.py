@@ -36,7 +36,10 @@ summed tokens, so grouping by length saves no padding: this link cannot improve 
 construction, and the chains are judged over the others (each shown, the LAB link marked
 ⇢). Under padded pricing (``DsdSetup.batch_pricing``, the setting) every link is judged."""
 CHAIN_TOLERANCE = 0.01
-"""A chain step within 1% of flat counts as not reversing it (run-to-run noise)."""
+"""A chain step within 1% of flat counts as not reversing it (run-to-run noise: the chain's
+five full-size runs at seeds 4–11 move a step's change by a standard deviation of 0.5–0.9
+points in throughput and 0.2–0.9 in TPOT, physical; 0.7–1.0 and 0.2–1.5 in compat at seeds
+4–6, docs/REPRODUCE.md)."""
 Step = tuple[str, str]
 
 

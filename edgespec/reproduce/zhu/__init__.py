@@ -8,7 +8,8 @@ simulator runs through :mod:`edgespec.reproduce.jobs`), ``events.py`` and ``exha
 :class:`~edgespec.reproduce.claims.ClaimRow` rows: paper, ours, tolerance, verdict; Z4 in
 ``bandwidth.py``, the figure values in ``stats.py``), ``coverage.py`` (what a quick run
 leaves out of the full one), ``causes.py`` (why rows miss or hold by construction, and the
-report's *Findings*) and
+report's *Findings*), ``paper_errors.py`` (its *Where the paper is wrong*: the paper's known
+errors, Algorithm 1's printed recursion run on one draw) and
 ``report.py`` (``reproduce(out, quick=..., workers=..., progress=..., command=...)``,
 registered in :data:`edgespec.reproduce.command.PAPERS`).
 """

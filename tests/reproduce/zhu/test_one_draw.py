@@ -1,6 +1,7 @@
-"""A quick run's one Monte-Carlo draw: no spread is printed (a spread of one draw says
-nothing), and Z1's magnitude (inside Fig. 6's axes) is marked as the quick run's, not
-compared with the paper's."""
+"""A quick run's few Monte-Carlo draws: no spread is printed for one (a spread of one draw
+says nothing), and Z1's magnitude (inside Fig. 6's axes) is marked as the quick run's, not
+compared with the paper's, where some draw's ADS lies inside the axis (where none does, the
+unstated ADS batch limit is the cause: test_known_errors)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def _fig6_draw(proposed_s: float, ads_s: float) -> dict[str, float]:
 
 def test_z1_s_magnitude_from_one_draw_is_marked_as_the_quick_run_s() -> None:
     cov = coverage(ZhuSetup(), PLAN)
-    draws = [_fig6_draw(200.0, 400.0)]  # above the 150 s axis of (LLaMA-68M, LLaMA-7B)
+    # ADS's median above the 150 s axis of (LLaMA-68M, LLaMA-7B), one draw's inside it
+    draws = [_fig6_draw(120.0, 400.0), _fig6_draw(120.0, 140.0)]
     full = z1_rows(draws, PLAN, cov)[0]
     assert (full.magnitude_ok, full.outcome) == (False, Outcome.DIRECTION_ONLY)
     quick = z1_rows(draws, PLAN, cov, QUICK)[0]
