@@ -18,6 +18,7 @@ import psutil
 import pytest
 import yaml
 
+from tests.runtime.commands.processes import RUN_CLI, SHELL_SIGNALS  # SIGINT as from a shell
 from tests.sim.helpers import tiny_scenario
 
 STOPPED_WITHIN_S = 5.0
@@ -32,7 +33,7 @@ def _started(
     """``edgespec COMMAND --out OUT`` started, once its pool's ``num_workers`` processes run
     (plus a moment for them to take their first points); its process and their pids."""
     driver = subprocess.Popen(
-        [sys.executable, "-m", "edgespec.cli", *command, "--out", str(out)],
+        [sys.executable, "-c", SHELL_SIGNALS + RUN_CLI, *command, "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
