@@ -1,15 +1,13 @@
 """The command line's argparse value types: a bad value is argparse's usage error, the flag
 named, exit status 2, caught before any work starts (counts, seeds, token ids, CPU lists,
-numbers in a range, CA certificate files). The flags several subcommands share are in
-:mod:`edgespec.arguments`; output paths in :mod:`edgespec.output_paths`."""
+numbers in a range). The flags several subcommands share are in :mod:`edgespec.arguments`;
+how a client reaches a server (its address, CA file, certificate name) in
+:mod:`edgespec.server_access_types`; output paths in :mod:`edgespec.output_paths`."""
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
-import re
-import ssl
 from collections.abc import Callable
 
 from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT
@@ -199,86 +197,3 @@ def _float(text: str) -> float:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-
-
-def server_address_problem(address: str) -> str | None:
-    """Why ``address`` is not a verification server's ``host:port`` (``None``: it is); one
-    rule for ``draft``'s config and every ``--server`` flag."""
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
-        return f"expected host:port with a port in 1..65535, got {address!r}"
-    if "/" in host or "@" in host:  # gRPC took it, then failed: "Misformatted domain name"
-        return (
-            "expected host:port without a scheme, path or user (gRPC speaks to host:port "
-            f"itself), got {address!r}"
-        )
-    return None
-
-
-def server_address(text: str) -> str:
-    """A ``--server`` flag's ``host:port`` (:func:`server_address_problem`)."""
-    if (problem := server_address_problem(text)) is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return text
-
-
-MAX_CA_FILE_BYTES = 1 << 20
-"""The largest ``--tls-ca`` file read (1 MiB): a CA certificate is 1-2 KB, a whole system
-bundle of them about 220 KB; a bigger file is a mistake, and is not read whole."""
-
-_PRIVATE_KEY = re.compile(rb"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----")
-_CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
-
-
-def ca_file_problem(path: str) -> str | None:
-    """Why ``path`` is not a CA file gRPC's client can trust (``None``: it is); one rule for
-    every ``--tls-ca`` flag and ``draft``'s config ``tls_ca``: a regular file this process
-    can read (gRPC's client opened it raw, so a mistake was ``[Errno 2] No such file or
-    directory: '…'`` without the flag), holding PEM certificates
-    (:func:`ca_certificates_problem`). Only a regular file is opened: a FIFO would block."""
-    if not path:
-        return "expected a file name, got ''"
-    if not os.path.exists(path):
-        return f"{path}: no such file"
-    if os.path.isdir(path):
-        return f"{path}: is a folder, not a file"
-    if not os.path.isfile(path):
-        return f"{path}: not a regular file"
-    if not os.access(path, os.R_OK):
-        return f"{path}: cannot be read (permission denied)"
-    problem = ca_certificates_problem(path)
-    return None if problem is None else f"{path}: {problem}"
-
-
-def ca_certificates_problem(path: str) -> str | None:
-    """Why the readable file ``path`` does not hold PEM certificates and nothing else
-    (``None``: it does), read up to :data:`MAX_CA_FILE_BYTES`. gRPC took anything: a private
-    key printed its own log lines, then ``Failed to create security handshaker``; an empty
-    file trusted the system's CAs."""
-    with open(path, "rb") as f:
-        data = f.read(MAX_CA_FILE_BYTES + 1)
-    if not data:
-        return "is empty"
-    if len(data) > MAX_CA_FILE_BYTES:
-        return f"is over {MAX_CA_FILE_BYTES:,} bytes, too big for CA certificates"
-    if _PRIVATE_KEY.search(data):
-        if _CERTIFICATE not in data:
-            return "holds a private key, not a certificate (give the CA's certificate, e.g. ca.pem)"
-        return (
-            "holds a private key besides a certificate (keep only the certificate: the file "
-            "goes to every device)"
-        )
-    if _CERTIFICATE not in data:
-        return "holds no PEM certificate (no '-----BEGIN CERTIFICATE-----' line)"
-    try:
-        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=path)
-    except ssl.SSLError:  # its reason is OpenSSL's "[X509] PEM lib"
-        return "holds a '-----BEGIN CERTIFICATE-----' block that does not parse as a certificate"
-    return None
-
-
-def ca_file(text: str) -> str:
-    """A ``--tls-ca`` file: :func:`ca_file_problem`."""
-    if (problem := ca_file_problem(text)) is not None:
-        raise argparse.ArgumentTypeError(problem)
-    return text

@@ -54,7 +54,7 @@ TLS_HINTS: tuple[tuple[str, str], ...] = (
     ("CERTIFICATE_VERIFY_FAILED", "the server's certificate does not verify against the "
      "--tls-ca CA, for the reason just given"),
     ("Hostname Verification Check failed", "the server's certificate does not name the "
-     "host in --server (bench serve: nor its --tls-server-name)"),
+     "host in --server: give the name it holds with --tls-server-name"),
     ("WRONG_VERSION_NUMBER", "the server does not speak TLS: drop --tls-ca, or serve with "
      "--tls-cert and --tls-key"),
 )  # fmt: skip

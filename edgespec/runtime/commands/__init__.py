@@ -14,6 +14,8 @@
   session closes held against a second Ctrl-C, the prompt and ``--max-new-tokens`` checked
   against the target's context before the draft loads, ``--compare``'s speed-up and the
   server's numerics it is over;
+* :mod:`.server_access_arguments` — ``--auth-token``, ``--tls-ca`` and ``--tls-server-name``,
+  shared by ``edgespec draft`` and ``edgespec drafting-server``;
 * :mod:`.link_arguments` — ``edgespec draft``'s emulated-link flags (``--link-*``), checked
   as the link checks them;
 * :mod:`.stop_arguments` — ``--stop-predictor`` / ``--stop-threshold``, shared by ``edgespec

@@ -21,10 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.argument_types import (
-    ca_file,
     positive_int,
     seed_int,
-    server_address,
     synthetic_hidden,
     synthetic_layers,
     torch_threads,
@@ -44,6 +42,7 @@ from edgespec.runtime.loadgen.spec import (
     parse_modes,
     parse_slo_mix,
 )
+from edgespec.server_access_types import ca_file, server_address, tls_server_name
 
 if TYPE_CHECKING:
     from edgespec.runtime.loadgen.report import LoadReport
@@ -76,8 +75,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     where.add_argument("--auth-token", help="--server's bearer token (default: none)")
     where.add_argument("--tls-ca", type=ca_file, metavar="PEM",
                        help="--server's CA (default: plaintext)")  # fmt: skip
-    where.add_argument("--tls-server-name", help="the name in its certificate, when the "
-                       "address is not it (default: the address)")  # fmt: skip
+    where.add_argument("--tls-server-name", type=tls_server_name, metavar="NAME",
+                       help="the name in its certificate, when the address is not it "
+                       "(default: the address)")  # fmt: skip
     where.add_argument("--metrics-url", help="its Prometheus page, e.g. http://HOST:9100/metrics")
     where.add_argument(
         "--target", help="model the bench's own server serves: 'synthetic' "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from edgespec.argument_types import ca_file, positive_int, seed_int, token_ids
+from edgespec.argument_types import positive_int, seed_int, token_ids
 from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.output_paths import output_file
 from edgespec.runtime.commands.link_arguments import (
@@ -14,6 +14,7 @@ from edgespec.runtime.commands.link_arguments import (
     add_link_arguments,
     link_overrides,
 )
+from edgespec.runtime.commands.server_access_arguments import add_server_access_arguments
 from edgespec.runtime.commands.stop_arguments import add_stop_arguments
 from edgespec.runtime.edge.draft_backends import DRAFT_BACKENDS
 
@@ -91,16 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
     )
-    parser.add_argument(
-        "--auth-token", help="token the server accepts (one of its --auth-token; default: none)"
-    )
-    parser.add_argument(
-        "--tls-ca",
-        type=ca_file,
-        metavar="PEM",
-        help="connect over TLS, verifying the server with this CA certificate file (the "
-        "server's own certificate when self-signed; default: plaintext)",
-    )
+    add_server_access_arguments(parser)
     parser.add_argument(
         "--max-message-bytes",
         type=positive_int,
@@ -230,7 +222,7 @@ def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _PLAIN_FLAGS = ("draft", "max_new_tokens", "temperature", "auth_token", "tls_ca",
-                "max_message_bytes", "request_timeout_s", "max_reconnects",
+                "tls_server_name", "max_message_bytes", "request_timeout_s", "max_reconnects",
                 "progress_timeout_s", "retry_timeout_s", "tree", "tree_min_prob",
                 "tree_max_nodes", "threshold", "upload", "channel_uplink_mbps", "channel_per",
                 "channel_rtt_ms")  # fmt: skip

@@ -59,6 +59,7 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
     placement = device_placement(args)  # a GPU this machine lacks: before the server
     close_s = min(CLOSE_TIMEOUT_S, args.timeout_s)
     verifier = RemoteVerifier(args.server, args.auth_token, args.tls_ca, args.timeout_s,
+                              tls_server_name=args.tls_server_name,
                               close_timeout_s=close_s)  # fmt: skip
     limit = verifier.max_draft_tokens()  # reaches the server before anything loads
     if limit is not None and args.gamma is not None and args.gamma > limit:

@@ -8,11 +8,16 @@ import math
 import os
 import secrets
 
-from edgespec.argument_types import ca_file, server_address, token_ids
+from edgespec.argument_types import token_ids
 from edgespec.arguments import add_device_arguments, add_threads_and_cpus, add_verbose
 from edgespec.core.wire_limits import UINT32_LIMIT
 from edgespec.datasets.prompts import PROMPT_SETS
 from edgespec.output_paths import output_file
+from edgespec.runtime.commands.server_access_arguments import (
+    add_server_access_arguments,
+    check_tls_name,
+)
+from edgespec.server_access_types import server_address
 
 MAX_TIMEOUT_S = 86_400.0
 """The longest ``--timeout-s`` (a day)."""
@@ -118,10 +123,7 @@ def _add_schedule(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_connection(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--auth-token", help="token the server accepts (default: none)")
-    parser.add_argument(
-        "--tls-ca", type=ca_file, metavar="PEM", help="connect over TLS with this CA file"
-    )
+    add_server_access_arguments(parser)
     parser.add_argument(
         "--timeout-s",
         type=float,
@@ -155,6 +157,7 @@ def check_flags(args: argparse.Namespace) -> None:
     if args.num_sessions is None:
         args.num_sessions = len(args.prompt_ids) if args.prompt_ids else DEFAULT_SESSIONS
     _check_plan_flags(args)
+    check_tls_name(args)
     for name in ("num_sessions", "batch_size", "gamma", "max_new_tokens"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ConfigError(name, f"must be >= 1, got {getattr(args, name)}")

@@ -2,6 +2,8 @@
 
 * :mod:`.config` — ``DrafterConfig`` (``edgespec draft``, its OpenAI endpoint): the edge's
   frozen, validated configuration;
+* :mod:`.config_access` — its servers' addresses, CA, TLS server name and routing policy,
+  checked as it is built;
 * :mod:`.drafter` — the loop ``generate(verifier, drafter, prompt, sampling, options,
   window)``: distributed rounds and fused runs, when to reconnect, ``RoundRecord`` /
   ``RequestRecord``;

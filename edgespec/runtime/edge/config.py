@@ -7,13 +7,10 @@ import dataclasses
 import math
 from typing import TYPE_CHECKING, Literal
 
-from edgespec.argument_types import ca_file_problem, server_address_problem
 from edgespec.config import ConfigError, PolicySpec
 from edgespec.core.link_delay import link_setting_problem
 from edgespec.core.tree import parse_branching
 from edgespec.core.wire_limits import SEED_LIMIT, UINT32_LIMIT, wire_float_problem
-from edgespec.errors import did_you_mean
-from edgespec.policies.registry import ROUTING
 from edgespec.policies.semantic.agreement import (
     BUNDLED_DRAFT_PREFIX,
     load_agreement,
@@ -21,6 +18,7 @@ from edgespec.policies.semantic.agreement import (
 )
 from edgespec.policies.semantic.csi import MAX_RTT_S
 from edgespec.policies.semantic.head import THRESHOLD_STEPS
+from edgespec.runtime.edge.config_access import check_server_access
 from edgespec.runtime.edge.session_ids import config_client_id_problem
 
 if TYPE_CHECKING:
@@ -61,6 +59,8 @@ class DrafterConfig:
     client_id: str = "edge-0"
     auth_token: str | None = None
     tls_ca: str | None = None
+    # the name the servers' TLS certificates hold, when their addresses are not it (an IP)
+    tls_server_name: str | None = None
     request_timeout_s: float = 30.0
     # a request gives up after this many reconnects (or replays) in a row, or seconds,
     # without a committed token (edgespec.runtime.edge.progress)
@@ -137,22 +137,8 @@ class DrafterConfig:
             raise ConfigError("tree_max_nodes", f"must be >= 1, got {self.tree_max_nodes}")
         if not 0.0 <= self.tree_min_prob < 1.0:
             raise ConfigError("tree_min_prob", f"must be in [0, 1), got {self.tree_min_prob}")
-        self._validate_servers()
+        check_server_access(self.servers, self.tls_ca, self.tls_server_name, self.routing.name)
         self._validate_semantic()
-
-    def _validate_servers(self) -> None:
-        """The servers' addresses, the CA that secures them, the routing among them."""
-        for address in self.servers:
-            if (problem := server_address_problem(address)) is not None:
-                raise ConfigError("server", problem)
-        if self.tls_ca is not None and (problem := ca_file_problem(self.tls_ca)):
-            raise ConfigError("tls_ca", problem)
-        if self.routing.name not in ROUTING:
-            raise ConfigError(
-                "routing.name",
-                f"unknown routing policy {self.routing.name!r}; known: {sorted(ROUTING)}"
-                + did_you_mean(self.routing.name, ROUTING),
-            )
 
     def _validate_sampling(self) -> None:
         if self.max_new_tokens < 1:

@@ -1,6 +1,6 @@
 """The gRPC clients of an edge drafter's verification servers (``edgespec draft`` and its
-OpenAI endpoint alike), made from its ``DrafterConfig``: each with its token, CA, request
-timeout and message limit, and a close of at most :data:`CLOSE_TIMEOUT_S`."""
+OpenAI endpoint alike), made from its ``DrafterConfig``: each with its token, CA, TLS server
+name, request timeout and message limit, and a close of at most :data:`CLOSE_TIMEOUT_S`."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ def close_timeout_s(request_timeout_s: float) -> float:
 
 def drafter_clients(config: Any) -> tuple[RemoteVerifier, ...]:
     """A client of each server ``config`` (a ``DrafterConfig``) names, with its token, CA,
-    request timeout, message limit and :func:`close_timeout_s`."""
+    TLS server name, request timeout, message limit and :func:`close_timeout_s`."""
     close_s = close_timeout_s(config.request_timeout_s)
     # the class looked up as each client is made (a test may stand a fake in), its settings
-    # in order: the token, the CA, the timeout, the message limit, no TLS name, the close's
+    # in order: the token, the CA, the timeout, the message limit, the TLS name, the close's
     settings = (config.auth_token, config.tls_ca, config.request_timeout_s,
-                config.max_message_bytes, None, close_s)  # fmt: skip
+                config.max_message_bytes, config.tls_server_name, close_s)  # fmt: skip
     return tuple(grpc_client.RemoteVerifier(address, *settings) for address in config.servers)

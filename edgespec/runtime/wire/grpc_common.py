@@ -15,8 +15,8 @@ from typing import Any
 
 import grpc
 
-from edgespec.argument_types import MAX_CA_FILE_BYTES, ca_file_problem
 from edgespec.runtime.errors import ErrorCode
+from edgespec.server_access_types import MAX_CA_FILE_BYTES, ca_file_problem
 
 # generated gRPC stubs (see proto/edgespec.proto); untyped, hence Any
 pb_grpc: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2_grpc")
@@ -66,7 +66,7 @@ def client_channel(
     """A client channel to ``address``: plaintext, or TLS trusting the CA certificates in the
     file ``tls_ca`` and, when given, taking ``tls_server_name`` as the name the server's
     certificate holds. ``ValueError`` unless ``tls_ca`` holds PEM certificates
-    (:func:`edgespec.argument_types.ca_file_problem`; the commands check it as their
+    (:func:`edgespec.server_access_types.ca_file_problem`; the commands check it as their
     flags are parsed): gRPC took any file, printed its own log lines for a key, and trusted
     the system's CAs for an empty one."""
     options: list[tuple[str, Any]] = [*client_channel_options(max_message_bytes)]

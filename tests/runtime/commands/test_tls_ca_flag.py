@@ -7,7 +7,7 @@ command ran: ``edgespec drafting-server: [Errno 2] No such file or directory:
 (``Could not load any root certificate``), then ``UNAVAILABLE: ... Failed to create security
 handshaker`` with a hint to start a server; an empty file trusted the system's CAs. ``draft``'s
 config file's ``tls_ca`` is held to the same rule
-(:func:`edgespec.argument_types.ca_file_problem`)."""
+(:func:`edgespec.server_access_types.ca_file_problem`)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from edgespec.argument_types import MAX_CA_FILE_BYTES
 from edgespec.cli import main
 from edgespec.config import ConfigError, from_dict
 from edgespec.runtime.edge.config import DrafterConfig
+from edgespec.server_access_types import MAX_CA_FILE_BYTES
 from tests.runtime.tls_certs import make_ca
 
 COMMANDS = {
