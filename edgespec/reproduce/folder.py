@@ -102,13 +102,16 @@ def _listed(out: Path, declared: Mapping[str, Sequence[str]]) -> list[str]:
 
 
 @contextmanager
-def incomplete_run_removed(out: Path, files: Sequence[str]) -> Iterator[Path]:
+def incomplete_run_removed(
+    out: Path, files: Sequence[str], results: str = "results.json"
+) -> Iterator[Path]:
     """Make ``out`` for a reproduction's run (:func:`~edgespec.sim.run_folder.made_run_folder`)
-    and, when the body raises (an error, Ctrl-C) before the run's results.json is written,
-    remove the files of ``files`` (the paper's declared names or glob patterns, relative to
+    and, when the body raises (an error, Ctrl-C, SIGTERM) before the run's ``results`` file
+    (a name in ``out``: results.json, or a command's ``--out`` report) is written, remove
+    the files of ``files`` (the paper's declared names or glob patterns, relative to
     ``out``) that were not there before, then the subfolders and the folders made here
     that this leaves empty: an incomplete run leaves nothing that a rerun to the same
-    ``--out`` would refuse as a run. From results.json on, a failure keeps the runs (the
+    ``--out`` would refuse as a run. From ``results`` on, a failure keeps the runs (the
     rows can be rebuilt from them)."""
     before = _matching(out, files)
     with made_run_folder(out):
@@ -116,7 +119,7 @@ def incomplete_run_removed(out: Path, files: Sequence[str]) -> Iterator[Path]:
             yield out
         except BaseException:
             written = sorted(_matching(out, files) - before)
-            if out / "results.json" not in written:
+            if out / results not in written:
                 for path in written:
                     path.unlink(missing_ok=True)
                 folders = {p.parent for p in written if p.parent != out}

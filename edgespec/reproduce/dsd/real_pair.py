@@ -11,12 +11,16 @@ emulated link of each ``--rtt-ms``, once per window policy, back to back. It rep
 output equals target-only greedy decoding (the server's own fused baseline is not used:
 target-only outputs come from ``edgespec trace``-style in-process decoding). Results go to
 ``--out`` as JSON; the server (on ``--port``, else a free port) writes its output beside it
-(:func:`server_log_path`), and one that does not come up is an error quoting that log.
+(:func:`server_log_path`), and one that does not come up is an error quoting that log. A
+run stopped before ``--out`` is written (an error, Ctrl-C, SIGTERM) stops the server and
+removes the folder it made for ``--out`` unless the log is in it (the log stays, to say
+what happened).
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.datasets.prompts import load_prompts
     from edgespec.models.loading import load_model
+    from edgespec.reproduce.folder import incomplete_run_removed
     from edgespec.runtime.backends.mask_check_cache import checked_target
     from edgespec.runtime.edge.draft_backends import make_drafter
     from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
@@ -173,23 +178,24 @@ def run(args: argparse.Namespace) -> int:
     del target, loaded
     serve = ["--target", args.target, "--draft", args.draft, "--window", "awc",
              "--fused-rounds", args.fused_rounds, "--threads", str(args.threads)]  # fmt: skip
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     log = server_log_path(args.out)
-    log.unlink(missing_ok=True)  # this run's output only
-    server = ServerProcess(serve, args.port or free_port(), log)
+    written = [glob.escape(args.out.name)]
     cells = []
-    try:
-        server.start(300.0)
-        drafter = make_drafter(args.draft, draft.model, target_vocab(server.address))
-        for rtt in rtts:
-            for window in windows:
-                cell = run_cell(server.address, drafter, prompts, references, rtt, window,
-                                args.max_new_tokens, seed=0)  # fmt: skip
-                cells.append(cell)
-                print(json.dumps(_row(cell)), flush=True)
-    finally:
-        server.stop()
-    write_text_atomically(args.out, json.dumps([_row(c) for c in cells], indent=1) + "\n")
+    with incomplete_run_removed(args.out.parent, written, args.out.name):  # or it leaves none
+        log.unlink(missing_ok=True)  # this run's output only
+        server = ServerProcess(serve, args.port or free_port(), log)
+        try:
+            server.start(300.0)
+            drafter = make_drafter(args.draft, draft.model, target_vocab(server.address))
+            for rtt in rtts:
+                for window in windows:
+                    cell = run_cell(server.address, drafter, prompts, references, rtt, window,
+                                    args.max_new_tokens, seed=0)  # fmt: skip
+                    cells.append(cell)
+                    print(json.dumps(_row(cell)), flush=True)
+        finally:
+            server.stop()
+        write_text_atomically(args.out, json.dumps([_row(c) for c in cells], indent=1) + "\n")
     return 0 if all(c.lossless for c in cells) else 1
 
 

@@ -13,12 +13,13 @@ from edgespec.output_paths import write_text_atomically
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run W1–W10, write the run folder, print the table (and what a quick run leaves
-    out); returns the rows."""
+    out); returns the rows. A run stopped before results.json leaves nothing in ``out``."""
     from edgespec.learn.stop.report import study_markdown
     from edgespec.metrics.plots import plot_violation_attribution
     from edgespec.profiling.run import cpu_name
     from edgespec.profiling.samples import load_samples
-    from edgespec.reproduce.folder import results_text
+    from edgespec.reproduce.command import PAPERS
+    from edgespec.reproduce.folder import incomplete_run_removed, results_text
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.report_file import sensitivities_markdown, write_report
     from edgespec.reproduce.wisp.curve_claims import all_rows, operating_choice
@@ -47,9 +48,10 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
     from edgespec.sweeps.executor import make_executor
 
     plan = Plan.quick() if quick else Plan.full()
-    out.mkdir(parents=True, exist_ok=True)
-    results, scenario_files = run_wisp(plan, make_executor(workers), out / "scenarios", progress)
-    write_text_atomically(out / "results.json", results_text("wisp", results_dict(results)))
+    with incomplete_run_removed(out, PAPERS["wisp"].files):  # a stopped run leaves nothing
+        executor = make_executor(workers)
+        results, scenario_files = run_wisp(plan, executor, out / "scenarios", progress)
+        write_text_atomically(out / "results.json", results_text("wisp", results_dict(results)))
     rule = LATE_RULE
     predictor_plan = PredictorPlan.quick() if quick else PredictorPlan.full()
     predictor = run_predictor_claims(predictor_plan, rule)

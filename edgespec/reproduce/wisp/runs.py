@@ -143,10 +143,11 @@ def capacity_jobs(plan: Plan, rule: LateRule) -> list[CapacityJob]:
     ]
 
 
-def mixed(plan: Plan, system: str, devices: int) -> dict[str, Any]:
-    """``system``'s mixed-class scenario with ``devices`` devices (Qwen3-32B), recording
-    rounds: its committed goodput is counted."""
-    return scenario(plan.setup, system, devices=devices, slo_mix=MIXED, record_rounds=True)
+def mixed(plan: Plan, system: str, devices: int, record_rounds: bool = False) -> dict[str, Any]:
+    """``system``'s mixed-class scenario with ``devices`` devices (Qwen3-32B); its committed
+    goodput is counted with or without round records (docs/METRICS.md), which only
+    ``record_rounds`` keeps (W5's attribution reads them)."""
+    return scenario(plan.setup, system, devices=devices, slo_mix=MIXED, record_rounds=record_rounds)
 
 
 def curve_jobs(plan: Plan, rule: LateRule) -> list[tuple[str, int, RunJob]]:
@@ -181,7 +182,7 @@ def at_operating_point(
     if point is None:
         return res
     n = point.devices
-    data = mixed(plan, "wisp", n)
+    data = mixed(plan, "wisp", n, record_rounds=True)
     files.append(write_scenario(folder, f"attribution-wisp-{n}", named(data, rule)))
     kept = simulate_rule(data, rule)
     wisp = summarize(kept.requests, kept.batches, kept.duration_s, kept.num_servers, kept.rounds)

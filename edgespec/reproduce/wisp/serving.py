@@ -10,15 +10,19 @@ output is identical in every system (lossless). Each server writes its round log
 (``--round-log``, next to ``--out``: ``NAME-SYSTEM-rounds.jsonl``) and its output
 (``NAME-SYSTEM-server.log``), and the report gives WISP's Eq. 21 attribution of the rounds
 that missed their deadlines (:func:`attribution_summary`). Results go to ``--out`` as JSON.
+A run stopped before it (an error, Ctrl-C, SIGTERM) ends its server and clients and removes
+the round logs it wrote (:func:`written_files`); the servers' logs stay, to say what
+happened (they block no rerun: ``--out`` is a file, replaced).
 
 It fails fast, in one line: a ``--profile`` WISP's server would refuse, or ``--prompts``
 beyond GSM8K's test split, before anything loads; a server that exits before it answers,
-with its log's last line and path; a client that fails (or dies), naming it and its error.
+with its log's last lines and path; a client that fails (or dies), naming it and its error.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import time
 from pathlib import Path
@@ -52,6 +56,15 @@ def round_log_path(out: Path, system: str) -> Path:
 def server_log_path(out: Path, system: str) -> Path:
     """Where ``system``'s server output (stdout and stderr) goes, next to the report."""
     return out.with_name(f"{out.stem}-{system}-server.log")
+
+
+def written_files(out: Path) -> list[str]:
+    """What a run writes beside the report ``out`` (its name too) that a run stopped before
+    the report removes again (:func:`~edgespec.reproduce.folder.incomplete_run_removed`),
+    as patterns relative to its folder: the report and the round logs, not the servers'
+    logs."""
+    paths = [out, *(round_log_path(out, s) for s in SYSTEMS)]
+    return [glob.escape(path.name) for path in paths]
 
 
 def attribution_summary(path: Path) -> dict[str, Any]:
@@ -183,6 +196,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from edgespec.datasets.prompts import load_prompts
     from edgespec.models.loading import load_tokenizer
+    from edgespec.reproduce.folder import incomplete_run_removed
 
     classes = class_targets(args.classes)
     check_profile(args.profile)
@@ -203,17 +217,17 @@ def run(args: argparse.Namespace) -> int:
     }
     outputs: dict[int, list[int]] = {}
     lossless = True
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    for name in SYSTEMS:
-        rows = run_system(name, args, prompts)
-        for r in rows:
-            if outputs.setdefault(r["prompt"], r["tokens"]) != r["tokens"]:
-                lossless = False
-        report[name] = system_summary(rows, classes, args.seconds)
-        report[name]["attribution"] = attribution_summary(round_log_path(args.out, name))
-        print(name, json.dumps(report[name]), flush=True)
-    report["identical_outputs_across_systems"] = lossless
-    report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
-    write_text_atomically(args.out, json.dumps(report, indent=2) + "\n")
+    with incomplete_run_removed(args.out.parent, written_files(args.out), args.out.name):
+        for name in SYSTEMS:
+            rows = run_system(name, args, prompts)
+            for r in rows:
+                if outputs.setdefault(r["prompt"], r["tokens"]) != r["tokens"]:
+                    lossless = False
+            report[name] = system_summary(rows, classes, args.seconds)
+            report[name]["attribution"] = attribution_summary(round_log_path(args.out, name))
+            print(name, json.dumps(report[name]), flush=True)
+        report["identical_outputs_across_systems"] = lossless
+        report["finished"] = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+        write_text_atomically(args.out, json.dumps(report, indent=2) + "\n")
     print("identical outputs across systems:", lossless)
     return 0

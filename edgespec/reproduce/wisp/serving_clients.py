@@ -210,9 +210,9 @@ def run_clients(plan: ClientPlan, clients: int) -> list[dict[str, Any]]:
     out: Any = context.Queue()
     start = start_line(context)
     workers = [context.Process(target=client, args=(plan, i, out, start)) for i in range(clients)]
-    for w in workers:
-        w.start()
     try:
+        for w in workers:  # a stop while they start ends those started
+            w.start()
         until = start_together(start, out, workers, plan.classes, plan.seconds)
         rows = collect(out, workers, plan.classes, until + HANG_GRACE_S)
     except BaseException:  # the others would run on to ``until`` for nothing
@@ -222,5 +222,6 @@ def run_clients(plan: ClientPlan, clients: int) -> list[dict[str, Any]]:
         raise
     finally:
         for w in workers:
-            w.join()
+            if w.pid is not None:  # started
+                w.join()
     return rows

@@ -189,13 +189,12 @@ def _runs(
     MLP at Fig. 1's speed, then OFF and ON on the ``implied`` device profile."""
 
     def wisp(system: str, profile: str | None = None) -> dict[str, Any]:
-        return scenario(setup, system, devices=n, slo_mix=MIXED, record_rounds=True,
-                        device_profile=profile)  # fmt: skip
+        return scenario(setup, system, devices=n, slo_mix=MIXED, device_profile=profile)
 
     return {
         "off": wisp("wisp-np"),
         "on": wisp("wisp"),
-        "on-measured": predictor_scenario(setup, n, point, record_rounds=True),
+        "on-measured": predictor_scenario(setup, n, point),
         "implied-off": wisp("wisp-np", implied),
         "implied-on": wisp("wisp", implied),
     }

@@ -11,10 +11,12 @@ from edgespec.output_paths import write_text_atomically
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run the cells, write REPORT.md and results.json, print the table (and what a quick
-    run leaves out); returns the rows.
+    run leaves out); returns the rows. A run stopped before results.json leaves nothing
+    in ``out``.
     Stops with a :class:`~edgespec.errors.UserInputError` naming `edgespec train wisv`
     when the decision head's reject-share table is missing."""
-    from edgespec.reproduce.folder import results_text
+    from edgespec.reproduce.command import PAPERS
+    from edgespec.reproduce.folder import incomplete_run_removed, results_text
     from edgespec.reproduce.printed import print_claims
     from edgespec.reproduce.report_file import write_report
     from edgespec.reproduce.wisv.claims import all_rows
@@ -24,9 +26,10 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
 
     tables = Tables.find()  # before anything is written
     plan = WisvPlan.quick_plan() if quick else WisvPlan.full()
-    out.mkdir(parents=True, exist_ok=True)
-    results, files = run_wisv(plan, make_executor(workers), out / "scenarios", progress, tables)
-    write_text_atomically(out / "results.json", results_text("wisv", results_dict(results)))
+    with incomplete_run_removed(out, PAPERS["wisv"].files):  # a stopped run leaves nothing
+        executor = make_executor(workers)
+        results, files = run_wisv(plan, executor, out / "scenarios", progress, tables)
+        write_text_atomically(out / "results.json", results_text("wisv", results_dict(results)))
     files.append("results.json")
     rows = all_rows(results)  # after results.json: a failure keeps the runs
     title = "WISV (seed 003) reproduced" + (" — quick" if quick else "")
