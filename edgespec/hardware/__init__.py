@@ -12,4 +12,6 @@ from them.
 * :mod:`.drafting_server` — the drafting server's cost inputs (Zhu et al.);
 * :mod:`.drafting_plan` — the system and planner part of a ``pipeline:`` scenario, and the
   costs, planner and checked plan both hosts build from it.
+* :mod:`.scenario_system` — which simulator a scenario is for (its ``system:`` key), read
+  alike by ``edgespec sim`` and ``edgespec drafting-server --plan``.
 """

@@ -11,10 +11,10 @@ got 0``), from a file also its ``file:line``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from edgespec.config import (
     ConfigError,
@@ -27,7 +27,8 @@ from edgespec.config import (
     read_yaml_file,
 )
 from edgespec.core.wireless import WirelessCell
-from edgespec.hardware.drafting_server import GB, zhu_stage
+from edgespec.hardware.drafting_server import GB, StageRole, zhu_stage
+from edgespec.hardware.scenario_system import system_of
 from edgespec.policies.contracts import policy_name
 from edgespec.policies.drafting_contract import check_plan
 from edgespec.policies.drafting_server.costs import PipelineCosts
@@ -155,10 +156,12 @@ def _check_planner_used(planner: PlannerConfig) -> None:
 
 def load_planning(path: str | Path) -> PipelineSystem:
     """The system and planner of the ``pipeline:`` scenario file ``path`` (the simulator's
-    form; its :data:`SIMULATOR_SECTIONS` are the simulator's and not read here), checked;
-    an error at a field the file gives starts with ``file:line``."""
+    form, ``system: drafting_server`` as ``edgespec sim`` asks; its
+    :data:`SIMULATOR_SECTIONS` are the simulator's and not read here), checked; an error
+    at a field the file gives starts with ``file:line``."""
     file = read_yaml_file(path)
     with located_in(file):
+        _check_system(file.path, file.data)
         section = file.data.get("pipeline")
         if section is None:
             raise ConfigFileError(
@@ -172,15 +175,29 @@ def load_planning(path: str | Path) -> PipelineSystem:
     return cfg
 
 
+def _check_system(path: Path, data: Mapping[str, Any]) -> None:
+    """``edgespec sim``'s rule (:func:`~edgespec.hardware.scenario_system.system_of`): a
+    ``pipeline:`` section needs ``system: drafting_server``; without a ``system:`` line to
+    point at, the error names the file."""
+    try:
+        system_of(data)
+    except ConfigError as exc:
+        if "system" in data:
+            raise
+        raise ConfigFileError(str(path), str(exc)) from None
+
+
 def build_costs(cfg: PipelineSystem) -> PipelineCosts:
-    """:class:`PipelineCosts` from the scenario's zhu profiles, Γ_s (GB) and α."""
+    """:class:`PipelineCosts` from the scenario's zhu profiles (each over Zhu's printed
+    FLOPs, of its stage's role: :func:`zhu_stage`), Γ_s (GB) and α."""
     stages = []
-    for where, profile in (
-        ("pipeline.draft_profile", cfg.draft_profile),
-        ("pipeline.verify_profile", cfg.verify_profile),
-    ):
+    roles: tuple[tuple[str, str, StageRole], ...] = (
+        ("pipeline.draft_profile", cfg.draft_profile, "draft"),
+        ("pipeline.verify_profile", cfg.verify_profile, "target"),
+    )
+    for where, profile, role in roles:
         try:
-            stages.append(zhu_stage(profile))
+            stages.append(zhu_stage(profile, role))
         except ConfigError as exc:
             raise at_field(exc, where, profile) from exc
     (draft, draft_stage), (verify, verify_stage) = stages

@@ -7,6 +7,8 @@ cost models fitted to it and written as the simulator's profiles (docs/PROFILE.m
 * :mod:`.measure` — the grid of batch configurations, timed through the runtime's engine;
 * :mod:`.draft` — the drafter's propose calls timed, and its FLOPs;
 * :mod:`.fit` — least-squares fits of Eq. 19 and Eq. 17, held-out metrics, intervals;
+* :mod:`.pair_fit` — a run's target and drafter samples fitted: Eq. 19, and Eq. 17 over
+  the architecture's and Zhu's printed FLOPs;
 * :mod:`.run` — measure and fit a pair, write its profile files and report;
 * :mod:`.profile_yaml` — the text of one profile file: its header, what it is and measured;
 * :mod:`.quality` — when a fit is too poor to use as it is, and the warning then;

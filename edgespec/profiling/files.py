@@ -18,10 +18,14 @@ class ProfileFiles:
     """``NAME.yaml``: the target's Eq. 19 (``kind: wisp``) profile."""
     target_zhu: Path
     """``NAME-zhu.yaml``: the target's Eq. 17 fit, when the target is a model preset."""
+    target_zhu_printed: Path
+    """``NAME-zhu-printed.yaml``: the same fit over Zhu's printed FLOPs (a pipeline's)."""
     draft: Path
     """``NAME-draft.yaml``: the drafter's Eq. 19 profile, per pass."""
     draft_zhu: Path
     """``NAME-draft-zhu.yaml``: the drafter's Eq. 17 fit, when the draft is a preset."""
+    draft_zhu_printed: Path
+    """``NAME-draft-zhu-printed.yaml``: the same fit over Zhu's printed FLOPs."""
     report: Path
     """``NAME-report.json``: every sample and fit."""
     samples: Path
@@ -31,7 +35,15 @@ class ProfileFiles:
     def finished(self) -> tuple[Path, ...]:
         """What a finished profile may consist of (the checkpoint is not one of them), in
         the order :func:`edgespec.profiling.run.write_profiles` writes them."""
-        return (self.target, self.target_zhu, self.draft, self.draft_zhu, self.report)
+        return (
+            self.target,
+            self.target_zhu,
+            self.target_zhu_printed,
+            self.draft,
+            self.draft_zhu,
+            self.draft_zhu_printed,
+            self.report,
+        )
 
 
 def profile_files(target: Path) -> ProfileFiles:
@@ -44,8 +56,10 @@ def profile_files(target: Path) -> ProfileFiles:
     return ProfileFiles(
         target=target,
         target_zhu=sibling("zhu", target.suffix),
+        target_zhu_printed=sibling("zhu-printed", target.suffix),
         draft=sibling("draft", target.suffix),
         draft_zhu=sibling("draft-zhu", target.suffix),
+        draft_zhu_printed=sibling("draft-zhu-printed", target.suffix),
         report=sibling("report", ".json"),
         samples=sibling("samples", ".jsonl"),
     )

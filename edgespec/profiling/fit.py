@@ -18,7 +18,8 @@ written; :attr:`LinearFit.clipped` names the terms fixed at 0.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -109,6 +110,20 @@ class LinearFit:
 
     def as_dict(self) -> dict[str, float]:
         return dict(zip(self.names, self.values, strict=True))
+
+    def as_json(self) -> dict[str, Any]:
+        """The fit as a profile report gives it: coefficients, terms clipped to 0,
+        intervals, and both splits' metrics."""
+        return {
+            "coefficients": self.as_dict(),
+            "clipped_to_0": list(self.clipped),
+            "intervals_95": dict(zip(self.names, self.intervals, strict=True)),
+            "train": asdict(self.train),
+            "test": asdict(self.test),
+            "test_intervals_95": dict(
+                zip(("r2", "mae_s", "mape_pct"), self.test_intervals, strict=True)
+            ),
+        }
 
 
 def split_indices(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgespec.config import dump_yaml
+from edgespec.hardware.cost_models import ZhuFlops
 from edgespec.models.registry import recorded_name
 from edgespec.profiling.fit import LinearFit, wisp_coefficients
 
@@ -36,7 +37,8 @@ class ProfileOrigin:
 @dataclass(frozen=True, slots=True)
 class ProfileFile:
     """One profile file's content: whose (``role`` ``target`` or ``draft``, ``model``),
-    which fit (``kind`` ``wisp`` or ``zhu``), by what clock, over what range."""
+    which fit (``kind`` ``wisp`` or ``zhu``, a zhu one over which ``flops``), by what
+    clock, over what range."""
 
     role: str
     model: str
@@ -45,6 +47,8 @@ class ProfileFile:
     clock: str
     measured: MeasuredRange | None
     """``None``: no timed pass to say it of."""
+    flops: ZhuFlops = "architecture"
+    """A zhu fit's FLOPs: :meth:`ModelArchitecture.flops`, or Zhu's printed Eqs. 13-14."""
 
 
 def target_range(entries: Sequence[Sequence[tuple[int, int]]]) -> MeasuredRange | None:
@@ -67,11 +71,16 @@ def clipped_line(fit: LinearFit) -> str | None:
     )
 
 
+def _fit_name(profile: ProfileFile) -> str:
+    """``wisp``, or ``zhu`` and the FLOPs it is fitted against."""
+    return profile.kind if profile.kind == "wisp" else f"zhu, {profile.flops} FLOPs"
+
+
 def _header(profile: ProfileFile, origin: ProfileOrigin, role: str) -> str:
     fit = profile.fit
     t, iv = fit.test, fit.test_intervals
     lines = [
-        f"# {role} {profile.model} ({profile.kind}), measured by `edgespec profile` "
+        f"# {role} {profile.model} ({_fit_name(profile)}), measured by `edgespec profile` "
         f"on {origin.hardware}",
         f"# command: {origin.command}",
         f"# load average during the run: {' '.join(f'{x:.2f}' for x in origin.load_average)}",
@@ -90,8 +99,9 @@ def _header(profile: ProfileFile, origin: ProfileOrigin, role: str) -> str:
 def profile_text(profile: ProfileFile, origin: ProfileOrigin) -> str:
     """The file: the header comment, then its fields."""
     role = "drafter" if profile.role == "draft" else profile.role
+    what = f"{role} {profile.model}, {_fit_name(profile)}"
     data: dict[str, Any] = {
-        "source": f"edgespec profile ({role} {profile.model}, {profile.kind}; see comments)",
+        "source": f"edgespec profile ({what}; see comments)",
         "kind": profile.kind,
         "role": profile.role,
         "clock": profile.clock,
@@ -104,7 +114,7 @@ def profile_text(profile: ProfileFile, origin: ProfileOrigin) -> str:
     if profile.kind == "wisp":
         coeffs, _ = wisp_coefficients(profile.fit)
         data.update({name: getattr(coeffs, name) for name in profile.fit.names})
-    else:  # fitted against ModelArchitecture.flops, not Zhu's printed Eqs. 13-14
-        data["flops"] = "architecture"
+    else:
+        data["flops"] = profile.flops
         data.update({k: max(v, 0.0) for k, v in profile.fit.as_dict().items()})
     return _header(profile, origin, role) + dump_yaml(data, sort_keys=False)

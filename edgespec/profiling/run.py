@@ -8,10 +8,12 @@ sibling ends in ``.yml``: :func:`edgespec.profiling.files.profile_files` names t
 * ``NAME-zhu.yaml`` — ``kind: zhu``, the target's Eq. 17 fit, only when the target is a
   simulator model preset (a zhu profile names its preset; otherwise the coefficients are
   in the report only), with ``flops: architecture`` (fitted against
-  :meth:`ModelArchitecture.flops`, not Zhu's printed Eqs. 13–14);
+  :meth:`ModelArchitecture.flops`, not Zhu's printed Eqs. 13–14), and ``NAME-zhu-printed.yaml``,
+  the same samples fitted over Zhu's printed FLOPs (``flops: printed``, what a
+  ``pipeline:`` scenario's ``verify_profile`` takes);
 * ``NAME-draft.yaml`` — ``kind: wisp``, the drafter's cost per propose call summed over its
   passes (what the simulator's draft cost model is asked for), and ``NAME-draft-zhu.yaml``
-  when the draft is a preset model;
+  and ``NAME-draft-zhu-printed.yaml`` (a ``draft_profile``) when the draft is a preset;
 * ``NAME-report.json`` — every sample, every fit with its intervals and metrics.
 """
 
@@ -25,23 +27,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from edgespec.hardware.cost_models import ModelArchitecture, available
+from edgespec.hardware.cost_models import ZhuFlops, available
 from edgespec.hardware.profile_source import PROFILE_SUFFIXES
 from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.checkpoint import Checkpoint
-from edgespec.profiling.draft import DraftSample, measure_drafter, model_spec, per_token_s
+from edgespec.profiling.draft import measure_drafter, model_spec
 from edgespec.profiling.files import profile_files
-from edgespec.profiling.fit import (
-    WISP_TERMS,
-    ZHU_TERMS,
-    LinearFit,
-    fit_linear,
-    split_indices,
-    wisp_design,
-)
+from edgespec.profiling.fit import LinearFit
 from edgespec.profiling.measure import GridConfig, GridSpec, Sample, design_grid, measure_grid
+from edgespec.profiling.pair_fit import (
+    DraftProfile,
+    fit_draft,
+    fit_target,
+    fit_target_zhu,
+    median_runs,
+)
 from edgespec.profiling.profile_yaml import (
     MeasuredRange,
     ProfileFile,
@@ -51,16 +51,18 @@ from edgespec.profiling.profile_yaml import (
 )
 from edgespec.runtime.backends.base import TargetBackend
 
-
-@dataclass(frozen=True, slots=True)
-class DraftProfile:
-    """The drafter's measurements and fits (``zhu`` is None for a model-free drafter)."""
-
-    name: str
-    samples: tuple[DraftSample, ...]
-    wisp: LinearFit
-    zhu: LinearFit | None
-    per_token_s: float
+__all__ = [
+    "DraftProfile",
+    "ProfileResult",
+    "cpu_name",
+    "draft_range",
+    "fit_draft",
+    "fit_target",
+    "median_runs",
+    "profile_pair",
+    "write_profiles",
+]
+"""The fits are :mod:`edgespec.profiling.pair_fit`'s, importable from here too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,8 @@ class ProfileResult:
     load_average: tuple[float, float, float]
     clock: str = "wall"
     """What the target's timed passes measured (:attr:`GridSpec.clock`)."""
+    zhu_printed: LinearFit | None = None
+    """Eq. 17 over Zhu's printed FLOPs, from the same samples (``None``: not fitted)."""
 
 
 def cpu_name() -> str:
@@ -88,63 +92,6 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def _zhu_design(spec: ModelArchitecture, rows: Sequence[tuple[int, int, int]]) -> Any:
-    """[Σ FLOPs, passes] for rows of (N_linear, N_interactions, passes)."""
-    return np.array([[spec.flops(lin, inter), passes] for lin, inter, passes in rows])
-
-
-def median_runs(samples: Sequence[Sample]) -> list[Sample]:
-    """Per configuration, its median run (the lower median for an even count): one point
-    per configuration as in App. C, robust to a run slowed by another process."""
-    by_config: dict[int, list[Sample]] = {}
-    for s in samples:
-        by_config.setdefault(s.config_index, []).append(s)
-    out = []
-    for index in sorted(by_config):
-        runs = sorted(by_config[index], key=lambda s: s.time_s)
-        out.append(runs[(len(runs) - 1) // 2])
-    return out
-
-
-def fit_target(
-    samples: Sequence[Sample],
-    grid: Sequence[GridConfig],
-    spec: ModelArchitecture,
-    seed: int,
-    boot: int,
-) -> tuple[LinearFit, LinearFit]:
-    """WISP and Zhu fits on the training configurations' median runs, metrics on the
-    held-out configurations' median runs."""
-    points = median_runs(samples)
-    split = np.array([grid[s.config_index].split for s in points])
-    train, test = np.flatnonzero(split == "train"), np.flatnonzero(split == "test")
-    y = np.array([s.time_s for s in points])
-    shapes = [s.shape for s in points]
-    rng = np.random.default_rng(seed)
-    wisp = fit_linear(WISP_TERMS, wisp_design(shapes), y, train, test, rng, boot, True)
-    x_zhu = _zhu_design(spec, [(b.num_linear, b.num_interactions, 1) for b in shapes])
-    rng = np.random.default_rng(seed + 1)
-    zhu = fit_linear(ZHU_TERMS, x_zhu, y, train, test, rng, boot, nonnegative=True)
-    return wisp, zhu
-
-
-def fit_draft(
-    name: str, samples: Sequence[DraftSample], spec: ModelArchitecture | None, seed: int, boot: int
-) -> DraftProfile:
-    rng = np.random.default_rng(seed)
-    train, test = split_indices(len(samples), 0.3, rng)
-    y = np.array([s.time_s for s in samples])
-    x = wisp_design([s.shape for s in samples])
-    x[:, 3] = [s.num_passes for s in samples]  # c is per pass
-    wisp = fit_linear(WISP_TERMS, x, y, train, test, rng, boot, nonnegative=True)
-    zhu = None
-    if spec is not None:
-        rows = [(s.shape.num_linear, s.shape.num_interactions, s.num_passes) for s in samples]
-        x_zhu = _zhu_design(spec, rows)
-        zhu = fit_linear(ZHU_TERMS, x_zhu, y, train, test, rng, boot, nonnegative=True)
-    return DraftProfile(name, tuple(samples), wisp, zhu, per_token_s(samples))
 
 
 def profile_pair(
@@ -167,9 +114,9 @@ def profile_pair(
     done = resume.samples if resume is not None else None
     samples, num_prompts = measure_grid(backend, grid, spec, on_config, done, on_measured)
     num_prompts += resume.num_prompts if resume is not None else 0
-    wisp, zhu = fit_target(
-        samples, grid, model_spec(target_model, target_name), spec.seed, num_bootstrap
-    )
+    arch = model_spec(target_model, target_name)
+    wisp, zhu = fit_target(samples, grid, arch, spec.seed, num_bootstrap)
+    printed = fit_target_zhu(samples, grid, arch, spec.seed, num_bootstrap, "printed")
     draft_profile = None
     if draft is not None:
         name, make, model = draft
@@ -195,6 +142,7 @@ def profile_pair(
         cpu_name(),
         os.getloadavg(),
         spec.clock,
+        printed,
     )
 
 
@@ -207,23 +155,34 @@ def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]
     out.parent.mkdir(parents=True, exist_ok=True)
     files = profile_files(out)
     presets = set(available("models"))
-    fits: list[tuple[Path, str, LinearFit, str]] = [(out, result.target, result.wisp, "wisp")]
-    fits.append((files.target_zhu, result.target, result.zhu, "zhu"))
-    if result.draft is not None:
-        fits.append((files.draft, result.draft.name, result.draft.wisp, "wisp"))
-        if result.draft.zhu is not None:
-            fits.append((files.draft_zhu, result.draft.name, result.draft.zhu, "zhu"))
-    # a zhu profile must name a simulator model preset
-    fits = [fit for fit in fits if fit[3] == "wisp" or fit[1] in presets]
-    for stale in set(files.finished) - {path for path, *_ in fits} - {files.report}:
+    t, d = result.target, result.draft
+    fits: list[tuple[Path, str, LinearFit | None, str, ZhuFlops]] = [
+        (out, t, result.wisp, "wisp", "architecture"),
+        (files.target_zhu, t, result.zhu, "zhu", "architecture"),
+        (files.target_zhu_printed, t, result.zhu_printed, "zhu", "printed"),
+    ]
+    if d is not None:
+        fits += [
+            (files.draft, d.name, d.wisp, "wisp", "architecture"),
+            (files.draft_zhu, d.name, d.zhu, "zhu", "architecture"),
+            (files.draft_zhu_printed, d.name, d.zhu_printed, "zhu", "printed"),
+        ]
+    kept = [  # a zhu profile must name a simulator model preset
+        (path, model, fit, kind, flops)
+        for path, model, fit, kind, flops in fits
+        if fit is not None and (kind == "wisp" or model in presets)
+    ]
+    for stale in set(files.finished) - {path for path, *_ in kept} - {files.report}:
         stale.unlink(missing_ok=True)
     origin = ProfileOrigin(result.hardware, command, result.load_average)
     written = []
-    for path, model, fit, kind in fits:
-        draft = path in (files.draft, files.draft_zhu)
-        measured = draft_range(result.draft) if draft and result.draft else _range(result)
+    drafts = (files.draft, files.draft_zhu, files.draft_zhu_printed)
+    for path, model, fit, kind, flops in kept:
+        draft = path in drafts
+        measured = draft_range(d) if draft and d else _range(result)
         clock = "wall" if draft else result.clock  # a propose call is timed by perf_counter
-        profile = ProfileFile("draft" if draft else "target", model, kind, fit, clock, measured)
+        role = "draft" if draft else "target"
+        profile = ProfileFile(role, model, kind, fit, clock, measured, flops)
         write_text_atomically(path, profile_text(profile, origin))
         written.append(path)
     write_text_atomically(files.report, json.dumps(_report(result, command), indent=1))
@@ -240,17 +199,8 @@ def draft_range(draft: DraftProfile) -> MeasuredRange | None:
     return MeasuredRange(1, max(contexts)) if contexts else None
 
 
-def _fit_json(fit: LinearFit) -> dict[str, Any]:
-    return {
-        "coefficients": fit.as_dict(),
-        "clipped_to_0": list(fit.clipped),
-        "intervals_95": dict(zip(fit.names, fit.intervals, strict=True)),
-        "train": asdict(fit.train),
-        "test": asdict(fit.test),
-        "test_intervals_95": dict(
-            zip(("r2", "mae_s", "mape_pct"), fit.test_intervals, strict=True)
-        ),
-    }
+def _json(fit: LinearFit | None) -> dict[str, Any] | None:
+    return None if fit is None else fit.as_json()
 
 
 def _report(result: ProfileResult, command: str) -> dict[str, Any]:
@@ -263,8 +213,9 @@ def _report(result: ProfileResult, command: str) -> dict[str, Any]:
         "clock": result.clock,
         "num_configs": len(result.grid),
         "num_unique_prompts": result.num_prompts,
-        "wisp": _fit_json(result.wisp),
-        "zhu": _fit_json(result.zhu),
+        "wisp": result.wisp.as_json(),
+        "zhu": result.zhu.as_json(),
+        "zhu_printed": _json(result.zhu_printed),
         "samples": [
             {
                 "config": s.config_index,
@@ -281,8 +232,9 @@ def _report(result: ProfileResult, command: str) -> dict[str, Any]:
         else {
             "name": draft.name,
             "per_token_s": draft.per_token_s,
-            "wisp": _fit_json(draft.wisp),
-            "zhu": None if draft.zhu is None else _fit_json(draft.zhu),
+            "wisp": draft.wisp.as_json(),
+            "zhu": _json(draft.zhu),
+            "zhu_printed": _json(draft.zhu_printed),
             "samples": [asdict(s) for s in draft.samples],
         },
     }

@@ -154,10 +154,17 @@ def test_profile_files_load_in_the_simulator_and_simulate(tmp_path: Path) -> Non
 def test_zhu_profile_written_for_a_model_preset(tmp_path: Path) -> None:
     result = _tiny_result("gemma3-270m")
     paths = write_profiles(result, tmp_path / "g.yaml", "cmd")
-    assert [p.name for p in paths] == ["g.yaml", "g-zhu.yaml", "g-draft.yaml", "g-report.json"]
+    assert [p.name for p in paths] == [
+        "g.yaml", "g-zhu.yaml", "g-zhu-printed.yaml", "g-draft.yaml", "g-report.json"
+    ]  # fmt: skip
     cost = load_profile(str(tmp_path / "g-zhu.yaml"))
     assert isinstance(cost, ZhuCost) and cost.model.name == "gemma3-270m"
     assert cost.c1_s_per_flop == max(result.zhu.values[0], 0.0)
+    printed = load_profile(str(tmp_path / "g-zhu-printed.yaml"))  # the same samples' fit
+    assert isinstance(printed, ZhuCost) and printed.flops == "printed"
+    assert (printed.c1_s_per_flop, printed.c2_s) == tuple(
+        max(v, 0.0) for v in result.zhu_printed.values
+    )
 
 
 def test_median_runs_picks_each_configurations_median() -> None:

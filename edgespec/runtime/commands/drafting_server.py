@@ -50,7 +50,11 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
     from edgespec.config import ConfigError
     from edgespec.models.devices import device_placement
     from edgespec.models.loading import load_model
-    from edgespec.runtime.commands.drafting_server_plan import plan_run
+    from edgespec.runtime.commands.drafting_server_plan import (
+        check_server_limit,
+        plan_line,
+        plan_run,
+    )
     from edgespec.runtime.edge.batched_draft import BatchedDraftModel
     from edgespec.runtime.edge.draft_backends import check_draft_vocab
     from edgespec.runtime.edge.drafting_sessions import check_sessions
@@ -64,6 +68,8 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
     limit = verifier.max_draft_tokens()  # reaches the server before anything loads
     if limit is not None and args.gamma is not None and args.gamma > limit:
         raise ConfigError("gamma", f"{args.gamma} exceeds the server's max_draft_tokens {limit}")
+    if planning is not None:
+        check_server_limit(planning, limit)
     apply_cpus_and_threads(args.cpus, args.threads)
     loaded = load_model(args.draft, placement.dtype, verbose=args.verbose, device=placement.device)
     check_draft_vocab(args.draft, loaded.model, verifier.vocab_size())
@@ -73,6 +79,7 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
     plan = None
     if planning is not None:
         plan = plan_run(planning, prompts, [args.max_new_tokens] * len(prompts), limit)
+        print(plan_line(planning, plan), file=sys.stderr)  # before the warm-up and the runs
     runs = _runs(args, verifier, draft, prompts, (planning, plan))
     return _report(args, runs, prompts, (planning, plan))
 
@@ -83,18 +90,29 @@ def _report(
     prompts: list[tuple[int, ...]],
     planned: tuple[Any, Any],
 ) -> int:
-    """The plan's line (with ``--plan``), the stats lines (and with ``--compare`` the
+    """The stats lines (with ``--plan``, each against the plan; with ``--compare`` the
     speed-up), ``--json``; exit status 1 when the compared outputs differ."""
-    from edgespec.runtime.commands.drafting_server_plan import plan_line, plan_record
+    from edgespec.runtime.commands.drafting_server_plan import (
+        batch_sizes,
+        comparison_text,
+        plan_comparison,
+        plan_record,
+    )
 
     report: dict[str, Any] = {"settings": _settings(args, prompts), "runs": {}}
     planning, plan = planned
     if plan is not None:
         report["settings"]["plan"] = plan_record(planning, plan)
-        print(plan_line(planning, plan), file=sys.stderr)
     for name, (result, server) in runs.items():
-        print(_stats_line(result, len(prompts), server), file=sys.stderr)
         report["runs"][name] = {**result.summary(), **server}
+        batches, against = str(result.batch_size), ""
+        if plan is not None:
+            budgets = [args.max_new_tokens] * len(prompts)
+            compared = plan_comparison(planning, plan, budgets, result)
+            report["runs"][name]["plan"] = compared
+            batches = batch_sizes(plan)
+            against = "; " + comparison_text(compared, result, plan.spec_len)
+        print(_stats_line(result, len(prompts), server, batches, against), file=sys.stderr)
     same = True
     if args.compare:
         plain, piped = runs["not_pipelined"][0], runs["pipelined"][0]
@@ -196,13 +214,17 @@ def _settings(args: argparse.Namespace, prompts: list[tuple[int, ...]]) -> dict[
     }
 
 
-def _stats_line(result: Any, num_sessions: int, server: dict[str, int]) -> str:
+def _stats_line(
+    result: Any, num_sessions: int, server: dict[str, int], batches: str, against: str
+) -> str:
+    """A run's stats, in ``batches`` (a size, or a plan's sizes), ``against`` its plan."""
     mode = "pipelined" if result.pipelined else "not pipelined"
+    passes = server["server_batches"]
     return (
-        f"[{mode}: {num_sessions} sessions in batches of {result.batch_size}, "
+        f"[{mode}: {num_sessions} sessions in batches of {batches}, "
         f"{result.num_output_tokens} tokens, {result.tokens_per_s:.1f} tok/s, wall "
         f"{result.wall_s:.2f}s; {result.num_steps} steps, {result.num_draft_passes} draft "
         f"passes, draft {result.draft_s:.2f}s, verify wait {result.verify_wait_s:.2f}s, "
         f"{result.accepted_per_round:.2f} accepted per round; server: "
-        f"{server['server_batches']} batches]"
+        f"{passes} batch{'' if passes == 1 else 'es'}{against}]"
     )

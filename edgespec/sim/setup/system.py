@@ -1,41 +1,9 @@
-"""Which simulator a scenario is for: its top-level ``system:`` key.
-
-- ``fleet`` (the default): distributed speculative decoding, devices drafting for
-  verification servers (:mod:`edgespec.sim.simulator`, a
-  :class:`~edgespec.sim.setup.scenario.Scenario`);
-- ``drafting_server``: Zhu et al.'s edge drafting server, one drafting server batching
-  its users' drafts for a verifier (:mod:`edgespec.sim.drafting_server`, a
-  :class:`~edgespec.sim.drafting_server.scenario.PipelineScenario`), the system
-  ``edgespec drafting-server`` serves.
-"""
+"""Which simulator a scenario is for: its top-level ``system:`` key (``fleet``, the default,
+or ``drafting_server``). The rule is :mod:`edgespec.hardware.scenario_system`'s, which
+``edgespec drafting-server --plan`` reads scenarios by too."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from edgespec.hardware.scenario_system import SYSTEMS, System, system_of
 
-from edgespec.config import ConfigError
-from edgespec.errors import did_you_mean
-
-System = Literal["fleet", "drafting_server"]
-SYSTEMS: tuple[System, ...] = ("fleet", "drafting_server")
-
-
-def system_of(data: Mapping[str, Any]) -> System:
-    """The system scenario mapping ``data`` names (``fleet`` without a ``system:`` key);
-    an unknown system, or a drafting server's ``pipeline:`` section in a fleet scenario,
-    is a :class:`ConfigError` at ``system`` saying what to write."""
-    system = data.get("system", "fleet")
-    for known in SYSTEMS:
-        if system == known:
-            if known == "fleet" and "pipeline" in data:
-                raise ConfigError(
-                    "system",
-                    "a 'pipeline:' section configures the drafting-server simulator "
-                    "(Zhu et al.): add 'system: drafting_server'",
-                )
-            return known
-    raise ConfigError(
-        "system",
-        f"unknown system {system!r}; known: {list(SYSTEMS)}" + did_you_mean(str(system), SYSTEMS),
-    )
+__all__ = ["SYSTEMS", "System", "system_of"]

@@ -19,7 +19,7 @@ PROMPTS = [(1, 2, 3), (4, 5), (9,), (7, 7, 7, 7)]
 
 def _scenario(tmp_path: Path, planner: str) -> Path:
     path = tmp_path / "plan.yaml"
-    path.write_text(f"pipeline:\n  alpha: 0.8\n  planner: {{{planner}}}\n")
+    path.write_text(f"system: drafting_server\npipeline:\n  alpha: 0.8\n  planner: {{{planner}}}\n")
     return path
 
 

@@ -144,10 +144,11 @@ def test_plan_runs_the_scenario_planners_batches_and_gamma(
     assert main([*plan_argv(server.port, draft_dir, path), *flags, "--json", str(out)]) == 0
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith(
-        f"[plan: planner zhu ({path}), 2 batches of sizes [2, 1], spec_len 2, planned T_inf 0.1"
+        f"[plan: planner zhu ({path}), 2 batches of sizes [2, 1], spec_len 2, not pipelined, "
+        "alpha 0.8, planned T_inf 0.1"
     )
     for line, mode in zip(lines[1:], modes, strict=False):
-        assert line.startswith(f"[{mode}: 3 sessions in batches of 2, 18 tokens, ")
+        assert line.startswith(f"[{mode}: 3 sessions in batches of [2, 1], 18 tokens, ")
     report = json.loads(out.read_text())
     plan = report["settings"]["plan"]
     assert plan["planned_inference_s"] == pytest.approx(0.10587, rel=1e-3)
@@ -155,6 +156,7 @@ def test_plan_runs_the_scenario_planners_batches_and_gamma(
         "scenario": str(path),
         "planner": "zhu",
         "planned_pipelined": False,
+        "alpha": 0.8,
         "batches": [[0, 1], [2]],
         "spec_len": 2,
     }
@@ -191,12 +193,12 @@ def test_plan_bounds_the_sessions_it_plans(
     ("text", "message"),
     [
         (
-            "pipeline:\n  alpha: 0.8\n  planner:\n    spec_len: 0\n",
-            "{path}:4: config field 'pipeline.planner.spec_len': must be >= 1, got 0",
+            "system: drafting_server\npipeline:\n  alpha: 0.8\n  planner:\n    spec_len: 0\n",
+            "{path}:5: config field 'pipeline.planner.spec_len': must be >= 1, got 0",
         ),
         (
-            "pipeline:\n  planner: {name: greedy}\n",
-            "{path}:2: config field 'pipeline.planner.name': unknown planner policy 'greedy'; "
+            "system: drafting_server\npipeline:\n  planner: {name: greedy}\n",
+            "{path}:3: config field 'pipeline.planner.name': unknown planner policy 'greedy'; "
             "known: ['zhu']",
         ),
         (
@@ -218,16 +220,18 @@ def test_a_planned_gamma_over_the_servers_draft_limit_is_refused(
     target: TransformersTarget, draft_dir: Path, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    path = plan_file(tmp_path, "pipeline:\n  max_output_tokens: 6\n  planner: {spec_len: 3}\n")
+    path = plan_file(
+        tmp_path,
+        "system: drafting_server\npipeline:\n  max_output_tokens: 6\n  planner: {spec_len: 3}\n",
+    )
     running = start_server(target, max_draft_tokens=2)
     try:
         assert main(plan_argv(running.port, draft_dir, path)) == 2
     finally:
         running.stop(grace_s=0)
     assert capsys.readouterr().err == (
-        "edgespec drafting-server: config field 'plan': planner zhu's spec_len 3 exceeds the "
-        "server's max_draft_tokens 2 (bound pipeline.planner.max_spec_len or spec_len in the "
-        "scenario)\n"
+        f"edgespec drafting-server: {path}:4: config field 'pipeline.planner.spec_len': 3 "
+        "exceeds the server's max_draft_tokens 2: set it <= 2\n"
     )
 
 
@@ -248,7 +252,10 @@ def test_a_planner_out_of_contract_is_one_line_exit_1(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     monkeypatch.setitem(PLANNER, "broken", BrokenPlanner)
-    path = plan_file(tmp_path, "pipeline:\n  max_output_tokens: 6\n  planner: {name: broken}\n")
+    path = plan_file(
+        tmp_path,
+        "system: drafting_server\npipeline:\n  max_output_tokens: 6\n  planner: {name: broken}\n",
+    )
     assert main(plan_argv(server.port, draft_dir, path)) == 1
     assert capsys.readouterr().err == (
         "edgespec drafting-server: drafting planner BrokenPlanner's plan: batches must hold "

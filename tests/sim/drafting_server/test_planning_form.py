@@ -71,7 +71,7 @@ def test_both_loaders_refuse_alike(
     pipeline: dict[str, object], line: int, message: str, tmp_path: Path
 ) -> None:
     path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump({"pipeline": pipeline}))
+    path.write_text(yaml.safe_dump({"pipeline": pipeline, "system": "drafting_server"}))
     with pytest.raises(ConfigError) as sim:
         pipeline_scenario_from_dict({"pipeline": pipeline})
     with pytest.raises(ConfigError) as runtime:
