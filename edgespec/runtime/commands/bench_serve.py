@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -34,7 +33,6 @@ from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.policies.registry import BATCHING
 from edgespec.runtime.commands.serve_arguments import add_wisp_arguments, wisp_params
 from edgespec.runtime.commands.serve_target import BACKENDS
-from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 from edgespec.runtime.loadgen.spec import (
     LoadSpec,
     check_own_server_classes,
@@ -234,16 +232,11 @@ def run(args: argparse.Namespace) -> int:
     input's, from :func:`edgespec.cli.main`)."""
     from edgespec.runtime.errors import RequestError
 
-    try:
-        with sigterm_raises():
-            return _run(args)
+    try:  # SIGTERM and Ctrl-C are cli.main's, its processes stopped on the way out
+        return _run(args)
     except RequestError as exc:
         print(exc.client_line("bench serve"), file=sys.stderr)
         return 1
-    except Terminated:  # the processes were stopped on the way out
-        return stopped("bench serve", signal.SIGTERM)
-    except KeyboardInterrupt:  # its processes stopped on the way out, as SIGTERM's
-        return stopped("bench serve", signal.SIGINT)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from typing import Any
 
@@ -19,7 +18,7 @@ from edgespec.runtime.commands.draft_compare import compare
 from edgespec.runtime.commands.draft_connect import connect, connect_waiting
 from edgespec.runtime.commands.draft_context import ContextBudget
 from edgespec.runtime.commands.draft_run import DraftRun
-from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
+from edgespec.runtime.commands.signals import stopped
 from edgespec.runtime.commands.stages import Stages
 from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
 from edgespec.runtime.edge.draft_backends import check_draft_vocab
@@ -38,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.runtime.errors import RequestError
 
     try:
-        with sigterm_raises(), named_by_flags(flag_fields(args)):  # a flag's field: its name
+        with named_by_flags(flag_fields(args)):  # a flag's field: its name
             return _run(args)
     except NoProgress as exc:  # one line, its own exit status; the session is closed
         print(f"edgespec draft: {exc.message}", file=sys.stderr)
@@ -46,8 +45,6 @@ def run(args: argparse.Namespace) -> int:
     except RequestError as exc:
         print(exc.client_line("draft"), file=sys.stderr)
         return 1
-    except Terminated:  # Ctrl-C is cli.main's, once the session is closed
-        return stopped("draft", signal.SIGTERM)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ from typing import Any
 from edgespec.output_paths import write_text_atomically
 from edgespec.runtime.commands.cpus import apply_cpus_and_threads
 from edgespec.runtime.commands.drafting_server_arguments import add_arguments, check_flags
-from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
 
 __all__ = ["add_arguments", "check_flags", "run"]
 
@@ -36,14 +34,11 @@ def run(args: argparse.Namespace) -> int:
 
     check_flags(args)
     planning = load_plan_flag(args.plan)  # before the server is asked
-    try:
-        with sigterm_raises():
-            return _run(args, planning)
+    try:  # SIGTERM and Ctrl-C are cli.main's, once the sessions are closed
+        return _run(args, planning)
     except RequestError as exc:
         print(exc.client_line("drafting-server"), file=sys.stderr)
         return 1
-    except Terminated:  # Ctrl-C is cli.main's, once the sessions are closed
-        return stopped("drafting-server", signal.SIGTERM)
 
 
 def _run(args: argparse.Namespace, planning: Any) -> int:

@@ -23,7 +23,7 @@ from edgespec.runtime.commands.serve_service import (
     semantic_head,
 )
 from edgespec.runtime.commands.serve_target import TargetChoice, load_target, target_choice
-from edgespec.runtime.commands.signals import Terminated, sigterm_raises, stopped
+from edgespec.runtime.commands.signals import stopped
 from edgespec.runtime.commands.stages import Stages
 
 __all__ = ["add_arguments", "run"]
@@ -77,15 +77,10 @@ def _flag_overrides(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Serve until Ctrl-C or SIGTERM, then stop (one line, exit 130 or 143; either while
     the target loads too); an error at a field a flag set names the flag."""
-    import signal
-
     from edgespec.config import named_by_flags
 
-    try:
-        with sigterm_raises(), named_by_flags(_flag_fields(args)):
-            return _run(args)
-    except Terminated:  # Ctrl-C is cli.main's
-        return stopped("serve", signal.SIGTERM)
+    with named_by_flags(_flag_fields(args)):  # SIGTERM and Ctrl-C are cli.main's
+        return _run(args)
 
 
 def _run(args: argparse.Namespace) -> int:
