@@ -63,7 +63,13 @@ class VerifyCall:
 
     Client-reported timing for the server's deadline rule (:mod:`edgespec.policies.slo`):
     ``draft_s``, the drafting time of this block, and ``network_s``, the client's last
-    measured network time (uplink + downlink of its previous round, 0 before its first)."""
+    measured network time (uplink + downlink of its previous round, 0 before its first).
+
+    ``batch_id`` and ``batch_calls``: the calls a client sends together for one of its
+    batches carry the same ``batch_id`` and their count; the server holds them until all
+    have come (at most ``ServerConfig.group_wait_s`` after the first), so one forward pass
+    can take them all (:mod:`edgespec.runtime.server.batch_groups`). ``""`` / 0 or 1: not
+    grouped."""
 
     session_id: str
     prefix_len: int
@@ -73,6 +79,8 @@ class VerifyCall:
     payloads: Mapping[str, FloatArray] = field(default_factory=dict)
     draft_s: float = 0.0
     network_s: float = 0.0
+    batch_id: str = ""
+    batch_calls: int = 0
 
 
 @dataclass(frozen=True, slots=True)

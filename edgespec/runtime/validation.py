@@ -68,6 +68,34 @@ def check_client_times(draft_s: float, network_s: float) -> None:
         )
 
 
+MAX_BATCH_ID_BYTES = 128
+"""The longest ``VerifyRequest.batch_id`` (UTF-8 bytes)."""
+MAX_BATCH_CALLS = 1024
+"""The most calls one batch group may announce (``VerifyRequest.batch_calls``): the
+server's default ``max_queue_depth``; a group that cannot fill is released by its timer."""
+
+
+def check_batch_group(batch_id: str, batch_calls: int) -> None:
+    """A verify call's batch group: ``batch_id`` within :data:`MAX_BATCH_ID_BYTES`,
+    ``batch_calls`` within :data:`MAX_BATCH_CALLS`, and a group of several named."""
+    num_bytes = len(batch_id.encode())
+    if num_bytes > MAX_BATCH_ID_BYTES:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"batch_id is {num_bytes} bytes; the limit is {MAX_BATCH_ID_BYTES}",
+        )
+    if batch_calls > MAX_BATCH_CALLS:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"batch_calls is {batch_calls}; the limit is {MAX_BATCH_CALLS}",
+        )
+    if batch_calls > 1 and not batch_id:
+        raise RequestError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"batch_calls {batch_calls} needs a batch_id (the calls of one batch share it)",
+        )
+
+
 DRAFT_PROB_SUM_TOLERANCE = 1e-3
 """How far a draft distribution's row sum may be from 1 (float32 rounding over a large
 vocabulary stays far below it)."""

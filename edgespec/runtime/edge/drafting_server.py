@@ -7,9 +7,11 @@ of the batch: γ forward passes of the draft over the whole batch, the first one
 up on the tokens the last verification committed; :mod:`~edgespec.runtime.edge.batched_draft`),
 then send each session's block for verification. Pipelined, the verification of batch m
 runs while batch m + 1 drafts: one verify call per session, sent concurrently from a thread
-pool so the server batches them, while this thread drafts on. The step ends when every
-batch's verification is back (Eq. 20, C_{n,m} = max{C^d_{n,m}, C_{n,m−1}} + T^v_{n,m}; steps
-are barriers). Without pipelining each batch's verification is awaited before the next
+pool while this thread drafts on, all with the batch's ``batch_id`` and ``batch_calls``, so
+the server holds them until the batch is there and verifies it in one pass
+(:mod:`~edgespec.runtime.server.batch_groups`). The step ends when every batch's
+verification is back (Eq. 20, C_{n,m} = max{C^d_{n,m}, C_{n,m−1}} + T^v_{n,m}; steps are
+barriers). Without pipelining each batch's verification is awaited before the next
 batch drafts. A session that finished (its token budget or EOS, as the server says) drops
 out of its batch.
 
@@ -25,6 +27,7 @@ the outputs equal target-only greedy decoding, pipelined or not.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -134,7 +137,8 @@ def run_drafting_server(
     check_budgets(len(prompts), budgets)
     order, gamma = run_order(len(prompts), batch_size, gamma, plan)
     lanes = make_lanes(prompts, budgets, client_id, clock)
-    run = _Run(verifier, draft, gamma, pipelined, clock)
+    tag = hashlib.sha256(lanes[0].session_id.encode()).hexdigest()[:16]  # new every run
+    run = _Run(verifier, draft, gamma, pipelined, clock, tag)
     passes = draft.num_passes
     start = clock()
     try:
@@ -185,9 +189,12 @@ class _Run:
         gamma: int,
         pipelined: bool,
         clock: Clock,
+        batch_tag: str,
     ) -> None:
         self.verifier, self.draft, self.gamma = verifier, draft, gamma
         self.pipelined, self.clock = pipelined, clock
+        self.batch_tag = batch_tag  # batch_id "<tag>:<n>": the run's n-th batch sent
+        self.num_sent = 0
         self.draft_s = 0.0
         self.verify_wait_s = 0.0
         self.schedule: list[tuple[int, ...]] = []
@@ -218,6 +225,8 @@ class _Run:
         blocks = self.draft.draft([lane.state for lane in lanes], contexts, gammas)
         drafted = self.clock()
         self.draft_s += drafted - start
+        self.num_sent += 1
+        batch_id = f"{self.batch_tag}:{self.num_sent}"
         calls = tuple(
             VerifyCall(
                 session_id=lane.session_id,
@@ -225,6 +234,8 @@ class _Run:
                 draft_token_ids=block,
                 draft_s=drafted - start,
                 network_s=lane.ledger.history.observation(start).rtt_s,
+                batch_id=batch_id,
+                batch_calls=len(lanes),
             )
             for lane, context, block in zip(lanes, contexts, blocks, strict=True)
         )

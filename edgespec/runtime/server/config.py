@@ -56,6 +56,9 @@ class ServerConfig:
     # grpc_limits: the handshake and idle timeouts, the file descriptors it needs)
     max_connections: int = 512
     session_timeout_s: float = 300.0
+    # how long the server holds a client's grouped verify calls (VerifyRequest.batch_id)
+    # for the rest of their group, from the first's arrival (server/batch_groups)
+    group_wait_s: float = 0.05
     auth_tokens: tuple[str, ...] = ()
     tls_cert: str | None = None
     tls_key: str | None = None
@@ -107,6 +110,17 @@ class ServerConfig:
             raise ConfigError("prometheus_port", f"must differ from port {why}",
                               flag_message=f"must differ from --port {why}")  # fmt: skip
         self._validate_limits()
+        self._validate_times()
+        for given, missing in (("tls_cert", "tls_key"), ("tls_key", "tls_cert")):
+            if getattr(self, given) is not None and getattr(self, missing) is None:
+                why = "(TLS serves a certificate with its private key)"
+                flag = "--" + missing.replace("_", "-")
+                raise ConfigError(given, f"needs {missing} too {why}",
+                                  flag_message=f"needs {flag} too {why}")  # fmt: skip
+        if self.tls_cert is not None and self.tls_key is not None:
+            check_tls_pair(self.tls_cert, self.tls_key)
+
+    def _validate_times(self) -> None:
         if not (math.isfinite(self.session_timeout_s) and self.session_timeout_s > 0):
             raise ConfigError(
                 "session_timeout_s", f"must be a finite number > 0, got {self.session_timeout_s}"
@@ -117,14 +131,10 @@ class ServerConfig:
                 f"must be at least {MIN_SESSION_TIMEOUT_S:g} s (the server looks for idle "
                 f"sessions every quarter of it), got {self.session_timeout_s:g}",
             )
-        for given, missing in (("tls_cert", "tls_key"), ("tls_key", "tls_cert")):
-            if getattr(self, given) is not None and getattr(self, missing) is None:
-                why = "(TLS serves a certificate with its private key)"
-                flag = "--" + missing.replace("_", "-")
-                raise ConfigError(given, f"needs {missing} too {why}",
-                                  flag_message=f"needs {flag} too {why}")  # fmt: skip
-        if self.tls_cert is not None and self.tls_key is not None:
-            check_tls_pair(self.tls_cert, self.tls_key)
+        if not (math.isfinite(self.group_wait_s) and self.group_wait_s >= 0):
+            raise ConfigError(
+                "group_wait_s", f"must be a finite number >= 0, got {self.group_wait_s}"
+            )
 
     def _validate_limits(self) -> None:
         for name in (

@@ -5,7 +5,10 @@ to the batching policy through the
 :class:`~edgespec.runtime.server.batch_planner.BatchPlanner`, runs the chosen batch in
 one forward pass on a worker thread, and resolves each waiting call. Requests arriving
 during a forward pass join the next batch; the calls of a batch whose forward pass
-failed are retried one by one to find the culprit."""
+failed are retried one by one to find the culprit. A client's grouped calls (one of its
+batches, ``VerifyCall.batch_id``) are queued but kept from the policy's view until the
+whole group is there or ``group_wait_s`` has passed
+(:mod:`~edgespec.runtime.server.batch_groups`)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from edgespec.policies.contracts import PolicyContractError
 from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import VerifyCall, VerifyOutcome, VerifyReply
 from edgespec.runtime.server.admission import Admission
+from edgespec.runtime.server.batch_groups import BatchGroups
 from edgespec.runtime.server.batch_planner import BatchPlanner
 from edgespec.runtime.server.counters import ServiceCounters
 from edgespec.runtime.server.engine import VerificationEngine
@@ -45,7 +49,10 @@ class Scheduler:
     pass has started it commits, and its session stays in flight until the batch ends (a
     retry of that round then gets its outcome again,
     :meth:`~edgespec.runtime.server.engine_sessions.SessionTable.replay`). A session that
-    closes fails its calls (:meth:`fail_session`)."""
+    closes fails its calls (:meth:`fail_session`). A held call of a group
+    (:class:`~edgespec.runtime.server.batch_groups.BatchGroups`) is in ``queue`` (its
+    session is in flight, queue depths count it) but not shown to the policy, and counts as
+    not yet waiting for the ``force`` rule; its group's timer releases it."""
 
     def __init__(
         self,
@@ -56,6 +63,7 @@ class Scheduler:
         clock: Callable[[], float],
         batch_wait_s: float,
         round_log: RoundLog | None,
+        group_wait_s: float,
     ) -> None:
         self._engine = engine
         self._planner = planner
@@ -67,6 +75,7 @@ class Scheduler:
         self.queue: dict[int, _Entry] = {}
         self._in_batch: list[_Entry] = []  # the batch being verified (stop() answers its calls)
         self._wake = asyncio.Event()
+        self._groups = BatchGroups(group_wait_s, self._wake.set)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engine")
         self._isolate: set[int] = set()
 
@@ -80,12 +89,14 @@ class Scheduler:
         """Queue an admitted call and wait for the batch that verifies it."""
         future: asyncio.Future[VerifyReply] = asyncio.get_running_loop().create_future()
         serial = self._engine.session_serial(call.session_id)
+        self._groups.hold(pending.entry_id, pending.client_id, call)
         self.queue[pending.entry_id] = _Entry(pending, call, serial, future)
         self._wake.set()
         try:
             return await future
         finally:  # a caller that went away before dispatch must not advance its session
             self.queue.pop(pending.entry_id, None)
+            self._groups.leave(pending.entry_id)
 
     def fail_session(self, session_id: str, event: str) -> None:
         """``session_id`` was just closed (``event``: how): its queued call leaves the
@@ -94,6 +105,7 @@ class Scheduler:
         for entry_id, entry in list(self.queue.items()):
             if entry.call.session_id == session_id:
                 del self.queue[entry_id]
+                self._groups.leave(entry_id)
                 _reject(entry, f"session {session_id!r} was {event} while this verification "
                         "was queued: nothing was verified")  # fmt: skip
         for entry in self._in_batch:
@@ -112,6 +124,7 @@ class Scheduler:
                 )
         self._in_batch = []
         self.queue.clear()
+        self._groups.clear()
         self._executor.shutdown(wait=True)
 
     async def run(self) -> None:
@@ -186,11 +199,16 @@ class Scheduler:
             message = f"verification failed in the target backend: {exc!r}"
             entry.future.set_exception(RequestError(ErrorCode.INTERNAL, message))
 
+    def _shown(self) -> list[PendingVerification]:
+        """The queue as the batching policy sees it: without the held calls."""
+        held = self._groups.is_held
+        return [e.pending for i, e in self.queue.items() if not held(i)]
+
     def _plan(self, force: bool) -> tuple[int, ...]:
-        """The batching policy's choice over the whole queue, checked by the shared
+        """The batching policy's choice over the queue it is shown, checked by the shared
         contract. A policy that raises or breaks its contract fails the calls it was shown
         (``INTERNAL``, naming the policy) and the scheduler goes on with later ones."""
-        queue = [e.pending for e in self.queue.values()]
+        queue = self._shown()
         try:
             return self._planner.plan(queue, force)
         except PolicyContractError as exc:
@@ -208,15 +226,16 @@ class Scheduler:
             if entry_id in self.queue:
                 return (entry_id,)
         while True:
-            while not self.queue:
+            while not (shown := len(self._shown())):
                 self._wake.clear()
                 await self._wake.wait()
             # force, as in the simulator: every live session is waiting in the queue, so
-            # nothing else can arrive to join a batch (policies.interfaces.BatchLimits)
-            entry_ids = self._plan(force=len(self.queue) >= self._engine.num_live_sessions())
+            # nothing else can arrive to join a batch (policies.interfaces.BatchLimits); a
+            # held call is not waiting yet (its group's timer releases it)
+            entry_ids = self._plan(force=shown >= self._engine.num_live_sessions())
             if entry_ids:
                 return entry_ids
-            if not self.queue:  # the policy failed every call it was shown
+            if not self._shown():  # the policy failed every call it was shown
                 continue
             self._wake.clear()
             try:
@@ -224,7 +243,7 @@ class Scheduler:
             except TimeoutError:
                 # liveness valve (server only): a live session's client may never come back,
                 # so after batch_wait_s without an arrival the policy must dispatch
-                if self.queue and (entry_ids := self._plan(force=True)):
+                if self._shown() and (entry_ids := self._plan(force=True)):
                     return entry_ids
 
     def _labels(self, session_id: str) -> dict[str, object]:

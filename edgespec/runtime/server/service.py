@@ -85,7 +85,7 @@ class VerificationService:
         self._admission = Admission(engine, config)
         planner = BatchPlanner(batching, config, clock)
         self._scheduler = Scheduler(engine, planner, self._admission, self._counters, clock,
-                                    batch_wait_s, round_log)  # fmt: skip
+                                    batch_wait_s, round_log, config.group_wait_s)  # fmt: skip
         # a fused run holds a thread for all its rounds: one per session the server admits,
         # so a run never waits for another's thread (each client is bounded by its sessions)
         self._fused_executor = ThreadPoolExecutor(config.max_sessions, "edgespec-fused")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import math
 from typing import Any
 
 import numpy as np
@@ -22,8 +21,9 @@ from edgespec.runtime.messages import (
     VerifyOutcome,
     VerifyReply,
 )
-from edgespec.runtime.validation import check_client_times, check_identifier
+from edgespec.runtime.validation import check_batch_group, check_client_times, check_identifier
 from edgespec.runtime.wire.draft_probs import compact_rows, probs_from_proto
+from edgespec.runtime.wire.payloads import payloads_from_proto
 
 # generated stubs (see proto/edgespec.proto for the command); untyped, hence Any
 pb: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2")
@@ -118,6 +118,8 @@ def call_to_proto(call: VerifyCall) -> Any:
         draft_parents=list(call.draft_parents or ()),
         draft_s=call.draft_s,
         network_s=call.network_s,
+        batch_id=call.batch_id,
+        batch_calls=call.batch_calls,
     )
     if (q := call.draft_probs) is not None:
         rows = q if isinstance(q, CompactProbs) else np.asarray(q, np.float32)
@@ -136,62 +138,12 @@ def call_to_proto(call: VerifyCall) -> Any:
     return request
 
 
-MAX_PAYLOAD_RANK = 8
-"""A payload array's most dimensions (numpy's own limit is 64)."""
-MAX_PAYLOAD_SIZE = 1 << 24
-"""The most entries a payload's shape may describe, zero-sized dimensions left out (so an
-empty array's shape stays one numpy can build); a 4 MiB message holds 2^20 float32."""
-
-
-def _payloads_from_proto(msg: Any) -> dict[str, npt.NDArray[np.float32]]:
-    payloads: dict[str, npt.NDArray[np.float32]] = {}
-    for item in msg.payloads:
-        check_identifier("payload name", item.name)
-        if not item.name or item.name in payloads:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT, f"payload name {item.name!r} is empty or repeated"
-            )
-        shape = tuple(int(d) for d in item.shape)
-        if len(shape) > MAX_PAYLOAD_RANK or math.prod(d for d in shape if d) > MAX_PAYLOAD_SIZE:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"payload {item.name!r} has shape {list(shape)[: MAX_PAYLOAD_RANK + 1]}"
-                f"{' ...' if len(shape) > MAX_PAYLOAD_RANK + 1 else ''}: at most "
-                f"{MAX_PAYLOAD_RANK} dimensions whose nonzero sizes multiply to at most "
-                f"{MAX_PAYLOAD_SIZE}",
-            )
-        if math.prod(shape) != len(item.values):  # exact: np.prod wraps past int64
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"payload {item.name!r} has {len(item.values)} values for shape {list(shape)}",
-            )
-        payloads[item.name] = np.asarray(item.values, dtype=np.float32).reshape(shape)
-    if msg.draft_hidden or msg.draft_hidden_size:
-        if DRAFT_HIDDEN in payloads:
-            raise RequestError(
-                ErrorCode.INVALID_ARGUMENT,
-                f"{DRAFT_HIDDEN} is given twice: as bytes and as a payload",
-            )
-        payloads[DRAFT_HIDDEN] = _draft_hidden(msg.draft_hidden, msg.draft_hidden_size)
-    return payloads
-
-
-def _draft_hidden(data: bytes, size: int) -> npt.NDArray[np.float32]:
-    """``VerifyRequest.draft_hidden`` as float32 rows (rows × ``size``)."""
-    if size <= 0 or len(data) % (2 * size):
-        raise RequestError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"{DRAFT_HIDDEN} has {len(data)} bytes, not rows x draft_hidden_size ({size}) x 2 "
-            "(float16)",
-        )
-    return np.frombuffer(data, dtype="<f2").reshape(-1, size).astype(np.float32)
-
-
 def call_from_proto(msg: Any, vocab_size: int, max_draft_tokens: int) -> VerifyCall:
     """``msg`` as a call; a compact q comes back as a :class:`CompactProbs` over
     ``vocab_size`` tokens (the server's), its sizes and ids checked and its block found
     within ``max_draft_tokens``: what a message makes the server hold stays linear in it."""
     check_identifier("session_id", msg.session_id)
+    check_batch_group(msg.batch_id, msg.batch_calls)
     tokens = tuple(msg.draft_token_ids)
     probs = probs_from_proto(msg, len(tokens), vocab_size, max_draft_tokens)
     parents = tuple(msg.draft_parents) if len(msg.draft_parents) else None
@@ -202,9 +154,11 @@ def call_from_proto(msg: Any, vocab_size: int, max_draft_tokens: int) -> VerifyC
         tokens,
         probs,
         parents,
-        _payloads_from_proto(msg),
+        payloads_from_proto(msg),
         draft_s=msg.draft_s,
         network_s=msg.network_s,
+        batch_id=msg.batch_id,
+        batch_calls=msg.batch_calls,
     )
 
 
