@@ -65,9 +65,10 @@ def measure(name: str = "default") -> ModulePath:
     """The module path of bundled scenario ``name`` from its YAML to the first round."""
     # Imported before the measurement starts: the modules' import-time code is not the way.
     from edgespec.config import read_yaml
+    from edgespec.config.scenario_files import scenario_path
     from edgespec.sim import simulator
     from edgespec.sim.kernel import EventQueue
-    from edgespec.sim.setup.scenario import scenario_from_dict, scenario_path
+    from edgespec.sim.setup.scenario import scenario_from_dict
 
     file = scenario_path(name)
 

@@ -12,17 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.config import ConfigError, load_config, read_yaml
+from edgespec.config.scenario_files import (
+    bundled_scenarios,
+    default_scenario_path,
+    scenario_path,
+)
 from edgespec.policies.registry import KINDS
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.sim.drafting_server.scenario import pipeline_scenario_from_dict
-from edgespec.sim.setup.scenario import (
-    Scenario,
-    bundled_scenarios,
-    default_scenario_path,
-    scenario_from_dict,
-    scenario_path,
-)
+from edgespec.sim.setup.scenario import Scenario, scenario_from_dict
 from edgespec.sim.setup.system import system_of
 from edgespec.sweeps.grid import override_text, parse_grid
 from tests.doc_checks import ROOT

@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 
 from edgespec.config import ConfigError, PolicySpec, apply_overrides, load_config, read_yaml
+from edgespec.config.scenario_files import default_scenario_path
 from edgespec.policies.registry import ROUTING, UnknownParamsError, accepted_params, build_policy
 from edgespec.runtime.edge.config import DrafterConfig
 from edgespec.runtime.server.batching import build_batching
 from edgespec.runtime.server.config import ServerConfig
 from edgespec.sim.setup.build import build_policies
-from edgespec.sim.setup.scenario import default_scenario_path, scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.simulator import simulate
 from tests.sim.helpers import tiny_scenario
 

@@ -12,7 +12,9 @@ a YAML file read with the line of each key), :mod:`.locate` (where a file gives 
 its errors start with ``file:line``), :mod:`.yaml_text` (YAML text: YAML 1.2 core
 scalars, where ``1e12`` is a number and ``no`` a string; unique keys; bounded depth and
 alias expansion; the line of each key), :mod:`.convert` (a mapping
-into a dataclass), :mod:`.spec` (:class:`PolicySpec`, a policy field's kind).
+into a dataclass), :mod:`.spec` (:class:`PolicySpec`, a policy field's kind),
+:mod:`.scenario_files` (the scenario file a command line names: a file, or a bundled
+scenario by name, for ``edgespec sim`` and ``edgespec drafting-server --plan`` alike).
 """
 
 from edgespec.config.convert import (

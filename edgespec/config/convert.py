@@ -122,15 +122,17 @@ def _type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def from_dict(cls: type[T], data: Any, path: str = "") -> T:
-    """Build dataclass ``cls`` from a mapping, validating names, types and ranges."""
+def from_dict(cls: type[T], data: Any, path: str = "", others: Sequence[str] = ()) -> T:
+    """Build dataclass ``cls`` from a mapping, validating names, types and ranges;
+    ``others``: keys valid there that another reader reads (named among the known ones
+    when a key is unknown, and not read here)."""
     if not isinstance(data, Mapping):
         raise ConfigError(path, f"expected a mapping, got {_describe(data)}")
     hints = _type_hints(typing.cast(type, cls))
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
-    unknown = [key for key in data if key not in fields]  # a YAML key null is None
+    unknown = [key for key in data if key not in fields and key not in others]  # null: None
     if unknown:
-        _refuse_unknown(path, unknown[0], sorted(fields))  # the first given
+        _refuse_unknown(path, unknown[0], sorted([*fields, *others]))  # the first given
     kwargs: dict[str, Any] = {}
     for name, field in fields.items():
         if name in data:

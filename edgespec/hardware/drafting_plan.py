@@ -46,7 +46,8 @@ BatchingName = Literal["dp", "max", "static", "heuristic", "none"]
 SIMULATOR_SECTIONS = ("simulation", "verifier", "stop_predictor")
 """The ``pipeline:`` sections only the simulator reads (its
 :class:`~edgespec.sim.drafting_server.scenario.PipelineConfig` adds them to
-:class:`PipelineSystem`); :func:`load_planning` leaves them to it."""
+:class:`PipelineSystem`); :func:`load_planning` leaves them to it, and names them among
+the known keys when one is unknown."""
 
 MAX_USERS = 10_000
 """Users a drafting-server scenario may have: its planning time grows with their square
@@ -168,9 +169,7 @@ def load_planning(path: str | Path) -> PipelineSystem:
                 str(file.path), "no pipeline: section (a drafting-server scenario, system: "
                 "drafting_server, plans from it)"
             )  # fmt: skip
-        if isinstance(section, dict):
-            section = {k: v for k, v in section.items() if k not in SIMULATOR_SECTIONS}
-        cfg = from_dict(PipelineSystem, section, "pipeline")
+        cfg = from_dict(PipelineSystem, section, "pipeline", others=SIMULATOR_SECTIONS)
         check_system(cfg)
     return cfg
 

@@ -39,6 +39,16 @@ def test_the_first_unknown_key_given_is_named() -> None:
     assert str(info.value) == "config field 'zeta': unknown field; known: ['count', 'section']"
 
 
+def test_keys_another_reader_reads_are_known_and_not_read() -> None:
+    assert from_dict(Config, {"count": 2, "other": {"x": 1}}, others=("other",)) == Config(2)
+    with pytest.raises(ConfigError) as info:
+        from_dict(Config, {"othr": 1}, others=("other",))
+    assert str(info.value) == (
+        "config field 'othr': unknown field; known: ['count', 'other', 'section'] "
+        "(did you mean 'other'?)"
+    )
+
+
 def test_a_files_first_unknown_key_is_named_at_its_line(tmp_path: Path) -> None:
     file = tmp_path / "c.yaml"
     file.write_text("count: 2\nzeta: 1\nalpha: 2\n")

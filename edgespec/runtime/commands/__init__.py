@@ -26,9 +26,11 @@
   stage said on stderr as it starts;
 * :mod:`.signals` — SIGTERM stopping a command as Ctrl-C does, and the line and exit status
   (130, 143) of a command so stopped;
-* :mod:`.drafting_server`, :mod:`.drafting_server_arguments`, :mod:`.drafting_server_plan`
-  — ``edgespec drafting-server``, its flags (checked before the server is asked or the
-  draft loads) and ``--plan`` (a ``pipeline:`` scenario's planner plans the batches and γ);
+* :mod:`.drafting_server`, :mod:`.drafting_server_arguments`, :mod:`.drafting_server_plan`,
+  :mod:`.drafting_server_profiles` — ``edgespec drafting-server``, its flags (checked
+  before the server is asked or the draft loads), ``--plan`` (a ``pipeline:`` scenario, a
+  file or a bundled one's name: its planner plans the batches and γ) and its profiles
+  said when measured on another model or over a smaller range than the plan's;
 * :mod:`.bench_serve`, :mod:`.bench_prefix` — ``edgespec bench serve`` (the load generator is
   :mod:`edgespec.runtime.loadgen`) and ``edgespec bench prefix`` (a follow-up round on a cached
   prefix against a cold start).

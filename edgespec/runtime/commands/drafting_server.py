@@ -50,6 +50,7 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
         plan_line,
         plan_run,
     )
+    from edgespec.runtime.commands.drafting_server_profiles import model_warnings, range_warnings
     from edgespec.runtime.edge.batched_draft import BatchedDraftModel
     from edgespec.runtime.edge.draft_backends import check_draft_vocab
     from edgespec.runtime.edge.drafting_sessions import check_sessions
@@ -65,6 +66,7 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
         raise ConfigError("gamma", f"{args.gamma} exceeds the server's max_draft_tokens {limit}")
     if planning is not None:
         check_server_limit(planning, limit)
+        _warn(model_warnings(planning.system, args.draft, verifier.target_name()))
     apply_cpus_and_threads(args.cpus, args.threads)
     loaded = load_model(args.draft, placement.dtype, verbose=args.verbose, device=placement.device)
     check_draft_vocab(args.draft, loaded.model, verifier.vocab_size())
@@ -73,10 +75,18 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
     check_sessions(verifier, prompts, args.max_new_tokens, args.client_id)  # before the warm-up
     plan = None
     if planning is not None:
-        plan = plan_run(planning, prompts, [args.max_new_tokens] * len(prompts), limit)
+        budgets = [args.max_new_tokens] * len(prompts)
+        plan = plan_run(planning, prompts, budgets, limit)
         print(plan_line(planning, plan), file=sys.stderr)  # before the warm-up and the runs
+        _warn(range_warnings(planning, plan, prompts, budgets))
     runs = _runs(args, verifier, draft, prompts, (planning, plan))
     return _report(args, runs, prompts, (planning, plan))
+
+
+def _warn(lines: list[str]) -> None:
+    """``--plan``'s warnings (its profiles against the models and the plan), on stderr."""
+    for line in lines:
+        print(f"edgespec drafting-server: {line}", file=sys.stderr)
 
 
 def _report(

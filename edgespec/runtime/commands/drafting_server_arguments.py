@@ -115,7 +115,8 @@ def _add_schedule(parser: argparse.ArgumentParser) -> None:
         "--plan",
         metavar="SCENARIO",
         help="plan the batches and gamma with the planner of this pipeline: scenario (the "
-        "simulator's form, system: drafting_server): its planner, costs and cell plan the "
+        "simulator's form, system: drafting_server; a file or a bundled scenario's name, as "
+        "edgespec sim takes it: zhu-pipeline): its planner, costs and cell plan the "
         "sessions' prompt lengths and --max-new-tokens budgets; no radio here, every session "
         "at 1 bit/s/Hz; pipelined as its planner.pipelined says unless --pipeline is given; "
         "not with --batch-size or --gamma",

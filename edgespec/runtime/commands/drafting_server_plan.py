@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.config import ConfigError, located_in
+from edgespec.config.scenario_files import scenario_path
 from edgespec.hardware.drafting_plan import (
     PipelineSystem,
     build_costs,
@@ -41,15 +42,18 @@ class Planning:
     planner: DraftingPlanner
 
 
-def load_plan_flag(path: str | None) -> Planning | None:
-    """``--plan``'s scenario, checked, and its planner built (before the server is asked or
-    the draft loads); an error names the file's line and the field."""
-    if path is None:
+def load_plan_flag(text: str | None) -> Planning | None:
+    """``--plan``'s scenario (a file or a bundled scenario's name, as ``edgespec sim``
+    takes it: :func:`~edgespec.config.scenario_files.scenario_path`), checked, and its
+    planner built (before the server is asked or the draft loads); an error names the
+    file's line and the field."""
+    if text is None:
         return None
+    path = scenario_path(text)
     system = load_planning(path)
-    with located_in(Path(path)):
+    with located_in(path):
         costs = build_costs(system)
-        return Planning(Path(path), system, costs, build_planner(system, costs))
+        return Planning(path, system, costs, build_planner(system, costs))
 
 
 def check_server_limit(planning: Planning, max_draft_tokens: int | None) -> None:

@@ -130,7 +130,8 @@ def _timed(
 def _bench_data(tmp: Path) -> tuple[YamlFile, str, str]:
     """bench.yaml, the override that gives it the bundled traces (or a synthetic one),
     and which traces they are."""
-    from edgespec.sim.setup.scenario import default_scenario_path, read_scenario_file
+    from edgespec.config.scenario_files import default_scenario_path
+    from edgespec.sim.setup.scenario import read_scenario_file
     from edgespec.sim.setup.workload import bundled_traces
 
     file = read_scenario_file(default_scenario_path().with_name("bench.yaml"))

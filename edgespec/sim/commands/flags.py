@@ -27,7 +27,7 @@ DEVICE_COUNT = re.compile(r"auto_topology\.devices\.\d+\.count")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from edgespec.sim.setup.scenario import bundled_scenarios
+    from edgespec.config.scenario_files import bundled_scenarios
 
     parser.add_argument(
         "args",
@@ -152,7 +152,7 @@ def names_a_file(item: str) -> bool:
 
 def _is_scenario(item: str) -> bool:
     """``item`` names a scenario: a file, or a bundled scenario's name."""
-    from edgespec.sim.setup.scenario import scenario_path
+    from edgespec.config.scenario_files import scenario_path
 
     try:
         return scenario_path(item).is_file()

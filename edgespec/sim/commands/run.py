@@ -50,14 +50,10 @@ def run(args: argparse.Namespace) -> int:
     """Parse the scenario (file or bundled name, plus overrides) once, then run it in the
     mode the flags ask for: a drafting server's run, a sweep, a capacity search, a
     sharded run or a plain one."""
+    from edgespec.config.scenario_files import default_scenario_path, scenario_path
     from edgespec.sim.commands.checks import check_added_entries, say_profile_ranges
     from edgespec.sim.run_folder import claim_run_folder, made_run_folder
-    from edgespec.sim.setup.scenario import (
-        default_scenario_path,
-        read_scenario_file,
-        scenario_from_dict,
-        scenario_path,
-    )
+    from edgespec.sim.setup.scenario import read_scenario_file, scenario_from_dict
     from edgespec.sim.setup.system import system_of
 
     check_flags(args)

@@ -4,14 +4,14 @@ Loaded once through :mod:`edgespec.config` (``key.path=value`` overrides apply b
 validation); every error names the offending field, e.g.
 ``config field 'auto_topology.devices[0].link': unknown link 'wan'; known: ['default']``.
 ``auto_topology`` lists pools; :func:`edgespec.sim.setup.topology.expand_topology` turns them into
-explicit entities. A scenario is a YAML file or a bundled one's name (:func:`scenario_path`).
+explicit entities. A scenario is a YAML file or a bundled one's name
+(:func:`edgespec.config.scenario_files.scenario_path`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,8 +26,8 @@ from edgespec.config import (
     located_in,
     read_yaml_file,
 )
+from edgespec.config.scenario_files import default_scenario_path, scenario_path
 from edgespec.core.wireless import WirelessCell
-from edgespec.errors import UserInputError, did_you_mean
 from edgespec.policies.registry import KINDS
 from edgespec.policies.slo import DeadlineRule, token_speed_target_problem
 from edgespec.sim.model.network import loss_rate_problem
@@ -206,46 +206,6 @@ def _validate_verification(scenario: Scenario) -> None:
         )
 
 
-SCENARIO_SUFFIXES = (".yaml", ".yml")
-
-
-def bundled_scenarios_dir() -> Path:
-    """Where the bundled scenarios are: ``edgespec/data/scenarios/``."""
-    return Path(str(resources.files("edgespec") / "data" / "scenarios"))
-
-
-def bundled_scenarios() -> list[str]:
-    """The bundled scenarios' names (their file names without ``.yaml``), sorted."""
-    return sorted(p.stem for p in bundled_scenarios_dir().glob("*.yaml"))
-
-
-def default_scenario_path() -> Path:
-    return bundled_scenarios_dir() / "default.yaml"
-
-
-def scenario_path(text: str | Path) -> Path:
-    """The scenario file ``text`` names: a file that exists, else a bundled scenario by
-    name, with or without ``.yaml`` (``bench-cells``: ``edgespec/data/scenarios/
-    bench-cells.yaml``), so a name works from any folder. For anything else a
-    :class:`UserInputError` (a text without a YAML suffix may have been meant as an
-    override, and it says so) that ends with the closest bundled name, if one is close.
-    """
-    path, text = Path(text), str(text)
-    if path.exists():
-        return path
-    suffix = next((s for s in SCENARIO_SUFFIXES if text.endswith(s)), "")
-    name = text.removesuffix(suffix)
-    names = bundled_scenarios()
-    if name in names and path.name == text:  # a bare name, no folder
-        return bundled_scenarios_dir() / f"{name}.yaml"
-    hint = did_you_mean(name if path.name == text else path.stem, names)
-    if not suffix:
-        raise UserInputError(
-            f"{text}: no such scenario file (an override looks like key.path=value){hint}"
-        )
-    raise ConfigFileError(text, f"file not found{hint}")
-
-
 def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -> Scenario:
     """Build a validated Scenario from a plain mapping (sweeps) plus overrides, with
     ``auto_topology.cells`` written out as pinned pools (:func:`.cells.replicate_cells`);
@@ -270,7 +230,8 @@ def read_scenario_file(file: Path) -> YamlFile:
 
 
 def load_scenario(path: str | Path | None, overrides: Sequence[str] = ()) -> Scenario:
-    """Load a scenario YAML (a file or a bundled scenario's name, :func:`scenario_path`;
+    """Load a scenario YAML (a file or a bundled scenario's name,
+    :func:`~edgespec.config.scenario_files.scenario_path`;
     ``None``: the bundled default) with ``key.path=value`` overrides."""
     read = read_scenario_file(scenario_path(path) if path else default_scenario_path())
     with located_in(read, overrides):

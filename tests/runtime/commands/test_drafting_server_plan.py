@@ -1,7 +1,8 @@
 """``--plan``'s planning (:mod:`edgespec.runtime.commands.drafting_server_plan`): the real
 sessions' budgets are known, so each is planned for the longest of them (the paper's O_max)
 unless the scenario's ``planner.output_len`` says otherwise; the simulator's
-``max_output_tokens`` bounds its drawn tasks and is not the real run's O."""
+``max_output_tokens`` bounds its drawn tasks and is not the real run's O. ``--plan`` takes
+a bundled scenario's name as ``edgespec sim`` does, and refuses a near miss as it does."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from edgespec.cli import main
+from edgespec.config.scenario_files import bundled_scenarios_dir
 from edgespec.hardware.drafting_plan import build_costs, build_plan, load_planning
 from edgespec.policies.drafting_server.planner import PipelinePlanner, observe_tasks
-from edgespec.runtime.commands.drafting_server_plan import load_plan_flag, plan_run
+from edgespec.runtime.commands.drafting_server_plan import load_plan_flag, plan_line, plan_run
+from edgespec.runtime.wire.grpc_server import ServerThread
 
 PROMPTS = [(1, 2, 3), (4, 5), (9,), (7, 7, 7, 7)]
 
@@ -60,3 +63,33 @@ def test_a_budget_past_what_the_planner_plans_is_refused(
         "--plan (the planner plans every session for its budget; its tables grow with it), "
         "got 32769\n"
     )
+
+
+def test_a_bundled_scenarios_name_plans_from_its_file(
+    server: ServerThread, model_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["drafting-server", "--server", f"127.0.0.1:{server.port}", "--draft", str(model_dir)]
+    argv += ["--prompt-ids", "1,2,3", "--prompt-ids", "4,5", "--max-new-tokens", "4"]
+    assert main([*argv, "--plan", "zhu-pipeline"]) == 0
+    file = bundled_scenarios_dir() / "zhu-pipeline.yaml"
+    planning = load_plan_flag(str(file))
+    assert planning is not None and planning.path == file
+    plan = plan_run(planning, [(1, 2, 3), (4, 5)], [4, 4], None)
+    plan_said, stats = capsys.readouterr().err.splitlines()
+    assert plan_said == plan_line(planning, plan)
+    assert plan_said.startswith(f"[plan: planner zhu ({file}), ")
+    assert stats.startswith("[pipelined: 2 sessions in batches of ")
+
+
+def test_a_near_miss_is_refused_as_sim_refuses_it_before_the_server_or_draft(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "nowhere"]
+    assert main([*argv, "--plan", "zhu-pipelin"]) == 2  # no server there, no draft "nowhere"
+    refused = capsys.readouterr().err
+    assert refused == (
+        "edgespec drafting-server: zhu-pipelin: no such scenario file (an override looks like "
+        "key.path=value) (did you mean 'zhu-pipeline'?)\n"
+    )
+    assert main(["sim", "zhu-pipelin"]) == 2
+    assert capsys.readouterr().err == refused.replace("drafting-server", "sim")

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from edgespec.cli import main
+from edgespec.config.scenario_files import bundled_scenarios_dir
 from edgespec.policies.registry import BATCHING, STOP, WINDOW
-from edgespec.sim.setup.scenario import bundled_scenarios_dir
 
 QUIET = ["--quiet", "--no-plots"]
 

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from edgespec.cli import main
+from edgespec.config.scenario_files import bundled_scenarios, bundled_scenarios_dir, scenario_path
 from edgespec.errors import did_you_mean
 from edgespec.policies.registry import BATCHING
-from edgespec.sim.setup.scenario import bundled_scenarios, bundled_scenarios_dir, scenario_path
 from tests.sim.helpers import tiny_scenario
 
 QUIET = ["--quiet", "--no-plots"]

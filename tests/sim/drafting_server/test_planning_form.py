@@ -78,3 +78,22 @@ def test_both_loaders_refuse_alike(
         load_planning(path)
     assert str(sim.value).startswith(message)
     assert str(runtime.value).startswith(f"{path}:{line}: {message}")
+
+
+def test_an_unknown_key_is_refused_alike_naming_the_simulators_sections_too(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("system: drafting_server\npipeline:\n  simulaton: {}\n")
+    message = (
+        "config field 'pipeline.simulaton': unknown field; known: ['alpha', 'cell', "
+        "'draft_profile', 'max_input_tokens', 'max_output_tokens', 'num_users', 'planner', "
+        "'sbs_memory_gb', 'simulation', 'stop_predictor', 'verifier', 'verify_profile'] "
+        "(did you mean 'simulation'?)"
+    )
+    with pytest.raises(ConfigError) as sim:
+        pipeline_scenario_from_dict({"pipeline": {"simulaton": {}}})
+    with pytest.raises(ConfigError) as runtime:
+        load_planning(path)
+    assert str(sim.value) == message
+    assert str(runtime.value) == f"{path}:3: {message}"

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from edgespec.config import ConfigError, read_yaml
+from edgespec.config.scenario_files import bundled_scenarios_dir
 from edgespec.hardware.drafting_plan import build_costs
 from edgespec.sim.drafting_server.build import draw_observation, run_pipeline
 from edgespec.sim.drafting_server.report import report_lines, run_record
 from edgespec.sim.drafting_server.scenario import PipelineScenario, pipeline_scenario_from_dict
-from edgespec.sim.setup.scenario import bundled_scenarios_dir
 
 SMALL = [
     "pipeline.num_users=6",

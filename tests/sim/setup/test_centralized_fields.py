@@ -13,9 +13,10 @@ import yaml
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
+from edgespec.config.scenario_files import bundled_scenarios
 from edgespec.reproduce.wisp.setup import WispSetup, scenario
 from edgespec.sim.setup.build import check_buildable
-from edgespec.sim.setup.scenario import bundled_scenarios, load_scenario, scenario_from_dict
+from edgespec.sim.setup.scenario import load_scenario, scenario_from_dict
 from tests.sim.helpers import tiny_scenario
 
 MODES = "applies only to mode: distributed or fused (mode is centralized: "

@@ -14,9 +14,10 @@ import yaml
 
 from edgespec.cli import main
 from edgespec.config import ConfigError
+from edgespec.config.scenario_files import default_scenario_path
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim.setup.pools import check_fleet_size
-from edgespec.sim.setup.scenario import default_scenario_path, scenario_from_dict
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sweeps.capacity import capacity_search
 
 OVER = "over the limit of 1,000,000 devices in a scenario"

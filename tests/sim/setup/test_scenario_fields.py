@@ -12,14 +12,11 @@ import yaml
 
 from edgespec.cli import main
 from edgespec.config import ConfigError, from_dict, read_yaml
+from edgespec.config.scenario_files import bundled_scenarios, bundled_scenarios_dir
 from edgespec.metrics.types import SystemMetrics
 from edgespec.sim.drafting_server.scenario import PipelineScenario
 from edgespec.sim.setup.pools import MAX_DEVICES, MAX_SERVERS
-from edgespec.sim.setup.scenario import (
-    bundled_scenarios,
-    bundled_scenarios_dir,
-    scenario_from_dict,
-)
+from edgespec.sim.setup.scenario import scenario_from_dict
 from edgespec.sim.setup.system import system_of
 from edgespec.sweeps.capacity import capacity_search, field_path
 from tests.sim.helpers import tiny_scenario
