@@ -14,7 +14,9 @@ scalars, where ``1e12`` is a number and ``no`` a string; unique keys; bounded de
 alias expansion; the line of each key), :mod:`.convert` (a mapping
 into a dataclass), :mod:`.spec` (:class:`PolicySpec`, a policy field's kind),
 :mod:`.scenario_files` (the scenario file a command line names: a file, or a bundled
-scenario by name, for ``edgespec sim`` and ``edgespec drafting-server --plan`` alike).
+scenario by name, for ``edgespec sim`` and ``edgespec drafting-server --plan`` alike),
+:mod:`.file_paths` (a scenario file's own relative paths, read against its folder, by
+both alike).
 """
 
 from edgespec.config.convert import (

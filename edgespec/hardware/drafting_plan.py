@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +26,7 @@ from edgespec.config import (
     located_in,
     read_yaml_file,
 )
+from edgespec.config.file_paths import anchored
 from edgespec.core.wireless import WirelessCell
 from edgespec.hardware.drafting_server import GB, StageRole, zhu_stage
 from edgespec.hardware.scenario_system import system_of
@@ -158,9 +159,12 @@ def _check_planner_used(planner: PlannerConfig) -> None:
 def load_planning(path: str | Path) -> PipelineSystem:
     """The system and planner of the ``pipeline:`` scenario file ``path`` (the simulator's
     form, ``system: drafting_server`` as ``edgespec sim`` asks; its
-    :data:`SIMULATOR_SECTIONS` are the simulator's and not read here), checked; an error
-    at a field the file gives starts with ``file:line``."""
-    file = read_yaml_file(path)
+    :data:`SIMULATOR_SECTIONS` are the simulator's and not read here), checked, its
+    relative profile paths read against its folder as ``edgespec sim`` reads them
+    (:mod:`edgespec.config.file_paths`); an error at a field the file gives starts with
+    ``file:line``."""
+    read = read_yaml_file(path)
+    file = replace(read, data=dict(anchored(read.data, read.path.parent)))  # as sim reads it
     with located_in(file):
         _check_system(file.path, file.data)
         section = file.data.get("pipeline")

@@ -23,7 +23,7 @@ COMMAND_FILE = "command.json"
 def write_scenario_yaml(out: Path, data: dict[str, Any]) -> Path:
     """``out/scenario.yaml``: the scenario ``data`` that ran, its file paths (the overrides'
     relative ones too) made absolute, so that it reruns the run from anywhere."""
-    from edgespec.sim.setup.file_paths import anchored
+    from edgespec.config.file_paths import anchored
 
     path = out / "scenario.yaml"
     write_text_atomically(path, dump_yaml(anchored(data, Path.cwd()), sort_keys=False))

@@ -47,10 +47,10 @@ def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any], 
     ``bar`` (the ``sim`` command's; none with ``--quiet``); print; write ``--out``."""
     from rich.console import Console
 
+    from edgespec.config.file_paths import anchored
     from edgespec.sim.drafting_server.build import run_pipeline
     from edgespec.sim.drafting_server.report import report_lines, run_record
     from edgespec.sim.drafting_server.scenario import pipeline_scenario_from_dict
-    from edgespec.sim.setup.file_paths import anchored
 
     check_drafting_server_flags(args)
     scenario = pipeline_scenario_from_dict(data)  # validate once, before any run

@@ -6,10 +6,10 @@ Modules, by responsibility:
   and the bundled scenarios; :mod:`.scenario_checks` — its ``auto_topology`` pools';
   :mod:`.centralized_fields` — the fields ``mode: centralized`` leaves unused, refused;
   :mod:`.workload_config` — the ``workload:`` and ``dsdsim_compat:`` sections;
-  :mod:`.system` — which simulator a scenario is for (``system:``);
+  :mod:`.system` — which simulator a scenario is for (``system:``); a scenario file's own
+  paths are read against its folder by :mod:`edgespec.config.file_paths`;
 * :mod:`.pools`, :mod:`.cells`, :mod:`.topology`, :mod:`.wireless` — the pools, the cells
   they are pinned in, their expansion into entities, a wireless link's uplinks;
-* :mod:`.file_paths` — a scenario file's own paths, read against its folder;
 * :mod:`.workload` — request traces, length tables; :mod:`.trace_fields` — the fields a
   trace line may have, and the refusal of any other;
 * :mod:`.sources` — the data files a scenario names, loaded; :mod:`.resolve` — everything

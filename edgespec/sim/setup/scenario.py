@@ -26,6 +26,7 @@ from edgespec.config import (
     located_in,
     read_yaml_file,
 )
+from edgespec.config.file_paths import anchored
 from edgespec.config.scenario_files import default_scenario_path, scenario_path
 from edgespec.core.wireless import WirelessCell
 from edgespec.policies.registry import KINDS
@@ -36,7 +37,6 @@ from edgespec.sim.model.stop_model import StopPredictorConfig
 from edgespec.sim.run_folder import check_run_name
 from edgespec.sim.setup.cells import plan_cells, replicate_cells
 from edgespec.sim.setup.centralized_fields import check_centralized_fields
-from edgespec.sim.setup.file_paths import anchored
 from edgespec.sim.setup.pools import CostModelConfig as CostModelConfig
 from edgespec.sim.setup.pools import DevicePool as DevicePool
 from edgespec.sim.setup.pools import ServerPool as ServerPool
@@ -219,7 +219,7 @@ def scenario_from_dict(data: Mapping[str, Any], overrides: Sequence[str] = ()) -
 
 def read_scenario_file(file: Path) -> YamlFile:
     """A scenario file as read once: its mapping, its relative file paths read against its
-    folder (:mod:`edgespec.sim.setup.file_paths`), and the line of each key, which the
+    folder (:mod:`edgespec.config.file_paths`), and the line of each key, which the
     errors at its fields name (:func:`edgespec.config.located_in`); an empty one (or
     comments only) is refused: it ran the built-in defaults, one device for 60 s, without
     a word."""

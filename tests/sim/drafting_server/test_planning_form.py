@@ -97,3 +97,21 @@ def test_an_unknown_key_is_refused_alike_naming_the_simulators_sections_too(
         load_planning(path)
     assert str(sim.value) == message
     assert str(runtime.value) == f"{path}:3: {message}"
+
+
+def test_relative_profile_paths_are_read_against_the_files_folder_as_sim_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edgespec.sim.setup.scenario import read_scenario_file
+
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    profile = Path(edgespec.__file__).parent / "data" / "hardware" / "profiles"
+    (folder / "v.yaml").write_text((profile / "rtx4500-llama2-7b-zhu.yaml").read_text())
+    data = read_yaml(BUNDLED)
+    data["pipeline"] = {**data["pipeline"], "verify_profile": "v.yaml"}
+    (folder / "s.yaml").write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)  # not the scenario's folder: v.yaml is not here
+    runtime = load_planning("sub/s.yaml")
+    sim = read_scenario_file(Path("sub/s.yaml")).data["pipeline"]["verify_profile"]
+    assert runtime.verify_profile == sim == str(folder.resolve() / "v.yaml")

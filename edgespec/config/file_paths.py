@@ -35,8 +35,8 @@ FILE_FIELDS: tuple[tuple[str, ...], ...] = (
     ("pipeline", "verifier", "policy", "params", "profile"),
     ("pipeline", "stop_predictor", "policy", "params", "file"),
 )
-"""The scenario fields (both systems, :mod:`edgespec.sim.setup.system`) that name a file
-or a bundled name, as key paths."""
+"""The scenario fields (both systems; read alike by ``edgespec sim`` and ``edgespec
+drafting-server --plan``) that name a file or a bundled name, as key paths."""
 
 FILE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 """The suffixes of the files those fields name; a bundled name has none."""

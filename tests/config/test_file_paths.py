@@ -13,12 +13,12 @@ import pytest
 import yaml
 
 from edgespec.cli import main
-from edgespec.sim.setup.file_paths import FILE_FIELDS, anchored, names_a_relative_file
+from edgespec.config.file_paths import FILE_FIELDS, anchored, names_a_relative_file
 from edgespec.sim.setup.resolve import resolve
 from edgespec.sim.setup.scenario import load_scenario
 from tests.sim.helpers import tiny_scenario
 
-BUNDLED = Path(__file__).resolve().parents[3] / "edgespec" / "data" / "hardware" / "profiles"
+BUNDLED = Path(__file__).resolve().parents[2] / "edgespec" / "data" / "hardware" / "profiles"
 PROFILE = "auto_topology.servers[0].cost_model.profile"
 
 
