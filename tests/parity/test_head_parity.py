@@ -25,7 +25,7 @@ from edgespec.runtime.backends.logit_rows import HostRows
 from edgespec.runtime.messages import DRAFT_HIDDEN, SemanticSpec, SessionSpec, VerifyCall
 from edgespec.runtime.server.semantic import SemanticVerification
 from edgespec.runtime.server.verification import Verdict
-from tests.policies.semantic.broken_heads import seeded_head
+from tests.policies.semantic.broken_heads import WrappedHead, seeded_head
 
 K = 6  # drafted tokens per round
 VOCAB = 32
@@ -36,32 +36,16 @@ Call = tuple[FloatArray, FloatArray, tuple[float, ...], FloatArray]
 Case = tuple[list[int], list[int], list[npt.NDArray[np.float32]]]
 
 
-@dataclass(eq=False)
-class Recording:
+@dataclass(frozen=True, slots=True, eq=False)
+class Recording(WrappedHead):
     """A real head that records what each host hands its ``inputs``."""
 
-    head: DecisionHead
     calls: list[Call] = field(default_factory=list)
-
-    @property
-    def draft_hidden(self) -> int:
-        return self.head.draft_hidden
-
-    @property
-    def target_hidden(self) -> int:
-        return self.head.target_hidden
-
-    @property
-    def num_csi(self) -> int:
-        return self.head.num_csi
 
     def inputs(self, hd: FloatArray, ht: FloatArray, csi: tuple[float, ...]) -> FloatArray:
         x = self.head.inputs(hd, ht, csi)
         self.calls.append((hd, ht, csi, x))
         return x
-
-    def rejects(self, x: FloatArray, threshold: float) -> npt.NDArray[np.bool_]:
-        return self.head.rejects(x, threshold)
 
 
 class Replay:

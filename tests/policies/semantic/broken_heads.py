@@ -1,6 +1,7 @@
 """Decision heads for the tests of the head's contract in both hosts: a seeded random
 :class:`DecisionHead`, and a head whose ``rejects`` answers whatever a test gives it
-(the answers that break the contract, and the exact messages the hosts give for them)."""
+(the answers that break the contract, and the exact messages the hosts give for them),
+:class:`BrokenHead`, over :class:`WrappedHead` (the base of a test head wrapping a real one)."""
 
 from __future__ import annotations
 
@@ -36,11 +37,11 @@ def seeded_head(
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class BrokenHead:
-    """A real head's inputs, but ``rejects`` answers ``answer(n)`` for n input rows."""
+class WrappedHead:
+    """A real head behind the head's interface, every call forwarded to it: the base of
+    the test heads that record or break one of its calls."""
 
     head: DecisionHead
-    answer: Callable[[int], object]
 
     @property
     def draft_hidden(self) -> int:
@@ -58,6 +59,16 @@ class BrokenHead:
         self, draft_hidden: FloatArray, target_hidden: FloatArray, csi: tuple[float, ...]
     ) -> FloatArray:
         return self.head.inputs(draft_hidden, target_hidden, csi)
+
+    def rejects(self, x: FloatArray, threshold: float) -> npt.NDArray[np.bool_]:
+        return self.head.rejects(x, threshold)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BrokenHead(WrappedHead):
+    """A real head's inputs, but ``rejects`` answers ``answer(n)`` for n input rows."""
+
+    answer: Callable[[int], object]
 
     def rejects(self, x: FloatArray, threshold: float) -> npt.NDArray[np.bool_]:
         return self.answer(x.shape[0])  # type: ignore[return-value]  # broken on purpose
