@@ -11,7 +11,8 @@ from them.
 * :mod:`.wisp` — WISP batching's parameters: a profile or Eq. 19's coefficients;
 * :mod:`.drafting_server` — the drafting server's cost inputs (Zhu et al.);
 * :mod:`.drafting_plan` — the system and planner part of a ``pipeline:`` scenario, and the
-  costs, planner and checked plan both hosts build from it.
+  costs, planner and checked plan both hosts build from it, and its profiles' range
+  warnings;
 * :mod:`.scenario_system` — which simulator a scenario is for (its ``system:`` key), read
   alike by ``edgespec sim`` and ``edgespec drafting-server --plan``.
 """

@@ -5,13 +5,14 @@ with the simulator's sections) and ``edgespec drafting-server --plan`` (the runt
 imports nothing from the simulator, reads a scenario file with :func:`load_planning`).
 
 Every error names its field (``config field 'pipeline.planner.spec_len': must be >= 1,
-got 0``), from a file also its ``file:line``.
+got 0``), from a file also its ``file:line``. A profile the plan uses beyond what it
+measured is one warning line (:func:`plan_range_warnings`), alike from both hosts.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +30,7 @@ from edgespec.config import (
 from edgespec.config.file_paths import anchored
 from edgespec.core.wireless import WirelessCell
 from edgespec.hardware.drafting_server import GB, StageRole, zhu_stage
+from edgespec.hardware.profile_info import profile_info, range_warning
 from edgespec.hardware.scenario_system import system_of
 from edgespec.policies.contracts import policy_name
 from edgespec.policies.drafting_contract import check_plan
@@ -245,3 +247,21 @@ def build_plan(
     except ValueError as exc:  # a task that does not fit the SBS memory on its own
         raise ConfigError("pipeline.sbs_memory_gb", str(exc)) from exc
     return check_plan(plan, len(obs.tasks), policy_name(planner))
+
+
+def plan_range_warnings(
+    system: PipelineSystem, plan: PipelinePlan, lengths: Sequence[tuple[int, int]]
+) -> list[str]:
+    """A line for each profile of ``system`` that ``plan`` uses beyond what it measured
+    (:func:`~edgespec.hardware.profile_info.range_warning`; once each, draft's first):
+    batches up to the plan's largest, tasks of up to the longest I + O of ``lengths`` (each
+    task's ``(I, O)``: its prompt and the output it runs or is planned for). Both hosts say
+    them: ``edgespec sim`` and ``edgespec drafting-server --plan``."""
+    largest_batch = max(len(batch) for batch in plan.batches)
+    longest_tokens = max(input_len + output_len for input_len, output_len in lengths)
+    lines: list[str] = []
+    for profile in (system.draft_profile, system.verify_profile):
+        line = range_warning(profile_info(profile), largest_batch, longest_tokens)
+        if line is not None and line not in lines:
+            lines.append(line)
+    return lines

@@ -10,6 +10,7 @@ cost models fitted to it and written as the simulator's profiles (docs/PROFILE.m
 * :mod:`.pair_fit` — a run's target and drafter samples fitted: Eq. 19, and Eq. 17 over
   the architecture's and Zhu's printed FLOPs;
 * :mod:`.run` — measure and fit a pair, write its profile files and report;
+* :mod:`.summary` — what the command prints once its files are written: every fit, the files;
 * :mod:`.profile_yaml` — the text of one profile file: its header, what it is and measured;
 * :mod:`.quality` — when a fit is too poor to use as it is, and the warning then;
 * :mod:`.checkpoint` — measured configurations appended as they finish, for ``--resume``;

@@ -5,8 +5,9 @@ Measurements go through the runtime's
 :class:`~edgespec.runtime.server.engine.VerificationEngine` with the
 :class:`~edgespec.runtime.backends.transformers_backend.TransformersTarget` backend, the
 code ``edgespec serve`` runs. See :mod:`edgespec.profiling.measure` for the grid,
-:mod:`edgespec.profiling.checks` for the refusals before anything loads and
-:mod:`edgespec.profiling.run` for the files written.
+:mod:`edgespec.profiling.checks` for the refusals before anything loads,
+:mod:`edgespec.profiling.run` for the files written and :mod:`edgespec.profiling.summary`
+for what is printed then.
 """
 
 from __future__ import annotations
@@ -169,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.profiling.checkpoint import CheckpointError, checkpoint_path
     from edgespec.profiling.measure import design_grid
     from edgespec.profiling.run import write_profiles
+    from edgespec.profiling.summary import print_summary
 
     device_placement(args)  # a GPU this machine lacks fails before anything loads
     torch.set_num_threads(args.threads)
@@ -253,48 +255,3 @@ def _measure(
                 f"{writer.path}: run the same command with --resume to continue"
             )
             return None
-
-
-def print_summary(console: Any, result: Any, paths: list[Path]) -> None:
-    from rich.table import Table
-
-    from edgespec.profiling.profile_yaml import clipped_line
-
-    table = Table(title=f"edgespec profile: {result.target} on {result.hardware}")
-    for col in ("fit", "term", "value", "95% CI", "held-out R² / MAE ms / MAPE %"):
-        table.add_column(col)
-    fits = [("target WISP Eq. 19", result.wisp), ("target Zhu Eq. 17", result.zhu)]
-    if result.draft is not None:
-        fits.append((f"draft {result.draft.name} WISP", result.draft.wisp))
-        if result.draft.zhu is not None:
-            fits.append((f"draft {result.draft.name} Zhu", result.draft.zhu))
-    for label, fit in fits:
-        (r_lo, r_hi), (m_lo, m_hi), (p_lo, p_hi) = fit.test_intervals
-        t = fit.test
-        quality = (
-            f"{t.r2:.3f} [{r_lo:.3f}, {r_hi:.3f}] / {t.mae_s * 1e3:.3f} "
-            f"[{m_lo * 1e3:.3f}, {m_hi * 1e3:.3f}] / {t.mape_pct:.1f} [{p_lo:.1f}, {p_hi:.1f}]"
-        )
-        rows = zip(fit.names, fit.values, fit.intervals, strict=True)
-        for i, (name, value, (low, high)) in enumerate(rows):
-            table.add_row(
-                label if i == 0 else "",
-                name,
-                f"{value:.3e}",
-                f"[{low:.2e}, {high:.2e}]",
-                quality if i == 0 else "",
-            )
-    console.print(table)
-    n_train = sum(1 for c in result.grid if c.split == "train")
-    console.print(
-        f"{len(result.grid)} configurations ({n_train} train, {len(result.grid) - n_train} "
-        f"held out), {len(result.samples)} timed batches, {result.num_prompts} unique prompts; "
-        f"load average {' '.join(f'{x:.2f}' for x in result.load_average)}"
-    )
-    if result.draft is not None:
-        console.print(f"drafter {result.draft.name}: {result.draft.per_token_s * 1e3:.3f} ms/token")
-    for label, fit in fits:
-        if fit.clipped:
-            console.print(f"{label}: {clipped_line(fit)}")
-    for path in paths:
-        console.print(f"wrote {path}")

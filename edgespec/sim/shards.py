@@ -11,7 +11,9 @@ in ``shard-K/`` under the folder, which a worker must be able to write: on a Ray
 shared filesystem), and the driver concatenates them into the folder's record files
 (:func:`~edgespec.metrics.record_files.concatenate_records`): the single-process run's rows,
 grouped by shard. A run that fails or is stopped (Ctrl-C, SIGTERM) removes the shards'
-folders, once the executor's work has ended.
+folders, once the executor's work has ended. A shard's run that refuses its input or whose
+policy breaks its contract names the shard in its one line (``shard 2 of 3: ...``,
+:func:`at_shard`), its exit status unchanged.
 """
 
 from __future__ import annotations
@@ -24,8 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgespec.config import ConfigError
+from edgespec.config.errors import in_context
+from edgespec.errors import UserInputError
 from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
+from edgespec.policies.contracts import PolicyContractError
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,16 +56,39 @@ class ShardedRun:
 
 @dataclass(frozen=True, slots=True)
 class ShardTask:
-    """One shard's work: the scenario dict, its cells, and the folder its record files go
-    to (``None``: metrics only)."""
+    """One shard's work: the scenario dict, its cells, the folder its record files go to
+    (``None``: metrics only), and which shard it is (``shard`` from 0, of ``num_shards``)."""
 
     data: Mapping[str, Any]
     cells: tuple[int, ...]
     record_dir: Path | None = None
+    shard: int = 0
+    num_shards: int = 1
+
+
+def at_shard(exc: Exception, shard: int, num_shards: int) -> Exception:
+    """``exc`` naming shard ``shard`` (from 0) of ``num_shards``: ``shard 2 of 3: ...``
+    (after a config error's field, :func:`~edgespec.config.errors.in_context`), of the
+    same kind, so the CLI prints one line with the same status."""
+    where = f"shard {shard + 1} of {num_shards}"
+    if isinstance(exc, ConfigError):
+        return in_context(exc, where)
+    if isinstance(exc, PolicyContractError):
+        return PolicyContractError(f"{where}: {exc}")
+    return UserInputError(f"{where}: {exc}")
 
 
 def run_shard(task: ShardTask) -> ShardResult:
-    """Simulate ``task``'s cells (module-level, so an executor can pickle it)."""
+    """Simulate ``task``'s cells (module-level, so an executor can pickle it); a refusal
+    or a policy's broken contract names the shard (:func:`at_shard`)."""
+    try:
+        return _simulate_shard(task)
+    except (UserInputError, PolicyContractError) as exc:
+        raise at_shard(exc, task.shard, task.num_shards) from exc
+
+
+def _simulate_shard(task: ShardTask) -> ShardResult:
+    """``task``'s cells simulated, their records streamed to its folder if it has one."""
     from edgespec.metrics.record_files import RecordFiles
     from edgespec.sim.setup.scenario import scenario_from_dict
     from edgespec.sim.simulator import StreamSink, paused_gc, simulate
@@ -89,7 +118,6 @@ def simulate_sharded(
     ``executor`` (a :class:`~edgespec.sweeps.executor.SweepExecutor`) and merge them;
     with ``record_dir``, also its record files (the module docstring). ``progress(done,
     total)`` is called before the first shard runs and as each one finishes."""
-    from edgespec.errors import UserInputError
     from edgespec.sim.setup.cells import plan_cells, split_cells
     from edgespec.sim.setup.scenario import scenario_from_dict
 
@@ -102,7 +130,10 @@ def simulate_sharded(
         )
     groups = split_cells(plans, num_shards)
     parts = [None if record_dir is None else record_dir / f"shard-{k}" for k in range(len(groups))]
-    tasks = [ShardTask(dict(data), g, part) for g, part in zip(groups, parts, strict=True)]
+    tasks = [
+        ShardTask(dict(data), g, part, k, len(groups))
+        for k, (g, part) in enumerate(zip(groups, parts, strict=True))
+    ]
     try:
         done = _run_shards(executor, tasks, progress)
         if record_dir is not None:

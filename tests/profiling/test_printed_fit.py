@@ -6,11 +6,13 @@ architecture-FLOPs files were written, and every pipeline scenario refused them.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 
 from edgespec.hardware.cost_models import load_architecture, load_profile
 from edgespec.hardware.drafting_plan import PipelineSystem, build_costs
@@ -21,6 +23,7 @@ from edgespec.profiling.draft import DraftSample, pass_shapes
 from edgespec.profiling.measure import QUICK_GRID, GridConfig, Sample, design_grid
 from edgespec.profiling.pair_fit import DraftProfile, fit_draft, fit_target, fit_target_zhu
 from edgespec.profiling.run import ProfileResult, write_profiles
+from edgespec.profiling.summary import print_summary
 
 TARGET = load_architecture("gemma3-270m")
 DRAFT = load_architecture("gemma3-270m-draft")
@@ -66,7 +69,7 @@ def test_the_printed_fit_recovers_eq_17_over_the_pipeline_models_flops() -> None
     assert draft.zhu_printed.values == pytest.approx((C1_D_S_PER_FLOP, C2_D_S), rel=1e-9)
 
 
-def _written(tmp_path: Path) -> list[Path]:
+def _result() -> ProfileResult:
     samples, grid = _target_samples()
     wisp, zhu = fit_target(samples, grid, TARGET, 0, 20)
     printed = fit_target_zhu(samples, grid, TARGET, 0, 20, "printed")
@@ -75,7 +78,11 @@ def _written(tmp_path: Path) -> list[Path]:
         "gemma3-270m", tuple(grid), tuple(samples), 0, wisp, zhu, draft, "cpu",
         (0.0, 0.0, 0.0), "wall", printed,
     )  # fmt: skip
-    return write_profiles(result, tmp_path / "g.yaml", "edgespec profile x")
+    return result
+
+
+def _written(tmp_path: Path) -> list[Path]:
+    return write_profiles(_result(), tmp_path / "g.yaml", "edgespec profile x")
 
 
 def test_profile_writes_the_printed_fits_a_pipeline_scenario_takes(tmp_path: Path) -> None:
@@ -139,3 +146,31 @@ def test_a_profile_without_a_printed_fit_removes_an_earlier_one(tmp_path: Path) 
     names = [p.name for p in write_profiles(result, tmp_path / "g.yaml", "cmd")]
     assert names == ["g.yaml", "g-zhu.yaml", "g-draft.yaml", "g-draft-zhu.yaml", "g-report.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
+
+
+def test_the_summary_shows_the_printed_fits_as_the_others(tmp_path: Path) -> None:
+    """Was: the table had the architecture-FLOPs fits only, the printed ones' files named
+    below it with nothing said of their fits."""
+    result = _result()
+    paths = write_profiles(result, tmp_path / "g.yaml", "edgespec profile x")
+    printed = io.StringIO()
+    print_summary(Console(file=printed, width=240, markup=False), result, paths)
+    lines = printed.getvalue().splitlines()
+    cells = [[c.strip() for c in line.split("│")[1:-1]] for line in lines]
+    labels = [row[0] for row in cells if row and row[0]]
+    assert labels == [
+        "target WISP Eq. 19", "target Zhu Eq. 17", "target Zhu Eq. 17 (printed FLOPs)",
+        "draft gemma3-270m-draft WISP", "draft gemma3-270m-draft Zhu",
+        "draft gemma3-270m-draft Zhu (printed FLOPs)",
+    ]  # fmt: skip
+    assert result.draft is not None and result.draft.zhu_printed is not None
+    for label, fit in (
+        ("target Zhu Eq. 17 (printed FLOPs)", result.zhu_printed),
+        ("draft gemma3-270m-draft Zhu (printed FLOPs)", result.draft.zhu_printed),
+    ):
+        assert fit is not None
+        at = next(i for i, row in enumerate(cells) if row and row[0] == label)
+        shown = [row[1:3] for row in cells[at : at + 2]]
+        assert shown == [[n, f"{v:.3e}"] for n, v in zip(fit.names, fit.values, strict=True)]
+    wrote = [line for line in lines if line.startswith("wrote ")]
+    assert wrote == [f"wrote {p}" for p in paths]

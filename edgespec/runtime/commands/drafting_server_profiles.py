@@ -5,17 +5,18 @@ reply) is said (:func:`model_warnings`), and so is a profile used beyond the bat
 tokens it measured (:func:`range_warnings`: the plan's largest batch, and its tasks' I + O,
 a session's prompt plus the output it is planned for), each in one line on stderr, as
 ``edgespec serve --profile`` and ``edgespec sim`` say theirs
-(:mod:`edgespec.hardware.profile_info`). A bundled profile (a paper's coefficients, named on
-purpose) is not checked for its model, as ``serve`` does not check one; a profile that does
-not record its model or range is checked for neither."""
+(:mod:`edgespec.hardware.profile_info`; the range's lines computed as the simulator's are,
+:func:`~edgespec.hardware.drafting_plan.plan_range_warnings`). A bundled profile (a paper's
+coefficients, named on purpose) is not checked for its model, as ``serve`` does not check
+one; a profile that does not record its model or range is checked for neither."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
-from edgespec.hardware.drafting_plan import PipelineSystem
-from edgespec.hardware.profile_info import profile_info, range_warning
+from edgespec.hardware.drafting_plan import PipelineSystem, plan_range_warnings
+from edgespec.hardware.profile_info import profile_info
 from edgespec.hardware.profile_source import PROFILE_SUFFIXES
 from edgespec.models.registry import same_model
 from edgespec.policies.drafting_server.planner import PipelinePlan
@@ -51,14 +52,9 @@ def range_warnings(
     max_new_tokens: Sequence[int],
 ) -> list[str]:
     """A line for each profile of ``planning`` that the plan uses beyond what it measured
-    (:func:`~edgespec.hardware.profile_info.range_warning`): batches up to the plan's
-    largest, tasks of up to the longest prompt plus the planned output (I + O)."""
-    largest_batch = max(len(batch) for batch in plan.batches)
+    (:func:`~edgespec.hardware.drafting_plan.plan_range_warnings`, as ``edgespec sim``
+    says them): batches up to the plan's largest, tasks of up to the longest prompt plus the
+    planned output (I + O)."""
     output_len = planned_output_len(planning, max_new_tokens)
-    tokens = max(len(prompt) for prompt in prompts) + output_len
-    lines: list[str] = []
-    for profile in (planning.system.draft_profile, planning.system.verify_profile):
-        line = range_warning(profile_info(profile), largest_batch, tokens)
-        if line is not None and line not in lines:
-            lines.append(line)
-    return lines
+    lengths = [(len(prompt), output_len) for prompt in prompts]
+    return plan_range_warnings(planning.system, plan, lengths)

@@ -1,12 +1,15 @@
 """``edgespec sim`` on a drafting-server scenario (``system: drafting_server``): validate,
-plan, simulate, print the report and write the run folder (``pipeline.json``,
-``scenario.yaml``)."""
+plan, simulate, say a profile the plan uses beyond what it measured (one line each on
+stderr, as ``edgespec drafting-server --plan`` says it:
+:func:`~edgespec.hardware.drafting_plan.plan_range_warnings`), print the report and write
+the run folder (``pipeline.json``, ``scenario.yaml``)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +51,7 @@ def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any], 
     from rich.console import Console
 
     from edgespec.config.file_paths import anchored
+    from edgespec.hardware.drafting_plan import plan_range_warnings
     from edgespec.sim.drafting_server.build import run_pipeline
     from edgespec.sim.drafting_server.report import report_lines, run_record
     from edgespec.sim.drafting_server.scenario import pipeline_scenario_from_dict
@@ -60,6 +64,9 @@ def run_drafting_server_command(args: argparse.Namespace, data: dict[str, Any], 
         with contextlib.ExitStack() as stack:  # the bar gone before the report
             show = None if args.quiet else bar(stack, "planning, then simulating")
             run = run_pipeline(scenario, show)
+        lengths = [(task.input_len, task.output_len) for task in run.obs.tasks]
+        for warning in plan_range_warnings(scenario.pipeline, run.plan, lengths):
+            print(f"edgespec sim: {warning}", file=sys.stderr, flush=True)
         wall_s = time.perf_counter() - started
         write_text_atomically(out / "pipeline.json", json.dumps(run_record(run), indent=2) + "\n")
         ran = anchored(data, Path.cwd())  # the overrides' relative paths: from anywhere too
