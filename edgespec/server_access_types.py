@@ -9,6 +9,7 @@ import argparse
 import os
 import re
 import ssl
+import stat
 
 
 def server_address_problem(address: str) -> str | None:
@@ -42,31 +43,58 @@ _CERTIFICATE = b"-----BEGIN CERTIFICATE-----"
 
 def ca_file_problem(path: str) -> str | None:
     """Why ``path`` is not a CA file gRPC's client can trust (``None``: it is); one rule for
-    every ``--tls-ca`` flag and ``draft``'s config ``tls_ca``: a regular file this process
-    can read (gRPC's client opened it raw, so a mistake was ``[Errno 2] No such file or
-    directory: '…'`` without the flag), holding PEM certificates
-    (:func:`ca_certificates_problem`). Only a regular file is opened: a FIFO would block."""
+    every ``--tls-ca`` flag and ``draft``'s config ``tls_ca``: :func:`read_ca_file`'s."""
+    try:
+        read_ca_file(path)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def read_ca_file(path: str) -> bytes:
+    """The bytes of the CA file ``path``, read once and checked (a ``ValueError`` saying why
+    not, ``path`` first): a regular file this process can read (gRPC's client opened it
+    raw, so a mistake was ``[Errno 2] No such file or directory: '…'`` without the flag),
+    holding PEM certificates (:func:`ca_certificates_problem`). Only a regular file is read:
+    a FIFO would block. A client channel trusts these very bytes, so a file changed after
+    the check is not used unchecked."""
     if not path:
-        return "expected a file name, got ''"
+        raise ValueError("expected a file name, got ''")
     if not os.path.exists(path):
-        return f"{path}: no such file"
+        raise ValueError(f"{path}: no such file")
     if os.path.isdir(path):
-        return f"{path}: is a folder, not a file"
+        raise ValueError(f"{path}: is a folder, not a file")
     if not os.path.isfile(path):
-        return f"{path}: not a regular file"
+        raise ValueError(f"{path}: not a regular file")
     if not os.access(path, os.R_OK):
-        return f"{path}: cannot be read (permission denied)"
-    problem = ca_certificates_problem(path)
-    return None if problem is None else f"{path}: {problem}"
+        raise ValueError(f"{path}: cannot be read (permission denied)")
+    try:
+        with open(path, "rb", opener=_open_nonblocking) as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # replaced since
+                raise ValueError(f"{path}: not a regular file")
+            data = f.read(MAX_CA_FILE_BYTES + 1)
+    except OSError as exc:  # gone or locked since the checks above
+        raise ValueError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if (problem := ca_certificates_problem(data)) is not None:
+        raise ValueError(f"{path}: {problem}")
+    return data
 
 
-def ca_certificates_problem(path: str) -> str | None:
-    """Why the readable file ``path`` does not hold PEM certificates and nothing else
-    (``None``: it does), read up to :data:`MAX_CA_FILE_BYTES`. gRPC took anything: a private
-    key printed its own log lines, then ``Failed to create security handshaker``; an empty
-    file trusted the system's CAs."""
-    with open(path, "rb") as f:
-        data = f.read(MAX_CA_FILE_BYTES + 1)
+def _open_nonblocking(path: str, flags: int) -> int:
+    """``open``'s opener: a FIFO opened so is not waited on (then refused as no regular file)."""
+    return os.open(path, flags | os.O_NONBLOCK)
+
+
+_TO_ASCII = bytes(range(128)) + b"?" * 128
+"""A ``bytes.translate`` table: each non-ASCII byte to '?' (which no certificate holds)."""
+
+
+def ca_certificates_problem(data: bytes) -> str | None:
+    """Why ``data``, a CA file's first :data:`MAX_CA_FILE_BYTES` + 1 bytes, is not PEM
+    certificates and nothing else (``None``: it is). gRPC took anything: a private key
+    printed its own log lines, then ``Failed to create security handshaker``; an empty file
+    trusted the system's CAs. Text outside the certificates (a bundle's comments, in any
+    encoding) is allowed, as OpenSSL and gRPC allow it."""
     if not data:
         return "is empty"
     if len(data) > MAX_CA_FILE_BYTES:
@@ -80,8 +108,9 @@ def ca_certificates_problem(path: str) -> str | None:
         )
     if _CERTIFICATE not in data:
         return "holds no PEM certificate (no '-----BEGIN CERTIFICATE-----' line)"
-    try:
-        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cafile=path)
+    try:  # ssl reads PEM text as ASCII only
+        cadata = data.translate(_TO_ASCII).decode("ascii")
+        ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT).load_verify_locations(cadata=cadata)
     except ssl.SSLError:  # its reason is OpenSSL's "[X509] PEM lib"
         return "holds a '-----BEGIN CERTIFICATE-----' block that does not parse as a certificate"
     return None

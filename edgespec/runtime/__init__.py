@@ -25,6 +25,8 @@ Top-level modules, what both sides share:
   (the gRPC server's and the HTTP endpoint's);
 * :mod:`.detokenize` — token ids to text a token at a time, complete characters only (an
   unfinished byte-token run held): the HTTP endpoint's text and ``edgespec draft``'s;
+* :mod:`.deferred_signals` — Ctrl-C and SIGTERM deferred while a block runs, then
+  delivered: a process's start done whole (``edgespec bench serve``), a bounded cleanup;
 * :mod:`.testing` — synthetic models for tests and benchmarks (``tiny_llama``,
   ``noisy_copy``, ``layer_truncated_copy``, ``synthetic_target``).
 

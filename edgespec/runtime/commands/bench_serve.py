@@ -33,6 +33,7 @@ from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.policies.registry import BATCHING
 from edgespec.runtime.commands.serve_arguments import add_wisp_arguments, wisp_params
 from edgespec.runtime.commands.serve_target import BACKENDS
+from edgespec.runtime.commands.server_access_arguments import check_tls_name
 from edgespec.runtime.loadgen.spec import (
     LoadSpec,
     check_own_server_classes,
@@ -254,6 +255,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.server is None and secured:
         flag = "--" + secured[0].replace("_", "-")
         raise UserInputError(f"{flag} is for a --server of yours (the bench's own is plaintext)")
+    check_tls_name(args)
     if args.server is None:
         check_batching(args)
     _check_draft(args)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from edgespec.runtime.commands.cpus import apply_cpus_and_threads
 from edgespec.runtime.commands.draft_arguments import (
@@ -22,6 +22,9 @@ from edgespec.runtime.commands.signals import stopped
 from edgespec.runtime.commands.stages import Stages
 from edgespec.runtime.commands.stop_arguments import stop_policy_from_args
 from edgespec.runtime.edge.draft_backends import check_draft_vocab
+
+if TYPE_CHECKING:
+    from edgespec.runtime.messages import ServerHealth
 
 __all__ = ["add_arguments", "run"]
 
@@ -85,14 +88,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.mode == "distributed" and config.draft != "ngram":
         resolve_model(config.draft)  # an unknown draft is named before the server is reached
     # several servers: routing waits through a restart, and the first open for what it left
-    verifier, vocab_size, open_retry_s = connect(config, routing, say, config.retry_timeout_s)
-    check_blocks(config, window, args.mode, verifier.max_draft_tokens())
-    ids, tokenizer, draft = _prompt_and_models(args, config, verifier, vocab_size, placement, say)
+    reached = connect(config, routing, say, config.retry_timeout_s)
+    verifier, health, vocab_size = reached.verifier, reached.health, reached.health.vocab_size
+    check_blocks(config, window, args.mode, health.max_draft_tokens)
+    ids, tokenizer, draft = _prompt_and_models(args, config, health, placement, say)
     check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
-    run = DraftRun(config, verifier, ids, tokenizer, args.seed, first_open_retry_s=open_retry_s)
+    run = DraftRun(config, verifier, ids, tokenizer, args.seed,
+                   first_open_retry_s=reached.open_retry_s)  # fmt: skip
     if args.compare:
-        numerics = verifier.describe().numerics
-        return compare(run, numerics, draft, vocab_size, window, stop, args, say.done)
+        return compare(run, health.numerics, draft, vocab_size, window, stop, args, say.done)
     if args.mode != "distributed":
         outcome = run.server_side(fused=args.mode == "fused", ready=say.done)
     else:
@@ -105,24 +109,24 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _prompt_and_models(
-    args: argparse.Namespace, config: Any, verifier: Any, vocab_size: int, placement: Any,
-    say: Stages,
-) -> tuple[tuple[int, ...], Any, Any]:  # fmt: skip
+    args: argparse.Namespace, config: Any, health: ServerHealth, placement: Any, say: Stages
+) -> tuple[tuple[int, ...], Any, Any]:
     """The prompt's ids, the tokenizer and the draft (``None`` unless distributed), the
-    prompt and ``max_new_tokens`` checked against the target's context (and ``vocab_size``)
-    as soon as each is known: ``--prompt-ids`` (or ``max_new_tokens`` alone) before anything
-    loads; ``--prompt`` before the draft loads when ``--tokenizer`` names the tokenizer,
-    else just after it (the draft's own tokenizer comes with it)."""
-    budget = ContextBudget.of(args, config.max_new_tokens, verifier.max_context_tokens(),
-                              vocab_size)  # fmt: skip
+    prompt and ``max_new_tokens`` checked against the target's context and vocabulary (as
+    the server's ``health`` says them) as soon as each is known: ``--prompt-ids`` (or
+    ``max_new_tokens`` alone) before anything loads; ``--prompt`` before the draft loads
+    when ``--tokenizer`` names the tokenizer, else just after it (the draft's own tokenizer
+    comes with it)."""
+    budget = ContextBudget.of(args, config.max_new_tokens, health.max_context_tokens,
+                              health.vocab_size)  # fmt: skip
     ids: tuple[int, ...] | None = budget.checked_ids(args.prompt_ids)
     tokenizer = None
     if args.tokenizer:  # not the draft's: loaded (and the text prompt checked) before it
-        tokenizer = _tokenizer(args, config, verifier, None, ids is None, say)
+        tokenizer = _tokenizer(args, config, health.target_name, None, ids is None, say)
         ids = ids if ids is not None else budget.tokenized(tokenizer, args.prompt)
     draft = _load_draft(config, args, placement, say) if args.mode == "distributed" else None
     if not args.tokenizer:
-        tokenizer = _tokenizer(args, config, verifier, draft, ids is None, say)
+        tokenizer = _tokenizer(args, config, health.target_name, draft, ids is None, say)
     if ids is None:  # a text prompt: _tokenizer refused to go on without a tokenizer
         ids = budget.tokenized(tokenizer, args.prompt)
     return ids, tokenizer, draft
@@ -146,12 +150,14 @@ def _serve_openai(
     serve.check_limits(config.max_new_tokens, limits)
     concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued)
     ensure_port_free(host, port)  # before the server is reached or the draft loads
-    verifier, vocab_size = connect_waiting(config, routing, say)
+    reached = connect_waiting(config, routing, say)  # each server's Health, asked once
+    vocab_size = reached.health.vocab_size
     draft = _load_draft(config, args, placement, say)
     check_draft_vocab(config.draft, None if draft is None else draft.model, vocab_size)
-    tokenizer = _tokenizer(args, config, verifier, draft, True, say)
-    end = serve.serve_openai(args.serve_openai, config, verifier, draft, tokenizer, vocab_size,
-                             limits, concurrency=concurrency)  # fmt: skip
+    tokenizer = _tokenizer(args, config, reached.health.target_name, draft, True, say)
+    end = serve.serve_openai(args.serve_openai, config, reached.verifier, draft, tokenizer,
+                             vocab_size, limits, concurrency=concurrency,
+                             told=reached.told)  # fmt: skip
     if end.signum is None:  # uvicorn said why, above
         print("edgespec draft: the OpenAI-compatible endpoint stopped serving", file=sys.stderr)
         return 1
@@ -224,12 +230,13 @@ def _load_draft(config: Any, args: argparse.Namespace, placement: Any, say: Stag
 
 
 def _tokenizer(
-    args: argparse.Namespace, config: Any, verifier: Any, draft: Any, needed: bool, say: Stages
-) -> Any:
+    args: argparse.Namespace, config: Any, target: str | None, draft: Any, needed: bool,
+    say: Stages,
+) -> Any:  # fmt: skip
     """``--tokenizer``'s; else the loaded draft's; else the draft's by its name, or the
-    server's target's by the name the server gives (a tokenizer alone: no weights load; each
-    load said as it starts); ``None`` when there is none, a :class:`ConfigError` then if a
-    text prompt ``needed`` one."""
+    server's target's by the name its Health gave, ``target`` (a tokenizer alone: no
+    weights load; each load said as it starts); ``None`` when there is none, a
+    :class:`ConfigError` then if a text prompt ``needed`` one."""
     from edgespec.config import ConfigError
 
     if args.tokenizer:
@@ -243,7 +250,6 @@ def _tokenizer(
         tokenizer = _load_tokenizer(config.draft, args.verbose, say)
         if tokenizer is not None:
             return tokenizer
-    target = verifier.target_name()
     tokenizer = _load_tokenizer(target, args.verbose, say) if target else None
     if tokenizer is None and needed:
         where = (

@@ -1,10 +1,11 @@
 """``edgespec draft`` reaching its verification server before anything loads: the one
 ``--server``, or the one ``--routing`` picks from several (asked again while none answers,
 as the endpoint's requests ask: :func:`~edgespec.runtime.edge.routing.route_retrying`;
-several of different targets refused), its vocabulary size, its token checked, and what
-routing left of ``--retry-timeout-s`` for the first open. The endpoint waits for its
-servers as it starts (:func:`connect_waiting`: it may start before them, under systemd),
-saying so every :data:`START_PROGRESS_S`."""
+several of different targets refused), its Health (vocabulary size, limits, target name),
+its token checked, and what routing left of ``--retry-timeout-s`` for the first open
+(:class:`Reached`: each server's Health asked once, kept for the rest of the start). The
+endpoint waits for its servers as it starts (:func:`connect_waiting`: it may start before
+them, under systemd), saying so every :data:`START_PROGRESS_S`."""
 
 from __future__ import annotations
 
@@ -13,9 +14,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from edgespec.runtime.commands.stages import Stages
+
+if TYPE_CHECKING:
+    from edgespec.runtime.messages import ServerHealth
 
 ONE_TARGET_WHY = "routing may send the prompt to any"
 """Why ``edgespec draft``'s servers must serve one target."""
@@ -24,14 +29,29 @@ START_PROGRESS_S = 5.0
 """How often the endpoint says, as it starts, that it still waits for its servers."""
 
 
+@dataclass(frozen=True, slots=True)
+class Reached:
+    """The server a drafter reached as it started: its client, its address and what its
+    Health said; what every server that answered its Health then said (the endpoint's
+    :func:`~edgespec.runtime.openai_api.server_facts.learn` reads them, not asking again);
+    and how long its first open may retry while it is unreachable."""
+
+    verifier: Any
+    address: str
+    health: ServerHealth
+    told: dict[str, ServerHealth]
+    open_retry_s: float
+
+
 def routed_verifier(
     config: Any, routing: Any, retry_timeout_s: float, why: str = ONE_TARGET_WHY,
     one_waits: bool = False,
-) -> tuple[Any, float]:  # fmt: skip
-    """A client of ``config.server``, whose first open is not retried (0 s; ``one_waits``:
-    ``retry_timeout_s``); or of the server ``routing`` (``config.routing``'s policy) picks
-    from them, asked again while none answers for up to ``retry_timeout_s`` (0: asked
-    once), with what routing left of it for the first open; the servers that did not
+) -> tuple[Any, str, float, dict[str, ServerHealth]]:  # fmt: skip
+    """A client of ``config.server`` and its address, whose first open is not retried (0 s;
+    ``one_waits``: ``retry_timeout_s``), no Health asked; or of the server ``routing``
+    (``config.routing``'s policy) picks from them, asked again while none answers for up to
+    ``retry_timeout_s`` (0: asked once), with what routing left of it for the first open and
+    the Health of each that answered it (:func:`.server_facts.described`); the servers that did not
     answer and the choice said on stderr. A server that refuses the token is a
     ``UserInputError`` naming it, as one ``--server``'s (and the endpoint's, over
     several): not a server that did not answer. Servers of different targets are refused
@@ -48,7 +68,7 @@ def routed_verifier(
 
     verifiers = drafter_clients(config)
     if len(verifiers) == 1:
-        return verifiers[0], retry_timeout_s if one_waits else 0.0
+        return verifiers[0], config.servers[0], retry_timeout_s if one_waits else 0.0, {}
     rng = np.random.default_rng()
     try:
         if retry_timeout_s > 0:
@@ -61,9 +81,11 @@ def routed_verifier(
             for verifier in verifiers:
                 verifier.check_credentials()
         raise
-    check_one_model(described(config.servers, verifiers), why)
+    told = described(config.servers, verifiers)
+    check_one_model(told, why)
     _say_routed(config, verifiers, choice)
-    return verifiers[choice.server_index], left_s
+    index = choice.server_index
+    return verifiers[index], config.servers[index], left_s, told
 
 
 def _say_routed(config: Any, verifiers: tuple[Any, ...], choice: Any) -> None:
@@ -88,27 +110,31 @@ def _say_routed(config: Any, verifiers: tuple[Any, ...], choice: Any) -> None:
 def connect(
     config: Any, routing: Any, say: Stages, retry_timeout_s: float, why: str = ONE_TARGET_WHY,
     one_waits: bool = False,
-) -> tuple[Any, int, float]:  # fmt: skip
+) -> Reached:  # fmt: skip
     """The verifier (said as it is reached; :func:`routed_verifier`, ``why`` and
-    ``one_waits`` its), its vocabulary size (asked again while the chosen server is
-    unreachable, within what routing left), its token checked (one the server does not
-    take: a ``UserInputError`` before anything loads), and how long its first open may then
-    retry while the server is unreachable."""
+    ``one_waits`` its), its Health (routing's answer, else asked again while the chosen
+    server is unreachable, within what routing left: one Health call a server), its token
+    checked (one the server does not take: a ``UserInputError`` before anything loads), and
+    how long its first open may then retry while the server is unreachable."""
     from edgespec.runtime.edge.reconnect import RETRY_BACKOFF_S, retry_unavailable
 
     say(f"connecting to {', '.join(config.servers)}")
-    verifier, open_retry_s = routed_verifier(config, routing, retry_timeout_s, why, one_waits)
+    verifier, address, open_retry_s, told = routed_verifier(config, routing, retry_timeout_s,
+                                                            why, one_waits)  # fmt: skip
     start_s = time.perf_counter()
-    vocab_size = retry_unavailable(verifier.vocab_size, time.perf_counter, open_retry_s,
+    health = told.get(address)
+    if health is None:
+        health = retry_unavailable(verifier.describe, time.perf_counter, open_retry_s,
                                    RETRY_BACKOFF_S)  # fmt: skip
     verifier.check_credentials()
-    return verifier, vocab_size, max(0.0, open_retry_s - (time.perf_counter() - start_s))
+    left_s = max(0.0, open_retry_s - (time.perf_counter() - start_s))
+    return Reached(verifier, address, health, {**told, address: health}, left_s)
 
 
 def connect_waiting(
     config: Any, routing: Any, say: Stages, clock: Callable[[], float] = time.perf_counter,
     every_s: float = START_PROGRESS_S,
-) -> tuple[Any, int]:  # fmt: skip
+) -> Reached:  # fmt: skip
     """The endpoint's :func:`connect` as it starts: its servers, the one ``--server`` too,
     waited for up to ``--retry-timeout-s`` while none answers (it may start before them),
     a line on stderr every ``every_s`` meanwhile; then the last failure (exit 1). Several
@@ -117,9 +143,8 @@ def connect_waiting(
 
     servers = ", ".join(config.servers)
     with _said_while_waiting(servers, config.retry_timeout_s, clock, every_s):
-        verifier, vocab_size, _ = connect(config, routing, say, config.retry_timeout_s,
-                                          ONE_MODEL_WHY, one_waits=True)  # fmt: skip
-    return verifier, vocab_size
+        return connect(config, routing, say, config.retry_timeout_s, ONE_MODEL_WHY,
+                       one_waits=True)  # fmt: skip
 
 
 @contextmanager

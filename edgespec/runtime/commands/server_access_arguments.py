@@ -1,6 +1,7 @@
 """The flags that secure a client command's connection to its verification server, shared
 by ``edgespec draft`` and ``edgespec drafting-server``: ``--auth-token``, ``--tls-ca`` and
-``--tls-server-name`` (each value checked as it is parsed), and :func:`check_tls_name`."""
+``--tls-server-name`` (each value checked as it is parsed), and :func:`check_tls_name`
+(which ``edgespec bench serve`` applies to its own copies of these flags too)."""
 
 from __future__ import annotations
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from types import FrameType
-from typing import Any
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+from edgespec.runtime.deferred_signals import on_main_thread, signals_deferred
 
 
 class Terminated(BaseException):
@@ -43,45 +42,20 @@ def sigterm_raises() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-STOPS = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextmanager
-def signals_held(command: str, doing: str, bound_s: float) -> Iterator[None]:
+def signals_held(command: str, doing: str, bound_s: float) -> AbstractContextManager[None]:
     """Ctrl-C and SIGTERM held while the block runs (``doing``, at most ``bound_s``): each
     said in one line on stderr; once the block ends, the first delivered to the handler
     it found, unless the block ran for a stop already under way (a ``KeyboardInterrupt`` or
     :class:`Terminated` being handled): then they are ignored. A signal the process ignores
-    stays ignored; off the main thread nothing changes."""
-    if not on_main_thread():
-        yield
-        return
+    stays ignored; off the main thread nothing changes
+    (:func:`~edgespec.runtime.deferred_signals.signals_deferred`)."""
     stopping = isinstance(sys.exc_info()[1], KeyboardInterrupt | Terminated)
-    held: list[int] = []
 
-    def hold(signum: int, frame: FrameType | None) -> None:
-        held.append(signum)
+    def say(signum: int) -> None:
         print(f"edgespec {command}: {signal.Signals(signum).name} while {doing}, which goes on "
               f"(at most {bound_s:g} s)", file=sys.stderr, flush=True)  # fmt: skip
 
-    found: dict[signal.Signals, Callable[[int, FrameType | None], Any] | int] = {}
-    for stop in STOPS:
-        handler = signal.getsignal(stop)
-        if handler is not None and handler is not signal.SIG_IGN:  # None: not set from Python
-            found[stop] = handler
-            signal.signal(stop, hold)
-    try:
-        yield
-    finally:
-        for stop, handler in found.items():
-            signal.signal(stop, handler)
-        if held and not stopping:
-            signal.raise_signal(held[0])
-
-
-def on_main_thread() -> bool:
-    """Whether this is the main thread, the only one that may set signal handlers."""
-    return threading.current_thread() is threading.main_thread()
+    return signals_deferred(say, deliver=not stopping)
 
 
 def stopped(command: str, signum: int) -> int:

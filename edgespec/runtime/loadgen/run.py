@@ -15,6 +15,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from edgespec.errors import UserInputError
+from edgespec.runtime.deferred_signals import signals_deferred
 from edgespec.runtime.loadgen.messages import SetupFailed
 from edgespec.runtime.loadgen.outcome import FaultEvent, RunOutcome
 from edgespec.runtime.loadgen.server_process import ServerProcess
@@ -89,9 +90,10 @@ class LoadRun:
                           self._draft_model_dir)  # fmt: skip
         ours, theirs = self._ctx.Pipe()
         proc = self._ctx.Process(target=worker_main, args=(spec, theirs), daemon=True)
-        proc.start()
-        theirs.close()  # the child holds the only other end: its exit is our EOF
-        self._workers[index] = _Worker(spec, proc, ours)
+        with signals_deferred():  # a start cut short broke the child's read of its start data
+            proc.start()
+            theirs.close()  # the child holds the only other end: its exit is our EOF
+            self._workers[index] = _Worker(spec, proc, ours)  # stopped with the others
 
     def _handle(self, worker: _Worker, message: object) -> None:
         if self._tally.take(worker.requests, message):

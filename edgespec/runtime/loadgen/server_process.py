@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from edgespec.errors import UserInputError
+from edgespec.runtime.deferred_signals import signals_deferred
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -44,7 +45,8 @@ class ServerProcess:
         from edgespec.runtime.wire.grpc_client import RemoteVerifier
 
         t0 = time.monotonic()
-        with open(self._log_path, "ab") as log:
+        # whole: a signal inside Popen left the server running, its handle never kept
+        with open(self._log_path, "ab") as log, signals_deferred():
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "edgespec.cli", "serve", *self._args],
                 stdout=log,

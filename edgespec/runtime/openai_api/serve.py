@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from edgespec.errors import UserInputError
+from edgespec.runtime.messages import ServerHealth
 from edgespec.runtime.openai_api.admission import Concurrency
 from edgespec.runtime.openai_api.app import ApiConfig, build_app
 from edgespec.runtime.openai_api.connections import (
@@ -178,13 +179,18 @@ def check_default_fits(max_new_tokens: int, context: int | None) -> None:
                           f"below {context}")  # fmt: skip
 
 
-def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int) -> EdgeSetup:
+def _setup(
+    config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: int,
+    told: dict[str, ServerHealth] | None = None,
+) -> EdgeSetup:  # fmt: skip
     """The shared state of every request: one client per server (and the routing policy
     across several), what the servers' Health reports (:func:`.server_facts.learn`: the
     tree capped at their block limit, requests beyond their context or block limit, or of
     an SLO class they lack, refused before they run), and the config's own window and SLO
     class checked against it; several must serve one model, and each that answers must take
-    the token."""
+    the token. ``told``: what each server's Health said as the command reached them
+    (:class:`~edgespec.runtime.commands.draft_connect.Reached`), not asked again (``None``:
+    asked here)."""
     from edgespec.policies.registry import build_policy
     from edgespec.runtime.wire.drafter_clients import drafter_clients
 
@@ -193,7 +199,8 @@ def _setup(config: Any, verifier: Any, draft: Any, tokenizer: Any, vocab_size: i
     if len(config.servers) > 1:
         verifiers = drafter_clients(config)
         routing = build_policy("routing", config.routing.name, config.routing.params)
-    told = described(config.servers, verifiers)
+    if told is None:
+        told = described(config.servers, verifiers)
     if len(verifiers) > 1:  # the one --server had its token checked as it was reached
         for address, client in zip(config.servers, verifiers, strict=True):
             if address in told:
@@ -216,14 +223,16 @@ def serve_openai(
     vocab_size: int,
     limits: Limits,
     concurrency: Concurrency | None = None,
+    told: dict[str, ServerHealth] | None = None,
 ) -> Stopped:
     """Serve until Ctrl-C or SIGTERM, then stop (:mod:`.stopping`), refusing requests beyond
     ``limits`` (a text prompt's characters bounded by the tokenizer's longest token) and
     generations beyond ``concurrency`` (default: sized to the device); the model id is the
-    name of the server's target."""
+    name of the server's target; ``told``: the servers' Health as the command reached them
+    (``None``: asked here)."""
     host, port = parse_address(address)
     limits = dataclasses.replace(limits, chars_per_token=longest_token_chars(tokenizer))
-    setup = _setup(config, verifier, draft, tokenizer, vocab_size)
+    setup = _setup(config, verifier, draft, tokenizer, vocab_size, told)
     check_default_fits(config.max_new_tokens, setup.max_context_tokens)
     model_id = setup.target_name or "edgespec"
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)

@@ -85,18 +85,28 @@ class Scheduler:
         running = (e.call.session_id for e in self._in_batch if not e.closed)
         return {*(e.call.session_id for e in self.queue.values()), *running}
 
-    async def submit(self, pending: PendingVerification, call: VerifyCall) -> VerifyReply:
-        """Queue an admitted call and wait for the batch that verifies it."""
+    def enqueue(
+        self, pending: PendingVerification, call: VerifyCall
+    ) -> asyncio.Future[VerifyReply]:
+        """Queue an admitted call; the future of its reply, for :meth:`wait`. A grouped
+        call whose ``batch_calls`` differs from its group's is ``INVALID_ARGUMENT``, nothing
+        queued (:meth:`.batch_groups.BatchGroups.hold`): raised here, not in the wait, so
+        the service counts it as it counts its own checks' refusals."""
         future: asyncio.Future[VerifyReply] = asyncio.get_running_loop().create_future()
         serial = self._engine.session_serial(call.session_id)
         self._groups.hold(pending.entry_id, pending.client_id, call)
         self.queue[pending.entry_id] = _Entry(pending, call, serial, future)
         self._wake.set()
+        return future
+
+    async def wait(self, entry_id: int, future: asyncio.Future[VerifyReply]) -> VerifyReply:
+        """The reply of queue entry ``entry_id`` (:meth:`enqueue`'s ``future``), once the
+        batch that verifies it has run."""
         try:
             return await future
         finally:  # a caller that went away before dispatch must not advance its session
-            self.queue.pop(pending.entry_id, None)
-            self._groups.leave(pending.entry_id)
+            self.queue.pop(entry_id, None)
+            self._groups.leave(entry_id)
 
     def fail_session(self, session_id: str, event: str) -> None:
         """``session_id`` was just closed (``event``: how): its queued call leaves the

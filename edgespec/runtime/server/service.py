@@ -162,7 +162,9 @@ class VerificationService:
             self._next_id = entry_id
             return pending
 
-        return await scheduler.submit(self._guard(check), call)
+        pending = self._guard(check)
+        future = self._guard(lambda: scheduler.enqueue(pending, call))  # a group's refusal too
+        return await scheduler.wait(pending.entry_id, future)
 
     async def generate(
         self, spec: SessionSpec, fused: bool, gamma: int, owner: str | None = None

@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 
 from edgespec.runtime.errors import ErrorCode
-from edgespec.server_access_types import MAX_CA_FILE_BYTES, ca_file_problem
+from edgespec.server_access_types import read_ca_file
 
 # generated gRPC stubs (see proto/edgespec.proto); untyped, hence Any
 pb_grpc: Any = importlib.import_module("edgespec.runtime.proto.edgespec_pb2_grpc")
@@ -66,16 +66,18 @@ def client_channel(
     """A client channel to ``address``: plaintext, or TLS trusting the CA certificates in the
     file ``tls_ca`` and, when given, taking ``tls_server_name`` as the name the server's
     certificate holds. ``ValueError`` unless ``tls_ca`` holds PEM certificates
-    (:func:`edgespec.server_access_types.ca_file_problem`; the commands check it as their
+    (:func:`edgespec.server_access_types.read_ca_file`; the commands check it as their
     flags are parsed): gRPC took any file, printed its own log lines for a key, and trusted
-    the system's CAs for an empty one."""
+    the system's CAs for an empty one. The file is read once, and the bytes checked are the
+    bytes trusted (it was read three times: checked, parsed, then read again for gRPC)."""
     options: list[tuple[str, Any]] = [*client_channel_options(max_message_bytes)]
     if tls_ca is None:
         return grpc.insecure_channel(address, options=options)
-    if (problem := ca_file_problem(tls_ca)) is not None:
-        raise ValueError(f"tls_ca {problem}")
-    with open(tls_ca, "rb") as f:
-        creds = grpc.ssl_channel_credentials(root_certificates=f.read(MAX_CA_FILE_BYTES))
+    try:
+        root_certificates = read_ca_file(tls_ca)
+    except ValueError as exc:
+        raise ValueError(f"tls_ca {exc}") from None
+    creds = grpc.ssl_channel_credentials(root_certificates=root_certificates)
     if tls_server_name:
         options.append(("grpc.ssl_target_name_override", tls_server_name))
     return grpc.secure_channel(address, creds, options=options)

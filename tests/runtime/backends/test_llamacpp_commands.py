@@ -30,7 +30,7 @@ from edgespec.runtime.commands.serve_arguments import add_arguments
 from edgespec.runtime.commands.serve_target import load_target, target_choice
 from edgespec.runtime.edge.draft_backends import load_draft_model, make_drafter
 from edgespec.runtime.errors import ErrorCode, RequestError
-from edgespec.runtime.messages import SessionSpec
+from edgespec.runtime.messages import ServerHealth, SessionSpec
 from edgespec.runtime.server.config import ServerConfig
 from tests.runtime.commands.draft_stages import split_stages
 
@@ -167,6 +167,11 @@ class RefusingServer:
 
     def target_name(self) -> str:
         return "the-target"
+
+    def describe(self) -> ServerHealth:
+        """Its Health: the facts above, in the one call the command makes."""
+        return ServerHealth(True, self.vocab_size(), self.target_name(), self.max_draft_tokens(),
+                            self.max_context_tokens(), None, None)  # fmt: skip
 
     def open(self, spec: SessionSpec) -> None:
         raise RequestError(ErrorCode.INVALID_ARGUMENT, "refused")

@@ -12,6 +12,7 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.policies import registry
+from edgespec.runtime.messages import ServerHealth
 from edgespec.runtime.wire import grpc_client
 from tests.runtime.tls_certs import make_ca
 
@@ -53,6 +54,11 @@ class FakeVerifier:
 
     def max_draft_tokens(self) -> int | None:
         return None  # an older server's Health: blocks are left to Verify
+
+    def describe(self) -> ServerHealth:
+        """Its Health: the facts above, in the one call the command makes."""
+        return ServerHealth(True, self.vocab_size(), self.target_name(), self.max_draft_tokens(),
+                            self.max_context_tokens(), None, None)  # fmt: skip
 
     def generate(self, spec: Any, fused: bool = False, gamma: int = 4) -> Iterator[Any]:
         self.asked.append((spec, fused, gamma))

@@ -2,7 +2,8 @@
 ``edgespec drafting-server``: a server whose certificate names only a DNS name, reached by
 127.0.0.1, is verified against that name (without it the handshake fails, said so in one
 line); the name is checked as it is read (one rule with ``bench serve``'s flag) and
-refused without ``--tls-ca``, whose absence made the connection plaintext."""
+refused without ``--tls-ca`` (by ``bench serve`` too), whose absence made the connection
+plaintext."""
 
 from __future__ import annotations
 
@@ -121,6 +122,22 @@ def test_drafting_server_refuses_the_name_without_a_ca(capsys: pytest.CaptureFix
     cli = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "somewhere"]
     assert main([*cli, "--tls-server-name", NAME]) == 2
     assert capsys.readouterr().err == f"edgespec drafting-server: --tls-server-name: {NEEDS_CA}\n"
+
+
+def test_bench_serve_refuses_the_name_without_a_ca(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As ``draft`` and ``drafting-server`` (it was ignored, the run plaintext), before any
+    process starts."""
+    from edgespec.runtime.loadgen import session
+
+    def no_session(*args: object) -> None:
+        raise AssertionError("the bench started")
+
+    monkeypatch.setattr(session, "BenchSession", no_session)
+    cli = ["bench", "serve", "--server", "127.0.0.1:1", "--tls-server-name", NAME]
+    assert main(cli) == 2
+    assert capsys.readouterr().err == f"edgespec bench serve: --tls-server-name: {NEEDS_CA}\n"
 
 
 def test_drafting_server_reaches_a_server_by_ip_with_the_name(

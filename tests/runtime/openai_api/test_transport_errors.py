@@ -177,7 +177,7 @@ def test_the_limit_flags_reach_the_endpoint(
     retries: list[float] = []
     monkeypatch.setattr(draft_command, "_tokenizer", lambda *a, **k: word_tokenizer(64))
 
-    def record(*args: Any, concurrency: Concurrency) -> Stopped:
+    def record(*args: Any, concurrency: Concurrency, **_: Any) -> Stopped:
         seen.append(args[-1])
         admits.append(concurrency)
         retries.append(args[1].retry_timeout_s)

@@ -176,7 +176,10 @@ def test_a_held_call_is_not_waiting_for_the_force_rule(target: TransformersTarge
 def test_a_call_announcing_another_count_than_its_group_is_refused(
     target: TransformersTarget,
 ) -> None:
-    async def scenario() -> tuple[Any, int]:
+    """Counted as a refusal in the service's own counters, as its other checks' refusals
+    are (over gRPC the servicer counted it; in process it was not counted)."""
+
+    async def scenario() -> tuple[Any, int, int, dict[str, int]]:
         service, _, _ = make_service(target, group_wait_s=0.05)
         open_sessions(service, "a", "b")
         await service.start()
@@ -184,11 +187,12 @@ def test_a_call_announcing_another_count_than_its_group_is_refused(
         await _spin()
         (refused,) = await settle([_grouped(service, "b", "g", 3)])
         await settle([first])
-        depth = service.stats().queue_depth
+        stats = service.stats()
+        by_code = dict(service.metrics().rejected_by_code)
         await service.stop()
-        return refused, depth
+        return refused, stats.queue_depth, stats.num_rejected, by_code
 
-    refused, depth = asyncio.run(scenario())
+    refused, depth, num_rejected, by_code = asyncio.run(scenario())
     assert isinstance(refused, RequestError)
     assert (refused.code, refused.message) == (
         ErrorCode.INVALID_ARGUMENT,
@@ -196,6 +200,7 @@ def test_a_call_announcing_another_count_than_its_group_is_refused(
         "share both)",
     )
     assert depth == 0
+    assert (num_rejected, by_code["INVALID_ARGUMENT"], refused.counted) == (1, 1, True)
 
 
 def test_group_wait_s_is_a_finite_number_at_least_0() -> None:

@@ -1,0 +1,105 @@
+"""``edgespec bench serve`` stopped by SIGTERM or Ctrl-C while it starts a client process:
+the start is done whole, then the signal acts (the processes stopped, one line, 143 or
+130). It came inside ``Process.start()``, after the child was spawned and before the
+parent wrote the child's start data to it: the parent closed that pipe, and the child's
+``EOFError: Ran out of input`` traceback was the run's last line (a child left running until
+then). Here the signal is sent from inside the real start, at that very point."""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing.util
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from edgespec.cli import main
+from edgespec.runtime.wire.grpc_server import ServerThread
+
+
+@pytest.mark.parametrize(
+    ("sig", "status", "said"),
+    [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")],
+)
+def test_a_signal_while_a_client_process_starts_stops_the_run_whole(
+    server: ServerThread, sig: signal.Signals, status: int, said: str,
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    spawned: list[int] = []
+    spawn = multiprocessing.util.spawnv_passfds
+
+    def signalled_spawn(path: Any, args: Any, passfds: Any) -> int:
+        """The real spawn; a client process's is followed at once by ``sig``, before its
+        start data is written."""
+        pid = spawn(path, args, passfds)
+        if "spawn_main" in " ".join(map(str, args)):
+            spawned.append(pid)
+            os.kill(os.getpid(), sig)
+        return pid
+
+    monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", signalled_spawn)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # xdist ignores it
+    try:
+        code = main(["bench", "serve", "--server", f"127.0.0.1:{server.port}",
+                     "--clients", "2", "--procs", "2", "--duration-s", "30"])  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    gc.collect()  # a start cut short: its pipe closed once its Popen is collected
+    deadline = time.monotonic() + 30
+    alive = _alive(spawned)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = _alive(spawned)
+    for pid in alive:
+        os.kill(pid, signal.SIGKILL)
+    err = capfd.readouterr().err
+    assert (code, len(spawned), alive) == (status, 1, []), err
+    assert "Traceback" not in err, err
+    assert err.splitlines()[-1] == f"edgespec bench serve: {said}"
+
+
+def test_a_signal_while_the_bench_server_starts_leaves_it_stoppable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bench's own server's start (a ``Popen``) is whole too: a signal inside it left
+    the server process running, its handle never kept, so the bench's stop missed it."""
+    import subprocess
+
+    from edgespec.runtime.commands.signals import Terminated, sigterm_raises
+    from edgespec.runtime.loadgen.server_process import ServerProcess, free_port
+
+    spawned: list[int] = []
+    fork_exec = subprocess._fork_exec  # type: ignore[attr-defined]
+
+    def signalled_fork_exec(*args: Any) -> int:
+        pid: int = fork_exec(*args)
+        spawned.append(pid)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return pid
+
+    monkeypatch.setattr(subprocess, "_fork_exec", signalled_fork_exec)
+    server = ServerProcess(["--target", "synthetic"], free_port(), tmp_path / "server.log")
+    with pytest.raises(Terminated), sigterm_raises():
+        server.start()
+    server.kill()  # what the bench's stop does with it
+    left = _alive(spawned)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert (len(spawned), left) == (1, [])
+
+
+def _alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running (a zombie not reaped yet does not)."""
+    running = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                running.append(pid)
+        except psutil.NoSuchProcess:
+            continue
+    return running
