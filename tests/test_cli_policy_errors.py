@@ -35,16 +35,17 @@ class _Alternate:
 
 
 UNDECLARED = (
-    "edgespec sim: window policy _Alternate answered WindowDecision(gamma={gamma}, "
+    "edgespec sim: {where}window policy _Alternate answered WindowDecision(gamma={gamma}, "
     "fused=True), but it does not say it may go fused, so this run takes the simulator's "
     "distributed-only handler set: give the policy a class attribute `may_fuse = True`\n"
 )
-RUNS: dict[str, tuple[Callable[[], dict[str, Any]], list[str], int]] = {
-    "plain": (tiny_scenario, [], 3),
-    "sweep": (tiny_scenario, ["--sweep", "policies.window.params.gamma=2,4"], 2),
-    "shards": (pinned, ["--shards", "2"], 3),
+RUNS: dict[str, tuple[Callable[[], dict[str, Any]], list[str], int, str]] = {
+    "plain": (tiny_scenario, [], 3, ""),
+    "sweep": (tiny_scenario, ["--sweep", "policies.window.params.gamma=2,4"], 2, ""),
+    "shards": (pinned, ["--shards", "2"], 3, "shard 1 of 2: "),
 }
-"""A scenario, the flags and the γ of the first fused answer (a sweep stops at its first point)."""
+"""A scenario, the flags, the γ of the first fused answer (a sweep stops at its first point)
+and where the line says it came from (a shard names itself)."""
 
 
 def _sim(data: dict[str, Any], flags: list[str], tmp_path: Path) -> int:
@@ -59,11 +60,11 @@ def test_a_fused_answer_the_policy_did_not_declare_is_one_line(
     run: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(registry.WINDOW, "alternate", _Alternate)
-    scenario, flags, gamma = RUNS[run]
+    scenario, flags, gamma, where = RUNS[run]
     data = scenario()
     data["policies"]["window"] = {"name": "alternate"}
     assert _sim(data, flags, tmp_path) == 1
-    assert capsys.readouterr().err == UNDECLARED.format(gamma=gamma)
+    assert capsys.readouterr().err == UNDECLARED.format(gamma=gamma, where=where)
 
 
 @dataclass(frozen=True, slots=True)
