@@ -9,7 +9,8 @@ File format (JSON lines, ``NAME-samples.jsonl`` beside ``--out NAME.yaml``):
   device and dtype left out at ``wall``, ``cpu`` and ``float32``, as checkpoints written
   before their flags existed left them out: :data:`OLDER_DEFAULTS`);
 * then one line per measured configuration: ``{"config": i, "num_prompts": n,
-  "samples": [{"run": r, "entries": [[L_new, L_cached], ...], "time_s": t}, ...]}``.
+  "samples": [{"run": r, "entries": [[L_new, L_cached], ...], "time_s": t}, ...]}``,
+  and one per drafter batch cell timed (:mod:`edgespec.profiling.draft_checkpoint`).
 
 A last line cut off by a kill mid-write is ignored (that configuration is measured
 again); any other malformed line is an error naming the file and line. The command deletes
@@ -22,13 +23,20 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TextIO
 
 from edgespec.models.registry import same_model
 from edgespec.output_paths import write_text_atomically
+from edgespec.profiling.draft import DraftSample
+from edgespec.profiling.draft_checkpoint import (
+    DraftKey,
+    draft_record,
+    is_draft_record,
+    read_draft_record,
+)
 from edgespec.profiling.files import profile_files
 from edgespec.profiling.measure import GridSpec, Sample, design_grid
 
@@ -80,10 +88,11 @@ def _with_defaults(setup: dict[str, Any], defaults: Mapping[str, Any]) -> dict[s
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
     """The configurations measured so far: samples by configuration index, and the number
-    of unique prompts their runs used."""
+    of unique prompts their runs used; the drafter's batch cells timed so far."""
 
     samples: dict[int, tuple[Sample, ...]]
     num_prompts: int
+    draft_cells: dict[DraftKey, tuple[DraftSample, ...]] = field(default_factory=dict)
 
 
 class CheckpointError(ValueError):
@@ -203,6 +212,7 @@ def load_checkpoint(path: Path, setup: dict[str, Any]) -> Checkpoint:
         )
     num_configs = _num_configs(setup)
     samples: dict[int, tuple[Sample, ...]] = {}
+    cells: dict[DraftKey, tuple[DraftSample, ...]] = {}
     num_prompts = 0
     for number, line in enumerate(lines[1:], start=2):
         try:
@@ -212,6 +222,12 @@ def load_checkpoint(path: Path, setup: dict[str, Any]) -> Checkpoint:
                 break  # cut off by a kill while being written: measure it again
             raise CheckpointError(f"{path}:{number}: malformed line ({exc})") from exc
         try:
+            if is_draft_record(record):
+                key, cell = read_draft_record(record)
+                if key in cells:
+                    raise ValueError(f"draft batch cell {key} was measured before")
+                cells[key] = cell
+                continue
             config, found, prompts = _record(record, num_configs)
         except ValueError as exc:
             raise CheckpointError(f"{path}:{number}: malformed line ({exc})") from exc
@@ -219,7 +235,7 @@ def load_checkpoint(path: Path, setup: dict[str, Any]) -> Checkpoint:
             raise CheckpointError(f"{path}:{number}: config {config} was measured before")
         samples[config] = found
         num_prompts += prompts
-    return Checkpoint(samples, num_prompts)
+    return Checkpoint(samples, num_prompts, cells)
 
 
 class CheckpointWriter:
@@ -241,6 +257,10 @@ class CheckpointWriter:
         runs = [{"run": s.run, "entries": s.entries, "time_s": s.time_s} for s in samples]
         record = {"config": config, "num_prompts": num_prompts, "samples": runs}
         self._file.write(json.dumps(record) + "\n")
+        self._file.flush()
+
+    def add_draft(self, key: DraftKey, samples: list[DraftSample]) -> None:
+        self._file.write(json.dumps(draft_record(key, samples)) + "\n")
         self._file.flush()
 
     def close(self) -> None:

@@ -1,6 +1,7 @@
 """``edgespec profile``'s refusals before any model loads or anything is measured
 (:mod:`edgespec.profiling.command`): flags out of range (:func:`check_args`), an ``--out``
-that already holds a profile (:func:`check_out`), and a checkpoint found without
+that already holds a profile (:func:`check_out`), ``--draft-batches`` read
+(:func:`draft_batches`), and a checkpoint found without
 ``--resume`` or ``--fresh`` or resumed with other settings (:func:`read_checkpoint`)."""
 
 from __future__ import annotations
@@ -16,6 +17,34 @@ from edgespec.profiling.files import profile_files
 
 MAX_BOOTSTRAP = 100_000
 """The most ``--bootstrap`` resamples: their refits are held at once, after the measuring."""
+DRAFT_BATCHES = (1, 2, 4, 8)
+"""The batch sizes a model drafter is timed at (``--quick``: :data:`QUICK_DRAFT_BATCHES`)."""
+QUICK_DRAFT_BATCHES = (1, 2, 4)
+MAX_DRAFT_BATCH = 64
+"""The largest ``--draft-batches`` size: each is b sessions' contexts drafted at once."""
+MAX_NUM_DRAFT_BATCHES = 8
+
+
+def draft_batches(text: str) -> tuple[int, ...]:
+    """``--draft-batches``: distinct sizes in [1, :data:`MAX_DRAFT_BATCH`], comma-separated,
+    at most :data:`MAX_NUM_DRAFT_BATCHES` of them; ascending."""
+    parts = text.split(",", MAX_NUM_DRAFT_BATCHES)  # bounded, however long the text
+    if len(parts) > MAX_NUM_DRAFT_BATCHES:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_NUM_DRAFT_BATCHES} batch sizes, got more in {text:.60}"
+        )
+    sizes = []
+    for part in parts:
+        word = part.strip()
+        number = int(word) if len(word) <= 3 and word.isascii() and word.isdigit() else 0
+        if not 1 <= number <= MAX_DRAFT_BATCH:
+            raise argparse.ArgumentTypeError(
+                f"each batch size must be an integer in [1, {MAX_DRAFT_BATCH}], got {word!r:.30}"
+            )
+        if number in sizes:
+            raise argparse.ArgumentTypeError(f"batch size {number} is given twice")
+        sizes.append(number)
+    return tuple(sorted(sizes))
 
 
 def check_args(args: argparse.Namespace) -> str | None:
@@ -31,6 +60,11 @@ def check_args(args: argparse.Namespace) -> str | None:
         return f"--scale must be in (0, 1], got {args.scale}"
     if args.resume and args.fresh:
         return "--resume and --fresh exclude each other"
+    if args.draft_batches is not None and args.draft in (None, "ngram"):
+        return (
+            "--draft-batches times a draft model batched, as the drafting server runs it: "
+            "give --draft MODEL (ngram has no model)"
+        )
     if args.clock == "cpu" and args.device not in (None, "cpu"):
         return (
             f"--clock cpu times this process's CPU work, not --device {args.device}'s: "
@@ -75,9 +109,10 @@ def read_checkpoint(args: argparse.Namespace, spec: Any) -> Any:
     if not path.exists() or args.fresh:
         return None
     if not args.resume:
-        num_lines = len(path.read_text().splitlines())
+        lines = path.read_text().splitlines()
+        num_configs = sum(1 for line in lines if line.startswith('{"config"'))
         raise CheckpointError(
-            f"{path} holds an unfinished profile ({max(num_lines - 1, 0)} configurations "
+            f"{path} holds an unfinished profile ({num_configs} configurations "
             "measured): add --resume to continue it, or --fresh to start over"
         )
     placement = device_placement(args)

@@ -22,7 +22,15 @@ from edgespec.argument_types import repetitions, warmup_repetitions
 from edgespec.arguments import add_device_arguments, add_seed, add_threads, add_verbose
 from edgespec.models.devices import device_placement
 from edgespec.output_paths import output_file
-from edgespec.profiling.checks import check_args, check_out, read_checkpoint
+from edgespec.profiling.checks import (
+    DRAFT_BATCHES,
+    MAX_DRAFT_BATCH,
+    QUICK_DRAFT_BATCHES,
+    check_args,
+    check_out,
+    draft_batches,
+    read_checkpoint,
+)
 
 NGRAM = "ngram"
 
@@ -80,6 +88,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gamma", type=int, default=4, help="draft window γ for drafter timing, tokens (default 4)"
+    )
+    parser.add_argument(
+        "--draft-batches",
+        type=draft_batches,
+        metavar="B,B,...",
+        help="batch sizes a --draft model is also timed at, drafting for b sessions at once as "
+        f"the drafting server does; its Zhu fits are over these (each in [1, {MAX_DRAFT_BATCH}]; "
+        f"default {','.join(map(str, DRAFT_BATCHES))}; --quick: "
+        f"{','.join(map(str, QUICK_DRAFT_BATCHES))})",
     )
     parser.add_argument(
         "--bootstrap",
@@ -185,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
         done_before = 0 if resume is None else len(resume.samples)
         num_configs = len(design_grid(spec))
         console.print(f"resuming: {done_before} of {num_configs} configurations already measured")
+        if resume is not None and resume.draft_cells:
+            console.print(f"resuming: {len(resume.draft_cells)} draft batch cells already timed")
     with console.status(f"loading {args.target}" + (f" and {args.draft}" if args.draft else "")):
         target, draft = _load_pair(args)
     result = _measure(args, spec, resume, (target, draft), console)
@@ -211,6 +230,15 @@ def fit_warnings(result: Any) -> list[str]:
     return [warning for warning in warnings if warning is not None]
 
 
+def batch_sizes(args: argparse.Namespace) -> tuple[int, ...]:
+    """The batch sizes a model drafter is timed at (none without one)."""
+    if args.draft in (None, NGRAM):
+        return ()
+    if args.draft_batches is not None:
+        return tuple(args.draft_batches)
+    return QUICK_DRAFT_BATCHES if args.quick else DRAFT_BATCHES
+
+
 def _measure(
     args: argparse.Namespace, spec: Any, resume: Any, pair: tuple[Any, Any], console: Any
 ) -> Any:
@@ -220,8 +248,9 @@ def _measure(
     from rich.progress import Progress
 
     from edgespec.profiling.checkpoint import CheckpointWriter, checkpoint_path, setup_of
+    from edgespec.profiling.draft_batch import batch_cells
     from edgespec.profiling.measure import design_grid
-    from edgespec.profiling.run import profile_pair
+    from edgespec.profiling.run import DRAFT_CONTEXTS, profile_pair
     from edgespec.runtime.backends.mask_check_cache import checked_target
 
     num_configs = len(design_grid(spec))
@@ -241,12 +270,20 @@ def _measure(
             if not console.is_terminal and (done % 10 == 0 or done == num_configs):
                 console.print(f"profiled {done}/{num_configs} configurations")  # a log line
 
+        cells = batch_cells(batch_sizes(args), DRAFT_CONTEXTS)
+
+        def on_draft_cell(cell: tuple[int, int], found: list[Any]) -> None:
+            writer.add_draft((args.draft, args.gamma, *cell), found)
+            where = f"{cells.index(cell) + 1}/{len(cells)}"
+            console.print(f"timed draft batch b={cell[0]} at {cell[1]} tokens ({where} cells)")
+
         try:
             return profile_pair(
                 args.target, target.model, checked_target(target.model, target.weight_files),
                 spec, draft,
                 gamma=args.gamma, num_bootstrap=args.bootstrap, on_config=on_config,
-                resume=resume, on_measured=writer.add,
+                resume=resume, on_measured=writer.add, draft_batches=batch_sizes(args),
+                on_draft_cell=on_draft_cell,
             )  # fmt: skip
         except KeyboardInterrupt:
             done = int(progress.tasks[0].completed)

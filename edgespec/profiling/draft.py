@@ -7,7 +7,8 @@ prefix, then γ − 1 passes), at several context lengths, with fresh random con
 call's passes are summed into one WISP-shaped row (Σ new tokens, Σ interactions,
 Σ cached, number of passes), so Eq. 19 summed over passes can be fitted by OLS, and Eq.
 17 as Σ_passes (c₁·F + c₂) = c₁·ΣF + c₂·passes. Per-token latency is the follow-up
-calls' mean time / γ.
+calls' mean time / γ. The batched calls the drafting server makes are timed by
+:mod:`edgespec.profiling.draft_batch`, in the same rows.
 
 :func:`model_spec` maps a Hugging Face config to the simulator's
 :class:`~edgespec.hardware.cost_models.ModelArchitecture`, whose :meth:`flops` is the one
@@ -62,7 +63,9 @@ def pass_shapes(num_new: int, num_cached: int, gamma: int) -> list[tuple[int, in
 @dataclass(frozen=True, slots=True)
 class DraftSample:
     """One timed propose call: kind ('cold' / 'follow_up'), context length, γ, the summed
-    shape of its passes, the number of passes and the wall time."""
+    shape of its passes, the number of passes and the wall time; or, ``batched``, one timed
+    :meth:`BatchedDraftModel.draft` call over ``batch_size`` sessions of that context
+    (:mod:`edgespec.profiling.draft_batch`; its shape summed over the passes' rows)."""
 
     kind: str
     context_tokens: int
@@ -70,6 +73,8 @@ class DraftSample:
     shape: BatchShape
     num_passes: int
     time_s: float
+    batch_size: int = 1
+    batched: bool = False
 
 
 def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
@@ -123,8 +128,8 @@ def measure_drafter(
 
 
 def per_token_s(samples: Sequence[DraftSample]) -> float:
-    """Mean follow-up call time per drafted token."""
-    rows = [s.time_s / s.gamma for s in samples if s.kind == "follow_up"]
+    """Mean follow-up propose call time per drafted token (batched calls left out)."""
+    rows = [s.time_s / s.gamma for s in samples if s.kind == "follow_up" and not s.batched]
     if not rows:
         raise ValueError("no follow-up draft samples")
     return float(np.mean(rows))

@@ -6,9 +6,9 @@ scenario's stages are priced by)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -28,7 +28,9 @@ from edgespec.profiling.measure import GridConfig, Sample
 @dataclass(frozen=True, slots=True)
 class DraftProfile:
     """The drafter's measurements and fits (``zhu`` and ``zhu_printed``, Eq. 17 over the
-    architecture's and Zhu's printed FLOPs, are None for a model-free drafter)."""
+    architecture's and Zhu's printed FLOPs, are None for a model-free drafter). Eq. 19
+    and the per-token time are the single-session propose calls'; Eq. 17 is the batched
+    calls' when there are any (:meth:`zhu_samples`)."""
 
     name: str
     samples: tuple[DraftSample, ...]
@@ -36,6 +38,14 @@ class DraftProfile:
     zhu: LinearFit | None
     per_token_s: float
     zhu_printed: LinearFit | None = None
+
+    def single_samples(self) -> tuple[DraftSample, ...]:
+        """The propose calls (what Eq. 19 and the per-token time are fitted on)."""
+        return tuple(s for s in self.samples if not s.batched)
+
+    def zhu_samples(self) -> tuple[DraftSample, ...]:
+        """What Eq. 17 is fitted on: the batched calls, or the propose calls if none."""
+        return tuple(s for s in self.samples if s.batched) or self.single_samples()
 
 
 def _zhu_design(
@@ -47,17 +57,31 @@ def _zhu_design(
     return np.array([[count.batch_time_s(0, lin, inter, 0), n] for lin, inter, n in rows])
 
 
+class _Timed(Protocol):
+    @property
+    def time_s(self) -> float: ...
+
+
+T = TypeVar("T", bound=_Timed)
+
+
+def median_by(samples: Sequence[T], key: Callable[[T], Hashable]) -> list[T]:
+    """Per ``key``, its median run (the lower median for an even count), in the order the
+    keys first appear."""
+    by_key: dict[Hashable, list[T]] = {}
+    for s in samples:
+        by_key.setdefault(key(s), []).append(s)
+    out = []
+    for runs in by_key.values():
+        ordered = sorted(runs, key=lambda s: s.time_s)
+        out.append(ordered[(len(ordered) - 1) // 2])
+    return out
+
+
 def median_runs(samples: Sequence[Sample]) -> list[Sample]:
     """Per configuration, its median run (the lower median for an even count): one point
     per configuration as in App. C, robust to a run slowed by another process."""
-    by_config: dict[int, list[Sample]] = {}
-    for s in samples:
-        by_config.setdefault(s.config_index, []).append(s)
-    out = []
-    for index in sorted(by_config):
-        runs = sorted(by_config[index], key=lambda s: s.time_s)
-        out.append(runs[(len(runs) - 1) // 2])
-    return out
+    return sorted(median_by(samples, lambda s: s.config_index), key=lambda s: s.config_index)
 
 
 def _target_points(
@@ -105,17 +129,27 @@ def fit_target_zhu(
 def fit_draft(
     name: str, samples: Sequence[DraftSample], spec: ModelArchitecture | None, seed: int, boot: int
 ) -> DraftProfile:
+    """Eq. 19 on the propose calls; Eq. 17 (over both FLOPs) on the batched calls' median
+    run per (b, context, kind), as the target's per configuration, split at random (the
+    propose calls and their split when none is batched)."""
     rng = np.random.default_rng(seed)
-    train, test = split_indices(len(samples), 0.3, rng)
-    y = np.array([s.time_s for s in samples])
-    x = wisp_design([s.shape for s in samples])
-    x[:, 3] = [s.num_passes for s in samples]  # c is per pass
+    single = [s for s in samples if not s.batched]
+    train, test = split_indices(len(single), 0.3, rng)
+    y = np.array([s.time_s for s in single])
+    x = wisp_design([s.shape for s in single])
+    x[:, 3] = [s.num_passes for s in single]  # c is per pass
     wisp = fit_linear(WISP_TERMS, x, y, train, test, rng, boot, nonnegative=True)
     if spec is None:
-        return DraftProfile(name, tuple(samples), wisp, None, per_token_s(samples))
-    rows = [(s.shape.num_linear, s.shape.num_interactions, s.num_passes) for s in samples]
+        return DraftProfile(name, tuple(samples), wisp, None, per_token_s(single))
+    points = median_by(
+        [s for s in samples if s.batched], lambda s: (s.batch_size, s.context_tokens, s.kind)
+    )
+    if points:
+        y = np.array([s.time_s for s in points])
+        train, test = split_indices(len(points), 0.3, rng)
+    rows = [(s.shape.num_linear, s.shape.num_interactions, s.num_passes) for s in points or single]
     x_zhu = _zhu_design(spec, rows, "architecture")
     zhu = fit_linear(ZHU_TERMS, x_zhu, y, train, test, rng, boot, nonnegative=True)
     x_printed = _zhu_design(spec, rows, "printed")
     printed = fit_linear(ZHU_TERMS, x_printed, y, train, test, rng, boot, nonnegative=True)
-    return DraftProfile(name, tuple(samples), wisp, zhu, per_token_s(samples), printed)
+    return DraftProfile(name, tuple(samples), wisp, zhu, per_token_s(single), printed)

@@ -13,7 +13,9 @@ sibling ends in ``.yml``: :func:`edgespec.profiling.files.profile_files` names t
   ``pipeline:`` scenario's ``verify_profile`` takes);
 * ``NAME-draft.yaml`` — ``kind: wisp``, the drafter's cost per propose call summed over its
   passes (what the simulator's draft cost model is asked for), and ``NAME-draft-zhu.yaml``
-  and ``NAME-draft-zhu-printed.yaml`` (a ``draft_profile``) when the draft is a preset;
+  and ``NAME-draft-zhu-printed.yaml`` (a ``draft_profile``) when the draft is a preset,
+  fitted on its batched calls (``draft_batches``: :mod:`edgespec.profiling.draft_batch`),
+  their ``measured_max_batch_size`` the largest b timed;
 * ``NAME-report.json`` — every sample, every fit with its intervals and metrics.
 """
 
@@ -31,7 +33,8 @@ from edgespec.hardware.cost_models import ZhuFlops, available
 from edgespec.hardware.profile_source import PROFILE_SUFFIXES
 from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.checkpoint import Checkpoint
-from edgespec.profiling.draft import measure_drafter, model_spec
+from edgespec.profiling.draft import DraftSample, measure_drafter, model_spec
+from edgespec.profiling.draft_batch import Cell, batch_cells, measure_batched
 from edgespec.profiling.files import profile_files
 from edgespec.profiling.fit import LinearFit
 from edgespec.profiling.measure import GridConfig, GridSpec, Sample, design_grid, measure_grid
@@ -52,6 +55,7 @@ from edgespec.profiling.profile_yaml import (
 from edgespec.runtime.backends.base import TargetBackend
 
 __all__ = [
+    "DRAFT_CONTEXTS",
     "DraftProfile",
     "ProfileResult",
     "cpu_name",
@@ -63,6 +67,10 @@ __all__ = [
     "write_profiles",
 ]
 """The fits are :mod:`edgespec.profiling.pair_fit`'s, importable from here too."""
+
+
+DRAFT_CONTEXTS = (16, 64, 256)
+"""The context lengths, tokens, a drafter is timed at."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,16 +108,20 @@ def profile_pair(
     backend: TargetBackend,
     spec: GridSpec,
     draft: tuple[str, Callable[[], Any], Any | None] | None = None,
-    draft_contexts: Sequence[int] = (16, 64, 256),
+    draft_contexts: Sequence[int] = DRAFT_CONTEXTS,
     gamma: int = 4,
     num_bootstrap: int = 1000,
     on_config: Callable[[int], None] | None = None,
     resume: Checkpoint | None = None,
     on_measured: Callable[[int, list[Sample], int], None] | None = None,
+    draft_batches: Sequence[int] = (),
+    on_draft_cell: Callable[[Cell, list[DraftSample]], None] | None = None,
 ) -> ProfileResult:
     """Measure and fit a target (and optionally a drafter: (name, backend factory, HF
     model or None for a model-free drafter)) on this machine; ``resume`` holds the
-    configurations an interrupted run already measured (see :func:`measure_grid`)."""
+    configurations an interrupted run already measured (see :func:`measure_grid`) and the
+    drafter's batch cells; a model drafter is also timed batched at each of
+    ``draft_batches`` (:func:`measure_batched`, each cell handed to ``on_draft_cell``)."""
     grid = design_grid(spec)
     done = resume.samples if resume is not None else None
     samples, num_prompts = measure_grid(backend, grid, spec, on_config, done, on_measured)
@@ -129,6 +141,16 @@ def profile_pair(
             spec.warmup_runs,
             spec.seed + 7,
         )
+        if model is not None and draft_batches:
+            timed = {
+                (b, length): cell
+                for (d, g, b, length), cell in (resume.draft_cells if resume else {}).items()
+                if (d, g) == (name, gamma)
+            }
+            d_samples += measure_batched(
+                model, backend.vocab_size, batch_cells(draft_batches, draft_contexts), gamma,
+                max(spec.runs, 3), spec.warmup_runs, spec.seed + 11, timed, on_draft_cell,
+            )  # fmt: skip
         d_spec = None if model is None else model_spec(model, name)
         draft_profile = fit_draft(name, d_samples, d_spec, spec.seed + 2, num_bootstrap)
     return ProfileResult(
@@ -179,7 +201,9 @@ def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]
     drafts = (files.draft, files.draft_zhu, files.draft_zhu_printed)
     for path, model, fit, kind, flops in kept:
         draft = path in drafts
-        measured = draft_range(d) if draft and d else _range(result)
+        measured = _range(result)
+        if draft and d:  # the samples its fit is of: Eq. 19 single-session, Eq. 17 batched
+            measured = draft_range(d.single_samples() if kind == "wisp" else d.zhu_samples())
         clock = "wall" if draft else result.clock  # a propose call is timed by perf_counter
         role = "draft" if draft else "target"
         profile = ProfileFile(role, model, kind, fit, clock, measured, flops)
@@ -193,10 +217,13 @@ def _range(result: ProfileResult) -> MeasuredRange | None:
     return target_range([s.entries for s in result.samples])
 
 
-def draft_range(draft: DraftProfile) -> MeasuredRange | None:
-    """A drafter's range: one request, its longest context plus the γ tokens drafted."""
-    contexts = [s.context_tokens + s.gamma for s in draft.samples]
-    return MeasuredRange(1, max(contexts)) if contexts else None
+def draft_range(samples: Sequence[DraftSample]) -> MeasuredRange | None:
+    """A drafter's range: its largest batch of sessions, and the longest context plus
+    the γ tokens drafted."""
+    if not samples:
+        return None
+    contexts = [s.context_tokens + s.gamma for s in samples]
+    return MeasuredRange(max(s.batch_size for s in samples), max(contexts))
 
 
 def _json(fit: LinearFit | None) -> dict[str, Any] | None:

@@ -1,8 +1,8 @@
 """What ``edgespec profile`` prints when its files are written: a table of every fit it
 wrote or could write (the target's Eq. 19 and Eq. 17 over the architecture's and Zhu's
 printed FLOPs, the drafter's likewise), their coefficients, intervals and held-out
-metrics; the grid's size; the drafter's time per token; the terms clipped to 0; the
-files written."""
+metrics; the grid's size; the drafter's time per token and batch sizes timed; the terms
+clipped to 0; the files written."""
 
 from __future__ import annotations
 
@@ -48,6 +48,13 @@ def print_summary(console: Any, result: Any, paths: list[Path]) -> None:
     )
     if result.draft is not None:
         console.print(f"drafter {result.draft.name}: {result.draft.per_token_s * 1e3:.3f} ms/token")
+        batched = [s for s in result.draft.samples if s.batched]
+        if batched:
+            sizes = ", ".join(str(b) for b in sorted({s.batch_size for s in batched}))
+            console.print(
+                f"drafter {result.draft.name} batched: {len(batched)} timed calls at b = "
+                f"{sizes} sessions (its Zhu fits are over them)"
+            )
     for label, fit in fits:
         if fit.clipped:
             console.print(f"{label}: {clipped_line(fit)}")
