@@ -152,6 +152,27 @@ def test_every_tool_is_quoted_as_an_edgespec_subcommand(doc: Path) -> None:
     assert not found, _report(doc, found)
 
 
+_CURL_PORT = re.compile(r"\bcurl\s[^\n]*?https?://[^/\s:]+:(\d+)")
+_LISTENS = re.compile(r"--(?:port|prometheus-port)\s+(\d+)|--serve-openai\s+\S*:(\d+)")
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=IDS)
+def test_every_curl_port_is_one_a_command_of_the_page_listens_on(doc: Path) -> None:
+    """A ``curl`` to a port no command on the page starts (``--port``, ``--prometheus-port``,
+    ``--serve-openai``) is refused when copied: DEPLOY.md's chat example curled 50070."""
+    text = doc.read_text()
+    listened = {a or b for a, b in _LISTENS.findall(text)}
+    found = [
+        (
+            text.count("\n", 0, m.start()) + 1,
+            f"curl to port {m[1]}, which no command here listens on",
+        )
+        for m in _CURL_PORT.finditer(text)
+        if m[1] not in listened
+    ]
+    assert not found, _report(doc, found)
+
+
 _DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b\d\d:\d\d(?:[–-]\d\d:\d\d)? UTC\b|load average \d")
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgespec.errors import UserInputError
+from edgespec.runtime.deferred_signals import signals_deferred
 
 POLL_S = 1.0
 """How long the parent waits on the queue before it checks whether a client has died."""
@@ -212,7 +213,8 @@ def run_clients(plan: ClientPlan, clients: int) -> list[dict[str, Any]]:
     workers = [context.Process(target=client, args=(plan, i, out, start)) for i in range(clients)]
     try:
         for w in workers:  # a stop while they start ends those started
-            w.start()
+            with signals_deferred():  # a start cut short broke the child's read of its data
+                w.start()
         until = start_together(start, out, workers, plan.classes, plan.seconds)
         rows = collect(out, workers, plan.classes, until + HANG_GRACE_S)
     except BaseException:  # the others would run on to ``until`` for nothing

@@ -33,7 +33,10 @@ from edgespec.output_paths import output_file, writable_output_folder
 from edgespec.policies.registry import BATCHING
 from edgespec.runtime.commands.serve_arguments import add_wisp_arguments, wisp_params
 from edgespec.runtime.commands.serve_target import BACKENDS
-from edgespec.runtime.commands.server_access_arguments import check_tls_name
+from edgespec.runtime.commands.server_access_arguments import (
+    add_server_access_arguments,
+    check_tls_name,
+)
 from edgespec.runtime.loadgen.spec import (
     LoadSpec,
     check_own_server_classes,
@@ -41,7 +44,7 @@ from edgespec.runtime.loadgen.spec import (
     parse_modes,
     parse_slo_mix,
 )
-from edgespec.server_access_types import ca_file, server_address, tls_server_name
+from edgespec.server_access_types import server_address
 
 if TYPE_CHECKING:
     from edgespec.runtime.loadgen.report import LoadReport
@@ -71,12 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=server_address,
         help="a running server (default: start one)",
     )
-    where.add_argument("--auth-token", help="--server's bearer token (default: none)")
-    where.add_argument("--tls-ca", type=ca_file, metavar="PEM",
-                       help="--server's CA (default: plaintext)")  # fmt: skip
-    where.add_argument("--tls-server-name", type=tls_server_name, metavar="NAME",
-                       help="the name in its certificate, when the address is not it "
-                       "(default: the address)")  # fmt: skip
+    add_server_access_arguments(where)  # with --server only: the bench's own is plaintext
     where.add_argument("--metrics-url", help="its Prometheus page, e.g. http://HOST:9100/metrics")
     where.add_argument(
         "--target", help="model the bench's own server serves: 'synthetic' "

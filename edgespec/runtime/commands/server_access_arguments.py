@@ -1,7 +1,7 @@
 """The flags that secure a client command's connection to its verification server, shared
-by ``edgespec draft`` and ``edgespec drafting-server``: ``--auth-token``, ``--tls-ca`` and
-``--tls-server-name`` (each value checked as it is parsed), and :func:`check_tls_name`
-(which ``edgespec bench serve`` applies to its own copies of these flags too)."""
+by ``edgespec draft``, ``edgespec drafting-server`` and ``edgespec bench serve`` (where
+they apply to its ``--server`` only): ``--auth-token``, ``--tls-ca`` and
+``--tls-server-name`` (each value checked as it is parsed), and :func:`check_tls_name`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from edgespec.runtime.edge.config_access import NAME_NEEDS_CA
 from edgespec.server_access_types import ca_file, tls_server_name
 
 
-def add_server_access_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--auth-token``, ``--tls-ca`` and ``--tls-server-name``."""
+def add_server_access_arguments(parser: argparse._ActionsContainer) -> None:
+    """``--auth-token``, ``--tls-ca`` and ``--tls-server-name``, on ``parser`` or one of
+    its argument groups."""
     parser.add_argument(
         "--auth-token", help="token the server accepts (one of its --auth-token; default: none)"
     )

@@ -106,11 +106,12 @@ def api_error(exc: BaseException) -> ApiError:
                     kind="server_error")  # fmt: skip
 
 
-def _failed(exc: BaseException, setup: EdgeSetup, lines: Lines) -> ApiError:
-    """``exc`` as answered, told to the logs of what no client fixes (.throttle, .outages)."""
+def _failed(exc: BaseException, setup: EdgeSetup, lines: Lines, streamed: bool) -> ApiError:
+    """``exc`` as answered (``streamed``: as the error event of a stream answered 200), told
+    to the logs of what no client fixes (.throttle, .outages)."""
     error = api_error(exc)
     setup.refusals.note(error)
-    lines.health.watch.note(error)
+    lines.health.watch.note(error, streamed)
     return error
 
 
@@ -164,7 +165,7 @@ async def _complete(
         admission.release()
         raise
     lines.in_flight.started(running, place)
-    shape = Shape.new(parsed.model, chat)
+    shape = Shape.new(parsed.model, chat, parsed.include_usage)
     if not parsed.stream:
         return JSONResponse(shape.whole(await _whole(request, running)))
     try:
@@ -174,8 +175,7 @@ async def _complete(
         raise
     if first[0] == "error":
         raise first[1]
-    events = sse(running, first, shape, parsed.include_usage,
-                 lambda e: _failed(e, setup, lines).body())  # fmt: skip
+    events = sse(running, first, shape, lambda e: _failed(e, setup, lines, streamed=True).body())
     return StreamingResponse(events, media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache"})  # fmt: skip
 
@@ -239,7 +239,7 @@ async def _answer(
         with lines.in_flight.accepted() as place:
             return await _complete(request, setup, api, chat, lines, place)
     except Exception as exc:
-        return json_response(_failed(exc, setup, lines))
+        return json_response(_failed(exc, setup, lines, streamed=False))
 
 
 def build_app(

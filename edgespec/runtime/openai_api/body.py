@@ -65,9 +65,13 @@ def utf8_text(raw: bytes) -> str:
         raise invalid(f"request body is not valid utf-8 {where}", code="invalid_json") from None
 
 
-def too_large(size: str, max_body_bytes: int) -> ApiError:
-    return ApiError(413, f"request body is {size} bytes, over the limit of {max_body_bytes}",
-                    code="request_too_large")  # fmt: skip
+def too_large(size_bytes: int | None, max_body_bytes: int) -> ApiError:
+    """413: the body declared ``size_bytes`` long, or (``None``) one read past the limit."""
+    if size_bytes is None:
+        message = f"request body is over the limit of {max_body_bytes} bytes (chunked)"
+    else:
+        message = f"request body is {size_bytes} bytes, over the limit of {max_body_bytes}"
+    return ApiError(413, message, code="request_too_large")
 
 
 async def _read(request: Request, max_body_bytes: int) -> bytes:
@@ -75,7 +79,7 @@ async def _read(request: Request, max_body_bytes: int) -> bytes:
     async for chunk in request.stream():
         body += chunk
         if len(body) > max_body_bytes:
-            raise too_large(f"more than {max_body_bytes}", max_body_bytes)
+            raise too_large(None, max_body_bytes)
     return bytes(body)
 
 
@@ -86,7 +90,7 @@ async def read_body(
     ``max_body_bytes``, 408 when it is not whole after ``timeout_s``."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_body_bytes:
-        raise too_large(declared, max_body_bytes)
+        raise too_large(int(declared), max_body_bytes)
     try:
         return await asyncio.wait_for(_read(request, max_body_bytes), timeout_s)
     except TimeoutError:

@@ -8,7 +8,12 @@ where both renders line up, a special token is the template's when no masked cha
 lies in it. A conversation whose special tokens are all the template's is tokenized in one
 call, exactly as before; one whose template rewrites its contents (the renders differ in
 length) is taken as rendered when it holds no special token beyond the masked render's,
-and refused otherwise."""
+and refused otherwise.
+
+Consecutive messages of one role (two user turns, as OpenAI takes them) are rendered as
+they are; when the template refuses them (Gemma's: roles must alternate), each run of them
+is joined into one message, their contents separated by a blank line (:func:`joined_turns`),
+and rendered again."""
 
 from __future__ import annotations
 
@@ -31,20 +36,43 @@ Token = tuple[int, int, int]
 tokenizer, which gives no spans: its special tokens are only counted)."""
 
 
+TURN_JOINER = "\n\n"
+"""What separates the contents of consecutive messages of one role joined into one."""
+
+
+def joined_turns(messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    """``messages`` with each run of consecutive messages of one role joined into one, their
+    contents separated by :data:`TURN_JOINER`."""
+    joined: list[Message] = []
+    for message in messages:
+        if joined and joined[-1].role == message.role:
+            last = joined.pop()
+            message = Message(last.role, last.content + TURN_JOINER + message.content)
+        joined.append(message)
+    return tuple(joined)
+
+
+def _render(tokenizer: Any, messages: tuple[Message, ...]) -> str:
+    plain = [{"role": m.role, "content": m.content} for m in messages]
+    return str(tokenizer.apply_chat_template(plain, tokenize=False, add_generation_prompt=True))
+
+
 def chat_text(tokenizer: Any, messages: tuple[Message, ...]) -> str:
-    """``messages`` rendered by the tokenizer's chat template, a generation prompt added;
-    a tokenizer without a template, or a template refusing the messages, is a 400."""
+    """``messages`` rendered by the tokenizer's chat template, a generation prompt added
+    (a template refusing consecutive messages of one role gets them joined:
+    :func:`joined_turns`); a tokenizer without a template, or a template refusing the
+    messages still, is a 400."""
     if getattr(tokenizer, "chat_template", None) is None:
         raise invalid("this model's tokenizer has no chat template: use /v1/completions "
                       "with a text prompt", param="messages",
                       code="chat_template_missing")  # fmt: skip
-    plain = [{"role": m.role, "content": m.content} for m in messages]
-    try:
-        return str(tokenizer.apply_chat_template(plain, tokenize=False,
-                                                 add_generation_prompt=True))  # fmt: skip
-    except Exception as exc:  # the template's own checks (alternation, say) fail here
-        raise invalid(f"the chat template refused the messages: {clip(str(exc))}",
-                      param="messages") from None  # fmt: skip
+    refusal = ""
+    for turns in dict.fromkeys((messages, joined_turns(messages))):  # each once
+        try:
+            return _render(tokenizer, turns)
+        except Exception as exc:  # the template's own checks (alternation, say) fail here
+            refusal = clip(str(exc))
+    raise invalid(f"the chat template refused the messages: {refusal}", param="messages")
 
 
 def masked(content: str) -> str:

@@ -64,6 +64,18 @@ IGNORED = ("metadata", "store", "user")
 change its output (this endpoint stores nothing)."""
 
 
+def allowed_values(allowed: tuple[Any, ...]) -> str:
+    """``null`` and ``allowed`` spelled as JSON, the last after "or" (``null, -1 or 0``);
+    a number taken as an integer and as a float is one JSON number, named once (``0``)."""
+    spelled: list[str] = []
+    for value in (None, *allowed):
+        whole = isinstance(value, float) and value.is_integer()
+        text = shown(int(value) if whole else value)
+        if text not in spelled:
+            spelled.append(text)
+    return ", ".join(spelled[:-1]) + " or " + spelled[-1] if len(spelled) > 1 else spelled[0]
+
+
 def _unsupported(body: Mapping[str, Any], chat: bool) -> None:
     """A 400 naming the first field of :data:`UNSUPPORTED` at a value the route does not
     take, values spelled as JSON; its code OpenAI's: ``unsupported_value`` (the field takes
@@ -71,9 +83,9 @@ def _unsupported(body: Mapping[str, Any], chat: bool) -> None:
     for name, allowed in (UNSUPPORTED | ROUTE_UNSUPPORTED[chat]).items():
         value = body.get(name)
         if value is not None and not any(type(value) is type(a) and value == a for a in allowed):
-            only = ", ".join(map(shown, (None, *allowed)))
             code = "unsupported_value" if allowed else "unsupported_parameter"
-            raise invalid(f"{name}: {shown(value)} is not supported (only {only})",
+            raise invalid(f"{name}: {shown(value)} is not supported (only "
+                          f"{allowed_values(allowed)})",
                           param=name, code=code)  # fmt: skip
 
 

@@ -13,17 +13,20 @@ from edgespec.runtime.openai_api.generation import Completion
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """The bodies of one request: ``chat`` (``chat.completion``) or ``text_completion``."""
+    """The bodies of one request: ``chat`` (``chat.completion``) or ``text_completion``;
+    ``include_usage`` (``stream_options``): its stream ends with a usage chunk, and every
+    chunk before it says ``"usage": null``, as OpenAI's do."""
 
     model: str
     chat: bool
     id: str
     created: int
+    include_usage: bool = False
 
     @classmethod
-    def new(cls, model: str, chat: bool) -> Shape:
+    def new(cls, model: str, chat: bool, include_usage: bool = False) -> Shape:
         prefix = "chatcmpl" if chat else "cmpl"
-        return cls(model, chat, f"{prefix}-{uuid.uuid4().hex}", int(time.time()))
+        return cls(model, chat, f"{prefix}-{uuid.uuid4().hex}", int(time.time()), include_usage)
 
     def _head(self, object_name: str) -> dict[str, Any]:
         return {"id": self.id, "object": object_name, "created": self.created,
@@ -54,9 +57,11 @@ class Shape:
 
     def chunk(self, text: str, finish: str | None = None, first: bool = False) -> dict[str, Any]:
         """One streamed chunk: a text delta, or (``finish``) the last choice; a chat's
-        ``first`` chunk carries the role."""
+        ``first`` chunk carries the role; with ``include_usage``, ``"usage": null``."""
         body = self._head("chat.completion.chunk" if self.chat else "text_completion")
         body["choices"] = [self._choice(text, finish, stream=True, first=first)]
+        if self.include_usage:
+            body["usage"] = None
         return body
 
     def usage_chunk(self, done: Completion) -> dict[str, Any]:

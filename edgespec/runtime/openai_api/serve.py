@@ -166,17 +166,15 @@ def check_limits(max_new_tokens: int, limits: Limits) -> None:
                           "lower --max-new-tokens or raise --openai-max-tokens")  # fmt: skip
 
 
-def check_default_fits(max_new_tokens: int, context: int | None) -> None:
-    """``--max-new-tokens`` (the ``max_tokens`` of a request that gives none) that the
-    target's context (the servers' smallest; ``None``: none says) cannot hold after even a
-    one-token prompt: every such request would be refused, so it is refused here."""
-    from edgespec.config import ConfigError
-
-    if context is not None and max_new_tokens + 1 > context:
-        raise ConfigError("max_new_tokens", f"{max_new_tokens} is the max_tokens of a request "
-                          "that gives none, and with a one-token prompt it exceeds the "
-                          f"target's context of {context} tokens: lower --max-new-tokens "
-                          f"below {context}")  # fmt: skip
+def check_limit_fits(max_tokens: int, context: int | None) -> None:
+    """``--openai-max-tokens`` that the target's context (the servers' smallest; ``None``:
+    none says) cannot hold after even a one-token prompt: a request could never get it, nor
+    (:func:`check_limits`) the ``--max-new-tokens`` of one that gives none, which is not
+    over it; so it is refused here."""
+    if context is not None and max_tokens + 1 > context:
+        raise UserInputError(f"--openai-max-tokens: {max_tokens} is over what the target's "
+                             f"context of {context} tokens holds after a one-token prompt: "
+                             f"lower it to {context - 1} or below")  # fmt: skip
 
 
 def _setup(
@@ -233,7 +231,7 @@ def serve_openai(
     host, port = parse_address(address)
     limits = dataclasses.replace(limits, chars_per_token=longest_token_chars(tokenizer))
     setup = _setup(config, verifier, draft, tokenizer, vocab_size, told)
-    check_default_fits(config.max_new_tokens, setup.max_context_tokens)
+    check_limit_fits(limits.max_tokens, setup.max_context_tokens)
     model_id = setup.target_name or "edgespec"
     defaults = Defaults(config.max_new_tokens, config.temperature, config.slo_class)
     admits = concurrency or Concurrency.for_device()

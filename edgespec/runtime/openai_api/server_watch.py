@@ -117,15 +117,16 @@ class ServerWatch:
             if state == REACHABLE:  # under the lock: a 503 told meanwhile sees it or not
                 self.outages.answered(self.addresses[index], now_s)
 
-    def note(self, error: ApiError) -> None:
-        """A request answered ``error``: a 503 for no server reachable is counted in the
-        outage, the first one opening it; one answered as a server was reachable again (or
-        another one was), in the next line (:meth:`.outages.OutageLog.refused`)."""
+    def note(self, error: ApiError, streamed: bool = False) -> None:
+        """A request answered ``error`` (``streamed``: its stream, answered 200, ended with
+        it): a 503 for no server reachable is counted in the outage, the first one opening
+        it; one answered as a server was reachable again (or another one was), in the next
+        line (:meth:`.outages.OutageLog.refused`)."""
         if error.status == 503 and error.code == UNAVAILABLE_CODE:
             with self._lock:  # none reachable: since the last one was lost
                 reachable = any(one.state == REACHABLE for one in self._seen)
                 down_since_s = max((one.since_s for one in self._seen), default=self._clock())
-                self.outages.refused(error.message, down_since_s, reachable)
+                self.outages.refused(error.message, down_since_s, reachable, streamed)
 
     def unreachable_for_s(self, fresh_s: float | None = None) -> float:
         """How long every server has been unreachable (since the last one was lost): 0 while

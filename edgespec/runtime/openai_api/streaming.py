@@ -77,7 +77,6 @@ async def sse(
     running: Running,
     first: Item,
     shape: Shape,
-    include_usage: bool,
     error_body: Callable[[BaseException], dict[str, Any]],
 ) -> AsyncIterator[str]:
     """The events of a stream whose ``first`` item was already taken (to answer errors
@@ -93,7 +92,7 @@ async def sse(
                 if num_chunks == 0 and shape.chat:  # nothing generated: the role still comes
                     yield event(shape.chunk("", first=True))
                 yield event(shape.chunk("", value.finish_reason))
-                if include_usage:
+                if shape.include_usage:
                     yield event(shape.usage_chunk(value))
                 break
             else:

@@ -7,6 +7,7 @@ message."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import time
@@ -74,6 +75,10 @@ TIMEOUT = "--session-timeout-s must be a finite number > 0, got"
          f"--batching: unknown batching policy 'edf'; known: {sorted(BATCHING)}"),
         ([*OTHER, "--profile", "a100-qwen3-32b"],
          "--profile sets the bench's own server (no --server)"),
+        (["--auth-token", "t"], "--auth-token is for a --server of yours (the bench's own is "
+                                "plaintext)"),
+        (["--tls-server-name", "x"], "--tls-server-name is for a --server of yours (the "
+                                     "bench's own is plaintext)"),
     ],
 )  # fmt: skip
 def test_flag_mistakes_are_one_line_before_anything_starts(
@@ -165,3 +170,25 @@ def test_a_server_that_does_not_start_quotes_its_log(tmp_path: Path, kept: bool)
         head == f"the verification server exited (2) before it served; the end of its log{where}:"
     )
     assert tail.endswith("edgespec serve: error: unrecognized arguments: --no-such-flag")
+
+
+ACCESS = (["--auth-token"], ["--tls-ca"], ["--tls-server-name"])
+
+
+def _access_flags(*command: str) -> dict[str, tuple[object, ...]]:
+    """The help, type and metavar of each of ``edgespec COMMAND``'s :data:`ACCESS` flags."""
+    from edgespec.cli import build_parser
+
+    parser = build_parser()
+    for name in command:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[name]
+    return {a.option_strings[0]: (a.help, a.type, a.metavar) for a in parser._actions
+            if a.option_strings[:1] in ACCESS}  # fmt: skip
+
+
+def test_the_server_access_flags_are_the_ones_draft_has() -> None:
+    """``bench serve`` had its own copies of ``--auth-token``, ``--tls-ca`` and
+    ``--tls-server-name``, with other help (``--server's CA``): one copy now, shared."""
+    shared = _access_flags("draft")
+    assert len(shared) == 3 and _access_flags("bench", "serve") == shared

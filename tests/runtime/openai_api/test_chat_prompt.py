@@ -219,3 +219,36 @@ def test_the_special_tokens_are_read_once_per_endpoint() -> None:
         messages = (Message("user", content),)
         prompt_ids(setup.tokenizer, setup.special_ids, messages, len(WORDS), LIMITS)
     assert len(reads) == 1
+
+
+ALTERNATING = (
+    "{% for m in messages %}{% if not loop.first and m['role'] == loop.previtem['role'] %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}{{ m['role'] }} {{ m['content'] }} <eot> {% endfor %}assistant"
+)
+"""A template that refuses two turns of one role in a row, as Gemma's does."""
+
+
+def test_turns_of_one_role_in_a_row_are_joined_when_the_template_refuses_them() -> None:
+    """OpenAI takes two user messages in a row; they were a 400 "the chat template refused
+    the messages: Conversation roles must alternate ...", naming no message."""
+    messages = (Message("user", "w0"), Message("user", "w1 <eot>"), Message("assistant", "w2"),
+                Message("assistant", "/"), Message("user", "w0"))  # fmt: skip
+    joined = _ids("user", "w0", "w1", "<", "eot", ">", "<eot>", "assistant", "w2", "/", "<eot>",
+                  "user", "w0", "<eot>", "assistant")  # fmt: skip
+    assert _chat_ids(_tokenizer(ALTERNATING), messages) == joined
+    alone = _ids("user", "w0", "<eot>", "user", "w1", "<", "eot", ">", "<eot>", "assistant")
+    assert _chat_ids(_tokenizer(), messages[:2]) == alone  # a template that takes them: as is
+    refusing = "{{ raise_exception('no ' + messages[0]['role']) }}"
+    with pytest.raises(ApiError) as info:
+        _chat_ids(_tokenizer(refusing), messages)
+    assert (info.value.status, info.value.param) == (400, "messages")
+    assert info.value.message == "the chat template refused the messages: no user"
+
+
+def test_gemmas_template_takes_two_user_messages_joined_by_a_blank_line() -> None:
+    tokenizer = gemma_tokenizer()
+    messages = (Message("system", "Be brief."), Message("user", "Hi."), Message("user", "2+2?"))
+    assert tokenizer.decode(_chat_ids(tokenizer, messages)) == (
+        "<bos><start_of_turn>user\nBe brief.\n\nHi.\n\n2+2?<end_of_turn>\n<start_of_turn>model\n"
+    )

@@ -151,8 +151,10 @@ POST_HEAD = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\
 @pytest.mark.parametrize(
     ("request_bytes", "status", "reason"),
     [
-        (b"NOT HTTP AT ALL\r\n\r\n", 400, "illegal request line: bytearray(b'NOT HTTP AT ALL')"),
-        (b"GET /health\r\n\r\n", 400, "illegal request line: bytearray(b'GET /health')"),
+        (b"NOT HTTP AT ALL\r\n\r\n", 400, "illegal request line: 'NOT HTTP AT ALL'"),
+        (b"GET /health\r\n\r\n", 400, "illegal request line: 'GET /health'"),
+        (b"G\xc3\xa9T\x00 \xff\r\n\r\n", 400, "illegal request line: 'G\u00e9T\\x00 \\xff'"),
+        (b"A" * 500 + b"\r\n\r\n", 400, f"illegal request line: '{'A' * 47}\u2026'"),
         (b"GET /health HTTP/1.1\r\n\r\n", 400, "Missing mandatory Host: header"),
         (f"{POST_HEAD}Content-Length: -1\r\n\r\n".encode(), 400, "bad Content-Length"),
         (f"{POST_HEAD}Content-Length: +5\r\n\r\n{{}}{{}}{{".encode(), 400, "bad Content-Length"),
@@ -165,7 +167,8 @@ POST_HEAD = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\
 def test_malformed_http_is_an_openai_error_giving_h11s_reason(
     server: ApiThread, request_bytes: bytes, status: int, reason: str
 ) -> None:
-    """Each got the same "invalid HTTP request: Invalid HTTP request received." before."""
+    """Each got the same "invalid HTTP request: Invalid HTTP request received." before;
+    then h11's reason held a Python repr (``bytearray(b'GET /health')``)."""
     with _connect(server) as sock:
         sock.sendall(request_bytes)
         got, headers, body = _reply(_read_all(sock))
@@ -197,7 +200,7 @@ def test_a_request_head_over_16_kib_is_431_whether_whole_or_not(server: ApiThrea
     with _connect(server) as sock:  # never whole: h11's own bound, the same answer
         sock.sendall(_head_of(64 << 10)[:20000])
         status, _, body = _reply(_read_all(sock))
-    message = "the request head is more than 16384 bytes, over the limit of 16384"
+    message = "the request head is over the limit of 16384 bytes"  # said "more than 16384"
     assert (status, body["error"]["message"]) == (431, message)
 
 

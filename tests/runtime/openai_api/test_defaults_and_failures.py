@@ -36,12 +36,13 @@ def test_a_default_max_tokens_over_the_limit_is_refused_at_startup(
     )
 
 
-def test_a_default_max_tokens_beyond_the_targets_context_is_refused_at_startup(
+def test_an_openai_max_tokens_beyond_the_targets_context_is_refused_at_startup(
     grpc_server: ServerThread, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The tiny target's context is 4,096 tokens: ``--max-new-tokens 4096`` under a raised
-    ``--openai-max-tokens`` served, and every request without max_tokens was a 400
-    (context exceeded) however short its prompt. 4,095 leaves room for one prompt token."""
+    """The tiny target's context is 4,096 tokens: ``--openai-max-tokens 8000`` served, and
+    every request asking for more than 4,095 was a 400 (context exceeded) however short its
+    prompt; so was every request without max_tokens under ``--max-new-tokens 4096`` (not
+    over ``--openai-max-tokens``). 4,095 leaves room for one prompt token."""
     from edgespec.cli import main
     from edgespec.runtime.commands import draft as draft_command
     from edgespec.runtime.openai_api import serve
@@ -49,19 +50,15 @@ def test_a_default_max_tokens_beyond_the_targets_context_is_refused_at_startup(
     monkeypatch.setattr(draft_command, "_tokenizer", lambda *a, **k: word_tokenizer(64))
     monkeypatch.setattr(serve, "ApiThread", _PortTaken)  # an endpoint never starts here
     argv = ["draft", "--server", f"127.0.0.1:{grpc_server.port}", "--draft", "ngram",
-            "--serve-openai", "127.0.0.1:0", "--openai-max-tokens", "8000"]  # fmt: skip
-    assert main([*argv, "--max-new-tokens", "4096"]) == 2
-    assert (
-        capsys.readouterr()
-        .err.strip()
-        .endswith(
-            "edgespec draft: --max-new-tokens: 4096 is the max_tokens of a request that gives "
-            "none, and with a one-token prompt it exceeds the target's context of 4096 tokens: "
-            "lower --max-new-tokens below 4096"
+            "--serve-openai", "127.0.0.1:0"]  # fmt: skip
+    for limit, default in (("8000", "4096"), ("4096", "16")):
+        assert main([*argv, "--openai-max-tokens", limit, "--max-new-tokens", default]) == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            f"edgespec draft: --openai-max-tokens: {limit} is over what the target's context "
+            "of 4096 tokens holds after a one-token prompt: lower it to 4095 or below"
         )
-    )
     # 4095 gets past the check, to the endpoint's start (a port found taken)
-    assert main([*argv, "--max-new-tokens", "4095"]) == 2
+    assert main([*argv, "--openai-max-tokens", "4095", "--max-new-tokens", "4095"]) == 2
     assert capsys.readouterr().err.strip().endswith("edgespec draft: port 0 taken")
 
 

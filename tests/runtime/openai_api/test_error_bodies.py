@@ -78,7 +78,7 @@ def test_the_app_and_the_raw_responses_are_built_by_one_function() -> None:
 @pytest.mark.parametrize(
     "error",
     [
-        head_too_large("16385", 16384),
+        head_too_large(16385, 16384),
         malformed(f"illegal request line: {LONG}"),
         ApiError(408, "the request head was not received within 10 s", code="request_timeout"),
     ],
@@ -99,8 +99,8 @@ def test_raw_and_app_error_bodies_on_the_wire_have_one_format(api: ApiThread) ->
     bad_status, bad_body = _exchange(api, b"GET /" + LONG.encode() + b" x y HTTP/1.1\r\n\r\n")
     assert (app_status, big_status, bad_status) == (400, 431, 400)
     assert big_body == (
-        b'{"error":{"message":"the request head is more than 16384 bytes, over the limit of '
-        b'16384","type":"invalid_request_error","param":null,"code":"request_head_too_large"}}'
+        b'{"error":{"message":"the request head is over the limit of 16384 bytes",'
+        b'"type":"invalid_request_error","param":null,"code":"request_head_too_large"}}'
     )
     shown = '\\"' + "é" * 78 + "…"  # JSON's string quote, escaped in the body's JSON
     expected = (

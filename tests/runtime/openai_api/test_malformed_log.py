@@ -19,7 +19,7 @@ from edgespec.runtime.openai_api import connections
 from edgespec.runtime.openai_api.serve import ApiThread
 
 MALFORMED = b"NOT HTTP AT ALL\r\n\r\n"
-REASON = "400 invalid HTTP request: illegal request line: bytearray(b'NOT HTTP AT ALL')"
+REASON = "400 invalid HTTP request: illegal request line: 'NOT HTTP AT ALL'"
 LINE = re.compile(r"the OpenAI-compatible endpoint refused a malformed request from "
                   r"127\.0\.0\.1:\d+: " + re.escape(REASON))  # fmt: skip
 SERVER = """

@@ -13,6 +13,7 @@ logged either."""
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import re
 from typing import Any
@@ -26,11 +27,13 @@ from edgespec.runtime.openai_api.errors import from_request_error
 from edgespec.runtime.openai_api.outages import OutageLog
 from edgespec.runtime.openai_api.server_watch import ServerWatch
 from tests.runtime.conftest import start_server
-from tests.runtime.openai_api.conftest import _post, free_port
+from tests.runtime.openai_api import test_server_health
+from tests.runtime.openai_api.conftest import MODEL, _post, free_port
 from tests.runtime.openai_api.test_server_health import (
     BODY,
     WALL_S,
     Clock,
+    Counting,
     _endpoint,
     get,
     until_ready,
@@ -153,3 +156,100 @@ def test_every_503_is_counted_in_exactly_one_line(caplog: pytest.LogCaptureFixtu
     ]
     num_refused = 12  # every "503" above, and the one at once
     assert sum(int(m[1]) for line in lines for m in COUNTED.finditer(line)) == num_refused
+
+
+def test_a_stream_ended_by_an_outage_is_logged_as_what_its_client_got(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Its client got 200, then an ``unavailable`` error event and ``[DONE]``: the log said
+    "answered a request 503" and counted it "answered 1 request 503 meanwhile"."""
+    now = [100.0]
+    watch = ServerWatch(("a:1",), lambda: now[0], answered=frozenset({"a:1"}))
+    ended = "ended a stream (answered 200 already) with an unavailable error"
+    with caplog.at_level(logging.WARNING, logger=outages.__name__):
+        watch.tell(0, DOWN)
+        now[0] = 102.0
+        watch.note(REFUSED, streamed=True)  # opens the outage
+        watch.note(REFUSED)
+        watch.tell(0, None)
+        now[0] = 104.0  # within 10 s of the last line: not logged, then counted
+        watch.tell(0, DOWN)
+        watch.note(REFUSED, streamed=True)
+        watch.note(REFUSED, streamed=True)
+        watch.tell(0, None)
+        now[0] = 120.0
+        watch.tell(0, DOWN)
+        watch.note(REFUSED, streamed=True)
+        watch.tell(0, None)
+    assert _logged(caplog) == [
+        f"the OpenAI-compatible endpoint {ended}: {REFUSED.message}; no verification server "
+        "has been reachable for 2.0 s (one line when one answers again)",
+        "the verification server a:1 answers again: the endpoint had none reachable for 2.0 s "
+        f"and answered 1 request 503 and {ended.replace('a stream', '1 stream')} meanwhile",
+        f"the OpenAI-compatible endpoint {ended}: {REFUSED.message}; no verification server "
+        "has been reachable for 0.0 s (one line when one answers again); since its last outage "
+        "line it ended 2 streams (answered 200 already) with an unavailable error that no line "
+        "counted (1 outage not logged)",
+        "the verification server a:1 answers again: the endpoint had none reachable for 0.0 s "
+        f"and {ended.replace('a stream', '1 stream')} meanwhile",
+    ]
+
+
+class LostAfterARound(Counting):
+    """A server's client whose server is lost once it has verified one round: every call
+    after that fails ``UNAVAILABLE``, as a server gone does."""
+
+    def __init__(self, address: str, auth_token: str | None) -> None:
+        super().__init__(address, auth_token)
+        self.lost = False
+
+    def _check(self) -> None:
+        if self.lost:
+            raise DOWN
+
+    def open_within(self, *args: Any, **kwargs: Any) -> Any:
+        self._check()
+        return super().open_within(*args, **kwargs)
+
+    def verify(self, call: Any) -> Any:
+        self._check()
+        self.lost = True
+        return super().verify(call)
+
+    def stats(self, timeout_s: float | None = None) -> Any:
+        self._check()
+        return super().stats(timeout_s)
+
+    def close(self, session_id: str) -> None:
+        self._check()
+        super().close(session_id)
+
+
+def test_a_stream_its_server_left_after_its_200_is_logged_as_what_its_client_got(
+    target: TransformersTarget, draft_model: Any, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    import urllib.request
+
+    server = start_server(target, host="127.0.0.1")
+    monkeypatch.setattr(test_server_health, "Counting", LostAfterARound)
+    api, _ = _endpoint([f"127.0.0.1:{server.port}"], draft_model, Clock(), retry_timeout_s=0.3)
+    body = json.dumps({"model": MODEL, "prompt": "w5 w6", "max_tokens": 32, "stream": True})
+    url = f"http://127.0.0.1:{api.port}/v1/completions"
+    request = urllib.request.Request(url, body.encode(), {"Content-Type": "application/json"})
+    try:
+        with (
+            caplog.at_level(logging.WARNING, logger=outages.__name__),
+            urllib.request.urlopen(request, timeout=60) as reply,
+        ):
+            status, events = reply.status, reply.read().decode().split("\n\n")
+    finally:
+        api.stop()
+        server.stop(grace_s=0)
+    error = json.loads(events[-3].removeprefix("data: "))["error"]
+    assert (status, error["code"], events[-2:]) == (200, "unavailable", ["data: [DONE]", ""])
+    assert _logged(caplog) == [  # was "answered a request 503: ..."
+        "the OpenAI-compatible endpoint ended a stream (answered 200 already) with an "
+        f"unavailable error: {error['message']}; no verification server has been reachable "
+        "for 0.0 s (one line when one answers again)"  # the endpoint's clock stood still
+    ]

@@ -8,6 +8,7 @@ sequence at the 6th greedy token; the chat template's end of turn is the 3rd:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -118,3 +119,34 @@ def test_eos_as_the_last_allowed_token_is_a_stop(
     assert _complete(client, stream, max_tokens=6) == (words, "stop", 6)
     assert _complete(client, stream, max_tokens=16) == (words, "stop", 6)
     assert _complete(client, stream, max_tokens=5) == (words, "length", 5)
+
+
+def _events(client: Any, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON of each event of a stream of ``body`` posted to ``path``, as sent."""
+    import urllib.request
+
+    data = json.dumps({"model": MODEL, "stream": True, **body}).encode()
+    request = urllib.request.Request(f"{str(client.base_url).rstrip('/')}{path}", data,
+                                     {"Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        lines = [line for line in reply.read().decode().split("\n\n") if line]
+    assert lines[-1] == "data: [DONE]"
+    return [json.loads(line.removeprefix("data: ")) for line in lines[:-1]]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "num_tokens"),
+    [("/completions", {"prompt": "w5 w6 w7"}, 4),  # chat: t1 t2, then its end of turn
+     ("/chat/completions", {"messages": [{"role": "user", "content": "w5 w6 w7"}]}, 2)],
+    ids=["completions", "chat"],
+)  # fmt: skip
+def test_with_include_usage_each_chunk_before_the_last_says_usage_null(
+    client: Any, path: str, body: dict[str, Any], num_tokens: int
+) -> None:
+    """As OpenAI streams; the key was absent before. Without include_usage, no chunk has it."""
+    body = {**body, "max_tokens": 4}
+    events = _events(client, path, {**body, "stream_options": {"include_usage": True}})
+    *chunks, last = events
+    assert len(chunks) >= 2 and all(c["usage"] is None and c["choices"] for c in chunks)
+    assert (last["choices"], last["usage"]["completion_tokens"]) == ([], num_tokens)
+    assert all("usage" not in c for c in _events(client, path, body))
