@@ -9,7 +9,7 @@ import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 """One torch thread per process (the runtime's tests also set it in-process): `make test`
-runs two workers on two cores, and every worker or `edgespec` process the tests start
+runs three workers on two cores, and every worker or `edgespec` process the tests start
 would otherwise run one thread per core, each stealing the other's core (a tenth of the
 run's wall time on the 2-core machine). Set it before the run to choose otherwise."""
 
@@ -36,7 +36,7 @@ LONGEST_FIRST = (
     "tests/parity/test_window_parity.py",
 )
 """The test files that take longest (``pytest --durations``), in that order. `make test`
-spreads files over two workers (pytest-xdist, ``--dist loadfile``), each taking the next
+spreads files over three workers (pytest-xdist, ``--dist loadfile``), each taking the next
 file when it is done: started first, these do not leave one worker running alone at the
 end. Order only; every test runs either way."""
 
