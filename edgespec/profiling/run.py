@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import platform
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.checkpoint import Checkpoint
 from edgespec.profiling.draft import DraftSample, measure_drafter, model_spec
 from edgespec.profiling.draft_batch import Cell, batch_cells, measure_batched
+from edgespec.profiling.draft_checkpoint import DraftKey
 from edgespec.profiling.files import profile_files
 from edgespec.profiling.fit import LinearFit
 from edgespec.profiling.measure import GridConfig, GridSpec, Sample, design_grid, measure_grid
@@ -131,28 +132,11 @@ def profile_pair(
     printed = fit_target_zhu(samples, grid, arch, spec.seed, num_bootstrap, "printed")
     draft_profile = None
     if draft is not None:
-        name, make, model = draft
-        d_samples = measure_drafter(
-            make,
-            backend.vocab_size,
-            draft_contexts,
-            gamma,
-            max(spec.runs, 3),  # propose calls are cheap; the fit needs >= 4 training rows
-            spec.warmup_runs,
-            spec.seed + 7,
+        cells = resume.draft_cells if resume is not None else {}
+        batched = (draft_batches, cells, on_draft_cell)
+        draft_profile = _profile_draft(
+            draft, backend.vocab_size, draft_contexts, gamma, spec, num_bootstrap, batched
         )
-        if model is not None and draft_batches:
-            timed = {
-                (b, length): cell
-                for (d, g, b, length), cell in (resume.draft_cells if resume else {}).items()
-                if (d, g) == (name, gamma)
-            }
-            d_samples += measure_batched(
-                model, backend.vocab_size, batch_cells(draft_batches, draft_contexts), gamma,
-                max(spec.runs, 3), spec.warmup_runs, spec.seed + 11, timed, on_draft_cell,
-            )  # fmt: skip
-        d_spec = None if model is None else model_spec(model, name)
-        draft_profile = fit_draft(name, d_samples, d_spec, spec.seed + 2, num_bootstrap)
     return ProfileResult(
         target_name,
         tuple(grid),
@@ -166,6 +150,38 @@ def profile_pair(
         spec.clock,
         printed,
     )
+
+
+def _profile_draft(
+    draft: tuple[str, Callable[[], Any], Any | None],
+    vocab_size: int,
+    contexts: Sequence[int],
+    gamma: int,
+    spec: GridSpec,
+    num_bootstrap: int,
+    batched: tuple[
+        Sequence[int],
+        Mapping[DraftKey, tuple[DraftSample, ...]],
+        Callable[[Cell, list[DraftSample]], None] | None,
+    ],
+) -> DraftProfile:
+    """The drafter (name, backend factory, HF model or None) timed through its propose
+    calls and, a model drafter, batched at each of ``batched``'s batch sizes (the cells a
+    resumed run timed skipped, each new cell handed to its callback), then fitted."""
+    name, make, model = draft
+    batches, resumed, on_draft_cell = batched
+    runs = max(spec.runs, 3)  # propose calls are cheap; the fit needs >= 4 training rows
+    samples = measure_drafter(
+        make, vocab_size, contexts, gamma, runs, spec.warmup_runs, spec.seed + 7
+    )
+    if model is not None and batches:
+        timed = {(b, n): cell for (d, g, b, n), cell in resumed.items() if (d, g) == (name, gamma)}
+        samples += measure_batched(
+            model, vocab_size, batch_cells(batches, contexts), gamma,
+            runs, spec.warmup_runs, spec.seed + 11, timed, on_draft_cell,
+        )  # fmt: skip
+    d_spec = None if model is None else model_spec(model, name)
+    return fit_draft(name, samples, d_spec, spec.seed + 2, num_bootstrap)
 
 
 def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]:
