@@ -75,7 +75,10 @@ def profile_scenario(
 ) -> FreshProfile:
     """Profile the pair at the scenario's shapes: writes ``profile.yaml`` (and the
     draft's, and the report) to ``out``; the summary goes to stdout, a fit warning to
-    stderr (``edgespec calibrate: warning: ...``)."""
+    stderr (``edgespec calibrate: warning: ...``). A model draft is also timed batched at
+    ``edgespec profile``'s default batch sizes, as the draft's Zhu files written with the
+    profile are fitted on those calls there (:mod:`edgespec.profiling.draft_batch`)."""
+    from edgespec.profiling.checks import DRAFT_BATCHES
     from edgespec.profiling.measure import design_grid
     from edgespec.profiling.run import profile_pair, write_profiles
 
@@ -88,8 +91,8 @@ def profile_scenario(
     result = profile_pair(
         t_name, t_model, backend, spec, (d_name, make_draft, d_model),
         draft_contexts=(p, p + args.max_new_tokens // 2, p + args.max_new_tokens),
-        gamma=args.gamma,
-        num_bootstrap=200, on_config=lambda i: _progress(i, num_configs),
+        gamma=args.gamma, num_bootstrap=200, on_config=lambda i: _progress(i, num_configs),
+        draft_batches=DRAFT_BATCHES,
     )  # fmt: skip
     paths = write_profiles(
         result,

@@ -110,7 +110,7 @@ def _failed(exc: BaseException, setup: EdgeSetup, lines: Lines, streamed: bool) 
     """``exc`` as answered (``streamed``: as the error event of a stream answered 200), told
     to the logs of what no client fixes (.throttle, .outages)."""
     error = api_error(exc)
-    setup.refusals.note(error)
+    setup.refusals.note(error, streamed)
     lines.health.watch.note(error, streamed)
     return error
 

@@ -24,13 +24,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from edgespec.runtime.openai_api.throttle import LOG_INTERVAL_S, Throttle
+from edgespec.runtime.errors import ErrorCode
+from edgespec.runtime.openai_api.throttle import ENDPOINT, LOG_INTERVAL_S, Throttle, client_got
 
 LOG = logging.getLogger(__name__)
 
-ENDPOINT = "the OpenAI-compatible endpoint"
+UNAVAILABLE_CODE = ErrorCode.UNAVAILABLE.value.lower()
+"""The ``code`` of a request's 503 when its server was unreachable (:mod:`.errors`)."""
 
-STREAM_ENDED = "ended a stream (answered 200 already) with an unavailable error"
+STREAM_ENDED = client_got(503, UNAVAILABLE_CODE, streamed=True)
 """What a stream's client got when its server was lost after the stream's 200."""
 
 
@@ -137,7 +139,7 @@ class OutageLog:
             return
         untold, self._untold = self._untold, _Untold()
         said = f"; {untold_line(untold)}" if untold.num_refused or untold.num_streams_ended else ""
-        got = STREAM_ENDED if streamed else "answered a request 503"
+        got = client_got(503, UNAVAILABLE_CODE, streamed)
         LOG.warning("%s %s: %s; no verification server has been reachable for %.1f s (one line "
                     "when one answers again)%s", ENDPOINT, got, message,
                     self._clock() - down_since_s, said)  # fmt: skip

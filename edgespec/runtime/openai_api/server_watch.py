@@ -38,13 +38,10 @@ from edgespec.runtime.messages import (
     VerifyReply,
 )
 from edgespec.runtime.openai_api.errors import ApiError, clip, from_request_error
-from edgespec.runtime.openai_api.outages import OutageLog
+from edgespec.runtime.openai_api.outages import UNAVAILABLE_CODE, OutageLog
 
 REACHABLE, UNREACHABLE, REFUSING, UNKNOWN = "reachable", "unreachable", "refusing_token", "unknown"
 STATES = (REACHABLE, UNREACHABLE, REFUSING, UNKNOWN)
-
-UNAVAILABLE_CODE = ErrorCode.UNAVAILABLE.value.lower()
-"""The ``code`` of a request's 503 when its server was unreachable (:mod:`.errors`)."""
 
 NOTHING_LEARNED = frozenset({ErrorCode.INVALID_ARGUMENT, ErrorCode.CANCELLED})
 """Failures that say nothing of the server: this client's own checks before a call (a

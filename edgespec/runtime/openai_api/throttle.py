@@ -6,7 +6,9 @@ write a line each, and a hostile client could fill the device's log. Each such k
 has its :class:`Throttle`: the first occurrence is logged, later ones within
 ``LOG_INTERVAL_S`` are only counted, and the next line logged says how many there were. So
 has each kind of 502 a request gets when the verification server refuses the endpoint's own
-credentials (:class:`RefusedCredentials`).
+credentials (:class:`RefusedCredentials`). A line says what the client got
+(:func:`client_got`): a request answered with the error's status, or a stream answered 200
+already and ended with the error's event.
 """
 
 from __future__ import annotations
@@ -47,6 +49,19 @@ class Throttle:
         return count
 
 
+ENDPOINT = "the OpenAI-compatible endpoint"
+
+
+def client_got(status: int, code: str, streamed: bool) -> str:
+    """What a failed request's client got, as a log line says it: ``answered a request
+    502``, or (``streamed``: its stream was answered 200, then ended with the error's event)
+    ``ended a stream (answered 200 already) with an unauthenticated error``."""
+    if not streamed:
+        return f"answered a request {status}"
+    article = "an" if code[:1] in ("a", "e", "i", "o", "u") else "a"
+    return f"ended a stream (answered 200 already) with {article} {code or 'server'} error"
+
+
 ADVICE = {
     "unauthenticated": "its clients cannot fix this: restart the endpoint with an --auth-token "
     "the server takes"
@@ -68,8 +83,9 @@ class RefusedCredentials:
         self._throttles: dict[str, Throttle] = {}
         self._lock = threading.Lock()  # requests fail in worker threads of their own
 
-    def note(self, error: ApiError) -> None:
-        """Log ``error`` (a request's failure) when it is such a 502 and its line is due."""
+    def note(self, error: ApiError, streamed: bool = False) -> None:
+        """Log ``error`` (a request's failure; ``streamed``: the error event its stream,
+        answered 200, ended with) when it is such a 502 and its line is due."""
         if error.status != 502:
             return
         kind = error.code or ""
@@ -80,5 +96,5 @@ class RefusedCredentials:
             return
         fix = ADVICE.get(kind, "the endpoint's credentials, not the request, were refused")
         more = f"; {count - 1} more since the last such line, not logged" if count > 1 else ""
-        LOG.warning("the OpenAI-compatible endpoint answered a request 502: %s; %s%s",
+        LOG.warning("%s %s: %s; %s%s", ENDPOINT, client_got(error.status, kind, streamed),
                     error.message, fix, more)  # fmt: skip
