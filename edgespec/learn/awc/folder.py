@@ -13,7 +13,9 @@ and no ``run.json`` (written before awc-data recorded its settings) is taken as 
 this run's settings, said once on stderr. A run that fails before its first scenario is
 written (Ray could not start or join ``--address``, Ctrl-C) removes the ``run.json`` it
 wrote and the folders it made (:func:`opened_folder`), so a later run with other settings
-is not refused over a folder where nothing ran.
+is not refused over a folder where nothing ran. A folder of shards (of ``train draft`` or
+``train text-shards``) is refused before anything is written into it
+(:func:`~edgespec.learn.drafts.shard_kinds.check_holds_no_shards`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
+from edgespec.learn.drafts.shard_kinds import check_holds_no_shards
 from edgespec.learn.run_settings import RUN_FILE, file_digest, record_run_settings
 from edgespec.output_paths import write_text_atomically
 
@@ -63,7 +66,8 @@ def finished_ids(out: Path) -> set[int]:
 
 def open_folder(out: Path, settings: dict[str, Any], console: Console) -> None:
     """Create ``out`` with ``settings`` in its ``run.json``, or check that it holds the
-    same (module docstring)."""
+    same (module docstring); a folder of shards is refused."""
+    check_holds_no_shards("--out", out, "an awc-data run")
     done = finished_ids(out)
     if done and not (out / RUN_FILE).is_file():
         console.print(

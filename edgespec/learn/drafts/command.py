@@ -1,12 +1,14 @@
 """`edgespec train draft`: distil a trimmed-vocabulary draft from a target.
 
-Two stages, both resumable: (1) the target's greedy continuations of the training prompts
-are generated in batches into ``--data-dir`` shards (skipped shards already there; the
+Two stages: (1) the target's greedy continuations of the training prompts are generated
+in batches into ``--data-dir`` shards, resumable (skipped shards already there; the
 folder records what they were made with, and a rerun with another target or other
 settings is refused, :mod:`edgespec.learn.drafts.shard_manifest`); (2) a small draft is
-trained on them and saved (fp16 safetensors) to ``--out``. Settings that would fail only
-after generation are refused before the target loads (:mod:`.draft_checks`). The flags
-are parsed into a :class:`~edgespec.learn.drafts.make_draft.DraftJob`, whose stages
+trained on them and saved (fp16 safetensors) to ``--out``: training keeps no checkpoint,
+so an interrupted run's rerun trains from the start (on the shards already made).
+Settings that would fail only after generation are refused before the target loads
+(:mod:`.draft_checks`). The flags are parsed into a
+:class:`~edgespec.learn.drafts.make_draft.DraftJob`, whose stages
 :mod:`edgespec.learn.drafts.make_draft` runs. The bundled ``gemma3-270m-draft`` was made
 with the command in docs/LEARN.md.
 """
@@ -68,10 +70,11 @@ def add_arguments(sub: Any) -> None:
     """Add ``draft`` to ``edgespec train``'s subcommands (an argparse subparsers action)."""
     p = sub.add_parser("draft", help="distil a small trimmed-vocabulary draft model")
     p.add_argument("--target", default="gemma3-270m", help="target model (default gemma3-270m)")
-    p.add_argument(
-        "--out", type=writable_output_folder, required=True, help="directory to save the draft in"
-    )
-    p.add_argument("--data-dir", type=Path, required=True, help="distillation shards (resumable)")
+    for flag, text in (
+        ("--out", "directory to save the draft in"),
+        ("--data-dir", "distillation shards (resumable)"),
+    ):
+        p.add_argument(flag, type=writable_output_folder, required=True, help=text)
     p.add_argument(
         "--datasets",
         default=",".join(DATASETS),
@@ -112,7 +115,7 @@ def add_arguments(sub: Any) -> None:
     )
     p.add_argument(
         "--text-data-dir",
-        type=Path,
+        type=writable_output_folder,
         help="also label training texts (teacher forcing) into this directory",
     )
     p.add_argument(
@@ -289,11 +292,8 @@ def _on_labelled(console: Any, update: Update) -> BatchProgress:
 
 def _on_step(console: Any, update: Update) -> StepProgress:
     def on_step(step: int, total: int, loss: float, agreement: float) -> None:
-        update(
-            completed=step,
-            total=total,
-            description=f"training loss {loss:.3f} agree {agreement:.3f}",
-        )
+        description = f"training loss {loss:.3f} agree {agreement:.3f}"
+        update(completed=step, total=total, description=description)
         if not console.is_terminal and step % 20 == 0:  # a log file gets a line now and then
             console.print(f"step {step}/{total} loss {loss:.3f} agreement {agreement:.3f}")
 

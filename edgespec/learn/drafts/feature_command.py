@@ -1,6 +1,6 @@
 """`edgespec train feature-draft`: train an EAGLE-style feature draft for a target.
 
-Two stages, both resumable: (1) the target's features of every sequence in the
+Two stages, the first resumable: (1) the target's features of every sequence in the
 ``--data-dir`` shards (generation shards of ``edgespec train draft``, or text shards of
 ``edgespec train text-shards``; shards whose record names another target are refused,
 :func:`~edgespec.learn.drafts.shard_manifest.check_shard_target`) are written to
@@ -8,8 +8,10 @@ Two stages, both resumable: (1) the target's features of every sequence in the
 folder of another target or another folder of the same name is refused,
 :mod:`edgespec.learn.drafts.feature_record`), both before any model loads where the
 target's ``config.json`` gives its sizes; (2) the draft is trained on them and saved to
-``--out`` (edgespec/learn/drafts/feature_train.py). No feature draft is bundled; the runs
-measured so far and their commands are in docs/LEARN.md.
+``--out`` (edgespec/learn/drafts/feature_train.py), with no checkpoint: a rerun trains
+from the start, on the features already made. ``--features-dir`` must be a folder of its
+own and each ``--data-dir`` a folder of shards (:mod:`.shard_kinds`). No feature draft is
+bundled; the runs measured so far and their commands are in docs/LEARN.md.
 """
 
 from __future__ import annotations
@@ -52,7 +54,12 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="token shards (shard_*.pt from `edgespec train draft` or `edgespec train "
         "text-shards`; repeatable)",
     )
-    p.add_argument("--features-dir", type=Path, required=True, help="target features (resumable)")
+    p.add_argument(
+        "--features-dir",
+        type=writable_output_folder,
+        required=True,
+        help="target features (resumable)",
+    )
     p.add_argument("--kept-from", type=Path, help="take the kept tokens of this trimmed draft")
     p.add_argument(
         "--kept-tokens",
@@ -120,10 +127,15 @@ def _kept_tokens(args: argparse.Namespace, target: object) -> list[int]:
 
 
 def shard_files(directories: list[Path]) -> list[Path]:
-    """The ``shard_*.pt`` files of every ``--data-dir``; one holding none is a usage error."""
+    """The ``shard_*.pt`` files of every ``--data-dir``; a missing folder, a file, a saved
+    model (:func:`~edgespec.learn.drafts.shard_kinds.check_shard_source`) or a folder
+    holding none is a usage error."""
+    from edgespec.learn.drafts.shard_kinds import check_shard_source
+
     shards = []
     for directory in directories:
-        found = sorted(directory.glob("shard_*.pt")) if directory.is_dir() else []
+        check_shard_source("--data-dir", directory)
+        found = sorted(directory.glob("shard_*.pt"))
         if not found:
             raise UserInputError(f"--data-dir {str(directory)!r} holds no shard_*.pt files")
         shards.extend(found)
@@ -138,9 +150,11 @@ def run(args: argparse.Namespace) -> int:
     from edgespec.learn.drafts.draft_checks import check_out_apart
     from edgespec.learn.drafts.feature_record import record_features_folder
     from edgespec.learn.drafts.make_draft import trimmed_draft_path
+    from edgespec.learn.drafts.shard_kinds import check_features_apart
     from edgespec.models.feature_draft import save_feature_draft
 
     shards = shard_files(args.data_dir)
+    check_features_apart(args.features_dir, args.data_dir)
     named = [("--data-dir", folder) for folder in args.data_dir]
     check_out_apart(args.out, [*named, ("--features-dir", args.features_dir)])
     if args.head_dim % 2:  # else refused by the draft's config only after featurizing

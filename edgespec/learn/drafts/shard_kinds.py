@@ -7,7 +7,11 @@ but three kinds (:class:`ShardKind`): ``train draft --data-dir`` the target's co
 another is taken is refused in one line saying what it holds and what reads it
 (:func:`check_kind`), not as a list of settings "not recorded"; and a folder shards are to
 be written into must hold no model (:func:`check_holds_no_model`): a draft's folder given
-as ``--out`` or ``--data-dir`` by mistake would get shards and a record beside the draft."""
+as ``--out`` or ``--data-dir`` by mistake would get shards and a record beside the draft
+(nor another command's ``run.json``). Also the folders around them: one shards are read
+from must be a folder (:func:`check_shard_source`), ``train feature-draft
+--features-dir`` one of its own (:func:`check_features_apart`), and a folder another
+command writes into must hold no shards (:func:`check_holds_no_shards`)."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from edgespec.errors import UserInputError
-from edgespec.learn.run_settings import USED_AS_THEY_ARE, flag_folder
+from edgespec.learn.run_settings import RUN_FILE, USED_AS_THEY_ARE, flag_folder
 from edgespec.models.registry import FEATURE_DRAFT_MARKER, TRIMMED_MARKER
 
 
@@ -88,6 +92,7 @@ def check_holds_no_model(flag: str, folder: Path) -> None:
         TRIMMED_MARKER: "a trimmed draft",
         FEATURE_DRAFT_MARKER: "a feature draft",
         "config.json": "a model",
+        RUN_FILE: "a `train wisv-data` or `train awc-data` run",
     }
     named = [f"{what} ({name})" for name, what in markers.items() if (folder / name).is_file()]
     for pattern, what in (("*.safetensors", "model weights"), ("*.gguf", "a GGUF model")):
@@ -96,4 +101,48 @@ def check_holds_no_model(flag: str, folder: Path) -> None:
         raise UserInputError(
             f"{flag_folder(flag, folder)} holds {named[0]}, not shards: shards are written "
             f"into a folder of their own; give a new {flag}"
+        )
+
+
+def check_shard_source(flag: str, folder: Path) -> None:
+    """A folder shards are read from (given as ``flag``) must be one: a missing path, a
+    file or a saved model (:func:`check_holds_no_model`) is refused in one line saying
+    which, not as a folder that holds no shards."""
+    if not folder.exists():
+        raise UserInputError(f"{flag_folder(flag, folder)}: no such folder")
+    if not folder.is_dir():
+        raise UserInputError(f"{flag_folder(flag, folder)} is a file, not a folder")
+    check_holds_no_model(flag, folder)
+
+
+def check_features_apart(features_dir: Path, data_dirs: Sequence[Path]) -> None:
+    """``train feature-draft --features-dir`` must be a folder of its own: neither a
+    ``--data-dir`` nor inside one, and holding no shards (``shard_*.pt`` or their record):
+    features written among shards would be read back as shards by later runs."""
+    apart = "features are written into a folder of their own; give another --features-dir"
+    for data_dir in data_dirs:
+        inside = features_dir.resolve().is_relative_to(data_dir.resolve())
+        if inside:
+            where = "is" if features_dir.resolve() == data_dir.resolve() else "is inside"
+            raise UserInputError(
+                f"{flag_folder('--features-dir', features_dir)} {where} the --data-dir "
+                f"{str(data_dir)!r}: {apart}"
+            )
+    if features_dir.is_dir():
+        held = sorted(features_dir.glob("shard_*"))
+        if held:
+            raise UserInputError(
+                f"{flag_folder('--features-dir', features_dir)} holds shards "
+                f"({held[0].name}): {apart}"
+            )
+
+
+def check_holds_no_shards(flag: str, folder: Path, what: str) -> None:
+    """A folder another command writes ``what`` into (given as ``flag``) must hold no
+    shards nor their record: refused in one line naming the first and what reads them."""
+    held = sorted(path.name for path in folder.glob("shard_*")) if folder.is_dir() else []
+    if held:
+        raise UserInputError(
+            f"{flag_folder(flag, folder)} holds shards ({held[0]}, read by `train draft` and "
+            f"`train feature-draft`), not {what}: give a new {flag}"
         )

@@ -67,6 +67,8 @@ def _load(config: FitConfig) -> tuple[WisvDataset, Groups, Split, Split]:
     _check_given_once(config.data)
     parts = []
     for path in config.data:
+        if path.is_dir():
+            raise UserInputError(f"--data {path}: a folder, not a file (give a wisv-data .npz)")
         if not path.is_file():
             raise UserInputError(f"--data {path}: no such file")
         try:

@@ -116,9 +116,10 @@ def test_command_errors_name_the_bad_argument(
     from edgespec.cli import main
 
     argv = ["train", "feature-draft", "--out", str(tmp_path / "fd"), "--features-dir"]
-    argv += [str(tmp_path / "f"), "--data-dir", str(tmp_path / "nothing")]
+    (tmp_path / "empty").mkdir()
+    argv += [str(tmp_path / "f"), "--data-dir", str(tmp_path / "empty")]
     assert main(argv) == 2
-    assert f"--data-dir {str(tmp_path / 'nothing')!r} holds no shard_*.pt files" in (
+    assert f"--data-dir {str(tmp_path / 'empty')!r} holds no shard_*.pt files" in (
         capsys.readouterr().err
     )
 
