@@ -57,10 +57,13 @@ TLS_HINTS: tuple[tuple[str, str], ...] = (
      "host in --server: give the name it holds with --tls-server-name"),
     ("WRONG_VERSION_NUMBER", "the server does not speak TLS: drop --tls-ca, or serve with "
      "--tls-cert and --tls-key"),
+    ("Socket closed", "a server that speaks TLS closes a plaintext client's connection: give "
+     "--tls-ca if it serves with --tls-cert; else, " + UNREACHED_HINT),
 )  # fmt: skip
 """What a client's TLS handshake failed on, as gRPC's status details say it (BoringSSL's
-reason; gRPC's check of the certificate's names), and the hint the client gives for it, the
-first that fits: the server is up, so "is an `edgespec serve` running" misled."""
+reason; gRPC's check of the certificate's names; a plaintext client's socket that a TLS
+server closed), and the hint the client gives for it, the first that fits: the server is
+up, so "is an `edgespec serve` running" misled."""
 
 
 _CONTEXT_REFUSAL = re.compile(

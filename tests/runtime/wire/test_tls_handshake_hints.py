@@ -1,8 +1,9 @@
 """A client whose TLS handshake with a running server fails says why in TLS terms: the
 server's certificate signed by another CA than ``--tls-ca``, a certificate without the
-name the client reached it by, a server that speaks no TLS. It said "is an `edgespec
-serve` running and reachable at the --server address?" of all three. And a ``tls_ca`` that
-holds no certificate is refused before gRPC reads it, from Python too."""
+name the client reached it by, a server that speaks no TLS, a plaintext client of a TLS
+server. It said "is an `edgespec serve` running and reachable at the --server address?" of
+all four. And a ``tls_ca`` that holds no certificate is refused before gRPC reads it,
+from Python too."""
 
 from __future__ import annotations
 
@@ -88,3 +89,20 @@ def test_a_key_given_as_the_ca_is_refused_before_grpc_reads_it(
         "certificate, e.g. ca.pem)"
     )
     assert capfd.readouterr().err == ""  # no "Could not load any root certificate"
+
+
+def test_a_plaintext_client_of_a_tls_server_is_told_to_give_the_ca(
+    make_server: ServerFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It asked whether a server runs there at all: one does, and speaks TLS."""
+    served = make_server_cert(tmp_path, make_ca(tmp_path, "ca"), "IP:127.0.0.1")
+    server = make_server(tls_cert=str(served.cert), tls_key=str(served.key))
+    cli = ["drafting-server", "--server", f"127.0.0.1:{server.port}", "--draft", "somewhere"]
+    assert main([*cli, "--timeout-s", "5"]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("edgespec drafting-server: UNAVAILABLE: ")
+    assert line.endswith(
+        ": Socket closed (a server that speaks TLS closes a plaintext client's connection: "
+        "give --tls-ca if it serves with --tls-cert; else, is an `edgespec serve` running and "
+        "reachable at the --server address?)"
+    )
