@@ -225,27 +225,39 @@ class LostAfterARound(Counting):
         super().close(session_id)
 
 
-def test_a_stream_its_server_left_after_its_200_is_logged_as_what_its_client_got(
+def stream_after_a_round(
     target: TransformersTarget, draft_model: Any, monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:  # fmt: skip
+    caplog: pytest.LogCaptureFixture, client: type[LostAfterARound], logger: str,
+) -> tuple[int, list[str]]:  # fmt: skip
+    """A streamed completion through an endpoint whose server's client is ``client`` (it
+    fails once it has verified a round), ``logger``'s warnings captured: the status and the
+    stream's events."""
     import urllib.request
 
     server = start_server(target, host="127.0.0.1")
-    monkeypatch.setattr(test_server_health, "Counting", LostAfterARound)
+    monkeypatch.setattr(test_server_health, "Counting", client)
     api, _ = _endpoint([f"127.0.0.1:{server.port}"], draft_model, Clock(), retry_timeout_s=0.3)
     body = json.dumps({"model": MODEL, "prompt": "w5 w6", "max_tokens": 32, "stream": True})
     url = f"http://127.0.0.1:{api.port}/v1/completions"
     request = urllib.request.Request(url, body.encode(), {"Content-Type": "application/json"})
     try:
         with (
-            caplog.at_level(logging.WARNING, logger=outages.__name__),
+            caplog.at_level(logging.WARNING, logger=logger),
             urllib.request.urlopen(request, timeout=60) as reply,
         ):
-            status, events = reply.status, reply.read().decode().split("\n\n")
+            return reply.status, reply.read().decode().split("\n\n")
     finally:
         api.stop()
         server.stop(grace_s=0)
+
+
+def test_a_stream_its_server_left_after_its_200_is_logged_as_what_its_client_got(
+    target: TransformersTarget, draft_model: Any, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    status, events = stream_after_a_round(
+        target, draft_model, monkeypatch, caplog, LostAfterARound, outages.__name__
+    )
     error = json.loads(events[-3].removeprefix("data: "))["error"]
     assert (status, error["code"], events[-2:]) == (200, "unavailable", ["data: [DONE]", ""])
     assert _logged(caplog) == [  # was "answered a request 503: ..."

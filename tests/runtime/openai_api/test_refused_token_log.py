@@ -25,10 +25,8 @@ from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.openai_api.throttle import RefusedCredentials
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from tests.runtime.conftest import start_server
-from tests.runtime.openai_api import test_server_health
 from tests.runtime.openai_api.conftest import LIMITS, MODEL, _post, word_tokenizer
-from tests.runtime.openai_api.test_outage_log import LostAfterARound
-from tests.runtime.openai_api.test_server_health import Clock, _endpoint
+from tests.runtime.openai_api.test_outage_log import LostAfterARound, stream_after_a_round
 
 REFUSED = "the verification server refused the request (UNAUTHENTICATED): invalid auth token"
 LINE = (f"the OpenAI-compatible endpoint answered a request 502: {REFUSED}; its clients cannot "
@@ -108,23 +106,9 @@ def test_a_stream_its_server_refused_after_its_200_logs_the_error_event(
     target: TransformersTarget, draft_model: Any, monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:  # fmt: skip
-    import urllib.request
-
-    server = start_server(target, host="127.0.0.1")
-    monkeypatch.setattr(test_server_health, "Counting", RevokedAfterARound)
-    api, _ = _endpoint([f"127.0.0.1:{server.port}"], draft_model, Clock(), retry_timeout_s=0.3)
-    body = json.dumps({"model": MODEL, "prompt": "w5 w6", "max_tokens": 32, "stream": True})
-    url = f"http://127.0.0.1:{api.port}/v1/completions"
-    request = urllib.request.Request(url, body.encode(), {"Content-Type": "application/json"})
-    try:
-        with (
-            caplog.at_level(logging.WARNING, logger=throttle.__name__),
-            urllib.request.urlopen(request, timeout=60) as reply,
-        ):
-            status, events = reply.status, reply.read().decode().split("\n\n")
-    finally:
-        api.stop()
-        server.stop(grace_s=0)
+    status, events = stream_after_a_round(
+        target, draft_model, monkeypatch, caplog, RevokedAfterARound, throttle.__name__
+    )
     error = json.loads(events[-3].removeprefix("data: "))["error"]
     assert (status, error["code"], error["message"]) == (200, "unauthenticated", REFUSED)
     assert events[-2:] == ["data: [DONE]", ""]
