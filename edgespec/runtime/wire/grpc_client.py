@@ -38,6 +38,7 @@ from edgespec.runtime.wire.grpc_calls import answered, to_request_error
 from edgespec.runtime.wire.grpc_common import client_channel, pb_grpc
 from edgespec.runtime.wire.health_codec import health_from_proto
 from edgespec.runtime.wire.stream_deadline import ChunkDeadline
+from edgespec.runtime.wire.tls_probe import SOCKET_CLOSED, plaintext_refused, speaks_tls
 
 
 class RemoteVerifier:
@@ -64,6 +65,21 @@ class RemoteVerifier:
         self._close_timeout_s = timeout_s if close_timeout_s is None else close_timeout_s
         self._max_message_bytes = max_message_bytes
         self._unwaited: set[Any] = set()  # closes not waited for: kept until they end
+        self._plaintext = tls_ca is None
+        self._tls_probed = self._speaks_tls = False
+
+    def _failure(self, exc: grpc.RpcError) -> RequestError:
+        """A call's failure as a :class:`RequestError`; a plaintext client's first
+        ``Socket closed`` asks whether the server speaks TLS (one handshake,
+        :mod:`~edgespec.runtime.wire.tls_probe`), and once it does, every failure to reach it
+        says so, not retried."""
+        error = to_request_error(exc)
+        if error.code is not ErrorCode.UNAVAILABLE or not self._plaintext:
+            return error
+        if not self._tls_probed and SOCKET_CLOSED in error.message:
+            self._tls_probed = True
+            self._speaks_tls = speaks_tls(self.address)
+        return plaintext_refused(self.address) if self._speaks_tls else error
 
     def _call(
         self, method: Callable[..., Any], request: Any, timeout_s: float | None = None
@@ -73,7 +89,7 @@ class RemoteVerifier:
             timeout = self._timeout_s if timeout_s is None else min(timeout_s, self._timeout_s)
             return method(request, metadata=self._metadata, timeout=timeout)
         except grpc.RpcError as exc:
-            raise to_request_error(exc) from exc
+            raise self._failure(exc) from exc
 
     def _check_size(self, request: Any, what: str, advice: str) -> Any:
         """``request`` when it fits this client's message limit; else a clear
@@ -117,7 +133,7 @@ class RemoteVerifier:
         try:
             call.result()
         except grpc.RpcError as exc:
-            raise to_request_error(exc) from exc
+            raise self._failure(exc) from exc
 
     def _start_close(self, session_id: str) -> Any:
         """Close ``session_id`` without waiting for the answer (within ``close_timeout_s``):
@@ -242,7 +258,7 @@ class RemoteVerifier:
         try:
             call = start()
         except grpc.RpcError as exc:  # gRPC's own report errors as the stream is read
-            raise to_request_error(exc) from exc
+            raise self._failure(exc) from exc
         with ChunkDeadline(call.cancel, self._timeout_s) as deadline:
             try:
                 while (chunk := _next_chunk(call, deadline)) is not None:
@@ -252,7 +268,7 @@ class RemoteVerifier:
                     raise RequestError(ErrorCode.UNAVAILABLE, f"no chunk from the server within "
                                        f"{self._timeout_s:g} s: the stream was "
                                        "cancelled") from exc  # fmt: skip
-                raise to_request_error(exc) from exc
+                raise self._failure(exc) from exc
             finally:
                 call.cancel()  # a no-op once the stream ended; else the server stops
 

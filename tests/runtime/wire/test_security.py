@@ -175,7 +175,8 @@ def test_tls(make_server: ServerFactory, tmp_path: Path, target: TransformersTar
     plaintext = RemoteVerifier(address, timeout_s=2)
     with pytest.raises(RequestError) as info:
         plaintext.health()
-    assert info.value.code is ErrorCode.UNAVAILABLE
+    assert info.value.code is ErrorCode.FAILED_PRECONDITION  # not retried: it speaks TLS
+    assert "speaks TLS and this client connects in plaintext: give --tls-ca" in str(info.value)
 
 
 def test_tls_mistakes_name_the_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,12 +7,14 @@ from Python too."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from edgespec.cli import main
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from edgespec.runtime.wire.tls_probe import host_and_port, speaks_tls
 from tests.runtime.conftest import ServerFactory
 from tests.runtime.tls_certs import make_ca, make_server_cert
 
@@ -91,18 +93,52 @@ def test_a_key_given_as_the_ca_is_refused_before_grpc_reads_it(
     assert capfd.readouterr().err == ""  # no "Could not load any root certificate"
 
 
-def test_a_plaintext_client_of_a_tls_server_is_told_to_give_the_ca(
+def test_a_plaintext_client_of_a_tls_server_is_told_to_give_the_ca_at_once(
     make_server: ServerFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """It asked whether a server runs there at all: one does, and speaks TLS."""
+    """gRPC says only 'Socket closed', as of a server going away: the client retried for its
+    whole --retry-timeout-s, then asked whether a server runs there at all. One TLS
+    handshake of its own settles it: said at once, not retried."""
     served = make_server_cert(tmp_path, make_ca(tmp_path, "ca"), "IP:127.0.0.1")
     server = make_server(tls_cert=str(served.cert), tls_key=str(served.key))
-    cli = ["drafting-server", "--server", f"127.0.0.1:{server.port}", "--draft", "somewhere"]
-    assert main([*cli, "--timeout-s", "5"]) == 1
-    (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith("edgespec drafting-server: UNAVAILABLE: ")
-    assert line.endswith(
-        ": Socket closed (a server that speaks TLS closes a plaintext client's connection: "
-        "give --tls-ca if it serves with --tls-cert; else, is an `edgespec serve` running and "
-        "reachable at the --server address?)"
+    address = f"127.0.0.1:{server.port}"
+    cli = ["draft", "--server", address, "--draft", "gemma3-270m-draft", "--prompt-ids", "1,2"]
+    started_s = time.monotonic()
+    assert main([*cli, "--retry-timeout-s", "60"]) == 1
+    assert time.monotonic() - started_s < 20
+    connecting, refused = capsys.readouterr().err.splitlines()
+    assert connecting == f"edgespec draft: [  0.0 s] connecting to {address} ..."
+    assert refused == (
+        f"edgespec draft: FAILED_PRECONDITION: the server {address} speaks TLS and this client "
+        "connects in plaintext: give --tls-ca (the CA certificate that signed the server's "
+        "--tls-cert)"
     )
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("127.0.0.1:50461", ("127.0.0.1", 50461)),
+        ("dns:///verifier.example:443", ("verifier.example", 443)),
+        ("ipv4:10.0.0.2:7", ("10.0.0.2", 7)),
+        ("[::1]:50461", ("::1", 50461)),
+        ("ipv6:[::1]:8", ("::1", 8)),
+        ("unix:/tmp/edgespec.sock", None),
+        ("ipv4:10.0.0.1:1,10.0.0.2:2", None),
+        ("::1:50461", None),
+        ("verifier.example", None),
+        (":50461", None),
+    ],
+)
+def test_the_probe_reads_host_and_port_or_leaves_the_address_alone(
+    address: str, expected: tuple[str, int] | None
+) -> None:
+    assert host_and_port(address) == expected
+
+
+def test_the_probe_finds_no_tls_at_a_plaintext_server_or_a_closed_port(
+    make_server: ServerFactory,
+) -> None:
+    server = make_server()
+    assert speaks_tls(f"127.0.0.1:{server.port}") is False
+    assert speaks_tls("127.0.0.1:1") is False
