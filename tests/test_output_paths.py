@@ -259,12 +259,19 @@ FILE_OUT = {"profile", "trace"}
 """Commands whose ``--out`` is one file: profile's with a fixed default, which ``--overwrite``
 may replace without ``--out`` (tests/profiling/test_profile_out.py); trace's with none
 (tests/learn/traces/test_trace_outputs.py)."""
+TRAIN_OUT = {
+    f"train {name}" for name in ("draft", "feature-draft", "stop-predictor", "awc", "wisv")
+}
+"""``train`` commands whose output flag is required (no default folder to claim): their
+refusal of an earlier artifact and ``--overwrite`` are tested in
+tests/learn/test_train_overwrite.py and tests/learn/drafts/test_overwrite.py."""
 
 
 def test_every_command_with_overwrite_is_checked_below() -> None:
     from edgespec.cli import build_parser
 
-    assert _with_overwrite(build_parser()) == {" ".join(c) for c in OVERWRITING} | FILE_OUT
+    expected = {" ".join(c) for c in OVERWRITING} | FILE_OUT | TRAIN_OUT
+    assert _with_overwrite(build_parser()) == expected
 
 
 @pytest.mark.parametrize("command", OVERWRITING, ids=" ".join)

@@ -37,6 +37,7 @@ from edgespec.arguments import (
 from edgespec.errors import UserInputError
 from edgespec.learn.awc.data import DEFAULT_WEIGHTS, GAMMAS
 from edgespec.learn.awc.tables import write_parquet
+from edgespec.learn.finished import add_overwrite
 from edgespec.learn.progress import progress_bar
 from edgespec.learn.settings_checks import MAX_WIDTH, width_flag
 from edgespec.output_paths import output_file, writable_output_folder
@@ -185,6 +186,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add_threads(t, 1)
     add_seed(t, "init, batches, holdout")
+    add_overwrite(t, "an --out file already there")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -216,8 +216,10 @@ def run_training(args: argparse.Namespace) -> int:
         read_contexts,
         read_labels,
     )
+    from edgespec.learn.finished import check_file_replaceable
     from edgespec.output_paths import write_text_atomically
 
+    check_file_replaceable("--out", args.out, "the WC-DNN's weights", args.overwrite)
     torch.set_num_threads(args.threads)
     check_data_folder(args.data)
     labels = read_labels(args.data / "labels.parquet")

@@ -33,12 +33,14 @@ from edgespec.arguments import (
 )
 from edgespec.datasets.prompts import DATASETS
 from edgespec.errors import UserInputError
-from edgespec.learn.progress import Update, progress_bar
+from edgespec.learn.drafts import draft_progress as report
+from edgespec.learn.finished import DRAFT, add_overwrite, check_replaceable
+from edgespec.learn.progress import progress_bar
 from edgespec.output_paths import writable_output_folder
 
 if TYPE_CHECKING:  # make_draft imports torch: the command line loads it only to run
     from edgespec.learn.drafts.draft_checks import TargetShape
-    from edgespec.learn.drafts.make_draft import BatchProgress, DraftJob, StepProgress
+    from edgespec.learn.drafts.make_draft import DraftJob
     from edgespec.learn.drafts.shard_manifest import ShardSettings
 
 # Plain numeric options of `train draft`: flag, type (each > 0; the seed >= 0; a budget at
@@ -103,6 +105,7 @@ def add_arguments(sub: Any) -> None:
     add_threads(p, 1)
     add_verbose(p)
     p.add_argument("--skip-generate", action="store_true", help="train on the shards as they are")
+    add_overwrite(p, "a draft or other model saved at --out")
     p.add_argument(
         "--init-from", type=Path, help="continue training this saved draft (keeps its size, K)"
     )
@@ -204,6 +207,7 @@ def _check_flags(args: argparse.Namespace) -> None:
             raise UserInputError(f"--train-data-dir {str(extra)!r} is not a directory")
     named = [("--data-dir", args.data_dir), ("--text-data-dir", args.text_data_dir)]
     check_out_apart(args.out, named + [("--train-data-dir", d) for d in args.train_data_dir])
+    check_replaceable("--out", args.out, DRAFT, args.overwrite)
     if args.init_from is not None:  # no draft, or a cut-off one: named before the target loads
         trimmed_draft_path("--init-from", args.init_from)
     else:  # a new draft's shape; its fit to the target is checked once its size is known
@@ -238,19 +242,23 @@ def run(args: argparse.Namespace) -> int:
     if settings is None:
         settings = _checked(console, job, saved, loaded_target_shape(job.target, target.model))
     if not job.skip_generate:
-        with progress_bar(console, "generating") as update:
-            make.generate(job, target, saved, settings, _on_generated(console, update))
-    labelling = progress_bar(console, "labelling conversations")
-    with labelling if job.labelling else nullcontext(_no_update) as update:
-        data = make.training_data(job, target, saved, settings, _on_labelled(console, update))
+        with progress_bar(console, "generating", remaining=True) as update:
+            on_batch = report.on_generated(console, update, job.gen_minutes * 60)
+            make.generate(job, target, saved, settings, on_batch)
+    labelling = progress_bar(console, "labelling conversations", remaining=True)
+    with labelling if job.labelling else nullcontext(report.no_update) as update:
+        minutes = job.labelling.minutes if job.labelling else None
+        on_labelled = report.on_labelled(console, update, None if minutes is None else minutes * 60)
+        data = make.training_data(job, target, saved, settings, on_labelled)
     draft = make.new_or_saved_draft(job, target, saved, data)
     del target
     console.print(
         f"{len(data.train)} training / {len(data.val)} validation sequences, "
         f"K = {len(data.kept)} kept tokens ({data.leaked} sharing a validation prompt left out)"
     )
-    with progress_bar(console, "training") as update:
-        agreement, num_bytes = make.train_and_save(job, draft, data, _on_step(console, update))
+    with progress_bar(console, "training", remaining=True) as update:
+        on_step = report.on_step(console, update, job.training.time_budget_s)
+        agreement, num_bytes = make.train_and_save(job, draft, data, on_step)
     console.print(f"validation top-1 agreement with the target: {agreement:.3f}")
     size = f"{num_bytes / 1e6:.1f} MB" if num_bytes >= 1e6 else f"{num_bytes / 1e3:.1f} kB"
     console.print(f"saved draft to {job.out} ({size})")
@@ -266,35 +274,3 @@ def _checked(console: Any, job: DraftJob, saved: Any, shape: TargetShape) -> Sha
     for warning in make.check_settings(job, saved, settings):
         console.print(warning, style="yellow", soft_wrap=True)
     return settings
-
-
-def _no_update(**changes: Any) -> None:
-    """The update of a bar not shown."""
-
-
-def _on_generated(console: Any, update: Update) -> BatchProgress:
-    def on_batch(done: int, total: int, seconds: float) -> None:
-        update(completed=done, total=total, description=f"generating ({seconds:.0f} s/batch)")
-        if not console.is_terminal:
-            console.print(f"batch {done}/{total} generated in {seconds:.0f} s")
-
-    return on_batch
-
-
-def _on_labelled(console: Any, update: Update) -> BatchProgress:
-    def on_batch(done: int, total: int, seconds: float) -> None:
-        update(completed=done, total=total)
-        if not console.is_terminal and done % 10 == 0:
-            console.print(f"batch {done}/{total} labelled ({seconds:.1f} s)")
-
-    return on_batch
-
-
-def _on_step(console: Any, update: Update) -> StepProgress:
-    def on_step(step: int, total: int, loss: float, agreement: float) -> None:
-        description = f"training loss {loss:.3f} agree {agreement:.3f}"
-        update(completed=step, total=total, description=description)
-        if not console.is_terminal and step % 20 == 0:  # a log file gets a line now and then
-            console.print(f"step {step}/{total} loss {loss:.3f} agreement {agreement:.3f}")
-
-    return on_step

@@ -87,6 +87,28 @@ def saved_target_shape(target: str) -> TargetShape | None:
     conversion) or it gives no whole-number sizes: then the loaded model tells
     (:func:`loaded_target_shape`). An unknown name or a broken directory is the
     registry's one-line error."""
+    config = _saved_config(target)
+    if config is None:
+        return None
+    vocab_size, hidden_size = config.get("vocab_size"), config.get("hidden_size")
+    if not (type(vocab_size) is int and type(hidden_size) is int):
+        return None
+    return TargetShape(model_identity(target), vocab_size, hidden_size)
+
+
+def saved_context_tokens(target: str) -> int | None:
+    """The ``--target``'s context length (``max_position_embeddings``) from its
+    ``config.json``, its weights not loaded; ``None`` where it gives none (as
+    :func:`saved_target_shape`)."""
+    config = _saved_config(target)
+    tokens = None if config is None else config.get("max_position_embeddings")
+    return tokens if type(tokens) is int and tokens > 0 else None
+
+
+def _saved_config(target: str) -> dict[str, Any] | None:
+    """The ``--target``'s ``config.json`` (a multimodal model's text part), its weights
+    not loaded; ``None`` where there is none to read or it is no JSON object of at most
+    :data:`MAX_CONFIG_BYTES`."""
     spec = resolve_model(target)
     if spec.source is ModelSource.GGUF_FILE or needs_conversion(target):
         return None
@@ -99,12 +121,7 @@ def saved_target_shape(target: str) -> TargetShape | None:
         return None
     if isinstance(config, dict) and isinstance(config.get("text_config"), dict):
         config = config["text_config"]  # a multimodal model's text part
-    if not isinstance(config, dict):
-        return None
-    vocab_size, hidden_size = config.get("vocab_size"), config.get("hidden_size")
-    if not (type(vocab_size) is int and type(hidden_size) is int):
-        return None
-    return TargetShape(model_identity(target), vocab_size, hidden_size)
+    return config if isinstance(config, dict) else None
 
 
 def check_out_apart(out: Path, folders: Sequence[tuple[str, Path | None]]) -> None:

@@ -33,7 +33,8 @@ from edgespec.arguments import (
     training_options,
 )
 from edgespec.errors import UserInputError
-from edgespec.learn.progress import progress_bar
+from edgespec.learn.finished import DRAFT, add_overwrite, check_replaceable, remove_earlier
+from edgespec.learn.progress import Pace, progress_bar
 from edgespec.output_paths import writable_output_folder
 
 if TYPE_CHECKING:
@@ -104,6 +105,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_threads(p, 1)
     add_verbose(p)
     add_seed(p, "init, batch order and the validation split")
+    add_overwrite(p, "a draft or other model saved at --out")
 
 
 def _kept_from(args: argparse.Namespace) -> list[int] | None:
@@ -148,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.learn.drafts import feature_train as ft
     from edgespec.learn.drafts.draft_checks import check_out_apart
+    from edgespec.learn.drafts.draft_progress import on_feature_step
     from edgespec.learn.drafts.feature_record import record_features_folder
     from edgespec.learn.drafts.make_draft import trimmed_draft_path
     from edgespec.learn.drafts.shard_kinds import check_features_apart
@@ -157,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
     check_features_apart(args.features_dir, args.data_dir)
     named = [("--data-dir", folder) for folder in args.data_dir]
     check_out_apart(args.out, [*named, ("--features-dir", args.features_dir)])
+    check_replaceable("--out", args.out, DRAFT, args.overwrite)
     if args.head_dim % 2:  # else refused by the draft's config only after featurizing
         raise UserInputError(
             f"--head-dim must be even (rotary position embeddings turn pairs), got {args.head_dim}"
@@ -185,16 +189,11 @@ def run(args: argparse.Namespace) -> int:
     console.print(
         f"training on {len(train)} sequences ({positions} positions), {len(val)} held out"
     )
-    with progress_bar(console, "training", elapsed=False, info=True) as update:
-
-        def on_step(step: int, total: int, loss: float, agreement: list[float]) -> None:
-            info = f"loss {loss:.3f} top-1 " + " ".join(f"{a:.2f}" for a in agreement)
-            update(completed=step, total=total, info=info)
-            if not console.is_terminal and step % 100 == 0:
-                console.print(f"step {step}/{total}: {info}")
-
+    with progress_bar(console, "training", elapsed=False, remaining=True, info=True) as update:
+        on_step = on_feature_step(console, update, settings.time_budget_s)
         steps = ft.train_feature_draft(net, train, settings, on_step)
     agreement = ft.evaluate(net, val, settings)
+    remove_earlier(args.out, DRAFT)  # an earlier model's files (--overwrite): none left mixed
     save_feature_draft(net, args.out)
     per_step = ", ".join(f"step {i + 1}: {a:.3f}" for i, a in enumerate(agreement))
     console.print(f"{steps} steps; held-out top-1 agreement {per_step}; saved to {args.out}")
@@ -243,10 +242,16 @@ def _featurize(args: argparse.Namespace, target: Any, shards: list[Path], consol
     (resumable); returns the feature files done."""
     from edgespec.learn.drafts import feature_train as ft
 
-    with progress_bar(console, "target features", total=len(shards)) as update:
+    made = [ft.features_file(args.features_dir, shard).exists() for shard in shards]
+    left = made.count(False)  # a resumed run's time left counts the shards still to do
+    with progress_bar(console, "target features", len(shards), remaining=True) as update:
+        update(completed=made.count(True))
+        pace = Pace(args.feature_minutes * 60)
 
         def on_shard(path: Path, positions: int) -> None:
-            update(advance=1)
+            nonlocal left
+            left -= 1
+            update(advance=1, ends_at=pace.ends_at(left))
             if not console.is_terminal:
                 console.print(f"features of {path.name}: {positions} positions")
 

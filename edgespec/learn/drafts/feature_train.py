@@ -81,6 +81,12 @@ def target_features(target_model: Any, ids: Sequence[int]) -> torch.Tensor:
     return features
 
 
+def features_file(features_dir: Path, shard: Path) -> Path:
+    """Where the features of ``shard`` are kept in ``features_dir`` (named by the shard's
+    folder and file: two ``--data-dir`` folders' shards of one number apart)."""
+    return features_dir / f"features_{shard.parent.name}_{shard.name}"
+
+
 def featurize_shards(
     target_model: Any,
     shard_paths: Sequence[Path],
@@ -93,7 +99,7 @@ def featurize_shards(
     features_dir.mkdir(parents=True, exist_ok=True)
     done = []
     for path in shard_paths:
-        out = features_dir / f"features_{path.parent.name}_{path.name}"
+        out = features_file(features_dir, path)
         if not out.exists():
             if deadline is not None and time.monotonic() > deadline:
                 break

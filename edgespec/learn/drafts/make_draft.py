@@ -19,6 +19,7 @@ from edgespec.learn.drafts import distill, samples
 from edgespec.learn.drafts import shard_manifest as manifest
 from edgespec.learn.drafts.distill_data import GenerationSettings, label_width
 from edgespec.learn.drafts.draft_checks import TargetShape, check_fits_target
+from edgespec.learn.finished import DRAFT, remove_earlier
 from edgespec.models.loading import library_output
 
 BatchProgress = Callable[[int, int, float], None]
@@ -291,10 +292,11 @@ def train_and_save(
     job: DraftJob, draft: Any, data: TrainingData, on_step: StepProgress
 ) -> tuple[float, int]:
     """Stage 2: train ``draft``, measure its validation top-1 agreement with the target,
-    save it to ``job.out`` (the libraries quiet unless ``job.verbose``); returns (agreement,
-    bytes of the files saved)."""
+    save it to ``job.out``, an earlier model's files there (``--overwrite``) removed first
+    (the libraries quiet unless ``job.verbose``); returns (agreement, bytes saved)."""
     distill.train_draft(draft, data.train, job.training, on_step)
     agreement = distill.evaluate_agreement(draft, data.val, job.training)
+    remove_earlier(job.out, DRAFT)
     with library_output(job.verbose):  # transformers' "Writing model shards" bar
         saved = draft.save(job.out)
     return agreement, sum(path.stat().st_size for path in saved)

@@ -82,10 +82,11 @@ def check_kind(
         )
 
 
-def check_holds_no_model(flag: str, folder: Path) -> None:
-    """A folder shards are to be written into (given as ``flag``) must hold no model: a
-    trimmed or feature draft, a model's ``config.json``, weights. Refused in one line
-    naming the first such file; a folder of shards holds only them and their record."""
+def check_holds_no_model(flag: str, folder: Path, kept: str = "shards") -> None:
+    """A folder ``kept`` (shards, or ``train feature-draft``'s features) are to be written
+    into (given as ``flag``) must hold no model: a trimmed or feature draft, a model's
+    ``config.json``, weights (nor another command's ``run.json``). Refused in one line
+    naming the first such file; such a folder holds only them and their record."""
     if not folder.is_dir():
         return
     markers = {
@@ -99,7 +100,7 @@ def check_holds_no_model(flag: str, folder: Path) -> None:
         named += [f"{what} ({path.name})" for path in sorted(folder.glob(pattern))]
     if named:
         raise UserInputError(
-            f"{flag_folder(flag, folder)} holds {named[0]}, not shards: shards are written "
+            f"{flag_folder(flag, folder)} holds {named[0]}, not {kept}: {kept} are written "
             f"into a folder of their own; give a new {flag}"
         )
 
@@ -117,8 +118,10 @@ def check_shard_source(flag: str, folder: Path) -> None:
 
 def check_features_apart(features_dir: Path, data_dirs: Sequence[Path]) -> None:
     """``train feature-draft --features-dir`` must be a folder of its own: neither a
-    ``--data-dir`` nor inside one, and holding no shards (``shard_*.pt`` or their record):
-    features written among shards would be read back as shards by later runs."""
+    ``--data-dir`` nor inside one, holding no shards (``shard_*.pt`` or their record):
+    features written among shards would be read back as shards by later runs; and no
+    saved model (a draft's files, :func:`check_holds_no_model`), as a shard folder
+    holds none."""
     apart = "features are written into a folder of their own; give another --features-dir"
     for data_dir in data_dirs:
         inside = features_dir.resolve().is_relative_to(data_dir.resolve())
@@ -135,6 +138,7 @@ def check_features_apart(features_dir: Path, data_dirs: Sequence[Path]) -> None:
                 f"{flag_folder('--features-dir', features_dir)} holds shards "
                 f"({held[0].name}): {apart}"
             )
+    check_holds_no_model("--features-dir", features_dir, "features")
 
 
 def check_holds_no_shards(flag: str, folder: Path, what: str) -> None:

@@ -39,8 +39,49 @@ from edgespec.output_paths import writable_output_folder, write_atomically
 
 PROMPT_TOKENS = 32
 MIN_OUTPUT_TOKENS = 9  # a shorter text gives too few training positions to keep
+MIN_TEXT_TOKENS = PROMPT_TOKENS + MIN_OUTPUT_TOKENS
+"""The shortest text kept, and so the least ``--max-tokens``: its first
+:data:`PROMPT_TOKENS` are the prompt, and at least :data:`MIN_OUTPUT_TOKENS` must follow
+(below it every text would be left out)."""
+MAX_TEXT_TOKENS = 32_768
+"""The most ``--max-tokens`` where the target's ``config.json`` gives no context length
+(``gemma3-270m`` before its first conversion, a ``.gguf`` file): Gemma 3 270M's context;
+else that context length is the bound (the target's features at positions past its
+context are not what it was trained to compute)."""
 SEQUENCES_PER_SHARD = 64
 TASK_DATASETS = ("gsm8k", "cnndm", "humaneval")
+
+
+def text_tokens(text: str) -> int:
+    """``--max-tokens``: an integer >= :data:`MIN_TEXT_TOKENS` (bounded above by the
+    target's context, :func:`check_max_tokens`)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < MIN_TEXT_TOKENS:
+        raise argparse.ArgumentTypeError(
+            f"must be >= {MIN_TEXT_TOKENS} (a text's first {PROMPT_TOKENS} tokens are its "
+            f"prompt, and one with fewer than {MIN_OUTPUT_TOKENS} after them is left out), "
+            f"got {value}"
+        )
+    return value
+
+
+def check_max_tokens(max_tokens: int, target: str) -> None:
+    """``--max-tokens`` at most ``--target``'s context length, read from its
+    ``config.json`` (its weights and tokenizer not loaded), else :data:`MAX_TEXT_TOKENS`."""
+    from edgespec.learn.drafts.draft_checks import saved_context_tokens
+
+    context = saved_context_tokens(target)
+    limit = MAX_TEXT_TOKENS if context is None else context
+    if max_tokens > limit:
+        why = (
+            f", the context length of --target {target} (its config.json's max_position_embeddings)"
+            if context is not None
+            else f" (Gemma 3 270M's context; --target {target} has no config.json to give its own)"
+        )
+        raise UserInputError(f"--max-tokens must be <= {limit:,}{why}, got {max_tokens:,}")
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,7 +108,12 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="ShareGPT conversations (default 2000)",
     )
     p.add_argument(
-        "--max-tokens", type=int, default=256, help="tokens per sequence, BOS first (default 256)"
+        "--max-tokens",
+        type=text_tokens,
+        default=256,
+        help=f"tokens per sequence, BOS first: at least {MIN_TEXT_TOKENS} (a text's first "
+        f"{PROMPT_TOKENS} are its prompt, {MIN_OUTPUT_TOKENS} more must follow), at most the "
+        f"target's context length (else {MAX_TEXT_TOKENS:,}) (default 256)",
     )
 
 
@@ -90,14 +136,14 @@ def write_text_shards(
     after removing the shard temporaries of runs killed outright; returns (sequences,
     tokens).
 
-    Texts of at most ``PROMPT_TOKENS + MIN_OUTPUT_TOKENS - 1`` tokens are left out.
+    Texts of fewer than :data:`MIN_TEXT_TOKENS` tokens are left out.
     """
     import torch
 
     from edgespec.learn.drafts.distill_text import encode_text
 
     sequences = [encode_text(tokenizer, t, max_tokens) for t in texts]
-    sequences = [s for s in sequences if len(s) >= PROMPT_TOKENS + MIN_OUTPUT_TOKENS]
+    sequences = [s for s in sequences if len(s) >= MIN_TEXT_TOKENS]
     out.mkdir(parents=True, exist_ok=True)
     remove_leftover_temporaries(out)
     for index in range(0, len(sequences), SEQUENCES_PER_SHARD):
@@ -131,10 +177,7 @@ def text_shard_settings(
 def run(args: argparse.Namespace) -> int:
     from edgespec.models.loading import load_tokenizer
 
-    if args.max_tokens < PROMPT_TOKENS + MIN_OUTPUT_TOKENS:
-        raise UserInputError(
-            f"--max-tokens must be >= {PROMPT_TOKENS + MIN_OUTPUT_TOKENS}, got {args.max_tokens}"
-        )
+    check_max_tokens(args.max_tokens, args.target)
     settings = text_shard_settings(args.target, args.conversations, args.max_tokens)
     fields = manifest.TEXT_SHARD_FIELDS
     if (warning := manifest.check_shard_folder("--out", args.out, settings, fields)) is not None:

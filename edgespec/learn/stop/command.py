@@ -23,6 +23,12 @@ from typing import TYPE_CHECKING
 from edgespec.argument_types import positive_int
 from edgespec.arguments import add_seed, add_threads
 from edgespec.errors import UserInputError, did_you_mean
+from edgespec.learn.finished import (
+    STOP_REPORT,
+    add_overwrite,
+    check_file_replaceable,
+    check_replaceable,
+)
 from edgespec.output_paths import output_file, writable_output_folder, write_text_atomically
 
 if TYPE_CHECKING:
@@ -76,6 +82,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add_threads(p, 1)
     add_seed(p, "the request split and searches")
+    add_overwrite(p, "an --out file, or --report-dir's study.json and REPORT.md, already there")
 
 
 def trace_files(paths: list[Path]) -> list[Path]:
@@ -101,6 +108,9 @@ def trace_files(paths: list[Path]) -> list[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_file_replaceable("--out", args.out, "the stop predictor", args.overwrite)
+    if args.report_dir is not None:
+        check_replaceable("--report-dir", args.report_dir, STOP_REPORT, args.overwrite)
     import torch
     from rich.console import Console
 

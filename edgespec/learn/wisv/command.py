@@ -165,6 +165,8 @@ def fit_config(args: argparse.Namespace) -> FitConfig:
         )
     except ValueError as exc:
         raise UserInputError(str(exc)) from exc
+    if args.name is not None:  # else the data's target names the head: checked once read
+        fit_flags.check_head_files(args.out_dir, args.name + settings.suffix, args.overwrite)
     return FitConfig(
         data=tuple(args.data),
         out_dir=args.out_dir,
@@ -175,6 +177,7 @@ def fit_config(args: argparse.Namespace) -> FitConfig:
         command=_command(),
         labels=args.labels,
         baseline=args.baseline_head,
+        overwrite=args.overwrite,
     )
 
 

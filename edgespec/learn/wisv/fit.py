@@ -42,6 +42,8 @@ class FitConfig:
     """Which labels a rollout capture's rows train on (:mod:`edgespec.learn.wisv.union`)."""
     baseline: Path | None = None
     """Another head, evaluated on the same train and held-out instances (``baseline``)."""
+    overwrite: bool = False
+    """Replace a head of the same name in ``out_dir`` (else refused before training)."""
 
 
 def head_provenance(head: Path) -> dict[str, str]:
@@ -196,11 +198,14 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
 
     from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
     from edgespec.learn.wisv.export import head_json, trained_pair
+    from edgespec.learn.wisv.fit_flags import check_head_files
     from edgespec.learn.wisv.train import build_instances, train_head
 
     settings = config.settings
     baseline = None if config.baseline is None else read_head("--baseline-head", config.baseline)
     data, groups, train_eps, held_eps = _load(config)
+    stem = (config.name or str(data.meta.get("target", "head"))) + settings.suffix
+    check_head_files(config.out_dir, stem, config.overwrite)
     torch.set_num_threads(config.threads)
     relabel = settings.relabel
     train_eps, val_eps, validation = _validation(data, groups, train_eps, settings)
@@ -236,7 +241,6 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
         "held_out": {k: v if v is None else round(v, 4) for k, v in report["held_out"].items()},
         "inputs": "[h_d (draft post-norm) ; h_t (target post-norm) ; csi_features]",
     }
-    stem = (config.name or str(data.meta.get("target", "head"))) + settings.suffix
     pair = replace(trained.head, trained_for=trained_pair(data.meta))
     head = head_json(pair, config.digits, metadata)
     paths = _write(config.out_dir, stem, head, table, metrics)

@@ -2,7 +2,8 @@
 each refused as the flags are parsed, naming the flag: ``--width`` (:func:`head_width`),
 ``--validation`` (:func:`validation_share`), ``--dropout`` (:func:`dropout_probability`)
 and ``--out-dir``, a folder that must take a file now
-(:func:`edgespec.output_paths.writable_output_folder`).
+(:func:`edgespec.output_paths.writable_output_folder`) and hold no head of the same name
+unless ``--overwrite`` (:func:`check_head_files`).
 :mod:`edgespec.learn.wisv.command` reads them into a
 :class:`~edgespec.learn.wisv.fit.FitConfig`."""
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from edgespec.argument_types import non_negative_float, positive_int
 from edgespec.arguments import TrainingOptions, add_seed, add_threads, add_training_arguments
+from edgespec.learn.finished import add_overwrite, check_files_replaceable
 from edgespec.learn.settings_checks import MAX_WIDTH, width_flag
 from edgespec.learn.wisv.union import LABELS
 from edgespec.output_paths import writable_output_folder
@@ -118,3 +120,18 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add_threads(t, 1)
     add_seed(t, "the split, CSI draws, init and batches")
+    add_overwrite(t, "a head of the same name already in --out-dir (its three files)")
+
+
+HEAD_FILES = ("head", "acceptance", "metrics")
+"""The files ``train wisv`` writes into ``--out-dir``: ``STEM-head.json`` and so on."""
+
+
+def check_head_files(out_dir: Path, stem: str, overwrite: bool) -> None:
+    """Refuse, unless ``overwrite``, an ``--out-dir`` already holding a file of the head
+    named ``stem`` (:func:`~edgespec.learn.finished.check_files_replaceable`): checked as
+    the flags are parsed where ``--name`` gives the stem, else once the data's target
+    does, before training."""
+    names = [f"{stem}-{kind}.json" for kind in HEAD_FILES]
+    what = f"a head named {stem}"
+    check_files_replaceable("--out-dir", out_dir, names, what, overwrite, "another --name")

@@ -55,7 +55,6 @@ def _run(args: argparse.Namespace) -> int:
     nothing slow happens before a bad flag or an unreachable server is reported. Each slow
     stage is said on stderr as it starts, and ``ready`` before the first round."""
     from edgespec.config import ConfigError, load_config
-    from edgespec.models.registry import resolve_model
     from edgespec.policies.registry import build_policy_at
     from edgespec.runtime.edge.config import DrafterConfig
     from edgespec.runtime.wire.emulated_link import check_link_mode
@@ -85,8 +84,8 @@ def _run(args: argparse.Namespace) -> int:
     apply_cpus_and_threads(args.cpus, args.threads)  # every mode's draft, and its workers
     if args.serve_openai is not None:
         return _serve_openai(args, config, routing, stop, placement, say)
-    if args.mode == "distributed" and config.draft != "ngram":
-        resolve_model(config.draft)  # an unknown draft is named before the server is reached
+    if args.mode == "distributed":
+        check_draft_name(config.draft)  # an unknown draft is named before the server is reached
     # several servers: routing waits through a restart, and the first open for what it left
     reached = connect(config, routing, say, config.retry_timeout_s)
     verifier, health, vocab_size = reached.verifier, reached.health, reached.health.vocab_size
@@ -150,6 +149,7 @@ def _serve_openai(
     serve.check_limits(config.max_new_tokens, limits)
     concurrency = serve.concurrency(args.openai_max_concurrent, args.openai_max_queued)
     ensure_port_free(host, port)  # before the server is reached or the draft loads
+    check_draft_name(config.draft)
     reached = connect_waiting(config, routing, say)  # each server's Health, asked once
     vocab_size = reached.health.vocab_size
     draft = _load_draft(config, args, placement, say)
@@ -217,6 +217,23 @@ def draft_placement(args: argparse.Namespace) -> Any:
     if args.backend == "llamacpp" and args.device not in (None, "cpu"):
         raise UserInputError(f"--device {args.device} is for --backend transformers")
     return device_placement(args)
+
+
+def check_draft_name(draft: str | None) -> None:
+    """The draft model (``--draft``, or the config's ``draft``) known or found before the
+    server is reached: an unknown name, a missing path, a folder without ``config.json``
+    or a cut-off save is a config error at field ``draft``, which names the flag that set
+    it (``--draft /x: model directory '/x' has no config.json ...``), not the registry's
+    bare line. Prompt lookup (``ngram``) and no draft need nothing."""
+    from edgespec.config import ConfigError
+    from edgespec.models.registry import ModelNotFoundError, resolve_model
+
+    if draft is None or draft == "ngram":
+        return
+    try:
+        resolve_model(draft)
+    except ModelNotFoundError as exc:
+        raise ConfigError("draft", str(exc)) from None
 
 
 def _load_draft(config: Any, args: argparse.Namespace, placement: Any, say: Stages) -> Any:

@@ -67,6 +67,7 @@ def _run(target: Path, tmp_path: Path, *data_dirs: Path) -> int:
     for data in data_dirs or (tmp_path / "gen",):
         argv += ["--data-dir", str(data)]
     argv += ["--features-dir", str(tmp_path / "f"), "--kept-tokens", "20", "--epochs", "1"]
+    argv += ["--overwrite"]  # a rerun replaces the draft; its features resume
     return main([*argv, "--heads", "2", "--head-dim", "8", "--intermediate-size", "16"])
 
 
@@ -235,7 +236,8 @@ def test_text_shards_are_checked_for_their_tokenizers_target_only(
     copy = tmp_path / "copy"
     shutil.copytree(target, copy)
     monkeypatch.setattr(loading, "load_model", _never)
-    assert main([*argv, "--target", str(copy), "--features-dir", str(tmp_path / "f2")]) == 2
+    argv += ["--target", str(copy), "--out", str(tmp_path / "fd2")]  # fd holds a draft now
+    assert main([*argv, "--features-dir", str(tmp_path / "f2")]) == 2
     differ = f"--target '{target.resolve()}' there, '{copy.resolve()}' now"
     shown = SHARDS_OTHER.format(folder=tmp_path / "text", differ=differ)
     assert capsys.readouterr().err == shown

@@ -81,6 +81,12 @@ _APART = "features are written into a folder of their own; give another --featur
             f"edgespec train feature-draft: --features-dir 'f2' holds shards (shard_00001.pt): "
             f"{_APART}",
         ),
+        (  # was accepted: features written beside the draft
+            [*_FEATURES, "--data-dir", "sh", "--features-dir", "fdr"],
+            "edgespec train feature-draft: --features-dir 'fdr' holds a feature draft "
+            "(feature_draft.json), not features: features are written into a folder of their "
+            "own; give a new --features-dir",
+        ),
         (
             [*_FEATURES, "--data-dir", "nosuch", "--features-dir", "f"],
             "edgespec train feature-draft: --data-dir 'nosuch': no such folder",

@@ -132,3 +132,31 @@ def test_train_draft_writes_no_shards_into_a_draft_folder(
     shown = HOLDS_A_DRAFT.format(flag=flag)
     assert capsys.readouterr().err == f"edgespec train draft: {flag} '{draft}' {shown}\n"
     assert _folder_contents(draft) == before
+
+
+@pytest.mark.parametrize(
+    ("files", "held"),
+    [
+        (("config.json", "model.safetensors", "trimmed_vocab.json"), "a trimmed draft "
+         "(trimmed_vocab.json)"),
+        (("config.json", "model.safetensors"), "a model (config.json)"),
+        (("model.safetensors",), "model weights (model.safetensors)"),
+    ],
+)  # fmt: skip
+def test_a_features_dir_holding_a_saved_model_is_refused(
+    tmp_path: Path, files: tuple[str, ...], held: str
+) -> None:
+    """Was accepted: `train feature-draft` wrote its features beside the draft's files."""
+    from edgespec.errors import UserInputError
+    from edgespec.learn.drafts.shard_kinds import check_features_apart
+
+    folder = tmp_path / "draft"
+    folder.mkdir()
+    for name in files:
+        (folder / name).write_text("{}")
+    with pytest.raises(UserInputError) as refused:
+        check_features_apart(folder, [tmp_path / "shards"])
+    assert str(refused.value) == (
+        f"--features-dir {str(folder)!r} holds {held}, not features: features are written into "
+        "a folder of their own; give a new --features-dir"
+    )

@@ -101,11 +101,52 @@ def test_command_refuses_a_cut_off_draft_as_its_target_in_one_line(
     assert not (tmp_path / "s").exists()
 
 
-def test_command_refuses_too_few_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+def test_command_refuses_too_few_tokens_saying_why(capsys: pytest.CaptureFixture[str]) -> None:
+    """The least --max-tokens follows from the prompt and output lengths (it said only
+    ">= 41", whatever they were), and is refused as the flags are parsed."""
     from edgespec.cli import main
 
-    assert main(["train", "text-shards", "--out", "unused", "--max-tokens", "40"]) == 2
-    assert "--max-tokens must be >= 41, got 40" in capsys.readouterr().err
+    least = text_shards.PROMPT_TOKENS + text_shards.MIN_OUTPUT_TOKENS
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "text-shards", "--out", "unused", "--max-tokens", str(least - 1)])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"edgespec train text-shards: error: argument --max-tokens: must be >= {least} (a "
+        f"text's first {text_shards.PROMPT_TOKENS} tokens are its prompt, and one with fewer "
+        f"than {text_shards.MIN_OUTPUT_TOKENS} after them is left out), got {least - 1}"
+    )
+
+
+def test_command_refuses_more_tokens_than_the_targets_context(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target_dir: Path,
+) -> None:
+    """Was unbounded: texts longer than the target's context were written as they were.
+    The tiny target's config.json gives 256 positions; refused before the tokenizer
+    loads."""
+    out = tmp_path / "s"
+    assert _command(monkeypatch, target_dir, out, "--max-tokens", "257", loads=False) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"edgespec train text-shards: --max-tokens must be <= 256, the context length of "
+        f"--target {target_dir} (its config.json's max_position_embeddings), got 257"
+    )
+    assert not out.exists()
+    assert _command(monkeypatch, target_dir, out, "--max-tokens", "256") == 0
+
+
+def test_without_a_config_the_bound_is_the_stated_constant(tmp_path: Path) -> None:
+    """A target whose config.json is not to be read (a .gguf file) is bounded by
+    MAX_TEXT_TOKENS."""
+    from edgespec.errors import UserInputError
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    limit = text_shards.MAX_TEXT_TOKENS
+    text_shards.check_max_tokens(limit, str(gguf))
+    with pytest.raises(UserInputError, match=f"--max-tokens must be <= {limit:,} "):
+        text_shards.check_max_tokens(limit + 1, str(gguf))
 
 
 def _interrupted_on_second_shard(monkeypatch: pytest.MonkeyPatch) -> None:

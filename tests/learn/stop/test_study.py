@@ -118,7 +118,14 @@ def test_train_stop_predictor_command(tmp_path, capsys) -> None:  # type: ignore
     assert plateau["test_fpr_min"] <= policy.metadata["test"]["fpr"] <= plateau["test_fpr_max"]
     assert (report / "REPORT.md").read_text().startswith("# Rejection predictor study")
     missing = tmp_path / "nowhere"
-    assert main(["train", "stop-predictor", "--traces", str(missing), "--out", str(out)]) == 2
+    capsys.readouterr()
+    rerun = ["train", "stop-predictor", "--traces", str(missing), "--out", str(out)]
+    assert main(rerun) == 2  # the predictor just written is not replaced unasked
+    assert capsys.readouterr().err.endswith(
+        f"--out {out} already exists; give another --out, or --overwrite to replace it with the "
+        "stop predictor\n"
+    )
+    assert main([*rerun, "--overwrite"]) == 2
     assert f"--traces {missing}: no such file or directory" in capsys.readouterr().err
 
 

@@ -177,8 +177,9 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
         ),
         (
             ["--prompt-ids", "1", "--draft", "nosuchdraft"],
-            "unknown model 'nosuchdraft': known names are gemma3-270m, gemma3-270m-draft, or "
-            "give a path to a local Hugging Face model directory or .gguf file",
+            "--draft: unknown model 'nosuchdraft': known names are gemma3-270m, "
+            "gemma3-270m-draft, or give a path to a local Hugging Face model directory or "
+            ".gguf file",
         ),
         (
             ["--serve-openai", "127.0.0.1:0", "--openai-max-queued", "-1"],
@@ -200,6 +201,23 @@ def test_flag_mistakes_exit_2_before_any_request(
     assert main([*BASE, *flags]) == 2
     assert capsys.readouterr().err.strip() == f"edgespec draft: {message}"
     assert all(not v.asked for v in fake)
+
+
+@pytest.mark.parametrize("mode", [["--prompt-ids", "1"], ["--serve-openai", "127.0.0.1:0"]])
+def test_a_draft_folder_without_config_json_names_the_flag(
+    fake: list[FakeVerifier], mode: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was ``edgespec draft: model directory '...' has no config.json ...``: the flag that
+    named the folder was not said (and with ``--serve-openai`` only once the server had
+    answered)."""
+    empty = tmp_path / "my-draft"
+    empty.mkdir()
+    assert main([*BASE, *mode, "--draft", str(empty)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"edgespec draft: --draft: model directory {str(empty)!r} has no config.json "
+        "(expected a Hugging Face model saved with save_pretrained)"
+    )
+    assert not fake
 
 
 @pytest.mark.parametrize("ids", ["1,x", "1,,2", "-1", "3,-7", ""])
