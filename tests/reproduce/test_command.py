@@ -11,6 +11,7 @@ import pytest
 from edgespec.cli import main
 from edgespec.errors import UserInputError
 from edgespec.reproduce.command import run_folder
+from edgespec.reproduce.folder import SCENARIO_MARK
 
 
 def test_unknown_paper_names_the_argument_and_the_choices(
@@ -24,6 +25,12 @@ def test_unknown_paper_names_the_argument_and_the_choices(
         "(choose from 'wisp', 'dsd', 'zhu', 'wisv', 'wisp-serving', 'wisp-estimator', "
         "'dsd-real-pair', 'wisv-real-pair', 'wisv-heldout')\n"
     )
+
+
+def _write_run(folder: Path, names: list[str]) -> None:
+    """An earlier run's files: its scenarios carry the mark a reproduction writes."""
+    for name in names:
+        (folder / name).write_text(SCENARIO_MARK * name.endswith(".yaml") + "earlier")
 
 
 def _files(folder: Path) -> list[str]:
@@ -72,7 +79,8 @@ def test_overwrite_removes_another_papers_files_only_where_the_folder_records_it
     folder they leave empty; a DSD plot (no DSD run recorded) and the user's profile stay."""
     for name in ("scenarios", "profiles"):
         (tmp_path / name).mkdir()
-    for name in (*WISP_RUN, "physical-fig5_stacks.png", "profiles/my-gpu.yaml"):
+    _write_run(tmp_path, WISP_RUN)
+    for name in ("physical-fig5_stacks.png", "profiles/my-gpu.yaml"):
         (tmp_path / name).write_text("earlier")
     recorded = {"reproduction": "wisp"} if record == "results.json" else {}
     (tmp_path / "results.json").write_text(json.dumps({**recorded, "setup": {}}))
@@ -100,10 +108,30 @@ def test_overwrite_removes_the_folders_it_empties(tmp_path: Path) -> None:
     """--overwrite left empty scenarios/ and profiles/ folders behind."""
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "profiles").mkdir()
-    for name in WISP_RUN:
-        (tmp_path / name).write_text("earlier")
+    _write_run(tmp_path, WISP_RUN)
     assert run_folder("wisp", tmp_path, overwrite=True) == tmp_path
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_users_own_scenarios_are_neither_refused_nor_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """scenarios/*.yaml matched the user's own scenario in a run's scenarios/ folder: a
+    folder holding only it was refused as a run, and --overwrite removed it with the run's
+    (hidden in "and 85 more"). A scenario is the run's when it carries the run's mark."""
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios/my-own.yaml").write_text("duration_s: 5\n")
+    assert run_folder("wisv", tmp_path, overwrite=False) == tmp_path
+    _write_run(tmp_path, ["REPORT.md", "results.json", "scenarios/v1-g4.yaml"])
+    with pytest.raises(UserInputError, match=r"already holds a run \(REPORT.md, results.json, "
+                       r"scenarios/v1-g4.yaml\)"):  # fmt: skip
+        run_folder("wisv", tmp_path, overwrite=False)
+    assert run_folder("wisv", tmp_path, overwrite=True) == tmp_path
+    assert capsys.readouterr().err == (
+        "--overwrite: removed REPORT.md, results.json, scenarios/v1-g4.yaml; kept "
+        f"scenarios/my-own.yaml (no run recorded in {tmp_path} wrote them)\n"
+    )
+    assert _files(tmp_path) == ["scenarios/my-own.yaml"]
 
 
 @pytest.mark.parametrize("overwrite", [[], ["--overwrite"]])
