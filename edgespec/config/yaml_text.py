@@ -11,9 +11,9 @@ string) and no timestamp (``2024-01-01`` is a string). Digits may be grouped wit
 underscores (``1_000``), as in Python. The ``<<`` merge key still merges.
 
 Refused, each naming where in the text: a key given twice in one mapping; nesting deeper
-than :data:`MAX_DEPTH` collections; aliases that make the value larger than
-:data:`MAX_NODES` nodes once expanded (an alias bomb), or that refer to a collection
-from inside it (a value that contains itself).
+than :data:`MAX_DEPTH` collections; more than :data:`MAX_NODES` nodes, an alias counted
+as all it expands to (an alias bomb; a very long inline list too); aliases that refer to a
+collection from inside it (a value that contains itself).
 
 :func:`load_yaml_lines` also says where the text gives each key and list item
 (:class:`KeyLines`), so that an error at a file's field can name its line."""
@@ -120,7 +120,10 @@ class _Loader(yaml.SafeLoader):
     def _count(self, nodes: int, mark: Any) -> None:
         self._total += nodes
         if self._total > MAX_NODES:
-            problem = f"more than {MAX_NODES:,} nodes once aliases are expanded"
+            problem = (
+                f"more than {MAX_NODES:,} nodes (values, lists and mappings; an alias counts "
+                "as all it stands for), the most a YAML text may hold"
+            )
             raise _refused(problem, mark)
 
     def flatten_mapping(self, node: MappingNode) -> None:

@@ -15,8 +15,10 @@ from typing import Any
 
 from edgespec.config import ConfigError, apply_overrides
 from edgespec.config.errors import in_context
+from edgespec.errors import UserInputError
 from edgespec.metrics.summary import class_violation_rate, violation_rate
 from edgespec.metrics.types import SystemMetrics
+from edgespec.policies.contracts import PolicyContractError
 from edgespec.sweeps.grid import Runner, override_text
 from edgespec.sweeps.progress import progress_bar
 
@@ -143,7 +145,7 @@ def capacity_search(
 
         def probe(value: int) -> bool:
             bar.update(task, description=f"capacity {key}={value}")
-            metrics = run(apply_overrides(base, [override_text(key, value)]))
+            metrics = _probed(run, base, key, value)
             try:
                 rate = violation(metrics)
             except ValueError as exc:  # no request with an SLO target finished
@@ -204,3 +206,17 @@ def bisect_capacity(feasible: Callable[[int], bool], lo: int, hi: int) -> tuple[
         else:
             bad = mid
     return good, False
+
+
+def _probed(run: Runner, base: Mapping[str, Any], key: str, value: int) -> SystemMetrics:
+    """``run`` at ``key=value``; its refusal or a policy's broken contract names the probe
+    (``at capacity probe key=value: ...``), as a sweep's names its point."""
+    probe = override_text(key, value)
+    try:
+        return run(apply_overrides(base, [probe]))
+    except ConfigError as exc:
+        raise in_context(exc, f"at capacity probe {probe}") from exc
+    except PolicyContractError as exc:
+        raise PolicyContractError(f"at capacity probe {probe}: {exc}") from exc
+    except UserInputError as exc:
+        raise UserInputError(f"at capacity probe {probe}: {exc}") from exc

@@ -33,6 +33,7 @@ from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
 from edgespec.output_paths import write_text_atomically
+from edgespec.policies.contracts import PolicyContractError
 from edgespec.sweeps.columns import Rank, cell, ranked
 from edgespec.sweeps.executor import SerialExecutor, SweepExecutor, results_of
 from edgespec.sweeps.progress import progress_bar
@@ -151,16 +152,20 @@ def check_points(
                 raise at_point(exc, n, len(points), point) from exc
 
 
-def at_point(exc: UserInputError, n: int, total: int, point: Mapping[str, Any]) -> UserInputError:
+def at_point(
+    exc: UserInputError | PolicyContractError, n: int, total: int, point: Mapping[str, Any]
+) -> UserInputError | PolicyContractError:
     """``exc`` naming sweep point ``n`` (from 0) of ``total``: ``at sweep point 3 of 3
-    (k=0)``, after a config error's field (:func:`~edgespec.config.errors.in_context`)."""
+    (k=0)``, after a config error's field (:func:`~edgespec.config.errors.in_context`); of
+    the same kind (a refusal, or a policy's broken contract), so the CLI prints one line
+    with the same status."""
     label = " ".join(override_text(k, v) for k, v in point.items())
     where = f"at sweep point {n + 1} of {total} ({label})"
-    return (
-        in_context(exc, where)
-        if isinstance(exc, ConfigError)
-        else UserInputError(f"{where}: {exc}")
-    )
+    if isinstance(exc, ConfigError):
+        return in_context(exc, where)
+    if isinstance(exc, PolicyContractError):
+        return PolicyContractError(f"{where}: {exc}")
+    return UserInputError(f"{where}: {exc}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +181,7 @@ class _PointRun:
         n, point, scenario = item
         try:
             return self.run(scenario)
-        except UserInputError as exc:
+        except (UserInputError, PolicyContractError) as exc:
             raise at_point(exc, n, self.total, point) from exc
 
 

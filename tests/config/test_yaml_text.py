@@ -140,7 +140,10 @@ def test_an_alias_bomb_is_refused_while_loading(tmp_path: Path) -> None:
     path.write_text(bomb(9))
     with pytest.raises(ConfigError) as error:
         read_yaml(path)
-    assert str(error.value) == f"{path}:6:45: more than 1,000,000 nodes once aliases are expanded"
+    assert str(error.value) == (
+        f"{path}:6:45: more than 1,000,000 nodes (values, lists and mappings; an alias counts "
+        "as all it stands for), the most a YAML text may hold"
+    )
     assert MAX_NODES == 1_000_000
 
 

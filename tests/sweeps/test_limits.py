@@ -5,6 +5,7 @@ end on one that does not answer), and at most MAX_POINTS points in a grid."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,14 @@ import pytest
 
 from edgespec.config import ConfigError, ConfigFileError
 from edgespec.errors import UserInputError
+from edgespec.policies.contracts import PolicyContractError
 from edgespec.sweeps import executor, ray_executor
+from edgespec.sweeps.capacity import capacity_search
 from edgespec.sweeps.executor import ProcessPoolSweepExecutor, max_workers
-from edgespec.sweeps.grid import MAX_POINTS, check_points, grid_points
+from edgespec.sweeps.grid import MAX_POINTS, check_points, grid_points, run_sweep
 from edgespec.sweeps.ray_executor import RaySweepExecutor, check_address
 from tests.sweeps.executors import FakeRay
+from tests.sweeps.test_capacity import metrics_with_violations
 
 
 def test_a_process_pool_starts_no_more_processes_than_items(
@@ -171,3 +175,34 @@ def test_every_workers_flag_is_four_per_cpu_here(
     prog = " ".join(["edgespec", *command[:2]])  # the whole command, as argparse names it
     assert capsys.readouterr().err == f"{prog}: --workers 13: at most 12 (4 per CPU here)\n"
     assert not out.exists()
+
+
+def _broken_at_two(scenario: Mapping[str, Any]) -> Any:
+    """A run whose batching policy breaks its contract at a=2 (a bug in the policy)."""
+    if scenario["a"] == 2:
+        raise PolicyContractError("batching policy Sjf chose entry ids [9] not in the queue")
+    return metrics_with_violations(0)
+
+
+def test_a_sweep_point_whose_policy_breaks_its_contract_is_named() -> None:
+    """It said the contract line alone: in a sweep of thousands, no way to find the point
+    (shards named theirs)."""
+    with pytest.raises(PolicyContractError) as error:
+        run_sweep({"a": 0}, {"a": [1, 2, 3]}, _broken_at_two, progress=False)
+    assert str(error.value) == (
+        "at sweep point 2 of 3 (a=2): batching policy Sjf chose entry ids [9] not in the queue"
+    )
+
+
+def test_a_capacity_probe_whose_policy_breaks_its_contract_is_named() -> None:
+    with pytest.raises(PolicyContractError) as error:
+        capacity_search({"a": 0}, "a", _broken_at_two, epsilon=0.1, lo=2, hi=4, progress=False)
+    assert str(error.value) == (
+        "at capacity probe a=2: batching policy Sjf chose entry ids [9] not in the queue"
+    )
+    with pytest.raises(UserInputError, match=r"^at capacity probe a=1: trace gone$"):
+        capacity_search({"a": 0}, "a", _refusing, epsilon=0.1, lo=1, hi=4, progress=False)
+
+
+def _refusing(scenario: Mapping[str, Any]) -> Any:
+    raise UserInputError("trace gone")
