@@ -22,6 +22,7 @@ records (:mod:`edgespec.sim.fast`).
 from __future__ import annotations
 
 import gc
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -37,6 +38,7 @@ from edgespec.sim.setup.resolve import resolve
 from edgespec.sim.setup.scenario import Scenario
 from edgespec.sim.setup.sources import num_arrivals_after
 from edgespec.sim.state import SimState
+from edgespec.sweeps.progress import progress_bar
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,15 +183,18 @@ def simulate(
 def _run_events(
     queue: EventQueue, handlers: list[Handler], scenario: Scenario, progress: bool
 ) -> None:
-    """Drain the event queue to ``duration_s`` (with a progress bar when asked)."""
+    """Drain the event queue to ``duration_s``, with progress on stderr when asked, in
+    whole simulated seconds (:func:`~edgespec.sweeps.progress.progress_bar`: a bar on a
+    terminal, lines in a log file; stdout keeps the table)."""
     if not progress:
         queue.run(handlers, scenario.duration_s)
         return
-    from rich.progress import Progress
-
-    with Progress(transient=True) as bar:
-        task = bar.add_task(f"simulating {scenario.name}", total=scenario.duration_s)
-        queue.run(handlers, scenario.duration_s, lambda t: bar.update(task, completed=t))
+    total_s = max(1, math.ceil(scenario.duration_s))
+    with progress_bar(True, transient=True) as bar:
+        task = bar.add_task(f"simulating {scenario.name} (simulated s)", total=total_s)
+        queue.run(handlers, scenario.duration_s,
+                  lambda t: bar.update(task, completed=min(total_s, int(t))))  # fmt: skip
+        bar.update(task, completed=total_s)  # drained: the last event may come before the end
 
 
 def build_state(

@@ -81,9 +81,11 @@ class ProgressLines:
         print(line, file=self._stream, flush=True)
 
 
-def progress_bar(enabled: bool) -> Any:
+def progress_bar(enabled: bool, transient: bool = False) -> Any:
     """Progress on stderr, used as a context manager: a rich ``Progress`` when stderr is a
-    terminal, :class:`ProgressLines` when it is not; disabled when not ``enabled``."""
+    terminal (``transient``: gone when done), :class:`ProgressLines` when it is not (a log
+    file gets a line each tenth, and every :data:`LINE_EVERY_S` at least); disabled when not
+    ``enabled``."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -102,5 +104,5 @@ def progress_bar(enabled: bool) -> Any:
         TimeElapsedColumn(),
         console=Console(stderr=True, markup=False),
         disable=not enabled,
-        transient=False,
+        transient=transient,
     )
