@@ -6,7 +6,10 @@ WC-DNN, a WISV head) refuses an ``--out`` that holds one unless ``--overwrite`` 
 (:func:`check_replaceable`, :func:`check_file_replaceable`), when its flags are parsed,
 before any model or data loads. The data stages that a rerun continues (``train draft
 --data-dir``, ``--text-data-dir``, ``feature-draft --features-dir``, ``text-shards``,
-``awc-data``, ``wisv-data``) are not artifacts here: they keep resuming."""
+``awc-data``, ``wisv-data``) are not artifacts here: they keep resuming; nor is the training
+checkpoint that ``train draft`` and ``feature-draft`` keep in ``--out`` until the draft is
+saved (``.training-checkpoint.pt``, :mod:`edgespec.learn.drafts.checkpoint`): a folder
+holding only one is resumed, not refused (``--overwrite`` discards it)."""
 
 from __future__ import annotations
 
@@ -54,14 +57,18 @@ STOP_REPORT = Artifact("a stop-predictor report", ("study.json", "REPORT.md"))
 """``train stop-predictor --report-dir``'s files."""
 
 
-def add_overwrite(parser: argparse.ArgumentParser, what: str) -> None:
+def add_overwrite(parser: argparse.ArgumentParser, what: str, also: str = "") -> None:
     """``--overwrite``: replace ``what`` (e.g. "a draft saved at --out") instead of
-    refusing it."""
+    refusing it; ``also`` says what else it does, if anything."""
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help=f"replace {what} (default: refused)",
+        help=f"replace {what} (default: refused){also}",
     )
+
+
+TRAINING_CHECKPOINT = "; discard a training checkpoint there (default: resumed)"
+"""What ``--overwrite`` also does for ``train draft`` and ``feature-draft``."""
 
 
 def found_files(folder: Path, artifact: Artifact) -> list[Path]:

@@ -1,16 +1,20 @@
 """`edgespec train draft`: distil a trimmed-vocabulary draft from a target.
 
-Two stages: (1) the target's greedy continuations of the training prompts are generated
-in batches into ``--data-dir`` shards, resumable (skipped shards already there; the
+Two stages, both resumable: (1) the target's greedy continuations of the training prompts
+are generated in batches into ``--data-dir`` shards (skipped shards already there; the
 folder records what they were made with, and a rerun with another target or other
 settings is refused, :mod:`edgespec.learn.drafts.shard_manifest`); (2) a small draft is
-trained on them and saved (fp16 safetensors) to ``--out``: training keeps no checkpoint,
-so an interrupted run's rerun trains from the start (on the shards already made).
-Settings that would fail only after generation are refused before the target loads
+trained on them and saved (fp16 safetensors) to ``--out``. Training keeps a checkpoint in
+``--out`` (``.training-checkpoint.pt``, at most every minute and when Ctrl-C or SIGTERM
+stops it, :mod:`edgespec.learn.drafts.checkpointing`): a rerun with the same flags resumes
+it at its step, its time budget going on, and the finished draft's save deletes it; one of
+other flags is refused before the target loads, one of other training data (the data
+stages added to it) is discarded with a line, ``--overwrite`` discards it. Settings that
+would fail only after generation are refused before the target loads
 (:mod:`.draft_checks`). The flags are parsed into a
 :class:`~edgespec.learn.drafts.make_draft.DraftJob`, whose stages
-:mod:`edgespec.learn.drafts.make_draft` runs. The bundled ``gemma3-270m-draft`` was made
-with the command in docs/LEARN.md.
+:mod:`edgespec.learn.drafts.make_draft` and :mod:`.draft_training` run. The bundled
+``gemma3-270m-draft`` was made with the command in docs/LEARN.md.
 """
 
 from __future__ import annotations
@@ -34,7 +38,12 @@ from edgespec.arguments import (
 from edgespec.datasets.prompts import DATASETS
 from edgespec.errors import UserInputError
 from edgespec.learn.drafts import draft_progress as report
-from edgespec.learn.finished import DRAFT, add_overwrite, check_replaceable
+from edgespec.learn.finished import (
+    DRAFT,
+    TRAINING_CHECKPOINT,
+    add_overwrite,
+    check_replaceable,
+)
 from edgespec.learn.progress import progress_bar
 from edgespec.output_paths import writable_output_folder
 
@@ -105,7 +114,7 @@ def add_arguments(sub: Any) -> None:
     add_threads(p, 1)
     add_verbose(p)
     p.add_argument("--skip-generate", action="store_true", help="train on the shards as they are")
-    add_overwrite(p, "a draft or other model saved at --out")
+    add_overwrite(p, "a draft or other model saved at --out", TRAINING_CHECKPOINT)
     p.add_argument(
         "--init-from", type=Path, help="continue training this saved draft (keeps its size, K)"
     )
@@ -144,9 +153,11 @@ def add_arguments(sub: Any) -> None:
 def draft_job(args: argparse.Namespace) -> DraftJob:
     """The run the flags describe; a contradiction or a missing directory is a usage error
     (:func:`_check_flags`)."""
+    from edgespec.learn.drafts.checkpoint import check_resumable
     from edgespec.learn.drafts.distill import DraftArchitecture, TrainSettings
     from edgespec.learn.drafts.distill_data import GenerationSettings
     from edgespec.learn.drafts.draft_checks import training_datasets
+    from edgespec.learn.drafts.draft_training import checkpoint_settings
     from edgespec.learn.drafts.make_draft import DraftJob, TextLabelling
 
     _check_flags(args)
@@ -156,7 +167,7 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
         labelling = TextLabelling(
             args.text_data_dir, args.conversations, args.text_minutes, args.text_max_tokens
         )
-    return DraftJob(
+    job = DraftJob(
         target=args.target,
         out=args.out,
         data_dir=args.data_dir,
@@ -187,7 +198,10 @@ def draft_job(args: argparse.Namespace) -> DraftJob:
         skip_generate=args.skip_generate,
         labelling=labelling,
         verbose=args.verbose,
+        overwrite=args.overwrite,
     )
+    check_resumable(job.out, checkpoint_settings(job), job.overwrite)
+    return job
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -226,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
 
     from edgespec.learn.drafts import make_draft as make
     from edgespec.learn.drafts.draft_checks import loaded_target_shape, saved_target_shape
+    from edgespec.learn.drafts.draft_training import new_or_saved_draft, train_stage
     from edgespec.models.loading import load_model
 
     job = draft_job(args)
@@ -250,15 +265,13 @@ def run(args: argparse.Namespace) -> int:
         minutes = job.labelling.minutes if job.labelling else None
         on_labelled = report.on_labelled(console, update, None if minutes is None else minutes * 60)
         data = make.training_data(job, target, saved, settings, on_labelled)
-    draft = make.new_or_saved_draft(job, target, saved, data)
+    draft = new_or_saved_draft(job, target, saved, data)
     del target
     console.print(
         f"{len(data.train)} training / {len(data.val)} validation sequences, "
         f"K = {len(data.kept)} kept tokens ({data.leaked} sharing a validation prompt left out)"
     )
-    with progress_bar(console, "training", remaining=True) as update:
-        on_step = report.on_step(console, update, job.training.time_budget_s)
-        agreement, num_bytes = make.train_and_save(job, draft, data, on_step)
+    agreement, num_bytes = train_stage(console, job, draft, data)
     console.print(f"validation top-1 agreement with the target: {agreement:.3f}")
     size = f"{num_bytes / 1e6:.1f} MB" if num_bytes >= 1e6 else f"{num_bytes / 1e3:.1f} kB"
     console.print(f"saved draft to {job.out} ({size})")

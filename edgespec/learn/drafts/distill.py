@@ -16,15 +16,16 @@ Loss per sequence (all over the draft's K kept tokens; ids outside them are igno
 
 from __future__ import annotations
 
+import functools
 import math
 import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from edgespec.learn.drafts.checkpointing import Checkpointer
 from edgespec.learn.drafts.samples import Sample
 from edgespec.learn.settings_checks import (
     check_at_least_one,
@@ -113,9 +114,9 @@ def init_draft(
     return draft
 
 
-def _batches(
-    samples: Sequence[Sample], tokens_per_step: int, rng: random.Random
-) -> list[list[int]]:
+def _batches(samples: Sequence[Sample], tokens_per_step: int) -> list[list[int]]:
+    """The samples in batches of similar length, at most ``tokens_per_step`` padded
+    tokens each, shortest first (a loop shuffles their order)."""
     order = sorted(
         range(len(samples)), key=lambda i: len(samples[i].prompt_ids) + len(samples[i].output_ids)
     )
@@ -131,7 +132,6 @@ def _batches(
         width = max(width, length)
     if current:
         batches.append(current)
-    rng.shuffle(batches)
     return batches
 
 
@@ -189,9 +189,10 @@ def evaluate_agreement(
     (positions whose target token is outside the kept vocabulary count as misses)."""
     draft.eval()  # type: ignore[no-untyped-call]
     correct = total = 0
-    rng = random.Random(0)
+    batches = _batches(samples, settings.tokens_per_step)
+    random.Random(0).shuffle(batches)  # the order the sums were always taken in
     with torch.no_grad():
-        for batch in _batches(samples, settings.tokens_per_step, rng):
+        for batch in batches:
             _, c, _ = batch_loss(draft, [samples[i] for i in batch], settings)
             correct += c
             total += sum(len(samples[i].output_ids) for i in batch)
@@ -203,20 +204,53 @@ def train_draft(
     samples: Sequence[Sample],
     settings: TrainSettings,
     progress: Callable[[int, int, float, float], None] | None = None,
+    checkpoint: Checkpointer | None = None,
 ) -> int:
-    """Train in place with AdamW (linear warm-up, cosine decay); returns steps taken.
+    """Train in place with AdamW (linear warm-up, cosine decay); returns steps taken (a
+    resumed run's included).
 
     ``progress(step, total_steps, loss, train_agreement)`` is called after every step.
+    ``checkpoint`` keeps the training's checkpoint and resumes the one it holds, and
+    gives the clock the time budget reads (:class:`Checkpointer`; default: none kept).
     """
+    run = Checkpointer() if checkpoint is None else checkpoint
     torch.manual_seed(settings.seed)
-    rng = random.Random(settings.seed)
-    per_epoch = len(_batches(samples, settings.tokens_per_step, random.Random(0)))
-    total = max(1, per_epoch * settings.epochs)
+    batches = _batches(samples, settings.tokens_per_step)
+    total = max(1, len(batches) * settings.epochs)
+    optimizer = _optimizer(draft, settings)
+    factor = functools.partial(_lr_factor, settings, total, run.elapsed_s)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    run.start(draft, optimizer, scheduler, total)
+    budget_s = settings.time_budget_s
+    draft.train()
+    with run.saved_on_stop():
+        order = run.batch_order(settings.epochs, len(batches), random.Random(settings.seed))
+        for index in order:
+            if budget_s is not None and run.elapsed_s() > budget_s:
+                break
+            batch = [samples[i] for i in batches[index]]
+            loss, correct, counted = batch_loss(draft, batch, settings)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()  # type: ignore[no-untyped-call]
+            nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
+            run.changing()
+            optimizer.step()
+            scheduler.step()
+            run.step_done()
+            if progress is not None:
+                agreement = correct / counted if counted else 0.0
+                progress(run.step, total, float(loss.detach()), agreement)
+    draft.eval()  # type: ignore[no-untyped-call]
+    return run.step
+
+
+def _optimizer(draft: TrimmedVocabDraft, settings: TrainSettings) -> torch.optim.AdamW:
+    """AdamW, no weight decay on norms and biases (parameters of one dimension)."""
     decay: list[nn.Parameter] = []
     no_decay: list[nn.Parameter] = []
     for name, param in draft.named_parameters():
         (no_decay if param.ndim < 2 or "norm" in name else decay).append(param)
-    optimizer = torch.optim.AdamW(
+    return torch.optim.AdamW(
         [
             {"params": decay, "weight_decay": settings.weight_decay},
             {"params": no_decay, "weight_decay": 0.0},
@@ -224,36 +258,15 @@ def train_draft(
         lr=settings.learning_rate,
     )
 
-    start = time.monotonic()
 
-    def lr_at(step: int) -> float:
-        # Cosine over whichever runs out first: the step schedule or the time budget.
-        if step < settings.warmup_steps:
-            return (step + 1) / settings.warmup_steps
-        frac = (step - settings.warmup_steps) / max(1, total - settings.warmup_steps)
-        if settings.time_budget_s:
-            frac = max(frac, (time.monotonic() - start) / settings.time_budget_s)
-        return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac)))
-
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
-    step = 0
-    draft.train()
-    for _ in range(settings.epochs):
-        for batch in _batches(samples, settings.tokens_per_step, rng):
-            loss, correct, counted = batch_loss(draft, [samples[i] for i in batch], settings)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            nn.utils.clip_grad_norm_(draft.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            if progress is not None:
-                progress(step, total, float(loss.detach()), correct / counted if counted else 0.0)
-            if (
-                settings.time_budget_s is not None
-                and time.monotonic() - start > settings.time_budget_s
-            ):
-                draft.eval()  # type: ignore[no-untyped-call]
-                return step
-    draft.eval()  # type: ignore[no-untyped-call]
-    return step
+def _lr_factor(
+    settings: TrainSettings, total: int, elapsed_s: Callable[[], float], step: int
+) -> float:
+    """The learning rate at ``step`` over the peak: a linear warm-up, then a cosine over
+    whichever runs out first: the step schedule or the time budget (``elapsed_s()``)."""
+    if step < settings.warmup_steps:
+        return (step + 1) / settings.warmup_steps
+    frac = (step - settings.warmup_steps) / max(1, total - settings.warmup_steps)
+    if settings.time_budget_s:
+        frac = max(frac, elapsed_s() / settings.time_budget_s)
+    return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, frac)))

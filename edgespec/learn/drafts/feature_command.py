@@ -1,6 +1,6 @@
 """`edgespec train feature-draft`: train an EAGLE-style feature draft for a target.
 
-Two stages, the first resumable: (1) the target's features of every sequence in the
+Two stages, both resumable: (1) the target's features of every sequence in the
 ``--data-dir`` shards (generation shards of ``edgespec train draft``, or text shards of
 ``edgespec train text-shards``; shards whose record names another target are refused,
 :func:`~edgespec.learn.drafts.shard_manifest.check_shard_target`) are written to
@@ -8,10 +8,14 @@ Two stages, the first resumable: (1) the target's features of every sequence in 
 folder of another target or another folder of the same name is refused,
 :mod:`edgespec.learn.drafts.feature_record`), both before any model loads where the
 target's ``config.json`` gives its sizes; (2) the draft is trained on them and saved to
-``--out`` (edgespec/learn/drafts/feature_train.py), with no checkpoint: a rerun trains
-from the start, on the features already made. ``--features-dir`` must be a folder of its
-own and each ``--data-dir`` a folder of shards (:mod:`.shard_kinds`). No feature draft is
-bundled; the runs measured so far and their commands are in docs/LEARN.md.
+``--out`` (edgespec/learn/drafts/feature_train.py, :mod:`.feature_training`), keeping a
+checkpoint in ``--out`` as ``train draft`` does (``.training-checkpoint.pt``,
+:mod:`edgespec.learn.drafts.checkpointing`): a rerun with the same flags resumes it, one of
+other flags is refused before the target loads, one of other features is discarded with a
+line, ``--overwrite`` discards it, and the finished draft's save deletes it.
+``--features-dir`` must be a folder of its own and each ``--data-dir`` a folder of shards
+(:mod:`.shard_kinds`). No feature draft is bundled; the runs measured so far and their
+commands are in docs/LEARN.md.
 """
 
 from __future__ import annotations
@@ -33,7 +37,12 @@ from edgespec.arguments import (
     training_options,
 )
 from edgespec.errors import UserInputError
-from edgespec.learn.finished import DRAFT, add_overwrite, check_replaceable, remove_earlier
+from edgespec.learn.finished import (
+    DRAFT,
+    TRAINING_CHECKPOINT,
+    add_overwrite,
+    check_replaceable,
+)
 from edgespec.learn.progress import Pace, progress_bar
 from edgespec.output_paths import writable_output_folder
 
@@ -105,7 +114,7 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_threads(p, 1)
     add_verbose(p)
     add_seed(p, "init, batch order and the validation split")
-    add_overwrite(p, "a draft or other model saved at --out")
+    add_overwrite(p, "a draft or other model saved at --out", TRAINING_CHECKPOINT)
 
 
 def _kept_from(args: argparse.Namespace) -> list[int] | None:
@@ -149,12 +158,48 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from edgespec.learn.drafts import feature_train as ft
-    from edgespec.learn.drafts.draft_checks import check_out_apart
-    from edgespec.learn.drafts.draft_progress import on_feature_step
+    from edgespec.learn.drafts import feature_training as training
+    from edgespec.learn.drafts.checkpoint import check_resumable
     from edgespec.learn.drafts.feature_record import record_features_folder
+
+    shards = _checked_folders(args)
+    options = training_options(args)
+    holdout = options.holdout or 0.05
+    settings = ft.FeatureTrainSettings(
+        num_steps=args.steps,
+        sequences_per_batch=options.batch_size or 8,
+        learning_rate=options.learning_rate,
+        epochs=options.epochs,
+        time_budget_s=args.train_minutes * 60,
+        seed=args.seed,
+    )
+    check_resumable(args.out, training.checkpoint_settings(args, settings, holdout), args.overwrite)
+    console = Console(stderr=True, markup=False)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    target, shape, kept_from = _checked_target(console, args)
+    kept = kept_from if kept_from is not None else _kept_tokens(args, target)
+    record_features_folder(args.features_dir, shape, args.data_dir)
+    done = _featurize(args, target, shards, console)
+    train, val = ft.split_by_prompt(ft.load_feature_files(done), holdout, args.seed)
+    net = _new_draft(args, target, kept)
+    positions = sum(len(s.ids) for s in train)
+    console.print(
+        f"training on {len(train)} sequences ({positions} positions), {len(val)} held out"
+    )
+    steps, agreement = training.train_and_save(console, args, net, (train, val), settings, holdout)
+    per_step = ", ".join(f"step {i + 1}: {a:.3f}" for i, a in enumerate(agreement))
+    console.print(f"{steps} steps; held-out top-1 agreement {per_step}; saved to {args.out}")
+    return 0
+
+
+def _checked_folders(args: argparse.Namespace) -> list[Path]:
+    """The ``--data-dir`` shards, every folder and ``--head-dim`` and ``--kept-from``
+    checked before any model loads: ``--out`` apart from the data and not holding a
+    draft unless ``--overwrite``."""
+    from edgespec.learn.drafts.draft_checks import check_out_apart
     from edgespec.learn.drafts.make_draft import trimmed_draft_path
     from edgespec.learn.drafts.shard_kinds import check_features_apart
-    from edgespec.models.feature_draft import save_feature_draft
 
     shards = shard_files(args.data_dir)
     check_features_apart(args.features_dir, args.data_dir)
@@ -167,37 +212,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.kept_from is not None:  # no draft, or a cut-off one: named before the folders
         trimmed_draft_path("--kept-from", args.kept_from)
-    options = training_options(args)
-    settings = ft.FeatureTrainSettings(
-        num_steps=args.steps,
-        sequences_per_batch=options.batch_size or 8,
-        learning_rate=options.learning_rate,
-        epochs=options.epochs,
-        time_budget_s=args.train_minutes * 60,
-        seed=args.seed,
-    )
-    console = Console(stderr=True, markup=False)
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    target, shape, kept_from = _checked_target(console, args)
-    kept = kept_from if kept_from is not None else _kept_tokens(args, target)
-    record_features_folder(args.features_dir, shape, args.data_dir)
-    done = _featurize(args, target, shards, console)
-    train, val = ft.split_by_prompt(ft.load_feature_files(done), options.holdout or 0.05, args.seed)
-    net = _new_draft(args, target, kept)
-    positions = sum(len(s.ids) for s in train)
-    console.print(
-        f"training on {len(train)} sequences ({positions} positions), {len(val)} held out"
-    )
-    with progress_bar(console, "training", elapsed=False, remaining=True, info=True) as update:
-        on_step = on_feature_step(console, update, settings.time_budget_s)
-        steps = ft.train_feature_draft(net, train, settings, on_step)
-    agreement = ft.evaluate(net, val, settings)
-    remove_earlier(args.out, DRAFT)  # an earlier model's files (--overwrite): none left mixed
-    save_feature_draft(net, args.out)
-    per_step = ", ".join(f"step {i + 1}: {a:.3f}" for i, a in enumerate(agreement))
-    console.print(f"{steps} steps; held-out top-1 agreement {per_step}; saved to {args.out}")
-    return 0
+    return shards
 
 
 def _checked_target(

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from edgespec.errors import UserInputError
+from edgespec.learn.drafts.checkpointing import Checkpointer
 from edgespec.learn.drafts.samples import checked_lists, load_torch_file, read_token_shard
 from edgespec.learn.settings_checks import (
     check_at_least_one,
@@ -213,11 +214,14 @@ def train_feature_draft(
     train: Sequence[FeatureSequence],
     settings: FeatureTrainSettings,
     on_step: Callable[[int, int, float, list[float]], None] | None = None,
-    clock: Callable[[], float] = time.monotonic,
+    checkpoint: Checkpointer | None = None,
 ) -> int:
     """AdamW with linear warm-up and cosine decay over ``epochs`` (or the time budget,
-    whichever ends first: the decay then follows elapsed time); returns steps run."""
-    rng = random.Random(settings.seed)
+    whichever ends first: the decay then follows elapsed time); returns steps run (a
+    resumed run's included). ``checkpoint`` keeps the training's checkpoint and resumes
+    the one it holds, and gives the clock the time budget reads (:class:`Checkpointer`;
+    default: none kept)."""
+    run = Checkpointer() if checkpoint is None else checkpoint
     ordered = sorted(train, key=lambda s: len(s.ids))  # batches of similar length
     size = settings.sequences_per_batch
     batches = [ordered[i : i + size] for i in range(0, len(ordered), size)]
@@ -225,26 +229,37 @@ def train_feature_draft(
     optimizer = torch.optim.AdamW(
         [p for p in net.parameters() if p.requires_grad], lr=settings.learning_rate
     )
-    start, step = clock(), 0
+    run.start(net, optimizer, None, total_steps)
     net.train()
-    for _ in range(settings.epochs):
-        rng.shuffle(batches)
-        for chunk in batches:
-            progress = step / total_steps
-            if settings.time_budget_s is not None:
-                progress = max(progress, (clock() - start) / settings.time_budget_s)
-            if progress >= 1.0:
-                return step
-            warm = min(1.0, progress / settings.warmup_fraction)
-            lr = settings.learning_rate * warm * 0.5 * (1 + math.cos(math.pi * progress))
+    rng = random.Random(settings.seed)
+    with run.saved_on_stop():
+        for index in run.batch_order(settings.epochs, len(batches), rng, carried=True):
+            lr = _learning_rate(settings, run.step / total_steps, run.elapsed_s())
+            if lr is None:
+                break
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            loss, agreement = batch_loss(net, chunk, settings)
+            loss, agreement = batch_loss(net, batches[index], settings)
             optimizer.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            run.changing()
             optimizer.step()
-            step += 1
+            run.step_done()
             if on_step is not None:
-                on_step(step, total_steps, float(loss.detach()), agreement)
-    return step
+                on_step(run.step, total_steps, float(loss.detach()), agreement)
+    return run.step
+
+
+def _learning_rate(
+    settings: FeatureTrainSettings, step_fraction: float, elapsed_s: float
+) -> float | None:
+    """The learning rate once ``step_fraction`` of the steps and ``elapsed_s`` of the time
+    budget are spent (whichever is further on), ``None`` once either is all spent."""
+    progress = step_fraction
+    if settings.time_budget_s is not None:
+        progress = max(progress, elapsed_s / settings.time_budget_s)
+    if progress >= 1.0:
+        return None
+    warm = min(1.0, progress / settings.warmup_fraction)
+    return settings.learning_rate * warm * 0.5 * (1 + math.cos(math.pi * progress))

@@ -2,9 +2,10 @@
 what would fail or mix only after generation checked first (:func:`check_settings`),
 the target's continuations generated into shards (:func:`generate`), the training and
 validation sequences and the kept tokens (:func:`training_data`, optionally with
-teacher-forced text labels), then the draft trained, checked and saved
-(:func:`train_and_save`). The command (:mod:`edgespec.learn.drafts.command`) parses its
-flags into the job and shows the progress these report through callbacks."""
+teacher-forced text labels), then the draft trained (resumably), checked and saved
+(:mod:`edgespec.learn.drafts.draft_training`). The command
+(:mod:`edgespec.learn.drafts.command`) parses its flags into the job and shows the
+progress these report through callbacks."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ from edgespec.learn.drafts import distill, samples
 from edgespec.learn.drafts import shard_manifest as manifest
 from edgespec.learn.drafts.distill_data import GenerationSettings, label_width
 from edgespec.learn.drafts.draft_checks import TargetShape, check_fits_target
-from edgespec.learn.finished import DRAFT, remove_earlier
 from edgespec.models.loading import library_output
 
 BatchProgress = Callable[[int, int, float], None]
@@ -58,6 +58,7 @@ class DraftJob:
     skip_generate: bool = False
     labelling: TextLabelling | None = None
     verbose: bool = False
+    overwrite: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -277,26 +278,3 @@ def label_conversations(
         deadline_s=time.monotonic() + labelling.minutes * 60,
     )
     return samples.load_shards(folder)
-
-
-def new_or_saved_draft(job: DraftJob, target: Any, saved: Any, data: TrainingData) -> Any:
-    """The saved draft to continue, or a new one initialised from the target's embeddings."""
-    if saved is not None:
-        return saved
-    embeddings = target.model.get_input_embeddings().weight.detach()
-    special = samples.special_token_ids(target.tokenizer)
-    return distill.init_draft(embeddings, data.kept, job.architecture, special, job.target)
-
-
-def train_and_save(
-    job: DraftJob, draft: Any, data: TrainingData, on_step: StepProgress
-) -> tuple[float, int]:
-    """Stage 2: train ``draft``, measure its validation top-1 agreement with the target,
-    save it to ``job.out``, an earlier model's files there (``--overwrite``) removed first
-    (the libraries quiet unless ``job.verbose``); returns (agreement, bytes saved)."""
-    distill.train_draft(draft, data.train, job.training, on_step)
-    agreement = distill.evaluate_agreement(draft, data.val, job.training)
-    remove_earlier(job.out, DRAFT)
-    with library_output(job.verbose):  # transformers' "Writing model shards" bar
-        saved = draft.save(job.out)
-    return agreement, sum(path.stat().st_size for path in saved)

@@ -73,10 +73,10 @@ def _left_over(path: Path) -> bool:
     temporary = temporary_of(path)
     if temporary is None or SHARD_NAME.fullmatch(temporary[0]) is None:
         return False
-    return not _process_runs(temporary[1])
+    return not process_runs(temporary[1])
 
 
-def _process_runs(pid: int) -> bool:
+def process_runs(pid: int) -> bool:
     """Whether process ``pid`` exists (one of another user's counts)."""
     if pid == os.getpid():
         return True
