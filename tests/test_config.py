@@ -150,7 +150,7 @@ class Typed:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"choice": None}, "config field 'choice': None (NoneType) matches none of int | str"),
+        ({"choice": None}, "config field 'choice': null matches none of int | str"),
         ({"choice": 1.5}, "config field 'choice': 1.5 (float) matches none of int | str"),
         ({"pair": [1]}, "config field 'pair': expected 2 items, got 1"),
         ({"pair": [1, 2]}, "config field 'pair[1]': expected a string, got 2 (int)"),

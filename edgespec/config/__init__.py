@@ -50,6 +50,7 @@ from edgespec.config.overrides import (
     key_path,
     overrides_from_flags,
     parse_override,
+    value_text,
 )
 from edgespec.config.spec import POLICY_KIND, PolicySpec
 from edgespec.config.yaml_text import dump_yaml
@@ -83,4 +84,5 @@ __all__ = [
     "read_yaml",
     "read_yaml_file",
     "type_text",
+    "value_text",
 ]

@@ -29,7 +29,9 @@ def _join(path: str, key: str | int) -> str:
 
 
 def _describe(value: object) -> str:
-    return f"{value!r} ({type(value).__name__})"
+    """A given value as an error quotes it: ``'abc' (str)``, ``2.5 (float)``; YAML's
+    ``null`` as YAML writes it (a field left empty is null too)."""
+    return "null" if value is None else f"{value!r} ({type(value).__name__})"
 
 
 def _convert(tp: Any, value: Any, path: str) -> Any:
@@ -41,7 +43,8 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         return _convert_union(tp, value, path)
     if origin is Literal:
         if value not in typing.get_args(tp):
-            raise ConfigError(path, f"must be one of {list(typing.get_args(tp))}, got {value!r}")
+            given = "null" if value is None else repr(value)
+            raise ConfigError(path, f"must be one of {list(typing.get_args(tp))}, got {given}")
         return value
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return from_dict(tp, value, path)

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
 
 from edgespec.config.errors import ConfigError, OverrideError
-from edgespec.config.yaml_text import MAX_DEPTH, load_yaml
+from edgespec.config.yaml_text import MAX_DEPTH, dump_yaml, load_yaml
 
 
 def key_path(text: str, key: str, what: str = "override") -> list[str]:
@@ -28,6 +29,14 @@ def key_path(text: str, key: str, what: str = "override") -> list[str]:
 def shown(text: str, limit: int = 80) -> str:
     """``text`` as an error quotes it: whole, or its start when longer than ``limit``."""
     return text if len(text) <= limit else f"{text[: limit - 3]}... ({len(text)} characters)"
+
+
+def value_text(value: Any) -> str:
+    """``value`` as an override types it: YAML flow text on one line, which
+    :func:`parse_override` reads back as ``value``: ``null``, ``true``, ``2.5``, ``fcfs``,
+    ``'1'`` (a string that would read as another value, quoted), ``[1, 2]``, ``{k: 1}``."""
+    dumped = dump_yaml(value, default_flow_style=True, width=math.inf, allow_unicode=True)
+    return dumped.removesuffix("\n...\n").strip()
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

@@ -5,10 +5,13 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from importlib import resources
 from pathlib import Path
 
 from edgespec.config.errors import ConfigFileError
+from edgespec.config.overrides import shown
 from edgespec.errors import UserInputError, did_you_mean
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
@@ -33,7 +36,8 @@ def scenario_path(text: str | Path) -> Path:
     name, with or without ``.yaml`` (``bench-cells``: ``edgespec/data/scenarios/
     bench-cells.yaml``), so a name works from any folder. For anything else a
     :class:`UserInputError` (a text without a YAML suffix may have been meant as an
-    override, and it says so) that ends with the closest bundled name, if one is close.
+    override, and it says so) that ends with the closest bundled name, if one is close;
+    a symlink that leads nowhere (a loop, a missing target) is said to be one.
     """
     path, text = Path(text), str(text)
     if path.exists():
@@ -43,9 +47,25 @@ def scenario_path(text: str | Path) -> Path:
     names = bundled_scenarios()
     if name in names and path.name == text:  # a bare name, no folder
         return bundled_scenarios_dir() / f"{name}.yaml"
+    _refuse_a_broken_link(path, text)
     hint = did_you_mean(name if path.name == text else path.stem, names)
     if not suffix:
         raise UserInputError(
             f"{text}: no such scenario file (an override looks like key.path=value){hint}"
         )
     raise ConfigFileError(text, f"file not found{hint}")
+
+
+def _refuse_a_broken_link(path: Path, text: str) -> None:
+    """A :class:`ConfigFileError` naming ``text`` when ``path`` is there but cannot be
+    followed to a file: a symlink loop (in its own link or a folder's: ``symlink loop (Too
+    many levels of symbolic links)``), a symlink to nothing (``symlink to 'x.yaml', which
+    does not exist``); nothing when ``path`` is simply absent."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ConfigFileError(text, f"symlink loop ({exc.strerror})") from None
+        if exc.errno == errno.ENOENT and path.is_symlink():
+            target = shown(os.readlink(path))
+            raise ConfigFileError(text, f"symlink to {target!r}, which does not exist") from None

@@ -31,13 +31,24 @@ def system_of(data: Mapping[str, Any]) -> System:
     for known in SYSTEMS:
         if system == known:
             if known == "fleet" and "pipeline" in data:
-                raise ConfigError(
-                    "system",
-                    "a 'pipeline:' section configures the drafting-server simulator "
-                    "(Zhu et al.): add 'system: drafting_server'",
-                )
+                raise ConfigError("system", _pipeline_in_fleet(given="system" in data))
             return known
+    shown = "null" if system is None else repr(system)  # as YAML writes it
     raise ConfigError(
         "system",
-        f"unknown system {system!r}; known: {list(SYSTEMS)}" + did_you_mean(str(system), SYSTEMS),
+        f"unknown system {shown}; known: {list(SYSTEMS)}" + did_you_mean(str(system), SYSTEMS),
+    )
+
+
+def _pipeline_in_fleet(*, given: bool) -> str:
+    """What to write when a fleet scenario has a ``pipeline:`` section: ``given``, when the
+    scenario (or an override) says ``system: fleet``, rather than leaving it out."""
+    if not given:
+        return (
+            "a 'pipeline:' section configures the drafting-server simulator (Zhu et al.): "
+            "add 'system: drafting_server'"
+        )
+    return (
+        "is fleet, but the 'pipeline:' section configures the drafting-server simulator "
+        "(Zhu et al.): set 'system: drafting_server', or drop the section for a fleet scenario"
     )

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
+from edgespec.config.overrides import value_text
+
 
 def _grouped(text: str) -> str:
     """A number formatted with ``,`` grouping, the commas kept only when its integer part
@@ -59,9 +61,10 @@ def plain(value: float | None, digits: int = 3) -> str:
 
 def setting(value: Any) -> str:
     """A run's setting (a swept or searched value) in a table: a number exactly as given,
-    as a plain number (``0.00001``, not ``1e-05``); anything else as ``str`` gives it."""
+    as a plain number (``0.00001``, not ``1e-05``); anything else as the user types it
+    (:func:`edgespec.config.value_text`: ``true``, ``null``, ``fcfs``, ``[1, 2]``)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
+        return value_text(value)
     if isinstance(value, int):
         return plain(value)
     if not math.isfinite(value):

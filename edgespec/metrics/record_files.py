@@ -47,14 +47,16 @@ if TYPE_CHECKING:
 
 ROW_GROUP_ROWS = 16_384
 
-_ARROW = {"int": pa.int64(), "str": pa.string(), "float": pa.float64()}
+_ARROW = {"int": pa.int64(), "str": pa.string(), "float": pa.float64(), "bool": pa.bool_()}
+"""Each record field's Parquet type, by its annotation (``X | None``: X's, nullable); a
+field of another type fails here, at import, rather than being written as a float."""
 
 
 def _schema(cls: type[Any], derived: dict[str, pa.DataType] | None = None) -> pa.Schema:
     fields = []
     for f in dataclasses.fields(cls):
         kind = str(f.type).split(" | ")[0]
-        fields.append(pa.field(f.name, _ARROW.get(kind, pa.float64())))
+        fields.append(pa.field(f.name, _ARROW[kind]))
     for name, kind in (derived or {}).items():
         fields.append(pa.field(name, kind))
     return pa.schema(fields)

@@ -24,9 +24,9 @@ from edgespec.config import (
     ConfigError,
     OverrideError,
     apply_overrides,
-    dump_yaml,
     key_path,
     load_yaml,
+    value_text,
 )
 from edgespec.config.errors import in_context
 from edgespec.config.overrides import shown
@@ -56,9 +56,10 @@ class SweepPoint:
 
 
 def override_text(key: str, value: Any) -> str:
-    """``key=value`` text that ``edgespec.config.parse_override`` parses back to ``value``."""
-    dumped = dump_yaml(value, default_flow_style=True, width=math.inf, allow_unicode=True)
-    dumped = dumped.removesuffix("\n...\n").strip()
+    """``key=value`` text that ``edgespec.config.parse_override`` parses back to ``value``,
+    the value as the user types it (:func:`edgespec.config.value_text`: ``x=false``,
+    ``x=null``): a sweep point's label in its errors and progress."""
+    dumped = value_text(value)
     text = f"{key}={dumped}"
     if load_yaml(dumped) != value:
         raise ConfigError(key, f"value {value!r} does not survive a YAML round trip")
@@ -113,8 +114,7 @@ def _repeated(values: Sequence[Any]) -> str | None:
             except TypeError:  # keys of more than one type do not sort
                 mark = repr(value)
         if mark in seen:
-            text = dump_yaml(value, default_flow_style=True, width=math.inf, allow_unicode=True)
-            return shown(text.removesuffix("\n...\n").strip())
+            return shown(value_text(value))
         seen.add(mark)
     return None
 
@@ -220,16 +220,23 @@ def run_sweep(
         with results_of(executor or SerialExecutor(), _PointRun(run, len(points)), items) as done:
             for index, result in done:
                 metrics[index] = result
-                label = " ".join(f"{k}={v}" for k, v in points[index].items())
+                label = " ".join(override_text(k, v) for k, v in points[index].items())
                 bar.update(task, description=f"sweep: done {label}", advance=1)
     return [SweepPoint(i, MappingProxyType(dict(p)), metrics[i]) for i, p in enumerate(points)]
+
+
+def _swept_cell(value: Any) -> Any:
+    """A swept value in sweep.csv: ``null``, ``true`` and ``false`` as the user types them
+    (not Python's ``None``, ``True``), anything else as :func:`~.columns.cell` writes it."""
+    return value_text(value) if value is None or isinstance(value, bool) else cell(value)
 
 
 def write_sweep(path_stem: Path, points: Sequence[SweepPoint]) -> tuple[Path, Path]:
     """Write ``<stem>.json`` (full records) and ``<stem>.csv`` (one flat row per point),
     each whole or not at all (:func:`~edgespec.output_paths.write_atomically`).
 
-    CSV columns: ``index``, the swept keys, then every metric as a dotted path
+    CSV columns: ``index``, the swept keys (their values as typed: ``true``, ``null``),
+    then every metric as a dotted path
     (:func:`~edgespec.sweeps.columns.flatten`: per-class SLO stats as
     ``slo_classes.<class>.…``, the batch-size histogram as ``batch_sizes.<size>.num_batches``);
     a column missing from a point is left empty.
@@ -246,7 +253,7 @@ def write_sweep(path_stem: Path, points: Sequence[SweepPoint]) -> tuple[Path, Pa
     for p in points:
         metrics = ranked(p.metrics.to_dict(), "", ())
         swept.update(dict.fromkeys(p.overrides))
-        rows.append({"index": p.index, **{k: cell(v) for k, v in p.overrides.items()}})
+        rows.append({"index": p.index, **{k: _swept_cell(v) for k, v in p.overrides.items()}})
         rows[-1].update({column: value for column, (value, _) in metrics.items()})
         ranks.update({column: rank for column, (_, rank) in metrics.items() if column not in ranks})
     metric_columns = sorted((c for c in ranks if c not in swept), key=lambda c: ranks[c])

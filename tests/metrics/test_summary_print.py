@@ -124,14 +124,19 @@ def test_fixed_and_settings_are_plain_too() -> None:
     assert fixed(12345.678, 1) == "12,345.7"
     assert fixed(1000.0, 1) == "1000.0"
     assert fixed(-0.01, 1) == "0.0"
-    assert [setting(v) for v in (1e-05, 2.5e10, 100000, 0.1, True, "fcfs", [1, 2])] == [
+    values = (1e-05, 2.5e10, 100000, 0.1, True, False, None, "fcfs", "1", [1, 2], {"k": None})
+    assert [setting(v) for v in values] == [
         "0.00001",
         "25,000,000,000.0",
         "100,000",
         "0.1",
-        "True",
+        "true",
+        "false",
+        "null",
         "fcfs",
+        "'1'",
         "[1, 2]",
+        "{k: null}",
     ]
 
 

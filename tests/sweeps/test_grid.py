@@ -206,3 +206,17 @@ def test_a_value_given_twice_is_refused(spec: str, shown: str) -> None:
 
 def test_true_and_one_are_two_sweep_values() -> None:
     assert parse_grid(["x=true,1"]) == {"x": [True, 1]}
+
+
+def test_a_points_progress_label_shows_its_values_as_typed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``x=false``, not Python's ``x=False`` (and ``null``, not ``None``), as the user typed
+    them and as the point's errors name it (:func:`override_text`)."""
+    grid = parse_grid(["a.x=false,true", "b=null", "c=[true, null]"])
+    run_sweep({}, grid, lambda _: metrics_with_violations(1, total=10), progress=True)
+    done = [line for line in capsys.readouterr().err.splitlines() if "done" in line]
+    assert [line.rsplit(":", 1)[0] for line in done] == [
+        "sweep: done a.x=false b=null c=[true, null]",
+        "sweep: done a.x=true b=null c=[true, null]",
+    ]

@@ -1,21 +1,26 @@
 """sweep.csv's columns (edgespec.sweeps.columns.flatten): a list of records keyed by the field
 that names its entries, so a column means one batch size or one SLO class in every row;
-sweep.json and sweep.csv written whole or not at all."""
+sweep.json and sweep.csv written whole or not at all; swept values as the user typed them."""
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import json
+import re
 import typing
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import pytest
+import yaml
 
+from edgespec.cli import main
 from edgespec.metrics.types import BatchSizeCount, SystemMetrics
 from edgespec.sweeps.columns import LIST_KEYS, flatten
 from edgespec.sweeps.grid import SweepPoint, write_sweep
+from tests.sim.helpers import tiny_scenario
 from tests.sweeps.test_capacity import metrics_with_violations
 
 
@@ -131,3 +136,37 @@ def test_a_sweep_json_that_fails_midway_leaves_the_old_file(
     assert raised.value.filename == str(tmp_path / "sweep.json")
     assert [p.name for p in tmp_path.iterdir()] == ["sweep.json"]
     assert (tmp_path / "sweep.json").read_text() == "old\n"
+
+
+def test_swept_true_false_and_null_are_written_as_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``edgespec sim --sweep fast_path=false,true workload.max_output_tokens=null,50``: the
+    table and sweep.csv say ``false``, ``true`` and ``null`` (they said ``False``, ``True``
+    and ``None``); sweep.json keeps JSON's own values."""
+    scenario = tmp_path / "tiny.yaml"
+    scenario.write_text(yaml.safe_dump(tiny_scenario(duration_s=1.0)))
+    out = tmp_path / "s"
+    sweep = ["--sweep", "fast_path=false,true", "workload.max_output_tokens=null,50"]
+    assert main(["sim", str(scenario), *sweep, "--quiet", "--out", str(out)]) == 0
+    table = capsys.readouterr().out
+    shown = [re.findall(r"^│ (\w+) +│ (\w+) +│", line) for line in table.splitlines()]
+    assert [row[0] for row in shown if row] == [
+        ("false", "null"),
+        ("false", "50"),
+        ("true", "null"),
+        ("true", "50"),
+    ]
+    with (out / "sweep.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["fast_path"], r["workload.max_output_tokens"]) for r in rows] == [
+        ("false", "null"),
+        ("false", "50"),
+        ("true", "null"),
+        ("true", "50"),
+    ]
+    records = json.loads((out / "sweep.json").read_text())
+    assert [r["overrides"] for r in records][:2] == [
+        {"fast_path": False, "workload.max_output_tokens": None},
+        {"fast_path": False, "workload.max_output_tokens": 50},
+    ]

@@ -13,7 +13,7 @@ checks, are :mod:`edgespec.hardware.drafting_plan`'s, which ``edgespec drafting-
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from edgespec.config import (
@@ -33,6 +33,7 @@ from edgespec.hardware.drafting_plan import (
 from edgespec.policies.registry import BATCHING, KINDS
 from edgespec.policies.slo import token_speed_target_problem
 from edgespec.sim.model.stop_model import StopPredictorConfig
+from edgespec.sim.setup.system import refuse_fleet_fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +147,9 @@ def pipeline_scenario_from_dict(
 ) -> PipelineScenario:
     """A validated :class:`PipelineScenario` from a mapping plus ``key.path=value``
     overrides; a policy given only params is refused naming the policies of its kind
-    (:func:`edgespec.config.default_policy_names`: none of its policies has a default)."""
+    (:func:`edgespec.config.default_policy_names`: none of its policies has a default); a
+    fleet scenario's field (``duration_s``) said to be one
+    (:func:`~edgespec.sim.setup.system.refuse_fleet_fields`)."""
     given = default_policy_names(PipelineScenario, apply_overrides(data, overrides), KINDS)
+    refuse_fleet_fields(given, [f.name for f in fields(PipelineScenario)])  # duration_s
     return from_dict(PipelineScenario, given)

@@ -159,7 +159,7 @@ def validate_workload(wl: WorkloadConfig, duration_s: float) -> None:
             if n < (0 if name == "prompt_tokens" else 1):
                 raise ConfigError(f"workload.{name}[{i}]", f"out of range: {n}")
     if wl.max_output_tokens is not None and wl.max_output_tokens < 1:
-        raise ConfigError("workload.max_output_tokens", "must be >= 1")
+        raise ConfigError("workload.max_output_tokens", f"must be >= 1, got {wl.max_output_tokens}")
     _check_used(wl)
 
 

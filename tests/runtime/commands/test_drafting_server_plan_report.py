@@ -156,22 +156,30 @@ def test_a_prompt_the_sbs_memory_cannot_hold_is_named_as_prompt_k_of_n(tmp_path:
 
 
 @pytest.mark.parametrize(
-    ("text", "where"),
+    ("text", "where", "message"),
     [
-        ("pipeline:\n  alpha: 0.8\n", "{path}"),  # no system: a fleet scenario
-        ("system: fleet\npipeline:\n  alpha: 0.8\n", "{path}:1"),
+        (  # no system: a fleet scenario
+            "pipeline:\n  alpha: 0.8\n",
+            "{path}",
+            "a 'pipeline:' section configures the drafting-server simulator (Zhu et al.): "
+            "add 'system: drafting_server'",
+        ),
+        (
+            "system: fleet\npipeline:\n  alpha: 0.8\n",
+            "{path}:1",
+            "is fleet, but the 'pipeline:' section configures the drafting-server simulator "
+            "(Zhu et al.): set 'system: drafting_server', or drop the section for a fleet "
+            "scenario",
+        ),
     ],
 )
 def test_a_pipeline_outside_a_drafting_server_scenario_is_refused_as_sim_refuses_it(
-    text: str, where: str, tmp_path: Path
+    text: str, where: str, message: str, tmp_path: Path
 ) -> None:
     path = _write(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
         load_planning(path)
-    assert str(caught.value) == (
-        f"{where.format(path=path)}: config field 'system': a 'pipeline:' section configures "
-        "the drafting-server simulator (Zhu et al.): add 'system: drafting_server'"
-    )
+    assert str(caught.value) == f"{where.format(path=path)}: config field 'system': {message}"
 
 
 def test_an_unknown_system_is_refused_at_its_line(tmp_path: Path) -> None:

@@ -83,7 +83,8 @@ _LOSS_RANGE = (
             ["workload.output_tokens=[30, 0, 50, 120]"],
             "'workload.output_tokens[1]': out of range: 0",
         ),
-        (["workload.max_output_tokens=0"], "'workload.max_output_tokens': must be >= 1"),
+        (["workload.max_output_tokens=0"], "'workload.max_output_tokens': must be >= 1, got 0"),
+        (["workload.max_output_tokens=-3"], "'workload.max_output_tokens': must be >= 1, got -3"),
     ],
 )
 def test_the_first_value_out_of_range_is_refused(overrides: list[str], message: str) -> None:
