@@ -101,6 +101,7 @@ def test_a_failed_conversion_leaves_nothing_and_stale_leftovers_are_removed(
     with pytest.raises(KeyboardInterrupt):
         converted_once(out_dir, failing)
     assert [p.name for p in tmp_path.iterdir()] == ["gemma3-270m-fp32.lock"]
+
     def convert(tmp: Path) -> None:
         (tmp / "model.safetensors").write_bytes(b"w")
 
