@@ -54,3 +54,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _own_sweeps_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test's stopped sweeps keep their points in a folder of its own
+    (edgespec.sweeps.kept_points), not the user's cache, where tests on other workers
+    running the same sweep would share them (and the `edgespec` processes a test starts
+    inherit it)."""
+    monkeypatch.setenv("EDGESPEC_SWEEPS_CACHE", str(tmp_path_factory.mktemp("sweeps-cache")))

@@ -36,6 +36,7 @@ from edgespec.output_paths import write_text_atomically
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.sweeps.columns import Rank, cell, ranked
 from edgespec.sweeps.executor import SerialExecutor, SweepExecutor, results_of
+from edgespec.sweeps.kept_points import KeptPoints
 from edgespec.sweeps.progress import progress_bar
 
 Runner = Callable[[dict[str, Any]], SystemMetrics]
@@ -200,26 +201,35 @@ def run_sweep(
     *,
     progress: bool = True,
     executor: SweepExecutor | None = None,
+    kept: KeptPoints | None = None,
 ) -> list[SweepPoint]:
     """Run ``run`` once per grid point on ``base`` with that point's overrides applied,
     on ``executor`` (default: serially in this process; ``run`` must pickle for a process
     pool). Points come back in grid order. ``base`` is not modified; each run gets a fresh
     deep copy. A run's refusal names its point (:func:`at_point`), and the pending runs are
     cancelled. A progress bar shows on stderr when ``progress`` is true (also while the
-    runs' scenarios are made).
+    runs' scenarios are made). ``kept``: each point is kept there as it finishes, and the
+    points an earlier run of the same sweep kept are not run again
+    (:mod:`edgespec.sweeps.kept_points`).
     """
     points = grid_points(grid)
-    metrics: dict[int, SystemMetrics] = {}
+    metrics: dict[int, SystemMetrics] = {} if kept is None else kept.kept(len(points))
     with progress_bar(progress) as bar:
         scenarios = [
             apply_overrides(base, [override_text(k, v) for k, v in p.items()])
             for p in tracked(bar, f"preparing {len(points):,} runs", points)
         ]
         task = bar.add_task(f"sweep of {len(points)} runs", total=len(points))
-        items = [(n, point, scenarios[n]) for n, point in enumerate(points)]
+        if metrics:
+            said = f"sweep: {len(metrics)} kept by an earlier run of this sweep"
+            bar.update(task, description=said, advance=len(metrics))
+        items = [(n, p, scenarios[n]) for n, p in enumerate(points) if n not in metrics]
         with results_of(executor or SerialExecutor(), _PointRun(run, len(points)), items) as done:
-            for index, result in done:
+            for position, result in done:  # the position in items
+                index = items[position][0]
                 metrics[index] = result
+                if kept is not None:
+                    kept.keep(index, result)
                 label = " ".join(override_text(k, v) for k, v in points[index].items())
                 bar.update(task, description=f"sweep: done {label}", advance=1)
     return [SweepPoint(i, MappingProxyType(dict(p)), metrics[i]) for i, p in enumerate(points)]

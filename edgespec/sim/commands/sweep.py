@@ -1,20 +1,25 @@
-"""``edgespec sim --sweep``: every grid point checked, then each run on the executor; the
-sweep's folder holds ``sweep.json`` and ``sweep.csv`` (the points' metrics) and what reruns
-it: ``scenario.yaml`` (the base scenario, as a plain run writes it) and ``command.json``
-(the command that reruns the sweep from that file); a ``--capacity`` search's folder holds
-the same two beside its ``capacity.json``. Also the scenario.yaml every run folder holds
+"""``edgespec sim --sweep``: every grid point checked, then each run on the executor, each
+kept as it finishes so that the same sweep stopped and run again resumes
+(:mod:`edgespec.sweeps.kept_points`); the sweep's folder holds ``sweep.json`` and
+``sweep.csv`` (the points' metrics) and what reruns it: ``scenario.yaml`` (the base
+scenario, as a plain run writes it) and ``command.json`` (the command that reruns the sweep
+from that file); a ``--capacity`` search's folder holds the same two beside its
+``capacity.json``. Also the scenario.yaml every run folder holds
 (:func:`write_scenario_yaml`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from edgespec.config import dump_yaml
 from edgespec.output_paths import write_text_atomically
+from edgespec.sweeps.kept_points import KeptPoints, prune, sweeps_cache
 
 COMMAND_FILE = "command.json"
 """The file of a sweep's folder that holds the command rerunning it (:func:`rerun_command`)."""
@@ -53,6 +58,15 @@ def write_rerun(out: Path, data: dict[str, Any], command_of: Callable[..., list[
     write_text_atomically(out / COMMAND_FILE, json.dumps({"command": command}, indent=2) + "\n")
 
 
+def _say_kept(kept: KeptPoints) -> None:
+    """On stderr, how many points a stopped sweep kept, and that the same command resumes
+    them (nothing when it kept none)."""
+    num_kept = len(list(kept.folder.glob("point-*.pickle"))) if kept.folder.is_dir() else 0
+    if num_kept:
+        print(f"sweep: {num_kept} finished point(s) kept in {kept.folder}; the same command "
+              "runs only the rest", file=sys.stderr)  # fmt: skip
+
+
 def run_sweep_command(
     args: argparse.Namespace, data: dict[str, Any], out: Path, run: Callable[[dict[str, Any]], Any]
 ) -> int:
@@ -73,15 +87,23 @@ def run_sweep_command(
         lambda point: warn(check_scenario_dict(data, [texts(k, v) for k, v in point.items()])),
         progress=not args.quiet,
     )
-    points = sweep_grid.run_sweep(
-        data,
-        grid,
-        run,
-        progress=not args.quiet,
-        executor=make_executor(args.workers, args.engine, args.address),
-    )
-    json_path, csv_path = sweep_grid.write_sweep(out / "sweep", points)
-    write_rerun(out, data, rerun_command, args)
+    prune(sweeps_cache(), time.time())
+    kept = KeptPoints.for_sweep(sweeps_cache(), data, grid)
+    try:
+        points = sweep_grid.run_sweep(
+            data,
+            grid,
+            run,
+            progress=not args.quiet,
+            executor=make_executor(args.workers, args.engine, args.address),
+            kept=kept,
+        )
+        json_path, csv_path = sweep_grid.write_sweep(out / "sweep", points)
+        write_rerun(out, data, rerun_command, args)
+    except BaseException:
+        _say_kept(kept)
+        raise
+    kept.remove()
     console = Console(markup=False)
     print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
     console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}", soft_wrap=True)
