@@ -60,8 +60,9 @@ class Outcome(Enum):
     QUICK = "not comparable (quick run)"
     NOT_JUDGED = "not judged"
     SETTING = "setting, not a claim"
-    BY_CONSTRUCTION = "hold by construction, not judged"
+    BY_CONSTRUCTION = "by construction, not judged"
     UNREACHED = "not comparable (setting not reached)"
+    WITHIN_RESOLUTION = "not comparable (within resolution)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,11 @@ class ClaimRow:
     """Non-empty for a row judged at a setting the run did not reach within its tolerance
     (the paper's operating point missed by more than it allows): by how much. Its numbers
     are shown, its verdicts not counted: its outcome is :attr:`Outcome.UNREACHED`."""
+    within_resolution: str = ""
+    """Non-empty for a row whose direction its measurement cannot resolve (the compared
+    values lie within each other's resolution: two knees in one grid step): why. Its
+    numbers are shown, its verdicts not counted: its outcome is
+    :attr:`Outcome.WITHIN_RESOLUTION`, neither a hold nor a miss."""
 
     @property
     def holds(self) -> bool:
@@ -119,6 +125,8 @@ class ClaimRow:
             return Outcome.BY_CONSTRUCTION
         if self.unreached:
             return Outcome.UNREACHED
+        if self.within_resolution:
+            return Outcome.WITHIN_RESOLUTION
         if self.direction_ok is False:
             return Outcome.MISS
         if self.quick_magnitude:
@@ -164,6 +172,8 @@ class ClaimRow:
             return f"by construction: {self.by_construction}"
         if self.unreached:
             return f"not comparable: {self.unreached}"
+        if self.within_resolution:
+            return f"not comparable: {self.within_resolution}"
         return f"direction {mark(self.direction_ok)}, magnitude {self.magnitude_mark}"
 
     @property
@@ -212,7 +222,12 @@ def left_to_full_run(numbers: str) -> str:
     return f"{numbers}: left to the full run (quick run)"
 
 
-UNJUDGED = (Outcome.SETTING, Outcome.BY_CONSTRUCTION, Outcome.UNREACHED)
+UNJUDGED = (
+    Outcome.SETTING,
+    Outcome.BY_CONSTRUCTION,
+    Outcome.UNREACHED,
+    Outcome.WITHIN_RESOLUTION,
+)
 """Outcomes of rows whose verdicts are shown as reasons, never as marks: nothing could fail,
 or nothing is compared."""
 _UNEXPLAINED = (Outcome.HOLDS, Outcome.NOT_JUDGED, *UNJUDGED)

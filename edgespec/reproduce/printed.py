@@ -30,6 +30,7 @@ _SHORT = {
     Outcome.SETTING: "setting",
     Outcome.BY_CONSTRUCTION: "by construction",
     Outcome.UNREACHED: "not comparable",
+    Outcome.WITHIN_RESOLUTION: "not comparable",
 }
 """The outcome in the printed table's verdict column."""
 

@@ -50,7 +50,7 @@ def test_a_setting_is_shown_but_never_judged(tmp_path: Path) -> None:
 
 def test_a_row_that_cannot_fail_is_counted_apart_from_the_rows_that_hold(tmp_path: Path) -> None:
     """A verdict the model's construction decides is no evidence: whatever its verdicts,
-    the row's outcome is 'hold by construction', it needs no cause, the headline counts it
+    the row's outcome is 'by construction', it needs no cause, the headline counts it
     apart, and the report says why it could not come out otherwise."""
     why = "ADS latency reads no acceptance rate"
     for row in (FAILING, PASSING, replace(PASSING, direction_ok=True, magnitude_ok=None)):
@@ -60,11 +60,11 @@ def test_a_row_that_cannot_fail_is_counted_apart_from_the_rows_that_hold(tmp_pat
         assert shown.verdict == f"by construction: {why}"
     rows = [replace(PASSING, claim_id="Z1", by_construction=why), PASSING]
     assert headline(rows) == (
-        "2 rows: 1 hold, 0 hold in direction only, 0 miss, 1 hold by construction, not judged"
+        "2 rows: 1 hold, 0 hold in direction only, 0 miss, 1 by construction, not judged"
     )
     write_report(tmp_path / "R.md", "t", "cmd", rows, [], [])
     text = (tmp_path / "R.md").read_text()
-    assert f"| by construction: {why} | hold by construction, not judged |" in text
+    assert f"| by construction: {why} | by construction, not judged |" in text
     assert "holds by construction, shown and not judged" in text  # the outcomes explained
 
 

@@ -215,14 +215,28 @@ def one_torch_thread() -> Iterator[None]:
 
 def run_predictor_claims(plan: PredictorPlan, rule: LateRule) -> dict[str, Any]:
     """What W6, W7 and W10 are computed from, WISP's batching under the late-request
-    ``rule`` (W8's runs are :func:`edgespec.reproduce.wisp.table6.run_table6`). Seeded end
-    to end: the request split, the searches and the training by ``plan.study.seed``, in one
-    torch thread; the simulated runs by the setup's seed."""
+    ``rule`` (W8's runs are :func:`edgespec.reproduce.wisp.table6.run_table6`): the study
+    (:func:`run_predictor_study`), then W7's runs (:func:`acceptance_rows`)."""
+    results = run_predictor_study(plan)
+    results["acceptance"] = acceptance_rows(plan, results["point"], rule)
+    return results
+
+
+def run_predictor_study(plan: PredictorPlan) -> dict[str, Any]:
+    """The predictor study (W6, Theorem 1, W10) and our MLP's held-out operating point:
+    ``{"study", "point"}``. Seeded end to end: the request split, the searches and the
+    training by ``plan.study.seed``, in one torch thread."""
     with one_torch_thread():
         study = run_study(load_training_records(), plan.study)
-    point = stand_in(study)
-    acceptance = [acceptance_row(plan, model, point, rule) for model in TABLE_5_OFF]
-    return {"study": study, "point": point, "acceptance": acceptance}
+    return {"study": study, "point": stand_in(study)}
+
+
+def acceptance_rows(
+    plan: PredictorPlan, point: OperatingStandIn, rule: LateRule
+) -> list[AcceptanceRow]:
+    """W7's runs, one row per draft model of Table 5, WISP's batching under ``rule``; the
+    simulated runs seeded by the setup's seed."""
+    return [acceptance_row(plan, model, point, rule) for model in TABLE_5_OFF]
 
 
 def predictor_choices() -> tuple[tuple[str, str], ...]:

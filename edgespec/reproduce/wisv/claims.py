@@ -14,12 +14,15 @@
 * V3: rejection-sampling SD: its latency and throughput cells within ±10 %, its extra time
   per round (γ × V × 16 bits / R, pure arithmetic) within ±10 % of what Table I implies,
   slowest everywhere (by construction: :data:`SLOWEST`), collapsing at 20 Mbit/s.
-* V4: Fig. 4's regimes: the sign of SH − FH per scenario (two of the three by
-  construction: :data:`~edgespec.reproduce.wisv.regimes.HEAD_FREE`), FH ahead of greedy
-  everywhere, SH behind greedy at RTT 50 ms.
+* V4: Fig. 4's regimes: the sign of SH − FH per scenario (all three decided by the
+  expected round times, :func:`~edgespec.reproduce.wisv.regimes.head_free`: two hold, one
+  misses at every share), FH ahead of greedy everywhere and SH behind greedy at RTT 50 ms
+  (by construction where no share the heads can give turns a setting,
+  :mod:`.expected`).
 * Fig. 5: the head trained without the CSI-aware relabelling (``keep-critical``, the
   runtime's shipped head) rejects more on the poor link than WISV's relabelled one: lower
-  AAL, higher latency (directions only, :mod:`.heads`; not judged without its table).
+  AAL, higher latency (directions only, :mod:`.heads`; not judged without its table; by
+  construction of our labels where the tables record their budgets).
 
 Rows whose number a fitted input fixes are settings, never judged (:mod:`.table_i`):
 V1's greedy and rejection-sampling AAL and rounds (α = 0.9), V2's greedy latency and

@@ -20,6 +20,7 @@ from edgespec.metrics.types import SystemMetrics
 from edgespec.policies.semantic.csi import ChannelState
 from edgespec.reproduce.jobs import RunJob, run_all, write_scenario
 from edgespec.reproduce.left_out import cut
+from edgespec.reproduce.wisv.head_tables import HeadTable, head_table
 from edgespec.reproduce.wisv.setup import (
     ABLATION_TABLE,
     ABLATION_TABLES,
@@ -177,14 +178,17 @@ def channel_shares(table: RejectShareTable, threshold: float) -> dict[str, float
 @dataclass(frozen=True, slots=True)
 class WisvResults:
     """Everything the claims read: run name → summary, the reject shares the runs used
-    (table → link → share) and how many held-out mismatches each table's shares come from
-    (table → count; absent where the table does not say)."""
+    (table → link → share), how many held-out mismatches each table's shares come from
+    (table → count; absent where the table does not say) and what else each table says
+    (table → :class:`HeadTable`: the shares it gives on any channel, its labels' rule;
+    absent: the rows that need it are judged without it)."""
 
     plan: WisvPlan
     runs: dict[str, WisvRunSummary]
     shares: dict[str, dict[str, float]]
     ablation: bool
     mismatches: dict[str, int] = field(default_factory=dict)
+    heads: dict[str, HeadTable] = field(default_factory=dict)
 
     def get(
         self, method: str, gamma: int, rate_mbps: float, rtt_ms: float = 50.0
@@ -199,6 +203,7 @@ def results_dict(res: WisvResults) -> dict[str, Any]:
         "answers_per_run": res.plan.answers,
         "reject_shares": res.shares,
         "held_out_mismatches": res.mismatches,
+        "heads": {name: head.to_dict() for name, head in res.heads.items()},
         "runs": {name: asdict(summary) for name, summary in sorted(res.runs.items())},
     }
 
@@ -219,9 +224,13 @@ def run_wisv(
         task = bar.add_task("reproduce wisv", total=len(jobs))
         values = run_all(executor, jobs, lambda: bar.advance(task))
     runs = {name: WisvRunSummary.of(m) for name, m in zip(names, values, strict=True)}
-    read = {TABLE: load_reject_table(str(tables.main))}
+    paths = {TABLE: tables.main}
     if tables.ablation is not None:
-        read[ABLATION_TABLE] = load_reject_table(str(tables.ablation))
-    shares = {name: channel_shares(t, plan.setup.threshold) for name, t in read.items()}
+        paths[ABLATION_TABLE] = tables.ablation
+    read = {name: load_reject_table(str(path)) for name, path in paths.items()}
+    threshold = plan.setup.threshold
+    shares = {name: channel_shares(t, threshold) for name, t in read.items()}
     counts = {name: t.num_mismatches for name, t in read.items() if t.num_mismatches}
-    return WisvResults(plan, runs, shares, tables.ablation is not None, counts), files
+    heads = {name: head_table(paths[name], t, threshold) for name, t in read.items()}
+    res = WisvResults(plan, runs, shares, tables.ablation is not None, counts, heads)
+    return res, files

@@ -6,13 +6,16 @@ does."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from edgespec.reproduce.claims import Cause, Finding, Reason
 from edgespec.reproduce.left_out import and_list
 from edgespec.reproduce.zhu.bandwidth import gains, matching_readings
-from edgespec.reproduce.zhu.runs import AT_O_MAX, FIG7_SCHEMES, sweep_key
+from edgespec.reproduce.zhu.runs import (
+    AT_O_MAX,
+    FIG7_SCHEMES,
+    sweep_key,
+)
 from edgespec.reproduce.zhu.setup import G0_READINGS_DB, PAIR_NAMES, PAIRS, SWEEP_PAIR, ZhuSetup
 from edgespec.reproduce.zhu.stats import Draws, median, reduction
 
@@ -24,43 +27,13 @@ ADS_LIMIT = Reason(
 )
 
 
-def tied_points(draws: Draws, points: Sequence[str]) -> list[str]:
-    """The sweep points of ``points`` where the pipeline gains nothing: proposed and SD w/o
-    pipeline take the same latency in every draw (one batch, or batches the DP runs one
-    after the other, leaves nothing to overlap)."""
-    return [
-        p
-        for p in points
-        if all(
-            math.isclose(d[f"sweep/{p}/proposed"], d[f"sweep/{p}/no_pipeline"], rel_tol=1e-12)
-            for d in draws
-        )
-    ]
-
-
-def _tie_line(draws: Draws, ties: Sequence[str]) -> str:
-    shown = "; ".join(
-        f"{p}: median {median(draws, f'sweep/{p}/proposed'):.1f} s, tied in all "
-        f"{len(draws)} draw(s)"
-        for p in ties
-    )
-    return (
-        "proposed = SD w/o pipeline exactly, a tie, where the paper's “<” is strict: the DP's "
-        "plan leaves nothing to overlap there (the few tasks in one batch: Eq. 20 with one "
-        "batch is the sequential sum), so with Table II's constants the ordering cannot hold "
-        f"there, though the paper states it at every point ({shown})"
-    )
-
-
 def ordering_reason(draws: Draws, failing: Sequence[str]) -> Reason | None:
     """Fig. 7's ordering (proposed < SD w/o pipeline < FSL, No batching, strict as the
-    paper states it) where it fails at ``failing`` sweep points. A point where proposed
-    ties SD w/o pipeline in every draw (:func:`tied_points`) while the rest of the
-    ordering holds fails by construction: the paper's constants leave nothing to pipeline
-    there. Elsewhere the paper does not say which output lengths a latency is taken over
-    (SEED-NOTES §2.5, 3); where, with O_max as every task's (as Algorithm 1 plans), the
-    ordering holds at every one of them, that input is the cause, with both readings'
-    medians; else none is known."""
+    paper states it) where it fails at ``failing`` sweep points, none of them tied by the
+    formula (those are not judged: :func:`tied_points`). The paper does not say which output
+    lengths a latency is taken over (SEED-NOTES §2.5, 3); where, with O_max as every task's
+    (as Algorithm 1 plans), the ordering holds at every failing point, that input is the
+    cause, with both readings' medians; else none is known."""
     if not failing:
         return None
 
@@ -70,24 +43,19 @@ def ordering_reason(draws: Draws, failing: Sequence[str]) -> Reason | None:
     def ordered(m: list[float]) -> bool:
         return m[0] < m[1] < min(m[2], m[3])
 
-    ties = [p for p in tied_points(draws, failing) if medians(p, "")[1] < min(medians(p, "")[2:])]
-    rest = [p for p in failing if p not in ties]
-    if not all(ordered(medians(p, AT_O_MAX)) for p in rest):
+    if not all(ordered(medians(p, AT_O_MAX)) for p in failing):
         return None
-    if not rest:
-        return Reason(Cause.INCONSISTENT, _tie_line(draws, ties))
     shown = "; ".join(
         f"{p}: {' / '.join(f'{v:.1f}' for v in medians(p, ''))} s, with O_max "
         f"{' / '.join(f'{v:.1f}' for v in medians(p, AT_O_MAX))} s"
-        for p in rest
+        for p in failing
     )
     return Reason(
         Cause.MISSING_INPUT,
         "which output lengths a plan's latency is taken over (not given, SEED-NOTES §2.5, 3): "
         "with each task's own O_k (chosen, Eq. 8) the ordering fails there, with O_max as "
         "every task's (as Algorithm 1 plans) it holds; median latencies, proposed / SD w/o "
-        f"pipeline / FSL / No batching: {shown}"
-        + (f". Elsewhere {_tie_line(draws, ties)}" if ties else ""),
+        f"pipeline / FSL / No batching: {shown}",
     )
 
 

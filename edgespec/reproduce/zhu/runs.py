@@ -6,7 +6,10 @@ numbers. A scheme's latency is its plan's upload time plus the recursion's T_inf
 tasks' own output lengths. Results are latencies in seconds keyed
 ``figure/pair/parameter=value/scheme``; Fig. 7's schemes and Heuristic batching also with
 O_max as every task's output length (``sweep/point/scheme@o_max``, the other reading of the
-lengths a latency is taken over, SEED-NOTES §2.5, 3).
+lengths a latency is taken over, SEED-NOTES §2.5, 3). ADS's latencies also at its fastest
+and slowest batch size (``…/ads@fastest``, ``…/ads@slowest``), Static batching's at its
+fastest and slowest size at the largest K (``sweep/K=…/static_batching@fastest``, …), and
+each sweep point's ``one_batch_tie`` flag (:mod:`~edgespec.reproduce.zhu.latencies`).
 """
 
 from __future__ import annotations
@@ -17,21 +20,20 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from edgespec.core.wireless import draw_channels, spectral_efficiency
-from edgespec.policies.drafting_server.bandwidth import optimal_upload_s
-from edgespec.policies.drafting_server.batching import heuristic_batches
 from edgespec.policies.drafting_server.costs import PipelineCosts
-from edgespec.policies.drafting_server.latency import (
-    autoregressive_latency_s,
-    autoregressive_max_batch,
-    inference_latency_s,
-)
 from edgespec.policies.drafting_server.planner import (
     BandwidthRule,
     PipelineObservation,
-    PipelinePlan,
     PipelinePlanner,
     bandwidth_split,
     observe_tasks,
+)
+from edgespec.reproduce.zhu.latencies import (
+    ads_latency_s,
+    ads_over_sizes_s,
+    latency_s,
+    one_batch_tie,
+    static_over_sizes_s,
 )
 from edgespec.reproduce.zhu.setup import (
     FIG9_BAND_MHZ,
@@ -56,6 +58,15 @@ FIG7_SCHEMES = ("proposed", "no_pipeline", "fsl", "no_batching")
 Heuristic batching's, which beats the DP at small K: :func:`~.causes.heuristic_wins`)."""
 AT_O_MAX = "@o_max"
 """The suffix of a scheme's latency with O_max as every task's output length."""
+ONE_BATCH_TIE = "one_batch_tie"
+"""A sweep point's flag (``sweep/point/one_batch_tie``, 1.0 or 0.0): the proposed plan and
+SD w/o pipeline's are the same plan of one batch, so their latencies are equal by the
+formula (Eq. 21 with one batch active in every step is the sequential sum)."""
+FASTEST, SLOWEST = "@fastest", "@slowest"
+"""Suffixes of a baseline's latency at the fastest and the slowest value of its chosen
+input over that input's whole range: ADS over every batch size from 1 task to K (Fig. 6),
+Static batching over every batch size from 1 task to the SBS memory's cap (Fig. 8a, at the
+largest K)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,39 +139,6 @@ class Users:
         )
 
 
-def latency_s(
-    costs: PipelineCosts, obs: PipelineObservation, plan: PipelinePlan, pipelined: bool
-) -> float:
-    """Eq. 23 for a plan: T_com + T_inf with the tasks' own output lengths."""
-    return plan.upload_s + inference_latency_s(
-        costs, obs.tasks, plan.batches, plan.spec_len, pipelined=pipelined
-    )
-
-
-def ads_latency_s(
-    setup: ZhuSetup, costs: PipelineCosts, obs: PipelineObservation, max_output: int
-) -> float:
-    """ADS: the heuristic batch search on the verify model alone, capped by the MBS memory,
-    plus the optimal upload of what the verify model alone reads (:func:`ads_upload_s`)."""
-    tasks = obs.tasks
-    assumed = tuple(replace(t, output_len=max_output) for t in tasks)
-    longest = max(t.input_len for t in tasks)
-    cap = autoregressive_max_batch(costs, setup.mbs_memory_gb * 1e9, longest, max_output)
-    if cap < 1:
-        raise ValueError(f"the verify model {costs.verify.name} does not fit the MBS memory")
-    batches = heuristic_batches(assumed, lambda b: autoregressive_latency_s(costs, assumed, b), cap)
-    return ads_upload_s(costs, obs) + autoregressive_latency_s(costs, tasks, batches)
-
-
-def ads_upload_s(costs: PipelineCosts, obs: PipelineObservation) -> float:
-    """ADS's optimal upload (Eq. 26): the prompts' embeddings for the verify model alone,
-    16·h^v_1 bits a token (the speculative schemes' λ = 16·(h^d_1 + h^v_1) carries the
-    draft model's too, which ADS does not run)."""
-    bits = [16 * costs.verify.hidden * t.input_len for t in obs.tasks]
-    efficiencies = [t.spectral_efficiency for t in obs.tasks]
-    return optimal_upload_s(bits, efficiencies, obs.bandwidth_hz)
-
-
 def upload_s(costs: PipelineCosts, obs: PipelineObservation, rule: BandwidthRule) -> float:
     """T_com of the optimal (Eq. 27) or uniform split."""
     return bandwidth_split(costs, obs, rule)[1]
@@ -199,9 +177,10 @@ class DrawJob:
                 )
                 plan = self._planner(costs).plan(obs)
                 out[f"fig6/{pair}/alpha={alpha}/proposed"] = latency_s(costs, obs, plan, True)
-                out[f"fig6/{pair}/alpha={alpha}/ads"] = ads_latency_s(
-                    s, costs, obs, s.max_output_len
-                )
+                key = f"fig6/{pair}/alpha={alpha}/ads"
+                out[key] = ads_latency_s(s, costs, obs, s.max_output_len)
+                fastest, slowest = ads_over_sizes_s(costs, obs)
+                out[key + FASTEST], out[key + SLOWEST] = fastest, slowest
                 if alpha != s.acceptance:
                     continue
                 inference = out[f"fig6/{pair}/alpha={alpha}/proposed"] - plan.upload_s
@@ -235,14 +214,22 @@ class DrawJob:
         for name, (k, i_max, o_max) in sweep_points(s, self.plan):
             obs = users.observe(s, k, i_max, o_max, s.bandwidth_mhz)
             longest = replace(obs, tasks=tuple(replace(t, output_len=o_max) for t in obs.tasks))
+            plans = {}
             for scheme, kwargs in SD_SCHEMES.items():
                 planner = self._planner(costs, output_len=o_max, **kwargs)
-                plan = planner.plan(obs)
+                plan = plans[scheme] = planner.plan(obs)
                 out[f"sweep/{name}/{scheme}"] = latency_s(costs, obs, plan, planner.pipelined)
                 if scheme in (*FIG7_SCHEMES, "heuristic_batching"):
                     at_o_max = latency_s(costs, longest, plan, planner.pipelined)
                     out[f"sweep/{name}/{scheme}{AT_O_MAX}"] = at_o_max
+                if scheme == "static_batching" and name == f"K={max(self.plan.num_users)}":
+                    fastest, slowest = static_over_sizes_s(costs, obs, o_max, planner)
+                    out[f"sweep/{name}/{scheme}{FASTEST}"] = fastest
+                    out[f"sweep/{name}/{scheme}{SLOWEST}"] = slowest
+            out[f"sweep/{name}/{ONE_BATCH_TIE}"] = float(one_batch_tie(plans))
             out[f"sweep/{name}/ads"] = ads_latency_s(s, costs, obs, o_max)
+            fastest, slowest = ads_over_sizes_s(costs, obs)
+            out[f"sweep/{name}/ads{FASTEST}"], out[f"sweep/{name}/ads{SLOWEST}"] = fastest, slowest
         return out
 
 

@@ -108,14 +108,17 @@ CHOICES: tuple[tuple[str, str], ...] = (
         "batch in arrival order; Heuristic [34] and ADS: length-sorted equal batches of "
         "b = 2, 3, … tasks, stopping when the latency degrades; No batching: one task per "
         "batch. Every SD baseline gets its own best l (1..10) and the optimal bandwidth, "
-        "except the one the baseline is about",
+        "except the one the baseline is about. Static's size is not given: Z3's “Static "
+        "worst” is judged only where it holds, or fails, at every size from 1 task to the "
+        "SBS memory's cap, and is a setting where the chosen 4 decides it",
     ),
     (
         "ADS batches at most what the MBS memory holds",
         "ADS runs the verify model alone on the MBS; the paper states no batch limit, and "
         "without one a single batch of 100 wins (SEED-NOTES §2.4). Eqs. 9–10 applied to the "
         "verify model within the RTX 4500's 24 GB: 10 tasks per batch for LLaMA-7B, 2 for "
-        "LLaMA-13B",
+        "LLaMA-13B. A row comparing with ADS is judged only where its verdict is the same at "
+        "every ADS batch size from 1 task to K, and is a setting where this limit decides it",
     ),
     (
         "Monte-Carlo draws",

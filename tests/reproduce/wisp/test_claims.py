@@ -4,6 +4,7 @@ never judged, and the quick run's marking."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from edgespec.reproduce.claims import Cause, ClaimRow, Outcome
@@ -12,8 +13,11 @@ from edgespec.reproduce.wisp.claims import (
     GAP_FLAT,
     QWEN3_14B,
     STAND_IN_RATIOS,
+    TABLE_2,
+    TABLE_2_SPEEDUPS,
     TWO_TOK_CONTEXT,
     capacity_rows,
+    goodput_choices,
     goodput_row,
     quick_run,
     sled_reason,
@@ -185,3 +189,35 @@ def test_quick_run_marks_capacities_and_goodput_not_the_directions() -> None:
     c2, _, gap, _ = capacity_rows(results(capacities=caps), "qwen3-32b", "W1")
     assert c2.quick_run and c2.outcome is Outcome.DIRECTION_ONLY and c2.cause is Cause.QUICK_RUN
     assert "(quick run)" in c2.verdict and gap.quick_run == ""
+
+
+def test_the_paper_column_shows_table_2_s_printed_speedups() -> None:
+    """Table 2 prints WISP/centralized at 4 tok/s as 1.78×; the row showed 142 / 80 =
+    1.775 rounded, 1.77×. Every ratio is Table 2's own (all but that one agree with the
+    capacities' quotients)."""
+    four = replace(PLAN, classes=("c4",))
+    caps = {(s, "qwen3-32b", "c4"): v for s, v in (("wisp", 142), ("centralized", 80),
+                                                   ("sled", 42))}  # fmt: skip
+    c4 = capacity_rows(results(four, capacities=caps), "qwen3-32b", "W1")[0]
+    assert c4.paper == "142 / 80 / 42 (1.78×, 3.38×)"
+    for (base, target), printed in TABLE_2_SPEEDUPS.items():
+        caps_w, caps_b = TABLE_2[("wisp", target)], TABLE_2[(base, target)]
+        assert [round(w / b, 2) for w, b in zip(caps_w, caps_b, strict=True)] == [
+            1.77 if (base, target, p) == ("centralized", "qwen3-32b", 1.78) else p for p in printed
+        ]
+
+
+def test_w3_s_devices_and_the_class_mix_are_chosen_inputs_read_off_the_plans() -> None:
+    """Table 3 gives no N and Tables 3 and 6 no class mix (SEED-NOTES §1.4 item 6): both
+    are listed among the inputs the paper does not state, from the plans."""
+    (n_name, n_why), (mix_name, mix_why) = goodput_choices(Plan.full(), (2, 4, 8, 16))
+    assert (n_name, mix_name) == ("W3 devices", "W3 and W8 class mix")
+    assert n_why.startswith("N = 300 devices (Table 3 gives no N): above every system's Table 2 "
+                            "capacity on Qwen3-32B (at most 164 devices)")  # fmt: skip
+    assert mix_why == (
+        "the 2/4/6/8 tok/s classes in shares 1 : 1 : 1 : 1 (Tables 3 and 6 give no mix; §5.3 "
+        "assigns each device a class at random), apportioned to the devices in order by "
+        "largest remainder, in W3's run at N = 300 and W8's at N = 2, 4, 8, 16."
+    )
+    (_, quick_n), (_, quick_mix) = goodput_choices(Plan.quick(), (2, 16))
+    assert quick_n.startswith("N = 200 devices") and quick_mix.endswith("N = 2, 16.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from edgespec.reproduce.claims import Outcome
+from edgespec.reproduce.claims import Cause, Outcome
 from edgespec.reproduce.wisv.real_pair.claims import v5_rows, v6_rows
 from edgespec.reproduce.wisv.real_pair.link_claims import FIXED_RTT, PER_TOKEN
 from tests.reproduce.wisv.real_pair.test_claims import PAPER_AAL, results, v6_cell
@@ -47,6 +47,9 @@ def test_v6_judges_the_latency_per_token_not_per_answer() -> None:
     below, gap = rows[0], rows[1]
     assert below.outcome is Outcome.MISS and below.direction_ok is False
     assert gap.outcome is Outcome.MISS
+    # every miss has a cause class: the rounds' times against what they commit
+    assert below.cause is Cause.MODELLING and gap.cause is Cause.MODELLING
+    assert "γ4 110 vs 343 ms a round, 0.60 vs 2.20 tokens; γ8 114 vs 343" in below.why
     assert below.what == (
         "WISV's latency per token below greedy SD's at every window, 20 Mbit/s, RTT 20 ms"
     )
@@ -71,3 +74,32 @@ def test_the_adaptive_upload_on_our_fixed_rtt_holds_by_construction() -> None:
     (row,) = [r for r in rows if "adaptive upload" in r.what]
     assert row.outcome is Outcome.BY_CONSTRUCTION and row.by_construction == FIXED_RTT
     assert row.verdict == f"by construction: {FIXED_RTT}"
+
+
+QUICK = "2 prompts instead of 20 (V6: 1 instead of 6)"
+
+
+def test_a_quick_runs_wall_clock_rows_are_not_comparable() -> None:
+    """The reviewer's quick run: one prompt a cell, WISV 96.4 % slower per token than
+    greedy at γ = 4 and 75 % faster at 16. Timing one answer on a shared CPU tells no
+    direction: both latency rows are not comparable (quick run), their numbers shown."""
+    one = [
+        dict(_cell(window, method, latency_s, tokens, 1.0), prompts=1)
+        for window, method, latency_s, tokens in (
+            (4, "greedy", 3.0, 20.0), (4, "wisv", 0.5 * 1.964 * 3.0, 10.0),
+            (16, "greedy", 4.0, 20.0), (16, "wisv", 0.5 * 0.25 * 4.0, 10.0),
+        )
+    ]  # fmt: skip
+    rows = v6_rows(results(v6=one), QUICK)
+    below, gap = rows[0], rows[1]
+    assert below.ours == "reduction γ4 -96.4%, γ16 +75.0%"
+    for row in (below, gap):
+        assert row.outcome is Outcome.QUICK and row.direction_ok is None, row.what
+        assert row.cause is Cause.QUICK_RUN and row.why.startswith(
+            f"{Cause.QUICK_RUN.value} — {QUICK}; wall-clock latency of 1 answer a cell on a "
+            "shared CPU: too few to tell a direction from timing noise"
+        )
+    # the same numbers in a full run are judged: a miss with its cause, and a hold
+    below, gap = v6_rows(results(v6=one))[:2]
+    assert below.outcome is Outcome.MISS and below.cause is Cause.MODELLING
+    assert gap.outcome is Outcome.HOLDS

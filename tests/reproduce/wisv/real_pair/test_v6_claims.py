@@ -17,7 +17,11 @@ def test_v6_a_gap_that_shrinks_misses_and_a_saturated_one_says_why() -> None:
     rows = v6_rows(results(v6=cells))
     below, gap = rows[0], rows[1]
     assert below.outcome is Outcome.HOLDS
-    assert gap.outcome is Outcome.MISS and gap.reason is None
+    assert gap.outcome is Outcome.MISS and gap.cause is Cause.MODELLING  # never unknown
+    assert gap.why.endswith(
+        "hidden states): γ4 400 vs 500 ms a round, 3.00 vs 3.00 tokens; γ8 550 vs 600 ms a "
+        "round, 3.00 vs 3.00 tokens; γ16 790 vs 800 ms a round, 3.00 vs 3.00 tokens"
+    )
     assert [round(r, 4) for _, r in v6_reductions(results(v6=cells), 172.0, "latency_s")] == [
         0.2,
         0.0833,
