@@ -41,11 +41,16 @@ UNDECLARED = (
 )
 RUNS: dict[str, tuple[Callable[[], dict[str, Any]], list[str], int, str]] = {
     "plain": (tiny_scenario, [], 3, ""),
-    "sweep": (tiny_scenario, ["--sweep", "policies.window.params.gamma=2,4"], 2, ""),
+    "sweep": (
+        tiny_scenario,
+        ["--sweep", "policies.window.params.gamma=2,4"],
+        2,
+        "at sweep point 1 of 2 (policies.window.params.gamma=2): ",
+    ),
     "shards": (pinned, ["--shards", "2"], 3, "shard 1 of 2: "),
 }
 """A scenario, the flags, the γ of the first fused answer (a sweep stops at its first point)
-and where the line says it came from (a shard names itself)."""
+and where the line says it came from (a shard and a sweep's point name themselves)."""
 
 
 def _sim(data: dict[str, Any], flags: list[str], tmp_path: Path) -> int:

@@ -32,6 +32,7 @@ PYTHON_PROBES = sorted(
 def test_probes_exist() -> None:
     assert [p.name for p in PROBES] == ["chase.c", "fleet_core.c"]
     assert sorted(p.name for p in PYTHON_PROBES) == [
+        "checkpoint_size.py",
         "cold_start.py",
         "distill_speed.py",
         "exactness_probe.py",

@@ -143,7 +143,7 @@ def test_the_commands_report_a_cut_off_draft_in_one_line_exit_2(
     assert capsys.readouterr().err == f"edgespec trace: {_cut_off(draft)}\n"
     draft_command = ["draft", "--server", "127.0.0.1:1", "--draft", str(draft)]
     assert main([*draft_command, "--prompt-ids", "1"]) == 2  # before any server is asked
-    assert capsys.readouterr().err == f"edgespec draft: {_cut_off(draft)}\n"
+    assert capsys.readouterr().err == f"edgespec draft: --draft: {_cut_off(draft)}\n"
 
 
 def test_the_tokenizer_of_a_cut_off_draft_is_refused_not_none(tmp_path: Path) -> None:

@@ -7,6 +7,9 @@
   undecodable requests), ``start_server``, ``ServerThread``; the ``RemoteVerifier`` client;
   a client call's failure as a ``RequestError`` (a ``CANCELLED`` the server cut it with:
   ``UNAVAILABLE``) and a unary call's answer waited for until a cancel event;
+* :mod:`.tls_probe` — ``speaks_tls``: one TLS handshake of the client's own when a
+  plaintext client's connection was closed (``Socket closed``), so that a TLS server is
+  named at once (``plaintext_refused``), not retried;
 * :mod:`.drafter_clients` — ``drafter_clients``: the clients of an edge drafter's servers
   from its config, each close within ``CLOSE_TIMEOUT_S`` (2 s);
 * :mod:`.codec`, :mod:`.fused_codec`, :mod:`.draft_probs`, :mod:`.payloads`,

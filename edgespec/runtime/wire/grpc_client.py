@@ -2,8 +2,7 @@
 :class:`~edgespec.runtime.edge.drafter.Verifier` over a blocking channel; gRPC status codes
 come back as :class:`RequestError` with the same :class:`ErrorCode`
 (:func:`~edgespec.runtime.wire.grpc_calls.to_request_error`). The server is
-:mod:`edgespec.runtime.wire.grpc_server`.
-"""
+:mod:`edgespec.runtime.wire.grpc_server`."""
 
 from __future__ import annotations
 
@@ -69,10 +68,9 @@ class RemoteVerifier:
         self._tls_probed = self._speaks_tls = False
 
     def _failure(self, exc: grpc.RpcError) -> RequestError:
-        """A call's failure as a :class:`RequestError`; a plaintext client's first
-        ``Socket closed`` asks whether the server speaks TLS (one handshake,
-        :mod:`~edgespec.runtime.wire.tls_probe`), and once it does, every failure to reach it
-        says so, not retried."""
+        """A call's failure as a :class:`RequestError`; a plaintext client's first ``Socket
+        closed`` probes for TLS (:mod:`~edgespec.runtime.wire.tls_probe`), and a TLS server's
+        every unreached call says so, not retried."""
         error = to_request_error(exc)
         if error.code is not ErrorCode.UNAVAILABLE or not self._plaintext:
             return error
