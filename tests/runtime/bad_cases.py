@@ -18,4 +18,5 @@ def raises_request_error(code: ErrorCode, message: str, fn: Any, *args: Any) -> 
     """``fn(*args)`` raises a RequestError with exactly this code and message."""
     with pytest.raises(RequestError) as info:
         fn(*args)
-    assert (info.value.code, info.value.message) == (code, message)
+    got = (info.value.code, info.value.message)
+    assert got == (code, message), got  # a helper module: pytest shows no values unasked

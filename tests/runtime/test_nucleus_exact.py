@@ -167,13 +167,13 @@ def test_a_peaked_nucleus_costs_little_more_than_the_softmax_at_262144_tokens() 
     logits = rng.standard_normal((33, 262_144)).astype(np.float32)
     logits[:, rng.choice(262_144, 300, replace=False)] += 9.0
 
-    def best_s(top_p: float) -> float:
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            logits_to_probs(logits, 1.0, top_p)
-            times.append(time.perf_counter() - start)
-        return min(times)
+    def seconds(top_p: float) -> float:
+        start = time.perf_counter()
+        logits_to_probs(logits, 1.0, top_p)
+        return time.perf_counter() - start
 
-    softmax_s, nucleus_s = best_s(1.0), best_s(0.9)
+    # alternated, the best of five each: a test worker beside others on two cores gets
+    # stretches of a core and of none, which alternation spreads over both
+    pairs = [(seconds(1.0), seconds(0.9)) for _ in range(5)]
+    softmax_s, nucleus_s = min(p[0] for p in pairs), min(p[1] for p in pairs)
     assert nucleus_s < 6 * softmax_s, (nucleus_s, softmax_s)

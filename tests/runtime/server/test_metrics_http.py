@@ -97,9 +97,10 @@ def test_silent_sockets_beyond_the_cap_hold_no_thread_and_a_scrape_gets_through(
         silent = [stack.enter_context(_connect(server)) for _ in range(MAX_CONNECTIONS + num_extra)]
         for sock in silent[:num_extra]:  # closed, oldest first, for the newer ones
             assert sock.recv(1) == b""
-        # (a closed one's thread and descriptor go a moment after its client sees it closed)
-        assert _settle(lambda: threading.active_count() - threads_before <= MAX_CONNECTIONS)
-        assert threading.active_count() - threads_before == MAX_CONNECTIONS
+        # (a closed one's thread and descriptor go a moment after its client sees it closed,
+        # and the newest one's thread starts a moment after its connect: on a loaded machine
+        # one was seen missing still)
+        assert _settle(lambda: threading.active_count() - threads_before == MAX_CONNECTIONS)
 
         # this process holds the clients' ends too: one descriptor each
         def num_server_fds() -> int:
