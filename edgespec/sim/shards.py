@@ -26,12 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgespec.config import ConfigError
-from edgespec.config.errors import in_context
 from edgespec.errors import UserInputError
 from edgespec.metrics.accumulator import SIM_BUSY_KEEP, MetricsAccumulator
 from edgespec.metrics.types import SystemMetrics
 from edgespec.policies.contracts import PolicyContractError
+from edgespec.sweeps.grid import named_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,14 +67,8 @@ class ShardTask:
 
 def at_shard(exc: Exception, shard: int, num_shards: int) -> Exception:
     """``exc`` naming shard ``shard`` (from 0) of ``num_shards``: ``shard 2 of 3: ...``
-    (after a config error's field, :func:`~edgespec.config.errors.in_context`), of the
-    same kind, so the CLI prints one line with the same status."""
-    where = f"shard {shard + 1} of {num_shards}"
-    if isinstance(exc, ConfigError):
-        return in_context(exc, where)
-    if isinstance(exc, PolicyContractError):
-        return PolicyContractError(f"{where}: {exc}")
-    return UserInputError(f"{where}: {exc}")
+    (:func:`~edgespec.sweeps.grid.named_at`)."""
+    return named_at(exc, f"shard {shard + 1} of {num_shards}")
 
 
 def run_shard(task: ShardTask) -> ShardResult:

@@ -19,7 +19,7 @@ from edgespec.errors import UserInputError
 from edgespec.metrics.summary import class_violation_rate, violation_rate
 from edgespec.metrics.types import SystemMetrics
 from edgespec.policies.contracts import PolicyContractError
-from edgespec.sweeps.grid import Runner, override_text
+from edgespec.sweeps.grid import Runner, named_at, override_text
 from edgespec.sweeps.progress import progress_bar
 
 Violation = Callable[[SystemMetrics], float]
@@ -214,9 +214,5 @@ def _probed(run: Runner, base: Mapping[str, Any], key: str, value: int) -> Syste
     probe = override_text(key, value)
     try:
         return run(apply_overrides(base, [probe]))
-    except ConfigError as exc:
-        raise in_context(exc, f"at capacity probe {probe}") from exc
-    except PolicyContractError as exc:
-        raise PolicyContractError(f"at capacity probe {probe}: {exc}") from exc
-    except UserInputError as exc:
-        raise UserInputError(f"at capacity probe {probe}: {exc}") from exc
+    except (UserInputError, PolicyContractError) as exc:
+        raise named_at(exc, f"at capacity probe {probe}") from exc

@@ -153,20 +153,23 @@ def check_points(
                 raise at_point(exc, n, len(points), point) from exc
 
 
-def at_point(
-    exc: UserInputError | PolicyContractError, n: int, total: int, point: Mapping[str, Any]
-) -> UserInputError | PolicyContractError:
-    """``exc`` naming sweep point ``n`` (from 0) of ``total``: ``at sweep point 3 of 3
-    (k=0)``, after a config error's field (:func:`~edgespec.config.errors.in_context`); of
-    the same kind (a refusal, or a policy's broken contract), so the CLI prints one line
-    with the same status."""
-    label = " ".join(override_text(k, v) for k, v in point.items())
-    where = f"at sweep point {n + 1} of {total} ({label})"
+def named_at(exc: Exception, where: str) -> Exception:
+    """``exc`` naming which of a command's runs it came from (``where``: ``at sweep point 3
+    of 3 (k=0)``, ``shard 2 of 3``), after a config error's field
+    (:func:`~edgespec.config.errors.in_context`); of the same kind (a refusal, or a
+    policy's broken contract; anything else a refusal), so the CLI prints one line with the
+    same status."""
     if isinstance(exc, ConfigError):
         return in_context(exc, where)
     if isinstance(exc, PolicyContractError):
         return PolicyContractError(f"{where}: {exc}")
     return UserInputError(f"{where}: {exc}")
+
+
+def at_point(exc: Exception, n: int, total: int, point: Mapping[str, Any]) -> Exception:
+    """``exc`` naming sweep point ``n`` (from 0) of ``total`` (:func:`named_at`)."""
+    label = " ".join(override_text(k, v) for k, v in point.items())
+    return named_at(exc, f"at sweep point {n + 1} of {total} ({label})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,6 +101,7 @@ def sweeps_cache() -> Path:
     ``$EDGESPEC_CACHE/sweeps`` (default ``~/.cache/edgespec/sweeps``)."""
     if folder := os.environ.get("EDGESPEC_SWEEPS_CACHE"):
         return Path(folder)
+    # as models.gemma_cache.cache_dir, which the simulator may not import (it imports torch)
     root = os.environ.get("EDGESPEC_CACHE", str(Path.home() / ".cache" / "edgespec"))
     return Path(root) / "sweeps"
 
