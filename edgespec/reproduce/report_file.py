@@ -140,13 +140,15 @@ def write_report(
     quick: bool = False,
     findings: Sequence[Finding] = (),
     paper_errors: Sequence[PaperError] = (),
+    named_modes: str = "",
     appendix: str = "",
     left_out: Sequence[str] = (),
 ) -> None:
     """REPORT.md: the command, the headline counts, the claims table with each miss's cause,
-    the findings and the paper's known errors (where given), the chosen inputs with their
-    reasons, the files (scenarios, plots, raw results) beside it, then ``appendix`` as
-    given; written whole or not at all.
+    the findings and the paper's known errors (where given), ``named_modes`` as given (the
+    sections of modes beside the paper's system, never in its headline), the chosen inputs
+    with their reasons, the files (scenarios, plots, raw results) beside it, then
+    ``appendix`` as given; written whole or not at all.
     ``quick``: the rows come from a ``--quick`` run, and the header says so; its findings
     are :func:`findings_markdown`'s, and it ends with what it leaves out of the full run,
     ``left_out`` (:func:`left_out_markdown`), which a quick report, and only one, gives."""
@@ -168,6 +170,8 @@ def write_report(
     ]
     parts += findings_markdown(findings, quick)
     parts += paper_errors_markdown(paper_errors)
+    if named_modes:
+        parts += [named_modes.strip("\n"), ""]
     parts += [
         "## Inputs the paper does not state, chosen once for every claim",
         "",

@@ -13,9 +13,10 @@ from edgespec.output_paths import write_text_atomically
 
 def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: str) -> list[Any]:
     """Run D2–D7 in both cost modes, write the run folder (REPORT.md's headline and claims
-    table the paper's system's, D1 and the physical rows; after its files the DSD-Sim compat
-    mode's section, its count on a line of its own, then *Sensitivities*, where the plan runs
-    the variant fleet; in a quick run, what it leaves out last), print both tables the same
+    table the paper's system's, D1 and the physical rows; after its findings and the paper's
+    errors the DSD-Sim compat mode's section, its count on a line of its own; after the
+    files *Sensitivities*, where the plan runs the variant fleet; in a quick run, what it
+    leaves out last), print both tables the same
     way and what a quick run leaves out; returns the headline's rows, then the named mode's."""
     from edgespec.reproduce.command import PAPERS
     from edgespec.reproduce.dsd.choices import CHOICES, SENSITIVITIES
@@ -47,7 +48,8 @@ def reproduce(out: Path, *, quick: bool, workers: int, progress: bool, command: 
         out / "REPORT.md", title, command, rows.paper, CHOICES, files, quick=quick,
         findings=findings(results),
         paper_errors=(*paper_errors(), *run_paper_errors(results)),
-        appendix=named_mode_markdown(rows.named) + (sensitivities if plan.variant_rtts_ms else ""),
+        named_modes=named_mode_markdown(rows.named),
+        appendix=sensitivities if plan.variant_rtts_ms else "",
         left_out=omitted,
     )  # fmt: skip
     print_claims(rows.paper, quick=quick)

@@ -73,7 +73,7 @@ def test_report_and_console_headline_the_paper_mode_and_name_the_other(
 ) -> None:
     """The full run's results as if just run (no plots): REPORT.md's headline and claims
     table are the physical rows' (and D1's); the compat rows follow in their own section
-    under their own count, as on the console."""
+    under their own count, before the chosen inputs and the files, as on the console."""
     monkeypatch.setattr(dsd_runs, "run_dsd", lambda *args: (FULL, []))
     monkeypatch.setattr(dsd_plots, "plot_dsd", lambda *args: [])
     rows = reproduce_dsd(tmp_path, quick=False, workers=1, progress=False, command="test")
@@ -92,6 +92,10 @@ def test_report_and_console_headline_the_paper_mode_and_name_the_other(
         assert row.what.startswith(tag)
         assert report.index(f"| {row.claim_id} | {row.what} |") > section
     assert tag not in report[:section]
+    # the named mode follows the paper's findings and errors, before the chosen inputs and
+    # the files (a reader of the claims meets it beside them, not after the file list)
+    assert report.index("## Where the paper is wrong") < section
+    assert section < report.index("## Inputs the paper does not state") < report.index("## Files")
     printed = " ".join(capsys.readouterr().out.split())  # the console wraps its lines
     assert both not in printed
     top = printed.index(headline(paper.paper))
