@@ -8,6 +8,8 @@ from typing import Any
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from edgespec.models.seeding import torch_seeded
+
 VOCAB = 64
 
 
@@ -71,12 +73,8 @@ def describe_synthetic(num_layers: int, hidden_size: int) -> str:
 
 def _seeded(model_class: Any, config: Any, seed: int) -> Any:
     """``model_class(config)`` initialised from ``seed``; the global torch RNG is left as it was."""
-    state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
-    try:
+    with torch_seeded(seed):
         return model_class(config)
-    finally:
-        torch.random.set_rng_state(state)
 
 
 def noisy_copy(model: Any, noise: float, seed: int = 1) -> Any:

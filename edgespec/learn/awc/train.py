@@ -33,6 +33,7 @@ from edgespec.learn.settings_checks import (
     check_non_negative,
     check_positive,
 )
+from edgespec.models.seeding import torch_seeded
 from edgespec.policies.awc import AwcSettings, round_gamma
 from edgespec.policies.stop_drafting import DenseLayer
 from edgespec.policies.wc_dnn import AWC_FEATURE_NAMES, WcDnn
@@ -123,8 +124,13 @@ def _inputs(features: npt.NDArray[np.float64], mean: Any, scale: Any) -> torch.T
 
 
 def train_wc_dnn(train: AwcDataset, settings: AwcTrainSettings) -> tuple[WcDnnNet, WcDnn]:
-    """L1 regression of the label γ with AdamW; returns the network and its export."""
-    torch.manual_seed(settings.seed)
+    """L1 regression of the label γ with AdamW; returns the network and its export (seeded
+    with ``settings.seed``; the caller's torch generators untouched)."""
+    with torch_seeded(settings.seed):
+        return _train_wc_dnn(train, settings)
+
+
+def _train_wc_dnn(train: AwcDataset, settings: AwcTrainSettings) -> tuple[WcDnnNet, WcDnn]:
     mean, scale = standardiser(train.features)
     x, y = _inputs(train.features, mean, scale), torch.tensor(train.labels, dtype=torch.float32)
     net = WcDnnNet(settings.width)

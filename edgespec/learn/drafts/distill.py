@@ -33,6 +33,7 @@ from edgespec.learn.settings_checks import (
     check_positive,
     check_time_budget,
 )
+from edgespec.models.seeding import torch_seeded
 from edgespec.models.trimmed import TrimmedDraftConfig, TrimmedVocabDraft
 
 
@@ -212,9 +213,20 @@ def train_draft(
     ``progress(step, total_steps, loss, train_agreement)`` is called after every step.
     ``checkpoint`` keeps the training's checkpoint and resumes the one it holds, and
     gives the clock the time budget reads (:class:`Checkpointer`; default: none kept).
+    Seeded with ``settings.seed``; the caller's torch generators untouched.
     """
+    with torch_seeded(settings.seed):
+        return _train_draft(draft, samples, settings, progress, checkpoint)
+
+
+def _train_draft(
+    draft: TrimmedVocabDraft,
+    samples: Sequence[Sample],
+    settings: TrainSettings,
+    progress: Callable[[int, int, float, float], None] | None,
+    checkpoint: Checkpointer | None,
+) -> int:
     run = Checkpointer() if checkpoint is None else checkpoint
-    torch.manual_seed(settings.seed)
     batches = _batches(samples, settings.tokens_per_step)
     total = max(1, len(batches) * settings.epochs)
     optimizer = _optimizer(draft, settings)

@@ -19,6 +19,7 @@ from torch import nn
 
 from edgespec.learn.settings_checks import check_at_least_one, check_dropout, check_positive
 from edgespec.learn.stop.data import StopDataset
+from edgespec.models.seeding import torch_seeded
 from edgespec.policies.stop_drafting import DenseLayer, MlpStopPolicy
 
 
@@ -59,8 +60,8 @@ drafted token on the device."""
 
 
 def build_network(settings: MlpSettings) -> nn.Sequential:
-    """Linear (+ BatchNorm) + ReLU (+ Dropout) per hidden layer, then one logit."""
-    torch.manual_seed(settings.seed)
+    """Linear (+ BatchNorm) + ReLU (+ Dropout) per hidden layer, then one logit, its initial
+    weights drawn from torch's generators as they are (:func:`train_mlp` seeds them)."""
     layers: list[nn.Module] = []
     width = 5
     for size in settings.hidden:
@@ -104,7 +105,18 @@ def train_mlp(
     on_epoch: Callable[[int, float], None] | None = None,
 ) -> TrainedMlp:
     """Train on ``train``; keep the weights of the epoch with the lowest validation loss,
-    stopping after ``patience`` epochs without improvement."""
+    stopping after ``patience`` epochs without improvement. Seeded with ``settings.seed``
+    (initial weights, dropout, order); the caller's torch generators untouched."""
+    with torch_seeded(settings.seed):
+        return _train_mlp(train, validation, settings, on_epoch)
+
+
+def _train_mlp(
+    train: StopDataset,
+    validation: StopDataset,
+    settings: MlpSettings,
+    on_epoch: Callable[[int, float], None] | None,
+) -> TrainedMlp:
     mean, scale = standardiser(train.features)
     x, y = _tensors(train, mean, scale)
     vx, vy = _tensors(validation, mean, scale)

@@ -52,6 +52,7 @@ from edgespec.learn.settings_checks import (
 from edgespec.learn.wisv.dataset import WisvDataset
 from edgespec.learn.wisv.early_stop import EarlyStop
 from edgespec.learn.wisv.export import export_head
+from edgespec.models.seeding import torch_seeded
 from edgespec.policies.semantic.csi import ChannelState, csi_features
 from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead
 from edgespec.policies.semantic.relabel import (
@@ -254,8 +255,19 @@ def train_head(
     validation: Instances | None = None,
 ) -> TrainedHead:
     """Class-balanced BCE with AdamW (module docstring); returns the net and its export.
-    With ``validation``, early stopping on its AUC (:mod:`edgespec.learn.wisv.early_stop`)."""
-    torch.manual_seed(settings.seed)
+    With ``validation``, early stopping on its AUC (:mod:`edgespec.learn.wisv.early_stop`).
+    Seeded with ``settings.seed``; the caller's torch generators untouched."""
+    with torch_seeded(settings.seed):
+        return _train_head(train, draft_hidden, target_hidden, settings, validation)
+
+
+def _train_head(
+    train: Instances,
+    draft_hidden: int,
+    target_hidden: int,
+    settings: TrainSettings,
+    validation: Instances | None,
+) -> TrainedHead:
     mean, scale = standardiser(train.x)
     z = torch.tensor((train.x - mean) / scale, dtype=torch.float32)
     t = torch.tensor(train.target, dtype=torch.float32)
