@@ -1,7 +1,9 @@
 """Progress of long sweeps and reproductions, on stderr (stdout keeps the tables): a rich
 bar on a terminal; elsewhere (a log file, ``nohup``, CI) rich draws nothing until the end,
 so :class:`ProgressLines` writes one plain line as each task starts, at every tenth of it
-and at least every :data:`LINE_EVERY_S` seconds while it moves, and when it is done."""
+(at most one each :data:`LINE_GAP_S` seconds: a run of a second writes two lines, not
+eleven) and at least every :data:`LINE_EVERY_S` seconds while it moves, and when it is
+done."""
 
 from __future__ import annotations
 
@@ -13,6 +15,9 @@ from typing import Any, TextIO
 
 LINE_EVERY_S = 60.0
 """The longest a moving task goes without a line when stderr is not a terminal."""
+
+LINE_GAP_S = 5.0
+"""The shortest time between a task's lines at its tenths (its start and end are always said)."""
 
 
 @dataclass(slots=True)
@@ -71,9 +76,7 @@ class ProgressLines:
         now = self._clock()
         tenth = task.done * 10 // task.total if task.total else 0
         finished = task.total is not None and task.done >= task.total
-        if tenth == task.shown_tenth and not finished and now - task.shown_s < LINE_EVERY_S:
-            return
-        if finished and task.shown_tenth == 10:
+        if not _due(task, tenth, finished, now - task.shown_s):
             return
         task.shown_tenth, task.shown_s = (10 if finished else tenth), now
         of = "" if task.total is None else f"/{task.total:,}"
@@ -81,10 +84,21 @@ class ProgressLines:
         print(line, file=self._stream, flush=True)
 
 
+def _due(task: _Task, tenth: int, finished: bool, since_s: float) -> bool:
+    """Whether ``task`` gets a line now: its start and its end once; a new tenth when
+    :data:`LINE_GAP_S` has passed since its last line; any change after :data:`LINE_EVERY_S`."""
+    if finished:
+        return task.shown_tenth != 10
+    if task.shown_tenth < 0 or since_s >= LINE_EVERY_S:
+        return True
+    return tenth != task.shown_tenth and since_s >= LINE_GAP_S
+
+
 def progress_bar(enabled: bool, transient: bool = False) -> Any:
     """Progress on stderr, used as a context manager: a rich ``Progress`` when stderr is a
     terminal (``transient``: gone when done), :class:`ProgressLines` when it is not (a log
-    file gets a line each tenth, and every :data:`LINE_EVERY_S` at least); disabled when not
+    file gets a line each tenth, at most each :data:`LINE_GAP_S`, and every
+    :data:`LINE_EVERY_S` at least); disabled when not
     ``enabled``."""
     from rich.console import Console
     from rich.progress import (

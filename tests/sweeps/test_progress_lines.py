@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from edgespec.sweeps.progress import LINE_EVERY_S, ProgressLines, progress_bar
+from edgespec.sweeps.progress import LINE_EVERY_S, LINE_GAP_S, ProgressLines, progress_bar
 
 
 class Clock:
@@ -49,3 +49,32 @@ def test_a_slow_task_says_it_is_alive_every_minute() -> None:
 def test_without_a_terminal_the_lines_are_chosen(capsys: pytest.CaptureFixture[str]) -> None:
     assert isinstance(progress_bar(True), ProgressLines)  # pytest's captured stderr
     assert not isinstance(progress_bar(False), ProgressLines)  # disabled: rich's, silent
+
+
+def test_a_task_of_a_second_says_its_start_and_its_end_only() -> None:
+    """A tenth's line waits LINE_GAP_S after the last (a 0.5 s `make demo` in a log wrote
+    eleven lines); the end is said at once."""
+    out, clock = io.StringIO(), Clock()
+    with ProgressLines(out, clock) as bar:
+        task = bar.add_task("simulating default (simulated s)", total=60)
+        for _ in range(10):
+            clock.now_s += 0.05
+            bar.advance(task, 6)
+    assert out.getvalue().splitlines() == [
+        "simulating default (simulated s): 0/60 (0 s)",
+        "simulating default (simulated s): 60/60 (0 s)",
+    ]
+
+
+def test_tenths_closer_than_the_gap_wait_for_it() -> None:
+    out, clock = io.StringIO(), Clock()
+    bar = ProgressLines(out, clock)
+    task = bar.add_task("sweep", total=10)
+    for _ in range(4):
+        clock.now_s += LINE_GAP_S / 2
+        bar.advance(task)  # a tenth each, a line every other one
+    assert out.getvalue().splitlines() == [
+        "sweep: 0/10 (0 s)",
+        f"sweep: 2/10 ({LINE_GAP_S:.0f} s)",
+        f"sweep: 4/10 ({2 * LINE_GAP_S:.0f} s)",
+    ]
