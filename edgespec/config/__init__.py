@@ -6,17 +6,16 @@ path (``servers[0].count``); an unknown field's error ends with the closest know
 Config dataclasses may define ``validate(self) -> None`` for cross-field checks; it is
 called after construction and its ``ValueError`` is reported against the section.
 
-Modules, by responsibility: :mod:`.errors` (the errors, each at its field),
-:mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL files, UTF-8;
-a YAML file read with the line of each key), :mod:`.locate` (where a file gives a field:
-its errors start with ``file:line``), :mod:`.yaml_text` (YAML text: YAML 1.2 core
-scalars, where ``1e12`` is a number and ``no`` a string; unique keys; bounded depth and
-alias expansion; the line of each key), :mod:`.convert` (a mapping
-into a dataclass), :mod:`.spec` (:class:`PolicySpec`, a policy field's kind),
-:mod:`.scenario_files` (the scenario file a command line names: a file, or a bundled
-scenario by name, for ``edgespec sim`` and ``edgespec drafting-server --plan`` alike),
-:mod:`.file_paths` (a scenario file's own relative paths, read against its folder, by
-both alike).
+Modules, by responsibility: :mod:`.errors` (the errors, each at its field, quoting a value
+as YAML writes it), :mod:`.overrides` (``key.path=value``), :mod:`.files` (YAML and JSONL
+files, UTF-8; a YAML file read with the line of each key), :mod:`.locate` (where a file
+gives a field: its errors start with ``file:line``), :mod:`.yaml_text` (YAML text: YAML 1.2
+core scalars, where ``1e12`` is a number and ``no`` a string; unique keys; bounded depth and
+alias expansion; the line of each key), :mod:`.convert` (a mapping into a dataclass),
+:mod:`.spec` (:class:`PolicySpec`, a policy field's kind), :mod:`.scenario_files` (the
+scenario file a command line names: a file, or a bundled scenario by name, for ``edgespec
+sim`` and ``edgespec drafting-server --plan`` alike), :mod:`.file_paths` (a scenario file's
+own relative paths, read against its folder, by both alike).
 """
 
 from edgespec.config.convert import (
@@ -34,6 +33,7 @@ from edgespec.config.errors import (
     RecordError,
     applies_only,
     at_field,
+    describe_value,
 )
 from edgespec.config.files import (
     YamlFile,
@@ -69,6 +69,7 @@ __all__ = [
     "at_field",
     "check_repeats",
     "default_policy_names",
+    "describe_value",
     "dump_yaml",
     "field_type",
     "from_dict",

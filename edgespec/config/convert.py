@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn, TypeVar
 
-from edgespec.config.errors import ConfigError
+from edgespec.config.errors import ConfigError, describe_value, yaml_word
 from edgespec.config.files import read_yaml_file
 from edgespec.config.locate import located_in
 from edgespec.config.overrides import apply_overrides
@@ -28,12 +28,6 @@ def _join(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _describe(value: object) -> str:
-    """A given value as an error quotes it: ``'abc' (str)``, ``2.5 (float)``; YAML's
-    ``null`` as YAML writes it (a field left empty is null too)."""
-    return "null" if value is None else f"{value!r} ({type(value).__name__})"
-
-
 def _convert(tp: Any, value: Any, path: str) -> Any:
     """``value`` as config type ``tp`` (at ``path`` for its errors)."""
     origin = typing.get_origin(tp)
@@ -43,7 +37,7 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         return _convert_union(tp, value, path)
     if origin is Literal:
         if value not in typing.get_args(tp):
-            given = "null" if value is None else repr(value)
+            given = yaml_word(value) or repr(value)
             raise ConfigError(path, f"must be one of {list(typing.get_args(tp))}, got {given}")
         return value
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
@@ -68,13 +62,13 @@ def _convert_union(tp: Any, value: Any, path: str) -> Any:
             errors.append(exc)
     if len(options) == 1:  # Optional[X]: X's own error says what is wrong
         raise errors[0]
-    raise ConfigError(path, f"{_describe(value)} matches none of {tp}")
+    raise ConfigError(path, f"{describe_value(value)} matches none of {tp}")
 
 
 def _convert_sequence(tp: Any, value: Any, path: str) -> tuple[Any, ...]:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise ConfigError(path, f"expected a list, got {_describe(value)}")
+        raise ConfigError(path, f"expected a list, got {describe_value(value)}")
     if origin is tuple and args and args[-1] is not Ellipsis:
         if len(args) != len(value):
             raise ConfigError(path, f"expected {len(args)} items, got {len(value)}")
@@ -87,7 +81,7 @@ def _convert_sequence(tp: Any, value: Any, path: str) -> tuple[Any, ...]:
 
 def _convert_mapping(tp: Any, value: Any, path: str) -> Mapping[Any, Any]:
     if not isinstance(value, Mapping):
-        raise ConfigError(path, f"expected a mapping, got {_describe(value)}")
+        raise ConfigError(path, f"expected a mapping, got {describe_value(value)}")
     args = typing.get_args(tp)
     key_tp, val_tp = args if args else (Any, Any)
     return types.MappingProxyType(
@@ -114,7 +108,7 @@ def _convert_scalar(tp: Any, value: Any, path: str) -> Any:
         raise ConfigError(path, f"unsupported config type {tp}")
     expected, accepts = _SCALARS[tp]
     if not accepts(value):
-        raise ConfigError(path, f"expected {expected}, got {_describe(value)}")
+        raise ConfigError(path, f"expected {expected}, got {describe_value(value)}")
     return tp(value) if tp in (float, Path) else value
 
 
@@ -130,7 +124,7 @@ def from_dict(cls: type[T], data: Any, path: str = "", others: Sequence[str] = (
     ``others``: keys valid there that another reader reads (named among the known ones
     when a key is unknown, and not read here)."""
     if not isinstance(data, Mapping):
-        raise ConfigError(path, f"expected a mapping, got {_describe(data)}")
+        raise ConfigError(path, f"expected a mapping, got {describe_value(data)}")
     hints = _type_hints(typing.cast(type, cls))
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
     unknown = [key for key in data if key not in fields and key not in others]  # null: None
@@ -170,11 +164,7 @@ def _refuse_unknown(path: str, key: object, known: list[str]) -> NoReturn:
 
 def _key_text(key: object) -> str:
     """A mapping key that is not a string as YAML writes it: ``1``, ``true``, ``null``."""
-    if key is None:
-        return "null"
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    return str(key)
+    return yaml_word(key) or str(key)
 
 
 def _key_kind(key: object) -> str:

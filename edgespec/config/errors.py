@@ -8,6 +8,25 @@ from typing import Any
 from edgespec.errors import UserInputError
 
 
+def yaml_word(value: object) -> str | None:
+    """YAML's own word for ``None``, ``True`` or ``False`` (``null``, ``true``, ``false``:
+    as the user wrote them; a field left empty is null too); ``None`` for any other value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return None
+
+
+def describe_value(value: object) -> str:
+    """A given value as an error quotes it: ``'abc' (str)``, ``2.5 (float)``; ``null``,
+    ``true`` and ``false`` as YAML writes them (:func:`yaml_word`), not as Python's
+    ``None (NoneType)`` or ``True (bool)``. Config fields' and policy parameters' errors
+    alike."""
+    word = yaml_word(value)
+    return f"{value!r} ({type(value).__name__})" if word is None else word
+
+
 class ConfigError(UserInputError, ValueError):
     """A config value that is missing, unknown or of the wrong type or range.
     ``flag_message``: the message in a command's terms (other fields named by their

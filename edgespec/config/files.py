@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from edgespec.config.errors import ConfigFileError, RecordError
+from edgespec.config.errors import ConfigFileError, RecordError, yaml_word
 from edgespec.config.overrides import shown
 from edgespec.config.yaml_text import KeyLines, YamlRefused, load_yaml, load_yaml_lines
 
@@ -131,7 +131,8 @@ def read_yaml_file(path: str | Path) -> YamlFile:
     if data is None:
         return YamlFile(file, {}, lines)
     if not isinstance(data, dict):
-        raise ConfigFileError(str(file), f"top level must be a mapping, got {type(data).__name__}")
+        got = yaml_word(data) or type(data).__name__  # `true` as written, not bool
+        raise ConfigFileError(str(file), f"top level must be a mapping, got {got}")
     return YamlFile(file, data, lines)
 
 

@@ -18,7 +18,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from edgespec.config import ConfigError, PolicySpec
+from edgespec.config import ConfigError, PolicySpec, describe_value
 from edgespec.errors import did_you_mean
 from edgespec.policies.awc import load_awc_window
 from edgespec.policies.batching import FcfsBatching, LengthAwareBatching
@@ -214,8 +214,7 @@ def _check_scalar_params(what: str, factory: Any, params: Mapping[str, Any]) -> 
             expected = " or ".join(_SCALARS[t][0] for t in options)
             raise ParamValueError(
                 param,
-                f"{what}: parameter {param!r} expects {expected}, "
-                f"got {value!r} ({type(value).__name__})",
+                f"{what}: parameter {param!r} expects {expected}, got {describe_value(value)}",
             )
 
 

@@ -12,30 +12,39 @@ removed once the sweep's points are all done.
 
 The metrics are pickled: the folder is in this user's own cache (``$EDGESPEC_CACHE`` or
 ``~/.cache/edgespec``, ``sweeps/``; ``$EDGESPEC_SWEEPS_CACHE`` elsewhere), written by no
-one else; an entry that cannot be read is run again. One run of a sweep at a time: two
-identical sweeps at once share the folder. A stopped sweep's folder not used for
-:data:`KEPT_FOR_S` is removed when a sweep starts.
+one else; an entry that cannot be read is run again. One run of a sweep at a time
+(:meth:`KeptPoints.held`): a run holds its folder's ``lock`` file (``flock``, released when
+the run ends, however it ends), and a second run of the same sweep meanwhile is refused
+at once, naming the folder and the holder's process id (it would run the same points and
+remove the folder under the first). A stopped sweep's folder not used for
+:data:`KEPT_FOR_S` (and not held) is removed when a sweep starts.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import pickle
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
 from edgespec.output_paths import write_atomically
 
 KEPT_FOR_S = 7 * 24 * 3600.0
 """How long a stopped sweep's points are kept unused: a sweep's start removes older ones
 (:func:`prune`)."""
+
+LOCK_FILE = "lock"
+"""The file of a sweep's folder that the run using it holds locked (:meth:`KeptPoints.held`)
+and writes its process id in."""
 
 PACKAGE = Path(__file__).resolve().parents[1]
 """This package's folder: its files name the code that ran the points."""
@@ -95,6 +104,69 @@ class KeptPoints:
         """Remove the folder (the sweep is done)."""
         shutil.rmtree(self.folder, ignore_errors=True)
 
+    @contextlib.contextmanager
+    def held(self) -> Iterator[KeptPoints]:
+        """The folder, this process's alone while the block runs: its ``lock`` file locked
+        (``flock``; the lock goes when the block ends or the process does, a killed run's
+        too) and holding this process's id. A run of the same sweep already holding it is a
+        :class:`UserInputError` naming the folder and that run's process. The folder is
+        removed as the block ends if it keeps no point (its checks refused a point)."""
+        fd = _locked(self.folder / LOCK_FILE)
+        try:
+            yield self
+        finally:
+            with contextlib.suppress(OSError):
+                if not any(self.folder.glob("point-*.pickle")):
+                    self.remove()
+            os.close(fd)
+
+
+def _try_lock(path: Path) -> int | None:
+    """``path`` opened (made if missing) and locked, its descriptor; ``None`` when another
+    holds it. ``FileNotFoundError`` when its folder is gone."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _locked(path: Path) -> int:
+    """``path`` locked for this process, holding its id (:meth:`KeptPoints.held`); again
+    when the file locked was removed meanwhile (the run that held it was done)."""
+    while True:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = _try_lock(path)
+        except FileNotFoundError:  # the folder removed between the two: again
+            continue
+        if fd is None:
+            raise UserInputError(
+                f"sweep: another run of this sweep ({_holder(path)}) is using its kept points "
+                f"in {path.parent}; wait for it to end, or stop it and run this command "
+                "again (it runs only the points left)"
+            )
+        with contextlib.suppress(FileNotFoundError):
+            if os.fstat(fd).st_ino == path.stat().st_ino:
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                return fd
+        os.close(fd)  # locked as its holder removed it: the folder's new file is the one
+
+
+def _holder(path: Path) -> str:
+    """The process that holds ``path``, as its lock file says (``process 1234``)."""
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        text = path.read_bytes()[:32].decode().strip()
+        if text.isdigit():
+            return f"process {text}"
+    return "another process"
+
 
 def sweeps_cache() -> Path:
     """Where stopped sweeps keep their points: ``$EDGESPEC_SWEEPS_CACHE``, else
@@ -108,8 +180,12 @@ def sweeps_cache() -> Path:
 
 def prune(root: Path, now_s: float, max_age_s: float = KEPT_FOR_S) -> None:
     """Remove the folders under ``root`` of sweeps last written more than ``max_age_s``
-    before ``now_s`` (a sweep stopped and never run again: its scenario changed)."""
+    before ``now_s`` (a sweep stopped and never run again: its scenario changed), but one
+    that a run holds (:meth:`KeptPoints.held`)."""
     for folder in root.iterdir() if root.is_dir() else ():
         with contextlib.suppress(OSError):
             if folder.is_dir() and now_s - folder.stat().st_mtime > max_age_s:
-                shutil.rmtree(folder, ignore_errors=True)
+                fd = _try_lock(folder / LOCK_FILE)  # a run holding it: not removed
+                if fd is not None:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    os.close(fd)

@@ -40,6 +40,10 @@ def test_yaml_syntax_error_names_file_line_and_column_on_one_line(tmp_path: Path
     with pytest.raises(ConfigError) as error:
         read_yaml(bad)
     assert str(error.value) == f"{bad}: top level must be a mapping, got list"
+    bad.write_text("true\n")
+    with pytest.raises(ConfigError) as error:
+        read_yaml(bad)
+    assert str(error.value) == f"{bad}: top level must be a mapping, got true"  # not bool
 
 
 def test_read_jsonl_names_file_and_line(tmp_path: Path) -> None:

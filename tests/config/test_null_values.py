@@ -51,3 +51,52 @@ def test_the_command_says_null(
 ) -> None:
     assert main(["sim", override, "--quiet", "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == f"edgespec sim: {line}"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"seed": True}, "config field 'seed': expected an integer, got true"),
+        ({"seed": False}, "config field 'seed': expected an integer, got false"),
+        ({"kind": True}, "config field 'kind': must be one of ['a', 'b'], got true"),
+        ({"pair": False}, "config field 'pair': expected a list, got false"),
+        ({"choice": True}, "config field 'choice': true matches none of int | str"),
+        ({"seed": 2.5}, "config field 'seed': expected an integer, got 2.5 (float)"),
+    ],
+)
+def test_true_and_false_are_quoted_as_yaml_writes_them(
+    data: dict[str, object], message: str
+) -> None:
+    """``true``/``false`` read as YAML wrote them, as ``null`` is, not ``True (bool)``."""
+    with pytest.raises(ConfigError) as caught:
+        from_dict(_Config, data)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "yaml"),
+    [("temperature", True, "true"), ("max_new_tokens", None, "null"), ("draft", False, "false")],
+)
+def test_the_edge_drafters_config_says_yaml_words(field: str, value: object, yaml: str) -> None:
+    """``edgespec draft --config``'s fields (read by this same code) say them alike."""
+    from edgespec.runtime.edge.config import DrafterConfig
+
+    with pytest.raises(ConfigError) as caught:
+        from_dict(DrafterConfig, {field: value})
+    assert str(caught.value).endswith(f", got {yaml}")
+
+
+@pytest.mark.parametrize(
+    ("override", "line"),
+    [
+        ("policies.window.params.gamma=null", "parameter 'gamma' expects an integer, got null"),
+        ("policies.window.params.gamma=true", "parameter 'gamma' expects an integer, got true"),
+    ],
+)
+def test_a_policy_parameter_says_yaml_words(
+    override: str, line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A policy's parameter given ``null`` or ``true`` (the simulator's scenario, the
+    runtime's config alike: edgespec.policies.registry) is named as written."""
+    assert main(["sim", override, "--quiet", "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip().endswith(line)

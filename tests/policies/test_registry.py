@@ -31,11 +31,13 @@ if TYPE_CHECKING:  # only: the annotations below name a type the module does not
     [
         ("window", "static", "gamma", "abc", "an integer, got 'abc' (str)"),
         ("window", "static", "gamma", 2.5, "an integer, got 2.5 (float)"),
-        ("window", "static", "gamma", True, "an integer, got True (bool)"),
+        ("window", "static", "gamma", True, "an integer, got true"),
         ("window", "static", "fused", 1, "true/false, got 1 (int)"),
+        ("window", "static", "fused", None, "true/false, got null"),
+        ("window", "dynamic", "raise_above", False, "a number, got false"),
         ("window", "dynamic", "raise_above", "x", "a number, got 'x' (str)"),
-        ("window", "dynamic", "raise_above", True, "a number, got True (bool)"),
-        ("window", "static", "gamma", None, "an integer, got None (NoneType)"),
+        ("window", "dynamic", "raise_above", True, "a number, got true"),
+        ("window", "static", "gamma", None, "an integer, got null"),
         ("batching", "lab", "max_length_ratio", "2", "a number, got '2' (str)"),
     ],
 )
@@ -133,7 +135,7 @@ class Labelled:
     [
         ("label", 5, "a string, got 5 (int)"),
         ("size", 2.5, "an integer or a string, got 2.5 (float)"),
-        ("size", None, "an integer or a string, got None (NoneType)"),
+        ("size", None, "an integer or a string, got null"),
     ],
 )
 def test_string_and_union_parameters_are_checked(

@@ -12,6 +12,7 @@ import pytest
 
 from edgespec.config import ConfigError
 from edgespec.metrics import SystemMetrics
+from edgespec.sweeps import progress
 from edgespec.sweeps.grid import (
     grid_points,
     override_text,
@@ -209,10 +210,12 @@ def test_true_and_one_are_two_sweep_values() -> None:
 
 
 def test_a_points_progress_label_shows_its_values_as_typed(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``x=false``, not Python's ``x=False`` (and ``null``, not ``None``), as the user typed
-    them and as the point's errors name it (:func:`override_text`)."""
+    them and as the point's errors name it (:func:`override_text`); every point's line
+    shown (no gap between lines)."""
+    monkeypatch.setattr(progress, "LINE_GAP_S", 0.0)
     grid = parse_grid(["a.x=false,true", "b=null", "c=[true, null]"])
     run_sweep({}, grid, lambda _: metrics_with_violations(1, total=10), progress=True)
     done = [line for line in capsys.readouterr().err.splitlines() if "done" in line]

@@ -70,41 +70,57 @@ def _say_kept(kept: KeptPoints) -> None:
 def run_sweep_command(
     args: argparse.Namespace, data: dict[str, Any], out: Path, run: Callable[[dict[str, Any]], Any]
 ) -> int:
-    """``--sweep``: every grid point validated, then each run (``run``, which must pickle,
-    on :func:`edgespec.sweeps.grid.run_sweep`); the folder written (the module docstring)
-    and the table printed."""
+    """``--sweep``: the sweep's kept points held (a second run of the same sweep meanwhile
+    is refused: :meth:`~edgespec.sweeps.kept_points.KeptPoints.held`), every grid point
+    validated, then each run (``run``, which must pickle, on
+    :func:`edgespec.sweeps.grid.run_sweep`); the folder written (the module docstring) and
+    the sweep's table printed (:func:`edgespec.sweeps.sweep_table.print_sweep`)."""
     from rich.console import Console
 
-    from edgespec.metrics.summary import plain, print_runs
+    from edgespec.metrics.summary import plain
     from edgespec.sim.commands.checks import LateArrivalWarnings, check_scenario_dict
     from edgespec.sweeps import grid as sweep_grid
-    from edgespec.sweeps.executor import make_executor
+    from edgespec.sweeps.sweep_table import print_sweep
 
     grid, warn = sweep_grid.parse_grid(args.sweep), LateArrivalWarnings()
     texts = sweep_grid.override_text
-    sweep_grid.check_points(  # every point built (a misspelt key, a bad param...) before any run
-        sweep_grid.grid_points(grid),
-        lambda point: warn(check_scenario_dict(data, [texts(k, v) for k, v in point.items()])),
-        progress=not args.quiet,
-    )
     prune(sweeps_cache(), time.time())
-    kept = KeptPoints.for_sweep(sweeps_cache(), data, grid)
-    try:
-        points = sweep_grid.run_sweep(
-            data,
-            grid,
-            run,
+    with KeptPoints.for_sweep(sweeps_cache(), data, grid).held() as kept:
+        sweep_grid.check_points(  # every point built (a misspelt key, a bad param...) first
+            sweep_grid.grid_points(grid),
+            lambda point: warn(check_scenario_dict(data, [texts(k, v) for k, v in point.items()])),
             progress=not args.quiet,
-            executor=make_executor(args.workers, args.engine, args.address),
-            kept=kept,
         )
-        json_path, csv_path = sweep_grid.write_sweep(out / "sweep", points)
+        points, (json_path, csv_path) = _run_points(args, (data, grid), out, run, kept)
+    console = Console(markup=False)
+    print_sweep(points, console)  # one row per point, or the metrics' ranges over many
+    console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}", soft_wrap=True)
+    return 0
+
+
+def _run_points(
+    args: argparse.Namespace,
+    sweep: tuple[dict[str, Any], dict[str, list[Any]]],
+    out: Path,
+    run: Callable[[dict[str, Any]], Any],
+    kept: KeptPoints,
+) -> tuple[list[Any], tuple[Path, Path]]:
+    """The ``sweep``'s points (its base scenario and grid) run, but those ``kept`` holds;
+    its folder written, ``kept`` removed; when stopped or failing, how many points it kept
+    said on stderr."""
+    from edgespec.sweeps import grid as sweep_grid
+    from edgespec.sweeps.executor import make_executor
+
+    data, grid = sweep
+    try:
+        executor = make_executor(args.workers, args.engine, args.address)
+        points = sweep_grid.run_sweep(
+            data, grid, run, progress=not args.quiet, executor=executor, kept=kept
+        )
+        paths = sweep_grid.write_sweep(out / "sweep", points)
         write_rerun(out, data, rerun_command, args)
     except BaseException:
         _say_kept(kept)
         raise
     kept.remove()
-    console = Console(markup=False)
-    print_runs([(p.overrides, p.metrics) for p in points], console, "sweep")
-    console.print(f"sweep: {plain(len(points))} runs → {json_path}, {csv_path}", soft_wrap=True)
-    return 0
+    return points, paths
