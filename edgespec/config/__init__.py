@@ -32,6 +32,7 @@ from edgespec.config.errors import (
     OverrideError,
     RecordError,
     applies_only,
+    as_written,
     at_field,
     describe_value,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "YamlFile",
     "applies_only",
     "apply_overrides",
+    "as_written",
     "at_field",
     "check_repeats",
     "default_policy_names",

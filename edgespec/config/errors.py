@@ -18,6 +18,13 @@ def yaml_word(value: object) -> str | None:
     return None
 
 
+def as_written(value: object) -> str:
+    """A value from a YAML or JSON file as an error quotes it: ``null``, ``true`` and
+    ``false`` as the file writes them (:func:`yaml_word`), any other as Python's ``repr``
+    (``'abc'``, ``2.5``, ``[1, 2]``)."""
+    return yaml_word(value) or repr(value)
+
+
 def describe_value(value: object) -> str:
     """A given value as an error quotes it: ``'abc' (str)``, ``2.5 (float)``; ``null``,
     ``true`` and ``false`` as YAML writes them (:func:`yaml_word`), not as Python's

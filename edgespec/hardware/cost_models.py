@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, get_args
 
-from edgespec.config import ConfigError, ConfigFileError, from_dict
+from edgespec.config import ConfigError, ConfigFileError, as_written, from_dict
 from edgespec.hardware.presets import (
     HardwareSpec,
     ModelArchitecture,
@@ -135,7 +135,7 @@ class ZhuCost:
         _check_coefficient("c2_s", self.c2_s)
         if self.flops not in get_args(ZhuFlops):
             raise ValueError(
-                f"ZhuCost.flops must be one of {get_args(ZhuFlops)}, got {self.flops!r}"
+                f"ZhuCost.flops must be one of {get_args(ZhuFlops)}, got {as_written(self.flops)}"
             )
 
     def batch_time_s(
@@ -197,11 +197,11 @@ def load_profile(name_or_path: str) -> CostModel:
         flops = params.pop("flops", "printed")
         if flops not in get_args(ZhuFlops):
             raise ConfigError(
-                f"{where}.flops", f"must be 'printed' or 'architecture', got {flops!r}"
+                f"{where}.flops", f"must be 'printed' or 'architecture', got {as_written(flops)}"
             )
         coeffs = from_dict(_ZhuCoefficients, params, where)
         return ZhuCost(load_architecture(data["model"]), coeffs.c1_s_per_flop, coeffs.c2_s, flops)
-    raise ConfigError(f"{where}.kind", f"must be 'wisp', 'zhu' or 'lookup', got {kind!r}")
+    raise ConfigError(f"{where}.kind", f"must be 'wisp', 'zhu' or 'lookup', got {as_written(kind)}")
 
 
 def load_wisp_coefficients(name_or_path: str) -> WispCoefficients:

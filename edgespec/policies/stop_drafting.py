@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.config import read_text
+from edgespec.config import as_written, read_text
 from edgespec.policies.contracts import PolicyContractError
 from edgespec.policies.interfaces import DraftStopPolicy as DraftStopPolicy  # re-exported
 from edgespec.policies.params import PolicyParamError
@@ -202,7 +202,7 @@ def mlp_from_json(data: dict[str, Any], source: str = "<dict>") -> MlpStopPolicy
     try:
         threshold = data["threshold"]
         if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-            raise ValueError(f"threshold must be a number, got {threshold!r}")
+            raise ValueError(f"threshold must be a number, got {as_written(threshold)}")
         if not isinstance(data["layers"], list):
             raise ValueError(f"layers must be a list, got {data['layers']!r:.80}")
         return MlpStopPolicy(

@@ -49,6 +49,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from edgespec.config import as_written
 from edgespec.core.types import BatchPlan, PendingVerification
 from edgespec.policies.estimator import WispCoefficients
 from edgespec.policies.interfaces import BatchLimits
@@ -185,5 +186,7 @@ def wisp_batching(
         if not (math.isfinite(value) and value >= 0):
             raise PolicyParamError(name, f"{name} must be a finite number >= 0, got {value}")
     if not isinstance(work_conserving, bool):
-        raise ValueError(f"work_conserving must be true or false, got {work_conserving!r}")
+        raise ValueError(
+            f"work_conserving must be true or false, got {as_written(work_conserving)}"
+        )
     return WispBatching(WispCoefficients(a_s, b_compute_s, b_read_s, c_s), guard_s, work_conserving)

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TextIO
 
+from edgespec.config import as_written
 from edgespec.models.registry import same_model
 from edgespec.output_paths import write_text_atomically
 from edgespec.profiling.draft import DraftSample
@@ -133,7 +134,7 @@ def _count(value: Any, name: str, minimum: int = 0, limit: int | None = None) ->
     """``value`` if it is an integer (not a bool, a float or a string) in
     ``[minimum, limit)``; ``ValueError`` naming ``name`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
+        raise ValueError(f"{name} must be an integer, got {as_written(value)}")
     if value < minimum or (limit is not None and value >= limit):
         bounds = f"in [{minimum}, {limit})" if limit is not None else f">= {minimum}"
         raise ValueError(f"{name} must be {bounds}, got {value}")
@@ -151,13 +152,13 @@ def _sample(config: int, raw: Any, name: str) -> Sample:
     for i, entry in enumerate(raw["entries"]):
         where = f"{name}.entries[{i}]"
         if not isinstance(entry, list) or len(entry) != 2:
-            raise ValueError(f"{where} must be [L_new, L_cached], got {entry!r:.80}")
+            raise ValueError(f"{where} must be [L_new, L_cached], got {as_written(entry):.80}")
         entries.append(
             (_count(entry[0], f"{where} L_new", 1), _count(entry[1], f"{where} L_cached"))
         )
     time_s = raw["time_s"]
     if isinstance(time_s, bool) or not isinstance(time_s, int | float):
-        raise ValueError(f"{name}.time_s must be a number, got {time_s!r}")
+        raise ValueError(f"{name}.time_s must be a number, got {as_written(time_s)}")
     if not (math.isfinite(time_s) and time_s >= 0):
         raise ValueError(f"{name}.time_s must be a finite number >= 0, got {time_s}")
     return Sample(config, _count(raw["run"], f"{name}.run"), tuple(entries), float(time_s))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from edgespec.config import ConfigError
+from edgespec.config import ConfigError, as_written
 from edgespec.hardware.cost_models import ZhuCost, load_architecture, load_profile
 from edgespec.policies.estimator import (
     forward_flops,
@@ -131,7 +131,7 @@ def test_a_bad_flops_field_names_the_file(tmp_path: Path, flops: object) -> None
     with pytest.raises(ConfigError) as info:
         load_profile(path)
     assert str(info.value) == (
-        f"config field '{path}.flops': must be 'printed' or 'architecture', got {flops!r}"
+        f"config field '{path}.flops': must be 'printed' or 'architecture', got {as_written(flops)}"
     )
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from edgespec.config import ConfigError, RecordError, read_jsonl
+from edgespec.config import ConfigError, RecordError, as_written, read_jsonl
 from edgespec.core.features import (
     FEATURE_DIGITS,
     FEATURE_NAMES,
@@ -208,7 +208,7 @@ def _field(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], where: 
     if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
         kinds = kind if isinstance(kind, tuple) else (kind,)
         expected = " or ".join(k.__name__ for k in kinds)
-        raise RecordError(where, f"expected {expected}, got {value!r}", key)
+        raise RecordError(where, f"expected {expected}, got {as_written(value)}", key)
     return value
 
 

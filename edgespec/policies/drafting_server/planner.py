@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from edgespec.config import as_written
 from edgespec.policies.drafting_server.bandwidth import (
     optimal_shares,
     uniform_shares,
@@ -120,11 +121,13 @@ class PipelinePlanner:
     def __post_init__(self) -> None:
         if self.batching not in BATCHING_RULES:
             raise PolicyParamError(
-                "batching", f"batching must be one of {BATCHING_RULES}, got {self.batching!r}"
+                "batching",
+                f"batching must be one of {BATCHING_RULES}, got {as_written(self.batching)}",
             )
         if self.bandwidth not in ("optimal", "uniform"):
             raise PolicyParamError(
-                "bandwidth", f"bandwidth must be 'optimal' or 'uniform', got {self.bandwidth!r}"
+                "bandwidth",
+                f"bandwidth must be 'optimal' or 'uniform', got {as_written(self.bandwidth)}",
             )
         bounds = {"max_spec_len": MAX_GAMMA, "spec_len": MAX_GAMMA, "output_len": MAX_OUTPUT_LEN}
         for name, high in bounds.items():

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from edgespec.config import ConfigFileError, read_text
+from edgespec.config import ConfigFileError, as_written, read_text
 from edgespec.policies.params import PolicyParamError
 from edgespec.policies.stop_drafting import require_finite, require_scale
 
@@ -84,13 +84,18 @@ class TrainedFor:
 
     def __post_init__(self) -> None:
         if not isinstance(self.target, str) or not self.target:
-            raise ValueError(f"trained_for.target must be a model name, got {self.target!r}")
+            raise ValueError(
+                f"trained_for.target must be a model name, got {as_written(self.target)}"
+            )
         if self.draft is not None and (not isinstance(self.draft, str) or not self.draft):
-            raise ValueError(f"trained_for.draft must be a model name or null, got {self.draft!r}")
+            raise ValueError(
+                f"trained_for.draft must be a model name or null, got {as_written(self.draft)}"
+            )
         size = self.target_vocab_size
         if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
             raise ValueError(
-                f"trained_for.target_vocab_size must be an integer >= 1 or null, got {size!r}"
+                "trained_for.target_vocab_size must be an integer >= 1 or null, "
+                f"got {as_written(size)}"
             )
 
     def to_json(self) -> dict[str, Any]:
@@ -129,7 +134,7 @@ class DecisionHead:
         for name in ("draft_hidden", "target_hidden"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+                raise ValueError(f"{name} must be an integer >= 1, got {as_written(value)}")
         if self.w1.ndim != 2 or self.w2.ndim != 2:
             raise ValueError("W1 and W2 must be matrices: W1 d×h, W2 h×1")
         d_in = self.w1.shape[0]

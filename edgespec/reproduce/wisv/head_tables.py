@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from edgespec.config import read_text
+from edgespec.config import as_written, read_text
 from edgespec.errors import UserInputError
 from edgespec.sim.model.reject_table import RejectShareTable
 
@@ -61,7 +61,7 @@ def _labels(data: Any, path: Path) -> tuple[str | None, tuple[float, float] | No
         raise UserInputError(f"{path}: expected a JSON object")
     budget = data.get("budget")
     if budget is not None and not isinstance(budget, str):
-        raise UserInputError(f"{path}: budget must be a name, got {budget!r}")
+        raise UserInputError(f"{path}: budget must be a name, got {as_written(budget)}")
     shares = data.get("label_reject_share")
     if shares is None:
         return budget, None
@@ -69,10 +69,12 @@ def _labels(data: Any, path: Path) -> tuple[str | None, tuple[float, float] | No
         pair = (float(shares["poor"]), float(shares["good"]))
     except (KeyError, TypeError, ValueError):
         raise UserInputError(
-            f"{path}: label_reject_share must hold numbers poor and good, got {shares!r}"
+            f"{path}: label_reject_share must hold numbers poor and good, got {as_written(shares)}"
         ) from None
     if not all(math.isfinite(v) and 0.0 <= v <= 1.0 for v in pair):
-        raise UserInputError(f"{path}: label_reject_share must be in [0, 1], got {shares!r}")
+        raise UserInputError(
+            f"{path}: label_reject_share must be in [0, 1], got {as_written(shares)}"
+        )
     return budget, pair
 
 

@@ -20,7 +20,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from edgespec.config import ConfigError, at_field, read_text
+from edgespec.config import ConfigError, as_written, at_field, read_text
 from edgespec.policies.semantic.csi import ChannelState
 
 TRAIN_COMMAND = "edgespec train wisv"
@@ -95,7 +95,7 @@ def _channel_quality(entry: Any, where: str) -> float:
     """κ of a table's channel: its ``quality``, else from ``uplink_mbps`` (or
     ``uplink_bps``) with ``per`` and ``rtt_ms`` as the head's CSI features build it."""
     if not isinstance(entry, Mapping):
-        raise ValueError(f"{where}: expected a mapping, got {entry!r}")
+        raise ValueError(f"{where}: expected a mapping, got {as_written(entry)}")
     if "quality" in entry:
         return float(entry["quality"])
     if "uplink_bps" in entry:
@@ -141,7 +141,7 @@ def _mismatches(data: Mapping[str, Any]) -> int | None:
         return None
     value = data["mismatches"]
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"mismatches must be a whole number >= 1, got {value!r}")
+        raise ValueError(f"mismatches must be a whole number >= 1, got {as_written(value)}")
     return value
 
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from edgespec.config import ConfigError
+from edgespec.config import ConfigError, as_written
 from edgespec.sim.model.layout import Layout
 from edgespec.sim.setup.pools import (
     MAX_DEVICES,
@@ -189,7 +189,7 @@ def replicate_cells(data: Mapping[str, Any]) -> Mapping[str, Any]:
         return data
     num = topo["cells"]
     if type(num) is not int or num < 1:
-        raise ConfigError("auto_topology.cells", f"must be an integer >= 1, got {num!r}")
+        raise ConfigError("auto_topology.cells", f"must be an integer >= 1, got {as_written(num)}")
     if num == 1:  # the pools as written
         return {**data, "auto_topology": {k: v for k, v in topo.items() if k != "cells"}}
     devices = list(topo.get("devices", ({},)))
@@ -202,12 +202,12 @@ def replicate_cells(data: Mapping[str, Any]) -> Mapping[str, Any]:
         for i, pool in enumerate(pools):
             where = f"auto_topology.{kind}[{i}]"
             if not isinstance(pool, Mapping):
-                raise ConfigError(where, f"expected a mapping, got {pool!r}")
+                raise ConfigError(where, f"expected a mapping, got {as_written(pool)}")
             count = pool.get("count", defaults[kind].count)
             if type(count) is not int or count < num or count % num:
                 raise ConfigError(
                     f"{where}.count",
-                    f"must be a multiple of auto_topology.cells ({num}), got {count!r}",
+                    f"must be a multiple of auto_topology.cells ({num}), got {as_written(count)}",
                 )
             if pool.get("server_pools"):
                 raise ConfigError(

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from edgespec.config import ConfigError, ConfigFileError, RecordError, read_jsonl
+from edgespec.config import ConfigError, ConfigFileError, RecordError, as_written, read_jsonl
 from edgespec.config.overrides import shown
 from edgespec.core.features import FeatureRows, parse_feature_rows, parse_rejection_rows
 from edgespec.core.tree import parse_branching
@@ -94,7 +94,7 @@ def _count(value: Any, where: str, field: str, minimum: int) -> int:
         expected = f"an integer in [{minimum}, {MAX_RECORD_TOKENS:,}]"
     else:
         return value
-    raise RecordError(where, f"expected {expected}, got {shown(repr(value), 40)}", field)
+    raise RecordError(where, f"expected {expected}, got {shown(as_written(value), 40)}", field)
 
 
 def _arrival_ms(value: Any, where: str) -> float:
@@ -106,7 +106,7 @@ def _arrival_ms(value: Any, where: str) -> float:
     except OverflowError:  # an integer too large for a float
         ok = False
     if not ok:
-        got = shown(repr(value), 40)
+        got = shown(as_written(value), 40)
         raise RecordError(where, f"expected a finite number >= 0, got {got}", "arrival_ms")
     return float(value)
 

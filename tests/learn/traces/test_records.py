@@ -173,7 +173,7 @@ def test_measured_mean_accepted_and_a_false_lossless_flag_round_trip(tmp_path: P
 @pytest.mark.parametrize(
     ("change", "field", "message"),
     [
-        ({"drafter_id": True}, "drafter_id", "expected int, got True"),
+        ({"drafter_id": True}, "drafter_id", "expected int, got true"),
         ({"acceptance_seq": [1, 1, 0.0, 1, 1, 1]}, "acceptance_seq", "must be a list of 0/1"),
         ({"acceptance_seq": [1, True, 0, 1, 1, 1]}, "acceptance_seq", "must be a list of 0/1"),
     ],

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from edgespec.cli import main
-from edgespec.config import ConfigError
+from edgespec.config import ConfigError, as_written
 from edgespec.sim.model.reject_table import load_reject_table
 from tests.sim.helpers import tiny_scenario
 
@@ -81,5 +81,5 @@ def test_a_table_says_how_many_mismatches_its_shares_come_from(tmp_path: Path) -
             load_reject_table(str(path))
         assert str(error.value) == (
             f"config field 'verification.table': {path}: mismatches must be a whole number "
-            f">= 1, got {bad!r}"
+            f">= 1, got {as_written(bad)}"
         )

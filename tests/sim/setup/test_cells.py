@@ -108,7 +108,7 @@ def test_the_bundled_cell_scenarios_are_the_bench_in_cells() -> None:
             "auto_topology.devices[1].server_pools",
             "auto_topology.cells pins the pools; leave it out",
         ),
-        (["auto_topology.cells=true"], "auto_topology.cells", "must be an integer >= 1, got True"),
+        (["auto_topology.cells=true"], "auto_topology.cells", "must be an integer >= 1, got true"),
         (
             ["auto_topology.cells=2", "auto_topology.devices.0.count=0"],
             "auto_topology.devices[0].count",

@@ -135,11 +135,11 @@ def test_length_tables() -> None:
         ([1, 2], "t.jsonl:1: expected a JSON object, got list"),
         (
             {"arrival_ms": True, "prompt_tokens": 1, "output_tokens": 2},
-            "t.jsonl:1: arrival_ms: expected a finite number >= 0, got True",
+            "t.jsonl:1: arrival_ms: expected a finite number >= 0, got true",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": True},
-            "t.jsonl:1: output_tokens: expected an integer >= 1 or a token list, got True",
+            "t.jsonl:1: output_tokens: expected an integer >= 1 or a token list, got true",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "acceptance_seq": [1.0]},
