@@ -11,8 +11,9 @@ scenario reads (a trace) is the user's to keep unchanged between the two. The fo
 removed once the sweep's points are all done.
 
 The metrics are pickled: the folder is in this user's own cache (``$EDGESPEC_CACHE`` or
-``~/.cache/edgespec``, ``sweeps/``; ``$EDGESPEC_SWEEPS_CACHE`` elsewhere), written by no
-one else; an entry that cannot be read is run again. One run of a sweep at a time
+``~/.cache/edgespec``, ``sweeps/``; ``$EDGESPEC_SWEEPS_CACHE`` elsewhere), made mode 0700
+and refused, before anything in it is read, when another user could write in it
+(:mod:`.private_folder`); an entry that cannot be read is run again. One run of a sweep at a time
 (:meth:`KeptPoints.held`): a run holds its folder's ``lock`` file (``flock``, released when
 the run ends, however it ends), and a second run of the same sweep meanwhile is refused
 at once, naming the folder and the holder's process id (it would run the same points and
@@ -37,6 +38,7 @@ from typing import Any
 from edgespec.errors import UserInputError
 from edgespec.metrics.types import SystemMetrics
 from edgespec.output_paths import write_atomically
+from edgespec.sweeps.private_folder import check_private, private_folder
 
 KEPT_FOR_S = 7 * 24 * 3600.0
 """How long a stopped sweep's points are kept unused: a sweep's start removes older ones
@@ -85,10 +87,12 @@ class KeptPoints:
     def kept(self, num_points: int) -> dict[int, SystemMetrics]:
         """The points of ``range(num_points)`` kept by an earlier run of this sweep."""
         found: dict[int, SystemMetrics] = {}
+        if os.path.lexists(self.folder):
+            check_private(self.folder)
         for index in range(num_points) if self.folder.is_dir() else ():
             try:
                 metrics = pickle.loads(self._path(index).read_bytes())
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            except Exception:  # a damaged entry, whatever pickle makes of it: run again
                 continue
             if isinstance(metrics, SystemMetrics):
                 found[index] = metrics
@@ -96,7 +100,7 @@ class KeptPoints:
 
     def keep(self, index: int, metrics: SystemMetrics) -> None:
         """Keep point ``index``'s metrics, whole or not at all."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        private_folder(self.folder)
         data = pickle.dumps(metrics)
         write_atomically(self._path(index), lambda fh: fh.write(data))
 
@@ -124,7 +128,7 @@ class KeptPoints:
 def _try_lock(path: Path) -> int | None:
     """``path`` opened (made if missing) and locked, its descriptor; ``None`` when another
     holds it. ``FileNotFoundError`` when its folder is gone."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -140,7 +144,7 @@ def _locked(path: Path) -> int:
     """``path`` locked for this process, holding its id (:meth:`KeptPoints.held`); again
     when the file locked was removed meanwhile (the run that held it was done)."""
     while True:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
         try:
             fd = _try_lock(path)
         except FileNotFoundError:  # the folder removed between the two: again
