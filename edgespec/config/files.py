@@ -193,6 +193,8 @@ def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]
                 raise RecordError(where, instead or f"invalid JSON: {exc.msg}") from exc
             except ValueError as exc:  # an integer of more digits than Python converts
                 raise RecordError(where, f"invalid JSON: {str(exc).split(';')[0]}") from exc
+            except RecursionError as exc:
+                raise RecordError(where, "invalid JSON: nested too deeply") from exc
             first = False
             yield where, record
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgespec.config.files import MAX_JSONL_LINE_BYTES
 from edgespec.errors import MissingPackageError, UserInputError
 
 DATASETS: tuple[str, ...] = ("gsm8k", "cnndm", "humaneval", "sharegpt")
@@ -79,24 +80,37 @@ class PromptFileError(UserInputError, ValueError):
 
 def jsonl_objects(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line of a JSONL file; a line that is not a
-    JSON object in UTF-8 is a :class:`PromptFileError` naming the file and line."""
+    JSON object in UTF-8, or longer than :data:`~edgespec.config.files.MAX_JSONL_LINE_BYTES`
+    (read no further), is a :class:`PromptFileError` naming the file and line."""
     rows = []
+    limit = MAX_JSONL_LINE_BYTES
     with path.open("rb") as fh:
-        for line_no, data in enumerate(fh, start=1):
+        for line_no, data in enumerate(iter(lambda: fh.readline(limit + 1), b""), start=1):
             where = f"{path}:{line_no}"
-            try:
-                line = data.decode("utf-8")
-                row = json.loads(line) if line.strip() else None
-            except UnicodeDecodeError as exc:
-                raise PromptFileError(f"{where}: not UTF-8 text ({exc.reason})") from exc
-            except json.JSONDecodeError as exc:
-                raise PromptFileError(f"{where}: not valid JSON ({exc.msg})") from exc
+            if len(data) > limit and data[limit:] != b"\n":
+                raise PromptFileError(f"{where}: a line longer than {limit:,} bytes, the limit")
+            row = _json_line(data, where)
             if row is None:
                 continue
             if not isinstance(row, dict):
                 raise PromptFileError(f"{where}: a JSON {type(row).__name__}, not an object")
             rows.append((line_no, row))
     return rows
+
+
+def _json_line(data: bytes, where: str) -> Any:
+    """A line's JSON value (``None`` for a blank line), or a :class:`PromptFileError`."""
+    try:
+        line = data.decode("utf-8")
+        return json.loads(line) if line.strip() else None
+    except UnicodeDecodeError as exc:
+        raise PromptFileError(f"{where}: not UTF-8 text ({exc.reason})") from exc
+    except json.JSONDecodeError as exc:
+        raise PromptFileError(f"{where}: not valid JSON ({exc.msg})") from exc
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise PromptFileError(f"{where}: not valid JSON ({str(exc).split(';')[0]})") from exc
+    except RecursionError as exc:
+        raise PromptFileError(f"{where}: not valid JSON (nested too deeply)") from exc
 
 
 def text_field(path: Path, line_no: int, row: dict[str, Any], field: str) -> str:

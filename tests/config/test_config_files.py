@@ -67,3 +67,15 @@ def test_an_empty_yaml_file_is_the_defaults(tmp_path: Path) -> None:
     empty.write_text("# nothing set\n")
     assert read_yaml(empty) == {}
     assert load_config(ServerConfig, empty, ["port=7"]) == ServerConfig(port=7)
+
+
+def test_a_line_nested_too_deeply_is_named_not_a_traceback(tmp_path: Path) -> None:
+    """json's RecursionError (a line 200,000 arrays deep) came out of `edgespec sim` as a
+    traceback naming neither file nor line."""
+    from edgespec.config import read_jsonl
+
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"a": 1}\n{"prompt": ' + "[" * 200_000 + "]" * 200_000 + "}\n")
+    with pytest.raises(ConfigError) as error:
+        list(read_jsonl(deep))
+    assert str(error.value) == "deep.jsonl:2: invalid JSON: nested too deeply"

@@ -145,3 +145,35 @@ def test_a_bad_prompt_line_is_a_user_input_error_naming_the_line(tmp_path: Path)
     path.write_bytes(b'{"prompt": "caf\xe9"}\n')
     with pytest.raises(PromptFileError, match=r"p\.jsonl:1: not UTF-8 text \(invalid"):
         load_jsonl_prompts(path, "gsm8k")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (b'{"prompt": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "nested too deeply"),
+        (b'{"prompt": "a", "n": ' + b"9" * 5000 + b"}", "Exceeds the limit (4300 digits)"),
+    ],
+)
+def test_a_prompt_line_json_cannot_take_is_named(tmp_path: Path, line: bytes, message: str) -> None:
+    """A line nested too deeply was a RecursionError traceback, a 5,000-digit number an
+    error naming neither file nor line."""
+    from edgespec.datasets.prompts import PromptFileError
+
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"prompt": "a"}\n' + line + b"\n")
+    with pytest.raises(PromptFileError) as refused:
+        load_jsonl_prompts(path, "gsm8k")
+    assert str(refused.value).startswith(f"{path}:2: not valid JSON ({message}")
+
+
+def test_a_prompt_line_over_the_limit_is_refused_as_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from edgespec.datasets import prompts
+
+    monkeypatch.setattr(prompts, "MAX_JSONL_LINE_BYTES", 64)
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b'{"prompt": "a"}\n{"prompt": "' + b"x" * 100 + b'"}\n')
+    with pytest.raises(prompts.PromptFileError) as refused:
+        load_jsonl_prompts(path, "gsm8k")
+    assert str(refused.value) == f"{path}:2: a line longer than 64 bytes, the limit"
