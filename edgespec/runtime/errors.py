@@ -35,17 +35,39 @@ class RequestError(Exception):
 
     def client_line(self, command: str) -> str:
         """How a client command reports it: one line, with a hint when the server could
-        not be reached: what its TLS handshake failed on (:data:`TLS_HINTS`), else whether
-        a server is there at all."""
+        not be reached: what its TLS handshake failed on (:data:`TLS_HINTS`), that a call
+        outlived its deadline (:func:`deadline_hint`), else whether a server is there at
+        all."""
         hint = ""
         if self.code is ErrorCode.UNAVAILABLE:
-            hint = next((h for said, h in TLS_HINTS if said in self.message), UNREACHED_HINT)
+            unreached = UNREACHED_HINT
+            if DEADLINE_EXCEEDED in self.message:
+                unreached = deadline_hint(TIMEOUT_FLAGS.get(command))
+            hint = next((h for said, h in TLS_HINTS if said in self.message), unreached)
             hint = f" ({hint})"
         return f"edgespec {command}: {self}{hint}"
 
 
 UNREACHED_HINT = "is an `edgespec serve` running and reachable at the --server address?"
 """A client's hint for an ``UNAVAILABLE`` server that is no TLS handshake's failure."""
+
+DEADLINE_EXCEEDED = "Deadline Exceeded"
+"""What gRPC says of a call that outlived its deadline (mapped to ``UNAVAILABLE``)."""
+
+TIMEOUT_FLAGS = {"draft": "--request-timeout-s", "drafting-server": "--timeout-s"}
+"""The flag that sets each client command's call deadline."""
+
+
+def deadline_hint(flag: str | None) -> str:
+    """The hint for a call past its deadline (``flag`` sets the deadline, ``None``: none
+    does): a server that took the call and did not answer in time is there, so "is an
+    `edgespec serve` running" misled (a prompt whose first pass outlasts the deadline)."""
+    longer = f"raise {flag}" if flag else "a longer deadline"
+    return (
+        "the server did not answer within the call's deadline: it is hung, or busy with a "
+        f"pass that takes longer, such as a long prompt's first ({longer} to wait for it)"
+    )
+
 
 _NOT_SIGNED = "the server's certificate is not signed by the --tls-ca CA"
 TLS_HINTS: tuple[tuple[str, str], ...] = (
@@ -54,7 +76,8 @@ TLS_HINTS: tuple[tuple[str, str], ...] = (
     ("CERTIFICATE_VERIFY_FAILED", "the server's certificate does not verify against the "
      "--tls-ca CA, for the reason just given"),
     ("Hostname Verification Check failed", "the server's certificate does not name the "
-     "host in --server: give the name it holds with --tls-server-name"),
+     "host it was checked for (--tls-server-name if given, else the host in --server): "
+     "give a name it holds with --tls-server-name"),
     ("WRONG_VERSION_NUMBER", "the server does not speak TLS: drop --tls-ca, or serve with "
      "--tls-cert and --tls-key"),
     ("Socket closed", "a server that speaks TLS closes a plaintext client's connection: give "

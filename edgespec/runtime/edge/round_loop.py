@@ -30,7 +30,7 @@ from edgespec.runtime.edge.rounds import (
     draft_rng,
     play_round,
 )
-from edgespec.runtime.errors import ErrorCode, RequestError
+from edgespec.runtime.errors import DEADLINE_EXCEEDED, ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
 
 
@@ -141,13 +141,15 @@ class RoundLoop:
     def _recover(self, exc: RequestError, sent: float, watch: ProgressWatch) -> None:
         """Let the round be played again after ``exc``: on the same session when the server
         aborted it, else on the lost session reopened; an error that is neither, or came
-        after ``retry_timeout_s``, is raised again (the session closed first, unless lost:
-        its KV would wait for the server's idle timeout)."""
+        after ``retry_timeout_s``, is raised again (the session closed first, unless lost
+        or the server unreachable: its KV would wait for the server's idle timeout; a call
+        past its deadline, ``UNAVAILABLE``, may have reached a server busy with its pass, a
+        long prompt's first, say, that holds it)."""
         options, clock = self.options, self.clock
         survivable = exc.code in RECOVERABLE or exc.code in REPLAYED
         if not survivable or clock() - sent > options.retry_timeout_s:
-            if exc.code not in RECOVERABLE:  # the server holds it: free its KV now
-                close_quietly(self.verifier, self.session_id)
+            if exc.code not in RECOVERABLE or DEADLINE_EXCEEDED in exc.message:
+                close_quietly(self.verifier, self.session_id)  # the server holds it: free its KV
             raise exc
         if exc.code in REPLAYED:
             self._replay(exc, watch)

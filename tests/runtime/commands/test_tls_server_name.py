@@ -28,8 +28,9 @@ PROMPT = (3, 17, 42, 8, 9)
 IDS = ",".join(map(str, PROMPT))
 NEEDS_CA = "names the server's TLS certificate: needs --tls-ca (TLS; without it, plaintext)"
 HINT = (
-    "Hostname Verification Check failed. (the server's certificate does not name the host in "
-    "--server: give the name it holds with --tls-server-name)"
+    "Hostname Verification Check failed. (the server's certificate does not name the host it "
+    "was checked for (--tls-server-name if given, else the host in --server): give a name it "
+    "holds with --tls-server-name)"
 )
 DRAFT = ["draft", "--server", "127.0.0.1:1", "--draft", "ngram", "--prompt-ids", IDS]
 BAD_NAME = "expected a host name (letters, digits, '-' and '.'), got 'bad name'"
@@ -60,6 +61,9 @@ def test_draft_reaches_a_server_by_ip_with_the_name_its_certificate_holds(
     last = err.splitlines()[-1]
     assert out == "" and last.startswith("edgespec draft: UNAVAILABLE: failed to connect to all ")
     assert last.endswith(HINT)
+    assert main([*cli, "--tls-server-name", "other.test"]) == 1  # a name it does not hold
+    last = capsys.readouterr().err.splitlines()[-1]  # (it said "the host in --server")
+    assert last.startswith("edgespec draft: UNAVAILABLE: ") and last.endswith(HINT)
     assert main([*cli, "--tls-server-name", NAME]) == 0
     out, _ = capsys.readouterr()
     assert _tokens(out) == target_greedy_decode(target, PROMPT, 8)

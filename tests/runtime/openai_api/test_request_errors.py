@@ -66,3 +66,19 @@ def test_the_servers_context_refusal_is_in_the_clients_terms() -> None:
             "code": "context_length_exceeded",
         }
     }
+
+
+def test_a_call_past_its_deadline_is_not_said_unreachable() -> None:
+    """A reachable server busy past ``--request-timeout-s`` (two 2,042-token prompts at once
+    on the real Gemma target: one pass of 36 s) was "unreachable: Deadline Exceeded"."""
+    error = from_request_error(RequestError(ErrorCode.UNAVAILABLE, "Deadline Exceeded"))
+    assert (error.status, error.code, error.retry_after_s) == (503, "unavailable", RETRY_AFTER_S)
+    assert error.message == (
+        "the verification server did not answer within --request-timeout-s (Deadline "
+        "Exceeded): it is hung, or busy with a pass that takes longer, such as a long "
+        "prompt's first (the endpoint's --request-timeout-s must exceed it); retry after 1s"
+    )
+    down = from_request_error(RequestError(ErrorCode.UNAVAILABLE, "Connection refused"))
+    assert down.message == (
+        "the verification server is unreachable: Connection refused; retry after 1s"
+    )

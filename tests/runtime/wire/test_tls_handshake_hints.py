@@ -54,7 +54,8 @@ def test_a_server_certificate_without_the_servers_name_is_said_so(
     line = _drafting_server_line(server.port, ca.cert, capsys)
     assert line.endswith(
         "Hostname Verification Check failed. (the server's certificate does not name the "
-        "host in --server: give the name it holds with --tls-server-name)"
+        "host it was checked for (--tls-server-name if given, else the host in --server): "
+        "give a name it holds with --tls-server-name)"
     )
     verifier = RemoteVerifier(f"127.0.0.1:{server.port}", tls_ca=str(ca.cert),
                               tls_server_name=NAME, timeout_s=5)  # fmt: skip
