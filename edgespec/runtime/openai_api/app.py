@@ -263,7 +263,7 @@ def build_app(
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        where = f"{request.method} {request.url.path}"
+        where = f"{request.method} {clip(request.url.path)}"
         return error_response(ApiError(exc.status_code, f"{where}: {exc.detail}"), exc.headers)
 
     @app.api_route("/v1/models", methods=list(READ_METHODS))

@@ -18,6 +18,7 @@ from typing import Any
 import openai
 import pytest
 
+from edgespec.runtime.openai_api.errors import clip
 from edgespec.runtime.openai_api.serve import ApiThread
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.openai_api.conftest import (
@@ -34,6 +35,16 @@ def test_unknown_route_is_an_openai_404(api: ApiThread) -> None:
     status, error = _error(api, {}, path="/v1/embeddings")
     assert status == 404
     assert "POST /v1/embeddings" in error["message"]
+
+
+def test_a_long_unknown_path_is_quoted_clipped(api: ApiThread) -> None:
+    """The 404 echoed the whole path (15,000 characters came back; every other message
+    clips what a client sent)."""
+    path = "/" + "x" * 15_000
+    status, error = _error(api, {}, path=path)
+    assert status == 404
+    assert error["message"] == f"POST {clip(path)}: Not Found"
+    assert len(error["message"]) < 120
 
 
 def test_a_wrong_method_is_an_openai_405_with_allow(api: ApiThread) -> None:
