@@ -3,7 +3,9 @@ EDGESPEC_SLOW=1, the files that take longest first."""
 
 from __future__ import annotations
 
+import itertools
 import os
+from pathlib import Path
 
 import pytest
 
@@ -56,12 +58,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+_NEXT_CACHE = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def _sweeps_caches(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("sweeps-caches")
+
+
 @pytest.fixture(autouse=True)
-def _own_sweeps_cache(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _own_sweeps_cache(_sweeps_caches: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's stopped sweeps keep their points in a folder of its own
     (edgespec.sweeps.kept_points), not the user's cache, where tests on other workers
     running the same sweep would share them (and the `edgespec` processes a test starts
-    inherit it)."""
-    monkeypatch.setenv("EDGESPEC_SWEEPS_CACHE", str(tmp_path_factory.mktemp("sweeps-cache")))
+    inherit it). Named here, made by the first sweep that keeps a point (private_folder):
+    ``mktemp`` per test listed the whole temporary root each time."""
+    monkeypatch.setenv("EDGESPEC_SWEEPS_CACHE", str(_sweeps_caches / str(next(_NEXT_CACHE))))
