@@ -217,24 +217,24 @@ def scenario_grid(args: argparse.Namespace) -> list[AwcScenario]:
 def run_data(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from edgespec.learn.awc.data import AwcTask, run_awc_scenario, workload_lengths
+    from edgespec.learn.awc.data import AwcTask, run_awc_scenario
     from edgespec.learn.awc.folder import data_settings, finish, finished_ids, opened_folder
     from edgespec.sweeps.executor import check_workers, make_executor
 
     check_workers(args.workers, args.address)
     weights = objective_weights(args)
     grid = scenario_grid(args)
-    console = Console(stderr=True, markup=False)
+    console = Console(stderr=True, markup=False, soft_wrap=True)  # a line per message
     trace = args.workload_trace
     if trace is not None and not trace.is_file():
         raise UserInputError(f"--workload-trace {trace}: no such file")
-    lengths = workload_lengths(str(trace)) if trace is not None else None
+    lengths = _workload_lengths(trace)
     console.print(f"GSM8K lengths: {trace or 'the bundled gsm8k table'}")
     with opened_folder(args.out, data_settings(args, grid), console):
         done = finished_ids(args.out)
         todo = [AwcTask(s, args.contexts_per_run, args.fused_gamma, lengths, args.fused_rounds)
                 for s in grid if s.scenario_id not in done]  # fmt: skip
-        console.print(f"{len(grid)} scenarios, {len(grid) - len(todo)} already done")
+        console.print(f"{_scenarios(len(grid))}, {len(grid) - len(todo)} already done")
         executor = make_executor(args.workers, engine="ray", address=args.address)
         start = time.perf_counter()
         with progress_bar(console, "scenarios", len(todo), remaining=True) as update:
@@ -245,3 +245,21 @@ def run_data(args: argparse.Namespace) -> int:
                 update(advance=1)
     finish(args, weights, len(todo), time.perf_counter() - start, console)
     return 0
+
+
+def _workload_lengths(trace: Path | None) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``--workload-trace``'s (prompt, output) lengths, or ``None`` without one; a trace
+    the reader refuses is refused naming the flag (was: the reader's line alone)."""
+    from edgespec.learn.awc.data import workload_lengths
+
+    if trace is None:
+        return None
+    try:
+        return workload_lengths(str(trace))
+    except UserInputError as error:
+        raise UserInputError(f"--workload-trace {trace}: {error}") from error
+
+
+def _scenarios(count: int) -> str:
+    """``"1 scenario"``, ``"4 scenarios"``."""
+    return f"{count} scenario{'' if count == 1 else 's'}"

@@ -169,7 +169,9 @@ def finish(
         "unlabelled": labelled.num_unlabelled,
     }
     write_text_atomically(args.out / "last_run.json", json.dumps(summary, indent=1) + "\n")
-    console.print(
-        f"{num_run} scenarios in {wall_s:.1f} s; {len(labelled.labels)} labelled "
-        f"(label γ: count {summary['labels']}, 1 = fused) → {args.out}"
+    console.print(  # one line, the folder as it is, however long (was: wrapped at 80)
+        f"{num_run} scenario{'' if num_run == 1 else 's'} in {wall_s:.1f} s; "
+        f"{len(labelled.labels)} labelled (label γ: count {summary['labels']}, 1 = fused) "
+        f"→ {args.out}",
+        soft_wrap=True,
     )

@@ -29,7 +29,8 @@ CONTEXT_COLUMNS = ("scenario_id", *AWC_FEATURE_NAMES)
 
 
 def check_data_folder(folder: Path) -> None:
-    """Refuse a ``--data`` that does not exist, or is not a folder, in one line."""
+    """Refuse a ``--data`` that does not exist, or is not a folder, or holds simulated
+    scenarios and no ``labels.parquet``, in one line."""
     if not folder.exists():
         raise UserInputError(
             f"--data {folder}: no such folder (give an awc-data --out folder: make one "
@@ -37,6 +38,14 @@ def check_data_folder(folder: Path) -> None:
         )
     if not folder.is_dir():
         raise UserInputError(f"--data {folder}: not a folder (give an awc-data --out folder)")
+    simulated = len(list((folder / "configs").glob("s*.parquet")))
+    if simulated and not (folder / "labels.parquet").exists():  # was: "run awc-data"
+        raise UserInputError(
+            f"--data {folder}: no labels.parquet beside its {simulated} simulated "
+            f"scenario{'' if simulated == 1 else 's'} (the awc-data run that made them "
+            "stopped before labelling, or labelled none): rerun that awc-data command, "
+            "which labels them or says why it cannot"
+        )
 
 
 def read_labels(path: Path) -> dict[int, int]:

@@ -32,7 +32,9 @@ from edgespec.learn.finished import (
 from edgespec.output_paths import output_file, writable_output_folder, write_text_atomically
 
 if TYPE_CHECKING:
-    from edgespec.learn.stop.study import StopStudy
+    from rich.console import Console
+
+    from edgespec.learn.stop.study import StopStudy, StudySettings
     from edgespec.learn.traces.records import TraceRecord
 
 BUNDLED_TRACES = Path(__file__).resolve().parents[2] / "data" / "predictors"
@@ -104,7 +106,25 @@ def trace_files(paths: list[Path]) -> list[Path]:
                 f"--traces {path}: no such file or directory, nor a bundled trace set "
                 f"({', '.join(names)}){did_you_mean(str(path), names)}"
             )
+    _refuse_repeats(files)
     return files
+
+
+def _refuse_repeats(files: list[Path]) -> None:
+    """A trace file named twice (as given, through a directory, or a byte-identical copy)
+    is refused: its requests would count twice and sit on both sides of the request split
+    (was: taken, so held-out requests were also training requests)."""
+    import hashlib
+
+    seen: dict[str, Path] = {}
+    for file in files:
+        digest = hashlib.sha256(file.read_bytes()).hexdigest()
+        if digest in seen:
+            raise UserInputError(
+                f"--traces {file}: the same traces as {seen[digest]} (given twice, or a "
+                "copy); give each once: its requests would be both training and test requests"
+            )
+        seen[digest] = file
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,10 +134,10 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from rich.console import Console
 
-    from edgespec.learn.stop.study import StudySettings, run_study
+    from edgespec.learn.stop.study import StudySettings
 
     torch.set_num_threads(args.threads)  # this command owns its process
-    console = Console(stderr=True, markup=False)
+    console = Console(stderr=True, markup=False, soft_wrap=True)  # a line per message
     records = read_records(args.traces)
     settings = StudySettings(
         k_max=args.k_max,
@@ -129,14 +149,27 @@ def run(args: argparse.Namespace) -> int:
     command = "edgespec " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     try:
-        with console.status("training predictors") as status:
-            study = run_study(records, settings, log=lambda m: status.update(m[:120]))
+        study = _study_with_progress(records, settings, console)
     except ValueError as exc:  # too few requests, one class in a split: name the traces
         named = " ".join(f"--traces {path}" for path in args.traces)
         raise UserInputError(f"{named}: {exc}") from exc
     threshold = write_study(study, args.out, args.report_dir, command, when)
-    console.print(f"wrote {args.out} (threshold {threshold:.3f})")
+    console.print(f"wrote {args.out} (threshold {threshold:.3f})", soft_wrap=True)  # one line
     return 0
+
+
+def _study_with_progress(
+    records: list[TraceRecord], settings: StudySettings, console: Console
+) -> StopStudy:
+    """The study, saying what it does: on a terminal a status line, elsewhere one log line
+    per step (each search trial, each predictor evaluated; was: nothing for the minute and
+    a half the default study takes)."""
+    from edgespec.learn.stop.study import run_study
+
+    if not console.is_terminal:
+        return run_study(records, settings, log=lambda m: console.print(m, soft_wrap=True))
+    with console.status("training predictors") as status:
+        return run_study(records, settings, log=lambda m: status.update(m[:120]))
 
 
 def read_records(paths: list[Path]) -> list[TraceRecord]:

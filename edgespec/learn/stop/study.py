@@ -167,7 +167,9 @@ def run_study(
             waste = replay_with_stops(seqs, keeps, settings.k_max)
             fpr = operating_point(test.labels, scores, cut).fpr
             theorem.append(TheoremPoint(name, cut, fpr, waste))
-        log(f"{name}: threshold {result.threshold:.3f}, test {result.test}")
+        test_point = result.test
+        log(f"{name}: threshold {result.threshold:.3f}, held-out AUC {test_point.auc:.3f}, "
+            f"FPR {test_point.fpr:.3f}")  # fmt: skip
     never = [np.ones(len(s), dtype=np.bool_) for s in seqs]
     return StopStudy(
         settings=settings,

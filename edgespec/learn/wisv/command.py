@@ -148,6 +148,11 @@ def fit_config(args: argparse.Namespace) -> FitConfig:
 
     if args.baseline_head is not None and not args.baseline_head.is_file():
         raise UserInputError(f"--baseline-head {args.baseline_head}: no such file")
+    if args.patience is not None and args.validation == 0:  # was: taken, and ignored
+        raise UserInputError(
+            f"--patience {args.patience} stops training early on the --validation prompts: "
+            "give --validation S too (without it training runs all --epochs)"
+        )
     try:
         settings = TrainSettings(
             width=args.width,
@@ -161,7 +166,7 @@ def fit_config(args: argparse.Namespace) -> FitConfig:
             budget=args.budget,
             seed=args.seed,
             validation=args.validation,
-            patience=args.patience,
+            patience=fit_flags.DEFAULT_PATIENCE if args.patience is None else args.patience,
         )
     except ValueError as exc:
         raise UserInputError(str(exc)) from exc

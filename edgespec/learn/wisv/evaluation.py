@@ -19,19 +19,19 @@ from edgespec.policies.semantic.head import THRESHOLD_STEPS, DecisionHead, rejec
 from edgespec.policies.semantic.relabel import rejection_targets
 
 
-def evaluate(head: DecisionHead, data: Instances) -> dict[str, float | None]:
-    """Instances, class balance, AUC against the relabelled hard and the base labels,
-    accuracy at τ = 0.5 against the relabelled hard labels, mean p. A metric that is
-    undefined on ``data`` (an AUC where one class is missing, a share of no instances) is
-    ``None`` (JSON ``null``: the files are strict JSON)."""
+def evaluate(head: DecisionHead, data: Instances) -> dict[str, int | float | None]:
+    """Instances and mismatches (counts, as integers: was ``576.0``), class balance, AUC
+    against the relabelled hard and the base labels, accuracy at τ = 0.5 against the
+    relabelled hard labels, mean p. A metric that is undefined on ``data`` (an AUC where one
+    class is missing, a share of no instances) is ``None`` (JSON ``null``: the files are
+    strict JSON)."""
     p = head.rejection_probability(data.x.astype(np.float64))
 
     def mean(values: npt.NDArray[Any]) -> float:
         return float(values.mean()) if values.size else math.nan
 
+    counts = {"instances": len(data), "mismatches": int(np.unique(data.row).size)}
     found = {
-        "instances": float(len(data)),
-        "mismatches": float(np.unique(data.row).size),
         "base_critical_share": mean(data.base),
         "relabelled_reject_share": mean(data.hard),
         "mean_target": mean(data.target),
@@ -41,7 +41,8 @@ def evaluate(head: DecisionHead, data: Instances) -> dict[str, float | None]:
         "accuracy_base": mean((p >= 0.5) == (data.base == 1)),
         "mean_p": mean(p),
     }
-    return {name: value if math.isfinite(value) else None for name, value in found.items()}
+    shares = {name: value if math.isfinite(value) else None for name, value in found.items()}
+    return {**counts, **shares}
 
 
 def reject_shares(

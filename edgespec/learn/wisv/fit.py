@@ -198,13 +198,13 @@ def train_and_write(config: FitConfig) -> dict[str, Any]:
 
     from edgespec.learn.wisv.evaluation import acceptance_table, evaluate
     from edgespec.learn.wisv.export import head_json, trained_pair
-    from edgespec.learn.wisv.fit_flags import check_head_files
+    from edgespec.learn.wisv.fit_flags import check_head_files, default_head_name
     from edgespec.learn.wisv.train import build_instances, train_head
 
     settings = config.settings
     baseline = None if config.baseline is None else read_head("--baseline-head", config.baseline)
     data, groups, train_eps, held_eps = _load(config)
-    stem = (config.name or str(data.meta.get("target", "head"))) + settings.suffix
+    stem = (config.name or default_head_name(data.meta.get("target", "head"))) + settings.suffix
     check_head_files(config.out_dir, stem, config.overwrite)
     torch.set_num_threads(config.threads)
     relabel = settings.relabel

@@ -20,6 +20,9 @@ from edgespec.learn.wisv.union import LABELS
 from edgespec.output_paths import writable_output_folder
 from edgespec.policies.semantic.relabel import BUDGETS, DEFAULT_BUDGET
 
+DEFAULT_PATIENCE = 10
+"""``wisv --patience`` when ``--validation`` is given without it."""
+
 head_width = width_flag("the head's file grows with its width")
 """``wisv --width``: an integer in ``[1, MAX_WIDTH]``."""
 
@@ -41,6 +44,25 @@ def _below_one(text: str, meaning: str) -> float:
     if not value < 1:
         raise argparse.ArgumentTypeError(f"must be in [0, 1) ({meaning}), got {value:g}")
     return value
+
+
+def head_name(text: str) -> str:
+    """``wisv --name``: a file name stem, not a path (was: ``--name ../x`` wrote the head's
+    files outside ``--out-dir``)."""
+    if text in ("", ".", "..") or "/" in text or "\\" in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a file name stem: give a name without '/' (the files go in --out-dir)"
+        )
+    return text
+
+
+def default_head_name(target: object) -> str:
+    """The stem of a head named by its captures' ``target``: a known name as it is, a
+    model folder or ``.gguf`` file by its last part (was: the whole path, so an absolute one
+    wrote the files beside the model, outside ``--out-dir``)."""
+    name = Path(str(target)).name
+    name = name.removesuffix(".gguf") if name != ".gguf" else name
+    return name if name not in ("", ".", "..") else "head"
 
 
 def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,7 +92,10 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "(accepting against rejecting on the same prefix) (default base)",
     )
     t.add_argument(
-        "--name", default=None, help="file name stem (default: the dataset's target name)"
+        "--name",
+        type=head_name,
+        default=None,
+        help="file name stem (default: the dataset's target name, a model path's last part)",
     )
     t.add_argument(
         "--budget",
@@ -103,9 +128,9 @@ def add_arguments(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     t.add_argument(
         "--patience",
         type=positive_int,
-        default=10,
+        default=None,
         help="with --validation: stop after this many epochs without a better validation "
-        "AUC and keep the best epoch's weights (default 10)",
+        f"AUC and keep the best epoch's weights (default {DEFAULT_PATIENCE})",
     )
     add_training_arguments(
         t,
