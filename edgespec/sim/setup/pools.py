@@ -19,7 +19,7 @@ from edgespec.hardware.batch_pricing import BatchPricing
 
 MAX_DEVICES = 1_000_000
 """At most this many devices in a scenario's pools together (10× the largest measured
-fleet, 100,000 devices in 471 MiB: docs/PERFORMANCE.md, "Fleet scale")."""
+fleet, 100,000 devices in 482 MiB: docs/PERFORMANCE.md, "Fleet scale")."""
 MAX_SERVERS = 100_000
 """At most this many servers in a scenario's pools together (50× that fleet's 2,000)."""
 
