@@ -126,7 +126,7 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
     slo = record.get("slo_class")
     rid = record.get("request_id", record.get("id"))
     tree_rounds, depth = _tree_rounds(record, output, where)
-    features, after = _features(record, output, where)
+    features, after = _features(record, output, where, rid)
     return TraceEntry(
         request_id=str(rid) if rid is not None else where,
         arrival_s=arrival / 1000.0,
@@ -144,21 +144,23 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
 
 
 def _features(
-    record: Mapping[str, Any], num_output: int, where: str
+    record: Mapping[str, Any], num_output: int, where: str, request_id: object
 ) -> tuple[FeatureRows | None, dict[int, FeatureRows] | None]:
     """A trace line's ``draft_features`` (one row per output position) and
-    ``rejection_features`` (by rejected position), when present."""
+    ``rejection_features`` (by rejected position), when present; an error names the row,
+    the feature and the line's request (as the trace reader of ``edgespec train`` does)."""
     rows = after = None
+    request = "" if request_id is None else f" (request {shown(str(request_id), 40)})"
     try:
         raw = record.get("draft_features")
         rows = None if raw is None else parse_feature_rows(raw, num_output)
     except ValueError as exc:
-        raise RecordError(where, str(exc), "draft_features") from exc
+        raise RecordError(where, f"{exc}{request}", "draft_features") from exc
     try:
         raw = record.get("rejection_features")
         after = None if raw is None else dict(parse_rejection_rows(raw))
     except ValueError as exc:
-        raise RecordError(where, str(exc), "rejection_features") from exc
+        raise RecordError(where, f"{exc}{request}", "rejection_features") from exc
     return rows, after
 
 

@@ -145,6 +145,26 @@ def test_length_tables() -> None:
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "acceptance_seq": [1.0]},
             "t.jsonl:1: acceptance_seq: must be a list of 0/1 integers",
         ),
+        (  # the request named, as LEARN.md says and edgespec train's reader does
+            {
+                "arrival_ms": 1,
+                "prompt_tokens": 1,
+                "output_tokens": 1,
+                "request_id": "r7",
+                "draft_features": [[0.5, float("nan"), 0.1, 0.2, 0.9]],
+            },
+            "t.jsonl:1: draft_features: row 0: entropy_nats is nan, expected a finite number "
+            "(request r7)",
+        ),
+        (
+            {
+                "arrival_ms": 1,
+                "prompt_tokens": 1,
+                "output_tokens": 1,
+                "draft_features": [[float("inf"), 0.1, 0.1, 0.2, 0.9]],
+            },
+            "t.jsonl:1: draft_features: row 0: confidence is inf, expected a finite number",
+        ),
     ],
 )
 def test_bad_trace_lines_name_line_and_field(tmp_path: Path, row: object, message: str) -> None:
