@@ -237,7 +237,9 @@ def test_a_non_finite_feature_names_line_field_and_request_in_both_readers(
     assert info.value.path == f"t.jsonl:2.{field}"
     with pytest.raises(ConfigError) as info:
         load_trace(path)  # the simulator's reader (workload and acceptance.traces)
-    assert str(info.value) == f"t.jsonl:2: {field}: {message}, expected a finite number"
+    assert str(info.value) == (
+        f"t.jsonl:2: {field}: {message}, expected a finite number (request gsm8k-3)"
+    )
 
 
 NAN, INF = float("nan"), float("inf")
