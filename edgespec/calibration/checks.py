@@ -136,6 +136,18 @@ class GivenProfile:
             f"{self.target_model} + {self.draft_model}); not profiled in this run"
         )
 
+    def range_warnings(self, clients: int, max_context_tokens: int) -> tuple[str, ...]:
+        """:func:`~edgespec.hardware.profile_info.range_warning` of each file for this run:
+        the server's batches of up to ``clients`` requests, each drafter's of one, both at
+        contexts of up to ``max_context_tokens`` (the longest prompt plus the output)."""
+        from edgespec.hardware.profile_info import profile_info, range_warning
+
+        found = (
+            range_warning(profile_info(str(self.target)), clients, max_context_tokens),
+            range_warning(profile_info(str(self.draft)), 1, max_context_tokens),
+        )
+        return tuple(line for line in found if line is not None)
+
 
 def check_profiles(args: argparse.Namespace) -> GivenProfile | None:
     """The target's and the draft's profile the simulated run reads (``--profile`` and the

@@ -216,8 +216,13 @@ def run(args: argparse.Namespace) -> int:
         target_profile, profile_lines = fresh.path, fresh.fit_lines
         draft_profile = profile_files(fresh.path).draft
     else:
-        target_profile, draft_profile, profile_lines = given.target, given.draft, (given.line(),)
+        longest = max(len(prompt) for client in prompts for prompt in client)
+        extrapolated = given.range_warnings(args.clients, longest + args.max_new_tokens)
+        target_profile, draft_profile = given.target, given.draft
+        profile_lines = (given.line(), *extrapolated)
         print(given.line(), flush=True)
+        for warning in extrapolated:  # said as the simulator says it, kept in comparison.md
+            print(f"edgespec calibrate: {warning}", file=sys.stderr, flush=True)
     try:
         rtt, real = _real_runs(args, backend, make_draft, prompts)
     except DrafterProcessError as exc:  # one line, and what this run left in its folder
@@ -265,5 +270,6 @@ def comparison_text(header: str, profile_lines: tuple[str, ...], table: str) -> 
     """``comparison.md``: the header and table as printed, and under the header the
     profile's lines: a fresh profile's fit (its summary, and the held-out R² warning when
     there is one), or the ``--profile`` files read
-    (:meth:`edgespec.calibration.checks.GivenProfile.line`)."""
+    (:meth:`edgespec.calibration.checks.GivenProfile.line`) and each said to be used beyond
+    what it measured (:meth:`~edgespec.calibration.checks.GivenProfile.range_warnings`)."""
     return "\n".join((header, *profile_lines, "", table)) + "\n"

@@ -243,8 +243,9 @@ def _measure(
     args: argparse.Namespace, spec: Any, resume: Any, pair: tuple[Any, Any], console: Any
 ) -> Any:
     """Profile the loaded pair over the grid, each configuration appended to the
-    checkpoint as it is measured; None when interrupted (the checkpoint then keeps what
-    was measured for ``--resume``)."""
+    checkpoint as it is measured; None when interrupted (Ctrl-C; SIGTERM's ``Terminated``
+    is raised on), the checkpoint then keeping what was measured for ``--resume``, which
+    a line says either way."""
     from rich.progress import Progress
 
     from edgespec.profiling.checkpoint import CheckpointWriter, checkpoint_path, setup_of
@@ -252,6 +253,7 @@ def _measure(
     from edgespec.profiling.measure import design_grid
     from edgespec.profiling.run import DRAFT_CONTEXTS, profile_pair
     from edgespec.runtime.backends.mask_check_cache import checked_target
+    from edgespec.runtime.commands.signals import Terminated
 
     num_configs = len(design_grid(spec))
     done_before = 0 if resume is None else len(resume.samples)
@@ -285,10 +287,13 @@ def _measure(
                 resume=resume, on_measured=writer.add, draft_batches=batch_sizes(args),
                 on_draft_cell=on_draft_cell,
             )  # fmt: skip
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Terminated) as stop:  # Ctrl-C, or SIGTERM (kill PID)
             done = int(progress.tasks[0].completed)
+            said = "interrupted" if isinstance(stop, KeyboardInterrupt) else "terminated"
             console.print(
-                f"interrupted after {done}/{num_configs} configurations; they are kept in "
+                f"{said} after {done}/{num_configs} configurations; they are kept in "
                 f"{writer.path}: run the same command with --resume to continue"
             )
+            if isinstance(stop, Terminated):
+                raise  # edgespec's own line and status for SIGTERM (143)
             return None

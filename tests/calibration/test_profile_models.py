@@ -118,3 +118,29 @@ def test_comparison_md_names_the_profile_files_read(
     lines = (tmp_path / "c" / "comparison.md").read_text().splitlines()
     assert lines[0].startswith("synthetic + truncated, 1 clients x 1 requests, γ=4")
     assert lines[1:3] == [line, ""]
+
+
+def test_a_profile_used_beyond_what_it_measured_is_warned_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``--profile`` measured on smaller batches and contexts than the run's was read
+    in silence, its times extrapolated (``edgespec sim`` says so of the same file): said
+    once per file on stderr, as the simulator says it, and kept in comparison.md."""
+    monkeypatch.chdir(tmp_path)
+    measured = "measured_max_batch_size: 1\nmeasured_max_context_tokens: 10\n"
+    (tmp_path / "p.yaml").write_text(wisp_of("synthetic") + measured)
+    (tmp_path / "p-draft.yaml").write_text(wisp_of("truncated") + measured)
+    sizes = ["--max-new-tokens", "4", "--prompt-tokens", "8", "--clients", "2"]
+    assert main([*RUN[:3], "--requests", "1", "--threads", "1", *sizes, "--out", "c"]) == 0
+    target = (
+        "warning: profile p.yaml is used for batches of up to 2 (measured up to 1) and contexts "
+        "of up to 12 tokens (measured up to 10): its times there are extrapolated; profile a "
+        "grid that covers them"
+    )
+    draft = (
+        "warning: profile p-draft.yaml is used for contexts of up to 12 tokens (measured up to "
+        "10): its times there are extrapolated; profile a grid that covers them"
+    )
+    assert capsys.readouterr().err == f"edgespec calibrate: {target}\nedgespec calibrate: {draft}\n"
+    lines = (tmp_path / "c" / "comparison.md").read_text().splitlines()
+    assert lines[2:5] == [target, draft, ""]

@@ -22,6 +22,7 @@ from edgespec.profiling.command import add_arguments
 from edgespec.profiling.command import run as run_command
 from edgespec.profiling.measure import GridSpec, Sample, design_grid, measure_grid
 from edgespec.runtime.backends.transformers_backend import TransformersTarget
+from edgespec.runtime.commands.signals import Terminated
 from edgespec.runtime.testing import tiny_llama
 
 SMALL = GridSpec(
@@ -141,3 +142,32 @@ def test_interrupted_profile_resumes_and_refuses_to_overwrite(
     report = json.loads((tmp_path / "p-report.json").read_text())
     assert sorted({s["config"] for s in report["samples"]}) == list(range(36))
     assert len(report["samples"]) == 36 * 2
+
+
+def test_terminated_profile_says_its_checkpoint_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGTERM (``kill PID``, a session's end) keeps the checkpoint as Ctrl-C does, and says
+    so and how to continue as Ctrl-C does; edgespec's ``terminated`` line and 143 follow."""
+    model_dir = tmp_path / "tiny"
+    tiny_llama().save_pretrained(str(model_dir))
+    out = tmp_path / "p.yaml"
+    argv = ("--target", str(model_dir), "--quick", "--threads", "1", "--out", str(out))
+    real = profile_module.measure_batch
+    calls: list[str] = []
+
+    def measure(*a: Any) -> Any:
+        if len(calls) == 3 * 3 + 1:  # QUICK_GRID: 1 warm-up + 2 runs per configuration
+            raise Terminated
+        calls.append(a[3])
+        return real(*a)
+
+    monkeypatch.setattr(profile_module, "measure_batch", measure)
+    with pytest.raises(Terminated):
+        run_command(_args(*argv))
+    ckpt = tmp_path / "p-samples.jsonl"
+    assert len(ckpt.read_text().splitlines()) == 1 + 3
+    assert (
+        f"terminated after 3/36 configurations; they are kept in {ckpt}: run the same "
+        "command with --resume to continue"
+    ) in " ".join(capsys.readouterr().err.split())
