@@ -127,28 +127,24 @@ def train_wc_dnn(train: AwcDataset, settings: AwcTrainSettings) -> tuple[WcDnnNe
     """L1 regression of the label γ with AdamW; returns the network and its export (seeded
     with ``settings.seed``; the caller's torch generators untouched)."""
     with torch_seeded(settings.seed):
-        return _train_wc_dnn(train, settings)
-
-
-def _train_wc_dnn(train: AwcDataset, settings: AwcTrainSettings) -> tuple[WcDnnNet, WcDnn]:
-    mean, scale = standardiser(train.features)
-    x, y = _inputs(train.features, mean, scale), torch.tensor(train.labels, dtype=torch.float32)
-    net = WcDnnNet(settings.width)
-    optimiser = torch.optim.AdamW(
-        net.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
-    )
-    generator = torch.Generator().manual_seed(settings.seed)
-    loss_fn = nn.L1Loss()
-    net.train()
-    for _ in range(settings.epochs):
-        order = torch.randperm(len(x), generator=generator)
-        for i in range(0, len(x), settings.batch_size):
-            batch = order[i : i + settings.batch_size]
-            optimiser.zero_grad()
-            loss_fn(net(x[batch]), y[batch]).backward()
-            optimiser.step()
-    net.eval()
-    return net, export_wc_dnn(net, mean, scale)
+        mean, scale = standardiser(train.features)
+        x, y = _inputs(train.features, mean, scale), torch.tensor(train.labels, dtype=torch.float32)
+        net = WcDnnNet(settings.width)
+        optimiser = torch.optim.AdamW(
+            net.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
+        )
+        generator = torch.Generator().manual_seed(settings.seed)
+        loss_fn = nn.L1Loss()
+        net.train()
+        for _ in range(settings.epochs):
+            order = torch.randperm(len(x), generator=generator)
+            for i in range(0, len(x), settings.batch_size):
+                batch = order[i : i + settings.batch_size]
+                optimiser.zero_grad()
+                loss_fn(net(x[batch]), y[batch]).backward()
+                optimiser.step()
+        net.eval()
+        return net, export_wc_dnn(net, mean, scale)
 
 
 def export_wc_dnn(net: WcDnnNet, mean: Any, scale: Any) -> WcDnn:

@@ -258,50 +258,40 @@ def train_head(
     With ``validation``, early stopping on its AUC (:mod:`edgespec.learn.wisv.early_stop`).
     Seeded with ``settings.seed``; the caller's torch generators untouched."""
     with torch_seeded(settings.seed):
-        return _train_head(train, draft_hidden, target_hidden, settings, validation)
-
-
-def _train_head(
-    train: Instances,
-    draft_hidden: int,
-    target_hidden: int,
-    settings: TrainSettings,
-    validation: Instances | None,
-) -> TrainedHead:
-    mean, scale = standardiser(train.x)
-    z = torch.tensor((train.x - mean) / scale, dtype=torch.float32)
-    t = torch.tensor(train.target, dtype=torch.float32)
-    weight = positive_weight(train.target)
-    loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(weight, dtype=torch.float32))
-    net = HeadNet(z.shape[1], settings.width, settings.dropout)
-    optimiser = torch.optim.AdamW(
-        net.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
-    )
-    generator = torch.Generator().manual_seed(settings.seed)
-    losses = []
-    stop = None
-    if validation is not None:
-        zv = torch.tensor((validation.x - mean) / scale, dtype=torch.float32)
-        stop = EarlyStop(zv, validation.base, settings.patience)
-    net.train()
-    for _ in range(settings.epochs):
-        order = torch.randperm(len(z), generator=generator)
-        total = 0.0
-        for i in range(0, len(z), settings.batch_size):
-            batch = order[i : i + settings.batch_size]
-            optimiser.zero_grad()
-            loss = loss_fn(net(z[batch]), t[batch])
-            loss.backward()  # type: ignore[no-untyped-call]
-            optimiser.step()
-            total += float(loss.detach()) * len(batch)
-        losses.append(total / len(z))
-        if stop is not None and stop.update(net):
-            break
-    if stop is not None:
-        stop.restore(net)
-    net.eval()
-    head = export_head(net, mean, scale, draft_hidden, target_hidden)
-    if stop is None:
-        return TrainedHead(net, head, tuple(losses), weight)
-    aucs = tuple(stop.aucs)
-    return TrainedHead(net, head, tuple(losses), weight, aucs, stop.best_epoch)
+        mean, scale = standardiser(train.x)
+        z = torch.tensor((train.x - mean) / scale, dtype=torch.float32)
+        t = torch.tensor(train.target, dtype=torch.float32)
+        weight = positive_weight(train.target)
+        loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(weight, dtype=torch.float32))
+        net = HeadNet(z.shape[1], settings.width, settings.dropout)
+        optimiser = torch.optim.AdamW(
+            net.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
+        )
+        generator = torch.Generator().manual_seed(settings.seed)
+        losses = []
+        stop = None
+        if validation is not None:
+            zv = torch.tensor((validation.x - mean) / scale, dtype=torch.float32)
+            stop = EarlyStop(zv, validation.base, settings.patience)
+        net.train()
+        for _ in range(settings.epochs):
+            order = torch.randperm(len(z), generator=generator)
+            total = 0.0
+            for i in range(0, len(z), settings.batch_size):
+                batch = order[i : i + settings.batch_size]
+                optimiser.zero_grad()
+                loss = loss_fn(net(z[batch]), t[batch])
+                loss.backward()  # type: ignore[no-untyped-call]
+                optimiser.step()
+                total += float(loss.detach()) * len(batch)
+            losses.append(total / len(z))
+            if stop is not None and stop.update(net):
+                break
+        if stop is not None:
+            stop.restore(net)
+        net.eval()
+        head = export_head(net, mean, scale, draft_hidden, target_hidden)
+        if stop is None:
+            return TrainedHead(net, head, tuple(losses), weight)
+        aucs = tuple(stop.aucs)
+        return TrainedHead(net, head, tuple(losses), weight, aucs, stop.best_epoch)
