@@ -17,5 +17,6 @@ cost models fitted to it and written as the simulator's profiles (docs/PROFILE.m
 * :mod:`.checkpoint` — measured configurations appended as they finish, for ``--resume``;
 * :mod:`.draft_checkpoint` — the checkpoint's lines for the drafter's batched timings;
 * :mod:`.residuals` — where a written profile's Eq. 19 fit misses (``--residuals``);
+* :mod:`.report_file` — a profile's ``NAME-report.json`` read back, bounded and checked;
 * :mod:`.samples` — the shipped samples file of one real profile run.
 """

@@ -25,7 +25,8 @@ from typing import Any
 from edgespec.config import read_text
 from edgespec.errors import UserInputError
 from edgespec.output_paths import write_text_atomically
-from edgespec.profiling.residuals import SAMPLES_FORMAT, Point, points
+from edgespec.profiling.report_file import SAMPLES_FORMAT
+from edgespec.profiling.residuals import Point, points
 
 FORMAT = SAMPLES_FORMAT
 SHIPPED = "gemma3-270m-cpu.json"

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from edgespec.cli import main
+from edgespec.profiling import report_file
 from edgespec.profiling import residuals as pr
 
 
@@ -234,10 +235,10 @@ def test_a_report_over_the_cap_is_refused_reading_one_byte_past_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The file was read whole (``path.read_bytes()``), however large; this one is sparse."""
-    assert pr.MAX_REPORT_BYTES == 128 * 2**20
+    assert report_file.MAX_REPORT_BYTES == 128 * 2**20
     path = tmp_path / "r.json"
     with path.open("wb") as fh:
-        fh.truncate(pr.MAX_REPORT_BYTES + 1)
+        fh.truncate(report_file.MAX_REPORT_BYTES + 1)
     assert main(["profile", "--residuals", str(path)]) == 2
     assert capsys.readouterr() == (
         "",
@@ -252,9 +253,9 @@ def test_a_report_at_the_cap_is_read(
     """The cap is the file's size in bytes: one of exactly that many is a report."""
     path = tmp_path / "r.json"
     path.write_text(json.dumps(_report()))
-    monkeypatch.setattr(pr, "MAX_REPORT_BYTES", path.stat().st_size)
+    monkeypatch.setattr(report_file, "MAX_REPORT_BYTES", path.stat().st_size)
     assert main(["profile", "--residuals", str(path)]) == 0
-    monkeypatch.setattr(pr, "MAX_REPORT_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(report_file, "MAX_REPORT_BYTES", path.stat().st_size - 1)
     assert main(["profile", "--residuals", str(path)]) == 2
     assert capsys.readouterr().err == (
         f"edgespec profile: --residuals {path}: larger than {path.stat().st_size - 1:,} bytes, "
