@@ -162,18 +162,22 @@ def test_top_tokens_are_the_first_of_a_stable_descending_sort(
 
 def test_a_peaked_nucleus_costs_little_more_than_the_softmax_at_262144_tokens() -> None:
     """33 rows whose nucleus is a few hundred tokens (a trained model's usual case): top_p
-    0.9 takes under 6 × the softmax alone (top_p 1); sorting every whole row took 20 ×."""
+    0.9 takes under 10 × the softmax alone (top_p 1), in CPU time; sorting every whole row
+    takes 27 × (an AMD EPYC; 20 × on a Xeon), the peaked nucleus 4.5-5.7 × there."""
     rng = np.random.default_rng(0)
     logits = rng.standard_normal((33, 262_144)).astype(np.float32)
     logits[:, rng.choice(262_144, 300, replace=False)] += 9.0
 
     def seconds(top_p: float) -> float:
-        start = time.perf_counter()
+        # this thread's CPU time (numpy's softmax and partitions run in it): a test worker
+        # beside others on two cores waits for a core, which the wall clock counted (8 x
+        # once, best of five, on a loaded machine)
+        start = time.thread_time()
         logits_to_probs(logits, 1.0, top_p)
-        return time.perf_counter() - start
+        return time.thread_time() - start
 
-    # alternated, the best of five each: a test worker beside others on two cores gets
-    # stretches of a core and of none, which alternation spreads over both
+    # alternated, the best of five each: what the cores' caches share with other work is
+    # spread over both
     pairs = [(seconds(1.0), seconds(0.9)) for _ in range(5)]
     softmax_s, nucleus_s = min(p[0] for p in pairs), min(p[1] for p in pairs)
-    assert nucleus_s < 6 * softmax_s, (nucleus_s, softmax_s)
+    assert nucleus_s < 10 * softmax_s, (nucleus_s, softmax_s)
