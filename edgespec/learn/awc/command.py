@@ -219,6 +219,7 @@ def run_data(args: argparse.Namespace) -> int:
 
     from edgespec.learn.awc.data import AwcTask, run_awc_scenario
     from edgespec.learn.awc.folder import data_settings, finish, finished_ids, opened_folder
+    from edgespec.learn.awc.grid import scenarios_text
     from edgespec.sweeps.executor import check_workers, make_executor
 
     check_workers(args.workers, args.address)
@@ -234,7 +235,7 @@ def run_data(args: argparse.Namespace) -> int:
         done = finished_ids(args.out)
         todo = [AwcTask(s, args.contexts_per_run, args.fused_gamma, lengths, args.fused_rounds)
                 for s in grid if s.scenario_id not in done]  # fmt: skip
-        console.print(f"{_scenarios(len(grid))}, {len(grid) - len(todo)} already done")
+        console.print(f"{scenarios_text(len(grid))}, {len(grid) - len(todo)} already done")
         executor = make_executor(args.workers, engine="ray", address=args.address)
         start = time.perf_counter()
         with progress_bar(console, "scenarios", len(todo), remaining=True) as update:
@@ -258,8 +259,3 @@ def _workload_lengths(trace: Path | None) -> tuple[tuple[int, ...], tuple[int, .
         return workload_lengths(str(trace))
     except UserInputError as error:
         raise UserInputError(f"--workload-trace {trace}: {error}") from error
-
-
-def _scenarios(count: int) -> str:
-    """``"1 scenario"``, ``"4 scenarios"``."""
-    return f"{count} scenario{'' if count == 1 else 's'}"

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from edgespec.errors import UserInputError
+from edgespec.learn.awc.grid import scenarios_text
 from edgespec.learn.awc.tables import read_parquet_dir, write_parquet
 from edgespec.learn.drafts.shard_kinds import check_holds_no_shards
 from edgespec.learn.run_settings import RUN_FILE, file_digest, record_run_settings
@@ -170,7 +171,7 @@ def finish(
     }
     write_text_atomically(args.out / "last_run.json", json.dumps(summary, indent=1) + "\n")
     console.print(  # one line, the folder as it is, however long (was: wrapped at 80)
-        f"{num_run} scenario{'' if num_run == 1 else 's'} in {wall_s:.1f} s; "
+        f"{scenarios_text(num_run)} in {wall_s:.1f} s; "
         f"{len(labelled.labels)} labelled (label γ: count {summary['labels']}, 1 = fused) "
         f"→ {args.out}",
         soft_wrap=True,

@@ -80,6 +80,11 @@ class AwcScenario:
     load: str = "poisson"
 
 
+def scenarios_text(count: int) -> str:
+    """``"1 scenario"``, ``"4 scenarios"``: a count of scenarios as the commands say it."""
+    return f"{count} scenario{'' if count == 1 else 's'}"
+
+
 def is_reported_configuration(s: AwcScenario) -> bool:
     """Table 2's configurations (20 targets × 600 or 1,000 drafts × RTT 10 or 30 ms): kept
     out of the training grid so the AWC reported there is not trained on them."""
