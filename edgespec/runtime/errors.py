@@ -33,6 +33,12 @@ class RequestError(Exception):
         self.message = message
         self.counted = False
 
+    @property
+    def past_deadline(self) -> bool:
+        """A call that outlived its deadline: the wire makes gRPC's ``DEADLINE_EXCEEDED`` an
+        ``UNAVAILABLE`` that keeps its details (:data:`DEADLINE_EXCEEDED`)."""
+        return self.code is ErrorCode.UNAVAILABLE and DEADLINE_EXCEEDED in self.message
+
     def client_line(self, command: str) -> str:
         """How a client command reports it: one line, with a hint when the server could
         not be reached: what its TLS handshake failed on (:data:`TLS_HINTS`), that a call
@@ -41,7 +47,7 @@ class RequestError(Exception):
         hint = ""
         if self.code is ErrorCode.UNAVAILABLE:
             unreached = UNREACHED_HINT
-            if DEADLINE_EXCEEDED in self.message:
+            if self.past_deadline:
                 unreached = deadline_hint(TIMEOUT_FLAGS.get(command))
             hint = next((h for said, h in TLS_HINTS if said in self.message), unreached)
             hint = f" ({hint})"

@@ -30,7 +30,7 @@ from edgespec.runtime.edge.rounds import (
     draft_rng,
     play_round,
 )
-from edgespec.runtime.errors import DEADLINE_EXCEEDED, ErrorCode, RequestError
+from edgespec.runtime.errors import ErrorCode, RequestError
 from edgespec.runtime.messages import SessionSpec
 
 
@@ -148,7 +148,7 @@ class RoundLoop:
         options, clock = self.options, self.clock
         survivable = exc.code in RECOVERABLE or exc.code in REPLAYED
         if not survivable or clock() - sent > options.retry_timeout_s:
-            if exc.code not in RECOVERABLE or DEADLINE_EXCEEDED in exc.message:
+            if exc.code not in RECOVERABLE or exc.past_deadline:
                 close_quietly(self.verifier, self.session_id)  # the server holds it: free its KV
             raise exc
         if exc.code in REPLAYED:

@@ -11,12 +11,7 @@ from typing import Any
 from starlette.responses import JSONResponse
 
 from edgespec.runtime.edge.progress import NoProgress
-from edgespec.runtime.errors import (
-    DEADLINE_EXCEEDED,
-    ErrorCode,
-    RequestError,
-    context_refusal_numbers,
-)
+from edgespec.runtime.errors import ErrorCode, RequestError, context_refusal_numbers
 
 RETRY_AFTER_S = 1
 """The ``Retry-After`` hint (seconds) of a 503: the verification server did not answer."""
@@ -132,7 +127,7 @@ def from_request_error(
     status, kind = _STATUS.get(exc.code, (500, "server_error"))
     retry = RETRY_AFTER_S if status in (429, 503) else None
     where = "the verification server"
-    if exc.code == ErrorCode.UNAVAILABLE and DEADLINE_EXCEEDED in exc.message:
+    if exc.past_deadline:
         message = (f"{where} did not answer within --request-timeout-s ({exc.message}): it is "
                    "hung, or busy with a pass that takes longer, such as a long prompt's "
                    f"first (the endpoint's --request-timeout-s must exceed it); retry after "
