@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from contextlib import nullcontext
@@ -204,18 +205,20 @@ async def _serve(
         config, policy, target, head, draft_name, window, round_log, verbose, say, _say
     )
     say("starting the gRPC server")
+    signalled = _first_signal()  # from here a signal stops the server below, whenever it comes
     server, port = await start_server(service)
-    say.done()
-    if config.prometheus_port is not None:
-        from edgespec.runtime.server.prometheus import start_prometheus
+    try:
+        say.done()
+        if config.prometheus_port is not None:
+            from edgespec.runtime.server.prometheus import start_prometheus
 
-        start_prometheus(config.prometheus_port, service.metrics, config.host)
-    serving = _serving(config, window, head, choice)
-    print(f"edgespec serve: listening on {config.host}:{port} ({serving})", flush=True)
-    signum = await _until_signalled()
-    await server.stop(1.0)
-    await service.stop()
-    return signum
+            start_prometheus(config.prometheus_port, service.metrics, config.host)
+        serving = _serving(config, window, head, choice)
+        print(f"edgespec serve: listening on {config.host}:{port} ({serving})", flush=True)
+        return await signalled
+    finally:
+        await server.stop(1.0)
+        await service.stop()
 
 
 def _serving(config: Any, window: Any, head: Any, choice: TargetChoice | None) -> str:
@@ -236,8 +239,10 @@ def _serving(config: Any, window: Any, head: Any, choice: TargetChoice | None) -
     )
 
 
-async def _until_signalled() -> int:
-    """The first SIGINT or SIGTERM's number, once it comes."""
+def _first_signal() -> asyncio.Future[int]:
+    """A future of the first SIGINT or SIGTERM's number, the loop's handlers installed now
+    (before the server starts: one that came between its start and the listening line
+    raised past the running server, which then complained as the process exited)."""
     import asyncio
     import signal
 
@@ -250,7 +255,7 @@ async def _until_signalled() -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, received, sig)
-    return await first
+    return first
 
 
 def backend_label(choice: TargetChoice | None, placement: Any = None) -> str:

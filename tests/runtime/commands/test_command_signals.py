@@ -104,24 +104,47 @@ def test_a_signal_in_a_held_close_is_delivered_after_it_unless_a_stop_is_under_w
     assert capsys.readouterr().err.splitlines() == [said, said]
 
 
+# Sends SIGTERM the moment the gRPC server has started, before the listening line: it raised
+# past the running server, which complained as the process exited ("Exception ignored in
+# Server.__del__ ... Event loop is closed"), and the listening line was never written.
+TERM_AS_IT_STARTS = """
+import os, signal
+import edgespec.runtime.wire.grpc_server as grpc_server
+start_server = grpc_server.start_server
+async def started(*args, **kwargs):
+    server = await start_server(*args, **kwargs)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return server
+grpc_server.start_server = started
+"""
+
+
 @pytest.mark.parametrize(
-    ("sig", "status", "said"),
-    [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")],
+    ("sig", "status", "said", "prelude"),
+    [
+        (signal.SIGTERM, 143, "terminated", TERM_AS_IT_STARTS),
+        (signal.SIGINT, 130, "interrupted", ""),
+    ],
 )
 def test_serve_says_why_it_stopped_and_exits_with_the_signals_status(
-    sig: signal.Signals, status: int, said: str, model_dir: Path, tmp_path: Path
+    sig: signal.Signals, status: int, said: str, prelude: str, model_dir: Path, tmp_path: Path
 ) -> None:
+    """Stopped while it serves (Ctrl-C) or as its server starts (SIGTERM): the server
+    stops, one line, the signal's status, nothing else on stderr after ``ready``."""
     port = free_port()
     args = ["serve", "--target", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
             "--threads", "1"]  # fmt: skip
-    command = Command(args, tmp_path / "stderr")
+    command = Command(args, tmp_path / "stderr", prelude=prelude)
     try:
         command.wait_for(f"listening on 127.0.0.1:{port}", stdout=True)
-        command.process.send_signal(sig)
+        if not prelude:
+            command.process.send_signal(sig)
         assert command.stopped(30) == status
     finally:
         command.kill()
-    assert command.lines[-1] == f"edgespec serve: {said}"
+    lines = command.lines
+    ready = next(at for at, line in enumerate(lines) if line.endswith("] ready"))
+    assert lines[ready + 1 :] == [f"edgespec serve: {said}"]
 
 
 class _Stopped(Exception):
