@@ -11,6 +11,7 @@ whose first positional picks the module (``edgespec bench serve``). Each module 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import signal
@@ -207,5 +208,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def console_main(argv: Sequence[str] | None = None) -> int:
+    """The ``edgespec`` program (and ``python -m edgespec.cli``): :func:`main`, then, as
+    the process is about to end, its objects frozen out of the garbage collector's reach
+    (``gc.freeze``). Python's collections at exit walk every object the run made: a second
+    after torch and a model have loaded (``edgespec serve`` stopped, ``edgespec draft``
+    done), for nothing, since the process ends; files and sessions were closed as the
+    command returned. Not for callers that go on running (tests, embedding programs):
+    they call :func:`main`."""
+    status = main(argv)
+    gc.freeze()
+    return status
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console_main())

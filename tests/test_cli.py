@@ -208,3 +208,26 @@ def test_every_console_prints_text_as_it_is() -> None:
     ]
     assert len(calls) >= 15
     assert [c for c in calls if "markup=False" not in c[1]] == []
+
+
+def test_the_program_freezes_its_heap_as_it_ends_and_main_does_not(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ``edgespec`` program (pyproject's script, ``python -m edgespec.cli``) is
+    :func:`console_main`: the command's status, the heap frozen after it (a second of the
+    interpreter's exit collections after torch loads, measured: serve's exit 1.3 s -> 0.2 s);
+    :func:`main`, which tests and embedding programs call, leaves the collector alone."""
+    import tomllib
+
+    import edgespec.cli as cli
+
+    frozen: list[int] = []
+    monkeypatch.setattr("gc.freeze", lambda: frozen.append(1))
+    assert cli.main([]) == 0 and frozen == []
+    assert cli.console_main([]) == 0 and frozen == [1]
+    capsys.readouterr()
+    with Path("pyproject.toml").open("rb") as file:
+        scripts = tomllib.load(file)["project"]["scripts"]
+    assert scripts == {"edgespec": "edgespec.cli:console_main"}
+    source = Path(cli.__file__).read_text()
+    assert source.endswith('if __name__ == "__main__":\n    sys.exit(console_main())\n')

@@ -21,7 +21,7 @@ from edgespec.sweeps.kept_points import KEPT_FOR_S, LOCK_FILE, KeptPoints, prune
 from tests.sweeps.test_capacity import metrics_with_violations
 
 SWEEP = ["sim", "duration_s=3", "--sweep", "seed=0,1", "--quiet", "--no-plots"]
-CLI = "import sys; from edgespec.cli import main; sys.exit(main(sys.argv[1:]))"
+CLI = "import sys; from edgespec.cli import console_main; sys.exit(console_main(sys.argv[1:]))"
 
 
 def test_a_second_process_running_the_same_sweep_is_refused(

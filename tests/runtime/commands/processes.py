@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # A pytest-xdist worker runs with SIGINT ignored, and its children would inherit that: the
 # command runs as started from a shell, where Ctrl-C raises KeyboardInterrupt.
 SHELL_SIGNALS = "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-RUN_CLI = "from edgespec.cli import main; sys.exit(main(sys.argv[1:]))"
+RUN_CLI = "from edgespec.cli import console_main; sys.exit(console_main(sys.argv[1:]))"
 
 
 class Command:
