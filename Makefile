@@ -9,18 +9,21 @@ STAMP := $(VENV)/.edgespec-installed
 
 # llama-cpp-python is built once from its sdist in the exact (batch-invariant) configuration
 # and cached outside the clone (tools/build_llamacpp_wheel.sh; about 2 min the first time,
-# nothing once cached); pip then takes that wheel and nothing else for it.
+# nothing once cached). Every wheel of the environment is downloaded once per set of pins into
+# a folder beside it (tools/wheelhouse.sh), and pip installs from that folder alone
+# (--no-index): against the index it spends most of an install resolving.
 LLAMACPP_WHEELS = $$(tools/build_llamacpp_wheel.sh --dir)
 
-$(STAMP): pyproject.toml constraints.txt tools/build_llamacpp_wheel.sh
+$(STAMP): pyproject.toml constraints.txt tools/build_llamacpp_wheel.sh tools/wheelhouse.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	tools/build_llamacpp_wheel.sh $(PY) >/dev/null
 	# torch first and pinned: 2.13.0 is a local CPU wheel; anything else pulls GBs of CUDA.
 	# --no-compile: Python compiles a module when it is first imported, not every file of
 	# every package at install (most are never imported; it halves the install's time).
-	$(PY) -m pip install -q --no-compile torch==2.13.0
-	tools/build_llamacpp_wheel.sh $(PY) >/dev/null
-	$(PY) -m pip install -q --no-compile -c constraints.txt --find-links "$(LLAMACPP_WHEELS)" \
-		--only-binary llama-cpp-python -e ".[runtime,learn,dev,llamacpp,data]"
+	wheels=$$(tools/wheelhouse.sh $(PY) "$(LLAMACPP_WHEELS)") && \
+	$(PY) -m pip install -q --no-compile --no-index --find-links "$$wheels" torch==2.13.0 && \
+	$(PY) -m pip install -q --no-compile --no-index --find-links "$$wheels" -c constraints.txt \
+		-e ".[runtime,learn,dev,llamacpp,data]"
 	touch $(STAMP)
 
 demo: $(STAMP)
