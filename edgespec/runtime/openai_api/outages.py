@@ -71,13 +71,15 @@ def answered(num_refused: int, num_streams_ended: int) -> str:
     return " and ".join(said) or "answered 0 requests 503"
 
 
-def untold_line(untold: _Untold) -> str:
+def untold_line(untold: _Untold, first: bool = False) -> str:
     """How a line says the 503s (and streams ended) no line counted yet, and the outages
-    not logged."""
+    not logged; ``first``: no outage line was logged before it (since the endpoint
+    started)."""
     num = untold.num_outages
     outages = f" ({_plural(num, 'outage')} not logged)" if num else ""
     got = answered(untold.num_refused, untold.num_streams_ended)
-    return f"since its last outage line it {got} that no line counted{outages}"
+    since = "since it started" if first else "since its last outage line"
+    return f"{since} it {got} that no line counted{outages}"
 
 
 class OutageLog:
@@ -93,6 +95,7 @@ class OutageLog:
         self._lock = threading.Lock()
         self._open: _Outage | None = None
         self._untold = _Untold()
+        self._logged_any = False  # an outage line: what an untold count is "since"
 
     def refused(
         self, message: str, down_since_s: float, reachable: bool = False, streamed: bool = False
@@ -138,7 +141,9 @@ class OutageLog:
         if not logged:
             return
         untold, self._untold = self._untold, _Untold()
-        said = f"; {untold_line(untold)}" if untold.num_refused or untold.num_streams_ended else ""
+        first, self._logged_any = not self._logged_any, True
+        untold_count = untold.num_refused or untold.num_streams_ended
+        said = f"; {untold_line(untold, first)}" if untold_count else ""
         got = client_got(503, UNAVAILABLE_CODE, streamed)
         LOG.warning("%s %s: %s; no verification server has been reachable for %.1f s (one line "
                     "when one answers again)%s", ENDPOINT, got, message,
@@ -151,4 +156,5 @@ class OutageLog:
         if not (untold.num_refused or untold.num_streams_ended) or self._throttle.due() is None:
             return
         untold, self._untold = self._untold, _Untold()
-        LOG.warning("%s: %s", ENDPOINT, untold_line(untold))
+        first, self._logged_any = not self._logged_any, True
+        LOG.warning("%s: %s", ENDPOINT, untold_line(untold, first))

@@ -265,3 +265,21 @@ def test_a_stream_its_server_left_after_its_200_is_logged_as_what_its_client_got
         f"unavailable error: {error['message']}; no verification server has been reachable "
         "for 0.0 s (one line when one answers again)"  # the endpoint's clock stood still
     ]
+
+
+def test_a_count_before_any_outage_line_is_since_the_endpoint_started(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 503 answered as a server answered again, before any outage was logged, was said
+    "since its last outage line" of a log that had none."""
+    now = [100.0]
+    log = OutageLog(lambda: now[0], interval_s=10.0)
+    with caplog.at_level(logging.WARNING, logger=outages.__name__):
+        log.refused("m1", down_since_s=98.0, reachable=True)  # its request waited through one
+        now[0] = 120.0
+        log.refused("m2", down_since_s=118.0, reachable=True)  # one line logged before it now
+    endpoint = "the OpenAI-compatible endpoint: "
+    assert _logged(caplog) == [
+        endpoint + "since it started it answered 1 request 503 that no line counted",
+        endpoint + UNTOLD.format(num="1 request"),
+    ]
