@@ -41,6 +41,7 @@ from edgespec.calibration.checks import (
     DEFAULT_DATASET,
     DEFAULT_PROMPT_TOKENS,
     SYNTHETIC,
+    GivenProfile,
     check_counts,
     check_pair_names,
     check_profiles,
@@ -55,6 +56,7 @@ from edgespec.calibration.runs import (
     simulate_run,
     write_trace,
 )
+from edgespec.calibration.stops import PROFILING, RUNNING, SIMULATING, CalibrationSteps
 from edgespec.errors import check_fits_context
 from edgespec.learn.traces.pair import check_pair_vocab
 from edgespec.output_paths import claim_folder, writable_output_folder, write_text_atomically
@@ -191,11 +193,27 @@ def calibration_folder(args: argparse.Namespace, remove: bool = True) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Refuse what cannot run before anything loads (and the folder is made), then profile
-    (unless ``--profile``), measure the link, run for real, simulate and compare."""
+    (unless ``--profile``), measure the link, run for real, simulate and compare; stopped
+    (Ctrl-C, SIGTERM), say what the folder holds of this run and how to go on
+    (:meth:`CalibrationSteps.stopped_line`) before ``edgespec calibrate: interrupted``."""
+    from edgespec.runtime.commands.signals import Terminated
+
     check_counts(args)
     check_pair_names(args)
     given = check_profiles(args)
-    out = calibration_folder(args, remove=False)
+    steps = CalibrationSteps(calibration_folder(args, remove=False), profiled=given is None)
+    try:
+        return _calibrate(args, given, steps)
+    except (KeyboardInterrupt, Terminated) as stop:  # the command's own line follows
+        said = "interrupted" if isinstance(stop, KeyboardInterrupt) else "terminated"
+        print(f"edgespec calibrate: {steps.stopped_line(said)}", file=sys.stderr, flush=True)
+        raise
+
+
+def _calibrate(
+    args: argparse.Namespace, given: GivenProfile | None, steps: CalibrationSteps
+) -> int:
+    """:func:`run` once its checks before loading have passed, ``steps`` advanced as it goes."""
     import torch
 
     from edgespec.runtime.backends.mask_check_cache import checked_target
@@ -206,9 +224,11 @@ def run(args: argparse.Namespace) -> int:
     backend = checked_target(pair.target_model, pair.target_files)
     check_pair_vocab(args.draft, pair.draft_model, backend.vocab_size)  # before profiling
     prompts = _prompts(args, pair.tokenizer, backend.vocab_size, backend.max_context_tokens)
+    out = steps.out
     if args.out is not None:  # an earlier run's files go only once nothing more is refused
         calibration_folder(args)
     out.mkdir(parents=True, exist_ok=True)  # made only once nothing more is refused
+    steps.step = PROFILING if given is None else RUNNING
     target = (t_name, pair.target_model, backend)
     draft = (d_name, make_draft, pair.draft_model)
     if given is None:  # profile_lines: which profile, recorded in comparison.md
@@ -223,12 +243,14 @@ def run(args: argparse.Namespace) -> int:
         print(given.line(), flush=True)
         for warning in extrapolated:  # said as the simulator says it, kept in comparison.md
             print(f"edgespec calibrate: {warning}", file=sys.stderr, flush=True)
+    steps.step = RUNNING
     try:
         rtt, real = _real_runs(args, backend, make_draft, prompts)
     except DrafterProcessError as exc:  # one line, and what this run left in its folder
-        print(f"edgespec calibrate: {exc}; {_left_behind(out, given is None)}", file=sys.stderr)
+        print(f"edgespec calibrate: {exc}; {steps.left_behind()}", file=sys.stderr)
         return 1
     trace = write_trace(real, out / "trace.jsonl")
+    steps.step = SIMULATING
     sim = simulate_run(trace, target_profile, draft_profile, rtt, args.clients, args.gamma,
                        args.clients, args.seed)  # fmt: skip
     table = compare(real, sim, rtt).table()
@@ -252,18 +274,6 @@ def _real_runs(
     print(f"real run: {args.clients} clients x {args.requests} requests ...", flush=True)
     real = run_real(backend, make_draft, prompts, args.max_new_tokens, args.gamma, args.clients)
     return link_rtt_ms(probe), real
-
-
-def _left_behind(out: Path, profiled: bool) -> str:
-    """What a calibration stopped in its real run leaves in ``out``: no trace.jsonl nor
-    comparison.md; a fresh profile, which a rerun may read (``--profile``)."""
-    if not profiled:
-        return f"the calibration stopped before its trace and comparison: {out} holds neither"
-    return (
-        f"the calibration stopped before its trace and comparison: {out} holds only this "
-        f"run's profile (rerun with --profile {out / 'profile.yaml'} --out {out} --overwrite "
-        "to reuse it)"
-    )
 
 
 def comparison_text(header: str, profile_lines: tuple[str, ...], table: str) -> str:

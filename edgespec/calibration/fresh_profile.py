@@ -9,11 +9,14 @@ import argparse
 import shlex
 import statistics
 import sys
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from edgespec.profiling.quality import MIN_PROFILE_R2
+from edgespec.sweeps.progress import LINE_GAP_S
 
 
 def scenario_grid(prompt_tokens: int, max_new_tokens: int, gamma: int, clients: int) -> Any:
@@ -66,6 +69,28 @@ def _progress(index: int, total: int) -> None:
         print(f"  profiled {index + 1}/{total} configurations", flush=True)
 
 
+@dataclass(slots=True)
+class DraftCellLines:
+    """Progress of a model draft's batched timing, called as each (b, context) cell is
+    timed: ``  timed draft batch b=2 at 64 tokens (5/12 cells)`` on ``stream`` (stderr), for
+    the first and the last cell and otherwise at most one each :data:`LINE_GAP_S`."""
+
+    cells: Sequence[tuple[int, int]]
+    stream: TextIO
+    clock: Callable[[], float] = time.monotonic
+    shown_s: float | None = None
+
+    def __call__(self, cell: tuple[int, int], found: object) -> None:
+        done, now = self.cells.index(cell) + 1, self.clock()
+        last = done == len(self.cells)
+        if not last and self.shown_s is not None and now - self.shown_s < LINE_GAP_S:
+            return
+        self.shown_s = now
+        b, tokens = cell
+        line = f"  timed draft batch b={b} at {tokens} tokens ({done}/{len(self.cells)} cells)"
+        print(line, file=self.stream, flush=True)
+
+
 def profile_scenario(
     args: argparse.Namespace,
     out: Path,
@@ -77,8 +102,11 @@ def profile_scenario(
     draft's, and the report) to ``out``; the summary goes to stdout, a fit warning to
     stderr (``edgespec calibrate: warning: ...``). A model draft is also timed batched at
     ``edgespec profile``'s default batch sizes, as the draft's Zhu files written with the
-    profile are fitted on those calls there (:mod:`edgespec.profiling.draft_batch`)."""
+    profile are fitted on those calls there (:mod:`edgespec.profiling.draft_batch`), its
+    progress on stderr (:class:`DraftCellLines`). The files say ``edgespec calibrate``
+    measured them."""
     from edgespec.profiling.checks import DRAFT_BATCHES
+    from edgespec.profiling.draft_batch import batch_cells
     from edgespec.profiling.measure import design_grid
     from edgespec.profiling.run import profile_pair, write_profiles
 
@@ -87,18 +115,17 @@ def profile_scenario(
     spec = scenario_grid(p, args.max_new_tokens, args.gamma, args.clients)
     spec = replace(spec, warmup_runs=args.warmup, runs=args.runs)
     num_configs = len(design_grid(spec))
+    contexts = (p, p + args.max_new_tokens // 2, p + args.max_new_tokens)
+    cells = DraftCellLines(batch_cells(DRAFT_BATCHES, contexts), sys.stderr)
     print(f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...", flush=True)
     result = profile_pair(
         t_name, t_model, backend, spec, (d_name, make_draft, d_model),
-        draft_contexts=(p, p + args.max_new_tokens // 2, p + args.max_new_tokens),
-        gamma=args.gamma, num_bootstrap=200, on_config=lambda i: _progress(i, num_configs),
-        draft_batches=DRAFT_BATCHES,
+        draft_contexts=contexts, gamma=args.gamma, num_bootstrap=200,
+        on_config=lambda i: _progress(i, num_configs), draft_batches=DRAFT_BATCHES,
+        on_draft_cell=cells,
     )  # fmt: skip
-    paths = write_profiles(
-        result,
-        out / "profile.yaml",
-        "edgespec calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:]),
-    )
+    command = "edgespec calibrate " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    paths = write_profiles(result, out / "profile.yaml", command, "edgespec calibrate")
     fit = result.wisp.test
     summary = profile_summary(fit.r2, fit.mape_pct, paths[0])
     print(summary, flush=True)

@@ -1,7 +1,8 @@
-"""The text of one profile file ``edgespec profile`` writes: a header comment saying how
-it was measured and how well its fit predicts held-out batches (the metrics of the
-coefficients written, and which terms were clipped to 0), then the fields the loader
-reads (:func:`edgespec.hardware.cost_models.load_profile`; what a profile says of itself:
+"""The text of one profile file ``edgespec profile`` (or ``edgespec calibrate``'s fresh
+profile) writes: a header comment saying which command measured it and how, and how well
+its fit predicts held-out batches (the metrics of the coefficients written, and which terms
+were clipped to 0), then the fields the loader reads
+(:func:`edgespec.hardware.cost_models.load_profile`; what a profile says of itself:
 :mod:`edgespec.hardware.profile_info`)."""
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ class MeasuredRange:
 
 @dataclass(frozen=True, slots=True)
 class ProfileOrigin:
-    """Where and how a profile was measured."""
+    """Where and how a profile was measured: ``tool``, the edgespec command that measured
+    it (``edgespec profile``, or ``edgespec calibrate`` for its fresh profile), ``command``
+    its whole command line."""
 
     hardware: str
     command: str
     load_average: tuple[float, float, float]
+    tool: str = "edgespec profile"
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +84,7 @@ def _header(profile: ProfileFile, origin: ProfileOrigin, role: str) -> str:
     fit = profile.fit
     t, iv = fit.test, fit.test_intervals
     lines = [
-        f"# {role} {profile.model} ({_fit_name(profile)}), measured by `edgespec profile` "
+        f"# {role} {profile.model} ({_fit_name(profile)}), measured by `{origin.tool}` "
         f"on {origin.hardware}",
         f"# command: {origin.command}",
         f"# load average during the run: {' '.join(f'{x:.2f}' for x in origin.load_average)}",
@@ -101,7 +105,7 @@ def profile_text(profile: ProfileFile, origin: ProfileOrigin) -> str:
     role = "drafter" if profile.role == "draft" else profile.role
     what = f"{role} {profile.model}, {_fit_name(profile)}"
     data: dict[str, Any] = {
-        "source": f"edgespec profile ({what}; see comments)",
+        "source": f"{origin.tool} ({what}; see comments)",
         "kind": profile.kind,
         "role": profile.role,
         "clock": profile.clock,

@@ -184,10 +184,14 @@ def _profile_draft(
     return fit_draft(name, samples, d_spec, spec.seed + 2, num_bootstrap)
 
 
-def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]:
+def write_profiles(
+    result: ProfileResult, out: Path, command: str, tool: str = "edgespec profile"
+) -> list[Path]:
     """Write the profile files next to ``out`` (see the module docstring), each sibling
-    named by :func:`profile_files`; a sibling this run does not write (an earlier run's
-    draft, say) is removed first, so that no reader pairs it with this profile."""
+    named by :func:`profile_files`, each saying ``tool`` measured it (``edgespec
+    calibrate`` for its fresh profile) with ``command``; a sibling this run does not write
+    (an earlier run's draft, say) is removed first, so that no reader pairs it with this
+    profile."""
     if out.suffix not in PROFILE_SUFFIXES:
         raise ValueError(f"--out must end in .yaml or .yml, got {str(out)!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -212,7 +216,7 @@ def write_profiles(result: ProfileResult, out: Path, command: str) -> list[Path]
     ]
     for stale in set(files.finished) - {path for path, *_ in kept} - {files.report}:
         stale.unlink(missing_ok=True)
-    origin = ProfileOrigin(result.hardware, command, result.load_average)
+    origin = ProfileOrigin(result.hardware, command, result.load_average, tool)
     written = []
     drafts = (files.draft, files.draft_zhu, files.draft_zhu_printed)
     for path, model, fit, kind, flops in kept:

@@ -1,0 +1,74 @@
+"""What a calibration stopped part way leaves in its folder, and how to go on from there
+(:mod:`edgespec.calibration.command`): a drafter process that failed in the real run, or
+Ctrl-C / SIGTERM at any step.
+
+A calibration keeps no partial profile (its fresh profile is written whole once measured
+and fitted, and has no checkpoint to resume), so what its folder holds follows from the
+step it was at: nothing before the fresh profile is written; then that profile (which a
+rerun may read with ``--profile``); then the real run's ``trace.jsonl`` too; the
+comparison last."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+LOADING, PROFILING, RUNNING, SIMULATING = "loading", "profiling", "running", "simulating"
+"""A calibration's steps, in order: loading the pair and prompts (its folder not made yet),
+profiling the pair (the folder made, no profile written), the link and real run (the fresh
+profile written), the simulated run and comparison (``trace.jsonl`` written too)."""
+
+
+@dataclass(slots=True)
+class CalibrationSteps:
+    """The step a calibration writing to ``out`` is at (``profiled``: it profiles the pair
+    itself, no ``--profile`` given); advanced by the command as it goes."""
+
+    out: Path
+    profiled: bool
+    step: str = LOADING
+
+    def left_behind(self) -> str:
+        """What a calibration stopped in its real run leaves in ``out``: no trace.jsonl
+        nor comparison.md; a fresh profile, which a rerun may read (``--profile``)."""
+        done = "the calibration stopped before its trace and comparison"
+        if not self.profiled:
+            return f"{done}: {self.out} holds neither"
+        return f"{done}: {self.out} holds only this run's profile ({self._reuse('it')})"
+
+    def stopped_line(self, said: str) -> str:
+        """The line said before ``edgespec calibrate: interrupted`` (``said``:
+        ``interrupted`` or ``terminated``): the step it stopped at, what ``out`` holds of
+        this run, and how to go on."""
+        return f"{said} {self._when()}: {self._kept()}"
+
+    def _when(self) -> str:
+        done = "profiling the pair" if self.profiled else "reading --profile"
+        return {
+            LOADING: "while loading the pair and its prompts, before it wrote anything",
+            PROFILING: "while profiling the pair",
+            RUNNING: f"after {done}, before its trace and comparison",
+            SIMULATING: "after its real run, before its comparison",
+        }[self.step]
+
+    def _kept(self) -> str:
+        again, out = "run the same command to start again", self.out
+        if self.step == LOADING:
+            return again
+        if self.step == PROFILING:
+            nothing = "(a calibration keeps no partial profile)"
+            return f"{out} holds nothing of this run {nothing}; {again}"
+        if self.step == RUNNING:
+            if self.profiled:
+                return f"{out} holds only this run's profile ({self._reuse('it')})"
+            return f"{out} holds nothing of this run; {again}"
+        if self.profiled:
+            return f"{out} holds this run's profile and trace.jsonl ({self._reuse('the profile')})"
+        return (
+            f"{out} holds this run's trace.jsonl; run the same command with --out {out} "
+            "--overwrite to start again"
+        )
+
+    def _reuse(self, what: str) -> str:
+        profile = self.out / "profile.yaml"
+        return f"rerun with --profile {profile} --out {self.out} --overwrite to reuse {what}"
