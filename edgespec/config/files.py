@@ -167,23 +167,24 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def read_jsonl(path: str | Path, what: str = "file") -> Iterator[tuple[str, Any]]:
     """Yield ``(where, object)`` for each non-blank line of a JSONL file, ``where`` being
-    ``name:line`` for error messages; a missing file, a folder, text that is not UTF-8, a
-    line longer than :data:`MAX_JSONL_LINE_BYTES` (``file:line``) or a bad line is a
-    ConfigFileError. A first line that is not JSON says what the file is instead where that
-    is plain (:func:`_not_json_lines`: a JSON document over several lines, YAML)."""
+    ``path:line`` for error messages (the path as given, so two ``trace.jsonl`` in two
+    folders are told apart); a missing file, a folder, text that is not UTF-8, a line longer
+    than :data:`MAX_JSONL_LINE_BYTES` or a bad line is a ConfigFileError. A first line
+    that is not JSON says what the file is instead where that is plain
+    (:func:`_not_json_lines`: a JSON document over several lines, YAML)."""
     file = Path(path)
     _check_file(file, what)
     limit, offset, first = MAX_JSONL_LINE_BYTES, 0, True
     with file.open("rb") as fh:
         for line_no, data in enumerate(iter(lambda: fh.readline(limit + 1), b""), start=1):
+            where = f"{file}:{line_no}"
             if len(data) > limit and data[limit:] != b"\n":
                 problem = f"line longer than {_size(limit)}, the limit for a JSONL line"
-                raise ConfigFileError(f"{file}:{line_no}", problem)
+                raise ConfigFileError(where, problem)
             line = _decoded(file, data, offset)
             offset += len(data)
             if not line.strip():
                 continue
-            where = f"{file.name}:{line_no}"
             try:
                 record = json.loads(line, object_pairs_hook=_unique_keys)
             except DuplicateKeyError as exc:

@@ -51,11 +51,12 @@ def test_read_jsonl_names_file_and_line(tmp_path: Path) -> None:
 
     good = tmp_path / "t.jsonl"
     good.write_text('{"a": 1}\n\n{"a": 2}\n')
-    assert list(read_jsonl(good)) == [("t.jsonl:1", {"a": 1}), ("t.jsonl:3", {"a": 2})]
+    assert list(read_jsonl(good)) == [(f"{good}:1", {"a": 1}), (f"{good}:3", {"a": 2})]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"a": 1}\n{"a": \n')
-    with pytest.raises(ConfigError, match=r"^bad\.jsonl:2: invalid JSON: "):
+    with pytest.raises(ConfigError) as error:
         list(read_jsonl(bad))
+    assert str(error.value) == f"{bad}:2: invalid JSON: Expecting value"
     missing = tmp_path / "missing.jsonl"
     with pytest.raises(ConfigError) as error:
         list(read_jsonl(missing, "trace file"))
@@ -78,4 +79,4 @@ def test_a_line_nested_too_deeply_is_named_not_a_traceback(tmp_path: Path) -> No
     deep.write_text('{"a": 1}\n{"prompt": ' + "[" * 200_000 + "]" * 200_000 + "}\n")
     with pytest.raises(ConfigError) as error:
         list(read_jsonl(deep))
-    assert str(error.value) == "deep.jsonl:2: invalid JSON: nested too deeply"
+    assert str(error.value) == f"{deep}:2: invalid JSON: nested too deeply"

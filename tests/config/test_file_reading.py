@@ -34,7 +34,7 @@ def test_a_jsonl_file_that_is_not_utf8_names_the_offset_in_the_file(tmp_path: Pa
     path = tmp_path / "t.jsonl"
     path.write_bytes(b'{"a": 1}\n\n{"b": "\xff"}\n')
     records = read_jsonl(path, "trace file")
-    assert next(records) == ("t.jsonl:1", {"a": 1})
+    assert next(records) == (f"{path}:1", {"a": 1})
     with pytest.raises(ConfigError) as error:
         next(records)
     assert str(error.value) == f"{path}: not UTF-8 text (byte 0xff at offset 17)"
@@ -153,8 +153,8 @@ def test_a_jsonl_line_over_the_limit_is_refused_naming_file_and_line(
     assert [obj for _, obj in read_jsonl(fits)] == [{"b": 12345678}, {"a": 123456789}]
     reads = _reads(monkeypatch)
     records = read_jsonl(path, "trace file")
-    assert next(records) == ("t.jsonl:1", {"a": 123456789})
-    assert next(records) == ("t.jsonl:2", {"b": 12345678})
+    assert next(records) == (f"{path}:1", {"a": 123456789})
+    assert next(records) == (f"{path}:2", {"b": 12345678})
     with pytest.raises(ConfigError) as error:
         next(records)
     assert str(error.value) == f"{path}:3: line longer than 16 bytes, the limit for a JSONL line"

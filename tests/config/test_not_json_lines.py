@@ -21,9 +21,10 @@ from tests.sim.helpers import tiny_scenario
 NOT_JSONL = "not JSON Lines (one JSON object per line)"
 SUMMARY = {"title": "speculative decoding", "gamma": 4, "max_new_tokens": 24, "summary": []}
 SUMMARY_IS = (
-    "sum.json:1: a JSON document over several lines (an object with keys 'title', 'gamma', "
+    "a JSON document over several lines (an object with keys 'title', 'gamma', "
     f"'max_new_tokens', 'summary'), {NOT_JSONL}"
 )
+"""What ``sum.json`` is, after its ``PATH:1: ``."""
 PROFILE = "# target m/llama (wisp), measured by `edgespec profile`\n# a_s = 4e-05\n\nkind: wisp\n"
 
 
@@ -36,27 +37,27 @@ def _refusal(path: Path) -> str:
 def test_a_json_document_over_several_lines_is_named_as_one(tmp_path: Path) -> None:
     summary = tmp_path / "sum.json"
     summary.write_text(json.dumps(SUMMARY, indent=2) + "\n")
-    assert _refusal(summary) == SUMMARY_IS
+    assert _refusal(summary) == f"{summary}:1: {SUMMARY_IS}"
     config = tmp_path / "config.json"
     config.write_text("\n" + json.dumps({f"k{i}": i for i in range(7)}, indent=1))
     assert _refusal(config) == (
-        "config.json:2: a JSON document over several lines (an object with keys 'k0', 'k1', "
+        f"{config}:2: a JSON document over several lines (an object with keys 'k0', 'k1', "
         f"'k2', 'k3', 'k4' and 2 more), {NOT_JSONL}"
     )
     listed = tmp_path / "l.json"
     listed.write_text(json.dumps([{"a": 1}, {"a": 2}], indent=1))
     assert _refusal(listed) == (
-        f"l.json:1: a JSON document over several lines (a list of 2 items), {NOT_JSONL}"
+        f"{listed}:1: a JSON document over several lines (a list of 2 items), {NOT_JSONL}"
     )
 
 
 def test_a_yaml_file_is_named_as_yaml(tmp_path: Path) -> None:
     profile = tmp_path / "p.yaml"
     profile.write_text(PROFILE)
-    assert _refusal(profile) == f"p.yaml:1: YAML (lines of key: value), {NOT_JSONL}"
+    assert _refusal(profile) == f"{profile}:1: YAML (lines of key: value), {NOT_JSONL}"
     plain = tmp_path / "s.yaml"
     plain.write_text("---\nworkload: {kind: trace}\n")
-    assert _refusal(plain) == f"s.yaml:1: YAML (lines of key: value), {NOT_JSONL}"
+    assert _refusal(plain) == f"{plain}:1: YAML (lines of key: value), {NOT_JSONL}"
 
 
 NO_NAME = "invalid JSON: Expecting property name enclosed in double quotes"
@@ -65,16 +66,17 @@ NO_NAME = "invalid JSON: Expecting property name enclosed in double quotes"
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('{"a": 1,\n', f"t.jsonl:1: {NO_NAME}"),
-        ("# notes\nsome words\n", "t.jsonl:1: invalid JSON: Expecting value"),
-        ('{"a": 1}\n{\n "a": 2}\n', f"t.jsonl:2: {NO_NAME}"),
+        ('{"a": 1,\n', f"1: {NO_NAME}"),
+        ("# notes\nsome words\n", "1: invalid JSON: Expecting value"),
+        ('{"a": 1}\n{\n "a": 2}\n', f"2: {NO_NAME}"),
     ],
 )
 def test_a_broken_jsonl_line_keeps_its_own_message(tmp_path: Path, text: str, message: str) -> None:
-    """Broken first lines that are neither; a later line is never tried as a document."""
+    """Broken first lines that are neither (``message``: after the file's ``PATH:``); a later
+    line is never tried as a document."""
     path = tmp_path / "t.jsonl"
     path.write_text(text)
-    assert _refusal(path) == message
+    assert _refusal(path) == f"{path}:{message}"
 
 
 def test_a_document_is_tried_whole_only_up_to_the_line_limit(
@@ -85,10 +87,10 @@ def test_a_document_is_tried_whole_only_up_to_the_line_limit(
     summary.write_text(json.dumps(SUMMARY, indent=2) + "\n")
     size = summary.stat().st_size
     monkeypatch.setattr(files, "MAX_JSONL_LINE_BYTES", size)
-    assert _refusal(summary) == SUMMARY_IS
+    assert _refusal(summary) == f"{summary}:1: {SUMMARY_IS}"
     monkeypatch.setattr(files, "MAX_JSONL_LINE_BYTES", size - 1)
     reads = _reads(monkeypatch)
-    assert _refusal(summary) == f"sum.json:1: {NO_NAME}"
+    assert _refusal(summary) == f"{summary}:1: {NO_NAME}"
     assert reads == [2, size]  # the first line, then the file at most limit + 1
 
 
@@ -101,7 +103,7 @@ def test_the_commands_that_read_traces_say_so(
     argv = ["train", "stop-predictor", "--traces", "sum.json", "--out", "s.json"]
     assert main(argv) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train stop-predictor: --traces sum.json: {SUMMARY_IS}\n"
+        f"edgespec train stop-predictor: --traces sum.json: sum.json:1: {SUMMARY_IS}\n"
     )
     Path("k.yaml").write_text(yaml.safe_dump(tiny_scenario(duration_s=1.0)))
     argv = ["sim", "k.yaml", "acceptance={kind: trace, traces: [p.yaml]}", *QUIET, "--out", "r"]

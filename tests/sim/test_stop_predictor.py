@@ -130,7 +130,8 @@ def test_missing_features_without_stand_in_is_an_error(tmp_path: Path) -> None:
         simulate(scenario_from_dict(scenario(tmp_path, [row])))
     assert str(info.value) == (
         "config field 'stop_predictor': policy 'mlp' replays each request's draft_features, "
-        "and workload.trace trace.jsonl:1: request 'x' has none; give confusion_tpr and "
+        f"and workload.trace {tmp_path / 'trace.jsonl'}:1: request 'x' has none; give "
+        "confusion_tpr and "
         "confusion_fpr (the stand-in for requests without them) or replay traces that have "
         "draft_features (acceptance.kind: trace, or a trace workload; edgespec trace records "
         "them for a neural --draft, not for --draft ngram)"

@@ -111,7 +111,7 @@ def _arrival_ms(value: Any, where: str) -> float:
     return float(value)
 
 
-def parse_trace_record(record: Any, where: str) -> TraceEntry:
+def parse_trace_record(record: Any, where: str, line_id: str | None = None) -> TraceEntry:
     """One trace line (either schema) → :class:`TraceEntry`; errors name line and field
     (an unknown field, or one given twice: :func:`.trace_fields.check_trace_fields`)."""
     if not isinstance(record, Mapping):
@@ -128,7 +128,7 @@ def parse_trace_record(record: Any, where: str) -> TraceEntry:
     tree_rounds, depth = _tree_rounds(record, output, where)
     features, after = _features(record, output, where, rid)
     return TraceEntry(
-        request_id=str(rid) if rid is not None else where,
+        request_id=str(rid) if rid is not None else line_id or where,
         arrival_s=arrival / 1000.0,
         num_prompt_tokens=prompt,
         num_output_tokens=output,
@@ -206,9 +206,14 @@ def _tree_rounds(
 
 
 def load_trace(path: str | Path) -> tuple[TraceEntry, ...]:
-    """Read a JSONL trace (either schema), sorted by arrival (stable for ties)."""
+    """Read a JSONL trace (either schema), sorted by arrival (stable for ties). A line
+    without a request id is named by the file's base name and its line (``t.jsonl:3``: the
+    same wherever the file lies; its errors name the path as given)."""
     file = Path(path)
-    entries = [parse_trace_record(obj, where) for where, obj in read_jsonl(file, "trace file")]
+    entries = [
+        parse_trace_record(obj, where, f"{file.name}:{where.rpartition(':')[2]}")
+        for where, obj in read_jsonl(file, "trace file")
+    ]
     if not entries:
         raise ConfigFileError(str(file), "trace holds no requests")
     return tuple(sorted(entries, key=lambda e: e.arrival_s))

@@ -82,8 +82,7 @@ def test_an_acceptance_trace_without_features_is_named_with_its_line_and_id(
     sequence to some request, so the first line's features do not make it replayable."""
     trace = write(tmp_path / "ngram.jsonl", [request("gsm8k-0", True), request("gsm8k-1", False)])
     assert refused([f"acceptance.traces=[{trace}]", STOP], tmp_path, capsys) == (
-        f"edgespec sim: {SAID}acceptance.traces[0] ngram.jsonl:2: request 'gsm8k-1' has none"
-        f"{REMEDY}"
+        f"edgespec sim: {SAID}acceptance.traces[0] {trace}:2: request 'gsm8k-1' has none{REMEDY}"
     )
 
 
@@ -94,8 +93,8 @@ def test_a_workload_trace_request_without_features_is_named(
     data["stop_predictor"] = {"policy": {"name": "mlp"}}
     (tmp_path / "s.yaml").write_text(json.dumps(data))
     assert refused([str(tmp_path / "s.yaml")], tmp_path, capsys) == (
-        f"edgespec sim: {tmp_path / 's.yaml'}:1: {SAID}workload.trace trace.jsonl:2: request "
-        f"'b' has none{REMEDY}"
+        f"edgespec sim: {tmp_path / 's.yaml'}:1: {SAID}workload.trace "
+        f"{tmp_path / 'trace.jsonl'}:2: request 'b' has none{REMEDY}"
     )
 
 
@@ -108,9 +107,9 @@ def test_a_workload_trace_request_without_a_sequence_under_iid_is_named(
     data["stop_predictor"] = {"policy": {"name": "mlp"}}
     (tmp_path / "s.yaml").write_text(json.dumps(data))
     assert refused([str(tmp_path / "s.yaml")], tmp_path, capsys) == (
-        f"edgespec sim: {tmp_path / 's.yaml'}:1: {SAID}workload.trace trace.jsonl:2: request "
-        f"'b' has no acceptance_seq: acceptance.kind iid draws its rounds' outcomes, with none "
-        f"to replay{REMEDY}"
+        f"edgespec sim: {tmp_path / 's.yaml'}:1: {SAID}workload.trace "
+        f"{tmp_path / 'trace.jsonl'}:2: request 'b' has no acceptance_seq: acceptance.kind iid "
+        f"draws its rounds' outcomes, with none to replay{REMEDY}"
     )
 
 

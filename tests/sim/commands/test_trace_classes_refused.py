@@ -37,7 +37,8 @@ def test_an_edgespec_trace_class_the_scenario_lacks_says_the_file_classes_and_fi
 ) -> None:
     workload = trace_workload(tmp_path, "default")
     assert sim_refusal([workload], tmp_path, capsys) == (
-        "edgespec sim: config field 'workload.trace': gsm8k.jsonl:1: request 'gsm8k-0' has "
+        f"edgespec sim: config field 'workload.trace': {tmp_path / 'gsm8k.jsonl'}:1: request "
+        "'gsm8k-0' has "
         f"slo_class 'default', which slo_classes does not have {CLASSES}; add the class "
         "(slo_classes.default=TOK_S, or null for no target; a trace request keeps its own "
         "class, so no pool's slo_mix needs it) or give the trace the scenario's classes "

@@ -63,7 +63,7 @@ def test_acceptance_trace_errors_name_the_trace(tmp_path: Path) -> None:
 def test_a_workload_trace_request_of_an_unknown_class_is_named(tmp_path: Path) -> None:
     trace = write_trace(tmp_path / "w.jsonl", [row("r0"), row("r1", slo_class="gold")])
     assert error_of(build_trace, [f"workload={{kind: trace, trace: {trace}}}"]) == (
-        "config field 'workload.trace': w.jsonl:2: request 'r1' has slo_class 'gold', which "
+        f"config field 'workload.trace': {trace}:2: request 'r1' has slo_class 'gold', which "
         "slo_classes does not have (its classes: ['fast', 'slow']); add the class "
         "(slo_classes.gold=TOK_S, or null for no target; a trace request keeps its own class, "
         "so no pool's slo_mix needs it) or give the trace the scenario's classes (edgespec "

@@ -69,8 +69,8 @@ def test_a_trace_arrival_must_be_finite(
     code, err = _sim_trace(tmp_path, capsys, f'{{"arrival_ms": {arrival}, {_LINE}}}\n')
     assert (code, err) == (
         2,
-        "edgespec sim: config field 'workload.trace': t.jsonl:1: arrival_ms: expected a "
-        f"finite number >= 0, got {shown}\n",
+        f"edgespec sim: config field 'workload.trace': {tmp_path / 't.jsonl'}:1: arrival_ms: "
+        f"expected a finite number >= 0, got {shown}\n",
     )
 
 
@@ -83,8 +83,8 @@ def test_a_trace_integer_of_too_many_digits_is_named_at_its_line(
     )
     assert (code, err) == (
         2,
-        "edgespec sim: config field 'workload.trace': t.jsonl:2: invalid JSON: Exceeds the "
-        "limit (4300 digits) for integer string conversion: value has 5001 digits\n",
+        f"edgespec sim: config field 'workload.trace': {tmp_path / 't.jsonl'}:2: invalid JSON: "
+        "Exceeds the limit (4300 digits) for integer string conversion: value has 5001 digits\n",
     )
 
 
@@ -115,8 +115,8 @@ def test_a_trace_key_given_twice_is_refused_not_overwritten(
     code, err = _sim_trace(tmp_path, capsys, f'{{"arrival_ms": 0, "arrival_ms": 5, {_LINE}}}\n')
     assert (code, err) == (
         2,
-        "edgespec sim: config field 'workload.trace': t.jsonl:1: duplicate key 'arrival_ms' "
-        "in a JSON object\n",
+        f"edgespec sim: config field 'workload.trace': {tmp_path / 't.jsonl'}:1: duplicate key "
+        "'arrival_ms' in a JSON object\n",
     )
 
 
@@ -129,8 +129,8 @@ def test_a_trace_token_count_is_bounded(tmp_path: Path, capsys: pytest.CaptureFi
     )
     assert (code, err) == (
         2,
-        "edgespec sim: config field 'workload.trace': t.jsonl:1: prompt_tokens: expected an "
-        "integer in [0, 2,147,483,647], got 1000000000000000000000000000000000000... "
+        f"edgespec sim: config field 'workload.trace': {tmp_path / 't.jsonl'}:1: prompt_tokens: "
+        "expected an integer in [0, 2,147,483,647], got 1000000000000000000000000000000000000... "
         "(401 characters)\n",
     )
 

@@ -39,7 +39,7 @@ def test_an_empty_acceptance_seq_is_refused_at_its_line_before_any_run(
     path = _trace(tmp_path / "t.jsonl", [])
     argv = [f"workload={{kind: trace, trace: {path}}}", "slo_classes.default=null"]
     assert sim_refusal(argv, tmp_path, capsys) == (
-        f"edgespec sim: config field 'workload.trace': t.jsonl:2: {EMPTY}\n"
+        f"edgespec sim: config field 'workload.trace': {path}:2: {EMPTY}\n"
     )
     assert not (tmp_path / "out").exists()
 
@@ -54,4 +54,4 @@ def test_both_readers_refuse_the_same_acceptance_seq(
     for read in (load_trace, read_trace):
         with pytest.raises(ConfigError) as info:
             read(path)
-        assert str(info.value) == f"t.jsonl:2: {message}"
+        assert str(info.value) == f"{path}:2: {message}"

@@ -52,7 +52,7 @@ def test_an_unknown_field_is_refused_with_its_line_and_the_closest_known_one(
     field: str, close: str, tmp_path: Path
 ) -> None:
     assert _refused(tmp_path, {**ROW, field: [1, 0, 1]}) == (
-        f"t.jsonl:2: {field}: unknown field; known: {KNOWN}{close}"
+        f"{tmp_path / 't.jsonl'}:2: {field}: unknown field; known: {KNOWN}{close}"
     )
 
 
@@ -73,7 +73,8 @@ def test_a_field_given_under_two_spellings_is_refused(
     given: dict[str, Any], what: str, first: str, second: str, tmp_path: Path
 ) -> None:
     assert _refused(tmp_path, {**ROW, **given}) == (
-        f"t.jsonl:2: {second}: gives {what}, which {first} gives too; keep one of them"
+        f"{tmp_path / 't.jsonl'}:2: {second}: gives {what}, which {first} gives too; keep one "
+        "of them"
     )
 
 
@@ -88,8 +89,8 @@ def test_a_workload_trace_with_a_misspelt_field_is_refused_before_the_run(
     line = _line(tmp_path / "s.yaml", "  trace: t.jsonl")
     assert main(["sim", "s.yaml", "--quiet", "--no-plots", "--out", "run"]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec sim: s.yaml:{line}: config field 'workload.trace': t.jsonl:1: acceptance_sq: "
-        f"unknown field; known: {KNOWN} (did you mean 'acceptance_seq'?)\n"
+        f"edgespec sim: s.yaml:{line}: config field 'workload.trace': {tmp_path / 't.jsonl'}:1: "
+        f"acceptance_sq: unknown field; known: {KNOWN} (did you mean 'acceptance_seq'?)\n"
     )
     assert not (tmp_path / "run").exists()
 
@@ -104,7 +105,7 @@ def test_an_acceptance_trace_with_a_misspelt_field_is_refused(
     line = _line(scenario, f"  - {path}")
     assert main(["sim", str(scenario), "--quiet", "--out", str(tmp_path / "run")]) == 2
     assert capsys.readouterr().err == (
-        f"edgespec sim: {scenario}:{line}: config field 'acceptance.traces[0]': t.jsonl:1: "
+        f"edgespec sim: {scenario}:{line}: config field 'acceptance.traces[0]': {path}:1: "
         "slo_clas: unknown "
         f"field; known: {KNOWN} (did you mean 'slo_class'?)\n"
     )

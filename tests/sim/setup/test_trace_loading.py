@@ -68,8 +68,10 @@ def test_field_aliases_defaults_and_precedence(tmp_path: Path) -> None:
     first, second = load_trace(path)
     # no request id: the line names it; no client: device 0 (two spellings of one field
     # are refused: tests/sim/setup/test_trace_fields.py)
+    # its base name: the same wherever the file lies (its errors name the path as given)
     assert first == TraceEntry("t.jsonl:1", 0.001, 0, 1, "0")
     assert second == TraceEntry("t.jsonl:2", 0.002, 3, 2, "5")
+    assert (first.request_id, second.request_id) == ("t.jsonl:1", "t.jsonl:2")
 
 
 def test_token_tree_rounds(tmp_path: Path) -> None:
@@ -79,7 +81,8 @@ def test_token_tree_rounds(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:  # 4 accepted on a tree of depth 3
         load_trace(_write(tmp_path / "t.jsonl", [{**row, "rounds": [[5, 4], [2, 1]]}]))
     assert str(info.value) == (
-        "t.jsonl:1: rounds[0]: expected [nodes, accepted, ...] with 0 <= accepted <= min(nodes, 3)"
+        f"{tmp_path / 't.jsonl'}:1: rounds[0]: expected [nodes, accepted, ...] with "
+        "0 <= accepted <= min(nodes, 3)"
     )
 
 
@@ -113,37 +116,37 @@ def test_length_tables() -> None:
     [
         (
             {"prompt_tokens": 1, "output_tokens": 2},
-            "t.jsonl:1: arrival_ms: missing field; expected one of "
+            "1: arrival_ms: missing field; expected one of "
             "['arrival_ms', 'arrivaltime_ms', 'arrival_time_ms']",
         ),
         (
             {"arrival_ms": -1, "prompt_tokens": 1, "output_tokens": 2},
-            "t.jsonl:1: arrival_ms: expected a finite number >= 0, got -1",
+            "1: arrival_ms: expected a finite number >= 0, got -1",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": -1, "output_tokens": 2},
-            "t.jsonl:1: prompt_tokens: expected an integer in [0, 2,147,483,647], got -1",
+            "1: prompt_tokens: expected an integer in [0, 2,147,483,647], got -1",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 0},
-            "t.jsonl:1: output_tokens: expected an integer in [1, 2,147,483,647], got 0",
+            "1: output_tokens: expected an integer in [1, 2,147,483,647], got 0",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "acceptance_seq": [1, 2]},
-            "t.jsonl:1: acceptance_seq: must be a list of 0/1 integers",
+            "1: acceptance_seq: must be a list of 0/1 integers",
         ),
-        ([1, 2], "t.jsonl:1: expected a JSON object, got list"),
+        ([1, 2], "1: expected a JSON object, got list"),
         (
             {"arrival_ms": True, "prompt_tokens": 1, "output_tokens": 2},
-            "t.jsonl:1: arrival_ms: expected a finite number >= 0, got true",
+            "1: arrival_ms: expected a finite number >= 0, got true",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": True},
-            "t.jsonl:1: output_tokens: expected an integer >= 1 or a token list, got true",
+            "1: output_tokens: expected an integer >= 1 or a token list, got true",
         ),
         (
             {"arrival_ms": 1, "prompt_tokens": 1, "output_tokens": 2, "acceptance_seq": [1.0]},
-            "t.jsonl:1: acceptance_seq: must be a list of 0/1 integers",
+            "1: acceptance_seq: must be a list of 0/1 integers",
         ),
         (  # the request named, as LEARN.md says and edgespec train's reader does
             {
@@ -153,8 +156,7 @@ def test_length_tables() -> None:
                 "request_id": "r7",
                 "draft_features": [[0.5, float("nan"), 0.1, 0.2, 0.9]],
             },
-            "t.jsonl:1: draft_features: row 0: entropy_nats is nan, expected a finite number "
-            "(request r7)",
+            "1: draft_features: row 0: entropy_nats is nan, expected a finite number (request r7)",
         ),
         (
             {
@@ -163,15 +165,16 @@ def test_length_tables() -> None:
                 "output_tokens": 1,
                 "draft_features": [[float("inf"), 0.1, 0.1, 0.2, 0.9]],
             },
-            "t.jsonl:1: draft_features: row 0: confidence is inf, expected a finite number",
+            "1: draft_features: row 0: confidence is inf, expected a finite number",
         ),
     ],
 )
 def test_bad_trace_lines_name_line_and_field(tmp_path: Path, row: object, message: str) -> None:
-    """A trace line is named file:line (then its field), not as a "config field"."""
+    """A trace line is named file:line (then its field), not as a "config field" (``message``
+    follows the file's ``PATH:``)."""
     with pytest.raises(ConfigError) as info:
         load_trace(_write(tmp_path / "t.jsonl", [row]))
-    assert str(info.value) == message
+    assert str(info.value) == f"{tmp_path / 't.jsonl'}:{message}"
 
 
 def test_invalid_json_names_the_line(tmp_path: Path) -> None:
@@ -180,7 +183,7 @@ def test_invalid_json_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_trace(path)
     assert str(info.value) == (
-        "t.jsonl:2: invalid JSON: Expecting property name enclosed in double quotes"
+        f"{path}:2: invalid JSON: Expecting property name enclosed in double quotes"
     )
 
 
@@ -193,7 +196,7 @@ def test_sim_names_the_trace_line_under_its_config_field(
     assert main([*args, "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err == (
         "edgespec sim: config field 'workload.trace': "
-        "t.jsonl:2: arrival_ms: expected a finite number >= 0, got -1\n"
+        f"{path}:2: arrival_ms: expected a finite number >= 0, got -1\n"
     )
     empty = _write(tmp_path / "empty.jsonl", [])
     assert main(["sim", f"workload={{kind: trace, trace: {empty}}}", "--quiet"]) == 2
