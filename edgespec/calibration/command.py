@@ -268,10 +268,14 @@ def _real_runs(
     args: argparse.Namespace, backend: Any, make_draft: Callable[[], Any], prompts: Any
 ) -> tuple[float, RealRun]:
     """The loopback link's RTT (one client, one request), then the real run."""
-    print("measuring the loopback link (1 client) ...", flush=True)
+    print("measuring the loopback link (1 client) ...", file=sys.stderr, flush=True)
     probe = run_real(backend, make_draft, [prompts[0][:1]], args.max_new_tokens, args.gamma,
                      args.clients, "probe")  # fmt: skip
-    print(f"real run: {args.clients} clients x {args.requests} requests ...", flush=True)
+    print(
+        f"real run: {args.clients} clients x {args.requests} requests ...",
+        file=sys.stderr,
+        flush=True,
+    )
     real = run_real(backend, make_draft, prompts, args.max_new_tokens, args.gamma, args.clients)
     return link_rtt_ms(probe), real
 

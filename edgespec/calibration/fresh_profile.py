@@ -66,7 +66,7 @@ class FreshProfile:
 
 def _progress(index: int, total: int) -> None:
     if (index + 1) % 10 == 0 or index + 1 == total:
-        print(f"  profiled {index + 1}/{total} configurations", flush=True)
+        print(f"  profiled {index + 1}/{total} configurations", file=sys.stderr, flush=True)
 
 
 @dataclass(slots=True)
@@ -117,7 +117,11 @@ def profile_scenario(
     num_configs = len(design_grid(spec))
     contexts = (p, p + args.max_new_tokens // 2, p + args.max_new_tokens)
     cells = DraftCellLines(batch_cells(DRAFT_BATCHES, contexts), sys.stderr)
-    print(f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...", flush=True)
+    print(
+        f"profiling {t_name} + {d_name} ({len(prompts)} clients' shapes) ...",
+        file=sys.stderr,
+        flush=True,
+    )
     result = profile_pair(
         t_name, t_model, backend, spec, (d_name, make_draft, d_model),
         draft_contexts=contexts, gamma=args.gamma, num_bootstrap=200,

@@ -69,6 +69,10 @@ def _profile(fit: ProfileResult, out: Path, monkeypatch: pytest.MonkeyPatch) -> 
     return profile_scenario(args, out, ("t", None, None), ("d", None, None), prompts)
 
 
+PROFILING = "profiling t + d (4 clients' shapes) ...\n"
+"""The progress line a fresh profile starts with, on stderr (the summary: stdout)."""
+
+
 def test_a_poor_fit_is_warned_of_on_stderr_and_kept_with_the_profile(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -79,7 +83,7 @@ def test_a_poor_fit_is_warned_of_on_stderr_and_kept_with_the_profile(
     assert fresh == FreshProfile(tmp_path / "profile.yaml", (summary, warning))
     out, err = capsys.readouterr()
     assert out.splitlines()[-1] == summary
-    assert err == f"edgespec calibrate: {warning}\n"
+    assert err == f"{PROFILING}edgespec calibrate: {warning}\n"  # progress and warning: stderr
     assert "R^2 0.3076" in (tmp_path / "profile.yaml").read_text()  # the fit written
 
 
@@ -90,7 +94,7 @@ def test_a_good_fit_prints_no_warning(
     summary = f"profile: target held-out R² 0.738, MAPE 16.0%; wrote {tmp_path}/profile.yaml"
     assert fresh == FreshProfile(tmp_path / "profile.yaml", (summary,))
     out, err = capsys.readouterr()
-    assert (out.splitlines()[-1], err) == (summary, "")
+    assert (out.splitlines()[-1], err) == (summary, PROFILING)
 
 
 @pytest.mark.parametrize(
@@ -136,7 +140,11 @@ def test_calibrate_warns_and_records_the_warning_in_comparison_md(
     assert main(["calibrate", "--out", str(tmp_path), "--threads", "1", *sizes]) == 0
     summary = f"profile: target held-out R² 0.308, MAPE 24.3%; wrote {tmp_path}/profile.yaml"
     err = capsys.readouterr().err
-    assert err == f"edgespec calibrate: {WARNING.format(r2='0.308')}\n"
+    assert err == (
+        "profiling synthetic + truncated (1 clients' shapes) ...\n"
+        f"edgespec calibrate: {WARNING.format(r2='0.308')}\n"
+        "measuring the loopback link (1 client) ...\nreal run: 1 clients x 1 requests ...\n"
+    )
     lines = (tmp_path / "comparison.md").read_text().splitlines()
     assert lines[0].startswith("synthetic + truncated, 1 clients x 1 requests, γ=4")
     assert lines[1:5] == [summary, WARNING.format(r2="0.308"), "", "| metric | real (loopback "

@@ -114,7 +114,13 @@ def test_comparison_md_names_the_profile_files_read(
         "profile: read from --profile p.yaml and p-draft.yaml (of synthetic + truncated); "
         "not profiled in this run"
     )
-    assert capsys.readouterr().out.startswith(f"{line}\nmeasuring the loopback link")
+    said = capsys.readouterr()  # results on stdout, progress on stderr (as profile's)
+    assert said.out.startswith(f"{line}\nsynthetic + truncated, 1 clients x 1 requests, γ=4")
+    progress = [
+        "measuring the loopback link (1 client) ...",
+        "real run: 1 clients x 1 requests ...",
+    ]
+    assert [one for one in said.err.splitlines() if one in progress] == progress
     lines = (tmp_path / "c" / "comparison.md").read_text().splitlines()
     assert lines[0].startswith("synthetic + truncated, 1 clients x 1 requests, γ=4")
     assert lines[1:3] == [line, ""]
@@ -141,6 +147,8 @@ def test_a_profile_used_beyond_what_it_measured_is_warned_of(
         "warning: profile p-draft.yaml is used for contexts of up to 12 tokens (measured up to "
         "10): its times there are extrapolated; profile a grid that covers them"
     )
-    assert capsys.readouterr().err == f"edgespec calibrate: {target}\nedgespec calibrate: {draft}\n"
+    warnings = f"edgespec calibrate: {target}\nedgespec calibrate: {draft}\n"
+    progress = "measuring the loopback link (1 client) ...\nreal run: 2 clients x 1 requests ...\n"
+    assert capsys.readouterr().err == warnings + progress
     lines = (tmp_path / "c" / "comparison.md").read_text().splitlines()
     assert lines[2:5] == [target, draft, ""]
