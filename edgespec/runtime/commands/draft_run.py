@@ -75,22 +75,37 @@ class Shown:
     """An output on stdout as it streams: with a tokenizer its text as the HTTP endpoint
     returns it (complete characters only: :mod:`edgespec.runtime.detokenize`), else its
     token ids. ``end`` writes the text held (an unfinished character's U+FFFD) and ends the
-    line."""
+    line. Used as a context manager: an output cut short (a lost server, Ctrl-C) ends its
+    line as the block is left, so the error or stop line on stderr starts its own (it
+    followed the last token on the terminal: ``28edgespec draft: UNAVAILABLE ...``)."""
 
-    __slots__ = ("_text",)
+    __slots__ = ("_mid_line", "_text")
 
     def __init__(self, tokenizer: Any) -> None:
         self._text = None if tokenizer is None else IncrementalText(tokenizer)
+        self._mid_line = False
 
     def push(self, tokens: tuple[int, ...]) -> None:
         text = f"{list(tokens)} " if self._text is None else self._text.push(tokens)
         sys.stdout.write(text)
         sys.stdout.flush()
+        if text:
+            self._mid_line = not text.endswith("\n")
 
     def end(self) -> None:
         held = "" if self._text is None else self._text.finish()
         sys.stdout.write(held + "\n")
         sys.stdout.flush()
+        self._mid_line = False
+
+    def __enter__(self) -> Shown:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if kind is not None and self._mid_line:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self._mid_line = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,18 +147,18 @@ class DraftRun:
                            config.slo_class)  # fmt: skip
         gamma = fused_mode_gamma(config)
         output: list[int] = []
-        shown = Shown(self.tokenizer)
         if ready is not None:
             ready()
         arrival = self.clock()
         first = None
-        for chunk in self._stream(spec, fused, gamma):
-            if chunk and first is None:
-                first = self.clock()
-            output.extend(chunk)
-            shown.push(chunk)
-        finish = self.clock()
-        shown.end()
+        with Shown(self.tokenizer) as shown:
+            for chunk in self._stream(spec, fused, gamma):
+                if chunk and first is None:
+                    first = self.clock()
+                output.extend(chunk)
+                shown.push(chunk)
+            finish = self.clock()
+            shown.end()
         request = RequestRecord(
             session_id, config.client_id, config.slo_class, 0, arrival,
             first if first is not None else finish, finish, len(self.prompt), len(output),
@@ -215,12 +230,12 @@ class DraftRun:
         # the link: itself unless a link_* setting; its closes whole within their deadline
         close_s = close_timeout_s(config.request_timeout_s)
         linked = closed_whole(wrap_verifier(self.verifier, config), close_s)
-        shown = Shown(self.tokenizer)
         if ready is not None:
             ready()
-        result = generate(linked, drafter, self.prompt, self._sampling(), options, window,
-                          shown.push, stop=stop, semantic=semantic)  # fmt: skip
-        shown.end()
+        with Shown(self.tokenizer) as shown:
+            result = generate(linked, drafter, self.prompt, self._sampling(), options, window,
+                              shown.push, stop=stop, semantic=semantic)  # fmt: skip
+            shown.end()
         sent = None
         if stop is not None:
             sent = (result.request.num_drafted, sum(x.draft_passes for x in result.rounds))

@@ -39,6 +39,8 @@ def test_sigterm_mid_prompt_closes_the_session_and_exits_143(
     assert command.lines[-1] == "edgespec draft: terminated"
     assert not any("Traceback" in line for line in command.lines)
     assert open_sessions(f"127.0.0.1:{server.port}") == 0
+    shown = command.out.read_text()  # the output cut short ends its line before stderr's
+    assert shown.strip() and shown.endswith("\n") and not shown.endswith("\n\n")
 
 
 SLOW_CLOSE = (

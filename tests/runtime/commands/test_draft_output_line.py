@@ -1,0 +1,29 @@
+"""``edgespec draft``'s output cut short (a lost server, Ctrl-C, SIGTERM) ends its line
+before the error or stop line on stderr: on a terminal that line followed the last token
+(``26, 27, 28edgespec draft: UNAVAILABLE ...``, ``Q: 1.edgespec draft: interrupted``). The
+process-level case: tests/runtime/commands/test_command_signals.py (SIGTERM mid-prompt)."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgespec.runtime.commands.draft_run import Shown
+
+
+def test_an_output_cut_short_ends_its_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(KeyboardInterrupt), Shown(None) as shown:
+        shown.push((1, 2))
+        raise KeyboardInterrupt
+    assert capsys.readouterr().out == "[1, 2] \n"
+
+
+def test_a_finished_output_ends_once_and_nothing_shown_adds_no_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with Shown(None) as shown:
+        shown.push((3,))
+        shown.end()
+    assert capsys.readouterr().out == "[3] \n"
+    with pytest.raises(ConnectionError), Shown(None):
+        raise ConnectionError("lost before its first token")
+    assert capsys.readouterr().out == ""
