@@ -90,6 +90,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--temperature", type=float, help="sampling temperature (default 0, greedy, or --config's)"
     )
     parser.add_argument(
+        "--top-p",
+        type=float,
+        help="nucleus sampling: sample among the most likely tokens holding this probability "
+        "mass, in (0, 1] (default 1, every token, or --config's; needs --temperature > 0)",
+    )
+    parser.add_argument(
         "--seed", type=seed_int, default=None, help="sampling seed (default: fresh entropy)"
     )
     add_server_access_arguments(parser)
@@ -221,7 +227,7 @@ def add_semantic_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-_PLAIN_FLAGS = ("draft", "max_new_tokens", "temperature", "auth_token", "tls_ca",
+_PLAIN_FLAGS = ("draft", "max_new_tokens", "temperature", "top_p", "auth_token", "tls_ca",
                 "tls_server_name", "max_message_bytes", "request_timeout_s", "max_reconnects",
                 "progress_timeout_s", "retry_timeout_s", "tree", "tree_min_prob",
                 "tree_max_nodes", "threshold", "upload", "channel_uplink_mbps", "channel_per",
@@ -289,3 +295,13 @@ def check_seed(args: argparse.Namespace, temperature: float) -> None:
     if temperature == 0:
         raise UserInputError(f"--seed {args.seed} is for sampling (--temperature > 0); "
                              "greedy decoding draws nothing")  # fmt: skip
+
+
+def check_top_p(args: argparse.Namespace, top_p: float) -> None:
+    """Refuse a ``top_p`` below 1 (``--top-p`` or ``--config``'s) with ``--serve-openai``:
+    the endpoint's requests carry their own ``top_p`` (it would not be read)."""
+    from edgespec.errors import UserInputError
+
+    if top_p < 1 and args.serve_openai is not None:
+        raise UserInputError(f"--top-p {top_p:g}: the endpoint (--serve-openai) takes each "
+                             "request's own top_p; drop --top-p")  # fmt: skip

@@ -127,6 +127,7 @@ class DraftRun:
     def _sampling(self) -> SamplingParams:
         return SamplingParams(
             temperature=self.config.temperature,
+            top_p=self.config.top_p,
             max_new_tokens=self.config.max_new_tokens,
             seed=self.seed,
         )

@@ -55,6 +55,7 @@ class DrafterConfig:
     window: PolicySpec = dataclasses.field(default_factory=lambda: PolicySpec("static"))
     max_new_tokens: int = 64
     temperature: float = 0.0
+    top_p: float = 1.0  # nucleus sampling: the most likely tokens holding this mass
     slo_class: str = "default"
     client_id: str = "edge-0"
     auth_token: str | None = None
@@ -158,6 +159,13 @@ class DrafterConfig:
             )
         if (problem := wire_float_problem(self.temperature)) is not None:
             raise ConfigError("temperature", problem)
+        if not (math.isfinite(self.top_p) and 0 < self.top_p <= 1):
+            raise ConfigError("top_p", f"must be in (0, 1], got {self.top_p:g}")
+        if (problem := wire_float_problem(self.top_p)) is not None:
+            raise ConfigError("top_p", problem)
+        if self.top_p < 1 and self.temperature == 0:
+            raise ConfigError("top_p", f"{self.top_p:g} does nothing at temperature 0 (greedy): "
+                              "give a temperature > 0 to sample with top_p")  # fmt: skip
 
     def _validate_semantic(self) -> None:
         """The semantic fields; each error names the other fields as the one at fault was

@@ -79,7 +79,7 @@ def test_baseline_requests_carry_the_flags(
     monkeypatch.chdir(tmp_path)
     make_ca(tmp_path, "ca")  # --tls-ca holds a certificate, checked as the flags are parsed
     args = ["draft", "--server", "h:1", "--prompt-ids", "4, 5,6", "--mode", "fused"]
-    args += ["--seed", "11", "--max-new-tokens", "7", "--temperature", "0.5"]
+    args += ["--seed", "11", "--max-new-tokens", "7", "--temperature", "0.5", "--top-p", "0.9"]
     args += ["--auth-token", "tok", "--tls-ca", "ca.pem", "--set", "slo_class=gold"]
     args += ["--set", "request_timeout_s=9", "--set", "client_id=edge-7"]
     args += ["--max-message-bytes", "8388608"]
@@ -99,7 +99,7 @@ def test_baseline_requests_carry_the_flags(
     assert (spec.client_id, spec.slo_class) == ("edge-7", "gold")
     assert spec.session_id.startswith("edge-7-") and len(spec.session_id) == len("edge-7-") + 12
     s = spec.sampling
-    assert (s.seed, s.max_new_tokens, s.temperature) == (11, 7, 0.5)
+    assert (s.seed, s.max_new_tokens, s.temperature, s.top_p) == (11, 7, 0.5, 0.9)
 
 
 def test_window_params_alone_set_the_default_static_window(fake: list[FakeVerifier]) -> None:
@@ -184,6 +184,20 @@ def test_centralized_mode_and_gamma(fake: list[FakeVerifier]) -> None:
         (
             ["--serve-openai", "127.0.0.1:0", "--openai-max-queued", "-1"],
             "--openai-max-queued: must be >= 0, got -1",
+        ),
+        (
+            ["--prompt-ids", "1", "--top-p", "0.5"],
+            "--top-p: 0.5 does nothing at temperature 0 (greedy): give a temperature > 0 to "
+            "sample with top_p",
+        ),
+        (
+            ["--prompt-ids", "1", "--temperature", "0.5", "--top-p", "0"],
+            "--top-p: must be in (0, 1], got 0",
+        ),
+        (  # the endpoint's requests carry their own
+            ["--serve-openai", "127.0.0.1:0", "--temperature", "0.7", "--top-p", "0.9"],
+            "--top-p 0.9: the endpoint (--serve-openai) takes each request's own top_p; drop "
+            "--top-p",
         ),
         (  # was ignored: greedy decoding draws nothing
             ["--prompt-ids", "1", "--seed", "3"],
