@@ -258,7 +258,8 @@ def _run_sharded(args: argparse.Namespace, data: dict[str, Any], out: Path, roun
         )
     console.print(
         f"{data.get('name', 'scenario')}: {plain(run.num_rounds)} rounds in "
-        f"{len(run.shards)} shards ({args.engine}, {args.workers} workers), "
+        f"{len(run.shards)} shards ({args.engine}, {args.workers} "
+        f"worker{'' if args.workers == 1 else 's'}), "
         f"{plain(run.metrics.num_requests)} requests, {plain(run.metrics.duration_s, 6)} s "
         f"simulated in {fixed(wall_s, 2)} s wall → {out}",
         highlight=False, markup=False, soft_wrap=True,

@@ -159,7 +159,7 @@ def test_a_sharded_run_writes_shards_json_and_names_engine_and_workers(
     said = printed(capsys)
     assert "so it ran as" not in said
     assert re.search(
-        rf"tiny: {rounds} rounds in 2 shards \(local, 1 workers\), "
+        rf"tiny: {rounds} rounds in 2 shards \(local, 1 worker\), "
         rf"{metrics['num_requests']} requests, 3 s simulated in \d+\.\d\d s wall",
         said,
     )
