@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from edgespec.config.overrides import shown
 from edgespec.core.types import RequestRecord, RoundRecord, SamplingParams
 from edgespec.runtime.detokenize import IncrementalText
 from edgespec.runtime.edge.semantic import SemanticReport
+from edgespec.runtime.errors import RequestError
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,21 @@ class Shown:
         sys.stdout.write(held + "\n")
         sys.stdout.flush()
         self._mid_line = False
+
+    def notice(self, line: str) -> None:
+        """``line`` on stderr, on a line of its own on a terminal (after a newline of its
+        own when the output is mid-line there; stdout's text is left as it is)."""
+        lead = "\n" if self._mid_line and sys.stdout.isatty() else ""
+        print(f"{lead}{line}", file=sys.stderr, flush=True)
+
+    def reconnecting(self, error: RequestError, num_committed: int, retry_s: float) -> None:
+        """Say that a lost session is reopened (the generation would otherwise be silent
+        for up to ``--retry-timeout-s``): what lost it, what is kept, for how long."""
+        self.notice(
+            f"edgespec draft: the session was lost ({shown(str(error), 120)}) after "
+            f"{num_committed} tokens: reopening it with them, retried for up to {retry_s:g} s "
+            "(--retry-timeout-s)"
+        )
 
     def __enter__(self) -> Shown:
         return self
@@ -225,15 +242,17 @@ class DraftRun:
             _warn_measured_agreement(config.draft, semantic.threshold, config.threshold is None)
         budget = ProgressBudget(config.max_reconnects, config.progress_timeout_s)
         # a lost session is reopened for up to retry_timeout_s
+        shown = Shown(self.tokenizer)
         options = DraftOptions(self._session_id(), config.client_id, config.slo_class,
                                config.retry_timeout_s, progress=budget,
-                               first_open_retry_s=self.first_open_retry_s)  # fmt: skip
+                               first_open_retry_s=self.first_open_retry_s,
+                               on_reconnect=shown.reconnecting)  # fmt: skip
         # the link: itself unless a link_* setting; its closes whole within their deadline
         close_s = close_timeout_s(config.request_timeout_s)
         linked = closed_whole(wrap_verifier(self.verifier, config), close_s)
         if ready is not None:
             ready()
-        with Shown(self.tokenizer) as shown:
+        with shown:
             result = generate(linked, drafter, self.prompt, self._sampling(), options, window,
                               shown.push, stop=stop, semantic=semantic)  # fmt: skip
             shown.end()

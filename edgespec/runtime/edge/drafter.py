@@ -90,7 +90,9 @@ class DraftOptions:
     before the generation gives up (:mod:`edgespec.runtime.edge.progress`). ``cancel``:
     set, it ends the retries, and an open the server has not answered, within one
     ``retry_backoff_s`` with :class:`~edgespec.runtime.edge.reconnect.Cancelled` (its caller
-    gone); ``None``: they run their course."""
+    gone); ``None``: they run their course. ``on_reconnect``: told as a lost session is
+    reopened, with the error that lost it, the tokens committed so far and the seconds
+    the reopening is retried for (``edgespec draft`` says it on stderr)."""
 
     session_id: str
     client_id: str = "edge-0"
@@ -100,6 +102,7 @@ class DraftOptions:
     first_open_retry_s: float = 0.0
     progress: ProgressBudget = field(default_factory=ProgressBudget)
     cancel: threading.Event | None = None
+    on_reconnect: Callable[[RequestError, int, float], None] | None = None
 
 
 def generate(

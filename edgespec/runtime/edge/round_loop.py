@@ -36,8 +36,9 @@ from edgespec.runtime.messages import SessionSpec
 
 class RetryOptions(Protocol):
     """What the loop reads of the request's ``DraftOptions``: how long and how often a
-    lost session is reopened, the progress budget across reconnects, and the event that
-    cancels the reopening."""
+    lost session is reopened, the progress budget across reconnects, the event that
+    cancels the reopening, and who is told of a reopening (the error, the tokens committed,
+    the seconds it is retried for)."""
 
     @property
     def retry_timeout_s(self) -> float: ...
@@ -50,6 +51,9 @@ class RetryOptions(Protocol):
 
     @property
     def cancel(self) -> threading.Event | None: ...
+
+    @property
+    def on_reconnect(self) -> Callable[[RequestError, int, float], None] | None: ...
 
 
 RECOVERABLE = frozenset({ErrorCode.NOT_FOUND, ErrorCode.UNAVAILABLE})
@@ -172,6 +176,8 @@ class RoundLoop:
         close_quietly(self.verifier, self.session_id)  # its KV must not wait for the timeout
         watch.reconnect(exc)  # NoProgress once the budget is spent
         retry_s = min(options.retry_timeout_s, watch.remaining_s())
+        if options.on_reconnect is not None:
+            options.on_reconnect(exc, len(self.ledger.output), retry_s)
         self.session_id = reopen(self.verifier, self.first, self.ledger.output, clock,
                                  self.reconnects, retry_s, options.retry_backoff_s,
                                  watch.check, options.cancel)  # fmt: skip

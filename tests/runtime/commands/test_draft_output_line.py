@@ -27,3 +27,24 @@ def test_a_finished_output_ends_once_and_nothing_shown_adds_no_line(
     with pytest.raises(ConnectionError), Shown(None):
         raise ConnectionError("lost before its first token")
     assert capsys.readouterr().out == ""
+
+
+def test_a_reopening_is_said_on_a_line_of_its_own(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The generation was silent while it reopened a lost session (up to
+    --retry-timeout-s); on a terminal the line starts after the output's last token."""
+    from edgespec.runtime.errors import ErrorCode, RequestError
+
+    said = (
+        "edgespec draft: the session was lost (UNAVAILABLE: failed to connect) after 28 "
+        "tokens: reopening it with them, retried for up to 30 s (--retry-timeout-s)\n"
+    )
+    lost = RequestError(ErrorCode.UNAVAILABLE, "failed to connect")
+    shown = Shown(None)
+    shown.reconnecting(lost, 28, 30.0)  # stdout not a terminal: the line as it is
+    assert capsys.readouterr() == ("", said)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    shown.push((5,))
+    shown.reconnecting(lost, 28, 30.0)
+    assert capsys.readouterr() == ("[5] ", "\n" + said)  # stdout's text left as it is

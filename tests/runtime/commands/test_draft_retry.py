@@ -56,11 +56,17 @@ def _run(verifier: GoesDown, **fields: float) -> float:
     return time.monotonic() - start
 
 
-def test_a_lost_session_is_reopened_for_the_retry_timeout() -> None:
+def test_a_lost_session_is_reopened_for_the_retry_timeout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     verifier = GoesDown(down_at_first=False)
     took = _run(verifier, retry_timeout_s=RETRY_TIMEOUT_S)
     assert RETRY_TIMEOUT_S <= took < RETRY_TIMEOUT_S + 2  # was 30 s, whatever the config
     assert verifier.opens > 2  # reopened every backoff (50 ms) meanwhile
+    assert capsys.readouterr().err.splitlines() == [  # it was silent meanwhile
+        f"edgespec draft: the session was lost ({_down()}) after 0 tokens: reopening it with "
+        f"them, retried for up to {RETRY_TIMEOUT_S:g} s (--retry-timeout-s)"
+    ]
 
 
 def test_the_first_open_still_fails_at_once() -> None:

@@ -202,3 +202,25 @@ def test_a_generation_failing_here_closes_its_session(error: BaseException) -> N
         generate(verifier, _FailingDrafter(clock, error), PROMPT, GREEDY, OPTIONS, clock=clock)
     assert len(verifier.calls) == 1  # the first round was verified
     assert verifier.closed == ["s"]
+
+
+def test_a_reopening_is_told_with_its_error_the_tokens_kept_and_its_retry_time() -> None:
+    """``edgespec draft`` was silent for up to --retry-timeout-s while it reopened a lost
+    session (DraftOptions.on_reconnect: it now says so)."""
+    import dataclasses
+
+    clock = Clock()
+    verifier = Verifier(clock)
+    told: list[tuple[ErrorCode, int, float]] = []
+
+    def lose_session(tokens: tuple[int, ...]) -> None:
+        if tokens == (6, 7, 8):
+            verifier.failures = [ErrorCode.UNAVAILABLE]
+
+    options = dataclasses.replace(
+        OPTIONS, on_reconnect=lambda error, kept, retry_s: told.append((error.code, kept, retry_s))
+    )
+    result = generate(verifier, Drafter(clock), PROMPT, GREEDY, options, None, lose_session,
+                      clock=clock)  # fmt: skip
+    assert result.output_token_ids == OUTPUT
+    assert told == [(ErrorCode.UNAVAILABLE, 3, OPTIONS.retry_timeout_s)]
