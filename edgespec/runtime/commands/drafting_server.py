@@ -10,12 +10,14 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from edgespec.output_paths import write_text_atomically
 from edgespec.runtime.commands.cpus import apply_cpus_and_threads
 from edgespec.runtime.commands.drafting_server_arguments import add_arguments, check_flags
+from edgespec.runtime.commands.stages import Stages
 
 __all__ = ["add_arguments", "check_flags", "run"]
 
@@ -68,6 +70,8 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
         check_server_limit(planning, limit)
         _warn(model_warnings(planning.system, args.draft, verifier.target_name()))
     apply_cpus_and_threads(args.cpus, args.threads)
+    say = Stages("drafting-server")  # minutes of work otherwise silent until the stats lines
+    say(f"loading the draft {args.draft}")
     loaded = load_model(args.draft, placement.dtype, verbose=args.verbose, device=placement.device)
     check_draft_vocab(args.draft, loaded.model, verifier.vocab_size())
     draft = BatchedDraftModel(loaded.model)
@@ -79,7 +83,7 @@ def _run(args: argparse.Namespace, planning: Any) -> int:
         plan = plan_run(planning, prompts, budgets, limit)
         print(plan_line(planning, plan), file=sys.stderr)  # before the warm-up and the runs
         _warn(range_warnings(planning, plan, prompts, budgets))
-    runs = _runs(args, verifier, draft, prompts, (planning, plan))
+    runs = _runs(args, verifier, draft, prompts, (planning, plan), say)
     return _report(args, runs, prompts, (planning, plan))
 
 
@@ -142,9 +146,11 @@ def _runs(
     draft: Any,
     prompts: list[tuple[int, ...]],
     planned: tuple[Any, Any],
+    say: Callable[[str], None] = lambda stage: None,
 ) -> dict[str, tuple[Any, dict[str, int]]]:
     """A warm-up (the first batch, a few tokens, untimed), then the run(s) asked for, each
-    with the server's batch counts during it; with ``--plan``, in the plan's batches and γ."""
+    with the server's batch counts during it; with ``--plan``, in the plan's batches and γ.
+    ``say``: told each as it starts."""
     from edgespec.runtime.commands.drafting_server_plan import run_pipelined
     from edgespec.runtime.edge.drafting_server import run_drafting_server
 
@@ -160,10 +166,13 @@ def _runs(
     first = plan.batches[0] if plan is not None else range(min(args.batch_size, len(prompts)))
     gamma = plan.spec_len if plan is not None else args.gamma
     warm_tokens = min(WARMUP_TOKENS, args.max_new_tokens)
+    say(f"warming up (one batch of {len(first)}, {warm_tokens} tokens, untimed)")
     once(False, [prompts[k] for k in first], warm_tokens, batch_size=len(first), gamma=gamma)
     order = {"plan": plan} if plan is not None else {"batch_size": args.batch_size, "gamma": gamma}
     runs = {}
     for pipelined in [False, True] if args.compare else [run_pipelined(args, planning)]:
+        say(f"running {'pipelined' if pipelined else 'not pipelined'}: {len(prompts)} sessions, "
+            f"up to {args.max_new_tokens} new tokens each")  # fmt: skip
         before = verifier.stats()
         result = once(pipelined, prompts, args.max_new_tokens, **order)
         after = verifier.stats()

@@ -16,6 +16,7 @@ from edgespec.hardware.drafting_plan import build_costs, build_plan, load_planni
 from edgespec.policies.drafting_server.planner import PipelinePlanner, observe_tasks
 from edgespec.runtime.commands.drafting_server_plan import load_plan_flag, plan_line, plan_run
 from edgespec.runtime.wire.grpc_server import ServerThread
+from tests.runtime.stage_lines import without_stages
 
 PROMPTS = [(1, 2, 3), (4, 5), (9,), (7, 7, 7, 7)]
 
@@ -58,7 +59,7 @@ def test_a_budget_past_what_the_planner_plans_is_refused(
     argv = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "nowhere"]
     argv += ["--plan", str(_scenario(tmp_path, "batching: dp")), "--max-new-tokens", "32769"]
     assert main(argv) == 2
-    assert capsys.readouterr().err == (
+    assert without_stages(capsys.readouterr().err) == (
         "edgespec drafting-server: config field 'max_new_tokens': must be <= 32,768 with "
         "--plan (the planner plans every session for its budget; its tables grow with it), "
         "got 32769\n"
@@ -75,7 +76,7 @@ def test_a_bundled_scenarios_name_plans_from_its_file(
     planning = load_plan_flag(str(file))
     assert planning is not None and planning.path == file
     plan = plan_run(planning, [(1, 2, 3), (4, 5)], [4, 4], None)
-    plan_said, stats = capsys.readouterr().err.splitlines()
+    plan_said, stats = without_stages(capsys.readouterr().err).splitlines()
     assert plan_said == plan_line(planning, plan)
     assert plan_said.startswith(f"[plan: planner zhu ({file}), ")
     assert stats.startswith("[pipelined: 2 sessions in batches of ")
@@ -86,10 +87,10 @@ def test_a_near_miss_is_refused_as_sim_refuses_it_before_the_server_or_draft(
 ) -> None:
     argv = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "nowhere"]
     assert main([*argv, "--plan", "zhu-pipelin"]) == 2  # no server there, no draft "nowhere"
-    refused = capsys.readouterr().err
+    refused = without_stages(capsys.readouterr().err)
     assert refused == (
         "edgespec drafting-server: zhu-pipelin: no such scenario file (an override looks like "
         "key.path=value) (did you mean 'zhu-pipeline'?)\n"
     )
     assert main(["sim", "zhu-pipelin"]) == 2
-    assert capsys.readouterr().err == refused.replace("drafting-server", "sim")
+    assert without_stages(capsys.readouterr().err) == refused.replace("drafting-server", "sim")

@@ -16,6 +16,7 @@ from edgespec.policies.drafting_server.planner import PipelinePlan
 from edgespec.runtime.commands.drafting_server_plan import load_plan_flag
 from edgespec.runtime.commands.drafting_server_profiles import model_warnings, range_warnings
 from edgespec.runtime.wire.grpc_server import ServerThread
+from tests.runtime.stage_lines import without_stages
 
 COEFFICIENTS = "kind: zhu\nflops: printed\nc1_s_per_flop: 2.08e-14\nc2_s: 1.28e-2\n"
 PLANNER = "{batching: static, static_batch_size: 2, max_spec_len: 3, pipelined: false}"
@@ -56,7 +57,7 @@ def test_another_models_profiles_and_ranges_past_them_are_said(
         "measured_max_context_tokens: 5\n",
     )
     assert _run(server.port, model_dir, _scenario(tmp_path, draft, verify)) == 0
-    said = capsys.readouterr().err.splitlines()
+    said = without_stages(capsys.readouterr().err).splitlines()
     prefix = "edgespec drafting-server: warning: "
     assert said[:2] == [
         f"{prefix}--plan's draft_profile {draft} was measured on tinyllama-1.1b, the draft is "
@@ -75,7 +76,9 @@ def test_another_models_profiles_and_ranges_past_them_are_said(
     assert said[5].startswith("[not pipelined: 3 sessions in batches of [2, 1], ")
     assert len(said) == 6
     assert _run(server.port, Path("nowhere"), _scenario(tmp_path, draft, verify)) == 2
-    before_loading = capsys.readouterr().err.splitlines()  # no draft "nowhere" loads
+    before_loading = without_stages(
+        capsys.readouterr().err
+    ).splitlines()  # no draft "nowhere" loads
     assert before_loading[0] == said[0].replace(str(model_dir), "nowhere")
     assert before_loading[1:-1] == [said[1]]
     assert before_loading[-1].startswith("edgespec drafting-server: unknown model 'nowhere'")

@@ -27,6 +27,7 @@ from edgespec.runtime.commands.drafting_server_plan import (
 )
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.conftest import start_server
+from tests.runtime.stage_lines import without_stages
 
 SCENARIO = """\
 system: drafting_server
@@ -59,7 +60,7 @@ def test_the_plan_comes_first_and_each_run_is_set_against_it(
 
     def recorded(*args: Any, **kwargs: Any) -> Any:
         if not before_warmup:
-            before_warmup.append(capsys.readouterr().err)
+            before_warmup.append(without_stages(capsys.readouterr().err))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(edge, "run_drafting_server", recorded)
@@ -68,7 +69,7 @@ def test_the_plan_comes_first_and_each_run_is_set_against_it(
         f"[plan: planner zhu ({path}), 2 batches of sizes [2, 1], spec_len 2, not pipelined, "
         "alpha 0.8, planned T_inf 0.1059 s]\n"
     ]
-    (line,) = capsys.readouterr().err.splitlines()
+    (line,) = without_stages(capsys.readouterr().err).splitlines()
     run = json.loads(out.read_text())["runs"]["not_pipelined"]
     planned = run["plan"]
     assert planned["planned_steps"] == 3  # ⌈6 / L⌉, L = (1 − 0.8³) / 0.2 = 2.44 (Eq. 8)
@@ -135,7 +136,10 @@ def test_an_l_over_the_servers_limit_is_refused_at_its_line_before_the_draft_loa
         assert main(_argv(running.port, "nowhere", path)) == 2  # no draft "nowhere" loads
     finally:
         running.stop(grace_s=0)
-    assert capsys.readouterr().err == f"edgespec drafting-server: {message.format(path=path)}\n"
+    assert (
+        without_stages(capsys.readouterr().err)
+        == f"edgespec drafting-server: {message.format(path=path)}\n"
+    )
 
 
 def test_a_prompt_the_sbs_memory_cannot_hold_is_named_as_prompt_k_of_n(tmp_path: Path) -> None:

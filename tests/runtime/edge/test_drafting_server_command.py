@@ -20,6 +20,7 @@ from edgespec.runtime.backends.transformers_backend import TransformersTarget
 from edgespec.runtime.testing import VOCAB
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.conftest import start_server
+from tests.runtime.stage_lines import stages, without_stages
 from tests.word_tokenizer import make_word_tokenizer
 
 CLI = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "somewhere"]
@@ -39,12 +40,14 @@ def test_bad_flags_are_reported_before_anything_loads(
     flags: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main([*CLI, *flags]) == 2
-    assert capsys.readouterr().err.startswith(f"edgespec drafting-server: {message}")
+    assert without_stages(capsys.readouterr().err).startswith(
+        f"edgespec drafting-server: {message}"
+    )
 
 
 def test_an_unreachable_server_is_one_line_with_a_hint(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(CLI) == 1
-    err = capsys.readouterr().err
+    err = without_stages(capsys.readouterr().err)
     assert err.startswith("edgespec drafting-server: ") and "is an `edgespec serve` running" in err
 
 
@@ -66,7 +69,14 @@ def test_compare_runs_both_modes_and_writes_the_json(
     argv += ["--prompt-ids", "1,2,3", "--prompt-ids", "4,5", "--prompt-ids", "9"]
     argv += ["--batch-size", "2", "--gamma", "3", "--max-new-tokens", "6", "--compare"]
     assert main([*argv, "--json", str(out)]) == 0
-    err = capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert stages(said) == [  # each step as it starts: minutes otherwise silent at real size
+        f"loading the draft {draft_dir} ...",
+        "warming up (one batch of 2, 4 tokens, untimed) ...",
+        "running not pipelined: 3 sessions, up to 6 new tokens each ...",
+        "running pipelined: 3 sessions, up to 6 new tokens each ...",
+    ]
+    err = without_stages(said)
     assert "[not pipelined: 3 sessions in batches of 2, 18 tokens, " in err
     assert "[pipelined: 3 sessions in batches of 2, 18 tokens, " in err
     assert "x; outputs identical" in err
@@ -84,7 +94,7 @@ def test_dataset_prompts_are_tokenized_with_the_drafts_tokenizer(
     argv = ["drafting-server", "--server", f"127.0.0.1:{server.port}", "--draft", str(draft_dir)]
     argv += ["--prompts", "general", "--num-sessions", "3", "--max-new-tokens", "2"]
     assert main([*argv, "--no-pipeline"]) == 0
-    err = capsys.readouterr().err
+    err = without_stages(capsys.readouterr().err)
     assert err.startswith("[not pipelined: 3 sessions in batches of 3, 6 tokens, ")
 
 
@@ -97,7 +107,7 @@ def test_a_gamma_over_the_servers_draft_limit_is_refused_before_the_draft_loads(
         assert main([*argv, "--gamma", "3"]) == 2
     finally:
         running.stop(grace_s=0)
-    assert capsys.readouterr().err.startswith(
+    assert without_stages(capsys.readouterr().err).startswith(
         "edgespec drafting-server: config field 'gamma': 3 exceeds the server's max_draft_tokens 2"
     )
 
@@ -142,7 +152,7 @@ def test_plan_runs_the_scenario_planners_batches_and_gamma(
 ) -> None:  # fmt: skip
     path, out = plan_file(tmp_path), tmp_path / "ds.json"
     assert main([*plan_argv(server.port, draft_dir, path), *flags, "--json", str(out)]) == 0
-    lines = capsys.readouterr().err.splitlines()
+    lines = without_stages(capsys.readouterr().err).splitlines()
     assert lines[0].startswith(
         f"[plan: planner zhu ({path}), 2 batches of sizes [2, 1], spec_len 2, not pipelined, "
         "alpha 0.8, planned T_inf 0.1"
@@ -171,7 +181,7 @@ def test_plan_refuses_batch_size_and_gamma(
 ) -> None:
     assert main([*plan_argv(1, "nowhere", plan_file(tmp_path)), flag, "2"]) == 2
     field = flag[2:].replace("-", "_")
-    assert capsys.readouterr().err == (
+    assert without_stages(capsys.readouterr().err) == (
         f"edgespec drafting-server: config field '{field}': --plan's planner picks it: "
         f"drop {flag}\n"
     )
@@ -183,7 +193,7 @@ def test_plan_bounds_the_sessions_it_plans(
     argv = ["drafting-server", "--server", "127.0.0.1:1", "--draft", "nowhere"]
     argv += ["--plan", str(plan_file(tmp_path)), "--num-sessions", "10001"]
     assert main(argv) == 2
-    assert capsys.readouterr().err == (
+    assert without_stages(capsys.readouterr().err) == (
         "edgespec drafting-server: config field 'num_sessions': must be <= 10,000 with --plan "
         "(planning grows with the square of the sessions), got 10001\n"
     )
@@ -213,7 +223,10 @@ def test_a_scenario_error_names_the_file_and_field_before_the_server_is_asked(
 ) -> None:
     path = plan_file(tmp_path, text)
     assert main(plan_argv(1, "nowhere", path)) == 2  # port 1: nothing was asked
-    assert capsys.readouterr().err == f"edgespec drafting-server: {message.format(path=path)}\n"
+    assert (
+        without_stages(capsys.readouterr().err)
+        == f"edgespec drafting-server: {message.format(path=path)}\n"
+    )
 
 
 def test_a_planned_gamma_over_the_servers_draft_limit_is_refused(
@@ -229,7 +242,7 @@ def test_a_planned_gamma_over_the_servers_draft_limit_is_refused(
         assert main(plan_argv(running.port, draft_dir, path)) == 2
     finally:
         running.stop(grace_s=0)
-    assert capsys.readouterr().err == (
+    assert without_stages(capsys.readouterr().err) == (
         f"edgespec drafting-server: {path}:4: config field 'pipeline.planner.spec_len': 3 "
         "exceeds the server's max_draft_tokens 2: set it <= 2\n"
     )
@@ -257,7 +270,7 @@ def test_a_planner_out_of_contract_is_one_line_exit_1(
         "system: drafting_server\npipeline:\n  max_output_tokens: 6\n  planner: {name: broken}\n",
     )
     assert main(plan_argv(server.port, draft_dir, path)) == 1
-    assert capsys.readouterr().err == (
+    assert without_stages(capsys.readouterr().err) == (
         "edgespec drafting-server: drafting planner BrokenPlanner's plan: batches must hold "
         "each of the 3 tasks once: task 2 is in no batch\n"
     )

@@ -29,6 +29,7 @@ from edgespec.runtime.wire.grpc_client import RemoteVerifier
 from edgespec.runtime.wire.grpc_server import ServerThread
 from tests.runtime.conftest import start_server
 from tests.runtime.hung_server import hung_server
+from tests.runtime.stage_lines import without_stages
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,7 @@ def test_every_prompt_is_checked_with_the_users_budget_before_the_warm_up(
     long = ",".join(["5"] * 4092)
     before = verifier.stats().num_batches
     assert main([*_argv(server, draft_dir, "1,2", long), "--max-new-tokens", "6"]) == 1
-    assert capsys.readouterr().err == (
+    assert without_stages(capsys.readouterr().err) == (
         "edgespec drafting-server: INVALID_ARGUMENT: prompt 2 of 2: prompt (4092 tokens) + "
         "max_new_tokens (6) exceeds the target's context of 4096\n"
     )
@@ -76,7 +77,7 @@ def test_a_draft_with_a_smaller_vocabulary_is_refused_before_it_drafts(
     capsys.readouterr()  # its progress bar
     before = verifier.stats().num_batches
     assert main(_argv(server, tmp_path, "1,40")) == 2
-    assert capsys.readouterr().err == (
+    assert without_stages(capsys.readouterr().err) == (
         f"edgespec drafting-server: config field 'draft': {tmp_path} has a vocabulary of 32 "
         f"tokens, the server's target {VOCAB}: the draft must take every target token id "
         "(share the target's tokenizer)\n"
@@ -113,7 +114,7 @@ def test_each_process_has_a_client_id_and_quota_of_its_own(
     finally:
         for spec in specs:
             verifier.close(spec.session_id)
-    err = capsys.readouterr().err.splitlines()[-1]
+    err = without_stages(capsys.readouterr().err).splitlines()[-1]
     assert err == (
         "edgespec drafting-server: RESOURCE_EXHAUSTED: prompt 1 of 3: client_id "
         "'drafting-server' already has 3 open sessions (max_sessions_per_client)"
@@ -190,6 +191,6 @@ def test_sigterm_and_ctrl_c_close_the_sessions_and_say_one_line(
         if previous_int is not None:
             signal.signal(signal.SIGINT, previous_int)
     assert rc == status and restored is ours
-    assert capsys.readouterr().err == f"edgespec drafting-server: {line}\n"
+    assert without_stages(capsys.readouterr().err) == f"edgespec drafting-server: {line}\n"
     time.sleep(0.2)
     assert verifier.stats().num_sessions == 0
