@@ -17,7 +17,7 @@ from enum import Enum
 from importlib import resources
 from pathlib import Path
 
-from edgespec.errors import UserInputError
+from edgespec.errors import UserInputError, did_you_mean
 from edgespec.models.gguf_file import NOT_GGUF, has_gguf_magic, unusable_gguf
 
 
@@ -92,8 +92,9 @@ def resolve_model(name_or_path: str) -> ModelSpec:
         raise ModelNotFoundError(f"model path {str(path)!r} does not exist")
     known = ", ".join(sorted(KNOWN_MODELS))
     raise ModelNotFoundError(
-        f"unknown model {name_or_path!r}: known names are {known}, "
-        "or give a path to a local Hugging Face model directory or .gguf file"
+        f"unknown model {name_or_path!r}{did_you_mean(name_or_path, KNOWN_MODELS)}: known "
+        f"names are {known}, or give a path to a local Hugging Face model directory or .gguf "
+        "file"
     )
 
 

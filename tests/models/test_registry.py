@@ -33,6 +33,17 @@ def test_unknown_name_lists_the_known_names() -> None:
     )
 
 
+def test_a_near_miss_of_a_known_name_gets_the_closest(  # it listed the names only
+) -> None:
+    with pytest.raises(ModelNotFoundError) as info:
+        resolve_model("gemma3-270m-drfat")
+    assert str(info.value) == (
+        "unknown model 'gemma3-270m-drfat' (did you mean 'gemma3-270m-draft'?): known names "
+        "are gemma3-270m, gemma3-270m-draft, or give a path to a local Hugging Face model "
+        "directory or .gguf file"
+    )
+
+
 def test_missing_path_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     with pytest.raises(ModelNotFoundError, match=f"model path '{missing}' does not exist"):
