@@ -200,6 +200,17 @@ class DraftRun:
             yield first
             yield from stream
 
+    def _tree_max_nodes(self) -> int:
+        """``tree_max_nodes``, or the server's ``max_draft_tokens`` when a tree's is more
+        (said on stderr)."""
+        max_nodes = self.config.tree_max_nodes
+        limit = self.verifier.max_draft_tokens() if self.config.tree is not None else None
+        if limit is None or max_nodes <= limit:
+            return int(max_nodes)
+        print(f"edgespec draft: tree_max_nodes {max_nodes} exceeds the server's "
+              f"max_draft_tokens {limit}; using {limit}", file=sys.stderr)  # fmt: skip
+        return int(limit)
+
     def distributed(
         self, draft: Any, vocab_size: int, window: Any, stop: Any, keep_rounds: bool,
         ready: Callable[[], None] | None = None,
@@ -216,18 +227,9 @@ class DraftRun:
         from edgespec.runtime.wire.emulated_link import wrap_verifier
 
         config = self.config
-        max_nodes = config.tree_max_nodes
-        limit = self.verifier.max_draft_tokens() if config.tree is not None else None
-        if limit is not None and max_nodes > limit:
-            print(
-                f"edgespec draft: tree_max_nodes {max_nodes} exceeds the server's "
-                f"max_draft_tokens {limit}; using {limit}",
-                file=sys.stderr,
-            )
-            max_nodes = limit
         model = None if draft is None else draft.model
         drafter = make_drafter(config.draft, model, vocab_size, config.lookup, config.tree,
-                               config.tree_min_prob, max_nodes)  # fmt: skip
+                               config.tree_min_prob, self._tree_max_nodes())  # fmt: skip
         if stop is not None:
             try:
                 stopping_drafter(drafter)
