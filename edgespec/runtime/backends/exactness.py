@@ -76,20 +76,28 @@ def exactness_problem(
     length: int = SHORT_PROBE_TOKENS,
     max_rows: int = 4,
     extend: ExtendKV | None = None,
+    on_pass: Callable[[int, int], None] | None = None,
 ) -> Inexactness | None:
     """How ``target``'s batched logits differ from its one-token-at-a-time logits over the
     probe shapes (module doc) with S ``length`` tokens long, or ``None`` when every row
     is the same bits. ``max_rows``: the most KV states the backend holds at once (the
     batch of four needs four; llama.cpp holds one per sequence). ``extend``: the
-    backend's pass without logits, for the positions no comparison reads."""
+    backend's pass without logits, for the positions no comparison reads. ``on_pass``:
+    told (done, of) after each one-token pass, the probe's bulk (a start-up's progress)."""
     if length < SHORT_PROBE_TOKENS:
         raise ValueError(f"the probe sequence needs >= {SHORT_PROBE_TOKENS} tokens, got {length}")
     vocab = target.vocab_size
     seq = tuple((7 * i + 3) % vocab for i in range(length))
     side = tuple((11 * i + 5) % vocab for i in range(5))
     compared = {5, 6, *range(length - 6, length)}  # the rows the checks below read
-    alone = _one_at_a_time(target, seq, compared, extend)
-    alone_side = _one_at_a_time(target, side, range(len(side)), extend)
+    passes = iter(range(1, length + len(side) + 1))
+
+    def tick() -> None:
+        if on_pass is not None:
+            on_pass(next(passes), length + len(side))
+
+    alone = _one_at_a_time(target, seq, compared, extend, tick)
+    alone_side = _one_at_a_time(target, side, range(len(side)), extend, tick)
     cut = length - 4
     head = target.forward([ForwardItem(None, 0, seq[:cut], 2)])[0]
     pair = target.forward([ForwardItem(head.kv, cut, seq[cut:], 4), ForwardItem(None, 0, side, 5)])
@@ -154,16 +162,21 @@ class _Rows:
 
 
 def _one_at_a_time(
-    target: TargetBackend, tokens: Sequence[int], compared: Collection[int], extend: ExtendKV | None
+    target: TargetBackend,
+    tokens: Sequence[int],
+    compared: Collection[int],
+    extend: ExtendKV | None,
+    tick: Callable[[], None] = lambda: None,
 ) -> _Rows:
-    """Each token forwarded alone on the previous ones' KV; the logits of ``compared``
-    positions (of every position without ``extend``)."""
+    """Each token forwarded alone on the previous ones' KV (``tick`` after each); the
+    logits of ``compared`` positions (of every position without ``extend``)."""
     kv, rows = None, {}
     for i, token in enumerate(tokens):
         if extend is not None and i not in compared:
             kv = extend(kv, i, token)
-            continue
-        out = target.forward([ForwardItem(kv, i, (token,), 1)])[0]
-        kv = out.kv
-        rows[i] = out.logits[0]
+        else:
+            out = target.forward([ForwardItem(kv, i, (token,), 1)])[0]
+            kv = out.kv
+            rows[i] = out.logits[0]
+        tick()
     return _Rows(rows)

@@ -11,15 +11,14 @@ Every row's new tokens end in the last column, so the LM head runs only on the l
 vocabulary logits over its whole prompt. The per-item KV is cut back out of the padded
 batch cache afterwards. A batch whose items differ so much in shape that padding would
 dominate (a cold start beside follow-ups) is split into several passes
-(:mod:`edgespec.runtime.backends.padding`); the batch cache is padded and cut by
-:mod:`edgespec.runtime.backends.padded_kv`. At load, a model whose attention cannot be
-masked exactly is refused (``UnsupportedAttentionError``), and a padded probe batch must
-reproduce the model's own unpadded logits.
-"""
+(:mod:`.padding`); the batch cache is padded and cut by :mod:`.padded_kv`. At load, a model
+whose attention cannot be masked exactly is refused (``UnsupportedAttentionError``), and a
+padded probe batch must reproduce the model's own unpadded logits (``probe_progress``: told
+each of its one-token passes)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal, get_args
 
@@ -90,6 +89,7 @@ class TransformersTarget:
         check_masks: bool = True,
         numerics: Numerics = "exact",
         row_multiple: int = ROW_MULTIPLE,
+        probe_progress: Callable[[int, int], None] | None = None,  # exactness_problem's on_pass
     ) -> None:
         if prefill_chunk_tokens < 1:
             raise ValueError(f"prefill_chunk_tokens must be >= 1, got {prefill_chunk_tokens}")
@@ -103,9 +103,8 @@ class TransformersTarget:
         self._device: torch.device = next(model.parameters()).device
         self._vocab_size = int(model.config.get_text_config().vocab_size)
         self._eos = eos_ids(model) if eos_token_ids is None else eos_token_ids
-        # the lossy mode's head in vocabulary blocks on a CPU, only when asked: it did not
-        # pay on this project's CPUs (benchmarks/results/head-speed-cpu-*.json); the exact
-        # mode's head is blocked as every wide linear layer is (invariant_linear)
+        # the lossy head in vocabulary blocks on a CPU only when asked (no gain on our CPUs:
+        # benchmarks/results/head-speed-cpu-*.json); the exact one is, as invariant_linear
         blocked = blocked_head_logits and self._device.type == "cpu" and numerics == "lossy"
         self._head = plain_head(model) if blocked else None
         self._split = split_padded_batches
@@ -116,16 +115,17 @@ class TransformersTarget:
             make_batch_invariant(model, row_multiple)
         if check_masks:  # False only for a pass recorded by runtime/backends/mask_check_cache
             self._check_exact_masking()
-            self._check_batch_invariance()
+            self._check_batch_invariance(probe_progress)
 
-    def _check_batch_invariance(self) -> None:
+    def _check_batch_invariance(self, progress: Callable[[int, int], None] | None) -> None:
         """The exactness self-check (:func:`exactness_problem`): the exact mode refuses the
         model when batched logits differ from one-at-a-time ones; the lossy mode keeps what
         differed in :attr:`inexactness`."""
         length = probe_length(self._layout.sliding_window, self.max_context_tokens)
         # a causal LM without a separate body (a wrapper) pays its head at every position
         body = isinstance(getattr(self._model, "model", None), torch.nn.Module)
-        self.inexactness = exactness_problem(self, length, extend=self._extend if body else None)
+        extend = self._extend if body else None
+        self.inexactness = exactness_problem(self, length, extend=extend, on_pass=progress)
         if self.inexactness is not None and self.numerics == "exact":
             raise InexactBackendError(
                 f"the transformers target is not batch-invariant on {self._device} in "

@@ -13,6 +13,7 @@ when the self-check finds a difference (said on stderr).
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -125,11 +126,30 @@ def _load_transformers_target(
             say("attention masks and batch invariance: checked before for these weights, "
                 "versions, device, CPU, threads and numerics (cached)")  # fmt: skip
 
-    checked = load_checked_target(
-        model, loaded.weight_files, cache_dir(), announce, numerics=numerics
-    )
+    checked = load_checked_target(model, loaded.weight_files, cache_dir(), announce,
+                                  numerics=numerics, probe_progress=ProbeLines(say))  # fmt: skip
     width = int(model.config.get_text_config().hidden_size)
     return LoadedTarget(checked.target, width, model, None)
+
+
+@dataclass(slots=True)
+class ProbeLines:
+    """The probe's progress as stage lines (``probing: 200 of 523 one-token passes``), one
+    each ``gap_s`` at most and none in its first ``gap_s``: a first start's probe is
+    minutes of one stage on a small CPU (Gemma 3's window: 523 passes)."""
+
+    say: Callable[[str], None]
+    clock: Callable[[], float] = time.monotonic
+    gap_s: float = 5.0
+    said_s: float | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if self.said_s is None:
+            self.said_s = now  # the first pass: the stage line was just said
+        elif now - self.said_s >= self.gap_s and done < total:
+            self.said_s = now
+            self.say(f"probing: {done} of {total} one-token passes")
 
 
 @dataclass(frozen=True, slots=True)

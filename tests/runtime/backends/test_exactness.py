@@ -149,3 +149,14 @@ def test_a_larger_row_multiple_is_exact_too_and_a_bad_one_is_refused() -> None:
     assert TransformersTarget(tiny_llama(3, vocab_size=512), row_multiple=16).inexactness is None
     with pytest.raises(ValueError, match="row_multiple must be >= 1, got 0"):
         TransformersTarget(tiny_llama(0), row_multiple=0)
+
+
+def test_each_one_token_pass_of_the_probe_is_told(target: TransformersTarget) -> None:
+    """A first start's probe was minutes of one silent stage: ``on_pass`` hears each of
+    its one-token passes (those without logits too), in order, with their number."""
+    told: list[tuple[int, int]] = []
+    assert (
+        exactness_problem(target, 12, extend=target._extend, on_pass=lambda *d: told.append(d))
+        is None
+    )
+    assert told == [(done, 12 + 5) for done in range(1, 18)]  # the sequence, then the side one

@@ -65,3 +65,18 @@ def test_serve_says_each_start_up_stage_on_stderr(tmp_path: Path, target_model: 
         "edgespec serve: [  2.5 s] b ...",
         "edgespec serve: [ 60.2 s] ready",
     ]
+
+
+def test_the_probes_passes_are_said_one_each_5_s_at_most() -> None:
+    """A first start's probe (523 one-token passes for Gemma 3) was one silent stage of
+    minutes: a line each 5 s at most, none in its first 5 s nor at its last pass (the next
+    stage's line follows)."""
+    from edgespec.runtime.commands.serve_target import ProbeLines
+
+    now = [0.0]
+    said: list[str] = []
+    lines = ProbeLines(said.append, clock=lambda: now[0])
+    for done, at_s in [(1, 0.5), (2, 4.0), (3, 5.6), (4, 6.0), (5, 10.7), (6, 30.0)]:
+        now[0] = at_s
+        lines(done, 6)
+    assert said == ["probing: 3 of 6 one-token passes", "probing: 5 of 6 one-token passes"]
