@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,9 +72,9 @@ def test_a_saved_model_is_probed_once_per_weights(
     probes: list[int] = []
     probe = TransformersTarget._check_batch_invariance
 
-    def counted(self: TransformersTarget) -> None:
+    def counted(self: TransformersTarget, progress: Any) -> None:
         probes.append(1)
-        probe(self)
+        probe(self, progress)
 
     monkeypatch.setattr(TransformersTarget, "_check_batch_invariance", counted)
     argv = ["bench", "prefix", "--target", str(model_dir), "--prefix-lens", "8",
