@@ -25,8 +25,10 @@ Item = tuple[str, Any]  # ("text", str) | ("done", Completion) | ("error", BaseE
 
 class Running:
     """``work`` started in ``executor`` (the loop's default one when ``None``); :meth:`next`
-    awaits its next item; ``on_end`` is called on the loop once the work has ended;
-    ``finished`` is set in the worker as it ends (seen from any thread, the loop's or not)."""
+    awaits its next item; ``on_end`` is called once on the loop as the work ends, before
+    its last item (the result or the error) can be read: a reply written from that item
+    finds the work counted ended (``/ready`` said ``running: 1`` to a client that had its
+    reply); ``finished`` is set in the worker as it ends (seen from any thread)."""
 
     def __init__(
         self, work: Work, executor: Executor | None = None, on_end: Callable[[], None] | None = None
@@ -35,21 +37,31 @@ class Running:
         self._queue: asyncio.Queue[Item] = asyncio.Queue()
         self.cancel = threading.Event()
         self.finished = threading.Event()
+        self._on_end = on_end
         self._future = self._loop.run_in_executor(executor, self._run, work)
+        self._future.add_done_callback(lambda _: self._end())  # a work that never ran too
+
+    def _end(self) -> None:
+        on_end, self._on_end = self._on_end, None
         if on_end is not None:
-            self._future.add_done_callback(lambda _: on_end())
+            on_end()
+
+    def _call(self, callback: Callable[..., None], *args: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed (shutdown): nobody reads
+            self._loop.call_soon_threadsafe(callback, *args)
 
     def _put(self, item: Item) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop closed (shutdown): nobody reads
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        self._call(self._queue.put_nowait, item)
 
     def _run(self, work: Work) -> None:
         try:
-            self._put(("done", work(lambda text: self._put(("text", text)), self.cancel)))
+            last: Item = ("done", work(lambda text: self._put(("text", text)), self.cancel))
         except BaseException as exc:  # handed to the loop, which raises or reports it
-            self._put(("error", exc))
+            last = ("error", exc)
         finally:
             self.finished.set()
+        self._call(self._end)  # the loop runs it before it delivers the last item
+        self._put(last)
 
     async def next(self) -> Item:
         return await self._queue.get()
