@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 from edgespec.runtime.commands.cpus import apply_cpus_and_threads
 from edgespec.runtime.commands.draft_arguments import (
     add_arguments,
-    check_seed,
-    check_top_p,
+    check_sampling_flags,
     flag_fields,
     overrides,
 )
@@ -62,8 +61,7 @@ def _run(args: argparse.Namespace) -> int:
 
     say = Stages("draft")
     config = load_config(DrafterConfig, args.config, overrides(args))
-    check_seed(args, config.temperature)
-    check_top_p(args, config.top_p)
+    check_sampling_flags(args, config.temperature, config.top_p)
     stop = stop_policy_from_args(args)
     if stop is not None and args.mode != "distributed":
         raise ConfigError("stop_predictor", f"needs --mode distributed, got {args.mode}")

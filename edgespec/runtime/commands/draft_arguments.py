@@ -282,26 +282,16 @@ def overrides(args: argparse.Namespace) -> list[str]:
     return out + link_overrides(args)
 
 
-def check_seed(args: argparse.Namespace, temperature: float) -> None:
-    """Refuse a ``--seed`` that nothing would use (it was ignored): greedy decoding draws
-    nothing, and ``--serve-openai``'s requests carry their own seeds."""
+def check_sampling_flags(args: argparse.Namespace, temperature: float, top_p: float) -> None:
+    """Refuse a ``--seed`` or a ``top_p`` below 1 that nothing would read: greedy decoding
+    draws nothing, and ``--serve-openai``'s requests carry their own seed and top_p."""
     from edgespec.errors import UserInputError
 
-    if args.seed is None:
-        return
-    if args.serve_openai is not None:
-        raise UserInputError(f"--seed {args.seed}: the endpoint (--serve-openai) takes each "
-                             "request's own seed; drop --seed")  # fmt: skip
-    if temperature == 0:
+    endpoint = "the endpoint (--serve-openai) takes each request's own"
+    if top_p < 1 and args.serve_openai is not None:
+        raise UserInputError(f"--top-p {top_p:g}: {endpoint} top_p; drop --top-p")
+    if args.seed is not None and args.serve_openai is not None:
+        raise UserInputError(f"--seed {args.seed}: {endpoint} seed; drop --seed")
+    if args.seed is not None and temperature == 0:
         raise UserInputError(f"--seed {args.seed} is for sampling (--temperature > 0); "
                              "greedy decoding draws nothing")  # fmt: skip
-
-
-def check_top_p(args: argparse.Namespace, top_p: float) -> None:
-    """Refuse a ``top_p`` below 1 (``--top-p`` or ``--config``'s) with ``--serve-openai``:
-    the endpoint's requests carry their own ``top_p`` (it would not be read)."""
-    from edgespec.errors import UserInputError
-
-    if top_p < 1 and args.serve_openai is not None:
-        raise UserInputError(f"--top-p {top_p:g}: the endpoint (--serve-openai) takes each "
-                             "request's own top_p; drop --top-p")  # fmt: skip
