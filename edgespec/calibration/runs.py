@@ -58,17 +58,16 @@ def run_real(
     share this interpreter's lock with the server. ``make_draft`` is pickled into each
     process (e.g. ``functools.partial(TransformersDraft, model)``, or ``NgramDrafter``).
     """
-    import multiprocessing as mp
-
     from edgespec.config import from_dict
     from edgespec.policies.batching import FcfsBatching
+    from edgespec.runtime.child_processes import child_context
     from edgespec.runtime.server.config import ServerConfig
     from edgespec.runtime.server.engine import VerificationEngine
     from edgespec.runtime.server.service import VerificationService
     from edgespec.runtime.wire.grpc_server import ServerThread
 
     config = from_dict(ServerConfig, {"port": 0, "max_batch_size": max_batch_size})
-    ctx = mp.get_context("spawn")
+    ctx = child_context(__name__)
     barrier = ctx.Barrier(len(prompts))
     queue = ctx.Queue()
     server = ServerThread(

@@ -6,11 +6,11 @@ that stopped it (type and message). :func:`run_clients` collects one result per 
 raises a one-line :class:`UserInputError` naming the first client that failed, that exited
 without putting anything (killed, out of memory), or that is still running
 ``HANG_GRACE_S`` past the run's end: it never waits on a dead or hung client. Clients are
-spawned, not forked: a fork of a process whose gRPC threads are running can deadlock in
-the child's first call.
+forked from a fork server (:mod:`edgespec.runtime.child_processes`), not from this process:
+a fork of a process whose gRPC threads are running can deadlock in the child's first call.
 
 The run's ``seconds`` start when every client is connected (:class:`StartLine`), not when
-the first process is spawned: starting a process and connecting takes from 0.6 s (one,
+the first process starts: starting a process and connecting takes from 0.6 s (one,
 idle) to seconds (many on a busy machine), and a window that began before would have
 given each client, and each system, what was left of it.
 """
@@ -18,13 +18,13 @@ given each client, and each system, what was left of it.
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import queue as queues
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from edgespec.errors import UserInputError
+from edgespec.runtime.child_processes import child_context
 from edgespec.runtime.deferred_signals import signals_deferred
 
 POLL_S = 1.0
@@ -63,7 +63,7 @@ class ClientPlan:
 class StartLine:
     """The clients' common start: each puts its index on ``ready`` once connected and
     waits on ``go``; when all are ready the parent writes the run's end (wall-clock seconds)
-    into ``until`` and sets ``go``. Made by :func:`start_line` from the spawn context."""
+    into ``until`` and sets ``go``. Made by :func:`start_line` from the children's context."""
 
     ready: Any
     go: Any
@@ -205,9 +205,9 @@ def _check_deadline(
 
 
 def run_clients(plan: ClientPlan, clients: int) -> list[dict[str, Any]]:
-    """``clients`` drafter processes (spawned) against ``plan.address``, their rows in
+    """``clients`` drafter processes (:func:`child_context`) against ``plan.address``, their rows in
     client order; every process is ended and joined before this returns or raises."""
-    context = mp.get_context("spawn")
+    context = child_context(__name__)
     out: Any = context.Queue()
     start = start_line(context)
     workers = [context.Process(target=client, args=(plan, i, out, start)) for i in range(clients)]

@@ -5,7 +5,6 @@ processes are gone)."""
 from __future__ import annotations
 
 import math
-import multiprocessing
 import secrets
 import sys
 import time
@@ -15,6 +14,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from edgespec.errors import UserInputError
+from edgespec.runtime.child_processes import child_context
 from edgespec.runtime.deferred_signals import signals_deferred
 from edgespec.runtime.loadgen.messages import SetupFailed
 from edgespec.runtime.loadgen.outcome import FaultEvent, RunOutcome
@@ -70,7 +70,7 @@ class LoadRun:
         self._draft_model_dir = draft_model_dir
         self._say = say
         self._run_tag = new_run_tag() if run_tag is None else run_tag
-        self._ctx = multiprocessing.get_context("spawn")
+        self._ctx = child_context(worker_main.__module__)
         self._workers: dict[int, _Worker] = {}
         self._tally = Tally(load.slo_mix, load.drain_s)
         self._faults: list[FaultEvent] = []

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import multiprocessing.context
-import multiprocessing.util
-import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,7 @@ from edgespec.cli import main
 from edgespec.models import loading
 from edgespec.reproduce.wisp import serving
 from edgespec.reproduce.wisp.serving_clients import ClientPlan, run_clients
-from tests.runtime.commands.test_bench_start_signals import _alive
+from tests.runtime.child_starts import children_left, signal_inside_starts
 
 BASE = ["reproduce", "wisp-serving", "--clients", "1", "--seconds", "0.5", "--prompts", "2",
         "--target", "t", "--profile", "a100-qwen3-32b"]  # fmt: skip
@@ -77,7 +74,7 @@ def test_a_stop_while_the_clients_start_ends_those_started(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     started: list[Any] = []
-    start = multiprocessing.context.SpawnProcess.start
+    start = multiprocessing.context.ForkServerProcess.start
 
     def start_one_then_stop(process: Any) -> None:
         if started:
@@ -85,7 +82,7 @@ def test_a_stop_while_the_clients_start_ends_those_started(
         start(process)
         started.append(process)
 
-    monkeypatch.setattr(multiprocessing.context.SpawnProcess, "start", start_one_then_stop)
+    monkeypatch.setattr(multiprocessing.context.ForkServerProcess, "start", start_one_then_stop)
     plan = ClientPlan("127.0.0.1:9", ["c1"], [[1]], 0.5, 4)
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -101,32 +98,19 @@ def test_a_stop_while_the_clients_start_ends_those_started(
 def test_a_signal_inside_a_clients_start_lets_the_start_finish_first(
     monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """Ctrl-C from inside ``Process.start()``, after the child was spawned and before its
-    start data was written: the parent closed that pipe, and the child's ``EOFError: Ran
-    out of input`` traceback was the run's last line (as ``edgespec bench serve``'s was)."""
-    spawned: list[int] = []
-    spawn = multiprocessing.util.spawnv_passfds
-
-    def signalled_spawn(path: Any, args: Any, passfds: Any) -> int:
-        pid: int = spawn(path, args, passfds)
-        if "spawn_main" in " ".join(map(str, args)):
-            spawned.append(pid)
-            os.kill(os.getpid(), signal.SIGINT)
-        return pid
-
-    monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", signalled_spawn)
+    """Ctrl-C from inside ``Process.start()``, after the child was started and before its
+    start data was written (:mod:`tests.runtime.child_starts`): the parent closed that pipe,
+    and the child's ``EOFError: Ran out of input`` traceback was the run's last line (as
+    ``edgespec bench serve``'s was)."""
+    starts = signal_inside_starts(monkeypatch, signal.SIGINT)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # xdist ignores it
     try:
         with pytest.raises(KeyboardInterrupt):
             run_clients(ClientPlan("127.0.0.1:9", ["c1"], [[1]], 0.5, 4), 2)
     finally:
         signal.signal(signal.SIGINT, previous)
-    deadline = time.monotonic() + 30
-    while _alive(spawned) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = _alive(spawned)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+    left = children_left()
     err = capfd.readouterr().err
-    assert (len(spawned), left, mp.active_children()) == (1, [], []), err
+    assert (starts.num_signalled, len(starts.finished_pids), left) == (1, 1, [])
+    assert mp.active_children() == []
     assert "Traceback" not in err, err

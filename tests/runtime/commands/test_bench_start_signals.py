@@ -1,17 +1,16 @@
 """``edgespec bench serve`` stopped by SIGTERM or Ctrl-C while it starts a client process:
 the start is done whole, then the signal acts (the processes stopped, one line, 143 or
-130). It came inside ``Process.start()``, after the child was spawned and before the
+130). It came inside ``Process.start()``, after the child was started and before the
 parent wrote the child's start data to it: the parent closed that pipe, and the child's
 ``EOFError: Ran out of input`` traceback was the run's last line (a child left running until
-then). Here the signal is sent from inside the real start, at that very point."""
+then). Here the signal is sent from inside the real start, at that very point
+(:mod:`tests.runtime.child_starts`)."""
 
 from __future__ import annotations
 
 import gc
-import multiprocessing.util
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 
 from edgespec.cli import main
 from edgespec.runtime.wire.grpc_server import ServerThread
+from tests.runtime.child_starts import children_left, signal_inside_starts
 
 
 @pytest.mark.parametrize(
@@ -30,19 +30,7 @@ def test_a_signal_while_a_client_process_starts_stops_the_run_whole(
     server: ServerThread, sig: signal.Signals, status: int, said: str,
     monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
-    spawned: list[int] = []
-    spawn = multiprocessing.util.spawnv_passfds
-
-    def signalled_spawn(path: Any, args: Any, passfds: Any) -> int:
-        """The real spawn; a client process's is followed at once by ``sig``, before its
-        start data is written."""
-        pid = spawn(path, args, passfds)
-        if "spawn_main" in " ".join(map(str, args)):
-            spawned.append(pid)
-            os.kill(os.getpid(), sig)
-        return pid
-
-    monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", signalled_spawn)
+    starts = signal_inside_starts(monkeypatch, sig)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # xdist ignores it
     try:
         code = main(["bench", "serve", "--server", f"127.0.0.1:{server.port}",
@@ -50,15 +38,10 @@ def test_a_signal_while_a_client_process_starts_stops_the_run_whole(
     finally:
         signal.signal(signal.SIGINT, previous)
     gc.collect()  # a start cut short: its pipe closed once its Popen is collected
-    deadline = time.monotonic() + 30
-    alive = _alive(spawned)
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.1)
-        alive = _alive(spawned)
-    for pid in alive:
-        os.kill(pid, signal.SIGKILL)
+    left = children_left()
     err = capfd.readouterr().err
-    assert (code, len(spawned), alive) == (status, 1, []), err
+    started = (starts.num_signalled, len(starts.finished_pids))
+    assert (code, started, left) == (status, (1, 1), []), err
     assert "Traceback" not in err, err
     assert err.splitlines()[-1] == f"edgespec bench serve: {said}"
 
