@@ -206,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
         return _calibrate(args, given, steps)
     except (KeyboardInterrupt, Terminated) as stop:  # the command's own line follows
         said = "interrupted" if isinstance(stop, KeyboardInterrupt) else "terminated"
+        steps.remove_unused_out()
         print(f"edgespec calibrate: {steps.stopped_line(said)}", file=sys.stderr, flush=True)
         raise
 
@@ -227,6 +228,7 @@ def _calibrate(
     out = steps.out
     if args.out is not None:  # an earlier run's files go only once nothing more is refused
         calibration_folder(args)
+    steps.made_out = not out.exists()
     out.mkdir(parents=True, exist_ok=True)  # made only once nothing more is refused
     steps.step = PROFILING if given is None else RUNNING
     target = (t_name, pair.target_model, backend)

@@ -27,6 +27,16 @@ class CalibrationSteps:
     out: Path
     profiled: bool
     step: str = LOADING
+    made_out: bool = False
+    """Whether this run made ``out`` (it did not exist): an empty one is removed at a stop."""
+    removed_out: bool = False
+
+    def remove_unused_out(self) -> None:
+        """At a stop: remove ``out`` if this run made it and nothing was written to it (a
+        stop while profiling), so no empty ``runs/calibration-<time>`` stays behind."""
+        if self.made_out and self.out.is_dir() and not any(self.out.iterdir()):
+            self.out.rmdir()
+            self.removed_out = True
 
     def left_behind(self) -> str:
         """What a calibration stopped in its real run leaves in ``out``: no trace.jsonl
@@ -57,6 +67,8 @@ class CalibrationSteps:
             return again
         if self.step == PROFILING:
             nothing = "(a calibration keeps no partial profile)"
+            if self.removed_out:
+                return f"nothing of this run is kept {nothing}, {out} removed; {again}"
             return f"{out} holds nothing of this run {nothing}; {again}"
         if self.step == RUNNING:
             if self.profiled:

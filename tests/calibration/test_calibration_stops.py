@@ -50,8 +50,19 @@ def test_stopped_while_loading(
 def test_stopped_while_profiling(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The folder this run made, empty, is removed (no empty ``runs/calibration-<time>``
+    left behind); one that was there before is kept."""
     monkeypatch.setattr("edgespec.profiling.run.profile_pair", _stop(KeyboardInterrupt))
     out = tmp_path / "cal"
+    assert _calibrate(out, capsys) == (130, [
+        "edgespec calibrate: interrupted while profiling the pair: nothing of this run is "
+        f"kept (a calibration keeps no partial profile), {out} removed; run the same command "
+        "to start again",
+        INTERRUPTED,
+    ])  # fmt: skip
+    assert not out.exists()
+
+    out.mkdir()
     assert _calibrate(out, capsys) == (130, [
         f"edgespec calibrate: interrupted while profiling the pair: {out} holds nothing of "
         "this run (a calibration keeps no partial profile); run the same command to start "
