@@ -242,7 +242,9 @@ def _serving(config: Any, window: Any, head: Any, choice: TargetChoice | None) -
 def _first_signal() -> asyncio.Future[int]:
     """A future of the first SIGINT or SIGTERM's number, the loop's handlers installed now
     (before the server starts: one that came between its start and the listening line
-    raised past the running server, which then complained as the process exited)."""
+    raised past the running server, which then complained as the process exited). A signal
+    the process was started ignoring stays ignored, as in every command (a shell without job
+    control starts ``serve &`` with SIGINT ignored: SIGTERM stops it)."""
     import asyncio
     import signal
 
@@ -254,7 +256,8 @@ def _first_signal() -> asyncio.Future[int]:
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, received, sig)
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            loop.add_signal_handler(sig, received, sig)
     return first
 
 

@@ -149,6 +149,31 @@ def test_serve_says_why_it_stopped_and_exits_with_the_signals_status(
     assert lines[ready + 1 :] == [f"edgespec serve: {said}"]
 
 
+def test_serve_started_ignoring_sigint_keeps_ignoring_it_and_stops_on_sigterm(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    """A shell without job control (a script's ``edgespec serve &``) starts it with SIGINT
+    ignored: ``serve`` installed its own handler over that, so a Ctrl-C meant for the
+    script stopped the server, unlike every other command, which keeps the signal ignored."""
+    port = free_port()
+    args = ["serve", "--target", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
+            "--threads", "1"]  # fmt: skip
+    ignoring = "signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    command = Command(args, tmp_path / "stderr", prelude=ignoring)
+    try:
+        command.wait_for(f"listening on 127.0.0.1:{port}", stdout=True)
+        command.process.send_signal(signal.SIGINT)
+        time.sleep(1.0)
+        assert command.process.poll() is None, command.lines
+        command.process.send_signal(signal.SIGTERM)
+        assert command.stopped(30) == 143
+    finally:
+        command.kill()
+    lines = command.lines
+    ready = next(at for at, line in enumerate(lines) if line.endswith("] ready"))
+    assert lines[ready + 1 :] == ["edgespec serve: terminated"]
+
+
 class _Stopped(Exception):
     """What this test's own SIGTERM handler raises (the default one would end pytest)."""
 
