@@ -27,6 +27,9 @@ Top-level modules, what both sides share:
   unfinished byte-token run held): the HTTP endpoint's text and ``edgespec draft``'s;
 * :mod:`.deferred_signals` — Ctrl-C and SIGTERM deferred while a block runs, then
   delivered: a process's start done whole (``edgespec bench serve``), a bounded cleanup;
+* :mod:`.child_processes` — the context the program's drafter and client processes start
+  in: forked from a fork server that imported torch once (``calibrate``, ``bench serve``,
+  ``reproduce wisp-serving``);
 * :mod:`.testing` — synthetic models for tests and benchmarks (``tiny_llama``,
   ``noisy_copy``, ``layer_truncated_copy``, ``synthetic_target``).
 
