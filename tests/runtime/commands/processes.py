@@ -4,6 +4,7 @@ its stderr read as it comes, and the sessions a verification server still holds.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -11,6 +12,8 @@ import time
 from pathlib import Path
 
 from edgespec.runtime.wire.grpc_client import RemoteVerifier
+from tests.runtime.commands import zygote
+from tests.runtime.commands.zygote import ZygoteProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,11 +25,18 @@ RUN_CLI = "from edgespec.cli import console_main; sys.exit(console_main(sys.argv
 
 class Command:
     """``edgespec ARGS`` in a process of its own, its stderr in ``log`` (its stdout beside it,
-    ``log`` with ``.out`` added); ``prelude``: Python statements run before the command."""
+    ``log`` with ``.out`` added); ``prelude``: Python statements run before the command.
+    Forked from the worker's zygote (:mod:`tests.runtime.commands.zygote`), unless
+    ``EDGESPEC_TEST_FRESH_PROCESSES=1``."""
 
     def __init__(self, args: list[str], log: Path, prelude: str = "") -> None:
         self.log, self.out = log, log.with_name(log.name + ".out")
         code = SHELL_SIGNALS + prelude + RUN_CLI
+        self.process: subprocess.Popen[bytes] | ZygoteProcess
+        if os.environ.get("EDGESPEC_TEST_FRESH_PROCESSES") != "1":
+            log.write_bytes(b""), self.out.write_bytes(b"")  # there as the command starts
+            self.process = zygote.start(code, args, self.out, log)
+            return
         with log.open("wb") as stderr, self.out.open("wb") as stdout:
             self.process = subprocess.Popen([sys.executable, "-c", code, *args], stdout=stdout,
                                             stderr=stderr, cwd=ROOT)  # fmt: skip
