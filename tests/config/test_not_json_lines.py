@@ -103,7 +103,7 @@ def test_the_commands_that_read_traces_say_so(
     argv = ["train", "stop-predictor", "--traces", "sum.json", "--out", "s.json"]
     assert main(argv) == 2
     assert capsys.readouterr().err == (
-        f"edgespec train stop-predictor: --traces sum.json: sum.json:1: {SUMMARY_IS}\n"
+        f"edgespec train stop-predictor: --traces sum.json:1: {SUMMARY_IS}\n"
     )
     Path("k.yaml").write_text(yaml.safe_dump(tiny_scenario(duration_s=1.0)))
     argv = ["sim", "k.yaml", "acceptance={kind: trace, traces: [p.yaml]}", *QUIET, "--out", "r"]

@@ -186,8 +186,10 @@ def read_records(paths: list[Path]) -> list[TraceRecord]:
             found = read_trace(file)
             for record in found:
                 check_record(record)
-        except (ConfigError, ValueError) as exc:
-            raise UserInputError(f"--traces {file}: {exc}") from exc
+        except (ConfigError, ValueError) as exc:  # a line's error names PATH:LINE itself
+            said = str(exc)
+            where = "" if said.startswith(f"{file}:") else f"{file}: "
+            raise UserInputError(f"--traces {where}{said}") from exc
         records.extend(found)
     return records
 

@@ -103,7 +103,7 @@ def test_a_non_finite_feature_is_refused_naming_file_line_field_and_request(
     assert _train([traces], tmp_path / "stop.json", capsys) == (
         2,
         "edgespec train stop-predictor: "
-        f"--traces {traces}: {traces}:4: draft_features: row 7: entropy_nats "
+        f"--traces {traces}:4: draft_features: row 7: entropy_nats "
         f"is {shown}, expected a finite number (request s3)\n",
     )
 
